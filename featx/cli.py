@@ -1,0 +1,75 @@
+"""The ``featx`` command line: thin wrappers over the library API."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from . import __version__
+from .errors import FeatxError
+
+
+def _fail(error: FeatxError) -> None:
+    click.echo(f"featx: error: {error.message}", err=True)
+    if error.hint:
+        click.echo(f"  hint: {error.hint}", err=True)
+    sys.exit(error.exit_code)
+
+
+class FeatxGroup(click.Group):
+    """Turns featx's own errors and Ctrl-C into one clear message and an exit code, never a traceback."""
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except FeatxError as error:
+            _fail(error)
+        except KeyboardInterrupt:
+            click.echo("featx: interrupted", err=True)
+            sys.exit(130)
+
+
+@click.group(cls=FeatxGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, prog_name="featx")
+def main():
+    """Extract every layer of an encoder once, then probe where your labels live."""
+
+
+@main.command()
+@click.argument("corpus", type=click.Path(path_type=Path))
+@click.option("-o", "--output", type=click.Path(path_type=Path), help="Features file (default: CORPUS.features.h5 beside the corpus).")
+@click.option("--model", default="default", show_default=True,
+              help="Hugging Face model folder or id; 'default' is the embedded all-MiniLM-L6-v2.")
+@click.option("--text-col", default="text", show_default=True, help="Column holding the texts.")
+@click.option("--id-col", default=None, help="Column of unique row ids (default: row numbers).")
+@click.option("--layer", "layers", default="all", show_default=True, help="Layers to store: all, 0,3,6, -4: ...")
+@click.option("--pooling", "poolings", default="all", show_default=True, help="all or a list of cls,mean,max,last,pooler.")
+@click.option("--tokens", is_flag=True, help="Also store token-level states (large).")
+@click.option("--max-length", type=int, default=None, help="Truncate texts to this many tokens (default: the model's maximum).")
+@click.option("--device", default="auto", show_default=True, help="auto, cpu, cuda, cuda:N or mps.")
+@click.option("--dtype", default="auto", show_default=True, help="Compute dtype: auto, float32, float16, bfloat16.")
+@click.option("--store-dtype", default="float16", show_default=True, help="Stored features: float16 or float32.")
+@click.option("--max-tokens", type=int, default=None, help="Padded tokens per batch (default: 8192 on CPU, 65536 on GPU).")
+@click.option("--batch-size", type=int, default=256, show_default=True, help="Most rows per batch.")
+@click.option("--skip-empty", is_flag=True, help="Leave out empty or whitespace-only texts instead of refusing.")
+@click.option("--encoding", default="utf-8", show_default=True, help="Text encoding of the corpus file.")
+@click.option("--overwrite", is_flag=True, help="Replace an existing or unfinished output.")
+@click.option("--trust-remote-code", is_flag=True, help="Allow the model folder's own Python code to run.")
+@click.option("--random-init", is_flag=True, help="Same architecture and tokenizer, random weights (a control).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed for --random-init.")
+@click.option("--commit-rows", type=int, default=None, help="Rows per commit (resume granularity).")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+def extract(corpus, output, quiet, layers, poolings, **options):
+    """Run the encoder once over CORPUS (CSV/TSV/JSONL/Parquet) and store every layer's pooled states."""
+    from .extractor import ExtractConfig, extract as run_extract
+
+    config = ExtractConfig(corpus=corpus, output=output, layers=layers, poolings=poolings,
+                           progress=not quiet, **options)
+    summary = run_extract(config)
+    click.echo(summary.line())
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,493 @@
+"""``featx extract``: one batched forward pass over a corpus, every layer pooled, streamed to HDF5."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import queue
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from . import __version__
+from .batching import collate, plan_batches, plan_windows
+from .corpus import Corpus, read_corpus
+from .errors import FeatxError, InputError, Interrupted, StoreError
+from .modeling import DEFAULT_MODEL, LoadedModel, dtype_name, load_model
+from .pooling import POOLING_FUNCTIONS, make_pooler_pool
+from .selection import POOLINGS, parse_poolings, select_layers
+from .state import remember
+from .store import FeatureFile, FeatureWriter, partial_path
+from .tokenize import TokenizedCorpus, tokenize_texts
+
+WINDOW_BYTES = 256 << 20  # host memory for one commit window of outputs
+STORE_DTYPES = {"float16": np.float16, "fp16": np.float16, "float32": np.float32, "fp32": np.float32}
+
+
+@dataclass
+class ExtractConfig:
+    """Every option of an extraction; the CLI builds one of these from its flags."""
+
+    corpus: str | Path
+    output: str | Path | None = None
+    model: str = DEFAULT_MODEL
+    text_col: str = "text"
+    id_col: str | None = None
+    layers: str = "all"
+    poolings: str = "all"
+    tokens: bool = False
+    max_length: int | None = None
+    device: str = "auto"
+    dtype: str = "auto"
+    store_dtype: str = "float16"
+    max_tokens: int | None = None  # padded tokens per batch; default depends on the device
+    batch_size: int = 256
+    skip_empty: bool = False
+    encoding: str = "utf-8"
+    overwrite: bool = False
+    trust_remote_code: bool = False
+    random_init: bool = False
+    seed: int = 0
+    commit_rows: int | None = None  # rows per commit window; default sized by memory
+    progress: bool = True
+
+
+@dataclass
+class ExtractSummary:
+    output: Path
+    status: str  # "written", "resumed" or "up-to-date"
+    rows: int
+    tokens: int
+    truncated_rows: int
+    skipped_empty: int
+    seconds: float
+    file_bytes: int
+    model: str
+    device: str
+    dtype: str
+    layers: list[int] = field(default_factory=list)
+    poolings: list[str] = field(default_factory=list)
+    resumed_from: int = 0
+
+    @property
+    def tokens_per_second(self) -> float:
+        return self.tokens / self.seconds if self.seconds > 0 else float("nan")
+
+    def line(self) -> str:
+        size = f"{self.file_bytes / 1e6:.1f} MB"
+        parts = [
+            f"{self.rows} rows", f"{self.tokens} tokens", f"{self.truncated_rows} truncated",
+        ]
+        if self.skipped_empty:
+            parts.append(f"{self.skipped_empty} empty skipped")
+        if self.status == "up-to-date":
+            return f"up to date: {self.output} ({', '.join(parts)}, {size}); use --overwrite to recompute"
+        parts += [f"{self.seconds:.1f} s", f"{self.tokens_per_second:,.0f} tokens/s", size]
+        resumed = f" (resumed at row {self.resumed_from})" if self.status == "resumed" else ""
+        return f"wrote {self.output}{resumed}: " + ", ".join(parts)
+
+    def as_dict(self) -> dict:
+        data = asdict(self)
+        data["output"] = str(self.output)
+        data["tokens_per_second"] = self.tokens_per_second
+        return data
+
+
+def default_output(config: ExtractConfig) -> Path:
+    corpus = Path(config.corpus)
+    tag = ".random-init" if config.random_init else ""
+    return corpus.with_name(f"{corpus.stem}{tag}.features.h5")
+
+
+def _check_output_dir(output: Path) -> None:
+    directory = output.parent
+    if not directory.exists():
+        raise InputError(f"output directory {directory} does not exist", "create it first, or choose another path with -o")
+    if not os.access(directory, os.W_OK):
+        raise InputError(f"output directory {directory} is read-only", "choose a writable location with -o OUT.h5")
+
+
+class OutputLock:
+    """An exclusive lock on ``<output>.lock`` so that two runs never write the same file."""
+
+    def __init__(self, output: Path):
+        self.path = output.with_name(output.name + ".lock")
+        self.handle = None
+
+    def __enter__(self) -> "OutputLock":
+        self.handle = open(self.path, "a+")
+        try:
+            fcntl.flock(self.handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self.handle.seek(0)
+            holder = self.handle.read().strip() or "another process"
+            self.handle.close()
+            raise StoreError(
+                f"another featx extract ({holder}) is writing {self.path.name[:-5]} right now",
+                "wait for it to finish, or choose another output with -o",
+            ) from None
+        self.handle.seek(0)
+        self.handle.truncate()
+        self.handle.write(f"pid {os.getpid()}")
+        self.handle.flush()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        try:
+            self.path.unlink()
+        except OSError:
+            pass
+        fcntl.flock(self.handle, fcntl.LOCK_UN)
+        self.handle.close()
+
+
+def _fingerprint(config: ExtractConfig, corpus: Corpus, loaded: LoadedModel, layers, poolings, max_tokens) -> str:
+    """What the file's contents depend on; resuming or reusing requires an exact match."""
+    return json.dumps({
+        "corpus_sha256": corpus.sha256, "text_col": config.text_col, "id_col": config.id_col,
+        "skip_empty": config.skip_empty, "model_sha256": loaded.weights_sha256, "random_init": config.random_init,
+        "seed": config.seed if config.random_init else None, "max_length": loaded.max_length,
+        "layers": layers, "poolings": poolings, "tokens": config.tokens, "store_dtype": config.store_dtype,
+        "compute_dtype": dtype_name(loaded.dtype), "device_type": loaded.device.type,
+        "max_tokens": max_tokens, "batch_size": config.batch_size, "commit_rows": config.commit_rows,
+    }, sort_keys=True)
+
+
+def _resolve_poolings(spec: str, loaded: LoadedModel) -> list[str]:
+    explicit = spec is not None and spec.strip().lower() != "all"
+    poolings = parse_poolings(spec, POOLINGS)
+    if "pooler" in poolings and not loaded.has_pooler:
+        if explicit:
+            raise InputError(f"pooling 'pooler' is not available: model {loaded.name} has no pooler head",
+                             "choose from cls, mean, max, last")
+        poolings.remove("pooler")
+    return poolings
+
+
+class _Writer:
+    """Background thread that writes and commits windows so the model never waits on disk."""
+
+    def __init__(self, writer: FeatureWriter):
+        self.writer = writer
+        self.queue: queue.Queue = queue.Queue(maxsize=2)
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, name="featx-writer", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while True:
+            item = self.queue.get()
+            if item is None:
+                return
+            if self.error is not None:
+                continue
+            start, stop, pooled, token_states = item
+            try:
+                self.writer.write_window(start, stop, pooled, token_states)
+                self.writer.commit(stop)
+            except BaseException as err:  # surfaced in the main thread
+                self.error = err
+
+    def submit(self, item) -> None:
+        self.raise_if_failed()
+        self.queue.put(item)
+
+    def raise_if_failed(self) -> None:
+        if self.error is not None:
+            raise self.error
+
+    def close(self) -> None:
+        self.queue.put(None)
+        self.thread.join()
+
+
+def _prefetch(iterable, depth: int = 2):
+    """Run ``iterable`` in a thread, ``depth`` items ahead (batch collation overlaps the model)."""
+    items: queue.Queue = queue.Queue(maxsize=depth)
+    done = object()
+    stop = threading.Event()
+
+    def produce():
+        try:
+            for item in iterable:
+                if stop.is_set():
+                    return
+                items.put(item)
+        except BaseException as err:
+            items.put(err)
+        items.put(done)
+
+    thread = threading.Thread(target=produce, name="featx-collate", daemon=True)
+    thread.start()
+    try:
+        while True:
+            item = items.get()
+            if item is done:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        stop.set()
+        while thread.is_alive():
+            try:
+                items.get_nowait()
+            except queue.Empty:
+                thread.join(timeout=0.05)
+
+
+class _Runner:
+    """Forward pass plus on-device pooling for one batch."""
+
+    def __init__(self, loaded: LoadedModel, layers: list[int], poolings: list[str], with_tokens: bool,
+                 store_dtype: np.dtype):
+        self.model = loaded.model
+        self.device = loaded.device
+        self.layers = layers
+        self.with_tokens = with_tokens
+        self.torch_store_dtype = torch.float16 if store_dtype == np.float16 else torch.float32
+        self.functions = {}
+        for name in poolings:
+            self.functions[name] = (make_pooler_pool(self.model.pooler) if name == "pooler"
+                                    else POOLING_FUNCTIONS[name])
+
+    @torch.inference_mode()
+    def __call__(self, input_ids: torch.Tensor, mask: torch.Tensor):
+        input_ids = input_ids.to(self.device, non_blocking=True)
+        mask = mask.to(self.device, non_blocking=True)
+        output = self.model(input_ids=input_ids, attention_mask=mask, output_hidden_states=True)
+        hidden = output.hidden_states
+        stacked = torch.stack([hidden[layer] for layer in self.layers], dim=1)  # (B, L, T, H)
+        pooled = {name: fn(stacked, mask).to(self.torch_store_dtype) for name, fn in self.functions.items()}
+        token_states = None
+        if self.with_tokens:
+            flat = stacked.transpose(1, 2)[mask.bool()]  # (real tokens in row order, L, H)
+            token_states = flat.to(self.torch_store_dtype)
+        pooled = {name: value.to("cpu", non_blocking=True) for name, value in pooled.items()}
+        if token_states is not None:
+            token_states = token_states.to("cpu", non_blocking=True)
+        if self.device.type == "cuda":
+            event = torch.cuda.Event()
+            event.record()
+        else:
+            event = None
+        return pooled, token_states, event
+
+
+def extract(config: ExtractConfig | None = None, **options) -> ExtractSummary:
+    """Run an extraction (``featx.extract("corpus.csv", model=..., ...)`` or with an ``ExtractConfig``)."""
+    if isinstance(config, (str, Path)):
+        config = ExtractConfig(corpus=config, **options)
+    elif config is None:
+        config = ExtractConfig(**options)
+    elif options:
+        config = ExtractConfig(**{**asdict(config), **options})
+    started = time.perf_counter()
+    output = Path(config.output) if config.output else default_output(config)
+    store_dtype = STORE_DTYPES.get(str(config.store_dtype).lower())
+    if store_dtype is None:
+        raise InputError(f"--store-dtype '{config.store_dtype}' is not understood", "use float16 or float32")
+    config.store_dtype = np.dtype(store_dtype).name
+    if output.suffix.lower() not in (".h5", ".hdf5"):
+        raise InputError(f"output {output} should end in .h5", "features files are HDF5; name them like out.h5")
+    _check_output_dir(output)
+    corpus = read_corpus(config.corpus, config.text_col, config.id_col, config.skip_empty, config.encoding)
+
+    with OutputLock(output):
+        loaded = load_model(config.model, config.device, config.dtype, config.trust_remote_code,
+                            config.random_init, config.seed, config.max_length)
+        layers = select_layers(config.layers, loaded.n_layers)
+        poolings = _resolve_poolings(config.poolings, loaded)
+        max_tokens = config.max_tokens or (65536 if loaded.device.type == "cuda" else 8192)
+        if max_tokens < loaded.max_length:
+            max_tokens = loaded.max_length
+        fingerprint = _fingerprint(config, corpus, loaded, layers, poolings, max_tokens)
+
+        if output.exists() and not config.overwrite:
+            _check_existing(output, fingerprint)
+            return _summary_of(output, "up-to-date", time.perf_counter() - started, len(corpus.skipped_rows))
+
+        tokenized = tokenize_texts(loaded.tokenizer, corpus.texts, loaded.max_length, with_word_ids=config.tokens)
+        writer = _open_writer(config, output, corpus, tokenized, loaded, layers, poolings, store_dtype, fingerprint)
+        resumed_from = writer.rows_done
+        try:
+            _run(config, writer, tokenized, loaded, layers, poolings, store_dtype, max_tokens)
+            final = writer.finish()
+        except KeyboardInterrupt:
+            done = writer.rows_done
+            writer.close()
+            raise Interrupted(
+                f"interrupted: {done} of {len(corpus)} rows are saved in {partial_path(output)}",
+                "run the same featx extract command again to resume where it stopped",
+            ) from None
+        except OSError as err:
+            done = writer.rows_done
+            writer.close()
+            raise StoreError(
+                f"writing {partial_path(output)} failed ({err.strerror or err}); {done} of {len(corpus)} rows are saved",
+                "free disk space (or fix the problem) and run the same command again to resume",
+            ) from None
+        except BaseException:
+            writer.close()
+            raise
+    remember("features", final)
+    status = "resumed" if resumed_from else "written"
+    summary = _summary_of(final, status, time.perf_counter() - started, len(corpus.skipped_rows))
+    summary.resumed_from = resumed_from
+    return summary
+
+
+def _check_existing(output: Path, fingerprint: str) -> None:
+    try:
+        with FeatureFile(output) as existing:
+            same = existing.attrs.get("fingerprint") == fingerprint
+    except FeatxError:
+        same = False
+    if not same:
+        raise StoreError(
+            f"{output} already exists and was made from a different corpus, model or options",
+            "pass --overwrite to replace it, or choose another output with -o",
+        )
+
+
+def _open_writer(config, output, corpus, tokenized, loaded, layers, poolings, store_dtype, fingerprint) -> FeatureWriter:
+    partial = partial_path(output)
+    if partial.exists() and not config.overwrite:
+        writer = FeatureWriter.resume(output)
+        if writer.attrs.get("fingerprint") != fingerprint:
+            writer.close()
+            raise StoreError(
+                f"{partial} holds an unfinished extraction with a different corpus, model or options",
+                "run the original command to resume it, or pass --overwrite to start over",
+            )
+        return writer
+    attrs = {
+        "featx_version": __version__,
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "model": loaded.name,
+        "model_path": loaded.path,
+        "model_sha256": loaded.weights_sha256,
+        "model_type": getattr(loaded.model.config, "model_type", ""),
+        "random_init": bool(config.random_init),
+        "tokenizer": type(loaded.tokenizer).__name__,
+        "max_length": loaded.max_length,
+        "compute_dtype": dtype_name(loaded.dtype),
+        "device": str(loaded.device),
+        "corpus_path": str(Path(config.corpus).resolve()),
+        "corpus_sha256": corpus.sha256,
+        "text_col": corpus.text_col,
+        "id_col": corpus.id_col or "",
+        "skipped_empty_rows": json.dumps(corpus.skipped_rows),
+        "n_model_layers": loaded.n_layers,
+        "fingerprint": fingerprint,
+        "options": json.dumps({k: str(v) if isinstance(v, Path) else v for k, v in asdict(config).items()}),
+    }
+    return FeatureWriter.create(output, attrs, corpus, tokenized, layers, poolings, loaded.hidden_size,
+                                store_dtype, config.tokens)
+
+
+def _run(config, writer: FeatureWriter, tokenized: TokenizedCorpus, loaded: LoadedModel, layers, poolings,
+         store_dtype, max_tokens) -> None:
+    from tqdm.auto import tqdm
+
+    n_rows = len(tokenized)
+    itemsize = np.dtype(store_dtype).itemsize
+    row_bytes = len(layers) * loaded.hidden_size * itemsize * len(poolings)
+    rows_per_window = config.commit_rows or int(max(64, min(8192, WINDOW_BYTES // max(1, row_bytes))))
+    lengths = tokenized.lengths
+    token_bytes = len(layers) * loaded.hidden_size * itemsize
+    windows = plan_windows(n_rows, rows_per_window, lengths if config.tokens else None,
+                           WINDOW_BYTES / token_bytes if config.tokens else None)
+    start_row = writer.rows_done
+    pad_id = loaded.tokenizer.pad_token_id if loaded.tokenizer.pad_token_id is not None else 0
+    pin = loaded.device.type == "cuda"
+    runner = _Runner(loaded, layers, poolings, config.tokens, store_dtype)
+    background = _Writer(writer)
+    bar = tqdm(total=n_rows, initial=start_row, unit="rows", disable=not config.progress, dynamic_ncols=True,
+               desc="extract")
+    tokens_done, began = 0, time.perf_counter()
+    try:
+        for start, stop in windows:
+            if stop <= start_row:
+                continue
+            window_lengths = lengths[start:stop]
+            batches = plan_batches(window_lengths, max_tokens, config.batch_size)
+            pooled_out = {name: np.empty((stop - start, len(layers), loaded.hidden_size), dtype=store_dtype)
+                          for name in poolings}
+            token_out = None
+            token_base = int(tokenized.offsets[start])
+            if config.tokens:
+                token_out = np.empty((int(tokenized.offsets[stop]) - token_base, len(layers), loaded.hidden_size),
+                                     dtype=store_dtype)
+
+            def batches_of_window(batches=batches, start=start):
+                for positions in batches:
+                    yield positions, collate(tokenized, positions + start, pad_id, pin_memory=pin)
+
+            pending = None
+            for positions, (input_ids, mask) in _prefetch(batches_of_window()):
+                result = (positions, runner(input_ids, mask))
+                if pending is not None:  # consume the previous batch while this one runs on the GPU
+                    _store_batch(pending, pooled_out, token_out, tokenized, start, token_base)
+                pending = result
+                tokens_done += int(mask.sum())
+                bar.update(len(positions))
+                elapsed = time.perf_counter() - began
+                bar.set_postfix_str(f"{tokens_done / max(elapsed, 1e-9):,.0f} tok/s", refresh=False)
+            if pending is not None:
+                _store_batch(pending, pooled_out, token_out, tokenized, start, token_base)
+            _check_finite(pooled_out, token_out, start, config.store_dtype)
+            background.submit((start, stop, pooled_out, token_out))
+    finally:
+        bar.close()
+        background.close()
+    background.raise_if_failed()
+
+
+def _store_batch(pending, pooled_out, token_out, tokenized: TokenizedCorpus, start: int, token_base: int) -> None:
+    positions, (pooled, token_states, event) = pending
+    if event is not None:
+        event.synchronize()
+    for name, values in pooled.items():
+        pooled_out[name][positions] = values.numpy()
+    if token_states is not None:
+        flat = token_states.numpy()
+        cursor = 0
+        for position in positions:
+            row = start + int(position)
+            first, last = int(tokenized.offsets[row]) - token_base, int(tokenized.offsets[row + 1]) - token_base
+            token_out[first:last] = flat[cursor : cursor + last - first]
+            cursor += last - first
+
+
+def _check_finite(pooled_out: dict, token_out, start: int, store_dtype: str) -> None:
+    for name, values in pooled_out.items():
+        finite = np.isfinite(values).all(axis=(1, 2))
+        if not finite.all():
+            row = start + int(np.argmin(finite))
+            raise StoreError(
+                f"'{name}' features of row {row} are inf or NaN after casting to {store_dtype}",
+                "values beyond float16's range (±65504)? re-run with --store-dtype float32 --overwrite; "
+                "with --dtype float16, try --dtype float32 or bfloat16",
+            )
+    if token_out is not None and not np.isfinite(token_out).all():
+        raise StoreError(f"token-level states in the window from row {start} are inf or NaN after casting",
+                         "re-run with --store-dtype float32 --overwrite")
+
+
+def _summary_of(path: Path, status: str, seconds: float, skipped: int) -> ExtractSummary:
+    with FeatureFile(path) as features:
+        n_kept = features.n_kept
+        truncated = features.truncated
+        attrs = features.attrs
+        return ExtractSummary(
+            output=path, status=status, rows=features.n_rows, tokens=int(n_kept.sum()),
+            truncated_rows=int(truncated.sum()), skipped_empty=skipped, seconds=seconds,
+            file_bytes=path.stat().st_size, model=str(attrs.get("model")), device=str(attrs.get("device")),
+            dtype=str(attrs.get("compute_dtype")), layers=features.layers, poolings=features.poolings,
+        )

@@ -1,0 +1,152 @@
+"""Parsing of ``--layer`` and ``--pooling`` selections, shared by extract and probe.
+
+Layer indices count the embedding output as layer 0, so a 6-layer encoder has
+layers 0..6. Negative indices count from the last layer (``-1`` is the top).
+
+Grammar of a layer selection (comma-separated items)::
+
+    all              every layer, each on its own
+    3  / -1          one layer
+    2:5 / -4:        a Python-style slice (end exclusive)
+    cat(-4:)         one feature set: the listed layers concatenated
+    stack            one probe per layer, combined by a meta classifier (probe only)
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from .errors import InputError
+
+POOLINGS = ("cls", "mean", "max", "last", "pooler")
+
+
+@dataclass(frozen=True)
+class LayerSpec:
+    """One feature set to probe: a single layer, a concatenation, or a stack."""
+
+    kind: str  # "single" | "cat" | "stack"
+    layers: tuple[int, ...]
+
+    @property
+    def name(self) -> str:
+        if self.kind == "single":
+            return str(self.layers[0])
+        joined = ",".join(str(layer) for layer in self.layers)
+        return f"{self.kind}({joined})"
+
+
+_SLICE = re.compile(r"^(-?\d*):(-?\d*)$")
+
+
+def _resolve_index(token: str, available: list[int]) -> int:
+    try:
+        index = int(token)
+    except ValueError:
+        raise InputError(
+            f"layer '{token}' is not a number",
+            "use 'all', an index like 3 or -1, a slice like -4:, or cat(-4:)",
+        ) from None
+    n_total = max(available) + 1
+    resolved = index + n_total if index < 0 else index
+    if resolved not in available:
+        raise InputError(
+            f"layer {token} is out of range: available layers are {_describe(available)}",
+            "layer 0 is the embedding output; negative indices count from the top layer",
+        )
+    return resolved
+
+
+def _describe(layers: list[int]) -> str:
+    if layers and layers == list(range(layers[0], layers[-1] + 1)):
+        return f"{layers[0]}..{layers[-1]}"
+    return ", ".join(map(str, layers))
+
+
+def _expand_item(item: str, available: list[int]) -> list[int]:
+    if item == "all":
+        return list(available)
+    match = _SLICE.match(item)
+    if match:
+        n_total = max(available) + 1
+        start = int(match.group(1)) if match.group(1) else None
+        stop = int(match.group(2)) if match.group(2) else None
+        chosen = [layer for layer in range(n_total)[start:stop] if layer in available]
+        if not chosen:
+            raise InputError(
+                f"layer slice '{item}' selects no layer: available layers are {_describe(available)}"
+            )
+        return chosen
+    return [_resolve_index(item, available)]
+
+
+def _split_top_level(spec: str) -> list[str]:
+    items, depth, current = [], 0, []
+    for char in spec:
+        if char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+        if char == "," and depth == 0:
+            items.append("".join(current))
+            current = []
+        else:
+            current.append(char)
+    items.append("".join(current))
+    return [item.strip() for item in items if item.strip()]
+
+
+def parse_layer_specs(spec: str, available: list[int], allow_combined: bool = True) -> list[LayerSpec]:
+    """Parse a ``--layer`` value into feature sets over the ``available`` layer indices."""
+    spec = (spec or "all").replace(" ", "")
+    available = sorted(available)
+    specs: list[LayerSpec] = []
+    for item in _split_top_level(spec):
+        lowered = item.lower()
+        if lowered.startswith("cat(") and lowered.endswith(")"):
+            if not allow_combined:
+                raise InputError("cat(...) is a probe option; extraction stores layers separately")
+            inner = _split_top_level(item[4:-1])
+            layers = [layer for part in inner for layer in _expand_item(part, available)]
+            specs.append(LayerSpec("cat", tuple(layers)))
+        elif lowered == "stack" or (lowered.startswith("stack(") and lowered.endswith(")")):
+            if not allow_combined:
+                raise InputError("stack is a probe option; extraction stores layers separately")
+            inner = _split_top_level(item[6:-1]) if lowered != "stack" else ["all"]
+            layers = [layer for part in inner for layer in _expand_item(part, available)]
+            specs.append(LayerSpec("stack", tuple(layers)))
+        else:
+            specs.extend(LayerSpec("single", (layer,)) for layer in _expand_item(item, available))
+    if not specs:
+        raise InputError(f"--layer '{spec}' selects nothing")
+    unique: list[LayerSpec] = []
+    for item in specs:
+        if item not in unique:
+            unique.append(item)
+    return unique
+
+
+def select_layers(spec: str, n_layers: int) -> list[int]:
+    """Layers to extract from a model with ``n_layers`` hidden-state outputs (embeddings included)."""
+    specs = parse_layer_specs(spec, list(range(n_layers)), allow_combined=False)
+    return sorted({layer for item in specs for layer in item.layers})
+
+
+def parse_poolings(spec: str | None, available: tuple[str, ...] | list[str] = POOLINGS) -> list[str]:
+    """Parse ``--pooling`` (``all`` or a comma list) against the available pooling names."""
+    if spec is None or spec.strip().lower() == "all":
+        return list(available)
+    chosen = []
+    for name in (part.strip().lower() for part in spec.split(",")):
+        if not name:
+            continue
+        if name not in available:
+            raise InputError(
+                f"pooling '{name}' is not available: choose from {', '.join(available)}",
+            )
+        if name not in chosen:
+            chosen.append(name)
+    if not chosen:
+        raise InputError(f"--pooling '{spec}' selects nothing")
+    return chosen

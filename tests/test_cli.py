@@ -1,0 +1,60 @@
+"""The command line: exit codes, messages without tracebacks, the remembered last extraction."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+from featx.cli import main
+from featx.state import last
+
+
+@pytest.fixture
+def in_tmp(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def test_extract_prints_summary_and_remembers_file(tiny_model, corpus_csv, in_tmp):
+    result = CliRunner().invoke(main, ["extract", str(corpus_csv), "--model", str(tiny_model), "-q"])
+    assert result.exit_code == 0, result.output
+    assert "wrote" in result.output and "12 rows" in result.output and "tokens/s" in result.output
+    assert last("features") == (corpus_csv.parent / "corpus.features.h5").resolve()
+
+
+@pytest.mark.parametrize(
+    "content, args, message",
+    [
+        (None, [], "does not exist"),
+        ("text,label\n", [], "header but no rows"),
+        ("sentence,label\nhi,1\n", [], "columns found: sentence, label"),
+        ("text,label\nhi,1\n ,0\n", [], "--skip-empty"),
+        ("text,label\nhi,1\n", ["--pooling", "median"], "pooling 'median'"),
+        ("text,label\nhi,1\n", ["--layer", "9"], "out of range"),
+        ("text,label\nhi,1\n", ["--device", "cuda:7"], "cuda"),
+        ("text,label\nhi,1\n", ["-o", "nowhere/x.h5"], "does not exist"),
+    ],
+)
+def test_errors_exit_2_with_one_clear_message(tiny_model, in_tmp, content, args, message):
+    corpus = in_tmp / "c.csv"
+    if content is not None:
+        corpus.write_text(content)
+    result = CliRunner().invoke(main, ["extract", str(corpus), "--model", str(tiny_model), "-q", *args])
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output
+    assert result.output.startswith("featx: error:") and message in result.output
+
+
+def test_real_process_has_no_traceback(tiny_model, in_tmp):
+    (in_tmp / "c.csv").write_bytes(b"text\ncaf\xe9\n")
+    process = subprocess.run([sys.executable, "-m", "featx", "extract", "c.csv", "--model", str(tiny_model)],
+                             capture_output=True, text=True, env={**os.environ, "PYTHONPATH": os.getcwd()})
+    assert process.returncode == 2
+    assert "line 2, column 4 is not valid utf-8" in process.stderr and "Traceback" not in process.stderr
+
+
+def test_version():
+    result = CliRunner().invoke(main, ["--version"])
+    assert result.exit_code == 0 and "featx" in result.output

@@ -1,0 +1,117 @@
+import json
+
+import numpy as np
+import pytest
+
+from featx.corpus import read_corpus
+from featx.errors import InputError
+
+
+def write(tmp_path, content, name="c.csv", mode="w"):
+    path = tmp_path / name
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content, encoding="utf-8", newline="")
+    return path
+
+
+def test_reads_labels_split_and_ids(tmp_path):
+    path = write(tmp_path, "id,text,label,topic,split\na,hello there,1,sport,train\nb,good bye,0,news,TEST\nc,third,,sport,train\n")
+    corpus = read_corpus(path, id_col="id")
+    assert corpus.texts == ["hello there", "good bye", "third"]
+    assert corpus.ids == ["a", "b", "c"]
+    assert corpus.split == ["train", "test", "train"]
+    assert list(corpus.labels) == ["label", "topic"]
+    assert corpus.labels["label"].names == ["0", "1"]
+    np.testing.assert_array_equal(corpus.labels["label"].codes, [1, 0, -1])
+    assert corpus.labels["topic"].names == ["news", "sport"]
+    assert len(corpus.sha256) == 64
+
+
+def test_numeric_labels_sort_numerically(tmp_path):
+    path = write(tmp_path, "text,stars\na,10\nb,9\nc,2\n")
+    assert read_corpus(path).labels["stars"].names == ["2", "9", "10"]
+
+
+def test_bom_and_windows_line_endings(tmp_path):
+    path = write(tmp_path, b"\xef\xbb\xbftext,label\r\nhello,1\r\n\"multi\r\nline\",0\r\n")
+    corpus = read_corpus(path)
+    assert corpus.texts == ["hello", "multi\r\nline"]
+    assert corpus.labels["label"].names == ["0", "1"]
+
+
+def test_nan_labels_are_missing(tmp_path):
+    path = write(tmp_path, "text,label\na,pos\nb,NaN\nc,\nd,neg\n")
+    np.testing.assert_array_equal(read_corpus(path).labels["label"].codes, [1, -1, -1, 0])
+
+
+def test_tsv_and_jsonl_and_parquet(tmp_path):
+    tsv = write(tmp_path, "text\tlabel\na, b\tx\n", name="c.tsv")
+    assert read_corpus(tsv).texts == ["a, b"]
+    jsonl = write(tmp_path, json.dumps({"text": "hi", "label": 1}) + "\n\n" + json.dumps({"text": "yo", "label": None}) + "\n",
+                  name="c.jsonl")
+    corpus = read_corpus(jsonl)
+    assert corpus.texts == ["hi", "yo"]
+    np.testing.assert_array_equal(corpus.labels["label"].codes, [0, -1])
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"text": ["x y", "z"], "label": ["a", "b"]}), tmp_path / "c.parquet")
+    assert read_corpus(tmp_path / "c.parquet").labels["label"].names == ["a", "b"]
+
+
+BAD_INPUTS = [
+    ("missing file", None, "does not exist"),
+    ("empty file", "", "is empty"),
+    ("whitespace file", "\n\n", "is empty"),
+    ("header only", "text,label\n", "header but no rows"),
+    ("missing text column", "sentence,label\nhi,1\n", "no text column 'text'; columns found: sentence, label"),
+    ("empty text", "text,label\nhi,1\n   ,0\n,1\n", "2 empty or whitespace-only text.*row 2 \\(line 3\\), row 3 \\(line 4\\)"),
+    ("ragged row", "text,label\nhi,1\nhey,0,extra\n", "line 3 has 3 fields but the header has 2"),
+    ("open quote", "text,label\n\"hi,1\nyo,0\n", "quote is probably left open|cannot parse"),
+    ("latin-1", b"text,label\ncaf\xe9,1\n", "line 2, column 4 is not valid utf-8"),
+    ("numbers only", "text,label\n1,1\n2.5,0\n", "holds only numbers"),
+    ("duplicate header", "text,text\na,b\n", "repeats column"),
+    ("unnamed column", "text,,label\na,b,c\n", "column 2 of the header has no name"),
+]
+
+
+@pytest.mark.parametrize("case, content, message", BAD_INPUTS, ids=[case[0] for case in BAD_INPUTS])
+def test_bad_input_is_refused_clearly(tmp_path, case, content, message):
+    path = tmp_path / "missing.csv" if content is None else write(tmp_path, content)
+    with pytest.raises(InputError, match=message):
+        read_corpus(path)
+
+
+def test_skip_empty_reports_rows(tmp_path):
+    path = write(tmp_path, "text,label\nhi,1\n  ,0\nyo,1\n")
+    corpus = read_corpus(path, skip_empty=True)
+    assert corpus.texts == ["hi", "yo"]
+    assert corpus.skipped_rows == [2]
+    np.testing.assert_array_equal(corpus.labels["label"].codes, [0, 0])
+
+
+def test_duplicate_ids_are_refused(tmp_path):
+    path = write(tmp_path, "id,text\nx,hi\ny,yo\nx,hey\n")
+    with pytest.raises(InputError, match="id 'x' appears twice.*line 2 and line 4"):
+        read_corpus(path, id_col="id")
+    with pytest.raises(InputError, match="no id column 'key'"):
+        read_corpus(path, id_col="key")
+
+
+def test_latin1_with_explicit_encoding(tmp_path):
+    path = write(tmp_path, b"text\ncaf\xe9 au lait\n")
+    assert read_corpus(path, encoding="latin-1").texts == ["caf\u00e9 au lait"]
+
+
+def test_unicode_text_kept_verbatim(tmp_path):
+    texts = ["\u05e9\u05dc\u05d5\u05dd \u05e2\u05d5\u05dc\u05dd", "emoji \U0001f600 ok", "tab\tand\x07bell"]
+    path = tmp_path / "u.csv"
+    import csv
+
+    with open(path, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["text"])
+        writer.writerows([[text] for text in texts])
+    assert read_corpus(path).texts == texts

@@ -1,0 +1,210 @@
+import h5py
+import numpy as np
+import pytest
+
+import featx
+from featx.errors import InputError, Interrupted, ModelError, StoreError
+from featx.extractor import ExtractConfig, extract
+from featx.store import FeatureWriter, partial_path
+
+from conftest import SENTENCES, write_csv
+from helpers import max_abs_diff, reference_features
+
+TEXTS = [row[0] for row in SENTENCES]
+
+
+def run(corpus, model, tmp_path, name="out.h5", **options):
+    options.setdefault("store_dtype", "float32")
+    return extract(ExtractConfig(corpus=corpus, output=tmp_path / name, model=str(model), progress=False, **options))
+
+
+def test_features_match_plain_transformers(tiny_model, corpus_csv, tmp_path):
+    summary = run(corpus_csv, tiny_model, tmp_path)
+    assert summary.rows == len(TEXTS) and summary.status == "written"
+    reference = reference_features(tiny_model, TEXTS)
+    with featx.open(summary.output) as features:
+        assert features.layers == [0, 1, 2]
+        assert features.poolings == ["cls", "mean", "max", "last", "pooler"]
+        for pooling, expected in reference.items():
+            for layer in features.layers:
+                assert max_abs_diff(features.features(pooling, layer), expected[:, layer]) <= 1e-5, (pooling, layer)
+
+
+def test_features_do_not_depend_on_batch_neighbours(tiny_model, corpus_csv, tmp_path):
+    one = run(corpus_csv, tiny_model, tmp_path, "one.h5", batch_size=1)
+    many = run(corpus_csv, tiny_model, tmp_path, "many.h5", batch_size=64)
+    tight = run(corpus_csv, tiny_model, tmp_path, "tight.h5", batch_size=64, max_tokens=64)
+    with featx.open(one.output) as a, featx.open(many.output) as b, featx.open(tight.output) as c:
+        for pooling in a.poolings:
+            for layer in a.layers:
+                assert max_abs_diff(a.features(pooling, layer), b.features(pooling, layer)) <= 1e-5
+                assert max_abs_diff(a.features(pooling, layer), c.features(pooling, layer)) <= 1e-5
+
+
+def test_rows_keep_corpus_order_and_metadata(tiny_model, corpus_csv, tmp_path):
+    summary = run(corpus_csv, tiny_model, tmp_path, commit_rows=5)
+    with featx.open(summary.output) as features:
+        assert features.texts == TEXTS
+        assert features.ids == [str(i) for i in range(len(TEXTS))]
+        assert list(features.split) == [row[3] for row in SENTENCES]
+        assert features.label_columns == ["sentiment", "tense"]
+        names = features.label_names("tense")
+        assert [names[code] for code in features.labels("tense")] == [row[2] for row in SENTENCES]
+        attrs = features.attrs
+        for key in ("featx_version", "schema_version", "model", "model_sha256", "tokenizer", "max_length",
+                    "compute_dtype", "store_dtype", "poolings", "layers", "device", "corpus_path",
+                    "corpus_sha256", "n_rows", "complete"):
+            assert key in attrs, key
+        assert attrs["complete"] and attrs["n_rows"] == len(TEXTS)
+        assert attrs["store_dtype"] == "float32" and attrs["compute_dtype"] == "float32"
+
+
+def test_layout_chunks_one_layer_per_chunk(tiny_model, corpus_csv, tmp_path):
+    summary = run(corpus_csv, tiny_model, tmp_path, store_dtype="float16")
+    with h5py.File(summary.output) as file:
+        dataset = file["pooled/mean"]
+        assert dataset.shape == (len(TEXTS), 3, 32) and dataset.dtype == np.float16
+        assert dataset.chunks[1] == 1  # reading one layer never touches another layer's bytes
+        assert set(file["rows"]) >= {"text", "id", "split", "n_tokens", "n_kept", "truncated"}
+
+
+def test_float16_store_is_close_to_float32(tiny_model, corpus_csv, tmp_path):
+    full = run(corpus_csv, tiny_model, tmp_path, "full.h5")
+    half = run(corpus_csv, tiny_model, tmp_path, "half.h5", store_dtype="float16")
+    with featx.open(full.output) as a, featx.open(half.output) as b:
+        assert max_abs_diff(a.features("max", 2), b.features("max", 2)) < 1e-2
+
+
+def test_subset_of_layers_and_poolings(tiny_model, corpus_csv, tmp_path):
+    summary = run(corpus_csv, tiny_model, tmp_path, layers="-1,0", poolings="mean,cls")
+    reference = reference_features(tiny_model, TEXTS)
+    with featx.open(summary.output) as features:
+        assert features.layers == [0, 2] and features.poolings == ["mean", "cls"]
+        assert max_abs_diff(features.features("mean", -1), reference["mean"][:, 2]) <= 1e-5
+        with pytest.raises(InputError, match="layer 1 is not stored"):
+            features.features("mean", 1)
+        with pytest.raises(InputError, match="pooling 'max' is not stored"):
+            features.features("max", 0)
+
+
+def test_truncation_is_counted_and_flagged(tiny_model, corpus_csv, tmp_path):
+    summary = run(corpus_csv, tiny_model, tmp_path, max_length=8)
+    reference = reference_features(tiny_model, TEXTS, max_length=8)
+    with featx.open(summary.output) as features:
+        truncated = features.truncated
+        assert truncated.sum() == summary.truncated_rows > 0
+        assert (features.n_kept <= 8).all()
+        assert ((features.n_tokens > 8) == truncated).all()
+        assert max_abs_diff(features.features("mean", 2), reference["mean"][:, 2]) <= 1e-5
+
+
+def test_token_level_states(tiny_model, corpus_csv, tmp_path):
+    summary = run(corpus_csv, tiny_model, tmp_path, tokens=True, commit_rows=4)
+    with featx.open(summary.output) as features:
+        offsets = features.token_offsets
+        assert offsets[0] == 0 and offsets[-1] == features.n_kept.sum()
+        states = features.token_states(1)
+        assert states.shape == (offsets[-1], 32)
+        mean = features.features("mean", 1)
+        for row in range(features.n_rows):
+            np.testing.assert_allclose(states[offsets[row]:offsets[row + 1]].mean(0), mean[row], atol=1e-5)
+        word_ids = features.word_ids
+        assert word_ids[offsets[0]] == -1 and word_ids[offsets[1] - 1] == -1  # [CLS] ... [SEP]
+        assert word_ids[offsets[0] + 1] == 0
+        assert len(features.token_ids) == offsets[-1]
+
+
+def test_same_command_twice_is_up_to_date(tiny_model, corpus_csv, tmp_path):
+    first = run(corpus_csv, tiny_model, tmp_path)
+    mtime = first.output.stat().st_mtime_ns
+    second = run(corpus_csv, tiny_model, tmp_path)
+    assert second.status == "up-to-date" and first.output.stat().st_mtime_ns == mtime
+
+
+def test_different_options_refuse_without_overwrite(tiny_model, corpus_csv, tmp_path):
+    run(corpus_csv, tiny_model, tmp_path)
+    with pytest.raises(StoreError, match="different corpus, model or options"):
+        run(corpus_csv, tiny_model, tmp_path, poolings="mean")
+    assert run(corpus_csv, tiny_model, tmp_path, poolings="mean", overwrite=True).status == "written"
+
+
+def test_changed_corpus_refuses_without_overwrite(tiny_model, corpus_csv, tmp_path):
+    run(corpus_csv, tiny_model, tmp_path)
+    write_csv(corpus_csv, SENTENCES[:-1])
+    with pytest.raises(StoreError, match="different corpus"):
+        run(corpus_csv, tiny_model, tmp_path)
+
+
+def test_resume_after_interruption_equals_uninterrupted_run(tiny_model, corpus_csv, tmp_path, monkeypatch):
+    reference = run(corpus_csv, tiny_model, tmp_path, "ref.h5", commit_rows=3, tokens=True)
+    original_commit = FeatureWriter.commit
+    calls = {"n": 0}
+
+    def flaky_commit(self, rows_done):
+        original_commit(self, rows_done)
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(FeatureWriter, "commit", flaky_commit)
+    with pytest.raises(Interrupted, match="6 of 12 rows are saved"):
+        run(corpus_csv, tiny_model, tmp_path, "out.h5", commit_rows=3, tokens=True)
+    monkeypatch.setattr(FeatureWriter, "commit", original_commit)
+    output = tmp_path / "out.h5"
+    assert not output.exists() and partial_path(output).exists()
+    with pytest.raises(StoreError, match="incomplete"):
+        featx.open(output)
+    with featx.open(output, allow_partial=True) as partial:
+        assert partial.n_rows == 6 and not partial.complete
+    resumed = run(corpus_csv, tiny_model, tmp_path, "out.h5", commit_rows=3, tokens=True)
+    assert resumed.status == "resumed" and resumed.resumed_from == 6
+    with h5py.File(reference.output) as a, h5py.File(resumed.output) as b:
+        for group in ("pooled", "tokens"):
+            for name in a[group]:
+                np.testing.assert_array_equal(a[group][name][()], b[group][name][()])
+
+
+def test_random_init_keeps_architecture(tiny_model, corpus_csv, tmp_path):
+    trained = run(corpus_csv, tiny_model, tmp_path, "a.h5")
+    random = run(corpus_csv, tiny_model, tmp_path, "b.h5", random_init=True, seed=1)
+    with featx.open(trained.output) as a, featx.open(random.output) as b:
+        assert b.attrs["random_init"] and b.attrs["model_sha256"].startswith("random-init:")
+        assert max_abs_diff(a.features("mean", 2), b.features("mean", 2)) > 1e-2
+
+
+def test_pickle_only_model_is_refused(tiny_model, corpus_csv, tmp_path):
+    import shutil
+
+    folder = tmp_path / "pickled"
+    shutil.copytree(tiny_model, folder)
+    (folder / "model.safetensors").rename(folder / "pytorch_model.bin")
+    with pytest.raises(ModelError, match="only pickle-based weights"):
+        run(corpus_csv, folder, tmp_path)
+
+
+def test_unknown_hub_id_suggests_local_folder(corpus_csv, tmp_path):
+    with pytest.raises(ModelError, match="not available offline"):
+        extract(ExtractConfig(corpus=corpus_csv, output=tmp_path / "o.h5", model="nobody/no-such-model", progress=False))
+
+
+def test_output_directory_problems(tiny_model, corpus_csv, tmp_path):
+    with pytest.raises(InputError, match="does not exist"):
+        run(corpus_csv, tiny_model, tmp_path, "missing/out.h5")
+    with pytest.raises(InputError, match="should end in .h5"):
+        run(corpus_csv, tiny_model, tmp_path, "out.csv")
+
+
+def test_pooler_requested_for_model_without_one(tmp_path, corpus_csv):
+    import torch
+    from transformers import DistilBertConfig, DistilBertModel
+
+    from conftest import build_tiny_bert
+
+    folder = build_tiny_bert(tmp_path / "distil")
+    config = DistilBertConfig(vocab_size=200, dim=32, n_layers=2, n_heads=4, hidden_dim=64, max_position_embeddings=64)
+    torch.manual_seed(0)
+    DistilBertModel(config).save_pretrained(str(folder))
+    with pytest.raises(InputError, match="has no pooler head"):
+        run(corpus_csv, folder, tmp_path, poolings="pooler")
+    summary = run(corpus_csv, folder, tmp_path)
+    assert "pooler" not in summary.poolings and summary.layers == [0, 1, 2]

@@ -1,0 +1,54 @@
+import pytest
+
+from featx.errors import InputError
+from featx.selection import LayerSpec, parse_layer_specs, parse_poolings, select_layers
+
+LAYERS = list(range(7))
+
+
+@pytest.mark.parametrize(
+    "spec, expected",
+    [
+        ("all", [LayerSpec("single", (i,)) for i in range(7)]),
+        ("0,3,6", [LayerSpec("single", (0,)), LayerSpec("single", (3,)), LayerSpec("single", (6,))]),
+        ("-1", [LayerSpec("single", (6,))]),
+        ("-4:", [LayerSpec("single", (i,)) for i in (3, 4, 5, 6)]),
+        ("1:3", [LayerSpec("single", (1,)), LayerSpec("single", (2,))]),
+        ("cat(-4:)", [LayerSpec("cat", (3, 4, 5, 6))]),
+        ("cat(0,6),6", [LayerSpec("cat", (0, 6)), LayerSpec("single", (6,))]),
+        ("stack", [LayerSpec("stack", tuple(range(7)))]),
+        ("stack(1:3)", [LayerSpec("stack", (1, 2))]),
+        ("3,3", [LayerSpec("single", (3,))]),
+    ],
+)
+def test_layer_specs(spec, expected):
+    assert parse_layer_specs(spec, LAYERS) == expected
+
+
+def test_spec_names():
+    assert [spec.name for spec in parse_layer_specs("2,cat(-2:),stack(0,1)", LAYERS)] == ["2", "cat(5,6)", "stack(0,1)"]
+
+
+@pytest.mark.parametrize("spec", ["7", "-8", "x", "9:", "cat(12)"])
+def test_bad_layer_specs_are_refused(spec):
+    with pytest.raises(InputError):
+        parse_layer_specs(spec, LAYERS)
+
+
+def test_extraction_accepts_only_plain_layers():
+    assert select_layers("-2:,0", 7) == [0, 5, 6]
+    with pytest.raises(InputError, match="probe option"):
+        select_layers("cat(-4:)", 7)
+
+
+def test_negative_index_counts_from_top_of_stored_layers():
+    assert parse_layer_specs("-1", [0, 3, 6]) == [LayerSpec("single", (6,))]
+    with pytest.raises(InputError, match="available layers are 0, 3, 6"):
+        parse_layer_specs("2", [0, 3, 6])
+
+
+def test_poolings():
+    assert parse_poolings("all") == ["cls", "mean", "max", "last", "pooler"]
+    assert parse_poolings("mean, cls") == ["mean", "cls"]
+    with pytest.raises(InputError, match="not available"):
+        parse_poolings("median")
