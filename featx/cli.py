@@ -60,14 +60,35 @@ def main():
 @click.option("--random-init", is_flag=True, help="Same architecture and tokenizer, random weights (a control).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for --random-init.")
 @click.option("--commit-rows", type=int, default=None, help="Rows per commit (resume granularity).")
+@click.option("--shards", type=int, default=None,
+              help="Split the corpus into this many shards and extract only --shard-index (under torchrun: automatic).")
+@click.option("--shard-index", type=int, default=None, help="Which shard to extract, 0 to --shards minus 1.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 def extract(corpus, output, quiet, layers, poolings, **options):
-    """Run the encoder once over CORPUS (CSV/TSV/JSONL/Parquet) and store every layer's pooled states."""
+    """Run the encoder once over CORPUS (CSV/TSV/JSONL/Parquet) and store every layer's pooled states.
+
+    Under torchrun each process extracts its own shard and rank 0 merges them at the end.
+    """
     from .extractor import ExtractConfig, extract as run_extract
 
     config = ExtractConfig(corpus=corpus, output=output, layers=layers, poolings=poolings,
                            progress=not quiet, **options)
     summary = run_extract(config)
+    click.echo(summary.line())
+    for note in summary.notes:
+        click.echo(note)
+
+
+@main.command()
+@click.argument("output", type=click.Path(path_type=Path))
+@click.option("--keep-shards", is_flag=True, help="Keep the shard files and manifest after merging.")
+@click.option("--overwrite", is_flag=True, help="Replace an existing OUTPUT made from other shards.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+def merge(output, keep_shards, overwrite, quiet):
+    """Check the shards of OUTPUT (OUTPUT.shard-*-of-*.h5) and merge them into OUTPUT in corpus order."""
+    from .merge import merge as run_merge
+
+    summary = run_merge(output, keep_shards=keep_shards, overwrite=overwrite, progress=not quiet)
     click.echo(summary.line())
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from . import __version__
+from . import __version__, sharding
 from .batching import collate, plan_batches, plan_windows
 from .corpus import Corpus, read_corpus
 from .errors import FeatxError, InputError, Interrupted, StoreError
@@ -55,6 +55,8 @@ class ExtractConfig:
     seed: int = 0
     commit_rows: int | None = None  # rows per commit window; default sized by memory
     progress: bool = True
+    shards: int | None = None  # extract only shard ``shard_index`` of ``shards`` (featx/sharding.py)
+    shard_index: int | None = None
 
 
 @dataclass
@@ -73,6 +75,7 @@ class ExtractSummary:
     layers: list[int] = field(default_factory=list)
     poolings: list[str] = field(default_factory=list)
     resumed_from: int = 0
+    notes: list[str] = field(default_factory=list)  # extra lines for the user (e.g. the merge of shards)
 
     @property
     def tokens_per_second(self) -> float:
@@ -287,6 +290,9 @@ def extract(config: ExtractConfig | None = None, **options) -> ExtractSummary:
         config = ExtractConfig(**options)
     elif options:
         config = ExtractConfig(**{**asdict(config), **options})
+    launch = sharding.LaunchEnv.detect()
+    if launch is not None and config.shards is None and config.shard_index is None:
+        return sharding.extract_distributed(config, launch)  # torchrun: this rank's shard, then the merge
     started = time.perf_counter()
     output = Path(config.output) if config.output else default_output(config)
     store_dtype = STORE_DTYPES.get(str(config.store_dtype).lower())
@@ -297,6 +303,11 @@ def extract(config: ExtractConfig | None = None, **options) -> ExtractSummary:
         raise InputError(f"output {output} should end in .h5", "features files are HDF5; name them like out.h5")
     _check_output_dir(output)
     corpus = read_corpus(config.corpus, config.text_col, config.id_col, config.skip_empty, config.encoding)
+    # Sharded run: from here on, `output` is this shard's file and `corpus` its rows.
+    shard = sharding.ShardSpec.from_options(config.shards, config.shard_index)
+    if shard is not None:
+        merged_output, output, corpus_rows = output, shard.path(output), len(corpus)
+        corpus, shard_rows = sharding.select_rows(corpus, shard)
 
     with OutputLock(output):
         loaded = load_model(config.model, config.device, config.dtype, config.trust_remote_code,
@@ -307,6 +318,14 @@ def extract(config: ExtractConfig | None = None, **options) -> ExtractSummary:
         if max_tokens < loaded.max_length:
             max_tokens = loaded.max_length
         fingerprint = _fingerprint(config, corpus, loaded, layers, poolings, max_tokens)
+        if shard is not None:
+            base_fingerprint, fingerprint = fingerprint, shard.fingerprint(fingerprint)
+            if merged_output.exists() and not config.overwrite:  # merged already: nothing to do
+                _check_existing(merged_output, base_fingerprint)
+                return _summary_of(merged_output, "up-to-date", time.perf_counter() - started, len(corpus.skipped_rows))
+            sharding.write_manifest(merged_output, sharding.make_manifest(
+                merged_output, shard.count, corpus, corpus_rows, loaded.weights_sha256, base_fingerprint),
+                config.overwrite)
 
         if output.exists() and not config.overwrite:
             _check_existing(output, fingerprint)
@@ -315,6 +334,8 @@ def extract(config: ExtractConfig | None = None, **options) -> ExtractSummary:
         tokenized = tokenize_texts(loaded.tokenizer, corpus.texts, loaded.max_length, with_word_ids=config.tokens)
         writer = _open_writer(config, output, corpus, tokenized, loaded, layers, poolings, store_dtype, fingerprint)
         resumed_from = writer.rows_done
+        if shard is not None:
+            sharding.annotate_shard(writer.file, shard, shard_rows, base_fingerprint, corpus_rows)
         try:
             _run(config, writer, tokenized, loaded, layers, poolings, store_dtype, max_tokens)
             final = writer.finish()
@@ -335,10 +356,13 @@ def extract(config: ExtractConfig | None = None, **options) -> ExtractSummary:
         except BaseException:
             writer.close()
             raise
-    remember("features", final)
+    if shard is None:
+        remember("features", final)
     status = "resumed" if resumed_from else "written"
     summary = _summary_of(final, status, time.perf_counter() - started, len(corpus.skipped_rows))
     summary.resumed_from = resumed_from
+    if shard is not None and launch is None:
+        summary.notes.append(f"shard {shard.index} of {shard.count} done; when all are done: featx merge {merged_output}")
     return summary
 
 
