@@ -272,8 +272,7 @@ def extract_distributed(config, launch: LaunchEnv):
             raise  # Ctrl-C or torchrun stopping the job: the other ranks are going away too
         except FeatxError as error:
             status["error"] = error.message
-        statuses: list = [None] * launch.world_size
-        dist.all_gather_object(statuses, status)  # the barrier: every shard is done (or failed)
+        statuses = _all_gather_json(status, launch.world_size)  # the barrier: every shard is done (or failed)
     finally:
         if owns_group:
             dist.destroy_process_group()
@@ -290,6 +289,22 @@ def extract_distributed(config, launch: LaunchEnv):
     if launch.rank != 0:
         return summary
     return _merge_on_rank0(config, summary, statuses, started)
+
+
+def _all_gather_json(item: dict, world_size: int) -> list[dict]:
+    """Every rank's ``item``, exchanged as JSON bytes (``all_gather_object`` would unpickle)."""
+    import torch
+    import torch.distributed as dist
+
+    data = torch.tensor(list(json.dumps(item).encode()), dtype=torch.uint8)
+    sizes = [torch.zeros(1, dtype=torch.int64) for _ in range(world_size)]
+    dist.all_gather(sizes, torch.tensor([len(data)], dtype=torch.int64))
+    longest = int(max(size.item() for size in sizes))
+    padded = torch.zeros(longest, dtype=torch.uint8)
+    padded[: len(data)] = data
+    gathered = [torch.zeros(longest, dtype=torch.uint8) for _ in range(world_size)]
+    dist.all_gather(gathered, padded)
+    return [json.loads(bytes(buffer[: int(size.item())].tolist())) for buffer, size in zip(gathered, sizes)]
 
 
 def _merge_on_rank0(config, summary, statuses, started):

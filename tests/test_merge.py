@@ -13,6 +13,7 @@ import json
 import multiprocessing
 import os
 import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -24,8 +25,8 @@ from click.testing import CliRunner
 
 import featx
 from featx.cli import main
-from featx.errors import IncompleteError, Interrupted, StoreError
-from featx.extractor import ExtractConfig, extract
+from featx.errors import FeatxError, IncompleteError, Interrupted, StoreError
+from featx.extractor import ExtractConfig, OutputLock, extract
 from featx.merge import merge
 from featx.sharding import ROW_INDEX, ShardSpec, manifest_path
 from featx.store import FeatureWriter, partial_path
@@ -170,6 +171,60 @@ def test_torchrun_two_processes_write_the_merged_file(tiny_model, corpus, tmp_pa
     assert not ShardSpec(1, 2).path(output).exists() and not manifest_path(output).exists()
     single = run(corpus, tmp_path / "single.h5", tiny_model).output
     assert_same_rows(output, single, exact=False)
+
+
+def extract_as_rank(corpus, output, model, rank, world_size, port, report):
+    """What one torchrun worker does, with the variables torchrun would set."""
+    os.environ.update({"RANK": str(rank), "WORLD_SIZE": str(world_size), "LOCAL_RANK": str(rank),
+                       "LOCAL_WORLD_SIZE": str(world_size), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
+                       "FEATX_DIST_TIMEOUT": "240"})
+    import featx.extractor
+
+    extractions, original = [], featx.extractor._run
+
+    def counted_run(*args, **kwargs):  # a shard that is skipped never reaches the model
+        extractions.append(1)
+        return original(*args, **kwargs)
+
+    featx.extractor._run = counted_run
+    try:
+        summary = extract(ExtractConfig(corpus=corpus, output=output, **options(model)))
+        result = {"status": summary.status, "output": str(summary.output), "extractions": len(extractions)}
+    except FeatxError as error:
+        result = {"error": error.message}
+    Path(report).write_text(json.dumps(result))
+
+
+def run_as_ranks(corpus, output, model, tmp_path, world_size=2) -> list[dict]:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(["featx.extractor", "transformers"])
+    reports = [tmp_path / f"rank{rank}.json" for rank in range(world_size)]
+    processes = [context.Process(target=extract_as_rank, args=(corpus, output, model, rank, world_size, port,
+                                                               reports[rank])) for rank in range(world_size)]
+    for process in processes:
+        process.start()
+    for process in processes:
+        process.join(timeout=300)
+        assert process.exitcode == 0
+    return [json.loads(report.read_text()) for report in reports]
+
+
+def test_failed_rank_blocks_the_merge_and_a_relaunch_redoes_only_that_shard(tiny_model, corpus, tmp_path):
+    output = tmp_path / "out.h5"
+    with OutputLock(ShardSpec(1, 2).path(output)):  # shard 1 cannot start: "another featx is writing it"
+        rank0, rank1 = run_as_ranks(corpus, output, tiny_model, tmp_path)
+    assert "1 shard(s) failed, nothing merged (rank 1: another featx extract" in rank0["error"]
+    assert "another featx extract" in rank1["error"]
+    shard0 = ShardSpec(0, 2).path(output)
+    assert shard0.exists() and not output.exists()
+    rank0, rank1 = run_as_ranks(corpus, output, tiny_model, tmp_path)
+    assert rank0 == {"status": "written", "output": str(output), "extractions": 0}  # shard 0: done before
+    assert rank1 == {"status": "written", "output": str(ShardSpec(1, 2).path(output)), "extractions": 1}
+    assert not shard0.exists()
+    assert_same_rows(output, run(corpus, tmp_path / "single.h5", tiny_model).output, exact=False)
 
 
 def extract_then_crash(corpus, output, model, count, index):
