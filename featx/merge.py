@@ -25,7 +25,7 @@ import numpy as np
 
 from .batching import plan_windows
 from .corpus import Corpus, LabelColumn
-from .errors import IncompleteError, InputError, StoreError
+from .errors import IncompleteError, InputError, Interrupted, StoreError
 from .sharding import ROW_INDEX, SHARD_ATTRS, ShardSpec, manifest_path, read_manifest
 from .state import remember
 from .store import FeatureFile, FeatureWriter, partial_path
@@ -295,6 +295,9 @@ def merge(output: str | Path, keep_shards: bool = False, overwrite: bool = False
             try:
                 _copy_features(writer, files, indices, writer_tokenized(writer, n_rows), progress)
                 final = writer.finish()
+            except KeyboardInterrupt:
+                raise Interrupted(f"merge interrupted: {writer.rows_done} of {n_rows} rows are in "
+                                  f"{partial_path(output)}", "run featx merge again to resume it") from None
             finally:
                 writer.close()
         finally:

@@ -295,6 +295,33 @@ def test_relaunch_skips_finished_shards_and_a_finished_merge(tiny_model, corpus,
         run(corpus, output, tiny_model, shards=2, shard_index=0, poolings="mean")
 
 
+def test_interrupted_merge_resumes(tiny_model, corpus, tmp_path, monkeypatch):
+    output = tmp_path / "out.h5"
+    run_shards(corpus, output, tiny_model, 2)
+    reference = tmp_path / "reference.h5"
+    merge(output, keep_shards=True)
+    output.rename(reference)
+    monkeypatch.setattr("featx.merge.BLOCK_BYTES", 4 * 3 * 32 * 4 * 5)  # blocks of 4 rows
+    original_commit, commits = FeatureWriter.commit, []
+
+    def interrupted_commit(self, rows_done):
+        original_commit(self, rows_done)
+        commits.append(rows_done)
+        if len(commits) == 2:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(FeatureWriter, "commit", interrupted_commit)
+    with pytest.raises(Interrupted, match="merge interrupted: 8 of 30 rows"):
+        merge(output)
+    assert partial_path(output).exists() and ShardSpec(0, 2).path(output).exists()
+    monkeypatch.setattr(FeatureWriter, "commit", original_commit)
+    assert merge(output).status == "merged"
+    with h5py.File(output, "r") as merged, h5py.File(reference, "r") as whole:
+        assert merged.attrs["complete"] and int(merged["progress/rows_done"][0]) == N_ROWS
+        for name in whole["pooled"]:
+            np.testing.assert_array_equal(merged["pooled"][name][()], whole["pooled"][name][()])
+
+
 def test_merge_refuses_a_different_model(tiny_model, corpus, tmp_path):
     other_model = build_tiny_bert(tmp_path / "other-bert", seed=1)
     output = tmp_path / "out.h5"
