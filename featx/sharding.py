@@ -263,6 +263,10 @@ def extract_distributed(config, launch: LaunchEnv):
     owns_group = not dist.is_initialized()
     if owns_group:
         dist.init_process_group("gloo", timeout=wait_timeout())
+        group = None
+    else:  # the caller's own process group, maybe NCCL: the status messages need a CPU one
+        group = dist.new_group(backend="gloo", timeout=wait_timeout())
+    own_error = None
     try:
         summary, status = None, {"rank": launch.rank, "host": socket.gethostname(), "error": None}
         try:
@@ -271,16 +275,19 @@ def extract_distributed(config, launch: LaunchEnv):
         except Interrupted:
             raise  # Ctrl-C or torchrun stopping the job: the other ranks are going away too
         except FeatxError as error:
-            status["error"] = error.message
-        statuses = _all_gather_json(status, launch.world_size)  # the barrier: every shard is done (or failed)
+            status["error"], own_error = error.message, error
+        # The barrier: every shard is done (or failed).
+        statuses = _all_gather_json(status, launch.world_size, group)
     finally:
         if owns_group:
             dist.destroy_process_group()
+        elif group is not None:
+            dist.destroy_process_group(group)
 
     failed = [item for item in statuses if item["error"]]
     if failed:
-        if status["error"]:
-            raise StoreError(status["error"], "fix the problem and relaunch the same command: finished shards are kept")
+        if own_error is not None:
+            raise own_error
         if launch.rank == 0:
             shown = "; ".join(f"rank {item['rank']}: {item['error']}" for item in failed)
             raise StoreError(f"{len(failed)} shard(s) failed, nothing merged ({shown})",
@@ -291,19 +298,19 @@ def extract_distributed(config, launch: LaunchEnv):
     return _merge_on_rank0(config, summary, statuses, started)
 
 
-def _all_gather_json(item: dict, world_size: int) -> list[dict]:
+def _all_gather_json(item: dict, world_size: int, group=None) -> list[dict]:
     """Every rank's ``item``, exchanged as JSON bytes (``all_gather_object`` would unpickle)."""
     import torch
     import torch.distributed as dist
 
     data = torch.tensor(list(json.dumps(item).encode()), dtype=torch.uint8)
     sizes = [torch.zeros(1, dtype=torch.int64) for _ in range(world_size)]
-    dist.all_gather(sizes, torch.tensor([len(data)], dtype=torch.int64))
+    dist.all_gather(sizes, torch.tensor([len(data)], dtype=torch.int64), group=group)
     longest = int(max(size.item() for size in sizes))
     padded = torch.zeros(longest, dtype=torch.uint8)
     padded[: len(data)] = data
     gathered = [torch.zeros(longest, dtype=torch.uint8) for _ in range(world_size)]
-    dist.all_gather(gathered, padded)
+    dist.all_gather(gathered, padded, group=group)
     return [json.loads(bytes(buffer[: int(size.item())].tolist())) for buffer, size in zip(gathered, sizes)]
 
 
