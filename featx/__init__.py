@@ -20,4 +20,18 @@ def probe(features=None, **options):
     return _probe(features, **options)
 
 
-__all__ = ["FeatureFile", "FeatxError", "__version__", "extract", "open", "probe"]
+def estimate(corpus=None, **options):
+    """What ``extract`` would cost (rows, tokens, file size, memory, time) without running it."""
+    from .estimation import estimate as _estimate
+
+    return _estimate(corpus, **options)
+
+
+def explain(results=None, **options):
+    """Per-example diagnostics of a probing run; see ``featx.probing.explain``."""
+    from .probing.explain import explain as _explain
+
+    return _explain(results, **options)
+
+
+__all__ = ["FeatureFile", "FeatxError", "__version__", "estimate", "explain", "extract", "open", "probe"]

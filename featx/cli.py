@@ -64,7 +64,9 @@ def main():
               help="Split the corpus into this many shards and extract only --shard-index (under torchrun: automatic).")
 @click.option("--shard-index", type=int, default=None, help="Which shard to extract, 0 to --shards minus 1.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
-def extract(corpus, output, quiet, layers, poolings, **options):
+@click.option("--dry-run", is_flag=True,
+              help="Only estimate: rows, tokens, output size, peak memory and time (a short calibration); write nothing.")
+def extract(corpus, output, quiet, layers, poolings, dry_run, **options):
     """Run the encoder once over CORPUS (CSV/TSV/JSONL/Parquet) and store every layer's pooled states.
 
     Under torchrun each process extracts its own shard and rank 0 merges them at the end.
@@ -73,6 +75,11 @@ def extract(corpus, output, quiet, layers, poolings, **options):
 
     config = ExtractConfig(corpus=corpus, output=output, layers=layers, poolings=poolings,
                            progress=not quiet, **options)
+    if dry_run:
+        from .estimation import estimate
+
+        click.echo(estimate(config).format())
+        return
     summary = run_extract(config)
     click.echo(summary.line())
     for note in summary.notes:
@@ -108,6 +115,13 @@ def merge(output, keep_shards, overwrite, quiet):
 @click.option("--jobs", type=int, default=None, help="Parallel (layer spec x pooling) jobs (default: one per core).")
 @click.option("--allow-partial", is_flag=True, help="Probe the rows written so far of an unfinished extraction.")
 @click.option("-o", "--output", default=None, help="Results prefix: writes PREFIX.csv and PREFIX.json.")
+@click.option("--mdl", is_flag=True, help="Also the MDL online codelength (bits) and compression per layer and pooling.")
+@click.option("--train-sizes", default=None,
+              help="Learning curves: fractions of each training part (0.1,0.25,0.5,1.0) or row counts; "
+                   "written to PREFIX.curve.csv.")
+@click.option("--curve-layers", default=None, help="Layers of the learning curves (default: every layer probed).")
+@click.option("--predictions", default=None,
+              help="POOLING[/CLASSIFIER] of the per-row predictions file (default: those of the best layer).")
 def probe(features, no_control, **options):
     """Train probes per layer and pooling on FEATURES (default: the last extraction in this directory)."""
     from .probing import ProbeConfig, probe as run_probe
@@ -121,7 +135,24 @@ def probe(features, no_control, **options):
     for note in result.notes:
         click.echo(note, err=note.startswith("warning"))
     click.echo(result.format_table())
-    click.echo(f"\nwrote {result.csv_path} and {result.json_path.name} ({result.meta['seconds']:.1f} s)")
+    extra = [path.name for path in (result.predictions_path, result.curve_path) if path is not None]
+    click.echo(f"\nwrote {result.csv_path} and {', '.join([result.json_path.name, *extra])} "
+               f"({result.meta['seconds']:.1f} s)")
+
+
+@main.command()
+@click.argument("results", required=False, type=click.Path(path_type=Path))
+@click.option("--limit", type=int, default=10, show_default=True, help="Rows listed per group.")
+@click.option("--buckets", type=int, default=4, show_default=True, help="Text-length buckets (quantiles of tokens).")
+def explain(results, limit, buckets):
+    """Per-example diagnostics of a probing run (default: the last one in this directory).
+
+    Lists the rows that become right from some layer on and the rows wrong at every layer, per-class F1
+    by layer, and accuracy by text length and by truncation, from the out-of-fold predictions.
+    """
+    from .probing.explain import explain as run_explain
+
+    click.echo(run_explain(results, buckets=buckets).format(limit=limit))
 
 
 if __name__ == "__main__":  # pragma: no cover

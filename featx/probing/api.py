@@ -17,7 +17,8 @@ from ..selection import LayerSpec, parse_layer_specs, parse_poolings
 from ..store import FeatureFile
 from . import evaluation as ev
 from .config import ProbeConfig
-from .results import COLUMNS, results_paths, write_results
+from .results import COLUMNS, CURVE_COLUMNS, results_paths, side_path, write_results, write_table
+from .significance import add_significance
 
 TOKENS_POOLING = "tokens"  # the pooling column of attn rows: the probe pools the token states itself
 
@@ -31,6 +32,10 @@ class ProbeResult:
     csv_path: Path | None = None
     json_path: Path | None = None
     notes: list[str] = field(default_factory=list)
+    predictions: pd.DataFrame | None = None  # per-row out-of-fold predictions by layer (one pooling/classifier)
+    curve: pd.DataFrame | None = None  # learning curves (with --train-sizes)
+    predictions_path: Path | None = None
+    curve_path: Path | None = None
 
     def records(self) -> list[dict]:
         return self.table.to_dict("records")
@@ -153,6 +158,7 @@ class _Shared:
     seed: int
     n_bootstrap: int
     threads: int
+    mdl: bool = False
 
 
 def _load(job: _Job, shared: _Shared):
@@ -200,22 +206,102 @@ def _run_job(job: _Job, shared: _Shared) -> list[dict]:
 
     try:
         data = _load(job, shared)
+        code = _online_code(job, data, shared) if shared.mdl else None
         rows = []
         for classifier in job.classifiers:
             folds = _fit_folds(classifier, job.spec.kind, data, shared.y, shared)
             row = ev.summarise(shared.plan, shared.y, folds, shared.n_classes, shared.n_bootstrap, shared.seed)
+            row["mdl_bits"] = code.bits if code is not None else float("nan")
+            row["mdl_compression"] = code.compression if code is not None else float("nan")
             if shared.y_control is not None:
                 control = _fit_folds(classifier, job.spec.kind, data, shared.y_control, shared)
                 control_row = ev.summarise(shared.plan, shared.y_control, control, shared.n_classes, 0, shared.seed) \
                     if not shared.plan.is_split else _split_accuracy(shared, control)
                 row["control_accuracy"] = control_row["accuracy"]
                 row["selectivity"] = row["accuracy"] - row["control_accuracy"]
-            rows.append(_record(job, classifier, row, shared))
+            record = _record(job, classifier, row, shared)
+            record["_predictions"] = _out_of_fold(shared, folds)
+            rows.append(record)
         return rows
     finally:
         limits.restore_original_limits()
         if torch is not None:
             torch.set_num_threads(torch_threads)
+
+
+def _online_code(job: _Job, data, shared: _Shared):
+    """The MDL online code of this job's features (pooled single/cat specs only; stack and tokens: none)."""
+    from .mdl import online_codelength
+
+    if job.pooling == TOKENS_POOLING or job.spec.kind == "stack":
+        return None
+    rows = np.sort(np.concatenate([part for part in (shared.plan.folds[0][0], shared.plan.dev[0]) if part is not None])) \
+        if shared.plan.is_split else None
+    return online_codelength(data, shared.y, shared.n_classes, rows, shared.seed, shared.cs)
+
+
+def _out_of_fold(shared: _Shared, folds: list[ev.FoldResult]) -> np.ndarray:
+    """Each labelled row's prediction from the fold that tested it (-1: never tested, e.g. train rows)."""
+    predictions = np.full(len(shared.y), -1, dtype=np.int32)
+    for (_, test), result in zip(shared.plan.folds, folds):
+        predictions[test] = result.predictions
+    return predictions
+
+
+def _run_curve_job(job: _Job, shared: _Shared, sizes: list[float]) -> list[dict]:
+    """Learning-curve points of one job: the same outer folds, each training part subsampled."""
+    from threadpoolctl import threadpool_limits
+
+    from .curves import subsampled_plan
+
+    records = []
+    with threadpool_limits(limits=shared.threads):
+        data = _load(job, shared)
+        for size in sizes:
+            plan = subsampled_plan(shared.plan, shared.y, size, shared.seed)
+            sub = replace(shared, plan=plan)
+            for classifier in job.classifiers:
+                folds = _fit_folds(classifier, job.spec.kind, data, shared.y, sub)
+                row = ev.summarise(plan, shared.y, folds, shared.n_classes, min(shared.n_bootstrap, 200), shared.seed)
+                records.append({
+                    "features": job.features, "label": shared.label, "layer_spec": job.spec.name,
+                    "layer": job.spec.layers[0] if job.spec.kind == "single" else None, "pooling": job.pooling,
+                    "classifier": classifier, "train_size": size, "n_train": row["n_train"],
+                    "accuracy": row["accuracy"], "accuracy_low": row["accuracy_low"],
+                    "accuracy_high": row["accuracy_high"], "macro_f1": row["macro_f1"], "evaluation": plan.evaluation,
+                })
+    return records
+
+
+def _prediction_table(table: pd.DataFrame, predictions: dict, choice: str | None, class_names: list[str],
+                      y: np.ndarray, row_info: pd.DataFrame) -> tuple[pd.DataFrame | None, str]:
+    """Per-row out-of-fold predictions (class names) of every single layer for one pooling/classifier."""
+    singles = table[(table.features == "main") & (table.kind == "single")]
+    if singles.empty:
+        return None, ""
+    if choice:
+        pooling, _, classifier = str(choice).partition("/")
+        chosen = singles[singles.pooling == pooling]
+        if classifier:
+            chosen = chosen[chosen.classifier == classifier]
+        if chosen.empty:
+            raise InputError(f"--predictions {choice}: no single-layer results for that pooling/classifier",
+                             f"choose from {', '.join(sorted(set(singles.pooling + '/' + singles.classifier)))}")
+        classifier = chosen.classifier.iloc[0]
+        chosen = chosen[chosen.classifier == classifier]
+    else:
+        best = singles.loc[singles.accuracy.idxmax()]
+        pooling, classifier = best.pooling, best.classifier
+        chosen = singles[(singles.pooling == pooling) & (singles.classifier == classifier)]
+    names = np.asarray(class_names, dtype=object)
+    frame = row_info.copy()
+    frame.insert(2, "label", names[y])
+    tested = np.zeros(len(y), bool)
+    for index, record in chosen.iterrows():
+        values = predictions[index]
+        tested |= values >= 0
+        frame[f"layer_{record.layer_spec}"] = np.where(values >= 0, names[np.maximum(values, 0)], "")
+    return frame[tested].reset_index(drop=True), f"{pooling}/{classifier}"
 
 
 def _split_accuracy(shared: _Shared, folds: list[ev.FoldResult]) -> dict:
@@ -243,6 +329,7 @@ def _record(job: _Job, classifier: str, row: dict, shared: _Shared) -> dict:
 def _majority(shared: _Shared) -> dict:
     folds = [ev.run_majority(shared.y, train, test, shared.n_classes) for train, test in shared.plan.folds]
     row = ev.summarise(shared.plan, shared.y, folds, shared.n_classes, shared.n_bootstrap, shared.seed)
+    row["mdl_bits"] = row["mdl_compression"] = float("nan")
     job = _Job("main", "", LayerSpec("majority", ()), "", ["majority"])
     record = _record(job, "majority", row, shared)
     record.update(layer_spec="majority", kind="majority", layers="", C=float("nan"))
@@ -313,6 +400,13 @@ def probe(config: ProbeConfig | str | Path | None = None, **options) -> ProbeRes
         ev.check_labels(y, names, label, path)
         split = features.split
         specs = parse_layer_specs(config.layers, features.layers)
+        curve_specs = [spec for spec in (parse_layer_specs(config.curve_layers, features.layers)
+                                         if config.curve_layers else specs) if spec.kind != "stack"] \
+            if config.train_sizes is not None else []
+        row_info = pd.DataFrame({"row": kept, "id": np.asarray(features.ids, dtype=object)[kept],
+                                 "n_tokens": features.n_tokens[kept], "truncated": features.truncated[kept]})
+        if split is not None:
+            row_info["split"] = np.asarray(split, dtype=object)[kept]
         poolings = parse_poolings(config.poolings, features.poolings)
         if "attn" in classifiers and not features.has_tokens:
             raise InputError(f"the attn probe needs token-level states, and {path} has none",
@@ -352,7 +446,7 @@ def probe(config: ProbeConfig | str | Path | None = None, **options) -> ProbeRes
     workers, threads = _workers(config, len(jobs))
     shared = _Shared(config.allow_partial, kept, y, y_control, plan, len(class_names), label, class_names,
                      tuple(float(c) for c in config.cs), bool(config.balanced), int(config.seed),
-                     int(config.n_bootstrap), threads)
+                     int(config.n_bootstrap), threads, bool(config.mdl))
     if workers > 1:
         from joblib import Parallel, delayed
 
@@ -360,8 +454,10 @@ def probe(config: ProbeConfig | str | Path | None = None, **options) -> ProbeRes
     else:
         outputs = [_run_job(job, shared) for job in jobs]
     records = [_majority(shared)] + [record for output in outputs for record in output]
+    oof = [record.pop("_predictions", None) for record in records]
 
     table = pd.DataFrame.from_records(records)
+    table["_id"] = np.arange(len(table))
     order = {name: i for i, name in enumerate(["", *poolings, TOKENS_POOLING])}
     spec_order = {spec.name: i for i, spec in enumerate(specs)}
     table = table.assign(_f=table.features.map({"main": 0, "baseline": 1}), _p=table.pooling.map(order),
@@ -369,8 +465,29 @@ def probe(config: ProbeConfig | str | Path | None = None, **options) -> ProbeRes
                          _c=table.classifier.map({n: i for i, n in enumerate(classifiers)}).fillna(-1))
     table = table.sort_values(["_f", "_c", "_p", "_s"], kind="stable").reset_index(drop=True)
     table["is_best"] = _mark_best(table)
+    predictions = {index: oof[i] for index, i in zip(table.index, table["_id"]) if oof[i] is not None}
+    table = add_significance(table, predictions, plan, y, max(int(config.n_bootstrap), 1000), int(config.seed))
     table = table[COLUMNS]
     table["layer"] = table["layer"].astype("Int64")
+    prediction_table, predictions_for = _prediction_table(table, predictions, config.predictions, class_names, y,
+                                                          row_info)
+    curve, sizes = None, None
+    if curve_specs:
+        from .curves import parse_train_sizes
+
+        sizes = parse_train_sizes(config.train_sizes)
+        curve_jobs = [_Job("main", str(path), spec, pooling, [name for name in pooled_classifiers if name])
+                      for spec in curve_specs for pooling in poolings if pooled_classifiers]
+        curve_jobs += [_Job("main", str(path), spec, TOKENS_POOLING, ["attn"])
+                       for spec in curve_specs if "attn" in classifiers]
+        if workers > 1 and len(curve_jobs) > 1:
+            from joblib import Parallel, delayed
+
+            parts = Parallel(n_jobs=min(workers, len(curve_jobs)))(
+                delayed(_run_curve_job)(job, shared, sizes) for job in curve_jobs)
+        else:
+            parts = [_run_curve_job(job, shared, sizes) for job in curve_jobs]
+        curve = pd.DataFrame.from_records([record for part in parts for record in part], columns=CURVE_COLUMNS)
     counts = np.bincount(y, minlength=len(class_names))
     meta = {
         "features_file": str(Path(path).resolve()), **meta_file, "label": label, "label_names": class_names,
@@ -385,9 +502,20 @@ def probe(config: ProbeConfig | str | Path | None = None, **options) -> ProbeRes
         "seconds": round(time.perf_counter() - started, 3), **{f"{k}_version": v for k, v in _versions().items()},
         "notes": list(config.notes),
     }
-    result = ProbeResult(table, meta, notes=list(config.notes))
+    meta["predictions_for"] = predictions_for
+    meta["mdl"] = bool(config.mdl)
+    meta["train_sizes"] = sizes
+    result = ProbeResult(table, meta, notes=list(config.notes), predictions=prediction_table, curve=curve)
     if config.write:
         csv_path, json_path = results_paths(Path(path), label, config.output)
+        if prediction_table is not None:
+            result.predictions_path = side_path(csv_path, "predictions")
+            meta["predictions_file"] = result.predictions_path.name
+            write_table(prediction_table, result.predictions_path)
+        if curve is not None:
+            result.curve_path = side_path(csv_path, "curve")
+            meta["curve_file"] = result.curve_path.name
+            write_table(curve, result.curve_path)
         write_results(table, meta, csv_path, json_path)
         result.csv_path, result.json_path = csv_path, json_path
         from ..state import remember

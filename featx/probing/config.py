@@ -32,6 +32,10 @@ class ProbeConfig:
     cs: tuple[float, ...] = DEFAULT_CS
     n_bootstrap: int = 1000
     write: bool = True
+    mdl: bool = False  # also the online (MDL) codelength per layer spec and pooling
+    train_sizes: str | list | None = None  # learning curves: fractions of each training part, or row counts
+    curve_layers: str | None = None  # layers of the learning curves (default: every single layer probed)
+    predictions: str | None = None  # "POOLING/CLASSIFIER" of the per-row predictions file (default: the best's)
     progress: bool = False
     notes: list[str] = field(default_factory=list)  # messages for the user gathered while resolving
 
@@ -57,3 +61,7 @@ class ProbeConfig:
         if not self.cs or any(float(c) <= 0 for c in self.cs):
             raise InputError("the C grid must hold positive values")
         self.classifier_list()
+        if self.train_sizes is not None:
+            from .curves import parse_train_sizes
+
+            parse_train_sizes(self.train_sizes)

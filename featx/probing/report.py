@@ -21,6 +21,18 @@ def _c(value) -> str:
     return "-" if value is None or pd.isna(value) else f"{value:g}"
 
 
+def _p(value, significant) -> str:
+    """A Holm-adjusted p-value, with '!' when the difference holds after the correction."""
+    if value is None or pd.isna(value):
+        return "-"
+    text = "<.001" if value < 0.001 else f"{value:.3f}"
+    return text + ("!" if significant is True else "")
+
+
+def _bits(value) -> str:
+    return "-" if value is None or pd.isna(value) else f"{value:,.0f}"
+
+
 def format_table(table: pd.DataFrame, meta: dict) -> str:
     counts = ", ".join(f"{name} {count}" for name, count in meta.get("class_counts", {}).items())
     lines = [
@@ -34,6 +46,12 @@ def format_table(table: pd.DataFrame, meta: dict) -> str:
     if not majority.empty:
         lines.append(f"majority class: accuracy {_interval(majority.iloc[0])}, macro-F1 {_num(majority.iloc[0].macro_f1)}")
     header = ["pooling", "layer", "accuracy [95% CI]", "macro-F1", "bal.acc", "control", "select.", "C", "fit s"]
+    with_mdl = "mdl_bits" in table and table.mdl_bits.notna().any()
+    with_tests = "p_vs_best_holm" in table and (table.p_vs_best_holm.notna() | table.p_vs_prev_holm.notna()).any()
+    if with_mdl:
+        header += ["MDL bits", "compr."]
+    if with_tests:
+        header += ["p vs best", "p vs prev"]
     probes = table[table.kind != "majority"]
     for (features, classifier), block in probes.groupby(["features", "classifier"], sort=False):
         title = f"{classifier} probe" + (" on the baseline features" if features == "baseline" else "")
@@ -45,9 +63,14 @@ def format_table(table: pd.DataFrame, meta: dict) -> str:
             if previous is not None and row.pooling != previous:
                 rows.append(None)
             previous = row.pooling
-            rows.append([row.pooling, f"{row.layer_spec}{' *' if row.is_best else ''}", _interval(row),
-                         _num(row.macro_f1), _num(row.balanced_accuracy), _num(row.control_accuracy),
-                         _num(row.selectivity, signed=True), _c(row.C), f"{row.fit_seconds:.1f}"])
+            cells = [row.pooling, f"{row.layer_spec}{' *' if row.is_best else ''}", _interval(row),
+                     _num(row.macro_f1), _num(row.balanced_accuracy), _num(row.control_accuracy),
+                     _num(row.selectivity, signed=True), _c(row.C), f"{row.fit_seconds:.1f}"]
+            if with_mdl:
+                cells += [_bits(row.mdl_bits), _num(row.mdl_compression, 2)]
+            if with_tests:
+                cells += [_p(row.p_vs_best_holm, row.significant_vs_best), _p(row.p_vs_prev_holm, row.significant_vs_prev)]
+            rows.append(cells)
         widths = [max(len(header[i]), *(len(r[i]) for r in rows if r)) for i in range(len(header))]
         lines += ["", title, "  ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip(),
                   "  ".join("-" * w for w in widths)]
@@ -55,4 +78,10 @@ def format_table(table: pd.DataFrame, meta: dict) -> str:
             lines.append("" if r is None else "  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip())
     lines += ["", "* best layer of each pooling (by accuracy); control = same probe on permuted labels, "
               "select. = accuracy - control"]
+    if with_mdl:
+        lines.append("MDL bits = online codelength of the labels (Voita & Titov 2020); compr. = uniform code / MDL bits")
+    if with_tests:
+        test = "paired bootstrap over the test rows" if meta.get("evaluation") == "split" else \
+            "corrected resampled t-test over the folds (Nadeau & Bengio)"
+        lines.append(f"p vs best / p vs prev: {test}, Holm-adjusted; ! = significant at 0.05 after Holm")
     return "\n".join(lines)

@@ -19,7 +19,12 @@ COLUMNS = [
     "macro_f1", "macro_f1_low", "macro_f1_high",
     "balanced_accuracy", "balanced_accuracy_low", "balanced_accuracy_high",
     "control_accuracy", "selectivity", "C", "fit_seconds", "n_train", "n_test", "evaluation",
-    "per_class_f1", "layer_weights", "is_best",
+    "per_class_f1", "layer_weights", "is_best", "mdl_bits", "mdl_compression",
+    "p_vs_best", "p_vs_best_holm", "significant_vs_best", "p_vs_prev", "p_vs_prev_holm", "significant_vs_prev",
+]
+CURVE_COLUMNS = [
+    "features", "label", "layer_spec", "layer", "pooling", "classifier", "train_size", "n_train",
+    "accuracy", "accuracy_low", "accuracy_high", "macro_f1", "evaluation",
 ]
 
 
@@ -35,6 +40,20 @@ def results_paths(features_path: Path, label: str, output: str | Path | None = N
     stem = features_path.name[: -len(features_path.suffix)] if features_path.suffix else features_path.name
     base = features_path.with_name(f"{stem}.{label}.probe")
     return Path(str(base) + ".csv"), Path(str(base) + ".json")
+
+
+def side_path(csv_path: Path, kind: str) -> Path:
+    """A companion file of a results CSV: ``X.probe.csv`` -> ``X.predictions.csv`` / ``X.curve.csv``."""
+    name = Path(csv_path).name
+    stem = name[: -len(".probe.csv")] if name.endswith(".probe.csv") else name[: -len(".csv")] if name.endswith(".csv") else name
+    return Path(csv_path).with_name(f"{stem}.{kind}.csv")
+
+
+def write_table(table: pd.DataFrame, path: Path) -> None:
+    try:
+        _atomic_write(path, table.to_csv(index=False))
+    except OSError as err:
+        raise StoreError(f"cannot write {path}: {err.strerror or err}", "choose a writable location with -o PREFIX") from None
 
 
 def _clean(value):
@@ -74,6 +93,9 @@ def _normalise(table: pd.DataFrame) -> pd.DataFrame:
         table["layer"] = pd.to_numeric(table["layer"], errors="coerce").astype("Int64")
     if "is_best" in table:
         table["is_best"] = table["is_best"].map(lambda v: str(v).lower() in ("true", "1")).astype(bool)
+    for column in ("significant_vs_best", "significant_vs_prev"):
+        if column in table:  # True/False where tested, missing (None) where not
+            table[column] = table[column].map(lambda v: None if pd.isna(v) or v == "" else str(v).lower() in ("true", "1"))
     for column in ("per_class_f1", "layer_weights", "layers", "layer_spec", "pooling"):
         if column in table:
             table[column] = table[column].fillna("").astype(str)

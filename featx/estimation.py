@@ -1,0 +1,227 @@
+"""``featx extract --dry-run``: what an extraction will cost, before running it.
+
+Everything but the time comes from tokenising the corpus (no forward pass): rows, tokens, truncation,
+the size of the features file for the chosen layers/poolings/dtype/token storage, and the peak memory.
+The time comes from a short calibration on the chosen device: a few batches drawn from the run's own
+batch plan (so with the corpus's own length distribution) are timed after one warm-up batch, and the
+measured seconds per padded token are applied to every planned batch.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+CALIBRATION_BATCHES = 3
+CPU_CALIBRATION_TOKENS = 2048  # on CPU the rate per token hardly depends on batch size: time small slices
+STRING_OVERHEAD = 16  # bytes per stored string beyond its UTF-8 text (HDF5 variable-length heap entry)
+FILE_OVERHEAD = 64 << 10  # HDF5 metadata, attributes, B-trees of a features file
+
+
+@dataclass
+class Estimate:
+    """The expected cost of one extraction (sizes in bytes, time in seconds, None when not estimated)."""
+
+    corpus: str
+    output: str
+    model: str
+    device: str
+    rows: int
+    tokens: int
+    truncated_rows: int
+    max_length: int
+    layers: list[int]
+    poolings: list[str]
+    hidden_size: int
+    store_dtype: str
+    with_tokens: bool
+    pooled_bytes: int
+    token_bytes: int
+    other_bytes: int
+    peak_memory_bytes: int
+    free_disk_bytes: int
+    seconds: float | None = None
+    calibration: str = ""
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def file_bytes(self) -> int:
+        return self.pooled_bytes + self.token_bytes + self.other_bytes
+
+    def as_dict(self) -> dict:
+        return {**asdict(self), "file_bytes": self.file_bytes}
+
+    def format(self) -> str:
+        lines = [
+            f"dry run: {self.corpus} -> {self.output} (nothing written)",
+            f"model {self.model} on {self.device}: {len(self.layers)} layers x {self.hidden_size} dims, "
+            f"poolings {', '.join(self.poolings)}, stored as {self.store_dtype}"
+            + (", with token-level states" if self.with_tokens else ""),
+            f"rows {self.rows:,}, tokens {self.tokens:,} (max length {self.max_length}, "
+            f"{self.truncated_rows:,} rows truncated)",
+            f"output size ~{_size(self.file_bytes)} (pooled {_size(self.pooled_bytes)}"
+            + (f", token-level {_size(self.token_bytes)}" if self.with_tokens else "")
+            + f", texts/ids/labels {_size(self.other_bytes)}); free disk {_size(self.free_disk_bytes)}",
+            f"peak memory ~{_size(self.peak_memory_bytes)} (model, one batch's activations, write buffers)",
+        ]
+        if self.seconds is not None:
+            lines.append(f"expected time ~{_duration(self.seconds)} ({self.calibration})")
+        lines += [f"warning: {warning}" for warning in self.warnings]
+        return "\n".join(lines)
+
+
+def _size(n: float) -> str:
+    for unit in ("B", "KB", "MB", "GB", "TB"):
+        if abs(n) < 1000 or unit == "TB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1000
+    return f"{n:.1f} TB"
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.1f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def file_sizes(n_rows: int, n_tokens: int, n_layers: int, hidden: int, n_poolings: int, itemsize: int,
+               with_tokens: bool, text_bytes: int, id_bytes: int, n_labels: int, has_split: bool) -> tuple[int, int, int]:
+    """(pooled, token-level, everything else) bytes of a features file; mirrors ``store.FeatureWriter.create``.
+
+    Features are preallocated in whole chunks (one layer of a block of rows), so the row count is
+    rounded up to a multiple of the chunk's rows.
+    """
+    from .store import _row_chunks
+
+    def allocated(n: int) -> int:
+        chunk = _row_chunks(n, hidden * itemsize)
+        return -(-n // chunk) * chunk if n else 0
+
+    pooled = allocated(n_rows) * n_layers * hidden * itemsize * n_poolings
+    tokens = 0
+    if with_tokens:  # states + input_ids + word_ids + offsets
+        tokens = allocated(n_tokens) * n_layers * hidden * itemsize + n_tokens * 8 + (n_rows + 1) * 8
+    strings = text_bytes + id_bytes + (2 + int(has_split)) * n_rows * STRING_OVERHEAD
+    other = strings + n_rows * (4 + 4 + 1 + 4 * n_labels) + FILE_OVERHEAD
+    return int(pooled), int(tokens), int(other)
+
+
+def peak_memory(model_bytes: int, max_tokens: int, n_model_layers: int, n_layers: int, hidden: int, n_heads: int,
+                longest: int, compute_itemsize: int, window_bytes: int, tokenized_bytes: int) -> int:
+    """A generous estimate of the peak memory of the forward pass plus the write pipeline.
+
+    One batch holds every hidden state (output_hidden_states), the stacked copy of the chosen layers,
+    the intermediate MLP activations and one layer's attention scores; the write pipeline holds up to
+    four windows (the one being filled, two queued, one being written).
+    """
+    hidden_states = max_tokens * hidden * compute_itemsize * (n_model_layers + n_layers + 4)
+    attention = (max_tokens // max(1, longest)) * n_heads * longest * longest * compute_itemsize * 2
+    return int(model_bytes + hidden_states + attention + 4 * window_bytes + tokenized_bytes)
+
+
+def estimate(config=None, calibrate: bool = True, **options) -> Estimate:
+    """The cost of ``featx.extract(config)`` without running it (the same options as ``extract``)."""
+    import torch
+
+    from .batching import plan_batches
+    from .corpus import read_corpus
+    from .extractor import STORE_DTYPES, WINDOW_BYTES, ExtractConfig, _Runner, _resolve_poolings, default_output
+    from .errors import InputError
+    from .modeling import load_model
+    from .selection import select_layers
+    from .tokenize import tokenize_texts
+
+    if isinstance(config, (str, Path)):
+        config = ExtractConfig(corpus=config, **options)
+    elif config is None:
+        config = ExtractConfig(**options)
+    output = Path(config.output) if config.output else default_output(config)
+    store_dtype = STORE_DTYPES.get(str(config.store_dtype).lower())
+    if store_dtype is None:
+        raise InputError(f"--store-dtype '{config.store_dtype}' is not understood", "use float16 or float32")
+    itemsize = np.dtype(store_dtype).itemsize
+    corpus = read_corpus(config.corpus, config.text_col, config.id_col, config.skip_empty, config.encoding)
+    loaded = load_model(config.model, config.device, config.dtype, config.trust_remote_code,
+                        config.random_init, config.seed, config.max_length)
+    layers = select_layers(config.layers, loaded.n_layers)
+    poolings = _resolve_poolings(config.poolings, loaded)
+    max_tokens = max(config.max_tokens or (65536 if loaded.device.type == "cuda" else 8192), loaded.max_length)
+    tokenized = tokenize_texts(loaded.tokenizer, corpus.texts, loaded.max_length, with_word_ids=config.tokens)
+    lengths = tokenized.lengths
+    n_tokens = int(lengths.sum())
+    text_bytes = sum(len(text.encode("utf-8")) for text in corpus.texts)
+    id_bytes = sum(len(str(row_id).encode("utf-8")) for row_id in corpus.ids)
+    pooled, token_bytes, other = file_sizes(
+        len(corpus), n_tokens, len(layers), loaded.hidden_size, len(poolings), itemsize, config.tokens,
+        text_bytes, id_bytes, len(corpus.labels), corpus.split is not None)
+
+    compute_itemsize = torch.empty((), dtype=loaded.dtype).element_size()
+    model_bytes = sum(p.numel() * p.element_size() for p in loaded.model.parameters())
+    row_bytes = len(layers) * loaded.hidden_size * itemsize * len(poolings)
+    window_rows = config.commit_rows or int(max(64, min(8192, WINDOW_BYTES // max(1, row_bytes))))
+    window_bytes = min(len(corpus), window_rows) * row_bytes + (WINDOW_BYTES if config.tokens else 0)
+    n_heads = int(getattr(loaded.model.config, "num_attention_heads", 12))
+    longest = int(lengths.max()) if len(lengths) else 1
+    peak = peak_memory(model_bytes, max_tokens, loaded.n_layers, len(layers), loaded.hidden_size, n_heads,
+                       longest, compute_itemsize, window_bytes, tokenized.input_ids.nbytes + tokenized.offsets.nbytes)
+
+    directory = output.parent if output.parent.exists() else Path(".")
+    free = shutil.disk_usage(directory).free
+    result = Estimate(
+        corpus=str(config.corpus), output=str(output), model=loaded.name, device=str(loaded.device),
+        rows=len(corpus), tokens=n_tokens, truncated_rows=int(tokenized.truncated.sum()),
+        max_length=loaded.max_length, layers=layers, poolings=poolings, hidden_size=loaded.hidden_size,
+        store_dtype=np.dtype(store_dtype).name, with_tokens=bool(config.tokens), pooled_bytes=pooled,
+        token_bytes=token_bytes, other_bytes=other, peak_memory_bytes=peak, free_disk_bytes=free,
+    )
+    if result.file_bytes > free:
+        what = "token-level storage" if config.tokens and token_bytes > pooled else "the output"
+        result.warnings.append(f"{what} needs ~{_size(result.file_bytes)} but {directory} has only "
+                               f"{_size(free)} free; drop --tokens, choose fewer --layer, or write elsewhere with -o")
+    if calibrate and len(corpus):
+        batches = plan_batches(lengths, max_tokens, config.batch_size)
+        pad_id = loaded.tokenizer.pad_token_id if loaded.tokenizer.pad_token_id is not None else 0
+        runner = _Runner(loaded, layers, poolings, config.tokens, store_dtype)
+        result.seconds, result.calibration = _calibrate(runner, tokenized, batches, pad_id, lengths, config.seed)
+    return result
+
+
+def _calibrate(runner, tokenized, batches, pad_id, lengths, seed) -> tuple[float, str]:
+    """Seconds for all ``batches``, from timing a few of them (seconds per padded token)."""
+    import torch
+
+    from .batching import collate
+
+    padded = np.array([len(batch) * int(lengths[batch].max()) for batch in batches], dtype=np.float64)
+    rng = np.random.default_rng(seed)
+    picks = rng.choice(len(batches), size=min(len(batches), CALIBRATION_BATCHES), replace=False)
+    timed = {}
+    for index in picks:
+        batch = batches[int(index)]
+        if runner.device.type == "cpu":  # rows of one batch share its padded width: keep a slice of them
+            width = int(lengths[batch].max())
+            batch = batch[: max(1, CPU_CALIBRATION_TOKENS // width)]
+        timed[int(index)] = batch
+    timed_tokens = sum(len(batch) * int(lengths[batch].max()) for batch in timed.values())
+
+    def run(index):
+        input_ids, mask = collate(tokenized, timed[index], pad_id)
+        _, _, event = runner(input_ids, mask)
+        if event is not None:
+            event.synchronize()
+
+    run(int(picks[0]))  # warm-up: first-call allocations and kernel selection are not part of the rate
+    started = time.perf_counter()
+    for index in picks:
+        run(int(index))
+    elapsed = time.perf_counter() - started
+    total = float(elapsed / timed_tokens * padded.sum())
+    note = (f"calibrated on {len(picks)} of {len(batches)} batches ({timed_tokens:,} padded tokens): "
+            f"{timed_tokens / elapsed:,.0f} padded tokens/s on {runner.device}, {torch.get_num_threads()} threads")
+    return total, note

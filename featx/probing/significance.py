@@ -1,0 +1,109 @@
+"""Paired tests between layers: is layer a really better than layer b on the same rows?
+
+- k-fold cross-validation: the corrected resampled t-test of Nadeau & Bengio (2003) on the per-fold
+  accuracy differences (the same folds for both layers); the variance is inflated by n_test/n_train
+  because the training parts of the folds overlap.
+- a fixed train/test split: a paired bootstrap over the test rows (both layers' predictions on the
+  same resampled rows); two-sided p-value of the observed accuracy difference (shift method).
+
+Within each features/pooling/classifier group, the best-vs-others tests and the adjacent-layer tests
+each form one family, corrected with Holm's step-down method at ``ALPHA``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+ALPHA = 0.05
+COLUMNS = ["p_vs_best", "p_vs_best_holm", "significant_vs_best", "p_vs_prev", "p_vs_prev_holm", "significant_vs_prev"]
+
+
+def corrected_t_test(scores_a, scores_b, n_train: float, n_test: float) -> float:
+    """Two-sided p-value of the Nadeau-Bengio corrected resampled t-test on paired fold scores."""
+    from scipy import stats
+
+    diff = np.asarray(scores_a, dtype=np.float64) - np.asarray(scores_b, dtype=np.float64)
+    k = len(diff)
+    mean = float(diff.mean())
+    variance = float(diff.var(ddof=1)) if k > 1 else 0.0
+    if variance <= 1e-15:
+        return 1.0 if abs(mean) <= 1e-12 else 0.0
+    t = mean / np.sqrt((1.0 / k + n_test / n_train) * variance)
+    return float(2 * stats.t.sf(abs(t), k - 1))
+
+
+def paired_bootstrap(correct_a: np.ndarray, correct_b: np.ndarray, n_boot: int = 2000, seed: int = 0) -> float:
+    """Two-sided p-value of accuracy(a) - accuracy(b) from a paired bootstrap over the same test rows."""
+    diff = np.asarray(correct_a, dtype=np.float64) - np.asarray(correct_b, dtype=np.float64)
+    observed = float(diff.mean())
+    if not np.any(diff):
+        return 1.0
+    rng = np.random.default_rng(seed)
+    n = len(diff)
+    means = np.concatenate([diff[rng.integers(0, n, size=(size, n))].mean(axis=1)
+                            for size in _chunks(n_boot, max(1, 2_000_000 // n))])
+    # Shift the bootstrap distribution to the null (mean 0): how often is a difference this large?
+    extreme = np.count_nonzero(np.abs(means - observed) >= abs(observed) - 1e-12)
+    return float((extreme + 1) / (n_boot + 1))
+
+
+def _chunks(total: int, size: int):
+    while total > 0:
+        yield min(size, total)
+        total -= size
+
+
+def holm(pvalues) -> np.ndarray:
+    """Holm step-down adjusted p-values (monotone, capped at 1)."""
+    p = np.asarray(pvalues, dtype=np.float64)
+    adjusted = np.full(len(p), np.nan)
+    finite = np.flatnonzero(np.isfinite(p))
+    if not len(finite):
+        return adjusted
+    order = finite[np.argsort(p[finite], kind="stable")]
+    m = len(order)
+    running = 0.0
+    for rank, index in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * p[index]))
+        adjusted[index] = running
+    return adjusted
+
+
+def paired_p_value(plan, y: np.ndarray, pred_a: np.ndarray, pred_b: np.ndarray, n_boot: int, seed: int) -> float:
+    """The paired test that fits the evaluation ``plan``; predictions are per labelled row (-1 = none)."""
+    if plan.is_split:
+        test = plan.folds[0][1]
+        return paired_bootstrap(pred_a[test] == y[test], pred_b[test] == y[test], n_boot, seed)
+    scores_a = [np.mean(pred_a[test] == y[test]) for _, test in plan.folds]
+    scores_b = [np.mean(pred_b[test] == y[test]) for _, test in plan.folds]
+    n_train = np.mean([len(train) for train, _ in plan.folds])
+    n_test = np.mean([len(test) for _, test in plan.folds])
+    return corrected_t_test(scores_a, scores_b, n_train, n_test)
+
+
+def add_significance(table: pd.DataFrame, predictions: dict[int, np.ndarray], plan, y: np.ndarray,
+                     n_boot: int = 2000, seed: int = 0, alpha: float = ALPHA) -> pd.DataFrame:
+    """Fill the significance columns of the single-layer rows of ``table`` (index -> predictions)."""
+    table = table.copy()
+    for column in COLUMNS:
+        table[column] = pd.Series([np.nan] * len(table), index=table.index, dtype=object if column.startswith("sig") else float)
+    singles = table[(table.kind == "single") & table.index.isin(list(predictions))]
+    for _, group in singles.groupby(["features", "pooling", "classifier"], sort=False):
+        if len(group) < 2:
+            continue
+        ordered = group.sort_values("layer")
+        best = ordered.accuracy.idxmax()
+        others = [index for index in ordered.index if index != best]
+        p_best = [paired_p_value(plan, y, predictions[best], predictions[i], n_boot, seed) for i in others]
+        for index, p, adjusted in zip(others, p_best, holm(p_best)):
+            table.at[index, "p_vs_best"], table.at[index, "p_vs_best_holm"] = p, adjusted
+            table.at[index, "significant_vs_best"] = bool(adjusted < alpha)
+        table.at[best, "significant_vs_best"] = False
+        pairs = list(zip(ordered.index[:-1], ordered.index[1:]))
+        p_prev = [paired_p_value(plan, y, predictions[current], predictions[previous], n_boot, seed)
+                  for previous, current in pairs]
+        for (_, current), p, adjusted in zip(pairs, p_prev, holm(p_prev)):
+            table.at[current, "p_vs_prev"], table.at[current, "p_vs_prev_holm"] = p, adjusted
+            table.at[current, "significant_vs_prev"] = bool(adjusted < alpha)
+    return table

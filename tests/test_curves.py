@@ -1,0 +1,45 @@
+"""Learning curves: parsing --train-sizes, stratified seeded subsamples, curves from featx.probe."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from featx.errors import InputError
+from featx.probing import probe
+from featx.probing.curves import parse_train_sizes, subsample
+
+
+def test_parse_train_sizes():
+    assert parse_train_sizes("1.0,0.1, 0.5") == [0.1, 0.5, 1.0]
+    assert parse_train_sizes("50,100") == [50.0, 100.0]
+    for bad in ("x", "0", "1.5", ""):
+        with pytest.raises(InputError):
+            parse_train_sizes(bad)
+
+
+def test_subsample_is_stratified_seeded_and_inside_the_rows():
+    y = np.array([0] * 80 + [1] * 20)
+    rows = np.arange(100)
+    part = subsample(y, rows, 0.25, seed=3)
+    assert len(part) == 25 and np.bincount(y[part]).tolist() == [20, 5]
+    assert np.array_equal(part, subsample(y, rows, 0.25, seed=3))
+    assert len(subsample(y, rows, 10, seed=0)) == 10 and len(subsample(y, rows, 1.0, seed=0)) == 100
+    assert len(subsample(y, rows, 3, seed=0)) == 4  # at least two rows of each class
+
+
+def test_probe_learning_curves(tiny_model, tmp_path):
+    from planted import make_features, plant
+
+    path = make_features(tmp_path, tiny_model)
+    plant(path, {1: 3.0})
+    result = probe(path, folds=4, jobs=1, control=False, train_sizes="0.25,1.0", curve_layers="0,1",
+                   n_bootstrap=100)
+    curve = pd.read_csv(result.curve_path)
+    assert len(curve) == 4 and set(curve.layer) == {0, 1}
+    full = curve[(curve.layer == 1) & (curve.train_size == 1.0)].iloc[0]
+    single = result.table[(result.table.kind == "single") & (result.table.layer == 1)].iloc[0]
+    assert full.accuracy == pytest.approx(single.accuracy)  # the same folds, the whole training part
+    assert curve[curve.train_size == 0.25].n_train.max() < full.n_train
+    assert full.accuracy > curve[(curve.layer == 0) & (curve.train_size == 1.0)].accuracy.iloc[0]

@@ -1,0 +1,45 @@
+"""featx extract --dry-run: the estimate matches the real extraction, writes nothing, warns on disk."""
+
+from __future__ import annotations
+
+from collections import namedtuple
+
+import pytest
+from click.testing import CliRunner
+
+import featx
+from featx import estimation
+from featx.cli import main
+
+from conftest import SENTENCES, write_csv
+
+
+@pytest.mark.parametrize("tokens", [False, True])
+def test_dry_run_size_matches_the_real_file(tiny_model, tmp_path, tokens):
+    corpus = write_csv(tmp_path / "c.csv", SENTENCES * 30)
+    output = tmp_path / "c.h5"
+    guess = featx.estimate(corpus, model=str(tiny_model), output=output, tokens=tokens, calibrate=False)
+    assert not output.exists() and guess.seconds is None
+    summary = featx.extract(corpus, model=str(tiny_model), output=output, tokens=tokens, progress=False)
+    assert guess.rows == summary.rows == 360 and guess.tokens == summary.tokens
+    assert guess.truncated_rows == summary.truncated_rows
+    assert guess.file_bytes == pytest.approx(summary.file_bytes, rel=0.05)
+    assert (guess.token_bytes > guess.pooled_bytes) == tokens
+
+
+def test_cli_dry_run_prints_the_estimate_and_a_calibrated_time(tiny_model, tmp_path):
+    corpus = write_csv(tmp_path / "c.csv", SENTENCES)
+    result = CliRunner().invoke(main, ["extract", str(corpus), "--model", str(tiny_model), "--dry-run"])
+    assert result.exit_code == 0, result.output
+    assert "rows 12," in result.output and "output size" in result.output and "peak memory" in result.output
+    assert "expected time" in result.output and "calibrated on" in result.output
+    assert not (tmp_path / "c.features.h5").exists()
+
+
+def test_warns_when_the_output_would_not_fit_on_disk(tiny_model, tmp_path, monkeypatch):
+    corpus = write_csv(tmp_path / "c.csv", SENTENCES)
+    Usage = namedtuple("Usage", "total used free")
+    monkeypatch.setattr(estimation.shutil, "disk_usage", lambda path: Usage(10_000, 9_000, 1_000))
+    guess = featx.estimate(corpus, model=str(tiny_model), tokens=True, calibrate=False)
+    assert any("token-level storage needs" in warning for warning in guess.warnings)
+    assert "warning:" in guess.format()
