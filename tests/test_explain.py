@@ -81,3 +81,14 @@ def test_probe_writes_out_of_fold_predictions_that_explain_reads(tiny_model, tmp
     assert explained.correct["2"].mean() > 0.9 and len(explained.flips) > 0
     assert explained.flips.first_right_layer.isin(["1", "2"]).all()
     assert "text" in explained.flips
+
+
+def test_predictions_choice_is_checked_before_probing(tiny_model, tmp_path):
+    from featx.errors import InputError
+    from planted import make_features
+
+    path = make_features(tmp_path, tiny_model, n_rows=40)
+    with pytest.raises(InputError, match="--predictions cls/logreg"):
+        probe(path, predictions="cls/logreg", write=False)
+    result = probe(path, predictions="mean/logreg", layers="0,1", folds=2, jobs=1, control=False, write=False)
+    assert list(result.predictions.columns[-2:]) == ["layer_0", "layer_1"] and result.meta["predictions_for"] == "mean/logreg"

@@ -273,6 +273,17 @@ def _run_curve_job(job: _Job, shared: _Shared, sizes: list[float]) -> list[dict]
     return records
 
 
+def _check_predictions_choice(choice: str | None, poolings: list[str], classifiers: list[str]) -> None:
+    """Fail before the (long) run when --predictions names a pooling or classifier that is not probed."""
+    if not choice:
+        return
+    pooling, _, classifier = str(choice).partition("/")
+    known = poolings + ([TOKENS_POOLING] if "attn" in classifiers else [])
+    if pooling not in known or (classifier and classifier not in classifiers):
+        raise InputError(f"--predictions {choice}: that pooling/classifier is not probed in this run",
+                         f"choose a pooling of {', '.join(known)} and a classifier of {', '.join(classifiers)}")
+
+
 def _prediction_table(table: pd.DataFrame, predictions: dict, choice: str | None, class_names: list[str],
                       y: np.ndarray, row_info: pd.DataFrame) -> tuple[pd.DataFrame | None, str]:
     """Per-row out-of-fold predictions (class names) of every single layer for one pooling/classifier."""
@@ -420,6 +431,7 @@ def probe(config: ProbeConfig | str | Path | None = None, **options) -> ProbeRes
                 if other.attrs.get("random_init"):
                     baseline_model = f"{baseline_model} (random init)"
 
+    _check_predictions_choice(config.predictions, poolings, classifiers)
     # Present classes only, renumbered 0..k-1, so that metrics and probes never see empty classes.
     present = np.unique(y)
     class_names = [names[code] for code in present]
