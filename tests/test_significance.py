@@ -66,3 +66,19 @@ def test_add_significance_marks_best_and_adjacent_layers(split):
     assert table.at[2, "p_vs_best"] == 1.0 and not table.at[2, "significant_vs_best"]
     assert table.at[1, "significant_vs_prev"] and not table.at[2, "significant_vs_prev"]
     assert np.isnan(table.at[0, "p_vs_prev"])
+
+
+def test_best_layers_of_poolings_are_compared():
+    rng = np.random.default_rng(3)
+    n = 300
+    y = rng.integers(0, 2, n)
+    plan = ev.make_plan(y, None, 5, 0, ["a", "b"])
+    right = y.copy()
+    wrong = np.where(rng.random(n) < 0.4, 1 - y, y)
+    table = pd.DataFrame({"features": "main", "kind": "single", "layer": [0, 1, 0, 1],
+                          "pooling": ["mean", "mean", "cls", "cls"], "classifier": "logreg",
+                          "accuracy": [1.0, np.mean(wrong == y), np.mean(wrong == y), np.mean(wrong == y)]})
+    out = add_significance(table, {0: right, 1: wrong, 2: wrong, 3: wrong.copy()}, plan, y)
+    assert out.at[0, "significant_pooling_vs_best"] is False and np.isnan(out.at[0, "p_pooling_vs_best"])
+    assert out.at[2, "significant_pooling_vs_best"] and out.at[2, "p_pooling_vs_best"] < 0.05
+    assert np.isnan(out.at[1, "p_pooling_vs_best"]) and np.isnan(out.at[3, "p_pooling_vs_best"])

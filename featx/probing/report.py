@@ -76,6 +76,14 @@ def format_table(table: pd.DataFrame, meta: dict) -> str:
                   "  ".join("-" * w for w in widths)]
         for r in rows:
             lines.append("" if r is None else "  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip())
+        if "p_pooling_vs_best" in block and block.p_pooling_vs_best.notna().any():
+            top = block[block.significant_pooling_vs_best.map(lambda v: v is False) & block.p_pooling_vs_best.isna()
+                        & block.is_best]
+            others = block[block.p_pooling_vs_best.notna()]
+            if not top.empty:
+                lines.append(f"poolings: best {top.iloc[0].pooling} (layer {top.iloc[0].layer_spec}) vs the best layer of "
+                             + ", ".join(f"{r.pooling} p={_p(r.p_pooling_vs_best, r.significant_pooling_vs_best)}"
+                                         for r in others.itertuples()) + " (Holm-adjusted)")
     lines += ["", "* best layer of each pooling (by accuracy); control = same probe on permuted labels, "
               "select. = accuracy - control"]
     if with_mdl:

@@ -21,6 +21,7 @@ COLUMNS = [
     "control_accuracy", "selectivity", "C", "fit_seconds", "n_train", "n_test", "evaluation",
     "per_class_f1", "layer_weights", "is_best", "mdl_bits", "mdl_compression",
     "p_vs_best", "p_vs_best_holm", "significant_vs_best", "p_vs_prev", "p_vs_prev_holm", "significant_vs_prev",
+    "p_pooling_vs_best", "significant_pooling_vs_best",
 ]
 CURVE_COLUMNS = [
     "features", "label", "layer_spec", "layer", "pooling", "classifier", "train_size", "n_train",
@@ -93,7 +94,7 @@ def _normalise(table: pd.DataFrame) -> pd.DataFrame:
         table["layer"] = pd.to_numeric(table["layer"], errors="coerce").astype("Int64")
     if "is_best" in table:
         table["is_best"] = table["is_best"].map(lambda v: str(v).lower() in ("true", "1")).astype(bool)
-    for column in ("significant_vs_best", "significant_vs_prev"):
+    for column in ("significant_vs_best", "significant_vs_prev", "significant_pooling_vs_best"):
         if column in table:  # True/False where tested, missing (None) where not
             table[column] = table[column].map(lambda v: None if pd.isna(v) or v == "" else str(v).lower() in ("true", "1"))
     for column in ("per_class_f1", "layer_weights", "layers", "layer_spec", "pooling"):

@@ -16,7 +16,8 @@ import numpy as np
 import pandas as pd
 
 ALPHA = 0.05
-COLUMNS = ["p_vs_best", "p_vs_best_holm", "significant_vs_best", "p_vs_prev", "p_vs_prev_holm", "significant_vs_prev"]
+COLUMNS = ["p_vs_best", "p_vs_best_holm", "significant_vs_best", "p_vs_prev", "p_vs_prev_holm", "significant_vs_prev",
+           "p_pooling_vs_best", "significant_pooling_vs_best"]
 
 
 def corrected_t_test(scores_a, scores_b, n_train: float, n_test: float) -> float:
@@ -106,4 +107,20 @@ def add_significance(table: pd.DataFrame, predictions: dict[int, np.ndarray], pl
         for (_, current), p, adjusted in zip(pairs, p_prev, holm(p_prev)):
             table.at[current, "p_vs_prev"], table.at[current, "p_vs_prev_holm"] = p, adjusted
             table.at[current, "significant_vs_prev"] = bool(adjusted < alpha)
+    _compare_poolings(table, singles, predictions, plan, y, n_boot, seed, alpha)
     return table
+
+
+def _compare_poolings(table, singles, predictions, plan, y, n_boot, seed, alpha) -> None:
+    """Best layer of each pooling against the best layer of the best pooling (per features/classifier)."""
+    for _, group in singles.groupby(["features", "classifier"], sort=False):
+        bests = [part.accuracy.idxmax() for _, part in group.groupby("pooling", sort=False)]
+        if len(bests) < 2:
+            continue
+        top = max(bests, key=lambda index: table.at[index, "accuracy"])
+        others = [index for index in bests if index != top]
+        p_values = [paired_p_value(plan, y, predictions[top], predictions[i], n_boot, seed) for i in others]
+        for index, adjusted in zip(others, holm(p_values)):
+            table.at[index, "p_pooling_vs_best"] = adjusted
+            table.at[index, "significant_pooling_vs_best"] = bool(adjusted < alpha)
+        table.at[top, "significant_pooling_vs_best"] = False
