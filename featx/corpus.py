@@ -74,6 +74,16 @@ def _decode(raw: bytes, path: Path, encoding: str) -> str:
 
 
 def _read_delimited(text: str, path: Path, delimiter: str) -> tuple[list[str], list[list[str]], list[int]]:
+    # The csv module refuses fields over 128 KiB by default; one text may be a whole document.
+    limit = csv.field_size_limit()
+    csv.field_size_limit(max(limit, len(text) + 1))
+    try:
+        return _parse_delimited(text, path, delimiter)
+    finally:
+        csv.field_size_limit(limit)
+
+
+def _parse_delimited(text: str, path: Path, delimiter: str) -> tuple[list[str], list[list[str]], list[int]]:
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=True)
     try:
         header = next(reader)

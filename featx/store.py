@@ -232,7 +232,7 @@ class FeatureWriter:
         _written(rows, "n_kept", data=tokenized.lengths.astype(np.int32))
         _written(rows, "truncated", data=tokenized.truncated)
 
-        labels = file.create_group("labels")
+        labels = file.create_group("labels", track_order=True)  # label_columns in corpus order
         for name, column in corpus.labels.items():
             dataset = _written(labels, escape_name(name), data=column.codes.astype(np.int32))
             dataset.attrs["column"] = name
