@@ -118,7 +118,9 @@ def _parse_delimited(text: str, path: Path, delimiter: str) -> tuple[list[str], 
 
 def _read_jsonl(text: str, path: Path) -> tuple[list[str], list[list[str]], list[int]]:
     records, lines, header = [], [], []
-    for number, line in enumerate(text.splitlines(), start=1):
+    # Only \n ends a record: str.splitlines() would also split on \x85 or \u2028, legal inside JSON strings.
+    for number, line in enumerate(text.split("\n"), start=1):
+        line = line.removesuffix("\r")
         if not line.strip():
             continue
         try:
