@@ -7,6 +7,7 @@ Add a case by adding a line to ``REFUSED`` (corpus content, extra CLI arguments,
 from __future__ import annotations
 
 import csv
+import json
 import os
 import re
 import subprocess
@@ -270,3 +271,36 @@ def test_skip_empty_accepts_and_reports(tiny_model, in_tmp):
     assert "2 rows" in result.output and "1 empty skipped" in result.output
     with featx.open(in_tmp / "c.features.h5") as features:
         assert features.texts == ["hi there", "yo"]
+
+
+MEMORY_CHILD = r"""
+import json, resource, sys
+from featx.corpus import read_corpus
+from featx.modeling import load_tokenizer
+from featx.tokenize import tokenize_texts
+tokenizer = load_tokenizer(sys.argv[2])
+base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+corpus = read_corpus(sys.argv[1])
+tokenized = tokenize_texts(tokenizer, corpus.texts, 64)
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+print(json.dumps({"rows": len(corpus), "tokens": int(tokenized.offsets[-1]), "growth": peak - base}))
+"""
+
+
+def test_many_tiny_rows_cost_a_small_constant_per_row(tiny_model, tmp_path):
+    """100,000 one-character rows through the reader and tokenizer, peak RSS measured in a fresh process.
+
+    The full 1,000,000 rows take ~20 s here, so they run in ``bench/million_rows.py`` (measured ~330
+    bytes per row); this keeps the same check in the suite at a tenth of the size.
+    """
+    n = 100_000
+    path = tmp_path / "tiny_rows.csv"
+    with open(path, "w") as handle:
+        handle.write("text,label\n")
+        handle.writelines(f"{'abcdefghij'[i % 10]},{i % 3}\n" for i in range(n))
+    out = subprocess.run([sys.executable, "-c", MEMORY_CHILD, str(path), str(tiny_model)], capture_output=True,
+                         text=True, env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=300)
+    assert out.returncode == 0, out.stderr
+    measured = json.loads(out.stdout)
+    assert measured["rows"] == n and measured["tokens"] == 3 * n  # [CLS] x [SEP]
+    assert measured["growth"] / n < 2000, measured  # a few hundred bytes of metadata per row, nothing more
