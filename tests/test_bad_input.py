@@ -140,7 +140,7 @@ def test_read_only_mount_is_detected_as_root(tiny_model, in_tmp):
         subprocess.run(["umount", "-l", str(read_only)], capture_output=True)
 
 
-@pytest.mark.parametrize("case", ["ragged row, too many fields", "latin-1 bytes", "output in a missing directory"])
+@pytest.mark.parametrize("case", ["ragged row, too many fields"])  # each real process costs seconds
 def test_real_process_exit_2_without_traceback(tiny_model, in_tmp, case):
     _, content, args, pattern = next(item for item in REFUSED if item[0] == case)
     corpus, extra = _prepare(in_tmp, content, args)

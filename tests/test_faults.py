@@ -344,3 +344,16 @@ def test_reader_and_second_writer_during_extraction(tiny_model, tmp_path):
     assert writer.returncode == 0, stderr
     assert len(views) >= 2 and views == sorted(views), views
     assert_same_file(reference, output)
+
+
+def test_kill_between_marking_complete_and_renaming(tiny_model, tmp_path):
+    """The last window of a kill: ``.partial`` is complete but not yet renamed; the rerun only renames it."""
+    corpus = many_rows_csv(tmp_path / "corpus.csv", 24)
+    reference = reference_run(corpus, tiny_model, tmp_path / "reference.h5")
+    output = tmp_path / "out.h5"
+    partial_path(output).write_bytes(reference.read_bytes())
+    with single_thread_torch():
+        summary = extract(ExtractConfig(corpus=corpus, output=output, model=str(tiny_model), commit_rows=COMMIT_ROWS,
+                                        batch_size=8, tokens=True, progress=False))
+    assert summary.status == "resumed" and summary.resumed_from == 24
+    assert output.read_bytes() == reference.read_bytes() and not partial_path(output).exists()
