@@ -28,6 +28,7 @@ touched by a failed run.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import errno
 import functools
 import json
@@ -128,15 +129,34 @@ def _quiet_cleanup():
 
 def _reserve_space(path: Path) -> None:
     """Allocate the whole (sparse, preallocated) file on disk now, so that a full disk is reported
-    before the first row is computed rather than hours later; a no-op where unsupported."""
+    before the first row is computed rather than hours later.
+
+    Uses Linux ``fallocate(2)`` directly: ``os.posix_fallocate`` falls back to writing every block
+    where the filesystem lacks support (slow on network filesystems); there we simply skip it.
+    """
+    fallocate = _linux_fallocate()
+    if fallocate is None:
+        return
     descriptor = os.open(path, os.O_RDWR)
     try:
-        os.posix_fallocate(descriptor, 0, os.fstat(descriptor).st_size)
-    except OSError as err:
-        if err.errno not in (errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL):
-            raise
+        if fallocate(descriptor, 0, 0, os.fstat(descriptor).st_size) != 0:
+            code = ctypes.get_errno()
+            if code not in (errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL):
+                raise OSError(code, os.strerror(code), str(path))
     finally:
         os.close(descriptor)
+
+
+@functools.lru_cache(maxsize=1)
+def _linux_fallocate():
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        function = libc.fallocate64 if hasattr(libc, "fallocate64") else libc.fallocate
+    except (OSError, AttributeError):  # not Linux/glibc
+        return None
+    function.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64]
+    function.restype = ctypes.c_int
+    return function
 
 
 def _file_size(path: Path) -> int:
