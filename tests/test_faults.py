@@ -26,7 +26,7 @@ from click.testing import CliRunner
 import featx
 from featx.cli import main
 from featx.errors import IncompleteError, Interrupted, StoreError
-from featx.extractor import ExtractConfig, extract
+from featx.extractor import ExtractConfig, OutputLock, extract
 from featx.store import FeatureWriter, creating_path, partial_path
 
 from conftest import SENTENCES, write_csv
@@ -213,7 +213,8 @@ def test_ctrl_c_during_model_load_in_a_real_process(tiny_model, tmp_path):
     assert process.returncode == 130, stderr
     assert "run the same command again" in stderr or "run the same featx extract command again" in stderr
     no_traceback(stderr)
-    assert not lock.exists()
+    with OutputLock(output):  # the lock was released (its file may stay: a lock file holds no lock)
+        pass
 
 
 # -- a full disk ---------------------------------------------------------------------------------
@@ -325,10 +326,12 @@ def test_reader_and_second_writer_during_extraction(tiny_model, tmp_path):
             raise
         with partial:
             n = partial.n_rows
-            assert not partial.complete
             np.testing.assert_array_equal(partial.features("mean", 2), expected_mean[:n])
             assert partial.texts == expected_texts[:n]
             assert len(partial.labels("tense")) == n
+            if partial.complete:  # finished and renamed since the first open: that is the whole file
+                assert n == N_ROWS
+                return False
             views.append(n)
         return True
 
