@@ -1,0 +1,199 @@
+"""featx.plots and ``featx plot``: what is drawn, where it is written, and the errors."""
+
+import json
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+import pytest  # noqa: E402
+from click.testing import CliRunner  # noqa: E402
+
+from featx import plots  # noqa: E402
+from featx.cli import main  # noqa: E402
+from featx.errors import InputError, StoreError  # noqa: E402
+from featx.state import remember  # noqa: E402
+
+from conftest import SENTENCES, write_csv  # noqa: E402
+from results_fixtures import synthetic_results, write_results  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    yield
+    plt.close("all")
+
+
+@pytest.fixture(scope="module")
+def tiny_features(tiny_model, tmp_path_factory):
+    from featx.extractor import extract
+
+    folder = tmp_path_factory.mktemp("plots-features")
+    corpus = write_csv(folder / "corpus.csv", SENTENCES)
+    return extract(corpus, model=str(tiny_model), output=folder / "corpus.features.h5", progress=False).output
+
+
+@pytest.fixture
+def results_csv(tmp_path):
+    frame, meta = synthetic_results()
+    csv_path, _ = write_results(frame, meta, tmp_path / "corpus.features.sentiment.probe")
+    return csv_path
+
+
+def test_csv_and_json_load_to_the_same_table(results_csv):
+    from_csv, meta_csv = plots.load_results(results_csv)
+    from_json, meta_json = plots.load_results(results_csv.with_suffix(".json"))
+    assert meta_csv["label"] == meta_json["label"] == "sentiment"
+    columns = ["features", "kind", "layer", "pooling", "classifier", "accuracy"]
+    pd.testing.assert_frame_equal(from_csv[columns], from_json[columns], check_dtype=False)
+    assert from_csv.loc[from_csv["kind"] == "single", "per_class_f1"].iloc[0] == {"neg": 0.5, "pos": 0.4}
+
+
+def test_best_row_prefers_the_lower_layer_on_ties():
+    frame, _ = synthetic_results(layers=range(4), peak=(None, None))
+    frame.loc[frame["kind"] == "single", "accuracy"] = 0.8
+    best = plots.best_row(plots.layer_rows(plots.load_results(frame)[0]))
+    assert int(best["layer"]) == 0
+
+
+def test_references_are_majority_control_and_best_baseline():
+    frame, _ = synthetic_results(layers=range(3))
+    names = dict(plots.references(plots.load_results(frame)[0]))
+    assert names["majority class"] == 0.5
+    assert names["control task (max over layers)"] == pytest.approx(0.54)
+    baseline = [value for name, value in names.items() if name.startswith("baseline features")]
+    assert baseline == [pytest.approx(0.57)]
+    assert "baseline features (best: layer 2, cls)" in names
+
+
+def test_curves_one_line_per_pooling_with_bands_and_best_marked():
+    frame, meta = synthetic_results(poolings=("cls", "mean", "max"), peak=(1, "max"))
+    ax = plots.plot_layer_curves(frame, meta)
+    lines = {line.get_label(): line for line in ax.get_lines()}
+    for pooling in ("cls", "mean", "max"):
+        assert list(lines[pooling].get_xdata()) == [0, 1, 2]
+    assert list(lines["mean"].get_ydata()) == pytest.approx([0.48, 0.58, 0.68])
+    best = next(line for label, line in lines.items() if label.startswith("best:"))
+    assert (best.get_xdata()[0], best.get_ydata()[0]) == (1, pytest.approx(0.71))
+    assert "best: layer 1, max (0.710)" in lines
+    assert len(ax.collections) == 3  # one interval band per pooling
+    assert {"majority class: 0.50", "control task (max over layers): 0.54"} <= set(lines)
+    assert ax.get_ylabel() == "accuracy"
+
+
+def test_other_classifier_and_metric():
+    frame, meta = synthetic_results(classifiers=("logreg", "mlp"))
+    ax = plots.plot_layer_curves(frame, meta, metric="macro_f1", classifier="mlp")
+    mean = next(line for line in ax.get_lines() if line.get_label() == "mean")
+    assert list(mean.get_ydata()) == pytest.approx([0.42, 0.52, 0.62])
+    assert ax.get_ylabel() == "macro-F1"
+
+
+def test_heatmap_writes_every_value_in_its_cell():
+    frame, meta = synthetic_results(layers=range(4), poolings=("cls", "mean", "max"))
+    ax = plots.plot_heatmap(frame, meta)
+    texts = [text.get_text() for text in ax.texts]
+    assert len(texts) == 12
+    single = frame[(frame["kind"] == "single") & (frame["features"] == "main")]
+    assert sorted(texts) == sorted(f"{value:.2f}" for value in single["accuracy"])
+    assert [tick.get_text() for tick in ax.get_yticklabels()] == ["cls", "mean", "max"]
+    assert len(ax.patches) == 1  # the best cell's outline
+
+
+def test_per_class_f1_has_one_line_per_class():
+    frame, meta = synthetic_results(names=("past", "present", "future"))
+    ax = plots.plot_per_class_f1(frame, meta, pooling="cls")
+    lines = {line.get_label(): list(line.get_ydata()) for line in ax.get_lines()}
+    assert list(lines) == ["past", "present", "future"]
+    assert lines["future"] == pytest.approx([0.3, 0.4, 0.5])
+
+
+def test_projection_colours_every_labelled_row_by_class(tiny_features):
+    ax = plots.plot_projection(tiny_features, layer=2, pooling="mean", label="sentiment")
+    sizes = {collection.get_label(): len(collection.get_offsets()) for collection in ax.collections}
+    expected = {"pos": sum(row[1] == "pos" for row in SENTENCES), "neg": sum(row[1] == "neg" for row in SENTENCES)}
+    assert sizes == expected
+    assert ax.get_xlabel().startswith("PC1 (")
+    test_only = plots.plot_projection(tiny_features, layer=0, pooling="cls", label="tense", split="test",
+                                      ax=plt.figure().gca())
+    assert sum(len(c.get_offsets()) for c in test_only.collections) == sum(row[3] == "test" for row in SENTENCES)
+
+
+def test_figure_writes_png_and_svg_with_title(results_csv, tmp_path):
+    fig, written = plots.figure(results_csv, output=tmp_path / "fig.png")
+    assert written == [tmp_path / "fig.png", tmp_path / "fig.svg"]
+    assert (tmp_path / "fig.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    svg = (tmp_path / "fig.svg").read_text()
+    assert "tiny-bert · label: sentiment · probe: logreg · 12 rows" in svg
+    assert fig._suptitle.get_text().startswith("tiny-bert · label: sentiment")
+
+
+def test_bad_metric_and_classifier_say_what_exists(results_csv):
+    with pytest.raises(InputError, match="metric 'f2'") as error:
+        plots.plot_layer_curves(results_csv, metric="f2")
+    assert "accuracy" in error.value.hint and "selectivity" in error.value.hint
+    with pytest.raises(InputError, match="classifier 'svm'") as error:
+        plots.plot_heatmap(results_csv, classifier="svm")
+    assert "logreg" in error.value.hint
+
+
+def test_not_a_results_file(tmp_path):
+    (tmp_path / "x.csv").write_text("text,label\nhi,1\n")
+    with pytest.raises(StoreError, match="lacks column"):
+        plots.load_results(tmp_path / "x.csv")
+    (tmp_path / "x.json").write_text(json.dumps([1, 2]))
+    with pytest.raises(StoreError, match="not a featx results file"):
+        plots.load_results(tmp_path / "x.json")
+    with pytest.raises(StoreError, match="does not exist"):
+        plots.load_results(tmp_path / "nope.probe.csv")
+
+
+# -- the command ---------------------------------------------------------------------------------
+def test_cli_defaults_to_the_last_results(results_csv, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    remember("results", results_csv)
+    result = CliRunner().invoke(main, ["plot"])
+    assert result.exit_code == 0, result.output
+    assert f"using the last results: {results_csv}" in result.output
+    png, svg = results_csv.with_suffix(".png"), results_csv.with_suffix(".svg")
+    assert png.stat().st_size > 10_000 and svg.stat().st_size > 10_000
+    assert f"wrote {png}, {svg}" in result.output
+
+
+def test_cli_output_directory_metric_and_baseline(results_csv, tmp_path):
+    out = tmp_path / "figures"
+    out.mkdir()
+    baseline_frame, meta = synthetic_results(baseline=False)
+    baseline_frame["accuracy"] = 0.61
+    baseline_csv, _ = write_results(baseline_frame, meta, tmp_path / "random.probe")
+    result = CliRunner().invoke(main, ["plot", str(results_csv), "-o", str(out), "--metric", "selectivity",
+                                       "--baseline", str(baseline_csv)])
+    assert result.exit_code == 0, result.output
+    svg = (out / "corpus.features.sentiment.probe.svg").read_text()
+    assert "selectivity" in svg and "baseline features (best: layer 0, cls)" not in svg  # no selectivity there
+    result = CliRunner().invoke(main, ["plot", str(results_csv), "-o", str(tmp_path / "one.png"),
+                                       "--baseline", str(baseline_csv)])
+    assert result.exit_code == 0, result.output
+    assert "baseline features (best: layer 0, cls): 0.61" in (tmp_path / "one.svg").read_text()
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        ([], "no results file given and none remembered"),
+        (["missing.probe.csv"], "does not exist"),
+        (["RESULTS", "--metric", "f2"], "metric 'f2' is not in these results"),
+        (["RESULTS", "RESULTS", "-o", "one.png"], "names one figure but 2 results files"),
+    ],
+)
+def test_cli_errors_exit_2_without_traceback(results_csv, tmp_path, monkeypatch, args, message):
+    (tmp_path / "empty").mkdir()
+    monkeypatch.chdir(tmp_path / "empty")
+    args = [str(results_csv) if arg == "RESULTS" else arg for arg in args]
+    result = CliRunner().invoke(main, ["plot", *args])
+    assert result.exit_code == 2, result.output
+    error_line = next(line for line in result.output.splitlines() if line.startswith("featx: error:"))
+    assert message in error_line and "Traceback" not in result.output
+    assert not list(tmp_path.glob("**/*.png"))
