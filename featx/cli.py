@@ -81,8 +81,10 @@ def extract(corpus, output, quiet, layers, poolings, **options):
 @click.option("--classifier", default=None, help="Which probe's rows to draw (default: the best row's).")
 @click.option("--baseline", type=click.Path(path_type=Path), default=None,
               help="Results of a second features file (e.g. --random-init) drawn as a reference line.")
+@click.option("--compare", type=click.Path(path_type=Path), default=None,
+              help="Also write one figure comparing all RESULTS (one label column each) to this path.")
 @click.option("--dpi", type=int, default=150, show_default=True, help="Resolution of the PNG.")
-def plot(results, output, metric, classifier, baseline, dpi):
+def plot(results, output, metric, classifier, baseline, compare, dpi):
     """Draw layer-wise curves and a layer x pooling heatmap from probe RESULTS (.probe.csv or .json).
 
     With no RESULTS, uses the last results written by featx probe in this directory.
@@ -93,7 +95,7 @@ def plot(results, output, metric, classifier, baseline, dpi):
     import matplotlib.pyplot as plt
 
     from .errors import InputError
-    from .plots import default_output, figure
+    from .plots import default_output, figure, labels_figure
     from .state import last
 
     if not results:
@@ -112,6 +114,10 @@ def plot(results, output, metric, classifier, baseline, dpi):
             target = output / target.name if (output.is_dir() or not output.suffix) else output
         click.echo(f"plotting {path}")
         fig, written = figure(path, metric=metric, classifier=classifier, output=target, dpi=dpi, baseline=baseline)
+        plt.close(fig)
+        click.echo("wrote " + ", ".join(str(item) for item in written))
+    if compare is not None:
+        fig, written = labels_figure(results, metric=metric, classifier=classifier, output=compare, dpi=dpi)
         plt.close(fig)
         click.echo("wrote " + ", ".join(str(item) for item in written))
 

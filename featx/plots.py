@@ -460,6 +460,50 @@ def plot_projection(features, layer: int, pooling: str, label: str, ax=None, spl
     return ax
 
 
+def plot_labels(results: Iterable, ax=None, metric: str = "accuracy", classifier: str | None = None,
+                title: bool | str = True):
+    """Several label columns probed on the same features: one line per label (its best pooling), best layer starred.
+
+    ``results`` is an iterable of anything ``load_results`` takes (one per label). Each label's
+    majority-class value is drawn as a short dashed line in the same colour, so labels with
+    different numbers of classes can be compared against their own chance level.
+    """
+    import matplotlib.pyplot as plt
+
+    with plt.rc_context(RC):
+        ax = _axes(ax)
+        layers_seen: set[int] = set()
+        for index, source in enumerate(results):
+            frame, meta = load_results(source)
+            _check_metric(frame, metric)
+            rows = layer_rows(frame, classifier or default_classifier(frame))
+            best = best_row(rows, metric)
+            part = rows[rows["pooling"] == best["pooling"]]
+            label = meta.get("label") or (frame["label"].iloc[0] if "label" in frame.columns else f"results {index + 1}")
+            colour, marker = CYCLE[index % len(CYCLE)], MARKERS[index % len(MARKERS)]
+            layers = part["layer"].astype(int).to_numpy()
+            layers_seen.update(layers.tolist())
+            ax.plot(layers, part[metric].astype(float), color=colour, marker=marker, markersize=5, linewidth=2,
+                    label=f"{label} ({best['pooling']}): best layer {int(best['layer'])}, {float(best[metric]):.2f}")
+            ax.plot([int(best["layer"])], [float(best[metric])], marker="*", markersize=15, color=OKABE_ITO["black"],
+                    markerfacecolor=colour, linestyle="none", zorder=4)
+            majority = [value for name, value in references(frame, metric) if name == "majority class"]
+            if majority:
+                ax.hlines(majority[0], min(layers), max(layers), colors=colour, linestyles="--", linewidth=1, alpha=0.7)
+        if not layers_seen:
+            raise InputError("no results to compare", "give one results file per label column")
+        ax.set_xticks(sorted(layers_seen))
+        ax.set_xlabel("layer (0 = embeddings)")
+        ax.set_ylabel(METRIC_NAMES.get(metric, metric))
+        ax.grid(True, axis="y", alpha=0.3)
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, frameon=False)
+        if title:
+            ax.set_title(title if isinstance(title, str)
+                         else f"{METRIC_NAMES.get(metric, metric)} by layer for each label (dashed: majority class)",
+                         loc="left")
+    return ax
+
+
 # -- the figure ----------------------------------------------------------------------------------
 def figure(results, meta: dict | None = None, metric: str = "accuracy", classifier: str | None = None,
            output: str | os.PathLike | None = None, formats: Iterable[str] = FORMATS, dpi: int = 150,
@@ -485,17 +529,42 @@ def figure(results, meta: dict | None = None, metric: str = "accuracy", classifi
         plot_layer_curves(frame, meta, ax=left, metric=metric, classifier=classifier)
         plot_heatmap(frame, meta, ax=right, metric=metric, classifier=classifier)
         fig.suptitle(describe(frame, meta, classifier), fontsize=13, x=0.01, ha="left")
-        written: list[Path] = []
-        if output is not None:
-            base = Path(output)
-            for extension in formats:
-                target = base.with_suffix(f".{extension.lstrip('.')}")
-                try:
-                    fig.savefig(target, dpi=dpi, metadata={"Date": None} if extension == "svg" else None)
-                except OSError as err:
-                    raise StoreError(f"cannot write {target}: {err}", "check the directory exists and is writable") from None
-                written.append(target)
+        written = save(fig, output, formats, dpi) if output is not None else []
     return fig, written
+
+
+def labels_figure(results: Iterable, metric: str = "accuracy", classifier: str | None = None,
+                  output: str | os.PathLike | None = None, formats: Iterable[str] = FORMATS, dpi: int = 150):
+    """``plot_labels`` as a figure titled with the model and row count; saved if ``output`` is given."""
+    import matplotlib.pyplot as plt
+
+    loaded = [load_results(source) for source in results]
+    if not loaded:
+        raise InputError("no results to compare", "give one results file per label column")
+    first, meta = loaded[0]
+    with plt.rc_context(RC):
+        fig, ax = plt.subplots(figsize=(8.5, 5.6), layout="constrained")
+        plot_labels(loaded, ax=ax, metric=metric, classifier=classifier)
+        n_rows = meta.get("n_rows")
+        fig.suptitle(" · ".join([_model_name(meta), f"{len(loaded)} label columns"]
+                                + ([f"{int(n_rows):,} rows"] if n_rows is not None else [])),
+                     fontsize=13, x=0.01, ha="left")
+        written = save(fig, output, formats, dpi) if output is not None else []
+    return fig, written
+
+
+def save(fig, output: str | os.PathLike, formats: Iterable[str] = FORMATS, dpi: int = 150) -> list[Path]:
+    """Write ``fig`` once per format, replacing the suffix of ``output``; SVGs carry no date (reproducible)."""
+    written: list[Path] = []
+    for extension in formats:
+        extension = extension.lstrip(".")
+        target = Path(output).with_suffix(f".{extension}")
+        try:
+            fig.savefig(target, dpi=dpi, metadata={"Date": None} if extension == "svg" else None)
+        except OSError as err:
+            raise StoreError(f"cannot write {target}: {err}", "check the directory exists and is writable") from None
+        written.append(target)
+    return written
 
 
 def default_output(results_path: str | os.PathLike) -> Path:

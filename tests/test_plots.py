@@ -197,3 +197,26 @@ def test_cli_errors_exit_2_without_traceback(results_csv, tmp_path, monkeypatch,
     error_line = next(line for line in result.output.splitlines() if line.startswith("featx: error:"))
     assert message in error_line and "Traceback" not in result.output
     assert not list(tmp_path.glob("**/*.png"))
+
+
+def test_labels_comparison_one_line_per_label_at_its_best_pooling(tmp_path):
+    sentiment = synthetic_results(label="sentiment", peak=(1, "cls"))
+    tense = synthetic_results(label="tense", names=("past", "present", "future"), peak=(2, "mean"))
+    ax = plots.plot_labels([sentiment, tense])
+    labels = [line.get_label() for line in ax.get_lines() if not line.get_label().startswith("_")]
+    assert labels == ["sentiment (cls): best layer 1, 0.75", "tense (mean): best layer 2, 0.83"]
+    fig, written = plots.labels_figure([sentiment, tense], output=tmp_path / "labels.png")
+    assert [path.name for path in written] == ["labels.png", "labels.svg"]
+    assert "tiny-bert · 2 label columns · 12 rows" in (tmp_path / "labels.svg").read_text()
+
+
+def test_cli_compare_writes_one_more_figure(tmp_path):
+    paths = []
+    for label, peak in (("sentiment", (1, "cls")), ("number", (2, "mean"))):
+        frame, meta = synthetic_results(label=label, peak=peak)
+        paths.append(str(write_results(frame, meta, tmp_path / f"x.{label}.probe")[0]))
+    result = CliRunner().invoke(main, ["plot", *paths, "--compare", str(tmp_path / "labels.png")])
+    assert result.exit_code == 0, result.output
+    assert {path.name for path in tmp_path.glob("*.png")} == {"x.sentiment.probe.png", "x.number.probe.png",
+                                                              "labels.png"}
+    assert "number (mean): best layer 2, 0.83" in (tmp_path / "labels.svg").read_text()
