@@ -47,11 +47,11 @@ demo: install
 	    $(FEATX) probe $(DEMO_FEATURES) --label $$label --layer all; \
 	  fi; \
 	done
-	$(FEATX) plot $(foreach label,$(DEMO_LABELS),$(OUT)/demo.features.$(label).probe.csv)
+	$(FEATX) plot $(foreach label,$(DEMO_LABELS),$(OUT)/demo.features.$(label).probe.csv) --compare $(OUT)/demo.labels.png
 	@echo ""
 	@echo "features: $(DEMO_FEATURES)"
 	@echo "results:  $(OUT)/demo.features.<label>.probe.csv and .json for: $(DEMO_LABELS)"
-	@echo "figures:  $(OUT)/demo.features.<label>.probe.png and .svg"
+	@echo "figures:  $(OUT)/demo.features.<label>.probe.png and .svg; all labels together: $(OUT)/demo.labels.png"
 	@echo "notebook: notebooks/layerwise.ipynb reads these files (.venv/bin/pip install jupyterlab; .venv/bin/jupyter lab notebooks/)"
 
 test: install-test
