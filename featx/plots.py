@@ -74,28 +74,14 @@ RC = {
 
 # -- loading -------------------------------------------------------------------------------------
 def _read_results_file(path: Path) -> tuple[pd.DataFrame, dict]:
-    """Read a results CSV (meta from its sibling JSON if there) or a results JSON."""
-    if not path.exists():
-        raise StoreError(f"results file {path} does not exist", "create it with featx probe")
+    """Read a results CSV (meta from the JSON beside it) or JSON with featx probe's own reader."""
+    from .probing.results import load_results as read_results
+
     try:
-        if path.suffix.lower() == ".json":
-            document = json.loads(path.read_text(encoding="utf-8"))
-            if not isinstance(document, dict) or "results" not in document:
-                raise StoreError(f"{path} is JSON but not a featx results file (no 'results' list)",
-                                 "give the .probe.json or .probe.csv file written by featx probe")
-            return pd.DataFrame.from_records(document["results"]), dict(document.get("meta") or {})
-        frame = pd.read_csv(path)
-    except (OSError, ValueError, pd.errors.ParserError) as err:
-        raise StoreError(f"cannot read results file {path}: {err}",
-                         "give the .probe.csv or .probe.json file written by featx probe") from None
-    sibling = path.with_suffix(".json")
-    meta: dict = {}
-    if sibling.exists():
-        try:
-            meta = dict(json.loads(sibling.read_text(encoding="utf-8")).get("meta") or {})
-        except (OSError, ValueError, AttributeError):
-            meta = {}
-    return frame, meta
+        return read_results(path)
+    except (TypeError, AttributeError):  # valid JSON of another shape, e.g. a list
+        raise StoreError(f"{path} is not a featx results file (no 'results' list)",
+                         "give the .probe.json or .probe.csv file written by featx probe") from None
 
 
 def load_results(source, meta: dict | None = None) -> tuple[pd.DataFrame, dict]:
@@ -157,14 +143,12 @@ def _check_metric(frame: pd.DataFrame, metric: str) -> None:
 
 
 def default_classifier(frame: pd.DataFrame) -> str:
-    """The classifier of the row marked best, else the first probed classifier."""
+    """The classifier of the most accurate probe row (the first classifier if there is no accuracy)."""
     probed = frame[(frame["features"] == "main") & frame["kind"].isin(["single", "cat", "stack"])]
     if probed.empty:
         raise InputError("these results have no probe rows (only baselines)", "run featx probe with --layer all")
-    if "is_best" in probed.columns:
-        best = probed[probed["is_best"].astype(str).str.lower().isin(["true", "1", "1.0"])]
-        if not best.empty:
-            return str(best["classifier"].iloc[0])
+    if "accuracy" in probed.columns and probed["accuracy"].notna().any():
+        return str(probed.loc[probed["accuracy"].astype(float).idxmax(), "classifier"])
     return str(probed["classifier"].iloc[0])
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 from pathlib import Path
 
 import pandas as pd
@@ -58,3 +59,13 @@ def write_results(frame: pd.DataFrame, meta: dict, stem: Path) -> tuple[Path, Pa
     records = json.loads(frame.to_json(orient="records"))
     json_path.write_text(json.dumps({"meta": meta, "results": records}, indent=1))
     return csv_path, json_path
+
+
+def tiny_rows(n: int = 60, seed: int = 3):
+    """(text, sentiment, split) rows in the tiny model's vocabulary: enough rows for a real probe to run."""
+    from conftest import WORDS
+
+    rng = random.Random(seed)
+    words = [word for word in WORDS if word.isalpha()]
+    return [(" ".join(rng.choice(words) for _ in range(rng.randint(3, 8))), ("neg", "pos")[i % 2],
+             "test" if i % 4 == 0 else "train") for i in range(n)]

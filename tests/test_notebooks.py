@@ -7,8 +7,9 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from conftest import SENTENCES, write_csv
-from results_fixtures import synthetic_results, write_results
+import featx
+from conftest import write_csv
+from results_fixtures import tiny_rows
 
 REPO = Path(__file__).resolve().parent.parent
 NOTEBOOK = REPO / "notebooks" / "layerwise.ipynb"
@@ -23,15 +24,13 @@ def test_committed_notebook_has_no_outputs():
 
 
 def test_layerwise_notebook_runs_on_tiny_model_outputs(tiny_model, tmp_path, monkeypatch):
-    from featx.extractor import extract
-
-    corpus = write_csv(tmp_path / "corpus.csv", SENTENCES)
-    features = extract(corpus, model=str(tiny_model), output=tmp_path / "corpus.features.h5", progress=False).output
-    frame, meta = synthetic_results(label="sentiment", names=("neg", "pos"), layers=range(3),
-                                    poolings=("cls", "mean", "max"), peak=(1, "max"))
-    results, _ = write_results(frame, meta, tmp_path / "corpus.features.sentiment.probe")
+    corpus = write_csv(tmp_path / "corpus.csv", tiny_rows(), header=("text", "sentiment", "split"))
+    features = featx.extract(corpus, model=str(tiny_model), output=tmp_path / "corpus.features.h5",
+                             poolings="cls,mean,max", progress=False).output
+    result = featx.probe(features, label="sentiment", layers="all", jobs=1, n_bootstrap=200)
+    best = result.best()
     monkeypatch.setenv("FEATX_FEATURES", str(features))
-    monkeypatch.setenv("FEATX_RESULTS", str(results))
+    monkeypatch.setenv("FEATX_RESULTS", str(result.csv_path))
     monkeypatch.setenv("MPLBACKEND", "module://matplotlib_inline.backend_inline")
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
 
@@ -39,14 +38,12 @@ def test_layerwise_notebook_runs_on_tiny_model_outputs(tiny_model, tmp_path, mon
     NotebookClient(notebook, timeout=120, kernel_name="python3",
                    resources={"metadata": {"path": str(tmp_path)}}).execute()  # raises on any failing cell
 
-    text = "".join(output.get("text", "") for cell in notebook.cells for output in cell.get("outputs", []))
-    assert f"results:  {results}" in text
-    assert "best: layer 1, max pooling, accuracy 0.710" in text
-    images = [output for cell in notebook.cells for output in cell.get("outputs", [])
-              if "image/png" in output.get("data", {})]
-    assert len(images) == 4  # curves, heatmap, per-class F1, PCA
-    errors = [output for cell in notebook.cells for output in cell.get("outputs", []) if output.output_type == "error"]
-    assert not errors
+    outputs = [output for cell in notebook.cells for output in cell.get("outputs", [])]
+    text = "".join(output.get("text", "") for output in outputs)
+    assert f"results:  {result.csv_path}" in text
+    assert f"best: layer {int(best.layer)}, {best.pooling} pooling, accuracy {best.accuracy:.3f}" in text
+    assert sum("image/png" in output.get("data", {}) for output in outputs) == 4  # curves, heatmap, F1, PCA
+    assert not [output for output in outputs if output.output_type == "error"]
 
 
 @pytest.mark.parametrize("name", sorted(path.name for path in (REPO / "notebooks").glob("*.ipynb")))

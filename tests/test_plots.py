@@ -16,8 +16,9 @@ from featx.cli import main  # noqa: E402
 from featx.errors import InputError, StoreError  # noqa: E402
 from featx.state import remember  # noqa: E402
 
-from conftest import SENTENCES, write_csv  # noqa: E402
-from results_fixtures import synthetic_results, write_results  # noqa: E402
+import featx  # noqa: E402
+from conftest import write_csv  # noqa: E402
+from results_fixtures import synthetic_results, tiny_rows, write_results  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -28,11 +29,10 @@ def _close_figures():
 
 @pytest.fixture(scope="module")
 def tiny_features(tiny_model, tmp_path_factory):
-    from featx.extractor import extract
-
     folder = tmp_path_factory.mktemp("plots-features")
-    corpus = write_csv(folder / "corpus.csv", SENTENCES)
-    return extract(corpus, model=str(tiny_model), output=folder / "corpus.features.h5", progress=False).output
+    corpus = write_csv(folder / "corpus.csv", tiny_rows(), header=("text", "sentiment", "split"))
+    return featx.extract(corpus, model=str(tiny_model), output=folder / "corpus.features.h5",
+                         poolings="cls,mean", progress=False).output
 
 
 @pytest.fixture
@@ -113,12 +113,31 @@ def test_per_class_f1_has_one_line_per_class():
 def test_projection_colours_every_labelled_row_by_class(tiny_features):
     ax = plots.plot_projection(tiny_features, layer=2, pooling="mean", label="sentiment")
     sizes = {collection.get_label(): len(collection.get_offsets()) for collection in ax.collections}
-    expected = {"pos": sum(row[1] == "pos" for row in SENTENCES), "neg": sum(row[1] == "neg" for row in SENTENCES)}
-    assert sizes == expected
+    assert sizes == {"neg": 30, "pos": 30}
     assert ax.get_xlabel().startswith("PC1 (")
-    test_only = plots.plot_projection(tiny_features, layer=0, pooling="cls", label="tense", split="test",
-                                      ax=plt.figure().gca())
-    assert sum(len(c.get_offsets()) for c in test_only.collections) == sum(row[3] == "test" for row in SENTENCES)
+    test_only = plots.plot_projection(tiny_features, layer=1, pooling="cls", label="sentiment", split="test",
+                                      max_points=10, ax=plt.figure().gca())
+    assert sum(len(c.get_offsets()) for c in test_only.collections) == 10
+
+
+def test_projection_of_a_constant_layer_says_so(tiny_features):
+    ax = plots.plot_projection(tiny_features, layer=0, pooling="cls", label="sentiment")  # [CLS] embedding
+    assert "every row has the same vector here" in [text.get_text() for text in ax.texts]
+    assert ax.get_xlabel() == "PC1 (0% of variance)"
+
+
+def test_real_probe_results_with_a_baseline_plot(tiny_features, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = featx.probe(tiny_features, label="sentiment", baseline=tiny_features, jobs=1, n_bootstrap=100,
+                         output=tmp_path / "real.probe")
+    assert (result.table["features"] == "baseline").any()
+    outcome = CliRunner().invoke(main, ["plot"])
+    assert outcome.exit_code == 0, outcome.output
+    svg = (tmp_path / "real.probe.svg").read_text()
+    baseline = result.table[(result.table["features"] == "baseline") & (result.table["kind"] == "single")]
+    top = baseline.loc[baseline["accuracy"].idxmax()]
+    assert f"baseline features (best: layer {int(top.layer)}, {top.pooling}): {top.accuracy:.2f}" in svg
+    assert "label: sentiment" in svg
 
 
 def test_figure_writes_png_and_svg_with_title(results_csv, tmp_path):
@@ -141,10 +160,10 @@ def test_bad_metric_and_classifier_say_what_exists(results_csv):
 
 def test_not_a_results_file(tmp_path):
     (tmp_path / "x.csv").write_text("text,label\nhi,1\n")
-    with pytest.raises(StoreError, match="lacks column"):
+    with pytest.raises(StoreError, match="not a featx probe results file"):
         plots.load_results(tmp_path / "x.csv")
     (tmp_path / "x.json").write_text(json.dumps([1, 2]))
-    with pytest.raises(StoreError, match="not a featx results file"):
+    with pytest.raises(StoreError, match="not a featx"):
         plots.load_results(tmp_path / "x.json")
     with pytest.raises(StoreError, match="does not exist"):
         plots.load_results(tmp_path / "nope.probe.csv")
