@@ -182,8 +182,7 @@ def test_cli_defaults_to_the_last_results(results_csv, tmp_path, monkeypatch):
 
 
 def test_cli_output_directory_metric_and_baseline(results_csv, tmp_path):
-    out = tmp_path / "figures"
-    out.mkdir()
+    out = tmp_path / "figures"  # created on demand
     baseline_frame, meta = synthetic_results(baseline=False)
     baseline_frame["accuracy"] = 0.61
     baseline_csv, _ = write_results(baseline_frame, meta, tmp_path / "random.probe")
