@@ -45,6 +45,20 @@ def build_features(rows: int) -> Path:
     return output
 
 
+def cpu_seconds() -> float:
+    """CPU time of this process and its live children (the joblib workers): load-independent-ish cost."""
+    import psutil
+
+    me = psutil.Process()
+    total = sum(me.cpu_times()[:2])
+    for child in me.children(recursive=True):
+        try:
+            total += sum(child.cpu_times()[:2])
+        except psutil.Error:
+            pass
+    return total
+
+
 def load() -> str:
     return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
 
@@ -79,10 +93,12 @@ def main() -> None:
 
     path = args.features or build_features(args.rows)
     print(f"load before: {load()}")
+    cpu_start = cpu_seconds()
     started = time.perf_counter()
     result = featx.probe(path, layers="all", poolings="all", classifiers="logreg", folds=args.folds,
                          jobs=args.jobs, write=False)
     ours_seconds = time.perf_counter() - started
+    ours_cpu = cpu_seconds() - cpu_start  # the loky workers are still alive here, so they are counted
     table = result.table[result.table.kind == "single"]
     print(f"load after featx probe: {load()}")
     n_sets = len(table)
@@ -95,13 +111,14 @@ def main() -> None:
         keys = list(zip(table.pooling, table.layer.astype(int)))
         count = n_sets if args.reference_sets == "all" else min(n_sets, int(args.reference_sets))
         picks = [keys[int(i)] for i in np.linspace(0, n_sets - 1, count).round()]
-        rows, ref_seconds = [], []
+        rows, ref_seconds, ref_cpu = [], [], []
         for pooling, layer in picks:
             X = features.features(pooling, layer)
             X_shape = X.shape
-            t = time.perf_counter()
+            t, c = time.perf_counter(), time.process_time()
             accuracy = reference(X, y, args.folds, 0)
             ref_seconds.append(time.perf_counter() - t)
+            ref_cpu.append(time.process_time() - c)
             ours = table[(table.pooling == pooling) & (table.layer == layer)].iloc[0]
             rows.append((pooling, layer, ours.accuracy, accuracy, ours.fit_seconds, ref_seconds[-1]))
     print(f"load after reference: {load()}")
@@ -115,6 +132,8 @@ def main() -> None:
     full = per_set * n_sets
     measured = "measured" if count == n_sets else f"extrapolated from {count} sets"
     print(f"\nreference, all {n_sets} sets: {full:.0f} s ({measured}; {per_set:.1f} s per set, 1 process)")
+    print(f"CPU time: reference {np.mean(ref_cpu) * n_sets:.0f} s ({np.mean(ref_cpu):.1f} s per set), featx probe "
+          f"{ours_cpu:.0f} s (control included); CPU speed-up {np.mean(ref_cpu) * n_sets / ours_cpu:.1f}x")
     print(f"featx probe, all {n_sets} sets: {ours_seconds:.1f} s wall (with control task; its own fit time "
           f"excluding the control: {table.fit_seconds.sum():.0f} s of CPU over {args.jobs} workers)")
     print(f"speed-up: {full / ours_seconds:.1f}x; max |accuracy diff| on compared sets: "

@@ -90,7 +90,11 @@ def extract(corpus, output, quiet, layers, poolings, **options):
 def probe(features, no_control, **options):
     """Train probes per layer and pooling on FEATURES (default: the last extraction in this directory)."""
     from .probing import ProbeConfig, probe as run_probe
+    from .state import last
 
+    if features is None and last("features") is not None:  # say which file before the (long) run starts
+        features = last("features")
+        click.echo(f"using the last extraction in this directory: {features}")
     config = ProbeConfig(features=features, control=not no_control, **options)
     result = run_probe(config)
     for note in result.notes:

@@ -194,6 +194,10 @@ def _run_job(job: _Job, shared: _Shared) -> list[dict]:
 
         torch_threads = torch.get_num_threads()
         torch.set_num_threads(shared.threads)
+    # Imported before any timing, so a worker's first fit_seconds does not include import time.
+    import sklearn.linear_model  # noqa: F401
+    import sklearn.svm  # noqa: F401
+
     try:
         data = _load(job, shared)
         rows = []

@@ -29,7 +29,7 @@ def make_linear(name: str, C: float, balanced: bool, seed: int):
     if name == "logreg":
         from sklearn.linear_model import LogisticRegression
 
-        return LogisticRegression(C=C, solver="lbfgs", max_iter=500, tol=1e-4, warm_start=True,
+        return LogisticRegression(C=C, solver="lbfgs", max_iter=500, tol=1e-3, warm_start=True,
                                   class_weight="balanced" if balanced else None)
     if name == "svm":
         from sklearn.svm import LinearSVC

@@ -39,6 +39,8 @@ def results_paths(features_path: Path, label: str, output: str | Path | None = N
 
 def _clean(value):
     """JSON-safe scalar: NaN/inf become null, numpy scalars plain Python."""
+    if value is pd.NA or value is pd.NaT:
+        return None
     if isinstance(value, np.generic):
         value = value.item()
     if isinstance(value, float) and not math.isfinite(value):
