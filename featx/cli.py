@@ -142,11 +142,9 @@ def plot(results, output, metric, classifier, baseline, compare, dpi):
                          "pass a directory to -o, or one results file")
     for path in results:
         target = default_output(path)
-        if output is not None and (output.is_dir() or not output.suffix):
-            output.mkdir(parents=True, exist_ok=True)
-            target = output / target.name
-        elif output is not None:
-            target = output
+        if output is not None:
+            target = output / target.name if (output.is_dir() or not output.suffix) else output
+            target.parent.mkdir(parents=True, exist_ok=True)
         click.echo(f"plotting {path}")
         fig, written = figure(path, metric=metric, classifier=classifier, output=target, dpi=dpi, baseline=baseline)
         plt.close(fig)
