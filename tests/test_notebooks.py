@@ -24,6 +24,7 @@ def test_committed_notebook_has_no_outputs():
 
 
 def test_layerwise_notebook_runs_on_tiny_model_outputs(tiny_model, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # extract and probe remember their outputs in ./.featx/
     corpus = write_csv(tmp_path / "corpus.csv", tiny_rows(), header=("text", "sentiment", "split"))
     features = featx.extract(corpus, model=str(tiny_model), output=tmp_path / "corpus.features.h5",
                              poolings="cls,mean,max", progress=False).output

@@ -31,8 +31,10 @@ def _close_figures():
 def tiny_features(tiny_model, tmp_path_factory):
     folder = tmp_path_factory.mktemp("plots-features")
     corpus = write_csv(folder / "corpus.csv", tiny_rows(), header=("text", "sentiment", "split"))
-    return featx.extract(corpus, model=str(tiny_model), output=folder / "corpus.features.h5",
-                         poolings="cls,mean", progress=False).output
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(folder)  # featx remembers the file in the working directory's .featx/
+        return featx.extract(corpus, model=str(tiny_model), output=folder / "corpus.features.h5",
+                             poolings="cls,mean", progress=False).output
 
 
 @pytest.fixture
