@@ -249,12 +249,15 @@ def plot_layer_curves(frame: pd.DataFrame, meta: dict | None = None, ax=None, me
     with plt.rc_context(RC):
         ax = _axes(ax)
         values: list[float] = []
+        hollow_drawn = False
         for index, pooling in enumerate(poolings_of(rows)):
             part = rows[rows["pooling"] == pooling]
             colour, marker = _style(pooling, index)
             layers = part["layer"].astype(int).to_numpy()
             y = part[metric].astype(float).to_numpy()
             ax.plot(layers, y, color=colour, marker=marker, markersize=5, linewidth=2, label=pooling, zorder=3)
+            if metric == "accuracy":
+                hollow_drawn |= _mark_like_best(ax, part, layers, y, colour, marker)
             low, high = f"{metric}_low", f"{metric}_high"
             if low in part.columns and high in part.columns and part[[low, high]].notna().all().all():
                 lo, hi = part[low].astype(float).to_numpy(), part[high].astype(float).to_numpy()
@@ -270,6 +273,9 @@ def plot_layer_curves(frame: pd.DataFrame, meta: dict | None = None, ax=None, me
         ax.plot([int(best["layer"])], [float(best[metric])], marker="*", markersize=17, color=OKABE_ITO["black"],
                 markerfacecolor=OKABE_ITO["yellow"], linestyle="none", zorder=4,
                 label=f"best: layer {int(best['layer'])}, {best['pooling']} ({float(best[metric]):.3f})")
+        if hollow_drawn:
+            ax.plot([], [], marker="o", markersize=7, linestyle="none", markerfacecolor="white",
+                    markeredgecolor=REFERENCE_GREY, label="hollow: not significantly below its pooling's best")
         layers_all = sorted(set(rows["layer"].astype(int)))
         ax.set_xticks(layers_all)
         ax.set_xlim(min(layers_all) - 0.3, max(layers_all) + 0.3)
@@ -291,6 +297,92 @@ def plot_layer_curves(frame: pd.DataFrame, meta: dict | None = None, ax=None, me
             ax.set_title(title if isinstance(title, str) else f"{METRIC_NAMES.get(metric, metric)} by layer",
                          loc="left")
     return ax
+
+
+def _mark_like_best(ax, part: pd.DataFrame, layers, y, colour, marker) -> bool:
+    """Hollow markers on the layers whose accuracy is not significantly below the pooling's best
+    (``significant_vs_best`` False after Holm, the best itself included). True if any were drawn."""
+    if "significant_vs_best" not in part.columns:
+        return False
+    like_best = part["significant_vs_best"].map(lambda v: v is False or v is np.False_ or str(v) == "False")
+    like_best = like_best.to_numpy(bool)
+    if part["significant_vs_best"].isna().all() or not like_best.any():
+        return False
+    ax.plot(layers[like_best], y[like_best], marker=marker, markersize=8, linestyle="none", markerfacecolor="white",
+            markeredgecolor=colour, markeredgewidth=1.8, zorder=3.5)
+    return True
+
+
+def plot_mdl(frame: pd.DataFrame, meta: dict | None = None, ax=None, classifier: str | None = None,
+             value: str = "mdl_compression", legend: bool = True, title: bool | str = True):
+    """MDL probe (``featx probe --mdl``): compression over the uniform code by layer, one line per pooling.
+
+    ``value="mdl_bits"`` draws the online codelength instead. Compression 1 (dashed) = no information.
+    """
+    import matplotlib.pyplot as plt
+
+    frame, meta = load_results(frame, meta)
+    if value not in frame.columns or pd.to_numeric(frame[value], errors="coerce").isna().all():
+        raise InputError("these results have no MDL columns", "run featx probe --mdl")
+    rows = layer_rows(frame, classifier)
+    with plt.rc_context(RC):
+        ax = _axes(ax)
+        for index, pooling in enumerate(poolings_of(rows)):
+            part = rows[rows["pooling"] == pooling]
+            colour, marker = _style(pooling, index)
+            ax.plot(part["layer"].astype(int), part[value].astype(float), color=colour, marker=marker, markersize=5,
+                    linewidth=2, label=pooling, zorder=3)
+        if value == "mdl_compression":
+            ax.axhline(1.0, color=REFERENCE_GREY, linestyle="--", linewidth=1.4, label="uniform code (no information)")
+        layers_all = sorted(set(rows["layer"].astype(int)))
+        ax.set_xticks(layers_all)
+        ax.set_xlabel("layer (0 = embeddings)")
+        ax.set_ylabel("compression (uniform / online code)" if value == "mdl_compression" else "online codelength (bits)")
+        ax.grid(True, axis="y", alpha=0.3)
+        if legend:
+            ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=3, frameon=False)
+        if title:
+            ax.set_title(title if isinstance(title, str) else "MDL probe (online code)", loc="left")
+    return ax
+
+
+def plot_learning_curves(curve, ax=None, pooling: str | None = None, classifier: str | None = None,
+                         legend: bool = True, title: bool | str = True):
+    """Accuracy against training rows per fold (``featx probe --train-sizes``), one line per layer."""
+    import matplotlib.pyplot as plt
+
+    if not isinstance(curve, pd.DataFrame):
+        path = Path(curve)
+        if not path.exists():
+            raise StoreError(f"learning-curve file {path} does not exist", "run featx probe --train-sizes ...")
+        curve = pd.read_csv(path)
+    if curve.empty or "n_train" not in curve.columns:
+        raise InputError("no learning-curve rows", "run featx probe --train-sizes 0.1,0.25,0.5,1.0")
+    pooling = pooling or str(curve["pooling"].iloc[0])
+    classifier = classifier or str(curve["classifier"].iloc[0])
+    part = curve[(curve["pooling"] == pooling) & (curve["classifier"] == classifier)]
+    with plt.rc_context(RC):
+        ax = _axes(ax)
+        for index, (spec, rows) in enumerate(part.groupby("layer_spec", sort=False)):
+            rows = rows.sort_values("n_train")
+            colour, marker = CYCLE[index % len(CYCLE)], MARKERS[index % len(MARKERS)]
+            ax.plot(rows["n_train"], rows["accuracy"], color=colour, marker=marker, linewidth=2, label=f"layer {spec}")
+            if rows[["accuracy_low", "accuracy_high"]].notna().all().all():
+                ax.fill_between(rows["n_train"], rows["accuracy_low"], rows["accuracy_high"], color=colour, alpha=0.12,
+                                linewidth=0)
+        ax.set_xscale("log")
+        ax.set_xlabel("training rows (per fold)")
+        ax.set_ylabel("accuracy")
+        ax.grid(True, alpha=0.3)
+        if legend:
+            ax.legend(frameon=False)
+        if title:
+            ax.set_title(title if isinstance(title, str) else f"learning curves ({pooling}, {classifier})", loc="left")
+    return ax
+
+
+def has_mdl(frame: pd.DataFrame) -> bool:
+    return "mdl_compression" in frame.columns and pd.to_numeric(frame["mdl_compression"], errors="coerce").notna().any()
 
 
 def plot_heatmap(frame: pd.DataFrame, meta: dict | None = None, ax=None, metric: str = "accuracy",
@@ -494,6 +586,8 @@ def figure(results, meta: dict | None = None, metric: str = "accuracy", classifi
            baseline=None):
     """The two main panels side by side (curves, heatmap) under one title; saved if ``output`` is given.
 
+    Results of ``featx probe --mdl`` get a third panel, the MDL compression by layer.
+
     ``results`` is anything ``load_results`` takes. ``baseline`` optionally adds a second results
     table (e.g. probes of a random-init model) whose best value becomes a reference line.
     ``output`` is a path whose suffix is replaced by each of ``formats``. Returns
@@ -508,8 +602,14 @@ def figure(results, meta: dict | None = None, metric: str = "accuracy", classifi
         frame = pd.concat([frame, base_frame], ignore_index=True)
     _check_metric(frame, metric)
     classifier = classifier or default_classifier(frame)
+    mdl = has_mdl(frame)
     with plt.rc_context(RC):
-        fig, (left, right) = plt.subplots(1, 2, figsize=(13, 5.2), width_ratios=[1.15, 1], layout="constrained")
+        if mdl:  # featx probe --mdl: the MDL panel on the right
+            fig, (left, right, third) = plt.subplots(1, 3, figsize=(19, 5.2), width_ratios=[1.15, 1, 1],
+                                                     layout="constrained")
+            plot_mdl(frame, meta, ax=third, classifier=classifier)
+        else:
+            fig, (left, right) = plt.subplots(1, 2, figsize=(13, 5.2), width_ratios=[1.15, 1], layout="constrained")
         plot_layer_curves(frame, meta, ax=left, metric=metric, classifier=classifier)
         plot_heatmap(frame, meta, ax=right, metric=metric, classifier=classifier)
         fig.suptitle(describe(frame, meta, classifier), fontsize=13, x=0.01, ha="left")
