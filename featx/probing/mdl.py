@@ -6,7 +6,7 @@ uniform code (log2 K bits a label); every later block is sent with a probe train
 before it. The codelength is the total number of bits; the compression ratio is the uniform
 codelength n*log2(K) divided by it (1 = the features tell nothing about the labels).
 
-Everything a probe uses (scaler, the choice of C on a holdout) comes from the blocks already sent,
+Everything a probe uses (scaler, the choice of C by the codelength of a holdout) comes from the blocks already sent,
 so a receiver could rebuild every probe: the code is a real code, not a post-hoc score.
 """
 
@@ -22,6 +22,7 @@ from . import evaluation as ev
 FRACTIONS = (0.001, 0.002, 0.004, 0.008, 0.016, 0.032, 0.0625, 0.125, 0.25, 0.5, 1.0)
 MIX = 1e-4  # share of the uniform distribution mixed into the probe's: a class it never saw costs ~log2(K/MIX) bits
 MIN_SEARCH_ROWS = 20  # below this many transmitted rows, C is not searched (the default grid middle is used)
+SMALL_ROWS = 500  # below this many transmitted rows, C is chosen by 3-fold cross-validation, not one holdout
 
 
 @dataclass
@@ -53,6 +54,47 @@ def _prior_probabilities(y_train: np.ndarray, n_classes: int) -> np.ndarray:
     return counts / counts.sum()
 
 
+def _codelength_search(Xs, y, splits, cs, n_classes, seed) -> float:
+    """The C whose probes code held-out rows in the fewest bits (log-loss, not accuracy: the code pays
+    for overconfident mistakes, which accuracy does not see). ``splits`` are (fit, held-out) row pairs;
+    their bits are summed. Warm-started path per split, smallest C first, stopped like the probe's."""
+    models = [clf.make_linear("logreg", cs[0], False, seed) for _ in splits]
+    best_bits, best_c, waited = np.inf, cs[0], 0
+    for C in sorted(cs):
+        bits = 0.0
+        for model, (fit_rows, val_rows) in zip(models, splits):
+            model.set_params(C=C)
+            clf.fit_quietly(model, Xs[fit_rows], y[fit_rows])
+            bits += _bits(clf.linear_scores(model, Xs[val_rows], n_classes), y[val_rows], n_classes)
+        if bits < best_bits - 1e-9:
+            best_bits, best_c, waited = bits, C, 0
+        else:
+            waited += 1
+            if waited >= ev.PATH_PATIENCE:
+                break
+    return best_c
+
+
+def _held_out_splits(y: np.ndarray, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """3-fold (stratified where possible) splits of small training sets, where one 20% holdout is too
+    noisy to choose C; a single stratified 20% holdout of large ones."""
+    rows = np.arange(len(y))
+    counts = np.bincount(y)
+    if len(y) >= SMALL_ROWS:
+        return [ev.inner_split(y, rows, seed)]
+    from sklearn.model_selection import KFold, StratifiedKFold
+
+    splitter = StratifiedKFold(3, shuffle=True, random_state=seed) if counts[counts > 0].min() >= 3 \
+        else KFold(3, shuffle=True, random_state=seed)
+    splits = [(rows[fit], rows[val]) for fit, val in splitter.split(rows, y)]
+    return [(fit, val) for fit, val in splits if len(np.unique(y[fit])) >= 2]
+
+
+def _bits(probabilities: np.ndarray, y: np.ndarray, n_classes: int) -> float:
+    probabilities = (1 - MIX) * probabilities + MIX / n_classes
+    return float(-np.log2(probabilities[np.arange(len(y)), y]).sum())
+
+
 def _block_probabilities(X, y, train, block, n_classes, cs, seed) -> np.ndarray:
     """P(label) for the rows of ``block`` from a logistic probe trained on the rows ``train``."""
     if len(np.unique(y[train])) < 2:
@@ -60,14 +102,12 @@ def _block_probabilities(X, y, train, block, n_classes, cs, seed) -> np.ndarray:
     scaler = ev.fit_scaler(X, train)
     Xs = scaler(X[train])
     y_train = y[train]
+    C = float(np.median(cs))
     if len(train) >= MIN_SEARCH_ROWS and len(cs) > 1:
-        fit_rows, val_rows = ev.inner_split(y_train, np.arange(len(train)), seed)
-        if len(np.unique(y_train[fit_rows])) >= 2:
-            C, model = ev.search_c("logreg", Xs, y_train, fit_rows, val_rows, cs, False, seed)
-        else:
-            model = clf.make_linear("logreg", float(np.median(cs)), False, seed)
-    else:
-        model = clf.make_linear("logreg", float(np.median(cs)), False, seed)
+        splits = _held_out_splits(y_train, seed)
+        if splits and all(len(np.unique(y_train[fit])) >= 2 for fit, _ in splits):
+            C = _codelength_search(Xs, y_train, splits, cs, n_classes, seed)
+    model = clf.make_linear("logreg", C, False, seed)
     clf.fit_quietly(model, Xs, y_train)
     return clf.linear_scores(model, scaler(X[block]), n_classes)
 
@@ -86,7 +126,5 @@ def online_codelength(X: np.ndarray, y: np.ndarray, n_classes: int, rows: np.nda
     bits = ends[0] * uniform_per_row
     for start, stop in zip(ends[:-1], ends[1:]):
         train, block = order[:start], order[start:stop]
-        probabilities = _block_probabilities(X, y, train, block, n_classes, tuple(cs), seed)
-        probabilities = (1 - MIX) * probabilities + MIX / n_classes
-        bits += float(-np.log2(probabilities[np.arange(len(block)), y[block]]).sum())
+        bits += _bits(_block_probabilities(X, y, train, block, n_classes, tuple(cs), seed), y[block], n_classes)
     return OnlineCode(float(bits), float(len(order) * uniform_per_row), len(order), ends)
