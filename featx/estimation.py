@@ -9,6 +9,7 @@ measured seconds per padded token are applied to every planned batch.
 
 from __future__ import annotations
 
+import os
 import shutil
 import time
 from dataclasses import asdict, dataclass, field
@@ -44,6 +45,7 @@ class Estimate:
     other_bytes: int
     peak_memory_bytes: int
     free_disk_bytes: int
+    peak_device_bytes: int | None = None  # accelerator memory (model + one batch), None on CPU
     seconds: float | None = None
     calibration: str = ""
     warnings: list[str] = field(default_factory=list)
@@ -66,7 +68,10 @@ class Estimate:
             f"output size ~{_size(self.file_bytes)} (pooled {_size(self.pooled_bytes)}"
             + (f", token-level {_size(self.token_bytes)}" if self.with_tokens else "")
             + f", texts/ids/labels {_size(self.other_bytes)}); free disk {_size(self.free_disk_bytes)}",
-            f"peak memory ~{_size(self.peak_memory_bytes)} (model, one batch's activations, write buffers)",
+            f"peak memory ~{_size(self.peak_memory_bytes)} (process with model and tokens, "
+            + ("write buffers" if self.peak_device_bytes is not None else "one batch's activations, write buffers")
+            + ")" + (f"; {self.device} memory ~{_size(self.peak_device_bytes)} (model + one batch)"
+                     if self.peak_device_bytes is not None else ""),
         ]
         if self.seconds is not None:
             lines.append(f"expected time ~{_duration(self.seconds)} ({self.calibration})")
@@ -112,17 +117,26 @@ def file_sizes(n_rows: int, n_tokens: int, n_layers: int, hidden: int, n_pooling
     return int(pooled), int(tokens), int(other)
 
 
-def peak_memory(model_bytes: int, max_tokens: int, n_model_layers: int, n_layers: int, hidden: int, n_heads: int,
-                longest: int, compute_itemsize: int, window_bytes: int, tokenized_bytes: int) -> int:
-    """A generous estimate of the peak memory of the forward pass plus the write pipeline.
-
-    One batch holds every hidden state (output_hidden_states), the stacked copy of the chosen layers,
-    the intermediate MLP activations and one layer's attention scores; the write pipeline holds up to
-    four windows (the one being filled, two queued, one being written).
-    """
+def batch_activation_bytes(max_tokens: int, n_model_layers: int, n_layers: int, hidden: int, n_heads: int,
+                           longest: int, compute_itemsize: int) -> int:
+    """Memory of one batch's forward pass: every hidden state (output_hidden_states), the stacked copy of
+    the chosen layers, the MLP intermediates, and one layer's attention scores (with their softmax)."""
     hidden_states = max_tokens * hidden * compute_itemsize * (n_model_layers + n_layers + 4)
     attention = (max_tokens // max(1, longest)) * n_heads * longest * longest * compute_itemsize * 2
-    return int(model_bytes + hidden_states + attention + 4 * window_bytes + tokenized_bytes)
+    return int(hidden_states + attention)
+
+
+def current_rss() -> int:
+    """Resident memory of this process now (interpreter, torch, the loaded model, corpus and tokens)."""
+    try:
+        with open("/proc/self/statm") as handle:
+            return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        import resource
+        import sys
+
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        return int(peak if sys.platform == "darwin" else peak * 1024)
 
 
 def estimate(config=None, calibrate: bool = True, **options) -> Estimate:
@@ -168,8 +182,14 @@ def estimate(config=None, calibrate: bool = True, **options) -> Estimate:
     window_bytes = min(len(corpus), window_rows) * row_bytes + (WINDOW_BYTES if config.tokens else 0)
     n_heads = int(getattr(loaded.model.config, "num_attention_heads", 12))
     longest = int(lengths.max()) if len(lengths) else 1
-    peak = peak_memory(model_bytes, max_tokens, loaded.n_layers, len(layers), loaded.hidden_size, n_heads,
-                       longest, compute_itemsize, window_bytes, tokenized.input_ids.nbytes + tokenized.offsets.nbytes)
+    activations = batch_activation_bytes(max_tokens, loaded.n_layers, len(layers), loaded.hidden_size, n_heads,
+                                         longest, compute_itemsize)
+    # The real run holds what this process holds now (model loaded, corpus tokenised), plus one batch's
+    # activations (on the GPU when there is one) and up to four windows of outputs (filled, two queued,
+    # one being written).
+    on_gpu = loaded.device.type != "cpu"
+    peak = current_rss() + 4 * window_bytes + (0 if on_gpu else activations)
+    device_peak = model_bytes + activations if on_gpu else None
 
     directory = output.parent if output.parent.exists() else Path(".")
     free = shutil.disk_usage(directory).free
@@ -179,6 +199,7 @@ def estimate(config=None, calibrate: bool = True, **options) -> Estimate:
         max_length=loaded.max_length, layers=layers, poolings=poolings, hidden_size=loaded.hidden_size,
         store_dtype=np.dtype(store_dtype).name, with_tokens=bool(config.tokens), pooled_bytes=pooled,
         token_bytes=token_bytes, other_bytes=other, peak_memory_bytes=peak, free_disk_bytes=free,
+        peak_device_bytes=device_peak,
     )
     if result.file_bytes > free:
         what = "token-level storage" if config.tokens and token_bytes > pooled else "the output"
