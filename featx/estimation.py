@@ -161,12 +161,14 @@ def estimate(config=None, calibrate: bool = True, **options) -> Estimate:
         raise InputError(f"--store-dtype '{config.store_dtype}' is not understood", "use float16 or float32")
     itemsize = np.dtype(store_dtype).itemsize
     corpus = read_corpus(config.corpus, config.text_col, config.id_col, config.skip_empty, config.encoding)
+    setup_started = time.perf_counter()
     loaded = load_model(config.model, config.device, config.dtype, config.trust_remote_code,
                         config.random_init, config.seed, config.max_length)
     layers = select_layers(config.layers, loaded.n_layers)
     poolings = _resolve_poolings(config.poolings, loaded)
     max_tokens = max(config.max_tokens or (65536 if loaded.device.type == "cuda" else 8192), loaded.max_length)
     tokenized = tokenize_texts(loaded.tokenizer, corpus.texts, loaded.max_length, with_word_ids=config.tokens)
+    setup_seconds = time.perf_counter() - setup_started  # the real run loads and tokenises the same way
     lengths = tokenized.lengths
     n_tokens = int(lengths.sum())
     text_bytes = sum(len(text.encode("utf-8")) for text in corpus.texts)
@@ -209,7 +211,9 @@ def estimate(config=None, calibrate: bool = True, **options) -> Estimate:
         batches = plan_batches(lengths, max_tokens, config.batch_size)
         pad_id = loaded.tokenizer.pad_token_id if loaded.tokenizer.pad_token_id is not None else 0
         runner = _Runner(loaded, layers, poolings, config.tokens, store_dtype)
-        result.seconds, result.calibration = _calibrate(runner, tokenized, batches, pad_id, lengths, config.seed)
+        forward, note = _calibrate(runner, tokenized, batches, pad_id, lengths, config.seed)
+        result.seconds = forward + setup_seconds
+        result.calibration = f"forward passes ~{_duration(forward)}, model load and tokenising {setup_seconds:.1f} s; {note}"
     return result
 
 
