@@ -241,11 +241,12 @@ def _calibrate(runner, tokenized, batches, pad_id, lengths, seed) -> tuple[float
         if event is not None:
             event.synchronize()
 
-    run(int(picks[0]))  # warm-up: first-call allocations and kernel selection are not part of the rate
-    started = time.perf_counter()
+    elapsed = 0.0
     for index in picks:
+        run(int(index))  # warm-up per shape: first-call allocations and kernel selection are not the rate
+        started = time.perf_counter()
         run(int(index))
-    elapsed = time.perf_counter() - started
+        elapsed += time.perf_counter() - started
     total = float(elapsed / timed_tokens * padded.sum())
     note = (f"calibrated on {len(picks)} of {len(batches)} batches ({timed_tokens:,} padded tokens): "
             f"{timed_tokens / elapsed:,.0f} padded tokens/s on {runner.device}, {torch.get_num_threads()} threads")
