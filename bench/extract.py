@@ -43,7 +43,7 @@ CACHE = Path(__file__).resolve().parent / ".cache"
 DATA = Path(os.environ.get("FEATX_BENCH_DATA", "/work/shared/data"))
 MAX_LENGTH = 256  # sentence-transformers' limit for MiniLM; used by every method for a like-for-like count
 ROWS = {"sst2": 872, "agnews": 2000, "longtail": 1000}
-BIG_MODEL_ROWS = {"sst2": 300, "agnews": 200, "longtail": 150}  # bert-base on 2 CPU cores is slow
+BIG_MODEL_ROWS = {"sst2": 150, "agnews": 100, "longtail": 80}  # bert-base on 2 CPU cores is slow
 
 
 # ----------------------------------------------------------------------------------------------- setup
@@ -305,6 +305,11 @@ def bench_one(corpus_name, model_name, args, rates, log):
                 seconds, command = run_featx_command(folder, corpus, dtype, workdir, args.threads)
                 record(f"featx {dtype} cmd", tokens / seconds)
 
+    # The machine is shared: measure the matmul rate again right after the methods; the faster counts.
+    again = matmul_rates(config.hidden_size, config.intermediate_size)
+    for key, value in again.items():
+        rates[key] = max(rates.get(key, 0.0), value)
+    log(f"\nmatmul rates, best of before/after, GFLOP/s: " + ", ".join(f"{k} {v / 1e9:.1f}" for k, v in rates.items()))
     limit_fp32 = max(rates.get("matmul_fp32", 0), rates.get("onednn_fp32", 0))
     limit_bf16 = max(rates.get("matmul_bf16", 0), rates.get("onednn_bf16", 0))
     header = (f"\n### {corpus_name} ({len(texts)} rows, {tokens} tokens, mean {mean_length:.1f} tokens/row; "
@@ -364,12 +369,12 @@ def main(argv=None):
         from transformers import AutoConfig
 
         config = AutoConfig.from_pretrained(str(model_folder(model_name)))
-        rates = matmul_rates(config.hidden_size, config.intermediate_size)
+        rates = matmul_rates(config.hidden_size, config.intermediate_size)  # updated by bench_one
         log(f"\nmatmul rates on {model_name}'s shapes (4096 rows), GFLOP/s: "
             + ", ".join(f"{k} {v / 1e9:.1f}" for k, v in rates.items()))
         for corpus_name in corpora:
             result = bench_one(corpus_name, model_name, args, rates, log)
-            result["matmul_rates"] = rates
+            result["matmul_rates"] = dict(rates)
             all_results.append(result)
     if args.json:
         args.json.write_text(json.dumps(all_results, indent=1))
