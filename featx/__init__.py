@@ -13,4 +13,11 @@ def extract(corpus=None, **options):
     return _extract(corpus, **options)
 
 
-__all__ = ["FeatureFile", "FeatxError", "__version__", "extract", "open"]
+def probe(features=None, **options):
+    """Probe a features file per layer and pooling; see ``featx.probing.ProbeConfig`` for the options."""
+    from .probing import probe as _probe
+
+    return _probe(features, **options)
+
+
+__all__ = ["FeatureFile", "FeatxError", "__version__", "extract", "open", "probe"]

@@ -94,5 +94,37 @@ def merge(output, keep_shards, overwrite, quiet):
     click.echo(summary.line())
 
 
+@main.command()
+@click.argument("features", required=False, type=click.Path(path_type=Path))
+@click.option("--label", default=None, help="Label column to probe (default: 'label', else the first one).")
+@click.option("--layer", "layers", default="all", show_default=True,
+              help="all, 0,3,6, -4:, cat(-4:) (concatenated), stack (one probe per layer + meta classifier).")
+@click.option("--pooling", "poolings", default="all", show_default=True, help="all or a list of the stored poolings.")
+@click.option("--classifier", "classifiers", default="logreg", show_default=True, help="Any of logreg,svm,mlp,attn.")
+@click.option("--folds", type=int, default=5, show_default=True, help="Cross-validation folds (when there is no train/test split).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed for folds, the control permutation and torch heads.")
+@click.option("--balanced", is_flag=True, help="Balanced class weights.")
+@click.option("--no-control", is_flag=True, help="Skip the control task (permuted labels).")
+@click.option("--baseline", type=click.Path(path_type=Path), default=None,
+              help="A second features file of the same rows (e.g. from --random-init) probed side by side.")
+@click.option("--jobs", type=int, default=None, help="Parallel (layer spec x pooling) jobs (default: one per core).")
+@click.option("--allow-partial", is_flag=True, help="Probe the rows written so far of an unfinished extraction.")
+@click.option("-o", "--output", default=None, help="Results prefix: writes PREFIX.csv and PREFIX.json.")
+def probe(features, no_control, **options):
+    """Train probes per layer and pooling on FEATURES (default: the last extraction in this directory)."""
+    from .probing import ProbeConfig, probe as run_probe
+    from .state import last
+
+    if features is None and last("features") is not None:  # say which file before the (long) run starts
+        features = last("features")
+        click.echo(f"using the last extraction in this directory: {features}")
+    config = ProbeConfig(features=features, control=not no_control, **options)
+    result = run_probe(config)
+    for note in result.notes:
+        click.echo(note, err=note.startswith("warning"))
+    click.echo(result.format_table())
+    click.echo(f"\nwrote {result.csv_path} and {result.json_path.name} ({result.meta['seconds']:.1f} s)")
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -1,0 +1,396 @@
+"""``featx.probe``: probes per layer spec, pooling and classifier on a features file, in parallel."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .. import __version__
+from ..errors import InputError, StoreError
+from ..selection import LayerSpec, parse_layer_specs, parse_poolings
+from ..store import FeatureFile
+from . import evaluation as ev
+from .config import ProbeConfig
+from .results import COLUMNS, results_paths, write_results
+
+TOKENS_POOLING = "tokens"  # the pooling column of attn rows: the probe pools the token states itself
+
+
+@dataclass
+class ProbeResult:
+    """What a probing run produced: the results table, its metadata and where it was written."""
+
+    table: pd.DataFrame
+    meta: dict
+    csv_path: Path | None = None
+    json_path: Path | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def records(self) -> list[dict]:
+        return self.table.to_dict("records")
+
+    def best(self, pooling: str | None = None, classifier: str | None = None, features: str = "main") -> pd.Series:
+        """The best single-layer row (by accuracy) of one pooling/classifier."""
+        rows = self.table[(self.table.features == features) & (self.table.kind == "single")]
+        if pooling:
+            rows = rows[rows.pooling == pooling]
+        if classifier:
+            rows = rows[rows.classifier == classifier]
+        if rows.empty:
+            raise InputError(f"no single-layer results for pooling={pooling!r}, classifier={classifier!r}")
+        return rows.loc[rows.accuracy.idxmax()]
+
+    def format_table(self) -> str:
+        from .report import format_table
+
+        return format_table(self.table, self.meta)
+
+    def __repr__(self) -> str:
+        return f"ProbeResult({len(self.table)} rows, label={self.meta.get('label')!r}, written to {self.csv_path})"
+
+
+# -- resolving the inputs ----------------------------------------------------------------------------
+def _resolve_features(config: ProbeConfig) -> Path:
+    if config.features is not None:
+        return Path(config.features)
+    from ..state import last
+
+    path = last("features")
+    if path is None:
+        raise InputError("no features file given, and no extraction is remembered in this directory",
+                         "give the path (featx probe FEATURES.h5) or run featx extract here first")
+    config.notes.append(f"using the last extraction in this directory: {path}")
+    return path
+
+
+def _default_label(features: FeatureFile, config: ProbeConfig) -> str:
+    columns = features.label_columns
+    if config.label is not None:
+        features.labels(config.label)  # raises the clear "no label column" error
+        return config.label
+    if not columns:
+        raise InputError(f"{features.path} has no label columns: the corpus had only its text (and id/split) columns",
+                         "add a label column to the corpus and extract again")
+    if "label" in columns:
+        return "label"
+    config.notes.append(f"no 'label' column; probing '{columns[0]}' (label columns: {', '.join(columns)}; "
+                        "choose with --label)")
+    return columns[0]
+
+
+def _check_corpus(features: FeatureFile, config: ProbeConfig) -> None:
+    """Warn (not fail) when the corpus file changed since extraction: the stored labels may be outdated."""
+    from ..corpus import file_sha256
+
+    corpus_path, recorded = features.attrs.get("corpus_path"), features.attrs.get("corpus_sha256")
+    if not corpus_path or not recorded or not Path(corpus_path).is_file():
+        return
+    try:
+        current = file_sha256(Path(corpus_path))
+    except OSError:
+        return
+    if current != recorded:
+        config.notes.append(f"warning: {corpus_path} changed since {features.path.name} was extracted; "
+                            "the stored labels may not match it (re-extract with --overwrite to refresh)")
+
+
+def _check_baseline(main: FeatureFile, other: FeatureFile, specs: list[LayerSpec], poolings: list[str],
+                    need_tokens: bool) -> None:
+    problem = None
+    if other.n_rows != main.n_rows:
+        problem = f"it has {other.n_rows} rows, {main.path.name} has {main.n_rows}"
+    elif main.attrs.get("corpus_sha256") and other.attrs.get("corpus_sha256") and \
+            main.attrs["corpus_sha256"] != other.attrs["corpus_sha256"]:
+        problem = "it was extracted from a different corpus file (corpus sha256 differs)"
+    elif other.ids != main.ids:
+        first = next(i for i, (a, b) in enumerate(zip(main.ids, other.ids)) if a != b)
+        problem = f"row {first} has id '{other.ids[first]}' there but '{main.ids[first]}' in {main.path.name}"
+    if problem:
+        raise InputError(f"--baseline {other.path} does not hold the same rows: {problem}",
+                         "extract the baseline from the same corpus with the same options, e.g. "
+                         "featx extract CORPUS --random-init")
+    missing_layers = sorted({layer for spec in specs for layer in spec.layers} - set(other.layers))
+    if missing_layers:
+        raise InputError(f"--baseline {other.path} does not store layer(s) {missing_layers}; it stores {other.layers}")
+    missing = [pooling for pooling in poolings if pooling not in other.poolings]
+    if missing:
+        raise InputError(f"--baseline {other.path} does not store pooling(s) {', '.join(missing)}")
+    if need_tokens and not other.has_tokens:
+        raise InputError(f"--baseline {other.path} has no token-level states for the attn probe",
+                         "re-extract it with featx extract --tokens")
+
+
+# -- the jobs ------------------------------------------------------------------------------------
+@dataclass
+class _Job:
+    features: str  # "main" or "baseline"
+    path: str
+    spec: LayerSpec
+    pooling: str
+    classifiers: list[str]
+
+
+@dataclass
+class _Shared:
+    """Everything a job needs besides its features; sent once to each worker."""
+
+    allow_partial: bool
+    kept: np.ndarray
+    y: np.ndarray
+    y_control: np.ndarray | None
+    plan: ev.Plan
+    n_classes: int
+    label: str
+    class_names: list[str]
+    cs: tuple[float, ...]
+    balanced: bool
+    seed: int
+    n_bootstrap: int
+    threads: int
+
+
+def _load(job: _Job, shared: _Shared):
+    with FeatureFile(job.path, allow_partial=shared.allow_partial) as features:
+        if job.pooling == TOKENS_POOLING:
+            offsets = features.token_offsets
+            starts, lengths = offsets[:-1][shared.kept], np.diff(offsets)[shared.kept]
+            states = np.concatenate([features.token_states(layer) for layer in job.spec.layers], axis=1)
+            return ev.TokenBatches(states, starts, lengths)
+        blocks = [features.features(job.pooling, layer)[shared.kept] for layer in job.spec.layers]
+    if job.spec.kind == "stack":
+        return blocks
+    return blocks[0] if len(blocks) == 1 else np.concatenate(blocks, axis=1)
+
+
+def _fit_folds(classifier: str, kind: str, data, y: np.ndarray, shared: _Shared) -> list[ev.FoldResult]:
+    results = []
+    for index, ((train, test), dev) in enumerate(zip(shared.plan.folds, shared.plan.dev)):
+        seed = shared.seed + 1000 * index
+        args = (y, train, test, dev, shared.n_classes)
+        if classifier == "attn":
+            results.append(ev.run_attention(data, *args, shared.balanced, seed))
+        elif classifier == "mlp":
+            results.append(ev.run_mlp(data, *args, shared.balanced, seed))
+        elif kind == "stack":
+            results.append(ev.run_stack(classifier, data, *args, shared.cs, shared.balanced, seed))
+        else:
+            results.append(ev.run_linear(classifier, data, *args, shared.cs, shared.balanced, seed))
+    return results
+
+
+def _run_job(job: _Job, shared: _Shared) -> list[dict]:
+    from threadpoolctl import threadpool_limits
+
+    limits = threadpool_limits(limits=shared.threads)
+    torch = None
+    if any(name in ("mlp", "attn") for name in job.classifiers):  # torch is slow to import: only when used
+        import torch
+
+        torch_threads = torch.get_num_threads()
+        torch.set_num_threads(shared.threads)
+    # Imported before any timing, so a worker's first fit_seconds does not include import time.
+    import sklearn.linear_model  # noqa: F401
+    import sklearn.svm  # noqa: F401
+
+    try:
+        data = _load(job, shared)
+        rows = []
+        for classifier in job.classifiers:
+            folds = _fit_folds(classifier, job.spec.kind, data, shared.y, shared)
+            row = ev.summarise(shared.plan, shared.y, folds, shared.n_classes, shared.n_bootstrap, shared.seed)
+            if shared.y_control is not None:
+                control = _fit_folds(classifier, job.spec.kind, data, shared.y_control, shared)
+                control_row = ev.summarise(shared.plan, shared.y_control, control, shared.n_classes, 0, shared.seed) \
+                    if not shared.plan.is_split else _split_accuracy(shared, control)
+                row["control_accuracy"] = control_row["accuracy"]
+                row["selectivity"] = row["accuracy"] - row["control_accuracy"]
+            rows.append(_record(job, classifier, row, shared))
+        return rows
+    finally:
+        limits.restore_original_limits()
+        if torch is not None:
+            torch.set_num_threads(torch_threads)
+
+
+def _split_accuracy(shared: _Shared, folds: list[ev.FoldResult]) -> dict:
+    test = shared.plan.folds[0][1]
+    return {"accuracy": float(np.mean(folds[0].predictions == shared.y_control[test]))}
+
+
+def _record(job: _Job, classifier: str, row: dict, shared: _Shared) -> dict:
+    per_class = row.pop("per_class_f1")
+    weights = row.pop("layer_weights")
+    record = {
+        "features": job.features, "label": shared.label, "layer_spec": job.spec.name, "kind": job.spec.kind,
+        "layer": job.spec.layers[0] if job.spec.kind == "single" else None,
+        "layers": ",".join(map(str, job.spec.layers)), "pooling": job.pooling, "classifier": classifier,
+        "evaluation": shared.plan.evaluation, "control_accuracy": float("nan"), "selectivity": float("nan"),
+        **row,
+        "per_class_f1": json.dumps({name: (None if not np.isfinite(value) else round(float(value), 6))
+                                    for name, value in zip(shared.class_names, per_class)}),
+        "layer_weights": json.dumps({str(layer): round(float(w), 6) for layer, w in zip(job.spec.layers, weights)})
+        if weights is not None else "",
+    }
+    return record
+
+
+def _majority(shared: _Shared) -> dict:
+    folds = [ev.run_majority(shared.y, train, test, shared.n_classes) for train, test in shared.plan.folds]
+    row = ev.summarise(shared.plan, shared.y, folds, shared.n_classes, shared.n_bootstrap, shared.seed)
+    job = _Job("main", "", LayerSpec("majority", ()), "", ["majority"])
+    record = _record(job, "majority", row, shared)
+    record.update(layer_spec="majority", kind="majority", layers="", C=float("nan"))
+    return record
+
+
+def _mark_best(table: pd.DataFrame) -> pd.Series:
+    best = pd.Series(False, index=table.index)
+    candidates = table[table.kind != "majority"]
+    for _, group in candidates.groupby(["features", "pooling", "classifier"], sort=False):
+        singles = group[group.kind == "single"]
+        pool = singles if not singles.empty else group
+        if pool.accuracy.notna().any():
+            best[pool.accuracy.idxmax()] = True
+    return best
+
+
+def _workers(config: ProbeConfig, n_jobs: int) -> tuple[int, int]:
+    import joblib
+
+    cores = joblib.cpu_count()
+    wanted = cores if config.jobs is None or int(config.jobs) < 0 else int(config.jobs)
+    workers = max(1, min(wanted, n_jobs))
+    # One BLAS/torch thread per worker: probes are small matrix products, where extra threads mostly spin
+    # (badly so on a shared machine); the parallelism comes from running jobs side by side.
+    return workers, 1
+
+
+def _versions() -> dict:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {"featx": __version__, "numpy": np.__version__}
+    for package, key in (("scikit-learn", "sklearn"), ("torch", "torch")):
+        try:
+            out[key] = version(package)
+        except PackageNotFoundError:
+            out[key] = None
+    return out
+
+
+def probe(config: ProbeConfig | str | Path | None = None, **options) -> ProbeResult:
+    """Probe a features file: ``featx.probe("feats.h5", layers="all", poolings="mean,cls")``.
+
+    Takes a ``ProbeConfig`` or its fields as keywords; returns a ``ProbeResult`` whose ``table``
+    is the results DataFrame (also written as CSV and JSON unless ``write=False``).
+    """
+    if isinstance(config, (str, Path)):
+        config = ProbeConfig(features=config, **options)
+    elif config is None:
+        config = ProbeConfig(**options)
+    elif options:
+        config = replace(config, **options)
+    config.notes = list(config.notes)
+    config.validate()
+    started = time.perf_counter()
+    path = _resolve_features(config)
+    classifiers = config.classifier_list()
+
+    with FeatureFile(path, allow_partial=config.allow_partial) as features:
+        if not features.complete:
+            config.notes.append(f"warning: {path} is incomplete; probing the {features.n_rows} rows written so far")
+        _check_corpus(features, config)
+        label = _default_label(features, config)
+        codes = features.labels(label)
+        names = features.label_names(label)
+        kept = np.flatnonzero(codes >= 0)
+        y = codes[kept].astype(np.int64)
+        ev.check_labels(y, names, label, path)
+        split = features.split
+        specs = parse_layer_specs(config.layers, features.layers)
+        poolings = parse_poolings(config.poolings, features.poolings)
+        if "attn" in classifiers and not features.has_tokens:
+            raise InputError(f"the attn probe needs token-level states, and {path} has none",
+                             "re-extract with featx extract --tokens, or choose --classifier logreg,svm,mlp")
+        meta_file = {key: features.attrs.get(key) for key in ("model", "model_sha256", "corpus_path", "corpus_sha256")}
+        n_rows = features.n_rows
+        if config.baseline is not None:
+            with FeatureFile(config.baseline, allow_partial=config.allow_partial) as other:
+                _check_baseline(features, other, specs, poolings, "attn" in classifiers)
+                baseline_model = other.attrs.get("model")
+                if other.attrs.get("random_init"):
+                    baseline_model = f"{baseline_model} (random init)"
+
+    # Present classes only, renumbered 0..k-1, so that metrics and probes never see empty classes.
+    present = np.unique(y)
+    class_names = [names[code] for code in present]
+    y = np.searchsorted(present, y)
+    plan = ev.make_plan(y, split[kept] if split is not None else None, int(config.folds), config.seed,
+                        class_names, label)
+    rng = np.random.default_rng(config.seed + 7919)
+    y_control = rng.permutation(y) if config.control else None
+
+    jobs: list[_Job] = []
+    sources = [("main", str(path))] + ([("baseline", str(config.baseline))] if config.baseline is not None else [])
+    pooled_classifiers = [name for name in classifiers if name != "attn"]
+    for source, source_path in sources:
+        for spec in specs:
+            for pooling in poolings:
+                usable = [name for name in pooled_classifiers if not (spec.kind == "stack" and name == "mlp")]
+                if usable:
+                    jobs.append(_Job(source, source_path, spec, pooling, usable))
+            if "attn" in classifiers and spec.kind != "stack":
+                jobs.append(_Job(source, source_path, spec, TOKENS_POOLING, ["attn"]))
+    if any(spec.kind == "stack" for spec in specs) and ("mlp" in classifiers or "attn" in classifiers):
+        config.notes.append("stack combines linear probes only: it is skipped for mlp and attn")
+
+    workers, threads = _workers(config, len(jobs))
+    shared = _Shared(config.allow_partial, kept, y, y_control, plan, len(class_names), label, class_names,
+                     tuple(float(c) for c in config.cs), bool(config.balanced), int(config.seed),
+                     int(config.n_bootstrap), threads)
+    if workers > 1:
+        from joblib import Parallel, delayed
+
+        outputs = Parallel(n_jobs=workers)(delayed(_run_job)(job, shared) for job in jobs)
+    else:
+        outputs = [_run_job(job, shared) for job in jobs]
+    records = [_majority(shared)] + [record for output in outputs for record in output]
+
+    table = pd.DataFrame.from_records(records)
+    order = {name: i for i, name in enumerate(["", *poolings, TOKENS_POOLING])}
+    spec_order = {spec.name: i for i, spec in enumerate(specs)}
+    table = table.assign(_f=table.features.map({"main": 0, "baseline": 1}), _p=table.pooling.map(order),
+                         _s=table.layer_spec.map(spec_order).fillna(-1),
+                         _c=table.classifier.map({n: i for i, n in enumerate(classifiers)}).fillna(-1))
+    table = table.sort_values(["_f", "_c", "_p", "_s"], kind="stable").reset_index(drop=True)
+    table["is_best"] = _mark_best(table)
+    table = table[COLUMNS]
+    table["layer"] = table["layer"].astype("Int64")
+    counts = np.bincount(y, minlength=len(class_names))
+    meta = {
+        "features_file": str(Path(path).resolve()), **meta_file, "label": label, "label_names": class_names,
+        "class_counts": {name: int(count) for name, count in zip(class_names, counts)},
+        "n_rows": int(n_rows), "n_labelled": int(len(y)), "n_missing_labels": int(n_rows - len(y)),
+        "evaluation": plan.evaluation, "folds": int(config.folds) if not plan.is_split else None,
+        "n_dev": int(len(plan.dev[0])) if plan.is_split and plan.dev[0] is not None else 0,
+        "seed": int(config.seed), "classifiers": classifiers, "poolings": poolings,
+        "layer_specs": [spec.name for spec in specs], "cs": list(config.cs), "balanced": bool(config.balanced),
+        "control": bool(config.control), "baseline_file": str(Path(config.baseline).resolve()) if config.baseline else None,
+        "baseline_model": baseline_model if config.baseline else None, "jobs": workers,
+        "seconds": round(time.perf_counter() - started, 3), **{f"{k}_version": v for k, v in _versions().items()},
+        "notes": list(config.notes),
+    }
+    result = ProbeResult(table, meta, notes=list(config.notes))
+    if config.write:
+        csv_path, json_path = results_paths(Path(path), label, config.output)
+        write_results(table, meta, csv_path, json_path)
+        result.csv_path, result.json_path = csv_path, json_path
+        from ..state import remember
+
+        remember("results", csv_path)
+    return result

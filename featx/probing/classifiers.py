@@ -1,0 +1,150 @@
+"""The probes: linear models from scikit-learn and two small torch heads (MLP, attention pooling).
+
+Every probe here is fitted on already standardised features; the scaler, the choice of C and the
+early stopping all live in ``evaluation`` and only ever see the training part of a fold.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+LINEAR = ("logreg", "svm")
+TORCH = ("mlp", "attn")
+
+
+def class_weights(y: np.ndarray, n_classes: int) -> np.ndarray:
+    """Balanced class weights n / (k * count) over the classes present in ``y``."""
+    counts = np.bincount(y, minlength=n_classes).astype(np.float64)
+    present = counts > 0
+    weights = np.ones(n_classes)
+    weights[present] = len(y) / (present.sum() * counts[present])
+    return weights
+
+
+# -- linear probes --------------------------------------------------------------------------------
+def make_linear(name: str, C: float, balanced: bool, seed: int):
+    """An unfitted linear probe; logreg is warm-startable so a C path reuses the previous solution."""
+    if name == "logreg":
+        from sklearn.linear_model import LogisticRegression
+
+        return LogisticRegression(C=C, solver="lbfgs", max_iter=500, tol=1e-3, warm_start=True,
+                                  class_weight="balanced" if balanced else None)
+    if name == "svm":
+        from sklearn.svm import LinearSVC
+
+        # Primal coordinate descent (dual=False) is the fast choice for n_rows >> dims, which probing is.
+        return LinearSVC(C=C, dual=False, tol=1e-4, max_iter=2000, random_state=seed,
+                         class_weight="balanced" if balanced else None)
+    raise ValueError(f"not a linear probe: {name}")
+
+
+def fit_quietly(model, X: np.ndarray, y: np.ndarray):
+    """Fit, turning non-convergence at an extreme C into no noise: the C search judges the result."""
+    from sklearn.exceptions import ConvergenceWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model.fit(X, y)
+    return model
+
+
+def linear_scores(model, X: np.ndarray, n_classes: int) -> np.ndarray:
+    """``(n, n_classes)`` class scores (probabilities for logreg, margins for svm), columns in class order."""
+    if hasattr(model, "predict_proba"):
+        raw = model.predict_proba(X)
+    else:
+        raw = model.decision_function(X)
+        if raw.ndim == 1:
+            raw = np.stack([-raw, raw], axis=1)
+    out = np.full((len(X), n_classes), -np.inf if not hasattr(model, "predict_proba") else 0.0)
+    out[:, model.classes_] = raw
+    return out
+
+
+# -- torch heads -------------------------------------------------------------------------------------
+def _torch():
+    import torch
+
+    return torch
+
+
+def build_mlp(n_inputs: int, n_classes: int, hidden: int = 256, dropout: float = 0.2):
+    """dense -> ReLU -> dropout -> dense: the usual fully-connected probing head."""
+    nn = _torch().nn
+    return nn.Sequential(nn.Linear(n_inputs, hidden), nn.ReLU(), nn.Dropout(dropout), nn.Linear(hidden, n_classes))
+
+
+def build_attention(n_inputs: int, n_classes: int, dropout: float = 0.1):
+    """Learned token scores -> softmax over a row's real tokens -> weighted mean -> linear classifier."""
+    torch = _torch()
+    nn = torch.nn
+
+    class AttentionPooling(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.score = nn.Linear(n_inputs, 1)
+            self.dropout = nn.Dropout(dropout)
+            self.classify = nn.Linear(n_inputs, n_classes)
+
+        def weights(self, states, mask):
+            scores = self.score(states).squeeze(-1).masked_fill(~mask, float("-inf"))
+            return torch.softmax(scores, dim=-1)
+
+        def forward(self, batch):
+            states, mask = batch
+            pooled = torch.einsum("bt,bth->bh", self.weights(states, mask), states)
+            return self.classify(self.dropout(pooled))
+
+    return AttentionPooling()
+
+
+def train_head(model, inputs, y: np.ndarray, train_rows: np.ndarray, val_rows: np.ndarray, n_classes: int,
+               seed: int, balanced: bool = False, lr: float = 1e-3, weight_decay: float = 1e-4,
+               batch_size: int = 64, max_epochs: int = 100, patience: int = 5):
+    """Adam with early stopping on ``val_rows`` (a part of the training rows); returns the best epoch's model.
+
+    ``inputs(rows)`` returns the model input for those rows (a tensor, or a (states, mask) pair).
+    """
+    torch = _torch()
+    generator = torch.Generator().manual_seed(seed)
+    torch.manual_seed(seed)
+    targets = torch.as_tensor(y, dtype=torch.long)
+    weight = torch.as_tensor(class_weights(y[train_rows], n_classes), dtype=torch.float32) if balanced else None
+    loss_fn = torch.nn.CrossEntropyLoss(weight=weight)
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay)
+    best_loss, best_state, waited = float("inf"), None, 0
+    val_inputs, val_targets = inputs(val_rows), targets[val_rows]
+    for _ in range(max_epochs):
+        model.train()
+        order = train_rows[torch.randperm(len(train_rows), generator=generator).numpy()]
+        for start in range(0, len(order), batch_size):
+            rows = np.sort(order[start : start + batch_size])
+            optimizer.zero_grad()
+            loss_fn(model(inputs(rows)), targets[rows]).backward()
+            optimizer.step()
+        model.eval()
+        with torch.no_grad():
+            val_loss = float(loss_fn(model(val_inputs), val_targets))
+        if val_loss < best_loss - 1e-4:
+            best_loss, waited = val_loss, 0
+            best_state = {key: value.detach().clone() for key, value in model.state_dict().items()}
+        else:
+            waited += 1
+            if waited >= patience:
+                break
+    if best_state is not None:
+        model.load_state_dict(best_state)
+    model.eval()
+    return model
+
+
+def head_scores(model, inputs, rows: np.ndarray, batch_size: int = 512) -> np.ndarray:
+    """Softmax probabilities of a trained torch head for ``rows``."""
+    torch = _torch()
+    out = []
+    with torch.no_grad():
+        for start in range(0, len(rows), batch_size):
+            out.append(torch.softmax(model(inputs(rows[start : start + batch_size])), dim=-1).numpy())
+    return np.concatenate(out) if out else np.zeros((0, 0))

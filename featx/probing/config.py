@@ -1,0 +1,59 @@
+"""``ProbeConfig``: every option of a probing run, the single object the CLI builds."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import InputError
+
+CLASSIFIERS = ("logreg", "svm", "mlp", "attn")
+# The inverse regularisation strengths searched inside every training fold (features are standardised).
+DEFAULT_CS = (1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0)
+
+
+@dataclass
+class ProbeConfig:
+    """Options of ``featx.probe``; see the README's Probe section for their meaning."""
+
+    features: str | Path | None = None  # None: the last extraction remembered in this directory
+    label: str | None = None  # None: "label" if present, else the first label column
+    layers: str = "all"
+    poolings: str = "all"
+    classifiers: str | list[str] = "logreg"
+    folds: int = 5
+    seed: int = 0
+    balanced: bool = False
+    control: bool = True
+    baseline: str | Path | None = None
+    output: str | Path | None = None  # prefix of the .csv/.json results; None: beside the features file
+    jobs: int | None = None  # parallel (layer spec x pooling) jobs; None: one per core
+    allow_partial: bool = False
+    cs: tuple[float, ...] = DEFAULT_CS
+    n_bootstrap: int = 1000
+    write: bool = True
+    progress: bool = False
+    notes: list[str] = field(default_factory=list)  # messages for the user gathered while resolving
+
+    def classifier_list(self) -> list[str]:
+        names = self.classifiers if isinstance(self.classifiers, (list, tuple)) else str(self.classifiers).split(",")
+        chosen: list[str] = []
+        for name in (str(part).strip().lower() for part in names):
+            if not name:
+                continue
+            if name not in CLASSIFIERS:
+                raise InputError(f"classifier '{name}' is not available: choose from {', '.join(CLASSIFIERS)}")
+            if name not in chosen:
+                chosen.append(name)
+        if not chosen:
+            raise InputError("--classifier selects nothing", f"choose from {', '.join(CLASSIFIERS)}")
+        return chosen
+
+    def validate(self) -> None:
+        if int(self.folds) < 2:
+            raise InputError(f"--folds {self.folds} is too small", "use at least 2 folds (default 5)")
+        if self.jobs is not None and int(self.jobs) == 0:
+            raise InputError("--jobs 0 runs nothing", "use a positive number, or -1 for one job per core")
+        if not self.cs or any(float(c) <= 0 for c in self.cs):
+            raise InputError("the C grid must hold positive values")
+        self.classifier_list()

@@ -1,0 +1,58 @@
+"""The terminal table of a probing run: one block per features file and classifier, grouped by pooling."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+
+def _num(value, digits: int = 3, signed: bool = False) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)) or pd.isna(value):
+        return "-"
+    return f"{value:+.{digits}f}" if signed else f"{value:.{digits}f}"
+
+
+def _interval(row) -> str:
+    return f"{_num(row.accuracy)} [{_num(row.accuracy_low)}, {_num(row.accuracy_high)}]"
+
+
+def _c(value) -> str:
+    return "-" if value is None or pd.isna(value) else f"{value:g}"
+
+
+def format_table(table: pd.DataFrame, meta: dict) -> str:
+    counts = ", ".join(f"{name} {count}" for name, count in meta.get("class_counts", {}).items())
+    lines = [
+        f"probing {meta.get('features_file')} ({meta.get('model')})",
+        f"label '{meta.get('label')}': {meta.get('n_labelled')} rows ({counts})"
+        + (f", {meta['n_missing_labels']} without a label left out" if meta.get("n_missing_labels") else ""),
+        f"evaluation: {meta.get('evaluation')}, seed {meta.get('seed')}; intervals are 95% "
+        + ("bootstrap over the test rows" if meta.get("evaluation") == "split" else "t-intervals over folds"),
+    ]
+    majority = table[table.kind == "majority"]
+    if not majority.empty:
+        lines.append(f"majority class: accuracy {_interval(majority.iloc[0])}, macro-F1 {_num(majority.iloc[0].macro_f1)}")
+    header = ["pooling", "layer", "accuracy [95% CI]", "macro-F1", "bal.acc", "control", "select.", "C", "fit s"]
+    probes = table[table.kind != "majority"]
+    for (features, classifier), block in probes.groupby(["features", "classifier"], sort=False):
+        title = f"{classifier} probe" + (" on the baseline features" if features == "baseline" else "")
+        if features == "baseline" and meta.get("baseline_model"):
+            title += f" ({meta['baseline_model']})"
+        rows = []
+        previous = None
+        for row in block.itertuples():
+            if previous is not None and row.pooling != previous:
+                rows.append(None)
+            previous = row.pooling
+            rows.append([row.pooling, f"{row.layer_spec}{' *' if row.is_best else ''}", _interval(row),
+                         _num(row.macro_f1), _num(row.balanced_accuracy), _num(row.control_accuracy),
+                         _num(row.selectivity, signed=True), _c(row.C), f"{row.fit_seconds:.1f}"])
+        widths = [max(len(header[i]), *(len(r[i]) for r in rows if r)) for i in range(len(header))]
+        lines += ["", title, "  ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip(),
+                  "  ".join("-" * w for w in widths)]
+        for r in rows:
+            lines.append("" if r is None else "  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip())
+    lines += ["", "* best layer of each pooling (by accuracy); control = same probe on permuted labels, "
+              "select. = accuracy - control"]
+    return "\n".join(lines)

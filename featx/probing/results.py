@@ -1,0 +1,102 @@
+"""The results files: one tidy CSV (one row per features x layer spec x pooling x classifier) and a JSON
+with the same records plus the run's metadata. ``load_results`` reads either back."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..errors import StoreError
+
+COLUMNS = [
+    "features", "label", "layer_spec", "kind", "layer", "layers", "pooling", "classifier",
+    "accuracy", "accuracy_low", "accuracy_high",
+    "macro_f1", "macro_f1_low", "macro_f1_high",
+    "balanced_accuracy", "balanced_accuracy_low", "balanced_accuracy_high",
+    "control_accuracy", "selectivity", "C", "fit_seconds", "n_train", "n_test", "evaluation",
+    "per_class_f1", "layer_weights", "is_best",
+]
+
+
+def results_paths(features_path: Path, label: str, output: str | Path | None = None) -> tuple[Path, Path]:
+    """``<features stem>.<label>.probe.csv/.json`` beside the features file, or ``PREFIX.csv/.json``."""
+    if output is not None:
+        prefix = str(output)
+        for suffix in (".csv", ".json"):
+            if prefix.endswith(suffix):
+                prefix = prefix[: -len(suffix)]
+        return Path(prefix + ".csv"), Path(prefix + ".json")
+    features_path = Path(features_path)
+    stem = features_path.name[: -len(features_path.suffix)] if features_path.suffix else features_path.name
+    base = features_path.with_name(f"{stem}.{label}.probe")
+    return Path(str(base) + ".csv"), Path(str(base) + ".json")
+
+
+def _clean(value):
+    """JSON-safe scalar: NaN/inf become null, numpy scalars plain Python."""
+    if value is pd.NA or value is pd.NaT:
+        return None
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def write_results(table: pd.DataFrame, meta: dict, csv_path: Path, json_path: Path) -> None:
+    for path in (csv_path, json_path):
+        if not path.parent.exists():
+            raise StoreError(f"cannot write results: directory {path.parent} does not exist",
+                             "create it, or choose another prefix with -o")
+    try:
+        _atomic_write(csv_path, table.to_csv(index=False))
+        records = [{key: _clean(value) for key, value in record.items()} for record in table.to_dict("records")]
+        payload = {"meta": {key: _clean(value) for key, value in meta.items()}, "results": records}
+        _atomic_write(json_path, json.dumps(payload, indent=1, allow_nan=False))
+    except OSError as err:
+        raise StoreError(f"cannot write results to {csv_path.parent}: {err.strerror or err}",
+                         "choose a writable location with -o PREFIX") from None
+
+
+def _normalise(table: pd.DataFrame) -> pd.DataFrame:
+    if "layer" in table:
+        table["layer"] = pd.to_numeric(table["layer"], errors="coerce").astype("Int64")
+    if "is_best" in table:
+        table["is_best"] = table["is_best"].map(lambda v: str(v).lower() in ("true", "1")).astype(bool)
+    for column in ("per_class_f1", "layer_weights", "layers", "layer_spec", "pooling"):
+        if column in table:
+            table[column] = table[column].fillna("").astype(str)
+    return table
+
+
+def load_results(path: str | Path) -> tuple[pd.DataFrame, dict]:
+    """``(DataFrame, meta)`` from a ``.probe.csv`` or ``.probe.json`` (meta comes from the JSON beside a CSV)."""
+    path = Path(path)
+    if not path.exists():
+        raise StoreError(f"results file {path} does not exist", "create it with featx probe")
+    try:
+        if path.suffix == ".json":
+            payload = json.loads(path.read_text(encoding="utf-8"))
+            table = pd.DataFrame(payload["results"])
+            meta = payload.get("meta", {})
+        else:
+            table = pd.read_csv(path, keep_default_na=True)
+            sibling = path.with_suffix(".json")
+            meta = json.loads(sibling.read_text(encoding="utf-8")).get("meta", {}) if sibling.exists() else {}
+    except (ValueError, KeyError, OSError) as err:
+        raise StoreError(f"{path} is not a featx probe results file ({err})") from None
+    missing = [column for column in ("features", "layer_spec", "pooling", "classifier", "accuracy") if column not in table]
+    if missing:
+        raise StoreError(f"{path} is not a featx probe results file: columns {', '.join(missing)} are missing")
+    return _normalise(table), meta

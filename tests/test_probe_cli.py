@@ -1,0 +1,126 @@
+"""``featx probe`` on the command line: the remembered extraction, the table, and every error as exit 2."""
+
+from __future__ import annotations
+
+import shutil
+
+import h5py
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+import featx
+from featx.cli import main
+from featx.state import last
+
+from conftest import write_csv
+from test_probing import N_ROWS, make_rows
+
+
+@pytest.fixture
+def in_tmp(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+@pytest.fixture
+def extracted(tiny_model, in_tmp):
+    corpus = write_csv(in_tmp / "corpus.csv", make_rows(N_ROWS), header=("text", "label", "topic"))
+    result = CliRunner().invoke(main, ["extract", str(corpus), "--model", str(tiny_model), "-q"])
+    assert result.exit_code == 0, result.output
+    return in_tmp / "corpus.features.h5"
+
+
+def invoke(*args):
+    return CliRunner().invoke(main, ["probe", *args])
+
+
+def test_probe_without_a_path_uses_the_last_extraction(extracted):
+    result = invoke("--layer", "all", "--pooling", "mean,cls", "--folds", "3", "--jobs", "1")
+    assert result.exit_code == 0, result.output
+    assert f"using the last extraction in this directory: {extracted.resolve()}" in result.output
+    assert "majority class" in result.output and "control" in result.output and " *" in result.output
+    csv = extracted.with_name("corpus.features.label.probe.csv")
+    assert csv.exists() and csv.with_suffix(".json").exists()
+    assert last("results") == csv.resolve()
+
+
+def test_default_label_is_the_first_column_when_there_is_no_label(tiny_model, in_tmp):
+    corpus = write_csv(in_tmp / "c.csv", [(r[0], r[2], r[1]) for r in make_rows(N_ROWS)],
+                       header=("text", "topic", "sentiment"))
+    featx.extract(corpus, model=str(tiny_model), output=in_tmp / "c.h5", progress=False)
+    result = invoke("c.h5", "--layer", "1", "--pooling", "mean", "--folds", "3", "--jobs", "1", "-o", "out/res")
+    assert result.exit_code == 2 and "directory" in result.output  # -o into a missing folder
+    (in_tmp / "out").mkdir()
+    result = invoke("c.h5", "--layer", "1", "--pooling", "mean", "--folds", "3", "--jobs", "1", "-o", "out/res")
+    assert result.exit_code == 0, result.output
+    first = featx.open(in_tmp / "c.h5").label_columns[0]  # the store lists label columns by name
+    assert f"no 'label' column; probing '{first}'" in result.output and (in_tmp / "out" / "res.csv").exists()
+
+
+def test_changed_corpus_gives_a_warning_not_an_error(extracted):
+    with open(extracted.with_name("corpus.csv"), "a") as handle:
+        handle.write("the cat,pos,a\n")
+    result = invoke(str(extracted), "--layer", "1", "--pooling", "mean", "--folds", "3", "--jobs", "1")
+    assert result.exit_code == 0, result.output
+    assert "warning:" in result.output and "labels may not match" in result.output
+
+
+def _set_labels(path, codes):
+    with h5py.File(path, "r+") as file:
+        file["labels/label"][...] = codes
+
+
+def _edit_attr(path, key, value):
+    with h5py.File(path, "r+") as file:
+        file.attrs[key] = value
+
+
+@pytest.mark.parametrize("case, message", [
+    ("no-label-column", "has no label column 'nope'"),
+    ("one-class", "only one class"),
+    ("small-class", "use fewer folds (--folds 3)"),
+    ("incomplete", "incomplete"),
+    ("stale", "schema"),
+    ("layer-out-of-range", "out of range"),
+    ("baseline-rows", "does not hold the same rows"),
+    ("attn-without-tokens", "token-level states"),
+    ("no-features", "no extraction is remembered"),
+])
+def test_errors_exit_2_with_a_clear_message(extracted, tmp_path, case, message):
+    args = [str(extracted), "--pooling", "mean", "--jobs", "1"]
+    if case == "no-label-column":
+        args += ["--label", "nope"]
+    elif case == "one-class":
+        _set_labels(extracted, np.zeros(N_ROWS, np.int32))
+    elif case == "small-class":
+        _set_labels(extracted, np.r_[np.ones(3), np.zeros(N_ROWS - 3)].astype(np.int32))
+    elif case == "incomplete":
+        _edit_attr(extracted, "complete", False)
+    elif case == "stale":
+        _edit_attr(extracted, "schema_version", 0)
+    elif case == "layer-out-of-range":
+        args += ["--layer", "7"]
+    elif case == "baseline-rows":
+        other = tmp_path / "other.csv"
+        write_csv(other, make_rows(N_ROWS - 2, seed=3), header=("text", "label", "topic"))
+        baseline = tmp_path / "other.h5"
+        featx.extract(other, model=featx.open(extracted).attrs["model_path"], output=baseline, progress=False)
+        args += ["--baseline", str(baseline)]
+    elif case == "attn-without-tokens":
+        args += ["--classifier", "attn"]
+    elif case == "no-features":
+        shutil.rmtree(tmp_path / ".featx")
+        args = ["--jobs", "1"]
+    result = invoke(*args)
+    assert result.exit_code == 2, result.output
+    assert result.output.startswith("featx: error:") and "Traceback" not in result.output
+    assert message in result.output
+
+
+def test_allow_partial_probes_the_rows_written(extracted):
+    _edit_attr(extracted, "complete", False)
+    result = invoke(str(extracted), "--allow-partial", "--layer", "1", "--pooling", "mean", "--folds", "3",
+                    "--jobs", "1")
+    assert result.exit_code == 0, result.output
+    assert "incomplete" in result.output
