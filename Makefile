@@ -29,10 +29,30 @@ install: $(VENV)/.installed
 
 install-test: $(VENV)/.installed-test
 
+# The demo: extract every layer of the embedded model once, probe several label columns, plot each.
+# A label's probe is skipped when its results are newer than the features file (delete them to redo).
+DEMO_LABELS ?= sentiment number tense mood length_bucket
+DEMO_FEATURES := $(OUT)/demo.features.h5
+FEATX := $(VENV)/bin/featx
+
 demo: install
 	@mkdir -p $(OUT)
-	$(VENV)/bin/featx extract data/demo.csv -o $(OUT)/demo.features.h5
-	@echo "features: $(OUT)/demo.features.h5"
+	$(FEATX) extract data/demo.csv -o $(DEMO_FEATURES)
+	@set -e; for label in $(DEMO_LABELS); do \
+	  results=$(OUT)/demo.features.$$label.probe.csv; \
+	  if [ -f "$$results" ] && [ "$$results" -nt $(DEMO_FEATURES) ]; then \
+	    echo "featx probe --label $$label: up to date ($$results)"; \
+	  else \
+	    echo "$(FEATX) probe $(DEMO_FEATURES) --label $$label --layer all"; \
+	    $(FEATX) probe $(DEMO_FEATURES) --label $$label --layer all; \
+	  fi; \
+	done
+	$(FEATX) plot $(foreach label,$(DEMO_LABELS),$(OUT)/demo.features.$(label).probe.csv) --compare $(OUT)/demo.labels.png
+	@echo ""
+	@echo "features: $(DEMO_FEATURES)"
+	@echo "results:  $(OUT)/demo.features.<label>.probe.csv and .json for: $(DEMO_LABELS)"
+	@echo "figures:  $(OUT)/demo.features.<label>.probe.png and .svg; all labels together: $(OUT)/demo.labels.png"
+	@echo "notebook: notebooks/layerwise.ipynb reads these files (.venv/bin/pip install jupyterlab; .venv/bin/jupyter lab notebooks/)"
 
 test: install-test
 	$(PY) -m pytest -q

@@ -128,5 +128,57 @@ def probe(features, no_control, **options):
     click.echo(f"\nwrote {result.csv_path} and {result.json_path.name} ({result.meta['seconds']:.1f} s)")
 
 
+@main.command()
+@click.argument("results", nargs=-1, type=click.Path(path_type=Path))
+@click.option("-o", "--output", type=click.Path(path_type=Path),
+              help="Figure path (its suffix is replaced by .png and .svg), or a directory. "
+                   "Default: beside each results file, same name.")
+@click.option("--metric", default="accuracy", show_default=True,
+              help="accuracy, macro_f1, balanced_accuracy, selectivity or control_accuracy.")
+@click.option("--classifier", default=None, help="Which probe's rows to draw (default: the best row's).")
+@click.option("--baseline", type=click.Path(path_type=Path), default=None,
+              help="Results of a second features file (e.g. --random-init) drawn as a reference line.")
+@click.option("--compare", type=click.Path(path_type=Path), default=None,
+              help="Also write one figure comparing all RESULTS (one label column each) to this path.")
+@click.option("--dpi", type=int, default=150, show_default=True, help="Resolution of the PNG.")
+def plot(results, output, metric, classifier, baseline, compare, dpi):
+    """Draw layer-wise curves and a layer x pooling heatmap from probe RESULTS (.probe.csv or .json).
+
+    With no RESULTS, uses the last results written by featx probe in this directory.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from .errors import InputError
+    from .plots import default_output, figure, labels_figure
+    from .state import last
+
+    if not results:
+        remembered = last("results")
+        if remembered is None:
+            raise InputError("no results file given and none remembered in this directory",
+                             "run featx probe first, or pass the .probe.csv file: featx plot RESULTS")
+        results = (remembered,)
+        click.echo(f"using the last results: {remembered}")
+    if output is not None and len(results) > 1 and output.suffix:
+        raise InputError(f"-o {output} names one figure but {len(results)} results files were given",
+                         "pass a directory to -o, or one results file")
+    for path in results:
+        target = default_output(path)
+        if output is not None:
+            target = output / target.name if (output.is_dir() or not output.suffix) else output
+            target.parent.mkdir(parents=True, exist_ok=True)
+        click.echo(f"plotting {path}")
+        fig, written = figure(path, metric=metric, classifier=classifier, output=target, dpi=dpi, baseline=baseline)
+        plt.close(fig)
+        click.echo("wrote " + ", ".join(str(item) for item in written))
+    if compare is not None:
+        fig, written = labels_figure(results, metric=metric, classifier=classifier, output=compare, dpi=dpi)
+        plt.close(fig)
+        click.echo("wrote " + ", ".join(str(item) for item in written))
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -1,0 +1,52 @@
+"""The notebooks run top to bottom against a tiny model's features and results, and are committed clean."""
+
+import os
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+import featx
+from conftest import write_csv
+from results_fixtures import tiny_rows
+
+REPO = Path(__file__).resolve().parent.parent
+NOTEBOOK = REPO / "notebooks" / "layerwise.ipynb"
+
+
+def test_committed_notebook_has_no_outputs():
+    notebook = nbformat.read(NOTEBOOK, as_version=4)
+    code = [cell for cell in notebook.cells if cell.cell_type == "code"]
+    assert code and all(not cell.outputs and cell.execution_count is None for cell in code)
+    parameters = [cell for cell in code if "parameters" in cell.metadata.get("tags", [])]
+    assert len(parameters) == 1 and 'ROOT / "out" / "demo.features.h5"' in parameters[0].source
+
+
+def test_layerwise_notebook_runs_on_tiny_model_outputs(tiny_model, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # extract and probe remember their outputs in ./.featx/
+    corpus = write_csv(tmp_path / "corpus.csv", tiny_rows(), header=("text", "sentiment", "split"))
+    features = featx.extract(corpus, model=str(tiny_model), output=tmp_path / "corpus.features.h5",
+                             poolings="cls,mean,max", progress=False).output
+    result = featx.probe(features, label="sentiment", layers="all", jobs=1, n_bootstrap=200)
+    best = result.best()
+    monkeypatch.setenv("FEATX_FEATURES", str(features))
+    monkeypatch.setenv("FEATX_RESULTS", str(result.csv_path))
+    monkeypatch.setenv("MPLBACKEND", "module://matplotlib_inline.backend_inline")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
+
+    notebook = nbformat.read(NOTEBOOK, as_version=4)
+    NotebookClient(notebook, timeout=120, kernel_name="python3",
+                   resources={"metadata": {"path": str(tmp_path)}}).execute()  # raises on any failing cell
+
+    outputs = [output for cell in notebook.cells for output in cell.get("outputs", [])]
+    text = "".join(output.get("text", "") for output in outputs)
+    assert f"results:  {result.csv_path}" in text
+    assert f"best: layer {int(best.layer)}, {best.pooling} pooling, accuracy {best.accuracy:.3f}" in text
+    assert sum("image/png" in output.get("data", {}) for output in outputs) == 4  # curves, heatmap, F1, PCA
+    assert not [output for output in outputs if output.output_type == "error"]
+
+
+@pytest.mark.parametrize("name", sorted(path.name for path in (REPO / "notebooks").glob("*.ipynb")))
+def test_every_notebook_is_valid(name):
+    nbformat.validate(nbformat.read(REPO / "notebooks" / name, as_version=4))
