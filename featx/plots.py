@@ -174,7 +174,8 @@ def layer_rows(frame: pd.DataFrame, classifier: str | None = None, features: str
         # Several sites: each (site, pooling) is its own series, named in the "pooling" column that
         # every panel groups by ("ffn" alone when all rows share one pooling, else "ffn · mean").
         one_pooling = rows["pooling"].nunique() == 1
-        rows = rows.assign(pooling=rows["site"] if one_pooling else rows["site"] + " · " + rows["pooling"])
+        rows = rows.assign(probe_pooling=rows["pooling"],
+                           pooling=rows["site"] if one_pooling else rows["site"] + " · " + rows["pooling"])
     return rows
 
 
@@ -420,11 +421,12 @@ def plot_per_class_f1(frame: pd.DataFrame, meta: dict | None = None, ax=None, po
 
 
 def plot_projection(features, layer: int, pooling: str, label: str, ax=None, split: str | None = None,
-                    max_points: int = 3000, seed: int = 0, title: bool | str = True):
+                    max_points: int = 3000, seed: int = 0, title: bool | str = True, site: str = "hidden"):
     """The rows of one (layer, pooling) projected on their first two principal components, coloured by label.
 
     ``features`` is a features file path or an open ``featx.FeatureFile``. ``split`` keeps only rows
-    of that split; at most ``max_points`` rows are drawn (a seeded random subset).
+    of that split; at most ``max_points`` rows are drawn (a seeded random subset). ``site`` picks a
+    stored site other than the hidden states (``featx extract --site``).
     """
     import matplotlib.pyplot as plt
     from sklearn.decomposition import PCA
@@ -433,7 +435,7 @@ def plot_projection(features, layer: int, pooling: str, label: str, ax=None, spl
 
     opened = features if isinstance(features, FeatureFile) else open_features(features)
     try:
-        X = opened.features(pooling, layer)
+        X = opened.features(pooling, layer, site=site)
         codes = opened.labels(label)
         names = opened.label_names(label)
         keep = codes >= 0
@@ -471,7 +473,8 @@ def plot_projection(features, layer: int, pooling: str, label: str, ax=None, spl
         if constant:
             ax.text(0.5, 0.9, "every row has the same vector here", transform=ax.transAxes, ha="center")
         if title:
-            ax.set_title(title if isinstance(title, str) else f"layer {layer}, {pooling} pooling: PCA by {label}",
+            where = "" if site == "hidden" else f"{site}, "
+            ax.set_title(title if isinstance(title, str) else f"layer {layer}, {where}{pooling} pooling: PCA by {label}",
                          loc="left")
     return ax
 
