@@ -27,7 +27,7 @@ class FeatxGroup(click.Group):
         except FeatxError as error:
             _fail(error)
         except KeyboardInterrupt:
-            click.echo("featx: interrupted", err=True)
+            click.echo("featx: interrupted; committed work is kept: run the same command again to resume", err=True)
             sys.exit(130)
 
 

@@ -74,6 +74,16 @@ def _decode(raw: bytes, path: Path, encoding: str) -> str:
 
 
 def _read_delimited(text: str, path: Path, delimiter: str) -> tuple[list[str], list[list[str]], list[int]]:
+    # The csv module refuses fields over 128 KiB by default; one text may be a whole document.
+    limit = csv.field_size_limit()
+    csv.field_size_limit(max(limit, len(text) + 1))
+    try:
+        return _parse_delimited(text, path, delimiter)
+    finally:
+        csv.field_size_limit(limit)
+
+
+def _parse_delimited(text: str, path: Path, delimiter: str) -> tuple[list[str], list[list[str]], list[int]]:
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=True)
     try:
         header = next(reader)
@@ -108,7 +118,9 @@ def _read_delimited(text: str, path: Path, delimiter: str) -> tuple[list[str], l
 
 def _read_jsonl(text: str, path: Path) -> tuple[list[str], list[list[str]], list[int]]:
     records, lines, header = [], [], []
-    for number, line in enumerate(text.splitlines(), start=1):
+    # Only \n ends a record: str.splitlines() would also split on \x85 or \u2028, legal inside JSON strings.
+    for number, line in enumerate(text.split("\n"), start=1):
+        line = line.removesuffix("\r")
         if not line.strip():
             continue
         try:

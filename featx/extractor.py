@@ -6,6 +6,7 @@ import fcntl
 import json
 import os
 import queue
+import tempfile
 import threading
 import time
 from dataclasses import asdict, dataclass, field
@@ -23,7 +24,7 @@ from .pooling import POOLING_FUNCTIONS, make_pooler_pool
 from .selection import POOLINGS, parse_poolings, select_layers
 from .sites import HIDDEN, Site, SiteRecorder, measure_widths, parse_sites, resolve_sites
 from .state import remember
-from .store import FeatureFile, FeatureWriter, partial_path, site_pooled_path, site_tokens_path
+from .store import FeatureFile, FeatureWriter, partial_path, resumable, site_pooled_path, site_tokens_path
 from .tokenize import TokenizedCorpus, tokenize_texts
 
 WINDOW_BYTES = 256 << 20  # host memory for one commit window of outputs
@@ -113,8 +114,15 @@ def _check_output_dir(output: Path) -> None:
     directory = output.parent
     if not directory.exists():
         raise InputError(f"output directory {directory} does not exist", "create it first, or choose another path with -o")
-    if not os.access(directory, os.W_OK):
-        raise InputError(f"output directory {directory} is read-only", "choose a writable location with -o OUT.h5")
+    if not directory.is_dir():
+        raise InputError(f"output directory {directory} is not a directory", "choose another path with -o OUT.h5")
+    # Try it: os.access says "writable" to root even on read-only mounts.
+    try:
+        with tempfile.TemporaryFile(dir=directory, prefix=".featx-write-test-"):
+            pass
+    except OSError as err:
+        raise InputError(f"output directory {directory} is not writable ({err.strerror or err})",
+                         "choose a writable location with -o OUT.h5") from None
 
 
 class OutputLock:
@@ -125,21 +133,34 @@ class OutputLock:
         self.handle = None
 
     def __enter__(self) -> "OutputLock":
-        self.handle = open(self.path, "a+")
         try:
-            fcntl.flock(self.handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+            while True:
+                self.handle = open(self.path, "a+")
+                try:
+                    fcntl.flock(self.handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    self.handle.seek(0)
+                    holder = self.handle.read().strip() or "another process"
+                    self.handle.close()
+                    raise StoreError(
+                        f"another featx extract ({holder}) is writing {self.path.name[:-5]} right now",
+                        "wait for it to finish, or choose another output with -o",
+                    ) from None
+                # The holder unlinks the file when done: a lock taken on an unlinked file locks nothing.
+                try:
+                    if os.stat(self.path).st_ino == os.fstat(self.handle.fileno()).st_ino:
+                        break
+                except FileNotFoundError:
+                    pass
+                self.handle.close()
             self.handle.seek(0)
-            holder = self.handle.read().strip() or "another process"
-            self.handle.close()
-            raise StoreError(
-                f"another featx extract ({holder}) is writing {self.path.name[:-5]} right now",
-                "wait for it to finish, or choose another output with -o",
-            ) from None
-        self.handle.seek(0)
-        self.handle.truncate()
-        self.handle.write(f"pid {os.getpid()}")
-        self.handle.flush()
+            self.handle.truncate()
+            self.handle.write(f"pid {os.getpid()}")
+            self.handle.flush()
+        except BaseException:  # Ctrl-C while taking the lock: release what was taken
+            if self.handle is not None and not self.handle.closed:
+                self.handle.close()
+            raise
         return self
 
     def __exit__(self, *exc) -> None:
@@ -210,8 +231,20 @@ class _Writer:
             raise self.error
 
     def close(self) -> None:
-        self.queue.put(None)
-        self.thread.join()
+        # Let the thread finish the window it is committing even through a (second) Ctrl-C:
+        # closing the file under it would only waste that window. The interrupt is re-raised.
+        interrupted = False
+        sent = False
+        while not sent or self.thread.is_alive():
+            try:
+                if not sent:
+                    self.queue.put(None)
+                    sent = True
+                self.thread.join()
+            except KeyboardInterrupt:
+                interrupted = True
+        if interrupted:
+            raise KeyboardInterrupt
 
 
 def _prefetch(iterable, depth: int = 2):
@@ -401,8 +434,9 @@ def _check_existing(output: Path, fingerprint: str) -> None:
     try:
         with FeatureFile(output) as existing:
             same = existing.attrs.get("fingerprint") == fingerprint
-    except FeatxError:
-        same = False
+    except FeatxError as err:
+        raise StoreError(f"{output} already exists and cannot be used: {err.message}",
+                         "pass --overwrite to replace it, or choose another output with -o") from None
     if not same:
         raise StoreError(
             f"{output} already exists and was made from a different corpus, model or options",
@@ -413,15 +447,18 @@ def _check_existing(output: Path, fingerprint: str) -> None:
 def _open_writer(config, output, corpus, tokenized, loaded, layers, poolings, store_dtype, fingerprint,
                  sites: list[Site] | None = None) -> FeatureWriter:
     partial = partial_path(output)
-    if partial.exists() and not config.overwrite:
+    # An unfinished file made by this very command is always resumed (--overwrite included: it is
+    # what the command would write anyway). One that cannot be reopened holds nothing usable.
+    if resumable(output):
         writer = FeatureWriter.resume(output)
-        if writer.attrs.get("fingerprint") != fingerprint:
-            writer.close()
+        if writer.attrs.get("fingerprint") == fingerprint:
+            return writer
+        writer.close()
+        if not config.overwrite:
             raise StoreError(
                 f"{partial} holds an unfinished extraction with a different corpus, model or options",
                 "run the original command to resume it, or pass --overwrite to start over",
             )
-        return writer
     attrs = {
         "featx_version": __version__,
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),

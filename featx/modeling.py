@@ -107,6 +107,27 @@ def _check_folder(folder: Path) -> list[Path]:
     return weights
 
 
+def _custom_code(folder: Path) -> list[str]:
+    """The Python modules a model folder asks transformers to import (``auto_map`` entries)."""
+    import json
+
+    modules = []
+    for name in ("config.json", "tokenizer_config.json"):
+        try:
+            config = json.loads((folder / name).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        auto_map = config.get("auto_map") if isinstance(config, dict) else None
+        if isinstance(auto_map, dict):
+            for target in auto_map.values():
+                for reference in target if isinstance(target, list) else [target]:
+                    if isinstance(reference, str):
+                        module = reference.split("--")[-1].rsplit(".", 1)[0] + ".py"
+                        if module not in modules:
+                            modules.append(module)
+    return modules
+
+
 def _resolve_folder(model: str) -> tuple[str, Path]:
     """Map ``--model`` (default, a folder, or a hub id) to a local folder, without network."""
     if model in (None, "", DEFAULT_MODEL):
@@ -175,6 +196,15 @@ def load_model(
     hf_logging.disable_progress_bar()
     name, folder = _resolve_folder(model)
     weight_files = _check_folder(folder)
+    custom = _custom_code(folder)
+    if custom and not trust_remote_code:
+        # Refused up front: without the flag transformers would either refuse later or quietly use a
+        # built-in class in place of the author's code, giving features of a different model.
+        raise ModelError(
+            f"model {name} ships its own Python code ({', '.join(custom)}, named by auto_map in its config), "
+            "which featx does not run by default",
+            "read that code first; pass --trust-remote-code only if you trust it",
+        )
     torch_device = resolve_device(device)
     torch_dtype = resolve_dtype(dtype, torch_device)
     if torch_dtype == torch.bfloat16 and torch_device.type == "cuda" and not torch.cuda.is_bf16_supported():

@@ -30,8 +30,14 @@ touched by a failed run.
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import errno
+import functools
 import json
 import os
+import re
+import sys
 from pathlib import Path
 from typing import Iterable
 
@@ -43,6 +49,7 @@ from .errors import IncompleteError, StoreError
 SCHEMA_VERSION = 1
 FORMAT_NAME = "featx-features"
 PARTIAL_SUFFIX = ".partial"
+CREATING_SUFFIX = ".creating"
 CHUNK_BYTES = 1 << 20
 HIDDEN_SITE = "hidden"
 TOKENS_SUFFIX = "/tokens/states"
@@ -67,11 +74,110 @@ def partial_path(path: Path) -> Path:
     return path.with_name(path.name + PARTIAL_SUFFIX)
 
 
+def creating_path(path: Path) -> Path:
+    """Where a new file is built before it becomes ``<name>.partial`` (a kill here loses nothing)."""
+    return path.with_name(path.name + PARTIAL_SUFFIX + CREATING_SUFFIX)
+
+
+def resumable(final_path: Path) -> bool:
+    """Whether ``<name>.partial`` exists and can be reopened with its progress marker.
+
+    ``.partial`` only ever appears fully created (see ``FeatureWriter.create``), so an
+    unreadable one holds no rows anyone could use: the caller starts over.
+    """
+    path = partial_path(final_path)
+    if not path.exists():
+        return False
+    try:
+        with h5py.File(path, "r", locking=False) as file:
+            return file.attrs.get("format") == FORMAT_NAME and "progress/rows_done" in file
+    except Exception:  # h5py raises OSError, KeyError or RuntimeError on damaged files
+        return False
+
+
 def _preallocated(group: h5py.Group, name: str, shape: tuple[int, ...], dtype, chunks=None) -> h5py.Dataset:
     dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
     dcpl.set_alloc_time(h5py.h5d.ALLOC_TIME_EARLY)
     dcpl.set_fill_time(h5py.h5d.FILL_TIME_NEVER)
     return group.create_dataset(name, shape=shape, dtype=dtype, chunks=chunks, dcpl=dcpl)
+
+
+def _written(group: h5py.Group, name: str, **kwargs) -> h5py.Dataset:
+    """``create_dataset`` with data, flushed at once: HDF5 would otherwise write the data when the
+    handle is garbage-collected, where a write error (a full disk) is printed and ignored."""
+    dataset = group.create_dataset(name, **kwargs)
+    dataset.flush()
+    return dataset
+
+
+def _as_os_error(method):
+    """h5py reports some failed writes (a full disk) as RuntimeError; callers handle them as OSError."""
+
+    @functools.wraps(method)
+    def wrapper(*args, **kwargs):
+        try:
+            return method(*args, **kwargs)
+        except RuntimeError as err:
+            found = re.search(r"errno = (\d+)", str(err))
+            code = int(found.group(1)) if found else errno.EIO
+            raise OSError(code, os.strerror(code) if found else str(err)) from err
+
+    return wrapper
+
+
+@contextlib.contextmanager
+def _quiet_cleanup():
+    """Closing HDF5 handles after a failed write flushes again; h5py then prints the same error as
+    "Exception ignored" with a traceback (through sys.excepthook and sys.unraisablehook). The failure
+    was already reported, so silence the echo while closing."""
+    hooks = sys.excepthook, sys.unraisablehook
+    sys.excepthook = lambda *args: None
+    sys.unraisablehook = lambda unraisable: None
+    try:
+        yield
+    except Exception:
+        pass
+    finally:
+        sys.excepthook, sys.unraisablehook = hooks
+
+
+def _reserve_space(path: Path) -> None:
+    """Allocate the whole (sparse, preallocated) file on disk now, so that a full disk is reported
+    before the first row is computed rather than hours later.
+
+    Uses Linux ``fallocate(2)`` directly: ``os.posix_fallocate`` falls back to writing every block
+    where the filesystem lacks support (slow on network filesystems); there we simply skip it.
+    """
+    fallocate = _linux_fallocate()
+    if fallocate is None:
+        return
+    descriptor = os.open(path, os.O_RDWR)
+    try:
+        if fallocate(descriptor, 0, 0, os.fstat(descriptor).st_size) != 0:
+            code = ctypes.get_errno()
+            if code not in (errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL):
+                raise OSError(code, os.strerror(code), str(path))
+    finally:
+        os.close(descriptor)
+
+
+@functools.lru_cache(maxsize=1)
+def _linux_fallocate():
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        function = libc.fallocate64 if hasattr(libc, "fallocate64") else libc.fallocate
+    except (OSError, AttributeError):  # not Linux/glibc
+        return None
+    function.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64]
+    function.restype = ctypes.c_int
+    return function
+
+
+def _file_size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
 
 
 def _row_chunks(n_rows: int, row_bytes: int) -> int:
@@ -89,20 +195,62 @@ class FeatureWriter:
     def __init__(self, file: h5py.File, final_path: Path):
         self.file = file
         self.final_path = final_path
+        # Handles stay open for the writer's lifetime so that ``file.flush()`` flushes their chunk
+        # caches and raises on failure; a temporary handle would flush while being garbage-collected,
+        # where HDF5 errors (ENOSPC) are only printed, and committed rows would silently be zeros.
         self._rows_done = file["progress/rows_done"]
+        self._pooled = {name: file["pooled"][name] for name in file["pooled"]}
+        self._token_states = file["tokens/states"] if "tokens" in file else None
+        self._token_offsets = file["tokens/offsets"][()] if "tokens" in file else None
+        self._site_datasets: dict[str, h5py.Dataset] = {}  # "sites/<site>/pooled/<pooling>", ".../tokens/states"
+        if "sites" in file:
+            file["sites"].visititems(lambda name, item: self._site_datasets.__setitem__(f"sites/{name}", item)
+                                     if isinstance(item, h5py.Dataset) else None)
 
     @classmethod
     def create(cls, final_path: Path, attrs: dict, corpus, tokenized, layers: list[int],
                poolings: list[str], hidden_size: int, store_dtype: np.dtype, with_tokens: bool,
                sites: dict[str, dict] | None = None) -> "FeatureWriter":
         """``sites``: ``{name: {"layers": [...], "width": W, "poolings": [...], ...}}`` beyond ``hidden``."""
-        path = partial_path(final_path)
-        if path.exists():
-            path.unlink()
+        # Built under a temporary name and renamed to .partial only once fully created and
+        # flushed: a kill during creation then never leaves a damaged .partial behind.
+        path = creating_path(final_path)
+        for stale in (path, partial_path(final_path)):
+            if stale.exists():
+                stale.unlink()
         try:
             file = h5py.File(path, "w")
         except OSError as err:
             raise StoreError(f"cannot create {path}: {err}", "check the output directory exists and is writable") from None
+        try:
+            _as_os_error(cls._populate)(file, attrs, corpus, tokenized, layers, poolings, hidden_size,
+                                        store_dtype, with_tokens, sites)
+            _as_os_error(file.flush)()
+            _reserve_space(path)
+        except BaseException as err:
+            with _quiet_cleanup():
+                file.close()
+            needed = _file_size(path)
+            path.unlink(missing_ok=True)
+            if isinstance(err, OSError) and err.errno == errno.ENOSPC:
+                raise StoreError(
+                    f"not enough disk space for {partial_path(final_path)}: the features file needs "
+                    f"{needed / 1e6:,.1f} MB ({err.strerror})",
+                    "free disk space or choose another output with -o, then run the same command again",
+                ) from None
+            if isinstance(err, OSError):
+                raise StoreError(
+                    f"cannot create {partial_path(final_path)}: {err}",
+                    "free disk space (or fix the problem) and run the same command again",
+                ) from None
+            raise
+        os.replace(path, partial_path(final_path))
+        return cls(file, final_path)
+
+    @staticmethod
+    def _populate(file: h5py.File, attrs: dict, corpus, tokenized, layers: list[int], poolings: list[str],
+                  hidden_size: int, store_dtype: np.dtype, with_tokens: bool,
+                  sites: dict[str, dict] | None = None) -> None:
         n_rows, n_layers = len(corpus), len(layers)
         string = h5py.string_dtype("utf-8")
         file.attrs.update({key: value for key, value in attrs.items() if value is not None})
@@ -119,17 +267,17 @@ class FeatureWriter:
             file.attrs["sites"] = json.dumps(sites)
 
         rows = file.create_group("rows")
-        rows.create_dataset("text", data=_strings(corpus.texts), dtype=string)
-        rows.create_dataset("id", data=_strings(corpus.ids), dtype=string)
+        _written(rows, "text", data=_strings(corpus.texts), dtype=string)
+        _written(rows, "id", data=_strings(corpus.ids), dtype=string)
         if corpus.split is not None:
-            rows.create_dataset("split", data=_strings(corpus.split), dtype=string)
-        rows.create_dataset("n_tokens", data=tokenized.full_lengths.astype(np.int32))
-        rows.create_dataset("n_kept", data=tokenized.lengths.astype(np.int32))
-        rows.create_dataset("truncated", data=tokenized.truncated)
+            _written(rows, "split", data=_strings(corpus.split), dtype=string)
+        _written(rows, "n_tokens", data=tokenized.full_lengths.astype(np.int32))
+        _written(rows, "n_kept", data=tokenized.lengths.astype(np.int32))
+        _written(rows, "truncated", data=tokenized.truncated)
 
-        labels = file.create_group("labels")
+        labels = file.create_group("labels", track_order=True)  # label_columns in corpus order
         for name, column in corpus.labels.items():
-            dataset = labels.create_dataset(escape_name(name), data=column.codes.astype(np.int32))
+            dataset = _written(labels, escape_name(name), data=column.codes.astype(np.int32))
             dataset.attrs["column"] = name
             dataset.attrs["names"] = json.dumps(column.names)
 
@@ -145,9 +293,9 @@ class FeatureWriter:
             total = int(tokenized.offsets[-1])
             _preallocated(tokens, "states", (total, n_layers, hidden_size), store_dtype,
                           chunks=(_row_chunks(total, hidden_size * itemsize), 1, hidden_size))
-            tokens.create_dataset("offsets", data=tokenized.offsets.astype(np.int64))
-            tokens.create_dataset("input_ids", data=tokenized.input_ids.astype(np.int32))
-            tokens.create_dataset("word_ids", data=tokenized.word_ids.astype(np.int32))
+            _written(tokens, "offsets", data=tokenized.offsets.astype(np.int64))
+            _written(tokens, "input_ids", data=tokenized.input_ids.astype(np.int32))
+            _written(tokens, "word_ids", data=tokenized.word_ids.astype(np.int32))
 
         for name, site in (sites or {}).items():
             group = file.require_group("sites").create_group(escape_name(name))
@@ -163,10 +311,9 @@ class FeatureWriter:
                               chunks=(_row_chunks(total, width * itemsize), 1, width))
 
         progress = file.create_group("progress")
-        _preallocated(progress, "rows_done", (1,), np.int64)
-        progress["rows_done"][0] = 0
-        file.flush()
-        return cls(file, final_path)
+        rows_done = _preallocated(progress, "rows_done", (1,), np.int64)
+        rows_done[0] = 0
+        rows_done.flush()
 
     @classmethod
     def resume(cls, final_path: Path) -> "FeatureWriter":
@@ -188,6 +335,7 @@ class FeatureWriter:
     def rows_done(self) -> int:
         return int(self._rows_done[0])
 
+    @_as_os_error
     def write_window(self, start: int, stop: int, pooled: dict[str, np.ndarray],
                      token_states: np.ndarray | None = None, site_values: dict[str, np.ndarray] | None = None) -> None:
         """Write rows ``[start, stop)``; they count as committed only after ``commit``.
@@ -196,23 +344,28 @@ class FeatureWriter:
         to their rows (pooled) or tokens (token-level) of the window.
         """
         for pooling, values in pooled.items():
-            self.file["pooled"][pooling][start:stop] = values
-        offsets = self.file["tokens/offsets"] if "tokens" in self.file else None
+            self._pooled[pooling][start:stop] = values
         if token_states is not None:
-            first, last = int(offsets[start]), int(offsets[stop])
-            self.file["tokens/states"][first:last] = token_states
+            first, last = int(self._token_offsets[start]), int(self._token_offsets[stop])
+            self._token_states[first:last] = token_states
         for path, values in (site_values or {}).items():
             if path.endswith(TOKENS_SUFFIX):
-                self.file[path][int(offsets[start]) : int(offsets[stop])] = values
+                self._site_datasets[path][int(self._token_offsets[start]) : int(self._token_offsets[stop])] = values
             else:
-                self.file[path][start:stop] = values
+                self._site_datasets[path][start:stop] = values
 
+    @_as_os_error
     def commit(self, rows_done: int) -> None:
         # Data first, marker second: a crash between the two only redoes the window.
+        for dataset in (*self._pooled.values(), self._token_states, *self._site_datasets.values()):
+            if dataset is not None:
+                dataset.flush()
         self.file.flush()
         self._rows_done[0] = rows_done
+        self._rows_done.flush()
         self.file.flush()
 
+    @_as_os_error
     def finish(self) -> Path:
         if self.rows_done != int(self.file.attrs["n_rows"]):
             raise StoreError("internal error: finishing a file whose rows are not all written")
@@ -223,8 +376,12 @@ class FeatureWriter:
         return self.final_path
 
     def close(self) -> None:
-        if self.file.id.valid:
-            self.file.close()
+        """Close after success or failure. After a failed write (a full disk) HDF5 tries to flush
+        again while closing and can only print the error; what counts is the committed marker."""
+        with _quiet_cleanup():
+            self._pooled, self._token_states = {}, None
+            if self.file.id.valid:
+                self.file.close()
 
 
 def _progress_of(path: Path) -> str:
