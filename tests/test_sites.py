@@ -307,3 +307,32 @@ def test_sharded_extraction_merges_sites(tiny_model, corpus_csv, tmp_path):
         for site in ("ffn", "attn_heads"):
             assert max_abs_diff(merged.features("max", 2, site=site), one.features("max", 2, site=site)) < 1e-4
             assert max_abs_diff(merged.token_states(1, site=site), one.token_states(1, site=site)) < 1e-4
+
+
+def test_interrupted_extraction_with_sites_resumes_to_the_same_file(tiny_model, corpus_csv, tmp_path, monkeypatch):
+    from featx.errors import Interrupted
+    from featx.store import FeatureWriter
+
+    options = dict(model=str(tiny_model), progress=False, sites="ffn,attn_heads", tokens=True, commit_rows=3,
+                   store_dtype="float32")
+    reference = featx.extract(corpus_csv, output=tmp_path / "ref.h5", **options)
+    original_commit = FeatureWriter.commit
+    calls = {"n": 0}
+
+    def flaky_commit(self, rows_done):
+        original_commit(self, rows_done)
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(FeatureWriter, "commit", flaky_commit)
+    with pytest.raises(Interrupted, match="6 of 12 rows are saved"):
+        featx.extract(corpus_csv, output=tmp_path / "out.h5", **options)
+    monkeypatch.setattr(FeatureWriter, "commit", original_commit)
+    resumed = featx.extract(corpus_csv, output=tmp_path / "out.h5", **options)
+    assert resumed.status == "resumed" and resumed.resumed_from == 6
+    with featx.open(reference.output) as one, featx.open(resumed.output) as other:
+        for site in ("ffn", "attn_heads"):
+            for layer in (1, 2):
+                assert max_abs_diff(one.features("mean", layer, site=site), other.features("mean", layer, site=site)) < 1e-5
+                assert max_abs_diff(one.token_states(layer, site=site), other.token_states(layer, site=site)) < 1e-5
