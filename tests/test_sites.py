@@ -89,8 +89,10 @@ def _check_against_reference(path, model_path, texts, n_layers, sites):
             assert features.site_layers(site) == list(range(1, n_layers + 1))
             for name in POOLINGS:
                 for layer in range(1, n_layers + 1):
-                    got = features.features(name, layer, site=site)
-                    assert max_abs_diff(got, expected[site][name][:, layer - 1]) < 1e-4, (site, name, layer)
+                    got, want = features.features(name, layer, site=site), expected[site][name][:, layer - 1]
+                    # 1e-4, scaled for sites far from unit scale: pre_ln (the residual stream before the
+                    # LayerNorm) reaches |x| ~ 220 in MiniLM, where float32 rounding alone is ~3e-5 per op.
+                    assert max_abs_diff(got, want) < 1e-4 * max(1.0, float(np.abs(want).max())), (site, name, layer)
 
 
 def test_sites_match_manual_hooks_on_tiny_model(tiny_model, corpus_csv, tmp_path):
