@@ -89,6 +89,8 @@ def main() -> None:
     args = parser.parse_args()
     warnings.filterwarnings("ignore")
 
+    from threadpoolctl import threadpool_limits
+
     import featx
 
     path = args.features or build_features(args.rows)
@@ -116,7 +118,10 @@ def main() -> None:
             X = features.features(pooling, layer)
             X_shape = X.shape
             t, c = time.perf_counter(), time.process_time()
-            accuracy = reference(X, y, args.folds, 0)
+            # One BLAS thread, as featx's workers use: on a loaded machine, default BLAS threads spin
+            # and would make the reference look far slower than it is.
+            with threadpool_limits(1):
+                accuracy = reference(X, y, args.folds, 0)
             ref_seconds.append(time.perf_counter() - t)
             ref_cpu.append(time.process_time() - c)
             ours = table[(table.pooling == pooling) & (table.layer == layer)].iloc[0]
@@ -131,7 +136,7 @@ def main() -> None:
     per_set = float(np.mean(ref_seconds))
     full = per_set * n_sets
     measured = "measured" if count == n_sets else f"extrapolated from {count} sets"
-    print(f"\nreference, all {n_sets} sets: {full:.0f} s ({measured}; {per_set:.1f} s per set, 1 process)")
+    print(f"\nreference, all {n_sets} sets: {full:.0f} s ({measured}; {per_set:.1f} s per set, 1 process, 1 BLAS thread)")
     print(f"CPU time: reference {np.mean(ref_cpu) * n_sets:.0f} s ({np.mean(ref_cpu):.1f} s per set), featx probe "
           f"{ours_cpu:.0f} s (control included); CPU speed-up {np.mean(ref_cpu) * n_sets / ours_cpu:.1f}x")
     print(f"featx probe, all {n_sets} sets: {ours_seconds:.1f} s wall (with control task; its own fit time "
