@@ -164,7 +164,8 @@ def resolve_sites(model: torch.nn.Module, names: list[str], layers: list[int], n
         if name == HIDDEN:
             sites.append(Site(name, list(layers)))
             continue
-        if not inner:
+        single_module = name.startswith(MODULE_PREFIX) and "*" not in name  # one named module, any layer
+        if not inner and not single_module:
             raise InputError(f"site '{name}' exists inside transformer layers 1..{n_layers} only, "
                              f"but --layer selects {layers}", "select some layers >= 1 too")
         if name == ATTN_HEADS:

@@ -338,3 +338,13 @@ def test_interrupted_extraction_with_sites_resumes_to_the_same_file(tiny_model, 
             for layer in (1, 2):
                 assert max_abs_diff(one.features("mean", layer, site=site), other.features("mean", layer, site=site)) < 1e-5
                 assert max_abs_diff(one.token_states(layer, site=site), other.token_states(layer, site=site)) < 1e-5
+
+
+def test_a_module_outside_the_layers_is_filed_under_layer_0(tiny_model, corpus_csv, tmp_path):
+    out = tmp_path / "embeddings.h5"
+    featx.extract(corpus_csv, model=str(tiny_model), output=out, layers="0", sites="module:embeddings",
+                  store_dtype="float32", progress=False)
+    with featx.open(out) as features:
+        assert features.site_layers("module:embeddings") == [0]
+        # the embeddings module's output is the model's hidden state 0
+        assert max_abs_diff(features.features("max", 0, site="module:embeddings"), features.features("max", 0)) == 0
