@@ -20,6 +20,7 @@ from .batching import collate, plan_batches, plan_windows
 from .corpus import Corpus, read_corpus
 from .errors import FeatxError, InputError, Interrupted, StoreError
 from .modeling import DEFAULT_MODEL, LoadedModel, dtype_name, load_model
+from .onednn import prepack_linears
 from .pooling import POOLING_FUNCTIONS, make_pooler_pool
 from .selection import POOLINGS, parse_poolings, select_layers
 from .sites import HIDDEN, Site, SiteRecorder, measure_widths, parse_sites, resolve_sites
@@ -79,6 +80,11 @@ class ExtractSummary:
     poolings: list[str] = field(default_factory=list)
     resumed_from: int = 0
     notes: list[str] = field(default_factory=list)  # extra lines for the user (e.g. the merge of shards)
+    # Where the time went (0 for an up-to-date file): model load, tokenisation, and the batch loop
+    # (forward, pooling, copies; writing overlaps it). ``tokens / forward_seconds`` is the steady-state rate.
+    load_seconds: float = 0.0
+    tokenize_seconds: float = 0.0
+    forward_seconds: float = 0.0
 
     @property
     def tokens_per_second(self) -> float:
@@ -289,6 +295,7 @@ class _Runner:
                  store_dtype: np.dtype):
         self.model = loaded.model
         self.device = loaded.device
+        self.packed_linears = prepack_linears(self.model, self.device, loaded.dtype)
         self.layers = layers
         self.with_tokens = with_tokens
         self.torch_store_dtype = torch.float16 if store_dtype == np.float16 else torch.float32
@@ -306,13 +313,15 @@ class _Runner:
         mask = mask.to(self.device, non_blocking=True)
         forward_options = self.recorder.forward_options if self.recorder is not None else {}
         output = self.model(input_ids=input_ids, attention_mask=mask, output_hidden_states=True, **forward_options)
-        hidden = output.hidden_states
-        stacked = torch.stack([hidden[layer] for layer in self.layers], dim=1)  # (B, L, T, H)
-        pooled = {name: fn(stacked, mask).to(self.torch_store_dtype) for name, fn in self.functions.items()}
+        selected = [output.hidden_states[layer] for layer in self.layers]  # L x (B, T, H)
+        # Pool layer by layer: stacking all layers first would copy every hidden state once more.
+        pooled = {name: torch.stack([fn(states, mask) for states in selected], dim=1).to(self.torch_store_dtype)
+                  for name, fn in self.functions.items()}  # (B, L, H) each
         token_states = None
         if self.with_tokens:
-            flat = stacked.transpose(1, 2)[mask.bool()]  # (real tokens in row order, L, H)
-            token_states = flat.to(self.torch_store_dtype)
+            real = mask.bool()
+            token_states = torch.stack([states[real] for states in selected], dim=1)  # (real tokens, L, H)
+            token_states = token_states.to(self.torch_store_dtype)
         pooled = {name: value.to("cpu", non_blocking=True) for name, value in pooled.items()}
         if token_states is not None:
             token_states = token_states.to("cpu", non_blocking=True)
@@ -370,6 +379,7 @@ def extract(config: ExtractConfig | None = None, **options) -> ExtractSummary:
         corpus, shard_rows = sharding.select_rows(corpus, shard)
 
     with OutputLock(output):
+        timings = {"load_seconds": time.perf_counter()}
         loaded = load_model(config.model, config.device, config.dtype, config.trust_remote_code,
                             config.random_init, config.seed, config.max_length)
         layers = select_layers(config.layers, loaded.n_layers)
@@ -392,7 +402,10 @@ def extract(config: ExtractConfig | None = None, **options) -> ExtractSummary:
             _check_existing(output, fingerprint)
             return _summary_of(output, "up-to-date", time.perf_counter() - started, len(corpus.skipped_rows))
 
+        timings["load_seconds"] = time.perf_counter() - timings["load_seconds"]
+        timings["tokenize_seconds"] = time.perf_counter()
         tokenized = tokenize_texts(loaded.tokenizer, corpus.texts, loaded.max_length, with_word_ids=config.tokens)
+        timings["tokenize_seconds"] = time.perf_counter() - timings["tokenize_seconds"]
         measure_widths(loaded.model, sites, loaded.device, (loaded.tokenizer.cls_token_id, loaded.tokenizer.sep_token_id),
                        loaded.hidden_size)
         writer = _open_writer(config, output, corpus, tokenized, loaded, layers, poolings, store_dtype, fingerprint,
@@ -401,7 +414,9 @@ def extract(config: ExtractConfig | None = None, **options) -> ExtractSummary:
         if shard is not None:
             sharding.annotate_shard(writer.file, shard, shard_rows, base_fingerprint, corpus_rows)
         try:
+            timings["forward_seconds"] = time.perf_counter()
             _run(config, writer, tokenized, loaded, layers, poolings, store_dtype, max_tokens, sites)
+            timings["forward_seconds"] = time.perf_counter() - timings["forward_seconds"]
             final = writer.finish()
         except KeyboardInterrupt:
             done = writer.rows_done
@@ -427,6 +442,8 @@ def extract(config: ExtractConfig | None = None, **options) -> ExtractSummary:
     summary.resumed_from = resumed_from
     if shard is not None and launch is None:
         summary.notes.append(f"shard {shard.index} of {shard.count} done; when all are done: featx merge {merged_output}")
+    for name, seconds in timings.items():
+        setattr(summary, name, seconds)
     return summary
 
 

@@ -26,9 +26,10 @@ def cls_pool(states: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
 
 def mean_pool(states: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """Mean over real tokens, accumulated in float32 whatever the compute dtype."""
-    m = _expanded_mask(mask, states)
-    summed = torch.where(m, states, 0).sum(dim=-2, dtype=torch.float32)
-    count = m.sum(dim=-2, dtype=torch.float32).clamp_min(1.0)
+    # A (1 x tokens) @ (tokens x hidden) product per sequence: no masked copy of the states.
+    weights = mask.to(torch.float32).reshape(mask.shape[0], *([1] * (states.dim() - 3)), 1, mask.shape[1])
+    summed = torch.matmul(weights, states.to(torch.float32)).squeeze(-2)
+    count = weights.sum(dim=-1).clamp_min(1.0)
     return (summed / count).to(states.dtype)
 
 

@@ -60,6 +60,7 @@ def tokenize_texts(tokenizer, texts: list[str], max_length: int, with_word_ids: 
     full = np.empty(len(texts), dtype=np.int32)
     for start in range(0, len(texts), chunk_size):
         encodings = backend.encode_batch(texts[start : start + chunk_size], add_special_tokens=False)
+        chunk_ids, chunk_words = [], []  # one flat array per chunk, not one small array per row
         for offset, encoding in enumerate(encodings):
             row = start + offset
             full[row] = len(encoding.ids) + n_special
@@ -68,9 +69,12 @@ def tokenize_texts(tokenizer, texts: list[str], max_length: int, with_word_ids: 
             processed = backend.post_process(encoding)
             ids = processed.ids
             lengths[row] = len(ids)
-            ids_parts.append(np.asarray(ids, dtype=np.int32))
+            chunk_ids.extend(ids)
             if with_word_ids:
-                word_parts.append(np.asarray([-1 if w is None else w for w in processed.word_ids], dtype=np.int32))
+                chunk_words.extend(-1 if w is None else w for w in processed.word_ids)
+        ids_parts.append(np.asarray(chunk_ids, dtype=np.int32))
+        if with_word_ids:
+            word_parts.append(np.asarray(chunk_words, dtype=np.int32))
         if progress is not None:
             progress.update(len(encodings))
     offsets = np.zeros(len(texts) + 1, dtype=np.int64)

@@ -208,3 +208,13 @@ def test_pooler_requested_for_model_without_one(tmp_path, corpus_csv):
         run(corpus_csv, folder, tmp_path, poolings="pooler")
     summary = run(corpus_csv, folder, tmp_path)
     assert "pooler" not in summary.poolings and summary.layers == [0, 1, 2]
+
+
+def test_summary_says_where_the_time_went(tiny_model, corpus_csv, tmp_path):
+    summary = run(corpus_csv, tiny_model, tmp_path)
+    parts = (summary.load_seconds, summary.tokenize_seconds, summary.forward_seconds)
+    assert all(part > 0 for part in parts)
+    assert sum(parts) <= summary.seconds
+    assert summary.as_dict()["forward_seconds"] == summary.forward_seconds
+    again = run(corpus_csv, tiny_model, tmp_path)
+    assert again.status == "up-to-date" and again.forward_seconds == 0.0

@@ -1,0 +1,92 @@
+"""A/B of featx's batch loop (forward + pooling of every layer) between checkouts or settings.
+
+    git archive fcec669 | (mkdir -p /tmp/base && tar -x -C /tmp/base)
+    PYTHONPATH=$PWD python bench/ab.py --roots /tmp/base,. --corpus bench/.cache/sst2-872.csv --rounds 3
+    PYTHONPATH=$PWD python bench/ab.py --roots .,. --env FEATX_ONEDNN=0, --max-tokens 8192,16384
+
+Each variant runs in its own process (fresh imports from its root), variants alternate round by round
+so that machine load hits them alike, and the best round counts. Besides wall-clock tokens/s it
+prints tokens per CPU-second of the process (all threads), steadier when other jobs share the cores. Timed: the same batches as
+``featx extract`` plans them, through that checkout's ``_Runner`` (no HDF5 writing).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+CHILD = r"""
+import json, sys, time, torch
+from featx.batching import collate, plan_batches
+from featx.corpus import read_corpus
+from featx.extractor import _Runner
+from featx.modeling import load_model
+from featx.pooling import POOLING_FUNCTIONS
+from featx.tokenize import tokenize_texts
+import numpy as np
+corpus, model, dtype, max_tokens, batch_size, max_length = sys.argv[1:7]
+loaded = load_model(model, "cpu", dtype, max_length=int(max_length))
+texts = read_corpus(corpus, "text", None, False, "utf-8").texts
+tokenized = tokenize_texts(loaded.tokenizer, texts, loaded.max_length)
+layers = list(range(loaded.n_layers))
+poolings = list(POOLING_FUNCTIONS) + (["pooler"] if loaded.has_pooler else [])
+runner = _Runner(loaded, layers, poolings, False, np.float16)
+batches = [collate(tokenized, rows, 0) for rows in plan_batches(tokenized.lengths, int(max_tokens), int(batch_size))]
+runner(*batches[-1])  # warm-up on the smallest batch
+start, cpu = time.perf_counter(), time.process_time()
+for ids, mask in batches:
+    pooled, _, _ = runner(ids, mask)
+    for value in pooled.values():
+        value.numpy()
+seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
+tokens = int(tokenized.lengths.sum())
+print(json.dumps({"tokens_per_second": tokens / seconds, "tokens_per_cpu_second": tokens / cpu, "batches": len(batches)}))
+"""
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--roots", default=".", help="comma-separated checkouts, one per variant")
+    parser.add_argument("--env", default="", help="comma-separated NAME=VALUE per variant (empty: none)")
+    parser.add_argument("--max-tokens", default="8192", help="comma-separated, one per variant or one for all")
+    parser.add_argument("--batch-size", default="256")
+    parser.add_argument("--corpus", required=True)
+    parser.add_argument("--model", default="default")
+    parser.add_argument("--dtype", default="float32")
+    parser.add_argument("--max-length", default="256")
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args(argv)
+    columns = {name: getattr(args, name).split(",") for name in ("roots", "env", "max_tokens", "batch_size")}
+    n = max(len(values) for values in columns.values())
+    columns = {name: values * n if len(values) == 1 else values for name, values in columns.items()}
+    best, best_cpu = [0.0] * n, [0.0] * n
+    print(f"# bench/ab.py {' '.join(sys.argv[1:])}")
+    for round_ in range(args.rounds):
+        for i in range(n):
+            env = {**os.environ, "PYTHONPATH": str(Path(columns["roots"][i]).resolve()), "HF_HUB_OFFLINE": "1",
+                   "TOKENIZERS_PARALLELISM": "false"}
+            if columns["env"][i]:
+                key, value = columns["env"][i].split("=", 1)
+                env[key] = value
+            result = subprocess.run([sys.executable, "-c", CHILD, args.corpus, args.model, args.dtype,
+                                     columns["max_tokens"][i], columns["batch_size"][i], args.max_length],
+                                    env=env, capture_output=True, text=True)
+            if result.returncode:
+                raise SystemExit(result.stderr)
+            measured = json.loads(result.stdout.strip().splitlines()[-1])
+            rate, cpu_rate = measured["tokens_per_second"], measured["tokens_per_cpu_second"]
+            best[i], best_cpu[i] = max(best[i], rate), max(best_cpu[i], cpu_rate)
+            label = " ".join(f"{k}={columns[k][i]}" for k in columns if columns[k][i])
+            print(f"round {round_} [{label}] {rate:,.0f} tokens/s, {cpu_rate:,.0f} per CPU-second (load {os.getloadavg()[0]:.2f})", flush=True)
+    for i in range(n):
+        label = " ".join(f"{k}={columns[k][i]}" for k in columns if columns[k][i])
+        print(f"best [{label}]: {best[i]:,.0f} tokens/s ({best[i] / best[0]:.2f}x the first), "
+              f"{best_cpu[i]:,.0f} tokens per CPU-second ({best_cpu[i] / best_cpu[0]:.2f}x)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,45 @@
+import pytest
+import torch
+from transformers import AutoModel
+
+from featx import onednn
+from featx.onednn import PackedLinear, prepack_linears
+
+needs_onednn = pytest.mark.skipif(not onednn.available(), reason="this torch build has no oneDNN linear ops")
+
+
+def _bert(folder, dtype=torch.float32):
+    return AutoModel.from_pretrained(str(folder), dtype=dtype, attn_implementation="sdpa").eval()
+
+
+@needs_onednn
+def test_packed_model_matches_plain_model(tiny_model):
+    plain, packed = _bert(tiny_model), _bert(tiny_model)
+    n_linear = sum(type(m) is torch.nn.Linear for m in plain.modules())
+    assert prepack_linears(packed, torch.device("cpu"), torch.float32) == n_linear
+    assert not any(type(m) is torch.nn.Linear for m in packed.modules())
+    assert sum(m.attr == "gelu" for m in packed.modules() if isinstance(m, PackedLinear)) == 2  # one per layer
+    ids = torch.tensor([[2, 40, 41, 42, 3, 0], [2, 43, 3, 0, 0, 0]])
+    mask = (ids != 0).long()
+    with torch.inference_mode():
+        a = plain(input_ids=ids, attention_mask=mask, output_hidden_states=True)
+        b = packed(input_ids=ids, attention_mask=mask, output_hidden_states=True)
+    for x, y in zip(a.hidden_states, b.hidden_states):
+        torch.testing.assert_close(y, x, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(b.pooler_output, a.pooler_output, atol=1e-5, rtol=1e-5)
+
+
+@needs_onednn
+def test_bfloat16_linears_are_packed_too(tiny_model):
+    model = _bert(tiny_model, torch.bfloat16)
+    assert prepack_linears(model, torch.device("cpu"), torch.bfloat16) > 0
+
+
+def test_left_alone_where_it_does_not_apply(tiny_model, monkeypatch):
+    model = _bert(tiny_model, torch.float16)
+    assert prepack_linears(model, torch.device("cpu"), torch.float16) == 0
+    assert prepack_linears(_bert(tiny_model), torch.device("meta"), torch.float32) == 0
+    monkeypatch.setenv("FEATX_ONEDNN", "0")
+    model = _bert(tiny_model)
+    assert prepack_linears(model, torch.device("cpu"), torch.float32) == 0
+    assert any(type(m) is torch.nn.Linear for m in model.modules())
