@@ -26,9 +26,16 @@ def cls_pool(states: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
 
 def mean_pool(states: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """Mean over real tokens, accumulated in float32 whatever the compute dtype."""
+    if states.device.type != "cpu":  # on accelerators the masked sum is cheap and needs no host sync
+        m = _expanded_mask(mask, states)
+        summed = torch.where(m, states, 0).sum(dim=-2, dtype=torch.float32)
+        return (summed / m.sum(dim=-2, dtype=torch.float32).clamp_min(1.0)).to(states.dtype)
     # A (1 x tokens) @ (tokens x hidden) product per sequence: no masked copy of the states.
     weights = mask.to(torch.float32).reshape(mask.shape[0], *([1] * (states.dim() - 3)), 1, mask.shape[1])
     summed = torch.matmul(weights, states.to(torch.float32)).squeeze(-2)
+    if not torch.isfinite(summed).all():
+        # 0 * inf is NaN: non-finite values in the padding must not leak, so mask them out instead.
+        summed = torch.where(_expanded_mask(mask, states), states, 0).sum(dim=-2, dtype=torch.float32)
     count = weights.sum(dim=-1).clamp_min(1.0)
     return (summed / count).to(states.dtype)
 
