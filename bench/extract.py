@@ -4,6 +4,7 @@
     PYTHONPATH=$PWD python bench/extract.py --corpus all --model all --repeat 2
     PYTHONPATH=$PWD python bench/extract.py --quick              # a smoke run (small subsets)
     PYTHONPATH=$PWD python bench/extract.py --featx-dtype float32,bfloat16
+    PYTHONPATH=$PWD python bench/extract.py --methods featx --featx-sites "hidden;hidden,ffn,attn_out,pre_ln"
 
 Methods (same corpus rows, model, device, thread count and max length for all):
   loop      the tutorial loop: one ``model(..., output_hidden_states=True)`` call per sentence,
@@ -14,6 +15,8 @@ Methods (same corpus rows, model, device, thread count and max length for all):
   featx     ``featx extract``: all layers x all poolings into HDF5. "cmd" is the whole command
             (process start, imports, model load, tokenising, writing); "steady" is the library's own
             timing of its batch loop (``ExtractSummary.forward_seconds``) from an in-process run.
+            ``--featx-sites`` adds steady runs that also record other sites (``--site``, featx/sites.py),
+            e.g. "hidden;hidden,ffn,attn_out,pre_ln": the cost of extra sites in the same forward pass.
 
 Rates are real (non-padding) tokens per second, special tokens included, the same count for every
 method. The compute limit is model FLOPs per token (2 x linear-layer parameters, plus 4*T*H per layer
@@ -233,11 +236,11 @@ def featx_options(dtype: str) -> list[str]:
     return ["--device", "cpu", "--dtype", dtype, "--max-length", str(MAX_LENGTH)]
 
 
-def run_featx_steady(folder, corpus, dtype, workdir):
+def run_featx_steady(folder, corpus, dtype, workdir, sites="hidden"):
     from featx.extractor import ExtractConfig, extract
 
     summary = extract(ExtractConfig(corpus=corpus, output=workdir / "steady.h5", model=str(folder), device="cpu",
-                                    dtype=dtype, max_length=MAX_LENGTH, overwrite=True, progress=False))
+                                    dtype=dtype, max_length=MAX_LENGTH, overwrite=True, progress=False, sites=sites))
     return summary
 
 
@@ -288,6 +291,7 @@ def bench_one(corpus_name, model_name, args, rates, log):
         results[name] = max(results.get(name, 0.0), value)
 
     command = None
+    file_mb = {}  # featx file size per --site set
     for _ in range(args.repeat):
         if "loop" in args.methods:
             record("loop (per sentence)", loop_tokens / run_loop(folder, texts[:loop_rows]))
@@ -304,6 +308,11 @@ def bench_one(corpus_name, model_name, args, rates, log):
                 record(f"featx {dtype} steady", tokens / summary.forward_seconds)
                 seconds, command = run_featx_command(folder, corpus, dtype, workdir, args.threads)
                 record(f"featx {dtype} cmd", tokens / seconds)
+                for sites in args.featx_sites:
+                    if sites != "hidden":
+                        summary = run_featx_steady(folder, corpus, dtype, workdir, sites)
+                        record(f"featx {dtype} steady, --site {sites}", tokens / summary.forward_seconds)
+                        file_mb[sites] = summary.file_bytes / 1e6
 
     # The machine is shared: measure the matmul rate again right after the methods; the faster counts.
     again = matmul_rates(config.hidden_size, config.intermediate_size)
@@ -326,6 +335,8 @@ def bench_one(corpus_name, model_name, args, rates, log):
             f"| {100 * gflops / limit_bf16:.0f}% |")
     if command:
         log(f"featx command: `{command}`")
+    for sites, size in file_mb.items():
+        log(f"features file with --site {sites}: {size:.1f} MB")
     return {"corpus": corpus_name, "model": model_name, "rows": len(texts), "tokens": tokens,
             "mean_length": mean_length, "flops_per_token": flops, "tokens_per_second": results,
             "load": os.getloadavg()}
@@ -343,6 +354,8 @@ def main(argv=None):
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's default)")
     parser.add_argument("--repeat", type=int, default=1, help="repeat every method; the best rate counts")
     parser.add_argument("--quick", action="store_true", help="small subsets, for a smoke run")
+    parser.add_argument("--featx-sites", default="hidden",
+                        help="';'-separated --site sets for extra featx steady runs, e.g. 'hidden;hidden,ffn'")
     parser.add_argument("--json", type=Path, default=None, help="also write the results here")
     args = parser.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -354,6 +367,7 @@ def main(argv=None):
     args.threads = torch.get_num_threads()
     args.methods = args.methods.split(",")
     args.featx_dtype = args.featx_dtype.split(",")
+    args.featx_sites = [sites.strip() for sites in args.featx_sites.split(";") if sites.strip()]
     corpora = ["sst2", "agnews", "longtail"] if args.corpus == "all" else args.corpus.split(",")
     model_names = ["minilm", "bert-base-random"] if args.model == "all" else args.model.split(",")
 

@@ -47,6 +47,8 @@ def main():
 @click.option("--layer", "layers", default="all", show_default=True, help="Layers to store: all, 0,3,6, -4: ...")
 @click.option("--pooling", "poolings", default="all", show_default=True, help="all or a list of cls,mean,max,last,pooler.")
 @click.option("--tokens", is_flag=True, help="Also store token-level states (large).")
+@click.option("--site", "sites", default="hidden", show_default=True,
+              help="Activations to store: hidden,attn_out,ffn,pre_ln,attn_heads or module:NAME (hidden always).")
 @click.option("--max-length", type=int, default=None, help="Truncate texts to this many tokens (default: the model's maximum).")
 @click.option("--device", default="auto", show_default=True, help="auto, cpu, cuda, cuda:N or mps.")
 @click.option("--dtype", default="auto", show_default=True, help="Compute dtype: auto, float32, float16, bfloat16.")
@@ -106,6 +108,8 @@ def merge(output, keep_shards, overwrite, quiet):
               help="all, 0,3,6, -4:, cat(-4:) (concatenated), stack (one probe per layer + meta classifier).")
 @click.option("--pooling", "poolings", default="all", show_default=True, help="all or a list of the stored poolings.")
 @click.option("--classifier", "classifiers", default="logreg", show_default=True, help="Any of logreg,svm,mlp,attn.")
+@click.option("--site", "sites", default="hidden", show_default=True,
+              help="Stored sites to probe side by side, e.g. hidden,ffn,attn_out (see featx extract --site).")
 @click.option("--folds", type=int, default=5, show_default=True, help="Cross-validation folds (when there is no train/test split).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for folds, the control permutation and torch heads.")
 @click.option("--balanced", is_flag=True, help="Balanced class weights.")

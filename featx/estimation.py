@@ -176,6 +176,14 @@ def estimate(config=None, calibrate: bool = True, **options) -> Estimate:
     pooled, token_bytes, other = file_sizes(
         len(corpus), n_tokens, len(layers), loaded.hidden_size, len(poolings), itemsize, config.tokens,
         text_bytes, id_bytes, len(corpus.labels), corpus.split is not None)
+    extra_sites = _extra_sites(config, loaded, layers)
+    unsized = [site.name for site in extra_sites if site.width is None]
+    for site in (site for site in extra_sites if site.width is not None):  # like hidden: own width and layers, no pooler
+        site_pooled, site_tokens, _ = file_sizes(
+            len(corpus), n_tokens, len(site.layers), int(site.width), len([p for p in poolings if p != "pooler"]),
+            itemsize, config.tokens, 0, 0, 0, False)
+        pooled += site_pooled
+        token_bytes += site_tokens - (n_tokens * 8 + (len(corpus) + 1) * 8 if config.tokens else 0)  # ids: once
 
     compute_itemsize = torch.empty((), dtype=loaded.dtype).element_size()
     model_bytes = sum(p.numel() * p.element_size() for p in loaded.model.parameters())
@@ -203,6 +211,8 @@ def estimate(config=None, calibrate: bool = True, **options) -> Estimate:
         token_bytes=token_bytes, other_bytes=other, peak_memory_bytes=peak, free_disk_bytes=free,
         peak_device_bytes=device_peak,
     )
+    if unsized:
+        result.warnings.append(f"the size of site(s) {', '.join(unsized)} is not included in the estimate")
     if result.file_bytes > free:
         what = "token-level storage" if config.tokens and token_bytes > pooled else "the output"
         result.warnings.append(f"{what} needs ~{_size(result.file_bytes)} but {directory} has only "
@@ -213,8 +223,22 @@ def estimate(config=None, calibrate: bool = True, **options) -> Estimate:
         runner = _Runner(loaded, layers, poolings, config.tokens, store_dtype)
         forward, note = _calibrate(runner, tokenized, batches, pad_id, lengths, config.seed)
         result.seconds = forward + setup_seconds
+        if extra_sites:
+            note += "; hidden states only: the cost of recording other sites is not included"
         result.calibration = f"forward passes ~{_duration(forward)}, model load and tokenising {setup_seconds:.1f} s; {note}"
     return result
+
+
+def _extra_sites(config, loaded, layers) -> list:
+    """The sites besides ``hidden`` that ``--site`` asks for, resolved as the extraction does."""
+    if str(getattr(config, "sites", "hidden") or "hidden").strip().lower() == "hidden":
+        return []
+    from .sites import measure_widths, parse_sites, resolve_sites
+
+    sites = resolve_sites(loaded.model, parse_sites(config.sites), layers, loaded.n_layers - 1)
+    measure_widths(loaded.model, sites, loaded.device, (loaded.tokenizer.cls_token_id, loaded.tokenizer.sep_token_id),
+                   loaded.hidden_size)  # one tiny forward pass, as the extraction does
+    return [site for site in sites if site.name != "hidden"]
 
 
 def _calibrate(runner, tokenized, batches, pad_id, lengths, seed) -> tuple[float, str]:
@@ -237,7 +261,7 @@ def _calibrate(runner, tokenized, batches, pad_id, lengths, seed) -> tuple[float
 
     def run(index):
         input_ids, mask = collate(tokenized, timed[index], pad_id)
-        _, _, event = runner(input_ids, mask)
+        event = runner(input_ids, mask)[2]  # (pooled, token states, event, ...)
         if event is not None:
             event.synchronize()
 

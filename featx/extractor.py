@@ -23,8 +23,9 @@ from .modeling import DEFAULT_MODEL, LoadedModel, dtype_name, load_model
 from .onednn import prepack_linears
 from .pooling import POOLING_FUNCTIONS, make_pooler_pool
 from .selection import POOLINGS, parse_poolings, select_layers
+from .sites import HIDDEN, Site, SiteRecorder, measure_widths, parse_sites, resolve_sites
 from .state import remember
-from .store import FeatureFile, FeatureWriter, partial_path, resumable
+from .store import FeatureFile, FeatureWriter, partial_path, resumable, site_pooled_path, site_tokens_path
 from .tokenize import TokenizedCorpus, tokenize_texts
 
 WINDOW_BYTES = 256 << 20  # host memory for one commit window of outputs
@@ -43,6 +44,7 @@ class ExtractConfig:
     layers: str = "all"
     poolings: str = "all"
     tokens: bool = False
+    sites: str = "hidden"  # also record attn_out, ffn, pre_ln, attn_heads, module:NAME (featx/sites.py)
     max_length: int | None = None
     device: str = "auto"
     dtype: str = "auto"
@@ -176,9 +178,12 @@ class OutputLock:
         self.handle.close()
 
 
-def _fingerprint(config: ExtractConfig, corpus: Corpus, loaded: LoadedModel, layers, poolings, max_tokens) -> str:
+def _fingerprint(config: ExtractConfig, corpus: Corpus, loaded: LoadedModel, layers, poolings, max_tokens,
+                 sites: list[Site] | None = None) -> str:
     """What the file's contents depend on; resuming or reusing requires an exact match."""
-    return json.dumps({
+    extra_sites = [site.name for site in sites or [] if site.name != HIDDEN]
+    # Only named when there are sites besides hidden, so files from before sites keep their fingerprint.
+    return json.dumps({**({"sites": extra_sites} if extra_sites else {}),
         "corpus_sha256": corpus.sha256, "text_col": config.text_col, "id_col": config.id_col,
         "skip_empty": config.skip_empty, "model_sha256": loaded.weights_sha256, "random_init": config.random_init,
         "seed": config.seed if config.random_init else None, "max_length": loaded.max_length,
@@ -216,9 +221,9 @@ class _Writer:
                 return
             if self.error is not None:
                 continue
-            start, stop, pooled, token_states = item
+            start, stop, pooled, token_states, site_values = item
             try:
-                self.writer.write_window(start, stop, pooled, token_states)
+                self.writer.write_window(start, stop, pooled, token_states, site_values)
                 self.writer.commit(stop)
             except BaseException as err:  # surfaced in the main thread
                 self.error = err
@@ -298,12 +303,16 @@ class _Runner:
         for name in poolings:
             self.functions[name] = (make_pooler_pool(self.model.pooler) if name == "pooler"
                                     else POOLING_FUNCTIONS[name])
+        self.recorder: SiteRecorder | None = None  # set while sites other than hidden are hooked
+        tokenizer = loaded.tokenizer
+        self.special_ids = (tokenizer.cls_token_id, tokenizer.sep_token_id)
 
     @torch.inference_mode()
     def __call__(self, input_ids: torch.Tensor, mask: torch.Tensor):
         input_ids = input_ids.to(self.device, non_blocking=True)
         mask = mask.to(self.device, non_blocking=True)
-        output = self.model(input_ids=input_ids, attention_mask=mask, output_hidden_states=True)
+        forward_options = self.recorder.forward_options if self.recorder is not None else {}
+        output = self.model(input_ids=input_ids, attention_mask=mask, output_hidden_states=True, **forward_options)
         selected = [output.hidden_states[layer] for layer in self.layers]  # L x (B, T, H)
         # Pool layer by layer: stacking all layers first would copy every hidden state once more.
         pooled = {name: torch.stack([fn(states, mask) for states in selected], dim=1).to(self.torch_store_dtype)
@@ -316,12 +325,30 @@ class _Runner:
         pooled = {name: value.to("cpu", non_blocking=True) for name, value in pooled.items()}
         if token_states is not None:
             token_states = token_states.to("cpu", non_blocking=True)
+        site_values = self._site_values(output, input_ids, mask)
         if self.device.type == "cuda":
             event = torch.cuda.Event()
             event.record()
         else:
             event = None
-        return pooled, token_states, event
+        return pooled, token_states, event, site_values
+
+    def _site_values(self, output, input_ids: torch.Tensor, mask: torch.Tensor) -> dict[str, torch.Tensor]:
+        """Sites besides hidden, pooled with the same functions: ``{dataset path: (B, L_site, W) or (tokens, L_site, W)}``."""
+        if self.recorder is None:
+            return {}
+        values = {}
+        real = mask.bool() if self.with_tokens else None
+        for site, tensors in self.recorder.take(output, input_ids, mask, self.special_ids).items():
+            for name, fn in self.functions.items():
+                if name == "pooler":  # the pooler head reads hidden states only
+                    continue
+                pooled = torch.stack([fn(states, mask) for states in tensors], dim=1)
+                values[site_pooled_path(site, name)] = pooled.to(self.torch_store_dtype).to("cpu", non_blocking=True)
+            if real is not None:
+                states = torch.stack([states[real] for states in tensors], dim=1).to(self.torch_store_dtype)
+                values[site_tokens_path(site)] = states.to("cpu", non_blocking=True)
+        return values
 
 
 def extract(config: ExtractConfig | None = None, **options) -> ExtractSummary:
@@ -357,10 +384,11 @@ def extract(config: ExtractConfig | None = None, **options) -> ExtractSummary:
                             config.random_init, config.seed, config.max_length)
         layers = select_layers(config.layers, loaded.n_layers)
         poolings = _resolve_poolings(config.poolings, loaded)
+        sites = resolve_sites(loaded.model, parse_sites(config.sites), layers, loaded.n_layers - 1)
         max_tokens = config.max_tokens or (65536 if loaded.device.type == "cuda" else 8192)
         if max_tokens < loaded.max_length:
             max_tokens = loaded.max_length
-        fingerprint = _fingerprint(config, corpus, loaded, layers, poolings, max_tokens)
+        fingerprint = _fingerprint(config, corpus, loaded, layers, poolings, max_tokens, sites)
         if shard is not None:
             base_fingerprint, fingerprint = fingerprint, shard.fingerprint(fingerprint)
             if merged_output.exists() and not config.overwrite:  # merged already: nothing to do
@@ -378,13 +406,16 @@ def extract(config: ExtractConfig | None = None, **options) -> ExtractSummary:
         timings["tokenize_seconds"] = time.perf_counter()
         tokenized = tokenize_texts(loaded.tokenizer, corpus.texts, loaded.max_length, with_word_ids=config.tokens)
         timings["tokenize_seconds"] = time.perf_counter() - timings["tokenize_seconds"]
-        writer = _open_writer(config, output, corpus, tokenized, loaded, layers, poolings, store_dtype, fingerprint)
+        measure_widths(loaded.model, sites, loaded.device, (loaded.tokenizer.cls_token_id, loaded.tokenizer.sep_token_id),
+                       loaded.hidden_size)
+        writer = _open_writer(config, output, corpus, tokenized, loaded, layers, poolings, store_dtype, fingerprint,
+                              sites)
         resumed_from = writer.rows_done
         if shard is not None:
             sharding.annotate_shard(writer.file, shard, shard_rows, base_fingerprint, corpus_rows)
         try:
             timings["forward_seconds"] = time.perf_counter()
-            _run(config, writer, tokenized, loaded, layers, poolings, store_dtype, max_tokens)
+            _run(config, writer, tokenized, loaded, layers, poolings, store_dtype, max_tokens, sites)
             timings["forward_seconds"] = time.perf_counter() - timings["forward_seconds"]
             final = writer.finish()
         except KeyboardInterrupt:
@@ -430,7 +461,8 @@ def _check_existing(output: Path, fingerprint: str) -> None:
         )
 
 
-def _open_writer(config, output, corpus, tokenized, loaded, layers, poolings, store_dtype, fingerprint) -> FeatureWriter:
+def _open_writer(config, output, corpus, tokenized, loaded, layers, poolings, store_dtype, fingerprint,
+                 sites: list[Site] | None = None) -> FeatureWriter:
     partial = partial_path(output)
     # An unfinished file made by this very command is always resumed (--overwrite included: it is
     # what the command would write anyway). One that cannot be reopened holds nothing usable.
@@ -465,20 +497,26 @@ def _open_writer(config, output, corpus, tokenized, loaded, layers, poolings, st
         "fingerprint": fingerprint,
         "options": json.dumps({k: str(v) if isinstance(v, Path) else v for k, v in asdict(config).items()}),
     }
+    site_poolings = [name for name in poolings if name != "pooler"]
+    stored_sites = {site.name: {**site.describe(), "poolings": site_poolings}
+                    for site in sites or [] if site.name != HIDDEN}
     return FeatureWriter.create(output, attrs, corpus, tokenized, layers, poolings, loaded.hidden_size,
-                                store_dtype, config.tokens)
+                                store_dtype, config.tokens, stored_sites)
 
 
 def _run(config, writer: FeatureWriter, tokenized: TokenizedCorpus, loaded: LoadedModel, layers, poolings,
-         store_dtype, max_tokens) -> None:
+         store_dtype, max_tokens, sites: list[Site] | None = None) -> None:
     from tqdm.auto import tqdm
 
     n_rows = len(tokenized)
     itemsize = np.dtype(store_dtype).itemsize
-    row_bytes = len(layers) * loaded.hidden_size * itemsize * len(poolings)
+    extra_sites = [site for site in sites or [] if site.name != HIDDEN]
+    site_poolings = [name for name in poolings if name != "pooler"]
+    site_token_width = sum(len(site.layers) * site.width for site in extra_sites)  # per token, all extra sites
+    row_bytes = (len(layers) * loaded.hidden_size * len(poolings) + site_token_width * len(site_poolings)) * itemsize
     rows_per_window = config.commit_rows or int(max(64, min(8192, WINDOW_BYTES // max(1, row_bytes))))
     lengths = tokenized.lengths
-    token_bytes = len(layers) * loaded.hidden_size * itemsize
+    token_bytes = (len(layers) * loaded.hidden_size + site_token_width) * itemsize
     windows = plan_windows(n_rows, rows_per_window, lengths if config.tokens else None,
                            WINDOW_BYTES / token_bytes if config.tokens else None)
     start_row = writer.rows_done
@@ -488,6 +526,10 @@ def _run(config, writer: FeatureWriter, tokenized: TokenizedCorpus, loaded: Load
     background = _Writer(writer)
     bar = tqdm(total=n_rows, initial=start_row, unit="rows", disable=not config.progress, dynamic_ncols=True,
                desc="extract")
+    # Hooks go on after the runner has set the model up, and come off however the loop ends.
+    recorder = SiteRecorder(loaded.model, extra_sites)
+    if extra_sites:
+        runner.recorder = recorder.__enter__()
     tokens_done, began = 0, time.perf_counter()
     try:
         for start, stop in windows:
@@ -502,6 +544,8 @@ def _run(config, writer: FeatureWriter, tokenized: TokenizedCorpus, loaded: Load
             if config.tokens:
                 token_out = np.empty((int(tokenized.offsets[stop]) - token_base, len(layers), loaded.hidden_size),
                                      dtype=store_dtype)
+            site_out = _site_buffers(extra_sites, site_poolings, stop - start,
+                                     int(tokenized.offsets[stop]) - token_base if config.tokens else None, store_dtype)
 
             def batches_of_window(batches=batches, start=start):
                 for positions in batches:
@@ -511,36 +555,63 @@ def _run(config, writer: FeatureWriter, tokenized: TokenizedCorpus, loaded: Load
             for positions, (input_ids, mask) in _prefetch(batches_of_window()):
                 result = (positions, runner(input_ids, mask))
                 if pending is not None:  # consume the previous batch while this one runs on the GPU
-                    _store_batch(pending, pooled_out, token_out, tokenized, start, token_base)
+                    _store_batch(pending, pooled_out, token_out, tokenized, start, token_base, site_out)
                 pending = result
                 tokens_done += int(mask.sum())
                 bar.update(len(positions))
                 elapsed = time.perf_counter() - began
                 bar.set_postfix_str(f"{tokens_done / max(elapsed, 1e-9):,.0f} tok/s", refresh=False)
             if pending is not None:
-                _store_batch(pending, pooled_out, token_out, tokenized, start, token_base)
-            _check_finite(pooled_out, token_out, start, config.store_dtype)
-            background.submit((start, stop, pooled_out, token_out))
+                _store_batch(pending, pooled_out, token_out, tokenized, start, token_base, site_out)
+            site_rows = {path: values for path, values in site_out.items() if not path.endswith("tokens/states")}
+            _check_finite({**pooled_out, **site_rows}, token_out, start, config.store_dtype)
+            for path, values in site_out.items():
+                if path not in site_rows:
+                    _check_finite({}, values, start, config.store_dtype)
+            background.submit((start, stop, pooled_out, token_out, site_out))
     finally:
         bar.close()
         background.close()
+        recorder.__exit__(None, None, None)
     background.raise_if_failed()
 
 
-def _store_batch(pending, pooled_out, token_out, tokenized: TokenizedCorpus, start: int, token_base: int) -> None:
-    positions, (pooled, token_states, event) = pending
+def _site_buffers(sites: list[Site], poolings: list[str], n_rows: int, n_tokens: int | None, store_dtype) -> dict:
+    """One window's host buffers for the sites besides hidden, by dataset path."""
+    buffers = {}
+    for site in sites:
+        for name in poolings:
+            buffers[site_pooled_path(site.name, name)] = np.empty((n_rows, len(site.layers), site.width), store_dtype)
+        if n_tokens is not None:
+            buffers[site_tokens_path(site.name)] = np.empty((n_tokens, len(site.layers), site.width), store_dtype)
+    return buffers
+
+
+def _store_batch(pending, pooled_out, token_out, tokenized: TokenizedCorpus, start: int, token_base: int,
+                 site_out: dict | None = None) -> None:
+    positions, (pooled, token_states, event, site_values) = pending
     if event is not None:
         event.synchronize()
     for name, values in pooled.items():
         pooled_out[name][positions] = values.numpy()
     if token_states is not None:
-        flat = token_states.numpy()
-        cursor = 0
-        for position in positions:
-            row = start + int(position)
-            first, last = int(tokenized.offsets[row]) - token_base, int(tokenized.offsets[row + 1]) - token_base
-            token_out[first:last] = flat[cursor : cursor + last - first]
-            cursor += last - first
+        _scatter_tokens(token_states.numpy(), token_out, positions, tokenized, start, token_base)
+    for path, values in site_values.items():
+        if path.endswith("tokens/states"):
+            _scatter_tokens(values.numpy(), site_out[path], positions, tokenized, start, token_base)
+        else:
+            site_out[path][positions] = values.numpy()
+
+
+def _scatter_tokens(flat: np.ndarray, token_out: np.ndarray, positions, tokenized: TokenizedCorpus, start: int,
+                    token_base: int) -> None:
+    """A batch's real tokens (in batch order) into the window's token buffer (in corpus order)."""
+    cursor = 0
+    for position in positions:
+        row = start + int(position)
+        first, last = int(tokenized.offsets[row]) - token_base, int(tokenized.offsets[row + 1]) - token_base
+        token_out[first:last] = flat[cursor : cursor + last - first]
+        cursor += last - first
 
 
 def _check_finite(pooled_out: dict, token_out, start: int, store_dtype: str) -> None:

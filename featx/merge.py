@@ -28,7 +28,7 @@ from .corpus import Corpus, LabelColumn
 from .errors import IncompleteError, InputError, Interrupted, StoreError
 from .sharding import ROW_INDEX, SHARD_ATTRS, ShardSpec, manifest_path, read_manifest
 from .state import remember
-from .store import FeatureFile, FeatureWriter, partial_path
+from .store import FeatureFile, FeatureWriter, partial_path, site_pooled_path, site_tokens_path
 from .tokenize import TokenizedCorpus
 
 BLOCK_BYTES = 256 << 20  # host memory for one block of merged rows
@@ -208,7 +208,7 @@ def _gather_tokens(files, indices, out_offsets, name) -> np.ndarray:
 def _merged_attrs(shard_attrs: dict, files, manifest: dict) -> dict:
     attrs = {key: value for key, value in shard_attrs.items() if key not in SHARD_ATTRS}
     for key in ("format", "schema_version", "layers", "poolings", "n_rows", "hidden_size", "store_dtype",
-                "tokens", "complete"):
+                "tokens", "complete", "sites"):
         attrs.pop(key, None)  # FeatureWriter.create sets these itself
     options = json.loads(attrs.get("options", "{}"))
     options.pop("shard_index", None)
@@ -227,9 +227,14 @@ def _copy_features(writer: FeatureWriter, files, indices, tokenized: TokenizedCo
     n_rows = int(out.attrs["n_rows"])
     poolings = json.loads(out.attrs["poolings"])
     with_tokens = bool(out.attrs["tokens"])
+    sites = json.loads(out.attrs["sites"]) if "sites" in out.attrs else {}
+    site_rows = [site_pooled_path(site, name) for site, spec in sites.items() for name in spec["poolings"]]
+    site_tokens = [site_tokens_path(site) for site in sites] if with_tokens else []
     row_bytes = sum(out["pooled"][name].dtype.itemsize * int(np.prod(out["pooled"][name].shape[1:]))
                     for name in poolings)
-    token_bytes = out["tokens/states"].dtype.itemsize * int(np.prod(out["tokens/states"].shape[1:])) if with_tokens else 0
+    row_bytes += sum(out[path].dtype.itemsize * int(np.prod(out[path].shape[1:])) for path in site_rows)
+    token_bytes = sum(out[path].dtype.itemsize * int(np.prod(out[path].shape[1:]))
+                      for path in ["tokens/states"] + site_tokens) if with_tokens else 0
     rows_per_block = int(max(1, BLOCK_BYTES // max(1, row_bytes)))
     blocks = plan_windows(n_rows, rows_per_block, tokenized.lengths if with_tokens else None,
                           BLOCK_BYTES / token_bytes if with_tokens else None)
@@ -246,6 +251,9 @@ def _copy_features(writer: FeatureWriter, files, indices, tokenized: TokenizedCo
             if with_tokens:
                 states = np.empty((int(tokenized.offsets[stop]) - token_base,) + out["tokens/states"].shape[1:],
                                   out["tokens/states"].dtype)
+            site_values = {path: np.empty((stop - start,) + out[path].shape[1:], out[path].dtype) for path in site_rows}
+            site_values.update({path: np.empty((int(tokenized.offsets[stop]) - token_base,) + out[path].shape[1:],
+                                               out[path].dtype) for path in site_tokens})
             for k, (file, index) in enumerate(zip(files, indices)):
                 # A shard's rows are ascending, so those falling in [start, stop) are one contiguous slice.
                 lo, hi = np.searchsorted(index, [start, stop])
@@ -253,11 +261,15 @@ def _copy_features(writer: FeatureWriter, files, indices, tokenized: TokenizedCo
                     continue
                 for name in poolings:
                     pooled[name][index[lo:hi] - start] = file["pooled"][name][lo:hi]
+                for path in site_rows:
+                    site_values[path][index[lo:hi] - start] = file[path][lo:hi]
                 if with_tokens:
                     offsets = shard_offsets[k][lo : hi + 1]
                     destination, _ = _token_positions(offsets, index[lo:hi], tokenized.offsets, token_base)
                     states[destination] = file["tokens/states"][int(offsets[0]) : int(offsets[-1])]
-            writer.write_window(start, stop, pooled, states)
+                    for path in site_tokens:
+                        site_values[path][destination] = file[path][int(offsets[0]) : int(offsets[-1])]
+            writer.write_window(start, stop, pooled, states, site_values)
             writer.commit(stop)
             bar.update(stop - start)
 
@@ -341,5 +353,6 @@ def _open_writer(output: Path, files, indices, n_rows: int, manifest: dict, over
     poolings = json.loads(first.attrs["poolings"])
     store_dtype = np.dtype(str(first.attrs["store_dtype"]))
     attrs = _merged_attrs(shard_attrs, files, manifest)
+    sites = json.loads(first.attrs["sites"]) if "sites" in first.attrs else None
     return FeatureWriter.create(output, attrs, corpus, tokenized, layers, poolings, int(first.attrs["hidden_size"]),
-                                store_dtype, bool(first.attrs["tokens"]))
+                                store_dtype, bool(first.attrs["tokens"]), sites)

@@ -7,6 +7,10 @@ The table has one row per (features, layer_spec, pooling, classifier); the colum
 ``pooling``, ``classifier``, the metric columns (``accuracy``, ``macro_f1``, ``balanced_accuracy``,
 each with ``_low``/``_high`` 95% bounds), ``control_accuracy`` and ``per_class_f1`` (JSON).
 
+Results that probe several sites (``featx probe --site hidden,ffn,...``; a ``site`` column) are
+compared per layer: one line per site, or per site × pooling when there are several poolings
+(the pooling keeps its colour and marker, each site gets its own line style).
+
 Colours are the Okabe–Ito palette (distinguishable with the common colour-vision deficiencies),
 with a fixed colour and marker per pooling so the same pooling looks the same in every figure.
 """
@@ -46,6 +50,7 @@ CYCLE = [OKABE_ITO[name] for name in ("blue", "vermillion", "bluish_green", "red
                                       "sky_blue", "black", "yellow")]
 MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*"]
 REFERENCE_GREY = "#555555"
+SITE_LINESTYLES = ["-", "--", ":", "-."]
 
 METRICS = ("accuracy", "macro_f1", "balanced_accuracy", "selectivity", "control_accuracy")
 METRIC_NAMES = {
@@ -112,6 +117,9 @@ def load_results(source, meta: dict | None = None) -> tuple[pd.DataFrame, dict]:
     frame["features"] = frame["features"].fillna("main").astype(str)
     frame["kind"] = frame["kind"].fillna("").astype(str)
     frame["pooling"] = frame["pooling"].fillna("").astype(str)
+    if "site" not in frame.columns:  # results from before sites: every probe read the hidden states
+        frame["site"] = "hidden"
+    frame["site"] = frame["site"].fillna("").astype(str)
     frame["classifier"] = frame["classifier"].fillna("").astype(str)
     frame["layer"] = pd.to_numeric(frame["layer"], errors="coerce").astype("Int64")
     if "per_class_f1" in frame.columns:
@@ -161,7 +169,14 @@ def layer_rows(frame: pd.DataFrame, classifier: str | None = None, features: str
         raise InputError(f"no single-layer results for classifier '{classifier}'",
                          f"classifiers in these results: {', '.join(known) or '(none)'}; "
                          "probe with --layer all to get per-layer rows")
-    return rows.dropna(subset=["layer"]).sort_values(["layer"], kind="stable")
+    rows = rows.dropna(subset=["layer"]).sort_values(["layer"], kind="stable")
+    if "site" in rows.columns and rows["site"].nunique() > 1:
+        # Several sites: each (site, pooling) is its own series, named in the "pooling" column that
+        # every panel groups by ("ffn" alone when all rows share one pooling, else "ffn · mean").
+        one_pooling = rows["pooling"].nunique() == 1
+        rows = rows.assign(probe_pooling=rows["pooling"],
+                           pooling=rows["site"] if one_pooling else rows["site"] + " · " + rows["pooling"])
+    return rows
 
 
 def poolings_of(rows: pd.DataFrame) -> list[str]:
@@ -195,7 +210,22 @@ def references(frame: pd.DataFrame, metric: str = "accuracy", classifier: str | 
 
 
 def _style(pooling: str, index: int) -> tuple[str, str]:
+    if " · " in pooling:  # a site × pooling series keeps its pooling's colour and marker
+        pooling = pooling.split(" · ", 1)[1]
     return POOLING_STYLE.get(pooling, (CYCLE[index % len(CYCLE)], MARKERS[index % len(MARKERS)]))
+
+
+def _series_name(rows: pd.DataFrame) -> str:
+    """What the rows' "pooling" column names: pooling, site, or site · pooling (see ``layer_rows``)."""
+    if "site" not in rows.columns or rows["site"].nunique() < 2:
+        return "pooling"
+    return "site" if set(rows["pooling"]) <= set(rows["site"]) else "site · pooling"
+
+
+def _linestyle(part: pd.DataFrame, sites: list[str]) -> str:
+    if "site" not in part.columns or len(sites) < 2 or part["pooling"].iloc[0] in sites:
+        return "-"  # one site, or one line per site (told apart by colour)
+    return SITE_LINESTYLES[sites.index(part["site"].iloc[0]) % len(SITE_LINESTYLES)]
 
 
 def _model_name(meta: dict) -> str:
@@ -250,12 +280,15 @@ def plot_layer_curves(frame: pd.DataFrame, meta: dict | None = None, ax=None, me
         ax = _axes(ax)
         values: list[float] = []
         hollow_drawn = False
+        sites = list(dict.fromkeys(rows["site"])) if "site" in rows.columns else []
         for index, pooling in enumerate(poolings_of(rows)):
             part = rows[rows["pooling"] == pooling]
-            colour, marker = _style(pooling, index)
+            colour, marker = _style(pooling, index) if pooling not in sites else \
+                (CYCLE[index % len(CYCLE)], MARKERS[index % len(MARKERS)])
             layers = part["layer"].astype(int).to_numpy()
             y = part[metric].astype(float).to_numpy()
-            ax.plot(layers, y, color=colour, marker=marker, markersize=5, linewidth=2, label=pooling, zorder=3)
+            ax.plot(layers, y, color=colour, marker=marker, markersize=5, linewidth=2, label=pooling, zorder=3,
+                    linestyle=_linestyle(part, sites))
             if metric == "accuracy":
                 hollow_drawn |= _mark_like_best(ax, part, layers, y, colour, marker)
             low, high = f"{metric}_low", f"{metric}_high"
@@ -428,14 +461,14 @@ def plot_heatmap(frame: pd.DataFrame, meta: dict | None = None, ax=None, metric:
         ax.set_xticks(range(len(layers)), [str(layer) for layer in layers])
         ax.set_yticks(range(len(poolings)), poolings)
         ax.set_xlabel("layer")
-        ax.set_ylabel("pooling")
+        ax.set_ylabel(_series_name(rows))
         for spine in ax.spines.values():
             spine.set_visible(False)
         ax.tick_params(length=0)
         if colorbar:
             ax.figure.colorbar(image, ax=ax, fraction=0.05, pad=0.02, label=METRIC_NAMES.get(metric, metric))
         if title:
-            ax.set_title(title if isinstance(title, str) else f"{METRIC_NAMES.get(metric, metric)}: layer × pooling",
+            ax.set_title(title if isinstance(title, str) else f"{METRIC_NAMES.get(metric, metric)}: layer × {_series_name(rows)}",
                          loc="left")
     return ax
 
@@ -480,11 +513,12 @@ def plot_per_class_f1(frame: pd.DataFrame, meta: dict | None = None, ax=None, po
 
 
 def plot_projection(features, layer: int, pooling: str, label: str, ax=None, split: str | None = None,
-                    max_points: int = 3000, seed: int = 0, title: bool | str = True):
+                    max_points: int = 3000, seed: int = 0, title: bool | str = True, site: str = "hidden"):
     """The rows of one (layer, pooling) projected on their first two principal components, coloured by label.
 
     ``features`` is a features file path or an open ``featx.FeatureFile``. ``split`` keeps only rows
-    of that split; at most ``max_points`` rows are drawn (a seeded random subset).
+    of that split; at most ``max_points`` rows are drawn (a seeded random subset). ``site`` picks a
+    stored site other than the hidden states (``featx extract --site``).
     """
     import matplotlib.pyplot as plt
     from sklearn.decomposition import PCA
@@ -493,7 +527,7 @@ def plot_projection(features, layer: int, pooling: str, label: str, ax=None, spl
 
     opened = features if isinstance(features, FeatureFile) else open_features(features)
     try:
-        X = opened.features(pooling, layer)
+        X = opened.features(pooling, layer, site=site)
         codes = opened.labels(label)
         names = opened.label_names(label)
         keep = codes >= 0
@@ -531,7 +565,8 @@ def plot_projection(features, layer: int, pooling: str, label: str, ax=None, spl
         if constant:
             ax.text(0.5, 0.9, "every row has the same vector here", transform=ax.transAxes, ha="center")
         if title:
-            ax.set_title(title if isinstance(title, str) else f"layer {layer}, {pooling} pooling: PCA by {label}",
+            where = "" if site == "hidden" else f"{site}, "
+            ax.set_title(title if isinstance(title, str) else f"layer {layer}, {where}{pooling} pooling: PCA by {label}",
                          loc="left")
     return ax
 

@@ -15,6 +15,9 @@ Layout (schema 1)::
     /tokens/offsets        (N+1,) int64, row i owns tokens offsets[i]:offsets[i+1]
     /tokens/input_ids      (T,) int32
     /tokens/word_ids       (T,) int32, -1 for special tokens
+    /sites/<site>/pooled/<pooling>  (N, L_site, W_site) another site's features (featx/sites.py); the
+                           ``hidden`` site is ``/pooled`` above, so files without sites read as before
+    /sites/<site>/tokens/states     (T, L_site, W_site) its token-level states (only with ``--tokens``)
     /progress/rows_done    (1,) int64, rows [0, rows_done) are committed
 
 Crash safety: every dataset is created at full size with its storage allocated
@@ -48,6 +51,17 @@ FORMAT_NAME = "featx-features"
 PARTIAL_SUFFIX = ".partial"
 CREATING_SUFFIX = ".creating"
 CHUNK_BYTES = 1 << 20
+HIDDEN_SITE = "hidden"
+TOKENS_SUFFIX = "/tokens/states"
+
+
+def site_pooled_path(site: str, pooling: str) -> str:
+    """Dataset path of one pooling of a site (``hidden`` lives at ``pooled/<pooling>``)."""
+    return f"pooled/{pooling}" if site == HIDDEN_SITE else f"sites/{escape_name(site)}/pooled/{pooling}"
+
+
+def site_tokens_path(site: str) -> str:
+    return "tokens/states" if site == HIDDEN_SITE else f"sites/{escape_name(site)}{TOKENS_SUFFIX}"
 
 
 def escape_name(name: str) -> str:
@@ -188,10 +202,16 @@ class FeatureWriter:
         self._pooled = {name: file["pooled"][name] for name in file["pooled"]}
         self._token_states = file["tokens/states"] if "tokens" in file else None
         self._token_offsets = file["tokens/offsets"][()] if "tokens" in file else None
+        self._site_datasets: dict[str, h5py.Dataset] = {}  # "sites/<site>/pooled/<pooling>", ".../tokens/states"
+        if "sites" in file:
+            file["sites"].visititems(lambda name, item: self._site_datasets.__setitem__(f"sites/{name}", item)
+                                     if isinstance(item, h5py.Dataset) else None)
 
     @classmethod
     def create(cls, final_path: Path, attrs: dict, corpus, tokenized, layers: list[int],
-               poolings: list[str], hidden_size: int, store_dtype: np.dtype, with_tokens: bool) -> "FeatureWriter":
+               poolings: list[str], hidden_size: int, store_dtype: np.dtype, with_tokens: bool,
+               sites: dict[str, dict] | None = None) -> "FeatureWriter":
+        """``sites``: ``{name: {"layers": [...], "width": W, "poolings": [...], ...}}`` beyond ``hidden``."""
         # Built under a temporary name and renamed to .partial only once fully created and
         # flushed: a kill during creation then never leaves a damaged .partial behind.
         path = creating_path(final_path)
@@ -204,7 +224,7 @@ class FeatureWriter:
             raise StoreError(f"cannot create {path}: {err}", "check the output directory exists and is writable") from None
         try:
             _as_os_error(cls._populate)(file, attrs, corpus, tokenized, layers, poolings, hidden_size,
-                                        store_dtype, with_tokens)
+                                        store_dtype, with_tokens, sites)
             _as_os_error(file.flush)()
             _reserve_space(path)
         except BaseException as err:
@@ -229,7 +249,8 @@ class FeatureWriter:
 
     @staticmethod
     def _populate(file: h5py.File, attrs: dict, corpus, tokenized, layers: list[int], poolings: list[str],
-                  hidden_size: int, store_dtype: np.dtype, with_tokens: bool) -> None:
+                  hidden_size: int, store_dtype: np.dtype, with_tokens: bool,
+                  sites: dict[str, dict] | None = None) -> None:
         n_rows, n_layers = len(corpus), len(layers)
         string = h5py.string_dtype("utf-8")
         file.attrs.update({key: value for key, value in attrs.items() if value is not None})
@@ -242,6 +263,8 @@ class FeatureWriter:
         file.attrs["store_dtype"] = np.dtype(store_dtype).name
         file.attrs["tokens"] = bool(with_tokens)
         file.attrs["complete"] = False
+        if sites:
+            file.attrs["sites"] = json.dumps(sites)
 
         rows = file.create_group("rows")
         _written(rows, "text", data=_strings(corpus.texts), dtype=string)
@@ -274,6 +297,19 @@ class FeatureWriter:
             _written(tokens, "input_ids", data=tokenized.input_ids.astype(np.int32))
             _written(tokens, "word_ids", data=tokenized.word_ids.astype(np.int32))
 
+        for name, site in (sites or {}).items():
+            group = file.require_group("sites").create_group(escape_name(name))
+            group.attrs["site"] = name
+            width, n_site_layers = int(site["width"]), len(site["layers"])
+            site_pooled = group.create_group("pooled")
+            for pooling in site["poolings"]:
+                _preallocated(site_pooled, pooling, (n_rows, n_site_layers, width), store_dtype,
+                              chunks=(_row_chunks(n_rows, width * itemsize), 1, width))
+            if with_tokens:
+                total = int(tokenized.offsets[-1])
+                _preallocated(group.create_group("tokens"), "states", (total, n_site_layers, width), store_dtype,
+                              chunks=(_row_chunks(total, width * itemsize), 1, width))
+
         progress = file.create_group("progress")
         rows_done = _preallocated(progress, "rows_done", (1,), np.int64)
         rows_done[0] = 0
@@ -301,18 +337,27 @@ class FeatureWriter:
 
     @_as_os_error
     def write_window(self, start: int, stop: int, pooled: dict[str, np.ndarray],
-                     token_states: np.ndarray | None = None) -> None:
-        """Write rows ``[start, stop)``; they count as committed only after ``commit``."""
+                     token_states: np.ndarray | None = None, site_values: dict[str, np.ndarray] | None = None) -> None:
+        """Write rows ``[start, stop)``; they count as committed only after ``commit``.
+
+        ``site_values`` maps dataset paths of other sites (``site_pooled_path``, ``site_tokens_path``)
+        to their rows (pooled) or tokens (token-level) of the window.
+        """
         for pooling, values in pooled.items():
             self._pooled[pooling][start:stop] = values
         if token_states is not None:
             first, last = int(self._token_offsets[start]), int(self._token_offsets[stop])
             self._token_states[first:last] = token_states
+        for path, values in (site_values or {}).items():
+            if path.endswith(TOKENS_SUFFIX):
+                self._site_datasets[path][int(self._token_offsets[start]) : int(self._token_offsets[stop])] = values
+            else:
+                self._site_datasets[path][start:stop] = values
 
     @_as_os_error
     def commit(self, rows_done: int) -> None:
         # Data first, marker second: a crash between the two only redoes the window.
-        for dataset in (*self._pooled.values(), self._token_states):
+        for dataset in (*self._pooled.values(), self._token_states, *self._site_datasets.values()):
             if dataset is not None:
                 dataset.flush()
         self.file.flush()
@@ -407,6 +452,8 @@ class FeatureFile:
         self.layers: list[int] = json.loads(attrs["layers"])
         self.poolings: list[str] = json.loads(attrs["poolings"])
         self.hidden_size = int(attrs["hidden_size"])
+        # Files written before sites existed have none besides hidden, and read unchanged.
+        self._sites: dict[str, dict] = json.loads(attrs["sites"]) if attrs.get("sites") else {}
 
     # -- context manager -------------------------------------------------------------------
     def close(self) -> None:
@@ -425,31 +472,59 @@ class FeatureFile:
                 f"layers={self.layers}, poolings={self.poolings}, {state})")
 
     # -- features --------------------------------------------------------------------------
-    def _layer_position(self, layer: int) -> int:
+    @property
+    def sites(self) -> list[str]:
+        """Stored sites: ``hidden`` first, then e.g. ``attn_out``, ``ffn`` (see featx/sites.py)."""
+        return [HIDDEN_SITE] + list(self._sites)
+
+    def _site(self, site: str) -> dict:
+        if site == HIDDEN_SITE:
+            return {"layers": self.layers, "width": self.hidden_size, "poolings": self.poolings}
+        if site not in self._sites:
+            from .errors import InputError
+
+            raise InputError(f"site '{site}' is not stored in {self.path}; stored sites: {', '.join(self.sites)}",
+                             "re-extract with featx extract --site ... --overwrite")
+        return self._sites[site]
+
+    def site_layers(self, site: str = HIDDEN_SITE) -> list[int]:
+        return list(self._site(site)["layers"])
+
+    def site_poolings(self, site: str = HIDDEN_SITE) -> list[str]:
+        return list(self._site(site)["poolings"])
+
+    def site_width(self, site: str = HIDDEN_SITE) -> int:
+        return int(self._site(site)["width"])
+
+    def _layer_position(self, layer: int, site: str = HIDDEN_SITE) -> int:
+        layers = self.layers if site == HIDDEN_SITE else self.site_layers(site)
         if layer < 0:
             layer += max(self.layers) + 1
-        if layer not in self.layers:
+        if layer not in layers:
             from .errors import InputError
 
-            raise InputError(f"layer {layer} is not stored in {self.path}; stored layers: {self.layers}")
-        return self.layers.index(layer)
+            where = "" if site == HIDDEN_SITE else f" for site '{site}'"
+            raise InputError(f"layer {layer} is not stored{where} in {self.path}; stored layers: {layers}")
+        return layers.index(layer)
 
-    def features(self, pooling: str, layer: int, dtype=np.float32) -> np.ndarray:
-        """``(n_rows, hidden)`` features of one pooling at one layer; reads only that layer."""
-        if pooling not in self.poolings:
+    def features(self, pooling: str, layer: int, dtype=np.float32, site: str = HIDDEN_SITE) -> np.ndarray:
+        """``(n_rows, width)`` features of one pooling at one layer of a site; reads only that layer."""
+        poolings = self.site_poolings(site)
+        if pooling not in poolings:
             from .errors import InputError
 
-            raise InputError(f"pooling '{pooling}' is not stored in {self.path}; stored: {', '.join(self.poolings)}")
-        position = self._layer_position(layer)
-        dataset = self._file["pooled"][pooling]
-        out = np.empty((self.n_rows, self.hidden_size), dtype=dataset.dtype)
+            where = "" if site == HIDDEN_SITE else f" for site '{site}'"
+            raise InputError(f"pooling '{pooling}' is not stored{where} in {self.path}; stored: {', '.join(poolings)}")
+        position = self._layer_position(layer, site)
+        dataset = self._file[site_pooled_path(site, pooling)]
+        out = np.empty((self.n_rows, dataset.shape[2]), dtype=dataset.dtype)
         if self.n_rows:
             dataset.read_direct(out, np.s_[0 : self.n_rows, position, :])
         return out.astype(dtype, copy=False)
 
-    def concatenated(self, pooling: str, layers: list[int], dtype=np.float32) -> np.ndarray:
-        """``(n_rows, hidden * len(layers))``: the "concatenate the last four layers" feature set."""
-        return np.concatenate([self.features(pooling, layer, dtype) for layer in layers], axis=1)
+    def concatenated(self, pooling: str, layers: list[int], dtype=np.float32, site: str = HIDDEN_SITE) -> np.ndarray:
+        """``(n_rows, width * len(layers))``: the "concatenate the last four layers" feature set."""
+        return np.concatenate([self.features(pooling, layer, dtype, site) for layer in layers], axis=1)
 
     # -- rows ------------------------------------------------------------------------------
     def _rows(self, name: str) -> np.ndarray:
@@ -527,11 +602,12 @@ class FeatureFile:
     def word_ids(self) -> np.ndarray:
         return self._require_tokens()["word_ids"][: int(self.token_offsets[-1])]
 
-    def token_states(self, layer: int, dtype=np.float32) -> np.ndarray:
-        """``(total_tokens, hidden)`` states of one layer for all committed rows (slice with ``token_offsets``)."""
-        position = self._layer_position(layer)
+    def token_states(self, layer: int, dtype=np.float32, site: str = HIDDEN_SITE) -> np.ndarray:
+        """``(total_tokens, width)`` states of one layer for all committed rows (slice with ``token_offsets``)."""
+        position = self._layer_position(layer, site)
         total = int(self.token_offsets[-1])
-        return self._require_tokens()["states"][0:total, position, :].astype(dtype, copy=False)
+        self._require_tokens()
+        return self._file[site_tokens_path(site)][0:total, position, :].astype(dtype, copy=False)
 
 
 def open_features(path: str | os.PathLike, allow_partial: bool = False) -> FeatureFile:

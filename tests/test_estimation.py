@@ -43,3 +43,13 @@ def test_warns_when_the_output_would_not_fit_on_disk(tiny_model, tmp_path, monke
     guess = featx.estimate(corpus, model=str(tiny_model), tokens=True, calibrate=False)
     assert any("token-level storage needs" in warning for warning in guess.warnings)
     assert "warning:" in guess.format()
+
+
+def test_dry_run_counts_extra_sites(tiny_model, tmp_path):
+    corpus = write_csv(tmp_path / "c.csv", SENTENCES * 10)
+    output = tmp_path / "s.h5"
+    guess = featx.estimate(corpus, model=str(tiny_model), output=output, sites="hidden,ffn", calibrate=False)
+    summary = featx.extract(corpus, model=str(tiny_model), output=output, sites="hidden,ffn", progress=False)
+    assert guess.file_bytes == pytest.approx(summary.file_bytes, rel=0.05)
+    hidden_only = featx.estimate(corpus, model=str(tiny_model), output=output, calibrate=False)
+    assert guess.pooled_bytes > hidden_only.pooled_bytes

@@ -240,3 +240,40 @@ def test_cli_compare_writes_one_more_figure(tmp_path):
     assert {path.name for path in tmp_path.glob("*.png")} == {"x.sentiment.probe.png", "x.number.probe.png",
                                                               "labels.png"}
     assert "number (mean): best layer 2, 0.83" in (tmp_path / "labels.svg").read_text()
+
+
+def _with_sites(frame: pd.DataFrame, sites=("hidden", "ffn")) -> pd.DataFrame:
+    """The synthetic table probed at several sites (the ffn rows 0.05 higher, and without layer 0)."""
+    parts = [frame.assign(site="hidden")]
+    for index, site in enumerate(sites[1:], start=1):
+        other = frame[(frame["kind"] == "single") & (frame["layer"] != 0)].assign(site=site)
+        parts.append(other.assign(accuracy=other["accuracy"] + 0.05 * index))
+    return pd.concat(parts, ignore_index=True)
+
+
+def test_sites_one_line_per_site_and_pooling():
+    frame, meta = synthetic_results(poolings=("cls", "mean"))
+    ax = plots.plot_layer_curves(_with_sites(frame), meta)
+    lines = {line.get_label(): line for line in ax.get_lines()}
+    assert {"hidden · cls", "hidden · mean", "ffn · cls", "ffn · mean"} <= set(lines)
+    assert list(lines["ffn · mean"].get_xdata()) == [1, 2] and list(lines["hidden · mean"].get_xdata()) == [0, 1, 2]
+    assert lines["ffn · mean"].get_color() == lines["hidden · mean"].get_color()  # pooling keeps its colour
+    assert lines["ffn · mean"].get_linestyle() != lines["hidden · mean"].get_linestyle()  # site its style
+    assert "best: layer 2, ffn · mean (0.880)" in lines
+    heat = plots.plot_heatmap(_with_sites(frame), meta)
+    assert heat.get_ylabel() == "site · pooling"
+
+
+def test_sites_with_one_pooling_one_line_per_site(tmp_path):
+    frame, meta = synthetic_results(poolings=("mean",))
+    frame = _with_sites(frame, ("hidden", "ffn", "attn_out"))
+    ax = plots.plot_layer_curves(frame, meta)
+    labels = [line.get_label() for line in ax.get_lines()]
+    assert labels[:3] == ["hidden", "ffn", "attn_out"]
+    assert [tick.get_text() for tick in plots.plot_heatmap(frame, meta).get_yticklabels()] == ["hidden", "ffn", "attn_out"]
+    csv_path, _ = write_results(frame, meta, tmp_path / "sites")
+    result = CliRunner().invoke(main, ["plot", str(csv_path), "-o", str(tmp_path / "fig.png")])
+    assert result.exit_code == 0 and (tmp_path / "fig.png").exists()
+    old = frame[frame["site"] == "hidden"].drop(columns="site")  # results from before sites
+    loaded, _ = plots.load_results(old, meta)
+    assert set(loaded["site"]) == {"hidden"}

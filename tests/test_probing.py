@@ -259,3 +259,37 @@ def test_balanced_class_weights_help_a_rare_class(features_copy):
         plain, weighted = (runs[b].table.set_index("classifier").loc[classifier] for b in (False, True))
         assert 0 <= weighted.balanced_accuracy <= 1
         assert weighted.balanced_accuracy >= plain.balanced_accuracy - 0.05
+
+
+def test_sites_are_probed_side_by_side(tiny_model, tmp_path):
+    corpus = write_csv(tmp_path / "corpus.csv", make_rows(N_ROWS), header=("text", "label", "topic"))
+    path = tmp_path / "sites.h5"
+    featx.extract(corpus, model=str(tiny_model), output=path, progress=False, poolings="mean,cls",
+                  sites="ffn,attn_out")
+    rng = np.random.default_rng(0)
+    with h5py.File(path, "r+") as file:  # plant a label signal in the ffn site's layer 2 only
+        y = file["labels/label"][:]
+        data = rng.standard_normal(file["sites/ffn/pooled/mean"].shape).astype(np.float32)
+        data[:, 1, :3] += 2.0 * (2 * y[:, None] - 1)
+        file["sites/ffn/pooled/mean"][...] = data.astype(file["sites/ffn/pooled/mean"].dtype)
+    result = probe(path, sites="hidden,ffn,attn_out", poolings="mean", folds=4, jobs=1, write=False, control=False)
+    table = result.table
+    assert list(dict.fromkeys(table.site)) == ["", "hidden", "ffn", "attn_out"]  # majority first
+    singles = table[table.kind == "single"]
+    assert singles.groupby("site").layer.apply(list).to_dict() == {"hidden": [0, 1, 2], "ffn": [1, 2],
+                                                                   "attn_out": [1, 2]}
+    ffn = singles[singles.site == "ffn"].set_index("layer")
+    assert ffn.loc[2, "accuracy"] > 0.9 and ffn.loc[2, "is_best"] and ffn.loc[1, "accuracy"] < 0.8
+    assert singles.groupby("site").is_best.sum().eq(1).all()  # one best layer per site
+    assert result.meta["sites"] == ["hidden", "ffn", "attn_out"]
+    assert "logreg probe on site ffn" in result.format_table()
+    with pytest.raises(InputError, match="site 'pre_ln' is not stored .* stored sites: hidden, ffn, attn_out"):
+        probe(path, sites="pre_ln", write=False)
+
+
+def test_results_from_before_sites_load_as_hidden(tiny_features, tmp_path):
+    result = probe(tiny_features, layers="1", poolings="mean", folds=3, jobs=1, output=tmp_path / "r")
+    old = result.table.drop(columns="site")
+    old.to_csv(tmp_path / "old.csv", index=False)
+    table, _ = load_results(tmp_path / "old.csv")
+    assert list(table.columns[:2]) == ["features", "site"] and (table.site == "hidden").all()

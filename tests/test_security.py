@@ -109,7 +109,10 @@ def test_trust_remote_code_does_run_it(tiny_model, corpus_csv, tmp_path):
 
 # -- nothing is unpickled or evaluated ---------------------------------------------------------------
 
-UNSAFE_MODULES = {"pickle", "cPickle", "dill", "cloudpickle", "joblib", "shelve", "marshal", "_pickle"}
+UNSAFE_MODULES = {"pickle", "cPickle", "dill", "cloudpickle", "shelve", "marshal", "_pickle"}
+# joblib is allowed for Parallel (it pickles featx's own objects between its own workers within one run),
+# never for joblib.load of a file.
+UNSAFE_FROM_IMPORTS = {("joblib", "load")}
 UNSAFE_CALLS = {("torch", "load"), ("pickle", "load"), ("pickle", "loads"), ("joblib", "load"),
                 ("pd", "read_pickle"), ("pandas", "read_pickle"), ("np", "load"), ("numpy", "load")}
 
@@ -121,6 +124,9 @@ def _unsafe_uses(source: str) -> list[str]:
             found += [alias.name for alias in node.names if alias.name.split(".")[0] in UNSAFE_MODULES]
         elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in UNSAFE_MODULES:
             found.append(node.module)
+        elif isinstance(node, ast.ImportFrom) and any((node.module, alias.name) in UNSAFE_FROM_IMPORTS
+                                                      for alias in node.names):
+            found.append(f"{node.module}.load")
         elif isinstance(node, ast.Call):
             func = node.func
             if isinstance(func, ast.Name) and func.id in ("eval", "exec", "read_pickle"):
@@ -139,6 +145,8 @@ def test_the_scanner_finds_unpickling():
     unsafe = "import pickle\nx = torch.load(p)\ny = np.load(p, allow_pickle=True)\neval('1')"
     assert sorted(_unsafe_uses(unsafe)) == ["eval", "np.load", "pickle", "torch.load"]
     assert _unsafe_uses("np.load(p)\nmodel.eval()\njson.loads(s)") == []
+    assert _unsafe_uses("import joblib\nfrom joblib import Parallel\njoblib.cpu_count()") == []
+    assert _unsafe_uses("from joblib import load\njoblib.load(p)") == ["joblib.load", "joblib.load"]
 
 
 def test_featx_never_unpickles_or_evaluates_anything():

@@ -131,6 +131,41 @@ def _check_baseline(main: FeatureFile, other: FeatureFile, specs: list[LayerSpec
                          "re-extract it with featx extract --tokens")
 
 
+def _site_plan(features: FeatureFile, config: ProbeConfig, specs: list[LayerSpec],
+               poolings: list[str]) -> dict[str, tuple[list[LayerSpec], list[str]]]:
+    """Per requested site: its layer specs (resolved against the layers it has) and poolings."""
+    plan = {}
+    for site in config.site_list():
+        if site not in features.sites:
+            raise InputError(f"site '{site}' is not stored in {features.path}; stored sites: {', '.join(features.sites)}",
+                             f"re-extract with featx extract --site {site} (plus the sites you need) --overwrite")
+        if site == "hidden":
+            plan[site] = (specs, poolings)
+            continue
+        try:
+            site_specs = parse_layer_specs(config.layers, features.site_layers(site))
+        except InputError as err:
+            raise InputError(f"site '{site}' (layers {features.site_layers(site)}): {err.message}", err.hint) from None
+        stored = features.site_poolings(site)
+        plan[site] = (site_specs, [pooling for pooling in poolings if pooling in stored])
+        if len(plan[site][1]) < len(poolings):
+            config.notes.append(f"site '{site}' has no {', '.join(p for p in poolings if p not in stored)} pooling; "
+                                "those rows are probed for hidden only")
+    return plan
+
+
+def _check_baseline_sites(other: FeatureFile, sites: dict) -> None:
+    for site, (specs, _) in sites.items():
+        if site == "hidden":
+            continue
+        if site not in other.sites:
+            raise InputError(f"--baseline {other.path} does not store site '{site}'; it stores {', '.join(other.sites)}",
+                             f"extract the baseline with the same --site options")
+        missing = sorted({layer for spec in specs for layer in spec.layers} - set(other.site_layers(site)))
+        if missing:
+            raise InputError(f"--baseline {other.path} does not store layer(s) {missing} of site '{site}'")
+
+
 # -- the jobs ------------------------------------------------------------------------------------
 @dataclass
 class _Job:
@@ -139,6 +174,7 @@ class _Job:
     spec: LayerSpec
     pooling: str
     classifiers: list[str]
+    site: str = "hidden"
 
 
 @dataclass
@@ -166,9 +202,9 @@ def _load(job: _Job, shared: _Shared):
         if job.pooling == TOKENS_POOLING:
             offsets = features.token_offsets
             starts, lengths = offsets[:-1][shared.kept], np.diff(offsets)[shared.kept]
-            states = np.concatenate([features.token_states(layer) for layer in job.spec.layers], axis=1)
+            states = np.concatenate([features.token_states(layer, site=job.site) for layer in job.spec.layers], axis=1)
             return ev.TokenBatches(states, starts, lengths)
-        blocks = [features.features(job.pooling, layer)[shared.kept] for layer in job.spec.layers]
+        blocks = [features.features(job.pooling, layer, site=job.site)[shared.kept] for layer in job.spec.layers]
     if job.spec.kind == "stack":
         return blocks
     return blocks[0] if len(blocks) == 1 else np.concatenate(blocks, axis=1)
@@ -288,6 +324,8 @@ def _prediction_table(table: pd.DataFrame, predictions: dict, choice: str | None
                       y: np.ndarray, row_info: pd.DataFrame) -> tuple[pd.DataFrame | None, str]:
     """Per-row out-of-fold predictions (class names) of every single layer for one pooling/classifier."""
     singles = table[(table.features == "main") & (table.kind == "single")]
+    if "site" in singles:  # the per-row predictions are those of the hidden states
+        singles = singles[singles.site == "hidden"]
     if singles.empty:
         return None, ""
     if choice:
@@ -324,7 +362,7 @@ def _record(job: _Job, classifier: str, row: dict, shared: _Shared) -> dict:
     per_class = row.pop("per_class_f1")
     weights = row.pop("layer_weights")
     record = {
-        "features": job.features, "label": shared.label, "layer_spec": job.spec.name, "kind": job.spec.kind,
+        "features": job.features, "site": job.site, "label": shared.label, "layer_spec": job.spec.name, "kind": job.spec.kind,
         "layer": job.spec.layers[0] if job.spec.kind == "single" else None,
         "layers": ",".join(map(str, job.spec.layers)), "pooling": job.pooling, "classifier": classifier,
         "evaluation": shared.plan.evaluation, "control_accuracy": float("nan"), "selectivity": float("nan"),
@@ -343,14 +381,14 @@ def _majority(shared: _Shared) -> dict:
     row["mdl_bits"] = row["mdl_compression"] = float("nan")
     job = _Job("main", "", LayerSpec("majority", ()), "", ["majority"])
     record = _record(job, "majority", row, shared)
-    record.update(layer_spec="majority", kind="majority", layers="", C=float("nan"))
+    record.update(site="", layer_spec="majority", kind="majority", layers="", C=float("nan"))
     return record
 
 
 def _mark_best(table: pd.DataFrame) -> pd.Series:
     best = pd.Series(False, index=table.index)
     candidates = table[table.kind != "majority"]
-    for _, group in candidates.groupby(["features", "pooling", "classifier"], sort=False):
+    for _, group in candidates.groupby(["features", "site", "pooling", "classifier"], sort=False):
         singles = group[group.kind == "single"]
         pool = singles if not singles.empty else group
         if pool.accuracy.notna().any():
@@ -419,6 +457,7 @@ def probe(config: ProbeConfig | str | Path | None = None, **options) -> ProbeRes
         if split is not None:
             row_info["split"] = np.asarray(split, dtype=object)[kept]
         poolings = parse_poolings(config.poolings, features.poolings)
+        sites = _site_plan(features, config, specs, poolings)
         if "attn" in classifiers and not features.has_tokens:
             raise InputError(f"the attn probe needs token-level states, and {path} has none",
                              "re-extract with featx extract --tokens, or choose --classifier logreg,svm,mlp")
@@ -427,6 +466,7 @@ def probe(config: ProbeConfig | str | Path | None = None, **options) -> ProbeRes
         if config.baseline is not None:
             with FeatureFile(config.baseline, allow_partial=config.allow_partial) as other:
                 _check_baseline(features, other, specs, poolings, "attn" in classifiers)
+                _check_baseline_sites(other, sites)
                 baseline_model = other.attrs.get("model")
                 if other.attrs.get("random_init"):
                     baseline_model = f"{baseline_model} (random init)"
@@ -445,13 +485,14 @@ def probe(config: ProbeConfig | str | Path | None = None, **options) -> ProbeRes
     sources = [("main", str(path))] + ([("baseline", str(config.baseline))] if config.baseline is not None else [])
     pooled_classifiers = [name for name in classifiers if name != "attn"]
     for source, source_path in sources:
-        for spec in specs:
-            for pooling in poolings:
-                usable = [name for name in pooled_classifiers if not (spec.kind == "stack" and name == "mlp")]
-                if usable:
-                    jobs.append(_Job(source, source_path, spec, pooling, usable))
-            if "attn" in classifiers and spec.kind != "stack":
-                jobs.append(_Job(source, source_path, spec, TOKENS_POOLING, ["attn"]))
+        for site, (site_specs, site_poolings) in sites.items():
+            for spec in site_specs:
+                for pooling in site_poolings:
+                    usable = [name for name in pooled_classifiers if not (spec.kind == "stack" and name == "mlp")]
+                    if usable:
+                        jobs.append(_Job(source, source_path, spec, pooling, usable, site))
+                if "attn" in classifiers and spec.kind != "stack":
+                    jobs.append(_Job(source, source_path, spec, TOKENS_POOLING, ["attn"], site))
     if any(spec.kind == "stack" for spec in specs) and ("mlp" in classifiers or "attn" in classifiers):
         config.notes.append("stack combines linear probes only: it is skipped for mlp and attn")
 
@@ -472,10 +513,12 @@ def probe(config: ProbeConfig | str | Path | None = None, **options) -> ProbeRes
     table["_id"] = np.arange(len(table))
     order = {name: i for i, name in enumerate(["", *poolings, TOKENS_POOLING])}
     spec_order = {spec.name: i for i, spec in enumerate(specs)}
+    site_order = {name: i for i, name in enumerate(["", *sites])}
     table = table.assign(_f=table.features.map({"main": 0, "baseline": 1}), _p=table.pooling.map(order),
+                         _site=table.site.map(site_order),
                          _s=table.layer_spec.map(spec_order).fillna(-1),
                          _c=table.classifier.map({n: i for i, n in enumerate(classifiers)}).fillna(-1))
-    table = table.sort_values(["_f", "_c", "_p", "_s"], kind="stable").reset_index(drop=True)
+    table = table.sort_values(["_f", "_site", "_c", "_p", "_s"], kind="stable").reset_index(drop=True)
     table["is_best"] = _mark_best(table)
     predictions = {index: oof[i] for index, i in zip(table.index, table["_id"]) if oof[i] is not None}
     table = add_significance(table, predictions, plan, y, max(int(config.n_bootstrap), 1000), int(config.seed))
@@ -507,7 +550,7 @@ def probe(config: ProbeConfig | str | Path | None = None, **options) -> ProbeRes
         "n_rows": int(n_rows), "n_labelled": int(len(y)), "n_missing_labels": int(n_rows - len(y)),
         "evaluation": plan.evaluation, "folds": int(config.folds) if not plan.is_split else None,
         "n_dev": int(len(plan.dev[0])) if plan.is_split and plan.dev[0] is not None else 0,
-        "seed": int(config.seed), "classifiers": classifiers, "poolings": poolings,
+        "seed": int(config.seed), "classifiers": classifiers, "poolings": poolings, "sites": list(sites),
         "layer_specs": [spec.name for spec in specs], "cs": list(config.cs), "balanced": bool(config.balanced),
         "control": bool(config.control), "baseline_file": str(Path(config.baseline).resolve()) if config.baseline else None,
         "baseline_model": baseline_model if config.baseline else None, "jobs": workers,

@@ -20,6 +20,7 @@ class ProbeConfig:
     label: str | None = None  # None: "label" if present, else the first label column
     layers: str = "all"
     poolings: str = "all"
+    sites: str | list[str] = "hidden"  # which stored sites to probe (featx/sites.py), side by side
     classifiers: str | list[str] = "logreg"
     folds: int = 5
     seed: int = 0
@@ -53,6 +54,13 @@ class ProbeConfig:
             raise InputError("--classifier selects nothing", f"choose from {', '.join(CLASSIFIERS)}")
         return chosen
 
+    def site_list(self) -> list[str]:
+        names = self.sites if isinstance(self.sites, (list, tuple)) else str(self.sites).split(",")
+        chosen = list(dict.fromkeys(str(name).strip() for name in names if str(name).strip()))
+        if not chosen:
+            raise InputError("--site selects nothing", "e.g. --site hidden,ffn,attn_out")
+        return chosen
+
     def validate(self) -> None:
         if int(self.folds) < 2:
             raise InputError(f"--folds {self.folds} is too small", "use at least 2 folds (default 5)")
@@ -61,6 +69,7 @@ class ProbeConfig:
         if not self.cs or any(float(c) <= 0 for c in self.cs):
             raise InputError("the C grid must hold positive values")
         self.classifier_list()
+        self.site_list()
         if self.train_sizes is not None:
             from .curves import parse_train_sizes
 

@@ -53,8 +53,12 @@ def format_table(table: pd.DataFrame, meta: dict) -> str:
     if with_tests:
         header += ["p vs best", "p vs prev"]
     probes = table[table.kind != "majority"]
-    for (features, classifier), block in probes.groupby(["features", "classifier"], sort=False):
-        title = f"{classifier} probe" + (" on the baseline features" if features == "baseline" else "")
+    group_by = ["features", "site", "classifier"] if "site" in probes else ["features", "classifier"]
+    for key, block in probes.groupby(group_by, sort=False):
+        features, classifier = key[0], key[-1]
+        site = key[1] if len(key) == 3 else "hidden"
+        title = f"{classifier} probe" + (f" on site {site}" if site != "hidden" else "") \
+            + (" on the baseline features" if features == "baseline" else "")
         if features == "baseline" and meta.get("baseline_model"):
             title += f" ({meta['baseline_model']})"
         rows = []

@@ -14,7 +14,7 @@ import pandas as pd
 from ..errors import StoreError
 
 COLUMNS = [
-    "features", "label", "layer_spec", "kind", "layer", "layers", "pooling", "classifier",
+    "features", "site", "label", "layer_spec", "kind", "layer", "layers", "pooling", "classifier",
     "accuracy", "accuracy_low", "accuracy_high",
     "macro_f1", "macro_f1_low", "macro_f1_high",
     "balanced_accuracy", "balanced_accuracy_low", "balanced_accuracy_high",
@@ -90,6 +90,8 @@ def write_results(table: pd.DataFrame, meta: dict, csv_path: Path, json_path: Pa
 
 
 def _normalise(table: pd.DataFrame) -> pd.DataFrame:
+    if "site" not in table:  # results written before sites: every row probed the hidden states
+        table.insert(1 if "features" in table else 0, "site", "hidden")
     if "layer" in table:
         table["layer"] = pd.to_numeric(table["layer"], errors="coerce").astype("Int64")
     if "is_best" in table:
@@ -97,7 +99,7 @@ def _normalise(table: pd.DataFrame) -> pd.DataFrame:
     for column in ("significant_vs_best", "significant_vs_prev", "significant_pooling_vs_best"):
         if column in table:  # True/False where tested, missing (None) where not
             table[column] = table[column].map(lambda v: None if pd.isna(v) or v == "" else str(v).lower() in ("true", "1"))
-    for column in ("per_class_f1", "layer_weights", "layers", "layer_spec", "pooling"):
+    for column in ("per_class_f1", "layer_weights", "layers", "layer_spec", "pooling", "site"):
         if column in table:
             table[column] = table[column].fillna("").astype(str)
     return table

@@ -90,7 +90,8 @@ def add_significance(table: pd.DataFrame, predictions: dict[int, np.ndarray], pl
     for column in COLUMNS:
         table[column] = pd.Series([np.nan] * len(table), index=table.index, dtype=object if column.startswith("sig") else float)
     singles = table[(table.kind == "single") & table.index.isin(list(predictions))]
-    for _, group in singles.groupby(["features", "pooling", "classifier"], sort=False):
+    sites = ["site"] if "site" in table else []  # extra sites (ffn, attn_out, ...) are their own groups
+    for _, group in singles.groupby(["features", *sites, "pooling", "classifier"], sort=False):
         if len(group) < 2:
             continue
         ordered = group.sort_values("layer")
@@ -107,13 +108,13 @@ def add_significance(table: pd.DataFrame, predictions: dict[int, np.ndarray], pl
         for (_, current), p, adjusted in zip(pairs, p_prev, holm(p_prev)):
             table.at[current, "p_vs_prev"], table.at[current, "p_vs_prev_holm"] = p, adjusted
             table.at[current, "significant_vs_prev"] = bool(adjusted < alpha)
-    _compare_poolings(table, singles, predictions, plan, y, n_boot, seed, alpha)
+    _compare_poolings(table, singles, predictions, plan, y, n_boot, seed, alpha, sites)
     return table
 
 
-def _compare_poolings(table, singles, predictions, plan, y, n_boot, seed, alpha) -> None:
-    """Best layer of each pooling against the best layer of the best pooling (per features/classifier)."""
-    for _, group in singles.groupby(["features", "classifier"], sort=False):
+def _compare_poolings(table, singles, predictions, plan, y, n_boot, seed, alpha, sites=()) -> None:
+    """Best layer of each pooling against the best layer of the best pooling (per features/site/classifier)."""
+    for _, group in singles.groupby(["features", *sites, "classifier"], sort=False):
         bests = [part.accuracy.idxmax() for _, part in group.groupby("pooling", sort=False)]
         if len(bests) < 2:
             continue
