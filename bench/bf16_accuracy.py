@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 CACHE = Path(__file__).resolve().parent / ".cache"
-DATA = Path(os.environ.get("FEATX_BENCH_DATA", "/work/shared/data"))
+DATA = Path(os.environ.get("FEATX_BENCH_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
 
 
 def corpus(train_rows: int) -> Path:

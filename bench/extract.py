@@ -43,7 +43,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 CACHE = Path(__file__).resolve().parent / ".cache"
-DATA = Path(os.environ.get("FEATX_BENCH_DATA", "/work/shared/data"))
+DATA = Path(os.environ.get("FEATX_BENCH_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
 MAX_LENGTH = 256  # sentence-transformers' limit for MiniLM; used by every method for a like-for-like count
 ROWS = {"sst2": 872, "agnews": 2000, "longtail": 1000}
 BIG_MODEL_ROWS = {"sst2": 150, "agnews": 100, "longtail": 80}  # bert-base on 2 CPU cores is slow

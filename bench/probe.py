@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 CACHE = ROOT / "bench" / ".cache"
-DATA = Path("/work/shared/data/agnews/data.csv")
+DATA = Path(os.environ.get("FEATX_BENCH_DATA", ROOT.parent / "shared" / "data")) / "agnews" / "data.csv"
 
 
 def build_features(rows: int) -> Path:

@@ -26,5 +26,24 @@ def reference_features(model_path, texts, max_length=None):
     return {name: torch.stack(values).numpy() for name, values in out.items()}
 
 
+def interrupt_after_commits(monkeypatch, commits: int) -> None:
+    """Make the writer raise KeyboardInterrupt (as Ctrl-C would) right after its ``commits``-th commit.
+
+    Undo with ``monkeypatch.undo()`` before resuming.
+    """
+    from featx.store import FeatureWriter
+
+    original_commit = FeatureWriter.commit
+    calls = {"n": 0}
+
+    def flaky_commit(self, rows_done):
+        original_commit(self, rows_done)
+        calls["n"] += 1
+        if calls["n"] == commits:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(FeatureWriter, "commit", flaky_commit)
+
+
 def max_abs_diff(a, b) -> float:
     return float(np.abs(np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64)).max())

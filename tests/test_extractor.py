@@ -5,10 +5,10 @@ import pytest
 import featx
 from featx.errors import InputError, Interrupted, ModelError, StoreError
 from featx.extractor import ExtractConfig, extract
-from featx.store import FeatureWriter, partial_path
+from featx.store import partial_path
 
 from conftest import SENTENCES, write_csv
-from helpers import max_abs_diff, reference_features
+from helpers import interrupt_after_commits, max_abs_diff, reference_features
 
 TEXTS = [row[0] for row in SENTENCES]
 
@@ -137,19 +137,10 @@ def test_changed_corpus_refuses_without_overwrite(tiny_model, corpus_csv, tmp_pa
 
 def test_resume_after_interruption_equals_uninterrupted_run(tiny_model, corpus_csv, tmp_path, monkeypatch):
     reference = run(corpus_csv, tiny_model, tmp_path, "ref.h5", commit_rows=3, tokens=True)
-    original_commit = FeatureWriter.commit
-    calls = {"n": 0}
-
-    def flaky_commit(self, rows_done):
-        original_commit(self, rows_done)
-        calls["n"] += 1
-        if calls["n"] == 2:
-            raise KeyboardInterrupt
-
-    monkeypatch.setattr(FeatureWriter, "commit", flaky_commit)
+    interrupt_after_commits(monkeypatch, 2)
     with pytest.raises(Interrupted, match="6 of 12 rows are saved"):
         run(corpus_csv, tiny_model, tmp_path, "out.h5", commit_rows=3, tokens=True)
-    monkeypatch.setattr(FeatureWriter, "commit", original_commit)
+    monkeypatch.undo()
     output = tmp_path / "out.h5"
     assert not output.exists() and partial_path(output).exists()
     with pytest.raises(StoreError, match="incomplete"):

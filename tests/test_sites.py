@@ -313,24 +313,16 @@ def test_sharded_extraction_merges_sites(tiny_model, corpus_csv, tmp_path):
 
 def test_interrupted_extraction_with_sites_resumes_to_the_same_file(tiny_model, corpus_csv, tmp_path, monkeypatch):
     from featx.errors import Interrupted
-    from featx.store import FeatureWriter
+
+    from helpers import interrupt_after_commits
 
     options = dict(model=str(tiny_model), progress=False, sites="ffn,attn_heads", tokens=True, commit_rows=3,
                    store_dtype="float32")
     reference = featx.extract(corpus_csv, output=tmp_path / "ref.h5", **options)
-    original_commit = FeatureWriter.commit
-    calls = {"n": 0}
-
-    def flaky_commit(self, rows_done):
-        original_commit(self, rows_done)
-        calls["n"] += 1
-        if calls["n"] == 2:
-            raise KeyboardInterrupt
-
-    monkeypatch.setattr(FeatureWriter, "commit", flaky_commit)
+    interrupt_after_commits(monkeypatch, 2)
     with pytest.raises(Interrupted, match="6 of 12 rows are saved"):
         featx.extract(corpus_csv, output=tmp_path / "out.h5", **options)
-    monkeypatch.setattr(FeatureWriter, "commit", original_commit)
+    monkeypatch.undo()
     resumed = featx.extract(corpus_csv, output=tmp_path / "out.h5", **options)
     assert resumed.status == "resumed" and resumed.resumed_from == 6
     with featx.open(reference.output) as one, featx.open(resumed.output) as other:
