@@ -293,3 +293,18 @@ def test_results_from_before_sites_load_as_hidden(tiny_features, tmp_path):
     old.to_csv(tmp_path / "old.csv", index=False)
     table, _ = load_results(tmp_path / "old.csv")
     assert list(table.columns[:2]) == ["features", "site"] and (table.site == "hidden").all()
+
+
+def test_c_search_gets_past_the_majority_plateau_on_imbalanced_data():
+    """Tiny Cs all predict the majority class; the path must not stop on that plateau."""
+    rng = np.random.default_rng(0)
+    y = (rng.random(300) < 0.15).astype(int)  # 15% minority class
+    X = rng.normal(size=(300, 20)).astype(np.float32)
+    X[:, 0] += 0.6 * (2 * y - 1)  # a clear but not huge signal in one feature
+    rows = np.arange(300)
+    fit_rows, val_rows = ev.inner_split(y, rows, seed=0)
+    cs = list(np.logspace(-4, 1, 11))
+    C, model = ev.search_c("logreg", X, y, fit_rows, val_rows, cs, balanced=False, seed=0)
+    assert C > 1e-3
+    majority = np.bincount(y[val_rows]).max() / len(val_rows)
+    assert np.mean(model.predict(X[val_rows]) == y[val_rows]) > majority

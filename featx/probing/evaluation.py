@@ -138,13 +138,16 @@ def search_c(name: str, Xs: np.ndarray, y: np.ndarray, fit_rows, val_rows, cs, b
     model.set_params(tol=max(final_tol, PATH_TOL))
     best = (-1.0, None, None)
     waited = 0
+    # Strongly regularised probes predict the majority class; on imbalanced data that plateau can
+    # span several Cs, so patience only starts counting once the path beats the majority class.
+    majority = np.bincount(y[val_rows]).max() / max(1, len(val_rows))
     for C in sorted(cs):
         model.set_params(C=C)
         clf.fit_quietly(model, Xs[fit_rows], y[fit_rows])
         score = _accuracy(model, Xs[val_rows], y[val_rows])
         if score > best[0] + 1e-12:
             best, waited = (score, C, _snapshot(model)), 0
-        else:
+        elif best[0] > majority + 1e-12:
             waited += 1
             if waited >= PATH_PATIENCE:
                 break
