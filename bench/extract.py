@@ -318,7 +318,7 @@ def bench_one(corpus_name, model_name, args, rates, log):
     again = matmul_rates(config.hidden_size, config.intermediate_size)
     for key, value in again.items():
         rates[key] = max(rates.get(key, 0.0), value)
-    log(f"\nmatmul rates, best of before/after, GFLOP/s: " + ", ".join(f"{k} {v / 1e9:.1f}" for k, v in rates.items()))
+    log("\nmatmul rates, best of before/after, GFLOP/s: " + ", ".join(f"{k} {v / 1e9:.1f}" for k, v in rates.items()))
     limit_fp32 = max(rates.get("matmul_fp32", 0), rates.get("onednn_fp32", 0))
     limit_bf16 = max(rates.get("matmul_bf16", 0), rates.get("onednn_bf16", 0))
     header = (f"\n### {corpus_name} ({len(texts)} rows, {tokens} tokens, mean {mean_length:.1f} tokens/row; "

@@ -10,7 +10,6 @@ growth is seen to be a small per-row constant (no features are held: those strea
 from __future__ import annotations
 
 import argparse
-import json
 import subprocess
 import sys
 import tempfile

@@ -71,7 +71,7 @@ def _open_shards(output: Path, manifest: dict) -> list[h5py.File]:
                     f"shard {index} of {count} is not finished: {error.message}",
                     "run (or relaunch) that shard's featx extract to finish it, then merge again",
                 ) from None
-            except StoreError as error:
+            except StoreError:
                 if not path.exists():
                     raise StoreError(
                         f"shard {index} of {count} is missing: {path} does not exist",

@@ -25,7 +25,7 @@ from click.testing import CliRunner
 
 import featx
 from featx.cli import main
-from featx.errors import IncompleteError, Interrupted, StoreError
+from featx.errors import IncompleteError, StoreError
 from featx.extractor import ExtractConfig, OutputLock, extract
 from featx.store import FeatureWriter, creating_path, partial_path
 

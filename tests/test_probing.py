@@ -16,6 +16,7 @@ from featx.probing import ProbeConfig, evaluation as ev, load_results, probe
 from featx.state import last
 
 from conftest import WORDS, write_csv
+from planted import plant
 
 N_ROWS = 80
 
@@ -51,20 +52,8 @@ def features_copy(tiny_features, tmp_path):
     return target
 
 
-def plant(path, pooling: str, signal_layers: dict[int, float], seed: int = 0) -> np.ndarray:
-    """Overwrite a pooled dataset with noise plus a label signal of given strength in given layers."""
-    rng = np.random.default_rng(seed)
-    with h5py.File(path, "r+") as file:
-        y = file["labels/label"][:]
-        data = rng.standard_normal(file["pooled"][pooling].shape).astype(np.float32)
-        for layer, strength in signal_layers.items():
-            data[:, layer, :3] += strength * (2 * y[:, None] - 1)
-        file["pooled"][pooling][...] = data.astype(file["pooled"][pooling].dtype)
-    return y
-
-
 def test_planted_layer_is_found_and_control_stays_near_chance(features_copy):
-    plant(features_copy, "mean", {1: 2.0})
+    plant(features_copy, {1: 2.0}, pooling="mean")
     result = probe(features_copy, poolings="mean", layers="all", folds=4, jobs=1, write=False)
     rows = result.table[result.table.kind == "single"].set_index("layer")
     assert rows.loc[1, "is_best"] and rows.is_best.sum() == 1
@@ -78,8 +67,8 @@ def test_planted_layer_is_found_and_control_stays_near_chance(features_copy):
 
 
 def test_planted_layers_found_with_all_poolings_in_parallel(features_copy):
-    plant(features_copy, "mean", {2: 2.0})
-    plant(features_copy, "cls", {0: 2.0}, seed=1)
+    plant(features_copy, {2: 2.0}, pooling="mean")
+    plant(features_copy, {0: 2.0}, pooling="cls", seed=1)
     result = probe(features_copy, poolings="mean,cls", folds=4, jobs=2, control=False, write=False)
     best = result.table[result.table.is_best]
     assert dict(zip(best.pooling, best.layer)) == {"mean": 2, "cls": 0}
@@ -99,8 +88,7 @@ class RecordingScaler(ev.Scaler):
 def _scalers_saw_only_training_rows(path, monkeypatch, folds=4):
     RecordingScaler.fits = []
     monkeypatch.setattr(ev, "Scaler", RecordingScaler)
-    result = probe(path, poolings="mean", layers="1", folds=folds, jobs=1, write=False)
-    y = result.table  # noqa: F841 (the run itself is what is checked)
+    probe(path, poolings="mean", layers="1", folds=folds, jobs=1, write=False)  # the fits are what is checked
     with featx.open(path) as features:
         labels = features.labels("label")
     plan = ev.make_plan(labels, None, folds, 0, ["neg", "pos"])
@@ -251,7 +239,7 @@ def test_balanced_class_weights_help_a_rare_class(features_copy):
         codes = np.zeros(N_ROWS, np.int32)
         codes[::8] = 1  # 10 of 80 rows in the rare class
         file["labels/label"][...] = codes
-    plant(features_copy, "mean", {1: 1.2})
+    plant(features_copy, {1: 1.2}, pooling="mean")
     runs = {balanced: probe(features_copy, layers="1", poolings="mean", classifiers="logreg,svm,mlp", folds=5, jobs=1,
                             control=False, balanced=balanced, write=False) for balanced in (False, True)}
     assert runs[True].meta["balanced"] and not runs[False].meta["balanced"]

@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import json
-import os
 import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from .. import __version__
-from ..errors import InputError, StoreError
+from ..errors import InputError
 from ..selection import LayerSpec, parse_layer_specs, parse_poolings
 from ..store import FeatureFile
 from . import evaluation as ev
@@ -160,7 +159,7 @@ def _check_baseline_sites(other: FeatureFile, sites: dict) -> None:
             continue
         if site not in other.sites:
             raise InputError(f"--baseline {other.path} does not store site '{site}'; it stores {', '.join(other.sites)}",
-                             f"extract the baseline with the same --site options")
+                             "extract the baseline with the same --site options")
         missing = sorted({layer for spec in specs for layer in spec.layers} - set(other.site_layers(site)))
         if missing:
             raise InputError(f"--baseline {other.path} does not store layer(s) {missing} of site '{site}'")
