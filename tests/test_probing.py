@@ -296,3 +296,12 @@ def test_c_search_gets_past_the_majority_plateau_on_imbalanced_data():
     assert C > 1e-3
     majority = np.bincount(y[val_rows]).max() / len(val_rows)
     assert np.mean(model.predict(X[val_rows]) == y[val_rows]) > majority
+
+
+def test_a_split_column_without_test_rows_falls_back_to_cv_and_says_so(tiny_model, tmp_path):
+    rows = [(text, label, "train") for text, label, _ in make_rows(40)]  # no test rows at all
+    corpus = write_csv(tmp_path / "c.csv", rows, header=("text", "label", "split"))
+    featx.extract(corpus, model=str(tiny_model), output=tmp_path / "f.h5", poolings="mean", progress=False)
+    result = probe(tmp_path / "f.h5", layers="1", folds=3, jobs=1, write=False)
+    assert result.meta["evaluation"] == "3-fold cv"
+    assert any("no train and test rows" in note for note in result.notes)

@@ -477,6 +477,10 @@ def probe(config: ProbeConfig | str | Path | None = None, **options) -> ProbeRes
     y = np.searchsorted(present, y)
     plan = ev.make_plan(y, split[kept] if split is not None else None, int(config.folds), config.seed,
                         class_names, label)
+    if split is not None and not plan.is_split:
+        found = ", ".join(sorted(set(map(str, split[kept])))[:6])
+        config.notes.append(f"the split column has no train and test rows to use (values: {found}); "
+                            f"cross-validating with {config.folds} folds instead")
     rng = np.random.default_rng(config.seed + 7919)
     y_control = rng.permutation(y) if config.control else None
 
