@@ -150,6 +150,14 @@ def _check_metric(frame: pd.DataFrame, metric: str) -> None:
                          f"choose one of: {', '.join(available) or '(none)'}")
 
 
+def _layer_results(frame, meta, metric: str, classifier: str | None):
+    """Results loaded and checked for ``metric``: (frame, meta, classifier, that classifier's layer rows)."""
+    frame, meta = load_results(frame, meta)
+    _check_metric(frame, metric)
+    classifier = classifier or default_classifier(frame)
+    return frame, meta, classifier, layer_rows(frame, classifier)
+
+
 def default_classifier(frame: pd.DataFrame) -> str:
     """The classifier of the most accurate probe row (the first classifier if there is no accuracy)."""
     probed = frame[(frame["features"] == "main") & frame["kind"].isin(["single", "cat", "stack"])]
@@ -272,10 +280,7 @@ def plot_layer_curves(frame: pd.DataFrame, meta: dict | None = None, ax=None, me
     """``metric`` against layer, one line per pooling, 95% bands, reference lines, best layer starred."""
     import matplotlib.pyplot as plt
 
-    frame, meta = load_results(frame, meta)
-    _check_metric(frame, metric)
-    classifier = classifier or default_classifier(frame)
-    rows = layer_rows(frame, classifier)
+    frame, meta, classifier, rows = _layer_results(frame, meta, metric, classifier)
     with plt.rc_context(RC):
         ax = _axes(ax)
         values: list[float] = []
@@ -424,10 +429,7 @@ def plot_heatmap(frame: pd.DataFrame, meta: dict | None = None, ax=None, metric:
     import matplotlib.pyplot as plt
     from matplotlib.patches import Rectangle
 
-    frame, meta = load_results(frame, meta)
-    _check_metric(frame, metric)
-    classifier = classifier or default_classifier(frame)
-    rows = layer_rows(frame, classifier)
+    frame, meta, classifier, rows = _layer_results(frame, meta, metric, classifier)
     poolings = poolings_of(rows)
     layers = sorted(set(rows["layer"].astype(int)))
     grid = (rows.assign(layer=rows["layer"].astype(int))
@@ -585,9 +587,7 @@ def plot_labels(results: Iterable, ax=None, metric: str = "accuracy", classifier
         ax = _axes(ax)
         layers_seen: set[int] = set()
         for index, source in enumerate(results):
-            frame, meta = load_results(source)
-            _check_metric(frame, metric)
-            rows = layer_rows(frame, classifier or default_classifier(frame))
+            frame, meta, _, rows = _layer_results(source, None, metric, classifier)
             best = best_row(rows, metric)
             part = rows[rows["pooling"] == best["pooling"]]
             label = meta.get("label") or (frame["label"].iloc[0] if "label" in frame.columns else f"results {index + 1}")
