@@ -123,7 +123,10 @@ def test_random_kills_and_ctrl_c_then_rerun_equals_uninterrupted_run(tiny_model,
     args = extract_args(corpus, tiny_model, output)
     seed = int.from_bytes(os.urandom(4), "little")
     rng = random.Random(seed)
-    first, second, third = sorted(rng.sample(range(COMMIT_ROWS, N_ROWS - 2 * COMMIT_ROWS), 3))
+    # Targets at least two windows apart and a third of the corpus before its end, so each run has work
+    # left when its signal lands.
+    first, second, third = (COMMIT_ROWS + offset + 2 * COMMIT_ROWS * k
+                            for k, offset in enumerate(sorted(rng.sample(range(N_ROWS * 2 // 3 - 5 * COMMIT_ROWS), 3))))
     landed = []
 
     # 1. SIGKILL while the file is being created (before its first flush).
@@ -136,8 +139,11 @@ def test_random_kills_and_ctrl_c_then_rerun_equals_uninterrupted_run(tiny_model,
 
     # 2-4. SIGKILL, Ctrl-C, SIGKILL once random numbers of rows are committed; each run resumes the last.
     for row, sig in ((first, signal.SIGKILL), (second, signal.SIGINT), (third, signal.SIGKILL)):
+        # Wait for this run's own commits: the marker left by the last run may already be past ``row``,
+        # and a signal sent before the interpreter has installed its handlers would kill it silently.
+        target = max(row, (rows_done(output) or 0) + COMMIT_ROWS)
         process = start(args, tmp_path)
-        reached = wait_until(lambda: (rows_done(output) or 0) >= row, process)
+        reached = wait_until(lambda: (rows_done(output) or 0) >= target, process)
         process.send_signal(sig)
         _, stderr = process.communicate(timeout=120)
         landed.append((f"{sig.name} at row {row}", reached))
@@ -146,7 +152,7 @@ def test_random_kills_and_ctrl_c_then_rerun_equals_uninterrupted_run(tiny_model,
             assert "rows are saved in" in stderr and "run the same featx extract command again" in stderr
             no_traceback(stderr)
         if reached:
-            assert not output.exists() and rows_done(output) is not None and rows_done(output) >= row - COMMIT_ROWS
+            assert not output.exists() and rows_done(output) is not None and rows_done(output) >= target - COMMIT_ROWS
 
     final = subprocess.run(args, cwd=tmp_path, env=featx_env(), capture_output=True, text=True, timeout=300)
     assert final.returncode == 0, final.stderr
