@@ -209,20 +209,29 @@ def _load(job: _Job, shared: _Shared):
     return blocks[0] if len(blocks) == 1 else np.concatenate(blocks, axis=1)
 
 
-def _fit_folds(classifier: str, kind: str, data, y: np.ndarray, shared: _Shared) -> list[ev.FoldResult]:
-    results = []
+def _fit_folds(classifier: str, kind: str, data, labels: list[np.ndarray], shared: _Shared) -> list[list[ev.FoldResult]]:
+    """Every outer fold for each label vector (the real labels, then the control task's, when asked);
+    single and concatenated logreg probes fit all vectors of a fold in one batched solve."""
+    results: list[list[ev.FoldResult]] = [[] for _ in labels]
     for index, ((train, test), dev) in enumerate(zip(shared.plan.folds, shared.plan.dev)):
         seed = shared.seed + 1000 * index
-        args = (y, train, test, dev, shared.n_classes)
-        if classifier == "attn":
-            results.append(ev.run_attention(data, *args, shared.balanced, seed))
-        elif classifier == "mlp":
-            results.append(ev.run_mlp(data, *args, shared.balanced, seed))
-        elif kind == "stack":
-            results.append(ev.run_stack(classifier, data, *args, shared.cs, shared.balanced, seed))
+        if kind != "stack" and classifier in ("logreg", "svm"):
+            fold = ev.run_linear_tasks(classifier, data, labels, train, test, dev, shared.n_classes, shared.cs,
+                                       shared.balanced, seed)
         else:
-            results.append(ev.run_linear(classifier, data, *args, shared.cs, shared.balanced, seed))
+            fold = [_fit_fold(classifier, kind, data, y, train, test, dev, shared, seed) for y in labels]
+        for per_vector, result in zip(results, fold):
+            per_vector.append(result)
     return results
+
+
+def _fit_fold(classifier, kind, data, y, train, test, dev, shared: _Shared, seed) -> ev.FoldResult:
+    args = (y, train, test, dev, shared.n_classes)
+    if classifier == "attn":
+        return ev.run_attention(data, *args, shared.balanced, seed)
+    if classifier == "mlp":
+        return ev.run_mlp(data, *args, shared.balanced, seed)
+    return ev.run_stack(classifier, data, *args, shared.cs, shared.balanced, seed)
 
 
 def _run_job(job: _Job, shared: _Shared) -> list[dict]:
@@ -243,13 +252,14 @@ def _run_job(job: _Job, shared: _Shared) -> list[dict]:
         data = _load(job, shared)
         code = _online_code(job, data, shared) if shared.mdl else None
         rows = []
+        labels = [shared.y] if shared.y_control is None else [shared.y, shared.y_control]
         for classifier in job.classifiers:
-            folds = _fit_folds(classifier, job.spec.kind, data, shared.y, shared)
+            folds, *control = _fit_folds(classifier, job.spec.kind, data, labels, shared)
             row = ev.summarise(shared.plan, shared.y, folds, shared.n_classes, shared.n_bootstrap, shared.seed)
             row["mdl_bits"] = code.bits if code is not None else float("nan")
             row["mdl_compression"] = code.compression if code is not None else float("nan")
-            if shared.y_control is not None:
-                control = _fit_folds(classifier, job.spec.kind, data, shared.y_control, shared)
+            if control:
+                control = control[0]
                 control_row = ev.summarise(shared.plan, shared.y_control, control, shared.n_classes, 0, shared.seed) \
                     if not shared.plan.is_split else _split_accuracy(shared, control)
                 row["control_accuracy"] = control_row["accuracy"]
@@ -296,7 +306,7 @@ def _run_curve_job(job: _Job, shared: _Shared, sizes: list[float]) -> list[dict]
             plan = subsampled_plan(shared.plan, shared.y, size, shared.seed)
             sub = replace(shared, plan=plan)
             for classifier in job.classifiers:
-                folds = _fit_folds(classifier, job.spec.kind, data, shared.y, sub)
+                folds = _fit_folds(classifier, job.spec.kind, data, [shared.y], sub)[0]
                 row = ev.summarise(plan, shared.y, folds, shared.n_classes, min(shared.n_bootstrap, 200), shared.seed)
                 records.append({
                     "features": job.features, "label": shared.label, "layer_spec": job.spec.name,

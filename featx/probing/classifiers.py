@@ -24,13 +24,20 @@ def class_weights(y: np.ndarray, n_classes: int) -> np.ndarray:
 
 
 # -- linear probes --------------------------------------------------------------------------------
-def make_linear(name: str, C: float, balanced: bool, seed: int):
-    """An unfitted linear probe; logreg is warm-startable so a C path reuses the previous solution."""
-    if name == "logreg":
-        from sklearn.linear_model import LogisticRegression
+LOGREG_TOL = 1e-3  # gradient tolerance of logreg fits (max |gradient| of the mean loss)
 
-        return LogisticRegression(C=C, solver="lbfgs", max_iter=500, tol=1e-3, warm_start=True,
-                                  class_weight="balanced" if balanced else None)
+
+def make_linear(name: str, C: float, balanced: bool, seed: int):
+    """An unfitted linear probe; logreg is warm-startable so a C path reuses the previous solution.
+
+    logreg is featx's own softmax regression (``softmax.py``): scikit-learn's lbfgs objective, solved
+    in float32 with the fits that share features batched together.
+    """
+    if name == "logreg":
+        from .softmax import SoftmaxRegression
+
+        return SoftmaxRegression(C=C, tol=LOGREG_TOL, max_iter=500, warm_start=True,
+                                 class_weight="balanced" if balanced else None)
     if name == "svm":
         from sklearn.svm import LinearSVC
 
@@ -38,6 +45,17 @@ def make_linear(name: str, C: float, balanced: bool, seed: int):
         return LinearSVC(C=C, dual=False, tol=1e-4, max_iter=2000, random_state=seed,
                          class_weight="balanced" if balanced else None)
     raise ValueError(f"not a linear probe: {name}")
+
+
+def logreg_from(theta: np.ndarray, offsets: np.ndarray, C: float, balanced: bool):
+    """A fitted logreg probe from one solved problem of ``softmax.solve`` (never-seen classes dropped)."""
+    from .softmax import SoftmaxRegression
+
+    present = np.flatnonzero(np.isfinite(offsets))
+    model = SoftmaxRegression(C=C, tol=LOGREG_TOL, max_iter=500, warm_start=True,
+                              class_weight="balanced" if balanced else None)
+    model._set_solution(theta[:, present].copy(), present, 0)
+    return model
 
 
 def fit_quietly(model, X: np.ndarray, y: np.ndarray):

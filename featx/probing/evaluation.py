@@ -136,38 +136,110 @@ def search_c(name: str, Xs: np.ndarray, y: np.ndarray, fit_rows, val_rows, cs, b
     model = clf.make_linear(name, cs[0], balanced, seed)
     final_tol = model.get_params()["tol"]
     model.set_params(tol=max(final_tol, PATH_TOL))
-    best = (-1.0, None, None)
-    waited = 0
-    # Strongly regularised probes predict the majority class; on imbalanced data that plateau can
-    # span several Cs, so patience only starts counting once the path beats the majority class.
-    majority = np.bincount(y[val_rows]).max() / max(1, len(val_rows))
+    path = _CPath(y[val_rows])
     for C in sorted(cs):
         model.set_params(C=C)
         clf.fit_quietly(model, Xs[fit_rows], y[fit_rows])
-        score = _accuracy(model, Xs[val_rows], y[val_rows])
-        if score > best[0] + 1e-12:
-            best, waited = (score, C, _snapshot(model)), 0
-        elif best[0] > majority + 1e-12:
-            waited += 1
-            if waited >= PATH_PATIENCE:
-                break
-    chosen = best[2]
+        if not path.record(C, _accuracy(model, Xs[val_rows], y[val_rows]), lambda: _snapshot(model)):
+            break
+    chosen = path.best_state
     chosen.set_params(tol=final_tol)
-    return best[1], chosen
+    return path.best_c, chosen
+
+
+class _CPath:
+    """The stopping rule of one C path: best validation score so far, and patience.
+
+    Strongly regularised probes predict the majority class; on imbalanced data that plateau can span
+    several Cs, so patience only starts counting once the path beats the majority class.
+    """
+
+    def __init__(self, y_val: np.ndarray):
+        self.majority = np.bincount(y_val).max() / max(1, len(y_val))
+        self.best_score, self.best_c, self.best_state, self.waited = -1.0, None, None, 0
+
+    def record(self, C: float, score: float, state) -> bool:
+        """Log the fit at ``C``; False once the path should stop. ``state()`` is called for a new best."""
+        if score > self.best_score + 1e-12:
+            self.best_score, self.best_c, self.best_state, self.waited = score, C, state(), 0
+        elif self.best_score > self.majority + 1e-12:
+            self.waited += 1
+        return self.waited < PATH_PATIENCE
 
 
 def _snapshot(model):
     from sklearn.base import clone
 
     copy = clone(model)
-    for attr in ("coef_", "intercept_", "classes_", "n_features_in_", "n_iter_"):
+    for attr in ("coef_", "intercept_", "classes_", "n_features_in_", "n_iter_", "theta_"):
         if hasattr(model, attr):
             setattr(copy, attr, np.array(getattr(model, attr), copy=True))
     return copy
 
 
+def search_logreg(Xs: np.ndarray, labels: list[np.ndarray], fit_rows, val_rows, n_classes: int, cs, balanced):
+    """``search_c`` for logreg and several label vectors over the same rows, solved together.
+
+    One C path per label vector (each with its own stopping rule); at every C the vectors still on
+    their path are fitted in one batched solve (``softmax.solve``), warm-started from their last C.
+    Returns (best C, theta at it, offsets) per label vector.
+    """
+    from . import softmax
+
+    X_fit, X_val = Xs[fit_rows], Xs[val_rows]
+    paths = [_CPath(y[val_rows]) for y in labels]
+    current: list = [None] * len(labels)
+    live = list(range(len(labels)))
+    for C in sorted(cs):
+        if not live:
+            break
+        solution = softmax.solve(X_fit, [labels[t][fit_rows] for t in live], n_classes, [C] * len(live), balanced,
+                                 init=[current[t] for t in live], tol=PATH_TOL)
+        still = []
+        for j, t in enumerate(live):
+            current[t] = solution.theta[j]
+            score = float(np.mean(np.argmax(solution.scores(X_val, j), axis=1) == labels[t][val_rows]))
+            if paths[t].record(C, score, lambda j=j: (solution.theta[j].copy(), solution.offsets[j].copy())):
+                still.append(t)
+        live = still
+    return [(path.best_c, *path.best_state) for path in paths]
+
+
+def fit_logreg(X: np.ndarray, labels: list[np.ndarray], train: np.ndarray, dev, n_classes: int, cs, balanced, seed):
+    """Scaler + C search + final fit for several label vectors on the same training part, solved
+    together (e.g. the real labels and the control task's). Returns [(model, scaler, C)] per vector.
+
+    The inner holdout is stratified on the first vector's labels and shared by all of them.
+    """
+    from . import softmax
+
+    scaler = fit_scaler(X, train)
+    tol = clf.LOGREG_TOL
+    if dev is not None:
+        rows = np.concatenate([train, dev])
+        Xs = scaler(X[rows])
+        targets = [y[rows] for y in labels]
+        local_train, local_dev = np.arange(len(train)), np.arange(len(train), len(rows))
+        found = search_logreg(Xs, targets, local_train, local_dev, n_classes, cs, balanced)
+        return [(clf.logreg_from(theta, offsets, C, balanced), scaler, C) for C, theta, offsets in found]
+    Xs = scaler(X[train])
+    targets = [y[train] for y in labels]
+    if len(cs) == 1:
+        chosen, init = [cs[0]] * len(labels), None
+    else:
+        fit_rows, val_rows = inner_split(targets[0], np.arange(len(train)), seed)
+        found = search_logreg(Xs, targets, fit_rows, val_rows, n_classes, cs, balanced)
+        chosen, init = [C for C, _, _ in found], [theta for _, theta, _ in found]
+    # The final fit on the whole training part, warm-started from the path's solution at that C.
+    solution = softmax.solve(Xs, targets, n_classes, chosen, balanced, init=init, tol=tol)
+    return [(clf.logreg_from(solution.theta[p], solution.offsets[p], chosen[p], balanced), scaler, chosen[p])
+            for p in range(len(labels))]
+
+
 def fit_linear(name: str, X: np.ndarray, y: np.ndarray, train: np.ndarray, dev, cs, balanced, seed):
     """Scaler + C search + final fit, all on the training part; returns (model, scaler, C)."""
+    if name == "logreg":
+        return fit_logreg(X, [y], train, dev, int(y.max()) + 1, cs, balanced, seed)[0]
     scaler = fit_scaler(X, train)
     if dev is not None:
         rows = np.concatenate([train, dev])
@@ -197,10 +269,21 @@ class FoldResult:
 
 
 def run_linear(name, X, y, train, test, dev, n_classes, cs, balanced, seed) -> FoldResult:
+    return run_linear_tasks(name, X, [y], train, test, dev, n_classes, cs, balanced, seed)[0]
+
+
+def run_linear_tasks(name, X, labels, train, test, dev, n_classes, cs, balanced, seed) -> list[FoldResult]:
+    """One outer fold for each label vector in ``labels``; logreg solves them together, and each
+    result's ``fit_seconds`` is its share of the joint time."""
     started = time.perf_counter()
-    model, scaler, C = fit_linear(name, X, y, train, dev, cs, balanced, seed)
-    predictions = model.predict(scaler(X[test]))
-    return FoldResult(predictions, C, time.perf_counter() - started)
+    if name == "logreg":
+        fitted = fit_logreg(X, labels, train, dev, n_classes, cs, balanced, seed)
+    else:
+        fitted = [fit_linear(name, X, y, train, dev, cs, balanced, seed) for y in labels]
+    X_test = fitted[0][1](X[test])  # one scaler: the training part is the same for every vector
+    predictions = [model.predict(X_test) for model, _, _ in fitted]
+    seconds = (time.perf_counter() - started) / len(labels)
+    return [FoldResult(p, C, seconds) for p, (_, _, C) in zip(predictions, fitted)]
 
 
 def run_stack(name, blocks: list[np.ndarray], y, train, test, dev, n_classes, cs, balanced, seed) -> FoldResult:

@@ -1,0 +1,276 @@
+"""L2-regularised multinomial logistic regression for probes: many problems on one matrix, solved together.
+
+Probing fits the same standardised features many times: the real labels and the control task's
+permuted labels on every fold, each along a path of C values. One fit is bound by streaming the
+(rows x dims) float32 matrix through memory twice per L-BFGS step, not by arithmetic, so problems
+that share the matrix are evaluated together: one matrix product for all of their class scores and
+one for all of their gradients. Each problem keeps its own L-BFGS history, line search and stopping
+test, so its solution does not depend on the problems it was solved with.
+
+The objective is scikit-learn's ``LogisticRegression`` (lbfgs) objective: mean (or weighted) log-loss
+plus ``||W||^2 / (2 C n)``, intercepts unpenalised; with two classes, the binomial model's (the
+symmetric softmax parametrisation then needs twice the penalty). ``SoftmaxRegression`` wraps it as
+a scikit-learn style estimator for the single fits (stacking, MDL, learning curves).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from sklearn.base import BaseEstimator, ClassifierMixin
+
+MEMORY = 10  # L-BFGS history pairs
+ARMIJO = 1e-4
+MAX_HALVINGS = 40
+FTOL = 64 * np.finfo(float).eps  # scipy's L-BFGS-B default, as scikit-learn uses it
+
+
+@dataclass
+class Solution:
+    """``theta[p]`` is problem p's ``(dims + 1, n_classes)`` weights, last row the intercepts.
+
+    ``offsets[p, c]`` is ``-inf`` for a class that problem p never saw while fitting (never predicted).
+    """
+
+    theta: np.ndarray
+    offsets: np.ndarray
+    n_iter: np.ndarray
+    converged: np.ndarray
+
+    def scores(self, X: np.ndarray, problem: int) -> np.ndarray:
+        return class_scores(X, self.theta[problem], self.offsets[problem])
+
+
+def class_scores(X: np.ndarray, theta: np.ndarray, offsets: np.ndarray | None = None) -> np.ndarray:
+    """``(n, n_classes)`` linear class scores of float32 rows ``X`` under ``theta``."""
+    d = theta.shape[0] - 1
+    scores = X @ theta[:d].astype(np.float32) + theta[d].astype(np.float32)
+    return scores if offsets is None else scores + offsets.astype(np.float32)
+
+
+def softmax(scores: np.ndarray) -> np.ndarray:
+    shifted = scores - scores.max(axis=1, keepdims=True)
+    np.exp(shifted, out=shifted)
+    shifted /= shifted.sum(axis=1, keepdims=True)
+    return shifted
+
+
+class _Objective:
+    """Loss and gradient of P problems sharing ``X``; rows of the class-score matrix are contiguous in
+    the rows of X, so the reductions over classes are plain vector operations."""
+
+    def __init__(self, X: np.ndarray, codes: np.ndarray, weights: np.ndarray | None, lam: np.ndarray,
+                 offsets: np.ndarray):
+        self.X = X
+        self.n, self.d = X.shape
+        self.codes = codes  # (P, n) class codes
+        self.weights = weights  # (P, n) summing to 1 per problem, or None (1/n each)
+        self.lam = lam  # (P,) L2 strength on the weights
+        self.offsets = offsets.astype(np.float32)  # (P, k) 0 or -inf
+
+    def __call__(self, theta: np.ndarray, problems: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        X, n, d = self.X, self.n, self.d
+        P, _, k = theta.shape
+        weights_t = np.ascontiguousarray(theta[:, :d, :].transpose(0, 2, 1).reshape(P * k, d), dtype=np.float32)
+        scores = weights_t @ X.T  # (P*k, n)
+        bias = theta[:, d, :].astype(np.float32) + self.offsets[problems]
+        scores += bias.reshape(P * k, 1)
+        scores3 = scores.reshape(P, k, n)
+        scores3 -= scores3.max(axis=1, keepdims=True)
+        codes = self.codes[problems]
+        true = np.take_along_axis(scores3, codes[:, None, :], axis=1)[:, 0, :]
+        np.exp(scores3, out=scores3)
+        total = scores3.sum(axis=1, keepdims=True)
+        nll = np.log(total[:, 0, :]) - true  # (P, n)
+        scores3 /= total  # now probabilities
+        scores3[np.arange(P)[:, None], codes, np.arange(n)[None, :]] -= 1.0  # now d loss / d score
+        if self.weights is None:
+            loss = nll.sum(axis=1, dtype=np.float64) / n
+            scores3 *= np.float32(1.0 / n)
+        else:
+            weights = self.weights[problems]
+            loss = (nll * weights).sum(axis=1, dtype=np.float64)
+            scores3 *= weights[:, None, :]
+        residual = scores3.reshape(P * k, n)
+        grad = np.empty_like(theta)
+        lam = self.lam[problems]
+        grad[:, :d, :] = (residual @ X).reshape(P, k, d).transpose(0, 2, 1) + lam[:, None, None] * theta[:, :d, :]
+        grad[:, d, :] = residual.sum(axis=1, dtype=np.float64).reshape(P, k)
+        loss = loss + 0.5 * lam * np.einsum("pdk,pdk->p", theta[:, :d, :], theta[:, :d, :])
+        return loss, grad
+
+
+def _lbfgs(objective: _Objective, theta: np.ndarray, tol: float, max_iter: int):
+    """Minimise every problem; evaluations of all problems still moving are batched into one call."""
+    P, shape = theta.shape[0], theta.shape[1:]
+    size = int(np.prod(shape))
+    loss, grad = objective(theta, np.arange(P))
+    grad = grad.reshape(P, size)
+    s_hist = np.zeros((P, MEMORY, size))
+    y_hist = np.zeros((P, MEMORY, size))
+    rho = np.zeros((P, MEMORY))  # 0 marks an empty slot; slot 0 is the newest pair
+    n_iter = np.zeros(P, dtype=np.int64)
+    converged = np.abs(grad).max(axis=1) <= tol
+    active = ~converged
+    for _ in range(max_iter):
+        live = np.flatnonzero(active)
+        if not len(live):
+            break
+        g = grad[live]
+        # Two-loop recursion, all live problems at once.
+        q = g.copy()
+        alphas = []
+        for j in range(MEMORY):
+            alpha = rho[live, j] * np.einsum("pd,pd->p", s_hist[live, j], q)
+            q -= alpha[:, None] * y_hist[live, j]
+            alphas.append(alpha)
+        fresh = rho[live, 0] == 0
+        sy = np.einsum("pd,pd->p", s_hist[live, 0], y_hist[live, 0])
+        yy = np.einsum("pd,pd->p", y_hist[live, 0], y_hist[live, 0])
+        gamma = np.where(fresh, 1.0, sy / np.where(yy > 0, yy, 1.0))
+        r = gamma[:, None] * q
+        for j in reversed(range(MEMORY)):
+            beta = rho[live, j] * np.einsum("pd,pd->p", y_hist[live, j], r)
+            r += s_hist[live, j] * (alphas[j] - beta)[:, None]
+        direction = -r
+        slope = np.einsum("pd,pd->p", direction, g)
+        uphill = slope >= 0
+        if uphill.any():  # a stale history: restart those problems from steepest descent
+            direction[uphill] = -g[uphill]
+            slope[uphill] = -np.einsum("pd,pd->p", g[uphill], g[uphill])
+            rho[live[uphill]] = 0
+            fresh = fresh | uphill
+        step = np.ones(len(live))
+        step[fresh] = np.minimum(1.0, 1.0 / np.sqrt(np.maximum(-slope[fresh], 1e-300)))
+        # Backtracking (Armijo) line search; each round evaluates the problems still searching together.
+        new_loss, new_grad = np.empty(len(live)), np.empty((len(live), size))
+        searching = np.arange(len(live))
+        for _ in range(MAX_HALVINGS):
+            ids = live[searching]
+            trial = theta[ids] + (step[searching, None] * direction[searching]).reshape(len(ids), *shape)
+            trial_loss, trial_grad = objective(trial, ids)
+            ok = trial_loss <= loss[ids] + ARMIJO * step[searching] * slope[searching]
+            new_loss[searching[ok]] = trial_loss[ok]
+            new_grad[searching[ok]] = trial_grad.reshape(len(ids), size)[ok]
+            searching = searching[~ok]
+            if not len(searching):
+                break
+            step[searching] *= 0.5
+        stalled = np.zeros(len(live), dtype=bool)
+        stalled[searching] = True
+        active[live[stalled]] = False  # no decrease left at float precision: as good as it gets
+        moved = np.flatnonzero(~stalled)
+        ids = live[moved]
+        s = step[moved, None] * direction[moved]
+        y = new_grad[moved] - grad[ids]
+        theta[ids] += s.reshape(len(ids), *shape)
+        curvature = np.einsum("pd,pd->p", s, y)
+        keep = curvature > 1e-10 * np.einsum("pd,pd->p", y, y)
+        update = ids[keep]
+        if len(update):
+            for history in (s_hist, y_hist, rho):
+                history[update] = np.roll(history[update], 1, axis=1)
+            s_hist[update, 0] = s[keep]
+            y_hist[update, 0] = y[keep]
+            rho[update, 0] = 1.0 / curvature[keep]
+        decrease = (loss[ids] - new_loss[moved]) / np.maximum(np.maximum(np.abs(loss[ids]), np.abs(new_loss[moved])), 1.0)
+        loss[ids], grad[ids] = new_loss[moved], new_grad[moved]
+        n_iter[ids] += 1
+        small = np.abs(grad[ids]).max(axis=1) <= tol
+        converged[ids] = small | (decrease <= FTOL)
+        active[ids] = ~converged[ids]
+    return theta, n_iter, converged
+
+
+def balanced_weights(y: np.ndarray, n_classes: int) -> np.ndarray:
+    """Per-row weights n / (k * count[class]) over the k present classes, divided by n (they sum to 1)."""
+    counts = np.bincount(y, minlength=n_classes).astype(np.float64)
+    present = counts > 0
+    per_class = np.zeros(n_classes)
+    per_class[present] = 1.0 / (present.sum() * counts[present])
+    return per_class[y]
+
+
+def solve(X: np.ndarray, labels, n_classes: int, Cs, balanced: bool = False, init=None, tol: float = 1e-3,
+          max_iter: int = 500) -> Solution:
+    """Fit one softmax regression per label vector in ``labels`` (each over the rows of ``X``).
+
+    ``X``: (n, dims), standardised; ``labels``: P integer arrays with codes in ``0..n_classes-1``;
+    ``Cs``: P inverse regularisation strengths; ``init``: P starting ``theta`` (None entries: zeros).
+    """
+    X = np.ascontiguousarray(X, dtype=np.float32)
+    codes = np.stack([np.asarray(y, dtype=np.int64) for y in labels])
+    P, n = codes.shape
+    d, k = X.shape[1], n_classes
+    counts = np.stack([np.bincount(row, minlength=k) for row in codes])
+    present = counts > 0
+    offsets = np.where(present, 0.0, -np.inf)
+    # Two present classes: the binomial model's penalty on (w1 - w0) is half of ||w0||^2 + ||w1||^2.
+    factor = np.where(present.sum(axis=1) == 2, 2.0, 1.0)
+    lam = factor / (np.asarray(Cs, dtype=np.float64) * n)
+    weights = np.stack([balanced_weights(row, k) for row in codes]).astype(np.float32) if balanced else None
+    theta = np.zeros((P, d + 1, k))
+    for p, start in enumerate(init if init is not None else [None] * P):
+        if start is not None:
+            theta[p] = start
+    for p in range(P):
+        theta[p][:, ~present[p]] = 0.0  # an absent class keeps zero weights (its gradient is zero)
+    objective = _Objective(X, codes, weights, lam, offsets)
+    theta, n_iter, converged = _lbfgs(objective, theta, tol, max_iter)
+    return Solution(theta, offsets, n_iter, converged)
+
+
+class SoftmaxRegression(ClassifierMixin, BaseEstimator):
+    """L2 multinomial logistic regression on featx's solver, the ``logreg`` probe.
+
+    The scikit-learn ``LogisticRegression(solver="lbfgs")`` objective, in float32 arithmetic on the
+    features and float64 on the weights. ``warm_start`` starts from the previous fit's weights.
+    """
+
+    def __init__(self, C: float = 1.0, tol: float = 1e-3, max_iter: int = 500, class_weight=None,
+                 warm_start: bool = False):
+        self.C = C
+        self.tol = tol
+        self.max_iter = max_iter
+        self.class_weight = class_weight
+        self.warm_start = warm_start
+
+    def fit(self, X, y):
+        from sklearn.utils.validation import check_X_y
+
+        X, y = check_X_y(X, y, dtype=np.float32)
+        if self.class_weight not in (None, "balanced"):
+            raise ValueError("class_weight must be None or 'balanced'")
+        classes, codes = np.unique(y, return_inverse=True)
+        if len(classes) < 2:
+            raise ValueError(f"needs at least two classes, got {len(classes)}")
+        init = None
+        if self.warm_start and getattr(self, "theta_", None) is not None and self.theta_.shape == (X.shape[1] + 1, len(classes)) \
+                and np.array_equal(self.classes_, classes):
+            init = [self.theta_]
+        solution = solve(X, [codes], len(classes), [self.C], self.class_weight == "balanced", init, self.tol,
+                         self.max_iter)
+        self._set_solution(solution.theta[0], classes, int(solution.n_iter[0]))
+        return self
+
+    def _set_solution(self, theta: np.ndarray, classes: np.ndarray, n_iter: int) -> None:
+        self.theta_ = theta
+        self.classes_ = classes
+        self.coef_ = theta[:-1].T.copy()
+        self.intercept_ = theta[-1].copy()
+        self.n_features_in_ = theta.shape[0] - 1
+        self.n_iter_ = np.array([n_iter])
+
+    def decision_function(self, X) -> np.ndarray:
+        from sklearn.utils.validation import check_array, check_is_fitted
+
+        check_is_fitted(self, "theta_")
+        return class_scores(check_array(X, dtype=np.float32), self.theta_)
+
+    def predict_proba(self, X) -> np.ndarray:
+        return softmax(self.decision_function(X).astype(np.float64))
+
+    def predict(self, X) -> np.ndarray:
+        return self.classes_[np.argmax(self.decision_function(X), axis=1)]
