@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import fcntl
 import json
 import os
@@ -295,13 +296,19 @@ class _Runner:
                  store_dtype: np.dtype):
         self.model = loaded.model
         self.device = loaded.device
+        pooler, pooler_dtype = getattr(self.model, "pooler", None), None
+        if pooler is not None and loaded.dtype in (torch.bfloat16, torch.float16):
+            # At the middle layers the pooler's tanh saturates and the information sits in 1 - tanh(z),
+            # which bf16 cannot hold (its spacing below 1 is 2^-8): probes of bf16 pooler features lost
+            # 1.5-2.9 points there. The head is one small matrix product per row: run it in float32.
+            pooler, pooler_dtype = copy.deepcopy(pooler).float(), torch.float32
         self.packed_linears = prepack_linears(self.model, self.device, loaded.dtype)
         self.layers = layers
         self.with_tokens = with_tokens
         self.torch_store_dtype = torch.float16 if store_dtype == np.float16 else torch.float32
         self.functions = {}
         for name in poolings:
-            self.functions[name] = (make_pooler_pool(self.model.pooler) if name == "pooler"
+            self.functions[name] = (make_pooler_pool(pooler, pooler_dtype) if name == "pooler"
                                     else POOLING_FUNCTIONS[name])
         self.recorder: SiteRecorder | None = None  # set while sites other than hidden are hooked
         tokenizer = loaded.tokenizer

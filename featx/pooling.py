@@ -54,12 +54,19 @@ def last_pool(states: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     return states.gather(-2, index).squeeze(-2)
 
 
-def make_pooler_pool(pooler: torch.nn.Module) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
-    """The model's own pooler head (e.g. BERT's dense+tanh on [CLS]) applied to every layer."""
+def make_pooler_pool(pooler: torch.nn.Module, dtype: torch.dtype | None = None
+                     ) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
+    """The model's own pooler head (e.g. BERT's dense+tanh on [CLS]) applied to every layer.
+
+    ``dtype``: cast the [CLS] states to it first (the pooler's own dtype, e.g. a float32 copy of the
+    head of a bf16 model).
+    """
 
     def pooler_pool(states: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         first = states[..., :1, :]
         flat = first.reshape(-1, 1, states.shape[-1])
+        if dtype is not None:
+            flat = flat.to(dtype)
         return pooler(flat).reshape(*states.shape[:-2], states.shape[-1])
 
     return pooler_pool

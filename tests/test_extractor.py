@@ -75,6 +75,35 @@ def test_float16_store_is_close_to_float32(tiny_model, corpus_csv, tmp_path):
         assert max_abs_diff(a.features("max", 2), b.features("max", 2)) < 1e-2
 
 
+@pytest.mark.parametrize("onednn", ["1", "0"])
+def test_bfloat16_on_cpu_is_close_to_float32(tiny_model, corpus_csv, tmp_path, monkeypatch, onednn):
+    """Mixed precision (bf16 products, float32 elsewhere) with oneDNN; all-bf16 without it."""
+    monkeypatch.setenv("FEATX_ONEDNN", onednn)
+    full = run(corpus_csv, tiny_model, tmp_path, "full.h5")
+    low = run(corpus_csv, tiny_model, tmp_path, "low.h5", dtype="bfloat16")
+    with featx.open(full.output) as a, featx.open(low.output) as b:
+        assert b.attrs["compute_dtype"] == "bfloat16"
+        for pooling in a.poolings:
+            for layer in a.layers:
+                x, y = a.features(pooling, layer), b.features(pooling, layer)
+                assert np.linalg.norm(y - x) <= 3e-2 * np.linalg.norm(x), (pooling, layer)
+
+
+def test_bfloat16_pooler_head_runs_in_float32(tiny_model, corpus_csv, tmp_path):
+    """bf16 cannot hold 1 - tanh(z) of a saturated pooler: the head runs in float32 on the bf16 [CLS]."""
+    import torch
+    from transformers import AutoModel
+
+    low = run(corpus_csv, tiny_model, tmp_path, "low.h5", dtype="bfloat16")
+    # The bf16 model's own head weights (rounded to bf16 at load), applied in float32.
+    head = AutoModel.from_pretrained(str(tiny_model), dtype=torch.bfloat16).pooler.eval().float()
+    with featx.open(low.output) as features, torch.inference_mode():
+        for layer in features.layers:
+            cls = torch.from_numpy(features.features("cls", layer))  # bf16 values, stored exactly in float32
+            expected = head(cls[:, None, :]).numpy()
+            assert max_abs_diff(features.features("pooler", layer), expected) <= 1e-5, layer
+
+
 def test_subset_of_layers_and_poolings(tiny_model, corpus_csv, tmp_path):
     summary = run(corpus_csv, tiny_model, tmp_path, layers="-1,0", poolings="mean,cls")
     reference = reference_features(tiny_model, TEXTS)
