@@ -1,78 +1,93 @@
-"""Does ``--dtype bfloat16`` cost probe accuracy? SST-2 features in fp32 and bf16, same probe.
+"""Does ``--dtype bfloat16`` cost probe accuracy? The same rows extracted in fp32 and bf16, the same probe.
 
-    PYTHONPATH=$PWD python bench/bf16_accuracy.py                # 3,000 train rows + the 872 test rows
+    PYTHONPATH=$PWD python bench/bf16_accuracy.py            # 10,000 AG News train rows, default model
+    PYTHONPATH=$PWD python bench/bf16_accuracy.py --rows 3000 --corpus sst2
 
-Both extractions use featx with every layer and the mean and cls poolings; the probe is a plain
-``LogisticRegression`` (standardised features, fixed C) fitted on train and scored on test, per layer.
+Both files are made by ``featx extract`` (all layers, all poolings, float16 store) and probed by
+``featx.probe`` with the same seeded 5-fold CV (logreg, inner C search), so every (layer, pooling)
+cell compares the two dtypes on the same folds: differences are paired, over all rows. Also prints
+McNemar's exact test on the out-of-fold predictions of the cell with the largest difference.
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
 import os
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
 
-CACHE = Path(__file__).resolve().parent / ".cache"
-DATA = Path(os.environ.get("FEATX_BENCH_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+CACHE = ROOT / "bench" / ".cache"
+DATA = Path(os.environ.get("FEATX_BENCH_DATA", ROOT.parent / "shared" / "data"))
 
 
-def corpus(train_rows: int) -> Path:
-    CACHE.mkdir(exist_ok=True)
-    path = CACHE / f"sst2-train{train_rows}-test.csv"
+def corpus(name: str, rows: int) -> Path:
+    import pandas as pd
+
+    CACHE.mkdir(parents=True, exist_ok=True)
+    path = CACHE / f"{name}{rows // 1000}k.csv"  # agnews10k.csv is bench/probe.py's corpus too
     if not path.exists():
-        with open(DATA / "sst2" / "data.csv", newline="", encoding="utf-8") as handle:
-            records = list(csv.DictReader(handle))
-        rows = [r for r in records if r["split"] == "train"][:train_rows] + [r for r in records if r["split"] == "test"]
-        with open(path, "w", newline="", encoding="utf-8") as handle:
-            writer = csv.writer(handle)
-            writer.writerow(["text", "label", "split"])
-            writer.writerows((r["text"], r["label"], r["split"]) for r in rows)
+        frame = pd.read_csv(DATA / name / "data.csv")
+        frame[frame.split == "train"].head(rows)[["text", "label"]].to_csv(path, index=False)
     return path
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--train-rows", type=int, default=3000)
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--corpus", default="agnews", help="a folder of ../shared/data (agnews, sst2, trec)")
+    parser.add_argument("--rows", type=int, default=10_000)
     parser.add_argument("--model", default="default")
+    parser.add_argument("--folds", type=int, default=5)
+    parser.add_argument("--jobs", type=int, default=2)
     args = parser.parse_args(argv)
     import featx
-    from featx.extractor import ExtractConfig, extract
-    from sklearn.linear_model import LogisticRegression
-    from sklearn.pipeline import make_pipeline
-    from sklearn.preprocessing import StandardScaler
+    from scipy.stats import binomtest
 
-    path = corpus(args.train_rows)
-    accuracy, rates = {}, {}
+    path = corpus(args.corpus, args.rows)
+    tables, rates, outputs = {}, {}, {}
     for dtype in ("float32", "bfloat16"):
-        summary = extract(ExtractConfig(corpus=path, output=CACHE / "work" / f"acc-{dtype}.h5", model=args.model,
-                                        device="cpu", dtype=dtype, poolings="mean,cls", overwrite=True,
-                                        progress=False, max_length=256))
-        rates[dtype] = summary.tokens / summary.forward_seconds
-        with featx.open(summary.output) as features:
-            split, y = np.asarray(features.split), features.labels("label")
-            train, test = split == "train", split == "test"
-            for pooling in ("mean", "cls"):
-                for layer in features.layers:
-                    X = features.features(pooling, layer)
-                    probe = make_pipeline(StandardScaler(), LogisticRegression(C=0.1, max_iter=2000))
-                    probe.fit(X[train], y[train])
-                    accuracy[dtype, pooling, layer] = 100 * probe.score(X[test], y[test])
+        # The fp32 file of the default model is bench/probe.py's cached one.
+        output = CACHE / f"{path.stem}.features.h5" if dtype == "float32" and args.model == "default" \
+            else CACHE / "work" / f"{path.stem}.{args.model.replace('/', '_')}.{dtype}.h5"
+        outputs[dtype] = output
+        summary = featx.extract(path, output=output, model=args.model, dtype=dtype, device="cpu", progress=False)
+        print(summary.line())
+        if summary.forward_seconds:
+            rates[dtype] = summary.tokens / summary.forward_seconds
+        started = time.perf_counter()
+        result = featx.probe(output, layers="all", poolings="all", folds=args.folds, jobs=args.jobs, control=False,
+                             write=False)
+        print(f"probe {dtype}: {time.perf_counter() - started:.1f} s")
+        single = result.table[(result.table.kind == "single") & (result.table.classifier == "logreg")]
+        tables[dtype] = single.set_index(["pooling", "layer"])["accuracy"] * 100
     print(f"# bench/bf16_accuracy.py {' '.join(sys.argv[1:])}  (load {os.getloadavg()[0]:.2f})")
-    print(f"steady-state tokens/s: fp32 {rates['float32']:,.0f}, bf16 {rates['bfloat16']:,.0f}")
-    print("| pooling | layer | fp32 acc | bf16 acc | bf16 - fp32 |")
-    print("|---|---:|---:|---:|---:|")
-    diffs = []
-    for (dtype, pooling, layer), value in accuracy.items():
-        if dtype == "float32":
-            low = accuracy["bfloat16", pooling, layer]
-            diffs.append(low - value)
-            print(f"| {pooling} | {layer} | {value:.2f} | {low:.2f} | {low - value:+.2f} |")
-    print(f"largest |difference|: {max(abs(d) for d in diffs):.2f} points; mean {np.mean(diffs):+.2f}")
-
+    if rates:
+        print("steady-state tokens/s of the runs made now: " + ", ".join(f"{k} {v:,.0f}" for k, v in rates.items()))
+    full, low = tables["float32"], tables["bfloat16"]
+    diff = (low - full).rename("diff")
+    print("accuracy (%), bf16 - fp32, per pooling (columns) and layer (rows):")
+    print(diff.unstack(0).round(2).to_string())
+    worst = diff.abs().idxmax()
+    print(f"cells within 0.5 points: {int((diff.abs() <= 0.5).sum())} of {len(diff)}; largest |difference| "
+          f"{diff.abs().max():.2f} at {worst}; mean {diff.mean():+.3f}")
+    print(f"best cell: fp32 {full.max():.2f} ({full.idxmax()}), bf16 {low.max():.2f} ({low.idxmax()})")
+    # Paired test on the worst cell: rows one dtype's probe got right and the other's wrong.
+    pooling, layer = worst
+    correct = {}
+    for dtype, output in outputs.items():
+        result = featx.probe(output, layers=str(layer), poolings=pooling, folds=args.folds, jobs=1, control=False,
+                             write=False, predictions=f"{pooling}/logreg")
+        frame = result.predictions
+        correct[dtype] = (frame["label"] == frame[f"layer_{layer}"]).to_numpy()
+    a, b = correct["float32"], correct["bfloat16"]
+    only_fp32, only_bf16 = int((a & ~b).sum()), int((~a & b).sum())
+    p = binomtest(only_fp32, only_fp32 + only_bf16).pvalue if only_fp32 + only_bf16 else 1.0
+    print(f"McNemar on {worst}: right only with fp32 {only_fp32} rows, only with bf16 {only_bf16} rows, "
+          f"exact p = {p:.3f}")
 
 if __name__ == "__main__":
     main()

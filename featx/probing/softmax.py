@@ -3,9 +3,10 @@
 Probing fits the same standardised features many times: the real labels and the control task's
 permuted labels on every fold, each along a path of C values. One fit is bound by streaming the
 (rows x dims) float32 matrix through memory twice per L-BFGS step, not by arithmetic, so problems
-that share the matrix are evaluated together: one matrix product for all of their class scores and
-one for all of their gradients. Each problem keeps its own L-BFGS history, line search and stopping
-test, so its solution does not depend on the problems it was solved with.
+that share the matrix are evaluated together, their matrix products back to back while the matrix
+is in cache. Each problem keeps its own L-BFGS history, line search and stopping test, and every
+operation on it is the same whatever else is in the batch: its solution is bit for bit the one it
+gets alone (the probe's result does not depend on whether the control task ran).
 
 The objective is scikit-learn's ``LogisticRegression`` (lbfgs) objective: mean (or weighted) log-loss
 plus ``||W||^2 / (2 C n)``, intercepts unpenalised; with two classes, the binomial model's (the
@@ -73,11 +74,12 @@ class _Objective:
     def __call__(self, theta: np.ndarray, problems: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         X, n, d = self.X, self.n, self.d
         P, _, k = theta.shape
-        weights_t = np.ascontiguousarray(theta[:, :d, :].transpose(0, 2, 1).reshape(P * k, d), dtype=np.float32)
-        scores = weights_t @ X.T  # (P*k, n)
-        bias = theta[:, d, :].astype(np.float32) + self.offsets[problems]
-        scores += bias.reshape(P * k, 1)
-        scores3 = scores.reshape(P, k, n)
+        weights = np.ascontiguousarray(theta[:, :d, :].transpose(0, 2, 1), dtype=np.float32)  # (P, k, d)
+        # One matrix product per problem (a stacked matmul), back to back while X is still in cache: a
+        # single (P*k, d) product would be faster still, but its rounding would depend on P, and so
+        # would each problem's solution.
+        scores3 = np.matmul(weights, X.T)  # (P, k, n)
+        scores3 += (theta[:, d, :].astype(np.float32) + self.offsets[problems])[:, :, None]
         scores3 -= scores3.max(axis=1, keepdims=True)
         codes = self.codes[problems]
         true = np.take_along_axis(scores3, codes[:, None, :], axis=1)[:, 0, :]
@@ -93,11 +95,10 @@ class _Objective:
             weights = self.weights[problems]
             loss = (nll * weights).sum(axis=1, dtype=np.float64)
             scores3 *= weights[:, None, :]
-        residual = scores3.reshape(P * k, n)
         grad = np.empty_like(theta)
         lam = self.lam[problems]
-        grad[:, :d, :] = (residual @ X).reshape(P, k, d).transpose(0, 2, 1) + lam[:, None, None] * theta[:, :d, :]
-        grad[:, d, :] = residual.sum(axis=1, dtype=np.float64).reshape(P, k)
+        grad[:, :d, :] = np.matmul(scores3, X).transpose(0, 2, 1) + lam[:, None, None] * theta[:, :d, :]
+        grad[:, d, :] = scores3.sum(axis=2, dtype=np.float64)
         loss = loss + 0.5 * lam * np.einsum("pdk,pdk->p", theta[:, :d, :], theta[:, :d, :])
         return loss, grad
 
