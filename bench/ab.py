@@ -39,7 +39,7 @@ batches = [collate(tokenized, rows, 0) for rows in plan_batches(tokenized.length
 runner(*batches[-1])  # warm-up on the smallest batch
 start, cpu = time.perf_counter(), time.process_time()
 for ids, mask in batches:
-    pooled, _, _ = runner(ids, mask)
+    pooled = runner(ids, mask)[0]
     for value in pooled.values():
         value.numpy()
 seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
