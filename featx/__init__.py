@@ -7,10 +7,17 @@ from .store import FeatureFile, open_features as open  # noqa: E402,A001
 
 
 def extract(corpus=None, **options):
-    """Extract features; see ``featx.extract.ExtractConfig`` for the options."""
+    """Extract features; see ``featx.extract_config.ExtractConfig`` for the options."""
+    from .extract_config import make_config
+    from .freshness import quick_up_to_date
+
+    config = make_config(corpus, **options)
+    summary = quick_up_to_date(config)  # the same request made this file: no torch, no model load
+    if summary is not None:
+        return summary
     from .extractor import extract as _extract
 
-    return _extract(corpus, **options)
+    return _extract(config)
 
 
 def probe(features=None, **options):

@@ -10,7 +10,7 @@ import queue
 import tempfile
 import threading
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -20,7 +20,9 @@ from . import __version__, sharding
 from .batching import collate, plan_batches, plan_windows
 from .corpus import Corpus, read_corpus
 from .errors import FeatxError, InputError, Interrupted, StoreError
-from .modeling import DEFAULT_MODEL, LoadedModel, dtype_name, load_model
+from .extract_config import ExtractConfig, ExtractSummary, default_output, make_config, summary_of
+from .freshness import request_key
+from .modeling import LoadedModel, dtype_name, load_model
 from .onednn import prepack_linears
 from .pooling import POOLING_FUNCTIONS, make_pooler_pool
 from .selection import POOLINGS, parse_poolings, select_layers
@@ -32,89 +34,6 @@ from .tokenize import TokenizedCorpus, tokenize_texts
 WINDOW_BYTES = 256 << 20  # host memory for one commit window of outputs
 STORE_DTYPES = {"float16": np.float16, "fp16": np.float16, "float32": np.float32, "fp32": np.float32}
 
-
-@dataclass
-class ExtractConfig:
-    """Every option of an extraction; the CLI builds one of these from its flags."""
-
-    corpus: str | Path
-    output: str | Path | None = None
-    model: str = DEFAULT_MODEL
-    text_col: str = "text"
-    id_col: str | None = None
-    layers: str = "all"
-    poolings: str = "all"
-    tokens: bool = False
-    sites: str = "hidden"  # also record attn_out, ffn, pre_ln, attn_heads, module:NAME (featx/sites.py)
-    max_length: int | None = None
-    device: str = "auto"
-    dtype: str = "auto"
-    store_dtype: str = "float16"
-    max_tokens: int | None = None  # padded tokens per batch; default depends on the device
-    batch_size: int = 256
-    skip_empty: bool = False
-    encoding: str = "utf-8"
-    overwrite: bool = False
-    trust_remote_code: bool = False
-    random_init: bool = False
-    seed: int = 0
-    commit_rows: int | None = None  # rows per commit window; default sized by memory
-    progress: bool = True
-    shards: int | None = None  # extract only shard ``shard_index`` of ``shards`` (featx/sharding.py)
-    shard_index: int | None = None
-
-
-@dataclass
-class ExtractSummary:
-    output: Path
-    status: str  # "written", "resumed" or "up-to-date"
-    rows: int
-    tokens: int
-    truncated_rows: int
-    skipped_empty: int
-    seconds: float
-    file_bytes: int
-    model: str
-    device: str
-    dtype: str
-    layers: list[int] = field(default_factory=list)
-    poolings: list[str] = field(default_factory=list)
-    resumed_from: int = 0
-    notes: list[str] = field(default_factory=list)  # extra lines for the user (e.g. the merge of shards)
-    # Where the time went (0 for an up-to-date file): model load, tokenisation, and the batch loop
-    # (forward, pooling, copies; writing overlaps it). ``tokens / forward_seconds`` is the steady-state rate.
-    load_seconds: float = 0.0
-    tokenize_seconds: float = 0.0
-    forward_seconds: float = 0.0
-
-    @property
-    def tokens_per_second(self) -> float:
-        return self.tokens / self.seconds if self.seconds > 0 else float("nan")
-
-    def line(self) -> str:
-        size = f"{self.file_bytes / 1e6:.1f} MB"
-        parts = [
-            f"{self.rows} rows", f"{self.tokens} tokens", f"{self.truncated_rows} truncated",
-        ]
-        if self.skipped_empty:
-            parts.append(f"{self.skipped_empty} empty skipped")
-        if self.status == "up-to-date":
-            return f"up to date: {self.output} ({', '.join(parts)}, {size}); use --overwrite to recompute"
-        parts += [f"{self.seconds:.1f} s", f"{self.tokens_per_second:,.0f} tokens/s", size]
-        resumed = f" (resumed at row {self.resumed_from})" if self.status == "resumed" else ""
-        return f"wrote {self.output}{resumed}: " + ", ".join(parts)
-
-    def as_dict(self) -> dict:
-        data = asdict(self)
-        data["output"] = str(self.output)
-        data["tokens_per_second"] = self.tokens_per_second
-        return data
-
-
-def default_output(config: ExtractConfig) -> Path:
-    corpus = Path(config.corpus)
-    tag = ".random-init" if config.random_init else ""
-    return corpus.with_name(f"{corpus.stem}{tag}.features.h5")
 
 
 def _check_output_dir(output: Path) -> None:
@@ -360,12 +279,7 @@ class _Runner:
 
 def extract(config: ExtractConfig | None = None, **options) -> ExtractSummary:
     """Run an extraction (``featx.extract("corpus.csv", model=..., ...)`` or with an ``ExtractConfig``)."""
-    if isinstance(config, (str, Path)):
-        config = ExtractConfig(corpus=config, **options)
-    elif config is None:
-        config = ExtractConfig(**options)
-    elif options:
-        config = ExtractConfig(**{**asdict(config), **options})
+    config = make_config(config, **options)
     launch = sharding.LaunchEnv.detect()
     if launch is not None and config.shards is None and config.shard_index is None:
         return sharding.extract_distributed(config, launch)  # torchrun: this rank's shard, then the merge
@@ -400,14 +314,15 @@ def extract(config: ExtractConfig | None = None, **options) -> ExtractSummary:
             base_fingerprint, fingerprint = fingerprint, shard.fingerprint(fingerprint)
             if merged_output.exists() and not config.overwrite:  # merged already: nothing to do
                 _check_existing(merged_output, base_fingerprint)
-                return _summary_of(merged_output, "up-to-date", time.perf_counter() - started, len(corpus.skipped_rows))
+                return summary_of(merged_output, "up-to-date", time.perf_counter() - started, len(corpus.skipped_rows))
             sharding.write_manifest(merged_output, sharding.make_manifest(
                 merged_output, shard.count, corpus, corpus_rows, loaded.weights_sha256, base_fingerprint),
                 config.overwrite)
 
         if output.exists() and not config.overwrite:
             _check_existing(output, fingerprint)
-            return _summary_of(output, "up-to-date", time.perf_counter() - started, len(corpus.skipped_rows))
+            remember("features", output)
+            return summary_of(output, "up-to-date", time.perf_counter() - started, len(corpus.skipped_rows))
 
         timings["load_seconds"] = time.perf_counter() - timings["load_seconds"]
         timings["tokenize_seconds"] = time.perf_counter()
@@ -445,7 +360,7 @@ def extract(config: ExtractConfig | None = None, **options) -> ExtractSummary:
     if shard is None:
         remember("features", final)
     status = "resumed" if resumed_from else "written"
-    summary = _summary_of(final, status, time.perf_counter() - started, len(corpus.skipped_rows))
+    summary = summary_of(final, status, time.perf_counter() - started, len(corpus.skipped_rows))
     summary.resumed_from = resumed_from
     if shard is not None and launch is None:
         summary.notes.append(f"shard {shard.index} of {shard.count} done; when all are done: featx merge {merged_output}")
@@ -502,6 +417,7 @@ def _open_writer(config, output, corpus, tokenized, loaded, layers, poolings, st
         "skipped_empty_rows": json.dumps(corpus.skipped_rows),
         "n_model_layers": loaded.n_layers,
         "fingerprint": fingerprint,
+        "request_key": request_key(config, corpus.sha256) or "",  # for the quick check (freshness.py)
         "options": json.dumps({k: str(v) if isinstance(v, Path) else v for k, v in asdict(config).items()}),
     }
     site_poolings = [name for name in poolings if name != "pooler"]
@@ -636,14 +552,3 @@ def _check_finite(pooled_out: dict, token_out, start: int, store_dtype: str) -> 
                          "re-run with --store-dtype float32 --overwrite")
 
 
-def _summary_of(path: Path, status: str, seconds: float, skipped: int) -> ExtractSummary:
-    with FeatureFile(path) as features:
-        n_kept = features.n_kept
-        truncated = features.truncated
-        attrs = features.attrs
-        return ExtractSummary(
-            output=path, status=status, rows=features.n_rows, tokens=int(n_kept.sum()),
-            truncated_rows=int(truncated.sum()), skipped_empty=skipped, seconds=seconds,
-            file_bytes=path.stat().st_size, model=str(attrs.get("model")), device=str(attrs.get("device")),
-            dtype=str(attrs.get("compute_dtype")), layers=features.layers, poolings=features.poolings,
-        )

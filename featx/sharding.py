@@ -315,7 +315,7 @@ def _all_gather_json(item: dict, world_size: int, group=None) -> list[dict]:
 
 
 def _merge_on_rank0(config, summary, statuses, started):
-    from .extractor import _summary_of, default_output
+    from .extract_config import default_output, summary_of
     from .merge import merge
 
     output = Path(config.output) if config.output else default_output(config)
@@ -330,6 +330,6 @@ def _merge_on_rank0(config, summary, statuses, started):
         return summary
     merged = merge(output, overwrite=config.overwrite, progress=config.progress)
     # Rank 0's whole wall time, so tokens/s is the throughput of the job.
-    result = _summary_of(merged.output, "written", time.perf_counter() - started, summary.skipped_empty)
+    result = summary_of(merged.output, "written", time.perf_counter() - started, summary.skipped_empty)
     result.notes.append(merged.line())
     return result
