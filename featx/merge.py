@@ -28,7 +28,7 @@ from .corpus import Corpus, LabelColumn
 from .errors import IncompleteError, InputError, Interrupted, StoreError
 from .sharding import ROW_INDEX, SHARD_ATTRS, ShardSpec, manifest_path, read_manifest
 from .state import remember
-from .store import FeatureFile, FeatureWriter, partial_path, site_pooled_path, site_tokens_path
+from .store import FeatureFile, FeatureWriter, partial_path, read_strings, site_pooled_path, site_tokens_path
 from .tokenize import TokenizedCorpus
 
 BLOCK_BYTES = 256 << 20  # host memory for one block of merged rows
@@ -50,10 +50,6 @@ class MergeSummary:
         removed = "; removed the shard files" if self.removed else ""
         return (f"merged {self.shards} shards into {self.output}: {self.rows} rows, "
                 f"{self.file_bytes / 1e6:.1f} MB, {self.seconds:.1f} s{removed}")
-
-
-def _decode(values) -> list[str]:
-    return [value.decode() if isinstance(value, bytes) else value for value in values]
 
 
 def _open_shards(output: Path, manifest: dict) -> list[h5py.File]:
@@ -155,12 +151,20 @@ def _gather(files, indices, n_rows: int, name: str, dtype=None) -> np.ndarray:
     return out
 
 
+def _gather_strings(files, indices, n_rows: int, name: str) -> list[str]:
+    """A per-row string dataset of every shard (escapes undone), put back in corpus order."""
+    out = np.empty(n_rows, dtype=object)
+    for file, index in zip(files, indices):
+        out[index] = read_strings(file[name])
+    return list(out)
+
+
 def _corpus_order_rows(files, indices, n_rows: int) -> tuple[Corpus, TokenizedCorpus, dict]:
     """Row metadata of the whole corpus, shaped like what ``FeatureWriter.create`` takes."""
     first = files[0]
-    texts = _decode(_gather(files, indices, n_rows, "rows/text", object))
-    ids = _decode(_gather(files, indices, n_rows, "rows/id", object))
-    split = _decode(_gather(files, indices, n_rows, "rows/split", object)) if "split" in first["rows"] else None
+    texts = _gather_strings(files, indices, n_rows, "rows/text")
+    ids = _gather_strings(files, indices, n_rows, "rows/id")
+    split = _gather_strings(files, indices, n_rows, "rows/split") if "split" in first["rows"] else None
     labels = {}
     for key in first["labels"]:
         dataset = first["labels"][key]

@@ -3,9 +3,9 @@
 Layout (schema 1)::
 
     /                      attrs: provenance and options (see ``FeatureWriter.create``), ``complete``
-    /rows/text             (N,) UTF-8 strings
-    /rows/id               (N,) UTF-8 strings
-    /rows/split            (N,) UTF-8 strings (only if the corpus had a ``split`` column)
+    /rows/text             (N,) UTF-8 strings; attr ``escaped`` when NUL had to be escaped (``read_strings``)
+    /rows/id               (N,) UTF-8 strings, likewise
+    /rows/split            (N,) UTF-8 strings (only if the corpus had a ``split`` column), likewise
     /rows/n_tokens         (N,) int32, tokens before truncation, special tokens included
     /rows/n_kept           (N,) int32, tokens fed to the model
     /rows/truncated        (N,) bool
@@ -184,9 +184,36 @@ def _row_chunks(n_rows: int, row_bytes: int) -> int:
     return int(max(1, min(n_rows, CHUNK_BYTES // max(1, row_bytes))))
 
 
-def _strings(values: Iterable[str]) -> np.ndarray:
-    # HDF5 strings cannot hold NUL; it never matters for the model (tokenizers drop it).
-    return np.array([value.replace("\x00", "\ufffd") for value in values], dtype=object)
+STRING_ESCAPE = "\uffff"  # a Unicode noncharacter: in practice never in real text
+_ESCAPED = re.compile("\uffff(.)", re.DOTALL)
+
+
+def _strings(values: Iterable[str]) -> tuple[np.ndarray, bool]:
+    """Strings for an HDF5 dataset, and whether they were escaped. HDF5 strings cannot hold NUL, so a
+    column with NUL (or the escape character itself) is stored escaped, losslessly: NUL as
+    U+FFFF "0", U+FFFF as U+FFFF "e". The dataset's ``escaped`` attribute says so to readers."""
+    values = list(values)
+    escaped = any("\x00" in value or STRING_ESCAPE in value for value in values)
+    if escaped:
+        values = [value.replace(STRING_ESCAPE, STRING_ESCAPE + "e").replace("\x00", STRING_ESCAPE + "0")
+                  for value in values]
+    return np.array(values, dtype=object), escaped
+
+
+def _write_strings(group: h5py.Group, name: str, values: Iterable[str]) -> h5py.Dataset:
+    data, escaped = _strings(values)
+    dataset = _written(group, name, data=data, dtype=h5py.string_dtype("utf-8"))
+    if escaped:
+        dataset.attrs["escaped"] = True
+    return dataset
+
+
+def read_strings(dataset: h5py.Dataset, stop: int | None = None) -> list[str]:
+    """The strings of a dataset written by ``_write_strings`` (escapes undone), first ``stop`` rows."""
+    values = [value.decode() if isinstance(value, bytes) else value for value in dataset[:stop]]
+    if dataset.attrs.get("escaped", False):
+        values = [_ESCAPED.sub(lambda m: "\x00" if m.group(1) == "0" else STRING_ESCAPE, value) for value in values]
+    return values
 
 
 class FeatureWriter:
@@ -252,7 +279,6 @@ class FeatureWriter:
                   hidden_size: int, store_dtype: np.dtype, with_tokens: bool,
                   sites: dict[str, dict] | None = None) -> None:
         n_rows, n_layers = len(corpus), len(layers)
-        string = h5py.string_dtype("utf-8")
         file.attrs.update({key: value for key, value in attrs.items() if value is not None})
         file.attrs["format"] = FORMAT_NAME
         file.attrs["schema_version"] = SCHEMA_VERSION
@@ -267,10 +293,10 @@ class FeatureWriter:
             file.attrs["sites"] = json.dumps(sites)
 
         rows = file.create_group("rows")
-        _written(rows, "text", data=_strings(corpus.texts), dtype=string)
-        _written(rows, "id", data=_strings(corpus.ids), dtype=string)
+        _write_strings(rows, "text", corpus.texts)
+        _write_strings(rows, "id", corpus.ids)
         if corpus.split is not None:
-            _written(rows, "split", data=_strings(corpus.split), dtype=string)
+            _write_strings(rows, "split", corpus.split)
         _written(rows, "n_tokens", data=tokenized.full_lengths.astype(np.int32))
         _written(rows, "n_kept", data=tokenized.lengths.astype(np.int32))
         _written(rows, "truncated", data=tokenized.truncated)
@@ -532,17 +558,17 @@ class FeatureFile:
 
     @property
     def texts(self) -> list[str]:
-        return [value.decode() if isinstance(value, bytes) else value for value in self._rows("text")]
+        return read_strings(self._file["rows"]["text"], self.n_rows)
 
     @property
     def ids(self) -> list[str]:
-        return [value.decode() if isinstance(value, bytes) else value for value in self._rows("id")]
+        return read_strings(self._file["rows"]["id"], self.n_rows)
 
     @property
     def split(self) -> np.ndarray | None:
         if "split" not in self._file["rows"]:
             return None
-        return np.array([value.decode() for value in self._rows("split")], dtype=object)
+        return np.array(read_strings(self._file["rows"]["split"], self.n_rows), dtype=object)
 
     @property
     def n_tokens(self) -> np.ndarray:
