@@ -402,3 +402,26 @@ def test_merge_cli_reports_errors_without_traceback(tiny_model, corpus, tmp_path
     assert result.exit_code == 0 and "merged 2 shards into" in result.output
     result = CliRunner().invoke(main, ["merge", str(output)])
     assert result.exit_code == 2 and "exists already (merged before?)" in result.output
+
+
+def test_torchrun_two_nodes_one_process_each(tiny_model, corpus, tmp_path):
+    """Multi-node as torchrun sets it up (static rendezvous, --node-rank), both nodes on this host:
+    every worker has LOCAL_RANK 0, ranks come from the node rank, rank 0 merges on the shared disk."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    output = tmp_path / "out.h5"
+    env = {**subprocess_env(), "FEATX_DIST_TIMEOUT": "240"}
+    nodes = [subprocess.Popen(
+        [*torchrun_command(), "--nnodes", "2", "--nproc-per-node", "1", "--node-rank", str(rank),
+         "--master-addr", "127.0.0.1", "--master-port", str(port), "-m", "featx",
+         *cli_args(corpus, output, tiny_model)],
+        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for rank in (0, 1)]
+    outputs = [node.communicate(timeout=300) for node in nodes]
+    for node, (stdout, stderr) in zip(nodes, outputs):
+        assert node.returncode == 0, stdout + stderr
+        assert "Traceback" not in stderr
+    assert "merged 2 shards into" in outputs[0][0]
+    assert not ShardSpec(1, 2).path(output).exists() and not manifest_path(output).exists()
+    single = run(corpus, tmp_path / "single.h5", tiny_model).output
+    assert_same_rows(output, single, exact=False)
