@@ -385,8 +385,9 @@ def plot_mdl(frame: pd.DataFrame, meta: dict | None = None, ax=None, classifier:
 
 
 def plot_learning_curves(curve, ax=None, pooling: str | None = None, classifier: str | None = None,
-                         legend: bool = True, title: bool | str = True):
-    """Accuracy against training rows per fold (``featx probe --train-sizes``), one line per layer."""
+                         legend: bool = True, title: bool | str = True, site: str | None = None):
+    """Accuracy against training rows per fold (``featx probe --train-sizes``), one line per layer of one
+    site (default: ``hidden`` when present)."""
     import matplotlib.pyplot as plt
 
     if not isinstance(curve, pd.DataFrame):
@@ -396,6 +397,12 @@ def plot_learning_curves(curve, ax=None, pooling: str | None = None, classifier:
         curve = pd.read_csv(path)
     if curve.empty or "n_train" not in curve.columns:
         raise InputError("no learning-curve rows", "run featx probe --train-sizes 0.1,0.25,0.5,1.0")
+    if "site" in curve.columns:  # curve files from before sites hold hidden only
+        sites = list(dict.fromkeys(curve["site"].astype(str)))
+        site = site or ("hidden" if "hidden" in sites else sites[0])
+        if site not in sites:
+            raise InputError(f"no learning curves for site '{site}'", f"choose from {', '.join(sites)}")
+        curve = curve[curve["site"].astype(str) == site]
     pooling = pooling or str(curve["pooling"].iloc[0])
     classifier = classifier or str(curve["classifier"].iloc[0])
     part = curve[(curve["pooling"] == pooling) & (curve["classifier"] == classifier)]
@@ -415,7 +422,9 @@ def plot_learning_curves(curve, ax=None, pooling: str | None = None, classifier:
         if legend:
             ax.legend(frameon=False)
         if title:
-            ax.set_title(title if isinstance(title, str) else f"learning curves ({pooling}, {classifier})", loc="left")
+            where = "" if site in (None, "hidden") else f"{site}, "
+            ax.set_title(title if isinstance(title, str) else f"learning curves ({where}{pooling}, {classifier})",
+                         loc="left")
     return ax
 
 

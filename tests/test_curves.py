@@ -43,3 +43,28 @@ def test_probe_learning_curves(tiny_model, tmp_path):
     assert full.accuracy == pytest.approx(single.accuracy)  # the same folds, the whole training part
     assert curve[curve.train_size == 0.25].n_train.max() < full.n_train
     assert full.accuracy > curve[(curve.layer == 0) & (curve.train_size == 1.0)].accuracy.iloc[0]
+
+
+def test_learning_curves_per_site(tiny_model, tmp_path):
+    import featx
+    from featx.plots import plot_learning_curves
+
+    from conftest import SENTENCES, write_csv
+
+    rows = [(f"{text} {k}", sentiment, tense, split) for k in range(3) for text, sentiment, tense, split in SENTENCES]
+    corpus = write_csv(tmp_path / "corpus.csv", rows)
+    path = tmp_path / "sites.h5"
+    featx.extract(corpus, model=str(tiny_model), output=path, progress=False, poolings="mean", sites="ffn")
+    result = probe(path, label="sentiment", sites="hidden,ffn", folds=3, jobs=1, control=False,
+                   train_sizes="0.5,1.0", curve_layers="1,2", n_bootstrap=50, output=tmp_path / "r")
+    curve = pd.read_csv(result.curve_path)
+    assert list(curve.columns[:3]) == ["features", "site", "label"]
+    assert set(zip(curve.site, curve.layer)) == {(site, layer) for site in ("hidden", "ffn") for layer in (1, 2)}
+    for site in ("hidden", "ffn"):  # the full-size point is the probe's own result for that site and layer
+        full = curve[(curve.site == site) & (curve.layer == 2) & (curve.train_size == 1.0)].iloc[0]
+        row = result.table[(result.table.site == site) & (result.table.kind == "single") & (result.table.layer == 2)]
+        assert full.accuracy == pytest.approx(row.accuracy.iloc[0])
+    assert "ffn" in plot_learning_curves(curve, site="ffn").get_title(loc="left")
+    assert "ffn" not in plot_learning_curves(curve).get_title(loc="left")  # hidden by default
+    with pytest.raises(featx.FeatxError, match="no learning curves for site 'pre_ln'"):
+        plot_learning_curves(curve, site="pre_ln")

@@ -153,6 +153,22 @@ def _site_plan(features: FeatureFile, config: ProbeConfig, specs: list[LayerSpec
     return plan
 
 
+def _curve_plan(features: FeatureFile, config: ProbeConfig, sites: dict) -> dict[str, tuple[list[LayerSpec], list[str]]]:
+    """Per probed site: the layer specs of its learning curves (``--curve-layers``, else the probed
+    single and concatenated specs) and its poolings."""
+    plan = {}
+    for site, (site_specs, site_poolings) in sites.items():
+        chosen = site_specs
+        if config.curve_layers:
+            layers = features.layers if site == "hidden" else features.site_layers(site)
+            try:
+                chosen = parse_layer_specs(config.curve_layers, layers)
+            except InputError as err:
+                raise InputError(f"--curve-layers for site '{site}' (layers {layers}): {err.message}", err.hint) from None
+        plan[site] = ([spec for spec in chosen if spec.kind != "stack"], site_poolings)
+    return plan
+
+
 def _check_baseline_sites(other: FeatureFile, sites: dict) -> None:
     for site, (specs, _) in sites.items():
         if site == "hidden":
@@ -309,7 +325,7 @@ def _run_curve_job(job: _Job, shared: _Shared, sizes: list[float]) -> list[dict]
                 folds = _fit_folds(classifier, job.spec.kind, data, [shared.y], sub)[0]
                 row = ev.summarise(plan, shared.y, folds, shared.n_classes, min(shared.n_bootstrap, 200), shared.seed)
                 records.append({
-                    "features": job.features, "label": shared.label, "layer_spec": job.spec.name,
+                    "features": job.features, "site": job.site, "label": shared.label, "layer_spec": job.spec.name,
                     "layer": job.spec.layers[0] if job.spec.kind == "single" else None, "pooling": job.pooling,
                     "classifier": classifier, "train_size": size, "n_train": row["n_train"],
                     "accuracy": row["accuracy"], "accuracy_low": row["accuracy_low"],
@@ -458,15 +474,13 @@ def probe(config: ProbeConfig | str | Path | None = None, **options) -> ProbeRes
         ev.check_labels(y, names, label, path)
         split = features.split
         specs = parse_layer_specs(config.layers, features.layers)
-        curve_specs = [spec for spec in (parse_layer_specs(config.curve_layers, features.layers)
-                                         if config.curve_layers else specs) if spec.kind != "stack"] \
-            if config.train_sizes is not None else []
         row_info = pd.DataFrame({"row": kept, "id": np.asarray(features.ids, dtype=object)[kept],
                                  "n_tokens": features.n_tokens[kept], "truncated": features.truncated[kept]})
         if split is not None:
             row_info["split"] = np.asarray(split, dtype=object)[kept]
         poolings = parse_poolings(config.poolings, features.poolings)
         sites = _site_plan(features, config, specs, poolings)
+        curve_plan = _curve_plan(features, config, sites) if config.train_sizes is not None else {}
         if "attn" in classifiers and not features.has_tokens:
             raise InputError(f"the attn probe needs token-level states, and {path} has none",
                              "re-extract with featx extract --tokens, or choose --classifier logreg,svm,mlp")
@@ -540,14 +554,15 @@ def probe(config: ProbeConfig | str | Path | None = None, **options) -> ProbeRes
     prediction_table, predictions_for = _prediction_table(table, predictions, config.predictions, class_names, y,
                                                           row_info)
     curve, sizes = None, None
-    if curve_specs:
+    if curve_plan:
         from .curves import parse_train_sizes
 
         sizes = parse_train_sizes(config.train_sizes)
-        curve_jobs = [_Job("main", str(path), spec, pooling, [name for name in pooled_classifiers if name])
-                      for spec in curve_specs for pooling in poolings if pooled_classifiers]
-        curve_jobs += [_Job("main", str(path), spec, TOKENS_POOLING, ["attn"])
-                       for spec in curve_specs if "attn" in classifiers]
+        curve_jobs = [_Job("main", str(path), spec, pooling, list(pooled_classifiers), site)
+                      for site, (site_specs, site_poolings) in curve_plan.items()
+                      for spec in site_specs for pooling in site_poolings if pooled_classifiers]
+        curve_jobs += [_Job("main", str(path), spec, TOKENS_POOLING, ["attn"], site)
+                       for site, (site_specs, _) in curve_plan.items() for spec in site_specs if "attn" in classifiers]
         if workers > 1 and len(curve_jobs) > 1:
             from joblib import Parallel, delayed
 

@@ -24,7 +24,7 @@ COLUMNS = [
     "p_pooling_vs_best", "significant_pooling_vs_best",
 ]
 CURVE_COLUMNS = [
-    "features", "label", "layer_spec", "layer", "pooling", "classifier", "train_size", "n_train",
+    "features", "site", "label", "layer_spec", "layer", "pooling", "classifier", "train_size", "n_train",
     "accuracy", "accuracy_low", "accuracy_high", "macro_f1", "evaluation",
 ]
 
