@@ -73,8 +73,8 @@ def extract(corpus, output, quiet, layers, poolings, dry_run, **options):
 
     Under torchrun each process extracts its own shard and rank 0 merges them at the end.
     """
+    from . import extract as run_extract
     from .extract_config import ExtractConfig
-    from .freshness import quick_up_to_date
 
     config = ExtractConfig(corpus=corpus, output=output, layers=layers, poolings=poolings,
                            progress=not quiet, **options)
@@ -83,11 +83,7 @@ def extract(corpus, output, quiet, layers, poolings, dry_run, **options):
 
         click.echo(estimate(config).format())
         return
-    summary = quick_up_to_date(config)  # the same request made this file: answered before torch loads
-    if summary is None:
-        from .extractor import extract as run_extract
-
-        summary = run_extract(config)
+    summary = run_extract(config)  # featx.extract: the quick up-to-date check first, torch only if needed
     click.echo(summary.line())
     for note in summary.notes:
         click.echo(note)
