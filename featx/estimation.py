@@ -145,17 +145,15 @@ def estimate(config=None, calibrate: bool = True, **options) -> Estimate:
 
     from .batching import plan_batches
     from .corpus import read_corpus
-    from .extractor import STORE_DTYPES, WINDOW_BYTES, ExtractConfig, _Runner, _resolve_poolings, default_output
+    from .extract_config import make_config, output_path
+    from .extractor import STORE_DTYPES, WINDOW_BYTES, _Runner, _resolve_poolings
     from .errors import InputError
     from .modeling import load_model
     from .selection import select_layers
     from .tokenize import tokenize_texts
 
-    if isinstance(config, (str, Path)):
-        config = ExtractConfig(corpus=config, **options)
-    elif config is None:
-        config = ExtractConfig(**options)
-    output = Path(config.output) if config.output else default_output(config)
+    config = make_config(config, **options)
+    output = output_path(config)
     store_dtype = STORE_DTYPES.get(str(config.store_dtype).lower())
     if store_dtype is None:
         raise InputError(f"--store-dtype '{config.store_dtype}' is not understood", "use float16 or float32")

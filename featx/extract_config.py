@@ -90,7 +90,10 @@ class ExtractSummary:
         return data
 
 
-def default_output(config: ExtractConfig) -> Path:
+def output_path(config: ExtractConfig) -> Path:
+    """``--output``, or ``<corpus stem>[.random-init].features.h5`` beside the corpus."""
+    if config.output:
+        return Path(config.output)
     corpus = Path(config.corpus)
     tag = ".random-init" if config.random_init else ""
     return corpus.with_name(f"{corpus.stem}{tag}.features.h5")

@@ -20,7 +20,7 @@ from . import __version__, sharding
 from .batching import collate, plan_batches, plan_windows
 from .corpus import Corpus, read_corpus
 from .errors import FeatxError, InputError, Interrupted, StoreError
-from .extract_config import ExtractConfig, ExtractSummary, default_output, make_config, summary_of
+from .extract_config import ExtractConfig, ExtractSummary, make_config, output_path, summary_of
 from .freshness import request_key
 from .modeling import LoadedModel, dtype_name, load_model
 from .onednn import prepack_linears
@@ -284,7 +284,7 @@ def extract(config: ExtractConfig | None = None, **options) -> ExtractSummary:
     if launch is not None and config.shards is None and config.shard_index is None:
         return sharding.extract_distributed(config, launch)  # torchrun: this rank's shard, then the merge
     started = time.perf_counter()
-    output = Path(config.output) if config.output else default_output(config)
+    output = output_path(config)
     store_dtype = STORE_DTYPES.get(str(config.store_dtype).lower())
     if store_dtype is None:
         raise InputError(f"--store-dtype '{config.store_dtype}' is not understood", "use float16 or float32")

@@ -19,7 +19,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from . import __version__
-from .extract_config import ExtractConfig, ExtractSummary, default_output, summary_of
+from .extract_config import ExtractConfig, ExtractSummary, output_path, summary_of
 from .model_files import local_model_folder
 
 NOT_PART_OF_THE_REQUEST = ("output", "overwrite", "progress")
@@ -51,7 +51,7 @@ def quick_up_to_date(config: ExtractConfig) -> ExtractSummary | None:
     if config.overwrite or config.shards is not None or config.shard_index is not None \
             or "WORLD_SIZE" in os.environ or config.corpus is None:
         return None
-    output = Path(config.output) if config.output else default_output(config)
+    output = output_path(config)
     corpus = Path(config.corpus)
     if not output.is_file() or not corpus.is_file():
         return None

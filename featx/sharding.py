@@ -315,10 +315,10 @@ def _all_gather_json(item: dict, world_size: int, group=None) -> list[dict]:
 
 
 def _merge_on_rank0(config, summary, statuses, started):
-    from .extract_config import default_output, summary_of
+    from .extract_config import output_path, summary_of
     from .merge import merge
 
-    output = Path(config.output) if config.output else default_output(config)
+    output = output_path(config)
     if Path(summary.output).resolve() == output.resolve():
         return summary  # the merged file was already up to date on every rank
     missing = [item for item in statuses if not Path(item["path"]).exists()]
