@@ -14,6 +14,7 @@ from .. import __version__
 from ..errors import InputError
 from ..selection import LayerSpec, parse_layer_specs, parse_poolings
 from ..store import FeatureFile
+from . import classifiers as clf
 from . import evaluation as ev
 from .config import ProbeConfig
 from .results import COLUMNS, CURVE_COLUMNS, results_paths, side_path, write_results, write_table
@@ -231,7 +232,7 @@ def _fit_folds(classifier: str, kind: str, data, labels: list[np.ndarray], share
     results: list[list[ev.FoldResult]] = [[] for _ in labels]
     for index, ((train, test), dev) in enumerate(zip(shared.plan.folds, shared.plan.dev)):
         seed = shared.seed + 1000 * index
-        if kind != "stack" and classifier in ("logreg", "svm"):
+        if kind != "stack" and classifier in clf.LINEAR:
             fold = ev.run_linear_tasks(classifier, data, labels, train, test, dev, shared.n_classes, shared.cs,
                                        shared.balanced, seed)
         else:
@@ -255,7 +256,7 @@ def _run_job(job: _Job, shared: _Shared) -> list[dict]:
 
     limits = threadpool_limits(limits=shared.threads)
     torch = None
-    if any(name in ("mlp", "attn") for name in job.classifiers):  # torch is slow to import: only when used
+    if any(name in clf.TORCH for name in job.classifiers):  # torch is slow to import: only when used
         import torch
 
         torch_threads = torch.get_num_threads()

@@ -11,7 +11,7 @@ import warnings
 import numpy as np
 
 LINEAR = ("logreg", "svm")
-TORCH = ("mlp", "attn")
+TORCH = ("mlp", "attn")  # torch is imported only when one of these runs
 
 
 def class_weights(y: np.ndarray, n_classes: int) -> np.ndarray:
@@ -49,11 +49,8 @@ def make_linear(name: str, C: float, balanced: bool, seed: int):
 
 def logreg_from(theta: np.ndarray, offsets: np.ndarray, C: float, balanced: bool):
     """A fitted logreg probe from one solved problem of ``softmax.solve`` (never-seen classes dropped)."""
-    from .softmax import SoftmaxRegression
-
     present = np.flatnonzero(np.isfinite(offsets))
-    model = SoftmaxRegression(C=C, tol=LOGREG_TOL, max_iter=500, warm_start=True,
-                              class_weight="balanced" if balanced else None)
+    model = make_linear("logreg", C, balanced, seed=0)
     model._set_solution(theta[:, present].copy(), present, 0)
     return model
 

@@ -127,7 +127,8 @@ PATH_TOL = 1e-3  # looser solver tolerance along the path; the final fit uses th
 
 
 def search_c(name: str, Xs: np.ndarray, y: np.ndarray, fit_rows, val_rows, cs, balanced, seed):
-    """Fit along the C grid (warm-started, smallest C first) on ``fit_rows``; score on ``val_rows``.
+    """Fit along the C grid (smallest C first) on ``fit_rows``; score on ``val_rows``. Used for the
+    linear probes other than logreg (``search_logreg``); a warm-startable one reuses the previous fit.
 
     Validation accuracy is close to unimodal in log C, so the path stops after ``PATH_PATIENCE``
     Cs without improvement: the weakly regularised fits it skips are the slowest ones.
@@ -171,7 +172,7 @@ def _snapshot(model):
     from sklearn.base import clone
 
     copy = clone(model)
-    for attr in ("coef_", "intercept_", "classes_", "n_features_in_", "n_iter_", "theta_"):
+    for attr in ("coef_", "intercept_", "classes_", "n_features_in_", "n_iter_"):
         if hasattr(model, attr):
             setattr(copy, attr, np.array(getattr(model, attr), copy=True))
     return copy
@@ -255,7 +256,7 @@ def fit_linear(name: str, X: np.ndarray, y: np.ndarray, train: np.ndarray, dev, 
     else:
         fit_rows, val_rows = inner_split(y_train, np.arange(len(train)), seed)
         C, model = search_c(name, Xs, y_train, fit_rows, val_rows, cs, balanced, seed)
-    clf.fit_quietly(model, Xs, y_train)  # warm-started from the search's solution at that C
+    clf.fit_quietly(model, Xs, y_train)  # the final fit on the whole training part
     return model, scaler, C
 
 
@@ -266,10 +267,6 @@ class FoldResult:
     C: float = float("nan")
     fit_seconds: float = 0.0
     layer_weights: np.ndarray | None = None
-
-
-def run_linear(name, X, y, train, test, dev, n_classes, cs, balanced, seed) -> FoldResult:
-    return run_linear_tasks(name, X, [y], train, test, dev, n_classes, cs, balanced, seed)[0]
 
 
 def run_linear_tasks(name, X, labels, train, test, dev, n_classes, cs, balanced, seed) -> list[FoldResult]:
