@@ -288,8 +288,7 @@ def plot_layer_curves(frame: pd.DataFrame, meta: dict | None = None, ax=None, me
         sites = list(dict.fromkeys(rows["site"])) if "site" in rows.columns else []
         for index, pooling in enumerate(poolings_of(rows)):
             part = rows[rows["pooling"] == pooling]
-            colour, marker = _style(pooling, index) if pooling not in sites else \
-                (CYCLE[index % len(CYCLE)], MARKERS[index % len(MARKERS)])
+            colour, marker = _style(pooling, index)  # site names fall through to the cycle
             layers = part["layer"].astype(int).to_numpy()
             y = part[metric].astype(float).to_numpy()
             ax.plot(layers, y, color=colour, marker=marker, markersize=5, linewidth=2, label=pooling, zorder=3,

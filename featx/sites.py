@@ -80,10 +80,6 @@ class Site:
     taps: list[Tap] = field(default_factory=list)  # empty for hidden and attn_heads
     width: int | None = None
 
-    @property
-    def hooked(self) -> bool:
-        return bool(self.taps)
-
     def describe(self) -> dict:
         return {"layers": self.layers, "width": self.width,
                 "modules": [f"{tap.module}:{tap.mode}" for tap in self.taps]}
@@ -284,11 +280,9 @@ class SiteRecorder:
         self._previous_attention = None
 
     def _hook(self, site: str, position: int, mode: str):
-        def record(module, inputs, output=None):
+        def record(module, inputs, output=None):  # a forward hook, or (without output) a pre-hook
             value = _first_tensor(inputs if mode == "input" else output)
             self._batch.setdefault(site, {})[position] = value
-        if mode == "input":
-            return lambda module, inputs: record(module, inputs)
         return record
 
     def take(self, output, input_ids: torch.Tensor, mask: torch.Tensor, special_ids: tuple[int | None, int | None]):
@@ -338,10 +332,6 @@ def attention_head_features(probs: torch.Tensor, input_ids: torch.Tensor, mask: 
         sep = torch.nn.functional.one_hot(last, input_ids.shape[1]).bool()
     to_sep = (p * sep[:, None, None, :].to(p.dtype)).sum(-1)
     return torch.cat([entropy, to_cls, to_sep], dim=1).transpose(1, 2).contiguous()
-
-
-def head_feature_names(n_heads: int) -> list[str]:
-    return [f"{kind}_h{head}" for kind in ("entropy", "to_cls", "to_sep") for head in range(n_heads)]
 
 
 @torch.inference_mode()
