@@ -523,7 +523,7 @@ class FeatureFile:
         return int(self._site(site)["width"])
 
     def _layer_position(self, layer: int, site: str = HIDDEN_SITE) -> int:
-        layers = self.layers if site == HIDDEN_SITE else self.site_layers(site)
+        layers = self.site_layers(site)
         if layer < 0:
             layer += max(self.layers) + 1
         if layer not in layers:
@@ -631,8 +631,7 @@ class FeatureFile:
     def token_states(self, layer: int, dtype=np.float32, site: str = HIDDEN_SITE) -> np.ndarray:
         """``(total_tokens, width)`` states of one layer for all committed rows (slice with ``token_offsets``)."""
         position = self._layer_position(layer, site)
-        total = int(self.token_offsets[-1])
-        self._require_tokens()
+        total = int(self.token_offsets[-1])  # token_offsets checks that the file has token states
         return self._file[site_tokens_path(site)][0:total, position, :].astype(dtype, copy=False)
 
 
