@@ -7,7 +7,7 @@
 Each variant runs in its own process (fresh imports from its root), variants alternate round by round
 so that machine load hits them alike, and the best round counts. Besides wall-clock tokens/s it
 prints tokens per CPU-second of the process (all threads), steadier when other jobs share the cores. Timed: the same batches as
-``featx extract`` plans them, through that checkout's ``_Runner`` (no HDF5 writing).
+``featx extract`` plans them, through that checkout's runner (``Runner`` with its ``ExtractionPlan``, or the older ``_Runner``) (no HDF5 writing).
 """
 
 from __future__ import annotations
@@ -20,26 +20,34 @@ import sys
 from pathlib import Path
 
 CHILD = r"""
-import json, sys, time, torch
+import json, sys, time, warnings, torch
+warnings.simplefilter("ignore", DeprecationWarning)
 from featx.batching import collate, plan_batches
 from featx.corpus import read_corpus
-from featx.extractor import _Runner
 from featx.modeling import load_model
-from featx.pooling import POOLING_FUNCTIONS
 from featx.tokenize import tokenize_texts
-import numpy as np
 corpus, model, dtype, max_tokens, batch_size, max_length = sys.argv[1:7]
 loaded = load_model(model, "cpu", dtype, max_length=int(max_length))
-texts = read_corpus(corpus, "text", None, False, "utf-8").texts
-tokenized = tokenize_texts(loaded.tokenizer, texts, loaded.max_length)
-layers = list(range(loaded.n_layers))
-poolings = list(POOLING_FUNCTIONS) + (["pooler"] if loaded.has_pooler else [])
-runner = _Runner(loaded, layers, poolings, False, np.float16)
+read = read_corpus(corpus, "text", None, False, "utf-8")
+tokenized = tokenize_texts(loaded.tokenizer, read.texts, loaded.max_length)
+try:  # featx >= the extraction package: the runner reads an ExtractionPlan
+    from featx.extraction import ExtractConfig
+    from featx.extraction.plan import resolve_plan
+    from featx.extraction.runner import Runner
+    config = ExtractConfig(corpus=corpus, model=model, dtype=dtype, max_tokens=int(max_tokens),
+                           batch_size=int(batch_size), max_length=int(max_length), progress=False)
+    runner = Runner(loaded, resolve_plan(config, read.sha256, loaded))
+except ImportError:  # older checkouts
+    import numpy as np
+    from featx.extractor import _Runner
+    from featx.pooling import POOLING_FUNCTIONS
+    poolings = list(POOLING_FUNCTIONS) + (["pooler"] if loaded.has_pooler else [])
+    runner = _Runner(loaded, list(range(loaded.n_layers)), poolings, False, np.float16)
 batches = [collate(tokenized, rows, 0) for rows in plan_batches(tokenized.lengths, int(max_tokens), int(batch_size))]
 runner(*batches[-1])  # warm-up on the smallest batch
 start, cpu = time.perf_counter(), time.process_time()
 for ids, mask in batches:
-    pooled = runner(ids, mask)[0]
+    pooled = runner(ids, mask)[0]  # both: a dict of CPU tensors first
     for value in pooled.values():
         value.numpy()
 seconds, cpu = time.perf_counter() - start, time.process_time() - cpu

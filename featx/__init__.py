@@ -1,21 +1,23 @@
-"""featx: frozen-feature extraction from every layer of an encoder, and probes that say where labels live."""
+"""featx: frozen-feature extraction from every layer of an encoder, and probes that say where labels live.
 
-__version__ = "0.1.0"
+Two stages, each a package with a small public API: ``featx.extraction`` and ``featx.probing``; the
+features file between them belongs to ``featx.store``.
+"""
 
-from .errors import FeatxError  # noqa: E402
-from .store import FeatureFile, open_features as open  # noqa: E402,A001
+from ._version import __version__
+from .errors import FeatxError
+from .store import FeatureFile, open_features as open  # noqa: A001
 
 
 def extract(corpus=None, **options):
-    """Extract features; see ``featx.extract_config.ExtractConfig`` for the options."""
-    from .extract_config import make_config
-    from .freshness import quick_up_to_date
+    """Extract features; see ``featx.extraction.ExtractConfig`` for the options."""
+    from .extraction import make_config, quick_up_to_date
 
     config = make_config(corpus, **options)
     summary = quick_up_to_date(config)  # the same request made this file: no torch, no model load
     if summary is not None:
         return summary
-    from .extractor import extract as _extract
+    from .extraction.orchestrate import extract as _extract
 
     return _extract(config)
 
@@ -29,7 +31,7 @@ def probe(features=None, **options):
 
 def estimate(corpus=None, **options):
     """What ``extract`` would cost (rows, tokens, file size, memory, time) without running it."""
-    from .estimation import estimate as _estimate
+    from .extraction.estimation import estimate as _estimate
 
     return _estimate(corpus, **options)
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from . import __version__
+from ._version import __version__
 from .errors import FeatxError
 
 
@@ -74,12 +74,12 @@ def extract(corpus, output, quiet, layers, poolings, dry_run, **options):
     Under torchrun each process extracts its own shard and rank 0 merges them at the end.
     """
     from . import extract as run_extract
-    from .extract_config import ExtractConfig
+    from .extraction import ExtractConfig
 
     config = ExtractConfig(corpus=corpus, output=output, layers=layers, poolings=poolings,
                            progress=not quiet, **options)
     if dry_run:
-        from .estimation import estimate
+        from .extraction.estimation import estimate
 
         click.echo(estimate(config).format())
         return
@@ -96,7 +96,7 @@ def extract(corpus, output, quiet, layers, poolings, dry_run, **options):
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 def merge(output, keep_shards, overwrite, quiet):
     """Check the shards of OUTPUT (OUTPUT.shard-*-of-*.h5) and merge them into OUTPUT in corpus order."""
-    from .merge import merge as run_merge
+    from .extraction.merge import merge as run_merge
 
     summary = run_merge(output, keep_shards=keep_shards, overwrite=overwrite, progress=not quiet)
     click.echo(summary.line())

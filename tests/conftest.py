@@ -85,6 +85,6 @@ def corpus_csv(tmp_path) -> Path:
 
 @pytest.fixture
 def minilm_path() -> Path:
-    from featx.modeling import default_model_path
+    from featx.extraction.modeling import default_model_path
 
     return default_model_path()

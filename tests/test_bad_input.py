@@ -22,7 +22,7 @@ from click.testing import CliRunner
 import featx
 from featx.cli import main
 from featx.errors import StoreError
-from featx.extractor import ExtractConfig, extract
+from featx.extraction import ExtractConfig, extract
 
 from conftest import SENTENCES, write_csv
 
@@ -275,9 +275,9 @@ def test_skip_empty_accepts_and_reports(tiny_model, in_tmp):
 
 MEMORY_CHILD = r"""
 import json, resource, sys
-from featx.corpus import read_corpus
-from featx.modeling import load_tokenizer
-from featx.tokenize import tokenize_texts
+from featx.extraction.corpus import read_corpus
+from featx.extraction.modeling import load_tokenizer
+from featx.extraction.tokenize import tokenize_texts
 tokenizer = load_tokenizer(sys.argv[2])
 base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 corpus = read_corpus(sys.argv[1])

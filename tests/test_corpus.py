@@ -3,7 +3,7 @@ import json
 import numpy as np
 import pytest
 
-from featx.corpus import read_corpus
+from featx.extraction.corpus import read_corpus
 from featx.errors import InputError
 
 

@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 import featx
-from featx import estimation
+from featx.extraction import estimation
 from featx.cli import main
 
 from conftest import SENTENCES, write_csv

@@ -4,7 +4,7 @@ import pytest
 
 import featx
 from featx.errors import InputError, Interrupted, ModelError, StoreError
-from featx.extractor import ExtractConfig, extract
+from featx.extraction import ExtractConfig, extract
 from featx.store import partial_path
 
 from conftest import SENTENCES, write_csv

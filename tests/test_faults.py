@@ -26,7 +26,8 @@ from click.testing import CliRunner
 import featx
 from featx.cli import main
 from featx.errors import IncompleteError, StoreError
-from featx.extractor import ExtractConfig, OutputLock, extract
+from featx.extraction import ExtractConfig, extract
+from featx.store import OutputLock
 from featx.store import FeatureWriter, creating_path, partial_path
 
 from conftest import SENTENCES, write_csv
@@ -177,7 +178,7 @@ def test_damaged_partial_from_a_killed_creation_restarts(tiny_model, tmp_path):
 @pytest.mark.parametrize("where", ["load_model", "tokenize_texts", "collate", "write_window", "commit"])
 def test_ctrl_c_anywhere_is_a_clean_exit_130_and_resumable(tiny_model, tmp_path, monkeypatch, where):
     """KeyboardInterrupt in the main thread, the collate thread or the writer thread: one message, code 130."""
-    import featx.extractor as extractor
+    from featx.extraction import loop, orchestrate
 
     corpus = many_rows_csv(tmp_path / "corpus.csv", 40)
     output = tmp_path / "out.h5"
@@ -194,7 +195,8 @@ def test_ctrl_c_anywhere_is_a_clean_exit_130_and_resumable(tiny_model, tmp_path,
     if where in ("write_window", "commit"):
         monkeypatch.setattr(FeatureWriter, where, interrupt_on_second_call(getattr(FeatureWriter, where)))
     else:
-        monkeypatch.setattr(extractor, where, interrupt_on_second_call(getattr(extractor, where)))
+        module = loop if where == "collate" else orchestrate
+        monkeypatch.setattr(module, where, interrupt_on_second_call(getattr(module, where)))
     cli_args = ["extract", str(corpus), "--model", str(tiny_model), "-o", str(output), "-q",
                 "--commit-rows", str(COMMIT_ROWS), "--batch-size", "8"]
     result = CliRunner().invoke(main, cli_args)

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 import featx
-import featx.extractor
-from featx.extract_config import ExtractConfig
-from featx.freshness import quick_up_to_date
+import featx.extraction.orchestrate
+from featx.extraction.config import ExtractConfig
+from featx.extraction.freshness import quick_up_to_date
 
 REPO = Path(featx.__file__).resolve().parent.parent
 
@@ -34,13 +34,13 @@ def written(model_copy, corpus_csv, tmp_path):
 
 def full_check_counter(monkeypatch) -> list:
     calls = []
-    original = featx.extractor.extract
+    original = featx.extraction.orchestrate.extract
 
     def counting(*args, **kwargs):
         calls.append(1)
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(featx.extractor, "extract", counting)
+    monkeypatch.setattr(featx.extraction.orchestrate, "extract", counting)
     return calls
 
 

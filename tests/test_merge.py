@@ -26,9 +26,11 @@ from click.testing import CliRunner
 import featx
 from featx.cli import main
 from featx.errors import FeatxError, IncompleteError, Interrupted, StoreError
-from featx.extractor import ExtractConfig, OutputLock, extract
-from featx.merge import merge
-from featx.sharding import ROW_INDEX, ShardSpec, manifest_path
+from featx.extraction import ExtractConfig, extract
+from featx.store import OutputLock
+from featx.extraction.merge import merge
+from featx.extraction.sharding import ShardSpec, manifest_path
+from featx.store.schema import ROW_INDEX
 from featx.store import FeatureWriter, partial_path
 
 from conftest import SENTENCES, WORDS, build_tiny_bert, write_csv
@@ -98,7 +100,7 @@ def test_shards_in_separate_processes_equal_single_process(tiny_model, corpus, t
     # transformers once: separate processes, as on separate GPUs, without paying the imports five
     # times on a small CI machine. The real `python -m featx` entry point runs in the torchrun test.
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["featx.extractor", "transformers"])
+    context.set_forkserver_preload(["featx.extraction.orchestrate", "transformers"])
     processes = []
     for count in (2, 3):
         for index in range(count):
@@ -178,15 +180,15 @@ def extract_as_rank(corpus, output, model, rank, world_size, port, report):
     os.environ.update({"RANK": str(rank), "WORLD_SIZE": str(world_size), "LOCAL_RANK": str(rank),
                        "LOCAL_WORLD_SIZE": str(world_size), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
                        "FEATX_DIST_TIMEOUT": "240"})
-    import featx.extractor
+    import featx.extraction.orchestrate as orchestrate
 
-    extractions, original = [], featx.extractor._run
+    extractions, original = [], orchestrate._run
 
     def counted_run(*args, **kwargs):  # a shard that is skipped never reaches the model
         extractions.append(1)
         return original(*args, **kwargs)
 
-    featx.extractor._run = counted_run
+    orchestrate._run = counted_run
     try:
         summary = extract(ExtractConfig(corpus=corpus, output=output, **options(model)))
         result = {"status": summary.status, "output": str(summary.output), "extractions": len(extractions)}
@@ -200,7 +202,7 @@ def run_as_ranks(corpus, output, model, tmp_path, world_size=2) -> list[dict]:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["featx.extractor", "transformers"])
+    context.set_forkserver_preload(["featx.extraction.orchestrate", "transformers"])
     reports = [tmp_path / f"rank{rank}.json" for rank in range(world_size)]
     processes = [context.Process(target=extract_as_rank, args=(corpus, output, model, rank, world_size, port,
                                                                reports[rank])) for rank in range(world_size)]
@@ -244,7 +246,7 @@ def extract_then_crash(corpus, output, model, count, index):
 def test_killed_shard_resumes_without_losing_or_duplicating_rows(tiny_model, corpus, tmp_path):
     output = tmp_path / "out.h5"
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["featx.extractor", "transformers"])
+    context.set_forkserver_preload(["featx.extraction.orchestrate", "transformers"])
     process = context.Process(target=extract_then_crash, args=(corpus, output, tiny_model, 2, 1))
     process.start()
     run(corpus, output, tiny_model, shards=2, shard_index=0)
@@ -301,7 +303,7 @@ def test_interrupted_merge_resumes(tiny_model, corpus, tmp_path, monkeypatch):
     reference = tmp_path / "reference.h5"
     merge(output, keep_shards=True)
     output.rename(reference)
-    monkeypatch.setattr("featx.merge.BLOCK_BYTES", 4 * 3 * 32 * 4 * 5)  # blocks of 4 rows
+    monkeypatch.setattr("featx.store.shards.BLOCK_BYTES", 4 * 3 * 32 * 4 * 5)  # blocks of 4 rows
     original_commit, commits = FeatureWriter.commit, []
 
     def interrupted_commit(self, rows_done):

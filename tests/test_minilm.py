@@ -1,7 +1,7 @@
 """The embedded default model (the packaged all-MiniLM-L6-v2) against a plain transformers forward pass."""
 
 import featx
-from featx.extractor import ExtractConfig, extract
+from featx.extraction import ExtractConfig, extract
 
 from helpers import max_abs_diff, reference_features
 

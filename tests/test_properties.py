@@ -10,8 +10,8 @@ import torch
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from featx.corpus import MISSING_VALUES, _NUMBER, read_corpus
-from featx.pooling import cls_pool, last_pool, max_pool, mean_pool
+from featx.extraction.corpus import MISSING_VALUES, _NUMBER, read_corpus
+from featx.extraction.pooling import cls_pool, last_pool, max_pool, mean_pool
 
 FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 

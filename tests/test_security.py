@@ -19,7 +19,7 @@ from click.testing import CliRunner
 import featx
 from featx.cli import main
 from featx.errors import ModelError
-from featx.extractor import ExtractConfig, extract
+from featx.extraction import ExtractConfig, extract
 
 REPO = Path(featx.__file__).resolve().parent.parent
 PACKAGE = Path(featx.__file__).resolve().parent

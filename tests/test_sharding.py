@@ -5,10 +5,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from featx.corpus import read_corpus
+from featx.extraction.corpus import read_corpus
 from featx.errors import InputError, StoreError
-from featx.sharding import (
-    LaunchEnv, ShardSpec, assign_rows, make_manifest, manifest_path, read_manifest, select_rows, write_manifest,
+from featx.extraction.distributed import LaunchEnv
+from featx.extraction.sharding import (
+    ShardSpec, assign_rows, make_manifest, manifest_path, read_manifest, select_rows, write_manifest,
 )
 
 from conftest import SENTENCES, write_csv

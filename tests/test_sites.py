@@ -9,10 +9,10 @@ from click.testing import CliRunner
 from transformers import AutoModel, AutoTokenizer
 
 import featx
-from featx import extractor
+from featx.extraction import loop, orchestrate as extractor
 from featx.cli import main
 from featx.errors import FeatxError, InputError
-from featx.sites import (
+from featx.extraction.sites import (
     SiteRecorder, architecture_family, attention_head_features, parse_sites, resolve_sites,
 )
 
@@ -171,7 +171,7 @@ def test_hooks_removed_after_success_and_after_failure(tiny_model, corpus_csv, t
     assert model.config._attn_implementation == "sdpa"  # eager only while attn_heads was recorded
 
     calls = {"n": 0}
-    original = extractor._store_batch
+    original = loop.Window.store
 
     def fail_on_second(*args, **kwargs):
         calls["n"] += 1
@@ -179,7 +179,7 @@ def test_hooks_removed_after_success_and_after_failure(tiny_model, corpus_csv, t
             raise RuntimeError("boom in the middle of the loop")
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(extractor, "_store_batch", fail_on_second)
+    monkeypatch.setattr(loop.Window, "store", fail_on_second)
     with pytest.raises(RuntimeError, match="boom"):
         featx.extract(corpus_csv, model=str(tiny_model), output=tmp_path / "fail.h5", progress=False,
                       sites="ffn,pre_ln,module:encoder.layer.0.attention,attn_heads", max_tokens=64)
@@ -295,7 +295,7 @@ def test_files_without_sites_read_as_hidden(tiny_model, corpus_csv, tmp_path):
 
 
 def test_sharded_extraction_merges_sites(tiny_model, corpus_csv, tmp_path):
-    from featx.merge import merge
+    from featx.extraction.merge import merge
 
     options = dict(model=str(tiny_model), progress=False, sites="ffn,attn_heads", tokens=True, store_dtype="float32")
     single = tmp_path / "single.h5"

@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import featx
-from featx.extractor import ExtractConfig, extract
-from featx.merge import merge
+from featx.extraction import ExtractConfig, extract
+from featx.extraction.merge import merge
 from featx.store import STRING_ESCAPE, _write_strings, read_strings
 
 from conftest import write_csv

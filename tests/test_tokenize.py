@@ -1,7 +1,7 @@
 import numpy as np
 from transformers import AutoTokenizer
 
-from featx.tokenize import tokenize_texts
+from featx.extraction.tokenize import tokenize_texts
 
 from conftest import SENTENCES
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .. import __version__
+from .._version import __version__
 from ..errors import InputError
 from ..selection import LayerSpec, parse_layer_specs, parse_poolings
 from ..store import FeatureFile
@@ -91,7 +91,7 @@ def _default_label(features: FeatureFile, config: ProbeConfig) -> str:
 
 def _check_corpus(features: FeatureFile, config: ProbeConfig) -> None:
     """Warn (not fail) when the corpus file changed since extraction: the stored labels may be outdated."""
-    from ..corpus import file_sha256
+    from ..extraction.corpus import file_sha256
 
     corpus_path, recorded = features.attrs.get("corpus_path"), features.attrs.get("corpus_sha256")
     if not corpus_path or not recorded or not Path(corpus_path).is_file():

@@ -1,0 +1,208 @@
+"""``ExtractConfig`` (every option of ``featx extract``, validated once, never mutated) and
+``ExtractSummary`` (what a run did).
+
+Kept free of torch, so that the CLI and the quick up-to-date check (``freshness.py``) can use them
+without paying for the torch import. What needs the model (layers, poolings, sites, batch sizes)
+is resolved once into an ``ExtractionPlan`` (``plan.py``).
+"""
+
+from __future__ import annotations
+
+import codecs
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+
+from ..errors import InputError
+from .model_files import DEFAULT_MODEL
+
+STORE_DTYPES = {"float16": "float16", "fp16": "float16", "half": "float16", "float32": "float32", "fp32": "float32"}
+COMPUTE_DTYPES = ("auto", "float32", "fp32", "float16", "fp16", "half", "bfloat16", "bf16")
+OUTPUT_SUFFIXES = (".h5", ".hdf5")
+
+
+@dataclass(frozen=True)
+class ExtractConfig:
+    """Every option of an extraction; the CLI builds one of these from its flags.
+
+    Frozen and validated on creation (``_validate``): a bad value is an ``InputError`` before anything
+    is read or loaded. ``dataclasses.replace`` (or ``make_config``) makes a changed copy.
+    """
+
+    corpus: str | Path
+    output: str | Path | None = None
+    model: str = DEFAULT_MODEL
+    text_col: str = "text"
+    id_col: str | None = None
+    layers: str = "all"
+    poolings: str = "all"
+    tokens: bool = False
+    sites: str = "hidden"  # also record attn_out, ffn, pre_ln, attn_heads, module:NAME (featx/sites.py)
+    max_length: int | None = None
+    device: str = "auto"
+    dtype: str = "auto"
+    store_dtype: str = "float16"
+    max_tokens: int | None = None  # padded tokens per batch; default depends on the device
+    batch_size: int = 256
+    skip_empty: bool = False
+    encoding: str = "utf-8"
+    overwrite: bool = False
+    trust_remote_code: bool = False
+    random_init: bool = False
+    seed: int = 0
+    commit_rows: int | None = None  # rows per commit window; default sized by memory
+    progress: bool = True
+    shards: int | None = None  # extract only shard ``shard_index`` of ``shards`` (featx/sharding.py)
+    shard_index: int | None = None
+
+    def __post_init__(self) -> None:
+        _validate(self)
+
+
+def _positive(name: str, flag: str, optional: bool = True, minimum: int = 1):
+    def check(config: ExtractConfig) -> None:
+        value = getattr(config, name)
+        if value is None and optional:
+            return
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            raise InputError(f"{flag} {value} must be a whole number of at least {minimum}",
+                             f"give {flag} a positive size" + (", or leave it out for the default" if optional else ""))
+    return check
+
+
+def _check_store_dtype(config: ExtractConfig) -> None:
+    canonical = STORE_DTYPES.get(str(config.store_dtype).lower())
+    if canonical is None:
+        raise InputError(f"--store-dtype '{config.store_dtype}' is not understood", "use float16 or float32")
+    object.__setattr__(config, "store_dtype", canonical)  # normalised once, in the frozen object's own set-up
+
+
+def _check_dtype(config: ExtractConfig) -> None:
+    if str(config.dtype).lower() not in COMPUTE_DTYPES:
+        raise InputError(f"--dtype '{config.dtype}' is not understood", "use auto, float32, float16 or bfloat16")
+
+
+def _check_output(config: ExtractConfig) -> None:
+    if config.corpus is None and config.output is None:
+        return
+    if config.corpus is None:
+        raise InputError("no corpus given", "give the corpus file: featx extract CORPUS.csv")
+    output = output_path(config)
+    if output.suffix.lower() not in OUTPUT_SUFFIXES:
+        raise InputError(f"output {output} should end in .h5", "features files are HDF5; name them like out.h5")
+
+
+def _check_encoding(config: ExtractConfig) -> None:
+    try:
+        codecs.lookup(str(config.encoding))
+    except LookupError:
+        raise InputError(f"unknown encoding '{config.encoding}'",
+                         "use a Python codec name such as utf-8, utf-8-sig or latin-1") from None
+
+
+def _check_text_col(config: ExtractConfig) -> None:
+    if not isinstance(config.text_col, str) or not config.text_col.strip():
+        raise InputError("--text-col is empty", "name the column that holds the texts, e.g. --text-col text")
+
+
+def _check_shards(config: ExtractConfig) -> None:
+    from .sharding import ShardSpec
+
+    ShardSpec.from_options(config.shards, config.shard_index)
+
+
+# Every constraint on the options, in one table (in the spirit of scikit-learn's parameter constraints).
+CONSTRAINTS = (
+    _check_text_col, _check_output, _check_store_dtype, _check_dtype, _check_encoding,
+    _positive("max_tokens", "--max-tokens"), _positive("batch_size", "--batch-size", optional=False),
+    _positive("commit_rows", "--commit-rows"), _positive("max_length", "--max-length", minimum=2),
+    _check_shards,
+)
+
+
+def _validate(config: ExtractConfig) -> None:
+    for check in CONSTRAINTS:
+        check(config)
+
+
+@dataclass
+class ExtractSummary:
+    output: Path
+    status: str  # "written", "resumed" or "up-to-date"
+    rows: int
+    tokens: int
+    truncated_rows: int
+    skipped_empty: int
+    seconds: float
+    file_bytes: int
+    model: str
+    device: str
+    dtype: str
+    layers: list[int] = field(default_factory=list)
+    poolings: list[str] = field(default_factory=list)
+    resumed_from: int = 0
+    notes: list[str] = field(default_factory=list)  # extra lines for the user (e.g. the merge of shards)
+    # Where the time went (0 for an up-to-date file): model load, tokenisation, and the batch loop
+    # (forward, pooling, copies; writing overlaps it). ``tokens / forward_seconds`` is the steady-state rate.
+    load_seconds: float = 0.0
+    tokenize_seconds: float = 0.0
+    forward_seconds: float = 0.0
+
+    @property
+    def tokens_per_second(self) -> float:
+        return self.tokens / self.seconds if self.seconds > 0 else float("nan")
+
+    def line(self) -> str:
+        size = f"{self.file_bytes / 1e6:.1f} MB"
+        parts = [
+            f"{self.rows} rows", f"{self.tokens} tokens", f"{self.truncated_rows} truncated",
+        ]
+        if self.skipped_empty:
+            parts.append(f"{self.skipped_empty} empty skipped")
+        if self.status == "up-to-date":
+            return f"up to date: {self.output} ({', '.join(parts)}, {size}); use --overwrite to recompute"
+        parts += [f"{self.seconds:.1f} s", f"{self.tokens_per_second:,.0f} tokens/s", size]
+        resumed = f" (resumed at row {self.resumed_from})" if self.status == "resumed" else ""
+        return f"wrote {self.output}{resumed}: " + ", ".join(parts)
+
+    def as_dict(self) -> dict:
+        data = asdict(self)
+        data["output"] = str(self.output)
+        data["tokens_per_second"] = self.tokens_per_second
+        return data
+
+
+def output_path(config: ExtractConfig) -> Path:
+    """``--output``, or ``<corpus stem>[.random-init].features.h5`` beside the corpus."""
+    if config.output:
+        return Path(config.output)
+    corpus = Path(config.corpus)
+    tag = ".random-init" if config.random_init else ""
+    return corpus.with_name(f"{corpus.stem}{tag}.features.h5")
+
+
+def make_config(config: ExtractConfig | str | Path | None = None, **options) -> ExtractConfig:
+    """An ``ExtractConfig`` from a corpus path and options, or a config with some options replaced."""
+    known = {item.name for item in fields(ExtractConfig)}
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise InputError(f"unknown extraction option(s): {', '.join(unknown)}",
+                         f"see featx.ExtractConfig for the options: {', '.join(sorted(known))}")
+    if isinstance(config, (str, Path)):
+        return ExtractConfig(corpus=config, **options)
+    if config is None:
+        return ExtractConfig(**options)
+    return ExtractConfig(**{**asdict(config), **options}) if options else config
+
+
+def summary_of(path: Path, status: str, seconds: float, skipped: int) -> ExtractSummary:
+    """The summary of a finished features file."""
+    from ..store import FeatureFile
+
+    with FeatureFile(path) as features:
+        attrs = features.attrs
+        return ExtractSummary(
+            output=path, status=status, rows=features.n_rows, tokens=int(features.n_kept.sum()),
+            truncated_rows=int(features.truncated.sum()), skipped_empty=skipped, seconds=seconds,
+            file_bytes=path.stat().st_size, model=str(attrs.get("model")), device=str(attrs.get("device")),
+            dtype=str(attrs.get("compute_dtype")), layers=features.layers, poolings=features.poolings,
+        )

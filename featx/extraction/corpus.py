@@ -1,0 +1,290 @@
+"""Reading a labelled corpus (CSV, TSV, JSON Lines, Parquet) into a validated ``Corpus``."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import InputError
+
+MISSING_VALUES = frozenset({"", "nan", "NaN", "NAN", "NA", "N/A", "null", "NULL", "None"})
+_NUMBER = re.compile(r"^\s*[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?\s*$")
+
+
+@dataclass
+class LabelColumn:
+    """A candidate label: integer codes per row (-1 = missing) and the class names."""
+
+    name: str
+    codes: np.ndarray
+    names: list[str]
+
+    @property
+    def n_missing(self) -> int:
+        return int((self.codes < 0).sum())
+
+
+@dataclass
+class Corpus:
+    """Texts plus everything else that rode along in the file, in file order."""
+
+    path: Path
+    texts: list[str]
+    ids: list[str]
+    text_col: str
+    id_col: str | None
+    labels: dict[str, LabelColumn]
+    split: list[str] | None
+    sha256: str
+    skipped_rows: list[int] = field(default_factory=list)  # 1-based data rows left out by --skip-empty
+
+    def __len__(self) -> int:
+        return len(self.texts)
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _decode(raw: bytes, path: Path, encoding: str) -> str:
+    try:
+        return raw.decode("utf-8-sig" if encoding.lower().replace("_", "-") in ("utf-8", "utf8") else encoding)
+    except UnicodeDecodeError as err:
+        line = raw.count(b"\n", 0, err.start) + 1
+        column = err.start - (raw.rfind(b"\n", 0, err.start) + 1) + 1
+        raise InputError(
+            f"{path}: line {line}, column {column} is not valid {encoding} "
+            f"(byte 0x{raw[err.start]:02x})",
+            "re-save the file as UTF-8, or pass its encoding, e.g. --encoding latin-1",
+        ) from None
+    except LookupError:
+        raise InputError(f"unknown encoding '{encoding}'", "use a Python codec name such as utf-8 or latin-1") from None
+
+
+def _read_delimited(text: str, path: Path, delimiter: str) -> tuple[list[str], list[list[str]], list[int]]:
+    # The csv module refuses fields over 128 KiB by default; one text may be a whole document.
+    limit = csv.field_size_limit()
+    csv.field_size_limit(max(limit, len(text) + 1))
+    try:
+        return _parse_delimited(text, path, delimiter)
+    finally:
+        csv.field_size_limit(limit)
+
+
+def _parse_delimited(text: str, path: Path, delimiter: str) -> tuple[list[str], list[list[str]], list[int]]:
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=True)
+    try:
+        header = next(reader)
+    except StopIteration:
+        raise InputError(f"{path} is empty", "give a CSV/TSV file with a header row, e.g. text,label") from None
+    except csv.Error as err:
+        raise InputError(f"{path}: the header row cannot be parsed ({err})") from None
+    rows: list[list[str]] = []
+    lines: list[int] = []
+    width = len(header)
+    previous_line = reader.line_num
+    try:
+        for row in reader:
+            start_line = previous_line + 1
+            previous_line = reader.line_num
+            if not row:
+                continue  # blank line
+            if len(row) != width:
+                raise InputError(
+                    f"{path}: line {start_line} has {len(row)} fields but the header has {width}",
+                    "fix the row (a stray delimiter or a missing quote?) or quote fields that contain the delimiter",
+                )
+            rows.append(row)
+            lines.append(start_line)
+    except csv.Error as err:
+        raise InputError(
+            f"{path}: cannot parse the row starting at line {previous_line + 1}: {err}",
+            "a quote is probably left open: close it or escape quotes inside fields by doubling them",
+        ) from None
+    return header, rows, lines
+
+
+def _read_jsonl(text: str, path: Path) -> tuple[list[str], list[list[str]], list[int]]:
+    records, lines, header = [], [], []
+    # Only \n ends a record: str.splitlines() would also split on \x85 or \u2028, legal inside JSON strings.
+    for number, line in enumerate(text.split("\n"), start=1):
+        line = line.removesuffix("\r")
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise InputError(f"{path}: line {number} is not valid JSON ({err.msg})") from None
+        if not isinstance(record, dict):
+            raise InputError(f"{path}: line {number} is not a JSON object")
+        for key in record:
+            if key not in header:
+                header.append(key)
+        records.append(record)
+        lines.append(number)
+    if not records:
+        raise InputError(f"{path} is empty", "give one JSON object per line, e.g. {\"text\": ..., \"label\": ...}")
+    rows = [[_cell(record.get(key)) for key in header] for record in records]
+    return header, rows, lines
+
+
+def _read_parquet(path: Path) -> tuple[list[str], list[list[str]], list[int]]:
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise InputError(f"{path}: reading Parquet needs pyarrow", "pip install pyarrow, or convert to CSV") from None
+    try:
+        table = pq.read_table(path)
+    except Exception as err:  # pyarrow raises several types for bad files
+        raise InputError(f"{path} is not a readable Parquet file ({err})") from None
+    header = list(table.column_names)
+    columns = [[_cell(value) for value in table.column(name).to_pylist()] for name in header]
+    rows = [list(values) for values in zip(*columns)]
+    return header, rows, list(range(1, len(rows) + 1))
+
+
+def _cell(value) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def _label_column(name: str, values: list[str]) -> LabelColumn:
+    present = sorted({value.strip() for value in values if value.strip() not in MISSING_VALUES})
+    if present and all(_NUMBER.match(value) for value in present):
+        present.sort(key=float)
+    index = {value: code for code, value in enumerate(present)}
+    codes = np.fromiter(
+        (index.get(value.strip(), -1) for value in values), dtype=np.int32, count=len(values)
+    )
+    return LabelColumn(name=name, codes=codes, names=present)
+
+
+def read_corpus(
+    path: str | Path,
+    text_col: str = "text",
+    id_col: str | None = None,
+    skip_empty: bool = False,
+    encoding: str = "utf-8",
+) -> Corpus:
+    """Read and validate a corpus file; every column but text/id/split becomes a candidate label."""
+    path = Path(path)
+    if not path.exists():
+        raise InputError(f"corpus file {path} does not exist")
+    if path.is_dir():
+        raise InputError(f"{path} is a directory, not a corpus file")
+    suffix = path.suffix.lower()
+    if suffix == ".parquet":
+        header, rows, lines = _read_parquet(path)
+    else:
+        raw = path.read_bytes()
+        if not raw.strip():
+            raise InputError(f"{path} is empty", "give a file with a header row, e.g. text,label, and one row per text")
+        text = _decode(raw, path, encoding)
+        if suffix in (".jsonl", ".ndjson"):
+            header, rows, lines = _read_jsonl(text, path)
+        else:
+            delimiter = "\t" if suffix == ".tsv" else ","
+            if suffix not in (".csv", ".tsv"):
+                first_line = text.split("\n", 1)[0]
+                delimiter = "\t" if first_line.count("\t") > first_line.count(",") else ","
+            header, rows, lines = _read_delimited(text, path, delimiter)
+    header = [name.strip() for name in header]
+    for position, name in enumerate(header, start=1):
+        if not name:
+            raise InputError(f"{path}: column {position} of the header has no name", "give every column a name")
+    duplicates = sorted({name for name in header if header.count(name) > 1})
+    if duplicates:
+        raise InputError(f"{path}: the header repeats column(s) {', '.join(duplicates)}", "give every column a unique name")
+    if text_col not in header:
+        raise InputError(
+            f"{path} has no text column '{text_col}'; columns found: {', '.join(header)}",
+            "pass the right one with --text-col NAME",
+        )
+    if id_col is not None and id_col not in header:
+        raise InputError(
+            f"{path} has no id column '{id_col}'; columns found: {', '.join(header)}",
+            "pass the right one with --id-col NAME, or leave it out to number the rows",
+        )
+    if not rows:
+        raise InputError(f"{path} has a header but no rows", "add at least one row of text")
+
+    text_index = header.index(text_col)
+    texts = [row[text_index] for row in rows]
+    empty = [number for number, value in enumerate(texts, start=1) if not value.strip()]
+    skipped: list[int] = []
+    if empty:
+        if not skip_empty:
+            shown = ", ".join(f"row {row} (line {lines[row - 1]})" for row in empty[:10])
+            more = f" and {len(empty) - 10} more" if len(empty) > 10 else ""
+            raise InputError(
+                f"{path}: {len(empty)} empty or whitespace-only text(s) in column '{text_col}': {shown}{more}",
+                "fill them in, or pass --skip-empty to leave them out",
+            )
+        keep = set(range(len(rows))) - {row - 1 for row in empty}
+        rows = [row for index, row in enumerate(rows) if index in keep]
+        lines = [line for index, line in enumerate(lines) if index in keep]
+        texts = [row[text_index] for row in rows]
+        skipped = empty
+        if not rows:
+            raise InputError(f"{path}: every text in column '{text_col}' is empty")
+    if all(_NUMBER.match(value) for value in texts):
+        raise InputError(
+            f"{path}: text column '{text_col}' holds only numbers; columns found: {', '.join(header)}",
+            "is --text-col the right column?",
+        )
+
+    if id_col is not None:
+        id_index = header.index(id_col)
+        ids = [row[id_index].strip() for row in rows]
+        seen: dict[str, int] = {}
+        for number, value in enumerate(ids, start=1):
+            if not value:
+                raise InputError(f"{path}: row {number} (line {lines[number - 1]}) has an empty id in column '{id_col}'")
+            if value in seen:
+                raise InputError(
+                    f"{path}: id '{value}' appears twice in column '{id_col}' "
+                    f"(line {lines[seen[value] - 1]} and line {lines[number - 1]})",
+                    "ids must be unique; drop --id-col to number the rows instead",
+                )
+            seen[value] = number
+    else:
+        ids = [str(number) for number in range(len(rows))]
+
+    split = None
+    labels: dict[str, LabelColumn] = {}
+    for position, name in enumerate(header):
+        if name in (text_col, id_col):
+            continue
+        values = [row[position] for row in rows]
+        if name == "split":
+            split = [value.strip().lower() for value in values]
+            continue
+        labels[name] = _label_column(name, values)
+
+    return Corpus(
+        path=path,
+        texts=texts,
+        ids=ids,
+        text_col=text_col,
+        id_col=id_col,
+        labels=labels,
+        split=split,
+        sha256=file_sha256(path),
+        skipped_rows=skipped,
+    )
+

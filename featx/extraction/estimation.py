@@ -1,0 +1,254 @@
+"""``featx extract --dry-run``: what an extraction will cost, before running it.
+
+Everything but the time comes from tokenising the corpus (no forward pass): rows, tokens, truncation,
+the size of the features file for the chosen layers/poolings/dtype/token storage, and the peak memory.
+The time comes from a short calibration on the chosen device: a few batches drawn from the run's own
+batch plan (so with the corpus's own length distribution) are timed after one warm-up batch, and the
+measured seconds per padded token are applied to every planned batch.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .plan import WINDOW_BYTES
+
+CALIBRATION_BATCHES = 3
+CPU_CALIBRATION_TOKENS = 2048  # on CPU the rate per token hardly depends on batch size: time small slices
+STRING_OVERHEAD = 16  # bytes per stored string beyond its UTF-8 text (HDF5 variable-length heap entry)
+FILE_OVERHEAD = 64 << 10  # HDF5 metadata, attributes, B-trees of a features file
+
+
+@dataclass
+class Estimate:
+    """The expected cost of one extraction (sizes in bytes, time in seconds, None when not estimated)."""
+
+    corpus: str
+    output: str
+    model: str
+    device: str
+    rows: int
+    tokens: int
+    truncated_rows: int
+    max_length: int
+    layers: list[int]
+    poolings: list[str]
+    hidden_size: int
+    store_dtype: str
+    with_tokens: bool
+    pooled_bytes: int
+    token_bytes: int
+    other_bytes: int
+    peak_memory_bytes: int
+    free_disk_bytes: int
+    peak_device_bytes: int | None = None  # accelerator memory (model + one batch), None on CPU
+    seconds: float | None = None
+    calibration: str = ""
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def file_bytes(self) -> int:
+        return self.pooled_bytes + self.token_bytes + self.other_bytes
+
+    def as_dict(self) -> dict:
+        return {**asdict(self), "file_bytes": self.file_bytes}
+
+    def format(self) -> str:
+        lines = [
+            f"dry run: {self.corpus} -> {self.output} (nothing written)",
+            f"model {self.model} on {self.device}: {len(self.layers)} layers x {self.hidden_size} dims, "
+            f"poolings {', '.join(self.poolings)}, stored as {self.store_dtype}"
+            + (", with token-level states" if self.with_tokens else ""),
+            f"rows {self.rows:,}, tokens {self.tokens:,} (max length {self.max_length}, "
+            f"{self.truncated_rows:,} rows truncated)",
+            f"output size ~{_size(self.file_bytes)} (pooled {_size(self.pooled_bytes)}"
+            + (f", token-level {_size(self.token_bytes)}" if self.with_tokens else "")
+            + f", texts/ids/labels {_size(self.other_bytes)}); free disk {_size(self.free_disk_bytes)}",
+            f"peak memory ~{_size(self.peak_memory_bytes)} (process with model and tokens, "
+            + ("write buffers" if self.peak_device_bytes is not None else "one batch's activations, write buffers")
+            + ")" + (f"; {self.device} memory ~{_size(self.peak_device_bytes)} (model + one batch)"
+                     if self.peak_device_bytes is not None else ""),
+        ]
+        if self.seconds is not None:
+            lines.append(f"expected time ~{_duration(self.seconds)} ({self.calibration})")
+        lines += [f"warning: {warning}" for warning in self.warnings]
+        return "\n".join(lines)
+
+
+def _size(n: float) -> str:
+    for unit in ("B", "KB", "MB", "GB", "TB"):
+        if abs(n) < 1000 or unit == "TB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1000
+    return f"{n:.1f} TB"
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.1f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def file_sizes(n_rows: int, n_tokens: int, n_layers: int, hidden: int, n_poolings: int, itemsize: int,
+               with_tokens: bool, text_bytes: int, id_bytes: int, n_labels: int, has_split: bool) -> tuple[int, int, int]:
+    """(pooled, token-level, everything else) bytes of a features file; mirrors ``store.FeatureWriter.create``.
+
+    Features are preallocated in whole chunks (one layer of a block of rows), so the row count is
+    rounded up to a multiple of the chunk's rows.
+    """
+    from ..store.writer import allocated_rows
+
+    def allocated(n: int) -> int:
+        return allocated_rows(n, hidden, itemsize)
+
+    pooled = allocated(n_rows) * n_layers * hidden * itemsize * n_poolings
+    tokens = 0
+    if with_tokens:  # states + input_ids + word_ids + offsets
+        tokens = allocated(n_tokens) * n_layers * hidden * itemsize + n_tokens * 8 + (n_rows + 1) * 8
+    strings = text_bytes + id_bytes + (2 + int(has_split)) * n_rows * STRING_OVERHEAD
+    other = strings + n_rows * (4 + 4 + 1 + 4 * n_labels) + FILE_OVERHEAD
+    return int(pooled), int(tokens), int(other)
+
+
+def batch_activation_bytes(max_tokens: int, n_model_layers: int, n_layers: int, hidden: int, n_heads: int,
+                           longest: int, compute_itemsize: int) -> int:
+    """Memory of one batch's forward pass: every hidden state (output_hidden_states), the stacked copy of
+    the chosen layers, the MLP intermediates, and one layer's attention scores (with their softmax)."""
+    hidden_states = max_tokens * hidden * compute_itemsize * (n_model_layers + n_layers + 4)
+    attention = (max_tokens // max(1, longest)) * n_heads * longest * longest * compute_itemsize * 2
+    return int(hidden_states + attention)
+
+
+def current_rss() -> int:
+    """Resident memory of this process now (interpreter, torch, the loaded model, corpus and tokens)."""
+    try:
+        with open("/proc/self/statm") as handle:
+            return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        import resource
+        import sys
+
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        return int(peak if sys.platform == "darwin" else peak * 1024)
+
+
+def estimate(config=None, calibrate: bool = True, **options) -> Estimate:
+    """The cost of ``featx.extract(config)`` without running it (the same options, the same plan)."""
+    from .config import make_config
+    from .corpus import read_corpus
+    from .modeling import load_model
+    from .plan import resolve_plan
+
+    config = make_config(config, **options)
+    corpus = read_corpus(config.corpus, config.text_col, config.id_col, config.skip_empty, config.encoding)
+    setup_started = time.perf_counter()
+    loaded = load_model(config.model, config.device, config.dtype, config.trust_remote_code,
+                        config.random_init, config.seed, config.max_length)
+    plan = resolve_plan(config, corpus.sha256, loaded)
+    from .tokenize import tokenize_texts
+
+    tokenized = tokenize_texts(loaded.tokenizer, corpus.texts, loaded.max_length, with_word_ids=config.tokens)
+    setup_seconds = time.perf_counter() - setup_started  # the real run loads and tokenises the same way
+    result = _sizes(plan, corpus, tokenized, loaded)
+    if calibrate and len(corpus):
+        forward, note = _calibrate(plan, loaded, tokenized)
+        result.seconds = forward + setup_seconds
+        result.calibration = f"forward passes ~{_duration(forward)}, model load and tokenising {setup_seconds:.1f} s; {note}"
+    return result
+
+
+def _sizes(plan, corpus, tokenized, loaded) -> Estimate:
+    """Sizes and memory of ``plan`` on the tokenised corpus; every site counted, as the writer stores it."""
+    import torch
+
+    n_tokens, n_rows = int(tokenized.lengths.sum()), len(corpus)
+    text_bytes = sum(len(text.encode("utf-8")) for text in corpus.texts)
+    id_bytes = sum(len(str(row_id).encode("utf-8")) for row_id in corpus.ids)
+    pooled, token_bytes, other = file_sizes(
+        n_rows, n_tokens, len(plan.layers), loaded.hidden_size, len(plan.poolings), plan.itemsize, plan.with_tokens,
+        text_bytes, id_bytes, len(corpus.labels), corpus.split is not None)
+    for site in plan.sites[1:]:  # like hidden: own width and layers, no pooler
+        site_pooled, site_tokens, _ = file_sizes(n_rows, n_tokens, len(site.layers), site.width, len(site.poolings),
+                                                 plan.itemsize, plan.with_tokens, 0, 0, 0, False)
+        pooled += site_pooled
+        token_bytes += site_tokens - (n_tokens * 8 + (n_rows + 1) * 8 if plan.with_tokens else 0)  # ids: once
+    compute_itemsize = torch.empty((), dtype=loaded.dtype).element_size()
+    model_bytes = sum(p.numel() * p.element_size() for p in loaded.model.parameters())
+    window_bytes = min(n_rows, plan.window_rows) * plan.row_bytes() + (WINDOW_BYTES if plan.with_tokens else 0)
+    n_heads = int(getattr(loaded.model.config, "num_attention_heads", 12))
+    longest = int(tokenized.lengths.max()) if n_rows else 1
+    activations = batch_activation_bytes(plan.max_tokens, loaded.n_layers, len(plan.layers), loaded.hidden_size,
+                                         n_heads, longest, compute_itemsize)
+    # The real run holds what this process holds now (model loaded, corpus tokenised), plus one batch's
+    # activations (on the GPU when there is one) and up to four windows of outputs (filled, two queued,
+    # one being written).
+    on_gpu = loaded.device.type != "cpu"
+    output = plan.output
+    directory = output.parent if output.parent.exists() else Path(".")
+    free = shutil.disk_usage(directory).free
+    result = Estimate(
+        corpus=str(plan.config.corpus), output=str(output), model=loaded.name, device=str(loaded.device),
+        rows=n_rows, tokens=n_tokens, truncated_rows=int(tokenized.truncated.sum()), max_length=loaded.max_length,
+        layers=plan.layers, poolings=plan.poolings, hidden_size=loaded.hidden_size, store_dtype=plan.store_dtype,
+        with_tokens=plan.with_tokens, pooled_bytes=pooled, token_bytes=token_bytes, other_bytes=other,
+        peak_memory_bytes=current_rss() + 4 * window_bytes + (0 if on_gpu else activations), free_disk_bytes=free,
+        peak_device_bytes=model_bytes + activations if on_gpu else None,
+    )
+    if result.file_bytes > free:
+        what = "token-level storage" if plan.with_tokens and token_bytes > pooled else "the output"
+        result.warnings.append(f"{what} needs ~{_size(result.file_bytes)} but {directory} has only "
+                               f"{_size(free)} free; drop --tokens, choose fewer --layer, or write elsewhere with -o")
+    return result
+
+
+def _calibrate(plan, loaded, tokenized) -> tuple[float, str]:
+    """Seconds for every planned batch, from timing a few of them (seconds per padded token), with the
+    extraction's own runner and hooks: sites besides hidden are included."""
+    import torch
+
+    from .batching import collate, plan_batches
+    from .runner import Runner
+
+    lengths = tokenized.lengths
+    batches = plan_batches(lengths, plan.max_tokens, plan.batch_size)
+    pad_id = loaded.tokenizer.pad_token_id if loaded.tokenizer.pad_token_id is not None else 0
+    runner = Runner(loaded, plan)
+    seed = plan.config.seed
+
+    padded = np.array([len(batch) * int(lengths[batch].max()) for batch in batches], dtype=np.float64)
+    rng = np.random.default_rng(seed)
+    picks = rng.choice(len(batches), size=min(len(batches), CALIBRATION_BATCHES), replace=False)
+    timed = {}
+    for index in picks:
+        batch = batches[int(index)]
+        if runner.device.type == "cpu":  # rows of one batch share its padded width: keep a slice of them
+            width = int(lengths[batch].max())
+            batch = batch[: max(1, CPU_CALIBRATION_TOKENS // width)]
+        timed[int(index)] = batch
+    timed_tokens = sum(len(batch) * int(lengths[batch].max()) for batch in timed.values())
+
+    def run(index):
+        input_ids, mask = collate(tokenized, timed[index], pad_id)
+        event = runner(input_ids, mask)[1]
+        if event is not None:
+            event.synchronize()
+
+    elapsed = 0.0
+    with runner.hooks():
+        for index in picks:
+            run(int(index))  # warm-up per shape: first-call allocations and kernel selection are not the rate
+            started = time.perf_counter()
+            run(int(index))
+            elapsed += time.perf_counter() - started
+    total = float(elapsed / timed_tokens * padded.sum())
+    note = (f"calibrated on {len(picks)} of {len(batches)} batches ({timed_tokens:,} padded tokens): "
+            f"{timed_tokens / elapsed:,.0f} padded tokens/s on {runner.device}, {torch.get_num_threads()} threads")
+    return total, note

@@ -1,0 +1,249 @@
+"""Loading an encoder and its tokenizer safely (safetensors only, no remote code by default)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from ..errors import InputError, ModelError
+from .model_files import DEFAULT_MODEL, default_model_path
+
+PICKLE_WEIGHTS = ("pytorch_model.bin", "pytorch_model.bin.index.json", "tf_model.h5", "model.ckpt.index", "flax_model.msgpack")
+
+
+@dataclass
+class LoadedModel:
+    model: torch.nn.Module
+    tokenizer: object
+    name: str  # what the user asked for ("default" resolved to its folder)
+    path: str  # local folder the weights came from
+    weights_sha256: str
+    device: torch.device
+    dtype: torch.dtype
+    n_layers: int  # hidden-state outputs, embeddings included
+    hidden_size: int
+    max_length: int
+
+    @property
+    def has_pooler(self) -> bool:
+        return getattr(self.model, "pooler", None) is not None
+
+
+def resolve_device(device: str = "auto") -> torch.device:
+    device = (device or "auto").lower()
+    if device == "auto":
+        return torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")
+    if device.startswith("cuda"):
+        if not torch.cuda.is_available():
+            raise InputError(f"--device {device}: no CUDA GPU is available here", "use --device cpu or auto")
+        resolved = torch.device(device)
+        if resolved.index is not None and resolved.index >= torch.cuda.device_count():
+            raise InputError(f"--device {device}: only {torch.cuda.device_count()} GPU(s) present")
+        return resolved
+    if device == "mps":
+        if not (getattr(torch.backends, "mps", None) and torch.backends.mps.is_available()):
+            raise InputError("--device mps: Apple MPS is not available here", "use --device cpu or auto")
+        return torch.device("mps")
+    if device == "cpu":
+        return torch.device("cpu")
+    raise InputError(f"--device '{device}' is not understood", "use auto, cpu, cuda, cuda:N or mps")
+
+
+_DTYPES = {"float32": torch.float32, "fp32": torch.float32, "float16": torch.float16, "fp16": torch.float16,
+           "bfloat16": torch.bfloat16, "bf16": torch.bfloat16}
+
+
+def resolve_dtype(dtype: str, device: torch.device) -> torch.dtype:
+    dtype = (dtype or "auto").lower()
+    if dtype == "auto":
+        if device.type == "cuda" and torch.cuda.is_bf16_supported():
+            return torch.bfloat16
+        if device.type == "cuda":
+            return torch.float16
+        return torch.float32
+    if dtype not in _DTYPES:
+        raise InputError(f"--dtype '{dtype}' is not understood", "use auto, float32, float16 or bfloat16")
+    return _DTYPES[dtype]
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).replace("torch.", "")
+
+
+def _weights_files(folder: Path) -> list[Path]:
+    return sorted(folder.glob("*.safetensors"))
+
+
+def _check_folder(folder: Path) -> list[Path]:
+    if not (folder / "config.json").exists():
+        raise ModelError(f"model folder {folder} has no config.json", "point --model at a Hugging Face model folder")
+    weights = _weights_files(folder)
+    if not weights:
+        pickles = [name for name in PICKLE_WEIGHTS if (folder / name).exists()]
+        if pickles:
+            raise ModelError(
+                f"model folder {folder} has only pickle-based weights ({', '.join(pickles)}); "
+                "featx loads safetensors only, because unpickling can run arbitrary code",
+                "convert once, in an environment you trust: "
+                "AutoModel.from_pretrained(folder).save_pretrained(folder, safe_serialization=True)",
+            )
+        raise ModelError(f"model folder {folder} has no *.safetensors weights")
+    return weights
+
+
+def _custom_code(folder: Path) -> list[str]:
+    """The Python modules a model folder asks transformers to import (``auto_map`` entries)."""
+    import json
+
+    modules = []
+    for name in ("config.json", "tokenizer_config.json"):
+        try:
+            config = json.loads((folder / name).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        auto_map = config.get("auto_map") if isinstance(config, dict) else None
+        if isinstance(auto_map, dict):
+            for target in auto_map.values():
+                for reference in target if isinstance(target, list) else [target]:
+                    if isinstance(reference, str):
+                        module = reference.split("--")[-1].rsplit(".", 1)[0] + ".py"
+                        if module not in modules:
+                            modules.append(module)
+    return modules
+
+
+def _resolve_folder(model: str) -> tuple[str, Path]:
+    """Map ``--model`` (default, a folder, or a hub id) to a local folder, without network."""
+    if model in (None, "", DEFAULT_MODEL):
+        return "default:all-MiniLM-L6-v2", default_model_path()
+    candidate = Path(model).expanduser()
+    if candidate.exists():
+        if not candidate.is_dir():
+            raise ModelError(f"--model {model} is a file; give the model's folder")
+        return model, candidate.resolve()
+    if model.startswith((".", "/", "~")) or model.count("/") > 1:
+        raise ModelError(f"model folder {model} does not exist", "check the path, or give a Hugging Face id like org/name")
+    try:
+        from huggingface_hub import snapshot_download
+
+        folder = snapshot_download(
+            model,
+            allow_patterns=["*.json", "*.safetensors", "*.txt", "*.model", "tokenizer*"],
+            local_files_only=os.environ.get("HF_HUB_OFFLINE", "1") != "0",
+        )
+    except Exception as err:
+        raise ModelError(
+            f"model '{model}' is not available offline ({type(err).__name__})",
+            "pass a local model folder, e.g. --model /path/to/bert-base-uncased "
+            "(save one with AutoModel.from_pretrained(...).save_pretrained(folder)); "
+            "set HF_HUB_OFFLINE=0 to let featx download it",
+        ) from None
+    return model, Path(folder)
+
+
+def weights_sha256(files: list[Path]) -> str:
+    digest = hashlib.sha256()
+    for path in files:
+        with open(path, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 22), b""):
+                digest.update(block)
+    return digest.hexdigest()
+
+
+def load_tokenizer(model: str = DEFAULT_MODEL, trust_remote_code: bool = False):
+    from transformers import AutoTokenizer
+
+    name, folder = _resolve_folder(model)
+    try:
+        return AutoTokenizer.from_pretrained(str(folder), trust_remote_code=trust_remote_code)
+    except Exception as err:
+        raise ModelError(f"cannot load the tokenizer of {name}: {err}") from None
+
+
+def load_model(
+    model: str = DEFAULT_MODEL,
+    device: str = "auto",
+    dtype: str = "auto",
+    trust_remote_code: bool = False,
+    random_init: bool = False,
+    seed: int = 0,
+    max_length: int | None = None,
+) -> LoadedModel:
+    """Load encoder + tokenizer from a local folder (or the local HF cache) in eval mode.
+
+    ``random_init`` keeps the architecture and tokenizer but re-draws the weights
+    (seeded): the standard control for "is it the training or the architecture?".
+    """
+    from transformers import AutoConfig, AutoModel
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+    name, folder = _resolve_folder(model)
+    weight_files = _check_folder(folder)
+    custom = _custom_code(folder)
+    if custom and not trust_remote_code:
+        # Refused up front: without the flag transformers would either refuse later or quietly use a
+        # built-in class in place of the author's code, giving features of a different model.
+        raise ModelError(
+            f"model {name} ships its own Python code ({', '.join(custom)}, named by auto_map in its config), "
+            "which featx does not run by default",
+            "read that code first; pass --trust-remote-code only if you trust it",
+        )
+    torch_device = resolve_device(device)
+    torch_dtype = resolve_dtype(dtype, torch_device)
+    if torch_dtype == torch.bfloat16 and torch_device.type == "cuda" and not torch.cuda.is_bf16_supported():
+        raise InputError("--dtype bfloat16: this GPU does not support bfloat16", "use --dtype float16")
+    try:
+        config = AutoConfig.from_pretrained(str(folder), trust_remote_code=trust_remote_code)
+        tokenizer = load_tokenizer(str(folder), trust_remote_code=trust_remote_code)
+        kwargs = dict(dtype=torch_dtype, trust_remote_code=trust_remote_code, attn_implementation="sdpa")
+        if random_init:
+            torch.manual_seed(seed)
+            encoder = AutoModel.from_config(config, **kwargs)
+        else:
+            encoder = AutoModel.from_pretrained(str(folder), use_safetensors=True, **kwargs)
+    except ValueError as err:
+        if "trust_remote_code" in str(err):
+            raise ModelError(
+                f"model {name} needs custom code from its folder, which featx does not run by default",
+                "read that code first; pass --trust-remote-code only if you trust it",
+            ) from None
+        if "sdpa" in str(err).lower() or "attn_implementation" in str(err):
+            encoder = AutoModel.from_pretrained(
+                str(folder), use_safetensors=not random_init, dtype=torch_dtype, trust_remote_code=trust_remote_code
+            )
+        else:
+            raise ModelError(f"cannot load model {name}: {err}") from None
+    except OSError as err:
+        raise ModelError(f"cannot load model {name}: {err}") from None
+    encoder.eval().to(torch_device)
+    n_layers = int(getattr(config, "num_hidden_layers", getattr(config, "n_layers", 0))) + 1
+    hidden_size = int(getattr(config, "hidden_size", getattr(config, "dim", 0)))
+    model_max = min(
+        int(getattr(tokenizer, "model_max_length", 10**6) or 10**6),
+        int(getattr(config, "max_position_embeddings", 10**6) or 10**6),
+    )
+    if model_max >= 10**6:
+        model_max = 512
+    if max_length is not None:
+        if max_length < 2:
+            raise InputError(f"--max-length {max_length} is too small", "use at least 2 (room for the special tokens)")
+        if max_length > model_max:
+            raise InputError(f"--max-length {max_length} exceeds the model's maximum of {model_max}")
+        model_max = max_length
+    return LoadedModel(
+        model=encoder,
+        tokenizer=tokenizer,
+        name=name,
+        path=str(folder),
+        weights_sha256=("random-init:" if random_init else "") + weights_sha256(weight_files),
+        device=torch_device,
+        dtype=torch_dtype,
+        n_layers=n_layers,
+        hidden_size=hidden_size,
+        max_length=model_max,
+    )

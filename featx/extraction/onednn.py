@@ -1,0 +1,92 @@
+"""CPU linear layers through oneDNN with weights reordered once ("prepacked").
+
+Why: PyTorch's CPU ``nn.Linear`` in float32 calls MKL's sgemm, which on some CPUs (AMD EPYC here)
+runs far below the machine's AVX-512 rate; oneDNN reaches about twice that, and with the weight
+reordered once up front it skips a per-call reorder in bfloat16 too. Results are the same linear
+map up to float rounding (about 1e-6 relative in float32). See BENCHMARKS.md, "Extract".
+"""
+
+from __future__ import annotations
+
+import os
+
+import torch
+
+BATCH_HINT = 4096  # rows (batch x tokens) the packed layout is tuned for; any row count works
+
+
+def available() -> bool:
+    mkldnn = getattr(torch.ops, "mkldnn", None)
+    return (torch.backends.mkldnn.is_available() and os.environ.get("FEATX_ONEDNN", "1") != "0"
+            and hasattr(mkldnn, "_linear_pointwise") and hasattr(mkldnn, "_reorder_linear_weight"))
+
+
+class PackedLinear(torch.nn.Module):
+    """``nn.Linear`` (optionally followed by exact GELU) as one oneDNN call with a prepacked weight."""
+
+    def __init__(self, linear: torch.nn.Linear, gelu: bool = False):
+        super().__init__()
+        self.in_features, self.out_features = linear.in_features, linear.out_features
+        # Plain attributes, not parameters: the packed weight is an opaque oneDNN tensor.
+        self.packed = torch.ops.mkldnn._reorder_linear_weight(linear.weight.detach(), BATCH_HINT)
+        self.bias = None if linear.bias is None else linear.bias.detach()
+        self.attr, self.algorithm = ("gelu", "none") if gelu else ("none", "")
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.ops.mkldnn._linear_pointwise(x, self.packed, self.bias, self.attr, [], self.algorithm)
+
+    def extra_repr(self) -> str:
+        return f"in_features={self.in_features}, out_features={self.out_features}, fused={self.attr}"
+
+
+def _is_exact_gelu(module) -> bool:
+    act = getattr(module, "act", None)
+    return type(module).__name__ == "GELUActivation" and act is torch.nn.functional.gelu
+
+
+def _touches(name: str, keep: set[str]) -> bool:
+    """Whether module ``name`` is, or holds, a module whose output a hook records."""
+    return any(kept == name or kept.startswith(name + ".") for kept in keep)
+
+
+def prepack_linears(model: torch.nn.Module, device: torch.device, dtype: torch.dtype,
+                    keep: set[str] | frozenset[str] = frozenset()) -> int:
+    """Swap the model's ``nn.Linear`` layers for ``PackedLinear`` in place (CPU, fp32/bf16 only).
+
+    BERT-style ``dense`` + exact-GELU blocks become one fused call, except where a module named in
+    ``keep`` (hooked by a site) is the ``dense`` or its activation: fusing would move the GELU into
+    ``dense`` and the hook would record post-GELU values that the plain model never computes there.
+    Returns the number of linears swapped; 0 (model untouched) where oneDNN is unavailable or a check fails.
+    """
+    if device.type != "cpu" or dtype not in (torch.float32, torch.bfloat16) or not available():
+        return 0
+    try:
+        _check_parity(dtype)
+    except Exception:  # an op missing or misbehaving in this torch build: keep the plain layers
+        return 0
+    swapped = 0
+    for prefix, module in list(model.named_modules()):
+        dense, act = getattr(module, "dense", None), getattr(module, "intermediate_act_fn", None)
+        where = f"{prefix}." if prefix else ""
+        fusable = not (_touches(f"{where}dense", keep) or _touches(f"{where}intermediate_act_fn", keep))
+        if isinstance(dense, torch.nn.Linear) and act is not None and _is_exact_gelu(act) and fusable:
+            module.dense = PackedLinear(dense, gelu=True)
+            module.intermediate_act_fn = torch.nn.Identity()
+            swapped += 1
+        for name, child in list(module.named_children()):
+            if type(child) is torch.nn.Linear and child.weight.dtype == dtype:
+                setattr(module, name, PackedLinear(child))
+                swapped += 1
+    return swapped
+
+
+def _check_parity(dtype: torch.dtype) -> None:
+    generator = torch.Generator().manual_seed(0)
+    linear = torch.nn.Linear(24, 40).to(dtype)
+    x = torch.randn(3, 5, 24, generator=generator).to(dtype)
+    with torch.inference_mode():
+        expected = torch.nn.functional.gelu(linear(x)).float()
+        got = PackedLinear(linear, gelu=True)(x).float()
+    tolerance = 1e-5 if dtype == torch.float32 else 2e-2
+    if got.shape != expected.shape or not torch.allclose(got, expected, atol=tolerance, rtol=tolerance):
+        raise RuntimeError("oneDNN linear disagrees with nn.Linear")

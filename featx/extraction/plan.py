@@ -1,0 +1,185 @@
+"""``ExtractionPlan``: everything an extraction will do, resolved once from an ``ExtractConfig``, the
+corpus and the loaded model. The runner, the window loop, the writer, the dry-run estimate and the
+merge read it; none of them re-derives a default.
+
+Resolving a plan costs one tiny forward pass when sites besides ``hidden`` are asked for (their
+widths are measured); it never touches the output.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .._version import __version__
+from ..errors import InputError
+from ..selection import POOLINGS, parse_poolings, select_layers
+from ..store import HIDDEN_SITE, SiteLayout, hidden_layout
+from ..store import schema
+from .config import ExtractConfig, output_path
+from .freshness import request_key
+from .modeling import LoadedModel, dtype_name
+from .sharding import ShardSpec
+from .sites import Site, measure_widths, parse_sites, resolve_sites
+
+WINDOW_BYTES = 256 << 20  # host memory for one commit window of outputs
+MIN_WINDOW_ROWS, MAX_WINDOW_ROWS = 64, 8192
+DEFAULT_MAX_TOKENS = {"cuda": 65536}  # padded tokens per batch by device type; others: CPU_MAX_TOKENS
+CPU_MAX_TOKENS = 8192
+
+
+@dataclass(frozen=True)
+class ExtractionPlan:
+    """One extraction, fully resolved. ``sites`` holds every stored site, ``hidden`` first."""
+
+    config: ExtractConfig
+    output: Path  # the file this process writes (a shard's file in a sharded run)
+    store_dtype: str
+    sites: tuple[SiteLayout, ...]
+    hooked: tuple[Site, ...]  # the sites besides hidden, with the model modules their hooks read
+    max_tokens: int
+    batch_size: int
+    window_rows: int
+    window_tokens: float | None  # token budget of a window when token-level states are stored
+    fingerprint: str  # this file's: resuming or reusing requires an exact match
+    base_fingerprint: str  # the whole run's (equal to ``fingerprint`` unless sharded)
+    shard: ShardSpec | None = None
+    merged_output: Path | None = None  # the merged file of a sharded run
+
+    @property
+    def hidden(self) -> SiteLayout:
+        return self.sites[0]
+
+    @property
+    def layers(self) -> list[int]:
+        return list(self.hidden.layers)
+
+    @property
+    def poolings(self) -> list[str]:
+        return list(self.hidden.poolings)
+
+    @property
+    def with_tokens(self) -> bool:
+        return bool(self.config.tokens)
+
+    @property
+    def itemsize(self) -> int:
+        return np.dtype(self.store_dtype).itemsize
+
+    def row_bytes(self) -> int:
+        """Stored bytes of one row's pooled features, every site."""
+        return sum(site.row_bytes(self.itemsize) for site in self.sites)
+
+    def token_bytes(self) -> int:
+        """Stored bytes of one token's states, every site (with ``--tokens``)."""
+        return sum(site.token_bytes(self.itemsize) for site in self.sites)
+
+    def window_bytes(self) -> int:
+        """Host memory of one full window of outputs."""
+        return self.window_rows * self.row_bytes() + (WINDOW_BYTES if self.with_tokens else 0)
+
+
+def resolve_poolings(spec: str, loaded: LoadedModel) -> list[str]:
+    """The poolings asked for; ``pooler`` only where the model has that head (an error if asked by name)."""
+    explicit = spec is not None and spec.strip().lower() != "all"
+    poolings = parse_poolings(spec, POOLINGS)
+    if "pooler" in poolings and not loaded.has_pooler:
+        if explicit:
+            raise InputError(f"pooling 'pooler' is not available: model {loaded.name} has no pooler head",
+                             "choose from cls, mean, max, last")
+        poolings.remove("pooler")
+    return poolings
+
+
+def default_max_tokens(config: ExtractConfig, loaded: LoadedModel) -> int:
+    """Padded tokens per batch: the option, else by device; never below one full-length row."""
+    chosen = config.max_tokens or DEFAULT_MAX_TOKENS.get(loaded.device.type, CPU_MAX_TOKENS)
+    return max(int(chosen), int(loaded.max_length))
+
+
+def window_rows(config: ExtractConfig, row_bytes: int) -> int:
+    """Rows per commit window: ``--commit-rows``, else as many as ``WINDOW_BYTES`` holds (64 to 8192)."""
+    if config.commit_rows:
+        return int(config.commit_rows)
+    return int(max(MIN_WINDOW_ROWS, min(MAX_WINDOW_ROWS, WINDOW_BYTES // max(1, row_bytes))))
+
+
+def fingerprint(config: ExtractConfig, corpus_sha256: str, loaded: LoadedModel, layers, poolings, max_tokens,
+                sites) -> str:
+    """What the file's contents depend on; resuming or reusing requires an exact match."""
+    extra_sites = [site.name for site in sites if site.name != HIDDEN_SITE]
+    # Only named when there are sites besides hidden, so files from before sites keep their fingerprint.
+    return json.dumps({**({"sites": extra_sites} if extra_sites else {}),
+        "corpus_sha256": corpus_sha256, "text_col": config.text_col, "id_col": config.id_col,
+        "skip_empty": config.skip_empty, "model_sha256": loaded.weights_sha256, "random_init": config.random_init,
+        "seed": config.seed if config.random_init else None, "max_length": loaded.max_length,
+        "layers": list(layers), "poolings": list(poolings), "tokens": config.tokens, "store_dtype": config.store_dtype,
+        "compute_dtype": dtype_name(loaded.dtype), "device_type": loaded.device.type,
+        "max_tokens": max_tokens, "batch_size": config.batch_size, "commit_rows": config.commit_rows,
+    }, sort_keys=True)
+
+
+def _layouts(config: ExtractConfig, loaded: LoadedModel, layers: list[int], poolings: list[str]):
+    """Every site's layout (hidden first) and the hooked ``Site`` objects, widths measured."""
+    sites = resolve_sites(loaded.model, parse_sites(config.sites), layers, loaded.n_layers - 1)
+    if len(sites) > 1:
+        tokenizer = loaded.tokenizer
+        measure_widths(loaded.model, sites, loaded.device, (tokenizer.cls_token_id, tokenizer.sep_token_id),
+                       loaded.hidden_size)
+    site_poolings = tuple(name for name in poolings if name != "pooler")  # the pooler head reads hidden only
+    hooked = tuple(site for site in sites if site.name != HIDDEN_SITE)
+    layouts = [hidden_layout(layers, loaded.hidden_size, poolings)]
+    layouts += [SiteLayout(site.name, tuple(site.layers), int(site.width), site_poolings,
+                           tuple(site.describe()["modules"])) for site in hooked]
+    return tuple(layouts), hooked
+
+
+def resolve_plan(config: ExtractConfig, corpus_sha256: str, loaded: LoadedModel,
+                 shard: ShardSpec | None = None) -> ExtractionPlan:
+    """The plan of ``config`` on a corpus (by its sha256) with ``loaded``; ``shard`` for one shard's part."""
+    layers = select_layers(config.layers, loaded.n_layers)
+    poolings = resolve_poolings(config.poolings, loaded)
+    layouts, hooked = _layouts(config, loaded, layers, poolings)
+    max_tokens = default_max_tokens(config, loaded)
+    base = fingerprint(config, corpus_sha256, loaded, layers, poolings, max_tokens, layouts)
+    itemsize = np.dtype(config.store_dtype).itemsize
+    rows = window_rows(config, sum(site.row_bytes(itemsize) for site in layouts))
+    token_bytes = sum(site.token_bytes(itemsize) for site in layouts)
+    output = output_path(config)
+    return ExtractionPlan(
+        config=config, output=shard.path(output) if shard else output, store_dtype=config.store_dtype,
+        sites=layouts, hooked=hooked, max_tokens=max_tokens, batch_size=int(config.batch_size), window_rows=rows,
+        window_tokens=WINDOW_BYTES / token_bytes if config.tokens else None,
+        fingerprint=shard.fingerprint(base) if shard else base, base_fingerprint=base, shard=shard,
+        merged_output=output if shard else None)
+
+
+def provenance(plan: ExtractionPlan, corpus, loaded: LoadedModel) -> dict:
+    """The root attributes an extraction records about where its features came from."""
+    config = plan.config
+    return {
+        "featx_version": __version__,
+        schema.CREATED: time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "model": loaded.name,
+        "model_path": loaded.path,
+        "model_sha256": loaded.weights_sha256,
+        "model_type": getattr(loaded.model.config, "model_type", ""),
+        "random_init": bool(config.random_init),
+        "tokenizer": type(loaded.tokenizer).__name__,
+        "max_length": loaded.max_length,
+        "compute_dtype": dtype_name(loaded.dtype),
+        "device": str(loaded.device),
+        "corpus_path": str(Path(config.corpus).resolve()),
+        "corpus_sha256": corpus.sha256,
+        "text_col": corpus.text_col,
+        "id_col": corpus.id_col or "",
+        schema.SKIPPED_EMPTY: json.dumps(corpus.skipped_rows),
+        "n_model_layers": loaded.n_layers,
+        schema.FINGERPRINT: plan.fingerprint,
+        schema.REQUEST_KEY: request_key(config, corpus.sha256) or "",  # for the quick check (freshness.py)
+        schema.OPTIONS: json.dumps({k: str(v) if isinstance(v, Path) else v for k, v in asdict(config).items()}),
+    }

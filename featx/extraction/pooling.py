@@ -1,0 +1,80 @@
+"""Poolings: pure functions of hidden states and an attention mask.
+
+``states`` has shape ``(batch, *extra, tokens, hidden)`` (``extra`` is usually the
+layer axis) and ``mask`` has shape ``(batch, tokens)``, true for real tokens.
+Padding never contributes. Every sequence must have at least one real token,
+and real tokens come first (right padding), as Hugging Face tokenizers produce.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import torch
+
+
+def _expanded_mask(mask: torch.Tensor, states: torch.Tensor) -> torch.Tensor:
+    """Reshape ``(batch, tokens)`` to broadcast against ``states`` as ``(batch, 1.., tokens, 1)``."""
+    extra = states.dim() - 3
+    return mask.bool().reshape(mask.shape[0], *([1] * extra), mask.shape[1], 1)
+
+
+def cls_pool(states: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """The first token's state ([CLS] for BERT)."""
+    return states[..., 0, :]
+
+
+def mean_pool(states: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Mean over real tokens, accumulated in float32 whatever the compute dtype."""
+    if states.device.type != "cpu":  # on accelerators the masked sum is cheap and needs no host sync
+        m = _expanded_mask(mask, states)
+        summed = torch.where(m, states, 0).sum(dim=-2, dtype=torch.float32)
+        return (summed / m.sum(dim=-2, dtype=torch.float32).clamp_min(1.0)).to(states.dtype)
+    # A (1 x tokens) @ (tokens x hidden) product per sequence: no masked copy of the states.
+    weights = mask.to(torch.float32).reshape(mask.shape[0], *([1] * (states.dim() - 3)), 1, mask.shape[1])
+    summed = torch.matmul(weights, states.to(torch.float32)).squeeze(-2)
+    if not torch.isfinite(summed).all():
+        # 0 * inf is NaN: non-finite values in the padding must not leak, so mask them out instead.
+        summed = torch.where(_expanded_mask(mask, states), states, 0).sum(dim=-2, dtype=torch.float32)
+    count = weights.sum(dim=-1).clamp_min(1.0)
+    return (summed / count).to(states.dtype)
+
+
+def max_pool(states: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Element-wise maximum over real tokens."""
+    m = _expanded_mask(mask, states)
+    return states.masked_fill(~m, float("-inf")).amax(dim=-2)
+
+
+def last_pool(states: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """The last real token's state ([SEP] for BERT)."""
+    last = mask.long().sum(dim=1).clamp_min(1) - 1  # (batch,)
+    index = last.reshape(-1, *([1] * (states.dim() - 2)), 1)
+    index = index.expand(*states.shape[:-2], 1, states.shape[-1])
+    return states.gather(-2, index).squeeze(-2)
+
+
+def make_pooler_pool(pooler: torch.nn.Module, dtype: torch.dtype | None = None
+                     ) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
+    """The model's own pooler head (e.g. BERT's dense+tanh on [CLS]) applied to every layer.
+
+    ``dtype``: cast the [CLS] states to it first (the pooler's own dtype, e.g. a float32 copy of the
+    head of a bf16 model).
+    """
+
+    def pooler_pool(states: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        first = states[..., :1, :]
+        flat = first.reshape(-1, 1, states.shape[-1])
+        if dtype is not None:
+            flat = flat.to(dtype)
+        return pooler(flat).reshape(*states.shape[:-2], states.shape[-1])
+
+    return pooler_pool
+
+
+POOLING_FUNCTIONS: dict[str, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]] = {
+    "cls": cls_pool,
+    "mean": mean_pool,
+    "max": max_pool,
+    "last": last_pool,
+}

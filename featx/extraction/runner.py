@@ -1,0 +1,81 @@
+"""``Runner``: one batch's forward pass and the on-device pooling of every site, hidden included."""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import torch
+
+from .modeling import LoadedModel
+from .onednn import prepack_linears
+from .plan import ExtractionPlan
+from .pooling import POOLING_FUNCTIONS, make_pooler_pool
+from .sites import SiteRecorder
+
+
+def _pooler_head(loaded: LoadedModel):
+    """The model's pooler head and the dtype it runs in (float32 under bf16/fp16 compute)."""
+    pooler = getattr(loaded.model, "pooler", None)
+    if pooler is not None and loaded.dtype in (torch.bfloat16, torch.float16):
+        # At the middle layers the pooler's tanh saturates and the information sits in 1 - tanh(z),
+        # which bf16 cannot hold (its spacing below 1 is 2^-8): probes of bf16 pooler features lost
+        # 1.5-2.9 points there. The head is one small matrix product per row: run it in float32.
+        return copy.deepcopy(pooler).float(), torch.float32
+    return pooler, None
+
+
+class Runner:
+    """Forward pass plus on-device pooling for one batch, as ``plan`` says.
+
+    Returns ``({dataset path: CPU tensor}, event)``: for every site, each pooling's ``(B, L_site, W)``
+    rows and, with ``--tokens``, the ``(real tokens, L_site, W)`` token-level states in batch order.
+    ``event`` (CUDA only) marks when the copies to the host are done. Hooks for sites besides hidden
+    are attached by ``hooks()``, after the model has been set up here.
+    """
+
+    def __init__(self, loaded: LoadedModel, plan: ExtractionPlan):
+        self.model = loaded.model
+        self.device = loaded.device
+        self.plan = plan
+        pooler, pooler_dtype = _pooler_head(loaded)
+        # Modules read by hooks must compute what the plain model computes: never fuse them away.
+        hooked = {tap.module for site in plan.hooked for tap in site.taps}
+        self.packed_linears = prepack_linears(self.model, self.device, loaded.dtype, keep=hooked)
+        self.functions = {name: (make_pooler_pool(pooler, pooler_dtype) if name == "pooler" else POOLING_FUNCTIONS[name])
+                          for name in plan.poolings}
+        self.store_dtype = torch.float16 if np.dtype(plan.store_dtype) == np.float16 else torch.float32
+        self.recorder: SiteRecorder | None = None
+        tokenizer = loaded.tokenizer
+        self.special_ids = (tokenizer.cls_token_id, tokenizer.sep_token_id)
+
+    def hooks(self) -> SiteRecorder:
+        """The hooks of the sites besides hidden, as a context manager (a no-op when there are none)."""
+        self.recorder = SiteRecorder(self.model, list(self.plan.hooked))
+        return self.recorder
+
+    @torch.inference_mode()
+    def __call__(self, input_ids: torch.Tensor, mask: torch.Tensor):
+        input_ids = input_ids.to(self.device, non_blocking=True)
+        mask = mask.to(self.device, non_blocking=True)
+        recording = self.recorder is not None and self.plan.hooked
+        forward_options = self.recorder.forward_options if recording else {}
+        output = self.model(input_ids=input_ids, attention_mask=mask, output_hidden_states=True, **forward_options)
+        states = {self.plan.hidden.name: [output.hidden_states[layer] for layer in self.plan.layers]}  # L x (B, T, H)
+        if recording:
+            states.update(self.recorder.take(output, input_ids, mask, self.special_ids))
+        real = mask.bool() if self.plan.with_tokens else None
+        values = {}
+        for site in self.plan.sites:
+            # Pool layer by layer: stacking all layers first would copy every state once more.
+            for name, path in site.pooled_paths.items():
+                pooled = torch.stack([self.functions[name](layer, mask) for layer in states[site.name]], dim=1)
+                values[path] = pooled.to(self.store_dtype).to("cpu", non_blocking=True)
+            if real is not None:
+                tokens = torch.stack([layer[real] for layer in states[site.name]], dim=1).to(self.store_dtype)
+                values[site.tokens_path] = tokens.to("cpu", non_blocking=True)
+        event = None
+        if self.device.type == "cuda":
+            event = torch.cuda.Event()
+            event.record()
+        return values, event

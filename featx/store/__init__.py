@@ -1,0 +1,25 @@
+"""The features file: the only place that names HDF5 paths and attributes.
+
+``schema``   the layout: every path and attribute name, ``SiteLayout`` (one stored site, hidden included)
+``strings``  row strings stored losslessly (NUL escaped)
+``writer``   ``FeatureWriter``: preallocated, crash-safe, committed window by window, resumable
+``reader``   ``FeatureFile`` (``featx.open``) and the cheap reads of the up-to-date check
+``shards``   a shard's row index and attributes, and the copy of shards into one file (``featx merge``)
+``lock``     ``OutputLock``: one writer per output
+"""
+
+from .lock import OutputLock
+from .reader import FeatureFile, finished_request, open_features
+from .schema import (
+    FORMAT_NAME, HIDDEN_SITE, SCHEMA_VERSION, SiteLayout, creating_path, escape_name, hidden_layout, partial_path,
+    site_pooled_path, site_tokens_path,
+)
+from .strings import STRING_ESCAPE, _write_strings, read_strings, write_strings
+from .writer import CHUNK_BYTES, FeatureWriter, resumable
+
+__all__ = [
+    "CHUNK_BYTES", "FORMAT_NAME", "FeatureFile", "FeatureWriter", "HIDDEN_SITE", "OutputLock", "SCHEMA_VERSION",
+    "STRING_ESCAPE", "SiteLayout", "_write_strings", "creating_path", "escape_name", "finished_request",
+    "hidden_layout", "open_features", "partial_path", "read_strings", "resumable", "site_pooled_path",
+    "site_tokens_path", "write_strings",
+]

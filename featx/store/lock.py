@@ -1,0 +1,56 @@
+"""``OutputLock``: an exclusive lock on ``<output>.lock`` so that two runs never write the same file."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from pathlib import Path
+
+from ..errors import StoreError
+
+
+class OutputLock:
+    """Held while a run writes ``output`` (its ``.partial``, its shards' manifest, its merge)."""
+
+    def __init__(self, output: Path):
+        self.path = output.with_name(output.name + ".lock")
+        self.handle = None
+
+    def __enter__(self) -> "OutputLock":
+        try:
+            while True:
+                self.handle = open(self.path, "a+")
+                try:
+                    fcntl.flock(self.handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    self.handle.seek(0)
+                    holder = self.handle.read().strip() or "another process"
+                    self.handle.close()
+                    raise StoreError(
+                        f"another featx extract ({holder}) is writing {self.path.name[:-5]} right now",
+                        "wait for it to finish, or choose another output with -o",
+                    ) from None
+                # The holder unlinks the file when done: a lock taken on an unlinked file locks nothing.
+                try:
+                    if os.stat(self.path).st_ino == os.fstat(self.handle.fileno()).st_ino:
+                        break
+                except FileNotFoundError:
+                    pass
+                self.handle.close()
+            self.handle.seek(0)
+            self.handle.truncate()
+            self.handle.write(f"pid {os.getpid()}")
+            self.handle.flush()
+        except BaseException:  # Ctrl-C while taking the lock: release what was taken
+            if self.handle is not None and not self.handle.closed:
+                self.handle.close()
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        try:
+            self.path.unlink()
+        except OSError:
+            pass
+        fcntl.flock(self.handle, fcntl.LOCK_UN)
+        self.handle.close()

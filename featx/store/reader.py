@@ -1,0 +1,259 @@
+"""Read access to features files: ``FeatureFile`` (``featx.open``) and the small reads other stages need.
+
+A features file is untrusted input: everything read from it is checked (format, schema version, the
+committed-row marker) before use, and nothing in it is ever unpickled.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import h5py
+import numpy as np
+
+from ..errors import IncompleteError, InputError, StoreError
+from . import schema as s
+from .schema import HIDDEN_SITE, escape_name, partial_path, site_pooled_path, site_tokens_path
+from .strings import read_strings
+
+
+def _progress_of(path: Path) -> str:
+    try:
+        with h5py.File(path, "r", locking=False) as file:
+            return f"{int(file[s.ROWS_DONE][0])} of {int(file.attrs[s.N_ROWS])}"
+    except Exception:  # damaged or still being created: the message must not fail
+        return "some"
+
+
+def _decode_attr(value):
+    if isinstance(value, bytes):
+        return value.decode()
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+class FeatureFile:
+    """Read access to a features file: ``features(pooling, layer)`` and row metadata as numpy.
+
+    Only rows that are committed are visible. An incomplete file is refused
+    unless ``allow_partial`` is true, in which case it shows the committed prefix.
+    """
+
+    def __init__(self, path: str | os.PathLike, allow_partial: bool = False):
+        self.path = Path(path)
+        actual = self.path
+        if not actual.exists():
+            if partial_path(actual).exists() and allow_partial:
+                actual = partial_path(actual)
+            elif partial_path(actual).exists():
+                raise IncompleteError(
+                    f"{self.path} is incomplete: its extraction is in progress or was interrupted "
+                    f"({_progress_of(partial_path(actual))} rows written to {partial_path(actual).name})",
+                    "run the same featx extract command again to resume it, or pass --allow-partial "
+                    "to use the rows written so far",
+                )
+            else:
+                raise StoreError(f"features file {self.path} does not exist", "create it with featx extract")
+        if not h5py.is_hdf5(actual):
+            raise StoreError(f"{actual} is not an HDF5 file", "give a features file written by featx extract")
+        try:
+            self._file = h5py.File(actual, "r", locking=False)
+            attrs = {key: _decode_attr(value) for key, value in self._file.attrs.items()}
+            rows_done = int(self._file[s.ROWS_DONE][0]) if s.ROWS_DONE in self._file else 0
+        except (OSError, KeyError, ValueError) as err:
+            raise StoreError(f"{actual} cannot be read; it looks damaged ({err})",
+                             "run featx extract again with --overwrite") from None
+        if attrs.get(s.FORMAT) != s.FORMAT_NAME:
+            self._file.close()
+            raise StoreError(f"{actual} is an HDF5 file but not a featx features file")
+        if attrs.get(s.SCHEMA) != s.SCHEMA_VERSION:
+            self._file.close()
+            raise StoreError(
+                f"{actual} uses featx features schema {attrs.get(s.SCHEMA)}, this featx reads schema {s.SCHEMA_VERSION}",
+                "re-extract with this featx version (featx extract ... --overwrite)",
+            )
+        self.attrs = attrs
+        self.complete = bool(attrs.get(s.COMPLETE)) and rows_done == int(attrs[s.N_ROWS])
+        if not self.complete and not allow_partial:
+            self._file.close()
+            raise IncompleteError(
+                f"{actual} is incomplete: {rows_done} of {attrs[s.N_ROWS]} rows written",
+                "run the same featx extract command again to resume it, or pass --allow-partial",
+            )
+        self.n_rows = rows_done if not self.complete else int(attrs[s.N_ROWS])
+        self.layers: list[int] = json.loads(attrs[s.LAYERS])
+        self.poolings: list[str] = json.loads(attrs[s.POOLINGS])
+        self.hidden_size = int(attrs[s.HIDDEN_SIZE])
+        # Files written before sites existed have none besides hidden, and read unchanged.
+        self._sites: dict[str, dict] = json.loads(attrs[s.SITES_ATTR]) if attrs.get(s.SITES_ATTR) else {}
+
+    @property
+    def fingerprint(self) -> str | None:
+        """What the file's contents depend on (``featx.extraction.plan``); equal fingerprints, equal files."""
+        return self.attrs.get(s.FINGERPRINT)
+
+    # -- context manager -------------------------------------------------------------------
+    def close(self) -> None:
+        if self._file.id.valid:
+            self._file.close()
+
+    def __enter__(self) -> "FeatureFile":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "complete" if self.complete else f"partial, {self.n_rows} rows committed"
+        return (f"FeatureFile({str(self.path)!r}, model={self.attrs.get('model')!r}, rows={self.n_rows}, "
+                f"layers={self.layers}, poolings={self.poolings}, {state})")
+
+    # -- features --------------------------------------------------------------------------
+    @property
+    def sites(self) -> list[str]:
+        """Stored sites: ``hidden`` first, then e.g. ``attn_out``, ``ffn`` (see featx/sites.py)."""
+        return [HIDDEN_SITE] + list(self._sites)
+
+    def _site(self, site: str) -> dict:
+        if site == HIDDEN_SITE:
+            return {"layers": self.layers, "width": self.hidden_size, "poolings": self.poolings}
+        if site not in self._sites:
+            raise InputError(f"site '{site}' is not stored in {self.path}; stored sites: {', '.join(self.sites)}",
+                             "re-extract with featx extract --site ... --overwrite")
+        return self._sites[site]
+
+    def site_layers(self, site: str = HIDDEN_SITE) -> list[int]:
+        return list(self._site(site)["layers"])
+
+    def site_poolings(self, site: str = HIDDEN_SITE) -> list[str]:
+        return list(self._site(site)["poolings"])
+
+    def site_width(self, site: str = HIDDEN_SITE) -> int:
+        return int(self._site(site)["width"])
+
+    def _layer_position(self, layer: int, site: str = HIDDEN_SITE) -> int:
+        layers = self.site_layers(site)
+        if layer < 0:
+            layer += max(self.layers) + 1
+        if layer not in layers:
+            where = "" if site == HIDDEN_SITE else f" for site '{site}'"
+            raise InputError(f"layer {layer} is not stored{where} in {self.path}; stored layers: {layers}")
+        return layers.index(layer)
+
+    def features(self, pooling: str, layer: int, dtype=np.float32, site: str = HIDDEN_SITE) -> np.ndarray:
+        """``(n_rows, width)`` features of one pooling at one layer of a site; reads only that layer."""
+        poolings = self.site_poolings(site)
+        if pooling not in poolings:
+            where = "" if site == HIDDEN_SITE else f" for site '{site}'"
+            raise InputError(f"pooling '{pooling}' is not stored{where} in {self.path}; stored: {', '.join(poolings)}")
+        position = self._layer_position(layer, site)
+        dataset = self._file[site_pooled_path(site, pooling)]
+        out = np.empty((self.n_rows, dataset.shape[2]), dtype=dataset.dtype)
+        if self.n_rows:
+            dataset.read_direct(out, np.s_[0 : self.n_rows, position, :])
+        return out.astype(dtype, copy=False)
+
+    def concatenated(self, pooling: str, layers: list[int], dtype=np.float32, site: str = HIDDEN_SITE) -> np.ndarray:
+        """``(n_rows, width * len(layers))``: the "concatenate the last four layers" feature set."""
+        return np.concatenate([self.features(pooling, layer, dtype, site) for layer in layers], axis=1)
+
+    # -- rows ------------------------------------------------------------------------------
+    def _rows(self, name: str) -> np.ndarray:
+        return self._file[f"{s.ROWS}/{name}"][: self.n_rows]
+
+    @property
+    def texts(self) -> list[str]:
+        return read_strings(self._file[s.TEXT], self.n_rows)
+
+    @property
+    def ids(self) -> list[str]:
+        return read_strings(self._file[s.IDS], self.n_rows)
+
+    @property
+    def split(self) -> np.ndarray | None:
+        if s.SPLIT not in self._file:
+            return None
+        return np.array(read_strings(self._file[s.SPLIT], self.n_rows), dtype=object)
+
+    @property
+    def n_tokens(self) -> np.ndarray:
+        return self._rows("n_tokens")
+
+    @property
+    def n_kept(self) -> np.ndarray:
+        return self._rows("n_kept")
+
+    @property
+    def truncated(self) -> np.ndarray:
+        return self._rows("truncated")
+
+    @property
+    def label_columns(self) -> list[str]:
+        return [str(self._file[s.LABELS][key].attrs[s.LABEL_COLUMN]) for key in self._file[s.LABELS]]
+
+    def _label_dataset(self, column: str) -> h5py.Dataset:
+        key = escape_name(column)
+        if key not in self._file[s.LABELS]:
+            raise InputError(
+                f"{self.path} has no label column '{column}'; label columns: {', '.join(self.label_columns) or '(none)'}",
+                "pick one with --label NAME",
+            )
+        return self._file[s.LABELS][key]
+
+    def labels(self, column: str) -> np.ndarray:
+        """Integer class codes of a label column (-1 = missing)."""
+        return self._label_dataset(column)[: self.n_rows]
+
+    def label_names(self, column: str) -> list[str]:
+        return json.loads(self._label_dataset(column).attrs[s.LABEL_NAMES])
+
+    # -- tokens ----------------------------------------------------------------------------
+    @property
+    def has_tokens(self) -> bool:
+        return s.TOKENS in self._file
+
+    def _require_tokens(self) -> h5py.Group:
+        if not self.has_tokens:
+            raise InputError(f"{self.path} has no token-level states", "re-extract with featx extract --tokens")
+        return self._file[s.TOKENS]
+
+    @property
+    def token_offsets(self) -> np.ndarray:
+        return self._require_tokens().file[s.TOKEN_OFFSETS][: self.n_rows + 1]
+
+    @property
+    def token_ids(self) -> np.ndarray:
+        return self._require_tokens().file[s.TOKEN_INPUT_IDS][: int(self.token_offsets[-1])]
+
+    @property
+    def word_ids(self) -> np.ndarray:
+        return self._require_tokens().file[s.TOKEN_WORD_IDS][: int(self.token_offsets[-1])]
+
+    def token_states(self, layer: int, dtype=np.float32, site: str = HIDDEN_SITE) -> np.ndarray:
+        """``(total_tokens, width)`` states of one layer for all committed rows (slice with ``token_offsets``)."""
+        position = self._layer_position(layer, site)
+        total = int(self.token_offsets[-1])  # token_offsets checks that the file has token states
+        return self._file[site_tokens_path(site)][0:total, position, :].astype(dtype, copy=False)
+
+
+def open_features(path: str | os.PathLike, allow_partial: bool = False) -> FeatureFile:
+    """Open a features file for reading (``featx.open``)."""
+    return FeatureFile(path, allow_partial=allow_partial)
+
+
+def finished_request(path: Path) -> tuple[str, int] | None:
+    """``(request key, skipped empty rows)`` of a complete features file, or None (missing, partial,
+    unreadable, or written before request keys). Cheap: opens the file's attributes only."""
+    try:
+        with h5py.File(path, "r") as file:
+            recorded = file.attrs.get(s.REQUEST_KEY)
+            complete = bool(file.attrs.get(s.COMPLETE, False))
+            skipped = len(json.loads(file.attrs.get(s.SKIPPED_EMPTY, "[]")))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if not recorded or not complete:
+        return None
+    return (recorded.decode() if isinstance(recorded, bytes) else str(recorded)), skipped

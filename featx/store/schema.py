@@ -1,0 +1,153 @@
+"""The features file's layout: every HDF5 path and attribute name featx uses is defined here.
+
+Layout (schema 1)::
+
+    /                      attrs: provenance and options (given by the writer's caller), and the store's own
+                           (``format``, ``schema_version``, ``layers``, ``poolings``, ``n_rows``, ``hidden_size``,
+                           ``store_dtype``, ``tokens``, ``sites``, ``complete``, ``fingerprint``, ``request_key``)
+    /rows/text             (N,) UTF-8 strings; attr ``escaped`` when NUL had to be escaped (``strings.py``)
+    /rows/id               (N,) UTF-8 strings, likewise
+    /rows/split            (N,) UTF-8 strings (only if the corpus had a ``split`` column), likewise
+    /rows/n_tokens         (N,) int32, tokens before truncation, special tokens included
+    /rows/n_kept           (N,) int32, tokens fed to the model
+    /rows/truncated        (N,) bool
+    /rows/index            (N,) int64, in a shard file only: the corpus row of each of its rows, ascending
+    /labels/<column>       (N,) int32 class codes, -1 = missing; attrs ``column`` (original name), ``names`` (JSON)
+    /pooled/<pooling>      (N, L, H) the ``hidden`` site: features of every stored layer; one chunk holds one
+                           layer of a row block
+    /tokens/states         (T, L, H) token-level states of ``hidden`` (only with ``--tokens``)
+    /tokens/offsets        (N+1,) int64, row i owns tokens offsets[i]:offsets[i+1]
+    /tokens/input_ids      (T,) int32
+    /tokens/word_ids       (T,) int32, -1 for special tokens
+    /sites/<site>/pooled/<pooling>  (N, L_site, W_site) another site's features; attr ``site`` on the group
+    /sites/<site>/tokens/states     (T, L_site, W_site) its token-level states (only with ``--tokens``)
+    /progress/rows_done    (1,) int64, rows [0, rows_done) are committed
+
+Every site, ``hidden`` included, is a ``SiteLayout``: its datasets' paths come from ``site_pooled_path`` and
+``site_tokens_path``. ``hidden`` keeps the top-level paths it had before other sites existed, and the ``sites``
+attribute lists only the others, so files written before sites read unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+SCHEMA_VERSION = 1
+FORMAT_NAME = "featx-features"
+PARTIAL_SUFFIX = ".partial"
+CREATING_SUFFIX = ".creating"
+HIDDEN_SITE = "hidden"
+
+# Datasets
+ROWS = "rows"
+TEXT, IDS, SPLIT = "rows/text", "rows/id", "rows/split"
+N_TOKENS, N_KEPT, TRUNCATED = "rows/n_tokens", "rows/n_kept", "rows/truncated"
+ROW_INDEX = "rows/index"
+LABELS = "labels"
+TOKENS = "tokens"
+TOKEN_OFFSETS, TOKEN_INPUT_IDS, TOKEN_WORD_IDS = "tokens/offsets", "tokens/input_ids", "tokens/word_ids"
+SITES = "sites"
+ROWS_DONE = "progress/rows_done"
+
+# Attributes the store itself writes or interprets
+FORMAT, SCHEMA, COMPLETE = "format", "schema_version", "complete"
+LAYERS, POOLINGS, N_ROWS, HIDDEN_SIZE = "layers", "poolings", "n_rows", "hidden_size"
+STORE_DTYPE, WITH_TOKENS, SITES_ATTR = "store_dtype", "tokens", "sites"
+FINGERPRINT, REQUEST_KEY, SKIPPED_EMPTY = "fingerprint", "request_key", "skipped_empty_rows"
+OPTIONS, CREATED, MERGED_FROM = "options", "created", "merged_from"
+ESCAPED, LABEL_COLUMN, LABEL_NAMES, SITE_NAME = "escaped", "column", "names", "site"
+SHARD_INDEX, SHARD_COUNT, SHARD_ASSIGNMENT = "shard_index", "shard_count", "shard_assignment"
+CORPUS_N_ROWS, BASE_FINGERPRINT = "corpus_n_rows", "base_fingerprint"
+SHARD_ATTRS = (SHARD_INDEX, SHARD_COUNT, SHARD_ASSIGNMENT, CORPUS_N_ROWS, BASE_FINGERPRINT)
+# What ``FeatureWriter.create`` derives from the layout itself (a copy of another file's attributes drops them)
+LAYOUT_ATTRS = (FORMAT, SCHEMA, LAYERS, POOLINGS, N_ROWS, HIDDEN_SIZE, STORE_DTYPE, WITH_TOKENS, COMPLETE, SITES_ATTR)
+
+
+def escape_name(name: str) -> str:
+    """A column or site name made safe as one HDF5 link name ('/' would create groups)."""
+    escaped = name.replace("%", "%25").replace("/", "%2F")
+    return "%2E" if escaped == "." else escaped
+
+
+def label_path(column: str) -> str:
+    return f"{LABELS}/{escape_name(column)}"
+
+
+def site_group(site: str) -> str:
+    """The group of a site besides hidden."""
+    return f"{SITES}/{escape_name(site)}"
+
+
+def site_pooled_path(site: str, pooling: str) -> str:
+    """Dataset path of one pooling of a site (``hidden`` lives at ``pooled/<pooling>``)."""
+    return f"pooled/{pooling}" if site == HIDDEN_SITE else f"{site_group(site)}/pooled/{pooling}"
+
+
+def site_tokens_path(site: str) -> str:
+    return "tokens/states" if site == HIDDEN_SITE else f"{site_group(site)}/tokens/states"
+
+
+def partial_path(path: Path) -> Path:
+    return path.with_name(path.name + PARTIAL_SUFFIX)
+
+
+def creating_path(path: Path) -> Path:
+    """Where a new file is built before it becomes ``<name>.partial`` (a kill here loses nothing)."""
+    return path.with_name(path.name + PARTIAL_SUFFIX + CREATING_SUFFIX)
+
+
+@dataclass(frozen=True)
+class SiteLayout:
+    """One stored site: its layers, width, poolings, and (for hooked sites) the modules read."""
+
+    name: str
+    layers: tuple[int, ...]
+    width: int
+    poolings: tuple[str, ...]
+    modules: tuple[str, ...] = ()
+
+    @property
+    def pooled_paths(self) -> dict[str, str]:
+        """``{pooling: dataset path}``."""
+        return {pooling: site_pooled_path(self.name, pooling) for pooling in self.poolings}
+
+    @property
+    def tokens_path(self) -> str:
+        return site_tokens_path(self.name)
+
+    def row_bytes(self, itemsize: int) -> int:
+        """Bytes of one row over all its pooled datasets."""
+        return len(self.poolings) * len(self.layers) * self.width * itemsize
+
+    def token_bytes(self, itemsize: int) -> int:
+        return len(self.layers) * self.width * itemsize
+
+    def describe(self) -> dict:
+        """The entry of a site besides hidden in the ``sites`` attribute (key order as written since 0.1)."""
+        return {"layers": list(self.layers), "width": self.width, "modules": list(self.modules),
+                "poolings": list(self.poolings)}
+
+
+def hidden_layout(layers, hidden_size: int, poolings) -> SiteLayout:
+    return SiteLayout(HIDDEN_SITE, tuple(int(layer) for layer in layers), int(hidden_size), tuple(poolings))
+
+
+def layouts_from_attrs(attrs) -> list[SiteLayout]:
+    """Every site of a file, ``hidden`` first, from its root attributes (plain dict or h5py's)."""
+    def attr(name, default=None):
+        value = attrs.get(name, default)
+        return value.decode() if isinstance(value, bytes) else value
+
+    layouts = [hidden_layout(json.loads(attr(LAYERS)), int(attr(HIDDEN_SIZE)), json.loads(attr(POOLINGS)))]
+    for name, site in (json.loads(attr(SITES_ATTR)) if attr(SITES_ATTR) else {}).items():
+        layouts.append(SiteLayout(name, tuple(site["layers"]), int(site["width"]), tuple(site["poolings"]),
+                                  tuple(site.get("modules", ()))))
+    return layouts
+
+
+def sites_attr(layouts: list[SiteLayout]) -> str | None:
+    """The ``sites`` attribute: the sites besides hidden, or None when there are none (older layout)."""
+    others = {layout.name: layout.describe() for layout in layouts if layout.name != HIDDEN_SITE}
+    return json.dumps(others) if others else None

@@ -1,0 +1,211 @@
+"""Shard files as the store sees them: which corpus rows a shard holds, its shard attributes, and the
+copy of several shards into one features file in corpus order (``featx merge``).
+
+A shard file is an ordinary features file plus ``rows/index`` (its corpus rows, ascending) and the
+attributes in ``schema.SHARD_ATTRS``. The merge copies rather than building an HDF5 virtual dataset:
+shards hold rows dealt round-robin, so a virtual dataset would need about one mapping per row, and a
+virtual dataset whose source is missing silently reads fill values.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import h5py
+import numpy as np
+
+from ..errors import StoreError
+from . import schema as s
+from .reader import FeatureFile, _decode_attr
+from .strings import read_strings
+from .writer import FeatureWriter
+
+BLOCK_BYTES = 256 << 20  # host memory for one block of merged rows
+
+
+@dataclass
+class StoredLabels:
+    name: str
+    codes: np.ndarray
+    names: list[str]
+
+
+@dataclass
+class MergedRows:
+    """Row metadata of every shard in corpus order, shaped as ``FeatureWriter.create`` takes a corpus
+    and its tokenisation (both arguments get this object)."""
+
+    texts: list[str]
+    ids: list[str]
+    split: list[str] | None
+    labels: dict[str, StoredLabels]
+    full_lengths: np.ndarray
+    lengths: np.ndarray
+    offsets: np.ndarray
+    input_ids: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
+    word_ids: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return len(self.texts)
+
+    @property
+    def truncated(self) -> np.ndarray:
+        return self.lengths < self.full_lengths
+
+
+def shard_rows_match(writer: FeatureWriter, rows: np.ndarray) -> bool:
+    """Whether an unfinished shard file holds exactly these corpus rows."""
+    return s.ROW_INDEX in writer.file and np.array_equal(writer.file[s.ROW_INDEX][()], rows)
+
+
+def open_shard(path: Path) -> h5py.File:
+    """A finished shard file, read-only (``FeatureFile`` checks it first and raises its clear errors)."""
+    with FeatureFile(path):
+        pass
+    return h5py.File(path, "r", locking=False)
+
+
+def shard_attrs(file: h5py.File) -> dict:
+    """The attributes a merge checks a shard by (``schema.SHARD_ATTRS`` and the provenance)."""
+    return {key: _decode_attr(value) for key, value in file.attrs.items()}
+
+
+def shard_row_index(file: h5py.File) -> np.ndarray | None:
+    """The corpus rows of a shard (None when the file does not say)."""
+    if s.ROW_INDEX not in file:
+        return None
+    index = file[s.ROW_INDEX][()]
+    return index if len(index) == int(file.attrs[s.N_ROWS]) else None
+
+
+def _gather(files, indices, n_rows: int, path: str, dtype=None) -> np.ndarray:
+    """A per-row dataset of every shard, put back in corpus order."""
+    out = np.empty(n_rows, dtype=dtype or files[0][path].dtype)
+    for file, index in zip(files, indices):
+        out[index] = file[path][()]
+    return out
+
+
+def _gather_strings(files, indices, n_rows: int, path: str) -> list[str]:
+    out = np.empty(n_rows, dtype=object)
+    for file, index in zip(files, indices):
+        out[index] = read_strings(file[path])
+    return list(out)
+
+
+def _token_positions(shard_offsets: np.ndarray, rows: np.ndarray, out_offsets: np.ndarray, out_base: int) -> np.ndarray:
+    """Destination positions (relative to ``out_base``) of the tokens of shard rows, in shard order."""
+    lengths = np.diff(shard_offsets)
+    starts = out_offsets[rows] - out_base
+    within = np.arange(int(lengths.sum())) - np.repeat(shard_offsets[:-1] - shard_offsets[0], lengths)
+    return np.repeat(starts, lengths) + within
+
+
+def _gather_tokens(files, indices, out_offsets, path) -> np.ndarray:
+    out = np.empty(int(out_offsets[-1]), dtype=np.int32)
+    for file, index in zip(files, indices):
+        out[_token_positions(file[s.TOKEN_OFFSETS][()], index, out_offsets, 0)] = file[path][()]
+    return out
+
+
+def _labels(files, indices, n_rows: int) -> dict[str, StoredLabels]:
+    labels = {}
+    first = files[0]
+    for key in first[s.LABELS]:
+        dataset = first[s.LABELS][key]
+        column, names = str(dataset.attrs[s.LABEL_COLUMN]), json.loads(dataset.attrs[s.LABEL_NAMES])
+        for file in files[1:]:
+            if key not in file[s.LABELS] or json.loads(file[s.LABELS][key].attrs[s.LABEL_NAMES]) != names:
+                raise StoreError(f"{file.filename} has other label classes in column '{column}' than the first shard")
+        labels[column] = StoredLabels(column, _gather(files, indices, n_rows, s.label_path(column)), names)
+    return labels
+
+
+def merged_rows(files, indices, n_rows: int) -> MergedRows:
+    """Row metadata of the whole corpus from its shards."""
+    first = files[0]
+    with_tokens = s.TOKENS in first
+    n_kept = _gather(files, indices, n_rows, s.N_KEPT).astype(np.int64)
+    offsets = np.zeros(n_rows + 1, dtype=np.int64)
+    np.cumsum(n_kept, out=offsets[1:])
+    rows = MergedRows(
+        texts=_gather_strings(files, indices, n_rows, s.TEXT), ids=_gather_strings(files, indices, n_rows, s.IDS),
+        split=_gather_strings(files, indices, n_rows, s.SPLIT) if s.SPLIT in first else None,
+        labels=_labels(files, indices, n_rows), full_lengths=_gather(files, indices, n_rows, s.N_TOKENS).astype(np.int32),
+        lengths=n_kept.astype(np.int32), offsets=offsets)
+    if with_tokens:
+        rows.input_ids = _gather_tokens(files, indices, offsets, s.TOKEN_INPUT_IDS)
+        rows.word_ids = _gather_tokens(files, indices, offsets, s.TOKEN_WORD_IDS)
+    return rows
+
+
+def merged_attrs(files, fingerprint: str) -> dict:
+    """The merged file's provenance: the first shard's, without what is shard- or layout-specific."""
+    attrs = {key: value for key, value in files[0].attrs.items()
+             if key not in s.SHARD_ATTRS and key not in s.LAYOUT_ATTRS}
+    options = json.loads(attrs.get(s.OPTIONS, "{}"))
+    options.pop("shard_index", None)
+    attrs[s.OPTIONS] = json.dumps(options)
+    attrs[s.FINGERPRINT] = fingerprint
+    attrs[s.CREATED] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    attrs[s.MERGED_FROM] = json.dumps([{"file": Path(file.filename).name, "rows": int(file.attrs[s.N_ROWS]),
+                                        "device": str(file.attrs.get("device", ""))} for file in files])
+    return attrs
+
+
+def create_merged(output: Path, files, indices, n_rows: int, fingerprint: str) -> FeatureWriter:
+    """Start the merged file: the shards' layout and the corpus-order rows."""
+    first = files[0]
+    rows = merged_rows(files, indices, n_rows)
+    return FeatureWriter.create(output, merged_attrs(files, fingerprint), rows, rows, s.layouts_from_attrs(first.attrs),
+                                np.dtype(str(first.attrs[s.STORE_DTYPE])), bool(first.attrs[s.WITH_TOKENS]))
+
+
+def _blocks(writer: FeatureWriter, plan_windows) -> list[tuple[int, int]]:
+    itemsize = np.dtype(str(writer.attrs[s.STORE_DTYPE])).itemsize
+    row_bytes = sum(site.row_bytes(itemsize) for site in writer.sites)
+    offsets = writer.token_offsets
+    if offsets is None:
+        return plan_windows(writer.n_rows, int(max(1, BLOCK_BYTES // max(1, row_bytes))))
+    token_bytes = sum(site.token_bytes(itemsize) for site in writer.sites)
+    return plan_windows(writer.n_rows, int(max(1, BLOCK_BYTES // max(1, row_bytes))), np.diff(offsets),
+                        BLOCK_BYTES / token_bytes)
+
+
+def copy_shards(writer: FeatureWriter, files, indices, plan_windows, progress: bool = False) -> None:
+    """Copy every site's features from the shards into ``writer`` block by block in corpus order,
+    committing each block (an interrupted merge resumes at the last one)."""
+    from tqdm.auto import tqdm
+
+    offsets = writer.token_offsets
+    row_paths = [path for site in writer.sites for path in site.pooled_paths.values()]
+    token_paths = [site.tokens_path for site in writer.sites] if offsets is not None else []
+    shard_offsets = [file[s.TOKEN_OFFSETS][()] for file in files] if offsets is not None else None
+    start_row = writer.rows_done
+    with tqdm(total=writer.n_rows, initial=start_row, unit="rows", disable=not progress, desc="merge") as bar:
+        for start, stop in _blocks(writer, plan_windows):
+            if stop <= start_row:
+                continue
+            values = {path: np.empty((stop - start,) + files[0][path].shape[1:], files[0][path].dtype)
+                      for path in row_paths}
+            base = int(offsets[start]) if offsets is not None else 0
+            for path in token_paths:
+                values[path] = np.empty((int(offsets[stop]) - base,) + files[0][path].shape[1:], files[0][path].dtype)
+            for k, (file, index) in enumerate(zip(files, indices)):
+                # A shard's rows are ascending, so those falling in [start, stop) are one contiguous slice.
+                lo, hi = np.searchsorted(index, [start, stop])
+                if lo == hi:
+                    continue
+                for path in row_paths:
+                    values[path][index[lo:hi] - start] = file[path][lo:hi]
+                if token_paths:
+                    shard = shard_offsets[k][lo : hi + 1]
+                    destination = _token_positions(shard, index[lo:hi], offsets, base)
+                    for path in token_paths:
+                        values[path][destination] = file[path][int(shard[0]) : int(shard[-1])]
+            writer.write_window(start, stop, values)
+            writer.commit(stop)
+            bar.update(stop - start)
