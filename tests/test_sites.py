@@ -18,6 +18,7 @@ from featx.extraction.sites import (
 
 from conftest import SENTENCES, write_csv
 from helpers import max_abs_diff
+from featx.extraction.onednn import available as onednn_available
 
 POOLINGS = ("cls", "mean", "max", "last")
 
@@ -340,3 +341,35 @@ def test_a_module_outside_the_layers_is_filed_under_layer_0(tiny_model, corpus_c
         assert features.site_layers("module:embeddings") == [0]
         # the embeddings module's output is the model's hidden state 0
         assert max_abs_diff(features.features("max", 0, site="module:embeddings"), features.features("max", 0)) == 0
+
+
+@pytest.mark.parametrize("onednn", ["1", "0"])
+def test_hooked_dense_records_pre_activation_values_on_every_path(tiny_model, corpus_csv, tmp_path, monkeypatch,
+                                                                  onednn):
+    """The CPU fast path fuses ``intermediate.dense`` with its GELU; a hook on that dense must still see what the
+    plain model computes there (pre-GELU), with and without the fast path."""
+    from featx.extraction import runner as runner_module
+
+    monkeypatch.setenv("FEATX_ONEDNN", onednn)
+    packed = []
+    original = runner_module.prepack_linears
+
+    def counting(*args, **kwargs):
+        packed.append(original(*args, **kwargs))
+        return packed[-1]
+
+    monkeypatch.setattr(runner_module, "prepack_linears", counting)
+    site = "module:encoder.layer.*.intermediate.dense"
+    out = tmp_path / f"dense-{onednn}.h5"
+    featx.extract(corpus_csv, model=str(tiny_model), output=out, store_dtype="float32", progress=False, sites=site)
+    assert (packed[0] > 0) == (onednn == "1" and onednn_available())
+    texts = [row[0] for row in SENTENCES]
+    expected = reference_sites(tiny_model, texts, {site: ("encoder.layer.{i}.intermediate.dense", "output")}, 2)
+    with featx.open(out) as features:
+        for name in POOLINGS:
+            for layer in (1, 2):
+                got, want = features.features(name, layer, site=site), expected[site][name][:, layer - 1]
+                assert max_abs_diff(got, want) < 1e-4, (name, layer)
+        # post-GELU values (what the fused layer returns) would differ by far more than that
+        gelu = torch.nn.functional.gelu(torch.from_numpy(expected[site]["max"][:, 0])).numpy()
+        assert max_abs_diff(features.features("max", 1, site=site), gelu) > 1e-2

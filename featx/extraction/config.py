@@ -196,13 +196,13 @@ def make_config(config: ExtractConfig | str | Path | None = None, **options) -> 
 
 def summary_of(path: Path, status: str, seconds: float, skipped: int) -> ExtractSummary:
     """The summary of a finished features file."""
-    from ..store import FeatureFile
+    from ..store import FeatureFile, schema
 
     with FeatureFile(path) as features:
         attrs = features.attrs
         return ExtractSummary(
             output=path, status=status, rows=features.n_rows, tokens=int(features.n_kept.sum()),
             truncated_rows=int(features.truncated.sum()), skipped_empty=skipped, seconds=seconds,
-            file_bytes=path.stat().st_size, model=str(attrs.get("model")), device=str(attrs.get("device")),
-            dtype=str(attrs.get("compute_dtype")), layers=features.layers, poolings=features.poolings,
+            file_bytes=path.stat().st_size, model=str(attrs.get(schema.MODEL)), device=str(attrs.get(schema.DEVICE)),
+            dtype=str(attrs.get(schema.COMPUTE_DTYPE)), layers=features.layers, poolings=features.poolings,
         )

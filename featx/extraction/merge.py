@@ -81,8 +81,8 @@ def _check_shard(path: Path, attrs, manifest: dict, index: int) -> None:
                          "do not rename shard files; re-run that shard with featx extract --overwrite")
     manifest_name = manifest_path(path.with_name(manifest["output"])).name
     checks = (  # shard attribute, manifest key, what differs
-        ("model_sha256", "model_sha256", "a different model (weights)"),
-        ("corpus_sha256", "corpus_sha256", "a different corpus file"),
+        (schema.MODEL_SHA256, "model_sha256", "a different model (weights)"),
+        (schema.CORPUS_SHA256, "corpus_sha256", "a different corpus file"),
         (schema.BASE_FINGERPRINT, "fingerprint", "different extraction options"),
         (schema.SHARD_ASSIGNMENT, "assignment", "a different row assignment (another featx version)"),
         (schema.CORPUS_N_ROWS, "corpus_n_rows", "a different number of corpus rows"),

@@ -13,7 +13,7 @@ import pandas as pd
 from .._version import __version__
 from ..errors import InputError
 from ..selection import LayerSpec, parse_layer_specs, parse_poolings
-from ..store import FeatureFile
+from ..store import FeatureFile, schema
 from . import classifiers as clf
 from . import evaluation as ev
 from .config import ProbeConfig
@@ -93,7 +93,7 @@ def _check_corpus(features: FeatureFile, config: ProbeConfig) -> None:
     """Warn (not fail) when the corpus file changed since extraction: the stored labels may be outdated."""
     from ..extraction.corpus import file_sha256
 
-    corpus_path, recorded = features.attrs.get("corpus_path"), features.attrs.get("corpus_sha256")
+    corpus_path, recorded = features.attrs.get(schema.CORPUS_PATH), features.attrs.get(schema.CORPUS_SHA256)
     if not corpus_path or not recorded or not Path(corpus_path).is_file():
         return
     try:
@@ -110,8 +110,8 @@ def _check_baseline(main: FeatureFile, other: FeatureFile, specs: list[LayerSpec
     problem = None
     if other.n_rows != main.n_rows:
         problem = f"it has {other.n_rows} rows, {main.path.name} has {main.n_rows}"
-    elif main.attrs.get("corpus_sha256") and other.attrs.get("corpus_sha256") and \
-            main.attrs["corpus_sha256"] != other.attrs["corpus_sha256"]:
+    elif main.attrs.get(schema.CORPUS_SHA256) and other.attrs.get(schema.CORPUS_SHA256) and \
+            main.attrs[schema.CORPUS_SHA256] != other.attrs[schema.CORPUS_SHA256]:
         problem = "it was extracted from a different corpus file (corpus sha256 differs)"
     elif other.ids != main.ids:
         first = next(i for i, (a, b) in enumerate(zip(main.ids, other.ids)) if a != b)
@@ -484,14 +484,14 @@ def probe(config: ProbeConfig | str | Path | None = None, **options) -> ProbeRes
         if "attn" in classifiers and not features.has_tokens:
             raise InputError(f"the attn probe needs token-level states, and {path} has none",
                              "re-extract with featx extract --tokens, or choose --classifier logreg,svm,mlp")
-        meta_file = {key: features.attrs.get(key) for key in ("model", "model_sha256", "corpus_path", "corpus_sha256")}
+        meta_file = {key: features.attrs.get(key) for key in (schema.MODEL, schema.MODEL_SHA256, schema.CORPUS_PATH, schema.CORPUS_SHA256)}
         n_rows = features.n_rows
         if config.baseline is not None:
             with FeatureFile(config.baseline, allow_partial=config.allow_partial) as other:
                 _check_baseline(features, other, specs, poolings, "attn" in classifiers)
                 _check_baseline_sites(other, sites)
-                baseline_model = other.attrs.get("model")
-                if other.attrs.get("random_init"):
+                baseline_model = other.attrs.get(schema.MODEL)
+                if other.attrs.get(schema.RANDOM_INIT):
                     baseline_model = f"{baseline_model} (random init)"
 
     _check_predictions_choice(config.predictions, poolings, classifiers)

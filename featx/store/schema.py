@@ -57,6 +57,11 @@ LAYERS, POOLINGS, N_ROWS, HIDDEN_SIZE = "layers", "poolings", "n_rows", "hidden_
 STORE_DTYPE, WITH_TOKENS, SITES_ATTR = "store_dtype", "tokens", "sites"
 FINGERPRINT, REQUEST_KEY, SKIPPED_EMPTY = "fingerprint", "request_key", "skipped_empty_rows"
 OPTIONS, CREATED, MERGED_FROM = "options", "created", "merged_from"
+# Provenance attributes written by the extraction (``featx.extraction.plan.provenance``) and read back
+MODEL, MODEL_PATH, MODEL_SHA256, MODEL_TYPE = "model", "model_path", "model_sha256", "model_type"
+CORPUS_PATH, CORPUS_SHA256, TEXT_COL, ID_COL = "corpus_path", "corpus_sha256", "text_col", "id_col"
+RANDOM_INIT, DEVICE, COMPUTE_DTYPE, MAX_LENGTH = "random_init", "device", "compute_dtype", "max_length"
+FEATX_VERSION, TOKENIZER, N_MODEL_LAYERS = "featx_version", "tokenizer", "n_model_layers"
 ESCAPED, LABEL_COLUMN, LABEL_NAMES, SITE_NAME = "escaped", "column", "names", "site"
 SHARD_INDEX, SHARD_COUNT, SHARD_ASSIGNMENT = "shard_index", "shard_count", "shard_assignment"
 CORPUS_N_ROWS, BASE_FINGERPRINT = "corpus_n_rows", "base_fingerprint"

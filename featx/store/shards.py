@@ -152,7 +152,7 @@ def merged_attrs(files, fingerprint: str) -> dict:
     attrs[s.FINGERPRINT] = fingerprint
     attrs[s.CREATED] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     attrs[s.MERGED_FROM] = json.dumps([{"file": Path(file.filename).name, "rows": int(file.attrs[s.N_ROWS]),
-                                        "device": str(file.attrs.get("device", ""))} for file in files])
+                                        "device": str(file.attrs.get(s.DEVICE, ""))} for file in files])
     return attrs
 
 

@@ -1,0 +1,64 @@
+"""``ExtractConfig``: every option validated once, on creation, before anything is read or loaded; never mutated."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from click.testing import CliRunner
+
+from featx.cli import main
+from featx.errors import InputError
+from featx.extraction import ExtractConfig, make_config
+
+BAD = [
+    ({"batch_size": 0}, r"--batch-size 0 must be a whole number of at least 1"),
+    ({"batch_size": -3}, r"--batch-size -3"),
+    ({"max_tokens": 0}, r"--max-tokens 0 must be"),
+    ({"commit_rows": -1}, r"--commit-rows -1 must be"),
+    ({"max_length": 1}, r"--max-length 1 must be a whole number of at least 2"),
+    ({"store_dtype": "int8"}, r"--store-dtype 'int8' is not understood"),
+    ({"dtype": "float64"}, r"--dtype 'float64' is not understood"),
+    ({"encoding": "klingon"}, r"unknown encoding 'klingon'"),
+    ({"text_col": " "}, r"--text-col is empty"),
+    ({"output": "out.csv"}, r"should end in .h5"),
+    ({"shards": 2}, r"--shards and --shard-index go together"),
+    ({"shards": 2, "shard_index": 2}, r"--shard-index 2 is out of range"),
+]
+
+
+@pytest.mark.parametrize("options, message", BAD, ids=[next(iter(options)) for options, _ in BAD])
+def test_bad_options_are_refused_on_creation(options, message):
+    with pytest.raises(InputError, match=message):
+        ExtractConfig(corpus="corpus.csv", **options)
+
+
+def test_config_is_frozen_and_normalised_once():
+    config = ExtractConfig(corpus="corpus.csv", store_dtype="FP32")
+    assert config.store_dtype == "float32"
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        config.store_dtype = "float16"
+    changed = make_config(config, batch_size=8)
+    assert changed.batch_size == 8 and config.batch_size == 256 and changed.store_dtype == "float32"
+    with pytest.raises(InputError, match="--batch-size 0"):
+        make_config(config, batch_size=0)
+
+
+def test_unknown_option_names_the_known_ones():
+    with pytest.raises(InputError, match="unknown extraction option.*: batchsize"):
+        make_config("corpus.csv", batchsize=8)
+
+
+@pytest.mark.parametrize("flag, value", [("--batch-size", "0"), ("--max-tokens", "-5"), ("--commit-rows", "0")])
+def test_cli_refuses_non_positive_sizes_before_loading_anything(tmp_path, monkeypatch, flag, value):
+    from featx.extraction import orchestrate
+
+    def no_load(*args, **kwargs):
+        raise AssertionError("the model was loaded before the options were checked")
+
+    monkeypatch.setattr(orchestrate, "load_model", no_load)
+    corpus = tmp_path / "c.csv"
+    corpus.write_text("text\nhello\n")
+    result = CliRunner().invoke(main, ["extract", str(corpus), flag, value, "-q"])
+    assert result.exit_code == 2, result.output
+    assert result.output.startswith(f"featx: error: {flag} {value} must be a whole number") and "Traceback" not in result.output

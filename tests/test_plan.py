@@ -1,0 +1,76 @@
+"""``ExtractionPlan``: resolved once; the runner, the loop, the writer, the estimate and the merge read it."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+
+import featx
+from featx.extraction import ExtractConfig
+from featx.extraction.corpus import read_corpus
+from featx.extraction.modeling import load_model
+from featx.extraction.plan import MAX_WINDOW_ROWS, MIN_WINDOW_ROWS, WINDOW_BYTES, resolve_plan, window_rows
+from featx.extraction.sharding import ShardSpec
+from featx.store import FeatureFile
+
+from conftest import SENTENCES, write_csv
+
+
+def _plan(tiny_model, corpus, **options):
+    config = ExtractConfig(corpus=corpus, model=str(tiny_model), progress=False, **options)
+    loaded = load_model(config.model, "cpu", "float32")
+    return resolve_plan(config, read_corpus(corpus).sha256, loaded), loaded
+
+
+def test_hidden_is_an_ordinary_first_site(tiny_model, corpus_csv):
+    plan, _ = _plan(tiny_model, corpus_csv, sites="hidden,ffn,attn_heads", poolings="mean,pooler")
+    assert [site.name for site in plan.sites] == ["hidden", "ffn", "attn_heads"]
+    assert plan.hidden.pooled_paths == {"mean": "pooled/mean", "pooler": "pooled/pooler"}
+    assert plan.sites[1].poolings == ("mean",) and plan.sites[1].width == 64 and plan.sites[1].layers == (1, 2)
+    assert plan.sites[2].width == 3 * 4 and [site.name for site in plan.hooked] == ["ffn", "attn_heads"]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        plan.max_tokens = 1
+
+
+def test_window_rows_count_every_site(tiny_model, corpus_csv):
+    hidden, _ = _plan(tiny_model, corpus_csv, store_dtype="float32")
+    both, _ = _plan(tiny_model, corpus_csv, store_dtype="float32", sites="hidden,ffn")
+    assert both.row_bytes() == hidden.row_bytes() + 4 * 2 * 64 * 4  # 4 poolings x 2 layers x 64 wide x 4 bytes
+    assert window_rows(both.config, both.row_bytes()) == both.window_rows
+    assert both.window_rows == max(MIN_WINDOW_ROWS, min(MAX_WINDOW_ROWS, WINDOW_BYTES // both.row_bytes()))
+    wide = ExtractConfig(corpus=corpus_csv, commit_rows=7)
+    assert window_rows(wide, 10**9) == 7
+
+
+def test_defaults_are_resolved_once(tiny_model, corpus_csv):
+    plan, loaded = _plan(tiny_model, corpus_csv)
+    assert plan.max_tokens == 8192 and plan.store_dtype == "float16" and plan.layers == [0, 1, 2]
+    assert plan.output == corpus_csv.with_name("corpus.features.h5") and plan.fingerprint == plan.base_fingerprint
+    short, _ = _plan(tiny_model, corpus_csv, max_tokens=8)
+    assert short.max_tokens == loaded.max_length  # never below one full-length row
+
+
+def test_shard_plan_names_the_shard_file_and_its_own_fingerprint(tiny_model, corpus_csv):
+    config = ExtractConfig(corpus=corpus_csv, model=str(tiny_model), shards=2, shard_index=1)
+    loaded = load_model(config.model, "cpu", "float32")
+    plan = resolve_plan(config, "sha", loaded, ShardSpec(1, 2))
+    assert plan.output.name == "corpus.features.shard-01-of-02.h5" and plan.merged_output.name == "corpus.features.h5"
+    assert json.loads(plan.fingerprint) == {"run": plan.base_fingerprint, "shard_index": 1, "shard_count": 2,
+                                            "assignment": "round-robin-by-char-length-v1"}
+
+
+def test_the_file_is_what_the_plan_says(tiny_model, tmp_path):
+    corpus = write_csv(tmp_path / "c.csv", SENTENCES * 3)
+    options = dict(sites="hidden,ffn", poolings="mean,max", layers="1,2", commit_rows=5, store_dtype="float32")
+    plan, _ = _plan(tiny_model, corpus, **options)
+    summary = featx.extract(corpus, model=str(tiny_model), output=plan.output, progress=False, **options)
+    with FeatureFile(summary.output) as features:
+        assert features.fingerprint == plan.fingerprint
+        assert features.sites == [site.name for site in plan.sites] and features.layers == plan.layers
+        assert features.site_poolings("ffn") == list(plan.sites[1].poolings)
+        assert features.features("max", 2, site="ffn").dtype == np.float32
+    guess = featx.estimate(corpus, model=str(tiny_model), output=plan.output, calibrate=False, **options)
+    assert guess.layers == plan.layers and guess.poolings == plan.poolings
