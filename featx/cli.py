@@ -130,11 +130,11 @@ def merge(output, keep_shards, overwrite, quiet):
 def probe(features, no_control, **options):
     """Train probes per layer and pooling on FEATURES (default: the last extraction in this directory)."""
     from .probing import ProbeConfig, probe as run_probe
-    from .state import last
+    from .state import given_or_last
 
-    if features is None and last("features") is not None:  # say which file before the (long) run starts
-        features = last("features")
-        click.echo(f"using the last extraction in this directory: {features}")
+    features, using_last = given_or_last(features, "features")
+    if using_last:  # say which file before the (long) run starts
+        click.echo(using_last)
     config = ProbeConfig(features=features, control=not no_control, **options)
     result = run_probe(config)
     for note in result.notes:
@@ -185,15 +185,12 @@ def plot(results, output, metric, classifier, baseline, compare, dpi):
 
     from .errors import InputError
     from .plots import default_output, figure, labels_figure
-    from .state import last
+    from .state import given_or_last
 
     if not results:
-        remembered = last("results")
-        if remembered is None:
-            raise InputError("no results file given and none remembered in this directory",
-                             "run featx probe first, or pass the .probe.csv file: featx plot RESULTS")
+        remembered, using_last = given_or_last(None, "results")
         results = (remembered,)
-        click.echo(f"using the last results: {remembered}")
+        click.echo(using_last)
     if output is not None and len(results) > 1 and output.suffix:
         raise InputError(f"-o {output} names one figure but {len(results)} results files were given",
                          "pass a directory to -o, or one results file")

@@ -42,3 +42,26 @@ def remember(kind: str, path: Path, directory: Path | None = None) -> None:
 def last(kind: str, directory: Path | None = None) -> Path | None:
     value = read_state(directory).get(kind)
     return Path(value) if value else None
+
+
+# What each remembered kind is called in messages, and how to make one.
+_REMEMBERED = {
+    "features": ("features", "extraction", "give the path (featx probe FEATURES.h5) or run featx extract here first"),
+    "results": ("results", "probing run", "give the path (e.g. RESULTS.probe.csv) or run featx probe here first"),
+}
+
+
+def given_or_last(path, kind: str, directory: Path | None = None) -> tuple[Path, str | None]:
+    """``path`` if given, else the last ``kind`` remembered in this directory, with a note saying so.
+
+    The one place where "no path given" falls back to the remembered file (``featx probe``, ``plot``, ``explain``).
+    """
+    if path is not None:
+        return Path(path), None
+    from .errors import InputError
+
+    noun, run, hint = _REMEMBERED[kind]
+    remembered = last(kind, directory)
+    if remembered is None:
+        raise InputError(f"no {noun} file given, and no {run} is remembered in this directory", hint)
+    return remembered, f"using the last {run} in this directory: {remembered}"

@@ -3,6 +3,7 @@
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -58,3 +59,24 @@ def test_real_process_has_no_traceback(tiny_model, in_tmp):
 def test_version():
     result = CliRunner().invoke(main, ["--version"])
     assert result.exit_code == 0 and "featx" in result.output
+
+
+def test_the_remembered_file_fallback_is_one_function(tmp_path, monkeypatch):
+    """``given_or_last`` is the only fallback: a given path wins, else the remembered one with a note, else a
+    clear error; probe, plot and explain all go through it."""
+    import pytest
+
+    from featx.errors import InputError
+    from featx.state import given_or_last, remember
+
+    monkeypatch.chdir(tmp_path)
+    assert given_or_last("x.h5", "features") == (Path("x.h5"), None)
+    with pytest.raises(InputError, match="no features file given, and no extraction is remembered"):
+        given_or_last(None, "features")
+    (tmp_path / "f.h5").write_bytes(b"")
+    remember("features", tmp_path / "f.h5")
+    path, note = given_or_last(None, "features")
+    assert path == (tmp_path / "f.h5").resolve() and note == f"using the last extraction in this directory: {path}"
+    sources = {name: (Path(__file__).parents[1] / "featx" / name).read_text()
+               for name in ("cli.py", "probing/api.py", "probing/explain.py", "plots.py")}
+    assert all('last("' not in text for text in sources.values())

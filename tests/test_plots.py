@@ -177,7 +177,7 @@ def test_cli_defaults_to_the_last_results(results_csv, tmp_path, monkeypatch):
     remember("results", results_csv)
     result = CliRunner().invoke(main, ["plot"])
     assert result.exit_code == 0, result.output
-    assert f"using the last results: {results_csv}" in result.output
+    assert f"using the last probing run in this directory: {results_csv}" in result.output
     png, svg = results_csv.with_suffix(".png"), results_csv.with_suffix(".svg")
     assert png.stat().st_size > 10_000 and svg.stat().st_size > 10_000
     assert f"wrote {png}, {svg}" in result.output
@@ -202,7 +202,7 @@ def test_cli_output_directory_metric_and_baseline(results_csv, tmp_path):
 @pytest.mark.parametrize(
     "args, message",
     [
-        ([], "no results file given and none remembered"),
+        ([], "no results file given, and no probing run is remembered"),
         (["missing.probe.csv"], "does not exist"),
         (["RESULTS", "--metric", "f2"], "metric 'f2' is not in these results"),
         (["RESULTS", "RESULTS", "-o", "one.png"], "names one figure but 2 results files"),

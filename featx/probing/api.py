@@ -13,6 +13,7 @@ import pandas as pd
 from .._version import __version__
 from ..errors import InputError
 from ..selection import LayerSpec, parse_layer_specs, parse_poolings
+from ..state import given_or_last
 from ..store import FeatureFile, schema
 from . import classifiers as clf
 from . import evaluation as ev
@@ -61,20 +62,7 @@ class ProbeResult:
 
 
 # -- resolving the inputs ----------------------------------------------------------------------------
-def _resolve_features(config: ProbeConfig) -> Path:
-    if config.features is not None:
-        return Path(config.features)
-    from ..state import last
-
-    path = last("features")
-    if path is None:
-        raise InputError("no features file given, and no extraction is remembered in this directory",
-                         "give the path (featx probe FEATURES.h5) or run featx extract here first")
-    config.notes.append(f"using the last extraction in this directory: {path}")
-    return path
-
-
-def _default_label(features: FeatureFile, config: ProbeConfig) -> str:
+def _default_label(features: FeatureFile, config: ProbeConfig, notes: list[str]) -> str:
     columns = features.label_columns
     if config.label is not None:
         features.labels(config.label)  # raises the clear "no label column" error
@@ -84,12 +72,12 @@ def _default_label(features: FeatureFile, config: ProbeConfig) -> str:
                          "add a label column to the corpus and extract again")
     if "label" in columns:
         return "label"
-    config.notes.append(f"no 'label' column; probing '{columns[0]}' (label columns: {', '.join(columns)}; "
+    notes.append(f"no 'label' column; probing '{columns[0]}' (label columns: {', '.join(columns)}; "
                         "choose with --label)")
     return columns[0]
 
 
-def _check_corpus(features: FeatureFile, config: ProbeConfig) -> None:
+def _check_corpus(features: FeatureFile, notes: list[str]) -> None:
     """Warn (not fail) when the corpus file changed since extraction: the stored labels may be outdated."""
     from ..extraction.corpus import file_sha256
 
@@ -101,7 +89,7 @@ def _check_corpus(features: FeatureFile, config: ProbeConfig) -> None:
     except OSError:
         return
     if current != recorded:
-        config.notes.append(f"warning: {corpus_path} changed since {features.path.name} was extracted; "
+        notes.append(f"warning: {corpus_path} changed since {features.path.name} was extracted; "
                             "the stored labels may not match it (re-extract with --overwrite to refresh)")
 
 
@@ -132,7 +120,7 @@ def _check_baseline(main: FeatureFile, other: FeatureFile, specs: list[LayerSpec
 
 
 def _site_plan(features: FeatureFile, config: ProbeConfig, specs: list[LayerSpec],
-               poolings: list[str]) -> dict[str, tuple[list[LayerSpec], list[str]]]:
+               poolings: list[str], notes: list[str]) -> dict[str, tuple[list[LayerSpec], list[str]]]:
     """Per requested site: its layer specs (resolved against the layers it has) and poolings."""
     plan = {}
     for site in config.site_list():
@@ -149,7 +137,7 @@ def _site_plan(features: FeatureFile, config: ProbeConfig, specs: list[LayerSpec
         stored = features.site_poolings(site)
         plan[site] = (site_specs, [pooling for pooling in poolings if pooling in stored])
         if len(plan[site][1]) < len(poolings):
-            config.notes.append(f"site '{site}' has no {', '.join(p for p in poolings if p not in stored)} pooling; "
+            notes.append(f"site '{site}' has no {', '.join(p for p in poolings if p not in stored)} pooling; "
                                 "those rows are probed for hidden only")
     return plan
 
@@ -456,17 +444,17 @@ def probe(config: ProbeConfig | str | Path | None = None, **options) -> ProbeRes
         config = ProbeConfig(**options)
     elif options:
         config = replace(config, **options)
-    config.notes = list(config.notes)
     config.validate()
     started = time.perf_counter()
-    path = _resolve_features(config)
+    path, using_last = given_or_last(config.features, "features")
+    notes = [using_last] if using_last else []  # messages for the user, gathered while resolving
     classifiers = config.classifier_list()
 
     with FeatureFile(path, allow_partial=config.allow_partial) as features:
         if not features.complete:
-            config.notes.append(f"warning: {path} is incomplete; probing the {features.n_rows} rows written so far")
-        _check_corpus(features, config)
-        label = _default_label(features, config)
+            notes.append(f"warning: {path} is incomplete; probing the {features.n_rows} rows written so far")
+        _check_corpus(features, notes)
+        label = _default_label(features, config, notes)
         codes = features.labels(label)
         names = features.label_names(label)
         kept = np.flatnonzero(codes >= 0)
@@ -479,7 +467,7 @@ def probe(config: ProbeConfig | str | Path | None = None, **options) -> ProbeRes
         if split is not None:
             row_info["split"] = np.asarray(split, dtype=object)[kept]
         poolings = parse_poolings(config.poolings, features.poolings)
-        sites = _site_plan(features, config, specs, poolings)
+        sites = _site_plan(features, config, specs, poolings, notes)
         curve_plan = _curve_plan(features, config, sites) if config.train_sizes is not None else {}
         if "attn" in classifiers and not features.has_tokens:
             raise InputError(f"the attn probe needs token-level states, and {path} has none",
@@ -503,7 +491,7 @@ def probe(config: ProbeConfig | str | Path | None = None, **options) -> ProbeRes
                         class_names, label)
     if split is not None and not plan.is_split:
         found = ", ".join(sorted(set(map(str, split[kept])))[:6])
-        config.notes.append(f"the split column has no train and test rows to use (values: {found}); "
+        notes.append(f"the split column has no train and test rows to use (values: {found}); "
                             f"cross-validating with {config.folds} folds instead")
     rng = np.random.default_rng(config.seed + 7919)
     y_control = rng.permutation(y) if config.control else None
@@ -521,7 +509,7 @@ def probe(config: ProbeConfig | str | Path | None = None, **options) -> ProbeRes
                 if "attn" in classifiers and spec.kind != "stack":
                     jobs.append(_Job(source, source_path, spec, TOKENS_POOLING, ["attn"], site))
     if any(spec.kind == "stack" for spec in specs) and ("mlp" in classifiers or "attn" in classifiers):
-        config.notes.append("stack combines linear probes only: it is skipped for mlp and attn")
+        notes.append("stack combines linear probes only: it is skipped for mlp and attn")
 
     workers, threads = _workers(config, len(jobs))
     shared = _Shared(config.allow_partial, kept, y, y_control, plan, len(class_names), label, class_names,
@@ -583,12 +571,12 @@ def probe(config: ProbeConfig | str | Path | None = None, **options) -> ProbeRes
         "control": bool(config.control), "baseline_file": str(Path(config.baseline).resolve()) if config.baseline else None,
         "baseline_model": baseline_model if config.baseline else None, "jobs": workers,
         "seconds": round(time.perf_counter() - started, 3), **{f"{k}_version": v for k, v in _versions().items()},
-        "notes": list(config.notes),
+        "notes": list(notes),
     }
     meta["predictions_for"] = predictions_for
     meta["mdl"] = bool(config.mdl)
     meta["train_sizes"] = sizes
-    result = ProbeResult(table, meta, notes=list(config.notes), predictions=prediction_table, curve=curve)
+    result = ProbeResult(table, meta, notes=list(notes), predictions=prediction_table, curve=curve)
     if config.write:
         csv_path, json_path = results_paths(Path(path), label, config.output)
         if prediction_table is not None:

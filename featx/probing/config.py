@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import InputError
@@ -38,7 +38,6 @@ class ProbeConfig:
     curve_layers: str | None = None  # layers of the learning curves (default: every single layer probed)
     predictions: str | None = None  # "POOLING/CLASSIFIER" of the per-row predictions file (default: the best's)
     progress: bool = False
-    notes: list[str] = field(default_factory=list)  # messages for the user gathered while resolving
 
     def classifier_list(self) -> list[str]:
         names = self.classifiers if isinstance(self.classifiers, (list, tuple)) else str(self.classifiers).split(",")

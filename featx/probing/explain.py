@@ -69,14 +69,9 @@ def _rows(frame: pd.DataFrame, extra: list[str], limit: int) -> list[str]:
 
 def _resolve(results) -> tuple[Path, dict]:
     """The predictions CSV and the run's metadata from a results CSV/JSON or a predictions CSV."""
-    if results is None:
-        from ..state import last
+    from ..state import given_or_last
 
-        results = last("results")
-        if results is None:
-            raise InputError("no results file given, and no probing run is remembered in this directory",
-                             "give the path (featx explain RESULTS.probe.csv) or run featx probe here first")
-    path = Path(results)
+    path, _ = given_or_last(results, "results")
     if not path.exists():
         raise StoreError(f"{path} does not exist", "give a .probe.csv/.probe.json or .predictions.csv of featx probe")
     if path.name.endswith(".predictions.csv"):
