@@ -85,7 +85,7 @@ def _longtail(rows: int, seed: int = 0) -> list[tuple[str, str]]:
 
 
 def model_folder(name: str) -> Path:
-    from featx.modeling import default_model_path
+    from featx.extraction.modeling import default_model_path
 
     if name == "minilm":
         return default_model_path()
@@ -237,7 +237,7 @@ def featx_options(dtype: str) -> list[str]:
 
 
 def run_featx_steady(folder, corpus, dtype, workdir, sites="hidden"):
-    from featx.extractor import ExtractConfig, extract
+    from featx.extraction import ExtractConfig, extract
 
     summary = extract(ExtractConfig(corpus=corpus, output=workdir / "steady.h5", model=str(folder), device="cpu",
                                     dtype=dtype, max_length=MAX_LENGTH, overwrite=True, progress=False, sites=sites))
@@ -259,8 +259,8 @@ def run_featx_command(folder, corpus, dtype, workdir, threads):
 # ------------------------------------------------------------------------------------------------ main
 
 def count_tokens(folder, texts) -> np.ndarray:
-    from featx.modeling import load_tokenizer
-    from featx.tokenize import tokenize_texts
+    from featx.extraction.modeling import load_tokenizer
+    from featx.extraction.tokenize import tokenize_texts
 
     return tokenize_texts(load_tokenizer(str(folder)), texts, MAX_LENGTH).lengths
 

@@ -13,7 +13,9 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 from ..errors import InputError
+from ..store import FeatureFile, schema
 from .model_files import DEFAULT_MODEL
+from .sharding import ShardSpec
 
 STORE_DTYPES = {"float16": "float16", "fp16": "float16", "half": "float16", "float32": "float32", "fp32": "float32"}
 COMPUTE_DTYPES = ("auto", "float32", "fp32", "float16", "fp16", "half", "bfloat16", "bf16")
@@ -105,8 +107,6 @@ def _check_text_col(config: ExtractConfig) -> None:
 
 
 def _check_shards(config: ExtractConfig) -> None:
-    from .sharding import ShardSpec
-
     ShardSpec.from_options(config.shards, config.shard_index)
 
 
@@ -196,8 +196,6 @@ def make_config(config: ExtractConfig | str | Path | None = None, **options) -> 
 
 def summary_of(path: Path, status: str, seconds: float, skipped: int) -> ExtractSummary:
     """The summary of a finished features file."""
-    from ..store import FeatureFile, schema
-
     with FeatureFile(path) as features:
         attrs = features.attrs
         return ExtractSummary(
