@@ -14,7 +14,7 @@ from featx.cli import main
 from featx.state import last
 
 from conftest import write_csv
-from test_probing import N_ROWS, make_rows
+from probe_data import N_ROWS, make_rows
 
 
 @pytest.fixture

@@ -1,9 +1,9 @@
-"""featx probe: planted signals are found, nothing fitted sees a test fold, every probe kind runs."""
+"""``featx.probe`` end to end (``featx/probing/api.py``): planted signals are found, every probe kind runs, results
+files keep their contract. Fold-level rigour is in ``test_evaluation.py``."""
 
 from __future__ import annotations
 
 import json
-import random
 import shutil
 
 import h5py
@@ -12,45 +12,12 @@ import pytest
 
 import featx
 from featx.errors import InputError
-from featx.probing import ProbeConfig, evaluation as ev, load_results, probe
+from featx.probing import ProbeConfig, load_results, probe
 from featx.state import last
 
-from conftest import WORDS, write_csv
+from conftest import write_csv
 from planted import plant
-
-N_ROWS = 80
-
-
-def make_rows(n: int, seed: int = 0, split: bool = False):
-    rng = random.Random(seed)
-    rows = []
-    for i in range(n):
-        text = " ".join(rng.choice(WORDS[:-4]) for _ in range(rng.randint(3, 9)))
-        label = ("neg", "pos")[i % 2]
-        topic = ("a", "b", "c")[i % 3]
-        row = [text, label, topic]
-        if split:
-            row.append("test" if i % 4 == 0 else "train")
-        rows.append(row)
-    return rows
-
-
-@pytest.fixture(scope="session")
-def tiny_features(tiny_model, tmp_path_factory):
-    """Tiny-model features of 80 rows with token states: label (2 classes) and topic (3 classes)."""
-    folder = tmp_path_factory.mktemp("probe-data")
-    corpus = write_csv(folder / "corpus.csv", make_rows(N_ROWS), header=("text", "label", "topic"))
-    output = folder / "corpus.features.h5"
-    featx.extract(corpus, model=str(tiny_model), output=output, tokens=True, progress=False)
-    return output
-
-
-@pytest.fixture
-def features_copy(tiny_features, tmp_path):
-    target = tmp_path / "feats.h5"
-    shutil.copy(tiny_features, target)
-    return target
-
+from probe_data import N_ROWS, features_copy, make_rows, tiny_features  # noqa: F401 (fixtures)
 
 def test_planted_layer_is_found_and_control_stays_near_chance(features_copy):
     plant(features_copy, {1: 2.0}, pooling="mean")
@@ -73,39 +40,6 @@ def test_planted_layers_found_with_all_poolings_in_parallel(features_copy):
     best = result.table[result.table.is_best]
     assert dict(zip(best.pooling, best.layer)) == {"mean": 2, "cls": 0}
     assert result.table.control_accuracy.isna().all()
-
-
-class RecordingScaler(ev.Scaler):
-    """Column 0 of the planted features holds the row number, so a fit can tell which rows it saw."""
-
-    fits: list[set[int]] = []
-
-    def __init__(self, X):
-        RecordingScaler.fits.append(set(np.rint(X[:, 0]).astype(int).tolist()))
-        super().__init__(X)
-
-
-def _scalers_saw_only_training_rows(path, monkeypatch, folds=4):
-    RecordingScaler.fits = []
-    monkeypatch.setattr(ev, "Scaler", RecordingScaler)
-    probe(path, poolings="mean", layers="1", folds=folds, jobs=1, write=False)  # the fits are what is checked
-    with featx.open(path) as features:
-        labels = features.labels("label")
-    plan = ev.make_plan(labels, None, folds, 0, ["neg", "pos"])
-    tests = [set(test.tolist()) for _, test in plan.folds]
-    assert len(RecordingScaler.fits) >= folds  # every fold (the probe and its control share the training part)
-    return all(any(not (seen & test) for test in tests) for seen in RecordingScaler.fits)
-
-
-def test_no_scaler_ever_sees_a_test_fold(features_copy, monkeypatch):
-    with h5py.File(features_copy, "r+") as file:
-        data = file["pooled/mean"][...]
-        data[:, :, 0] = np.arange(N_ROWS)[:, None]  # float16 holds these integers exactly
-        file["pooled/mean"][...] = data
-    assert _scalers_saw_only_training_rows(features_copy, monkeypatch)
-    # The same check catches a scaler fitted on all rows.
-    monkeypatch.setattr(ev, "fit_scaler", lambda X, rows: ev.Scaler(X))
-    assert not _scalers_saw_only_training_rows(features_copy, monkeypatch)
 
 
 def test_cat_stack_mlp_and_attn_run_on_tiny_model_files(tiny_features, tmp_path):
@@ -211,22 +145,6 @@ def test_baseline_is_probed_with_the_same_folds(tiny_model, tiny_features, tmp_p
     assert "baseline features" in result.format_table()
 
 
-def test_metrics_match_scikit_learn():
-    from sklearn.metrics import accuracy_score, balanced_accuracy_score, f1_score
-
-    rng = np.random.default_rng(0)
-    y_true, y_pred = rng.integers(0, 3, 200), rng.integers(0, 3, 200)
-    y_pred[y_pred == 2] = 1  # class 2 never predicted
-    values = ev.metrics_from_confusion(ev.confusion(y_true, y_pred, 3))
-    assert values["accuracy"] == pytest.approx(accuracy_score(y_true, y_pred))
-    assert values["balanced_accuracy"] == pytest.approx(balanced_accuracy_score(y_true, y_pred))
-    assert values["macro_f1"] == pytest.approx(f1_score(y_true, y_pred, average="macro", zero_division=0))
-    low, high = ev.bootstrap_intervals(y_true, y_pred, 3, 500, 0)["accuracy"]
-    assert low < values["accuracy"] < high
-    mean, low, high = ev.t_interval(np.array([0.8, 0.82, 0.78, 0.81, 0.79]))
-    assert mean == pytest.approx(0.8) and low == pytest.approx(0.8 - 2.776 * 0.0158 / 5**0.5, abs=1e-3)
-
-
 def test_config_refuses_bad_options():
     with pytest.raises(InputError, match="classifier 'tree'"):
         ProbeConfig(classifiers="logreg,tree").validate()
@@ -281,23 +199,6 @@ def test_results_from_before_sites_load_as_hidden(tiny_features, tmp_path):
     old.to_csv(tmp_path / "old.csv", index=False)
     table, _ = load_results(tmp_path / "old.csv")
     assert list(table.columns[:2]) == ["features", "site"] and (table.site == "hidden").all()
-
-
-def test_c_search_gets_past_the_majority_plateau_on_imbalanced_data():
-    """Tiny Cs all predict the majority class; the path must not stop on that plateau."""
-    rng = np.random.default_rng(0)
-    y = (rng.random(300) < 0.15).astype(int)  # 15% minority class
-    X = rng.normal(size=(300, 20)).astype(np.float32)
-    X[:, 0] += 0.6 * (2 * y - 1)  # a clear but not huge signal in one feature
-    rows = np.arange(300)
-    fit_rows, val_rows = ev.inner_split(y, rows, seed=0)
-    cs = list(np.logspace(-4, 1, 11))
-    majority = np.bincount(y[val_rows]).max() / len(val_rows)
-    C, model = ev.search_c("svm", X, y, fit_rows, val_rows, cs, balanced=False, seed=0)
-    assert C > 1e-3 and np.mean(model.predict(X[val_rows]) == y[val_rows]) > majority
-    [(C, theta, offsets)] = ev.search_logreg(X, [y], fit_rows, val_rows, 2, cs, balanced=False)
-    assert C > 1e-3
-    assert np.mean(np.argmax(X[val_rows] @ theta[:-1] + theta[-1], axis=1) == y[val_rows]) > majority
 
 
 def test_a_split_column_without_test_rows_falls_back_to_cv_and_says_so(tiny_model, tmp_path):
