@@ -17,8 +17,6 @@ from pathlib import Path
 
 import numpy as np
 
-from .plan import WINDOW_BYTES
-
 CALIBRATION_BATCHES = 3
 CPU_CALIBRATION_TOKENS = 2048  # on CPU the rate per token hardly depends on batch size: time small slices
 STRING_OVERHEAD = 16  # bytes per stored string beyond its UTF-8 text (HDF5 variable-length heap entry)
@@ -182,7 +180,7 @@ def _sizes(plan, corpus, tokenized, loaded) -> Estimate:
         token_bytes += site_tokens - (n_tokens * 8 + (n_rows + 1) * 8 if plan.with_tokens else 0)  # ids: once
     compute_itemsize = torch.empty((), dtype=loaded.dtype).element_size()
     model_bytes = sum(p.numel() * p.element_size() for p in loaded.model.parameters())
-    window_bytes = min(n_rows, plan.window_rows) * plan.row_bytes() + (WINDOW_BYTES if plan.with_tokens else 0)
+    window_bytes = plan.window_bytes(n_rows)
     n_heads = int(getattr(loaded.model.config, "num_attention_heads", 12))
     longest = int(tokenized.lengths.max()) if n_rows else 1
     activations = batch_activation_bytes(plan.max_tokens, loaded.n_layers, len(plan.layers), loaded.hidden_size,

@@ -74,13 +74,9 @@ class ExtractionPlan:
         """Stored bytes of one row's pooled features, every site."""
         return sum(site.row_bytes(self.itemsize) for site in self.sites)
 
-    def token_bytes(self) -> int:
-        """Stored bytes of one token's states, every site (with ``--tokens``)."""
-        return sum(site.token_bytes(self.itemsize) for site in self.sites)
-
-    def window_bytes(self) -> int:
-        """Host memory of one full window of outputs."""
-        return self.window_rows * self.row_bytes() + (WINDOW_BYTES if self.with_tokens else 0)
+    def window_bytes(self, n_rows: int) -> int:
+        """Host memory of one window of outputs on a corpus of ``n_rows`` (token states: their own budget)."""
+        return min(n_rows, self.window_rows) * self.row_bytes() + (WINDOW_BYTES if self.with_tokens else 0)
 
 
 def resolve_poolings(spec: str, loaded: LoadedModel) -> list[str]:
