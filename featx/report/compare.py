@@ -58,8 +58,17 @@ def _fields(frame: pd.DataFrame, meta: dict, classifier: str, site: str) -> dict
     model = _model_name(meta) + (" (random init)" if _random_init(meta) else "")
     corpus = meta.get("corpus_path") or meta.get("features_file") or meta.get("features") or ""
     label = meta.get("label") or (frame["label"].iloc[0] if "label" in frame.columns and len(frame) else "")
-    return {"model": model, "corpus": Path(str(corpus)).name, "label": str(label), "site": site,
-            "classifier": classifier}
+    return {"model": model, "corpus": str(corpus), "label": str(label), "site": site, "classifier": classifier}
+
+
+def short_paths(paths: list[str]) -> list[str]:
+    """The shortest trailing parts that tell the paths apart: ``trec/data.csv``, ``banking77/data.csv``."""
+    parts = [Path(path).parts or ("",) for path in paths]
+    for depth in range(1, max(len(p) for p in parts) + 1):
+        short = ["/".join(p[-depth:]) for p in parts]
+        if len(set(short)) == len(set(paths)):
+            return short
+    return list(paths)
 
 
 def load_entries(sources: Iterable, metric: str = "accuracy", classifier: str | None = None,
@@ -99,8 +108,10 @@ def _name(entries: list[Entry], names: list[str] | None) -> None:
             entry.name = name
         return
     keys = differing_fields(entries)
-    for entry in entries:
-        entry.name = " · ".join(entry.fields[key] for key in keys) if keys else Path(entry.source).name
+    corpora = short_paths([entry.fields["corpus"] for entry in entries])
+    for entry, corpus in zip(entries, corpora):
+        shown = {**entry.fields, "corpus": corpus}
+        entry.name = " · ".join(shown[key] for key in keys) if keys else Path(entry.source).name
     if len({entry.name for entry in entries}) < len(entries):  # same everything: the file names tell them apart
         for entry in entries:
             entry.name = f"{entry.name} ({Path(entry.source).name})" if keys else Path(entry.source).name
@@ -203,7 +214,9 @@ def _ring_significant(ax, entry: Entry, tests: pd.DataFrame, metric: str, relati
 def compare_title(entries: list[Entry]) -> str:
     """What the files share, then what differs: e.g. "MiniLM · 2 corpora" or "tiny-bert · 2 label columns · 12 rows"."""
     keys = differing_fields(entries)
-    shared = [entries[0].fields[key] for key in ("model", "corpus") if key not in keys and entries[0].fields[key]]
+    shared = [entries[0].fields["model"]] if "model" not in keys else []
+    if "corpus" not in keys and entries[0].fields["corpus"]:
+        shared.append(Path(entries[0].fields["corpus"]).name)
     shared = shared[:1] if "corpus" not in keys and "label" in keys and len(keys) == 1 else shared
     if len(keys) == 1:
         parts = shared + [f"{len(entries)} {FIELD_PLURALS[keys[0]]}"]
