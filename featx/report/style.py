@@ -68,19 +68,24 @@ def _style(pooling: str, index: int) -> tuple[str, str]:
 
 
 def legend_below(ax, ncol: int = 3, **options):
-    """A legend under the axes that stays inside the figure: as many columns as the longest entry allows.
+    """A legend under the axes that stays inside the figure: as many columns as fit the axes' width.
 
     Long entries (reference lines with a baseline, say) in three centred columns grew wider than the
-    axes and were clipped at the figure's left edge; the column count now follows the label length.
+    axes and were clipped at the figure's left edge; the legend now starts at the axes' left edge and
+    drops columns until its measured width fits (slightly wider than the axes is fine).
     """
     handles, labels = ax.get_legend_handles_labels()
     if not handles:
         return None
-    longest = max(len(label) for label in labels)
-    width_chars = ax.figure.get_figwidth() * ax.get_position().width * 11  # ~characters per axes width
-    ncol = max(1, min(ncol, len(labels), int(width_chars // max(longest + 4, 1))))
-    return ax.legend(loc="upper left", bbox_to_anchor=(0.0, -0.14), ncol=ncol, frameon=False,
-                     columnspacing=1.2, handlelength=2.2, **options)
+    renderer = ax.figure.canvas.get_renderer()
+    allowed = ax.get_window_extent(renderer).width * 1.15
+    legend = None
+    for columns in range(max(1, min(ncol, len(labels))), 0, -1):
+        legend = ax.legend(loc="upper left", bbox_to_anchor=(0.0, -0.14), ncol=columns, frameon=False,
+                           columnspacing=1.2, handlelength=2.2, **options)
+        if legend.get_window_extent(renderer).width <= allowed:
+            break
+    return legend
 
 
 def save(fig, output: str | os.PathLike, formats: Iterable[str] = FORMATS, dpi: int = 150) -> list[Path]:
