@@ -26,17 +26,19 @@ def _labels(ax):
     return {line.get_label(): line for line in ax.get_lines()}
 
 
-def test_legend_stays_inside_the_figure_with_a_baseline_and_long_names():
+def test_legend_stays_inside_the_figure_with_a_baseline_and_long_names(tmp_path):
     frame, meta = synthetic_results(poolings=("cls", "mean", "max", "last", "pooler"))
     meta["model"] = "sentence-transformers/paraphrase-multilingual-mpnet-base-v2"
-    fig, _ = figures.figure(frame, meta)
-    fig.canvas.draw()
+    frame["control_accuracy"] = 0.5  # on the majority line: one more, longer legend entry
+    fig, _ = figures.figure(frame, meta, output=tmp_path / "f.png", formats=("png",))
     renderer = fig.canvas.get_renderer()
+    assert fig.axes[0].yaxis.label.get_window_extent(renderer).x0 > 5  # the tall legend pushed it off before
     legends = [ax.get_legend() for ax in fig.axes if ax.get_legend() is not None]
     assert legends
     for legend in legends:
         box = legend.get_window_extent(renderer)
-        assert box.x0 >= -1 and box.x1 <= fig.bbox.x1 + 1 and box.y0 >= -1, (box, fig.bbox)
+        # (the star handle's marker may overhang the last text row by a few pixels)
+        assert box.x0 >= 0 and box.x1 <= fig.bbox.x1 and box.y0 >= -4, (box, fig.bbox)
 
 
 def test_control_line_on_the_majority_line_stays_visible_and_says_so():
@@ -44,7 +46,7 @@ def test_control_line_on_the_majority_line_stays_visible_and_says_so():
     frame["control_accuracy"] = 0.5  # exactly the majority class, as on some corpora
     ax = curves.plot_layer_curves(frame, meta)
     lines = _labels(ax)
-    control = lines["control task (max over layers): 0.50 (same as majority class)"]
+    control = lines["control task (max over layers): 0.50 (= majority class)"]
     assert control.get_marker() == "x" and list(control.get_xdata()) == [0, 1, 2]
     assert control.get_linestyle() != lines["majority class: 0.50"].get_linestyle()
     apart = curves.plot_layer_curves(synthetic_results()[0], meta, ax=plt.figure().gca())

@@ -267,8 +267,9 @@ def format_comparison(table: pd.DataFrame, tests: pd.DataFrame | None, notes: li
     lines = _columns(header, rows)
     if tests is not None and not tests.empty:
         for (a, b), part in tests.groupby(["a", "b"], sort=False):
-            lines += ["", f"paired test per layer, {b} vs {a} ({part['tested'].iloc[0]}; Holm over layers; ! = p < 0.05)"]
-            lines += _columns(["layer", "acc " + a[:24], "acc " + b[:24], "diff", "p (Holm)"],
+            lines += ["", f"paired test per layer: A = {a}, B = {b} ({part['tested'].iloc[0]}; Holm over layers; "
+                      "! = p < 0.05)"]
+            lines += _columns(["layer", "acc A", "acc B", "B - A", "p (Holm)"],
                               [[str(int(r.layer)), f"{r.accuracy_a:.3f}", f"{r.accuracy_b:.3f}", f"{-r.difference:+.3f}",
                                 ("<.001" if r.p_holm < 0.001 else f"{r.p_holm:.3f}") + ("!" if r.significant else "")]
                                for r in part.itertuples()])

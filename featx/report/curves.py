@@ -94,7 +94,7 @@ def _draw_references(ax, found: list[tuple[str, float]], layers: list[int]) -> l
     for (name, value), style in zip(found, styles):
         colour = REFERENCE_GREY if style != ":" else OKABE_ITO["black"]
         same = [other for other, earlier in drawn if abs(earlier - value) < COINCIDE]
-        label = f"{name}: {value:.2f}" + (f" (same as {same[0]})" if same else "")
+        label = f"{name}: {value:.2f}" + (f" (= {same[0].split(' (')[0]})" if same else "")
         if same:  # on top of another line: markers along it keep it visible
             ax.plot(layers, [value] * len(layers), color=colour, linestyle=style, linewidth=1.4, marker="x",
                     markersize=7, label=label, zorder=1.5)

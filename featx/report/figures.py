@@ -10,7 +10,8 @@ import pandas as pd
 
 from .curves import plot_layer_curves, plot_mdl
 from .heatmap import plot_heatmap
-from .load import METRIC_NAMES, _check_metric, default_classifier, describe, load_results
+from .load import (METRIC_NAMES, _check_metric, default_classifier, describe, layer_rows, load_results,
+                   poolings_of, references)
 from .style import FORMATS, RC, save
 
 
@@ -27,6 +28,13 @@ def classifiers_of(frame: pd.DataFrame) -> list[str]:
         best = rows.groupby("classifier", sort=False)["accuracy"].max().sort_values(ascending=False, kind="stable")
         return [str(name) for name in best.index]
     return list(dict.fromkeys(rows["classifier"].astype(str)))
+
+
+def _row_height(frame: pd.DataFrame, classifier: str, metric: str) -> float:
+    """Inches for one row of panels: taller when the curves' legend (under the panel) has many entries,
+    so that the layout never has to squeeze the axes or push a label off the figure."""
+    entries = len(poolings_of(layer_rows(frame, classifier))) + len(references(frame, metric, classifier)) + 3
+    return max(5.4, 3.8 + 0.3 * entries)
 
 
 def with_baseline(frame: pd.DataFrame, baseline) -> pd.DataFrame:
@@ -59,7 +67,8 @@ def figure(results, meta: dict | None = None, metric: str = "accuracy", classifi
     n = len(chosen)
     with plt.rc_context(RC):
         columns = 3 if mdl else 2
-        fig, axes = plt.subplots(n, columns, figsize=(19 if mdl else 13, 5.4 * n), squeeze=False,
+        height = max(_row_height(frame, name, metric) for name in chosen)
+        fig, axes = plt.subplots(n, columns, figsize=(19 if mdl else 13, height * n), squeeze=False,
                                  width_ratios=[1.15, 1, 1][:columns], layout="constrained")
         for row, name in zip(axes, chosen):
             where = f" — {name} probe" if n > 1 else ""

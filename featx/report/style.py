@@ -81,11 +81,15 @@ def legend_below(ax, ncol: int = 3, **options):
     allowed = ax.get_window_extent(renderer).width * 1.15
     legend = None
     for columns in range(max(1, min(ncol, len(labels))), 0, -1):
-        legend = ax.legend(loc="upper left", bbox_to_anchor=(0.0, -0.14), ncol=columns, frameon=False,
-                           columnspacing=1.2, handlelength=2.2, **options)
+        legend = ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(0.0, -0.14), ncol=columns,
+                           frameon=False, columnspacing=1.2, handlelength=2.2, **options)
         if legend.get_window_extent(renderer).width <= allowed:
-            break
-    return legend
+            return legend
+    import textwrap  # one column is still too wide: wrap the longest entries
+
+    wrapped = [textwrap.fill(label, 50) if len(label) > 55 else label for label in labels]
+    return ax.legend(handles, wrapped, loc="upper left", bbox_to_anchor=(0.0, -0.14), ncol=1, frameon=False,
+                     handlelength=2.2, **options)
 
 
 def save(fig, output: str | os.PathLike, formats: Iterable[str] = FORMATS, dpi: int = 150) -> list[Path]:
