@@ -121,3 +121,25 @@ def test_cli_compare_errors_exit_2_in_one_line(tmp_path, args, message):
     assert outcome.exit_code == 2, outcome.output
     assert message in outcome.output and "Traceback" not in outcome.output
     assert not (tmp_path / "c.png").exists()
+
+
+def test_paired_tests_under_cross_validation(tiny_model, tmp_path, monkeypatch):
+    """Without a split column the probes are cross-validated: the folds are rebuilt from seed and fold count."""
+    import featx
+    from conftest import write_csv
+    from results_fixtures import tiny_rows
+
+    monkeypatch.chdir(tmp_path)
+    rows = [(text, label) for text, label, _ in tiny_rows(60)]
+    corpus = write_csv(tmp_path / "cv.csv", rows, header=("text", "sentiment"))
+    paths = []
+    for name, random_init in (("model", False), ("random", True)):
+        features = featx.extract(corpus, model=str(tiny_model), output=tmp_path / f"{name}.h5", poolings="mean",
+                                 random_init=random_init, progress=False).output
+        paths.append(featx.probe(features, label="sentiment", folds=3, jobs=1, n_bootstrap=100,
+                                 output=tmp_path / f"{name}.probe").csv_path)
+    result = cmp.compare(paths)
+    assert result.entries[0].meta["evaluation"] == "3-fold cv"
+    assert len(result.tests) == 3 and result.tests["p"].between(0, 1).all()
+    same = cmp.compare([paths[0], paths[0]], names=["a", "b"]).tests
+    assert (same["p"] == 1.0).all() and (same["difference"] == 0).all()  # a file against itself: no difference
