@@ -93,9 +93,9 @@ def render(results, classifier: str | None = None) -> str:
     import matplotlib
 
     matplotlib.use("Agg", force=False)
-    frame, meta = load_results(results)
     if not isinstance(results, (str, os.PathLike)):
         raise InputError("featx report needs a results file path", "give the .probe.csv written by featx probe")
+    frame, meta = load_results(results)
     classifier = classifier or default_classifier(frame)
     layer_rows(frame, classifier)  # fails early, with the classifiers there, on a wrong --classifier
     title = f"{_model_name(meta)} · label: {meta.get('label', '?')}"
