@@ -8,7 +8,7 @@ PIP := $(PY) -m pip --disable-pip-version-check -q
 TORCH ?= torch==2.13.0
 OUT ?= out
 
-.PHONY: demo test install install-test bench clean
+.PHONY: demo test install install-test bench clean browser report-check
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -54,8 +54,24 @@ demo: install
 	@echo "figures:  $(OUT)/demo.features.<label>.probe.png and .svg; all labels together: $(OUT)/demo.labels.png"
 	@echo "notebook: notebooks/layerwise.ipynb reads these files (.venv/bin/pip install jupyterlab; .venv/bin/jupyter lab notebooks/)"
 
-test: install-test
+test: install-test browser
 	$(PY) -m pytest -q
+
+# The report tests load the HTML report in headless Chromium. Installs Debian's chromium once when no
+# chromium binary is found (as root, or through passwordless sudo); without one those tests are skipped.
+browser:
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || { \
+	  echo "no chromium found: installing Debian's chromium for the browser tests"; \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; elif sudo -n true 2>/dev/null; then SUDO="sudo -n"; else SUDO=none; fi; \
+	  if [ "$$SUDO" = none ]; then echo "warning: not root and no sudo: the browser tests will be skipped"; \
+	  else $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null \
+	    || echo "warning: could not install chromium: the browser tests will be skipped"; fi; }
+
+# The report of the demo's sentiment run in headless Chromium; keeps the screenshot and PDF in out/report-check/.
+report-check: install-test browser
+	@mkdir -p $(OUT)/report-check
+	FEATX_REPORT_CHECK_DIR=$(OUT)/report-check $(PY) -m pytest -q tests/test_report_browser.py -rs
+	@echo "screenshot: $(OUT)/report-check/report-screenshot.png; PDF: $(OUT)/report-check/report.pdf"
 
 bench: install
 	$(PIP) install -e ".[bench]"

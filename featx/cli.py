@@ -140,6 +140,10 @@ def probe(features, no_control, **options):
     for note in result.notes:
         click.echo(note, err=note.startswith("warning"))
     click.echo(result.format_table())
+    if result.curve is not None and not result.curve.empty:
+        from .report.learning import format_curve_table
+
+        click.echo("\n" + format_curve_table(result.curve))
     extra = [path.name for path in (result.predictions_path, result.curve_path) if path is not None]
     click.echo(f"\nwrote {result.csv_path} and {', '.join([result.json_path.name, *extra])} "
                f"({result.meta['seconds']:.1f} s)")
@@ -172,8 +176,10 @@ def explain(results, limit, buckets):
               help="Results of a second features file (e.g. --random-init) drawn as a reference line.")
 @click.option("--compare", type=click.Path(path_type=Path), default=None,
               help="Also write one figure comparing all RESULTS (one label column each) to this path.")
+@click.option("--heatmap-scale", type=click.Choice(["robust", "row", "full"]), default="robust", show_default=True,
+              help="Heatmap colours: robust range of the informative cells, per-row min-max, or the full range.")
 @click.option("--dpi", type=int, default=150, show_default=True, help="Resolution of the PNG.")
-def plot(results, output, metric, classifier, baseline, compare, dpi):
+def plot(results, output, metric, classifier, baseline, compare, dpi, heatmap_scale):
     """Draw layer-wise curves and a layer x pooling heatmap from probe RESULTS (.probe.csv or .json).
 
     With no RESULTS, uses the last results written by featx probe in this directory.
@@ -185,6 +191,7 @@ def plot(results, output, metric, classifier, baseline, compare, dpi):
 
     from .errors import InputError
     from .plots import default_output, figure, labels_figure
+    from .report.learning import format_curve_table, is_curve_file, learning_figure
     from .state import given_or_last
 
     if not results:
@@ -200,13 +207,113 @@ def plot(results, output, metric, classifier, baseline, compare, dpi):
             target = output / target.name if (output.is_dir() or not output.suffix) else output
             target.parent.mkdir(parents=True, exist_ok=True)
         click.echo(f"plotting {path}")
-        fig, written = figure(path, metric=metric, classifier=classifier, output=target, dpi=dpi, baseline=baseline)
+        if is_curve_file(path):  # featx probe --train-sizes writes X.curve.csv
+            fig, written = learning_figure(path, output=target, dpi=dpi)
+            click.echo(format_curve_table(path))
+        else:
+            fig, written = figure(path, metric=metric, classifier=classifier, output=target, dpi=dpi, baseline=baseline,
+                                  scale=heatmap_scale)
         plt.close(fig)
         click.echo("wrote " + ", ".join(str(item) for item in written))
     if compare is not None:
         fig, written = labels_figure(results, metric=metric, classifier=classifier, output=compare, dpi=dpi)
         plt.close(fig)
         click.echo("wrote " + ", ".join(str(item) for item in written))
+
+
+# -- comparisons, layer similarity and the HTML report (featx/report/) -----------------------------
+def _agg():
+    import matplotlib
+
+    matplotlib.use("Agg")
+
+
+def _split_names(text):
+    return None if text is None else [name.strip() for name in text.split(",")]
+
+
+@main.command()
+@click.argument("results", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("-o", "--output", type=click.Path(path_type=Path), default=Path("compare.png"), show_default=True,
+              help="Figure path (.png and .svg); the table goes to the same stem + .csv, the tests to .tests.csv.")
+@click.option("--names", default=None, help="Comma-separated line names, one per RESULTS (default: what differs).")
+@click.option("--relative-depth", is_flag=True, help="x = layer / number of layers, so models of any depth line up.")
+@click.option("--metric", default="accuracy", show_default=True, help="accuracy, macro_f1, balanced_accuracy, ...")
+@click.option("--classifier", default=None, help="Which probe's rows (default: each file's best).")
+@click.option("--pooling", default=None, help="Which pooling's curve (default: each file's best).")
+@click.option("--no-tests", is_flag=True, help="Skip the per-layer paired tests.")
+@click.option("--dpi", type=int, default=150, show_default=True, help="Resolution of the PNG.")
+def compare(results, output, names, relative_depth, metric, classifier, pooling, no_tests, dpi):
+    """Compare probe RESULTS across models, corpora, labels, sites or classifiers: one line per file.
+
+    Files of the same rows (e.g. a model and its --random-init baseline) are tested layer by layer.
+    """
+    _agg()
+    import matplotlib.pyplot as plt
+
+    from .report.compare import compare as run_compare
+
+    output.parent.mkdir(parents=True, exist_ok=True)
+    result = run_compare(results, metric=metric, classifier=classifier, pooling=pooling, names=_split_names(names),
+                         relative_depth=relative_depth, output=output, dpi=dpi, tests=not no_tests)
+    plt.close(result.figure)
+    click.echo(result.format())
+    table_path = output.with_suffix(".csv")
+    result.table.to_csv(table_path, index=False)
+    written = [*result.written, table_path]
+    if result.tests is not None and not result.tests.empty:
+        written.append(output.with_suffix(".tests.csv"))
+        result.tests.to_csv(written[-1], index=False)
+    click.echo("\nwrote " + ", ".join(str(path) for path in written))
+
+
+@main.command()
+@click.argument("features", type=click.Path(path_type=Path))
+@click.argument("other", required=False, type=click.Path(path_type=Path))
+@click.option("-o", "--output", type=click.Path(path_type=Path), default=None,
+              help="Figure path (.png and .svg; the matrix goes to .csv). Default: FEATURES stem + .cka.png.")
+@click.option("--pooling", default="mean", show_default=True, help="Which stored pooling to compare.")
+@click.option("--site", default="hidden", show_default=True, help="Which stored site.")
+@click.option("--dpi", type=int, default=150, show_default=True, help="Resolution of the PNG.")
+def similarity(features, other, output, pooling, site, dpi):
+    """Linear CKA between every pair of layers of FEATURES, or of FEATURES and OTHER (the same rows)."""
+    _agg()
+    import matplotlib.pyplot as plt
+
+    from .report.similarity import similarity as run_similarity, similarity_figure
+
+    result = run_similarity(features, other, pooling=pooling, site=site)
+    if output is None:
+        stem = features.name[: -len(features.suffix)] if features.suffix else features.name
+        if other is not None:
+            stem += ".vs." + (other.name[: -len(other.suffix)] if other.suffix else other.name)
+        output = features.with_name(stem + ".cka.png")
+    output.parent.mkdir(parents=True, exist_ok=True)
+    fig, written = similarity_figure(result, output=output, dpi=dpi)
+    plt.close(fig)
+    frame = result.frame()
+    frame.to_csv(output.with_suffix(".csv"))
+    click.echo(f"linear CKA, {pooling} pooling, {result.n_rows:,} rows: rows = layers of {result.name_a}, "
+               f"columns = layers of {result.name_b}")
+    click.echo(frame.to_string(float_format=lambda v: f"{v:.3f}", na_rep="-"))
+    click.echo("\nwrote " + ", ".join(str(path) for path in [*written, output.with_suffix(".csv")]))
+
+
+@main.command()
+@click.argument("results", required=False, type=click.Path(path_type=Path))
+@click.option("-o", "--output", type=click.Path(path_type=Path), default=None,
+              help="HTML file (default: beside RESULTS, x.probe.csv -> x.report.html).")
+@click.option("--classifier", default=None, help="Which probe's rows (default: the best row's).")
+def report(results, output, classifier):
+    """One self-contained HTML page of a probing run (default: the last results in this directory)."""
+    _agg()
+    from .report.html import write_report
+    from .state import given_or_last
+
+    results, using_last = given_or_last(results, "results")
+    if using_last:
+        click.echo(using_last)
+    click.echo(f"wrote {write_report(results, output, classifier=classifier)}")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -30,6 +30,11 @@ def test_layerwise_notebook_runs_on_tiny_model_outputs(tiny_model, tmp_path, mon
                              poolings="cls,mean,max", progress=False).output
     result = featx.probe(features, label="sentiment", layers="all", jobs=1, n_bootstrap=200)
     best = result.best()
+    random = featx.extract(corpus, model=str(tiny_model), output=tmp_path / "corpus.random.h5", poolings="cls,mean,max",
+                           random_init=True, progress=False).output
+    baseline = featx.probe(random, label="sentiment", layers="all", jobs=1, n_bootstrap=200,
+                           predictions=f"{best.pooling}/logreg")
+    monkeypatch.setenv("FEATX_COMPARE", f"{result.csv_path},{baseline.csv_path}")
     monkeypatch.setenv("FEATX_FEATURES", str(features))
     monkeypatch.setenv("FEATX_RESULTS", str(result.csv_path))
     monkeypatch.setenv("MPLBACKEND", "module://matplotlib_inline.backend_inline")
@@ -43,7 +48,9 @@ def test_layerwise_notebook_runs_on_tiny_model_outputs(tiny_model, tmp_path, mon
     text = "".join(output.get("text", "") for output in outputs)
     assert f"results:  {result.csv_path}" in text
     assert f"best: layer {int(best.layer)}, {best.pooling} pooling, accuracy {best.accuracy:.3f}" in text
-    assert sum("image/png" in output.get("data", {}) for output in outputs) == 4  # curves, heatmap, F1, PCA
+    # curves, heatmap, F1, PCA, the two-model comparison and its CKA heatmap
+    assert sum("image/png" in output.get("data", {}) for output in outputs) == 6
+    assert "paired test per layer" in text and "(random init)" in text
     assert not [output for output in outputs if output.output_type == "error"]
 
 

@@ -33,8 +33,22 @@ def _bits(value) -> str:
     return "-" if value is None or pd.isna(value) else f"{value:,.0f}"
 
 
+MAX_LISTED_CLASSES = 10
+
+
+def class_counts_text(counts: dict) -> str:
+    """Class counts for the header line; many classes are summarised (largest, smallest, range) not listed."""
+    if len(counts) <= MAX_LISTED_CLASSES:
+        return ", ".join(f"{name} {count}" for name, count in counts.items())
+    ranked = sorted(counts.items(), key=lambda item: -item[1])
+    largest = ", ".join(f"{name} {count}" for name, count in ranked[:3])
+    smallest = ", ".join(f"{name} {count}" for name, count in ranked[-2:])
+    return (f"{len(counts)} classes, {ranked[-1][1]}-{ranked[0][1]} rows each; largest {largest}; "
+            f"smallest {smallest}")
+
+
 def format_table(table: pd.DataFrame, meta: dict) -> str:
-    counts = ", ".join(f"{name} {count}" for name, count in meta.get("class_counts", {}).items())
+    counts = class_counts_text(meta.get("class_counts", {}))
     lines = [
         f"probing {meta.get('features_file')} ({meta.get('model')})",
         f"label '{meta.get('label')}': {meta.get('n_labelled')} rows ({counts})"

@@ -1,0 +1,296 @@
+"""Comparisons across results files: models, corpora, label columns, sites or classifiers side by side.
+
+Each file becomes one line, named by what differs between the files (model, corpus, label, site,
+classifier; read from the results' meta, or given with ``names``). The x axis is the layer, or the
+relative depth (layer / number of layers) so that a 6-layer and a 12-layer model share an axis.
+Files of the same rows (two models, a model and its random-init baseline) are tested layer by
+layer against the first file (``paired.py``); significant layers are ringed.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable
+
+import numpy as np
+import pandas as pd
+
+from ..errors import InputError
+from .load import METRIC_NAMES, _check_metric, _model_name, best_row, default_classifier, layer_rows, load_results, references
+from .paired import paired_layer_tests, why_not_paired
+from .style import CYCLE, FORMATS, MARKERS, OKABE_ITO, RC, legend_below, save
+
+FIELDS = ("model", "corpus", "label", "site", "classifier")
+FIELD_PLURALS = {"model": "models", "corpus": "corpora", "label": "label columns", "site": "sites",
+                 "classifier": "classifiers"}
+
+
+@dataclass
+class Entry:
+    """One results file in a comparison: its rows at the chosen classifier/site/pooling, and its best row."""
+
+    frame: pd.DataFrame
+    meta: dict
+    source: str
+    fields: dict = field(default_factory=dict)
+    name: str = ""
+    rows: pd.DataFrame | None = None
+    best: pd.Series | None = None
+    n_layers: int = 1
+
+
+def _random_init(meta: dict) -> bool:
+    path = meta.get("features_file")
+    if not path or not Path(path).exists():
+        return False
+    try:
+        from ..store import open_features
+
+        with open_features(path) as opened:
+            return bool(opened.attrs.get("random_init"))
+    except Exception:  # noqa: BLE001 - a moved or damaged features file only loses the "(random init)" tag
+        return False
+
+
+def _fields(frame: pd.DataFrame, meta: dict, classifier: str, site: str) -> dict:
+    model = _model_name(meta) + (" (random init)" if _random_init(meta) else "")
+    corpus = meta.get("corpus_path") or meta.get("features_file") or meta.get("features") or ""
+    label = meta.get("label") or (frame["label"].iloc[0] if "label" in frame.columns and len(frame) else "")
+    return {"model": model, "corpus": str(corpus), "label": str(label), "site": site, "classifier": classifier}
+
+
+def short_paths(paths: list[str]) -> list[str]:
+    """The shortest trailing parts that tell the paths apart: ``trec/data.csv``, ``banking77/data.csv``."""
+    parts = [Path(path).parts or ("",) for path in paths]
+    for depth in range(1, max(len(p) for p in parts) + 1):
+        short = ["/".join(p[-depth:]) for p in parts]
+        if len(set(short)) == len(set(paths)):
+            return short
+    return list(paths)
+
+
+def load_entries(sources: Iterable, metric: str = "accuracy", classifier: str | None = None,
+                 pooling: str | None = None, names: list[str] | None = None) -> list[Entry]:
+    """Results files (anything ``load_results`` takes) as comparison entries, each named."""
+    entries = []
+    for index, source in enumerate(sources):
+        frame, meta = load_results(source)
+        _check_metric(frame, metric)
+        chosen = classifier or default_classifier(frame)
+        site = "hidden" if "hidden" in set(frame["site"]) else str(frame["site"].iloc[0])
+        rows = layer_rows(frame[frame["site"].isin([site, ""])], chosen)
+        if pooling is not None and pooling not in set(rows["pooling"]):
+            raise InputError(f"pooling '{pooling}' is not in {meta.get('results_path', f'results {index + 1}')}",
+                             f"poolings there: {', '.join(dict.fromkeys(rows['pooling']))}")
+        best = best_row(rows, metric)
+        rows = rows[rows["pooling"] == (pooling or best["pooling"])]
+        source_name = str(meta.get("results_path") or f"results {index + 1}")
+        entries.append(Entry(frame, meta, source_name, _fields(frame, meta, chosen, site), rows=rows,
+                             best=best_row(rows, metric), n_layers=max(1, int(rows["layer"].max()))))
+    if not entries:
+        raise InputError("no results to compare", "give two or more .probe.csv files")
+    _name(entries, names)
+    return entries
+
+
+def differing_fields(entries: list[Entry]) -> list[str]:
+    return [key for key in FIELDS if len({entry.fields[key] for entry in entries}) > 1]
+
+
+def _name(entries: list[Entry], names: list[str] | None) -> None:
+    if names is not None:
+        if len(names) != len(entries):
+            raise InputError(f"--names gives {len(names)} name(s) for {len(entries)} results files",
+                             "give one name per results file, comma-separated")
+        for entry, name in zip(entries, names):
+            entry.name = name
+        return
+    keys = differing_fields(entries)
+    corpora = short_paths([entry.fields["corpus"] for entry in entries])
+    for entry, corpus in zip(entries, corpora):
+        shown = {**entry.fields, "corpus": corpus}
+        entry.name = " · ".join(shown[key] for key in keys) if keys else Path(entry.source).name
+    if len({entry.name for entry in entries}) < len(entries):  # same everything: the file names tell them apart
+        for entry in entries:
+            entry.name = f"{entry.name} ({Path(entry.source).name})" if keys else Path(entry.source).name
+
+
+def comparison_table(entries: list[Entry], metric: str = "accuracy") -> pd.DataFrame:
+    """One row per file: best layer (and relative depth), pooling, metric with its interval, selectivity."""
+    records = []
+    for entry in entries:
+        best = entry.best
+        records.append({
+            "name": entry.name, **entry.fields, "pooling": best["pooling"], "best_layer": int(best["layer"]),
+            "n_layers": entry.n_layers, "relative_depth": round(int(best["layer"]) / entry.n_layers, 3),
+            metric: float(best[metric]), f"{metric}_low": float(best.get(f"{metric}_low", np.nan)),
+            f"{metric}_high": float(best.get(f"{metric}_high", np.nan)),
+            "selectivity": float(best.get("selectivity", np.nan)), "n_rows": entry.meta.get("n_rows"),
+            "results": entry.source,
+        })
+    return pd.DataFrame.from_records(records)
+
+
+def paired_tests(entries: list[Entry]) -> tuple[pd.DataFrame, list[str]]:
+    """Per-layer paired tests of every file against the first one, where both hold the same rows."""
+    parts, notes = [], []
+    first = entries[0]
+    for other in entries[1:]:
+        reason = why_not_paired(first.meta, other.meta)
+        if reason is None:
+            try:
+                table = paired_layer_tests(first.meta, other.meta)
+            except (ValueError, KeyError, OSError) as err:
+                reason = str(err)
+            else:
+                parts.append(table.assign(a=first.name, b=other.name))
+                continue
+        notes.append(f"no paired test of {other.name} against {first.name}: {reason}")
+    columns = ["a", "b", "layer", "accuracy_a", "accuracy_b", "difference", "p", "p_holm", "significant", "tested"]
+    tests = pd.concat(parts, ignore_index=True)[columns] if parts else pd.DataFrame(columns=columns)
+    return tests, notes
+
+
+def _x(entry: Entry, layers, relative_depth: bool):
+    layers = np.asarray(layers, dtype=float)
+    return layers / entry.n_layers if relative_depth else layers
+
+
+def plot_compare(entries: list[Entry], ax=None, metric: str = "accuracy", relative_depth: bool = False,
+                 tests: pd.DataFrame | None = None, title: bool | str = True):
+    """One line per file (its pooling), best layer starred, its majority class dashed in the same colour;
+    layers where a file differs significantly from the first file are ringed."""
+    import matplotlib.pyplot as plt
+
+    from .style import _axes
+
+    with plt.rc_context(RC):
+        ax = _axes(ax)
+        ringed = False
+        for index, entry in enumerate(entries):
+            colour, marker = CYCLE[index % len(CYCLE)], MARKERS[index % len(MARKERS)]
+            layers = entry.rows["layer"].astype(int).to_numpy()
+            x = _x(entry, layers, relative_depth)
+            best = entry.best
+            ax.plot(x, entry.rows[metric].astype(float), color=colour, marker=marker, markersize=5, linewidth=2,
+                    label=f"{entry.name} ({best['pooling']}): best layer {int(best['layer'])}, {float(best[metric]):.2f}")
+            ax.plot(_x(entry, [int(best["layer"])], relative_depth), [float(best[metric])], marker="*", markersize=15,
+                    color=OKABE_ITO["black"], markerfacecolor=colour, linestyle="none", zorder=4)
+            majority = [value for name, value in references(entry.frame, metric) if name == "majority class"]
+            if majority:
+                ax.hlines(majority[0], x.min(), x.max(), colors=colour, linestyles="--", linewidth=1, alpha=0.7)
+            if tests is not None and index > 0 and not tests.empty:
+                ringed |= _ring_significant(ax, entry, tests, metric, relative_depth, colour)
+        if ringed:
+            ax.plot([], [], marker="o", markersize=11, markerfacecolor="none", markeredgecolor=OKABE_ITO["black"],
+                    linestyle="none", label=f"differs from {entries[0].name} (paired test, Holm, p < 0.05)")
+        if relative_depth:
+            ax.set_xlabel("relative depth (layer / number of layers; 0 = embeddings)")
+        else:
+            ax.set_xticks(sorted({int(layer) for entry in entries for layer in entry.rows["layer"]}))
+            ax.set_xlabel("layer (0 = embeddings)")
+        ax.set_ylabel(METRIC_NAMES.get(metric, metric))
+        ax.grid(True, axis="y", alpha=0.3)
+        legend_below(ax, ncol=2)
+        if title:
+            ax.set_title(title if isinstance(title, str) else
+                         f"{METRIC_NAMES.get(metric, metric)} by layer (dashed: majority class)", loc="left")
+    return ax
+
+
+def _ring_significant(ax, entry: Entry, tests: pd.DataFrame, metric: str, relative_depth: bool, colour) -> bool:
+    mine = tests[(tests["b"] == entry.name) & tests["significant"].astype(bool)]
+    if mine.empty:
+        return False
+    values = dict(zip(entry.rows["layer"].astype(int), entry.rows[metric].astype(float)))
+    layers = [int(layer) for layer in mine["layer"] if int(layer) in values]
+    ax.plot(_x(entry, layers, relative_depth), [values[layer] for layer in layers], marker="o", markersize=11,
+            markerfacecolor="none", markeredgecolor=OKABE_ITO["black"], markeredgewidth=1.4, linestyle="none", zorder=5)
+    return bool(layers)
+
+
+def compare_title(entries: list[Entry]) -> str:
+    """What the files share, then what differs: e.g. "MiniLM · 2 corpora" or "tiny-bert · 2 label columns · 12 rows"."""
+    keys = differing_fields(entries)
+    shared = [entries[0].fields["model"]] if "model" not in keys else []
+    if "corpus" not in keys and entries[0].fields["corpus"]:
+        shared.append(Path(entries[0].fields["corpus"]).name)
+    shared = shared[:1] if "corpus" not in keys and "label" in keys and len(keys) == 1 else shared
+    if len(keys) == 1:
+        parts = shared + [f"{len(entries)} {FIELD_PLURALS[keys[0]]}"]
+    else:
+        parts = shared + [f"{len(entries)} results: " + (", ".join(keys) + " differ" if keys else "same setup")]
+    n_rows = {entry.meta.get("n_rows") for entry in entries}
+    if len(n_rows) == 1 and None not in n_rows:
+        parts.append(f"{int(n_rows.pop()):,} rows")
+    return " · ".join(parts)
+
+
+def compare(sources: Iterable, metric: str = "accuracy", classifier: str | None = None, pooling: str | None = None,
+            names: list[str] | None = None, relative_depth: bool = False, output: str | os.PathLike | None = None,
+            formats: Iterable[str] = FORMATS, dpi: int = 150, tests: bool = True) -> "Comparison":
+    """Compare results files: the figure (saved if ``output``), the table and the paired tests."""
+    import matplotlib.pyplot as plt
+
+    entries = load_entries(list(sources), metric, classifier, pooling, names)
+    paired, notes = paired_tests(entries) if tests and len(entries) > 1 else (None, [])
+    with plt.rc_context(RC):
+        fig, ax = plt.subplots(figsize=(9, 6), layout="constrained")
+        plot_compare(entries, ax=ax, metric=metric, relative_depth=relative_depth, tests=paired)
+        fig.suptitle(compare_title(entries), fontsize=13, x=0.01, ha="left")
+        written = save(fig, output, formats, dpi) if output is not None else []
+    return Comparison(entries, comparison_table(entries, metric), paired, notes, fig, written, metric)
+
+
+@dataclass
+class Comparison:
+    entries: list[Entry]
+    table: pd.DataFrame
+    tests: pd.DataFrame | None
+    notes: list[str]
+    figure: object
+    written: list[Path]
+    metric: str = "accuracy"
+
+    def format(self) -> str:
+        return format_comparison(self.table, self.tests, self.notes, self.metric)
+
+
+def format_comparison(table: pd.DataFrame, tests: pd.DataFrame | None, notes: list[str], metric: str = "accuracy") -> str:
+    """The terminal text of ``featx compare``: one line per file, then the per-layer paired tests."""
+    header = ["name", "best layer", "depth", "pooling", f"{metric} [95% CI]", "select."]
+    rows = [[str(r["name"]), str(r["best_layer"]), f"{r['relative_depth']:.2f}", str(r["pooling"]),
+             f"{r[metric]:.3f} [{r[f'{metric}_low']:.3f}, {r[f'{metric}_high']:.3f}]",
+             "-" if pd.isna(r["selectivity"]) else f"{r['selectivity']:+.3f}"] for _, r in table.iterrows()]
+    lines = _columns(header, rows)
+    if tests is not None and not tests.empty:
+        for (a, b), part in tests.groupby(["a", "b"], sort=False):
+            lines += ["", f"paired test per layer: A = {a}, B = {b} ({part['tested'].iloc[0]}; Holm over layers; "
+                      "! = p < 0.05)"]
+            lines += _columns(["layer", "acc A", "acc B", "B - A", "p (Holm)"],
+                              [[str(int(r.layer)), f"{r.accuracy_a:.3f}", f"{r.accuracy_b:.3f}", f"{-r.difference:+.3f}",
+                                ("<.001" if r.p_holm < 0.001 else f"{r.p_holm:.3f}") + ("!" if r.significant else "")]
+                               for r in part.itertuples()])
+    return "\n".join(lines + [f"note: {note}" for note in notes])
+
+
+def _columns(header: list[str], rows: list[list[str]]) -> list[str]:
+    widths = [max(len(header[i]), *(len(row[i]) for row in rows)) if rows else len(header[i]) for i in range(len(header))]
+    return ["  ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip(), "  ".join("-" * w for w in widths)] + \
+        ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
+
+
+# -- the figure featx plot --compare drew before comparisons had their own command -------------
+def plot_labels(results: Iterable, ax=None, metric: str = "accuracy", classifier: str | None = None,
+                title: bool | str = True):
+    """Several results files (e.g. one per label column) in one panel: ``plot_compare`` without tests."""
+    return plot_compare(load_entries(list(results), metric, classifier), ax=ax, metric=metric, title=title)
+
+
+def labels_figure(results: Iterable, metric: str = "accuracy", classifier: str | None = None,
+                  output: str | os.PathLike | None = None, formats: Iterable[str] = FORMATS, dpi: int = 150):
+    """``compare`` as ``(figure, written)``: what ``featx plot --compare`` writes."""
+    result = compare(results, metric=metric, classifier=classifier, output=output, formats=formats, dpi=dpi)
+    return result.figure, result.written

@@ -1,0 +1,214 @@
+"""Loading probe results and choosing the rows a figure draws: shared by every figure and the report.
+
+Every function takes the results table as a pandas DataFrame plus its run metadata (a dict), so
+it works the same from the CSV or the JSON results file, or from ``featx.probe(...)`` directly.
+The table has one row per (features, layer_spec, pooling, classifier); the columns used here are
+``features`` ("main" or "baseline"), ``kind`` ("single", "cat", "stack" or "majority"), ``layer``,
+``pooling``, ``classifier``, the metric columns (``accuracy``, ``macro_f1``, ``balanced_accuracy``,
+each with ``_low``/``_high`` 95% bounds), ``control_accuracy`` and ``per_class_f1`` (JSON).
+
+Results that probe several sites (``featx probe --site hidden,ffn,...``; a ``site`` column) are
+compared per layer: one line per site, or per site × pooling when there are several poolings.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pandas as pd
+
+from ..errors import InputError, StoreError
+from .style import SITE_LINESTYLES
+
+METRICS = ("accuracy", "macro_f1", "balanced_accuracy", "selectivity", "control_accuracy")
+METRIC_NAMES = {
+    "accuracy": "accuracy",
+    "macro_f1": "macro-F1",
+    "balanced_accuracy": "balanced accuracy",
+    "selectivity": "selectivity (accuracy − control)",
+    "control_accuracy": "control-task accuracy",
+}
+REQUIRED_COLUMNS = ("kind", "layer", "pooling", "classifier")
+
+
+# -- loading -------------------------------------------------------------------------------------
+def _read_results_file(path: Path) -> tuple[pd.DataFrame, dict]:
+    """Read a results CSV (meta from the JSON beside it) or JSON with featx probe's own reader."""
+    from ..probing.results import load_results as read_results
+
+    try:
+        return read_results(path)
+    except (TypeError, AttributeError):  # valid JSON of another shape, e.g. a list
+        raise StoreError(f"{path} is not a featx results file (no 'results' list)",
+                         "give the .probe.json or .probe.csv file written by featx probe") from None
+
+
+def load_results(source, meta: dict | None = None) -> tuple[pd.DataFrame, dict]:
+    """``(table, meta)`` from a results path, a DataFrame, or a ``(DataFrame, meta)`` pair.
+
+    Checks the columns the plots need and normalises types (``layer`` as integers on single rows,
+    ``per_class_f1`` as dicts) without changing the caller's DataFrame.
+    """
+    path = None
+    if isinstance(source, tuple) and len(source) == 2:
+        source, meta = source
+    if isinstance(source, (str, os.PathLike)):
+        path = Path(source)
+        frame, file_meta = _read_results_file(path)
+        meta = {**file_meta, **(meta or {})}
+    elif isinstance(source, pd.DataFrame):
+        frame = source
+    else:
+        raise InputError(f"cannot plot {type(source).__name__}: give a results file path or a DataFrame")
+    where = str(path) if path else "the results table"
+    missing = [column for column in REQUIRED_COLUMNS if column not in frame.columns]
+    if missing:
+        raise StoreError(f"{where} lacks column(s) {', '.join(missing)}; it does not look like featx probe results",
+                         "give the .probe.csv or .probe.json file written by featx probe")
+    frame = frame.copy()
+    if "features" not in frame.columns:
+        frame["features"] = "main"
+    frame["features"] = frame["features"].fillna("main").astype(str)
+    frame["kind"] = frame["kind"].fillna("").astype(str)
+    frame["pooling"] = frame["pooling"].fillna("").astype(str)
+    if "site" not in frame.columns:  # results from before sites: every probe read the hidden states
+        frame["site"] = "hidden"
+    frame["site"] = frame["site"].fillna("").astype(str)
+    frame["classifier"] = frame["classifier"].fillna("").astype(str)
+    frame["layer"] = pd.to_numeric(frame["layer"], errors="coerce").astype("Int64")
+    if "per_class_f1" in frame.columns:
+        frame["per_class_f1"] = [_as_dict(value) for value in frame["per_class_f1"]]
+    meta = dict(meta or {})
+    if path is not None:
+        meta.setdefault("results_path", str(path))
+    return frame, meta
+
+
+def _as_dict(value) -> dict:
+    if isinstance(value, dict):
+        return value
+    if isinstance(value, str) and value.strip():
+        try:
+            parsed = json.loads(value)
+            return parsed if isinstance(parsed, dict) else {}
+        except ValueError:
+            return {}
+    return {}
+
+
+# -- selecting rows ------------------------------------------------------------------------------
+def _check_metric(frame: pd.DataFrame, metric: str) -> None:
+    if metric not in frame.columns or frame[metric].isna().all():
+        available = [name for name in METRICS if name in frame.columns and not frame[name].isna().all()]
+        raise InputError(f"metric '{metric}' is not in these results",
+                         f"choose one of: {', '.join(available) or '(none)'}")
+
+
+def _layer_results(frame, meta, metric: str, classifier: str | None):
+    """Results loaded and checked for ``metric``: (frame, meta, classifier, that classifier's layer rows)."""
+    frame, meta = load_results(frame, meta)
+    _check_metric(frame, metric)
+    classifier = classifier or default_classifier(frame)
+    return frame, meta, classifier, layer_rows(frame, classifier)
+
+
+def default_classifier(frame: pd.DataFrame) -> str:
+    """The classifier of the most accurate probe row (the first classifier if there is no accuracy)."""
+    probed = frame[(frame["features"] == "main") & frame["kind"].isin(["single", "cat", "stack"])]
+    if probed.empty:
+        raise InputError("these results have no probe rows (only baselines)", "run featx probe with --layer all")
+    if "accuracy" in probed.columns and probed["accuracy"].notna().any():
+        return str(probed.loc[probed["accuracy"].astype(float).idxmax(), "classifier"])
+    return str(probed["classifier"].iloc[0])
+
+
+def layer_rows(frame: pd.DataFrame, classifier: str | None = None, features: str = "main") -> pd.DataFrame:
+    """Single-layer rows of one classifier, sorted by pooling order of appearance then layer."""
+    classifier = classifier or default_classifier(frame)
+    rows = frame[(frame["features"] == features) & (frame["kind"] == "single") & (frame["classifier"] == classifier)]
+    if rows.empty and features == "main":
+        known = sorted(set(frame.loc[frame["kind"] == "single", "classifier"]))
+        raise InputError(f"no single-layer results for classifier '{classifier}'",
+                         f"classifiers in these results: {', '.join(known) or '(none)'}; "
+                         "probe with --layer all to get per-layer rows")
+    rows = rows.dropna(subset=["layer"]).sort_values(["layer"], kind="stable")
+    if "site" in rows.columns and rows["site"].nunique() > 1:
+        # Several sites: each (site, pooling) is its own series, named in the "pooling" column that
+        # every panel groups by ("ffn" alone when all rows share one pooling, else "ffn · mean").
+        one_pooling = rows["pooling"].nunique() == 1
+        rows = rows.assign(probe_pooling=rows["pooling"],
+                           pooling=rows["site"] if one_pooling else rows["site"] + " · " + rows["pooling"])
+    return rows
+
+
+def poolings_of(rows: pd.DataFrame) -> list[str]:
+    return list(dict.fromkeys(rows["pooling"]))
+
+
+def best_row(rows: pd.DataFrame, metric: str = "accuracy") -> pd.Series:
+    """The row with the highest ``metric``; ties go to the lower layer (cheaper to use)."""
+    ranked = rows.dropna(subset=[metric]).sort_values([metric, "layer"], ascending=[False, True], kind="stable")
+    if ranked.empty:
+        raise InputError(f"no row has a value for '{metric}'")
+    return ranked.iloc[0]
+
+
+def references(frame: pd.DataFrame, metric: str = "accuracy", classifier: str | None = None) -> list[tuple[str, float]]:
+    """Horizontal reference values: majority class, best control task, best baseline-features probe."""
+    found: list[tuple[str, float]] = []
+    majority = frame[frame["kind"] == "majority"]
+    if metric in majority.columns and not majority[metric].dropna().empty:
+        found.append(("majority class", float(majority[metric].dropna().iloc[0])))
+    rows = layer_rows(frame, classifier)
+    control_column = "control_accuracy" if metric == "accuracy" else f"control_{metric}"
+    if control_column in rows.columns and not rows[control_column].dropna().empty:
+        found.append(("control task (max over layers)", float(rows[control_column].max())))
+    baseline = frame[(frame["features"] == "baseline") & (frame["kind"] != "majority")]
+    if metric in baseline.columns and not baseline[metric].dropna().empty:
+        top = baseline.loc[baseline[metric].idxmax()]
+        where = f"layer {int(top['layer'])}" if pd.notna(top["layer"]) else str(top.get("layer_spec", ""))
+        found.append((f"baseline features (best: {where}, {top['pooling']})", float(top[metric])))
+    return found
+
+
+def _series_name(rows: pd.DataFrame) -> str:
+    """What the rows' "pooling" column names: pooling, site, or site · pooling (see ``layer_rows``)."""
+    if "site" not in rows.columns or rows["site"].nunique() < 2:
+        return "pooling"
+    return "site" if set(rows["pooling"]) <= set(rows["site"]) else "site · pooling"
+
+
+def _linestyle(part: pd.DataFrame, sites: list[str]) -> str:
+    if "site" not in part.columns or len(sites) < 2 or part["pooling"].iloc[0] in sites:
+        return "-"  # one site, or one line per site (told apart by colour)
+    return SITE_LINESTYLES[sites.index(part["site"].iloc[0]) % len(SITE_LINESTYLES)]
+
+
+def _model_name(meta: dict) -> str:
+    model = str(meta.get("model") or "model")
+    if model.startswith("default:"):
+        model = model.split(":", 1)[1]
+    if os.sep in model or "/" in model:
+        parts = Path(model).parts
+        model = "/".join(parts[-2:]) if len(parts) >= 2 and not Path(model).is_absolute() else parts[-1]
+    return model
+
+
+def describe(frame: pd.DataFrame, meta: dict, classifier: str | None = None) -> str:
+    """A one-line title: model, label column, classifier and row count."""
+    classifier = classifier or default_classifier(frame)
+    label = meta.get("label") or (frame["label"].iloc[0] if "label" in frame.columns and len(frame) else "label")
+    n_rows = meta.get("n_rows")
+    if n_rows is None and {"n_train", "n_test"} <= set(frame.columns):
+        first = frame.dropna(subset=["n_train", "n_test"])
+        if not first.empty:
+            n_rows = int(first["n_train"].iloc[0] + first["n_test"].iloc[0])
+    parts = [_model_name(meta), f"label: {label}", f"probe: {classifier}"]
+    if n_rows is not None:
+        parts.append(f"{int(n_rows):,} rows")
+    evaluation = meta.get("evaluation")
+    if isinstance(evaluation, str) and evaluation:
+        parts.append(evaluation)
+    return " · ".join(parts)

@@ -1,0 +1,87 @@
+"""Paired tests between two results files of the same rows (two models, or a model and its random-init
+baseline), per layer, from their per-row predictions files (``X.predictions.csv``).
+
+The tests are those featx uses between layers (``featx.probing.significance``): a paired bootstrap
+over the test rows with a fixed split, the corrected resampled t-test over the same folds with
+cross-validation (the folds are rebuilt from the run's seed and fold count, as the probe built them),
+Holm-adjusted over the layers of one comparison.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..probing.significance import ALPHA, holm, paired_p_value
+
+N_BOOT = 2000
+
+
+def predictions_path(meta: dict) -> Path | None:
+    """The per-row predictions file beside a results file, if the run wrote one and it still exists."""
+    results = meta.get("results_path")
+    name = meta.get("predictions_file")
+    if not results or not name:
+        return None
+    path = Path(results).with_name(name)
+    return path if path.exists() else None
+
+
+def why_not_paired(meta_a: dict, meta_b: dict) -> str | None:
+    """Why two runs cannot be tested row by row (None when they can)."""
+    for key, what in (("label", "label column"), ("evaluation", "evaluation"), ("seed", "seed"), ("folds", "folds"),
+                      ("n_rows", "row count")):
+        if meta_a.get(key) != meta_b.get(key):
+            return f"different {what} ({meta_a.get(key)} vs {meta_b.get(key)})"
+    if meta_a.get("corpus_sha256") and meta_b.get("corpus_sha256") and meta_a["corpus_sha256"] != meta_b["corpus_sha256"]:
+        return "different corpora"
+    if predictions_path(meta_a) is None or predictions_path(meta_b) is None:
+        return "no per-row predictions file beside the results"
+    return None
+
+
+def _layer_columns(frame: pd.DataFrame) -> dict[int, str]:
+    out = {}
+    for column in frame.columns:
+        spec = column[len("layer_"):] if column.startswith("layer_") else ""
+        if spec.lstrip("-").isdigit():
+            out[int(spec)] = column
+    return out
+
+
+def _plan(meta: dict, y: np.ndarray, names: list[str]):
+    from ..probing.evaluation import Plan, make_plan
+
+    if meta.get("evaluation") == "split":
+        return Plan("split", [(np.arange(0), np.arange(len(y)))], [None])
+    return make_plan(y, None, int(meta.get("folds") or 5), int(meta.get("seed") or 0), names)
+
+
+def paired_layer_tests(meta_a: dict, meta_b: dict, alpha: float = ALPHA) -> pd.DataFrame:
+    """Per common layer: accuracy of a and b on the same rows, p (paired test), Holm-adjusted p, significant."""
+    a = pd.read_csv(predictions_path(meta_a), dtype=str, keep_default_na=False)
+    b = pd.read_csv(predictions_path(meta_b), dtype=str, keep_default_na=False)
+    if list(a["row"]) != list(b["row"]) or list(a["label"]) != list(b["label"]):
+        raise ValueError("the two predictions files do not hold the same rows with the same labels")
+    names = [str(name) for name in (meta_a.get("label_names") or sorted(set(a["label"])))]
+    code = {name: index for index, name in enumerate(names)}
+    y = np.array([code.get(value, -1) for value in a["label"]])
+    plan = _plan(meta_a, y, names)
+    columns_a, columns_b = _layer_columns(a), _layer_columns(b)
+    records = []
+    for layer in sorted(set(columns_a) & set(columns_b)):
+        pred_a = np.array([code.get(value, -1) for value in a[columns_a[layer]]])
+        pred_b = np.array([code.get(value, -1) for value in b[columns_b[layer]]])
+        tested = plan.folds[0][1] if plan.is_split else np.arange(len(y))
+        records.append({"layer": layer, "accuracy_a": float(np.mean(pred_a[tested] == y[tested])),
+                        "accuracy_b": float(np.mean(pred_b[tested] == y[tested])),
+                        "p": paired_p_value(plan, y, pred_a, pred_b, N_BOOT, int(meta_a.get("seed") or 0))})
+    table = pd.DataFrame.from_records(records, columns=["layer", "accuracy_a", "accuracy_b", "p"])
+    table["difference"] = table["accuracy_a"] - table["accuracy_b"]
+    table["p_holm"] = holm(table["p"].to_numpy()) if len(table) else []
+    table["significant"] = [bool(p < alpha) if not math.isnan(p) else False for p in table["p_holm"]]
+    table["tested"] = f"{meta_a.get('predictions_for', '?')} vs {meta_b.get('predictions_for', '?')}"
+    return table

@@ -1,0 +1,170 @@
+"""Layer-by-layer similarity: linear CKA between every pair of layers of one features file, or of two
+features files of the same rows (two models, a model and its random-init baseline).
+
+Linear CKA (Kornblith et al. 2019) of column-centred X (n × p) and Y (n × q):
+``||Xᵀ Y||²_F / (||Xᵀ X||_F · ||Yᵀ Y||_F)``; 1 = the same representation up to rotation and scale.
+Only p × q cross-products are formed (never the n × n Gram matrices), and layers are read one at a
+time through ``featx.open(...).features``: at most two layers are in memory when the file is large.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable
+
+import numpy as np
+import pandas as pd
+
+from ..errors import InputError
+from .style import FORMATS, RC, _axes, save
+
+CACHE_BYTES = 1 << 30  # layers are kept in memory only while the whole file fits in this
+
+
+@dataclass
+class Similarity:
+    """``matrix[i, j]`` = CKA of layer ``layers_a[i]`` of file a and ``layers_b[j]`` of file b (NaN: a constant layer)."""
+
+    matrix: np.ndarray
+    layers_a: list[int]
+    layers_b: list[int]
+    name_a: str
+    name_b: str
+    pooling: str
+    n_rows: int
+
+    def frame(self) -> pd.DataFrame:
+        frame = pd.DataFrame(self.matrix, index=pd.Index(self.layers_a, name=f"layer of {self.name_a}"),
+                             columns=[f"layer {layer}" for layer in self.layers_b])
+        return frame.round(4)
+
+
+class _Layers:
+    """Centred float64 layers of one file, read one at a time (cached while the file is small)."""
+
+    def __init__(self, opened, pooling: str, site: str):
+        self.opened, self.pooling, self.site = opened, pooling, site
+        self.layers = opened.site_layers(site)
+        size = opened.n_rows * opened.site_width(site) * 8 * len(self.layers)
+        self.cache: dict[int, np.ndarray] | None = {} if size <= CACHE_BYTES else None
+        self.self_norm: dict[int, float] = {}
+
+    def get(self, layer: int) -> np.ndarray:
+        if self.cache is not None and layer in self.cache:
+            return self.cache[layer]
+        X = self.opened.features(self.pooling, layer, dtype=np.float64, site=self.site)
+        X -= X.mean(axis=0)
+        if layer not in self.self_norm:
+            self.self_norm[layer] = float(np.linalg.norm(X.T @ X))
+        if self.cache is not None:
+            self.cache[layer] = X
+        return X
+
+    def norm(self, layer: int) -> float:
+        if layer not in self.self_norm:
+            self.get(layer)
+        return self.self_norm[layer]
+
+
+def linear_cka(X: np.ndarray, Y: np.ndarray) -> float:
+    """Linear CKA of two row-aligned matrices (centred here); NaN when either is constant."""
+    X = np.asarray(X, dtype=np.float64) - np.asarray(X, dtype=np.float64).mean(axis=0)
+    Y = np.asarray(Y, dtype=np.float64) - np.asarray(Y, dtype=np.float64).mean(axis=0)
+    denominator = np.linalg.norm(X.T @ X) * np.linalg.norm(Y.T @ Y)
+    return float(np.linalg.norm(X.T @ Y) ** 2 / denominator) if denominator > 1e-12 else float("nan")
+
+
+def _check_same_rows(a, b) -> None:
+    if a.n_rows != b.n_rows:
+        raise InputError(f"{b.path} has {b.n_rows} rows, {a.path} has {a.n_rows}: CKA needs the same rows",
+                         "extract both from the same corpus (e.g. featx extract ... --random-init)")
+    sha_a, sha_b = a.attrs.get("corpus_sha256"), b.attrs.get("corpus_sha256")
+    if (sha_a and sha_b and sha_a != sha_b) or a.ids != b.ids:
+        raise InputError(f"{a.path} and {b.path} do not hold the same rows (corpus or row ids differ)",
+                         "extract both from the same corpus file")
+
+
+def _name(opened) -> str:
+    model = str(opened.attrs.get("model") or Path(opened.path).name).replace("default:", "")
+    return model + (" (random init)" if opened.attrs.get("random_init") else "")
+
+
+def similarity(features, other=None, pooling: str = "mean", site: str = "hidden") -> Similarity:
+    """Linear CKA between every layer of ``features`` and every layer of ``other`` (default: itself)."""
+    from ..store import open_features
+
+    a = open_features(features)
+    b = open_features(other) if other is not None else a
+    try:
+        if other is not None:
+            _check_same_rows(a, b)
+        if a.n_rows < 3:
+            raise InputError(f"{a.path} has {a.n_rows} rows; CKA needs at least 3")
+        left, right = _Layers(a, pooling, site), (_Layers(b, pooling, site) if b is not a else None)
+        matrix = _cka_matrix(left, right)
+        name_a, name_b = _name(a), _name(b)
+        if other is not None and name_a == name_b:
+            name_a, name_b = Path(a.path).name, Path(b.path).name
+        return Similarity(matrix, left.layers, (right or left).layers, name_a, name_b, pooling, a.n_rows)
+    finally:
+        a.close()
+        if b is not a:
+            b.close()
+
+
+def _cka_matrix(left: _Layers, right: _Layers | None) -> np.ndarray:
+    same = right is None
+    right = right or left
+    matrix = np.full((len(left.layers), len(right.layers)), np.nan)
+    for i, layer_a in enumerate(left.layers):
+        X = left.get(layer_a)
+        norm_x = left.norm(layer_a)
+        for j, layer_b in enumerate(right.layers):
+            if same and j < i:
+                matrix[i, j] = matrix[j, i]
+                continue
+            Y = X if same and i == j else right.get(layer_b)
+            denominator = norm_x * right.self_norm[layer_b]
+            if denominator > 1e-12:
+                matrix[i, j] = float(np.linalg.norm(X.T @ Y) ** 2 / denominator)
+    return matrix
+
+
+def plot_similarity(result: Similarity, ax=None, title: bool | str = True):
+    """The CKA matrix as a heatmap (0–1, values in the cells when there are few layers)."""
+    import matplotlib as mpl
+    import matplotlib.pyplot as plt
+
+    with plt.rc_context(RC):
+        ax = _axes(ax)
+        cmap = mpl.colormaps["cividis"]
+        image = ax.imshow(np.ma.masked_invalid(result.matrix), cmap=cmap, vmin=0, vmax=1, origin="lower", aspect="auto")
+        if max(result.matrix.shape) <= 13:
+            for (i, j), value in np.ndenumerate(result.matrix):
+                text = "–" if not np.isfinite(value) else f"{value:.2f}"
+                dark = np.isfinite(value) and sum(w * c for w, c in zip((0.299, 0.587, 0.114), cmap(value)[:3])) < 0.5
+                ax.text(j, i, text, ha="center", va="center", fontsize=8.5, color="white" if dark else "black")
+        ax.set_xticks(range(len(result.layers_b)), [str(layer) for layer in result.layers_b])
+        ax.set_yticks(range(len(result.layers_a)), [str(layer) for layer in result.layers_a])
+        ax.set_xlabel(f"layer of {result.name_b}")
+        ax.set_ylabel(f"layer of {result.name_a}")
+        ax.figure.colorbar(image, ax=ax, fraction=0.05, pad=0.02, label="linear CKA")
+        if title:
+            ax.set_title(title if isinstance(title, str) else f"linear CKA by layer ({result.pooling} pooling, "
+                         f"{result.n_rows:,} rows; – = a constant layer)", loc="left")
+    return ax
+
+
+def similarity_figure(result: Similarity, output: str | os.PathLike | None = None,
+                      formats: Iterable[str] = FORMATS, dpi: int = 150):
+    import matplotlib.pyplot as plt
+
+    with plt.rc_context(RC):
+        fig, ax = plt.subplots(figsize=(7.5, 6), layout="constrained")
+        plot_similarity(result, ax=ax)
+        same = result.name_a == result.name_b
+        fig.suptitle(result.name_a if same else f"{result.name_a} vs {result.name_b}", fontsize=13, x=0.01, ha="left")
+        written = save(fig, output, formats, dpi) if output is not None else []
+    return fig, written

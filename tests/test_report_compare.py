@@ -1,0 +1,145 @@
+"""featx.report.compare and ``featx compare``: lines named by what differs, the table, paired tests per layer."""
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+import pytest  # noqa: E402
+from click.testing import CliRunner  # noqa: E402
+
+from featx.cli import main  # noqa: E402
+from featx.errors import InputError  # noqa: E402
+from featx.report import compare as cmp  # noqa: E402
+from report_fixtures import real_runs  # noqa: E402,F401
+from results_fixtures import synthetic_results, write_results  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    yield
+    plt.close("all")
+
+
+def _write(tmp_path, name, **options):
+    meta_extra = options.pop("meta", {})
+    tent = options.pop("tent", None)
+    frame, meta = synthetic_results(**options)
+    if tent is not None:  # accuracy peaks at layer ``tent`` and falls 0.05 a layer on either side
+        single = frame["kind"] == "single"
+        frame.loc[single, "accuracy"] = 0.9 - 0.05 * (frame.loc[single, "layer"].astype(float) - tent).abs()
+    meta.update(meta_extra)
+    return write_results(frame, meta, tmp_path / name)[0]
+
+
+def _legend(ax):
+    return [text.get_text() for text in ax.get_legend().get_texts()]
+
+
+def test_lines_are_named_by_the_corpus_when_corpora_differ(tmp_path):
+    paths = [_write(tmp_path, f"{corpus}.label.probe", label="label", meta={"corpus_path": f"/data/{corpus}/data.csv"})
+             for corpus in ("trec", "banking77")]  # the shared corpora are all called data.csv
+    result = cmp.compare(paths)
+    assert [entry.name for entry in result.entries] == ["trec/data.csv", "banking77/data.csv"]
+    assert _legend(result.figure.axes[0])[:2] == ["trec/data.csv (mean): best layer 2, 0.83",
+                                                  "banking77/data.csv (mean): best layer 2, 0.83"]
+    assert result.figure._suptitle.get_text() == "tiny-bert · 2 corpora · 12 rows"
+
+
+def test_names_join_every_differing_field_and_can_be_given(tmp_path):
+    a = _write(tmp_path, "a.probe", label="sentiment", model="bert-base")
+    b = _write(tmp_path, "b.probe", label="tense", model="minilm")
+    assert [e.name for e in cmp.load_entries([a, b])] == ["bert-base · sentiment", "minilm · tense"]
+    assert [e.name for e in cmp.load_entries([a, b], names=["A", "B"])] == ["A", "B"]
+    with pytest.raises(InputError, match="--names gives 1 name"):
+        cmp.load_entries([a, b], names=["A"])
+
+
+def test_relative_depth_puts_models_of_any_depth_on_one_axis(tmp_path):
+    six = _write(tmp_path, "six.probe", layers=range(7), tent=3, model="six")
+    twelve = _write(tmp_path, "twelve.probe", layers=range(13), tent=6, model="twelve")
+    result = cmp.compare([six, twelve], relative_depth=True, tests=False)
+    ax = result.figure.axes[0]
+    lines = {line.get_label().split(" ")[0]: line for line in ax.get_lines() if not line.get_label().startswith("_")}
+    assert list(lines["six"].get_xdata()) == pytest.approx([i / 6 for i in range(7)])
+    assert list(lines["twelve"].get_xdata())[-1] == pytest.approx(1.0)
+    assert ax.get_xlabel().startswith("relative depth")
+    assert list(result.table["relative_depth"]) == [0.5, 0.5]
+    assert list(result.table["best_layer"]) == [3, 6]
+
+
+def test_table_has_best_layer_pooling_interval_and_selectivity(tmp_path):
+    a, b = _write(tmp_path, "a.probe", label="sentiment"), _write(tmp_path, "b.probe", label="number", peak=(1, "cls"))
+    table = cmp.compare([a, b], tests=False).table
+    assert list(table["name"]) == ["sentiment", "number"]
+    assert list(table["pooling"]) == ["mean", "cls"] and list(table["best_layer"]) == [2, 1]
+    assert table.loc[0, "accuracy"] == pytest.approx(0.83) and table.loc[0, "accuracy_low"] == pytest.approx(0.78)
+    assert table.loc[0, "selectivity"] == pytest.approx(0.83 - 0.54)
+
+
+def test_paired_tests_between_a_model_and_its_random_init(real_runs):
+    result = cmp.compare([real_runs["main"], real_runs["baseline"]])
+    names = [entry.name for entry in result.entries]
+    assert names[1].endswith("(random init)") and not names[0].endswith("(random init)")
+    tests = result.tests
+    assert list(tests["layer"]) == [0, 1, 2] and set(tests["b"]) == {names[1]}
+    assert tests["p"].between(0, 1).all() and (tests["p_holm"] >= tests["p"] - 1e-12).all()
+    main_rows = cmp.load_entries([real_runs["main"]])[0].rows
+    if (main_rows["pooling"] == "mean").all():  # the drawn curve is the tested pooling: same accuracies
+        assert list(tests["accuracy_a"]) == pytest.approx(list(main_rows["accuracy"]), abs=1e-9)
+    text = result.format()
+    assert "paired test per layer" in text and "Holm over layers" in text
+
+
+def test_no_paired_test_for_different_rows_says_why(tmp_path, real_runs):
+    other = _write(tmp_path, "other.probe", label="sentiment")
+    result = cmp.compare([real_runs["main"], other])
+    assert result.tests.empty
+    assert len(result.notes) == 1 and result.notes[0].startswith("no paired test of")
+
+
+def test_cli_compare_writes_figure_table_and_tests(real_runs, tmp_path):
+    out = tmp_path / "cmp" / "models.png"
+    outcome = CliRunner().invoke(main, ["compare", str(real_runs["main"]), str(real_runs["baseline"]), "-o", str(out)])
+    assert outcome.exit_code == 0, outcome.output
+    assert {path.name for path in out.parent.iterdir()} == {"models.png", "models.svg", "models.csv", "models.tests.csv"}
+    assert len(pd.read_csv(out.with_suffix(".tests.csv"))) == 3
+    assert "(random init)" in out.with_suffix(".svg").read_text()
+    assert "best layer" in outcome.output and "paired test per layer" in outcome.output
+
+
+@pytest.mark.parametrize("args, message", [
+    (["missing.probe.csv"], "does not exist"),
+    (["A", "A", "--names", "x"], "--names gives 1 name(s) for 2 results files"),
+    (["A", "--pooling", "max"], "pooling 'max' is not in"),
+])
+def test_cli_compare_errors_exit_2_in_one_line(tmp_path, args, message):
+    a = _write(tmp_path, "a.probe")
+    args = [str(a) if arg == "A" else arg for arg in args]
+    outcome = CliRunner().invoke(main, ["compare", *args, "-o", str(tmp_path / "c.png")])
+    assert outcome.exit_code == 2, outcome.output
+    assert message in outcome.output and "Traceback" not in outcome.output
+    assert not (tmp_path / "c.png").exists()
+
+
+def test_paired_tests_under_cross_validation(tiny_model, tmp_path, monkeypatch):
+    """Without a split column the probes are cross-validated: the folds are rebuilt from seed and fold count."""
+    import featx
+    from conftest import write_csv
+    from results_fixtures import tiny_rows
+
+    monkeypatch.chdir(tmp_path)
+    rows = [(text, label) for text, label, _ in tiny_rows(60)]
+    corpus = write_csv(tmp_path / "cv.csv", rows, header=("text", "sentiment"))
+    paths = []
+    for name, random_init in (("model", False), ("random", True)):
+        features = featx.extract(corpus, model=str(tiny_model), output=tmp_path / f"{name}.h5", poolings="mean",
+                                 random_init=random_init, progress=False).output
+        paths.append(featx.probe(features, label="sentiment", folds=3, jobs=1, n_bootstrap=100,
+                                 output=tmp_path / f"{name}.probe").csv_path)
+    result = cmp.compare(paths)
+    assert result.entries[0].meta["evaluation"] == "3-fold cv"
+    assert len(result.tests) == 3 and result.tests["p"].between(0, 1).all()
+    same = cmp.compare([paths[0], paths[0]], names=["a", "b"]).tests
+    assert (same["p"] == 1.0).all() and (same["difference"] == 0).all()  # a file against itself: no difference

@@ -1,0 +1,92 @@
+"""featx.report.similarity and ``featx similarity``: linear CKA between layers, one file or two of the same rows."""
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import pytest  # noqa: E402
+from click.testing import CliRunner  # noqa: E402
+
+import featx  # noqa: E402
+from conftest import write_csv  # noqa: E402
+from featx.cli import main  # noqa: E402
+from featx.errors import InputError  # noqa: E402
+from featx.report import similarity as sim  # noqa: E402
+from report_fixtures import real_runs  # noqa: E402,F401
+from results_fixtures import tiny_rows  # noqa: E402
+
+
+def _gram_cka(X, Y):
+    """The textbook form on n x n Gram matrices (HSIC of centred kernels), to check the p x q form against."""
+    n = len(X)
+    H = np.eye(n) - 1.0 / n
+    K, L = H @ X @ X.T @ H, H @ Y @ Y.T @ H
+    return float(np.sum(K * L) / np.sqrt(np.sum(K * K) * np.sum(L * L)))
+
+
+def test_linear_cka_matches_the_gram_form_and_its_invariances():
+    rng = np.random.default_rng(0)
+    X, Y = rng.normal(size=(50, 6)), rng.normal(size=(50, 4))
+    assert sim.linear_cka(X, Y) == pytest.approx(_gram_cka(X, Y))
+    rotation, _ = np.linalg.qr(rng.normal(size=(6, 6)))
+    assert sim.linear_cka(X, 3 * X @ rotation + 1) == pytest.approx(1.0)  # rotation, scale, shift
+    assert 0 <= sim.linear_cka(X, Y) < 0.5
+    assert np.isnan(sim.linear_cka(np.ones((10, 3)), X[:10]))  # a constant layer has no CKA
+
+
+def test_one_file_every_pair_of_layers(real_runs):
+    result = sim.similarity(real_runs["features"], pooling="mean")
+    with featx.open(real_runs["features"]) as opened:
+        layers = opened.layers
+        expected = sim.linear_cka(opened.features("mean", layers[0]), opened.features("mean", layers[-1]))
+    assert result.layers_a == result.layers_b == layers
+    assert np.diag(result.matrix) == pytest.approx(np.ones(len(layers)))
+    assert result.matrix == pytest.approx(result.matrix.T)
+    assert result.matrix[0, -1] == pytest.approx(expected)
+    cls = sim.similarity(real_runs["features"], pooling="cls")
+    assert np.isnan(cls.matrix[0]).all()  # [CLS] at layer 0 is the same vector for every row
+
+
+def test_streaming_without_the_cache_gives_the_same_matrix(real_runs, monkeypatch):
+    cached = sim.similarity(real_runs["features"], real_runs["random"]).matrix
+    monkeypatch.setattr(sim, "CACHE_BYTES", 0)  # as for a file too big to hold: layers re-read one at a time
+    assert sim.similarity(real_runs["features"], real_runs["random"]).matrix == pytest.approx(cached)
+
+
+def test_two_files_of_the_same_rows(real_runs):
+    result = sim.similarity(real_runs["features"], real_runs["random"])
+    assert result.name_b.endswith("(random init)")
+    assert result.matrix.shape == (3, 3) and np.isfinite(result.matrix).all()
+    assert (result.matrix <= 1 + 1e-9).all() and not np.allclose(np.diag(result.matrix), 1.0)
+
+
+def test_files_of_other_rows_are_refused(real_runs, tiny_model, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    corpus = write_csv(tmp_path / "other.csv", tiny_rows(40, seed=9), header=("text", "sentiment", "split"))
+    other = featx.extract(corpus, model=str(tiny_model), output=tmp_path / "other.h5", poolings="mean",
+                          progress=False).output
+    with pytest.raises(InputError, match="CKA needs the same rows"):
+        sim.similarity(real_runs["features"], other)
+
+
+def test_cli_similarity_writes_heatmap_and_csv(real_runs, tmp_path):
+    out = tmp_path / "cka.png"
+    outcome = CliRunner().invoke(main, ["similarity", str(real_runs["features"]), str(real_runs["random"]), "-o", str(out)])
+    assert outcome.exit_code == 0, outcome.output
+    assert out.exists() and out.with_suffix(".svg").exists()
+    matrix = pd.read_csv(out.with_suffix(".csv"), index_col=0)
+    assert matrix.shape == (3, 3) and "linear CKA" in outcome.output
+    assert "linear CKA" in out.with_suffix(".svg").read_text()
+
+
+@pytest.mark.parametrize("args, message", [
+    (["missing.h5"], "does not exist"),
+    (["FEATURES", "--pooling", "max"], "pooling 'max' is not stored"),
+])
+def test_cli_similarity_errors_exit_2(real_runs, tmp_path, args, message):
+    args = [str(real_runs["features"]) if arg == "FEATURES" else arg for arg in args]
+    outcome = CliRunner().invoke(main, ["similarity", *args, "-o", str(tmp_path / "c.png")])
+    assert outcome.exit_code == 2, outcome.output
+    assert message in outcome.output and "Traceback" not in outcome.output
