@@ -212,5 +212,33 @@ def plot(results, output, metric, classifier, baseline, compare, dpi):
         click.echo("wrote " + ", ".join(str(item) for item in written))
 
 
+# -- beyond accuracy: concept erasure, neuron ranking (featx/probing/erase.py, neurons.py) --------------
+@main.command()
+@click.argument("features", type=click.Path(path_type=Path))
+@click.option("--label", default=None, help="Label column to erase (default: 'label', else the first one).")
+@click.option("--layer", "layers", default="all", show_default=True, help="Layers: all, 0,3,6, -4: ...")
+@click.option("--pooling", "poolings", default="mean", show_default=True, help="Poolings: mean, or a list, or all.")
+@click.option("--method", default="leace", show_default=True, type=click.Choice(["leace", "inlp"]),
+              help="LEACE (closed form, least-squares optimal) or INLP (iterative nullspace projection).")
+@click.option("--iterations", type=int, default=50, show_default=True, help="INLP: the most rounds.")
+@click.option("--amnesic", default="all", show_default=True,
+              help="Other label columns probed before/after the erasure: all, a list, or none.")
+@click.option("--folds", type=int, default=5, show_default=True, help="Cross-validation folds (when there is no split).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed for folds and INLP's holdout.")
+@click.option("--jobs", type=int, default=None, help="Parallel (layer x pooling) jobs (default: one per core).")
+@click.option("-o", "--output", type=click.Path(path_type=Path), default=None,
+              help="Erased features file (default: FEATURES stem + .erased-LABEL-METHOD.h5).")
+@click.option("--overwrite", is_flag=True, help="Replace an existing output file.")
+def erase(features, **options):
+    """Erase a label linearly from FEATURES per layer and pooling; write the erased features file.
+
+    Reports the probe's accuracy before and after per layer (the eraser fitted inside each training
+    part), how much the features moved, and what other label columns lost (amnesic probing).
+    """
+    from .probing.erase import erase as run_erase
+
+    click.echo(run_erase(features, **options).format())
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()
