@@ -240,5 +240,28 @@ def erase(features, **options):
     click.echo(run_erase(features, **options).format())
 
 
+@main.command()
+@click.argument("features", type=click.Path(path_type=Path))
+@click.option("--label", default=None, help="Label column (default: 'label', else the first one).")
+@click.option("--layer", "layers", default="all", show_default=True,
+              help="A layer (N), a list, or all (the selection curve per layer).")
+@click.option("--pooling", default="mean", show_default=True, help="Pooling whose vectors are ranked.")
+@click.option("--top", type=int, default=None, help="Neurons listed per ranking (default 10).")
+@click.option("--fraction", type=float, default=None,
+              help="Or list this share of the layer's neurons, in (0, 1]; also added to the selection curve.")
+@click.option("--folds", type=int, default=5, show_default=True, help="Cross-validation folds (when there is no split).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed for folds, the random selections, saga.")
+@click.option("--jobs", type=int, default=None, help="Parallel layer jobs (default: one per core).")
+@click.option("-o", "--output", default=None, help="Results prefix (default: FEATURES stem + .LABEL.neurons).")
+def neurons(features, **options):
+    """Rank a layer's neurons for a label (elastic-net probe and ANOVA F) and validate the rankings.
+
+    A logreg probe is retrained on only the top, bottom or random 1%, 5%, 10%, 20% of the neurons.
+    """
+    from .probing.neurons import neurons as run_neurons
+
+    click.echo(run_neurons(features, **options).format())
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()
