@@ -127,7 +127,10 @@ def merge(output, keep_shards, overwrite, quiet):
 @click.option("--curve-layers", default=None, help="Layers of the learning curves (default: every layer probed).")
 @click.option("--predictions", default=None,
               help="POOLING[/CLASSIFIER] of the per-row predictions file (default: those of the best layer).")
-def probe(features, no_control, **options):
+@click.option("--sweep", is_flag=True,
+              help="Instead: per layer, probes of increasing complexity (logreg C grid, rank-r, MLP widths) "
+                   "and their accuracy/complexity Pareto fronts, beside the control task's.")
+def probe(features, no_control, sweep, **options):
     """Train probes per layer and pooling on FEATURES (default: the last extraction in this directory)."""
     from .probing import ProbeConfig, probe as run_probe
     from .state import last
@@ -135,6 +138,12 @@ def probe(features, no_control, **options):
     if features is None and last("features") is not None:  # say which file before the (long) run starts
         features = last("features")
         click.echo(f"using the last extraction in this directory: {features}")
+    if sweep:
+        from .probing.sweep import sweep as run_sweep
+
+        keep = ("label", "layers", "poolings", "folds", "seed", "jobs", "output")
+        click.echo(run_sweep(features, control=not no_control, **{key: options[key] for key in keep}).format())
+        return
     config = ProbeConfig(features=features, control=not no_control, **options)
     result = run_probe(config)
     for note in result.notes:

@@ -4,7 +4,7 @@ Pooled ``mean`` features are replaced by noise plus, at every layer:
 - ``a`` (2 classes): +-2 in neurons 0, 1, 2;
 - ``b`` (2 classes, independent of ``a``): +-2 in neurons 3, 4, 5;
 - ``c`` (3 classes): +3 in neuron 6 + class (one neuron per class);
-- ``d`` (3 classes, ordered): 3 * (class - 1) in neuron 9 (a 1-dimensional signal).
+- ``d`` (3 classes, ordered): 6 * (class - 1) in neuron 9 (a 1-dimensional signal).
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ def make_planted(folder, tiny_model, n_rows: int = N_ROWS, split: bool = False, 
         data[:, :, 3:6] += 2.0 * (2 * codes["b"][:, None, None] - 1)
         for cls, neuron in enumerate(C_NEURONS):
             data[:, :, neuron] += 3.0 * (codes["c"][:, None] == cls)
-        data[:, :, D_NEURON] += 3.0 * (codes["d"][:, None] - 1)
+        data[:, :, D_NEURON] += 6.0 * (codes["d"][:, None] - 1)
         file["pooled/mean"][...] = data.astype(file["pooled/mean"].dtype)
     return output
 

@@ -99,24 +99,24 @@ def plot_pareto(sweep: pd.DataFrame, layer, pooling: str, ax) -> None:
             ax.scatter(group.params, group.accuracy, color=colour, marker=markers.get(family, "o"), alpha=0.6, s=22,
                        label=f"{family} ({task})")
         front = pareto_front(part)
-        ax.step(front.params, front.accuracy, where="post", color=colour, linewidth=1.5)
+        xs = list(front.params) + [rows.params.max()]  # the front holds until the largest probe
+        ax.step(xs, list(front.accuracy) + [front.accuracy.iloc[-1]], where="post", color=colour, linewidth=1.5)
     ax.set_xscale("log")
     ax.set_xlabel("probe parameters (log scale)")
     ax.set_title(f"layer {layer}")
     ax.grid(alpha=0.3)
 
 
-def save_pareto_figure(sweep: pd.DataFrame, meta: dict, output: Path) -> Path:
+def save_pareto_figure(sweep: pd.DataFrame, meta: dict, output: Path, pooling: str) -> Path:
     plt = _pyplot()
-    pooling = meta["poolings"][0]
     layers = list(meta["layers"])
     fig, axes = _grid(len(layers), plt)
     for ax, layer in zip(axes, layers):
         plot_pareto(sweep, layer, pooling, ax)
     axes[0].set_ylabel("accuracy")
     axes[0].legend(fontsize=6, loc="lower right")
-    fig.suptitle(f"{meta['model']}: accuracy / complexity Pareto fronts for '{meta['label']}' ({pooling} pooling; "
-                 "blue = real labels, orange = control task)")
+    fig.suptitle(f"{meta['model']}: accuracy / complexity Pareto fronts for '{meta['label']}' ({pooling} pooling)\n"
+                 "blue = real labels, orange = control task (permuted labels); lines = Pareto fronts")
     path = _save(fig, output)
     plt.close(fig)
     return path
