@@ -12,7 +12,7 @@ from click.testing import CliRunner
 import featx
 from featx.cli import main
 from featx.probing.erase import erase
-from featx.probing.erasure import fit_inlp, fit_leace, moved, one_hot
+from featx.probing.erasure import fit_inlp, fit_leace, load_erasers, moved, one_hot
 from featx.probing.erasure_store import derived_info
 
 from beyond_fixtures import planted_file, planted_split_file  # noqa: F401
@@ -130,6 +130,10 @@ def test_erased_file_is_a_features_file_marked_derived(planted_file, tmp_path):
     with h5py.File(output, "r") as file:
         assert "request_key" not in file.attrs and file.attrs["fingerprint"] != fingerprint
     assert json.loads(output.with_name("erased.erase.json").read_text())["results"][0]["iterations"] >= 2
+    erasers = load_erasers(output.with_name("erased.erasers.npz"))
+    with featx.open(planted_file) as source, featx.open(output) as derived:
+        rows = source.features("mean", 2)
+        np.testing.assert_allclose(erasers["mean/2"](rows), derived.features("mean", 2), atol=1e-5)
 
 
 def test_probe_and_plot_accept_the_erased_file(planted_split_file, tmp_path, monkeypatch):

@@ -21,7 +21,7 @@ from ..errors import InputError
 from ..selection import parse_layer_specs, parse_poolings
 from . import evaluation as ev
 from .config import DEFAULT_CS
-from .erasure import METHODS, fit_eraser, moved
+from .erasure import METHODS, Eraser, fit_eraser, moved, save_erasers
 from .significance import ALPHA, holm, paired_p_value
 from .task import Task, check_positive, load_task, open_complete
 
@@ -111,7 +111,7 @@ def _eraser(job: _Job, file_rows: np.ndarray, X: np.ndarray, codes: np.ndarray, 
     return cache[key]
 
 
-def _run_job(job: _Job) -> tuple[dict, list[dict], np.ndarray]:
+def _run_job(job: _Job) -> tuple[dict, list[dict], np.ndarray, Eraser]:
     from threadpoolctl import threadpool_limits
 
     config, main = job.config, job.main
@@ -132,7 +132,7 @@ def _run_job(job: _Job) -> tuple[dict, list[dict], np.ndarray]:
         _put(record, "after", _summary(main, after, config.n_bootstrap, config.seed))
         record["at_chance"] = bool(record["after_low"] <= record["majority"] + 1e-9)
         amnesic = [_amnesic(job, other, X, cache) for other in job.others]
-    return record, amnesic, erased
+    return record, amnesic, erased, final
 
 
 def _put(record: dict, name: str, values: tuple[float, float, float]) -> None:
@@ -192,9 +192,9 @@ def _plan_jobs(config: EraseConfig, notes: list[str]) -> tuple[list[_Job], dict]
 
 
 def _tables(outputs) -> tuple[pd.DataFrame, pd.DataFrame]:
-    table = pd.DataFrame([record for record, _, _ in outputs], columns=MAIN_COLUMNS)
+    table = pd.DataFrame([record for record, *_ in outputs], columns=MAIN_COLUMNS)
     table["p_holm"] = np.concatenate([holm(group.p.to_numpy()) for _, group in table.groupby("pooling", sort=False)])
-    amnesic = pd.DataFrame([row for _, rows, _ in outputs for row in rows], columns=AMNESIC_COLUMNS)
+    amnesic = pd.DataFrame([row for _, rows, *_ in outputs for row in rows], columns=AMNESIC_COLUMNS)
     if not amnesic.empty:
         amnesic = amnesic.sort_values(["label", "pooling", "layer"], kind="stable").reset_index(drop=True)
         for _, group in amnesic.groupby(["label", "pooling"], sort=False):
@@ -219,7 +219,7 @@ def erase(config: EraseConfig | str | Path, **options) -> EraseResult:
     table, amnesic = _tables(outputs)
     settings = {"kind": "erasure", "method": config.method, "label": main.label, "layers": info["layers"],
                 "poolings": info["poolings"], "fit_rows": "train split" if main.plan.is_split else "all labelled rows",
-                "iterations": {f"{r['pooling']}/{r['layer']}": r["iterations"] for r, _, _ in outputs}
+                "iterations": {f"{r['pooling']}/{r['layer']}": r["iterations"] for r, *_ in outputs}
                 if config.method == "inlp" else None, "seed": config.seed}
     meta = {"features_file": str(source.resolve()), "model": info["model"], "label": main.label,
             "evaluation": main.plan.evaluation, "n_rows": info["n_rows"], "classes": main.class_names,
@@ -227,10 +227,12 @@ def erase(config: EraseConfig | str | Path, **options) -> EraseResult:
     result = EraseResult(table, amnesic, meta, notes=notes)
     if config.write:
         pooled = {pooling: {} for pooling in info["poolings"]}
-        for record, _, erased in outputs:
+        for record, _, erased, _ in outputs:
             pooled[record["pooling"]][record["layer"]] = erased
         result.output = write_derived(source, output, pooled, settings)
         result.csv_path = _write_tables(result, output)
+        save_erasers({f"{r['pooling']}/{r['layer']}": eraser for r, _, _, eraser in outputs},
+                     _side(output, "erasers.npz"))
     meta["seconds"] = round(time.perf_counter() - started, 3)
     return result
 
@@ -244,6 +246,12 @@ def _run(jobs: list[_Job], config: EraseConfig) -> list:
     return joblib.Parallel(n_jobs=workers)(joblib.delayed(_run_job)(job) for job in jobs)
 
 
+def _side(output: Path, suffix: str) -> Path:
+    """``erased.h5`` -> ``erased.<suffix>``: the summary files beside the erased features."""
+    stem = output.name[: -len(output.suffix)] if output.suffix else output.name
+    return output.with_name(f"{stem}.{suffix}")
+
+
 def _records(table: pd.DataFrame) -> list[dict]:
     from .results import _clean
 
@@ -255,12 +263,11 @@ def _write_tables(result: EraseResult, output: Path) -> Path:
 
     from .results import _clean, write_table
 
-    stem = output.name[: -len(output.suffix)] if output.suffix else output.name
-    csv_path = output.with_name(f"{stem}.erase.csv")
+    csv_path = _side(output, "erase.csv")
     write_table(result.table, csv_path)
     if not result.amnesic.empty:
-        write_table(result.amnesic, output.with_name(f"{stem}.amnesic.csv"))
+        write_table(result.amnesic, _side(output, "amnesic.csv"))
     payload = {"meta": result.meta, "results": _records(result.table), "amnesic": _records(result.amnesic)}
-    output.with_name(f"{stem}.erase.json").write_text(json.dumps(payload, default=_clean, indent=1, allow_nan=False),
+    _side(output, "erase.json").write_text(json.dumps(payload, default=_clean, indent=1, allow_nan=False),
                                                        encoding="utf-8")
     return csv_path

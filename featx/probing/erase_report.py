@@ -71,6 +71,6 @@ def format_erase(result) -> str:
                      "label; ! = significant at 0.05")
     lines += [f"note: {note}" for note in result.notes]
     if result.output is not None:
-        lines += ["", f"wrote {result.output} and {result.csv_path.name} (+ .erase.json"
+        lines += ["", f"wrote {result.output} and {result.csv_path.name} (+ .erase.json, .erasers.npz"
                   + (", .amnesic.csv" if not result.amnesic.empty else "") + ")"]
     return "\n".join(lines)

@@ -59,6 +59,22 @@ class Eraser:
         return out
 
 
+def save_erasers(erasers: dict[str, Eraser], path) -> None:
+    """Every eraser's affine map in one ``.npz`` (``KEY/mean``, ``KEY/left``, ``KEY/right``). This is the
+    hook for a later intervention in the forward pass: the same map applies to any ``(..., d)`` states
+    (e.g. in a forward hook at a site, ``featx/sites.py``), though a pooled eraser is fitted on pooled
+    vectors, not on token states."""
+    arrays = {f"{key}/{part}": getattr(eraser, part) for key, eraser in erasers.items()
+              for part in ("mean", "left", "right")}
+    np.savez(path, **arrays)
+
+
+def load_erasers(path) -> dict[str, Eraser]:
+    with np.load(path) as data:
+        keys = sorted({name.rsplit("/", 1)[0] for name in data.files})
+        return {key: Eraser("loaded", data[f"{key}/mean"], data[f"{key}/left"], data[f"{key}/right"]) for key in keys}
+
+
 def one_hot(y: np.ndarray, n_classes: int) -> np.ndarray:
     out = np.zeros((len(y), n_classes))
     out[np.arange(len(y)), y] = 1.0
