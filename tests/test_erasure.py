@@ -180,3 +180,20 @@ def test_not_a_features_file_and_clobbering_are_refused(planted_file, tmp_path):
     existing.write_text("")
     refused = runner.invoke(main, ["erase", str(planted_file), "--label", "a", "-o", str(existing)])
     assert refused.exit_code == 2 and "--overwrite" in refused.output
+
+
+def test_derived_file_drops_token_states_and_other_sites(tiny_model, tmp_path):
+    from conftest import SENTENCES, write_csv
+
+    corpus = write_csv(tmp_path / "c.csv", SENTENCES)
+    source = tmp_path / "c.h5"
+    featx.extract(corpus, model=str(tiny_model), output=source, poolings="mean,cls", sites="hidden,ffn",
+                  tokens=True, progress=False)
+    output = tmp_path / "c.erased.h5"
+    result = erase(source, label="tense", layers="1,2", poolings="mean,cls", folds=2, output=output, jobs=1,
+                   amnesic="none")
+    assert sorted(set(result.table.pooling)) == ["cls", "mean"] and len(result.table) == 4
+    with featx.open(output) as derived, featx.open(source) as original:
+        assert derived.sites == ["hidden"] and not derived.has_tokens and derived.layers == [1, 2]
+        assert derived.poolings == ["mean", "cls"] and derived.texts == original.texts
+        assert derived.split is not None and list(derived.split) == list(original.split)

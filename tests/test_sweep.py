@@ -68,8 +68,17 @@ def test_cli_probe_sweep(planted_file, tmp_path):
     (["--label", "a", "--layer", "cat(0,1)"], "single layers only"),
     (["--label", "a", "--layer", "9"], "out of range"),
     (["--label", "a", "--folds", "1"], "--folds 1 is too small"),
+    (["--label", "a", "--mdl"], "it does not take --mdl"),
+    (["--label", "a", "--classifier", "mlp"], "it does not take --classifier"),
 ])
 def test_bad_input_is_one_clear_error(planted_file, tmp_path, args, pattern):
     result = CliRunner().invoke(main, ["probe", str(planted_file), "--sweep", "-o", str(tmp_path / "x"), *args])
     assert result.exit_code == 2, result.output
     assert pattern in result.output and "Traceback" not in result.output
+
+
+def test_not_a_features_file_is_refused(tmp_path):
+    path = tmp_path / "notes.h5"
+    path.write_text("not hdf5")
+    result = CliRunner().invoke(main, ["probe", str(path), "--sweep"])
+    assert result.exit_code == 2 and "is not an HDF5 file" in result.output and "Traceback" not in result.output
