@@ -197,3 +197,13 @@ def test_derived_file_drops_token_states_and_other_sites(tiny_model, tmp_path):
         assert derived.sites == ["hidden"] and not derived.has_tokens and derived.layers == [1, 2]
         assert derived.poolings == ["mean", "cls"] and derived.texts == original.texts
         assert derived.split is not None and list(derived.split) == list(original.split)
+
+
+@pytest.mark.parametrize("method", ["leace", "inlp"])
+def test_rows_of_one_class_give_an_eraser_that_changes_nothing(method):
+    from featx.probing.erasure import fit_eraser
+
+    X = np.random.default_rng(0).standard_normal((50, 4))
+    eraser = fit_eraser(method, X, np.zeros(50, dtype=np.int64), 2)
+    assert eraser.rank == 0
+    np.testing.assert_allclose(eraser(X), X, atol=1e-6)

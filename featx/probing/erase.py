@@ -193,7 +193,8 @@ def _plan_jobs(config: EraseConfig, notes: list[str]) -> tuple[list[_Job], dict]
 
 def _tables(outputs) -> tuple[pd.DataFrame, pd.DataFrame]:
     table = pd.DataFrame([record for record, *_ in outputs], columns=MAIN_COLUMNS)
-    table["p_holm"] = np.concatenate([holm(group.p.to_numpy()) for _, group in table.groupby("pooling", sort=False)])
+    for _, group in table.groupby("pooling", sort=False):
+        table.loc[group.index, "p_holm"] = holm(group.p.to_numpy())
     amnesic = pd.DataFrame([row for _, rows, *_ in outputs for row in rows], columns=AMNESIC_COLUMNS)
     if not amnesic.empty:
         amnesic = amnesic.sort_values(["label", "pooling", "layer"], kind="stable").reset_index(drop=True)

@@ -157,6 +157,11 @@ def fit_inlp(X: np.ndarray, y: np.ndarray, n_classes: int, iterations: int = 50,
 
 def fit_eraser(method: str, X: np.ndarray, y: np.ndarray, n_classes: int, iterations: int = 50,
                seed: int = 0) -> Eraser:
+    """The eraser of ``method`` fitted on these rows; one that changes nothing if they hold one class."""
+    if len(np.unique(y)) < 2:
+        d = np.asarray(X).shape[1]
+        return Eraser(method, np.asarray(X, dtype=np.float64).mean(axis=0), np.zeros((d, 0)), np.zeros((0, d)),
+                      iterations=0 if method == "inlp" else None)
     if method == "leace":
         return fit_leace(X, y, n_classes)
     if method == "inlp":
