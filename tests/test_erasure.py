@@ -108,7 +108,7 @@ def test_erase_brings_every_layer_to_chance_and_keeps_the_other_label(planted_fi
     assert table.at_chance.all() and (table.after < 0.7).all()
     assert (table.p_holm < 0.05).all() and (table["rank"] == 1).all() and (table.moved > 0).all()
     b = result.amnesic[result.amnesic.label == "b"]
-    assert len(b) == 3 and (b.after > 0.9).all() and (b.change.abs() < 0.05).all()
+    assert len(b) == 3 and (b.after > 0.9).all() and (b.change.abs() < 0.05).all() and (b.random_after > 0.9).all()
     assert set(result.amnesic.label) == {"b", "c", "d"}
     text = result.format()
     assert "at chance" in text and "amnesic probing" in text and "erased.erase.csv" in text
@@ -207,3 +207,13 @@ def test_rows_of_one_class_give_an_eraser_that_changes_nothing(method):
     eraser = fit_eraser(method, X, np.zeros(50, dtype=np.int64), 2)
     assert eraser.rank == 0
     np.testing.assert_allclose(eraser(X), X, atol=1e-6)
+
+
+def test_random_eraser_is_an_orthogonal_projection_of_the_given_rank():
+    from featx.probing.erasure import random_eraser
+
+    X = np.random.default_rng(0).standard_normal((100, 6))
+    eraser = random_eraser(X, 2, seed=3)
+    P = eraser.projection
+    np.testing.assert_allclose(P @ P, P, atol=1e-10)
+    assert eraser.rank == 2 and round(np.trace(P)) == 4

@@ -5,7 +5,8 @@ evaluation plan and the logreg probe is trained and scored before and after, so 
 test row while fitting (eraser, scaler or C). The written file's eraser is fitted on the training
 rows (the train split; every labelled row under cross-validation) and applied to every row.
 Amnesic probing: the same before/after for each other label column, its eraser fitted on that
-column's training parts (with the erased label's values), with paired tests, Holm-adjusted per label.
+column's training parts (with the erased label's values), with paired tests, Holm-adjusted per label,
+and a control (Elazar et al. 2021): the accuracy after removing as many random directions instead.
 """
 
 from __future__ import annotations
@@ -21,14 +22,14 @@ from ..errors import InputError
 from ..selection import parse_layer_specs, parse_poolings
 from . import evaluation as ev
 from .config import DEFAULT_CS
-from .erasure import METHODS, Eraser, fit_eraser, moved, save_erasers
+from .erasure import METHODS, Eraser, fit_eraser, moved, random_eraser, save_erasers
 from .significance import ALPHA, holm, paired_p_value
 from .task import Task, check_positive, load_task, open_complete
 
 MAIN_COLUMNS = ["label", "method", "pooling", "layer", "rank", "iterations", "majority", "before", "before_low",
                 "before_high", "after", "after_low", "after_high", "at_chance", "p", "p_holm", "moved"]
 AMNESIC_COLUMNS = ["label", "erased", "pooling", "layer", "majority", "before", "before_low", "before_high",
-                   "after", "after_low", "after_high", "change", "p", "p_holm", "significant"]
+                   "after", "after_low", "after_high", "change", "p", "p_holm", "significant", "random_after"]
 
 
 @dataclass
@@ -89,18 +90,23 @@ def _oof(task: Task, folds: list[ev.FoldResult]) -> np.ndarray:
     return out
 
 
-def _before_after(job: _Job, task: Task, X: np.ndarray, codes: np.ndarray, n_codes: int, cache: dict):
+def _before_after(job: _Job, task: Task, X: np.ndarray, codes: np.ndarray, n_codes: int, cache: dict,
+                  random_control: bool = False):
     """Fold results of the logreg probe of ``task`` before and after erasing ``codes`` (the erased
-    label's codes of task's rows) with an eraser fitted on each fold's training rows that have one."""
-    before, after = [], []
+    label's codes of task's rows) with an eraser fitted on each fold's training rows that have one;
+    with ``random_control``, also after removing as many random directions (the amnesic control)."""
+    before, after, control = [], [], []
     for index, ((train, test), dev) in enumerate(zip(task.plan.folds, task.plan.dev)):
         seed = job.config.seed + 1000 * index
         fit_rows = train[codes[train] >= 0]
         eraser = _eraser(job, task.kept[fit_rows], X[fit_rows], codes[fit_rows], n_codes, cache)
-        for store, data in ((before, X), (after, eraser(X))):
+        versions = [(before, X), (after, eraser(X))]
+        if random_control:
+            versions.append((control, random_eraser(X[fit_rows], eraser.rank, seed)(X)))
+        for store, data in versions:
             store.append(ev.run_linear_tasks("logreg", data, [task.y], train, test, dev, task.n_classes,
                                              DEFAULT_CS, False, seed)[0])
-    return before, after
+    return before, after, control
 
 
 def _eraser(job: _Job, file_rows: np.ndarray, X: np.ndarray, codes: np.ndarray, n_codes: int, cache: dict):
@@ -119,7 +125,7 @@ def _run_job(job: _Job) -> tuple[dict, list[dict], np.ndarray, Eraser]:
         X = features.features(job.pooling, job.layer)
     with threadpool_limits(limits=1):
         cache: dict = {}
-        before, after = _before_after(job, main, X[main.kept], main.y, main.n_classes, cache)
+        before, after, _ = _before_after(job, main, X[main.kept], main.y, main.n_classes, cache)
         rows = main.training_rows()
         final = _eraser(job, main.kept[rows], X[main.kept][rows], main.y[rows], main.n_classes, cache)
         erased = final(X)
@@ -141,7 +147,8 @@ def _put(record: dict, name: str, values: tuple[float, float, float]) -> None:
 
 def _amnesic(job: _Job, task: Task, X: np.ndarray, cache: dict) -> dict:
     config = job.config
-    before, after = _before_after(job, task, X[task.kept], job.l_codes[task.kept], job.main.n_classes, cache)
+    before, after, control = _before_after(job, task, X[task.kept], job.l_codes[task.kept], job.main.n_classes,
+                                           cache, random_control=True)
     record = {"label": task.label, "erased": job.main.label, "pooling": job.pooling, "layer": job.layer,
               "majority": _summary(task, task.majority(), config.n_bootstrap, config.seed)[0],
               "p": paired_p_value(task.plan, task.y, _oof(task, before), _oof(task, after),
@@ -149,6 +156,7 @@ def _amnesic(job: _Job, task: Task, X: np.ndarray, cache: dict) -> dict:
     _put(record, "before", _summary(task, before, config.n_bootstrap, config.seed))
     _put(record, "after", _summary(task, after, config.n_bootstrap, config.seed))
     record["change"] = record["after"] - record["before"]
+    record["random_after"] = _summary(task, control, config.n_bootstrap, config.seed)[0]
     return record
 
 

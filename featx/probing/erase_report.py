@@ -63,12 +63,14 @@ def format_erase(result) -> str:
     if not result.amnesic.empty:
         lines += ["", f"amnesic probing: other label columns before and after erasing '{meta['label']}' "
                   "(logreg, same evaluation)"]
-        header = ["label", "pooling", "layer", "majority", "before [95% CI]", "after [95% CI]", "change", "p (Holm)"]
+        header = ["label", "pooling", "layer", "majority", "before [95% CI]", "after [95% CI]", "change", "p (Holm)",
+                  "random dirs"]
         lines += grid(header, _separated(result.amnesic, "label", lambda row: [
             row.label, row.pooling, str(row.layer), _num(row.majority), _ci(row, "before"), _ci(row, "after"),
-            _num(row.change, signed=True), _p(row.p_holm, bool(row.significant))]))
+            _num(row.change, signed=True), _p(row.p_holm, bool(row.significant)), _num(row.random_after)]))
         lines.append("p: paired test of the same rows before vs after, Holm-adjusted over the layers of each "
-                     "label; ! = significant at 0.05")
+                     "label; ! = significant at 0.05; random dirs = accuracy after removing as many random "
+                     "directions (the amnesic control)")
     lines += [f"note: {note}" for note in result.notes]
     if result.output is not None:
         lines += ["", f"wrote {result.output} and {result.csv_path.name} (+ .erase.json, .erasers.npz"

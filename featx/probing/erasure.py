@@ -155,6 +155,14 @@ def fit_inlp(X: np.ndarray, y: np.ndarray, n_classes: int, iterations: int = 50,
     return Eraser("inlp", mean, basis, basis.T.copy(), iterations=len(history), history=history)
 
 
+def random_eraser(X: np.ndarray, rank: int, seed: int = 0) -> Eraser:
+    """The control of amnesic probing: an orthogonal projection removing ``rank`` random directions
+    (seeded), centred on the mean of ``X``."""
+    d = np.asarray(X).shape[1]
+    basis = np.linalg.qr(np.random.default_rng(seed).standard_normal((d, rank)))[0] if rank else np.zeros((d, 0))
+    return Eraser("random", np.asarray(X, dtype=np.float64).mean(axis=0), basis, basis.T.copy())
+
+
 def fit_eraser(method: str, X: np.ndarray, y: np.ndarray, n_classes: int, iterations: int = 50,
                seed: int = 0) -> Eraser:
     """The eraser of ``method`` fitted on these rows; one that changes nothing if they hold one class."""
