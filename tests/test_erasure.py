@@ -217,3 +217,15 @@ def test_random_eraser_is_an_orthogonal_projection_of_the_given_rank():
     P = eraser.projection
     np.testing.assert_allclose(P @ P, P, atol=1e-10)
     assert eraser.rank == 2 and round(np.trace(P)) == 4
+
+
+def test_an_unfinished_extraction_is_refused_with_a_fitting_hint(planted_file, tmp_path):
+    import shutil
+
+    partial = tmp_path / "p.h5.partial"
+    shutil.copy(planted_file, partial)
+    with h5py.File(partial, "r+") as file:
+        file.attrs["complete"] = False
+    result = CliRunner().invoke(main, ["erase", str(tmp_path / "p.h5"), "--label", "a"])
+    assert result.exit_code == 2 and "incomplete" in result.output
+    assert "--allow-partial" not in result.output and "featx extract" in result.output

@@ -69,7 +69,13 @@ def load_task(features: FeatureFile, label: str | None, folds: int = 5, seed: in
 
 def open_complete(path: str | Path) -> FeatureFile:
     """A complete features file (these analyses refuse a partial one: the derived outputs must be whole)."""
-    return FeatureFile(Path(path))
+    from ..errors import IncompleteError
+
+    try:
+        return FeatureFile(Path(path))
+    except IncompleteError as err:
+        raise IncompleteError(err.message, "finish the extraction first: run the same featx extract command "
+                                           "again") from None
 
 
 def check_fraction(value: float, option: str = "--fraction") -> float:
