@@ -139,18 +139,9 @@ def probe(features, no_control, sweep, **options):
         features = last("features")
         click.echo(f"using the last extraction in this directory: {features}")
     if sweep:
-        from .probing.sweep import sweep as run_sweep
+        from .probing.sweep import from_probe_options
 
-        keep = ("label", "layers", "poolings", "folds", "seed", "jobs", "output")
-        clash = [name for name in ("baseline", "mdl", "train_sizes", "curve_layers", "predictions", "balanced",
-                                   "allow_partial") if options.get(name)]
-        if clash or options["classifiers"] != "logreg" or options["sites"] != "hidden":
-            from .errors import InputError
-
-            shown = ", ".join("--" + name.replace("_", "-") for name in clash) or "--classifier/--site"
-            raise InputError(f"--sweep runs its own family of probes on the hidden states; it does not take {shown}",
-                             "run featx probe without --sweep for those")
-        click.echo(run_sweep(features, control=not no_control, **{key: options[key] for key in keep}).format())
+        click.echo(from_probe_options(features, not no_control, options).format())
         return
     config = ProbeConfig(features=features, control=not no_control, **options)
     result = run_probe(config)

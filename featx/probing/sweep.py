@@ -166,6 +166,20 @@ def sweep(features, label: str | None = None, layers: str = "all", poolings: str
     return result
 
 
+UNUSED_PROBE_OPTIONS = ("baseline", "mdl", "train_sizes", "curve_layers", "predictions", "balanced", "allow_partial")
+
+
+def from_probe_options(features, control: bool, options: dict) -> SweepResult:
+    """``featx probe --sweep``: the sweep with the probe command's options, refusing those it does not use."""
+    clash = [name for name in UNUSED_PROBE_OPTIONS if options.get(name)]
+    if clash or options.get("classifiers", "logreg") != "logreg" or options.get("sites", "hidden") != "hidden":
+        shown = ", ".join("--" + name.replace("_", "-") for name in clash) or "--classifier/--site"
+        raise InputError(f"--sweep runs its own family of probes on the hidden states; it does not take {shown}",
+                         "run featx probe without --sweep for those")
+    keep = ("label", "layers", "poolings", "folds", "seed", "jobs", "output")
+    return sweep(features, control=control, **{key: options[key] for key in keep if key in options})
+
+
 def _run(jobs_list: list, jobs: int | None) -> list:
     import joblib
 
