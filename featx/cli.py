@@ -127,7 +127,10 @@ def merge(output, keep_shards, overwrite, quiet):
 @click.option("--curve-layers", default=None, help="Layers of the learning curves (default: every layer probed).")
 @click.option("--predictions", default=None,
               help="POOLING[/CLASSIFIER] of the per-row predictions file (default: those of the best layer).")
-def probe(features, no_control, **options):
+@click.option("--sweep", is_flag=True,
+              help="Instead: per layer, probes of increasing complexity (logreg C grid, rank-r, MLP widths) "
+                   "and their accuracy/complexity Pareto fronts, beside the control task's.")
+def probe(features, no_control, sweep, **options):
     """Train probes per layer and pooling on FEATURES (default: the last extraction in this directory)."""
     from .probing import ProbeConfig, probe as run_probe
     from .state import given_or_last
@@ -135,6 +138,11 @@ def probe(features, no_control, **options):
     features, using_last = given_or_last(features, "features")
     if using_last:  # say which file before the (long) run starts
         click.echo(using_last)
+    if sweep:
+        from .probing.sweep import from_probe_options
+
+        click.echo(from_probe_options(features, not no_control, options).format())
+        return
     config = ProbeConfig(features=features, control=not no_control, **options)
     result = run_probe(config)
     for note in result.notes:
@@ -267,6 +275,34 @@ def compare(results, output, names, relative_depth, metric, classifier, pooling,
     click.echo("\nwrote " + ", ".join(str(path) for path in written))
 
 
+# -- beyond accuracy: concept erasure, neuron ranking (featx/probing/erase.py, neurons.py) --------------
+@main.command()
+@click.argument("features", type=click.Path(path_type=Path))
+@click.option("--label", default=None, help="Label column to erase (default: 'label', else the first one).")
+@click.option("--layer", "layers", default="all", show_default=True, help="Layers: all, 0,3,6, -4: ...")
+@click.option("--pooling", "poolings", default="mean", show_default=True, help="Poolings: mean, or a list, or all.")
+@click.option("--method", default="leace", show_default=True, type=click.Choice(["leace", "inlp"]),
+              help="LEACE (closed form, least-squares optimal) or INLP (iterative nullspace projection).")
+@click.option("--iterations", type=int, default=50, show_default=True, help="INLP: the most rounds.")
+@click.option("--amnesic", default="all", show_default=True,
+              help="Other label columns probed before/after the erasure: all, a list, or none.")
+@click.option("--folds", type=int, default=5, show_default=True, help="Cross-validation folds (when there is no split).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed for folds and INLP's holdout.")
+@click.option("--jobs", type=int, default=None, help="Parallel (layer x pooling) jobs (default: one per core).")
+@click.option("-o", "--output", type=click.Path(path_type=Path), default=None,
+              help="Erased features file (default: FEATURES stem + .erased-LABEL-METHOD.h5).")
+@click.option("--overwrite", is_flag=True, help="Replace an existing output file.")
+def erase(features, **options):
+    """Erase a label linearly from FEATURES per layer and pooling; write the erased features file.
+
+    Reports the probe's accuracy before and after per layer (the eraser fitted inside each training
+    part), how much the features moved, and what other label columns lost (amnesic probing).
+    """
+    from .probing.erase import erase as run_erase
+
+    click.echo(run_erase(features, **options).format())
+
+
 @main.command()
 @click.argument("features", type=click.Path(path_type=Path))
 @click.argument("other", required=False, type=click.Path(path_type=Path))
@@ -314,6 +350,29 @@ def report(results, output, classifier):
     if using_last:
         click.echo(using_last)
     click.echo(f"wrote {write_report(results, output, classifier=classifier)}")
+
+
+@main.command()
+@click.argument("features", type=click.Path(path_type=Path))
+@click.option("--label", default=None, help="Label column (default: 'label', else the first one).")
+@click.option("--layer", "layers", default="all", show_default=True,
+              help="A layer (N), a list, or all (the selection curve per layer).")
+@click.option("--pooling", default="mean", show_default=True, help="Pooling whose vectors are ranked.")
+@click.option("--top", type=int, default=None, help="Neurons listed per ranking (default 10).")
+@click.option("--fraction", type=float, default=None,
+              help="Or list this share of the layer's neurons, in (0, 1]; also added to the selection curve.")
+@click.option("--folds", type=int, default=5, show_default=True, help="Cross-validation folds (when there is no split).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed for folds, the random selections, saga.")
+@click.option("--jobs", type=int, default=None, help="Parallel layer jobs (default: one per core).")
+@click.option("-o", "--output", default=None, help="Results prefix (default: FEATURES stem + .LABEL.neurons).")
+def neurons(features, **options):
+    """Rank a layer's neurons for a label (elastic-net probe and ANOVA F) and validate the rankings.
+
+    A logreg probe is retrained on only the top, bottom or random 1%, 5%, 10%, 20% of the neurons.
+    """
+    from .probing.neurons import neurons as run_neurons
+
+    click.echo(run_neurons(features, **options).format())
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -49,6 +49,7 @@ LABELS = "labels"
 TOKENS = "tokens"
 TOKEN_OFFSETS, TOKEN_INPUT_IDS, TOKEN_WORD_IDS = "tokens/offsets", "tokens/input_ids", "tokens/word_ids"
 SITES = "sites"
+PROGRESS = "progress"
 ROWS_DONE = "progress/rows_done"
 
 # Attributes the store itself writes or interprets

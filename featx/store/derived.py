@@ -1,0 +1,88 @@
+"""Writing a derived features file: the source's rows and labels with replaced pooled features.
+
+A derived file has the same schema as an extracted one, so ``featx.open`` and ``featx probe`` read it
+unchanged. It holds only the replaced (layer, pooling) features (float32, no token states, no other
+sites), every row and label column of the source, and these attributes on ``/``:
+
+- ``derived``: JSON of what made it (``kind``, e.g. ``"erasure"``, the settings, the source path and
+  the source's ``fingerprint``), and ``source_fingerprint``: the source's fingerprint string as is;
+- ``fingerprint``: a new one (the source's plus the settings), and no ``request_key``, so that
+  ``featx extract`` never takes the derived file for the output of an extraction request.
+
+Where a derived file goes and whether it may be written there is the caller's (``featx/probing/erase.py``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+import h5py
+import numpy as np
+
+from ..errors import StoreError
+from . import schema as s
+from .writer import CHUNK_BYTES
+
+COPIED_GROUPS = (s.ROWS, s.LABELS, s.PROGRESS)
+DROPPED_ATTRS = (s.REQUEST_KEY, s.SITES_ATTR)
+DERIVED, SOURCE_FINGERPRINT = "derived", "source_fingerprint"
+
+
+def write_derived(source: Path, output: Path, pooled: dict[str, dict[int, np.ndarray]], derived: dict) -> Path:
+    """Write ``output``: ``source``'s rows/labels/attrs with ``pooled[pooling][layer]`` as its features.
+
+    Every pooling must give the same layers. Written to a temporary name and renamed when complete.
+    """
+    poolings = list(pooled)
+    layers = sorted(next(iter(pooled.values())))
+    if any(sorted(by_layer) != layers for by_layer in pooled.values()):
+        raise ValueError("every pooling of a derived file must have the same layers")
+    temporary = output.with_name(output.name + ".writing")
+    try:
+        with h5py.File(source, "r", locking=False) as src, h5py.File(temporary, "w") as dst:
+            for key, value in src.attrs.items():
+                if key not in DROPPED_ATTRS:
+                    dst.attrs[key] = value
+            for name in COPIED_GROUPS:
+                src.copy(src[name], dst, name)
+            source_fingerprint = str(src.attrs.get(s.FINGERPRINT, ""))
+            record = {**derived, "source": str(Path(source).resolve()), "source_fingerprint": source_fingerprint}
+            dst.attrs[DERIVED] = json.dumps(record, sort_keys=True)
+            dst.attrs[SOURCE_FINGERPRINT] = source_fingerprint
+            dst.attrs[s.FINGERPRINT] = json.dumps({"derived": hashlib.sha256(dst.attrs[DERIVED].encode()).hexdigest()})
+            dst.attrs[s.LAYERS] = json.dumps(layers)
+            dst.attrs[s.POOLINGS] = json.dumps(poolings)
+            dst.attrs[s.STORE_DTYPE] = "float32"
+            dst.attrs[s.WITH_TOKENS] = False
+            _write_pooled(dst, pooled, layers, int(src.attrs[s.N_ROWS]))
+        os.replace(temporary, output)
+    except OSError as err:
+        temporary.unlink(missing_ok=True)
+        raise StoreError(f"cannot write {output}: {err.strerror or err}", "choose a writable location with -o") from None
+    return output
+
+
+def _write_pooled(dst: h5py.File, pooled: dict, layers: list[int], n_rows: int) -> None:
+    for pooling, by_layer in pooled.items():
+        width = next(iter(by_layer.values())).shape[1]
+        rows = max(1, min(n_rows, CHUNK_BYTES // (4 * width)))
+        dataset = dst.create_dataset(s.site_pooled_path(s.HIDDEN_SITE, pooling), (n_rows, len(layers), width),
+                                     dtype=np.float32,
+                                       chunks=(rows, 1, width))
+        for position, layer in enumerate(layers):
+            values = np.asarray(by_layer[layer], dtype=np.float32)
+            if values.shape != (n_rows, width):
+                raise ValueError(f"pooling {pooling} layer {layer}: shape {values.shape}, expected {(n_rows, width)}")
+            dataset[:, position, :] = values
+
+
+def derived_info(path: Path) -> dict | None:
+    """The ``derived`` record of a features file, or None for an extracted one."""
+    with h5py.File(path, "r", locking=False) as file:
+        value = file.attrs.get(DERIVED)
+    if value is None:
+        return None
+    return json.loads(value.decode() if isinstance(value, bytes) else value)
