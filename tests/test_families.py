@@ -87,3 +87,133 @@ def test_family_matches_plain_forward_fp32(family, fast_path, family_models, fam
     summary = run_family(family_models(family), family_corpus, tmp_path / "out.h5")
     assert summary.rows == len(TEXTS)
     assert parity(summary, family_references(family)) <= TOLERANCE
+    if fast_path == "on":
+        check_recorded(family, summary)
+
+
+def check_recorded(family, summary):
+    """What the file says about how the model was run."""
+    with featx.open(summary.output) as features:
+        attrs = features.attrs
+        assert bool(attrs["causal"]) == family.causal
+        assert ("cls" in features.poolings) == (not family.causal)
+        assert "last" in features.poolings and "mean" in features.poolings
+        assert attrs["padding_side"] == "right"
+        assert attrs["model_part"] == ("encoder" if family.name == "t5-encoder" else "model")
+        assert attrs["pad_source"] == ("tokenizer" if "pad_token" in family.tokens else "eos")
+        assert bool(attrs["bos_added"]) == ("<s> $A" in family.template or "<bos>" in family.template)
+    assert any("encoder" in note for note in summary.notes) == (family.name == "t5-encoder")
+
+
+@pytest.mark.parametrize("family", FAMILIES, ids=lambda family: family.name)
+def test_family_runs_in_bfloat16(family, family_models, family_references, family_corpus, tmp_path):
+    """bf16 on CPU (with the fast path where it applies): runs, finite, close to the fp32 reference."""
+    summary = run_family(family_models(family), family_corpus, tmp_path / "bf16.h5", dtype="bfloat16",
+                         poolings="mean", layers="0,-1")
+    with featx.open(summary.output) as features:
+        assert features.attrs["compute_dtype"] == "bfloat16"
+        expected = pooled_reference(family_references(family), "mean")
+        for position, layer in enumerate(features.layers):
+            got = features.features("mean", layer)
+            assert np.isfinite(got).all()
+            assert relative_error(got, expected[:, layer]) <= 0.1, layer
+
+
+@pytest.mark.parametrize("family", FAMILIES, ids=lambda family: family.name)
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_fast_path_swaps_only_what_is_safe(family, dtype, family_models):
+    """prepack_linears on each family: the packed model computes what the plain one does; linears whose
+    parent reads ``.weight`` (T5's ``wo``) stay plain ``nn.Linear``."""
+    import torch
+    import transformers
+
+    from featx.extraction import onednn
+    from featx.extraction.onednn import PackedLinear, prepack_linears
+
+    if not onednn.available():
+        pytest.skip("this torch build has no oneDNN linear ops")
+    torch_dtype = getattr(torch, dtype)
+    cls = getattr(transformers, family.reference)
+    plain = cls.from_pretrained(str(family_models(family)), dtype=torch_dtype).eval()
+    packed = cls.from_pretrained(str(family_models(family)), dtype=torch_dtype).eval()
+    n_linear = sum(type(module) is torch.nn.Linear for module in plain.modules())  # GPT-2 has Conv1D only
+    assert (prepack_linears(packed, torch.device("cpu"), torch_dtype) > 0) == (n_linear > 0)
+    if family.name == "t5-encoder":
+        for block in packed.encoder.block:
+            assert type(block.layer[1].DenseReluDense.wo) is torch.nn.Linear
+            assert isinstance(block.layer[1].DenseReluDense.wi, PackedLinear)
+    ids = torch.tensor([[5, 40, 41, 42, 43, 44], [5, 43, 45, 3, 3, 3]])
+    mask = torch.tensor([[1] * 6, [1, 1, 1, 0, 0, 0]])
+    with torch.inference_mode():
+        a = plain(input_ids=ids, attention_mask=mask, output_hidden_states=True).hidden_states
+        b = packed(input_ids=ids, attention_mask=mask, output_hidden_states=True).hidden_states
+    tolerance = 1e-5 if dtype == "float32" else 5e-2
+    for x, y in zip(a, b):
+        real = mask.bool()
+        scale = x[real].float().abs().max()
+        assert ((y[real].float() - x[real].float()).abs().max() / scale) <= tolerance
+
+
+def site_reference(family, folder, texts, site):
+    """Mean over real tokens of a site's module, hooked on a plain model run on each row alone."""
+    import torch
+    import transformers
+    from transformers import AutoTokenizer
+
+    from featx.extraction.sites import FAMILIES as SITE_FAMILIES, architecture_family
+
+    tokenizer = AutoTokenizer.from_pretrained(str(folder))
+    model = getattr(transformers, family.reference).from_pretrained(str(folder), dtype=torch.float32).eval()
+    spec = SITE_FAMILIES[architecture_family(model)]
+    module, mode = spec[site]
+    n_layers = len(model.get_submodule(spec["layers"]))
+    rows = []
+    for text in texts:
+        recorded = []
+
+        def hook(mod, inputs, output=None):
+            value = inputs if mode == "input" else output
+            recorded.append((value[0] if isinstance(value, tuple) else value)[0].double())
+
+        handles = []
+        for layer in range(n_layers):
+            target = model.get_submodule(f"{spec['layers']}.{layer}.{module}")
+            handles.append(target.register_forward_pre_hook(hook) if mode == "input"
+                           else target.register_forward_hook(hook))
+        with torch.no_grad():
+            model(**tokenizer(text, return_tensors="pt"))
+        for handle in handles:
+            handle.remove()
+        rows.append(np.stack([value.mean(0).numpy() for value in recorded]))
+    return np.stack(rows)  # (rows, layers 1..N, width)
+
+
+@pytest.mark.parametrize("family", FAMILIES, ids=lambda family: family.name)
+def test_family_sites(family, family_models, family_corpus, tmp_path):
+    """attn_out, ffn and pre_ln for every family that names them (match a hooked plain forward);
+    the others get the error listing what is available."""
+    from featx.errors import InputError
+
+    model = family_models(family)
+    if not family.sites:
+        with pytest.raises(InputError, match="Available sites for this model: hidden, attn_heads, module:NAME"):
+            run_family(model, family_corpus, tmp_path / "sites.h5", sites="attn_out")
+        return
+    summary = run_family(model, family_corpus, tmp_path / "sites.h5", sites="attn_out,ffn,pre_ln", poolings="mean")
+    with featx.open(summary.output) as features:
+        for site in ("attn_out", "ffn", "pre_ln"):
+            expected = site_reference(family, model, TEXTS, site)
+            assert features.site_layers(site) == [1, 2]
+            for position, layer in enumerate(features.site_layers(site)):
+                got = features.features("mean", layer, site=site)
+                assert relative_error(got, expected[:, position]) <= TOLERANCE, (site, layer)
+
+
+def test_cls_is_refused_for_causal_models(family_models, family_corpus, tmp_path):
+    from featx.errors import InputError
+
+    from families import BY_NAME
+
+    with pytest.raises(InputError, match="causal") as error:
+        run_family(family_models(BY_NAME["llama"]), family_corpus, tmp_path / "cls.h5", poolings="cls,mean")
+    assert "last" in error.value.hint

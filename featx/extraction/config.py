@@ -140,6 +140,7 @@ class ExtractSummary:
     layers: list[int] = field(default_factory=list)
     poolings: list[str] = field(default_factory=list)
     resumed_from: int = 0
+    windowed_rows: int = 0  # rows longer than the model's maximum, run in overlapping windows (--long window)
     notes: list[str] = field(default_factory=list)  # extra lines for the user (e.g. the merge of shards)
     # Where the time went (0 for an up-to-date file): model load, tokenisation, and the batch loop
     # (forward, pooling, copies; writing overlaps it). ``tokens / forward_seconds`` is the steady-state rate.
@@ -156,6 +157,8 @@ class ExtractSummary:
         parts = [
             f"{self.rows} rows", f"{self.tokens} tokens", f"{self.truncated_rows} truncated",
         ]
+        if self.windowed_rows:
+            parts.append(f"{self.windowed_rows} windowed")
         if self.skipped_empty:
             parts.append(f"{self.skipped_empty} empty skipped")
         if self.status == "up-to-date":
@@ -198,9 +201,20 @@ def summary_of(path: Path, status: str, seconds: float, skipped: int) -> Extract
     """The summary of a finished features file."""
     with FeatureFile(path) as features:
         attrs = features.attrs
-        return ExtractSummary(
+        windowed = 0
+        if str(attrs.get(schema.LONG_INPUTS, "truncate")) == "window":
+            windowed = int((features.n_kept > int(attrs.get(schema.MAX_LENGTH))).sum())
+        summary = ExtractSummary(
             output=path, status=status, rows=features.n_rows, tokens=int(features.n_kept.sum()),
             truncated_rows=int(features.truncated.sum()), skipped_empty=skipped, seconds=seconds,
             file_bytes=path.stat().st_size, model=str(attrs.get(schema.MODEL)), device=str(attrs.get(schema.DEVICE)),
             dtype=str(attrs.get(schema.COMPUTE_DTYPE)), layers=features.layers, poolings=features.poolings,
+            windowed_rows=windowed,
         )
+        if str(attrs.get(schema.MODEL_PART, "model")) == "encoder":
+            summary.notes.append(f"{summary.model} is an encoder-decoder model: these are its encoder's states "
+                                 "(the decoder was not run)")
+        if bool(attrs.get(schema.CAUSAL, False)):
+            summary.notes.append(f"{summary.model} is causal (decoder-only): no cls pooling, its first token sees "
+                                 "only itself; last is the last real token")
+        return summary

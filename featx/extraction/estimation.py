@@ -219,7 +219,7 @@ def _calibrate(plan, loaded, tokenized) -> tuple[float, str]:
 
     lengths = tokenized.lengths
     batches = plan_batches(lengths, plan.max_tokens, plan.batch_size)
-    pad_id = loaded.tokenizer.pad_token_id if loaded.tokenizer.pad_token_id is not None else 0
+    pad_id = plan.pad_id
     runner = Runner(loaded, plan)
     seed = plan.config.seed
 

@@ -107,8 +107,7 @@ def _run(plan: ExtractionPlan, writer: FeatureWriter, tokenized: TokenizedCorpus
     """The batch loop into ``writer``, then the finished file; a clear error (rows kept) if it stops."""
     output = plan.output
     try:
-        pad_id = loaded.tokenizer.pad_token_id if loaded.tokenizer.pad_token_id is not None else 0
-        loop.run(plan, writer, tokenized, Runner(loaded, plan), pad_id, pin_memory=loaded.device.type == "cuda")
+        loop.run(plan, writer, tokenized, Runner(loaded, plan), plan.pad_id, pin_memory=loaded.device.type == "cuda")
         return writer.finish()
     except KeyboardInterrupt:
         done = writer.rows_done

@@ -49,6 +49,8 @@ class ExtractionPlan:
     base_fingerprint: str  # the whole run's (equal to ``fingerprint`` unless sharded)
     shard: ShardSpec | None = None
     merged_output: Path | None = None  # the merged file of a sharded run
+    pad_id: int = 0  # id in the padding positions (masked: it never changes a real token's features)
+    pad_source: str = "tokenizer"  # where pad_id came from: tokenizer, eos or reserved
 
     @property
     def hidden(self) -> SiteLayout:
@@ -84,15 +86,38 @@ class ExtractionPlan:
 
 
 def resolve_poolings(spec: str, loaded: LoadedModel) -> list[str]:
-    """The poolings asked for; ``pooler`` only where the model has that head (an error if asked by name)."""
+    """The poolings asked for; ``pooler`` only where the model has that head (an error if asked by name).
+
+    Of a causal (decoder-only) model the first token sees only itself, so ``cls`` would describe the
+    first token, not the text: ``all`` leaves it out and asking for it by name is refused.
+    """
     explicit = spec is not None and spec.strip().lower() != "all"
     poolings = parse_poolings(spec, POOLINGS)
+    if loaded.causal and "cls" in poolings:
+        if explicit:
+            raise InputError(f"pooling 'cls' does not fit {loaded.name}: it is a causal (decoder-only) model, whose "
+                             "first token sees only itself, so its states do not depend on the text",
+                             "use last (the last real token has seen the whole text) or mean")
+        poolings.remove("cls")
     if "pooler" in poolings and not loaded.has_pooler:
         if explicit:
             raise InputError(f"pooling 'pooler' is not available: model {loaded.name} has no pooler head",
                              "choose from cls, mean, max, last")
         poolings.remove("pooler")
     return poolings
+
+
+def resolve_pad(tokenizer) -> tuple[int, str]:
+    """The id that fills padding positions: the tokenizer's pad token, else its EOS, else 0 (reserved).
+
+    featx pads on the right itself, whatever the tokenizer's ``padding_side``, and masks the padding:
+    the real tokens keep their positions, and in a causal model they never see what comes after them.
+    """
+    if tokenizer.pad_token_id is not None:
+        return int(tokenizer.pad_token_id), "tokenizer"
+    if getattr(tokenizer, "eos_token_id", None) is not None:
+        return int(tokenizer.eos_token_id), "eos"
+    return 0, "reserved"
 
 
 def default_max_tokens(config: ExtractConfig, loaded: LoadedModel) -> int:
@@ -150,12 +175,22 @@ def resolve_plan(config: ExtractConfig, corpus_sha256: str, loaded: LoadedModel,
     rows = window_rows(config, sum(site.row_bytes(itemsize) for site in layouts))
     token_bytes = sum(site.token_bytes(itemsize) for site in layouts)
     output = output_path(config)
+    pad_id, pad_source = resolve_pad(loaded.tokenizer)
     return ExtractionPlan(
+        pad_id=pad_id, pad_source=pad_source,
         config=config, output=shard.path(output) if shard else output, store_dtype=config.store_dtype,
         sites=layouts, hooked=hooked, max_tokens=max_tokens, batch_size=int(config.batch_size), window_rows=rows,
         window_tokens=WINDOW_BYTES / token_bytes if config.tokens else None,
         fingerprint=shard.fingerprint(base) if shard else base, base_fingerprint=base, shard=shard,
         merged_output=output if shard else None)
+
+
+def bos_added(tokenizer) -> bool:
+    """Whether the tokenizer puts its BOS token in front of every text (featx tokenises the same way)."""
+    bos = getattr(tokenizer, "bos_token_id", None)
+    if bos is None:
+        return False
+    return bool(tokenizer("a")["input_ids"][:1] == [bos])
 
 
 def provenance(plan: ExtractionPlan, corpus, loaded: LoadedModel) -> dict:
@@ -179,6 +214,12 @@ def provenance(plan: ExtractionPlan, corpus, loaded: LoadedModel) -> dict:
         schema.ID_COL: corpus.id_col or "",
         schema.SKIPPED_EMPTY: json.dumps(corpus.skipped_rows),
         schema.N_MODEL_LAYERS: loaded.n_layers,
+        schema.MODEL_PART: loaded.part or "model",
+        schema.CAUSAL: bool(loaded.causal),
+        schema.PAD_TOKEN_ID: plan.pad_id,
+        schema.PAD_SOURCE: plan.pad_source,
+        schema.PADDING_SIDE: "right",
+        schema.BOS_ADDED: bos_added(loaded.tokenizer),
         schema.FINGERPRINT: plan.fingerprint,
         schema.REQUEST_KEY: request_key(config, corpus.sha256) or "",  # for the quick check (freshness.py)
         schema.OPTIONS: json.dumps({k: str(v) if isinstance(v, Path) else v for k, v in asdict(config).items()}),
