@@ -154,8 +154,9 @@ def test_fast_path_swaps_only_what_is_safe(family, dtype, family_models):
         assert ((y[real].float() - x[real].float()).abs().max() / scale) <= tolerance
 
 
-def site_reference(family, folder, texts, site):
-    """Mean over real tokens of a site's module, hooked on a plain model run on each row alone."""
+def site_reference(family, folder, texts, sites=("attn_out", "ffn", "pre_ln")):
+    """Mean over real tokens of each site's module, hooked on a plain model run on each row alone:
+    ``{site: (rows, layers 1..N, width)}``."""
     import torch
     import transformers
     from transformers import AutoTokenizer
@@ -165,27 +166,29 @@ def site_reference(family, folder, texts, site):
     tokenizer = AutoTokenizer.from_pretrained(str(folder))
     model = getattr(transformers, family.reference).from_pretrained(str(folder), dtype=torch.float32).eval()
     spec = SITE_FAMILIES[architecture_family(model)]
-    module, mode = spec[site]
     n_layers = len(model.get_submodule(spec["layers"]))
-    rows = []
-    for text in texts:
-        recorded = []
+    recorded = {site: [] for site in sites}
 
+    def hook_for(site, mode):
         def hook(mod, inputs, output=None):
             value = inputs if mode == "input" else output
-            recorded.append((value[0] if isinstance(value, tuple) else value)[0].double())
+            recorded[site].append((value[0] if isinstance(value, tuple) else value)[0].double().mean(0).numpy())
+        return hook
 
-        handles = []
+    handles = []
+    for site in sites:
+        module, mode = spec[site]
         for layer in range(n_layers):
             target = model.get_submodule(f"{spec['layers']}.{layer}.{module}")
+            hook = hook_for(site, mode)
             handles.append(target.register_forward_pre_hook(hook) if mode == "input"
                            else target.register_forward_hook(hook))
-        with torch.no_grad():
+    with torch.no_grad():
+        for text in texts:
             model(**tokenizer(text, return_tensors="pt"))
-        for handle in handles:
-            handle.remove()
-        rows.append(np.stack([value.mean(0).numpy() for value in recorded]))
-    return np.stack(rows)  # (rows, layers 1..N, width)
+    for handle in handles:
+        handle.remove()
+    return {site: np.asarray(values).reshape(len(texts), n_layers, -1) for site, values in recorded.items()}
 
 
 @pytest.mark.parametrize("family", FAMILIES, ids=lambda family: family.name)
@@ -201,8 +204,9 @@ def test_family_sites(family, family_models, family_corpus, tmp_path):
         return
     summary = run_family(model, family_corpus, tmp_path / "sites.h5", sites="attn_out,ffn,pre_ln", poolings="mean")
     with featx.open(summary.output) as features:
+        reference = site_reference(family, model, TEXTS)
         for site in ("attn_out", "ffn", "pre_ln"):
-            expected = site_reference(family, model, TEXTS, site)
+            expected = reference[site]
             assert features.site_layers(site) == [1, 2]
             for position, layer in enumerate(features.site_layers(site)):
                 got = features.features("mean", layer, site=site)
