@@ -221,3 +221,48 @@ def test_cls_is_refused_for_causal_models(family_models, family_corpus, tmp_path
     with pytest.raises(InputError, match="causal") as error:
         run_family(family_models(BY_NAME["llama"]), family_corpus, tmp_path / "cls.h5", poolings="cls,mean")
     assert "last" in error.value.hint
+
+
+def test_sharded_checkpoint_extracts_the_same_and_hashes_every_shard(family_models, family_corpus, tmp_path):
+    """A model saved in several safetensors shards with an index: same features as one file; the weights
+    hash covers every shard (changing one changes it); a missing shard is one clear error."""
+    import shutil
+
+    import torch
+    import transformers
+
+    from featx.errors import ModelError
+    from featx.extraction.modeling import load_model
+
+    from families import BY_NAME
+
+    family = BY_NAME["llama"]
+    single = family_models(family)
+    sharded = tmp_path / "sharded"
+    shutil.copytree(single, sharded)
+    for path in sharded.glob("*.safetensors"):
+        path.unlink()
+    model = getattr(transformers, family.model).from_pretrained(str(single), dtype=torch.float32)
+    model.save_pretrained(str(sharded), safe_serialization=True, max_shard_size="20KB")
+    shards = sorted(sharded.glob("model-*-of-*.safetensors"))
+    assert len(shards) >= 3 and (sharded / "model.safetensors.index.json").exists()
+
+    one = run_family(single, family_corpus, tmp_path / "one.h5")
+    many = run_family(sharded, family_corpus, tmp_path / "many.h5")
+    with featx.open(one.output) as a, featx.open(many.output) as b:
+        for layer in a.layers:
+            np.testing.assert_array_equal(a.features("mean", layer), b.features("mean", layer))
+        before = b.attrs["model_sha256"]
+    (sharded / "stray.safetensors").write_bytes(shards[0].read_bytes())  # not in the index: not hashed
+    assert load_model(str(sharded), device="cpu").weights_sha256 == before
+    data = bytearray(shards[-1].read_bytes())  # one weight of the last shard changes
+    data[-1] ^= 1
+    shards[-1].write_bytes(bytes(data))
+    assert load_model(str(sharded), device="cpu").weights_sha256 != before
+    data[9] = ord("!")  # a broken header: one clear error, no traceback
+    shards[-1].write_bytes(bytes(data))
+    with pytest.raises(ModelError, match="cannot load model"):
+        load_model(str(sharded), device="cpu")
+    shards[1].unlink()
+    with pytest.raises(ModelError, match="lacks 1 of the"):
+        load_model(str(sharded), device="cpu")

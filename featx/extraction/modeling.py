@@ -9,7 +9,7 @@ from pathlib import Path
 
 import torch
 
-from ..errors import InputError, ModelError
+from ..errors import FeatxError, InputError, ModelError
 from .model_files import DEFAULT_MODEL, default_model_path
 
 PICKLE_WEIGHTS = ("pytorch_model.bin", "pytorch_model.bin.index.json", "tf_model.h5", "model.ckpt.index", "flax_model.msgpack")
@@ -229,6 +229,11 @@ def load_model(
         raise ModelError(f"cannot load model {name}: {err}") from None
     except OSError as err:
         raise ModelError(f"cannot load model {name}: {err}") from None
+    except FeatxError:
+        raise
+    except Exception as err:  # e.g. safetensors' own error on a damaged file
+        raise ModelError(f"cannot load model {name}: {type(err).__name__}: {err}",
+                         "check that the model folder is complete and undamaged") from None
     encoder.eval().to(torch_device)
     return LoadedModel(
         model=encoder,
