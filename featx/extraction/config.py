@@ -40,6 +40,8 @@ class ExtractConfig:
     tokens: bool = False
     sites: str = "hidden"  # also record attn_out, ffn, pre_ln, attn_heads, module:NAME (featx/sites.py)
     max_length: int | None = None
+    long: str = "truncate"  # texts longer than max_length: truncate, or window (overlapping windows, stitched)
+    stride: int | None = None  # --long window: tokens shared by consecutive windows (default: a quarter window)
     device: str = "auto"
     dtype: str = "auto"
     store_dtype: str = "float16"
@@ -106,6 +108,19 @@ def _check_text_col(config: ExtractConfig) -> None:
         raise InputError("--text-col is empty", "name the column that holds the texts, e.g. --text-col text")
 
 
+LONG_INPUTS = ("truncate", "window")
+
+
+def _check_long(config: ExtractConfig) -> None:
+    long = str(config.long).strip().lower()
+    if long not in LONG_INPUTS:
+        raise InputError(f"--long '{config.long}' is not understood",
+                         "use truncate (cut at --max-length) or window (overlapping windows over the whole text)")
+    object.__setattr__(config, "long", long)
+    if config.stride is not None and long != "window":
+        raise InputError("--stride applies to --long window only", "add --long window, or leave --stride out")
+
+
 def _check_shards(config: ExtractConfig) -> None:
     ShardSpec.from_options(config.shards, config.shard_index)
 
@@ -115,7 +130,7 @@ CONSTRAINTS = (
     _check_text_col, _check_output, _check_store_dtype, _check_dtype, _check_encoding,
     _positive("max_tokens", "--max-tokens"), _positive("batch_size", "--batch-size", optional=False),
     _positive("commit_rows", "--commit-rows"), _positive("max_length", "--max-length", minimum=2),
-    _check_shards,
+    _check_shards, _check_long, _positive("stride", "--stride", minimum=0),
 )
 
 

@@ -155,7 +155,8 @@ def estimate(config=None, calibrate: bool = True, **options) -> Estimate:
     plan = resolve_plan(config, corpus.sha256, loaded)
     from .tokenize import tokenize_texts
 
-    tokenized = tokenize_texts(loaded.tokenizer, corpus.texts, loaded.max_length, with_word_ids=config.tokens)
+    tokenized = tokenize_texts(loaded.tokenizer, corpus.texts, loaded.max_length, with_word_ids=config.tokens,
+                                   truncate=plan.window is None)
     setup_seconds = time.perf_counter() - setup_started  # the real run loads and tokenises the same way
     result = _sizes(plan, corpus, tokenized, loaded)
     if calibrate and len(corpus):

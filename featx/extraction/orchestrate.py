@@ -82,7 +82,8 @@ def extract_one(config: ExtractConfig) -> ExtractSummary:
             return summary_of(plan.output, "up-to-date", time.perf_counter() - started, len(corpus.skipped_rows))
         timings = {"load_seconds": time.perf_counter() - load_started}
         tokenize_started = time.perf_counter()
-        tokenized = tokenize_texts(loaded.tokenizer, corpus.texts, loaded.max_length, with_word_ids=config.tokens)
+        tokenized = tokenize_texts(loaded.tokenizer, corpus.texts, loaded.max_length, with_word_ids=config.tokens,
+                                   truncate=plan.window is None)
         timings["tokenize_seconds"] = time.perf_counter() - tokenize_started
         writer = open_writer(plan, corpus, tokenized, loaded, shard_rows, corpus_rows)
         resumed_from = writer.rows_done

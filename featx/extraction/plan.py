@@ -25,11 +25,22 @@ from .freshness import request_key
 from .modeling import LoadedModel, dtype_name
 from .sharding import ShardSpec
 from .sites import Site, measure_widths, parse_sites, resolve_sites
+from .tokenize import special_layout
 
 WINDOW_BYTES = 256 << 20  # host memory for one commit window of outputs
 MIN_WINDOW_ROWS, MAX_WINDOW_ROWS = 64, 8192
 DEFAULT_MAX_TOKENS = {"cuda": 65536}  # padded tokens per batch by device type; others: CPU_MAX_TOKENS
 CPU_MAX_TOKENS = 8192
+
+
+@dataclass(frozen=True)
+class WindowSpec:
+    """``--long window``: specials around ``budget`` content tokens per window, ``stride`` shared."""
+
+    n_lead: int
+    n_trail: int
+    budget: int
+    stride: int
 
 
 @dataclass(frozen=True)
@@ -51,6 +62,9 @@ class ExtractionPlan:
     merged_output: Path | None = None  # the merged file of a sharded run
     pad_id: int = 0  # id in the padding positions (masked: it never changes a real token's features)
     pad_source: str = "tokenizer"  # where pad_id came from: tokenizer, eos or reserved
+    max_length: int = 512  # tokens one forward pass takes per row (the model's maximum or --max-length)
+    long_inputs: str = "truncate"  # or "window": longer rows run as overlapping windows (windows.py)
+    window: WindowSpec | None = None  # the windows' shape, with --long window
 
     @property
     def hidden(self) -> SiteLayout:
@@ -120,6 +134,22 @@ def resolve_pad(tokenizer) -> tuple[int, str]:
     return 0, "reserved"
 
 
+def resolve_window(config: ExtractConfig, loaded: LoadedModel) -> WindowSpec | None:
+    """The windows of ``--long window``: the tokenizer's specials kept in each, the rest content."""
+    if config.long != "window":
+        return None
+    n_lead, n_trail = special_layout(loaded.tokenizer)
+    budget = loaded.max_length - n_lead - n_trail
+    if budget < 2:
+        raise InputError(f"--long window: a window of {loaded.max_length} tokens leaves no room for text "
+                         f"besides {n_lead + n_trail} special tokens", "raise --max-length")
+    stride = budget // 4 if config.stride is None else int(config.stride)
+    if stride >= budget:
+        raise InputError(f"--stride {stride} must be smaller than the {budget} text tokens of a window",
+                         f"use --stride below {budget} (tokens shared by consecutive windows), e.g. {budget // 4}")
+    return WindowSpec(n_lead, n_trail, budget, stride)
+
+
 def default_max_tokens(config: ExtractConfig, loaded: LoadedModel) -> int:
     """Padded tokens per batch: the option, else by device; never below one full-length row."""
     chosen = config.max_tokens or DEFAULT_MAX_TOKENS.get(loaded.device.type, CPU_MAX_TOKENS)
@@ -134,11 +164,13 @@ def window_rows(config: ExtractConfig, row_bytes: int) -> int:
 
 
 def fingerprint(config: ExtractConfig, corpus_sha256: str, loaded: LoadedModel, layers, poolings, max_tokens,
-                sites) -> str:
+                sites, window: WindowSpec | None = None) -> str:
     """What the file's contents depend on; resuming or reusing requires an exact match."""
     extra_sites = [site.name for site in sites if site.name != HIDDEN_SITE]
     # Only named when there are sites besides hidden, so files from before sites keep their fingerprint.
-    return json.dumps({**({"sites": extra_sites} if extra_sites else {}),
+    # Likewise named only with --long window, so files written before it keep their fingerprint.
+    long = {"long": config.long, "stride": window.stride} if window is not None else {}
+    return json.dumps({**({"sites": extra_sites} if extra_sites else {}), **long,
         "corpus_sha256": corpus_sha256, "text_col": config.text_col, "id_col": config.id_col,
         "skip_empty": config.skip_empty, "model_sha256": loaded.weights_sha256, "random_init": config.random_init,
         "seed": config.seed if config.random_init else None, "max_length": loaded.max_length,
@@ -170,14 +202,16 @@ def resolve_plan(config: ExtractConfig, corpus_sha256: str, loaded: LoadedModel,
     poolings = resolve_poolings(config.poolings, loaded)
     layouts, hooked = _layouts(config, loaded, layers, poolings)
     max_tokens = default_max_tokens(config, loaded)
-    base = fingerprint(config, corpus_sha256, loaded, layers, poolings, max_tokens, layouts)
+    window = resolve_window(config, loaded)
+    base = fingerprint(config, corpus_sha256, loaded, layers, poolings, max_tokens, layouts, window)
     itemsize = np.dtype(config.store_dtype).itemsize
     rows = window_rows(config, sum(site.row_bytes(itemsize) for site in layouts))
     token_bytes = sum(site.token_bytes(itemsize) for site in layouts)
     output = output_path(config)
     pad_id, pad_source = resolve_pad(loaded.tokenizer)
     return ExtractionPlan(
-        pad_id=pad_id, pad_source=pad_source,
+        pad_id=pad_id, pad_source=pad_source, max_length=int(loaded.max_length), long_inputs=config.long,
+        window=window,
         config=config, output=shard.path(output) if shard else output, store_dtype=config.store_dtype,
         sites=layouts, hooked=hooked, max_tokens=max_tokens, batch_size=int(config.batch_size), window_rows=rows,
         window_tokens=WINDOW_BYTES / token_bytes if config.tokens else None,
@@ -220,6 +254,8 @@ def provenance(plan: ExtractionPlan, corpus, loaded: LoadedModel) -> dict:
         schema.PAD_SOURCE: plan.pad_source,
         schema.PADDING_SIDE: "right",
         schema.BOS_ADDED: bos_added(loaded.tokenizer),
+        schema.LONG_INPUTS: plan.long_inputs,
+        schema.STRIDE: plan.window.stride if plan.window else 0,
         schema.FINGERPRINT: plan.fingerprint,
         schema.REQUEST_KEY: request_key(config, corpus.sha256) or "",  # for the quick check (freshness.py)
         schema.OPTIONS: json.dumps({k: str(v) if isinstance(v, Path) else v for k, v in asdict(config).items()}),
