@@ -95,3 +95,16 @@ def test_window_options_are_checked_before_the_model_runs(short_bert, long_corpu
         ExtractConfig(corpus=long_corpus, stride=4)
     with pytest.raises(InputError, match="--stride 14 must be smaller than the 14 text tokens"):
         run(long_corpus, short_bert, tmp_path / "x.h5", long="window", stride=14)
+
+
+def test_dry_run_estimate_counts_windowed_rows(short_bert, long_corpus, tmp_path):
+    from featx.extraction.estimation import estimate
+
+    config = ExtractConfig(corpus=long_corpus, output=tmp_path / "e.h5", model=str(short_bert), long="window",
+                           stride=4, progress=False)
+    result = estimate(config)
+    assert result.windowed_rows == 2 and result.truncated_rows == 0
+    assert result.seconds is not None and result.seconds > 0
+    assert "2 run in overlapping windows" in result.format()
+    only_long = write_csv(tmp_path / "only-long.csv", [(LONG, "pos", "past", "train")])
+    assert estimate(config, corpus=only_long).seconds > 0
