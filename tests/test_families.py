@@ -266,3 +266,21 @@ def test_sharded_checkpoint_extracts_the_same_and_hashes_every_shard(family_mode
     shards[1].unlink()
     with pytest.raises(ModelError, match="lacks 1 of the"):
         load_model(str(sharded), device="cpu")
+
+
+def test_cli_t5_and_a_causal_model(family_models, family_corpus, tmp_path):
+    """The reported T5 traceback is gone at the command line; cls on a causal model is one line, exit 2."""
+    from click.testing import CliRunner
+
+    from featx.cli import main
+
+    from families import BY_NAME
+
+    t5 = CliRunner().invoke(main, ["extract", str(family_corpus), "--model", str(family_models(BY_NAME["t5-encoder"])),
+                                   "-o", str(tmp_path / "t5.h5"), "-q"])
+    assert t5.exit_code == 0, t5.output
+    assert "encoder-decoder model: these are its encoder's states" in t5.output
+    gpt2 = CliRunner().invoke(main, ["extract", str(family_corpus), "--model", str(family_models(BY_NAME["gpt2"])),
+                                     "-o", str(tmp_path / "gpt2.h5"), "-q", "--pooling", "cls"])
+    assert gpt2.exit_code == 2 and "Traceback" not in gpt2.output
+    assert "pooling 'cls' does not fit" in gpt2.output

@@ -108,3 +108,14 @@ def test_dry_run_estimate_counts_windowed_rows(short_bert, long_corpus, tmp_path
     assert "2 run in overlapping windows" in result.format()
     only_long = write_csv(tmp_path / "only-long.csv", [(LONG, "pos", "past", "train")])
     assert estimate(config, corpus=only_long).seconds > 0
+
+
+def test_windowed_rows_record_sites_too(short_bert, long_corpus, tmp_path):
+    """Hooked sites are stitched like hidden: short rows as with truncation, long rows pooled over every token."""
+    truncated = run(long_corpus, short_bert, tmp_path / "t.h5", sites="ffn", poolings="mean")
+    windowed = run(long_corpus, short_bert, tmp_path / "w.h5", sites="ffn", poolings="mean", long="window")
+    with featx.open(truncated.output) as t, featx.open(windowed.output) as w:
+        for layer in w.site_layers("ffn"):
+            np.testing.assert_allclose(w.features("mean", layer, site="ffn")[:4],
+                                       t.features("mean", layer, site="ffn")[:4], atol=1e-5)
+            assert not np.allclose(w.features("mean", layer, site="ffn")[4], t.features("mean", layer, site="ffn")[4])
