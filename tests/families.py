@@ -28,6 +28,7 @@ class Family:
     config_args: dict = field(default_factory=dict)
     causal: bool = False
     sites: bool = True  # attn_out / ffn / pre_ln named for this family
+    encoder_of: bool = False  # the reference is ``reference.from_pretrained(...).get_encoder()``
 
     @property
     def id(self) -> str:
@@ -72,6 +73,12 @@ FAMILIES = [
            dict(pad_token="<pad>", eos_token="</s>", unk_token="<unk>"),
            config_args=dict(d_model=32, d_kv=8, num_heads=4, d_ff=64, num_layers=2, num_decoder_layers=2,
                             dropout_rate=0.0, pad_token_id=0, eos_token_id=1, decoder_start_token_id=0)),
+    Family("bart-encoder", "BartConfig", "BartModel", "BartModel", "bpe", ROBERTA_SPECIALS, "<s> $A </s>",
+           ROBERTA_TOKENS, sites=False, encoder_of=True,
+           config_args=dict(d_model=32, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
+                            decoder_attention_heads=4, encoder_ffn_dim=64, decoder_ffn_dim=64,
+                            max_position_embeddings=64, dropout=0.0, attention_dropout=0.0, activation_dropout=0.0,
+                            pad_token_id=1, bos_token_id=0, eos_token_id=2, decoder_start_token_id=2)),
     Family("gpt2", "GPT2Config", "GPT2Model", "GPT2Model", "bpe", ("<|endoftext|>",), "$A",
            dict(bos_token="<|endoftext|>", eos_token="<|endoftext|>", unk_token="<|endoftext|>"),
            config_args=dict(n_embd=32, n_layer=2, n_head=4, n_positions=64, resid_pdrop=0.0, embd_pdrop=0.0,
@@ -145,6 +152,8 @@ def reference_states(family: Family, folder: Path, texts: list[str]):
     tokenizer = AutoTokenizer.from_pretrained(str(folder))
     model = getattr(transformers, family.reference).from_pretrained(str(folder), dtype=torch.float32,
                                                                      attn_implementation="eager").eval()
+    if family.encoder_of:
+        model = model.get_encoder()
     out = []
     with torch.no_grad():
         for text in texts:

@@ -19,6 +19,7 @@ from families import FAMILIES, build_family, reference_states
 
 TEXTS = [row[0] for row in SENTENCES]
 TOLERANCE = 1e-4
+ENCODER_OF = ("t5-encoder", "bart-encoder")  # encoder-decoder checkpoints: featx runs the encoder
 
 
 @pytest.fixture(scope="session")
@@ -99,10 +100,10 @@ def check_recorded(family, summary):
         assert ("cls" in features.poolings) == (not family.causal)
         assert "last" in features.poolings and "mean" in features.poolings
         assert attrs["padding_side"] == "right"
-        assert attrs["model_part"] == ("encoder" if family.name == "t5-encoder" else "model")
+        assert attrs["model_part"] == ("encoder" if family.name in ENCODER_OF else "model")
         assert attrs["pad_source"] == ("tokenizer" if "pad_token" in family.tokens else "eos")
         assert bool(attrs["bos_added"]) == ("<s> $A" in family.template or "<bos>" in family.template)
-    assert any("encoder" in note for note in summary.notes) == (family.name == "t5-encoder")
+    assert any("encoder" in note for note in summary.notes) == (family.name in ENCODER_OF)
 
 
 @pytest.mark.parametrize("family", FAMILIES, ids=lambda family: family.name)
@@ -136,6 +137,8 @@ def test_fast_path_swaps_only_what_is_safe(family, dtype, family_models):
     cls = getattr(transformers, family.reference)
     plain = cls.from_pretrained(str(family_models(family)), dtype=torch_dtype).eval()
     packed = cls.from_pretrained(str(family_models(family)), dtype=torch_dtype).eval()
+    if family.encoder_of:
+        plain, packed = plain.get_encoder(), packed.get_encoder()
     n_linear = sum(type(module) is torch.nn.Linear for module in plain.modules())  # GPT-2 has Conv1D only
     assert (prepack_linears(packed, torch.device("cpu"), torch_dtype) > 0) == (n_linear > 0)
     if family.name == "t5-encoder":
