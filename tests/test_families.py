@@ -1,9 +1,10 @@
 """Every supported family extracts like a plain ``transformers`` forward of each row alone.
 
-One tiny random model per family (``families.py``), built once per session. fp32 with and without
-the CPU fast path must match the reference to 1e-4 relative to the activations' scale (batching
-several rows of different lengths together, so this is also the padding-invariance check); bf16 must
-run and stay close.
+One tiny random model per family (``families.py``), built once per session. fp32 with the CPU fast
+path (``test_family_matches_plain_forward_fp32``) and without it (``test_family_sites``) must match the
+reference to 1e-4 relative to the activations' scale (batching several rows of different lengths
+together, so this is also the padding-invariance check, with left-padding tokenizers among them);
+bf16 and fp16 must run and stay close.
 """
 
 from __future__ import annotations
@@ -81,15 +82,14 @@ def parity(summary, references) -> float:
 
 
 @pytest.mark.parametrize("family", FAMILIES, ids=lambda family: family.name)
-@pytest.mark.parametrize("fast_path", ["on", "off"])
-def test_family_matches_plain_forward_fp32(family, fast_path, family_models, family_references, family_corpus,
-                                           tmp_path, monkeypatch):
-    monkeypatch.setenv("FEATX_ONEDNN", "1" if fast_path == "on" else "0")
+def test_family_matches_plain_forward_fp32(family, family_models, family_references, family_corpus, tmp_path,
+                                           monkeypatch):
+    """With the CPU fast path (its default); ``test_family_sites`` checks the same without it."""
+    monkeypatch.setenv("FEATX_ONEDNN", "1")
     summary = run_family(family_models(family), family_corpus, tmp_path / "out.h5")
     assert summary.rows == len(TEXTS)
     assert parity(summary, family_references(family)) <= TOLERANCE
-    if fast_path == "on":
-        check_recorded(family, summary)
+    check_recorded(family, summary)
 
 
 def check_recorded(family, summary):
@@ -106,15 +106,20 @@ def check_recorded(family, summary):
     assert any("encoder" in note for note in summary.notes) == (family.name in ENCODER_OF)
 
 
-@pytest.mark.parametrize("family", FAMILIES, ids=lambda family: family.name)
-def test_family_runs_in_bfloat16(family, family_models, family_references, family_corpus, tmp_path):
-    """bf16 on CPU (with the fast path where it applies): runs, finite, close to the fp32 reference."""
-    summary = run_family(family_models(family), family_corpus, tmp_path / "bf16.h5", dtype="bfloat16",
+HALF_PRECISION = [(family, "bfloat16") for family in FAMILIES] + [
+    (family, "float16") for family in FAMILIES if family.name in ("bert", "t5-encoder", "llama")]
+
+
+@pytest.mark.parametrize("family,dtype", HALF_PRECISION, ids=lambda value: getattr(value, "name", value))
+def test_family_runs_in_half_precision(family, dtype, family_models, family_references, family_corpus, tmp_path):
+    """bf16 (with the fast path where it applies) on CPU for every family, fp16 for a few (every family ran
+    in fp16 within 1e-3 of fp32 when checked by hand): runs, finite, close to the fp32 reference."""
+    summary = run_family(family_models(family), family_corpus, tmp_path / "half.h5", dtype=dtype,
                          poolings="mean", layers="0,-1")
     with featx.open(summary.output) as features:
-        assert features.attrs["compute_dtype"] == "bfloat16"
+        assert features.attrs["compute_dtype"] == dtype
         expected = pooled_reference(family_references(family), "mean")
-        for position, layer in enumerate(features.layers):
+        for layer in features.layers:
             got = features.features("mean", layer)
             assert np.isfinite(got).all()
             assert relative_error(got, expected[:, layer]) <= 0.1, layer
@@ -195,17 +200,21 @@ def site_reference(family, folder, texts, sites=("attn_out", "ffn", "pre_ln")):
 
 
 @pytest.mark.parametrize("family", FAMILIES, ids=lambda family: family.name)
-def test_family_sites(family, family_models, family_corpus, tmp_path):
-    """attn_out, ffn and pre_ln for every family that names them (match a hooked plain forward);
-    the others get the error listing what is available."""
+def test_family_sites(family, family_models, family_references, family_corpus, tmp_path, monkeypatch):
+    """Without the CPU fast path: hidden matches the plain forward, and attn_out, ffn and pre_ln match a
+    hooked plain forward for every family that names them; the others get the error listing what is available."""
     from featx.errors import InputError
 
+    monkeypatch.setenv("FEATX_ONEDNN", "0")
     model = family_models(family)
     if not family.sites:
         with pytest.raises(InputError, match="Available sites for this model: hidden, attn_heads, module:NAME"):
             run_family(model, family_corpus, tmp_path / "sites.h5", sites="attn_out")
+        summary = run_family(model, family_corpus, tmp_path / "hidden.h5")
+        assert parity(summary, family_references(family)) <= TOLERANCE
         return
-    summary = run_family(model, family_corpus, tmp_path / "sites.h5", sites="attn_out,ffn,pre_ln", poolings="mean")
+    summary = run_family(model, family_corpus, tmp_path / "sites.h5", sites="attn_out,ffn,pre_ln")
+    assert parity(summary, family_references(family)) <= TOLERANCE
     with featx.open(summary.output) as features:
         reference = site_reference(family, model, TEXTS)
         for site in ("attn_out", "ffn", "pre_ln"):
