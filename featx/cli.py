@@ -55,6 +55,8 @@ def main():
 @click.option("--stride", type=int, default=None,
               help="--long window: tokens shared by consecutive windows (default: a quarter of a window).")
 @click.option("--device", default="auto", show_default=True, help="auto, cpu, cuda, cuda:N or mps.")
+@click.option("--device-map", default=None,
+              help="auto: spread a model too large for one GPU over the GPUs (then the CPU) with accelerate.")
 @click.option("--dtype", default="auto", show_default=True, help="Compute dtype: auto, float32, float16, bfloat16.")
 @click.option("--store-dtype", default="float16", show_default=True, help="Stored features: float16 or float32.")
 @click.option("--max-tokens", type=int, default=None, help="Padded tokens per batch (default: 8192 on CPU, 65536 on GPU).")

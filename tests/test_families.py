@@ -296,3 +296,31 @@ def test_cli_t5_and_a_causal_model(family_models, family_corpus, tmp_path):
                                      "-o", str(tmp_path / "gpt2.h5"), "-q", "--pooling", "cls"])
     assert gpt2.exit_code == 2 and "Traceback" not in gpt2.output
     assert "pooling 'cls' does not fit" in gpt2.output
+
+
+def test_device_map_auto(family_models, family_corpus, tmp_path, monkeypatch):
+    """--device-map auto (accelerate's placement; on this CPU machine every layer lands on the CPU) gives
+    the same features; without accelerate it is one clear error; with --random-init it is refused."""
+    import importlib.util
+
+    from featx.errors import InputError
+
+    from families import BY_NAME
+
+    model = family_models(BY_NAME["llama"])
+    with pytest.raises(InputError, match="--random-init"):
+        ExtractConfig(corpus=family_corpus, device_map="auto", random_init=True)
+    with pytest.raises(InputError, match="--device-map 'everywhere'"):
+        ExtractConfig(corpus=family_corpus, device_map="everywhere")
+    if importlib.util.find_spec("accelerate") is not None:
+        plain = run_family(model, family_corpus, tmp_path / "plain.h5")
+        mapped = run_family(model, family_corpus, tmp_path / "mapped.h5", device_map="auto")
+        with featx.open(plain.output) as a, featx.open(mapped.output) as b:
+            assert a.fingerprint == b.fingerprint and b.attrs["device_map"] != "{}"
+            for layer in a.layers:
+                np.testing.assert_allclose(b.features("last", layer), a.features("last", layer), atol=1e-6)
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *args: None if name == "accelerate" else real_find_spec(name, *args))
+    with pytest.raises(InputError, match="needs the accelerate package"):
+        run_family(model, family_corpus, tmp_path / "none.h5", device_map="auto")

@@ -43,6 +43,7 @@ class ExtractConfig:
     long: str = "truncate"  # texts longer than max_length: truncate, or window (overlapping windows, stitched)
     stride: int | None = None  # --long window: tokens shared by consecutive windows (default: a quarter window)
     device: str = "auto"
+    device_map: str | None = None  # "auto": spread the model over the GPUs (and CPU) with accelerate
     dtype: str = "auto"
     store_dtype: str = "float16"
     max_tokens: int | None = None  # padded tokens per batch; default depends on the device
@@ -121,6 +122,18 @@ def _check_long(config: ExtractConfig) -> None:
         raise InputError("--stride applies to --long window only", "add --long window, or leave --stride out")
 
 
+def _check_device_map(config: ExtractConfig) -> None:
+    if config.device_map is None:
+        return
+    if str(config.device_map).strip().lower() != "auto":
+        raise InputError(f"--device-map '{config.device_map}' is not understood",
+                         "use --device-map auto (accelerate places the layers over the GPUs, then the CPU)")
+    object.__setattr__(config, "device_map", "auto")
+    if config.random_init:
+        raise InputError("--device-map places weights read from the model folder; --random-init draws new ones",
+                         "leave out --device-map with --random-init")
+
+
 def _check_shards(config: ExtractConfig) -> None:
     ShardSpec.from_options(config.shards, config.shard_index)
 
@@ -130,7 +143,7 @@ CONSTRAINTS = (
     _check_text_col, _check_output, _check_store_dtype, _check_dtype, _check_encoding,
     _positive("max_tokens", "--max-tokens"), _positive("batch_size", "--batch-size", optional=False),
     _positive("commit_rows", "--commit-rows"), _positive("max_length", "--max-length", minimum=2),
-    _check_shards, _check_long, _positive("stride", "--stride", minimum=0),
+    _check_shards, _check_long, _positive("stride", "--stride", minimum=0), _check_device_map,
 )
 
 

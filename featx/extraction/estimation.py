@@ -153,7 +153,7 @@ def estimate(config=None, calibrate: bool = True, **options) -> Estimate:
     corpus = read_corpus(config.corpus, config.text_col, config.id_col, config.skip_empty, config.encoding)
     setup_started = time.perf_counter()
     loaded = load_model(config.model, config.device, config.dtype, config.trust_remote_code,
-                        config.random_init, config.seed, config.max_length)
+                        config.random_init, config.seed, config.max_length, config.device_map)
     plan = resolve_plan(config, corpus.sha256, loaded)
     from .tokenize import tokenize_texts
 

@@ -198,6 +198,7 @@ def load_model(
     random_init: bool = False,
     seed: int = 0,
     max_length: int | None = None,
+    device_map: str | None = None,
 ) -> LoadedModel:
     """Load encoder + tokenizer from a local folder (or the local HF cache) in eval mode.
 
@@ -214,12 +215,13 @@ def load_model(
     _refuse_custom_code(name, folder, trust_remote_code)
     torch_device = resolve_device(device)
     torch_dtype = resolve_dtype(dtype, torch_device)
+    placement = _placement(device_map)
     if torch_dtype == torch.bfloat16 and torch_device.type == "cuda" and not torch.cuda.is_bf16_supported():
         raise InputError("--dtype bfloat16: this GPU does not support bfloat16", "use --dtype float16")
     try:
         config = AutoConfig.from_pretrained(str(folder), trust_remote_code=trust_remote_code)
         tokenizer = load_tokenizer(str(folder), trust_remote_code=trust_remote_code)
-        encoder, part = _load_network(folder, config, torch_dtype, trust_remote_code, random_init, seed)
+        encoder, part = _load_network(folder, config, torch_dtype, trust_remote_code, random_init, seed, placement)
     except ValueError as err:
         if "trust_remote_code" in str(err):
             raise ModelError(
@@ -234,7 +236,11 @@ def load_model(
     except Exception as err:  # e.g. safetensors' own error on a damaged file
         raise ModelError(f"cannot load model {name}: {type(err).__name__}: {err}",
                          "check that the model folder is complete and undamaged") from None
-    encoder.eval().to(torch_device)
+    encoder.eval()
+    if placement:  # accelerate placed the layers; batches enter where the embeddings are
+        torch_device = encoder.get_input_embeddings().weight.device
+    else:
+        encoder.to(torch_device)
     return LoadedModel(
         model=encoder,
         tokenizer=tokenizer,
@@ -267,7 +273,20 @@ def _refuse_custom_code(name: str, folder: Path, trust_remote_code: bool) -> Non
 ENCODER_CLASSES = {"t5": "T5EncoderModel", "mt5": "MT5EncoderModel", "umt5": "UMT5EncoderModel"}
 
 
-def _load_network(folder: Path, config, torch_dtype, trust_remote_code: bool, random_init: bool, seed: int):
+def _placement(device_map: str | None) -> dict:
+    """``from_pretrained`` arguments for ``--device-map auto`` (accelerate's placement), or none."""
+    if not device_map:
+        return {}
+    import importlib.util
+
+    if importlib.util.find_spec("accelerate") is None:
+        raise InputError("--device-map auto needs the accelerate package, which is not installed here",
+                         "pip install accelerate (or: pip install 'featx[large]'), or leave out --device-map")
+    return {"device_map": device_map}
+
+
+def _load_network(folder: Path, config, torch_dtype, trust_remote_code: bool, random_init: bool, seed: int,
+                  placement: dict | None = None):
     """The network featx runs, and ``part``: "" for the whole model, "encoder" for an encoder-decoder's encoder.
 
     ``AutoModel`` on an encoder-decoder checkpoint would build the whole model and run its decoder with no
@@ -281,7 +300,7 @@ def _load_network(folder: Path, config, torch_dtype, trust_remote_code: bool, ra
     cls = AutoModel
     if encoder_decoder and hasattr(transformers, ENCODER_CLASSES.get(config.model_type, "")):
         cls = getattr(transformers, ENCODER_CLASSES[config.model_type])
-    kwargs = dict(dtype=torch_dtype, trust_remote_code=trust_remote_code)
+    kwargs = dict(dtype=torch_dtype, trust_remote_code=trust_remote_code, **(placement or {}))
 
     def build(**extra):
         if random_init:

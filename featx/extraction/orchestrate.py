@@ -66,7 +66,7 @@ def extract_one(config: ExtractConfig) -> ExtractSummary:
     with OutputLock(shard.path(output) if shard else output):
         load_started = time.perf_counter()
         loaded = load_model(config.model, config.device, config.dtype, config.trust_remote_code,
-                            config.random_init, config.seed, config.max_length)
+                            config.random_init, config.seed, config.max_length, config.device_map)
         plan = resolve_plan(config, corpus.sha256, loaded, shard)
         if shard is not None:
             if plan.merged_output.exists() and not config.overwrite:  # merged already: nothing to do

@@ -227,6 +227,14 @@ def bos_added(tokenizer) -> bool:
     return bool(tokenizer("a")["input_ids"][:1] == [bos])
 
 
+def device_map(config: ExtractConfig, loaded: LoadedModel) -> dict:
+    """Where ``--device-map auto`` put the model's parts (one entry when it all fits one device); {} without it."""
+    if not config.device_map:
+        return {}
+    placed = getattr(loaded.model, "hf_device_map", None) or {"": loaded.device}
+    return {name: str(where) for name, where in placed.items()}
+
+
 def provenance(plan: ExtractionPlan, corpus, loaded: LoadedModel) -> dict:
     """The root attributes an extraction records about where its features came from."""
     config = plan.config
@@ -242,6 +250,7 @@ def provenance(plan: ExtractionPlan, corpus, loaded: LoadedModel) -> dict:
         schema.MAX_LENGTH: loaded.max_length,
         schema.COMPUTE_DTYPE: dtype_name(loaded.dtype),
         schema.DEVICE: str(loaded.device),
+        schema.DEVICE_MAP: json.dumps(device_map(config, loaded)),
         schema.CORPUS_PATH: str(Path(config.corpus).resolve()),
         schema.CORPUS_SHA256: corpus.sha256,
         schema.TEXT_COL: corpus.text_col,

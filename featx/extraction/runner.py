@@ -63,7 +63,8 @@ class Runner:
         states = {self.plan.hidden.name: [output.hidden_states[layer] for layer in self.plan.layers]}  # L x (B, T, H)
         if recording:
             states.update(self.recorder.take(output, input_ids, mask, self.special_ids))
-        return states
+        # With --device-map the layers sit on several devices: pool where the batch is (a no-op otherwise).
+        return {site: [layer.to(self.device) for layer in layers] for site, layers in states.items()}
 
     def _pool(self, states: dict[str, list[torch.Tensor]], mask: torch.Tensor):
         real = mask.bool() if self.plan.with_tokens else None
