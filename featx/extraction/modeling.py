@@ -206,7 +206,6 @@ def load_model(
     (seeded): the standard control for "is it the training or the architecture?". Of an
     encoder-decoder checkpoint (T5, BART) only the encoder is loaded and run.
     """
-    from transformers import AutoConfig
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()
@@ -218,24 +217,8 @@ def load_model(
     placement = _placement(device_map)
     if torch_dtype == torch.bfloat16 and torch_device.type == "cuda" and not torch.cuda.is_bf16_supported():
         raise InputError("--dtype bfloat16: this GPU does not support bfloat16", "use --dtype float16")
-    try:
-        config = AutoConfig.from_pretrained(str(folder), trust_remote_code=trust_remote_code)
-        tokenizer = load_tokenizer(str(folder), trust_remote_code=trust_remote_code)
-        encoder, part = _load_network(folder, config, torch_dtype, trust_remote_code, random_init, seed, placement)
-    except ValueError as err:
-        if "trust_remote_code" in str(err):
-            raise ModelError(
-                f"model {name} needs custom code from its folder, which featx does not run by default",
-                "read that code first; pass --trust-remote-code only if you trust it",
-            ) from None
-        raise ModelError(f"cannot load model {name}: {err}") from None
-    except OSError as err:
-        raise ModelError(f"cannot load model {name}: {err}") from None
-    except FeatxError:
-        raise
-    except Exception as err:  # e.g. safetensors' own error on a damaged file
-        raise ModelError(f"cannot load model {name}: {type(err).__name__}: {err}",
-                         "check that the model folder is complete and undamaged") from None
+    config, tokenizer, encoder, part = _load_parts(name, folder, torch_dtype, trust_remote_code, random_init, seed,
+                                                   placement)
     encoder.eval()
     if placement:  # accelerate placed the layers; batches enter where the embeddings are
         torch_device = encoder.get_input_embeddings().weight.device
@@ -255,6 +238,32 @@ def load_model(
         part=part,
         causal=is_causal(encoder, torch_device, getattr(config, "vocab_size", None)),
     )
+
+
+def _load_parts(name: str, folder: Path, torch_dtype, trust_remote_code: bool, random_init: bool, seed: int,
+                placement: dict):
+    """Config, tokenizer and network of a model folder; any failure is one ``ModelError``."""
+    from transformers import AutoConfig
+
+    try:
+        config = AutoConfig.from_pretrained(str(folder), trust_remote_code=trust_remote_code)
+        tokenizer = load_tokenizer(str(folder), trust_remote_code=trust_remote_code)
+        encoder, part = _load_network(folder, config, torch_dtype, trust_remote_code, random_init, seed, placement)
+    except ValueError as err:
+        if "trust_remote_code" in str(err):
+            raise ModelError(
+                f"model {name} needs custom code from its folder, which featx does not run by default",
+                "read that code first; pass --trust-remote-code only if you trust it",
+            ) from None
+        raise ModelError(f"cannot load model {name}: {err}") from None
+    except OSError as err:
+        raise ModelError(f"cannot load model {name}: {err}") from None
+    except FeatxError:
+        raise
+    except Exception as err:  # e.g. safetensors' own error on a damaged file
+        raise ModelError(f"cannot load model {name}: {type(err).__name__}: {err}",
+                         "check that the model folder is complete and undamaged") from None
+    return config, tokenizer, encoder, part
 
 
 def _refuse_custom_code(name: str, folder: Path, trust_remote_code: bool) -> None:
