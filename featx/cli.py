@@ -50,7 +50,13 @@ def main():
 @click.option("--site", "sites", default="hidden", show_default=True,
               help="Activations to store: hidden,attn_out,ffn,pre_ln,attn_heads or module:NAME (hidden always).")
 @click.option("--max-length", type=int, default=None, help="Truncate texts to this many tokens (default: the model's maximum).")
+@click.option("--long", "long", default="truncate", show_default=True,
+              help="Texts longer than --max-length: truncate, or window (overlapping windows over the whole text).")
+@click.option("--stride", type=int, default=None,
+              help="--long window: tokens shared by consecutive windows (default: a quarter of a window).")
 @click.option("--device", default="auto", show_default=True, help="auto, cpu, cuda, cuda:N or mps.")
+@click.option("--device-map", default=None,
+              help="auto: spread a model too large for one GPU over the GPUs (then the CPU) with accelerate.")
 @click.option("--dtype", default="auto", show_default=True, help="Compute dtype: auto, float32, float16, bfloat16.")
 @click.option("--store-dtype", default="float16", show_default=True, help="Stored features: float16 or float32.")
 @click.option("--max-tokens", type=int, default=None, help="Padded tokens per batch (default: 8192 on CPU, 65536 on GPU).")

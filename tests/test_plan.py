@@ -74,3 +74,13 @@ def test_the_file_is_what_the_plan_says(tiny_model, tmp_path):
         assert features.features("max", 2, site="ffn").dtype == np.float32
     guess = featx.estimate(corpus, model=str(tiny_model), output=plan.output, calibrate=False, **options)
     assert guess.layers == plan.layers and guess.poolings == plan.poolings
+
+
+def test_pad_id_comes_from_the_tokenizer_else_eos_else_a_reserved_id():
+    from types import SimpleNamespace
+
+    from featx.extraction.plan import resolve_pad
+
+    assert resolve_pad(SimpleNamespace(pad_token_id=5, eos_token_id=2)) == (5, "tokenizer")
+    assert resolve_pad(SimpleNamespace(pad_token_id=None, eos_token_id=2)) == (2, "eos")
+    assert resolve_pad(SimpleNamespace(pad_token_id=None, eos_token_id=None)) == (0, "reserved")

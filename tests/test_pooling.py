@@ -50,3 +50,16 @@ def test_pooler_pool_applies_head_to_first_token_of_every_layer(batch):
 
     pooled = make_pooler_pool(Head())(states, mask)
     np.testing.assert_allclose(pooled.numpy(), torch.tanh(states[:, :, 0] * 2).numpy())
+
+
+def test_poolings_hold_for_left_padding(batch):
+    """The same rows padded on the left pool to the same values: cls is the first real token, last the last."""
+    states, mask, lengths = batch
+    width = states.shape[2]
+    left = torch.full_like(states, -1e4)
+    left_mask = torch.zeros_like(mask)
+    for row, n in enumerate(lengths):
+        left[row, :, width - n:] = states[row, :, :n]
+        left_mask[row, width - n:] = 1
+    for pool in (cls_pool, mean_pool, max_pool, last_pool):
+        torch.testing.assert_close(pool(left, left_mask), pool(states, mask), rtol=1e-6, atol=1e-6)

@@ -220,13 +220,16 @@ def test_unknown_site_is_a_clear_error(tiny_model, corpus_csv, tmp_path):
 
 
 def test_unknown_architecture_names_available_sites():
-    from transformers import GPT2Config, GPT2Model
+    from transformers import AlbertConfig, AlbertModel, GPT2Config, GPT2Model
 
-    model = GPT2Model(GPT2Config(n_layer=2, n_embd=16, n_head=2, vocab_size=50, n_positions=16)).eval()
-    assert architecture_family(model) is None
-    with pytest.raises(InputError, match="site 'ffn' is not defined for GPT2Model") as error:
-        resolve_sites(model, parse_sites("ffn"), [0, 1, 2], 2)
+    albert = AlbertModel(AlbertConfig(num_hidden_layers=2, hidden_size=16, num_attention_heads=2, intermediate_size=24,
+                                      embedding_size=8, vocab_size=40, max_position_embeddings=20)).eval()
+    assert architecture_family(albert) is None  # its layers share one module: no per-layer sites
+    with pytest.raises(InputError, match="site 'ffn' is not defined for AlbertModel") as error:
+        resolve_sites(albert, parse_sites("ffn"), [0, 1, 2], 2)
     assert "Available sites for this model: hidden, attn_heads, module:NAME" in error.value.message
+    model = GPT2Model(GPT2Config(n_layer=2, n_embd=16, n_head=2, vocab_size=50, n_positions=16)).eval()
+    assert architecture_family(model) == "gpt2"
     sites = resolve_sites(model, parse_sites("module:h.*.mlp.act"), [0, 1, 2], 2)  # the escape hatch works
     assert [tap.module for tap in sites[1].taps] == ["h.0.mlp.act", "h.1.mlp.act"]
     with SiteRecorder(model, sites) as recorder:

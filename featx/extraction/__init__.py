@@ -11,8 +11,8 @@ Public API (what the CLI and notebooks call):
 
 The stages, each its own module: ``corpus`` (reading), ``tokenize``, ``batching`` (windows and
 batches), ``modeling`` and ``model_files`` (loading), ``onednn`` (the CPU fast path), ``pooling``,
-``sites`` (hooks), ``runner`` (forward + on-device pooling), ``loop`` (the batch loop and the
-background writer), ``sharding`` and ``distributed`` (shards, torchrun).
+``sites`` (hooks), ``windows`` (``--long window``), ``runner`` (forward + on-device pooling), ``loop``
+(the batch loop and the background writer), ``sharding`` and ``distributed`` (shards, torchrun).
 
 Heavy modules (torch) load on first use, so ``from featx.extraction import ExtractConfig`` stays cheap.
 """

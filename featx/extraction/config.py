@@ -40,7 +40,10 @@ class ExtractConfig:
     tokens: bool = False
     sites: str = "hidden"  # also record attn_out, ffn, pre_ln, attn_heads, module:NAME (featx/sites.py)
     max_length: int | None = None
+    long: str = "truncate"  # texts longer than max_length: truncate, or window (overlapping windows, stitched)
+    stride: int | None = None  # --long window: tokens shared by consecutive windows (default: a quarter window)
     device: str = "auto"
+    device_map: str | None = None  # "auto": spread the model over the GPUs (and CPU) with accelerate
     dtype: str = "auto"
     store_dtype: str = "float16"
     max_tokens: int | None = None  # padded tokens per batch; default depends on the device
@@ -106,6 +109,31 @@ def _check_text_col(config: ExtractConfig) -> None:
         raise InputError("--text-col is empty", "name the column that holds the texts, e.g. --text-col text")
 
 
+LONG_INPUTS = ("truncate", "window")
+
+
+def _check_long(config: ExtractConfig) -> None:
+    long = str(config.long).strip().lower()
+    if long not in LONG_INPUTS:
+        raise InputError(f"--long '{config.long}' is not understood",
+                         "use truncate (cut at --max-length) or window (overlapping windows over the whole text)")
+    object.__setattr__(config, "long", long)
+    if config.stride is not None and long != "window":
+        raise InputError("--stride applies to --long window only", "add --long window, or leave --stride out")
+
+
+def _check_device_map(config: ExtractConfig) -> None:
+    if config.device_map is None:
+        return
+    if str(config.device_map).strip().lower() != "auto":
+        raise InputError(f"--device-map '{config.device_map}' is not understood",
+                         "use --device-map auto (accelerate places the layers over the GPUs, then the CPU)")
+    object.__setattr__(config, "device_map", "auto")
+    if config.random_init:
+        raise InputError("--device-map places weights read from the model folder; --random-init draws new ones",
+                         "leave out --device-map with --random-init")
+
+
 def _check_shards(config: ExtractConfig) -> None:
     ShardSpec.from_options(config.shards, config.shard_index)
 
@@ -115,7 +143,7 @@ CONSTRAINTS = (
     _check_text_col, _check_output, _check_store_dtype, _check_dtype, _check_encoding,
     _positive("max_tokens", "--max-tokens"), _positive("batch_size", "--batch-size", optional=False),
     _positive("commit_rows", "--commit-rows"), _positive("max_length", "--max-length", minimum=2),
-    _check_shards,
+    _check_shards, _check_long, _positive("stride", "--stride", minimum=0), _check_device_map,
 )
 
 
@@ -140,6 +168,7 @@ class ExtractSummary:
     layers: list[int] = field(default_factory=list)
     poolings: list[str] = field(default_factory=list)
     resumed_from: int = 0
+    windowed_rows: int = 0  # rows longer than the model's maximum, run in overlapping windows (--long window)
     notes: list[str] = field(default_factory=list)  # extra lines for the user (e.g. the merge of shards)
     # Where the time went (0 for an up-to-date file): model load, tokenisation, and the batch loop
     # (forward, pooling, copies; writing overlaps it). ``tokens / forward_seconds`` is the steady-state rate.
@@ -156,6 +185,8 @@ class ExtractSummary:
         parts = [
             f"{self.rows} rows", f"{self.tokens} tokens", f"{self.truncated_rows} truncated",
         ]
+        if self.windowed_rows:
+            parts.append(f"{self.windowed_rows} windowed")
         if self.skipped_empty:
             parts.append(f"{self.skipped_empty} empty skipped")
         if self.status == "up-to-date":
@@ -198,9 +229,20 @@ def summary_of(path: Path, status: str, seconds: float, skipped: int) -> Extract
     """The summary of a finished features file."""
     with FeatureFile(path) as features:
         attrs = features.attrs
-        return ExtractSummary(
+        windowed = 0
+        if str(attrs.get(schema.LONG_INPUTS, "truncate")) == "window":
+            windowed = int((features.n_kept > int(attrs.get(schema.MAX_LENGTH))).sum())
+        summary = ExtractSummary(
             output=path, status=status, rows=features.n_rows, tokens=int(features.n_kept.sum()),
             truncated_rows=int(features.truncated.sum()), skipped_empty=skipped, seconds=seconds,
             file_bytes=path.stat().st_size, model=str(attrs.get(schema.MODEL)), device=str(attrs.get(schema.DEVICE)),
             dtype=str(attrs.get(schema.COMPUTE_DTYPE)), layers=features.layers, poolings=features.poolings,
+            windowed_rows=windowed,
         )
+        if str(attrs.get(schema.MODEL_PART, "model")) == "encoder":
+            summary.notes.append(f"{summary.model} is an encoder-decoder model: these are its encoder's states "
+                                 "(the decoder was not run)")
+        if bool(attrs.get(schema.CAUSAL, False)):
+            summary.notes.append(f"{summary.model} is causal (decoder-only): no cls pooling, its first token sees "
+                                 "only itself; last is the last real token")
+        return summary

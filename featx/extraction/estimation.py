@@ -49,6 +49,7 @@ class Estimate:
     seconds: float | None = None
     calibration: str = ""
     warnings: list[str] = field(default_factory=list)
+    windowed_rows: int = 0  # --long window: rows longer than max_length, run as overlapping windows
 
     @property
     def file_bytes(self) -> int:
@@ -64,7 +65,8 @@ class Estimate:
             f"poolings {', '.join(self.poolings)}, stored as {self.store_dtype}"
             + (", with token-level states" if self.with_tokens else ""),
             f"rows {self.rows:,}, tokens {self.tokens:,} (max length {self.max_length}, "
-            f"{self.truncated_rows:,} rows truncated)",
+            f"{self.truncated_rows:,} rows truncated"
+            + (f", {self.windowed_rows:,} run in overlapping windows" if self.windowed_rows else "") + ")",
             f"output size ~{_size(self.file_bytes)} (pooled {_size(self.pooled_bytes)}"
             + (f", token-level {_size(self.token_bytes)}" if self.with_tokens else "")
             + f", texts/ids/labels {_size(self.other_bytes)}); free disk {_size(self.free_disk_bytes)}",
@@ -149,11 +151,12 @@ def estimate(config=None, calibrate: bool = True, **options) -> Estimate:
     corpus = read_corpus(config.corpus, config.text_col, config.id_col, config.skip_empty, config.encoding)
     setup_started = time.perf_counter()
     loaded = load_model(config.model, config.device, config.dtype, config.trust_remote_code,
-                        config.random_init, config.seed, config.max_length)
+                        config.random_init, config.seed, config.max_length, config.device_map)
     plan = resolve_plan(config, corpus.sha256, loaded)
     from .tokenize import tokenize_texts
 
-    tokenized = tokenize_texts(loaded.tokenizer, corpus.texts, loaded.max_length, with_word_ids=config.tokens)
+    tokenized = tokenize_texts(loaded.tokenizer, corpus.texts, loaded.max_length, with_word_ids=config.tokens,
+                                   truncate=plan.window is None)
     setup_seconds = time.perf_counter() - setup_started  # the real run loads and tokenises the same way
     result = _sizes(plan, corpus, tokenized, loaded)
     if calibrate and len(corpus):
@@ -182,7 +185,7 @@ def _sizes(plan, corpus, tokenized, loaded) -> Estimate:
     model_bytes = sum(p.numel() * p.element_size() for p in loaded.model.parameters())
     window_bytes = plan.window_bytes(n_rows)
     n_heads = int(getattr(loaded.model.config, "num_attention_heads", 12))
-    longest = int(tokenized.lengths.max()) if n_rows else 1
+    longest = min(int(tokenized.lengths.max()) if n_rows else 1, plan.max_length)  # windows are no longer
     activations = batch_activation_bytes(plan.max_tokens, loaded.n_layers, len(plan.layers), loaded.hidden_size,
                                          n_heads, longest, compute_itemsize)
     # The real run holds what this process holds now (model loaded, corpus tokenised), plus one batch's
@@ -199,6 +202,7 @@ def _sizes(plan, corpus, tokenized, loaded) -> Estimate:
         with_tokens=plan.with_tokens, pooled_bytes=pooled, token_bytes=token_bytes, other_bytes=other,
         peak_memory_bytes=current_rss() + 4 * window_bytes + (0 if on_gpu else activations), free_disk_bytes=free,
         peak_device_bytes=model_bytes + activations if on_gpu else None,
+        windowed_rows=int((tokenized.lengths > plan.max_length).sum()) if plan.window else 0,
     )
     if result.file_bytes > free:
         what = "token-level storage" if plan.with_tokens and token_bytes > pooled else "the output"
@@ -212,16 +216,23 @@ def _calibrate(plan, loaded, tokenized) -> tuple[float, str]:
     extraction's own runner and hooks: sites besides hidden are included."""
     import torch
 
-    from .batching import collate, plan_batches
+    from .batching import collate
+    from .loop import split_batches
     from .runner import Runner
 
-    lengths = tokenized.lengths
-    batches = plan_batches(lengths, plan.max_tokens, plan.batch_size)
-    pad_id = loaded.tokenizer.pad_token_id if loaded.tokenizer.pad_token_id is not None else 0
+    lengths = full_lengths = tokenized.lengths
+    batches, long_rows = split_batches(plan, lengths)
+    counted = 1.0 if batches else 0.0  # the stand-in batch below is timed, not counted
+    if not batches:  # every row is windowed: time windows of the model's length instead
+        batches = [np.arange(min(len(lengths), max(1, plan.max_tokens // plan.max_length)))]
+        tokenized = _clipped(tokenized, plan.max_length)
+        lengths = tokenized.lengths
+    pad_id = plan.pad_id
     runner = Runner(loaded, plan)
     seed = plan.config.seed
 
     padded = np.array([len(batch) * int(lengths[batch].max()) for batch in batches], dtype=np.float64)
+    windowed_tokens = windowed_padded_tokens(plan, full_lengths, long_rows)
     rng = np.random.default_rng(seed)
     picks = rng.choice(len(batches), size=min(len(batches), CALIBRATION_BATCHES), replace=False)
     timed = {}
@@ -246,7 +257,30 @@ def _calibrate(plan, loaded, tokenized) -> tuple[float, str]:
             started = time.perf_counter()
             run(int(index))
             elapsed += time.perf_counter() - started
-    total = float(elapsed / timed_tokens * padded.sum())
+    total = float(elapsed / timed_tokens * (counted * padded.sum() + windowed_tokens))
     note = (f"calibrated on {len(picks)} of {len(batches)} batches ({timed_tokens:,} padded tokens): "
             f"{timed_tokens / elapsed:,.0f} padded tokens/s on {runner.device}, {torch.get_num_threads()} threads")
     return total, note
+
+
+def windowed_padded_tokens(plan, lengths: np.ndarray, long_rows: np.ndarray) -> float:
+    """Tokens the windows of ``--long window`` rows feed the model (overlaps and specials included)."""
+    if plan.window is None or not len(long_rows):
+        return 0.0
+    from .windows import window_starts
+
+    spec = plan.window
+    specials = spec.n_lead + spec.n_trail
+    return float(sum(len(window_starts(int(lengths[row]) - specials, spec.budget, spec.stride)) * plan.max_length
+                     for row in long_rows))
+
+
+def _clipped(tokenized, max_length: int):
+    """The rows cut to ``max_length`` tokens (for timing windows of that length)."""
+    from .tokenize import TokenizedCorpus
+
+    lengths = np.minimum(tokenized.lengths, max_length)
+    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    ids = np.concatenate([tokenized.row(i)[:max_length] for i in range(len(lengths))])
+    return TokenizedCorpus(input_ids=ids, offsets=offsets, full_lengths=tokenized.full_lengths, word_ids=None)

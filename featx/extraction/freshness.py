@@ -23,6 +23,7 @@ from .config import ExtractConfig, ExtractSummary, output_path, summary_of
 from .model_files import local_model_folder
 
 NOT_PART_OF_THE_REQUEST = ("output", "overwrite", "progress")
+NEW_OPTION_DEFAULTS = {"long": "truncate", "stride": None, "device_map": None}
 
 
 def _auto_may_find_an_accelerator(config: ExtractConfig) -> bool:
@@ -40,6 +41,9 @@ def request_key(config: ExtractConfig, corpus_sha256: str) -> str | None:
                          for path in folder.rglob("*") if path.is_file() for stat in [path.stat()])
     options = {name: str(value) if isinstance(value, Path) else value
                for name, value in asdict(config).items() if name not in NOT_PART_OF_THE_REQUEST}
+    for name, default in NEW_OPTION_DEFAULTS.items():  # so files from before these options keep their key
+        if options.get(name) == default:
+            options.pop(name)
     options["corpus"] = str(Path(config.corpus).resolve())
     return json.dumps({"featx": __version__, "corpus_sha256": corpus_sha256, "model_folder": str(folder),
                        "model_files": model_files, "options": options}, sort_keys=True)

@@ -167,6 +167,15 @@ def windows(plan: ExtractionPlan, tokenized: TokenizedCorpus) -> list[tuple[int,
     return plan_windows(len(tokenized), plan.window_rows, lengths, plan.window_tokens)
 
 
+def split_batches(plan: ExtractionPlan, lengths: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
+    """Batches of the rows that fit the model, and (``--long window``) the longer rows, each run alone."""
+    if plan.window is None:
+        return plan_batches(lengths, plan.max_tokens, plan.batch_size), np.zeros(0, dtype=np.int64)
+    fits = np.flatnonzero(lengths <= plan.max_length)
+    batches = [fits[batch] for batch in plan_batches(lengths[fits], plan.max_tokens, plan.batch_size)]
+    return batches, np.flatnonzero(lengths > plan.max_length)
+
+
 def run(plan: ExtractionPlan, writer: FeatureWriter, tokenized: TokenizedCorpus, runner: Runner, pad_id: int,
         pin_memory: bool = False) -> None:
     """Extract every window after the writer's committed rows; each is committed in the background."""
@@ -183,19 +192,24 @@ def run(plan: ExtractionPlan, writer: FeatureWriter, tokenized: TokenizedCorpus,
                 if stop <= start_row:
                     continue
                 window = Window(plan, tokenized, start, stop)
-                batches = plan_batches(tokenized.lengths[start:stop], plan.max_tokens, plan.batch_size)
+                batches, long_rows = split_batches(plan, tokenized.lengths[start:stop])
 
-                def batches_of_window(batches=batches, start=start):
+                def batches_of_window(batches=batches, long_rows=long_rows, start=start):
                     for positions in batches:
                         yield positions, collate(tokenized, positions + start, pad_id, pin_memory=pin_memory)
+                    for position in long_rows:  # --long window: one row, split into windows by the runner
+                        yield np.array([position]), tokenized.row(start + int(position))
 
                 pending = None
-                for positions, (input_ids, mask) in prefetch(batches_of_window()):
-                    result = (positions, *runner(input_ids, mask))
+                for positions, batch in prefetch(batches_of_window()):
+                    if isinstance(batch, np.ndarray):
+                        result, n_tokens = (positions, *runner.windowed(batch)), len(batch)
+                    else:
+                        result, n_tokens = (positions, *runner(*batch)), int(batch[1].sum())
                     if pending is not None:  # consume the previous batch while this one runs on the GPU
                         window.store(*pending)
                     pending = result
-                    tokens_done += int(mask.sum())
+                    tokens_done += n_tokens
                     bar.update(len(positions))
                     bar.set_postfix_str(f"{tokens_done / max(time.perf_counter() - began, 1e-9):,.0f} tok/s",
                                         refresh=False)

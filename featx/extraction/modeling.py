@@ -9,7 +9,7 @@ from pathlib import Path
 
 import torch
 
-from ..errors import InputError, ModelError
+from ..errors import FeatxError, InputError, ModelError
 from .model_files import DEFAULT_MODEL, default_model_path
 
 PICKLE_WEIGHTS = ("pytorch_model.bin", "pytorch_model.bin.index.json", "tf_model.h5", "model.ckpt.index", "flax_model.msgpack")
@@ -27,6 +27,8 @@ class LoadedModel:
     n_layers: int  # hidden-state outputs, embeddings included
     hidden_size: int
     max_length: int
+    part: str = ""  # "encoder": the encoder of an encoder-decoder checkpoint
+    causal: bool = False  # decoder-only: a token sees only itself and the tokens before it
 
     @property
     def has_pooler(self) -> bool:
@@ -74,8 +76,32 @@ def dtype_name(dtype: torch.dtype) -> str:
     return str(dtype).replace("torch.", "")
 
 
+SAFETENSORS_INDEX = "model.safetensors.index.json"
+
+
 def _weights_files(folder: Path) -> list[Path]:
-    return sorted(folder.glob("*.safetensors"))
+    """The weight files: every shard a ``model.safetensors.index.json`` names, else every ``*.safetensors``.
+
+    All of them are hashed (``weights_sha256``), in name order; a shard the index names but the folder
+    lacks is an error here, before anything is loaded.
+    """
+    index = folder / SAFETENSORS_INDEX
+    if not index.exists():
+        return sorted(folder.glob("*.safetensors"))
+    import json
+
+    try:
+        weight_map = json.loads(index.read_text(encoding="utf-8"))["weight_map"]
+        names = sorted(set(weight_map.values()))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        raise ModelError(f"{index} is not a readable safetensors index (no weight_map)",
+                         "re-save the model with save_pretrained(folder, safe_serialization=True)") from None
+    missing = [name for name in names if not (folder / name).is_file()]
+    if missing:
+        raise ModelError(f"model folder {folder} lacks {len(missing)} of the {len(names)} weight shards its "
+                         f"{SAFETENSORS_INDEX} names ({', '.join(missing[:3])}{', ...' if len(missing) > 3 else ''})",
+                         "copy the whole folder again; every shard is needed")
+    return [folder / name for name in names]
 
 
 def _check_folder(folder: Path) -> list[Path]:
@@ -172,18 +198,75 @@ def load_model(
     random_init: bool = False,
     seed: int = 0,
     max_length: int | None = None,
+    device_map: str | None = None,
 ) -> LoadedModel:
     """Load encoder + tokenizer from a local folder (or the local HF cache) in eval mode.
 
     ``random_init`` keeps the architecture and tokenizer but re-draws the weights
-    (seeded): the standard control for "is it the training or the architecture?".
+    (seeded): the standard control for "is it the training or the architecture?". Of an
+    encoder-decoder checkpoint (T5, BART) only the encoder is loaded and run.
     """
-    from transformers import AutoConfig, AutoModel
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()
     name, folder = _resolve_folder(model)
     weight_files = _check_folder(folder)
+    _refuse_custom_code(name, folder, trust_remote_code)
+    torch_device = resolve_device(device)
+    torch_dtype = resolve_dtype(dtype, torch_device)
+    placement = _placement(device_map)
+    if torch_dtype == torch.bfloat16 and torch_device.type == "cuda" and not torch.cuda.is_bf16_supported():
+        raise InputError("--dtype bfloat16: this GPU does not support bfloat16", "use --dtype float16")
+    config, tokenizer, encoder, part = _load_parts(name, folder, torch_dtype, trust_remote_code, random_init, seed,
+                                                   placement)
+    encoder.eval()
+    if placement:  # accelerate placed the layers; batches enter where the embeddings are
+        torch_device = encoder.get_input_embeddings().weight.device
+    else:
+        encoder.to(torch_device)
+    return LoadedModel(
+        model=encoder,
+        tokenizer=tokenizer,
+        name=name,
+        path=str(folder),
+        weights_sha256=("random-init:" if random_init else "") + weights_sha256(weight_files),
+        device=torch_device,
+        dtype=torch_dtype,
+        n_layers=int(getattr(config, "num_hidden_layers", getattr(config, "n_layers", 0))) + 1,
+        hidden_size=int(getattr(config, "hidden_size", getattr(config, "dim", 0))),
+        max_length=_max_length(config, tokenizer, max_length),
+        part=part,
+        causal=is_causal(encoder, torch_device, getattr(config, "vocab_size", None)),
+    )
+
+
+def _load_parts(name: str, folder: Path, torch_dtype, trust_remote_code: bool, random_init: bool, seed: int,
+                placement: dict):
+    """Config, tokenizer and network of a model folder; any failure is one ``ModelError``."""
+    from transformers import AutoConfig
+
+    try:
+        config = AutoConfig.from_pretrained(str(folder), trust_remote_code=trust_remote_code)
+        tokenizer = load_tokenizer(str(folder), trust_remote_code=trust_remote_code)
+        encoder, part = _load_network(folder, config, torch_dtype, trust_remote_code, random_init, seed, placement)
+    except ValueError as err:
+        if "trust_remote_code" in str(err):
+            raise ModelError(
+                f"model {name} needs custom code from its folder, which featx does not run by default",
+                "read that code first; pass --trust-remote-code only if you trust it",
+            ) from None
+        raise ModelError(f"cannot load model {name}: {err}") from None
+    except OSError as err:
+        raise ModelError(f"cannot load model {name}: {err}") from None
+    except FeatxError:
+        raise
+    except Exception as err:  # e.g. safetensors' own error on a damaged file
+        raise ModelError(f"cannot load model {name}: {type(err).__name__}: {err}",
+                         "check that the model folder is complete and undamaged") from None
+    return config, tokenizer, encoder, part
+
+
+def _refuse_custom_code(name: str, folder: Path, trust_remote_code: bool) -> None:
     custom = _custom_code(folder)
     if custom and not trust_remote_code:
         # Refused up front: without the flag transformers would either refuse later or quietly use a
@@ -193,36 +276,59 @@ def load_model(
             "which featx does not run by default",
             "read that code first; pass --trust-remote-code only if you trust it",
         )
-    torch_device = resolve_device(device)
-    torch_dtype = resolve_dtype(dtype, torch_device)
-    if torch_dtype == torch.bfloat16 and torch_device.type == "cuda" and not torch.cuda.is_bf16_supported():
-        raise InputError("--dtype bfloat16: this GPU does not support bfloat16", "use --dtype float16")
-    try:
-        config = AutoConfig.from_pretrained(str(folder), trust_remote_code=trust_remote_code)
-        tokenizer = load_tokenizer(str(folder), trust_remote_code=trust_remote_code)
-        kwargs = dict(dtype=torch_dtype, trust_remote_code=trust_remote_code, attn_implementation="sdpa")
+
+
+# Encoder-decoder families whose encoder has a class of its own (loads without the decoder's weights).
+ENCODER_CLASSES = {"t5": "T5EncoderModel", "mt5": "MT5EncoderModel", "umt5": "UMT5EncoderModel"}
+
+
+def _placement(device_map: str | None) -> dict:
+    """``from_pretrained`` arguments for ``--device-map auto`` (accelerate's placement), or none."""
+    if not device_map:
+        return {}
+    import importlib.util
+
+    if importlib.util.find_spec("accelerate") is None:
+        raise InputError("--device-map auto needs the accelerate package, which is not installed here",
+                         "pip install accelerate (or: pip install 'featx[large]'), or leave out --device-map")
+    return {"device_map": device_map}
+
+
+def _load_network(folder: Path, config, torch_dtype, trust_remote_code: bool, random_init: bool, seed: int,
+                  placement: dict | None = None):
+    """The network featx runs, and ``part``: "" for the whole model, "encoder" for an encoder-decoder's encoder.
+
+    ``AutoModel`` on an encoder-decoder checkpoint would build the whole model and run its decoder with no
+    inputs; featx wants the encoder's states. transformers reads weights onto the meta device first
+    (what ``low_cpu_mem_usage`` used to ask for), so a model is never held twice in memory.
+    """
+    import transformers
+    from transformers import AutoModel
+
+    encoder_decoder = bool(getattr(config, "is_encoder_decoder", False))
+    cls = AutoModel
+    if encoder_decoder and hasattr(transformers, ENCODER_CLASSES.get(config.model_type, "")):
+        cls = getattr(transformers, ENCODER_CLASSES[config.model_type])
+    kwargs = dict(dtype=torch_dtype, trust_remote_code=trust_remote_code, **(placement or {}))
+
+    def build(**extra):
         if random_init:
             torch.manual_seed(seed)
-            encoder = AutoModel.from_config(config, **kwargs)
-        else:
-            encoder = AutoModel.from_pretrained(str(folder), use_safetensors=True, **kwargs)
+            return cls.from_config(config, **kwargs, **extra)
+        return cls.from_pretrained(str(folder), use_safetensors=True, **kwargs, **extra)
+
+    try:
+        network = build(attn_implementation="sdpa")
     except ValueError as err:
-        if "trust_remote_code" in str(err):
-            raise ModelError(
-                f"model {name} needs custom code from its folder, which featx does not run by default",
-                "read that code first; pass --trust-remote-code only if you trust it",
-            ) from None
-        if "sdpa" in str(err).lower() or "attn_implementation" in str(err):
-            encoder = AutoModel.from_pretrained(
-                str(folder), use_safetensors=not random_init, dtype=torch_dtype, trust_remote_code=trust_remote_code
-            )
-        else:
-            raise ModelError(f"cannot load model {name}: {err}") from None
-    except OSError as err:
-        raise ModelError(f"cannot load model {name}: {err}") from None
-    encoder.eval().to(torch_device)
-    n_layers = int(getattr(config, "num_hidden_layers", getattr(config, "n_layers", 0))) + 1
-    hidden_size = int(getattr(config, "hidden_size", getattr(config, "dim", 0)))
+        if "sdpa" not in str(err).lower() and "attn_implementation" not in str(err):
+            raise
+        network = build()
+    if encoder_decoder and cls is AutoModel:
+        network = network.get_encoder()
+    return network, "encoder" if encoder_decoder else ""
+
+
+def _max_length(config, tokenizer, max_length: int | None) -> int:
     model_max = min(
         int(getattr(tokenizer, "model_max_length", 10**6) or 10**6),
         int(getattr(config, "max_position_embeddings", 10**6) or 10**6),
@@ -235,15 +341,23 @@ def load_model(
         if max_length > model_max:
             raise InputError(f"--max-length {max_length} exceeds the model's maximum of {model_max}")
         model_max = max_length
-    return LoadedModel(
-        model=encoder,
-        tokenizer=tokenizer,
-        name=name,
-        path=str(folder),
-        weights_sha256=("random-init:" if random_init else "") + weights_sha256(weight_files),
-        device=torch_device,
-        dtype=torch_dtype,
-        n_layers=n_layers,
-        hidden_size=hidden_size,
-        max_length=model_max,
-    )
+    return model_max
+
+
+@torch.inference_mode()
+def is_causal(model: torch.nn.Module, device: torch.device, vocab_size: int | None) -> bool:
+    """Whether the first token's states ignore the tokens after it (a causal, decoder-only model).
+
+    Measured, not looked up: two two-token inputs that differ in their second token only.
+    """
+    high = max(2, min(int(vocab_size or 8), 8))
+    ids = torch.tensor([[1, 2 % high], [1, (high - 1)]], device=device)
+    if ids[0, 1] == ids[1, 1]:
+        return False
+    try:
+        output = model(input_ids=ids, attention_mask=torch.ones_like(ids), output_hidden_states=True)
+    except Exception:  # a model this probe cannot drive: treated as bidirectional, as before
+        return False
+    first = torch.stack([state[:, 0].float() for state in output.hidden_states[1:]])
+    scale = first.abs().max().clamp_min(1e-12)
+    return bool(((first[:, 0] - first[:, 1]).abs().max() / scale) < 1e-6)

@@ -8,7 +8,10 @@ map up to float rounding (about 1e-6 relative in float32). See BENCHMARKS.md, "E
 
 from __future__ import annotations
 
+import inspect
 import os
+import re
+from functools import lru_cache
 
 import torch
 
@@ -44,6 +47,28 @@ def _is_exact_gelu(module) -> bool:
     return type(module).__name__ == "GELUActivation" and act is torch.nn.functional.gelu
 
 
+@lru_cache(maxsize=None)
+def _forward_source(cls: type) -> str | None:
+    try:
+        return inspect.getsource(cls.forward)
+    except (OSError, TypeError):
+        return None
+
+
+def _only_called(parent: torch.nn.Module, child: str) -> bool:
+    """Whether ``parent``'s own forward uses its child ``child`` only by calling it.
+
+    A ``PackedLinear`` has no ``weight``: T5's feed-forward, for one, reads ``self.wo.weight.dtype``, and
+    other code may read ``.weight``/``.bias`` too. Such a layer (or one whose parent's source cannot be
+    read) is left as it is; the rest of the model is still packed.
+    """
+    source = _forward_source(type(parent))
+    if source is None:
+        return False
+    uses = re.findall(rf"\bself\.{re.escape(child)}\b(\s*\()?", source)
+    return all(called for called in uses)
+
+
 def _touches(name: str, keep: set[str]) -> bool:
     """Whether module ``name`` is, or holds, a module whose output a hook records."""
     return any(kept == name or kept.startswith(name + ".") for kept in keep)
@@ -69,12 +94,13 @@ def prepack_linears(model: torch.nn.Module, device: torch.device, dtype: torch.d
         dense, act = getattr(module, "dense", None), getattr(module, "intermediate_act_fn", None)
         where = f"{prefix}." if prefix else ""
         fusable = not (_touches(f"{where}dense", keep) or _touches(f"{where}intermediate_act_fn", keep))
+        fusable = fusable and _only_called(module, "dense") and _only_called(module, "intermediate_act_fn")
         if isinstance(dense, torch.nn.Linear) and act is not None and _is_exact_gelu(act) and fusable:
             module.dense = PackedLinear(dense, gelu=True)
             module.intermediate_act_fn = torch.nn.Identity()
             swapped += 1
         for name, child in list(module.named_children()):
-            if type(child) is torch.nn.Linear and child.weight.dtype == dtype:
+            if type(child) is torch.nn.Linear and child.weight.dtype == dtype and _only_called(module, name):
                 setattr(module, name, PackedLinear(child))
                 swapped += 1
     return swapped

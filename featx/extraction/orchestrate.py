@@ -66,7 +66,7 @@ def extract_one(config: ExtractConfig) -> ExtractSummary:
     with OutputLock(shard.path(output) if shard else output):
         load_started = time.perf_counter()
         loaded = load_model(config.model, config.device, config.dtype, config.trust_remote_code,
-                            config.random_init, config.seed, config.max_length)
+                            config.random_init, config.seed, config.max_length, config.device_map)
         plan = resolve_plan(config, corpus.sha256, loaded, shard)
         if shard is not None:
             if plan.merged_output.exists() and not config.overwrite:  # merged already: nothing to do
@@ -82,7 +82,8 @@ def extract_one(config: ExtractConfig) -> ExtractSummary:
             return summary_of(plan.output, "up-to-date", time.perf_counter() - started, len(corpus.skipped_rows))
         timings = {"load_seconds": time.perf_counter() - load_started}
         tokenize_started = time.perf_counter()
-        tokenized = tokenize_texts(loaded.tokenizer, corpus.texts, loaded.max_length, with_word_ids=config.tokens)
+        tokenized = tokenize_texts(loaded.tokenizer, corpus.texts, loaded.max_length, with_word_ids=config.tokens,
+                                   truncate=plan.window is None)
         timings["tokenize_seconds"] = time.perf_counter() - tokenize_started
         writer = open_writer(plan, corpus, tokenized, loaded, shard_rows, corpus_rows)
         resumed_from = writer.rows_done
@@ -107,8 +108,7 @@ def _run(plan: ExtractionPlan, writer: FeatureWriter, tokenized: TokenizedCorpus
     """The batch loop into ``writer``, then the finished file; a clear error (rows kept) if it stops."""
     output = plan.output
     try:
-        pad_id = loaded.tokenizer.pad_token_id if loaded.tokenizer.pad_token_id is not None else 0
-        loop.run(plan, writer, tokenized, Runner(loaded, plan), pad_id, pin_memory=loaded.device.type == "cuda")
+        loop.run(plan, writer, tokenized, Runner(loaded, plan), plan.pad_id, pin_memory=loaded.device.type == "cuda")
         return writer.finish()
     except KeyboardInterrupt:
         done = writer.rows_done

@@ -25,11 +25,22 @@ from .freshness import request_key
 from .modeling import LoadedModel, dtype_name
 from .sharding import ShardSpec
 from .sites import Site, measure_widths, parse_sites, resolve_sites
+from .tokenize import special_layout
 
 WINDOW_BYTES = 256 << 20  # host memory for one commit window of outputs
 MIN_WINDOW_ROWS, MAX_WINDOW_ROWS = 64, 8192
 DEFAULT_MAX_TOKENS = {"cuda": 65536}  # padded tokens per batch by device type; others: CPU_MAX_TOKENS
 CPU_MAX_TOKENS = 8192
+
+
+@dataclass(frozen=True)
+class WindowSpec:
+    """``--long window``: specials around ``budget`` content tokens per window, ``stride`` shared."""
+
+    n_lead: int
+    n_trail: int
+    budget: int
+    stride: int
 
 
 @dataclass(frozen=True)
@@ -49,6 +60,11 @@ class ExtractionPlan:
     base_fingerprint: str  # the whole run's (equal to ``fingerprint`` unless sharded)
     shard: ShardSpec | None = None
     merged_output: Path | None = None  # the merged file of a sharded run
+    pad_id: int = 0  # id in the padding positions (masked: it never changes a real token's features)
+    pad_source: str = "tokenizer"  # where pad_id came from: tokenizer, eos or reserved
+    max_length: int = 512  # tokens one forward pass takes per row (the model's maximum or --max-length)
+    long_inputs: str = "truncate"  # or "window": longer rows run as overlapping windows (windows.py)
+    window: WindowSpec | None = None  # the windows' shape, with --long window
 
     @property
     def hidden(self) -> SiteLayout:
@@ -80,15 +96,54 @@ class ExtractionPlan:
 
 
 def resolve_poolings(spec: str, loaded: LoadedModel) -> list[str]:
-    """The poolings asked for; ``pooler`` only where the model has that head (an error if asked by name)."""
+    """The poolings asked for; ``pooler`` only where the model has that head (an error if asked by name).
+
+    Of a causal (decoder-only) model the first token sees only itself, so ``cls`` would describe the
+    first token, not the text: ``all`` leaves it out and asking for it by name is refused.
+    """
     explicit = spec is not None and spec.strip().lower() != "all"
     poolings = parse_poolings(spec, POOLINGS)
+    if loaded.causal and "cls" in poolings:
+        if explicit:
+            raise InputError(f"pooling 'cls' does not fit {loaded.name}: it is a causal (decoder-only) model, whose "
+                             "first token sees only itself, so its states do not depend on the text",
+                             "use last (the last real token has seen the whole text) or mean")
+        poolings.remove("cls")
     if "pooler" in poolings and not loaded.has_pooler:
         if explicit:
             raise InputError(f"pooling 'pooler' is not available: model {loaded.name} has no pooler head",
                              "choose from cls, mean, max, last")
         poolings.remove("pooler")
     return poolings
+
+
+def resolve_pad(tokenizer) -> tuple[int, str]:
+    """The id that fills padding positions: the tokenizer's pad token, else its EOS, else 0 (reserved).
+
+    featx pads on the right itself, whatever the tokenizer's ``padding_side``, and masks the padding:
+    the real tokens keep their positions, and in a causal model they never see what comes after them.
+    """
+    if tokenizer.pad_token_id is not None:
+        return int(tokenizer.pad_token_id), "tokenizer"
+    if getattr(tokenizer, "eos_token_id", None) is not None:
+        return int(tokenizer.eos_token_id), "eos"
+    return 0, "reserved"
+
+
+def resolve_window(config: ExtractConfig, loaded: LoadedModel) -> WindowSpec | None:
+    """The windows of ``--long window``: the tokenizer's specials kept in each, the rest content."""
+    if config.long != "window":
+        return None
+    n_lead, n_trail = special_layout(loaded.tokenizer)
+    budget = loaded.max_length - n_lead - n_trail
+    if budget < 2:
+        raise InputError(f"--long window: a window of {loaded.max_length} tokens leaves no room for text "
+                         f"besides {n_lead + n_trail} special tokens", "raise --max-length")
+    stride = budget // 4 if config.stride is None else int(config.stride)
+    if stride >= budget:
+        raise InputError(f"--stride {stride} must be smaller than the {budget} text tokens of a window",
+                         f"use --stride below {budget} (tokens shared by consecutive windows), e.g. {budget // 4}")
+    return WindowSpec(n_lead, n_trail, budget, stride)
 
 
 def default_max_tokens(config: ExtractConfig, loaded: LoadedModel) -> int:
@@ -105,11 +160,13 @@ def window_rows(config: ExtractConfig, row_bytes: int) -> int:
 
 
 def fingerprint(config: ExtractConfig, corpus_sha256: str, loaded: LoadedModel, layers, poolings, max_tokens,
-                sites) -> str:
+                sites, window: WindowSpec | None = None) -> str:
     """What the file's contents depend on; resuming or reusing requires an exact match."""
     extra_sites = [site.name for site in sites if site.name != HIDDEN_SITE]
     # Only named when there are sites besides hidden, so files from before sites keep their fingerprint.
-    return json.dumps({**({"sites": extra_sites} if extra_sites else {}),
+    # Likewise named only with --long window, so files written before it keep their fingerprint.
+    long = {"long": config.long, "stride": window.stride} if window is not None else {}
+    return json.dumps({**({"sites": extra_sites} if extra_sites else {}), **long,
         "corpus_sha256": corpus_sha256, "text_col": config.text_col, "id_col": config.id_col,
         "skip_empty": config.skip_empty, "model_sha256": loaded.weights_sha256, "random_init": config.random_init,
         "seed": config.seed if config.random_init else None, "max_length": loaded.max_length,
@@ -141,17 +198,37 @@ def resolve_plan(config: ExtractConfig, corpus_sha256: str, loaded: LoadedModel,
     poolings = resolve_poolings(config.poolings, loaded)
     layouts, hooked = _layouts(config, loaded, layers, poolings)
     max_tokens = default_max_tokens(config, loaded)
-    base = fingerprint(config, corpus_sha256, loaded, layers, poolings, max_tokens, layouts)
+    window = resolve_window(config, loaded)
+    base = fingerprint(config, corpus_sha256, loaded, layers, poolings, max_tokens, layouts, window)
     itemsize = np.dtype(config.store_dtype).itemsize
     rows = window_rows(config, sum(site.row_bytes(itemsize) for site in layouts))
     token_bytes = sum(site.token_bytes(itemsize) for site in layouts)
     output = output_path(config)
+    pad_id, pad_source = resolve_pad(loaded.tokenizer)
     return ExtractionPlan(
+        pad_id=pad_id, pad_source=pad_source, max_length=int(loaded.max_length), long_inputs=config.long,
+        window=window,
         config=config, output=shard.path(output) if shard else output, store_dtype=config.store_dtype,
         sites=layouts, hooked=hooked, max_tokens=max_tokens, batch_size=int(config.batch_size), window_rows=rows,
         window_tokens=WINDOW_BYTES / token_bytes if config.tokens else None,
         fingerprint=shard.fingerprint(base) if shard else base, base_fingerprint=base, shard=shard,
         merged_output=output if shard else None)
+
+
+def bos_added(tokenizer) -> bool:
+    """Whether the tokenizer puts its BOS token in front of every text (featx tokenises the same way)."""
+    bos = getattr(tokenizer, "bos_token_id", None)
+    if bos is None:
+        return False
+    return bool(tokenizer("a")["input_ids"][:1] == [bos])
+
+
+def device_map(config: ExtractConfig, loaded: LoadedModel) -> dict:
+    """Where ``--device-map auto`` put the model's parts (one entry when it all fits one device); {} without it."""
+    if not config.device_map:
+        return {}
+    placed = getattr(loaded.model, "hf_device_map", None) or {"": loaded.device}
+    return {name: str(where) for name, where in placed.items()}
 
 
 def provenance(plan: ExtractionPlan, corpus, loaded: LoadedModel) -> dict:
@@ -169,12 +246,21 @@ def provenance(plan: ExtractionPlan, corpus, loaded: LoadedModel) -> dict:
         schema.MAX_LENGTH: loaded.max_length,
         schema.COMPUTE_DTYPE: dtype_name(loaded.dtype),
         schema.DEVICE: str(loaded.device),
+        schema.DEVICE_MAP: json.dumps(device_map(config, loaded)),
         schema.CORPUS_PATH: str(Path(config.corpus).resolve()),
         schema.CORPUS_SHA256: corpus.sha256,
         schema.TEXT_COL: corpus.text_col,
         schema.ID_COL: corpus.id_col or "",
         schema.SKIPPED_EMPTY: json.dumps(corpus.skipped_rows),
         schema.N_MODEL_LAYERS: loaded.n_layers,
+        schema.MODEL_PART: loaded.part or "model",
+        schema.CAUSAL: bool(loaded.causal),
+        schema.PAD_TOKEN_ID: plan.pad_id,
+        schema.PAD_SOURCE: plan.pad_source,
+        schema.PADDING_SIDE: "right",
+        schema.BOS_ADDED: bos_added(loaded.tokenizer),
+        schema.LONG_INPUTS: plan.long_inputs,
+        schema.STRIDE: plan.window.stride if plan.window else 0,
         schema.FINGERPRINT: plan.fingerprint,
         schema.REQUEST_KEY: request_key(config, corpus.sha256) or "",  # for the quick check (freshness.py)
         schema.OPTIONS: json.dumps({k: str(v) if isinstance(v, Path) else v for k, v in asdict(config).items()}),

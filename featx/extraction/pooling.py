@@ -2,8 +2,9 @@
 
 ``states`` has shape ``(batch, *extra, tokens, hidden)`` (``extra`` is usually the
 layer axis) and ``mask`` has shape ``(batch, tokens)``, true for real tokens.
-Padding never contributes. Every sequence must have at least one real token,
-and real tokens come first (right padding), as Hugging Face tokenizers produce.
+Padding never contributes. Every sequence must have at least one real token. featx pads on
+the right, but the poolings hold for left padding too: ``cls`` is the first real token and
+``last`` the last real token wherever the padding sits.
 """
 
 from __future__ import annotations
@@ -19,9 +20,16 @@ def _expanded_mask(mask: torch.Tensor, states: torch.Tensor) -> torch.Tensor:
     return mask.bool().reshape(mask.shape[0], *([1] * extra), mask.shape[1], 1)
 
 
+def _gather_token(states: torch.Tensor, position: torch.Tensor) -> torch.Tensor:
+    """``states[b, ..., position[b], :]`` for every row ``b``."""
+    index = position.reshape(-1, *([1] * (states.dim() - 2)), 1)
+    index = index.expand(*states.shape[:-2], 1, states.shape[-1])
+    return states.gather(-2, index).squeeze(-2)
+
+
 def cls_pool(states: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """The first token's state ([CLS] for BERT)."""
-    return states[..., 0, :]
+    """The first real token's state ([CLS] for BERT)."""
+    return _gather_token(states, mask.long().argmax(dim=1))  # the first 1 of each row
 
 
 def mean_pool(states: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -47,11 +55,10 @@ def max_pool(states: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
 
 
 def last_pool(states: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """The last real token's state ([SEP] for BERT)."""
-    last = mask.long().sum(dim=1).clamp_min(1) - 1  # (batch,)
-    index = last.reshape(-1, *([1] * (states.dim() - 2)), 1)
-    index = index.expand(*states.shape[:-2], 1, states.shape[-1])
-    return states.gather(-2, index).squeeze(-2)
+    """The last real token's state ([SEP] for BERT; the token that has seen the whole text in a causal model)."""
+    positions = torch.arange(mask.shape[1], device=mask.device)
+    last = torch.where(mask.bool(), positions, -1).amax(dim=1).clamp_min(0)  # (batch,), either padding side
+    return _gather_token(states, last)
 
 
 def make_pooler_pool(pooler: torch.nn.Module, dtype: torch.dtype | None = None

@@ -12,6 +12,7 @@ from .onednn import prepack_linears
 from .plan import ExtractionPlan
 from .pooling import POOLING_FUNCTIONS, make_pooler_pool
 from .sites import SiteRecorder
+from .windows import split_row
 
 
 def _pooler_head(loaded: LoadedModel):
@@ -54,16 +55,18 @@ class Runner:
         self.recorder = SiteRecorder(self.model, list(self.plan.hooked))
         return self.recorder
 
-    @torch.inference_mode()
-    def __call__(self, input_ids: torch.Tensor, mask: torch.Tensor):
-        input_ids = input_ids.to(self.device, non_blocking=True)
-        mask = mask.to(self.device, non_blocking=True)
+    def _forward(self, input_ids: torch.Tensor, mask: torch.Tensor) -> dict[str, list[torch.Tensor]]:
+        """``{site: [(B, T, W) per stored layer]}`` of one forward pass."""
         recording = self.recorder is not None and self.plan.hooked
         forward_options = self.recorder.forward_options if recording else {}
         output = self.model(input_ids=input_ids, attention_mask=mask, output_hidden_states=True, **forward_options)
         states = {self.plan.hidden.name: [output.hidden_states[layer] for layer in self.plan.layers]}  # L x (B, T, H)
         if recording:
             states.update(self.recorder.take(output, input_ids, mask, self.special_ids))
+        # With --device-map the layers sit on several devices: pool where the batch is (a no-op otherwise).
+        return {site: [layer.to(self.device) for layer in layers] for site, layers in states.items()}
+
+    def _pool(self, states: dict[str, list[torch.Tensor]], mask: torch.Tensor):
         real = mask.bool() if self.plan.with_tokens else None
         values = {}
         for site in self.plan.sites:
@@ -79,3 +82,30 @@ class Runner:
             event = torch.cuda.Event()
             event.record()
         return values, event
+
+    @torch.inference_mode()
+    def __call__(self, input_ids: torch.Tensor, mask: torch.Tensor):
+        input_ids = input_ids.to(self.device, non_blocking=True)
+        mask = mask.to(self.device, non_blocking=True)
+        return self._pool(self._forward(input_ids, mask), mask)
+
+    @torch.inference_mode()
+    def windowed(self, row_ids: np.ndarray):
+        """One row longer than the model's maximum (``--long window``): its windows run in batches of up to
+        ``max_tokens`` tokens, each token's states taken from its most central window, then pooled over the
+        stitched row exactly like a batch of one."""
+        spec = self.plan.window
+        row = split_row(row_ids, spec.n_lead, spec.n_trail, spec.budget, spec.stride)
+        width = row.input_ids.shape[1]
+        per_pass = max(1, self.plan.max_tokens // width)
+        owner = torch.from_numpy(row.owner).to(self.device)
+        position = torch.from_numpy(row.position).to(self.device)
+        pieces: dict[str, list[list[torch.Tensor]]] = {}
+        for first in range(0, row.n_windows, per_pass):
+            ids = torch.from_numpy(row.input_ids[first:first + per_pass]).to(self.device)
+            taken = (owner >= first) & (owner < first + len(ids))  # a contiguous run: owners never decrease
+            window, at = owner[taken] - first, position[taken]
+            for site, layers in self._forward(ids, torch.ones_like(ids)).items():
+                pieces.setdefault(site, []).append([layer[window, at] for layer in layers])
+        states = {site: [torch.cat(parts)[None] for parts in zip(*chunks)] for site, chunks in pieces.items()}
+        return self._pool(states, torch.ones((1, len(row.owner)), dtype=torch.long, device=self.device))

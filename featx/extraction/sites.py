@@ -61,6 +61,32 @@ FAMILIES = {
         "ffn": ("ffn.activation", "output"),
         "pre_ln": ("output_layer_norm", "input"),
     },
+    # Pre-LN models: the layer's output is the residual stream itself, so ``pre_ln`` is the residual
+    # stream in the middle of the layer (after the attention's residual add), fed to the MLP's norm.
+    "llama": {  # Llama, Mistral, Qwen2, Gemma
+        "layers": "layers",
+        "attn_out": ("self_attn", "output"),  # o_proj(attention), before the residual add
+        "ffn": ("mlp.down_proj", "input"),  # act(gate_proj(x)) * up_proj(x)
+        "pre_ln": ("post_attention_layernorm", "input"),
+    },
+    "gpt2": {
+        "layers": "h",
+        "attn_out": ("attn", "output"),  # resid_dropout(c_proj(attention))
+        "ffn": ("mlp.act", "output"),  # act(c_fc(x))
+        "pre_ln": ("ln_2", "input"),
+    },
+    "t5": {  # the encoder of T5 (featx loads T5EncoderModel)
+        "layers": "encoder.block",
+        "attn_out": ("layer.0.SelfAttention", "output"),  # o(attention), before dropout and residual add
+        "ffn": ("layer.1.DenseReluDense.wo", "input"),  # act(wi(x)) (gated: act(wi_0(x)) * wi_1(x))
+        "pre_ln": ("layer.1.layer_norm", "input"),
+    },
+    "modernbert": {
+        "layers": "layers",
+        "attn_out": ("attn", "output"),  # out_drop(Wo(attention))
+        "ffn": ("mlp.Wo", "input"),  # act(input) * gate
+        "pre_ln": ("mlp_norm", "input"),
+    },
 }
 
 

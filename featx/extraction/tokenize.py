@@ -44,17 +44,33 @@ def _backend(tokenizer):
     return backend
 
 
-def tokenize_texts(tokenizer, texts: list[str], max_length: int, with_word_ids: bool = False,
-                   chunk_size: int = 8192, progress=None) -> TokenizedCorpus:
-    """Tokenise ``texts`` into a ``TokenizedCorpus``; rows longer than ``max_length`` are truncated."""
+def _fast_backend(tokenizer):
     backend = _backend(tokenizer)
     if backend is None:
         raise ModelError(
             f"tokenizer {type(tokenizer).__name__} has no fast (Rust) backend",
             "featx needs a fast tokenizer; most Hugging Face models ship a tokenizer.json",
         )
+    return backend
+
+
+def special_layout(tokenizer) -> tuple[int, int]:
+    """How many special tokens the tokenizer puts before and after a text (e.g. 1, 1 for [CLS] .. [SEP])."""
+    backend = _fast_backend(tokenizer)
+    processed = backend.post_process(backend.encode("a", add_special_tokens=False))
+    mask = list(processed.special_tokens_mask)
+    lead = next((i for i, special in enumerate(mask) if not special), len(mask))
+    trail = next((i for i, special in enumerate(reversed(mask)) if not special), 0)
+    return lead, trail
+
+
+def tokenize_texts(tokenizer, texts: list[str], max_length: int, with_word_ids: bool = False,
+                   chunk_size: int = 8192, progress=None, truncate: bool = True) -> TokenizedCorpus:
+    """Tokenise ``texts`` into a ``TokenizedCorpus``; rows longer than ``max_length`` are truncated
+    (unless ``truncate`` is False: ``--long window`` keeps every token and runs long rows in windows)."""
+    backend = _fast_backend(tokenizer)
     n_special = backend.post_process(backend.encode("", add_special_tokens=False)).__len__()
-    budget = max_length - n_special
+    budget = max_length - n_special if truncate else float("inf")
     ids_parts, word_parts = [], []
     lengths = np.empty(len(texts), dtype=np.int64)
     full = np.empty(len(texts), dtype=np.int32)

@@ -66,6 +66,12 @@ FEATX_VERSION, TOKENIZER, N_MODEL_LAYERS = "featx_version", "tokenizer", "n_mode
 ESCAPED, LABEL_COLUMN, LABEL_NAMES, SITE_NAME = "escaped", "column", "names", "site"
 SHARD_INDEX, SHARD_COUNT, SHARD_ASSIGNMENT = "shard_index", "shard_count", "shard_assignment"
 CORPUS_N_ROWS, BASE_FINGERPRINT = "corpus_n_rows", "base_fingerprint"
+# How the model was run: "model", or "encoder" of an encoder-decoder; whether it is causal (decoder-only);
+# the id in padding positions and where it came from (tokenizer, eos, reserved); the side featx pads on;
+# whether the tokenizer adds BOS; how long texts were handled (truncate, window) and the window overlap.
+MODEL_PART, CAUSAL, PAD_TOKEN_ID, PAD_SOURCE = "model_part", "causal", "pad_token_id", "pad_source"
+PADDING_SIDE, BOS_ADDED, LONG_INPUTS, STRIDE = "padding_side", "bos_added", "long_inputs", "stride"
+DEVICE_MAP = "device_map"  # JSON {module: device} of --device-map auto; {} when the model sat on one device
 SHARD_ATTRS = (SHARD_INDEX, SHARD_COUNT, SHARD_ASSIGNMENT, CORPUS_N_ROWS, BASE_FINGERPRINT)
 # What ``FeatureWriter.create`` derives from the layout itself (a copy of another file's attributes drops them)
 LAYOUT_ATTRS = (FORMAT, SCHEMA, LAYERS, POOLINGS, N_ROWS, HIDDEN_SIZE, STORE_DTYPE, WITH_TOKENS, COMPLETE, SITES_ATTR)

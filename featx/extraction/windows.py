@@ -1,0 +1,57 @@
+"""``--long window``: a text longer than the model's maximum, run as overlapping windows and stitched.
+
+A row is ``lead specials + content + trail specials`` (e.g. ``[CLS] ... [SEP]``, ``<s> ...``). Each window
+holds the same specials around ``budget`` content tokens; consecutive windows share ``stride`` content
+tokens, and the last window ends with the text (so every window has the same length and needs no padding).
+Every token of the text is taken from the one window where it is most central (farthest from that
+window's edges; the earlier window on a tie); the lead specials come from the first window and the trail
+specials from the last. The stitched sequence has exactly the row's tokens, so poolings over it pool
+over the whole text: ``mean``/``max`` over every real token, ``cls``/``pooler`` from the first window,
+``last`` from the last.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class WindowedRow:
+    input_ids: np.ndarray  # (windows, window length) int64, no padding
+    owner: np.ndarray  # (row tokens,) the window each stitched token is taken from, non-decreasing
+    position: np.ndarray  # (row tokens,) its position inside that window
+
+    @property
+    def n_windows(self) -> int:
+        return int(self.input_ids.shape[0])
+
+
+def window_starts(n_content: int, budget: int, stride: int) -> list[int]:
+    """Content offsets of the windows: every ``budget - stride`` tokens, the last one flush with the end."""
+    if n_content <= budget:
+        return [0]
+    step = budget - stride
+    starts = list(range(0, n_content - budget, step))
+    return starts + [n_content - budget]
+
+
+def split_row(ids: np.ndarray, n_lead: int, n_trail: int, budget: int, stride: int) -> WindowedRow:
+    """The windows of one tokenised row (specials included) and where each of its tokens is taken from."""
+    ids = np.asarray(ids, dtype=np.int64)
+    lead, trail = ids[:n_lead], ids[len(ids) - n_trail:]
+    content = ids[n_lead:len(ids) - n_trail]
+    starts = np.asarray(window_starts(len(content), budget, stride))
+    width = min(budget, len(content))
+    windows = np.stack([np.concatenate([lead, content[start:start + width], trail]) for start in starts])
+    # Most central window of each content token: the largest distance to the nearest window edge.
+    index = np.arange(len(content))[:, None]
+    inside = (index >= starts[None, :]) & (index < starts[None, :] + width)
+    margin = np.minimum(index - starts[None, :], starts[None, :] + width - 1 - index)
+    owner_content = np.where(inside, margin, -1).argmax(axis=1)  # argmax: the first (earlier) window on a tie
+    position_content = n_lead + np.arange(len(content)) - starts[owner_content]
+    last = len(starts) - 1
+    owner = np.concatenate([np.zeros(n_lead, np.int64), owner_content, np.full(n_trail, last, np.int64)])
+    position = np.concatenate([np.arange(n_lead), position_content, n_lead + width + np.arange(n_trail)])
+    return WindowedRow(windows, owner.astype(np.int64), position.astype(np.int64))
