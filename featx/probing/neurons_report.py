@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from .erase_report import _num, grid
-from .results import _clean, write_table
+from .results import _clean, results_prefix, write_table
 
 CHOICES = [("top", "probe"), ("top", "anova"), ("random", "-"), ("bottom", "probe"), ("bottom", "anova")]
 
@@ -101,12 +101,7 @@ def format_neurons(result) -> str:
 
 
 def prefix_for(meta: dict, output) -> Path:
-    if output is not None:
-        text = str(output)
-        return Path(text[:-4] if text.endswith(".csv") else text)
-    path = Path(meta["features_file"])
-    stem = path.name[: -len(path.suffix)] if path.suffix else path.name
-    return path.with_name(f"{stem}.{meta['label']}.neurons")
+    return results_prefix(meta["features_file"], meta["label"], "neurons", output)
 
 
 def write_neurons(result, output=None) -> list[Path]:

@@ -29,18 +29,23 @@ CURVE_COLUMNS = [
 ]
 
 
-def results_paths(features_path: Path, label: str, output: str | Path | None = None) -> tuple[Path, Path]:
-    """``<features stem>.<label>.probe.csv/.json`` beside the features file, or ``PREFIX.csv/.json``."""
+def results_prefix(features_path: Path, label: str, kind: str, output: str | Path | None = None) -> Path:
+    """``<features stem>.<label>.<kind>`` beside the features file, or ``output`` less a .csv/.json suffix."""
     if output is not None:
         prefix = str(output)
         for suffix in (".csv", ".json"):
             if prefix.endswith(suffix):
                 prefix = prefix[: -len(suffix)]
-        return Path(prefix + ".csv"), Path(prefix + ".json")
+        return Path(prefix)
     features_path = Path(features_path)
     stem = features_path.name[: -len(features_path.suffix)] if features_path.suffix else features_path.name
-    base = features_path.with_name(f"{stem}.{label}.probe")
-    return Path(str(base) + ".csv"), Path(str(base) + ".json")
+    return features_path.with_name(f"{stem}.{label}.{kind}")
+
+
+def results_paths(features_path: Path, label: str, output: str | Path | None = None) -> tuple[Path, Path]:
+    """``<features stem>.<label>.probe.csv/.json`` beside the features file, or ``PREFIX.csv/.json``."""
+    prefix = results_prefix(features_path, label, "probe", output)
+    return Path(str(prefix) + ".csv"), Path(str(prefix) + ".json")
 
 
 def side_path(csv_path: Path, kind: str) -> Path:

@@ -11,7 +11,7 @@ import pandas as pd
 
 from .erase_report import _num, grid
 from .figures import pareto_front
-from .results import _clean, write_table
+from .results import _clean, results_prefix, write_table
 
 FLIP_MARGIN = 0.01  # a pair of layers flips only if both orders are by more than this accuracy
 
@@ -91,14 +91,8 @@ def format_sweep(result) -> str:
 
 
 def prefix_for(meta: dict, output) -> Path:
-    if output is not None:
-        text = str(output)
-        for suffix in (".csv", ".json"):
-            text = text[: -len(suffix)] if text.endswith(suffix) else text
-        return Path(text + ".sweep")
-    path = Path(meta["features_file"])
-    stem = path.name[: -len(path.suffix)] if path.suffix else path.name
-    return path.with_name(f"{stem}.{meta['label']}.sweep")
+    prefix = results_prefix(meta["features_file"], meta["label"], "sweep", output)
+    return Path(str(prefix) + ".sweep") if output is not None else prefix  # -o is shared with featx probe
 
 
 def write_sweep(result, output=None) -> list[Path]:
