@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from ._version import __version__
-from .errors import FeatxError
+from .errors import FeatxError, signal_of
 
 
 def _fail(error: FeatxError) -> None:
@@ -22,13 +22,18 @@ class FeatxGroup(click.Group):
     """Turns featx's own errors and Ctrl-C into one clear message and an exit code, never a traceback."""
 
     def invoke(self, ctx):
+        from .signals import interrupts_on_termination
+
         try:
-            return super().invoke(ctx)
+            with interrupts_on_termination():  # SIGTERM/SIGHUP end a run like Ctrl-C (exit 143/129)
+                return super().invoke(ctx)
         except FeatxError as error:
             _fail(error)
-        except KeyboardInterrupt:
-            click.echo("featx: interrupted; committed work is kept: run the same command again to resume", err=True)
-            sys.exit(130)
+        except KeyboardInterrupt as interrupt:
+            signum, name = signal_of(interrupt)
+            click.echo(f"featx: interrupted ({name}); committed work is kept: run the same command again to resume",
+                       err=True)
+            sys.exit(128 + signum)
 
 
 @click.group(cls=FeatxGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -62,6 +67,8 @@ def main():
 @click.option("--random-init", is_flag=True, help="Same architecture and tokenizer, random weights (a control).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for --random-init.")
 @click.option("--commit-rows", type=int, default=None, help="Rows per commit (resume granularity).")
+@click.option("--commit-seconds", type=float, default=10.0, show_default=True,
+              help="Most seconds of work between commits (what a kill can lose at most, roughly).")
 @click.option("--shards", type=int, default=None,
               help="Split the corpus into this many shards and extract only --shard-index (under torchrun: automatic).")
 @click.option("--shard-index", type=int, default=None, help="Which shard to extract, 0 to --shards minus 1.")

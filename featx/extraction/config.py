@@ -9,6 +9,7 @@ is resolved once into an ``ExtractionPlan`` (``plan.py``).
 from __future__ import annotations
 
 import codecs
+import math
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
@@ -52,6 +53,9 @@ class ExtractConfig:
     random_init: bool = False
     seed: int = 0
     commit_rows: int | None = None  # rows per commit window; default sized by memory
+    # Most seconds of work between commits: a window taking longer commits its finished batches early.
+    # Changes neither the features nor the fingerprint, only how much a kill can lose.
+    commit_seconds: float = 10.0
     progress: bool = True
     shards: int | None = None  # extract only shard ``shard_index`` of ``shards`` (featx/sharding.py)
     shard_index: int | None = None
@@ -71,6 +75,14 @@ def _positive(name: str, flag: str, optional: bool = True, minimum: int = 1):
     return check
 
 
+def _check_commit_seconds(config: ExtractConfig) -> None:
+    value = config.commit_seconds
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if not number or not math.isfinite(value) or value <= 0:
+        raise InputError(f"--commit-seconds {value} must be a positive number of seconds",
+                         "give --commit-seconds a positive time, e.g. 10, or leave it out for the default")
+
+
 def _check_store_dtype(config: ExtractConfig) -> None:
     canonical = STORE_DTYPES.get(str(config.store_dtype).lower())
     if canonical is None:
@@ -88,6 +100,9 @@ def _check_output(config: ExtractConfig) -> None:
         return
     if config.corpus is None:
         raise InputError("no corpus given", "give the corpus file: featx extract CORPUS.csv")
+    if str(config.corpus) == "-" and not config.output:
+        raise InputError("a corpus read from standard input ('-') needs an output path",
+                         "name the features file: featx extract - -o OUT.h5 < corpus.csv")
     output = output_path(config)
     if output.suffix.lower() not in OUTPUT_SUFFIXES:
         raise InputError(f"output {output} should end in .h5", "features files are HDF5; name them like out.h5")
@@ -115,7 +130,7 @@ CONSTRAINTS = (
     _check_text_col, _check_output, _check_store_dtype, _check_dtype, _check_encoding,
     _positive("max_tokens", "--max-tokens"), _positive("batch_size", "--batch-size", optional=False),
     _positive("commit_rows", "--commit-rows"), _positive("max_length", "--max-length", minimum=2),
-    _check_shards,
+    _check_commit_seconds, _check_shards,
 )
 
 

@@ -22,7 +22,12 @@ from .tokenize import TokenizedCorpus
 
 
 class BackgroundWriter:
-    """Background thread that writes and commits windows so the model never waits on disk."""
+    """Background thread that writes and commits windows so the model never waits on disk.
+
+    An item is ``(start, stop, values, window_start, batches)``: rows ``[start, stop)`` to write, then
+    ``batches is None``: commit every row up to ``stop`` (a whole window is in); else mark the first
+    ``batches`` batches of the window at ``window_start`` as written (a commit by time inside a window).
+    """
 
     def __init__(self, writer: FeatureWriter):
         self.writer = writer
@@ -38,10 +43,13 @@ class BackgroundWriter:
                 return
             if self.error is not None:
                 continue
-            start, stop, values = item
+            start, stop, values, window_start, batches = item
             try:
                 self.writer.write_window(start, stop, values)
-                self.writer.commit(stop)
+                if batches is None:
+                    self.writer.commit(stop)
+                else:
+                    self.writer.commit_batches(window_start, batches)
             except BaseException as err:  # surfaced in the main thread
                 self.error = err
 
@@ -118,9 +126,9 @@ class Window:
         for site in plan.sites:
             shape = (len(site.layers), site.width)
             for path in site.pooled_paths.values():
-                self.values[path] = np.empty((stop - start, *shape), dtype=dtype)
+                self.values[path] = np.zeros((stop - start, *shape), dtype=dtype)
             if plan.with_tokens:
-                self.values[site.tokens_path] = np.empty((n_tokens, *shape), dtype=dtype)
+                self.values[site.tokens_path] = np.zeros((n_tokens, *shape), dtype=dtype)
                 self.token_paths.add(site.tokens_path)
 
     def store(self, positions: np.ndarray, batch: dict, event) -> None:
@@ -142,9 +150,30 @@ class Window:
             out[first:last] = flat[cursor : cursor + last - first]
             cursor += last - first
 
-    def check_finite(self, store_dtype: str) -> None:
-        """Refuse inf/NaN (float16 overflow) before anything is written."""
-        rows_first = sorted(self.values.items(), key=lambda item: item[0] in self.token_paths)
+    def rows(self, first: int, last: int) -> dict[str, np.ndarray]:
+        """The buffers of window rows ``[first, last)`` (views), token-level ones by the rows' tokens."""
+        offsets = self.tokenized.offsets
+        token_first = int(offsets[self.start + first]) - self.token_base
+        token_last = int(offsets[self.start + last]) - self.token_base
+        return {path: values[token_first:token_last] if path in self.token_paths else values[first:last]
+                for path, values in self.values.items()}
+
+    def load(self, writer: FeatureWriter, undone: np.ndarray) -> None:
+        """Resume a window: the rows committed inside it back from the file, the others zeroed."""
+        writer.read_window(self.start, self.stop, self.values)
+        offsets = self.tokenized.offsets
+        for path, values in self.values.items():
+            if path not in self.token_paths:
+                values[undone] = 0
+                continue
+            for position in undone:
+                row = self.start + int(position)
+                values[int(offsets[row]) - self.token_base:int(offsets[row + 1]) - self.token_base] = 0
+
+    def check_finite(self, store_dtype: str, first: int = 0, last: int | None = None) -> None:
+        """Refuse inf/NaN (float16 overflow) in rows ``[first, last)`` before they are written."""
+        last = self.stop - self.start if last is None else last
+        rows_first = sorted(self.rows(first, last).items(), key=lambda item: item[0] in self.token_paths)
         for path, values in rows_first:
             if path in self.token_paths:
                 if not np.isfinite(values).all():
@@ -153,7 +182,7 @@ class Window:
                 continue
             finite = np.isfinite(values).all(axis=(1, 2))
             if not finite.all():
-                row = self.start + int(np.argmin(finite))
+                row = self.start + first + int(np.argmin(finite))
                 name = path.rsplit("/", 1)[-1]
                 raise StoreError(
                     f"'{name}' features of row {row} are inf or NaN after casting to {store_dtype}",
@@ -167,6 +196,77 @@ def windows(plan: ExtractionPlan, tokenized: TokenizedCorpus) -> list[tuple[int,
     return plan_windows(len(tokenized), plan.window_rows, lengths, plan.window_tokens)
 
 
+class CommitClock:
+    """When to commit inside a window: before the work since the last commit would pass ``seconds``."""
+
+    def __init__(self, seconds: float):
+        self.seconds = seconds
+        self.last_commit = self.last_batch = time.perf_counter()
+        self.batch_seconds = 0.0
+
+    def batch_done(self) -> None:
+        now = time.perf_counter()
+        self.batch_seconds, self.last_batch = now - self.last_batch, now
+
+    def due(self) -> bool:
+        """Whether one more batch (as long as the last) would take the work since the commit past ``seconds``."""
+        return time.perf_counter() - self.last_commit + self.batch_seconds >= self.seconds
+
+    def committed(self) -> None:
+        self.last_commit = time.perf_counter()
+
+
+class WindowRun:
+    """One window: its batches through the model, commits by time on batch boundaries, then the whole window.
+
+    The batch plan is the window's (a function of its rows' lengths only), so commits by time change
+    neither the features nor the fingerprint; a resumed window skips the batches committed inside it.
+    """
+
+    def __init__(self, plan: ExtractionPlan, tokenized: TokenizedCorpus, start: int, stop: int,
+                 background: BackgroundWriter, clock: CommitClock):
+        self.plan, self.background, self.clock = plan, background, clock
+        self.window = Window(plan, tokenized, start, stop)
+        self.batches = plan_batches(tokenized.lengths[start:stop], plan.max_tokens, plan.batch_size)
+        self.committed = 0  # batches written and marked inside this window
+        self.stored = 0  # batches in the buffers
+        self.span: list[int] | None = None  # window rows [first, last) stored since the last commit
+
+    def resume(self, writer: FeatureWriter) -> int:
+        """Skip the batches an earlier run committed inside this window; the rows they hold."""
+        done = min(writer.batches_done(self.window.start), len(self.batches))
+        if done:
+            undone = np.concatenate(self.batches[done:]) if done < len(self.batches) else np.zeros(0, np.int64)
+            self.window.load(writer, undone)
+            self.committed = self.stored = done
+        return int(sum(len(batch) for batch in self.batches[:done]))
+
+    def store(self, pending) -> None:
+        positions = pending[0]
+        self.window.store(*pending)
+        self.stored += 1
+        first, last = int(positions.min()), int(positions.max()) + 1
+        self.span = [first, last] if self.span is None else [min(self.span[0], first), max(self.span[1], last)]
+        self.clock.batch_done()
+        if self.clock.due() and self.stored < len(self.batches):
+            self._submit(*self.span, batches=self.stored)
+
+    def finish(self) -> None:
+        first, last = (0, self.window.stop - self.window.start) if self.committed == 0 or self.span is None \
+            else self.span
+        self.window.check_finite(self.plan.store_dtype)
+        self._submit(first, last, batches=None)
+
+    def _submit(self, first: int, last: int, batches: int | None) -> None:
+        window = self.window
+        if batches is not None:
+            window.check_finite(self.plan.store_dtype, first, last)
+        self.background.submit((window.start + first, window.start + last, window.rows(first, last), window.start,
+                                batches))
+        self.committed, self.span = self.stored, None
+        self.clock.committed()
+
+
 def run(plan: ExtractionPlan, writer: FeatureWriter, tokenized: TokenizedCorpus, runner: Runner, pad_id: int,
         pin_memory: bool = False) -> None:
     """Extract every window after the writer's committed rows; each is committed in the background."""
@@ -177,15 +277,17 @@ def run(plan: ExtractionPlan, writer: FeatureWriter, tokenized: TokenizedCorpus,
     bar = tqdm(total=len(tokenized), initial=start_row, unit="rows", disable=not plan.config.progress,
                dynamic_ncols=True, desc="extract")
     tokens_done, began = 0, time.perf_counter()
+    clock = CommitClock(plan.commit_seconds)
     try:
         with runner.hooks():  # attached after the runner set the model up; off however the loop ends
             for start, stop in windows(plan, tokenized):
                 if stop <= start_row:
                     continue
-                window = Window(plan, tokenized, start, stop)
-                batches = plan_batches(tokenized.lengths[start:stop], plan.max_tokens, plan.batch_size)
+                current = WindowRun(plan, tokenized, start, stop, background, clock)
+                if start == start_row:
+                    bar.update(current.resume(writer))
 
-                def batches_of_window(batches=batches, start=start):
+                def batches_of_window(batches=current.batches[current.stored:], start=start):
                     for positions in batches:
                         yield positions, collate(tokenized, positions + start, pad_id, pin_memory=pin_memory)
 
@@ -193,16 +295,15 @@ def run(plan: ExtractionPlan, writer: FeatureWriter, tokenized: TokenizedCorpus,
                 for positions, (input_ids, mask) in prefetch(batches_of_window()):
                     result = (positions, *runner(input_ids, mask))
                     if pending is not None:  # consume the previous batch while this one runs on the GPU
-                        window.store(*pending)
+                        current.store(pending)
                     pending = result
                     tokens_done += int(mask.sum())
                     bar.update(len(positions))
                     bar.set_postfix_str(f"{tokens_done / max(time.perf_counter() - began, 1e-9):,.0f} tok/s",
                                         refresh=False)
                 if pending is not None:
-                    window.store(*pending)
-                window.check_finite(plan.store_dtype)
-                background.submit((start, stop, window.values))
+                    current.store(pending)
+                current.finish()
     finally:
         bar.close()
         background.close()

@@ -12,7 +12,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from ..errors import FeatxError, InputError, Interrupted, StoreError
+from ..errors import FeatxError, InputError, Interrupted, StoreError, signal_of
 from ..state import remember
 from ..store import FeatureFile, FeatureWriter, OutputLock, partial_path, resumable
 from ..store.shards import shard_rows_match
@@ -110,12 +110,15 @@ def _run(plan: ExtractionPlan, writer: FeatureWriter, tokenized: TokenizedCorpus
         pad_id = loaded.tokenizer.pad_token_id if loaded.tokenizer.pad_token_id is not None else 0
         loop.run(plan, writer, tokenized, Runner(loaded, plan), pad_id, pin_memory=loaded.device.type == "cuda")
         return writer.finish()
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as interrupt:
         done = writer.rows_done
+        inside = writer.batches_done(done)
         writer.close()
+        signum, name = signal_of(interrupt)
+        more = f" (and the first {inside} batches of the next window)" if inside else ""
         raise Interrupted(
-            f"interrupted: {done} of {n_rows} rows are saved in {partial_path(output)}",
-            "run the same featx extract command again to resume where it stopped",
+            f"interrupted ({name}): {done} of {n_rows} rows are saved in {partial_path(output)}{more}",
+            "run the same featx extract command again to resume where it stopped", signum,
         ) from None
     except OSError as err:
         done = writer.rows_done

@@ -37,7 +37,7 @@ def resumable(final_path: Path) -> bool:
     unreadable one holds no rows anyone could use: the caller starts over.
     """
     path = partial_path(final_path)
-    if not path.exists():
+    if path.is_symlink() or not path.is_file():  # a planted link is never resumed (nor written through)
         return False
     try:
         with h5py.File(path, "r", locking=False) as file:
@@ -158,6 +158,7 @@ class FeatureWriter:
         # caches and raises on failure; a temporary handle would flush while being garbage-collected,
         # where HDF5 errors (ENOSPC) are only printed, and committed rows would silently be zeros.
         self._rows_done = file[s.ROWS_DONE]
+        self._window = file[s.WINDOW_PROGRESS] if s.WINDOW_PROGRESS in file else None  # absent in older files
         self._row_datasets = {path: file[path] for site in self.sites for path in site.pooled_paths.values()}
         self._token_datasets = {site.tokens_path: file[site.tokens_path] for site in self.sites} if with_tokens else {}
         self._token_offsets = file[s.TOKEN_OFFSETS][()] if with_tokens else None
@@ -171,10 +172,11 @@ class FeatureWriter:
         # flushed: a kill during creation then never leaves a damaged .partial behind.
         path = creating_path(final_path)
         for stale in (path, partial_path(final_path)):
-            if stale.exists():
+            # A planted (even dangling) symbolic link is removed, never written through.
+            if stale.is_symlink() or stale.exists():
                 stale.unlink()
         try:
-            file = h5py.File(path, "w")
+            file = h5py.File(path, "x")  # O_CREAT|O_EXCL: fails rather than follow a link that reappeared
         except OSError as err:
             raise StoreError(f"cannot create {path}: {err}", "check the output directory exists and is writable") from None
         try:
@@ -247,11 +249,49 @@ class FeatureWriter:
     @_as_os_error
     def commit(self, rows_done: int) -> None:
         # Data first, marker second: a crash between the two only redoes the window.
-        for dataset in (*self._row_datasets.values(), *self._token_datasets.values()):
-            dataset.flush()
-        self.file.flush()
+        self._flush_data()
         self._rows_done[0] = rows_done
         self._rows_done.flush()
+        self.file.flush()
+
+    @property
+    def commits_inside_windows(self) -> bool:
+        """Whether this file can record batches committed inside a window (files from before cannot)."""
+        return self._window is not None
+
+    @_as_os_error
+    def commit_batches(self, window_start: int, batches_done: int) -> None:
+        """Mark the first ``batches_done`` batches of the window starting at ``rows_done`` as written.
+
+        Their rows (written with ``write_window`` before) count as committed for resuming only: readers
+        still see ``[0, rows_done)``. Data first, marker second, as in ``commit``.
+        """
+        if self._window is None:
+            return
+        self._flush_data()
+        self._window[:] = np.array([window_start, batches_done], dtype=np.int64)
+        self._window.flush()
+        self.file.flush()
+
+    def batches_done(self, window_start: int) -> int:
+        """Batches of the window starting at ``window_start`` already written (0 unless it is the next one)."""
+        if self._window is None or window_start != self.rows_done:
+            return 0
+        start, done = (int(value) for value in self._window[()])
+        return max(0, done) if start == window_start else 0
+
+    def read_window(self, start: int, stop: int, values: dict[str, np.ndarray]) -> None:
+        """Read rows ``[start, stop)`` of the datasets in ``values`` back into those buffers (resuming a window)."""
+        for path, out in values.items():
+            if path in self._token_datasets:
+                first, last = int(self._token_offsets[start]), int(self._token_offsets[stop])
+                self._token_datasets[path].read_direct(out, np.s_[first:last])
+            else:
+                self._row_datasets[path].read_direct(out, np.s_[start:stop])
+
+    def _flush_data(self) -> None:
+        for dataset in (*self._row_datasets.values(), *self._token_datasets.values()):
+            dataset.flush()
         self.file.flush()
 
     def set_attrs(self, **attrs) -> None:
@@ -309,6 +349,9 @@ def _populate(file: h5py.File, attrs: dict, corpus, tokenized, sites: list[SiteL
     rows_done = _preallocated(file, s.ROWS_DONE, (1,), np.int64)
     rows_done[0] = 0
     rows_done.flush()
+    window = _preallocated(file, s.WINDOW_PROGRESS, (2,), np.int64)
+    window[:] = np.array([-1, 0], dtype=np.int64)
+    window.flush()
 
 
 def _write_rows(file: h5py.File, corpus, tokenized, row_index: np.ndarray | None) -> None:
