@@ -12,12 +12,12 @@ Under ``torchrun`` every process extracts one shard (``distributed.py``).
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 
+from ..safe_files import atomic_write_text
 from ..errors import InputError, StoreError
 from ..store import schema
 from .corpus import Corpus, LabelColumn
@@ -151,8 +151,6 @@ def write_manifest(output: Path, manifest: dict, overwrite: bool) -> None:
             f"{path} describes a sharded extraction of {output.name} with {what}",
             "run the shards with the original options, or pass --overwrite to start a new sharded run",
         )
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(manifest, indent=2) + "\n")
-    os.replace(tmp, path)
+    atomic_write_text(path, json.dumps(manifest, indent=2) + "\n")
 
 
