@@ -7,7 +7,10 @@ import hashlib
 import io
 import json
 import math
+import os
 import re
+import stat
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -48,6 +51,43 @@ class Corpus:
 
     def __len__(self) -> int:
         return len(self.texts)
+
+
+STDIN = "-"  # the corpus argument that reads standard input
+
+
+def is_stdin(path) -> bool:
+    return str(path) == STDIN
+
+
+def rereadable(path) -> bool:
+    """Whether reading ``path`` again gives the same bytes back: a regular file named by a stable path.
+
+    Standard input, pipes, FIFOs, process substitution (``<(zcat x.gz)``) and ``/dev/stdin``-style
+    names can be read once only; their fingerprint is the sha256 of the bytes read in this run.
+    """
+    if is_stdin(path) or str(path).startswith(("/dev/", "/proc/")):
+        return False
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
+def source_name(path) -> str:
+    """How a corpus is named in messages and in the file: ``<stdin>`` for ``-``."""
+    return "<stdin>" if is_stdin(path) else str(path)
+
+
+def _read_source(path: Path) -> bytes:
+    """Every byte of the corpus, read once (the fingerprint is taken from these very bytes)."""
+    if is_stdin(path):
+        if sys.stdin is None or sys.stdin.isatty():
+            raise InputError("corpus '-' means standard input, but nothing is piped in",
+                             "pipe the corpus in: featx extract - < corpus.csv, or give its path")
+        return sys.stdin.buffer.read()
+    with open(path, "rb") as handle:
+        return handle.read()
 
 
 def file_sha256(path: Path) -> str:
@@ -140,13 +180,13 @@ def _read_jsonl(text: str, path: Path) -> tuple[list[str], list[list[str]], list
     return header, rows, lines
 
 
-def _read_parquet(path: Path) -> tuple[list[str], list[list[str]], list[int]]:
+def _read_parquet(raw: bytes, path: Path) -> tuple[list[str], list[list[str]], list[int]]:
     try:
         import pyarrow.parquet as pq
     except ImportError:
         raise InputError(f"{path}: reading Parquet needs pyarrow", "pip install pyarrow, or convert to CSV") from None
     try:
-        table = pq.read_table(path)
+        table = pq.read_table(io.BytesIO(raw))
     except Exception as err:  # pyarrow raises several types for bad files
         raise InputError(f"{path} is not a readable Parquet file ({err})") from None
     header = list(table.column_names)
@@ -183,15 +223,15 @@ def read_corpus(
 ) -> Corpus:
     """Read and validate a corpus file; every column but text/id/split becomes a candidate label."""
     path = Path(path)
-    if not path.exists():
+    if not is_stdin(path) and not path.exists():
         raise InputError(f"corpus file {path} does not exist")
     if path.is_dir():
         raise InputError(f"{path} is a directory, not a corpus file")
-    suffix = path.suffix.lower()
+    suffix = "" if is_stdin(path) else path.suffix.lower()
+    raw = _read_source(path)
     if suffix == ".parquet":
-        header, rows, lines = _read_parquet(path)
+        header, rows, lines = _read_parquet(raw, path)
     else:
-        raw = path.read_bytes()
         if not raw.strip():
             raise InputError(f"{path} is empty", "give a file with a header row, e.g. text,label, and one row per text")
         text = _decode(raw, path, encoding)
@@ -284,7 +324,7 @@ def read_corpus(
         id_col=id_col,
         labels=labels,
         split=split,
-        sha256=file_sha256(path),
+        sha256=hashlib.sha256(raw).hexdigest(),  # the bytes parsed, never a second read of the path
         skipped_rows=skipped,
     )
 
