@@ -155,6 +155,7 @@ class ExtractSummary:
     layers: list[int] = field(default_factory=list)
     poolings: list[str] = field(default_factory=list)
     resumed_from: int = 0
+    resumed_inside: int = 0  # rows an earlier run committed inside the window after ``resumed_from`` (by time)
     notes: list[str] = field(default_factory=list)  # extra lines for the user (e.g. the merge of shards)
     # Where the time went (0 for an up-to-date file): model load, tokenisation, and the batch loop
     # (forward, pooling, copies; writing overlaps it). ``tokens / forward_seconds`` is the steady-state rate.
@@ -176,7 +177,8 @@ class ExtractSummary:
         if self.status == "up-to-date":
             return f"up to date: {self.output} ({', '.join(parts)}, {size}); use --overwrite to recompute"
         parts += [f"{self.seconds:.1f} s", f"{self.tokens_per_second:,.0f} tokens/s", size]
-        resumed = f" (resumed at row {self.resumed_from})" if self.status == "resumed" else ""
+        inside = f", plus {self.resumed_inside} rows committed inside the next window" if self.resumed_inside else ""
+        resumed = f" (resumed at row {self.resumed_from}{inside})" if self.status == "resumed" else ""
         return f"wrote {self.output}{resumed}: " + ", ".join(parts)
 
     def as_dict(self) -> dict:

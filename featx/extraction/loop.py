@@ -24,9 +24,10 @@ from .tokenize import TokenizedCorpus
 class BackgroundWriter:
     """Background thread that writes and commits windows so the model never waits on disk.
 
-    An item is ``(start, stop, values, window_start, batches)``: rows ``[start, stop)`` to write, then
-    ``batches is None``: commit every row up to ``stop`` (a whole window is in); else mark the first
-    ``batches`` batches of the window at ``window_start`` as written (a commit by time inside a window).
+    An item is ``(start, stop, values, window_start, window_stop, batches)``: rows ``[start, stop)`` to
+    write, then, when ``batches is None``, commit every row up to ``window_stop`` (the whole window is in);
+    else mark the first ``batches`` batches of the window at ``window_start`` as written (a commit by
+    time inside a window).
     """
 
     def __init__(self, writer: FeatureWriter):
@@ -43,11 +44,11 @@ class BackgroundWriter:
                 return
             if self.error is not None:
                 continue
-            start, stop, values, window_start, batches = item
+            start, stop, values, window_start, window_stop, batches = item
             try:
                 self.writer.write_window(start, stop, values)
                 if batches is None:
-                    self.writer.commit(stop)
+                    self.writer.commit(window_stop)
                 else:
                     self.writer.commit_batches(window_start, batches)
             except BaseException as err:  # surfaced in the main thread
@@ -262,14 +263,16 @@ class WindowRun:
         if batches is not None:
             window.check_finite(self.plan.store_dtype, first, last)
         self.background.submit((window.start + first, window.start + last, window.rows(first, last), window.start,
-                                batches))
+                                window.stop, batches))
         self.committed, self.span = self.stored, None
         self.clock.committed()
 
 
 def run(plan: ExtractionPlan, writer: FeatureWriter, tokenized: TokenizedCorpus, runner: Runner, pad_id: int,
-        pin_memory: bool = False) -> None:
-    """Extract every window after the writer's committed rows; each is committed in the background."""
+        pin_memory: bool = False) -> int:
+    """Extract every window after the writer's committed rows; each is committed in the background.
+
+    Returns the rows an earlier run had committed inside the first window (skipped here)."""
     from tqdm.auto import tqdm
 
     start_row = writer.rows_done
@@ -278,6 +281,7 @@ def run(plan: ExtractionPlan, writer: FeatureWriter, tokenized: TokenizedCorpus,
                dynamic_ncols=True, desc="extract")
     tokens_done, began = 0, time.perf_counter()
     clock = CommitClock(plan.commit_seconds)
+    skipped = 0
     try:
         with runner.hooks():  # attached after the runner set the model up; off however the loop ends
             for start, stop in windows(plan, tokenized):
@@ -285,7 +289,8 @@ def run(plan: ExtractionPlan, writer: FeatureWriter, tokenized: TokenizedCorpus,
                     continue
                 current = WindowRun(plan, tokenized, start, stop, background, clock)
                 if start == start_row:
-                    bar.update(current.resume(writer))
+                    skipped = current.resume(writer)
+                    bar.update(skipped)
 
                 def batches_of_window(batches=current.batches[current.stored:], start=start):
                     for positions in batches:
@@ -308,3 +313,4 @@ def run(plan: ExtractionPlan, writer: FeatureWriter, tokenized: TokenizedCorpus,
         bar.close()
         background.close()
     background.raise_if_failed()
+    return skipped

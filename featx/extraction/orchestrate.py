@@ -87,13 +87,15 @@ def extract_one(config: ExtractConfig) -> ExtractSummary:
         writer = open_writer(plan, corpus, tokenized, loaded, shard_rows, corpus_rows)
         resumed_from = writer.rows_done
         forward_started = time.perf_counter()
-        final = _run(plan, writer, tokenized, loaded, len(corpus))
+        final, resumed_inside = _run(plan, writer, tokenized, loaded, len(corpus))
         timings["forward_seconds"] = time.perf_counter() - forward_started
     if shard is None:
         remember("features", final)
     summary = summary_of(final, "resumed" if resumed_from else "written", time.perf_counter() - started,
                          len(corpus.skipped_rows))
-    summary.resumed_from = resumed_from
+    summary.resumed_from, summary.resumed_inside = resumed_from, resumed_inside
+    if resumed_inside and summary.status == "written":
+        summary.status = "resumed"
     if shard is not None and LaunchEnv.detect() is None:
         summary.notes.append(f"shard {shard.index} of {shard.count} done; when all are done: "
                              f"featx merge {plan.merged_output}")
@@ -103,13 +105,15 @@ def extract_one(config: ExtractConfig) -> ExtractSummary:
 
 
 def _run(plan: ExtractionPlan, writer: FeatureWriter, tokenized: TokenizedCorpus, loaded: LoadedModel,
-         n_rows: int) -> Path:
-    """The batch loop into ``writer``, then the finished file; a clear error (rows kept) if it stops."""
+         n_rows: int) -> tuple[Path, int]:
+    """The batch loop into ``writer``, then the finished file and the rows an earlier run had committed
+    inside the first window; a clear error (rows kept) if it stops."""
     output = plan.output
     try:
         pad_id = loaded.tokenizer.pad_token_id if loaded.tokenizer.pad_token_id is not None else 0
-        loop.run(plan, writer, tokenized, Runner(loaded, plan), pad_id, pin_memory=loaded.device.type == "cuda")
-        return writer.finish()
+        inside = loop.run(plan, writer, tokenized, Runner(loaded, plan), pad_id,
+                          pin_memory=loaded.device.type == "cuda")
+        return writer.finish(), inside
     except KeyboardInterrupt as interrupt:
         done = writer.rows_done
         inside = writer.batches_done(done)
