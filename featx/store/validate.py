@@ -115,6 +115,9 @@ def _int_attr(attrs: dict, key: str, path: Path, minimum: int = 0) -> int:
 
 def check_layout(file: h5py.File, path: Path, attrs: dict, rows_done: int) -> dict:
     """The schema's attributes against the datasets; returns the parsed ``layers``, ``poolings``, ``sites``."""
+    for key, value in attrs.items():  # variable-length strings live in the file's heap: bounded after reading
+        if isinstance(value, (str, bytes)) and len(value) > MAX_ATTRIBUTE_BYTES:
+            _fail(path, f"attribute '{key}' is too large ({len(value):,} characters)")
     n_rows = _int_attr(attrs, s.N_ROWS, path)
     if not 0 <= rows_done <= n_rows:
         _fail(path, f"{rows_done} rows marked done of {n_rows}")
