@@ -162,7 +162,10 @@ def explain(results, limit, buckets):
     Lists the rows that become right from some layer on and the rows wrong at every layer, per-class F1
     by layer, and accuracy by text length and by truncation, from the out-of-fold predictions.
     """
+    from .errors import require_whole
     from .probing.explain import explain as run_explain
+
+    require_whole(limit, "--limit")
 
     click.echo(run_explain(results, buckets=buckets).format(limit=limit))
 
@@ -190,10 +193,11 @@ def plot(results, output, metric, classifier, baseline, compare, dpi):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from .errors import InputError
+    from .errors import InputError, require_whole
     from .plots import default_output, figure, labels_figure
     from .state import given_or_last
 
+    require_whole(dpi, "--dpi")
     if not results:
         remembered, using_last = given_or_last(None, "results")
         results = (remembered,)
