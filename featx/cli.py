@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -11,10 +12,23 @@ from ._version import __version__
 from .errors import FeatxError, signal_of
 
 
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def printable(text: str) -> str:
+    """``text`` with every control character but newline and tab escaped (``\\x1b``...): model names, label
+    names and texts come from files other people made, and raw escape sequences could rewrite the terminal."""
+    return _CONTROL.sub(lambda match: match.group().encode("unicode_escape").decode("ascii"), str(text))
+
+
+def echo(text="", err: bool = False) -> None:
+    click.echo(printable(text), err=err)
+
+
 def _fail(error: FeatxError) -> None:
-    click.echo(f"featx: error: {error.message}", err=True)
+    echo(f"featx: error: {error.message}", err=True)
     if error.hint:
-        click.echo(f"  hint: {error.hint}", err=True)
+        echo(f"  hint: {error.hint}", err=True)
     sys.exit(error.exit_code)
 
 
@@ -31,7 +45,7 @@ class FeatxGroup(click.Group):
             _fail(error)
         except KeyboardInterrupt as interrupt:
             signum, name = signal_of(interrupt)
-            click.echo(f"featx: interrupted ({name}); committed work is kept: run the same command again to resume",
+            echo(f"featx: interrupted ({name}); committed work is kept: run the same command again to resume",
                        err=True)
             sys.exit(128 + signum)
 
@@ -88,12 +102,12 @@ def extract(corpus, output, quiet, layers, poolings, dry_run, **options):
     if dry_run:
         from .extraction.estimation import estimate
 
-        click.echo(estimate(config).format())
+        echo(estimate(config).format())
         return
     summary = run_extract(config)  # featx.extract: the quick up-to-date check first, torch only if needed
-    click.echo(summary.line())
+    echo(summary.line())
     for note in summary.notes:
-        click.echo(note)
+        echo(note)
 
 
 @main.command()
@@ -106,7 +120,7 @@ def merge(output, keep_shards, overwrite, quiet):
     from .extraction.merge import merge as run_merge
 
     summary = run_merge(output, keep_shards=keep_shards, overwrite=overwrite, progress=not quiet)
-    click.echo(summary.line())
+    echo(summary.line())
 
 
 @main.command()
@@ -141,14 +155,14 @@ def probe(features, no_control, **options):
 
     features, using_last = given_or_last(features, "features")
     if using_last:  # say which file before the (long) run starts
-        click.echo(using_last)
+        echo(using_last)
     config = ProbeConfig(features=features, control=not no_control, **options)
     result = run_probe(config)
     for note in result.notes:
-        click.echo(note, err=note.startswith("warning"))
-    click.echo(result.format_table())
+        echo(note, err=note.startswith("warning"))
+    echo(result.format_table())
     extra = [path.name for path in (result.predictions_path, result.curve_path) if path is not None]
-    click.echo(f"\nwrote {result.csv_path} and {', '.join([result.json_path.name, *extra])} "
+    echo(f"\nwrote {result.csv_path} and {', '.join([result.json_path.name, *extra])} "
                f"({result.meta['seconds']:.1f} s)")
 
 
@@ -167,7 +181,7 @@ def explain(results, limit, buckets):
 
     require_whole(limit, "--limit")
 
-    click.echo(run_explain(results, buckets=buckets).format(limit=limit))
+    echo(run_explain(results, buckets=buckets).format(limit=limit))
 
 
 @main.command()
@@ -201,7 +215,7 @@ def plot(results, output, metric, classifier, baseline, compare, dpi):
     if not results:
         remembered, using_last = given_or_last(None, "results")
         results = (remembered,)
-        click.echo(using_last)
+        echo(using_last)
     if output is not None and len(results) > 1 and output.suffix:
         raise InputError(f"-o {output} names one figure but {len(results)} results files were given",
                          "pass a directory to -o, or one results file")
@@ -210,14 +224,14 @@ def plot(results, output, metric, classifier, baseline, compare, dpi):
         if output is not None:
             target = output / target.name if (output.is_dir() or not output.suffix) else output
             target.parent.mkdir(parents=True, exist_ok=True)
-        click.echo(f"plotting {path}")
+        echo(f"plotting {path}")
         fig, written = figure(path, metric=metric, classifier=classifier, output=target, dpi=dpi, baseline=baseline)
         plt.close(fig)
-        click.echo("wrote " + ", ".join(str(item) for item in written))
+        echo("wrote " + ", ".join(str(item) for item in written))
     if compare is not None:
         fig, written = labels_figure(results, metric=metric, classifier=classifier, output=compare, dpi=dpi)
         plt.close(fig)
-        click.echo("wrote " + ", ".join(str(item) for item in written))
+        echo("wrote " + ", ".join(str(item) for item in written))
 
 
 if __name__ == "__main__":  # pragma: no cover

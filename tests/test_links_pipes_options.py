@@ -153,3 +153,14 @@ def test_non_positive_numeric_options_are_refused(tmp_path, monkeypatch, args):
     assert result.output.startswith("featx: error: ") and "Traceback" not in result.output
     flag = args[2]
     assert flag.lstrip("-").split("-")[0] in result.output, result.output
+
+
+# -- terminal escape sequences ------------------------------------------------------------------------
+
+def test_control_characters_are_escaped_in_everything_echoed(tiny_model, tmp_path):
+    corpus = many_rows_csv(tmp_path / "corpus.csv", 12)
+    hostile = "te\x1b]0;pwned\x07xt\x1b[2J"
+    result = CliRunner().invoke(main, extract_cli(corpus, tiny_model, tmp_path / "o.h5", "--text-col", hostile))
+    assert result.exit_code == 2
+    assert "\x1b" not in result.output and "\x07" not in result.output
+    assert "te\\x1b]0;pwned\\x07xt\\x1b[2J" in result.output
