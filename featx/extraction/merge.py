@@ -166,6 +166,7 @@ def merge(output: str | Path, keep_shards: bool = False, overwrite: bool = False
         finally:
             for file in files:
                 file.close()
+        _verify_merged(final, n_rows, manifest["fingerprint"])  # nothing is deleted unless the result is whole
         removed = []
         if not keep_shards:
             for index in range(count):
@@ -175,6 +176,15 @@ def merge(output: str | Path, keep_shards: bool = False, overwrite: bool = False
             manifest_path(output).unlink()
     remember("features", final)
     return MergeSummary(final, "merged", count, n_rows, time.perf_counter() - started, final.stat().st_size, removed)
+
+
+def _verify_merged(final: Path, n_rows: int, fingerprint: str) -> None:
+    """The merged file reopens as a valid, complete file of every row with the run's fingerprint."""
+    with FeatureFile(final) as merged:
+        whole = merged.complete and merged.n_rows == n_rows and merged.fingerprint == fingerprint
+    if not whole:
+        raise StoreError(f"the merged file {final} did not verify (rows or fingerprint differ); the shards are kept",
+                         "run featx merge --overwrite again")
 
 
 def _open_writer(output: Path, files, indices, n_rows: int, manifest: dict, overwrite: bool) -> FeatureWriter:
