@@ -124,6 +124,14 @@ def _linux_fallocate():
     return function
 
 
+def _identity(path: Path) -> tuple[int, int] | None:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return info.st_dev, info.st_ino
+
+
 def _file_size(path: Path) -> int:
     try:
         return path.stat().st_size
@@ -158,6 +166,8 @@ class FeatureWriter:
         # caches and raises on failure; a temporary handle would flush while being garbage-collected,
         # where HDF5 errors (ENOSPC) are only printed, and committed rows would silently be zeros.
         self._rows_done = file[s.ROWS_DONE]
+        self._committed = int(self._rows_done[0])  # the marker as last written, readable after close
+        self._identity = _identity(partial_path(final_path))
         self._window = file[s.WINDOW_PROGRESS] if s.WINDOW_PROGRESS in file else None  # absent in older files
         self._row_datasets = {path: file[path] for site in self.sites for path in site.pooled_paths.values()}
         self._token_datasets = {site.tokens_path: file[site.tokens_path] for site in self.sites} if with_tokens else {}
@@ -222,7 +232,14 @@ class FeatureWriter:
 
     @property
     def rows_done(self) -> int:
-        return int(self._rows_done[0])
+        return int(self._rows_done[0]) if self.file.id.valid else self._committed
+
+    def _check_in_place(self) -> None:
+        """The file being written is still the one at ``<output>.partial`` (not removed or replaced)."""
+        if _identity(partial_path(self.final_path)) != self._identity:
+            raise StoreError(f"{partial_path(self.final_path)} was removed or replaced while featx was writing it; "
+                             "the rows written to it are lost",
+                             "run the same featx extract command again (it starts over)")
 
     @property
     def n_rows(self) -> int:
@@ -253,6 +270,8 @@ class FeatureWriter:
         self._rows_done[0] = rows_done
         self._rows_done.flush()
         self.file.flush()
+        self._committed = rows_done
+        self._check_in_place()
 
     @property
     def commits_inside_windows(self) -> bool:
@@ -303,10 +322,15 @@ class FeatureWriter:
     def finish(self) -> Path:
         if self.rows_done != self.n_rows:
             raise StoreError("internal error: finishing a file whose rows are not all written")
+        self._check_in_place()
         self.file.attrs[s.COMPLETE] = True
         self.file.flush()
         self.file.close()
-        os.replace(partial_path(self.final_path), self.final_path)
+        try:
+            os.replace(partial_path(self.final_path), self.final_path)
+        except FileNotFoundError:
+            self._check_in_place()
+            raise
         return self.final_path
 
     def close(self) -> None:
