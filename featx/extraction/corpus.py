@@ -90,6 +90,29 @@ def _read_source(path: Path) -> bytes:
         return handle.read()
 
 
+COMPRESSED = {b"\x1f\x8b": "gzip", b"BZh": "bzip2", b"\xfd7zXZ": "xz", b"PK\x03\x04": "zip", b"(\xb5/\xfd": "zstd"}
+
+
+def _refuse_other_formats(raw: bytes, path: Path, suffix: str) -> None:
+    """Compressed files and JSON arrays, named as such (decoding them as text would give a misleading error)."""
+    for magic, kind in COMPRESSED.items():
+        if raw.startswith(magic):
+            tool = {"gzip": "zcat", "bzip2": "bzcat", "xz": "xzcat", "zstd": "zstdcat"}.get(kind)
+            how = f"featx extract <({tool} {path}) -o OUT.h5" if tool else "unzip it first"
+            raise InputError(f"{path} is {kind}-compressed; featx reads plain CSV/TSV/JSON Lines or Parquet",
+                             f"decompress it first, or stream it: {how}")
+    start = raw.lstrip()[:2]
+    if (suffix == ".json" and start[:1] == b"[") or (suffix in ("", ".jsonl", ".ndjson") and start == b"[{"):
+        raise InputError(f"{path} is a JSON array; featx reads JSON Lines (one object per line)",
+                         f"convert it, e.g. jq -c '.[]' {path} > corpus.jsonl")
+
+
+def _semicolon_hint(header: list[str]) -> str | None:
+    if len(header) == 1 and header[0].count(";") >= 1:
+        return "the header looks semicolon-separated; save the file as comma- or tab-separated (.csv/.tsv)"
+    return None
+
+
 def file_sha256(path: Path) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
@@ -229,13 +252,14 @@ def read_corpus(
         raise InputError(f"{path} is a directory, not a corpus file")
     suffix = "" if is_stdin(path) else path.suffix.lower()
     raw = _read_source(path)
+    _refuse_other_formats(raw, path, suffix)
     if suffix == ".parquet":
         header, rows, lines = _read_parquet(raw, path)
     else:
         if not raw.strip():
             raise InputError(f"{path} is empty", "give a file with a header row, e.g. text,label, and one row per text")
         text = _decode(raw, path, encoding)
-        if suffix in (".jsonl", ".ndjson"):
+        if suffix in (".jsonl", ".ndjson", ".json"):  # .json: JSON Lines too (an array is refused above)
             header, rows, lines = _read_jsonl(text, path)
         else:
             delimiter = "\t" if suffix == ".tsv" else ","
@@ -253,7 +277,7 @@ def read_corpus(
     if text_col not in header:
         raise InputError(
             f"{path} has no text column '{text_col}'; columns found: {', '.join(header)}",
-            "pass the right one with --text-col NAME",
+            _semicolon_hint(header) or "pass the right one with --text-col NAME",
         )
     if id_col is not None and id_col not in header:
         raise InputError(
