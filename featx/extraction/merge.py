@@ -16,7 +16,7 @@ from pathlib import Path
 import h5py
 import numpy as np
 
-from ..errors import IncompleteError, InputError, Interrupted, StoreError
+from ..errors import IncompleteError, InputError, Interrupted, StoreError, signal_of
 from ..state import remember
 from ..store import FeatureFile, FeatureWriter, OutputLock, partial_path, schema
 from ..store.shards import copy_shards, create_merged, open_shard, shard_attrs, shard_row_index
@@ -158,9 +158,10 @@ def merge(output: str | Path, keep_shards: bool = False, overwrite: bool = False
             try:
                 copy_shards(writer, files, indices, plan_windows, progress)
                 final = writer.finish()
-            except KeyboardInterrupt:
+            except KeyboardInterrupt as interrupt:
                 raise Interrupted(f"merge interrupted: {writer.rows_done} of {n_rows} rows are in "
-                                  f"{partial_path(output)}", "run featx merge again to resume it") from None
+                                  f"{partial_path(output)}", "run featx merge again to resume it",
+                                  signal_of(interrupt)[0]) from None
             finally:
                 writer.close()
         finally:
