@@ -24,10 +24,10 @@ from .tokenize import TokenizedCorpus
 class BackgroundWriter:
     """Background thread that writes and commits windows so the model never waits on disk.
 
-    An item is ``(start, stop, values, window_start, window_stop, batches)``: rows ``[start, stop)`` to
-    write, then, when ``batches is None``, commit every row up to ``window_stop`` (the whole window is in);
-    else mark the first ``batches`` batches of the window at ``window_start`` as written (a commit by
-    time inside a window).
+    An item is ``(writes, window_start, window_stop, batches)``: ``writes`` are ``(start, stop, values)``
+    row ranges to write, then, when ``batches is None``, every row up to ``window_stop`` is committed (the
+    whole window is in); else the first ``batches`` batches of the window at ``window_start`` are marked
+    as written (a commit by time inside a window).
     """
 
     def __init__(self, writer: FeatureWriter):
@@ -44,9 +44,10 @@ class BackgroundWriter:
                 return
             if self.error is not None:
                 continue
-            start, stop, values, window_start, window_stop, batches = item
+            writes, window_start, window_stop, batches = item
             try:
-                self.writer.write_window(start, stop, values)
+                for start, stop, values in writes:
+                    self.writer.write_window(start, stop, values)
                 if batches is None:
                     self.writer.commit(window_stop)
                 else:
@@ -198,23 +199,28 @@ def windows(plan: ExtractionPlan, tokenized: TokenizedCorpus) -> list[tuple[int,
 
 
 class CommitClock:
-    """When to commit inside a window: before the work since the last commit would pass ``seconds``."""
+    """When to commit inside a window, so that a kill at any moment loses less than ``seconds`` of work.
+
+    ``covered`` is when the last committed batch finished: the work since then is what a kill would
+    lose. A commit is made at a batch boundary when waiting for the next one (one more batch, as long as
+    the last) would take that past ``seconds``.
+    """
 
     def __init__(self, seconds: float):
         self.seconds = seconds
-        self.last_commit = self.last_batch = time.perf_counter()
+        self.covered = self.last_finish = self.stored_until = time.perf_counter()
         self.batch_seconds = 0.0
 
-    def batch_done(self) -> None:
-        now = time.perf_counter()
-        self.batch_seconds, self.last_batch = now - self.last_batch, now
+    def batch_stored(self, finished: float) -> None:
+        """A batch that finished (came back from the model) at ``finished`` is in the buffers."""
+        self.batch_seconds, self.last_finish = max(0.0, finished - self.last_finish), finished
+        self.stored_until = finished
 
     def due(self) -> bool:
-        """Whether one more batch (as long as the last) would take the work since the commit past ``seconds``."""
-        return time.perf_counter() - self.last_commit + self.batch_seconds >= self.seconds
+        return time.perf_counter() + self.batch_seconds - self.covered >= self.seconds
 
     def committed(self) -> None:
-        self.last_commit = time.perf_counter()
+        self.covered = self.stored_until
 
 
 class WindowRun:
@@ -231,7 +237,7 @@ class WindowRun:
         self.batches = plan_batches(tokenized.lengths[start:stop], plan.max_tokens, plan.batch_size)
         self.committed = 0  # batches written and marked inside this window
         self.stored = 0  # batches in the buffers
-        self.span: list[int] | None = None  # window rows [first, last) stored since the last commit
+        self.fresh: list[np.ndarray] = []  # window rows stored since the last commit, batch by batch
 
     def resume(self, writer: FeatureWriter) -> int:
         """Skip the batches an earlier run committed inside this window; the rows they hold."""
@@ -242,30 +248,47 @@ class WindowRun:
             self.committed = self.stored = done
         return int(sum(len(batch) for batch in self.batches[:done]))
 
-    def store(self, pending) -> None:
-        positions = pending[0]
+    def store(self, pending, finished: float) -> None:
+        """A batch's results (``(positions, values, event)``), which came back at ``finished``, into the window."""
         self.window.store(*pending)
         self.stored += 1
-        first, last = int(positions.min()), int(positions.max()) + 1
-        self.span = [first, last] if self.span is None else [min(self.span[0], first), max(self.span[1], last)]
-        self.clock.batch_done()
+        self.fresh.append(pending[0])
+        self.clock.batch_stored(finished)
         if self.clock.due() and self.stored < len(self.batches):
-            self._submit(*self.span, batches=self.stored)
+            self._submit(runs(np.concatenate(self.fresh)), batches=self.stored)
 
     def finish(self) -> None:
-        first, last = (0, self.window.stop - self.window.start) if self.committed == 0 or self.span is None \
-            else self.span
+        """Check the whole window, write what no commit inside it wrote, and commit it."""
         self.window.check_finite(self.plan.store_dtype)
-        self._submit(first, last, batches=None)
+        whole = self.committed == 0 or not self.fresh  # nothing written yet (or all of it by an earlier run)
+        self._submit([(0, self.window.stop - self.window.start)] if whole else runs(np.concatenate(self.fresh)),
+                     batches=None)
 
-    def _submit(self, first: int, last: int, batches: int | None) -> None:
+    def _submit(self, spans: list[tuple[int, int]], batches: int | None) -> None:
         window = self.window
         if batches is not None:
-            window.check_finite(self.plan.store_dtype, first, last)
-        self.background.submit((window.start + first, window.start + last, window.rows(first, last), window.start,
-                                window.stop, batches))
-        self.committed, self.span = self.stored, None
+            for first, last in spans:
+                window.check_finite(self.plan.store_dtype, first, last)
+        writes = [(window.start + first, window.start + last, window.rows(first, last)) for first, last in spans]
+        self.background.submit((writes, window.start, window.stop, batches))
+        self.committed, self.fresh = self.stored, []
         self.clock.committed()
+
+
+def runs(positions: np.ndarray, gap: int = 32) -> list[tuple[int, int]]:
+    """Window rows ``[first, last)`` covering ``positions``: runs of rows, closer runs merged.
+
+    Batches run longest first, so the rows finished since a commit are scattered over the window:
+    writing only their runs (rows in the small gaps between them are written too; they are not yet
+    committed, and rewritten when done) keeps a commit's cost to the rows it commits.
+    """
+    if not len(positions):
+        return []
+    ordered = np.unique(positions)
+    breaks = np.flatnonzero(np.diff(ordered) > gap)
+    firsts = np.r_[ordered[0], ordered[breaks + 1]]
+    lasts = np.r_[ordered[breaks], ordered[-1]] + 1
+    return [(int(first), int(last)) for first, last in zip(firsts, lasts)]
 
 
 def run(plan: ExtractionPlan, writer: FeatureWriter, tokenized: TokenizedCorpus, runner: Runner, pad_id: int,
@@ -300,14 +323,14 @@ def run(plan: ExtractionPlan, writer: FeatureWriter, tokenized: TokenizedCorpus,
                 for positions, (input_ids, mask) in prefetch(batches_of_window()):
                     result = (positions, *runner(input_ids, mask))
                     if pending is not None:  # consume the previous batch while this one runs on the GPU
-                        current.store(pending)
-                    pending = result
+                        current.store(*pending)
+                    pending = result, time.perf_counter()
                     tokens_done += int(mask.sum())
                     bar.update(len(positions))
                     bar.set_postfix_str(f"{tokens_done / max(time.perf_counter() - began, 1e-9):,.0f} tok/s",
                                         refresh=False)
                 if pending is not None:
-                    current.store(pending)
+                    current.store(*pending)
                 current.finish()
     finally:
         bar.close()
