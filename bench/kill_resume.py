@@ -100,7 +100,12 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=10_000)
     parser.add_argument("--kill-at", type=float, default=0.6)
     parser.add_argument("--skip-cost", action="store_true")
+    parser.add_argument("--cost-only", default=None,
+                        help="only the cost: commit intervals to compare, e.g. 1e9,10,2, run alternately --repeat times")
+    parser.add_argument("--repeat", type=int, default=3)
     options = parser.parse_args()
+    if options.cost_only:
+        return cost_only(options)
     out = REPO / "out"
     out.mkdir(exist_ok=True)
     corpus = make_corpus(options.rows, out)
@@ -128,6 +133,29 @@ def main() -> None:
         cost = full["forward_seconds"] / memory_only["forward_seconds"] - 1
         print(f"commits by time (10 s): batch loop {full['forward_seconds']:.1f} s; by memory only: "
               f"{memory_only['forward_seconds']:.1f} s; cost {100 * cost:+.1f}%")
+    print("uptime after:", uptime())
+
+
+def cost_only(options) -> None:
+    """Batch-loop time per commit interval, runs interleaved (A B C A B C ...) so that load drifts hit all."""
+    out = REPO / "out"
+    out.mkdir(exist_ok=True)
+    corpus = make_corpus(options.rows, out)
+    intervals = [float(value) for value in options.cost_only.split(",")]
+    times: dict[float, list[float]] = {interval: [] for interval in intervals}
+    print("uptime before:", uptime(), flush=True)
+    for repeat in range(options.repeat):
+        for interval in intervals:
+            output = out / "kill_cost.h5"
+            output.unlink(missing_ok=True)
+            summary = run(corpus, output, interval)
+            times[interval].append(summary["forward_seconds"])
+            print(f"  commit-seconds {interval:g}: batch loop {summary['forward_seconds']:.1f} s", flush=True)
+    base = min(times[max(intervals)])
+    for interval in intervals:
+        best = min(times[interval])
+        print(f"commit-seconds {interval:g}: best batch loop {best:.1f} s ({100 * (best / base - 1):+.1f}% against "
+              f"memory-only commits), all: {', '.join(f'{value:.1f}' for value in times[interval])}")
     print("uptime after:", uptime())
 
 
