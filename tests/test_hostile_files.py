@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import time
 
 import h5py
 import numpy as np
@@ -146,7 +145,6 @@ def test_hostile_file_is_one_line_exit_2(valid_file, tmp_path, mutate):
     shutil.copy(valid_file, path)
     with h5py.File(path, "r+") as file:
         mutate(file, tmp_path)
-    began = time.perf_counter()
     with pytest.raises(StoreError) as caught:
         featx.open(path)
     assert str(path) in caught.value.message and "\n" not in caught.value.message
@@ -154,8 +152,7 @@ def test_hostile_file_is_one_line_exit_2(valid_file, tmp_path, mutate):
     assert result.exit_code == 2, result.output
     assert "Traceback" not in result.output and result.output.startswith("featx: error: ")
     assert len(result.output.strip().splitlines()) == 1, result.output
-    assert str(path) in result.output
-    assert time.perf_counter() - began < 60  # generous: refused before anything large is read
+    assert str(path) in result.output  # refused before anything declared is allocated (no timing asserted)
 
 
 def test_the_valid_file_opens(valid_file):

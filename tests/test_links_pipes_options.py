@@ -121,6 +121,9 @@ def test_resume_from_a_different_piped_corpus_is_refused(tiny_model, tmp_path, m
     assert refused.exit_code == 2 and "different corpus" in refused.output, refused.output
     resumed = CliRunner().invoke(main, args, input=first)
     assert resumed.exit_code == 0 and "resumed at row 8" in resumed.output, resumed.output
+    assert "cannot be read again" in resumed.output and "sha256 of the bytes it read" in resumed.output
+    same = CliRunner().invoke(main, args, input=first)
+    assert same.exit_code == 0 and "up to date" in same.output and "cannot be read again" in same.output
     again = CliRunner().invoke(main, args, input=second)
     assert again.exit_code == 2 and "different corpus" in again.output, again.output
 

@@ -18,7 +18,7 @@ from ..store import FeatureFile, FeatureWriter, OutputLock, partial_path, resuma
 from ..store.shards import shard_rows_match
 from . import loop
 from .config import ExtractConfig, ExtractSummary, make_config, output_path, summary_of
-from .corpus import Corpus, read_corpus
+from .corpus import Corpus, read_corpus, rereadable, source_name
 from .modeling import LoadedModel, load_model
 from .plan import ExtractionPlan, provenance, resolve_plan
 from .runner import Runner
@@ -79,7 +79,9 @@ def extract_one(config: ExtractConfig) -> ExtractSummary:
         if plan.output.exists() and not config.overwrite:
             check_existing(plan.output, plan.fingerprint)
             remember("features", plan.output)
-            return summary_of(plan.output, "up-to-date", time.perf_counter() - started, len(corpus.skipped_rows))
+            summary = summary_of(plan.output, "up-to-date", time.perf_counter() - started, len(corpus.skipped_rows))
+            _note_unrereadable(config, summary)
+            return summary
         timings = {"load_seconds": time.perf_counter() - load_started}
         tokenize_started = time.perf_counter()
         tokenized = tokenize_texts(loaded.tokenizer, corpus.texts, loaded.max_length, with_word_ids=config.tokens)
@@ -101,7 +103,15 @@ def extract_one(config: ExtractConfig) -> ExtractSummary:
                              f"featx merge {plan.merged_output}")
     for name, seconds in timings.items():
         setattr(summary, name, seconds)
+    _note_unrereadable(config, summary)
     return summary
+
+
+def _note_unrereadable(config: ExtractConfig, summary: ExtractSummary) -> None:
+    """Say how a corpus that cannot be read again (stdin, a pipe) was recognised, so nobody assumes more."""
+    if not rereadable(config.corpus):
+        summary.notes.append(f"corpus {source_name(config.corpus)} cannot be read again: this run's resume and "
+                             "up-to-date decisions compared the sha256 of the bytes it read, and only those")
 
 
 def _run(plan: ExtractionPlan, writer: FeatureWriter, tokenized: TokenizedCorpus, loaded: LoadedModel,
