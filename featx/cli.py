@@ -2,19 +2,33 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
 import click
 
 from ._version import __version__
-from .errors import FeatxError
+from .errors import FeatxError, signal_of
+
+
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def printable(text: str) -> str:
+    """``text`` with every control character but newline and tab escaped (``\\x1b``...): model names, label
+    names and texts come from files other people made, and raw escape sequences could rewrite the terminal."""
+    return _CONTROL.sub(lambda match: match.group().encode("unicode_escape").decode("ascii"), str(text))
+
+
+def echo(text="", err: bool = False) -> None:
+    echo(printable(text), err=err)
 
 
 def _fail(error: FeatxError) -> None:
-    click.echo(f"featx: error: {error.message}", err=True)
+    echo(f"featx: error: {error.message}", err=True)
     if error.hint:
-        click.echo(f"  hint: {error.hint}", err=True)
+        echo(f"  hint: {error.hint}", err=True)
     sys.exit(error.exit_code)
 
 
@@ -22,13 +36,18 @@ class FeatxGroup(click.Group):
     """Turns featx's own errors and Ctrl-C into one clear message and an exit code, never a traceback."""
 
     def invoke(self, ctx):
+        from .signals import interrupts_on_termination
+
         try:
-            return super().invoke(ctx)
+            with interrupts_on_termination():  # SIGTERM/SIGHUP end a run like Ctrl-C (exit 143/129)
+                return super().invoke(ctx)
         except FeatxError as error:
             _fail(error)
-        except KeyboardInterrupt:
-            click.echo("featx: interrupted; committed work is kept: run the same command again to resume", err=True)
-            sys.exit(130)
+        except KeyboardInterrupt as interrupt:
+            signum, name = signal_of(interrupt)
+            echo(f"featx: interrupted ({name}); committed work is kept: run the same command again to resume",
+                       err=True)
+            sys.exit(128 + signum)
 
 
 @click.group(cls=FeatxGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -68,6 +87,8 @@ def main():
 @click.option("--random-init", is_flag=True, help="Same architecture and tokenizer, random weights (a control).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for --random-init.")
 @click.option("--commit-rows", type=int, default=None, help="Rows per commit (resume granularity).")
+@click.option("--commit-seconds", type=float, default=10.0, show_default=True,
+              help="Most seconds of work between commits (what a kill can lose at most, roughly).")
 @click.option("--shards", type=int, default=None,
               help="Split the corpus into this many shards and extract only --shard-index (under torchrun: automatic).")
 @click.option("--shard-index", type=int, default=None, help="Which shard to extract, 0 to --shards minus 1.")
@@ -87,12 +108,12 @@ def extract(corpus, output, quiet, layers, poolings, dry_run, **options):
     if dry_run:
         from .extraction.estimation import estimate
 
-        click.echo(estimate(config).format())
+        echo(estimate(config).format())
         return
     summary = run_extract(config)  # featx.extract: the quick up-to-date check first, torch only if needed
-    click.echo(summary.line())
+    echo(summary.line())
     for note in summary.notes:
-        click.echo(note)
+        echo(note)
 
 
 @main.command()
@@ -105,7 +126,7 @@ def merge(output, keep_shards, overwrite, quiet):
     from .extraction.merge import merge as run_merge
 
     summary = run_merge(output, keep_shards=keep_shards, overwrite=overwrite, progress=not quiet)
-    click.echo(summary.line())
+    echo(summary.line())
 
 
 @main.command()
@@ -143,23 +164,23 @@ def probe(features, no_control, sweep, **options):
 
     features, using_last = given_or_last(features, "features")
     if using_last:  # say which file before the (long) run starts
-        click.echo(using_last)
+        echo(using_last)
     if sweep:
         from .probing.sweep import from_probe_options
 
-        click.echo(from_probe_options(features, not no_control, options).format())
+        echo(from_probe_options(features, not no_control, options).format())
         return
     config = ProbeConfig(features=features, control=not no_control, **options)
     result = run_probe(config)
     for note in result.notes:
-        click.echo(note, err=note.startswith("warning"))
-    click.echo(result.format_table())
+        echo(note, err=note.startswith("warning"))
+    echo(result.format_table())
     if result.curve is not None and not result.curve.empty:
         from .report.learning import format_curve_table
 
-        click.echo("\n" + format_curve_table(result.curve))
+        echo("\n" + format_curve_table(result.curve))
     extra = [path.name for path in (result.predictions_path, result.curve_path) if path is not None]
-    click.echo(f"\nwrote {result.csv_path} and {', '.join([result.json_path.name, *extra])} "
+    echo(f"\nwrote {result.csv_path} and {', '.join([result.json_path.name, *extra])} "
                f"({result.meta['seconds']:.1f} s)")
 
 
@@ -173,9 +194,12 @@ def explain(results, limit, buckets):
     Lists the rows that become right from some layer on and the rows wrong at every layer, per-class F1
     by layer, and accuracy by text length and by truncation, from the out-of-fold predictions.
     """
+    from .errors import require_whole
     from .probing.explain import explain as run_explain
 
-    click.echo(run_explain(results, buckets=buckets).format(limit=limit))
+    require_whole(limit, "--limit")
+
+    echo(run_explain(results, buckets=buckets).format(limit=limit))
 
 
 @main.command()
@@ -203,15 +227,16 @@ def plot(results, output, metric, classifier, baseline, compare, dpi, heatmap_sc
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from .errors import InputError
+    from .errors import InputError, require_whole
     from .plots import default_output, figure, labels_figure
     from .report.learning import format_curve_table, is_curve_file, learning_figure
     from .state import given_or_last
 
+    require_whole(dpi, "--dpi")
     if not results:
         remembered, using_last = given_or_last(None, "results")
         results = (remembered,)
-        click.echo(using_last)
+        echo(using_last)
     if output is not None and len(results) > 1 and output.suffix:
         raise InputError(f"-o {output} names one figure but {len(results)} results files were given",
                          "pass a directory to -o, or one results file")
@@ -220,19 +245,19 @@ def plot(results, output, metric, classifier, baseline, compare, dpi, heatmap_sc
         if output is not None:
             target = output / target.name if (output.is_dir() or not output.suffix) else output
             target.parent.mkdir(parents=True, exist_ok=True)
-        click.echo(f"plotting {path}")
+        echo(f"plotting {path}")
         if is_curve_file(path):  # featx probe --train-sizes writes X.curve.csv
             fig, written = learning_figure(path, output=target, dpi=dpi)
-            click.echo(format_curve_table(path))
+            echo(format_curve_table(path))
         else:
             fig, written = figure(path, metric=metric, classifier=classifier, output=target, dpi=dpi, baseline=baseline,
                                   scale=heatmap_scale)
         plt.close(fig)
-        click.echo("wrote " + ", ".join(str(item) for item in written))
+        echo("wrote " + ", ".join(str(item) for item in written))
     if compare is not None:
         fig, written = labels_figure(results, metric=metric, classifier=classifier, output=compare, dpi=dpi)
         plt.close(fig)
-        click.echo("wrote " + ", ".join(str(item) for item in written))
+        echo("wrote " + ", ".join(str(item) for item in written))
 
 
 # -- comparisons, layer similarity and the HTML report (featx/report/) -----------------------------
@@ -271,14 +296,14 @@ def compare(results, output, names, relative_depth, metric, classifier, pooling,
     result = run_compare(results, metric=metric, classifier=classifier, pooling=pooling, names=_split_names(names),
                          relative_depth=relative_depth, output=output, dpi=dpi, tests=not no_tests)
     plt.close(result.figure)
-    click.echo(result.format())
+    echo(result.format())
     table_path = output.with_suffix(".csv")
     result.table.to_csv(table_path, index=False)
     written = [*result.written, table_path]
     if result.tests is not None and not result.tests.empty:
         written.append(output.with_suffix(".tests.csv"))
         result.tests.to_csv(written[-1], index=False)
-    click.echo("\nwrote " + ", ".join(str(path) for path in written))
+    echo("\nwrote " + ", ".join(str(path) for path in written))
 
 
 # -- beyond accuracy: concept erasure, neuron ranking (featx/probing/erase.py, neurons.py) --------------
@@ -306,7 +331,7 @@ def erase(features, **options):
     """
     from .probing.erase import erase as run_erase
 
-    click.echo(run_erase(features, **options).format())
+    echo(run_erase(features, **options).format())
 
 
 @main.command()
@@ -335,10 +360,10 @@ def similarity(features, other, output, pooling, site, dpi):
     plt.close(fig)
     frame = result.frame()
     frame.to_csv(output.with_suffix(".csv"))
-    click.echo(f"linear CKA, {pooling} pooling, {result.n_rows:,} rows: rows = layers of {result.name_a}, "
+    echo(f"linear CKA, {pooling} pooling, {result.n_rows:,} rows: rows = layers of {result.name_a}, "
                f"columns = layers of {result.name_b}")
-    click.echo(frame.to_string(float_format=lambda v: f"{v:.3f}", na_rep="-"))
-    click.echo("\nwrote " + ", ".join(str(path) for path in [*written, output.with_suffix(".csv")]))
+    echo(frame.to_string(float_format=lambda v: f"{v:.3f}", na_rep="-"))
+    echo("\nwrote " + ", ".join(str(path) for path in [*written, output.with_suffix(".csv")]))
 
 
 @main.command()
@@ -354,8 +379,8 @@ def report(results, output, classifier):
 
     results, using_last = given_or_last(results, "results")
     if using_last:
-        click.echo(using_last)
-    click.echo(f"wrote {write_report(results, output, classifier=classifier)}")
+        echo(using_last)
+    echo(f"wrote {write_report(results, output, classifier=classifier)}")
 
 
 @main.command()
@@ -378,7 +403,7 @@ def neurons(features, **options):
     """
     from .probing.neurons import neurons as run_neurons
 
-    click.echo(run_neurons(features, **options).format())
+    echo(run_neurons(features, **options).format())
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -21,6 +21,14 @@ class InputError(FeatxError):
     """The corpus, an option or a features file cannot be used as given."""
 
 
+def require_whole(value, flag: str, minimum: int = 1) -> int:
+    """``value`` as a whole number of at least ``minimum``, else an ``InputError`` naming ``flag``."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise InputError(f"{flag} {value} must be a whole number of at least {minimum}",
+                         f"give {flag} a value of at least {minimum}")
+    return value
+
+
 class ModelError(FeatxError):
     """The model cannot be loaded safely or offline."""
 
@@ -34,6 +42,25 @@ class IncompleteError(StoreError):
 
 
 class Interrupted(FeatxError):
-    """The user stopped a run (Ctrl-C); committed work is kept."""
+    """The user stopped a run (Ctrl-C, SIGTERM, SIGHUP); committed work is kept. Exit code 128 + signal."""
 
     exit_code = 130
+
+    def __init__(self, message: str, hint: str | None = None, signum: int = 2):
+        super().__init__(message, hint)
+        self.exit_code = 128 + signum
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP turned into an interrupt, handled everywhere like Ctrl-C (``signals.py``)."""
+
+    def __init__(self, signum: int, name: str):
+        super().__init__(name)
+        self.signum, self.name = signum, name
+
+
+def signal_of(interrupt: BaseException) -> tuple[int, str]:
+    """(signal number, name) of a KeyboardInterrupt: SIGINT unless it is a ``Terminated``."""
+    if isinstance(interrupt, Terminated):
+        return interrupt.signum, interrupt.name
+    return 2, "Ctrl-C"

@@ -109,12 +109,16 @@ def parse_layer_specs(spec: str, available: list[int], allow_combined: bool = Tr
                 raise InputError("cat(...) is a probe option; extraction stores layers separately")
             inner = _split_top_level(item[4:-1])
             layers = [layer for part in inner for layer in _expand_item(part, available)]
+            if not layers:
+                raise InputError(f"--layer '{item}' concatenates no layers", "name them, e.g. cat(-4:) or cat(2,3)")
             specs.append(LayerSpec("cat", tuple(layers)))
         elif lowered == "stack" or (lowered.startswith("stack(") and lowered.endswith(")")):
             if not allow_combined:
                 raise InputError("stack is a probe option; extraction stores layers separately")
             inner = _split_top_level(item[6:-1]) if lowered != "stack" else ["all"]
             layers = [layer for part in inner for layer in _expand_item(part, available)]
+            if not layers:
+                raise InputError(f"--layer '{item}' stacks no layers", "name them, e.g. stack(1:) or stack")
             specs.append(LayerSpec("stack", tuple(layers)))
         else:
             specs.extend(LayerSpec("single", (layer,)) for layer in _expand_item(item, available))

@@ -6,23 +6,46 @@ This is what lets ``featx probe --layer all`` and ``featx plot`` run with no pat
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
+
+from .safe_files import NotARegularFile, atomic_write_text, read_small_text
 
 STATE_DIR = ".featx"
 STATE_FILE = "last.json"
+MAX_STATE_BYTES = 64 << 10  # a few paths; anything larger is not featx's
+KINDS = ("features", "results")
 
 
 def _state_path(directory: Path | None = None) -> Path:
     return Path(directory or Path.cwd()) / STATE_DIR / STATE_FILE
 
 
-def read_state(directory: Path | None = None) -> dict:
+def check_state(directory: Path | None = None) -> tuple[dict, str | None]:
+    """The remembered paths, and why ``.featx/last.json`` was not usable (None if it was, or is absent).
+
+    Only a regular file (never through a link, never a device or FIFO) of at most ``MAX_STATE_BYTES``
+    holding a JSON object of path strings counts.
+    """
     path = _state_path(directory)
     try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
-        return {}
+        state = json.loads(read_small_text(path, MAX_STATE_BYTES))
+    except FileNotFoundError:
+        return {}, None
+    except NotARegularFile as err:
+        return {}, str(err)
+    except OSError as err:
+        return {}, f"{path} cannot be read ({err.strerror or err})"
+    except ValueError:
+        return {}, f"{path} is not valid JSON"
+    if not isinstance(state, dict):
+        return {}, f"{path} does not hold a JSON object"
+    kept = {kind: value for kind, value in state.items() if kind in KINDS and isinstance(value, str) and value
+            and "\0" not in value}
+    return kept, None if len(kept) == len(state) else f"{path} holds entries featx does not know"
+
+
+def read_state(directory: Path | None = None) -> dict:
+    return check_state(directory)[0]
 
 
 def remember(kind: str, path: Path, directory: Path | None = None) -> None:
@@ -30,11 +53,11 @@ def remember(kind: str, path: Path, directory: Path | None = None) -> None:
     state_path = _state_path(directory)
     try:
         state_path.parent.mkdir(exist_ok=True)
+        if state_path.parent.is_symlink() or not state_path.parent.is_dir():
+            return  # a planted link at .featx: write nothing through it
         state = read_state(directory)
         state[kind] = str(Path(path).resolve())
-        tmp = state_path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(state, indent=2))
-        os.replace(tmp, state_path)
+        atomic_write_text(state_path, json.dumps(state, indent=2))  # a fresh temporary file, renamed into place
     except OSError:
         pass  # a read-only working directory must not fail the run; the path is printed anyway
 
@@ -61,7 +84,9 @@ def given_or_last(path, kind: str, directory: Path | None = None) -> tuple[Path,
     from .errors import InputError
 
     noun, run, hint = _REMEMBERED[kind]
-    remembered = last(kind, directory)
+    state, problem = check_state(directory)
+    remembered = Path(state[kind]) if kind in state else None
     if remembered is None:
-        raise InputError(f"no {noun} file given, and no {run} is remembered in this directory", hint)
+        why = f" ({problem}; ignored)" if problem else ""
+        raise InputError(f"no {noun} file given, and no {run} is remembered in this directory{why}", hint)
     return remembered, f"using the last {run} in this directory: {remembered}"

@@ -54,9 +54,16 @@ def extract_args(corpus: Path, model: Path, output: Path, *extra: str) -> list[s
             "-q", "--commit-rows", str(COMMIT_ROWS), "--batch-size", "8", "--tokens", *extra]
 
 
+def _default_signals() -> None:
+    # A suite started in the background (``make test &``, nohup) passes SIGINT/SIGHUP on as ignored, and
+    # Python then never raises KeyboardInterrupt: give the child the dispositions a terminal would.
+    for signum in (signal.SIGINT, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_DFL)
+
+
 def start(args: list[str], cwd: Path) -> subprocess.Popen:
     return subprocess.Popen(args, cwd=cwd, env=featx_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+                            text=True, preexec_fn=_default_signals)
 
 
 def rows_done(output: Path) -> int | None:

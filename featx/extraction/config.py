@@ -9,6 +9,7 @@ is resolved once into an ``ExtractionPlan`` (``plan.py``).
 from __future__ import annotations
 
 import codecs
+import math
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
@@ -55,6 +56,9 @@ class ExtractConfig:
     random_init: bool = False
     seed: int = 0
     commit_rows: int | None = None  # rows per commit window; default sized by memory
+    # Most seconds of work between commits: a window taking longer commits its finished batches early.
+    # Changes neither the features nor the fingerprint, only how much a kill can lose.
+    commit_seconds: float = 10.0
     progress: bool = True
     shards: int | None = None  # extract only shard ``shard_index`` of ``shards`` (featx/sharding.py)
     shard_index: int | None = None
@@ -74,6 +78,14 @@ def _positive(name: str, flag: str, optional: bool = True, minimum: int = 1):
     return check
 
 
+def _check_commit_seconds(config: ExtractConfig) -> None:
+    value = config.commit_seconds
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if not number or not math.isfinite(value) or value <= 0:
+        raise InputError(f"--commit-seconds {value} must be a positive number of seconds",
+                         "give --commit-seconds a positive time, e.g. 10, or leave it out for the default")
+
+
 def _check_store_dtype(config: ExtractConfig) -> None:
     canonical = STORE_DTYPES.get(str(config.store_dtype).lower())
     if canonical is None:
@@ -91,6 +103,9 @@ def _check_output(config: ExtractConfig) -> None:
         return
     if config.corpus is None:
         raise InputError("no corpus given", "give the corpus file: featx extract CORPUS.csv")
+    if str(config.corpus) == "-" and not config.output:
+        raise InputError("a corpus read from standard input ('-') needs an output path",
+                         "name the features file: featx extract - -o OUT.h5 < corpus.csv")
     output = output_path(config)
     if output.suffix.lower() not in OUTPUT_SUFFIXES:
         raise InputError(f"output {output} should end in .h5", "features files are HDF5; name them like out.h5")
@@ -143,7 +158,7 @@ CONSTRAINTS = (
     _check_text_col, _check_output, _check_store_dtype, _check_dtype, _check_encoding,
     _positive("max_tokens", "--max-tokens"), _positive("batch_size", "--batch-size", optional=False),
     _positive("commit_rows", "--commit-rows"), _positive("max_length", "--max-length", minimum=2),
-    _check_shards, _check_long, _positive("stride", "--stride", minimum=0), _check_device_map,
+    _check_commit_seconds, _check_shards, _check_long, _positive("stride", "--stride", minimum=0), _check_device_map,
 )
 
 
@@ -169,6 +184,7 @@ class ExtractSummary:
     poolings: list[str] = field(default_factory=list)
     resumed_from: int = 0
     windowed_rows: int = 0  # rows longer than the model's maximum, run in overlapping windows (--long window)
+    resumed_inside: int = 0  # rows an earlier run committed inside the window after ``resumed_from`` (by time)
     notes: list[str] = field(default_factory=list)  # extra lines for the user (e.g. the merge of shards)
     # Where the time went (0 for an up-to-date file): model load, tokenisation, and the batch loop
     # (forward, pooling, copies; writing overlaps it). ``tokens / forward_seconds`` is the steady-state rate.
@@ -192,7 +208,8 @@ class ExtractSummary:
         if self.status == "up-to-date":
             return f"up to date: {self.output} ({', '.join(parts)}, {size}); use --overwrite to recompute"
         parts += [f"{self.seconds:.1f} s", f"{self.tokens_per_second:,.0f} tokens/s", size]
-        resumed = f" (resumed at row {self.resumed_from})" if self.status == "resumed" else ""
+        inside = f", plus {self.resumed_inside} rows committed inside the next window" if self.resumed_inside else ""
+        resumed = f" (resumed at row {self.resumed_from}{inside})" if self.status == "resumed" else ""
         return f"wrote {self.output}{resumed}: " + ", ".join(parts)
 
     def as_dict(self) -> dict:

@@ -7,7 +7,10 @@ import hashlib
 import io
 import json
 import math
+import os
 import re
+import stat
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -48,6 +51,66 @@ class Corpus:
 
     def __len__(self) -> int:
         return len(self.texts)
+
+
+STDIN = "-"  # the corpus argument that reads standard input
+
+
+def is_stdin(path) -> bool:
+    return str(path) == STDIN
+
+
+def rereadable(path) -> bool:
+    """Whether reading ``path`` again gives the same bytes back: a regular file named by a stable path.
+
+    Standard input, pipes, FIFOs, process substitution (``<(zcat x.gz)``) and ``/dev/stdin``-style
+    names can be read once only; their fingerprint is the sha256 of the bytes read in this run.
+    """
+    if is_stdin(path) or str(path).startswith(("/dev/", "/proc/")):
+        return False
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
+def source_name(path) -> str:
+    """How a corpus is named in messages and in the file: ``<stdin>`` for ``-``."""
+    return "<stdin>" if is_stdin(path) else str(path)
+
+
+def _read_source(path: Path) -> bytes:
+    """Every byte of the corpus, read once (the fingerprint is taken from these very bytes)."""
+    if is_stdin(path):
+        if sys.stdin is None or sys.stdin.isatty():
+            raise InputError("corpus '-' means standard input, but nothing is piped in",
+                             "pipe the corpus in: featx extract - < corpus.csv, or give its path")
+        return sys.stdin.buffer.read()
+    with open(path, "rb") as handle:
+        return handle.read()
+
+
+COMPRESSED = {b"\x1f\x8b": "gzip", b"BZh": "bzip2", b"\xfd7zXZ": "xz", b"PK\x03\x04": "zip", b"(\xb5/\xfd": "zstd"}
+
+
+def _refuse_other_formats(raw: bytes, path: Path, suffix: str) -> None:
+    """Compressed files and JSON arrays, named as such (decoding them as text would give a misleading error)."""
+    for magic, kind in COMPRESSED.items():
+        if raw.startswith(magic):
+            tool = {"gzip": "zcat", "bzip2": "bzcat", "xz": "xzcat", "zstd": "zstdcat"}.get(kind)
+            how = f"featx extract <({tool} {path}) -o OUT.h5" if tool else "unzip it first"
+            raise InputError(f"{path} is {kind}-compressed; featx reads plain CSV/TSV/JSON Lines or Parquet",
+                             f"decompress it first, or stream it: {how}")
+    start = raw.lstrip()[:2]
+    if (suffix == ".json" and start[:1] == b"[") or (suffix in ("", ".jsonl", ".ndjson") and start == b"[{"):
+        raise InputError(f"{path} is a JSON array; featx reads JSON Lines (one object per line)",
+                         f"convert it, e.g. jq -c '.[]' {path} > corpus.jsonl")
+
+
+def _semicolon_hint(header: list[str]) -> str | None:
+    if len(header) == 1 and header[0].count(";") >= 1:
+        return "the header looks semicolon-separated; save the file as comma- or tab-separated (.csv/.tsv)"
+    return None
 
 
 def file_sha256(path: Path) -> str:
@@ -140,13 +203,13 @@ def _read_jsonl(text: str, path: Path) -> tuple[list[str], list[list[str]], list
     return header, rows, lines
 
 
-def _read_parquet(path: Path) -> tuple[list[str], list[list[str]], list[int]]:
+def _read_parquet(raw: bytes, path: Path) -> tuple[list[str], list[list[str]], list[int]]:
     try:
         import pyarrow.parquet as pq
     except ImportError:
         raise InputError(f"{path}: reading Parquet needs pyarrow", "pip install pyarrow, or convert to CSV") from None
     try:
-        table = pq.read_table(path)
+        table = pq.read_table(io.BytesIO(raw))
     except Exception as err:  # pyarrow raises several types for bad files
         raise InputError(f"{path} is not a readable Parquet file ({err})") from None
     header = list(table.column_names)
@@ -183,19 +246,20 @@ def read_corpus(
 ) -> Corpus:
     """Read and validate a corpus file; every column but text/id/split becomes a candidate label."""
     path = Path(path)
-    if not path.exists():
+    if not is_stdin(path) and not path.exists():
         raise InputError(f"corpus file {path} does not exist")
     if path.is_dir():
         raise InputError(f"{path} is a directory, not a corpus file")
-    suffix = path.suffix.lower()
+    suffix = "" if is_stdin(path) else path.suffix.lower()
+    raw = _read_source(path)
+    _refuse_other_formats(raw, path, suffix)
     if suffix == ".parquet":
-        header, rows, lines = _read_parquet(path)
+        header, rows, lines = _read_parquet(raw, path)
     else:
-        raw = path.read_bytes()
         if not raw.strip():
             raise InputError(f"{path} is empty", "give a file with a header row, e.g. text,label, and one row per text")
         text = _decode(raw, path, encoding)
-        if suffix in (".jsonl", ".ndjson"):
+        if suffix in (".jsonl", ".ndjson", ".json"):  # .json: JSON Lines too (an array is refused above)
             header, rows, lines = _read_jsonl(text, path)
         else:
             delimiter = "\t" if suffix == ".tsv" else ","
@@ -213,7 +277,7 @@ def read_corpus(
     if text_col not in header:
         raise InputError(
             f"{path} has no text column '{text_col}'; columns found: {', '.join(header)}",
-            "pass the right one with --text-col NAME",
+            _semicolon_hint(header) or "pass the right one with --text-col NAME",
         )
     if id_col is not None and id_col not in header:
         raise InputError(
@@ -284,7 +348,7 @@ def read_corpus(
         id_col=id_col,
         labels=labels,
         split=split,
-        sha256=file_sha256(path),
+        sha256=hashlib.sha256(raw).hexdigest(),  # the bytes parsed, never a second read of the path
         skipped_rows=skipped,
     )
 

@@ -22,7 +22,7 @@ from .._version import __version__
 from .config import ExtractConfig, ExtractSummary, output_path, summary_of
 from .model_files import local_model_folder
 
-NOT_PART_OF_THE_REQUEST = ("output", "overwrite", "progress")
+NOT_PART_OF_THE_REQUEST = ("output", "overwrite", "progress", "commit_seconds")
 NEW_OPTION_DEFAULTS = {"long": "truncate", "stride": None, "device_map": None}
 
 
@@ -57,7 +57,9 @@ def quick_up_to_date(config: ExtractConfig) -> ExtractSummary | None:
         return None
     output = output_path(config)
     corpus = Path(config.corpus)
-    if not output.is_file() or not corpus.is_file():
+    from .corpus import rereadable
+
+    if not output.is_file() or not rereadable(corpus):  # a pipe is read once, by the full run only
         return None
     from ..store import finished_request
 

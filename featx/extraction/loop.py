@@ -22,7 +22,13 @@ from .tokenize import TokenizedCorpus
 
 
 class BackgroundWriter:
-    """Background thread that writes and commits windows so the model never waits on disk."""
+    """Background thread that writes and commits windows so the model never waits on disk.
+
+    An item is ``(writes, window_start, window_stop, batches)``: ``writes`` are ``(start, stop, values)``
+    row ranges to write, then, when ``batches is None``, every row up to ``window_stop`` is committed (the
+    whole window is in); else the first ``batches`` batches of the window at ``window_start`` are marked
+    as written (a commit by time inside a window).
+    """
 
     def __init__(self, writer: FeatureWriter):
         self.writer = writer
@@ -38,10 +44,14 @@ class BackgroundWriter:
                 return
             if self.error is not None:
                 continue
-            start, stop, values = item
+            writes, window_start, window_stop, batches = item
             try:
-                self.writer.write_window(start, stop, values)
-                self.writer.commit(stop)
+                for start, stop, values in writes:
+                    self.writer.write_window(start, stop, values)
+                if batches is None:
+                    self.writer.commit(window_stop)
+                else:
+                    self.writer.commit_batches(window_start, batches)
             except BaseException as err:  # surfaced in the main thread
                 self.error = err
 
@@ -118,9 +128,9 @@ class Window:
         for site in plan.sites:
             shape = (len(site.layers), site.width)
             for path in site.pooled_paths.values():
-                self.values[path] = np.empty((stop - start, *shape), dtype=dtype)
+                self.values[path] = np.zeros((stop - start, *shape), dtype=dtype)
             if plan.with_tokens:
-                self.values[site.tokens_path] = np.empty((n_tokens, *shape), dtype=dtype)
+                self.values[site.tokens_path] = np.zeros((n_tokens, *shape), dtype=dtype)
                 self.token_paths.add(site.tokens_path)
 
     def store(self, positions: np.ndarray, batch: dict, event) -> None:
@@ -142,9 +152,30 @@ class Window:
             out[first:last] = flat[cursor : cursor + last - first]
             cursor += last - first
 
-    def check_finite(self, store_dtype: str) -> None:
-        """Refuse inf/NaN (float16 overflow) before anything is written."""
-        rows_first = sorted(self.values.items(), key=lambda item: item[0] in self.token_paths)
+    def rows(self, first: int, last: int) -> dict[str, np.ndarray]:
+        """The buffers of window rows ``[first, last)`` (views), token-level ones by the rows' tokens."""
+        offsets = self.tokenized.offsets
+        token_first = int(offsets[self.start + first]) - self.token_base
+        token_last = int(offsets[self.start + last]) - self.token_base
+        return {path: values[token_first:token_last] if path in self.token_paths else values[first:last]
+                for path, values in self.values.items()}
+
+    def load(self, writer: FeatureWriter, undone: np.ndarray) -> None:
+        """Resume a window: the rows committed inside it back from the file, the others zeroed."""
+        writer.read_window(self.start, self.stop, self.values)
+        offsets = self.tokenized.offsets
+        for path, values in self.values.items():
+            if path not in self.token_paths:
+                values[undone] = 0
+                continue
+            for position in undone:
+                row = self.start + int(position)
+                values[int(offsets[row]) - self.token_base:int(offsets[row + 1]) - self.token_base] = 0
+
+    def check_finite(self, store_dtype: str, first: int = 0, last: int | None = None) -> None:
+        """Refuse inf/NaN (float16 overflow) in rows ``[first, last)`` before they are written."""
+        last = self.stop - self.start if last is None else last
+        rows_first = sorted(self.rows(first, last).items(), key=lambda item: item[0] in self.token_paths)
         for path, values in rows_first:
             if path in self.token_paths:
                 if not np.isfinite(values).all():
@@ -153,7 +184,7 @@ class Window:
                 continue
             finite = np.isfinite(values).all(axis=(1, 2))
             if not finite.all():
-                row = self.start + int(np.argmin(finite))
+                row = self.start + first + int(np.argmin(finite))
                 name = path.rsplit("/", 1)[-1]
                 raise StoreError(
                     f"'{name}' features of row {row} are inf or NaN after casting to {store_dtype}",
@@ -175,10 +206,107 @@ def split_batches(plan: ExtractionPlan, lengths: np.ndarray) -> tuple[list[np.nd
     batches = [fits[batch] for batch in plan_batches(lengths[fits], plan.max_tokens, plan.batch_size)]
     return batches, np.flatnonzero(lengths > plan.max_length)
 
+class CommitClock:
+    """When to commit inside a window, so that a kill at any moment loses less than ``seconds`` of work.
+
+    ``covered`` is when the last committed batch finished: the work since then is what a kill would
+    lose. A commit is made at a batch boundary when waiting for the next one (one more batch, as long as
+    the last) would take that past ``seconds``.
+    """
+
+    def __init__(self, seconds: float):
+        self.seconds = seconds
+        self.covered = self.last_finish = self.stored_until = time.perf_counter()
+        self.batch_seconds = 0.0
+
+    def batch_stored(self, finished: float) -> None:
+        """A batch that finished (came back from the model) at ``finished`` is in the buffers."""
+        self.batch_seconds, self.last_finish = max(0.0, finished - self.last_finish), finished
+        self.stored_until = finished
+
+    def due(self) -> bool:
+        return time.perf_counter() + self.batch_seconds - self.covered >= self.seconds
+
+    def committed(self) -> None:
+        self.covered = self.stored_until
+
+
+class WindowRun:
+    """One window: its batches through the model, commits by time on batch boundaries, then the whole window.
+
+    The batch plan is the window's (a function of its rows' lengths only), so commits by time change
+    neither the features nor the fingerprint; a resumed window skips the batches committed inside it.
+    """
+
+    def __init__(self, plan: ExtractionPlan, tokenized: TokenizedCorpus, start: int, stop: int,
+                 background: BackgroundWriter, clock: CommitClock):
+        self.plan, self.background, self.clock = plan, background, clock
+        self.window = Window(plan, tokenized, start, stop)
+        batches, long_rows = split_batches(plan, tokenized.lengths[start:stop])
+        # Rows longer than the model (--long window) come last, one per step, each split into windows.
+        self.n_batched = len(batches)
+        self.batches = batches + [np.array([position]) for position in long_rows]
+        self.committed = 0  # batches written and marked inside this window
+        self.stored = 0  # batches in the buffers
+        self.fresh: list[np.ndarray] = []  # window rows stored since the last commit, batch by batch
+
+    def resume(self, writer: FeatureWriter) -> int:
+        """Skip the batches an earlier run committed inside this window; the rows they hold."""
+        done = min(writer.batches_done(self.window.start), len(self.batches))
+        if done:
+            undone = np.concatenate(self.batches[done:]) if done < len(self.batches) else np.zeros(0, np.int64)
+            self.window.load(writer, undone)
+            self.committed = self.stored = done
+        return int(sum(len(batch) for batch in self.batches[:done]))
+
+    def store(self, pending, finished: float) -> None:
+        """A batch's results (``(positions, values, event)``), which came back at ``finished``, into the window."""
+        self.window.store(*pending)
+        self.stored += 1
+        self.fresh.append(pending[0])
+        self.clock.batch_stored(finished)
+        if self.clock.due() and self.stored < len(self.batches):
+            self._submit(runs(np.concatenate(self.fresh)), batches=self.stored)
+
+    def finish(self) -> None:
+        """Check the whole window, write what no commit inside it wrote, and commit it."""
+        self.window.check_finite(self.plan.store_dtype)
+        whole = self.committed == 0 or not self.fresh  # nothing written yet (or all of it by an earlier run)
+        self._submit([(0, self.window.stop - self.window.start)] if whole else runs(np.concatenate(self.fresh)),
+                     batches=None)
+
+    def _submit(self, spans: list[tuple[int, int]], batches: int | None) -> None:
+        window = self.window
+        if batches is not None:
+            for first, last in spans:
+                window.check_finite(self.plan.store_dtype, first, last)
+        writes = [(window.start + first, window.start + last, window.rows(first, last)) for first, last in spans]
+        self.background.submit((writes, window.start, window.stop, batches))
+        self.committed, self.fresh = self.stored, []
+        self.clock.committed()
+
+
+def runs(positions: np.ndarray, gap: int = 32) -> list[tuple[int, int]]:
+    """Window rows ``[first, last)`` covering ``positions``: runs of rows, closer runs merged.
+
+    Batches run longest first, so the rows finished since a commit are scattered over the window:
+    writing only their runs (rows in the small gaps between them are written too; they are not yet
+    committed, and rewritten when done) keeps a commit's cost to the rows it commits.
+    """
+    if not len(positions):
+        return []
+    ordered = np.unique(positions)
+    breaks = np.flatnonzero(np.diff(ordered) > gap)
+    firsts = np.r_[ordered[0], ordered[breaks + 1]]
+    lasts = np.r_[ordered[breaks], ordered[-1]] + 1
+    return [(int(first), int(last)) for first, last in zip(firsts, lasts)]
+
 
 def run(plan: ExtractionPlan, writer: FeatureWriter, tokenized: TokenizedCorpus, runner: Runner, pad_id: int,
-        pin_memory: bool = False) -> None:
-    """Extract every window after the writer's committed rows; each is committed in the background."""
+        pin_memory: bool = False) -> int:
+    """Extract every window after the writer's committed rows; each is committed in the background.
+
+    Returns the rows an earlier run had committed inside the first window (skipped here)."""
     from tqdm.auto import tqdm
 
     start_row = writer.rows_done
@@ -186,19 +314,25 @@ def run(plan: ExtractionPlan, writer: FeatureWriter, tokenized: TokenizedCorpus,
     bar = tqdm(total=len(tokenized), initial=start_row, unit="rows", disable=not plan.config.progress,
                dynamic_ncols=True, desc="extract")
     tokens_done, began = 0, time.perf_counter()
+    clock = CommitClock(plan.commit_seconds)
+    skipped = 0
     try:
         with runner.hooks():  # attached after the runner set the model up; off however the loop ends
             for start, stop in windows(plan, tokenized):
                 if stop <= start_row:
                     continue
-                window = Window(plan, tokenized, start, stop)
-                batches, long_rows = split_batches(plan, tokenized.lengths[start:stop])
+                current = WindowRun(plan, tokenized, start, stop, background, clock)
+                if start == start_row:
+                    skipped = current.resume(writer)
+                    bar.update(skipped)
 
-                def batches_of_window(batches=batches, long_rows=long_rows, start=start):
-                    for positions in batches:
-                        yield positions, collate(tokenized, positions + start, pad_id, pin_memory=pin_memory)
-                    for position in long_rows:  # --long window: one row, split into windows by the runner
-                        yield np.array([position]), tokenized.row(start + int(position))
+                def batches_of_window(current=current, start=start):
+                    for index in range(current.stored, len(current.batches)):
+                        positions = current.batches[index]
+                        if index < current.n_batched:
+                            yield positions, collate(tokenized, positions + start, pad_id, pin_memory=pin_memory)
+                        else:  # --long window: one row, split into windows by the runner
+                            yield positions, tokenized.row(start + int(positions[0]))
 
                 pending = None
                 for positions, batch in prefetch(batches_of_window()):
@@ -207,17 +341,17 @@ def run(plan: ExtractionPlan, writer: FeatureWriter, tokenized: TokenizedCorpus,
                     else:
                         result, n_tokens = (positions, *runner(*batch)), int(batch[1].sum())
                     if pending is not None:  # consume the previous batch while this one runs on the GPU
-                        window.store(*pending)
-                    pending = result
+                        current.store(*pending)
+                    pending = result, time.perf_counter()
                     tokens_done += n_tokens
                     bar.update(len(positions))
                     bar.set_postfix_str(f"{tokens_done / max(time.perf_counter() - began, 1e-9):,.0f} tok/s",
                                         refresh=False)
                 if pending is not None:
-                    window.store(*pending)
-                window.check_finite(plan.store_dtype)
-                background.submit((start, stop, window.values))
+                    current.store(*pending)
+                current.finish()
     finally:
         bar.close()
         background.close()
     background.raise_if_failed()
+    return skipped

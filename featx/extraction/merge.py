@@ -16,7 +16,7 @@ from pathlib import Path
 import h5py
 import numpy as np
 
-from ..errors import IncompleteError, InputError, Interrupted, StoreError
+from ..errors import IncompleteError, InputError, Interrupted, StoreError, signal_of
 from ..state import remember
 from ..store import FeatureFile, FeatureWriter, OutputLock, partial_path, schema
 from ..store.shards import copy_shards, create_merged, open_shard, shard_attrs, shard_row_index
@@ -158,14 +158,16 @@ def merge(output: str | Path, keep_shards: bool = False, overwrite: bool = False
             try:
                 copy_shards(writer, files, indices, plan_windows, progress)
                 final = writer.finish()
-            except KeyboardInterrupt:
+            except KeyboardInterrupt as interrupt:
                 raise Interrupted(f"merge interrupted: {writer.rows_done} of {n_rows} rows are in "
-                                  f"{partial_path(output)}", "run featx merge again to resume it") from None
+                                  f"{partial_path(output)}", "run featx merge again to resume it",
+                                  signal_of(interrupt)[0]) from None
             finally:
                 writer.close()
         finally:
             for file in files:
                 file.close()
+        _verify_merged(final, n_rows, manifest["fingerprint"])  # nothing is deleted unless the result is whole
         removed = []
         if not keep_shards:
             for index in range(count):
@@ -175,6 +177,15 @@ def merge(output: str | Path, keep_shards: bool = False, overwrite: bool = False
             manifest_path(output).unlink()
     remember("features", final)
     return MergeSummary(final, "merged", count, n_rows, time.perf_counter() - started, final.stat().st_size, removed)
+
+
+def _verify_merged(final: Path, n_rows: int, fingerprint: str) -> None:
+    """The merged file reopens as a valid, complete file of every row with the run's fingerprint."""
+    with FeatureFile(final) as merged:
+        whole = merged.complete and merged.n_rows == n_rows and merged.fingerprint == fingerprint
+    if not whole:
+        raise StoreError(f"the merged file {final} did not verify (rows or fingerprint differ); the shards are kept",
+                         "run featx merge --overwrite again")
 
 
 def _open_writer(output: Path, files, indices, n_rows: int, manifest: dict, overwrite: bool) -> FeatureWriter:

@@ -12,13 +12,13 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from ..errors import FeatxError, InputError, Interrupted, StoreError
+from ..errors import FeatxError, InputError, Interrupted, StoreError, signal_of
 from ..state import remember
 from ..store import FeatureFile, FeatureWriter, OutputLock, partial_path, resumable
 from ..store.shards import shard_rows_match
 from . import loop
 from .config import ExtractConfig, ExtractSummary, make_config, output_path, summary_of
-from .corpus import Corpus, read_corpus
+from .corpus import Corpus, read_corpus, rereadable, source_name
 from .modeling import LoadedModel, load_model
 from .plan import ExtractionPlan, provenance, resolve_plan
 from .runner import Runner
@@ -79,7 +79,9 @@ def extract_one(config: ExtractConfig) -> ExtractSummary:
         if plan.output.exists() and not config.overwrite:
             check_existing(plan.output, plan.fingerprint)
             remember("features", plan.output)
-            return summary_of(plan.output, "up-to-date", time.perf_counter() - started, len(corpus.skipped_rows))
+            summary = summary_of(plan.output, "up-to-date", time.perf_counter() - started, len(corpus.skipped_rows))
+            _note_unrereadable(config, summary)
+            return summary
         timings = {"load_seconds": time.perf_counter() - load_started}
         tokenize_started = time.perf_counter()
         tokenized = tokenize_texts(loaded.tokenizer, corpus.texts, loaded.max_length, with_word_ids=config.tokens,
@@ -88,34 +90,49 @@ def extract_one(config: ExtractConfig) -> ExtractSummary:
         writer = open_writer(plan, corpus, tokenized, loaded, shard_rows, corpus_rows)
         resumed_from = writer.rows_done
         forward_started = time.perf_counter()
-        final = _run(plan, writer, tokenized, loaded, len(corpus))
+        final, resumed_inside = _run(plan, writer, tokenized, loaded, len(corpus))
         timings["forward_seconds"] = time.perf_counter() - forward_started
     if shard is None:
         remember("features", final)
     summary = summary_of(final, "resumed" if resumed_from else "written", time.perf_counter() - started,
                          len(corpus.skipped_rows))
-    summary.resumed_from = resumed_from
+    summary.resumed_from, summary.resumed_inside = resumed_from, resumed_inside
+    if resumed_inside and summary.status == "written":
+        summary.status = "resumed"
     if shard is not None and LaunchEnv.detect() is None:
         summary.notes.append(f"shard {shard.index} of {shard.count} done; when all are done: "
                              f"featx merge {plan.merged_output}")
     for name, seconds in timings.items():
         setattr(summary, name, seconds)
+    _note_unrereadable(config, summary)
     return summary
 
 
+def _note_unrereadable(config: ExtractConfig, summary: ExtractSummary) -> None:
+    """Say how a corpus that cannot be read again (stdin, a pipe) was recognised, so nobody assumes more."""
+    if not rereadable(config.corpus):
+        summary.notes.append(f"corpus {source_name(config.corpus)} cannot be read again: this run's resume and "
+                             "up-to-date decisions compared the sha256 of the bytes it read, and only those")
+
+
 def _run(plan: ExtractionPlan, writer: FeatureWriter, tokenized: TokenizedCorpus, loaded: LoadedModel,
-         n_rows: int) -> Path:
-    """The batch loop into ``writer``, then the finished file; a clear error (rows kept) if it stops."""
+         n_rows: int) -> tuple[Path, int]:
+    """The batch loop into ``writer``, then the finished file and the rows an earlier run had committed
+    inside the first window; a clear error (rows kept) if it stops."""
     output = plan.output
     try:
-        loop.run(plan, writer, tokenized, Runner(loaded, plan), plan.pad_id, pin_memory=loaded.device.type == "cuda")
-        return writer.finish()
-    except KeyboardInterrupt:
+        inside = loop.run(plan, writer, tokenized, Runner(loaded, plan), plan.pad_id,
+                          pin_memory=loaded.device.type == "cuda")
+        return writer.finish(), inside
+    except KeyboardInterrupt as interrupt:
         done = writer.rows_done
+        inside = writer.batches_done(done)
         writer.close()
+        signum, name = signal_of(interrupt)
+        more = f" (and the first {inside} batches of the next window)" if inside else ""
         raise Interrupted(
-            f"interrupted: {done} of {n_rows} rows are saved in {partial_path(output)}",
-            "run the same featx extract command again to resume where it stopped",
+            f"interrupted ({name}): {done} of {n_rows} rows are saved in {partial_path(output)}{more}",
+            "run the same featx extract command again to resume where it stopped", signum,
         ) from None
     except OSError as err:
         done = writer.rows_done

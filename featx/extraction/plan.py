@@ -21,6 +21,7 @@ from ..selection import POOLINGS, parse_poolings, select_layers
 from ..store import HIDDEN_SITE, SiteLayout, hidden_layout
 from ..store import schema
 from .config import ExtractConfig, output_path
+from .corpus import rereadable, source_name
 from .freshness import request_key
 from .modeling import LoadedModel, dtype_name
 from .sharding import ShardSpec
@@ -56,6 +57,7 @@ class ExtractionPlan:
     batch_size: int
     window_rows: int
     window_tokens: float | None  # token budget of a window when token-level states are stored
+    commit_seconds: float  # most seconds of work between commits (inside a window, on batch boundaries)
     fingerprint: str  # this file's: resuming or reusing requires an exact match
     base_fingerprint: str  # the whole run's (equal to ``fingerprint`` unless sharded)
     shard: ShardSpec | None = None
@@ -211,6 +213,7 @@ def resolve_plan(config: ExtractConfig, corpus_sha256: str, loaded: LoadedModel,
         config=config, output=shard.path(output) if shard else output, store_dtype=config.store_dtype,
         sites=layouts, hooked=hooked, max_tokens=max_tokens, batch_size=int(config.batch_size), window_rows=rows,
         window_tokens=WINDOW_BYTES / token_bytes if config.tokens else None,
+        commit_seconds=float(config.commit_seconds),
         fingerprint=shard.fingerprint(base) if shard else base, base_fingerprint=base, shard=shard,
         merged_output=output if shard else None)
 
@@ -247,7 +250,7 @@ def provenance(plan: ExtractionPlan, corpus, loaded: LoadedModel) -> dict:
         schema.COMPUTE_DTYPE: dtype_name(loaded.dtype),
         schema.DEVICE: str(loaded.device),
         schema.DEVICE_MAP: json.dumps(device_map(config, loaded)),
-        schema.CORPUS_PATH: str(Path(config.corpus).resolve()),
+        schema.CORPUS_PATH: str(Path(config.corpus).resolve()) if rereadable(config.corpus) else source_name(config.corpus),
         schema.CORPUS_SHA256: corpus.sha256,
         schema.TEXT_COL: corpus.text_col,
         schema.ID_COL: corpus.id_col or "",

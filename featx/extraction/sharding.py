@@ -12,12 +12,12 @@ Under ``torchrun`` every process extracts one shard (``distributed.py``).
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 
+from ..safe_files import atomic_write_text, read_small_text
 from ..errors import InputError, StoreError
 from ..store import schema
 from .corpus import Corpus, LabelColumn
@@ -124,7 +124,7 @@ def make_manifest(output: Path, count: int, corpus: Corpus, corpus_rows: int, mo
 def read_manifest(output: Path) -> dict | None:
     path = manifest_path(output)
     try:
-        manifest = json.loads(path.read_text())
+        manifest = json.loads(read_small_text(path, MAX_MANIFEST_BYTES))
     except FileNotFoundError:
         return None
     except (OSError, ValueError) as err:
@@ -132,7 +132,31 @@ def read_manifest(output: Path) -> dict | None:
                          "re-run the sharded featx extract with --overwrite to rewrite it") from None
     if not isinstance(manifest, dict) or manifest.get("format") != MANIFEST_FORMAT:
         raise StoreError(f"{path} is not a featx shard manifest")
+    _check_manifest(path, manifest)
     return manifest
+
+
+MAX_MANIFEST_BYTES = 1 << 20
+MAX_SHARDS = 100_000
+
+
+def _check_manifest(path: Path, manifest: dict) -> None:
+    """Every field a merge uses has the type and range featx writes; the output is a plain file name."""
+    def bad(what: str) -> StoreError:
+        return StoreError(f"the shard manifest {path} is not valid: {what}",
+                          "re-run the sharded featx extract with --overwrite to rewrite it")
+
+    name = manifest.get("output")
+    if not isinstance(name, str) or not name or "/" in name or "\\" in name or name in (".", "..") or "\0" in name:
+        raise bad(f"'output' must be the merged file's name beside the manifest, not {str(name)[:80]!r}")
+    for key, limit in (("shard_count", MAX_SHARDS), ("corpus_n_rows", 1 << 40)):
+        value = manifest.get(key)
+        if isinstance(value, bool) or not isinstance(value, int) or not (key == "corpus_n_rows" or value >= 1) \
+                or not 0 <= value <= limit:
+            raise bad(f"'{key}' is {str(value)[:40]!r}")
+    for key in ("model_sha256", "corpus_sha256", "fingerprint"):
+        if not isinstance(manifest.get(key), str):
+            raise bad(f"'{key}' is missing or not a string")
 
 
 def write_manifest(output: Path, manifest: dict, overwrite: bool) -> None:
@@ -151,8 +175,6 @@ def write_manifest(output: Path, manifest: dict, overwrite: bool) -> None:
             f"{path} describes a sharded extraction of {output.name} with {what}",
             "run the shards with the original options, or pass --overwrite to start a new sharded run",
         )
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(manifest, indent=2) + "\n")
-    os.replace(tmp, path)
+    atomic_write_text(path, json.dumps(manifest, indent=2) + "\n")
 
 

@@ -21,6 +21,8 @@ from .config import ProbeConfig
 from .results import COLUMNS, CURVE_COLUMNS, results_paths, side_path, write_results, write_table
 from .significance import add_significance
 
+MIN_TEST_ROWS = 30  # below this many scored rows a probe's accuracy says little (a warning)
+
 TOKENS_POOLING = "tokens"  # the pooling column of attn rows: the probe pools the token states itself
 
 
@@ -493,6 +495,11 @@ def probe(config: ProbeConfig | str | Path | None = None, **options) -> ProbeRes
         found = ", ".join(sorted(set(map(str, split[kept])))[:6])
         notes.append(f"the split column has no train and test rows to use (values: {found}); "
                             f"cross-validating with {config.folds} folds instead")
+    scored = sum(len(test) for _, test in plan.folds)  # the test rows of a split; every row under cv
+    if scored < MIN_TEST_ROWS:
+        what = "test rows" if plan.is_split else "rows scored over all folds"
+        notes.append(f"warning: only {scored} {what}: accuracies and their intervals are too coarse to mean much "
+                     f"(each row moves accuracy by {1 / max(scored, 1):.2f}); use at least {MIN_TEST_ROWS}")
     rng = np.random.default_rng(config.seed + 7919)
     y_control = rng.permutation(y) if config.control else None
 

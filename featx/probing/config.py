@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import InputError
+from ..errors import InputError, require_whole
 
 CLASSIFIERS = ("logreg", "svm", "mlp", "attn")
 # The inverse regularisation strengths searched inside every training fold (features are standardised).
@@ -61,6 +61,8 @@ class ProbeConfig:
         return chosen
 
     def validate(self) -> None:
+        require_whole(self.seed, "--seed", minimum=0)
+        require_whole(self.n_bootstrap, "n_bootstrap", minimum=1)
         if int(self.folds) < 2:
             raise InputError(f"--folds {self.folds} is too small", "use at least 2 folds (default 5)")
         if self.jobs is not None and int(self.jobs) == 0:

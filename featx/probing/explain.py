@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..errors import InputError, StoreError
+from ..errors import InputError, StoreError, require_whole
 from .results import side_path
 
 LAYER_PREFIX = "layer_"
@@ -38,6 +38,7 @@ class Explanation:
     notes: list[str] = field(default_factory=list)
 
     def format(self, limit: int = 10) -> str:
+        require_whole(limit, "--limit")
         lines = [f"explaining {self.predictions_path} (label '{self.label}', {self.predictions_for}, "
                  f"{len(self.correct)} rows, layers {', '.join(self.layers)})", ""]
         accuracy = self.correct.mean()
@@ -119,6 +120,7 @@ def length_buckets(n_tokens: pd.Series, buckets: int = 4) -> pd.Series:
 
 def explain(results=None, buckets: int = 4, texts: bool = True) -> Explanation:
     """Diagnostics of a probing run: ``featx.explain("corpus.features.label.probe.csv")``."""
+    require_whole(buckets, "--buckets")
     path, meta = _resolve(results)
     try:
         frame = pd.read_csv(path, dtype={"id": str, "label": str}, keep_default_na=False)

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from ..safe_files import atomic_write_text
 from ..errors import StoreError
 
 COLUMNS = [
@@ -74,9 +74,7 @@ def _clean(value):
 
 
 def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    atomic_write_text(path, text)  # a fresh temporary file: never through a link planted at x.tmp
 
 
 def write_results(table: pd.DataFrame, meta: dict, csv_path: Path, json_path: Path) -> None:

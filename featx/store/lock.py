@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
+import stat
 from pathlib import Path
 
 from ..errors import StoreError
@@ -16,10 +18,29 @@ class OutputLock:
         self.path = output.with_name(output.name + ".lock")
         self.handle = None
 
+    def _open(self):
+        """The lock file, never through a symbolic link planted at its name (that would write its target)."""
+        if self.path.is_symlink():
+            raise StoreError(f"the lock file {self.path} is a symbolic link; featx refuses to write through it",
+                             "remove the link (someone may have planted it), or choose another output with -o")
+        try:
+            descriptor = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644)
+        except OSError as err:
+            if err.errno == errno.ELOOP:
+                raise StoreError(f"the lock file {self.path} is a symbolic link; featx refuses to write through it",
+                                 "remove the link, or choose another output with -o") from None
+            raise StoreError(f"cannot create the lock file {self.path} ({err.strerror or err})",
+                             "choose a writable output location with -o") from None
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            os.close(descriptor)
+            raise StoreError(f"the lock file {self.path} is not a regular file",
+                             "remove it, or choose another output with -o")
+        return os.fdopen(descriptor, "r+")
+
     def __enter__(self) -> "OutputLock":
         try:
             while True:
-                self.handle = open(self.path, "a+")
+                self.handle = self._open()
                 try:
                     fcntl.flock(self.handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 except BlockingIOError:

@@ -17,6 +17,7 @@ from ..errors import IncompleteError, InputError, StoreError
 from . import schema as s
 from .schema import HIDDEN_SITE, escape_name, partial_path, site_pooled_path, site_tokens_path
 from .strings import read_strings
+from .validate import check_layout, check_structure
 
 
 def _progress_of(path: Path) -> str:
@@ -57,13 +58,24 @@ class FeatureFile:
                 )
             else:
                 raise StoreError(f"features file {self.path} does not exist", "create it with featx extract")
+        if not actual.is_file():  # a FIFO or device would block or never end
+            raise StoreError(f"{actual} is not a regular file", "give a features file written by featx extract")
         if not h5py.is_hdf5(actual):
             raise StoreError(f"{actual} is not an HDF5 file", "give a features file written by featx extract")
         try:
             self._file = h5py.File(actual, "r", locking=False)
+        except (OSError, KeyError, ValueError) as err:
+            raise StoreError(f"{actual} cannot be read; it looks damaged ({err})",
+                             "run featx extract again with --overwrite") from None
+        try:
+            check_structure(self._file, actual)  # links, storage, attribute sizes: before anything is read
             attrs = {key: _decode_attr(value) for key, value in self._file.attrs.items()}
             rows_done = int(self._file[s.ROWS_DONE][0]) if s.ROWS_DONE in self._file else 0
-        except (OSError, KeyError, ValueError) as err:
+        except StoreError:
+            self._file.close()
+            raise
+        except (OSError, KeyError, ValueError, TypeError) as err:
+            self._file.close()
             raise StoreError(f"{actual} cannot be read; it looks damaged ({err})",
                              "run featx extract again with --overwrite") from None
         if attrs.get(s.FORMAT) != s.FORMAT_NAME:
@@ -75,6 +87,14 @@ class FeatureFile:
                 f"{actual} uses featx features schema {attrs.get(s.SCHEMA)}, this featx reads schema {s.SCHEMA_VERSION}",
                 "re-extract with this featx version (featx extract ... --overwrite)",
             )
+        try:
+            layout = check_layout(self._file, actual, attrs, rows_done)
+        except StoreError:
+            self._file.close()
+            raise
+        except (OSError, KeyError, ValueError, TypeError) as err:
+            self._file.close()
+            raise StoreError(f"{actual} is not a valid featx features file: {err}") from None
         self.attrs = attrs
         self.complete = bool(attrs.get(s.COMPLETE)) and rows_done == int(attrs[s.N_ROWS])
         if not self.complete and not allow_partial:
@@ -84,11 +104,11 @@ class FeatureFile:
                 "run the same featx extract command again to resume it, or pass --allow-partial",
             )
         self.n_rows = rows_done if not self.complete else int(attrs[s.N_ROWS])
-        self.layers: list[int] = json.loads(attrs[s.LAYERS])
-        self.poolings: list[str] = json.loads(attrs[s.POOLINGS])
+        self.layers: list[int] = layout["layers"]
+        self.poolings: list[str] = layout["poolings"]
         self.hidden_size = int(attrs[s.HIDDEN_SIZE])
         # Files written before sites existed have none besides hidden, and read unchanged.
-        self._sites: dict[str, dict] = json.loads(attrs[s.SITES_ATTR]) if attrs.get(s.SITES_ATTR) else {}
+        self._sites: dict[str, dict] = layout["sites"]
 
     @property
     def fingerprint(self) -> str | None:

@@ -22,6 +22,9 @@ Layout (schema 1)::
     /sites/<site>/pooled/<pooling>  (N, L_site, W_site) another site's features; attr ``site`` on the group
     /sites/<site>/tokens/states     (T, L_site, W_site) its token-level states (only with ``--tokens``)
     /progress/rows_done    (1,) int64, rows [0, rows_done) are committed
+    /progress/window       (2,) int64, [window start, batches committed]: the first batches of the window that
+                           starts at rows_done are written too (a commit by time inside a window); ignored when
+                           its start differs from rows_done (files from before it lack it: windows only)
 
 Every site, ``hidden`` included, is a ``SiteLayout``: its datasets' paths come from ``site_pooled_path`` and
 ``site_tokens_path``. ``hidden`` keeps the top-level paths it had before other sites existed, and the ``sites``
@@ -51,6 +54,7 @@ TOKEN_OFFSETS, TOKEN_INPUT_IDS, TOKEN_WORD_IDS = "tokens/offsets", "tokens/input
 SITES = "sites"
 PROGRESS = "progress"
 ROWS_DONE = "progress/rows_done"
+WINDOW_PROGRESS = "progress/window"
 
 # Attributes the store itself writes or interprets
 FORMAT, SCHEMA, COMPLETE = "format", "schema_version", "complete"

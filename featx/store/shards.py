@@ -175,6 +175,18 @@ def _blocks(writer: FeatureWriter, plan_windows) -> list[tuple[int, int]]:
                         BLOCK_BYTES / token_bytes)
 
 
+def _finite(file, path: str, rows: slice) -> np.ndarray:
+    """Rows of a shard's dataset, refused when any value is inf or NaN (a damaged shard is never merged)."""
+    values = file[path][rows]
+    finite = np.isfinite(values).reshape(len(values), -1).all(axis=1) if len(values) else np.ones(0, bool)
+    if not finite.all():
+        row = rows.start + int(np.argmin(finite))
+        raise StoreError(f"shard {Path(file.filename).name} holds inf or NaN values in '{path}' (its row {row}); "
+                         "nothing was merged or deleted",
+                         "re-run that shard with featx extract --overwrite, then merge again")
+    return values
+
+
 def copy_shards(writer: FeatureWriter, files, indices, plan_windows, progress: bool = False) -> None:
     """Copy every site's features from the shards into ``writer`` block by block in corpus order,
     committing each block (an interrupted merge resumes at the last one)."""
@@ -200,12 +212,12 @@ def copy_shards(writer: FeatureWriter, files, indices, plan_windows, progress: b
                 if lo == hi:
                     continue
                 for path in row_paths:
-                    values[path][index[lo:hi] - start] = file[path][lo:hi]
+                    values[path][index[lo:hi] - start] = _finite(file, path, slice(lo, hi))
                 if token_paths:
                     shard = shard_offsets[k][lo : hi + 1]
                     destination = _token_positions(shard, index[lo:hi], offsets, base)
                     for path in token_paths:
-                        values[path][destination] = file[path][int(shard[0]) : int(shard[-1])]
+                        values[path][destination] = _finite(file, path, slice(int(shard[0]), int(shard[-1])))
             writer.write_window(start, stop, values)
             writer.commit(stop)
             bar.update(stop - start)

@@ -37,7 +37,7 @@ def resumable(final_path: Path) -> bool:
     unreadable one holds no rows anyone could use: the caller starts over.
     """
     path = partial_path(final_path)
-    if not path.exists():
+    if path.is_symlink() or not path.is_file():  # a planted link is never resumed (nor written through)
         return False
     try:
         with h5py.File(path, "r", locking=False) as file:
@@ -124,6 +124,14 @@ def _linux_fallocate():
     return function
 
 
+def _identity(path: Path) -> tuple[int, int] | None:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return info.st_dev, info.st_ino
+
+
 def _file_size(path: Path) -> int:
     try:
         return path.stat().st_size
@@ -158,6 +166,9 @@ class FeatureWriter:
         # caches and raises on failure; a temporary handle would flush while being garbage-collected,
         # where HDF5 errors (ENOSPC) are only printed, and committed rows would silently be zeros.
         self._rows_done = file[s.ROWS_DONE]
+        self._committed = int(self._rows_done[0])  # the marker as last written, readable after close
+        self._identity = _identity(partial_path(final_path))
+        self._window = file[s.WINDOW_PROGRESS] if s.WINDOW_PROGRESS in file else None  # absent in older files
         self._row_datasets = {path: file[path] for site in self.sites for path in site.pooled_paths.values()}
         self._token_datasets = {site.tokens_path: file[site.tokens_path] for site in self.sites} if with_tokens else {}
         self._token_offsets = file[s.TOKEN_OFFSETS][()] if with_tokens else None
@@ -171,10 +182,11 @@ class FeatureWriter:
         # flushed: a kill during creation then never leaves a damaged .partial behind.
         path = creating_path(final_path)
         for stale in (path, partial_path(final_path)):
-            if stale.exists():
+            # A planted (even dangling) symbolic link is removed, never written through.
+            if stale.is_symlink() or stale.exists():
                 stale.unlink()
         try:
-            file = h5py.File(path, "w")
+            file = h5py.File(path, "x")  # O_CREAT|O_EXCL: fails rather than follow a link that reappeared
         except OSError as err:
             raise StoreError(f"cannot create {path}: {err}", "check the output directory exists and is writable") from None
         try:
@@ -220,7 +232,14 @@ class FeatureWriter:
 
     @property
     def rows_done(self) -> int:
-        return int(self._rows_done[0])
+        return int(self._rows_done[0]) if self.file.id.valid else self._committed
+
+    def _check_in_place(self) -> None:
+        """The file being written is still the one at ``<output>.partial`` (not removed or replaced)."""
+        if _identity(partial_path(self.final_path)) != self._identity:
+            raise StoreError(f"{partial_path(self.final_path)} was removed or replaced while featx was writing it; "
+                             "the rows written to it are lost",
+                             "run the same featx extract command again (it starts over)")
 
     @property
     def n_rows(self) -> int:
@@ -247,11 +266,51 @@ class FeatureWriter:
     @_as_os_error
     def commit(self, rows_done: int) -> None:
         # Data first, marker second: a crash between the two only redoes the window.
-        for dataset in (*self._row_datasets.values(), *self._token_datasets.values()):
-            dataset.flush()
-        self.file.flush()
+        self._flush_data()
         self._rows_done[0] = rows_done
         self._rows_done.flush()
+        self.file.flush()
+        self._committed = rows_done
+        self._check_in_place()
+
+    @property
+    def commits_inside_windows(self) -> bool:
+        """Whether this file can record batches committed inside a window (files from before cannot)."""
+        return self._window is not None
+
+    @_as_os_error
+    def commit_batches(self, window_start: int, batches_done: int) -> None:
+        """Mark the first ``batches_done`` batches of the window starting at ``rows_done`` as written.
+
+        Their rows (written with ``write_window`` before) count as committed for resuming only: readers
+        still see ``[0, rows_done)``. Data first, marker second, as in ``commit``.
+        """
+        if self._window is None:
+            return
+        self._flush_data()
+        self._window[:] = np.array([window_start, batches_done], dtype=np.int64)
+        self._window.flush()
+        self.file.flush()
+
+    def batches_done(self, window_start: int) -> int:
+        """Batches of the window starting at ``window_start`` already written (0 unless it is the next one)."""
+        if self._window is None or window_start != self.rows_done:
+            return 0
+        start, done = (int(value) for value in self._window[()])
+        return max(0, done) if start == window_start else 0
+
+    def read_window(self, start: int, stop: int, values: dict[str, np.ndarray]) -> None:
+        """Read rows ``[start, stop)`` of the datasets in ``values`` back into those buffers (resuming a window)."""
+        for path, out in values.items():
+            if path in self._token_datasets:
+                first, last = int(self._token_offsets[start]), int(self._token_offsets[stop])
+                self._token_datasets[path].read_direct(out, np.s_[first:last])
+            else:
+                self._row_datasets[path].read_direct(out, np.s_[start:stop])
+
+    def _flush_data(self) -> None:
+        for dataset in (*self._row_datasets.values(), *self._token_datasets.values()):
+            dataset.flush()
         self.file.flush()
 
     def set_attrs(self, **attrs) -> None:
@@ -263,10 +322,15 @@ class FeatureWriter:
     def finish(self) -> Path:
         if self.rows_done != self.n_rows:
             raise StoreError("internal error: finishing a file whose rows are not all written")
+        self._check_in_place()
         self.file.attrs[s.COMPLETE] = True
         self.file.flush()
         self.file.close()
-        os.replace(partial_path(self.final_path), self.final_path)
+        try:
+            os.replace(partial_path(self.final_path), self.final_path)
+        except FileNotFoundError:
+            self._check_in_place()
+            raise
         return self.final_path
 
     def close(self) -> None:
@@ -309,6 +373,9 @@ def _populate(file: h5py.File, attrs: dict, corpus, tokenized, sites: list[SiteL
     rows_done = _preallocated(file, s.ROWS_DONE, (1,), np.int64)
     rows_done[0] = 0
     rows_done.flush()
+    window = _preallocated(file, s.WINDOW_PROGRESS, (2,), np.int64)
+    window[:] = np.array([-1, 0], dtype=np.int64)
+    window.flush()
 
 
 def _write_rows(file: h5py.File, corpus, tokenized, row_index: np.ndarray | None) -> None:

@@ -1,0 +1,189 @@
+"""Checking a features file before anything in it is used: a file someone else produced is hostile input.
+
+``check_structure`` runs before any attribute or dataset is read: every link in the file must be a hard
+link inside it (no soft or external links, nothing read from another file), every dataset's storage is
+in the file itself (no external raw storage, no virtual datasets), and every attribute is small.
+``check_layout`` then checks what the schema says against what is there: the JSON attributes parse into
+bounded lists of the right types, and every dataset has the shape the row count and layers imply, a
+dtype featx writes, and storage on disk for every declared element (a dataset declaring 10^9 rows in a
+small file, or a compressed one that would inflate in memory, is refused before a single read).
+
+Every violation is one ``StoreError`` naming the file and what is wrong.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import h5py
+import numpy as np
+
+from ..errors import StoreError
+from . import schema as s
+
+MAX_LINKS = 100_000  # objects in a features file: a few per site, pooling and label column
+MAX_ATTRIBUTE_BYTES = 16 << 20  # the largest featx writes is the list of skipped empty rows
+MAX_ATTRIBUTES = 256
+MAX_LAYERS = 4096
+MAX_POOLINGS = 16
+MAX_SITES = 256
+MAX_LABEL_CLASSES = 10_000_000
+MAX_NAME = 1024
+FEATURE_DTYPES = (np.dtype("float16"), np.dtype("float32"))
+
+
+def _fail(path: Path, what: str) -> None:
+    raise StoreError(f"{path} is not a valid featx features file: {what}")
+
+
+def check_structure(file: h5py.File, path: Path) -> None:
+    """Links, storage and attribute sizes of every object, before anything is read (see the module doc)."""
+    count = 0
+    pending = [("/", file)]
+    _check_attributes(file, "/", path)
+    while pending:
+        name, group = pending.pop()
+        for key in group:
+            count += 1
+            if count > MAX_LINKS:
+                _fail(path, f"more than {MAX_LINKS:,} objects")
+            child = f"{name.rstrip('/')}/{key}"
+            link = group.get(key, getlink=True)
+            if isinstance(link, h5py.ExternalLink):
+                _fail(path, f"'{child}' is an external link to {link.filename!r} (data from another file)")
+            if isinstance(link, h5py.SoftLink):
+                _fail(path, f"'{child}' is a soft link to '{link.path}'")
+            item = group[key]
+            _check_attributes(item, child, path)
+            if isinstance(item, h5py.Group):
+                pending.append((child, item))
+            elif isinstance(item, h5py.Dataset):
+                _check_storage(item, child, path)
+            else:
+                _fail(path, f"'{child}' is not a group or dataset")
+
+
+def _check_attributes(item, name: str, path: Path) -> None:
+    attrs = item.attrs
+    if len(attrs) > MAX_ATTRIBUTES:
+        _fail(path, f"'{name}' has {len(attrs)} attributes")
+    for key in attrs:
+        attribute = attrs.get_id(key)
+        dtype = attribute.dtype
+        elements = int(np.prod(attribute.shape)) if attribute.shape else 1
+        size = attribute.get_storage_size()
+        declared = elements * (dtype.itemsize if dtype.kind != "O" else 16)
+        if max(size, declared) > MAX_ATTRIBUTE_BYTES or elements > MAX_ATTRIBUTE_BYTES:
+            _fail(path, f"attribute '{key}' of '{name}' is too large ({max(size, declared):,} bytes)")
+        if dtype.kind == "O" and elements > 1:
+            _fail(path, f"attribute '{key}' of '{name}' is an array of variable-length values")
+
+
+def _check_storage(dataset: h5py.Dataset, name: str, path: Path) -> None:
+    plist = dataset.id.get_create_plist()
+    if plist.get_external_count() > 0:
+        _fail(path, f"dataset '{name}' keeps its data in external files")
+    if dataset.is_virtual:
+        _fail(path, f"dataset '{name}' is a virtual dataset (data from other datasets or files)")
+    if plist.get_nfilters() > 0:
+        _fail(path, f"dataset '{name}' is compressed or filtered (featx never writes such datasets)")
+    elements = int(np.prod(dataset.shape)) if dataset.shape else 1
+    per_element = dataset.dtype.itemsize if dataset.dtype.kind != "O" else 4
+    if dataset.id.get_storage_size() < elements * per_element:
+        _fail(path, f"dataset '{name}' declares {dataset.shape} but the file holds data for fewer elements")
+
+
+def _json_list(attrs: dict, key: str, path: Path, kind, limit: int) -> list:
+    raw = attrs.get(key)
+    try:
+        value = json.loads(raw) if isinstance(raw, str) else raw
+    except ValueError:
+        _fail(path, f"attribute '{key}' is not valid JSON")
+    if not isinstance(value, list) or len(value) > limit or not all(isinstance(v, kind) and not isinstance(v, bool)
+                                                                     for v in value):
+        _fail(path, f"attribute '{key}' is not a list of at most {limit} {kind.__name__} values")
+    return value
+
+
+def _int_attr(attrs: dict, key: str, path: Path, minimum: int = 0) -> int:
+    value = attrs.get(key)
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        _fail(path, f"attribute '{key}' is {value!r}, not a whole number of at least {minimum}")
+    return int(value)
+
+
+def check_layout(file: h5py.File, path: Path, attrs: dict, rows_done: int) -> dict:
+    """The schema's attributes against the datasets; returns the parsed ``layers``, ``poolings``, ``sites``."""
+    for key, value in attrs.items():  # variable-length strings live in the file's heap: bounded after reading
+        if isinstance(value, (str, bytes)) and len(value) > MAX_ATTRIBUTE_BYTES:
+            _fail(path, f"attribute '{key}' is too large ({len(value):,} characters)")
+    n_rows = _int_attr(attrs, s.N_ROWS, path)
+    if not 0 <= rows_done <= n_rows:
+        _fail(path, f"{rows_done} rows marked done of {n_rows}")
+    layers = _json_list(attrs, s.LAYERS, path, int, MAX_LAYERS)
+    poolings = _json_list(attrs, s.POOLINGS, path, str, MAX_POOLINGS)
+    width = _int_attr(attrs, s.HIDDEN_SIZE, path, 1)
+    sites = _sites(attrs, path)
+    with_tokens = s.TOKEN_OFFSETS in file
+    offsets_shape = (n_rows + 1,)
+    _expect(file, s.ROWS_DONE, (1,), "i", path)
+    for name in (s.TEXT, s.IDS):
+        _expect(file, name, (n_rows,), "OSU", path)
+    if s.SPLIT in file:
+        _expect(file, s.SPLIT, (n_rows,), "OSU", path)
+    for name in (s.N_TOKENS, s.N_KEPT):
+        _expect(file, name, (n_rows,), "iu", path)
+    _expect(file, s.TRUNCATED, (n_rows,), "biu", path)
+    if s.LABELS in file:
+        for key, dataset in file[s.LABELS].items():
+            _expect(file, f"{s.LABELS}/{key}", (n_rows,), "iu", path)
+            _json_list(dict(dataset.attrs), s.LABEL_NAMES, path, str, MAX_LABEL_CLASSES)
+            if not isinstance(dataset.attrs.get(s.LABEL_COLUMN), str):
+                _fail(path, f"label dataset '{key}' has no column name")
+    total_tokens = None
+    if with_tokens:
+        _expect(file, s.TOKEN_OFFSETS, offsets_shape, "iu", path)
+        total_tokens = int(file[s.TOKEN_OFFSETS][n_rows]) if n_rows else 0
+        for name in (s.TOKEN_INPUT_IDS, s.TOKEN_WORD_IDS):
+            _expect(file, name, (total_tokens,), "iu", path)
+    layouts = [(s.HIDDEN_SITE, layers, width, poolings)]
+    layouts += [(name, site["layers"], site["width"], site["poolings"]) for name, site in sites.items()]
+    for name, site_layers, site_width, site_poolings in layouts:
+        for pooling in site_poolings:
+            _expect(file, s.site_pooled_path(name, pooling), (n_rows, len(site_layers), site_width), "f", path)
+        if with_tokens:
+            _expect(file, s.site_tokens_path(name), (total_tokens, len(site_layers), site_width), "f", path)
+    return {"layers": layers, "poolings": poolings, "sites": sites}
+
+
+def _sites(attrs: dict, path: Path) -> dict:
+    raw = attrs.get(s.SITES_ATTR)
+    if not raw:
+        return {}
+    try:
+        sites = json.loads(raw)
+    except (TypeError, ValueError):
+        _fail(path, f"attribute '{s.SITES_ATTR}' is not valid JSON")
+    if not isinstance(sites, dict) or len(sites) > MAX_SITES:
+        _fail(path, f"attribute '{s.SITES_ATTR}' is not an object of at most {MAX_SITES} sites")
+    for name, site in sites.items():
+        if not isinstance(site, dict) or len(name) > MAX_NAME:
+            _fail(path, f"site '{name[:40]}' is not described by an object")
+        _json_list(site, "layers", path, int, MAX_LAYERS)
+        _json_list(site, "poolings", path, str, MAX_POOLINGS)
+        _int_attr(site, "width", path, 1)
+    return sites
+
+
+def _expect(file: h5py.File, name: str, shape: tuple, kinds: str, path: Path) -> None:
+    if name not in file:
+        _fail(path, f"dataset '{name}' is missing")
+    dataset = file[name]
+    if not isinstance(dataset, h5py.Dataset):
+        _fail(path, f"'{name}' is not a dataset")
+    if tuple(dataset.shape) != tuple(shape):
+        _fail(path, f"dataset '{name}' has shape {dataset.shape}, expected {tuple(shape)}")
+    kind = "O" if h5py.check_string_dtype(dataset.dtype) is not None else dataset.dtype.kind
+    if kind not in kinds or (kind == "f" and dataset.dtype not in FEATURE_DTYPES):
+        _fail(path, f"dataset '{name}' has dtype {dataset.dtype}, which featx does not write there")

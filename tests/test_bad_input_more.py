@@ -1,0 +1,115 @@
+"""More bad input, round two: compressed and semicolon files, JSON arrays, a FIFO corpus, a label name with
+'/', an empty cat(), a tiny test set, and the output removed during a run."""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import json
+import os
+import shutil
+import threading
+
+import pytest
+from click.testing import CliRunner
+
+import featx
+from featx.cli import main
+from featx.store import FeatureWriter, partial_path
+
+from test_faults import many_rows_csv
+
+
+def extract_cli(corpus, model, output, *extra):
+    return ["extract", str(corpus), "--model", str(model), "-o", str(output), "-q", "--batch-size", "8", *extra]
+
+
+def one_error(result, *fragments):
+    assert result.exit_code == 2, result.output
+    assert result.output.startswith("featx: error: ") and "Traceback" not in result.output
+    for fragment in fragments:
+        assert fragment in result.output, result.output
+
+
+@pytest.mark.parametrize("kind", ["gzip", "semicolon", "json array"])
+def test_misleading_formats_get_the_right_hint(tiny_model, tmp_path, kind):
+    corpus = many_rows_csv(tmp_path / "corpus.csv", 12)
+    text = corpus.read_text()
+    if kind == "gzip":
+        path, expected = tmp_path / "corpus.csv.gz", ("gzip-compressed", "zcat")
+        path.write_bytes(gzip.compress(text.encode()))
+    elif kind == "semicolon":
+        path, expected = tmp_path / "semi.csv", ("semicolon-separated",)
+        path.write_text(text.replace(",", ";"))
+    else:
+        path, expected = tmp_path / "corpus.json", ("JSON array", "JSON Lines")
+        path.write_text(json.dumps(list(csv.DictReader(corpus.open()))))
+    one_error(CliRunner().invoke(main, extract_cli(path, tiny_model, tmp_path / "o.h5")), *expected)
+
+
+def test_a_fifo_corpus_is_read_once_without_hanging(tiny_model, tmp_path):
+    data = many_rows_csv(tmp_path / "corpus.csv", 12).read_bytes()
+    fifo = tmp_path / "corpus.fifo"
+    os.mkfifo(fifo)
+    writer = threading.Thread(target=lambda: fifo.write_bytes(data), daemon=True)
+    writer.start()
+    result = CliRunner().invoke(main, extract_cli(fifo, tiny_model, tmp_path / "o.h5"))
+    writer.join(timeout=5)
+    assert result.exit_code == 0, result.output
+    with featx.open(tmp_path / "o.h5") as features:
+        assert features.n_rows == 12
+
+
+def test_a_label_name_with_a_slash_round_trips(tiny_model, tmp_path):
+    corpus = tmp_path / "slash.csv"
+    corpus.write_text(many_rows_csv(tmp_path / "c.csv", 12).read_text().replace("sentiment", "senti/ment", 1))
+    result = CliRunner().invoke(main, extract_cli(corpus, tiny_model, tmp_path / "o.h5"))
+    assert result.exit_code == 0, result.output
+    with featx.open(tmp_path / "o.h5") as features:
+        assert "senti/ment" in features.label_columns and len(features.labels("senti/ment")) == 12
+
+
+@pytest.fixture(scope="module")
+def small_split_file(tiny_model, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("small")
+    corpus = many_rows_csv(folder / "c.csv", 40)
+    lines, tests = corpus.read_text().splitlines(), 0
+    kept = [lines[0]]
+    for line in lines[1:]:
+        if line.endswith(",test"):
+            tests += 1
+            line = line if tests <= 3 else line[: -len("test")] + "train"
+        kept.append(line)
+    corpus.write_text("\n".join(kept) + "\n")
+    return featx.extract(corpus, model=str(tiny_model), output=folder / "small.h5", progress=False).output
+
+
+def test_empty_cat_is_refused(small_split_file):
+    one_error(CliRunner().invoke(main, ["probe", str(small_split_file), "--layer", "cat()"]), "concatenates no layers")
+
+
+def test_a_three_row_test_set_warns(small_split_file):
+    result = CliRunner().invoke(main, ["probe", str(small_split_file), "--label", "sentiment", "--layer", "1",
+                                       "--pooling", "mean", "--no-control"])
+    assert result.exit_code == 0, result.output
+    assert "warning: only 3 test rows" in result.output
+
+
+@pytest.mark.parametrize("what", ["the file", "its directory"])
+def test_output_removed_during_the_run_is_one_message(tiny_model, tmp_path, monkeypatch, what):
+    corpus = many_rows_csv(tmp_path / "corpus.csv", 40)
+    output = tmp_path / "out" / "out.h5"
+    output.parent.mkdir()
+    original = FeatureWriter.commit
+
+    def commit_then_remove(self, rows_done):
+        original(self, rows_done)
+        if what == "the file":
+            partial_path(output).unlink(missing_ok=True)
+        else:
+            shutil.rmtree(output.parent, ignore_errors=True)
+
+    monkeypatch.setattr(FeatureWriter, "commit", commit_then_remove)
+    result = CliRunner().invoke(main, extract_cli(corpus, tiny_model, output, "--commit-rows", "8"))
+    one_error(result, "was removed or replaced while featx was writing it")
+    assert result.output.count("featx: error") == 1

@@ -1,0 +1,160 @@
+"""A generated suite of hostile features files: someone else's file is untrusted input.
+
+Each case mutates a valid small features file the way an attacker (or a broken tool) would; opening it
+(``featx.open``) and probing it (``featx probe``) must answer exit 2 with one line naming the file and
+what is wrong, at once: nothing declared in the file is allocated or followed before it is checked.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import h5py
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+import featx
+from featx.cli import main
+from featx.errors import StoreError
+from featx.extraction import ExtractConfig, extract
+
+
+@pytest.fixture(scope="module")
+def valid_file(tiny_model, tmp_path_factory):
+    from test_faults import many_rows_csv
+
+    folder = tmp_path_factory.mktemp("hostile")
+    corpus = many_rows_csv(folder / "corpus.csv", 40)
+    return extract(ExtractConfig(corpus=corpus, output=folder / "valid.h5", model=str(tiny_model),
+                                 poolings="mean,cls", tokens=True, progress=False)).output
+
+
+def _replace(file, name, **kwargs):
+    del file[name]
+    file.create_dataset(name, **kwargs)
+
+
+def huge_declared_rows(file, tmp):  # a dataset declaring 10^9 rows in a small file (nothing allocated)
+    layers, width = file["pooled/mean"].shape[1:]
+    _replace(file, "pooled/mean", shape=(10**9, layers, width), dtype="float16", chunks=(1024, 1, width))
+    file.attrs["n_rows"] = 10**9
+
+
+def huge_declared_features(file, tmp):  # n_rows consistent, the features dataset larger than the rows
+    layers, width = file["pooled/mean"].shape[1:]
+    _replace(file, "pooled/mean", shape=(10**9, layers, width), dtype="float16", chunks=(1024, 1, width))
+
+
+def huge_layers_attribute(file, tmp):
+    file.attrs["layers"] = json.dumps(list(range(10**6)))
+
+
+def huge_attribute(file, tmp):
+    file.attrs["model"] = "x" * (40 << 20)
+
+
+def many_attributes(file, tmp):
+    for number in range(1000):
+        file.attrs[f"junk{number}"] = number
+
+
+def external_link(file, tmp):
+    other = tmp / "secret.h5"
+    with h5py.File(other, "w") as secret:
+        secret["data"] = np.zeros((40, 3, 32), dtype="float16")
+    del file["pooled/mean"]
+    file["pooled/mean"] = h5py.ExternalLink(str(other), "data")
+
+
+def soft_link(file, tmp):
+    del file["pooled/mean"]
+    file["pooled/mean"] = h5py.SoftLink("/pooled/cls")
+
+
+def external_storage(file, tmp):
+    raw = tmp / "raw.bin"
+    raw.write_bytes(b"\0" * 100)
+    _replace(file, "labels/sentiment", shape=(40,), dtype="int32", external=[(str(raw), 0, 160)])
+
+
+def compressed(file, tmp):
+    data = file["pooled/mean"][()]
+    _replace(file, "pooled/mean", data=data, compression="gzip")
+
+
+def bad_json_layers(file, tmp):
+    file.attrs["layers"] = "[0, 1, "
+
+
+def layers_not_ints(file, tmp):
+    file.attrs["layers"] = json.dumps(["a", "b"])
+
+
+def bad_json_label_names(file, tmp):
+    file["labels/sentiment"].attrs["names"] = "{not json"
+
+
+def bad_json_sites(file, tmp):
+    file.attrs["sites"] = "{"
+
+
+def wrong_feature_dtype(file, tmp):
+    data = file["pooled/mean"][()].astype(np.int64)
+    _replace(file, "pooled/mean", data=data)
+
+
+def wrong_feature_shape(file, tmp):
+    data = file["pooled/mean"][()]
+    _replace(file, "pooled/mean", data=data[:, :, :5])
+
+
+def wrong_label_dtype(file, tmp):
+    _replace(file, "labels/sentiment", data=np.zeros(40, dtype="float64"))
+
+
+def short_texts(file, tmp):
+    del file["rows/text"]
+    file.create_dataset("rows/text", data=np.array(["a"] * 3, dtype=object), dtype=h5py.string_dtype())
+
+
+def rows_done_past_the_end(file, tmp):
+    file["progress/rows_done"][0] = 10**9
+
+
+def n_rows_not_a_number(file, tmp):
+    file.attrs["n_rows"] = "many"
+
+
+def token_offsets_past_the_states(file, tmp):
+    offsets = file["tokens/offsets"][()]
+    offsets[-1] = 10**12
+    file["tokens/offsets"][:] = offsets
+
+
+CASES = [huge_declared_rows, huge_declared_features, huge_layers_attribute, huge_attribute, many_attributes,
+         external_link, soft_link, external_storage, compressed, bad_json_layers, layers_not_ints,
+         bad_json_label_names, bad_json_sites, wrong_feature_dtype, wrong_feature_shape, wrong_label_dtype,
+         short_texts, rows_done_past_the_end, n_rows_not_a_number, token_offsets_past_the_states]
+
+
+@pytest.mark.parametrize("mutate", CASES, ids=[case.__name__ for case in CASES])
+def test_hostile_file_is_one_line_exit_2(valid_file, tmp_path, mutate):
+    path = tmp_path / "hostile.h5"
+    shutil.copy(valid_file, path)
+    with h5py.File(path, "r+") as file:
+        mutate(file, tmp_path)
+    with pytest.raises(StoreError) as caught:
+        featx.open(path)
+    assert str(path) in caught.value.message and "\n" not in caught.value.message
+    result = CliRunner().invoke(main, ["probe", str(path), "--label", "sentiment", "--layer", "1"])
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output and result.output.startswith("featx: error: ")
+    assert len(result.output.strip().splitlines()) == 1, result.output
+    assert str(path) in result.output  # refused before anything declared is allocated (no timing asserted)
+
+
+def test_the_valid_file_opens(valid_file):
+    with featx.open(valid_file) as features:
+        assert features.n_rows == 40 and features.features("mean", 1).shape[0] == 40
