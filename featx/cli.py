@@ -22,7 +22,7 @@ def printable(text: str) -> str:
 
 
 def echo(text="", err: bool = False) -> None:
-    echo(printable(text), err=err)
+    click.echo(printable(text), err=err)
 
 
 def _fail(error: FeatxError) -> None:

@@ -119,3 +119,32 @@ def test_windowed_rows_record_sites_too(short_bert, long_corpus, tmp_path):
             np.testing.assert_allclose(w.features("mean", layer, site="ffn")[:4],
                                        t.features("mean", layer, site="ffn")[:4], atol=1e-5)
             assert not np.allclose(w.features("mean", layer, site="ffn")[4], t.features("mean", layer, site="ffn")[4])
+
+
+def test_windowed_rows_commit_by_time_and_resume_to_the_same_file(short_bert, long_corpus, tmp_path, monkeypatch):
+    """Long rows run as steps of their own after a window's batches: a commit after every step, a kill in the
+    middle and a resume give the file of one uninterrupted run."""
+    from featx.errors import Interrupted
+    from featx.store import FeatureWriter
+
+    whole = run(long_corpus, short_bert, tmp_path / "whole.h5", long="window", stride=2, tokens=True)
+    options = dict(long="window", stride=2, tokens=True, commit_seconds=1e-9, batch_size=2)
+    original, calls = FeatureWriter.commit_batches, {"n": 0}
+
+    def kill_on_third(self, *args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise KeyboardInterrupt
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(FeatureWriter, "commit_batches", kill_on_third)
+    with pytest.raises(Interrupted):
+        run(long_corpus, short_bert, tmp_path / "resumed.h5", **options)
+    monkeypatch.setattr(FeatureWriter, "commit_batches", original)
+    resumed = run(long_corpus, short_bert, tmp_path / "resumed.h5", **options)
+    assert resumed.status == "resumed" and resumed.windowed_rows == whole.windowed_rows == 2
+    with featx.open(whole.output) as a, featx.open(resumed.output) as b:
+        for pooling in a.poolings:
+            for layer in a.layers:
+                np.testing.assert_array_equal(a.features(pooling, layer), b.features(pooling, layer))
+        np.testing.assert_array_equal(a.token_states(2), b.token_states(2))
