@@ -18,6 +18,7 @@ from ..store import FeatureFile, schema
 from . import classifiers as clf
 from . import evaluation as ev
 from .config import ProbeConfig
+from .regression import resolve_task
 from .results import COLUMNS, CURVE_COLUMNS, results_paths, side_path, write_results, write_table
 from .significance import add_significance
 
@@ -52,10 +53,13 @@ class ProbeResult:
             rows = rows[rows.classifier == classifier]
         if rows.empty:
             raise InputError(f"no single-layer results for pooling={pooling!r}, classifier={classifier!r}")
-        return rows.loc[rows.accuracy.idxmax()]
+        return rows.loc[rows["r2" if self.meta.get("task") == "regression" else "accuracy"].idxmax()]
 
     def format_table(self) -> str:
-        from .report import format_table
+        if self.meta.get("task") == "regression":
+            from .regression_report import format_table
+        else:
+            from .report import format_table
 
         return format_table(self.table, self.meta)
 
@@ -377,7 +381,8 @@ def _record(job: _Job, classifier: str, row: dict, shared: _Shared) -> dict:
     per_class = row.pop("per_class_f1")
     weights = row.pop("layer_weights")
     record = {
-        "features": job.features, "site": job.site, "label": shared.label, "layer_spec": job.spec.name, "kind": job.spec.kind,
+        "features": job.features, "site": job.site, "label": shared.label, "task": "classification",
+        "layer_spec": job.spec.name, "kind": job.spec.kind,
         "layer": job.spec.layers[0] if job.spec.kind == "single" else None,
         "layers": ",".join(map(str, job.spec.layers)), "pooling": job.pooling, "classifier": classifier,
         "evaluation": shared.plan.evaluation, "control_accuracy": float("nan"), "selectivity": float("nan"),
@@ -457,6 +462,13 @@ def probe(config: ProbeConfig | str | Path | None = None, **options) -> ProbeRes
             notes.append(f"warning: {path} is incomplete; probing the {features.n_rows} rows written so far")
         _check_corpus(features, notes)
         label = _default_label(features, config, notes)
+        if resolve_task(features, label, config.task) == "regression":
+            from .regression import probe_regression
+
+            return probe_regression(config, Path(path), label, notes, started)
+        if "ridge" in classifiers:
+            raise InputError(f"ridge is a regression probe, and '{label}' is probed as classes",
+                             "use --classifier logreg, or --task regression for a numeric label")
         codes = features.labels(label)
         names = features.label_names(label)
         kept = np.flatnonzero(codes >= 0)

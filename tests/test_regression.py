@@ -1,0 +1,122 @@
+"""Regression probes: planted signal, the ridge path against scikit-learn, the task choice, the files."""
+
+from __future__ import annotations
+
+import random
+
+import h5py
+import numpy as np
+import pytest
+
+import featx
+from conftest import WORDS, write_csv
+from featx.errors import InputError
+from featx.probing import ridge
+from featx.probing.results import load_results
+
+N_ROWS = 120
+
+
+@pytest.fixture(scope="module")
+def score_features(tiny_model, tmp_path_factory):
+    """Tiny-model features (mean pooling) with a numeric 'score' column, a few missing, and a class label."""
+    folder = tmp_path_factory.mktemp("regression")
+    rng = random.Random(0)
+    rows = []
+    for i in range(N_ROWS):
+        text = " ".join(rng.choice(WORDS[:-4]) for _ in range(rng.randint(2, 9)))
+        score = "" if i % 40 == 7 else f"{rng.uniform(1, 5):.2f}"
+        rows.append([text, score, ("a", "b")[i % 2]])
+    corpus = write_csv(folder / "corpus.csv", rows, header=("text", "score", "kind"))
+    output = folder / "corpus.features.h5"
+    featx.extract(corpus, model=str(tiny_model), output=output, poolings="mean", progress=False)
+    return output
+
+
+def _plant(path, layer: int, seed: int = 0) -> np.ndarray:
+    """Noise in every layer, plus the standardised score in three features of ``layer``."""
+    with featx.FeatureFile(path) as features:
+        values = features.label_values("score")
+    rng = np.random.default_rng(seed)
+    target = np.nan_to_num((values - np.nanmean(values)) / np.nanstd(values))
+    with h5py.File(path, "r+") as file:
+        dataset = file["pooled"]["mean"]
+        data = rng.standard_normal(dataset.shape).astype(np.float32)
+        data[:, layer, :3] += 2.0 * target[:, None]
+        dataset[...] = data.astype(dataset.dtype)
+    return values
+
+
+def test_planted_layer_wins_and_noise_layers_are_near_zero(score_features, tmp_path):
+    path = tmp_path / "f.h5"
+    path.write_bytes(score_features.read_bytes())
+    values = _plant(path, layer=1)
+    result = featx.probe(path, label="score", jobs=1, n_bootstrap=200, output=tmp_path / "r")
+    table = result.table
+    assert result.meta["task"] == "regression" and set(table.task) == {"regression"}
+    assert result.meta["n_labelled"] == int(np.isfinite(values).sum()) < N_ROWS
+    singles = table[table.kind == "single"].set_index("layer")
+    assert singles.r2.idxmax() == 1 and singles.loc[1, "r2"] > 0.8
+    assert singles.loc[1, "spearman"] > 0.8 and singles.loc[1, "r2_low"] <= singles.loc[1, "r2"] <= singles.loc[1, "r2_high"]
+    for layer in (0, 2):
+        assert abs(singles.loc[layer, "r2"]) < 0.25 and abs(singles.loc[layer, "selectivity"]) < 0.3
+    assert singles.loc[1, "selectivity"] > 0.6 and abs(singles.loc[1, "control_r2"]) < 0.3
+    baseline = table[table.kind == "baseline"].iloc[0]
+    assert baseline.r2 < 0.05 and baseline.classifier == "mean"
+    assert singles.loc[0, "significant_vs_best"] is True
+    text = result.format_table()
+    assert "R² [95% CI]" in text and "training mean" in text
+    loaded, meta = load_results(result.csv_path)
+    assert meta["task"] == "regression" and list(loaded.r2.round(6)) == list(table.r2.round(6))
+    assert result.predictions is not None and "layer_1" in result.predictions
+
+
+def test_ridge_path_agrees_with_sklearn_at_the_chosen_alpha():
+    from sklearn.linear_model import Ridge
+
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((60, 8))
+    y = X @ rng.standard_normal(8) + 0.5 * rng.standard_normal(60) + 3.0
+    train, test = np.arange(45), np.arange(45, 60)
+    (fit, alpha), = ridge.fit_ridge(X, [y], train, None, ridge.DEFAULT_ALPHAS, seed=0)[0]
+    scaler = ridge.ev.fit_scaler(X, train)
+    reference = Ridge(alpha=alpha).fit(scaler(X[train]), y[train])
+    assert alpha in ridge.DEFAULT_ALPHAS
+    np.testing.assert_allclose(fit.coef[:, 0], reference.coef_, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(fit.predict(scaler(X[test]))[:, 0], reference.predict(scaler(X[test])), rtol=1e-6)
+
+
+def test_alpha_is_chosen_without_the_test_rows():
+    rng = np.random.default_rng(2)
+    X = rng.standard_normal((50, 5))
+    y = X[:, 0] + 0.1 * rng.standard_normal(50)
+    train, test = np.arange(40), np.arange(40, 50)
+    poisoned = y.copy()
+    poisoned[test] = 1e6  # anything fitted on the training part must not notice
+    first = ridge.run_ridge(X, [y], train, test, None, ridge.DEFAULT_ALPHAS, 0)[0]
+    second = ridge.run_ridge(X, [poisoned], train, test, None, ridge.DEFAULT_ALPHAS, 0)[0]
+    assert first.alpha == second.alpha
+    np.testing.assert_allclose(first.predictions, second.predictions)
+
+
+def test_task_is_chosen_from_the_column_and_can_be_forced(score_features, tmp_path):
+    with featx.FeatureFile(score_features) as features:
+        assert features.label_values("kind") is None
+    result = featx.probe(score_features, label="kind", jobs=1, n_bootstrap=50, write=False, layers="0")
+    assert set(result.table.task) == {"classification"}
+    with pytest.raises(InputError, match="cross-validation folds"):  # forced: each value is a class of one row
+        featx.probe(score_features, label="score", task="classification", write=False, folds=2)
+    with pytest.raises(InputError, match="not numeric"):
+        featx.probe(score_features, label="kind", task="regression", write=False)
+    with pytest.raises(InputError, match="regression probe"):
+        featx.probe(score_features, label="kind", classifiers="ridge", write=False)
+    with pytest.raises(InputError, match="no regression form"):
+        featx.probe(score_features, label="score", classifiers="svm", write=False)
+
+
+def test_mlp_head_and_concatenated_layers(score_features, tmp_path):
+    result = featx.probe(score_features, label="score", layers="0,cat(0,1)", classifiers="ridge,mlp", jobs=1,
+                         n_bootstrap=50, write=False, control=False)
+    rows = result.table[result.table.kind != "baseline"]
+    assert set(rows.classifier) == {"ridge", "mlp"} and set(rows.kind) == {"single", "cat"}
+    assert rows.r2.notna().all() and rows.mae.gt(0).all()
