@@ -120,3 +120,28 @@ def test_mlp_head_and_concatenated_layers(score_features, tmp_path):
     rows = result.table[result.table.kind != "baseline"]
     assert set(rows.classifier) == {"ridge", "mlp"} and set(rows.kind) == {"single", "cat"}
     assert rows.r2.notna().all() and rows.mae.gt(0).all()
+
+
+def test_cli_probe_table_and_plot_of_a_regression_label(score_features, tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from featx.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    path = tmp_path / "f.h5"
+    path.write_bytes(score_features.read_bytes())
+    _plant(path, layer=2)
+    runner = CliRunner()
+    result = runner.invoke(main, ["probe", str(path), "--label", "score", "--jobs", "1"])
+    assert result.exit_code == 0, result.output
+    assert "label 'score' (regression)" in result.output and "R² [95% CI]" in result.output
+    assert "ridge probe" in result.output and "training mean: R²" in result.output
+    csv = tmp_path / "f.score.probe.csv"
+    plotted = runner.invoke(main, ["plot", str(csv)])
+    assert plotted.exit_code == 0, plotted.output
+    assert (tmp_path / "f.score.probe.png").stat().st_size > 0
+    by_rank = runner.invoke(main, ["plot", str(csv), "--metric", "spearman", "-o", str(tmp_path / "rho.png")])
+    assert by_rank.exit_code == 0, by_rank.output
+    assert (tmp_path / "rho.png").exists()
+    wrong = runner.invoke(main, ["probe", str(path), "--label", "kind", "--task", "regression"])
+    assert wrong.exit_code == 2 and "not numeric" in wrong.output and "Traceback" not in wrong.output
