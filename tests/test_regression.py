@@ -145,3 +145,17 @@ def test_cli_probe_table_and_plot_of_a_regression_label(score_features, tmp_path
     assert (tmp_path / "rho.png").exists()
     wrong = runner.invoke(main, ["probe", str(path), "--label", "kind", "--task", "regression"])
     assert wrong.exit_code == 2 and "not numeric" in wrong.output and "Traceback" not in wrong.output
+
+
+def test_explain_lists_largest_residuals_and_error_by_length(score_features, tmp_path):
+    path = tmp_path / "f.h5"
+    path.write_bytes(score_features.read_bytes())
+    _plant(path, layer=1)
+    result = featx.probe(path, label="score", jobs=1, n_bootstrap=50, control=False, output=tmp_path / "r")
+    explanation = featx.explain(result.csv_path)
+    assert explanation.by_layer.r2.idxmax() == "1"
+    residuals = explanation.largest["layer 1"].abs().to_numpy()
+    assert np.all(np.diff(residuals) <= 1e-12)  # sorted by the best layer's absolute residual
+    assert explanation.by_length["rows"].sum() == result.meta["n_labelled"]
+    text = explanation.format(limit=3)
+    assert "largest residuals" in text and "mean absolute error by length" in text

@@ -122,6 +122,10 @@ def explain(results=None, buckets: int = 4, texts: bool = True) -> Explanation:
     """Diagnostics of a probing run: ``featx.explain("corpus.features.label.probe.csv")``."""
     require_whole(buckets, "--buckets")
     path, meta = _resolve(results)
+    if meta.get("task") == "regression":
+        from .explain_regression import explain_regression
+
+        return explain_regression(path, meta, buckets, texts)
     try:
         frame = pd.read_csv(path, dtype={"id": str, "label": str}, keep_default_na=False)
     except (ValueError, OSError) as err:
