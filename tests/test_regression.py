@@ -159,3 +159,10 @@ def test_explain_lists_largest_residuals_and_error_by_length(score_features, tmp
     assert explanation.by_length["rows"].sum() == result.meta["n_labelled"]
     text = explanation.format(limit=3)
     assert "largest residuals" in text and "mean absolute error by length" in text
+
+
+def test_rows_are_ordered_by_pooling_then_layer(score_features):
+    result = featx.probe(score_features, label="score", poolings="mean", layers="2,0,1", jobs=1, n_bootstrap=20,
+                         write=False, control=False)
+    assert list(result.table.kind)[0] == "baseline"
+    assert list(result.table.layer_spec[1:]) == ["2", "0", "1"]  # the order asked for, as for classification

@@ -166,6 +166,17 @@ def _mark_best(table: pd.DataFrame) -> pd.Series:
     return best
 
 
+def _order(table: pd.DataFrame, read: dict, classifiers: list[str]) -> list[int]:
+    """Row order of the table: baseline first, then features, site, classifier, pooling, layer spec."""
+    keys = pd.DataFrame({
+        "f": table.features.map({"main": 0, "baseline": 1}),
+        "site": table.site.map({name: i for i, name in enumerate(["", *read["sites"]])}),
+        "c": table.classifier.map({name: i for i, name in enumerate(classifiers)}).fillna(-1),
+        "p": table.pooling.map({name: i for i, name in enumerate(["", *read["poolings"]])}),
+        "s": table.layer_spec.map({spec.name: i for i, spec in enumerate(read["specs"])}).fillna(-1)})
+    return list(keys.sort_values(["f", "site", "c", "p", "s"], kind="stable").index)
+
+
 def _jobs(config: ProbeConfig, path, sites: dict, classifiers: list[str], notes: list[str]) -> list:
     from .api import _Job
 
@@ -254,6 +265,8 @@ def probe_regression(config: ProbeConfig, path, label: str, notes: list[str], st
     records = [_mean_baseline(shared)] + [record for output in outputs for record in output]
     oof = [record.pop("_predictions", None) for record in records]
     table = pd.DataFrame.from_records(records)
+    order = _order(table, read, classifiers)
+    table, oof = table.iloc[order].reset_index(drop=True), [oof[i] for i in order]
     table["is_best"] = _mark_best(table)
     predictions = {index: values for index, values in zip(table.index, oof) if values is not None}
     table = rm.add_significance(table, predictions, plan, y, max(int(config.n_bootstrap), 1000), int(config.seed))
