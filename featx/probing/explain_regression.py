@@ -9,7 +9,17 @@ import numpy as np
 import pandas as pd
 
 from ..errors import StoreError, require_whole
-from .explain import LAYER_PREFIX, length_buckets
+LAYER_PREFIX = "layer_"  # the per-layer columns of a predictions file
+
+
+def length_buckets(n_tokens: pd.Series, buckets: int = 4) -> pd.Series:
+    """Quantile buckets of the token counts, labelled by their ranges (e.g. '8-12')."""
+    edges = np.unique(np.quantile(n_tokens, np.linspace(0, 1, buckets + 1)).round())
+    if len(edges) < 2:
+        return pd.Series([f"{int(n_tokens.min())}"] * len(n_tokens), index=n_tokens.index)
+    codes = np.clip(np.searchsorted(edges, n_tokens, side="right") - 1, 0, len(edges) - 2)
+    labels = [f"{int(lo) if i == 0 else int(lo) + 1}-{int(hi)}" for i, (lo, hi) in enumerate(zip(edges[:-1], edges[1:]))]
+    return pd.Series(pd.Categorical([labels[c] for c in codes], categories=labels, ordered=True), index=n_tokens.index)
 
 
 @dataclass

@@ -125,7 +125,7 @@ def _record(job, classifier: str, row: dict, shared: _Shared) -> dict:
 def _run_job(job, shared: _Shared) -> list[dict]:
     from threadpoolctl import threadpool_limits
 
-    from .api import _load
+    from .inputs import _load
 
     with threadpool_limits(limits=shared.threads):
         data = _load(job, shared)
@@ -147,7 +147,7 @@ def _run_job(job, shared: _Shared) -> list[dict]:
 
 def _mean_baseline(shared: _Shared) -> dict:
     from ..selection import LayerSpec
-    from .api import _Job
+    from .inputs import _Job
 
     folds = [ridge.run_mean(shared.y, train, test) for train, test in shared.plan.folds]
     row = rm.summarise(shared.plan, shared.y, folds, shared.n_bootstrap, shared.seed)
@@ -178,7 +178,7 @@ def _order(table: pd.DataFrame, read: dict, classifiers: list[str]) -> list[int]
 
 
 def _jobs(config: ProbeConfig, path, sites: dict, classifiers: list[str], notes: list[str]) -> list:
-    from .api import _Job
+    from .inputs import _Job
 
     sources = [("main", str(path))] + ([("baseline", str(config.baseline))] if config.baseline is not None else [])
     jobs = []
@@ -210,7 +210,7 @@ def _prediction_table(table: pd.DataFrame, predictions: dict, y: np.ndarray, row
 
 
 def _read(config: ProbeConfig, path, label: str, notes: list[str]) -> dict:
-    from .api import _check_baseline, _check_baseline_sites, _check_corpus, _site_plan
+    from .inputs import _check_baseline, _check_baseline_sites, _check_corpus, _site_plan
 
     with FeatureFile(path, allow_partial=config.allow_partial) as features:
         _check_corpus(features, notes)
@@ -240,7 +240,7 @@ def _read(config: ProbeConfig, path, label: str, notes: list[str]) -> dict:
 
 def probe_regression(config: ProbeConfig, path, label: str, notes: list[str], started: float):
     """The regression run of ``featx.probe`` (called by it once the label is known to be regression)."""
-    from .api import ProbeResult, _versions, _workers
+    from .inputs import ProbeResult, _versions, _workers
     from .results import results_paths, side_path, write_results, write_table
 
     classifiers = regression_classifiers(config)
