@@ -39,6 +39,7 @@ class RegressionExplanation:
                  "R² and MAE by layer:", self.by_layer.T.to_string(float_format=lambda v: f"{v:.3f}"), "",
                  f"largest residuals (prediction - label) at the best layer {self.by_layer.r2.idxmax()}, by layer:"]
         shown = self.largest.head(limit).copy()
+        shown["label"] = shown["label"].map(lambda v: f"{v:.2f}")
         if "text" in shown:
             shown["text"] = shown["text"].map(lambda t: t if len(t) <= 60 else t[:57] + "...")
         lines += ["  " + line for line in shown.to_string(index=False, float_format=lambda v: f"{v:+.2f}").splitlines()]
