@@ -166,3 +166,33 @@ def test_rows_are_ordered_by_pooling_then_layer(score_features):
                          write=False, control=False)
     assert list(result.table.kind)[0] == "baseline"
     assert list(result.table.layer_spec[1:]) == ["2", "0", "1"]  # the order asked for, as for classification
+
+
+def test_dev_rows_choose_alpha_and_the_refit_uses_the_train_rows_only():
+    from sklearn.linear_model import Ridge
+
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((70, 6))
+    y = X[:, 0] - X[:, 1] + 0.3 * rng.standard_normal(70)
+    train, dev, test = np.arange(40), np.arange(40, 55), np.arange(55, 70)
+    fold = ridge.run_ridge(X, [y], train, test, dev, ridge.DEFAULT_ALPHAS, 0)[0]
+    scaler = ridge.ev.fit_scaler(X, train)
+    errors = {alpha: np.mean((Ridge(alpha=alpha).fit(scaler(X[train]), y[train]).predict(scaler(X[dev])) - y[dev]) ** 2)
+              for alpha in ridge.DEFAULT_ALPHAS}
+    assert fold.alpha == min(errors, key=errors.get)
+    expected = Ridge(alpha=fold.alpha).fit(scaler(X[train]), y[train]).predict(scaler(X[test]))
+    np.testing.assert_allclose(fold.predictions, expected, rtol=1e-6, atol=1e-9)
+
+
+def test_a_split_file_with_a_random_baseline_probes_both(tiny_model, tmp_path):
+    rng = random.Random(1)
+    rows = [[" ".join(rng.choice(WORDS[:-4]) for _ in range(rng.randint(2, 8))), f"{i * 0.37 % 5:.2f}",
+             ("train", "test", "train", "dev")[i % 4]] for i in range(60)]
+    corpus = write_csv(tmp_path / "c.csv", rows, header=("text", "score", "split"))
+    main, other = tmp_path / "m.h5", tmp_path / "r.h5"
+    featx.extract(corpus, model=str(tiny_model), output=main, poolings="mean", progress=False)
+    featx.extract(corpus, model=str(tiny_model), output=other, poolings="mean", random_init=True, progress=False)
+    result = featx.probe(main, label="score", baseline=other, jobs=1, n_bootstrap=50, write=False)
+    assert result.meta["evaluation"] == "split" and result.meta["n_dev"] == 15
+    assert set(result.table.features) == {"main", "baseline"}
+    assert (result.table.n_test == 15).all() and result.table.r2_low.le(result.table.r2_high).all()
