@@ -196,3 +196,21 @@ def test_a_split_file_with_a_random_baseline_probes_both(tiny_model, tmp_path):
     assert result.meta["evaluation"] == "split" and result.meta["n_dev"] == 15
     assert set(result.table.features) == {"main", "baseline"}
     assert (result.table.n_test == 15).all() and result.table.r2_low.le(result.table.r2_high).all()
+
+
+def test_learning_curves_of_a_regression_label(score_features, tmp_path):
+    from featx.report.learning import format_curve_table, learning_figure
+
+    path = tmp_path / "f.h5"
+    path.write_bytes(score_features.read_bytes())
+    _plant(path, layer=1)
+    result = featx.probe(path, label="score", layers="0,1", jobs=1, n_bootstrap=50, control=False,
+                         train_sizes="0.25,1.0", output=tmp_path / "r")
+    curve = result.curve
+    assert set(curve.train_size) == {0.25, 1.0} and set(curve.task) == {"regression"}
+    top = curve[(curve.layer_spec == "1") & (curve.train_size == 1.0)].r2.iloc[0]
+    assert top == pytest.approx(result.table[result.table.layer_spec == "1"].r2.iloc[0])
+    assert curve[curve.layer_spec == "1"].n_train.is_monotonic_increasing
+    assert "R² by training size" in format_curve_table(result.curve_path)
+    _, written = learning_figure(result.curve_path, output=tmp_path / "curve.png", formats=("png",))
+    assert written and written[0].stat().st_size > 0

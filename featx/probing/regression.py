@@ -22,6 +22,9 @@ from .config import TASKS, ProbeConfig
 
 MIN_DISTINCT = 10  # a numeric column with at least this many distinct values is probed as regression
 CLASSIFIER_NAMES = {"logreg": "ridge", "ridge": "ridge", "mlp": "mlp"}
+CURVE_COLUMNS = ["features", "site", "label", "task", "layer_spec", "layer", "pooling", "classifier", "train_size",
+                 "n_train", "r2", "r2_low", "r2_high", "spearman", "evaluation"]
+STRATA = 5  # learning curves subsample each training part stratified by quantile bins of the target
 REGRESSION_COLUMNS = [
     "features", "site", "label", "task", "layer_spec", "kind", "layer", "layers", "pooling", "classifier",
     *[f"{name}{suffix}" for name in rm.METRICS for suffix in ("", "_low", "_high")],
@@ -145,6 +148,54 @@ def _run_job(job, shared: _Shared) -> list[dict]:
     return records
 
 
+def _run_curve_job(job, shared: _Shared, sizes: list[float]) -> list[dict]:
+    """Learning-curve points of one job: the same outer folds, each training part subsampled (stratified
+    by quantile bins of the target), the test part unchanged."""
+    from dataclasses import replace
+
+    from threadpoolctl import threadpool_limits
+
+    from .curves import subsampled_plan
+    from .inputs import _load
+
+    edges = np.quantile(shared.y, np.linspace(0, 1, STRATA + 1)[1:-1])
+    strata = np.searchsorted(edges, shared.y, side="right")
+    records = []
+    with threadpool_limits(limits=shared.threads):
+        data = _load(job, shared)
+        for size in sizes:
+            plan = subsampled_plan(shared.plan, strata, size, shared.seed)
+            for classifier in job.classifiers:
+                folds = _fit_folds(classifier, data, [shared.y], replace(shared, plan=plan))[0]
+                row = rm.summarise(plan, shared.y, folds, min(shared.n_bootstrap, 200), shared.seed)
+                records.append({"features": job.features, "site": job.site, "label": shared.label, "task": "regression",
+                                "layer_spec": job.spec.name, "layer": job.spec.layers[0] if job.spec.kind == "single" else None,
+                                "pooling": job.pooling, "classifier": classifier, "train_size": size,
+                                "evaluation": plan.evaluation, **{key: row[key] for key in CURVE_COLUMNS if key in row}})
+    return records
+
+
+def _curves(config: ProbeConfig, path, read: dict, shared: _Shared, classifiers: list[str], workers: int):
+    """The learning-curve table (``--train-sizes``) of the probed single and cat specs, or None."""
+    if config.train_sizes is None:
+        return None, None
+    from .curves import parse_train_sizes
+    from .inputs import _Job
+
+    sizes = parse_train_sizes(config.train_sizes)
+    layers = config.curve_layers
+    specs = parse_layer_specs(layers, read["layers"]) if layers else read["specs"]
+    jobs = [_Job("main", str(path), spec, pooling, list(classifiers)) for spec in specs if spec.kind != "stack"
+            for pooling in read["poolings"]]
+    if workers > 1 and len(jobs) > 1:
+        from joblib import Parallel, delayed
+
+        parts = Parallel(n_jobs=min(workers, len(jobs)))(delayed(_run_curve_job)(job, shared, sizes) for job in jobs)
+    else:
+        parts = [_run_curve_job(job, shared, sizes) for job in jobs]
+    return pd.DataFrame.from_records([record for part in parts for record in part], columns=CURVE_COLUMNS), sizes
+
+
 def _mean_baseline(shared: _Shared) -> dict:
     from ..selection import LayerSpec
     from .inputs import _Job
@@ -232,7 +283,7 @@ def _read(config: ProbeConfig, path, label: str, notes: list[str]) -> dict:
                 _check_baseline(features, other, specs, poolings, False)
                 _check_baseline_sites(other, sites)
         return {"values": values, "kept": kept, "split": split[kept] if split is not None else None,
-                "specs": specs, "poolings": poolings, "sites": sites, "row_info": row_info,
+                "specs": specs, "poolings": poolings, "layers": list(features.layers), "sites": sites, "row_info": row_info,
                 "n_rows": features.n_rows,
                 "file": {key: features.attrs.get(key) for key in (schema.MODEL, schema.MODEL_SHA256,
                                                                   schema.CORPUS_PATH, schema.CORPUS_SHA256)}}
@@ -246,8 +297,6 @@ def probe_regression(config: ProbeConfig, path, label: str, notes: list[str], st
     classifiers = regression_classifiers(config)
     if config.mdl:
         notes.append("MDL is classification-only: no codelength for a regression label")
-    if config.train_sizes is not None:
-        notes.append("learning curves (--train-sizes) are classification-only for now: skipped")
     read = _read(config, path, label, notes)
     kept, y = read["kept"], read["values"][read["kept"]]
     plan = make_plan(y, read["split"], int(config.folds), int(config.seed))
@@ -273,6 +322,7 @@ def probe_regression(config: ProbeConfig, path, label: str, notes: list[str], st
     table = table[REGRESSION_COLUMNS]
     table["layer"] = table["layer"].astype("Int64")
     prediction_table, predictions_for = _prediction_table(table, predictions, y, read["row_info"])
+    curve, sizes = _curves(config, path, read, shared, classifiers, workers)
     meta = {
         "features_file": str(path.resolve()), **read["file"], "task": "regression", "label": label,
         "target": {"mean": float(y.mean()), "std": float(y.std()), "min": float(y.min()), "max": float(y.max())},
@@ -284,10 +334,14 @@ def probe_regression(config: ProbeConfig, path, label: str, notes: list[str], st
         "alphas": list(config.alphas), "control": bool(config.control),
         "baseline_file": str(config.baseline) if config.baseline else None, "jobs": workers,
         "seconds": round(time.perf_counter() - started, 3), **{f"{k}_version": v for k, v in _versions().items()},
-        "notes": list(notes), "predictions_for": predictions_for, "mdl": False, "train_sizes": None,
+        "notes": list(notes), "predictions_for": predictions_for, "mdl": False, "train_sizes": sizes,
     }
-    result = ProbeResult(table, meta, notes=list(notes), predictions=prediction_table)
+    result = ProbeResult(table, meta, notes=list(notes), predictions=prediction_table, curve=curve)
     if config.write:
+        if curve is not None:
+            result.curve_path = side_path(results_paths(path, label, config.output)[0], "curve")
+            meta["curve_file"] = result.curve_path.name
+            write_table(curve, result.curve_path)
         csv_path, json_path = results_paths(path, label, config.output)
         if prediction_table is not None:
             result.predictions_path = side_path(csv_path, "predictions")
