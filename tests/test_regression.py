@@ -214,3 +214,10 @@ def test_learning_curves_of_a_regression_label(score_features, tmp_path):
     assert "R² by training size" in format_curve_table(result.curve_path)
     _, written = learning_figure(result.curve_path, output=tmp_path / "curve.png", formats=("png",))
     assert written and written[0].stat().st_size > 0
+
+
+def test_sweep_refuses_a_forced_regression(score_features):
+    from featx.probing.sweep import from_probe_options
+
+    with pytest.raises(InputError, match="classification-only"):
+        from_probe_options(score_features, True, {"label": "score", "task": "regression"})
