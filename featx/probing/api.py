@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from .._version import __version__
 from ..errors import InputError
 from ..selection import LayerSpec, parse_layer_specs, parse_poolings
 from ..state import given_or_last
@@ -18,49 +17,15 @@ from ..store import FeatureFile, schema
 from . import classifiers as clf
 from . import evaluation as ev
 from .config import ProbeConfig
+from .regression import resolve_task
 from .results import COLUMNS, CURVE_COLUMNS, results_paths, side_path, write_results, write_table
+from .inputs import (TOKENS_POOLING, ProbeResult, _check_baseline, _check_baseline_sites, _check_corpus,  # noqa: F401
+                     _Job, _load, _site_plan, _versions, _workers)
 from .significance import add_significance
 
 MIN_TEST_ROWS = 30  # below this many scored rows a probe's accuracy says little (a warning)
 
-TOKENS_POOLING = "tokens"  # the pooling column of attn rows: the probe pools the token states itself
 
-
-@dataclass
-class ProbeResult:
-    """What a probing run produced: the results table, its metadata and where it was written."""
-
-    table: pd.DataFrame
-    meta: dict
-    csv_path: Path | None = None
-    json_path: Path | None = None
-    notes: list[str] = field(default_factory=list)
-    predictions: pd.DataFrame | None = None  # per-row out-of-fold predictions by layer (one pooling/classifier)
-    curve: pd.DataFrame | None = None  # learning curves (with --train-sizes)
-    predictions_path: Path | None = None
-    curve_path: Path | None = None
-
-    def records(self) -> list[dict]:
-        return self.table.to_dict("records")
-
-    def best(self, pooling: str | None = None, classifier: str | None = None, features: str = "main") -> pd.Series:
-        """The best single-layer row (by accuracy) of one pooling/classifier."""
-        rows = self.table[(self.table.features == features) & (self.table.kind == "single")]
-        if pooling:
-            rows = rows[rows.pooling == pooling]
-        if classifier:
-            rows = rows[rows.classifier == classifier]
-        if rows.empty:
-            raise InputError(f"no single-layer results for pooling={pooling!r}, classifier={classifier!r}")
-        return rows.loc[rows.accuracy.idxmax()]
-
-    def format_table(self) -> str:
-        from .report import format_table
-
-        return format_table(self.table, self.meta)
-
-    def __repr__(self) -> str:
-        return f"ProbeResult({len(self.table)} rows, label={self.meta.get('label')!r}, written to {self.csv_path})"
 
 
 # -- resolving the inputs ----------------------------------------------------------------------------
@@ -79,70 +44,6 @@ def _default_label(features: FeatureFile, config: ProbeConfig, notes: list[str])
     return columns[0]
 
 
-def _check_corpus(features: FeatureFile, notes: list[str]) -> None:
-    """Warn (not fail) when the corpus file changed since extraction: the stored labels may be outdated."""
-    from ..extraction.corpus import file_sha256
-
-    corpus_path, recorded = features.attrs.get(schema.CORPUS_PATH), features.attrs.get(schema.CORPUS_SHA256)
-    if not corpus_path or not recorded or not Path(corpus_path).is_file():
-        return
-    try:
-        current = file_sha256(Path(corpus_path))
-    except OSError:
-        return
-    if current != recorded:
-        notes.append(f"warning: {corpus_path} changed since {features.path.name} was extracted; "
-                            "the stored labels may not match it (re-extract with --overwrite to refresh)")
-
-
-def _check_baseline(main: FeatureFile, other: FeatureFile, specs: list[LayerSpec], poolings: list[str],
-                    need_tokens: bool) -> None:
-    problem = None
-    if other.n_rows != main.n_rows:
-        problem = f"it has {other.n_rows} rows, {main.path.name} has {main.n_rows}"
-    elif main.attrs.get(schema.CORPUS_SHA256) and other.attrs.get(schema.CORPUS_SHA256) and \
-            main.attrs[schema.CORPUS_SHA256] != other.attrs[schema.CORPUS_SHA256]:
-        problem = "it was extracted from a different corpus file (corpus sha256 differs)"
-    elif other.ids != main.ids:
-        first = next(i for i, (a, b) in enumerate(zip(main.ids, other.ids)) if a != b)
-        problem = f"row {first} has id '{other.ids[first]}' there but '{main.ids[first]}' in {main.path.name}"
-    if problem:
-        raise InputError(f"--baseline {other.path} does not hold the same rows: {problem}",
-                         "extract the baseline from the same corpus with the same options, e.g. "
-                         "featx extract CORPUS --random-init")
-    missing_layers = sorted({layer for spec in specs for layer in spec.layers} - set(other.layers))
-    if missing_layers:
-        raise InputError(f"--baseline {other.path} does not store layer(s) {missing_layers}; it stores {other.layers}")
-    missing = [pooling for pooling in poolings if pooling not in other.poolings]
-    if missing:
-        raise InputError(f"--baseline {other.path} does not store pooling(s) {', '.join(missing)}")
-    if need_tokens and not other.has_tokens:
-        raise InputError(f"--baseline {other.path} has no token-level states for the attn probe",
-                         "re-extract it with featx extract --tokens")
-
-
-def _site_plan(features: FeatureFile, config: ProbeConfig, specs: list[LayerSpec],
-               poolings: list[str], notes: list[str]) -> dict[str, tuple[list[LayerSpec], list[str]]]:
-    """Per requested site: its layer specs (resolved against the layers it has) and poolings."""
-    plan = {}
-    for site in config.site_list():
-        if site not in features.sites:
-            raise InputError(f"site '{site}' is not stored in {features.path}; stored sites: {', '.join(features.sites)}",
-                             f"re-extract with featx extract --site {site} (plus the sites you need) --overwrite")
-        if site == "hidden":
-            plan[site] = (specs, poolings)
-            continue
-        try:
-            site_specs = parse_layer_specs(config.layers, features.site_layers(site))
-        except InputError as err:
-            raise InputError(f"site '{site}' (layers {features.site_layers(site)}): {err.message}", err.hint) from None
-        stored = features.site_poolings(site)
-        plan[site] = (site_specs, [pooling for pooling in poolings if pooling in stored])
-        if len(plan[site][1]) < len(poolings):
-            notes.append(f"site '{site}' has no {', '.join(p for p in poolings if p not in stored)} pooling; "
-                                "those rows are probed for hidden only")
-    return plan
-
 
 def _curve_plan(features: FeatureFile, config: ProbeConfig, sites: dict) -> dict[str, tuple[list[LayerSpec], list[str]]]:
     """Per probed site: the layer specs of its learning curves (``--curve-layers``, else the probed
@@ -160,28 +61,8 @@ def _curve_plan(features: FeatureFile, config: ProbeConfig, sites: dict) -> dict
     return plan
 
 
-def _check_baseline_sites(other: FeatureFile, sites: dict) -> None:
-    for site, (specs, _) in sites.items():
-        if site == "hidden":
-            continue
-        if site not in other.sites:
-            raise InputError(f"--baseline {other.path} does not store site '{site}'; it stores {', '.join(other.sites)}",
-                             "extract the baseline with the same --site options")
-        missing = sorted({layer for spec in specs for layer in spec.layers} - set(other.site_layers(site)))
-        if missing:
-            raise InputError(f"--baseline {other.path} does not store layer(s) {missing} of site '{site}'")
-
 
 # -- the jobs ------------------------------------------------------------------------------------
-@dataclass
-class _Job:
-    features: str  # "main" or "baseline"
-    path: str
-    spec: LayerSpec
-    pooling: str
-    classifiers: list[str]
-    site: str = "hidden"
-
 
 @dataclass
 class _Shared:
@@ -202,18 +83,6 @@ class _Shared:
     threads: int
     mdl: bool = False
 
-
-def _load(job: _Job, shared: _Shared):
-    with FeatureFile(job.path, allow_partial=shared.allow_partial) as features:
-        if job.pooling == TOKENS_POOLING:
-            offsets = features.token_offsets
-            starts, lengths = offsets[:-1][shared.kept], np.diff(offsets)[shared.kept]
-            states = np.concatenate([features.token_states(layer, site=job.site) for layer in job.spec.layers], axis=1)
-            return ev.TokenBatches(states, starts, lengths)
-        blocks = [features.features(job.pooling, layer, site=job.site)[shared.kept] for layer in job.spec.layers]
-    if job.spec.kind == "stack":
-        return blocks
-    return blocks[0] if len(blocks) == 1 else np.concatenate(blocks, axis=1)
 
 
 def _fit_folds(classifier: str, kind: str, data, labels: list[np.ndarray], shared: _Shared) -> list[list[ev.FoldResult]]:
@@ -377,7 +246,8 @@ def _record(job: _Job, classifier: str, row: dict, shared: _Shared) -> dict:
     per_class = row.pop("per_class_f1")
     weights = row.pop("layer_weights")
     record = {
-        "features": job.features, "site": job.site, "label": shared.label, "layer_spec": job.spec.name, "kind": job.spec.kind,
+        "features": job.features, "site": job.site, "label": shared.label, "task": "classification",
+        "layer_spec": job.spec.name, "kind": job.spec.kind,
         "layer": job.spec.layers[0] if job.spec.kind == "single" else None,
         "layers": ",".join(map(str, job.spec.layers)), "pooling": job.pooling, "classifier": classifier,
         "evaluation": shared.plan.evaluation, "control_accuracy": float("nan"), "selectivity": float("nan"),
@@ -411,28 +281,6 @@ def _mark_best(table: pd.DataFrame) -> pd.Series:
     return best
 
 
-def _workers(config: ProbeConfig, n_jobs: int) -> tuple[int, int]:
-    import joblib
-
-    cores = joblib.cpu_count()
-    wanted = cores if config.jobs is None or int(config.jobs) < 0 else int(config.jobs)
-    workers = max(1, min(wanted, n_jobs))
-    # One BLAS/torch thread per worker: probes are small matrix products, where extra threads mostly spin
-    # (badly so on a shared machine); the parallelism comes from running jobs side by side.
-    return workers, 1
-
-
-def _versions() -> dict:
-    from importlib.metadata import PackageNotFoundError, version
-
-    out = {"featx": __version__, "numpy": np.__version__}
-    for package, key in (("scikit-learn", "sklearn"), ("torch", "torch")):
-        try:
-            out[key] = version(package)
-        except PackageNotFoundError:
-            out[key] = None
-    return out
-
 
 def probe(config: ProbeConfig | str | Path | None = None, **options) -> ProbeResult:
     """Probe a features file: ``featx.probe("feats.h5", layers="all", poolings="mean,cls")``.
@@ -457,6 +305,13 @@ def probe(config: ProbeConfig | str | Path | None = None, **options) -> ProbeRes
             notes.append(f"warning: {path} is incomplete; probing the {features.n_rows} rows written so far")
         _check_corpus(features, notes)
         label = _default_label(features, config, notes)
+        if resolve_task(features, label, config.task) == "regression":
+            from .regression import probe_regression
+
+            return probe_regression(config, Path(path), label, notes, started)
+        if "ridge" in classifiers:
+            raise InputError(f"ridge is a regression probe, and '{label}' is probed as classes",
+                             "use --classifier logreg, or --task regression for a numeric label")
         codes = features.labels(label)
         names = features.label_names(label)
         kept = np.flatnonzero(codes >= 0)

@@ -8,6 +8,10 @@ from pathlib import Path
 from ..errors import InputError, require_whole
 
 CLASSIFIERS = ("logreg", "svm", "mlp", "attn")
+REGRESSION_ONLY = ("ridge",)  # accepted by --classifier, refused for a classification label
+TASKS = ("auto", "classification", "regression")
+# The L2 strengths of the ridge probe searched inside every training fold (features are standardised).
+DEFAULT_ALPHAS = (1e-2, 1e-1, 1.0, 10.0, 100.0, 1e3, 1e4, 1e5)
 # The inverse regularisation strengths searched inside every training fold (features are standardised).
 DEFAULT_CS = (1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0)
 
@@ -38,6 +42,8 @@ class ProbeConfig:
     curve_layers: str | None = None  # layers of the learning curves (default: every single layer probed)
     predictions: str | None = None  # "POOLING/CLASSIFIER" of the per-row predictions file (default: the best's)
     progress: bool = False
+    task: str = "auto"  # classification, regression, or auto (a numeric label with many distinct values)
+    alphas: tuple[float, ...] = DEFAULT_ALPHAS  # the ridge grid of regression probes
 
     def classifier_list(self) -> list[str]:
         names = self.classifiers if isinstance(self.classifiers, (list, tuple)) else str(self.classifiers).split(",")
@@ -45,7 +51,7 @@ class ProbeConfig:
         for name in (str(part).strip().lower() for part in names):
             if not name:
                 continue
-            if name not in CLASSIFIERS:
+            if name not in CLASSIFIERS + REGRESSION_ONLY:
                 raise InputError(f"classifier '{name}' is not available: choose from {', '.join(CLASSIFIERS)}")
             if name not in chosen:
                 chosen.append(name)
@@ -69,6 +75,10 @@ class ProbeConfig:
             raise InputError("--jobs 0 runs nothing", "use a positive number, or -1 for one job per core")
         if not self.cs or any(float(c) <= 0 for c in self.cs):
             raise InputError("the C grid must hold positive values")
+        if str(self.task).lower() not in TASKS:
+            raise InputError(f"--task {self.task} is not known", "choose classification, regression or auto")
+        if not self.alphas or any(float(a) <= 0 for a in self.alphas):
+            raise InputError("the ridge alpha grid must hold positive values")
         self.classifier_list()
         self.site_list()
         if self.train_sizes is not None:

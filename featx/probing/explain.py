@@ -16,9 +16,8 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InputError, StoreError, require_whole
+from .explain_regression import LAYER_PREFIX, explain_regression, length_buckets  # noqa: F401
 from .results import side_path
-
-LAYER_PREFIX = "layer_"
 
 
 @dataclass
@@ -108,20 +107,12 @@ def _accuracy_by(groups: pd.Series, correct: pd.DataFrame, name: str) -> pd.Data
     return table
 
 
-def length_buckets(n_tokens: pd.Series, buckets: int = 4) -> pd.Series:
-    """Quantile buckets of the token counts, labelled by their ranges (e.g. '8-12')."""
-    edges = np.unique(np.quantile(n_tokens, np.linspace(0, 1, buckets + 1)).round())
-    if len(edges) < 2:
-        return pd.Series([f"{int(n_tokens.min())}"] * len(n_tokens), index=n_tokens.index)
-    codes = np.clip(np.searchsorted(edges, n_tokens, side="right") - 1, 0, len(edges) - 2)
-    labels = [f"{int(lo) if i == 0 else int(lo) + 1}-{int(hi)}" for i, (lo, hi) in enumerate(zip(edges[:-1], edges[1:]))]
-    return pd.Series(pd.Categorical([labels[c] for c in codes], categories=labels, ordered=True), index=n_tokens.index)
-
-
 def explain(results=None, buckets: int = 4, texts: bool = True) -> Explanation:
     """Diagnostics of a probing run: ``featx.explain("corpus.features.label.probe.csv")``."""
     require_whole(buckets, "--buckets")
     path, meta = _resolve(results)
+    if meta.get("task") == "regression":
+        return explain_regression(path, meta, buckets, texts)
     try:
         frame = pd.read_csv(path, dtype={"id": str, "label": str}, keep_default_na=False)
     except (ValueError, OSError) as err:

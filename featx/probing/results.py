@@ -14,7 +14,7 @@ from ..safe_files import atomic_write_text
 from ..errors import StoreError
 
 COLUMNS = [
-    "features", "site", "label", "layer_spec", "kind", "layer", "layers", "pooling", "classifier",
+    "features", "site", "label", "task", "layer_spec", "kind", "layer", "layers", "pooling", "classifier",
     "accuracy", "accuracy_low", "accuracy_high",
     "macro_f1", "macro_f1_low", "macro_f1_high",
     "balanced_accuracy", "balanced_accuracy_low", "balanced_accuracy_high",
@@ -93,6 +93,8 @@ def write_results(table: pd.DataFrame, meta: dict, csv_path: Path, json_path: Pa
 
 
 def _normalise(table: pd.DataFrame) -> pd.DataFrame:
+    if "task" not in table:  # results written before regression probes: classification
+        table.insert(table.columns.get_loc("label") + 1 if "label" in table else 0, "task", "classification")
     if "site" not in table:  # results written before sites: every row probed the hidden states
         table.insert(1 if "features" in table else 0, "site", "hidden")
     if "layer" in table:
@@ -124,7 +126,8 @@ def load_results(path: str | Path) -> tuple[pd.DataFrame, dict]:
             meta = json.loads(sibling.read_text(encoding="utf-8")).get("meta", {}) if sibling.exists() else {}
     except (ValueError, KeyError, OSError) as err:
         raise StoreError(f"{path} is not a featx probe results file ({err})") from None
-    missing = [column for column in ("features", "layer_spec", "pooling", "classifier", "accuracy") if column not in table]
+    metric = "r2" if "task" in table and (table["task"] == "regression").any() else "accuracy"
+    missing = [column for column in ("features", "layer_spec", "pooling", "classifier", metric) if column not in table]
     if missing:
         raise StoreError(f"{path} is not a featx probe results file: columns {', '.join(missing)} are missing")
     return _normalise(table), meta

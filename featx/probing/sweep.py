@@ -176,6 +176,9 @@ def from_probe_options(features, control: bool, options: dict) -> SweepResult:
         shown = ", ".join("--" + name.replace("_", "-") for name in clash) or "--classifier/--site"
         raise InputError(f"--sweep runs its own family of probes on the hidden states; it does not take {shown}",
                          "run featx probe without --sweep for those")
+    if str(options.get("task") or "auto").lower() == "regression":
+        raise InputError("--sweep is classification-only: it has no regression probes yet",
+                         "run featx probe --task regression without --sweep")
     keep = ("label", "layers", "poolings", "folds", "seed", "jobs", "output")
     return sweep(features, control=control, **{key: options[key] for key in keep if key in options})
 

@@ -11,7 +11,7 @@ import pandas as pd
 from .curves import plot_layer_curves, plot_mdl
 from .heatmap import plot_heatmap
 from .load import (METRIC_NAMES, _check_metric, default_classifier, describe, layer_rows, load_results,
-                   poolings_of, references)
+                   main_metric, poolings_of, references)
 from .style import FORMATS, RC, save
 
 
@@ -24,8 +24,9 @@ def classifiers_of(frame: pd.DataFrame) -> list[str]:
     rows = frame[(frame["features"] == "main") & (frame["kind"] == "single")]
     if rows.empty:
         return []
-    if "accuracy" in rows.columns and rows["accuracy"].notna().any():
-        best = rows.groupby("classifier", sort=False)["accuracy"].max().sort_values(ascending=False, kind="stable")
+    metric = main_metric(rows)
+    if metric in rows.columns and rows[metric].notna().any():
+        best = rows.groupby("classifier", sort=False)[metric].max().sort_values(ascending=False, kind="stable")
         return [str(name) for name in best.index]
     return list(dict.fromkeys(rows["classifier"].astype(str)))
 
@@ -61,6 +62,8 @@ def figure(results, meta: dict | None = None, metric: str = "accuracy", classifi
 
     frame, meta = load_results(results, meta)
     frame = with_baseline(frame, baseline)
+    if metric == "accuracy" and main_metric(frame) == "r2":  # regression results: R² by default
+        metric = "r2"
     _check_metric(frame, metric)
     chosen = [classifier] if classifier else (classifiers_of(frame) or [default_classifier(frame)])
     mdl = has_mdl(frame)

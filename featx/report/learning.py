@@ -12,7 +12,12 @@ import pandas as pd
 from ..errors import InputError, StoreError
 from .style import CYCLE, FORMATS, MARKERS, RC, _axes, legend_below, save
 
-CURVE_REQUIRED = ("layer_spec", "pooling", "classifier", "n_train", "accuracy")
+CURVE_REQUIRED = ("layer_spec", "pooling", "classifier", "n_train")
+
+
+def curve_metric(curve: pd.DataFrame) -> str:
+    """``r2`` for the curves of a regression label, else ``accuracy``."""
+    return "r2" if "r2" in curve.columns and "accuracy" not in curve.columns else "accuracy"
 
 
 def is_curve_file(path: str | os.PathLike) -> bool:
@@ -39,7 +44,7 @@ def read_curve(curve) -> pd.DataFrame:
             curve = pd.read_csv(path)
         except (ValueError, OSError) as err:
             raise StoreError(f"{path} cannot be read as a learning-curve file ({err})") from None
-    missing = [column for column in CURVE_REQUIRED if column not in curve.columns]
+    missing = [column for column in (*CURVE_REQUIRED, curve_metric(curve)) if column not in curve.columns]
     if curve.empty or missing:
         raise InputError("no learning-curve rows" + (f" (missing column(s) {', '.join(missing)})" if missing else ""),
                          "run featx probe --train-sizes 0.1,0.25,0.5,1.0")
@@ -65,18 +70,19 @@ def plot_learning_curves(curve, ax=None, pooling: str | None = None, classifier:
     pooling = pooling or str(curve["pooling"].iloc[0])
     classifier = classifier or str(curve["classifier"].iloc[0])
     part = curve[(curve["pooling"] == pooling) & (curve["classifier"] == classifier)]
+    metric = curve_metric(curve)
     with plt.rc_context(RC):
         ax = _axes(ax)
         for index, (spec, rows) in enumerate(part.groupby("layer_spec", sort=False)):
             rows = rows.sort_values("n_train")
             colour, marker = CYCLE[index % len(CYCLE)], MARKERS[index % len(MARKERS)]
-            ax.plot(rows["n_train"], rows["accuracy"], color=colour, marker=marker, linewidth=2, label=f"layer {spec}")
-            if rows[["accuracy_low", "accuracy_high"]].notna().all().all():
-                ax.fill_between(rows["n_train"], rows["accuracy_low"], rows["accuracy_high"], color=colour, alpha=0.12,
+            ax.plot(rows["n_train"], rows[metric], color=colour, marker=marker, linewidth=2, label=f"layer {spec}")
+            if rows[[f"{metric}_low", f"{metric}_high"]].notna().all().all():
+                ax.fill_between(rows["n_train"], rows[f"{metric}_low"], rows[f"{metric}_high"], color=colour, alpha=0.12,
                                 linewidth=0)
         ax.set_xscale("log")
         ax.set_xlabel("training rows (per fold)")
-        ax.set_ylabel("accuracy")
+        ax.set_ylabel("R²" if metric == "r2" else "accuracy")
         ax.grid(True, alpha=0.3)
         if legend:
             legend_below(ax, ncol=4)
@@ -112,6 +118,7 @@ def format_curve_table(curve, max_groups: int = 4) -> str:
     sizes = sorted(set(curve["train_size"])) if "train_size" in curve.columns else sorted(set(curve["n_train"]))
     key = "train_size" if "train_size" in curve.columns else "n_train"
     by = [column for column in ("site", "pooling", "classifier") if column in curve.columns]
+    metric = curve_metric(curve)
     lines = []
     for shown, (group, part) in enumerate(curve.groupby(by, sort=False)):
         if shown == max_groups:
@@ -120,11 +127,11 @@ def format_curve_table(curve, max_groups: int = 4) -> str:
         header = ["layer"] + [f"{size:g}" for size in sizes]
         rows = []
         for spec, block in part.groupby("layer_spec", sort=False):
-            values = dict(zip(block[key], block["accuracy"]))
+            values = dict(zip(block[key], block[metric]))
             rows.append([str(spec)] + ["-" if pd.isna(values.get(size)) else f"{values[size]:.3f}" for size in sizes])
         widths = [max(len(header[i]), *(len(row[i]) for row in rows)) for i in range(len(header))]
         name = " · ".join(str(value) for value in (group if isinstance(group, tuple) else (group,)))
-        lines += [f"learning curve ({name}): accuracy by training size ({'fraction' if key == 'train_size' else 'rows'})",
+        lines += [f"learning curve ({name}): {'R²' if metric == 'r2' else 'accuracy'} by training size ({'fraction' if key == 'train_size' else 'rows'})",
                   "  ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip()]
         lines += ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
     return "\n".join(lines)

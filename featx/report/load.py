@@ -22,8 +22,11 @@ import pandas as pd
 from ..errors import InputError, StoreError
 from .style import SITE_LINESTYLES
 
-METRICS = ("accuracy", "macro_f1", "balanced_accuracy", "selectivity", "control_accuracy")
+METRICS = ("accuracy", "macro_f1", "balanced_accuracy", "selectivity", "control_accuracy",
+           "r2", "spearman", "pearson", "mae", "control_r2")
 METRIC_NAMES = {
+    "r2": "R²", "spearman": "Spearman rho", "pearson": "Pearson r", "mae": "mean absolute error",
+    "control_r2": "control-task R²",
     "accuracy": "accuracy",
     "macro_f1": "macro-F1",
     "balanced_accuracy": "balanced accuracy",
@@ -119,9 +122,15 @@ def default_classifier(frame: pd.DataFrame) -> str:
     probed = frame[(frame["features"] == "main") & frame["kind"].isin(["single", "cat", "stack"])]
     if probed.empty:
         raise InputError("these results have no probe rows (only baselines)", "run featx probe with --layer all")
-    if "accuracy" in probed.columns and probed["accuracy"].notna().any():
-        return str(probed.loc[probed["accuracy"].astype(float).idxmax(), "classifier"])
+    metric = main_metric(probed)
+    if metric in probed.columns and probed[metric].notna().any():
+        return str(probed.loc[probed[metric].astype(float).idxmax(), "classifier"])
     return str(probed["classifier"].iloc[0])
+
+
+def main_metric(frame: pd.DataFrame) -> str:
+    """``r2`` for regression results (no accuracy column), else ``accuracy``."""
+    return "r2" if "accuracy" not in frame.columns and "r2" in frame.columns else "accuracy"
 
 
 def layer_rows(frame: pd.DataFrame, classifier: str | None = None, features: str = "main") -> pd.DataFrame:
@@ -161,11 +170,14 @@ def references(frame: pd.DataFrame, metric: str = "accuracy", classifier: str | 
     majority = frame[frame["kind"] == "majority"]
     if metric in majority.columns and not majority[metric].dropna().empty:
         found.append(("majority class", float(majority[metric].dropna().iloc[0])))
+    mean = frame[frame["kind"] == "baseline"]  # regression: the training mean
+    if metric in mean.columns and not mean[metric].dropna().empty:
+        found.append(("training mean", float(mean[metric].dropna().iloc[0])))
     rows = layer_rows(frame, classifier)
     control_column = "control_accuracy" if metric == "accuracy" else f"control_{metric}"
     if control_column in rows.columns and not rows[control_column].dropna().empty:
         found.append(("control task (max over layers)", float(rows[control_column].max())))
-    baseline = frame[(frame["features"] == "baseline") & (frame["kind"] != "majority")]
+    baseline = frame[(frame["features"] == "baseline") & ~frame["kind"].isin(["majority", "baseline"])]
     if metric in baseline.columns and not baseline[metric].dropna().empty:
         top = baseline.loc[baseline[metric].idxmax()]
         where = f"layer {int(top['layer'])}" if pd.notna(top["layer"]) else str(top.get("layer_spec", ""))

@@ -230,6 +230,23 @@ class FeatureFile:
     def label_names(self, column: str) -> list[str]:
         return json.loads(self._label_dataset(column).attrs[s.LABEL_NAMES])
 
+    def label_values(self, column: str) -> np.ndarray | None:
+        """The float values of a numeric label column (NaN = missing), else None.
+
+        A float dataset is returned as stored; an int-coded column (every file so far) is numeric when
+        each of its stored names parses as a finite number, and the values are those names."""
+        dataset = self._label_dataset(column)
+        if dataset.dtype.kind == "f":
+            return dataset[: self.n_rows].astype(np.float64)
+        try:
+            numbers = np.array([float(name) for name in self.label_names(column)], dtype=np.float64)
+        except (TypeError, ValueError):
+            return None
+        if not np.all(np.isfinite(numbers)):
+            return None
+        codes = dataset[: self.n_rows]
+        return np.where(codes >= 0, numbers[np.maximum(codes, 0)] if len(numbers) else np.nan, np.nan)
+
     # -- tokens ----------------------------------------------------------------------------
     @property
     def has_tokens(self) -> bool:
