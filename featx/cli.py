@@ -82,6 +82,11 @@ def main():
 @click.option("--batch-size", type=int, default=256, show_default=True, help="Most rows per batch.")
 @click.option("--skip-empty", is_flag=True, help="Leave out empty or whitespace-only texts instead of refusing.")
 @click.option("--encoding", default="utf-8", show_default=True, help="Text encoding of the corpus file.")
+@click.option("--sep", default=None,
+              help="Corpus delimiter: comma, tab, semicolon or pipe (default: sniffed from the first lines).")
+@click.option("--missing-labels", default="empty", show_default=True,
+              help="Label values read as missing: empty (empty cells only), pandas (also NA, null, None, nan...) "
+                   "or a comma list such as 'NA,-'.")
 @click.option("--overwrite", is_flag=True, help="Replace an existing or unfinished output.")
 @click.option("--trust-remote-code", is_flag=True, help="Allow the model folder's own Python code to run.")
 @click.option("--random-init", is_flag=True, help="Same architecture and tokenizer, random weights (a control).")
