@@ -137,6 +137,12 @@ def merge(output, keep_shards, overwrite, quiet):
 @main.command()
 @click.argument("features", required=False, type=click.Path(path_type=Path))
 @click.option("--label", default=None, help="Label column to probe (default: 'label', else the first one).")
+@click.option("--labels", type=click.Path(path_type=Path), default=None,
+              help="A file of label columns (CSV/TSV/JSONL) joined to the stored rows, instead of the stored labels.")
+@click.option("--join", default="id", show_default=True,
+              help="How --labels rows match the stored rows: id (its id column) or row (its data row numbers).")
+@click.option("--bins", type=int, default=None, help="Probe a numeric label as N quantile bins.")
+@click.option("--min-class-rows", type=int, default=None, help="Drop classes with fewer labelled rows (reported).")
 @click.option("--layer", "layers", default="all", show_default=True,
               help="all, 0,3,6, -4:, cat(-4:) (concatenated), stack (one probe per layer + meta classifier).")
 @click.option("--pooling", "poolings", default="all", show_default=True, help="all or a list of the stored poolings.")

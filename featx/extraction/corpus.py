@@ -28,6 +28,15 @@ CONTINUOUS_MIN_FRACTION = 0.05  # than this fraction of its rows, or with decima
 _NUMBER = re.compile(r"^\s*[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?\s*$")
 
 
+def looks_continuous(names: list[str], present: int) -> bool:
+    """Numeric class names that look like a score: more than 20 distinct values, with decimals or
+    more distinct values than 5% of the labelled rows."""
+    if len(names) <= CONTINUOUS_MIN_DISTINCT or not all(_NUMBER.match(name) for name in names):
+        return False
+    decimals = any("." in name or "e" in name.lower() for name in names)
+    return decimals or len(names) > CONTINUOUS_MIN_FRACTION * present
+
+
 @dataclass
 class LabelColumn:
     """A candidate label: integer codes per row (-1 = missing) and the class names."""
@@ -45,11 +54,7 @@ class LabelColumn:
     @property
     def looks_continuous(self) -> bool:
         """Numeric with many distinct values (a score, not classes)."""
-        if not self.numeric or len(self.names) <= CONTINUOUS_MIN_DISTINCT:
-            return False
-        present = int((self.codes >= 0).sum())
-        decimals = any("." in name or "e" in name.lower() for name in self.names)
-        return decimals or len(self.names) > CONTINUOUS_MIN_FRACTION * present
+        return self.numeric and looks_continuous(self.names, int((self.codes >= 0).sum()))
 
     def values(self) -> np.ndarray:
         """Each row's value as a float (NaN where missing); for numeric columns only."""

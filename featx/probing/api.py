@@ -18,6 +18,7 @@ from ..store import FeatureFile, schema
 from . import classifiers as clf
 from . import evaluation as ev
 from .config import ProbeConfig
+from .labels import join_labels, prepare, split_note, stored_column
 from .results import COLUMNS, CURVE_COLUMNS, results_paths, side_path, write_results, write_table
 from .significance import add_significance
 
@@ -77,6 +78,22 @@ def _default_label(features: FeatureFile, config: ProbeConfig, notes: list[str])
     notes.append(f"no 'label' column; probing '{columns[0]}' (label columns: {', '.join(columns)}; "
                         "choose with --label)")
     return columns[0]
+
+
+def _label_column_of(features: FeatureFile, config: ProbeConfig, notes: list[str]):
+    """The label column to probe: stored, or joined from ``--labels``; binned / rare classes dropped as asked."""
+    if config.labels is not None:
+        columns = join_labels(features, config.labels, config.join)
+        names = list(columns)
+        label = config.label or ("label" if "label" in columns else names[0])
+        if label not in columns:
+            raise InputError(f"{config.labels} has no label column '{label}'; label columns: {', '.join(names)}",
+                             "pick one with --label NAME")
+        notes.append(f"labels from {config.labels} (joined by {config.join}): probing '{label}'")
+        column = columns[label]
+    else:
+        column = stored_column(features, _default_label(features, config, notes))
+    return prepare(column, config.bins, config.min_class_rows, notes)
 
 
 def _check_corpus(features: FeatureFile, notes: list[str]) -> None:
@@ -456,9 +473,8 @@ def probe(config: ProbeConfig | str | Path | None = None, **options) -> ProbeRes
         if not features.complete:
             notes.append(f"warning: {path} is incomplete; probing the {features.n_rows} rows written so far")
         _check_corpus(features, notes)
-        label = _default_label(features, config, notes)
-        codes = features.labels(label)
-        names = features.label_names(label)
+        column = _label_column_of(features, config, notes)
+        label, codes, names = column.name, column.codes, column.names
         kept = np.flatnonzero(codes >= 0)
         y = codes[kept].astype(np.int64)
         ev.check_labels(y, names, label, path)
@@ -491,6 +507,8 @@ def probe(config: ProbeConfig | str | Path | None = None, **options) -> ProbeRes
     y = np.searchsorted(present, y)
     plan = ev.make_plan(y, split[kept] if split is not None else None, int(config.folds), config.seed,
                         class_names, label)
+    if split is not None and plan.is_split:
+        notes.append(split_note(plan, split, kept))
     if split is not None and not plan.is_split:
         found = ", ".join(sorted(set(map(str, split[kept])))[:6])
         notes.append(f"the split column has no train and test rows to use (values: {found}); "

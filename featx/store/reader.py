@@ -219,7 +219,7 @@ class FeatureFile:
         if key not in self._file[s.LABELS]:
             raise InputError(
                 f"{self.path} has no label column '{column}'; label columns: {', '.join(self.label_columns) or '(none)'}",
-                "pick one with --label NAME",
+                "pick one with --label NAME, or join label columns from another file with --labels FILE.csv",
             )
         return self._file[s.LABELS][key]
 
