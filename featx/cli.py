@@ -195,6 +195,26 @@ def probe(features, no_control, sweep, **options):
                f"({result.meta['seconds']:.1f} s)")
 
 
+@main.group()
+def labels():
+    """Label columns of a features file."""
+
+
+@labels.command("add")
+@click.argument("features", type=click.Path(path_type=Path))
+@click.argument("label_file", type=click.Path(path_type=Path))
+@click.option("--join", default="id", show_default=True,
+              help="How LABEL_FILE rows match the stored rows: id (its id column) or row (its data row numbers).")
+@click.option("--missing-labels", default="empty", show_default=True,
+              help="Label values read as missing: empty, pandas, or a comma list such as 'NA,-'.")
+@click.option("--sep", default=None, help="LABEL_FILE's delimiter (default: sniffed).")
+def labels_add(features, label_file, join, missing_labels, sep):
+    """Store the label columns of LABEL_FILE in FEATURES for good, joined to its rows (no re-extraction)."""
+    from .probing.labels import add_labels
+
+    echo(add_labels(features, label_file, join, missing_labels, sep))
+
+
 @main.command()
 @click.argument("results", required=False, type=click.Path(path_type=Path))
 @click.option("--limit", type=int, default=10, show_default=True, help="Rows listed per group.")

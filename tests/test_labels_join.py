@@ -82,3 +82,38 @@ def test_split_values_are_said():
     kept = np.arange(len(y))
     assert split_note(plan, split, kept) == "split: train = 'TRAIN', 'train' (20 rows); dev = 'val' (10 rows); " \
                                             "test = 'test' (10 rows)"
+
+
+def test_labels_add_stores_columns_for_good(features_copy, tmp_path):
+    rows = [(i, f"{i / N_ROWS:.3f}", ("x", "y")[i % 2]) for i in range(N_ROWS)]
+    path = labels_file(tmp_path, rows, header="id,score,mood")
+    result = CliRunner().invoke(main, ["labels", "add", str(features_copy), str(path)])
+    assert result.exit_code == 0, result.output
+    assert "added to" in result.output and "mood (2 classes, 0 missing)" in result.output
+    with featx.open(features_copy) as features:
+        assert features.label_columns == ["label", "topic", "score", "mood"]
+        assert features.label_names("mood") == ["x", "y"]
+        assert abs(features.label_values("score")[79] - 0.988) < 1e-9  # continuous: float values kept
+    again = CliRunner().invoke(main, ["labels", "add", str(features_copy), str(path)])
+    assert again.exit_code == 2 and "already has label column(s) score, mood" in again.output
+
+
+def test_interrupted_labels_add_leaves_the_file_unchanged(features_copy, tmp_path, monkeypatch):
+    from featx.store import writer
+
+    before = features_copy.read_bytes()
+    path = labels_file(tmp_path, [(i, "a", "b") for i in range(N_ROWS)], header="id,one,two")
+    calls = []
+
+    def dying(file, name, column):
+        calls.append(name)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        original(file, name, column)
+
+    original = writer.write_label
+    monkeypatch.setattr(writer, "write_label", dying)
+    result = CliRunner().invoke(main, ["labels", "add", str(features_copy), str(path)])
+    assert result.exit_code != 0 and calls == ["one", "two"]
+    assert features_copy.read_bytes() == before
+    assert sorted(p.name for p in features_copy.parent.iterdir() if p.name.startswith(".feats")) == []

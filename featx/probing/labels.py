@@ -154,3 +154,23 @@ def split_note(plan, split: np.ndarray, kept: np.ndarray) -> str | None:
 
 def label_source_name(path) -> str:
     return source_name(path)
+
+
+def add_labels(features_path: str | Path, labels_path: str | Path, join: str = "id",
+               missing_labels: str = "empty", sep: str | None = None) -> str:
+    """``featx labels add``: store the label columns of ``labels_path`` in the features file for good
+    (atomically); returns the line to show."""
+    from ..store.writer import add_label_columns
+    from .task import open_complete
+
+    features_path = Path(features_path)
+    with open_complete(features_path) as features:
+        columns = join_labels(features, labels_path, join, missing_labels, sep)
+        clash = [name for name in columns if name in features.label_columns]
+    if clash:
+        raise InputError(f"{features_path} already has label column(s) {', '.join(clash)}",
+                         "rename them in the label file, or probe them without storing: featx probe --labels FILE")
+    add_label_columns(features_path, columns)
+    shown = ", ".join(f"{name} ({len(column.names)} classes, {column.n_missing} missing)"
+                      for name, column in columns.items())
+    return f"added to {features_path}: {shown}"

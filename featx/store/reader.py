@@ -230,6 +230,21 @@ class FeatureFile:
     def label_names(self, column: str) -> list[str]:
         return json.loads(self._label_dataset(column).attrs[s.LABEL_NAMES])
 
+    def label_values(self, column: str) -> np.ndarray:
+        """A numeric label column's float values (NaN = missing): stored for continuous-looking columns,
+        else read from its class names."""
+        codes = self.labels(column)
+        key = s.label_values_path(column)
+        if key in self._file:
+            return np.asarray(self._file[key][: self.n_rows], dtype=np.float64)
+        names = self.label_names(column)
+        try:
+            table = np.array([float(name) for name in names] + [np.nan])
+        except ValueError:
+            raise InputError(f"label column '{column}' of {self.path} is not numeric (e.g. '{names[0]}')",
+                             "its values are classes: probe it as classes") from None
+        return table[np.where(codes >= 0, codes, len(names))]
+
     # -- tokens ----------------------------------------------------------------------------
     @property
     def has_tokens(self) -> bool:
