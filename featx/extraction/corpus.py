@@ -351,7 +351,7 @@ def _label_column(name: str, values: list[str], markers: frozenset[str] = frozen
     return LabelColumn(name=name, codes=codes, names=present, missing=missing, numeric=numeric)
 
 
-def _decode_source(raw: bytes, path: Path, suffix: str, encoding: str) -> str:
+def _decode_source(raw: bytes, path: Path, encoding: str) -> str:
     if not raw.strip():
         raise InputError(f"{path} is empty", "give a file with a header row, e.g. text,label, and one row per text")
     return _decode(raw, path, encoding)
@@ -361,7 +361,7 @@ def _parse(raw: bytes, path: Path, suffix: str, encoding: str, sep: str | None, 
     """Header, rows and each row's first line, whatever the format."""
     if suffix == ".parquet":
         return _read_parquet(raw, path)
-    text = _decode_source(raw, path, suffix, encoding)
+    text = _decode_source(raw, path, encoding)
     if suffix in (".jsonl", ".ndjson", ".json"):  # .json: JSON Lines too (an array is refused above)
         return _read_jsonl(text, path)
     delimiter = choose_delimiter(text, suffix, sep)

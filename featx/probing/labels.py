@@ -10,7 +10,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..extraction.corpus import (LabelColumn, _label_column, _parse, _read_source, _refuse_other_formats,
-                                 _unwrap_gzip, looks_continuous, normalise_sep, source_name)
+                                 _unwrap_gzip, looks_continuous, normalise_sep)
 from ..store import FeatureFile, schema
 
 JOINS = ("id", "row")
@@ -150,10 +150,6 @@ def split_note(plan, split: np.ndarray, kept: np.ndarray) -> str | None:
         found = sorted(set(map(str, values[rows])))
         parts.append(f"{role} = {', '.join(repr(value) for value in found)} ({len(rows):,} rows)")
     return "split: " + "; ".join(parts)
-
-
-def label_source_name(path) -> str:
-    return source_name(path)
 
 
 def add_labels(features_path: str | Path, labels_path: str | Path, join: str = "id",
