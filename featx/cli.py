@@ -82,6 +82,11 @@ def main():
 @click.option("--batch-size", type=int, default=256, show_default=True, help="Most rows per batch.")
 @click.option("--skip-empty", is_flag=True, help="Leave out empty or whitespace-only texts instead of refusing.")
 @click.option("--encoding", default="utf-8", show_default=True, help="Text encoding of the corpus file.")
+@click.option("--sep", default=None,
+              help="Corpus delimiter: comma, tab, semicolon or pipe (default: sniffed from the first lines).")
+@click.option("--missing-labels", default="empty", show_default=True,
+              help="Label values read as missing: empty (empty cells only), pandas (also NA, null, None, nan...) "
+                   "or a comma list such as 'NA,-'.")
 @click.option("--overwrite", is_flag=True, help="Replace an existing or unfinished output.")
 @click.option("--trust-remote-code", is_flag=True, help="Allow the model folder's own Python code to run.")
 @click.option("--random-init", is_flag=True, help="Same architecture and tokenizer, random weights (a control).")
@@ -132,6 +137,12 @@ def merge(output, keep_shards, overwrite, quiet):
 @main.command()
 @click.argument("features", required=False, type=click.Path(path_type=Path))
 @click.option("--label", default=None, help="Label column to probe (default: 'label', else the first one).")
+@click.option("--labels", type=click.Path(path_type=Path), default=None,
+              help="A file of label columns (CSV/TSV/JSONL) joined to the stored rows, instead of the stored labels.")
+@click.option("--join", default="id", show_default=True,
+              help="How --labels rows match the stored rows: id (its id column) or row (its data row numbers).")
+@click.option("--bins", type=int, default=None, help="Probe a numeric label as N quantile bins.")
+@click.option("--min-class-rows", type=int, default=None, help="Drop classes with fewer labelled rows (reported).")
 @click.option("--layer", "layers", default="all", show_default=True,
               help="all, 0,3,6, -4:, cat(-4:) (concatenated), stack (one probe per layer + meta classifier).")
 @click.option("--pooling", "poolings", default="all", show_default=True, help="all or a list of the stored poolings.")
@@ -184,6 +195,26 @@ def probe(features, no_control, sweep, **options):
     extra = [path.name for path in (result.predictions_path, result.curve_path) if path is not None]
     echo(f"\nwrote {result.csv_path} and {', '.join([result.json_path.name, *extra])} "
                f"({result.meta['seconds']:.1f} s)")
+
+
+@main.group()
+def labels():
+    """Label columns of a features file."""
+
+
+@labels.command("add")
+@click.argument("features", type=click.Path(path_type=Path))
+@click.argument("label_file", type=click.Path(path_type=Path))
+@click.option("--join", default="id", show_default=True,
+              help="How LABEL_FILE rows match the stored rows: id (its id column) or row (its data row numbers).")
+@click.option("--missing-labels", default="empty", show_default=True,
+              help="Label values read as missing: empty, pandas, or a comma list such as 'NA,-'.")
+@click.option("--sep", default=None, help="LABEL_FILE's delimiter (default: sniffed).")
+def labels_add(features, label_file, join, missing_labels, sep):
+    """Store the label columns of LABEL_FILE in FEATURES for good, joined to its rows (no re-extraction)."""
+    from .probing.labels import add_labels
+
+    echo(add_labels(features, label_file, join, missing_labels, sep))
 
 
 @main.command()

@@ -39,9 +39,9 @@ REFUSED = [
     ("numbers-only text column", "text,label\n1,a\n2.5,b\n-3e4,a\n", [],
      r"text column 'text' holds only numbers.*hint: is --text-col the right column"),
     ("empty texts", "text,label\nhi,1\n,0\nyo,1\n", [],
-     r"1 empty or whitespace-only text\(s\) in column 'text': row 2 \(line 3\).*hint: .*--skip-empty"),
+     r"1 empty or whitespace-only text\(s\) in column 'text': row 1 \(line 3\).*hint: .*--skip-empty"),
     ("whitespace texts", "text,label\nhi,1\n  \t ,0\n   ,1\n", [],
-     r"2 empty or whitespace-only text\(s\).*row 2 \(line 3\), row 3 \(line 4\).*--skip-empty"),
+     r"2 empty or whitespace-only text\(s\).*row 1 \(line 3\), row 2 \(line 4\).*--skip-empty"),
     ("all texts empty with --skip-empty", "text,label\n ,1\n,0\n", ["--skip-empty"], r"every text in column 'text' is empty"),
     ("ragged row, too many fields", "text,label\nhi,1\nhey,0,extra\n", [],
      r"c\.csv: line 3 has 3 fields but the header has 2.*hint: fix the row"),
@@ -55,7 +55,7 @@ REFUSED = [
     ("duplicate column names", "text,label,label\nhi,1,2\n", [], r"repeats column\(s\) label"),
     ("unnamed column", "text,,label\nhi,x,1\n", [], r"column 2 of the header has no name"),
     ("duplicate ids", "id,text\nx,hi\nx,yo\n", ["--id-col", "id"], r"id 'x' appears twice in column 'id' \(line 2 and line 3\)"),
-    ("empty id", "id,text\nx,hi\n,yo\n", ["--id-col", "id"], r"row 2 \(line 3\) has an empty id in column 'id'"),
+    ("empty id", "id,text\nx,hi\n,yo\n", ["--id-col", "id"], r"row 1 \(line 3\) has an empty id in column 'id'"),
     ("corpus is a directory", None, ["@dir"], r"is a directory, not a corpus file"),
     ("corpus missing", None, [], r"corpus file .*c\.csv does not exist"),
     ("bad JSON line", '{"text": "hi"}\n{"text": oops}\n', ["@jsonl"], r"c\.jsonl: line 2 is not valid JSON"),
@@ -247,7 +247,8 @@ def test_odd_but_valid_corpus_round_trips(tiny_model, tmp_path):
         writer.writerows(zip(texts, labels, weird, labels, weird))
     assert path.read_bytes().startswith(b"\xef\xbb\xbftext,") and b"\r\n" in path.read_bytes()
 
-    summary = extract(ExtractConfig(corpus=path, output=tmp_path / "odd.h5", model=str(tiny_model), progress=False))
+    summary = extract(ExtractConfig(corpus=path, output=tmp_path / "odd.h5", model=str(tiny_model), progress=False,
+                                   missing_labels="pandas"))  # nan, NaN, NA, null missing (default: empty only)
     assert summary.rows == len(texts) and summary.truncated_rows == 1
     with featx.open(summary.output) as features:
         assert features.texts == texts

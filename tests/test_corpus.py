@@ -41,9 +41,10 @@ def test_bom_and_windows_line_endings(tmp_path):
     assert corpus.labels["label"].names == ["0", "1"]
 
 
-def test_nan_labels_are_missing(tmp_path):
+def test_nan_labels_are_missing_with_the_pandas_markers(tmp_path):
     path = write(tmp_path, "text,label\na,pos\nb,NaN\nc,\nd,neg\n")
-    np.testing.assert_array_equal(read_corpus(path).labels["label"].codes, [1, -1, -1, 0])
+    np.testing.assert_array_equal(read_corpus(path, missing_labels="pandas").labels["label"].codes, [1, -1, -1, 0])
+    np.testing.assert_array_equal(read_corpus(path).labels["label"].codes, [2, 0, -1, 1])  # default: empty only
 
 
 def test_tsv_and_jsonl_and_parquet(tmp_path):
@@ -67,7 +68,7 @@ BAD_INPUTS = [
     ("whitespace file", "\n\n", "is empty"),
     ("header only", "text,label\n", "header but no rows"),
     ("missing text column", "sentence,label\nhi,1\n", "no text column 'text'; columns found: sentence, label"),
-    ("empty text", "text,label\nhi,1\n   ,0\n,1\n", "2 empty or whitespace-only text.*row 2 \\(line 3\\), row 3 \\(line 4\\)"),
+    ("empty text", "text,label\nhi,1\n   ,0\n,1\n", "2 empty or whitespace-only text.*row 1 \\(line 3\\), row 2 \\(line 4\\)"),
     ("ragged row", "text,label\nhi,1\nhey,0,extra\n", "line 3 has 3 fields but the header has 2"),
     ("open quote", "text,label\n\"hi,1\nyo,0\n", "quote is probably left open|cannot parse"),
     ("latin-1", b"text,label\ncaf\xe9,1\n", "line 2, column 4 is not valid utf-8"),
@@ -88,7 +89,8 @@ def test_skip_empty_reports_rows(tmp_path):
     path = write(tmp_path, "text,label\nhi,1\n  ,0\nyo,1\n")
     corpus = read_corpus(path, skip_empty=True)
     assert corpus.texts == ["hi", "yo"]
-    assert corpus.skipped_rows == [2]
+    assert corpus.skipped_rows == [1]  # data row numbers, 0-based, like the ids
+    assert corpus.ids == ["0", "2"]
     np.testing.assert_array_equal(corpus.labels["label"].codes, [0, 0])
 
 

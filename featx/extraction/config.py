@@ -51,6 +51,8 @@ class ExtractConfig:
     batch_size: int = 256
     skip_empty: bool = False
     encoding: str = "utf-8"
+    sep: str | None = None  # the corpus delimiter: None sniffs it (comma, tab, semicolon, pipe)
+    missing_labels: str = "empty"  # label values read as missing: empty (the empty cell), pandas, or a comma list
     overwrite: bool = False
     trust_remote_code: bool = False
     random_init: bool = False
@@ -119,6 +121,20 @@ def _check_encoding(config: ExtractConfig) -> None:
                          "use a Python codec name such as utf-8, utf-8-sig or latin-1") from None
 
 
+def _check_sep(config: ExtractConfig) -> None:
+    from .corpus import normalise_sep
+
+    object.__setattr__(config, "sep", normalise_sep(config.sep))
+
+
+def _check_missing_labels(config: ExtractConfig) -> None:
+    value = config.missing_labels
+    if value is None or not isinstance(value, str) or not value.strip():
+        raise InputError("--missing-labels is empty",
+                         "use empty (only empty cells), pandas (NA, null, None, nan... too) or a list, e.g. 'NA,-'")
+    object.__setattr__(config, "missing_labels", value.strip())
+
+
 def _check_text_col(config: ExtractConfig) -> None:
     if not isinstance(config.text_col, str) or not config.text_col.strip():
         raise InputError("--text-col is empty", "name the column that holds the texts, e.g. --text-col text")
@@ -159,6 +175,7 @@ CONSTRAINTS = (
     _positive("max_tokens", "--max-tokens"), _positive("batch_size", "--batch-size", optional=False),
     _positive("commit_rows", "--commit-rows"), _positive("max_length", "--max-length", minimum=2),
     _check_commit_seconds, _check_shards, _check_long, _positive("stride", "--stride", minimum=0), _check_device_map,
+    _check_sep, _check_missing_labels,
 )
 
 

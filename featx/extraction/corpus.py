@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import gzip
 import hashlib
 import io
 import json
@@ -11,6 +12,7 @@ import os
 import re
 import stat
 import sys
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -18,8 +20,21 @@ import numpy as np
 
 from ..errors import InputError
 
-MISSING_VALUES = frozenset({"", "nan", "NaN", "NAN", "NA", "N/A", "null", "NULL", "None"})
+# ``--missing-labels pandas``: the markers pandas reads as missing by default (the empty cell always is).
+PANDAS_MISSING = frozenset({"nan", "NaN", "NAN", "NA", "N/A", "n/a", "null", "NULL", "None", "<NA>", "-NaN", "-nan"})
+MISSING_VALUES = PANDAS_MISSING | {""}  # kept for callers of 0.x
+CONTINUOUS_MIN_DISTINCT = 20  # a numeric label column with more distinct values than this (and
+CONTINUOUS_MIN_FRACTION = 0.05  # than this fraction of its rows, or with decimals) looks continuous
 _NUMBER = re.compile(r"^\s*[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?\s*$")
+
+
+def looks_continuous(names: list[str], present: int) -> bool:
+    """Numeric class names that look like a score: more than 20 distinct values, with decimals or
+    more distinct values than 5% of the labelled rows."""
+    if len(names) <= CONTINUOUS_MIN_DISTINCT or not all(_NUMBER.match(name) for name in names):
+        return False
+    decimals = any("." in name or "e" in name.lower() for name in names)
+    return decimals or len(names) > CONTINUOUS_MIN_FRACTION * present
 
 
 @dataclass
@@ -29,10 +44,22 @@ class LabelColumn:
     name: str
     codes: np.ndarray
     names: list[str]
+    missing: dict[str, int] = field(default_factory=dict)  # value read as missing -> rows ("" = empty cell)
+    numeric: bool = False  # every present value is a number
 
     @property
     def n_missing(self) -> int:
         return int((self.codes < 0).sum())
+
+    @property
+    def looks_continuous(self) -> bool:
+        """Numeric with many distinct values (a score, not classes)."""
+        return self.numeric and looks_continuous(self.names, int((self.codes >= 0).sum()))
+
+    def values(self) -> np.ndarray:
+        """Each row's value as a float (NaN where missing); for numeric columns only."""
+        table = np.array([float(name) for name in self.names] + [np.nan])
+        return table[np.where(self.codes >= 0, self.codes, len(self.names))]
 
 
 @dataclass
@@ -47,7 +74,8 @@ class Corpus:
     labels: dict[str, LabelColumn]
     split: list[str] | None
     sha256: str
-    skipped_rows: list[int] = field(default_factory=list)  # 1-based data rows left out by --skip-empty
+    skipped_rows: list[int] = field(default_factory=list)  # data row numbers (0-based) left out by --skip-empty
+    notes: list[str] = field(default_factory=list)  # what the reader decided, for the user (delimiter, missing)
 
     def __len__(self) -> int:
         return len(self.texts)
@@ -105,6 +133,76 @@ def _refuse_other_formats(raw: bytes, path: Path, suffix: str) -> None:
     if (suffix == ".json" and start[:1] == b"[") or (suffix in ("", ".jsonl", ".ndjson") and start == b"[{"):
         raise InputError(f"{path} is a JSON array; featx reads JSON Lines (one object per line)",
                          f"convert it, e.g. jq -c '.[]' {path} > corpus.jsonl")
+
+
+DELIMITER_NAMES = {",": "comma", "\t": "tab", ";": "semicolon", "|": "pipe"}
+SEP_ALIASES = {**{name: char for char, name in DELIMITER_NAMES.items()}, "\\t": "\t", "tsv": "\t", "csv": ","}
+SNIFF_BYTES = 64 * 1024
+SNIFF_ROWS = 50
+
+
+def normalise_sep(sep: str | None) -> str | None:
+    """``--sep``: one of , TAB ; | (or its name: comma, tab, semicolon, pipe; ``\\t``); None to sniff."""
+    if sep is None or sep == "":
+        return None
+    chosen = sep if sep in DELIMITER_NAMES else SEP_ALIASES.get(str(sep).strip().lower())
+    if chosen is None:
+        raise InputError(f"--sep '{sep}' is not understood",
+                         "use --sep comma, tab, semicolon or pipe (or the character itself)")
+    return chosen
+
+
+def _suffix_delimiter(text: str, suffix: str) -> str:
+    if suffix == ".tsv":
+        return "\t"
+    if suffix == ".csv":
+        return ","
+    first_line = text.split("\n", 1)[0]
+    return "\t" if first_line.count("\t") > first_line.count(",") else ","
+
+
+def _sample_width(sample: str, delimiter: str) -> int:
+    """The header's width when the sample's whole rows all have it (and it is at least 2), else 0."""
+    reader = csv.reader(io.StringIO(sample, newline=""), delimiter=delimiter, strict=True)
+    try:
+        widths = [len(row) for row, _ in zip(reader, range(SNIFF_ROWS)) if row]
+    except csv.Error:
+        return 0
+    if len(widths) > 2:
+        widths = widths[:-1]  # the last row of a cut sample may be cut too
+    return widths[0] if widths and widths[0] >= 2 and len(set(widths)) == 1 else 0
+
+
+def choose_delimiter(text: str, suffix: str, sep: str | None) -> str:
+    """``--sep``, else the suffix's delimiter when the first lines agree with it, else the candidate
+    (comma, tab, semicolon, pipe) that splits the header and the first rows into the same, largest width.
+    When none does, the suffix's (its parse error then names the line)."""
+    if sep is not None:
+        return sep
+    default = _suffix_delimiter(text, suffix)
+    sample = text[:SNIFF_BYTES]
+    if _sample_width(sample, default):
+        return default
+    widths = {char: _sample_width(sample, char) for char in DELIMITER_NAMES}
+    best = max(widths, key=lambda char: widths[char])
+    return best if widths[best] else default
+
+
+GZIP_SUFFIXES = (".csv", ".tsv", ".jsonl", ".ndjson", ".json", ".txt")
+
+
+def _unwrap_gzip(raw: bytes, path: Path) -> tuple[str, bytes]:
+    """The suffix that says the format, and the bytes to parse: ``x.csv.gz`` is read as ``x.csv``."""
+    suffix = "" if is_stdin(path) else path.suffix.lower()
+    if suffix == ".gz" and raw.startswith(b"\x1f\x8b"):
+        inner = Path(path.stem).suffix.lower()
+        if inner in GZIP_SUFFIXES:
+            try:
+                return inner, gzip.decompress(raw)
+            except (OSError, EOFError, zlib.error) as err:
+                raise InputError(f"{path} is not a readable gzip file ({err})",
+                                 "check the download, or decompress it yourself") from None
+    return suffix, raw
 
 
 def _semicolon_hint(header: list[str]) -> str | None:
@@ -226,47 +324,56 @@ def _cell(value) -> str:
     return str(value)
 
 
-def _label_column(name: str, values: list[str]) -> LabelColumn:
-    present = sorted({value.strip() for value in values if value.strip() not in MISSING_VALUES})
-    if present and all(_NUMBER.match(value) for value in present):
+MISSING_PRESETS = {"empty": frozenset(), "pandas": PANDAS_MISSING}
+
+
+def missing_markers(option: str | None) -> frozenset[str]:
+    """The label values read as missing besides the empty cell: ``empty`` (none), ``pandas``, or a comma list."""
+    if option is None or str(option).strip().lower() in ("", "empty"):
+        return frozenset()
+    if str(option).strip().lower() == "pandas":
+        return PANDAS_MISSING
+    return frozenset(value.strip() for value in str(option).split(",") if value.strip())
+
+
+def _label_column(name: str, values: list[str], markers: frozenset[str] = frozenset()) -> LabelColumn:
+    stripped = [value.strip() for value in values]
+    missing: dict[str, int] = {}
+    for value in stripped:
+        if not value or value in markers:
+            missing[value] = missing.get(value, 0) + 1
+    present = sorted({value for value in stripped if value and value not in markers})
+    numeric = bool(present) and all(_NUMBER.match(value) for value in present)
+    if numeric:
         present.sort(key=float)
     index = {value: code for code, value in enumerate(present)}
-    codes = np.fromiter(
-        (index.get(value.strip(), -1) for value in values), dtype=np.int32, count=len(values)
-    )
-    return LabelColumn(name=name, codes=codes, names=present)
+    codes = np.fromiter((index.get(value, -1) for value in stripped), dtype=np.int32, count=len(values))
+    return LabelColumn(name=name, codes=codes, names=present, missing=missing, numeric=numeric)
 
 
-def read_corpus(
-    path: str | Path,
-    text_col: str = "text",
-    id_col: str | None = None,
-    skip_empty: bool = False,
-    encoding: str = "utf-8",
-) -> Corpus:
-    """Read and validate a corpus file; every column but text/id/split becomes a candidate label."""
-    path = Path(path)
-    if not is_stdin(path) and not path.exists():
-        raise InputError(f"corpus file {path} does not exist")
-    if path.is_dir():
-        raise InputError(f"{path} is a directory, not a corpus file")
-    suffix = "" if is_stdin(path) else path.suffix.lower()
-    raw = _read_source(path)
-    _refuse_other_formats(raw, path, suffix)
+def _decode_source(raw: bytes, path: Path, encoding: str) -> str:
+    if not raw.strip():
+        raise InputError(f"{path} is empty", "give a file with a header row, e.g. text,label, and one row per text")
+    return _decode(raw, path, encoding)
+
+
+def _parse(raw: bytes, path: Path, suffix: str, encoding: str, sep: str | None, notes: list[str]):
+    """Header, rows and each row's first line, whatever the format."""
     if suffix == ".parquet":
-        header, rows, lines = _read_parquet(raw, path)
-    else:
-        if not raw.strip():
-            raise InputError(f"{path} is empty", "give a file with a header row, e.g. text,label, and one row per text")
-        text = _decode(raw, path, encoding)
-        if suffix in (".jsonl", ".ndjson", ".json"):  # .json: JSON Lines too (an array is refused above)
-            header, rows, lines = _read_jsonl(text, path)
-        else:
-            delimiter = "\t" if suffix == ".tsv" else ","
-            if suffix not in (".csv", ".tsv"):
-                first_line = text.split("\n", 1)[0]
-                delimiter = "\t" if first_line.count("\t") > first_line.count(",") else ","
-            header, rows, lines = _read_delimited(text, path, delimiter)
+        return _read_parquet(raw, path)
+    text = _decode_source(raw, path, encoding)
+    if suffix in (".jsonl", ".ndjson", ".json"):  # .json: JSON Lines too (an array is refused above)
+        return _read_jsonl(text, path)
+    delimiter = choose_delimiter(text, suffix, sep)
+    default = _suffix_delimiter(text, suffix)
+    if sep is None and delimiter != default:
+        notes.append(f"{source_name(path)}: read as {DELIMITER_NAMES[delimiter]}-separated "
+                     f"(sniffed from the first lines; the name suggests {DELIMITER_NAMES[default]}); "
+                     "--sep forces one")
+    return _read_delimited(text, path, delimiter)
+
+
+def _check_header(header: list[str], path: Path, text_col: str, id_col: str | None) -> list[str]:
     header = [name.strip() for name in header]
     for position, name in enumerate(header, start=1):
         if not name:
@@ -284,51 +391,50 @@ def read_corpus(
             f"{path} has no id column '{id_col}'; columns found: {', '.join(header)}",
             "pass the right one with --id-col NAME, or leave it out to number the rows",
         )
-    if not rows:
-        raise InputError(f"{path} has a header but no rows", "add at least one row of text")
+    return header
 
-    text_index = header.index(text_col)
-    texts = [row[text_index] for row in rows]
-    empty = [number for number, value in enumerate(texts, start=1) if not value.strip()]
-    skipped: list[int] = []
-    if empty:
-        if not skip_empty:
-            shown = ", ".join(f"row {row} (line {lines[row - 1]})" for row in empty[:10])
-            more = f" and {len(empty) - 10} more" if len(empty) > 10 else ""
-            raise InputError(
-                f"{path}: {len(empty)} empty or whitespace-only text(s) in column '{text_col}': {shown}{more}",
-                "fill them in, or pass --skip-empty to leave them out",
-            )
-        keep = set(range(len(rows))) - {row - 1 for row in empty}
-        rows = [row for index, row in enumerate(rows) if index in keep]
-        lines = [line for index, line in enumerate(lines) if index in keep]
-        texts = [row[text_index] for row in rows]
-        skipped = empty
-        if not rows:
-            raise InputError(f"{path}: every text in column '{text_col}' is empty")
-    if all(_NUMBER.match(value) for value in texts):
+
+def _drop_empty(rows, lines, text_index: int, path: Path, text_col: str, skip_empty: bool):
+    """Rows kept, their lines, their data row numbers (0-based, in the file) and the skipped ones."""
+    numbers = list(range(len(rows)))
+    empty = [number for number, row in enumerate(rows) if not row[text_index].strip()]
+    if not empty:
+        return rows, lines, numbers, []
+    if not skip_empty:
+        shown = ", ".join(f"row {row} (line {lines[row]})" for row in empty[:10])
+        more = f" and {len(empty) - 10} more" if len(empty) > 10 else ""
         raise InputError(
-            f"{path}: text column '{text_col}' holds only numbers; columns found: {', '.join(header)}",
-            "is --text-col the right column?",
+            f"{path}: {len(empty)} empty or whitespace-only text(s) in column '{text_col}': {shown}{more}",
+            "fill them in, or pass --skip-empty to leave them out",
         )
+    dropped = set(empty)
+    keep = [index for index in numbers if index not in dropped]
+    if not keep:
+        raise InputError(f"{path}: every text in column '{text_col}' is empty")
+    return [rows[i] for i in keep], [lines[i] for i in keep], keep, empty
 
-    if id_col is not None:
-        id_index = header.index(id_col)
-        ids = [row[id_index].strip() for row in rows]
-        seen: dict[str, int] = {}
-        for number, value in enumerate(ids, start=1):
-            if not value:
-                raise InputError(f"{path}: row {number} (line {lines[number - 1]}) has an empty id in column '{id_col}'")
-            if value in seen:
-                raise InputError(
-                    f"{path}: id '{value}' appears twice in column '{id_col}' "
-                    f"(line {lines[seen[value] - 1]} and line {lines[number - 1]})",
-                    "ids must be unique; drop --id-col to number the rows instead",
-                )
-            seen[value] = number
-    else:
-        ids = [str(number) for number in range(len(rows))]
 
+def _ids(rows, lines, numbers, header, path: Path, id_col: str | None) -> list[str]:
+    if id_col is None:
+        return [str(number) for number in numbers]  # the data row number in the file, skipped rows counted
+    id_index = header.index(id_col)
+    ids = [row[id_index].strip() for row in rows]
+    seen: dict[str, int] = {}
+    for position, value in enumerate(ids):
+        if not value:
+            raise InputError(f"{path}: row {numbers[position]} (line {lines[position]}) has an empty id "
+                             f"in column '{id_col}'")
+        if value in seen:
+            raise InputError(
+                f"{path}: id '{value}' appears twice in column '{id_col}' "
+                f"(line {lines[seen[value]]} and line {lines[position]})",
+                "ids must be unique; drop --id-col to number the rows instead",
+            )
+        seen[value] = position
+    return ids
+
+
+def _labels_and_split(rows, header, text_col, id_col, markers):
     split = None
     labels: dict[str, LabelColumn] = {}
     for position, name in enumerate(header):
@@ -338,17 +444,62 @@ def read_corpus(
         if name == "split":
             split = [value.strip().lower() for value in values]
             continue
-        labels[name] = _label_column(name, values)
+        labels[name] = _label_column(name, values, markers)
+    return labels, split
 
+
+def _label_notes(labels: dict[str, LabelColumn]) -> list[str]:
+    notes = []
+    for column in labels.values():
+        if column.missing:
+            counts = ", ".join(f"{value!r} {count}" if value else f"empty {count}"
+                               for value, count in column.missing.items())
+            notes.append(f"label '{column.name}': {column.n_missing} row(s) missing ({counts})")
+        if column.looks_continuous:
+            notes.append(f"label '{column.name}' looks continuous ({len(column.names)} distinct numbers): "
+                         "probing it as classes needs --bins N, or a regression probe")
+    return notes
+
+
+def read_corpus(
+    path: str | Path,
+    text_col: str = "text",
+    id_col: str | None = None,
+    skip_empty: bool = False,
+    encoding: str = "utf-8",
+    sep: str | None = None,
+    missing_labels: str | None = "empty",
+) -> Corpus:
+    """Read and validate a corpus file; every column but text/id/split becomes a candidate label.
+
+    Without ``id_col`` a row's id is its data row number in the file (0-based, the header not counted,
+    rows left out by ``skip_empty`` counted), so ids join back to the original file.
+    """
+    path = Path(path)
+    if not is_stdin(path) and not path.exists():
+        raise InputError(f"corpus file {path} does not exist")
+    if path.is_dir():
+        raise InputError(f"{path} is a directory, not a corpus file")
+    raw = _read_source(path)
+    suffix, data = _unwrap_gzip(raw, path)
+    _refuse_other_formats(data, path, suffix)
+    notes: list[str] = []
+    header, rows, lines = _parse(data, path, suffix, encoding, normalise_sep(sep), notes)
+    header = _check_header(header, path, text_col, id_col)
+    if not rows:
+        raise InputError(f"{path} has a header but no rows", "add at least one row of text")
+    text_index = header.index(text_col)
+    rows, lines, numbers, skipped = _drop_empty(rows, lines, text_index, path, text_col, skip_empty)
+    texts = [row[text_index] for row in rows]
+    if all(_NUMBER.match(value) for value in texts):
+        raise InputError(
+            f"{path}: text column '{text_col}' holds only numbers; columns found: {', '.join(header)}",
+            "is --text-col the right column?",
+        )
+    ids = _ids(rows, lines, numbers, header, path, id_col)
+    labels, split = _labels_and_split(rows, header, text_col, id_col, missing_markers(missing_labels))
     return Corpus(
-        path=path,
-        texts=texts,
-        ids=ids,
-        text_col=text_col,
-        id_col=id_col,
-        labels=labels,
-        split=split,
-        sha256=hashlib.sha256(raw).hexdigest(),  # the bytes parsed, never a second read of the path
-        skipped_rows=skipped,
+        path=path, texts=texts, ids=ids, text_col=text_col, id_col=id_col, labels=labels, split=split,
+        sha256=hashlib.sha256(raw).hexdigest(),  # the bytes read, never a second read of the path
+        skipped_rows=skipped, notes=notes + _label_notes(labels),
     )
-

@@ -148,7 +148,8 @@ def estimate(config=None, calibrate: bool = True, **options) -> Estimate:
     from .plan import resolve_plan
 
     config = make_config(config, **options)
-    corpus = read_corpus(config.corpus, config.text_col, config.id_col, config.skip_empty, config.encoding)
+    corpus = read_corpus(config.corpus, config.text_col, config.id_col, config.skip_empty, config.encoding,
+                         config.sep, config.missing_labels)
     setup_started = time.perf_counter()
     loaded = load_model(config.model, config.device, config.dtype, config.trust_remote_code,
                         config.random_init, config.seed, config.max_length, config.device_map)

@@ -58,7 +58,8 @@ def extract_one(config: ExtractConfig) -> ExtractSummary:
     started = time.perf_counter()
     output = output_path(config)
     check_output_dir(output)
-    corpus = read_corpus(config.corpus, config.text_col, config.id_col, config.skip_empty, config.encoding)
+    corpus = read_corpus(config.corpus, config.text_col, config.id_col, config.skip_empty, config.encoding,
+                         config.sep, config.missing_labels)
     shard = ShardSpec.from_options(config.shards, config.shard_index)
     corpus_rows, shard_rows = len(corpus), None
     if shard is not None:  # from here on, `corpus` is this shard's rows
@@ -80,6 +81,7 @@ def extract_one(config: ExtractConfig) -> ExtractSummary:
             check_existing(plan.output, plan.fingerprint)
             remember("features", plan.output)
             summary = summary_of(plan.output, "up-to-date", time.perf_counter() - started, len(corpus.skipped_rows))
+            summary.notes[:0] = corpus.notes
             _note_unrereadable(config, summary)
             return summary
         timings = {"load_seconds": time.perf_counter() - load_started}
@@ -104,6 +106,7 @@ def extract_one(config: ExtractConfig) -> ExtractSummary:
                              f"featx merge {plan.merged_output}")
     for name, seconds in timings.items():
         setattr(summary, name, seconds)
+    summary.notes[:0] = corpus.notes
     _note_unrereadable(config, summary)
     return summary
 

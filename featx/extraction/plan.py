@@ -168,7 +168,12 @@ def fingerprint(config: ExtractConfig, corpus_sha256: str, loaded: LoadedModel, 
     # Only named when there are sites besides hidden, so files from before sites keep their fingerprint.
     # Likewise named only with --long window, so files written before it keep their fingerprint.
     long = {"long": config.long, "stride": window.stride} if window is not None else {}
-    return json.dumps({**({"sites": extra_sites} if extra_sites else {}), **long,
+    # Named only when not the default (or when they matter), so files of plain requests keep their fingerprint:
+    # a forced delimiter, other missing-label markers, and ids that count skipped rows (since 0.2).
+    reading = {**({"sep": config.sep} if config.sep is not None else {}),
+               **({"missing_labels": config.missing_labels} if config.missing_labels != "empty" else {}),
+               **({"ids": "data_row"} if config.skip_empty and config.id_col is None else {})}
+    return json.dumps({**({"sites": extra_sites} if extra_sites else {}), **long, **reading,
         "corpus_sha256": corpus_sha256, "text_col": config.text_col, "id_col": config.id_col,
         "skip_empty": config.skip_empty, "model_sha256": loaded.weights_sha256, "random_init": config.random_init,
         "seed": config.seed if config.random_init else None, "max_length": loaded.max_length,

@@ -17,6 +17,7 @@ from ..store import FeatureFile, schema
 from . import classifiers as clf
 from . import evaluation as ev
 from .config import ProbeConfig
+from .labels import join_labels, prepare, split_note, stored_column
 from .regression import resolve_task
 from .results import COLUMNS, CURVE_COLUMNS, results_paths, side_path, write_results, write_table
 from .inputs import (TOKENS_POOLING, ProbeResult, _check_baseline, _check_baseline_sites, _check_corpus,  # noqa: F401
@@ -42,6 +43,23 @@ def _default_label(features: FeatureFile, config: ProbeConfig, notes: list[str])
     notes.append(f"no 'label' column; probing '{columns[0]}' (label columns: {', '.join(columns)}; "
                         "choose with --label)")
     return columns[0]
+
+
+def _label_column_of(features: FeatureFile, config: ProbeConfig, notes: list[str], label: str | None = None):
+    """The label column to probe (``label`` if already chosen): stored, or joined from ``--labels``; binned /
+    rare classes dropped as asked."""
+    if config.labels is not None:
+        columns = join_labels(features, config.labels, config.join)
+        names = list(columns)
+        label = config.label or ("label" if "label" in columns else names[0])
+        if label not in columns:
+            raise InputError(f"{config.labels} has no label column '{label}'; label columns: {', '.join(names)}",
+                             "pick one with --label NAME")
+        notes.append(f"labels from {config.labels} (joined by {config.join}): probing '{label}'")
+        column = columns[label]
+    else:
+        column = stored_column(features, label or _default_label(features, config, notes))
+    return prepare(column, config.bins, config.min_class_rows, notes)
 
 
 
@@ -304,16 +322,18 @@ def probe(config: ProbeConfig | str | Path | None = None, **options) -> ProbeRes
         if not features.complete:
             notes.append(f"warning: {path} is incomplete; probing the {features.n_rows} rows written so far")
         _check_corpus(features, notes)
-        label = _default_label(features, config, notes)
-        if resolve_task(features, label, config.task) == "regression":
-            from .regression import probe_regression
+        label = None
+        if config.labels is None:
+            label = _default_label(features, config, notes)
+            if resolve_task(features, label, config.task) == "regression":
+                from .regression import probe_regression
 
-            return probe_regression(config, Path(path), label, notes, started)
+                return probe_regression(config, Path(path), label, notes, started)
+        column = _label_column_of(features, config, notes, label)
+        label, codes, names = column.name, column.codes, column.names
         if "ridge" in classifiers:
             raise InputError(f"ridge is a regression probe, and '{label}' is probed as classes",
                              "use --classifier logreg, or --task regression for a numeric label")
-        codes = features.labels(label)
-        names = features.label_names(label)
         kept = np.flatnonzero(codes >= 0)
         y = codes[kept].astype(np.int64)
         ev.check_labels(y, names, label, path)
@@ -346,6 +366,8 @@ def probe(config: ProbeConfig | str | Path | None = None, **options) -> ProbeRes
     y = np.searchsorted(present, y)
     plan = ev.make_plan(y, split[kept] if split is not None else None, int(config.folds), config.seed,
                         class_names, label)
+    if split is not None and plan.is_split:
+        notes.append(split_note(plan, split, kept))
     if split is not None and not plan.is_split:
         found = ", ".join(sorted(set(map(str, split[kept])))[:6])
         notes.append(f"the split column has no train and test rows to use (values: {found}); "

@@ -22,6 +22,10 @@ class ProbeConfig:
 
     features: str | Path | None = None  # None: the last extraction remembered in this directory
     label: str | None = None  # None: "label" if present, else the first label column
+    labels: str | Path | None = None  # a file of label columns joined to the stored rows (--labels)
+    join: str = "id"  # how --labels rows match stored rows: id, or row (data row numbers)
+    bins: int | None = None  # probe a numeric label as this many quantile bins
+    min_class_rows: int | None = None  # drop classes with fewer labelled rows
     layers: str = "all"
     poolings: str = "all"
     sites: str | list[str] = "hidden"  # which stored sites to probe (featx/sites.py), side by side
@@ -81,6 +85,14 @@ class ProbeConfig:
             raise InputError("the ridge alpha grid must hold positive values")
         self.classifier_list()
         self.site_list()
+        if str(self.join).strip().lower() not in ("id", "row"):
+            raise InputError(f"--join '{self.join}' is not understood", "use --join id or --join row")
+        if self.join != "id" and self.labels is None:
+            raise InputError("--join applies to --labels only", "add --labels FILE, or leave --join out")
+        if self.bins is not None:
+            require_whole(self.bins, "--bins", minimum=2)
+        if self.min_class_rows is not None:
+            require_whole(self.min_class_rows, "--min-class-rows", minimum=1)
         if self.train_sizes is not None:
             from .curves import parse_train_sizes
 

@@ -219,7 +219,7 @@ class FeatureFile:
         if key not in self._file[s.LABELS]:
             raise InputError(
                 f"{self.path} has no label column '{column}'; label columns: {', '.join(self.label_columns) or '(none)'}",
-                "pick one with --label NAME",
+                "pick one with --label NAME, or join label columns from another file with --labels FILE.csv",
             )
         return self._file[s.LABELS][key]
 
@@ -233,9 +233,13 @@ class FeatureFile:
     def label_values(self, column: str) -> np.ndarray | None:
         """The float values of a numeric label column (NaN = missing), else None.
 
-        A float dataset is returned as stored; an int-coded column (every file so far) is numeric when
-        each of its stored names parses as a finite number, and the values are those names."""
+        Stored values (``label_values/<column>``, kept for continuous-looking columns) or a float label
+        dataset are returned as stored; an int-coded column is numeric when each of its class names parses
+        as a finite number, and the values are those names."""
         dataset = self._label_dataset(column)
+        key = s.label_values_path(column)
+        if key in self._file:
+            return np.asarray(self._file[key][: self.n_rows], dtype=np.float64)
         if dataset.dtype.kind == "f":
             return dataset[: self.n_rows].astype(np.float64)
         try:

@@ -49,6 +49,8 @@ TEXT, IDS, SPLIT = "rows/text", "rows/id", "rows/split"
 N_TOKENS, N_KEPT, TRUNCATED = "rows/n_tokens", "rows/n_kept", "rows/truncated"
 ROW_INDEX = "rows/index"
 LABELS = "labels"
+# Float values of label columns that look continuous (issue 15): label_values/<column>, (N,) float64, NaN = missing
+LABEL_VALUES = "label_values"
 TOKENS = "tokens"
 TOKEN_OFFSETS, TOKEN_INPUT_IDS, TOKEN_WORD_IDS = "tokens/offsets", "tokens/input_ids", "tokens/word_ids"
 SITES = "sites"
@@ -89,6 +91,10 @@ def escape_name(name: str) -> str:
 
 def label_path(column: str) -> str:
     return f"{LABELS}/{escape_name(column)}"
+
+
+def label_values_path(column: str) -> str:
+    return f"{LABEL_VALUES}/{escape_name(column)}"
 
 
 def site_group(site: str) -> str:

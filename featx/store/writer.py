@@ -389,8 +389,40 @@ def _write_rows(file: h5py.File, corpus, tokenized, row_index: np.ndarray | None
     _written(rows.file, s.TRUNCATED, data=tokenized.truncated)
     if row_index is not None:
         _written(rows.file, s.ROW_INDEX, data=np.asarray(row_index, dtype=np.int64))
-    labels = file.create_group(s.LABELS, track_order=True)  # label_columns in corpus order
+    file.create_group(s.LABELS, track_order=True)  # label_columns in corpus order
     for name, column in corpus.labels.items():
-        dataset = _written(labels.file, s.label_path(name), data=column.codes.astype(np.int32))
-        dataset.attrs[s.LABEL_COLUMN] = name
-        dataset.attrs[s.LABEL_NAMES] = json.dumps(column.names)
+        write_label(file, name, column)
+
+
+def write_label(file: h5py.File, name: str, column) -> None:
+    """One label column: its codes and class names, and its float values when it looks continuous."""
+    dataset = _written(file, s.label_path(name), data=column.codes.astype(np.int32))
+    dataset.attrs[s.LABEL_COLUMN] = name
+    dataset.attrs[s.LABEL_NAMES] = json.dumps(column.names)
+    if getattr(column, "looks_continuous", False):
+        _written(file, s.label_values_path(name), data=column.values().astype(np.float64))
+
+
+def add_label_columns(path: Path, columns: dict) -> None:
+    """Store label columns (``LabelColumn``s in the file's row order) in a finished features file, atomically:
+    the file is copied beside itself, the copy gets the columns and is renamed over the original, so a
+    failed or interrupted add leaves the file as it was."""
+    import shutil
+    import tempfile
+
+    path = Path(path)
+    descriptor, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".adding")
+    os.close(descriptor)
+    try:
+        shutil.copyfile(path, tmp)
+        shutil.copymode(path, tmp)
+        with h5py.File(tmp, "r+") as file:
+            for name, column in columns.items():
+                write_label(file, name, column)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
