@@ -19,9 +19,9 @@ from . import evaluation as ev
 from .config import ProbeConfig
 from .labels import join_labels, prepare, split_note, stored_column
 from .regression import resolve_task
-from .results import COLUMNS, CURVE_COLUMNS, results_paths, side_path, write_results, write_table
+from .results import COLUMNS, CURVE_COLUMNS
 from .inputs import (TOKENS_POOLING, ProbeResult, _check_baseline, _check_baseline_sites, _check_corpus,  # noqa: F401
-                     _Job, _load, _site_plan, _versions, _workers)
+                     _Job, _load, _site_plan, _versions, _workers, write_result)
 from .significance import add_significance
 
 MIN_TEST_ROWS = 30  # below this many scored rows a probe's accuracy says little (a warning)
@@ -462,18 +462,5 @@ def probe(config: ProbeConfig | str | Path | None = None, **options) -> ProbeRes
     meta["train_sizes"] = sizes
     result = ProbeResult(table, meta, notes=list(notes), predictions=prediction_table, curve=curve)
     if config.write:
-        csv_path, json_path = results_paths(Path(path), label, config.output)
-        if prediction_table is not None:
-            result.predictions_path = side_path(csv_path, "predictions")
-            meta["predictions_file"] = result.predictions_path.name
-            write_table(prediction_table, result.predictions_path)
-        if curve is not None:
-            result.curve_path = side_path(csv_path, "curve")
-            meta["curve_file"] = result.curve_path.name
-            write_table(curve, result.curve_path)
-        write_results(table, meta, csv_path, json_path)
-        result.csv_path, result.json_path = csv_path, json_path
-        from ..state import remember
-
-        remember("results", csv_path)
+        write_result(result, path, label, config.output)
     return result

@@ -181,3 +181,23 @@ def _versions() -> dict:
             out[key] = None
     return out
 
+
+
+def write_result(result: ProbeResult, features_path: Path, label: str, output) -> None:
+    """Write a run's results CSV/JSON and its predictions and curve files; remember the results file."""
+    from ..state import remember
+    from .results import results_paths, side_path, write_results, write_table
+
+    csv_path, json_path = results_paths(Path(features_path), label, output)
+    meta = result.meta
+    if result.predictions is not None:
+        result.predictions_path = side_path(csv_path, "predictions")
+        meta["predictions_file"] = result.predictions_path.name
+        write_table(result.predictions, result.predictions_path)
+    if result.curve is not None:
+        result.curve_path = side_path(csv_path, "curve")
+        meta["curve_file"] = result.curve_path.name
+        write_table(result.curve, result.curve_path)
+    write_results(result.table, meta, csv_path, json_path)
+    result.csv_path, result.json_path = csv_path, json_path
+    remember("results", csv_path)

@@ -291,8 +291,7 @@ def _read(config: ProbeConfig, path, label: str, notes: list[str]) -> dict:
 
 def probe_regression(config: ProbeConfig, path, label: str, notes: list[str], started: float):
     """The regression run of ``featx.probe`` (called by it once the label is known to be regression)."""
-    from .inputs import ProbeResult, _versions, _workers
-    from .results import results_paths, side_path, write_results, write_table
+    from .inputs import ProbeResult, _versions, _workers, write_result
 
     classifiers = regression_classifiers(config)
     if config.mdl:
@@ -338,18 +337,5 @@ def probe_regression(config: ProbeConfig, path, label: str, notes: list[str], st
     }
     result = ProbeResult(table, meta, notes=list(notes), predictions=prediction_table, curve=curve)
     if config.write:
-        if curve is not None:
-            result.curve_path = side_path(results_paths(path, label, config.output)[0], "curve")
-            meta["curve_file"] = result.curve_path.name
-            write_table(curve, result.curve_path)
-        csv_path, json_path = results_paths(path, label, config.output)
-        if prediction_table is not None:
-            result.predictions_path = side_path(csv_path, "predictions")
-            meta["predictions_file"] = result.predictions_path.name
-            write_table(prediction_table, result.predictions_path)
-        write_results(table, meta, csv_path, json_path)
-        result.csv_path, result.json_path = csv_path, json_path
-        from ..state import remember
-
-        remember("results", csv_path)
+        write_result(result, path, label, config.output)
     return result
