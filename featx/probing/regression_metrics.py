@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .significance import ALPHA, corrected_t_test, holm, paired_bootstrap
+from . import significance
 
 METRICS = ("r2", "pearson", "spearman", "mae")
 
@@ -97,16 +97,14 @@ def summarise(plan, y: np.ndarray, folds, n_boot: int, seed: int) -> dict:
     return row
 
 
+def neg_squared_error(pred: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Per-row score of a regression probe (higher is better): the paired layer tests compare these."""
+    return -(pred - y) ** 2
+
+
 def paired_p_value(plan, y: np.ndarray, pred_a: np.ndarray, pred_b: np.ndarray, n_boot: int, seed: int) -> float:
     """Is a's squared error different from b's on the same rows? (predictions per labelled row)"""
-    if plan.is_split:
-        test = plan.folds[0][1]
-        return paired_bootstrap(-(pred_a[test] - y[test]) ** 2, -(pred_b[test] - y[test]) ** 2, n_boot, seed)
-    scores_a = [-np.mean((pred_a[test] - y[test]) ** 2) for _, test in plan.folds]
-    scores_b = [-np.mean((pred_b[test] - y[test]) ** 2) for _, test in plan.folds]
-    n_train = np.mean([len(train) for train, _ in plan.folds])
-    n_test = np.mean([len(test) for _, test in plan.folds])
-    return corrected_t_test(scores_a, scores_b, n_train, n_test)
+    return significance.paired_p_value(plan, y, pred_a, pred_b, n_boot, seed, score=neg_squared_error)
 
 
 SIGNIFICANCE = ["p_vs_best", "p_vs_best_holm", "significant_vs_best", "p_vs_prev", "p_vs_prev_holm",
@@ -114,27 +112,7 @@ SIGNIFICANCE = ["p_vs_best", "p_vs_best_holm", "significant_vs_best", "p_vs_prev
 
 
 def add_significance(table: pd.DataFrame, predictions: dict, plan, y, n_boot: int, seed: int) -> pd.DataFrame:
-    """Best layer (by R²) vs each other layer, and each layer vs the previous one, per
+    """Best layer (by R²) vs each other layer, and each layer vs the previous one, on squared errors, per
     features/site/pooling/classifier group of single-layer rows; Holm within each family."""
-    table = table.copy()
-    for column in SIGNIFICANCE:
-        table[column] = pd.Series([np.nan] * len(table), index=table.index,
-                                  dtype=object if column.startswith("sig") else float)
-    singles = table[(table.kind == "single") & table.index.isin(list(predictions))]
-    for _, group in singles.groupby(["features", "site", "pooling", "classifier"], sort=False):
-        if len(group) < 2:
-            continue
-        ordered = group.sort_values("layer")
-        best = ordered.r2.idxmax()
-        others = [index for index in ordered.index if index != best]
-        p_best = [paired_p_value(plan, y, predictions[best], predictions[i], n_boot, seed) for i in others]
-        for index, p, adjusted in zip(others, p_best, holm(p_best)):
-            table.at[index, "p_vs_best"], table.at[index, "p_vs_best_holm"] = p, adjusted
-            table.at[index, "significant_vs_best"] = bool(adjusted < ALPHA)
-        table.at[best, "significant_vs_best"] = False
-        pairs = list(zip(ordered.index[:-1], ordered.index[1:]))
-        p_prev = [paired_p_value(plan, y, predictions[b], predictions[a], n_boot, seed) for a, b in pairs]
-        for (_, current), p, adjusted in zip(pairs, p_prev, holm(p_prev)):
-            table.at[current, "p_vs_prev"], table.at[current, "p_vs_prev_holm"] = p, adjusted
-            table.at[current, "significant_vs_prev"] = bool(adjusted < ALPHA)
-    return table
+    return significance.add_significance(table, predictions, plan, y, n_boot, seed, metric="r2",
+                                         score=neg_squared_error, columns=SIGNIFICANCE)

@@ -71,23 +71,35 @@ def holm(pvalues) -> np.ndarray:
     return adjusted
 
 
-def paired_p_value(plan, y: np.ndarray, pred_a: np.ndarray, pred_b: np.ndarray, n_boot: int, seed: int) -> float:
-    """The paired test that fits the evaluation ``plan``; predictions are per labelled row (-1 = none)."""
+def correct(pred: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Per-row score of a classifier: 1 where it is right."""
+    return pred == y
+
+
+def paired_p_value(plan, y: np.ndarray, pred_a: np.ndarray, pred_b: np.ndarray, n_boot: int, seed: int,
+                   score=correct) -> float:
+    """The paired test that fits the evaluation ``plan``; predictions are per labelled row (-1 = none).
+
+    ``score(pred, y)`` gives each test row's score (higher is better): correctness by default; regression
+    passes the negative squared error."""
     if plan.is_split:
         test = plan.folds[0][1]
-        return paired_bootstrap(pred_a[test] == y[test], pred_b[test] == y[test], n_boot, seed)
-    scores_a = [np.mean(pred_a[test] == y[test]) for _, test in plan.folds]
-    scores_b = [np.mean(pred_b[test] == y[test]) for _, test in plan.folds]
+        return paired_bootstrap(score(pred_a[test], y[test]), score(pred_b[test], y[test]), n_boot, seed)
+    scores_a = [np.mean(score(pred_a[test], y[test])) for _, test in plan.folds]
+    scores_b = [np.mean(score(pred_b[test], y[test])) for _, test in plan.folds]
     n_train = np.mean([len(train) for train, _ in plan.folds])
     n_test = np.mean([len(test) for _, test in plan.folds])
     return corrected_t_test(scores_a, scores_b, n_train, n_test)
 
 
 def add_significance(table: pd.DataFrame, predictions: dict[int, np.ndarray], plan, y: np.ndarray,
-                     n_boot: int = 2000, seed: int = 0, alpha: float = ALPHA) -> pd.DataFrame:
-    """Fill the significance columns of the single-layer rows of ``table`` (index -> predictions)."""
+                     n_boot: int = 2000, seed: int = 0, alpha: float = ALPHA, metric: str = "accuracy",
+                     score=correct, columns=COLUMNS) -> pd.DataFrame:
+    """Fill the significance columns of the single-layer rows of ``table`` (index -> predictions): the best
+    layer by ``metric`` against each other layer, and each layer against the previous one, per
+    features/site/pooling/classifier group, Holm within each family; ``score`` as in ``paired_p_value``."""
     table = table.copy()
-    for column in COLUMNS:
+    for column in columns:
         table[column] = pd.Series([np.nan] * len(table), index=table.index, dtype=object if column.startswith("sig") else float)
     singles = table[(table.kind == "single") & table.index.isin(list(predictions))]
     sites = ["site"] if "site" in table else []  # extra sites (ffn, attn_out, ...) are their own groups
@@ -95,20 +107,21 @@ def add_significance(table: pd.DataFrame, predictions: dict[int, np.ndarray], pl
         if len(group) < 2:
             continue
         ordered = group.sort_values("layer")
-        best = ordered.accuracy.idxmax()
+        best = ordered[metric].idxmax()
         others = [index for index in ordered.index if index != best]
-        p_best = [paired_p_value(plan, y, predictions[best], predictions[i], n_boot, seed) for i in others]
+        p_best = [paired_p_value(plan, y, predictions[best], predictions[i], n_boot, seed, score) for i in others]
         for index, p, adjusted in zip(others, p_best, holm(p_best)):
             table.at[index, "p_vs_best"], table.at[index, "p_vs_best_holm"] = p, adjusted
             table.at[index, "significant_vs_best"] = bool(adjusted < alpha)
         table.at[best, "significant_vs_best"] = False
         pairs = list(zip(ordered.index[:-1], ordered.index[1:]))
-        p_prev = [paired_p_value(plan, y, predictions[current], predictions[previous], n_boot, seed)
+        p_prev = [paired_p_value(plan, y, predictions[current], predictions[previous], n_boot, seed, score)
                   for previous, current in pairs]
         for (_, current), p, adjusted in zip(pairs, p_prev, holm(p_prev)):
             table.at[current, "p_vs_prev"], table.at[current, "p_vs_prev_holm"] = p, adjusted
             table.at[current, "significant_vs_prev"] = bool(adjusted < alpha)
-    _compare_poolings(table, singles, predictions, plan, y, n_boot, seed, alpha, sites)
+    if "p_pooling_vs_best" in columns:
+        _compare_poolings(table, singles, predictions, plan, y, n_boot, seed, alpha, sites)
     return table
 
 
