@@ -21,7 +21,7 @@ from .labels import join_labels, prepare, split_note, stored_column
 from .regression import resolve_task
 from .results import COLUMNS, CURVE_COLUMNS
 from .inputs import (TOKENS_POOLING, ProbeResult, _check_baseline, _check_baseline_sites, _check_corpus,  # noqa: F401
-                     _Job, _load, _site_plan, _versions, _workers, write_result)
+                     _Job, _load, _site_plan, _versions, _workers, run_jobs, write_result)
 from .significance import add_significance
 
 MIN_TEST_ROWS = 30  # below this many scored rows a probe's accuracy says little (a warning)
@@ -399,12 +399,7 @@ def probe(config: ProbeConfig | str | Path | None = None, **options) -> ProbeRes
     shared = _Shared(config.allow_partial, kept, y, y_control, plan, len(class_names), label, class_names,
                      tuple(float(c) for c in config.cs), bool(config.balanced), int(config.seed),
                      int(config.n_bootstrap), threads, bool(config.mdl))
-    if workers > 1:
-        from joblib import Parallel, delayed
-
-        outputs = Parallel(n_jobs=workers)(delayed(_run_job)(job, shared) for job in jobs)
-    else:
-        outputs = [_run_job(job, shared) for job in jobs]
+    outputs = run_jobs(_run_job, [(job, shared) for job in jobs], workers)
     records = [_majority(shared)] + [record for output in outputs for record in output]
     oof = [record.pop("_predictions", None) for record in records]
 
@@ -435,13 +430,7 @@ def probe(config: ProbeConfig | str | Path | None = None, **options) -> ProbeRes
                       for spec in site_specs for pooling in site_poolings if pooled_classifiers]
         curve_jobs += [_Job("main", str(path), spec, TOKENS_POOLING, ["attn"], site)
                        for site, (site_specs, _) in curve_plan.items() for spec in site_specs if "attn" in classifiers]
-        if workers > 1 and len(curve_jobs) > 1:
-            from joblib import Parallel, delayed
-
-            parts = Parallel(n_jobs=min(workers, len(curve_jobs)))(
-                delayed(_run_curve_job)(job, shared, sizes) for job in curve_jobs)
-        else:
-            parts = [_run_curve_job(job, shared, sizes) for job in curve_jobs]
+        parts = run_jobs(_run_curve_job, [(job, shared, sizes) for job in curve_jobs], min(workers, len(curve_jobs)))
         curve = pd.DataFrame.from_records([record for part in parts for record in part], columns=CURVE_COLUMNS)
     counts = np.bincount(y, minlength=len(class_names))
     meta = {

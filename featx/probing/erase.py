@@ -248,12 +248,9 @@ def erase(config: EraseConfig | str | Path, **options) -> EraseResult:
 
 
 def _run(jobs: list[_Job], config: EraseConfig) -> list:
-    import joblib
+    from .inputs import job_workers, run_jobs
 
-    workers = max(1, min(len(jobs), joblib.cpu_count() if config.jobs is None or config.jobs < 0 else config.jobs))
-    if workers == 1:
-        return [_run_job(job) for job in jobs]
-    return joblib.Parallel(n_jobs=workers)(joblib.delayed(_run_job)(job) for job in jobs)
+    return run_jobs(_run_job, [(job,) for job in jobs], job_workers(config.jobs, len(jobs)))
 
 
 def _side(output: Path, suffix: str) -> Path:

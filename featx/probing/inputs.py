@@ -159,15 +159,27 @@ def _load(job: _Job, shared: _Shared):
     return blocks[0] if len(blocks) == 1 else np.concatenate(blocks, axis=1)
 
 
-def _workers(config: ProbeConfig, n_jobs: int) -> tuple[int, int]:
+def job_workers(requested: int | None, n_jobs: int) -> int:
+    """Worker processes for ``n_jobs`` jobs: ``--jobs`` (None or negative: one per core), at most one per job."""
     import joblib
 
-    cores = joblib.cpu_count()
-    wanted = cores if config.jobs is None or int(config.jobs) < 0 else int(config.jobs)
-    workers = max(1, min(wanted, n_jobs))
+    wanted = joblib.cpu_count() if requested is None or int(requested) < 0 else int(requested)
+    return max(1, min(wanted, n_jobs))
+
+
+def run_jobs(function, jobs: list[tuple], workers: int) -> list:
+    """``function(*job)`` for every job, in order: side by side in ``workers`` processes when more than one."""
+    if workers > 1:
+        from joblib import Parallel, delayed
+
+        return Parallel(n_jobs=workers)(delayed(function)(*job) for job in jobs)
+    return [function(*job) for job in jobs]
+
+
+def _workers(config: ProbeConfig, n_jobs: int) -> tuple[int, int]:
     # One BLAS/torch thread per worker: probes are small matrix products, where extra threads mostly spin
     # (badly so on a shared machine); the parallelism comes from running jobs side by side.
-    return workers, 1
+    return job_workers(config.jobs, n_jobs), 1
 
 
 def _versions() -> dict:

@@ -206,10 +206,7 @@ def neurons(config: NeuronConfig | str | Path, **options) -> NeuronResult:
 
 
 def _run(config: NeuronConfig, task: Task, layers: list[int], fractions, listed: int) -> list:
-    import joblib
+    from .inputs import job_workers, run_jobs
 
     jobs = [(str(config.features), config.pooling, layer, task, fractions, listed, config) for layer in layers]
-    workers = max(1, min(len(jobs), joblib.cpu_count() if config.jobs is None or config.jobs < 0 else config.jobs))
-    if workers == 1:
-        return [_run_layer(*job) for job in jobs]
-    return joblib.Parallel(n_jobs=workers)(joblib.delayed(_run_layer)(*job) for job in jobs)
+    return run_jobs(_run_layer, jobs, job_workers(config.jobs, len(jobs)))

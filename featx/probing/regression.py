@@ -187,12 +187,9 @@ def _curves(config: ProbeConfig, path, read: dict, shared: _Shared, classifiers:
     specs = parse_layer_specs(layers, read["layers"]) if layers else read["specs"]
     jobs = [_Job("main", str(path), spec, pooling, list(classifiers)) for spec in specs if spec.kind != "stack"
             for pooling in read["poolings"]]
-    if workers > 1 and len(jobs) > 1:
-        from joblib import Parallel, delayed
+    from .inputs import run_jobs
 
-        parts = Parallel(n_jobs=min(workers, len(jobs)))(delayed(_run_curve_job)(job, shared, sizes) for job in jobs)
-    else:
-        parts = [_run_curve_job(job, shared, sizes) for job in jobs]
+    parts = run_jobs(_run_curve_job, [(job, shared, sizes) for job in jobs], min(workers, len(jobs)))
     return pd.DataFrame.from_records([record for part in parts for record in part], columns=CURVE_COLUMNS), sizes
 
 
@@ -291,7 +288,7 @@ def _read(config: ProbeConfig, path, label: str, notes: list[str]) -> dict:
 
 def probe_regression(config: ProbeConfig, path, label: str, notes: list[str], started: float):
     """The regression run of ``featx.probe`` (called by it once the label is known to be regression)."""
-    from .inputs import ProbeResult, _versions, _workers, write_result
+    from .inputs import ProbeResult, _versions, _workers, run_jobs, write_result
 
     classifiers = regression_classifiers(config)
     if config.mdl:
@@ -304,12 +301,7 @@ def probe_regression(config: ProbeConfig, path, label: str, notes: list[str], st
     workers, threads = _workers(config, len(jobs))
     shared = _Shared(config.allow_partial, kept, y, y_control, plan, label, tuple(float(a) for a in config.alphas),
                      int(config.seed), int(config.n_bootstrap), threads)
-    if workers > 1:
-        from joblib import Parallel, delayed
-
-        outputs = Parallel(n_jobs=workers)(delayed(_run_job)(job, shared) for job in jobs)
-    else:
-        outputs = [_run_job(job, shared) for job in jobs]
+    outputs = run_jobs(_run_job, [(job, shared) for job in jobs], workers)
     records = [_mean_baseline(shared)] + [record for output in outputs for record in output]
     oof = [record.pop("_predictions", None) for record in records]
     table = pd.DataFrame.from_records(records)

@@ -184,9 +184,6 @@ def from_probe_options(features, control: bool, options: dict) -> SweepResult:
 
 
 def _run(jobs_list: list, jobs: int | None) -> list:
-    import joblib
+    from .inputs import job_workers, run_jobs
 
-    workers = max(1, min(len(jobs_list), joblib.cpu_count() if jobs is None or jobs < 0 else jobs))
-    if workers == 1:
-        return [_run_job(*job) for job in jobs_list]
-    return joblib.Parallel(n_jobs=workers)(joblib.delayed(_run_job)(*job) for job in jobs_list)
+    return run_jobs(_run_job, jobs_list, job_workers(jobs, len(jobs_list)))
