@@ -186,3 +186,24 @@ def test_cli_reads_several_files_as_splits(tiny_model, treebank, tmp_path):
     with featx.open(output) as features:
         assert list(features.split) == ["train"] * 3 + ["dev"] * 3 and features.word_poolings() == ["first"]
         assert len(features.word_forms()) == 22 and "upos" in features.word_label_columns()
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_whole_words_come_from_one_window_in_order(seed):
+    from featx.extraction.windows import split_row
+
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(1, 4, size=rng.integers(8, 30))
+    words = np.repeat(np.arange(len(sizes)), sizes)
+    ids = np.r_[101, np.arange(len(words)) + 1000, 102]
+    budget, stride = int(rng.integers(6, 12)), int(rng.integers(2, 5))
+    row = split_row(ids, 1, 1, budget, stride, np.r_[-1, words, -1])
+    assert np.all(np.diff(row.owner) >= 0)  # the stitching needs windows in order
+    np.testing.assert_array_equal(row.input_ids[row.owner, row.position], ids)  # every token, from its window
+    starts = window_starts(len(words), budget, stride)
+    for word in range(len(sizes)):
+        tokens = np.flatnonzero(words == word)
+        owners = set(row.owner[1 + tokens].tolist())
+        holders = [w for w, start in enumerate(starts) if tokens[0] >= start and tokens[-1] < start + budget]
+        if holders:
+            assert len(owners) == 1 and owners <= set(holders)
