@@ -207,3 +207,33 @@ def test_whole_words_come_from_one_window_in_order(seed):
         holders = [w for w, start in enumerate(starts) if tokens[0] >= start and tokens[-1] < start + budget]
         if holders:
             assert len(owners) == 1 and owners <= set(holders)
+
+
+@pytest.mark.parametrize("name", ["bert", "roberta", "gpt2", "llama"])
+def test_word_vectors_of_each_family_equal_the_sentence_read_as_text(name, tmp_path):
+    """The words joined by spaces, tokenised as text by plain transformers: the same tokens (byte-level BPE
+    too, whose words keep their spaces), and each word's mean subword state equal to featx's (fp32, 1e-4)."""
+    from families import BY_NAME, build_family, reference_states
+
+    family = BY_NAME[name]
+    folder = build_family(family, tmp_path / name)
+    path = tmp_path / "t.jsonl"
+    path.write_text("".join(json.dumps({"tokens": words}) + "\n" for words in SENTENCE_WORDS))
+    summary = run(path, folder, tmp_path / "w.h5", word_pooling="mean,first")
+    tokenizer = AutoTokenizer.from_pretrained(str(folder))
+    texts = [" ".join(words) for words in SENTENCE_WORDS]
+    states = reference_states(family, folder, texts)
+    expected = []
+    for words, text, layers in zip(SENTENCE_WORDS, texts, states):
+        encoded = tokenizer(text, return_offsets_mapping=True, return_special_tokens_mask=True)
+        ends = np.cumsum([len(word) + 1 for word in words]) - 1  # each word's end in the text
+        owner = [None if special else int(np.searchsorted(ends, end - 1, side="right"))
+                 for (start, end), special in zip(encoded["offset_mapping"], encoded["special_tokens_mask"])]
+        for word in range(len(words)):
+            tokens = [i for i, w in enumerate(owner) if w == word]
+            expected.append(layers[:, tokens].mean(1))
+    with featx.open(summary.output) as features:
+        assert int(features.n_tokens.sum()) == sum(layers.shape[1] for layers in states)
+        for position, layer in enumerate(features.layers):
+            np.testing.assert_allclose(features.word_features("mean", layer), np.stack(expected)[:, position],
+                                       atol=1e-4, rtol=0)
