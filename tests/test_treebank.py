@@ -52,6 +52,13 @@ def test_conllu_words_labels_and_heads(tmp_path):
     assert {"xpos", "deprel", "feats.Case", "feats.Tense", "feats.Mood", "feats.VerbForm"} <= set(words.labels)
 
 
+def test_a_byte_order_mark_and_windows_line_ends_are_read(tmp_path):
+    path = tmp_path / "bom.conllu"
+    path.write_bytes(b"\xef\xbb\xbf" + CONLLU.replace("\n", "\r\n").encode("utf-8"))
+    corpus = read_word_corpus([path], "conllu")
+    assert corpus.ids == ["s1", "s2"] and corpus.words.forms[-1] == "walk"
+
+
 def test_conllu_is_chosen_by_its_suffix(tmp_path):
     config = ExtractConfig(corpus=write(tmp_path / "a.conllu", CONLLU), output=tmp_path / "o.h5")
     assert config.long == "window"  # word inputs are never truncated

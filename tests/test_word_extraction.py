@@ -237,3 +237,12 @@ def test_word_vectors_of_each_family_equal_the_sentence_read_as_text(name, tmp_p
         for position, layer in enumerate(features.layers):
             np.testing.assert_allclose(features.word_features("mean", layer), np.stack(expected)[:, position],
                                        atol=1e-4, rtol=0)
+
+
+def test_cli_names_a_broken_treebank_line_and_exits_2(tiny_model, tmp_path):
+    broken = tmp_path / "broken.conllu"
+    broken.write_text(CONLLU.replace("\tobj\t_\t_", "\tobj"), encoding="utf-8")
+    result = CliRunner().invoke(main, ["extract", str(broken), "-o", str(tmp_path / "b.h5"), "--model",
+                                       str(tiny_model), "-q"])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert "broken.conllu, line 10: a CoNLL-U word line needs 10 tab-separated fields, this one has 8" in result.output
