@@ -64,6 +64,11 @@ class ExtractConfig:
     progress: bool = True
     shards: int | None = None  # extract only shard ``shard_index`` of ``shards`` (featx/sharding.py)
     shard_index: int | None = None
+    # Word inputs (issue 17, treebank.py): CoNLL-U, column files, JSON Lines of tokens; one row per sentence
+    word_format: str | None = None  # conllu, columns or jsonl; default: from the suffix (.conllu) or --columns
+    columns: str | None = None  # column files: the fields of a line, e.g. form,upos,ner
+    word_pooling: str = "first,last,mean"  # word inputs: the subword(s) that make a word's vector
+    more_corpora: tuple = ()  # word inputs: further files; each sentence's split comes from its file's name
 
     def __post_init__(self) -> None:
         _validate(self)
@@ -165,13 +170,28 @@ def _check_device_map(config: ExtractConfig) -> None:
                          "leave out --device-map with --random-init")
 
 
+def _check_words(config: ExtractConfig) -> None:
+    """Word inputs run every sentence whole: longer ones in overlapping windows, never truncated."""
+    from .treebank import check_word_options
+
+    object.__setattr__(config, "more_corpora", tuple(str(path) for path in config.more_corpora or ()))
+    if check_word_options(config) is not None:
+        object.__setattr__(config, "long", "window")
+
+
+def is_word_input(config: ExtractConfig) -> bool:
+    from .treebank import word_format
+
+    return config.corpus is not None and word_format(config.corpus, config.word_format, config.columns) is not None
+
+
 def _check_shards(config: ExtractConfig) -> None:
     ShardSpec.from_options(config.shards, config.shard_index)
 
 
 # Every constraint on the options, in one table (in the spirit of scikit-learn's parameter constraints).
 CONSTRAINTS = (
-    _check_text_col, _check_output, _check_store_dtype, _check_dtype, _check_encoding,
+    _check_text_col, _check_output, _check_words, _check_store_dtype, _check_dtype, _check_encoding,
     _positive("max_tokens", "--max-tokens"), _positive("batch_size", "--batch-size", optional=False),
     _positive("commit_rows", "--commit-rows"), _positive("max_length", "--max-length", minimum=2),
     _check_commit_seconds, _check_shards, _check_long, _positive("stride", "--stride", minimum=0), _check_device_map,
@@ -201,6 +221,7 @@ class ExtractSummary:
     poolings: list[str] = field(default_factory=list)
     resumed_from: int = 0
     windowed_rows: int = 0  # rows longer than the model's maximum, run in overlapping windows (--long window)
+    words: int = 0  # word inputs (CoNLL-U...): the words stored, one vector per word pooling and layer
     resumed_inside: int = 0  # rows an earlier run committed inside the window after ``resumed_from`` (by time)
     notes: list[str] = field(default_factory=list)  # extra lines for the user (e.g. the merge of shards)
     # Where the time went (0 for an up-to-date file): model load, tokenisation, and the batch loop
@@ -218,6 +239,8 @@ class ExtractSummary:
         parts = [
             f"{self.rows} rows", f"{self.tokens} tokens", f"{self.truncated_rows} truncated",
         ]
+        if self.words:
+            parts.insert(1, f"{self.words} words")
         if self.windowed_rows:
             parts.append(f"{self.windowed_rows} windowed")
         if self.skipped_empty:
@@ -271,7 +294,7 @@ def summary_of(path: Path, status: str, seconds: float, skipped: int) -> Extract
             truncated_rows=int(features.truncated.sum()), skipped_empty=skipped, seconds=seconds,
             file_bytes=path.stat().st_size, model=str(attrs.get(schema.MODEL)), device=str(attrs.get(schema.DEVICE)),
             dtype=str(attrs.get(schema.COMPUTE_DTYPE)), layers=features.layers, poolings=features.poolings,
-            windowed_rows=windowed,
+            windowed_rows=windowed, words=int(features.word_offsets()[-1]) if features.has_words else 0,
         )
         if str(attrs.get(schema.MODEL_PART, "model")) == "encoder":
             summary.notes.append(f"{summary.model} is an encoder-decoder model: these are its encoder's states "
