@@ -18,6 +18,7 @@ from . import schema as s
 from .schema import HIDDEN_SITE, escape_name, partial_path, site_pooled_path, site_tokens_path
 from .strings import read_strings
 from .validate import check_layout, check_structure
+from .words import WordAccess
 
 
 def _progress_of(path: Path) -> str:
@@ -36,8 +37,9 @@ def _decode_attr(value):
     return value
 
 
-class FeatureFile:
-    """Read access to a features file: ``features(pooling, layer)`` and row metadata as numpy.
+class FeatureFile(WordAccess):
+    """Read access to a features file: ``features(pooling, layer)`` and row metadata as numpy; word inputs
+    also have word-level reads (``word_features``, ``word_labels``..., ``words.py``).
 
     Only rows that are committed are visible. An incomplete file is refused
     unless ``allow_partial`` is true, in which case it shows the committed prefix.

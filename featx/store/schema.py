@@ -21,6 +21,14 @@ Layout (schema 1)::
     /tokens/word_ids       (T,) int32, -1 for special tokens
     /sites/<site>/pooled/<pooling>  (N, L_site, W_site) another site's features; attr ``site`` on the group
     /sites/<site>/tokens/states     (T, L_site, W_site) its token-level states (only with ``--tokens``)
+    /words/offsets         (N+1,) int64, row i owns words offsets[i]:offsets[i+1] (word inputs only: CoNLL-U ...)
+    /words/form            (W,) UTF-8 strings, likewise escaped
+    /words/pooled/<wp>     (W, L, H) word vectors of ``hidden`` for a word pooling (first, last, mean subword);
+                           one chunk holds one layer of a word block
+    /words/labels/<col>    (W,) int32 codes, -1 = missing; attrs ``column``, ``names`` (JSON), as /labels
+    /words/head            (W,) int32, the 0-based index within its sentence of the word's head, -1 root/unknown
+    /words/n_subwords      (W,) int32, tokens of each word
+    root attrs (with words only): ``word_poolings`` (JSON list), ``n_words``
     /progress/rows_done    (1,) int64, rows [0, rows_done) are committed
     /progress/window       (2,) int64, [window start, batches committed]: the first batches of the window that
                            starts at rows_done are written too (a commit by time inside a window); ignored when
@@ -54,6 +62,11 @@ LABEL_VALUES = "label_values"
 TOKENS = "tokens"
 TOKEN_OFFSETS, TOKEN_INPUT_IDS, TOKEN_WORD_IDS = "tokens/offsets", "tokens/input_ids", "tokens/word_ids"
 SITES = "sites"
+# Word-level datasets (issue 17): one row per sentence, its words flat beside the rows
+WORDS = "words"
+WORD_OFFSETS, WORD_FORM, WORD_HEAD, WORD_N_SUBWORDS = "words/offsets", "words/form", "words/head", "words/n_subwords"
+WORD_POOLED, WORD_LABELS = "words/pooled", "words/labels"
+WORD_POOLINGS, N_WORDS = "word_poolings", "n_words"
 PROGRESS = "progress"
 ROWS_DONE = "progress/rows_done"
 WINDOW_PROGRESS = "progress/window"
@@ -95,6 +108,15 @@ def label_path(column: str) -> str:
 
 def label_values_path(column: str) -> str:
     return f"{LABEL_VALUES}/{escape_name(column)}"
+
+
+def word_pooled_path(pooling: str) -> str:
+    """Dataset path of the word vectors of one word pooling (first, last, mean)."""
+    return f"{WORD_POOLED}/{escape_name(pooling)}"
+
+
+def word_label_path(column: str) -> str:
+    return f"{WORD_LABELS}/{escape_name(column)}"
 
 
 def site_group(site: str) -> str:

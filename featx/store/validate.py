@@ -21,6 +21,7 @@ import numpy as np
 
 from ..errors import StoreError
 from . import schema as s
+from .words import check_words
 
 MAX_LINKS = 100_000  # objects in a features file: a few per site, pooling and label column
 MAX_ATTRIBUTE_BYTES = 16 << 20  # the largest featx writes is the list of skipped empty rows
@@ -154,6 +155,8 @@ def check_layout(file: h5py.File, path: Path, attrs: dict, rows_done: int) -> di
             _expect(file, s.site_pooled_path(name, pooling), (n_rows, len(site_layers), site_width), "f", path)
         if with_tokens:
             _expect(file, s.site_tokens_path(name), (total_tokens, len(site_layers), site_width), "f", path)
+    if s.WORDS in file:
+        check_words(file, path, attrs, n_rows, len(layers), width)
     return {"layers": layers, "poolings": poolings, "sites": sites}
 
 

@@ -26,6 +26,7 @@ from ..errors import StoreError
 from . import schema as s
 from .schema import SiteLayout, creating_path, partial_path
 from .strings import write_strings
+from .words import create_words, word_value_paths
 
 CHUNK_BYTES = 1 << 20
 
@@ -172,12 +173,17 @@ class FeatureWriter:
         self._row_datasets = {path: file[path] for site in self.sites for path in site.pooled_paths.values()}
         self._token_datasets = {site.tokens_path: file[site.tokens_path] for site in self.sites} if with_tokens else {}
         self._token_offsets = file[s.TOKEN_OFFSETS][()] if with_tokens else None
+        # Word inputs: word vectors are written by their rows' words, like token states by their tokens.
+        word_paths = word_value_paths(json.loads(file.attrs[s.WORD_POOLINGS])) if s.WORDS in file else []
+        self._word_datasets = {path: file[path] for path in word_paths}
+        self._word_offsets = file[s.WORD_OFFSETS][()] if word_paths else None
 
     @classmethod
     def create(cls, final_path: Path, attrs: dict, corpus, tokenized, sites: list[SiteLayout], store_dtype,
-               with_tokens: bool, row_index: np.ndarray | None = None) -> "FeatureWriter":
+               with_tokens: bool, row_index: np.ndarray | None = None, word_poolings=()) -> "FeatureWriter":
         """A new ``<final_path>.partial`` for ``corpus`` (its rows, labels) as ``tokenized``, with ``sites``
-        (``hidden`` first); ``attrs`` are the provenance attributes; ``row_index`` marks a shard file."""
+        (``hidden`` first); ``attrs`` are the provenance attributes; ``row_index`` marks a shard file;
+        ``word_poolings`` the word vectors of a corpus of words (``corpus.words``)."""
         # Built under a temporary name and renamed to .partial only once fully created and
         # flushed: a kill during creation then never leaves a damaged .partial behind.
         path = creating_path(final_path)
@@ -192,6 +198,11 @@ class FeatureWriter:
         try:
             _as_os_error(_populate)(file, attrs, corpus, tokenized, sites, np.dtype(store_dtype), with_tokens,
                                     row_index)
+            if getattr(corpus, "words", None) is not None:
+                hidden = sites[0]
+                _as_os_error(create_words)(file, corpus.words, tokenized.n_subwords, word_poolings,
+                                           len(hidden.layers), hidden.width, np.dtype(store_dtype), _preallocated,
+                                           _row_chunks)
             _as_os_error(file.flush)()
             _reserve_space(path)
         except BaseException as err:
@@ -249,6 +260,11 @@ class FeatureWriter:
     def token_offsets(self) -> np.ndarray | None:
         return self._token_offsets
 
+    @property
+    def word_offsets(self) -> np.ndarray | None:
+        """Word inputs: ``(n_rows + 1,)`` offsets of each row's words, else None."""
+        return self._word_offsets
+
     def matches(self, fingerprint: str, merge: bool = False) -> bool:
         """Whether this unfinished file is the one ``fingerprint`` asks for (and a merge, if ``merge``)."""
         return self.file.attrs.get(s.FINGERPRINT) == fingerprint and (not merge or s.MERGED_FROM in self.file.attrs)
@@ -260,6 +276,10 @@ class FeatureWriter:
             if path in self._token_datasets:
                 first, last = int(self._token_offsets[start]), int(self._token_offsets[stop])
                 self._token_datasets[path][first:last] = data
+            elif path in self._word_datasets:
+                first, last = int(self._word_offsets[start]), int(self._word_offsets[stop])
+                if last > first:
+                    self._word_datasets[path][first:last] = data
             else:
                 self._row_datasets[path][start:stop] = data
 
@@ -305,11 +325,15 @@ class FeatureWriter:
             if path in self._token_datasets:
                 first, last = int(self._token_offsets[start]), int(self._token_offsets[stop])
                 self._token_datasets[path].read_direct(out, np.s_[first:last])
+            elif path in self._word_datasets:
+                first, last = int(self._word_offsets[start]), int(self._word_offsets[stop])
+                if last > first:
+                    self._word_datasets[path].read_direct(out, np.s_[first:last])
             else:
                 self._row_datasets[path].read_direct(out, np.s_[start:stop])
 
     def _flush_data(self) -> None:
-        for dataset in (*self._row_datasets.values(), *self._token_datasets.values()):
+        for dataset in (*self._row_datasets.values(), *self._token_datasets.values(), *self._word_datasets.values()):
             dataset.flush()
         self.file.flush()
 
@@ -337,7 +361,7 @@ class FeatureWriter:
         """Close after success or failure. After a failed write (a full disk) HDF5 tries to flush
         again while closing and can only print the error; what counts is the committed marker."""
         with _quiet_cleanup():
-            self._row_datasets, self._token_datasets = {}, {}
+            self._row_datasets, self._token_datasets, self._word_datasets = {}, {}, {}
             if self.file.id.valid:
                 self.file.close()
 
