@@ -57,7 +57,7 @@ def main():
 
 
 @main.command()
-@click.argument("corpus", type=click.Path(path_type=Path))
+@click.argument("corpus", type=click.Path(path_type=Path), nargs=-1, required=True)
 @click.option("-o", "--output", type=click.Path(path_type=Path), help="Features file (default: CORPUS.features.h5 beside the corpus).")
 @click.option("--model", default="default", show_default=True,
               help="Hugging Face model folder or id; 'default' is the embedded all-MiniLM-L6-v2.")
@@ -97,19 +97,26 @@ def main():
 @click.option("--shards", type=int, default=None,
               help="Split the corpus into this many shards and extract only --shard-index (under torchrun: automatic).")
 @click.option("--shard-index", type=int, default=None, help="Which shard to extract, 0 to --shards minus 1.")
+@click.option("--word-format", default=None,
+              help="Word inputs: conllu, columns or jsonl (default: .conllu files, --columns, JSON Lines of tokens).")
+@click.option("--columns", default=None, help="Column files: the fields of a line, e.g. form,upos,ner (_ skips one).")
+@click.option("--word-pooling", default="first,last,mean", show_default=True,
+              help="Word inputs: the subword(s) that make a word's vector, any of first,last,mean.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 @click.option("--dry-run", is_flag=True,
               help="Only estimate: rows, tokens, output size, peak memory and time (a short calibration); write nothing.")
 def extract(corpus, output, quiet, layers, poolings, dry_run, **options):
     """Run the encoder once over CORPUS (CSV/TSV/JSONL/Parquet) and store every layer's pooled states.
 
+    Word inputs (CoNLL-U treebanks, --columns files, JSON Lines of tokens) also store one vector per word;
+    several such files make one file, each sentence's split named by its file (train, dev, test).
     Under torchrun each process extracts its own shard and rank 0 merges them at the end.
     """
     from . import extract as run_extract
     from .extraction import ExtractConfig
 
-    config = ExtractConfig(corpus=corpus, output=output, layers=layers, poolings=poolings,
-                           progress=not quiet, **options)
+    config = ExtractConfig(corpus=corpus[0], more_corpora=tuple(corpus[1:]), output=output, layers=layers,
+                           poolings=poolings, progress=not quiet, **options)
     if dry_run:
         from .extraction.estimation import estimate
 

@@ -64,6 +64,11 @@ class ExtractConfig:
     progress: bool = True
     shards: int | None = None  # extract only shard ``shard_index`` of ``shards`` (featx/sharding.py)
     shard_index: int | None = None
+    # Word inputs (issue 17, treebank.py): CoNLL-U, column files, JSON Lines of tokens; one row per sentence
+    word_format: str | None = None  # conllu, columns or jsonl; default: from the suffix (.conllu) or --columns
+    columns: str | None = None  # column files: the fields of a line, e.g. form,upos,ner
+    word_pooling: str = "first,last,mean"  # word inputs: the subword(s) that make a word's vector
+    more_corpora: tuple = ()  # word inputs: further files; each sentence's split comes from its file's name
 
     def __post_init__(self) -> None:
         _validate(self)
@@ -165,13 +170,28 @@ def _check_device_map(config: ExtractConfig) -> None:
                          "leave out --device-map with --random-init")
 
 
+def _check_words(config: ExtractConfig) -> None:
+    """Word inputs run every sentence whole: longer ones in overlapping windows, never truncated."""
+    from .treebank import check_word_options
+
+    object.__setattr__(config, "more_corpora", tuple(str(path) for path in config.more_corpora or ()))
+    if check_word_options(config) is not None:
+        object.__setattr__(config, "long", "window")
+
+
+def is_word_input(config: ExtractConfig) -> bool:
+    from .treebank import word_format
+
+    return config.corpus is not None and word_format(config.corpus, config.word_format, config.columns) is not None
+
+
 def _check_shards(config: ExtractConfig) -> None:
     ShardSpec.from_options(config.shards, config.shard_index)
 
 
 # Every constraint on the options, in one table (in the spirit of scikit-learn's parameter constraints).
 CONSTRAINTS = (
-    _check_text_col, _check_output, _check_store_dtype, _check_dtype, _check_encoding,
+    _check_text_col, _check_output, _check_words, _check_store_dtype, _check_dtype, _check_encoding,
     _positive("max_tokens", "--max-tokens"), _positive("batch_size", "--batch-size", optional=False),
     _positive("commit_rows", "--commit-rows"), _positive("max_length", "--max-length", minimum=2),
     _check_commit_seconds, _check_shards, _check_long, _positive("stride", "--stride", minimum=0), _check_device_map,

@@ -76,6 +76,7 @@ class Corpus:
     sha256: str
     skipped_rows: list[int] = field(default_factory=list)  # data row numbers (0-based) left out by --skip-empty
     notes: list[str] = field(default_factory=list)  # what the reader decided, for the user (delimiter, missing)
+    words: object | None = None  # word inputs (CoNLL-U...): the sentences' words, a ``treebank.WordTable``
 
     def __len__(self) -> int:
         return len(self.texts)

@@ -143,21 +143,19 @@ def current_rss() -> int:
 def estimate(config=None, calibrate: bool = True, **options) -> Estimate:
     """The cost of ``featx.extract(config)`` without running it (the same options, the same plan)."""
     from .config import make_config
-    from .corpus import read_corpus
+    from .word_corpus import read_input
     from .modeling import load_model
     from .plan import resolve_plan
 
     config = make_config(config, **options)
-    corpus = read_corpus(config.corpus, config.text_col, config.id_col, config.skip_empty, config.encoding,
-                         config.sep, config.missing_labels)
+    corpus = read_input(config)  # a table of texts, or word inputs (word_corpus.py)
     setup_started = time.perf_counter()
     loaded = load_model(config.model, config.device, config.dtype, config.trust_remote_code,
                         config.random_init, config.seed, config.max_length, config.device_map)
     plan = resolve_plan(config, corpus.sha256, loaded)
-    from .tokenize import tokenize_texts
+    from .word_tokens import tokenize_input
 
-    tokenized = tokenize_texts(loaded.tokenizer, corpus.texts, loaded.max_length, with_word_ids=config.tokens,
-                                   truncate=plan.window is None)
+    tokenized = tokenize_input(loaded, corpus, plan)
     setup_seconds = time.perf_counter() - setup_started  # the real run loads and tokenises the same way
     result = _sizes(plan, corpus, tokenized, loaded)
     if calibrate and len(corpus):

@@ -23,7 +23,8 @@ from .config import ExtractConfig, ExtractSummary, output_path, summary_of
 from .model_files import local_model_folder
 
 NOT_PART_OF_THE_REQUEST = ("output", "overwrite", "progress", "commit_seconds")
-NEW_OPTION_DEFAULTS = {"long": "truncate", "stride": None, "device_map": None, "sep": None, "missing_labels": "empty"}
+NEW_OPTION_DEFAULTS = {"long": "truncate", "stride": None, "device_map": None, "sep": None, "missing_labels": "empty",
+                       "word_format": None, "columns": None, "word_pooling": "first,last,mean", "more_corpora": ()}
 
 
 def _auto_may_find_an_accelerator(config: ExtractConfig) -> bool:
@@ -45,6 +46,8 @@ def request_key(config: ExtractConfig, corpus_sha256: str) -> str | None:
         if options.get(name) == default:
             options.pop(name)
     options["corpus"] = str(Path(config.corpus).resolve())
+    if config.more_corpora:
+        options["more_corpora"] = [str(Path(path).resolve()) for path in config.more_corpora]
     return json.dumps({"featx": __version__, "corpus_sha256": corpus_sha256, "model_folder": str(folder),
                        "model_files": model_files, "options": options}, sort_keys=True)
 

@@ -19,6 +19,7 @@ from .batching import collate, plan_batches, plan_windows
 from .plan import ExtractionPlan
 from .runner import Runner
 from .tokenize import TokenizedCorpus
+from .word_pooling import batch_inputs, row_word_ids
 
 
 class BackgroundWriter:
@@ -116,61 +117,68 @@ def prefetch(iterable, depth: int = 2):
 
 
 class Window:
-    """One window's host buffers, ``{dataset path: array}``, filled batch by batch in corpus order."""
+    """One window's host buffers, ``{dataset path: array}``, filled batch by batch in corpus order.
+
+    Flat buffers (token-level states with ``--tokens``, word vectors of word inputs) hold the window rows'
+    tokens or words, placed by the rows' offsets (``flat``: path -> offsets)."""
 
     def __init__(self, plan: ExtractionPlan, tokenized: TokenizedCorpus, start: int, stop: int):
         self.start, self.stop, self.tokenized = start, stop, tokenized
-        self.token_base = int(tokenized.offsets[start])
-        n_tokens = int(tokenized.offsets[stop]) - self.token_base
         dtype = np.dtype(plan.store_dtype)
         self.values: dict[str, np.ndarray] = {}
-        self.token_paths: set[str] = set()
+        self.flat: dict[str, np.ndarray] = {}
         for site in plan.sites:
             shape = (len(site.layers), site.width)
             for path in site.pooled_paths.values():
                 self.values[path] = np.zeros((stop - start, *shape), dtype=dtype)
             if plan.with_tokens:
-                self.values[site.tokens_path] = np.zeros((n_tokens, *shape), dtype=dtype)
-                self.token_paths.add(site.tokens_path)
+                self.flat[site.tokens_path] = tokenized.offsets
+        for path in plan.word_paths:
+            self.flat[path] = tokenized.word_offsets
+        for path, offsets in self.flat.items():
+            shape = (len(plan.hidden.layers), plan.hidden.width) if path in plan.word_paths else \
+                next((len(site.layers), site.width) for site in plan.sites if site.tokens_path == path)
+            self.values[path] = np.zeros((int(offsets[stop] - offsets[start]), *shape), dtype=dtype)
+        self.token_paths: set[str] = set(self.flat)
+
+    def _span(self, path: str, first: int, last: int) -> tuple[int, int]:
+        """Where window rows ``[first, last)`` sit in the flat buffer of ``path``."""
+        offsets = self.flat[path]
+        base = int(offsets[self.start])
+        return int(offsets[self.start + first]) - base, int(offsets[self.start + last]) - base
 
     def store(self, positions: np.ndarray, batch: dict, event) -> None:
         """A batch's results (``Runner`` output) into the buffers; ``positions`` are window rows."""
         if event is not None:
             event.synchronize()
         for path, values in batch.items():
-            if path in self.token_paths:
-                self._scatter_tokens(values.numpy(), self.values[path], positions)
+            if path in self.flat:
+                self._scatter(path, values.numpy(), positions)
             else:
                 self.values[path][positions] = values.numpy()
 
-    def _scatter_tokens(self, flat: np.ndarray, out: np.ndarray, positions) -> None:
-        """A batch's real tokens (in batch order) into the window's token buffer (in corpus order)."""
-        offsets, cursor = self.tokenized.offsets, 0
+    def _scatter(self, path: str, flat: np.ndarray, positions) -> None:
+        """A batch's real tokens or words (in batch order) into the window's flat buffer (in corpus order)."""
+        out, cursor = self.values[path], 0
         for position in positions:
-            row = self.start + int(position)
-            first, last = int(offsets[row]) - self.token_base, int(offsets[row + 1]) - self.token_base
+            first, last = self._span(path, int(position), int(position) + 1)
             out[first:last] = flat[cursor : cursor + last - first]
             cursor += last - first
 
     def rows(self, first: int, last: int) -> dict[str, np.ndarray]:
-        """The buffers of window rows ``[first, last)`` (views), token-level ones by the rows' tokens."""
-        offsets = self.tokenized.offsets
-        token_first = int(offsets[self.start + first]) - self.token_base
-        token_last = int(offsets[self.start + last]) - self.token_base
-        return {path: values[token_first:token_last] if path in self.token_paths else values[first:last]
+        """The buffers of window rows ``[first, last)`` (views), flat ones by the rows' tokens or words."""
+        return {path: values[slice(*self._span(path, first, last))] if path in self.flat else values[first:last]
                 for path, values in self.values.items()}
 
     def load(self, writer: FeatureWriter, undone: np.ndarray) -> None:
         """Resume a window: the rows committed inside it back from the file, the others zeroed."""
         writer.read_window(self.start, self.stop, self.values)
-        offsets = self.tokenized.offsets
         for path, values in self.values.items():
-            if path not in self.token_paths:
+            if path not in self.flat:
                 values[undone] = 0
                 continue
             for position in undone:
-                row = self.start + int(position)
-                values[int(offsets[row]) - self.token_base:int(offsets[row + 1]) - self.token_base] = 0
+                values[slice(*self._span(path, int(position), int(position) + 1))] = 0
 
     def check_finite(self, store_dtype: str, first: int = 0, last: int | None = None) -> None:
         """Refuse inf/NaN (float16 overflow) in rows ``[first, last)`` before they are written."""
@@ -179,7 +187,7 @@ class Window:
         for path, values in rows_first:
             if path in self.token_paths:
                 if not np.isfinite(values).all():
-                    raise StoreError(f"token-level states in the window from row {self.start} are inf or NaN "
+                    raise StoreError(f"token-level states or word vectors in the window from row {self.start} are inf or NaN "
                                      "after casting", "re-run with --store-dtype float32 --overwrite")
                 continue
             finite = np.isfinite(values).all(axis=(1, 2))
@@ -195,6 +203,10 @@ class Window:
 
 def windows(plan: ExtractionPlan, tokenized: TokenizedCorpus) -> list[tuple[int, int]]:
     lengths = tokenized.lengths if plan.with_tokens else None
+    if plan.word_paths:  # word vectors (and token states) of a window share the host memory budget
+        from .word_pooling import window_weights
+
+        return plan_windows(len(tokenized), plan.window_rows, *window_weights(plan, tokenized))
     return plan_windows(len(tokenized), plan.window_rows, lengths, plan.window_tokens)
 
 
@@ -330,14 +342,15 @@ def run(plan: ExtractionPlan, writer: FeatureWriter, tokenized: TokenizedCorpus,
                     for index in range(current.stored, len(current.batches)):
                         positions = current.batches[index]
                         if index < current.n_batched:
-                            yield positions, collate(tokenized, positions + start, pad_id, pin_memory=pin_memory)
+                            yield positions, batch_inputs(plan, tokenized, positions + start, pad_id, pin_memory)
                         else:  # --long window: one row, split into windows by the runner
-                            yield positions, tokenized.row(start + int(positions[0]))
+                            row = start + int(positions[0])
+                            yield positions, (tokenized.row(row), row_word_ids(plan, tokenized, row))
 
                 pending = None
                 for positions, batch in prefetch(batches_of_window()):
-                    if isinstance(batch, np.ndarray):
-                        result, n_tokens = (positions, *runner.windowed(batch)), len(batch)
+                    if isinstance(batch[0], np.ndarray):
+                        result, n_tokens = (positions, *runner.windowed(*batch)), len(batch[0])
                     else:
                         result, n_tokens = (positions, *runner(*batch)), int(batch[1].sum())
                     if pending is not None:  # consume the previous batch while this one runs on the GPU

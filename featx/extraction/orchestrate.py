@@ -18,13 +18,15 @@ from ..store import FeatureFile, FeatureWriter, OutputLock, partial_path, resuma
 from ..store.shards import shard_rows_match
 from . import loop
 from .config import ExtractConfig, ExtractSummary, make_config, output_path, summary_of
-from .corpus import Corpus, read_corpus, rereadable, source_name
+from .corpus import Corpus, rereadable, source_name
 from .modeling import LoadedModel, load_model
 from .plan import ExtractionPlan, provenance, resolve_plan
 from .runner import Runner
 from .distributed import LaunchEnv
 from .sharding import ShardSpec, make_manifest, select_rows, shard_attributes, write_manifest
-from .tokenize import TokenizedCorpus, tokenize_texts
+from .tokenize import TokenizedCorpus
+from .word_corpus import read_input
+from .word_tokens import tokenize_input
 
 
 def extract(config: ExtractConfig | None = None, **options) -> ExtractSummary:
@@ -58,8 +60,7 @@ def extract_one(config: ExtractConfig) -> ExtractSummary:
     started = time.perf_counter()
     output = output_path(config)
     check_output_dir(output)
-    corpus = read_corpus(config.corpus, config.text_col, config.id_col, config.skip_empty, config.encoding,
-                         config.sep, config.missing_labels)
+    corpus = read_input(config)  # a table of texts, or word inputs (word_corpus.py)
     shard = ShardSpec.from_options(config.shards, config.shard_index)
     corpus_rows, shard_rows = len(corpus), None
     if shard is not None:  # from here on, `corpus` is this shard's rows
@@ -86,8 +87,7 @@ def extract_one(config: ExtractConfig) -> ExtractSummary:
             return summary
         timings = {"load_seconds": time.perf_counter() - load_started}
         tokenize_started = time.perf_counter()
-        tokenized = tokenize_texts(loaded.tokenizer, corpus.texts, loaded.max_length, with_word_ids=config.tokens,
-                                   truncate=plan.window is None)
+        tokenized = tokenize_input(loaded, corpus, plan)
         timings["tokenize_seconds"] = time.perf_counter() - tokenize_started
         writer = open_writer(plan, corpus, tokenized, loaded, shard_rows, corpus_rows)
         resumed_from = writer.rows_done
@@ -188,4 +188,4 @@ def open_writer(plan: ExtractionPlan, corpus: Corpus, tokenized: TokenizedCorpus
     if plan.shard is not None:
         attrs.update(shard_attributes(plan.shard, plan.base_fingerprint, corpus_rows))
     return FeatureWriter.create(output, attrs, corpus, tokenized, list(plan.sites), plan.store_dtype,
-                                plan.with_tokens, row_index=shard_rows)
+                                plan.with_tokens, row_index=shard_rows, word_poolings=plan.word_poolings)

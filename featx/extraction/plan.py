@@ -20,13 +20,14 @@ from ..errors import InputError
 from ..selection import POOLINGS, parse_poolings, select_layers
 from ..store import HIDDEN_SITE, SiteLayout, hidden_layout
 from ..store import schema
-from .config import ExtractConfig, output_path
+from .config import ExtractConfig, is_word_input, output_path
 from .corpus import rereadable, source_name
 from .freshness import request_key
 from .modeling import LoadedModel, dtype_name
 from .sharding import ShardSpec
 from .sites import Site, measure_widths, parse_sites, resolve_sites
 from .tokenize import special_layout
+from .treebank import parse_word_poolings, word_format
 
 WINDOW_BYTES = 256 << 20  # host memory for one commit window of outputs
 MIN_WINDOW_ROWS, MAX_WINDOW_ROWS = 64, 8192
@@ -67,6 +68,7 @@ class ExtractionPlan:
     max_length: int = 512  # tokens one forward pass takes per row (the model's maximum or --max-length)
     long_inputs: str = "truncate"  # or "window": longer rows run as overlapping windows (windows.py)
     window: WindowSpec | None = None  # the windows' shape, with --long window
+    word_poolings: tuple[str, ...] = ()  # word inputs: the word vectors stored (first, last, mean subword)
 
     @property
     def hidden(self) -> SiteLayout:
@@ -79,6 +81,15 @@ class ExtractionPlan:
     @property
     def poolings(self) -> list[str]:
         return list(self.hidden.poolings)
+
+    @property
+    def word_paths(self) -> list[str]:
+        """The word-vector datasets of word inputs, in ``word_poolings`` order (none otherwise)."""
+        return [schema.word_pooled_path(name) for name in self.word_poolings]
+
+    def word_bytes(self) -> int:
+        """Stored bytes of one word's vectors, every word pooling."""
+        return len(self.word_poolings) * len(self.hidden.layers) * self.hidden.width * self.itemsize
 
     @property
     def with_tokens(self) -> bool:
@@ -162,7 +173,7 @@ def window_rows(config: ExtractConfig, row_bytes: int) -> int:
 
 
 def fingerprint(config: ExtractConfig, corpus_sha256: str, loaded: LoadedModel, layers, poolings, max_tokens,
-                sites, window: WindowSpec | None = None) -> str:
+                sites, window: WindowSpec | None = None, word_poolings=()) -> str:
     """What the file's contents depend on; resuming or reusing requires an exact match."""
     extra_sites = [site.name for site in sites if site.name != HIDDEN_SITE]
     # Only named when there are sites besides hidden, so files from before sites keep their fingerprint.
@@ -173,7 +184,10 @@ def fingerprint(config: ExtractConfig, corpus_sha256: str, loaded: LoadedModel, 
     reading = {**({"sep": config.sep} if config.sep is not None else {}),
                **({"missing_labels": config.missing_labels} if config.missing_labels != "empty" else {}),
                **({"ids": "data_row"} if config.skip_empty and config.id_col is None else {})}
-    return json.dumps({**({"sites": extra_sites} if extra_sites else {}), **long, **reading,
+    # Word inputs only: how the files were read and which word vectors are stored.
+    words = {"words": {"format": word_format(config.corpus, config.word_format, config.columns),
+                       "columns": config.columns, "word_poolings": list(word_poolings)}} if word_poolings else {}
+    return json.dumps({**({"sites": extra_sites} if extra_sites else {}), **long, **reading, **words,
         "corpus_sha256": corpus_sha256, "text_col": config.text_col, "id_col": config.id_col,
         "skip_empty": config.skip_empty, "model_sha256": loaded.weights_sha256, "random_init": config.random_init,
         "seed": config.seed if config.random_init else None, "max_length": loaded.max_length,
@@ -206,7 +220,8 @@ def resolve_plan(config: ExtractConfig, corpus_sha256: str, loaded: LoadedModel,
     layouts, hooked = _layouts(config, loaded, layers, poolings)
     max_tokens = default_max_tokens(config, loaded)
     window = resolve_window(config, loaded)
-    base = fingerprint(config, corpus_sha256, loaded, layers, poolings, max_tokens, layouts, window)
+    word_poolings = tuple(parse_word_poolings(config.word_pooling)) if is_word_input(config) else ()
+    base = fingerprint(config, corpus_sha256, loaded, layers, poolings, max_tokens, layouts, window, word_poolings)
     itemsize = np.dtype(config.store_dtype).itemsize
     rows = window_rows(config, sum(site.row_bytes(itemsize) for site in layouts))
     token_bytes = sum(site.token_bytes(itemsize) for site in layouts)
@@ -214,7 +229,7 @@ def resolve_plan(config: ExtractConfig, corpus_sha256: str, loaded: LoadedModel,
     pad_id, pad_source = resolve_pad(loaded.tokenizer)
     return ExtractionPlan(
         pad_id=pad_id, pad_source=pad_source, max_length=int(loaded.max_length), long_inputs=config.long,
-        window=window,
+        window=window, word_poolings=word_poolings,
         config=config, output=shard.path(output) if shard else output, store_dtype=config.store_dtype,
         sites=layouts, hooked=hooked, max_tokens=max_tokens, batch_size=int(config.batch_size), window_rows=rows,
         window_tokens=WINDOW_BYTES / token_bytes if config.tokens else None,

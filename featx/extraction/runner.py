@@ -13,6 +13,7 @@ from .plan import ExtractionPlan
 from .pooling import POOLING_FUNCTIONS, make_pooler_pool
 from .sites import SiteRecorder
 from .windows import split_row
+from .word_pooling import pool_words
 
 
 def _pooler_head(loaded: LoadedModel):
@@ -66,9 +67,13 @@ class Runner:
         # With --device-map the layers sit on several devices: pool where the batch is (a no-op otherwise).
         return {site: [layer.to(self.device) for layer in layers] for site, layers in states.items()}
 
-    def _pool(self, states: dict[str, list[torch.Tensor]], mask: torch.Tensor):
+    def _pool(self, states: dict[str, list[torch.Tensor]], mask: torch.Tensor, word_index=None):
         real = mask.bool() if self.plan.with_tokens else None
         values = {}
+        if word_index is not None:  # word inputs: each word's subwords pooled into one vector per layer
+            words = pool_words(states[self.plan.hidden.name], word_index.to(self.device), self.plan.word_poolings)
+            for name, path in zip(self.plan.word_poolings, self.plan.word_paths):
+                values[path] = words[name].to(self.store_dtype).to("cpu", non_blocking=True)
         for site in self.plan.sites:
             # Pool layer by layer: stacking all layers first would copy every state once more.
             for name, path in site.pooled_paths.items():
@@ -84,18 +89,19 @@ class Runner:
         return values, event
 
     @torch.inference_mode()
-    def __call__(self, input_ids: torch.Tensor, mask: torch.Tensor):
+    def __call__(self, input_ids: torch.Tensor, mask: torch.Tensor, word_index: torch.Tensor | None = None):
         input_ids = input_ids.to(self.device, non_blocking=True)
         mask = mask.to(self.device, non_blocking=True)
-        return self._pool(self._forward(input_ids, mask), mask)
+        return self._pool(self._forward(input_ids, mask), mask, word_index)
 
     @torch.inference_mode()
-    def windowed(self, row_ids: np.ndarray):
+    def windowed(self, row_ids: np.ndarray, word_ids: np.ndarray | None = None):
         """One row longer than the model's maximum (``--long window``): its windows run in batches of up to
         ``max_tokens`` tokens, each token's states taken from its most central window, then pooled over the
-        stitched row exactly like a batch of one."""
+        stitched row exactly like a batch of one. With ``word_ids`` (word inputs) each word's subwords all
+        come from the one window where the whole word is most central."""
         spec = self.plan.window
-        row = split_row(row_ids, spec.n_lead, spec.n_trail, spec.budget, spec.stride)
+        row = split_row(row_ids, spec.n_lead, spec.n_trail, spec.budget, spec.stride, word_ids)
         width = row.input_ids.shape[1]
         per_pass = max(1, self.plan.max_tokens // width)
         owner = torch.from_numpy(row.owner).to(self.device)
@@ -108,4 +114,5 @@ class Runner:
             for site, layers in self._forward(ids, torch.ones_like(ids)).items():
                 pieces.setdefault(site, []).append([layer[window, at] for layer in layers])
         states = {site: [torch.cat(parts)[None] for parts in zip(*chunks)] for site, chunks in pieces.items()}
-        return self._pool(states, torch.ones((1, len(row.owner)), dtype=torch.long, device=self.device))
+        word_index = None if word_ids is None else torch.from_numpy(np.asarray(word_ids, dtype=np.int64))[None]
+        return self._pool(states, torch.ones((1, len(row.owner)), dtype=torch.long, device=self.device), word_index)

@@ -18,6 +18,9 @@ class TokenizedCorpus:
     offsets: np.ndarray  # (n_rows + 1,) int64; row i is input_ids[offsets[i]:offsets[i+1]]
     full_lengths: np.ndarray  # (n_rows,) int32, token count before truncation (specials included)
     word_ids: np.ndarray | None  # (total_tokens,) int32, -1 for special tokens; None unless asked for
+    # Word inputs (word_tokens.py): row i owns words word_offsets[i]:word_offsets[i+1], each of n_subwords tokens
+    word_offsets: np.ndarray | None = None
+    n_subwords: np.ndarray | None = None
 
     @property
     def lengths(self) -> np.ndarray:

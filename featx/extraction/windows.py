@@ -37,8 +37,10 @@ def window_starts(n_content: int, budget: int, stride: int) -> list[int]:
     return starts + [n_content - budget]
 
 
-def split_row(ids: np.ndarray, n_lead: int, n_trail: int, budget: int, stride: int) -> WindowedRow:
-    """The windows of one tokenised row (specials included) and where each of its tokens is taken from."""
+def split_row(ids: np.ndarray, n_lead: int, n_trail: int, budget: int, stride: int,
+              word_ids: np.ndarray | None = None) -> WindowedRow:
+    """The windows of one tokenised row (specials included) and where each of its tokens is taken from;
+    with ``word_ids`` (the row's, -1 for specials) a word's tokens all come from one window (``word_owners``)."""
     ids = np.asarray(ids, dtype=np.int64)
     lead, trail = ids[:n_lead], ids[len(ids) - n_trail:]
     content = ids[n_lead:len(ids) - n_trail]
@@ -50,8 +52,27 @@ def split_row(ids: np.ndarray, n_lead: int, n_trail: int, budget: int, stride: i
     inside = (index >= starts[None, :]) & (index < starts[None, :] + width)
     margin = np.minimum(index - starts[None, :], starts[None, :] + width - 1 - index)
     owner_content = np.where(inside, margin, -1).argmax(axis=1)  # argmax: the first (earlier) window on a tie
+    if word_ids is not None:
+        owner_content = word_owners(np.where(inside, margin, -1), np.asarray(word_ids)[n_lead:len(ids) - n_trail],
+                                    owner_content)
     position_content = n_lead + np.arange(len(content)) - starts[owner_content]
     last = len(starts) - 1
     owner = np.concatenate([np.zeros(n_lead, np.int64), owner_content, np.full(n_trail, last, np.int64)])
     position = np.concatenate([np.arange(n_lead), position_content, n_lead + width + np.arange(n_trail)])
     return WindowedRow(windows, owner.astype(np.int64), position.astype(np.int64))
+
+
+def word_owners(score: np.ndarray, words: np.ndarray, token_owner: np.ndarray) -> np.ndarray:
+    """Each content token's window when whole words are taken from one window: the window where the word's
+    least central token is most central (the earlier on a tie). ``score`` is (tokens, windows), -1 where a
+    window lacks the token. A word no window holds whole keeps its tokens' own windows, and so does every
+    token if the words' windows would not run in order (the stitching needs non-decreasing windows)."""
+    if not len(words) or np.any(words < 0) or np.any(np.diff(words) < 0):
+        return token_owner
+    starts = np.flatnonzero(np.r_[True, np.diff(words) != 0])
+    worst = np.minimum.reduceat(score, starts, axis=0)  # (words, windows)
+    best = worst.argmax(axis=1)
+    whole = worst[np.arange(len(starts)), best] >= 0
+    sizes = np.diff(np.r_[starts, len(words)])
+    owner = np.where(np.repeat(whole, sizes), np.repeat(best, sizes), token_owner)
+    return owner if np.all(np.diff(owner) >= 0) else token_owner
