@@ -21,7 +21,7 @@ from .word_tasks import WordPlan, WordTask, inner_split_by_sentence
 
 MIX_BUDGET = 200_000_000  # float16 values of (words x layers x hidden) held for the layer summaries
 MIN_GAIN = 0.005  # total accuracy gained over layer 0 below which no expected layer is reported
-TRAIN_SHARE = 0.7  # of the budget, for the training (and validation) sentences; the rest for the test part
+TRAIN_SHARE = 0.7  # when sampling: the budget's share of the training (and validation) sentences; the rest, test
 
 
 @dataclass
@@ -57,9 +57,13 @@ def load_mix_data(source, task: WordTask, plan: WordPlan, pooling: str, layers: 
     first = source.word_features(pooling, layers[0], dtype=np.float16)
     hidden = first.shape[1]
     cap = max(1, budget // (len(layers) * hidden))
-    chosen = np.concatenate([_take_sentences(fit_rows, task.groups, lengths, int(cap * TRAIN_SHARE), rng),
-                             _take_sentences(test, task.groups, lengths, int(cap * (1 - TRAIN_SHARE)), rng)])
-    sampled = len(chosen) < len(np.unique(task.groups[np.concatenate([fit_rows, test])]))
+    everything = np.unique(task.groups[np.concatenate([fit_rows, test])])
+    if lengths[everything].sum() <= cap:
+        chosen = everything
+    else:
+        chosen = np.concatenate([_take_sentences(fit_rows, task.groups, lengths, int(cap * TRAIN_SHARE), rng),
+                                 _take_sentences(test, task.groups, lengths, int(cap * (1 - TRAIN_SHARE)), rng)])
+    sampled = len(chosen) < len(everything)
     words = np.sort(np.concatenate([np.arange(offsets[s], offsets[s + 1]) for s in chosen]))
     states = np.empty((len(words), len(layers), hidden), np.float16)
     states[:, 0] = first[words]

@@ -139,6 +139,10 @@ def _reference_rows(shared: _Shared) -> list[dict]:
     return rows
 
 
+def _dispatch(function, arguments: tuple):
+    return function(*arguments)
+
+
 def _mix_job(source, pooling: str, layers: list[int], shared: _Shared) -> tuple[str, dict]:
     from threadpoolctl import threadpool_limits
 
@@ -202,12 +206,13 @@ def probe_words(config: ProbeConfig, path: Path, notes: list[str], started: floa
     shared = _Shared(task, plan, y_control, classifiers, tuple(float(c) for c in config.cs), bool(config.balanced),
                      int(config.seed), int(config.n_bootstrap))
     reference = str(path) if source is None else source
-    jobs = [(reference, layer, pooling, shared) for pooling in poolings for layer in layers]
+    # The layer summaries (the longest jobs) first, then one job per (pooling, layer), all in one pool.
+    jobs = [(_mix_job, (reference, pooling, layers, shared)) for pooling in poolings if len(layers) > 1]
+    jobs += [(_run_job, (reference, layer, pooling, shared)) for pooling in poolings for layer in layers]
     workers = job_workers(config.jobs, len(jobs))
-    outputs = run_jobs(_run_job, jobs, workers)
-    summaries = dict(run_jobs(_mix_job, [(reference, pooling, layers, shared) for pooling in poolings],
-                              min(workers, len(poolings)))) if len(layers) > 1 else {}
-    records = _reference_rows(shared) + [record for output in outputs for record in output]
+    outputs = run_jobs(_dispatch, jobs, workers)
+    summaries = dict(output for output in outputs if isinstance(output, tuple))
+    records = _reference_rows(shared) + [record for output in outputs if isinstance(output, list) for record in output]
     oof = [record.pop("_predictions", None) for record in records]
     table = pd.DataFrame.from_records(records)
     table["is_best"] = _mark_best(table)
