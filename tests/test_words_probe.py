@@ -9,6 +9,7 @@ import time
 from types import SimpleNamespace
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from featx.errors import InputError
@@ -256,6 +257,13 @@ def test_probe_and_plot_through_a_real_file(tmp_path, monkeypatch):
     assert (tmp_path / "planted.upos.probe.png").stat().st_size > 10_000
     svg = (tmp_path / "planted.upos.probe.svg").read_text()
     assert "center of gravity" in svg and "most frequent label per word type" in svg and "scalar mix" in svg
+    out = runner.invoke(main, ["explain", str(tmp_path / "planted.upos.probe.csv"), "--limit", "3"])
+    assert out.exit_code == 0, out.output
+    assert "most frequent confusions at the best layer (1)" in out.output and "per-class F1 by layer" in out.output
+    predictions = pd.read_csv(tmp_path / "planted.upos.predictions.csv")
+    test_words = np.flatnonzero(source.split[source.sentence] == "test")
+    assert len(predictions) == len(test_words) and list(predictions.word) == [source.forms[w] for w in test_words]
+    assert list(predictions.label) == [TAGS[source.upos[w]] for w in test_words]
     out = runner.invoke(main, ["probe", str(path), "--label", "head"])
     assert out.exit_code == 2 and "--arcs" in out.output
     out = runner.invoke(main, ["probe", str(path), "--label", "deprel", "--arcs", "--layer", "0,1", "--pooling",

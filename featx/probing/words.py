@@ -26,6 +26,7 @@ from .config import ProbeConfig
 from .inputs import ProbeResult, _versions, job_workers, run_jobs, write_result
 from .results import COLUMNS
 from .significance import add_significance
+from .word_predictions import prediction_table
 from .word_eval import item_features, run_fold, summarise
 from .word_tasks import (HEAD_LABEL, LEVEL_ARC, WordPlan, WordTask, attachment_task, control_labels,
                          lexical_predictions, relation_task, sentence_plan, word_task)
@@ -199,6 +200,7 @@ def probe_words(config: ProbeConfig, path: Path, notes: list[str], started: floa
         poolings = parse_poolings(config.poolings, opened.word_poolings())
         plan = sentence_plan(task, opened.split, int(config.folds), int(config.seed), notes)
         attrs = getattr(opened, "attrs", {})
+        ids, forms, offsets = list(opened.ids), opened.word_forms(), np.asarray(opened.word_offsets(), np.int64)
         meta_file = {key: attrs.get(key) for key in (schema.MODEL, schema.MODEL_SHA256, schema.CORPUS_PATH,
                                                       schema.CORPUS_SHA256)}
     training = plan.folds[0][0] if plan.is_split else np.arange(len(task.y))
@@ -220,8 +222,10 @@ def probe_words(config: ProbeConfig, path: Path, notes: list[str], started: floa
     table = add_significance(table, predictions, plan, task.y, max(int(config.n_bootstrap), 1000), int(config.seed))
     table = table[WORD_COLUMNS]
     table["layer"] = table["layer"].astype("Int64")
+    frame, predictions_for = prediction_table(table, predictions, task, plan, ids, forms, offsets)
     meta = _meta(config, path, meta_file, task, plan, classifiers, poolings, layers, summaries, workers, notes, started)
-    result = ProbeResult(table, meta, notes=list(notes))
+    meta["predictions_for"] = predictions_for
+    result = ProbeResult(table, meta, notes=list(notes), predictions=frame)
     if config.write:
         write_result(result, Path(path), _results_label(task), config.output)
     return result
