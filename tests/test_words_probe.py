@@ -270,3 +270,16 @@ def test_probe_and_plot_through_a_real_file(tmp_path, monkeypatch):
                                "mean", "--jobs", "1", "--no-control"])
     assert out.exit_code == 0, out.output
     assert (tmp_path / "planted.deprel.arcs.probe.csv").exists()
+
+
+def test_a_label_seen_only_in_the_test_part_is_kept_and_named():
+    source = PlantedWords(n_sentences=40)
+    test_word = int(np.flatnonzero(source.split[source.sentence] == "test")[0])
+    source.upos = source.upos.copy()
+    source.upos[test_word] = len(TAGS)  # a fifth tag, on one test word only
+    source.word_label_names = lambda column: list(TAGS) + ["X"] if column == "upos" else ["nsubj", "obj", "det",
+                                                                                           "amod", "root"]
+    notes = []
+    task = word_task(source, "upos")
+    plan = sentence_plan(task, source.split, 5, 0, notes)
+    assert plan.is_split and "X (1)" in notes[0] and task.n_classes == len(TAGS) + 1

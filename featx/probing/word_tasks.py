@@ -142,7 +142,7 @@ def sentence_plan(task: WordTask, split: np.ndarray | None, folds: int, seed: in
                          "trains the probes (C chosen inside it), the test part scores them")
             train, dev = dev, np.zeros(0, np.int64)
         if len(train) and len(test):
-            ev._check_split_classes(task.y, train, test, task.class_names, task.label)
+            _check_split_classes(task, train, test, notes)
             return WordPlan("split", [(train, test)], [dev if len(dev) else None], groups=groups)
         if len(np.unique(values)) > 1:
             notes.append(f"the split column has no train and test sentences to use; cross-validating with {folds} "
@@ -155,6 +155,19 @@ def sentence_plan(task: WordTask, split: np.ndarray | None, folds: int, seed: in
     splitter = StratifiedGroupKFold(n_splits=folds, shuffle=True, random_state=seed)
     pairs = [(train, test) for train, test in splitter.split(np.zeros(len(task.y)), task.y, groups)]
     return WordPlan(f"{folds}-fold cv", pairs, [None] * len(pairs), groups=groups)
+
+
+def _check_split_classes(task: WordTask, train: np.ndarray, test: np.ndarray, notes: list[str]) -> None:
+    """A training part needs two classes; a rare label seen only in the test part is kept (its items count
+    as errors: no probe can predict it) and named in a note."""
+    seen = np.unique(task.y[train])
+    if len(seen) < 2:
+        raise InputError(f"the training part has only one class of label '{task.label}'", "check the split column")
+    unseen = np.setdiff1d(np.unique(task.y[test]), seen)
+    if len(unseen):
+        counts = np.bincount(task.y[test], minlength=task.n_classes)
+        listed = ", ".join(f"{task.class_names[code]} ({counts[code]})" for code in unseen)
+        notes.append(f"label(s) never seen in the training part, counted as errors in the test part: {listed}")
 
 
 def inner_split_by_sentence(groups: np.ndarray, rows: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray]:
