@@ -35,6 +35,7 @@ class PlantedWords:
         self.deprel[self.heads < 0] = len(RELATIONS) - 1
         self.layers = list(range(layers))
         self.n_rows = n_sentences
+        self.ids = [f"s{i}" for i in range(n_sentences)]
         self.split = np.array(["test" if s % 4 == 0 else "train" for s in range(n_sentences)], dtype=object) \
             if split else None
         self.label_columns: list[str] = []

@@ -283,3 +283,20 @@ def test_a_label_seen_only_in_the_test_part_is_kept_and_named():
     task = word_task(source, "upos")
     plan = sentence_plan(task, source.split, 5, 0, notes)
     assert plan.is_split and "X (1)" in notes[0] and task.n_classes == len(TAGS) + 1
+
+
+def test_which_labels_are_probed_as_words():
+    from featx.probing.words import wants_words
+
+    words = PlantedWords(n_sentences=10)
+    assert wants_words(words, ProbeConfig(label="upos")) and wants_words(words, ProbeConfig())
+    with pytest.raises(InputError, match="--arcs"):
+        wants_words(words, ProbeConfig(label="head"))
+    words.label_columns = ["upos"]  # a sentence-level column of that name is probed per sentence
+    assert not wants_words(words, ProbeConfig(label="upos")) and not wants_words(words, ProbeConfig())
+    sentences = SimpleNamespace(label_columns=["label"], path="x.h5", has_words=False)
+    assert not wants_words(sentences, ProbeConfig(label="label"))
+    with pytest.raises(InputError, match="--arcs needs word-level data"):
+        wants_words(sentences, ProbeConfig(label="deprel", arcs=True))
+    result = _run(PlantedWords(n_sentences=30, signal={1: 3.0}), layers="1", poolings="mean")
+    assert result.meta["label"] == "upos" and "probing the word label 'upos'" in result.notes[0]

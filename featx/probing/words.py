@@ -44,15 +44,26 @@ def wants_words(features, config: ProbeConfig) -> bool:
             raise InputError(f"--arcs needs word-level data, and {features.path} has none",
                              "extract a treebank (featx extract treebank.conllu) to get words, heads and relations")
         return True
-    if config.label is None or config.label in features.label_columns:
+    if config.label is None:  # a file of words without sentence labels: its word labels
+        return has_words and not features.label_columns
+    if config.label in features.label_columns:
         return False
     if config.label == HEAD_LABEL and has_words:
         raise InputError("--label head is probed as arcs", "add --arcs: featx probe FEATURES --label head --arcs")
     return has_words and config.label in features.word_label_columns()
 
 
-def build_task(source, config: ProbeConfig) -> WordTask:
+def build_task(source, config: ProbeConfig, notes: list[str] | None = None) -> WordTask:
     label = config.label
+    if label is None and not config.arcs:
+        columns = source.word_label_columns()
+        if not columns:
+            raise InputError(f"{getattr(source, 'path', 'the file')} has no word label columns",
+                             "extract a treebank with labelled words (UPOS, DEPREL, ...)")
+        label = "upos" if "upos" in columns else columns[0]
+        if notes is not None:
+            notes.append(f"probing the word label '{label}' (word label columns: {', '.join(columns)}; "
+                         "choose with --label)")
     if config.arcs:
         if label is None:
             label = "deprel" if "deprel" in source.word_label_columns() else HEAD_LABEL
@@ -195,7 +206,7 @@ def probe_words(config: ProbeConfig, path: Path, notes: list[str], started: floa
     with (_opened(path) if source is None else contextlib.nullcontext(source)) as opened:
         if not getattr(opened, "has_words", False):
             raise InputError(f"{path} has no word-level data", "extract a treebank: featx extract treebank.conllu")
-        task = build_task(opened, config)
+        task = build_task(opened, config, notes)
         layers = _layers(opened, config)
         poolings = parse_poolings(config.poolings, opened.word_poolings())
         plan = sentence_plan(task, opened.split, int(config.folds), int(config.seed), notes)
