@@ -300,3 +300,22 @@ def test_which_labels_are_probed_as_words():
         wants_words(sentences, ProbeConfig(label="deprel", arcs=True))
     result = _run(PlantedWords(n_sentences=30, signal={1: 3.0}), layers="1", poolings="mean")
     assert result.meta["label"] == "upos" and "probing the word label 'upos'" in result.notes[0]
+
+
+def test_learning_curves_subsample_whole_training_sentences():
+    from featx.probing.word_curves import sentence_subsample
+
+    source = PlantedWords(n_sentences=80, signal={1: 3.0})
+    task = word_task(source, "upos")
+    train = sentence_plan(task, source.split, 5, 0, []).folds[0][0]
+    n_sentences = len(np.unique(task.groups[train]))
+    half = sentence_subsample(task.groups, train, 0.5, 0)
+    assert len(np.unique(task.groups[half])) == round(0.5 * n_sentences)
+    for sentence in np.unique(task.groups[half]):  # whole sentences: every training word of each kept one
+        assert np.sum(task.groups[half] == sentence) == np.sum(task.groups[train] == sentence)
+    assert 100 <= len(sentence_subsample(task.groups, train, 100, 0)) < 120
+    result = _run(source, poolings="mean", layers="0,1", train_sizes="0.2,1.0")
+    curve = result.curve.sort_values(["layer", "train_size"])
+    assert list(curve.train_size) == [0.2, 1.0, 0.2, 1.0] and curve.n_train.iloc[0] < curve.n_train.iloc[1]
+    full = curve[(curve.layer == 1) & (curve.train_size == 1.0)].accuracy.iloc[0]
+    assert full == pytest.approx(result.table[(result.table.layer == 1)].accuracy.iloc[0])

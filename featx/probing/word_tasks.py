@@ -11,7 +11,9 @@ has items on both sides, and the inner holdouts (C search, early stopping) are b
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -21,6 +23,15 @@ from . import evaluation as ev
 HEAD_LABEL = "head"  # --label head --arcs: is this word pair an arc?
 ARC_NAMES = ["no-arc", "arc"]
 LEVEL_WORD, LEVEL_ARC = "word", "arc"
+
+
+def opened_source(source):
+    """A context giving the source: a features file path is opened (in a worker), an object is used as is."""
+    if isinstance(source, (str, Path)):
+        from ..store import FeatureFile
+
+        return FeatureFile(source)
+    return contextlib.nullcontext(source)
 
 
 @dataclass

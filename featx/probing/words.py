@@ -9,7 +9,6 @@ Tenney layer summaries (scalar mix, expected layer). Features stream from the fi
 
 from __future__ import annotations
 
-import contextlib
 import json
 import time
 from dataclasses import dataclass
@@ -20,16 +19,18 @@ import pandas as pd
 
 from ..errors import InputError
 from ..selection import parse_layer_specs, parse_poolings
-from ..store import FeatureFile, schema
+from ..store import schema
 from . import evaluation as ev
 from .config import ProbeConfig
 from .inputs import ProbeResult, _versions, job_workers, run_jobs, write_result
-from .results import COLUMNS
+from .curves import parse_train_sizes
+from .results import COLUMNS, CURVE_COLUMNS
 from .significance import add_significance
 from .word_predictions import prediction_table
+from .word_curves import curve_job, curve_layers
 from .word_eval import item_features, run_fold, summarise
 from .word_tasks import (HEAD_LABEL, LEVEL_ARC, WordPlan, WordTask, attachment_task, control_labels,
-                         lexical_predictions, relation_task, sentence_plan, word_task)
+                         lexical_predictions, opened_source, relation_task, sentence_plan, word_task)
 
 WORD_CLASSIFIERS = ("logreg", "svm", "mlp")
 WORD_COLUMNS = COLUMNS + ["level"]
@@ -83,17 +84,10 @@ class _Shared:
     n_bootstrap: int
 
 
-def _opened(source):
-    """A context giving the source: a features file path is opened (in the worker), an object is used as is."""
-    if isinstance(source, (str, Path)):
-        return FeatureFile(source)
-    return contextlib.nullcontext(source)
-
-
 def _run_job(source, layer: int, pooling: str, shared: _Shared) -> list[dict]:
     from threadpoolctl import threadpool_limits
 
-    with threadpool_limits(limits=1), _opened(source) as opened:
+    with threadpool_limits(limits=1), opened_source(source) as opened:
         X = item_features(shared.task, opened.word_features(pooling, layer, dtype=np.float32))
     labels = [shared.task.y] + ([shared.y_control] if shared.y_control is not None else [])
     records = []
@@ -151,8 +145,8 @@ def _reference_rows(shared: _Shared) -> list[dict]:
     return rows
 
 
-def _dispatch(function, arguments: tuple):
-    return function(*arguments)
+def _dispatch(kind: str, function, arguments: tuple) -> tuple[str, object]:
+    return kind, function(*arguments)
 
 
 def _mix_job(source, pooling: str, layers: list[int], shared: _Shared) -> tuple[str, dict]:
@@ -165,7 +159,7 @@ def _mix_job(source, pooling: str, layers: list[int], shared: _Shared) -> tuple[
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        with threadpool_limits(limits=1), _opened(source) as opened:
+        with threadpool_limits(limits=1), opened_source(source) as opened:
             data = load_mix_data(opened, shared.task, shared.plan, pooling, layers, shared.seed)
             return pooling, layer_summary(data, shared.task.n_classes, shared.seed)
     finally:
@@ -194,8 +188,8 @@ def _check_classifiers(config: ProbeConfig) -> list[str]:
     if other:
         raise InputError(f"classifier {', '.join(other)} is not available for word-level probes",
                          f"choose from {', '.join(WORD_CLASSIFIERS)}")
-    if config.baseline is not None or config.mdl or config.train_sizes is not None or config.labels is not None:
-        raise InputError("--baseline, --mdl, --train-sizes and --labels are not available for word-level probes yet",
+    if config.baseline is not None or config.mdl or config.labels is not None:
+        raise InputError("--baseline, --mdl and --labels are not available for word-level probes yet",
                          "leave them out; word probes report the control task, majority and lexical baselines")
     return chosen
 
@@ -203,13 +197,15 @@ def _check_classifiers(config: ProbeConfig) -> list[str]:
 def probe_words(config: ProbeConfig, path: Path, notes: list[str], started: float, source=None) -> ProbeResult:
     """The word-level probing run of ``config`` on the features file at ``path`` (or an open ``source``)."""
     classifiers = _check_classifiers(config)
-    with (_opened(path) if source is None else contextlib.nullcontext(source)) as opened:
+    with opened_source(path if source is None else source) as opened:
         if not getattr(opened, "has_words", False):
             raise InputError(f"{path} has no word-level data", "extract a treebank: featx extract treebank.conllu")
         task = build_task(opened, config, notes)
         layers = _layers(opened, config)
         poolings = parse_poolings(config.poolings, opened.word_poolings())
         plan = sentence_plan(task, opened.split, int(config.folds), int(config.seed), notes)
+        sizes = parse_train_sizes(config.train_sizes) if config.train_sizes is not None else None
+        curve_at = curve_layers(opened, config, layers) if sizes else []
         attrs = getattr(opened, "attrs", {})
         ids, forms, offsets = list(opened.ids), opened.word_forms(), np.asarray(opened.word_offsets(), np.int64)
         meta_file = {key: attrs.get(key) for key in (schema.MODEL, schema.MODEL_SHA256, schema.CORPUS_PATH,
@@ -220,12 +216,16 @@ def probe_words(config: ProbeConfig, path: Path, notes: list[str], started: floa
                      int(config.seed), int(config.n_bootstrap))
     reference = str(path) if source is None else source
     # The layer summaries (the longest jobs) first, then one job per (pooling, layer), all in one pool.
-    jobs = [(_mix_job, (reference, pooling, layers, shared)) for pooling in poolings if len(layers) > 1]
-    jobs += [(_run_job, (reference, layer, pooling, shared)) for pooling in poolings for layer in layers]
+    jobs = [("mix", _mix_job, (reference, pooling, layers, shared)) for pooling in poolings if len(layers) > 1]
+    jobs += [("probe", _run_job, (reference, layer, pooling, shared)) for pooling in poolings for layer in layers]
+    jobs += [("curve", curve_job, (reference, layer, pooling, shared, sizes)) for pooling in poolings
+             for layer in curve_at] if sizes else []
     workers = job_workers(config.jobs, len(jobs))
     outputs = run_jobs(_dispatch, jobs, workers)
-    summaries = dict(output for output in outputs if isinstance(output, tuple))
-    records = _reference_rows(shared) + [record for output in outputs if isinstance(output, list) for record in output]
+    summaries = dict(output for kind, output in outputs if kind == "mix")
+    records = _reference_rows(shared) + [record for kind, output in outputs if kind == "probe" for record in output]
+    curve = pd.DataFrame.from_records([record for kind, output in outputs if kind == "curve" for record in output],
+                                      columns=CURVE_COLUMNS) if sizes else None
     oof = [record.pop("_predictions", None) for record in records]
     table = pd.DataFrame.from_records(records)
     table["is_best"] = _mark_best(table)
@@ -236,7 +236,8 @@ def probe_words(config: ProbeConfig, path: Path, notes: list[str], started: floa
     frame, predictions_for = prediction_table(table, predictions, task, plan, ids, forms, offsets)
     meta = _meta(config, path, meta_file, task, plan, classifiers, poolings, layers, summaries, workers, notes, started)
     meta["predictions_for"] = predictions_for
-    result = ProbeResult(table, meta, notes=list(notes), predictions=frame)
+    meta["train_sizes"] = sizes
+    result = ProbeResult(table, meta, notes=list(notes), predictions=frame, curve=curve)
     if config.write:
         write_result(result, Path(path), _results_label(task), config.output)
     return result
