@@ -221,6 +221,7 @@ class ExtractSummary:
     poolings: list[str] = field(default_factory=list)
     resumed_from: int = 0
     windowed_rows: int = 0  # rows longer than the model's maximum, run in overlapping windows (--long window)
+    words: int = 0  # word inputs (CoNLL-U...): the words stored, one vector per word pooling and layer
     resumed_inside: int = 0  # rows an earlier run committed inside the window after ``resumed_from`` (by time)
     notes: list[str] = field(default_factory=list)  # extra lines for the user (e.g. the merge of shards)
     # Where the time went (0 for an up-to-date file): model load, tokenisation, and the batch loop
@@ -238,6 +239,8 @@ class ExtractSummary:
         parts = [
             f"{self.rows} rows", f"{self.tokens} tokens", f"{self.truncated_rows} truncated",
         ]
+        if self.words:
+            parts.insert(1, f"{self.words} words")
         if self.windowed_rows:
             parts.append(f"{self.windowed_rows} windowed")
         if self.skipped_empty:
@@ -291,7 +294,7 @@ def summary_of(path: Path, status: str, seconds: float, skipped: int) -> Extract
             truncated_rows=int(features.truncated.sum()), skipped_empty=skipped, seconds=seconds,
             file_bytes=path.stat().st_size, model=str(attrs.get(schema.MODEL)), device=str(attrs.get(schema.DEVICE)),
             dtype=str(attrs.get(schema.COMPUTE_DTYPE)), layers=features.layers, poolings=features.poolings,
-            windowed_rows=windowed,
+            windowed_rows=windowed, words=int(features.word_offsets()[-1]) if features.has_words else 0,
         )
         if str(attrs.get(schema.MODEL_PART, "model")) == "encoder":
             summary.notes.append(f"{summary.model} is an encoder-decoder model: these are its encoder's states "

@@ -180,6 +180,10 @@ def _sizes(plan, corpus, tokenized, loaded) -> Estimate:
                                                  plan.itemsize, plan.with_tokens, 0, 0, 0, False)
         pooled += site_pooled
         token_bytes += site_tokens - (n_tokens * 8 + (n_rows + 1) * 8 if plan.with_tokens else 0)  # ids: once
+    if plan.word_paths:  # word inputs: each word's vectors, and its form, labels, head and subword count
+        n_words = int(tokenized.word_offsets[-1])
+        pooled += n_words * plan.word_bytes()
+        other += n_words * (16 + 4 * (len(corpus.words.labels) + 2))
     compute_itemsize = torch.empty((), dtype=loaded.dtype).element_size()
     model_bytes = sum(p.numel() * p.element_size() for p in loaded.model.parameters())
     window_bytes = plan.window_bytes(n_rows)

@@ -19,7 +19,7 @@ from .batching import collate, plan_batches, plan_windows
 from .plan import ExtractionPlan
 from .runner import Runner
 from .tokenize import TokenizedCorpus
-from .word_pooling import batch_inputs, row_word_ids
+from .word_pooling import row_word_ids, with_word_index
 
 
 class BackgroundWriter:
@@ -342,7 +342,8 @@ def run(plan: ExtractionPlan, writer: FeatureWriter, tokenized: TokenizedCorpus,
                     for index in range(current.stored, len(current.batches)):
                         positions = current.batches[index]
                         if index < current.n_batched:
-                            yield positions, batch_inputs(plan, tokenized, positions + start, pad_id, pin_memory)
+                            batch = collate(tokenized, positions + start, pad_id, pin_memory=pin_memory)
+                            yield positions, with_word_index(plan, tokenized, positions + start, batch)
                         else:  # --long window: one row, split into windows by the runner
                             row = start + int(positions[0])
                             yield positions, (tokenized.row(row), row_word_ids(plan, tokenized, row))

@@ -24,9 +24,9 @@ from .plan import ExtractionPlan, provenance, resolve_plan
 from .runner import Runner
 from .distributed import LaunchEnv
 from .sharding import ShardSpec, make_manifest, select_rows, shard_attributes, write_manifest
-from .tokenize import TokenizedCorpus
+from .tokenize import TokenizedCorpus, tokenize_texts
 from .word_corpus import read_input
-from .word_tokens import tokenize_input
+from .word_tokens import tokenize_words
 
 
 def extract(config: ExtractConfig | None = None, **options) -> ExtractSummary:
@@ -87,7 +87,11 @@ def extract_one(config: ExtractConfig) -> ExtractSummary:
             return summary
         timings = {"load_seconds": time.perf_counter() - load_started}
         tokenize_started = time.perf_counter()
-        tokenized = tokenize_input(loaded, corpus, plan)
+        if corpus.words is not None:  # word inputs: pre-tokenised, never truncated (word_tokens.py)
+            tokenized = tokenize_words(loaded.tokenizer, corpus.words.sentences, corpus.ids)
+        else:
+            tokenized = tokenize_texts(loaded.tokenizer, corpus.texts, loaded.max_length, with_word_ids=config.tokens,
+                                       truncate=plan.window is None)
         timings["tokenize_seconds"] = time.perf_counter() - tokenize_started
         writer = open_writer(plan, corpus, tokenized, loaded, shard_rows, corpus_rows)
         resumed_from = writer.rows_done

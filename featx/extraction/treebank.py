@@ -71,11 +71,11 @@ def word_format(corpus, word_format_option: str | None, columns: str | None) -> 
     """The word format of an input (``conllu``, ``columns``, ``jsonl``), or None for a table of texts."""
     if word_format_option:
         return word_format_option
-    if columns:
-        return "columns"
     suffix = Path(str(corpus)).suffix.lower()
     if suffix in CONLLU_SUFFIXES:
         return "conllu"
+    if columns:
+        return "columns"
     if suffix in JSONL_SUFFIXES and _first_object_has_tokens(Path(str(corpus))):
         return "jsonl"
     return None
@@ -190,7 +190,9 @@ def _conllu_sentence(path: Path, first: int, lines: list[str]) -> Sentence:
         (tokens,) = conllu.parse("\n".join(lines) + "\n\n")
     except Exception as err:  # noqa: BLE001
         raise _conllu_failure(path, first, lines, err) from None
-    words = [token for token in tokens if isinstance(token["id"], int)]  # no ranges (3-4), no empty nodes (8.1)
+    token_lines = [first + offset for offset, line in enumerate(lines) if not line.startswith("#")]
+    kept = [index for index, token in enumerate(tokens) if isinstance(token["id"], int)]
+    words = [tokens[index] for index in kept]  # no ranges (3-4), no empty nodes (8.1)
     where = f"{path}, line {first}"
     if [token["id"] for token in words] != list(range(1, len(words) + 1)):
         raise InputError(f"{where}: word ids of the sentence are not 1, 2, 3... in order")
@@ -199,7 +201,8 @@ def _conllu_sentence(path: Path, first: int, lines: list[str]) -> Sentence:
     sentence.labels = {name: [_value(token[name]) for token in words] for name in ("upos", "xpos", "deprel")}
     for name in sorted({key for token in words for key in (token["feats"] or {})}):
         sentence.labels[f"feats.{name}"] = [_value((token["feats"] or {}).get(name)) for token in words]
-    sentence.heads = [_head(token["head"], len(words), where) for token in words]
+    sentence.heads = [_head(tokens[index]["head"], len(words), f"{path}, line {token_lines[index]}")
+                      for index in kept]
     return sentence
 
 

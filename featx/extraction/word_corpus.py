@@ -20,7 +20,7 @@ def _read_file(path: Path, fmt: str, columns: str | None, encoding: str) -> tupl
     if not path.is_file():
         raise InputError(f"input file {path} does not exist" if not path.exists() else f"{path} is not a file")
     raw = path.read_bytes()
-    text = _decode(raw, path, encoding)
+    text = _decode(raw, path, encoding).removeprefix("\ufeff")  # a byte order mark is not part of line 1
     if fmt == "conllu":
         sentences = read_conllu(path, text)
     elif fmt == "columns":

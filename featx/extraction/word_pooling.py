@@ -12,7 +12,6 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .batching import collate
 from .tokenize import TokenizedCorpus
 
 
@@ -28,12 +27,11 @@ def batch_word_index(tokenized: TokenizedCorpus, rows: np.ndarray, width: int) -
     return torch.from_numpy(index)
 
 
-def batch_inputs(plan, tokenized: TokenizedCorpus, rows: np.ndarray, pad_id: int, pin_memory: bool):
-    """``(input_ids, mask)`` of a batch, and each token's word slot when word vectors are stored."""
-    input_ids, mask = collate(tokenized, rows, pad_id, pin_memory=pin_memory)
+def with_word_index(plan, tokenized: TokenizedCorpus, rows: np.ndarray, batch: tuple) -> tuple:
+    """A collated batch ``(input_ids, mask)``, with each token's word slot when word vectors are stored."""
     if not plan.word_paths:
-        return input_ids, mask
-    return input_ids, mask, batch_word_index(tokenized, rows, input_ids.shape[1])
+        return batch
+    return (*batch, batch_word_index(tokenized, rows, batch[0].shape[1]))
 
 
 def row_word_ids(plan, tokenized: TokenizedCorpus, row: int) -> np.ndarray | None:

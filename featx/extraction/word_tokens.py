@@ -8,6 +8,8 @@ first forward pass, naming its sentence.
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 
 from ..errors import InputError
@@ -21,10 +23,26 @@ def _empty_word_error(sentence_id: str, words: list[str], counts: np.ndarray) ->
                       "remove or replace such words (control or zero-width characters) in the input")
 
 
+def marks_spaces(backend) -> bool:
+    """Whether the tokenizer keeps a word's leading space in its first token (byte-level BPE: GPT-2, RoBERTa...).
+
+    Such a tokenizer, given words one by one, would see none of the spaces between them ("Ġcat" becomes
+    "cat"): every word but the first then gets its space back, so the tokens are those of the words joined
+    by spaces, as in the sentence's text."""
+    try:
+        pre_tokenizer = json.loads(backend.to_str()).get("pre_tokenizer")
+    except (ValueError, AttributeError):
+        return False
+    return '"ByteLevel"' in json.dumps(pre_tokenizer)
+
+
 def tokenize_words(tokenizer, sentences: list[list[str]], ids: list[str], chunk_size: int = 4096,
                    progress=None) -> TokenizedCorpus:
     """Tokenise pre-tokenised ``sentences`` (``ids`` name them in errors) with each token's word index."""
     backend = _fast_backend(tokenizer)
+    if marks_spaces(backend):
+        sentences = [[word if position == 0 else " " + word for position, word in enumerate(words)]
+                     for words in sentences]
     ids_parts, word_parts, subword_parts = [], [], []
     lengths = np.empty(len(sentences), dtype=np.int64)
     for start in range(0, len(sentences), chunk_size):
