@@ -319,3 +319,56 @@ def test_learning_curves_subsample_whole_training_sentences():
     assert list(curve.train_size) == [0.2, 1.0, 0.2, 1.0] and curve.n_train.iloc[0] < curve.n_train.iloc[1]
     full = curve[(curve.layer == 1) & (curve.train_size == 1.0)].accuracy.iloc[0]
     assert full == pytest.approx(result.table[(result.table.layer == 1)].accuracy.iloc[0])
+
+
+# -- end to end: featx extract of a treebank, then probe, plot and explain ---------------------------------------
+def _treebank(path, n_sentences: int, seed: int, prefix: str):
+    from conftest import WORDS
+
+    rng = np.random.default_rng(seed)
+    vocabulary = [word for word in WORDS if word.isalpha()]
+    tag_of = {word: TAGS[hash(word) % len(TAGS)] for word in vocabulary}
+    lines = []
+    for s in range(n_sentences):
+        words = list(rng.choice(vocabulary, size=rng.integers(3, 8)))
+        root = int(rng.integers(len(words)))
+        lines += [f"# sent_id = {prefix}{s}", f"# text = {' '.join(words)}"]
+        for i, word in enumerate(words):
+            head = 0 if i == root else root + 1
+            relation = "root" if i == root else ("nsubj", "obj", "amod")[i % 3]
+            lines.append(f"{i + 1}\t{word}\t{word}\t{tag_of[word]}\t_\t_\t{head}\t{relation}\t_\t_")
+        lines.append("")
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_extract_probe_plot_explain_a_treebank(tiny_model, tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from featx.cli import main
+    from featx.probing import load_results
+
+    train = _treebank(tmp_path / "toy-ud-train.conllu", 50, 0, "tr")
+    test = _treebank(tmp_path / "toy-ud-test.conllu", 20, 1, "te")
+    monkeypatch.chdir(tmp_path)
+    runner = CliRunner()
+    out = runner.invoke(main, ["extract", str(train), str(test), "--model", str(tiny_model), "-o", "toy.h5", "-q"])
+    assert out.exit_code == 0, out.output
+    out = runner.invoke(main, ["probe", "toy.h5", "--label", "upos", "--pooling", "first", "--jobs", "1"])
+    assert out.exit_code == 0, out.output
+    table, meta = load_results(tmp_path / "toy.upos.probe.csv")
+    singles = table[table.kind == "single"]
+    assert list(singles.layer) == [0, 1, 2] and meta["evaluation"] == "split" and set(table.level) == {"word"}
+    assert (singles.accuracy > 0.8).all()  # the tag is a function of the word: every layer of a tiny model has it
+    predictions = pd.read_csv(tmp_path / "toy.upos.predictions.csv")
+    assert predictions.id.str.startswith("te").all()  # only test sentences are scored
+    assert len(predictions) == sum(1 for line in test.read_text().splitlines() if line[:1].isdigit())
+    for label in ("deprel", "head"):
+        out = runner.invoke(main, ["probe", "toy.h5", "--label", label, "--arcs", "--pooling", "mean", "--jobs", "1"])
+        assert out.exit_code == 0, out.output
+        arcs, _ = load_results(tmp_path / f"toy.{label}.arcs.probe.csv")
+        assert set(arcs.level) == {"arc"} and arcs[arcs.kind == "single"].accuracy.notna().all()
+    out = runner.invoke(main, ["plot", "toy.upos.probe.csv"])
+    assert out.exit_code == 0 and (tmp_path / "toy.upos.probe.png").exists()
+    out = runner.invoke(main, ["explain", "toy.deprel.arcs.probe.csv"])
+    assert out.exit_code == 0 and "most frequent confusions" in out.output

@@ -158,7 +158,7 @@ def layer_summary(data: MixData, n_classes: int, seed: int) -> dict:
     gains = np.diff(cumulative)
     total = float(np.sum(gains))
     # No gain beyond layer 0 (or less than MIN_GAIN in all): the ratio would be noise over noise.
-    expected = float(np.dot(layers[1:], gains) / total) if total >= MIN_GAIN else float("nan")
+    expected = float(np.dot(layers[1:], gains) / total) if total >= MIN_GAIN else None  # None: JSON null
     return {
         "layers": list(layers),
         "weights": [round(float(w), 6) for w in weights],
