@@ -327,7 +327,7 @@ def _treebank(path, n_sentences: int, seed: int, prefix: str):
 
     rng = np.random.default_rng(seed)
     vocabulary = [word for word in WORDS if word.isalpha()]
-    tag_of = {word: TAGS[hash(word) % len(TAGS)] for word in vocabulary}
+    tag_of = {word: TAGS[index % len(TAGS)] for index, word in enumerate(vocabulary)}
     lines = []
     for s in range(n_sentences):
         words = list(rng.choice(vocabulary, size=rng.integers(3, 8)))
@@ -359,7 +359,8 @@ def test_extract_probe_plot_explain_a_treebank(tiny_model, tmp_path, monkeypatch
     table, meta = load_results(tmp_path / "toy.upos.probe.csv")
     singles = table[table.kind == "single"]
     assert list(singles.layer) == [0, 1, 2] and meta["evaluation"] == "split" and set(table.level) == {"word"}
-    assert (singles.accuracy > 0.8).all()  # the tag is a function of the word: every layer of a tiny model has it
+    majority = float(table[table.kind == "majority"].accuracy.iloc[0])
+    assert (singles.accuracy > majority + 0.2).all()  # the tag is a function of the word, which every layer keeps
     predictions = pd.read_csv(tmp_path / "toy.upos.predictions.csv")
     assert predictions.id.str.startswith("te").all()  # only test sentences are scored
     assert len(predictions) == sum(1 for line in test.read_text().splitlines() if line[:1].isdigit())
