@@ -174,6 +174,9 @@ def merge(output, keep_shards, overwrite, quiet):
               help="POOLING[/CLASSIFIER] of the per-row predictions file (default: those of the best layer).")
 @click.option("--task", type=click.Choice(["auto", "classification", "regression"]), default="auto", show_default=True,
               help="auto: a numeric label with many distinct values is regression (ridge, R²), else classes.")
+@click.option("--arcs", is_flag=True,
+              help="Word-level arc probes: --label deprel (relation of each head-dependent pair) or --label head "
+                   "(is a word pair an arc).")
 @click.option("--sweep", is_flag=True,
               help="Instead: per layer, probes of increasing complexity (logreg C grid, rank-r, MLP widths) "
                    "and their accuracy/complexity Pareto fronts, beside the control task's.")

@@ -322,6 +322,13 @@ def probe(config: ProbeConfig | str | Path | None = None, **options) -> ProbeRes
         if not features.complete:
             notes.append(f"warning: {path} is incomplete; probing the {features.n_rows} rows written so far")
         _check_corpus(features, notes)
+        from .words import wants_words
+
+        if config.labels is None and wants_words(features, config):  # a word-level label, or --arcs
+            from .words import probe_words
+
+            features.close()
+            return probe_words(config, Path(path), notes, started)
         label = None
         if config.labels is None:
             label = _default_label(features, config, notes)

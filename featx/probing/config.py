@@ -48,6 +48,7 @@ class ProbeConfig:
     progress: bool = False
     task: str = "auto"  # classification, regression, or auto (a numeric label with many distinct values)
     alphas: tuple[float, ...] = DEFAULT_ALPHAS  # the ridge grid of regression probes
+    arcs: bool = False  # word-level arc probes: --label deprel (relation of each arc) or head (arc or not)
 
     def classifier_list(self) -> list[str]:
         names = self.classifiers if isinstance(self.classifiers, (list, tuple)) else str(self.classifiers).split(",")
@@ -87,6 +88,8 @@ class ProbeConfig:
         self.site_list()
         if str(self.join).strip().lower() not in ("id", "row"):
             raise InputError(f"--join '{self.join}' is not understood", "use --join id or --join row")
+        if self.arcs and self.labels is not None:
+            raise InputError("--arcs probes the stored word labels, not --labels", "leave --labels out")
         if self.join != "id" and self.labels is None:
             raise InputError("--join applies to --labels only", "add --labels FILE, or leave --join out")
         if self.bins is not None:

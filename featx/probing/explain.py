@@ -35,6 +35,7 @@ class Explanation:
     by_length: pd.DataFrame  # length bucket x layers accuracy (with row counts)
     by_truncation: pd.DataFrame  # truncated no/yes x layers accuracy (with row counts)
     notes: list[str] = field(default_factory=list)
+    confusions: pd.DataFrame | None = None  # word-level runs: the best layer's most frequent confusions
 
     def format(self, limit: int = 10) -> str:
         require_whole(limit, "--limit")
@@ -50,6 +51,10 @@ class Explanation:
                              ("accuracy by length (tokens)", self.by_length),
                              ("accuracy by truncation", self.by_truncation)):
             lines += ["", title + ":", frame.to_string(float_format=lambda v: f"{v:.3f}")]
+        if self.confusions is not None:
+            best = self.correct.mean().idxmax()
+            lines += ["", f"most frequent confusions at the best layer ({best}):",
+                      self.confusions.to_string(index=False, float_format=lambda v: f"{v:.3f}")]
         lines += [f"note: {note}" for note in self.notes]
         return "\n".join(lines)
 
@@ -57,7 +62,7 @@ class Explanation:
 def _rows(frame: pd.DataFrame, extra: list[str], limit: int) -> list[str]:
     if frame.empty:
         return ["  (none)"]
-    columns = ["id", "label", *extra] + (["text"] if "text" in frame else [])
+    columns = ["id", *(["word"] if "word" in frame else []), "label", *extra] + (["text"] if "text" in frame else [])
     shown = frame[columns].head(limit).copy()
     if "text" in shown:
         shown["text"] = shown["text"].map(lambda t: t if len(t) <= 70 else t[:67] + "...")
@@ -114,7 +119,7 @@ def explain(results=None, buckets: int = 4, texts: bool = True) -> Explanation:
     if meta.get("task") == "regression":
         return explain_regression(path, meta, buckets, texts)
     try:
-        frame = pd.read_csv(path, dtype={"id": str, "label": str}, keep_default_na=False)
+        frame = pd.read_csv(path, dtype={"id": str, "label": str, "word": str}, keep_default_na=False)
     except (ValueError, OSError) as err:
         raise StoreError(f"{path} is not a featx predictions file ({err})") from None
     layers = [column[len(LAYER_PREFIX):] for column in frame.columns if column.startswith(LAYER_PREFIX)]
@@ -152,6 +157,11 @@ def explain(results=None, buckets: int = 4, texts: bool = True) -> Explanation:
     by_length = _accuracy_by(length_buckets(frame["n_tokens"].astype(int), buckets), correct, "tokens")
     truncated = frame["truncated"].map(lambda v: str(v).lower() in ("true", "1")).map({False: "no", True: "yes"})
     by_truncation = _accuracy_by(truncated, correct, "truncated")
+    confusions = None
+    if meta.get("level") in ("word", "arc"):  # word-level runs: which tags the best layer mixes up
+        from .word_predictions import top_confusions
+
+        confusions = top_confusions(true, predicted[correct.mean().idxmax()])
     return Explanation(path, str(meta.get("label", "")), str(meta.get("predictions_for", "")), layers, correct,
                        flips.reset_index(drop=True), always_wrong.reset_index(drop=True), per_class, by_length,
-                       by_truncation, notes)
+                       by_truncation, notes, confusions)

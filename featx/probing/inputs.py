@@ -50,6 +50,8 @@ class ProbeResult:
     def format_table(self) -> str:
         if self.meta.get("task") == "regression":
             from .regression_report import format_table
+        elif self.meta.get("level") in ("word", "arc"):
+            from .word_report import format_table
         else:
             from .report import format_table
 

@@ -34,18 +34,37 @@ def corrected_t_test(scores_a, scores_b, n_train: float, n_test: float) -> float
     return float(2 * stats.t.sf(abs(t), k - 1))
 
 
-def paired_bootstrap(correct_a: np.ndarray, correct_b: np.ndarray, n_boot: int = 2000, seed: int = 0) -> float:
-    """Two-sided p-value of accuracy(a) - accuracy(b) from a paired bootstrap over the same test rows."""
+def paired_bootstrap(correct_a: np.ndarray, correct_b: np.ndarray, n_boot: int = 2000, seed: int = 0,
+                     groups: np.ndarray | None = None) -> float:
+    """Two-sided p-value of accuracy(a) - accuracy(b) from a paired bootstrap over the same test rows;
+    with ``groups`` (e.g. the sentence of each word), whole groups are resampled."""
     diff = np.asarray(correct_a, dtype=np.float64) - np.asarray(correct_b, dtype=np.float64)
     observed = float(diff.mean())
     if not np.any(diff):
         return 1.0
     rng = np.random.default_rng(seed)
+    if groups is not None:
+        return _paired_group_bootstrap(diff, groups, observed, n_boot, rng)
     n = len(diff)
     means = np.concatenate([diff[rng.integers(0, n, size=(size, n))].mean(axis=1)
                             for size in _chunks(n_boot, max(1, 2_000_000 // n))])
     # Shift the bootstrap distribution to the null (mean 0): how often is a difference this large?
     extreme = np.count_nonzero(np.abs(means - observed) >= abs(observed) - 1e-12)
+    return float((extreme + 1) / (n_boot + 1))
+
+
+def _paired_group_bootstrap(diff: np.ndarray, groups: np.ndarray, observed: float, n_boot: int, rng) -> float:
+    """``paired_bootstrap`` resampling whole groups: each resample's difference is its summed row
+    differences over its row count (the accuracy difference of the resampled rows)."""
+    _, group = np.unique(groups, return_inverse=True)
+    sums, sizes = np.bincount(group, weights=diff), np.bincount(group).astype(np.float64)
+    n = len(sums)
+    means = []
+    for size in _chunks(n_boot, max(1, 2_000_000 // n)):
+        drawn = (np.arange(size)[:, None] * n + rng.integers(0, n, size=(size, n))).ravel()
+        counts = np.bincount(drawn, minlength=size * n).reshape(size, n)
+        means.append((counts @ sums) / (counts @ sizes))
+    extreme = np.count_nonzero(np.abs(np.concatenate(means) - observed) >= abs(observed) - 1e-12)
     return float((extreme + 1) / (n_boot + 1))
 
 
@@ -84,7 +103,9 @@ def paired_p_value(plan, y: np.ndarray, pred_a: np.ndarray, pred_b: np.ndarray, 
     passes the negative squared error."""
     if plan.is_split:
         test = plan.folds[0][1]
-        return paired_bootstrap(score(pred_a[test], y[test]), score(pred_b[test], y[test]), n_boot, seed)
+        groups = getattr(plan, "groups", None)  # word-level plans: resample whole sentences
+        return paired_bootstrap(score(pred_a[test], y[test]), score(pred_b[test], y[test]), n_boot, seed,
+                                None if groups is None else groups[test])
     scores_a = [np.mean(score(pred_a[test], y[test])) for _, test in plan.folds]
     scores_b = [np.mean(score(pred_b[test], y[test])) for _, test in plan.folds]
     n_train = np.mean([len(train) for train, _ in plan.folds])

@@ -10,6 +10,7 @@ import pandas as pd
 from ..errors import InputError
 from .load import (METRIC_NAMES, _layer_results, _linestyle, best_row, default_classifier, layer_rows,
                    load_results, poolings_of, references)
+from .word_panels import mark_layer_summary
 from .style import CYCLE, MARKERS, OKABE_ITO, RC, REFERENCE_GREY, _axes, _style, legend_below
 
 MAX_CLASS_LINES = 10  # more classes than this: the lowest-F1 ones in colour, the others thin grey
@@ -48,6 +49,7 @@ def plot_layer_curves(frame: pd.DataFrame, meta: dict | None = None, ax=None, me
         ax.plot([int(best["layer"])], [float(best[metric])], marker="*", markersize=17, color=OKABE_ITO["black"],
                 markerfacecolor=OKABE_ITO["yellow"], linestyle="none", zorder=4,
                 label=f"best: layer {int(best['layer'])}, {best['pooling']} ({float(best[metric]):.3f})")
+        mark_layer_summary(ax, meta, str(best.get("probe_pooling", best["pooling"])))  # word-level runs only
         if hollow_drawn:
             ax.plot([], [], marker="o", markersize=7, linestyle="none", markerfacecolor="white",
                     markeredgecolor=REFERENCE_GREY, label="hollow: not significantly below its pooling's best")

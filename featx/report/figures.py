@@ -13,6 +13,7 @@ from .heatmap import plot_heatmap
 from .load import (METRIC_NAMES, _check_metric, default_classifier, describe, layer_rows, load_results,
                    main_metric, poolings_of, references)
 from .style import FORMATS, RC, save
+from .word_panels import layer_summaries, plot_mix_weights
 
 
 def has_mdl(frame: pd.DataFrame) -> bool:
@@ -67,11 +68,12 @@ def figure(results, meta: dict | None = None, metric: str = "accuracy", classifi
     _check_metric(frame, metric)
     chosen = [classifier] if classifier else (classifiers_of(frame) or [default_classifier(frame)])
     mdl = has_mdl(frame)
+    mixes = bool(layer_summaries(meta))  # word-level runs: the scalar-mix weights
     n = len(chosen)
     with plt.rc_context(RC):
-        columns = 3 if mdl else 2
+        columns = 3 if mdl or mixes else 2
         height = max(_row_height(frame, name, metric) for name in chosen)
-        fig, axes = plt.subplots(n, columns, figsize=(19 if mdl else 13, height * n), squeeze=False,
+        fig, axes = plt.subplots(n, columns, figsize=(19 if columns == 3 else 13, height * n), squeeze=False,
                                  width_ratios=[1.15, 1, 1][:columns], layout="constrained")
         for row, name in zip(axes, chosen):
             where = f" — {name} probe" if n > 1 else ""
@@ -81,6 +83,8 @@ def figure(results, meta: dict | None = None, metric: str = "accuracy", classifi
                          title=True if n == 1 else f"layer × pooling{where}")
             if mdl:  # featx probe --mdl: the MDL panel on the right
                 plot_mdl(frame, meta, ax=row[2], classifier=name)
+            elif mixes:
+                plot_mix_weights(meta, ax=row[2])
         title = describe(frame, meta, chosen[0])
         if n > 1:
             title = title.replace(f"probe: {chosen[0]}", f"probes: {', '.join(chosen)} (one row each)")

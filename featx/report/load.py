@@ -165,7 +165,8 @@ def best_row(rows: pd.DataFrame, metric: str = "accuracy") -> pd.Series:
 
 
 def references(frame: pd.DataFrame, metric: str = "accuracy", classifier: str | None = None) -> list[tuple[str, float]]:
-    """Horizontal reference values: majority class, best control task, best baseline-features probe."""
+    """Horizontal reference values: majority class, lexical baseline (word-level runs), best control task,
+    best baseline-features probe."""
     found: list[tuple[str, float]] = []
     majority = frame[frame["kind"] == "majority"]
     if metric in majority.columns and not majority[metric].dropna().empty:
@@ -173,6 +174,9 @@ def references(frame: pd.DataFrame, metric: str = "accuracy", classifier: str | 
     mean = frame[frame["kind"] == "baseline"]  # regression: the training mean
     if metric in mean.columns and not mean[metric].dropna().empty:
         found.append(("training mean", float(mean[metric].dropna().iloc[0])))
+    lexical = frame[frame["kind"] == "lexical"]  # word-level runs: the most frequent label per word type
+    if metric in lexical.columns and not lexical[metric].dropna().empty:
+        found.append(("most frequent label per word type", float(lexical[metric].dropna().iloc[0])))
     rows = layer_rows(frame, classifier)
     control_column = "control_accuracy" if metric == "accuracy" else f"control_{metric}"
     if control_column in rows.columns and not rows[control_column].dropna().empty:
@@ -219,7 +223,9 @@ def describe(frame: pd.DataFrame, meta: dict, classifier: str | None = None) -> 
             n_rows = int(first["n_train"].iloc[0] + first["n_test"].iloc[0])
     parts = [_model_name(meta), f"label: {label}", f"probe: {classifier}"]
     if n_rows is not None:
-        parts.append(f"{int(n_rows):,} rows")
+        unit = {"word": "words", "arc": "word pairs"}.get(str(meta.get("level")), "rows")
+        parts.append(f"{int(n_rows):,} {unit}" + (f" in {int(meta['n_sentences']):,} sentences"
+                                                  if isinstance(meta.get("n_sentences"), int) else ""))
     evaluation = meta.get("evaluation")
     if isinstance(evaluation, str) and evaluation:
         parts.append(evaluation)

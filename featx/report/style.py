@@ -28,6 +28,7 @@ POOLING_STYLE = {
     "max": (OKABE_ITO["bluish_green"], "^"),
     "last": (OKABE_ITO["reddish_purple"], "D"),
     "pooler": (OKABE_ITO["orange"], "v"),
+    "first": (OKABE_ITO["sky_blue"], "P"),  # word poolings: first subword (last and mean as above)
 }
 # For class labels and poolings featx does not know: yellow last, it is faint on white.
 CYCLE = [OKABE_ITO[name] for name in ("blue", "vermillion", "bluish_green", "reddish_purple", "orange",
