@@ -33,6 +33,7 @@ import json
 import os
 import shutil
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -258,8 +259,9 @@ def bench_case(model_name, folder, corpus_name, corpus, args, rate, work, log):
         for compile_ in args.compile:
             label = "featx compile" if compile_ else "featx"
             try:
-                summary = run_featx(folder, corpus, work / "run.h5", args.device, dtype, compile_)
+                # the parity run first: it is also the warm-up (and compilation) before the timed run
                 run_featx(folder, reference_corpus, work / "parity.h5", args.device, dtype, compile_)
+                summary = run_featx(folder, corpus, work / "run.h5", args.device, dtype, compile_)
                 parity = float(np.abs(read_all(work / "parity.h5") - reference_all).max() / scale)
                 idle = None if compile_ else idle_share(folder, corpus, work / "idle.h5", args.device, dtype)
                 add(f"{label} steady", dtype, summary.forward_seconds, f"max rel diff {parity:.1e}", idle)
@@ -298,8 +300,7 @@ def run(args) -> None:
     assets = args.assets
     if not (assets / "minilm-bf16" / "model.safetensors").exists():
         raise SystemExit(f"{assets} is not prepared: run `python bench/gpu.py prepare` on the CPU machine first")
-    work = args.out / "work"
-    work.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="featx-gpu-"))  # features files stay out of $OUT
     models = {"minilm": assets / "minilm-bf16", "bert-base-random": bert_base_random(assets)}
     log = lambda line="": print(line, flush=True)  # noqa: E731
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
