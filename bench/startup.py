@@ -12,7 +12,8 @@ millisecond and files each sample under a phase, by the frames on the stack (fir
   imports: <package>   a module is being imported; the package is the outermost non-featx module being
                        imported (so sympy pulled in by torch counts as torch), or featx
   causal check         the two-token forward pass ``is_causal`` makes at load
-  weights hash         ``weights_sha256`` / a fingerprint of the weight files
+  weights hash         ``weights_sha256`` / a fingerprint of the weight files, or waiting for the thread
+                       that computes it
   corpus hash          the corpus file's sha256
   tokenizer load       ``AutoTokenizer.from_pretrained``
   model load           building and loading the network (``from_pretrained``/``from_config``), oneDNN prepack
@@ -48,6 +49,8 @@ INTERVAL = 0.001
 _NAMED = [
     ("causal check", lambda name, file: name == "is_causal"),
     ("weights hash", lambda name, file: name in ("weights_sha256", "weights_fingerprint", "file_digest")),
+    # featx hashes in a thread while the model loads; the main thread waiting for it is hash time too
+    ("weights hash", lambda name, file: name == "result" and "concurrent" in file),
     ("corpus hash", lambda name, file: name == "file_sha256"),
     ("model load", lambda name, file: name in ("_load_network", "prepack_linears")),
     ("tokenizer load", lambda name, file: name == "load_tokenizer"),
@@ -146,12 +149,10 @@ def checkout(rev: str) -> Path:
 
 
 def clear_fingerprint_cache() -> None:
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "featx"
-    for name in ("weights-fingerprints.json",):
-        try:
-            (base / name).unlink()
-        except FileNotFoundError:
-            pass
+    """Delete featx's weight fingerprint cache (this checkout's location rules), so a round hashes again."""
+    from featx.extraction.fingerprints import CACHE_FILE, cache_dir
+
+    (cache_dir() / CACHE_FILE).unlink(missing_ok=True)
 
 
 def main(argv=None) -> None:
