@@ -50,7 +50,7 @@ _NAMED = [
     ("causal check", lambda name, file: name == "is_causal"),
     ("weights hash", lambda name, file: name in ("weights_sha256", "weights_fingerprint", "file_digest")),
     # featx hashes in a thread while the model loads; the main thread waiting for it is hash time too
-    ("weights hash", lambda name, file: name == "result" and "concurrent" in file),
+    ("weights hash", lambda name, file: name == "wait" and file.endswith("fingerprints.py")),
     ("corpus hash", lambda name, file: name == "file_sha256"),
     ("model load", lambda name, file: name in ("_load_network", "prepack_linears")),
     ("tokenizer load", lambda name, file: name == "load_tokenizer"),

@@ -137,3 +137,11 @@ def test_the_cache_can_be_switched_off(cache, weights, hashes, monkeypatch):
     weights_sha256(weights)
     weights_sha256(weights)
     assert len(hashes) == 2 and not cache.exists()
+
+
+def test_the_background_hash_gives_the_same_digest_and_passes_errors_on(cache, weights, tmp_path):
+    wait = fingerprints.weights_sha256_in_background(weights)
+    assert wait() == plain_sha256(weights)
+    missing = fingerprints.weights_sha256_in_background([tmp_path / "absent.safetensors"])
+    with pytest.raises(OSError):
+        missing()

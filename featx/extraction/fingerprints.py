@@ -20,7 +20,9 @@ import hashlib
 import json
 import os
 import re
+import threading
 from pathlib import Path
+from typing import Callable
 
 from ..safe_files import NotARegularFile, atomic_write_text, read_small_text
 
@@ -104,3 +106,29 @@ def weights_sha256(files: list[Path], use_cache: bool | None = None) -> str:
         entries[key] = digest
         write_cache(path, entries)
     return digest
+
+
+def weights_sha256_in_background(files: list[Path]) -> Callable[[], str]:
+    """Start ``weights_sha256(files)`` in a daemon thread; the returned function waits for the digest.
+
+    File reads and ``hashlib`` release the GIL, so the hash overlaps whatever the caller does meanwhile (the
+    model's imports and load). A daemon thread never holds up the exit of an interrupted run.
+    """
+    outcome: dict = {}
+
+    def work():
+        try:
+            outcome["digest"] = weights_sha256(files)
+        except BaseException as err:  # handed to the waiting caller
+            outcome["error"] = err
+
+    thread = threading.Thread(target=work, name="featx-weights-hash", daemon=True)
+    thread.start()
+
+    def wait() -> str:
+        thread.join()
+        if "error" in outcome:
+            raise outcome["error"]
+        return outcome["digest"]
+
+    return wait

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import os
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
 from ..errors import FeatxError, InputError, ModelError
-from .fingerprints import weights_sha256
+from .fingerprints import weights_sha256_in_background
 from .model_files import DEFAULT_MODEL, default_model_path
 
 PICKLE_WEIGHTS = ("pytorch_model.bin", "pytorch_model.bin.index.json", "tf_model.h5", "model.ckpt.index", "flax_model.msgpack")
@@ -209,12 +208,9 @@ def load_model(
     placement = _placement(device_map)
     if torch_dtype == torch.bfloat16 and torch_device.type == "cuda" and not torch.cuda.is_bf16_supported():
         raise InputError("--dtype bfloat16: this GPU does not support bfloat16", "use --dtype float16")
-    with ThreadPoolExecutor(1, thread_name_prefix="featx-hash") as pool:
-        # hashing reads files and runs in C without the GIL: it overlaps the imports and the load
-        digest = pool.submit(weights_sha256, weight_files)
-        config, tokenizer, encoder, part = _load_parts(name, folder, torch_dtype, trust_remote_code, random_init,
-                                                       seed, placement)
-        weights_digest = digest.result()
+    weights_digest = weights_sha256_in_background(weight_files)  # overlaps the imports and the load
+    config, tokenizer, encoder, part = _load_parts(name, folder, torch_dtype, trust_remote_code, random_init, seed,
+                                                   placement)
     encoder.eval()
     if placement:  # accelerate placed the layers; batches enter where the embeddings are
         torch_device = encoder.get_input_embeddings().weight.device
@@ -225,7 +221,7 @@ def load_model(
         tokenizer=tokenizer,
         name=name,
         path=str(folder),
-        weights_sha256=("random-init:" if random_init else "") + weights_digest,
+        weights_sha256=("random-init:" if random_init else "") + weights_digest(),
         device=torch_device,
         dtype=torch_dtype,
         n_layers=int(getattr(config, "num_hidden_layers", getattr(config, "n_layers", 0))) + 1,
