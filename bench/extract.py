@@ -237,30 +237,6 @@ def run_st(folder, texts, batch_size):
     return seconds
 
 
-def run_peer_steady(folder, texts, batch_size, peer, threads):
-    import peers
-
-    model = peers.sentence_transformer(folder, peer, threads)
-    peers.encode(model, texts[:8], batch_size)  # warm-up, as for st
-    start = time.perf_counter()
-    embeddings = peers.encode(model, texts, batch_size)
-    seconds = time.perf_counter() - start
-    assert embeddings.shape[0] == len(texts)
-    return seconds
-
-
-def run_peer_command(folder, corpus, peer, workdir, threads):
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": str(threads)}
-    command = [sys.executable, str(ROOT / "bench" / "peers.py"), "encode", "--peer", peer, "--model", str(folder),
-               "--corpus", str(corpus), "--threads", str(threads), "--out", str(workdir / "peer.npy")]
-    start = time.perf_counter()
-    result = subprocess.run(command, env=env, capture_output=True, text=True)
-    seconds = time.perf_counter() - start
-    if result.returncode:
-        raise SystemExit(f"{peer} failed:\n{result.stderr[-3000:]}")
-    return seconds
-
-
 def featx_options(dtype: str) -> list[str]:
     return ["--device", "cpu", "--dtype", dtype, "--max-length", str(MAX_LENGTH)]
 
@@ -338,9 +314,9 @@ def bench_one(corpus_name, model_name, args, rates, log):
             record(f"sentence-transformers ({args.peer_batch})", tokens / run_st(folder, texts, args.peer_batch))
         if "peers" in args.methods:
             for peer in args.peers:
-                seconds = run_peer_steady(folder, texts, args.peer_batch, peer, args.threads)
+                seconds = peers.run_peer_steady(folder, texts, args.peer_batch, peer, args.threads)
                 record(f"st {peer} steady ({args.peer_batch})", tokens / seconds)
-                seconds = run_peer_command(folder, corpus, peer, workdir, args.threads)
+                seconds = peers.run_peer_command(folder, corpus, peer, workdir, args.threads)
                 record(f"st {peer} cmd ({args.peer_batch})", tokens / seconds)
         if "featx" in args.methods:
             for dtype in args.featx_dtype:
@@ -375,7 +351,10 @@ def bench_one(corpus_name, model_name, args, rates, log):
         gflops = rate * flops
         log(f"| {name} | {rate:,.0f} | {ratio} | {gflops / 1e9:.1f} | {100 * gflops / limit_fp32:.0f}% "
             f"| {100 * gflops / limit_bf16:.0f}% |")
-    log_ratios(results, log)
+    if "peers" in args.methods or "st" in args.methods:
+        import peers
+
+        peers.log_ratios(results, log)
     if command:
         log(f"featx command: `{command}`")
     for sites, size in file_mb.items():
@@ -383,22 +362,6 @@ def bench_one(corpus_name, model_name, args, rates, log):
     return {"corpus": corpus_name, "model": model_name, "rows": len(texts), "tokens": tokens,
             "mean_length": mean_length, "flops_per_token": flops, "tokens_per_second": results,
             "load": os.getloadavg()}
-
-
-FP32_PEERS = ("sentence-transformers", "st torch", "st onnx-fp32", "st onnx-O3", "st openvino-f32")
-BF16_PEERS = ("st openvino-bf16",)
-
-
-def log_ratios(results: dict[str, float], log) -> None:
-    """featx over the fastest sentence-transformers peer at the same precision, steady and whole command."""
-    for dtype, prefixes in (("float32", FP32_PEERS), ("bfloat16", BF16_PEERS)):
-        for kind in ("steady", "cmd"):
-            mine = results.get(f"featx {dtype} {kind}")
-            theirs = {name: rate for name, rate in results.items() if name.startswith(prefixes)
-                      and (f" {kind} " in name or (kind == "steady" and name.startswith("sentence-transformers")))}
-            if mine and theirs:
-                best = max(theirs, key=theirs.get)
-                log(f"featx {dtype} {kind} / fastest peer at that precision ({best}): {mine / theirs[best]:.2f}x")
 
 
 def main(argv=None):

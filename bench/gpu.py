@@ -66,8 +66,9 @@ def prepare(assets: Path) -> None:
     print(f"prepared {assets} ({sum(f.stat().st_size for f in assets.rglob('*') if f.is_file()) / 1e6:.1f} MB)")
 
 
-def bert_base_random(assets: Path) -> Path:
-    folder = assets / "bert-base-random"
+def bert_base_random(assets: Path, work: Path) -> Path:
+    """Built where the run works (never in the carried folder, which must stay under 64 MiB)."""
+    folder = work / "bert-base-random"
     if not (folder / "model.safetensors").exists():
         import torch
         from transformers import BertConfig, BertModel
@@ -301,13 +302,13 @@ def run(args) -> None:
     if not (assets / "minilm-bf16" / "model.safetensors").exists():
         raise SystemExit(f"{assets} is not prepared: run `python bench/gpu.py prepare` on the CPU machine first")
     work = Path(tempfile.mkdtemp(prefix="featx-gpu-"))  # features files stay out of $OUT
-    models = {"minilm": assets / "minilm-bf16", "bert-base-random": bert_base_random(assets)}
+    models = {"minilm": lambda: assets / "minilm-bf16", "bert-base-random": lambda: bert_base_random(assets, work)}
     log = lambda line="": print(line, flush=True)  # noqa: E731
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
     log(f"# bench/gpu.py {' '.join(sys.argv[1:])}: {name}, torch {torch.__version__}, load {os.getloadavg()}")
     all_rows = []
     for model_name in args.models:
-        folder = models[model_name]
+        folder = models[model_name]()
         config = json.loads((folder / "config.json").read_text())
         rate = bf16_matmul_rate(device, config["hidden_size"], config["intermediate_size"])
         log(f"{model_name}: bf16 matmul {rate / 1e12:.2f} TFLOP/s")
@@ -333,8 +334,8 @@ def main(argv=None) -> None:
     parser.add_argument("--assets", type=Path, default=ASSETS)
     parser.add_argument("--out", type=Path, default=ASSETS / "out")
     parser.add_argument("--device", default="cuda")
-    parser.add_argument("--quick", action="store_true", help="64 rows per corpus, MiniLM only, bf16, for a smoke run")
-    parser.add_argument("--models", default="minilm,bert-base-random")
+    parser.add_argument("--quick", action="store_true", help="64 rows per corpus, bf16, batch 32, MiniLM unless --models")
+    parser.add_argument("--models", default=None, help="minilm,bert-base-random (default; --quick: minilm)")
     parser.add_argument("--corpora", default="sst2,agnews")
     parser.add_argument("--dtypes", default="float16,bfloat16")
     parser.add_argument("--st-batch", default="32,256", help="sentence-transformers batch sizes")
@@ -347,7 +348,8 @@ def main(argv=None) -> None:
         prepare(args.assets)
         return
     if args.quick:
-        args.models, args.dtypes, args.st_batch, args.parity_rows = "minilm", "bfloat16", "32", 32
+        args.models, args.dtypes, args.st_batch, args.parity_rows = args.models or "minilm", "bfloat16", "32", 32
+    args.models = args.models or "minilm,bert-base-random"
     args.models, args.corpora, args.dtypes = args.models.split(","), args.corpora.split(","), args.dtypes.split(",")
     args.st_batch = [int(b) for b in args.st_batch.split(",")]
     args.compile = [False] if args.no_compile else [False, True]

@@ -28,12 +28,14 @@ from __future__ import annotations
 import argparse
 import csv
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
+ROOT = Path(__file__).resolve().parent.parent
 CACHE = Path(__file__).resolve().parent / ".cache" / "peers"
 MAX_LENGTH = 256
 PEERS = ("onnx-fp32", "onnx-O3", "onnx-qint8", "openvino-f32", "openvino-bf16")
@@ -202,6 +204,46 @@ def check(model_folder: Path, corpus: Path, rows: int, threads: int, workdir: Pa
         cosine = (got * reference).sum(1) / np.linalg.norm(got, axis=1) / np.linalg.norm(reference, axis=1)
         smallest[peer] = float(cosine.min())
     return smallest
+
+
+def run_peer_steady(folder, texts, batch_size, peer, threads):
+    """Seconds of one ``encode`` of ``texts`` (after a warm-up), the network in the peer's runtime."""
+    model = sentence_transformer(folder, peer, threads)
+    encode(model, texts[:8], batch_size)  # warm-up, as for bench/extract.py's st
+    start = time.perf_counter()
+    embeddings = encode(model, texts, batch_size)
+    seconds = time.perf_counter() - start
+    assert embeddings.shape[0] == len(texts)
+    return seconds
+
+
+def run_peer_command(folder, corpus, peer, workdir, threads):
+    """Seconds of the whole ``python bench/peers.py encode`` command (imports, load, encode, save)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": str(threads)}  # a whole command
+    command = [sys.executable, str(Path(__file__).resolve()), "encode", "--peer", peer, "--model", str(folder),
+               "--corpus", str(corpus), "--threads", str(threads), "--out", str(workdir / "peer.npy")]
+    start = time.perf_counter()
+    result = subprocess.run(command, env=env, capture_output=True, text=True)
+    seconds = time.perf_counter() - start
+    if result.returncode:
+        raise SystemExit(f"{peer} failed:\n{result.stderr[-3000:]}")
+    return seconds
+
+
+FP32_PEERS = ("sentence-transformers", "st torch", "st onnx-fp32", "st onnx-O3", "st openvino-f32")
+BF16_PEERS = ("st openvino-bf16",)
+
+
+def log_ratios(results: dict[str, float], log) -> None:
+    """featx over the fastest sentence-transformers peer at the same precision, steady and whole command."""
+    for dtype, prefixes in (("float32", FP32_PEERS), ("bfloat16", BF16_PEERS)):
+        for kind in ("steady", "cmd"):
+            mine = results.get(f"featx {dtype} {kind}")
+            theirs = {name: rate for name, rate in results.items() if name.startswith(prefixes)
+                      and (f" {kind} " in name or (kind == "steady" and name.startswith("sentence-transformers")))}
+            if mine and theirs:
+                best = max(theirs, key=theirs.get)
+                log(f"featx {dtype} {kind} / fastest peer at that precision ({best}): {mine / theirs[best]:.2f}x")
 
 
 def main(argv=None) -> None:
