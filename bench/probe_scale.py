@@ -8,7 +8,8 @@ Sizes are ROWSxLAYERSxWIDTH: 100,000 x 7 x 384 (MiniLM: embeddings + 6 layers) a
 (bert-base-sized), all 5 poolings (cls, mean, max, last, pooler) stored as float16. The files are written
 through featx's own store writer (``FeatureWriter``: the schema, chunking, commit markers and the final
 rename of a real extraction), window by window, so writing them is memory-flat too. Their values are
-seeded noise plus a 4-class label signal whose strength grows with the layer, in a few dimensions.
+seeded noise plus a 4-class label signal along one random direction per class whose strength grows
+with the layer (from near chance to roughly 80% accuracy), so the solver has real work to do.
 
 Each probe runs ``python -m featx probe FILE --layer L --pooling all -o ...`` in its own process (peak
 RSS of that process and the peak summed RSS of its process tree, joblib workers included, sampled), first with the last layer only and then with ``--layer all``: memory-flat means
@@ -44,7 +45,7 @@ def synthetic_features(rows: int, layers: int, width: int, seed: int = 0) -> Pat
     from featx.store.schema import HIDDEN_SITE, SiteLayout
 
     CACHE.mkdir(parents=True, exist_ok=True)
-    output = CACHE / f"synthetic-{rows}x{layers}x{width}.h5"
+    output = CACHE / f"synthetic-v2-{rows}x{layers}x{width}.h5"
     if output.exists():
         return output
     corpus_path = CACHE / f"synthetic-{rows}.csv"
@@ -63,7 +64,9 @@ def synthetic_features(rows: int, layers: int, width: int, seed: int = 0) -> Pat
     writer = FeatureWriter.create(output, attrs, corpus, tokenized, [site], np.float16, with_tokens=False)
     rng = np.random.default_rng(seed)
     directions = rng.standard_normal((N_CLASSES, width)).astype(np.float32)
-    strength = np.linspace(0.05, 0.6, layers, dtype=np.float32)  # later layers separate the classes better
+    # later layers separate the classes better: from chance-like to ~80% (a shift of up to ~1.6 noise sd
+    # along a direction of norm ~sqrt(width)); an easy signal would let the solver stop too early
+    strength = np.linspace(0.005, 0.08, layers, dtype=np.float32) * np.sqrt(384 / width)
     window = max(1, WINDOW_BYTES // (layers * width * 4))
     try:
         for start in range(0, rows, window):
