@@ -5,6 +5,7 @@
     PYTHONPATH=$PWD python bench/extract.py --quick              # a smoke run (small subsets)
     PYTHONPATH=$PWD python bench/extract.py --featx-dtype float32,bfloat16
     PYTHONPATH=$PWD python bench/extract.py --methods featx --featx-sites "hidden;hidden,ffn,attn_out,pre_ln"
+    PYTHONPATH=$PWD python bench/extract.py --corpus sst2,agnews --methods st,peers,featx --featx-dtype float32,bfloat16 --repeat 3
 
 Methods (same corpus rows, model, device, thread count and max length for all):
   loop      the tutorial loop: one ``model(..., output_hidden_states=True)`` call per sentence,
@@ -12,6 +13,10 @@ Methods (same corpus rows, model, device, thread count and max length for all):
   padded    the same with fixed-size padded batches in corpus order (--peer-batch)
   pipeline  ``transformers.pipeline("feature-extraction")`` with a batch size; last layer, mean-pooled
   st        ``sentence-transformers`` ``encode`` (it sorts by length itself); last layer, mean pooling
+  peers     the same ``encode`` with the network in ONNX Runtime or OpenVINO, as ``backend="onnx"`` /
+            ``"openvino"`` run it (bench/peers.py: variants, export, why not through optimum here);
+            "steady" is ``encode``'s time, "cmd" the whole ``python bench/peers.py encode`` command.
+            Exported once (times printed apart); ``--peers`` picks variants
   featx     ``featx extract``: all layers x all poolings into HDF5. "cmd" is the whole command
             (process start, imports, model load, tokenising, writing); "steady" is the library's own
             timing of its batch loop (``ExtractSummary.forward_seconds``) from an in-process run.
@@ -285,10 +290,16 @@ def bench_one(corpus_name, model_name, args, rates, log):
     workdir = CACHE / "work"
     workdir.mkdir(parents=True, exist_ok=True)
 
-    results = {}  # name -> best tokens/s over repeats
+    rounds: dict[str, list[float]] = {}  # name -> tokens/s of each round (methods alternate within a round)
 
     def record(name, value):
-        results[name] = max(results.get(name, 0.0), value)
+        rounds.setdefault(name, []).append(value)
+
+    if "peers" in args.methods:
+        import peers
+
+        for name, seconds in peers.export(folder).items():
+            log(f"exported {name} for the peers in {seconds:.1f} s (once, not counted below)")
 
     command = None
     file_mb = {}  # featx file size per --site set
@@ -301,6 +312,12 @@ def bench_one(corpus_name, model_name, args, rates, log):
             record(f"pipeline ({args.peer_batch})", tokens / run_pipeline(folder, texts, args.peer_batch))
         if "st" in args.methods:
             record(f"sentence-transformers ({args.peer_batch})", tokens / run_st(folder, texts, args.peer_batch))
+        if "peers" in args.methods:
+            for peer in args.peers:
+                seconds = peers.run_peer_steady(folder, texts, args.peer_batch, peer, args.threads)
+                record(f"st {peer} steady ({args.peer_batch})", tokens / seconds)
+                seconds = peers.run_peer_command(folder, corpus, peer, workdir, args.threads)
+                record(f"st {peer} cmd ({args.peer_batch})", tokens / seconds)
         if "featx" in args.methods:
             for dtype in args.featx_dtype:
                 summary = run_featx_steady(folder, corpus, dtype, workdir)
@@ -321,9 +338,10 @@ def bench_one(corpus_name, model_name, args, rates, log):
     log("\nmatmul rates, best of before/after, GFLOP/s: " + ", ".join(f"{k} {v / 1e9:.1f}" for k, v in rates.items()))
     limit_fp32 = max(rates.get("matmul_fp32", 0), rates.get("onednn_fp32", 0))
     limit_bf16 = max(rates.get("matmul_bf16", 0), rates.get("onednn_bf16", 0))
+    results = {name: float(np.median(values)) for name, values in rounds.items()}
     header = (f"\n### {corpus_name} ({len(texts)} rows, {tokens} tokens, mean {mean_length:.1f} tokens/row; "
               f"loop on {loop_rows} rows) x {model_name} ({flops / 1e6:.1f} MFLOP/token), "
-              f"{torch.get_num_threads()} threads, load {os.getloadavg()[0]:.2f}")
+              f"{torch.get_num_threads()} threads, load {os.getloadavg()[0]:.2f}; median of {args.repeat} alternating rounds")
     log(header)
     log("| method | tokens/s | featx fp32 steady / method | GFLOP/s | % fp32 limit | % bf16 limit |")
     log("|---|---:|---:|---:|---:|---:|")
@@ -333,6 +351,10 @@ def bench_one(corpus_name, model_name, args, rates, log):
         gflops = rate * flops
         log(f"| {name} | {rate:,.0f} | {ratio} | {gflops / 1e9:.1f} | {100 * gflops / limit_fp32:.0f}% "
             f"| {100 * gflops / limit_bf16:.0f}% |")
+    if "peers" in args.methods or "st" in args.methods:
+        import peers
+
+        peers.log_ratios(results, log)
     if command:
         log(f"featx command: `{command}`")
     for sites, size in file_mb.items():
@@ -352,7 +374,10 @@ def main(argv=None):
     parser.add_argument("--loop-rows", type=int, default=200, help="rows for the per-sentence loop (/4 for bert-base)")
     parser.add_argument("--peer-batch", type=int, default=32, help="batch size of the padded, pipeline and st peers")
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's default)")
-    parser.add_argument("--repeat", type=int, default=1, help="repeat every method; the best rate counts")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="rounds; every method runs once per round (alternating); the median rate counts")
+    parser.add_argument("--peers", default="torch,onnx-fp32,onnx-O3,onnx-qint8,openvino-f32,openvino-bf16",
+                        help="bench/peers.py variants for --methods peers ('torch': ST's own torch network)")
     parser.add_argument("--quick", action="store_true", help="small subsets, for a smoke run")
     parser.add_argument("--featx-sites", default="hidden",
                         help="';'-separated --site sets for extra featx steady runs, e.g. 'hidden;hidden,ffn'")
@@ -366,6 +391,8 @@ def main(argv=None):
         torch.set_num_threads(args.threads)
     args.threads = torch.get_num_threads()
     args.methods = args.methods.split(",")
+    args.peers = args.peers.split(",")
+    sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/peers.py
     args.featx_dtype = args.featx_dtype.split(",")
     args.featx_sites = [sites.strip() for sites in args.featx_sites.split(";") if sites.strip()]
     corpora = ["sst2", "agnews", "longtail"] if args.corpus == "all" else args.corpus.split(",")

@@ -11,6 +11,18 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
+
+@pytest.fixture(autouse=True, scope="session")
+def _featx_cache_dir(tmp_path_factory):
+    """The weight-fingerprint cache of a test run lives in a temporary folder, never in ~/.cache."""
+    previous = os.environ.get("FEATX_CACHE_DIR")
+    os.environ["FEATX_CACHE_DIR"] = str(tmp_path_factory.mktemp("featx-cache"))
+    yield
+    if previous is None:
+        os.environ.pop("FEATX_CACHE_DIR", None)
+    else:
+        os.environ["FEATX_CACHE_DIR"] = previous
+
 WORDS = (
     "the a an cat cats dog dogs film films critic critics teacher teachers plan plans will did do does not "
     "is are was were be love loved loves hate hated hates good bad great awful today yesterday tomorrow "

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -10,6 +9,7 @@ from pathlib import Path
 import torch
 
 from ..errors import FeatxError, InputError, ModelError
+from .fingerprints import weights_sha256_in_background
 from .model_files import DEFAULT_MODEL, default_model_path
 
 PICKLE_WEIGHTS = ("pytorch_model.bin", "pytorch_model.bin.index.json", "tf_model.h5", "model.ckpt.index", "flax_model.msgpack")
@@ -171,15 +171,6 @@ def _resolve_folder(model: str) -> tuple[str, Path]:
     return model, Path(folder)
 
 
-def weights_sha256(files: list[Path]) -> str:
-    digest = hashlib.sha256()
-    for path in files:
-        with open(path, "rb") as handle:
-            for block in iter(lambda: handle.read(1 << 22), b""):
-                digest.update(block)
-    return digest.hexdigest()
-
-
 def load_tokenizer(model: str = DEFAULT_MODEL, trust_remote_code: bool = False):
     from transformers import AutoTokenizer
 
@@ -217,6 +208,7 @@ def load_model(
     placement = _placement(device_map)
     if torch_dtype == torch.bfloat16 and torch_device.type == "cuda" and not torch.cuda.is_bf16_supported():
         raise InputError("--dtype bfloat16: this GPU does not support bfloat16", "use --dtype float16")
+    weights_digest = weights_sha256_in_background(weight_files)  # overlaps the imports and the load
     config, tokenizer, encoder, part = _load_parts(name, folder, torch_dtype, trust_remote_code, random_init, seed,
                                                    placement)
     encoder.eval()
@@ -229,7 +221,7 @@ def load_model(
         tokenizer=tokenizer,
         name=name,
         path=str(folder),
-        weights_sha256=("random-init:" if random_init else "") + weights_sha256(weight_files),
+        weights_sha256=("random-init:" if random_init else "") + weights_digest(),
         device=torch_device,
         dtype=torch_dtype,
         n_layers=int(getattr(config, "num_hidden_layers", getattr(config, "n_layers", 0))) + 1,

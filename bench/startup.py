@@ -1,0 +1,203 @@
+"""Start-up of ``featx extract``: time from process start to the first forward pass, broken down.
+
+    PYTHONPATH=$PWD python bench/startup.py                        # this checkout, 5 rounds
+    PYTHONPATH=$PWD python bench/startup.py --rev 8bc0dbd --rounds 5   # that revision vs this checkout
+    PYTHONPATH=$PWD python bench/startup.py --corpus data/demo.csv --rows 20 -- --dtype bfloat16
+
+Each round starts a fresh ``python`` that runs ``featx extract`` (``featx.cli``) on a small corpus (the
+first ``--rows`` rows of ``--corpus``) with the default model, and is stopped at the first forward pass
+over the corpus's rows. A sampling thread in that process looks at the main thread's stack every
+millisecond and files each sample under a phase, by the frames on the stack (first rule that matches):
+
+  imports: <package>   a module is being imported; the package is the outermost non-featx module being
+                       imported (so sympy pulled in by torch counts as torch), or featx
+  causal check         the two-token forward pass ``is_causal`` makes at load
+  weights hash         ``weights_sha256`` / a fingerprint of the weight files, or waiting for the thread
+                       that computes it
+  corpus hash          the corpus file's sha256
+  tokenizer load       ``AutoTokenizer.from_pretrained``
+  model load           building and loading the network (``from_pretrained``/``from_config``), oneDNN prepack
+  tokenising           ``tokenize_texts``
+  other                everything else (argument parsing, reading the corpus, the plan, opening the file)
+
+"interpreter" is the time from the parent's ``Popen`` to the child's first Python line (interpreter
+start and ``site``). Revisions given with ``--rev`` are unpacked with ``git archive`` into a temporary
+folder and run with the same interpreter, alternating with this checkout; medians over the rounds.
+The features cache (the weight fingerprint cache) is whatever the user's is: the first round of a
+revision that caches may pay the full hash once; ``--cold`` deletes featx's fingerprint cache before
+each round.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+_THIS = str(Path(__file__).resolve())
+INTERVAL = 0.001
+
+# (phase, predicate on (co_name, filename)) checked on every frame of a sample, innermost first
+_NAMED = [
+    ("causal check", lambda name, file: name == "is_causal"),
+    ("weights hash", lambda name, file: name in ("weights_sha256", "weights_fingerprint", "file_digest")),
+    # featx hashes in a thread while the model loads; the main thread waiting for it is hash time too
+    ("weights hash", lambda name, file: name == "wait" and file.endswith("fingerprints.py")),
+    ("corpus hash", lambda name, file: name == "file_sha256"),
+    ("model load", lambda name, file: name in ("_load_network", "prepack_linears")),
+    ("tokenizer load", lambda name, file: name == "load_tokenizer"),
+    ("tokenising", lambda name, file: name == "tokenize_texts"),
+]
+
+
+def _package(file: str) -> str:
+    """The top-level package of a module file ('torch', 'transformers', 'featx', ...)."""
+    parts = Path(file).parts
+    if "site-packages" in parts:
+        rest = parts[parts.index("site-packages") + 1:]
+        return rest[0].removesuffix(".py") if rest else "?"
+    if "featx" in parts:
+        return "featx"
+    return "stdlib/other"
+
+
+def classify(frames: list[tuple[str, str]]) -> str | None:
+    """The phase of one stack sample (innermost frame first); None: the first forward pass has begun."""
+    importing = [file for name, file in frames if name == "<module>" and file != _THIS]
+    in_import = any("importlib._bootstrap" in file for _, file in frames)
+    in_causal = any(name == "is_causal" for name, _ in frames)
+    for name, file in frames:
+        if name == "forward" and "/transformers/models/" in file and not in_causal:
+            return None
+    if in_import and importing:
+        packages = [_package(file) for file in importing if _package(file) != "featx"]
+        # the outermost non-featx module being imported is the one that was asked for
+        return f"imports: {packages[-1] if packages else 'featx'}"
+    for name, file in frames:
+        for phase, matches in _NAMED:
+            if matches(name, file):
+                return phase
+    return "other"
+
+
+def child(argv: list[str]) -> None:
+    """Run featx's CLI in this process; a thread samples the main thread and stops at the first forward."""
+    started = time.time()
+    main_id = threading.get_ident()
+    counts: dict[str, int] = {}
+    out = os.environ["FEATX_STARTUP_OUT"]
+
+    def sample():
+        last = time.perf_counter()
+        while True:
+            time.sleep(INTERVAL)
+            frame = sys._current_frames().get(main_id)
+            now = time.perf_counter()
+            frames = []
+            while frame is not None:
+                frames.append((frame.f_code.co_name, frame.f_code.co_filename))
+                frame = frame.f_back
+            phase = classify(frames)
+            if phase is None:
+                Path(out).write_text(json.dumps({"started": started, "first_forward": time.time(),
+                                                 "phases": counts}))
+                os._exit(0)
+            counts[phase] = counts.get(phase, 0.0) + (now - last)
+            last = now
+
+    threading.Thread(target=sample, daemon=True).start()
+    sys.argv = ["featx", *argv]
+    from featx.cli import main
+
+    try:
+        main(argv, standalone_mode=False)
+    finally:
+        time.sleep(0.05)
+        Path(out).write_text(json.dumps({"started": started, "first_forward": None, "phases": counts}))
+
+
+def run_once(root: Path, featx_args: list[str]) -> dict:
+    with tempfile.TemporaryDirectory(prefix="featx-startup-") as tmp:
+        out = Path(tmp) / "out.json"
+        env = {**os.environ, "PYTHONPATH": str(root), "FEATX_STARTUP_OUT": str(out)}
+        t0 = time.time()
+        result = subprocess.run([sys.executable, _THIS, "--child", "--", *featx_args,
+                                 "-o", str(Path(tmp) / "f.h5")], env=env, capture_output=True, text=True)
+        if not out.exists():
+            raise SystemExit(f"the child wrote nothing (rc {result.returncode}):\n{result.stderr[-3000:]}")
+        data = json.loads(out.read_text())
+    if data["first_forward"] is None:
+        raise SystemExit(f"no forward pass was seen (rc {result.returncode}):\n{result.stderr[-3000:]}")
+    phases = {"interpreter": data["started"] - t0, **data["phases"]}
+    phases["total to first forward"] = data["first_forward"] - t0
+    return phases
+
+
+def checkout(rev: str) -> Path:
+    folder = Path(tempfile.mkdtemp(prefix=f"featx-{rev}-"))
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev], capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(folder)], input=archive, check=True)
+    return folder
+
+
+def clear_fingerprint_cache() -> None:
+    """Delete featx's weight fingerprint cache (this checkout's location rules), so a round hashes again."""
+    from featx.extraction.fingerprints import CACHE_FILE, cache_dir
+
+    (cache_dir() / CACHE_FILE).unlink(missing_ok=True)
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rev", action="append", default=[], help="a git revision to compare (repeatable)")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--corpus", type=Path, default=ROOT / "data" / "demo.csv")
+    parser.add_argument("--rows", type=int, default=20)
+    parser.add_argument("--cold", action="store_true", help="delete featx's weight fingerprint cache before each round")
+    parser.add_argument("extra", nargs="*", help="more featx extract options (after --)")
+    args = parser.parse_args(argv)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    roots = [(rev, checkout(rev)) for rev in args.rev] + [("this checkout", ROOT)]
+    with tempfile.TemporaryDirectory(prefix="featx-startup-corpus-") as tmp:
+        corpus = Path(tmp) / "corpus.csv"
+        lines = args.corpus.read_text(encoding="utf-8").splitlines()[: args.rows + 1]
+        corpus.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        featx_args = ["extract", str(corpus), "--overwrite", "-q", "--device", "cpu", *args.extra]
+        print(f"# bench/startup.py {' '.join(sys.argv[1:])}; load {os.getloadavg()}", flush=True)
+        rounds: dict[str, list[dict]] = {name: [] for name, _ in roots}
+        for index in range(args.rounds):
+            for name, root in roots:
+                if args.cold:
+                    clear_fingerprint_cache()
+                phases = run_once(root, featx_args)
+                rounds[name].append(phases)
+                print(f"round {index} {name}: {phases['total to first forward']:.2f} s", flush=True)
+    report(rounds)
+    print(f"load after: {os.getloadavg()}")
+
+
+def report(rounds: dict[str, list[dict]]) -> None:
+    names = list(rounds)
+    phases = sorted({phase for runs in rounds.values() for run in runs for phase in run},
+                    key=lambda p: (p == "total to first forward", p == "other", p))
+    print("\n| phase (median s) | " + " | ".join(names) + " |")
+    print("|---|" + "---:|" * len(names))
+    for phase in phases:
+        cells = [statistics.median(run.get(phase, 0.0) for run in rounds[name]) for name in names]
+        print(f"| {phase} | " + " | ".join(f"{cell:.2f}" for cell in cells) + " |")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "--child":
+        child(sys.argv[3:] if sys.argv[2:3] == ["--"] else sys.argv[2:])
+    else:
+        main()
