@@ -149,15 +149,14 @@ def estimate(config=None, calibrate: bool = True, **options) -> Estimate:
 
     config = make_config(config, **options)
     corpus = read_corpus(config.corpus, config.text_col, config.id_col, config.skip_empty, config.encoding,
-                         config.sep, config.missing_labels)
+                         config.sep, config.missing_labels, pair_col=config.text_pair_col)
     setup_started = time.perf_counter()
     loaded = load_model(config.model, config.device, config.dtype, config.trust_remote_code,
                         config.random_init, config.seed, config.max_length, config.device_map)
     plan = resolve_plan(config, corpus.sha256, loaded)
-    from .tokenize import tokenize_texts
+    from .pairs import tokenize_corpus
 
-    tokenized = tokenize_texts(loaded.tokenizer, corpus.texts, loaded.max_length, with_word_ids=config.tokens,
-                                   truncate=plan.window is None)
+    tokenized = tokenize_corpus(config, loaded.tokenizer, corpus, loaded.max_length, truncate=plan.window is None)
     setup_seconds = time.perf_counter() - setup_started  # the real run loads and tokenises the same way
     result = _sizes(plan, corpus, tokenized, loaded)
     if calibrate and len(corpus):

@@ -23,7 +23,8 @@ from .config import ExtractConfig, ExtractSummary, output_path, summary_of
 from .model_files import local_model_folder
 
 NOT_PART_OF_THE_REQUEST = ("output", "overwrite", "progress", "commit_seconds")
-NEW_OPTION_DEFAULTS = {"long": "truncate", "stride": None, "device_map": None, "sep": None, "missing_labels": "empty"}
+NEW_OPTION_DEFAULTS = {"long": "truncate", "stride": None, "device_map": None, "sep": None, "missing_labels": "empty",
+                       "text_pair_col": None, "pair_mode": None}
 
 
 def _auto_may_find_an_accelerator(config: ExtractConfig) -> bool:

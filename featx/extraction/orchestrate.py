@@ -24,7 +24,8 @@ from .plan import ExtractionPlan, provenance, resolve_plan
 from .runner import Runner
 from .distributed import LaunchEnv
 from .sharding import ShardSpec, make_manifest, select_rows, shard_attributes, write_manifest
-from .tokenize import TokenizedCorpus, tokenize_texts
+from .pairs import tokenize_corpus
+from .tokenize import TokenizedCorpus
 
 
 def extract(config: ExtractConfig | None = None, **options) -> ExtractSummary:
@@ -59,7 +60,7 @@ def extract_one(config: ExtractConfig) -> ExtractSummary:
     output = output_path(config)
     check_output_dir(output)
     corpus = read_corpus(config.corpus, config.text_col, config.id_col, config.skip_empty, config.encoding,
-                         config.sep, config.missing_labels)
+                         config.sep, config.missing_labels, pair_col=config.text_pair_col)
     shard = ShardSpec.from_options(config.shards, config.shard_index)
     corpus_rows, shard_rows = len(corpus), None
     if shard is not None:  # from here on, `corpus` is this shard's rows
@@ -86,8 +87,7 @@ def extract_one(config: ExtractConfig) -> ExtractSummary:
             return summary
         timings = {"load_seconds": time.perf_counter() - load_started}
         tokenize_started = time.perf_counter()
-        tokenized = tokenize_texts(loaded.tokenizer, corpus.texts, loaded.max_length, with_word_ids=config.tokens,
-                                   truncate=plan.window is None)
+        tokenized = tokenize_corpus(config, loaded.tokenizer, corpus, loaded.max_length, truncate=plan.window is None)
         timings["tokenize_seconds"] = time.perf_counter() - tokenize_started
         writer = open_writer(plan, corpus, tokenized, loaded, shard_rows, corpus_rows)
         resumed_from = writer.rows_done

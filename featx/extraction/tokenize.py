@@ -18,10 +18,19 @@ class TokenizedCorpus:
     offsets: np.ndarray  # (n_rows + 1,) int64; row i is input_ids[offsets[i]:offsets[i+1]]
     full_lengths: np.ndarray  # (n_rows,) int32, token count before truncation (specials included)
     word_ids: np.ndarray | None  # (total_tokens,) int32, -1 for special tokens; None unless asked for
+    # Sentence pairs (pairs.py). Cross mode: token-type ids and segments (0 = a, 1 = b, -1 = special), (total_tokens,).
+    type_ids: np.ndarray | None = None
+    segments: np.ndarray | None = None
+    pair: "TokenizedCorpus | None" = None  # separate mode: side b, tokenised on its own
 
     @property
     def lengths(self) -> np.ndarray:
         return np.diff(self.offsets).astype(np.int32)
+
+    @property
+    def batch_lengths(self) -> np.ndarray:
+        """Tokens a row puts in a batch: its length, or the longer side's in separate pair mode."""
+        return self.lengths if self.pair is None else np.maximum(self.lengths, self.pair.lengths)
 
     @property
     def truncated(self) -> np.ndarray:
