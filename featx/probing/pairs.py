@@ -39,19 +39,37 @@ def cosine(u: np.ndarray, v: np.ndarray) -> np.ndarray:
     return np.where(norms > 0, (u * v).sum(axis=1) / np.where(norms > 0, norms, 1.0), 0.0)
 
 
+ALL_ORDERS_UP_TO = 4  # classes whose every order is tried (4! = 24 passes); more: ordered by their mean score
+
+
 def fit_thresholds(values: np.ndarray, y: np.ndarray, n_classes: int) -> tuple[np.ndarray, np.ndarray]:
     """Thresholds on one score that classify best on these (training) rows.
 
-    The classes are ordered by their mean score, then ``n_classes - 1`` ascending cuts maximise the
-    accuracy (exactly, by dynamic programming over the sorted scores; a cut never separates equal
-    scores). Returns ``(order, thresholds)``: a score falls in band ``searchsorted(thresholds, s,
-    "right")`` and is given class ``order[band]``. Two classes: the best single threshold and side."""
+    ``n_classes - 1`` ascending cuts split the score's range into bands, one class each; the cuts maximise
+    the accuracy exactly (dynamic programming over the sorted scores; a cut never separates equal scores),
+    over every order of the classes along the score (up to 4 classes; beyond, the order of their mean
+    scores). Returns ``(order, thresholds)``: a score falls in band ``searchsorted(thresholds, s, "right")``
+    and is given class ``order[band]``. Two classes: the best single threshold and side."""
+    import itertools
+
     means = np.array([values[y == k].mean() if (y == k).any() else np.inf for k in range(n_classes)])
-    order = np.argsort(means, kind="stable")
-    rank_of = np.empty(n_classes, dtype=np.int64)
-    rank_of[order] = np.arange(n_classes)
+    by_mean = tuple(int(k) for k in np.argsort(means, kind="stable"))
+    orders = [by_mean] + ([order for order in itertools.permutations(range(n_classes)) if order != by_mean]
+                          if n_classes <= ALL_ORDERS_UP_TO else [])
     sorter = np.argsort(values, kind="stable")
-    ordered, ranks = values[sorter], rank_of[y[sorter]]
+    ordered = values[sorter]
+    best = None
+    for order in orders:
+        rank_of = np.empty(n_classes, dtype=np.int64)
+        rank_of[list(order)] = np.arange(n_classes)
+        correct, thresholds = _best_cuts(ordered, rank_of[y[sorter]], n_classes)
+        if best is None or correct > best[0]:  # ties keep the earlier order (the mean order first)
+            best = (correct, np.asarray(order), thresholds)
+    return best[1], best[2]
+
+
+def _best_cuts(ordered: np.ndarray, ranks: np.ndarray, n_classes: int) -> tuple[float, np.ndarray]:
+    """Most rows whose band (by ascending cuts of the sorted scores ``ordered``) is their rank, and the cuts."""
     n = len(ordered)
     prefix = np.zeros((n_classes, n + 1))
     for rank in range(n_classes):
@@ -68,12 +86,12 @@ def fit_thresholds(values: np.ndarray, y: np.ndarray, n_classes: int) -> tuple[n
         best = np.where(cuttable, prefix[rank] + running, -np.inf)
     total = best + prefix[-1, n] - prefix[-1]
     cut = int(np.argmax(total))
-    cuts = [cut]
+    correct, cuts = float(total[cut]), [cut]
     for previous in reversed(back):
         cut = int(previous[cut])
         cuts.append(cut)
     thresholds = [-np.inf if c == 0 else np.inf if c == n else (ordered[c - 1] + ordered[c]) / 2 for c in cuts[::-1]]
-    return order, np.asarray(thresholds)
+    return correct, np.asarray(thresholds)
 
 
 def predict_thresholds(values: np.ndarray, order: np.ndarray, thresholds: np.ndarray) -> np.ndarray:
@@ -123,7 +141,8 @@ def cosine_baseline(path, kept: np.ndarray, y: np.ndarray, plan, layers: list[in
                 score = cosine(*features.pair_features(pooling, layer))[kept]
                 scores = _regression_scores(score, y, plan, n_boot, seed) if n_classes is None else \
                     _class_scores(score, y, plan, n_classes, n_boot, seed)
-                rows.append({"pooling": pooling, "layer": int(layer), **scores})
+                scores = {name: float(value) if np.isfinite(value) else None for name, value in scores.items()}
+                rows.append({"pooling": pooling, "layer": int(layer), **scores})  # None: undefined (a constant cosine)
     return rows
 
 
@@ -141,8 +160,12 @@ def baseline_meta(config, path, kept, y, plan, specs, poolings, n_classes=None) 
     return meta
 
 
+def _number(value) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
 def _interval(value, low, high) -> str:
-    return f"{value:.3f} [{low:.3f}, {high:.3f}]"
+    return f"{_number(value)} [{_number(low)}, {_number(high)}]"
 
 
 def baseline_lines(meta: dict) -> list[str]:
@@ -152,7 +175,7 @@ def baseline_lines(meta: dict) -> list[str]:
         return []
     regression = "spearman" in rows[0]
     what = ("Spearman and Pearson vs the label" if regression else
-            "accuracy of thresholds on the cosine chosen on the training part (classes ordered by their mean cosine)")
+            "accuracy of thresholds on the cosine, chosen on the training part only")
     lines = [f"cosine baseline (zero parameters: cos(u, v) of side a and side b; {what})"]
     header = ["pooling", "layer", "Spearman [95% CI]", "Pearson"] if regression else ["pooling", "layer",
                                                                                        "accuracy [95% CI]"]
@@ -160,7 +183,7 @@ def baseline_lines(meta: dict) -> list[str]:
     for row in rows:
         if regression:
             cells.append([row["pooling"], str(row["layer"]),
-                          _interval(row["spearman"], row["spearman_low"], row["spearman_high"]), f"{row['pearson']:.3f}"])
+                          _interval(row["spearman"], row["spearman_low"], row["spearman_high"]), _number(row["pearson"])])
         else:
             cells.append([row["pooling"], str(row["layer"]),
                           _interval(row["accuracy"], row["accuracy_low"], row["accuracy_high"])])
