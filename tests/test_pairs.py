@@ -125,6 +125,8 @@ def test_separate_mode_sides_equal_each_column_extracted_alone(tiny_model, tmp_p
                 np.testing.assert_allclose(u, a.features(pooling, layer), atol=1e-5)
                 np.testing.assert_allclose(v, b.features(pooling, layer), atol=1e-5)
         np.testing.assert_array_equal(both.n_kept, a.n_kept)
+        np.testing.assert_array_equal(both.pair_n_kept, b.n_kept)
+        assert pair.tokens == side_a.tokens + side_b.tokens
 
 
 def test_plain_requests_keep_their_fingerprint(tiny_model, tmp_path):
@@ -176,3 +178,39 @@ def test_cli_extracts_pairs_end_to_end(tiny_model, tmp_path):
     result = CliRunner().invoke(main, ["extract", str(corpus), "--model", str(tiny_model), "-q",
                                        "--pair-mode", "cross", "-o", str(tmp_path / "bad.h5")])
     assert result.exit_code != 0 and "needs --text-pair-col" in result.output and "Traceback" not in result.output
+
+
+def test_cross_mode_of_a_roberta_like_model_takes_segments_from_sequence_ids(tmp_path):
+    """One token type (no type ids from the tokenizer): mean_a/mean_b still split the pair at the right tokens."""
+    import torch
+    import transformers
+    from tokenizers import processors
+    from transformers import PreTrainedTokenizerFast
+
+    from families import BY_NAME, _tokenizer_object
+
+    family = BY_NAME["roberta"]
+    folder = tmp_path / "roberta"
+    backend = _tokenizer_object(family)
+    backend.post_processor = processors.RobertaProcessing(("</s>", backend.token_to_id("</s>")),
+                                                          ("<s>", backend.token_to_id("<s>")))
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend, model_max_length=64,
+                                        model_input_names=["input_ids", "attention_mask"], **family.tokens)
+    tokenizer.save_pretrained(str(folder))
+    torch.manual_seed(0)
+    config = transformers.RobertaConfig(vocab_size=backend.get_vocab_size(), **family.config_args)
+    transformers.RobertaModel(config).eval().save_pretrained(str(folder), safe_serialization=True)
+    summary = run(pair_csv(tmp_path / "pairs.csv"), folder, tmp_path, "roberta.h5", text_pair_col="second",
+                  poolings="mean,mean_a,mean_b")
+    model = transformers.RobertaModel.from_pretrained(str(folder), attn_implementation="eager").eval()
+    with featx.open(summary.output) as features, torch.no_grad():
+        for row, (a, b, *_) in enumerate(PAIRS):
+            encoded = tokenizer(a, b, return_tensors="pt")
+            assert "token_type_ids" not in encoded
+            states = torch.stack(model(**encoded, output_hidden_states=True).hidden_states, 1)[0].numpy()
+            sequence = np.array([-1 if s is None else s for s in encoded.sequence_ids(0)])
+            assert (sequence == -1).sum() == 4  # <s> a </s></s> b </s>
+            for layer in features.layers:
+                for pooling, tokens in (("mean", sequence > -2), ("mean_a", sequence == 0), ("mean_b", sequence == 1)):
+                    expected = states[layer, tokens].mean(0)
+                    assert np.abs(features.features(pooling, layer)[row] - expected).max() <= 1e-4, (pooling, layer)

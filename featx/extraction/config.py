@@ -275,7 +275,8 @@ def summary_of(path: Path, status: str, seconds: float, skipped: int) -> Extract
         if str(attrs.get(schema.LONG_INPUTS, "truncate")) == "window":
             windowed = int((features.n_kept > int(attrs.get(schema.MAX_LENGTH))).sum())
         summary = ExtractSummary(
-            output=path, status=status, rows=features.n_rows, tokens=int(features.n_kept.sum()),
+            output=path, status=status, rows=features.n_rows,
+            tokens=int(features.n_kept.sum() + features.pair_n_kept.sum()),  # both sides of separate-mode pairs
             truncated_rows=int((features.truncated | features.pair_truncated).sum()), skipped_empty=skipped, seconds=seconds,
             file_bytes=path.stat().st_size, model=str(attrs.get(schema.MODEL)), device=str(attrs.get(schema.DEVICE)),
             dtype=str(attrs.get(schema.COMPUTE_DTYPE)), layers=features.layers, poolings=features.poolings,

@@ -268,11 +268,18 @@ class FeatureFile:
         return read_strings(self._file[s.PAIR_TEXT], self.n_rows) if s.PAIR_TEXT in self._file else None
 
     @property
+    def pair_n_kept(self) -> np.ndarray:
+        """Separate mode: side b's tokens fed to the model (zeros otherwise; ``n_kept`` is side a's or the pair's)."""
+        if s.PAIR_N_KEPT not in self._file:
+            return np.zeros(self.n_rows, dtype=np.int32)
+        return self._file[s.PAIR_N_KEPT][: self.n_rows]
+
+    @property
     def pair_truncated(self) -> np.ndarray:
         """Separate mode: whether side b was truncated (all False otherwise; ``truncated`` is side a's or the pair's)."""
         if s.PAIR_N_KEPT not in self._file:
             return np.zeros(self.n_rows, dtype=bool)
-        return self._file[s.PAIR_N_TOKENS][: self.n_rows] > self._file[s.PAIR_N_KEPT][: self.n_rows]
+        return self._file[s.PAIR_N_TOKENS][: self.n_rows] > self.pair_n_kept
 
     def pair_features(self, pooling: str, layer: int, dtype=np.float32) -> tuple[np.ndarray, np.ndarray]:
         """Separate mode: ``(u, v)``, side a's and side b's ``(n_rows, hidden)`` features of one pooling and layer."""
