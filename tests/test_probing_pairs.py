@@ -113,6 +113,11 @@ def test_every_pair_table_starts_with_the_cosine_baseline(separate_file, tmp_pat
     text = result.format_table()
     assert text.index("cosine baseline") < text.index("probe\n")
     assert ("Spearman" if label == "score" else "accuracy of thresholds") in text
+    from featx.plots import plot_layer_curves
+
+    ax = plot_layer_curves(result.table, result.meta, metric="spearman" if label == "score" else "accuracy")
+    drawn = [line for line in ax.get_lines() if line.get_label().startswith("cosine baseline by layer")]
+    assert len(drawn) == 1 and list(drawn[0].get_xdata()) == [0, 1, 2]
 
 
 def test_cross_mode_files_probe_like_any_file_with_segment_poolings(tiny_model, tmp_path):
