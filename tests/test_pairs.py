@@ -214,3 +214,23 @@ def test_cross_mode_of_a_roberta_like_model_takes_segments_from_sequence_ids(tmp
                 for pooling, tokens in (("mean", sequence > -2), ("mean_a", sequence == 0), ("mean_b", sequence == 1)):
                     expected = states[layer, tokens].mean(0)
                     assert np.abs(features.features(pooling, layer)[row] - expected).max() <= 1e-4, (pooling, layer)
+
+
+def test_a_pair_file_is_up_to_date_for_the_same_request_and_refused_for_another_mode(tiny_model, tmp_path):
+    from featx.errors import StoreError
+
+    corpus = pair_csv(tmp_path / "pairs.csv")
+    run(corpus, tiny_model, tmp_path, "pairs.h5", text_pair_col="second")
+    assert run(corpus, tiny_model, tmp_path, "pairs.h5", text_pair_col="second").status == "up-to-date"
+    with pytest.raises(StoreError, match="different corpus, model or options"):
+        run(corpus, tiny_model, tmp_path, "pairs.h5", text_pair_col="second", pair_mode="separate")
+
+
+@pytest.mark.parametrize("mode", ["cross", "separate"])
+def test_dry_run_estimates_a_pair_extraction(tiny_model, tmp_path, mode):
+    from featx.extraction.estimation import estimate
+
+    config = ExtractConfig(corpus=pair_csv(tmp_path / "pairs.csv"), output=tmp_path / "dry.h5", model=str(tiny_model),
+                           text_col="first", text_pair_col="second", pair_mode=mode, progress=False)
+    result = estimate(config)
+    assert result.seconds > 0 and result.rows == len(PAIRS) and not (tmp_path / "dry.h5").exists()
