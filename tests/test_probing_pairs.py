@@ -127,3 +127,27 @@ def test_cross_mode_files_probe_like_any_file_with_segment_poolings(tiny_model, 
                          output=tmp_path / "cross.probe.csv")
     assert set(result.table.pooling) >= {"mean_a", "mean_b"} and "cosine_baseline" not in result.meta
     assert result.meta["pair_mode"] == "cross"
+
+
+def test_one_text_analyses_refuse_a_separate_pair_file(separate_file):
+    from featx.errors import InputError
+    from featx.probing.erase import erase
+    from featx.probing.neurons import neurons
+
+    with pytest.raises(InputError, match="sentence pairs encoded separately"):
+        neurons(separate_file, label="same", layers="1")
+    with pytest.raises(InputError, match="sentence pairs encoded separately"):
+        erase(separate_file, label="same", layers="1")
+
+
+def test_sweep_reads_the_senteval_feature_of_a_separate_file(separate_file, monkeypatch):
+    from featx.probing import sweep
+
+    widths = []
+    real = sweep.probe_family
+    monkeypatch.setattr(sweep, "probe_family", lambda width, n_classes: widths.append(width) or real(width, n_classes))
+    with featx.open(separate_file) as features:
+        hidden = features.hidden_size
+        task = sweep.load_task(features, "same", 3, 0)
+    sweep._run_job(str(separate_file), "mean", 1, task, None, 0, 50)
+    assert widths == [4 * hidden]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import InputError
 from ..store import FeatureFile
 from ..store.schema import HIDDEN_SITE
 from . import evaluation as ev
@@ -30,6 +31,14 @@ def pooled_block(features: FeatureFile, pooling: str, layer: int, site: str = HI
     if features.pair_mode == "separate" and site == HIDDEN_SITE:
         return senteval(*features.pair_features(pooling, layer))
     return features.features(pooling, layer, site=site)
+
+
+def refuse_separate_pairs(features: FeatureFile, command: str) -> None:
+    """Analyses of one text's vectors (``erase``, ``neurons``) would see side a only of a separate-mode file."""
+    if features.pair_mode == "separate":
+        raise InputError(f"featx {command} reads one text's features, and {features.path} holds sentence pairs "
+                         "encoded separately (side a and side b)",
+                         "extract the pairs with --pair-mode cross (one vector per pair), or one column alone")
 
 
 def cosine(u: np.ndarray, v: np.ndarray) -> np.ndarray:
