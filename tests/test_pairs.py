@@ -234,3 +234,21 @@ def test_dry_run_estimates_a_pair_extraction(tiny_model, tmp_path, mode):
                            text_col="first", text_pair_col="second", pair_mode=mode, progress=False)
     result = estimate(config)
     assert result.seconds > 0 and result.rows == len(PAIRS) and not (tmp_path / "dry.h5").exists()
+
+
+def test_a_pair_dataset_of_the_wrong_shape_is_refused_on_open(tiny_model, tmp_path):
+    import shutil
+
+    import h5py
+
+    from featx.errors import StoreError
+
+    summary = run(pair_csv(tmp_path / "pairs.csv"), tiny_model, tmp_path, "pairs.h5", text_pair_col="second",
+                  tokens=True)
+    for name in ("rows/text_pair", "tokens/segment_ids"):
+        damaged = shutil.copy(summary.output, tmp_path / "damaged.h5")
+        with h5py.File(damaged, "r+") as file:
+            del file[name]
+            file.create_dataset(name, data=np.zeros(3, dtype=np.int8 if "tokens" in name else "S1"))
+        with pytest.raises(StoreError, match=f"dataset '{name}' has shape"):
+            featx.open(damaged)
