@@ -63,8 +63,12 @@ def main():
               help="Hugging Face model folder or id; 'default' is the embedded all-MiniLM-L6-v2.")
 @click.option("--text-col", default="text", show_default=True, help="Column holding the texts.")
 @click.option("--id-col", default=None, help="Column of unique row ids (default: row numbers).")
+@click.option("--text-pair-col", default=None, help="Sentence pairs: the column of each row's second text.")
+@click.option("--pair-mode", default=None,
+              help="With --text-pair-col: cross (one sequence in the model's pair format, the default) or separate.")
 @click.option("--layer", "layers", default="all", show_default=True, help="Layers to store: all, 0,3,6, -4: ...")
-@click.option("--pooling", "poolings", default="all", show_default=True, help="all or a list of cls,mean,max,last,pooler.")
+@click.option("--pooling", "poolings", default="all", show_default=True,
+              help="all or a list of cls,mean,max,last,pooler (sentence pairs, cross mode: also mean_a,mean_b).")
 @click.option("--tokens", is_flag=True, help="Also store token-level states (large).")
 @click.option("--site", "sites", default="hidden", show_default=True,
               help="Activations to store: hidden,attn_out,ffn,pre_ln,attn_heads or module:NAME (hidden always).")

@@ -246,3 +246,9 @@ def test_cli_names_a_broken_treebank_line_and_exits_2(tiny_model, tmp_path):
                                        str(tiny_model), "-q"])
     assert result.exit_code == 2 and "Traceback" not in result.output
     assert "broken.conllu, line 10: a CoNLL-U word line needs 10 tab-separated fields, this one has 8" in result.output
+
+
+def test_word_inputs_with_a_pair_column_are_refused_before_the_model_runs(tiny_model, treebank, tmp_path):
+    with pytest.raises(InputError, match="word inputs have no second text"):
+        run(treebank, tiny_model, tmp_path / "p.h5", text_pair_col="second")
+    assert not partial_path(tmp_path / "p.h5").exists() and not (tmp_path / "p.h5").exists()

@@ -50,18 +50,33 @@ def plan_batches(lengths: np.ndarray, max_tokens: int, batch_size: int) -> list[
     return batches
 
 
-def collate(tokens: TokenizedCorpus, rows: np.ndarray, pad_id: int, pin_memory: bool = False
-            ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Right-padded ``input_ids`` and ``attention_mask`` (int64) for the given corpus rows."""
+def _padded(flat: np.ndarray, starts: np.ndarray, lengths: np.ndarray, fill: int) -> np.ndarray:
+    """Rows ``flat[starts[i]:starts[i] + lengths[i]]``, right-padded with ``fill`` to the longest (int64)."""
+    width = int(lengths.max())
+    out = np.full((len(starts), width), fill, dtype=np.int64)
+    real = np.arange(width)[None, :] < lengths[:, None]
+    flat_positions = np.repeat(starts - np.cumsum(np.r_[0, lengths[:-1]]), lengths) + np.arange(int(lengths.sum()))
+    out[real] = flat[flat_positions]
+    return out
+
+
+def collate(tokens: TokenizedCorpus, rows: np.ndarray, pad_id: int, pin_memory: bool = False):
+    """Right-padded ``input_ids`` and ``attention_mask`` (int64) for the given corpus rows.
+
+    Sentence pairs add a third item, ``{name: tensor}``: ``token_type_ids`` and ``segments`` (cross mode,
+    padded with 0 and -1), or ``pair``, side b's own ``(input_ids, attention_mask)`` (separate mode)."""
     starts = tokens.offsets[rows]
     lengths = tokens.offsets[rows + 1] - starts
     width = int(lengths.max())
-    input_ids = np.full((len(rows), width), pad_id, dtype=np.int64)
-    mask = np.arange(width)[None, :] < lengths[:, None]
-    flat_positions = np.repeat(starts - np.cumsum(np.r_[0, lengths[:-1]]), lengths) + np.arange(int(lengths.sum()))
-    input_ids[mask] = tokens.input_ids[flat_positions]
-    ids_tensor = torch.from_numpy(input_ids)
-    mask_tensor = torch.from_numpy(mask.astype(np.int64))
+    tensors = {"input_ids": _padded(tokens.input_ids, starts, lengths, pad_id),
+               "mask": (np.arange(width)[None, :] < lengths[:, None]).astype(np.int64)}
+    if tokens.type_ids is not None:
+        tensors["token_type_ids"] = _padded(tokens.type_ids, starts, lengths, 0)
+        tensors["segments"] = _padded(tokens.segments, starts, lengths, -1)
+    tensors = {name: torch.from_numpy(values) for name, values in tensors.items()}
     if pin_memory:
-        ids_tensor, mask_tensor = ids_tensor.pin_memory(), mask_tensor.pin_memory()
-    return ids_tensor, mask_tensor
+        tensors = {name: values.pin_memory() for name, values in tensors.items()}
+    ids_tensor, mask_tensor = tensors.pop("input_ids"), tensors.pop("mask")
+    if tokens.pair is not None:
+        tensors["pair"] = collate(tokens.pair, rows, pad_id, pin_memory)
+    return (ids_tensor, mask_tensor, tensors) if tensors else (ids_tensor, mask_tensor)

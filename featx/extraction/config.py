@@ -36,6 +36,8 @@ class ExtractConfig:
     model: str = DEFAULT_MODEL
     text_col: str = "text"
     id_col: str | None = None
+    text_pair_col: str | None = None  # sentence pairs: the second text of each row (featx/extraction/pairs.py)
+    pair_mode: str | None = None  # with text_pair_col: cross (one sequence, the default) or separate
     layers: str = "all"
     poolings: str = "all"
     tokens: bool = False
@@ -189,13 +191,22 @@ def _check_shards(config: ExtractConfig) -> None:
     ShardSpec.from_options(config.shards, config.shard_index)
 
 
+def _check_pair(config: ExtractConfig) -> None:
+    from .pairs import check_pair_options
+
+    if config.text_pair_col is not None and is_word_input(config):
+        raise InputError("--text-pair-col reads two text columns of a table; word inputs have no second text",
+                         "extract the pairs from a CSV/TSV/JSONL table, or drop --text-pair-col")
+    check_pair_options(config)
+
+
 # Every constraint on the options, in one table (in the spirit of scikit-learn's parameter constraints).
 CONSTRAINTS = (
     _check_text_col, _check_output, _check_words, _check_store_dtype, _check_dtype, _check_encoding,
     _positive("max_tokens", "--max-tokens"), _positive("batch_size", "--batch-size", optional=False),
     _positive("commit_rows", "--commit-rows"), _positive("max_length", "--max-length", minimum=2),
     _check_commit_seconds, _check_shards, _check_long, _positive("stride", "--stride", minimum=0), _check_device_map,
-    _check_sep, _check_missing_labels,
+    _check_sep, _check_missing_labels, _check_pair,
 )
 
 
@@ -290,8 +301,9 @@ def summary_of(path: Path, status: str, seconds: float, skipped: int) -> Extract
         if str(attrs.get(schema.LONG_INPUTS, "truncate")) == "window":
             windowed = int((features.n_kept > int(attrs.get(schema.MAX_LENGTH))).sum())
         summary = ExtractSummary(
-            output=path, status=status, rows=features.n_rows, tokens=int(features.n_kept.sum()),
-            truncated_rows=int(features.truncated.sum()), skipped_empty=skipped, seconds=seconds,
+            output=path, status=status, rows=features.n_rows,
+            tokens=int(features.n_kept.sum() + features.pair_n_kept.sum()),  # both sides of separate-mode pairs
+            truncated_rows=int((features.truncated | features.pair_truncated).sum()), skipped_empty=skipped, seconds=seconds,
             file_bytes=path.stat().st_size, model=str(attrs.get(schema.MODEL)), device=str(attrs.get(schema.DEVICE)),
             dtype=str(attrs.get(schema.COMPUTE_DTYPE)), layers=features.layers, poolings=features.poolings,
             windowed_rows=windowed, words=int(features.word_offsets()[-1]) if features.has_words else 0,

@@ -77,6 +77,8 @@ class Corpus:
     skipped_rows: list[int] = field(default_factory=list)  # data row numbers (0-based) left out by --skip-empty
     notes: list[str] = field(default_factory=list)  # what the reader decided, for the user (delimiter, missing)
     words: object | None = None  # word inputs (CoNLL-U...): the sentences' words, a ``treebank.WordTable``
+    pair_texts: list[str] | None = None  # sentence pairs: each row's second text (--text-pair-col)
+    pair_col: str | None = None
 
     def __len__(self) -> int:
         return len(self.texts)
@@ -374,7 +376,8 @@ def _parse(raw: bytes, path: Path, suffix: str, encoding: str, sep: str | None, 
     return _read_delimited(text, path, delimiter)
 
 
-def _check_header(header: list[str], path: Path, text_col: str, id_col: str | None) -> list[str]:
+def _check_header(header: list[str], path: Path, text_col: str, id_col: str | None,
+                  pair_col: str | None = None) -> list[str]:
     header = [name.strip() for name in header]
     for position, name in enumerate(header, start=1):
         if not name:
@@ -387,6 +390,9 @@ def _check_header(header: list[str], path: Path, text_col: str, id_col: str | No
             f"{path} has no text column '{text_col}'; columns found: {', '.join(header)}",
             _semicolon_hint(header) or "pass the right one with --text-col NAME",
         )
+    if pair_col is not None and pair_col not in header:
+        raise InputError(f"{path} has no text pair column '{pair_col}'; columns found: {', '.join(header)}",
+                         "pass the column of each row's second text with --text-pair-col NAME")
     if id_col is not None and id_col not in header:
         raise InputError(
             f"{path} has no id column '{id_col}'; columns found: {', '.join(header)}",
@@ -395,17 +401,22 @@ def _check_header(header: list[str], path: Path, text_col: str, id_col: str | No
     return header
 
 
-def _drop_empty(rows, lines, text_index: int, path: Path, text_col: str, skip_empty: bool):
-    """Rows kept, their lines, their data row numbers (0-based, in the file) and the skipped ones."""
+def _drop_empty(rows, lines, text_index: int, path: Path, text_col: str, skip_empty: bool, pair_index=None,
+                pair_col: str | None = None):
+    """Rows kept, their lines, their data row numbers (0-based, in the file) and the skipped ones.
+
+    With a pair column, a row whose second text is empty is treated exactly like an empty text."""
     numbers = list(range(len(rows)))
-    empty = [number for number, row in enumerate(rows) if not row[text_index].strip()]
+    columns = [(text_index, text_col)] + ([(pair_index, pair_col)] if pair_index is not None else [])
+    empty = [number for number, row in enumerate(rows) if any(not row[index].strip() for index, _ in columns)]
     if not empty:
         return rows, lines, numbers, []
     if not skip_empty:
         shown = ", ".join(f"row {row} (line {lines[row]})" for row in empty[:10])
         more = f" and {len(empty) - 10} more" if len(empty) > 10 else ""
+        named = " or ".join(f"'{name}'" for _, name in columns)
         raise InputError(
-            f"{path}: {len(empty)} empty or whitespace-only text(s) in column '{text_col}': {shown}{more}",
+            f"{path}: {len(empty)} empty or whitespace-only text(s) in column {named}: {shown}{more}",
             "fill them in, or pass --skip-empty to leave them out",
         )
     dropped = set(empty)
@@ -435,11 +446,11 @@ def _ids(rows, lines, numbers, header, path: Path, id_col: str | None) -> list[s
     return ids
 
 
-def _labels_and_split(rows, header, text_col, id_col, markers):
+def _labels_and_split(rows, header, text_col, id_col, markers, pair_col=None):
     split = None
     labels: dict[str, LabelColumn] = {}
     for position, name in enumerate(header):
-        if name in (text_col, id_col):
+        if name in (text_col, id_col, pair_col):
             continue
         values = [row[position] for row in rows]
         if name == "split":
@@ -470,6 +481,7 @@ def read_corpus(
     encoding: str = "utf-8",
     sep: str | None = None,
     missing_labels: str | None = "empty",
+    pair_col: str | None = None,
 ) -> Corpus:
     """Read and validate a corpus file; every column but text/id/split becomes a candidate label.
 
@@ -486,11 +498,13 @@ def read_corpus(
     _refuse_other_formats(data, path, suffix)
     notes: list[str] = []
     header, rows, lines = _parse(data, path, suffix, encoding, normalise_sep(sep), notes)
-    header = _check_header(header, path, text_col, id_col)
+    header = _check_header(header, path, text_col, id_col, pair_col)
     if not rows:
         raise InputError(f"{path} has a header but no rows", "add at least one row of text")
     text_index = header.index(text_col)
-    rows, lines, numbers, skipped = _drop_empty(rows, lines, text_index, path, text_col, skip_empty)
+    pair_index = header.index(pair_col) if pair_col is not None else None
+    rows, lines, numbers, skipped = _drop_empty(rows, lines, text_index, path, text_col, skip_empty, pair_index,
+                                                pair_col)
     texts = [row[text_index] for row in rows]
     if all(_NUMBER.match(value) for value in texts):
         raise InputError(
@@ -498,8 +512,9 @@ def read_corpus(
             "is --text-col the right column?",
         )
     ids = _ids(rows, lines, numbers, header, path, id_col)
-    labels, split = _labels_and_split(rows, header, text_col, id_col, missing_markers(missing_labels))
+    labels, split = _labels_and_split(rows, header, text_col, id_col, missing_markers(missing_labels), pair_col)
     return Corpus(
+        pair_texts=[row[pair_index] for row in rows] if pair_col is not None else None, pair_col=pair_col,
         path=path, texts=texts, ids=ids, text_col=text_col, id_col=id_col, labels=labels, split=split,
         sha256=hashlib.sha256(raw).hexdigest(),  # the bytes read, never a second read of the path
         skipped_rows=skipped, notes=notes + _label_notes(labels),

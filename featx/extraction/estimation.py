@@ -248,8 +248,7 @@ def _calibrate(plan, loaded, tokenized) -> tuple[float, str]:
     timed_tokens = sum(len(batch) * int(lengths[batch].max()) for batch in timed.values())
 
     def run(index):
-        input_ids, mask = collate(tokenized, timed[index], pad_id)
-        event = runner(input_ids, mask)[1]
+        event = runner(*collate(tokenized, timed[index], pad_id))[1]  # sentence pairs add a third item
         if event is not None:
             event.synchronize()
 

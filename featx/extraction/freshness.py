@@ -24,7 +24,8 @@ from .model_files import local_model_folder
 
 NOT_PART_OF_THE_REQUEST = ("output", "overwrite", "progress", "commit_seconds")
 NEW_OPTION_DEFAULTS = {"long": "truncate", "stride": None, "device_map": None, "sep": None, "missing_labels": "empty",
-                       "word_format": None, "columns": None, "word_pooling": "first,last,mean", "more_corpora": ()}
+                       "word_format": None, "columns": None, "word_pooling": "first,last,mean", "more_corpora": (),
+                       "text_pair_col": None, "pair_mode": None}
 
 
 def _auto_may_find_an_accelerator(config: ExtractConfig) -> bool:

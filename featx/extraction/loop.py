@@ -254,7 +254,7 @@ class WindowRun:
                  background: BackgroundWriter, clock: CommitClock):
         self.plan, self.background, self.clock = plan, background, clock
         self.window = Window(plan, tokenized, start, stop)
-        batches, long_rows = split_batches(plan, tokenized.lengths[start:stop])
+        batches, long_rows = split_batches(plan, tokenized.batch_lengths[start:stop])
         # Rows longer than the model (--long window) come last, one per step, each split into windows.
         self.n_batched = len(batches)
         self.batches = batches + [np.array([position]) for position in long_rows]

@@ -24,6 +24,7 @@ from .config import ExtractConfig, is_word_input, output_path
 from .corpus import rereadable, source_name
 from .freshness import request_key
 from .modeling import LoadedModel, dtype_name
+from .pairs import pair_attributes, pair_b_layout, pair_fingerprint, pair_poolings
 from .sharding import ShardSpec
 from .sites import Site, measure_widths, parse_sites, resolve_sites
 from .tokenize import special_layout
@@ -108,14 +109,14 @@ class ExtractionPlan:
         return min(n_rows, self.window_rows) * self.row_bytes() + (WINDOW_BYTES if self.with_tokens else 0)
 
 
-def resolve_poolings(spec: str, loaded: LoadedModel) -> list[str]:
+def resolve_poolings(spec: str, loaded: LoadedModel, available: tuple[str, ...] = POOLINGS) -> list[str]:
     """The poolings asked for; ``pooler`` only where the model has that head (an error if asked by name).
 
     Of a causal (decoder-only) model the first token sees only itself, so ``cls`` would describe the
     first token, not the text: ``all`` leaves it out and asking for it by name is refused.
     """
     explicit = spec is not None and spec.strip().lower() != "all"
-    poolings = parse_poolings(spec, POOLINGS)
+    poolings = parse_poolings(spec, available)
     if loaded.causal and "cls" in poolings:
         if explicit:
             raise InputError(f"pooling 'cls' does not fit {loaded.name}: it is a causal (decoder-only) model, whose "
@@ -188,6 +189,7 @@ def fingerprint(config: ExtractConfig, corpus_sha256: str, loaded: LoadedModel, 
     words = {"words": {"format": word_format(config.corpus, config.word_format, config.columns),
                        "columns": config.columns, "word_poolings": list(word_poolings)}} if word_poolings else {}
     return json.dumps({**({"sites": extra_sites} if extra_sites else {}), **long, **reading, **words,
+        **pair_fingerprint(config),
         "corpus_sha256": corpus_sha256, "text_col": config.text_col, "id_col": config.id_col,
         "skip_empty": config.skip_empty, "model_sha256": loaded.weights_sha256, "random_init": config.random_init,
         "seed": config.seed if config.random_init else None, "max_length": loaded.max_length,
@@ -209,6 +211,7 @@ def _layouts(config: ExtractConfig, loaded: LoadedModel, layers: list[int], pool
     layouts = [hidden_layout(layers, loaded.hidden_size, poolings)]
     layouts += [SiteLayout(site.name, tuple(site.layers), int(site.width), site_poolings,
                            tuple(site.describe()["modules"])) for site in hooked]
+    layouts += pair_b_layout(config, layouts[0])  # --pair-mode separate: side b
     return tuple(layouts), hooked
 
 
@@ -216,7 +219,7 @@ def resolve_plan(config: ExtractConfig, corpus_sha256: str, loaded: LoadedModel,
                  shard: ShardSpec | None = None) -> ExtractionPlan:
     """The plan of ``config`` on a corpus (by its sha256) with ``loaded``; ``shard`` for one shard's part."""
     layers = select_layers(config.layers, loaded.n_layers)
-    poolings = resolve_poolings(config.poolings, loaded)
+    poolings = resolve_poolings(config.poolings, loaded, pair_poolings(config, POOLINGS))
     layouts, hooked = _layouts(config, loaded, layers, poolings)
     max_tokens = default_max_tokens(config, loaded)
     window = resolve_window(config, loaded)
@@ -286,5 +289,6 @@ def provenance(plan: ExtractionPlan, corpus, loaded: LoadedModel) -> dict:
         schema.STRIDE: plan.window.stride if plan.window else 0,
         schema.FINGERPRINT: plan.fingerprint,
         schema.REQUEST_KEY: request_key(config, corpus.sha256) or "",  # for the quick check (freshness.py)
+        **pair_attributes(config),
         schema.OPTIONS: json.dumps({k: str(v) if isinstance(v, Path) else v for k, v in asdict(config).items()}),
     }

@@ -9,6 +9,7 @@ import torch
 
 from .modeling import LoadedModel
 from .onednn import prepack_linears
+from .pair_runner import SEGMENT_FUNCTIONS, pair_inputs, takes_type_ids
 from .plan import ExtractionPlan
 from .pooling import POOLING_FUNCTIONS, make_pooler_pool
 from .sites import SiteRecorder
@@ -44,8 +45,9 @@ class Runner:
         # Modules read by hooks must compute what the plain model computes: never fuse them away.
         hooked = {tap.module for site in plan.hooked for tap in site.taps}
         self.packed_linears = prepack_linears(self.model, self.device, loaded.dtype, keep=hooked)
-        self.functions = {name: (make_pooler_pool(pooler, pooler_dtype) if name == "pooler" else POOLING_FUNCTIONS[name])
-                          for name in plan.poolings}
+        self.functions = {name: (make_pooler_pool(pooler, pooler_dtype) if name == "pooler"
+                                 else POOLING_FUNCTIONS.get(name) or SEGMENT_FUNCTIONS[name]) for name in plan.poolings}
+        self.type_ids = takes_type_ids(loaded)  # sentence pairs: whether tokenizer(a, b) hands the model type ids
         self.store_dtype = torch.float16 if np.dtype(plan.store_dtype) == np.float16 else torch.float32
         self.recorder: SiteRecorder | None = None
         tokenizer = loaded.tokenizer
@@ -56,10 +58,13 @@ class Runner:
         self.recorder = SiteRecorder(self.model, list(self.plan.hooked))
         return self.recorder
 
-    def _forward(self, input_ids: torch.Tensor, mask: torch.Tensor) -> dict[str, list[torch.Tensor]]:
+    def _forward(self, input_ids: torch.Tensor, mask: torch.Tensor, token_type_ids: torch.Tensor | None = None
+                 ) -> dict[str, list[torch.Tensor]]:
         """``{site: [(B, T, W) per stored layer]}`` of one forward pass."""
         recording = self.recorder is not None and self.plan.hooked
-        forward_options = self.recorder.forward_options if recording else {}
+        forward_options = dict(self.recorder.forward_options) if recording else {}
+        if token_type_ids is not None and self.type_ids:
+            forward_options["token_type_ids"] = token_type_ids
         output = self.model(input_ids=input_ids, attention_mask=mask, output_hidden_states=True, **forward_options)
         states = {self.plan.hidden.name: [output.hidden_states[layer] for layer in self.plan.layers]}  # L x (B, T, H)
         if recording:
@@ -67,7 +72,11 @@ class Runner:
         # With --device-map the layers sit on several devices: pool where the batch is (a no-op otherwise).
         return {site: [layer.to(self.device) for layer in layers] for site, layers in states.items()}
 
-    def _pool(self, states: dict[str, list[torch.Tensor]], mask: torch.Tensor, word_index=None):
+    def _pool(self, states: dict[str, list[torch.Tensor]], mask: torch.Tensor, masks: dict | None = None,
+              word_index: torch.Tensor | None = None):
+        """Every site's poolings; ``masks`` gives some dataset paths their own mask (sentence pairs);
+        ``word_index`` each token's word slot (word inputs)."""
+        masks = masks or {}
         real = mask.bool() if self.plan.with_tokens else None
         values = {}
         if word_index is not None:  # word inputs: each word's subwords pooled into one vector per layer
@@ -77,7 +86,8 @@ class Runner:
         for site in self.plan.sites:
             # Pool layer by layer: stacking all layers first would copy every state once more.
             for name, path in site.pooled_paths.items():
-                pooled = torch.stack([self.functions[name](layer, mask) for layer in states[site.name]], dim=1)
+                used = masks.get(path, mask)
+                pooled = torch.stack([self.functions[name](layer, used) for layer in states[site.name]], dim=1)
                 values[path] = pooled.to(self.store_dtype).to("cpu", non_blocking=True)
             if real is not None:
                 tokens = torch.stack([layer[real] for layer in states[site.name]], dim=1).to(self.store_dtype)
@@ -89,10 +99,16 @@ class Runner:
         return values, event
 
     @torch.inference_mode()
-    def __call__(self, input_ids: torch.Tensor, mask: torch.Tensor, word_index: torch.Tensor | None = None):
+    def __call__(self, input_ids: torch.Tensor, mask: torch.Tensor, extra: dict | None = None):
+        """``extra``: a sentence pair batch's tensors (``collate``) or word inputs' ``word_index``."""
         input_ids = input_ids.to(self.device, non_blocking=True)
         mask = mask.to(self.device, non_blocking=True)
-        return self._pool(self._forward(input_ids, mask), mask, word_index)
+        extra = dict(extra or {})
+        word_index = extra.pop("word_index", None)
+        if extra:  # sentence pairs: token-type ids and segment masks, or side b's own forward pass
+            states, masks = pair_inputs(self, input_ids, mask, extra)
+            return self._pool(states, mask, masks, word_index)
+        return self._pool(self._forward(input_ids, mask), mask, word_index=word_index)
 
     @torch.inference_mode()
     def windowed(self, row_ids: np.ndarray, word_ids: np.ndarray | None = None):
@@ -115,4 +131,5 @@ class Runner:
                 pieces.setdefault(site, []).append([layer[window, at] for layer in layers])
         states = {site: [torch.cat(parts)[None] for parts in zip(*chunks)] for site, chunks in pieces.items()}
         word_index = None if word_ids is None else torch.from_numpy(np.asarray(word_ids, dtype=np.int64))[None]
-        return self._pool(states, torch.ones((1, len(row.owner)), dtype=torch.long, device=self.device), word_index)
+        return self._pool(states, torch.ones((1, len(row.owner)), dtype=torch.long, device=self.device),
+                          word_index=word_index)

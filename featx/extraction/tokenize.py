@@ -21,10 +21,19 @@ class TokenizedCorpus:
     # Word inputs (word_tokens.py): row i owns words word_offsets[i]:word_offsets[i+1], each of n_subwords tokens
     word_offsets: np.ndarray | None = None
     n_subwords: np.ndarray | None = None
+    # Sentence pairs (pairs.py). Cross mode: token-type ids and segments (0 = a, 1 = b, -1 = special), (total_tokens,).
+    type_ids: np.ndarray | None = None
+    segments: np.ndarray | None = None
+    pair: "TokenizedCorpus | None" = None  # separate mode: side b, tokenised on its own
 
     @property
     def lengths(self) -> np.ndarray:
         return np.diff(self.offsets).astype(np.int32)
+
+    @property
+    def batch_lengths(self) -> np.ndarray:
+        """Tokens a row puts in a batch: its length, or the longer side's in separate pair mode."""
+        return self.lengths if self.pair is None else np.maximum(self.lengths, self.pair.lengths)
 
     @property
     def truncated(self) -> np.ndarray:

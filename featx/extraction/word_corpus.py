@@ -112,7 +112,7 @@ def read_input(config) -> Corpus:
 
     if not is_word_input(config):
         return read_corpus(config.corpus, config.text_col, config.id_col, config.skip_empty, config.encoding,
-                           config.sep, config.missing_labels)
+                           config.sep, config.missing_labels, pair_col=config.text_pair_col)
     return read_word_corpus([config.corpus, *config.more_corpora],
                             word_format(config.corpus, config.word_format, config.columns), config.columns,
                             config.encoding, config.missing_labels)

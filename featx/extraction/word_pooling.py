@@ -31,7 +31,7 @@ def with_word_index(plan, tokenized: TokenizedCorpus, rows: np.ndarray, batch: t
     """A collated batch ``(input_ids, mask)``, with each token's word slot when word vectors are stored."""
     if not plan.word_paths:
         return batch
-    return (*batch, batch_word_index(tokenized, rows, batch[0].shape[1]))
+    return (*batch, {"word_index": batch_word_index(tokenized, rows, batch[0].shape[1])})
 
 
 def row_word_ids(plan, tokenized: TokenizedCorpus, row: int) -> np.ndarray | None:

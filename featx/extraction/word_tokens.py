@@ -76,9 +76,8 @@ def tokenize_words(tokenizer, sentences: list[list[str]], ids: list[str], chunk_
 
 def tokenize_input(loaded, corpus, plan) -> TokenizedCorpus:
     """The tokenised corpus of a plan: word inputs pre-tokenised (never truncated), texts as ``tokenize.py`` does."""
-    from .tokenize import tokenize_texts
+    from .pairs import tokenize_corpus
 
     if corpus.words is not None:
         return tokenize_words(loaded.tokenizer, corpus.words.sentences, corpus.ids)
-    return tokenize_texts(loaded.tokenizer, corpus.texts, loaded.max_length, with_word_ids=plan.config.tokens,
-                          truncate=plan.window is None)
+    return tokenize_corpus(plan.config, loaded.tokenizer, corpus, loaded.max_length, truncate=plan.window is None)

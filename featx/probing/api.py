@@ -17,6 +17,7 @@ from ..store import FeatureFile, schema
 from . import classifiers as clf
 from . import evaluation as ev
 from .config import ProbeConfig
+from .pairs import baseline_meta
 from .labels import join_labels, prepare, split_note, stored_column
 from .regression import resolve_task
 from .results import COLUMNS, CURVE_COLUMNS
@@ -454,6 +455,7 @@ def probe(config: ProbeConfig | str | Path | None = None, **options) -> ProbeRes
         "notes": list(notes),
     }
     meta["predictions_for"] = predictions_for
+    meta.update(baseline_meta(config, path, kept, y, plan, specs, poolings, len(class_names)))  # sentence pairs
     meta["mdl"] = bool(config.mdl)
     meta["train_sizes"] = sizes
     result = ProbeResult(table, meta, notes=list(notes), predictions=prediction_table, curve=curve)

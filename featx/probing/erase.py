@@ -24,6 +24,7 @@ from . import evaluation as ev
 from .config import DEFAULT_CS
 from .erasure import METHODS, Eraser, fit_eraser, moved, random_eraser, save_erasers
 from .significance import ALPHA, holm, paired_p_value
+from .pairs import refuse_separate_pairs
 from .task import Task, check_positive, load_task, open_complete
 
 MAIN_COLUMNS = ["label", "method", "pooling", "layer", "rank", "iterations", "majority", "before", "before_low",
@@ -185,6 +186,7 @@ def _plan_jobs(config: EraseConfig, notes: list[str]) -> tuple[list[_Job], dict]
         raise InputError(f"--method {config.method} is not available: choose from {', '.join(METHODS)}")
     check_positive(config.iterations, "--iterations")
     with open_complete(config.features) as features:
+        refuse_separate_pairs(features, "erase")
         main = load_task(features, config.label, config.folds, config.seed)
         specs = parse_layer_specs(config.layers, features.layers, allow_combined=False)
         poolings = parse_poolings(config.poolings, features.poolings)

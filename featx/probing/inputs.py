@@ -15,6 +15,7 @@ from ..selection import LayerSpec, parse_layer_specs
 from ..store import FeatureFile, schema
 from . import evaluation as ev
 from .config import ProbeConfig
+from .pairs import baseline_lines, pooled_block
 
 TOKENS_POOLING = "tokens"  # the pooling column of attn rows: the probe pools the token states itself
 
@@ -55,7 +56,12 @@ class ProbeResult:
         else:
             from .report import format_table
 
-        return format_table(self.table, self.meta)
+        text = format_table(self.table, self.meta)
+        pair_lines = baseline_lines(self.meta)  # sentence pairs: the cosine baseline comes first
+        if not pair_lines:
+            return text
+        head, _, rest = text.partition("\n\n")
+        return "\n".join([head, "", *pair_lines, "", rest])
 
     def __repr__(self) -> str:
         return f"ProbeResult({len(self.table)} rows, label={self.meta.get('label')!r}, written to {self.csv_path})"
@@ -155,7 +161,7 @@ def _load(job: _Job, shared: _Shared):
             starts, lengths = offsets[:-1][shared.kept], np.diff(offsets)[shared.kept]
             states = np.concatenate([features.token_states(layer, site=job.site) for layer in job.spec.layers], axis=1)
             return ev.TokenBatches(states, starts, lengths)
-        blocks = [features.features(job.pooling, layer, site=job.site)[shared.kept] for layer in job.spec.layers]
+        blocks = [pooled_block(features, job.pooling, layer, job.site)[shared.kept] for layer in job.spec.layers]
     if job.spec.kind == "stack":
         return blocks
     return blocks[0] if len(blocks) == 1 else np.concatenate(blocks, axis=1)

@@ -24,6 +24,7 @@ from ..errors import InputError
 from ..selection import parse_layer_specs
 from . import evaluation as ev
 from .config import DEFAULT_CS
+from .pairs import refuse_separate_pairs
 from .task import Task, check_fraction, check_positive, load_task, open_complete
 
 FRACTIONS = (0.01, 0.05, 0.1, 0.2)
@@ -180,6 +181,7 @@ def neurons(config: NeuronConfig | str | Path, **options) -> NeuronResult:
     config = config if isinstance(config, NeuronConfig) else NeuronConfig(features=config, **options)
     started = time.perf_counter()
     with open_complete(config.features) as features:
+        refuse_separate_pairs(features, "neurons")
         task = load_task(features, config.label, config.folds, config.seed)
         specs = parse_layer_specs(str(config.layers), features.layers, allow_combined=False)
         if config.pooling not in features.poolings:

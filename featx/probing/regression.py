@@ -289,6 +289,7 @@ def _read(config: ProbeConfig, path, label: str, notes: list[str]) -> dict:
 def probe_regression(config: ProbeConfig, path, label: str, notes: list[str], started: float):
     """The regression run of ``featx.probe`` (called by it once the label is known to be regression)."""
     from .inputs import ProbeResult, _versions, _workers, run_jobs, write_result
+    from .pairs import baseline_meta
 
     classifiers = regression_classifiers(config)
     if config.mdl:
@@ -327,6 +328,7 @@ def probe_regression(config: ProbeConfig, path, label: str, notes: list[str], st
         "seconds": round(time.perf_counter() - started, 3), **{f"{k}_version": v for k, v in _versions().items()},
         "notes": list(notes), "predictions_for": predictions_for, "mdl": False, "train_sizes": sizes,
     }
+    meta.update(baseline_meta(config, path, kept, y, plan, read["specs"], read["poolings"]))  # sentence pairs
     result = ProbeResult(table, meta, notes=list(notes), predictions=prediction_table, curve=curve)
     if config.write:
         write_result(result, path, label, config.output)

@@ -26,6 +26,7 @@ from ..selection import parse_layer_specs, parse_poolings
 from . import classifiers as clf
 from . import evaluation as ev
 from .config import DEFAULT_CS
+from .pairs import pooled_block
 from .task import Task, load_task, open_complete
 
 RANKS = (1, 2, 4, 8, 16, 32)
@@ -113,7 +114,7 @@ def _run_job(path: str, pooling: str, layer: int, task: Task, y_control, seed: i
     try:
         with threadpool_limits(limits=1):
             with open_complete(path) as features:
-                X = features.features(pooling, layer)[task.kept]
+                X = pooled_block(features, pooling, layer)[task.kept]  # a separate-mode pair: [u, v, |u-v|, u*v]
             probes = probe_family(X.shape[1], task.n_classes)
             labels = [task.y] + ([y_control] if y_control is not None else [])
             folds = [_fold(X, labels, probes, train, test, dev, task.n_classes, seed + 1000 * i)

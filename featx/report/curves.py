@@ -10,6 +10,7 @@ import pandas as pd
 from ..errors import InputError
 from .load import (METRIC_NAMES, _layer_results, _linestyle, best_row, default_classifier, layer_rows,
                    load_results, poolings_of, references)
+from .pairs import draw_cosine_baseline
 from .word_panels import mark_layer_summary
 from .style import CYCLE, MARKERS, OKABE_ITO, RC, REFERENCE_GREY, _axes, _style, legend_below
 
@@ -44,6 +45,7 @@ def plot_layer_curves(frame: pd.DataFrame, meta: dict | None = None, ax=None, me
                 values += list(lo) + list(hi)
             values += list(y[np.isfinite(y)])
         values += _draw_baseline_curve(ax, frame, rows, metric, classifier)
+        values += draw_cosine_baseline(ax, meta, rows, metric)  # sentence pairs (separate mode)
         values += _draw_references(ax, references(frame, metric, classifier), sorted(set(rows["layer"].astype(int))))
         best = best_row(rows, metric)
         ax.plot([int(best["layer"])], [float(best[metric])], marker="*", markersize=17, color=OKABE_ITO["black"],

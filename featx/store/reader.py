@@ -253,6 +253,43 @@ class FeatureFile(WordAccess):
         codes = dataset[: self.n_rows]
         return np.where(codes >= 0, numbers[np.maximum(codes, 0)] if len(numbers) else np.nan, np.nan)
 
+    # -- sentence pairs --------------------------------------------------------------------
+    @property
+    def pair_mode(self) -> str | None:
+        """``cross`` or ``separate`` for a sentence-pair file (``--text-pair-col``), None for single texts."""
+        mode = self.attrs.get(s.PAIR_MODE)
+        return str(mode) if mode else None
+
+    @property
+    def text_pair_col(self) -> str | None:
+        return self.attrs.get(s.TEXT_PAIR_COL) or None
+
+    @property
+    def pair_texts(self) -> list[str] | None:
+        """Each row's second text (None for single texts)."""
+        return read_strings(self._file[s.PAIR_TEXT], self.n_rows) if s.PAIR_TEXT in self._file else None
+
+    @property
+    def pair_n_kept(self) -> np.ndarray:
+        """Separate mode: side b's tokens fed to the model (zeros otherwise; ``n_kept`` is side a's or the pair's)."""
+        if s.PAIR_N_KEPT not in self._file:
+            return np.zeros(self.n_rows, dtype=np.int32)
+        return self._file[s.PAIR_N_KEPT][: self.n_rows]
+
+    @property
+    def pair_truncated(self) -> np.ndarray:
+        """Separate mode: whether side b was truncated (all False otherwise; ``truncated`` is side a's or the pair's)."""
+        if s.PAIR_N_KEPT not in self._file:
+            return np.zeros(self.n_rows, dtype=bool)
+        return self._file[s.PAIR_N_TOKENS][: self.n_rows] > self.pair_n_kept
+
+    def pair_features(self, pooling: str, layer: int, dtype=np.float32) -> tuple[np.ndarray, np.ndarray]:
+        """Separate mode: ``(u, v)``, side a's and side b's ``(n_rows, hidden)`` features of one pooling and layer."""
+        if self.pair_mode != "separate":
+            raise InputError(f"{self.path} is not a --pair-mode separate file (pair mode: {self.pair_mode or 'none'})",
+                             "extract with featx extract --text-pair-col COLUMN --pair-mode separate")
+        return self.features(pooling, layer, dtype), self.features(pooling, layer, dtype, site=s.PAIR_B_SITE)
+
     # -- tokens ----------------------------------------------------------------------------
     @property
     def has_tokens(self) -> bool:
@@ -274,6 +311,13 @@ class FeatureFile(WordAccess):
     @property
     def word_ids(self) -> np.ndarray:
         return self._require_tokens().file[s.TOKEN_WORD_IDS][: int(self.token_offsets[-1])]
+
+    @property
+    def token_segments(self) -> np.ndarray | None:
+        """Cross-mode pairs: each token's segment (0 = text a, 1 = text b, -1 = special); None otherwise."""
+        if s.TOKEN_SEGMENT_IDS not in self._require_tokens().file:
+            return None
+        return self._file[s.TOKEN_SEGMENT_IDS][: int(self.token_offsets[-1])]
 
     def token_states(self, layer: int, dtype=np.float32, site: str = HIDDEN_SITE) -> np.ndarray:
         """``(total_tokens, width)`` states of one layer for all committed rows (slice with ``token_offsets``)."""

@@ -19,6 +19,12 @@ Layout (schema 1)::
     /tokens/offsets        (N+1,) int64, row i owns tokens offsets[i]:offsets[i+1]
     /tokens/input_ids      (T,) int32
     /tokens/word_ids       (T,) int32, -1 for special tokens
+    /rows/text_pair        (N,) UTF-8 strings, sentence pairs only: each row's second text (``--text-pair-col``)
+    /rows/pair_n_tokens    (N,) int32, ``--pair-mode separate`` only: side b's tokens before truncation
+    /rows/pair_n_kept      (N,) int32, likewise, side b's tokens fed to the model (``rows/n_*`` are side a's;
+                           in cross mode ``rows/n_*`` and ``rows/truncated`` describe the whole pair sequence)
+    /tokens/segment_ids    (T,) int8, ``--pair-mode cross`` with ``--tokens``: 0 = text a, 1 = text b, -1 = special
+    /tokens/type_ids       (T,) int32, likewise: the token-type ids the tokenizer gave
     /sites/<site>/pooled/<pooling>  (N, L_site, W_site) another site's features; attr ``site`` on the group
     /sites/<site>/tokens/states     (T, L_site, W_site) its token-level states (only with ``--tokens``)
     /words/offsets         (N+1,) int64, row i owns words offsets[i]:offsets[i+1] (word inputs only: CoNLL-U ...)
@@ -33,6 +39,12 @@ Layout (schema 1)::
     /progress/window       (2,) int64, [window start, batches committed]: the first batches of the window that
                            starts at rows_done are written too (a commit by time inside a window); ignored when
                            its start differs from rows_done (files from before it lack it: windows only)
+
+Sentence pairs (root attrs ``pair_mode`` and ``text_pair_col``; files without them are single texts). Cross mode
+stores one sequence per pair: the poolings as usual plus ``pooled/mean_a`` and ``pooled/mean_b`` (each text's own
+tokens). Separate mode stores side a exactly where a plain extraction stores it (``pooled/<pooling>``) and side b
+as the site ``pair_b`` (``/sites/pair_b/pooled/<pooling>``, the same layers and poolings), so every reader of
+sites reads side b too.
 
 Every site, ``hidden`` included, is a ``SiteLayout``: its datasets' paths come from ``site_pooled_path`` and
 ``site_tokens_path``. ``hidden`` keeps the top-level paths it had before other sites existed, and the ``sites``
@@ -56,6 +68,9 @@ ROWS = "rows"
 TEXT, IDS, SPLIT = "rows/text", "rows/id", "rows/split"
 N_TOKENS, N_KEPT, TRUNCATED = "rows/n_tokens", "rows/n_kept", "rows/truncated"
 ROW_INDEX = "rows/index"
+PAIR_TEXT, PAIR_N_TOKENS, PAIR_N_KEPT = "rows/text_pair", "rows/pair_n_tokens", "rows/pair_n_kept"
+TOKEN_SEGMENT_IDS, TOKEN_TYPE_IDS = "tokens/segment_ids", "tokens/type_ids"
+PAIR_B_SITE = "pair_b"  # side b of a --pair-mode separate file
 LABELS = "labels"
 # Float values of label columns that look continuous (issue 15): label_values/<column>, (N,) float64, NaN = missing
 LABEL_VALUES = "label_values"
@@ -90,6 +105,7 @@ CORPUS_N_ROWS, BASE_FINGERPRINT = "corpus_n_rows", "base_fingerprint"
 # whether the tokenizer adds BOS; how long texts were handled (truncate, window) and the window overlap.
 MODEL_PART, CAUSAL, PAD_TOKEN_ID, PAD_SOURCE = "model_part", "causal", "pad_token_id", "pad_source"
 PADDING_SIDE, BOS_ADDED, LONG_INPUTS, STRIDE = "padding_side", "bos_added", "long_inputs", "stride"
+PAIR_MODE, TEXT_PAIR_COL = "pair_mode", "text_pair_col"  # sentence pairs: cross or separate; the second column
 DEVICE_MAP = "device_map"  # JSON {module: device} of --device-map auto; {} when the model sat on one device
 SHARD_ATTRS = (SHARD_INDEX, SHARD_COUNT, SHARD_ASSIGNMENT, CORPUS_N_ROWS, BASE_FINGERPRINT)
 # What ``FeatureWriter.create`` derives from the layout itself (a copy of another file's attributes drops them)

@@ -148,6 +148,7 @@ def check_layout(file: h5py.File, path: Path, attrs: dict, rows_done: int) -> di
         total_tokens = int(file[s.TOKEN_OFFSETS][n_rows]) if n_rows else 0
         for name in (s.TOKEN_INPUT_IDS, s.TOKEN_WORD_IDS):
             _expect(file, name, (total_tokens,), "iu", path)
+    _check_pair_rows(file, path, n_rows, total_tokens)
     layouts = [(s.HIDDEN_SITE, layers, width, poolings)]
     layouts += [(name, site["layers"], site["width"], site["poolings"]) for name, site in sites.items()]
     for name, site_layers, site_width, site_poolings in layouts:
@@ -158,6 +159,20 @@ def check_layout(file: h5py.File, path: Path, attrs: dict, rows_done: int) -> di
     if s.WORDS in file:
         check_words(file, path, attrs, n_rows, len(layers), width)
     return {"layers": layers, "poolings": poolings, "sites": sites}
+
+
+def _check_pair_rows(file: h5py.File, path: Path, n_rows: int, total_tokens: int | None) -> None:
+    """Sentence pairs' datasets, where present: a row's second text and side b's counts, token segments."""
+    if s.PAIR_TEXT in file:
+        _expect(file, s.PAIR_TEXT, (n_rows,), "OSU", path)
+    for name in (s.PAIR_N_TOKENS, s.PAIR_N_KEPT):
+        if name in file:
+            _expect(file, name, (n_rows,), "iu", path)
+    for name in (s.TOKEN_SEGMENT_IDS, s.TOKEN_TYPE_IDS):
+        if name in file:
+            if total_tokens is None:
+                _fail(path, f"dataset '{name}' without token-level states")
+            _expect(file, name, (total_tokens,), "iu", path)
 
 
 def _sites(attrs: dict, path: Path) -> dict:

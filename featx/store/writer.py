@@ -394,6 +394,7 @@ def _populate(file: h5py.File, attrs: dict, corpus, tokenized, sites: list[SiteL
             _written(file, s.TOKEN_OFFSETS, data=tokenized.offsets.astype(np.int64))
             _written(file, s.TOKEN_INPUT_IDS, data=tokenized.input_ids.astype(np.int32))
             _written(file, s.TOKEN_WORD_IDS, data=tokenized.word_ids.astype(np.int32))
+            _write_pair_tokens(file, tokenized)
     rows_done = _preallocated(file, s.ROWS_DONE, (1,), np.int64)
     rows_done[0] = 0
     rows_done.flush()
@@ -413,9 +414,30 @@ def _write_rows(file: h5py.File, corpus, tokenized, row_index: np.ndarray | None
     _written(rows.file, s.TRUNCATED, data=tokenized.truncated)
     if row_index is not None:
         _written(rows.file, s.ROW_INDEX, data=np.asarray(row_index, dtype=np.int64))
+    _write_pair_rows(file, corpus, tokenized)
     file.create_group(s.LABELS, track_order=True)  # label_columns in corpus order
     for name, column in corpus.labels.items():
         write_label(file, name, column)
+
+
+def _write_pair_rows(file: h5py.File, corpus, tokenized) -> None:
+    """Sentence pairs: each row's second text, and side b's token counts in separate mode."""
+    pair_texts = getattr(corpus, "pair_texts", None)
+    if pair_texts is None:
+        return
+    write_strings(file, s.PAIR_TEXT, pair_texts)
+    side_b = getattr(tokenized, "pair", None)
+    if side_b is not None:
+        _written(file, s.PAIR_N_TOKENS, data=side_b.full_lengths.astype(np.int32))
+        _written(file, s.PAIR_N_KEPT, data=side_b.lengths.astype(np.int32))
+
+
+def _write_pair_tokens(file: h5py.File, tokenized) -> None:
+    """Cross-mode pairs with ``--tokens``: each token's segment (0 = a, 1 = b, -1 = special) and type id."""
+    if getattr(tokenized, "segments", None) is None:
+        return
+    _written(file, s.TOKEN_SEGMENT_IDS, data=tokenized.segments.astype(np.int8))
+    _written(file, s.TOKEN_TYPE_IDS, data=tokenized.type_ids.astype(np.int32))
 
 
 def write_label(file: h5py.File, name: str, column) -> None:
