@@ -356,6 +356,7 @@ def test_extract_probe_plot_explain_a_treebank(tiny_model, tmp_path, monkeypatch
     assert out.exit_code == 0, out.output
     out = runner.invoke(main, ["probe", "toy.h5", "--label", "upos", "--pooling", "first", "--jobs", "1"])
     assert out.exit_code == 0, out.output
+    assert "changed since" not in out.output  # the digest covers both input files, as at extraction
     table, meta = load_results(tmp_path / "toy.upos.probe.csv")
     singles = table[table.kind == "single"]
     assert list(singles.layer) == [0, 1, 2] and meta["evaluation"] == "split" and set(table.level) == {"word"}
@@ -373,3 +374,7 @@ def test_extract_probe_plot_explain_a_treebank(tiny_model, tmp_path, monkeypatch
     assert out.exit_code == 0 and (tmp_path / "toy.upos.probe.png").exists()
     out = runner.invoke(main, ["explain", "toy.deprel.arcs.probe.csv"])
     assert out.exit_code == 0 and "most frequent confusions" in out.output
+    with open(test, "a") as handle:  # the second input file changes after extraction: said
+        handle.write("# a late comment\n")
+    out = runner.invoke(main, ["probe", "toy.h5", "--label", "upos", "--pooling", "first", "--jobs", "1"])
+    assert out.exit_code == 0 and "changed since toy.h5 was extracted" in out.output

@@ -70,6 +70,11 @@ def _word_table(sentences: list[Sentence], markers: frozenset[str]) -> WordTable
     return WordTable(offsets=offsets, forms=forms, heads=heads, labels=labels)
 
 
+def combined_sha256(digests: list[str]) -> str:
+    """The corpus digest of several input files (one file: its own sha256)."""
+    return digests[0] if len(digests) == 1 else hashlib.sha256(" ".join(digests).encode()).hexdigest()
+
+
 def read_word_corpus(paths: list[Path], fmt: str, columns: str | None = None, encoding: str = "utf-8",
                      missing_labels: str | None = "empty") -> Corpus:
     """Read and check every file (before any model is loaded) into one ``Corpus`` with ``words``."""
@@ -92,7 +97,7 @@ def read_word_corpus(paths: list[Path], fmt: str, columns: str | None = None, en
                  for sentence, fallback in zip(sentences, splits)]
     labels = {name: _label_column(name, [sentence.sentence_labels.get(name, "") for sentence in sentences], markers)
               for name in sentence_columns}
-    sha256 = digests[0] if len(digests) == 1 else hashlib.sha256(" ".join(digests).encode()).hexdigest()
+    sha256 = combined_sha256(digests)
     corpus = Corpus(path=paths[0], texts=[sentence.text or " ".join(sentence.forms) for sentence in sentences],
                     ids=_ids(sentences, stems), text_col="text", id_col="sent_id", labels=labels, split=split,
                     sha256=sha256)

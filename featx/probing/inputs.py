@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -70,13 +71,16 @@ class ProbeResult:
 def _check_corpus(features: FeatureFile, notes: list[str]) -> None:
     """Warn (not fail) when the corpus file changed since extraction: the stored labels may be outdated."""
     from ..extraction.corpus import file_sha256
+    from ..extraction.word_corpus import combined_sha256
 
     corpus_path, recorded = features.attrs.get(schema.CORPUS_PATH), features.attrs.get(schema.CORPUS_SHA256)
     if not corpus_path or not recorded or not Path(corpus_path).is_file():
         return
+    # Several word input files were extracted together: their digest is over all of them (word_corpus.py).
     try:
-        current = file_sha256(Path(corpus_path))
-    except OSError:
+        more = json.loads(features.attrs.get(schema.OPTIONS) or "{}").get("more_corpora") or []
+        current = combined_sha256([file_sha256(Path(path)) for path in [corpus_path, *more]])
+    except (OSError, ValueError, TypeError, AttributeError):  # unreadable files or a foreign options record
         return
     if current != recorded:
         notes.append(f"warning: {corpus_path} changed since {features.path.name} was extracted; "
