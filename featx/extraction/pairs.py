@@ -91,10 +91,12 @@ def pair_attributes(config) -> dict:
     return {schema.PAIR_MODE: config.pair_mode, schema.TEXT_PAIR_COL: config.text_pair_col}
 
 
-def tokenize_corpus(config, tokenizer, corpus, max_length: int, truncate: bool = True) -> TokenizedCorpus:
-    """The corpus tokenised as ``config`` says: plain texts, cross-encoded pairs, or both sides apart."""
+def tokenize_corpus(config, tokenizer, corpus, max_length: int, truncate: bool = True,
+                    texts_tokenizer=tokenize_texts) -> TokenizedCorpus:
+    """The corpus tokenised as ``config`` says: plain texts (with ``texts_tokenizer``), cross-encoded pairs,
+    or both sides apart."""
     if config.text_pair_col is None:
-        return tokenize_texts(tokenizer, corpus.texts, max_length, with_word_ids=config.tokens, truncate=truncate)
+        return texts_tokenizer(tokenizer, corpus.texts, max_length, with_word_ids=config.tokens, truncate=truncate)
     if config.pair_mode == "separate":
         side_a = tokenize_texts(tokenizer, corpus.texts, max_length)
         side_a.pair = tokenize_texts(tokenizer, corpus.pair_texts, max_length)

@@ -74,10 +74,13 @@ def tokenize_words(tokenizer, sentences: list[list[str]], ids: list[str], chunk_
         n_subwords=np.concatenate(subword_parts) if subword_parts else np.zeros(0, np.int32))
 
 
-def tokenize_input(loaded, corpus, plan) -> TokenizedCorpus:
-    """The tokenised corpus of a plan: word inputs pre-tokenised (never truncated), texts as ``tokenize.py`` does."""
+def tokenize_input(loaded, corpus, plan, texts_tokenizer=None) -> TokenizedCorpus:
+    """The tokenised corpus of a plan: word inputs pre-tokenised (never truncated), sentence pairs as ``pairs.py``
+    and plain texts as ``texts_tokenizer`` (default ``tokenize.tokenize_texts``) do."""
     from .pairs import tokenize_corpus
+    from .tokenize import tokenize_texts
 
     if corpus.words is not None:
         return tokenize_words(loaded.tokenizer, corpus.words.sentences, corpus.ids)
-    return tokenize_corpus(plan.config, loaded.tokenizer, corpus, loaded.max_length, truncate=plan.window is None)
+    return tokenize_corpus(plan.config, loaded.tokenizer, corpus, loaded.max_length, truncate=plan.window is None,
+                           texts_tokenizer=texts_tokenizer or tokenize_texts)
