@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from featx.probing.mdl import FRACTIONS, block_ends, online_codelength
+from featx.probing.mdl import FRACTIONS, _held_out_splits, block_ends, online_codelength, transmission_order
 
 
 def planted(n=300, d=8, strength=2.0, seed=0):
@@ -62,3 +62,49 @@ def test_probe_mdl_ranks_the_planted_layer_best(tiny_model, tmp_path):
 
     table, meta = load_results(tmp_path / "run.csv")
     assert meta["mdl"] and table.mdl_bits.notna().sum() == 3
+
+
+def _sentences(n_sentences=200, seed=3):
+    rng = np.random.default_rng(seed)
+    return np.repeat(np.arange(n_sentences), rng.integers(1, 12, n_sentences))
+
+
+def test_groups_are_sent_whole_and_blocks_end_between_sentences():
+    groups = _sentences()
+    rows = np.flatnonzero(groups % 5 != 0)  # a training part: some sentences left out entirely
+    order, ends = transmission_order(rows, 4, groups=groups)
+    assert sorted(order) == list(rows) and ends[-1] == len(rows)
+    sent = groups[order]
+    assert (np.diff(sent) != 0).sum() == len(np.unique(sent)) - 1  # each sentence's rows are contiguous
+    for end in ends[:-1]:
+        assert sent[end - 1] != sent[end]  # no block boundary inside a sentence
+    within = order[sent == sent[0]]
+    assert list(within) == sorted(within)  # a sentence keeps its word order
+    again, _ = transmission_order(rows, 4, groups=groups)
+    assert np.array_equal(order, again) and not np.array_equal(order, transmission_order(rows, 5, groups=groups)[0])
+    # the block schedule counts sentences: the first block holds max(1, 0.1%) of them
+    first = np.unique(sent[:ends[0]])
+    assert len(first) == 1
+
+
+@pytest.mark.parametrize("n_sentences", [30, 400])  # 3 folds below SMALL_ROWS rows, one holdout above
+def test_holdouts_that_choose_c_never_split_a_sentence(n_sentences):
+    groups = _sentences(n_sentences)
+    y = np.random.default_rng(0).integers(0, 3, len(groups))
+    splits = _held_out_splits(y, 0, groups)
+    assert splits and len(splits) == (3 if len(groups) < 500 else 1)
+    for fit, val in splits:
+        assert not set(groups[fit]) & set(groups[val]) and len(fit) + len(val) == len(groups)
+
+
+def test_grouped_code_of_planted_words_compresses_and_of_noise_does_not():
+    groups = _sentences(300)
+    rng = np.random.default_rng(1)
+    y = rng.integers(0, 3, len(groups))
+    noise = rng.standard_normal((len(y), 8)).astype(np.float32)
+    signal = noise.copy()
+    signal[np.arange(len(y)), y] += 4.0
+    clear = online_codelength(signal, y, 3, seed=0, groups=groups)
+    noisy = online_codelength(noise, y, 3, seed=0, groups=groups)
+    assert clear.compression > 2.0 and 0.85 < noisy.compression < 1.1
+    assert clear.uniform_bits == pytest.approx(len(y) * np.log2(3))

@@ -184,11 +184,25 @@ def test_head_arcs_cross_validated_with_svm():
     assert result.meta["class_counts"]["arc"] > 0 and np.isfinite(singles.C).all()
 
 
+def test_mdl_sends_whole_sentences_and_ranks_the_planted_layer_first():
+    source = PlantedWords(n_sentences=150, signal={2: 3.0})
+    result = _run(source, label="upos", poolings="mean", mdl=True)
+    singles = result.table[result.table.kind == "single"].set_index("layer")
+    assert result.meta["mdl"] and singles.mdl_bits.notna().all()
+    assert singles.mdl_compression.idxmax() == 2 and singles.loc[2, "mdl_compression"] > 1.5
+    assert all(0.8 < singles.loc[layer, "mdl_compression"] < 1.15 for layer in (0, 1, 3))
+    # the training part only: its words, and the uniform code of exactly those
+    training = np.isin(source.sentence, np.flatnonzero(source.split == "train"))
+    uniform = singles.loc[2, "mdl_bits"] * singles.loc[2, "mdl_compression"]
+    assert uniform == pytest.approx(training.sum() * np.log2(len(TAGS)))
+    assert "sent sentence by sentence" in result.format_table()
+
+
 @pytest.mark.parametrize("options, message", [
     (dict(label="upos", classifiers="attn"), "not available for word-level"),
     (dict(label="upos", layers="cat(0,1)"), "single layers"),
     (dict(label="ner"), "no word label column 'ner'"),
-    (dict(label="upos", mdl=True), "not available for word-level"),
+    (dict(label="upos", baseline="some.h5"), "not available for word-level"),
 ])
 def test_word_probe_bad_options(options, message):
     with pytest.raises(InputError, match=message):

@@ -8,6 +8,10 @@ codelength n*log2(K) divided by it (1 = the features tell nothing about the labe
 
 Everything a probe uses (scaler, the choice of C by the codelength of a holdout) comes from the blocks already sent,
 so a receiver could rebuild every probe: the code is a real code, not a post-hoc score.
+
+With ``groups`` (the sentence of each word or arc), the unit sent is the group: sentences are put in the
+seeded order, the blocks are those fractions of the sentences, and the holdouts that choose C hold out
+whole sentences, so no probe is scored on words of a sentence whose other words it was fitted on.
 """
 
 from __future__ import annotations
@@ -75,10 +79,12 @@ def _codelength_search(Xs, y, splits, cs, n_classes, seed) -> float:
     return best_c
 
 
-def _held_out_splits(y: np.ndarray, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
+def _held_out_splits(y: np.ndarray, seed: int, groups: np.ndarray | None = None) -> list[tuple[np.ndarray, np.ndarray]]:
     """3-fold (stratified where possible) splits of small training sets, where one 20% holdout is too
-    noisy to choose C; a single stratified 20% holdout of large ones."""
+    noisy to choose C; a single stratified 20% holdout of large ones. With ``groups``, by whole group."""
     rows = np.arange(len(y))
+    if groups is not None:
+        return _group_splits(y, groups, seed)
     counts = np.bincount(y)
     if len(y) >= SMALL_ROWS:
         return [ev.inner_split(y, rows, seed)]
@@ -90,12 +96,31 @@ def _held_out_splits(y: np.ndarray, seed: int) -> list[tuple[np.ndarray, np.ndar
     return [(fit, val) for fit, val in splits if len(np.unique(y[fit])) >= 2]
 
 
+def _group_splits(y: np.ndarray, groups: np.ndarray, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The holdouts of ``_held_out_splits`` drawn by group: 3 group folds of small sets, one ~20% of the
+    groups held out of large ones."""
+    rows = np.arange(len(y))
+    unique = np.unique(groups)
+    if len(unique) < 3:
+        return []
+    rng = np.random.default_rng(seed)
+    if len(y) >= SMALL_ROWS:
+        n_val = max(1, int(round(ev.INNER_HOLDOUT * len(unique))))
+        held = np.isin(groups, rng.choice(unique, size=n_val, replace=False))
+        splits = [(rows[~held], rows[held])]
+    else:
+        fold_of = dict(zip(rng.permutation(unique).tolist(), np.arange(len(unique)) % 3))
+        fold = np.array([fold_of[g] for g in groups.tolist()])
+        splits = [(rows[fold != k], rows[fold == k]) for k in range(3)]
+    return [(fit, val) for fit, val in splits if len(np.unique(y[fit])) >= 2]
+
+
 def _bits(probabilities: np.ndarray, y: np.ndarray, n_classes: int) -> float:
     probabilities = (1 - MIX) * probabilities + MIX / n_classes
     return float(-np.log2(probabilities[np.arange(len(y)), y]).sum())
 
 
-def _block_probabilities(X, y, train, block, n_classes, cs, seed) -> np.ndarray:
+def _block_probabilities(X, y, train, block, n_classes, cs, seed, groups=None) -> np.ndarray:
     """P(label) for the rows of ``block`` from a logistic probe trained on the rows ``train``."""
     if len(np.unique(y[train])) < 2:
         return np.tile(_prior_probabilities(y[train], n_classes), (len(block), 1))
@@ -104,7 +129,7 @@ def _block_probabilities(X, y, train, block, n_classes, cs, seed) -> np.ndarray:
     y_train = y[train]
     C = float(np.median(cs))
     if len(train) >= MIN_SEARCH_ROWS and len(cs) > 1:
-        splits = _held_out_splits(y_train, seed)
+        splits = _held_out_splits(y_train, seed, None if groups is None else groups[train])
         if splits and all(len(np.unique(y_train[fit])) >= 2 for fit, _ in splits):
             C = _codelength_search(Xs, y_train, splits, cs, n_classes, seed)
     model = clf.make_linear("logreg", C, False, seed)
@@ -112,19 +137,38 @@ def _block_probabilities(X, y, train, block, n_classes, cs, seed) -> np.ndarray:
     return clf.linear_scores(model, scaler(X[block]), n_classes)
 
 
+def transmission_order(rows: np.ndarray, seed: int, fractions=FRACTIONS,
+                       groups: np.ndarray | None = None) -> tuple[np.ndarray, list[int]]:
+    """The seeded order in which ``rows`` are sent and the block end positions in it. With ``groups``
+    (the group of every row of ``X``), whole groups are shuffled, each group's rows stay together in
+    their own order, and every block ends on a group boundary."""
+    rng = np.random.default_rng(seed)
+    if groups is None:
+        order = rows[rng.permutation(len(rows))]
+        return order, block_ends(len(order), fractions)
+    unique, inverse = np.unique(groups[rows], return_inverse=True)
+    rank = np.empty(len(unique), np.int64)
+    rank[rng.permutation(len(unique))] = np.arange(len(unique))
+    order = rows[np.argsort(rank[inverse], kind="stable")]
+    sizes = np.bincount(rank[inverse], minlength=len(unique))
+    cumulative = np.concatenate([[0], np.cumsum(sizes)])
+    return order, [int(cumulative[end]) for end in block_ends(len(unique), fractions)]
+
+
 def online_codelength(X: np.ndarray, y: np.ndarray, n_classes: int, rows: np.ndarray | None = None,
                       seed: int = 0, cs=(1e-3, 1e-2, 1e-1, 1.0, 10.0),
-                      fractions=FRACTIONS) -> OnlineCode:
+                      fractions=FRACTIONS, groups: np.ndarray | None = None) -> OnlineCode:
     """The online codelength (bits) of the labels ``y[rows]`` given the features ``X[rows]``.
 
-    ``X`` is (n, d) (standardised per block from the sent rows only), ``y`` holds class codes 0..K-1.
+    ``X`` is (n, d) (standardised per block from the sent rows only), ``y`` holds class codes 0..K-1;
+    ``groups`` (n,) makes the sentence, not the row, the unit of the blocks and of the C holdouts.
     """
     rows = np.arange(len(y)) if rows is None else np.asarray(rows)
-    order = rows[np.random.default_rng(seed).permutation(len(rows))]
-    ends = block_ends(len(order), fractions)
+    order, ends = transmission_order(rows, seed, fractions, groups)
     uniform_per_row = np.log2(n_classes)
     bits = ends[0] * uniform_per_row
     for start, stop in zip(ends[:-1], ends[1:]):
         train, block = order[:start], order[start:stop]
-        bits += _bits(_block_probabilities(X, y, train, block, n_classes, tuple(cs), seed), y[block], n_classes)
+        probabilities = _block_probabilities(X, y, train, block, n_classes, tuple(cs), seed, groups)
+        bits += _bits(probabilities, y[block], n_classes)
     return OnlineCode(float(bits), float(len(order) * uniform_per_row), len(order), ends)

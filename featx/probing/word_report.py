@@ -68,5 +68,6 @@ def format_table(table: pd.DataFrame, meta: dict) -> str:
         lines += extra
     body = [line.replace("control = same probe on permuted labels", "control = same probe on the word-type control task")
             .replace("paired bootstrap over the test rows", "paired bootstrap over the test sentences")
+            .replace("labels (Voita & Titov 2020)", "labels, sent sentence by sentence (Voita & Titov 2020)")
             for line in body]
     return "\n".join(lines + body + footer(meta))

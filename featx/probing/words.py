@@ -82,6 +82,19 @@ class _Shared:
     balanced: bool
     seed: int
     n_bootstrap: int
+    mdl: bool = False
+
+
+def _online_code(shared: _Shared, X: np.ndarray):
+    """The MDL online code of the labels given one layer's items, sent sentence by sentence (the
+    training part, dev included, of a split; every item under cross-validation)."""
+    from .mdl import online_codelength
+
+    plan = shared.plan
+    rows = np.sort(np.concatenate([part for part in (plan.folds[0][0], plan.dev[0]) if part is not None])) \
+        if plan.is_split else None
+    return online_codelength(X, shared.task.y, shared.task.n_classes, rows, shared.seed, shared.cs,
+                             groups=shared.task.groups)
 
 
 def _run_job(source, layer: int, pooling: str, shared: _Shared) -> list[dict]:
@@ -92,6 +105,7 @@ def _run_job(source, layer: int, pooling: str, shared: _Shared) -> list[dict]:
     labels = [shared.task.y] + ([shared.y_control] if shared.y_control is not None else [])
     records = []
     with threadpool_limits(limits=1):
+        code = _online_code(shared, X) if shared.mdl else None
         for classifier in shared.classifiers:
             per_label = [[] for _ in labels]
             for index, ((train, test), dev) in enumerate(zip(shared.plan.folds, shared.plan.dev)):
@@ -106,6 +120,8 @@ def _run_job(source, layer: int, pooling: str, shared: _Shared) -> list[dict]:
                                                          for (_, test), r in zip(shared.plan.folds, per_label[1])]))
                 row["selectivity"] = row["accuracy"] - row["control_accuracy"]
             record = _record(shared, "single", str(layer), layer, pooling, classifier, row)
+            if code is not None:
+                record["mdl_bits"], record["mdl_compression"] = code.bits, code.compression
             record["_predictions"] = _out_of_fold(shared, per_label[0])
             records.append(record)
     return records
@@ -188,8 +204,8 @@ def _check_classifiers(config: ProbeConfig) -> list[str]:
     if other:
         raise InputError(f"classifier {', '.join(other)} is not available for word-level probes",
                          f"choose from {', '.join(WORD_CLASSIFIERS)}")
-    if config.baseline is not None or config.mdl or config.labels is not None:
-        raise InputError("--baseline, --mdl and --labels are not available for word-level probes yet",
+    if config.baseline is not None or config.labels is not None:
+        raise InputError("--baseline and --labels are not available for word-level probes yet",
                          "leave them out; word probes report the control task, majority and lexical baselines")
     return chosen
 
@@ -213,7 +229,7 @@ def probe_words(config: ProbeConfig, path: Path, notes: list[str], started: floa
     training = plan.folds[0][0] if plan.is_split else np.arange(len(task.y))
     y_control = control_labels(task, training, int(config.seed)) if config.control else None
     shared = _Shared(task, plan, y_control, classifiers, tuple(float(c) for c in config.cs), bool(config.balanced),
-                     int(config.seed), int(config.n_bootstrap))
+                     int(config.seed), int(config.n_bootstrap), bool(config.mdl))
     reference = str(path) if source is None else source
     # The layer summaries (the longest jobs) first, then one job per (pooling, layer), all in one pool.
     jobs = [("mix", _mix_job, (reference, pooling, layers, shared)) for pooling in poolings if len(layers) > 1]
@@ -260,7 +276,7 @@ def _meta(config, path, meta_file, task: WordTask, plan: WordPlan, classifiers, 
         "n_dev": int(len(plan.dev[0])) if plan.is_split and plan.dev[0] is not None else 0,
         "seed": int(config.seed), "classifiers": classifiers, "poolings": poolings, "sites": ["hidden"],
         "layer_specs": [str(layer) for layer in layers], "cs": list(config.cs), "balanced": bool(config.balanced),
-        "control": bool(config.control),
+        "control": bool(config.control), "mdl": bool(config.mdl),
         "control_task": "word type (lower-cased form) -> one fixed random label from the training label distribution"
         if task.level != LEVEL_ARC else "dependent's word type (deprel) or the pair of types (head) -> one fixed "
         "random label from the training label distribution",
