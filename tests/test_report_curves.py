@@ -50,7 +50,10 @@ def test_control_line_on_the_majority_line_stays_visible_and_says_so():
     assert control.get_marker() == "x" and list(control.get_xdata()) == [0, 1, 2]
     assert control.get_linestyle() != lines["majority class: 0.50"].get_linestyle()
     apart = curves.plot_layer_curves(synthetic_results()[0], meta, ax=plt.figure().gca())
-    assert "control task (max over layers): 0.54" in _labels(apart)  # apart: a plain line as before
+    # a control that varies by layer is drawn as its own curve at the best pooling, not as its maximum
+    curve = _labels(apart)["control task by layer (mean)"]
+    assert list(curve.get_xdata()) == [0, 1, 2] and list(curve.get_ydata()) == pytest.approx([0.52, 0.53, 0.54])
+    assert not any(label.startswith("control task (max") for label in _labels(apart))
 
 
 def test_baseline_features_get_their_own_curve_by_layer():

@@ -46,7 +46,9 @@ def plot_layer_curves(frame: pd.DataFrame, meta: dict | None = None, ax=None, me
             values += list(y[np.isfinite(y)])
         values += _draw_baseline_curve(ax, frame, rows, metric, classifier)
         values += draw_cosine_baseline(ax, meta, rows, metric)  # sentence pairs (separate mode)
-        values += _draw_references(ax, references(frame, metric, classifier), sorted(set(rows["layer"].astype(int))))
+        control, drawn = _draw_control_curve(ax, rows, metric)
+        found = [ref for ref in references(frame, metric, classifier) if not (drawn and ref[0].startswith("control task"))]
+        values += control + _draw_references(ax, found, sorted(set(rows["layer"].astype(int))))
         best = best_row(rows, metric)
         ax.plot([int(best["layer"])], [float(best[metric])], marker="*", markersize=17, color=OKABE_ITO["black"],
                 markerfacecolor=OKABE_ITO["yellow"], linestyle="none", zorder=4,
@@ -106,6 +108,23 @@ def _draw_references(ax, found: list[tuple[str, float]], layers: list[int]) -> l
             ax.axhline(value, color=colour, linestyle=style, linewidth=1.4, label=label, zorder=1)
         drawn.append((name, value))
     return [value for _, value in found]
+
+
+def _draw_control_curve(ax, rows: pd.DataFrame, metric: str) -> tuple[list[float], bool]:
+    """The control task's own curve by layer at the best pooling (selectivity is the gap to it), when it
+    varies by layer; a flat control stays one horizontal reference line. Returns (values, drawn)."""
+    column = "control_accuracy" if metric == "accuracy" else f"control_{metric}"
+    if column not in rows.columns or rows[column].isna().all():
+        return [], False
+    best = best_row(rows, metric)
+    part = rows[rows["pooling"] == best["pooling"]].dropna(subset=["layer", column]).sort_values("layer", kind="stable")
+    y = part[column].astype(float).to_numpy()
+    if len(y) < 2 or float(np.ptp(y)) < COINCIDE:
+        return [], False
+    name = best.get("probe_pooling", best["pooling"])
+    ax.plot(part["layer"].astype(int).to_numpy(), y, color=REFERENCE_GREY, linestyle="-.", marker="+", markersize=8,
+            linewidth=1.4, label=f"control task by layer ({name})", zorder=2.5)
+    return list(y), True
 
 
 def _draw_baseline_curve(ax, frame: pd.DataFrame, rows: pd.DataFrame, metric: str, classifier: str) -> list[float]:

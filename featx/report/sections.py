@@ -16,9 +16,10 @@ from .style import RC, svg_text
 
 HOW = {
     "curves": "Accuracy on held-out rows against the layer (0 = the embeddings), one line per pooling, with its 95% "
-              "interval as a band. Dashed and dotted horizontal lines are the references: the majority class, the "
-              "control task (the same probe trained on permuted labels: what probe capacity alone reaches) and, with "
-              "a baseline, the baseline features (grey crosses: their per-layer curve). The star is the best "
+              "interval as a band. Dashed and dotted horizontal lines are the references (the majority class and, with "
+              "a baseline, the best baseline features, whose per-layer curve has grey crosses); the grey dash-dot "
+              "curve with + markers is the control task at the best pooling (the same probe trained on control "
+              "labels: what probe capacity alone reaches), so selectivity is the gap to it. The star is the best "
               "(layer, pooling); hollow markers are layers not significantly below their pooling's best.",
     "heatmap": "The same accuracies as a layer × pooling grid, the value written in each cell and the best cell "
                "outlined. The colour scale spans the informative cells (median ± 3 IQR): a cell at chance, such as "
