@@ -15,8 +15,9 @@ millisecond and files each sample under a phase, by the frames on the stack (fir
   weights hash         ``weights_sha256`` / a fingerprint of the weight files, or waiting for the thread
                        that computes it
   corpus hash          the corpus file's sha256
-  tokenizer load       ``AutoTokenizer.from_pretrained``
-  model load           building and loading the network (``from_pretrained``/``from_config``), oneDNN prepack
+  tokenizer load       ``AutoTokenizer.from_pretrained``, or featx's own tokenizer (``load_native_tokenizer``)
+  model load           building and loading the network (``from_pretrained``/``from_config``, or featx's own
+                       BERT: ``load_bert``), oneDNN prepack
   tokenising           ``tokenize_texts``
   other                everything else (argument parsing, reading the corpus, the plan, opening the file)
 
@@ -52,8 +53,8 @@ _NAMED = [
     # featx hashes in a thread while the model loads; the main thread waiting for it is hash time too
     ("weights hash", lambda name, file: name == "wait" and file.endswith("fingerprints.py")),
     ("corpus hash", lambda name, file: name == "file_sha256"),
-    ("model load", lambda name, file: name in ("_load_network", "prepack_linears")),
-    ("tokenizer load", lambda name, file: name == "load_tokenizer"),
+    ("model load", lambda name, file: name in ("_load_network", "prepack_linears", "load_bert")),
+    ("tokenizer load", lambda name, file: name in ("load_tokenizer", "load_native_tokenizer")),
     ("tokenising", lambda name, file: name == "tokenize_texts"),
 ]
 
@@ -69,13 +70,18 @@ def _package(file: str) -> str:
     return "stdlib/other"
 
 
+def _is_model_file(file: str) -> bool:
+    """Whether a frame's file is a model's code: transformers' models, or featx's own BERT (native/)."""
+    return "/transformers/models/" in file or "/featx/extraction/native/" in file.replace("\\", "/")
+
+
 def classify(frames: list[tuple[str, str]]) -> str | None:
     """The phase of one stack sample (innermost frame first); None: the first forward pass has begun."""
     importing = [file for name, file in frames if name == "<module>" and file != _THIS]
     in_import = any("importlib._bootstrap" in file for _, file in frames)
     in_causal = any(name == "is_causal" for name, _ in frames)
     for name, file in frames:
-        if name == "forward" and "/transformers/models/" in file and not in_causal:
+        if name == "forward" and _is_model_file(file) and not in_causal:
             return None
     if in_import and importing:
         packages = [_package(file) for file in importing if _package(file) != "featx"]

@@ -116,3 +116,14 @@ def test_hdf5_paths_are_named_only_in_the_store():
                  for path in PACKAGE.rglob("*.py") if "store" not in path.relative_to(PACKAGE).parts
                  for number, line in enumerate(path.read_text().splitlines(), 1) if path_literal.search(line)]
     assert offenders == []
+
+
+def test_featx_native_bert_never_imports_transformers():
+    """featx's own BERT exists so that an extraction need not import transformers: none of its modules may."""
+    files = sorted((PACKAGE / "extraction" / "native").glob("*.py"))
+    assert len(files) >= 4
+    for path in files:
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [alias.name for alias in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            assert not any(name.split(".")[0] == "transformers" for name in names), path.name

@@ -10,7 +10,8 @@ Public API (what the CLI and notebooks call):
 ``quick_up_to_date``  the no-torch answer for an unchanged request (``freshness.py``)
 
 The stages, each its own module: ``corpus`` (reading), ``tokenize``, ``batching`` (windows and
-batches), ``modeling`` and ``model_files`` (loading), ``onednn`` (the CPU fast path), ``pooling``,
+batches), ``modeling`` and ``model_files`` (loading), ``native`` (featx's own BERT and tokenizer, used instead
+of transformers where certainly equivalent), ``onednn`` (the CPU fast path), ``pooling``,
 ``sites`` (hooks), ``windows`` (``--long window``), ``runner`` (forward + on-device pooling), ``loop``
 (the batch loop and the background writer), ``sharding`` and ``distributed`` (shards, torchrun).
 

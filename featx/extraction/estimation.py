@@ -145,13 +145,15 @@ def estimate(config=None, calibrate: bool = True, **options) -> Estimate:
     from .config import make_config
     from .word_corpus import read_input
     from .modeling import load_model
+    from .native.select import native_requested
     from .plan import resolve_plan
 
     config = make_config(config, **options)
     corpus = read_input(config)  # a table of texts, or word inputs (word_corpus.py)
     setup_started = time.perf_counter()
     loaded = load_model(config.model, config.device, config.dtype, config.trust_remote_code,
-                        config.random_init, config.seed, config.max_length, config.device_map)
+                        config.random_init, config.seed, config.max_length, config.device_map,
+                        native=native_requested(config))
     plan = resolve_plan(config, corpus.sha256, loaded)
     from .word_tokens import tokenize_input
 

@@ -29,6 +29,7 @@ class LoadedModel:
     max_length: int
     part: str = ""  # "encoder": the encoder of an encoder-decoder checkpoint
     causal: bool = False  # decoder-only: a token sees only itself and the tokens before it
+    implementation: str = "transformers"  # or "native": featx's own BERT (native/), same features
 
     @property
     def has_pooler(self) -> bool:
@@ -190,16 +191,18 @@ def load_model(
     seed: int = 0,
     max_length: int | None = None,
     device_map: str | None = None,
+    native: bool = False,
 ) -> LoadedModel:
     """Load encoder + tokenizer from a local folder (or the local HF cache) in eval mode.
 
     ``random_init`` keeps the architecture and tokenizer but re-draws the weights
     (seeded): the standard control for "is it the training or the architecture?". Of an
-    encoder-decoder checkpoint (T5, BART) only the encoder is loaded and run.
+    encoder-decoder checkpoint (T5, BART) only the encoder is loaded and run. ``native``: the request
+    allows featx's own BERT (``native.select.native_requested``); it runs where ``native.select.choose``
+    finds the folder certainly equivalent, without importing transformers.
     """
-    from transformers.utils import logging as hf_logging
+    from .native import select
 
-    hf_logging.disable_progress_bar()
     name, folder = _resolve_folder(model)
     weight_files = _check_folder(folder)
     _refuse_custom_code(name, folder, trust_remote_code)
@@ -209,8 +212,12 @@ def load_model(
     if torch_dtype == torch.bfloat16 and torch_device.type == "cuda" and not torch.cuda.is_bf16_supported():
         raise InputError("--dtype bfloat16: this GPU does not support bfloat16", "use --dtype float16")
     weights_digest = weights_sha256_in_background(weight_files)  # overlaps the imports and the load
-    config, tokenizer, encoder, part = _load_parts(name, folder, torch_dtype, trust_remote_code, random_init, seed,
-                                                   placement)
+    choice = select.choose(folder, weight_files, native, trust_remote_code, random_init, placement)
+    if choice.native:
+        config, tokenizer, encoder, part = select.load(choice, folder, torch_dtype)
+    else:
+        config, tokenizer, encoder, part = _load_parts(name, folder, torch_dtype, trust_remote_code, random_init,
+                                                       seed, placement)
     encoder.eval()
     if placement:  # accelerate placed the layers; batches enter where the embeddings are
         torch_device = encoder.get_input_embeddings().weight.device
@@ -229,13 +236,17 @@ def load_model(
         max_length=_max_length(config, tokenizer, max_length),
         part=part,
         causal=is_causal(encoder, torch_device, getattr(config, "vocab_size", None)),
+        implementation=select.NATIVE if choice.native else select.TRANSFORMERS,
     )
 
 
 def _load_parts(name: str, folder: Path, torch_dtype, trust_remote_code: bool, random_init: bool, seed: int,
                 placement: dict):
-    """Config, tokenizer and network of a model folder; any failure is one ``ModelError``."""
+    """Config, tokenizer and network of a model folder through transformers; any failure is one ``ModelError``."""
     from transformers import AutoConfig
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
 
     try:
         config = AutoConfig.from_pretrained(str(folder), trust_remote_code=trust_remote_code)

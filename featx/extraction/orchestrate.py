@@ -20,6 +20,7 @@ from . import loop
 from .config import ExtractConfig, ExtractSummary, make_config, output_path, summary_of
 from .corpus import Corpus, rereadable, source_name
 from .modeling import LoadedModel, load_model
+from .native.select import native_requested
 from .plan import ExtractionPlan, provenance, resolve_plan
 from .runner import Runner
 from .distributed import LaunchEnv
@@ -68,7 +69,8 @@ def extract_one(config: ExtractConfig) -> ExtractSummary:
     with OutputLock(shard.path(output) if shard else output):
         load_started = time.perf_counter()
         loaded = load_model(config.model, config.device, config.dtype, config.trust_remote_code,
-                            config.random_init, config.seed, config.max_length, config.device_map)
+                            config.random_init, config.seed, config.max_length, config.device_map,
+                            native=native_requested(config))
         plan = resolve_plan(config, corpus.sha256, loaded, shard)
         if shard is not None:
             if plan.merged_output.exists() and not config.overwrite:  # merged already: nothing to do

@@ -268,11 +268,12 @@ def provenance(plan: ExtractionPlan, corpus, loaded: LoadedModel) -> dict:
         schema.MODEL_SHA256: loaded.weights_sha256,
         schema.MODEL_TYPE: getattr(loaded.model.config, "model_type", ""),
         schema.RANDOM_INIT: bool(config.random_init),
-        schema.TOKENIZER: type(loaded.tokenizer).__name__,
+        schema.TOKENIZER: getattr(loaded.tokenizer, "class_name", type(loaded.tokenizer).__name__),
         schema.MAX_LENGTH: loaded.max_length,
         schema.COMPUTE_DTYPE: dtype_name(loaded.dtype),
         schema.DEVICE: str(loaded.device),
         schema.DEVICE_MAP: json.dumps(device_map(config, loaded)),
+        schema.IMPLEMENTATION: loaded.implementation,  # not in the fingerprint: both give the same features
         schema.CORPUS_PATH: str(Path(config.corpus).resolve()) if rereadable(config.corpus) else source_name(config.corpus),
         schema.CORPUS_SHA256: corpus.sha256,
         schema.TEXT_COL: corpus.text_col,

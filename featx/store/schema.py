@@ -107,6 +107,7 @@ MODEL_PART, CAUSAL, PAD_TOKEN_ID, PAD_SOURCE = "model_part", "causal", "pad_toke
 PADDING_SIDE, BOS_ADDED, LONG_INPUTS, STRIDE = "padding_side", "bos_added", "long_inputs", "stride"
 PAIR_MODE, TEXT_PAIR_COL = "pair_mode", "text_pair_col"  # sentence pairs: cross or separate; the second column
 DEVICE_MAP = "device_map"  # JSON {module: device} of --device-map auto; {} when the model sat on one device
+IMPLEMENTATION = "implementation"  # what ran the model: "native" (featx's own BERT) or "transformers"
 SHARD_ATTRS = (SHARD_INDEX, SHARD_COUNT, SHARD_ASSIGNMENT, CORPUS_N_ROWS, BASE_FINGERPRINT)
 # What ``FeatureWriter.create`` derives from the layout itself (a copy of another file's attributes drops them)
 LAYOUT_ATTRS = (FORMAT, SCHEMA, LAYERS, POOLINGS, N_ROWS, HIDDEN_SIZE, STORE_DTYPE, WITH_TOKENS, COMPLETE, SITES_ATTR)

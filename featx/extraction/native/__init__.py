@@ -1,0 +1,9 @@
+"""featx's own implementation of plain BERT-family encoders, used instead of transformers where it is certainly
+equivalent (``select.py`` decides), so that an extraction never pays for importing transformers.
+
+``bert.py``       the encoder in plain torch, with transformers' ``BertModel`` module names and sdpa attention
+``tokenizer.py``  a facade over ``tokenizers.Tokenizer`` with the attributes featx reads from a tokenizer
+``select.py``     whether a request and a model folder can run natively, and why not
+
+Nothing here imports transformers; ``FEATX_NATIVE=0`` turns the native path off.
+"""

@@ -1,0 +1,339 @@
+"""A BERT encoder in plain torch, computing what transformers' ``BertModel`` computes with sdpa attention.
+
+The module tree has transformers' attribute names (``embeddings.word_embeddings``, ``encoder.layer.N.attention.
+self.query``, ``intermediate.intermediate_act_fn``, ``pooler.dense``, ...), so a safetensors checkpoint loads by
+name and featx's oneDNN prepacking (``onednn.py``, which reads ``dense``/``intermediate_act_fn`` and each parent's
+forward source) packs and fuses the same layers. Each forward repeats transformers' operations in the same order
+(embeddings summed word + type, then + position; the padding mask as a boolean ``(batch, 1, query, key)`` tensor,
+left out when no token is padding), so float32 results agree to rounding, bit for bit on the CPU.
+
+Only what ``select.py`` lets through runs here: ``model_type`` bert, absolute positions, an encoder (no decoder,
+no cross-attention), ``hidden_act`` gelu (exact, erf) or relu.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from ...errors import ModelError
+
+ACTIVATIONS = ("gelu", "relu")
+PREFIX = "bert."  # a checkpoint of BertForMaskedLM & co. holds the encoder under this prefix
+# Buffers older checkpoints saved with the weights; transformers ignores them when loading a BertModel, as here.
+IGNORED_KEYS = ("embeddings.position_ids", "embeddings.token_type_ids")
+
+
+@dataclass(frozen=True)
+class BertSettings:
+    """The config.json fields the network depends on, with ``BertConfig``'s defaults; also ``model.config``."""
+
+    vocab_size: int = 30522
+    hidden_size: int = 768
+    num_hidden_layers: int = 12
+    num_attention_heads: int = 12
+    intermediate_size: int = 3072
+    hidden_act: str = "gelu"
+    hidden_dropout_prob: float = 0.1
+    attention_probs_dropout_prob: float = 0.1
+    max_position_embeddings: int = 512
+    type_vocab_size: int = 2
+    layer_norm_eps: float = 1e-12
+    pad_token_id: int | None = 0
+    position_embedding_type: str = "absolute"
+    model_type: str = "bert"
+    is_encoder_decoder: bool = False
+
+    @classmethod
+    def from_config(cls, config: dict) -> "BertSettings":
+        values = {field.name: config[field.name] for field in fields(cls) if field.name in config}
+        if values.get("position_embedding_type") is None:
+            values["position_embedding_type"] = "absolute"
+        settings = cls(**values)
+        settings.check()
+        return settings
+
+    def check(self) -> None:
+        """A ``ModelError`` for values this network cannot be built from."""
+        sizes = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
+                 "max_position_embeddings", "type_vocab_size")
+        bad = [name for name in sizes if isinstance(getattr(self, name), bool)
+               or not isinstance(getattr(self, name), int) or getattr(self, name) < 1]
+        if bad or self.hidden_size % self.num_attention_heads:
+            what = ", ".join(bad) or "hidden_size is not a multiple of num_attention_heads"
+            raise ModelError(f"config.json of a BERT model has unusable sizes ({what})")
+        if self.hidden_act not in ACTIVATIONS:
+            raise ModelError(f"hidden_act '{self.hidden_act}' is not one featx's BERT implements")
+        pad = self.pad_token_id
+        if pad is not None and (isinstance(pad, bool) or not isinstance(pad, int) or not 0 <= pad < self.vocab_size):
+            raise ModelError(f"config.json of a BERT model has pad_token_id {pad!r} outside its vocabulary")
+
+
+def read_config(folder: Path) -> dict:
+    try:
+        config = json.loads((Path(folder) / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        raise ModelError(f"cannot read {Path(folder) / 'config.json'}: {err}") from None
+    if not isinstance(config, dict):
+        raise ModelError(f"{Path(folder) / 'config.json'} is not a JSON object")
+    return config
+
+
+class GELUActivation(nn.Module):
+    """Exact (erf) GELU, built like transformers' class of that name, which the oneDNN fusion recognises."""
+
+    def __init__(self):
+        super().__init__()
+        self.act = nn.functional.gelu
+
+    def forward(self, input: torch.Tensor) -> torch.Tensor:
+        return self.act(input)
+
+
+@dataclass
+class EncoderOutput:
+    """What featx reads of transformers' ``BaseModelOutputWithPooling``."""
+
+    last_hidden_state: torch.Tensor
+    pooler_output: torch.Tensor | None = None
+    hidden_states: tuple[torch.Tensor, ...] | None = None  # the embeddings' output, then every layer's
+    attentions: None = None
+
+
+class BertEmbeddings(nn.Module):
+    def __init__(self, settings: BertSettings):
+        super().__init__()
+        self.word_embeddings = nn.Embedding(settings.vocab_size, settings.hidden_size,
+                                            padding_idx=settings.pad_token_id)
+        self.position_embeddings = nn.Embedding(settings.max_position_embeddings, settings.hidden_size)
+        self.token_type_embeddings = nn.Embedding(settings.type_vocab_size, settings.hidden_size)
+        self.LayerNorm = nn.LayerNorm(settings.hidden_size, eps=settings.layer_norm_eps)
+        self.dropout = nn.Dropout(settings.hidden_dropout_prob)
+
+    def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
+        position_ids = torch.arange(input_ids.shape[1], device=input_ids.device)[None]
+        if token_type_ids is None:
+            token_type_ids = torch.zeros(input_ids.shape, dtype=torch.long, device=input_ids.device)
+        embeddings = self.word_embeddings(input_ids) + self.token_type_embeddings(token_type_ids)
+        embeddings = embeddings + self.position_embeddings(position_ids)
+        return self.dropout(self.LayerNorm(embeddings))
+
+
+class BertSelfAttention(nn.Module):
+    def __init__(self, settings: BertSettings):
+        super().__init__()
+        self.num_attention_heads = settings.num_attention_heads
+        self.attention_head_size = settings.hidden_size // settings.num_attention_heads
+        self.all_head_size = self.num_attention_heads * self.attention_head_size
+        self.scaling = self.attention_head_size ** -0.5
+        self.query = nn.Linear(settings.hidden_size, self.all_head_size)
+        self.key = nn.Linear(settings.hidden_size, self.all_head_size)
+        self.value = nn.Linear(settings.hidden_size, self.all_head_size)
+        self.dropout = nn.Dropout(settings.attention_probs_dropout_prob)
+
+    def forward(self, hidden_states: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
+        input_shape = hidden_states.shape[:-1]
+        hidden_shape = (*input_shape, -1, self.attention_head_size)
+        query = self.query(hidden_states).view(*hidden_shape).transpose(1, 2)
+        key = self.key(hidden_states).view(*hidden_shape).transpose(1, 2)
+        value = self.value(hidden_states).view(*hidden_shape).transpose(1, 2)
+        context = nn.functional.scaled_dot_product_attention(
+            query, key, value, attn_mask=attention_mask, dropout_p=self.dropout.p if self.training else 0.0,
+            scale=self.scaling, is_causal=False)
+        context = context.transpose(1, 2).contiguous()
+        return context.reshape(*input_shape, -1).contiguous()
+
+
+class BertSelfOutput(nn.Module):
+    def __init__(self, settings: BertSettings):
+        super().__init__()
+        self.dense = nn.Linear(settings.hidden_size, settings.hidden_size)
+        self.LayerNorm = nn.LayerNorm(settings.hidden_size, eps=settings.layer_norm_eps)
+        self.dropout = nn.Dropout(settings.hidden_dropout_prob)
+
+    def forward(self, hidden_states: torch.Tensor, input_tensor: torch.Tensor) -> torch.Tensor:
+        hidden_states = self.dropout(self.dense(hidden_states))
+        return self.LayerNorm(hidden_states + input_tensor)
+
+
+class BertAttention(nn.Module):
+    def __init__(self, settings: BertSettings):
+        super().__init__()
+        self.self = BertSelfAttention(settings)
+        self.output = BertSelfOutput(settings)
+
+    def forward(self, hidden_states: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
+        return self.output(self.self(hidden_states, attention_mask), hidden_states)
+
+
+class BertIntermediate(nn.Module):
+    def __init__(self, settings: BertSettings):
+        super().__init__()
+        self.dense = nn.Linear(settings.hidden_size, settings.intermediate_size)
+        self.intermediate_act_fn = GELUActivation() if settings.hidden_act == "gelu" else nn.ReLU()
+
+    def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
+        return self.intermediate_act_fn(self.dense(hidden_states))
+
+
+class BertOutput(nn.Module):
+    def __init__(self, settings: BertSettings):
+        super().__init__()
+        self.dense = nn.Linear(settings.intermediate_size, settings.hidden_size)
+        self.LayerNorm = nn.LayerNorm(settings.hidden_size, eps=settings.layer_norm_eps)
+        self.dropout = nn.Dropout(settings.hidden_dropout_prob)
+
+    def forward(self, hidden_states: torch.Tensor, input_tensor: torch.Tensor) -> torch.Tensor:
+        hidden_states = self.dropout(self.dense(hidden_states))
+        return self.LayerNorm(hidden_states + input_tensor)
+
+
+class BertLayer(nn.Module):
+    def __init__(self, settings: BertSettings):
+        super().__init__()
+        self.attention = BertAttention(settings)
+        self.intermediate = BertIntermediate(settings)
+        self.output = BertOutput(settings)
+
+    def forward(self, hidden_states: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
+        attention_output = self.attention(hidden_states, attention_mask)
+        return self.output(self.intermediate(attention_output), attention_output)
+
+
+class BertEncoder(nn.Module):
+    def __init__(self, settings: BertSettings):
+        super().__init__()
+        self.layer = nn.ModuleList([BertLayer(settings) for _ in range(settings.num_hidden_layers)])
+
+    def forward(self, hidden_states: torch.Tensor, attention_mask: torch.Tensor | None = None
+                ) -> list[torch.Tensor]:
+        """Every layer's output, in order."""
+        states = []
+        for layer in self.layer:
+            hidden_states = layer(hidden_states, attention_mask)
+            states.append(hidden_states)
+        return states
+
+
+class BertPooler(nn.Module):
+    def __init__(self, settings: BertSettings):
+        super().__init__()
+        self.dense = nn.Linear(settings.hidden_size, settings.hidden_size)
+        self.activation = nn.Tanh()
+
+    def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
+        return self.activation(self.dense(hidden_states[:, 0]))
+
+
+def sdpa_mask(attention_mask: torch.Tensor | None, length: int, device: torch.device) -> torch.Tensor | None:
+    """transformers' sdpa padding mask: None when no key is padding, else boolean ``(batch, 1, query, key)``."""
+    if attention_mask is None:
+        return None
+    padding = attention_mask.to(device=device, dtype=torch.bool)
+    if padding.all():
+        return None
+    return padding[:, None, None, :].expand(padding.shape[0], 1, length, length).contiguous()
+
+
+class BertModel(nn.Module):
+    """The encoder: ``model(input_ids, attention_mask, token_type_ids, output_hidden_states=True)``."""
+
+    def __init__(self, settings: BertSettings):
+        super().__init__()
+        self.config = settings
+        self.embeddings = BertEmbeddings(settings)
+        self.encoder = BertEncoder(settings)
+        self.pooler = BertPooler(settings)
+
+    def get_input_embeddings(self) -> nn.Embedding:
+        return self.embeddings.word_embeddings
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
+                token_type_ids: torch.Tensor | None = None, output_hidden_states: bool = False) -> EncoderOutput:
+        embedding_output = self.embeddings(input_ids, token_type_ids)
+        mask = sdpa_mask(attention_mask, input_ids.shape[1], embedding_output.device)
+        states = self.encoder(embedding_output, mask)
+        last = states[-1] if states else embedding_output
+        pooled = self.pooler(last) if self.pooler is not None else None
+        hidden_states = (embedding_output, *states) if output_hidden_states else None
+        return EncoderOutput(last_hidden_state=last, pooler_output=pooled, hidden_states=hidden_states)
+
+
+def match_keys(model_keys, checkpoint_keys) -> tuple[dict[str, str], list[str], list[str]]:
+    """``({model key: checkpoint key}, missing, unexpected)``: the checkpoint read as a ``BertModel``.
+
+    With a ``bert.`` prefix (a checkpoint of a model with heads) the keys under it are the encoder's and the
+    others (the heads) are left out, as transformers does; ``IGNORED_KEYS`` are left out too.
+    """
+    checkpoint_keys = list(checkpoint_keys)
+    prefixed = any(key.startswith(PREFIX) for key in checkpoint_keys)
+    base = {key[len(PREFIX):] if prefixed else key: key for key in checkpoint_keys
+            if not prefixed or key.startswith(PREFIX)}
+    model_keys = list(model_keys)
+    mapping = {key: base[key] for key in model_keys if key in base}
+    missing = [key for key in model_keys if key not in base]
+    unexpected = sorted(key for key in base if key not in mapping and key not in IGNORED_KEYS)
+    if prefixed and any(key.split(".")[0] in ("embeddings", "encoder", "pooler") for key in checkpoint_keys):
+        unexpected += ["(both prefixed and unprefixed encoder weights)"]
+    return mapping, missing, unexpected
+
+
+def build(settings: BertSettings) -> BertModel:
+    """The network with its parameters on the meta device (no memory, no random init): weights come next."""
+    with torch.device("meta"):
+        return BertModel(settings)
+
+
+def checkpoint_keys(weights: Path) -> list[str]:
+    """The tensor names of a safetensors file (its header only)."""
+    from safetensors import safe_open
+
+    with safe_open(str(weights), framework="pt") as handle:
+        return list(handle.keys())
+
+
+def _read_weights(weights: Path, mapping: dict[str, str], shapes: dict[str, torch.Size], dtype: torch.dtype
+                  ) -> dict[str, torch.Tensor]:
+    from safetensors import safe_open
+
+    state = {}
+    with safe_open(str(weights), framework="pt") as handle:
+        for name, key in mapping.items():
+            tensor = handle.get_tensor(key)
+            if tensor.shape != shapes[name] or not tensor.is_floating_point():
+                raise ModelError(f"weight {key} in {weights} is {str(tensor.dtype).replace('torch.', '')} "
+                                 f"{tuple(tensor.shape)}, but config.json implies a float tensor of "
+                                 f"{tuple(shapes[name])}", "check that config.json belongs to these weights")
+            state[name] = tensor.to(dtype)
+    return state
+
+
+def load_bert(folder: Path, weights: Path, dtype: torch.dtype) -> BertModel:
+    """The encoder of ``folder`` with every weight of ``weights`` in ``dtype``, in eval mode, on the CPU.
+
+    Strict: every parameter must be in the file under its name (``bert.``-prefixed or not) with its shape, and
+    the file may hold nothing else of the encoder; anything else is one ``ModelError`` naming the keys.
+    """
+    settings = BertSettings.from_config(read_config(folder))
+    model = build(settings)
+    shapes = {name: tensor.shape for name, tensor in model.state_dict().items()}
+    try:
+        mapping, missing, unexpected = match_keys(shapes, checkpoint_keys(weights))
+        if missing or unexpected:
+            listed = "; ".join(f"{what}: {', '.join(keys[:4])}{', ...' if len(keys) > 4 else ''}"
+                               for what, keys in (("missing", missing), ("unexpected", unexpected)) if keys)
+            raise ModelError(f"{weights} does not hold the weights of a {settings.num_hidden_layers}-layer BERT "
+                             f"encoder by name ({listed})",
+                             "check the model folder; FEATX_NATIVE=0 loads it through transformers instead")
+        state = _read_weights(weights, mapping, shapes, dtype)
+    except ModelError:
+        raise
+    except Exception as err:  # safetensors' own error on a damaged file
+        raise ModelError(f"cannot read the weights in {weights}: {type(err).__name__}: {err}",
+                         "check that the model folder is complete and undamaged") from None
+    model.load_state_dict(state, strict=True, assign=True)
+    return model.eval()

@@ -1,0 +1,104 @@
+"""The one place that decides whether a model runs on featx's own BERT (``bert.py``) or through transformers.
+
+Native only where it is certainly the same computation: the request needs nothing of transformers' internals
+(``native_requested``: no site besides ``hidden``, whose hooks and eager-attention switch are written for
+transformers' modules; ``FEATX_NATIVE`` not ``0``), and the folder (``choose``) is a plain BERT encoder
+(``model_type`` bert, absolute positions, no decoder or cross-attention, gelu or relu) whose single
+``model.safetensors`` holds exactly the encoder's weights by name and whose tokenizer ``AutoTokenizer`` would
+read exactly as ``tokenizer.json`` says (``tokenizer.py``). ``--trust-remote-code``, ``--random-init`` (which
+keeps transformers' initialisation) and ``--device-map`` always go through transformers.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from ...errors import ModelError
+from . import bert
+from .tokenizer import NativeTokenizer, NotEquivalent, load_native_tokenizer
+
+ENV = "FEATX_NATIVE"  # "0": always load through transformers
+NATIVE, TRANSFORMERS = "native", "transformers"  # what the features file records as the implementation
+
+
+def native_requested(config) -> bool:
+    """Whether an extraction's options allow the native path (the folder is checked by ``choose``)."""
+    from ..sites import HIDDEN, parse_sites
+
+    return os.environ.get(ENV, "1") != "0" and parse_sites(config.sites) == [HIDDEN]
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The decision for one folder: ``tokenizer`` (already loaded) when native, else ``reason``."""
+
+    tokenizer: NativeTokenizer | None = None
+    weights: Path | None = None
+    reason: str = ""
+
+    @property
+    def native(self) -> bool:
+        return self.tokenizer is not None
+
+
+def _config_reason(config: dict) -> str:
+    """Why config.json describes something other than the encoder ``bert.py`` computes ('' if it does not)."""
+    if config.get("model_type") != "bert":
+        return f"model_type {config.get('model_type')!r}"
+    flags = [key for key in ("is_encoder_decoder", "is_decoder", "add_cross_attention", "pruned_heads",
+                             "chunk_size_feed_forward", "quantization_config") if config.get(key)]
+    if flags:
+        return f"config.json sets {', '.join(flags)}"
+    if config.get("position_embedding_type") not in (None, "absolute"):
+        return f"position_embedding_type {config['position_embedding_type']!r}"
+    try:
+        bert.BertSettings.from_config(config)
+    except (ModelError, TypeError) as err:
+        return str(err)
+    return ""
+
+
+def _weights_reason(folder: Path, weight_files: list[Path], config: dict) -> str:
+    if [Path(path).name for path in weight_files] != ["model.safetensors"]:
+        return "the weights are not one model.safetensors"
+    model_keys = bert.build(bert.BertSettings.from_config(config)).state_dict().keys()
+    try:
+        _, missing, unexpected = bert.match_keys(model_keys, bert.checkpoint_keys(folder / "model.safetensors"))
+    except Exception as err:  # a damaged header: transformers reports it
+        return f"model.safetensors is not readable ({type(err).__name__})"
+    if missing or unexpected:
+        return f"model.safetensors does not hold exactly a BertModel's weights ({len(missing)} missing, " \
+               f"{len(unexpected)} others)"
+    return ""
+
+
+def choose(folder: Path, weight_files: list[Path], requested: bool, trust_remote_code: bool = False,
+           random_init: bool = False, placement: dict | None = None) -> Choice:
+    """Native or transformers for ``folder``; reads config.json, the tokenizer files and the weights' header."""
+    folder = Path(folder)
+    reason = ("not requested" if not requested else "--trust-remote-code" if trust_remote_code
+              else "--random-init" if random_init else "--device-map" if placement else "")
+    if reason:
+        return Choice(reason=reason)
+    try:
+        config = bert.read_config(folder)
+    except ModelError as err:
+        return Choice(reason=err.message)
+    reason = _config_reason(config) or _weights_reason(folder, weight_files, config)
+    if reason:
+        return Choice(reason=reason)
+    try:
+        tokenizer = load_native_tokenizer(folder)
+    except NotEquivalent as err:
+        return Choice(reason=f"tokenizer: {err}")
+    return Choice(tokenizer=tokenizer, weights=folder / "model.safetensors")
+
+
+def load(choice: Choice, folder: Path, dtype: torch.dtype):
+    """``(config, tokenizer, encoder, part)`` of a native choice, as ``modeling._load_parts`` gives them."""
+    encoder = bert.load_bert(folder, choice.weights, dtype)
+    return encoder.config, choice.tokenizer, encoder, ""

@@ -1,0 +1,185 @@
+"""A tokenizer for featx without transformers: ``tokenizers.Tokenizer`` read from ``tokenizer.json``, plus what featx
+reads of a transformers tokenizer (special tokens and their ids, ``model_max_length``, ``model_input_names``,
+``tokenizer("a")``), taken from ``tokenizer_config.json`` / ``special_tokens_map.json`` as ``AutoTokenizer`` does.
+
+Built only where ``AutoTokenizer`` would tokenise exactly as ``tokenizer.json`` says; anything else raises
+``NotEquivalent`` with the reason, and featx loads the folder through transformers. transformers 5 rebuilds a
+``BertTokenizer`` from the vocabulary and ``tokenizer_config.json`` (normaliser options, the [CLS]/[SEP] template,
+the special tokens as plain added tokens): such a folder qualifies when its ``tokenizer.json`` already holds exactly
+that. A ``TokenizersBackend`` (``PreTrainedTokenizerFast``) runs ``tokenizer.json`` as it is: it qualifies when no
+special token would be added to it.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+SPECIAL_NAMES = ("bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token")
+BERT_CLASSES = ("BertTokenizer", "BertTokenizerFast")
+GENERIC_CLASSES = ("TokenizersBackend", "PreTrainedTokenizerFast")
+BERT_DEFAULTS = {"unk_token": "[UNK]", "sep_token": "[SEP]", "pad_token": "[PAD]", "cls_token": "[CLS]",
+                 "mask_token": "[MASK]"}
+BERT_INPUTS = ["input_ids", "token_type_ids", "attention_mask"]
+GENERIC_INPUTS = ["input_ids", "attention_mask"]
+VERY_LARGE_INTEGER = int(1e30)  # transformers' model_max_length when the folder names none
+PLAIN_FLAGS = {"special": True, "normalized": False, "lstrip": False, "rstrip": False, "single_word": False}
+# tokenizer_config.json keys that make transformers change the pipeline or the added tokens: not handled here
+# (add_bos_token / add_eos_token: even when false, transformers then rebuilds the post-processor from them)
+UNHANDLED = ("split_special_tokens", "auto_map", "extra_special_tokens", "additional_special_tokens",
+             "model_specific_special_tokens")
+PRESENCE = ("add_bos_token", "add_eos_token")
+
+
+class NotEquivalent(Exception):
+    """The folder's tokenizer is not certainly what ``AutoTokenizer`` would make of it (the reason)."""
+
+
+class NativeTokenizer:
+    """The attributes and calls featx uses of a transformers tokenizer, over ``backend_tokenizer``."""
+
+    def __init__(self, backend, specials: dict, model_max_length: int, model_input_names: list[str],
+                 class_name: str):
+        self.backend_tokenizer = backend
+        self.model_max_length = model_max_length
+        self.model_input_names = list(model_input_names)
+        self.class_name = class_name  # transformers' tokenizer class for this folder (recorded in the file)
+        self.special_tokens = {name: specials.get(name) for name in SPECIAL_NAMES}
+        for name, token in self.special_tokens.items():
+            setattr(self, name, token)
+            setattr(self, f"{name}_id", None if token is None else backend.token_to_id(token))
+
+    def __call__(self, text: str, text_pair: str | None = None) -> dict[str, list[int]]:
+        """``tokenizer(text)`` without truncation or padding: the ids and masks the model takes."""
+        plain = copy.deepcopy(self.backend_tokenizer)
+        plain.no_truncation()
+        plain.no_padding()
+        encoding = plain.encode(text, text_pair, add_special_tokens=True)
+        result = {"input_ids": list(encoding.ids)}
+        if "token_type_ids" in self.model_input_names:
+            result["token_type_ids"] = list(encoding.type_ids)
+        result["attention_mask"] = list(encoding.attention_mask)
+        return result
+
+    def __repr__(self) -> str:
+        return f"NativeTokenizer({self.class_name}, model_max_length={self.model_max_length})"
+
+
+def _read_json(path: Path, required: bool = True) -> dict:
+    if not path.is_file():
+        if required:
+            raise NotEquivalent(f"no {path.name}")
+        return {}
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        raise NotEquivalent(f"{path.name} is not readable JSON ({err})") from None
+    if not isinstance(value, dict):
+        raise NotEquivalent(f"{path.name} is not a JSON object")
+    return value
+
+
+def _token(value, name: str) -> str | None:
+    """A special token's text from its config value (a string, or an AddedToken as a dict)."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, dict) and isinstance(value.get("content"), str):
+        flags = {key: value.get(key, PLAIN_FLAGS[key]) for key in PLAIN_FLAGS if key != "special"}
+        if any(flags[key] != PLAIN_FLAGS[key] for key in flags):
+            raise NotEquivalent(f"special token {name} is not a plain special token ({value})")
+        return value["content"]
+    raise NotEquivalent(f"special token {name} has a value transformers reads its own way ({value!r})")
+
+
+def _specials(config: dict, special_map: dict, class_name: str, file_json: dict) -> dict[str, str | None]:
+    """The named special tokens, as transformers 5's ``from_pretrained`` resolves them."""
+    values = {name: config[name] for name in SPECIAL_NAMES if name in config}
+    if "added_tokens_decoder" not in config:  # legacy: special_tokens_map.json overrides tokenizer_config.json
+        values.update({name: value for name, value in special_map.items() if name in SPECIAL_NAMES})
+    extra = [name for name, value in special_map.items() if name not in SPECIAL_NAMES and value]
+    if extra and "added_tokens_decoder" not in config:
+        raise NotEquivalent(f"special_tokens_map.json names other tokens too ({', '.join(extra)})")
+    if class_name in BERT_CLASSES:
+        values = {**BERT_DEFAULTS, **values}
+    elif "pad_token" not in values and isinstance(file_json.get("padding"), dict):
+        values["pad_token"] = file_json["padding"].get("pad_token")
+    return {name: _token(values.get(name), name) for name in SPECIAL_NAMES}
+
+
+def _check_added(file_json: dict, config: dict, specials: dict, vocab: dict) -> None:
+    """Every added token plain special, in the vocabulary at its id, and exactly those transformers would add."""
+    added = file_json.get("added_tokens") or []
+    declared = config.get("added_tokens_decoder")
+    for entries, where in ((added, "tokenizer.json"), (list((declared or {}).values()), "tokenizer_config.json")):
+        for entry in entries:
+            if not isinstance(entry, dict) or any(entry.get(k, v) != v for k, v in PLAIN_FLAGS.items()):
+                raise NotEquivalent(f"{where} has an added token that is not a plain special token ({entry})")
+    in_file = {entry.get("content"): entry.get("id") for entry in added}
+    if any(vocab.get(content) != index for content, index in in_file.items()):
+        raise NotEquivalent("tokenizer.json has added tokens outside its vocabulary")
+    expected = {entry.get("content") for entry in (declared or {}).values()} if declared is not None else set(in_file)
+    expected |= {token for token in specials.values() if token is not None}
+    if expected != set(in_file):
+        raise NotEquivalent("transformers would add other special tokens than tokenizer.json holds")
+
+
+def _component(tokenizer, part: str) -> dict | None:
+    return json.loads(tokenizer.to_str()).get(part)
+
+
+def _check_bert_pipeline(file_json: dict, config: dict, specials: dict, vocab: dict) -> None:
+    """tokenizer.json already holds what transformers 5's BertTokenizer builds from the vocabulary and config."""
+    from tokenizers import Tokenizer, normalizers, pre_tokenizers, processors
+    from tokenizers.models import WordPiece
+
+    cls, sep = specials["cls_token"], specials["sep_token"]
+    if cls is None or sep is None or specials["unk_token"] is None:
+        raise NotEquivalent("a BERT tokenizer without [CLS], [SEP] or [UNK]")
+    reference = Tokenizer(WordPiece({}, unk_token=specials["unk_token"]))
+    reference.normalizer = normalizers.BertNormalizer(
+        clean_text=True, handle_chinese_chars=config.get("tokenize_chinese_chars", True),
+        strip_accents=config.get("strip_accents"), lowercase=config.get("do_lower_case", True))
+    reference.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    reference.post_processor = processors.TemplateProcessing(
+        single=f"{cls}:0 $A:0 {sep}:0", pair=f"{cls}:0 $A:0 {sep}:0 $B:1 {sep}:1",
+        special_tokens=[(cls, vocab.get(cls, 2)), (sep, vocab.get(sep, 3))])
+    expected = json.loads(reference.to_str())
+    model = {key: value for key, value in (file_json.get("model") or {}).items() if key != "vocab"}
+    if model != {key: value for key, value in expected["model"].items() if key != "vocab"}:
+        raise NotEquivalent(f"tokenizer.json's model is not the WordPiece BertTokenizer builds ({model})")
+    for part in ("normalizer", "pre_tokenizer", "post_processor"):
+        if file_json.get(part) != expected[part]:
+            raise NotEquivalent(f"tokenizer.json's {part} is not the one BertTokenizer builds from the config")
+
+
+def load_native_tokenizer(folder: Path) -> NativeTokenizer:
+    """The tokenizer of ``folder``; ``NotEquivalent`` where ``AutoTokenizer`` could tokenise otherwise."""
+    from tokenizers import Tokenizer
+
+    folder = Path(folder)
+    config = _read_json(folder / "tokenizer_config.json")
+    special_map = _read_json(folder / "special_tokens_map.json", required=False)
+    file_json = _read_json(folder / "tokenizer.json")
+    class_name = config.get("tokenizer_class", "BertTokenizer")
+    if class_name not in BERT_CLASSES + GENERIC_CLASSES:
+        raise NotEquivalent(f"tokenizer class {class_name}")
+    unhandled = ([key for key in UNHANDLED if config.get(key)] + [key for key in PRESENCE if key in config]
+                 + (["added_tokens.json"] if (folder / "added_tokens.json").exists() else []))
+    if unhandled:
+        raise NotEquivalent(f"the tokenizer files set {', '.join(unhandled)}, which only transformers handles")
+    try:
+        backend = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    except Exception as err:  # tokenizers' own error on a file it cannot read
+        raise NotEquivalent(f"tokenizer.json does not load ({err})") from None
+    vocab = backend.get_vocab(with_added_tokens=False)
+    specials = _specials(config, special_map, class_name, file_json)
+    _check_added(file_json, config, specials, vocab)
+    if class_name in BERT_CLASSES:
+        _check_bert_pipeline(file_json, config, specials, vocab)
+    elif file_json.get("post_processor") is None:
+        raise NotEquivalent("tokenizer.json has no post-processor (transformers would build one)")
+    max_length = config.get("model_max_length", config.get("max_len"))
+    names = config.get("model_input_names") or (BERT_INPUTS if class_name in BERT_CLASSES else GENERIC_INPUTS)
+    return NativeTokenizer(backend, specials, VERY_LARGE_INTEGER if max_length is None else max_length, names,
+                           "BertTokenizer" if class_name in BERT_CLASSES else "TokenizersBackend")

@@ -1,0 +1,134 @@
+"""The tokenizer facade (featx/extraction/native/tokenizer.py): what featx reads of a tokenizer, and every token it
+makes (texts, pairs, pre-tokenised words), equal to ``AutoTokenizer``'s; folders it cannot be sure of refused."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from featx.extraction.native.tokenizer import NativeTokenizer, NotEquivalent, load_native_tokenizer
+from featx.extraction.pairs import tokenize_pairs
+from featx.extraction.tokenize import special_layout, tokenize_texts
+from featx.extraction.word_tokens import tokenize_words
+
+from conftest import SENTENCES
+from families import BY_NAME, build_family
+
+TEXTS = [row[0] for row in SENTENCES] + [
+    "The CAT Loved THE Film", "café naïve résumé", "中文 字 the", "a [SEP] b [CLS]", "tab\there\x00nul\u200b",
+    "", "   ", "walk" * 40, "Zebra, quokka! xylophone?",
+]
+ATTRIBUTES = ["model_max_length", "model_input_names"] + [
+    f"{name}_token{suffix}" for name in ("bos", "eos", "unk", "sep", "pad", "cls", "mask") for suffix in ("", "_id")]
+
+
+@pytest.fixture(scope="module")
+def folders(tmp_path_factory, tiny_model) -> dict[str, Path]:
+    from featx.extraction.model_files import default_model_path
+
+    built = {name: build_family(BY_NAME[name], tmp_path_factory.mktemp(name)) for name in ("bert", "roberta")}
+    return {"tiny-bert": tiny_model, "minilm": default_model_path(), "bert-backend": built["bert"],
+            "roberta-backend": built["roberta"]}
+
+
+def _both(folder: Path):
+    from transformers import AutoTokenizer
+
+    return load_native_tokenizer(folder), AutoTokenizer.from_pretrained(str(folder))
+
+
+@pytest.mark.parametrize("name", ["tiny-bert", "minilm", "bert-backend", "roberta-backend"])
+def test_attributes_and_calls_equal_auto_tokenizer(folders, name):
+    native, auto = _both(folders[name])
+    assert isinstance(native, NativeTokenizer)
+    for attribute in ATTRIBUTES:
+        assert getattr(native, attribute) == getattr(auto, attribute), attribute
+    assert native.class_name == type(auto).__name__
+    for args in (("a",), ("the cat",), ("the cat", "a dog")):
+        got, want = native(*args), auto(*args)
+        assert got["input_ids"] == want["input_ids"] and got["attention_mask"] == want["attention_mask"]
+        assert got.get("token_type_ids") == want.get("token_type_ids")
+
+
+@pytest.mark.parametrize("name", ["tiny-bert", "minilm", "bert-backend", "roberta-backend"])
+def test_texts_pairs_and_words_tokenise_the_same(folders, name):
+    native, auto = _both(folders[name])
+    assert special_layout(native) == special_layout(auto)
+    for max_length in (8, 64):
+        got, want = (tokenize_texts(t, TEXTS, max_length, with_word_ids=True) for t in (native, auto))
+        for field in ("input_ids", "offsets", "full_lengths", "word_ids"):
+            assert np.array_equal(getattr(got, field), getattr(want, field)), (max_length, field)
+    got, want = (tokenize_pairs(t, TEXTS, TEXTS[::-1], 16, with_word_ids=True) for t in (native, auto))
+    for field in ("input_ids", "offsets", "full_lengths", "word_ids", "type_ids", "segments"):
+        assert np.array_equal(getattr(got, field), getattr(want, field)), field
+    sentences = [text.split() for text in TEXTS if text.split()]
+    ids = [str(index) for index in range(len(sentences))]
+    got, want = (tokenize_words(t, sentences, ids) for t in (native, auto))
+    for field in ("input_ids", "offsets", "word_ids", "word_offsets", "n_subwords"):
+        assert np.array_equal(getattr(got, field), getattr(want, field)), field
+
+
+def _edited(folder: Path, tmp_path: Path, config: dict | None = None, tokenizer_json=None) -> Path:
+    copy = Path(shutil.copytree(folder, tmp_path / "tokenizer"))
+    if config is not None:
+        path = copy / "tokenizer_config.json"
+        path.write_text(json.dumps({**json.loads(path.read_text()), **config}))
+    if tokenizer_json is not None:
+        path = copy / "tokenizer.json"
+        path.write_text(json.dumps(tokenizer_json(json.loads(path.read_text()))))
+    return copy
+
+
+def test_a_config_that_changes_the_normaliser_is_refused(folders, tmp_path):
+    """transformers 5 builds a BertTokenizer's normaliser from tokenizer_config.json, not from tokenizer.json."""
+    from transformers import AutoTokenizer
+
+    folder = _edited(folders["tiny-bert"], tmp_path, config={"do_lower_case": False})
+    with pytest.raises(NotEquivalent, match="normalizer"):
+        load_native_tokenizer(folder)
+    assert AutoTokenizer.from_pretrained(str(folder))("The")["input_ids"] != load_native_tokenizer(
+        folders["tiny-bert"])("The")["input_ids"]  # the check matters: transformers does tokenise otherwise
+
+
+def _add_token(data: dict, special: bool) -> dict:
+    data["added_tokens"].append({"id": 10, "content": "j", "single_word": False, "lstrip": False, "rstrip": False,
+                                 "normalized": True, "special": special})
+    return data
+
+
+@pytest.mark.parametrize("case, match", [
+    ({"tokenizer_class": "XLMRobertaTokenizer"}, "tokenizer class"),
+    ({"add_bos_token": False}, "add_bos_token"),
+    ({"split_special_tokens": True}, "split_special_tokens"),
+    ({"cls_token": {"content": "[CLS]", "lstrip": True}}, "not a plain special token"),
+    ("added", "not a plain special token"),
+    ("no-config", "no tokenizer_config.json"),
+    ("no-file", "no tokenizer.json"),
+    ("post-processor", "post_processor"),
+])
+def test_folders_it_cannot_be_sure_of_are_refused(folders, tmp_path, case, match):
+    if case == "added":
+        folder = _edited(folders["tiny-bert"], tmp_path, tokenizer_json=lambda data: _add_token(data, False))
+    elif case == "post-processor":
+        folder = _edited(folders["tiny-bert"], tmp_path,
+                         tokenizer_json=lambda data: {**data, "post_processor": {"type": "BertProcessing",
+                                                                                  "sep": ["[SEP]", 3],
+                                                                                  "cls": ["[CLS]", 2]}})
+    elif case in ("no-config", "no-file"):
+        folder = _edited(folders["tiny-bert"], tmp_path)
+        (folder / ("tokenizer_config.json" if case == "no-config" else "tokenizer.json")).unlink()
+    else:
+        folder = _edited(folders["tiny-bert"], tmp_path, config=case)
+    with pytest.raises(NotEquivalent, match=match):
+        load_native_tokenizer(folder)
+
+
+def test_a_missing_special_token_would_be_added_by_transformers_so_it_is_refused(folders, tmp_path):
+    folder = _edited(folders["tiny-bert"], tmp_path,
+                     tokenizer_json=lambda data: {**data, "added_tokens": data["added_tokens"][:-1]})  # no [MASK]
+    with pytest.raises(NotEquivalent, match="other special tokens"):
+        load_native_tokenizer(folder)
