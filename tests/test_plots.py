@@ -277,3 +277,13 @@ def test_sites_with_one_pooling_one_line_per_site(tmp_path):
     old = frame[frame["site"] == "hidden"].drop(columns="site")  # results from before sites
     loaded, _ = plots.load_results(old, meta)
     assert set(loaded["site"]) == {"hidden"}
+
+
+@pytest.mark.parametrize("level, label, key", [("word", "upos", "word type"), ("arc", "deprel", "dependent type"),
+                                               ("arc", "head", "type pair")])
+def test_the_lexical_reference_names_what_it_counts_by(level, label, key):
+    frame, _ = synthetic_results(label=label)
+    lexical = frame[frame.kind == "majority"].assign(kind="lexical", classifier="lexical", accuracy=0.6)
+    frame = pd.concat([frame, lexical], ignore_index=True).assign(level=level)
+    names = dict(plots.references(plots.load_results(frame)[0]))
+    assert names[f"most frequent label per {key}"] == pytest.approx(0.6)

@@ -176,7 +176,7 @@ def references(frame: pd.DataFrame, metric: str = "accuracy", classifier: str | 
         found.append(("training mean", float(mean[metric].dropna().iloc[0])))
     lexical = frame[frame["kind"] == "lexical"]  # word-level runs: the most frequent label per word type
     if metric in lexical.columns and not lexical[metric].dropna().empty:
-        found.append(("most frequent label per word type", float(lexical[metric].dropna().iloc[0])))
+        found.append((f"most frequent label per {_lexical_key(frame)}", float(lexical[metric].dropna().iloc[0])))
     rows = layer_rows(frame, classifier)
     control_column = "control_accuracy" if metric == "accuracy" else f"control_{metric}"
     if control_column in rows.columns and not rows[control_column].dropna().empty:
@@ -187,6 +187,14 @@ def references(frame: pd.DataFrame, metric: str = "accuracy", classifier: str | 
         where = f"layer {int(top['layer'])}" if pd.notna(top["layer"]) else str(top.get("layer_spec", ""))
         found.append((f"baseline features (best: {where}, {top['pooling']})", float(top[metric])))
     return found
+
+
+def _lexical_key(frame: pd.DataFrame) -> str:
+    """What the lexical baseline counts by: the word type, or for arcs the dependent's type (relations) or
+    the pair of types (arc or not)."""
+    if "level" not in frame.columns or "arc" not in set(frame["level"].dropna()):
+        return "word type"
+    return "type pair" if set(frame["label"].dropna()) == {"head"} else "dependent type"
 
 
 def _series_name(rows: pd.DataFrame) -> str:
