@@ -167,6 +167,9 @@ def merge(output, keep_shards, overwrite, quiet):
 @click.option("--baseline", type=click.Path(path_type=Path), default=None,
               help="A second features file of the same rows (e.g. from --random-init) probed side by side.")
 @click.option("--jobs", type=int, default=None, help="Parallel (layer spec x pooling) jobs (default: one per core).")
+@click.option("--device", default="auto", show_default=True,
+              help="Where logreg probes are solved: auto (a CUDA GPU when torch sees one, else the CPU), cpu, "
+                   "cuda or cuda:N. Only the logistic solver moves; on a GPU, jobs take turns unless --jobs is given.")
 @click.option("--allow-partial", is_flag=True, help="Probe the rows written so far of an unfinished extraction.")
 @click.option("-o", "--output", default=None, help="Results prefix: writes PREFIX.csv and PREFIX.json.")
 @click.option("--mdl", is_flag=True, help="Also the MDL online codelength (bits) and compression per layer and pooling.")

@@ -17,12 +17,13 @@ from ..store import FeatureFile, schema
 from . import classifiers as clf
 from . import evaluation as ev
 from .config import ProbeConfig
+from .devices import solver_meta
 from .pairs import baseline_meta
 from .labels import join_labels, prepare, split_note, stored_column
 from .regression import resolve_task
 from .results import COLUMNS, CURVE_COLUMNS
 from .inputs import (TOKENS_POOLING, ProbeResult, _check_baseline, _check_baseline_sites, _check_corpus,  # noqa: F401
-                     _Job, _load, _site_plan, _versions, _workers, run_jobs, write_result)
+                     JOB_THREADS, _Job, _load, _site_plan, _versions, _workers, run_jobs, solver_plan, write_result)
 from .significance import add_significance
 
 MIN_TEST_ROWS = 30  # below this many scored rows a probe's accuracy says little (a warning)
@@ -403,11 +404,11 @@ def probe(config: ProbeConfig | str | Path | None = None, **options) -> ProbeRes
     if any(spec.kind == "stack" for spec in specs) and ("mlp" in classifiers or "attn" in classifiers):
         notes.append("stack combines linear probes only: it is skipped for mlp and attn")
 
-    workers, threads = _workers(config, len(jobs))
+    device, workers = solver_plan(config, len(jobs), notes, "logreg" in classifiers or bool(config.mdl))
     shared = _Shared(config.allow_partial, kept, y, y_control, plan, len(class_names), label, class_names,
                      tuple(float(c) for c in config.cs), bool(config.balanced), int(config.seed),
-                     int(config.n_bootstrap), threads, bool(config.mdl))
-    outputs = run_jobs(_run_job, [(job, shared) for job in jobs], workers)
+                     int(config.n_bootstrap), JOB_THREADS, bool(config.mdl))
+    outputs = run_jobs(_run_job, [(job, shared) for job in jobs], workers, device)
     records = [_majority(shared)] + [record for output in outputs for record in output]
     oof = [record.pop("_predictions", None) for record in records]
 
@@ -438,7 +439,8 @@ def probe(config: ProbeConfig | str | Path | None = None, **options) -> ProbeRes
                       for spec in site_specs for pooling in site_poolings if pooled_classifiers]
         curve_jobs += [_Job("main", str(path), spec, TOKENS_POOLING, ["attn"], site)
                        for site, (site_specs, _) in curve_plan.items() for spec in site_specs if "attn" in classifiers]
-        parts = run_jobs(_run_curve_job, [(job, shared, sizes) for job in curve_jobs], min(workers, len(curve_jobs)))
+        parts = run_jobs(_run_curve_job, [(job, shared, sizes) for job in curve_jobs], min(workers, len(curve_jobs)),
+                         device)
         curve = pd.DataFrame.from_records([record for part in parts for record in part], columns=CURVE_COLUMNS)
     counts = np.bincount(y, minlength=len(class_names))
     meta = {
@@ -450,7 +452,7 @@ def probe(config: ProbeConfig | str | Path | None = None, **options) -> ProbeRes
         "seed": int(config.seed), "classifiers": classifiers, "poolings": poolings, "sites": list(sites),
         "layer_specs": [spec.name for spec in specs], "cs": list(config.cs), "balanced": bool(config.balanced),
         "control": bool(config.control), "baseline_file": str(Path(config.baseline).resolve()) if config.baseline else None,
-        "baseline_model": baseline_model if config.baseline else None, "jobs": workers,
+        "baseline_model": baseline_model if config.baseline else None, "jobs": workers, **solver_meta(device),
         "seconds": round(time.perf_counter() - started, 3), **{f"{k}_version": v for k, v in _versions().items()},
         "notes": list(notes),
     }

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import InputError, require_whole
+from .devices import check_device
 
 CLASSIFIERS = ("logreg", "svm", "mlp", "attn")
 REGRESSION_ONLY = ("ridge",)  # accepted by --classifier, refused for a classification label
@@ -49,6 +50,7 @@ class ProbeConfig:
     task: str = "auto"  # classification, regression, or auto (a numeric label with many distinct values)
     alphas: tuple[float, ...] = DEFAULT_ALPHAS  # the ridge grid of regression probes
     arcs: bool = False  # word-level arc probes: --label deprel (relation of each arc) or head (arc or not)
+    device: str = "auto"  # where logreg probes are solved: auto (a CUDA GPU if torch sees one), cpu, cuda, cuda:N
 
     def classifier_list(self) -> list[str]:
         names = self.classifiers if isinstance(self.classifiers, (list, tuple)) else str(self.classifiers).split(",")
@@ -86,6 +88,7 @@ class ProbeConfig:
             raise InputError("the ridge alpha grid must hold positive values")
         self.classifier_list()
         self.site_list()
+        check_device(self.device)  # imports torch only for a GPU asked for by name
         if str(self.join).strip().lower() not in ("id", "row"):
             raise InputError(f"--join '{self.join}' is not understood", "use --join id or --join row")
         if self.arcs and self.labels is not None:

@@ -179,8 +179,11 @@ def job_workers(requested: int | None, n_jobs: int) -> int:
     return max(1, min(wanted, n_jobs))
 
 
-def run_jobs(function, jobs: list[tuple], workers: int) -> list:
-    """``function(*job)`` for every job, in order: side by side in ``workers`` processes when more than one."""
+def run_jobs(function, jobs: list[tuple], workers: int, device: str | None = None) -> list:
+    """``function(*job)`` for every job, in order: side by side in ``workers`` processes when more than one.
+    With ``device``, each job solves its logistic probes there (``devices.solver_device``)."""
+    if device is not None:
+        function, jobs = _on_device, [(device, function, job) for job in jobs]
     if workers > 1:
         from joblib import Parallel, delayed
 
@@ -188,10 +191,34 @@ def run_jobs(function, jobs: list[tuple], workers: int) -> list:
     return [function(*job) for job in jobs]
 
 
+def _on_device(device: str, function, job: tuple):
+    from .devices import solver_device
+
+    with solver_device(device):
+        return function(*job)
+
+
+# One BLAS/torch thread per worker: probes are small matrix products, where extra threads mostly spin
+# (badly so on a shared machine); the parallelism comes from running jobs side by side.
+JOB_THREADS = 1
+
+
 def _workers(config: ProbeConfig, n_jobs: int) -> tuple[int, int]:
-    # One BLAS/torch thread per worker: probes are small matrix products, where extra threads mostly spin
-    # (badly so on a shared machine); the parallelism comes from running jobs side by side.
-    return job_workers(config.jobs, n_jobs), 1
+    return job_workers(config.jobs, n_jobs), JOB_THREADS
+
+
+def solver_plan(config: ProbeConfig, n_jobs: int, notes: list[str], solves: bool) -> tuple[str | None, int]:
+    """Where this run solves its logistic probes (None: numpy on the CPU; only resolved when it ``solves``
+    any) and how many worker processes run its ``n_jobs`` jobs. On a GPU the jobs take turns unless
+    ``--jobs`` is given: each worker would hold its own CUDA context, all contending for one GPU."""
+    from .devices import resolve_device
+
+    device = resolve_device(config.device) if solves else None
+    workers = job_workers(config.jobs, n_jobs)
+    if device is not None and device.startswith("cuda") and config.jobs is None and workers > 1:
+        notes.append(f"logreg probes are solved on {device}: one job at a time (--jobs N runs N side by side)")
+        workers = 1
+    return device, workers
 
 
 def _versions() -> dict:

@@ -294,6 +294,8 @@ def probe_regression(config: ProbeConfig, path, label: str, notes: list[str], st
     classifiers = regression_classifiers(config)
     if config.mdl:
         notes.append("MDL is classification-only: no codelength for a regression label")
+    if str(config.device).strip().lower().startswith("cuda"):
+        notes.append(f"--device {config.device} moves logreg probes only: the ridge probes run on the CPU")
     read = _read(config, path, label, notes)
     kept, y = read["kept"], read["values"][read["kept"]]
     plan = make_plan(y, read["split"], int(config.folds), int(config.seed))

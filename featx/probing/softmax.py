@@ -12,43 +12,20 @@ The objective is scikit-learn's ``LogisticRegression`` (lbfgs) objective: mean (
 plus ``||W||^2 / (2 C n)``, intercepts unpenalised; with two classes, the binomial model's (the
 symmetric softmax parametrisation then needs twice the penalty). ``SoftmaxRegression`` wraps it as
 a scikit-learn style estimator for the single fits (stacking, MDL, learning curves).
+
+This is the CPU solver. ``softmax_torch.py`` solves the same problem (``softmax_problem.py``) with the
+same L-BFGS on a GPU; ``solve`` hands over to it when a probing run solves on one (``devices.py``).
 """
 
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 import numpy as np
 
 from sklearn.base import BaseEstimator, ClassifierMixin
 
-MEMORY = 10  # L-BFGS history pairs
-ARMIJO = 1e-4
-MAX_HALVINGS = 40
-FTOL = 64 * np.finfo(float).eps  # scipy's L-BFGS-B default, as scikit-learn uses it
-
-
-@dataclass
-class Solution:
-    """``theta[p]`` is problem p's ``(dims + 1, n_classes)`` weights, last row the intercepts.
-
-    ``offsets[p, c]`` is ``-inf`` for a class that problem p never saw while fitting (never predicted).
-    """
-
-    theta: np.ndarray
-    offsets: np.ndarray
-    n_iter: np.ndarray
-    converged: np.ndarray
-
-    def scores(self, X: np.ndarray, problem: int) -> np.ndarray:
-        return class_scores(X, self.theta[problem], self.offsets[problem])
-
-
-def class_scores(X: np.ndarray, theta: np.ndarray, offsets: np.ndarray | None = None) -> np.ndarray:
-    """``(n, n_classes)`` linear class scores of float32 rows ``X`` under ``theta``."""
-    d = theta.shape[0] - 1
-    scores = X @ theta[:d].astype(np.float32) + theta[d].astype(np.float32)
-    return scores if offsets is None else scores + offsets.astype(np.float32)
+from .devices import current_device
+from .softmax_problem import (ARMIJO, FTOL, MAX_HALVINGS, MEMORY, Solution, balanced_weights,  # noqa: F401 (API)
+                              class_scores, prepare)
 
 
 def softmax(scores: np.ndarray) -> np.ndarray:
@@ -185,42 +162,24 @@ def _lbfgs(objective: _Objective, theta: np.ndarray, tol: float, max_iter: int):
     return theta, n_iter, converged
 
 
-def balanced_weights(y: np.ndarray, n_classes: int) -> np.ndarray:
-    """Per-row weights n / (k * count[class]) over the k present classes, divided by n (they sum to 1)."""
-    counts = np.bincount(y, minlength=n_classes).astype(np.float64)
-    present = counts > 0
-    per_class = np.zeros(n_classes)
-    per_class[present] = 1.0 / (present.sum() * counts[present])
-    return per_class[y]
-
-
 def solve(X: np.ndarray, labels, n_classes: int, Cs, balanced: bool = False, init=None, tol: float = 1e-3,
-          max_iter: int = 500) -> Solution:
+          max_iter: int = 500, device: str | None = None) -> Solution:
     """Fit one softmax regression per label vector in ``labels`` (each over the rows of ``X``).
 
     ``X``: (n, dims), standardised; ``labels``: P integer arrays with codes in ``0..n_classes-1``;
     ``Cs``: P inverse regularisation strengths; ``init``: P starting ``theta`` (None entries: zeros).
+    ``device``: a torch device to solve on (``softmax_torch``); None: the one a probing run set
+    (``devices.solver_device``), else this module's numpy solver on the CPU.
     """
-    X = np.ascontiguousarray(X, dtype=np.float32)
-    codes = np.stack([np.asarray(y, dtype=np.int64) for y in labels])
-    P, n = codes.shape
-    d, k = X.shape[1], n_classes
-    counts = np.stack([np.bincount(row, minlength=k) for row in codes])
-    present = counts > 0
-    offsets = np.where(present, 0.0, -np.inf)
-    # Two present classes: the binomial model's penalty on (w1 - w0) is half of ||w0||^2 + ||w1||^2.
-    factor = np.where(present.sum(axis=1) == 2, 2.0, 1.0)
-    lam = factor / (np.asarray(Cs, dtype=np.float64) * n)
-    weights = np.stack([balanced_weights(row, k) for row in codes]).astype(np.float32) if balanced else None
-    theta = np.zeros((P, d + 1, k))
-    for p, start in enumerate(init if init is not None else [None] * P):
-        if start is not None:
-            theta[p] = start
-    for p in range(P):
-        theta[p][:, ~present[p]] = 0.0  # an absent class keeps zero weights (its gradient is zero)
-    objective = _Objective(X, codes, weights, lam, offsets)
-    theta, n_iter, converged = _lbfgs(objective, theta, tol, max_iter)
-    return Solution(theta, offsets, n_iter, converged)
+    device = current_device() if device is None else device
+    if device is not None:
+        from . import softmax_torch
+
+        return softmax_torch.solve(X, labels, n_classes, Cs, balanced, init, tol, max_iter, device)
+    problem = prepare(X, labels, n_classes, Cs, balanced, init)
+    objective = _Objective(problem.X, problem.codes, problem.weights, problem.lam, problem.offsets)
+    theta, n_iter, converged = _lbfgs(objective, problem.theta, tol, max_iter)
+    return Solution(theta, problem.offsets, n_iter, converged)
 
 
 class SoftmaxRegression(ClassifierMixin, BaseEstimator):

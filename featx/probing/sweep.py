@@ -177,6 +177,9 @@ def from_probe_options(features, control: bool, options: dict) -> SweepResult:
         shown = ", ".join("--" + name.replace("_", "-") for name in clash) or "--classifier/--site"
         raise InputError(f"--sweep runs its own family of probes on the hidden states; it does not take {shown}",
                          "run featx probe without --sweep for those")
+    if str(options.get("device") or "auto").strip().lower() not in ("auto", "cpu"):
+        raise InputError(f"--sweep runs on the CPU; it does not take --device {options['device']}",
+                         "leave --device out, or run featx probe without --sweep to solve logreg probes on the GPU")
     if str(options.get("task") or "auto").lower() == "regression":
         raise InputError("--sweep is classification-only: it has no regression probes yet",
                          "run featx probe --task regression without --sweep")

@@ -22,7 +22,8 @@ from ..selection import parse_layer_specs, parse_poolings
 from ..store import schema
 from . import evaluation as ev
 from .config import ProbeConfig
-from .inputs import ProbeResult, _versions, job_workers, run_jobs, write_result
+from .devices import solver_meta
+from .inputs import ProbeResult, _versions, run_jobs, solver_plan, write_result
 from .curves import parse_train_sizes
 from .results import COLUMNS, CURVE_COLUMNS
 from .significance import add_significance
@@ -236,8 +237,8 @@ def probe_words(config: ProbeConfig, path: Path, notes: list[str], started: floa
     jobs += [("probe", _run_job, (reference, layer, pooling, shared)) for pooling in poolings for layer in layers]
     jobs += [("curve", curve_job, (reference, layer, pooling, shared, sizes)) for pooling in poolings
              for layer in curve_at] if sizes else []
-    workers = job_workers(config.jobs, len(jobs))
-    outputs = run_jobs(_dispatch, jobs, workers)
+    device, workers = solver_plan(config, len(jobs), notes, "logreg" in classifiers or bool(config.mdl))
+    outputs = run_jobs(_dispatch, jobs, workers, device)
     summaries = dict(output for kind, output in outputs if kind == "mix")
     records = _reference_rows(shared) + [record for kind, output in outputs if kind == "probe" for record in output]
     curve = pd.DataFrame.from_records([record for kind, output in outputs if kind == "curve" for record in output],
@@ -251,8 +252,7 @@ def probe_words(config: ProbeConfig, path: Path, notes: list[str], started: floa
     table["layer"] = table["layer"].astype("Int64")
     frame, predictions_for = prediction_table(table, predictions, task, plan, ids, forms, offsets)
     meta = _meta(config, path, meta_file, task, plan, classifiers, poolings, layers, summaries, workers, notes, started)
-    meta["predictions_for"] = predictions_for
-    meta["train_sizes"] = sizes
+    meta.update(solver_meta(device), predictions_for=predictions_for, train_sizes=sizes)
     result = ProbeResult(table, meta, notes=list(notes), predictions=frame, curve=curve)
     if config.write:
         write_result(result, Path(path), _results_label(task), config.output)

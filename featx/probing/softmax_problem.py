@@ -1,0 +1,89 @@
+"""What featx's two softmax-regression solvers share: the L-BFGS settings, the problem they solve (built
+once from the caller's arguments, checked), and the ``Solution`` they return.
+
+``softmax.py`` solves it in numpy on the CPU, ``softmax_torch.py`` in torch on a device; both import
+this module, which imports neither torch nor the other solver.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+MEMORY = 10  # L-BFGS history pairs
+ARMIJO = 1e-4
+MAX_HALVINGS = 40
+FTOL = 64 * np.finfo(float).eps  # scipy's L-BFGS-B default, as scikit-learn uses it
+
+
+@dataclass
+class Solution:
+    """``theta[p]`` is problem p's ``(dims + 1, n_classes)`` weights, last row the intercepts.
+
+    ``offsets[p, c]`` is ``-inf`` for a class that problem p never saw while fitting (never predicted).
+    """
+
+    theta: np.ndarray
+    offsets: np.ndarray
+    n_iter: np.ndarray
+    converged: np.ndarray
+
+    def scores(self, X: np.ndarray, problem: int) -> np.ndarray:
+        return class_scores(X, self.theta[problem], self.offsets[problem])
+
+
+def class_scores(X: np.ndarray, theta: np.ndarray, offsets: np.ndarray | None = None) -> np.ndarray:
+    """``(n, n_classes)`` linear class scores of float32 rows ``X`` under ``theta``."""
+    d = theta.shape[0] - 1
+    scores = X @ theta[:d].astype(np.float32) + theta[d].astype(np.float32)
+    return scores if offsets is None else scores + offsets.astype(np.float32)
+
+
+def balanced_weights(y: np.ndarray, n_classes: int) -> np.ndarray:
+    """Per-row weights n / (k * count[class]) over the k present classes, divided by n (they sum to 1)."""
+    counts = np.bincount(y, minlength=n_classes).astype(np.float64)
+    present = counts > 0
+    per_class = np.zeros(n_classes)
+    per_class[present] = 1.0 / (present.sum() * counts[present])
+    return per_class[y]
+
+
+@dataclass
+class Problem:
+    """P softmax regressions over the rows of one matrix, ready for a solver."""
+
+    X: np.ndarray  # (n, d) float32, C-contiguous
+    codes: np.ndarray  # (P, n) int64 class codes
+    weights: np.ndarray | None  # (P, n) float32 row weights summing to 1 per problem, or None (1/n each)
+    lam: np.ndarray  # (P,) L2 strength on the weights (not the intercepts)
+    offsets: np.ndarray  # (P, k) 0, or -inf for a class the problem never sees
+    theta: np.ndarray  # (P, d + 1, k) float64 starting weights
+
+
+def prepare(X: np.ndarray, labels, n_classes: int, Cs, balanced: bool = False, init=None) -> Problem:
+    """The ``Problem`` of ``solve``'s arguments (see ``softmax.solve``); ValueError when they disagree."""
+    X = np.ascontiguousarray(X, dtype=np.float32)
+    codes = np.stack([np.asarray(y, dtype=np.int64) for y in labels])
+    P, n = codes.shape
+    d, k = X.shape[1], n_classes
+    Cs = np.asarray(Cs, dtype=np.float64)
+    if n != X.shape[0] or Cs.shape != (P,) or (init is not None and len(init) != P):
+        raise ValueError(f"{P} label vectors of {n} rows need {X.shape[0]} rows of X, {P} Cs and {P} starts; "
+                         f"got {X.shape[0]} rows, {Cs.size} Cs" + ("" if init is None else f", {len(init)} starts"))
+    if codes.size and (codes.min() < 0 or codes.max() >= k):
+        raise ValueError(f"class codes must lie in 0..{k - 1}")
+    counts = np.stack([np.bincount(row, minlength=k) for row in codes])
+    present = counts > 0
+    offsets = np.where(present, 0.0, -np.inf)
+    # Two present classes: the binomial model's penalty on (w1 - w0) is half of ||w0||^2 + ||w1||^2.
+    factor = np.where(present.sum(axis=1) == 2, 2.0, 1.0)
+    lam = factor / (Cs * n)
+    weights = np.stack([balanced_weights(row, k) for row in codes]).astype(np.float32) if balanced else None
+    theta = np.zeros((P, d + 1, k))
+    for p, start in enumerate(init if init is not None else [None] * P):
+        if start is not None:
+            theta[p] = start
+    for p in range(P):
+        theta[p][:, ~present[p]] = 0.0  # an absent class keeps zero weights (its gradient is zero)
+    return Problem(X, codes, weights, lam, offsets, theta)
