@@ -193,11 +193,13 @@ def test_extract_on_minilm_gives_the_same_file_with_native_on_and_off(tmp_path, 
 
 
 def test_default_extraction_imports_no_transformers(tmp_path):
-    """A plain extraction with the default model, in a fresh process: transformers is never imported."""
+    """A plain extraction with the default model, in a fresh process: transformers is never imported, nor
+    torch's compiler stack (torch._dynamo, sympy: about 1 s) that a meta-device fill would pull in."""
     corpus = write_csv(tmp_path / "c.csv", SENTENCES[:3])
     script = ("import sys, featx\n"
               f"featx.extract({str(corpus)!r}, output={str(tmp_path / 'f.h5')!r}, progress=False)\n"
-              "print(sorted(name for name in sys.modules if name.split('.')[0] == 'transformers'))\n"
+              "print(sorted(name for name in sys.modules if name.split('.')[0] in ('transformers', 'sympy')\n"
+              "             or name.startswith('torch._dynamo')))\n"
               f"print(featx.open({str(tmp_path / 'f.h5')!r}).attrs['implementation'])\n")
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
                             env={**_environment(), "FEATX_NATIVE": "1"})

@@ -13,6 +13,8 @@ no cross-attention), ``hidden_act`` gelu (exact, erf) or relu.
 
 from __future__ import annotations
 
+import contextlib
+
 import json
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -282,9 +284,31 @@ def match_keys(model_keys, checkpoint_keys) -> tuple[dict[str, str], list[str], 
     return mapping, missing, unexpected
 
 
+INIT_FUNCTIONS = ("normal_", "uniform_", "kaiming_uniform_", "ones_", "zeros_")
+
+
+@contextlib.contextmanager
+def _fills_skipped():
+    """``nn.init``'s fills as no-ops while the meta network is built. A fill of a meta tensor runs torch's
+    Python reference kernels, whose first use imports ``torch._dynamo`` (about 1 s of start-up), for values
+    the checkpoint replaces anyway; transformers' ``no_init_weights`` skips them the same way."""
+    saved = {name: getattr(nn.init, name) for name in INIT_FUNCTIONS}
+    try:
+        for name in INIT_FUNCTIONS:
+            setattr(nn.init, name, _unfilled)
+        yield
+    finally:
+        for name, function in saved.items():
+            setattr(nn.init, name, function)
+
+
+def _unfilled(tensor: torch.Tensor, *args, **kwargs) -> torch.Tensor:
+    return tensor
+
+
 def build(settings: BertSettings) -> BertModel:
     """The network with its parameters on the meta device (no memory, no random init): weights come next."""
-    with torch.device("meta"):
+    with torch.device("meta"), _fills_skipped():
         return BertModel(settings)
 
 
