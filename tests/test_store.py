@@ -193,3 +193,51 @@ def test_same_request_today_gives_the_0_1_file(tmp_path):
             for layer in old.site_layers(site):
                 within_one_step(new.token_states(layer, site=site, dtype=np.float16),
                                 old.token_states(layer, site=site, dtype=np.float16))
+
+
+def test_an_interrupt_while_the_lock_is_taken_removes_its_file(tmp_path, monkeypatch):
+    """SIGTERM/Ctrl-C between creating the lock file and returning from ``__enter__``: the file this process
+    created and locked is removed (it was left behind before), and the next run takes the lock."""
+    import fcntl
+
+    from featx.store import OutputLock
+
+    output = tmp_path / "out.h5"
+    real_flock = fcntl.flock
+
+    interrupted = []
+
+    def flock_then_interrupt(handle, operation):  # the signal lands just after the lock is taken, once
+        real_flock(handle, operation)
+        if operation & fcntl.LOCK_EX and not interrupted:
+            interrupted.append(True)
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(fcntl, "flock", flock_then_interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        OutputLock(output).__enter__()
+    monkeypatch.setattr(fcntl, "flock", real_flock)
+    assert not (tmp_path / "out.h5.lock").exists()
+    with OutputLock(output):
+        assert (tmp_path / "out.h5.lock").read_text() == f"pid {__import__('os').getpid()}"
+
+
+def test_a_lock_held_by_another_process_is_never_removed_by_the_one_refused(tmp_path):
+    import subprocess
+    import sys
+
+    from featx.errors import StoreError
+    from featx.store import OutputLock
+
+    output = tmp_path / "out.h5"
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from featx.store import OutputLock\n"
+                               f"with OutputLock(__import__('pathlib').Path({str(output)!r})):\n"
+                               "    print('held', flush=True); time.sleep(30)"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(StoreError, match="writing"):
+            OutputLock(output).__enter__()
+        assert (tmp_path / "out.h5.lock").exists()
+    finally:
+        holder.kill()
+        holder.wait()

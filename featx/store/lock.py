@@ -62,11 +62,22 @@ class OutputLock:
             self.handle.truncate()
             self.handle.write(f"pid {os.getpid()}")
             self.handle.flush()
-        except BaseException:  # Ctrl-C while taking the lock: release what was taken
+        except BaseException:  # Ctrl-C or SIGTERM while taking the lock: release (and remove) what was taken
             if self.handle is not None and not self.handle.closed:
+                self._remove_if_ours()
                 self.handle.close()
             raise
         return self
+
+    def _remove_if_ours(self) -> None:
+        """Unlink the lock file if this process holds its lock (taking it again on the same open file
+        succeeds only then: another holder makes it fail) and it is still the file at the path."""
+        try:
+            fcntl.flock(self.handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            if os.stat(self.path).st_ino == os.fstat(self.handle.fileno()).st_ino:
+                self.path.unlink()
+        except OSError:
+            pass
 
     def __exit__(self, *exc) -> None:
         try:
