@@ -125,7 +125,7 @@ def train_head(model, inputs, y: np.ndarray, train_rows: np.ndarray, val_rows: n
     torch = _torch()
     generator = torch.Generator().manual_seed(seed)
     torch.manual_seed(seed)
-    targets = torch.as_tensor(y, dtype=torch.long)
+    targets = torch.tensor(y, dtype=torch.long)  # a copy: y may be a read-only view of the features file
     weight = torch.as_tensor(class_weights(y[train_rows], n_classes), dtype=torch.float32) if balanced else None
     loss_fn = torch.nn.CrossEntropyLoss(weight=weight)
     optimizer = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay)
