@@ -150,18 +150,6 @@ class BertSelfAttention(nn.Module):
         return context.reshape(*input_shape, -1).contiguous()
 
 
-class BertSelfOutput(nn.Module):
-    def __init__(self, settings: BertSettings):
-        super().__init__()
-        self.dense = nn.Linear(settings.hidden_size, settings.hidden_size)
-        self.LayerNorm = nn.LayerNorm(settings.hidden_size, eps=settings.layer_norm_eps)
-        self.dropout = nn.Dropout(settings.hidden_dropout_prob)
-
-    def forward(self, hidden_states: torch.Tensor, input_tensor: torch.Tensor) -> torch.Tensor:
-        hidden_states = self.dropout(self.dense(hidden_states))
-        return self.LayerNorm(hidden_states + input_tensor)
-
-
 class BertAttention(nn.Module):
     def __init__(self, settings: BertSettings):
         super().__init__()
@@ -183,15 +171,25 @@ class BertIntermediate(nn.Module):
 
 
 class BertOutput(nn.Module):
-    def __init__(self, settings: BertSettings):
+    """dense -> dropout -> residual add -> LayerNorm, from the feed-forward's ``in_features`` (default)."""
+
+    def __init__(self, settings: BertSettings, in_features: int | None = None):
         super().__init__()
-        self.dense = nn.Linear(settings.intermediate_size, settings.hidden_size)
+        in_features = settings.intermediate_size if in_features is None else in_features
+        self.dense = nn.Linear(in_features, settings.hidden_size)
         self.LayerNorm = nn.LayerNorm(settings.hidden_size, eps=settings.layer_norm_eps)
         self.dropout = nn.Dropout(settings.hidden_dropout_prob)
 
     def forward(self, hidden_states: torch.Tensor, input_tensor: torch.Tensor) -> torch.Tensor:
         hidden_states = self.dropout(self.dense(hidden_states))
         return self.LayerNorm(hidden_states + input_tensor)
+
+
+class BertSelfOutput(BertOutput):
+    """The same block after attention, from ``hidden_size`` features."""
+
+    def __init__(self, settings: BertSettings):
+        super().__init__(settings, settings.hidden_size)
 
 
 class BertLayer(nn.Module):
