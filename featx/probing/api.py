@@ -23,7 +23,7 @@ from .labels import join_labels, prepare, split_note, stored_column
 from .regression import resolve_task
 from .results import COLUMNS, CURVE_COLUMNS
 from .inputs import (TOKENS_POOLING, ProbeResult, _check_baseline, _check_baseline_sites, _check_corpus,  # noqa: F401
-                     JOB_THREADS, _Job, _load, _site_plan, _versions, _workers, run_jobs, solver_plan, write_result)
+                     JOB_THREADS, _Job, _load, _site_plan, _versions, run_jobs, solver_plan, write_result)
 from .significance import add_significance
 
 MIN_TEST_ROWS = 30  # below this many scored rows a probe's accuracy says little (a warning)
@@ -169,13 +169,11 @@ def _run_job(job: _Job, shared: _Shared) -> list[dict]:
 
 def _online_code(job: _Job, data, shared: _Shared):
     """The MDL online code of this job's features (pooled single/cat specs only; stack and tokens: none)."""
-    from .mdl import online_codelength
+    from .mdl import coded_rows, online_codelength
 
     if job.pooling == TOKENS_POOLING or job.spec.kind == "stack":
         return None
-    rows = np.sort(np.concatenate([part for part in (shared.plan.folds[0][0], shared.plan.dev[0]) if part is not None])) \
-        if shared.plan.is_split else None
-    return online_codelength(data, shared.y, shared.n_classes, rows, shared.seed, shared.cs)
+    return online_codelength(data, shared.y, shared.n_classes, coded_rows(shared.plan), shared.seed, shared.cs)
 
 
 def _out_of_fold(shared: _Shared, folds: list[ev.FoldResult]) -> np.ndarray:

@@ -22,6 +22,7 @@ import numpy as np
 
 from . import classifiers as clf
 from . import evaluation as ev
+from .word_tasks import inner_split_by_sentence
 
 FRACTIONS = (0.001, 0.002, 0.004, 0.008, 0.016, 0.032, 0.0625, 0.125, 0.25, 0.5, 1.0)
 MIX = 1e-4  # share of the uniform distribution mixed into the probe's: a class it never saw costs ~log2(K/MIX) bits
@@ -103,12 +104,10 @@ def _group_splits(y: np.ndarray, groups: np.ndarray, seed: int) -> list[tuple[np
     unique = np.unique(groups)
     if len(unique) < 3:
         return []
-    rng = np.random.default_rng(seed)
     if len(y) >= SMALL_ROWS:
-        n_val = max(1, int(round(ev.INNER_HOLDOUT * len(unique))))
-        held = np.isin(groups, rng.choice(unique, size=n_val, replace=False))
-        splits = [(rows[~held], rows[held])]
+        splits = [inner_split_by_sentence(groups, rows, seed)]
     else:
+        rng = np.random.default_rng(seed)
         fold_of = dict(zip(rng.permutation(unique).tolist(), np.arange(len(unique)) % 3))
         fold = np.array([fold_of[g] for g in groups.tolist()])
         splits = [(rows[fold != k], rows[fold == k]) for k in range(3)]
@@ -135,6 +134,14 @@ def _block_probabilities(X, y, train, block, n_classes, cs, seed, groups=None) -
     model = clf.make_linear("logreg", C, False, seed)
     clf.fit_quietly(model, Xs, y_train)
     return clf.linear_scores(model, scaler(X[block]), n_classes)
+
+
+def coded_rows(plan) -> np.ndarray | None:
+    """The rows whose labels the online code sends: a split's training part, dev included; None (every
+    row) under cross-validation. ``plan``: an evaluation plan with ``folds``, ``dev`` and ``is_split``."""
+    if not plan.is_split:
+        return None
+    return np.sort(np.concatenate([part for part in (plan.folds[0][0], plan.dev[0]) if part is not None]))
 
 
 def transmission_order(rows: np.ndarray, seed: int, fractions=FRACTIONS,

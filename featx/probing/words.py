@@ -89,13 +89,10 @@ class _Shared:
 def _online_code(shared: _Shared, X: np.ndarray):
     """The MDL online code of the labels given one layer's items, sent sentence by sentence (the
     training part, dev included, of a split; every item under cross-validation)."""
-    from .mdl import online_codelength
+    from .mdl import coded_rows, online_codelength
 
-    plan = shared.plan
-    rows = np.sort(np.concatenate([part for part in (plan.folds[0][0], plan.dev[0]) if part is not None])) \
-        if plan.is_split else None
-    return online_codelength(X, shared.task.y, shared.task.n_classes, rows, shared.seed, shared.cs,
-                             groups=shared.task.groups)
+    return online_codelength(X, shared.task.y, shared.task.n_classes, coded_rows(shared.plan), shared.seed,
+                             shared.cs, groups=shared.task.groups)
 
 
 def _run_job(source, layer: int, pooling: str, shared: _Shared) -> list[dict]:
