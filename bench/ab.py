@@ -22,10 +22,10 @@ from pathlib import Path
 CHILD = r"""
 import json, sys, time, warnings, torch
 warnings.simplefilter("ignore", DeprecationWarning)
-from featx.batching import collate, plan_batches
-from featx.corpus import read_corpus
-from featx.modeling import load_model
-from featx.tokenize import tokenize_texts
+from featx.extraction.batching import collate, plan_batches
+from featx.extraction.corpus import read_corpus
+from featx.extraction.modeling import load_model
+from featx.extraction.tokenize import tokenize_texts
 corpus, model, dtype, max_tokens, batch_size, max_length = sys.argv[1:7]
 loaded = load_model(model, "cpu", dtype, max_length=int(max_length))
 read = read_corpus(corpus, "text", None, False, "utf-8")
@@ -40,7 +40,7 @@ try:  # featx >= the extraction package: the runner reads an ExtractionPlan
 except ImportError:  # older checkouts
     import numpy as np
     from featx.extractor import _Runner
-    from featx.pooling import POOLING_FUNCTIONS
+    from featx.extraction.pooling import POOLING_FUNCTIONS
     poolings = list(POOLING_FUNCTIONS) + (["pooler"] if loaded.has_pooler else [])
     runner = _Runner(loaded, list(range(loaded.n_layers)), poolings, False, np.float16)
 batches = [collate(tokenized, rows, 0) for rows in plan_batches(tokenized.lengths, int(max_tokens), int(batch_size))]

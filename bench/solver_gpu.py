@@ -54,7 +54,8 @@ def _synchronize(device: str) -> None:
 
 def time_solvers(rows: int, width: int, classes: int, cs: list[float], device: str) -> dict:
     """Step 1 for one size: both solvers on the same batch of problems (one per C)."""
-    from featx.probing import softmax, softmax_torch
+    from featx.probing.solvers import softmax
+    from featx.probing.solvers import softmax_torch
 
     X, labels = planted_problem(rows + rows // 4, width, classes)
     train, test = slice(0, rows), slice(rows, None)

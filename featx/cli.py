@@ -196,7 +196,7 @@ def probe(features, no_control, sweep, **options):
     if using_last:  # say which file before the (long) run starts
         echo(using_last)
     if sweep:
-        from .probing.sweep import from_probe_options
+        from .probing.analyses.sweep import from_probe_options
 
         echo(from_probe_options(features, not no_control, options).format())
         return
@@ -206,7 +206,7 @@ def probe(features, no_control, sweep, **options):
         echo(note, err=note.startswith("warning"))
     echo(result.format_table())
     if result.curve is not None and not result.curve.empty:
-        from .report.learning import format_curve_table
+        from .report.figures.learning import format_curve_table
 
         echo("\n" + format_curve_table(result.curve))
     extra = [path.name for path in (result.predictions_path, result.curve_path) if path is not None]
@@ -245,7 +245,7 @@ def explain(results, limit, buckets):
     by layer, and accuracy by text length and by truncation, from the out-of-fold predictions.
     """
     from .errors import require_whole
-    from .probing.explain import explain as run_explain
+    from .probing.analyses.explain import explain as run_explain
 
     require_whole(limit, "--limit")
 
@@ -278,8 +278,10 @@ def plot(results, output, metric, classifier, baseline, compare, dpi, heatmap_sc
     import matplotlib.pyplot as plt
 
     from .errors import InputError, require_whole
-    from .plots import default_output, figure, labels_figure
-    from .report.learning import format_curve_table, is_curve_file, learning_figure
+    from .report.compare import labels_figure
+    from .report.figures.plot import figure
+    from .report.figures.style import default_output
+    from .report.figures.learning import format_curve_table, is_curve_file, learning_figure
     from .state import given_or_last
 
     require_whole(dpi, "--dpi")
@@ -379,7 +381,7 @@ def erase(features, **options):
     Reports the probe's accuracy before and after per layer (the eraser fitted inside each training
     part), how much the features moved, and what other label columns lost (amnesic probing).
     """
-    from .probing.erase import erase as run_erase
+    from .probing.analyses.erase import erase as run_erase
 
     echo(run_erase(features, **options).format())
 
@@ -424,7 +426,7 @@ def similarity(features, other, output, pooling, site, dpi):
 def report(results, output, classifier):
     """One self-contained HTML page of a probing run (default: the last results in this directory)."""
     _agg()
-    from .report.html import write_report
+    from .report.html.page import write_report
     from .state import given_or_last
 
     results, using_last = given_or_last(results, "results")
@@ -451,7 +453,7 @@ def neurons(features, **options):
 
     A logreg probe is retrained on only the top, bottom or random 1%, 5%, 10%, 20% of the neurons.
     """
-    from .probing.neurons import neurons as run_neurons
+    from .probing.analyses.neurons import neurons as run_neurons
 
     echo(run_neurons(features, **options).format())
 

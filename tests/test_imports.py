@@ -1,5 +1,5 @@
-"""The package's shape: no import circle anywhere in featx, old import paths still work (with a warning),
-and the torch-free entry points stay torch-free."""
+"""The package's shape: no import circle anywhere in featx, no old import path, and the torch-free entry
+points stay torch-free."""
 
 from __future__ import annotations
 
@@ -7,16 +7,15 @@ import ast
 import importlib
 import subprocess
 import sys
-import warnings
 from pathlib import Path
 
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "featx"
-# Old import paths kept for one release; each only re-exports its new home.
-DEPRECATED = {"featx.batching", "featx.corpus", "featx.estimation", "featx.extract_config", "featx.extractor",
-              "featx.freshness", "featx.merge", "featx.model_files", "featx.modeling", "featx.onednn",
-              "featx.pooling", "featx.sharding", "featx.sites", "featx.tokenize"}
+# The old top-level paths of 0.1's development tree; never released, so nothing re-exports them.
+REMOVED = ("featx.batching", "featx.corpus", "featx.estimation", "featx.extract_config", "featx.extractor",
+           "featx.freshness", "featx.merge", "featx.model_files", "featx.modeling", "featx.onednn", "featx.plots",
+           "featx.pooling", "featx.sharding", "featx.sites", "featx.tokenize", "featx._moved")
 
 
 def _name(path: Path) -> str:
@@ -73,7 +72,7 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
 
 
 def test_no_import_circle_in_featx():
-    graph = {name: edges - DEPRECATED for name, edges in import_graph().items() if name not in DEPRECATED}
+    graph = import_graph()
     assert len(graph) > 30  # the walk found the package
     assert find_cycle(graph) is None, " -> ".join(find_cycle(graph))
 
@@ -83,21 +82,10 @@ def test_the_cycle_finder_finds_one():
     assert find_cycle({"a": {"b"}, "b": set()}) is None
 
 
-@pytest.mark.parametrize("old, new, name", [
-    ("featx.corpus", "featx.extraction.corpus", "read_corpus"),
-    ("featx.merge", "featx.extraction.merge", "merge"),
-    ("featx.extract_config", "featx.extraction.config", "ExtractConfig"),
-    ("featx.sites", "featx.extraction.sites", "parse_sites"),
-    ("featx.extractor", "featx.extraction", "extract"),
-    ("featx.sharding", "featx.extraction.sharding", "ShardSpec"),
-])
-def test_old_import_paths_work_and_warn(old, new, name):
-    sys.modules.pop(old, None)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        module = importlib.import_module(old)
-    assert any(issubclass(w.category, DeprecationWarning) and new.split(".")[-1] in str(w.message) for w in caught)
-    assert getattr(module, name) is getattr(importlib.import_module(new), name)
+@pytest.mark.parametrize("old", REMOVED)
+def test_old_import_paths_are_gone(old):
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module(old)
 
 
 def test_config_and_quick_check_do_not_import_torch():

@@ -3,7 +3,7 @@
 A sharded extraction of ``OUT.h5`` writes one ordinary features file per shard
 beside it, ``OUT.shard-03-of-08.h5`` (resumable on its own, like any extraction),
 plus a manifest ``OUT.shards.json`` naming every shard and what they must share
-(model, options and corpus). ``featx merge OUT.h5`` (``featx.merge``) checks the
+(model, options and corpus). ``featx merge OUT.h5`` (``featx.extraction.merge``) checks the
 shards against the manifest and copies them into ``OUT.h5`` in corpus order.
 
 Under ``torchrun`` every process extracts one shard (``distributed.py``).

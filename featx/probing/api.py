@@ -14,17 +14,17 @@ from ..errors import InputError
 from ..selection import LayerSpec, parse_layer_specs, parse_poolings
 from ..state import given_or_last
 from ..store import FeatureFile, schema
-from . import classifiers as clf
-from . import evaluation as ev
+from .solvers import classifiers as clf
+from .evaluation import core as ev
 from .config import ProbeConfig
-from .devices import solver_meta
-from .pairs import baseline_meta
+from .solvers.devices import solver_meta
+from .tasks.pairs import baseline_meta
 from .labels import join_labels, prepare, split_note, stored_column
-from .regression import resolve_task
+from .tasks.regression import resolve_task
 from .results import COLUMNS, CURVE_COLUMNS
 from .inputs import (TOKENS_POOLING, ProbeResult, _check_baseline, _check_baseline_sites, _check_corpus,  # noqa: F401
                      JOB_THREADS, _Job, _load, _site_plan, _versions, run_jobs, solver_plan, write_result)
-from .significance import add_significance
+from .evaluation.significance import add_significance
 
 MIN_TEST_ROWS = 30  # below this many scored rows a probe's accuracy says little (a warning)
 
@@ -169,7 +169,7 @@ def _run_job(job: _Job, shared: _Shared) -> list[dict]:
 
 def _online_code(job: _Job, data, shared: _Shared):
     """The MDL online code of this job's features (pooled single/cat specs only; stack and tokens: none)."""
-    from .mdl import coded_rows, online_codelength
+    from .analyses.mdl import coded_rows, online_codelength
 
     if job.pooling == TOKENS_POOLING or job.spec.kind == "stack":
         return None
@@ -188,7 +188,7 @@ def _run_curve_job(job: _Job, shared: _Shared, sizes: list[float]) -> list[dict]
     """Learning-curve points of one job: the same outer folds, each training part subsampled."""
     from threadpoolctl import threadpool_limits
 
-    from .curves import subsampled_plan
+    from .analyses.curves import subsampled_plan
 
     records = []
     with threadpool_limits(limits=shared.threads):
@@ -322,10 +322,10 @@ def probe(config: ProbeConfig | str | Path | None = None, **options) -> ProbeRes
         if not features.complete:
             notes.append(f"warning: {path} is incomplete; probing the {features.n_rows} rows written so far")
         _check_corpus(features, notes)
-        from .words import wants_words
+        from .tasks.words import wants_words
 
         if config.labels is None and wants_words(features, config):  # a word-level label, or --arcs
-            from .words import probe_words
+            from .tasks.words import probe_words
 
             features.close()
             return probe_words(config, Path(path), notes, started)
@@ -333,7 +333,7 @@ def probe(config: ProbeConfig | str | Path | None = None, **options) -> ProbeRes
         if config.labels is None:
             label = _default_label(features, config, notes)
             if resolve_task(features, label, config.task) == "regression":
-                from .regression import probe_regression
+                from .tasks.regression import probe_regression
 
                 return probe_regression(config, Path(path), label, notes, started)
         column = _label_column_of(features, config, notes, label)
@@ -429,7 +429,7 @@ def probe(config: ProbeConfig | str | Path | None = None, **options) -> ProbeRes
                                                           row_info)
     curve, sizes = None, None
     if curve_plan:
-        from .curves import parse_train_sizes
+        from .analyses.curves import parse_train_sizes
 
         sizes = parse_train_sizes(config.train_sizes)
         curve_jobs = [_Job("main", str(path), spec, pooling, list(pooled_classifiers), site)

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import InputError, require_whole
-from .devices import check_device
+from .solvers.devices import check_device
 
 CLASSIFIERS = ("logreg", "svm", "mlp", "attn")
 REGRESSION_ONLY = ("ridge",)  # accepted by --classifier, refused for a classification label
@@ -100,6 +100,6 @@ class ProbeConfig:
         if self.min_class_rows is not None:
             require_whole(self.min_class_rows, "--min-class-rows", minimum=1)
         if self.train_sizes is not None:
-            from .curves import parse_train_sizes
+            from .analyses.curves import parse_train_sizes
 
             parse_train_sizes(self.train_sizes)

@@ -14,9 +14,9 @@ from .._version import __version__
 from ..errors import InputError
 from ..selection import LayerSpec, parse_layer_specs
 from ..store import FeatureFile, schema
-from . import evaluation as ev
+from .evaluation import core as ev
 from .config import ProbeConfig
-from .pairs import baseline_lines, pooled_block
+from .tasks.pairs import baseline_lines, pooled_block
 
 TOKENS_POOLING = "tokens"  # the pooling column of attn rows: the probe pools the token states itself
 
@@ -51,11 +51,11 @@ class ProbeResult:
 
     def format_table(self) -> str:
         if self.meta.get("task") == "regression":
-            from .regression_report import format_table
+            from ..report.text.regression import format_table
         elif self.meta.get("level") in ("word", "arc"):
-            from .word_report import format_table
+            from ..report.text.words import format_table
         else:
-            from .report import format_table
+            from ..report.text.probe import format_table
 
         text = format_table(self.table, self.meta)
         pair_lines = baseline_lines(self.meta)  # sentence pairs: the cosine baseline comes first
@@ -192,7 +192,7 @@ def run_jobs(function, jobs: list[tuple], workers: int, device: str | None = Non
 
 
 def _on_device(device: str, function, job: tuple):
-    from .devices import solver_device
+    from .solvers.devices import solver_device
 
     with solver_device(device):
         return function(*job)
@@ -211,7 +211,7 @@ def solver_plan(config: ProbeConfig, n_jobs: int, notes: list[str], solves: bool
     """Where this run solves its logistic probes (None: numpy on the CPU; only resolved when it ``solves``
     any) and how many worker processes run its ``n_jobs`` jobs. On a GPU the jobs take turns unless
     ``--jobs`` is given: each worker would hold its own CUDA context, all contending for one GPU."""
-    from .devices import resolve_device
+    from .solvers.devices import resolve_device
 
     device = resolve_device(config.device) if solves else None
     workers = job_workers(config.jobs, n_jobs)

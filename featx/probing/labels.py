@@ -157,7 +157,7 @@ def add_labels(features_path: str | Path, labels_path: str | Path, join: str = "
     """``featx labels add``: store the label columns of ``labels_path`` in the features file for good
     (atomically); returns the line to show."""
     from ..store.writer import add_label_columns
-    from .task import open_complete
+    from .analyses.target import open_complete
 
     features_path = Path(features_path)
     with open_complete(features_path) as features:

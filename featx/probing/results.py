@@ -106,7 +106,7 @@ def _normalise(table: pd.DataFrame) -> pd.DataFrame:
             table[column] = table[column].map(lambda v: None if pd.isna(v) or v == "" else str(v).lower() in ("true", "1"))
     for column in ("per_class_f1", "layer_weights", "layers", "layer_spec", "pooling", "site"):
         if column in table:
-            table[column] = table[column].fillna("").astype(str)
+            table[column] = table[column].astype(object).fillna("").astype(str)
     return table
 
 

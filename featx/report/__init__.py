@@ -1,8 +1,42 @@
-"""The presentation side of featx: figures, comparisons, layer similarity and the HTML report.
+"""The presentation side of featx: terminal tables, figures, comparisons, layer similarity and the HTML report.
 
-Modules: ``load`` (reading results, choosing rows), ``style`` (palette, saving), ``curves`` (metric by
-layer, MDL, per-class F1, PCA), ``heatmap`` (layer × pooling grid), ``learning`` (learning curves),
-``figures`` (the ``featx plot`` figure), ``compare`` + ``paired`` (``featx compare``), ``similarity``
-(``featx similarity``, linear CKA) and ``html`` (``featx report``). ``featx.plots`` re-exports the
-plotting functions under their old names.
+Subpackages: ``text`` (the terminal tables of every command), ``figures`` (every matplotlib figure and the
+shared style) and ``html`` (``featx report``). Modules: ``load`` (reading results, choosing rows),
+``compare`` + ``paired`` (``featx compare``) and ``similarity`` (``featx similarity``, linear CKA).
+
+The names below are the notebook-facing API. They are imported on first use, so that a command that only
+prints a table never pays for matplotlib.
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_HOMES = {
+    "load_results": "load",
+    "default_classifier": "load",
+    "describe": "load",
+    "best_row": "load",
+    "layer_rows": "load",
+    "references": "load",
+    "plot_layer_curves": "figures.curves",
+    "plot_mdl": "figures.curves",
+    "plot_per_class_f1": "figures.curves",
+    "plot_projection": "figures.curves",
+    "plot_heatmap": "figures.heatmap",
+    "plot_learning_curves": "figures.learning",
+    "figure": "figures.plot",
+    "compare": "compare",
+    "labels_figure": "compare",
+    "similarity": "similarity",
+}
+
+__all__ = sorted(_HOMES)
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'featx.report' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{home}"), name)

@@ -20,7 +20,7 @@ import pandas as pd
 from ..errors import InputError
 from .load import METRIC_NAMES, _check_metric, _model_name, best_row, default_classifier, layer_rows, load_results, references
 from .paired import paired_layer_tests, why_not_paired
-from .style import CYCLE, FORMATS, MARKERS, OKABE_ITO, RC, legend_below, save
+from .figures.style import CYCLE, FORMATS, MARKERS, OKABE_ITO, RC, legend_below, save
 
 FIELDS = ("model", "corpus", "label", "site", "classifier")
 FIELD_PLURALS = {"model": "models", "corpus": "corpora", "label": "label columns", "site": "sites",
@@ -164,7 +164,7 @@ def plot_compare(entries: list[Entry], ax=None, metric: str = "accuracy", relati
     layers where a file differs significantly from the first file are ringed."""
     import matplotlib.pyplot as plt
 
-    from .style import _axes
+    from .figures.style import _axes
 
     with plt.rc_context(RC):
         ax = _axes(ax)

@@ -20,7 +20,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..errors import InputError, StoreError
-from .style import SITE_LINESTYLES
+from .figures.style import SITE_LINESTYLES
 
 METRICS = ("accuracy", "macro_f1", "balanced_accuracy", "selectivity", "control_accuracy",
            "r2", "spearman", "pearson", "mae", "control_r2")
@@ -73,13 +73,13 @@ def load_results(source, meta: dict | None = None) -> tuple[pd.DataFrame, dict]:
     frame = frame.copy()
     if "features" not in frame.columns:
         frame["features"] = "main"
-    frame["features"] = frame["features"].fillna("main").astype(str)
-    frame["kind"] = frame["kind"].fillna("").astype(str)
-    frame["pooling"] = frame["pooling"].fillna("").astype(str)
+    frame["features"] = frame["features"].astype(object).fillna("main").astype(str)
+    frame["kind"] = frame["kind"].astype(object).fillna("").astype(str)
+    frame["pooling"] = frame["pooling"].astype(object).fillna("").astype(str)
     if "site" not in frame.columns:  # results from before sites: every probe read the hidden states
         frame["site"] = "hidden"
-    frame["site"] = frame["site"].fillna("").astype(str)
-    frame["classifier"] = frame["classifier"].fillna("").astype(str)
+    frame["site"] = frame["site"].astype(object).fillna("").astype(str)
+    frame["classifier"] = frame["classifier"].astype(object).fillna("").astype(str)
     frame["layer"] = pd.to_numeric(frame["layer"], errors="coerce").astype("Int64")
     if "per_class_f1" in frame.columns:
         frame["per_class_f1"] = [_as_dict(value) for value in frame["per_class_f1"]]

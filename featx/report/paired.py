@@ -1,7 +1,7 @@
 """Paired tests between two results files of the same rows (two models, or a model and its random-init
 baseline), per layer, from their per-row predictions files (``X.predictions.csv``).
 
-The tests are those featx uses between layers (``featx.probing.significance``): a paired bootstrap
+The tests are those featx uses between layers (``featx.probing.evaluation.significance``): a paired bootstrap
 over the test rows with a fixed split, the corrected resampled t-test over the same folds with
 cross-validation (the folds are rebuilt from the run's seed and fold count, as the probe built them),
 Holm-adjusted over the layers of one comparison.
@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..probing.significance import ALPHA, holm, paired_p_value
+from ..probing.evaluation.significance import ALPHA, holm, paired_p_value
 
 N_BOOT = 2000
 
@@ -53,7 +53,7 @@ def _layer_columns(frame: pd.DataFrame) -> dict[int, str]:
 
 
 def _plan(meta: dict, y: np.ndarray, names: list[str]):
-    from ..probing.evaluation import Plan, make_plan
+    from ..probing.evaluation.core import Plan, make_plan
 
     if meta.get("evaluation") == "split":
         return Plan("split", [(np.arange(0), np.arange(len(y)))], [None])

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InputError
-from .style import FORMATS, RC, _axes, save
+from .figures.style import FORMATS, RC, _axes, save
 
 CACHE_BYTES = 1 << 30  # layers are kept in memory only while the whole file fits in this
 

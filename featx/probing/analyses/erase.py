@@ -1,0 +1,282 @@
+"""``featx erase``: remove a label linearly from stored features, check it is gone, see what else went.
+
+Per (layer, pooling): the eraser (``erasure.py``) is fitted inside every training part of the
+evaluation plan and the logreg probe is trained and scored before and after, so "after" never sees a
+test row while fitting (eraser, scaler or C). The written file's eraser is fitted on the training
+rows (the train split; every labelled row under cross-validation) and applied to every row.
+Amnesic probing: the same before/after for each other label column, its eraser fitted on that
+column's training parts (with the erased label's values), with paired tests, Holm-adjusted per label,
+and a control (Elazar et al. 2021): the accuracy after removing as many random directions instead.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ...errors import InputError
+from ...selection import parse_layer_specs, parse_poolings
+from ..evaluation import core as ev
+from ..config import DEFAULT_CS
+from .erasure import METHODS, Eraser, fit_eraser, moved, random_eraser, save_erasers
+from ..evaluation.significance import ALPHA, holm, paired_p_value
+from ..tasks.pairs import refuse_separate_pairs
+from .target import Task, check_positive, load_task, open_complete
+
+MAIN_COLUMNS = ["label", "method", "pooling", "layer", "rank", "iterations", "majority", "before", "before_low",
+                "before_high", "after", "after_low", "after_high", "at_chance", "p", "p_holm", "moved"]
+AMNESIC_COLUMNS = ["label", "erased", "pooling", "layer", "majority", "before", "before_low", "before_high",
+                   "after", "after_low", "after_high", "change", "p", "p_holm", "significant", "random_after"]
+
+
+@dataclass
+class EraseConfig:
+    """Options of ``featx erase`` (see the README's "Beyond accuracy")."""
+
+    features: str | Path
+    label: str | None = None
+    layers: str = "all"
+    poolings: str = "mean"
+    method: str = "leace"
+    iterations: int = 50  # INLP: the most rounds
+    amnesic: str | None = "all"  # other label columns to probe before/after ("all", "a,b", None: none)
+    folds: int = 5
+    seed: int = 0
+    output: str | Path | None = None
+    overwrite: bool = False
+    n_bootstrap: int = 1000
+    jobs: int | None = None
+    write: bool = True
+
+
+@dataclass
+class EraseResult:
+    table: pd.DataFrame  # the erased label before/after, per pooling and layer
+    amnesic: pd.DataFrame  # other label columns before/after
+    meta: dict
+    output: Path | None = None
+    csv_path: Path | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def format(self) -> str:
+        from ...report.text.erase import format_erase
+
+        return format_erase(self)
+
+
+@dataclass
+class _Job:
+    path: str
+    layer: int
+    pooling: str
+    main: Task
+    others: list[Task]
+    l_codes: np.ndarray  # the erased label's class codes (main task's numbering) per file row, -1 missing
+    config: EraseConfig
+
+
+def _summary(task: Task, folds: list[ev.FoldResult], n_boot: int, seed: int) -> tuple[float, float, float]:
+    row = ev.summarise(task.plan, task.y, folds, task.n_classes, n_boot, seed)
+    return row["accuracy"], row["accuracy_low"], row["accuracy_high"]
+
+
+def _oof(task: Task, folds: list[ev.FoldResult]) -> np.ndarray:
+    out = np.full(len(task.y), -1)
+    for (_, test), result in zip(task.plan.folds, folds):
+        out[test] = result.predictions
+    return out
+
+
+def _before_after(job: _Job, task: Task, X: np.ndarray, codes: np.ndarray, n_codes: int, cache: dict,
+                  random_control: bool = False):
+    """Fold results of the logreg probe of ``task`` before and after erasing ``codes`` (the erased
+    label's codes of task's rows) with an eraser fitted on each fold's training rows that have one;
+    with ``random_control``, also after removing as many random directions (the amnesic control)."""
+    before, after, control = [], [], []
+    for index, ((train, test), dev) in enumerate(zip(task.plan.folds, task.plan.dev)):
+        seed = job.config.seed + 1000 * index
+        fit_rows = train[codes[train] >= 0]
+        eraser = _eraser(job, task.kept[fit_rows], X[fit_rows], codes[fit_rows], n_codes, cache)
+        versions = [(before, X), (after, eraser(X))]
+        if random_control:
+            versions.append((control, random_eraser(X[fit_rows], eraser.rank, seed)(X)))
+        for store, data in versions:
+            store.append(ev.run_linear_tasks("logreg", data, [task.y], train, test, dev, task.n_classes,
+                                             DEFAULT_CS, False, seed)[0])
+    return before, after, control
+
+
+def _eraser(job: _Job, file_rows: np.ndarray, X: np.ndarray, codes: np.ndarray, n_codes: int, cache: dict):
+    """The eraser fitted on these file rows (cached: a split's folds share their training rows)."""
+    key = np.sort(file_rows).tobytes()
+    if key not in cache:
+        cache[key] = fit_eraser(job.config.method, X, codes, n_codes, job.config.iterations, job.config.seed)
+    return cache[key]
+
+
+def _run_job(job: _Job) -> tuple[dict, list[dict], np.ndarray, Eraser]:
+    from threadpoolctl import threadpool_limits
+
+    config, main = job.config, job.main
+    with threadpool_limits(limits=1), open_complete(job.path) as features:
+        X = features.features(job.pooling, job.layer)
+    with threadpool_limits(limits=1):
+        cache: dict = {}
+        before, after, _ = _before_after(job, main, X[main.kept], main.y, main.n_classes, cache)
+        rows = main.training_rows()
+        final = _eraser(job, main.kept[rows], X[main.kept][rows], main.y[rows], main.n_classes, cache)
+        erased = final(X)
+        record = {"label": main.label, "method": config.method, "pooling": job.pooling, "layer": job.layer,
+                  "rank": final.rank, "iterations": final.iterations, "moved": moved(X, erased),
+                  "p": paired_p_value(main.plan, main.y, _oof(main, before), _oof(main, after),
+                                      max(config.n_bootstrap, 1000), config.seed)}
+        record["majority"] = _summary(main, main.majority(), config.n_bootstrap, config.seed)[0]
+        _put(record, "before", _summary(main, before, config.n_bootstrap, config.seed))
+        _put(record, "after", _summary(main, after, config.n_bootstrap, config.seed))
+        record["at_chance"] = bool(record["after_low"] <= record["majority"] + 1e-9)
+        amnesic = [_amnesic(job, other, X, cache) for other in job.others]
+    return record, amnesic, erased, final
+
+
+def _put(record: dict, name: str, values: tuple[float, float, float]) -> None:
+    record[name], record[f"{name}_low"], record[f"{name}_high"] = values
+
+
+def _amnesic(job: _Job, task: Task, X: np.ndarray, cache: dict) -> dict:
+    config = job.config
+    before, after, control = _before_after(job, task, X[task.kept], job.l_codes[task.kept], job.main.n_classes,
+                                           cache, random_control=True)
+    record = {"label": task.label, "erased": job.main.label, "pooling": job.pooling, "layer": job.layer,
+              "majority": _summary(task, task.majority(), config.n_bootstrap, config.seed)[0],
+              "p": paired_p_value(task.plan, task.y, _oof(task, before), _oof(task, after),
+                                  max(config.n_bootstrap, 1000), config.seed)}
+    _put(record, "before", _summary(task, before, config.n_bootstrap, config.seed))
+    _put(record, "after", _summary(task, after, config.n_bootstrap, config.seed))
+    record["change"] = record["after"] - record["before"]
+    record["random_after"] = _summary(task, control, config.n_bootstrap, config.seed)[0]
+    return record
+
+
+def _other_tasks(features, main: Task, config: EraseConfig, notes: list[str]) -> list[Task]:
+    if not config.amnesic or str(config.amnesic).lower() == "none":
+        return []
+    if str(config.amnesic).lower() == "all":
+        names = [name for name in features.label_columns if name != main.label]
+    else:
+        names = [name.strip() for name in str(config.amnesic).split(",") if name.strip()]
+        if main.label in names:
+            raise InputError(f"--amnesic {main.label}: that is the erased label", "name the other label columns")
+    tasks = []
+    for name in names:
+        try:
+            tasks.append(load_task(features, name, config.folds, config.seed))
+        except InputError as err:
+            if str(config.amnesic).lower() != "all":
+                raise
+            notes.append(f"amnesic probing skips '{name}': {err.message}")
+    return tasks
+
+
+def _plan_jobs(config: EraseConfig, notes: list[str]) -> tuple[list[_Job], dict]:
+    if config.method not in METHODS:
+        raise InputError(f"--method {config.method} is not available: choose from {', '.join(METHODS)}")
+    check_positive(config.iterations, "--iterations")
+    with open_complete(config.features) as features:
+        refuse_separate_pairs(features, "erase")
+        main = load_task(features, config.label, config.folds, config.seed)
+        specs = parse_layer_specs(config.layers, features.layers, allow_combined=False)
+        poolings = parse_poolings(config.poolings, features.poolings)
+        others = _other_tasks(features, main, config, notes)
+        codes = np.full(features.n_rows, -1, dtype=np.int64)
+        codes[main.kept] = main.y
+        info = {"n_rows": features.n_rows, "model": features.attrs.get("model"),
+                "fingerprint": features.attrs.get("fingerprint")}
+    layers = [spec.layers[0] for spec in specs]
+    jobs = [_Job(str(config.features), layer, pooling, main, others, codes, config)
+            for pooling in poolings for layer in layers]
+    return jobs, {**info, "layers": layers, "poolings": poolings, "main": main, "others": others}
+
+
+def _tables(outputs) -> tuple[pd.DataFrame, pd.DataFrame]:
+    table = pd.DataFrame([record for record, *_ in outputs], columns=MAIN_COLUMNS)
+    for _, group in table.groupby("pooling", sort=False):
+        table.loc[group.index, "p_holm"] = holm(group.p.to_numpy())
+    amnesic = pd.DataFrame([row for _, rows, *_ in outputs for row in rows], columns=AMNESIC_COLUMNS)
+    if not amnesic.empty:
+        amnesic = amnesic.sort_values(["label", "pooling", "layer"], kind="stable").reset_index(drop=True)
+        for _, group in amnesic.groupby(["label", "pooling"], sort=False):
+            amnesic.loc[group.index, "p_holm"] = holm(group.p.to_numpy())
+        amnesic["significant"] = amnesic.p_holm < ALPHA
+    return table, amnesic
+
+
+def erase(config: EraseConfig | str | Path, **options) -> EraseResult:
+    """Erase a label from every chosen (layer, pooling) of a features file; see ``EraseConfig``."""
+    from ...store.derived import write_derived
+    from .erase_paths import check_output, default_output
+
+    config = config if isinstance(config, EraseConfig) else EraseConfig(features=config, **options)
+    started, notes = time.perf_counter(), []
+    source = Path(config.features)
+    jobs, info = _plan_jobs(config, notes)
+    main = info["main"]
+    output = Path(config.output) if config.output else default_output(source, main.label, config.method)
+    if config.write:
+        check_output(source, output, config.overwrite)
+    outputs = _run(jobs, config)
+    table, amnesic = _tables(outputs)
+    settings = {"kind": "erasure", "method": config.method, "label": main.label, "layers": info["layers"],
+                "poolings": info["poolings"], "fit_rows": "train split" if main.plan.is_split else "all labelled rows",
+                "iterations": {f"{r['pooling']}/{r['layer']}": r["iterations"] for r, *_ in outputs}
+                if config.method == "inlp" else None, "seed": config.seed}
+    meta = {"features_file": str(source.resolve()), "model": info["model"], "label": main.label,
+            "evaluation": main.plan.evaluation, "n_rows": info["n_rows"], "classes": main.class_names,
+            "amnesic_labels": [task.label for task in info["others"]], "settings": settings, "notes": notes}
+    result = EraseResult(table, amnesic, meta, notes=notes)
+    if config.write:
+        pooled = {pooling: {} for pooling in info["poolings"]}
+        for record, _, erased, _ in outputs:
+            pooled[record["pooling"]][record["layer"]] = erased
+        result.output = write_derived(source, output, pooled, settings)
+        result.csv_path = _write_tables(result, output)
+        save_erasers({f"{r['pooling']}/{r['layer']}": eraser for r, _, _, eraser in outputs},
+                     _side(output, "erasers.npz"))
+    meta["seconds"] = round(time.perf_counter() - started, 3)
+    return result
+
+
+def _run(jobs: list[_Job], config: EraseConfig) -> list:
+    from ..inputs import job_workers, run_jobs
+
+    return run_jobs(_run_job, [(job,) for job in jobs], job_workers(config.jobs, len(jobs)))
+
+
+def _side(output: Path, suffix: str) -> Path:
+    """``erased.h5`` -> ``erased.<suffix>``: the summary files beside the erased features."""
+    stem = output.name[: -len(output.suffix)] if output.suffix else output.name
+    return output.with_name(f"{stem}.{suffix}")
+
+
+def _records(table: pd.DataFrame) -> list[dict]:
+    from ..results import _clean
+
+    return [{key: _clean(value) for key, value in record.items()} for record in table.to_dict("records")]
+
+
+def _write_tables(result: EraseResult, output: Path) -> Path:
+    import json
+
+    from ..results import _clean, write_table
+
+    csv_path = _side(output, "erase.csv")
+    write_table(result.table, csv_path)
+    if not result.amnesic.empty:
+        write_table(result.amnesic, _side(output, "amnesic.csv"))
+    payload = {"meta": result.meta, "results": _records(result.table), "amnesic": _records(result.amnesic)}
+    _side(output, "erase.json").write_text(json.dumps(payload, default=_clean, indent=1, allow_nan=False),
+                                                       encoding="utf-8")
+    return csv_path

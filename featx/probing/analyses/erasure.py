@@ -1,0 +1,185 @@
+"""Linear concept erasure: LEACE (closed form) and INLP, fitted on given rows, applied to any rows.
+
+Both erasers have the same affine form ``x' = x - ((x - mean) @ right.T) @ left.T`` with a rank-r edit
+(``left``: d x r, ``right``: r x d), so both are stored, applied and described the same way.
+
+- LEACE (Belrose et al. 2023, "LEACE: Perfect linear concept erasure in closed form"): with the
+  covariance ``S`` of x, the cross-covariance ``S_xz`` of x and the one-hot label z, the whitening
+  ``W = (S^1/2)^+`` and ``U`` an orthonormal basis of the column space of ``W S_xz``, the eraser is
+  ``x - W^+ U U^T W (x - mean)``: the least-squares-optimal affine edit after which no linear
+  classifier beats a constant one on the fitting rows. Computed in float64; it equals
+  ``concept_erasure.LeaceFitter(..., shrinkage=False, constrain_cov_trace=False)`` (tested).
+- INLP (Ravfogel et al. 2020, "Null it out"): train a linear probe, project its directions out,
+  repeat until a held-out part of the fitting rows is at the majority class (or ``iterations`` ran).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..solvers import classifiers as clf
+from ..evaluation import core as ev
+
+METHODS = ("leace", "inlp")
+SVD_TOL = 1e-8  # singular values of the whitened cross-covariance below this are not erased
+INLP_C = 1.0  # the INLP probes' inverse regularisation (features centred and scaled by one global factor)
+INLP_MARGIN = 0.01  # INLP stops once the held-out accuracy is within this of the majority class
+
+
+@dataclass
+class Eraser:
+    """An affine eraser ``x - ((x - mean) @ right.T) @ left.T`` (see the module docstring)."""
+
+    method: str
+    mean: np.ndarray
+    left: np.ndarray
+    right: np.ndarray
+    iterations: int | None = None  # INLP: probes trained (the last one found nothing left to remove)
+    history: list[float] = field(default_factory=list)  # INLP: held-out accuracy of each iteration's probe
+
+    @property
+    def rank(self) -> int:
+        return int(self.left.shape[1])
+
+    @property
+    def projection(self) -> np.ndarray:
+        """The ``(d, d)`` matrix ``P`` with ``x' - mean = (x - mean) @ P.T``."""
+        return np.eye(len(self.mean)) - self.left @ self.right
+
+    def __call__(self, X: np.ndarray) -> np.ndarray:
+        delta = np.asarray(X, dtype=np.float64) - self.mean
+        return (np.asarray(X, dtype=np.float64) - (delta @ self.right.T) @ self.left.T).astype(np.float32)
+
+    def settings(self) -> dict:
+        out = {"method": self.method, "rank": self.rank}
+        if self.iterations is not None:
+            out.update(iterations=self.iterations, history=[round(float(a), 6) for a in self.history])
+        return out
+
+
+def save_erasers(erasers: dict[str, Eraser], path) -> None:
+    """Every eraser's affine map in one ``.npz`` (``KEY/mean``, ``KEY/left``, ``KEY/right``). This is the
+    hook for a later intervention in the forward pass: the same map applies to any ``(..., d)`` states
+    (e.g. in a forward hook at a site, ``featx/sites.py``), though a pooled eraser is fitted on pooled
+    vectors, not on token states."""
+    arrays = {f"{key}/{part}": getattr(eraser, part) for key, eraser in erasers.items()
+              for part in ("mean", "left", "right")}
+    np.savez(path, **arrays)
+
+
+def load_erasers(path) -> dict[str, Eraser]:
+    with np.load(path) as data:
+        keys = sorted({name.rsplit("/", 1)[0] for name in data.files})
+        return {key: Eraser("loaded", data[f"{key}/mean"], data[f"{key}/left"], data[f"{key}/right"]) for key in keys}
+
+
+def one_hot(y: np.ndarray, n_classes: int) -> np.ndarray:
+    out = np.zeros((len(y), n_classes))
+    out[np.arange(len(y)), y] = 1.0
+    return out
+
+
+def shrunk_covariance(centred: np.ndarray) -> np.ndarray:
+    """Optimal linear shrinkage of the sample covariance towards a multiple of the identity (the
+    estimator ``concept_erasure`` uses by default): keeps directions the fitting rows barely span
+    (e.g. float16 rounding noise) from being whitened into huge values."""
+    n, p = centred.shape
+    sample = centred.T @ centred / n
+    sample = (sample + sample.T) / 2
+    eps = np.finfo(np.float64).eps
+    trace = np.trace(sample)
+    target_norm = trace**2 / p  # squared Frobenius norm of trace/p * I, and also tr(S @ that target)
+    top = trace**2 * target_norm / n
+    bottom = np.sum(sample**2) * target_norm - target_norm**2
+    alpha = 1 - (top + eps) / (bottom + eps)
+    beta = (1 - alpha) * (target_norm + eps) / (target_norm + eps)
+    return alpha * sample + beta * (trace / p) * np.eye(p)
+
+
+def fit_leace(X: np.ndarray, y: np.ndarray, n_classes: int, svd_tol: float = SVD_TOL,
+              shrinkage: bool = True) -> Eraser:
+    """The LEACE eraser of the label ``y`` from ``X`` (rows used for fitting only). After it, the
+    fitting rows' cross-covariance with the one-hot label is zero, with or without ``shrinkage``."""
+    X = np.asarray(X, dtype=np.float64)
+    n, d = X.shape
+    mean = X.mean(axis=0)
+    centred = X - mean
+    z = one_hot(y, n_classes)
+    sigma = shrunk_covariance(centred) if shrinkage else centred.T @ centred / (n - 1)
+    sigma_xz = centred.T @ (z - z.mean(axis=0)) / (n - 1)
+    eigenvalues, vectors = np.linalg.eigh((sigma + sigma.T) / 2)
+    keep = eigenvalues > eigenvalues[-1] * d * np.finfo(np.float64).eps  # the threshold of a pseudo-inverse
+    eigenvalues = np.clip(eigenvalues, 0.0, None)
+    safe = np.where(keep, eigenvalues, 1.0)
+    whiten = (vectors * np.where(keep, 1 / np.sqrt(safe), 0.0)) @ vectors.T
+    unwhiten = (vectors * np.where(keep, np.sqrt(safe), 0.0)) @ vectors.T
+    u, s, _ = np.linalg.svd(whiten @ sigma_xz, full_matrices=False)
+    u = u[:, s > svd_tol]
+    return Eraser("leace", mean, unwhiten @ u, u.T @ whiten)
+
+
+def _directions(model) -> np.ndarray:
+    """Orthonormal ``(d, r)`` basis of the directions a fitted softmax probe reads (rank <= classes - 1)."""
+    coef = np.asarray(model.coef_, dtype=np.float64)
+    coef = coef - coef.mean(axis=0)  # adding one vector to every class's weights changes no prediction
+    u, s, _ = np.linalg.svd(coef.T, full_matrices=False)
+    return u[:, s > 1e-10 * max(s.max(), 1e-300)]
+
+
+def fit_inlp(X: np.ndarray, y: np.ndarray, n_classes: int, iterations: int = 50, seed: int = 0,
+             C: float = INLP_C) -> Eraser:
+    """INLP: up to ``iterations`` rounds of probe + nullspace projection, judged on a held-out 20%."""
+    X = np.asarray(X, dtype=np.float64)
+    mean = X.mean(axis=0)
+    centred = X - mean
+    scale = float(centred.std()) or 1.0  # one global factor: directions stay directions
+    fit_rows, val_rows = ev.inner_split(y, np.arange(len(y)), seed)
+    majority = np.bincount(y[val_rows], minlength=n_classes).max() / len(val_rows)
+    basis = np.zeros((X.shape[1], 0))
+    history: list[float] = []
+    for _ in range(int(iterations)):
+        projected = ((centred - (centred @ basis) @ basis.T) / scale).astype(np.float32)
+        model = clf.fit_quietly(clf.make_linear("logreg", C, False, seed), projected[fit_rows], y[fit_rows])
+        history.append(float(np.mean(model.predict(projected[val_rows]) == y[val_rows])))
+        if history[-1] <= majority + INLP_MARGIN:
+            break
+        new = _directions(model)
+        new = new - basis @ (basis.T @ new)  # numerically, keep the basis orthonormal
+        q, r = np.linalg.qr(new)
+        q = q[:, np.abs(np.diag(r)) > 1e-8]
+        if not q.shape[1]:
+            break
+        basis = np.concatenate([basis, q], axis=1)
+    return Eraser("inlp", mean, basis, basis.T.copy(), iterations=len(history), history=history)
+
+
+def random_eraser(X: np.ndarray, rank: int, seed: int = 0) -> Eraser:
+    """The control of amnesic probing: an orthogonal projection removing ``rank`` random directions
+    (seeded), centred on the mean of ``X``."""
+    d = np.asarray(X).shape[1]
+    basis = np.linalg.qr(np.random.default_rng(seed).standard_normal((d, rank)))[0] if rank else np.zeros((d, 0))
+    return Eraser("random", np.asarray(X, dtype=np.float64).mean(axis=0), basis, basis.T.copy())
+
+
+def fit_eraser(method: str, X: np.ndarray, y: np.ndarray, n_classes: int, iterations: int = 50,
+               seed: int = 0) -> Eraser:
+    """The eraser of ``method`` fitted on these rows; one that changes nothing if they hold one class."""
+    if len(np.unique(y)) < 2:
+        d = np.asarray(X).shape[1]
+        return Eraser(method, np.asarray(X, dtype=np.float64).mean(axis=0), np.zeros((d, 0)), np.zeros((0, d)),
+                      iterations=0 if method == "inlp" else None)
+    if method == "leace":
+        return fit_leace(X, y, n_classes)
+    if method == "inlp":
+        return fit_inlp(X, y, n_classes, iterations, seed)
+    raise ValueError(f"unknown erasure method {method!r}")
+
+
+def moved(X: np.ndarray, erased: np.ndarray) -> float:
+    """Mean squared change per row relative to the features' total variance (0: untouched)."""
+    X = np.asarray(X, dtype=np.float64)
+    change = np.mean(np.sum((np.asarray(erased, dtype=np.float64) - X) ** 2, axis=1))
+    variance = np.sum(X.var(axis=0))
+    return float(change / variance) if variance > 0 else 0.0

@@ -1,0 +1,167 @@
+"""``featx explain``: per-example diagnostics from the out-of-fold predictions of a probing run.
+
+Reads ``<stem>.<label>.predictions.csv`` (written by ``featx probe`` beside its results: one row per
+tested example, one column of predicted labels per layer) and reports which rows the probe only gets
+right from some layer on, which rows it never gets right, per-class F1 by layer, and accuracy by text
+length and by truncation.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ...errors import InputError, StoreError, require_whole
+from .explain_regression import LAYER_PREFIX, explain_regression, length_buckets  # noqa: F401
+from ..results import side_path
+
+
+@dataclass
+class Explanation:
+    """The diagnostics of one probing run's per-row predictions (one pooling/classifier)."""
+
+    predictions_path: Path
+    label: str
+    predictions_for: str
+    layers: list[str]  # layer specs in order
+    correct: pd.DataFrame  # rows x layers, bool
+    flips: pd.DataFrame  # rows wrong before some layer and right at it and every later one
+    always_wrong: pd.DataFrame  # rows wrong at every layer
+    per_class_f1: pd.DataFrame  # classes x layers
+    by_length: pd.DataFrame  # length bucket x layers accuracy (with row counts)
+    by_truncation: pd.DataFrame  # truncated no/yes x layers accuracy (with row counts)
+    notes: list[str] = field(default_factory=list)
+    confusions: pd.DataFrame | None = None  # word-level runs: the best layer's most frequent confusions
+
+    def format(self, limit: int = 10) -> str:
+        require_whole(limit, "--limit")
+        lines = [f"explaining {self.predictions_path} (label '{self.label}', {self.predictions_for}, "
+                 f"{len(self.correct)} rows, layers {', '.join(self.layers)})", ""]
+        accuracy = self.correct.mean()
+        lines.append("accuracy by layer: " + "  ".join(f"{layer} {accuracy[layer]:.3f}" for layer in self.layers))
+        lines += ["", f"rows right from some layer on ({len(self.flips)}; first layer from which they stay right):"]
+        lines += _rows(self.flips, ["first_right_layer"], limit)
+        lines += ["", f"rows wrong at every layer ({len(self.always_wrong)}):"]
+        lines += _rows(self.always_wrong, ["last_prediction"], limit)
+        for title, frame in (("per-class F1 by layer", self.per_class_f1),
+                             ("accuracy by length (tokens)", self.by_length),
+                             ("accuracy by truncation", self.by_truncation)):
+            lines += ["", title + ":", frame.to_string(float_format=lambda v: f"{v:.3f}")]
+        if self.confusions is not None:
+            best = self.correct.mean().idxmax()
+            lines += ["", f"most frequent confusions at the best layer ({best}):",
+                      self.confusions.to_string(index=False, float_format=lambda v: f"{v:.3f}")]
+        lines += [f"note: {note}" for note in self.notes]
+        return "\n".join(lines)
+
+
+def _rows(frame: pd.DataFrame, extra: list[str], limit: int) -> list[str]:
+    if frame.empty:
+        return ["  (none)"]
+    columns = ["id", *(["word"] if "word" in frame else []), "label", *extra] + (["text"] if "text" in frame else [])
+    shown = frame[columns].head(limit).copy()
+    if "text" in shown:
+        shown["text"] = shown["text"].map(lambda t: t if len(t) <= 70 else t[:67] + "...")
+    out = ["  " + line for line in shown.to_string(index=False).splitlines()]
+    if len(frame) > limit:
+        out.append(f"  ... {len(frame) - limit} more (--limit N shows more)")
+    return out
+
+
+def _resolve(results) -> tuple[Path, dict]:
+    """The predictions CSV and the run's metadata from a results CSV/JSON or a predictions CSV."""
+    from ...state import given_or_last
+
+    path, _ = given_or_last(results, "results")
+    if not path.exists():
+        raise StoreError(f"{path} does not exist", "give a .probe.csv/.probe.json or .predictions.csv of featx probe")
+    if path.name.endswith(".predictions.csv"):
+        stem = path.name[: -len(".predictions.csv")]
+        json_path = path.with_name(stem + ".probe.json")
+        meta = json.loads(json_path.read_text(encoding="utf-8")).get("meta", {}) if json_path.exists() else {}
+        return path, meta
+    json_path = path.with_suffix(".json")
+    meta = {}
+    if json_path.exists():
+        try:
+            meta = json.loads(json_path.read_text(encoding="utf-8")).get("meta", {})
+        except ValueError:
+            raise StoreError(f"{json_path} is not a featx probe results file") from None
+    name = meta.get("predictions_file")
+    predictions = path.with_name(name) if name else side_path(path.with_suffix(".csv"), "predictions")
+    if not predictions.exists():
+        raise StoreError(f"{path} has no per-row predictions file ({predictions.name} is missing)",
+                         "run featx probe again with this featx version: it writes the predictions beside the results")
+    return predictions, meta
+
+
+def _f1(true: np.ndarray, predicted: np.ndarray, name: str) -> float:
+    tp = np.sum((true == name) & (predicted == name))
+    denominator = np.sum(true == name) + np.sum(predicted == name)
+    return float(2 * tp / denominator) if denominator else float("nan")
+
+
+def _accuracy_by(groups: pd.Series, correct: pd.DataFrame, name: str) -> pd.DataFrame:
+    table = correct.groupby(groups.values, observed=True).mean()
+    table.insert(0, "rows", correct.groupby(groups.values, observed=True).size())
+    table.index.name = name
+    return table
+
+
+def explain(results=None, buckets: int = 4, texts: bool = True) -> Explanation:
+    """Diagnostics of a probing run: ``featx.explain("corpus.features.label.probe.csv")``."""
+    require_whole(buckets, "--buckets")
+    path, meta = _resolve(results)
+    if meta.get("task") == "regression":
+        return explain_regression(path, meta, buckets, texts)
+    try:
+        frame = pd.read_csv(path, dtype={"id": str, "label": str, "word": str}, keep_default_na=False)
+    except (ValueError, OSError) as err:
+        raise StoreError(f"{path} is not a featx predictions file ({err})") from None
+    layers = [column[len(LAYER_PREFIX):] for column in frame.columns if column.startswith(LAYER_PREFIX)]
+    missing = [column for column in ("id", "label", "n_tokens", "truncated") if column not in frame]
+    if missing or not layers:
+        raise StoreError(f"{path} is not a featx predictions file: "
+                         + (f"columns {', '.join(missing)} are missing" if missing else "it has no layer_* columns"))
+    predicted = frame[[LAYER_PREFIX + layer for layer in layers]].astype(str)
+    predicted.columns = layers
+    true = frame["label"].astype(str)
+    correct = predicted.eq(true, axis=0)
+    notes = []
+    if texts and "row" in frame and meta.get("features_file") and Path(meta["features_file"]).exists():
+        from ...store import FeatureFile
+
+        with FeatureFile(meta["features_file"], allow_partial=True) as features:
+            all_texts = features.texts
+        frame["text"] = [all_texts[i] if 0 <= i < len(all_texts) else "" for i in frame["row"].astype(int)]
+
+    values = correct.to_numpy()
+    # the first layer from which a row stays right: after the last layer where it is wrong
+    wrong_any = ~values
+    last_wrong = np.where(wrong_any.any(axis=1), values.shape[1] - 1 - np.argmax(wrong_any[:, ::-1], axis=1), -1)
+    flipped = (last_wrong >= 0) & (last_wrong < values.shape[1] - 1)
+    flips = frame.loc[flipped].copy()
+    flips["first_right_layer"] = [layers[i + 1] for i in last_wrong[flipped]]
+    flips = flips.assign(_order=last_wrong[flipped]).sort_values(["_order", "id"], kind="stable").drop(columns="_order")
+    never = ~values.any(axis=1)
+    always_wrong = frame.loc[never].copy()
+    always_wrong["last_prediction"] = predicted.loc[never, layers[-1]]
+
+    classes = sorted(true.unique())
+    per_class = pd.DataFrame({layer: [_f1(true.to_numpy(), predicted[layer].to_numpy(), name) for name in classes]
+                              for layer in layers}, index=pd.Index(classes, name="class"))
+    by_length = _accuracy_by(length_buckets(frame["n_tokens"].astype(int), buckets), correct, "tokens")
+    truncated = frame["truncated"].map(lambda v: str(v).lower() in ("true", "1")).map({False: "no", True: "yes"})
+    by_truncation = _accuracy_by(truncated, correct, "truncated")
+    confusions = None
+    if meta.get("level") in ("word", "arc"):  # word-level runs: which tags the best layer mixes up
+        from ..tasks.word_predictions import top_confusions
+
+        confusions = top_confusions(true, predicted[correct.mean().idxmax()])
+    return Explanation(path, str(meta.get("label", "")), str(meta.get("predictions_for", "")), layers, correct,
+                       flips.reset_index(drop=True), always_wrong.reset_index(drop=True), per_class, by_length,
+                       by_truncation, notes, confusions)

@@ -1,0 +1,214 @@
+"""``featx neurons``: which dimensions of a layer carry a label, and does the ranking hold up?
+
+Two rankings of a layer's neurons, each fitted on training rows only (standardised by them):
+- ``probe``: the elastic-net logistic probe of NeuroX (Dalvi et al. 2019): neurons by the summed
+  absolute weight over classes (per class: by the class's weight minus the mean over classes);
+- ``anova``: probe-free, the ANOVA F statistic of each neuron against the label.
+
+Validation by selection: per training part, each ranking is refitted, and a logreg probe (its own C
+search) is retrained on only the top, the bottom or a random k neurons (k = fraction x width) and
+scored on the test part, with the intervals of ``featx probe``.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ...errors import InputError
+from ...selection import parse_layer_specs
+from ..evaluation import core as ev
+from ..config import DEFAULT_CS
+from ..tasks.pairs import refuse_separate_pairs
+from .target import Task, check_fraction, check_positive, load_task, open_complete
+
+FRACTIONS = (0.01, 0.05, 0.1, 0.2)
+RANKINGS = ("probe", "anova")
+ELASTIC_C = 0.1  # inverse regularisation of the elastic-net ranking probe (standardised features)
+L1_RATIO = 0.5
+SELECTION_COLUMNS = ["label", "pooling", "layer", "fraction", "k", "selection", "ranking", "accuracy",
+                     "accuracy_low", "accuracy_high", "macro_f1", "n_train", "n_test", "evaluation"]
+
+
+@dataclass
+class NeuronConfig:
+    features: str | Path
+    label: str | None = None
+    layers: str = "all"
+    pooling: str = "mean"
+    top: int | None = None  # neurons listed per ranking (default 10)
+    fraction: float | None = None  # or this share of the width (also added to the selection curve)
+    folds: int = 5
+    seed: int = 0
+    output: str | Path | None = None  # results prefix (default: beside the features file)
+    n_bootstrap: int = 1000
+    jobs: int | None = None
+    write: bool = True
+
+
+@dataclass
+class NeuronResult:
+    ranking: pd.DataFrame  # per layer, one row per neuron: both scores and ranks
+    selection: pd.DataFrame  # accuracy of probes on top / bottom / random neurons
+    per_class: pd.DataFrame  # per layer and class, the top neurons of the probe ranking
+    meta: dict
+    paths: list[Path] = field(default_factory=list)
+
+    def format(self) -> str:
+        from ...report.text.neurons import format_neurons
+
+        return format_neurons(self)
+
+
+# -- rankings --------------------------------------------------------------------------------------
+def elastic_net(Xs: np.ndarray, y: np.ndarray, seed: int):
+    import sklearn
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.linear_model import LogisticRegression
+
+    extra = {} if tuple(int(p) for p in sklearn.__version__.split(".")[:2]) >= (1, 8) else {"penalty": "elasticnet"}
+    model = LogisticRegression(solver="saga", l1_ratio=L1_RATIO, C=ELASTIC_C, max_iter=300, tol=1e-3,
+                               random_state=seed, **extra)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model.fit(Xs, y)
+    coef = model.coef_ if model.coef_.shape[0] > 1 else np.vstack([-model.coef_[0], model.coef_[0]]) / 2
+    return coef - coef.mean(axis=0)  # (classes, neurons), each neuron's weights summing to 0 over classes
+
+
+def rank_neurons(X: np.ndarray, y: np.ndarray, rows: np.ndarray, seed: int) -> dict[str, np.ndarray]:
+    """Scores per ranking (higher = more important) and the probe's per-class weights, from ``rows``."""
+    from sklearn.feature_selection import f_classif
+
+    scaler = ev.fit_scaler(X, rows)
+    Xs = scaler(X[rows])
+    weights = elastic_net(Xs, y[rows], seed)
+    with warnings.catch_warnings(), np.errstate(divide="ignore", invalid="ignore"):
+        warnings.simplefilter("ignore")
+        f_values = np.nan_to_num(f_classif(Xs, y[rows])[0], nan=0.0)
+    return {"probe": np.abs(weights).sum(axis=0), "anova": f_values, "weights": weights}
+
+
+def order(scores: np.ndarray) -> np.ndarray:
+    """Neuron indices from most to least important (ties: lower index first)."""
+    return np.lexsort((np.arange(len(scores)), -scores))
+
+
+# -- selection ---------------------------------------------------------------------------------------
+def _selections(scores: dict, width: int, fractions, rng) -> list[tuple[str, str, float, np.ndarray]]:
+    out = []
+    orders = {name: order(scores[name]) for name in RANKINGS}
+    for fraction in fractions:
+        k = max(1, int(round(fraction * width)))
+        out.append(("random", "-", fraction, np.sort(rng.choice(width, k, replace=False))))
+        for name in RANKINGS:
+            out.append(("top", name, fraction, np.sort(orders[name][:k])))
+            out.append(("bottom", name, fraction, np.sort(orders[name][-k:])))
+    return out
+
+
+def selection_curve(X: np.ndarray, task: Task, fractions, seed: int, n_boot: int) -> list[dict]:
+    """Accuracy of logreg probes retrained on selected neurons (rankings refitted per training part)."""
+    per_choice: dict[tuple, list[ev.FoldResult]] = {}
+    sizes: dict[tuple, int] = {}
+    for index, ((train, test), dev) in enumerate(zip(task.plan.folds, task.plan.dev)):
+        fold_seed = seed + 1000 * index
+        scores = rank_neurons(X, task.y, train, fold_seed)
+        choices = _selections(scores, X.shape[1], fractions, np.random.default_rng(fold_seed))
+        choices.append(("all", "-", 1.0, np.arange(X.shape[1])))
+        for selection, ranking, fraction, neurons in choices:
+            key = (selection, ranking, fraction)
+            sizes[key] = len(neurons)
+            per_choice.setdefault(key, []).append(ev.run_linear_tasks(
+                "logreg", X[:, neurons], [task.y], train, test, dev, task.n_classes, DEFAULT_CS, False, fold_seed)[0])
+    records = []
+    for (selection, ranking, fraction), folds in per_choice.items():
+        row = ev.summarise(task.plan, task.y, folds, task.n_classes, n_boot, seed)
+        records.append({"fraction": fraction, "k": sizes[(selection, ranking, fraction)], "selection": selection,
+                        "ranking": ranking, **{key: row[key] for key in SELECTION_COLUMNS if key in row}})
+    return records
+
+
+# -- one layer -----------------------------------------------------------------------------------------
+def _ranking_table(scores: dict, layer: int) -> pd.DataFrame:
+    table = pd.DataFrame({"layer": layer, "neuron": np.arange(len(scores["probe"])),
+                          "probe_score": scores["probe"], "anova_f": scores["anova"]})
+    for name, column in (("probe", "probe_rank"), ("anova", "anova_rank")):
+        ranks = np.empty(len(table), dtype=np.int64)
+        ranks[order(scores[name])] = np.arange(1, len(table) + 1)
+        table[column] = ranks
+    return table.sort_values("probe_rank").reset_index(drop=True)
+
+
+def _per_class(weights: np.ndarray, task: Task, layer: int, listed: int) -> list[dict]:
+    return [{"layer": layer, "class": name, "neurons": [int(n) for n in order(weights[c])[:listed]],
+             "weights": [round(float(weights[c, n]), 4) for n in order(weights[c])[:listed]]}
+            for c, name in enumerate(task.class_names)]
+
+
+def _run_layer(path: str, pooling: str, layer: int, task: Task, fractions, listed: int, config: NeuronConfig):
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1):
+        with open_complete(path) as features:
+            X = features.features(pooling, layer)[task.kept]
+        scores = rank_neurons(X, task.y, task.training_rows(), config.seed)
+        records = selection_curve(X, task, fractions, config.seed, config.n_bootstrap)
+    for record in records:
+        record.update(label=task.label, pooling=pooling, layer=layer, evaluation=task.plan.evaluation)
+    return _ranking_table(scores, layer), records, _per_class(scores["weights"], task, layer, listed)
+
+
+def _listed(config: NeuronConfig, width: int) -> tuple[int, tuple[float, ...]]:
+    if config.top is not None and config.fraction is not None:
+        raise InputError("give --top or --fraction, not both")
+    fractions = FRACTIONS
+    if config.fraction is not None:
+        fraction = check_fraction(config.fraction)
+        fractions = tuple(sorted({*FRACTIONS, fraction}))
+        return max(1, int(round(fraction * width))), fractions
+    top = check_positive(config.top, "--top") if config.top is not None else 10
+    return min(top, width), fractions
+
+
+def neurons(config: NeuronConfig | str | Path, **options) -> NeuronResult:
+    """Rank and validate the neurons of the chosen layers; see ``NeuronConfig``."""
+    config = config if isinstance(config, NeuronConfig) else NeuronConfig(features=config, **options)
+    started = time.perf_counter()
+    with open_complete(config.features) as features:
+        refuse_separate_pairs(features, "neurons")
+        task = load_task(features, config.label, config.folds, config.seed)
+        specs = parse_layer_specs(str(config.layers), features.layers, allow_combined=False)
+        if config.pooling not in features.poolings:
+            raise InputError(f"pooling '{config.pooling}' is not stored in {features.path}; "
+                             f"stored: {', '.join(features.poolings)}")
+        width, model = features.hidden_size, features.attrs.get("model")
+    listed, fractions = _listed(config, width)
+    layers = [spec.layers[0] for spec in specs]
+    outputs = _run(config, task, layers, fractions, listed)
+    ranking = pd.concat([table for table, _, _ in outputs], ignore_index=True)
+    selection = pd.DataFrame([r for _, records, _ in outputs for r in records], columns=SELECTION_COLUMNS)
+    per_class = pd.DataFrame([r for _, _, rows in outputs for r in rows])
+    meta = {"features_file": str(Path(config.features).resolve()), "model": model, "label": task.label,
+            "pooling": config.pooling, "layers": layers, "width": width, "listed": listed,
+            "fractions": list(fractions), "classes": task.class_names, "evaluation": task.plan.evaluation,
+            "elastic_net": {"C": ELASTIC_C, "l1_ratio": L1_RATIO}, "seed": config.seed,
+            "seconds": round(time.perf_counter() - started, 3)}
+    result = NeuronResult(ranking, selection, per_class, meta)
+    if config.write:
+        from ...report.text.neurons import write_neurons
+
+        result.paths = write_neurons(result, config.output)
+    return result
+
+
+def _run(config: NeuronConfig, task: Task, layers: list[int], fractions, listed: int) -> list:
+    from ..inputs import job_workers, run_jobs
+
+    jobs = [(str(config.features), config.pooling, layer, task, fractions, listed, config) for layer in layers]
+    return run_jobs(_run_layer, jobs, job_workers(config.jobs, len(jobs)))

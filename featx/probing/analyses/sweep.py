@@ -1,0 +1,193 @@
+"""``featx probe --sweep``: per layer, a family of probes of increasing complexity (Pareto probing).
+
+Pimentel et al. (2020) "Pareto probing": report accuracy against probe complexity, not one number.
+Per layer and pooling, on the same evaluation plan as ``featx probe`` (the scaler and early stopping
+fitted on training parts only), and each also on the control task (permuted labels; Hewitt & Liang):
+
+- ``logreg`` at every C of the grid (no search: the C is the setting), parameters (d + 1) x classes;
+- ``rank``: a rank-r linear probe ``W = A B`` (d x r, r x classes; torch, early-stopped), r = 1, 2, 4,
+  ... below classes - 1 (a softmax over k classes has rank k - 1 at most, which is the full probe);
+- ``mlp``: dense -> ReLU -> dropout -> dense of widths 4, 16, 64, 256.
+
+The complexity measure is the parameter count (plus the rank for linear probes).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ...errors import InputError
+from ...selection import parse_layer_specs, parse_poolings
+from ..solvers import classifiers as clf
+from ..evaluation import core as ev
+from ..config import DEFAULT_CS
+from ..tasks.pairs import pooled_block
+from .target import Task, load_task, open_complete
+
+RANKS = (1, 2, 4, 8, 16, 32)
+WIDTHS = (4, 16, 64, 256)
+TORCH_LR = 1e-2  # Adam step of the rank and MLP probes (early-stopped on a holdout of the training part)
+COLUMNS = ["label", "pooling", "layer", "task", "family", "setting", "params", "rank", "C", "width", "accuracy",
+           "accuracy_low", "accuracy_high", "macro_f1", "evaluation"]
+
+
+@dataclass
+class SweepResult:
+    table: pd.DataFrame
+    meta: dict
+    paths: list[Path] = field(default_factory=list)
+
+    def format(self) -> str:
+        from ...report.text.sweep import format_sweep
+
+        return format_sweep(self)
+
+
+@dataclass
+class _Probe:
+    family: str
+    setting: str
+    params: int
+    rank: float = float("nan")
+    C: float = float("nan")
+    width: float = float("nan")
+
+
+def probe_family(d: int, k: int, cs=DEFAULT_CS) -> list[_Probe]:
+    """The probes of the sweep for d inputs and k classes, in increasing complexity per family."""
+    full_rank = max(1, k - 1)
+    outputs = k if k > 2 else 1  # a binary logreg has one weight vector
+    probes = [_Probe("logreg", f"C={c:g}", (d + 1) * outputs, full_rank, float(c)) for c in sorted(cs)]
+    probes += [_Probe("rank", f"rank={r}", d * r + r * k + k, r) for r in RANKS if r < full_rank]
+    probes += [_Probe("mlp", f"width={w}", d * w + w + w * k + k, width=w) for w in WIDTHS]
+    return probes
+
+
+def _low_rank(d: int, r: int, k: int):
+    import torch
+
+    return torch.nn.Sequential(torch.nn.Linear(d, r, bias=False), torch.nn.Linear(r, k))
+
+
+def _fit_torch(probe: _Probe, Xs, y, train, test, dev, k, seed) -> np.ndarray:
+    import torch
+
+    fit_rows, val_rows = (train, dev) if dev is not None else ev.inner_split(y, train, seed)
+    torch.manual_seed(seed)
+    d = Xs.shape[1]
+    model = _low_rank(d, int(probe.rank), k) if probe.family == "rank" else clf.build_mlp(d, k, hidden=int(probe.width))
+    clf.train_head(model, lambda rows: Xs[rows], y, fit_rows, val_rows, k, seed, lr=TORCH_LR, max_epochs=200,
+                   patience=10)
+    return clf.head_scores(model, lambda rows: Xs[rows], test).argmax(axis=1)
+
+
+def _fold(X, labels, probes, train, test, dev, k, seed) -> dict[tuple[int, str], np.ndarray]:
+    """Test predictions of every probe for every label vector (0 = real, 1 = control) on one fold."""
+    import torch
+
+    out = {}
+    for probe in probes:
+        if probe.family == "logreg":
+            results = ev.run_linear_tasks("logreg", X, labels, train, test, dev, k, (probe.C,), False, seed)
+            for t, result in enumerate(results):
+                out[(t, probe.setting)] = result.predictions
+    scaler = ev.fit_scaler(X, train)
+    Xs = torch.from_numpy(np.ascontiguousarray(scaler(X)))
+    for probe in probes:
+        if probe.family != "logreg":
+            for t, y in enumerate(labels):
+                out[(t, probe.setting)] = _fit_torch(probe, Xs, y, train, test, dev, k, seed)
+    return out
+
+
+def _run_job(path: str, pooling: str, layer: int, task: Task, y_control, seed: int, n_boot: int) -> list[dict]:
+    import torch
+    from threadpoolctl import threadpool_limits
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        with threadpool_limits(limits=1):
+            with open_complete(path) as features:
+                X = pooled_block(features, pooling, layer)[task.kept]  # a separate-mode pair: [u, v, |u-v|, u*v]
+            probes = probe_family(X.shape[1], task.n_classes)
+            labels = [task.y] + ([y_control] if y_control is not None else [])
+            folds = [_fold(X, labels, probes, train, test, dev, task.n_classes, seed + 1000 * i)
+                     for i, ((train, test), dev) in enumerate(zip(task.plan.folds, task.plan.dev))]
+    finally:
+        torch.set_num_threads(threads)
+    records = []
+    for t, name in enumerate(["real", "control"][: len(labels)]):
+        for probe in probes:
+            results = [ev.FoldResult(fold[(t, probe.setting)]) for fold in folds]
+            row = ev.summarise(task.plan, labels[t], results, task.n_classes, n_boot, seed)
+            records.append({"label": task.label, "pooling": pooling, "layer": layer, "task": name,
+                            "family": probe.family, "setting": probe.setting, "params": probe.params,
+                            "rank": probe.rank, "C": probe.C, "width": probe.width,
+                            **{key: row[key] for key in ("accuracy", "accuracy_low", "accuracy_high", "macro_f1")},
+                            "evaluation": task.plan.evaluation})
+    return records
+
+
+def sweep(features, label: str | None = None, layers: str = "all", poolings: str | None = None, folds: int = 5,
+          seed: int = 0, control: bool = True, jobs: int | None = None, output=None, n_bootstrap: int = 1000,
+          write: bool = True) -> SweepResult:
+    """The probe-complexity sweep of one label column over the chosen layers and poolings (default: mean
+    pooling; ``all`` means the same, name poolings to sweep several)."""
+    started = time.perf_counter()
+    if features is None:
+        raise InputError("featx probe --sweep needs the features file", "featx probe FEATURES.h5 --sweep")
+    with open_complete(features) as file:
+        task = load_task(file, label, folds, seed)
+        specs = parse_layer_specs(str(layers), file.layers)
+        if poolings is None or poolings == "all":  # one pooling unless asked: the sweep is many probes per layer
+            poolings = "mean" if "mean" in file.poolings else file.poolings[0]
+        chosen = parse_poolings(poolings, file.poolings)
+        model = file.attrs.get("model")
+    if any(spec.kind != "single" for spec in specs):
+        raise InputError("--sweep probes single layers only", "give --layer all, a list or a slice, without cat/stack")
+    y_control = np.random.default_rng(seed + 7919).permutation(task.y) if control else None
+    jobs_list = [(str(features), pooling, spec.layers[0], task, y_control, seed, n_bootstrap)
+                 for pooling in chosen for spec in specs]
+    table = pd.DataFrame([r for records in _run(jobs_list, jobs) for r in records], columns=COLUMNS)
+    meta = {"features_file": str(Path(features).resolve()), "model": model, "label": task.label,
+            "layers": [spec.layers[0] for spec in specs], "poolings": chosen, "classes": task.class_names,
+            "evaluation": task.plan.evaluation, "seed": seed, "control": control, "cs": list(DEFAULT_CS),
+            "ranks": list(RANKS), "widths": list(WIDTHS), "seconds": round(time.perf_counter() - started, 3)}
+    result = SweepResult(table, meta)
+    if write:
+        from ...report.text.sweep import write_sweep
+
+        result.paths = write_sweep(result, output)
+    return result
+
+
+UNUSED_PROBE_OPTIONS = ("baseline", "mdl", "train_sizes", "curve_layers", "predictions", "balanced", "allow_partial")
+
+
+def from_probe_options(features, control: bool, options: dict) -> SweepResult:
+    """``featx probe --sweep``: the sweep with the probe command's options, refusing those it does not use."""
+    clash = [name for name in UNUSED_PROBE_OPTIONS if options.get(name)]
+    if clash or options.get("classifiers", "logreg") != "logreg" or options.get("sites", "hidden") != "hidden":
+        shown = ", ".join("--" + name.replace("_", "-") for name in clash) or "--classifier/--site"
+        raise InputError(f"--sweep runs its own family of probes on the hidden states; it does not take {shown}",
+                         "run featx probe without --sweep for those")
+    if str(options.get("device") or "auto").strip().lower() not in ("auto", "cpu"):
+        raise InputError(f"--sweep runs on the CPU; it does not take --device {options['device']}",
+                         "leave --device out, or run featx probe without --sweep to solve logreg probes on the GPU")
+    if str(options.get("task") or "auto").lower() == "regression":
+        raise InputError("--sweep is classification-only: it has no regression probes yet",
+                         "run featx probe --task regression without --sweep")
+    keep = ("label", "layers", "poolings", "folds", "seed", "jobs", "output")
+    return sweep(features, control=control, **{key: options[key] for key in keep if key in options})
+
+
+def _run(jobs_list: list, jobs: int | None) -> list:
+    from ..inputs import job_workers, run_jobs
+
+    return run_jobs(_run_job, jobs_list, job_workers(jobs, len(jobs_list)))

@@ -1,0 +1,91 @@
+"""One label column of a features file made ready to probe: its rows, class codes and evaluation plan.
+
+The same rules as ``featx.probe``: rows with a missing label are left out, classes are renumbered to
+those present, and the plan is the file's train/test split when it has one, else seeded k-fold.
+Used by erasure, neuron ranking and the complexity sweep.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ...errors import InputError
+from ...store import FeatureFile
+from ..evaluation import core as ev
+
+
+@dataclass
+class Task:
+    label: str
+    kept: np.ndarray  # positions in the file of the labelled rows
+    y: np.ndarray  # class codes 0..k-1 of those rows
+    class_names: list[str]
+    plan: ev.Plan
+
+    @property
+    def n_classes(self) -> int:
+        return len(self.class_names)
+
+    def majority(self) -> list[ev.FoldResult]:
+        return [ev.run_majority(self.y, train, test, self.n_classes) for train, test in self.plan.folds]
+
+    def training_rows(self) -> np.ndarray:
+        """Rows an eraser or ranking for the written output is fitted on: the train part of a split,
+        every labelled row under cross-validation (there is no held-out part to protect then)."""
+        return self.plan.folds[0][0] if self.plan.is_split else np.arange(len(self.y))
+
+
+def default_label(features: FeatureFile, label: str | None) -> str:
+    """``label`` (checked), else the column ``label``, else the first label column."""
+    if label is not None:
+        features.labels(label)  # the clear "no label column" error
+        return label
+    columns = features.label_columns
+    if not columns:
+        raise InputError(f"{features.path} has no label columns", "add a label column to the corpus and extract again")
+    return "label" if "label" in columns else columns[0]
+
+
+def load_task(features: FeatureFile, label: str | None, folds: int = 5, seed: int = 0) -> Task:
+    """The probing task of one label column (``label=None``: the default column)."""
+    if int(folds) < 2:
+        raise InputError(f"--folds {folds} is too small", "use at least 2 folds (default 5)")
+    label = default_label(features, label)
+    codes = features.labels(label)
+    names = features.label_names(label)
+    kept = np.flatnonzero(codes >= 0)
+    y = codes[kept].astype(np.int64)
+    ev.check_labels(y, names, label, features.path)
+    present = np.unique(y)
+    class_names = [names[code] for code in present]
+    y = np.searchsorted(present, y)
+    split = features.split
+    plan = ev.make_plan(y, split[kept] if split is not None else None, int(folds), seed, class_names, label)
+    return Task(label, kept, y, class_names, plan)
+
+
+def open_complete(path: str | Path) -> FeatureFile:
+    """A complete features file (these analyses refuse a partial one: the derived outputs must be whole)."""
+    from ...errors import IncompleteError
+
+    try:
+        return FeatureFile(Path(path))
+    except IncompleteError as err:
+        raise IncompleteError(err.message, "finish the extraction first: run the same featx extract command "
+                                           "again") from None
+
+
+def check_fraction(value: float, option: str = "--fraction") -> float:
+    value = float(value)
+    if not 0 < value <= 1:
+        raise InputError(f"{option} {value:g} is outside (0, 1]", f"e.g. {option} 0.05 for 5%")
+    return value
+
+
+def check_positive(value: int, option: str) -> int:
+    if int(value) <= 0:
+        raise InputError(f"{option} {value} must be a positive number")
+    return int(value)

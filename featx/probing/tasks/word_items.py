@@ -1,0 +1,216 @@
+"""Word-level probing tasks: which items are probed (words, or (head, dependent) pairs), their labels,
+their sentences, and the evaluation plan by sentence.
+
+A *source* is anything with the word methods of ``FeatureFile`` (``word_offsets``, ``word_sentence``,
+``word_forms``, ``word_labels``, ``word_label_names``, ``word_heads``, ``word_features``) plus ``split``
+and ``n_rows``; tests pass an in-memory one with planted data.
+
+Every item belongs to one sentence (``groups``); folds and the split are by sentence, so no sentence
+has items on both sides, and the inner holdouts (C search, early stopping) are by sentence too.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ...errors import InputError
+from ..evaluation import core as ev
+
+HEAD_LABEL = "head"  # --label head --arcs: is this word pair an arc?
+ARC_NAMES = ["no-arc", "arc"]
+LEVEL_WORD, LEVEL_ARC = "word", "arc"
+
+
+def opened_source(source):
+    """A context giving the source: a features file path is opened (in a worker), an object is used as is."""
+    if isinstance(source, (str, Path)):
+        from ...store import FeatureFile
+
+        return FeatureFile(source)
+    return contextlib.nullcontext(source)
+
+
+@dataclass
+class WordPlan(ev.Plan):
+    """An outer plan whose items carry their sentence (``groups``); tests and intervals resample sentences."""
+
+    groups: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+
+
+@dataclass
+class WordTask:
+    label: str
+    level: str  # "word" or "arc"
+    y: np.ndarray  # class codes 0..k-1 of the items
+    class_names: list[str]
+    groups: np.ndarray  # sentence (row) of each item
+    words: np.ndarray  # (n,) word index of each item (word tasks), or (n, 2) (head, dependent) words (arcs)
+    keys: np.ndarray  # lexical key of each item (word type, or the types of a pair), for control and baseline
+    n_words: int
+    n_sentences: int
+
+    @property
+    def n_classes(self) -> int:
+        return len(self.class_names)
+
+
+def _types(source) -> np.ndarray:
+    return np.array([str(form).lower() for form in source.word_forms()], dtype=object)
+
+
+def word_task(source, label: str) -> WordTask:
+    """The word-level task of one word label column: every labelled word is an item."""
+    if label not in source.word_label_columns():
+        raise InputError(f"no word label column '{label}'; word label columns: {', '.join(source.word_label_columns())}",
+                         "pick one with --label NAME")
+    codes = np.asarray(source.word_labels(label), dtype=np.int64)
+    kept = np.flatnonzero(codes >= 0)
+    y, names = _renumber(codes[kept], source.word_label_names(label), label)
+    sentence = np.asarray(source.word_sentence(), dtype=np.int64)
+    return WordTask(label, LEVEL_WORD, y, names, sentence[kept], kept, _types(source)[kept], len(codes),
+                    int(source.n_rows))
+
+
+def _renumber(codes: np.ndarray, names: list[str], label: str) -> tuple[np.ndarray, list[str]]:
+    ev.check_labels(codes, names, label, "the features file")
+    present = np.unique(codes)
+    return np.searchsorted(present, codes), [names[code] for code in present]
+
+
+def _arcs(source) -> tuple[np.ndarray, np.ndarray]:
+    """``(heads, dependents)`` global word indices of every gold arc (root and unknown heads left out)."""
+    offsets = np.asarray(source.word_offsets(), dtype=np.int64)
+    sentence = np.asarray(source.word_sentence(), dtype=np.int64)
+    heads = np.asarray(source.word_heads(), dtype=np.int64)
+    dependents = np.flatnonzero(heads >= 0)
+    head_words = offsets[sentence[dependents]] + heads[dependents]
+    inside = head_words < offsets[sentence[dependents] + 1]  # a head index past its sentence: unusable
+    return head_words[inside], dependents[inside]
+
+
+def relation_task(source, label: str) -> WordTask:
+    """``--label deprel --arcs``: each gold (head, dependent) pair, labelled with its dependent's relation."""
+    if label not in source.word_label_columns():
+        raise InputError(f"no word label column '{label}' to classify arcs by",
+                         f"word label columns: {', '.join(source.word_label_columns())}; or --label head --arcs")
+    heads, dependents = _arcs(source)
+    codes = np.asarray(source.word_labels(label), dtype=np.int64)[dependents]
+    keep = codes >= 0
+    heads, dependents = heads[keep], dependents[keep]
+    if not len(dependents):
+        raise InputError(f"no word has both a head and a '{label}' label", "extract a treebank with HEAD and DEPREL")
+    y, names = _renumber(codes[keep], source.word_label_names(label), label)
+    sentence = np.asarray(source.word_sentence(), dtype=np.int64)
+    types = _types(source)
+    return WordTask(label, LEVEL_ARC, y, names, sentence[dependents], np.stack([heads, dependents], axis=1),
+                    types[dependents], len(types), int(source.n_rows))
+
+
+def attachment_task(source, seed: int) -> WordTask:
+    """``--label head --arcs``: gold arcs (label ``arc``) and as many non-arcs (``no-arc``), each negative a
+    random ordered pair of distinct words of the same sentence that is not an arc (seeded)."""
+    heads, dependents = _arcs(source)
+    if not len(dependents):
+        raise InputError("no word has a head", "extract a treebank with a HEAD column (CoNLL-U)")
+    offsets = np.asarray(source.word_offsets(), dtype=np.int64)
+    sentence = np.asarray(source.word_sentence(), dtype=np.int64)
+    gold = set(zip(heads.tolist(), dependents.tolist()))
+    rng = np.random.default_rng(seed + 4099)
+    negatives = []
+    for head, dependent in zip(heads.tolist(), dependents.tolist()):
+        start, stop = offsets[sentence[dependent]], offsets[sentence[dependent] + 1]
+        if stop - start < 3:  # a two-word sentence has no non-arc pair besides the reversed arc
+            continue
+        for _ in range(20):  # rejection sampling; a pair is an arc with small probability
+            pair = tuple(int(v) for v in rng.choice(np.arange(start, stop), size=2, replace=False))
+            if pair not in gold:
+                negatives.append(pair)
+                break
+    pairs = np.concatenate([np.stack([heads, dependents], axis=1), np.asarray(negatives, np.int64).reshape(-1, 2)])
+    y = np.concatenate([np.ones(len(heads), np.int64), np.zeros(len(negatives), np.int64)])
+    types = _types(source)
+    keys = np.array([f"{types[h]} -> {types[d]}" for h, d in pairs], dtype=object)
+    return WordTask(HEAD_LABEL, LEVEL_ARC, y, list(ARC_NAMES), sentence[pairs[:, 1]], pairs, keys, len(types),
+                    int(source.n_rows))
+
+
+# -- the plan by sentence ------------------------------------------------------------------------------
+def sentence_plan(task: WordTask, split: np.ndarray | None, folds: int, seed: int, notes: list[str]) -> WordPlan:
+    """The file's split by sentence (train, else dev, trains; dev picks C when train is there; test scores),
+    else seeded k-fold over sentences, stratified as far as whole sentences allow."""
+    groups = task.groups
+    if split is not None:
+        values = np.char.lower(np.asarray(split, dtype=str))[groups]
+        train = np.flatnonzero(np.isin(values, ev.TRAIN_VALUES))
+        dev = np.flatnonzero(np.isin(values, ev.DEV_VALUES))
+        test = np.flatnonzero(np.isin(values, ev.TEST_VALUES))
+        if not len(train) and len(dev) and len(test):
+            notes.append(f"the split has no train part: the dev part ({len(np.unique(groups[dev]))} sentences) "
+                         "trains the probes (C chosen inside it), the test part scores them")
+            train, dev = dev, np.zeros(0, np.int64)
+        if len(train) and len(test):
+            _check_split_classes(task, train, test, notes)
+            return WordPlan("split", [(train, test)], [dev if len(dev) else None], groups=groups)
+        if len(np.unique(values)) > 1:
+            notes.append(f"the split column has no train and test sentences to use; cross-validating with {folds} "
+                         "folds over sentences instead")
+    n_sentences = len(np.unique(groups))
+    if n_sentences < folds:
+        raise InputError(f"only {n_sentences} sentences for {folds} folds", f"use --folds {max(2, n_sentences)}")
+    from sklearn.model_selection import StratifiedGroupKFold
+
+    splitter = StratifiedGroupKFold(n_splits=folds, shuffle=True, random_state=seed)
+    pairs = [(train, test) for train, test in splitter.split(np.zeros(len(task.y)), task.y, groups)]
+    return WordPlan(f"{folds}-fold cv", pairs, [None] * len(pairs), groups=groups)
+
+
+def _check_split_classes(task: WordTask, train: np.ndarray, test: np.ndarray, notes: list[str]) -> None:
+    """A training part needs two classes; a rare label seen only in the test part is kept (its items count
+    as errors: no probe can predict it) and named in a note."""
+    seen = np.unique(task.y[train])
+    if len(seen) < 2:
+        raise InputError(f"the training part has only one class of label '{task.label}'", "check the split column")
+    unseen = np.setdiff1d(np.unique(task.y[test]), seen)
+    if len(unseen):
+        counts = np.bincount(task.y[test], minlength=task.n_classes)
+        listed = ", ".join(f"{task.class_names[code]} ({counts[code]})" for code in unseen)
+        notes.append(f"label(s) never seen in the training part, counted as errors in the test part: {listed}")
+
+
+def inner_split_by_sentence(groups: np.ndarray, rows: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """A holdout of about ``INNER_HOLDOUT`` of the training sentences: (fit rows, validation rows)."""
+    sentences = np.unique(groups[rows])
+    rng = np.random.default_rng(seed)
+    n_val = max(1, int(round(ev.INNER_HOLDOUT * len(sentences))))
+    held = rng.choice(sentences, size=min(n_val, len(sentences) - 1), replace=False) if len(sentences) > 1 else []
+    is_val = np.isin(groups[rows], held)
+    return rows[~is_val], rows[is_val]
+
+
+# -- control task and lexical baseline ---------------------------------------------------------------------
+def control_labels(task: WordTask, rows: np.ndarray, seed: int) -> np.ndarray:
+    """Hewitt & Liang's control task: each lexical key (word type; for arcs the dependent's type, or the
+    pair of types) gets one fixed random label, drawn from the label distribution of ``rows`` (the
+    training part; seeded). Returns the control label of every item."""
+    unique, inverse = np.unique(task.keys.astype(str), return_inverse=True)
+    distribution = np.bincount(task.y[rows], minlength=task.n_classes).astype(np.float64)
+    distribution /= distribution.sum()
+    rng = np.random.default_rng(seed + 7919)
+    per_key = rng.choice(task.n_classes, size=len(unique), p=distribution)
+    return per_key[inverse]
+
+
+def lexical_predictions(task: WordTask, train: np.ndarray, test: np.ndarray) -> np.ndarray:
+    """The most frequent label of each lexical key in ``train`` only; keys never seen there get the
+    training part's majority label."""
+    keys = task.keys.astype(str)
+    majority = int(np.argmax(np.bincount(task.y[train], minlength=task.n_classes)))
+    unique, inverse = np.unique(keys[train], return_inverse=True)
+    counts = np.zeros((len(unique), task.n_classes), np.int64)
+    np.add.at(counts, (inverse, task.y[train]), 1)
+    best = dict(zip(unique.tolist(), np.argmax(counts, axis=1).tolist()))
+    return np.array([best.get(key, majority) for key in keys[test]], dtype=np.int64)

@@ -1,0 +1,2 @@
+"""Every matplotlib figure: the ``featx plot`` figure and its panels, learning curves, the analyses'
+figures, and the shared style (palette, markers, saving)."""

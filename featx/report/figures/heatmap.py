@@ -1,0 +1,114 @@
+"""The layer × pooling grid of a metric, with every value written in its cell.
+
+The colour scale comes from the informative cells: by default a robust range (median ± 3 IQR, clipped
+to the data) so that one at-chance cell (the ``[CLS]`` vector at layer 0, the same for every row)
+does not give every cell worth comparing the same colour; cells below the range take its lowest
+colour and the colour bar says so with an arrow. ``scale="row"`` colours each row from its own
+minimum to its own maximum instead; ``scale="full"`` is the plain min–max. The number in each cell
+is always the absolute value.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ...errors import InputError
+from ..load import METRIC_NAMES, _layer_results, _series_name, best_row, poolings_of
+from .style import OKABE_ITO, RC, _axes
+
+SCALES = ("robust", "row", "full")
+
+
+def colour_range(data: np.ndarray, scale: str = "robust") -> tuple[float, float]:
+    """``(vmin, vmax)`` of the colour scale for the finite cells of ``data`` (see the module docstring)."""
+    finite = data[np.isfinite(data)]
+    if not finite.size:
+        return 0.0, 1.0
+    low, high = float(finite.min()), float(finite.max())
+    if scale == "robust" and finite.size >= 4:
+        q1, median, q3 = np.percentile(finite, [25, 50, 75])
+        spread = max(float(q3 - q1), 0.01)
+        low = max(low, float(median) - 3 * spread)
+    if high - low < 1e-9:
+        low, high = low - 0.01, high + 0.01
+    return low, high
+
+
+def _grid(rows: pd.DataFrame, metric: str) -> tuple[list[str], list[int], np.ndarray]:
+    poolings = poolings_of(rows)
+    layers = sorted(set(rows["layer"].astype(int)))
+    grid = (rows.assign(layer=rows["layer"].astype(int))
+            .pivot_table(index="pooling", columns="layer", values=metric, aggfunc="first")
+            .reindex(index=poolings, columns=layers))
+    return poolings, layers, grid.to_numpy(dtype=float)
+
+
+def _row_normalised(data: np.ndarray) -> np.ndarray:
+    out = np.full_like(data, np.nan)
+    for i, row in enumerate(data):
+        finite = row[np.isfinite(row)]
+        if finite.size:
+            span = float(finite.max() - finite.min())
+            out[i] = (row - finite.min()) / span if span > 1e-12 else 0.5
+    return out
+
+
+def plot_heatmap(frame: pd.DataFrame, meta: dict | None = None, ax=None, metric: str = "accuracy",
+                 classifier: str | None = None, colorbar: bool = True, title: bool | str = True,
+                 scale: str = "robust"):
+    """A pooling × layer grid of ``metric`` with every value written in its cell; best cell outlined."""
+    import matplotlib as mpl
+    import matplotlib.pyplot as plt
+
+    if scale not in SCALES:
+        raise InputError(f"heatmap scale '{scale}' is not known", f"choose one of: {', '.join(SCALES)}")
+    frame, meta, classifier, rows = _layer_results(frame, meta, metric, classifier)
+    poolings, layers, data = _grid(rows, metric)
+    colours = _row_normalised(data) if scale == "row" else data
+    vmin, vmax = (0.0, 1.0) if scale == "row" else colour_range(data, scale)
+    with plt.rc_context(RC):
+        ax = _axes(ax)
+        cmap = mpl.colormaps["cividis"]
+        image = ax.imshow(np.ma.masked_invalid(colours), cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto")
+        _write_values(ax, data, colours, cmap, vmin, vmax, len(layers))
+        _outline_best(ax, rows, metric, poolings, layers)
+        ax.set_xticks(range(len(layers)), [str(layer) for layer in layers])
+        ax.set_yticks(range(len(poolings)), poolings)
+        ax.set_xlabel("layer")
+        ax.set_ylabel(_series_name(rows))
+        for spine in ax.spines.values():
+            spine.set_visible(False)
+        ax.tick_params(length=0)
+        name = METRIC_NAMES.get(metric, metric)
+        if colorbar:
+            clipped = scale != "row" and np.nanmin(data) < vmin - 1e-9 if np.isfinite(data).any() else False
+            label = f"{name}, each row from its min to its max" if scale == "row" else name
+            ax.figure.colorbar(image, ax=ax, fraction=0.05, pad=0.02, label=label,
+                               extend="min" if clipped else "neither")
+        if title:
+            note = " (colour: within each row)" if scale == "row" else ""
+            ax.set_title(title if isinstance(title, str) else f"{name}: layer × {_series_name(rows)}{note}", loc="left")
+    return ax
+
+
+def _write_values(ax, data, colours, cmap, vmin, vmax, n_layers) -> None:
+    size = 9.5 if n_layers <= 8 else 8 if n_layers <= 13 else 6.5
+    for i in range(data.shape[0]):
+        for j in range(data.shape[1]):
+            value = data[i, j]
+            if not np.isfinite(value):
+                continue
+            position = min(max((colours[i, j] - vmin) / (vmax - vmin), 0.0), 1.0)
+            red, green, blue, _ = cmap(position)
+            dark = 0.299 * red + 0.587 * green + 0.114 * blue < 0.5
+            ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=size, color="white" if dark else "black")
+
+
+def _outline_best(ax, rows, metric, poolings, layers) -> None:
+    from matplotlib.patches import Rectangle
+
+    best = best_row(rows, metric)
+    bi, bj = poolings.index(best["pooling"]), layers.index(int(best["layer"]))
+    ax.add_patch(Rectangle((bj - 0.5, bi - 0.5), 1, 1, fill=False, edgecolor=OKABE_ITO["vermillion"],
+                           linewidth=2.5, zorder=3))

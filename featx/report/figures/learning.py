@@ -1,0 +1,137 @@
+"""Learning curves (``featx probe --train-sizes``): reading the curve file, the panel, its figure and
+the short table the probe prints."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Iterable
+
+import pandas as pd
+
+from ...errors import InputError, StoreError
+from .style import CYCLE, FORMATS, MARKERS, RC, _axes, legend_below, save
+
+CURVE_REQUIRED = ("layer_spec", "pooling", "classifier", "n_train")
+
+
+def curve_metric(curve: pd.DataFrame) -> str:
+    """``r2`` for the curves of a regression label, else ``accuracy``."""
+    return "r2" if "r2" in curve.columns and "accuracy" not in curve.columns else "accuracy"
+
+
+def is_curve_file(path: str | os.PathLike) -> bool:
+    """A ``.curve.csv`` written by ``featx probe --train-sizes`` (by name, or by its columns)."""
+    path = Path(path)
+    if path.name.endswith(".curve.csv"):
+        return True
+    if path.suffix != ".csv" or not path.exists():
+        return False
+    try:
+        columns = pd.read_csv(path, nrows=0).columns
+    except (ValueError, OSError):
+        return False
+    return "train_size" in columns and "n_train" in columns and "kind" not in columns
+
+
+def read_curve(curve) -> pd.DataFrame:
+    """The learning-curve table from a path or a DataFrame, checked."""
+    if not isinstance(curve, pd.DataFrame):
+        path = Path(curve)
+        if not path.exists():
+            raise StoreError(f"learning-curve file {path} does not exist", "run featx probe --train-sizes ...")
+        try:
+            curve = pd.read_csv(path)
+        except (ValueError, OSError) as err:
+            raise StoreError(f"{path} cannot be read as a learning-curve file ({err})") from None
+    missing = [column for column in (*CURVE_REQUIRED, curve_metric(curve)) if column not in curve.columns]
+    if curve.empty or missing:
+        raise InputError("no learning-curve rows" + (f" (missing column(s) {', '.join(missing)})" if missing else ""),
+                         "run featx probe --train-sizes 0.1,0.25,0.5,1.0")
+    curve = curve.copy()
+    for column in ("layer_spec", "pooling", "classifier"):
+        curve[column] = curve[column].astype(str)
+    return curve
+
+
+def plot_learning_curves(curve, ax=None, pooling: str | None = None, classifier: str | None = None,
+                         legend: bool = True, title: bool | str = True, site: str | None = None):
+    """Accuracy against training rows per fold (``featx probe --train-sizes``), one line per layer of one
+    site (default: ``hidden`` when present)."""
+    import matplotlib.pyplot as plt
+
+    curve = read_curve(curve)
+    if "site" in curve.columns:  # curve files from before sites hold hidden only
+        sites = list(dict.fromkeys(curve["site"].astype(str)))
+        site = site or ("hidden" if "hidden" in sites else sites[0])
+        if site not in sites:
+            raise InputError(f"no learning curves for site '{site}'", f"choose from {', '.join(sites)}")
+        curve = curve[curve["site"].astype(str) == site]
+    pooling = pooling or str(curve["pooling"].iloc[0])
+    classifier = classifier or str(curve["classifier"].iloc[0])
+    part = curve[(curve["pooling"] == pooling) & (curve["classifier"] == classifier)]
+    metric = curve_metric(curve)
+    with plt.rc_context(RC):
+        ax = _axes(ax)
+        for index, (spec, rows) in enumerate(part.groupby("layer_spec", sort=False)):
+            rows = rows.sort_values("n_train")
+            colour, marker = CYCLE[index % len(CYCLE)], MARKERS[index % len(MARKERS)]
+            ax.plot(rows["n_train"], rows[metric], color=colour, marker=marker, linewidth=2, label=f"layer {spec}")
+            if rows[[f"{metric}_low", f"{metric}_high"]].notna().all().all():
+                ax.fill_between(rows["n_train"], rows[f"{metric}_low"], rows[f"{metric}_high"], color=colour, alpha=0.12,
+                                linewidth=0)
+        ax.set_xscale("log")
+        ax.set_xlabel("training rows (per fold)")
+        ax.set_ylabel("R²" if metric == "r2" else "accuracy")
+        ax.grid(True, alpha=0.3)
+        if legend:
+            legend_below(ax, ncol=4)
+        if title:
+            where = "" if site in (None, "hidden") else f"{site}, "
+            ax.set_title(title if isinstance(title, str) else f"learning curves ({where}{pooling}, {classifier})",
+                         loc="left")
+    return ax
+
+
+def learning_figure(curve, output: str | os.PathLike | None = None, formats: Iterable[str] = FORMATS, dpi: int = 150,
+                    title: str | None = None):
+    """One learning-curve panel per (pooling, classifier) of the curve file; saved if ``output`` is given."""
+    import matplotlib.pyplot as plt
+
+    curve = read_curve(curve)
+    if "site" in curve.columns and "hidden" in set(curve["site"].astype(str)):
+        curve = curve[curve["site"].astype(str) == "hidden"]
+    groups = list(dict.fromkeys(zip(curve["pooling"], curve["classifier"])))
+    with plt.rc_context(RC):
+        fig, axes = plt.subplots(1, len(groups), figsize=(6.5 * len(groups), 5), layout="constrained", squeeze=False)
+        for ax, (pooling, classifier) in zip(axes[0], groups):
+            plot_learning_curves(curve, ax=ax, pooling=pooling, classifier=classifier)
+        label = str(curve["label"].iloc[0]) if "label" in curve.columns else "label"
+        fig.suptitle(title or f"learning curves · label: {label}", fontsize=13, x=0.01, ha="left")
+        written = save(fig, output, formats, dpi) if output is not None else []
+    return fig, written
+
+
+def format_curve_table(curve, max_groups: int = 4) -> str:
+    """Accuracy by training-set size, one line per (site, layer, pooling, classifier): what the probe prints."""
+    curve = read_curve(curve)
+    sizes = sorted(set(curve["train_size"])) if "train_size" in curve.columns else sorted(set(curve["n_train"]))
+    key = "train_size" if "train_size" in curve.columns else "n_train"
+    by = [column for column in ("site", "pooling", "classifier") if column in curve.columns]
+    metric = curve_metric(curve)
+    lines = []
+    for shown, (group, part) in enumerate(curve.groupby(by, sort=False)):
+        if shown == max_groups:
+            lines.append(f"... and {curve.groupby(by).ngroups - max_groups} more (pooling, classifier) groups in the file")
+            break
+        header = ["layer"] + [f"{size:g}" for size in sizes]
+        rows = []
+        for spec, block in part.groupby("layer_spec", sort=False):
+            values = dict(zip(block[key], block[metric]))
+            rows.append([str(spec)] + ["-" if pd.isna(values.get(size)) else f"{values[size]:.3f}" for size in sizes])
+        widths = [max(len(header[i]), *(len(row[i]) for row in rows)) for i in range(len(header))]
+        name = " · ".join(str(value) for value in (group if isinstance(group, tuple) else (group,)))
+        lines += [f"learning curve ({name}): {'R²' if metric == 'r2' else 'accuracy'} by training size ({'fraction' if key == 'train_size' else 'rows'})",
+                  "  ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip()]
+        lines += ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
+    return "\n".join(lines)

@@ -1,0 +1,93 @@
+"""The figure ``featx plot`` writes for one results file: curves, heatmap and (with ``--mdl``) the MDL
+panel, one row of panels per classifier probed."""
+
+from __future__ import annotations
+
+import os
+from typing import Iterable
+
+import pandas as pd
+
+from .curves import plot_layer_curves, plot_mdl
+from .heatmap import plot_heatmap
+from ..load import (METRIC_NAMES, _check_metric, default_classifier, describe, layer_rows, load_results,
+                   main_metric, poolings_of, references)
+from .style import FORMATS, RC, save
+from .word_panels import layer_summaries, plot_mix_weights
+
+
+def has_mdl(frame: pd.DataFrame) -> bool:
+    return "mdl_compression" in frame.columns and pd.to_numeric(frame["mdl_compression"], errors="coerce").notna().any()
+
+
+def classifiers_of(frame: pd.DataFrame) -> list[str]:
+    """The classifiers with single-layer rows of the main features, best first (by their best accuracy)."""
+    rows = frame[(frame["features"] == "main") & (frame["kind"] == "single")]
+    if rows.empty:
+        return []
+    metric = main_metric(rows)
+    if metric in rows.columns and rows[metric].notna().any():
+        best = rows.groupby("classifier", sort=False)[metric].max().sort_values(ascending=False, kind="stable")
+        return [str(name) for name in best.index]
+    return list(dict.fromkeys(rows["classifier"].astype(str)))
+
+
+def _row_height(frame: pd.DataFrame, classifier: str, metric: str) -> float:
+    """Inches for one row of panels: taller when the curves' legend (under the panel) has many entries,
+    so that the layout never has to squeeze the axes or push a label off the figure."""
+    entries = len(poolings_of(layer_rows(frame, classifier))) + len(references(frame, metric, classifier)) + 3
+    return max(5.4, 3.8 + 0.3 * entries)
+
+
+def with_baseline(frame: pd.DataFrame, baseline) -> pd.DataFrame:
+    """``frame`` plus the probe rows of a second results file, marked as baseline features."""
+    if baseline is None:
+        return frame
+    base_frame, _ = load_results(baseline)
+    base_frame = base_frame[base_frame["kind"] != "majority"].assign(features="baseline")
+    return pd.concat([frame, base_frame], ignore_index=True)
+
+
+def figure(results, meta: dict | None = None, metric: str = "accuracy", classifier: str | None = None,
+           output: str | os.PathLike | None = None, formats: Iterable[str] = FORMATS, dpi: int = 150,
+           baseline=None, scale: str = "robust"):
+    """The main panels side by side (curves, heatmap) under one title; saved if ``output`` is given.
+
+    Results of ``featx probe --mdl`` get a third panel, the MDL compression by layer. Results of several
+    classifiers (``--classifier logreg,svm``) get one row of panels each unless ``classifier`` picks one.
+    ``baseline`` optionally adds a second results table (e.g. probes of a random-init model), drawn as its
+    own per-layer curve and its best value as a reference line. ``scale`` is the heatmap's colour scale
+    (``robust``, ``row`` or ``full``). Returns ``(figure, [written paths])``.
+    """
+    import matplotlib.pyplot as plt
+
+    frame, meta = load_results(results, meta)
+    frame = with_baseline(frame, baseline)
+    if metric == "accuracy" and main_metric(frame) == "r2":  # regression results: R² by default
+        metric = "r2"
+    _check_metric(frame, metric)
+    chosen = [classifier] if classifier else (classifiers_of(frame) or [default_classifier(frame)])
+    mdl = has_mdl(frame)
+    mixes = bool(layer_summaries(meta))  # word-level runs: the scalar-mix weights
+    n = len(chosen)
+    with plt.rc_context(RC):
+        columns = 3 if mdl or mixes else 2
+        height = max(_row_height(frame, name, metric) for name in chosen)
+        fig, axes = plt.subplots(n, columns, figsize=(19 if columns == 3 else 13, height * n), squeeze=False,
+                                 width_ratios=[1.15, 1, 1][:columns], layout="constrained")
+        for row, name in zip(axes, chosen):
+            where = f" — {name} probe" if n > 1 else ""
+            plot_layer_curves(frame, meta, ax=row[0], metric=metric, classifier=name,
+                              title=f"{METRIC_NAMES.get(metric, metric)} by layer{where}")
+            plot_heatmap(frame, meta, ax=row[1], metric=metric, classifier=name, scale=scale,
+                         title=True if n == 1 else f"layer × pooling{where}")
+            if mdl:  # featx probe --mdl: the MDL panel on the right
+                plot_mdl(frame, meta, ax=row[2], classifier=name)
+            elif mixes:
+                plot_mix_weights(meta, ax=row[2])
+        title = describe(frame, meta, chosen[0])
+        if n > 1:
+            title = title.replace(f"probe: {chosen[0]}", f"probes: {', '.join(chosen)} (one row each)")
+        fig.suptitle(title, fontsize=13, x=0.01, ha="left")
+        written = save(fig, output, formats, dpi) if output is not None else []
+    return fig, written

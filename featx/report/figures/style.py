@@ -1,0 +1,122 @@
+"""Colours, markers, matplotlib settings and saving: what every featx figure shares.
+
+Colours are the Okabe–Ito palette (distinguishable with the common colour-vision deficiencies),
+with a fixed colour and marker per pooling so the same pooling looks the same in every figure.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Iterable
+
+from ...errors import StoreError
+
+OKABE_ITO = {
+    "black": "#000000",
+    "orange": "#E69F00",
+    "sky_blue": "#56B4E9",
+    "bluish_green": "#009E73",
+    "yellow": "#F0E442",
+    "blue": "#0072B2",
+    "vermillion": "#D55E00",
+    "reddish_purple": "#CC79A7",
+}
+POOLING_STYLE = {
+    "cls": (OKABE_ITO["blue"], "o"),
+    "mean": (OKABE_ITO["vermillion"], "s"),
+    "max": (OKABE_ITO["bluish_green"], "^"),
+    "last": (OKABE_ITO["reddish_purple"], "D"),
+    "pooler": (OKABE_ITO["orange"], "v"),
+    "first": (OKABE_ITO["sky_blue"], "P"),  # word poolings: first subword (last and mean as above)
+}
+# For class labels and poolings featx does not know: yellow last, it is faint on white.
+CYCLE = [OKABE_ITO[name] for name in ("blue", "vermillion", "bluish_green", "reddish_purple", "orange",
+                                      "sky_blue", "black", "yellow")]
+MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*"]
+REFERENCE_GREY = "#555555"
+SITE_LINESTYLES = ["-", "--", ":", "-."]
+FORMATS = ("png", "svg")
+
+RC = {
+    "font.size": 11,
+    "axes.titlesize": 12,
+    "axes.labelsize": 11,
+    "legend.fontsize": 9.5,
+    "xtick.labelsize": 10,
+    "ytick.labelsize": 10,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "svg.fonttype": "none",  # text stays text in the SVG: searchable, and small
+    "svg.hashsalt": "featx",  # stable ids, so the same results give the same SVG
+}
+
+
+def _axes(ax):
+    if ax is not None:
+        return ax
+    import matplotlib.pyplot as plt
+
+    with plt.rc_context(RC):
+        _, ax = plt.subplots(figsize=(7, 4.5), layout="constrained")
+    return ax
+
+
+def _style(pooling: str, index: int) -> tuple[str, str]:
+    if " · " in pooling:  # a site × pooling series keeps its pooling's colour and marker
+        pooling = pooling.split(" · ", 1)[1]
+    return POOLING_STYLE.get(pooling, (CYCLE[index % len(CYCLE)], MARKERS[index % len(MARKERS)]))
+
+
+def legend_below(ax, ncol: int = 3, **options):
+    """A legend under the axes that stays inside the figure: as many columns as fit the axes' width.
+
+    Long entries (reference lines with a baseline, say) in three centred columns grew wider than the
+    axes and were clipped at the figure's left edge; the legend now starts at the axes' left edge and
+    drops columns until its measured width fits (slightly wider than the axes is fine).
+    """
+    handles, labels = ax.get_legend_handles_labels()
+    if not handles:
+        return None
+    renderer = ax.figure.canvas.get_renderer()
+    allowed = ax.get_window_extent(renderer).width * 1.15
+    legend = None
+    for columns in range(max(1, min(ncol, len(labels))), 0, -1):
+        legend = ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(0.0, -0.14), ncol=columns,
+                           frameon=False, columnspacing=1.2, handlelength=2.2, **options)
+        if legend.get_window_extent(renderer).width <= allowed:
+            return legend
+    import textwrap  # one column is still too wide: wrap the longest entries
+
+    wrapped = [textwrap.fill(label, 50) if len(label) > 55 else label for label in labels]
+    return ax.legend(handles, wrapped, loc="upper left", bbox_to_anchor=(0.0, -0.14), ncol=1, frameon=False,
+                     handlelength=2.2, **options)
+
+
+def save(fig, output: str | os.PathLike, formats: Iterable[str] = FORMATS, dpi: int = 150) -> list[Path]:
+    """Write ``fig`` once per format, replacing the suffix of ``output``; SVGs carry no date (reproducible)."""
+    written: list[Path] = []
+    for extension in formats:
+        extension = extension.lstrip(".")
+        target = Path(output).with_suffix(f".{extension}")
+        try:
+            fig.savefig(target, dpi=dpi, metadata={"Date": None} if extension == "svg" else None)
+        except OSError as err:
+            raise StoreError(f"cannot write {target}: {err}", "check the directory exists and is writable") from None
+        written.append(target)
+    return written
+
+
+def svg_text(fig) -> str:
+    """The figure as an SVG element (no XML prolog or DOCTYPE) to embed in an HTML page."""
+    import io
+
+    buffer = io.StringIO()
+    fig.savefig(buffer, format="svg", metadata={"Date": None})
+    text = buffer.getvalue()
+    return text[text.index("<svg"):]
+
+
+def default_output(results_path: str | os.PathLike) -> Path:
+    """Where ``featx plot`` puts the figure: beside the results, same stem (``x.probe.csv`` -> ``x.probe.png``)."""
+    return Path(results_path).with_suffix(".png")

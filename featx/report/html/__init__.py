@@ -1,0 +1,1 @@
+"""``featx report``: the self-contained HTML report (``page``) and its sections."""

@@ -1,0 +1,1 @@
+"""The terminal tables of every command: probe (classification, regression, words), erase, neurons, sweep."""

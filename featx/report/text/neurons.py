@@ -1,0 +1,123 @@
+"""Tables and files of ``featx neurons``: the rankings side by side, their overlap, the selection table."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .erase import _num, grid
+from ...probing.results import _clean, results_prefix, write_table
+
+CHOICES = [("top", "probe"), ("top", "anova"), ("random", "-"), ("bottom", "probe"), ("bottom", "anova")]
+
+
+def _ci(row) -> str:
+    return f"{_num(row.accuracy)} [{_num(row.accuracy_low)}, {_num(row.accuracy_high)}]"
+
+
+def _cell(selection: pd.DataFrame, layer, fraction, choice) -> pd.Series | None:
+    rows = selection[(selection.layer == layer) & np.isclose(selection.fraction, fraction)
+                     & (selection.selection == choice[0]) & (selection.ranking == choice[1])]
+    return None if rows.empty else rows.iloc[0]
+
+
+def _all(selection: pd.DataFrame, layer) -> pd.Series:
+    return selection[(selection.layer == layer) & (selection.selection == "all")].iloc[0]
+
+
+def best_layer(selection: pd.DataFrame) -> int:
+    full = selection[selection.selection == "all"]
+    return int(full.loc[full.accuracy.idxmax()].layer)
+
+
+def overlap(ranking: pd.DataFrame, layer, k: int) -> int:
+    rows = ranking[ranking.layer == layer]
+    return len(set(rows[rows.probe_rank <= k].neuron) & set(rows[rows.anova_rank <= k].neuron))
+
+
+def _ranking_lines(result, layer) -> list[str]:
+    rows = result.ranking[result.ranking.layer == layer]
+    listed = result.meta["listed"]
+    by_probe = rows.sort_values("probe_rank").head(listed)
+    by_anova = rows.sort_values("anova_rank").head(listed)
+    table = [[str(i + 1), str(p.neuron), _num(p.probe_score, 4), str(p.anova_rank), str(a.neuron),
+              f"{a.anova_f:.1f}", str(a.probe_rank)]
+             for i, (p, a) in enumerate(zip(by_probe.itertuples(), by_anova.itertuples()))]
+    lines = [f"top {listed} neurons of layer {layer}: elastic-net probe (summed |weight|) and ANOVA F, side by side"]
+    lines += grid(["rank", "probe: neuron", "|w|", "its F rank", "anova: neuron", "F", "its probe rank"], table)
+    width = result.meta["width"]
+    shares = [f"top {f:g} ({max(1, int(round(f * width)))}): {overlap(result.ranking, layer, max(1, int(round(f * width))))}"
+              for f in result.meta["fractions"]]
+    lines.append(f"overlap of the two rankings (neurons in both top sets): {'; '.join(shares)}; "
+                 f"top {listed}: {overlap(result.ranking, layer, listed)}")
+    classes = result.per_class[result.per_class.layer == layer]
+    if len(classes) > 2:  # multi-class labels; a binary label's two classes mirror each other
+        lines.append("top neurons per class (probe weight of the class minus the mean over classes):")
+        lines += [f"  {row['class']}: {', '.join(map(str, row.neurons))}" for _, row in classes.iterrows()]
+    return lines
+
+
+def _selection_lines(result, layer) -> list[str]:
+    selection = result.selection
+    header = ["fraction", "k", *[f"{s} ({r})" if r != "-" else s for s, r in CHOICES]]
+    table = []
+    for fraction in result.meta["fractions"]:
+        cells = [_cell(selection, layer, fraction, choice) for choice in CHOICES]
+        k = next(int(c.k) for c in cells if c is not None)
+        table.append([f"{fraction:g}", str(k), *[_ci(c) if c is not None else "-" for c in cells]])
+    full = _all(selection, layer)
+    return [f"selection at layer {layer}: logreg retrained on only k neurons (rankings refitted on each training "
+            "part) [95% CI]"] + grid(header, table) + [f"all {int(full.k)} neurons: {_ci(full)}"]
+
+
+def _layers_lines(result) -> list[str]:
+    selection, ranking = result.selection, result.ranking
+    fraction = 0.05 if 0.05 in result.meta["fractions"] else result.meta["fractions"][0]
+    table = []
+    for layer in result.meta["layers"]:
+        cells = [_cell(selection, layer, fraction, choice) for choice in CHOICES[:3]]
+        top = ranking[ranking.layer == layer].sort_values("probe_rank").neuron.head(5)
+        table.append([str(layer), _ci(_all(selection, layer)), *[_ci(c) for c in cells], ", ".join(map(str, top))])
+    header = ["layer", "all neurons", f"top {fraction:g} (probe)", f"top {fraction:g} (anova)", f"random {fraction:g}",
+              "top 5 neurons (probe)"]
+    return ["across layers (selection curve per layer in the figure):"] + grid(header, table)
+
+
+def format_neurons(result) -> str:
+    meta = result.meta
+    best = best_layer(result.selection)
+    lines = [f"neurons of {meta['features_file']} ({meta['model']}) for '{meta['label']}': pooling {meta['pooling']}, "
+             f"width {meta['width']}, classes {', '.join(meta['classes'])}",
+             f"evaluation: {meta['evaluation']}; rankings and probes are fitted on training parts only", ""]
+    if len(meta["layers"]) > 1:
+        lines += _layers_lines(result) + ["", f"best layer (all neurons): {best}", ""]
+    lines += _ranking_lines(result, best) + [""] + _selection_lines(result, best)
+    if result.paths:
+        lines += ["", "wrote " + ", ".join(str(path) for path in result.paths)]
+    return "\n".join(lines)
+
+
+def prefix_for(meta: dict, output) -> Path:
+    return results_prefix(meta["features_file"], meta["label"], "neurons", output)
+
+
+def write_neurons(result, output=None) -> list[Path]:
+    """``PREFIX.csv`` (selection), ``PREFIX.ranking.csv``, ``PREFIX.json`` and the figure ``PREFIX.png``."""
+    from ..figures.analyses import save_selection_figure
+
+    prefix = prefix_for(result.meta, output)
+    paths = [Path(f"{prefix}.csv"), Path(f"{prefix}.ranking.csv"), Path(f"{prefix}.json")]
+    write_table(result.selection, paths[0])
+    write_table(result.ranking, paths[1])
+    payload = {"meta": result.meta, "selection": _records(result.selection), "per_class": _records(result.per_class)}
+    paths[2].write_text(json.dumps(payload, default=_clean, indent=1, allow_nan=False), encoding="utf-8")
+    paths.append(save_selection_figure(result.selection, result.meta, Path(f"{prefix}.png")))
+    return paths
+
+
+def _records(table: pd.DataFrame) -> list[dict]:
+    return [{key: _clean(value) if not isinstance(value, list) else value for key, value in record.items()}
+            for record in table.to_dict("records")]

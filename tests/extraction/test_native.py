@@ -1,0 +1,290 @@
+"""featx's own BERT (featx/extraction/native/bert.py, select.py): the same numbers as transformers' BertModel, the
+same oneDNN packing, the same files from ``featx extract``, transformers where it is not certainly equivalent, and
+no transformers import at all on the native path."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+import torch
+
+import featx
+from featx.errors import ModelError
+from featx.extraction import onednn
+from featx.extraction.modeling import load_model
+from featx.extraction.native import bert, select
+
+from conftest import SENTENCES, write_csv
+from families import BY_NAME, build_family
+
+IDS = torch.tensor([[2, 40, 41, 42, 43, 3, 0, 0], [2, 44, 3, 0, 0, 0, 0, 0], [2, 45, 46, 47, 48, 49, 50, 3]])
+TYPES = torch.tensor([[0, 0, 0, 1, 1, 1, 0, 0], [0, 0, 1, 0, 0, 0, 0, 0], [0, 0, 0, 0, 1, 1, 1, 1]])
+
+
+def _transformers_bert(folder, dtype=torch.float32):
+    from transformers import AutoModel
+
+    return AutoModel.from_pretrained(str(folder), dtype=dtype, attn_implementation="sdpa").eval()
+
+
+def _largest_difference(native, reference, ids, mask, **extra) -> float:
+    """Largest absolute difference over every hidden state and the pooler output of one forward pass each."""
+    with torch.inference_mode():
+        got = native(input_ids=ids, attention_mask=mask, output_hidden_states=True, **extra)
+        want = reference(input_ids=ids, attention_mask=mask, output_hidden_states=True, **extra)
+    assert len(got.hidden_states) == len(want.hidden_states)
+    pairs = [*zip(got.hidden_states, want.hidden_states), (got.pooler_output, want.pooler_output),
+             (got.last_hidden_state, want.last_hidden_state)]
+    return max(float((a.float() - b.float()).abs().max()) for a, b in pairs)
+
+
+def _copy(folder: Path, tmp_path: Path, name: str = "model") -> Path:
+    return Path(shutil.copytree(folder, tmp_path / name))
+
+
+def _edit_config(folder: Path, **changes) -> None:
+    config = json.loads((folder / "config.json").read_text())
+    config.update(changes)
+    (folder / "config.json").write_text(json.dumps(config))
+
+
+def _rewrite_weights(folder: Path, edit) -> None:
+    from safetensors.torch import load_file, save_file
+
+    weights = load_file(str(folder / "model.safetensors"))
+    save_file(edit(weights), str(folder / "model.safetensors"))
+
+
+@pytest.mark.parametrize("token_types", [False, True], ids=["plain", "pairs"])
+def test_tiny_bert_equals_transformers_with_padding(tiny_model, token_types):
+    native = bert.load_bert(tiny_model, tiny_model / "model.safetensors", torch.float32)
+    extra = {"token_type_ids": TYPES} if token_types else {}
+    assert _largest_difference(native, _transformers_bert(tiny_model), IDS, (IDS != 0).long(), **extra) <= 1e-4
+    # no padding at all: transformers passes no mask to sdpa, and neither does featx
+    full = IDS[2:]
+    assert _largest_difference(native, _transformers_bert(tiny_model), full, torch.ones_like(full)) <= 1e-4
+
+
+def test_padding_changes_no_real_token(tiny_model):
+    native = bert.load_bert(tiny_model, tiny_model / "model.safetensors", torch.float32)
+    with torch.inference_mode():
+        batch = native(input_ids=IDS, attention_mask=(IDS != 0).long(), output_hidden_states=True)
+        alone = native(input_ids=IDS[1:2, :3], attention_mask=torch.ones(1, 3, dtype=torch.long),
+                       output_hidden_states=True)
+    for got, want in zip(batch.hidden_states, alone.hidden_states):
+        torch.testing.assert_close(got[1:2, :3], want, atol=1e-5, rtol=1e-5)
+
+
+def test_minilm_equals_transformers_in_float32_and_bfloat16(minilm_path):
+    ids = torch.tensor([[101, 7592, 2088, 999, 102, 0, 0], [101, 1996, 4937, 2938, 2006, 1996, 102]])
+    mask = (ids != 0).long()
+    for dtype, bound in ((torch.float32, 1e-4), (torch.bfloat16, 5e-2)):
+        native = bert.load_bert(minilm_path, minilm_path / "model.safetensors", dtype)
+        assert next(native.parameters()).dtype == dtype
+        assert _largest_difference(native, _transformers_bert(minilm_path, dtype), ids, mask) <= bound
+
+
+def test_relu_activation_equals_transformers(tiny_model, tmp_path):
+    folder = _copy(tiny_model, tmp_path)
+    _edit_config(folder, hidden_act="relu")
+    native = bert.load_bert(folder, folder / "model.safetensors", torch.float32)
+    assert isinstance(native.encoder.layer[0].intermediate.intermediate_act_fn, torch.nn.ReLU)
+    assert _largest_difference(native, _transformers_bert(folder), IDS, (IDS != 0).long()) <= 1e-4
+
+
+def test_checkpoint_with_heads_loads_its_bert_prefixed_encoder(tiny_model, tmp_path):
+    """A BertForSequenceClassification checkpoint: the encoder sits under ``bert.``, the classifier is left out."""
+    from transformers import BertForSequenceClassification
+
+    folder = _copy(tiny_model, tmp_path)
+    BertForSequenceClassification.from_pretrained(str(tiny_model)).save_pretrained(str(folder))
+    keys = bert.checkpoint_keys(folder / "model.safetensors")
+    assert any(key.startswith("bert.") for key in keys) and any(key.startswith("classifier.") for key in keys)
+    choice = select.choose(folder, [folder / "model.safetensors"], True)
+    assert choice.native, choice.reason
+    native = bert.load_bert(folder, folder / "model.safetensors", torch.float32)
+    assert _largest_difference(native, _transformers_bert(folder), IDS, (IDS != 0).long()) <= 1e-4
+
+
+@pytest.mark.skipif(not onednn.available(), reason="this torch build has no oneDNN linear ops")
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_onednn_packs_and_fuses_the_same_layers(minilm_path, dtype):
+    native = bert.load_bert(minilm_path, minilm_path / "model.safetensors", dtype)
+    reference = _transformers_bert(minilm_path, dtype)
+    plain = bert.load_bert(minilm_path, minilm_path / "model.safetensors", dtype)
+    packed_native = onednn.prepack_linears(native, torch.device("cpu"), dtype)
+    assert packed_native == onednn.prepack_linears(reference, torch.device("cpu"), dtype) == 6 * 6 + 1
+
+    def fused(model):
+        return sum(m.attr == "gelu" for m in model.modules() if isinstance(m, onednn.PackedLinear))
+
+    assert fused(native) == fused(reference) == 6  # one dense + GELU per layer
+    assert not any(type(m) is torch.nn.Linear for m in native.modules())
+    ids = torch.tensor([[101, 7592, 2088, 102, 0], [101, 1996, 4937, 2938, 102]])
+    bound = 1e-4 if dtype == torch.float32 else 5e-2
+    assert _largest_difference(native, plain, ids, (ids != 0).long()) <= bound
+
+
+def _datasets(path: Path) -> dict[str, np.ndarray]:
+    found = {}
+    with h5py.File(path, "r") as handle:
+        handle.visititems(lambda name, item: found.__setitem__(name, item[()]) if isinstance(item, h5py.Dataset)
+                          else None)
+    return found
+
+
+def _attributes(path: Path) -> dict:
+    """Root attributes but the time, the implementation and (in the options) the output's name."""
+    with h5py.File(path, "r") as handle:
+        attributes = {key: value for key, value in handle.attrs.items() if key not in ("created", "implementation")}
+    attributes["options"] = {**json.loads(attributes["options"]), "output": None}
+    return attributes
+
+
+def _same_file_contents(native: Path, plain: Path, bound: float) -> None:
+    got, want = _datasets(native), _datasets(plain)
+    assert sorted(got) == sorted(want) and len(got) > 5
+    for name, value in want.items():
+        if value.dtype.kind == "f":
+            assert float(np.abs(got[name].astype(np.float64) - value).max(initial=0.0)) <= bound, name
+        else:
+            assert np.array_equal(got[name], value), name
+    assert _attributes(native) == _attributes(plain)  # fingerprint, tokenizer, options ... all the same
+
+
+def _extract_both(corpus: Path, tmp_path: Path, monkeypatch, **options) -> tuple[Path, Path]:
+    outputs = []
+    for native in ("1", "0"):
+        monkeypatch.setenv("FEATX_NATIVE", native)
+        out = tmp_path / f"native-{native}.h5"
+        featx.extract(corpus, output=out, progress=False, store_dtype="float32", **options)
+        with featx.open(out) as features:
+            assert features.attrs["implementation"] == ("native" if native == "1" else "transformers")
+        outputs.append(out)
+    return outputs[0], outputs[1]
+
+
+def test_extract_on_the_tiny_model_gives_the_same_file_with_native_on_and_off(tiny_model, corpus_csv, tmp_path,
+                                                                            monkeypatch):
+    native, plain = _extract_both(corpus_csv, tmp_path, monkeypatch, model=str(tiny_model), tokens=True,
+                                  batch_size=4)
+    _same_file_contents(native, plain, 1e-5)
+
+
+def test_extract_of_sentence_pairs_gives_the_same_file_with_native_on_and_off(tiny_model, tmp_path, monkeypatch):
+    rows = [(a, b, "x") for (a, *_), (b, *_) in zip(SENTENCES, SENTENCES[3:] + SENTENCES[:3])]
+    corpus = write_csv(tmp_path / "pairs.csv", rows, header=("first", "second", "label"))
+    native, plain = _extract_both(corpus, tmp_path, monkeypatch, model=str(tiny_model), text_col="first",
+                                  text_pair_col="second", batch_size=4)
+    _same_file_contents(native, plain, 1e-5)
+
+
+def test_extract_on_minilm_gives_the_same_file_with_native_on_and_off(tmp_path, monkeypatch):
+    corpus = write_csv(tmp_path / "c.csv", SENTENCES[:5])
+    native, plain = _extract_both(corpus, tmp_path, monkeypatch, layers="all", poolings="all", batch_size=2)
+    _same_file_contents(native, plain, 1e-5)
+
+
+def test_default_extraction_imports_no_transformers(tmp_path):
+    """A plain extraction with the default model, in a fresh process: transformers is never imported, nor
+    torch's compiler stack (torch._dynamo, sympy: about 1 s) that a meta-device fill would pull in."""
+    corpus = write_csv(tmp_path / "c.csv", SENTENCES[:3])
+    script = ("import sys, featx\n"
+              f"featx.extract({str(corpus)!r}, output={str(tmp_path / 'f.h5')!r}, progress=False)\n"
+              "print(sorted(name for name in sys.modules if name.split('.')[0] in ('transformers', 'sympy')\n"
+              "             or name.startswith('torch._dynamo')))\n"
+              f"print(featx.open({str(tmp_path / 'f.h5')!r}).attrs['implementation'])\n")
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+                            env={**_environment(), "FEATX_NATIVE": "1"})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split("\n")[:2] == ["[]", "native"]
+
+
+def _environment() -> dict:
+    """This process's environment, with this checkout's featx first on the path."""
+    import os
+
+    root = str(Path(__file__).resolve().parents[2])
+    path = os.pathsep.join(part for part in (root, os.environ.get("PYTHONPATH")) if part)
+    return {**{key: value for key, value in os.environ.items() if key != "FEATX_NATIVE"}, "PYTHONPATH": path}
+
+
+@pytest.mark.parametrize("case", ["roberta", "site", "random_init", "no_tokenizer_json", "env", "relative",
+                                  "no_pooler", "decoder"])
+def test_fallback_cases_load_through_transformers(case, tiny_model, tmp_path, monkeypatch):
+    folder, options = _copy(tiny_model, tmp_path), {}
+    if case == "roberta":
+        folder = build_family(BY_NAME["roberta"], tmp_path / "roberta")
+    elif case == "random_init":
+        options["random_init"] = True
+    elif case == "no_tokenizer_json":
+        (folder / "tokenizer.json").unlink()
+    elif case == "env":
+        monkeypatch.setenv("FEATX_NATIVE", "0")
+    elif case == "relative":
+        _edit_config(folder, position_embedding_type="relative_key")
+    elif case == "decoder":
+        _edit_config(folder, is_decoder=True)
+    elif case == "no_pooler":  # as saved by BertForMaskedLM: transformers initialises the missing pooler
+        _rewrite_weights(folder, lambda weights: {k: v for k, v in weights.items() if not k.startswith("pooler.")})
+    config = featx.extraction.ExtractConfig(corpus="c.csv", model=str(folder),
+                                            sites="hidden,ffn" if case == "site" else "hidden")
+    loaded = load_model(str(folder), "cpu", "float32", native=select.native_requested(config), **options)
+    assert loaded.implementation == "transformers"
+    assert type(loaded.model).__module__.startswith("transformers")
+
+
+def test_the_reason_for_transformers_is_named(tiny_model, tmp_path):
+    folder = _copy(tiny_model, tmp_path)
+    weights = [folder / "model.safetensors"]
+    assert select.choose(folder, weights, True).native
+    assert select.choose(folder, weights, False).reason == "not requested"
+    assert select.choose(folder, weights, True, trust_remote_code=True).reason == "--trust-remote-code"
+    assert select.choose(folder, weights, True, placement={"device_map": "auto"}).reason == "--device-map"
+    _edit_config(folder, hidden_act="gelu_new")
+    assert "gelu_new" in select.choose(folder, weights, True).reason
+
+
+def test_a_missing_weight_is_a_clear_model_error(tiny_model, tmp_path):
+    folder = _copy(tiny_model, tmp_path)
+    _rewrite_weights(folder, lambda weights: {k: v for k, v in weights.items() if "layer.1.output.dense" not in k})
+    with pytest.raises(ModelError, match=r"missing: encoder\.layer\.1\.output\.dense"):
+        bert.load_bert(folder, folder / "model.safetensors", torch.float32)
+    assert "2 missing" in select.choose(folder, [folder / "model.safetensors"], True).reason
+
+
+def test_a_weight_of_the_wrong_shape_is_a_clear_model_error(tiny_model, tmp_path, corpus_csv):
+    from click.testing import CliRunner
+
+    from featx.cli import main
+
+    folder = _copy(tiny_model, tmp_path)
+    _edit_config(folder, intermediate_size=48)  # the weights are 64 wide: transformers refuses this folder too
+    with pytest.raises(ModelError, match=r"encoder\.layer\.0\.intermediate\.dense\.weight .* \(48, 32\)"):
+        load_model(str(folder), "cpu", "float32", native=True)
+    result = CliRunner().invoke(main, ["extract", str(corpus_csv), "--model", str(folder), "-o",
+                                       str(tmp_path / "f.h5"), "-q"])
+    assert result.exit_code == 2 and "Traceback" not in result.output and "intermediate.dense" in result.output
+
+
+def test_a_damaged_weights_file_is_a_clear_model_error(tiny_model, tmp_path):
+    folder = _copy(tiny_model, tmp_path)
+    with pytest.raises(ModelError, match="cannot read the weights"):
+        bert.load_bert(folder, folder / "vocab.txt", torch.float32)
+
+
+def test_native_loaded_model_fields_match_transformers(tiny_model):
+    native = load_model(str(tiny_model), "cpu", "float32", native=True)
+    plain = load_model(str(tiny_model), "cpu", "float32", native=False)
+    assert native.implementation == "native" and plain.implementation == "transformers"
+    for field in ("name", "path", "weights_sha256", "device", "dtype", "n_layers", "hidden_size", "max_length",
+                  "part", "causal", "has_pooler"):
+        assert getattr(native, field) == getattr(plain, field), field
+    assert native.model.config.model_type == "bert" and not native.model.training

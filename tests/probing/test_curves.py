@@ -1,0 +1,70 @@
+"""Learning curves: parsing --train-sizes, stratified seeded subsamples, curves from featx.probe."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from featx.errors import InputError
+from featx.probing import probe
+from featx.probing.analyses.curves import parse_train_sizes, subsample
+
+
+def test_parse_train_sizes():
+    assert parse_train_sizes("1.0,0.1, 0.5") == [0.1, 0.5, 1.0]
+    assert parse_train_sizes("50,100") == [50.0, 100.0]
+    for bad in ("x", "0", "1.5", ""):
+        with pytest.raises(InputError):
+            parse_train_sizes(bad)
+
+
+def test_subsample_is_stratified_seeded_and_inside_the_rows():
+    y = np.array([0] * 80 + [1] * 20)
+    rows = np.arange(100)
+    part = subsample(y, rows, 0.25, seed=3)
+    assert len(part) == 25 and np.bincount(y[part]).tolist() == [20, 5]
+    assert np.array_equal(part, subsample(y, rows, 0.25, seed=3))
+    assert len(subsample(y, rows, 10, seed=0)) == 10 and len(subsample(y, rows, 1.0, seed=0)) == 100
+    assert len(subsample(y, rows, 3, seed=0)) == 4  # at least two rows of each class
+
+
+def test_probe_learning_curves(tiny_model, tmp_path):
+    from planted import make_features, plant
+
+    path = make_features(tmp_path, tiny_model)
+    plant(path, {1: 3.0})
+    result = probe(path, folds=4, jobs=1, control=False, train_sizes="0.25,1.0", curve_layers="0,1",
+                   n_bootstrap=100)
+    curve = pd.read_csv(result.curve_path)
+    assert len(curve) == 4 and set(curve.layer) == {0, 1}
+    full = curve[(curve.layer == 1) & (curve.train_size == 1.0)].iloc[0]
+    single = result.table[(result.table.kind == "single") & (result.table.layer == 1)].iloc[0]
+    assert full.accuracy == pytest.approx(single.accuracy)  # the same folds, the whole training part
+    assert curve[curve.train_size == 0.25].n_train.max() < full.n_train
+    assert full.accuracy > curve[(curve.layer == 0) & (curve.train_size == 1.0)].accuracy.iloc[0]
+
+
+def test_learning_curves_per_site(tiny_model, tmp_path):
+    import featx
+    from featx.report.figures.learning import plot_learning_curves
+
+    from conftest import SENTENCES, write_csv
+
+    rows = [(f"{text} {k}", sentiment, tense, split) for k in range(3) for text, sentiment, tense, split in SENTENCES]
+    corpus = write_csv(tmp_path / "corpus.csv", rows)
+    path = tmp_path / "sites.h5"
+    featx.extract(corpus, model=str(tiny_model), output=path, progress=False, poolings="mean", sites="ffn")
+    result = probe(path, label="sentiment", sites="hidden,ffn", folds=3, jobs=1, control=False,
+                   train_sizes="0.5,1.0", curve_layers="1,2", n_bootstrap=50, output=tmp_path / "r")
+    curve = pd.read_csv(result.curve_path)
+    assert list(curve.columns[:3]) == ["features", "site", "label"]
+    assert set(zip(curve.site, curve.layer)) == {(site, layer) for site in ("hidden", "ffn") for layer in (1, 2)}
+    for site in ("hidden", "ffn"):  # the full-size point is the probe's own result for that site and layer
+        full = curve[(curve.site == site) & (curve.layer == 2) & (curve.train_size == 1.0)].iloc[0]
+        row = result.table[(result.table.site == site) & (result.table.kind == "single") & (result.table.layer == 2)]
+        assert full.accuracy == pytest.approx(row.accuracy.iloc[0])
+    assert "ffn" in plot_learning_curves(curve, site="ffn").get_title(loc="left")
+    assert "ffn" not in plot_learning_curves(curve).get_title(loc="left")  # hidden by default
+    with pytest.raises(featx.FeatxError, match="no learning curves for site 'pre_ln'"):
+        plot_learning_curves(curve, site="pre_ln")

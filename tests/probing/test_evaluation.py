@@ -1,0 +1,121 @@
+"""``featx/probing/evaluation.py``: folds, inner splits and scalers never touch a test fold; metrics, intervals and
+the C search agree with scikit-learn and the textbook formulas."""
+
+from __future__ import annotations
+
+import h5py
+import numpy as np
+import pytest
+
+import featx
+from featx.errors import InputError
+from featx.probing.evaluation import core as ev
+from featx.probing import probe
+
+from probe_data import N_ROWS, features_copy, tiny_features  # noqa: F401 (fixtures)
+
+
+class RecordingScaler(ev.Scaler):
+    """Column 0 of the planted features holds the row number, so a fit can tell which rows it saw."""
+
+    fits: list[set[int]] = []
+
+    def __init__(self, X):
+        RecordingScaler.fits.append(set(np.rint(X[:, 0]).astype(int).tolist()))
+        super().__init__(X)
+
+
+def _scalers_saw_only_training_rows(path, monkeypatch, folds=4):
+    RecordingScaler.fits = []
+    monkeypatch.setattr(ev, "Scaler", RecordingScaler)
+    probe(path, poolings="mean", layers="1", folds=folds, jobs=1, write=False)  # the fits are what is checked
+    with featx.open(path) as features:
+        labels = features.labels("label")
+    plan = ev.make_plan(labels, None, folds, 0, ["neg", "pos"])
+    tests = [set(test.tolist()) for _, test in plan.folds]
+    assert len(RecordingScaler.fits) >= folds  # every fold (the probe and its control share the training part)
+    return all(any(not (seen & test) for test in tests) for seen in RecordingScaler.fits)
+
+
+def test_no_scaler_ever_sees_a_test_fold(features_copy, monkeypatch):
+    with h5py.File(features_copy, "r+") as file:
+        data = file["pooled/mean"][...]
+        data[:, :, 0] = np.arange(N_ROWS)[:, None]  # float16 holds these integers exactly
+        file["pooled/mean"][...] = data
+    assert _scalers_saw_only_training_rows(features_copy, monkeypatch)
+    # The same check catches a scaler fitted on all rows.
+    monkeypatch.setattr(ev, "fit_scaler", lambda X, rows: ev.Scaler(X))
+    assert not _scalers_saw_only_training_rows(features_copy, monkeypatch)
+
+
+def test_metrics_match_scikit_learn():
+    from sklearn.metrics import accuracy_score, balanced_accuracy_score, f1_score
+
+    rng = np.random.default_rng(0)
+    y_true, y_pred = rng.integers(0, 3, 200), rng.integers(0, 3, 200)
+    y_pred[y_pred == 2] = 1  # class 2 never predicted
+    values = ev.metrics_from_confusion(ev.confusion(y_true, y_pred, 3))
+    assert values["accuracy"] == pytest.approx(accuracy_score(y_true, y_pred))
+    assert values["balanced_accuracy"] == pytest.approx(balanced_accuracy_score(y_true, y_pred))
+    assert values["macro_f1"] == pytest.approx(f1_score(y_true, y_pred, average="macro", zero_division=0))
+    low, high = ev.bootstrap_intervals(y_true, y_pred, 3, 500, 0)["accuracy"]
+    assert low < values["accuracy"] < high
+    mean, low, high = ev.t_interval(np.array([0.8, 0.82, 0.78, 0.81, 0.79]))
+    assert mean == pytest.approx(0.8) and low == pytest.approx(0.8 - 2.776 * 0.0158 / 5**0.5, abs=1e-3)
+
+
+def test_c_search_gets_past_the_majority_plateau_on_imbalanced_data():
+    """Tiny Cs all predict the majority class; the path must not stop on that plateau."""
+    rng = np.random.default_rng(0)
+    y = (rng.random(300) < 0.15).astype(int)  # 15% minority class
+    X = rng.normal(size=(300, 20)).astype(np.float32)
+    X[:, 0] += 0.6 * (2 * y - 1)  # a clear but not huge signal in one feature
+    rows = np.arange(300)
+    fit_rows, val_rows = ev.inner_split(y, rows, seed=0)
+    cs = list(np.logspace(-4, 1, 11))
+    majority = np.bincount(y[val_rows]).max() / len(val_rows)
+    C, model = ev.search_c("svm", X, y, fit_rows, val_rows, cs, balanced=False, seed=0)
+    assert C > 1e-3 and np.mean(model.predict(X[val_rows]) == y[val_rows]) > majority
+    [(C, theta, offsets)] = ev.search_logreg(X, [y], fit_rows, val_rows, 2, cs, balanced=False)
+    assert C > 1e-3
+    assert np.mean(np.argmax(X[val_rows] @ theta[:-1] + theta[-1], axis=1) == y[val_rows]) > majority
+
+
+def test_cv_folds_partition_the_rows_and_keep_every_class_in_training():
+    y = np.repeat([0, 1, 2], [10, 20, 30])
+    plan = ev.make_plan(y, None, 5, seed=3, names=["a", "b", "c"])
+    tests = np.concatenate([test for _, test in plan.folds])
+    assert sorted(tests.tolist()) == list(range(len(y)))  # every row tested exactly once
+    for train, test in plan.folds:
+        assert not set(train.tolist()) & set(test.tolist())
+        assert set(np.unique(y[train]).tolist()) == {0, 1, 2}
+    again = ev.make_plan(y, None, 5, seed=3, names=["a", "b", "c"])
+    assert all(np.array_equal(a[1], b[1]) for a, b in zip(plan.folds, again.folds))  # seeded
+
+
+def test_a_split_column_gives_one_fold_and_dev_rows():
+    y = np.array([0, 1] * 6)
+    split = np.array(["train"] * 6 + ["dev"] * 2 + ["test"] * 4)
+    plan = ev.make_plan(y, split, 5, seed=0, names=["a", "b"])
+    [(train, test)] = plan.folds
+    assert train.tolist() == list(range(6)) and test.tolist() == list(range(8, 12))
+    assert plan.dev[0].tolist() == [6, 7]
+
+
+def test_too_few_rows_for_the_folds_is_a_clear_error():
+    with pytest.raises(InputError, match="class 'b' of label 'label' has only 2 labelled row"):
+        ev.make_plan(np.array([0] * 10 + [1] * 2), None, 5, seed=0, names=["a", "b"])
+
+
+def test_inner_split_stays_inside_the_training_part():
+    y = np.array([0, 1] * 50)
+    rows = np.arange(0, 100, 2)[:40]
+    fit_rows, val_rows = ev.inner_split(y, rows, seed=0)
+    assert set(fit_rows.tolist()) | set(val_rows.tolist()) <= set(rows.tolist())
+    assert not set(fit_rows.tolist()) & set(val_rows.tolist()) and len(val_rows) > 0
+
+
+def test_scaler_uses_only_the_rows_it_is_given():
+    X = np.arange(20, dtype=np.float32).reshape(10, 2)
+    scaler = ev.fit_scaler(X, np.arange(5))
+    np.testing.assert_allclose(scaler.mean, X[:5].mean(axis=0))

@@ -1,0 +1,94 @@
+"""featx explain: flips, rows wrong everywhere, per-class F1, length and truncation splits."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from featx.cli import main
+from featx.errors import StoreError
+from featx.probing import probe
+from featx.probing.analyses.explain import explain, length_buckets
+
+
+def write_case(folder):
+    """Six rows, three layers: known flips and a row wrong everywhere."""
+    frame = pd.DataFrame({
+        "row": range(6), "id": ["r0", "r1", "r2", "r3", "r4", "r5"], "label": ["a", "b", "a", "b", "a", "b"],
+        "n_tokens": [4, 5, 9, 10, 30, 31], "truncated": [False, False, False, False, True, True],
+        "layer_0": ["a", "a", "b", "a", "b", "a"],  # right: r0
+        "layer_1": ["a", "b", "a", "a", "a", "a"],  # right: r0 r1 r2 r4
+        "layer_2": ["a", "b", "a", "a", "b", "b"],  # right: r0 r1 r2 r5
+    })
+    path = folder / "c.label.predictions.csv"
+    frame.to_csv(path, index=False)
+    (folder / "c.label.probe.json").write_text(json.dumps({"meta": {"label": "label", "predictions_for": "mean/logreg",
+                                                                     "predictions_file": path.name}, "results": []}))
+    return path
+
+
+def test_flips_and_always_wrong_on_a_known_case(tmp_path):
+    result = explain(write_case(tmp_path))
+    flips = dict(zip(result.flips.id, result.flips.first_right_layer))
+    assert flips == {"r1": "1", "r2": "1", "r5": "2"}  # r4 is right at 1 but wrong again at 2: no flip
+    assert list(result.always_wrong.id) == ["r3"]
+    assert result.per_class_f1.loc["a", "0"] == pytest.approx(2 / 7)  # tp 1; 3 true a, 4 predicted a
+    assert result.by_truncation.loc["yes", "1"] == pytest.approx(0.5) and result.by_truncation.loc["yes", "rows"] == 2
+    assert result.by_length["rows"].sum() == 6
+    assert result.correct.mean()["2"] == pytest.approx(4 / 6)
+    text = result.format()
+    assert "rows wrong at every layer (1)" in text and "r3" in text
+
+
+def test_explain_reads_a_results_file_and_the_cli_prints(tmp_path):
+    write_case(tmp_path)
+    output = CliRunner().invoke(main, ["explain", str(tmp_path / "c.label.probe.json"), "--limit", "1"])
+    assert output.exit_code == 0, output.output
+    assert "more (--limit N shows more)" in output.output and "per-class F1 by layer" in output.output
+
+
+def test_missing_predictions_is_a_clear_error(tmp_path):
+    (tmp_path / "x.label.probe.csv").write_text("features,layer_spec,pooling,classifier,accuracy\n")
+    with pytest.raises(StoreError, match="no per-row predictions"):
+        explain(tmp_path / "x.label.probe.csv")
+    output = CliRunner().invoke(main, ["explain", str(tmp_path / "x.label.probe.csv")])
+    assert output.exit_code == 2 and "featx: error:" in output.output
+
+
+def test_length_buckets_cover_every_row():
+    buckets = length_buckets(pd.Series([3, 4, 5, 8, 12, 20, 40, 41]), 4)
+    assert buckets.notna().all() and buckets.nunique() == 4
+
+
+@pytest.mark.parametrize("split", [False, True])
+def test_probe_writes_out_of_fold_predictions_that_explain_reads(tiny_model, tmp_path, split):
+    from planted import make_features, plant
+
+    path = make_features(tmp_path, tiny_model, split=split)
+    y = plant(path, {2: 3.0})
+    result = probe(path, folds=4, jobs=1, control=False, n_bootstrap=100)
+    frame = pd.read_csv(result.predictions_path, keep_default_na=False)
+    assert list(frame.columns[-3:]) == ["layer_0", "layer_1", "layer_2"]
+    assert len(frame) == (32 if split else 80)  # every tested row once: all rows in cv, the test rows in a split
+    rows = result.table[result.table.kind == "single"].set_index("layer")
+    assert (frame.layer_2 == frame.label).mean() == pytest.approx(rows.loc[2, "accuracy"])
+    assert (frame.label == np.array(["neg", "pos"])[y[frame.row]]).all()
+    explained = explain(result.csv_path)
+    assert explained.correct["2"].mean() > 0.9 and len(explained.flips) > 0
+    assert explained.flips.first_right_layer.isin(["1", "2"]).all()
+    assert "text" in explained.flips
+
+
+def test_predictions_choice_is_checked_before_probing(tiny_model, tmp_path):
+    from featx.errors import InputError
+    from planted import make_features
+
+    path = make_features(tmp_path, tiny_model, n_rows=40)
+    with pytest.raises(InputError, match="--predictions cls/logreg"):
+        probe(path, predictions="cls/logreg", write=False)
+    result = probe(path, predictions="mean/logreg", layers="0,1", folds=2, jobs=1, control=False, write=False)
+    assert list(result.predictions.columns[-2:]) == ["layer_0", "layer_1"] and result.meta["predictions_for"] == "mean/logreg"

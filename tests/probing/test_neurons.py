@@ -1,0 +1,88 @@
+"""Neuron ranking: planted neurons come first, retraining on them recovers the accuracy, ``featx neurons``."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from featx.cli import main
+from featx.probing.analyses.neurons import neurons, order, rank_neurons
+
+from beyond_fixtures import A_NEURONS, C_NEURONS, planted_file, planted_split_file  # noqa: F401
+
+
+def test_both_rankings_put_the_planted_neurons_first():
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 2, 600)
+    X = rng.standard_normal((600, 40)).astype(np.float32)
+    X[:, [7, 21, 33]] += 1.5 * (2 * y[:, None] - 1)
+    scores = rank_neurons(X, y, np.arange(600), seed=0)
+    for name in ("probe", "anova"):
+        assert set(order(scores[name])[:3]) == {7, 21, 33}, name
+    assert scores["weights"].shape == (2, 40)
+
+
+def test_planted_neurons_rank_first_and_recover_the_accuracy(planted_file, tmp_path):
+    result = neurons(planted_file, label="a", layers="1", folds=3, output=tmp_path / "a", jobs=1)
+    ranking = result.ranking
+    assert set(ranking[ranking.probe_rank <= 3].neuron) == set(A_NEURONS)
+    assert set(ranking[ranking.anova_rank <= 3].neuron) == set(A_NEURONS)
+    selection = result.selection
+    top = selection[(selection.selection == "top") & (selection.ranking == "probe") & (selection.k == 3)]
+    full = selection[selection.selection == "all"]
+    bottom = selection[(selection.selection == "bottom") & (selection.ranking == "probe") & (selection.k == 3)]
+    assert len(top) == 1 and top.accuracy.iloc[0] >= full.accuracy.iloc[0] - 0.03 and top.accuracy.iloc[0] > 0.95
+    assert bottom.accuracy.iloc[0] < 0.7  # the same number of bottom-ranked neurons carries nothing
+    assert {"top", "bottom", "random", "all"} == set(selection.selection)
+    assert all(path.exists() for path in result.paths) and result.paths[-1].suffix == ".png"
+    text = result.format()
+    assert "overlap of the two rankings" in text and "selection at layer 1" in text
+
+
+def test_per_class_top_neurons_of_a_multiclass_label(planted_file, tmp_path):
+    result = neurons(planted_file, label="c", layers="2", top=3, folds=3, output=tmp_path / "c", jobs=1)
+    per_class = result.per_class.set_index("class")
+    assert len(per_class) == 3
+    for name, neuron in zip(result.meta["classes"], C_NEURONS):
+        assert per_class.loc[name, "neurons"][0] == neuron
+    assert "top neurons per class" in result.format()
+    payload = json.loads((tmp_path / "c.json").read_text())
+    assert payload["meta"]["listed"] == 3 and len(payload["per_class"]) == 3
+
+
+def test_cli_all_layers_gives_a_curve_per_layer(planted_split_file, tmp_path):
+    result = CliRunner().invoke(main, ["neurons", str(planted_split_file), "--label", "a", "--layer", "all",
+                                       "--fraction", "0.1", "-o", str(tmp_path / "n"), "--jobs", "1"])
+    assert result.exit_code == 0, result.output
+    assert "across layers" in result.output and "best layer" in result.output
+    import pandas as pd
+
+    selection = pd.read_csv(tmp_path / "n.csv")
+    assert sorted(selection.layer.unique()) == [0, 1, 2] and np.isclose(selection.fraction, 0.1).any()
+    assert (tmp_path / "n.png").stat().st_size > 0 and (tmp_path / "n.svg").exists()
+
+
+@pytest.mark.parametrize("args, pattern", [
+    (["--label", "nope"], "no label column 'nope'"),
+    (["--label", "a", "--layer", "5"], "out of range"),
+    (["--label", "a", "--top", "0"], "--top 0 must be a positive number"),
+    (["--label", "a", "--top", "-3"], "--top -3 must be a positive number"),
+    (["--label", "a", "--fraction", "0"], "outside (0, 1]"),
+    (["--label", "a", "--fraction", "1.5"], "outside (0, 1]"),
+    (["--label", "a", "--top", "3", "--fraction", "0.1"], "not both"),
+    (["--label", "a", "--pooling", "max"], "pooling 'max' is not stored"),
+])
+def test_bad_input_is_one_clear_error(planted_file, tmp_path, args, pattern):
+    result = CliRunner().invoke(main, ["neurons", str(planted_file), "-o", str(tmp_path / "x"), *args])
+    assert result.exit_code == 2, result.output
+    assert pattern in result.output and "Traceback" not in result.output
+
+
+def test_not_a_features_file_is_refused(tmp_path):
+    path = tmp_path / "x.h5"
+    path.write_bytes(b"\x89HDF\r\n\x1a\n" + b"\0" * 100)
+    result = CliRunner().invoke(main, ["neurons", str(path), "--label", "a"])
+    assert result.exit_code == 2 and "featx: error:" in result.output and "Traceback" not in result.output

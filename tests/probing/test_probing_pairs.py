@@ -1,0 +1,153 @@
+"""Pair probes (featx/probing/pairs.py): the SentEval feature, the cosine baseline and its thresholds."""
+
+import itertools
+
+import numpy as np
+import pytest
+
+import featx
+from featx.extraction import ExtractConfig, extract
+from featx.probing.evaluation import core as ev
+from featx.probing.tasks.pairs import (cosine, cosine_baseline, fit_thresholds, pooled_block, predict_thresholds,
+                                 senteval)
+
+from conftest import SENTENCES, write_csv
+
+
+def test_senteval_feature_is_u_v_absolute_difference_and_product():
+    u = np.array([[1.0, -2.0], [0.5, 3.0]])
+    v = np.array([[3.0, 1.0], [-0.5, 2.0]])
+    expected = np.array([[1, -2, 3, 1, 2, 3, 3, -2], [0.5, 3, -0.5, 2, 1, 1, -0.25, 6]], dtype=float)
+    np.testing.assert_array_equal(senteval(u, v), expected)
+
+
+def test_cosine_matches_a_hand_computation():
+    rng = np.random.default_rng(0)
+    u, v = rng.normal(size=(5, 7)), rng.normal(size=(5, 7))
+    by_hand = [float(np.dot(a, b) / (np.linalg.norm(a) * np.linalg.norm(b))) for a, b in zip(u, v)]
+    np.testing.assert_allclose(cosine(u, v), by_hand, rtol=1e-12)
+    assert cosine(np.zeros((1, 3)), np.ones((1, 3)))[0] == 0.0
+
+
+def _brute_force(values, y, n_classes):
+    """Best accuracy of any ordered thresholds with any class order, trying every cut between distinct values."""
+    cuts = np.unique(values)
+    candidates = [-np.inf] + list((cuts[1:] + cuts[:-1]) / 2) + [np.inf]
+    best = 0.0
+    for order in itertools.permutations(range(n_classes)):
+        for thresholds in itertools.combinations_with_replacement(candidates, n_classes - 1):
+            predicted = np.asarray(order)[np.searchsorted(np.asarray(thresholds), values, side="right")]
+            best = max(best, float((predicted == y).mean()))
+    return best
+
+
+@pytest.mark.parametrize("n_classes, seed", [(2, 0), (2, 1), (3, 2), (3, 3)])
+def test_thresholds_reach_the_best_training_accuracy(n_classes, seed):
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, n_classes, size=40)
+    values = np.round(y * 0.4 + rng.normal(scale=0.5, size=40), 1)  # rounded: ties must stay on one side
+    order, thresholds = fit_thresholds(values, y, n_classes)
+    accuracy = float((predict_thresholds(values, order, thresholds) == y).mean())
+    assert accuracy == pytest.approx(_brute_force(values, y, n_classes))
+
+
+def test_thresholds_are_chosen_on_the_training_part_only():
+    """Test rows whose labels contradict the training rows' relation get a low accuracy: they were not used."""
+    from featx.probing.tasks.pairs import _class_scores
+
+    score = np.r_[np.linspace(0, 1, 20), np.linspace(0, 1, 20)]
+    y = np.r_[(np.linspace(0, 1, 20) > 0.5).astype(int), (np.linspace(0, 1, 20) <= 0.5).astype(int)]
+    plan = ev.Plan("split", [(np.arange(20), np.arange(20, 40))], [None])
+    assert _class_scores(score, y, plan, 2, 200, 0)["accuracy"] == 0.0
+
+
+def _pair_corpus(path):
+    texts = [row[0] for row in SENTENCES]
+    rng = np.random.default_rng(0)
+    rows = []
+    for index, (i, j) in enumerate(itertools.combinations(range(len(texts)), 2)):
+        rows.append((texts[i], texts[j], f"{rng.uniform(1, 5):.2f}", "yes" if (i + j) % 2 else "no",
+                     "test" if index % 3 == 0 else "train"))
+    return write_csv(path, rows, header=("a", "b", "score", "same", "split"))
+
+
+@pytest.fixture
+def separate_file(tiny_model, tmp_path):
+    summary = extract(ExtractConfig(corpus=_pair_corpus(tmp_path / "pairs.csv"), output=tmp_path / "sep.h5",
+                                    model=str(tiny_model), text_col="a", text_pair_col="b", pair_mode="separate",
+                                    store_dtype="float32", progress=False))
+    return summary.output
+
+
+def test_probe_reads_the_senteval_feature_of_a_separate_file(separate_file):
+    with featx.open(separate_file) as features:
+        u, v = features.pair_features("mean", 1)
+        np.testing.assert_array_equal(pooled_block(features, "mean", 1), senteval(u, v))
+        np.testing.assert_array_equal(pooled_block(features, "mean", 1, site="pair_b"), v)
+
+
+def test_regression_baseline_is_spearman_of_the_cosine_on_the_test_rows(separate_file):
+    from scipy.stats import pearsonr, spearmanr
+
+    with featx.open(separate_file) as features:
+        y = features.label_values("score")
+        split = np.asarray(features.split)
+        u, v = (side.astype(np.float64) for side in features.pair_features("cls", 2))
+    kept = np.arange(len(y))
+    train, test = np.flatnonzero(split == "train"), np.flatnonzero(split == "test")
+    plan = ev.Plan("split", [(train, test)], [None])
+    rows = cosine_baseline(separate_file, kept, y, plan, [2], ["cls"], None, 200, 0)
+    by_hand = [float(np.dot(a, b) / (np.linalg.norm(a) * np.linalg.norm(b))) for a, b in zip(u[test], v[test])]
+    assert rows[0]["spearman"] == pytest.approx(spearmanr(by_hand, y[test]).statistic)
+    assert rows[0]["pearson"] == pytest.approx(pearsonr(by_hand, y[test]).statistic)
+    assert rows[0]["spearman_low"] <= rows[0]["spearman"] <= rows[0]["spearman_high"]
+
+
+@pytest.mark.parametrize("label", ["score", "same"])
+def test_every_pair_table_starts_with_the_cosine_baseline(separate_file, tmp_path, label):
+    result = featx.probe(separate_file, label=label, layers="all", poolings="mean,cls", jobs=1,
+                         output=tmp_path / f"{label}.probe.csv")
+    rows = result.meta["cosine_baseline"]
+    assert result.meta["pair_mode"] == "separate"
+    assert [(row["pooling"], row["layer"]) for row in rows] == [(p, layer) for p in ("mean", "cls") for layer in (0, 1, 2)]
+    text = result.format_table()
+    assert text.index("cosine baseline") < text.index("probe\n")
+    assert ("Spearman" if label == "score" else "accuracy of thresholds") in text
+    from featx.report.figures.curves import plot_layer_curves
+
+    ax = plot_layer_curves(result.table, result.meta, metric="spearman" if label == "score" else "accuracy")
+    drawn = [line for line in ax.get_lines() if line.get_label().startswith("cosine baseline by layer")]
+    assert len(drawn) == 1 and list(drawn[0].get_xdata()) == [0, 1, 2]
+
+
+def test_cross_mode_files_probe_like_any_file_with_segment_poolings(tiny_model, tmp_path):
+    summary = extract(ExtractConfig(corpus=_pair_corpus(tmp_path / "pairs.csv"), output=tmp_path / "cross.h5",
+                                    model=str(tiny_model), text_col="a", text_pair_col="b", progress=False))
+    result = featx.probe(summary.output, label="same", layers="1", poolings="mean_a,mean_b", jobs=1,
+                         output=tmp_path / "cross.probe.csv")
+    assert set(result.table.pooling) >= {"mean_a", "mean_b"} and "cosine_baseline" not in result.meta
+    assert result.meta["pair_mode"] == "cross"
+
+
+def test_one_text_analyses_refuse_a_separate_pair_file(separate_file):
+    from featx.errors import InputError
+    from featx.probing.analyses.erase import erase
+    from featx.probing.analyses.neurons import neurons
+
+    with pytest.raises(InputError, match="sentence pairs encoded separately"):
+        neurons(separate_file, label="same", layers="1")
+    with pytest.raises(InputError, match="sentence pairs encoded separately"):
+        erase(separate_file, label="same", layers="1")
+
+
+def test_sweep_reads_the_senteval_feature_of_a_separate_file(separate_file, monkeypatch):
+    from featx.probing.analyses import sweep
+
+    widths = []
+    real = sweep.probe_family
+    monkeypatch.setattr(sweep, "probe_family", lambda width, n_classes: widths.append(width) or real(width, n_classes))
+    with featx.open(separate_file) as features:
+        hidden = features.hidden_size
+        task = sweep.load_task(features, "same", 3, 0)
+    sweep._run_job(str(separate_file), "mean", 1, task, None, 0, 50)
+    assert widths == [4 * hidden]

@@ -1,0 +1,104 @@
+"""featx's softmax regression: scikit-learn's objective and solutions, and batched fits that do not
+depend on what they were batched with."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.linear_model import LogisticRegression
+
+from featx.probing.solvers import softmax
+from featx.probing.solvers.classifiers import logreg_from
+from featx.probing.solvers.softmax import SoftmaxRegression
+
+
+def blobs(n=600, d=12, k=3, seed=0, separation=1.0):
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, k, n)
+    centres = rng.normal(size=(k, d)) * separation
+    X = (centres[y] + rng.normal(size=(n, d))).astype(np.float32)
+    return X, y
+
+
+def sklearn_objective(model, X, y, C, weights=None):
+    """sklearn's lbfgs objective at ``model``'s solution: mean (weighted) log-loss + ||W||^2 / (2 C n)."""
+    proba = np.clip(model.predict_proba(X.astype(np.float64)), 1e-300, None)
+    index = np.searchsorted(model.classes_, y)
+    nll = -np.log(proba[np.arange(len(y)), index])
+    weights = np.full(len(y), 1 / len(y)) if weights is None else weights
+    coef = model.coef_
+    if len(coef) == 2:  # the symmetric softmax form of a binomial model: its weights are coef[1] - coef[0]
+        coef = coef[1] - coef[0]
+    return float((nll * weights).sum() + (coef ** 2).sum() / (2 * C * len(y)))
+
+
+@pytest.mark.parametrize("k, C, balanced", [(3, 0.1, False), (4, 10.0, False), (2, 0.05, False), (2, 1.0, False),
+                                            (3, 0.1, True)])
+def test_same_solution_as_scikit_learn(k, C, balanced):
+    X, y = blobs(k=k)
+    if balanced:
+        keep = (y != 0) | (np.arange(len(y)) % 4 == 0)  # class 0 rare
+        X, y = X[keep], y[keep]
+    weight = "balanced" if balanced else None
+    ours = SoftmaxRegression(C=C, tol=1e-8, max_iter=2000, class_weight=weight).fit(X, y)
+    theirs = LogisticRegression(C=C, tol=1e-10, max_iter=5000, class_weight=weight).fit(X.astype(np.float64), y)
+    assert np.array_equal(ours.classes_, theirs.classes_)
+    assert np.mean(ours.predict(X) == theirs.predict(X)) >= 0.995
+    np.testing.assert_allclose(ours.predict_proba(X), theirs.predict_proba(X), atol=2e-3)
+    if not balanced:
+        # The same objective value at both solutions.
+        assert abs(sklearn_objective(ours, X, y, C) - sklearn_objective(theirs, X, y, C)) < 1e-5
+
+
+def test_gradient_matches_finite_differences():
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(40, 5)).astype(np.float32)
+    codes = rng.integers(0, 3, (2, 40))
+    weights = rng.random((2, 40)).astype(np.float32)
+    weights /= weights.sum(axis=1, keepdims=True)
+    objective = softmax._Objective(X, codes, weights, np.array([0.1, 0.3]), np.zeros((2, 3)))
+    theta = rng.normal(size=(2, 6, 3))
+    _, grad = objective(theta, np.arange(2))
+    numeric = np.zeros_like(theta)
+    for index in np.ndindex(theta.shape):
+        step = np.zeros_like(theta)
+        step[index] = 1e-3
+        numeric[index] = (objective(theta + step, np.arange(2))[0][index[0]]
+                          - objective(theta - step, np.arange(2))[0][index[0]]) / 2e-3
+    np.testing.assert_allclose(grad, numeric, atol=2e-4)
+
+
+def test_batched_problems_are_solved_as_if_alone():
+    X, y = blobs(k=4, seed=2)
+    permuted = np.random.default_rng(3).permutation(y)
+    together = softmax.solve(X, [y, permuted], 4, [0.1, 1.0])
+    for p, (labels, C) in enumerate(((y, 0.1), (permuted, 1.0))):
+        alone = softmax.solve(X, [labels], 4, [C])
+        assert together.n_iter[p] == alone.n_iter[0]
+        np.testing.assert_array_equal(together.theta[p], alone.theta[0])  # bit for bit
+    assert together.converged.all()
+
+
+def test_a_class_missing_from_the_fit_is_never_predicted():
+    X, y = blobs(k=3, seed=4)
+    fit = y != 2
+    solution = softmax.solve(X[fit], [y[fit]], 3, [1.0])
+    assert np.isneginf(solution.offsets[0, 2]) and not solution.theta[0][:, 2].any()
+    assert (solution.scores(X, 0).argmax(axis=1) != 2).all()
+    model = logreg_from(solution.theta[0], solution.offsets[0], 1.0, False)
+    assert list(model.classes_) == [0, 1] and set(model.predict(X)) <= {0, 1}
+    assert model.predict_proba(X).shape == (len(X), 2)
+
+
+def test_warm_start_continues_from_the_last_fit():
+    X, y = blobs(k=3, seed=5)
+    model = SoftmaxRegression(C=1.0, warm_start=True).fit(X, y)
+    first = model.n_iter_[0]
+    model.fit(X, y)
+    assert first > 3 and model.n_iter_[0] <= 1
+
+
+def test_rejects_a_single_class():
+    X, _ = blobs()
+    with pytest.raises(ValueError, match="at least two classes"):
+        SoftmaxRegression().fit(X, np.zeros(len(X), dtype=int))

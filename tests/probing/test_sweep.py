@@ -1,0 +1,84 @@
+"""Probe-complexity sweep: the probe family, Pareto fronts, layer flips, and ``featx probe --sweep``."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from featx.cli import main
+from featx.report.figures.analyses import pareto_front
+from featx.probing.analyses.sweep import WIDTHS, probe_family, sweep
+from featx.report.text.sweep import flips
+
+from beyond_fixtures import planted_file, planted_split_file  # noqa: F401
+
+
+def test_probe_family_grows_in_complexity():
+    probes = probe_family(100, 10, cs=(0.1, 1.0))
+    families = [p.family for p in probes]
+    assert families.count("logreg") == 2 and families.count("mlp") == len(WIDTHS)
+    ranks = [p for p in probes if p.family == "rank"]
+    assert [p.rank for p in ranks] == [1, 2, 4, 8]  # below the full rank k - 1 = 9
+    assert [p.params for p in ranks] == sorted(p.params for p in ranks) and ranks[0].params == 100 + 10 + 10
+    assert probes[0].params == 101 * 10
+    assert not [p for p in probe_family(50, 2) if p.family == "rank"]  # binary: rank 1 is the full probe
+
+
+def test_pareto_front_keeps_only_undominated_points():
+    points = pd.DataFrame({"params": [10, 10, 100, 1000, 50], "accuracy": [0.6, 0.7, 0.9, 0.85, 0.65]})
+    front = pareto_front(points)
+    assert list(front.params) == [10, 100] and list(front.accuracy) == [0.7, 0.9]
+
+
+def test_flips_name_the_reordered_layer_pairs():
+    real = pd.DataFrame({"setting": ["A"] * 3 + ["B"] * 3, "layer": [0, 1, 2] * 2,
+                         "accuracy": [0.6, 0.8, 0.9, 0.6, 0.95, 0.9]})
+    found = flips(real, "A")
+    assert found["A"] == [] and found["B"] == [(1, 2)]
+
+
+def test_rank_one_probe_reads_a_one_dimensional_signal(planted_split_file, tmp_path):
+    result = sweep(planted_split_file, label="d", layers="1", output=tmp_path / "d", jobs=1)
+    table = result.table
+    real, control = table[table.task == "real"], table[table.task == "control"]
+    rank_one = real[real.setting == "rank=1"]
+    assert len(rank_one) == 1 and rank_one.accuracy.iloc[0] > 0.95
+    assert rank_one.params.iloc[0] < real[real.family == "logreg"].params.min()
+    assert control.accuracy.max() < 0.6 and len(control) == len(real)
+    assert set(real.family) == {"logreg", "rank", "mlp"}
+    assert all(path.exists() for path in result.paths) and result.paths[-1].suffix == ".png"
+    text = result.format()
+    assert "layers best across complexities" in text and "rankings that flip" in text
+
+
+def test_cli_probe_sweep(planted_file, tmp_path):
+    result = CliRunner().invoke(main, ["probe", str(planted_file), "--sweep", "--label", "a", "--layer", "2",
+                                       "--folds", "2", "--jobs", "1", "-o", str(tmp_path / "a")])
+    assert result.exit_code == 0, result.output
+    assert "probe-complexity sweep of 'a'" in result.output and "evaluation: 2-fold cv" in result.output
+    table = pd.read_csv(tmp_path / "a.sweep.csv")
+    assert list(table.layer.unique()) == [2] and set(table.task) == {"real", "control"}
+    assert (table[table.task == "real"].accuracy > 0.9).all()
+    assert (tmp_path / "a.sweep.png").exists() and (tmp_path / "a.sweep.json").exists()
+
+
+@pytest.mark.parametrize("args, pattern", [
+    (["--label", "nope"], "no label column 'nope'"),
+    (["--label", "a", "--layer", "cat(0,1)"], "single layers only"),
+    (["--label", "a", "--layer", "9"], "out of range"),
+    (["--label", "a", "--folds", "1"], "--folds 1 is too small"),
+    (["--label", "a", "--mdl"], "it does not take --mdl"),
+    (["--label", "a", "--classifier", "mlp"], "it does not take --classifier"),
+])
+def test_bad_input_is_one_clear_error(planted_file, tmp_path, args, pattern):
+    result = CliRunner().invoke(main, ["probe", str(planted_file), "--sweep", "-o", str(tmp_path / "x"), *args])
+    assert result.exit_code == 2, result.output
+    assert pattern in result.output and "Traceback" not in result.output
+
+
+def test_not_a_features_file_is_refused(tmp_path):
+    path = tmp_path / "notes.h5"
+    path.write_text("not hdf5")
+    result = CliRunner().invoke(main, ["probe", str(path), "--sweep"])
+    assert result.exit_code == 2 and "is not an HDF5 file" in result.output and "Traceback" not in result.output

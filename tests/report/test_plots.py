@@ -1,0 +1,293 @@
+"""featx.plots and ``featx plot``: what is drawn, where it is written, and the errors."""
+
+import json
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+import pytest  # noqa: E402
+from click.testing import CliRunner  # noqa: E402
+
+from featx.report.compare import labels_figure, plot_labels  # noqa: E402
+from featx.report.figures.curves import plot_layer_curves, plot_per_class_f1, plot_projection  # noqa: E402
+from featx.report.figures.heatmap import plot_heatmap  # noqa: E402
+from featx.report.figures.plot import figure  # noqa: E402
+from featx.report.load import best_row, layer_rows, load_results, references  # noqa: E402
+from featx.cli import main  # noqa: E402
+from featx.errors import InputError, StoreError  # noqa: E402
+from featx.state import remember  # noqa: E402
+
+import featx  # noqa: E402
+from conftest import write_csv  # noqa: E402
+from results_fixtures import synthetic_results, tiny_rows, write_results  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    yield
+    plt.close("all")
+
+
+@pytest.fixture(scope="module")
+def tiny_features(tiny_model, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("plots-features")
+    corpus = write_csv(folder / "corpus.csv", tiny_rows(), header=("text", "sentiment", "split"))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(folder)  # featx remembers the file in the working directory's .featx/
+        return featx.extract(corpus, model=str(tiny_model), output=folder / "corpus.features.h5",
+                             poolings="cls,mean", progress=False).output
+
+
+@pytest.fixture
+def results_csv(tmp_path):
+    frame, meta = synthetic_results()
+    csv_path, _ = write_results(frame, meta, tmp_path / "corpus.features.sentiment.probe")
+    return csv_path
+
+
+def test_csv_and_json_load_to_the_same_table(results_csv):
+    from_csv, meta_csv = load_results(results_csv)
+    from_json, meta_json = load_results(results_csv.with_suffix(".json"))
+    assert meta_csv["label"] == meta_json["label"] == "sentiment"
+    columns = ["features", "kind", "layer", "pooling", "classifier", "accuracy"]
+    pd.testing.assert_frame_equal(from_csv[columns], from_json[columns], check_dtype=False)
+    assert from_csv.loc[from_csv["kind"] == "single", "per_class_f1"].iloc[0] == {"neg": 0.5, "pos": 0.4}
+
+
+def test_best_row_prefers_the_lower_layer_on_ties():
+    frame, _ = synthetic_results(layers=range(4), peak=(None, None))
+    frame.loc[frame["kind"] == "single", "accuracy"] = 0.8
+    best = best_row(layer_rows(load_results(frame)[0]))
+    assert int(best["layer"]) == 0
+
+
+def test_references_are_majority_control_and_best_baseline():
+    frame, _ = synthetic_results(layers=range(3))
+    names = dict(references(load_results(frame)[0]))
+    assert names["majority class"] == 0.5
+    assert names["control task (max over layers)"] == pytest.approx(0.54)
+    baseline = [value for name, value in names.items() if name.startswith("baseline features")]
+    assert baseline == [pytest.approx(0.57)]
+    assert "baseline features (best: layer 2, cls)" in names
+
+
+def test_curves_one_line_per_pooling_with_bands_and_best_marked():
+    frame, meta = synthetic_results(poolings=("cls", "mean", "max"), peak=(1, "max"))
+    ax = plot_layer_curves(frame, meta)
+    lines = {line.get_label(): line for line in ax.get_lines()}
+    for pooling in ("cls", "mean", "max"):
+        assert list(lines[pooling].get_xdata()) == [0, 1, 2]
+    assert list(lines["mean"].get_ydata()) == pytest.approx([0.48, 0.58, 0.68])
+    best = next(line for label, line in lines.items() if label.startswith("best:"))
+    assert (best.get_xdata()[0], best.get_ydata()[0]) == (1, pytest.approx(0.71))
+    assert "best: layer 1, max (0.710)" in lines
+    assert len(ax.collections) == 3  # one interval band per pooling
+    assert "majority class: 0.50" in lines and "control task by layer (max)" in lines  # the best pooling's control
+    assert ax.get_ylabel() == "accuracy"
+
+
+def test_other_classifier_and_metric():
+    frame, meta = synthetic_results(classifiers=("logreg", "mlp"))
+    ax = plot_layer_curves(frame, meta, metric="macro_f1", classifier="mlp")
+    mean = next(line for line in ax.get_lines() if line.get_label() == "mean")
+    assert list(mean.get_ydata()) == pytest.approx([0.42, 0.52, 0.62])
+    assert ax.get_ylabel() == "macro-F1"
+
+
+def test_heatmap_writes_every_value_in_its_cell():
+    frame, meta = synthetic_results(layers=range(4), poolings=("cls", "mean", "max"))
+    ax = plot_heatmap(frame, meta)
+    texts = [text.get_text() for text in ax.texts]
+    assert len(texts) == 12
+    single = frame[(frame["kind"] == "single") & (frame["features"] == "main")]
+    assert sorted(texts) == sorted(f"{value:.2f}" for value in single["accuracy"])
+    assert [tick.get_text() for tick in ax.get_yticklabels()] == ["cls", "mean", "max"]
+    assert len(ax.patches) == 1  # the best cell's outline
+
+
+def test_per_class_f1_has_one_line_per_class():
+    frame, meta = synthetic_results(names=("past", "present", "future"))
+    ax = plot_per_class_f1(frame, meta, pooling="cls")
+    lines = {line.get_label(): list(line.get_ydata()) for line in ax.get_lines()}
+    assert list(lines) == ["past", "present", "future"]
+    assert lines["future"] == pytest.approx([0.3, 0.4, 0.5])
+
+
+def test_projection_colours_every_labelled_row_by_class(tiny_features):
+    ax = plot_projection(tiny_features, layer=2, pooling="mean", label="sentiment")
+    sizes = {collection.get_label(): len(collection.get_offsets()) for collection in ax.collections}
+    assert sizes == {"neg": 30, "pos": 30}
+    assert ax.get_xlabel().startswith("PC1 (")
+    test_only = plot_projection(tiny_features, layer=1, pooling="cls", label="sentiment", split="test",
+                                      max_points=10, ax=plt.figure().gca())
+    assert sum(len(c.get_offsets()) for c in test_only.collections) == 10
+
+
+def test_projection_of_a_constant_layer_says_so(tiny_features):
+    ax = plot_projection(tiny_features, layer=0, pooling="cls", label="sentiment")  # [CLS] embedding
+    assert "every row has the same vector here" in [text.get_text() for text in ax.texts]
+    assert ax.get_xlabel() == "PC1 (0% of variance)"
+
+
+def test_real_probe_results_with_a_baseline_plot(tiny_features, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = featx.probe(tiny_features, label="sentiment", baseline=tiny_features, jobs=1, n_bootstrap=100,
+                         output=tmp_path / "real.probe")
+    assert (result.table["features"] == "baseline").any()
+    outcome = CliRunner().invoke(main, ["plot"])
+    assert outcome.exit_code == 0, outcome.output
+    svg = (tmp_path / "real.probe.svg").read_text()
+    baseline = result.table[(result.table["features"] == "baseline") & (result.table["kind"] == "single")]
+    top = baseline.loc[baseline["accuracy"].idxmax()]
+    assert f"baseline features (best: layer {int(top.layer)}, {top.pooling}): {top.accuracy:.2f}" in svg
+    assert "label: sentiment" in svg
+
+
+def test_figure_writes_png_and_svg_with_title(results_csv, tmp_path):
+    fig, written = figure(results_csv, output=tmp_path / "fig.png")
+    assert written == [tmp_path / "fig.png", tmp_path / "fig.svg"]
+    assert (tmp_path / "fig.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    svg = (tmp_path / "fig.svg").read_text()
+    assert "tiny-bert · label: sentiment · probe: logreg · 12 rows" in svg
+    assert fig._suptitle.get_text().startswith("tiny-bert · label: sentiment")
+
+
+def test_bad_metric_and_classifier_say_what_exists(results_csv):
+    with pytest.raises(InputError, match="metric 'f2'") as error:
+        plot_layer_curves(results_csv, metric="f2")
+    assert "accuracy" in error.value.hint and "selectivity" in error.value.hint
+    with pytest.raises(InputError, match="classifier 'svm'") as error:
+        plot_heatmap(results_csv, classifier="svm")
+    assert "logreg" in error.value.hint
+
+
+def test_not_a_results_file(tmp_path):
+    (tmp_path / "x.csv").write_text("text,label\nhi,1\n")
+    with pytest.raises(StoreError, match="not a featx probe results file"):
+        load_results(tmp_path / "x.csv")
+    (tmp_path / "x.json").write_text(json.dumps([1, 2]))
+    with pytest.raises(StoreError, match="not a featx"):
+        load_results(tmp_path / "x.json")
+    with pytest.raises(StoreError, match="does not exist"):
+        load_results(tmp_path / "nope.probe.csv")
+
+
+# -- the command ---------------------------------------------------------------------------------
+def test_cli_defaults_to_the_last_results(results_csv, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    remember("results", results_csv)
+    result = CliRunner().invoke(main, ["plot"])
+    assert result.exit_code == 0, result.output
+    assert f"using the last probing run in this directory: {results_csv}" in result.output
+    png, svg = results_csv.with_suffix(".png"), results_csv.with_suffix(".svg")
+    assert png.stat().st_size > 10_000 and svg.stat().st_size > 10_000
+    assert f"wrote {png}, {svg}" in result.output
+
+
+def test_cli_output_directory_metric_and_baseline(results_csv, tmp_path):
+    out = tmp_path / "figures"  # created on demand
+    baseline_frame, meta = synthetic_results(baseline=False)
+    baseline_frame["accuracy"] = 0.61
+    baseline_csv, _ = write_results(baseline_frame, meta, tmp_path / "random.probe")
+    result = CliRunner().invoke(main, ["plot", str(results_csv), "-o", str(out), "--metric", "selectivity",
+                                       "--baseline", str(baseline_csv)])
+    assert result.exit_code == 0, result.output
+    svg = (out / "corpus.features.sentiment.probe.svg").read_text()
+    assert "selectivity" in svg and "baseline features (best: layer 0, cls)" not in svg  # no selectivity there
+    result = CliRunner().invoke(main, ["plot", str(results_csv), "-o", str(tmp_path / "one.png"),
+                                       "--baseline", str(baseline_csv)])
+    assert result.exit_code == 0, result.output
+    assert "baseline features (best: layer 0, cls): 0.61" in (tmp_path / "one.svg").read_text()
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        ([], "no results file given, and no probing run is remembered"),
+        (["missing.probe.csv"], "does not exist"),
+        (["RESULTS", "--metric", "f2"], "metric 'f2' is not in these results"),
+        (["RESULTS", "RESULTS", "-o", "one.png"], "names one figure but 2 results files"),
+    ],
+)
+def test_cli_errors_exit_2_without_traceback(results_csv, tmp_path, monkeypatch, args, message):
+    (tmp_path / "empty").mkdir()
+    monkeypatch.chdir(tmp_path / "empty")
+    args = [str(results_csv) if arg == "RESULTS" else arg for arg in args]
+    result = CliRunner().invoke(main, ["plot", *args])
+    assert result.exit_code == 2, result.output
+    error_line = next(line for line in result.output.splitlines() if line.startswith("featx: error:"))
+    assert message in error_line and "Traceback" not in result.output
+    assert not list(tmp_path.glob("**/*.png"))
+
+
+def test_labels_comparison_one_line_per_label_at_its_best_pooling(tmp_path):
+    sentiment = synthetic_results(label="sentiment", peak=(1, "cls"))
+    tense = synthetic_results(label="tense", names=("past", "present", "future"), peak=(2, "mean"))
+    ax = plot_labels([sentiment, tense])
+    labels = [line.get_label() for line in ax.get_lines() if not line.get_label().startswith("_")]
+    assert labels == ["sentiment (cls): best layer 1, 0.75", "tense (mean): best layer 2, 0.83"]
+    fig, written = labels_figure([sentiment, tense], output=tmp_path / "labels.png")
+    assert [path.name for path in written] == ["labels.png", "labels.svg"]
+    assert "tiny-bert · 2 label columns · 12 rows" in (tmp_path / "labels.svg").read_text()
+
+
+def test_cli_compare_writes_one_more_figure(tmp_path):
+    paths = []
+    for label, peak in (("sentiment", (1, "cls")), ("number", (2, "mean"))):
+        frame, meta = synthetic_results(label=label, peak=peak)
+        paths.append(str(write_results(frame, meta, tmp_path / f"x.{label}.probe")[0]))
+    result = CliRunner().invoke(main, ["plot", *paths, "--compare", str(tmp_path / "labels.png")])
+    assert result.exit_code == 0, result.output
+    assert {path.name for path in tmp_path.glob("*.png")} == {"x.sentiment.probe.png", "x.number.probe.png",
+                                                              "labels.png"}
+    assert "number (mean): best layer 2, 0.83" in (tmp_path / "labels.svg").read_text()
+
+
+def _with_sites(frame: pd.DataFrame, sites=("hidden", "ffn")) -> pd.DataFrame:
+    """The synthetic table probed at several sites (the ffn rows 0.05 higher, and without layer 0)."""
+    parts = [frame.assign(site="hidden")]
+    for index, site in enumerate(sites[1:], start=1):
+        other = frame[(frame["kind"] == "single") & (frame["layer"] != 0)].assign(site=site)
+        parts.append(other.assign(accuracy=other["accuracy"] + 0.05 * index))
+    return pd.concat(parts, ignore_index=True)
+
+
+def test_sites_one_line_per_site_and_pooling():
+    frame, meta = synthetic_results(poolings=("cls", "mean"))
+    ax = plot_layer_curves(_with_sites(frame), meta)
+    lines = {line.get_label(): line for line in ax.get_lines()}
+    assert {"hidden · cls", "hidden · mean", "ffn · cls", "ffn · mean"} <= set(lines)
+    assert list(lines["ffn · mean"].get_xdata()) == [1, 2] and list(lines["hidden · mean"].get_xdata()) == [0, 1, 2]
+    assert lines["ffn · mean"].get_color() == lines["hidden · mean"].get_color()  # pooling keeps its colour
+    assert lines["ffn · mean"].get_linestyle() != lines["hidden · mean"].get_linestyle()  # site its style
+    assert "best: layer 2, ffn · mean (0.880)" in lines
+    heat = plot_heatmap(_with_sites(frame), meta)
+    assert heat.get_ylabel() == "site · pooling"
+
+
+def test_sites_with_one_pooling_one_line_per_site(tmp_path):
+    frame, meta = synthetic_results(poolings=("mean",))
+    frame = _with_sites(frame, ("hidden", "ffn", "attn_out"))
+    ax = plot_layer_curves(frame, meta)
+    labels = [line.get_label() for line in ax.get_lines()]
+    assert labels[:3] == ["hidden", "ffn", "attn_out"]
+    assert [tick.get_text() for tick in plot_heatmap(frame, meta).get_yticklabels()] == ["hidden", "ffn", "attn_out"]
+    csv_path, _ = write_results(frame, meta, tmp_path / "sites")
+    result = CliRunner().invoke(main, ["plot", str(csv_path), "-o", str(tmp_path / "fig.png")])
+    assert result.exit_code == 0 and (tmp_path / "fig.png").exists()
+    old = frame[frame["site"] == "hidden"].drop(columns="site")  # results from before sites
+    loaded, _ = load_results(old, meta)
+    assert set(loaded["site"]) == {"hidden"}
+
+
+@pytest.mark.parametrize("level, label, key", [("word", "upos", "word type"), ("arc", "deprel", "dependent type"),
+                                               ("arc", "head", "type pair")])
+def test_the_lexical_reference_names_what_it_counts_by(level, label, key):
+    frame, _ = synthetic_results(label=label)
+    lexical = frame[frame.kind == "majority"].assign(kind="lexical", classifier="lexical", accuracy=0.6)
+    frame = pd.concat([frame, lexical], ignore_index=True).assign(level=level)
+    names = dict(references(load_results(frame)[0]))
+    assert names[f"most frequent label per {key}"] == pytest.approx(0.6)

@@ -1,0 +1,58 @@
+"""Plot panels for the insight columns: MDL, layers like the best (hollow), learning curves."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import pandas as pd  # noqa: E402
+import pytest  # noqa: E402
+
+from featx.report.figures.curves import plot_layer_curves, plot_mdl  # noqa: E402
+from featx.report.figures.learning import plot_learning_curves  # noqa: E402
+from featx.report.figures.plot import figure  # noqa: E402
+from featx.errors import InputError  # noqa: E402
+
+
+def table(significance=True):
+    frame = pd.DataFrame({
+        "features": "main", "kind": "single", "layer": [0, 1, 2], "layer_spec": ["0", "1", "2"], "pooling": "mean",
+        "classifier": "logreg", "accuracy": [0.6, 0.9, 0.88], "accuracy_low": [0.5, 0.85, 0.83],
+        "accuracy_high": [0.7, 0.95, 0.93], "mdl_bits": [300.0, 120.0, 130.0], "mdl_compression": [1.0, 2.5, 2.3],
+        "per_class_f1": "{}",
+    })
+    if significance:
+        frame["significant_vs_best"] = [True, False, False]
+    return frame
+
+
+def _hollow_layers(ax):
+    return sorted(x for line in ax.lines if line.get_markerfacecolor() == "white" for x in line.get_xdata())
+
+
+def test_layer_curves_mark_layers_not_significantly_below_the_best():
+    assert _hollow_layers(plot_layer_curves(table())) == [1, 2]
+    assert _hollow_layers(plot_layer_curves(table(significance=False))) == []
+
+
+def test_mdl_panel_and_the_figure_gets_a_third_panel(tmp_path):
+    ax = plot_mdl(table())
+    assert list(ax.lines[0].get_ydata()) == [1.0, 2.5, 2.3]
+    with pytest.raises(InputError, match="--mdl"):
+        plot_mdl(table().drop(columns=["mdl_bits", "mdl_compression"]))
+    fig, written = figure(table(), output=tmp_path / "f.png", formats=("png",))
+    assert len(fig.axes) >= 3 and written[0].stat().st_size > 0
+    fig, _ = figure(table().drop(columns=["mdl_bits", "mdl_compression"]))
+    assert not any(ax.get_title(loc="left").startswith("MDL") for ax in fig.axes)
+
+
+def test_learning_curves_panel(tmp_path):
+    curve = pd.DataFrame({"layer_spec": ["1", "1", "2", "2"], "pooling": "mean", "classifier": "logreg",
+                          "n_train": [10, 40, 10, 40], "accuracy": [0.7, 0.9, 0.6, 0.8],
+                          "accuracy_low": [0.6, 0.85, 0.5, 0.7], "accuracy_high": [0.8, 0.95, 0.7, 0.9]})
+    curve.to_csv(tmp_path / "c.csv", index=False)
+    ax = plot_learning_curves(tmp_path / "c.csv")
+    assert [list(line.get_xdata()) for line in ax.lines] == [[10, 40], [10, 40]]
+    with pytest.raises(InputError):
+        plot_learning_curves(curve.iloc[:0])

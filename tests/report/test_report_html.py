@@ -1,0 +1,84 @@
+"""featx.report.html.page and ``featx report``: one self-contained page (inline SVG, no URL, a CSP that forbids fetches)."""
+
+import re
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import pytest  # noqa: E402
+from click.testing import CliRunner  # noqa: E402
+
+from featx.cli import main  # noqa: E402
+from featx.report.html import page as html  # noqa: E402
+from report_fixtures import real_runs  # noqa: E402,F401
+from results_fixtures import synthetic_results, write_results  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def page(real_runs):
+    path = html.write_report(real_runs["main"])
+    return path, path.read_text(encoding="utf-8")
+
+
+def test_written_beside_the_results(page, real_runs):
+    path, _ = page
+    assert path == real_runs["folder"] / "main.sentiment.report.html"
+
+
+def test_self_contained_nothing_to_fetch(page):
+    _, text = page
+    assert '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; style-src \'unsafe-inline\'; ' \
+           'img-src data:">' in text
+    assert "http://" not in text and "https://" not in text  # no URL at all, not even SVG namespaces
+    assert "<script" not in text and "<link" not in text and not re.search(r"\bsrc=", text)
+
+
+def test_every_figure_is_inline_svg_with_how_to_read_it(page):
+    _, text = page
+    titles = re.findall(r'<figure id="figure-\d+"><h3>([^<]+)</h3>', text)
+    assert titles == ["Accuracy by layer", "Layer × pooling", "Per-class F1 by layer", "MDL compression by layer",
+                      "Learning curves"]
+    assert text.count("<svg") == len(titles) and text.count("How to read this.") == len(titles)
+    ids = re.findall(r'\bid="([^"]+)"', text)
+    assert len(ids) == len(set(ids))  # figure ids prefixed: no clash between figures
+
+
+def test_meta_layer_table_and_explain_sections(page):
+    _, text = page
+    assert "<h2>The run</h2>" in text and "<td>label</td><td>sentiment</td>" in text
+    assert "<h2>Layer table</h2>" in text and text.count('<tr class="best">') == 2  # best layer of cls and of mean
+    assert "Per-example diagnostics (featx explain)" in text and "Rows wrong at every layer" in text
+    assert "@media print" in text
+
+
+def test_results_without_predictions_or_curves_still_make_a_page(tmp_path):
+    frame, meta = synthetic_results()
+    csv_path, _ = write_results(frame, meta, tmp_path / "r.probe")
+    text = html.write_report(csv_path, tmp_path / "out" / "r.html").read_text()
+    assert text.count("<svg") == 3  # curves, heatmap, per-class F1
+    assert "No per-example diagnostics" in text
+
+
+def test_cli_report_defaults_to_the_last_results(real_runs, tmp_path, monkeypatch):
+    monkeypatch.chdir(real_runs["folder"])  # the fixture's probes ran there
+    outcome = CliRunner().invoke(main, ["report", "-o", str(tmp_path / "r.html")])
+    assert outcome.exit_code == 0, outcome.output
+    assert "using the last probing run in this directory:" in outcome.output and (tmp_path / "r.html").read_text().count("<svg") >= 2
+
+
+@pytest.mark.parametrize("args, message", [
+    (["missing.probe.csv"], "does not exist"),
+    (["RESULTS", "--classifier", "svm"], "no single-layer results for classifier 'svm'"),
+    ([], "no results file given, and no probing run is remembered"),
+])
+def test_cli_report_errors_exit_2(tmp_path, monkeypatch, args, message):
+    frame, meta = synthetic_results()
+    csv_path, _ = write_results(frame, meta, tmp_path / "r.probe")
+    (tmp_path / "empty").mkdir()
+    monkeypatch.chdir(tmp_path / "empty")
+    args = [str(csv_path) if arg == "RESULTS" else arg for arg in args]
+    outcome = CliRunner().invoke(main, ["report", *args, "-o", str(tmp_path / "x.html")])
+    assert outcome.exit_code == 2, outcome.output
+    assert message in outcome.output and "Traceback" not in outcome.output
+    assert not (tmp_path / "x.html").exists()
