@@ -75,25 +75,47 @@ def main(argv=None):
     print(f"# bench/ab.py {' '.join(sys.argv[1:])}")
     for round_ in range(args.rounds):
         for i in range(n):
-            env = {**os.environ, "PYTHONPATH": str(Path(columns["roots"][i]).resolve()), "HF_HUB_OFFLINE": "1",
-                   "TOKENIZERS_PARALLELISM": "false"}
+            env = {
+                **os.environ,
+                "PYTHONPATH": str(Path(columns["roots"][i]).resolve()),
+                "HF_HUB_OFFLINE": "1",
+                "TOKENIZERS_PARALLELISM": "false",
+            }
             if columns["env"][i]:
                 key, value = columns["env"][i].split("=", 1)
                 env[key] = value
-            result = subprocess.run([sys.executable, "-c", CHILD, args.corpus, args.model, args.dtype,
-                                     columns["max_tokens"][i], columns["batch_size"][i], args.max_length],
-                                    env=env, capture_output=True, text=True)
+            result = subprocess.run(
+                [
+                    sys.executable,
+                    "-c",
+                    CHILD,
+                    args.corpus,
+                    args.model,
+                    args.dtype,
+                    columns["max_tokens"][i],
+                    columns["batch_size"][i],
+                    args.max_length,
+                ],
+                env=env,
+                capture_output=True,
+                text=True,
+            )
             if result.returncode:
                 raise SystemExit(result.stderr)
             measured = json.loads(result.stdout.strip().splitlines()[-1])
             rate, cpu_rate = measured["tokens_per_second"], measured["tokens_per_cpu_second"]
             best[i], best_cpu[i] = max(best[i], rate), max(best_cpu[i], cpu_rate)
             label = " ".join(f"{k}={columns[k][i]}" for k in columns if columns[k][i])
-            print(f"round {round_} [{label}] {rate:,.0f} tokens/s, {cpu_rate:,.0f} per CPU-second (load {os.getloadavg()[0]:.2f})", flush=True)
+            print(
+                f"round {round_} [{label}] {rate:,.0f} tokens/s, {cpu_rate:,.0f} per CPU-second (load {os.getloadavg()[0]:.2f})",
+                flush=True,
+            )
     for i in range(n):
         label = " ".join(f"{k}={columns[k][i]}" for k in columns if columns[k][i])
-        print(f"best [{label}]: {best[i]:,.0f} tokens/s ({best[i] / best[0]:.2f}x the first), "
-              f"{best_cpu[i]:,.0f} tokens per CPU-second ({best_cpu[i] / best_cpu[0]:.2f}x)")
+        print(
+            f"best [{label}]: {best[i]:,.0f} tokens/s ({best[i] / best[0]:.2f}x the first), "
+            f"{best_cpu[i]:,.0f} tokens per CPU-second ({best_cpu[i] / best_cpu[0]:.2f}x)"
+        )
 
 
 if __name__ == "__main__":

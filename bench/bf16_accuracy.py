@@ -17,8 +17,6 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
-
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 CACHE = ROOT / "bench" / ".cache"
@@ -44,23 +42,28 @@ def main(argv=None) -> None:
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--jobs", type=int, default=2)
     args = parser.parse_args(argv)
-    import featx
     from scipy.stats import binomtest
+
+    import featx
 
     path = corpus(args.corpus, args.rows)
     tables, rates, outputs = {}, {}, {}
     for dtype in ("float32", "bfloat16"):
         # The fp32 file of the default model is bench/probe.py's cached one.
-        output = CACHE / f"{path.stem}.features.h5" if dtype == "float32" and args.model == "default" \
+        output = (
+            CACHE / f"{path.stem}.features.h5"
+            if dtype == "float32" and args.model == "default"
             else CACHE / "work" / f"{path.stem}.{args.model.replace('/', '_')}.{dtype}.h5"
+        )
         outputs[dtype] = output
         summary = featx.extract(path, output=output, model=args.model, dtype=dtype, device="cpu", progress=False)
         print(summary.line())
         if summary.forward_seconds:
             rates[dtype] = summary.tokens / summary.forward_seconds
         started = time.perf_counter()
-        result = featx.probe(output, layers="all", poolings="all", folds=args.folds, jobs=args.jobs, control=False,
-                             write=False)
+        result = featx.probe(
+            output, layers="all", poolings="all", folds=args.folds, jobs=args.jobs, control=False, write=False
+        )
         print(f"probe {dtype}: {time.perf_counter() - started:.1f} s")
         single = result.table[(result.table.kind == "single") & (result.table.classifier == "logreg")]
         tables[dtype] = single.set_index(["pooling", "layer"])["accuracy"] * 100
@@ -72,22 +75,34 @@ def main(argv=None) -> None:
     print("accuracy (%), bf16 - fp32, per pooling (columns) and layer (rows):")
     print(diff.unstack(0).round(2).to_string())
     worst = diff.abs().idxmax()
-    print(f"cells within 0.5 points: {int((diff.abs() <= 0.5).sum())} of {len(diff)}; largest |difference| "
-          f"{diff.abs().max():.2f} at {worst}; mean {diff.mean():+.3f}")
+    print(
+        f"cells within 0.5 points: {int((diff.abs() <= 0.5).sum())} of {len(diff)}; largest |difference| "
+        f"{diff.abs().max():.2f} at {worst}; mean {diff.mean():+.3f}"
+    )
     print(f"best cell: fp32 {full.max():.2f} ({full.idxmax()}), bf16 {low.max():.2f} ({low.idxmax()})")
     # Paired test on the worst cell: rows one dtype's probe got right and the other's wrong.
     pooling, layer = worst
     correct = {}
     for dtype, output in outputs.items():
-        result = featx.probe(output, layers=str(layer), poolings=pooling, folds=args.folds, jobs=1, control=False,
-                             write=False, predictions=f"{pooling}/logreg")
+        result = featx.probe(
+            output,
+            layers=str(layer),
+            poolings=pooling,
+            folds=args.folds,
+            jobs=1,
+            control=False,
+            write=False,
+            predictions=f"{pooling}/logreg",
+        )
         frame = result.predictions
         correct[dtype] = (frame["label"] == frame[f"layer_{layer}"]).to_numpy()
     a, b = correct["float32"], correct["bfloat16"]
     only_fp32, only_bf16 = int((a & ~b).sum()), int((~a & b).sum())
     p = binomtest(only_fp32, only_fp32 + only_bf16).pvalue if only_fp32 + only_bf16 else 1.0
-    print(f"McNemar on {worst}: right only with fp32 {only_fp32} rows, only with bf16 {only_bf16} rows, "
-          f"exact p = {p:.3f}")
+    print(
+        f"McNemar on {worst}: right only with fp32 {only_fp32} rows, only with bf16 {only_bf16} rows, exact p = {p:.3f}"
+    )
+
 
 if __name__ == "__main__":
     main()

@@ -56,6 +56,7 @@ BIG_MODEL_ROWS = {"sst2": 150, "agnews": 100, "longtail": 80}  # bert-base on 2 
 
 # ----------------------------------------------------------------------------------------------- setup
 
+
 def corpus_csv(name: str, rows: int) -> Path:
     """A CSV (text,label) of ``rows`` rows of the named corpus, cached."""
     CACHE.mkdir(exist_ok=True)
@@ -118,6 +119,7 @@ def flops_per_token(config, mean_length: float) -> float:
 
 # --------------------------------------------------------------------------------------- machine limit
 
+
 def matmul_rates(hidden: int, intermediate: int, rows: int = 4096, seconds: float = 0.6) -> dict[str, float]:
     """FLOP/s of one layer's linear shapes: torch.matmul and oneDNN prepacked linear, fp32 and bf16."""
     import torch
@@ -153,6 +155,7 @@ def matmul_rates(hidden: int, intermediate: int, rows: int = 4096, seconds: floa
 
 
 # --------------------------------------------------------------------------------------------- methods
+
 
 def _pool_all(states, mask):
     """The tutorial pooling: every layer x cls, mean, max, last, in plain torch. states: (L, B, T, H)."""
@@ -195,8 +198,9 @@ def run_padded(folder, texts, batch_size):
     start = time.perf_counter()
     with torch.no_grad():
         for i in range(0, len(texts), batch_size):
-            encoded = tokenizer(texts[i : i + batch_size], return_tensors="pt", padding=True, truncation=True,
-                                max_length=MAX_LENGTH)
+            encoded = tokenizer(
+                texts[i : i + batch_size], return_tensors="pt", padding=True, truncation=True, max_length=MAX_LENGTH
+            )
             hidden = model(**encoded, output_hidden_states=True).hidden_states
             out.append({k: v.numpy() for k, v in _pool_all(torch.stack(hidden), encoded["attention_mask"]).items()})
     return time.perf_counter() - start
@@ -210,8 +214,12 @@ def run_pipeline(folder, texts, batch_size):
     model = AutoModel.from_pretrained(str(folder)).eval()
     pipe = pipeline("feature-extraction", model=model, tokenizer=tokenizer, device="cpu")
     start = time.perf_counter()
-    outputs = pipe(texts, batch_size=batch_size, return_tensors=True,
-                   tokenize_kwargs={"truncation": True, "max_length": MAX_LENGTH})
+    outputs = pipe(
+        texts,
+        batch_size=batch_size,
+        return_tensors=True,
+        tokenize_kwargs={"truncation": True, "max_length": MAX_LENGTH},
+    )
     pooled = np.stack([output[0].mean(0).numpy() for output in outputs])  # (1, T, H) per text, unpadded
     seconds = time.perf_counter() - start
     assert pooled.shape[0] == len(texts)
@@ -226,8 +234,9 @@ def run_st(folder, texts, batch_size):
         model = SentenceTransformer(str(folder), device="cpu")
     else:
         word = models.Transformer(str(folder), max_seq_length=MAX_LENGTH)
-        model = SentenceTransformer(modules=[word, models.Pooling(word.get_word_embedding_dimension(), "mean")],
-                                    device="cpu")
+        model = SentenceTransformer(
+            modules=[word, models.Pooling(word.get_word_embedding_dimension(), "mean")], device="cpu"
+        )
     model.max_seq_length = MAX_LENGTH
     model.encode(texts[:8], batch_size=batch_size)  # warm-up, as a real user's second call
     start = time.perf_counter()
@@ -244,15 +253,38 @@ def featx_options(dtype: str) -> list[str]:
 def run_featx_steady(folder, corpus, dtype, workdir, sites="hidden"):
     from featx.extraction import ExtractConfig, extract
 
-    summary = extract(ExtractConfig(corpus=corpus, output=workdir / "steady.h5", model=str(folder), device="cpu",
-                                    dtype=dtype, max_length=MAX_LENGTH, overwrite=True, progress=False, sites=sites))
+    summary = extract(
+        ExtractConfig(
+            corpus=corpus,
+            output=workdir / "steady.h5",
+            model=str(folder),
+            device="cpu",
+            dtype=dtype,
+            max_length=MAX_LENGTH,
+            overwrite=True,
+            progress=False,
+            sites=sites,
+        )
+    )
     return summary
 
 
 def run_featx_command(folder, corpus, dtype, workdir, threads):
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": str(threads)}
-    command = [sys.executable, "-m", "featx", "extract", str(corpus), "-o", str(workdir / "cmd.h5"),
-               "--model", str(folder), "--overwrite", "-q", *featx_options(dtype)]
+    command = [
+        sys.executable,
+        "-m",
+        "featx",
+        "extract",
+        str(corpus),
+        "-o",
+        str(workdir / "cmd.h5"),
+        "--model",
+        str(folder),
+        "--overwrite",
+        "-q",
+        *featx_options(dtype),
+    ]
     start = time.perf_counter()
     result = subprocess.run(command, env=env, capture_output=True, text=True)
     seconds = time.perf_counter() - start
@@ -262,6 +294,7 @@ def run_featx_command(folder, corpus, dtype, workdir, threads):
 
 
 # ------------------------------------------------------------------------------------------------ main
+
 
 def count_tokens(folder, texts) -> np.ndarray:
     from featx.extraction.modeling import load_tokenizer
@@ -339,9 +372,11 @@ def bench_one(corpus_name, model_name, args, rates, log):
     limit_fp32 = max(rates.get("matmul_fp32", 0), rates.get("onednn_fp32", 0))
     limit_bf16 = max(rates.get("matmul_bf16", 0), rates.get("onednn_bf16", 0))
     results = {name: float(np.median(values)) for name, values in rounds.items()}
-    header = (f"\n### {corpus_name} ({len(texts)} rows, {tokens} tokens, mean {mean_length:.1f} tokens/row; "
-              f"loop on {loop_rows} rows) x {model_name} ({flops / 1e6:.1f} MFLOP/token), "
-              f"{torch.get_num_threads()} threads, load {os.getloadavg()[0]:.2f}; median of {args.repeat} alternating rounds")
+    header = (
+        f"\n### {corpus_name} ({len(texts)} rows, {tokens} tokens, mean {mean_length:.1f} tokens/row; "
+        f"loop on {loop_rows} rows) x {model_name} ({flops / 1e6:.1f} MFLOP/token), "
+        f"{torch.get_num_threads()} threads, load {os.getloadavg()[0]:.2f}; median of {args.repeat} alternating rounds"
+    )
     log(header)
     log("| method | tokens/s | featx fp32 steady / method | GFLOP/s | % fp32 limit | % bf16 limit |")
     log("|---|---:|---:|---:|---:|---:|")
@@ -349,8 +384,10 @@ def bench_one(corpus_name, model_name, args, rates, log):
     for name, rate in results.items():
         ratio = f"{reference / rate:.2f}x" if reference else "-"
         gflops = rate * flops
-        log(f"| {name} | {rate:,.0f} | {ratio} | {gflops / 1e9:.1f} | {100 * gflops / limit_fp32:.0f}% "
-            f"| {100 * gflops / limit_bf16:.0f}% |")
+        log(
+            f"| {name} | {rate:,.0f} | {ratio} | {gflops / 1e9:.1f} | {100 * gflops / limit_fp32:.0f}% "
+            f"| {100 * gflops / limit_bf16:.0f}% |"
+        )
     if "peers" in args.methods or "st" in args.methods:
         import peers
 
@@ -359,9 +396,16 @@ def bench_one(corpus_name, model_name, args, rates, log):
         log(f"featx command: `{command}`")
     for sites, size in file_mb.items():
         log(f"features file with --site {sites}: {size:.1f} MB")
-    return {"corpus": corpus_name, "model": model_name, "rows": len(texts), "tokens": tokens,
-            "mean_length": mean_length, "flops_per_token": flops, "tokens_per_second": results,
-            "load": os.getloadavg()}
+    return {
+        "corpus": corpus_name,
+        "model": model_name,
+        "rows": len(texts),
+        "tokens": tokens,
+        "mean_length": mean_length,
+        "flops_per_token": flops,
+        "tokens_per_second": results,
+        "load": os.getloadavg(),
+    }
 
 
 def main(argv=None):
@@ -369,18 +413,30 @@ def main(argv=None):
     parser.add_argument("--corpus", default="sst2", help="sst2, agnews, longtail or all (comma-separated)")
     parser.add_argument("--model", default="minilm", help="minilm, bert-base-random or all (comma-separated)")
     parser.add_argument("--methods", default="loop,padded,pipeline,st,featx")
-    parser.add_argument("--featx-dtype", default="float32", help="compute dtypes to run featx with, e.g. float32,bfloat16")
+    parser.add_argument(
+        "--featx-dtype", default="float32", help="compute dtypes to run featx with, e.g. float32,bfloat16"
+    )
     parser.add_argument("--rows", type=int, default=None, help="rows per corpus (default: per corpus and model)")
     parser.add_argument("--loop-rows", type=int, default=200, help="rows for the per-sentence loop (/4 for bert-base)")
     parser.add_argument("--peer-batch", type=int, default=32, help="batch size of the padded, pipeline and st peers")
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's default)")
-    parser.add_argument("--repeat", type=int, default=1,
-                        help="rounds; every method runs once per round (alternating); the median rate counts")
-    parser.add_argument("--peers", default="torch,onnx-fp32,onnx-O3,onnx-qint8,openvino-f32,openvino-bf16",
-                        help="bench/peers.py variants for --methods peers ('torch': ST's own torch network)")
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="rounds; every method runs once per round (alternating); the median rate counts",
+    )
+    parser.add_argument(
+        "--peers",
+        default="torch,onnx-fp32,onnx-O3,onnx-qint8,openvino-f32,openvino-bf16",
+        help="bench/peers.py variants for --methods peers ('torch': ST's own torch network)",
+    )
     parser.add_argument("--quick", action="store_true", help="small subsets, for a smoke run")
-    parser.add_argument("--featx-sites", default="hidden",
-                        help="';'-separated --site sets for extra featx steady runs, e.g. 'hidden;hidden,ffn'")
+    parser.add_argument(
+        "--featx-sites",
+        default="hidden",
+        help="';'-separated --site sets for extra featx steady runs, e.g. 'hidden;hidden,ffn'",
+    )
     parser.add_argument("--json", type=Path, default=None, help="also write the results here")
     args = parser.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -403,16 +459,20 @@ def main(argv=None):
 
     flags = Path("/proc/cpuinfo").read_text().split("flags")[1].split("\n")[0] if Path("/proc/cpuinfo").exists() else ""
     log(f"# bench/extract.py {' '.join(sys.argv[1:])}")
-    log(f"torch {torch.__version__}, {args.threads} threads, cuda: {torch.cuda.is_available()}, "
-        f"avx512_bf16: {'avx512_bf16' in flags}, amx_bf16: {'amx_bf16' in flags}, load {os.getloadavg()}")
+    log(
+        f"torch {torch.__version__}, {args.threads} threads, cuda: {torch.cuda.is_available()}, "
+        f"avx512_bf16: {'avx512_bf16' in flags}, amx_bf16: {'amx_bf16' in flags}, load {os.getloadavg()}"
+    )
     all_results = []
     for model_name in model_names:
         from transformers import AutoConfig
 
         config = AutoConfig.from_pretrained(str(model_folder(model_name)))
         rates = matmul_rates(config.hidden_size, config.intermediate_size)  # updated by bench_one
-        log(f"\nmatmul rates on {model_name}'s shapes (4096 rows), GFLOP/s: "
-            + ", ".join(f"{k} {v / 1e9:.1f}" for k, v in rates.items()))
+        log(
+            f"\nmatmul rates on {model_name}'s shapes (4096 rows), GFLOP/s: "
+            + ", ".join(f"{k} {v / 1e9:.1f}" for k, v in rates.items())
+        )
         for corpus_name in corpora:
             result = bench_one(corpus_name, model_name, args, rates, log)
             result["matmul_rates"] = dict(rates)

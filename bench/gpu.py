@@ -52,6 +52,7 @@ def prepare(assets: Path) -> None:
 
     sys.path.insert(0, str(HERE))
     import extract as bench_extract
+
     from featx.extraction.model_files import default_model_path
 
     source = default_model_path()
@@ -59,7 +60,9 @@ def prepare(assets: Path) -> None:
     minilm.mkdir(parents=True, exist_ok=True)
     for file in (*TOKENIZER_FILES, "config.json"):
         shutil.copy(source / file, minilm / file)
-    weights = {name: tensor.to(torch.bfloat16).contiguous() for name, tensor in load_file(source / "model.safetensors").items()}
+    weights = {
+        name: tensor.to(torch.bfloat16).contiguous() for name, tensor in load_file(source / "model.safetensors").items()
+    }
     save_file(weights, str(minilm / "model.safetensors"), metadata={"format": "pt"})
     for name, rows in (("sst2", 872), ("agnews", 2000)):
         shutil.copy(bench_extract.corpus_csv(name, rows), assets / f"{name}.csv")
@@ -152,8 +155,16 @@ class Compiled:
 def run_featx(folder: Path, corpus: Path, output: Path, device: str, dtype: str, compile_: bool = False):
     from featx.extraction import ExtractConfig, extract
 
-    config = ExtractConfig(corpus=corpus, output=output, model=str(folder), device=device, dtype=dtype,
-                           max_length=MAX_LENGTH, overwrite=True, progress=False)
+    config = ExtractConfig(
+        corpus=corpus,
+        output=output,
+        model=str(folder),
+        device=device,
+        dtype=dtype,
+        max_length=MAX_LENGTH,
+        overwrite=True,
+        progress=False,
+    )
     if compile_:
         with Compiled():
             return extract(config)
@@ -168,8 +179,11 @@ def idle_share(folder: Path, corpus: Path, output: Path, device: str, dtype: str
 
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
         run_featx(folder, corpus, output, device, dtype)
-    spans = sorted((e.time_range.start, e.time_range.end) for e in prof.events() if e.device_type == DeviceType.CUDA
-                   and e.time_range.end > e.time_range.start)
+    spans = sorted(
+        (e.time_range.start, e.time_range.end)
+        for e in prof.events()
+        if e.device_type == DeviceType.CUDA and e.time_range.end > e.time_range.start
+    )
     if not spans:
         return None
     busy, (current_start, current_end) = 0.0, spans[0]
@@ -203,8 +217,9 @@ def run_st(folder: Path, texts: list[str], device: str, dtype: str, batch: int, 
     from sentence_transformers import SentenceTransformer, models
 
     word = models.Transformer(str(folder), max_seq_length=MAX_LENGTH)
-    model = SentenceTransformer(modules=[word, models.Pooling(word.get_word_embedding_dimension(), "mean")],
-                                device=device)
+    model = SentenceTransformer(
+        modules=[word, models.Pooling(word.get_word_embedding_dimension(), "mean")], device=device
+    )
     model.to(getattr(torch, dtype))
     if compile_:
         word.model.compile(dynamic=True)
@@ -251,9 +266,18 @@ def bench_case(model_name, folder, corpus_name, corpus, args, rate, work, log):
 
     def add(method, dtype, seconds, parity, idle=None):
         rate_tokens = tokens / seconds
-        rows.append({"model": model_name, "corpus": corpus_name, "method": method, "dtype": dtype,
-                     "tokens_per_s": rate_tokens, "matmul_share": rate_tokens * flops / rate,
-                     "idle": idle, "parity": parity})
+        rows.append(
+            {
+                "model": model_name,
+                "corpus": corpus_name,
+                "method": method,
+                "dtype": dtype,
+                "tokens_per_s": rate_tokens,
+                "matmul_share": rate_tokens * flops / rate,
+                "idle": idle,
+                "parity": parity,
+            }
+        )
         log(f"  {method} {dtype}: {rate_tokens:,.0f} tokens/s")
 
     for dtype in args.dtypes:
@@ -284,13 +308,18 @@ def bench_case(model_name, folder, corpus_name, corpus, args, rate, work, log):
 
 def table(rows: list[dict]) -> str:
     rates = {row["model"]: row["matmul_rate"] for row in rows}
-    lines = ["bf16 torch.matmul rate measured: " + ", ".join(f"{m} {r / 1e12:.2f} TFLOP/s" for m, r in rates.items()),
-             "", "| model | corpus | method | dtype | tokens/s | share of bf16 matmul rate | GPU idle | parity vs CPU fp32 |",
-             "|---|---|---|---|---:|---:|---:|---|"]
+    lines = [
+        "bf16 torch.matmul rate measured: " + ", ".join(f"{m} {r / 1e12:.2f} TFLOP/s" for m, r in rates.items()),
+        "",
+        "| model | corpus | method | dtype | tokens/s | share of bf16 matmul rate | GPU idle | parity vs CPU fp32 |",
+        "|---|---|---|---|---:|---:|---:|---|",
+    ]
     for row in rows:
         idle = "n/a" if row["idle"] is None else f"{100 * row['idle']:.0f}%"
-        lines.append(f"| {row['model']} | {row['corpus']} | {row['method']} | {row['dtype']} | {row['tokens_per_s']:,.0f} "
-                     f"| {100 * row['matmul_share']:.1f}% | {idle} | {row['parity']} |")
+        lines.append(
+            f"| {row['model']} | {row['corpus']} | {row['method']} | {row['dtype']} | {row['tokens_per_s']:,.0f} "
+            f"| {100 * row['matmul_share']:.1f}% | {idle} | {row['parity']} |"
+        )
     return "\n".join(lines)
 
 
@@ -334,7 +363,9 @@ def main(argv=None) -> None:
     parser.add_argument("--assets", type=Path, default=ASSETS)
     parser.add_argument("--out", type=Path, default=ASSETS / "out")
     parser.add_argument("--device", default="cuda")
-    parser.add_argument("--quick", action="store_true", help="64 rows per corpus, bf16, batch 32, MiniLM unless --models")
+    parser.add_argument(
+        "--quick", action="store_true", help="64 rows per corpus, bf16, batch 32, MiniLM unless --models"
+    )
     parser.add_argument("--models", default=None, help="minilm,bert-base-random (default; --quick: minilm)")
     parser.add_argument("--corpora", default="sst2,agnews")
     parser.add_argument("--dtypes", default="float16,bfloat16")

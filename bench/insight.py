@@ -38,11 +38,15 @@ def main() -> None:
     summary = featx.extract(args.corpus, output=output, overwrite=True, progress=False)
     seconds = time.perf_counter() - started
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # includes the estimate's own run
-    print(f"size: estimated {guess.file_bytes:,} B, real {summary.file_bytes:,} B "
-          f"({100 * (guess.file_bytes / summary.file_bytes - 1):+.2f}%)")
+    print(
+        f"size: estimated {guess.file_bytes:,} B, real {summary.file_bytes:,} B "
+        f"({100 * (guess.file_bytes / summary.file_bytes - 1):+.2f}%)"
+    )
     print(f"time: estimated {guess.seconds:.1f} s, real {seconds:.1f} s ({guess.calibration})")
-    print(f"peak memory: estimated {guess.peak_memory_bytes / 1e6:,.0f} MB, this process's max RSS "
-          f"{peak / 1e6:,.0f} MB (estimate and extraction in one process)")
+    print(
+        f"peak memory: estimated {guess.peak_memory_bytes / 1e6:,.0f} MB, this process's max RSS "
+        f"{peak / 1e6:,.0f} MB (estimate and extraction in one process)"
+    )
 
     featx.probe(output, label=args.label, poolings="mean", layers="0", write=False)  # imports, worker start-up
     timings: dict[bool, list[float]] = {False: [], True: []}
@@ -51,8 +55,10 @@ def main() -> None:
         featx.probe(output, label=args.label, poolings=args.poolings, mdl=mdl, write=False)
         timings[mdl].append(time.perf_counter() - started)
     plain, with_mdl = min(timings[False]), min(timings[True])
-    print(f"probe --label {args.label} --pooling {args.poolings}: {plain:.1f} s, with --mdl {with_mdl:.1f} s "
-          f"({100 * (with_mdl / plain - 1):+.0f}%), best of two each")
+    print(
+        f"probe --label {args.label} --pooling {args.poolings}: {plain:.1f} s, with --mdl {with_mdl:.1f} s "
+        f"({100 * (with_mdl / plain - 1):+.0f}%), best of two each"
+    )
 
 
 if __name__ == "__main__":

@@ -100,8 +100,11 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=10_000)
     parser.add_argument("--kill-at", type=float, default=0.6)
     parser.add_argument("--skip-cost", action="store_true")
-    parser.add_argument("--cost-only", default=None,
-                        help="only the cost: commit intervals to compare, e.g. 1e9,10,2, run alternately --repeat times")
+    parser.add_argument(
+        "--cost-only",
+        default=None,
+        help="only the cost: commit intervals to compare, e.g. 1e9,10,2, run alternately --repeat times",
+    )
     parser.add_argument("--repeat", type=int, default=3)
     options = parser.parse_args()
     if options.cost_only:
@@ -119,20 +122,30 @@ def main() -> None:
     resumed = run(corpus, out / "kill_killed.h5", 10.0)
     startup = resumed["wall"] - resumed["forward_seconds"]
     lost = resumed["wall"] - (full["wall"] - killed["wall"]) - startup
-    print(f"killed at {killed['wall']:.1f} s; resume {resumed['wall']:.1f} s (start-up {startup:.1f} s, "
-          f"resumed at row {resumed['resumed_from']} + {resumed['resumed_inside']} rows inside the window)")
-    print(f"lost work = {resumed['wall']:.1f} - ({full['wall']:.1f} - {killed['wall']:.1f}) - {startup:.1f} "
-          f"= {lost:.1f} s", flush=True)
+    print(
+        f"killed at {killed['wall']:.1f} s; resume {resumed['wall']:.1f} s (start-up {startup:.1f} s, "
+        f"resumed at row {resumed['resumed_from']} + {resumed['resumed_inside']} rows inside the window)"
+    )
+    print(
+        f"lost work = {resumed['wall']:.1f} - ({full['wall']:.1f} - {killed['wall']:.1f}) - {startup:.1f} "
+        f"= {lost:.1f} s",
+        flush=True,
+    )
     # Batches run longest first inside a window, so the rows left after a kill are the short ones and the
     # formula above under-counts; the direct measure: work done after the last commit the killed run made.
     if killed["last_commit"] is not None:
-        print(f"direct: last commit seen at {killed['last_commit']:.1f} s (marker {killed['marker']}), killed at "
-              f"{killed['wall']:.1f} s: at most {killed['wall'] - killed['last_commit']:.1f} s of work lost", flush=True)
+        print(
+            f"direct: last commit seen at {killed['last_commit']:.1f} s (marker {killed['marker']}), killed at "
+            f"{killed['wall']:.1f} s: at most {killed['wall'] - killed['last_commit']:.1f} s of work lost",
+            flush=True,
+        )
     if not options.skip_cost:
         memory_only = run(corpus, out / "kill_memory_only.h5", 1e9)
         cost = full["forward_seconds"] / memory_only["forward_seconds"] - 1
-        print(f"commits by time (10 s): batch loop {full['forward_seconds']:.1f} s; by memory only: "
-              f"{memory_only['forward_seconds']:.1f} s; cost {100 * cost:+.1f}%")
+        print(
+            f"commits by time (10 s): batch loop {full['forward_seconds']:.1f} s; by memory only: "
+            f"{memory_only['forward_seconds']:.1f} s; cost {100 * cost:+.1f}%"
+        )
     print("uptime after:", uptime())
 
 
@@ -154,8 +167,10 @@ def cost_only(options) -> None:
     base = min(times[max(intervals)])
     for interval in intervals:
         best = min(times[interval])
-        print(f"commit-seconds {interval:g}: best batch loop {best:.1f} s ({100 * (best / base - 1):+.1f}% against "
-              f"memory-only commits), all: {', '.join(f'{value:.1f}' for value in times[interval])}")
+        print(
+            f"commit-seconds {interval:g}: best batch loop {best:.1f} s ({100 * (best / base - 1):+.1f}% against "
+            f"memory-only commits), all: {', '.join(f'{value:.1f}' for value in times[interval])}"
+        )
     print("uptime after:", uptime())
 
 

@@ -22,24 +22,35 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 # hidden 2048, 16 layers, GQA 32/8 heads, MLP 8192, vocabulary 32000: 1.04e9 parameters (2.1 GB in bf16).
-CONFIG = dict(hidden_size=2048, num_hidden_layers=16, num_attention_heads=32, num_key_value_heads=8,
-              intermediate_size=8192, vocab_size=32000, max_position_embeddings=2048, bos_token_id=1,
-              eos_token_id=2)
+CONFIG = dict(
+    hidden_size=2048,
+    num_hidden_layers=16,
+    num_attention_heads=32,
+    num_key_value_heads=8,
+    intermediate_size=8192,
+    vocab_size=32000,
+    max_position_embeddings=2048,
+    bos_token_id=1,
+    eos_token_id=2,
+)
 
 
 def build(folder: Path) -> None:
     import torch
-    from transformers import LlamaConfig, LlamaModel, PreTrainedTokenizerFast
-
     from families import BY_NAME, _tokenizer_object
+    from transformers import LlamaConfig, LlamaModel, PreTrainedTokenizerFast
 
     if (folder / "model.safetensors.index.json").exists():
         return
     family = BY_NAME["llama"]
     folder.mkdir(parents=True, exist_ok=True)
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=_tokenizer_object(family), model_max_length=2048,
-                                        padding_side="left", model_input_names=["input_ids", "attention_mask"],
-                                        **family.tokens)
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=_tokenizer_object(family),
+        model_max_length=2048,
+        padding_side="left",
+        model_input_names=["input_ids", "attention_mask"],
+        **family.tokens,
+    )
     tokenizer.save_pretrained(str(folder))
     torch.manual_seed(0)
     torch.set_default_dtype(torch.bfloat16)
@@ -53,7 +64,7 @@ def corpus(rows: int, path: Path) -> Path:
     with open(ROOT / "data" / "demo.csv", newline="", encoding="utf-8") as handle:
         reader = csv.reader(handle)
         header = next(reader)
-        body = [row for _, row in zip(range(rows), reader)]
+        body = [row for _, row in zip(range(rows), reader, strict=False)]
     with open(path, "w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
         writer.writerow(header)
@@ -74,15 +85,30 @@ def main() -> None:
     build(args.folder)
     print(f"model folder ready in {time.perf_counter() - started:.1f} s")
     data = corpus(args.rows, args.folder / f"corpus-{args.rows}.csv")
-    options = dict(model=str(args.folder), dtype=args.dtype, device="cpu", poolings="mean,last",
-                   output=args.folder / f"features-{args.rows}.h5", overwrite=True, progress=False)
+    options = dict(
+        model=str(args.folder),
+        dtype=args.dtype,
+        device="cpu",
+        poolings="mean,last",
+        output=args.folder / f"features-{args.rows}.h5",
+        overwrite=True,
+        progress=False,
+    )
     print(estimate(data, **options).format())
     summary = featx.extract(data, **options)
     print(summary.line())
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    print(json.dumps({"load_s": round(summary.load_seconds, 1), "tokenize_s": round(summary.tokenize_seconds, 2),
-                      "forward_s": round(summary.forward_seconds, 1), "tokens": summary.tokens,
-                      "peak_rss_gb": round(peak / 2**30, 2)}))
+    print(
+        json.dumps(
+            {
+                "load_s": round(summary.load_seconds, 1),
+                "tokenize_s": round(summary.tokenize_seconds, 2),
+                "forward_s": round(summary.forward_seconds, 1),
+                "tokens": summary.tokens,
+                "peak_rss_gb": round(peak / 2**30, 2),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -44,7 +44,7 @@ def corpus(rows: int) -> Path:
             handle.write("text,label\n")
             for index in range(rows):
                 words = [rng.choice(WORDS) for _ in range(rng.randint(3, 12))]
-                handle.write(f"\"{' '.join(words)}\",{index % 3}\n")
+                handle.write(f'"{" ".join(words)}",{index % 3}\n')
     return path
 
 
@@ -76,8 +76,20 @@ def main(argv=None):
         path = corpus(rows)
         output = CACHE / "work" / f"memory-{rows}.h5"
         output.parent.mkdir(parents=True, exist_ok=True)
-        command = [sys.executable, "-m", "featx", "extract", str(path), "-o", str(output), "--model", model,
-                   "--overwrite", "-q", *args.extra]
+        command = [
+            sys.executable,
+            "-m",
+            "featx",
+            "extract",
+            str(path),
+            "-o",
+            str(output),
+            "--model",
+            model,
+            "--overwrite",
+            "-q",
+            *args.extra,
+        ]
         rss, seconds, _ = peak_rss(command, env)
         results.append((rows, rss))
         print(f"| {rows:,} | {rss:.0f} | {seconds:.1f} | {output.stat().st_size / 1e6:.1f} |", flush=True)

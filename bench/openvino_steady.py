@@ -9,13 +9,21 @@ with cls/mean/max pooling of all layers in numpy. featx's figure is ``ExtractSum
 (all layers x 5 poolings, HDF5 writing overlapped) of an in-process ``extract`` on the same corpus.
 Alternating rounds, medians; real tokens per second.
 """
-import csv, os, sys, time
-import numpy as np, torch
+
+import csv
+import os
+import sys
+import time
+
+import numpy as np
+import torch
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-from transformers import AutoModel, AutoTokenizer
-from featx.extraction.model_files import default_model_path
-from featx.extraction import ExtractConfig, extract
 import openvino as ov
+from transformers import AutoModel, AutoTokenizer
+
+from featx.extraction import ExtractConfig, extract
+from featx.extraction.model_files import default_model_path
 
 folder = default_model_path()
 corpus = sys.argv[1]
@@ -27,16 +35,35 @@ os.makedirs(cache, exist_ok=True)
 onnx_path = os.path.join(cache, "all_hidden.onnx")
 if not os.path.exists(onnx_path):
     m = AutoModel.from_pretrained(str(folder), attn_implementation="eager").eval()
+
     class W(torch.nn.Module):
-        def __init__(s, m): super().__init__(); s.m = m
+        def __init__(s, m):
+            super().__init__()
+            s.m = m
+
         def forward(s, input_ids, attention_mask, token_type_ids):
-            return tuple(s.m(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids,
-                             output_hidden_states=True).hidden_states)
+            return tuple(
+                s.m(
+                    input_ids=input_ids,
+                    attention_mask=attention_mask,
+                    token_type_ids=token_type_ids,
+                    output_hidden_states=True,
+                ).hidden_states
+            )
+
     ids = torch.ones(2, 8, dtype=torch.long)
     names = [f"h{i}" for i in range(7)]
     axes = {n: {0: "b", 1: "t"} for n in ["input_ids", "attention_mask", "token_type_ids", *names]}
-    torch.onnx.export(W(m), (ids, ids, torch.zeros_like(ids)), onnx_path, input_names=["input_ids", "attention_mask", "token_type_ids"],
-                      output_names=names, dynamic_axes=axes, opset_version=17, dynamo=False)
+    torch.onnx.export(
+        W(m),
+        (ids, ids, torch.zeros_like(ids)),
+        onnx_path,
+        input_names=["input_ids", "attention_mask", "token_type_ids"],
+        output_names=names,
+        dynamic_axes=axes,
+        opset_version=17,
+        dynamo=False,
+    )
 core = ov.Core()
 threads = torch.get_num_threads()
 enc = tok(texts, truncation=True, max_length=256)
@@ -47,45 +74,69 @@ batches, cur, cur_max = [], [], 0
 for i in order:  # featx-like: padded tokens per batch <= 8192
     L = lengths[i]
     if cur and max(cur_max, L) * (len(cur) + 1) > 8192:
-        batches.append(cur); cur, cur_max = [], 0
-    cur.append(i); cur_max = max(cur_max, L)
+        batches.append(cur)
+        cur, cur_max = [], 0
+    cur.append(i)
+    cur_max = max(cur_max, L)
 batches.append(cur)
 padded = []
 for b in batches:
     T = max(lengths[i] for i in b)
-    ids = np.zeros((len(b), T), np.int64); mask = np.zeros((len(b), T), np.int64)
+    ids = np.zeros((len(b), T), np.int64)
+    mask = np.zeros((len(b), T), np.int64)
     for r, i in enumerate(b):
-        ids[r, :lengths[i]] = enc["input_ids"][i]; mask[r, :lengths[i]] = 1
+        ids[r, : lengths[i]] = enc["input_ids"][i]
+        mask[r, : lengths[i]] = 1
     padded.append((ids, mask))
 
+
 def ov_run(precision):
-    compiled = core.compile_model(onnx_path, "CPU", {"INFERENCE_PRECISION_HINT": precision, "PERFORMANCE_HINT": "LATENCY",
-                                                    "INFERENCE_NUM_THREADS": threads})
+    compiled = core.compile_model(
+        onnx_path,
+        "CPU",
+        {"INFERENCE_PRECISION_HINT": precision, "PERFORMANCE_HINT": "LATENCY", "INFERENCE_NUM_THREADS": threads},
+    )
     req = compiled.create_infer_request()
-    req.infer({"input_ids": padded[0][0], "attention_mask": padded[0][1], "token_type_ids": np.zeros_like(padded[0][0])})
+    req.infer(
+        {"input_ids": padded[0][0], "attention_mask": padded[0][1], "token_type_ids": np.zeros_like(padded[0][0])}
+    )
     start = time.perf_counter()
     for ids, mask in padded:
         out = req.infer({"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)})
         states = np.stack([out[k] for k in range(7)])  # (L, B, T, H)
         m = mask[None, :, :, None].astype(np.float32)
-        mean = (states * m).sum(2) / m.sum(2)          # one pooling, all layers (featx does 5)
+        mean = (states * m).sum(2) / m.sum(2)  # one pooling, all layers (featx does 5)
         mx = np.where(m > 0, states, -np.inf).max(2)
         cls = states[:, :, 0]
     return time.perf_counter() - start
 
+
 def featx_run(dtype):
-    s = extract(ExtractConfig(corpus=corpus, output=os.path.join(cache, "steady.h5"), device="cpu", dtype=dtype, max_length=256,
-                              overwrite=True, progress=False))
+    s = extract(
+        ExtractConfig(
+            corpus=corpus,
+            output=os.path.join(cache, "steady.h5"),
+            device="cpu",
+            dtype=dtype,
+            max_length=256,
+            overwrite=True,
+            progress=False,
+        )
+    )
     assert s.tokens == tokens, (s.tokens, tokens)
     return s.forward_seconds
 
+
 res = {}
 for r in range(rounds):
-    for name, fn in (("featx fp32 (all layers x 5 poolings, HDF5)", lambda: featx_run("float32")),
-                     ("openvino f32 (all layers, mean+max+cls in numpy)", lambda: ov_run("f32")),
-                     ("featx bf16", lambda: featx_run("bfloat16")),
-                     ("openvino bf16", lambda: ov_run("bf16"))):
-        sec = fn(); res.setdefault(name, []).append(tokens / sec)
+    for name, fn in (
+        ("featx fp32 (all layers x 5 poolings, HDF5)", lambda: featx_run("float32")),
+        ("openvino f32 (all layers, mean+max+cls in numpy)", lambda: ov_run("f32")),
+        ("featx bf16", lambda: featx_run("bfloat16")),
+        ("openvino bf16", lambda: ov_run("bf16")),
+    ):
+        sec = fn()
+        res.setdefault(name, []).append(tokens / sec)
         print(f"round {r} {name}: {tokens / sec:,.0f} tokens/s (load {os.getloadavg()[0]:.1f})", flush=True)
 for name, v in res.items():
     print(f"median {name}: {np.median(v):,.0f} tokens/s")

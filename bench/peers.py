@@ -66,13 +66,22 @@ def export(model_folder: Path, threads: int | None = None) -> dict[str, float]:
                 self.inner = inner
 
             def forward(self, input_ids, attention_mask, token_type_ids):
-                return self.inner(input_ids=input_ids, attention_mask=attention_mask,
-                                  token_type_ids=token_type_ids).last_hidden_state
+                return self.inner(
+                    input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
+                ).last_hidden_state
 
         ids = torch.ones(2, 8, dtype=torch.long)
         axes = {name: {0: "batch", 1: "sequence"} for name in (*INPUTS, "last_hidden_state")}
-        torch.onnx.export(LastHidden(model), (ids, ids, torch.zeros_like(ids)), str(plain), input_names=list(INPUTS),
-                          output_names=["last_hidden_state"], dynamic_axes=axes, opset_version=17, dynamo=False)
+        torch.onnx.export(
+            LastHidden(model),
+            (ids, ids, torch.zeros_like(ids)),
+            str(plain),
+            input_names=list(INPUTS),
+            output_names=["last_hidden_state"],
+            dynamic_axes=axes,
+            opset_version=17,
+            dynamo=False,
+        )
         seconds["onnx-fp32"] = time.perf_counter() - start
     fused = out / "model_O3.onnx"
     if not fused.exists():
@@ -80,8 +89,13 @@ def export(model_folder: Path, threads: int | None = None) -> dict[str, float]:
 
         config = AutoConfig.from_pretrained(str(model_folder))
         start = time.perf_counter()
-        optimized = optimize_model(str(plain), model_type="bert", num_heads=config.num_attention_heads,
-                                   hidden_size=config.hidden_size, opt_level=1)
+        optimized = optimize_model(
+            str(plain),
+            model_type="bert",
+            num_heads=config.num_attention_heads,
+            hidden_size=config.hidden_size,
+            opt_level=1,
+        )
         optimized.save_model_to_file(str(fused))
         seconds["onnx-O3"] = time.perf_counter() - start
     quantized = out / "model_qint8.onnx"
@@ -122,9 +136,15 @@ class RuntimeModel:
 
             precision = peer.split("-")[1]
             core = ov.Core()
-            compiled = core.compile_model(str(folder / "openvino_model.xml"), "CPU", {
-                "INFERENCE_PRECISION_HINT": precision, "PERFORMANCE_HINT": "LATENCY",
-                "INFERENCE_NUM_THREADS": threads})
+            compiled = core.compile_model(
+                str(folder / "openvino_model.xml"),
+                "CPU",
+                {
+                    "INFERENCE_PRECISION_HINT": precision,
+                    "PERFORMANCE_HINT": "LATENCY",
+                    "INFERENCE_NUM_THREADS": threads,
+                },
+            )
             self.request = compiled.create_infer_request()
             self.wanted = {name for port in compiled.inputs for name in port.get_names()}
             self.run = lambda feed: self.request.infer(feed)[0]
@@ -134,9 +154,15 @@ class RuntimeModel:
 
         if token_type_ids is None:
             token_type_ids = torch.zeros_like(input_ids)
-        feed = {name: value.numpy().astype(np.int64) for name, value in
-                (("input_ids", input_ids), ("attention_mask", attention_mask), ("token_type_ids", token_type_ids))
-                if name in self.wanted}
+        feed = {
+            name: value.numpy().astype(np.int64)
+            for name, value in (
+                ("input_ids", input_ids),
+                ("attention_mask", attention_mask),
+                ("token_type_ids", token_type_ids),
+            )
+            if name in self.wanted
+        }
         return {"last_hidden_state": torch.from_numpy(np.ascontiguousarray(self.run(feed), dtype=np.float32))}
 
 
@@ -180,8 +206,19 @@ def featx_last_mean(model_folder: Path, corpus: Path, workdir: Path) -> np.ndarr
     from featx.extraction import ExtractConfig, extract
 
     output = workdir / "peers-check.h5"
-    extract(ExtractConfig(corpus=corpus, output=output, model=str(model_folder), device="cpu", dtype="float32",
-                          max_length=MAX_LENGTH, overwrite=True, progress=False, poolings="mean"))
+    extract(
+        ExtractConfig(
+            corpus=corpus,
+            output=output,
+            model=str(model_folder),
+            device="cpu",
+            dtype="float32",
+            max_length=MAX_LENGTH,
+            overwrite=True,
+            progress=False,
+            poolings="mean",
+        )
+    )
     with featx.open(output) as features:
         layer = features.site_layers()[-1]
         return features.features("mean", layer)
@@ -220,8 +257,21 @@ def run_peer_steady(folder, texts, batch_size, peer, threads):
 def run_peer_command(folder, corpus, peer, workdir, threads):
     """Seconds of the whole ``python bench/peers.py encode`` command (imports, load, encode, save)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": str(threads)}  # a whole command
-    command = [sys.executable, str(Path(__file__).resolve()), "encode", "--peer", peer, "--model", str(folder),
-               "--corpus", str(corpus), "--threads", str(threads), "--out", str(workdir / "peer.npy")]
+    command = [
+        sys.executable,
+        str(Path(__file__).resolve()),
+        "encode",
+        "--peer",
+        peer,
+        "--model",
+        str(folder),
+        "--corpus",
+        str(corpus),
+        "--threads",
+        str(threads),
+        "--out",
+        str(workdir / "peer.npy"),
+    ]
     start = time.perf_counter()
     result = subprocess.run(command, env=env, capture_output=True, text=True)
     seconds = time.perf_counter() - start
@@ -239,8 +289,12 @@ def log_ratios(results: dict[str, float], log) -> None:
     for dtype, prefixes in (("float32", FP32_PEERS), ("bfloat16", BF16_PEERS)):
         for kind in ("steady", "cmd"):
             mine = results.get(f"featx {dtype} {kind}")
-            theirs = {name: rate for name, rate in results.items() if name.startswith(prefixes)
-                      and (f" {kind} " in name or (kind == "steady" and name.startswith("sentence-transformers")))}
+            theirs = {
+                name: rate
+                for name, rate in results.items()
+                if name.startswith(prefixes)
+                and (f" {kind} " in name or (kind == "steady" and name.startswith("sentence-transformers")))
+            }
             if mine and theirs:
                 best = max(theirs, key=theirs.get)
                 log(f"featx {dtype} {kind} / fastest peer at that precision ({best}): {mine / theirs[best]:.2f}x")

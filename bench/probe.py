@@ -72,8 +72,10 @@ def reference(X: np.ndarray, y: np.ndarray, folds: int, seed: int) -> float:
 
     scores = []
     for train, test in StratifiedKFold(folds, shuffle=True, random_state=seed).split(X, y):
-        model = make_pipeline(StandardScaler(), LogisticRegressionCV(Cs=10, cv=5, l1_ratios=(0.0,),
-                                                                     use_legacy_attributes=False, scoring="accuracy"))
+        model = make_pipeline(
+            StandardScaler(),
+            LogisticRegressionCV(Cs=10, cv=5, l1_ratios=(0.0,), use_legacy_attributes=False, scoring="accuracy"),
+        )
         model.fit(X[train], y[train])
         scores.append(float(np.mean(model.predict(X[test]) == y[test])))
     return float(np.mean(scores))
@@ -85,7 +87,9 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=10_000)
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--folds", type=int, default=5)
-    parser.add_argument("--reference-sets", default="3", help="how many (layer, pooling) sets to time the reference on, or all")
+    parser.add_argument(
+        "--reference-sets", default="3", help="how many (layer, pooling) sets to time the reference on, or all"
+    )
     args = parser.parse_args()
     warnings.filterwarnings("ignore")
 
@@ -97,20 +101,23 @@ def main() -> None:
     print(f"load before: {load()}")
     cpu_start = cpu_seconds()
     started = time.perf_counter()
-    result = featx.probe(path, layers="all", poolings="all", classifiers="logreg", folds=args.folds,
-                         jobs=args.jobs, write=False)
+    result = featx.probe(
+        path, layers="all", poolings="all", classifiers="logreg", folds=args.folds, jobs=args.jobs, write=False
+    )
     ours_seconds = time.perf_counter() - started
     ours_cpu = cpu_seconds() - cpu_start  # the loky workers are still alive here, so they are counted
     table = result.table[result.table.kind == "single"]
     print(f"load after featx probe: {load()}")
     n_sets = len(table)
     X_shape = (result.meta["n_labelled"], None)
-    print(f"featx probe: {n_sets} sets (layers x poolings), {args.folds}-fold CV with C search, control task "
-          f"included, jobs={args.jobs}: {ours_seconds:.1f} s")
+    print(
+        f"featx probe: {n_sets} sets (layers x poolings), {args.folds}-fold CV with C search, control task "
+        f"included, jobs={args.jobs}: {ours_seconds:.1f} s"
+    )
 
     with featx.open(path) as features:
         y = features.labels(result.meta["label"]).astype(np.int64)
-        keys = list(zip(table.pooling, table.layer.astype(int)))
+        keys = list(zip(table.pooling, table.layer.astype(int), strict=False))
         count = n_sets if args.reference_sets == "all" else min(n_sets, int(args.reference_sets))
         picks = [keys[int(i)] for i in np.linspace(0, n_sets - 1, count).round()]
         rows, ref_seconds, ref_cpu = [], [], []
@@ -128,21 +135,33 @@ def main() -> None:
             rows.append((pooling, layer, ours.accuracy, accuracy, ours.fit_seconds, ref_seconds[-1]))
     print(f"load after reference: {load()}")
     print(f"\nfeatures: {path} ({X_shape[0]} rows x {X_shape[1]} dims, {result.meta.get('model')})")
-    print(f"{'pooling':8} {'layer':>5} {'featx acc':>10} {'reference acc':>14} {'diff (pts)':>10} "
-          f"{'featx fit s':>12} {'reference s':>12}")
+    print(
+        f"{'pooling':8} {'layer':>5} {'featx acc':>10} {'reference acc':>14} {'diff (pts)':>10} "
+        f"{'featx fit s':>12} {'reference s':>12}"
+    )
     for pooling, layer, ours_acc, ref_acc, ours_s, ref_s in rows:
-        print(f"{pooling:8} {layer:>5} {ours_acc:>10.4f} {ref_acc:>14.4f} {100 * (ours_acc - ref_acc):>+10.2f} "
-              f"{ours_s:>12.1f} {ref_s:>12.1f}")
+        print(
+            f"{pooling:8} {layer:>5} {ours_acc:>10.4f} {ref_acc:>14.4f} {100 * (ours_acc - ref_acc):>+10.2f} "
+            f"{ours_s:>12.1f} {ref_s:>12.1f}"
+        )
     per_set = float(np.mean(ref_seconds))
     full = per_set * n_sets
     measured = "measured" if count == n_sets else f"extrapolated from {count} sets"
-    print(f"\nreference, all {n_sets} sets: {full:.0f} s ({measured}; {per_set:.1f} s per set, 1 process, 1 BLAS thread)")
-    print(f"CPU time: reference {np.mean(ref_cpu) * n_sets:.0f} s ({np.mean(ref_cpu):.1f} s per set), featx probe "
-          f"{ours_cpu:.0f} s (control included); CPU speed-up {np.mean(ref_cpu) * n_sets / ours_cpu:.1f}x")
-    print(f"featx probe, all {n_sets} sets: {ours_seconds:.1f} s wall (with control task; its own fit time "
-          f"excluding the control: {table.fit_seconds.sum():.0f} s of CPU over {args.jobs} workers)")
-    print(f"speed-up: {full / ours_seconds:.1f}x; max |accuracy diff| on compared sets: "
-          f"{100 * max(abs(r[2] - r[3]) for r in rows):.2f} points; cores: {os.cpu_count()}")
+    print(
+        f"\nreference, all {n_sets} sets: {full:.0f} s ({measured}; {per_set:.1f} s per set, 1 process, 1 BLAS thread)"
+    )
+    print(
+        f"CPU time: reference {np.mean(ref_cpu) * n_sets:.0f} s ({np.mean(ref_cpu):.1f} s per set), featx probe "
+        f"{ours_cpu:.0f} s (control included); CPU speed-up {np.mean(ref_cpu) * n_sets / ours_cpu:.1f}x"
+    )
+    print(
+        f"featx probe, all {n_sets} sets: {ours_seconds:.1f} s wall (with control task; its own fit time "
+        f"excluding the control: {table.fit_seconds.sum():.0f} s of CPU over {args.jobs} workers)"
+    )
+    print(
+        f"speed-up: {full / ours_seconds:.1f}x; max |accuracy diff| on compared sets: "
+        f"{100 * max(abs(r[2] - r[3]) for r in rows):.2f} points; cores: {os.cpu_count()}"
+    )
 
 
 if __name__ == "__main__":

@@ -56,9 +56,12 @@ def synthetic_features(rows: int, layers: int, width: int, seed: int = 0) -> Pat
         writer.writerows((f"row {index}", f"class{label}") for index, label in enumerate(labels))
     corpus = read_corpus(corpus_path)
     tokens_per_row = 12
-    tokenized = TokenizedCorpus(input_ids=np.zeros(rows * tokens_per_row, dtype=np.int32),
-                                offsets=np.arange(rows + 1, dtype=np.int64) * tokens_per_row,
-                                full_lengths=np.full(rows, tokens_per_row, dtype=np.int32), word_ids=None)
+    tokenized = TokenizedCorpus(
+        input_ids=np.zeros(rows * tokens_per_row, dtype=np.int32),
+        offsets=np.arange(rows + 1, dtype=np.int64) * tokens_per_row,
+        full_lengths=np.full(rows, tokens_per_row, dtype=np.int32),
+        word_ids=None,
+    )
     site = SiteLayout(HIDDEN_SITE, tuple(range(layers)), width, POOLINGS)
     attrs = {"model": f"synthetic {layers}x{width}", "synthetic": "bench/probe_scale.py"}
     writer = FeatureWriter.create(output, attrs, corpus, tokenized, [site], np.float16, with_tokens=False)
@@ -118,7 +121,9 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
     print(f"# bench/probe_scale.py {' '.join(sys.argv[1:])}  (load {os.getloadavg()})", flush=True)
-    print("| rows x layers x width | file MB | write s | --layer | peak RSS (MiB) | peak tree RSS (MiB) | probe s | load |")
+    print(
+        "| rows x layers x width | file MB | write s | --layer | peak RSS (MiB) | peak tree RSS (MiB) | probe s | load |"
+    )
     print("|---|---:|---:|---|---:|---:|---:|---|")
     for size in args.sizes.split(","):
         rows, layers, width = (int(part) for part in size.split("x"))
@@ -126,12 +131,27 @@ def main(argv=None) -> None:
         path = synthetic_features(rows, layers, width)
         written = time.perf_counter() - start
         for layer in args.layers.split(";") if ";" in args.layers else args.layers.split(","):
-            command = [sys.executable, "-m", "featx", "probe", str(path), "--layer", layer, "--pooling", "all",
-                       "-o", str(CACHE / f"probe-{size}-{layer}"), *(["--jobs", str(args.jobs)] if args.jobs else []),
-                       *args.extra]
+            command = [
+                sys.executable,
+                "-m",
+                "featx",
+                "probe",
+                str(path),
+                "--layer",
+                layer,
+                "--pooling",
+                "all",
+                "-o",
+                str(CACHE / f"probe-{size}-{layer}"),
+                *(["--jobs", str(args.jobs)] if args.jobs else []),
+                *args.extra,
+            ]
             rss, tree, seconds = peak_rss(command, env)
-            print(f"| {rows:,} x {layers} x {width} | {path.stat().st_size / 1e6:,.0f} | {written:.1f} | {layer} "
-                  f"| {rss:,.0f} | {tree:,.0f} | {seconds:.1f} | {os.getloadavg()[0]:.1f} |", flush=True)
+            print(
+                f"| {rows:,} x {layers} x {width} | {path.stat().st_size / 1e6:,.0f} | {written:.1f} | {layer} "
+                f"| {rss:,.0f} | {tree:,.0f} | {seconds:.1f} | {os.getloadavg()[0]:.1f} |",
+                flush=True,
+            )
             written = 0.0
     print(f"command: {' '.join(command[1:])}")
 

@@ -55,12 +55,19 @@ def main() -> None:
     parser.add_argument("--procs", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--pooling", default="mean")
-    parser.add_argument("--all", action="store_true",
-                        help="also 1 process with 1 thread, and torchrun with all cores per process (oversubscribed)")
+    parser.add_argument(
+        "--all",
+        action="store_true",
+        help="also 1 process with 1 thread, and torchrun with all cores per process (oversubscribed)",
+    )
     args = parser.parse_args()
 
     bin_dir = Path(sys.executable).parent
-    torchrun = [str(bin_dir / "torchrun")] if (bin_dir / "torchrun").exists() else [sys.executable, "-m", "torch.distributed.run"]
+    torchrun = (
+        [str(bin_dir / "torchrun")]
+        if (bin_dir / "torchrun").exists()
+        else [sys.executable, "-m", "torch.distributed.run"]
+    )
     env = {**os.environ, "TOKENIZERS_PARALLELISM": "false"}
     cores = len(os.sched_getaffinity(0))
     threads = max(1, cores // args.procs)
@@ -72,7 +79,11 @@ def main() -> None:
     }
     if args.all:
         runs["1 process, 1 thread"] = (single, {"OMP_NUM_THREADS": "1"}, 1)
-        runs[f"torchrun {args.procs} processes, {cores} threads each"] = (launcher, {"FEATX_NUM_THREADS": str(cores)}, cores)
+        runs[f"torchrun {args.procs} processes, {cores} threads each"] = (
+            launcher,
+            {"FEATX_NUM_THREADS": str(cores)},
+            cores,
+        )
     results: dict[str, list[float]] = {name: [] for name in runs}
     loads = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -89,7 +100,9 @@ def main() -> None:
     print("| run | torch threads per process | wall seconds (each repeat) | median |")
     print("|---|---|---|---|")
     for name, seconds in results.items():
-        print(f"| {name} | {runs[name][2]} | {', '.join(f'{s:.1f}' for s in seconds)} | {statistics.median(seconds):.1f} |")
+        print(
+            f"| {name} | {runs[name][2]} | {', '.join(f'{s:.1f}' for s in seconds)} | {statistics.median(seconds):.1f} |"
+        )
     print(f"\nload average (1, 5, 15 min) before each run and at the end: {'; '.join(loads)}")
 
 

@@ -54,8 +54,7 @@ def _synchronize(device: str) -> None:
 
 def time_solvers(rows: int, width: int, classes: int, cs: list[float], device: str) -> dict:
     """Step 1 for one size: both solvers on the same batch of problems (one per C)."""
-    from featx.probing.solvers import softmax
-    from featx.probing.solvers import softmax_torch
+    from featx.probing.solvers import softmax, softmax_torch
 
     X, labels = planted_problem(rows + rows // 4, width, classes)
     train, test = slice(0, rows), slice(rows, None)
@@ -69,13 +68,22 @@ def time_solvers(rows: int, width: int, classes: int, cs: list[float], device: s
     solution = softmax_torch.solve(X[train], batch, classes, cs, device=device)
     _synchronize(device)
     device_seconds = time.perf_counter() - start
-    agree = np.mean([np.mean(reference.scores(X[test], p).argmax(1) == solution.scores(X[test], p).argmax(1))
-                     for p in range(len(cs))])
-    return {"step": "softmax.solve", "size": f"{rows}x{width}x{classes}", "problems": len(cs),
-            "cpu_s": cpu_seconds, "device_s": device_seconds,
-            "max_weight_diff": float(np.abs(reference.theta - solution.theta).max()),
-            "prediction_agreement": float(agree),
-            "iterations": f"{int(reference.n_iter.max())} / {int(solution.n_iter.max())}"}
+    agree = np.mean(
+        [
+            np.mean(reference.scores(X[test], p).argmax(1) == solution.scores(X[test], p).argmax(1))
+            for p in range(len(cs))
+        ]
+    )
+    return {
+        "step": "softmax.solve",
+        "size": f"{rows}x{width}x{classes}",
+        "problems": len(cs),
+        "cpu_s": cpu_seconds,
+        "device_s": device_seconds,
+        "max_weight_diff": float(np.abs(reference.theta - solution.theta).max()),
+        "prediction_agreement": float(agree),
+        "iterations": f"{int(reference.n_iter.max())} / {int(solution.n_iter.max())}",
+    }
 
 
 def _accuracies(table: Path) -> dict:
@@ -93,36 +101,62 @@ def time_probe(size: str, device: str) -> dict:
     seconds, tables = {}, {}
     for where in ("cpu", device):
         output = CACHE / f"probe-{size}-{where.replace(':', '')}"  # results stay out of --out
-        command = [sys.executable, "-m", "featx", "probe", str(features), "--layer", "all", "--pooling", "all",
-                   "--device", where, "-o", str(output)]
+        command = [
+            sys.executable,
+            "-m",
+            "featx",
+            "probe",
+            str(features),
+            "--layer",
+            "all",
+            "--pooling",
+            "all",
+            "--device",
+            where,
+            "-o",
+            str(output),
+        ]
         start = time.perf_counter()
         subprocess.run(command, env=env, check=True, stdout=subprocess.DEVNULL)
         seconds[where] = time.perf_counter() - start
         tables[where] = _accuracies(output.with_suffix(".csv"))
     diffs = [abs(tables["cpu"][key] - tables[device][key]) for key in tables["cpu"]]
-    return {"step": "featx probe --layer all --pooling all", "size": size, "problems": len(diffs),
-            "cpu_s": seconds["cpu"], "device_s": seconds[device], "max_accuracy_diff": max(diffs)}
+    return {
+        "step": "featx probe --layer all --pooling all",
+        "size": size,
+        "problems": len(diffs),
+        "cpu_s": seconds["cpu"],
+        "device_s": seconds[device],
+        "max_accuracy_diff": max(diffs),
+    }
 
 
 def table(rows: list[dict], device: str) -> str:
-    lines = [f"| step | size | problems | numpy on CPU (s) | torch on {device} (s) | speed-up | agreement |",
-             "|---|---|---:|---:|---:|---:|---|"]
+    lines = [
+        f"| step | size | problems | numpy on CPU (s) | torch on {device} (s) | speed-up | agreement |",
+        "|---|---|---:|---:|---:|---:|---|",
+    ]
     for row in rows:
         if "max_weight_diff" in row:
-            agreement = (f"max weight diff {row['max_weight_diff']:.1e}, predictions "
-                         f"{100 * row['prediction_agreement']:.2f}% equal, iterations {row['iterations']}")
+            agreement = (
+                f"max weight diff {row['max_weight_diff']:.1e}, predictions "
+                f"{100 * row['prediction_agreement']:.2f}% equal, iterations {row['iterations']}"
+            )
         else:
             agreement = f"max accuracy diff {row['max_accuracy_diff']:.4f}"
-        lines.append(f"| {row['step']} | {row['size']} | {row['problems']} | {row['cpu_s']:.2f} | "
-                     f"{row['device_s']:.2f} | {row['cpu_s'] / row['device_s']:.1f}x | {agreement} |")
+        lines.append(
+            f"| {row['step']} | {row['size']} | {row['problems']} | {row['cpu_s']:.2f} | "
+            f"{row['device_s']:.2f} | {row['cpu_s'] / row['device_s']:.1f}x | {agreement} |"
+        )
     return "\n".join(lines)
 
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--device", default="cuda")
-    parser.add_argument("--sizes", default="20000x384x4,20000x768x17,100000x384x4",
-                        help="ROWSxWIDTHxCLASSES problems for step 1")
+    parser.add_argument(
+        "--sizes", default="20000x384x4,20000x768x17,100000x384x4", help="ROWSxWIDTHxCLASSES problems for step 1"
+    )
     parser.add_argument("--cs", default="0.001,0.01,0.1,1,10", help="the C grid solved as one batch")
     parser.add_argument("--probe-size", default="20000x13x768", help="ROWSxLAYERSxWIDTH for step 2 (empty: skip)")
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / ".cache" / "solver-gpu")
@@ -130,8 +164,10 @@ def main(argv=None) -> None:
     import torch
 
     name = torch.cuda.get_device_name(args.device) if args.device.startswith("cuda") else "cpu"
-    print(f"# bench/solver_gpu.py {' '.join(sys.argv[1:])}: {name}, torch {torch.__version__}, "
-          f"load {os.getloadavg()}", flush=True)
+    print(
+        f"# bench/solver_gpu.py {' '.join(sys.argv[1:])}: {name}, torch {torch.__version__}, load {os.getloadavg()}",
+        flush=True,
+    )
     args.out.mkdir(parents=True, exist_ok=True)
     cs = [float(c) for c in args.cs.split(",")]
     rows = []

@@ -63,7 +63,7 @@ def _package(file: str) -> str:
     """The top-level package of a module file ('torch', 'transformers', 'featx', ...)."""
     parts = Path(file).parts
     if "site-packages" in parts:
-        rest = parts[parts.index("site-packages") + 1:]
+        rest = parts[parts.index("site-packages") + 1 :]
         return rest[0].removesuffix(".py") if rest else "?"
     if "featx" in parts:
         return "featx"
@@ -113,8 +113,7 @@ def child(argv: list[str]) -> None:
                 frame = frame.f_back
             phase = classify(frames)
             if phase is None:
-                Path(out).write_text(json.dumps({"started": started, "first_forward": time.time(),
-                                                 "phases": counts}))
+                Path(out).write_text(json.dumps({"started": started, "first_forward": time.time(), "phases": counts}))
                 os._exit(0)
             counts[phase] = counts.get(phase, 0.0) + (now - last)
             last = now
@@ -135,8 +134,12 @@ def run_once(root: Path, featx_args: list[str]) -> dict:
         out = Path(tmp) / "out.json"
         env = {**os.environ, "PYTHONPATH": str(root), "FEATX_STARTUP_OUT": str(out)}
         t0 = time.time()
-        result = subprocess.run([sys.executable, _THIS, "--child", "--", *featx_args,
-                                 "-o", str(Path(tmp) / "f.h5")], env=env, capture_output=True, text=True)
+        result = subprocess.run(
+            [sys.executable, _THIS, "--child", "--", *featx_args, "-o", str(Path(tmp) / "f.h5")],
+            env=env,
+            capture_output=True,
+            text=True,
+        )
         if not out.exists():
             raise SystemExit(f"the child wrote nothing (rc {result.returncode}):\n{result.stderr[-3000:]}")
         data = json.loads(out.read_text())
@@ -193,8 +196,10 @@ def main(argv=None) -> None:
 
 def report(rounds: dict[str, list[dict]]) -> None:
     names = list(rounds)
-    phases = sorted({phase for runs in rounds.values() for run in runs for phase in run},
-                    key=lambda p: (p == "total to first forward", p == "other", p))
+    phases = sorted(
+        {phase for runs in rounds.values() for run in runs for phase in run},
+        key=lambda p: (p == "total to first forward", p == "other", p),
+    )
     print("\n| phase (median s) | " + " | ".join(names) + " |")
     print("|---|" + "---:|" * len(names))
     for phase in phases:

@@ -50,8 +50,12 @@ def treebank(n_sentences: int) -> tuple[Path, Path, int]:
     train, test = folder / "scale-train.conllu", folder / "scale-test.conllu"
     blocks = gum_sentences()
     chosen = [blocks[index % len(blocks)] for index in range(n_sentences)]
-    n_words = sum(1 for block in chosen for line in block.splitlines()
-                  if line and not line.startswith("#") and line.split("\t", 1)[0].isdigit())
+    n_words = sum(
+        1
+        for block in chosen
+        for line in block.splitlines()
+        if line and not line.startswith("#") and line.split("\t", 1)[0].isdigit()
+    )
     if train.exists() and test.exists():
         return train, test, n_words
     folder.mkdir(parents=True, exist_ok=True)
@@ -76,8 +80,13 @@ def main(argv=None) -> None:
     parser.add_argument("--label", default="upos")
     parser.add_argument("--keep", action="store_true", help="keep the features file (and reuse a kept one)")
     args = parser.parse_args(argv)
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
-           "TOKENIZERS_PARALLELISM": "false"}
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "TOKENIZERS_PARALLELISM": "false",
+    }
     model = model_folder(args.model)
     print(f"# bench/words_scale.py {' '.join(sys.argv[1:])}  (model {args.model}, load {os.getloadavg()})", flush=True)
     print("| sentences | words | stage | file MB | peak RSS (MiB) | peak tree RSS (MiB) | wall s | load after |")
@@ -87,27 +96,59 @@ def main(argv=None) -> None:
         features = CACHE / f"{args.model}-{n_sentences}.h5"
         if not (args.keep and features.exists()):
             features.unlink(missing_ok=True)
-            command = [sys.executable, "-m", "featx", "extract", str(train), str(test), "--model", str(model),
-                       "-o", str(features)]
+            command = [
+                sys.executable,
+                "-m",
+                "featx",
+                "extract",
+                str(train),
+                str(test),
+                "--model",
+                str(model),
+                "-o",
+                str(features),
+            ]
             rss, tree, seconds = peak_rss(command, env)
-            _row(n_sentences, n_words, "extract (all layers, first/last/mean)", features.stat().st_size / 1e6, rss,
-                 tree, seconds)
+            _row(
+                n_sentences,
+                n_words,
+                "extract (all layers, first/last/mean)",
+                features.stat().st_size / 1e6,
+                rss,
+                tree,
+                seconds,
+            )
         size = features.stat().st_size / 1e6
         for index, options in enumerate(args.probes.split("|")):
             output = CACHE / f"probe-{args.model}-{n_sentences}-{index}"
-            command = [sys.executable, "-m", "featx", "probe", str(features), "--label", args.label,
-                       *options.split(), "-o", str(output)]
+            command = [
+                sys.executable,
+                "-m",
+                "featx",
+                "probe",
+                str(features),
+                "--label",
+                args.label,
+                *options.split(),
+                "-o",
+                str(output),
+            ]
             rss, tree, seconds = peak_rss(command, env)
             _row(n_sentences, n_words, f"probe --label {args.label} {options}", size, rss, tree, seconds)
         if not args.keep:
             features.unlink()  # tens of GB at 20,000 sentences of bert-base
-    print(f"extract: featx extract scale-train.conllu scale-test.conllu --model {args.model}; "
-          f"probe: featx probe FEATURES --label {args.label} OPTIONS")
+    print(
+        f"extract: featx extract scale-train.conllu scale-test.conllu --model {args.model}; "
+        f"probe: featx probe FEATURES --label {args.label} OPTIONS"
+    )
 
 
 def _row(n_sentences, n_words, stage, size, rss, tree, seconds) -> None:
-    print(f"| {n_sentences:,} | {n_words:,} | {stage} | {size:,.0f} | {rss:,.0f} | {tree:,.0f} | {seconds:.1f} "
-          f"| {os.getloadavg()[0]:.1f} |", flush=True)
+    print(
+        f"| {n_sentences:,} | {n_words:,} | {stage} | {size:,.0f} | {rss:,.0f} | {tree:,.0f} | {seconds:.1f} "
+        f"| {os.getloadavg()[0]:.1f} |",
+        flush=True,
+    )
 
 
 if __name__ == "__main__":

@@ -6,7 +6,8 @@ features file between them belongs to ``featx.store``.
 
 from ._version import __version__
 from .errors import FeatxError
-from .store import FeatureFile, open_features as open  # noqa: A001
+from .store import FeatureFile  # noqa: A001
+from .store import open_features as open
 
 
 def extract(corpus=None, **options):

@@ -11,7 +11,6 @@ import click
 from ._version import __version__
 from .errors import FeatxError, signal_of
 
-
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
 
@@ -45,8 +44,7 @@ class FeatxGroup(click.Group):
             _fail(error)
         except KeyboardInterrupt as interrupt:
             signum, name = signal_of(interrupt)
-            echo(f"featx: interrupted ({name}); committed work is kept: run the same command again to resume",
-                       err=True)
+            echo(f"featx: interrupted ({name}); committed work is kept: run the same command again to resume", err=True)
             sys.exit(128 + signum)
 
 
@@ -58,57 +56,121 @@ def main():
 
 @main.command()
 @click.argument("corpus", type=click.Path(path_type=Path), nargs=-1, required=True)
-@click.option("-o", "--output", type=click.Path(path_type=Path), help="Features file (default: CORPUS.features.h5 beside the corpus).")
-@click.option("--model", default="default", show_default=True,
-              help="Hugging Face model folder or id; 'default' is the embedded all-MiniLM-L6-v2.")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(path_type=Path),
+    help="Features file (default: CORPUS.features.h5 beside the corpus).",
+)
+@click.option(
+    "--model",
+    default="default",
+    show_default=True,
+    help="Hugging Face model folder or id; 'default' is the embedded all-MiniLM-L6-v2.",
+)
 @click.option("--text-col", default="text", show_default=True, help="Column holding the texts.")
 @click.option("--id-col", default=None, help="Column of unique row ids (default: row numbers).")
 @click.option("--text-pair-col", default=None, help="Sentence pairs: the column of each row's second text.")
-@click.option("--pair-mode", default=None,
-              help="With --text-pair-col: cross (one sequence in the model's pair format, the default) or separate.")
+@click.option(
+    "--pair-mode",
+    default=None,
+    help="With --text-pair-col: cross (one sequence in the model's pair format, the default) or separate.",
+)
 @click.option("--layer", "layers", default="all", show_default=True, help="Layers to store: all, 0,3,6, -4: ...")
-@click.option("--pooling", "poolings", default="all", show_default=True,
-              help="all or a list of cls,mean,max,last,pooler (sentence pairs, cross mode: also mean_a,mean_b).")
+@click.option(
+    "--pooling",
+    "poolings",
+    default="all",
+    show_default=True,
+    help="all or a list of cls,mean,max,last,pooler (sentence pairs, cross mode: also mean_a,mean_b).",
+)
 @click.option("--tokens", is_flag=True, help="Also store token-level states (large).")
-@click.option("--site", "sites", default="hidden", show_default=True,
-              help="Activations to store: hidden,attn_out,ffn,pre_ln,attn_heads or module:NAME (hidden always).")
-@click.option("--max-length", type=int, default=None, help="Truncate texts to this many tokens (default: the model's maximum).")
-@click.option("--long", "long", default="truncate", show_default=True,
-              help="Texts longer than --max-length: truncate, or window (overlapping windows over the whole text).")
-@click.option("--stride", type=int, default=None,
-              help="--long window: tokens shared by consecutive windows (default: a quarter of a window).")
+@click.option(
+    "--site",
+    "sites",
+    default="hidden",
+    show_default=True,
+    help="Activations to store: hidden,attn_out,ffn,pre_ln,attn_heads or module:NAME (hidden always).",
+)
+@click.option(
+    "--max-length", type=int, default=None, help="Truncate texts to this many tokens (default: the model's maximum)."
+)
+@click.option(
+    "--long",
+    "long",
+    default="truncate",
+    show_default=True,
+    help="Texts longer than --max-length: truncate, or window (overlapping windows over the whole text).",
+)
+@click.option(
+    "--stride",
+    type=int,
+    default=None,
+    help="--long window: tokens shared by consecutive windows (default: a quarter of a window).",
+)
 @click.option("--device", default="auto", show_default=True, help="auto, cpu, cuda, cuda:N or mps.")
-@click.option("--device-map", default=None,
-              help="auto: spread a model too large for one GPU over the GPUs (then the CPU) with accelerate.")
+@click.option(
+    "--device-map",
+    default=None,
+    help="auto: spread a model too large for one GPU over the GPUs (then the CPU) with accelerate.",
+)
 @click.option("--dtype", default="auto", show_default=True, help="Compute dtype: auto, float32, float16, bfloat16.")
 @click.option("--store-dtype", default="float16", show_default=True, help="Stored features: float16 or float32.")
-@click.option("--max-tokens", type=int, default=None, help="Padded tokens per batch (default: 8192 on CPU, 65536 on GPU).")
+@click.option(
+    "--max-tokens", type=int, default=None, help="Padded tokens per batch (default: 8192 on CPU, 65536 on GPU)."
+)
 @click.option("--batch-size", type=int, default=256, show_default=True, help="Most rows per batch.")
 @click.option("--skip-empty", is_flag=True, help="Leave out empty or whitespace-only texts instead of refusing.")
 @click.option("--encoding", default="utf-8", show_default=True, help="Text encoding of the corpus file.")
-@click.option("--sep", default=None,
-              help="Corpus delimiter: comma, tab, semicolon or pipe (default: sniffed from the first lines).")
-@click.option("--missing-labels", default="empty", show_default=True,
-              help="Label values read as missing: empty (empty cells only), pandas (also NA, null, None, nan...) "
-                   "or a comma list such as 'NA,-'.")
+@click.option(
+    "--sep",
+    default=None,
+    help="Corpus delimiter: comma, tab, semicolon or pipe (default: sniffed from the first lines).",
+)
+@click.option(
+    "--missing-labels",
+    default="empty",
+    show_default=True,
+    help="Label values read as missing: empty (empty cells only), pandas (also NA, null, None, nan...) "
+    "or a comma list such as 'NA,-'.",
+)
 @click.option("--overwrite", is_flag=True, help="Replace an existing or unfinished output.")
 @click.option("--trust-remote-code", is_flag=True, help="Allow the model folder's own Python code to run.")
 @click.option("--random-init", is_flag=True, help="Same architecture and tokenizer, random weights (a control).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for --random-init.")
 @click.option("--commit-rows", type=int, default=None, help="Rows per commit (resume granularity).")
-@click.option("--commit-seconds", type=float, default=10.0, show_default=True,
-              help="Most seconds of work between commits (what a kill can lose at most, roughly).")
-@click.option("--shards", type=int, default=None,
-              help="Split the corpus into this many shards and extract only --shard-index (under torchrun: automatic).")
+@click.option(
+    "--commit-seconds",
+    type=float,
+    default=10.0,
+    show_default=True,
+    help="Most seconds of work between commits (what a kill can lose at most, roughly).",
+)
+@click.option(
+    "--shards",
+    type=int,
+    default=None,
+    help="Split the corpus into this many shards and extract only --shard-index (under torchrun: automatic).",
+)
 @click.option("--shard-index", type=int, default=None, help="Which shard to extract, 0 to --shards minus 1.")
-@click.option("--word-format", default=None,
-              help="Word inputs: conllu, columns or jsonl (default: .conllu files, --columns, JSON Lines of tokens).")
+@click.option(
+    "--word-format",
+    default=None,
+    help="Word inputs: conllu, columns or jsonl (default: .conllu files, --columns, JSON Lines of tokens).",
+)
 @click.option("--columns", default=None, help="Column files: the fields of a line, e.g. form,upos,ner (_ skips one).")
-@click.option("--word-pooling", default="first,last,mean", show_default=True,
-              help="Word inputs: the subword(s) that make a word's vector, any of first,last,mean.")
+@click.option(
+    "--word-pooling",
+    default="first,last,mean",
+    show_default=True,
+    help="Word inputs: the subword(s) that make a word's vector, any of first,last,mean.",
+)
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
-@click.option("--dry-run", is_flag=True,
-              help="Only estimate: rows, tokens, output size, peak memory and time (a short calibration); write nothing.")
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Only estimate: rows, tokens, output size, peak memory and time (a short calibration); write nothing.",
+)
 def extract(corpus, output, quiet, layers, poolings, dry_run, **options):
     """Run the encoder once over CORPUS (CSV/TSV/JSONL/Parquet) and store every layer's pooled states.
 
@@ -119,8 +181,15 @@ def extract(corpus, output, quiet, layers, poolings, dry_run, **options):
     from . import extract as run_extract
     from .extraction import ExtractConfig
 
-    config = ExtractConfig(corpus=corpus[0], more_corpora=tuple(corpus[1:]), output=output, layers=layers,
-                           poolings=poolings, progress=not quiet, **options)
+    config = ExtractConfig(
+        corpus=corpus[0],
+        more_corpora=tuple(corpus[1:]),
+        output=output,
+        layers=layers,
+        poolings=poolings,
+        progress=not quiet,
+        **options,
+    )
     if dry_run:
         from .extraction.estimation import estimate
 
@@ -148,48 +217,102 @@ def merge(output, keep_shards, overwrite, quiet):
 @main.command()
 @click.argument("features", required=False, type=click.Path(path_type=Path))
 @click.option("--label", default=None, help="Label column to probe (default: 'label', else the first one).")
-@click.option("--labels", type=click.Path(path_type=Path), default=None,
-              help="A file of label columns (CSV/TSV/JSONL) joined to the stored rows, instead of the stored labels.")
-@click.option("--join", default="id", show_default=True,
-              help="How --labels rows match the stored rows: id (its id column) or row (its data row numbers).")
+@click.option(
+    "--labels",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="A file of label columns (CSV/TSV/JSONL) joined to the stored rows, instead of the stored labels.",
+)
+@click.option(
+    "--join",
+    default="id",
+    show_default=True,
+    help="How --labels rows match the stored rows: id (its id column) or row (its data row numbers).",
+)
 @click.option("--bins", type=int, default=None, help="Probe a numeric label as N quantile bins.")
 @click.option("--min-class-rows", type=int, default=None, help="Drop classes with fewer labelled rows (reported).")
-@click.option("--layer", "layers", default="all", show_default=True,
-              help="all, 0,3,6, -4:, cat(-4:) (concatenated), stack (one probe per layer + meta classifier).")
+@click.option(
+    "--layer",
+    "layers",
+    default="all",
+    show_default=True,
+    help="all, 0,3,6, -4:, cat(-4:) (concatenated), stack (one probe per layer + meta classifier).",
+)
 @click.option("--pooling", "poolings", default="all", show_default=True, help="all or a list of the stored poolings.")
 @click.option("--classifier", "classifiers", default="logreg", show_default=True, help="Any of logreg,svm,mlp,attn.")
-@click.option("--site", "sites", default="hidden", show_default=True,
-              help="Stored sites to probe side by side, e.g. hidden,ffn,attn_out (see featx extract --site).")
-@click.option("--folds", type=int, default=5, show_default=True, help="Cross-validation folds (when there is no train/test split).")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed for folds, the control permutation and torch heads.")
+@click.option(
+    "--site",
+    "sites",
+    default="hidden",
+    show_default=True,
+    help="Stored sites to probe side by side, e.g. hidden,ffn,attn_out (see featx extract --site).",
+)
+@click.option(
+    "--folds",
+    type=int,
+    default=5,
+    show_default=True,
+    help="Cross-validation folds (when there is no train/test split).",
+)
+@click.option(
+    "--seed", type=int, default=0, show_default=True, help="Seed for folds, the control permutation and torch heads."
+)
 @click.option("--balanced", is_flag=True, help="Balanced class weights.")
 @click.option("--no-control", is_flag=True, help="Skip the control task (permuted labels).")
-@click.option("--baseline", type=click.Path(path_type=Path), default=None,
-              help="A second features file of the same rows (e.g. from --random-init) probed side by side.")
+@click.option(
+    "--baseline",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="A second features file of the same rows (e.g. from --random-init) probed side by side.",
+)
 @click.option("--jobs", type=int, default=None, help="Parallel (layer spec x pooling) jobs (default: one per core).")
-@click.option("--device", default="auto", show_default=True,
-              help="Where logreg probes are solved: auto (a CUDA GPU when torch sees one, else the CPU), cpu, "
-                   "cuda or cuda:N. Only the logistic solver moves; on a GPU, jobs take turns unless --jobs is given.")
+@click.option(
+    "--device",
+    default="auto",
+    show_default=True,
+    help="Where logreg probes are solved: auto (a CUDA GPU when torch sees one, else the CPU), cpu, "
+    "cuda or cuda:N. Only the logistic solver moves; on a GPU, jobs take turns unless --jobs is given.",
+)
 @click.option("--allow-partial", is_flag=True, help="Probe the rows written so far of an unfinished extraction.")
 @click.option("-o", "--output", default=None, help="Results prefix: writes PREFIX.csv and PREFIX.json.")
-@click.option("--mdl", is_flag=True, help="Also the MDL online codelength (bits) and compression per layer and pooling.")
-@click.option("--train-sizes", default=None,
-              help="Learning curves: fractions of each training part (0.1,0.25,0.5,1.0) or row counts; "
-                   "written to PREFIX.curve.csv.")
+@click.option(
+    "--mdl", is_flag=True, help="Also the MDL online codelength (bits) and compression per layer and pooling."
+)
+@click.option(
+    "--train-sizes",
+    default=None,
+    help="Learning curves: fractions of each training part (0.1,0.25,0.5,1.0) or row counts; "
+    "written to PREFIX.curve.csv.",
+)
 @click.option("--curve-layers", default=None, help="Layers of the learning curves (default: every layer probed).")
-@click.option("--predictions", default=None,
-              help="POOLING[/CLASSIFIER] of the per-row predictions file (default: those of the best layer).")
-@click.option("--task", type=click.Choice(["auto", "classification", "regression"]), default="auto", show_default=True,
-              help="auto: a numeric label with many distinct values is regression (ridge, R²), else classes.")
-@click.option("--arcs", is_flag=True,
-              help="Word-level arc probes: --label deprel (relation of each head-dependent pair) or --label head "
-                   "(is a word pair an arc).")
-@click.option("--sweep", is_flag=True,
-              help="Instead: per layer, probes of increasing complexity (logreg C grid, rank-r, MLP widths) "
-                   "and their accuracy/complexity Pareto fronts, beside the control task's.")
+@click.option(
+    "--predictions",
+    default=None,
+    help="POOLING[/CLASSIFIER] of the per-row predictions file (default: those of the best layer).",
+)
+@click.option(
+    "--task",
+    type=click.Choice(["auto", "classification", "regression"]),
+    default="auto",
+    show_default=True,
+    help="auto: a numeric label with many distinct values is regression (ridge, R²), else classes.",
+)
+@click.option(
+    "--arcs",
+    is_flag=True,
+    help="Word-level arc probes: --label deprel (relation of each head-dependent pair) or --label head "
+    "(is a word pair an arc).",
+)
+@click.option(
+    "--sweep",
+    is_flag=True,
+    help="Instead: per layer, probes of increasing complexity (logreg C grid, rank-r, MLP widths) "
+    "and their accuracy/complexity Pareto fronts, beside the control task's.",
+)
 def probe(features, no_control, sweep, **options):
     """Train probes per layer and pooling on FEATURES (default: the last extraction in this directory)."""
-    from .probing import ProbeConfig, probe as run_probe
+    from .probing import ProbeConfig
+    from .probing import probe as run_probe
     from .state import given_or_last
 
     features, using_last = given_or_last(features, "features")
@@ -210,8 +333,7 @@ def probe(features, no_control, sweep, **options):
 
         echo("\n" + format_curve_table(result.curve))
     extra = [path.name for path in (result.predictions_path, result.curve_path) if path is not None]
-    echo(f"\nwrote {result.csv_path} and {', '.join([result.json_path.name, *extra])} "
-               f"({result.meta['seconds']:.1f} s)")
+    echo(f"\nwrote {result.csv_path} and {', '.join([result.json_path.name, *extra])} ({result.meta['seconds']:.1f} s)")
 
 
 @main.group()
@@ -222,10 +344,18 @@ def labels():
 @labels.command("add")
 @click.argument("features", type=click.Path(path_type=Path))
 @click.argument("label_file", type=click.Path(path_type=Path))
-@click.option("--join", default="id", show_default=True,
-              help="How LABEL_FILE rows match the stored rows: id (its id column) or row (its data row numbers).")
-@click.option("--missing-labels", default="empty", show_default=True,
-              help="Label values read as missing: empty, pandas, or a comma list such as 'NA,-'.")
+@click.option(
+    "--join",
+    default="id",
+    show_default=True,
+    help="How LABEL_FILE rows match the stored rows: id (its id column) or row (its data row numbers).",
+)
+@click.option(
+    "--missing-labels",
+    default="empty",
+    show_default=True,
+    help="Label values read as missing: empty, pandas, or a comma list such as 'NA,-'.",
+)
 @click.option("--sep", default=None, help="LABEL_FILE's delimiter (default: sniffed).")
 def labels_add(features, label_file, join, missing_labels, sep):
     """Store the label columns of LABEL_FILE in FEATURES for good, joined to its rows (no re-extraction)."""
@@ -254,18 +384,39 @@ def explain(results, limit, buckets):
 
 @main.command()
 @click.argument("results", nargs=-1, type=click.Path(path_type=Path))
-@click.option("-o", "--output", type=click.Path(path_type=Path),
-              help="Figure path (its suffix is replaced by .png and .svg), or a directory. "
-                   "Default: beside each results file, same name.")
-@click.option("--metric", default="accuracy", show_default=True,
-              help="accuracy, macro_f1, balanced_accuracy, selectivity or control_accuracy.")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(path_type=Path),
+    help="Figure path (its suffix is replaced by .png and .svg), or a directory. "
+    "Default: beside each results file, same name.",
+)
+@click.option(
+    "--metric",
+    default="accuracy",
+    show_default=True,
+    help="accuracy, macro_f1, balanced_accuracy, selectivity or control_accuracy.",
+)
 @click.option("--classifier", default=None, help="Which probe's rows to draw (default: the best row's).")
-@click.option("--baseline", type=click.Path(path_type=Path), default=None,
-              help="Results of a second features file (e.g. --random-init) drawn as a reference line.")
-@click.option("--compare", type=click.Path(path_type=Path), default=None,
-              help="Also write one figure comparing all RESULTS (one label column each) to this path.")
-@click.option("--heatmap-scale", type=click.Choice(["robust", "row", "full"]), default="robust", show_default=True,
-              help="Heatmap colours: robust range of the informative cells, per-row min-max, or the full range.")
+@click.option(
+    "--baseline",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Results of a second features file (e.g. --random-init) drawn as a reference line.",
+)
+@click.option(
+    "--compare",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Also write one figure comparing all RESULTS (one label column each) to this path.",
+)
+@click.option(
+    "--heatmap-scale",
+    type=click.Choice(["robust", "row", "full"]),
+    default="robust",
+    show_default=True,
+    help="Heatmap colours: robust range of the informative cells, per-row min-max, or the full range.",
+)
 @click.option("--dpi", type=int, default=150, show_default=True, help="Resolution of the PNG.")
 def plot(results, output, metric, classifier, baseline, compare, dpi, heatmap_scale):
     """Draw layer-wise curves and a layer x pooling heatmap from probe RESULTS (.probe.csv or .json).
@@ -279,9 +430,9 @@ def plot(results, output, metric, classifier, baseline, compare, dpi, heatmap_sc
 
     from .errors import InputError, require_whole
     from .report.compare import labels_figure
+    from .report.figures.learning import format_curve_table, is_curve_file, learning_figure
     from .report.figures.plot import figure
     from .report.figures.style import default_output
-    from .report.figures.learning import format_curve_table, is_curve_file, learning_figure
     from .state import given_or_last
 
     require_whole(dpi, "--dpi")
@@ -290,8 +441,10 @@ def plot(results, output, metric, classifier, baseline, compare, dpi, heatmap_sc
         results = (remembered,)
         echo(using_last)
     if output is not None and len(results) > 1 and output.suffix:
-        raise InputError(f"-o {output} names one figure but {len(results)} results files were given",
-                         "pass a directory to -o, or one results file")
+        raise InputError(
+            f"-o {output} names one figure but {len(results)} results files were given",
+            "pass a directory to -o, or one results file",
+        )
     for path in results:
         target = default_output(path)
         if output is not None:
@@ -302,8 +455,15 @@ def plot(results, output, metric, classifier, baseline, compare, dpi, heatmap_sc
             fig, written = learning_figure(path, output=target, dpi=dpi)
             echo(format_curve_table(path))
         else:
-            fig, written = figure(path, metric=metric, classifier=classifier, output=target, dpi=dpi, baseline=baseline,
-                                  scale=heatmap_scale)
+            fig, written = figure(
+                path,
+                metric=metric,
+                classifier=classifier,
+                output=target,
+                dpi=dpi,
+                baseline=baseline,
+                scale=heatmap_scale,
+            )
         plt.close(fig)
         echo("wrote " + ", ".join(str(item) for item in written))
     if compare is not None:
@@ -325,8 +485,14 @@ def _split_names(text):
 
 @main.command()
 @click.argument("results", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("-o", "--output", type=click.Path(path_type=Path), default=Path("compare.png"), show_default=True,
-              help="Figure path (.png and .svg); the table goes to the same stem + .csv, the tests to .tests.csv.")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(path_type=Path),
+    default=Path("compare.png"),
+    show_default=True,
+    help="Figure path (.png and .svg); the table goes to the same stem + .csv, the tests to .tests.csv.",
+)
 @click.option("--names", default=None, help="Comma-separated line names, one per RESULTS (default: what differs).")
 @click.option("--relative-depth", is_flag=True, help="x = layer / number of layers, so models of any depth line up.")
 @click.option("--metric", default="accuracy", show_default=True, help="accuracy, macro_f1, balanced_accuracy, ...")
@@ -345,8 +511,17 @@ def compare(results, output, names, relative_depth, metric, classifier, pooling,
     from .report.compare import compare as run_compare
 
     output.parent.mkdir(parents=True, exist_ok=True)
-    result = run_compare(results, metric=metric, classifier=classifier, pooling=pooling, names=_split_names(names),
-                         relative_depth=relative_depth, output=output, dpi=dpi, tests=not no_tests)
+    result = run_compare(
+        results,
+        metric=metric,
+        classifier=classifier,
+        pooling=pooling,
+        names=_split_names(names),
+        relative_depth=relative_depth,
+        output=output,
+        dpi=dpi,
+        tests=not no_tests,
+    )
     plt.close(result.figure)
     echo(result.format())
     table_path = output.with_suffix(".csv")
@@ -364,16 +539,32 @@ def compare(results, output, names, relative_depth, metric, classifier, pooling,
 @click.option("--label", default=None, help="Label column to erase (default: 'label', else the first one).")
 @click.option("--layer", "layers", default="all", show_default=True, help="Layers: all, 0,3,6, -4: ...")
 @click.option("--pooling", "poolings", default="mean", show_default=True, help="Poolings: mean, or a list, or all.")
-@click.option("--method", default="leace", show_default=True, type=click.Choice(["leace", "inlp"]),
-              help="LEACE (closed form, least-squares optimal) or INLP (iterative nullspace projection).")
+@click.option(
+    "--method",
+    default="leace",
+    show_default=True,
+    type=click.Choice(["leace", "inlp"]),
+    help="LEACE (closed form, least-squares optimal) or INLP (iterative nullspace projection).",
+)
 @click.option("--iterations", type=int, default=50, show_default=True, help="INLP: the most rounds.")
-@click.option("--amnesic", default="all", show_default=True,
-              help="Other label columns probed before/after the erasure: all, a list, or none.")
-@click.option("--folds", type=int, default=5, show_default=True, help="Cross-validation folds (when there is no split).")
+@click.option(
+    "--amnesic",
+    default="all",
+    show_default=True,
+    help="Other label columns probed before/after the erasure: all, a list, or none.",
+)
+@click.option(
+    "--folds", type=int, default=5, show_default=True, help="Cross-validation folds (when there is no split)."
+)
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for folds and INLP's holdout.")
 @click.option("--jobs", type=int, default=None, help="Parallel (layer x pooling) jobs (default: one per core).")
-@click.option("-o", "--output", type=click.Path(path_type=Path), default=None,
-              help="Erased features file (default: FEATURES stem + .erased-LABEL-METHOD.h5).")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Erased features file (default: FEATURES stem + .erased-LABEL-METHOD.h5).",
+)
 @click.option("--overwrite", is_flag=True, help="Replace an existing output file.")
 def erase(features, **options):
     """Erase a label linearly from FEATURES per layer and pooling; write the erased features file.
@@ -389,8 +580,13 @@ def erase(features, **options):
 @main.command()
 @click.argument("features", type=click.Path(path_type=Path))
 @click.argument("other", required=False, type=click.Path(path_type=Path))
-@click.option("-o", "--output", type=click.Path(path_type=Path), default=None,
-              help="Figure path (.png and .svg; the matrix goes to .csv). Default: FEATURES stem + .cka.png.")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Figure path (.png and .svg; the matrix goes to .csv). Default: FEATURES stem + .cka.png.",
+)
 @click.option("--pooling", default="mean", show_default=True, help="Which stored pooling to compare.")
 @click.option("--site", default="hidden", show_default=True, help="Which stored site.")
 @click.option("--dpi", type=int, default=150, show_default=True, help="Resolution of the PNG.")
@@ -399,7 +595,8 @@ def similarity(features, other, output, pooling, site, dpi):
     _agg()
     import matplotlib.pyplot as plt
 
-    from .report.similarity import similarity as run_similarity, similarity_figure
+    from .report.similarity import similarity as run_similarity
+    from .report.similarity import similarity_figure
 
     result = run_similarity(features, other, pooling=pooling, site=site)
     if output is None:
@@ -412,16 +609,23 @@ def similarity(features, other, output, pooling, site, dpi):
     plt.close(fig)
     frame = result.frame()
     frame.to_csv(output.with_suffix(".csv"))
-    echo(f"linear CKA, {pooling} pooling, {result.n_rows:,} rows: rows = layers of {result.name_a}, "
-               f"columns = layers of {result.name_b}")
+    echo(
+        f"linear CKA, {pooling} pooling, {result.n_rows:,} rows: rows = layers of {result.name_a}, "
+        f"columns = layers of {result.name_b}"
+    )
     echo(frame.to_string(float_format=lambda v: f"{v:.3f}", na_rep="-"))
     echo("\nwrote " + ", ".join(str(path) for path in [*written, output.with_suffix(".csv")]))
 
 
 @main.command()
 @click.argument("results", required=False, type=click.Path(path_type=Path))
-@click.option("-o", "--output", type=click.Path(path_type=Path), default=None,
-              help="HTML file (default: beside RESULTS, x.probe.csv -> x.report.html).")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="HTML file (default: beside RESULTS, x.probe.csv -> x.report.html).",
+)
 @click.option("--classifier", default=None, help="Which probe's rows (default: the best row's).")
 def report(results, output, classifier):
     """One self-contained HTML page of a probing run (default: the last results in this directory)."""
@@ -438,13 +642,24 @@ def report(results, output, classifier):
 @main.command()
 @click.argument("features", type=click.Path(path_type=Path))
 @click.option("--label", default=None, help="Label column (default: 'label', else the first one).")
-@click.option("--layer", "layers", default="all", show_default=True,
-              help="A layer (N), a list, or all (the selection curve per layer).")
+@click.option(
+    "--layer",
+    "layers",
+    default="all",
+    show_default=True,
+    help="A layer (N), a list, or all (the selection curve per layer).",
+)
 @click.option("--pooling", default="mean", show_default=True, help="Pooling whose vectors are ranked.")
 @click.option("--top", type=int, default=None, help="Neurons listed per ranking (default 10).")
-@click.option("--fraction", type=float, default=None,
-              help="Or list this share of the layer's neurons, in (0, 1]; also added to the selection curve.")
-@click.option("--folds", type=int, default=5, show_default=True, help="Cross-validation folds (when there is no split).")
+@click.option(
+    "--fraction",
+    type=float,
+    default=None,
+    help="Or list this share of the layer's neurons, in (0, 1]; also added to the selection curve.",
+)
+@click.option(
+    "--folds", type=int, default=5, show_default=True, help="Cross-validation folds (when there is no split)."
+)
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for folds, the random selections, saga.")
 @click.option("--jobs", type=int, default=None, help="Parallel layer jobs (default: one per core).")
 @click.option("-o", "--output", default=None, help="Results prefix (default: FEATURES stem + .LABEL.neurons).")

@@ -24,8 +24,9 @@ class InputError(FeatxError):
 def require_whole(value, flag: str, minimum: int = 1) -> int:
     """``value`` as a whole number of at least ``minimum``, else an ``InputError`` naming ``flag``."""
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise InputError(f"{flag} {value} must be a whole number of at least {minimum}",
-                         f"give {flag} a value of at least {minimum}")
+        raise InputError(
+            f"{flag} {value} must be a whole number of at least {minimum}", f"give {flag} a value of at least {minimum}"
+        )
     return value
 
 

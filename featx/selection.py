@@ -74,9 +74,7 @@ def _expand_item(item: str, available: list[int]) -> list[int]:
         stop = int(match.group(2)) if match.group(2) else None
         chosen = [layer for layer in range(n_total)[start:stop] if layer in available]
         if not chosen:
-            raise InputError(
-                f"layer slice '{item}' selects no layer: available layers are {_describe(available)}"
-            )
+            raise InputError(f"layer slice '{item}' selects no layer: available layers are {_describe(available)}")
         return chosen
     return [_resolve_index(item, available)]
 

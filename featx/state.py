@@ -39,8 +39,11 @@ def check_state(directory: Path | None = None) -> tuple[dict, str | None]:
         return {}, f"{path} is not valid JSON"
     if not isinstance(state, dict):
         return {}, f"{path} does not hold a JSON object"
-    kept = {kind: value for kind, value in state.items() if kind in KINDS and isinstance(value, str) and value
-            and "\0" not in value}
+    kept = {
+        kind: value
+        for kind, value in state.items()
+        if kind in KINDS and isinstance(value, str) and value and "\0" not in value
+    }
     return kept, None if len(kept) == len(state) else f"{path} holds entries featx does not know"
 
 

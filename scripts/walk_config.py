@@ -24,9 +24,25 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 
 # Old import paths kept for one release (aliases of their new homes): not part of the walk.
-DEPRECATED = {f"featx.{name}" for name in ("batching", "corpus", "estimation", "extract_config", "extractor",
-                                           "freshness", "merge", "model_files", "modeling", "onednn", "pooling",
-                                           "sharding", "sites", "tokenize")}
+DEPRECATED = {
+    f"featx.{name}"
+    for name in (
+        "batching",
+        "corpus",
+        "estimation",
+        "extract_config",
+        "extractor",
+        "freshness",
+        "merge",
+        "model_files",
+        "modeling",
+        "onednn",
+        "pooling",
+        "sharding",
+        "sites",
+        "tokenize",
+    )
+}
 
 
 def module_name(path: Path) -> str:
@@ -108,8 +124,9 @@ def main() -> None:
             importlib.import_module(info.name)
     sys.setprofile(profile)
     try:
-        featx.extract(corpus, model=str(model), output=work / "out.h5", sites=args.sites, tokens=args.tokens,
-                      progress=False)
+        featx.extract(
+            corpus, model=str(model), output=work / "out.h5", sites=args.sites, tokens=args.tokens, progress=False
+        )
     finally:
         sys.setprofile(None)
     threading_note = "(the writer and collate threads are not traced)"
@@ -127,10 +144,14 @@ def main() -> None:
     modules = sorted({module for _, module in events})
     # Up: a call into a module that (at module level) imports the caller, or that the caller reaches only
     # through a function-level import (an import deferred to dodge a cycle).
-    up = [(a, b) for a, b, kind in transitions if kind == "call"
-          and (a in closure.get(b, set()) or b not in closure.get(a, set()))]
+    up = [
+        (a, b)
+        for a, b, kind in transitions
+        if kind == "call" and (a in closure.get(b, set()) or b not in closure.get(a, set()))
+    ]
     orchestrator = args.orchestrator or next(
-        (name for name in ("featx.extraction.orchestrate", "featx.extractor") if name in graph), "featx.extractor")
+        (name for name in ("featx.extraction.orchestrate", "featx.extractor") if name in graph), "featx.extractor"
+    )
     returns = sum(1 for a, b, _ in transitions if b == orchestrator and a != orchestrator)
     full_closure = {name: reachable(graph, name) for name in graph}
     cycles = [(a, b) for a in graph for b in graph[a] if a in full_closure.get(b, set())]

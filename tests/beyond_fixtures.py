@@ -14,9 +14,9 @@ import random
 import h5py
 import numpy as np
 import pytest
+from conftest import WORDS, write_csv
 
 import featx
-from conftest import WORDS, write_csv
 
 N_ROWS = 240
 A_NEURONS = (0, 1, 2)

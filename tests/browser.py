@@ -10,9 +10,18 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-         "--disable-sync", "--no-first-run", "--hide-scrollbars", "--run-all-compositor-stages-before-draw",
-         "--virtual-time-budget=5000"]
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--hide-scrollbars",
+    "--run-all-compositor-stages-before-draw",
+    "--virtual-time-budget=5000",
+]
 
 # Filled in after the page loads by the check page (a copy of the report without its CSP, plus this script):
 # for every figure's <svg>, its laid-out size, the number of drawn elements and the size of what they cover.
@@ -38,8 +47,13 @@ def chromium() -> str | None:
 
 def _run(page: Path, *flags: str, timeout: int = 90) -> subprocess.CompletedProcess:
     with tempfile.TemporaryDirectory(prefix="featx-chromium-") as profile:
-        return subprocess.run([chromium(), *FLAGS, f"--user-data-dir={profile}", *flags, page.resolve().as_uri()],
-                              capture_output=True, text=True, timeout=timeout, check=False)
+        return subprocess.run(
+            [chromium(), *FLAGS, f"--user-data-dir={profile}", *flags, page.resolve().as_uri()],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
 
 
 def page_requests(page: Path, work: Path) -> list[str]:
@@ -49,21 +63,28 @@ def page_requests(page: Path, work: Path) -> list[str]:
     _run(page, f"--log-net-log={log}", "--dump-dom")
     data = json.loads(log.read_text())
     start = data["constants"]["logEventTypes"]["URL_REQUEST_START_JOB"]
-    return [event["params"]["url"] for event in data["events"]
-            if event["type"] == start and event.get("params", {}).get("initiator") not in (None, "not an origin")
-            and not event["params"].get("url", "").startswith(("file:", "data:"))]
+    return [
+        event["params"]["url"]
+        for event in data["events"]
+        if event["type"] == start
+        and event.get("params", {}).get("initiator") not in (None, "not an origin")
+        and not event["params"].get("url", "").startswith(("file:", "data:"))
+    ]
 
 
 def render_check(page: Path, work: Path) -> list[dict]:
     """Per figure: laid-out width/height, drawn elements and the drawn bounding box (in a CSP-free copy)."""
     text = page.read_text(encoding="utf-8")
     head_end = text.index("</head>")
-    text = text[:head_end].replace('http-equiv="Content-Security-Policy"', 'name="csp-removed-for-check"') + text[head_end:]
+    text = (
+        text[:head_end].replace('http-equiv="Content-Security-Policy"', 'name="csp-removed-for-check"')
+        + text[head_end:]
+    )
     copy = work / "render-check.html"
     copy.write_text(text.replace("</body>", RENDER_CHECK + "</body>"), encoding="utf-8")
     dom = _run(copy, "--dump-dom").stdout
     start = dom.index('<pre id="render-check">') + len('<pre id="render-check">')
-    return json.loads(dom[start:dom.index("</pre>", start)])
+    return json.loads(dom[start : dom.index("</pre>", start)])
 
 
 def dom(page: Path) -> str:

@@ -37,64 +37,270 @@ class Family:
 
 BERT_TOKENS = dict(cls_token="[CLS]", sep_token="[SEP]", pad_token="[PAD]", unk_token="[UNK]", mask_token="[MASK]")
 BERT_SPECIALS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
-ROBERTA_TOKENS = dict(bos_token="<s>", eos_token="</s>", cls_token="<s>", sep_token="</s>", pad_token="<pad>",
-                      unk_token="<unk>", mask_token="<mask>")
+ROBERTA_TOKENS = dict(
+    bos_token="<s>",
+    eos_token="</s>",
+    cls_token="<s>",
+    sep_token="</s>",
+    pad_token="<pad>",
+    unk_token="<unk>",
+    mask_token="<mask>",
+)
 ROBERTA_SPECIALS = ("<s>", "<pad>", "</s>", "<unk>", "<mask>")
-ENCODER = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
-               max_position_embeddings=64, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
-DECODER = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
-               intermediate_size=64, max_position_embeddings=64, head_dim=8)
+ENCODER = dict(
+    hidden_size=32,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    intermediate_size=64,
+    max_position_embeddings=64,
+    hidden_dropout_prob=0.0,
+    attention_probs_dropout_prob=0.0,
+)
+DECODER = dict(
+    hidden_size=32,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    intermediate_size=64,
+    max_position_embeddings=64,
+    head_dim=8,
+)
 
 FAMILIES = [
-    Family("bert", "BertConfig", "BertModel", "BertModel", "wordpiece", BERT_SPECIALS, "[CLS] $A [SEP]",
-           BERT_TOKENS, config_args=ENCODER),
-    Family("roberta", "RobertaConfig", "RobertaModel", "RobertaModel", "bpe", ROBERTA_SPECIALS, "<s> $A </s>",
-           ROBERTA_TOKENS, config_args={**ENCODER, "max_position_embeddings": 66, "pad_token_id": 1}),
-    Family("xlm-roberta", "XLMRobertaConfig", "XLMRobertaModel", "XLMRobertaModel", "bpe", ROBERTA_SPECIALS,
-           "<s> $A </s>", ROBERTA_TOKENS, config_args={**ENCODER, "max_position_embeddings": 66, "pad_token_id": 1}),
-    Family("distilbert", "DistilBertConfig", "DistilBertModel", "DistilBertModel", "wordpiece", BERT_SPECIALS,
-           "[CLS] $A [SEP]", BERT_TOKENS,
-           config_args=dict(dim=32, n_layers=2, n_heads=4, hidden_dim=64, max_position_embeddings=64, dropout=0.0,
-                            attention_dropout=0.0)),
-    Family("albert", "AlbertConfig", "AlbertModel", "AlbertModel", "wordpiece", BERT_SPECIALS, "[CLS] $A [SEP]",
-           BERT_TOKENS, config_args={**ENCODER, "embedding_size": 16}, sites=False),
-    Family("electra", "ElectraConfig", "ElectraModel", "ElectraModel", "wordpiece", BERT_SPECIALS, "[CLS] $A [SEP]",
-           BERT_TOKENS, config_args={**ENCODER, "embedding_size": 16}),
-    Family("deberta-v2", "DebertaV2Config", "DebertaV2Model", "DebertaV2Model", "wordpiece", BERT_SPECIALS,
-           "[CLS] $A [SEP]", BERT_TOKENS,
-           config_args={**ENCODER, "relative_attention": True, "pos_att_type": ["p2c", "c2p"],
-                        "max_relative_positions": 16, "position_biased_input": False}),
-    Family("modernbert", "ModernBertConfig", "ModernBertModel", "ModernBertModel", "wordpiece", BERT_SPECIALS,
-           "[CLS] $A [SEP]", BERT_TOKENS,
-           config_args=dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
-                            max_position_embeddings=64, global_attn_every_n_layers=2, local_attention=8,
-                            pad_token_id=0, cls_token_id=2, sep_token_id=3, bos_token_id=2, eos_token_id=3)),
-    Family("t5-encoder", "T5Config", "T5Model", "T5EncoderModel", "bpe", ("<pad>", "</s>", "<unk>"), "$A </s>",
-           dict(pad_token="<pad>", eos_token="</s>", unk_token="<unk>"),
-           config_args=dict(d_model=32, d_kv=8, num_heads=4, d_ff=64, num_layers=2, num_decoder_layers=2,
-                            dropout_rate=0.0, pad_token_id=0, eos_token_id=1, decoder_start_token_id=0)),
-    Family("bart-encoder", "BartConfig", "BartModel", "BartModel", "bpe", ROBERTA_SPECIALS, "<s> $A </s>",
-           ROBERTA_TOKENS, sites=False, encoder_of=True,
-           config_args=dict(d_model=32, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
-                            decoder_attention_heads=4, encoder_ffn_dim=64, decoder_ffn_dim=64,
-                            max_position_embeddings=64, dropout=0.0, attention_dropout=0.0, activation_dropout=0.0,
-                            pad_token_id=1, bos_token_id=0, eos_token_id=2, decoder_start_token_id=2)),
-    Family("gpt2", "GPT2Config", "GPT2Model", "GPT2Model", "bpe", ("<|endoftext|>",), "$A",
-           dict(bos_token="<|endoftext|>", eos_token="<|endoftext|>", unk_token="<|endoftext|>"),
-           config_args=dict(n_embd=32, n_layer=2, n_head=4, n_positions=64, resid_pdrop=0.0, embd_pdrop=0.0,
-                            attn_pdrop=0.0, bos_token_id=0, eos_token_id=0), causal=True),
-    Family("llama", "LlamaConfig", "LlamaModel", "LlamaModel", "bpe", ("<unk>", "<s>", "</s>"), "<s> $A",
-           dict(bos_token="<s>", eos_token="</s>", unk_token="<unk>"), padding_side="left",
-           config_args={**DECODER, "bos_token_id": 1, "eos_token_id": 2}, causal=True),
-    Family("mistral", "MistralConfig", "MistralModel", "MistralModel", "bpe", ("<unk>", "<s>", "</s>"), "<s> $A",
-           dict(bos_token="<s>", eos_token="</s>", unk_token="<unk>"), padding_side="left",
-           config_args={**DECODER, "bos_token_id": 1, "eos_token_id": 2, "sliding_window": 16}, causal=True),
-    Family("qwen2", "Qwen2Config", "Qwen2Model", "Qwen2Model", "bpe", ("<|endoftext|>", "<|im_start|>", "<|im_end|>"),
-           "$A", dict(eos_token="<|endoftext|>", pad_token="<|endoftext|>"),
-           config_args={**DECODER, "eos_token_id": 0}, causal=True),
-    Family("gemma", "GemmaConfig", "GemmaModel", "GemmaModel", "bpe", ("<pad>", "<eos>", "<bos>", "<unk>"), "<bos> $A",
-           dict(pad_token="<pad>", eos_token="<eos>", bos_token="<bos>", unk_token="<unk>"), padding_side="left",
-           config_args={**DECODER, "pad_token_id": 0, "eos_token_id": 1, "bos_token_id": 2}, causal=True),
+    Family(
+        "bert",
+        "BertConfig",
+        "BertModel",
+        "BertModel",
+        "wordpiece",
+        BERT_SPECIALS,
+        "[CLS] $A [SEP]",
+        BERT_TOKENS,
+        config_args=ENCODER,
+    ),
+    Family(
+        "roberta",
+        "RobertaConfig",
+        "RobertaModel",
+        "RobertaModel",
+        "bpe",
+        ROBERTA_SPECIALS,
+        "<s> $A </s>",
+        ROBERTA_TOKENS,
+        config_args={**ENCODER, "max_position_embeddings": 66, "pad_token_id": 1},
+    ),
+    Family(
+        "xlm-roberta",
+        "XLMRobertaConfig",
+        "XLMRobertaModel",
+        "XLMRobertaModel",
+        "bpe",
+        ROBERTA_SPECIALS,
+        "<s> $A </s>",
+        ROBERTA_TOKENS,
+        config_args={**ENCODER, "max_position_embeddings": 66, "pad_token_id": 1},
+    ),
+    Family(
+        "distilbert",
+        "DistilBertConfig",
+        "DistilBertModel",
+        "DistilBertModel",
+        "wordpiece",
+        BERT_SPECIALS,
+        "[CLS] $A [SEP]",
+        BERT_TOKENS,
+        config_args=dict(
+            dim=32, n_layers=2, n_heads=4, hidden_dim=64, max_position_embeddings=64, dropout=0.0, attention_dropout=0.0
+        ),
+    ),
+    Family(
+        "albert",
+        "AlbertConfig",
+        "AlbertModel",
+        "AlbertModel",
+        "wordpiece",
+        BERT_SPECIALS,
+        "[CLS] $A [SEP]",
+        BERT_TOKENS,
+        config_args={**ENCODER, "embedding_size": 16},
+        sites=False,
+    ),
+    Family(
+        "electra",
+        "ElectraConfig",
+        "ElectraModel",
+        "ElectraModel",
+        "wordpiece",
+        BERT_SPECIALS,
+        "[CLS] $A [SEP]",
+        BERT_TOKENS,
+        config_args={**ENCODER, "embedding_size": 16},
+    ),
+    Family(
+        "deberta-v2",
+        "DebertaV2Config",
+        "DebertaV2Model",
+        "DebertaV2Model",
+        "wordpiece",
+        BERT_SPECIALS,
+        "[CLS] $A [SEP]",
+        BERT_TOKENS,
+        config_args={
+            **ENCODER,
+            "relative_attention": True,
+            "pos_att_type": ["p2c", "c2p"],
+            "max_relative_positions": 16,
+            "position_biased_input": False,
+        },
+    ),
+    Family(
+        "modernbert",
+        "ModernBertConfig",
+        "ModernBertModel",
+        "ModernBertModel",
+        "wordpiece",
+        BERT_SPECIALS,
+        "[CLS] $A [SEP]",
+        BERT_TOKENS,
+        config_args=dict(
+            hidden_size=32,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            intermediate_size=64,
+            max_position_embeddings=64,
+            global_attn_every_n_layers=2,
+            local_attention=8,
+            pad_token_id=0,
+            cls_token_id=2,
+            sep_token_id=3,
+            bos_token_id=2,
+            eos_token_id=3,
+        ),
+    ),
+    Family(
+        "t5-encoder",
+        "T5Config",
+        "T5Model",
+        "T5EncoderModel",
+        "bpe",
+        ("<pad>", "</s>", "<unk>"),
+        "$A </s>",
+        dict(pad_token="<pad>", eos_token="</s>", unk_token="<unk>"),
+        config_args=dict(
+            d_model=32,
+            d_kv=8,
+            num_heads=4,
+            d_ff=64,
+            num_layers=2,
+            num_decoder_layers=2,
+            dropout_rate=0.0,
+            pad_token_id=0,
+            eos_token_id=1,
+            decoder_start_token_id=0,
+        ),
+    ),
+    Family(
+        "bart-encoder",
+        "BartConfig",
+        "BartModel",
+        "BartModel",
+        "bpe",
+        ROBERTA_SPECIALS,
+        "<s> $A </s>",
+        ROBERTA_TOKENS,
+        sites=False,
+        encoder_of=True,
+        config_args=dict(
+            d_model=32,
+            encoder_layers=2,
+            decoder_layers=2,
+            encoder_attention_heads=4,
+            decoder_attention_heads=4,
+            encoder_ffn_dim=64,
+            decoder_ffn_dim=64,
+            max_position_embeddings=64,
+            dropout=0.0,
+            attention_dropout=0.0,
+            activation_dropout=0.0,
+            pad_token_id=1,
+            bos_token_id=0,
+            eos_token_id=2,
+            decoder_start_token_id=2,
+        ),
+    ),
+    Family(
+        "gpt2",
+        "GPT2Config",
+        "GPT2Model",
+        "GPT2Model",
+        "bpe",
+        ("<|endoftext|>",),
+        "$A",
+        dict(bos_token="<|endoftext|>", eos_token="<|endoftext|>", unk_token="<|endoftext|>"),
+        config_args=dict(
+            n_embd=32,
+            n_layer=2,
+            n_head=4,
+            n_positions=64,
+            resid_pdrop=0.0,
+            embd_pdrop=0.0,
+            attn_pdrop=0.0,
+            bos_token_id=0,
+            eos_token_id=0,
+        ),
+        causal=True,
+    ),
+    Family(
+        "llama",
+        "LlamaConfig",
+        "LlamaModel",
+        "LlamaModel",
+        "bpe",
+        ("<unk>", "<s>", "</s>"),
+        "<s> $A",
+        dict(bos_token="<s>", eos_token="</s>", unk_token="<unk>"),
+        padding_side="left",
+        config_args={**DECODER, "bos_token_id": 1, "eos_token_id": 2},
+        causal=True,
+    ),
+    Family(
+        "mistral",
+        "MistralConfig",
+        "MistralModel",
+        "MistralModel",
+        "bpe",
+        ("<unk>", "<s>", "</s>"),
+        "<s> $A",
+        dict(bos_token="<s>", eos_token="</s>", unk_token="<unk>"),
+        padding_side="left",
+        config_args={**DECODER, "bos_token_id": 1, "eos_token_id": 2, "sliding_window": 16},
+        causal=True,
+    ),
+    Family(
+        "qwen2",
+        "Qwen2Config",
+        "Qwen2Model",
+        "Qwen2Model",
+        "bpe",
+        ("<|endoftext|>", "<|im_start|>", "<|im_end|>"),
+        "$A",
+        dict(eos_token="<|endoftext|>", pad_token="<|endoftext|>"),
+        config_args={**DECODER, "eos_token_id": 0},
+        causal=True,
+    ),
+    Family(
+        "gemma",
+        "GemmaConfig",
+        "GemmaModel",
+        "GemmaModel",
+        "bpe",
+        ("<pad>", "<eos>", "<bos>", "<unk>"),
+        "<bos> $A",
+        dict(pad_token="<pad>", eos_token="<eos>", bos_token="<bos>", unk_token="<unk>"),
+        padding_side="left",
+        config_args={**DECODER, "pad_token_id": 0, "eos_token_id": 1, "bos_token_id": 2},
+        causal=True,
+    ),
 ]
 BY_NAME = {family.name: family for family in FAMILIES}
 
@@ -114,8 +320,12 @@ def _tokenizer_object(family: Family):
         tokenizer = Tokenizer(models.BPE())
         tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
         tokenizer.decoder = decoders.ByteLevel()
-        trainer = trainers.BpeTrainer(vocab_size=300, special_tokens=list(family.specials), show_progress=False,
-                                      initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+        trainer = trainers.BpeTrainer(
+            vocab_size=300,
+            special_tokens=list(family.specials),
+            show_progress=False,
+            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        )
         corpus = [row[0] for row in SENTENCES] + [" ".join(WORDS)] * 3
         tokenizer.train_from_iterator(corpus, trainer=trainer)
     specials = [(token, tokenizer.token_to_id(token)) for token in family.specials if token in family.template]
@@ -133,8 +343,13 @@ def build_family(family: Family, folder: Path, seed: int = 0) -> Path:
 
     folder.mkdir(parents=True, exist_ok=True)
     backend = _tokenizer_object(family)
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend, model_max_length=64, padding_side=family.padding_side,
-                                        model_input_names=["input_ids", "attention_mask"], **family.tokens)
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=backend,
+        model_max_length=64,
+        padding_side=family.padding_side,
+        model_input_names=["input_ids", "attention_mask"],
+        **family.tokens,
+    )
     tokenizer.save_pretrained(str(folder))
     config = getattr(transformers, family.config)(vocab_size=backend.get_vocab_size(), **family.config_args)
     torch.manual_seed(seed)
@@ -150,15 +365,19 @@ def reference_states(family: Family, folder: Path, texts: list[str]):
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(str(folder))
-    model = getattr(transformers, family.reference).from_pretrained(str(folder), dtype=torch.float32,
-                                                                     attn_implementation="eager").eval()
+    model = (
+        getattr(transformers, family.reference)
+        .from_pretrained(str(folder), dtype=torch.float32, attn_implementation="eager")
+        .eval()
+    )
     if family.encoder_of:
         model = model.get_encoder()
     out = []
     with torch.no_grad():
         for text in texts:
             encoded = tokenizer(text, return_tensors="pt")
-            hidden = model(input_ids=encoded["input_ids"], attention_mask=encoded["attention_mask"],
-                           output_hidden_states=True).hidden_states
+            hidden = model(
+                input_ids=encoded["input_ids"], attention_mask=encoded["attention_mask"], output_hidden_states=True
+            ).hidden_states
             out.append(torch.stack(hidden, 1)[0].double().numpy())
     return out

@@ -14,8 +14,9 @@ def reference_features(model_path, texts, max_length=None):
     out = {"cls": [], "mean": [], "max": [], "last": [], "pooler": []}
     with torch.no_grad():
         for text in texts:
-            encoded = tokenizer(text, return_tensors="pt", truncation=True,
-                                max_length=max_length or tokenizer.model_max_length)
+            encoded = tokenizer(
+                text, return_tensors="pt", truncation=True, max_length=max_length or tokenizer.model_max_length
+            )
             hidden = model(**encoded, output_hidden_states=True).hidden_states
             states = torch.stack(hidden, 1)[0]  # (layers, tokens, hidden)
             out["cls"].append(states[:, 0])

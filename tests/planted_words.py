@@ -13,8 +13,17 @@ class PlantedWords:
     """``n_sentences`` sentences of 3-9 words over ``n_types`` word types; each type has one tag (its
     ``upos``), relations are random, heads point to another word of the sentence (one root each)."""
 
-    def __init__(self, n_sentences: int = 120, n_types: int = 40, layers: int = 4, hidden: int = 8,
-                 signal: dict[int, float] | None = None, split: bool = True, seed: int = 0, arc_signal: int | None = None):
+    def __init__(
+        self,
+        n_sentences: int = 120,
+        n_types: int = 40,
+        layers: int = 4,
+        hidden: int = 8,
+        signal: dict[int, float] | None = None,
+        split: bool = True,
+        seed: int = 0,
+        arc_signal: int | None = None,
+    ):
         rng = np.random.default_rng(seed)
         lengths = rng.integers(3, 10, size=n_sentences)
         self.offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
@@ -36,8 +45,9 @@ class PlantedWords:
         self.layers = list(range(layers))
         self.n_rows = n_sentences
         self.ids = [f"s{i}" for i in range(n_sentences)]
-        self.split = np.array(["test" if s % 4 == 0 else "train" for s in range(n_sentences)], dtype=object) \
-            if split else None
+        self.split = (
+            np.array(["test" if s % 4 == 0 else "train" for s in range(n_sentences)], dtype=object) if split else None
+        )
         self.label_columns: list[str] = []
         self.attrs = {"model": "planted"}
         self.path = "planted"

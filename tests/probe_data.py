@@ -6,10 +6,9 @@ import random
 import shutil
 
 import pytest
+from conftest import WORDS, write_csv
 
 import featx
-
-from conftest import WORDS, write_csv
 
 N_ROWS = 80
 

@@ -4,10 +4,10 @@ rows, each probed with per-row predictions, plus learning curves and MDL on the 
 from __future__ import annotations
 
 import pytest
-
-import featx
 from conftest import write_csv
 from results_fixtures import tiny_rows
+
+import featx
 
 
 @pytest.fixture(scope="module")
@@ -18,13 +18,41 @@ def real_runs(tiny_model, tmp_path_factory):
     corpus = write_csv(folder / "corpus.csv", tiny_rows(80), header=("text", "sentiment", "split"))
     with pytest.MonkeyPatch.context() as patch:
         patch.chdir(folder)  # featx remembers its outputs in the working directory's .featx/
-        features = featx.extract(corpus, model=str(tiny_model), output=folder / "corpus.features.h5",
-                                 poolings="cls,mean", progress=False).output
-        random = featx.extract(corpus, model=str(tiny_model), output=folder / "corpus.random.h5", poolings="cls,mean",
-                               random_init=True, seed=1, progress=False).output
-        main = featx.probe(features, label="sentiment", jobs=1, n_bootstrap=100, mdl=True, train_sizes="0.5,1.0",
-                           predictions="mean/logreg", output=folder / "main.sentiment.probe")
-        baseline = featx.probe(random, label="sentiment", jobs=1, n_bootstrap=100, predictions="mean/logreg",
-                               output=folder / "random.sentiment.probe")
-    return {"folder": folder, "corpus": corpus, "features": features, "random": random,
-            "main": main.csv_path, "baseline": baseline.csv_path}
+        features = featx.extract(
+            corpus, model=str(tiny_model), output=folder / "corpus.features.h5", poolings="cls,mean", progress=False
+        ).output
+        random = featx.extract(
+            corpus,
+            model=str(tiny_model),
+            output=folder / "corpus.random.h5",
+            poolings="cls,mean",
+            random_init=True,
+            seed=1,
+            progress=False,
+        ).output
+        main = featx.probe(
+            features,
+            label="sentiment",
+            jobs=1,
+            n_bootstrap=100,
+            mdl=True,
+            train_sizes="0.5,1.0",
+            predictions="mean/logreg",
+            output=folder / "main.sentiment.probe",
+        )
+        baseline = featx.probe(
+            random,
+            label="sentiment",
+            jobs=1,
+            n_bootstrap=100,
+            predictions="mean/logreg",
+            output=folder / "random.sentiment.probe",
+        )
+    return {
+        "folder": folder,
+        "corpus": corpus,
+        "features": features,
+        "random": random,
+        "main": main.csv_path,
+        "baseline": baseline.csv_path,
+    }

@@ -9,15 +9,15 @@ import shutil
 import h5py
 import numpy as np
 import pytest
+from conftest import write_csv
+from planted import plant
+from probe_data import N_ROWS, features_copy, make_rows, tiny_features  # noqa: F401 (fixtures)
 
 import featx
 from featx.errors import InputError
 from featx.probing import ProbeConfig, load_results, probe
 from featx.state import last
 
-from conftest import write_csv
-from planted import plant
-from probe_data import N_ROWS, features_copy, make_rows, tiny_features  # noqa: F401 (fixtures)
 
 def test_planted_layer_is_found_and_control_stays_near_chance(features_copy):
     plant(features_copy, {1: 2.0}, pooling="mean")
@@ -38,13 +38,20 @@ def test_planted_layers_found_with_all_poolings_in_parallel(features_copy):
     plant(features_copy, {0: 2.0}, pooling="cls", seed=1)
     result = probe(features_copy, poolings="mean,cls", folds=4, jobs=2, control=False, write=False)
     best = result.table[result.table.is_best]
-    assert dict(zip(best.pooling, best.layer)) == {"mean": 2, "cls": 0}
+    assert dict(zip(best.pooling, best.layer, strict=False)) == {"mean": 2, "cls": 0}
     assert result.table.control_accuracy.isna().all()
 
 
 def test_cat_stack_mlp_and_attn_run_on_tiny_model_files(tiny_features, tmp_path):
-    result = probe(tiny_features, layers="1,cat(-2:),stack", poolings="mean", classifiers="logreg,mlp,attn",
-                   folds=3, output=tmp_path / "r", jobs=1)
+    result = probe(
+        tiny_features,
+        layers="1,cat(-2:),stack",
+        poolings="mean",
+        classifiers="logreg,mlp,attn",
+        folds=3,
+        output=tmp_path / "r",
+        jobs=1,
+    )
     table = result.table
     logreg = table[table.classifier == "logreg"].set_index("layer_spec")
     assert list(logreg.index) == ["1", "cat(1,2)", "stack(0,1,2)"]
@@ -100,23 +107,55 @@ def test_results_files_have_the_contract_columns_and_load_back(tiny_features, tm
     assert last("results") == result.csv_path.resolve()
     table, meta = load_results(result.csv_path)
     from_json, meta_json = load_results(result.json_path)
-    for column in ("features", "label", "layer_spec", "kind", "layer", "pooling", "classifier", "accuracy",
-                   "accuracy_low", "accuracy_high", "macro_f1", "macro_f1_low", "macro_f1_high", "balanced_accuracy",
-                   "balanced_accuracy_low", "balanced_accuracy_high", "control_accuracy", "selectivity", "C",
-                   "fit_seconds", "n_train", "n_test", "evaluation", "per_class_f1", "is_best", "layer_weights"):
+    for column in (
+        "features",
+        "label",
+        "layer_spec",
+        "kind",
+        "layer",
+        "pooling",
+        "classifier",
+        "accuracy",
+        "accuracy_low",
+        "accuracy_high",
+        "macro_f1",
+        "macro_f1_low",
+        "macro_f1_high",
+        "balanced_accuracy",
+        "balanced_accuracy_low",
+        "balanced_accuracy_high",
+        "control_accuracy",
+        "selectivity",
+        "C",
+        "fit_seconds",
+        "n_train",
+        "n_test",
+        "evaluation",
+        "per_class_f1",
+        "is_best",
+        "layer_weights",
+    ):
         assert column in table.columns and column in from_json.columns
     assert len(table) == 1 + 2 * 2 * 2 and meta == meta_json
     assert meta["label"] == "label" and meta["class_counts"] == {"neg": 40, "pos": 40} and meta["folds"] == 3
     assert {"featx_version", "sklearn_version", "torch_version", "model", "features_file", "seed"} <= set(meta)
     assert set(json.loads(table.per_class_f1.iloc[1])) == {"neg", "pos"}
-    assert table.groupby(["pooling", "classifier"]).is_best.sum().loc[lambda s: s.index.get_level_values(0) != ""].eq(1).all()
+    assert (
+        table.groupby(["pooling", "classifier"])
+        .is_best.sum()
+        .loc[lambda s: s.index.get_level_values(0) != ""]
+        .eq(1)
+        .all()
+    )
     assert np.allclose(table.accuracy, from_json.accuracy)
     assert table.layer.iloc[1:].notna().all() and table.layer.iloc[:1].isna().all()
     assert "* best layer" in result.format_table()
 
 
 def test_fixed_split_uses_the_test_rows_and_bootstrap_intervals(tiny_model, tmp_path):
-    corpus = write_csv(tmp_path / "split.csv", make_rows(N_ROWS, split=True), header=("text", "label", "topic", "split"))
+    corpus = write_csv(
+        tmp_path / "split.csv", make_rows(N_ROWS, split=True), header=("text", "label", "topic", "split")
+    )
     featx.extract(corpus, model=str(tiny_model), output=tmp_path / "split.h5", progress=False)
     result = probe(tmp_path / "split.h5", label="topic", layers="1", poolings="mean", jobs=1, write=False)
     row = result.table.iloc[1]
@@ -158,8 +197,20 @@ def test_balanced_class_weights_help_a_rare_class(features_copy):
         codes[::8] = 1  # 10 of 80 rows in the rare class
         file["labels/label"][...] = codes
     plant(features_copy, {1: 1.2}, pooling="mean")
-    runs = {balanced: probe(features_copy, layers="1", poolings="mean", classifiers="logreg,svm,mlp", folds=5, jobs=1,
-                            control=False, balanced=balanced, write=False) for balanced in (False, True)}
+    runs = {
+        balanced: probe(
+            features_copy,
+            layers="1",
+            poolings="mean",
+            classifiers="logreg,svm,mlp",
+            folds=5,
+            jobs=1,
+            control=False,
+            balanced=balanced,
+            write=False,
+        )
+        for balanced in (False, True)
+    }
     assert runs[True].meta["balanced"] and not runs[False].meta["balanced"]
     for classifier in ("logreg", "svm", "mlp"):
         plain, weighted = (runs[b].table.set_index("classifier").loc[classifier] for b in (False, True))
@@ -170,8 +221,7 @@ def test_balanced_class_weights_help_a_rare_class(features_copy):
 def test_sites_are_probed_side_by_side(tiny_model, tmp_path):
     corpus = write_csv(tmp_path / "corpus.csv", make_rows(N_ROWS), header=("text", "label", "topic"))
     path = tmp_path / "sites.h5"
-    featx.extract(corpus, model=str(tiny_model), output=path, progress=False, poolings="mean,cls",
-                  sites="ffn,attn_out")
+    featx.extract(corpus, model=str(tiny_model), output=path, progress=False, poolings="mean,cls", sites="ffn,attn_out")
     rng = np.random.default_rng(0)
     with h5py.File(path, "r+") as file:  # plant a label signal in the ffn site's layer 2 only
         y = file["labels/label"][:]
@@ -182,8 +232,11 @@ def test_sites_are_probed_side_by_side(tiny_model, tmp_path):
     table = result.table
     assert list(dict.fromkeys(table.site)) == ["", "hidden", "ffn", "attn_out"]  # majority first
     singles = table[table.kind == "single"]
-    assert singles.groupby("site").layer.apply(list).to_dict() == {"hidden": [0, 1, 2], "ffn": [1, 2],
-                                                                   "attn_out": [1, 2]}
+    assert singles.groupby("site").layer.apply(list).to_dict() == {
+        "hidden": [0, 1, 2],
+        "ffn": [1, 2],
+        "attn_out": [1, 2],
+    }
     ffn = singles[singles.site == "ffn"].set_index("layer")
     assert ffn.loc[2, "accuracy"] > 0.9 and ffn.loc[2, "is_best"] and ffn.loc[1, "accuracy"] < 0.8
     assert singles.groupby("site").is_best.sum().eq(1).all()  # one best layer per site

@@ -50,8 +50,12 @@ def test_errors_exit_2_with_one_clear_message(tiny_model, in_tmp, content, args,
 
 def test_real_process_has_no_traceback(tiny_model, in_tmp):
     (in_tmp / "c.csv").write_bytes(b"text\ncaf\xe9\n")
-    process = subprocess.run([sys.executable, "-m", "featx", "extract", "c.csv", "--model", str(tiny_model)],
-                             capture_output=True, text=True, env={**os.environ, "PYTHONPATH": os.getcwd()})
+    process = subprocess.run(
+        [sys.executable, "-m", "featx", "extract", "c.csv", "--model", str(tiny_model)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": os.getcwd()},
+    )
     assert process.returncode == 2
     assert "line 2, column 4 is not valid utf-8" in process.stderr and "Traceback" not in process.stderr
 

@@ -13,9 +13,24 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "featx"
 # The old top-level paths of 0.1's development tree; never released, so nothing re-exports them.
-REMOVED = ("featx.batching", "featx.corpus", "featx.estimation", "featx.extract_config", "featx.extractor",
-           "featx.freshness", "featx.merge", "featx.model_files", "featx.modeling", "featx.onednn", "featx.plots",
-           "featx.pooling", "featx.sharding", "featx.sites", "featx.tokenize", "featx._moved")
+REMOVED = (
+    "featx.batching",
+    "featx.corpus",
+    "featx.estimation",
+    "featx.extract_config",
+    "featx.extractor",
+    "featx.freshness",
+    "featx.merge",
+    "featx.model_files",
+    "featx.modeling",
+    "featx.onednn",
+    "featx.plots",
+    "featx.pooling",
+    "featx.sharding",
+    "featx.sites",
+    "featx.tokenize",
+    "featx._moved",
+)
 
 
 def _name(path: Path) -> str:
@@ -54,7 +69,7 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
         stack.append(node)
         for nxt in sorted(graph[node]):
             if state.get(nxt) == 1:
-                return stack[stack.index(nxt):] + [nxt]
+                return stack[stack.index(nxt) :] + [nxt]
             if nxt not in state:
                 found = visit(nxt)
                 if found:
@@ -89,8 +104,10 @@ def test_old_import_paths_are_gone(old):
 
 
 def test_config_and_quick_check_do_not_import_torch():
-    code = ("import sys, featx, featx.extraction; featx.extraction.ExtractConfig(corpus='c.csv'); "
-            "print('torch' in sys.modules)")
+    code = (
+        "import sys, featx, featx.extraction; featx.extraction.ExtractConfig(corpus='c.csv'); "
+        "print('torch' in sys.modules)"
+    )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "False"
 
@@ -100,9 +117,13 @@ def test_hdf5_paths_are_named_only_in_the_store():
     import re
 
     path_literal = re.compile(r"""["'](rows|labels|pooled|tokens|sites|progress)/[A-Za-z_{]""")
-    offenders = [f"{path.relative_to(PACKAGE)}:{number}"
-                 for path in PACKAGE.rglob("*.py") if "store" not in path.relative_to(PACKAGE).parts
-                 for number, line in enumerate(path.read_text().splitlines(), 1) if path_literal.search(line)]
+    offenders = [
+        f"{path.relative_to(PACKAGE)}:{number}"
+        for path in PACKAGE.rglob("*.py")
+        if "store" not in path.relative_to(PACKAGE).parts
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if path_literal.search(line)
+    ]
     assert offenders == []
 
 
@@ -112,6 +133,11 @@ def test_featx_native_bert_never_imports_transformers():
     assert len(files) >= 4
     for path in files:
         for node in ast.walk(ast.parse(path.read_text())):
-            names = [alias.name for alias in node.names] if isinstance(node, ast.Import) else \
-                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            names = (
+                [alias.name for alias in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
             assert not any(name.split(".")[0] == "transformers" for name in names), path.name

@@ -5,11 +5,11 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from conftest import write_csv
 from nbclient import NotebookClient
+from results_fixtures import tiny_rows
 
 import featx
-from conftest import write_csv
-from results_fixtures import tiny_rows
 
 REPO = Path(__file__).resolve().parent.parent
 NOTEBOOK = REPO / "notebooks" / "layerwise.ipynb"
@@ -26,14 +26,22 @@ def test_committed_notebook_has_no_outputs():
 def test_layerwise_notebook_runs_on_tiny_model_outputs(tiny_model, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # extract and probe remember their outputs in ./.featx/
     corpus = write_csv(tmp_path / "corpus.csv", tiny_rows(), header=("text", "sentiment", "split"))
-    features = featx.extract(corpus, model=str(tiny_model), output=tmp_path / "corpus.features.h5",
-                             poolings="cls,mean,max", progress=False).output
+    features = featx.extract(
+        corpus, model=str(tiny_model), output=tmp_path / "corpus.features.h5", poolings="cls,mean,max", progress=False
+    ).output
     result = featx.probe(features, label="sentiment", layers="all", jobs=1, n_bootstrap=200)
     best = result.best()
-    random = featx.extract(corpus, model=str(tiny_model), output=tmp_path / "corpus.random.h5", poolings="cls,mean,max",
-                           random_init=True, progress=False).output
-    baseline = featx.probe(random, label="sentiment", layers="all", jobs=1, n_bootstrap=200,
-                           predictions=f"{best.pooling}/logreg")
+    random = featx.extract(
+        corpus,
+        model=str(tiny_model),
+        output=tmp_path / "corpus.random.h5",
+        poolings="cls,mean,max",
+        random_init=True,
+        progress=False,
+    ).output
+    baseline = featx.probe(
+        random, label="sentiment", layers="all", jobs=1, n_bootstrap=200, predictions=f"{best.pooling}/logreg"
+    )
     monkeypatch.setenv("FEATX_COMPARE", f"{result.csv_path},{baseline.csv_path}")
     monkeypatch.setenv("FEATX_FEATURES", str(features))
     monkeypatch.setenv("FEATX_RESULTS", str(result.csv_path))
@@ -41,8 +49,9 @@ def test_layerwise_notebook_runs_on_tiny_model_outputs(tiny_model, tmp_path, mon
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
 
     notebook = nbformat.read(NOTEBOOK, as_version=4)
-    NotebookClient(notebook, timeout=120, kernel_name="python3",
-                   resources={"metadata": {"path": str(tmp_path)}}).execute()  # raises on any failing cell
+    NotebookClient(
+        notebook, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+    ).execute()  # raises on any failing cell
 
     outputs = [output for cell in notebook.cells for output in cell.get("outputs", [])]
     text = "".join(output.get("text", "") for output in outputs)

@@ -28,8 +28,12 @@ def _valid(rows) -> bool:
 
 
 @FAST
-@given(rows=st.lists(st.tuples(texts, labels), min_size=1, max_size=15), fmt=st.sampled_from(["csv", "tsv", "jsonl"]),
-       bom=st.booleans(), crlf=st.booleans())
+@given(
+    rows=st.lists(st.tuples(texts, labels), min_size=1, max_size=15),
+    fmt=st.sampled_from(["csv", "tsv", "jsonl"]),
+    bom=st.booleans(),
+    crlf=st.booleans(),
+)
 def test_reader_round_trips_arbitrary_text(tmp_path_factory, rows, fmt, bom, crlf):
     assume(_valid(rows))
     path = tmp_path_factory.mktemp("prop") / f"corpus.{fmt}"
@@ -37,18 +41,24 @@ def test_reader_round_trips_arbitrary_text(tmp_path_factory, rows, fmt, bom, crl
     with open(path, "w", newline="", encoding=encoding) as handle:
         if fmt == "jsonl":
             for text, label in rows:
-                handle.write(json.dumps({"text": text, "label": label}, ensure_ascii=False) + ("\r\n" if crlf else "\n"))
+                handle.write(
+                    json.dumps({"text": text, "label": label}, ensure_ascii=False) + ("\r\n" if crlf else "\n")
+                )
         else:
             # Python's writer quotes a field holding "\r" only if "\r" is in its line terminator; a bare
             # "\r" outside quotes is an (old Mac) line break to every reader, so quote all with "\n".
-            writer = csv.writer(handle, delimiter="\t" if fmt == "tsv" else ",", lineterminator="\r\n" if crlf else "\n",
-                                quoting=csv.QUOTE_MINIMAL if crlf else csv.QUOTE_ALL)
+            writer = csv.writer(
+                handle,
+                delimiter="\t" if fmt == "tsv" else ",",
+                lineterminator="\r\n" if crlf else "\n",
+                quoting=csv.QUOTE_MINIMAL if crlf else csv.QUOTE_ALL,
+            )
             writer.writerow(["text", "label"])
             writer.writerows(rows)
     corpus = read_corpus(path)
     assert corpus.texts == [text for text, _ in rows]
     column = corpus.labels["label"]
-    for (_, label), code in zip(rows, column.codes):
+    for (_, label), code in zip(rows, column.codes, strict=False):
         value = label.strip()
         if not value:  # only the empty cell is missing by default (issue 15: 'nan', 'NA' are classes)
             assert code == -1
@@ -59,10 +69,13 @@ def test_reader_round_trips_arbitrary_text(tmp_path_factory, rows, fmt, bom, crl
 def _reference(states: np.ndarray, mask: np.ndarray, name: str) -> np.ndarray:
     """Row by row over real tokens only, in float64."""
     out = []
-    for row, keep in zip(states, mask.astype(bool)):
+    for row, keep in zip(states, mask.astype(bool), strict=False):
         real = row[..., keep, :].astype(np.float64)
-        out.append({"cls": row[..., 0, :], "last": real[..., -1, :], "mean": real.mean(axis=-2),
-                    "max": real.max(axis=-2)}[name])
+        out.append(
+            {"cls": row[..., 0, :], "last": real[..., -1, :], "mean": real.mean(axis=-2), "max": real.max(axis=-2)}[
+                name
+            ]
+        )
     return np.stack(out)
 
 

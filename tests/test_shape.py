@@ -59,15 +59,24 @@ def private_imports(path: Path) -> list[str]:
                 if alias.name.startswith("featx") and alias.asname:
                     module_aliases[alias.asname] = alias.name
     for node in ast.walk(tree):
-        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in module_aliases
-                and _private(node.attr)):
-            found.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno} uses {module_aliases[node.value.id]}.{node.attr}")
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in module_aliases
+            and _private(node.attr)
+        ):
+            found.append(
+                f"{path.relative_to(PACKAGE.parent)}:{node.lineno} uses {module_aliases[node.value.id]}.{node.attr}"
+            )
     return found
 
 
 def test_no_module_over_the_size_limit():
-    long = {str(path.relative_to(PACKAGE.parent)): n for path in _modules()
-            if (n := len(path.read_text().splitlines())) > MAX_MODULE_LINES}
+    long = {
+        str(path.relative_to(PACKAGE.parent)): n
+        for path in _modules()
+        if (n := len(path.read_text().splitlines())) > MAX_MODULE_LINES
+    }
     assert long == {}
 
 
@@ -78,8 +87,10 @@ def test_no_function_over_the_size_limit():
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 start = min([node.lineno] + [d.lineno for d in node.decorator_list])
                 if node.end_lineno - start + 1 > MAX_FUNCTION_LINES:
-                    long.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno} {node.name} "
-                                f"({node.end_lineno - start + 1} lines)")
+                    long.append(
+                        f"{path.relative_to(PACKAGE.parent)}:{node.lineno} {node.name} "
+                        f"({node.end_lineno - start + 1} lines)"
+                    )
     assert long == []
 
 
@@ -101,9 +112,13 @@ def test_the_private_import_finder_finds_them(tmp_path):
 @pytest.mark.parametrize("init", sorted(PACKAGE.rglob("__init__.py")), ids=lambda p: _name(p))
 def test_every_package_lists_its_api(init):
     tree = ast.parse(init.read_text())
-    names = [target.id for node in tree.body if isinstance(node, (ast.Assign, ast.AnnAssign))
-             for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
-             if isinstance(target, ast.Name)]
+    names = [
+        target.id
+        for node in tree.body
+        if isinstance(node, (ast.Assign, ast.AnnAssign))
+        for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+        if isinstance(target, ast.Name)
+    ]
     assert "__all__" in names, f"{_name(init)} has no __all__"
 
 
@@ -113,8 +128,13 @@ def test_h5py_is_imported_only_in_the_store():
         if "store" in path.relative_to(PACKAGE).parts:
             continue
         for node in ast.walk(ast.parse(path.read_text())):
-            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
-                [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else []
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom) and not node.level
+                else []
+            )
             if any(name.split(".")[0] == "h5py" for name in names):
                 offenders.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno}")
     assert offenders == []

@@ -26,8 +26,13 @@ from .config import ExtractConfig, ExtractSummary, make_config, output_path
 from .freshness import quick_up_to_date
 
 _LAZY = {
-    "ExtractionPlan": "plan", "resolve_plan": "plan", "extract": "orchestrate", "estimate": "estimation",
-    "Estimate": "estimation", "merge": "merge", "MergeSummary": "merge",
+    "ExtractionPlan": "plan",
+    "resolve_plan": "plan",
+    "extract": "orchestrate",
+    "estimate": "estimation",
+    "Estimate": "estimation",
+    "merge": "merge",
+    "MergeSummary": "merge",
 }
 
 __all__ = ["ExtractConfig", "ExtractSummary", "make_config", "output_path", "quick_up_to_date", *_LAZY]

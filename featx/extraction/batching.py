@@ -8,8 +8,9 @@ import torch
 from .tokenize import TokenizedCorpus
 
 
-def plan_windows(n_rows: int, rows_per_window: int, row_weights: np.ndarray | None = None,
-                 weight_budget: float | None = None) -> list[tuple[int, int]]:
+def plan_windows(
+    n_rows: int, rows_per_window: int, row_weights: np.ndarray | None = None, weight_budget: float | None = None
+) -> list[tuple[int, int]]:
     """Split ``range(n_rows)`` into contiguous windows of at most ``rows_per_window`` rows.
 
     A window is the unit of commit (and of resume): its rows are written together.
@@ -68,8 +69,10 @@ def collate(tokens: TokenizedCorpus, rows: np.ndarray, pad_id: int, pin_memory: 
     starts = tokens.offsets[rows]
     lengths = tokens.offsets[rows + 1] - starts
     width = int(lengths.max())
-    tensors = {"input_ids": _padded(tokens.input_ids, starts, lengths, pad_id),
-               "mask": (np.arange(width)[None, :] < lengths[:, None]).astype(np.int64)}
+    tensors = {
+        "input_ids": _padded(tokens.input_ids, starts, lengths, pad_id),
+        "mask": (np.arange(width)[None, :] < lengths[:, None]).astype(np.int64),
+    }
     if tokens.type_ids is not None:
         tensors["token_type_ids"] = _padded(tokens.type_ids, starts, lengths, 0)
         tensors["segments"] = _padded(tokens.segments, starts, lengths, -1)

@@ -82,8 +82,11 @@ def _positive(name: str, flag: str, optional: bool = True, minimum: int = 1):
         if value is None and optional:
             return
         if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-            raise InputError(f"{flag} {value} must be a whole number of at least {minimum}",
-                             f"give {flag} a positive size" + (", or leave it out for the default" if optional else ""))
+            raise InputError(
+                f"{flag} {value} must be a whole number of at least {minimum}",
+                f"give {flag} a positive size" + (", or leave it out for the default" if optional else ""),
+            )
+
     return check
 
 
@@ -91,8 +94,10 @@ def _check_commit_seconds(config: ExtractConfig) -> None:
     value = config.commit_seconds
     number = isinstance(value, (int, float)) and not isinstance(value, bool)
     if not number or not math.isfinite(value) or value <= 0:
-        raise InputError(f"--commit-seconds {value} must be a positive number of seconds",
-                         "give --commit-seconds a positive time, e.g. 10, or leave it out for the default")
+        raise InputError(
+            f"--commit-seconds {value} must be a positive number of seconds",
+            "give --commit-seconds a positive time, e.g. 10, or leave it out for the default",
+        )
 
 
 def _check_store_dtype(config: ExtractConfig) -> None:
@@ -113,8 +118,10 @@ def _check_output(config: ExtractConfig) -> None:
     if config.corpus is None:
         raise InputError("no corpus given", "give the corpus file: featx extract CORPUS.csv")
     if str(config.corpus) == "-" and not config.output:
-        raise InputError("a corpus read from standard input ('-') needs an output path",
-                         "name the features file: featx extract - -o OUT.h5 < corpus.csv")
+        raise InputError(
+            "a corpus read from standard input ('-') needs an output path",
+            "name the features file: featx extract - -o OUT.h5 < corpus.csv",
+        )
     output = output_path(config)
     if output.suffix.lower() not in OUTPUT_SUFFIXES:
         raise InputError(f"output {output} should end in .h5", "features files are HDF5; name them like out.h5")
@@ -124,8 +131,9 @@ def _check_encoding(config: ExtractConfig) -> None:
     try:
         codecs.lookup(str(config.encoding))
     except LookupError:
-        raise InputError(f"unknown encoding '{config.encoding}'",
-                         "use a Python codec name such as utf-8, utf-8-sig or latin-1") from None
+        raise InputError(
+            f"unknown encoding '{config.encoding}'", "use a Python codec name such as utf-8, utf-8-sig or latin-1"
+        ) from None
 
 
 def _check_sep(config: ExtractConfig) -> None:
@@ -137,8 +145,10 @@ def _check_sep(config: ExtractConfig) -> None:
 def _check_missing_labels(config: ExtractConfig) -> None:
     value = config.missing_labels
     if value is None or not isinstance(value, str) or not value.strip():
-        raise InputError("--missing-labels is empty",
-                         "use empty (only empty cells), pandas (NA, null, None, nan... too) or a list, e.g. 'NA,-'")
+        raise InputError(
+            "--missing-labels is empty",
+            "use empty (only empty cells), pandas (NA, null, None, nan... too) or a list, e.g. 'NA,-'",
+        )
     object.__setattr__(config, "missing_labels", value.strip())
 
 
@@ -153,8 +163,10 @@ LONG_INPUTS = ("truncate", "window")
 def _check_long(config: ExtractConfig) -> None:
     long = str(config.long).strip().lower()
     if long not in LONG_INPUTS:
-        raise InputError(f"--long '{config.long}' is not understood",
-                         "use truncate (cut at --max-length) or window (overlapping windows over the whole text)")
+        raise InputError(
+            f"--long '{config.long}' is not understood",
+            "use truncate (cut at --max-length) or window (overlapping windows over the whole text)",
+        )
     object.__setattr__(config, "long", long)
     if config.stride is not None and long != "window":
         raise InputError("--stride applies to --long window only", "add --long window, or leave --stride out")
@@ -164,12 +176,16 @@ def _check_device_map(config: ExtractConfig) -> None:
     if config.device_map is None:
         return
     if str(config.device_map).strip().lower() != "auto":
-        raise InputError(f"--device-map '{config.device_map}' is not understood",
-                         "use --device-map auto (accelerate places the layers over the GPUs, then the CPU)")
+        raise InputError(
+            f"--device-map '{config.device_map}' is not understood",
+            "use --device-map auto (accelerate places the layers over the GPUs, then the CPU)",
+        )
     object.__setattr__(config, "device_map", "auto")
     if config.random_init:
-        raise InputError("--device-map places weights read from the model folder; --random-init draws new ones",
-                         "leave out --device-map with --random-init")
+        raise InputError(
+            "--device-map places weights read from the model folder; --random-init draws new ones",
+            "leave out --device-map with --random-init",
+        )
 
 
 def _check_words(config: ExtractConfig) -> None:
@@ -195,18 +211,33 @@ def _check_pair(config: ExtractConfig) -> None:
     from .pairs import check_pair_options
 
     if config.text_pair_col is not None and is_word_input(config):
-        raise InputError("--text-pair-col reads two text columns of a table; word inputs have no second text",
-                         "extract the pairs from a CSV/TSV/JSONL table, or drop --text-pair-col")
+        raise InputError(
+            "--text-pair-col reads two text columns of a table; word inputs have no second text",
+            "extract the pairs from a CSV/TSV/JSONL table, or drop --text-pair-col",
+        )
     check_pair_options(config)
 
 
 # Every constraint on the options, in one table (in the spirit of scikit-learn's parameter constraints).
 CONSTRAINTS = (
-    _check_text_col, _check_output, _check_words, _check_store_dtype, _check_dtype, _check_encoding,
-    _positive("max_tokens", "--max-tokens"), _positive("batch_size", "--batch-size", optional=False),
-    _positive("commit_rows", "--commit-rows"), _positive("max_length", "--max-length", minimum=2),
-    _check_commit_seconds, _check_shards, _check_long, _positive("stride", "--stride", minimum=0), _check_device_map,
-    _check_sep, _check_missing_labels, _check_pair,
+    _check_text_col,
+    _check_output,
+    _check_words,
+    _check_store_dtype,
+    _check_dtype,
+    _check_encoding,
+    _positive("max_tokens", "--max-tokens"),
+    _positive("batch_size", "--batch-size", optional=False),
+    _positive("commit_rows", "--commit-rows"),
+    _positive("max_length", "--max-length", minimum=2),
+    _check_commit_seconds,
+    _check_shards,
+    _check_long,
+    _positive("stride", "--stride", minimum=0),
+    _check_device_map,
+    _check_sep,
+    _check_missing_labels,
+    _check_pair,
 )
 
 
@@ -248,7 +279,9 @@ class ExtractSummary:
     def line(self) -> str:
         size = f"{self.file_bytes / 1e6:.1f} MB"
         parts = [
-            f"{self.rows} rows", f"{self.tokens} tokens", f"{self.truncated_rows} truncated",
+            f"{self.rows} rows",
+            f"{self.tokens} tokens",
+            f"{self.truncated_rows} truncated",
         ]
         if self.words:
             parts.insert(1, f"{self.words} words")
@@ -284,8 +317,10 @@ def make_config(config: ExtractConfig | str | Path | None = None, **options) -> 
     known = {item.name for item in fields(ExtractConfig)}
     unknown = sorted(set(options) - known)
     if unknown:
-        raise InputError(f"unknown extraction option(s): {', '.join(unknown)}",
-                         f"see featx.ExtractConfig for the options: {', '.join(sorted(known))}")
+        raise InputError(
+            f"unknown extraction option(s): {', '.join(unknown)}",
+            f"see featx.ExtractConfig for the options: {', '.join(sorted(known))}",
+        )
     if isinstance(config, (str, Path)):
         return ExtractConfig(corpus=config, **options)
     if config is None:
@@ -301,17 +336,29 @@ def summary_of(path: Path, status: str, seconds: float, skipped: int) -> Extract
         if str(attrs.get(schema.LONG_INPUTS, "truncate")) == "window":
             windowed = int((features.n_kept > int(attrs.get(schema.MAX_LENGTH))).sum())
         summary = ExtractSummary(
-            output=path, status=status, rows=features.n_rows,
+            output=path,
+            status=status,
+            rows=features.n_rows,
             tokens=int(features.n_kept.sum() + features.pair_n_kept.sum()),  # both sides of separate-mode pairs
-            truncated_rows=int((features.truncated | features.pair_truncated).sum()), skipped_empty=skipped, seconds=seconds,
-            file_bytes=path.stat().st_size, model=str(attrs.get(schema.MODEL)), device=str(attrs.get(schema.DEVICE)),
-            dtype=str(attrs.get(schema.COMPUTE_DTYPE)), layers=features.layers, poolings=features.poolings,
-            windowed_rows=windowed, words=int(features.word_offsets()[-1]) if features.has_words else 0,
+            truncated_rows=int((features.truncated | features.pair_truncated).sum()),
+            skipped_empty=skipped,
+            seconds=seconds,
+            file_bytes=path.stat().st_size,
+            model=str(attrs.get(schema.MODEL)),
+            device=str(attrs.get(schema.DEVICE)),
+            dtype=str(attrs.get(schema.COMPUTE_DTYPE)),
+            layers=features.layers,
+            poolings=features.poolings,
+            windowed_rows=windowed,
+            words=int(features.word_offsets()[-1]) if features.has_words else 0,
         )
         if str(attrs.get(schema.MODEL_PART, "model")) == "encoder":
-            summary.notes.append(f"{summary.model} is an encoder-decoder model: these are its encoder's states "
-                                 "(the decoder was not run)")
+            summary.notes.append(
+                f"{summary.model} is an encoder-decoder model: these are its encoder's states (the decoder was not run)"
+            )
         if bool(attrs.get(schema.CAUSAL, False)):
-            summary.notes.append(f"{summary.model} is causal (decoder-only): no cls pooling, its first token sees "
-                                 "only itself; last is the last real token")
+            summary.notes.append(
+                f"{summary.model} is causal (decoder-only): no cls pooling, its first token sees "
+                "only itself; last is the last real token"
+            )
         return summary

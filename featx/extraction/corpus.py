@@ -114,8 +114,10 @@ def _read_source(path: Path) -> bytes:
     """Every byte of the corpus, read once (the fingerprint is taken from these very bytes)."""
     if is_stdin(path):
         if sys.stdin is None or sys.stdin.isatty():
-            raise InputError("corpus '-' means standard input, but nothing is piped in",
-                             "pipe the corpus in: featx extract - < corpus.csv, or give its path")
+            raise InputError(
+                "corpus '-' means standard input, but nothing is piped in",
+                "pipe the corpus in: featx extract - < corpus.csv, or give its path",
+            )
         return sys.stdin.buffer.read()
     with open(path, "rb") as handle:
         return handle.read()
@@ -130,12 +132,16 @@ def _refuse_other_formats(raw: bytes, path: Path, suffix: str) -> None:
         if raw.startswith(magic):
             tool = {"gzip": "zcat", "bzip2": "bzcat", "xz": "xzcat", "zstd": "zstdcat"}.get(kind)
             how = f"featx extract <({tool} {path}) -o OUT.h5" if tool else "unzip it first"
-            raise InputError(f"{path} is {kind}-compressed; featx reads plain CSV/TSV/JSON Lines or Parquet",
-                             f"decompress it first, or stream it: {how}")
+            raise InputError(
+                f"{path} is {kind}-compressed; featx reads plain CSV/TSV/JSON Lines or Parquet",
+                f"decompress it first, or stream it: {how}",
+            )
     start = raw.lstrip()[:2]
     if (suffix == ".json" and start[:1] == b"[") or (suffix in ("", ".jsonl", ".ndjson") and start == b"[{"):
-        raise InputError(f"{path} is a JSON array; featx reads JSON Lines (one object per line)",
-                         f"convert it, e.g. jq -c '.[]' {path} > corpus.jsonl")
+        raise InputError(
+            f"{path} is a JSON array; featx reads JSON Lines (one object per line)",
+            f"convert it, e.g. jq -c '.[]' {path} > corpus.jsonl",
+        )
 
 
 DELIMITER_NAMES = {",": "comma", "\t": "tab", ";": "semicolon", "|": "pipe"}
@@ -150,8 +156,9 @@ def normalise_sep(sep: str | None) -> str | None:
         return None
     chosen = sep if sep in DELIMITER_NAMES else SEP_ALIASES.get(str(sep).strip().lower())
     if chosen is None:
-        raise InputError(f"--sep '{sep}' is not understood",
-                         "use --sep comma, tab, semicolon or pipe (or the character itself)")
+        raise InputError(
+            f"--sep '{sep}' is not understood", "use --sep comma, tab, semicolon or pipe (or the character itself)"
+        )
     return chosen
 
 
@@ -168,7 +175,7 @@ def _sample_width(sample: str, delimiter: str) -> int:
     """The header's width when the sample's whole rows all have it (and it is at least 2), else 0."""
     reader = csv.reader(io.StringIO(sample, newline=""), delimiter=delimiter, strict=True)
     try:
-        widths = [len(row) for row, _ in zip(reader, range(SNIFF_ROWS)) if row]
+        widths = [len(row) for row, _ in zip(reader, range(SNIFF_ROWS), strict=False) if row]
     except csv.Error:
         return 0
     if len(widths) > 2:
@@ -203,8 +210,9 @@ def _unwrap_gzip(raw: bytes, path: Path) -> tuple[str, bytes]:
             try:
                 return inner, gzip.decompress(raw)
             except (OSError, EOFError, zlib.error) as err:
-                raise InputError(f"{path} is not a readable gzip file ({err})",
-                                 "check the download, or decompress it yourself") from None
+                raise InputError(
+                    f"{path} is not a readable gzip file ({err})", "check the download, or decompress it yourself"
+                ) from None
     return suffix, raw
 
 
@@ -229,8 +237,7 @@ def _decode(raw: bytes, path: Path, encoding: str) -> str:
         line = raw.count(b"\n", 0, err.start) + 1
         column = err.start - (raw.rfind(b"\n", 0, err.start) + 1) + 1
         raise InputError(
-            f"{path}: line {line}, column {column} is not valid {encoding} "
-            f"(byte 0x{raw[err.start]:02x})",
+            f"{path}: line {line}, column {column} is not valid {encoding} (byte 0x{raw[err.start]:02x})",
             "re-save the file as UTF-8, or pass its encoding, e.g. --encoding latin-1",
         ) from None
     except LookupError:
@@ -299,7 +306,7 @@ def _read_jsonl(text: str, path: Path) -> tuple[list[str], list[list[str]], list
         records.append(record)
         lines.append(number)
     if not records:
-        raise InputError(f"{path} is empty", "give one JSON object per line, e.g. {\"text\": ..., \"label\": ...}")
+        raise InputError(f"{path} is empty", 'give one JSON object per line, e.g. {"text": ..., "label": ...}')
     rows = [[_cell(record.get(key)) for key in header] for record in records]
     return header, rows, lines
 
@@ -315,7 +322,7 @@ def _read_parquet(raw: bytes, path: Path) -> tuple[list[str], list[list[str]], l
         raise InputError(f"{path} is not a readable Parquet file ({err})") from None
     header = list(table.column_names)
     columns = [[_cell(value) for value in table.column(name).to_pylist()] for name in header]
-    rows = [list(values) for values in zip(*columns)]
+    rows = [list(values) for values in zip(*columns, strict=False)]
     return header, rows, list(range(1, len(rows) + 1))
 
 
@@ -370,29 +377,36 @@ def _parse(raw: bytes, path: Path, suffix: str, encoding: str, sep: str | None, 
     delimiter = choose_delimiter(text, suffix, sep)
     default = _suffix_delimiter(text, suffix)
     if sep is None and delimiter != default:
-        notes.append(f"{source_name(path)}: read as {DELIMITER_NAMES[delimiter]}-separated "
-                     f"(sniffed from the first lines; the name suggests {DELIMITER_NAMES[default]}); "
-                     "--sep forces one")
+        notes.append(
+            f"{source_name(path)}: read as {DELIMITER_NAMES[delimiter]}-separated "
+            f"(sniffed from the first lines; the name suggests {DELIMITER_NAMES[default]}); "
+            "--sep forces one"
+        )
     return _read_delimited(text, path, delimiter)
 
 
-def _check_header(header: list[str], path: Path, text_col: str, id_col: str | None,
-                  pair_col: str | None = None) -> list[str]:
+def _check_header(
+    header: list[str], path: Path, text_col: str, id_col: str | None, pair_col: str | None = None
+) -> list[str]:
     header = [name.strip() for name in header]
     for position, name in enumerate(header, start=1):
         if not name:
             raise InputError(f"{path}: column {position} of the header has no name", "give every column a name")
     duplicates = sorted({name for name in header if header.count(name) > 1})
     if duplicates:
-        raise InputError(f"{path}: the header repeats column(s) {', '.join(duplicates)}", "give every column a unique name")
+        raise InputError(
+            f"{path}: the header repeats column(s) {', '.join(duplicates)}", "give every column a unique name"
+        )
     if text_col not in header:
         raise InputError(
             f"{path} has no text column '{text_col}'; columns found: {', '.join(header)}",
             _semicolon_hint(header) or "pass the right one with --text-col NAME",
         )
     if pair_col is not None and pair_col not in header:
-        raise InputError(f"{path} has no text pair column '{pair_col}'; columns found: {', '.join(header)}",
-                         "pass the column of each row's second text with --text-pair-col NAME")
+        raise InputError(
+            f"{path} has no text pair column '{pair_col}'; columns found: {', '.join(header)}",
+            "pass the column of each row's second text with --text-pair-col NAME",
+        )
     if id_col is not None and id_col not in header:
         raise InputError(
             f"{path} has no id column '{id_col}'; columns found: {', '.join(header)}",
@@ -401,8 +415,16 @@ def _check_header(header: list[str], path: Path, text_col: str, id_col: str | No
     return header
 
 
-def _drop_empty(rows, lines, text_index: int, path: Path, text_col: str, skip_empty: bool, pair_index=None,
-                pair_col: str | None = None):
+def _drop_empty(
+    rows,
+    lines,
+    text_index: int,
+    path: Path,
+    text_col: str,
+    skip_empty: bool,
+    pair_index=None,
+    pair_col: str | None = None,
+):
     """Rows kept, their lines, their data row numbers (0-based, in the file) and the skipped ones.
 
     With a pair column, a row whose second text is empty is treated exactly like an empty text."""
@@ -434,8 +456,9 @@ def _ids(rows, lines, numbers, header, path: Path, id_col: str | None) -> list[s
     seen: dict[str, int] = {}
     for position, value in enumerate(ids):
         if not value:
-            raise InputError(f"{path}: row {numbers[position]} (line {lines[position]}) has an empty id "
-                             f"in column '{id_col}'")
+            raise InputError(
+                f"{path}: row {numbers[position]} (line {lines[position]}) has an empty id in column '{id_col}'"
+            )
         if value in seen:
             raise InputError(
                 f"{path}: id '{value}' appears twice in column '{id_col}' "
@@ -464,12 +487,15 @@ def _label_notes(labels: dict[str, LabelColumn]) -> list[str]:
     notes = []
     for column in labels.values():
         if column.missing:
-            counts = ", ".join(f"{value!r} {count}" if value else f"empty {count}"
-                               for value, count in column.missing.items())
+            counts = ", ".join(
+                f"{value!r} {count}" if value else f"empty {count}" for value, count in column.missing.items()
+            )
             notes.append(f"label '{column.name}': {column.n_missing} row(s) missing ({counts})")
         if column.looks_continuous:
-            notes.append(f"label '{column.name}' looks continuous ({len(column.names)} distinct numbers): "
-                         "probing it as classes needs --bins N, or a regression probe")
+            notes.append(
+                f"label '{column.name}' looks continuous ({len(column.names)} distinct numbers): "
+                "probing it as classes needs --bins N, or a regression probe"
+            )
     return notes
 
 
@@ -503,8 +529,9 @@ def read_corpus(
         raise InputError(f"{path} has a header but no rows", "add at least one row of text")
     text_index = header.index(text_col)
     pair_index = header.index(pair_col) if pair_col is not None else None
-    rows, lines, numbers, skipped = _drop_empty(rows, lines, text_index, path, text_col, skip_empty, pair_index,
-                                                pair_col)
+    rows, lines, numbers, skipped = _drop_empty(
+        rows, lines, text_index, path, text_col, skip_empty, pair_index, pair_col
+    )
     texts = [row[text_index] for row in rows]
     if all(_NUMBER.match(value) for value in texts):
         raise InputError(
@@ -514,8 +541,16 @@ def read_corpus(
     ids = _ids(rows, lines, numbers, header, path, id_col)
     labels, split = _labels_and_split(rows, header, text_col, id_col, missing_markers(missing_labels), pair_col)
     return Corpus(
-        pair_texts=[row[pair_index] for row in rows] if pair_col is not None else None, pair_col=pair_col,
-        path=path, texts=texts, ids=ids, text_col=text_col, id_col=id_col, labels=labels, split=split,
+        pair_texts=[row[pair_index] for row in rows] if pair_col is not None else None,
+        pair_col=pair_col,
+        path=path,
+        texts=texts,
+        ids=ids,
+        text_col=text_col,
+        id_col=id_col,
+        labels=labels,
+        split=split,
         sha256=hashlib.sha256(raw).hexdigest(),  # the bytes read, never a second read of the path
-        skipped_rows=skipped, notes=notes + _label_notes(labels),
+        skipped_rows=skipped,
+        notes=notes + _label_notes(labels),
     )

@@ -9,10 +9,10 @@ import json
 import os
 import socket
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import timedelta
 from pathlib import Path
-from typing import Callable
 
 from ..errors import FeatxError, InputError, Interrupted, StoreError
 from .config import ExtractConfig, ExtractSummary, output_path, summary_of
@@ -33,7 +33,7 @@ class LaunchEnv:
     local_world_size: int
 
     @classmethod
-    def detect(cls, environ=None) -> "LaunchEnv | None":
+    def detect(cls, environ=None) -> LaunchEnv | None:
         """The launch environment, or None when not started by torchrun (or accelerate launch)."""
         environ = os.environ if environ is None else environ
         if not all(key in environ for key in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")):
@@ -43,8 +43,10 @@ class LaunchEnv:
             local_rank = int(environ.get("LOCAL_RANK", rank))
             local_world = int(environ.get("LOCAL_WORLD_SIZE", world))
         except ValueError:
-            raise InputError("RANK, WORLD_SIZE, LOCAL_RANK and LOCAL_WORLD_SIZE must be integers",
-                             "launch featx with torchrun, which sets them") from None
+            raise InputError(
+                "RANK, WORLD_SIZE, LOCAL_RANK and LOCAL_WORLD_SIZE must be integers",
+                "launch featx with torchrun, which sets them",
+            ) from None
         if world < 1 or not 0 <= rank < world:
             raise InputError(f"RANK={rank} is out of range for WORLD_SIZE={world}")
         return cls(rank, world, local_rank, max(1, local_world))
@@ -76,8 +78,9 @@ def wait_timeout(environ=None) -> timedelta:
     return timedelta(seconds=float(seconds)) if seconds else DEFAULT_WAIT
 
 
-def extract_distributed(config: ExtractConfig, launch: LaunchEnv,
-                        extract_one: Callable[[ExtractConfig], ExtractSummary]) -> ExtractSummary:
+def extract_distributed(
+    config: ExtractConfig, launch: LaunchEnv, extract_one: Callable[[ExtractConfig], ExtractSummary]
+) -> ExtractSummary:
     """Extract shard ``RANK`` of ``WORLD_SIZE``; after all shards are done, rank 0 merges them.
 
     The process group (gloo, on CPU: it only carries a few status messages, so it
@@ -95,8 +98,13 @@ def extract_distributed(config: ExtractConfig, launch: LaunchEnv,
         torch.cuda.set_device(torch.device(device))
     if device == "cpu" or (device == "auto" and not torch.cuda.is_available()):
         torch.set_num_threads(launch.cpu_threads())
-    shard_config = replace(config, shards=launch.world_size, shard_index=launch.rank, device=device,
-                           progress=config.progress and launch.rank == 0)
+    shard_config = replace(
+        config,
+        shards=launch.world_size,
+        shard_index=launch.rank,
+        device=device,
+        progress=config.progress and launch.rank == 0,
+    )
     if launch.world_size == 1:
         return extract_one(replace(shard_config, shards=None, shard_index=None))
 
@@ -130,8 +138,10 @@ def extract_distributed(config: ExtractConfig, launch: LaunchEnv,
             raise own_error
         if launch.rank == 0:
             shown = "; ".join(f"rank {item['rank']}: {item['error']}" for item in failed)
-            raise StoreError(f"{len(failed)} shard(s) failed, nothing merged ({shown})",
-                             "fix the problem and relaunch the same command: finished shards are kept")
+            raise StoreError(
+                f"{len(failed)} shard(s) failed, nothing merged ({shown})",
+                "fix the problem and relaunch the same command: finished shards are kept",
+            )
         return summary
     if launch.rank != 0:
         return summary
@@ -151,7 +161,7 @@ def _all_gather_json(item: dict, world_size: int, group=None) -> list[dict]:
     padded[: len(data)] = data
     gathered = [torch.zeros(longest, dtype=torch.uint8) for _ in range(world_size)]
     dist.all_gather(gathered, padded, group=group)
-    return [json.loads(bytes(buffer[: int(size.item())].tolist())) for buffer, size in zip(gathered, sizes)]
+    return [json.loads(bytes(buffer[: int(size.item())].tolist())) for buffer, size in zip(gathered, sizes, strict=False)]
 
 
 def _merge_on_rank0(config: ExtractConfig, summary: ExtractSummary, statuses, started: float) -> ExtractSummary:
@@ -163,7 +173,8 @@ def _merge_on_rank0(config: ExtractConfig, summary: ExtractSummary, statuses, st
         hosts = ", ".join(sorted({item["host"] for item in missing}))
         summary.notes.append(
             f"not merged: {len(missing)} shard file(s) were written on {hosts} and are not visible here; "
-            f"copy them beside {output} and run: featx merge {output}")
+            f"copy them beside {output} and run: featx merge {output}"
+        )
         return summary
     merged = merge(output, overwrite=config.overwrite, progress=config.progress)
     # Rank 0's whole wall time, so tokens/s is the throughput of the job.

@@ -66,14 +66,19 @@ class Estimate:
             + (", with token-level states" if self.with_tokens else ""),
             f"rows {self.rows:,}, tokens {self.tokens:,} (max length {self.max_length}, "
             f"{self.truncated_rows:,} rows truncated"
-            + (f", {self.windowed_rows:,} run in overlapping windows" if self.windowed_rows else "") + ")",
+            + (f", {self.windowed_rows:,} run in overlapping windows" if self.windowed_rows else "")
+            + ")",
             f"output size ~{_size(self.file_bytes)} (pooled {_size(self.pooled_bytes)}"
             + (f", token-level {_size(self.token_bytes)}" if self.with_tokens else "")
             + f", texts/ids/labels {_size(self.other_bytes)}); free disk {_size(self.free_disk_bytes)}",
             f"peak memory ~{_size(self.peak_memory_bytes)} (process with model and tokens, "
             + ("write buffers" if self.peak_device_bytes is not None else "one batch's activations, write buffers")
-            + ")" + (f"; {self.device} memory ~{_size(self.peak_device_bytes)} (model + one batch)"
-                     if self.peak_device_bytes is not None else ""),
+            + ")"
+            + (
+                f"; {self.device} memory ~{_size(self.peak_device_bytes)} (model + one batch)"
+                if self.peak_device_bytes is not None
+                else ""
+            ),
         ]
         if self.seconds is not None:
             lines.append(f"expected time ~{_duration(self.seconds)} ({self.calibration})")
@@ -97,8 +102,19 @@ def _duration(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h"
 
 
-def file_sizes(n_rows: int, n_tokens: int, n_layers: int, hidden: int, n_poolings: int, itemsize: int,
-               with_tokens: bool, text_bytes: int, id_bytes: int, n_labels: int, has_split: bool) -> tuple[int, int, int]:
+def file_sizes(
+    n_rows: int,
+    n_tokens: int,
+    n_layers: int,
+    hidden: int,
+    n_poolings: int,
+    itemsize: int,
+    with_tokens: bool,
+    text_bytes: int,
+    id_bytes: int,
+    n_labels: int,
+    has_split: bool,
+) -> tuple[int, int, int]:
     """(pooled, token-level, everything else) bytes of a features file; mirrors ``store.FeatureWriter.create``.
 
     Features are preallocated in whole chunks (one layer of a block of rows), so the row count is
@@ -118,8 +134,9 @@ def file_sizes(n_rows: int, n_tokens: int, n_layers: int, hidden: int, n_pooling
     return int(pooled), int(tokens), int(other)
 
 
-def batch_activation_bytes(max_tokens: int, n_model_layers: int, n_layers: int, hidden: int, n_heads: int,
-                           longest: int, compute_itemsize: int) -> int:
+def batch_activation_bytes(
+    max_tokens: int, n_model_layers: int, n_layers: int, hidden: int, n_heads: int, longest: int, compute_itemsize: int
+) -> int:
     """Memory of one batch's forward pass: every hidden state (output_hidden_states), the stacked copy of
     the chosen layers, the MLP intermediates, and one layer's attention scores (with their softmax)."""
     hidden_states = max_tokens * hidden * compute_itemsize * (n_model_layers + n_layers + 4)
@@ -143,17 +160,25 @@ def current_rss() -> int:
 def estimate(config=None, calibrate: bool = True, **options) -> Estimate:
     """The cost of ``featx.extract(config)`` without running it (the same options, the same plan)."""
     from .config import make_config
-    from .word_corpus import read_input
     from .modeling import load_model
     from .native.select import native_requested
     from .plan import resolve_plan
+    from .word_corpus import read_input
 
     config = make_config(config, **options)
     corpus = read_input(config)  # a table of texts, or word inputs (word_corpus.py)
     setup_started = time.perf_counter()
-    loaded = load_model(config.model, config.device, config.dtype, config.trust_remote_code,
-                        config.random_init, config.seed, config.max_length, config.device_map,
-                        native=native_requested(config))
+    loaded = load_model(
+        config.model,
+        config.device,
+        config.dtype,
+        config.trust_remote_code,
+        config.random_init,
+        config.seed,
+        config.max_length,
+        config.device_map,
+        native=native_requested(config),
+    )
     plan = resolve_plan(config, corpus.sha256, loaded)
     from .word_tokens import tokenize_input
 
@@ -163,7 +188,9 @@ def estimate(config=None, calibrate: bool = True, **options) -> Estimate:
     if calibrate and len(corpus):
         forward, note = _calibrate(plan, loaded, tokenized)
         result.seconds = forward + setup_seconds
-        result.calibration = f"forward passes ~{_duration(forward)}, model load and tokenising {setup_seconds:.1f} s; {note}"
+        result.calibration = (
+            f"forward passes ~{_duration(forward)}, model load and tokenising {setup_seconds:.1f} s; {note}"
+        )
     return result
 
 
@@ -175,11 +202,32 @@ def _sizes(plan, corpus, tokenized, loaded) -> Estimate:
     text_bytes = sum(len(text.encode("utf-8")) for text in corpus.texts)
     id_bytes = sum(len(str(row_id).encode("utf-8")) for row_id in corpus.ids)
     pooled, token_bytes, other = file_sizes(
-        n_rows, n_tokens, len(plan.layers), loaded.hidden_size, len(plan.poolings), plan.itemsize, plan.with_tokens,
-        text_bytes, id_bytes, len(corpus.labels), corpus.split is not None)
+        n_rows,
+        n_tokens,
+        len(plan.layers),
+        loaded.hidden_size,
+        len(plan.poolings),
+        plan.itemsize,
+        plan.with_tokens,
+        text_bytes,
+        id_bytes,
+        len(corpus.labels),
+        corpus.split is not None,
+    )
     for site in plan.sites[1:]:  # like hidden: own width and layers, no pooler
-        site_pooled, site_tokens, _ = file_sizes(n_rows, n_tokens, len(site.layers), site.width, len(site.poolings),
-                                                 plan.itemsize, plan.with_tokens, 0, 0, 0, False)
+        site_pooled, site_tokens, _ = file_sizes(
+            n_rows,
+            n_tokens,
+            len(site.layers),
+            site.width,
+            len(site.poolings),
+            plan.itemsize,
+            plan.with_tokens,
+            0,
+            0,
+            0,
+            False,
+        )
         pooled += site_pooled
         token_bytes += site_tokens - (n_tokens * 8 + (n_rows + 1) * 8 if plan.with_tokens else 0)  # ids: once
     if plan.word_paths:  # word inputs: each word's vectors, and its form, labels, head and subword count
@@ -191,8 +239,9 @@ def _sizes(plan, corpus, tokenized, loaded) -> Estimate:
     window_bytes = plan.window_bytes(n_rows)
     n_heads = int(getattr(loaded.model.config, "num_attention_heads", 12))
     longest = min(int(tokenized.lengths.max()) if n_rows else 1, plan.max_length)  # windows are no longer
-    activations = batch_activation_bytes(plan.max_tokens, loaded.n_layers, len(plan.layers), loaded.hidden_size,
-                                         n_heads, longest, compute_itemsize)
+    activations = batch_activation_bytes(
+        plan.max_tokens, loaded.n_layers, len(plan.layers), loaded.hidden_size, n_heads, longest, compute_itemsize
+    )
     # The real run holds what this process holds now (model loaded, corpus tokenised), plus one batch's
     # activations (on the GPU when there is one) and up to four windows of outputs (filled, two queued,
     # one being written).
@@ -201,18 +250,33 @@ def _sizes(plan, corpus, tokenized, loaded) -> Estimate:
     directory = output.parent if output.parent.exists() else Path(".")
     free = shutil.disk_usage(directory).free
     result = Estimate(
-        corpus=str(plan.config.corpus), output=str(output), model=loaded.name, device=str(loaded.device),
-        rows=n_rows, tokens=n_tokens, truncated_rows=int(tokenized.truncated.sum()), max_length=loaded.max_length,
-        layers=plan.layers, poolings=plan.poolings, hidden_size=loaded.hidden_size, store_dtype=plan.store_dtype,
-        with_tokens=plan.with_tokens, pooled_bytes=pooled, token_bytes=token_bytes, other_bytes=other,
-        peak_memory_bytes=current_rss() + 4 * window_bytes + (0 if on_gpu else activations), free_disk_bytes=free,
+        corpus=str(plan.config.corpus),
+        output=str(output),
+        model=loaded.name,
+        device=str(loaded.device),
+        rows=n_rows,
+        tokens=n_tokens,
+        truncated_rows=int(tokenized.truncated.sum()),
+        max_length=loaded.max_length,
+        layers=plan.layers,
+        poolings=plan.poolings,
+        hidden_size=loaded.hidden_size,
+        store_dtype=plan.store_dtype,
+        with_tokens=plan.with_tokens,
+        pooled_bytes=pooled,
+        token_bytes=token_bytes,
+        other_bytes=other,
+        peak_memory_bytes=current_rss() + 4 * window_bytes + (0 if on_gpu else activations),
+        free_disk_bytes=free,
         peak_device_bytes=model_bytes + activations if on_gpu else None,
         windowed_rows=int((tokenized.lengths > plan.max_length).sum()) if plan.window else 0,
     )
     if result.file_bytes > free:
         what = "token-level storage" if plan.with_tokens and token_bytes > pooled else "the output"
-        result.warnings.append(f"{what} needs ~{_size(result.file_bytes)} but {directory} has only "
-                               f"{_size(free)} free; drop --tokens, choose fewer --layer, or write elsewhere with -o")
+        result.warnings.append(
+            f"{what} needs ~{_size(result.file_bytes)} but {directory} has only "
+            f"{_size(free)} free; drop --tokens, choose fewer --layer, or write elsewhere with -o"
+        )
     return result
 
 
@@ -262,8 +326,10 @@ def _calibrate(plan, loaded, tokenized) -> tuple[float, str]:
             run(int(index))
             elapsed += time.perf_counter() - started
     total = float(elapsed / timed_tokens * (counted * padded.sum() + windowed_tokens))
-    note = (f"calibrated on {len(picks)} of {len(batches)} batches ({timed_tokens:,} padded tokens): "
-            f"{timed_tokens / elapsed:,.0f} padded tokens/s on {runner.device}, {torch.get_num_threads()} threads")
+    note = (
+        f"calibrated on {len(picks)} of {len(batches)} batches ({timed_tokens:,} padded tokens): "
+        f"{timed_tokens / elapsed:,.0f} padded tokens/s on {runner.device}, {torch.get_num_threads()} threads"
+    )
     return total, note
 
 
@@ -275,8 +341,12 @@ def windowed_padded_tokens(plan, lengths: np.ndarray, long_rows: np.ndarray) -> 
 
     spec = plan.window
     specials = spec.n_lead + spec.n_trail
-    return float(sum(len(window_starts(int(lengths[row]) - specials, spec.budget, spec.stride)) * plan.max_length
-                     for row in long_rows))
+    return float(
+        sum(
+            len(window_starts(int(lengths[row]) - specials, spec.budget, spec.stride)) * plan.max_length
+            for row in long_rows
+        )
+    )
 
 
 def _clipped(tokenized, max_length: int):

@@ -21,8 +21,8 @@ import json
 import os
 import re
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from ..safe_files import NotARegularFile, atomic_write_text, read_small_text
 
@@ -70,8 +70,11 @@ def read_cache(path: Path) -> dict[str, str]:
         return {}
     if not isinstance(data, dict) or data.get("version") != CACHE_VERSION or not isinstance(data.get("entries"), dict):
         return {}
-    return {key: value for key, value in data["entries"].items()
-            if isinstance(key, str) and isinstance(value, str) and _HEX64.fullmatch(value)}
+    return {
+        key: value
+        for key, value in data["entries"].items()
+        if isinstance(key, str) and isinstance(value, str) and _HEX64.fullmatch(value)
+    }
 
 
 def write_cache(path: Path, entries: dict[str, str]) -> None:

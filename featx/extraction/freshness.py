@@ -23,9 +23,19 @@ from .config import ExtractConfig, ExtractSummary, output_path, summary_of
 from .model_files import local_model_folder
 
 NOT_PART_OF_THE_REQUEST = ("output", "overwrite", "progress", "commit_seconds")
-NEW_OPTION_DEFAULTS = {"long": "truncate", "stride": None, "device_map": None, "sep": None, "missing_labels": "empty",
-                       "word_format": None, "columns": None, "word_pooling": "first,last,mean", "more_corpora": (),
-                       "text_pair_col": None, "pair_mode": None}
+NEW_OPTION_DEFAULTS = {
+    "long": "truncate",
+    "stride": None,
+    "device_map": None,
+    "sep": None,
+    "missing_labels": "empty",
+    "word_format": None,
+    "columns": None,
+    "word_pooling": "first,last,mean",
+    "more_corpora": (),
+    "text_pair_col": None,
+    "pair_mode": None,
+}
 
 
 def _auto_may_find_an_accelerator(config: ExtractConfig) -> bool:
@@ -39,25 +49,45 @@ def request_key(config: ExtractConfig, corpus_sha256: str) -> str | None:
     folder = local_model_folder(config.model)
     if folder is None or _auto_may_find_an_accelerator(config):
         return None
-    model_files = sorted((str(path.relative_to(folder)), stat.st_size, stat.st_mtime_ns)
-                         for path in folder.rglob("*") if path.is_file() for stat in [path.stat()])
-    options = {name: str(value) if isinstance(value, Path) else value
-               for name, value in asdict(config).items() if name not in NOT_PART_OF_THE_REQUEST}
+    model_files = sorted(
+        (str(path.relative_to(folder)), stat.st_size, stat.st_mtime_ns)
+        for path in folder.rglob("*")
+        if path.is_file()
+        for stat in [path.stat()]
+    )
+    options = {
+        name: str(value) if isinstance(value, Path) else value
+        for name, value in asdict(config).items()
+        if name not in NOT_PART_OF_THE_REQUEST
+    }
     for name, default in NEW_OPTION_DEFAULTS.items():  # so files from before these options keep their key
         if options.get(name) == default:
             options.pop(name)
     options["corpus"] = str(Path(config.corpus).resolve())
     if config.more_corpora:
         options["more_corpora"] = [str(Path(path).resolve()) for path in config.more_corpora]
-    return json.dumps({"featx": __version__, "corpus_sha256": corpus_sha256, "model_folder": str(folder),
-                       "model_files": model_files, "options": options}, sort_keys=True)
+    return json.dumps(
+        {
+            "featx": __version__,
+            "corpus_sha256": corpus_sha256,
+            "model_folder": str(folder),
+            "model_files": model_files,
+            "options": options,
+        },
+        sort_keys=True,
+    )
 
 
 def quick_up_to_date(config: ExtractConfig) -> ExtractSummary | None:
     """The up-to-date summary when the existing output was made by this very request, else None."""
     started = time.perf_counter()
-    if config.overwrite or config.shards is not None or config.shard_index is not None \
-            or "WORLD_SIZE" in os.environ or config.corpus is None:
+    if (
+        config.overwrite
+        or config.shards is not None
+        or config.shard_index is not None
+        or "WORLD_SIZE" in os.environ
+        or config.corpus is None
+    ):
         return None
     output = output_path(config)
     corpus = Path(config.corpus)

@@ -136,8 +136,11 @@ class Window:
         for path in plan.word_paths:
             self.flat[path] = tokenized.word_offsets
         for path, offsets in self.flat.items():
-            shape = (len(plan.hidden.layers), plan.hidden.width) if path in plan.word_paths else \
-                next((len(site.layers), site.width) for site in plan.sites if site.tokens_path == path)
+            shape = (
+                (len(plan.hidden.layers), plan.hidden.width)
+                if path in plan.word_paths
+                else next((len(site.layers), site.width) for site in plan.sites if site.tokens_path == path)
+            )
             self.values[path] = np.zeros((int(offsets[stop] - offsets[start]), *shape), dtype=dtype)
         self.token_paths: set[str] = set(self.flat)
 
@@ -167,8 +170,10 @@ class Window:
 
     def rows(self, first: int, last: int) -> dict[str, np.ndarray]:
         """The buffers of window rows ``[first, last)`` (views), flat ones by the rows' tokens or words."""
-        return {path: values[slice(*self._span(path, first, last))] if path in self.flat else values[first:last]
-                for path, values in self.values.items()}
+        return {
+            path: values[slice(*self._span(path, first, last))] if path in self.flat else values[first:last]
+            for path, values in self.values.items()
+        }
 
     def load(self, writer: FeatureWriter, undone: np.ndarray) -> None:
         """Resume a window: the rows committed inside it back from the file, the others zeroed."""
@@ -187,8 +192,11 @@ class Window:
         for path, values in rows_first:
             if path in self.token_paths:
                 if not np.isfinite(values).all():
-                    raise StoreError(f"token-level states or word vectors in the window from row {self.start} are inf or NaN "
-                                     "after casting", "re-run with --store-dtype float32 --overwrite")
+                    raise StoreError(
+                        f"token-level states or word vectors in the window from row {self.start} are inf or NaN "
+                        "after casting",
+                        "re-run with --store-dtype float32 --overwrite",
+                    )
                 continue
             finite = np.isfinite(values).all(axis=(1, 2))
             if not finite.all():
@@ -217,6 +225,7 @@ def split_batches(plan: ExtractionPlan, lengths: np.ndarray) -> tuple[list[np.nd
     fits = np.flatnonzero(lengths <= plan.max_length)
     batches = [fits[batch] for batch in plan_batches(lengths[fits], plan.max_tokens, plan.batch_size)]
     return batches, np.flatnonzero(lengths > plan.max_length)
+
 
 class CommitClock:
     """When to commit inside a window, so that a kill at any moment loses less than ``seconds`` of work.
@@ -250,8 +259,15 @@ class WindowRun:
     neither the features nor the fingerprint; a resumed window skips the batches committed inside it.
     """
 
-    def __init__(self, plan: ExtractionPlan, tokenized: TokenizedCorpus, start: int, stop: int,
-                 background: BackgroundWriter, clock: CommitClock):
+    def __init__(
+        self,
+        plan: ExtractionPlan,
+        tokenized: TokenizedCorpus,
+        start: int,
+        stop: int,
+        background: BackgroundWriter,
+        clock: CommitClock,
+    ):
         self.plan, self.background, self.clock = plan, background, clock
         self.window = Window(plan, tokenized, start, stop)
         batches, long_rows = split_batches(plan, tokenized.batch_lengths[start:stop])
@@ -284,8 +300,9 @@ class WindowRun:
         """Check the whole window, write what no commit inside it wrote, and commit it."""
         self.window.check_finite(self.plan.store_dtype)
         whole = self.committed == 0 or not self.fresh  # nothing written yet (or all of it by an earlier run)
-        self._submit([(0, self.window.stop - self.window.start)] if whole else runs(np.concatenate(self.fresh)),
-                     batches=None)
+        self._submit(
+            [(0, self.window.stop - self.window.start)] if whole else runs(np.concatenate(self.fresh)), batches=None
+        )
 
     def _submit(self, spans: list[tuple[int, int]], batches: int | None) -> None:
         window = self.window
@@ -311,11 +328,17 @@ def runs(positions: np.ndarray, gap: int = 32) -> list[tuple[int, int]]:
     breaks = np.flatnonzero(np.diff(ordered) > gap)
     firsts = np.r_[ordered[0], ordered[breaks + 1]]
     lasts = np.r_[ordered[breaks], ordered[-1]] + 1
-    return [(int(first), int(last)) for first, last in zip(firsts, lasts)]
+    return [(int(first), int(last)) for first, last in zip(firsts, lasts, strict=False)]
 
 
-def run(plan: ExtractionPlan, writer: FeatureWriter, tokenized: TokenizedCorpus, runner: Runner, pad_id: int,
-        pin_memory: bool = False) -> int:
+def run(
+    plan: ExtractionPlan,
+    writer: FeatureWriter,
+    tokenized: TokenizedCorpus,
+    runner: Runner,
+    pad_id: int,
+    pin_memory: bool = False,
+) -> int:
     """Extract every window after the writer's committed rows; each is committed in the background.
 
     Returns the rows an earlier run had committed inside the first window (skipped here)."""
@@ -323,8 +346,14 @@ def run(plan: ExtractionPlan, writer: FeatureWriter, tokenized: TokenizedCorpus,
 
     start_row = writer.rows_done
     background = BackgroundWriter(writer)
-    bar = tqdm(total=len(tokenized), initial=start_row, unit="rows", disable=not plan.config.progress,
-               dynamic_ncols=True, desc="extract")
+    bar = tqdm(
+        total=len(tokenized),
+        initial=start_row,
+        unit="rows",
+        disable=not plan.config.progress,
+        dynamic_ncols=True,
+        desc="extract",
+    )
     tokens_done, began = 0, time.perf_counter()
     clock = CommitClock(plan.commit_seconds)
     skipped = 0
@@ -359,8 +388,9 @@ def run(plan: ExtractionPlan, writer: FeatureWriter, tokenized: TokenizedCorpus,
                     pending = result, time.perf_counter()
                     tokens_done += n_tokens
                     bar.update(len(positions))
-                    bar.set_postfix_str(f"{tokens_done / max(time.perf_counter() - began, 1e-9):,.0f} tok/s",
-                                        refresh=False)
+                    bar.set_postfix_str(
+                        f"{tokens_done / max(time.perf_counter() - began, 1e-9):,.0f} tok/s", refresh=False
+                    )
                 if pending is not None:
                     current.store(*pending)
                 current.finish()

@@ -38,8 +38,10 @@ class MergeSummary:
         if self.status == "up-to-date":
             return f"up to date: {self.output} already holds the merged {self.shards} shards ({self.rows} rows)"
         removed = "; removed the shard files" if self.removed else ""
-        return (f"merged {self.shards} shards into {self.output}: {self.rows} rows, "
-                f"{self.file_bytes / 1e6:.1f} MB, {self.seconds:.1f} s{removed}")
+        return (
+            f"merged {self.shards} shards into {self.output}: {self.rows} rows, "
+            f"{self.file_bytes / 1e6:.1f} MB, {self.seconds:.1f} s{removed}"
+        )
 
 
 def _open_shards(output: Path, manifest: dict) -> list[h5py.File]:
@@ -76,9 +78,11 @@ def _open_shards(output: Path, manifest: dict) -> list[h5py.File]:
 def _check_shard(path: Path, attrs, manifest: dict, index: int) -> None:
     attr = attrs.get
     if attr(schema.SHARD_INDEX) != index or attr(schema.SHARD_COUNT) != manifest["shard_count"]:
-        raise StoreError(f"{path} is not shard {index} of {manifest['shard_count']} "
-                         f"(its attributes say shard {attr(schema.SHARD_INDEX)} of {attr(schema.SHARD_COUNT)})",
-                         "do not rename shard files; re-run that shard with featx extract --overwrite")
+        raise StoreError(
+            f"{path} is not shard {index} of {manifest['shard_count']} "
+            f"(its attributes say shard {attr(schema.SHARD_INDEX)} of {attr(schema.SHARD_COUNT)})",
+            "do not rename shard files; re-run that shard with featx extract --overwrite",
+        )
     manifest_name = manifest_path(path.with_name(manifest["output"])).name
     checks = (  # shard attribute, manifest key, what differs
         (schema.MODEL_SHA256, "model_sha256", "a different model (weights)"),
@@ -102,13 +106,17 @@ def _check_rows(files: list[h5py.File], n_rows: int) -> list[np.ndarray]:
     for position, file in enumerate(files):
         index = shard_row_index(file)
         if index is None:
-            raise StoreError(f"{file.filename} does not say which corpus rows it holds",
-                             "re-run that shard with featx extract --overwrite")
+            raise StoreError(
+                f"{file.filename} does not say which corpus rows it holds",
+                "re-run that shard with featx extract --overwrite",
+            )
         if len(index) and (index.min() < 0 or index.max() >= n_rows):
             raise StoreError(f"{file.filename} holds row {int(index.max())}, but the corpus has {n_rows} rows")
         if len(index) > 1 and not (np.diff(index) > 0).all():
-            raise StoreError(f"{file.filename} lists its corpus rows out of order or twice",
-                             "re-run that shard with featx extract --overwrite")
+            raise StoreError(
+                f"{file.filename} lists its corpus rows out of order or twice",
+                "re-run that shard with featx extract --overwrite",
+            )
         indices.append(index)
     counts = np.bincount(np.concatenate(indices), minlength=n_rows) if n_rows else np.zeros(0, np.int64)
     duplicated = np.flatnonzero(counts > 1)
@@ -122,13 +130,16 @@ def _check_rows(files: list[h5py.File], n_rows: int) -> list[np.ndarray]:
     missing = np.flatnonzero(counts == 0)
     if len(missing):
         shown = ", ".join(str(int(row)) for row in missing[:10]) + (" ..." if len(missing) > 10 else "")
-        raise StoreError(f"{len(missing)} corpus row(s) are in no shard: {shown}",
-                         "the shards come from different sharded runs; re-run them with featx extract --overwrite")
+        raise StoreError(
+            f"{len(missing)} corpus row(s) are in no shard: {shown}",
+            "the shards come from different sharded runs; re-run them with featx extract --overwrite",
+        )
     return indices
 
 
-def merge(output: str | Path, keep_shards: bool = False, overwrite: bool = False,
-          progress: bool = False) -> MergeSummary:
+def merge(
+    output: str | Path, keep_shards: bool = False, overwrite: bool = False, progress: bool = False
+) -> MergeSummary:
     """Check the shards of ``output`` against their manifest and write ``output`` in corpus order."""
     started = time.perf_counter()
     output = Path(output)
@@ -136,8 +147,11 @@ def merge(output: str | Path, keep_shards: bool = False, overwrite: bool = False
         raise InputError(f"{output} should end in .h5", "give the output of the sharded extraction, e.g. OUT.h5")
     manifest = read_manifest(output)
     if manifest is None:
-        hint = (f"{output} exists already (merged before?)" if output.exists()
-                else "run featx extract with --shards N --shard-index I (or under torchrun) first")
+        hint = (
+            f"{output} exists already (merged before?)"
+            if output.exists()
+            else "run featx extract with --shards N --shard-index I (or under torchrun) first"
+        )
         raise StoreError(f"no shards to merge: {manifest_path(output)} does not exist", hint)
     count = int(manifest["shard_count"])
     with OutputLock(output):
@@ -146,10 +160,13 @@ def merge(output: str | Path, keep_shards: bool = False, overwrite: bool = False
                 same = existing.complete and existing.fingerprint == manifest["fingerprint"]
                 rows = existing.n_rows
             if same:
-                return MergeSummary(output, "up-to-date", count, rows, time.perf_counter() - started,
-                                    output.stat().st_size)
-            raise StoreError(f"{output} already exists and was made from a different corpus, model or options",
-                             "pass --overwrite to replace it with the merged shards")
+                return MergeSummary(
+                    output, "up-to-date", count, rows, time.perf_counter() - started, output.stat().st_size
+                )
+            raise StoreError(
+                f"{output} already exists and was made from a different corpus, model or options",
+                "pass --overwrite to replace it with the merged shards",
+            )
         files = _open_shards(output, manifest)
         try:
             n_rows = int(manifest["corpus_n_rows"])
@@ -159,9 +176,11 @@ def merge(output: str | Path, keep_shards: bool = False, overwrite: bool = False
                 copy_shards(writer, files, indices, plan_windows, progress)
                 final = writer.finish()
             except KeyboardInterrupt as interrupt:
-                raise Interrupted(f"merge interrupted: {writer.rows_done} of {n_rows} rows are in "
-                                  f"{partial_path(output)}", "run featx merge again to resume it",
-                                  signal_of(interrupt)[0]) from None
+                raise Interrupted(
+                    f"merge interrupted: {writer.rows_done} of {n_rows} rows are in {partial_path(output)}",
+                    "run featx merge again to resume it",
+                    signal_of(interrupt)[0],
+                ) from None
             finally:
                 writer.close()
         finally:
@@ -184,8 +203,10 @@ def _verify_merged(final: Path, n_rows: int, fingerprint: str) -> None:
     with FeatureFile(final) as merged:
         whole = merged.complete and merged.n_rows == n_rows and merged.fingerprint == fingerprint
     if not whole:
-        raise StoreError(f"the merged file {final} did not verify (rows or fingerprint differ); the shards are kept",
-                         "run featx merge --overwrite again")
+        raise StoreError(
+            f"the merged file {final} did not verify (rows or fingerprint differ); the shards are kept",
+            "run featx merge --overwrite again",
+        )
 
 
 def _open_writer(output: Path, files, indices, n_rows: int, manifest: dict, overwrite: bool) -> FeatureWriter:
@@ -197,6 +218,8 @@ def _open_writer(output: Path, files, indices, n_rows: int, manifest: dict, over
             return writer
         writer.close()
         if not overwrite:
-            raise StoreError(f"{partial} holds an unfinished extraction that is not this merge",
-                             "finish or delete it, or pass --overwrite to replace it")
+            raise StoreError(
+                f"{partial} holds an unfinished extraction that is not this merge",
+                "finish or delete it, or pass --overwrite to replace it",
+            )
     return create_merged(output, files, indices, n_rows, manifest["fingerprint"])

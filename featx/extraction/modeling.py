@@ -12,7 +12,13 @@ from ..errors import FeatxError, InputError, ModelError
 from .fingerprints import weights_sha256_in_background
 from .model_files import DEFAULT_MODEL, default_model_path
 
-PICKLE_WEIGHTS = ("pytorch_model.bin", "pytorch_model.bin.index.json", "tf_model.h5", "model.ckpt.index", "flax_model.msgpack")
+PICKLE_WEIGHTS = (
+    "pytorch_model.bin",
+    "pytorch_model.bin.index.json",
+    "tf_model.h5",
+    "model.ckpt.index",
+    "flax_model.msgpack",
+)
 
 
 @dataclass
@@ -56,8 +62,14 @@ def resolve_device(device: str = "auto") -> torch.device:
     raise InputError(f"--device '{device}' is not understood", "use auto, cpu, cuda, cuda:N or mps")
 
 
-_DTYPES = {"float32": torch.float32, "fp32": torch.float32, "float16": torch.float16, "fp16": torch.float16,
-           "bfloat16": torch.bfloat16, "bf16": torch.bfloat16}
+_DTYPES = {
+    "float32": torch.float32,
+    "fp32": torch.float32,
+    "float16": torch.float16,
+    "fp16": torch.float16,
+    "bfloat16": torch.bfloat16,
+    "bf16": torch.bfloat16,
+}
 
 
 def resolve_dtype(dtype: str, device: torch.device) -> torch.dtype:
@@ -95,13 +107,17 @@ def _weights_files(folder: Path) -> list[Path]:
         weight_map = json.loads(index.read_text(encoding="utf-8"))["weight_map"]
         names = sorted(set(weight_map.values()))
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        raise ModelError(f"{index} is not a readable safetensors index (no weight_map)",
-                         "re-save the model with save_pretrained(folder, safe_serialization=True)") from None
+        raise ModelError(
+            f"{index} is not a readable safetensors index (no weight_map)",
+            "re-save the model with save_pretrained(folder, safe_serialization=True)",
+        ) from None
     missing = [name for name in names if not (folder / name).is_file()]
     if missing:
-        raise ModelError(f"model folder {folder} lacks {len(missing)} of the {len(names)} weight shards its "
-                         f"{SAFETENSORS_INDEX} names ({', '.join(missing[:3])}{', ...' if len(missing) > 3 else ''})",
-                         "copy the whole folder again; every shard is needed")
+        raise ModelError(
+            f"model folder {folder} lacks {len(missing)} of the {len(names)} weight shards its "
+            f"{SAFETENSORS_INDEX} names ({', '.join(missing[:3])}{', ...' if len(missing) > 3 else ''})",
+            "copy the whole folder again; every shard is needed",
+        )
     return [folder / name for name in names]
 
 
@@ -153,7 +169,9 @@ def _resolve_folder(model: str) -> tuple[str, Path]:
             raise ModelError(f"--model {model} is a file; give the model's folder")
         return model, candidate.resolve()
     if model.startswith((".", "/", "~")) or model.count("/") > 1:
-        raise ModelError(f"model folder {model} does not exist", "check the path, or give a Hugging Face id like org/name")
+        raise ModelError(
+            f"model folder {model} does not exist", "check the path, or give a Hugging Face id like org/name"
+        )
     try:
         from huggingface_hub import snapshot_download
 
@@ -216,8 +234,9 @@ def load_model(
     if choice.native:
         config, tokenizer, encoder, part = select.load(choice, folder, torch_dtype)
     else:
-        config, tokenizer, encoder, part = _load_parts(name, folder, torch_dtype, trust_remote_code, random_init,
-                                                       seed, placement)
+        config, tokenizer, encoder, part = _load_parts(
+            name, folder, torch_dtype, trust_remote_code, random_init, seed, placement
+        )
     encoder.eval()
     if placement:  # accelerate placed the layers; batches enter where the embeddings are
         torch_device = encoder.get_input_embeddings().weight.device
@@ -240,8 +259,9 @@ def load_model(
     )
 
 
-def _load_parts(name: str, folder: Path, torch_dtype, trust_remote_code: bool, random_init: bool, seed: int,
-                placement: dict):
+def _load_parts(
+    name: str, folder: Path, torch_dtype, trust_remote_code: bool, random_init: bool, seed: int, placement: dict
+):
     """Config, tokenizer and network of a model folder through transformers; any failure is one ``ModelError``."""
     from transformers import AutoConfig
     from transformers.utils import logging as hf_logging
@@ -264,8 +284,10 @@ def _load_parts(name: str, folder: Path, torch_dtype, trust_remote_code: bool, r
     except FeatxError:
         raise
     except Exception as err:  # e.g. safetensors' own error on a damaged file
-        raise ModelError(f"cannot load model {name}: {type(err).__name__}: {err}",
-                         "check that the model folder is complete and undamaged") from None
+        raise ModelError(
+            f"cannot load model {name}: {type(err).__name__}: {err}",
+            "check that the model folder is complete and undamaged",
+        ) from None
     return config, tokenizer, encoder, part
 
 
@@ -292,13 +314,22 @@ def _placement(device_map: str | None) -> dict:
     import importlib.util
 
     if importlib.util.find_spec("accelerate") is None:
-        raise InputError("--device-map auto needs the accelerate package, which is not installed here",
-                         "pip install accelerate (or: pip install 'featx[large]'), or leave out --device-map")
+        raise InputError(
+            "--device-map auto needs the accelerate package, which is not installed here",
+            "pip install accelerate (or: pip install 'featx[large]'), or leave out --device-map",
+        )
     return {"device_map": device_map}
 
 
-def _load_network(folder: Path, config, torch_dtype, trust_remote_code: bool, random_init: bool, seed: int,
-                  placement: dict | None = None):
+def _load_network(
+    folder: Path,
+    config,
+    torch_dtype,
+    trust_remote_code: bool,
+    random_init: bool,
+    seed: int,
+    placement: dict | None = None,
+):
     """The network featx runs, and ``part``: "" for the whole model, "encoder" for an encoder-decoder's encoder.
 
     ``AutoModel`` on an encoder-decoder checkpoint would build the whole model and run its decoder with no

@@ -11,7 +11,7 @@ from __future__ import annotations
 import inspect
 import os
 import re
-from functools import lru_cache
+from functools import cache
 
 import torch
 
@@ -20,8 +20,12 @@ BATCH_HINT = 4096  # rows (batch x tokens) the packed layout is tuned for; any r
 
 def available() -> bool:
     mkldnn = getattr(torch.ops, "mkldnn", None)
-    return (torch.backends.mkldnn.is_available() and os.environ.get("FEATX_ONEDNN", "1") != "0"
-            and hasattr(mkldnn, "_linear_pointwise") and hasattr(mkldnn, "_reorder_linear_weight"))
+    return (
+        torch.backends.mkldnn.is_available()
+        and os.environ.get("FEATX_ONEDNN", "1") != "0"
+        and hasattr(mkldnn, "_linear_pointwise")
+        and hasattr(mkldnn, "_reorder_linear_weight")
+    )
 
 
 class PackedLinear(torch.nn.Module):
@@ -47,7 +51,7 @@ def _is_exact_gelu(module) -> bool:
     return type(module).__name__ == "GELUActivation" and act is torch.nn.functional.gelu
 
 
-@lru_cache(maxsize=None)
+@cache
 def _forward_source(cls: type) -> str | None:
     try:
         return inspect.getsource(cls.forward)
@@ -74,8 +78,9 @@ def _touches(name: str, keep: set[str]) -> bool:
     return any(kept == name or kept.startswith(name + ".") for kept in keep)
 
 
-def prepack_linears(model: torch.nn.Module, device: torch.device, dtype: torch.dtype,
-                    keep: set[str] | frozenset[str] = frozenset()) -> int:
+def prepack_linears(
+    model: torch.nn.Module, device: torch.device, dtype: torch.dtype, keep: set[str] | frozenset[str] = frozenset()
+) -> int:
     """Swap the model's ``nn.Linear`` layers for ``PackedLinear`` in place (CPU, fp32/bf16 only).
 
     BERT-style ``dense`` + exact-GELU blocks become one fused call, except where a module named in

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import tempfile
 import time
-from dataclasses import replace
 from pathlib import Path
 
 from ..errors import FeatxError, InputError, Interrupted, StoreError, signal_of
@@ -19,11 +18,11 @@ from ..store.shards import shard_rows_match
 from . import loop
 from .config import ExtractConfig, ExtractSummary, make_config, output_path, summary_of
 from .corpus import Corpus, rereadable, source_name
+from .distributed import LaunchEnv
 from .modeling import LoadedModel, load_model
 from .native.select import native_requested
 from .plan import ExtractionPlan, provenance, resolve_plan
 from .runner import Runner
-from .distributed import LaunchEnv
 from .sharding import ShardSpec, make_manifest, select_rows, shard_attributes, write_manifest
 from .tokenize import TokenizedCorpus, tokenize_texts
 from .word_corpus import read_input
@@ -44,7 +43,9 @@ def extract(config: ExtractConfig | None = None, **options) -> ExtractSummary:
 def check_output_dir(output: Path) -> None:
     directory = output.parent
     if not directory.exists():
-        raise InputError(f"output directory {directory} does not exist", "create it first, or choose another path with -o")
+        raise InputError(
+            f"output directory {directory} does not exist", "create it first, or choose another path with -o"
+        )
     if not directory.is_dir():
         raise InputError(f"output directory {directory} is not a directory", "choose another path with -o OUT.h5")
     # Try it: os.access says "writable" to root even on read-only mounts.
@@ -52,8 +53,10 @@ def check_output_dir(output: Path) -> None:
         with tempfile.TemporaryFile(dir=directory, prefix=".featx-write-test-"):
             pass
     except OSError as err:
-        raise InputError(f"output directory {directory} is not writable ({err.strerror or err})",
-                         "choose a writable location with -o OUT.h5") from None
+        raise InputError(
+            f"output directory {directory} is not writable ({err.strerror or err})",
+            "choose a writable location with -o OUT.h5",
+        ) from None
 
 
 def extract_one(config: ExtractConfig) -> ExtractSummary:
@@ -68,18 +71,31 @@ def extract_one(config: ExtractConfig) -> ExtractSummary:
         corpus, shard_rows = select_rows(corpus, shard)
     with OutputLock(shard.path(output) if shard else output):
         load_started = time.perf_counter()
-        loaded = load_model(config.model, config.device, config.dtype, config.trust_remote_code,
-                            config.random_init, config.seed, config.max_length, config.device_map,
-                            native=native_requested(config))
+        loaded = load_model(
+            config.model,
+            config.device,
+            config.dtype,
+            config.trust_remote_code,
+            config.random_init,
+            config.seed,
+            config.max_length,
+            config.device_map,
+            native=native_requested(config),
+        )
         plan = resolve_plan(config, corpus.sha256, loaded, shard)
         if shard is not None:
             if plan.merged_output.exists() and not config.overwrite:  # merged already: nothing to do
                 check_existing(plan.merged_output, plan.base_fingerprint)
-                return summary_of(plan.merged_output, "up-to-date", time.perf_counter() - started,
-                                  len(corpus.skipped_rows))
-            write_manifest(plan.merged_output, make_manifest(plan.merged_output, shard.count, corpus, corpus_rows,
-                                                             loaded.weights_sha256, plan.base_fingerprint),
-                           config.overwrite)
+                return summary_of(
+                    plan.merged_output, "up-to-date", time.perf_counter() - started, len(corpus.skipped_rows)
+                )
+            write_manifest(
+                plan.merged_output,
+                make_manifest(
+                    plan.merged_output, shard.count, corpus, corpus_rows, loaded.weights_sha256, plan.base_fingerprint
+                ),
+                config.overwrite,
+            )
         if plan.output.exists() and not config.overwrite:
             check_existing(plan.output, plan.fingerprint)
             remember("features", plan.output)
@@ -99,14 +115,16 @@ def extract_one(config: ExtractConfig) -> ExtractSummary:
         timings["forward_seconds"] = time.perf_counter() - forward_started
     if shard is None:
         remember("features", final)
-    summary = summary_of(final, "resumed" if resumed_from else "written", time.perf_counter() - started,
-                         len(corpus.skipped_rows))
+    summary = summary_of(
+        final, "resumed" if resumed_from else "written", time.perf_counter() - started, len(corpus.skipped_rows)
+    )
     summary.resumed_from, summary.resumed_inside = resumed_from, resumed_inside
     if resumed_inside and summary.status == "written":
         summary.status = "resumed"
     if shard is not None and LaunchEnv.detect() is None:
-        summary.notes.append(f"shard {shard.index} of {shard.count} done; when all are done: "
-                             f"featx merge {plan.merged_output}")
+        summary.notes.append(
+            f"shard {shard.index} of {shard.count} done; when all are done: featx merge {plan.merged_output}"
+        )
     for name, seconds in timings.items():
         setattr(summary, name, seconds)
     summary.notes[:0] = corpus.notes
@@ -117,18 +135,22 @@ def extract_one(config: ExtractConfig) -> ExtractSummary:
 def _note_unrereadable(config: ExtractConfig, summary: ExtractSummary) -> None:
     """Say how a corpus that cannot be read again (stdin, a pipe) was recognised, so nobody assumes more."""
     if not rereadable(config.corpus):
-        summary.notes.append(f"corpus {source_name(config.corpus)} cannot be read again: this run's resume and "
-                             "up-to-date decisions compared the sha256 of the bytes it read, and only those")
+        summary.notes.append(
+            f"corpus {source_name(config.corpus)} cannot be read again: this run's resume and "
+            "up-to-date decisions compared the sha256 of the bytes it read, and only those"
+        )
 
 
-def _run(plan: ExtractionPlan, writer: FeatureWriter, tokenized: TokenizedCorpus, loaded: LoadedModel,
-         n_rows: int) -> tuple[Path, int]:
+def _run(
+    plan: ExtractionPlan, writer: FeatureWriter, tokenized: TokenizedCorpus, loaded: LoadedModel, n_rows: int
+) -> tuple[Path, int]:
     """The batch loop into ``writer``, then the finished file and the rows an earlier run had committed
     inside the first window; a clear error (rows kept) if it stops."""
     output = plan.output
     try:
-        inside = loop.run(plan, writer, tokenized, Runner(loaded, plan), plan.pad_id,
-                          pin_memory=loaded.device.type == "cuda")
+        inside = loop.run(
+            plan, writer, tokenized, Runner(loaded, plan), plan.pad_id, pin_memory=loaded.device.type == "cuda"
+        )
         return writer.finish(), inside
     except KeyboardInterrupt as interrupt:
         done = writer.rows_done
@@ -138,7 +160,8 @@ def _run(plan: ExtractionPlan, writer: FeatureWriter, tokenized: TokenizedCorpus
         more = f" (and the first {inside} batches of the next window)" if inside else ""
         raise Interrupted(
             f"interrupted ({name}): {done} of {n_rows} rows are saved in {partial_path(output)}{more}",
-            "run the same featx extract command again to resume where it stopped", signum,
+            "run the same featx extract command again to resume where it stopped",
+            signum,
         ) from None
     except OSError as err:
         done = writer.rows_done
@@ -158,8 +181,10 @@ def check_existing(output: Path, fingerprint: str) -> None:
         with FeatureFile(output) as existing:
             same = existing.fingerprint == fingerprint
     except FeatxError as err:
-        raise StoreError(f"{output} already exists and cannot be used: {err.message}",
-                         "pass --overwrite to replace it, or choose another output with -o") from None
+        raise StoreError(
+            f"{output} already exists and cannot be used: {err.message}",
+            "pass --overwrite to replace it, or choose another output with -o",
+        ) from None
     if not same:
         raise StoreError(
             f"{output} already exists and was made from a different corpus, model or options",
@@ -167,8 +192,14 @@ def check_existing(output: Path, fingerprint: str) -> None:
         )
 
 
-def open_writer(plan: ExtractionPlan, corpus: Corpus, tokenized: TokenizedCorpus, loaded: LoadedModel,
-                shard_rows=None, corpus_rows: int | None = None) -> FeatureWriter:
+def open_writer(
+    plan: ExtractionPlan,
+    corpus: Corpus,
+    tokenized: TokenizedCorpus,
+    loaded: LoadedModel,
+    shard_rows=None,
+    corpus_rows: int | None = None,
+) -> FeatureWriter:
     """Resume the unfinished file of this very plan, or create a new one."""
     output = plan.output
     # An unfinished file made by this very command is always resumed (--overwrite included: it is
@@ -178,8 +209,11 @@ def open_writer(plan: ExtractionPlan, corpus: Corpus, tokenized: TokenizedCorpus
         if writer.matches(plan.fingerprint):
             if plan.shard is not None and not shard_rows_match(writer, shard_rows):
                 writer.close()
-                raise StoreError(f"{partial_path(output)} holds other corpus rows than shard {plan.shard.index} "
-                                 f"of {plan.shard.count}", "pass --overwrite to start this shard over")
+                raise StoreError(
+                    f"{partial_path(output)} holds other corpus rows than shard {plan.shard.index} "
+                    f"of {plan.shard.count}",
+                    "pass --overwrite to start this shard over",
+                )
             return writer
         writer.close()
         if not plan.config.overwrite:
@@ -190,5 +224,14 @@ def open_writer(plan: ExtractionPlan, corpus: Corpus, tokenized: TokenizedCorpus
     attrs = provenance(plan, corpus, loaded)
     if plan.shard is not None:
         attrs.update(shard_attributes(plan.shard, plan.base_fingerprint, corpus_rows))
-    return FeatureWriter.create(output, attrs, corpus, tokenized, list(plan.sites), plan.store_dtype,
-                                plan.with_tokens, row_index=shard_rows, word_poolings=plan.word_poolings)
+    return FeatureWriter.create(
+        output,
+        attrs,
+        corpus,
+        tokenized,
+        list(plan.sites),
+        plan.store_dtype,
+        plan.with_tokens,
+        row_index=shard_rows,
+        word_poolings=plan.word_poolings,
+    )

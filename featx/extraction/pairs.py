@@ -34,35 +34,46 @@ def check_pair_options(config) -> None:
     pair_col, mode = config.text_pair_col, config.pair_mode
     if pair_col is None:
         if mode is not None:
-            raise InputError(f"--pair-mode {mode} needs --text-pair-col",
-                             "name the column of each row's second text, e.g. --text-pair-col sentence2")
+            raise InputError(
+                f"--pair-mode {mode} needs --text-pair-col",
+                "name the column of each row's second text, e.g. --text-pair-col sentence2",
+            )
         return
     if not isinstance(pair_col, str) or not pair_col.strip():
         raise InputError("--text-pair-col is empty", "name the column of each row's second text")
     if pair_col == config.text_col:
-        raise InputError(f"--text-pair-col '{pair_col}' is the text column itself",
-                         "the pair column holds each row's second text, e.g. --text-col sentence1 "
-                         "--text-pair-col sentence2")
+        raise InputError(
+            f"--text-pair-col '{pair_col}' is the text column itself",
+            "the pair column holds each row's second text, e.g. --text-col sentence1 --text-pair-col sentence2",
+        )
     mode = "cross" if mode is None else str(mode).strip().lower()
     if mode not in PAIR_MODES:
-        raise InputError(f"--pair-mode '{config.pair_mode}' is not understood",
-                         "use cross (one sequence in the model's pair format) or separate (each text on its own)")
+        raise InputError(
+            f"--pair-mode '{config.pair_mode}' is not understood",
+            "use cross (one sequence in the model's pair format) or separate (each text on its own)",
+        )
     object.__setattr__(config, "pair_mode", mode)
     _refuse_combinations(config, mode)
 
 
 def _refuse_combinations(config, mode: str) -> None:
     if config.long == "window":
-        raise InputError("--long window does not apply to sentence pairs",
-                         "leave --long out: pairs are truncated longest-first to the model's maximum")
+        raise InputError(
+            "--long window does not apply to sentence pairs",
+            "leave --long out: pairs are truncated longest-first to the model's maximum",
+        )
     if config.shards is not None or config.shard_index is not None:
         raise InputError("--shards does not support sentence pairs yet", "extract the pair corpus in one process")
     if mode == "separate" and config.tokens:
-        raise InputError("--tokens is stored for --pair-mode cross only",
-                         "use --pair-mode cross (token segments recorded), or extract each column alone with --tokens")
+        raise InputError(
+            "--tokens is stored for --pair-mode cross only",
+            "use --pair-mode cross (token segments recorded), or extract each column alone with --tokens",
+        )
     if mode == "separate" and str(config.sites).strip().lower() != "hidden":
-        raise InputError("--site besides hidden is not supported with --pair-mode separate",
-                         "leave --site out, or use --pair-mode cross")
+        raise InputError(
+            "--site besides hidden is not supported with --pair-mode separate",
+            "leave --site out, or use --pair-mode cross",
+        )
 
 
 def pair_poolings(config, available: tuple[str, ...]) -> tuple[str, ...]:
@@ -91,8 +102,9 @@ def pair_attributes(config) -> dict:
     return {schema.PAIR_MODE: config.pair_mode, schema.TEXT_PAIR_COL: config.text_pair_col}
 
 
-def tokenize_corpus(config, tokenizer, corpus, max_length: int, truncate: bool = True,
-                    texts_tokenizer=tokenize_texts) -> TokenizedCorpus:
+def tokenize_corpus(
+    config, tokenizer, corpus, max_length: int, truncate: bool = True, texts_tokenizer=tokenize_texts
+) -> TokenizedCorpus:
     """The corpus tokenised as ``config`` says: plain texts (with ``texts_tokenizer``), cross-encoded pairs,
     or both sides apart."""
     if config.text_pair_col is None:
@@ -108,21 +120,32 @@ def _pair_backends(tokenizer, max_length: int):
     backend = _fast_backend(tokenizer)
     try:
         n_special = backend.num_special_tokens_to_add(True)
-        backend.post_process(backend.encode("a", add_special_tokens=False),
-                             backend.encode("b", add_special_tokens=False))
+        backend.post_process(
+            backend.encode("a", add_special_tokens=False), backend.encode("b", add_special_tokens=False)
+        )
     except Exception as err:  # a post-processor without a pair template
-        raise ModelError(f"tokenizer {type(tokenizer).__name__} has no pair format ({err})",
-                         "use a model whose tokenizer encodes text pairs, or --pair-mode separate") from None
+        raise ModelError(
+            f"tokenizer {type(tokenizer).__name__} has no pair format ({err})",
+            "use a model whose tokenizer encodes text pairs, or --pair-mode separate",
+        ) from None
     if max_length - n_special < 2:
-        raise InputError(f"--max-length {max_length} leaves no room for a pair besides {n_special} special tokens",
-                         "raise --max-length")
+        raise InputError(
+            f"--max-length {max_length} leaves no room for a pair besides {n_special} special tokens",
+            "raise --max-length",
+        )
     truncating = copy.deepcopy(backend)
     truncating.enable_truncation(max_length, strategy="longest_first")
     return backend, truncating
 
 
-def tokenize_pairs(tokenizer, texts_a: list[str], texts_b: list[str], max_length: int, with_word_ids: bool = False,
-                   chunk_size: int = 8192) -> TokenizedCorpus:
+def tokenize_pairs(
+    tokenizer,
+    texts_a: list[str],
+    texts_b: list[str],
+    max_length: int,
+    with_word_ids: bool = False,
+    chunk_size: int = 8192,
+) -> TokenizedCorpus:
     """Cross mode: each ``(a, b)`` as ``tokenizer(a, b)`` encodes it, ``longest_first`` truncated to
     ``max_length``; token-type ids and each token's segment (0 = a, 1 = b, -1 = special) kept."""
     backend, truncating = _pair_backends(tokenizer, max_length)
@@ -131,7 +154,7 @@ def tokenize_pairs(tokenizer, texts_a: list[str], texts_b: list[str], max_length
     lengths = np.empty(n_rows, dtype=np.int64)
     full = np.empty(n_rows, dtype=np.int32)
     for start in range(0, n_rows, chunk_size):
-        pairs = list(zip(texts_a[start:start + chunk_size], texts_b[start:start + chunk_size]))
+        pairs = list(zip(texts_a[start : start + chunk_size], texts_b[start : start + chunk_size], strict=False))
         for offset, encoding in enumerate(backend.encode_batch(pairs, add_special_tokens=True)):
             row = start + offset
             full[row] = len(encoding.ids)
@@ -145,7 +168,11 @@ def tokenize_pairs(tokenizer, texts_a: list[str], texts_b: list[str], max_length
                 words.extend(-1 if word is None else word for word in encoding.word_ids)
     offsets = np.zeros(n_rows + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
-    return TokenizedCorpus(input_ids=np.asarray(ids, dtype=np.int32), offsets=offsets, full_lengths=full,
-                           word_ids=np.asarray(words, dtype=np.int32) if with_word_ids else None,
-                           type_ids=np.asarray(types, dtype=np.int32), segments=np.asarray(segments, dtype=np.int8))
-
+    return TokenizedCorpus(
+        input_ids=np.asarray(ids, dtype=np.int32),
+        offsets=offsets,
+        full_lengths=full,
+        word_ids=np.asarray(words, dtype=np.int32) if with_word_ids else None,
+        type_ids=np.asarray(types, dtype=np.int32),
+        segments=np.asarray(segments, dtype=np.int8),
+    )

@@ -18,8 +18,7 @@ import numpy as np
 from .._version import __version__
 from ..errors import InputError
 from ..selection import POOLINGS, parse_poolings, select_layers
-from ..store import HIDDEN_SITE, SiteLayout, hidden_layout
-from ..store import schema
+from ..store import HIDDEN_SITE, SiteLayout, hidden_layout, schema
 from .config import ExtractConfig, is_word_input, output_path
 from .corpus import rereadable, source_name
 from .freshness import request_key
@@ -119,14 +118,18 @@ def resolve_poolings(spec: str, loaded: LoadedModel, available: tuple[str, ...] 
     poolings = parse_poolings(spec, available)
     if loaded.causal and "cls" in poolings:
         if explicit:
-            raise InputError(f"pooling 'cls' does not fit {loaded.name}: it is a causal (decoder-only) model, whose "
-                             "first token sees only itself, so its states do not depend on the text",
-                             "use last (the last real token has seen the whole text) or mean")
+            raise InputError(
+                f"pooling 'cls' does not fit {loaded.name}: it is a causal (decoder-only) model, whose "
+                "first token sees only itself, so its states do not depend on the text",
+                "use last (the last real token has seen the whole text) or mean",
+            )
         poolings.remove("cls")
     if "pooler" in poolings and not loaded.has_pooler:
         if explicit:
-            raise InputError(f"pooling 'pooler' is not available: model {loaded.name} has no pooler head",
-                             "choose from cls, mean, max, last")
+            raise InputError(
+                f"pooling 'pooler' is not available: model {loaded.name} has no pooler head",
+                "choose from cls, mean, max, last",
+            )
         poolings.remove("pooler")
     return poolings
 
@@ -151,12 +154,17 @@ def resolve_window(config: ExtractConfig, loaded: LoadedModel) -> WindowSpec | N
     n_lead, n_trail = special_layout(loaded.tokenizer)
     budget = loaded.max_length - n_lead - n_trail
     if budget < 2:
-        raise InputError(f"--long window: a window of {loaded.max_length} tokens leaves no room for text "
-                         f"besides {n_lead + n_trail} special tokens", "raise --max-length")
+        raise InputError(
+            f"--long window: a window of {loaded.max_length} tokens leaves no room for text "
+            f"besides {n_lead + n_trail} special tokens",
+            "raise --max-length",
+        )
     stride = budget // 4 if config.stride is None else int(config.stride)
     if stride >= budget:
-        raise InputError(f"--stride {stride} must be smaller than the {budget} text tokens of a window",
-                         f"use --stride below {budget} (tokens shared by consecutive windows), e.g. {budget // 4}")
+        raise InputError(
+            f"--stride {stride} must be smaller than the {budget} text tokens of a window",
+            f"use --stride below {budget} (tokens shared by consecutive windows), e.g. {budget // 4}",
+        )
     return WindowSpec(n_lead, n_trail, budget, stride)
 
 
@@ -173,8 +181,17 @@ def window_rows(config: ExtractConfig, row_bytes: int) -> int:
     return int(max(MIN_WINDOW_ROWS, min(MAX_WINDOW_ROWS, WINDOW_BYTES // max(1, row_bytes))))
 
 
-def fingerprint(config: ExtractConfig, corpus_sha256: str, loaded: LoadedModel, layers, poolings, max_tokens,
-                sites, window: WindowSpec | None = None, word_poolings=()) -> str:
+def fingerprint(
+    config: ExtractConfig,
+    corpus_sha256: str,
+    loaded: LoadedModel,
+    layers,
+    poolings,
+    max_tokens,
+    sites,
+    window: WindowSpec | None = None,
+    word_poolings=(),
+) -> str:
     """What the file's contents depend on; resuming or reusing requires an exact match."""
     extra_sites = [site.name for site in sites if site.name != HIDDEN_SITE]
     # Only named when there are sites besides hidden, so files from before sites keep their fingerprint.
@@ -182,21 +199,50 @@ def fingerprint(config: ExtractConfig, corpus_sha256: str, loaded: LoadedModel, 
     long = {"long": config.long, "stride": window.stride} if window is not None else {}
     # Named only when not the default (or when they matter), so files of plain requests keep their fingerprint:
     # a forced delimiter, other missing-label markers, and ids that count skipped rows (since 0.2).
-    reading = {**({"sep": config.sep} if config.sep is not None else {}),
-               **({"missing_labels": config.missing_labels} if config.missing_labels != "empty" else {}),
-               **({"ids": "data_row"} if config.skip_empty and config.id_col is None else {})}
+    reading = {
+        **({"sep": config.sep} if config.sep is not None else {}),
+        **({"missing_labels": config.missing_labels} if config.missing_labels != "empty" else {}),
+        **({"ids": "data_row"} if config.skip_empty and config.id_col is None else {}),
+    }
     # Word inputs only: how the files were read and which word vectors are stored.
-    words = {"words": {"format": word_format(config.corpus, config.word_format, config.columns),
-                       "columns": config.columns, "word_poolings": list(word_poolings)}} if word_poolings else {}
-    return json.dumps({**({"sites": extra_sites} if extra_sites else {}), **long, **reading, **words,
-        **pair_fingerprint(config),
-        "corpus_sha256": corpus_sha256, "text_col": config.text_col, "id_col": config.id_col,
-        "skip_empty": config.skip_empty, "model_sha256": loaded.weights_sha256, "random_init": config.random_init,
-        "seed": config.seed if config.random_init else None, "max_length": loaded.max_length,
-        "layers": list(layers), "poolings": list(poolings), "tokens": config.tokens, "store_dtype": config.store_dtype,
-        "compute_dtype": dtype_name(loaded.dtype), "device_type": loaded.device.type,
-        "max_tokens": max_tokens, "batch_size": config.batch_size, "commit_rows": config.commit_rows,
-    }, sort_keys=True)
+    words = (
+        {
+            "words": {
+                "format": word_format(config.corpus, config.word_format, config.columns),
+                "columns": config.columns,
+                "word_poolings": list(word_poolings),
+            }
+        }
+        if word_poolings
+        else {}
+    )
+    return json.dumps(
+        {
+            **({"sites": extra_sites} if extra_sites else {}),
+            **long,
+            **reading,
+            **words,
+            **pair_fingerprint(config),
+            "corpus_sha256": corpus_sha256,
+            "text_col": config.text_col,
+            "id_col": config.id_col,
+            "skip_empty": config.skip_empty,
+            "model_sha256": loaded.weights_sha256,
+            "random_init": config.random_init,
+            "seed": config.seed if config.random_init else None,
+            "max_length": loaded.max_length,
+            "layers": list(layers),
+            "poolings": list(poolings),
+            "tokens": config.tokens,
+            "store_dtype": config.store_dtype,
+            "compute_dtype": dtype_name(loaded.dtype),
+            "device_type": loaded.device.type,
+            "max_tokens": max_tokens,
+            "batch_size": config.batch_size,
+            "commit_rows": config.commit_rows,
+        },
+        sort_keys=True,
+    )
 
 
 def _layouts(config: ExtractConfig, loaded: LoadedModel, layers: list[int], poolings: list[str]):
@@ -204,19 +250,23 @@ def _layouts(config: ExtractConfig, loaded: LoadedModel, layers: list[int], pool
     sites = resolve_sites(loaded.model, parse_sites(config.sites), layers, loaded.n_layers - 1)
     if len(sites) > 1:
         tokenizer = loaded.tokenizer
-        measure_widths(loaded.model, sites, loaded.device, (tokenizer.cls_token_id, tokenizer.sep_token_id),
-                       loaded.hidden_size)
+        measure_widths(
+            loaded.model, sites, loaded.device, (tokenizer.cls_token_id, tokenizer.sep_token_id), loaded.hidden_size
+        )
     site_poolings = tuple(name for name in poolings if name != "pooler")  # the pooler head reads hidden only
     hooked = tuple(site for site in sites if site.name != HIDDEN_SITE)
     layouts = [hidden_layout(layers, loaded.hidden_size, poolings)]
-    layouts += [SiteLayout(site.name, tuple(site.layers), int(site.width), site_poolings,
-                           tuple(site.describe()["modules"])) for site in hooked]
+    layouts += [
+        SiteLayout(site.name, tuple(site.layers), int(site.width), site_poolings, tuple(site.describe()["modules"]))
+        for site in hooked
+    ]
     layouts += pair_b_layout(config, layouts[0])  # --pair-mode separate: side b
     return tuple(layouts), hooked
 
 
-def resolve_plan(config: ExtractConfig, corpus_sha256: str, loaded: LoadedModel,
-                 shard: ShardSpec | None = None) -> ExtractionPlan:
+def resolve_plan(
+    config: ExtractConfig, corpus_sha256: str, loaded: LoadedModel, shard: ShardSpec | None = None
+) -> ExtractionPlan:
     """The plan of ``config`` on a corpus (by its sha256) with ``loaded``; ``shard`` for one shard's part."""
     layers = select_layers(config.layers, loaded.n_layers)
     poolings = resolve_poolings(config.poolings, loaded, pair_poolings(config, POOLINGS))
@@ -231,14 +281,27 @@ def resolve_plan(config: ExtractConfig, corpus_sha256: str, loaded: LoadedModel,
     output = output_path(config)
     pad_id, pad_source = resolve_pad(loaded.tokenizer)
     return ExtractionPlan(
-        pad_id=pad_id, pad_source=pad_source, max_length=int(loaded.max_length), long_inputs=config.long,
-        window=window, word_poolings=word_poolings,
-        config=config, output=shard.path(output) if shard else output, store_dtype=config.store_dtype,
-        sites=layouts, hooked=hooked, max_tokens=max_tokens, batch_size=int(config.batch_size), window_rows=rows,
+        pad_id=pad_id,
+        pad_source=pad_source,
+        max_length=int(loaded.max_length),
+        long_inputs=config.long,
+        window=window,
+        word_poolings=word_poolings,
+        config=config,
+        output=shard.path(output) if shard else output,
+        store_dtype=config.store_dtype,
+        sites=layouts,
+        hooked=hooked,
+        max_tokens=max_tokens,
+        batch_size=int(config.batch_size),
+        window_rows=rows,
         window_tokens=WINDOW_BYTES / token_bytes if config.tokens else None,
         commit_seconds=float(config.commit_seconds),
-        fingerprint=shard.fingerprint(base) if shard else base, base_fingerprint=base, shard=shard,
-        merged_output=output if shard else None)
+        fingerprint=shard.fingerprint(base) if shard else base,
+        base_fingerprint=base,
+        shard=shard,
+        merged_output=output if shard else None,
+    )
 
 
 def bos_added(tokenizer) -> bool:
@@ -274,7 +337,9 @@ def provenance(plan: ExtractionPlan, corpus, loaded: LoadedModel) -> dict:
         schema.DEVICE: str(loaded.device),
         schema.DEVICE_MAP: json.dumps(device_map(config, loaded)),
         schema.IMPLEMENTATION: loaded.implementation,  # not in the fingerprint: both give the same features
-        schema.CORPUS_PATH: str(Path(config.corpus).resolve()) if rereadable(config.corpus) else source_name(config.corpus),
+        schema.CORPUS_PATH: str(Path(config.corpus).resolve())
+        if rereadable(config.corpus)
+        else source_name(config.corpus),
         schema.CORPUS_SHA256: corpus.sha256,
         schema.TEXT_COL: corpus.text_col,
         schema.ID_COL: corpus.id_col or "",

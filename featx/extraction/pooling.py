@@ -9,7 +9,7 @@ the right, but the poolings hold for left padding too: ``cls`` is the first real
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 
@@ -61,8 +61,9 @@ def last_pool(states: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     return _gather_token(states, last)
 
 
-def make_pooler_pool(pooler: torch.nn.Module, dtype: torch.dtype | None = None
-                     ) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
+def make_pooler_pool(
+    pooler: torch.nn.Module, dtype: torch.dtype | None = None
+) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
     """The model's own pooler head (e.g. BERT's dense+tanh on [CLS]) applied to every layer.
 
     ``dtype``: cast the [CLS] states to it first (the pooler's own dtype, e.g. a float32 copy of the

@@ -45,8 +45,14 @@ class Runner:
         # Modules read by hooks must compute what the plain model computes: never fuse them away.
         hooked = {tap.module for site in plan.hooked for tap in site.taps}
         self.packed_linears = prepack_linears(self.model, self.device, loaded.dtype, keep=hooked)
-        self.functions = {name: (make_pooler_pool(pooler, pooler_dtype) if name == "pooler"
-                                 else POOLING_FUNCTIONS.get(name) or SEGMENT_FUNCTIONS[name]) for name in plan.poolings}
+        self.functions = {
+            name: (
+                make_pooler_pool(pooler, pooler_dtype)
+                if name == "pooler"
+                else POOLING_FUNCTIONS.get(name) or SEGMENT_FUNCTIONS[name]
+            )
+            for name in plan.poolings
+        }
         self.type_ids = takes_type_ids(loaded)  # sentence pairs: whether tokenizer(a, b) hands the model type ids
         self.store_dtype = torch.float16 if np.dtype(plan.store_dtype) == np.float16 else torch.float32
         self.recorder: SiteRecorder | None = None
@@ -58,8 +64,9 @@ class Runner:
         self.recorder = SiteRecorder(self.model, list(self.plan.hooked))
         return self.recorder
 
-    def _forward(self, input_ids: torch.Tensor, mask: torch.Tensor, token_type_ids: torch.Tensor | None = None
-                 ) -> dict[str, list[torch.Tensor]]:
+    def _forward(
+        self, input_ids: torch.Tensor, mask: torch.Tensor, token_type_ids: torch.Tensor | None = None
+    ) -> dict[str, list[torch.Tensor]]:
         """``{site: [(B, T, W) per stored layer]}`` of one forward pass."""
         recording = self.recorder is not None and self.plan.hooked
         forward_options = dict(self.recorder.forward_options) if recording else {}
@@ -72,8 +79,13 @@ class Runner:
         # With --device-map the layers sit on several devices: pool where the batch is (a no-op otherwise).
         return {site: [layer.to(self.device) for layer in layers] for site, layers in states.items()}
 
-    def _pool(self, states: dict[str, list[torch.Tensor]], mask: torch.Tensor, masks: dict | None = None,
-              word_index: torch.Tensor | None = None):
+    def _pool(
+        self,
+        states: dict[str, list[torch.Tensor]],
+        mask: torch.Tensor,
+        masks: dict | None = None,
+        word_index: torch.Tensor | None = None,
+    ):
         """Every site's poolings; ``masks`` gives some dataset paths their own mask (sentence pairs);
         ``word_index`` each token's word slot (word inputs)."""
         masks = masks or {}
@@ -81,7 +93,7 @@ class Runner:
         values = {}
         if word_index is not None:  # word inputs: each word's subwords pooled into one vector per layer
             words = pool_words(states[self.plan.hidden.name], word_index.to(self.device), self.plan.word_poolings)
-            for name, path in zip(self.plan.word_poolings, self.plan.word_paths):
+            for name, path in zip(self.plan.word_poolings, self.plan.word_paths, strict=False):
                 values[path] = words[name].to(self.store_dtype).to("cpu", non_blocking=True)
         for site in self.plan.sites:
             # Pool layer by layer: stacking all layers first would copy every state once more.
@@ -124,12 +136,13 @@ class Runner:
         position = torch.from_numpy(row.position).to(self.device)
         pieces: dict[str, list[list[torch.Tensor]]] = {}
         for first in range(0, row.n_windows, per_pass):
-            ids = torch.from_numpy(row.input_ids[first:first + per_pass]).to(self.device)
+            ids = torch.from_numpy(row.input_ids[first : first + per_pass]).to(self.device)
             taken = (owner >= first) & (owner < first + len(ids))  # a contiguous run: owners never decrease
             window, at = owner[taken] - first, position[taken]
             for site, layers in self._forward(ids, torch.ones_like(ids)).items():
                 pieces.setdefault(site, []).append([layer[window, at] for layer in layers])
-        states = {site: [torch.cat(parts)[None] for parts in zip(*chunks)] for site, chunks in pieces.items()}
+        states = {site: [torch.cat(parts)[None] for parts in zip(*chunks, strict=False)] for site, chunks in pieces.items()}
         word_index = None if word_ids is None else torch.from_numpy(np.asarray(word_ids, dtype=np.int64))[None]
-        return self._pool(states, torch.ones((1, len(row.owner)), dtype=torch.long, device=self.device),
-                          word_index=word_index)
+        return self._pool(
+            states, torch.ones((1, len(row.owner)), dtype=torch.long, device=self.device), word_index=word_index
+        )

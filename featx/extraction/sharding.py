@@ -17,8 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..safe_files import atomic_write_text, read_small_text
 from ..errors import InputError, StoreError
+from ..safe_files import atomic_write_text, read_small_text
 from ..store import schema
 from .corpus import Corpus, LabelColumn
 
@@ -35,18 +35,22 @@ class ShardSpec:
     count: int
 
     @classmethod
-    def from_options(cls, shards: int | None, shard_index: int | None) -> "ShardSpec | None":
+    def from_options(cls, shards: int | None, shard_index: int | None) -> ShardSpec | None:
         """The shard chosen by ``--shards``/``--shard-index``; None when the run is not sharded."""
         if shards is None and shard_index is None:
             return None
         if shards is None or shard_index is None:
-            raise InputError("--shards and --shard-index go together",
-                             "give both, e.g. --shards 4 --shard-index 0, or neither under torchrun")
+            raise InputError(
+                "--shards and --shard-index go together",
+                "give both, e.g. --shards 4 --shard-index 0, or neither under torchrun",
+            )
         if shards < 1:
             raise InputError(f"--shards {shards} must be at least 1")
         if not 0 <= shard_index < shards:
-            raise InputError(f"--shard-index {shard_index} is out of range for --shards {shards}",
-                             f"shard indices run from 0 to {shards - 1}")
+            raise InputError(
+                f"--shard-index {shard_index} is out of range for --shards {shards}",
+                f"shard indices run from 0 to {shards - 1}",
+            )
         return cls(int(shard_index), int(shards))
 
     @property
@@ -60,8 +64,10 @@ class ShardSpec:
 
     def fingerprint(self, base_fingerprint: str) -> str:
         """The shard file's fingerprint: the run's, plus which rows this shard holds."""
-        return json.dumps({"run": base_fingerprint, "shard_index": self.index, "shard_count": self.count,
-                           "assignment": ASSIGNMENT}, sort_keys=True)
+        return json.dumps(
+            {"run": base_fingerprint, "shard_index": self.index, "shard_count": self.count, "assignment": ASSIGNMENT},
+            sort_keys=True,
+        )
 
 
 def assign_rows(texts: list[str], count: int, index: int) -> np.ndarray:
@@ -85,39 +91,61 @@ def select_rows(corpus: Corpus, shard: ShardSpec) -> tuple[Corpus, np.ndarray]:
     ``sha256`` stays the whole file's, which is what shards are checked against.
     """
     if shard.count > len(corpus):
-        raise InputError(f"{shard.count} shards for a corpus of {len(corpus)} rows would leave shards empty",
-                         f"use at most {len(corpus)} shards (processes)")
+        raise InputError(
+            f"{shard.count} shards for a corpus of {len(corpus)} rows would leave shards empty",
+            f"use at most {len(corpus)} shards (processes)",
+        )
     rows = assign_rows(corpus.texts, shard.count, shard.index)
 
     def pick(values):
         return [values[row] for row in rows]
 
-    labels = {name: LabelColumn(name=name, codes=column.codes[rows], names=list(column.names))
-              for name, column in corpus.labels.items()}
-    subset = replace(corpus, texts=pick(corpus.texts), ids=pick(corpus.ids), labels=labels,
-                     split=pick(corpus.split) if corpus.split is not None else None)
+    labels = {
+        name: LabelColumn(name=name, codes=column.codes[rows], names=list(column.names))
+        for name, column in corpus.labels.items()
+    }
+    subset = replace(
+        corpus,
+        texts=pick(corpus.texts),
+        ids=pick(corpus.ids),
+        labels=labels,
+        split=pick(corpus.split) if corpus.split is not None else None,
+    )
     return subset, rows
 
 
 def shard_attributes(shard: ShardSpec, base_fingerprint: str, corpus_rows: int) -> dict:
     """The root attributes that mark a file as shard ``shard`` of a run (checked by ``featx merge``)."""
-    return {schema.SHARD_INDEX: shard.index, schema.SHARD_COUNT: shard.count, schema.SHARD_ASSIGNMENT: ASSIGNMENT,
-            schema.CORPUS_N_ROWS: int(corpus_rows), schema.BASE_FINGERPRINT: base_fingerprint}
+    return {
+        schema.SHARD_INDEX: shard.index,
+        schema.SHARD_COUNT: shard.count,
+        schema.SHARD_ASSIGNMENT: ASSIGNMENT,
+        schema.CORPUS_N_ROWS: int(corpus_rows),
+        schema.BASE_FINGERPRINT: base_fingerprint,
+    }
 
 
 # -- the manifest ----------------------------------------------------------------------------------
+
 
 def manifest_path(output: Path) -> Path:
     return output.with_name(f"{output.stem}.shards.json")
 
 
-def make_manifest(output: Path, count: int, corpus: Corpus, corpus_rows: int, model_sha256: str,
-                  base_fingerprint: str) -> dict:
+def make_manifest(
+    output: Path, count: int, corpus: Corpus, corpus_rows: int, model_sha256: str, base_fingerprint: str
+) -> dict:
     return {
-        "format": MANIFEST_FORMAT, "version": 1, "output": output.name, "shard_count": count,
+        "format": MANIFEST_FORMAT,
+        "version": 1,
+        "output": output.name,
+        "shard_count": count,
         "shards": [ShardSpec(index, count).path(output).name for index in range(count)],
-        "assignment": ASSIGNMENT, "corpus_sha256": corpus.sha256, "corpus_n_rows": int(corpus_rows),
-        "model_sha256": model_sha256, "fingerprint": base_fingerprint,
+        "assignment": ASSIGNMENT,
+        "corpus_sha256": corpus.sha256,
+        "corpus_n_rows": int(corpus_rows),
+        "model_sha256": model_sha256,
+        "fingerprint": base_fingerprint,
     }
 
 
@@ -128,8 +156,10 @@ def read_manifest(output: Path) -> dict | None:
     except FileNotFoundError:
         return None
     except (OSError, ValueError) as err:
-        raise StoreError(f"the shard manifest {path} cannot be read ({err})",
-                         "re-run the sharded featx extract with --overwrite to rewrite it") from None
+        raise StoreError(
+            f"the shard manifest {path} cannot be read ({err})",
+            "re-run the sharded featx extract with --overwrite to rewrite it",
+        ) from None
     if not isinstance(manifest, dict) or manifest.get("format") != MANIFEST_FORMAT:
         raise StoreError(f"{path} is not a featx shard manifest")
     _check_manifest(path, manifest)
@@ -142,17 +172,24 @@ MAX_SHARDS = 100_000
 
 def _check_manifest(path: Path, manifest: dict) -> None:
     """Every field a merge uses has the type and range featx writes; the output is a plain file name."""
+
     def bad(what: str) -> StoreError:
-        return StoreError(f"the shard manifest {path} is not valid: {what}",
-                          "re-run the sharded featx extract with --overwrite to rewrite it")
+        return StoreError(
+            f"the shard manifest {path} is not valid: {what}",
+            "re-run the sharded featx extract with --overwrite to rewrite it",
+        )
 
     name = manifest.get("output")
     if not isinstance(name, str) or not name or "/" in name or "\\" in name or name in (".", "..") or "\0" in name:
         raise bad(f"'output' must be the merged file's name beside the manifest, not {str(name)[:80]!r}")
     for key, limit in (("shard_count", MAX_SHARDS), ("corpus_n_rows", 1 << 40)):
         value = manifest.get(key)
-        if isinstance(value, bool) or not isinstance(value, int) or not (key == "corpus_n_rows" or value >= 1) \
-                or not 0 <= value <= limit:
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int)
+            or not (key == "corpus_n_rows" or value >= 1)
+            or not 0 <= value <= limit
+        ):
             raise bad(f"'{key}' is {str(value)[:40]!r}")
     for key in ("model_sha256", "corpus_sha256", "fingerprint"):
         if not isinstance(manifest.get(key), str):
@@ -169,12 +206,13 @@ def write_manifest(output: Path, manifest: dict, overwrite: bool) -> None:
     if existing == manifest:
         return
     if existing is not None and not overwrite:
-        what = ("a different number of shards" if existing.get("shard_count") != manifest["shard_count"]
-                else "a different corpus, model or options")
+        what = (
+            "a different number of shards"
+            if existing.get("shard_count") != manifest["shard_count"]
+            else "a different corpus, model or options"
+        )
         raise StoreError(
             f"{path} describes a sharded extraction of {output.name} with {what}",
             "run the shards with the original options, or pass --overwrite to start a new sharded run",
         )
     atomic_write_text(path, json.dumps(manifest, indent=2) + "\n")
-
-

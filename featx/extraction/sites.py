@@ -107,8 +107,11 @@ class Site:
     width: int | None = None
 
     def describe(self) -> dict:
-        return {"layers": self.layers, "width": self.width,
-                "modules": [f"{tap.module}:{tap.mode}" for tap in self.taps]}
+        return {
+            "layers": self.layers,
+            "width": self.width,
+            "modules": [f"{tap.module}:{tap.mode}" for tap in self.taps],
+        }
 
 
 def parse_sites(spec: str | list[str] | None) -> list[str]:
@@ -122,15 +125,16 @@ def parse_sites(spec: str | list[str] | None) -> list[str]:
         if not name:
             continue
         if name.startswith(MODULE_PREFIX):
-            if not name[len(MODULE_PREFIX):].strip() or "/" in name:
-                raise InputError(f"site '{name}' does not name a module",
-                                 "write module:NAME with NAME a dotted submodule name, e.g. module:encoder.layer.5.intermediate")
-            name = MODULE_PREFIX + name[len(MODULE_PREFIX):].strip()
+            if not name[len(MODULE_PREFIX) :].strip() or "/" in name:
+                raise InputError(
+                    f"site '{name}' does not name a module",
+                    "write module:NAME with NAME a dotted submodule name, e.g. module:encoder.layer.5.intermediate",
+                )
+            name = MODULE_PREFIX + name[len(MODULE_PREFIX) :].strip()
         elif name.lower() in NAMED_SITES:
             name = name.lower()
         else:
-            raise InputError(f"unknown site '{name}'",
-                             f"choose from {', '.join(NAMED_SITES)} or module:NAME")
+            raise InputError(f"unknown site '{name}'", f"choose from {', '.join(NAMED_SITES)} or module:NAME")
         if name not in names:
             names.append(name)
     return names
@@ -188,8 +192,10 @@ def resolve_sites(model: torch.nn.Module, names: list[str], layers: list[int], n
             continue
         single_module = name.startswith(MODULE_PREFIX) and "*" not in name  # one named module, any layer
         if not inner and not single_module:
-            raise InputError(f"site '{name}' exists inside transformer layers 1..{n_layers} only, "
-                             f"but --layer selects {layers}", "select some layers >= 1 too")
+            raise InputError(
+                f"site '{name}' exists inside transformer layers 1..{n_layers} only, but --layer selects {layers}",
+                "select some layers >= 1 too",
+            )
         if name == ATTN_HEADS:
             sites.append(Site(name, inner))
         elif name.startswith(MODULE_PREFIX):
@@ -210,7 +216,7 @@ def resolve_sites(model: torch.nn.Module, names: list[str], layers: list[int], n
 
 
 def _module_site(model: torch.nn.Module, name: str, inner: list[int], n_layers: int) -> Site:
-    target = name[len(MODULE_PREFIX):]
+    target = name[len(MODULE_PREFIX) :]
     layer_path = _layer_list_path(model, n_layers)
     if "*" in target:
         if target.count("*") != 1:
@@ -280,7 +286,7 @@ class SiteRecorder:
         self._batch: dict[str, list] = {}
         self._previous_attention: str | None = None
 
-    def __enter__(self) -> "SiteRecorder":
+    def __enter__(self) -> SiteRecorder:
         try:
             if self.needs_attentions:
                 self._previous_attention = _switch_to_eager(self.model)
@@ -309,6 +315,7 @@ class SiteRecorder:
         def record(module, inputs, output=None):  # a forward hook, or (without output) a pre-hook
             value = _first_tensor(inputs if mode == "input" else output)
             self._batch.setdefault(site, {})[position] = value
+
         return record
 
     def take(self, output, input_ids: torch.Tensor, mask: torch.Tensor, special_ids: tuple[int | None, int | None]):
@@ -320,8 +327,10 @@ class SiteRecorder:
                 attentions = output.attentions
                 if not attentions or attentions[0] is None:
                     raise RuntimeError("the model returned no attention probabilities for site attn_heads")
-                result[site.name] = [attention_head_features(attentions[layer - 1], input_ids, mask, *special_ids)
-                                     for layer in site.layers]
+                result[site.name] = [
+                    attention_head_features(attentions[layer - 1], input_ids, mask, *special_ids)
+                    for layer in site.layers
+                ]
                 continue
             recorded = batch.get(site.name, {})
             values = []
@@ -339,8 +348,9 @@ class SiteRecorder:
         return result
 
 
-def attention_head_features(probs: torch.Tensor, input_ids: torch.Tensor, mask: torch.Tensor,
-                            cls_id: int | None, sep_id: int | None) -> torch.Tensor:
+def attention_head_features(
+    probs: torch.Tensor, input_ids: torch.Tensor, mask: torch.Tensor, cls_id: int | None, sep_id: int | None
+) -> torch.Tensor:
     """``(batch, heads, tokens, tokens)`` attention probabilities -> ``(batch, tokens, 3 * heads)``.
 
     Per query token and head: entropy of the attention distribution, attention on the first token
@@ -361,8 +371,13 @@ def attention_head_features(probs: torch.Tensor, input_ids: torch.Tensor, mask: 
 
 
 @torch.inference_mode()
-def measure_widths(model: torch.nn.Module, sites: list[Site], device: torch.device,
-                   special_ids: tuple[int | None, int | None], hidden_size: int) -> None:
+def measure_widths(
+    model: torch.nn.Module,
+    sites: list[Site],
+    device: torch.device,
+    special_ids: tuple[int | None, int | None],
+    hidden_size: int,
+) -> None:
     """Fill in each site's width with one tiny forward pass (module outputs are not known in advance)."""
     if all(site.name == HIDDEN for site in sites):
         sites[0].width = hidden_size

@@ -24,7 +24,7 @@ class TokenizedCorpus:
     # Sentence pairs (pairs.py). Cross mode: token-type ids and segments (0 = a, 1 = b, -1 = special), (total_tokens,).
     type_ids: np.ndarray | None = None
     segments: np.ndarray | None = None
-    pair: "TokenizedCorpus | None" = None  # separate mode: side b, tokenised on its own
+    pair: TokenizedCorpus | None = None  # separate mode: side b, tokenised on its own
 
     @property
     def lengths(self) -> np.ndarray:
@@ -76,8 +76,15 @@ def special_layout(tokenizer) -> tuple[int, int]:
     return lead, trail
 
 
-def tokenize_texts(tokenizer, texts: list[str], max_length: int, with_word_ids: bool = False,
-                   chunk_size: int = 8192, progress=None, truncate: bool = True) -> TokenizedCorpus:
+def tokenize_texts(
+    tokenizer,
+    texts: list[str],
+    max_length: int,
+    with_word_ids: bool = False,
+    chunk_size: int = 8192,
+    progress=None,
+    truncate: bool = True,
+) -> TokenizedCorpus:
     """Tokenise ``texts`` into a ``TokenizedCorpus``; rows longer than ``max_length`` are truncated
     (unless ``truncate`` is False: ``--long window`` keeps every token and runs long rows in windows)."""
     backend = _fast_backend(tokenizer)

@@ -60,7 +60,7 @@ class WordTable:
     labels: dict[str, LabelColumn]
 
     def sentence(self, row: int) -> list[str]:
-        return self.forms[int(self.offsets[row]):int(self.offsets[row + 1])]
+        return self.forms[int(self.offsets[row]) : int(self.offsets[row + 1])]
 
     @property
     def sentences(self) -> list[list[str]]:
@@ -101,8 +101,10 @@ def parse_word_poolings(spec) -> list[str]:
     names = list(WORD_POOLINGS) if text == "all" else [name.strip() for name in text.split(",") if name.strip()]
     unknown = [name for name in names if name not in WORD_POOLINGS]
     if not names or unknown or len(set(names)) != len(names):
-        raise InputError(f"--word-pooling '{spec}' is not understood",
-                         f"use a comma list of {', '.join(WORD_POOLINGS)} (default: all three), e.g. first,mean")
+        raise InputError(
+            f"--word-pooling '{spec}' is not understood",
+            f"use a comma list of {', '.join(WORD_POOLINGS)} (default: all three), e.g. first,mean",
+        )
     return names
 
 
@@ -110,12 +112,16 @@ def check_word_options(config) -> str | None:
     """The word format of an ``ExtractConfig`` (None for a table of texts), its word options checked."""
     fmt = word_format(config.corpus, config.word_format, config.columns) if config.corpus is not None else None
     if config.word_format is not None and config.word_format not in WORD_FORMATS:
-        raise InputError(f"--word-format '{config.word_format}' is not understood",
-                         "use conllu, columns (with --columns) or jsonl (one {\"tokens\": [...]} per line)")
+        raise InputError(
+            f"--word-format '{config.word_format}' is not understood",
+            'use conllu, columns (with --columns) or jsonl (one {"tokens": [...]} per line)',
+        )
     if fmt is None:
         if config.more_corpora:
-            raise InputError("several input files are read only as word inputs (CoNLL-U, --columns, JSON Lines "
-                             "of tokens)", "give one corpus table, or name the word format with --word-format")
+            raise InputError(
+                "several input files are read only as word inputs (CoNLL-U, --columns, JSON Lines of tokens)",
+                "give one corpus table, or name the word format with --word-format",
+            )
         return None
     if fmt == "columns":
         parse_columns(config.columns)
@@ -136,8 +142,10 @@ def split_of(path: Path) -> str:
 def parse_columns(spec: str | None) -> list[str]:
     names = [name.strip() for name in str(spec or "").split(",")]
     if not spec or "form" not in names or any(not name for name in names):
-        raise InputError(f"--columns '{spec}' must name every field of a line, one of them 'form'",
-                         "e.g. --columns form,upos,ner (use _ for a field to skip)")
+        raise InputError(
+            f"--columns '{spec}' must name every field of a line, one of them 'form'",
+            "e.g. --columns form,upos,ner (use _ for a field to skip)",
+        )
     named = [name for name in names if name != "_"]
     if len(set(named)) != len(named):
         raise InputError(f"--columns '{spec}' names a field twice", "give every field its own name")
@@ -171,21 +179,25 @@ def _conllu_failure(path: Path, first: int, lines: list[str], err: Exception) ->
         try:
             conllu.parse(line + "\n\n")
         except Exception as line_error:  # noqa: BLE001 - conllu raises ParseException and others
-            return InputError(f"{path}, line {first + offset}: not valid CoNLL-U ({line_error})",
-                              "every word line has 10 tab-separated fields: ID FORM LEMMA UPOS XPOS FEATS HEAD "
-                              "DEPREL DEPS MISC")
+            return InputError(
+                f"{path}, line {first + offset}: not valid CoNLL-U ({line_error})",
+                "every word line has 10 tab-separated fields: ID FORM LEMMA UPOS XPOS FEATS HEAD DEPREL DEPS MISC",
+            )
     return InputError(f"{path}, line {first}: the sentence is not valid CoNLL-U ({err})")
 
 
 def _conllu_sentence(path: Path, first: int, lines: list[str]) -> Sentence:
     import conllu
 
-    bad = next((offset for offset, line in enumerate(lines)
-                if not line.startswith("#") and line.count("\t") != 9), None)
+    bad = next(
+        (offset for offset, line in enumerate(lines) if not line.startswith("#") and line.count("\t") != 9), None
+    )
     if bad is not None:
-        raise InputError(f"{path}, line {first + bad}: a CoNLL-U word line needs 10 tab-separated fields, "
-                         f"this one has {lines[bad].count(chr(9)) + 1}",
-                         "ID FORM LEMMA UPOS XPOS FEATS HEAD DEPREL DEPS MISC, '_' for an empty field")
+        raise InputError(
+            f"{path}, line {first + bad}: a CoNLL-U word line needs 10 tab-separated fields, "
+            f"this one has {lines[bad].count(chr(9)) + 1}",
+            "ID FORM LEMMA UPOS XPOS FEATS HEAD DEPREL DEPS MISC, '_' for an empty field",
+        )
     try:
         (tokens,) = conllu.parse("\n".join(lines) + "\n\n")
     except Exception as err:  # noqa: BLE001
@@ -196,13 +208,16 @@ def _conllu_sentence(path: Path, first: int, lines: list[str]) -> Sentence:
     where = f"{path}, line {first}"
     if [token["id"] for token in words] != list(range(1, len(words) + 1)):
         raise InputError(f"{where}: word ids of the sentence are not 1, 2, 3... in order")
-    sentence = Sentence([str(token["form"]) for token in words], text=tokens.metadata.get("text"),
-                        sent_id=tokens.metadata.get("sent_id"), where=where)
+    sentence = Sentence(
+        [str(token["form"]) for token in words],
+        text=tokens.metadata.get("text"),
+        sent_id=tokens.metadata.get("sent_id"),
+        where=where,
+    )
     sentence.labels = {name: [_value(token[name]) for token in words] for name in ("upos", "xpos", "deprel")}
     for name in sorted({key for token in words for key in (token["feats"] or {})}):
         sentence.labels[f"feats.{name}"] = [_value((token["feats"] or {}).get(name)) for token in words]
-    sentence.heads = [_head(tokens[index]["head"], len(words), f"{path}, line {token_lines[index]}")
-                      for index in kept]
+    sentence.heads = [_head(tokens[index]["head"], len(words), f"{path}, line {token_lines[index]}") for index in kept]
     return sentence
 
 
@@ -243,8 +258,10 @@ def read_columns(path: Path, text: str, names: list[str]) -> list[Sentence]:
             continue
         for offset, row in keep:
             if len(row) != len(names):
-                raise InputError(f"{path}, line {first + offset}: {len(row)} fields, --columns names {len(names)}",
-                                 f"--columns {','.join(names)} must name every field of a line")
+                raise InputError(
+                    f"{path}, line {first + offset}: {len(row)} fields, --columns names {len(names)}",
+                    f"--columns {','.join(names)} must name every field of a line",
+                )
         where = f"{path}, line {first}"
         fields = {name: [row[i].strip() for _, row in keep] for i, name in enumerate(names) if name != "_"}
         sentence = Sentence(fields.pop("form"), where=where)
@@ -260,16 +277,20 @@ def _json_sentence(path: Path, number: int, record) -> Sentence:
     where = f"{path}, line {number}"
     tokens = record.get("tokens") if isinstance(record, dict) else None
     if not isinstance(tokens, list) or not all(isinstance(token, str) for token in tokens):
-        raise InputError(f"{where}: each line needs a \"tokens\" list of strings",
-                         'one sentence per line: {"tokens": ["The", "cat"], "upos": ["DET", "NOUN"]}')
+        raise InputError(
+            f'{where}: each line needs a "tokens" list of strings',
+            'one sentence per line: {"tokens": ["The", "cat"], "upos": ["DET", "NOUN"]}',
+        )
     sentence = Sentence(list(tokens), where=where)
     for key, value in record.items():
         if key == "tokens":
             continue
         if isinstance(value, list):
             if len(value) != len(tokens):
-                raise InputError(f"{where}: \"{key}\" has {len(value)} values for {len(tokens)} tokens",
-                                 "a word label gives one value per token (null where missing)")
+                raise InputError(
+                    f'{where}: "{key}" has {len(value)} values for {len(tokens)} tokens',
+                    "a word label gives one value per token (null where missing)",
+                )
             if key == HEAD:
                 sentence.heads = [_head(item, len(tokens), where) for item in value]
             else:

@@ -37,24 +37,26 @@ def window_starts(n_content: int, budget: int, stride: int) -> list[int]:
     return starts + [n_content - budget]
 
 
-def split_row(ids: np.ndarray, n_lead: int, n_trail: int, budget: int, stride: int,
-              word_ids: np.ndarray | None = None) -> WindowedRow:
+def split_row(
+    ids: np.ndarray, n_lead: int, n_trail: int, budget: int, stride: int, word_ids: np.ndarray | None = None
+) -> WindowedRow:
     """The windows of one tokenised row (specials included) and where each of its tokens is taken from;
     with ``word_ids`` (the row's, -1 for specials) a word's tokens all come from one window (``word_owners``)."""
     ids = np.asarray(ids, dtype=np.int64)
-    lead, trail = ids[:n_lead], ids[len(ids) - n_trail:]
-    content = ids[n_lead:len(ids) - n_trail]
+    lead, trail = ids[:n_lead], ids[len(ids) - n_trail :]
+    content = ids[n_lead : len(ids) - n_trail]
     starts = np.asarray(window_starts(len(content), budget, stride))
     width = min(budget, len(content))
-    windows = np.stack([np.concatenate([lead, content[start:start + width], trail]) for start in starts])
+    windows = np.stack([np.concatenate([lead, content[start : start + width], trail]) for start in starts])
     # Most central window of each content token: the largest distance to the nearest window edge.
     index = np.arange(len(content))[:, None]
     inside = (index >= starts[None, :]) & (index < starts[None, :] + width)
     margin = np.minimum(index - starts[None, :], starts[None, :] + width - 1 - index)
     owner_content = np.where(inside, margin, -1).argmax(axis=1)  # argmax: the first (earlier) window on a tie
     if word_ids is not None:
-        owner_content = word_owners(np.where(inside, margin, -1), np.asarray(word_ids)[n_lead:len(ids) - n_trail],
-                                    owner_content)
+        owner_content = word_owners(
+            np.where(inside, margin, -1), np.asarray(word_ids)[n_lead : len(ids) - n_trail], owner_content
+        )
     position_content = n_lead + np.arange(len(content)) - starts[owner_content]
     last = len(starts) - 1
     owner = np.concatenate([np.zeros(n_lead, np.int64), owner_content, np.full(n_trail, last, np.int64)])

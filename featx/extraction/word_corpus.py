@@ -13,7 +13,7 @@ import numpy as np
 
 from ..errors import InputError
 from .corpus import Corpus, _decode, _label_column, missing_markers
-from .treebank import (Sentence, WordTable, parse_columns, read_columns, read_conllu, read_token_jsonl, split_of)
+from .treebank import Sentence, WordTable, parse_columns, read_columns, read_conllu, read_token_jsonl, split_of
 
 
 def _read_file(path: Path, fmt: str, columns: str | None, encoding: str) -> tuple[list[Sentence], bytes]:
@@ -37,19 +37,23 @@ def _check_words(sentence: Sentence) -> None:
         raise InputError(f"{sentence.where}: the sentence has no words", "leave empty sentences out of the file")
     for position, form in enumerate(sentence.forms, start=1):
         if not form.strip():
-            raise InputError(f"{sentence.where}: word {position} of the sentence is empty",
-                             "every word needs at least one visible character")
+            raise InputError(
+                f"{sentence.where}: word {position} of the sentence is empty",
+                "every word needs at least one visible character",
+            )
 
 
 def _ids(sentences: list[Sentence], stems: list[str]) -> list[str]:
     """``sent_id`` where given, else ``<file stem>-<sentence number>``; unique over every file."""
     ids, seen, numbers = [], {}, {}
-    for sentence, stem in zip(sentences, stems):
+    for sentence, stem in zip(sentences, stems, strict=False):
         numbers[stem] = numbers.get(stem, 0) + 1
         value = sentence.sent_id.strip() if sentence.sent_id and sentence.sent_id.strip() else f"{stem}-{numbers[stem]}"
         if value in seen:
-            raise InputError(f"sentence id '{value}' appears twice ({seen[value]} and {sentence.where})",
-                             "sentence ids (# sent_id, \"id\") must be unique over every input file")
+            raise InputError(
+                f"sentence id '{value}' appears twice ({seen[value]} and {sentence.where})",
+                'sentence ids (# sent_id, "id") must be unique over every input file',
+            )
         seen[value] = sentence.where
         ids.append(value)
     return ids
@@ -61,11 +65,14 @@ def _word_table(sentences: list[Sentence], markers: frozenset[str]) -> WordTable
     columns = list(dict.fromkeys(name for sentence in sentences for name in sentence.labels))
     labels = {}
     for name in columns:
-        values = [value for sentence in sentences
-                  for value in sentence.labels.get(name, [""] * len(sentence.forms))]
+        values = [value for sentence in sentences for value in sentence.labels.get(name, [""] * len(sentence.forms))]
         labels[name] = _label_column(name, values, markers)
-    heads = np.concatenate([np.asarray(sentence.heads if sentence.heads is not None else [-1] * len(sentence.forms),
-                                       dtype=np.int32) for sentence in sentences])
+    heads = np.concatenate(
+        [
+            np.asarray(sentence.heads if sentence.heads is not None else [-1] * len(sentence.forms), dtype=np.int32)
+            for sentence in sentences
+        ]
+    )
     forms = [form for sentence in sentences for form in sentence.forms]
     return WordTable(offsets=offsets, forms=forms, heads=heads, labels=labels)
 
@@ -75,8 +82,13 @@ def combined_sha256(digests: list[str]) -> str:
     return digests[0] if len(digests) == 1 else hashlib.sha256(" ".join(digests).encode()).hexdigest()
 
 
-def read_word_corpus(paths: list[Path], fmt: str, columns: str | None = None, encoding: str = "utf-8",
-                     missing_labels: str | None = "empty") -> Corpus:
+def read_word_corpus(
+    paths: list[Path],
+    fmt: str,
+    columns: str | None = None,
+    encoding: str = "utf-8",
+    missing_labels: str | None = "empty",
+) -> Corpus:
     """Read and check every file (before any model is loaded) into one ``Corpus`` with ``words``."""
     paths = [Path(path) for path in paths]
     sentences, stems, splits, digests = [], [], [], []
@@ -93,19 +105,31 @@ def read_word_corpus(paths: list[Path], fmt: str, columns: str | None = None, en
     split = splits if len(paths) > 1 else None
     if "split" in sentence_columns:  # a JSON Lines "split" key names each sentence's split itself
         sentence_columns.remove("split")
-        split = [sentence.sentence_labels.get("split", "").strip().lower() or fallback
-                 for sentence, fallback in zip(sentences, splits)]
-    labels = {name: _label_column(name, [sentence.sentence_labels.get(name, "") for sentence in sentences], markers)
-              for name in sentence_columns}
+        split = [
+            sentence.sentence_labels.get("split", "").strip().lower() or fallback
+            for sentence, fallback in zip(sentences, splits, strict=False)
+        ]
+    labels = {
+        name: _label_column(name, [sentence.sentence_labels.get(name, "") for sentence in sentences], markers)
+        for name in sentence_columns
+    }
     sha256 = combined_sha256(digests)
-    corpus = Corpus(path=paths[0], texts=[sentence.text or " ".join(sentence.forms) for sentence in sentences],
-                    ids=_ids(sentences, stems), text_col="text", id_col="sent_id", labels=labels, split=split,
-                    sha256=sha256)
+    corpus = Corpus(
+        path=paths[0],
+        texts=[sentence.text or " ".join(sentence.forms) for sentence in sentences],
+        ids=_ids(sentences, stems),
+        text_col="text",
+        id_col="sent_id",
+        labels=labels,
+        split=split,
+        sha256=sha256,
+    )
     corpus.words = _word_table(sentences, markers)
     if len(paths) > 1:
         counts = {name: splits.count(name) for name in dict.fromkeys(splits)}
-        corpus.notes.append("splits from the file names: " + ", ".join(f"{name} {n} sentences"
-                                                                        for name, n in counts.items()))
+        corpus.notes.append(
+            "splits from the file names: " + ", ".join(f"{name} {n} sentences" for name, n in counts.items())
+        )
     return corpus
 
 
@@ -116,8 +140,20 @@ def read_input(config) -> Corpus:
     from .treebank import word_format
 
     if not is_word_input(config):
-        return read_corpus(config.corpus, config.text_col, config.id_col, config.skip_empty, config.encoding,
-                           config.sep, config.missing_labels, pair_col=config.text_pair_col)
-    return read_word_corpus([config.corpus, *config.more_corpora],
-                            word_format(config.corpus, config.word_format, config.columns), config.columns,
-                            config.encoding, config.missing_labels)
+        return read_corpus(
+            config.corpus,
+            config.text_col,
+            config.id_col,
+            config.skip_empty,
+            config.encoding,
+            config.sep,
+            config.missing_labels,
+            pair_col=config.text_pair_col,
+        )
+    return read_word_corpus(
+        [config.corpus, *config.more_corpora],
+        word_format(config.corpus, config.word_format, config.columns),
+        config.columns,
+        config.encoding,
+        config.missing_labels,
+    )

@@ -21,7 +21,7 @@ def batch_word_index(tokenized: TokenizedCorpus, rows: np.ndarray, width: int) -
     base = 0
     for position, row in enumerate(rows):
         row = int(row)
-        words = tokenized.word_ids[tokenized.offsets[row]:tokenized.offsets[row + 1]]
+        words = tokenized.word_ids[tokenized.offsets[row] : tokenized.offsets[row + 1]]
         index[position, : len(words)] = np.where(words >= 0, words + base, -1)
         base += int(tokenized.word_offsets[row + 1] - tokenized.word_offsets[row])
     return torch.from_numpy(index)
@@ -38,7 +38,7 @@ def row_word_ids(plan, tokenized: TokenizedCorpus, row: int) -> np.ndarray | Non
     """The word ids of one row's tokens (-1 for specials), when word vectors are stored."""
     if not plan.word_paths:
         return None
-    return tokenized.word_ids[tokenized.offsets[row]:tokenized.offsets[row + 1]].astype(np.int64)
+    return tokenized.word_ids[tokenized.offsets[row] : tokenized.offsets[row + 1]].astype(np.int64)
 
 
 def window_weights(plan, tokenized: TokenizedCorpus) -> tuple[np.ndarray, float]:

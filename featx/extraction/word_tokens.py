@@ -18,9 +18,11 @@ from .tokenize import TokenizedCorpus, _fast_backend
 
 def _empty_word_error(sentence_id: str, words: list[str], counts: np.ndarray) -> InputError:
     position = int(np.flatnonzero(counts == 0)[0])
-    return InputError(f"sentence '{sentence_id}': word {position + 1} ({words[position]!r}) gives the tokenizer "
-                      "no token at all, so it has no vector",
-                      "remove or replace such words (control or zero-width characters) in the input")
+    return InputError(
+        f"sentence '{sentence_id}': word {position + 1} ({words[position]!r}) gives the tokenizer "
+        "no token at all, so it has no vector",
+        "remove or replace such words (control or zero-width characters) in the input",
+    )
 
 
 def marks_spaces(backend) -> bool:
@@ -36,13 +38,15 @@ def marks_spaces(backend) -> bool:
     return '"ByteLevel"' in json.dumps(pre_tokenizer)
 
 
-def tokenize_words(tokenizer, sentences: list[list[str]], ids: list[str], chunk_size: int = 4096,
-                   progress=None) -> TokenizedCorpus:
+def tokenize_words(
+    tokenizer, sentences: list[list[str]], ids: list[str], chunk_size: int = 4096, progress=None
+) -> TokenizedCorpus:
     """Tokenise pre-tokenised ``sentences`` (``ids`` name them in errors) with each token's word index."""
     backend = _fast_backend(tokenizer)
     if marks_spaces(backend):
-        sentences = [[word if position == 0 else " " + word for position, word in enumerate(words)]
-                     for words in sentences]
+        sentences = [
+            [word if position == 0 else " " + word for position, word in enumerate(words)] for words in sentences
+        ]
     ids_parts, word_parts, subword_parts = [], [], []
     lengths = np.empty(len(sentences), dtype=np.int64)
     for start in range(0, len(sentences), chunk_size):
@@ -67,11 +71,13 @@ def tokenize_words(tokenizer, sentences: list[list[str]], ids: list[str], chunk_
     np.cumsum(lengths, out=offsets[1:])
     word_offsets = np.r_[0, np.cumsum([len(words) for words in sentences])].astype(np.int64)
     return TokenizedCorpus(
-        input_ids=np.concatenate(ids_parts) if ids_parts else np.zeros(0, np.int32), offsets=offsets,
+        input_ids=np.concatenate(ids_parts) if ids_parts else np.zeros(0, np.int32),
+        offsets=offsets,
         full_lengths=lengths.astype(np.int32),
         word_ids=np.concatenate(word_parts) if word_parts else np.zeros(0, np.int32),
         word_offsets=word_offsets,
-        n_subwords=np.concatenate(subword_parts) if subword_parts else np.zeros(0, np.int32))
+        n_subwords=np.concatenate(subword_parts) if subword_parts else np.zeros(0, np.int32),
+    )
 
 
 def tokenize_input(loaded, corpus, plan, texts_tokenizer=None) -> TokenizedCorpus:
@@ -82,5 +88,11 @@ def tokenize_input(loaded, corpus, plan, texts_tokenizer=None) -> TokenizedCorpu
 
     if corpus.words is not None:
         return tokenize_words(loaded.tokenizer, corpus.words.sentences, corpus.ids)
-    return tokenize_corpus(plan.config, loaded.tokenizer, corpus, loaded.max_length, truncate=plan.window is None,
-                           texts_tokenizer=texts_tokenizer or tokenize_texts)
+    return tokenize_corpus(
+        plan.config,
+        loaded.tokenizer,
+        corpus,
+        loaded.max_length,
+        truncate=plan.window is None,
+        texts_tokenizer=texts_tokenizer or tokenize_texts,
+    )

@@ -14,21 +14,32 @@ from ..errors import InputError
 from ..selection import LayerSpec, parse_layer_specs, parse_poolings
 from ..state import given_or_last
 from ..store import FeatureFile, schema
-from .solvers import classifiers as clf
-from .evaluation import core as ev
 from .config import ProbeConfig
+from .evaluation import core as ev
+from .evaluation.significance import add_significance
+from .inputs import (
+    JOB_THREADS,
+    TOKENS_POOLING,
+    ProbeResult,
+    _check_baseline,
+    _check_baseline_sites,
+    _check_corpus,  # noqa: F401
+    _Job,
+    _load,
+    _site_plan,
+    _versions,
+    run_jobs,
+    solver_plan,
+    write_result,
+)
+from .labels import join_labels, prepare, split_note, stored_column
+from .results import COLUMNS, CURVE_COLUMNS
+from .solvers import classifiers as clf
 from .solvers.devices import solver_meta
 from .tasks.pairs import baseline_meta
-from .labels import join_labels, prepare, split_note, stored_column
 from .tasks.regression import resolve_task
-from .results import COLUMNS, CURVE_COLUMNS
-from .inputs import (TOKENS_POOLING, ProbeResult, _check_baseline, _check_baseline_sites, _check_corpus,  # noqa: F401
-                     JOB_THREADS, _Job, _load, _site_plan, _versions, run_jobs, solver_plan, write_result)
-from .evaluation.significance import add_significance
 
 MIN_TEST_ROWS = 30  # below this many scored rows a probe's accuracy says little (a warning)
-
-
 
 
 # -- resolving the inputs ----------------------------------------------------------------------------
@@ -38,12 +49,15 @@ def _default_label(features: FeatureFile, config: ProbeConfig, notes: list[str])
         features.labels(config.label)  # raises the clear "no label column" error
         return config.label
     if not columns:
-        raise InputError(f"{features.path} has no label columns: the corpus had only its text (and id/split) columns",
-                         "add a label column to the corpus and extract again")
+        raise InputError(
+            f"{features.path} has no label columns: the corpus had only its text (and id/split) columns",
+            "add a label column to the corpus and extract again",
+        )
     if "label" in columns:
         return "label"
-    notes.append(f"no 'label' column; probing '{columns[0]}' (label columns: {', '.join(columns)}; "
-                        "choose with --label)")
+    notes.append(
+        f"no 'label' column; probing '{columns[0]}' (label columns: {', '.join(columns)}; choose with --label)"
+    )
     return columns[0]
 
 
@@ -55,8 +69,10 @@ def _label_column_of(features: FeatureFile, config: ProbeConfig, notes: list[str
         names = list(columns)
         label = config.label or ("label" if "label" in columns else names[0])
         if label not in columns:
-            raise InputError(f"{config.labels} has no label column '{label}'; label columns: {', '.join(names)}",
-                             "pick one with --label NAME")
+            raise InputError(
+                f"{config.labels} has no label column '{label}'; label columns: {', '.join(names)}",
+                "pick one with --label NAME",
+            )
         notes.append(f"labels from {config.labels} (joined by {config.join}): probing '{label}'")
         column = columns[label]
     else:
@@ -64,8 +80,9 @@ def _label_column_of(features: FeatureFile, config: ProbeConfig, notes: list[str
     return prepare(column, config.bins, config.min_class_rows, notes)
 
 
-
-def _curve_plan(features: FeatureFile, config: ProbeConfig, sites: dict) -> dict[str, tuple[list[LayerSpec], list[str]]]:
+def _curve_plan(
+    features: FeatureFile, config: ProbeConfig, sites: dict
+) -> dict[str, tuple[list[LayerSpec], list[str]]]:
     """Per probed site: the layer specs of its learning curves (``--curve-layers``, else the probed
     single and concatenated specs) and its poolings."""
     plan = {}
@@ -76,13 +93,15 @@ def _curve_plan(features: FeatureFile, config: ProbeConfig, sites: dict) -> dict
             try:
                 chosen = parse_layer_specs(config.curve_layers, layers)
             except InputError as err:
-                raise InputError(f"--curve-layers for site '{site}' (layers {layers}): {err.message}", err.hint) from None
+                raise InputError(
+                    f"--curve-layers for site '{site}' (layers {layers}): {err.message}", err.hint
+                ) from None
         plan[site] = ([spec for spec in chosen if spec.kind != "stack"], site_poolings)
     return plan
 
 
-
 # -- the jobs ------------------------------------------------------------------------------------
+
 
 @dataclass
 class _Shared:
@@ -104,19 +123,21 @@ class _Shared:
     mdl: bool = False
 
 
-
-def _fit_folds(classifier: str, kind: str, data, labels: list[np.ndarray], shared: _Shared) -> list[list[ev.FoldResult]]:
+def _fit_folds(
+    classifier: str, kind: str, data, labels: list[np.ndarray], shared: _Shared
+) -> list[list[ev.FoldResult]]:
     """Every outer fold for each label vector (the real labels, then the control task's, when asked);
     single and concatenated logreg probes fit all vectors of a fold in one batched solve."""
     results: list[list[ev.FoldResult]] = [[] for _ in labels]
-    for index, ((train, test), dev) in enumerate(zip(shared.plan.folds, shared.plan.dev)):
+    for index, ((train, test), dev) in enumerate(zip(shared.plan.folds, shared.plan.dev, strict=False)):
         seed = shared.seed + 1000 * index
         if kind != "stack" and classifier in clf.LINEAR:
-            fold = ev.run_linear_tasks(classifier, data, labels, train, test, dev, shared.n_classes, shared.cs,
-                                       shared.balanced, seed)
+            fold = ev.run_linear_tasks(
+                classifier, data, labels, train, test, dev, shared.n_classes, shared.cs, shared.balanced, seed
+            )
         else:
             fold = [_fit_fold(classifier, kind, data, y, train, test, dev, shared, seed) for y in labels]
-        for per_vector, result in zip(results, fold):
+        for per_vector, result in zip(results, fold, strict=False):
             per_vector.append(result)
     return results
 
@@ -179,7 +200,7 @@ def _online_code(job: _Job, data, shared: _Shared):
 def _out_of_fold(shared: _Shared, folds: list[ev.FoldResult]) -> np.ndarray:
     """Each labelled row's prediction from the fold that tested it (-1: never tested, e.g. train rows)."""
     predictions = np.full(len(shared.y), -1, dtype=np.int32)
-    for (_, test), result in zip(shared.plan.folds, folds):
+    for (_, test), result in zip(shared.plan.folds, folds, strict=False):
         predictions[test] = result.predictions
     return predictions
 
@@ -199,13 +220,24 @@ def _run_curve_job(job: _Job, shared: _Shared, sizes: list[float]) -> list[dict]
             for classifier in job.classifiers:
                 folds = _fit_folds(classifier, job.spec.kind, data, [shared.y], sub)[0]
                 row = ev.summarise(plan, shared.y, folds, shared.n_classes, min(shared.n_bootstrap, 200), shared.seed)
-                records.append({
-                    "features": job.features, "site": job.site, "label": shared.label, "layer_spec": job.spec.name,
-                    "layer": job.spec.layers[0] if job.spec.kind == "single" else None, "pooling": job.pooling,
-                    "classifier": classifier, "train_size": size, "n_train": row["n_train"],
-                    "accuracy": row["accuracy"], "accuracy_low": row["accuracy_low"],
-                    "accuracy_high": row["accuracy_high"], "macro_f1": row["macro_f1"], "evaluation": plan.evaluation,
-                })
+                records.append(
+                    {
+                        "features": job.features,
+                        "site": job.site,
+                        "label": shared.label,
+                        "layer_spec": job.spec.name,
+                        "layer": job.spec.layers[0] if job.spec.kind == "single" else None,
+                        "pooling": job.pooling,
+                        "classifier": classifier,
+                        "train_size": size,
+                        "n_train": row["n_train"],
+                        "accuracy": row["accuracy"],
+                        "accuracy_low": row["accuracy_low"],
+                        "accuracy_high": row["accuracy_high"],
+                        "macro_f1": row["macro_f1"],
+                        "evaluation": plan.evaluation,
+                    }
+                )
     return records
 
 
@@ -216,12 +248,20 @@ def _check_predictions_choice(choice: str | None, poolings: list[str], classifie
     pooling, _, classifier = str(choice).partition("/")
     known = poolings + ([TOKENS_POOLING] if "attn" in classifiers else [])
     if pooling not in known or (classifier and classifier not in classifiers):
-        raise InputError(f"--predictions {choice}: that pooling/classifier is not probed in this run",
-                         f"choose a pooling of {', '.join(known)} and a classifier of {', '.join(classifiers)}")
+        raise InputError(
+            f"--predictions {choice}: that pooling/classifier is not probed in this run",
+            f"choose a pooling of {', '.join(known)} and a classifier of {', '.join(classifiers)}",
+        )
 
 
-def _prediction_table(table: pd.DataFrame, predictions: dict, choice: str | None, class_names: list[str],
-                      y: np.ndarray, row_info: pd.DataFrame) -> tuple[pd.DataFrame | None, str]:
+def _prediction_table(
+    table: pd.DataFrame,
+    predictions: dict,
+    choice: str | None,
+    class_names: list[str],
+    y: np.ndarray,
+    row_info: pd.DataFrame,
+) -> tuple[pd.DataFrame | None, str]:
     """Per-row out-of-fold predictions (class names) of every single layer for one pooling/classifier."""
     singles = table[(table.features == "main") & (table.kind == "single")]
     if "site" in singles:  # the per-row predictions are those of the hidden states
@@ -234,8 +274,10 @@ def _prediction_table(table: pd.DataFrame, predictions: dict, choice: str | None
         if classifier:
             chosen = chosen[chosen.classifier == classifier]
         if chosen.empty:
-            raise InputError(f"--predictions {choice}: no single-layer results for that pooling/classifier",
-                             f"choose from {', '.join(sorted(set(singles.pooling + '/' + singles.classifier)))}")
+            raise InputError(
+                f"--predictions {choice}: no single-layer results for that pooling/classifier",
+                f"choose from {', '.join(sorted(set(singles.pooling + '/' + singles.classifier)))}",
+            )
         classifier = chosen.classifier.iloc[0]
         chosen = chosen[chosen.classifier == classifier]
     else:
@@ -256,24 +298,43 @@ def _prediction_table(table: pd.DataFrame, predictions: dict, choice: str | None
 def _control_accuracy(shared: _Shared, folds: list[ev.FoldResult]) -> float:
     """The control task's accuracy as ``summarise`` reports accuracy: the mean over the outer folds
     (the one test part of a split)."""
-    return float(np.mean([np.mean(result.predictions == shared.y_control[test])
-                          for (_, test), result in zip(shared.plan.folds, folds)]))
+    return float(
+        np.mean(
+            [
+                np.mean(result.predictions == shared.y_control[test])
+                for (_, test), result in zip(shared.plan.folds, folds, strict=False)
+            ]
+        )
+    )
 
 
 def _record(job: _Job, classifier: str, row: dict, shared: _Shared) -> dict:
     per_class = row.pop("per_class_f1")
     weights = row.pop("layer_weights")
     record = {
-        "features": job.features, "site": job.site, "label": shared.label, "task": "classification",
-        "layer_spec": job.spec.name, "kind": job.spec.kind,
+        "features": job.features,
+        "site": job.site,
+        "label": shared.label,
+        "task": "classification",
+        "layer_spec": job.spec.name,
+        "kind": job.spec.kind,
         "layer": job.spec.layers[0] if job.spec.kind == "single" else None,
-        "layers": ",".join(map(str, job.spec.layers)), "pooling": job.pooling, "classifier": classifier,
-        "evaluation": shared.plan.evaluation, "control_accuracy": float("nan"), "selectivity": float("nan"),
+        "layers": ",".join(map(str, job.spec.layers)),
+        "pooling": job.pooling,
+        "classifier": classifier,
+        "evaluation": shared.plan.evaluation,
+        "control_accuracy": float("nan"),
+        "selectivity": float("nan"),
         **row,
-        "per_class_f1": json.dumps({name: (None if not np.isfinite(value) else round(float(value), 6))
-                                    for name, value in zip(shared.class_names, per_class)}),
-        "layer_weights": json.dumps({str(layer): round(float(w), 6) for layer, w in zip(job.spec.layers, weights)})
-        if weights is not None else "",
+        "per_class_f1": json.dumps(
+            {
+                name: (None if not np.isfinite(value) else round(float(value), 6))
+                for name, value in zip(shared.class_names, per_class, strict=False)
+            }
+        ),
+        "layer_weights": json.dumps({str(layer): round(float(w), 6) for layer, w in zip(job.spec.layers, weights, strict=False)})
+        if weights is not None
+        else "",
     }
     return record
 
@@ -297,7 +358,6 @@ def _mark_best(table: pd.DataFrame) -> pd.Series:
         if pool.accuracy.notna().any():
             best[pool.accuracy.idxmax()] = True
     return best
-
 
 
 def probe(config: ProbeConfig | str | Path | None = None, **options) -> ProbeResult:
@@ -339,24 +399,37 @@ def probe(config: ProbeConfig | str | Path | None = None, **options) -> ProbeRes
         column = _label_column_of(features, config, notes, label)
         label, codes, names = column.name, column.codes, column.names
         if "ridge" in classifiers:
-            raise InputError(f"ridge is a regression probe, and '{label}' is probed as classes",
-                             "use --classifier logreg, or --task regression for a numeric label")
+            raise InputError(
+                f"ridge is a regression probe, and '{label}' is probed as classes",
+                "use --classifier logreg, or --task regression for a numeric label",
+            )
         kept = np.flatnonzero(codes >= 0)
         y = codes[kept].astype(np.int64)
         ev.check_labels(y, names, label, path)
         split = features.split
         specs = parse_layer_specs(config.layers, features.layers)
-        row_info = pd.DataFrame({"row": kept, "id": np.asarray(features.ids, dtype=object)[kept],
-                                 "n_tokens": features.n_tokens[kept], "truncated": features.truncated[kept]})
+        row_info = pd.DataFrame(
+            {
+                "row": kept,
+                "id": np.asarray(features.ids, dtype=object)[kept],
+                "n_tokens": features.n_tokens[kept],
+                "truncated": features.truncated[kept],
+            }
+        )
         if split is not None:
             row_info["split"] = np.asarray(split, dtype=object)[kept]
         poolings = parse_poolings(config.poolings, features.poolings)
         sites = _site_plan(features, config, specs, poolings, notes)
         curve_plan = _curve_plan(features, config, sites) if config.train_sizes is not None else {}
         if "attn" in classifiers and not features.has_tokens:
-            raise InputError(f"the attn probe needs token-level states, and {path} has none",
-                             "re-extract with featx extract --tokens, or choose --classifier logreg,svm,mlp")
-        meta_file = {key: features.attrs.get(key) for key in (schema.MODEL, schema.MODEL_SHA256, schema.CORPUS_PATH, schema.CORPUS_SHA256)}
+            raise InputError(
+                f"the attn probe needs token-level states, and {path} has none",
+                "re-extract with featx extract --tokens, or choose --classifier logreg,svm,mlp",
+            )
+        meta_file = {
+            key: features.attrs.get(key)
+            for key in (schema.MODEL, schema.MODEL_SHA256, schema.CORPUS_PATH, schema.CORPUS_SHA256)
+        }
         n_rows = features.n_rows
         if config.baseline is not None:
             with FeatureFile(config.baseline, allow_partial=config.allow_partial) as other:
@@ -371,19 +444,24 @@ def probe(config: ProbeConfig | str | Path | None = None, **options) -> ProbeRes
     present = np.unique(y)
     class_names = [names[code] for code in present]
     y = np.searchsorted(present, y)
-    plan = ev.make_plan(y, split[kept] if split is not None else None, int(config.folds), config.seed,
-                        class_names, label)
+    plan = ev.make_plan(
+        y, split[kept] if split is not None else None, int(config.folds), config.seed, class_names, label
+    )
     if split is not None and plan.is_split:
         notes.append(split_note(plan, split, kept))
     if split is not None and not plan.is_split:
         found = ", ".join(sorted(set(map(str, split[kept])))[:6])
-        notes.append(f"the split column has no train and test rows to use (values: {found}); "
-                            f"cross-validating with {config.folds} folds instead")
+        notes.append(
+            f"the split column has no train and test rows to use (values: {found}); "
+            f"cross-validating with {config.folds} folds instead"
+        )
     scored = sum(len(test) for _, test in plan.folds)  # the test rows of a split; every row under cv
     if scored < MIN_TEST_ROWS:
         what = "test rows" if plan.is_split else "rows scored over all folds"
-        notes.append(f"warning: only {scored} {what}: accuracies and their intervals are too coarse to mean much "
-                     f"(each row moves accuracy by {1 / max(scored, 1):.2f}); use at least {MIN_TEST_ROWS}")
+        notes.append(
+            f"warning: only {scored} {what}: accuracies and their intervals are too coarse to mean much "
+            f"(each row moves accuracy by {1 / max(scored, 1):.2f}); use at least {MIN_TEST_ROWS}"
+        )
     rng = np.random.default_rng(config.seed + 7919)
     y_control = rng.permutation(y) if config.control else None
 
@@ -403,9 +481,22 @@ def probe(config: ProbeConfig | str | Path | None = None, **options) -> ProbeRes
         notes.append("stack combines linear probes only: it is skipped for mlp and attn")
 
     device, workers = solver_plan(config, len(jobs), notes, "logreg" in classifiers or bool(config.mdl))
-    shared = _Shared(config.allow_partial, kept, y, y_control, plan, len(class_names), label, class_names,
-                     tuple(float(c) for c in config.cs), bool(config.balanced), int(config.seed),
-                     int(config.n_bootstrap), JOB_THREADS, bool(config.mdl))
+    shared = _Shared(
+        config.allow_partial,
+        kept,
+        y,
+        y_control,
+        plan,
+        len(class_names),
+        label,
+        class_names,
+        tuple(float(c) for c in config.cs),
+        bool(config.balanced),
+        int(config.seed),
+        int(config.n_bootstrap),
+        JOB_THREADS,
+        bool(config.mdl),
+    )
     outputs = run_jobs(_run_job, [(job, shared) for job in jobs], workers, device)
     records = [_majority(shared)] + [record for output in outputs for record in output]
     oof = [record.pop("_predictions", None) for record in records]
@@ -415,43 +506,71 @@ def probe(config: ProbeConfig | str | Path | None = None, **options) -> ProbeRes
     order = {name: i for i, name in enumerate(["", *poolings, TOKENS_POOLING])}
     spec_order = {spec.name: i for i, spec in enumerate(specs)}
     site_order = {name: i for i, name in enumerate(["", *sites])}
-    table = table.assign(_f=table.features.map({"main": 0, "baseline": 1}), _p=table.pooling.map(order),
-                         _site=table.site.map(site_order),
-                         _s=table.layer_spec.map(spec_order).fillna(-1),
-                         _c=table.classifier.map({n: i for i, n in enumerate(classifiers)}).fillna(-1))
+    table = table.assign(
+        _f=table.features.map({"main": 0, "baseline": 1}),
+        _p=table.pooling.map(order),
+        _site=table.site.map(site_order),
+        _s=table.layer_spec.map(spec_order).fillna(-1),
+        _c=table.classifier.map({n: i for i, n in enumerate(classifiers)}).fillna(-1),
+    )
     table = table.sort_values(["_f", "_site", "_c", "_p", "_s"], kind="stable").reset_index(drop=True)
     table["is_best"] = _mark_best(table)
-    predictions = {index: oof[i] for index, i in zip(table.index, table["_id"]) if oof[i] is not None}
+    predictions = {index: oof[i] for index, i in zip(table.index, table["_id"], strict=False) if oof[i] is not None}
     table = add_significance(table, predictions, plan, y, max(int(config.n_bootstrap), 1000), int(config.seed))
     table = table[COLUMNS]
     table["layer"] = table["layer"].astype("Int64")
-    prediction_table, predictions_for = _prediction_table(table, predictions, config.predictions, class_names, y,
-                                                          row_info)
+    prediction_table, predictions_for = _prediction_table(
+        table, predictions, config.predictions, class_names, y, row_info
+    )
     curve, sizes = None, None
     if curve_plan:
         from .analyses.curves import parse_train_sizes
 
         sizes = parse_train_sizes(config.train_sizes)
-        curve_jobs = [_Job("main", str(path), spec, pooling, list(pooled_classifiers), site)
-                      for site, (site_specs, site_poolings) in curve_plan.items()
-                      for spec in site_specs for pooling in site_poolings if pooled_classifiers]
-        curve_jobs += [_Job("main", str(path), spec, TOKENS_POOLING, ["attn"], site)
-                       for site, (site_specs, _) in curve_plan.items() for spec in site_specs if "attn" in classifiers]
-        parts = run_jobs(_run_curve_job, [(job, shared, sizes) for job in curve_jobs], min(workers, len(curve_jobs)),
-                         device)
+        curve_jobs = [
+            _Job("main", str(path), spec, pooling, list(pooled_classifiers), site)
+            for site, (site_specs, site_poolings) in curve_plan.items()
+            for spec in site_specs
+            for pooling in site_poolings
+            if pooled_classifiers
+        ]
+        curve_jobs += [
+            _Job("main", str(path), spec, TOKENS_POOLING, ["attn"], site)
+            for site, (site_specs, _) in curve_plan.items()
+            for spec in site_specs
+            if "attn" in classifiers
+        ]
+        parts = run_jobs(
+            _run_curve_job, [(job, shared, sizes) for job in curve_jobs], min(workers, len(curve_jobs)), device
+        )
         curve = pd.DataFrame.from_records([record for part in parts for record in part], columns=CURVE_COLUMNS)
     counts = np.bincount(y, minlength=len(class_names))
     meta = {
-        "features_file": str(Path(path).resolve()), **meta_file, "label": label, "label_names": class_names,
-        "class_counts": {name: int(count) for name, count in zip(class_names, counts)},
-        "n_rows": int(n_rows), "n_labelled": int(len(y)), "n_missing_labels": int(n_rows - len(y)),
-        "evaluation": plan.evaluation, "folds": int(config.folds) if not plan.is_split else None,
+        "features_file": str(Path(path).resolve()),
+        **meta_file,
+        "label": label,
+        "label_names": class_names,
+        "class_counts": {name: int(count) for name, count in zip(class_names, counts, strict=False)},
+        "n_rows": int(n_rows),
+        "n_labelled": int(len(y)),
+        "n_missing_labels": int(n_rows - len(y)),
+        "evaluation": plan.evaluation,
+        "folds": int(config.folds) if not plan.is_split else None,
         "n_dev": int(len(plan.dev[0])) if plan.is_split and plan.dev[0] is not None else 0,
-        "seed": int(config.seed), "classifiers": classifiers, "poolings": poolings, "sites": list(sites),
-        "layer_specs": [spec.name for spec in specs], "cs": list(config.cs), "balanced": bool(config.balanced),
-        "control": bool(config.control), "baseline_file": str(Path(config.baseline).resolve()) if config.baseline else None,
-        "baseline_model": baseline_model if config.baseline else None, "jobs": workers, **solver_meta(device),
-        "seconds": round(time.perf_counter() - started, 3), **{f"{k}_version": v for k, v in _versions().items()},
+        "seed": int(config.seed),
+        "classifiers": classifiers,
+        "poolings": poolings,
+        "sites": list(sites),
+        "layer_specs": [spec.name for spec in specs],
+        "cs": list(config.cs),
+        "balanced": bool(config.balanced),
+        "control": bool(config.control),
+        "baseline_file": str(Path(config.baseline).resolve()) if config.baseline else None,
+        "baseline_model": baseline_model if config.baseline else None,
+        "jobs": workers,
+        **solver_meta(device),
+        "seconds": round(time.perf_counter() - started, 3),
+        **{f"{k}_version": v for k, v in _versions().items()},
         "notes": list(notes),
     }
     meta["predictions_for"] = predictions_for

@@ -14,8 +14,8 @@ from .._version import __version__
 from ..errors import InputError
 from ..selection import LayerSpec, parse_layer_specs
 from ..store import FeatureFile, schema
-from .evaluation import core as ev
 from .config import ProbeConfig
+from .evaluation import core as ev
 from .tasks.pairs import baseline_lines, pooled_block
 
 TOKENS_POOLING = "tokens"  # the pooling column of attn rows: the probe pools the token states itself
@@ -83,25 +83,32 @@ def _check_corpus(features: FeatureFile, notes: list[str]) -> None:
     except (OSError, ValueError, TypeError, AttributeError):  # unreadable files or a foreign options record
         return
     if current != recorded:
-        notes.append(f"warning: {corpus_path} changed since {features.path.name} was extracted; "
-                            "the stored labels may not match it (re-extract with --overwrite to refresh)")
+        notes.append(
+            f"warning: {corpus_path} changed since {features.path.name} was extracted; "
+            "the stored labels may not match it (re-extract with --overwrite to refresh)"
+        )
 
 
-def _check_baseline(main: FeatureFile, other: FeatureFile, specs: list[LayerSpec], poolings: list[str],
-                    need_tokens: bool) -> None:
+def _check_baseline(
+    main: FeatureFile, other: FeatureFile, specs: list[LayerSpec], poolings: list[str], need_tokens: bool
+) -> None:
     problem = None
     if other.n_rows != main.n_rows:
         problem = f"it has {other.n_rows} rows, {main.path.name} has {main.n_rows}"
-    elif main.attrs.get(schema.CORPUS_SHA256) and other.attrs.get(schema.CORPUS_SHA256) and \
-            main.attrs[schema.CORPUS_SHA256] != other.attrs[schema.CORPUS_SHA256]:
+    elif (
+        main.attrs.get(schema.CORPUS_SHA256)
+        and other.attrs.get(schema.CORPUS_SHA256)
+        and main.attrs[schema.CORPUS_SHA256] != other.attrs[schema.CORPUS_SHA256]
+    ):
         problem = "it was extracted from a different corpus file (corpus sha256 differs)"
     elif other.ids != main.ids:
-        first = next(i for i, (a, b) in enumerate(zip(main.ids, other.ids)) if a != b)
+        first = next(i for i, (a, b) in enumerate(zip(main.ids, other.ids, strict=False)) if a != b)
         problem = f"row {first} has id '{other.ids[first]}' there but '{main.ids[first]}' in {main.path.name}"
     if problem:
-        raise InputError(f"--baseline {other.path} does not hold the same rows: {problem}",
-                         "extract the baseline from the same corpus with the same options, e.g. "
-                         "featx extract CORPUS --random-init")
+        raise InputError(
+            f"--baseline {other.path} does not hold the same rows: {problem}",
+            "extract the baseline from the same corpus with the same options, e.g. featx extract CORPUS --random-init",
+        )
     missing_layers = sorted({layer for spec in specs for layer in spec.layers} - set(other.layers))
     if missing_layers:
         raise InputError(f"--baseline {other.path} does not store layer(s) {missing_layers}; it stores {other.layers}")
@@ -109,18 +116,23 @@ def _check_baseline(main: FeatureFile, other: FeatureFile, specs: list[LayerSpec
     if missing:
         raise InputError(f"--baseline {other.path} does not store pooling(s) {', '.join(missing)}")
     if need_tokens and not other.has_tokens:
-        raise InputError(f"--baseline {other.path} has no token-level states for the attn probe",
-                         "re-extract it with featx extract --tokens")
+        raise InputError(
+            f"--baseline {other.path} has no token-level states for the attn probe",
+            "re-extract it with featx extract --tokens",
+        )
 
 
-def _site_plan(features: FeatureFile, config: ProbeConfig, specs: list[LayerSpec],
-               poolings: list[str], notes: list[str]) -> dict[str, tuple[list[LayerSpec], list[str]]]:
+def _site_plan(
+    features: FeatureFile, config: ProbeConfig, specs: list[LayerSpec], poolings: list[str], notes: list[str]
+) -> dict[str, tuple[list[LayerSpec], list[str]]]:
     """Per requested site: its layer specs (resolved against the layers it has) and poolings."""
     plan = {}
     for site in config.site_list():
         if site not in features.sites:
-            raise InputError(f"site '{site}' is not stored in {features.path}; stored sites: {', '.join(features.sites)}",
-                             f"re-extract with featx extract --site {site} (plus the sites you need) --overwrite")
+            raise InputError(
+                f"site '{site}' is not stored in {features.path}; stored sites: {', '.join(features.sites)}",
+                f"re-extract with featx extract --site {site} (plus the sites you need) --overwrite",
+            )
         if site == "hidden":
             plan[site] = (specs, poolings)
             continue
@@ -131,8 +143,10 @@ def _site_plan(features: FeatureFile, config: ProbeConfig, specs: list[LayerSpec
         stored = features.site_poolings(site)
         plan[site] = (site_specs, [pooling for pooling in poolings if pooling in stored])
         if len(plan[site][1]) < len(poolings):
-            notes.append(f"site '{site}' has no {', '.join(p for p in poolings if p not in stored)} pooling; "
-                                "those rows are probed for hidden only")
+            notes.append(
+                f"site '{site}' has no {', '.join(p for p in poolings if p not in stored)} pooling; "
+                "those rows are probed for hidden only"
+            )
     return plan
 
 
@@ -141,8 +155,10 @@ def _check_baseline_sites(other: FeatureFile, sites: dict) -> None:
         if site == "hidden":
             continue
         if site not in other.sites:
-            raise InputError(f"--baseline {other.path} does not store site '{site}'; it stores {', '.join(other.sites)}",
-                             "extract the baseline with the same --site options")
+            raise InputError(
+                f"--baseline {other.path} does not store site '{site}'; it stores {', '.join(other.sites)}",
+                "extract the baseline with the same --site options",
+            )
         missing = sorted({layer for spec in specs for layer in spec.layers} - set(other.site_layers(site)))
         if missing:
             raise InputError(f"--baseline {other.path} does not store layer(s) {missing} of site '{site}'")
@@ -231,7 +247,6 @@ def _versions() -> dict:
         except PackageNotFoundError:
             out[key] = None
     return out
-
 
 
 def write_result(result: ProbeResult, features_path: Path, label: str, output) -> None:

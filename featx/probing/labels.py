@@ -9,8 +9,16 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import InputError
-from ..extraction.corpus import (LabelColumn, _label_column, _parse, _read_source, _refuse_other_formats,
-                                 _unwrap_gzip, looks_continuous, normalise_sep)
+from ..extraction.corpus import (
+    LabelColumn,
+    _label_column,
+    _parse,
+    _read_source,
+    _refuse_other_formats,
+    _unwrap_gzip,
+    looks_continuous,
+    normalise_sep,
+)
 from ..store import FeatureFile, schema
 
 JOINS = ("id", "row")
@@ -36,21 +44,27 @@ def _key_of_rows(header, rows, lines, path: Path, join: str, id_col: str) -> tup
     if join == "row":
         return {str(number): number for number in range(len(rows))}, None
     if id_col not in header:
-        raise InputError(f"{path} has no id column '{id_col}' to join on; columns found: {', '.join(header)}",
-                         "add it, or use --join row when the file's rows are the corpus rows in order")
+        raise InputError(
+            f"{path} has no id column '{id_col}' to join on; columns found: {', '.join(header)}",
+            "add it, or use --join row when the file's rows are the corpus rows in order",
+        )
     position = header.index(id_col)
     keys: dict[str, int] = {}
     for number, row in enumerate(rows):
         key = row[position].strip()
         if key in keys:
-            raise InputError(f"{path}: id '{key}' appears twice in column '{id_col}' "
-                             f"(line {lines[keys[key]]} and line {lines[number]})", "each stored row must match once")
+            raise InputError(
+                f"{path}: id '{key}' appears twice in column '{id_col}' "
+                f"(line {lines[keys[key]]} and line {lines[number]})",
+                "each stored row must match once",
+            )
         keys[key] = number
     return keys, position
 
 
-def join_labels(features: FeatureFile, path: str | Path, join: str = "id", missing_labels: str = "empty",
-                sep: str | None = None) -> dict[str, LabelColumn]:
+def join_labels(
+    features: FeatureFile, path: str | Path, join: str = "id", missing_labels: str = "empty", sep: str | None = None
+) -> dict[str, LabelColumn]:
     """The label columns of ``path`` in the stored row order; every stored row must match exactly once."""
     from ..extraction.corpus import missing_markers
 
@@ -61,23 +75,35 @@ def join_labels(features: FeatureFile, path: str | Path, join: str = "id", missi
     header, rows, lines = read_label_file(path, sep)
     stored_id_col = str(features.attrs.get(schema.ID_COL, "") or "")
     if join == "row" and stored_id_col:
-        raise InputError(f"{features.path} has ids from column '{stored_id_col}', not row numbers",
-                         "use --join id with that column in the label file")
+        raise InputError(
+            f"{features.path} has ids from column '{stored_id_col}', not row numbers",
+            "use --join id with that column in the label file",
+        )
     keys, position = _key_of_rows(header, rows, lines, path, join, stored_id_col or "id")
     ids = features.ids
     unmatched = [row_id for row_id in ids if row_id not in keys]
     if unmatched:
         shown = ", ".join(unmatched[:5]) + (f" and {len(unmatched) - 5} more" if len(unmatched) > 5 else "")
         what = "data row numbers" if join == "row" else f"ids in column '{stored_id_col or 'id'}'"
-        raise InputError(f"{len(unmatched)} of the {len(ids)} stored rows have no match in {path} "
-                         f"(by {what}): {shown}",
-                         "every stored row needs one row in the label file: check the file, or --join id|row")
+        raise InputError(
+            f"{len(unmatched)} of the {len(ids)} stored rows have no match in {path} (by {what}): {shown}",
+            "every stored row needs one row in the label file: check the file, or --join id|row",
+        )
     order = [keys[row_id] for row_id in ids]
-    skip = {position, *(index for index, name in enumerate(header) if name in ("text", "split",
-            str(features.attrs.get(schema.TEXT_COL, "text"))))}
+    skip = {
+        position,
+        *(
+            index
+            for index, name in enumerate(header)
+            if name in ("text", "split", str(features.attrs.get(schema.TEXT_COL, "text")))
+        ),
+    }
     markers = missing_markers(missing_labels)
-    columns = {name: _label_column(name, [rows[i][index] for i in order], markers)
-               for index, name in enumerate(header) if index not in skip}
+    columns = {
+        name: _label_column(name, [rows[i][index] for i in order], markers)
+        for index, name in enumerate(header)
+        if index not in skip
+    }
     if not columns:
         raise InputError(f"{path} has no label columns besides the join column", "add a column of labels")
     return columns
@@ -98,8 +124,10 @@ def _label_column_from(name: str, codes: np.ndarray, names: list[str]) -> LabelC
 def binned(column: LabelColumn, bins: int) -> LabelColumn:
     """Quantile bins of a numeric column: ``bins`` classes (fewer when quantiles coincide)."""
     if not column.numeric:
-        raise InputError(f"--bins needs a numeric label; '{column.name}' has values such as '{column.names[0]}'",
-                         "leave --bins out for a column of classes")
+        raise InputError(
+            f"--bins needs a numeric label; '{column.name}' has values such as '{column.names[0]}'",
+            "leave --bins out for a column of classes",
+        )
     values = column.values()
     present = ~np.isnan(values)
     edges = np.unique(np.quantile(values[present], np.linspace(0, 1, int(bins) + 1)))
@@ -107,8 +135,9 @@ def binned(column: LabelColumn, bins: int) -> LabelColumn:
     codes = np.full(len(values), -1, dtype=np.int32)
     codes[present] = np.searchsorted(inner, values[present], side="right")
     bounds = list(edges)
-    names = [f"[{bounds[i]:.4g}, {bounds[i + 1]:.4g}{']' if i == len(bounds) - 2 else ')'}"
-             for i in range(len(bounds) - 1)]
+    names = [
+        f"[{bounds[i]:.4g}, {bounds[i + 1]:.4g}{']' if i == len(bounds) - 2 else ')'}" for i in range(len(bounds) - 1)
+    ]
     return LabelColumn(name=column.name, codes=codes, names=names)
 
 
@@ -119,9 +148,11 @@ def prepare(column: LabelColumn, bins: int | None, min_class_rows: int | None, n
         notes.append(f"label '{column.name}' in {len(column.names)} quantile bins: {', '.join(column.names)}")
     elif column.numeric and looks_continuous(column.names, int((column.codes >= 0).sum())):
         low, high = column.names[0], column.names[-1]
-        raise InputError(f"label '{column.name}' looks continuous ({len(column.names)} distinct numbers from {low} "
-                         f"to {high}); probing it as classes would make {len(column.names)} classes",
-                         "bin it into classes with --bins N (quantiles), or probe it with a regression probe")
+        raise InputError(
+            f"label '{column.name}' looks continuous ({len(column.names)} distinct numbers from {low} "
+            f"to {high}); probing it as classes would make {len(column.names)} classes",
+            "bin it into classes with --bins N (quantiles), or probe it with a regression probe",
+        )
     if min_class_rows:
         counts = np.bincount(column.codes[column.codes >= 0], minlength=len(column.names))
         rare = [code for code in range(len(column.names)) if 0 < counts[code] < int(min_class_rows)]
@@ -130,8 +161,10 @@ def prepare(column: LabelColumn, bins: int | None, min_class_rows: int | None, n
             codes[np.isin(codes, rare)] = -1
             shown = ", ".join(f"'{column.names[code]}' ({counts[code]})" for code in rare[:10])
             more = f" and {len(rare) - 10} more" if len(rare) > 10 else ""
-            notes.append(f"--min-class-rows {min_class_rows}: dropped {len(rare)} class(es) of label "
-                         f"'{column.name}' with fewer rows: {shown}{more}")
+            notes.append(
+                f"--min-class-rows {min_class_rows}: dropped {len(rare)} class(es) of label "
+                f"'{column.name}' with fewer rows: {shown}{more}"
+            )
             column = LabelColumn(name=column.name, codes=codes, names=column.names)
     return column
 
@@ -152,8 +185,13 @@ def split_note(plan, split: np.ndarray, kept: np.ndarray) -> str | None:
     return "split: " + "; ".join(parts)
 
 
-def add_labels(features_path: str | Path, labels_path: str | Path, join: str = "id",
-               missing_labels: str = "empty", sep: str | None = None) -> str:
+def add_labels(
+    features_path: str | Path,
+    labels_path: str | Path,
+    join: str = "id",
+    missing_labels: str = "empty",
+    sep: str | None = None,
+) -> str:
     """``featx labels add``: store the label columns of ``labels_path`` in the features file for good
     (atomically); returns the line to show."""
     from ..store.writer import add_label_columns
@@ -164,9 +202,12 @@ def add_labels(features_path: str | Path, labels_path: str | Path, join: str = "
         columns = join_labels(features, labels_path, join, missing_labels, sep)
         clash = [name for name in columns if name in features.label_columns]
     if clash:
-        raise InputError(f"{features_path} already has label column(s) {', '.join(clash)}",
-                         "rename them in the label file, or probe them without storing: featx probe --labels FILE")
+        raise InputError(
+            f"{features_path} already has label column(s) {', '.join(clash)}",
+            "rename them in the label file, or probe them without storing: featx probe --labels FILE",
+        )
     add_label_columns(features_path, columns)
-    shown = ", ".join(f"{name} ({len(column.names)} classes, {column.n_missing} missing)"
-                      for name, column in columns.items())
+    shown = ", ".join(
+        f"{name} ({len(column.names)} classes, {column.n_missing} missing)" for name, column in columns.items()
+    )
     return f"added to {features_path}: {shown}"

@@ -10,22 +10,65 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..safe_files import atomic_write_text
 from ..errors import StoreError
+from ..safe_files import atomic_write_text
 
 COLUMNS = [
-    "features", "site", "label", "task", "layer_spec", "kind", "layer", "layers", "pooling", "classifier",
-    "accuracy", "accuracy_low", "accuracy_high",
-    "macro_f1", "macro_f1_low", "macro_f1_high",
-    "balanced_accuracy", "balanced_accuracy_low", "balanced_accuracy_high",
-    "control_accuracy", "selectivity", "C", "fit_seconds", "n_train", "n_test", "evaluation",
-    "per_class_f1", "layer_weights", "is_best", "mdl_bits", "mdl_compression",
-    "p_vs_best", "p_vs_best_holm", "significant_vs_best", "p_vs_prev", "p_vs_prev_holm", "significant_vs_prev",
-    "p_pooling_vs_best", "significant_pooling_vs_best",
+    "features",
+    "site",
+    "label",
+    "task",
+    "layer_spec",
+    "kind",
+    "layer",
+    "layers",
+    "pooling",
+    "classifier",
+    "accuracy",
+    "accuracy_low",
+    "accuracy_high",
+    "macro_f1",
+    "macro_f1_low",
+    "macro_f1_high",
+    "balanced_accuracy",
+    "balanced_accuracy_low",
+    "balanced_accuracy_high",
+    "control_accuracy",
+    "selectivity",
+    "C",
+    "fit_seconds",
+    "n_train",
+    "n_test",
+    "evaluation",
+    "per_class_f1",
+    "layer_weights",
+    "is_best",
+    "mdl_bits",
+    "mdl_compression",
+    "p_vs_best",
+    "p_vs_best_holm",
+    "significant_vs_best",
+    "p_vs_prev",
+    "p_vs_prev_holm",
+    "significant_vs_prev",
+    "p_pooling_vs_best",
+    "significant_pooling_vs_best",
 ]
 CURVE_COLUMNS = [
-    "features", "site", "label", "layer_spec", "layer", "pooling", "classifier", "train_size", "n_train",
-    "accuracy", "accuracy_low", "accuracy_high", "macro_f1", "evaluation",
+    "features",
+    "site",
+    "label",
+    "layer_spec",
+    "layer",
+    "pooling",
+    "classifier",
+    "train_size",
+    "n_train",
+    "accuracy",
+    "accuracy_low",
+    "accuracy_high",
+    "macro_f1",
+    "evaluation",
 ]
 
 
@@ -51,7 +94,13 @@ def results_paths(features_path: Path, label: str, output: str | Path | None = N
 def side_path(csv_path: Path, kind: str) -> Path:
     """A companion file of a results CSV: ``X.probe.csv`` -> ``X.predictions.csv`` / ``X.curve.csv``."""
     name = Path(csv_path).name
-    stem = name[: -len(".probe.csv")] if name.endswith(".probe.csv") else name[: -len(".csv")] if name.endswith(".csv") else name
+    stem = (
+        name[: -len(".probe.csv")]
+        if name.endswith(".probe.csv")
+        else name[: -len(".csv")]
+        if name.endswith(".csv")
+        else name
+    )
     return Path(csv_path).with_name(f"{stem}.{kind}.csv")
 
 
@@ -59,7 +108,9 @@ def write_table(table: pd.DataFrame, path: Path) -> None:
     try:
         _atomic_write(path, table.to_csv(index=False))
     except OSError as err:
-        raise StoreError(f"cannot write {path}: {err.strerror or err}", "choose a writable location with -o PREFIX") from None
+        raise StoreError(
+            f"cannot write {path}: {err.strerror or err}", "choose a writable location with -o PREFIX"
+        ) from None
 
 
 def _clean(value):
@@ -80,16 +131,20 @@ def _atomic_write(path: Path, text: str) -> None:
 def write_results(table: pd.DataFrame, meta: dict, csv_path: Path, json_path: Path) -> None:
     for path in (csv_path, json_path):
         if not path.parent.exists():
-            raise StoreError(f"cannot write results: directory {path.parent} does not exist",
-                             "create it, or choose another prefix with -o")
+            raise StoreError(
+                f"cannot write results: directory {path.parent} does not exist",
+                "create it, or choose another prefix with -o",
+            )
     try:
         _atomic_write(csv_path, table.to_csv(index=False))
         records = [{key: _clean(value) for key, value in record.items()} for record in table.to_dict("records")]
         payload = {"meta": {key: _clean(value) for key, value in meta.items()}, "results": records}
         _atomic_write(json_path, json.dumps(payload, indent=1, allow_nan=False))
     except OSError as err:
-        raise StoreError(f"cannot write results to {csv_path.parent}: {err.strerror or err}",
-                         "choose a writable location with -o PREFIX") from None
+        raise StoreError(
+            f"cannot write results to {csv_path.parent}: {err.strerror or err}",
+            "choose a writable location with -o PREFIX",
+        ) from None
 
 
 def _normalise(table: pd.DataFrame) -> pd.DataFrame:
@@ -103,7 +158,9 @@ def _normalise(table: pd.DataFrame) -> pd.DataFrame:
         table["is_best"] = table["is_best"].map(lambda v: str(v).lower() in ("true", "1")).astype(bool)
     for column in ("significant_vs_best", "significant_vs_prev", "significant_pooling_vs_best"):
         if column in table:  # True/False where tested, missing (None) where not
-            table[column] = table[column].map(lambda v: None if pd.isna(v) or v == "" else str(v).lower() in ("true", "1"))
+            table[column] = table[column].map(
+                lambda v: None if pd.isna(v) or v == "" else str(v).lower() in ("true", "1")
+            )
     for column in ("per_class_f1", "layer_weights", "layers", "layer_spec", "pooling", "site"):
         if column in table:
             table[column] = table[column].astype(object).fillna("").astype(str)

@@ -10,21 +10,35 @@ layer against the first file (``paired.py``); significant layers are ringed.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
 
 import numpy as np
 import pandas as pd
 
 from ..errors import InputError
-from .load import METRIC_NAMES, _check_metric, _model_name, best_row, default_classifier, layer_rows, load_results, references
-from .paired import paired_layer_tests, why_not_paired
 from .figures.style import CYCLE, FORMATS, MARKERS, OKABE_ITO, RC, legend_below, save
+from .load import (
+    METRIC_NAMES,
+    _check_metric,
+    _model_name,
+    best_row,
+    default_classifier,
+    layer_rows,
+    load_results,
+    references,
+)
+from .paired import paired_layer_tests, why_not_paired
 
 FIELDS = ("model", "corpus", "label", "site", "classifier")
-FIELD_PLURALS = {"model": "models", "corpus": "corpora", "label": "label columns", "site": "sites",
-                 "classifier": "classifiers"}
+FIELD_PLURALS = {
+    "model": "models",
+    "corpus": "corpora",
+    "label": "label columns",
+    "site": "sites",
+    "classifier": "classifiers",
+}
 
 
 @dataclass
@@ -71,8 +85,13 @@ def short_paths(paths: list[str]) -> list[str]:
     return list(paths)
 
 
-def load_entries(sources: Iterable, metric: str = "accuracy", classifier: str | None = None,
-                 pooling: str | None = None, names: list[str] | None = None) -> list[Entry]:
+def load_entries(
+    sources: Iterable,
+    metric: str = "accuracy",
+    classifier: str | None = None,
+    pooling: str | None = None,
+    names: list[str] | None = None,
+) -> list[Entry]:
     """Results files (anything ``load_results`` takes) as comparison entries, each named."""
     entries = []
     for index, source in enumerate(sources):
@@ -82,13 +101,24 @@ def load_entries(sources: Iterable, metric: str = "accuracy", classifier: str | 
         site = "hidden" if "hidden" in set(frame["site"]) else str(frame["site"].iloc[0])
         rows = layer_rows(frame[frame["site"].isin([site, ""])], chosen)
         if pooling is not None and pooling not in set(rows["pooling"]):
-            raise InputError(f"pooling '{pooling}' is not in {meta.get('results_path', f'results {index + 1}')}",
-                             f"poolings there: {', '.join(dict.fromkeys(rows['pooling']))}")
+            raise InputError(
+                f"pooling '{pooling}' is not in {meta.get('results_path', f'results {index + 1}')}",
+                f"poolings there: {', '.join(dict.fromkeys(rows['pooling']))}",
+            )
         best = best_row(rows, metric)
         rows = rows[rows["pooling"] == (pooling or best["pooling"])]
         source_name = str(meta.get("results_path") or f"results {index + 1}")
-        entries.append(Entry(frame, meta, source_name, _fields(frame, meta, chosen, site), rows=rows,
-                             best=best_row(rows, metric), n_layers=max(1, int(rows["layer"].max()))))
+        entries.append(
+            Entry(
+                frame,
+                meta,
+                source_name,
+                _fields(frame, meta, chosen, site),
+                rows=rows,
+                best=best_row(rows, metric),
+                n_layers=max(1, int(rows["layer"].max())),
+            )
+        )
     if not entries:
         raise InputError("no results to compare", "give two or more .probe.csv files")
     _name(entries, names)
@@ -102,14 +132,16 @@ def differing_fields(entries: list[Entry]) -> list[str]:
 def _name(entries: list[Entry], names: list[str] | None) -> None:
     if names is not None:
         if len(names) != len(entries):
-            raise InputError(f"--names gives {len(names)} name(s) for {len(entries)} results files",
-                             "give one name per results file, comma-separated")
-        for entry, name in zip(entries, names):
+            raise InputError(
+                f"--names gives {len(names)} name(s) for {len(entries)} results files",
+                "give one name per results file, comma-separated",
+            )
+        for entry, name in zip(entries, names, strict=False):
             entry.name = name
         return
     keys = differing_fields(entries)
     corpora = short_paths([entry.fields["corpus"] for entry in entries])
-    for entry, corpus in zip(entries, corpora):
+    for entry, corpus in zip(entries, corpora, strict=False):
         shown = {**entry.fields, "corpus": corpus}
         entry.name = " · ".join(shown[key] for key in keys) if keys else Path(entry.source).name
     if len({entry.name for entry in entries}) < len(entries):  # same everything: the file names tell them apart
@@ -122,14 +154,22 @@ def comparison_table(entries: list[Entry], metric: str = "accuracy") -> pd.DataF
     records = []
     for entry in entries:
         best = entry.best
-        records.append({
-            "name": entry.name, **entry.fields, "pooling": best["pooling"], "best_layer": int(best["layer"]),
-            "n_layers": entry.n_layers, "relative_depth": round(int(best["layer"]) / entry.n_layers, 3),
-            metric: float(best[metric]), f"{metric}_low": float(best.get(f"{metric}_low", np.nan)),
-            f"{metric}_high": float(best.get(f"{metric}_high", np.nan)),
-            "selectivity": float(best.get("selectivity", np.nan)), "n_rows": entry.meta.get("n_rows"),
-            "results": entry.source,
-        })
+        records.append(
+            {
+                "name": entry.name,
+                **entry.fields,
+                "pooling": best["pooling"],
+                "best_layer": int(best["layer"]),
+                "n_layers": entry.n_layers,
+                "relative_depth": round(int(best["layer"]) / entry.n_layers, 3),
+                metric: float(best[metric]),
+                f"{metric}_low": float(best.get(f"{metric}_low", np.nan)),
+                f"{metric}_high": float(best.get(f"{metric}_high", np.nan)),
+                "selectivity": float(best.get("selectivity", np.nan)),
+                "n_rows": entry.meta.get("n_rows"),
+                "results": entry.source,
+            }
+        )
     return pd.DataFrame.from_records(records)
 
 
@@ -158,8 +198,14 @@ def _x(entry: Entry, layers, relative_depth: bool):
     return layers / entry.n_layers if relative_depth else layers
 
 
-def plot_compare(entries: list[Entry], ax=None, metric: str = "accuracy", relative_depth: bool = False,
-                 tests: pd.DataFrame | None = None, title: bool | str = True):
+def plot_compare(
+    entries: list[Entry],
+    ax=None,
+    metric: str = "accuracy",
+    relative_depth: bool = False,
+    tests: pd.DataFrame | None = None,
+    title: bool | str = True,
+):
     """One line per file (its pooling), best layer starred, its majority class dashed in the same colour;
     layers where a file differs significantly from the first file are ringed."""
     import matplotlib.pyplot as plt
@@ -174,18 +220,41 @@ def plot_compare(entries: list[Entry], ax=None, metric: str = "accuracy", relati
             layers = entry.rows["layer"].astype(int).to_numpy()
             x = _x(entry, layers, relative_depth)
             best = entry.best
-            ax.plot(x, entry.rows[metric].astype(float), color=colour, marker=marker, markersize=5, linewidth=2,
-                    label=f"{entry.name} ({best['pooling']}): best layer {int(best['layer'])}, {float(best[metric]):.2f}")
-            ax.plot(_x(entry, [int(best["layer"])], relative_depth), [float(best[metric])], marker="*", markersize=15,
-                    color=OKABE_ITO["black"], markerfacecolor=colour, linestyle="none", zorder=4)
+            ax.plot(
+                x,
+                entry.rows[metric].astype(float),
+                color=colour,
+                marker=marker,
+                markersize=5,
+                linewidth=2,
+                label=f"{entry.name} ({best['pooling']}): best layer {int(best['layer'])}, {float(best[metric]):.2f}",
+            )
+            ax.plot(
+                _x(entry, [int(best["layer"])], relative_depth),
+                [float(best[metric])],
+                marker="*",
+                markersize=15,
+                color=OKABE_ITO["black"],
+                markerfacecolor=colour,
+                linestyle="none",
+                zorder=4,
+            )
             majority = [value for name, value in references(entry.frame, metric) if name == "majority class"]
             if majority:
                 ax.hlines(majority[0], x.min(), x.max(), colors=colour, linestyles="--", linewidth=1, alpha=0.7)
             if tests is not None and index > 0 and not tests.empty:
                 ringed |= _ring_significant(ax, entry, tests, metric, relative_depth, colour)
         if ringed:
-            ax.plot([], [], marker="o", markersize=11, markerfacecolor="none", markeredgecolor=OKABE_ITO["black"],
-                    linestyle="none", label=f"differs from {entries[0].name} (paired test, Holm, p < 0.05)")
+            ax.plot(
+                [],
+                [],
+                marker="o",
+                markersize=11,
+                markerfacecolor="none",
+                markeredgecolor=OKABE_ITO["black"],
+                linestyle="none",
+                label=f"differs from {entries[0].name} (paired test, Holm, p < 0.05)",
+            )
         if relative_depth:
             ax.set_xlabel("relative depth (layer / number of layers; 0 = embeddings)")
         else:
@@ -195,8 +264,12 @@ def plot_compare(entries: list[Entry], ax=None, metric: str = "accuracy", relati
         ax.grid(True, axis="y", alpha=0.3)
         legend_below(ax, ncol=2)
         if title:
-            ax.set_title(title if isinstance(title, str) else
-                         f"{METRIC_NAMES.get(metric, metric)} by layer (dashed: majority class)", loc="left")
+            ax.set_title(
+                title
+                if isinstance(title, str)
+                else f"{METRIC_NAMES.get(metric, metric)} by layer (dashed: majority class)",
+                loc="left",
+            )
     return ax
 
 
@@ -204,10 +277,19 @@ def _ring_significant(ax, entry: Entry, tests: pd.DataFrame, metric: str, relati
     mine = tests[(tests["b"] == entry.name) & tests["significant"].astype(bool)]
     if mine.empty:
         return False
-    values = dict(zip(entry.rows["layer"].astype(int), entry.rows[metric].astype(float)))
+    values = dict(zip(entry.rows["layer"].astype(int), entry.rows[metric].astype(float), strict=False))
     layers = [int(layer) for layer in mine["layer"] if int(layer) in values]
-    ax.plot(_x(entry, layers, relative_depth), [values[layer] for layer in layers], marker="o", markersize=11,
-            markerfacecolor="none", markeredgecolor=OKABE_ITO["black"], markeredgewidth=1.4, linestyle="none", zorder=5)
+    ax.plot(
+        _x(entry, layers, relative_depth),
+        [values[layer] for layer in layers],
+        marker="o",
+        markersize=11,
+        markerfacecolor="none",
+        markeredgecolor=OKABE_ITO["black"],
+        markeredgewidth=1.4,
+        linestyle="none",
+        zorder=5,
+    )
     return bool(layers)
 
 
@@ -228,9 +310,18 @@ def compare_title(entries: list[Entry]) -> str:
     return " · ".join(parts)
 
 
-def compare(sources: Iterable, metric: str = "accuracy", classifier: str | None = None, pooling: str | None = None,
-            names: list[str] | None = None, relative_depth: bool = False, output: str | os.PathLike | None = None,
-            formats: Iterable[str] = FORMATS, dpi: int = 150, tests: bool = True) -> "Comparison":
+def compare(
+    sources: Iterable,
+    metric: str = "accuracy",
+    classifier: str | None = None,
+    pooling: str | None = None,
+    names: list[str] | None = None,
+    relative_depth: bool = False,
+    output: str | os.PathLike | None = None,
+    formats: Iterable[str] = FORMATS,
+    dpi: int = 150,
+    tests: bool = True,
+) -> Comparison:
     """Compare results files: the figure (saved if ``output``), the table and the paired tests."""
     import matplotlib.pyplot as plt
 
@@ -258,39 +349,70 @@ class Comparison:
         return format_comparison(self.table, self.tests, self.notes, self.metric)
 
 
-def format_comparison(table: pd.DataFrame, tests: pd.DataFrame | None, notes: list[str], metric: str = "accuracy") -> str:
+def format_comparison(
+    table: pd.DataFrame, tests: pd.DataFrame | None, notes: list[str], metric: str = "accuracy"
+) -> str:
     """The terminal text of ``featx compare``: one line per file, then the per-layer paired tests."""
     header = ["name", "best layer", "depth", "pooling", f"{metric} [95% CI]", "select."]
-    rows = [[str(r["name"]), str(r["best_layer"]), f"{r['relative_depth']:.2f}", str(r["pooling"]),
-             f"{r[metric]:.3f} [{r[f'{metric}_low']:.3f}, {r[f'{metric}_high']:.3f}]",
-             "-" if pd.isna(r["selectivity"]) else f"{r['selectivity']:+.3f}"] for _, r in table.iterrows()]
+    rows = [
+        [
+            str(r["name"]),
+            str(r["best_layer"]),
+            f"{r['relative_depth']:.2f}",
+            str(r["pooling"]),
+            f"{r[metric]:.3f} [{r[f'{metric}_low']:.3f}, {r[f'{metric}_high']:.3f}]",
+            "-" if pd.isna(r["selectivity"]) else f"{r['selectivity']:+.3f}",
+        ]
+        for _, r in table.iterrows()
+    ]
     lines = _columns(header, rows)
     if tests is not None and not tests.empty:
         for (a, b), part in tests.groupby(["a", "b"], sort=False):
-            lines += ["", f"paired test per layer: A = {a}, B = {b} ({part['tested'].iloc[0]}; Holm over layers; "
-                      "! = p < 0.05)"]
-            lines += _columns(["layer", "acc A", "acc B", "B - A", "p (Holm)"],
-                              [[str(int(r.layer)), f"{r.accuracy_a:.3f}", f"{r.accuracy_b:.3f}", f"{-r.difference:+.3f}",
-                                ("<.001" if r.p_holm < 0.001 else f"{r.p_holm:.3f}") + ("!" if r.significant else "")]
-                               for r in part.itertuples()])
+            lines += [
+                "",
+                f"paired test per layer: A = {a}, B = {b} ({part['tested'].iloc[0]}; Holm over layers; ! = p < 0.05)",
+            ]
+            lines += _columns(
+                ["layer", "acc A", "acc B", "B - A", "p (Holm)"],
+                [
+                    [
+                        str(int(r.layer)),
+                        f"{r.accuracy_a:.3f}",
+                        f"{r.accuracy_b:.3f}",
+                        f"{-r.difference:+.3f}",
+                        ("<.001" if r.p_holm < 0.001 else f"{r.p_holm:.3f}") + ("!" if r.significant else ""),
+                    ]
+                    for r in part.itertuples()
+                ],
+            )
     return "\n".join(lines + [f"note: {note}" for note in notes])
 
 
 def _columns(header: list[str], rows: list[list[str]]) -> list[str]:
-    widths = [max(len(header[i]), *(len(row[i]) for row in rows)) if rows else len(header[i]) for i in range(len(header))]
-    return ["  ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip(), "  ".join("-" * w for w in widths)] + \
-        ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
+    widths = [
+        max(len(header[i]), *(len(row[i]) for row in rows)) if rows else len(header[i]) for i in range(len(header))
+    ]
+    return ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=False)).rstrip(), "  ".join("-" * w for w in widths)] + [
+        "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=False)).rstrip() for row in rows
+    ]
 
 
 # -- the figure featx plot --compare drew before comparisons had their own command -------------
-def plot_labels(results: Iterable, ax=None, metric: str = "accuracy", classifier: str | None = None,
-                title: bool | str = True):
+def plot_labels(
+    results: Iterable, ax=None, metric: str = "accuracy", classifier: str | None = None, title: bool | str = True
+):
     """Several results files (e.g. one per label column) in one panel: ``plot_compare`` without tests."""
     return plot_compare(load_entries(list(results), metric, classifier), ax=ax, metric=metric, title=title)
 
 
-def labels_figure(results: Iterable, metric: str = "accuracy", classifier: str | None = None,
-                  output: str | os.PathLike | None = None, formats: Iterable[str] = FORMATS, dpi: int = 150):
+def labels_figure(
+    results: Iterable,
+    metric: str = "accuracy",
+    classifier: str | None = None,
+    output: str | os.PathLike | None = None,
+    formats: Iterable[str] = FORMATS,
+    dpi: int = 150,
+):
     """``compare`` as ``(figure, written)``: what ``featx plot --compare`` writes."""
     result = compare(results, metric=metric, classifier=classifier, output=output, formats=formats, dpi=dpi)
     return result.figure, result.written

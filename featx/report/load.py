@@ -22,10 +22,23 @@ import pandas as pd
 from ..errors import InputError, StoreError
 from .figures.style import SITE_LINESTYLES
 
-METRICS = ("accuracy", "macro_f1", "balanced_accuracy", "selectivity", "control_accuracy",
-           "r2", "spearman", "pearson", "mae", "control_r2")
+METRICS = (
+    "accuracy",
+    "macro_f1",
+    "balanced_accuracy",
+    "selectivity",
+    "control_accuracy",
+    "r2",
+    "spearman",
+    "pearson",
+    "mae",
+    "control_r2",
+)
 METRIC_NAMES = {
-    "r2": "R²", "spearman": "Spearman rho", "pearson": "Pearson r", "mae": "mean absolute error",
+    "r2": "R²",
+    "spearman": "Spearman rho",
+    "pearson": "Pearson r",
+    "mae": "mean absolute error",
     "control_r2": "control-task R²",
     "accuracy": "accuracy",
     "macro_f1": "macro-F1",
@@ -44,8 +57,10 @@ def _read_results_file(path: Path) -> tuple[pd.DataFrame, dict]:
     try:
         return read_results(path)
     except (TypeError, AttributeError):  # valid JSON of another shape, e.g. a list
-        raise StoreError(f"{path} is not a featx results file (no 'results' list)",
-                         "give the .probe.json or .probe.csv file written by featx probe") from None
+        raise StoreError(
+            f"{path} is not a featx results file (no 'results' list)",
+            "give the .probe.json or .probe.csv file written by featx probe",
+        ) from None
 
 
 def load_results(source, meta: dict | None = None) -> tuple[pd.DataFrame, dict]:
@@ -68,8 +83,10 @@ def load_results(source, meta: dict | None = None) -> tuple[pd.DataFrame, dict]:
     where = str(path) if path else "the results table"
     missing = [column for column in REQUIRED_COLUMNS if column not in frame.columns]
     if missing:
-        raise StoreError(f"{where} lacks column(s) {', '.join(missing)}; it does not look like featx probe results",
-                         "give the .probe.csv or .probe.json file written by featx probe")
+        raise StoreError(
+            f"{where} lacks column(s) {', '.join(missing)}; it does not look like featx probe results",
+            "give the .probe.csv or .probe.json file written by featx probe",
+        )
     frame = frame.copy()
     if "features" not in frame.columns:
         frame["features"] = "main"
@@ -105,8 +122,9 @@ def _as_dict(value) -> dict:
 def _check_metric(frame: pd.DataFrame, metric: str) -> None:
     if metric not in frame.columns or frame[metric].isna().all():
         available = [name for name in METRICS if name in frame.columns and not frame[name].isna().all()]
-        raise InputError(f"metric '{metric}' is not in these results",
-                         f"choose one of: {', '.join(available) or '(none)'}")
+        raise InputError(
+            f"metric '{metric}' is not in these results", f"choose one of: {', '.join(available) or '(none)'}"
+        )
 
 
 def _layer_results(frame, meta, metric: str, classifier: str | None):
@@ -139,16 +157,20 @@ def layer_rows(frame: pd.DataFrame, classifier: str | None = None, features: str
     rows = frame[(frame["features"] == features) & (frame["kind"] == "single") & (frame["classifier"] == classifier)]
     if rows.empty and features == "main":
         known = sorted(set(frame.loc[frame["kind"] == "single", "classifier"]))
-        raise InputError(f"no single-layer results for classifier '{classifier}'",
-                         f"classifiers in these results: {', '.join(known) or '(none)'}; "
-                         "probe with --layer all to get per-layer rows")
+        raise InputError(
+            f"no single-layer results for classifier '{classifier}'",
+            f"classifiers in these results: {', '.join(known) or '(none)'}; "
+            "probe with --layer all to get per-layer rows",
+        )
     rows = rows.dropna(subset=["layer"]).sort_values(["layer"], kind="stable")
     if "site" in rows.columns and rows["site"].nunique() > 1:
         # Several sites: each (site, pooling) is its own series, named in the "pooling" column that
         # every panel groups by ("ffn" alone when all rows share one pooling, else "ffn · mean").
         one_pooling = rows["pooling"].nunique() == 1
-        rows = rows.assign(probe_pooling=rows["pooling"],
-                           pooling=rows["site"] if one_pooling else rows["site"] + " · " + rows["pooling"])
+        rows = rows.assign(
+            probe_pooling=rows["pooling"],
+            pooling=rows["site"] if one_pooling else rows["site"] + " · " + rows["pooling"],
+        )
     return rows
 
 
@@ -232,8 +254,10 @@ def describe(frame: pd.DataFrame, meta: dict, classifier: str | None = None) -> 
     parts = [_model_name(meta), f"label: {label}", f"probe: {classifier}"]
     if n_rows is not None:
         unit = {"word": "words", "arc": "word pairs"}.get(str(meta.get("level")), "rows")
-        parts.append(f"{int(n_rows):,} {unit}" + (f" in {int(meta['n_sentences']):,} sentences"
-                                                  if isinstance(meta.get("n_sentences"), int) else ""))
+        parts.append(
+            f"{int(n_rows):,} {unit}"
+            + (f" in {int(meta['n_sentences']):,} sentences" if isinstance(meta.get("n_sentences"), int) else "")
+        )
     evaluation = meta.get("evaluation")
     if isinstance(evaluation, str) and evaluation:
         parts.append(evaluation)

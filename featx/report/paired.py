@@ -32,11 +32,20 @@ def predictions_path(meta: dict) -> Path | None:
 
 def why_not_paired(meta_a: dict, meta_b: dict) -> str | None:
     """Why two runs cannot be tested row by row (None when they can)."""
-    for key, what in (("label", "label column"), ("evaluation", "evaluation"), ("seed", "seed"), ("folds", "folds"),
-                      ("n_rows", "row count")):
+    for key, what in (
+        ("label", "label column"),
+        ("evaluation", "evaluation"),
+        ("seed", "seed"),
+        ("folds", "folds"),
+        ("n_rows", "row count"),
+    ):
         if meta_a.get(key) != meta_b.get(key):
             return f"different {what} ({meta_a.get(key)} vs {meta_b.get(key)})"
-    if meta_a.get("corpus_sha256") and meta_b.get("corpus_sha256") and meta_a["corpus_sha256"] != meta_b["corpus_sha256"]:
+    if (
+        meta_a.get("corpus_sha256")
+        and meta_b.get("corpus_sha256")
+        and meta_a["corpus_sha256"] != meta_b["corpus_sha256"]
+    ):
         return "different corpora"
     if predictions_path(meta_a) is None or predictions_path(meta_b) is None:
         return "no per-row predictions file beside the results"
@@ -46,7 +55,7 @@ def why_not_paired(meta_a: dict, meta_b: dict) -> str | None:
 def _layer_columns(frame: pd.DataFrame) -> dict[int, str]:
     out = {}
     for column in frame.columns:
-        spec = column[len("layer_"):] if column.startswith("layer_") else ""
+        spec = column[len("layer_") :] if column.startswith("layer_") else ""
         if spec.lstrip("-").isdigit():
             out[int(spec)] = column
     return out
@@ -76,9 +85,14 @@ def paired_layer_tests(meta_a: dict, meta_b: dict, alpha: float = ALPHA) -> pd.D
         pred_a = np.array([code.get(value, -1) for value in a[columns_a[layer]]])
         pred_b = np.array([code.get(value, -1) for value in b[columns_b[layer]]])
         tested = plan.folds[0][1] if plan.is_split else np.arange(len(y))
-        records.append({"layer": layer, "accuracy_a": float(np.mean(pred_a[tested] == y[tested])),
-                        "accuracy_b": float(np.mean(pred_b[tested] == y[tested])),
-                        "p": paired_p_value(plan, y, pred_a, pred_b, N_BOOT, int(meta_a.get("seed") or 0))})
+        records.append(
+            {
+                "layer": layer,
+                "accuracy_a": float(np.mean(pred_a[tested] == y[tested])),
+                "accuracy_b": float(np.mean(pred_b[tested] == y[tested])),
+                "p": paired_p_value(plan, y, pred_a, pred_b, N_BOOT, int(meta_a.get("seed") or 0)),
+            }
+        )
     table = pd.DataFrame.from_records(records, columns=["layer", "accuracy_a", "accuracy_b", "p"])
     table["difference"] = table["accuracy_a"] - table["accuracy_b"]
     table["p_holm"] = holm(table["p"].to_numpy()) if len(table) else []

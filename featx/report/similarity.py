@@ -10,9 +10,9 @@ time through ``featx.open(...).features``: at most two layers are in memory when
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
 
 import numpy as np
 import pandas as pd
@@ -36,8 +36,11 @@ class Similarity:
     n_rows: int
 
     def frame(self) -> pd.DataFrame:
-        frame = pd.DataFrame(self.matrix, index=pd.Index(self.layers_a, name=f"layer of {self.name_a}"),
-                             columns=[f"layer {layer}" for layer in self.layers_b])
+        frame = pd.DataFrame(
+            self.matrix,
+            index=pd.Index(self.layers_a, name=f"layer of {self.name_a}"),
+            columns=[f"layer {layer}" for layer in self.layers_b],
+        )
         return frame.round(4)
 
 
@@ -78,12 +81,16 @@ def linear_cka(X: np.ndarray, Y: np.ndarray) -> float:
 
 def _check_same_rows(a, b) -> None:
     if a.n_rows != b.n_rows:
-        raise InputError(f"{b.path} has {b.n_rows} rows, {a.path} has {a.n_rows}: CKA needs the same rows",
-                         "extract both from the same corpus (e.g. featx extract ... --random-init)")
+        raise InputError(
+            f"{b.path} has {b.n_rows} rows, {a.path} has {a.n_rows}: CKA needs the same rows",
+            "extract both from the same corpus (e.g. featx extract ... --random-init)",
+        )
     sha_a, sha_b = a.attrs.get("corpus_sha256"), b.attrs.get("corpus_sha256")
     if (sha_a and sha_b and sha_a != sha_b) or a.ids != b.ids:
-        raise InputError(f"{a.path} and {b.path} do not hold the same rows (corpus or row ids differ)",
-                         "extract both from the same corpus file")
+        raise InputError(
+            f"{a.path} and {b.path} do not hold the same rows (corpus or row ids differ)",
+            "extract both from the same corpus file",
+        )
 
 
 def _name(opened) -> str:
@@ -144,7 +151,7 @@ def plot_similarity(result: Similarity, ax=None, title: bool | str = True):
         if max(result.matrix.shape) <= 13:
             for (i, j), value in np.ndenumerate(result.matrix):
                 text = "–" if not np.isfinite(value) else f"{value:.2f}"
-                dark = np.isfinite(value) and sum(w * c for w, c in zip((0.299, 0.587, 0.114), cmap(value)[:3])) < 0.5
+                dark = np.isfinite(value) and sum(w * c for w, c in zip((0.299, 0.587, 0.114), cmap(value)[:3], strict=False)) < 0.5
                 ax.text(j, i, text, ha="center", va="center", fontsize=8.5, color="white" if dark else "black")
         ax.set_xticks(range(len(result.layers_b)), [str(layer) for layer in result.layers_b])
         ax.set_yticks(range(len(result.layers_a)), [str(layer) for layer in result.layers_a])
@@ -152,13 +159,18 @@ def plot_similarity(result: Similarity, ax=None, title: bool | str = True):
         ax.set_ylabel(f"layer of {result.name_a}")
         ax.figure.colorbar(image, ax=ax, fraction=0.05, pad=0.02, label="linear CKA")
         if title:
-            ax.set_title(title if isinstance(title, str) else f"linear CKA by layer ({result.pooling} pooling, "
-                         f"{result.n_rows:,} rows; – = a constant layer)", loc="left")
+            ax.set_title(
+                title
+                if isinstance(title, str)
+                else f"linear CKA by layer ({result.pooling} pooling, {result.n_rows:,} rows; – = a constant layer)",
+                loc="left",
+            )
     return ax
 
 
-def similarity_figure(result: Similarity, output: str | os.PathLike | None = None,
-                      formats: Iterable[str] = FORMATS, dpi: int = 150):
+def similarity_figure(
+    result: Similarity, output: str | os.PathLike | None = None, formats: Iterable[str] = FORMATS, dpi: int = 150
+):
     import matplotlib.pyplot as plt
 
     with plt.rc_context(RC):

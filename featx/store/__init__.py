@@ -11,15 +11,40 @@
 from .lock import OutputLock
 from .reader import FeatureFile, finished_request, open_features
 from .schema import (
-    FORMAT_NAME, HIDDEN_SITE, SCHEMA_VERSION, SiteLayout, creating_path, escape_name, hidden_layout, partial_path,
-    site_pooled_path, site_tokens_path,
+    FORMAT_NAME,
+    HIDDEN_SITE,
+    SCHEMA_VERSION,
+    SiteLayout,
+    creating_path,
+    escape_name,
+    hidden_layout,
+    partial_path,
+    site_pooled_path,
+    site_tokens_path,
 )
 from .strings import STRING_ESCAPE, _write_strings, read_strings, write_strings
 from .writer import CHUNK_BYTES, FeatureWriter, resumable
 
 __all__ = [
-    "CHUNK_BYTES", "FORMAT_NAME", "FeatureFile", "FeatureWriter", "HIDDEN_SITE", "OutputLock", "SCHEMA_VERSION",
-    "STRING_ESCAPE", "SiteLayout", "_write_strings", "creating_path", "escape_name", "finished_request",
-    "hidden_layout", "open_features", "partial_path", "read_strings", "resumable", "site_pooled_path",
-    "site_tokens_path", "write_strings",
+    "CHUNK_BYTES",
+    "FORMAT_NAME",
+    "FeatureFile",
+    "FeatureWriter",
+    "HIDDEN_SITE",
+    "OutputLock",
+    "SCHEMA_VERSION",
+    "STRING_ESCAPE",
+    "SiteLayout",
+    "_write_strings",
+    "creating_path",
+    "escape_name",
+    "finished_request",
+    "hidden_layout",
+    "open_features",
+    "partial_path",
+    "read_strings",
+    "resumable",
+    "site_pooled_path",
+    "site_tokens_path",
+    "write_strings",
 ]

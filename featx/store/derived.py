@@ -61,7 +61,9 @@ def write_derived(source: Path, output: Path, pooled: dict[str, dict[int, np.nda
         os.replace(temporary, output)
     except OSError as err:
         temporary.unlink(missing_ok=True)
-        raise StoreError(f"cannot write {output}: {err.strerror or err}", "choose a writable location with -o") from None
+        raise StoreError(
+            f"cannot write {output}: {err.strerror or err}", "choose a writable location with -o"
+        ) from None
     return output
 
 
@@ -69,9 +71,12 @@ def _write_pooled(dst: h5py.File, pooled: dict, layers: list[int], n_rows: int) 
     for pooling, by_layer in pooled.items():
         width = next(iter(by_layer.values())).shape[1]
         rows = max(1, min(n_rows, CHUNK_BYTES // (4 * width)))
-        dataset = dst.create_dataset(s.site_pooled_path(s.HIDDEN_SITE, pooling), (n_rows, len(layers), width),
-                                     dtype=np.float32,
-                                       chunks=(rows, 1, width))
+        dataset = dst.create_dataset(
+            s.site_pooled_path(s.HIDDEN_SITE, pooling),
+            (n_rows, len(layers), width),
+            dtype=np.float32,
+            chunks=(rows, 1, width),
+        )
         for position, layer in enumerate(layers):
             values = np.asarray(by_layer[layer], dtype=np.float32)
             if values.shape != (n_rows, width):

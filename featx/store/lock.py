@@ -21,23 +21,30 @@ class OutputLock:
     def _open(self):
         """The lock file, never through a symbolic link planted at its name (that would write its target)."""
         if self.path.is_symlink():
-            raise StoreError(f"the lock file {self.path} is a symbolic link; featx refuses to write through it",
-                             "remove the link (someone may have planted it), or choose another output with -o")
+            raise StoreError(
+                f"the lock file {self.path} is a symbolic link; featx refuses to write through it",
+                "remove the link (someone may have planted it), or choose another output with -o",
+            )
         try:
             descriptor = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644)
         except OSError as err:
             if err.errno == errno.ELOOP:
-                raise StoreError(f"the lock file {self.path} is a symbolic link; featx refuses to write through it",
-                                 "remove the link, or choose another output with -o") from None
-            raise StoreError(f"cannot create the lock file {self.path} ({err.strerror or err})",
-                             "choose a writable output location with -o") from None
+                raise StoreError(
+                    f"the lock file {self.path} is a symbolic link; featx refuses to write through it",
+                    "remove the link, or choose another output with -o",
+                ) from None
+            raise StoreError(
+                f"cannot create the lock file {self.path} ({err.strerror or err})",
+                "choose a writable output location with -o",
+            ) from None
         if not stat.S_ISREG(os.fstat(descriptor).st_mode):
             os.close(descriptor)
-            raise StoreError(f"the lock file {self.path} is not a regular file",
-                             "remove it, or choose another output with -o")
+            raise StoreError(
+                f"the lock file {self.path} is not a regular file", "remove it, or choose another output with -o"
+            )
         return os.fdopen(descriptor, "r+")
 
-    def __enter__(self) -> "OutputLock":
+    def __enter__(self) -> OutputLock:
         try:
             while True:
                 self.handle = self._open()

@@ -67,8 +67,9 @@ class FeatureFile(WordAccess):
         try:
             self._file = h5py.File(actual, "r", locking=False)
         except (OSError, KeyError, ValueError) as err:
-            raise StoreError(f"{actual} cannot be read; it looks damaged ({err})",
-                             "run featx extract again with --overwrite") from None
+            raise StoreError(
+                f"{actual} cannot be read; it looks damaged ({err})", "run featx extract again with --overwrite"
+            ) from None
         try:
             check_structure(self._file, actual)  # links, storage, attribute sizes: before anything is read
             attrs = {key: _decode_attr(value) for key, value in self._file.attrs.items()}
@@ -78,8 +79,9 @@ class FeatureFile(WordAccess):
             raise
         except (OSError, KeyError, ValueError, TypeError) as err:
             self._file.close()
-            raise StoreError(f"{actual} cannot be read; it looks damaged ({err})",
-                             "run featx extract again with --overwrite") from None
+            raise StoreError(
+                f"{actual} cannot be read; it looks damaged ({err})", "run featx extract again with --overwrite"
+            ) from None
         if attrs.get(s.FORMAT) != s.FORMAT_NAME:
             self._file.close()
             raise StoreError(f"{actual} is an HDF5 file but not a featx features file")
@@ -122,7 +124,7 @@ class FeatureFile(WordAccess):
         if self._file.id.valid:
             self._file.close()
 
-    def __enter__(self) -> "FeatureFile":
+    def __enter__(self) -> FeatureFile:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -130,8 +132,10 @@ class FeatureFile(WordAccess):
 
     def __repr__(self) -> str:
         state = "complete" if self.complete else f"partial, {self.n_rows} rows committed"
-        return (f"FeatureFile({str(self.path)!r}, model={self.attrs.get('model')!r}, rows={self.n_rows}, "
-                f"layers={self.layers}, poolings={self.poolings}, {state})")
+        return (
+            f"FeatureFile({str(self.path)!r}, model={self.attrs.get('model')!r}, rows={self.n_rows}, "
+            f"layers={self.layers}, poolings={self.poolings}, {state})"
+        )
 
     # -- features --------------------------------------------------------------------------
     @property
@@ -143,8 +147,10 @@ class FeatureFile(WordAccess):
         if site == HIDDEN_SITE:
             return {"layers": self.layers, "width": self.hidden_size, "poolings": self.poolings}
         if site not in self._sites:
-            raise InputError(f"site '{site}' is not stored in {self.path}; stored sites: {', '.join(self.sites)}",
-                             "re-extract with featx extract --site ... --overwrite")
+            raise InputError(
+                f"site '{site}' is not stored in {self.path}; stored sites: {', '.join(self.sites)}",
+                "re-extract with featx extract --site ... --overwrite",
+            )
         return self._sites[site]
 
     def site_layers(self, site: str = HIDDEN_SITE) -> list[int]:
@@ -286,8 +292,10 @@ class FeatureFile(WordAccess):
     def pair_features(self, pooling: str, layer: int, dtype=np.float32) -> tuple[np.ndarray, np.ndarray]:
         """Separate mode: ``(u, v)``, side a's and side b's ``(n_rows, hidden)`` features of one pooling and layer."""
         if self.pair_mode != "separate":
-            raise InputError(f"{self.path} is not a --pair-mode separate file (pair mode: {self.pair_mode or 'none'})",
-                             "extract with featx extract --text-pair-col COLUMN --pair-mode separate")
+            raise InputError(
+                f"{self.path} is not a --pair-mode separate file (pair mode: {self.pair_mode or 'none'})",
+                "extract with featx extract --text-pair-col COLUMN --pair-mode separate",
+            )
         return self.features(pooling, layer, dtype), self.features(pooling, layer, dtype, site=s.PAIR_B_SITE)
 
     # -- tokens ----------------------------------------------------------------------------

@@ -187,8 +187,12 @@ class SiteLayout:
 
     def describe(self) -> dict:
         """The entry of a site besides hidden in the ``sites`` attribute (key order as written since 0.1)."""
-        return {"layers": list(self.layers), "width": self.width, "modules": list(self.modules),
-                "poolings": list(self.poolings)}
+        return {
+            "layers": list(self.layers),
+            "width": self.width,
+            "modules": list(self.modules),
+            "poolings": list(self.poolings),
+        }
 
 
 def hidden_layout(layers, hidden_size: int, poolings) -> SiteLayout:
@@ -197,14 +201,18 @@ def hidden_layout(layers, hidden_size: int, poolings) -> SiteLayout:
 
 def layouts_from_attrs(attrs) -> list[SiteLayout]:
     """Every site of a file, ``hidden`` first, from its root attributes (plain dict or h5py's)."""
+
     def attr(name, default=None):
         value = attrs.get(name, default)
         return value.decode() if isinstance(value, bytes) else value
 
     layouts = [hidden_layout(json.loads(attr(LAYERS)), int(attr(HIDDEN_SIZE)), json.loads(attr(POOLINGS)))]
     for name, site in (json.loads(attr(SITES_ATTR)) if attr(SITES_ATTR) else {}).items():
-        layouts.append(SiteLayout(name, tuple(site["layers"]), int(site["width"]), tuple(site["poolings"]),
-                                  tuple(site.get("modules", ()))))
+        layouts.append(
+            SiteLayout(
+                name, tuple(site["layers"]), int(site["width"]), tuple(site["poolings"]), tuple(site.get("modules", ()))
+            )
+        )
     return layouts
 
 

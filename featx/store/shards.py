@@ -84,14 +84,14 @@ def shard_row_index(file: h5py.File) -> np.ndarray | None:
 def _gather(files, indices, n_rows: int, path: str, dtype=None) -> np.ndarray:
     """A per-row dataset of every shard, put back in corpus order."""
     out = np.empty(n_rows, dtype=dtype or files[0][path].dtype)
-    for file, index in zip(files, indices):
+    for file, index in zip(files, indices, strict=False):
         out[index] = file[path][()]
     return out
 
 
 def _gather_strings(files, indices, n_rows: int, path: str) -> list[str]:
     out = np.empty(n_rows, dtype=object)
-    for file, index in zip(files, indices):
+    for file, index in zip(files, indices, strict=False):
         out[index] = read_strings(file[path])
     return list(out)
 
@@ -106,7 +106,7 @@ def _token_positions(shard_offsets: np.ndarray, rows: np.ndarray, out_offsets: n
 
 def _gather_tokens(files, indices, out_offsets, path) -> np.ndarray:
     out = np.empty(int(out_offsets[-1]), dtype=np.int32)
-    for file, index in zip(files, indices):
+    for file, index in zip(files, indices, strict=False):
         out[_token_positions(file[s.TOKEN_OFFSETS][()], index, out_offsets, 0)] = file[path][()]
     return out
 
@@ -132,10 +132,14 @@ def merged_rows(files, indices, n_rows: int) -> MergedRows:
     offsets = np.zeros(n_rows + 1, dtype=np.int64)
     np.cumsum(n_kept, out=offsets[1:])
     rows = MergedRows(
-        texts=_gather_strings(files, indices, n_rows, s.TEXT), ids=_gather_strings(files, indices, n_rows, s.IDS),
+        texts=_gather_strings(files, indices, n_rows, s.TEXT),
+        ids=_gather_strings(files, indices, n_rows, s.IDS),
         split=_gather_strings(files, indices, n_rows, s.SPLIT) if s.SPLIT in first else None,
-        labels=_labels(files, indices, n_rows), full_lengths=_gather(files, indices, n_rows, s.N_TOKENS).astype(np.int32),
-        lengths=n_kept.astype(np.int32), offsets=offsets)
+        labels=_labels(files, indices, n_rows),
+        full_lengths=_gather(files, indices, n_rows, s.N_TOKENS).astype(np.int32),
+        lengths=n_kept.astype(np.int32),
+        offsets=offsets,
+    )
     if with_tokens:
         rows.input_ids = _gather_tokens(files, indices, offsets, s.TOKEN_INPUT_IDS)
         rows.word_ids = _gather_tokens(files, indices, offsets, s.TOKEN_WORD_IDS)
@@ -144,15 +148,24 @@ def merged_rows(files, indices, n_rows: int) -> MergedRows:
 
 def merged_attrs(files, fingerprint: str) -> dict:
     """The merged file's provenance: the first shard's, without what is shard- or layout-specific."""
-    attrs = {key: value for key, value in files[0].attrs.items()
-             if key not in s.SHARD_ATTRS and key not in s.LAYOUT_ATTRS}
+    attrs = {
+        key: value for key, value in files[0].attrs.items() if key not in s.SHARD_ATTRS and key not in s.LAYOUT_ATTRS
+    }
     options = json.loads(attrs.get(s.OPTIONS, "{}"))
     options.pop("shard_index", None)
     attrs[s.OPTIONS] = json.dumps(options)
     attrs[s.FINGERPRINT] = fingerprint
     attrs[s.CREATED] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-    attrs[s.MERGED_FROM] = json.dumps([{"file": Path(file.filename).name, "rows": int(file.attrs[s.N_ROWS]),
-                                        "device": str(file.attrs.get(s.DEVICE, ""))} for file in files])
+    attrs[s.MERGED_FROM] = json.dumps(
+        [
+            {
+                "file": Path(file.filename).name,
+                "rows": int(file.attrs[s.N_ROWS]),
+                "device": str(file.attrs.get(s.DEVICE, "")),
+            }
+            for file in files
+        ]
+    )
     return attrs
 
 
@@ -160,8 +173,15 @@ def create_merged(output: Path, files, indices, n_rows: int, fingerprint: str) -
     """Start the merged file: the shards' layout and the corpus-order rows."""
     first = files[0]
     rows = merged_rows(files, indices, n_rows)
-    return FeatureWriter.create(output, merged_attrs(files, fingerprint), rows, rows, s.layouts_from_attrs(first.attrs),
-                                np.dtype(str(first.attrs[s.STORE_DTYPE])), bool(first.attrs[s.WITH_TOKENS]))
+    return FeatureWriter.create(
+        output,
+        merged_attrs(files, fingerprint),
+        rows,
+        rows,
+        s.layouts_from_attrs(first.attrs),
+        np.dtype(str(first.attrs[s.STORE_DTYPE])),
+        bool(first.attrs[s.WITH_TOKENS]),
+    )
 
 
 def _blocks(writer: FeatureWriter, plan_windows) -> list[tuple[int, int]]:
@@ -171,8 +191,9 @@ def _blocks(writer: FeatureWriter, plan_windows) -> list[tuple[int, int]]:
     if offsets is None:
         return plan_windows(writer.n_rows, int(max(1, BLOCK_BYTES // max(1, row_bytes))))
     token_bytes = sum(site.token_bytes(itemsize) for site in writer.sites)
-    return plan_windows(writer.n_rows, int(max(1, BLOCK_BYTES // max(1, row_bytes))), np.diff(offsets),
-                        BLOCK_BYTES / token_bytes)
+    return plan_windows(
+        writer.n_rows, int(max(1, BLOCK_BYTES // max(1, row_bytes))), np.diff(offsets), BLOCK_BYTES / token_bytes
+    )
 
 
 def _finite(file, path: str, rows: slice) -> np.ndarray:
@@ -181,9 +202,11 @@ def _finite(file, path: str, rows: slice) -> np.ndarray:
     finite = np.isfinite(values).reshape(len(values), -1).all(axis=1) if len(values) else np.ones(0, bool)
     if not finite.all():
         row = rows.start + int(np.argmin(finite))
-        raise StoreError(f"shard {Path(file.filename).name} holds inf or NaN values in '{path}' (its row {row}); "
-                         "nothing was merged or deleted",
-                         "re-run that shard with featx extract --overwrite, then merge again")
+        raise StoreError(
+            f"shard {Path(file.filename).name} holds inf or NaN values in '{path}' (its row {row}); "
+            "nothing was merged or deleted",
+            "re-run that shard with featx extract --overwrite, then merge again",
+        )
     return values
 
 
@@ -201,12 +224,13 @@ def copy_shards(writer: FeatureWriter, files, indices, plan_windows, progress: b
         for start, stop in _blocks(writer, plan_windows):
             if stop <= start_row:
                 continue
-            values = {path: np.empty((stop - start,) + files[0][path].shape[1:], files[0][path].dtype)
-                      for path in row_paths}
+            values = {
+                path: np.empty((stop - start,) + files[0][path].shape[1:], files[0][path].dtype) for path in row_paths
+            }
             base = int(offsets[start]) if offsets is not None else 0
             for path in token_paths:
                 values[path] = np.empty((int(offsets[stop]) - base,) + files[0][path].shape[1:], files[0][path].dtype)
-            for k, (file, index) in enumerate(zip(files, indices)):
+            for k, (file, index) in enumerate(zip(files, indices, strict=False)):
                 # A shard's rows are ascending, so those falling in [start, stop) are one contiguous slice.
                 lo, hi = np.searchsorted(index, [start, stop])
                 if lo == hi:

@@ -5,7 +5,7 @@ attribute says so to readers."""
 from __future__ import annotations
 
 import re
-from typing import Iterable
+from collections.abc import Iterable
 
 import h5py
 import numpy as np
@@ -21,8 +21,9 @@ def _strings(values: Iterable[str]) -> tuple[np.ndarray, bool]:
     values = list(values)
     escaped = any("\x00" in value or STRING_ESCAPE in value for value in values)
     if escaped:
-        values = [value.replace(STRING_ESCAPE, STRING_ESCAPE + "e").replace("\x00", STRING_ESCAPE + "0")
-                  for value in values]
+        values = [
+            value.replace(STRING_ESCAPE, STRING_ESCAPE + "e").replace("\x00", STRING_ESCAPE + "0") for value in values
+        ]
     return np.array(values, dtype=object), escaped
 
 

@@ -101,8 +101,11 @@ def _json_list(attrs: dict, key: str, path: Path, kind, limit: int) -> list:
         value = json.loads(raw) if isinstance(raw, str) else raw
     except ValueError:
         _fail(path, f"attribute '{key}' is not valid JSON")
-    if not isinstance(value, list) or len(value) > limit or not all(isinstance(v, kind) and not isinstance(v, bool)
-                                                                     for v in value):
+    if (
+        not isinstance(value, list)
+        or len(value) > limit
+        or not all(isinstance(v, kind) and not isinstance(v, bool) for v in value)
+    ):
         _fail(path, f"attribute '{key}' is not a list of at most {limit} {kind.__name__} values")
     return value
 

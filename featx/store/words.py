@@ -28,8 +28,17 @@ def _fail(path: Path, what: str) -> None:
 
 
 # -- writing -------------------------------------------------------------------------------------
-def create_words(file: h5py.File, words, n_subwords: np.ndarray, poolings, n_layers: int, width: int,
-                 store_dtype: np.dtype, preallocate, chunk_rows) -> None:
+def create_words(
+    file: h5py.File,
+    words,
+    n_subwords: np.ndarray,
+    poolings,
+    n_layers: int,
+    width: int,
+    store_dtype: np.dtype,
+    preallocate,
+    chunk_rows,
+) -> None:
     """The ``/words`` group of a new file: the words' metadata written now, their vectors preallocated.
 
     ``words`` has ``offsets``, ``forms``, ``heads`` and ``labels`` (``{column: LabelColumn}``);
@@ -38,9 +47,11 @@ def create_words(file: h5py.File, words, n_subwords: np.ndarray, poolings, n_lay
     file.attrs[s.WORD_POOLINGS] = json.dumps(list(poolings))
     file.attrs[s.N_WORDS] = n_words
     group = file.create_group(s.WORDS)
-    for name, data in ((s.WORD_OFFSETS, np.asarray(words.offsets, dtype=np.int64)),
-                       (s.WORD_HEAD, np.asarray(words.heads, dtype=np.int32)),
-                       (s.WORD_N_SUBWORDS, np.asarray(n_subwords, dtype=np.int32))):
+    for name, data in (
+        (s.WORD_OFFSETS, np.asarray(words.offsets, dtype=np.int64)),
+        (s.WORD_HEAD, np.asarray(words.heads, dtype=np.int32)),
+        (s.WORD_N_SUBWORDS, np.asarray(n_subwords, dtype=np.int32)),
+    ):
         file.create_dataset(name, data=data).flush()
     write_strings(file, s.WORD_FORM, words.forms)
     file.create_group(s.WORD_LABELS, track_order=True)
@@ -51,8 +62,9 @@ def create_words(file: h5py.File, words, n_subwords: np.ndarray, poolings, n_lay
         dataset.attrs[s.LABEL_NAMES] = json.dumps(label.names)
     chunks = (chunk_rows(n_words, width * store_dtype.itemsize), 1, width)
     for pooling in poolings:
-        preallocate(file, s.word_pooled_path(pooling), (n_words, n_layers, width), store_dtype,
-                    chunks if n_words else None)
+        preallocate(
+            file, s.word_pooled_path(pooling), (n_words, n_layers, width), store_dtype, chunks if n_words else None
+        )
     group.attrs[s.N_WORDS] = n_words
 
 
@@ -79,8 +91,11 @@ def _poolings(attrs: dict, path: Path) -> list[str]:
         value = json.loads(raw) if isinstance(raw, str) else None
     except ValueError:
         value = None
-    if (not isinstance(value, list) or len(value) > MAX_WORD_POOLINGS
-            or not all(isinstance(name, str) and name in WORD_POOLINGS for name in value)):
+    if (
+        not isinstance(value, list)
+        or len(value) > MAX_WORD_POOLINGS
+        or not all(isinstance(name, str) and name in WORD_POOLINGS for name in value)
+    ):
         _fail(path, f"attribute '{s.WORD_POOLINGS}' is not a list of word poolings ({', '.join(WORD_POOLINGS)})")
     return value
 
@@ -141,8 +156,10 @@ class WordAccess:
 
     def _require_words(self) -> h5py.Group:
         if not self.has_words:
-            raise InputError(f"{self.path} has no word-level features",
-                             "extract word inputs: featx extract treebank.conllu (or --columns / JSON Lines of tokens)")
+            raise InputError(
+                f"{self.path} has no word-level features",
+                "extract word inputs: featx extract treebank.conllu (or --columns / JSON Lines of tokens)",
+            )
         return self._file[s.WORDS]
 
     def word_poolings(self) -> list[str]:
@@ -169,8 +186,10 @@ class WordAccess:
         """``(n_words, hidden)`` word vectors of one word pooling at one layer; reads only that layer."""
         poolings = self.word_poolings()
         if pooling not in poolings:
-            raise InputError(f"word pooling '{pooling}' is not stored in {self.path}; stored: {', '.join(poolings)}",
-                             "re-extract with --word-pooling first,last,mean --overwrite")
+            raise InputError(
+                f"word pooling '{pooling}' is not stored in {self.path}; stored: {', '.join(poolings)}",
+                "re-extract with --word-pooling first,last,mean --overwrite",
+            )
         position = self._layer_position(layer)
         dataset = self._file[s.word_pooled_path(pooling)]
         out = np.empty((self._n_words(), dataset.shape[2]), dtype=dataset.dtype)
@@ -188,8 +207,11 @@ class WordAccess:
         self._require_words()
         name = s.word_label_path(column)
         if name not in self._file:
-            raise InputError(f"{self.path} has no word label column '{column}'; word label columns: "
-                             f"{', '.join(self.word_label_columns()) or '(none)'}", "pick one with --label NAME")
+            raise InputError(
+                f"{self.path} has no word label column '{column}'; word label columns: "
+                f"{', '.join(self.word_label_columns()) or '(none)'}",
+                "pick one with --label NAME",
+            )
         return self._file[name]
 
     def word_labels(self, column: str) -> np.ndarray:

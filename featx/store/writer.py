@@ -179,8 +179,18 @@ class FeatureWriter:
         self._word_offsets = file[s.WORD_OFFSETS][()] if word_paths else None
 
     @classmethod
-    def create(cls, final_path: Path, attrs: dict, corpus, tokenized, sites: list[SiteLayout], store_dtype,
-               with_tokens: bool, row_index: np.ndarray | None = None, word_poolings=()) -> "FeatureWriter":
+    def create(
+        cls,
+        final_path: Path,
+        attrs: dict,
+        corpus,
+        tokenized,
+        sites: list[SiteLayout],
+        store_dtype,
+        with_tokens: bool,
+        row_index: np.ndarray | None = None,
+        word_poolings=(),
+    ) -> FeatureWriter:
         """A new ``<final_path>.partial`` for ``corpus`` (its rows, labels) as ``tokenized``, with ``sites``
         (``hidden`` first); ``attrs`` are the provenance attributes; ``row_index`` marks a shard file;
         ``word_poolings`` the word vectors of a corpus of words (``corpus.words``)."""
@@ -194,15 +204,26 @@ class FeatureWriter:
         try:
             file = h5py.File(path, "x")  # O_CREAT|O_EXCL: fails rather than follow a link that reappeared
         except OSError as err:
-            raise StoreError(f"cannot create {path}: {err}", "check the output directory exists and is writable") from None
+            raise StoreError(
+                f"cannot create {path}: {err}", "check the output directory exists and is writable"
+            ) from None
         try:
-            _as_os_error(_populate)(file, attrs, corpus, tokenized, sites, np.dtype(store_dtype), with_tokens,
-                                    row_index)
+            _as_os_error(_populate)(
+                file, attrs, corpus, tokenized, sites, np.dtype(store_dtype), with_tokens, row_index
+            )
             if getattr(corpus, "words", None) is not None:
                 hidden = sites[0]
-                _as_os_error(create_words)(file, corpus.words, tokenized.n_subwords, word_poolings,
-                                           len(hidden.layers), hidden.width, np.dtype(store_dtype), _preallocated,
-                                           _row_chunks)
+                _as_os_error(create_words)(
+                    file,
+                    corpus.words,
+                    tokenized.n_subwords,
+                    word_poolings,
+                    len(hidden.layers),
+                    hidden.width,
+                    np.dtype(store_dtype),
+                    _preallocated,
+                    _row_chunks,
+                )
             _as_os_error(file.flush)()
             _reserve_space(path)
         except BaseException as err:
@@ -226,7 +247,7 @@ class FeatureWriter:
         return cls(file, final_path)
 
     @classmethod
-    def resume(cls, final_path: Path) -> "FeatureWriter":
+    def resume(cls, final_path: Path) -> FeatureWriter:
         path = partial_path(final_path)
         try:
             file = h5py.File(path, "r+")
@@ -248,9 +269,11 @@ class FeatureWriter:
     def _check_in_place(self) -> None:
         """The file being written is still the one at ``<output>.partial`` (not removed or replaced)."""
         if _identity(partial_path(self.final_path)) != self._identity:
-            raise StoreError(f"{partial_path(self.final_path)} was removed or replaced while featx was writing it; "
-                             "the rows written to it are lost",
-                             "run the same featx extract command again (it starts over)")
+            raise StoreError(
+                f"{partial_path(self.final_path)} was removed or replaced while featx was writing it; "
+                "the rows written to it are lost",
+                "run the same featx extract command again (it starts over)",
+            )
 
     @property
     def n_rows(self) -> int:
@@ -366,16 +389,32 @@ class FeatureWriter:
                 self.file.close()
 
 
-def _populate(file: h5py.File, attrs: dict, corpus, tokenized, sites: list[SiteLayout], store_dtype: np.dtype,
-              with_tokens: bool, row_index: np.ndarray | None) -> None:
+def _populate(
+    file: h5py.File,
+    attrs: dict,
+    corpus,
+    tokenized,
+    sites: list[SiteLayout],
+    store_dtype: np.dtype,
+    with_tokens: bool,
+    row_index: np.ndarray | None,
+) -> None:
     hidden = sites[0]
     n_rows = len(corpus)
     file.attrs.update({key: value for key, value in attrs.items() if value is not None})
-    file.attrs.update({
-        s.FORMAT: s.FORMAT_NAME, s.SCHEMA: s.SCHEMA_VERSION, s.LAYERS: json.dumps(list(hidden.layers)),
-        s.POOLINGS: json.dumps(list(hidden.poolings)), s.N_ROWS: n_rows, s.HIDDEN_SIZE: hidden.width,
-        s.STORE_DTYPE: store_dtype.name, s.WITH_TOKENS: bool(with_tokens), s.COMPLETE: False,
-    })
+    file.attrs.update(
+        {
+            s.FORMAT: s.FORMAT_NAME,
+            s.SCHEMA: s.SCHEMA_VERSION,
+            s.LAYERS: json.dumps(list(hidden.layers)),
+            s.POOLINGS: json.dumps(list(hidden.poolings)),
+            s.N_ROWS: n_rows,
+            s.HIDDEN_SIZE: hidden.width,
+            s.STORE_DTYPE: store_dtype.name,
+            s.WITH_TOKENS: bool(with_tokens),
+            s.COMPLETE: False,
+        }
+    )
     if s.sites_attr(sites):
         file.attrs[s.SITES_ATTR] = s.sites_attr(sites)
     _write_rows(file, corpus, tokenized, row_index)
@@ -383,11 +422,21 @@ def _populate(file: h5py.File, attrs: dict, corpus, tokenized, sites: list[SiteL
     total = int(tokenized.offsets[-1])
     for site in sites:
         for path in site.pooled_paths.values():
-            _preallocated(file, path, (n_rows, len(site.layers), site.width), store_dtype,
-                          chunks=(_row_chunks(n_rows, site.width * itemsize), 1, site.width))
+            _preallocated(
+                file,
+                path,
+                (n_rows, len(site.layers), site.width),
+                store_dtype,
+                chunks=(_row_chunks(n_rows, site.width * itemsize), 1, site.width),
+            )
         if with_tokens:
-            _preallocated(file, site.tokens_path, (total, len(site.layers), site.width), store_dtype,
-                          chunks=(_row_chunks(total, site.width * itemsize), 1, site.width))
+            _preallocated(
+                file,
+                site.tokens_path,
+                (total, len(site.layers), site.width),
+                store_dtype,
+                chunks=(_row_chunks(total, site.width * itemsize), 1, site.width),
+            )
         if site.name != s.HIDDEN_SITE:
             file[s.site_group(site.name)].attrs[s.SITE_NAME] = site.name
         if with_tokens and site.name == s.HIDDEN_SITE:

@@ -14,13 +14,20 @@ def _tokenized(lengths) -> TokenizedCorpus:
     lengths = np.asarray(lengths, dtype=np.int64)
     offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
-    return TokenizedCorpus(input_ids=np.arange(1, int(offsets[-1]) + 1, dtype=np.int32), offsets=offsets,
-                           full_lengths=lengths.astype(np.int32), word_ids=None)
+    return TokenizedCorpus(
+        input_ids=np.arange(1, int(offsets[-1]) + 1, dtype=np.int32),
+        offsets=offsets,
+        full_lengths=lengths.astype(np.int32),
+        word_ids=None,
+    )
 
 
 @settings(max_examples=60, deadline=None)
-@given(lengths=st.lists(st.integers(1, 40), min_size=1, max_size=60), max_tokens=st.integers(40, 300),
-       batch_size=st.integers(1, 16))
+@given(
+    lengths=st.lists(st.integers(1, 40), min_size=1, max_size=60),
+    max_tokens=st.integers(40, 300),
+    batch_size=st.integers(1, 16),
+)
 def test_batches_cover_every_row_once_within_budget(lengths, max_tokens, batch_size):
     lengths = np.array(lengths)
     batches = plan_batches(lengths, max_tokens, batch_size)
@@ -32,13 +39,16 @@ def test_batches_cover_every_row_once_within_budget(lengths, max_tokens, batch_s
 
 
 @settings(max_examples=60, deadline=None)
-@given(lengths=st.lists(st.integers(1, 30), min_size=1, max_size=80), rows=st.integers(1, 20),
-       tokens=st.one_of(st.none(), st.integers(30, 200)))
+@given(
+    lengths=st.lists(st.integers(1, 30), min_size=1, max_size=80),
+    rows=st.integers(1, 20),
+    tokens=st.one_of(st.none(), st.integers(30, 200)),
+)
 def test_windows_are_contiguous_and_keep_both_budgets(lengths, rows, tokens):
     lengths = np.array(lengths)
     windows = plan_windows(len(lengths), rows, lengths if tokens else None, tokens)
     assert windows[0][0] == 0 and windows[-1][1] == len(lengths)
-    assert all(a[1] == b[0] for a, b in zip(windows, windows[1:]))
+    assert all(a[1] == b[0] for a, b in zip(windows, windows[1:], strict=False))
     for start, stop in windows:
         assert 1 <= stop - start <= rows
         if tokens is not None and stop - start > 1:

@@ -61,4 +61,7 @@ def test_cli_refuses_non_positive_sizes_before_loading_anything(tmp_path, monkey
     corpus.write_text("text\nhello\n")
     result = CliRunner().invoke(main, ["extract", str(corpus), flag, value, "-q"])
     assert result.exit_code == 2, result.output
-    assert result.output.startswith(f"featx: error: {flag} {value} must be a whole number") and "Traceback" not in result.output
+    assert (
+        result.output.startswith(f"featx: error: {flag} {value} must be a whole number")
+        and "Traceback" not in result.output
+    )

@@ -3,8 +3,8 @@ import json
 import numpy as np
 import pytest
 
-from featx.extraction.corpus import read_corpus
 from featx.errors import InputError
+from featx.extraction.corpus import read_corpus
 
 
 def write(tmp_path, content, name="c.csv", mode="w"):
@@ -17,7 +17,10 @@ def write(tmp_path, content, name="c.csv", mode="w"):
 
 
 def test_reads_labels_split_and_ids(tmp_path):
-    path = write(tmp_path, "id,text,label,topic,split\na,hello there,1,sport,train\nb,good bye,0,news,TEST\nc,third,,sport,train\n")
+    path = write(
+        tmp_path,
+        "id,text,label,topic,split\na,hello there,1,sport,train\nb,good bye,0,news,TEST\nc,third,,sport,train\n",
+    )
     corpus = read_corpus(path, id_col="id")
     assert corpus.texts == ["hello there", "good bye", "third"]
     assert corpus.ids == ["a", "b", "c"]
@@ -35,7 +38,7 @@ def test_numeric_labels_sort_numerically(tmp_path):
 
 
 def test_bom_and_windows_line_endings(tmp_path):
-    path = write(tmp_path, b"\xef\xbb\xbftext,label\r\nhello,1\r\n\"multi\r\nline\",0\r\n")
+    path = write(tmp_path, b'\xef\xbb\xbftext,label\r\nhello,1\r\n"multi\r\nline",0\r\n')
     corpus = read_corpus(path)
     assert corpus.texts == ["hello", "multi\r\nline"]
     assert corpus.labels["label"].names == ["0", "1"]
@@ -50,8 +53,11 @@ def test_nan_labels_are_missing_with_the_pandas_markers(tmp_path):
 def test_tsv_and_jsonl_and_parquet(tmp_path):
     tsv = write(tmp_path, "text\tlabel\na, b\tx\n", name="c.tsv")
     assert read_corpus(tsv).texts == ["a, b"]
-    jsonl = write(tmp_path, json.dumps({"text": "hi", "label": 1}) + "\n\n" + json.dumps({"text": "yo", "label": None}) + "\n",
-                  name="c.jsonl")
+    jsonl = write(
+        tmp_path,
+        json.dumps({"text": "hi", "label": 1}) + "\n\n" + json.dumps({"text": "yo", "label": None}) + "\n",
+        name="c.jsonl",
+    )
     corpus = read_corpus(jsonl)
     assert corpus.texts == ["hi", "yo"]
     np.testing.assert_array_equal(corpus.labels["label"].codes, [0, -1])
@@ -68,9 +74,13 @@ BAD_INPUTS = [
     ("whitespace file", "\n\n", "is empty"),
     ("header only", "text,label\n", "header but no rows"),
     ("missing text column", "sentence,label\nhi,1\n", "no text column 'text'; columns found: sentence, label"),
-    ("empty text", "text,label\nhi,1\n   ,0\n,1\n", "2 empty or whitespace-only text.*row 1 \\(line 3\\), row 2 \\(line 4\\)"),
+    (
+        "empty text",
+        "text,label\nhi,1\n   ,0\n,1\n",
+        "2 empty or whitespace-only text.*row 1 \\(line 3\\), row 2 \\(line 4\\)",
+    ),
     ("ragged row", "text,label\nhi,1\nhey,0,extra\n", "line 3 has 3 fields but the header has 2"),
-    ("open quote", "text,label\n\"hi,1\nyo,0\n", "quote is probably left open|cannot parse"),
+    ("open quote", 'text,label\n"hi,1\nyo,0\n', "quote is probably left open|cannot parse"),
     ("latin-1", b"text,label\ncaf\xe9,1\n", "line 2, column 4 is not valid utf-8"),
     ("numbers only", "text,label\n1,1\n2.5,0\n", "holds only numbers"),
     ("duplicate header", "text,text\na,b\n", "repeats column"),

@@ -21,8 +21,10 @@ def write(tmp_path, content, name="c.csv"):
 def test_tab_separated_file_named_csv_is_sniffed_and_said(tmp_path):
     corpus = read_corpus(write(tmp_path, "text\tlabel\nhello, world\tpos\nbye\tneg\n"))
     assert corpus.texts == ["hello, world", "bye"] and corpus.labels["label"].names == ["neg", "pos"]
-    assert corpus.notes == ["%s: read as tab-separated (sniffed from the first lines; the name suggests comma); "
-                            "--sep forces one" % (tmp_path / "c.csv")]
+    assert corpus.notes == [
+        "%s: read as tab-separated (sniffed from the first lines; the name suggests comma); "
+        "--sep forces one" % (tmp_path / "c.csv")
+    ]
 
 
 def test_tab_separated_without_commas_is_sniffed_too(tmp_path):
@@ -31,7 +33,7 @@ def test_tab_separated_without_commas_is_sniffed_too(tmp_path):
 
 
 def test_excel_export_bom_semicolons_crlf(tmp_path):
-    raw = "\ufefftext;label;score\r\nnice, really;pos;1\r\n\"a; b\";neg;0\r\n".encode("utf-8")
+    raw = '\ufefftext;label;score\r\nnice, really;pos;1\r\n"a; b";neg;0\r\n'.encode("utf-8")
     corpus = read_corpus(write(tmp_path, raw))
     assert corpus.texts == ["nice, really", "a; b"]
     assert list(corpus.labels) == ["label", "score"] and corpus.labels["label"].names == ["neg", "pos"]
@@ -59,9 +61,14 @@ def test_ragged_comma_file_keeps_its_line_error(tmp_path):
         read_corpus(write(tmp_path, "text,label\nhi,1\nhey,0,extra\n"))
 
 
-@pytest.mark.parametrize("name, content", [("c.csv.gz", "text,label\nhi,1\nyo,0\n"),
-                                           ("c.tsv.gz", "text\tlabel\nhi\t1\nyo\t0\n"),
-                                           ("c.jsonl.gz", '{"text": "hi", "label": 1}\n{"text": "yo", "label": 0}\n')])
+@pytest.mark.parametrize(
+    "name, content",
+    [
+        ("c.csv.gz", "text,label\nhi,1\nyo,0\n"),
+        ("c.tsv.gz", "text\tlabel\nhi\t1\nyo\t0\n"),
+        ("c.jsonl.gz", '{"text": "hi", "label": 1}\n{"text": "yo", "label": 0}\n'),
+    ],
+)
 def test_gzip_inputs(tmp_path, name, content):
     raw = gzip.compress(content.encode())
     corpus = read_corpus(write(tmp_path, raw, name=name))
@@ -81,7 +88,7 @@ def test_ids_are_data_row_numbers_with_skipped_rows_counted(tmp_path):
     corpus = read_corpus(path, skip_empty=True)
     assert corpus.ids == ["0", "2", "4"] and corpus.skipped_rows == [1, 3]
     original = list(csv.DictReader(open(path, newline="")))
-    for text, row_id in zip(corpus.texts, corpus.ids):
+    for text, row_id in zip(corpus.texts, corpus.ids, strict=False):
         assert original[int(row_id)]["text"] == text  # the id joins back to the original file
 
 

@@ -6,12 +6,11 @@ from collections import namedtuple
 
 import pytest
 from click.testing import CliRunner
+from conftest import SENTENCES, write_csv
 
 import featx
-from featx.extraction import estimation
 from featx.cli import main
-
-from conftest import SENTENCES, write_csv
+from featx.extraction import estimation
 
 
 @pytest.mark.parametrize("tokens", [False, True])

@@ -1,14 +1,13 @@
 import h5py
 import numpy as np
 import pytest
+from conftest import SENTENCES, write_csv
+from helpers import interrupt_after_commits, max_abs_diff, reference_features
 
 import featx
 from featx.errors import InputError, Interrupted, ModelError, StoreError
 from featx.extraction import ExtractConfig, extract
 from featx.store import partial_path
-
-from conftest import SENTENCES, write_csv
-from helpers import interrupt_after_commits, max_abs_diff, reference_features
 
 TEXTS = [row[0] for row in SENTENCES]
 
@@ -51,9 +50,23 @@ def test_rows_keep_corpus_order_and_metadata(tiny_model, corpus_csv, tmp_path):
         names = features.label_names("tense")
         assert [names[code] for code in features.labels("tense")] == [row[2] for row in SENTENCES]
         attrs = features.attrs
-        for key in ("featx_version", "schema_version", "model", "model_sha256", "tokenizer", "max_length",
-                    "compute_dtype", "store_dtype", "poolings", "layers", "device", "corpus_path",
-                    "corpus_sha256", "n_rows", "complete"):
+        for key in (
+            "featx_version",
+            "schema_version",
+            "model",
+            "model_sha256",
+            "tokenizer",
+            "max_length",
+            "compute_dtype",
+            "store_dtype",
+            "poolings",
+            "layers",
+            "device",
+            "corpus_path",
+            "corpus_sha256",
+            "n_rows",
+            "complete",
+        ):
             assert key in attrs, key
         assert attrs["complete"] and attrs["n_rows"] == len(TEXTS)
         assert attrs["store_dtype"] == "float32" and attrs["compute_dtype"] == "float32"
@@ -136,7 +149,7 @@ def test_token_level_states(tiny_model, corpus_csv, tmp_path):
         assert states.shape == (offsets[-1], 32)
         mean = features.features("mean", 1)
         for row in range(features.n_rows):
-            np.testing.assert_allclose(states[offsets[row]:offsets[row + 1]].mean(0), mean[row], atol=1e-5)
+            np.testing.assert_allclose(states[offsets[row] : offsets[row + 1]].mean(0), mean[row], atol=1e-5)
         word_ids = features.word_ids
         assert word_ids[offsets[0]] == -1 and word_ids[offsets[1] - 1] == -1  # [CLS] ... [SEP]
         assert word_ids[offsets[0] + 1] == 0
@@ -204,7 +217,9 @@ def test_pickle_only_model_is_refused(tiny_model, corpus_csv, tmp_path):
 
 def test_unknown_hub_id_suggests_local_folder(corpus_csv, tmp_path):
     with pytest.raises(ModelError, match="not available offline"):
-        extract(ExtractConfig(corpus=corpus_csv, output=tmp_path / "o.h5", model="nobody/no-such-model", progress=False))
+        extract(
+            ExtractConfig(corpus=corpus_csv, output=tmp_path / "o.h5", model="nobody/no-such-model", progress=False)
+        )
 
 
 def test_output_directory_problems(tiny_model, corpus_csv, tmp_path):
@@ -216,9 +231,8 @@ def test_output_directory_problems(tiny_model, corpus_csv, tmp_path):
 
 def test_pooler_requested_for_model_without_one(tmp_path, corpus_csv):
     import torch
-    from transformers import DistilBertConfig, DistilBertModel
-
     from conftest import build_tiny_bert
+    from transformers import DistilBertConfig, DistilBertModel
 
     folder = build_tiny_bert(tmp_path / "distil")
     config = DistilBertConfig(vocab_size=200, dim=32, n_layers=2, n_heads=4, hidden_dim=64, max_position_embeddings=64)

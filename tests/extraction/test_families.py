@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import SENTENCES, write_csv
+from families import FAMILIES, build_family, reference_states
 
 import featx
 from featx.extraction import ExtractConfig, extract
-
-from conftest import SENTENCES, write_csv
-from families import FAMILIES, build_family, reference_states
 
 TEXTS = [row[0] for row in SENTENCES]
 TOLERANCE = 1e-4
@@ -53,8 +52,12 @@ def family_corpus(tmp_path_factory):
 
 
 def pooled_reference(states: list[np.ndarray], pooling: str) -> np.ndarray:
-    pick = {"cls": lambda s: s[:, 0], "mean": lambda s: s.mean(1), "max": lambda s: s.max(1),
-            "last": lambda s: s[:, -1]}[pooling]
+    pick = {
+        "cls": lambda s: s[:, 0],
+        "mean": lambda s: s.mean(1),
+        "max": lambda s: s.max(1),
+        "last": lambda s: s[:, -1],
+    }[pooling]
     return np.stack([pick(row) for row in states])
 
 
@@ -65,8 +68,9 @@ def relative_error(got, expected) -> float:
 
 def run_family(model, corpus, output, **options):
     options.setdefault("store_dtype", "float32")
-    return extract(ExtractConfig(corpus=corpus, output=output, model=str(model), progress=False,
-                                 batch_size=5, **options))
+    return extract(
+        ExtractConfig(corpus=corpus, output=output, model=str(model), progress=False, batch_size=5, **options)
+    )
 
 
 def parity(summary, references) -> float:
@@ -82,8 +86,9 @@ def parity(summary, references) -> float:
 
 
 @pytest.mark.parametrize("family", FAMILIES, ids=lambda family: family.name)
-def test_family_matches_plain_forward_fp32(family, family_models, family_references, family_corpus, tmp_path,
-                                           monkeypatch):
+def test_family_matches_plain_forward_fp32(
+    family, family_models, family_references, family_corpus, tmp_path, monkeypatch
+):
     """With the CPU fast path (its default); ``test_family_sites`` checks the same without it."""
     monkeypatch.setenv("FEATX_ONEDNN", "1")
     summary = run_family(family_models(family), family_corpus, tmp_path / "out.h5")
@@ -107,15 +112,17 @@ def check_recorded(family, summary):
 
 
 HALF_PRECISION = [(family, "bfloat16") for family in FAMILIES] + [
-    (family, "float16") for family in FAMILIES if family.name in ("bert", "t5-encoder", "llama")]
+    (family, "float16") for family in FAMILIES if family.name in ("bert", "t5-encoder", "llama")
+]
 
 
 @pytest.mark.parametrize("family,dtype", HALF_PRECISION, ids=lambda value: getattr(value, "name", value))
 def test_family_runs_in_half_precision(family, dtype, family_models, family_references, family_corpus, tmp_path):
     """bf16 (with the fast path where it applies) on CPU for every family, fp16 for a few (every family ran
     in fp16 within 1e-3 of fp32 when checked by hand): runs, finite, close to the fp32 reference."""
-    summary = run_family(family_models(family), family_corpus, tmp_path / "half.h5", dtype=dtype,
-                         poolings="mean", layers="0,-1")
+    summary = run_family(
+        family_models(family), family_corpus, tmp_path / "half.h5", dtype=dtype, poolings="mean", layers="0,-1"
+    )
     with featx.open(summary.output) as features:
         assert features.attrs["compute_dtype"] == dtype
         expected = pooled_reference(family_references(family), "mean")
@@ -156,7 +163,7 @@ def test_fast_path_swaps_only_what_is_safe(family, dtype, family_models):
         a = plain(input_ids=ids, attention_mask=mask, output_hidden_states=True).hidden_states
         b = packed(input_ids=ids, attention_mask=mask, output_hidden_states=True).hidden_states
     tolerance = 1e-5 if dtype == "float32" else 5e-2
-    for x, y in zip(a, b):
+    for x, y in zip(a, b, strict=False):
         real = mask.bool()
         scale = x[real].float().abs().max()
         assert ((y[real].float() - x[real].float()).abs().max() / scale) <= tolerance
@@ -169,7 +176,8 @@ def site_reference(family, folder, texts, sites=("attn_out", "ffn", "pre_ln")):
     import transformers
     from transformers import AutoTokenizer
 
-    from featx.extraction.sites import FAMILIES as SITE_FAMILIES, architecture_family
+    from featx.extraction.sites import FAMILIES as SITE_FAMILIES
+    from featx.extraction.sites import architecture_family
 
     tokenizer = AutoTokenizer.from_pretrained(str(folder))
     model = getattr(transformers, family.reference).from_pretrained(str(folder), dtype=torch.float32).eval()
@@ -181,6 +189,7 @@ def site_reference(family, folder, texts, sites=("attn_out", "ffn", "pre_ln")):
         def hook(mod, inputs, output=None):
             value = inputs if mode == "input" else output
             recorded[site].append((value[0] if isinstance(value, tuple) else value)[0].double().mean(0).numpy())
+
         return hook
 
     handles = []
@@ -189,8 +198,9 @@ def site_reference(family, folder, texts, sites=("attn_out", "ffn", "pre_ln")):
         for layer in range(n_layers):
             target = model.get_submodule(f"{spec['layers']}.{layer}.{module}")
             hook = hook_for(site, mode)
-            handles.append(target.register_forward_pre_hook(hook) if mode == "input"
-                           else target.register_forward_hook(hook))
+            handles.append(
+                target.register_forward_pre_hook(hook) if mode == "input" else target.register_forward_hook(hook)
+            )
     with torch.no_grad():
         for text in texts:
             model(**tokenizer(text, return_tensors="pt"))
@@ -226,9 +236,9 @@ def test_family_sites(family, family_models, family_references, family_corpus, t
 
 
 def test_cls_is_refused_for_causal_models(family_models, family_corpus, tmp_path):
-    from featx.errors import InputError
-
     from families import BY_NAME
+
+    from featx.errors import InputError
 
     with pytest.raises(InputError, match="causal") as error:
         run_family(family_models(BY_NAME["llama"]), family_corpus, tmp_path / "cls.h5", poolings="cls,mean")
@@ -242,11 +252,10 @@ def test_sharded_checkpoint_extracts_the_same_and_hashes_every_shard(family_mode
 
     import torch
     import transformers
+    from families import BY_NAME
 
     from featx.errors import ModelError
     from featx.extraction.modeling import load_model
-
-    from families import BY_NAME
 
     family = BY_NAME["llama"]
     single = family_models(family)
@@ -283,17 +292,38 @@ def test_sharded_checkpoint_extracts_the_same_and_hashes_every_shard(family_mode
 def test_cli_t5_and_a_causal_model(family_models, family_corpus, tmp_path):
     """The reported T5 traceback is gone at the command line; cls on a causal model is one line, exit 2."""
     from click.testing import CliRunner
+    from families import BY_NAME
 
     from featx.cli import main
 
-    from families import BY_NAME
-
-    t5 = CliRunner().invoke(main, ["extract", str(family_corpus), "--model", str(family_models(BY_NAME["t5-encoder"])),
-                                   "-o", str(tmp_path / "t5.h5"), "-q"])
+    t5 = CliRunner().invoke(
+        main,
+        [
+            "extract",
+            str(family_corpus),
+            "--model",
+            str(family_models(BY_NAME["t5-encoder"])),
+            "-o",
+            str(tmp_path / "t5.h5"),
+            "-q",
+        ],
+    )
     assert t5.exit_code == 0, t5.output
     assert "encoder-decoder model: these are its encoder's states" in t5.output
-    gpt2 = CliRunner().invoke(main, ["extract", str(family_corpus), "--model", str(family_models(BY_NAME["gpt2"])),
-                                     "-o", str(tmp_path / "gpt2.h5"), "-q", "--pooling", "cls"])
+    gpt2 = CliRunner().invoke(
+        main,
+        [
+            "extract",
+            str(family_corpus),
+            "--model",
+            str(family_models(BY_NAME["gpt2"])),
+            "-o",
+            str(tmp_path / "gpt2.h5"),
+            "-q",
+            "--pooling",
+            "cls",
+        ],
+    )
     assert gpt2.exit_code == 2 and "Traceback" not in gpt2.output
     assert "pooling 'cls' does not fit" in gpt2.output
 
@@ -303,9 +333,9 @@ def test_device_map_auto(family_models, family_corpus, tmp_path, monkeypatch):
     the same features; without accelerate it is one clear error; with --random-init it is refused."""
     import importlib.util
 
-    from featx.errors import InputError
-
     from families import BY_NAME
+
+    from featx.errors import InputError
 
     model = family_models(BY_NAME["llama"])
     with pytest.raises(InputError, match="--random-init"):
@@ -320,7 +350,8 @@ def test_device_map_auto(family_models, family_corpus, tmp_path, monkeypatch):
             for layer in a.layers:
                 np.testing.assert_allclose(b.features("last", layer), a.features("last", layer), atol=1e-6)
     real_find_spec = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec",
-                        lambda name, *args: None if name == "accelerate" else real_find_spec(name, *args))
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *args: None if name == "accelerate" else real_find_spec(name, *args)
+    )
     with pytest.raises(InputError, match="needs the accelerate package"):
         run_family(model, family_corpus, tmp_path / "none.h5", device_map="auto")

@@ -88,8 +88,16 @@ def test_a_file_replaced_by_another_inode_is_hashed_again(cache, weights, hashes
     assert len(hashes) == 2
 
 
-@pytest.mark.parametrize("content", [b"{not json", b"[1, 2]", b'{"version": 99, "entries": {}}',
-                                     b"\xff\xfe binary", b'{"version": 1, "entries": {"k": "not-a-digest"}}'])
+@pytest.mark.parametrize(
+    "content",
+    [
+        b"{not json",
+        b"[1, 2]",
+        b'{"version": 99, "entries": {}}',
+        b"\xff\xfe binary",
+        b'{"version": 1, "entries": {"k": "not-a-digest"}}',
+    ],
+)
 def test_a_corrupt_cache_is_ignored_and_replaced(cache, weights, content):
     cache.parent.mkdir(parents=True)
     cache.write_bytes(content)

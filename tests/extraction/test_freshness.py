@@ -26,8 +26,9 @@ def model_copy(tiny_model, tmp_path):
 
 @pytest.fixture
 def written(model_copy, corpus_csv, tmp_path):
-    config = ExtractConfig(corpus=corpus_csv, output=tmp_path / "out.h5", model=str(model_copy), progress=False,
-                           poolings="mean,cls")
+    config = ExtractConfig(
+        corpus=corpus_csv, output=tmp_path / "out.h5", model=str(model_copy), progress=False, poolings="mean,cls"
+    )
     assert featx.extract(config).status == "written"
     return config
 
@@ -81,12 +82,29 @@ def test_an_unfinished_or_foreign_file_is_not_current(written, tmp_path):
 
 
 def test_the_cli_answers_before_importing_torch(written):
-    args = ["extract", str(written.corpus), "-o", str(written.output), "--model", written.model,
-            "--pooling", "mean,cls", "-q"]
-    code = ("import sys; from featx.cli import main\n"
-            f"try:\n    main({args!r})\nexcept SystemExit:\n    pass\n"
-            "print('torch imported:', 'torch' in sys.modules)")
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                            env={**os.environ, "PYTHONPATH": str(REPO)}, cwd=written.output.parent)
+    args = [
+        "extract",
+        str(written.corpus),
+        "-o",
+        str(written.output),
+        "--model",
+        written.model,
+        "--pooling",
+        "mean,cls",
+        "-q",
+    ]
+    code = (
+        "import sys; from featx.cli import main\n"
+        f"try:\n    main({args!r})\nexcept SystemExit:\n    pass\n"
+        "print('torch imported:', 'torch' in sys.modules)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        cwd=written.output.parent,
+    )
     assert "up to date" in result.stdout, result.stderr
     assert "torch imported: False" in result.stdout

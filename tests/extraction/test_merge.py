@@ -22,18 +22,16 @@ import h5py
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from conftest import SENTENCES, WORDS, build_tiny_bert, write_csv
 
 import featx
 from featx.cli import main
 from featx.errors import FeatxError, IncompleteError, Interrupted, StoreError
 from featx.extraction import ExtractConfig, extract
-from featx.store import OutputLock
 from featx.extraction.merge import merge
 from featx.extraction.sharding import ShardSpec, manifest_path
+from featx.store import FeatureWriter, OutputLock, partial_path
 from featx.store.schema import ROW_INDEX
-from featx.store import FeatureWriter, partial_path
-
-from conftest import SENTENCES, WORDS, build_tiny_bert, write_csv
 
 ROOT = Path(__file__).resolve().parents[2]
 N_ROWS = 30
@@ -63,8 +61,20 @@ def run_shards(corpus, output, model, count, **extra):
 
 
 def cli_args(corpus, output, model, *extra) -> list[str]:
-    return ["extract", str(corpus), "-o", str(output), "--model", str(model), "--store-dtype", "float32",
-            "--commit-rows", "4", "-q", *extra]
+    return [
+        "extract",
+        str(corpus),
+        "-o",
+        str(output),
+        "--model",
+        str(model),
+        "--store-dtype",
+        "float32",
+        "--commit-rows",
+        "4",
+        "-q",
+        *extra,
+    ]
 
 
 def subprocess_env() -> dict:
@@ -104,8 +114,9 @@ def test_shards_in_separate_processes_equal_single_process(tiny_model, corpus, t
     processes = []
     for count in (2, 3):
         for index in range(count):
-            process = context.Process(target=extract_shard_in_child,
-                                      args=(corpus, tmp_path / f"out{count}.h5", tiny_model, count, index))
+            process = context.Process(
+                target=extract_shard_in_child, args=(corpus, tmp_path / f"out{count}.h5", tiny_model, count, index)
+            )
             process.start()
             processes.append(process)
     single = run(corpus, tmp_path / "single.h5", tiny_model).output
@@ -164,9 +175,20 @@ def test_torchrun_two_processes_write_the_merged_file(tiny_model, corpus, tmp_pa
     output = tmp_path / "out.h5"
     env = {**subprocess_env(), "FEATX_DIST_TIMEOUT": "240"}
     process = subprocess.run(
-        [*torchrun_command(), "--standalone", "--nproc-per-node", "2", "-m", "featx",
-         *cli_args(corpus, output, tiny_model)],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
+        [
+            *torchrun_command(),
+            "--standalone",
+            "--nproc-per-node",
+            "2",
+            "-m",
+            "featx",
+            *cli_args(corpus, output, tiny_model),
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert process.returncode == 0, process.stdout + process.stderr
     assert "merged 2 shards into" in process.stdout and "Traceback" not in process.stderr
@@ -177,9 +199,17 @@ def test_torchrun_two_processes_write_the_merged_file(tiny_model, corpus, tmp_pa
 
 def extract_as_rank(corpus, output, model, rank, world_size, port, report):
     """What one torchrun worker does, with the variables torchrun would set."""
-    os.environ.update({"RANK": str(rank), "WORLD_SIZE": str(world_size), "LOCAL_RANK": str(rank),
-                       "LOCAL_WORLD_SIZE": str(world_size), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
-                       "FEATX_DIST_TIMEOUT": "240"})
+    os.environ.update(
+        {
+            "RANK": str(rank),
+            "WORLD_SIZE": str(world_size),
+            "LOCAL_RANK": str(rank),
+            "LOCAL_WORLD_SIZE": str(world_size),
+            "MASTER_ADDR": "127.0.0.1",
+            "MASTER_PORT": str(port),
+            "FEATX_DIST_TIMEOUT": "240",
+        }
+    )
     import featx.extraction.orchestrate as orchestrate
 
     extractions, original = [], orchestrate._run
@@ -204,8 +234,10 @@ def run_as_ranks(corpus, output, model, tmp_path, world_size=2) -> list[dict]:
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(["featx.extraction.orchestrate", "transformers"])
     reports = [tmp_path / f"rank{rank}.json" for rank in range(world_size)]
-    processes = [context.Process(target=extract_as_rank, args=(corpus, output, model, rank, world_size, port,
-                                                               reports[rank])) for rank in range(world_size)]
+    processes = [
+        context.Process(target=extract_as_rank, args=(corpus, output, model, rank, world_size, port, reports[rank]))
+        for rank in range(world_size)
+    ]
     for process in processes:
         process.start()
     for process in processes:
@@ -362,8 +394,10 @@ def test_merge_refuses_duplicated_and_missing_rows(tiny_model, corpus, tmp_path)
     with h5py.File(second, "r+") as file:  # as if shard 1 came from another sharded run
         original = file[ROW_INDEX][()]
         file[ROW_INDEX][...] = rows_of_first
-    with pytest.raises(StoreError, match=f"in more than one shard, e.g. row {rows_of_first[0]} in "
-                                         "out.shard-00-of-02.h5 and out.shard-01-of-02.h5"):
+    with pytest.raises(
+        StoreError,
+        match=f"in more than one shard, e.g. row {rows_of_first[0]} in out.shard-00-of-02.h5 and out.shard-01-of-02.h5",
+    ):
         merge(output)
     with h5py.File(second, "r+") as file:
         file[ROW_INDEX][...] = original
@@ -397,8 +431,9 @@ def test_merge_cli_reports_errors_without_traceback(tiny_model, corpus, tmp_path
     result = CliRunner().invoke(main, cli_args(corpus, output, tiny_model, "--shards", "2"))
     assert result.exit_code == 2 and "--shards and --shard-index go together" in result.output
     for index in range(2):
-        result = CliRunner().invoke(main, cli_args(corpus, output, tiny_model, "--shards", "2",
-                                                   "--shard-index", str(index)))
+        result = CliRunner().invoke(
+            main, cli_args(corpus, output, tiny_model, "--shards", "2", "--shard-index", str(index))
+        )
         assert result.exit_code == 0 and "when all are done: featx merge" in result.output
     result = CliRunner().invoke(main, ["merge", str(output), "-q"])
     assert result.exit_code == 0 and "merged 2 shards into" in result.output
@@ -414,13 +449,34 @@ def test_torchrun_two_nodes_one_process_each(tiny_model, corpus, tmp_path):
         port = probe.getsockname()[1]
     output = tmp_path / "out.h5"
     env = {**subprocess_env(), "FEATX_DIST_TIMEOUT": "240"}
-    nodes = [subprocess.Popen(
-        [*torchrun_command(), "--nnodes", "2", "--nproc-per-node", "1", "--node-rank", str(rank),
-         "--master-addr", "127.0.0.1", "--master-port", str(port), "-m", "featx",
-         *cli_args(corpus, output, tiny_model)],
-        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for rank in (0, 1)]
+    nodes = [
+        subprocess.Popen(
+            [
+                *torchrun_command(),
+                "--nnodes",
+                "2",
+                "--nproc-per-node",
+                "1",
+                "--node-rank",
+                str(rank),
+                "--master-addr",
+                "127.0.0.1",
+                "--master-port",
+                str(port),
+                "-m",
+                "featx",
+                *cli_args(corpus, output, tiny_model),
+            ],
+            cwd=tmp_path,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for rank in (0, 1)
+    ]
     outputs = [node.communicate(timeout=300) for node in nodes]
-    for node, (stdout, stderr) in zip(nodes, outputs):
+    for node, (stdout, stderr) in zip(nodes, outputs, strict=False):
         assert node.returncode == 0, stdout + stderr
         assert "Traceback" not in stderr
     assert "merged 2 shards into" in outputs[0][0]

@@ -7,11 +7,10 @@ import json
 import h5py
 import numpy as np
 from click.testing import CliRunner
+from test_merge import corpus, run_shards  # noqa: F401  (corpus is a fixture)
 
 from featx.cli import main
 from featx.extraction.sharding import ShardSpec, manifest_path
-
-from test_merge import corpus, run_shards  # noqa: F401  (corpus is a fixture)
 
 
 def _one_line_exit_2(result) -> str:

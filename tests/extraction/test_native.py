@@ -14,15 +14,14 @@ import h5py
 import numpy as np
 import pytest
 import torch
+from conftest import SENTENCES, write_csv
+from families import BY_NAME, build_family
 
 import featx
 from featx.errors import ModelError
 from featx.extraction import onednn
 from featx.extraction.modeling import load_model
 from featx.extraction.native import bert, select
-
-from conftest import SENTENCES, write_csv
-from families import BY_NAME, build_family
 
 IDS = torch.tensor([[2, 40, 41, 42, 43, 3, 0, 0], [2, 44, 3, 0, 0, 0, 0, 0], [2, 45, 46, 47, 48, 49, 50, 3]])
 TYPES = torch.tensor([[0, 0, 0, 1, 1, 1, 0, 0], [0, 0, 1, 0, 0, 0, 0, 0], [0, 0, 0, 0, 1, 1, 1, 1]])
@@ -40,8 +39,11 @@ def _largest_difference(native, reference, ids, mask, **extra) -> float:
         got = native(input_ids=ids, attention_mask=mask, output_hidden_states=True, **extra)
         want = reference(input_ids=ids, attention_mask=mask, output_hidden_states=True, **extra)
     assert len(got.hidden_states) == len(want.hidden_states)
-    pairs = [*zip(got.hidden_states, want.hidden_states), (got.pooler_output, want.pooler_output),
-             (got.last_hidden_state, want.last_hidden_state)]
+    pairs = [
+        *zip(got.hidden_states, want.hidden_states, strict=False),
+        (got.pooler_output, want.pooler_output),
+        (got.last_hidden_state, want.last_hidden_state),
+    ]
     return max(float((a.float() - b.float()).abs().max()) for a, b in pairs)
 
 
@@ -76,9 +78,10 @@ def test_padding_changes_no_real_token(tiny_model):
     native = bert.load_bert(tiny_model, tiny_model / "model.safetensors", torch.float32)
     with torch.inference_mode():
         batch = native(input_ids=IDS, attention_mask=(IDS != 0).long(), output_hidden_states=True)
-        alone = native(input_ids=IDS[1:2, :3], attention_mask=torch.ones(1, 3, dtype=torch.long),
-                       output_hidden_states=True)
-    for got, want in zip(batch.hidden_states, alone.hidden_states):
+        alone = native(
+            input_ids=IDS[1:2, :3], attention_mask=torch.ones(1, 3, dtype=torch.long), output_hidden_states=True
+        )
+    for got, want in zip(batch.hidden_states, alone.hidden_states, strict=False):
         torch.testing.assert_close(got[1:2, :3], want, atol=1e-5, rtol=1e-5)
 
 
@@ -135,8 +138,9 @@ def test_onednn_packs_and_fuses_the_same_layers(minilm_path, dtype):
 def _datasets(path: Path) -> dict[str, np.ndarray]:
     found = {}
     with h5py.File(path, "r") as handle:
-        handle.visititems(lambda name, item: found.__setitem__(name, item[()]) if isinstance(item, h5py.Dataset)
-                          else None)
+        handle.visititems(
+            lambda name, item: found.__setitem__(name, item[()]) if isinstance(item, h5py.Dataset) else None
+        )
     return found
 
 
@@ -171,18 +175,19 @@ def _extract_both(corpus: Path, tmp_path: Path, monkeypatch, **options) -> tuple
     return outputs[0], outputs[1]
 
 
-def test_extract_on_the_tiny_model_gives_the_same_file_with_native_on_and_off(tiny_model, corpus_csv, tmp_path,
-                                                                            monkeypatch):
-    native, plain = _extract_both(corpus_csv, tmp_path, monkeypatch, model=str(tiny_model), tokens=True,
-                                  batch_size=4)
+def test_extract_on_the_tiny_model_gives_the_same_file_with_native_on_and_off(
+    tiny_model, corpus_csv, tmp_path, monkeypatch
+):
+    native, plain = _extract_both(corpus_csv, tmp_path, monkeypatch, model=str(tiny_model), tokens=True, batch_size=4)
     _same_file_contents(native, plain, 1e-5)
 
 
 def test_extract_of_sentence_pairs_gives_the_same_file_with_native_on_and_off(tiny_model, tmp_path, monkeypatch):
-    rows = [(a, b, "x") for (a, *_), (b, *_) in zip(SENTENCES, SENTENCES[3:] + SENTENCES[:3])]
+    rows = [(a, b, "x") for (a, *_), (b, *_) in zip(SENTENCES, SENTENCES[3:] + SENTENCES[:3], strict=False)]
     corpus = write_csv(tmp_path / "pairs.csv", rows, header=("first", "second", "label"))
-    native, plain = _extract_both(corpus, tmp_path, monkeypatch, model=str(tiny_model), text_col="first",
-                                  text_pair_col="second", batch_size=4)
+    native, plain = _extract_both(
+        corpus, tmp_path, monkeypatch, model=str(tiny_model), text_col="first", text_pair_col="second", batch_size=4
+    )
     _same_file_contents(native, plain, 1e-5)
 
 
@@ -196,13 +201,20 @@ def test_default_extraction_imports_no_transformers(tmp_path):
     """A plain extraction with the default model, in a fresh process: transformers is never imported, nor
     torch's compiler stack (torch._dynamo, sympy: about 1 s) that a meta-device fill would pull in."""
     corpus = write_csv(tmp_path / "c.csv", SENTENCES[:3])
-    script = ("import sys, featx\n"
-              f"featx.extract({str(corpus)!r}, output={str(tmp_path / 'f.h5')!r}, progress=False)\n"
-              "print(sorted(name for name in sys.modules if name.split('.')[0] in ('transformers', 'sympy')\n"
-              "             or name.startswith('torch._dynamo')))\n"
-              f"print(featx.open({str(tmp_path / 'f.h5')!r}).attrs['implementation'])\n")
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
-                            env={**_environment(), "FEATX_NATIVE": "1"})
+    script = (
+        "import sys, featx\n"
+        f"featx.extract({str(corpus)!r}, output={str(tmp_path / 'f.h5')!r}, progress=False)\n"
+        "print(sorted(name for name in sys.modules if name.split('.')[0] in ('transformers', 'sympy')\n"
+        "             or name.startswith('torch._dynamo')))\n"
+        f"print(featx.open({str(tmp_path / 'f.h5')!r}).attrs['implementation'])\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**_environment(), "FEATX_NATIVE": "1"},
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.split("\n")[:2] == ["[]", "native"]
 
@@ -216,8 +228,9 @@ def _environment() -> dict:
     return {**{key: value for key, value in os.environ.items() if key != "FEATX_NATIVE"}, "PYTHONPATH": path}
 
 
-@pytest.mark.parametrize("case", ["roberta", "site", "random_init", "no_tokenizer_json", "env", "relative",
-                                  "no_pooler", "decoder"])
+@pytest.mark.parametrize(
+    "case", ["roberta", "site", "random_init", "no_tokenizer_json", "env", "relative", "no_pooler", "decoder"]
+)
 def test_fallback_cases_load_through_transformers(case, tiny_model, tmp_path, monkeypatch):
     folder, options = _copy(tiny_model, tmp_path), {}
     if case == "roberta":
@@ -234,8 +247,9 @@ def test_fallback_cases_load_through_transformers(case, tiny_model, tmp_path, mo
         _edit_config(folder, is_decoder=True)
     elif case == "no_pooler":  # as saved by BertForMaskedLM: transformers initialises the missing pooler
         _rewrite_weights(folder, lambda weights: {k: v for k, v in weights.items() if not k.startswith("pooler.")})
-    config = featx.extraction.ExtractConfig(corpus="c.csv", model=str(folder),
-                                            sites="hidden,ffn" if case == "site" else "hidden")
+    config = featx.extraction.ExtractConfig(
+        corpus="c.csv", model=str(folder), sites="hidden,ffn" if case == "site" else "hidden"
+    )
     loaded = load_model(str(folder), "cpu", "float32", native=select.native_requested(config), **options)
     assert loaded.implementation == "transformers"
     assert type(loaded.model).__module__.startswith("transformers")
@@ -269,8 +283,9 @@ def test_a_weight_of_the_wrong_shape_is_a_clear_model_error(tiny_model, tmp_path
     _edit_config(folder, intermediate_size=48)  # the weights are 64 wide: transformers refuses this folder too
     with pytest.raises(ModelError, match=r"encoder\.layer\.0\.intermediate\.dense\.weight .* \(48, 32\)"):
         load_model(str(folder), "cpu", "float32", native=True)
-    result = CliRunner().invoke(main, ["extract", str(corpus_csv), "--model", str(folder), "-o",
-                                       str(tmp_path / "f.h5"), "-q"])
+    result = CliRunner().invoke(
+        main, ["extract", str(corpus_csv), "--model", str(folder), "-o", str(tmp_path / "f.h5"), "-q"]
+    )
     assert result.exit_code == 2 and "Traceback" not in result.output and "intermediate.dense" in result.output
 
 
@@ -284,7 +299,18 @@ def test_native_loaded_model_fields_match_transformers(tiny_model):
     native = load_model(str(tiny_model), "cpu", "float32", native=True)
     plain = load_model(str(tiny_model), "cpu", "float32", native=False)
     assert native.implementation == "native" and plain.implementation == "transformers"
-    for field in ("name", "path", "weights_sha256", "device", "dtype", "n_layers", "hidden_size", "max_length",
-                  "part", "causal", "has_pooler"):
+    for field in (
+        "name",
+        "path",
+        "weights_sha256",
+        "device",
+        "dtype",
+        "n_layers",
+        "hidden_size",
+        "max_length",
+        "part",
+        "causal",
+        "has_pooler",
+    ):
         assert getattr(native, field) == getattr(plain, field), field
     assert native.model.config.model_type == "bert" and not native.model.training

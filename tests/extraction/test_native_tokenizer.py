@@ -9,21 +9,28 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import SENTENCES
+from families import BY_NAME, build_family
 
 from featx.extraction.native.tokenizer import NativeTokenizer, NotEquivalent, load_native_tokenizer
 from featx.extraction.pairs import tokenize_pairs
 from featx.extraction.tokenize import special_layout, tokenize_texts
 from featx.extraction.word_tokens import tokenize_words
 
-from conftest import SENTENCES
-from families import BY_NAME, build_family
-
 TEXTS = [row[0] for row in SENTENCES] + [
-    "The CAT Loved THE Film", "café naïve résumé", "中文 字 the", "a [SEP] b [CLS]", "tab\there\x00nul\u200b",
-    "", "   ", "walk" * 40, "Zebra, quokka! xylophone?",
+    "The CAT Loved THE Film",
+    "café naïve résumé",
+    "中文 字 the",
+    "a [SEP] b [CLS]",
+    "tab\there\x00nul\u200b",
+    "",
+    "   ",
+    "walk" * 40,
+    "Zebra, quokka! xylophone?",
 ]
 ATTRIBUTES = ["model_max_length", "model_input_names"] + [
-    f"{name}_token{suffix}" for name in ("bos", "eos", "unk", "sep", "pad", "cls", "mask") for suffix in ("", "_id")]
+    f"{name}_token{suffix}" for name in ("bos", "eos", "unk", "sep", "pad", "cls", "mask") for suffix in ("", "_id")
+]
 
 
 @pytest.fixture(scope="module")
@@ -31,8 +38,12 @@ def folders(tmp_path_factory, tiny_model) -> dict[str, Path]:
     from featx.extraction.model_files import default_model_path
 
     built = {name: build_family(BY_NAME[name], tmp_path_factory.mktemp(name)) for name in ("bert", "roberta")}
-    return {"tiny-bert": tiny_model, "minilm": default_model_path(), "bert-backend": built["bert"],
-            "roberta-backend": built["roberta"]}
+    return {
+        "tiny-bert": tiny_model,
+        "minilm": default_model_path(),
+        "bert-backend": built["bert"],
+        "roberta-backend": built["roberta"],
+    }
 
 
 def _both(folder: Path):
@@ -90,34 +101,52 @@ def test_a_config_that_changes_the_normaliser_is_refused(folders, tmp_path):
     folder = _edited(folders["tiny-bert"], tmp_path, config={"do_lower_case": False})
     with pytest.raises(NotEquivalent, match="normalizer"):
         load_native_tokenizer(folder)
-    assert AutoTokenizer.from_pretrained(str(folder))("The")["input_ids"] != load_native_tokenizer(
-        folders["tiny-bert"])("The")["input_ids"]  # the check matters: transformers does tokenise otherwise
+    assert (
+        AutoTokenizer.from_pretrained(str(folder))("The")["input_ids"]
+        != load_native_tokenizer(folders["tiny-bert"])("The")["input_ids"]
+    )  # the check matters: transformers does tokenise otherwise
 
 
 def _add_token(data: dict, special: bool) -> dict:
-    data["added_tokens"].append({"id": 10, "content": "j", "single_word": False, "lstrip": False, "rstrip": False,
-                                 "normalized": True, "special": special})
+    data["added_tokens"].append(
+        {
+            "id": 10,
+            "content": "j",
+            "single_word": False,
+            "lstrip": False,
+            "rstrip": False,
+            "normalized": True,
+            "special": special,
+        }
+    )
     return data
 
 
-@pytest.mark.parametrize("case, match", [
-    ({"tokenizer_class": "XLMRobertaTokenizer"}, "tokenizer class"),
-    ({"add_bos_token": False}, "add_bos_token"),
-    ({"split_special_tokens": True}, "split_special_tokens"),
-    ({"cls_token": {"content": "[CLS]", "lstrip": True}}, "not a plain special token"),
-    ("added", "not a plain special token"),
-    ("no-config", "no tokenizer_config.json"),
-    ("no-file", "no tokenizer.json"),
-    ("post-processor", "post_processor"),
-])
+@pytest.mark.parametrize(
+    "case, match",
+    [
+        ({"tokenizer_class": "XLMRobertaTokenizer"}, "tokenizer class"),
+        ({"add_bos_token": False}, "add_bos_token"),
+        ({"split_special_tokens": True}, "split_special_tokens"),
+        ({"cls_token": {"content": "[CLS]", "lstrip": True}}, "not a plain special token"),
+        ("added", "not a plain special token"),
+        ("no-config", "no tokenizer_config.json"),
+        ("no-file", "no tokenizer.json"),
+        ("post-processor", "post_processor"),
+    ],
+)
 def test_folders_it_cannot_be_sure_of_are_refused(folders, tmp_path, case, match):
     if case == "added":
         folder = _edited(folders["tiny-bert"], tmp_path, tokenizer_json=lambda data: _add_token(data, False))
     elif case == "post-processor":
-        folder = _edited(folders["tiny-bert"], tmp_path,
-                         tokenizer_json=lambda data: {**data, "post_processor": {"type": "BertProcessing",
-                                                                                  "sep": ["[SEP]", 3],
-                                                                                  "cls": ["[CLS]", 2]}})
+        folder = _edited(
+            folders["tiny-bert"],
+            tmp_path,
+            tokenizer_json=lambda data: {
+                **data,
+                "post_processor": {"type": "BertProcessing", "sep": ["[SEP]", 3], "cls": ["[CLS]", 2]},
+            },
+        )
     elif case in ("no-config", "no-file"):
         folder = _edited(folders["tiny-bert"], tmp_path)
         (folder / ("tokenizer_config.json" if case == "no-config" else "tokenizer.json")).unlink()
@@ -128,7 +157,8 @@ def test_folders_it_cannot_be_sure_of_are_refused(folders, tmp_path, case, match
 
 
 def test_a_missing_special_token_would_be_added_by_transformers_so_it_is_refused(folders, tmp_path):
-    folder = _edited(folders["tiny-bert"], tmp_path,
-                     tokenizer_json=lambda data: {**data, "added_tokens": data["added_tokens"][:-1]})  # no [MASK]
+    folder = _edited(
+        folders["tiny-bert"], tmp_path, tokenizer_json=lambda data: {**data, "added_tokens": data["added_tokens"][:-1]}
+    )  # no [MASK]
     with pytest.raises(NotEquivalent, match="other special tokens"):
         load_native_tokenizer(folder)

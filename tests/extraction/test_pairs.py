@@ -3,12 +3,11 @@
 
 import numpy as np
 import pytest
+from conftest import write_csv
 
 import featx
 from featx.errors import InputError
 from featx.extraction import ExtractConfig, extract
-
-from conftest import write_csv
 
 PAIRS = [
     ("the cat loved the film", "a dog will love this book", "5", "yes", "train"),
@@ -17,8 +16,13 @@ PAIRS = [
     ("they walked to the red house yesterday and it was really great", "blue", "1", "no", "train"),
     ("she hates awful films", "he will not run tomorrow", "3", "no", "test"),
     ("we saw new books today", "we saw old books yesterday and the cat walked to the city", "2", "yes", "test"),
-    ("zebra quokka", "the old dog runs and the new cat walks and the red critic sees the blue plan today", "1", "no",
-     "test"),
+    (
+        "zebra quokka",
+        "the old dog runs and the new cat walks and the red critic sees the blue plan today",
+        "1",
+        "no",
+        "test",
+    ),
 ]
 HEADER = ("first", "second", "score", "same", "split")
 
@@ -75,8 +79,9 @@ def test_cross_mode_equals_a_plain_forward_of_tokenizer_a_b(tiny_model, tmp_path
 
 
 def test_cross_mode_truncates_longest_first_and_counts_each_row(tiny_model, tmp_path):
-    summary = run(pair_csv(tmp_path / "pairs.csv"), tiny_model, tmp_path, "short.h5", text_pair_col="second",
-                  max_length=12)
+    summary = run(
+        pair_csv(tmp_path / "pairs.csv"), tiny_model, tmp_path, "short.h5", text_pair_col="second", max_length=12
+    )
     with featx.open(summary.output) as features:
         assert_matches(features, reference_pairs(tiny_model, [row[:2] for row in PAIRS], max_length=12))
         truncated = features.truncated
@@ -93,15 +98,17 @@ def test_cross_mode_rows_do_not_depend_on_batch_neighbours(tiny_model, tmp_path)
         back = np.argsort(order)  # row i of the original is row back[i] of the shuffled file
         for pooling in alone.poolings:
             for layer in alone.layers:
-                np.testing.assert_allclose(together.features(pooling, layer)[back], alone.features(pooling, layer),
-                                           atol=1e-5)
+                np.testing.assert_allclose(
+                    together.features(pooling, layer)[back], alone.features(pooling, layer), atol=1e-5
+                )
 
 
 def test_cross_mode_tokens_record_each_tokens_segment(tiny_model, tmp_path):
     from transformers import AutoTokenizer
 
-    summary = run(pair_csv(tmp_path / "pairs.csv"), tiny_model, tmp_path, "tokens.h5", text_pair_col="second",
-                  tokens=True)
+    summary = run(
+        pair_csv(tmp_path / "pairs.csv"), tiny_model, tmp_path, "tokens.h5", text_pair_col="second", tokens=True
+    )
     tokenizer = AutoTokenizer.from_pretrained(str(tiny_model))
     with featx.open(summary.output) as features:
         offsets, segments, ids = features.token_offsets, features.token_segments, features.token_ids
@@ -139,14 +146,17 @@ def test_plain_requests_keep_their_fingerprint(tiny_model, tmp_path):
         assert a.pair_mode is None and a.pair_texts is None
 
 
-@pytest.mark.parametrize("options, message", [
-    (dict(text_pair_col="nope"), "no text pair column 'nope'"),
-    (dict(pair_mode="separate"), "--pair-mode separate needs --text-pair-col"),
-    (dict(text_pair_col="first"), "is the text column itself"),
-    (dict(text_pair_col="second", pair_mode="joint"), "--pair-mode 'joint' is not understood"),
-    (dict(text_pair_col="second", pair_mode="separate", tokens=True), "--tokens is stored for --pair-mode cross"),
-    (dict(text_pair_col="second", long="window"), "--long window does not apply to sentence pairs"),
-])
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        (dict(text_pair_col="nope"), "no text pair column 'nope'"),
+        (dict(pair_mode="separate"), "--pair-mode separate needs --text-pair-col"),
+        (dict(text_pair_col="first"), "is the text column itself"),
+        (dict(text_pair_col="second", pair_mode="joint"), "--pair-mode 'joint' is not understood"),
+        (dict(text_pair_col="second", pair_mode="separate", tokens=True), "--tokens is stored for --pair-mode cross"),
+        (dict(text_pair_col="second", long="window"), "--long window does not apply to sentence pairs"),
+    ],
+)
 def test_bad_pair_options_are_refused_clearly(tiny_model, tmp_path, options, message):
     with pytest.raises(InputError, match=message):
         run(pair_csv(tmp_path / "pairs.csv"), tiny_model, tmp_path, "bad.h5", **options)
@@ -169,14 +179,41 @@ def test_cli_extracts_pairs_end_to_end(tiny_model, tmp_path):
     from featx.cli import main
 
     corpus = pair_csv(tmp_path / "pairs.csv")
-    result = CliRunner().invoke(main, ["extract", str(corpus), "--model", str(tiny_model), "-q", "--text-col", "first",
-                                       "--text-pair-col", "second", "--pair-mode", "separate", "-o",
-                                       str(tmp_path / "cli.h5")])
+    result = CliRunner().invoke(
+        main,
+        [
+            "extract",
+            str(corpus),
+            "--model",
+            str(tiny_model),
+            "-q",
+            "--text-col",
+            "first",
+            "--text-pair-col",
+            "second",
+            "--pair-mode",
+            "separate",
+            "-o",
+            str(tmp_path / "cli.h5"),
+        ],
+    )
     assert result.exit_code == 0, result.output
     with featx.open(tmp_path / "cli.h5") as features:
         assert features.pair_mode == "separate" and features.n_rows == len(PAIRS)
-    result = CliRunner().invoke(main, ["extract", str(corpus), "--model", str(tiny_model), "-q",
-                                       "--pair-mode", "cross", "-o", str(tmp_path / "bad.h5")])
+    result = CliRunner().invoke(
+        main,
+        [
+            "extract",
+            str(corpus),
+            "--model",
+            str(tiny_model),
+            "-q",
+            "--pair-mode",
+            "cross",
+            "-o",
+            str(tmp_path / "bad.h5"),
+        ],
+    )
     assert result.exit_code != 0 and "needs --text-pair-col" in result.output and "Traceback" not in result.output
 
 
@@ -184,24 +221,34 @@ def test_cross_mode_of_a_roberta_like_model_takes_segments_from_sequence_ids(tmp
     """One token type (no type ids from the tokenizer): mean_a/mean_b still split the pair at the right tokens."""
     import torch
     import transformers
+    from families import BY_NAME, _tokenizer_object
     from tokenizers import processors
     from transformers import PreTrainedTokenizerFast
-
-    from families import BY_NAME, _tokenizer_object
 
     family = BY_NAME["roberta"]
     folder = tmp_path / "roberta"
     backend = _tokenizer_object(family)
-    backend.post_processor = processors.RobertaProcessing(("</s>", backend.token_to_id("</s>")),
-                                                          ("<s>", backend.token_to_id("<s>")))
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend, model_max_length=64,
-                                        model_input_names=["input_ids", "attention_mask"], **family.tokens)
+    backend.post_processor = processors.RobertaProcessing(
+        ("</s>", backend.token_to_id("</s>")), ("<s>", backend.token_to_id("<s>"))
+    )
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=backend,
+        model_max_length=64,
+        model_input_names=["input_ids", "attention_mask"],
+        **family.tokens,
+    )
     tokenizer.save_pretrained(str(folder))
     torch.manual_seed(0)
     config = transformers.RobertaConfig(vocab_size=backend.get_vocab_size(), **family.config_args)
     transformers.RobertaModel(config).eval().save_pretrained(str(folder), safe_serialization=True)
-    summary = run(pair_csv(tmp_path / "pairs.csv"), folder, tmp_path, "roberta.h5", text_pair_col="second",
-                  poolings="mean,mean_a,mean_b")
+    summary = run(
+        pair_csv(tmp_path / "pairs.csv"),
+        folder,
+        tmp_path,
+        "roberta.h5",
+        text_pair_col="second",
+        poolings="mean,mean_a,mean_b",
+    )
     model = transformers.RobertaModel.from_pretrained(str(folder), attn_implementation="eager").eval()
     with featx.open(summary.output) as features, torch.no_grad():
         for row, (a, b, *_) in enumerate(PAIRS):
@@ -230,8 +277,15 @@ def test_a_pair_file_is_up_to_date_for_the_same_request_and_refused_for_another_
 def test_dry_run_estimates_a_pair_extraction(tiny_model, tmp_path, mode):
     from featx.extraction.estimation import estimate
 
-    config = ExtractConfig(corpus=pair_csv(tmp_path / "pairs.csv"), output=tmp_path / "dry.h5", model=str(tiny_model),
-                           text_col="first", text_pair_col="second", pair_mode=mode, progress=False)
+    config = ExtractConfig(
+        corpus=pair_csv(tmp_path / "pairs.csv"),
+        output=tmp_path / "dry.h5",
+        model=str(tiny_model),
+        text_col="first",
+        text_pair_col="second",
+        pair_mode=mode,
+        progress=False,
+    )
     result = estimate(config)
     assert result.seconds > 0 and result.rows == len(PAIRS) and not (tmp_path / "dry.h5").exists()
 
@@ -243,8 +297,9 @@ def test_a_pair_dataset_of_the_wrong_shape_is_refused_on_open(tiny_model, tmp_pa
 
     from featx.errors import StoreError
 
-    summary = run(pair_csv(tmp_path / "pairs.csv"), tiny_model, tmp_path, "pairs.h5", text_pair_col="second",
-                  tokens=True)
+    summary = run(
+        pair_csv(tmp_path / "pairs.csv"), tiny_model, tmp_path, "pairs.h5", text_pair_col="second", tokens=True
+    )
     for name in ("rows/text_pair", "tokens/segment_ids"):
         damaged = shutil.copy(summary.output, tmp_path / "damaged.h5")
         with h5py.File(damaged, "r+") as file:

@@ -7,6 +7,7 @@ import json
 
 import numpy as np
 import pytest
+from conftest import SENTENCES, write_csv
 
 import featx
 from featx.extraction import ExtractConfig
@@ -15,8 +16,6 @@ from featx.extraction.modeling import load_model
 from featx.extraction.plan import MAX_WINDOW_ROWS, MIN_WINDOW_ROWS, WINDOW_BYTES, resolve_plan, window_rows
 from featx.extraction.sharding import ShardSpec
 from featx.store import FeatureFile
-
-from conftest import SENTENCES, write_csv
 
 
 def _plan(tiny_model, corpus, **options):
@@ -58,8 +57,12 @@ def test_shard_plan_names_the_shard_file_and_its_own_fingerprint(tiny_model, cor
     loaded = load_model(config.model, "cpu", "float32")
     plan = resolve_plan(config, "sha", loaded, ShardSpec(1, 2))
     assert plan.output.name == "corpus.features.shard-01-of-02.h5" and plan.merged_output.name == "corpus.features.h5"
-    assert json.loads(plan.fingerprint) == {"run": plan.base_fingerprint, "shard_index": 1, "shard_count": 2,
-                                            "assignment": "round-robin-by-char-length-v1"}
+    assert json.loads(plan.fingerprint) == {
+        "run": plan.base_fingerprint,
+        "shard_index": 1,
+        "shard_count": 2,
+        "assignment": "round-robin-by-char-length-v1",
+    }
 
 
 def test_the_file_is_what_the_plan_says(tiny_model, tmp_path):

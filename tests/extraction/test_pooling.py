@@ -59,7 +59,7 @@ def test_poolings_hold_for_left_padding(batch):
     left = torch.full_like(states, -1e4)
     left_mask = torch.zeros_like(mask)
     for row, n in enumerate(lengths):
-        left[row, :, width - n:] = states[row, :, :n]
-        left_mask[row, width - n:] = 1
+        left[row, :, width - n :] = states[row, :, :n]
+        left_mask[row, width - n :] = 1
     for pool in (cls_pool, mean_pool, max_pool, last_pool):
         torch.testing.assert_close(pool(left, left_mask), pool(states, mask), rtol=1e-6, atol=1e-6)

@@ -4,15 +4,20 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import SENTENCES, write_csv
 
-from featx.extraction.corpus import read_corpus
 from featx.errors import InputError, StoreError
+from featx.extraction.corpus import read_corpus
 from featx.extraction.distributed import LaunchEnv
 from featx.extraction.sharding import (
-    ShardSpec, assign_rows, make_manifest, manifest_path, read_manifest, select_rows, write_manifest,
+    ShardSpec,
+    assign_rows,
+    make_manifest,
+    manifest_path,
+    read_manifest,
+    select_rows,
+    write_manifest,
 )
-
-from conftest import SENTENCES, write_csv
 
 TEXTS = ["x" * length for length in (5, 40, 12, 7, 33, 18, 2, 25, 40, 9, 14, 30, 1)]
 
@@ -45,10 +50,16 @@ def test_shard_file_names():
     assert ShardSpec(0, 2).fingerprint("base") != ShardSpec(1, 2).fingerprint("base")
 
 
-@pytest.mark.parametrize("shards, index, message", [
-    (4, None, "go together"), (None, 0, "go together"), (0, 0, "at least 1"), (4, 4, "out of range"),
-    (4, -1, "out of range"),
-])
+@pytest.mark.parametrize(
+    "shards, index, message",
+    [
+        (4, None, "go together"),
+        (None, 0, "go together"),
+        (0, 0, "at least 1"),
+        (4, 4, "out of range"),
+        (4, -1, "out of range"),
+    ],
+)
 def test_bad_shard_options(shards, index, message):
     with pytest.raises(InputError, match=message):
         ShardSpec.from_options(shards, index)
@@ -94,8 +105,14 @@ def test_manifest_is_shared_and_guards_against_a_different_run(tmp_path):
 def test_launcher_detection():
     assert LaunchEnv.detect({}) is None
     assert LaunchEnv.detect({"RANK": "0", "WORLD_SIZE": "2"}) is None  # no rendezvous address: not launched
-    env = {"RANK": "5", "WORLD_SIZE": "16", "LOCAL_RANK": "5", "LOCAL_WORLD_SIZE": "8",
-           "MASTER_ADDR": "node0", "MASTER_PORT": "29500"}
+    env = {
+        "RANK": "5",
+        "WORLD_SIZE": "16",
+        "LOCAL_RANK": "5",
+        "LOCAL_WORLD_SIZE": "8",
+        "MASTER_ADDR": "node0",
+        "MASTER_PORT": "29500",
+    }
     launch = LaunchEnv.detect(env)
     assert launch == LaunchEnv(rank=5, world_size=16, local_rank=5, local_world_size=8)
     assert launch.device("cuda") == "cuda:5" and launch.device("cpu") == "cpu" and launch.device("cuda:1") == "cuda:1"

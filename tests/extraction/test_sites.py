@@ -6,27 +6,35 @@ import numpy as np
 import pytest
 import torch
 from click.testing import CliRunner
+from conftest import SENTENCES, write_csv
+from helpers import max_abs_diff
 from transformers import AutoModel, AutoTokenizer
 
 import featx
-from featx.extraction import loop, orchestrate as extractor
 from featx.cli import main
 from featx.errors import FeatxError, InputError
-from featx.extraction.sites import (
-    SiteRecorder, architecture_family, attention_head_features, parse_sites, resolve_sites,
-)
-
-from conftest import SENTENCES, write_csv
-from helpers import max_abs_diff
+from featx.extraction import loop
+from featx.extraction import orchestrate as extractor
 from featx.extraction.onednn import available as onednn_available
+from featx.extraction.sites import (
+    SiteRecorder,
+    architecture_family,
+    attention_head_features,
+    parse_sites,
+    resolve_sites,
+)
 
 POOLINGS = ("cls", "mean", "max", "last")
 
 
 def _pool(states: torch.Tensor) -> dict[str, np.ndarray]:
     """(tokens, width) of one unpadded sentence -> each pooling."""
-    return {"cls": states[0].numpy(), "mean": states.mean(0).numpy(), "max": states.max(0).values.numpy(),
-            "last": states[-1].numpy()}
+    return {
+        "cls": states[0].numpy(),
+        "mean": states.mean(0).numpy(),
+        "max": states.max(0).values.numpy(),
+        "last": states[-1].numpy(),
+    }
 
 
 def reference_sites(model_path, texts, module_names: dict[str, tuple[str, str]], n_layers: int):
@@ -46,12 +54,19 @@ def reference_sites(model_path, texts, module_names: dict[str, tuple[str, str]],
             for i in range(n_layers):
                 module = model.get_submodule(pattern.format(i=i))
                 if mode == "input":
-                    handles.append(module.register_forward_pre_hook(
-                        lambda m, args, key=(site, i): seen.__setitem__(key, args[0].detach())))
+                    handles.append(
+                        module.register_forward_pre_hook(
+                            lambda m, args, key=(site, i): seen.__setitem__(key, args[0].detach())
+                        )
+                    )
                 else:
-                    handles.append(module.register_forward_hook(
-                        lambda m, args, result, key=(site, i): seen.__setitem__(
-                            key, (result[0] if isinstance(result, tuple) else result).detach())))
+                    handles.append(
+                        module.register_forward_hook(
+                            lambda m, args, result, key=(site, i): seen.__setitem__(
+                                key, (result[0] if isinstance(result, tuple) else result).detach()
+                            )
+                        )
+                    )
         encoded = tokenizer(text, return_tensors="pt")
         with torch.no_grad():
             attentions = model(**encoded, output_attentions=True).attentions
@@ -99,8 +114,15 @@ def _check_against_reference(path, model_path, texts, n_layers, sites):
 def test_sites_match_manual_hooks_on_tiny_model(tiny_model, corpus_csv, tmp_path):
     sites = ["attn_out", "ffn", "pre_ln", "module:encoder.layer.*.attention.self"]
     out = tmp_path / "sites.h5"
-    featx.extract(corpus_csv, model=str(tiny_model), output=out, store_dtype="float32", progress=False,
-                  sites=",".join(sites + ["attn_heads"]), max_tokens=64)  # several padded batches
+    featx.extract(
+        corpus_csv,
+        model=str(tiny_model),
+        output=out,
+        store_dtype="float32",
+        progress=False,
+        sites=",".join(sites + ["attn_heads"]),
+        max_tokens=64,
+    )  # several padded batches
     _check_against_reference(out, tiny_model, [row[0] for row in SENTENCES], 2, sites)
     with featx.open(out) as features:
         hidden = features.features("mean", 2)
@@ -115,8 +137,16 @@ def test_sites_match_manual_hooks_on_tiny_model(tiny_model, corpus_csv, tmp_path
 
 def test_token_level_sites_and_single_module(tiny_model, corpus_csv, tmp_path):
     out = tmp_path / "tokens.h5"
-    featx.extract(corpus_csv, model=str(tiny_model), output=out, store_dtype="float32", progress=False,
-                  tokens=True, layers="1,2", sites="pre_ln,module:encoder.layer.1.intermediate")
+    featx.extract(
+        corpus_csv,
+        model=str(tiny_model),
+        output=out,
+        store_dtype="float32",
+        progress=False,
+        tokens=True,
+        layers="1,2",
+        sites="pre_ln,module:encoder.layer.1.intermediate",
+    )
     model = AutoModel.from_pretrained(str(tiny_model), dtype=torch.float32).eval()
     with featx.open(out) as features:
         assert features.site_layers("module:encoder.layer.1.intermediate") == [2]  # stored as its layer
@@ -134,7 +164,6 @@ def test_token_level_sites_and_single_module(tiny_model, corpus_csv, tmp_path):
 
 
 def test_minilm_sites_match_manual_hooks(minilm_path, tmp_path):
-
 
     texts = ["a short sentence.", "another, slightly longer sentence about films and critics."]
     corpus = write_csv(tmp_path / "two.csv", [(text, "x", "y", "train") for text in texts])
@@ -158,15 +187,18 @@ def _capture_model(monkeypatch) -> dict:
 
 def _hooks_left(model) -> int:
     """featx's hooks on the model (transformers >= 5 keeps output-capturing hooks of its own there)."""
-    return sum(getattr(hook, "__module__", "").startswith("featx")
-               for module in model.modules()
-               for hook in [*module._forward_hooks.values(), *module._forward_pre_hooks.values()])
+    return sum(
+        getattr(hook, "__module__", "").startswith("featx")
+        for module in model.modules()
+        for hook in [*module._forward_hooks.values(), *module._forward_pre_hooks.values()]
+    )
 
 
 def test_hooks_removed_after_success_and_after_failure(tiny_model, corpus_csv, tmp_path, monkeypatch):
     captured = _capture_model(monkeypatch)
-    featx.extract(corpus_csv, model=str(tiny_model), output=tmp_path / "ok.h5", progress=False,
-                  sites="ffn,attn_out,attn_heads")
+    featx.extract(
+        corpus_csv, model=str(tiny_model), output=tmp_path / "ok.h5", progress=False, sites="ffn,attn_out,attn_heads"
+    )
     model = captured["loaded"].model
     assert _hooks_left(model) == 0
     assert model.config._attn_implementation == "sdpa"  # eager only while attn_heads was recorded
@@ -182,8 +214,14 @@ def test_hooks_removed_after_success_and_after_failure(tiny_model, corpus_csv, t
 
     monkeypatch.setattr(loop.Window, "store", fail_on_second)
     with pytest.raises(RuntimeError, match="boom"):
-        featx.extract(corpus_csv, model=str(tiny_model), output=tmp_path / "fail.h5", progress=False,
-                      sites="ffn,pre_ln,module:encoder.layer.0.attention,attn_heads", max_tokens=64)
+        featx.extract(
+            corpus_csv,
+            model=str(tiny_model),
+            output=tmp_path / "fail.h5",
+            progress=False,
+            sites="ffn,pre_ln,module:encoder.layer.0.attention,attn_heads",
+            max_tokens=64,
+        )
     model = captured["loaded"].model
     assert calls["n"] == 2
     assert _hooks_left(model) == 0
@@ -193,10 +231,9 @@ def test_hooks_removed_after_success_and_after_failure(tiny_model, corpus_csv, t
 def test_recorder_removes_hooks_on_error_inside_block(tiny_model):
     model = AutoModel.from_pretrained(str(tiny_model)).eval()
     sites = resolve_sites(model, parse_sites("attn_out,ffn,pre_ln"), [0, 1, 2], 2)
-    with pytest.raises(ValueError):
-        with SiteRecorder(model, sites):
-            assert _hooks_left(model) == 6
-            raise ValueError("inside")
+    with pytest.raises(ValueError), SiteRecorder(model, sites):
+        assert _hooks_left(model) == 6
+        raise ValueError("inside")
     assert _hooks_left(model) == 0
 
 
@@ -204,26 +241,44 @@ def test_unknown_site_is_a_clear_error(tiny_model, corpus_csv, tmp_path):
     with pytest.raises(InputError, match="unknown site 'ffm'.*") as error:
         parse_sites("hidden,ffm")
     assert "attn_out" in error.value.hint and "module:NAME" in error.value.hint
-    result = CliRunner().invoke(main, ["extract", str(corpus_csv), "--model", str(tiny_model), "--site", "ffm",
-                                       "-o", str(tmp_path / "x.h5"), "-q"])
+    result = CliRunner().invoke(
+        main,
+        ["extract", str(corpus_csv), "--model", str(tiny_model), "--site", "ffm", "-o", str(tmp_path / "x.h5"), "-q"],
+    )
     assert result.exit_code == 2 and "featx: error: unknown site 'ffm'" in result.output
     with pytest.raises(InputError, match="has no submodule 'encoder.layer.0.nope'") as error:
-        featx.extract(corpus_csv, model=str(tiny_model), output=tmp_path / "y.h5", progress=False,
-                      sites="module:encoder.layer.0.nope")
+        featx.extract(
+            corpus_csv,
+            model=str(tiny_model),
+            output=tmp_path / "y.h5",
+            progress=False,
+            sites="module:encoder.layer.0.nope",
+        )
     assert "encoder.layer.0.intermediate" in error.value.hint
     with pytest.raises(InputError, match="exists inside transformer layers 1..2 only"):
-        featx.extract(corpus_csv, model=str(tiny_model), output=tmp_path / "z.h5", progress=False,
-                      sites="ffn", layers="0")
+        featx.extract(
+            corpus_csv, model=str(tiny_model), output=tmp_path / "z.h5", progress=False, sites="ffn", layers="0"
+        )
     with pytest.raises(InputError, match="not a token-aligned"):  # the pooler's output has no token axis
-        featx.extract(corpus_csv, model=str(tiny_model), output=tmp_path / "p.h5", progress=False,
-                      sites="module:pooler")
+        featx.extract(
+            corpus_csv, model=str(tiny_model), output=tmp_path / "p.h5", progress=False, sites="module:pooler"
+        )
 
 
 def test_unknown_architecture_names_available_sites():
     from transformers import AlbertConfig, AlbertModel, GPT2Config, GPT2Model
 
-    albert = AlbertModel(AlbertConfig(num_hidden_layers=2, hidden_size=16, num_attention_heads=2, intermediate_size=24,
-                                      embedding_size=8, vocab_size=40, max_position_embeddings=20)).eval()
+    albert = AlbertModel(
+        AlbertConfig(
+            num_hidden_layers=2,
+            hidden_size=16,
+            num_attention_heads=2,
+            intermediate_size=24,
+            embedding_size=8,
+            vocab_size=40,
+            max_position_embeddings=20,
+        )
+    ).eval()
     assert architecture_family(albert) is None  # its layers share one module: no per-layer sites
     with pytest.raises(InputError, match="site 'ffn' is not defined for AlbertModel") as error:
         resolve_sites(albert, parse_sites("ffn"), [0, 1, 2], 2)
@@ -242,18 +297,29 @@ def test_unknown_architecture_names_available_sites():
 def test_distilbert_and_roberta_resolve_from_structure():
     from transformers import DistilBertConfig, DistilBertModel, RobertaConfig, RobertaModel
 
-    roberta = RobertaModel(RobertaConfig(num_hidden_layers=1, hidden_size=16, num_attention_heads=2,
-                                         intermediate_size=24, vocab_size=40, max_position_embeddings=20))
+    roberta = RobertaModel(
+        RobertaConfig(
+            num_hidden_layers=1,
+            hidden_size=16,
+            num_attention_heads=2,
+            intermediate_size=24,
+            vocab_size=40,
+            max_position_embeddings=20,
+        )
+    )
     assert architecture_family(roberta) == "bert"
     torch.manual_seed(0)
-    model = DistilBertModel(DistilBertConfig(n_layers=2, dim=16, n_heads=2, hidden_dim=24, vocab_size=40,
-                                             max_position_embeddings=20)).eval()
+    model = DistilBertModel(
+        DistilBertConfig(n_layers=2, dim=16, n_heads=2, hidden_dim=24, vocab_size=40, max_position_embeddings=20)
+    ).eval()
     assert architecture_family(model) == "distilbert"
     sites = resolve_sites(model, parse_sites("attn_out,ffn,pre_ln"), [0, 1, 2], 2)
     manual = {}
     block = model.transformer.layer[1]
-    handles = [block.attention.out_lin.register_forward_hook(lambda m, a, r: manual.__setitem__("attn_out", r)),
-               block.ffn.lin1.register_forward_hook(lambda m, a, r: manual.__setitem__("lin1", r))]
+    handles = [
+        block.attention.out_lin.register_forward_hook(lambda m, a, r: manual.__setitem__("attn_out", r)),
+        block.ffn.lin1.register_forward_hook(lambda m, a, r: manual.__setitem__("lin1", r)),
+    ]
     ids = torch.tensor([[1, 5, 7, 2]])
     with torch.no_grad(), SiteRecorder(model, sites) as recorder:
         output = model(input_ids=ids, output_hidden_states=True)
@@ -316,12 +382,13 @@ def test_sharded_extraction_merges_sites(tiny_model, corpus_csv, tmp_path):
 
 
 def test_interrupted_extraction_with_sites_resumes_to_the_same_file(tiny_model, corpus_csv, tmp_path, monkeypatch):
-    from featx.errors import Interrupted
-
     from helpers import interrupt_after_commits
 
-    options = dict(model=str(tiny_model), progress=False, sites="ffn,attn_heads", tokens=True, commit_rows=3,
-                   store_dtype="float32")
+    from featx.errors import Interrupted
+
+    options = dict(
+        model=str(tiny_model), progress=False, sites="ffn,attn_heads", tokens=True, commit_rows=3, store_dtype="float32"
+    )
     reference = featx.extract(corpus_csv, output=tmp_path / "ref.h5", **options)
     interrupt_after_commits(monkeypatch, 2)
     with pytest.raises(Interrupted, match="6 of 12 rows are saved"):
@@ -332,14 +399,24 @@ def test_interrupted_extraction_with_sites_resumes_to_the_same_file(tiny_model, 
     with featx.open(reference.output) as one, featx.open(resumed.output) as other:
         for site in ("ffn", "attn_heads"):
             for layer in (1, 2):
-                assert max_abs_diff(one.features("mean", layer, site=site), other.features("mean", layer, site=site)) < 1e-5
+                assert (
+                    max_abs_diff(one.features("mean", layer, site=site), other.features("mean", layer, site=site))
+                    < 1e-5
+                )
                 assert max_abs_diff(one.token_states(layer, site=site), other.token_states(layer, site=site)) < 1e-5
 
 
 def test_a_module_outside_the_layers_is_filed_under_layer_0(tiny_model, corpus_csv, tmp_path):
     out = tmp_path / "embeddings.h5"
-    featx.extract(corpus_csv, model=str(tiny_model), output=out, layers="0", sites="module:embeddings",
-                  store_dtype="float32", progress=False)
+    featx.extract(
+        corpus_csv,
+        model=str(tiny_model),
+        output=out,
+        layers="0",
+        sites="module:embeddings",
+        store_dtype="float32",
+        progress=False,
+    )
     with featx.open(out) as features:
         assert features.site_layers("module:embeddings") == [0]
         # the embeddings module's output is the model's hidden state 0
@@ -347,8 +424,9 @@ def test_a_module_outside_the_layers_is_filed_under_layer_0(tiny_model, corpus_c
 
 
 @pytest.mark.parametrize("onednn", ["1", "0"])
-def test_hooked_dense_records_pre_activation_values_on_every_path(tiny_model, corpus_csv, tmp_path, monkeypatch,
-                                                                  onednn):
+def test_hooked_dense_records_pre_activation_values_on_every_path(
+    tiny_model, corpus_csv, tmp_path, monkeypatch, onednn
+):
     """The CPU fast path fuses ``intermediate.dense`` with its GELU; a hook on that dense must still see what the
     plain model computes there (pre-GELU), with and without the fast path."""
     from featx.extraction import runner as runner_module

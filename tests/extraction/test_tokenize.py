@@ -1,9 +1,8 @@
 import numpy as np
+from conftest import SENTENCES
 from transformers import AutoTokenizer
 
 from featx.extraction.tokenize import tokenize_texts
-
-from conftest import SENTENCES
 
 TEXTS = [row[0] for row in SENTENCES]
 

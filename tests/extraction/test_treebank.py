@@ -47,8 +47,15 @@ def test_conllu_words_labels_and_heads(tmp_path):
     upos = words.labels["upos"]
     assert [upos.names[code] for code in upos.codes] == ["PRON", "AUX", "PART", "VERB", "NOUN", "NOUN", "VERB"]
     number = words.labels["feats.Number"]
-    assert [number.names[code] if code >= 0 else None for code in number.codes] == \
-        ["Sing", None, None, None, "Plur", "Plur", None]
+    assert [number.names[code] if code >= 0 else None for code in number.codes] == [
+        "Sing",
+        None,
+        None,
+        None,
+        "Plur",
+        "Plur",
+        None,
+    ]
     assert {"xpos", "deprel", "feats.Case", "feats.Tense", "feats.Mood", "feats.VerbForm"} <= set(words.labels)
 
 
@@ -77,8 +84,10 @@ def test_column_files(tmp_path):
 
 
 def test_json_lines_of_tokens(tmp_path):
-    lines = [{"tokens": ["The", "cat"], "upos": ["DET", "NOUN"], "head": [2, 0], "topic": "pets", "id": "x1"},
-             {"tokens": ["Dogs"], "upos": [None], "topic": "pets", "split": "test", "id": "x2"}]
+    lines = [
+        {"tokens": ["The", "cat"], "upos": ["DET", "NOUN"], "head": [2, 0], "topic": "pets", "id": "x1"},
+        {"tokens": ["Dogs"], "upos": [None], "topic": "pets", "split": "test", "id": "x2"},
+    ]
     path = write(tmp_path / "t.jsonl", "\n".join(json.dumps(line) for line in lines) + "\n")
     config = ExtractConfig(corpus=path, output=tmp_path / "o.h5")
     corpus = read_input(config)  # chosen because the first object has a "tokens" list and no "text"
@@ -91,8 +100,11 @@ def test_json_lines_of_tokens(tmp_path):
 def test_several_files_give_each_sentence_its_split(tmp_path):
     second = CONLLU.replace("s1", "d1").replace("s2", "d2")
     third = CONLLU.replace("s1", "t1").replace("s2", "t2")
-    paths = [write(tmp_path / "en_gum-ud-train.conllu", CONLLU), write(tmp_path / "en_gum-ud-dev.conllu", second),
-             write(tmp_path / "extra.conllu", third)]
+    paths = [
+        write(tmp_path / "en_gum-ud-train.conllu", CONLLU),
+        write(tmp_path / "en_gum-ud-dev.conllu", second),
+        write(tmp_path / "extra.conllu", third),
+    ]
     config = ExtractConfig(corpus=paths[0], more_corpora=tuple(paths[1:]), output=tmp_path / "o.h5")
     corpus = read_input(config)
     assert corpus.split == ["train", "train", "dev", "dev", "extra", "extra"]
@@ -129,7 +141,7 @@ def test_bad_word_inputs_are_refused(tmp_path):
     with pytest.raises(InputError, match="b.jsonl, line 1: word 2 of the sentence is empty"):
         read_word_corpus([blank], "jsonl")
     no_tokens = write(tmp_path / "n.jsonl", json.dumps({"words": ["a"]}) + "\n")
-    with pytest.raises(InputError, match="n.jsonl, line 1: each line needs a \"tokens\" list"):
+    with pytest.raises(InputError, match='n.jsonl, line 1: each line needs a "tokens" list'):
         read_word_corpus([no_tokens], "jsonl")
     columns = write(tmp_path / "c.txt", "EU B-ORG\nrejects\n")
     with pytest.raises(InputError, match="c.txt, line 2: 1 fields, --columns names 2"):

@@ -5,14 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from conftest import SENTENCES, build_tiny_bert, write_csv
 from transformers import AutoModel, AutoTokenizer
 
 import featx
 from featx.errors import InputError
 from featx.extraction import ExtractConfig, extract
 from featx.extraction.windows import split_row, window_starts
-
-from conftest import SENTENCES, build_tiny_bert, write_csv
 
 LONG = " ".join(["the cat loved the film and the dog saw new books today"] * 4)  # ~50 tokens
 MAX_POSITIONS = 16
@@ -31,8 +30,9 @@ def long_corpus(tmp_path):
 
 
 def run(corpus, model, output, **options):
-    return extract(ExtractConfig(corpus=corpus, output=output, model=str(model), progress=False,
-                                 store_dtype="float32", **options))
+    return extract(
+        ExtractConfig(corpus=corpus, output=output, model=str(model), progress=False, store_dtype="float32", **options)
+    )
 
 
 @pytest.mark.parametrize("n_content,budget,stride", [(10, 4, 1), (11, 4, 2), (30, 7, 3), (8, 7, 0), (5, 7, 2)])
@@ -68,7 +68,7 @@ def test_windowed_text_pools_over_the_stitched_token_states(short_bert, long_cor
                 hidden = model(input_ids=torch.from_numpy(windows.input_ids), output_hidden_states=True).hidden_states
             for layer in features.layers:
                 expected = hidden[layer][windows.owner, windows.position].numpy()  # (tokens, hidden)
-                tokens = features.token_states(layer)[features.token_offsets[row]:features.token_offsets[row + 1]]
+                tokens = features.token_states(layer)[features.token_offsets[row] : features.token_offsets[row + 1]]
                 np.testing.assert_allclose(tokens, expected, atol=1e-5, rtol=1e-5)
                 np.testing.assert_allclose(features.features("mean", layer)[row], expected.mean(0), atol=1e-5)
                 np.testing.assert_allclose(features.features("max", layer)[row], expected.max(0), atol=1e-5)
@@ -100,8 +100,9 @@ def test_window_options_are_checked_before_the_model_runs(short_bert, long_corpu
 def test_dry_run_estimate_counts_windowed_rows(short_bert, long_corpus, tmp_path):
     from featx.extraction.estimation import estimate
 
-    config = ExtractConfig(corpus=long_corpus, output=tmp_path / "e.h5", model=str(short_bert), long="window",
-                           stride=4, progress=False)
+    config = ExtractConfig(
+        corpus=long_corpus, output=tmp_path / "e.h5", model=str(short_bert), long="window", stride=4, progress=False
+    )
     result = estimate(config)
     assert result.windowed_rows == 2 and result.truncated_rows == 0
     assert result.seconds is not None and result.seconds > 0
@@ -116,8 +117,9 @@ def test_windowed_rows_record_sites_too(short_bert, long_corpus, tmp_path):
     windowed = run(long_corpus, short_bert, tmp_path / "w.h5", sites="ffn", poolings="mean", long="window")
     with featx.open(truncated.output) as t, featx.open(windowed.output) as w:
         for layer in w.site_layers("ffn"):
-            np.testing.assert_allclose(w.features("mean", layer, site="ffn")[:4],
-                                       t.features("mean", layer, site="ffn")[:4], atol=1e-5)
+            np.testing.assert_allclose(
+                w.features("mean", layer, site="ffn")[:4], t.features("mean", layer, site="ffn")[:4], atol=1e-5
+            )
             assert not np.allclose(w.features("mean", layer, site="ffn")[4], t.features("mean", layer, site="ffn")[4])
 
 

@@ -9,6 +9,8 @@ import numpy as np
 import pytest
 import torch
 from click.testing import CliRunner
+from conftest import build_tiny_bert
+from helpers import interrupt_after_commits
 from transformers import AutoModel, AutoTokenizer
 
 import featx
@@ -17,9 +19,6 @@ from featx.errors import InputError, StoreError
 from featx.extraction import ExtractConfig, extract
 from featx.extraction.windows import window_starts
 from featx.store import partial_path
-
-from conftest import build_tiny_bert
-from helpers import interrupt_after_commits
 
 # Out-of-vocabulary words (zebras, quokka, xylophones) split into one subword per letter in the tiny vocabulary.
 CONLLU = """# sent_id = s1
@@ -46,8 +45,9 @@ SENTENCE_WORDS = [["the", "cat", "did", "n't", "see", "zebras"], ["quokka", "run
 
 
 def run(corpus, model, output, **options):
-    return extract(ExtractConfig(corpus=corpus, output=output, model=str(model), progress=False,
-                                 store_dtype="float32", **options))
+    return extract(
+        ExtractConfig(corpus=corpus, output=output, model=str(model), progress=False, store_dtype="float32", **options)
+    )
 
 
 def reference_words(model_path, sentences):
@@ -86,8 +86,9 @@ def test_word_vectors_equal_a_hand_computation(tiny_model, treebank, tmp_path):
         np.testing.assert_array_equal(features.word_heads(), [1, 4, 4, 4, -1, 4, 1, -1, 2, 2, -1])
         for pooling in ("first", "last", "mean"):
             for position, layer in enumerate(features.layers):
-                np.testing.assert_allclose(features.word_features(pooling, layer), expected[pooling][:, position],
-                                           atol=1e-4, rtol=0)
+                np.testing.assert_allclose(
+                    features.word_features(pooling, layer), expected[pooling][:, position], atol=1e-4, rtol=0
+                )
         # sentence-level poolings are stored as usual
         assert features.features("mean", 1).shape == (3, 32)
 
@@ -106,7 +107,7 @@ MAX_POSITIONS = 16
 
 def test_a_sentence_longer_than_the_model_runs_in_windows_each_word_from_its_most_central(tmp_path):
     model_path = build_tiny_bert(tmp_path / "short", max_positions=MAX_POSITIONS)
-    words = "the cat loved zebras and the dog saw quokkas in the old city today".split()
+    words = ["the", "cat", "loved", "zebras", "and", "the", "dog", "saw", "quokkas", "in", "the", "old", "city", "today"]
     path = tmp_path / "long.jsonl"
     path.write_text(json.dumps({"tokens": words}) + "\n" + json.dumps({"tokens": ["blue"]}) + "\n")
     summary = run(path, model_path, tmp_path / "w.h5", stride=6)
@@ -122,18 +123,23 @@ def test_a_sentence_longer_than_the_model_runs_in_windows_each_word_from_its_mos
     with torch.no_grad():
         for word in range(len(words)):  # brute force: the window where the word's least central token is most central
             tokens = [i for i, w in enumerate(word_ids) if w == word]
-            margins = [min(min(i - start, start + budget - 1 - i) for i in tokens) if tokens[0] >= start and
-                       tokens[-1] < start + budget else -1 for start in starts]
+            margins = [
+                min(min(i - start, start + budget - 1 - i) for i in tokens)
+                if tokens[0] >= start and tokens[-1] < start + budget
+                else -1
+                for start in starts
+            ]
             start = starts[int(np.argmax(margins))]
-            window = torch.tensor([[tokenizer.cls_token_id, *ids[start:start + budget], tokenizer.sep_token_id]])
+            window = torch.tensor([[tokenizer.cls_token_id, *ids[start : start + budget], tokenizer.sep_token_id]])
             states = torch.stack(model(input_ids=window, output_hidden_states=True).hidden_states, 1)[0]
             expected.append(states[:, [1 + i - start for i in tokens]].mean(1))
     expected = torch.stack(expected).numpy()
     with featx.open(summary.output) as features:
         assert features.word_offsets().tolist() == [0, len(words), len(words) + 1]
         for position, layer in enumerate(features.layers):
-            np.testing.assert_allclose(features.word_features("mean", layer)[: len(words)], expected[:, position],
-                                       atol=1e-4, rtol=0)
+            np.testing.assert_allclose(
+                features.word_features("mean", layer)[: len(words)], expected[:, position], atol=1e-4, rtol=0
+            )
 
 
 def test_an_interrupted_extraction_resumes_to_the_same_words(tiny_model, tmp_path, monkeypatch):
@@ -166,8 +172,12 @@ def test_fingerprint_names_word_options_only_for_word_inputs(tiny_model, treeban
 
 def test_a_word_without_subwords_is_refused_before_the_model_runs(tiny_model, tmp_path):
     path = tmp_path / "c.jsonl"
-    path.write_text(json.dumps({"tokens": ["the", "cat"], "id": "ok"}) + "\n"
-                    + json.dumps({"tokens": ["the", "\u0007"], "id": "bell"}) + "\n")
+    path.write_text(
+        json.dumps({"tokens": ["the", "cat"], "id": "ok"})
+        + "\n"
+        + json.dumps({"tokens": ["the", "\u0007"], "id": "bell"})
+        + "\n"
+    )
     with pytest.raises(InputError, match=r"sentence 'bell': word 2 \('\\x07'\) gives the tokenizer no token"):
         run(path, tiny_model, tmp_path / "c.h5")
     assert not partial_path(tmp_path / "c.h5").exists() and not (tmp_path / "c.h5").exists()
@@ -179,8 +189,21 @@ def test_cli_reads_several_files_as_splits(tiny_model, treebank, tmp_path):
     train = tmp_path / "x-ud-train.conllu"
     train.write_text(CONLLU, encoding="utf-8")
     output = tmp_path / "ud.h5"
-    result = CliRunner().invoke(main, ["extract", str(train), str(dev), "-o", str(output), "--model",
-                                       str(tiny_model), "-q", "--word-pooling", "first"])
+    result = CliRunner().invoke(
+        main,
+        [
+            "extract",
+            str(train),
+            str(dev),
+            "-o",
+            str(output),
+            "--model",
+            str(tiny_model),
+            "-q",
+            "--word-pooling",
+            "first",
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert "splits from the file names: train 3 sentences, dev 3 sentences" in result.output
     with featx.open(output) as features:
@@ -224,26 +247,30 @@ def test_word_vectors_of_each_family_equal_the_sentence_read_as_text(name, tmp_p
     texts = [" ".join(words) for words in SENTENCE_WORDS]
     states = reference_states(family, folder, texts)
     expected = []
-    for words, text, layers in zip(SENTENCE_WORDS, texts, states):
+    for words, text, layers in zip(SENTENCE_WORDS, texts, states, strict=False):
         encoded = tokenizer(text, return_offsets_mapping=True, return_special_tokens_mask=True)
         ends = np.cumsum([len(word) + 1 for word in words]) - 1  # each word's end in the text
-        owner = [None if special else int(np.searchsorted(ends, end - 1, side="right"))
-                 for (start, end), special in zip(encoded["offset_mapping"], encoded["special_tokens_mask"])]
+        owner = [
+            None if special else int(np.searchsorted(ends, end - 1, side="right"))
+            for (start, end), special in zip(encoded["offset_mapping"], encoded["special_tokens_mask"], strict=False)
+        ]
         for word in range(len(words)):
             tokens = [i for i, w in enumerate(owner) if w == word]
             expected.append(layers[:, tokens].mean(1))
     with featx.open(summary.output) as features:
         assert int(features.n_tokens.sum()) == sum(layers.shape[1] for layers in states)
         for position, layer in enumerate(features.layers):
-            np.testing.assert_allclose(features.word_features("mean", layer), np.stack(expected)[:, position],
-                                       atol=1e-4, rtol=0)
+            np.testing.assert_allclose(
+                features.word_features("mean", layer), np.stack(expected)[:, position], atol=1e-4, rtol=0
+            )
 
 
 def test_cli_names_a_broken_treebank_line_and_exits_2(tiny_model, tmp_path):
     broken = tmp_path / "broken.conllu"
     broken.write_text(CONLLU.replace("\tobj\t_\t_", "\tobj"), encoding="utf-8")
-    result = CliRunner().invoke(main, ["extract", str(broken), "-o", str(tmp_path / "b.h5"), "--model",
-                                       str(tiny_model), "-q"])
+    result = CliRunner().invoke(
+        main, ["extract", str(broken), "-o", str(tmp_path / "b.h5"), "--model", str(tiny_model), "-q"]
+    )
     assert result.exit_code == 2 and "Traceback" not in result.output
     assert "broken.conllu, line 10: a CoNLL-U word line needs 10 tab-separated fields, this one has 8" in result.output
 

@@ -34,8 +34,7 @@ def test_probe_learning_curves(tiny_model, tmp_path):
 
     path = make_features(tmp_path, tiny_model)
     plant(path, {1: 3.0})
-    result = probe(path, folds=4, jobs=1, control=False, train_sizes="0.25,1.0", curve_layers="0,1",
-                   n_bootstrap=100)
+    result = probe(path, folds=4, jobs=1, control=False, train_sizes="0.25,1.0", curve_layers="0,1", n_bootstrap=100)
     curve = pd.read_csv(result.curve_path)
     assert len(curve) == 4 and set(curve.layer) == {0, 1}
     full = curve[(curve.layer == 1) & (curve.train_size == 1.0)].iloc[0]
@@ -46,20 +45,30 @@ def test_probe_learning_curves(tiny_model, tmp_path):
 
 
 def test_learning_curves_per_site(tiny_model, tmp_path):
+    from conftest import SENTENCES, write_csv
+
     import featx
     from featx.report.figures.learning import plot_learning_curves
-
-    from conftest import SENTENCES, write_csv
 
     rows = [(f"{text} {k}", sentiment, tense, split) for k in range(3) for text, sentiment, tense, split in SENTENCES]
     corpus = write_csv(tmp_path / "corpus.csv", rows)
     path = tmp_path / "sites.h5"
     featx.extract(corpus, model=str(tiny_model), output=path, progress=False, poolings="mean", sites="ffn")
-    result = probe(path, label="sentiment", sites="hidden,ffn", folds=3, jobs=1, control=False,
-                   train_sizes="0.5,1.0", curve_layers="1,2", n_bootstrap=50, output=tmp_path / "r")
+    result = probe(
+        path,
+        label="sentiment",
+        sites="hidden,ffn",
+        folds=3,
+        jobs=1,
+        control=False,
+        train_sizes="0.5,1.0",
+        curve_layers="1,2",
+        n_bootstrap=50,
+        output=tmp_path / "r",
+    )
     curve = pd.read_csv(result.curve_path)
     assert list(curve.columns[:3]) == ["features", "site", "label"]
-    assert set(zip(curve.site, curve.layer)) == {(site, layer) for site in ("hidden", "ffn") for layer in (1, 2)}
+    assert set(zip(curve.site, curve.layer, strict=False)) == {(site, layer) for site in ("hidden", "ffn") for layer in (1, 2)}
     for site in ("hidden", "ffn"):  # the full-size point is the probe's own result for that site and layer
         full = curve[(curve.site == site) & (curve.layer == 2) & (curve.train_size == 1.0)].iloc[0]
         row = result.table[(result.table.site == site) & (result.table.kind == "single") & (result.table.layer == 2)]

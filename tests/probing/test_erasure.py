@@ -7,6 +7,7 @@ import json
 import h5py
 import numpy as np
 import pytest
+from beyond_fixtures import planted_file, planted_split_file  # noqa: F401
 from click.testing import CliRunner
 
 import featx
@@ -14,8 +15,6 @@ from featx.cli import main
 from featx.probing.analyses.erase import erase
 from featx.probing.analyses.erasure import fit_inlp, fit_leace, load_erasers, moved, one_hot
 from featx.store.derived import derived_info
-
-from beyond_fixtures import planted_file, planted_split_file  # noqa: F401
 
 
 def planted(n=2000, d_other=5, seed=0):
@@ -77,8 +76,9 @@ def test_leace_equals_the_reference_package(shrinkage):
     X = rng.standard_normal((400, 10)) @ rng.standard_normal((10, 10))
     y = rng.integers(0, 3, 400)
     X[:, 2] += 1.5 * y
-    fitter = concept_erasure.LeaceFitter(10, 3, shrinkage=shrinkage, constrain_cov_trace=False, svd_tol=1e-8,
-                                         dtype=torch.float64)
+    fitter = concept_erasure.LeaceFitter(
+        10, 3, shrinkage=shrinkage, constrain_cov_trace=False, svd_tol=1e-8, dtype=torch.float64
+    )
     fitter.update(torch.from_numpy(X), torch.nn.functional.one_hot(torch.from_numpy(y), 3).double())
     ours = fit_leace(X, y, 3, shrinkage=shrinkage)
     np.testing.assert_allclose(ours.projection, fitter.eraser.P.numpy(), atol=1e-10)
@@ -95,7 +95,7 @@ def test_inlp_iterations_reduce_accuracy_monotonically():
     eraser = fit_inlp(X, y, 2, iterations=20, seed=0)
     history = eraser.history
     assert history[0] > 0.95 and len(history) >= 3
-    assert all(later <= earlier + 1e-9 for earlier, later in zip(history, history[1:]))
+    assert all(later <= earlier + 1e-9 for earlier, later in zip(history, history[1:], strict=False))
     assert history[-1] < 0.6 and eraser.iterations == len(history) and eraser.rank == len(history) - 1
     basis = eraser.left
     np.testing.assert_allclose(basis.T @ basis, np.eye(eraser.rank), atol=1e-8)  # a true projection
@@ -140,8 +140,9 @@ def test_probe_and_plot_accept_the_erased_file(planted_split_file, tmp_path, mon
     monkeypatch.chdir(tmp_path)
     runner = CliRunner()
     erased = tmp_path / "erased.h5"
-    result = runner.invoke(main, ["erase", str(planted_split_file), "--label", "a", "-o", str(erased), "--jobs", "1",
-                                  "--amnesic", "b"])
+    result = runner.invoke(
+        main, ["erase", str(planted_split_file), "--label", "a", "-o", str(erased), "--jobs", "1", "--amnesic", "b"]
+    )
     assert result.exit_code == 0, result.output
     assert "evaluation: split" in result.output and "amnesic probing" in result.output
     probed = runner.invoke(main, ["probe", str(erased), "--label", "a", "--jobs", "1"])
@@ -155,13 +156,16 @@ def test_probe_and_plot_accept_the_erased_file(planted_split_file, tmp_path, mon
     assert (tmp_path / "erased.a.probe.png").stat().st_size > 0
 
 
-@pytest.mark.parametrize("args, pattern", [
-    (["--label", "nope"], "no label column 'nope'"),
-    (["--label", "a", "--layer", "7"], "out of range"),
-    (["--label", "a", "--method", "inlp", "--iterations", "0"], "--iterations 0 must be a positive number"),
-    (["--label", "a", "--amnesic", "a"], "that is the erased label"),
-    (["--label", "a", "--pooling", "cls"], "pooling"),
-])
+@pytest.mark.parametrize(
+    "args, pattern",
+    [
+        (["--label", "nope"], "no label column 'nope'"),
+        (["--label", "a", "--layer", "7"], "out of range"),
+        (["--label", "a", "--method", "inlp", "--iterations", "0"], "--iterations 0 must be a positive number"),
+        (["--label", "a", "--amnesic", "a"], "that is the erased label"),
+        (["--label", "a", "--pooling", "cls"], "pooling"),
+    ],
+)
 def test_bad_input_is_one_clear_error(planted_file, tmp_path, args, pattern):
     result = CliRunner().invoke(main, ["erase", str(planted_file), "-o", str(tmp_path / "x.h5"), *args])
     assert result.exit_code == 2, result.output
@@ -187,11 +191,19 @@ def test_derived_file_drops_token_states_and_other_sites(tiny_model, tmp_path):
 
     corpus = write_csv(tmp_path / "c.csv", SENTENCES)
     source = tmp_path / "c.h5"
-    featx.extract(corpus, model=str(tiny_model), output=source, poolings="mean,cls", sites="hidden,ffn",
-                  tokens=True, progress=False)
+    featx.extract(
+        corpus,
+        model=str(tiny_model),
+        output=source,
+        poolings="mean,cls",
+        sites="hidden,ffn",
+        tokens=True,
+        progress=False,
+    )
     output = tmp_path / "c.erased.h5"
-    result = erase(source, label="tense", layers="1,2", poolings="mean,cls", folds=2, output=output, jobs=1,
-                   amnesic="none")
+    result = erase(
+        source, label="tense", layers="1,2", poolings="mean,cls", folds=2, output=output, jobs=1, amnesic="none"
+    )
     assert sorted(set(result.table.pooling)) == ["cls", "mean"] and len(result.table) == 4
     with featx.open(output) as derived, featx.open(source) as original:
         assert derived.sites == ["hidden"] and not derived.has_tokens and derived.layers == [1, 2]

@@ -6,13 +6,12 @@ from __future__ import annotations
 import h5py
 import numpy as np
 import pytest
+from probe_data import N_ROWS, features_copy, tiny_features  # noqa: F401 (fixtures)
 
 import featx
 from featx.errors import InputError
-from featx.probing.evaluation import core as ev
 from featx.probing import probe
-
-from probe_data import N_ROWS, features_copy, tiny_features  # noqa: F401 (fixtures)
+from featx.probing.evaluation import core as ev
 
 
 class RecordingScaler(ev.Scaler):
@@ -90,7 +89,7 @@ def test_cv_folds_partition_the_rows_and_keep_every_class_in_training():
         assert not set(train.tolist()) & set(test.tolist())
         assert set(np.unique(y[train]).tolist()) == {0, 1, 2}
     again = ev.make_plan(y, None, 5, seed=3, names=["a", "b", "c"])
-    assert all(np.array_equal(a[1], b[1]) for a, b in zip(plan.folds, again.folds))  # seeded
+    assert all(np.array_equal(a[1], b[1]) for a, b in zip(plan.folds, again.folds, strict=False))  # seeded
 
 
 def test_a_split_column_gives_one_fold_and_dev_rows():

@@ -17,23 +17,31 @@ from featx.probing.analyses.explain import explain, length_buckets
 
 def write_case(folder):
     """Six rows, three layers: known flips and a row wrong everywhere."""
-    frame = pd.DataFrame({
-        "row": range(6), "id": ["r0", "r1", "r2", "r3", "r4", "r5"], "label": ["a", "b", "a", "b", "a", "b"],
-        "n_tokens": [4, 5, 9, 10, 30, 31], "truncated": [False, False, False, False, True, True],
-        "layer_0": ["a", "a", "b", "a", "b", "a"],  # right: r0
-        "layer_1": ["a", "b", "a", "a", "a", "a"],  # right: r0 r1 r2 r4
-        "layer_2": ["a", "b", "a", "a", "b", "b"],  # right: r0 r1 r2 r5
-    })
+    frame = pd.DataFrame(
+        {
+            "row": range(6),
+            "id": ["r0", "r1", "r2", "r3", "r4", "r5"],
+            "label": ["a", "b", "a", "b", "a", "b"],
+            "n_tokens": [4, 5, 9, 10, 30, 31],
+            "truncated": [False, False, False, False, True, True],
+            "layer_0": ["a", "a", "b", "a", "b", "a"],  # right: r0
+            "layer_1": ["a", "b", "a", "a", "a", "a"],  # right: r0 r1 r2 r4
+            "layer_2": ["a", "b", "a", "a", "b", "b"],  # right: r0 r1 r2 r5
+        }
+    )
     path = folder / "c.label.predictions.csv"
     frame.to_csv(path, index=False)
-    (folder / "c.label.probe.json").write_text(json.dumps({"meta": {"label": "label", "predictions_for": "mean/logreg",
-                                                                     "predictions_file": path.name}, "results": []}))
+    (folder / "c.label.probe.json").write_text(
+        json.dumps(
+            {"meta": {"label": "label", "predictions_for": "mean/logreg", "predictions_file": path.name}, "results": []}
+        )
+    )
     return path
 
 
 def test_flips_and_always_wrong_on_a_known_case(tmp_path):
     result = explain(write_case(tmp_path))
-    flips = dict(zip(result.flips.id, result.flips.first_right_layer))
+    flips = dict(zip(result.flips.id, result.flips.first_right_layer, strict=False))
     assert flips == {"r1": "1", "r2": "1", "r5": "2"}  # r4 is right at 1 but wrong again at 2: no flip
     assert list(result.always_wrong.id) == ["r3"]
     assert result.per_class_f1.loc["a", "0"] == pytest.approx(2 / 7)  # tp 1; 3 true a, 4 predicted a
@@ -84,11 +92,15 @@ def test_probe_writes_out_of_fold_predictions_that_explain_reads(tiny_model, tmp
 
 
 def test_predictions_choice_is_checked_before_probing(tiny_model, tmp_path):
-    from featx.errors import InputError
     from planted import make_features
+
+    from featx.errors import InputError
 
     path = make_features(tmp_path, tiny_model, n_rows=40)
     with pytest.raises(InputError, match="--predictions cls/logreg"):
         probe(path, predictions="cls/logreg", write=False)
     result = probe(path, predictions="mean/logreg", layers="0,1", folds=2, jobs=1, control=False, write=False)
-    assert list(result.predictions.columns[-2:]) == ["layer_0", "layer_1"] and result.meta["predictions_for"] == "mean/logreg"
+    assert (
+        list(result.predictions.columns[-2:]) == ["layer_0", "layer_1"]
+        and result.meta["predictions_for"] == "mean/logreg"
+    )

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import pytest
 from click.testing import CliRunner
+from probe_data import N_ROWS, features_copy, tiny_features  # noqa: F401  (fixtures)
 
 import featx
 from featx.cli import main
 from featx.errors import InputError
-
-from probe_data import N_ROWS, features_copy, tiny_features  # noqa: F401  (fixtures)
 
 FAST = dict(layers="0", poolings="mean", jobs=1, control=False, n_bootstrap=10, write=False, folds=3)
 
@@ -55,8 +54,11 @@ def test_unknown_label_points_at_labels(features_copy):
 
 def test_continuous_label_is_refused_then_binned(features_copy, tmp_path):
     path = labels_file(tmp_path, [(i, f"{i / N_ROWS:.3f}") for i in range(N_ROWS)], header="id,score")
-    with pytest.raises(InputError, match=r"(?s)label 'score' looks continuous \(80 distinct numbers from 0.000 to "
-                                         r"0.988\).*--bins N.*regression probe"):
+    with pytest.raises(
+        InputError,
+        match=r"(?s)label 'score' looks continuous \(80 distinct numbers from 0.000 to "
+        r"0.988\).*--bins N.*regression probe",
+    ):
         featx.probe(features_copy, labels=path, **FAST)
     result = featx.probe(features_copy, labels=path, bins=4, **FAST)
     assert len(result.meta["label_names"]) == 4
@@ -80,8 +82,10 @@ def test_split_values_are_said():
     y = np.array([0, 0, 1, 1] * 10)
     plan = ev.make_plan(y, split, 3, 0, ["a", "b"])
     kept = np.arange(len(y))
-    assert split_note(plan, split, kept) == "split: train = 'TRAIN', 'train' (20 rows); dev = 'val' (10 rows); " \
-                                            "test = 'test' (10 rows)"
+    assert (
+        split_note(plan, split, kept) == "split: train = 'TRAIN', 'train' (20 rows); dev = 'val' (10 rows); "
+        "test = 'test' (10 rows)"
+    )
 
 
 def test_labels_add_stores_columns_for_good(features_copy, tmp_path):

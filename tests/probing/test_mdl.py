@@ -21,7 +21,7 @@ def test_block_schedule_is_the_standard_one():
     assert FRACTIONS == (0.001, 0.002, 0.004, 0.008, 0.016, 0.032, 0.0625, 0.125, 0.25, 0.5, 1.0)
     assert block_ends(10_000) == [10, 20, 40, 80, 160, 320, 625, 1250, 2500, 5000, 10_000]
     ends = block_ends(50)
-    assert ends[0] == 1 and ends[-1] == 50 and all(a < b for a, b in zip(ends, ends[1:]))
+    assert ends[0] == 1 and ends[-1] == 50 and all(a < b for a, b in zip(ends, ends[1:], strict=False))
 
 
 def test_planted_signal_compresses_and_noise_does_not():
@@ -47,8 +47,9 @@ def test_codelength_is_deterministic_for_a_seed_and_uses_only_given_rows():
 
 
 def test_probe_mdl_ranks_the_planted_layer_best(tiny_model, tmp_path):
-    from featx.probing import probe
     from planted import make_features, plant
+
+    from featx.probing import probe
 
     path = make_features(tmp_path, tiny_model, n_rows=120)
     plant(path, {1: 2.0})
@@ -83,7 +84,7 @@ def test_groups_are_sent_whole_and_blocks_end_between_sentences():
     again, _ = transmission_order(rows, 4, groups=groups)
     assert np.array_equal(order, again) and not np.array_equal(order, transmission_order(rows, 5, groups=groups)[0])
     # the block schedule counts sentences: the first block holds max(1, 0.1%) of them
-    first = np.unique(sent[:ends[0]])
+    first = np.unique(sent[: ends[0]])
     assert len(first) == 1
 
 

@@ -6,12 +6,11 @@ import json
 
 import numpy as np
 import pytest
+from beyond_fixtures import A_NEURONS, C_NEURONS, planted_file, planted_split_file  # noqa: F401
 from click.testing import CliRunner
 
 from featx.cli import main
 from featx.probing.analyses.neurons import neurons, order, rank_neurons
-
-from beyond_fixtures import A_NEURONS, C_NEURONS, planted_file, planted_split_file  # noqa: F401
 
 
 def test_both_rankings_put_the_planted_neurons_first():
@@ -46,7 +45,7 @@ def test_per_class_top_neurons_of_a_multiclass_label(planted_file, tmp_path):
     result = neurons(planted_file, label="c", layers="2", top=3, folds=3, output=tmp_path / "c", jobs=1)
     per_class = result.per_class.set_index("class")
     assert len(per_class) == 3
-    for name, neuron in zip(result.meta["classes"], C_NEURONS):
+    for name, neuron in zip(result.meta["classes"], C_NEURONS, strict=False):
         assert per_class.loc[name, "neurons"][0] == neuron
     assert "top neurons per class" in result.format()
     payload = json.loads((tmp_path / "c.json").read_text())
@@ -54,8 +53,23 @@ def test_per_class_top_neurons_of_a_multiclass_label(planted_file, tmp_path):
 
 
 def test_cli_all_layers_gives_a_curve_per_layer(planted_split_file, tmp_path):
-    result = CliRunner().invoke(main, ["neurons", str(planted_split_file), "--label", "a", "--layer", "all",
-                                       "--fraction", "0.1", "-o", str(tmp_path / "n"), "--jobs", "1"])
+    result = CliRunner().invoke(
+        main,
+        [
+            "neurons",
+            str(planted_split_file),
+            "--label",
+            "a",
+            "--layer",
+            "all",
+            "--fraction",
+            "0.1",
+            "-o",
+            str(tmp_path / "n"),
+            "--jobs",
+            "1",
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert "across layers" in result.output and "best layer" in result.output
     import pandas as pd
@@ -65,16 +79,19 @@ def test_cli_all_layers_gives_a_curve_per_layer(planted_split_file, tmp_path):
     assert (tmp_path / "n.png").stat().st_size > 0 and (tmp_path / "n.svg").exists()
 
 
-@pytest.mark.parametrize("args, pattern", [
-    (["--label", "nope"], "no label column 'nope'"),
-    (["--label", "a", "--layer", "5"], "out of range"),
-    (["--label", "a", "--top", "0"], "--top 0 must be a positive number"),
-    (["--label", "a", "--top", "-3"], "--top -3 must be a positive number"),
-    (["--label", "a", "--fraction", "0"], "outside (0, 1]"),
-    (["--label", "a", "--fraction", "1.5"], "outside (0, 1]"),
-    (["--label", "a", "--top", "3", "--fraction", "0.1"], "not both"),
-    (["--label", "a", "--pooling", "max"], "pooling 'max' is not stored"),
-])
+@pytest.mark.parametrize(
+    "args, pattern",
+    [
+        (["--label", "nope"], "no label column 'nope'"),
+        (["--label", "a", "--layer", "5"], "out of range"),
+        (["--label", "a", "--top", "0"], "--top 0 must be a positive number"),
+        (["--label", "a", "--top", "-3"], "--top -3 must be a positive number"),
+        (["--label", "a", "--fraction", "0"], "outside (0, 1]"),
+        (["--label", "a", "--fraction", "1.5"], "outside (0, 1]"),
+        (["--label", "a", "--top", "3", "--fraction", "0.1"], "not both"),
+        (["--label", "a", "--pooling", "max"], "pooling 'max' is not stored"),
+    ],
+)
 def test_bad_input_is_one_clear_error(planted_file, tmp_path, args, pattern):
     result = CliRunner().invoke(main, ["neurons", str(planted_file), "-o", str(tmp_path / "x"), *args])
     assert result.exit_code == 2, result.output

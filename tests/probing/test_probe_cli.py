@@ -8,13 +8,12 @@ import h5py
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from conftest import write_csv
+from probe_data import N_ROWS, make_rows
 
 import featx
 from featx.cli import main
 from featx.state import last
-
-from conftest import write_csv
-from probe_data import N_ROWS, make_rows
 
 
 @pytest.fixture
@@ -46,8 +45,9 @@ def test_probe_without_a_path_uses_the_last_extraction(extracted):
 
 
 def test_default_label_is_the_first_column_when_there_is_no_label(tiny_model, in_tmp):
-    corpus = write_csv(in_tmp / "c.csv", [(r[0], r[2], r[1]) for r in make_rows(N_ROWS)],
-                       header=("text", "topic", "sentiment"))
+    corpus = write_csv(
+        in_tmp / "c.csv", [(r[0], r[2], r[1]) for r in make_rows(N_ROWS)], header=("text", "topic", "sentiment")
+    )
     featx.extract(corpus, model=str(tiny_model), output=in_tmp / "c.h5", progress=False)
     result = invoke("c.h5", "--layer", "1", "--pooling", "mean", "--folds", "3", "--jobs", "1", "-o", "out/res")
     assert result.exit_code == 2 and "directory" in result.output  # -o into a missing folder
@@ -76,17 +76,20 @@ def _edit_attr(path, key, value):
         file.attrs[key] = value
 
 
-@pytest.mark.parametrize("case, message", [
-    ("no-label-column", "has no label column 'nope'"),
-    ("one-class", "only one class"),
-    ("small-class", "use fewer folds (--folds 3)"),
-    ("incomplete", "incomplete"),
-    ("stale", "schema"),
-    ("layer-out-of-range", "out of range"),
-    ("baseline-rows", "does not hold the same rows"),
-    ("attn-without-tokens", "token-level states"),
-    ("no-features", "no extraction is remembered"),
-])
+@pytest.mark.parametrize(
+    "case, message",
+    [
+        ("no-label-column", "has no label column 'nope'"),
+        ("one-class", "only one class"),
+        ("small-class", "use fewer folds (--folds 3)"),
+        ("incomplete", "incomplete"),
+        ("stale", "schema"),
+        ("layer-out-of-range", "out of range"),
+        ("baseline-rows", "does not hold the same rows"),
+        ("attn-without-tokens", "token-level states"),
+        ("no-features", "no extraction is remembered"),
+    ],
+)
 def test_errors_exit_2_with_a_clear_message(extracted, tmp_path, case, message):
     args = [str(extracted), "--pooling", "mean", "--jobs", "1"]
     if case == "no-label-column":
@@ -120,7 +123,8 @@ def test_errors_exit_2_with_a_clear_message(extracted, tmp_path, case, message):
 
 def test_allow_partial_probes_the_rows_written(extracted):
     _edit_attr(extracted, "complete", False)
-    result = invoke(str(extracted), "--allow-partial", "--layer", "1", "--pooling", "mean", "--folds", "3",
-                    "--jobs", "1")
+    result = invoke(
+        str(extracted), "--allow-partial", "--layer", "1", "--pooling", "mean", "--folds", "3", "--jobs", "1"
+    )
     assert result.exit_code == 0, result.output
     assert "incomplete" in result.output

@@ -4,14 +4,19 @@ import itertools
 
 import numpy as np
 import pytest
+from conftest import SENTENCES, write_csv
 
 import featx
 from featx.extraction import ExtractConfig, extract
 from featx.probing.evaluation import core as ev
-from featx.probing.tasks.pairs import (cosine, cosine_baseline, fit_thresholds, pooled_block, predict_thresholds,
-                                 senteval)
-
-from conftest import SENTENCES, write_csv
+from featx.probing.tasks.pairs import (
+    cosine,
+    cosine_baseline,
+    fit_thresholds,
+    pooled_block,
+    predict_thresholds,
+    senteval,
+)
 
 
 def test_senteval_feature_is_u_v_absolute_difference_and_product():
@@ -24,7 +29,7 @@ def test_senteval_feature_is_u_v_absolute_difference_and_product():
 def test_cosine_matches_a_hand_computation():
     rng = np.random.default_rng(0)
     u, v = rng.normal(size=(5, 7)), rng.normal(size=(5, 7))
-    by_hand = [float(np.dot(a, b) / (np.linalg.norm(a) * np.linalg.norm(b))) for a, b in zip(u, v)]
+    by_hand = [float(np.dot(a, b) / (np.linalg.norm(a) * np.linalg.norm(b))) for a, b in zip(u, v, strict=False)]
     np.testing.assert_allclose(cosine(u, v), by_hand, rtol=1e-12)
     assert cosine(np.zeros((1, 3)), np.ones((1, 3)))[0] == 0.0
 
@@ -66,16 +71,32 @@ def _pair_corpus(path):
     rng = np.random.default_rng(0)
     rows = []
     for index, (i, j) in enumerate(itertools.combinations(range(len(texts)), 2)):
-        rows.append((texts[i], texts[j], f"{rng.uniform(1, 5):.2f}", "yes" if (i + j) % 2 else "no",
-                     "test" if index % 3 == 0 else "train"))
+        rows.append(
+            (
+                texts[i],
+                texts[j],
+                f"{rng.uniform(1, 5):.2f}",
+                "yes" if (i + j) % 2 else "no",
+                "test" if index % 3 == 0 else "train",
+            )
+        )
     return write_csv(path, rows, header=("a", "b", "score", "same", "split"))
 
 
 @pytest.fixture
 def separate_file(tiny_model, tmp_path):
-    summary = extract(ExtractConfig(corpus=_pair_corpus(tmp_path / "pairs.csv"), output=tmp_path / "sep.h5",
-                                    model=str(tiny_model), text_col="a", text_pair_col="b", pair_mode="separate",
-                                    store_dtype="float32", progress=False))
+    summary = extract(
+        ExtractConfig(
+            corpus=_pair_corpus(tmp_path / "pairs.csv"),
+            output=tmp_path / "sep.h5",
+            model=str(tiny_model),
+            text_col="a",
+            text_pair_col="b",
+            pair_mode="separate",
+            store_dtype="float32",
+            progress=False,
+        )
+    )
     return summary.output
 
 
@@ -97,7 +118,7 @@ def test_regression_baseline_is_spearman_of_the_cosine_on_the_test_rows(separate
     train, test = np.flatnonzero(split == "train"), np.flatnonzero(split == "test")
     plan = ev.Plan("split", [(train, test)], [None])
     rows = cosine_baseline(separate_file, kept, y, plan, [2], ["cls"], None, 200, 0)
-    by_hand = [float(np.dot(a, b) / (np.linalg.norm(a) * np.linalg.norm(b))) for a, b in zip(u[test], v[test])]
+    by_hand = [float(np.dot(a, b) / (np.linalg.norm(a) * np.linalg.norm(b))) for a, b in zip(u[test], v[test], strict=False)]
     assert rows[0]["spearman"] == pytest.approx(spearmanr(by_hand, y[test]).statistic)
     assert rows[0]["pearson"] == pytest.approx(pearsonr(by_hand, y[test]).statistic)
     assert rows[0]["spearman_low"] <= rows[0]["spearman"] <= rows[0]["spearman_high"]
@@ -105,11 +126,14 @@ def test_regression_baseline_is_spearman_of_the_cosine_on_the_test_rows(separate
 
 @pytest.mark.parametrize("label", ["score", "same"])
 def test_every_pair_table_starts_with_the_cosine_baseline(separate_file, tmp_path, label):
-    result = featx.probe(separate_file, label=label, layers="all", poolings="mean,cls", jobs=1,
-                         output=tmp_path / f"{label}.probe.csv")
+    result = featx.probe(
+        separate_file, label=label, layers="all", poolings="mean,cls", jobs=1, output=tmp_path / f"{label}.probe.csv"
+    )
     rows = result.meta["cosine_baseline"]
     assert result.meta["pair_mode"] == "separate"
-    assert [(row["pooling"], row["layer"]) for row in rows] == [(p, layer) for p in ("mean", "cls") for layer in (0, 1, 2)]
+    assert [(row["pooling"], row["layer"]) for row in rows] == [
+        (p, layer) for p in ("mean", "cls") for layer in (0, 1, 2)
+    ]
     text = result.format_table()
     assert text.index("cosine baseline") < text.index("probe\n")
     assert ("Spearman" if label == "score" else "accuracy of thresholds") in text
@@ -121,10 +145,19 @@ def test_every_pair_table_starts_with_the_cosine_baseline(separate_file, tmp_pat
 
 
 def test_cross_mode_files_probe_like_any_file_with_segment_poolings(tiny_model, tmp_path):
-    summary = extract(ExtractConfig(corpus=_pair_corpus(tmp_path / "pairs.csv"), output=tmp_path / "cross.h5",
-                                    model=str(tiny_model), text_col="a", text_pair_col="b", progress=False))
-    result = featx.probe(summary.output, label="same", layers="1", poolings="mean_a,mean_b", jobs=1,
-                         output=tmp_path / "cross.probe.csv")
+    summary = extract(
+        ExtractConfig(
+            corpus=_pair_corpus(tmp_path / "pairs.csv"),
+            output=tmp_path / "cross.h5",
+            model=str(tiny_model),
+            text_col="a",
+            text_pair_col="b",
+            progress=False,
+        )
+    )
+    result = featx.probe(
+        summary.output, label="same", layers="1", poolings="mean_a,mean_b", jobs=1, output=tmp_path / "cross.probe.csv"
+    )
     assert set(result.table.pooling) >= {"mean_a", "mean_b"} and "cosine_baseline" not in result.meta
     assert result.meta["pair_mode"] == "cross"
 

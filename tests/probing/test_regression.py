@@ -7,12 +7,12 @@ import random
 import h5py
 import numpy as np
 import pytest
+from conftest import WORDS, write_csv
 
 import featx
-from conftest import WORDS, write_csv
 from featx.errors import InputError
-from featx.probing.solvers import ridge
 from featx.probing.results import load_results
+from featx.probing.solvers import ridge
 
 N_ROWS = 120
 
@@ -57,7 +57,10 @@ def test_planted_layer_wins_and_noise_layers_are_near_zero(score_features, tmp_p
     assert result.meta["n_labelled"] == int(np.isfinite(values).sum()) < N_ROWS
     singles = table[table.kind == "single"].set_index("layer")
     assert singles.r2.idxmax() == 1 and singles.loc[1, "r2"] > 0.8
-    assert singles.loc[1, "spearman"] > 0.8 and singles.loc[1, "r2_low"] <= singles.loc[1, "r2"] <= singles.loc[1, "r2_high"]
+    assert (
+        singles.loc[1, "spearman"] > 0.8
+        and singles.loc[1, "r2_low"] <= singles.loc[1, "r2"] <= singles.loc[1, "r2_high"]
+    )
     for layer in (0, 2):
         assert abs(singles.loc[layer, "r2"]) < 0.25 and abs(singles.loc[layer, "selectivity"]) < 0.3
     assert singles.loc[1, "selectivity"] > 0.6 and abs(singles.loc[1, "control_r2"]) < 0.3
@@ -78,7 +81,7 @@ def test_ridge_path_agrees_with_sklearn_at_the_chosen_alpha():
     X = rng.standard_normal((60, 8))
     y = X @ rng.standard_normal(8) + 0.5 * rng.standard_normal(60) + 3.0
     train, test = np.arange(45), np.arange(45, 60)
-    (fit, alpha), = ridge.fit_ridge(X, [y], train, None, ridge.DEFAULT_ALPHAS, seed=0)[0]
+    ((fit, alpha),) = ridge.fit_ridge(X, [y], train, None, ridge.DEFAULT_ALPHAS, seed=0)[0]
     scaler = ridge.ev.fit_scaler(X, train)
     reference = Ridge(alpha=alpha).fit(scaler(X[train]), y[train])
     assert alpha in ridge.DEFAULT_ALPHAS
@@ -115,8 +118,16 @@ def test_task_is_chosen_from_the_column_and_can_be_forced(score_features, tmp_pa
 
 
 def test_mlp_head_and_concatenated_layers(score_features, tmp_path):
-    result = featx.probe(score_features, label="score", layers="0,cat(0,1)", classifiers="ridge,mlp", jobs=1,
-                         n_bootstrap=50, write=False, control=False)
+    result = featx.probe(
+        score_features,
+        label="score",
+        layers="0,cat(0,1)",
+        classifiers="ridge,mlp",
+        jobs=1,
+        n_bootstrap=50,
+        write=False,
+        control=False,
+    )
     rows = result.table[result.table.kind != "baseline"]
     assert set(rows.classifier) == {"ridge", "mlp"} and set(rows.kind) == {"single", "cat"}
     assert rows.r2.notna().all() and rows.mae.gt(0).all()
@@ -162,8 +173,16 @@ def test_explain_lists_largest_residuals_and_error_by_length(score_features, tmp
 
 
 def test_rows_are_ordered_by_pooling_then_layer(score_features):
-    result = featx.probe(score_features, label="score", poolings="mean", layers="2,0,1", jobs=1, n_bootstrap=20,
-                         write=False, control=False)
+    result = featx.probe(
+        score_features,
+        label="score",
+        poolings="mean",
+        layers="2,0,1",
+        jobs=1,
+        n_bootstrap=20,
+        write=False,
+        control=False,
+    )
     assert list(result.table.kind)[0] == "baseline"
     assert list(result.table.layer_spec[1:]) == ["2", "0", "1"]  # the order asked for, as for classification
 
@@ -177,8 +196,10 @@ def test_dev_rows_choose_alpha_and_the_refit_uses_the_train_rows_only():
     train, dev, test = np.arange(40), np.arange(40, 55), np.arange(55, 70)
     fold = ridge.run_ridge(X, [y], train, test, dev, ridge.DEFAULT_ALPHAS, 0)[0]
     scaler = ridge.ev.fit_scaler(X, train)
-    errors = {alpha: np.mean((Ridge(alpha=alpha).fit(scaler(X[train]), y[train]).predict(scaler(X[dev])) - y[dev]) ** 2)
-              for alpha in ridge.DEFAULT_ALPHAS}
+    errors = {
+        alpha: np.mean((Ridge(alpha=alpha).fit(scaler(X[train]), y[train]).predict(scaler(X[dev])) - y[dev]) ** 2)
+        for alpha in ridge.DEFAULT_ALPHAS
+    }
     assert fold.alpha == min(errors, key=errors.get)
     expected = Ridge(alpha=fold.alpha).fit(scaler(X[train]), y[train]).predict(scaler(X[test]))
     np.testing.assert_allclose(fold.predictions, expected, rtol=1e-6, atol=1e-9)
@@ -186,8 +207,14 @@ def test_dev_rows_choose_alpha_and_the_refit_uses_the_train_rows_only():
 
 def test_a_split_file_with_a_random_baseline_probes_both(tiny_model, tmp_path):
     rng = random.Random(1)
-    rows = [[" ".join(rng.choice(WORDS[:-4]) for _ in range(rng.randint(2, 8))), f"{i * 0.37 % 5:.2f}",
-             ("train", "test", "train", "dev")[i % 4]] for i in range(60)]
+    rows = [
+        [
+            " ".join(rng.choice(WORDS[:-4]) for _ in range(rng.randint(2, 8))),
+            f"{i * 0.37 % 5:.2f}",
+            ("train", "test", "train", "dev")[i % 4],
+        ]
+        for i in range(60)
+    ]
     corpus = write_csv(tmp_path / "c.csv", rows, header=("text", "score", "split"))
     main, other = tmp_path / "m.h5", tmp_path / "r.h5"
     featx.extract(corpus, model=str(tiny_model), output=main, poolings="mean", progress=False)
@@ -204,8 +231,16 @@ def test_learning_curves_of_a_regression_label(score_features, tmp_path):
     path = tmp_path / "f.h5"
     path.write_bytes(score_features.read_bytes())
     _plant(path, layer=1)
-    result = featx.probe(path, label="score", layers="0,1", jobs=1, n_bootstrap=50, control=False,
-                         train_sizes="0.25,1.0", output=tmp_path / "r")
+    result = featx.probe(
+        path,
+        label="score",
+        layers="0,1",
+        jobs=1,
+        n_bootstrap=50,
+        control=False,
+        train_sizes="0.25,1.0",
+        output=tmp_path / "r",
+    )
     curve = result.curve
     assert set(curve.train_size) == {0.25, 1.0} and set(curve.task) == {"regression"}
     top = curve[(curve.layer_spec == "1") & (curve.train_size == 1.0)].r2.iloc[0]

@@ -30,15 +30,18 @@ def test_metrics_match_scipy_and_sklearn_also_on_a_stack_of_resamples():
 def test_split_intervals_cover_the_point_and_cv_uses_fold_means():
     rng = np.random.default_rng(1)
     y = rng.standard_normal(60)
-    folds_split = [type("F", (), {"predictions": y[30:] + 0.3 * rng.standard_normal(30), "alpha": 1.0,
-                                  "fit_seconds": 0.0})()]
+    folds_split = [
+        type("F", (), {"predictions": y[30:] + 0.3 * rng.standard_normal(30), "alpha": 1.0, "fit_seconds": 0.0})()
+    ]
     split = Plan("split", [(np.arange(30), np.arange(30, 60))], [None])
     row = rm.summarise(split, y, folds_split, 300, 0)
     for name in rm.METRICS:
         assert row[f"{name}_low"] <= row[name] <= row[f"{name}_high"]
     cv = Plan("2-fold cv", [(np.arange(30, 60), np.arange(30)), (np.arange(30), np.arange(30, 60))], [None, None])
-    parts = [type("F", (), {"predictions": y[test] + 0.2, "alpha": a, "fit_seconds": 0.0})()
-             for (_, test), a in zip(cv.folds, (1.0, 100.0))]
+    parts = [
+        type("F", (), {"predictions": y[test] + 0.2, "alpha": a, "fit_seconds": 0.0})()
+        for (_, test), a in zip(cv.folds, (1.0, 100.0), strict=False)
+    ]
     row = rm.summarise(cv, y, parts, 10, 0)
     assert row["mae"] == pytest.approx(0.2) and row["alpha"] == pytest.approx(50.5)
 

@@ -39,8 +39,16 @@ def test_a_clearly_better_layer_is_different_and_a_slightly_noisy_copy_is_not():
 
 
 def _table(accuracies):
-    return pd.DataFrame({"features": "main", "kind": "single", "layer": range(len(accuracies)), "pooling": "mean",
-                         "classifier": "logreg", "accuracy": accuracies})
+    return pd.DataFrame(
+        {
+            "features": "main",
+            "kind": "single",
+            "layer": range(len(accuracies)),
+            "pooling": "mean",
+            "classifier": "logreg",
+            "accuracy": accuracies,
+        }
+    )
 
 
 @pytest.mark.parametrize("split", [False, True])
@@ -60,8 +68,12 @@ def test_add_significance_marks_best_and_adjacent_layers(split):
     layer0 = predictions(0.6, 10)
     layer1 = predictions(0.95, 11)
     layer2 = layer1.copy()  # identical to the best
-    table = add_significance(_table([np.mean(p[tested] == y[tested]) for p in (layer0, layer1, layer2)]),
-                             {0: layer0, 1: layer1, 2: layer2}, plan, y)
+    table = add_significance(
+        _table([np.mean(p[tested] == y[tested]) for p in (layer0, layer1, layer2)]),
+        {0: layer0, 1: layer1, 2: layer2},
+        plan,
+        y,
+    )
     assert table.at[0, "significant_vs_best"] and table.at[0, "p_vs_best_holm"] < 0.05
     assert table.at[2, "p_vs_best"] == 1.0 and not table.at[2, "significant_vs_best"]
     assert table.at[1, "significant_vs_prev"] and not table.at[2, "significant_vs_prev"]
@@ -75,9 +87,16 @@ def test_best_layers_of_poolings_are_compared():
     plan = ev.make_plan(y, None, 5, 0, ["a", "b"])
     right = y.copy()
     wrong = np.where(rng.random(n) < 0.4, 1 - y, y)
-    table = pd.DataFrame({"features": "main", "kind": "single", "layer": [0, 1, 0, 1],
-                          "pooling": ["mean", "mean", "cls", "cls"], "classifier": "logreg",
-                          "accuracy": [1.0, np.mean(wrong == y), np.mean(wrong == y), np.mean(wrong == y)]})
+    table = pd.DataFrame(
+        {
+            "features": "main",
+            "kind": "single",
+            "layer": [0, 1, 0, 1],
+            "pooling": ["mean", "mean", "cls", "cls"],
+            "classifier": "logreg",
+            "accuracy": [1.0, np.mean(wrong == y), np.mean(wrong == y), np.mean(wrong == y)],
+        }
+    )
     out = add_significance(table, {0: right, 1: wrong, 2: wrong, 3: wrong.copy()}, plan, y)
     assert out.at[0, "significant_pooling_vs_best"] is False and np.isnan(out.at[0, "p_pooling_vs_best"])
     assert out.at[2, "significant_pooling_vs_best"] and out.at[2, "p_pooling_vs_best"] < 0.05

@@ -29,11 +29,12 @@ def sklearn_objective(model, X, y, C, weights=None):
     coef = model.coef_
     if len(coef) == 2:  # the symmetric softmax form of a binomial model: its weights are coef[1] - coef[0]
         coef = coef[1] - coef[0]
-    return float((nll * weights).sum() + (coef ** 2).sum() / (2 * C * len(y)))
+    return float((nll * weights).sum() + (coef**2).sum() / (2 * C * len(y)))
 
 
-@pytest.mark.parametrize("k, C, balanced", [(3, 0.1, False), (4, 10.0, False), (2, 0.05, False), (2, 1.0, False),
-                                            (3, 0.1, True)])
+@pytest.mark.parametrize(
+    "k, C, balanced", [(3, 0.1, False), (4, 10.0, False), (2, 0.05, False), (2, 1.0, False), (3, 0.1, True)]
+)
 def test_same_solution_as_scikit_learn(k, C, balanced):
     X, y = blobs(k=k)
     if balanced:
@@ -63,8 +64,9 @@ def test_gradient_matches_finite_differences():
     for index in np.ndindex(theta.shape):
         step = np.zeros_like(theta)
         step[index] = 1e-3
-        numeric[index] = (objective(theta + step, np.arange(2))[0][index[0]]
-                          - objective(theta - step, np.arange(2))[0][index[0]]) / 2e-3
+        numeric[index] = (
+            objective(theta + step, np.arange(2))[0][index[0]] - objective(theta - step, np.arange(2))[0][index[0]]
+        ) / 2e-3
     np.testing.assert_allclose(grad, numeric, atol=2e-4)
 
 

@@ -12,21 +12,18 @@ import numpy as np
 import pytest
 import torch
 from click.testing import CliRunner
-
-from featx.cli import main
-from featx.errors import InputError
-from featx.probing import ProbeConfig
-from featx.probing.solvers import devices
-from featx.probing import probe
-from featx.probing.solvers import softmax
-from featx.probing.solvers import softmax_torch
-from featx.probing.inputs import solver_plan
-from featx.probing.solvers.softmax_problem import prepare
-from featx.probing.tasks.words import probe_words
 from planted import plant
 from planted_words import PlantedWords
 from probe_data import features_copy, tiny_features  # noqa: F401 (fixtures)
 from test_softmax import blobs
+
+from featx.cli import main
+from featx.errors import InputError
+from featx.probing import ProbeConfig, probe
+from featx.probing.inputs import solver_plan
+from featx.probing.solvers import devices, softmax, softmax_torch
+from featx.probing.solvers.softmax_problem import prepare
+from featx.probing.tasks.words import probe_words
 
 THETA_ATOL = 2e-4  # weights of order 1; measured differences are below 3e-5
 LOSS_RTOL = 1e-6
@@ -64,8 +61,9 @@ def test_same_solution_as_the_numpy_solver(case):
     assert theirs.theta.dtype == np.float64 and isinstance(theirs.n_iter, np.ndarray)
     np.testing.assert_array_equal(theirs.offsets, ours.offsets)
     np.testing.assert_allclose(theirs.theta, ours.theta, rtol=0, atol=THETA_ATOL)  # coefficients and intercepts
-    np.testing.assert_allclose(_loss(X, labels, k, Cs, balanced, theirs.theta),
-                               _loss(X, labels, k, Cs, balanced, ours.theta), rtol=LOSS_RTOL)
+    np.testing.assert_allclose(
+        _loss(X, labels, k, Cs, balanced, theirs.theta), _loss(X, labels, k, Cs, balanced, ours.theta), rtol=LOSS_RTOL
+    )
     for p in range(len(labels)):
         np.testing.assert_array_equal(theirs.scores(X, p).argmax(axis=1), ours.scores(X, p).argmax(axis=1))
     np.testing.assert_array_equal(theirs.converged, ours.converged)
@@ -87,10 +85,12 @@ def test_objective_and_gradient_match_the_numpy_objective():
     problem = prepare(X, codes, 3, [0.3, 2.0], balanced=True)
     theta = rng.normal(size=problem.theta.shape)
     theta[1][:, 2] = 0
-    numpy_loss, numpy_grad = softmax._Objective(problem.X, problem.codes, problem.weights, problem.lam,
-                                                problem.offsets)(theta, np.arange(2))
-    torch_loss, torch_grad = softmax_torch._Objective(problem, torch.device("cpu"))(torch.from_numpy(theta),
-                                                                                      torch.arange(2))
+    numpy_loss, numpy_grad = softmax._Objective(
+        problem.X, problem.codes, problem.weights, problem.lam, problem.offsets
+    )(theta, np.arange(2))
+    torch_loss, torch_grad = softmax_torch._Objective(problem, torch.device("cpu"))(
+        torch.from_numpy(theta), torch.arange(2)
+    )
     np.testing.assert_allclose(torch_loss.numpy(), numpy_loss, rtol=1e-6)
     np.testing.assert_allclose(torch_grad.numpy(), numpy_grad, rtol=1e-5, atol=1e-7)
 
@@ -205,8 +205,10 @@ def test_a_gpu_index_that_is_not_there_is_refused(monkeypatch):
 
 
 def test_auto_without_a_driver_is_the_numpy_solver_and_does_not_import_torch():
-    code = ("import sys; from featx.probing import ProbeConfig; from featx.probing.solvers import devices; devices._driver_present = lambda: False; "
-            "ProbeConfig().validate(); print(devices.resolve_device('auto'), 'torch' in sys.modules)")
+    code = (
+        "import sys; from featx.probing import ProbeConfig; from featx.probing.solvers import devices; devices._driver_present = lambda: False; "
+        "ProbeConfig().validate(); print(devices.resolve_device('auto'), 'torch' in sys.modules)"
+    )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.split() == ["None", "False"]
 

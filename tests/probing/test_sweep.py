@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
+from beyond_fixtures import planted_file, planted_split_file  # noqa: F401
 from click.testing import CliRunner
 
 from featx.cli import main
-from featx.report.figures.analyses import pareto_front
 from featx.probing.analyses.sweep import WIDTHS, probe_family, sweep
+from featx.report.figures.analyses import pareto_front
 from featx.report.text.sweep import flips
-
-from beyond_fixtures import planted_file, planted_split_file  # noqa: F401
 
 
 def test_probe_family_grows_in_complexity():
@@ -32,8 +31,9 @@ def test_pareto_front_keeps_only_undominated_points():
 
 
 def test_flips_name_the_reordered_layer_pairs():
-    real = pd.DataFrame({"setting": ["A"] * 3 + ["B"] * 3, "layer": [0, 1, 2] * 2,
-                         "accuracy": [0.6, 0.8, 0.9, 0.6, 0.95, 0.9]})
+    real = pd.DataFrame(
+        {"setting": ["A"] * 3 + ["B"] * 3, "layer": [0, 1, 2] * 2, "accuracy": [0.6, 0.8, 0.9, 0.6, 0.95, 0.9]}
+    )
     found = flips(real, "A")
     assert found["A"] == [] and found["B"] == [(1, 2)]
 
@@ -53,8 +53,24 @@ def test_rank_one_probe_reads_a_one_dimensional_signal(planted_split_file, tmp_p
 
 
 def test_cli_probe_sweep(planted_file, tmp_path):
-    result = CliRunner().invoke(main, ["probe", str(planted_file), "--sweep", "--label", "a", "--layer", "2",
-                                       "--folds", "2", "--jobs", "1", "-o", str(tmp_path / "a")])
+    result = CliRunner().invoke(
+        main,
+        [
+            "probe",
+            str(planted_file),
+            "--sweep",
+            "--label",
+            "a",
+            "--layer",
+            "2",
+            "--folds",
+            "2",
+            "--jobs",
+            "1",
+            "-o",
+            str(tmp_path / "a"),
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert "probe-complexity sweep of 'a'" in result.output and "evaluation: 2-fold cv" in result.output
     table = pd.read_csv(tmp_path / "a.sweep.csv")
@@ -63,14 +79,17 @@ def test_cli_probe_sweep(planted_file, tmp_path):
     assert (tmp_path / "a.sweep.png").exists() and (tmp_path / "a.sweep.json").exists()
 
 
-@pytest.mark.parametrize("args, pattern", [
-    (["--label", "nope"], "no label column 'nope'"),
-    (["--label", "a", "--layer", "cat(0,1)"], "single layers only"),
-    (["--label", "a", "--layer", "9"], "out of range"),
-    (["--label", "a", "--folds", "1"], "--folds 1 is too small"),
-    (["--label", "a", "--mdl"], "it does not take --mdl"),
-    (["--label", "a", "--classifier", "mlp"], "it does not take --classifier"),
-])
+@pytest.mark.parametrize(
+    "args, pattern",
+    [
+        (["--label", "nope"], "no label column 'nope'"),
+        (["--label", "a", "--layer", "cat(0,1)"], "single layers only"),
+        (["--label", "a", "--layer", "9"], "out of range"),
+        (["--label", "a", "--folds", "1"], "--folds 1 is too small"),
+        (["--label", "a", "--mdl"], "it does not take --mdl"),
+        (["--label", "a", "--classifier", "mlp"], "it does not take --classifier"),
+    ],
+)
 def test_bad_input_is_one_clear_error(planted_file, tmp_path, args, pattern):
     result = CliRunner().invoke(main, ["probe", str(planted_file), "--sweep", "-o", str(tmp_path / "x"), *args])
     assert result.exit_code == 2, result.output

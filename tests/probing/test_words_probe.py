@@ -11,20 +11,30 @@ from types import SimpleNamespace
 import numpy as np
 import pandas as pd
 import pytest
+from planted_words import TAGS, PlantedWords
 
 from featx.errors import InputError
 from featx.probing.config import ProbeConfig
 from featx.probing.evaluation.significance import paired_bootstrap
 from featx.probing.tasks.word_eval import item_features, sentence_bootstrap
-from featx.probing.tasks.word_items import (attachment_task, control_labels, inner_split_by_sentence, lexical_predictions,
-                                      relation_task, sentence_plan, word_task)
+from featx.probing.tasks.word_items import (
+    attachment_task,
+    control_labels,
+    inner_split_by_sentence,
+    lexical_predictions,
+    relation_task,
+    sentence_plan,
+    word_task,
+)
 from featx.probing.tasks.words import probe_words
-from planted_words import TAGS, PlantedWords
 
 
 def _task(source, kind):
-    return {"word": lambda: word_task(source, "upos"), "deprel": lambda: relation_task(source, "deprel"),
-            "head": lambda: attachment_task(source, 0)}[kind]()
+    return {
+        "word": lambda: word_task(source, "upos"),
+        "deprel": lambda: relation_task(source, "deprel"),
+        "head": lambda: attachment_task(source, 0),
+    }[kind]()
 
 
 def _run(source, **options):
@@ -86,7 +96,7 @@ def test_lexical_baseline_is_fitted_on_the_training_part_only():
     np.testing.assert_array_equal(before, lexical_predictions(task, train, test))
     seen = set(task.keys[train])
     majority = np.argmax(np.bincount(task.y[train], minlength=task.n_classes))
-    for key, predicted in zip(task.keys[test], before):
+    for key, predicted in zip(task.keys[test], before, strict=False):
         if key in seen:
             counts = np.bincount(task.y[train][task.keys[train] == key], minlength=task.n_classes)
             assert predicted == np.argmax(counts)
@@ -159,7 +169,8 @@ def test_planted_layer_wins_and_noise_layers_stay_near_majority():
         assert abs(singles.loc[layer, "accuracy"] - majority) < 0.06
     assert set(table.level) == {"word"} and {"majority", "lexical"} <= set(table.kind)
     assert bool(singles.loc[0, "significant_vs_best"]) and singles.loc[2, "n_test"] == np.sum(
-        np.isin(PlantedWords().sentence, np.flatnonzero(PlantedWords().split == "test")))
+        np.isin(PlantedWords().sentence, np.flatnonzero(PlantedWords().split == "test"))
+    )
     summary = meta["layer_summary"]["mean"]
     assert int(np.argmax(summary["weights"])) == 2 and abs(summary["center_of_gravity"] - 2) < 0.5
     assert 1.5 < summary["expected_layer"] < 2.5
@@ -177,8 +188,15 @@ def test_scalar_mix_peaks_at_the_planted_layer_for_arcs():
 
 
 def test_head_arcs_cross_validated_with_svm():
-    result = _run(PlantedWords(n_sentences=40, split=False), label="head", arcs=True, poolings="last",
-                  layers="0,1", classifiers="svm", folds=3)
+    result = _run(
+        PlantedWords(n_sentences=40, split=False),
+        label="head",
+        arcs=True,
+        poolings="last",
+        layers="0,1",
+        classifiers="svm",
+        folds=3,
+    )
     singles = result.table[result.table.kind == "single"]
     assert result.meta["evaluation"] == "3-fold cv" and list(singles.classifier) == ["svm", "svm"]
     assert result.meta["class_counts"]["arc"] > 0 and np.isfinite(singles.C).all()
@@ -198,12 +216,15 @@ def test_mdl_sends_whole_sentences_and_ranks_the_planted_layer_first():
     assert "sent sentence by sentence" in result.format_table()
 
 
-@pytest.mark.parametrize("options, message", [
-    (dict(label="upos", classifiers="attn"), "not available for word-level"),
-    (dict(label="upos", layers="cat(0,1)"), "single layers"),
-    (dict(label="ner"), "no word label column 'ner'"),
-    (dict(label="upos", baseline="some.h5"), "not available for word-level"),
-])
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        (dict(label="upos", classifiers="attn"), "not available for word-level"),
+        (dict(label="upos", layers="cat(0,1)"), "single layers"),
+        (dict(label="ner"), "no word label column 'ner'"),
+        (dict(label="upos", baseline="some.h5"), "not available for word-level"),
+    ],
+)
 def test_word_probe_bad_options(options, message):
     with pytest.raises(InputError, match=message):
         _run(PlantedWords(n_sentences=20), **options)
@@ -218,9 +239,15 @@ class _Corpus:
         n_rows = source.n_rows
         self.texts, self.ids = [f"sentence {i}" for i in range(n_rows)], [f"s{i}" for i in range(n_rows)]
         self.split, self.labels = list(source.split), {}
-        self.words = SimpleNamespace(offsets=source.offsets, forms=source.forms, heads=source.heads,
-                                     labels={"upos": label(source.upos, TAGS),
-                                             "deprel": label(source.deprel, source.word_label_names("deprel"))})
+        self.words = SimpleNamespace(
+            offsets=source.offsets,
+            forms=source.forms,
+            heads=source.heads,
+            labels={
+                "upos": label(source.upos, TAGS),
+                "deprel": label(source.deprel, source.word_label_names("deprel")),
+            },
+        )
         self.n_subwords = np.ones(len(source.forms), np.int32)
         lengths = (np.diff(source.offsets) + 2).astype(np.int32)
         self.offsets = np.r_[0, np.cumsum(lengths)].astype(np.int64)
@@ -237,9 +264,16 @@ def _write_planted_file(path, source: PlantedWords) -> None:
     from featx.store import FeatureWriter, hidden_layout, schema
 
     corpus, n_rows, hidden = _Corpus(source), source.n_rows, source.states["mean"].shape[2]
-    writer = FeatureWriter.create(path, {schema.FINGERPRINT: "fp", schema.MODEL: "planted"}, corpus, corpus,
-                                  [hidden_layout(source.layers, hidden, ["mean"])], np.float32, False,
-                                  word_poolings=("first", "mean"))
+    writer = FeatureWriter.create(
+        path,
+        {schema.FINGERPRINT: "fp", schema.MODEL: "planted"},
+        corpus,
+        corpus,
+        [hidden_layout(source.layers, hidden, ["mean"])],
+        np.float32,
+        False,
+        word_poolings=("first", "mean"),
+    )
     values = {"pooled/mean": np.zeros((n_rows, len(source.layers), hidden), np.float32)}
     values.update({f"words/pooled/{p}": source.states[p] for p in ("first", "mean")})
     writer.write_window(0, n_rows, values)
@@ -280,8 +314,23 @@ def test_probe_and_plot_through_a_real_file(tmp_path, monkeypatch):
     assert list(predictions.label) == [TAGS[source.upos[w]] for w in test_words]
     out = runner.invoke(main, ["probe", str(path), "--label", "head"])
     assert out.exit_code == 2 and "--arcs" in out.output
-    out = runner.invoke(main, ["probe", str(path), "--label", "deprel", "--arcs", "--layer", "0,1", "--pooling",
-                               "mean", "--jobs", "1", "--no-control"])
+    out = runner.invoke(
+        main,
+        [
+            "probe",
+            str(path),
+            "--label",
+            "deprel",
+            "--arcs",
+            "--layer",
+            "0,1",
+            "--pooling",
+            "mean",
+            "--jobs",
+            "1",
+            "--no-control",
+        ],
+    )
     assert out.exit_code == 0, out.output
     assert (tmp_path / "planted.deprel.arcs.probe.csv").exists()
 
@@ -291,8 +340,9 @@ def test_a_label_seen_only_in_the_test_part_is_kept_and_named():
     test_word = int(np.flatnonzero(source.split[source.sentence] == "test")[0])
     source.upos = source.upos.copy()
     source.upos[test_word] = len(TAGS)  # a fifth tag, on one test word only
-    source.word_label_names = lambda column: list(TAGS) + ["X"] if column == "upos" else ["nsubj", "obj", "det",
-                                                                                           "amod", "root"]
+    source.word_label_names = lambda column: (
+        list(TAGS) + ["X"] if column == "upos" else ["nsubj", "obj", "det", "amod", "root"]
+    )
     notes = []
     task = word_task(source, "upos")
     plan = sentence_plan(task, source.split, 5, 0, notes)

@@ -10,19 +10,18 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 from click.testing import CliRunner  # noqa: E402
+from conftest import write_csv  # noqa: E402
+from results_fixtures import synthetic_results, tiny_rows, write_results  # noqa: E402
 
+import featx  # noqa: E402
+from featx.cli import main  # noqa: E402
+from featx.errors import InputError, StoreError  # noqa: E402
 from featx.report.compare import labels_figure, plot_labels  # noqa: E402
 from featx.report.figures.curves import plot_layer_curves, plot_per_class_f1, plot_projection  # noqa: E402
 from featx.report.figures.heatmap import plot_heatmap  # noqa: E402
 from featx.report.figures.plot import figure  # noqa: E402
 from featx.report.load import best_row, layer_rows, load_results, references  # noqa: E402
-from featx.cli import main  # noqa: E402
-from featx.errors import InputError, StoreError  # noqa: E402
 from featx.state import remember  # noqa: E402
-
-import featx  # noqa: E402
-from conftest import write_csv  # noqa: E402
-from results_fixtures import synthetic_results, tiny_rows, write_results  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -37,8 +36,9 @@ def tiny_features(tiny_model, tmp_path_factory):
     corpus = write_csv(folder / "corpus.csv", tiny_rows(), header=("text", "sentiment", "split"))
     with pytest.MonkeyPatch.context() as patch:
         patch.chdir(folder)  # featx remembers the file in the working directory's .featx/
-        return featx.extract(corpus, model=str(tiny_model), output=folder / "corpus.features.h5",
-                             poolings="cls,mean", progress=False).output
+        return featx.extract(
+            corpus, model=str(tiny_model), output=folder / "corpus.features.h5", poolings="cls,mean", progress=False
+        ).output
 
 
 @pytest.fixture
@@ -121,8 +121,9 @@ def test_projection_colours_every_labelled_row_by_class(tiny_features):
     sizes = {collection.get_label(): len(collection.get_offsets()) for collection in ax.collections}
     assert sizes == {"neg": 30, "pos": 30}
     assert ax.get_xlabel().startswith("PC1 (")
-    test_only = plot_projection(tiny_features, layer=1, pooling="cls", label="sentiment", split="test",
-                                      max_points=10, ax=plt.figure().gca())
+    test_only = plot_projection(
+        tiny_features, layer=1, pooling="cls", label="sentiment", split="test", max_points=10, ax=plt.figure().gca()
+    )
     assert sum(len(c.get_offsets()) for c in test_only.collections) == 10
 
 
@@ -134,8 +135,14 @@ def test_projection_of_a_constant_layer_says_so(tiny_features):
 
 def test_real_probe_results_with_a_baseline_plot(tiny_features, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    result = featx.probe(tiny_features, label="sentiment", baseline=tiny_features, jobs=1, n_bootstrap=100,
-                         output=tmp_path / "real.probe")
+    result = featx.probe(
+        tiny_features,
+        label="sentiment",
+        baseline=tiny_features,
+        jobs=1,
+        n_bootstrap=100,
+        output=tmp_path / "real.probe",
+    )
     assert (result.table["features"] == "baseline").any()
     outcome = CliRunner().invoke(main, ["plot"])
     assert outcome.exit_code == 0, outcome.output
@@ -192,13 +199,15 @@ def test_cli_output_directory_metric_and_baseline(results_csv, tmp_path):
     baseline_frame, meta = synthetic_results(baseline=False)
     baseline_frame["accuracy"] = 0.61
     baseline_csv, _ = write_results(baseline_frame, meta, tmp_path / "random.probe")
-    result = CliRunner().invoke(main, ["plot", str(results_csv), "-o", str(out), "--metric", "selectivity",
-                                       "--baseline", str(baseline_csv)])
+    result = CliRunner().invoke(
+        main, ["plot", str(results_csv), "-o", str(out), "--metric", "selectivity", "--baseline", str(baseline_csv)]
+    )
     assert result.exit_code == 0, result.output
     svg = (out / "corpus.features.sentiment.probe.svg").read_text()
     assert "selectivity" in svg and "baseline features (best: layer 0, cls)" not in svg  # no selectivity there
-    result = CliRunner().invoke(main, ["plot", str(results_csv), "-o", str(tmp_path / "one.png"),
-                                       "--baseline", str(baseline_csv)])
+    result = CliRunner().invoke(
+        main, ["plot", str(results_csv), "-o", str(tmp_path / "one.png"), "--baseline", str(baseline_csv)]
+    )
     assert result.exit_code == 0, result.output
     assert "baseline features (best: layer 0, cls): 0.61" in (tmp_path / "one.svg").read_text()
 
@@ -241,8 +250,11 @@ def test_cli_compare_writes_one_more_figure(tmp_path):
         paths.append(str(write_results(frame, meta, tmp_path / f"x.{label}.probe")[0]))
     result = CliRunner().invoke(main, ["plot", *paths, "--compare", str(tmp_path / "labels.png")])
     assert result.exit_code == 0, result.output
-    assert {path.name for path in tmp_path.glob("*.png")} == {"x.sentiment.probe.png", "x.number.probe.png",
-                                                              "labels.png"}
+    assert {path.name for path in tmp_path.glob("*.png")} == {
+        "x.sentiment.probe.png",
+        "x.number.probe.png",
+        "labels.png",
+    }
     assert "number (mean): best layer 2, 0.83" in (tmp_path / "labels.svg").read_text()
 
 
@@ -283,8 +295,10 @@ def test_sites_with_one_pooling_one_line_per_site(tmp_path):
     assert set(loaded["site"]) == {"hidden"}
 
 
-@pytest.mark.parametrize("level, label, key", [("word", "upos", "word type"), ("arc", "deprel", "dependent type"),
-                                               ("arc", "head", "type pair")])
+@pytest.mark.parametrize(
+    "level, label, key",
+    [("word", "upos", "word type"), ("arc", "deprel", "dependent type"), ("arc", "head", "type pair")],
+)
 def test_the_lexical_reference_names_what_it_counts_by(level, label, key):
     frame, _ = synthetic_results(label=label)
     lexical = frame[frame.kind == "majority"].assign(kind="lexical", classifier="lexical", accuracy=0.6)

@@ -9,19 +9,29 @@ matplotlib.use("Agg")
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
+from featx.errors import InputError  # noqa: E402
 from featx.report.figures.curves import plot_layer_curves, plot_mdl  # noqa: E402
 from featx.report.figures.learning import plot_learning_curves  # noqa: E402
 from featx.report.figures.plot import figure  # noqa: E402
-from featx.errors import InputError  # noqa: E402
 
 
 def table(significance=True):
-    frame = pd.DataFrame({
-        "features": "main", "kind": "single", "layer": [0, 1, 2], "layer_spec": ["0", "1", "2"], "pooling": "mean",
-        "classifier": "logreg", "accuracy": [0.6, 0.9, 0.88], "accuracy_low": [0.5, 0.85, 0.83],
-        "accuracy_high": [0.7, 0.95, 0.93], "mdl_bits": [300.0, 120.0, 130.0], "mdl_compression": [1.0, 2.5, 2.3],
-        "per_class_f1": "{}",
-    })
+    frame = pd.DataFrame(
+        {
+            "features": "main",
+            "kind": "single",
+            "layer": [0, 1, 2],
+            "layer_spec": ["0", "1", "2"],
+            "pooling": "mean",
+            "classifier": "logreg",
+            "accuracy": [0.6, 0.9, 0.88],
+            "accuracy_low": [0.5, 0.85, 0.83],
+            "accuracy_high": [0.7, 0.95, 0.93],
+            "mdl_bits": [300.0, 120.0, 130.0],
+            "mdl_compression": [1.0, 2.5, 2.3],
+            "per_class_f1": "{}",
+        }
+    )
     if significance:
         frame["significant_vs_best"] = [True, False, False]
     return frame
@@ -48,9 +58,17 @@ def test_mdl_panel_and_the_figure_gets_a_third_panel(tmp_path):
 
 
 def test_learning_curves_panel(tmp_path):
-    curve = pd.DataFrame({"layer_spec": ["1", "1", "2", "2"], "pooling": "mean", "classifier": "logreg",
-                          "n_train": [10, 40, 10, 40], "accuracy": [0.7, 0.9, 0.6, 0.8],
-                          "accuracy_low": [0.6, 0.85, 0.5, 0.7], "accuracy_high": [0.8, 0.95, 0.7, 0.9]})
+    curve = pd.DataFrame(
+        {
+            "layer_spec": ["1", "1", "2", "2"],
+            "pooling": "mean",
+            "classifier": "logreg",
+            "n_train": [10, 40, 10, 40],
+            "accuracy": [0.7, 0.9, 0.6, 0.8],
+            "accuracy_low": [0.6, 0.85, 0.5, 0.7],
+            "accuracy_high": [0.8, 0.95, 0.7, 0.9],
+        }
+    )
     curve.to_csv(tmp_path / "c.csv", index=False)
     ax = plot_learning_curves(tmp_path / "c.csv")
     assert [list(line.get_xdata()) for line in ax.lines] == [[10, 40], [10, 40]]

@@ -5,14 +5,15 @@ a screenshot that is not blank, and a PDF print. Skipped only when no Chromium b
 import os
 from pathlib import Path
 
-import pytest
-
 import browser
-from featx.report.html import page as html
+import pytest
 from report_fixtures import real_runs  # noqa: F401
 
-pytestmark = pytest.mark.skipif(browser.chromium() is None,
-                                reason="no chromium binary (apt-get install chromium, or set FEATX_CHROMIUM)")
+from featx.report.html import page as html
+
+pytestmark = pytest.mark.skipif(
+    browser.chromium() is None, reason="no chromium binary (apt-get install chromium, or set FEATX_CHROMIUM)"
+)
 
 
 @pytest.fixture(scope="module")
@@ -47,8 +48,10 @@ def test_the_request_detector_and_the_csp_work(tmp_path):
     open_page.write_text(f"<!DOCTYPE html><html><head></head><body>{image}</body></html>")
     assert browser.page_requests(open_page, tmp_path) == ["http://127.0.0.1:9/figure.png"]  # the detector sees it
     locked = tmp_path / "locked.html"
-    locked.write_text(f'<!DOCTYPE html><html><head><meta http-equiv="Content-Security-Policy" content="{html.CSP}">'
-                      f"</head><body>{image}</body></html>")
+    locked.write_text(
+        f'<!DOCTYPE html><html><head><meta http-equiv="Content-Security-Policy" content="{html.CSP}">'
+        f"</head><body>{image}</body></html>"
+    )
     (tmp_path / "netlog.json").unlink()
     assert browser.page_requests(locked, tmp_path) == []  # the report's CSP blocks it in the browser
 

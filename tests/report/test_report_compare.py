@@ -8,12 +8,12 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 from click.testing import CliRunner  # noqa: E402
+from report_fixtures import real_runs  # noqa: E402,F401
+from results_fixtures import synthetic_results, write_results  # noqa: E402
 
 from featx.cli import main  # noqa: E402
 from featx.errors import InputError  # noqa: E402
 from featx.report import compare as cmp  # noqa: E402
-from report_fixtures import real_runs  # noqa: E402,F401
-from results_fixtures import synthetic_results, write_results  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -38,12 +38,16 @@ def _legend(ax):
 
 
 def test_lines_are_named_by_the_corpus_when_corpora_differ(tmp_path):
-    paths = [_write(tmp_path, f"{corpus}.label.probe", label="label", meta={"corpus_path": f"/data/{corpus}/data.csv"})
-             for corpus in ("trec", "banking77")]  # the shared corpora are all called data.csv
+    paths = [
+        _write(tmp_path, f"{corpus}.label.probe", label="label", meta={"corpus_path": f"/data/{corpus}/data.csv"})
+        for corpus in ("trec", "banking77")
+    ]  # the shared corpora are all called data.csv
     result = cmp.compare(paths)
     assert [entry.name for entry in result.entries] == ["trec/data.csv", "banking77/data.csv"]
-    assert _legend(result.figure.axes[0])[:2] == ["trec/data.csv (mean): best layer 2, 0.83",
-                                                  "banking77/data.csv (mean): best layer 2, 0.83"]
+    assert _legend(result.figure.axes[0])[:2] == [
+        "trec/data.csv (mean): best layer 2, 0.83",
+        "banking77/data.csv (mean): best layer 2, 0.83",
+    ]
     assert result.figure._suptitle.get_text() == "tiny-bert · 2 corpora · 12 rows"
 
 
@@ -103,17 +107,25 @@ def test_cli_compare_writes_figure_table_and_tests(real_runs, tmp_path):
     out = tmp_path / "cmp" / "models.png"
     outcome = CliRunner().invoke(main, ["compare", str(real_runs["main"]), str(real_runs["baseline"]), "-o", str(out)])
     assert outcome.exit_code == 0, outcome.output
-    assert {path.name for path in out.parent.iterdir()} == {"models.png", "models.svg", "models.csv", "models.tests.csv"}
+    assert {path.name for path in out.parent.iterdir()} == {
+        "models.png",
+        "models.svg",
+        "models.csv",
+        "models.tests.csv",
+    }
     assert len(pd.read_csv(out.with_suffix(".tests.csv"))) == 3
     assert "(random init)" in out.with_suffix(".svg").read_text()
     assert "best layer" in outcome.output and "paired test per layer" in outcome.output
 
 
-@pytest.mark.parametrize("args, message", [
-    (["missing.probe.csv"], "does not exist"),
-    (["A", "A", "--names", "x"], "--names gives 1 name(s) for 2 results files"),
-    (["A", "--pooling", "max"], "pooling 'max' is not in"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["missing.probe.csv"], "does not exist"),
+        (["A", "A", "--names", "x"], "--names gives 1 name(s) for 2 results files"),
+        (["A", "--pooling", "max"], "pooling 'max' is not in"),
+    ],
+)
 def test_cli_compare_errors_exit_2_in_one_line(tmp_path, args, message):
     a = _write(tmp_path, "a.probe")
     args = [str(a) if arg == "A" else arg for arg in args]
@@ -125,19 +137,29 @@ def test_cli_compare_errors_exit_2_in_one_line(tmp_path, args, message):
 
 def test_paired_tests_under_cross_validation(tiny_model, tmp_path, monkeypatch):
     """Without a split column the probes are cross-validated: the folds are rebuilt from seed and fold count."""
-    import featx
     from conftest import write_csv
     from results_fixtures import tiny_rows
+
+    import featx
 
     monkeypatch.chdir(tmp_path)
     rows = [(text, label) for text, label, _ in tiny_rows(60)]
     corpus = write_csv(tmp_path / "cv.csv", rows, header=("text", "sentiment"))
     paths = []
     for name, random_init in (("model", False), ("random", True)):
-        features = featx.extract(corpus, model=str(tiny_model), output=tmp_path / f"{name}.h5", poolings="mean",
-                                 random_init=random_init, progress=False).output
-        paths.append(featx.probe(features, label="sentiment", folds=3, jobs=1, n_bootstrap=100,
-                                 output=tmp_path / f"{name}.probe").csv_path)
+        features = featx.extract(
+            corpus,
+            model=str(tiny_model),
+            output=tmp_path / f"{name}.h5",
+            poolings="mean",
+            random_init=random_init,
+            progress=False,
+        ).output
+        paths.append(
+            featx.probe(
+                features, label="sentiment", folds=3, jobs=1, n_bootstrap=100, output=tmp_path / f"{name}.probe"
+            ).csv_path
+        )
     result = cmp.compare(paths)
     assert result.entries[0].meta["evaluation"] == "3-fold cv"
     assert len(result.tests) == 3 and result.tests["p"].between(0, 1).all()

@@ -10,11 +10,11 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 from click.testing import CliRunner  # noqa: E402
+from results_fixtures import synthetic_results, write_results  # noqa: E402
 
 from featx.cli import main  # noqa: E402
 from featx.report.figures import curves  # noqa: E402
 from featx.report.figures import plot as figures
-from results_fixtures import synthetic_results, write_results  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -83,8 +83,9 @@ def test_per_class_f1_with_many_classes_highlights_the_weakest():
     names = [f"intent_{i:02d}" for i in range(77)]
     frame, meta = synthetic_results(names=tuple(names))
     single = frame["kind"] == "single"
-    frame.loc[single, "per_class_f1"] = [json.dumps({name: 0.3 + 0.009 * i for i, name in enumerate(names)})
-                                         for _ in range(single.sum())]
+    frame.loc[single, "per_class_f1"] = [
+        json.dumps({name: 0.3 + 0.009 * i for i, name in enumerate(names)}) for _ in range(single.sum())
+    ]
     ax = curves.plot_per_class_f1(frame, meta, pooling="cls")
     legend = [text.get_text() for text in ax.get_legend().get_texts()]
     assert legend == names[:10]  # the ten lowest-F1 classes, named

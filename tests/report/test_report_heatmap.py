@@ -8,11 +8,11 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 from click.testing import CliRunner  # noqa: E402
+from results_fixtures import synthetic_results, write_results  # noqa: E402
 
 from featx.cli import main  # noqa: E402
 from featx.errors import InputError  # noqa: E402
 from featx.report.figures import heatmap  # noqa: E402
-from results_fixtures import synthetic_results, write_results  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -47,7 +47,9 @@ def test_robust_scale_ignores_the_at_chance_cell():
     assert np.abs(lowest[:3] - highest[:3]).max() > 0.3
     full = heatmap.plot_heatmap(frame, meta, scale="full", ax=plt.figure().gca())
     full_colours = _cell_colours(full)[1]
-    assert np.abs(full_colours[np.argmin(values)][:3] - full_colours[np.argmax(values)][:3]).max() < 0.1  # the old flat look
+    assert (
+        np.abs(full_colours[np.argmin(values)][:3] - full_colours[np.argmax(values)][:3]).max() < 0.1
+    )  # the old flat look
     assert "0.01" in [text.get_text() for text in ax.texts]  # the value itself is still written
 
 

@@ -8,11 +8,11 @@ matplotlib.use("Agg")
 
 import pytest  # noqa: E402
 from click.testing import CliRunner  # noqa: E402
+from report_fixtures import real_runs  # noqa: E402,F401
+from results_fixtures import synthetic_results, write_results  # noqa: E402
 
 from featx.cli import main  # noqa: E402
 from featx.report.html import page as html  # noqa: E402
-from report_fixtures import real_runs  # noqa: E402,F401
-from results_fixtures import synthetic_results, write_results  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -28,8 +28,10 @@ def test_written_beside_the_results(page, real_runs):
 
 def test_self_contained_nothing_to_fetch(page):
     _, text = page
-    assert '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; style-src \'unsafe-inline\'; ' \
-           'img-src data:">' in text
+    assert (
+        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
+        'img-src data:">' in text
+    )
     assert "http://" not in text and "https://" not in text  # no URL at all, not even SVG namespaces
     assert "<script" not in text and "<link" not in text and not re.search(r"\bsrc=", text)
 
@@ -37,8 +39,13 @@ def test_self_contained_nothing_to_fetch(page):
 def test_every_figure_is_inline_svg_with_how_to_read_it(page):
     _, text = page
     titles = re.findall(r'<figure id="figure-\d+"><h3>([^<]+)</h3>', text)
-    assert titles == ["Accuracy by layer", "Layer × pooling", "Per-class F1 by layer", "MDL compression by layer",
-                      "Learning curves"]
+    assert titles == [
+        "Accuracy by layer",
+        "Layer × pooling",
+        "Per-class F1 by layer",
+        "MDL compression by layer",
+        "Learning curves",
+    ]
     assert text.count("<svg") == len(titles) and text.count("How to read this.") == len(titles)
     ids = re.findall(r'\bid="([^"]+)"', text)
     assert len(ids) == len(set(ids))  # figure ids prefixed: no clash between figures
@@ -64,14 +71,20 @@ def test_cli_report_defaults_to_the_last_results(real_runs, tmp_path, monkeypatc
     monkeypatch.chdir(real_runs["folder"])  # the fixture's probes ran there
     outcome = CliRunner().invoke(main, ["report", "-o", str(tmp_path / "r.html")])
     assert outcome.exit_code == 0, outcome.output
-    assert "using the last probing run in this directory:" in outcome.output and (tmp_path / "r.html").read_text().count("<svg") >= 2
+    assert (
+        "using the last probing run in this directory:" in outcome.output
+        and (tmp_path / "r.html").read_text().count("<svg") >= 2
+    )
 
 
-@pytest.mark.parametrize("args, message", [
-    (["missing.probe.csv"], "does not exist"),
-    (["RESULTS", "--classifier", "svm"], "no single-layer results for classifier 'svm'"),
-    ([], "no results file given, and no probing run is remembered"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["missing.probe.csv"], "does not exist"),
+        (["RESULTS", "--classifier", "svm"], "no single-layer results for classifier 'svm'"),
+        ([], "no results file given, and no probing run is remembered"),
+    ],
+)
 def test_cli_report_errors_exit_2(tmp_path, monkeypatch, args, message):
     frame, meta = synthetic_results()
     csv_path, _ = write_results(frame, meta, tmp_path / "r.probe")

@@ -8,11 +8,11 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 from click.testing import CliRunner  # noqa: E402
+from report_fixtures import real_runs  # noqa: E402,F401
 
 from featx.cli import main  # noqa: E402
 from featx.errors import InputError  # noqa: E402
 from featx.report.figures import learning  # noqa: E402
-from report_fixtures import real_runs  # noqa: E402,F401
 
 
 @pytest.fixture(autouse=True)
@@ -22,11 +22,24 @@ def _close_figures():
 
 
 def curve_table():
-    return pd.DataFrame({
-        "features": "main", "site": "hidden", "label": "tense", "layer_spec": ["1", "1", "2", "2"], "layer": [1, 1, 2, 2],
-        "pooling": "mean", "classifier": "logreg", "train_size": [0.5, 1.0, 0.5, 1.0], "n_train": [20, 40, 20, 40],
-        "accuracy": [0.7, 0.9, 0.6, 0.8], "accuracy_low": [0.6, 0.85, 0.5, 0.7], "accuracy_high": [0.8, 0.95, 0.7, 0.9],
-        "macro_f1": 0.5, "evaluation": "split"})
+    return pd.DataFrame(
+        {
+            "features": "main",
+            "site": "hidden",
+            "label": "tense",
+            "layer_spec": ["1", "1", "2", "2"],
+            "layer": [1, 1, 2, 2],
+            "pooling": "mean",
+            "classifier": "logreg",
+            "train_size": [0.5, 1.0, 0.5, 1.0],
+            "n_train": [20, 40, 20, 40],
+            "accuracy": [0.7, 0.9, 0.6, 0.8],
+            "accuracy_low": [0.6, 0.85, 0.5, 0.7],
+            "accuracy_high": [0.8, 0.95, 0.7, 0.9],
+            "macro_f1": 0.5,
+            "evaluation": "split",
+        }
+    )
 
 
 def test_curve_table_lists_accuracy_by_size_per_layer():
@@ -61,9 +74,25 @@ def test_a_curve_file_without_curve_columns_is_a_clear_error(tmp_path):
 
 def test_probe_prints_the_curve_table(real_runs, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    outcome = CliRunner().invoke(main, ["probe", str(real_runs["features"]), "--label", "sentiment", "--pooling", "mean",
-                                        "--train-sizes", "0.5,1.0", "--curve-layers", "1,2", "--jobs", "1",
-                                        "-o", str(tmp_path / "p")])
+    outcome = CliRunner().invoke(
+        main,
+        [
+            "probe",
+            str(real_runs["features"]),
+            "--label",
+            "sentiment",
+            "--pooling",
+            "mean",
+            "--train-sizes",
+            "0.5,1.0",
+            "--curve-layers",
+            "1,2",
+            "--jobs",
+            "1",
+            "-o",
+            str(tmp_path / "p"),
+        ],
+    )
     assert outcome.exit_code == 0, outcome.output
     assert "learning curve (hidden · mean · logreg): accuracy by training size (fraction)" in outcome.output
     table = outcome.output.split("accuracy by training size (fraction)")[1].splitlines()

@@ -8,14 +8,14 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 from click.testing import CliRunner  # noqa: E402
+from conftest import write_csv  # noqa: E402
+from report_fixtures import real_runs  # noqa: E402,F401
+from results_fixtures import tiny_rows  # noqa: E402
 
 import featx  # noqa: E402
-from conftest import write_csv  # noqa: E402
 from featx.cli import main  # noqa: E402
 from featx.errors import InputError  # noqa: E402
 from featx.report import similarity as sim  # noqa: E402
-from report_fixtures import real_runs  # noqa: E402,F401
-from results_fixtures import tiny_rows  # noqa: E402
 
 
 def _gram_cka(X, Y):
@@ -65,15 +65,18 @@ def test_two_files_of_the_same_rows(real_runs):
 def test_files_of_other_rows_are_refused(real_runs, tiny_model, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     corpus = write_csv(tmp_path / "other.csv", tiny_rows(40, seed=9), header=("text", "sentiment", "split"))
-    other = featx.extract(corpus, model=str(tiny_model), output=tmp_path / "other.h5", poolings="mean",
-                          progress=False).output
+    other = featx.extract(
+        corpus, model=str(tiny_model), output=tmp_path / "other.h5", poolings="mean", progress=False
+    ).output
     with pytest.raises(InputError, match="CKA needs the same rows"):
         sim.similarity(real_runs["features"], other)
 
 
 def test_cli_similarity_writes_heatmap_and_csv(real_runs, tmp_path):
     out = tmp_path / "cka.png"
-    outcome = CliRunner().invoke(main, ["similarity", str(real_runs["features"]), str(real_runs["random"]), "-o", str(out)])
+    outcome = CliRunner().invoke(
+        main, ["similarity", str(real_runs["features"]), str(real_runs["random"]), "-o", str(out)]
+    )
     assert outcome.exit_code == 0, outcome.output
     assert out.exists() and out.with_suffix(".svg").exists()
     matrix = pd.read_csv(out.with_suffix(".csv"), index_col=0)
@@ -81,10 +84,13 @@ def test_cli_similarity_writes_heatmap_and_csv(real_runs, tmp_path):
     assert "linear CKA" in out.with_suffix(".svg").read_text()
 
 
-@pytest.mark.parametrize("args, message", [
-    (["missing.h5"], "does not exist"),
-    (["FEATURES", "--pooling", "max"], "pooling 'max' is not stored"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["missing.h5"], "does not exist"),
+        (["FEATURES", "--pooling", "max"], "pooling 'max' is not stored"),
+    ],
+)
 def test_cli_similarity_errors_exit_2(real_runs, tmp_path, args, message):
     args = [str(real_runs["features"]) if arg == "FEATURES" else arg for arg in args]
     outcome = CliRunner().invoke(main, ["similarity", *args, "-o", str(tmp_path / "c.png")])

@@ -18,13 +18,12 @@ import h5py
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from conftest import SENTENCES, write_csv
 
 import featx
 from featx.cli import main
 from featx.errors import StoreError
 from featx.extraction import ExtractConfig, extract
-
-from conftest import SENTENCES, write_csv
 
 REPO = Path(featx.__file__).resolve().parent.parent
 
@@ -33,41 +32,105 @@ REFUSED = [
     ("empty file", "", [], r"c\.csv is empty.*hint: give a file with a header row"),
     ("blank lines only", "\n\r\n\n", [], r"c\.csv is empty"),
     ("header only", "text,label\n", [], r"c\.csv has a header but no rows.*hint: add at least one row"),
-    ("missing text column", "sentence,label\nhi,1\n", [],
-     r"has no text column 'text'; columns found: sentence, label.*hint: pass the right one with --text-col"),
+    (
+        "missing text column",
+        "sentence,label\nhi,1\n",
+        [],
+        r"has no text column 'text'; columns found: sentence, label.*hint: pass the right one with --text-col",
+    ),
     ("wrong --text-col", "text,label\nhi,1\n", ["--text-col", "body"], r"no text column 'body'"),
-    ("numbers-only text column", "text,label\n1,a\n2.5,b\n-3e4,a\n", [],
-     r"text column 'text' holds only numbers.*hint: is --text-col the right column"),
-    ("empty texts", "text,label\nhi,1\n,0\nyo,1\n", [],
-     r"1 empty or whitespace-only text\(s\) in column 'text': row 1 \(line 3\).*hint: .*--skip-empty"),
-    ("whitespace texts", "text,label\nhi,1\n  \t ,0\n   ,1\n", [],
-     r"2 empty or whitespace-only text\(s\).*row 1 \(line 3\), row 2 \(line 4\).*--skip-empty"),
-    ("all texts empty with --skip-empty", "text,label\n ,1\n,0\n", ["--skip-empty"], r"every text in column 'text' is empty"),
-    ("ragged row, too many fields", "text,label\nhi,1\nhey,0,extra\n", [],
-     r"c\.csv: line 3 has 3 fields but the header has 2.*hint: fix the row"),
-    ("ragged row, too few fields", "text,label,tense\nhi,1,past\nhey\n", [], r"line 3 has 1 fields but the header has 3"),
-    ("quote left open", 'text,label\nhi,1\n"unterminated,0\nyo,1\n', [],
-     r"c\.csv: cannot parse the row starting at line 3.*quote is probably left open"),
-    ("stray quote inside a field", 'text,label\nsay "hi" now,1\n"a"b,0\n', [], r"cannot parse the row starting at line 3"),
-    ("latin-1 bytes", b"text,label\nok,1\ncaf\xe9 cr\xe8me,0\n", [],
-     r"c\.csv: line 3, column 4 is not valid utf-8 \(byte 0xe9\).*hint: .*--encoding latin-1"),
+    (
+        "numbers-only text column",
+        "text,label\n1,a\n2.5,b\n-3e4,a\n",
+        [],
+        r"text column 'text' holds only numbers.*hint: is --text-col the right column",
+    ),
+    (
+        "empty texts",
+        "text,label\nhi,1\n,0\nyo,1\n",
+        [],
+        r"1 empty or whitespace-only text\(s\) in column 'text': row 1 \(line 3\).*hint: .*--skip-empty",
+    ),
+    (
+        "whitespace texts",
+        "text,label\nhi,1\n  \t ,0\n   ,1\n",
+        [],
+        r"2 empty or whitespace-only text\(s\).*row 1 \(line 3\), row 2 \(line 4\).*--skip-empty",
+    ),
+    (
+        "all texts empty with --skip-empty",
+        "text,label\n ,1\n,0\n",
+        ["--skip-empty"],
+        r"every text in column 'text' is empty",
+    ),
+    (
+        "ragged row, too many fields",
+        "text,label\nhi,1\nhey,0,extra\n",
+        [],
+        r"c\.csv: line 3 has 3 fields but the header has 2.*hint: fix the row",
+    ),
+    (
+        "ragged row, too few fields",
+        "text,label,tense\nhi,1,past\nhey\n",
+        [],
+        r"line 3 has 1 fields but the header has 3",
+    ),
+    (
+        "quote left open",
+        'text,label\nhi,1\n"unterminated,0\nyo,1\n',
+        [],
+        r"c\.csv: cannot parse the row starting at line 3.*quote is probably left open",
+    ),
+    (
+        "stray quote inside a field",
+        'text,label\nsay "hi" now,1\n"a"b,0\n',
+        [],
+        r"cannot parse the row starting at line 3",
+    ),
+    (
+        "latin-1 bytes",
+        b"text,label\nok,1\ncaf\xe9 cr\xe8me,0\n",
+        [],
+        r"c\.csv: line 3, column 4 is not valid utf-8 \(byte 0xe9\).*hint: .*--encoding latin-1",
+    ),
     ("unknown --encoding", "text\nhi\n", ["--encoding", "klingon"], r"unknown encoding 'klingon'"),
     ("duplicate column names", "text,label,label\nhi,1,2\n", [], r"repeats column\(s\) label"),
     ("unnamed column", "text,,label\nhi,x,1\n", [], r"column 2 of the header has no name"),
-    ("duplicate ids", "id,text\nx,hi\nx,yo\n", ["--id-col", "id"], r"id 'x' appears twice in column 'id' \(line 2 and line 3\)"),
+    (
+        "duplicate ids",
+        "id,text\nx,hi\nx,yo\n",
+        ["--id-col", "id"],
+        r"id 'x' appears twice in column 'id' \(line 2 and line 3\)",
+    ),
     ("empty id", "id,text\nx,hi\n,yo\n", ["--id-col", "id"], r"row 1 \(line 3\) has an empty id in column 'id'"),
     ("corpus is a directory", None, ["@dir"], r"is a directory, not a corpus file"),
     ("corpus missing", None, [], r"corpus file .*c\.csv does not exist"),
     ("bad JSON line", '{"text": "hi"}\n{"text": oops}\n', ["@jsonl"], r"c\.jsonl: line 2 is not valid JSON"),
-    ("output in a missing directory", "text\nhi\n", ["-o", "no/such/dir/out.h5"],
-     r"output directory no/such/dir does not exist.*hint: create it first"),
-    ("output in a read-only directory (/proc)", "text\nhi\n", ["-o", "/proc/out.h5"],
-     r"output directory /proc is not writable.*hint: choose a writable location"),
+    (
+        "output in a missing directory",
+        "text\nhi\n",
+        ["-o", "no/such/dir/out.h5"],
+        r"output directory no/such/dir does not exist.*hint: create it first",
+    ),
+    (
+        "output in a read-only directory (/proc)",
+        "text\nhi\n",
+        ["-o", "/proc/out.h5"],
+        r"output directory /proc is not writable.*hint: choose a writable location",
+    ),
     ("output is not .h5", "text\nhi\n", ["-o", "out.csv"], r"output out\.csv should end in \.h5"),
-    ("output exists but is not HDF5", "text\nhi\n", ["@output:text"],
-     r"out\.h5 already exists and cannot be used: .*out\.h5 is not an HDF5 file.*--overwrite"),
-    ("output is another HDF5 file", "text\nhi\n", ["@output:foreign"],
-     r"cannot be used: .*is an HDF5 file but not a featx features file.*--overwrite"),
+    (
+        "output exists but is not HDF5",
+        "text\nhi\n",
+        ["@output:text"],
+        r"out\.h5 already exists and cannot be used: .*out\.h5 is not an HDF5 file.*--overwrite",
+    ),
+    (
+        "output is another HDF5 file",
+        "text\nhi\n",
+        ["@output:foreign"],
+        r"cannot be used: .*is an HDF5 file but not a featx features file.*--overwrite",
+    ),
 ]
 
 
@@ -128,8 +191,12 @@ def test_read_only_mount_is_detected_as_root(tiny_model, in_tmp):
     """os.access says "writable" to root on a read-only mount; featx tries to create a file instead."""
     read_only = in_tmp / "ro"
     read_only.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=64k", "tmpfs", str(read_only)],
-                      capture_output=True).returncode != 0:
+    if (
+        subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "ro,size=64k", "tmpfs", str(read_only)], capture_output=True
+        ).returncode
+        != 0
+    ):
         pytest.skip("cannot mount a read-only tmpfs here")
     try:
         _write(in_tmp / "c.csv", "text\nhi\n")
@@ -144,20 +211,28 @@ def test_read_only_mount_is_detected_as_root(tiny_model, in_tmp):
 def test_real_process_exit_2_without_traceback(tiny_model, in_tmp, case):
     _, content, args, pattern = next(item for item in REFUSED if item[0] == case)
     corpus, extra = _prepare(in_tmp, content, args)
-    process = subprocess.run([sys.executable, "-m", "featx", "extract", corpus.name, "--model", str(tiny_model),
-                              "-q", *extra], capture_output=True, text=True, cwd=in_tmp,
-                             env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=120)
+    process = subprocess.run(
+        [sys.executable, "-m", "featx", "extract", corpus.name, "--model", str(tiny_model), "-q", *extra],
+        capture_output=True,
+        text=True,
+        cwd=in_tmp,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        timeout=120,
+    )
     assert process.returncode == 2 and process.stdout == ""
     assert_one_clear_error(process.stderr, pattern)
 
 
 # -- features files that cannot be read -------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def features_file(tiny_model, tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("features")
     corpus = write_csv(folder / "corpus.csv", SENTENCES)
-    return extract(ExtractConfig(corpus=corpus, output=folder / "good.h5", model=str(tiny_model), progress=False)).output
+    return extract(
+        ExtractConfig(corpus=corpus, output=folder / "good.h5", model=str(tiny_model), progress=False)
+    ).output
 
 
 def _not_hdf5(good: Path, bad: Path) -> None:
@@ -194,7 +269,11 @@ BAD_FEATURES = [
     ("empty file", _empty, r"bad\.h5 is not an HDF5 file"),
     ("another schema version", _other_schema, r"uses featx features schema 99, this featx reads schema 1.*--overwrite"),
     ("truncated HDF5", _truncated, r"bad\.h5 (cannot be read; it looks damaged|is not an HDF5 file)"),
-    ("overwritten HDF5 metadata", _overwritten_metadata, r"bad\.h5 (cannot be read; it looks damaged|is not an HDF5 file)"),
+    (
+        "overwritten HDF5 metadata",
+        _overwritten_metadata,
+        r"bad\.h5 (cannot be read; it looks damaged|is not an HDF5 file)",
+    ),
     ("HDF5 but not featx", _foreign, r"is an HDF5 file but not a featx features file"),
 ]
 
@@ -244,11 +323,14 @@ def test_odd_but_valid_corpus_round_trips(tiny_model, tmp_path):
     with open(path, "w", newline="", encoding="utf-8-sig") as handle:  # BOM
         writer = csv.writer(handle, lineterminator="\r\n")  # Windows line endings
         writer.writerow(["text", "label", "a/b", ".", "%2F"])
-        writer.writerows(zip(texts, labels, weird, labels, weird))
+        writer.writerows(zip(texts, labels, weird, labels, weird, strict=False))
     assert path.read_bytes().startswith(b"\xef\xbb\xbftext,") and b"\r\n" in path.read_bytes()
 
-    summary = extract(ExtractConfig(corpus=path, output=tmp_path / "odd.h5", model=str(tiny_model), progress=False,
-                                   missing_labels="pandas"))  # nan, NaN, NA, null missing (default: empty only)
+    summary = extract(
+        ExtractConfig(
+            corpus=path, output=tmp_path / "odd.h5", model=str(tiny_model), progress=False, missing_labels="pandas"
+        )
+    )  # nan, NaN, NA, null missing (default: empty only)
     assert summary.rows == len(texts) and summary.truncated_rows == 1
     with featx.open(summary.output) as features:
         assert features.texts == texts
@@ -299,8 +381,13 @@ def test_many_tiny_rows_cost_a_small_constant_per_row(tiny_model, tmp_path):
     with open(path, "w") as handle:
         handle.write("text,label\n")
         handle.writelines(f"{'abcdefghij'[i % 10]},{i % 3}\n" for i in range(n))
-    out = subprocess.run([sys.executable, "-c", MEMORY_CHILD, str(path), str(tiny_model)], capture_output=True,
-                         text=True, env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=300)
+    out = subprocess.run(
+        [sys.executable, "-c", MEMORY_CHILD, str(path), str(tiny_model)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr
     measured = json.loads(out.stdout)
     assert measured["rows"] == n and measured["tokens"] == 3 * n  # [CLS] x [SEP]

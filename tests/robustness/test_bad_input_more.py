@@ -12,12 +12,11 @@ import threading
 
 import pytest
 from click.testing import CliRunner
+from test_faults import many_rows_csv
 
 import featx
 from featx.cli import main
 from featx.store import FeatureWriter, partial_path
-
-from test_faults import many_rows_csv
 
 
 def extract_cli(corpus, model, output, *extra):
@@ -86,8 +85,10 @@ def test_empty_cat_is_refused(small_split_file):
 
 
 def test_a_three_row_test_set_warns(small_split_file):
-    result = CliRunner().invoke(main, ["probe", str(small_split_file), "--label", "sentiment", "--layer", "1",
-                                       "--pooling", "mean", "--no-control"])
+    result = CliRunner().invoke(
+        main,
+        ["probe", str(small_split_file), "--label", "sentiment", "--layer", "1", "--pooling", "mean", "--no-control"],
+    )
     assert result.exit_code == 0, result.output
     assert "warning: only 3 test rows" in result.output
 

@@ -14,13 +14,21 @@ import subprocess
 
 import h5py
 import pytest
+from test_faults import (
+    assert_same_file,
+    featx_env,
+    many_rows_csv,
+    no_traceback,
+    reference_run,
+    rows_done,
+    single_thread_torch,
+    start,
+    wait_until,
+)
 
 import featx
 from featx.extraction import ExtractConfig, extract
 from featx.store import partial_path
-
-from test_faults import (assert_same_file, featx_env, many_rows_csv, no_traceback, reference_run, rows_done,
-                         single_thread_torch, start, wait_until)
 
 N_ROWS = 360
 BATCH = 8
@@ -45,8 +53,26 @@ def batches_committed(output) -> int:
 def one_window_args(corpus, model, output, *extra):
     import sys
 
-    return [sys.executable, "-m", "featx", "extract", str(corpus), "--model", str(model), "-o", str(output), "-q",
-            "--commit-rows", "1000", "--batch-size", str(BATCH), "--tokens", "--commit-seconds", "0.001", *extra]
+    return [
+        sys.executable,
+        "-m",
+        "featx",
+        "extract",
+        str(corpus),
+        "--model",
+        str(model),
+        "-o",
+        str(output),
+        "-q",
+        "--commit-rows",
+        "1000",
+        "--batch-size",
+        str(BATCH),
+        "--tokens",
+        "--commit-seconds",
+        "0.001",
+        *extra,
+    ]
 
 
 def test_sigkill_at_three_random_points_inside_one_window_resumes_to_the_same_file(tiny_model, tmp_path):
@@ -97,8 +123,16 @@ def test_work_between_commits_never_exceeds_the_interval(tiny_model, tmp_path, m
     monkeypatch.setattr(loop.CommitClock, "committed", committed)
     corpus = many_rows_csv(tmp_path / "corpus.csv", 120)
     with single_thread_torch():
-        extract(ExtractConfig(corpus=corpus, output=tmp_path / "out.h5", model=str(tiny_model), batch_size=BATCH,
-                              commit_rows=1000, progress=False))
+        extract(
+            ExtractConfig(
+                corpus=corpus,
+                output=tmp_path / "out.h5",
+                model=str(tiny_model),
+                batch_size=BATCH,
+                commit_rows=1000,
+                progress=False,
+            )
+        )
     # 15 batches of 3 s = 45 s of work in one window: several commits inside it, then the window's own.
     assert len(exposed) >= 4 and max(exposed) < 10.0, exposed
 
@@ -106,10 +140,27 @@ def test_work_between_commits_never_exceeds_the_interval(tiny_model, tmp_path, m
 def test_commits_by_time_change_neither_features_nor_fingerprint(tiny_model, tmp_path):
     corpus = many_rows_csv(tmp_path / "corpus.csv", 80)
     with single_thread_torch():
-        often = extract(ExtractConfig(corpus=corpus, output=tmp_path / "often.h5", model=str(tiny_model),
-                                      batch_size=BATCH, tokens=True, commit_seconds=1e-6, progress=False)).output
-        once = extract(ExtractConfig(corpus=corpus, output=tmp_path / "once.h5", model=str(tiny_model),
-                                     batch_size=BATCH, tokens=True, progress=False)).output
+        often = extract(
+            ExtractConfig(
+                corpus=corpus,
+                output=tmp_path / "often.h5",
+                model=str(tiny_model),
+                batch_size=BATCH,
+                tokens=True,
+                commit_seconds=1e-6,
+                progress=False,
+            )
+        ).output
+        once = extract(
+            ExtractConfig(
+                corpus=corpus,
+                output=tmp_path / "once.h5",
+                model=str(tiny_model),
+                batch_size=BATCH,
+                tokens=True,
+                progress=False,
+            )
+        ).output
     assert_same_file(once, often)
     with featx.open(often) as a, featx.open(once) as b:
         assert a.fingerprint == b.fingerprint

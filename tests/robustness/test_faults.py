@@ -22,15 +22,13 @@ import h5py
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from conftest import SENTENCES, write_csv
 
 import featx
 from featx.cli import main
 from featx.errors import IncompleteError, StoreError
 from featx.extraction import ExtractConfig, extract
-from featx.store import OutputLock
-from featx.store import FeatureWriter, creating_path, partial_path
-
-from conftest import SENTENCES, write_csv
+from featx.store import FeatureWriter, OutputLock, creating_path, partial_path
 
 REPO = Path(featx.__file__).resolve().parent.parent
 N_ROWS = 360
@@ -38,20 +36,44 @@ COMMIT_ROWS = 10
 
 
 def many_rows_csv(path: Path, n_rows: int = N_ROWS) -> Path:
-    rows = [(f"{text} {number}", sentiment, tense, split)
-            for number, (text, sentiment, tense, split) in
-            ((number, SENTENCES[number % len(SENTENCES)]) for number in range(n_rows))]
+    rows = [
+        (f"{text} {number}", sentiment, tense, split)
+        for number, (text, sentiment, tense, split) in (
+            (number, SENTENCES[number % len(SENTENCES)]) for number in range(n_rows)
+        )
+    ]
     return write_csv(path, rows)
 
 
 def featx_env() -> dict:
-    return {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1",
-            "TOKENIZERS_PARALLELISM": "false"}
+    return {
+        **os.environ,
+        "PYTHONPATH": str(REPO),
+        "OMP_NUM_THREADS": "1",
+        "HF_HUB_OFFLINE": "1",
+        "TOKENIZERS_PARALLELISM": "false",
+    }
 
 
 def extract_args(corpus: Path, model: Path, output: Path, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "featx", "extract", str(corpus), "--model", str(model), "-o", str(output),
-            "-q", "--commit-rows", str(COMMIT_ROWS), "--batch-size", "8", "--tokens", *extra]
+    return [
+        sys.executable,
+        "-m",
+        "featx",
+        "extract",
+        str(corpus),
+        "--model",
+        str(model),
+        "-o",
+        str(output),
+        "-q",
+        "--commit-rows",
+        str(COMMIT_ROWS),
+        "--batch-size",
+        "8",
+        "--tokens",
+        *extra,
+    ]
 
 
 def _default_signals() -> None:
@@ -62,8 +84,15 @@ def _default_signals() -> None:
 
 
 def start(args: list[str], cwd: Path) -> subprocess.Popen:
-    return subprocess.Popen(args, cwd=cwd, env=featx_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, preexec_fn=_default_signals)
+    return subprocess.Popen(
+        args,
+        cwd=cwd,
+        env=featx_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=_default_signals,
+    )
 
 
 def rows_done(output: Path) -> int | None:
@@ -124,6 +153,7 @@ def no_traceback(stderr: str) -> None:
 
 # -- SIGKILL and Ctrl-C at random points ---------------------------------------------------------
 
+
 def test_random_kills_and_ctrl_c_then_rerun_equals_uninterrupted_run(tiny_model, tmp_path):
     corpus = many_rows_csv(tmp_path / "corpus.csv")
     reference = reference_run(corpus, tiny_model, tmp_path / "reference.h5")
@@ -133,8 +163,10 @@ def test_random_kills_and_ctrl_c_then_rerun_equals_uninterrupted_run(tiny_model,
     rng = random.Random(seed)
     # Targets at least two windows apart and a third of the corpus before its end, so each run has work
     # left when its signal lands.
-    first, second, third = (COMMIT_ROWS + offset + 2 * COMMIT_ROWS * k
-                            for k, offset in enumerate(sorted(rng.sample(range(N_ROWS * 2 // 3 - 5 * COMMIT_ROWS), 3))))
+    first, second, third = (
+        COMMIT_ROWS + offset + 2 * COMMIT_ROWS * k
+        for k, offset in enumerate(sorted(rng.sample(range(N_ROWS * 2 // 3 - 5 * COMMIT_ROWS), 3)))
+    )
     landed = []
 
     # 1. SIGKILL while the file is being created (before its first flush).
@@ -197,6 +229,7 @@ def test_ctrl_c_anywhere_is_a_clean_exit_130_and_resumable(tiny_model, tmp_path,
             if calls["n"] == 2 or where in ("load_model", "tokenize_texts"):
                 raise KeyboardInterrupt
             return original(*args, **kwargs)
+
         return wrapper
 
     if where in ("write_window", "commit"):
@@ -204,8 +237,19 @@ def test_ctrl_c_anywhere_is_a_clean_exit_130_and_resumable(tiny_model, tmp_path,
     else:
         module = loop if where == "collate" else orchestrate
         monkeypatch.setattr(module, where, interrupt_on_second_call(getattr(module, where)))
-    cli_args = ["extract", str(corpus), "--model", str(tiny_model), "-o", str(output), "-q",
-                "--commit-rows", str(COMMIT_ROWS), "--batch-size", "8"]
+    cli_args = [
+        "extract",
+        str(corpus),
+        "--model",
+        str(tiny_model),
+        "-o",
+        str(output),
+        "-q",
+        "--commit-rows",
+        str(COMMIT_ROWS),
+        "--batch-size",
+        "8",
+    ]
     result = CliRunner().invoke(main, cli_args)
     assert result.exit_code == 130, result.output
     assert "Traceback" not in result.output and isinstance(result.exception, SystemExit)
@@ -234,6 +278,7 @@ def test_ctrl_c_during_model_load_in_a_real_process(tiny_model, tmp_path):
 
 # -- a full disk ---------------------------------------------------------------------------------
 
+
 def test_disk_full_during_a_write_keeps_old_file_and_resumes(tiny_model, tmp_path, monkeypatch):
     corpus = many_rows_csv(tmp_path / "corpus.csv", 60)
     reference = reference_run(corpus, tiny_model, tmp_path / "reference.h5")
@@ -250,8 +295,21 @@ def test_disk_full_during_a_write_keeps_old_file_and_resumes(tiny_model, tmp_pat
         return original(self, *args, **kwargs)
 
     monkeypatch.setattr(FeatureWriter, "write_window", full_disk)
-    cli_args = ["extract", str(corpus), "--model", str(tiny_model), "-o", str(output), "-q", "--overwrite",
-                "--commit-rows", str(COMMIT_ROWS), "--batch-size", "8", "--tokens"]
+    cli_args = [
+        "extract",
+        str(corpus),
+        "--model",
+        str(tiny_model),
+        "-o",
+        str(output),
+        "-q",
+        "--overwrite",
+        "--commit-rows",
+        str(COMMIT_ROWS),
+        "--batch-size",
+        "8",
+        "--tokens",
+    ]
     with single_thread_torch():
         result = CliRunner().invoke(main, cli_args)
     assert result.exit_code == 2, result.output
@@ -274,8 +332,9 @@ def small_filesystem(tmp_path):
     """A 300 KB tmpfs (root with CAP_SYS_ADMIN only); skipped where mounting is not permitted."""
     mount_point = tmp_path / "small"
     mount_point.mkdir()
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=300k", "tmpfs", str(mount_point)],
-                             capture_output=True)
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=300k", "tmpfs", str(mount_point)], capture_output=True
+    )
     if mounted.returncode != 0:
         pytest.skip("cannot mount a small tmpfs here (needs root and CAP_SYS_ADMIN)")
     try:
@@ -285,15 +344,22 @@ def small_filesystem(tmp_path):
 
 
 def test_real_full_filesystem_is_reported_before_any_work_then_runs_once_space_is_freed(
-        tiny_model, tmp_path, small_filesystem):
+    tiny_model, tmp_path, small_filesystem
+):
     """The file's space is reserved at creation, so a full disk stops the run before any row is computed."""
     corpus = many_rows_csv(tmp_path / "corpus.csv", 600)
     reference = reference_run(corpus, tiny_model, tmp_path / "reference.h5")
     output = small_filesystem / "out.h5"
     old = small_filesystem / "old.h5"
     old.write_bytes(b"an earlier result" * 1000)
-    failed = subprocess.run(extract_args(corpus, tiny_model, output), cwd=tmp_path, env=featx_env(),
-                            capture_output=True, text=True, timeout=300)
+    failed = subprocess.run(
+        extract_args(corpus, tiny_model, output),
+        cwd=tmp_path,
+        env=featx_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert failed.returncode == 2, failed.stderr
     assert failed.stderr.startswith("featx: error: not enough disk space for") and "MB" in failed.stderr
     assert "free disk space" in failed.stderr and failed.stderr.count("\n") == 2, failed.stderr
@@ -305,6 +371,7 @@ def test_real_full_filesystem_is_reported_before_any_work_then_runs_once_space_i
 
 
 # -- readers and a second writer while extraction runs ----------------------------------------------
+
 
 def test_reader_and_second_writer_during_extraction(tiny_model, tmp_path):
     corpus = many_rows_csv(tmp_path / "corpus.csv")
@@ -380,7 +447,16 @@ def test_kill_between_marking_complete_and_renaming(tiny_model, tmp_path):
     output = tmp_path / "out.h5"
     partial_path(output).write_bytes(reference.read_bytes())
     with single_thread_torch():
-        summary = extract(ExtractConfig(corpus=corpus, output=output, model=str(tiny_model), commit_rows=COMMIT_ROWS,
-                                        batch_size=8, tokens=True, progress=False))
+        summary = extract(
+            ExtractConfig(
+                corpus=corpus,
+                output=output,
+                model=str(tiny_model),
+                commit_rows=COMMIT_ROWS,
+                batch_size=8,
+                tokens=True,
+                progress=False,
+            )
+        )
     assert summary.status == "resumed" and summary.resumed_from == 24
     assert output.read_bytes() == reference.read_bytes() and not partial_path(output).exists()

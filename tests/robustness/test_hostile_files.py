@@ -27,8 +27,16 @@ def valid_file(tiny_model, tmp_path_factory):
 
     folder = tmp_path_factory.mktemp("hostile")
     corpus = many_rows_csv(folder / "corpus.csv", 40)
-    return extract(ExtractConfig(corpus=corpus, output=folder / "valid.h5", model=str(tiny_model),
-                                 poolings="mean,cls", tokens=True, progress=False)).output
+    return extract(
+        ExtractConfig(
+            corpus=corpus,
+            output=folder / "valid.h5",
+            model=str(tiny_model),
+            poolings="mean,cls",
+            tokens=True,
+            progress=False,
+        )
+    ).output
 
 
 def _replace(file, name, **kwargs):
@@ -133,10 +141,28 @@ def token_offsets_past_the_states(file, tmp):
     file["tokens/offsets"][:] = offsets
 
 
-CASES = [huge_declared_rows, huge_declared_features, huge_layers_attribute, huge_attribute, many_attributes,
-         external_link, soft_link, external_storage, compressed, bad_json_layers, layers_not_ints,
-         bad_json_label_names, bad_json_sites, wrong_feature_dtype, wrong_feature_shape, wrong_label_dtype,
-         short_texts, rows_done_past_the_end, n_rows_not_a_number, token_offsets_past_the_states]
+CASES = [
+    huge_declared_rows,
+    huge_declared_features,
+    huge_layers_attribute,
+    huge_attribute,
+    many_attributes,
+    external_link,
+    soft_link,
+    external_storage,
+    compressed,
+    bad_json_layers,
+    layers_not_ints,
+    bad_json_label_names,
+    bad_json_sites,
+    wrong_feature_dtype,
+    wrong_feature_shape,
+    wrong_label_dtype,
+    short_texts,
+    rows_done_past_the_end,
+    n_rows_not_a_number,
+    token_offsets_past_the_states,
+]
 
 
 @pytest.mark.parametrize("mutate", CASES, ids=[case.__name__ for case in CASES])

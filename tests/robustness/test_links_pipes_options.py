@@ -12,15 +12,14 @@ import sys
 import h5py
 import pytest
 from click.testing import CliRunner
+from helpers import interrupt_after_commits
+from test_faults import featx_env, many_rows_csv
 
 import featx
 from featx.cli import main
 from featx.safe_files import atomic_write_text
 from featx.state import remember
 from featx.store import creating_path, partial_path
-
-from helpers import interrupt_after_commits
-from test_faults import featx_env, many_rows_csv
 
 VICTIM = b"precious data owned by someone else\n"
 
@@ -37,6 +36,7 @@ def extract_cli(corpus, model, output, *extra):
 
 
 # -- symbolic links --------------------------------------------------------------------------------
+
 
 def test_symlinked_lock_is_refused_and_its_target_untouched(tiny_model, tmp_path, victim):
     corpus = many_rows_csv(tmp_path / "corpus.csv", 12)
@@ -74,9 +74,16 @@ def test_temporary_files_never_follow_planted_links(tmp_path, victim, monkeypatc
     assert victim.read_bytes() == VICTIM
 
 
-@pytest.mark.parametrize("state, why", [
-    ("link to /dev/zero", "symbolic link"), ("fifo", "not a regular file"), ("not json", "not valid JSON"),
-    ("huge", "larger than"), ("a list", "does not hold a JSON object")])
+@pytest.mark.parametrize(
+    "state, why",
+    [
+        ("link to /dev/zero", "symbolic link"),
+        ("fifo", "not a regular file"),
+        ("not json", "not valid JSON"),
+        ("huge", "larger than"),
+        ("a list", "does not hold a JSON object"),
+    ],
+)
 def test_unusable_last_json_falls_back_with_a_message(tmp_path, monkeypatch, state, why):
     monkeypatch.chdir(tmp_path)
     path = tmp_path / ".featx" / "last.json"
@@ -86,14 +93,16 @@ def test_unusable_last_json_falls_back_with_a_message(tmp_path, monkeypatch, sta
     elif state == "fifo":
         os.mkfifo(path)
     else:
-        path.write_text({"not json": "{oops", "huge": json.dumps({"features": "x" * (1 << 20)}),
-                         "a list": "[1, 2]"}[state])
+        path.write_text(
+            {"not json": "{oops", "huge": json.dumps({"features": "x" * (1 << 20)}), "a list": "[1, 2]"}[state]
+        )
     result = CliRunner().invoke(main, ["probe", "--layer", "all"])
     assert result.exit_code == 2, result.output
     assert "no features file given" in result.output and why in result.output and "Traceback" not in result.output
 
 
 # -- corpora through pipes ---------------------------------------------------------------------------
+
 
 def test_piped_corpus_is_fingerprinted_by_the_bytes_parsed(tiny_model, tmp_path):
     data = many_rows_csv(tmp_path / "corpus.csv", 16).read_bytes()
@@ -136,15 +145,25 @@ def test_stdin_needs_an_output_and_a_pipe(tmp_path):
 # -- every non-positive numeric option --------------------------------------------------------------
 
 NUMERIC = [
-    ["extract", "c.csv", "--batch-size", "0"], ["extract", "c.csv", "--batch-size", "-3"],
-    ["extract", "c.csv", "--commit-rows", "-1"], ["extract", "c.csv", "--commit-rows", "0"],
-    ["extract", "c.csv", "--max-tokens", "0"], ["extract", "c.csv", "--max-length", "0"],
-    ["extract", "c.csv", "--commit-seconds", "0"], ["extract", "c.csv", "--commit-seconds", "-1"],
-    ["extract", "c.csv", "--commit-seconds", "nan"], ["extract", "c.csv", "--shards", "0", "--shard-index", "0"],
+    ["extract", "c.csv", "--batch-size", "0"],
+    ["extract", "c.csv", "--batch-size", "-3"],
+    ["extract", "c.csv", "--commit-rows", "-1"],
+    ["extract", "c.csv", "--commit-rows", "0"],
+    ["extract", "c.csv", "--max-tokens", "0"],
+    ["extract", "c.csv", "--max-length", "0"],
+    ["extract", "c.csv", "--commit-seconds", "0"],
+    ["extract", "c.csv", "--commit-seconds", "-1"],
+    ["extract", "c.csv", "--commit-seconds", "nan"],
+    ["extract", "c.csv", "--shards", "0", "--shard-index", "0"],
     ["extract", "c.csv", "--shards", "2", "--shard-index", "-1"],
-    ["probe", "f.h5", "--folds", "0"], ["probe", "f.h5", "--folds", "-2"], ["probe", "f.h5", "--jobs", "0"],
-    ["probe", "f.h5", "--seed", "-1"], ["probe", "f.h5", "--train-sizes", "0"],
-    ["explain", "r.csv", "--limit", "0"], ["explain", "r.csv", "--buckets", "0"], ["plot", "r.csv", "--dpi", "0"],
+    ["probe", "f.h5", "--folds", "0"],
+    ["probe", "f.h5", "--folds", "-2"],
+    ["probe", "f.h5", "--jobs", "0"],
+    ["probe", "f.h5", "--seed", "-1"],
+    ["probe", "f.h5", "--train-sizes", "0"],
+    ["explain", "r.csv", "--limit", "0"],
+    ["explain", "r.csv", "--buckets", "0"],
+    ["plot", "r.csv", "--dpi", "0"],
 ]
 
 
@@ -159,6 +178,7 @@ def test_non_positive_numeric_options_are_refused(tmp_path, monkeypatch, args):
 
 
 # -- terminal escape sequences ------------------------------------------------------------------------
+
 
 def test_control_characters_are_escaped_in_everything_echoed(tiny_model, tmp_path):
     corpus = many_rows_csv(tmp_path / "corpus.csv", 12)

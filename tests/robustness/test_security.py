@@ -50,14 +50,16 @@ def test_pickle_only_model_is_refused_through_the_cli(tiny_model, corpus_csv, tm
     marker = tmp_path / "UNPICKLED"
     (folder / "model.safetensors").unlink()
     (folder / "pytorch_model.bin").write_bytes(pickle.dumps(_Payload(marker)))
-    result = CliRunner().invoke(main, ["extract", str(corpus_csv), "--model", str(folder), "-o", str(tmp_path / "o.h5")])
+    result = CliRunner().invoke(
+        main, ["extract", str(corpus_csv), "--model", str(folder), "-o", str(tmp_path / "o.h5")]
+    )
     assert result.exit_code == 2 and "Traceback" not in result.output
     assert "only pickle-based weights (pytorch_model.bin)" in result.output
     assert "unpickling can run arbitrary code" in result.output and "safe_serialization=True" in result.output
     assert not marker.exists()
 
 
-CUSTOM_CODE = '''
+CUSTOM_CODE = """
 from pathlib import Path
 Path({marker!r}).write_text("custom code ran")
 from transformers import BertConfig, BertModel
@@ -69,7 +71,7 @@ class CustomConfig(BertConfig):
 
 class CustomModel(BertModel):
     config_class = CustomConfig
-'''
+"""
 
 
 def _model_with_custom_code(tiny_model: Path, folder: Path, marker: Path, model_type: str) -> Path:
@@ -87,7 +89,9 @@ def test_custom_code_is_refused_without_trust_remote_code(tiny_model, corpus_csv
     """Refused either way: an unknown type needs the code; a known one would silently run the wrong class."""
     marker = tmp_path / "CUSTOM_CODE_RAN"
     folder = _model_with_custom_code(tiny_model, tmp_path / "model", marker, model_type)
-    result = CliRunner().invoke(main, ["extract", str(corpus_csv), "--model", str(folder), "-o", str(tmp_path / "o.h5")])
+    result = CliRunner().invoke(
+        main, ["extract", str(corpus_csv), "--model", str(folder), "-o", str(tmp_path / "o.h5")]
+    )
     assert result.exit_code == 2 and "Traceback" not in result.output
     assert "ships its own Python code (custom_model.py" in result.output
     assert "pass --trust-remote-code only if you trust it" in result.output
@@ -102,8 +106,24 @@ def test_trust_remote_code_does_run_it(tiny_model, corpus_csv, tmp_path):
     marker = tmp_path / "CUSTOM_CODE_RAN"
     folder = _model_with_custom_code(tiny_model, tmp_path / "model", marker, "featx-custom-bert")
     env = {**os.environ, "PYTHONPATH": str(REPO), "HF_MODULES_CACHE": str(tmp_path / "modules"), "HF_HUB_OFFLINE": "1"}
-    subprocess.run([sys.executable, "-m", "featx", "extract", str(corpus_csv), "--model", str(folder), "-q",
-                    "-o", str(tmp_path / "o.h5"), "--trust-remote-code"], env=env, capture_output=True, timeout=300)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "featx",
+            "extract",
+            str(corpus_csv),
+            "--model",
+            str(folder),
+            "-q",
+            "-o",
+            str(tmp_path / "o.h5"),
+            "--trust-remote-code",
+        ],
+        env=env,
+        capture_output=True,
+        timeout=300,
+    )
     assert marker.read_text() == "custom code ran"
 
 
@@ -113,8 +133,16 @@ UNSAFE_MODULES = {"pickle", "cPickle", "dill", "cloudpickle", "shelve", "marshal
 # joblib is allowed for Parallel (it pickles featx's own objects between its own workers within one run),
 # never for joblib.load of a file.
 UNSAFE_FROM_IMPORTS = {("joblib", "load")}
-UNSAFE_CALLS = {("torch", "load"), ("pickle", "load"), ("pickle", "loads"), ("joblib", "load"),
-                ("pd", "read_pickle"), ("pandas", "read_pickle"), ("np", "load"), ("numpy", "load")}
+UNSAFE_CALLS = {
+    ("torch", "load"),
+    ("pickle", "load"),
+    ("pickle", "loads"),
+    ("joblib", "load"),
+    ("pd", "read_pickle"),
+    ("pandas", "read_pickle"),
+    ("np", "load"),
+    ("numpy", "load"),
+}
 
 
 def _unsafe_uses(source: str) -> list[str]:
@@ -124,8 +152,9 @@ def _unsafe_uses(source: str) -> list[str]:
             found += [alias.name for alias in node.names if alias.name.split(".")[0] in UNSAFE_MODULES]
         elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in UNSAFE_MODULES:
             found.append(node.module)
-        elif isinstance(node, ast.ImportFrom) and any((node.module, alias.name) in UNSAFE_FROM_IMPORTS
-                                                      for alias in node.names):
+        elif isinstance(node, ast.ImportFrom) and any(
+            (node.module, alias.name) in UNSAFE_FROM_IMPORTS for alias in node.names
+        ):
             found.append(f"{node.module}.load")
         elif isinstance(node, ast.Call):
             func = node.func
@@ -134,8 +163,11 @@ def _unsafe_uses(source: str) -> list[str]:
             elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
                 call = (func.value.id, func.attr)
                 if call in UNSAFE_CALLS:
-                    pickles = call[1] != "load" or call[0] not in ("np", "numpy") or any(
-                        keyword.arg == "allow_pickle" for keyword in node.keywords)
+                    pickles = (
+                        call[1] != "load"
+                        or call[0] not in ("np", "numpy")
+                        or any(keyword.arg == "allow_pickle" for keyword in node.keywords)
+                    )
                     if pickles:
                         found.append(".".join(call))
     return found
@@ -152,12 +184,16 @@ def test_the_scanner_finds_unpickling():
 def test_featx_never_unpickles_or_evaluates_anything():
     sources = sorted(PACKAGE.rglob("*.py"))
     assert len(sources) >= 10
-    offenders = {str(path.relative_to(PACKAGE)): uses for path in sources
-                 if (uses := _unsafe_uses(path.read_text(encoding="utf-8")))}
+    offenders = {
+        str(path.relative_to(PACKAGE)): uses
+        for path in sources
+        if (uses := _unsafe_uses(path.read_text(encoding="utf-8")))
+    }
     assert offenders == {}
 
 
 # -- features files: data only; CSV values never become paths -------------------------------------------
+
 
 def test_features_file_is_plain_data_and_csv_values_never_become_paths(tiny_model, tmp_path, monkeypatch):
     work = tmp_path / "work"
@@ -174,8 +210,9 @@ def test_features_file_is_plain_data_and_csv_values_never_become_paths(tiny_mode
         for number, value in enumerate(evil):
             writer.writerow([f"the file {value}", value, value, value, "train" if number % 2 else value])
     before = set(tmp_path.rglob("*"))
-    summary = extract(ExtractConfig(corpus=corpus, output=work / "out.h5", model=str(tiny_model), id_col="id",
-                                    progress=False))
+    summary = extract(
+        ExtractConfig(corpus=corpus, output=work / "out.h5", model=str(tiny_model), id_col="id", progress=False)
+    )
     created = set(tmp_path.rglob("*")) - before
     assert {path.relative_to(work).as_posix() for path in created} == {"out.h5", ".featx", ".featx/last.json"}
     assert not outside.exists() and not (tmp_path / "escaped.txt").exists()

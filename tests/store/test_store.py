@@ -4,6 +4,7 @@ through extraction and through the merge of shards."""
 from __future__ import annotations
 
 import h5py
+from conftest import write_csv
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -12,14 +13,19 @@ from featx.extraction import ExtractConfig, extract
 from featx.extraction.merge import merge
 from featx.store import STRING_ESCAPE, _write_strings, read_strings
 
-from conftest import write_csv
-
 TRICKY = ["\x00", STRING_ESCAPE, STRING_ESCAPE + "0", STRING_ESCAPE + "e", "\x000", "a", "\ufffd", "é", " "]
 
 
 @settings(max_examples=80, deadline=None)
-@given(values=st.lists(st.lists(st.one_of(st.sampled_from(TRICKY), st.characters(blacklist_categories=("Cs",))),
-                                max_size=8).map("".join), min_size=1, max_size=6))
+@given(
+    values=st.lists(
+        st.lists(st.one_of(st.sampled_from(TRICKY), st.characters(blacklist_categories=("Cs",))), max_size=8).map(
+            "".join
+        ),
+        min_size=1,
+        max_size=6,
+    )
+)
 def test_any_strings_round_trip(tmp_path_factory, values):
     path = tmp_path_factory.mktemp("strings") / "s.h5"
     with h5py.File(path, "w") as file:
@@ -30,8 +36,12 @@ def test_any_strings_round_trip(tmp_path_factory, values):
 
 
 def test_nul_in_texts_and_ids_is_kept_through_extract_and_merge(tiny_model, tmp_path):
-    rows = [("the dog\x00 runs", "pos", "r\x00one"), ("a cat sleeps \uffff0", "neg", "r2"),
-            ("the bird sings", "pos", "r3"), ("no dog runs", "neg", "r4")]
+    rows = [
+        ("the dog\x00 runs", "pos", "r\x00one"),
+        ("a cat sleeps \uffff0", "neg", "r2"),
+        ("the bird sings", "pos", "r3"),
+        ("no dog runs", "neg", "r4"),
+    ]
     corpus = write_csv(tmp_path / "c.csv", rows, header=("text", "label", "id"))
     options = dict(model=str(tiny_model), id_col="id", poolings="mean", progress=False)
     single = extract(ExtractConfig(corpus=corpus, output=tmp_path / "one.h5", **options))
@@ -85,17 +95,26 @@ class _Rows:
 def _write(tmp_path, n=10, commit=None, with_tokens=True):
     sites = [hidden_layout([0, 2], 4, ["mean", "cls"]), SiteLayout("ffn", (2,), 6, ("mean", "cls"), ("x:output",))]
     rows = _Rows(n)
-    writer = FeatureWriter.create(tmp_path / "f.h5", {schema.FINGERPRINT: "fp", schema.MODEL: "m"}, rows, rows,
-                                  sites, np.float32, with_tokens)
+    writer = FeatureWriter.create(
+        tmp_path / "f.h5", {schema.FINGERPRINT: "fp", schema.MODEL: "m"}, rows, rows, sites, np.float32, with_tokens
+    )
     rng = np.random.default_rng(0)
-    values = {path: rng.normal(size=(n, len(site.layers), site.width)).astype(np.float32)
-              for site in sites for path in site.pooled_paths.values()}
+    values = {
+        path: rng.normal(size=(n, len(site.layers), site.width)).astype(np.float32)
+        for site in sites
+        for path in site.pooled_paths.values()
+    }
     if with_tokens:
-        values.update({site.tokens_path: rng.normal(size=(3 * n, len(site.layers), site.width)).astype(np.float32)
-                       for site in sites})
+        values.update(
+            {
+                site.tokens_path: rng.normal(size=(3 * n, len(site.layers), site.width)).astype(np.float32)
+                for site in sites
+            }
+        )
     stop = commit if commit is not None else n
-    writer.write_window(0, stop, {path: v[:stop] if not path.endswith("states") else v[: 3 * stop]
-                                  for path, v in values.items()})
+    writer.write_window(
+        0, stop, {path: v[:stop] if not path.endswith("states") else v[: 3 * stop] for path, v in values.items()}
+    )
     writer.commit(stop)
     if commit is None:
         writer.finish()
@@ -112,7 +131,8 @@ def test_layout_and_attributes_of_a_written_file(tmp_path):
         assert file.attrs[schema.FORMAT] == schema.FORMAT_NAME and file.attrs[schema.SCHEMA] == schema.SCHEMA_VERSION
         assert json.loads(file.attrs[schema.LAYERS]) == [0, 2] and file.attrs[schema.HIDDEN_SIZE] == 4
         assert json.loads(file.attrs[schema.SITES_ATTR]) == {
-            "ffn": {"layers": [2], "width": 6, "modules": ["x:output"], "poolings": ["mean", "cls"]}}
+            "ffn": {"layers": [2], "width": 6, "modules": ["x:output"], "poolings": ["mean", "cls"]}
+        }
         assert file["pooled/mean"].shape == (10, 2, 4) and file["pooled/mean"].chunks[1:] == (1, 4)
         assert file["sites/ffn/pooled/cls"].shape == (10, 1, 6) and file["sites/ffn"].attrs["site"] == "ffn"
         assert file["sites/ffn/tokens/states"].shape == (30, 1, 6) and file["tokens/offsets"][-1] == 30
@@ -179,8 +199,9 @@ def test_same_request_today_gives_the_0_1_file(tmp_path):
     corpus = shutil.copy(DATA / "old_corpus.csv", tmp_path / "old_corpus.csv")
     with FeatureFile(OLD_FILE) as old:
         recorded_model = old.attrs["model_sha256"]
-    summary = featx.extract(corpus, model=str(model), output=tmp_path / "new.h5", sites="hidden,ffn", tokens=True,
-                            progress=False)
+    summary = featx.extract(
+        corpus, model=str(model), output=tmp_path / "new.h5", sites="hidden,ffn", tokens=True, progress=False
+    )
     with FeatureFile(OLD_FILE) as old, FeatureFile(summary.output) as new:
         if new.attrs["model_sha256"] != recorded_model:
             pytest.skip("this torch initialises the seeded tiny model differently from the one that wrote the file")
@@ -188,11 +209,15 @@ def test_same_request_today_gives_the_0_1_file(tmp_path):
         for site in old.sites:
             for pooling in old.site_poolings(site):
                 for layer in old.site_layers(site):
-                    within_one_step(new.features(pooling, layer, site=site, dtype=np.float16),
-                                    old.features(pooling, layer, site=site, dtype=np.float16))
+                    within_one_step(
+                        new.features(pooling, layer, site=site, dtype=np.float16),
+                        old.features(pooling, layer, site=site, dtype=np.float16),
+                    )
             for layer in old.site_layers(site):
-                within_one_step(new.token_states(layer, site=site, dtype=np.float16),
-                                old.token_states(layer, site=site, dtype=np.float16))
+                within_one_step(
+                    new.token_states(layer, site=site, dtype=np.float16),
+                    old.token_states(layer, site=site, dtype=np.float16),
+                )
 
 
 def test_an_interrupt_while_the_lock_is_taken_removes_its_file(tmp_path, monkeypatch):
@@ -230,9 +255,17 @@ def test_a_lock_held_by_another_process_is_never_removed_by_the_one_refused(tmp_
     from featx.store import OutputLock
 
     output = tmp_path / "out.h5"
-    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from featx.store import OutputLock\n"
-                               f"with OutputLock(__import__('pathlib').Path({str(output)!r})):\n"
-                               "    print('held', flush=True); time.sleep(30)"], stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; from featx.store import OutputLock\n"
+            f"with OutputLock(__import__('pathlib').Path({str(output)!r})):\n"
+            "    print('held', flush=True); time.sleep(30)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout.readline().strip() == "held"
         with pytest.raises(StoreError, match="writing"):

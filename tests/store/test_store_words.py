@@ -32,9 +32,14 @@ class _Sentences:
         n_words = int(offsets[-1])
         heads = np.concatenate([np.r_[-1, np.zeros(k - 1, np.int32)] for k in SENTENCE_WORDS]).astype(np.int32)
         self.words = SimpleNamespace(
-            offsets=offsets, forms=[f"w{i}" for i in range(n_words)], heads=heads,
-            labels={"upos": _label(np.arange(n_words) % 3, ["ADJ", "NOUN", "VERB"]),
-                    "feats.Number": _label(np.where(np.arange(n_words) % 2, 0, -1), ["Sing"])})
+            offsets=offsets,
+            forms=[f"w{i}" for i in range(n_words)],
+            heads=heads,
+            labels={
+                "upos": _label(np.arange(n_words) % 3, ["ADJ", "NOUN", "VERB"]),
+                "feats.Number": _label(np.where(np.arange(n_words) % 2, 0, -1), ["Sing"]),
+            },
+        )
         self.n_subwords = np.arange(n_words, dtype=np.int32) % 2 + 1
         lengths = np.asarray(SENTENCE_WORDS) + 2
         self.offsets = np.r_[0, np.cumsum(lengths)].astype(np.int64)
@@ -54,9 +59,16 @@ class _Sentences:
 def write_words_file(path, commit_rows=None):
     """A small file of word inputs: two layers of width 4, word poolings first and mean."""
     sentences = _Sentences()
-    writer = FeatureWriter.create(path, {schema.FINGERPRINT: "fp"}, sentences, sentences,
-                                  [hidden_layout([0, 2], 4, ["mean"])], np.float32, False,
-                                  word_poolings=("first", "mean"))
+    writer = FeatureWriter.create(
+        path,
+        {schema.FINGERPRINT: "fp"},
+        sentences,
+        sentences,
+        [hidden_layout([0, 2], 4, ["mean"])],
+        np.float32,
+        False,
+        word_poolings=("first", "mean"),
+    )
     rng = np.random.default_rng(0)
     n_words = int(sentences.words.offsets[-1])
     words = {f"words/pooled/{p}": rng.normal(size=(n_words, 2, 4)).astype(np.float32) for p in ("first", "mean")}
@@ -66,7 +78,7 @@ def write_words_file(path, commit_rows=None):
     start = 0
     for stop in stops:  # two commit windows, as the extraction writes them
         values = {path: v[start:stop] for path, v in rows.items()}
-        values.update({path: v[offsets[start]:offsets[stop]] for path, v in words.items()})
+        values.update({path: v[offsets[start] : offsets[stop]] for path, v in words.items()})
         writer.write_window(start, stop, values)
         writer.commit(stop)
         start = stop
@@ -87,7 +99,9 @@ def test_reader_api_on_a_written_file(tmp_path):
         np.testing.assert_array_equal(features.word_features("first", 2), words["words/pooled/first"][:, 1])
         np.testing.assert_array_equal(features.word_features("mean", -1), words["words/pooled/mean"][:, 1])
         assert features.word_label_columns() == ["upos", "feats.Number"]
-        np.testing.assert_array_equal(features.word_labels("feats.Number"), sentences.words.labels["feats.Number"].codes)
+        np.testing.assert_array_equal(
+            features.word_labels("feats.Number"), sentences.words.labels["feats.Number"].codes
+        )
         assert features.word_label_names("upos") == ["ADJ", "NOUN", "VERB"]
         np.testing.assert_array_equal(features.word_heads(), sentences.words.heads)
         np.testing.assert_array_equal(features.word_n_subwords(), sentences.n_subwords)
@@ -125,6 +139,7 @@ def _replace(name, data):
     def change(file):
         del file[name]
         file.create_dataset(name, data=data)
+
     return change
 
 
@@ -132,11 +147,15 @@ HOSTILE = {
     "offsets not ending at n_words": (_replace("words/offsets", np.array([0, 3, 4, 8, 9])), "non-decreasing run"),
     "offsets going back": (_replace("words/offsets", np.array([0, 3, 2, 8, 10])), "non-decreasing run"),
     "offsets of another row count": (_replace("words/offsets", np.array([0, 3, 10])), "words/offsets"),
-    "a head outside its sentence": (_replace("words/head", np.r_[np.full(9, -1), 2].astype(np.int32)),
-                                    "word 9 has head 2, outside its sentence of 2 words"),
+    "a head outside its sentence": (
+        _replace("words/head", np.r_[np.full(9, -1), 2].astype(np.int32)),
+        "word 9 has head 2, outside its sentence of 2 words",
+    ),
     "a head below -1": (_replace("words/head", np.full(10, -2, np.int32)), "outside its sentence"),
-    "word vectors of another width": (_replace("words/pooled/first", np.zeros((10, 2, 5), np.float32)),
-                                      "words/pooled/first"),
+    "word vectors of another width": (
+        _replace("words/pooled/first", np.zeros((10, 2, 5), np.float32)),
+        "words/pooled/first",
+    ),
     "a missing word pooling": (lambda f: f.__delitem__("words/pooled/mean"), "words/pooled/mean' is missing"),
     "an unknown word pooling": (lambda f: f.attrs.__setitem__("word_poolings", '["max"]'), "word_poolings"),
     "n_words not a number": (lambda f: f.attrs.__setitem__("n_words", "ten"), "n_words"),

@@ -14,7 +14,6 @@ no cross-attention), ``hidden_act`` gelu (exact, erf) or relu.
 from __future__ import annotations
 
 import contextlib
-
 import json
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -51,7 +50,7 @@ class BertSettings:
     is_encoder_decoder: bool = False
 
     @classmethod
-    def from_config(cls, config: dict) -> "BertSettings":
+    def from_config(cls, config: dict) -> BertSettings:
         values = {field.name: config[field.name] for field in fields(cls) if field.name in config}
         if values.get("position_embedding_type") is None:
             values["position_embedding_type"] = "absolute"
@@ -61,10 +60,22 @@ class BertSettings:
 
     def check(self) -> None:
         """A ``ModelError`` for values this network cannot be built from."""
-        sizes = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
-                 "max_position_embeddings", "type_vocab_size")
-        bad = [name for name in sizes if isinstance(getattr(self, name), bool)
-               or not isinstance(getattr(self, name), int) or getattr(self, name) < 1]
+        sizes = (
+            "vocab_size",
+            "hidden_size",
+            "num_hidden_layers",
+            "num_attention_heads",
+            "intermediate_size",
+            "max_position_embeddings",
+            "type_vocab_size",
+        )
+        bad = [
+            name
+            for name in sizes
+            if isinstance(getattr(self, name), bool)
+            or not isinstance(getattr(self, name), int)
+            or getattr(self, name) < 1
+        ]
         if bad or self.hidden_size % self.num_attention_heads:
             what = ", ".join(bad) or "hidden_size is not a multiple of num_attention_heads"
             raise ModelError(f"config.json of a BERT model has unusable sizes ({what})")
@@ -109,8 +120,9 @@ class EncoderOutput:
 class BertEmbeddings(nn.Module):
     def __init__(self, settings: BertSettings):
         super().__init__()
-        self.word_embeddings = nn.Embedding(settings.vocab_size, settings.hidden_size,
-                                            padding_idx=settings.pad_token_id)
+        self.word_embeddings = nn.Embedding(
+            settings.vocab_size, settings.hidden_size, padding_idx=settings.pad_token_id
+        )
         self.position_embeddings = nn.Embedding(settings.max_position_embeddings, settings.hidden_size)
         self.token_type_embeddings = nn.Embedding(settings.type_vocab_size, settings.hidden_size)
         self.LayerNorm = nn.LayerNorm(settings.hidden_size, eps=settings.layer_norm_eps)
@@ -131,7 +143,7 @@ class BertSelfAttention(nn.Module):
         self.num_attention_heads = settings.num_attention_heads
         self.attention_head_size = settings.hidden_size // settings.num_attention_heads
         self.all_head_size = self.num_attention_heads * self.attention_head_size
-        self.scaling = self.attention_head_size ** -0.5
+        self.scaling = self.attention_head_size**-0.5
         self.query = nn.Linear(settings.hidden_size, self.all_head_size)
         self.key = nn.Linear(settings.hidden_size, self.all_head_size)
         self.value = nn.Linear(settings.hidden_size, self.all_head_size)
@@ -144,8 +156,14 @@ class BertSelfAttention(nn.Module):
         key = self.key(hidden_states).view(*hidden_shape).transpose(1, 2)
         value = self.value(hidden_states).view(*hidden_shape).transpose(1, 2)
         context = nn.functional.scaled_dot_product_attention(
-            query, key, value, attn_mask=attention_mask, dropout_p=self.dropout.p if self.training else 0.0,
-            scale=self.scaling, is_causal=False)
+            query,
+            key,
+            value,
+            attn_mask=attention_mask,
+            dropout_p=self.dropout.p if self.training else 0.0,
+            scale=self.scaling,
+            is_causal=False,
+        )
         context = context.transpose(1, 2).contiguous()
         return context.reshape(*input_shape, -1).contiguous()
 
@@ -209,8 +227,7 @@ class BertEncoder(nn.Module):
         super().__init__()
         self.layer = nn.ModuleList([BertLayer(settings) for _ in range(settings.num_hidden_layers)])
 
-    def forward(self, hidden_states: torch.Tensor, attention_mask: torch.Tensor | None = None
-                ) -> list[torch.Tensor]:
+    def forward(self, hidden_states: torch.Tensor, attention_mask: torch.Tensor | None = None) -> list[torch.Tensor]:
         """Every layer's output, in order."""
         states = []
         for layer in self.layer:
@@ -252,8 +269,13 @@ class BertModel(nn.Module):
     def get_input_embeddings(self) -> nn.Embedding:
         return self.embeddings.word_embeddings
 
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
-                token_type_ids: torch.Tensor | None = None, output_hidden_states: bool = False) -> EncoderOutput:
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        output_hidden_states: bool = False,
+    ) -> EncoderOutput:
         embedding_output = self.embeddings(input_ids, token_type_ids)
         mask = sdpa_mask(attention_mask, input_ids.shape[1], embedding_output.device)
         states = self.encoder(embedding_output, mask)
@@ -271,8 +293,11 @@ def match_keys(model_keys, checkpoint_keys) -> tuple[dict[str, str], list[str], 
     """
     checkpoint_keys = list(checkpoint_keys)
     prefixed = any(key.startswith(PREFIX) for key in checkpoint_keys)
-    base = {key[len(PREFIX):] if prefixed else key: key for key in checkpoint_keys
-            if not prefixed or key.startswith(PREFIX)}
+    base = {
+        key[len(PREFIX) :] if prefixed else key: key
+        for key in checkpoint_keys
+        if not prefixed or key.startswith(PREFIX)
+    }
     model_keys = list(model_keys)
     mapping = {key: base[key] for key in model_keys if key in base}
     missing = [key for key in model_keys if key not in base]
@@ -318,8 +343,9 @@ def checkpoint_keys(weights: Path) -> list[str]:
         return list(handle.keys())
 
 
-def _read_weights(weights: Path, mapping: dict[str, str], shapes: dict[str, torch.Size], dtype: torch.dtype
-                  ) -> dict[str, torch.Tensor]:
+def _read_weights(
+    weights: Path, mapping: dict[str, str], shapes: dict[str, torch.Size], dtype: torch.dtype
+) -> dict[str, torch.Tensor]:
     from safetensors import safe_open
 
     state = {}
@@ -327,9 +353,12 @@ def _read_weights(weights: Path, mapping: dict[str, str], shapes: dict[str, torc
         for name, key in mapping.items():
             tensor = handle.get_tensor(key)
             if tensor.shape != shapes[name] or not tensor.is_floating_point():
-                raise ModelError(f"weight {key} in {weights} is {str(tensor.dtype).replace('torch.', '')} "
-                                 f"{tuple(tensor.shape)}, but config.json implies a float tensor of "
-                                 f"{tuple(shapes[name])}", "check that config.json belongs to these weights")
+                raise ModelError(
+                    f"weight {key} in {weights} is {str(tensor.dtype).replace('torch.', '')} "
+                    f"{tuple(tensor.shape)}, but config.json implies a float tensor of "
+                    f"{tuple(shapes[name])}",
+                    "check that config.json belongs to these weights",
+                )
             state[name] = tensor.to(dtype)
     return state
 
@@ -346,16 +375,23 @@ def load_bert(folder: Path, weights: Path, dtype: torch.dtype) -> BertModel:
     try:
         mapping, missing, unexpected = match_keys(shapes, checkpoint_keys(weights))
         if missing or unexpected:
-            listed = "; ".join(f"{what}: {', '.join(keys[:4])}{', ...' if len(keys) > 4 else ''}"
-                               for what, keys in (("missing", missing), ("unexpected", unexpected)) if keys)
-            raise ModelError(f"{weights} does not hold the weights of a {settings.num_hidden_layers}-layer BERT "
-                             f"encoder by name ({listed})",
-                             "check the model folder; FEATX_NATIVE=0 loads it through transformers instead")
+            listed = "; ".join(
+                f"{what}: {', '.join(keys[:4])}{', ...' if len(keys) > 4 else ''}"
+                for what, keys in (("missing", missing), ("unexpected", unexpected))
+                if keys
+            )
+            raise ModelError(
+                f"{weights} does not hold the weights of a {settings.num_hidden_layers}-layer BERT "
+                f"encoder by name ({listed})",
+                "check the model folder; FEATX_NATIVE=0 loads it through transformers instead",
+            )
         state = _read_weights(weights, mapping, shapes, dtype)
     except ModelError:
         raise
     except Exception as err:  # safetensors' own error on a damaged file
-        raise ModelError(f"cannot read the weights in {weights}: {type(err).__name__}: {err}",
-                         "check that the model folder is complete and undamaged") from None
+        raise ModelError(
+            f"cannot read the weights in {weights}: {type(err).__name__}: {err}",
+            "check that the model folder is complete and undamaged",
+        ) from None
     model.load_state_dict(state, strict=True, assign=True)
     return model.eval()

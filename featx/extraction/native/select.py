@@ -49,8 +49,18 @@ def _config_reason(config: dict) -> str:
     """Why config.json describes something other than the encoder ``bert.py`` computes ('' if it does not)."""
     if config.get("model_type") != "bert":
         return f"model_type {config.get('model_type')!r}"
-    flags = [key for key in ("is_encoder_decoder", "is_decoder", "add_cross_attention", "pruned_heads",
-                             "chunk_size_feed_forward", "quantization_config") if config.get(key)]
+    flags = [
+        key
+        for key in (
+            "is_encoder_decoder",
+            "is_decoder",
+            "add_cross_attention",
+            "pruned_heads",
+            "chunk_size_feed_forward",
+            "quantization_config",
+        )
+        if config.get(key)
+    ]
     if flags:
         return f"config.json sets {', '.join(flags)}"
     if config.get("position_embedding_type") not in (None, "absolute"):
@@ -71,17 +81,34 @@ def _weights_reason(folder: Path, weight_files: list[Path], config: dict) -> str
     except Exception as err:  # a damaged header: transformers reports it
         return f"model.safetensors is not readable ({type(err).__name__})"
     if missing or unexpected:
-        return f"model.safetensors does not hold exactly a BertModel's weights ({len(missing)} missing, " \
-               f"{len(unexpected)} others)"
+        return (
+            f"model.safetensors does not hold exactly a BertModel's weights ({len(missing)} missing, "
+            f"{len(unexpected)} others)"
+        )
     return ""
 
 
-def choose(folder: Path, weight_files: list[Path], requested: bool, trust_remote_code: bool = False,
-           random_init: bool = False, placement: dict | None = None) -> Choice:
+def choose(
+    folder: Path,
+    weight_files: list[Path],
+    requested: bool,
+    trust_remote_code: bool = False,
+    random_init: bool = False,
+    placement: dict | None = None,
+) -> Choice:
     """Native or transformers for ``folder``; reads config.json, the tokenizer files and the weights' header."""
     folder = Path(folder)
-    reason = ("not requested" if not requested else "--trust-remote-code" if trust_remote_code
-              else "--random-init" if random_init else "--device-map" if placement else "")
+    reason = (
+        "not requested"
+        if not requested
+        else "--trust-remote-code"
+        if trust_remote_code
+        else "--random-init"
+        if random_init
+        else "--device-map"
+        if placement
+        else ""
+    )
     if reason:
         return Choice(reason=reason)
     try:

@@ -19,16 +19,26 @@ from pathlib import Path
 SPECIAL_NAMES = ("bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token")
 BERT_CLASSES = ("BertTokenizer", "BertTokenizerFast")
 GENERIC_CLASSES = ("TokenizersBackend", "PreTrainedTokenizerFast")
-BERT_DEFAULTS = {"unk_token": "[UNK]", "sep_token": "[SEP]", "pad_token": "[PAD]", "cls_token": "[CLS]",
-                 "mask_token": "[MASK]"}
+BERT_DEFAULTS = {
+    "unk_token": "[UNK]",
+    "sep_token": "[SEP]",
+    "pad_token": "[PAD]",
+    "cls_token": "[CLS]",
+    "mask_token": "[MASK]",
+}
 BERT_INPUTS = ["input_ids", "token_type_ids", "attention_mask"]
 GENERIC_INPUTS = ["input_ids", "attention_mask"]
 VERY_LARGE_INTEGER = int(1e30)  # transformers' model_max_length when the folder names none
 PLAIN_FLAGS = {"special": True, "normalized": False, "lstrip": False, "rstrip": False, "single_word": False}
 # tokenizer_config.json keys that make transformers change the pipeline or the added tokens: not handled here
 # (add_bos_token / add_eos_token: even when false, transformers then rebuilds the post-processor from them)
-UNHANDLED = ("split_special_tokens", "auto_map", "extra_special_tokens", "additional_special_tokens",
-             "model_specific_special_tokens")
+UNHANDLED = (
+    "split_special_tokens",
+    "auto_map",
+    "extra_special_tokens",
+    "additional_special_tokens",
+    "model_specific_special_tokens",
+)
 PRESENCE = ("add_bos_token", "add_eos_token")
 
 
@@ -39,8 +49,7 @@ class NotEquivalent(Exception):
 class NativeTokenizer:
     """The attributes and calls featx uses of a transformers tokenizer, over ``backend_tokenizer``."""
 
-    def __init__(self, backend, specials: dict, model_max_length: int, model_input_names: list[str],
-                 class_name: str):
+    def __init__(self, backend, specials: dict, model_max_length: int, model_input_names: list[str], class_name: str):
         self.backend_tokenizer = backend
         self.model_max_length = model_max_length
         self.model_input_names = list(model_input_names)
@@ -138,12 +147,17 @@ def _check_bert_pipeline(file_json: dict, config: dict, specials: dict, vocab: d
         raise NotEquivalent("a BERT tokenizer without [CLS], [SEP] or [UNK]")
     reference = Tokenizer(WordPiece({}, unk_token=specials["unk_token"]))
     reference.normalizer = normalizers.BertNormalizer(
-        clean_text=True, handle_chinese_chars=config.get("tokenize_chinese_chars", True),
-        strip_accents=config.get("strip_accents"), lowercase=config.get("do_lower_case", True))
+        clean_text=True,
+        handle_chinese_chars=config.get("tokenize_chinese_chars", True),
+        strip_accents=config.get("strip_accents"),
+        lowercase=config.get("do_lower_case", True),
+    )
     reference.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
     reference.post_processor = processors.TemplateProcessing(
-        single=f"{cls}:0 $A:0 {sep}:0", pair=f"{cls}:0 $A:0 {sep}:0 $B:1 {sep}:1",
-        special_tokens=[(cls, vocab.get(cls, 2)), (sep, vocab.get(sep, 3))])
+        single=f"{cls}:0 $A:0 {sep}:0",
+        pair=f"{cls}:0 $A:0 {sep}:0 $B:1 {sep}:1",
+        special_tokens=[(cls, vocab.get(cls, 2)), (sep, vocab.get(sep, 3))],
+    )
     expected = json.loads(reference.to_str())
     model = {key: value for key, value in (file_json.get("model") or {}).items() if key != "vocab"}
     if model != {key: value for key, value in expected["model"].items() if key != "vocab"}:
@@ -164,8 +178,11 @@ def load_native_tokenizer(folder: Path) -> NativeTokenizer:
     class_name = config.get("tokenizer_class", "BertTokenizer")
     if class_name not in BERT_CLASSES + GENERIC_CLASSES:
         raise NotEquivalent(f"tokenizer class {class_name}")
-    unhandled = ([key for key in UNHANDLED if config.get(key)] + [key for key in PRESENCE if key in config]
-                 + (["added_tokens.json"] if (folder / "added_tokens.json").exists() else []))
+    unhandled = (
+        [key for key in UNHANDLED if config.get(key)]
+        + [key for key in PRESENCE if key in config]
+        + (["added_tokens.json"] if (folder / "added_tokens.json").exists() else [])
+    )
     if unhandled:
         raise NotEquivalent(f"the tokenizer files set {', '.join(unhandled)}, which only transformers handles")
     try:
@@ -181,5 +198,10 @@ def load_native_tokenizer(folder: Path) -> NativeTokenizer:
         raise NotEquivalent("tokenizer.json has no post-processor (transformers would build one)")
     max_length = config.get("model_max_length", config.get("max_len"))
     names = config.get("model_input_names") or (BERT_INPUTS if class_name in BERT_CLASSES else GENERIC_INPUTS)
-    return NativeTokenizer(backend, specials, VERY_LARGE_INTEGER if max_length is None else max_length, names,
-                           "BertTokenizer" if class_name in BERT_CLASSES else "TokenizersBackend")
+    return NativeTokenizer(
+        backend,
+        specials,
+        VERY_LARGE_INTEGER if max_length is None else max_length,
+        names,
+        "BertTokenizer" if class_name in BERT_CLASSES else "TokenizersBackend",
+    )

@@ -23,8 +23,9 @@ def parse_train_sizes(text) -> list[float]:
         try:
             value = float(part)
         except ValueError:
-            raise InputError(f"--train-sizes: '{part}' is not a number",
-                             "give fractions (0.1,0.5,1.0) or row counts (50,100,200)") from None
+            raise InputError(
+                f"--train-sizes: '{part}' is not a number", "give fractions (0.1,0.5,1.0) or row counts (50,100,200)"
+            ) from None
         if value <= 0 or (value > 1 and value != int(value)):
             raise InputError(f"--train-sizes: {part} is neither a fraction in (0, 1] nor a whole row count")
         sizes.append(value)

@@ -20,17 +20,50 @@ import pandas as pd
 
 from ...errors import InputError
 from ...selection import parse_layer_specs, parse_poolings
-from ..evaluation import core as ev
 from ..config import DEFAULT_CS
-from .erasure import METHODS, Eraser, fit_eraser, moved, random_eraser, save_erasers
+from ..evaluation import core as ev
 from ..evaluation.significance import ALPHA, holm, paired_p_value
 from ..tasks.pairs import refuse_separate_pairs
+from .erasure import METHODS, Eraser, fit_eraser, moved, random_eraser, save_erasers
 from .target import Task, check_positive, load_task, open_complete
 
-MAIN_COLUMNS = ["label", "method", "pooling", "layer", "rank", "iterations", "majority", "before", "before_low",
-                "before_high", "after", "after_low", "after_high", "at_chance", "p", "p_holm", "moved"]
-AMNESIC_COLUMNS = ["label", "erased", "pooling", "layer", "majority", "before", "before_low", "before_high",
-                   "after", "after_low", "after_high", "change", "p", "p_holm", "significant", "random_after"]
+MAIN_COLUMNS = [
+    "label",
+    "method",
+    "pooling",
+    "layer",
+    "rank",
+    "iterations",
+    "majority",
+    "before",
+    "before_low",
+    "before_high",
+    "after",
+    "after_low",
+    "after_high",
+    "at_chance",
+    "p",
+    "p_holm",
+    "moved",
+]
+AMNESIC_COLUMNS = [
+    "label",
+    "erased",
+    "pooling",
+    "layer",
+    "majority",
+    "before",
+    "before_low",
+    "before_high",
+    "after",
+    "after_low",
+    "after_high",
+    "change",
+    "p",
+    "p_holm",
+    "significant",
+    "random_after",
+]
 
 
 @dataclass
@@ -86,18 +119,19 @@ def _summary(task: Task, folds: list[ev.FoldResult], n_boot: int, seed: int) -> 
 
 def _oof(task: Task, folds: list[ev.FoldResult]) -> np.ndarray:
     out = np.full(len(task.y), -1)
-    for (_, test), result in zip(task.plan.folds, folds):
+    for (_, test), result in zip(task.plan.folds, folds, strict=False):
         out[test] = result.predictions
     return out
 
 
-def _before_after(job: _Job, task: Task, X: np.ndarray, codes: np.ndarray, n_codes: int, cache: dict,
-                  random_control: bool = False):
+def _before_after(
+    job: _Job, task: Task, X: np.ndarray, codes: np.ndarray, n_codes: int, cache: dict, random_control: bool = False
+):
     """Fold results of the logreg probe of ``task`` before and after erasing ``codes`` (the erased
     label's codes of task's rows) with an eraser fitted on each fold's training rows that have one;
     with ``random_control``, also after removing as many random directions (the amnesic control)."""
     before, after, control = [], [], []
-    for index, ((train, test), dev) in enumerate(zip(task.plan.folds, task.plan.dev)):
+    for index, ((train, test), dev) in enumerate(zip(task.plan.folds, task.plan.dev, strict=False)):
         seed = job.config.seed + 1000 * index
         fit_rows = train[codes[train] >= 0]
         eraser = _eraser(job, task.kept[fit_rows], X[fit_rows], codes[fit_rows], n_codes, cache)
@@ -105,8 +139,11 @@ def _before_after(job: _Job, task: Task, X: np.ndarray, codes: np.ndarray, n_cod
         if random_control:
             versions.append((control, random_eraser(X[fit_rows], eraser.rank, seed)(X)))
         for store, data in versions:
-            store.append(ev.run_linear_tasks("logreg", data, [task.y], train, test, dev, task.n_classes,
-                                             DEFAULT_CS, False, seed)[0])
+            store.append(
+                ev.run_linear_tasks(
+                    "logreg", data, [task.y], train, test, dev, task.n_classes, DEFAULT_CS, False, seed
+                )[0]
+            )
     return before, after, control
 
 
@@ -130,10 +167,18 @@ def _run_job(job: _Job) -> tuple[dict, list[dict], np.ndarray, Eraser]:
         rows = main.training_rows()
         final = _eraser(job, main.kept[rows], X[main.kept][rows], main.y[rows], main.n_classes, cache)
         erased = final(X)
-        record = {"label": main.label, "method": config.method, "pooling": job.pooling, "layer": job.layer,
-                  "rank": final.rank, "iterations": final.iterations, "moved": moved(X, erased),
-                  "p": paired_p_value(main.plan, main.y, _oof(main, before), _oof(main, after),
-                                      max(config.n_bootstrap, 1000), config.seed)}
+        record = {
+            "label": main.label,
+            "method": config.method,
+            "pooling": job.pooling,
+            "layer": job.layer,
+            "rank": final.rank,
+            "iterations": final.iterations,
+            "moved": moved(X, erased),
+            "p": paired_p_value(
+                main.plan, main.y, _oof(main, before), _oof(main, after), max(config.n_bootstrap, 1000), config.seed
+            ),
+        }
         record["majority"] = _summary(main, main.majority(), config.n_bootstrap, config.seed)[0]
         _put(record, "before", _summary(main, before, config.n_bootstrap, config.seed))
         _put(record, "after", _summary(main, after, config.n_bootstrap, config.seed))
@@ -148,12 +193,19 @@ def _put(record: dict, name: str, values: tuple[float, float, float]) -> None:
 
 def _amnesic(job: _Job, task: Task, X: np.ndarray, cache: dict) -> dict:
     config = job.config
-    before, after, control = _before_after(job, task, X[task.kept], job.l_codes[task.kept], job.main.n_classes,
-                                           cache, random_control=True)
-    record = {"label": task.label, "erased": job.main.label, "pooling": job.pooling, "layer": job.layer,
-              "majority": _summary(task, task.majority(), config.n_bootstrap, config.seed)[0],
-              "p": paired_p_value(task.plan, task.y, _oof(task, before), _oof(task, after),
-                                  max(config.n_bootstrap, 1000), config.seed)}
+    before, after, control = _before_after(
+        job, task, X[task.kept], job.l_codes[task.kept], job.main.n_classes, cache, random_control=True
+    )
+    record = {
+        "label": task.label,
+        "erased": job.main.label,
+        "pooling": job.pooling,
+        "layer": job.layer,
+        "majority": _summary(task, task.majority(), config.n_bootstrap, config.seed)[0],
+        "p": paired_p_value(
+            task.plan, task.y, _oof(task, before), _oof(task, after), max(config.n_bootstrap, 1000), config.seed
+        ),
+    }
     _put(record, "before", _summary(task, before, config.n_bootstrap, config.seed))
     _put(record, "after", _summary(task, after, config.n_bootstrap, config.seed))
     record["change"] = record["after"] - record["before"]
@@ -193,11 +245,17 @@ def _plan_jobs(config: EraseConfig, notes: list[str]) -> tuple[list[_Job], dict]
         others = _other_tasks(features, main, config, notes)
         codes = np.full(features.n_rows, -1, dtype=np.int64)
         codes[main.kept] = main.y
-        info = {"n_rows": features.n_rows, "model": features.attrs.get("model"),
-                "fingerprint": features.attrs.get("fingerprint")}
+        info = {
+            "n_rows": features.n_rows,
+            "model": features.attrs.get("model"),
+            "fingerprint": features.attrs.get("fingerprint"),
+        }
     layers = [spec.layers[0] for spec in specs]
-    jobs = [_Job(str(config.features), layer, pooling, main, others, codes, config)
-            for pooling in poolings for layer in layers]
+    jobs = [
+        _Job(str(config.features), layer, pooling, main, others, codes, config)
+        for pooling in poolings
+        for layer in layers
+    ]
     return jobs, {**info, "layers": layers, "poolings": poolings, "main": main, "others": others}
 
 
@@ -229,13 +287,29 @@ def erase(config: EraseConfig | str | Path, **options) -> EraseResult:
         check_output(source, output, config.overwrite)
     outputs = _run(jobs, config)
     table, amnesic = _tables(outputs)
-    settings = {"kind": "erasure", "method": config.method, "label": main.label, "layers": info["layers"],
-                "poolings": info["poolings"], "fit_rows": "train split" if main.plan.is_split else "all labelled rows",
-                "iterations": {f"{r['pooling']}/{r['layer']}": r["iterations"] for r, *_ in outputs}
-                if config.method == "inlp" else None, "seed": config.seed}
-    meta = {"features_file": str(source.resolve()), "model": info["model"], "label": main.label,
-            "evaluation": main.plan.evaluation, "n_rows": info["n_rows"], "classes": main.class_names,
-            "amnesic_labels": [task.label for task in info["others"]], "settings": settings, "notes": notes}
+    settings = {
+        "kind": "erasure",
+        "method": config.method,
+        "label": main.label,
+        "layers": info["layers"],
+        "poolings": info["poolings"],
+        "fit_rows": "train split" if main.plan.is_split else "all labelled rows",
+        "iterations": {f"{r['pooling']}/{r['layer']}": r["iterations"] for r, *_ in outputs}
+        if config.method == "inlp"
+        else None,
+        "seed": config.seed,
+    }
+    meta = {
+        "features_file": str(source.resolve()),
+        "model": info["model"],
+        "label": main.label,
+        "evaluation": main.plan.evaluation,
+        "n_rows": info["n_rows"],
+        "classes": main.class_names,
+        "amnesic_labels": [task.label for task in info["others"]],
+        "settings": settings,
+        "notes": notes,
+    }
     result = EraseResult(table, amnesic, meta, notes=notes)
     if config.write:
         pooled = {pooling: {} for pooling in info["poolings"]}
@@ -243,8 +317,9 @@ def erase(config: EraseConfig | str | Path, **options) -> EraseResult:
             pooled[record["pooling"]][record["layer"]] = erased
         result.output = write_derived(source, output, pooled, settings)
         result.csv_path = _write_tables(result, output)
-        save_erasers({f"{r['pooling']}/{r['layer']}": eraser for r, _, _, eraser in outputs},
-                     _side(output, "erasers.npz"))
+        save_erasers(
+            {f"{r['pooling']}/{r['layer']}": eraser for r, _, _, eraser in outputs}, _side(output, "erasers.npz")
+        )
     meta["seconds"] = round(time.perf_counter() - started, 3)
     return result
 
@@ -277,6 +352,7 @@ def _write_tables(result: EraseResult, output: Path) -> Path:
     if not result.amnesic.empty:
         write_table(result.amnesic, _side(output, "amnesic.csv"))
     payload = {"meta": result.meta, "results": _records(result.table), "amnesic": _records(result.amnesic)}
-    _side(output, "erase.json").write_text(json.dumps(payload, default=_clean, indent=1, allow_nan=False),
-                                                       encoding="utf-8")
+    _side(output, "erase.json").write_text(
+        json.dumps(payload, default=_clean, indent=1, allow_nan=False), encoding="utf-8"
+    )
     return csv_path

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..solvers import classifiers as clf
 from ..evaluation import core as ev
+from ..solvers import classifiers as clf
 
 METHODS = ("leace", "inlp")
 SVD_TOL = 1e-8  # singular values of the whitened cross-covariance below this are not erased
@@ -64,8 +64,9 @@ def save_erasers(erasers: dict[str, Eraser], path) -> None:
     hook for a later intervention in the forward pass: the same map applies to any ``(..., d)`` states
     (e.g. in a forward hook at a site, ``featx/sites.py``), though a pooled eraser is fitted on pooled
     vectors, not on token states."""
-    arrays = {f"{key}/{part}": getattr(eraser, part) for key, eraser in erasers.items()
-              for part in ("mean", "left", "right")}
+    arrays = {
+        f"{key}/{part}": getattr(eraser, part) for key, eraser in erasers.items() for part in ("mean", "left", "right")
+    }
     np.savez(path, **arrays)
 
 
@@ -98,8 +99,7 @@ def shrunk_covariance(centred: np.ndarray) -> np.ndarray:
     return alpha * sample + beta * (trace / p) * np.eye(p)
 
 
-def fit_leace(X: np.ndarray, y: np.ndarray, n_classes: int, svd_tol: float = SVD_TOL,
-              shrinkage: bool = True) -> Eraser:
+def fit_leace(X: np.ndarray, y: np.ndarray, n_classes: int, svd_tol: float = SVD_TOL, shrinkage: bool = True) -> Eraser:
     """The LEACE eraser of the label ``y`` from ``X`` (rows used for fitting only). After it, the
     fitting rows' cross-covariance with the one-hot label is zero, with or without ``shrinkage``."""
     X = np.asarray(X, dtype=np.float64)
@@ -128,8 +128,9 @@ def _directions(model) -> np.ndarray:
     return u[:, s > 1e-10 * max(s.max(), 1e-300)]
 
 
-def fit_inlp(X: np.ndarray, y: np.ndarray, n_classes: int, iterations: int = 50, seed: int = 0,
-             C: float = INLP_C) -> Eraser:
+def fit_inlp(
+    X: np.ndarray, y: np.ndarray, n_classes: int, iterations: int = 50, seed: int = 0, C: float = INLP_C
+) -> Eraser:
     """INLP: up to ``iterations`` rounds of probe + nullspace projection, judged on a held-out 20%."""
     X = np.asarray(X, dtype=np.float64)
     mean = X.mean(axis=0)
@@ -163,13 +164,19 @@ def random_eraser(X: np.ndarray, rank: int, seed: int = 0) -> Eraser:
     return Eraser("random", np.asarray(X, dtype=np.float64).mean(axis=0), basis, basis.T.copy())
 
 
-def fit_eraser(method: str, X: np.ndarray, y: np.ndarray, n_classes: int, iterations: int = 50,
-               seed: int = 0) -> Eraser:
+def fit_eraser(
+    method: str, X: np.ndarray, y: np.ndarray, n_classes: int, iterations: int = 50, seed: int = 0
+) -> Eraser:
     """The eraser of ``method`` fitted on these rows; one that changes nothing if they hold one class."""
     if len(np.unique(y)) < 2:
         d = np.asarray(X).shape[1]
-        return Eraser(method, np.asarray(X, dtype=np.float64).mean(axis=0), np.zeros((d, 0)), np.zeros((0, d)),
-                      iterations=0 if method == "inlp" else None)
+        return Eraser(
+            method,
+            np.asarray(X, dtype=np.float64).mean(axis=0),
+            np.zeros((d, 0)),
+            np.zeros((0, d)),
+            iterations=0 if method == "inlp" else None,
+        )
     if method == "leace":
         return fit_leace(X, y, n_classes)
     if method == "inlp":

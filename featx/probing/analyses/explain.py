@@ -15,9 +15,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ...errors import InputError, StoreError, require_whole
-from .explain_regression import LAYER_PREFIX, explain_regression, length_buckets  # noqa: F401
+from ...errors import StoreError, require_whole
 from ..results import side_path
+from .explain_regression import LAYER_PREFIX, explain_regression, length_buckets  # noqa: F401
 
 
 @dataclass
@@ -39,22 +39,30 @@ class Explanation:
 
     def format(self, limit: int = 10) -> str:
         require_whole(limit, "--limit")
-        lines = [f"explaining {self.predictions_path} (label '{self.label}', {self.predictions_for}, "
-                 f"{len(self.correct)} rows, layers {', '.join(self.layers)})", ""]
+        lines = [
+            f"explaining {self.predictions_path} (label '{self.label}', {self.predictions_for}, "
+            f"{len(self.correct)} rows, layers {', '.join(self.layers)})",
+            "",
+        ]
         accuracy = self.correct.mean()
         lines.append("accuracy by layer: " + "  ".join(f"{layer} {accuracy[layer]:.3f}" for layer in self.layers))
         lines += ["", f"rows right from some layer on ({len(self.flips)}; first layer from which they stay right):"]
         lines += _rows(self.flips, ["first_right_layer"], limit)
         lines += ["", f"rows wrong at every layer ({len(self.always_wrong)}):"]
         lines += _rows(self.always_wrong, ["last_prediction"], limit)
-        for title, frame in (("per-class F1 by layer", self.per_class_f1),
-                             ("accuracy by length (tokens)", self.by_length),
-                             ("accuracy by truncation", self.by_truncation)):
+        for title, frame in (
+            ("per-class F1 by layer", self.per_class_f1),
+            ("accuracy by length (tokens)", self.by_length),
+            ("accuracy by truncation", self.by_truncation),
+        ):
             lines += ["", title + ":", frame.to_string(float_format=lambda v: f"{v:.3f}")]
         if self.confusions is not None:
             best = self.correct.mean().idxmax()
-            lines += ["", f"most frequent confusions at the best layer ({best}):",
-                      self.confusions.to_string(index=False, float_format=lambda v: f"{v:.3f}")]
+            lines += [
+                "",
+                f"most frequent confusions at the best layer ({best}):",
+                self.confusions.to_string(index=False, float_format=lambda v: f"{v:.3f}"),
+            ]
         lines += [f"note: {note}" for note in self.notes]
         return "\n".join(lines)
 
@@ -94,8 +102,10 @@ def _resolve(results) -> tuple[Path, dict]:
     name = meta.get("predictions_file")
     predictions = path.with_name(name) if name else side_path(path.with_suffix(".csv"), "predictions")
     if not predictions.exists():
-        raise StoreError(f"{path} has no per-row predictions file ({predictions.name} is missing)",
-                         "run featx probe again with this featx version: it writes the predictions beside the results")
+        raise StoreError(
+            f"{path} has no per-row predictions file ({predictions.name} is missing)",
+            "run featx probe again with this featx version: it writes the predictions beside the results",
+        )
     return predictions, meta
 
 
@@ -122,11 +132,13 @@ def explain(results=None, buckets: int = 4, texts: bool = True) -> Explanation:
         frame = pd.read_csv(path, dtype={"id": str, "label": str, "word": str}, keep_default_na=False)
     except (ValueError, OSError) as err:
         raise StoreError(f"{path} is not a featx predictions file ({err})") from None
-    layers = [column[len(LAYER_PREFIX):] for column in frame.columns if column.startswith(LAYER_PREFIX)]
+    layers = [column[len(LAYER_PREFIX) :] for column in frame.columns if column.startswith(LAYER_PREFIX)]
     missing = [column for column in ("id", "label", "n_tokens", "truncated") if column not in frame]
     if missing or not layers:
-        raise StoreError(f"{path} is not a featx predictions file: "
-                         + (f"columns {', '.join(missing)} are missing" if missing else "it has no layer_* columns"))
+        raise StoreError(
+            f"{path} is not a featx predictions file: "
+            + (f"columns {', '.join(missing)} are missing" if missing else "it has no layer_* columns")
+        )
     predicted = frame[[LAYER_PREFIX + layer for layer in layers]].astype(str)
     predicted.columns = layers
     true = frame["label"].astype(str)
@@ -152,8 +164,10 @@ def explain(results=None, buckets: int = 4, texts: bool = True) -> Explanation:
     always_wrong["last_prediction"] = predicted.loc[never, layers[-1]]
 
     classes = sorted(true.unique())
-    per_class = pd.DataFrame({layer: [_f1(true.to_numpy(), predicted[layer].to_numpy(), name) for name in classes]
-                              for layer in layers}, index=pd.Index(classes, name="class"))
+    per_class = pd.DataFrame(
+        {layer: [_f1(true.to_numpy(), predicted[layer].to_numpy(), name) for name in classes] for layer in layers},
+        index=pd.Index(classes, name="class"),
+    )
     by_length = _accuracy_by(length_buckets(frame["n_tokens"].astype(int), buckets), correct, "tokens")
     truncated = frame["truncated"].map(lambda v: str(v).lower() in ("true", "1")).map({False: "no", True: "yes"})
     by_truncation = _accuracy_by(truncated, correct, "truncated")
@@ -162,6 +176,17 @@ def explain(results=None, buckets: int = 4, texts: bool = True) -> Explanation:
         from ..tasks.word_predictions import top_confusions
 
         confusions = top_confusions(true, predicted[correct.mean().idxmax()])
-    return Explanation(path, str(meta.get("label", "")), str(meta.get("predictions_for", "")), layers, correct,
-                       flips.reset_index(drop=True), always_wrong.reset_index(drop=True), per_class, by_length,
-                       by_truncation, notes, confusions)
+    return Explanation(
+        path,
+        str(meta.get("label", "")),
+        str(meta.get("predictions_for", "")),
+        layers,
+        correct,
+        flips.reset_index(drop=True),
+        always_wrong.reset_index(drop=True),
+        per_class,
+        by_length,
+        by_truncation,
+        notes,
+        confusions,
+    )

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from ...errors import StoreError, require_whole
+
 LAYER_PREFIX = "layer_"  # the per-layer columns of a predictions file
 
 
@@ -18,7 +19,9 @@ def length_buckets(n_tokens: pd.Series, buckets: int = 4) -> pd.Series:
     if len(edges) < 2:
         return pd.Series([f"{int(n_tokens.min())}"] * len(n_tokens), index=n_tokens.index)
     codes = np.clip(np.searchsorted(edges, n_tokens, side="right") - 1, 0, len(edges) - 2)
-    labels = [f"{int(lo) if i == 0 else int(lo) + 1}-{int(hi)}" for i, (lo, hi) in enumerate(zip(edges[:-1], edges[1:]))]
+    labels = [
+        f"{int(lo) if i == 0 else int(lo) + 1}-{int(hi)}" for i, (lo, hi) in enumerate(zip(edges[:-1], edges[1:], strict=False))
+    ]
     return pd.Series(pd.Categorical([labels[c] for c in codes], categories=labels, ordered=True), index=n_tokens.index)
 
 
@@ -34,10 +37,15 @@ class RegressionExplanation:
 
     def format(self, limit: int = 10) -> str:
         require_whole(limit, "--limit")
-        lines = [f"explaining {self.predictions_path} (label '{self.label}', regression, {self.predictions_for}, "
-                 f"{len(self.largest)} rows, layers {', '.join(self.layers)})", "",
-                 "R² and MAE by layer:", self.by_layer.T.to_string(float_format=lambda v: f"{v:.3f}"), "",
-                 f"largest residuals (prediction - label) at the best layer {self.by_layer.r2.idxmax()}, by layer:"]
+        lines = [
+            f"explaining {self.predictions_path} (label '{self.label}', regression, {self.predictions_for}, "
+            f"{len(self.largest)} rows, layers {', '.join(self.layers)})",
+            "",
+            "R² and MAE by layer:",
+            self.by_layer.T.to_string(float_format=lambda v: f"{v:.3f}"),
+            "",
+            f"largest residuals (prediction - label) at the best layer {self.by_layer.r2.idxmax()}, by layer:",
+        ]
         shown = self.largest.head(limit).copy()
         shown["label"] = shown["label"].map(lambda v: f"{v:.2f}")
         if "text" in shown:
@@ -45,15 +53,18 @@ class RegressionExplanation:
         lines += ["  " + line for line in shown.to_string(index=False, float_format=lambda v: f"{v:+.2f}").splitlines()]
         if len(self.largest) > limit:
             lines.append(f"  ... {len(self.largest) - limit} more (--limit N shows more)")
-        lines += ["", "mean absolute error by length (tokens):",
-                  self.by_length.to_string(float_format=lambda v: f"{v:.3f}")]
+        lines += [
+            "",
+            "mean absolute error by length (tokens):",
+            self.by_length.to_string(float_format=lambda v: f"{v:.3f}"),
+        ]
         return "\n".join(lines)
 
 
 def explain_regression(path: Path, meta: dict, buckets: int, texts: bool) -> RegressionExplanation:
     try:
         frame = pd.read_csv(path, dtype={"id": str}, keep_default_na=False)
-        layers = [column[len(LAYER_PREFIX):] for column in frame.columns if column.startswith(LAYER_PREFIX)]
+        layers = [column[len(LAYER_PREFIX) :] for column in frame.columns if column.startswith(LAYER_PREFIX)]
         true = frame["label"].astype(float).to_numpy()
         predicted = frame[[LAYER_PREFIX + layer for layer in layers]].astype(float)
     except (KeyError, ValueError, OSError) as err:
@@ -63,7 +74,7 @@ def explain_regression(path: Path, meta: dict, buckets: int, texts: bool) -> Reg
     predicted.columns = layers
     residual = predicted.sub(true, axis=0)
     total = float(((true - true.mean()) ** 2).sum()) or float("nan")
-    by_layer = pd.DataFrame({"r2": 1 - (residual ** 2).sum() / total, "mae": residual.abs().mean()})
+    by_layer = pd.DataFrame({"r2": 1 - (residual**2).sum() / total, "mae": residual.abs().mean()})
     by_layer.index.name = "layer"
     if texts and "row" in frame and meta.get("features_file") and Path(meta["features_file"]).exists():
         from ...store import FeatureFile
@@ -73,12 +84,19 @@ def explain_regression(path: Path, meta: dict, buckets: int, texts: bool) -> Reg
         frame["text"] = [all_texts[i] if 0 <= i < len(all_texts) else "" for i in frame["row"].astype(int)]
     best = by_layer.r2.idxmax()
     order = np.argsort(-residual[best].abs().to_numpy(), kind="stable")
-    largest = pd.concat([frame[["id", "label"]], residual.add_prefix("layer ")]
-                        + ([frame[["text"]]] if "text" in frame else []), axis=1).iloc[order].reset_index(drop=True)
+    largest = (
+        pd.concat(
+            [frame[["id", "label"]], residual.add_prefix("layer ")] + ([frame[["text"]]] if "text" in frame else []),
+            axis=1,
+        )
+        .iloc[order]
+        .reset_index(drop=True)
+    )
     groups = length_buckets(frame["n_tokens"].astype(int), buckets)
     errors = residual.abs()
     by_length = errors.groupby(groups.values, observed=True).mean()
     by_length.insert(0, "rows", errors.groupby(groups.values, observed=True).size())
     by_length.index.name = "tokens"
-    return RegressionExplanation(path, str(meta.get("label", "")), str(meta.get("predictions_for", "")), layers,
-                                 by_layer, largest, by_length)
+    return RegressionExplanation(
+        path, str(meta.get("label", "")), str(meta.get("predictions_for", "")), layers, by_layer, largest, by_length
+    )

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..solvers import classifiers as clf
 from ..evaluation import core as ev
+from ..solvers import classifiers as clf
 from ..tasks.word_items import inner_split_by_sentence
 
 FRACTIONS = (0.001, 0.002, 0.004, 0.008, 0.016, 0.032, 0.0625, 0.125, 0.25, 0.5, 1.0)
@@ -67,7 +67,7 @@ def _codelength_search(Xs, y, splits, cs, n_classes, seed) -> float:
     best_bits, best_c, waited = np.inf, cs[0], 0
     for C in sorted(cs):
         bits = 0.0
-        for model, (fit_rows, val_rows) in zip(models, splits):
+        for model, (fit_rows, val_rows) in zip(models, splits, strict=False):
             model.set_params(C=C)
             clf.fit_quietly(model, Xs[fit_rows], y[fit_rows])
             bits += _bits(clf.linear_scores(model, Xs[val_rows], n_classes), y[val_rows], n_classes)
@@ -91,8 +91,11 @@ def _held_out_splits(y: np.ndarray, seed: int, groups: np.ndarray | None = None)
         return [ev.inner_split(y, rows, seed)]
     from sklearn.model_selection import KFold, StratifiedKFold
 
-    splitter = StratifiedKFold(3, shuffle=True, random_state=seed) if counts[counts > 0].min() >= 3 \
+    splitter = (
+        StratifiedKFold(3, shuffle=True, random_state=seed)
+        if counts[counts > 0].min() >= 3
         else KFold(3, shuffle=True, random_state=seed)
+    )
     splits = [(rows[fit], rows[val]) for fit, val in splitter.split(rows, y)]
     return [(fit, val) for fit, val in splits if len(np.unique(y[fit])) >= 2]
 
@@ -108,7 +111,7 @@ def _group_splits(y: np.ndarray, groups: np.ndarray, seed: int) -> list[tuple[np
         splits = [inner_split_by_sentence(groups, rows, seed)]
     else:
         rng = np.random.default_rng(seed)
-        fold_of = dict(zip(rng.permutation(unique).tolist(), np.arange(len(unique)) % 3))
+        fold_of = dict(zip(rng.permutation(unique).tolist(), np.arange(len(unique)) % 3, strict=False))
         fold = np.array([fold_of[g] for g in groups.tolist()])
         splits = [(rows[fold != k], rows[fold == k]) for k in range(3)]
     return [(fit, val) for fit, val in splits if len(np.unique(y[fit])) >= 2]
@@ -144,8 +147,9 @@ def coded_rows(plan) -> np.ndarray | None:
     return np.sort(np.concatenate([part for part in (plan.folds[0][0], plan.dev[0]) if part is not None]))
 
 
-def transmission_order(rows: np.ndarray, seed: int, fractions=FRACTIONS,
-                       groups: np.ndarray | None = None) -> tuple[np.ndarray, list[int]]:
+def transmission_order(
+    rows: np.ndarray, seed: int, fractions=FRACTIONS, groups: np.ndarray | None = None
+) -> tuple[np.ndarray, list[int]]:
     """The seeded order in which ``rows`` are sent and the block end positions in it. With ``groups``
     (the group of every row of ``X``), whole groups are shuffled, each group's rows stay together in
     their own order, and every block ends on a group boundary."""
@@ -162,9 +166,16 @@ def transmission_order(rows: np.ndarray, seed: int, fractions=FRACTIONS,
     return order, [int(cumulative[end]) for end in block_ends(len(unique), fractions)]
 
 
-def online_codelength(X: np.ndarray, y: np.ndarray, n_classes: int, rows: np.ndarray | None = None,
-                      seed: int = 0, cs=(1e-3, 1e-2, 1e-1, 1.0, 10.0),
-                      fractions=FRACTIONS, groups: np.ndarray | None = None) -> OnlineCode:
+def online_codelength(
+    X: np.ndarray,
+    y: np.ndarray,
+    n_classes: int,
+    rows: np.ndarray | None = None,
+    seed: int = 0,
+    cs=(1e-3, 1e-2, 1e-1, 1.0, 10.0),
+    fractions=FRACTIONS,
+    groups: np.ndarray | None = None,
+) -> OnlineCode:
     """The online codelength (bits) of the labels ``y[rows]`` given the features ``X[rows]``.
 
     ``X`` is (n, d) (standardised per block from the sent rows only), ``y`` holds class codes 0..K-1;
@@ -174,7 +185,7 @@ def online_codelength(X: np.ndarray, y: np.ndarray, n_classes: int, rows: np.nda
     order, ends = transmission_order(rows, seed, fractions, groups)
     uniform_per_row = np.log2(n_classes)
     bits = ends[0] * uniform_per_row
-    for start, stop in zip(ends[:-1], ends[1:]):
+    for start, stop in zip(ends[:-1], ends[1:], strict=False):
         train, block = order[:start], order[start:stop]
         probabilities = _block_probabilities(X, y, train, block, n_classes, tuple(cs), seed, groups)
         bits += _bits(probabilities, y[block], n_classes)

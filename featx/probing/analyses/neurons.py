@@ -22,8 +22,8 @@ import pandas as pd
 
 from ...errors import InputError
 from ...selection import parse_layer_specs
-from ..evaluation import core as ev
 from ..config import DEFAULT_CS
+from ..evaluation import core as ev
 from ..tasks.pairs import refuse_separate_pairs
 from .target import Task, check_fraction, check_positive, load_task, open_complete
 
@@ -31,8 +31,22 @@ FRACTIONS = (0.01, 0.05, 0.1, 0.2)
 RANKINGS = ("probe", "anova")
 ELASTIC_C = 0.1  # inverse regularisation of the elastic-net ranking probe (standardised features)
 L1_RATIO = 0.5
-SELECTION_COLUMNS = ["label", "pooling", "layer", "fraction", "k", "selection", "ranking", "accuracy",
-                     "accuracy_low", "accuracy_high", "macro_f1", "n_train", "n_test", "evaluation"]
+SELECTION_COLUMNS = [
+    "label",
+    "pooling",
+    "layer",
+    "fraction",
+    "k",
+    "selection",
+    "ranking",
+    "accuracy",
+    "accuracy_low",
+    "accuracy_high",
+    "macro_f1",
+    "n_train",
+    "n_test",
+    "evaluation",
+]
 
 
 @dataclass
@@ -72,8 +86,9 @@ def elastic_net(Xs: np.ndarray, y: np.ndarray, seed: int):
     from sklearn.linear_model import LogisticRegression
 
     extra = {} if tuple(int(p) for p in sklearn.__version__.split(".")[:2]) >= (1, 8) else {"penalty": "elasticnet"}
-    model = LogisticRegression(solver="saga", l1_ratio=L1_RATIO, C=ELASTIC_C, max_iter=300, tol=1e-3,
-                               random_state=seed, **extra)
+    model = LogisticRegression(
+        solver="saga", l1_ratio=L1_RATIO, C=ELASTIC_C, max_iter=300, tol=1e-3, random_state=seed, **extra
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         model.fit(Xs, y)
@@ -116,7 +131,7 @@ def selection_curve(X: np.ndarray, task: Task, fractions, seed: int, n_boot: int
     """Accuracy of logreg probes retrained on selected neurons (rankings refitted per training part)."""
     per_choice: dict[tuple, list[ev.FoldResult]] = {}
     sizes: dict[tuple, int] = {}
-    for index, ((train, test), dev) in enumerate(zip(task.plan.folds, task.plan.dev)):
+    for index, ((train, test), dev) in enumerate(zip(task.plan.folds, task.plan.dev, strict=False)):
         fold_seed = seed + 1000 * index
         scores = rank_neurons(X, task.y, train, fold_seed)
         choices = _selections(scores, X.shape[1], fractions, np.random.default_rng(fold_seed))
@@ -124,20 +139,36 @@ def selection_curve(X: np.ndarray, task: Task, fractions, seed: int, n_boot: int
         for selection, ranking, fraction, neurons in choices:
             key = (selection, ranking, fraction)
             sizes[key] = len(neurons)
-            per_choice.setdefault(key, []).append(ev.run_linear_tasks(
-                "logreg", X[:, neurons], [task.y], train, test, dev, task.n_classes, DEFAULT_CS, False, fold_seed)[0])
+            per_choice.setdefault(key, []).append(
+                ev.run_linear_tasks(
+                    "logreg", X[:, neurons], [task.y], train, test, dev, task.n_classes, DEFAULT_CS, False, fold_seed
+                )[0]
+            )
     records = []
     for (selection, ranking, fraction), folds in per_choice.items():
         row = ev.summarise(task.plan, task.y, folds, task.n_classes, n_boot, seed)
-        records.append({"fraction": fraction, "k": sizes[(selection, ranking, fraction)], "selection": selection,
-                        "ranking": ranking, **{key: row[key] for key in SELECTION_COLUMNS if key in row}})
+        records.append(
+            {
+                "fraction": fraction,
+                "k": sizes[(selection, ranking, fraction)],
+                "selection": selection,
+                "ranking": ranking,
+                **{key: row[key] for key in SELECTION_COLUMNS if key in row},
+            }
+        )
     return records
 
 
 # -- one layer -----------------------------------------------------------------------------------------
 def _ranking_table(scores: dict, layer: int) -> pd.DataFrame:
-    table = pd.DataFrame({"layer": layer, "neuron": np.arange(len(scores["probe"])),
-                          "probe_score": scores["probe"], "anova_f": scores["anova"]})
+    table = pd.DataFrame(
+        {
+            "layer": layer,
+            "neuron": np.arange(len(scores["probe"])),
+            "probe_score": scores["probe"],
+            "anova_f": scores["anova"],
+        }
+    )
     for name, column in (("probe", "probe_rank"), ("anova", "anova_rank")):
         ranks = np.empty(len(table), dtype=np.int64)
         ranks[order(scores[name])] = np.arange(1, len(table) + 1)
@@ -146,9 +177,15 @@ def _ranking_table(scores: dict, layer: int) -> pd.DataFrame:
 
 
 def _per_class(weights: np.ndarray, task: Task, layer: int, listed: int) -> list[dict]:
-    return [{"layer": layer, "class": name, "neurons": [int(n) for n in order(weights[c])[:listed]],
-             "weights": [round(float(weights[c, n]), 4) for n in order(weights[c])[:listed]]}
-            for c, name in enumerate(task.class_names)]
+    return [
+        {
+            "layer": layer,
+            "class": name,
+            "neurons": [int(n) for n in order(weights[c])[:listed]],
+            "weights": [round(float(weights[c, n]), 4) for n in order(weights[c])[:listed]],
+        }
+        for c, name in enumerate(task.class_names)
+    ]
 
 
 def _run_layer(path: str, pooling: str, layer: int, task: Task, fractions, listed: int, config: NeuronConfig):
@@ -185,8 +222,9 @@ def neurons(config: NeuronConfig | str | Path, **options) -> NeuronResult:
         task = load_task(features, config.label, config.folds, config.seed)
         specs = parse_layer_specs(str(config.layers), features.layers, allow_combined=False)
         if config.pooling not in features.poolings:
-            raise InputError(f"pooling '{config.pooling}' is not stored in {features.path}; "
-                             f"stored: {', '.join(features.poolings)}")
+            raise InputError(
+                f"pooling '{config.pooling}' is not stored in {features.path}; stored: {', '.join(features.poolings)}"
+            )
         width, model = features.hidden_size, features.attrs.get("model")
     listed, fractions = _listed(config, width)
     layers = [spec.layers[0] for spec in specs]
@@ -194,11 +232,21 @@ def neurons(config: NeuronConfig | str | Path, **options) -> NeuronResult:
     ranking = pd.concat([table for table, _, _ in outputs], ignore_index=True)
     selection = pd.DataFrame([r for _, records, _ in outputs for r in records], columns=SELECTION_COLUMNS)
     per_class = pd.DataFrame([r for _, _, rows in outputs for r in rows])
-    meta = {"features_file": str(Path(config.features).resolve()), "model": model, "label": task.label,
-            "pooling": config.pooling, "layers": layers, "width": width, "listed": listed,
-            "fractions": list(fractions), "classes": task.class_names, "evaluation": task.plan.evaluation,
-            "elastic_net": {"C": ELASTIC_C, "l1_ratio": L1_RATIO}, "seed": config.seed,
-            "seconds": round(time.perf_counter() - started, 3)}
+    meta = {
+        "features_file": str(Path(config.features).resolve()),
+        "model": model,
+        "label": task.label,
+        "pooling": config.pooling,
+        "layers": layers,
+        "width": width,
+        "listed": listed,
+        "fractions": list(fractions),
+        "classes": task.class_names,
+        "evaluation": task.plan.evaluation,
+        "elastic_net": {"C": ELASTIC_C, "l1_ratio": L1_RATIO},
+        "seed": config.seed,
+        "seconds": round(time.perf_counter() - started, 3),
+    }
     result = NeuronResult(ranking, selection, per_class, meta)
     if config.write:
         from ...report.text.neurons import write_neurons

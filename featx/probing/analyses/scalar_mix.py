@@ -44,8 +44,9 @@ def _take_sentences(rows: np.ndarray, groups: np.ndarray, lengths: np.ndarray, c
     return sentences[: max(1, int(np.searchsorted(total, cap, side="right")))]
 
 
-def load_mix_data(source, task: WordTask, plan: WordPlan, pooling: str, layers: list[int], seed: int,
-                  budget: int = MIX_BUDGET) -> MixData:
+def load_mix_data(
+    source, task: WordTask, plan: WordPlan, pooling: str, layers: list[int], seed: int, budget: int = MIX_BUDGET
+) -> MixData:
     """The first outer fold's items with every layer of their words, within ``budget`` values."""
     offsets = np.asarray(source.word_offsets(), dtype=np.int64)
     lengths = np.diff(offsets)
@@ -61,8 +62,12 @@ def load_mix_data(source, task: WordTask, plan: WordPlan, pooling: str, layers: 
     if lengths[everything].sum() <= cap:
         chosen = everything
     else:
-        chosen = np.concatenate([_take_sentences(fit_rows, task.groups, lengths, int(cap * TRAIN_SHARE), rng),
-                                 _take_sentences(test, task.groups, lengths, int(cap * (1 - TRAIN_SHARE)), rng)])
+        chosen = np.concatenate(
+            [
+                _take_sentences(fit_rows, task.groups, lengths, int(cap * TRAIN_SHARE), rng),
+                _take_sentences(test, task.groups, lengths, int(cap * (1 - TRAIN_SHARE)), rng),
+            ]
+        )
     sampled = len(chosen) < len(everything)
     words = np.sort(np.concatenate([np.arange(offsets[s], offsets[s + 1]) for s in chosen]))
     states = np.empty((len(words), len(layers), hidden), np.float16)
@@ -140,8 +145,20 @@ def fit_mix(data: MixData, upto: int, n_classes: int, seed: int) -> tuple[np.nda
     inputs = _Inputs(data, upto)
     model = _build(upto, data.states.shape[2], n_classes, data.items.ndim == 2)
     batch = int(np.clip(len(data.train) // 20, 16, 256))  # at least ~20 steps an epoch on small data
-    clf.train_head(model, inputs, data.y, data.train, data.val, n_classes, seed, lr=1e-2, weight_decay=0.0,
-                   batch_size=batch, max_epochs=40, patience=4)
+    clf.train_head(
+        model,
+        inputs,
+        data.y,
+        data.train,
+        data.val,
+        n_classes,
+        seed,
+        lr=1e-2,
+        weight_decay=0.0,
+        batch_size=batch,
+        max_epochs=40,
+        patience=4,
+    )
     predicted = clf.head_scores(model, inputs, data.test, batch_size=1024).argmax(axis=1)
     with torch.no_grad():
         weights = model.weights().numpy().astype(np.float64)
@@ -167,7 +184,9 @@ def layer_summary(data: MixData, n_classes: int, seed: int) -> dict:
         "cumulative_accuracy": [round(value, 6) for value in cumulative],
         "gains": [round(float(value), 6) for value in gains],
         "expected_layer": expected,
-        "n_train": int(len(data.train)), "n_val": int(len(data.val)), "n_test": int(len(data.test)),
+        "n_train": int(len(data.train)),
+        "n_val": int(len(data.val)),
+        "n_test": int(len(data.test)),
         "sampled": bool(data.sampled),
     }
 

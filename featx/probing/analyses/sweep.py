@@ -23,17 +23,32 @@ import pandas as pd
 
 from ...errors import InputError
 from ...selection import parse_layer_specs, parse_poolings
-from ..solvers import classifiers as clf
-from ..evaluation import core as ev
 from ..config import DEFAULT_CS
+from ..evaluation import core as ev
+from ..solvers import classifiers as clf
 from ..tasks.pairs import pooled_block
 from .target import Task, load_task, open_complete
 
 RANKS = (1, 2, 4, 8, 16, 32)
 WIDTHS = (4, 16, 64, 256)
 TORCH_LR = 1e-2  # Adam step of the rank and MLP probes (early-stopped on a holdout of the training part)
-COLUMNS = ["label", "pooling", "layer", "task", "family", "setting", "params", "rank", "C", "width", "accuracy",
-           "accuracy_low", "accuracy_high", "macro_f1", "evaluation"]
+COLUMNS = [
+    "label",
+    "pooling",
+    "layer",
+    "task",
+    "family",
+    "setting",
+    "params",
+    "rank",
+    "C",
+    "width",
+    "accuracy",
+    "accuracy_low",
+    "accuracy_high",
+    "macro_f1",
+    "evaluation",
+]
 
 
 @dataclass
@@ -81,8 +96,9 @@ def _fit_torch(probe: _Probe, Xs, y, train, test, dev, k, seed) -> np.ndarray:
     torch.manual_seed(seed)
     d = Xs.shape[1]
     model = _low_rank(d, int(probe.rank), k) if probe.family == "rank" else clf.build_mlp(d, k, hidden=int(probe.width))
-    clf.train_head(model, lambda rows: Xs[rows], y, fit_rows, val_rows, k, seed, lr=TORCH_LR, max_epochs=200,
-                   patience=10)
+    clf.train_head(
+        model, lambda rows: Xs[rows], y, fit_rows, val_rows, k, seed, lr=TORCH_LR, max_epochs=200, patience=10
+    )
     return clf.head_scores(model, lambda rows: Xs[rows], test).argmax(axis=1)
 
 
@@ -117,8 +133,10 @@ def _run_job(path: str, pooling: str, layer: int, task: Task, y_control, seed: i
                 X = pooled_block(features, pooling, layer)[task.kept]  # a separate-mode pair: [u, v, |u-v|, u*v]
             probes = probe_family(X.shape[1], task.n_classes)
             labels = [task.y] + ([y_control] if y_control is not None else [])
-            folds = [_fold(X, labels, probes, train, test, dev, task.n_classes, seed + 1000 * i)
-                     for i, ((train, test), dev) in enumerate(zip(task.plan.folds, task.plan.dev))]
+            folds = [
+                _fold(X, labels, probes, train, test, dev, task.n_classes, seed + 1000 * i)
+                for i, ((train, test), dev) in enumerate(zip(task.plan.folds, task.plan.dev, strict=False))
+            ]
     finally:
         torch.set_num_threads(threads)
     records = []
@@ -126,17 +144,38 @@ def _run_job(path: str, pooling: str, layer: int, task: Task, y_control, seed: i
         for probe in probes:
             results = [ev.FoldResult(fold[(t, probe.setting)]) for fold in folds]
             row = ev.summarise(task.plan, labels[t], results, task.n_classes, n_boot, seed)
-            records.append({"label": task.label, "pooling": pooling, "layer": layer, "task": name,
-                            "family": probe.family, "setting": probe.setting, "params": probe.params,
-                            "rank": probe.rank, "C": probe.C, "width": probe.width,
-                            **{key: row[key] for key in ("accuracy", "accuracy_low", "accuracy_high", "macro_f1")},
-                            "evaluation": task.plan.evaluation})
+            records.append(
+                {
+                    "label": task.label,
+                    "pooling": pooling,
+                    "layer": layer,
+                    "task": name,
+                    "family": probe.family,
+                    "setting": probe.setting,
+                    "params": probe.params,
+                    "rank": probe.rank,
+                    "C": probe.C,
+                    "width": probe.width,
+                    **{key: row[key] for key in ("accuracy", "accuracy_low", "accuracy_high", "macro_f1")},
+                    "evaluation": task.plan.evaluation,
+                }
+            )
     return records
 
 
-def sweep(features, label: str | None = None, layers: str = "all", poolings: str | None = None, folds: int = 5,
-          seed: int = 0, control: bool = True, jobs: int | None = None, output=None, n_bootstrap: int = 1000,
-          write: bool = True) -> SweepResult:
+def sweep(
+    features,
+    label: str | None = None,
+    layers: str = "all",
+    poolings: str | None = None,
+    folds: int = 5,
+    seed: int = 0,
+    control: bool = True,
+    jobs: int | None = None,
+    output=None,
+    n_bootstrap: int = 1000,
+    write: bool = True,
+) -> SweepResult:
     """The probe-complexity sweep of one label column over the chosen layers and poolings (default: mean
     pooling; ``all`` means the same, name poolings to sweep several)."""
     started = time.perf_counter()
@@ -152,13 +191,27 @@ def sweep(features, label: str | None = None, layers: str = "all", poolings: str
     if any(spec.kind != "single" for spec in specs):
         raise InputError("--sweep probes single layers only", "give --layer all, a list or a slice, without cat/stack")
     y_control = np.random.default_rng(seed + 7919).permutation(task.y) if control else None
-    jobs_list = [(str(features), pooling, spec.layers[0], task, y_control, seed, n_bootstrap)
-                 for pooling in chosen for spec in specs]
+    jobs_list = [
+        (str(features), pooling, spec.layers[0], task, y_control, seed, n_bootstrap)
+        for pooling in chosen
+        for spec in specs
+    ]
     table = pd.DataFrame([r for records in _run(jobs_list, jobs) for r in records], columns=COLUMNS)
-    meta = {"features_file": str(Path(features).resolve()), "model": model, "label": task.label,
-            "layers": [spec.layers[0] for spec in specs], "poolings": chosen, "classes": task.class_names,
-            "evaluation": task.plan.evaluation, "seed": seed, "control": control, "cs": list(DEFAULT_CS),
-            "ranks": list(RANKS), "widths": list(WIDTHS), "seconds": round(time.perf_counter() - started, 3)}
+    meta = {
+        "features_file": str(Path(features).resolve()),
+        "model": model,
+        "label": task.label,
+        "layers": [spec.layers[0] for spec in specs],
+        "poolings": chosen,
+        "classes": task.class_names,
+        "evaluation": task.plan.evaluation,
+        "seed": seed,
+        "control": control,
+        "cs": list(DEFAULT_CS),
+        "ranks": list(RANKS),
+        "widths": list(WIDTHS),
+        "seconds": round(time.perf_counter() - started, 3),
+    }
     result = SweepResult(table, meta)
     if write:
         from ...report.text.sweep import write_sweep
@@ -175,14 +228,20 @@ def from_probe_options(features, control: bool, options: dict) -> SweepResult:
     clash = [name for name in UNUSED_PROBE_OPTIONS if options.get(name)]
     if clash or options.get("classifiers", "logreg") != "logreg" or options.get("sites", "hidden") != "hidden":
         shown = ", ".join("--" + name.replace("_", "-") for name in clash) or "--classifier/--site"
-        raise InputError(f"--sweep runs its own family of probes on the hidden states; it does not take {shown}",
-                         "run featx probe without --sweep for those")
+        raise InputError(
+            f"--sweep runs its own family of probes on the hidden states; it does not take {shown}",
+            "run featx probe without --sweep for those",
+        )
     if str(options.get("device") or "auto").strip().lower() not in ("auto", "cpu"):
-        raise InputError(f"--sweep runs on the CPU; it does not take --device {options['device']}",
-                         "leave --device out, or run featx probe without --sweep to solve logreg probes on the GPU")
+        raise InputError(
+            f"--sweep runs on the CPU; it does not take --device {options['device']}",
+            "leave --device out, or run featx probe without --sweep to solve logreg probes on the GPU",
+        )
     if str(options.get("task") or "auto").lower() == "regression":
-        raise InputError("--sweep is classification-only: it has no regression probes yet",
-                         "run featx probe --task regression without --sweep")
+        raise InputError(
+            "--sweep is classification-only: it has no regression probes yet",
+            "run featx probe --task regression without --sweep",
+        )
     keep = ("label", "layers", "poolings", "folds", "seed", "jobs", "output")
     return sweep(features, control=control, **{key: options[key] for key in keep if key in options})
 

@@ -74,8 +74,9 @@ def open_complete(path: str | Path) -> FeatureFile:
     try:
         return FeatureFile(Path(path))
     except IncompleteError as err:
-        raise IncompleteError(err.message, "finish the extraction first: run the same featx extract command "
-                                           "again") from None
+        raise IncompleteError(
+            err.message, "finish the extraction first: run the same featx extract command again"
+        ) from None
 
 
 def check_fraction(value: float, option: str = "--fraction") -> float:

@@ -30,16 +30,19 @@ def sentence_subsample(groups: np.ndarray, rows: np.ndarray, size: float, seed: 
 
 
 def subsampled_plan(plan: WordPlan, size: float, seed: int) -> WordPlan:
-    folds = [(sentence_subsample(plan.groups, train, size, seed + 7 * index), test)
-             for index, (train, test) in enumerate(plan.folds)]
+    folds = [
+        (sentence_subsample(plan.groups, train, size, seed + 7 * index), test)
+        for index, (train, test) in enumerate(plan.folds)
+    ]
     return WordPlan(plan.evaluation, folds, list(plan.dev), groups=plan.groups)
 
 
 def curve_layers(source, config, layers: list[int]) -> list[int]:
     if not config.curve_layers:
         return layers
-    return sorted({spec.layers[0] for spec in parse_layer_specs(config.curve_layers, source.layers)
-                   if spec.kind == "single"})
+    return sorted(
+        {spec.layers[0] for spec in parse_layer_specs(config.curve_layers, source.layers) if spec.kind == "single"}
+    )
 
 
 def curve_job(source, layer: int, pooling: str, shared, sizes: list[float]) -> list[dict]:
@@ -54,15 +57,41 @@ def curve_job(source, layer: int, pooling: str, shared, sizes: list[float]) -> l
         for size in sizes:
             plan = subsampled_plan(shared.plan, size, shared.seed)
             for classifier in shared.classifiers:
-                folds = [run_fold(classifier, X, [task.y], train, test, dev, plan.groups, task.n_classes, shared.cs,
-                                  shared.balanced, shared.seed + 1000 * index)[0]
-                         for index, ((train, test), dev) in enumerate(zip(plan.folds, plan.dev))]
-                row = summarise(plan, task.y, folds, task.n_classes, min(shared.n_bootstrap, CURVE_BOOTSTRAP),
-                                shared.seed)
-                records.append({
-                    "features": "main", "site": "hidden", "label": task.label, "layer_spec": str(layer),
-                    "layer": layer, "pooling": pooling, "classifier": classifier, "train_size": size,
-                    "n_train": row["n_train"], "accuracy": row["accuracy"], "accuracy_low": row["accuracy_low"],
-                    "accuracy_high": row["accuracy_high"], "macro_f1": row["macro_f1"], "evaluation": plan.evaluation,
-                })
+                folds = [
+                    run_fold(
+                        classifier,
+                        X,
+                        [task.y],
+                        train,
+                        test,
+                        dev,
+                        plan.groups,
+                        task.n_classes,
+                        shared.cs,
+                        shared.balanced,
+                        shared.seed + 1000 * index,
+                    )[0]
+                    for index, ((train, test), dev) in enumerate(zip(plan.folds, plan.dev, strict=False))
+                ]
+                row = summarise(
+                    plan, task.y, folds, task.n_classes, min(shared.n_bootstrap, CURVE_BOOTSTRAP), shared.seed
+                )
+                records.append(
+                    {
+                        "features": "main",
+                        "site": "hidden",
+                        "label": task.label,
+                        "layer_spec": str(layer),
+                        "layer": layer,
+                        "pooling": pooling,
+                        "classifier": classifier,
+                        "train_size": size,
+                        "n_train": row["n_train"],
+                        "accuracy": row["accuracy"],
+                        "accuracy_low": row["accuracy_low"],
+                        "accuracy_high": row["accuracy_high"],
+                        "macro_f1": row["macro_f1"],
+                        "evaluation": plan.evaluation,
+                    }
+                )
     return records

@@ -38,17 +38,22 @@ class Plan:
 def check_labels(y: np.ndarray, names: list[str], column: str, path) -> None:
     present = np.unique(y)
     if len(y) == 0:
-        raise InputError(f"label column '{column}' of {path} has no values: every row's label is missing",
-                         "pick another column with --label NAME")
+        raise InputError(
+            f"label column '{column}' of {path} has no values: every row's label is missing",
+            "pick another column with --label NAME",
+        )
     if len(present) < 2:
         only = names[present[0]] if len(present) else "?"
         raise InputError(
             f"label column '{column}' of {path} has only one class ('{only}' in all {len(y)} labelled rows); "
-            "a probe needs at least two", "pick another column with --label NAME")
+            "a probe needs at least two",
+            "pick another column with --label NAME",
+        )
 
 
-def make_plan(y: np.ndarray, split: np.ndarray | None, folds: int, seed: int, names: list[str],
-              column: str = "label") -> Plan:
+def make_plan(
+    y: np.ndarray, split: np.ndarray | None, folds: int, seed: int, names: list[str], column: str = "label"
+) -> Plan:
     """A fixed train/test split when the rows carry one, else seeded stratified k-fold."""
     if split is not None:
         values = np.char.lower(np.asarray(split, dtype=str))
@@ -65,7 +70,8 @@ def make_plan(y: np.ndarray, split: np.ndarray | None, folds: int, seed: int, na
         raise InputError(
             f"class '{names[smallest]}' of label '{column}' has only {counts[smallest]} labelled row(s), "
             f"fewer than the {folds} cross-validation folds",
-            f"use fewer folds (--folds {max(2, int(counts[smallest]))}) or more data" if counts[smallest] >= 2
+            f"use fewer folds (--folds {max(2, int(counts[smallest]))}) or more data"
+            if counts[smallest] >= 2
             else "a class with a single row cannot be cross-validated; add rows or drop that class",
         )
     from sklearn.model_selection import StratifiedKFold
@@ -81,13 +87,15 @@ def _check_split_classes(y, train, test, names, column) -> None:
         raise InputError(f"the train split has only one class of label '{column}'", "check the split column")
     if missing:
         shown = ", ".join(f"'{names[code]}'" for code in missing)
-        raise InputError(f"class(es) {shown} of label '{column}' appear in the test split but never in train",
-                         "check the split column, or drop it from the corpus to cross-validate instead")
+        raise InputError(
+            f"class(es) {shown} of label '{column}' appear in the test split but never in train",
+            "check the split column, or drop it from the corpus to cross-validate instead",
+        )
 
 
 def inner_split(y: np.ndarray, rows: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """A stratified (when possible) holdout of the training rows: (fit rows, validation rows)."""
-    from sklearn.model_selection import StratifiedShuffleSplit, ShuffleSplit
+    from sklearn.model_selection import ShuffleSplit, StratifiedShuffleSplit
 
     n_val = max(1, int(round(INNER_HOLDOUT * len(rows))))
     counts = np.bincount(y[rows])
@@ -194,8 +202,15 @@ def search_logreg(Xs: np.ndarray, labels: list[np.ndarray], fit_rows, val_rows, 
     for C in sorted(cs):
         if not live:
             break
-        solution = softmax.solve(X_fit, [labels[t][fit_rows] for t in live], n_classes, [C] * len(live), balanced,
-                                 init=[current[t] for t in live], tol=PATH_TOL)
+        solution = softmax.solve(
+            X_fit,
+            [labels[t][fit_rows] for t in live],
+            n_classes,
+            [C] * len(live),
+            balanced,
+            init=[current[t] for t in live],
+            tol=PATH_TOL,
+        )
         still = []
         for j, t in enumerate(live):
             current[t] = solution.theta[j]
@@ -233,8 +248,10 @@ def fit_logreg(X: np.ndarray, labels: list[np.ndarray], train: np.ndarray, dev, 
         chosen, init = [C for C, _, _ in found], [theta for _, theta, _ in found]
     # The final fit on the whole training part, warm-started from the path's solution at that C.
     solution = softmax.solve(Xs, targets, n_classes, chosen, balanced, init=init, tol=tol)
-    return [(clf.logreg_from(solution.theta[p], solution.offsets[p], chosen[p], balanced), scaler, chosen[p])
-            for p in range(len(labels))]
+    return [
+        (clf.logreg_from(solution.theta[p], solution.offsets[p], chosen[p], balanced), scaler, chosen[p])
+        for p in range(len(labels))
+    ]
 
 
 def fit_linear(name: str, X: np.ndarray, y: np.ndarray, train: np.ndarray, dev, cs, balanced, seed):
@@ -280,7 +297,7 @@ def run_linear_tasks(name, X, labels, train, test, dev, n_classes, cs, balanced,
     X_test = fitted[0][1](X[test])  # one scaler: the training part is the same for every vector
     predictions = [model.predict(X_test) for model, _, _ in fitted]
     seconds = (time.perf_counter() - started) / len(labels)
-    return [FoldResult(p, C, seconds) for p, (_, _, C) in zip(predictions, fitted)]
+    return [FoldResult(p, C, seconds) for p, (_, _, C) in zip(predictions, fitted, strict=False)]
 
 
 def run_stack(name, blocks: list[np.ndarray], y, train, test, dev, n_classes, cs, balanced, seed) -> FoldResult:
@@ -356,7 +373,7 @@ class TokenBatches:
         width = int(lengths.max())
         batch = np.zeros((len(rows), width, self.states.shape[1]), np.float32)
         mask = np.zeros((len(rows), width), bool)
-        for i, (start, length) in enumerate(zip(self.starts[rows], lengths)):
+        for i, (start, length) in enumerate(zip(self.starts[rows], lengths, strict=False)):
             batch[i, :length] = (self.states[start : start + length] - self.mean) / self.scale
             mask[i, :length] = True
         return torch.from_numpy(batch), torch.from_numpy(mask)
@@ -442,7 +459,7 @@ def bootstrap_intervals(y_true, y_pred, n_classes: int, n_boot: int, seed: int) 
 def summarise(plan: Plan, y: np.ndarray, folds: list[FoldResult], n_classes: int, n_boot: int, seed: int) -> dict:
     """The metric columns of one results row from the per-fold predictions."""
     row: dict = {}
-    per_fold = [confusion(y[test], result.predictions, n_classes) for (_, test), result in zip(plan.folds, folds)]
+    per_fold = [confusion(y[test], result.predictions, n_classes) for (_, test), result in zip(plan.folds, folds, strict=False)]
     pooled = sum(per_fold)
     pooled_metrics = metrics_from_confusion(pooled)
     if plan.is_split:

@@ -38,9 +38,12 @@ def metrics(y_true: np.ndarray, y_pred: np.ndarray) -> dict[str, np.ndarray]:
     total = ((y_true - y_true.mean(axis=-1, keepdims=True)) ** 2).sum(axis=-1)
     with np.errstate(invalid="ignore", divide="ignore"):
         r2 = np.where(total > 0, 1 - residual / np.where(total > 0, total, 1), np.nan)
-    return {"r2": r2, "pearson": _correlation(y_true, y_pred),
-            "spearman": _correlation(_ranks(y_true), _ranks(y_pred)),
-            "mae": np.abs(y_true - y_pred).mean(axis=-1)}
+    return {
+        "r2": r2,
+        "pearson": _correlation(y_true, y_pred),
+        "spearman": _correlation(_ranks(y_true), _ranks(y_pred)),
+        "mae": np.abs(y_true - y_pred).mean(axis=-1),
+    }
 
 
 def bootstrap(y_true, y_pred, n_boot: int, seed: int) -> dict[str, tuple[float, float]]:
@@ -56,8 +59,11 @@ def bootstrap(y_true, y_pred, n_boot: int, seed: int) -> dict[str, tuple[float, 
     for name, chunks in parts.items():
         values = np.concatenate(chunks)
         finite = values[np.isfinite(values)]
-        out[name] = (float(np.percentile(finite, 2.5)), float(np.percentile(finite, 97.5))) if len(finite) \
+        out[name] = (
+            (float(np.percentile(finite, 2.5)), float(np.percentile(finite, 97.5)))
+            if len(finite)
             else (float("nan"), float("nan"))
+        )
     return out
 
 
@@ -86,7 +92,7 @@ def summarise(plan, y: np.ndarray, folds, n_boot: int, seed: int) -> dict:
             row[name] = float(point[name])
             row[f"{name}_low"], row[f"{name}_high"] = bounds[name]
     else:
-        per_fold = [metrics(y[test], result.predictions) for (_, test), result in zip(plan.folds, folds)]
+        per_fold = [metrics(y[test], result.predictions) for (_, test), result in zip(plan.folds, folds, strict=False)]
         for name in METRICS:
             row[name], row[f"{name}_low"], row[f"{name}_high"] = t_interval([float(m[name]) for m in per_fold])
     row["n_train"] = int(round(np.mean([len(train) for train, _ in plan.folds])))
@@ -99,7 +105,7 @@ def summarise(plan, y: np.ndarray, folds, n_boot: int, seed: int) -> dict:
 
 def neg_squared_error(pred: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Per-row score of a regression probe (higher is better): the paired layer tests compare these."""
-    return -(pred - y) ** 2
+    return -((pred - y) ** 2)
 
 
 def paired_p_value(plan, y: np.ndarray, pred_a: np.ndarray, pred_b: np.ndarray, n_boot: int, seed: int) -> float:
@@ -107,12 +113,19 @@ def paired_p_value(plan, y: np.ndarray, pred_a: np.ndarray, pred_b: np.ndarray, 
     return significance.paired_p_value(plan, y, pred_a, pred_b, n_boot, seed, score=neg_squared_error)
 
 
-SIGNIFICANCE = ["p_vs_best", "p_vs_best_holm", "significant_vs_best", "p_vs_prev", "p_vs_prev_holm",
-                "significant_vs_prev"]
+SIGNIFICANCE = [
+    "p_vs_best",
+    "p_vs_best_holm",
+    "significant_vs_best",
+    "p_vs_prev",
+    "p_vs_prev_holm",
+    "significant_vs_prev",
+]
 
 
 def add_significance(table: pd.DataFrame, predictions: dict, plan, y, n_boot: int, seed: int) -> pd.DataFrame:
     """Best layer (by R²) vs each other layer, and each layer vs the previous one, on squared errors, per
     features/site/pooling/classifier group of single-layer rows; Holm within each family."""
-    return significance.add_significance(table, predictions, plan, y, n_boot, seed, metric="r2",
-                                         score=neg_squared_error, columns=SIGNIFICANCE)
+    return significance.add_significance(
+        table, predictions, plan, y, n_boot, seed, metric="r2", score=neg_squared_error, columns=SIGNIFICANCE
+    )

@@ -16,8 +16,16 @@ import numpy as np
 import pandas as pd
 
 ALPHA = 0.05
-COLUMNS = ["p_vs_best", "p_vs_best_holm", "significant_vs_best", "p_vs_prev", "p_vs_prev_holm", "significant_vs_prev",
-           "p_pooling_vs_best", "significant_pooling_vs_best"]
+COLUMNS = [
+    "p_vs_best",
+    "p_vs_best_holm",
+    "significant_vs_best",
+    "p_vs_prev",
+    "p_vs_prev_holm",
+    "significant_vs_prev",
+    "p_pooling_vs_best",
+    "significant_pooling_vs_best",
+]
 
 
 def corrected_t_test(scores_a, scores_b, n_train: float, n_test: float) -> float:
@@ -34,8 +42,9 @@ def corrected_t_test(scores_a, scores_b, n_train: float, n_test: float) -> float
     return float(2 * stats.t.sf(abs(t), k - 1))
 
 
-def paired_bootstrap(correct_a: np.ndarray, correct_b: np.ndarray, n_boot: int = 2000, seed: int = 0,
-                     groups: np.ndarray | None = None) -> float:
+def paired_bootstrap(
+    correct_a: np.ndarray, correct_b: np.ndarray, n_boot: int = 2000, seed: int = 0, groups: np.ndarray | None = None
+) -> float:
     """Two-sided p-value of accuracy(a) - accuracy(b) from a paired bootstrap over the same test rows;
     with ``groups`` (e.g. the sentence of each word), whole groups are resampled."""
     diff = np.asarray(correct_a, dtype=np.float64) - np.asarray(correct_b, dtype=np.float64)
@@ -46,8 +55,9 @@ def paired_bootstrap(correct_a: np.ndarray, correct_b: np.ndarray, n_boot: int =
     if groups is not None:
         return _paired_group_bootstrap(diff, groups, observed, n_boot, rng)
     n = len(diff)
-    means = np.concatenate([diff[rng.integers(0, n, size=(size, n))].mean(axis=1)
-                            for size in _chunks(n_boot, max(1, 2_000_000 // n))])
+    means = np.concatenate(
+        [diff[rng.integers(0, n, size=(size, n))].mean(axis=1) for size in _chunks(n_boot, max(1, 2_000_000 // n))]
+    )
     # Shift the bootstrap distribution to the null (mean 0): how often is a difference this large?
     extreme = np.count_nonzero(np.abs(means - observed) >= abs(observed) - 1e-12)
     return float((extreme + 1) / (n_boot + 1))
@@ -95,8 +105,9 @@ def correct(pred: np.ndarray, y: np.ndarray) -> np.ndarray:
     return pred == y
 
 
-def paired_p_value(plan, y: np.ndarray, pred_a: np.ndarray, pred_b: np.ndarray, n_boot: int, seed: int,
-                   score=correct) -> float:
+def paired_p_value(
+    plan, y: np.ndarray, pred_a: np.ndarray, pred_b: np.ndarray, n_boot: int, seed: int, score=correct
+) -> float:
     """The paired test that fits the evaluation ``plan``; predictions are per labelled row (-1 = none).
 
     ``score(pred, y)`` gives each test row's score (higher is better): correctness by default; regression
@@ -104,8 +115,13 @@ def paired_p_value(plan, y: np.ndarray, pred_a: np.ndarray, pred_b: np.ndarray, 
     if plan.is_split:
         test = plan.folds[0][1]
         groups = getattr(plan, "groups", None)  # word-level plans: resample whole sentences
-        return paired_bootstrap(score(pred_a[test], y[test]), score(pred_b[test], y[test]), n_boot, seed,
-                                None if groups is None else groups[test])
+        return paired_bootstrap(
+            score(pred_a[test], y[test]),
+            score(pred_b[test], y[test]),
+            n_boot,
+            seed,
+            None if groups is None else groups[test],
+        )
     scores_a = [np.mean(score(pred_a[test], y[test])) for _, test in plan.folds]
     scores_b = [np.mean(score(pred_b[test], y[test])) for _, test in plan.folds]
     n_train = np.mean([len(train) for train, _ in plan.folds])
@@ -113,15 +129,26 @@ def paired_p_value(plan, y: np.ndarray, pred_a: np.ndarray, pred_b: np.ndarray, 
     return corrected_t_test(scores_a, scores_b, n_train, n_test)
 
 
-def add_significance(table: pd.DataFrame, predictions: dict[int, np.ndarray], plan, y: np.ndarray,
-                     n_boot: int = 2000, seed: int = 0, alpha: float = ALPHA, metric: str = "accuracy",
-                     score=correct, columns=COLUMNS) -> pd.DataFrame:
+def add_significance(
+    table: pd.DataFrame,
+    predictions: dict[int, np.ndarray],
+    plan,
+    y: np.ndarray,
+    n_boot: int = 2000,
+    seed: int = 0,
+    alpha: float = ALPHA,
+    metric: str = "accuracy",
+    score=correct,
+    columns=COLUMNS,
+) -> pd.DataFrame:
     """Fill the significance columns of the single-layer rows of ``table`` (index -> predictions): the best
     layer by ``metric`` against each other layer, and each layer against the previous one, per
     features/site/pooling/classifier group, Holm within each family; ``score`` as in ``paired_p_value``."""
     table = table.copy()
     for column in columns:
-        table[column] = pd.Series([np.nan] * len(table), index=table.index, dtype=object if column.startswith("sig") else float)
+        table[column] = pd.Series(
+            [np.nan] * len(table), index=table.index, dtype=object if column.startswith("sig") else float
+        )
     singles = table[(table.kind == "single") & table.index.isin(list(predictions))]
     sites = ["site"] if "site" in table else []  # extra sites (ffn, attn_out, ...) are their own groups
     for _, group in singles.groupby(["features", *sites, "pooling", "classifier"], sort=False):
@@ -131,14 +158,16 @@ def add_significance(table: pd.DataFrame, predictions: dict[int, np.ndarray], pl
         best = ordered[metric].idxmax()
         others = [index for index in ordered.index if index != best]
         p_best = [paired_p_value(plan, y, predictions[best], predictions[i], n_boot, seed, score) for i in others]
-        for index, p, adjusted in zip(others, p_best, holm(p_best)):
+        for index, p, adjusted in zip(others, p_best, holm(p_best), strict=False):
             table.at[index, "p_vs_best"], table.at[index, "p_vs_best_holm"] = p, adjusted
             table.at[index, "significant_vs_best"] = bool(adjusted < alpha)
         table.at[best, "significant_vs_best"] = False
-        pairs = list(zip(ordered.index[:-1], ordered.index[1:]))
-        p_prev = [paired_p_value(plan, y, predictions[current], predictions[previous], n_boot, seed, score)
-                  for previous, current in pairs]
-        for (_, current), p, adjusted in zip(pairs, p_prev, holm(p_prev)):
+        pairs = list(zip(ordered.index[:-1], ordered.index[1:], strict=False))
+        p_prev = [
+            paired_p_value(plan, y, predictions[current], predictions[previous], n_boot, seed, score)
+            for previous, current in pairs
+        ]
+        for (_, current), p, adjusted in zip(pairs, p_prev, holm(p_prev), strict=False):
             table.at[current, "p_vs_prev"], table.at[current, "p_vs_prev_holm"] = p, adjusted
             table.at[current, "significant_vs_prev"] = bool(adjusted < alpha)
     if "p_pooling_vs_best" in columns:
@@ -155,7 +184,7 @@ def _compare_poolings(table, singles, predictions, plan, y, n_boot, seed, alpha,
         top = max(bests, key=lambda index: table.at[index, "accuracy"])
         others = [index for index in bests if index != top]
         p_values = [paired_p_value(plan, y, predictions[top], predictions[i], n_boot, seed) for i in others]
-        for index, adjusted in zip(others, holm(p_values)):
+        for index, adjusted in zip(others, holm(p_values), strict=False):
             table.at[index, "p_pooling_vs_best"] = adjusted
             table.at[index, "significant_pooling_vs_best"] = bool(adjusted < alpha)
         table.at[top, "significant_pooling_vs_best"] = False

@@ -36,14 +36,16 @@ def make_linear(name: str, C: float, balanced: bool, seed: int):
     if name == "logreg":
         from .softmax import SoftmaxRegression
 
-        return SoftmaxRegression(C=C, tol=LOGREG_TOL, max_iter=500, warm_start=True,
-                                 class_weight="balanced" if balanced else None)
+        return SoftmaxRegression(
+            C=C, tol=LOGREG_TOL, max_iter=500, warm_start=True, class_weight="balanced" if balanced else None
+        )
     if name == "svm":
         from sklearn.svm import LinearSVC
 
         # Primal coordinate descent (dual=False) is the fast choice for n_rows >> dims, which probing is.
-        return LinearSVC(C=C, dual=False, tol=1e-4, max_iter=2000, random_state=seed,
-                         class_weight="balanced" if balanced else None)
+        return LinearSVC(
+            C=C, dual=False, tol=1e-4, max_iter=2000, random_state=seed, class_weight="balanced" if balanced else None
+        )
     raise ValueError(f"not a linear probe: {name}")
 
 
@@ -115,9 +117,21 @@ def build_attention(n_inputs: int, n_classes: int, dropout: float = 0.1):
     return AttentionPooling()
 
 
-def train_head(model, inputs, y: np.ndarray, train_rows: np.ndarray, val_rows: np.ndarray, n_classes: int,
-               seed: int, balanced: bool = False, lr: float = 1e-3, weight_decay: float = 1e-4,
-               batch_size: int = 64, max_epochs: int = 100, patience: int = 5):
+def train_head(
+    model,
+    inputs,
+    y: np.ndarray,
+    train_rows: np.ndarray,
+    val_rows: np.ndarray,
+    n_classes: int,
+    seed: int,
+    balanced: bool = False,
+    lr: float = 1e-3,
+    weight_decay: float = 1e-4,
+    batch_size: int = 64,
+    max_epochs: int = 100,
+    patience: int = 5,
+):
     """Adam with early stopping on ``val_rows`` (a part of the training rows); returns the best epoch's model.
 
     ``inputs(rows)`` returns the model input for those rows (a tensor, or a (states, mask) pair).

@@ -45,14 +45,18 @@ def _require_gpu(text: str) -> None:
 
     if not torch.cuda.is_available():
         build = "a CPU-only build" if torch.version.cuda is None else f"built for CUDA {torch.version.cuda}"
-        raise InputError(f"--device {text}: torch sees no CUDA GPU here (torch {torch.__version__}, {build})",
-                         "leave --device out (auto) or give --device cpu to probe on the CPU; for a GPU, run on a "
-                         "machine with an NVIDIA GPU and driver and a CUDA build of torch")
+        raise InputError(
+            f"--device {text}: torch sees no CUDA GPU here (torch {torch.__version__}, {build})",
+            "leave --device out (auto) or give --device cpu to probe on the CPU; for a GPU, run on a "
+            "machine with an NVIDIA GPU and driver and a CUDA build of torch",
+        )
     count = torch.cuda.device_count()
     index = int(text.partition(":")[2] or 0)
     if index >= count:
-        raise InputError(f"--device {text}: torch sees {count} GPU(s) here, cuda:0 to cuda:{count - 1}",
-                         "give --device cuda (the current GPU) or a cuda:N that exists")
+        raise InputError(
+            f"--device {text}: torch sees {count} GPU(s) here, cuda:0 to cuda:{count - 1}",
+            "give --device cuda (the current GPU) or a cuda:N that exists",
+        )
 
 
 def cuda_available() -> bool:

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..evaluation import core as ev
 from ..config import DEFAULT_ALPHAS  # noqa: F401  (the grid searched inside every training part)
+from ..evaluation import core as ev
 
 
 @dataclass
@@ -47,7 +47,7 @@ class RidgePath:
         self.UtY = U.T @ (Y - self.y_mean)
 
     def at(self, alpha: float) -> RidgeFit:
-        shrink = self.s / (self.s ** 2 + float(alpha))
+        shrink = self.s / (self.s**2 + float(alpha))
         coef = self.Vt.T @ (self.UtY * shrink[:, None])
         return RidgeFit(coef, self.y_mean - self.x_mean @ coef)
 
@@ -59,8 +59,10 @@ def choose_alphas(X_fit, Y_fit, X_val, Y_val, alphas) -> list[float]:
     best = [(np.inf, float("nan"))] * Y_val.shape[1]
     for alpha in sorted(alphas, reverse=True):  # strongest first: a tie keeps the simpler probe
         errors = ((path.at(alpha).predict(X_val) - Y_val) ** 2).mean(axis=0)
-        best = [(error, alpha) if error < current - 1e-12 else (current, chosen)
-                for error, (current, chosen) in zip(errors, best)]
+        best = [
+            (error, alpha) if error < current - 1e-12 else (current, chosen)
+            for error, (current, chosen) in zip(errors, best, strict=False)
+        ]
     return [alpha for _, alpha in best]
 
 
@@ -112,8 +114,15 @@ def run_mlp(X, y, train, test, dev, seed) -> RegressionFold:
     scaler = ev.fit_scaler(X, train)
     y = np.asarray(y, dtype=np.float64)
     mean, scale = float(y[train].mean()), float(y[train].std()) or 1.0
-    model = MLPRegressor(hidden_layer_sizes=(256,), alpha=10.0, early_stopping=True, validation_fraction=0.2,
-                         max_iter=200, n_iter_no_change=10, random_state=seed)
+    model = MLPRegressor(
+        hidden_layer_sizes=(256,),
+        alpha=10.0,
+        early_stopping=True,
+        validation_fraction=0.2,
+        max_iter=200,
+        n_iter_no_change=10,
+        random_state=seed,
+    )
     import warnings
 
     with warnings.catch_warnings():

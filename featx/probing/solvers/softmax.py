@@ -20,12 +20,19 @@ same L-BFGS on a GPU; ``solve`` hands over to it when a probing run solves on on
 from __future__ import annotations
 
 import numpy as np
-
 from sklearn.base import BaseEstimator, ClassifierMixin
 
 from .devices import current_device
-from .softmax_problem import (ARMIJO, FTOL, MAX_HALVINGS, MEMORY, Solution, balanced_weights,  # noqa: F401 (API)
-                              class_scores, prepare)
+from .softmax_problem import (
+    ARMIJO,
+    FTOL,
+    MAX_HALVINGS,
+    MEMORY,
+    Solution,
+    balanced_weights,  # noqa: F401 (API)
+    class_scores,
+    prepare,
+)
 
 
 def softmax(scores: np.ndarray) -> np.ndarray:
@@ -39,8 +46,9 @@ class _Objective:
     """Loss and gradient of P problems sharing ``X``; rows of the class-score matrix are contiguous in
     the rows of X, so the reductions over classes are plain vector operations."""
 
-    def __init__(self, X: np.ndarray, codes: np.ndarray, weights: np.ndarray | None, lam: np.ndarray,
-                 offsets: np.ndarray):
+    def __init__(
+        self, X: np.ndarray, codes: np.ndarray, weights: np.ndarray | None, lam: np.ndarray, offsets: np.ndarray
+    ):
         self.X = X
         self.n, self.d = X.shape
         self.codes = codes  # (P, n) class codes
@@ -153,7 +161,9 @@ def _lbfgs(objective: _Objective, theta: np.ndarray, tol: float, max_iter: int):
             s_hist[update, 0] = s[keep]
             y_hist[update, 0] = y[keep]
             rho[update, 0] = 1.0 / curvature[keep]
-        decrease = (loss[ids] - new_loss[moved]) / np.maximum(np.maximum(np.abs(loss[ids]), np.abs(new_loss[moved])), 1.0)
+        decrease = (loss[ids] - new_loss[moved]) / np.maximum(
+            np.maximum(np.abs(loss[ids]), np.abs(new_loss[moved])), 1.0
+        )
         loss[ids], grad[ids] = new_loss[moved], new_grad[moved]
         n_iter[ids] += 1
         small = np.abs(grad[ids]).max(axis=1) <= tol
@@ -162,8 +172,17 @@ def _lbfgs(objective: _Objective, theta: np.ndarray, tol: float, max_iter: int):
     return theta, n_iter, converged
 
 
-def solve(X: np.ndarray, labels, n_classes: int, Cs, balanced: bool = False, init=None, tol: float = 1e-3,
-          max_iter: int = 500, device: str | None = None) -> Solution:
+def solve(
+    X: np.ndarray,
+    labels,
+    n_classes: int,
+    Cs,
+    balanced: bool = False,
+    init=None,
+    tol: float = 1e-3,
+    max_iter: int = 500,
+    device: str | None = None,
+) -> Solution:
     """Fit one softmax regression per label vector in ``labels`` (each over the rows of ``X``).
 
     ``X``: (n, dims), standardised; ``labels``: P integer arrays with codes in ``0..n_classes-1``;
@@ -189,8 +208,9 @@ class SoftmaxRegression(ClassifierMixin, BaseEstimator):
     features and float64 on the weights. ``warm_start`` starts from the previous fit's weights.
     """
 
-    def __init__(self, C: float = 1.0, tol: float = 1e-3, max_iter: int = 500, class_weight=None,
-                 warm_start: bool = False):
+    def __init__(
+        self, C: float = 1.0, tol: float = 1e-3, max_iter: int = 500, class_weight=None, warm_start: bool = False
+    ):
         self.C = C
         self.tol = tol
         self.max_iter = max_iter
@@ -207,11 +227,16 @@ class SoftmaxRegression(ClassifierMixin, BaseEstimator):
         if len(classes) < 2:
             raise ValueError(f"needs at least two classes, got {len(classes)}")
         init = None
-        if self.warm_start and getattr(self, "theta_", None) is not None and self.theta_.shape == (X.shape[1] + 1, len(classes)) \
-                and np.array_equal(self.classes_, classes):
+        if (
+            self.warm_start
+            and getattr(self, "theta_", None) is not None
+            and self.theta_.shape == (X.shape[1] + 1, len(classes))
+            and np.array_equal(self.classes_, classes)
+        ):
             init = [self.theta_]
-        solution = solve(X, [codes], len(classes), [self.C], self.class_weight == "balanced", init, self.tol,
-                         self.max_iter)
+        solution = solve(
+            X, [codes], len(classes), [self.C], self.class_weight == "balanced", init, self.tol, self.max_iter
+        )
         self._set_solution(solution.theta[0], classes, int(solution.n_iter[0]))
         return self
 

@@ -69,8 +69,10 @@ def prepare(X: np.ndarray, labels, n_classes: int, Cs, balanced: bool = False, i
     d, k = X.shape[1], n_classes
     Cs = np.asarray(Cs, dtype=np.float64)
     if n != X.shape[0] or Cs.shape != (P,) or (init is not None and len(init) != P):
-        raise ValueError(f"{P} label vectors of {n} rows need {X.shape[0]} rows of X, {P} Cs and {P} starts; "
-                         f"got {X.shape[0]} rows, {Cs.size} Cs" + ("" if init is None else f", {len(init)} starts"))
+        raise ValueError(
+            f"{P} label vectors of {n} rows need {X.shape[0]} rows of X, {P} Cs and {P} starts; "
+            f"got {X.shape[0]} rows, {Cs.size} Cs" + ("" if init is None else f", {len(init)} starts")
+        )
     if codes.size and (codes.min() < 0 or codes.max() >= k):
         raise ValueError(f"class codes must lie in 0..{k - 1}")
     counts = np.stack([np.bincount(row, minlength=k) for row in codes])

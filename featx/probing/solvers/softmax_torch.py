@@ -165,8 +165,17 @@ def _lbfgs(objective: _Objective, theta: torch.Tensor, tol: float, max_iter: int
     return theta, n_iter, converged
 
 
-def solve(X: np.ndarray, labels, n_classes: int, Cs, balanced: bool = False, init=None, tol: float = 1e-3,
-          max_iter: int = 500, device: str | torch.device = "cuda") -> Solution:
+def solve(
+    X: np.ndarray,
+    labels,
+    n_classes: int,
+    Cs,
+    balanced: bool = False,
+    init=None,
+    tol: float = 1e-3,
+    max_iter: int = 500,
+    device: str | torch.device = "cuda",
+) -> Solution:
     """``softmax.solve`` on ``device``: the same arguments, the same ``Solution`` (numpy arrays)."""
     problem = prepare(X, labels, n_classes, Cs, balanced, init)
     device = torch.device(device)

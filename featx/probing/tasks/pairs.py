@@ -36,9 +36,11 @@ def pooled_block(features: FeatureFile, pooling: str, layer: int, site: str = HI
 def refuse_separate_pairs(features: FeatureFile, command: str) -> None:
     """Analyses of one text's vectors (``erase``, ``neurons``) would see side a only of a separate-mode file."""
     if features.pair_mode == "separate":
-        raise InputError(f"featx {command} reads one text's features, and {features.path} holds sentence pairs "
-                         "encoded separately (side a and side b)",
-                         "extract the pairs with --pair-mode cross (one vector per pair), or one column alone")
+        raise InputError(
+            f"featx {command} reads one text's features, and {features.path} holds sentence pairs "
+            "encoded separately (side a and side b)",
+            "extract the pairs with --pair-mode cross (one vector per pair), or one column alone",
+        )
 
 
 def cosine(u: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -63,8 +65,11 @@ def fit_thresholds(values: np.ndarray, y: np.ndarray, n_classes: int) -> tuple[n
 
     means = np.array([values[y == k].mean() if (y == k).any() else np.inf for k in range(n_classes)])
     by_mean = tuple(int(k) for k in np.argsort(means, kind="stable"))
-    orders = [by_mean] + ([order for order in itertools.permutations(range(n_classes)) if order != by_mean]
-                          if n_classes <= ALL_ORDERS_UP_TO else [])
+    orders = [by_mean] + (
+        [order for order in itertools.permutations(range(n_classes)) if order != by_mean]
+        if n_classes <= ALL_ORDERS_UP_TO
+        else []
+    )
     sorter = np.argsort(values, kind="stable")
     ordered = values[sorter]
     best = None
@@ -132,12 +137,22 @@ def _class_scores(score: np.ndarray, y: np.ndarray, plan, n_classes: int, n_boot
         test = plan.folds[0][1]
         low, high = ev.bootstrap_intervals(y[test], predictions[0], n_classes, n_boot, seed)["accuracy"]
         return {"accuracy": float((predictions[0] == y[test]).mean()), "accuracy_low": low, "accuracy_high": high}
-    mean, low, high = ev.t_interval([float((p == y[test]).mean()) for p, (_, test) in zip(predictions, plan.folds)])
+    mean, low, high = ev.t_interval([float((p == y[test]).mean()) for p, (_, test) in zip(predictions, plan.folds, strict=False)])
     return {"accuracy": mean, "accuracy_low": low, "accuracy_high": high}
 
 
-def cosine_baseline(path, kept: np.ndarray, y: np.ndarray, plan, layers: list[int], poolings: list[str],
-                    n_classes: int | None, n_boot: int, seed: int, allow_partial: bool = False) -> list[dict] | None:
+def cosine_baseline(
+    path,
+    kept: np.ndarray,
+    y: np.ndarray,
+    plan,
+    layers: list[int],
+    poolings: list[str],
+    n_classes: int | None,
+    n_boot: int,
+    seed: int,
+    allow_partial: bool = False,
+) -> list[dict] | None:
     """The cosine baseline per pooling and layer of a separate-mode file (None for any other file).
 
     ``y`` are the targets of the ``kept`` rows (``n_classes`` None: regression); ``plan`` their folds."""
@@ -148,8 +163,11 @@ def cosine_baseline(path, kept: np.ndarray, y: np.ndarray, plan, layers: list[in
         for pooling in poolings:
             for layer in layers:
                 score = cosine(*features.pair_features(pooling, layer))[kept]
-                scores = _regression_scores(score, y, plan, n_boot, seed) if n_classes is None else \
-                    _class_scores(score, y, plan, n_classes, n_boot, seed)
+                scores = (
+                    _regression_scores(score, y, plan, n_boot, seed)
+                    if n_classes is None
+                    else _class_scores(score, y, plan, n_classes, n_boot, seed)
+                )
                 scores = {name: float(value) if np.isfinite(value) else None for name, value in scores.items()}
                 rows.append({"pooling": pooling, "layer": int(layer), **scores})  # None: undefined (a constant cosine)
     return rows
@@ -164,8 +182,18 @@ def baseline_meta(config, path, kept, y, plan, specs, poolings, n_classes=None) 
         return {}
     meta = {"pair_mode": mode, "pair_feature": "[u, v, |u-v|, u*v]" if mode == "separate" else "cross-encoded pair"}
     if mode == "separate":
-        meta["cosine_baseline"] = cosine_baseline(path, kept, y, plan, layers, poolings, n_classes,
-                                                  int(config.n_bootstrap), int(config.seed), config.allow_partial)
+        meta["cosine_baseline"] = cosine_baseline(
+            path,
+            kept,
+            y,
+            plan,
+            layers,
+            poolings,
+            n_classes,
+            int(config.n_bootstrap),
+            int(config.seed),
+            config.allow_partial,
+        )
     return meta
 
 
@@ -183,20 +211,37 @@ def baseline_lines(meta: dict) -> list[str]:
     if not rows:
         return []
     regression = "spearman" in rows[0]
-    what = ("Spearman and Pearson vs the label" if regression else
-            "accuracy of thresholds on the cosine, chosen on the training part only")
+    what = (
+        "Spearman and Pearson vs the label"
+        if regression
+        else "accuracy of thresholds on the cosine, chosen on the training part only"
+    )
     lines = [f"cosine baseline (zero parameters: cos(u, v) of side a and side b; {what})"]
-    header = ["pooling", "layer", "Spearman [95% CI]", "Pearson"] if regression else ["pooling", "layer",
-                                                                                       "accuracy [95% CI]"]
+    header = (
+        ["pooling", "layer", "Spearman [95% CI]", "Pearson"]
+        if regression
+        else ["pooling", "layer", "accuracy [95% CI]"]
+    )
     cells = []
     for row in rows:
         if regression:
-            cells.append([row["pooling"], str(row["layer"]),
-                          _interval(row["spearman"], row["spearman_low"], row["spearman_high"]), _number(row["pearson"])])
+            cells.append(
+                [
+                    row["pooling"],
+                    str(row["layer"]),
+                    _interval(row["spearman"], row["spearman_low"], row["spearman_high"]),
+                    _number(row["pearson"]),
+                ]
+            )
         else:
-            cells.append([row["pooling"], str(row["layer"]),
-                          _interval(row["accuracy"], row["accuracy_low"], row["accuracy_high"])])
+            cells.append(
+                [
+                    row["pooling"],
+                    str(row["layer"]),
+                    _interval(row["accuracy"], row["accuracy_low"], row["accuracy_high"]),
+                ]
+            )
     widths = [max(len(header[i]), *(len(cell[i]) for cell in cells)) for i in range(len(header))]
-    lines += ["  ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip(), "  ".join("-" * w for w in widths)]
-    lines += ["  ".join(c.ljust(w) for c, w in zip(cell, widths)).rstrip() for cell in cells]
+    lines += ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=False)).rstrip(), "  ".join("-" * w for w in widths)]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(cell, widths, strict=False)).rstrip() for cell in cells]
     return lines + [f"probe features: {meta.get('pair_feature')} per layer and pooling"]

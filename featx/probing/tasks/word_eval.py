@@ -7,8 +7,8 @@ import time
 
 import numpy as np
 
-from ..solvers import classifiers as clf
 from ..evaluation import core as ev
+from ..solvers import classifiers as clf
 from .word_items import WordPlan, WordTask, inner_split_by_sentence
 
 
@@ -35,12 +35,25 @@ def _fit_logreg(X, labels, train, dev, groups, n_classes, cs, balanced, seed):
     found = ev.search_logreg(Xs, targets, fit_rows, val_rows, n_classes, cs, balanced)
     chosen, init = [C for C, _, _ in found], [theta for _, theta, _ in found]
     solution = softmax.solve(Xs, targets, n_classes, chosen, balanced, init=init, tol=clf.LOGREG_TOL)
-    return [(clf.logreg_from(solution.theta[p], solution.offsets[p], chosen[p], balanced), scaler, chosen[p])
-            for p in range(len(labels))]
+    return [
+        (clf.logreg_from(solution.theta[p], solution.offsets[p], chosen[p], balanced), scaler, chosen[p])
+        for p in range(len(labels))
+    ]
 
 
-def run_fold(classifier: str, X: np.ndarray, labels: list[np.ndarray], train, test, dev, groups,
-             n_classes: int, cs, balanced: bool, seed: int) -> list[ev.FoldResult]:
+def run_fold(
+    classifier: str,
+    X: np.ndarray,
+    labels: list[np.ndarray],
+    train,
+    test,
+    dev,
+    groups,
+    n_classes: int,
+    cs,
+    balanced: bool,
+    seed: int,
+) -> list[ev.FoldResult]:
     """One outer fold for each label vector (the real labels, then the control task's)."""
     started = time.perf_counter()
     if classifier == "logreg":
@@ -81,7 +94,11 @@ def _metrics(tp, true, predicted) -> dict[str, np.ndarray]:
         accuracy = tp.sum(axis=-1) / true.sum(axis=-1)
         recall = np.where(true > 0, tp / true, np.nan)
         f1 = np.where(true + predicted > 0, 2 * tp / (true + predicted), np.nan)
-        return {"accuracy": accuracy, "macro_f1": np.nanmean(f1, axis=-1), "balanced_accuracy": np.nanmean(recall, axis=-1)}
+        return {
+            "accuracy": accuracy,
+            "macro_f1": np.nanmean(f1, axis=-1),
+            "balanced_accuracy": np.nanmean(recall, axis=-1),
+        }
 
 
 def sentence_bootstrap(y, pred, groups, n_classes: int, n_boot: int, seed: int) -> dict[str, tuple[float, float]]:
@@ -98,11 +115,18 @@ def sentence_bootstrap(y, pred, groups, n_classes: int, n_boot: int, seed: int) 
         values = _metrics(weights @ tp, weights @ true, weights @ predicted)
         for name in out:
             out[name].append(values[name])
-    return {name: (float(np.nanpercentile(np.concatenate(parts), 2.5)), float(np.nanpercentile(np.concatenate(parts), 97.5)))
-            for name, parts in out.items()}
+    return {
+        name: (
+            float(np.nanpercentile(np.concatenate(parts), 2.5)),
+            float(np.nanpercentile(np.concatenate(parts), 97.5)),
+        )
+        for name, parts in out.items()
+    }
 
 
-def summarise(plan: WordPlan, y: np.ndarray, folds: list[ev.FoldResult], n_classes: int, n_boot: int, seed: int) -> dict:
+def summarise(
+    plan: WordPlan, y: np.ndarray, folds: list[ev.FoldResult], n_classes: int, n_boot: int, seed: int
+) -> dict:
     """``evaluation.summarise``'s row, with the intervals of a split taken over test sentences."""
     row = ev.summarise(plan, y, folds, n_classes, 1 if plan.is_split else n_boot, seed)
     if plan.is_split:

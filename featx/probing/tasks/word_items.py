@@ -65,14 +65,17 @@ def _types(source) -> np.ndarray:
 def word_task(source, label: str) -> WordTask:
     """The word-level task of one word label column: every labelled word is an item."""
     if label not in source.word_label_columns():
-        raise InputError(f"no word label column '{label}'; word label columns: {', '.join(source.word_label_columns())}",
-                         "pick one with --label NAME")
+        raise InputError(
+            f"no word label column '{label}'; word label columns: {', '.join(source.word_label_columns())}",
+            "pick one with --label NAME",
+        )
     codes = np.asarray(source.word_labels(label), dtype=np.int64)
     kept = np.flatnonzero(codes >= 0)
     y, names = _renumber(codes[kept], source.word_label_names(label), label)
     sentence = np.asarray(source.word_sentence(), dtype=np.int64)
-    return WordTask(label, LEVEL_WORD, y, names, sentence[kept], kept, _types(source)[kept], len(codes),
-                    int(source.n_rows))
+    return WordTask(
+        label, LEVEL_WORD, y, names, sentence[kept], kept, _types(source)[kept], len(codes), int(source.n_rows)
+    )
 
 
 def _renumber(codes: np.ndarray, names: list[str], label: str) -> tuple[np.ndarray, list[str]]:
@@ -95,8 +98,10 @@ def _arcs(source) -> tuple[np.ndarray, np.ndarray]:
 def relation_task(source, label: str) -> WordTask:
     """``--label deprel --arcs``: each gold (head, dependent) pair, labelled with its dependent's relation."""
     if label not in source.word_label_columns():
-        raise InputError(f"no word label column '{label}' to classify arcs by",
-                         f"word label columns: {', '.join(source.word_label_columns())}; or --label head --arcs")
+        raise InputError(
+            f"no word label column '{label}' to classify arcs by",
+            f"word label columns: {', '.join(source.word_label_columns())}; or --label head --arcs",
+        )
     heads, dependents = _arcs(source)
     codes = np.asarray(source.word_labels(label), dtype=np.int64)[dependents]
     keep = codes >= 0
@@ -106,8 +111,17 @@ def relation_task(source, label: str) -> WordTask:
     y, names = _renumber(codes[keep], source.word_label_names(label), label)
     sentence = np.asarray(source.word_sentence(), dtype=np.int64)
     types = _types(source)
-    return WordTask(label, LEVEL_ARC, y, names, sentence[dependents], np.stack([heads, dependents], axis=1),
-                    types[dependents], len(types), int(source.n_rows))
+    return WordTask(
+        label,
+        LEVEL_ARC,
+        y,
+        names,
+        sentence[dependents],
+        np.stack([heads, dependents], axis=1),
+        types[dependents],
+        len(types),
+        int(source.n_rows),
+    )
 
 
 def attachment_task(source, seed: int) -> WordTask:
@@ -118,10 +132,10 @@ def attachment_task(source, seed: int) -> WordTask:
         raise InputError("no word has a head", "extract a treebank with a HEAD column (CoNLL-U)")
     offsets = np.asarray(source.word_offsets(), dtype=np.int64)
     sentence = np.asarray(source.word_sentence(), dtype=np.int64)
-    gold = set(zip(heads.tolist(), dependents.tolist()))
+    gold = set(zip(heads.tolist(), dependents.tolist(), strict=False))
     rng = np.random.default_rng(seed + 4099)
     negatives = []
-    for head, dependent in zip(heads.tolist(), dependents.tolist()):
+    for head, dependent in zip(heads.tolist(), dependents.tolist(), strict=False):
         start, stop = offsets[sentence[dependent]], offsets[sentence[dependent] + 1]
         if stop - start < 3:  # a two-word sentence has no non-arc pair besides the reversed arc
             continue
@@ -134,8 +148,9 @@ def attachment_task(source, seed: int) -> WordTask:
     y = np.concatenate([np.ones(len(heads), np.int64), np.zeros(len(negatives), np.int64)])
     types = _types(source)
     keys = np.array([f"{types[h]} -> {types[d]}" for h, d in pairs], dtype=object)
-    return WordTask(HEAD_LABEL, LEVEL_ARC, y, list(ARC_NAMES), sentence[pairs[:, 1]], pairs, keys, len(types),
-                    int(source.n_rows))
+    return WordTask(
+        HEAD_LABEL, LEVEL_ARC, y, list(ARC_NAMES), sentence[pairs[:, 1]], pairs, keys, len(types), int(source.n_rows)
+    )
 
 
 # -- the plan by sentence ------------------------------------------------------------------------------
@@ -149,15 +164,19 @@ def sentence_plan(task: WordTask, split: np.ndarray | None, folds: int, seed: in
         dev = np.flatnonzero(np.isin(values, ev.DEV_VALUES))
         test = np.flatnonzero(np.isin(values, ev.TEST_VALUES))
         if not len(train) and len(dev) and len(test):
-            notes.append(f"the split has no train part: the dev part ({len(np.unique(groups[dev]))} sentences) "
-                         "trains the probes (C chosen inside it), the test part scores them")
+            notes.append(
+                f"the split has no train part: the dev part ({len(np.unique(groups[dev]))} sentences) "
+                "trains the probes (C chosen inside it), the test part scores them"
+            )
             train, dev = dev, np.zeros(0, np.int64)
         if len(train) and len(test):
             _check_split_classes(task, train, test, notes)
             return WordPlan("split", [(train, test)], [dev if len(dev) else None], groups=groups)
         if len(np.unique(values)) > 1:
-            notes.append(f"the split column has no train and test sentences to use; cross-validating with {folds} "
-                         "folds over sentences instead")
+            notes.append(
+                f"the split column has no train and test sentences to use; cross-validating with {folds} "
+                "folds over sentences instead"
+            )
     n_sentences = len(np.unique(groups))
     if n_sentences < folds:
         raise InputError(f"only {n_sentences} sentences for {folds} folds", f"use --folds {max(2, n_sentences)}")
@@ -212,5 +231,5 @@ def lexical_predictions(task: WordTask, train: np.ndarray, test: np.ndarray) -> 
     unique, inverse = np.unique(keys[train], return_inverse=True)
     counts = np.zeros((len(unique), task.n_classes), np.int64)
     np.add.at(counts, (inverse, task.y[train]), 1)
-    best = dict(zip(unique.tolist(), np.argmax(counts, axis=1).tolist()))
+    best = dict(zip(unique.tolist(), np.argmax(counts, axis=1).tolist(), strict=False))
     return np.array([best.get(key, majority) for key in keys[test]], dtype=np.int64)

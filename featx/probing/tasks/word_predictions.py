@@ -11,8 +11,15 @@ from .word_items import WordPlan, WordTask
 MAX_CONFUSIONS = 15
 
 
-def prediction_table(table: pd.DataFrame, predictions: dict, task: WordTask, plan: WordPlan, ids: list[str],
-                     forms: list[str], offsets: np.ndarray) -> tuple[pd.DataFrame | None, str]:
+def prediction_table(
+    table: pd.DataFrame,
+    predictions: dict,
+    task: WordTask,
+    plan: WordPlan,
+    ids: list[str],
+    forms: list[str],
+    offsets: np.ndarray,
+) -> tuple[pd.DataFrame | None, str]:
     """One row per tested item (word or word pair), one column of predicted labels per layer, for the
     pooling/classifier of the best single-layer probe."""
     singles = table[(table.kind == "single") & table.index.isin(list(predictions))]
@@ -26,13 +33,21 @@ def prediction_table(table: pd.DataFrame, predictions: dict, task: WordTask, pla
     start = offsets[sentence]
     words = task.words[tested]
     if words.ndim == 1:
-        item_id = [f"{ids[s]}:{w - b + 1}" for s, w, b in zip(sentence, words, start)]
+        item_id = [f"{ids[s]}:{w - b + 1}" for s, w, b in zip(sentence, words, start, strict=False)]
         shown = [forms[w] for w in words]
     else:
-        item_id = [f"{ids[s]}:{h - b + 1}->{d - b + 1}" for s, (h, d), b in zip(sentence, words, start)]
+        item_id = [f"{ids[s]}:{h - b + 1}->{d - b + 1}" for s, (h, d), b in zip(sentence, words, start, strict=False)]
         shown = [f"{forms[h]} -> {forms[d]}" for h, d in words]
-    frame = pd.DataFrame({"row": sentence, "id": item_id, "word": shown, "label": names[task.y[tested]],
-                          "n_tokens": offsets[sentence + 1] - start, "truncated": False})
+    frame = pd.DataFrame(
+        {
+            "row": sentence,
+            "id": item_id,
+            "word": shown,
+            "label": names[task.y[tested]],
+            "n_tokens": offsets[sentence + 1] - start,
+            "truncated": False,
+        }
+    )
     for index, record in chosen.iterrows():
         frame[f"layer_{record.layer_spec}"] = names[np.maximum(predictions[index][tested], 0)]
     return frame, f"{best.pooling}/{best.classifier}"
@@ -44,5 +59,11 @@ def top_confusions(true: pd.Series, predicted: pd.Series, limit: int = MAX_CONFU
     counts = pd.crosstab(true[wrong], predicted[wrong]).stack()
     counts = counts[counts > 0].sort_values(ascending=False, kind="stable").head(limit)
     totals = true.value_counts()
-    return pd.DataFrame({"label": [a for a, _ in counts.index], "predicted": [b for _, b in counts.index],
-                         "count": counts.to_numpy(), "share_of_label": [n / totals[a] for (a, _), n in counts.items()]})
+    return pd.DataFrame(
+        {
+            "label": [a for a, _ in counts.index],
+            "predicted": [b for _, b in counts.index],
+            "count": counts.to_numpy(),
+            "share_of_label": [n / totals[a] for (a, _), n in counts.items()],
+        }
+    )

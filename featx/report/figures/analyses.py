@@ -11,8 +11,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-COLOURS = {"top probe": "#0072B2", "top anova": "#009E73", "random": "#999999", "bottom probe": "#D55E00",
-           "bottom anova": "#CC79A7", "real": "#0072B2", "control": "#E69F00"}
+COLOURS = {
+    "top probe": "#0072B2",
+    "top anova": "#009E73",
+    "random": "#999999",
+    "bottom probe": "#D55E00",
+    "bottom anova": "#CC79A7",
+    "real": "#0072B2",
+    "control": "#E69F00",
+}
 MARKERS = {"top probe": "o", "top anova": "s", "random": "D", "bottom probe": "v", "bottom anova": "^"}
 
 
@@ -28,8 +35,9 @@ def _pyplot():
 def _grid(n: int, plt, width: float = 4.0, height: float = 3.2):
     cols = min(n, 4)
     rows = math.ceil(n / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(width * cols, height * rows + 0.6), squeeze=False, sharey=True,
-                             layout="constrained")
+    fig, axes = plt.subplots(
+        rows, cols, figsize=(width * cols, height * rows + 0.6), squeeze=False, sharey=True, layout="constrained"
+    )
     for ax in axes.flat[n:]:
         ax.set_visible(False)
     return fig, list(axes.flat[:n])
@@ -49,8 +57,16 @@ def plot_selection(selection: pd.DataFrame, layer: int, ax) -> None:
         name = choice if ranking == "-" else f"{choice} {ranking}"
         part = part.sort_values("fraction")
         errors = [part.accuracy - part.accuracy_low, part.accuracy_high - part.accuracy]
-        ax.errorbar(part.fraction * 100, part.accuracy, yerr=np.clip(np.nan_to_num(errors), 0, None), label=name,
-                    color=COLOURS[name], marker=MARKERS[name], capsize=3, linestyle="--" if choice == "bottom" else "-")
+        ax.errorbar(
+            part.fraction * 100,
+            part.accuracy,
+            yerr=np.clip(np.nan_to_num(errors), 0, None),
+            label=name,
+            color=COLOURS[name],
+            marker=MARKERS[name],
+            capsize=3,
+            linestyle="--" if choice == "bottom" else "-",
+        )
     full = rows[rows.selection == "all"].iloc[0]
     ax.axhline(full.accuracy, color="black", linewidth=1, label=f"all {int(full.k)} neurons")
     ax.axhspan(full.accuracy_low, full.accuracy_high, color="black", alpha=0.08)
@@ -67,7 +83,7 @@ def save_selection_figure(selection: pd.DataFrame, meta: dict, output: Path) -> 
     plt = _pyplot()
     layers = list(meta["layers"])
     fig, axes = _grid(len(layers), plt)
-    for ax, layer in zip(axes, layers):
+    for ax, layer in zip(axes, layers, strict=False):
         plot_selection(selection, layer, ax)
     axes[0].set_ylabel("accuracy (retrained logreg)")
     axes[0].legend(fontsize=7, loc="lower right")
@@ -97,8 +113,15 @@ def plot_pareto(sweep: pd.DataFrame, layer, pooling: str, ax) -> None:
         if part.empty:
             continue
         for family, group in part.groupby("family", sort=False):
-            ax.scatter(group.params, group.accuracy, color=colour, marker=markers.get(family, "o"), alpha=0.6, s=22,
-                       label=f"{family} ({task})")
+            ax.scatter(
+                group.params,
+                group.accuracy,
+                color=colour,
+                marker=markers.get(family, "o"),
+                alpha=0.6,
+                s=22,
+                label=f"{family} ({task})",
+            )
         front = pareto_front(part)
         xs = list(front.params) + [rows.params.max()]  # the front holds until the largest probe
         ax.step(xs, list(front.accuracy) + [front.accuracy.iloc[-1]], where="post", color=colour, linewidth=1.5)
@@ -112,12 +135,14 @@ def save_pareto_figure(sweep: pd.DataFrame, meta: dict, output: Path, pooling: s
     plt = _pyplot()
     layers = list(meta["layers"])
     fig, axes = _grid(len(layers), plt)
-    for ax, layer in zip(axes, layers):
+    for ax, layer in zip(axes, layers, strict=False):
         plot_pareto(sweep, layer, pooling, ax)
     axes[0].set_ylabel("accuracy")
     axes[0].legend(fontsize=6, loc="lower right")
-    fig.suptitle(f"{meta['model']}: accuracy / complexity Pareto fronts for '{meta['label']}' ({pooling} pooling)\n"
-                 "blue = real labels, orange = control task (permuted labels); lines = Pareto fronts")
+    fig.suptitle(
+        f"{meta['model']}: accuracy / complexity Pareto fronts for '{meta['label']}' ({pooling} pooling)\n"
+        "blue = real labels, orange = control task (permuted labels); lines = Pareto fronts"
+    )
     path = _save(fig, output)
     plt.close(fig)
     return path

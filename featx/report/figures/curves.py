@@ -8,18 +8,34 @@ import numpy as np
 import pandas as pd
 
 from ...errors import InputError
-from ..load import (METRIC_NAMES, _layer_results, _linestyle, best_row, default_classifier, layer_rows,
-                   load_results, poolings_of, references)
+from ..load import (
+    METRIC_NAMES,
+    _layer_results,
+    _linestyle,
+    best_row,
+    default_classifier,
+    layer_rows,
+    load_results,
+    poolings_of,
+    references,
+)
 from .pairs import draw_cosine_baseline
-from .word_panels import mark_layer_summary
 from .style import CYCLE, MARKERS, OKABE_ITO, RC, REFERENCE_GREY, _axes, _style, legend_below
+from .word_panels import mark_layer_summary
 
 MAX_CLASS_LINES = 10  # more classes than this: the lowest-F1 ones in colour, the others thin grey
 COINCIDE = 0.005  # reference lines closer than this are drawn so that both stay visible
 
 
-def plot_layer_curves(frame: pd.DataFrame, meta: dict | None = None, ax=None, metric: str = "accuracy",
-                      classifier: str | None = None, legend: bool = True, title: bool | str = True):
+def plot_layer_curves(
+    frame: pd.DataFrame,
+    meta: dict | None = None,
+    ax=None,
+    metric: str = "accuracy",
+    classifier: str | None = None,
+    legend: bool = True,
+    title: bool | str = True,
+):
     """``metric`` against layer, one line per pooling, 95% bands, reference lines, best layer starred."""
     import matplotlib.pyplot as plt
 
@@ -34,8 +50,17 @@ def plot_layer_curves(frame: pd.DataFrame, meta: dict | None = None, ax=None, me
             colour, marker = _style(pooling, index)  # site names fall through to the cycle
             layers = part["layer"].astype(int).to_numpy()
             y = part[metric].astype(float).to_numpy()
-            ax.plot(layers, y, color=colour, marker=marker, markersize=5, linewidth=2, label=pooling, zorder=3,
-                    linestyle=_linestyle(part, sites))
+            ax.plot(
+                layers,
+                y,
+                color=colour,
+                marker=marker,
+                markersize=5,
+                linewidth=2,
+                label=pooling,
+                zorder=3,
+                linestyle=_linestyle(part, sites),
+            )
             if metric == "accuracy":
                 hollow_drawn |= _mark_like_best(ax, part, layers, y, colour, marker)
             low, high = f"{metric}_low", f"{metric}_high"
@@ -47,16 +72,34 @@ def plot_layer_curves(frame: pd.DataFrame, meta: dict | None = None, ax=None, me
         values += _draw_baseline_curve(ax, frame, rows, metric, classifier)
         values += draw_cosine_baseline(ax, meta, rows, metric)  # sentence pairs (separate mode)
         control, drawn = _draw_control_curve(ax, rows, metric)
-        found = [ref for ref in references(frame, metric, classifier) if not (drawn and ref[0].startswith("control task"))]
+        found = [
+            ref for ref in references(frame, metric, classifier) if not (drawn and ref[0].startswith("control task"))
+        ]
         values += control + _draw_references(ax, found, sorted(set(rows["layer"].astype(int))))
         best = best_row(rows, metric)
-        ax.plot([int(best["layer"])], [float(best[metric])], marker="*", markersize=17, color=OKABE_ITO["black"],
-                markerfacecolor=OKABE_ITO["yellow"], linestyle="none", zorder=4,
-                label=f"best: layer {int(best['layer'])}, {best['pooling']} ({float(best[metric]):.3f})")
+        ax.plot(
+            [int(best["layer"])],
+            [float(best[metric])],
+            marker="*",
+            markersize=17,
+            color=OKABE_ITO["black"],
+            markerfacecolor=OKABE_ITO["yellow"],
+            linestyle="none",
+            zorder=4,
+            label=f"best: layer {int(best['layer'])}, {best['pooling']} ({float(best[metric]):.3f})",
+        )
         mark_layer_summary(ax, meta, str(best.get("probe_pooling", best["pooling"])))  # word-level runs only
         if hollow_drawn:
-            ax.plot([], [], marker="o", markersize=7, linestyle="none", markerfacecolor="white",
-                    markeredgecolor=REFERENCE_GREY, label="hollow: not significantly below its pooling's best")
+            ax.plot(
+                [],
+                [],
+                marker="o",
+                markersize=7,
+                linestyle="none",
+                markerfacecolor="white",
+                markeredgecolor=REFERENCE_GREY,
+                label="hollow: not significantly below its pooling's best",
+            )
         layers_all = sorted(set(rows["layer"].astype(int)))
         ax.set_xticks(layers_all)
         ax.set_xlim(min(layers_all) - 0.3, max(layers_all) + 0.3)
@@ -74,8 +117,9 @@ def plot_layer_curves(frame: pd.DataFrame, meta: dict | None = None, ax=None, me
         if legend:
             legend_below(ax)
         if title:
-            ax.set_title(title if isinstance(title, str) else f"{METRIC_NAMES.get(metric, metric)} by layer",
-                         loc="left")
+            ax.set_title(
+                title if isinstance(title, str) else f"{METRIC_NAMES.get(metric, metric)} by layer", loc="left"
+            )
     return ax
 
 
@@ -88,8 +132,17 @@ def _mark_like_best(ax, part: pd.DataFrame, layers, y, colour, marker) -> bool:
     like_best = like_best.to_numpy(bool)
     if part["significant_vs_best"].isna().all() or not like_best.any():
         return False
-    ax.plot(layers[like_best], y[like_best], marker=marker, markersize=8, linestyle="none", markerfacecolor="white",
-            markeredgecolor=colour, markeredgewidth=1.8, zorder=3.5)
+    ax.plot(
+        layers[like_best],
+        y[like_best],
+        marker=marker,
+        markersize=8,
+        linestyle="none",
+        markerfacecolor="white",
+        markeredgecolor=colour,
+        markeredgewidth=1.8,
+        zorder=3.5,
+    )
     return True
 
 
@@ -97,13 +150,22 @@ def _draw_references(ax, found: list[tuple[str, float]], layers: list[int]) -> l
     """Horizontal reference lines; one that coincides with an earlier one gets markers and says so."""
     styles = ["--", ":", "-."]
     drawn: list[tuple[str, float]] = []
-    for (name, value), style in zip(found, styles):
+    for (name, value), style in zip(found, styles, strict=False):
         colour = REFERENCE_GREY if style != ":" else OKABE_ITO["black"]
         same = [other for other, earlier in drawn if abs(earlier - value) < COINCIDE]
         label = f"{name}: {value:.2f}" + (f" (= {same[0].split(' (')[0]})" if same else "")
         if same:  # on top of another line: markers along it keep it visible
-            ax.plot(layers, [value] * len(layers), color=colour, linestyle=style, linewidth=1.4, marker="x",
-                    markersize=7, label=label, zorder=1.5)
+            ax.plot(
+                layers,
+                [value] * len(layers),
+                color=colour,
+                linestyle=style,
+                linewidth=1.4,
+                marker="x",
+                markersize=7,
+                label=label,
+                zorder=1.5,
+            )
         else:
             ax.axhline(value, color=colour, linestyle=style, linewidth=1.4, label=label, zorder=1)
         drawn.append((name, value))
@@ -122,8 +184,17 @@ def _draw_control_curve(ax, rows: pd.DataFrame, metric: str) -> tuple[list[float
     if len(y) < 2 or float(np.ptp(y)) < COINCIDE:
         return [], False
     name = best.get("probe_pooling", best["pooling"])
-    ax.plot(part["layer"].astype(int).to_numpy(), y, color=REFERENCE_GREY, linestyle="-.", marker="+", markersize=8,
-            linewidth=1.4, label=f"control task by layer ({name})", zorder=2.5)
+    ax.plot(
+        part["layer"].astype(int).to_numpy(),
+        y,
+        color=REFERENCE_GREY,
+        linestyle="-.",
+        marker="+",
+        markersize=8,
+        linewidth=1.4,
+        label=f"control task by layer ({name})",
+        zorder=2.5,
+    )
     return list(y), True
 
 
@@ -140,8 +211,17 @@ def _draw_baseline_curve(ax, frame: pd.DataFrame, rows: pd.DataFrame, metric: st
     if "site" in part.columns and part["site"].nunique() > 1:
         part = part[part["site"] == part["site"].iloc[0]]
     y = part[metric].astype(float).to_numpy()
-    ax.plot(part["layer"].astype(int).to_numpy(), y, color=REFERENCE_GREY, linestyle="--", marker="x", markersize=6,
-            linewidth=1.6, label=f"baseline features by layer ({pooling})", zorder=2.5)
+    ax.plot(
+        part["layer"].astype(int).to_numpy(),
+        y,
+        color=REFERENCE_GREY,
+        linestyle="--",
+        marker="x",
+        markersize=6,
+        linewidth=1.6,
+        label=f"baseline features by layer ({pooling})",
+        zorder=2.5,
+    )
     return list(y)
 
 
@@ -150,20 +230,41 @@ def _draw_class_lines(ax, per_layer: dict, layers: list[int], classes: list) -> 
     highlighted = classes
     if len(classes) > MAX_CLASS_LINES:
         last = per_layer[layers[-1]]
-        highlighted = sorted(classes, key=lambda name: last.get(name, np.nan) if np.isfinite(
-            last.get(name, np.nan)) else -1.0)[:MAX_CLASS_LINES]
+        highlighted = sorted(
+            classes, key=lambda name: last.get(name, np.nan) if np.isfinite(last.get(name, np.nan)) else -1.0
+        )[:MAX_CLASS_LINES]
         for name in classes:
             if name not in highlighted:
-                ax.plot(layers, [per_layer[layer].get(name, np.nan) for layer in layers], color="#BBBBBB",
-                        linewidth=0.8, zorder=1)
+                ax.plot(
+                    layers,
+                    [per_layer[layer].get(name, np.nan) for layer in layers],
+                    color="#BBBBBB",
+                    linewidth=0.8,
+                    zorder=1,
+                )
     for index, name in enumerate(highlighted):
         y = [per_layer[layer].get(name, np.nan) for layer in layers]
-        ax.plot(layers, y, color=CYCLE[index % len(CYCLE)], marker=MARKERS[index % len(MARKERS)],
-                markersize=5, linewidth=2, label=str(name), zorder=3)
+        ax.plot(
+            layers,
+            y,
+            color=CYCLE[index % len(CYCLE)],
+            marker=MARKERS[index % len(MARKERS)],
+            markersize=5,
+            linewidth=2,
+            label=str(name),
+            zorder=3,
+        )
 
 
-def plot_mdl(frame: pd.DataFrame, meta: dict | None = None, ax=None, classifier: str | None = None,
-             value: str = "mdl_compression", legend: bool = True, title: bool | str = True):
+def plot_mdl(
+    frame: pd.DataFrame,
+    meta: dict | None = None,
+    ax=None,
+    classifier: str | None = None,
+    value: str = "mdl_compression",
+    legend: bool = True,
+    title: bool | str = True,
+):
     """MDL probe (``featx probe --mdl``): compression over the uniform code by layer, one line per pooling.
 
     ``value="mdl_bits"`` draws the online codelength instead. Compression 1 (dashed) = no information.
@@ -179,14 +280,24 @@ def plot_mdl(frame: pd.DataFrame, meta: dict | None = None, ax=None, classifier:
         for index, pooling in enumerate(poolings_of(rows)):
             part = rows[rows["pooling"] == pooling]
             colour, marker = _style(pooling, index)
-            ax.plot(part["layer"].astype(int), part[value].astype(float), color=colour, marker=marker, markersize=5,
-                    linewidth=2, label=pooling, zorder=3)
+            ax.plot(
+                part["layer"].astype(int),
+                part[value].astype(float),
+                color=colour,
+                marker=marker,
+                markersize=5,
+                linewidth=2,
+                label=pooling,
+                zorder=3,
+            )
         if value == "mdl_compression":
             ax.axhline(1.0, color=REFERENCE_GREY, linestyle="--", linewidth=1.4, label="uniform code (no information)")
         layers_all = sorted(set(rows["layer"].astype(int)))
         ax.set_xticks(layers_all)
         ax.set_xlabel("layer (0 = embeddings)")
-        ax.set_ylabel("compression (uniform / online code)" if value == "mdl_compression" else "online codelength (bits)")
+        ax.set_ylabel(
+            "compression (uniform / online code)" if value == "mdl_compression" else "online codelength (bits)"
+        )
         ax.grid(True, axis="y", alpha=0.3)
         if legend:
             legend_below(ax)
@@ -195,8 +306,14 @@ def plot_mdl(frame: pd.DataFrame, meta: dict | None = None, ax=None, classifier:
     return ax
 
 
-def plot_per_class_f1(frame: pd.DataFrame, meta: dict | None = None, ax=None, pooling: str | None = None,
-                      classifier: str | None = None, title: bool | str = True):
+def plot_per_class_f1(
+    frame: pd.DataFrame,
+    meta: dict | None = None,
+    ax=None,
+    pooling: str | None = None,
+    classifier: str | None = None,
+    title: bool | str = True,
+):
     """F1 of each class against layer for one pooling (default: the best pooling by accuracy)."""
     import matplotlib.pyplot as plt
 
@@ -209,7 +326,9 @@ def plot_per_class_f1(frame: pd.DataFrame, meta: dict | None = None, ax=None, po
         pooling = str(best_row(rows, "accuracy" if "accuracy" in rows.columns else "macro_f1")["pooling"])
     part = rows[rows["pooling"] == pooling]
     if part.empty:
-        raise InputError(f"no rows for pooling '{pooling}'", f"poolings in these results: {', '.join(poolings_of(rows))}")
+        raise InputError(
+            f"no rows for pooling '{pooling}'", f"poolings in these results: {', '.join(poolings_of(rows))}"
+        )
     per_layer = {int(row["layer"]): row["per_class_f1"] for _, row in part.iterrows()}
     classes = list(meta.get("label_names") or [])
     for scores in per_layer.values():
@@ -228,15 +347,29 @@ def plot_per_class_f1(frame: pd.DataFrame, meta: dict | None = None, ax=None, po
         if len(classes) <= MAX_CLASS_LINES:
             ax.legend(title=str(meta.get("label") or "class"), frameon=False, loc="best")
         else:
-            legend_below(ax, ncol=4, title=f"{meta.get('label') or 'class'}: the {MAX_CLASS_LINES} lowest-F1 classes "
-                                        f"of {len(classes)} (the rest in grey)")
+            legend_below(
+                ax,
+                ncol=4,
+                title=f"{meta.get('label') or 'class'}: the {MAX_CLASS_LINES} lowest-F1 classes "
+                f"of {len(classes)} (the rest in grey)",
+            )
         if title:
             ax.set_title(title if isinstance(title, str) else f"per-class F1 by layer ({pooling} pooling)", loc="left")
     return ax
 
 
-def plot_projection(features, layer: int, pooling: str, label: str, ax=None, split: str | None = None,
-                    max_points: int = 3000, seed: int = 0, title: bool | str = True, site: str = "hidden"):
+def plot_projection(
+    features,
+    layer: int,
+    pooling: str,
+    label: str,
+    ax=None,
+    split: str | None = None,
+    max_points: int = 3000,
+    seed: int = 0,
+    title: bool | str = True,
+    site: str = "hidden",
+):
     """The rows of one (layer, pooling) projected on their first two principal components, coloured by label.
 
     ``features`` is a features file path or an open ``featx.FeatureFile``. ``split`` keeps only rows
@@ -268,7 +401,7 @@ def plot_projection(features, layer: int, pooling: str, label: str, ax=None, spl
         index = np.sort(np.random.default_rng(seed).choice(index, max_points, replace=False))
     X, codes = X[index], codes[index]
     centred = X - X.mean(axis=0)
-    constant = float((centred ** 2).sum()) <= 1e-12 * max(1.0, float((X ** 2).sum()))
+    constant = float((centred**2).sum()) <= 1e-12 * max(1.0, float((X**2).sum()))
     if constant:  # e.g. CLS at layer 0: the same vector for every row, nothing to project
         points, ratio = np.zeros((len(X), 2)), np.zeros(2)
     else:
@@ -280,8 +413,16 @@ def plot_projection(features, layer: int, pooling: str, label: str, ax=None, spl
         for code, name in enumerate(names):
             chosen = codes == code
             if chosen.any():
-                ax.scatter(points[chosen, 0], points[chosen, 1], s=9, alpha=0.6, linewidths=0,
-                           color=CYCLE[code % len(CYCLE)], marker=MARKERS[code % len(MARKERS)], label=str(name))
+                ax.scatter(
+                    points[chosen, 0],
+                    points[chosen, 1],
+                    s=9,
+                    alpha=0.6,
+                    linewidths=0,
+                    color=CYCLE[code % len(CYCLE)],
+                    marker=MARKERS[code % len(MARKERS)],
+                    label=str(name),
+                )
         ax.set_xlabel(f"PC1 ({ratio[0]:.0%} of variance)")
         ax.set_ylabel(f"PC2 ({ratio[1]:.0%} of variance)")
         ax.legend(title=label, frameon=False, markerscale=2, loc="best")
@@ -289,6 +430,8 @@ def plot_projection(features, layer: int, pooling: str, label: str, ax=None, spl
             ax.text(0.5, 0.9, "every row has the same vector here", transform=ax.transAxes, ha="center")
         if title:
             where = "" if site == "hidden" else f"{site}, "
-            ax.set_title(title if isinstance(title, str) else f"layer {layer}, {where}{pooling} pooling: PCA by {label}",
-                         loc="left")
+            ax.set_title(
+                title if isinstance(title, str) else f"layer {layer}, {where}{pooling} pooling: PCA by {label}",
+                loc="left",
+            )
     return ax

@@ -38,9 +38,11 @@ def colour_range(data: np.ndarray, scale: str = "robust") -> tuple[float, float]
 def _grid(rows: pd.DataFrame, metric: str) -> tuple[list[str], list[int], np.ndarray]:
     poolings = poolings_of(rows)
     layers = sorted(set(rows["layer"].astype(int)))
-    grid = (rows.assign(layer=rows["layer"].astype(int))
-            .pivot_table(index="pooling", columns="layer", values=metric, aggfunc="first")
-            .reindex(index=poolings, columns=layers))
+    grid = (
+        rows.assign(layer=rows["layer"].astype(int))
+        .pivot_table(index="pooling", columns="layer", values=metric, aggfunc="first")
+        .reindex(index=poolings, columns=layers)
+    )
     return poolings, layers, grid.to_numpy(dtype=float)
 
 
@@ -54,9 +56,16 @@ def _row_normalised(data: np.ndarray) -> np.ndarray:
     return out
 
 
-def plot_heatmap(frame: pd.DataFrame, meta: dict | None = None, ax=None, metric: str = "accuracy",
-                 classifier: str | None = None, colorbar: bool = True, title: bool | str = True,
-                 scale: str = "robust"):
+def plot_heatmap(
+    frame: pd.DataFrame,
+    meta: dict | None = None,
+    ax=None,
+    metric: str = "accuracy",
+    classifier: str | None = None,
+    colorbar: bool = True,
+    title: bool | str = True,
+    scale: str = "robust",
+):
     """A pooling × layer grid of ``metric`` with every value written in its cell; best cell outlined."""
     import matplotlib as mpl
     import matplotlib.pyplot as plt
@@ -84,8 +93,9 @@ def plot_heatmap(frame: pd.DataFrame, meta: dict | None = None, ax=None, metric:
         if colorbar:
             clipped = scale != "row" and np.nanmin(data) < vmin - 1e-9 if np.isfinite(data).any() else False
             label = f"{name}, each row from its min to its max" if scale == "row" else name
-            ax.figure.colorbar(image, ax=ax, fraction=0.05, pad=0.02, label=label,
-                               extend="min" if clipped else "neither")
+            ax.figure.colorbar(
+                image, ax=ax, fraction=0.05, pad=0.02, label=label, extend="min" if clipped else "neither"
+            )
         if title:
             note = " (colour: within each row)" if scale == "row" else ""
             ax.set_title(title if isinstance(title, str) else f"{name}: layer × {_series_name(rows)}{note}", loc="left")
@@ -110,5 +120,6 @@ def _outline_best(ax, rows, metric, poolings, layers) -> None:
 
     best = best_row(rows, metric)
     bi, bj = poolings.index(best["pooling"]), layers.index(int(best["layer"]))
-    ax.add_patch(Rectangle((bj - 0.5, bi - 0.5), 1, 1, fill=False, edgecolor=OKABE_ITO["vermillion"],
-                           linewidth=2.5, zorder=3))
+    ax.add_patch(
+        Rectangle((bj - 0.5, bi - 0.5), 1, 1, fill=False, edgecolor=OKABE_ITO["vermillion"], linewidth=2.5, zorder=3)
+    )

@@ -4,8 +4,8 @@ the short table the probe prints."""
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 import pandas as pd
 
@@ -46,16 +46,25 @@ def read_curve(curve) -> pd.DataFrame:
             raise StoreError(f"{path} cannot be read as a learning-curve file ({err})") from None
     missing = [column for column in (*CURVE_REQUIRED, curve_metric(curve)) if column not in curve.columns]
     if curve.empty or missing:
-        raise InputError("no learning-curve rows" + (f" (missing column(s) {', '.join(missing)})" if missing else ""),
-                         "run featx probe --train-sizes 0.1,0.25,0.5,1.0")
+        raise InputError(
+            "no learning-curve rows" + (f" (missing column(s) {', '.join(missing)})" if missing else ""),
+            "run featx probe --train-sizes 0.1,0.25,0.5,1.0",
+        )
     curve = curve.copy()
     for column in ("layer_spec", "pooling", "classifier"):
         curve[column] = curve[column].astype(str)
     return curve
 
 
-def plot_learning_curves(curve, ax=None, pooling: str | None = None, classifier: str | None = None,
-                         legend: bool = True, title: bool | str = True, site: str | None = None):
+def plot_learning_curves(
+    curve,
+    ax=None,
+    pooling: str | None = None,
+    classifier: str | None = None,
+    legend: bool = True,
+    title: bool | str = True,
+    site: str | None = None,
+):
     """Accuracy against training rows per fold (``featx probe --train-sizes``), one line per layer of one
     site (default: ``hidden`` when present)."""
     import matplotlib.pyplot as plt
@@ -78,8 +87,14 @@ def plot_learning_curves(curve, ax=None, pooling: str | None = None, classifier:
             colour, marker = CYCLE[index % len(CYCLE)], MARKERS[index % len(MARKERS)]
             ax.plot(rows["n_train"], rows[metric], color=colour, marker=marker, linewidth=2, label=f"layer {spec}")
             if rows[[f"{metric}_low", f"{metric}_high"]].notna().all().all():
-                ax.fill_between(rows["n_train"], rows[f"{metric}_low"], rows[f"{metric}_high"], color=colour, alpha=0.12,
-                                linewidth=0)
+                ax.fill_between(
+                    rows["n_train"],
+                    rows[f"{metric}_low"],
+                    rows[f"{metric}_high"],
+                    color=colour,
+                    alpha=0.12,
+                    linewidth=0,
+                )
         ax.set_xscale("log")
         ax.set_xlabel("training rows (per fold)")
         ax.set_ylabel("R²" if metric == "r2" else "accuracy")
@@ -88,23 +103,29 @@ def plot_learning_curves(curve, ax=None, pooling: str | None = None, classifier:
             legend_below(ax, ncol=4)
         if title:
             where = "" if site in (None, "hidden") else f"{site}, "
-            ax.set_title(title if isinstance(title, str) else f"learning curves ({where}{pooling}, {classifier})",
-                         loc="left")
+            ax.set_title(
+                title if isinstance(title, str) else f"learning curves ({where}{pooling}, {classifier})", loc="left"
+            )
     return ax
 
 
-def learning_figure(curve, output: str | os.PathLike | None = None, formats: Iterable[str] = FORMATS, dpi: int = 150,
-                    title: str | None = None):
+def learning_figure(
+    curve,
+    output: str | os.PathLike | None = None,
+    formats: Iterable[str] = FORMATS,
+    dpi: int = 150,
+    title: str | None = None,
+):
     """One learning-curve panel per (pooling, classifier) of the curve file; saved if ``output`` is given."""
     import matplotlib.pyplot as plt
 
     curve = read_curve(curve)
     if "site" in curve.columns and "hidden" in set(curve["site"].astype(str)):
         curve = curve[curve["site"].astype(str) == "hidden"]
-    groups = list(dict.fromkeys(zip(curve["pooling"], curve["classifier"])))
+    groups = list(dict.fromkeys(zip(curve["pooling"], curve["classifier"], strict=False)))
     with plt.rc_context(RC):
         fig, axes = plt.subplots(1, len(groups), figsize=(6.5 * len(groups), 5), layout="constrained", squeeze=False)
-        for ax, (pooling, classifier) in zip(axes[0], groups):
+        for ax, (pooling, classifier) in zip(axes[0], groups, strict=False):
             plot_learning_curves(curve, ax=ax, pooling=pooling, classifier=classifier)
         label = str(curve["label"].iloc[0]) if "label" in curve.columns else "label"
         fig.suptitle(title or f"learning curves · label: {label}", fontsize=13, x=0.01, ha="left")
@@ -122,16 +143,20 @@ def format_curve_table(curve, max_groups: int = 4) -> str:
     lines = []
     for shown, (group, part) in enumerate(curve.groupby(by, sort=False)):
         if shown == max_groups:
-            lines.append(f"... and {curve.groupby(by).ngroups - max_groups} more (pooling, classifier) groups in the file")
+            lines.append(
+                f"... and {curve.groupby(by).ngroups - max_groups} more (pooling, classifier) groups in the file"
+            )
             break
         header = ["layer"] + [f"{size:g}" for size in sizes]
         rows = []
         for spec, block in part.groupby("layer_spec", sort=False):
-            values = dict(zip(block[key], block[metric]))
+            values = dict(zip(block[key], block[metric], strict=False))
             rows.append([str(spec)] + ["-" if pd.isna(values.get(size)) else f"{values[size]:.3f}" for size in sizes])
         widths = [max(len(header[i]), *(len(row[i]) for row in rows)) for i in range(len(header))]
         name = " · ".join(str(value) for value in (group if isinstance(group, tuple) else (group,)))
-        lines += [f"learning curve ({name}): {'R²' if metric == 'r2' else 'accuracy'} by training size ({'fraction' if key == 'train_size' else 'rows'})",
-                  "  ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip()]
-        lines += ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
+        lines += [
+            f"learning curve ({name}): {'R²' if metric == 'r2' else 'accuracy'} by training size ({'fraction' if key == 'train_size' else 'rows'})",
+            "  ".join(h.ljust(w) for h, w in zip(header, widths, strict=False)).rstrip(),
+        ]
+        lines += ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=False)).rstrip() for row in rows]
     return "\n".join(lines)

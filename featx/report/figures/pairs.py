@@ -21,6 +21,15 @@ def draw_cosine_baseline(ax, meta: dict, rows: pd.DataFrame, metric: str) -> lis
         return []
     layers = [row["layer"] for row in part]
     values = [np.nan if row[metric] is None else float(row[metric]) for row in part]
-    ax.plot(layers, values, color=REFERENCE_GREY, linestyle=":", marker="+", markersize=8, linewidth=1.6,
-            label=f"cosine baseline by layer ({pooling})", zorder=2.5)
+    ax.plot(
+        layers,
+        values,
+        color=REFERENCE_GREY,
+        linestyle=":",
+        marker="+",
+        markersize=8,
+        linewidth=1.6,
+        label=f"cosine baseline by layer ({pooling})",
+        zorder=2.5,
+    )
     return [value for value in values if np.isfinite(value)]

@@ -4,14 +4,23 @@ panel, one row of panels per classifier probed."""
 from __future__ import annotations
 
 import os
-from typing import Iterable
+from collections.abc import Iterable
 
 import pandas as pd
 
+from ..load import (
+    METRIC_NAMES,
+    _check_metric,
+    default_classifier,
+    describe,
+    layer_rows,
+    load_results,
+    main_metric,
+    poolings_of,
+    references,
+)
 from .curves import plot_layer_curves, plot_mdl
 from .heatmap import plot_heatmap
-from ..load import (METRIC_NAMES, _check_metric, default_classifier, describe, layer_rows, load_results,
-                   main_metric, poolings_of, references)
 from .style import FORMATS, RC, save
 from .word_panels import layer_summaries, plot_mix_weights
 
@@ -48,9 +57,17 @@ def with_baseline(frame: pd.DataFrame, baseline) -> pd.DataFrame:
     return pd.concat([frame, base_frame], ignore_index=True)
 
 
-def figure(results, meta: dict | None = None, metric: str = "accuracy", classifier: str | None = None,
-           output: str | os.PathLike | None = None, formats: Iterable[str] = FORMATS, dpi: int = 150,
-           baseline=None, scale: str = "robust"):
+def figure(
+    results,
+    meta: dict | None = None,
+    metric: str = "accuracy",
+    classifier: str | None = None,
+    output: str | os.PathLike | None = None,
+    formats: Iterable[str] = FORMATS,
+    dpi: int = 150,
+    baseline=None,
+    scale: str = "robust",
+):
     """The main panels side by side (curves, heatmap) under one title; saved if ``output`` is given.
 
     Results of ``featx probe --mdl`` get a third panel, the MDL compression by layer. Results of several
@@ -73,14 +90,33 @@ def figure(results, meta: dict | None = None, metric: str = "accuracy", classifi
     with plt.rc_context(RC):
         columns = 3 if mdl or mixes else 2
         height = max(_row_height(frame, name, metric) for name in chosen)
-        fig, axes = plt.subplots(n, columns, figsize=(19 if columns == 3 else 13, height * n), squeeze=False,
-                                 width_ratios=[1.15, 1, 1][:columns], layout="constrained")
-        for row, name in zip(axes, chosen):
+        fig, axes = plt.subplots(
+            n,
+            columns,
+            figsize=(19 if columns == 3 else 13, height * n),
+            squeeze=False,
+            width_ratios=[1.15, 1, 1][:columns],
+            layout="constrained",
+        )
+        for row, name in zip(axes, chosen, strict=False):
             where = f" — {name} probe" if n > 1 else ""
-            plot_layer_curves(frame, meta, ax=row[0], metric=metric, classifier=name,
-                              title=f"{METRIC_NAMES.get(metric, metric)} by layer{where}")
-            plot_heatmap(frame, meta, ax=row[1], metric=metric, classifier=name, scale=scale,
-                         title=True if n == 1 else f"layer × pooling{where}")
+            plot_layer_curves(
+                frame,
+                meta,
+                ax=row[0],
+                metric=metric,
+                classifier=name,
+                title=f"{METRIC_NAMES.get(metric, metric)} by layer{where}",
+            )
+            plot_heatmap(
+                frame,
+                meta,
+                ax=row[1],
+                metric=metric,
+                classifier=name,
+                scale=scale,
+                title=True if n == 1 else f"layer × pooling{where}",
+            )
             if mdl:  # featx probe --mdl: the MDL panel on the right
                 plot_mdl(frame, meta, ax=row[2], classifier=name)
             elif mixes:

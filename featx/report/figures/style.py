@@ -7,8 +7,8 @@ with a fixed colour and marker per pooling so the same pooling looks the same in
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 from ...errors import StoreError
 
@@ -31,8 +31,10 @@ POOLING_STYLE = {
     "first": (OKABE_ITO["sky_blue"], "P"),  # word poolings: first subword (last and mean as above)
 }
 # For class labels and poolings featx does not know: yellow last, it is faint on white.
-CYCLE = [OKABE_ITO[name] for name in ("blue", "vermillion", "bluish_green", "reddish_purple", "orange",
-                                      "sky_blue", "black", "yellow")]
+CYCLE = [
+    OKABE_ITO[name]
+    for name in ("blue", "vermillion", "bluish_green", "reddish_purple", "orange", "sky_blue", "black", "yellow")
+]
 MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*"]
 REFERENCE_GREY = "#555555"
 SITE_LINESTYLES = ["-", "--", ":", "-."]
@@ -82,15 +84,32 @@ def legend_below(ax, ncol: int = 3, **options):
     allowed = ax.get_window_extent(renderer).width * 1.15
     legend = None
     for columns in range(max(1, min(ncol, len(labels))), 0, -1):
-        legend = ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(0.0, -0.14), ncol=columns,
-                           frameon=False, columnspacing=1.2, handlelength=2.2, **options)
+        legend = ax.legend(
+            handles,
+            labels,
+            loc="upper left",
+            bbox_to_anchor=(0.0, -0.14),
+            ncol=columns,
+            frameon=False,
+            columnspacing=1.2,
+            handlelength=2.2,
+            **options,
+        )
         if legend.get_window_extent(renderer).width <= allowed:
             return legend
     import textwrap  # one column is still too wide: wrap the longest entries
 
     wrapped = [textwrap.fill(label, 50) if len(label) > 55 else label for label in labels]
-    return ax.legend(handles, wrapped, loc="upper left", bbox_to_anchor=(0.0, -0.14), ncol=1, frameon=False,
-                     handlelength=2.2, **options)
+    return ax.legend(
+        handles,
+        wrapped,
+        loc="upper left",
+        bbox_to_anchor=(0.0, -0.14),
+        ncol=1,
+        frameon=False,
+        handlelength=2.2,
+        **options,
+    )
 
 
 def save(fig, output: str | os.PathLike, formats: Iterable[str] = FORMATS, dpi: int = 150) -> list[Path]:
@@ -114,7 +133,7 @@ def svg_text(fig) -> str:
     buffer = io.StringIO()
     fig.savefig(buffer, format="svg", metadata={"Date": None})
     text = buffer.getvalue()
-    return text[text.index("<svg"):]
+    return text[text.index("<svg") :]
 
 
 def default_output(results_path: str | os.PathLike) -> Path:

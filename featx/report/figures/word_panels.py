@@ -7,14 +7,19 @@ import math
 
 import numpy as np
 
-from .style import RC, OKABE_ITO, REFERENCE_GREY, _axes, _style, legend_below
+from .style import OKABE_ITO, RC, REFERENCE_GREY, _axes, _style, legend_below
 
 
 def layer_summaries(meta: dict | None) -> dict:
     """``{pooling: summary}`` of a word-level run (empty for sentence-level results)."""
     summaries = (meta or {}).get("layer_summary") or {}
-    return {str(pooling): summary for pooling, summary in summaries.items() if isinstance(summary, dict)
-            and isinstance(summary.get("weights"), list) and isinstance(summary.get("layers"), list)}
+    return {
+        str(pooling): summary
+        for pooling, summary in summaries.items()
+        if isinstance(summary, dict)
+        and isinstance(summary.get("weights"), list)
+        and isinstance(summary.get("layers"), list)
+    }
 
 
 def _finite(value) -> bool:
@@ -28,11 +33,23 @@ def mark_layer_summary(ax, meta: dict | None, pooling: str) -> None:
         return
     center, expected = summary.get("center_of_gravity"), summary.get("expected_layer")
     if _finite(center):
-        ax.axvline(center, color=OKABE_ITO["blue"], linestyle=(0, (1, 1)), linewidth=1.8, zorder=1.2,
-                   label=f"center of gravity ({pooling}): {center:.2f}")
+        ax.axvline(
+            center,
+            color=OKABE_ITO["blue"],
+            linestyle=(0, (1, 1)),
+            linewidth=1.8,
+            zorder=1.2,
+            label=f"center of gravity ({pooling}): {center:.2f}",
+        )
     if _finite(expected):
-        ax.axvline(expected, color=OKABE_ITO["bluish_green"], linestyle="-.", linewidth=1.6, zorder=1.2,
-                   label=f"expected layer ({pooling}): {expected:.2f}")
+        ax.axvline(
+            expected,
+            color=OKABE_ITO["bluish_green"],
+            linestyle="-.",
+            linewidth=1.6,
+            zorder=1.2,
+            label=f"expected layer ({pooling}): {expected:.2f}",
+        )
 
 
 def plot_mix_weights(meta: dict | None, ax=None, title: bool | str = True):
@@ -54,8 +71,14 @@ def plot_mix_weights(meta: dict | None, ax=None, title: bool | str = True):
                 ax.axvline(center, color=colour, linestyle=(0, (1, 1)), linewidth=1.6, zorder=2)
         if summaries:
             first = next(iter(summaries.values()))
-            ax.axhline(1 / len(first["layers"]), color=REFERENCE_GREY, linestyle="--", linewidth=1.2,
-                       label="uniform weights", zorder=1)
+            ax.axhline(
+                1 / len(first["layers"]),
+                color=REFERENCE_GREY,
+                linestyle="--",
+                linewidth=1.2,
+                label="uniform weights",
+                zorder=1,
+            )
             ax.set_xticks(first["layers"])
         ax.set_xlabel("layer (0 = embeddings)")
         ax.set_ylabel("scalar-mix weight (softmax)")

@@ -44,20 +44,26 @@ def embeddable_svg(svg: str, prefix: str) -> str:
     svg = re.sub(r"<metadata>.*?</metadata>", "", svg, flags=re.S)
     svg = re.sub(r'\s+xmlns(:\w+)?="[^"]*"', "", svg)
     svg = re.sub(r'(\bid="|url\(#|href="#)([^")]+)', lambda m: m.group(1) + prefix + m.group(2), svg)
-    return re.sub(r'<svg\b', '<svg role="img"', svg, count=1)
+    return re.sub(r"<svg\b", '<svg role="img"', svg, count=1)
 
 
 def _figure_html(index: int, title: str, svg: str, how: str) -> str:
-    return (f'<figure id="figure-{index}"><h3>{html.escape(title)}</h3>\n{embeddable_svg(svg, f"f{index}-")}\n'
-            f"<figcaption><strong>How to read this.</strong> {html.escape(how)}</figcaption></figure>")
+    return (
+        f'<figure id="figure-{index}"><h3>{html.escape(title)}</h3>\n{embeddable_svg(svg, f"f{index}-")}\n'
+        f"<figcaption><strong>How to read this.</strong> {html.escape(how)}</figcaption></figure>"
+    )
 
 
 def _table_html(frame: pd.DataFrame, best: list[bool] | None = None) -> str:
     head = "".join(f"<th>{html.escape(str(column))}</th>" for column in frame.columns)
     body = []
     for position, (_, row) in enumerate(frame.iterrows()):
-        cells = "".join(f'<td class="num">{html.escape(str(value))}</td>' if _numeric(value)
-                        else f"<td>{html.escape(str(value))}</td>" for value in row)
+        cells = "".join(
+            f'<td class="num">{html.escape(str(value))}</td>'
+            if _numeric(value)
+            else f"<td>{html.escape(str(value))}</td>"
+            for value in row
+        )
         marked = ' class="best"' if best is not None and best[position] else ""
         body.append(f"<tr{marked}>{cells}</tr>")
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
@@ -75,15 +81,26 @@ def _explain_html(results_path) -> str:
     except FeatxError as error:
         return f'<p class="muted">No per-example diagnostics: {html.escape(error.message)}</p>'
     accuracy = found.correct.mean().to_frame("accuracy").T.round(3)
-    parts = [f"<p>From {html.escape(found.predictions_path.name)} ({html.escape(found.predictions_for)}, "
-             f"{len(found.correct):,} rows).</p>", "<h3>Accuracy by layer</h3>", _table_html(accuracy)]
-    for title, frame, extra in (("Rows right from some layer on", found.flips, "first_right_layer"),
-                                ("Rows wrong at every layer", found.always_wrong, "last_prediction")):
+    parts = [
+        f"<p>From {html.escape(found.predictions_path.name)} ({html.escape(found.predictions_for)}, "
+        f"{len(found.correct):,} rows).</p>",
+        "<h3>Accuracy by layer</h3>",
+        _table_html(accuracy),
+    ]
+    for title, frame, extra in (
+        ("Rows right from some layer on", found.flips, "first_right_layer"),
+        ("Rows wrong at every layer", found.always_wrong, "last_prediction"),
+    ):
         columns = [c for c in ("id", "label", extra, "text") if c in frame.columns]
-        parts += [f"<h3>{title} ({len(frame):,}; the first 10)</h3>",
-                  _table_html(frame[columns].head(10)) if len(frame) else "<p>(none)</p>"]
-    for title, frame in (("Per-class F1 by layer", found.per_class_f1), ("Accuracy by length (tokens)", found.by_length),
-                         ("Accuracy by truncation", found.by_truncation)):
+        parts += [
+            f"<h3>{title} ({len(frame):,}; the first 10)</h3>",
+            _table_html(frame[columns].head(10)) if len(frame) else "<p>(none)</p>",
+        ]
+    for title, frame in (
+        ("Per-class F1 by layer", found.per_class_f1),
+        ("Accuracy by length (tokens)", found.by_length),
+        ("Accuracy by truncation", found.by_truncation),
+    ):
         parts += [f"<h3>{title}</h3>", _table_html(frame.round(3).reset_index())]
     return "\n".join(parts)
 
@@ -101,22 +118,32 @@ def render(results, classifier: str | None = None) -> str:
     title = f"{_model_name(meta)} · label: {meta.get('label', '?')}"
     figures = figure_sections(frame, meta, classifier, Path(results))
     nav = " ".join(f'<a href="#figure-{i}">{html.escape(name)}</a>' for i, (name, _, _) in enumerate(figures))
-    body = [f"<h1>featx report: {html.escape(title)}</h1>",
-            f'<p class="muted">{html.escape(str(Path(results).name))} · probe: {html.escape(classifier)} · '
-            f"featx {html.escape(__version__)}</p>", f"<nav>{nav}</nav>",
-            "<h2>The run</h2>", _table_html(pd.DataFrame(run_rows(meta), columns=["", "value"])),
-            "<h2>Layer table</h2>"]
+    body = [
+        f"<h1>featx report: {html.escape(title)}</h1>",
+        f'<p class="muted">{html.escape(str(Path(results).name))} · probe: {html.escape(classifier)} · '
+        f"featx {html.escape(__version__)}</p>",
+        f"<nav>{nav}</nav>",
+        "<h2>The run</h2>",
+        _table_html(pd.DataFrame(run_rows(meta), columns=["", "value"])),
+        "<h2>Layer table</h2>",
+    ]
     table, best = layer_table(frame, classifier)
-    body += [_table_html(table, best), '<p class="muted">Highlighted: the best layer of each pooling. '
-             "p vs best: paired test against the pooling's best layer, Holm-adjusted; ! = significant at 0.05.</p>",
-             "<h2>Figures</h2>"]
+    body += [
+        _table_html(table, best),
+        '<p class="muted">Highlighted: the best layer of each pooling. '
+        "p vs best: paired test against the pooling's best layer, Holm-adjusted; ! = significant at 0.05.</p>",
+        "<h2>Figures</h2>",
+    ]
     body += [_figure_html(i, name, svg, how) for i, (name, svg, how) in enumerate(figures)]
     body += ["<h2>Per-example diagnostics (featx explain)</h2>", _explain_html(results)]
-    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
-            f'<meta http-equiv="Content-Security-Policy" content="{CSP}">\n'
-            '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-            f"<title>featx report: {html.escape(title)}</title>\n<style>{STYLE}</style></head>\n<body>\n"
-            + "\n".join(body) + "\n</body></html>\n")
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">\n'
+        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        f"<title>featx report: {html.escape(title)}</title>\n<style>{STYLE}</style></head>\n<body>\n"
+        + "\n".join(body)
+        + "\n</body></html>\n"
+    )
 
 
 def write_report(results, output: str | os.PathLike | None = None, classifier: str | None = None) -> Path:

@@ -26,8 +26,8 @@ def _p(value, significant: bool) -> str:
 def grid(header: list[str], rows: list[list[str] | None]) -> list[str]:
     """Left-aligned columns; ``None`` rows are blank separator lines."""
     widths = [max(len(header[i]), *(len(r[i]) for r in rows if r)) for i in range(len(header))]
-    lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip(), "  ".join("-" * w for w in widths)]
-    lines += ["" if r is None else "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=False)).rstrip(), "  ".join("-" * w for w in widths)]
+    lines += ["" if r is None else "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)).rstrip() for r in rows]
     return lines
 
 
@@ -44,35 +44,91 @@ def _separated(table: pd.DataFrame, key: str, cells) -> list[list[str] | None]:
 def format_erase(result) -> str:
     meta, table = result.meta, result.table
     method = meta["settings"]["method"]
-    lines = [f"erasing '{meta['label']}' ({method}) from {meta['features_file']} ({meta['model']}): "
-             f"{meta['n_rows']} rows, classes {', '.join(meta['classes'])}",
-             f"evaluation: {meta['evaluation']}; the eraser is fitted on each training part only, "
-             "the logreg probe is trained and scored before and after", ""]
-    header = ["pooling", "layer", "majority", "before [95% CI]", "after [95% CI]", "at chance", "p (Holm)", "rank",
-              "moved"] + (["iters"] if method == "inlp" else [])
+    lines = [
+        f"erasing '{meta['label']}' ({method}) from {meta['features_file']} ({meta['model']}): "
+        f"{meta['n_rows']} rows, classes {', '.join(meta['classes'])}",
+        f"evaluation: {meta['evaluation']}; the eraser is fitted on each training part only, "
+        "the logreg probe is trained and scored before and after",
+        "",
+    ]
+    header = [
+        "pooling",
+        "layer",
+        "majority",
+        "before [95% CI]",
+        "after [95% CI]",
+        "at chance",
+        "p (Holm)",
+        "rank",
+        "moved",
+    ] + (["iters"] if method == "inlp" else [])
 
     def cells(row):
-        out = [row.pooling, str(row.layer), _num(row.majority), _ci(row, "before"), _ci(row, "after"),
-               "yes" if row.at_chance else "NO", _p(row.p_holm, row.p_holm < 0.05), str(row["rank"]),
-               _num(row.moved, 4)]
+        out = [
+            row.pooling,
+            str(row.layer),
+            _num(row.majority),
+            _ci(row, "before"),
+            _ci(row, "after"),
+            "yes" if row.at_chance else "NO",
+            _p(row.p_holm, row.p_holm < 0.05),
+            str(row["rank"]),
+            _num(row.moved, 4),
+        ]
         return out + ([str(int(row.iterations))] if method == "inlp" else [])
 
     lines += grid(header, _separated(table, "pooling", cells))
-    lines += ["", "at chance = the after-interval reaches the majority class; p = paired test before vs after; "
-              "moved = mean squared change / total variance"]
+    lines += [
+        "",
+        "at chance = the after-interval reaches the majority class; p = paired test before vs after; "
+        "moved = mean squared change / total variance",
+    ]
     if not result.amnesic.empty:
-        lines += ["", f"amnesic probing: other label columns before and after erasing '{meta['label']}' "
-                  "(logreg, same evaluation)"]
-        header = ["label", "pooling", "layer", "majority", "before [95% CI]", "after [95% CI]", "change", "p (Holm)",
-                  "random dirs"]
-        lines += grid(header, _separated(result.amnesic, "label", lambda row: [
-            row.label, row.pooling, str(row.layer), _num(row.majority), _ci(row, "before"), _ci(row, "after"),
-            _num(row.change, signed=True), _p(row.p_holm, bool(row.significant)), _num(row.random_after)]))
-        lines.append("p: paired test of the same rows before vs after, Holm-adjusted over the layers of each "
-                     "label; ! = significant at 0.05; random dirs = accuracy after removing as many random "
-                     "directions (the amnesic control)")
+        lines += [
+            "",
+            f"amnesic probing: other label columns before and after erasing '{meta['label']}' "
+            "(logreg, same evaluation)",
+        ]
+        header = [
+            "label",
+            "pooling",
+            "layer",
+            "majority",
+            "before [95% CI]",
+            "after [95% CI]",
+            "change",
+            "p (Holm)",
+            "random dirs",
+        ]
+        lines += grid(
+            header,
+            _separated(
+                result.amnesic,
+                "label",
+                lambda row: [
+                    row.label,
+                    row.pooling,
+                    str(row.layer),
+                    _num(row.majority),
+                    _ci(row, "before"),
+                    _ci(row, "after"),
+                    _num(row.change, signed=True),
+                    _p(row.p_holm, bool(row.significant)),
+                    _num(row.random_after),
+                ],
+            ),
+        )
+        lines.append(
+            "p: paired test of the same rows before vs after, Holm-adjusted over the layers of each "
+            "label; ! = significant at 0.05; random dirs = accuracy after removing as many random "
+            "directions (the amnesic control)"
+        )
     lines += [f"note: {note}" for note in result.notes]
     if result.output is not None:
-        lines += ["", f"wrote {result.output} and {result.csv_path.name} (+ .erase.json, .erasers.npz"
-                  + (", .amnesic.csv" if not result.amnesic.empty else "") + ")"]
+        lines += [
+            "",
+            f"wrote {result.output} and {result.csv_path.name} (+ .erase.json, .erasers.npz"
+            + (", .amnesic.csv" if not result.amnesic.empty else "")
+            + ")",
+        ]
     return "\n".join(lines)

@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .erase import _num, grid
 from ...probing.results import _clean, results_prefix, write_table
+from .erase import _num, grid
 
 CHOICES = [("top", "probe"), ("top", "anova"), ("random", "-"), ("bottom", "probe"), ("bottom", "anova")]
 
@@ -19,8 +19,12 @@ def _ci(row) -> str:
 
 
 def _cell(selection: pd.DataFrame, layer, fraction, choice) -> pd.Series | None:
-    rows = selection[(selection.layer == layer) & np.isclose(selection.fraction, fraction)
-                     & (selection.selection == choice[0]) & (selection.ranking == choice[1])]
+    rows = selection[
+        (selection.layer == layer)
+        & np.isclose(selection.fraction, fraction)
+        & (selection.selection == choice[0])
+        & (selection.ranking == choice[1])
+    ]
     return None if rows.empty else rows.iloc[0]
 
 
@@ -43,16 +47,29 @@ def _ranking_lines(result, layer) -> list[str]:
     listed = result.meta["listed"]
     by_probe = rows.sort_values("probe_rank").head(listed)
     by_anova = rows.sort_values("anova_rank").head(listed)
-    table = [[str(i + 1), str(p.neuron), _num(p.probe_score, 4), str(p.anova_rank), str(a.neuron),
-              f"{a.anova_f:.1f}", str(a.probe_rank)]
-             for i, (p, a) in enumerate(zip(by_probe.itertuples(), by_anova.itertuples()))]
+    table = [
+        [
+            str(i + 1),
+            str(p.neuron),
+            _num(p.probe_score, 4),
+            str(p.anova_rank),
+            str(a.neuron),
+            f"{a.anova_f:.1f}",
+            str(a.probe_rank),
+        ]
+        for i, (p, a) in enumerate(zip(by_probe.itertuples(), by_anova.itertuples(), strict=False))
+    ]
     lines = [f"top {listed} neurons of layer {layer}: elastic-net probe (summed |weight|) and ANOVA F, side by side"]
     lines += grid(["rank", "probe: neuron", "|w|", "its F rank", "anova: neuron", "F", "its probe rank"], table)
     width = result.meta["width"]
-    shares = [f"top {f:g} ({max(1, int(round(f * width)))}): {overlap(result.ranking, layer, max(1, int(round(f * width))))}"
-              for f in result.meta["fractions"]]
-    lines.append(f"overlap of the two rankings (neurons in both top sets): {'; '.join(shares)}; "
-                 f"top {listed}: {overlap(result.ranking, layer, listed)}")
+    shares = [
+        f"top {f:g} ({max(1, int(round(f * width)))}): {overlap(result.ranking, layer, max(1, int(round(f * width))))}"
+        for f in result.meta["fractions"]
+    ]
+    lines.append(
+        f"overlap of the two rankings (neurons in both top sets): {'; '.join(shares)}; "
+        f"top {listed}: {overlap(result.ranking, layer, listed)}"
+    )
     classes = result.per_class[result.per_class.layer == layer]
     if len(classes) > 2:  # multi-class labels; a binary label's two classes mirror each other
         lines.append("top neurons per class (probe weight of the class minus the mean over classes):")
@@ -69,8 +86,14 @@ def _selection_lines(result, layer) -> list[str]:
         k = next(int(c.k) for c in cells if c is not None)
         table.append([f"{fraction:g}", str(k), *[_ci(c) if c is not None else "-" for c in cells]])
     full = _all(selection, layer)
-    return [f"selection at layer {layer}: logreg retrained on only k neurons (rankings refitted on each training "
-            "part) [95% CI]"] + grid(header, table) + [f"all {int(full.k)} neurons: {_ci(full)}"]
+    return (
+        [
+            f"selection at layer {layer}: logreg retrained on only k neurons (rankings refitted on each training "
+            "part) [95% CI]"
+        ]
+        + grid(header, table)
+        + [f"all {int(full.k)} neurons: {_ci(full)}"]
+    )
 
 
 def _layers_lines(result) -> list[str]:
@@ -81,17 +104,26 @@ def _layers_lines(result) -> list[str]:
         cells = [_cell(selection, layer, fraction, choice) for choice in CHOICES[:3]]
         top = ranking[ranking.layer == layer].sort_values("probe_rank").neuron.head(5)
         table.append([str(layer), _ci(_all(selection, layer)), *[_ci(c) for c in cells], ", ".join(map(str, top))])
-    header = ["layer", "all neurons", f"top {fraction:g} (probe)", f"top {fraction:g} (anova)", f"random {fraction:g}",
-              "top 5 neurons (probe)"]
+    header = [
+        "layer",
+        "all neurons",
+        f"top {fraction:g} (probe)",
+        f"top {fraction:g} (anova)",
+        f"random {fraction:g}",
+        "top 5 neurons (probe)",
+    ]
     return ["across layers (selection curve per layer in the figure):"] + grid(header, table)
 
 
 def format_neurons(result) -> str:
     meta = result.meta
     best = best_layer(result.selection)
-    lines = [f"neurons of {meta['features_file']} ({meta['model']}) for '{meta['label']}': pooling {meta['pooling']}, "
-             f"width {meta['width']}, classes {', '.join(meta['classes'])}",
-             f"evaluation: {meta['evaluation']}; rankings and probes are fitted on training parts only", ""]
+    lines = [
+        f"neurons of {meta['features_file']} ({meta['model']}) for '{meta['label']}': pooling {meta['pooling']}, "
+        f"width {meta['width']}, classes {', '.join(meta['classes'])}",
+        f"evaluation: {meta['evaluation']}; rankings and probes are fitted on training parts only",
+        "",
+    ]
     if len(meta["layers"]) > 1:
         lines += _layers_lines(result) + ["", f"best layer (all neurons): {best}", ""]
     lines += _ranking_lines(result, best) + [""] + _selection_lines(result, best)
@@ -119,5 +151,7 @@ def write_neurons(result, output=None) -> list[Path]:
 
 
 def _records(table: pd.DataFrame) -> list[dict]:
-    return [{key: _clean(value) if not isinstance(value, list) else value for key, value in record.items()}
-            for record in table.to_dict("records")]
+    return [
+        {key: _clean(value) if not isinstance(value, list) else value for key, value in record.items()}
+        for record in table.to_dict("records")
+    ]

@@ -12,14 +12,36 @@ def _interval(value, low, high) -> str:
 
 
 def _cells(row) -> list[str]:
-    return [row.pooling, f"{row.layer_spec}{' *' if row.is_best else ''}", _interval(row.r2, row.r2_low, row.r2_high),
-            _interval(row.spearman, row.spearman_low, row.spearman_high), _num(row.pearson), _num(row.mae),
-            _num(row.control_r2), _num(row.selectivity, signed=True), _c(row.alpha), f"{row.fit_seconds:.1f}",
-            _p(row.p_vs_best_holm, row.significant_vs_best), _p(row.p_vs_prev_holm, row.significant_vs_prev)]
+    return [
+        row.pooling,
+        f"{row.layer_spec}{' *' if row.is_best else ''}",
+        _interval(row.r2, row.r2_low, row.r2_high),
+        _interval(row.spearman, row.spearman_low, row.spearman_high),
+        _num(row.pearson),
+        _num(row.mae),
+        _num(row.control_r2),
+        _num(row.selectivity, signed=True),
+        _c(row.alpha),
+        f"{row.fit_seconds:.1f}",
+        _p(row.p_vs_best_holm, row.significant_vs_best),
+        _p(row.p_vs_prev_holm, row.significant_vs_prev),
+    ]
 
 
-HEADER = ["pooling", "layer", "R² [95% CI]", "Spearman [95% CI]", "Pearson", "MAE", "control", "select.", "alpha",
-          "fit s", "p vs best", "p vs prev"]
+HEADER = [
+    "pooling",
+    "layer",
+    "R² [95% CI]",
+    "Spearman [95% CI]",
+    "Pearson",
+    "MAE",
+    "control",
+    "select.",
+    "alpha",
+    "fit s",
+    "p vs best",
+    "p vs prev",
+]
 
 
 def _block(block: pd.DataFrame) -> list[str]:
@@ -30,8 +52,8 @@ def _block(block: pd.DataFrame) -> list[str]:
         previous = row.pooling
         rows.append(_cells(row))
     widths = [max(len(HEADER[i]), *(len(r[i]) for r in rows if r)) for i in range(len(HEADER))]
-    lines = ["  ".join(h.ljust(w) for h, w in zip(HEADER, widths)).rstrip(), "  ".join("-" * w for w in widths)]
-    return lines + ["" if r is None else "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(HEADER, widths, strict=False)).rstrip(), "  ".join("-" * w for w in widths)]
+    return lines + ["" if r is None else "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)).rstrip() for r in rows]
 
 
 def format_table(table: pd.DataFrame, meta: dict) -> str:
@@ -50,12 +72,20 @@ def format_table(table: pd.DataFrame, meta: dict) -> str:
         lines.append(f"training mean: R² {_interval(row.r2, row.r2_low, row.r2_high)}, MAE {_num(row.mae)}")
     probes = table[table.kind != "baseline"]
     for (features, site, classifier), block in probes.groupby(["features", "site", "classifier"], sort=False):
-        title = f"{classifier} probe" + (f" on site {site}" if site != "hidden" else "") \
+        title = (
+            f"{classifier} probe"
+            + (f" on site {site}" if site != "hidden" else "")
             + (" on the baseline features" if features == "baseline" else "")
+        )
         lines += ["", title, *_block(block)]
-    test = "paired bootstrap of squared errors over the test rows" if meta.get("evaluation") == "split" else \
-        "corrected resampled t-test of per-fold MSE (Nadeau & Bengio)"
-    lines += ["", "* best layer of each pooling (by R²); control = same probe on permuted targets, "
-              "select. = R² - control R²",
-              f"p vs best / p vs prev: {test}, Holm-adjusted; ! = significant at 0.05 after Holm"]
+    test = (
+        "paired bootstrap of squared errors over the test rows"
+        if meta.get("evaluation") == "split"
+        else "corrected resampled t-test of per-fold MSE (Nadeau & Bengio)"
+    )
+    lines += [
+        "",
+        "* best layer of each pooling (by R²); control = same probe on permuted targets, select. = R² - control R²",
+        f"p vs best / p vs prev: {test}, Holm-adjusted; ! = significant at 0.05 after Holm",
+    ]
     return "\n".join(lines)

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from .erase import _num, grid
-from ..figures.analyses import pareto_front
 from ...probing.results import _clean, results_prefix, write_table
+from ..figures.analyses import pareto_front
+from .erase import _num, grid
 
 FLIP_MARGIN = 0.01  # a pair of layers flips only if both orders are by more than this accuracy
 
@@ -32,9 +32,13 @@ def flips(real: pd.DataFrame, reference: str) -> dict[str, list[tuple[int, int]]
     base = by_setting[reference]
     out = {}
     for setting, accuracy in by_setting.items():
-        pairs = [(a, b) for a, b in combinations(base.index, 2)
-                 if abs(base[a] - base[b]) > FLIP_MARGIN and abs(accuracy[a] - accuracy[b]) > FLIP_MARGIN
-                 and (base[a] - base[b]) * (accuracy[a] - accuracy[b]) < 0]
+        pairs = [
+            (a, b)
+            for a, b in combinations(base.index, 2)
+            if abs(base[a] - base[b]) > FLIP_MARGIN
+            and abs(accuracy[a] - accuracy[b]) > FLIP_MARGIN
+            and (base[a] - base[b]) * (accuracy[a] - accuracy[b]) < 0
+        ]
         out[setting] = pairs
     return out
 
@@ -46,9 +50,16 @@ def _per_layer(rows: pd.DataFrame) -> list[list[str]]:
         best = real.loc[real.accuracy.idxmax()]
         simplest = real[real.accuracy >= best.accuracy - 0.01].sort_values("params").iloc[0]
         front = pareto_front(real)
-        table.append([str(layer), _ci(best), f"{best.family} {best.setting}",
-                      f"{simplest.family} {simplest.setting} ({int(simplest.params):,})", str(len(front)),
-                      _num(control.accuracy.max()) if not control.empty else "-"])
+        table.append(
+            [
+                str(layer),
+                _ci(best),
+                f"{best.family} {best.setting}",
+                f"{simplest.family} {simplest.setting} ({int(simplest.params):,})",
+                str(len(front)),
+                _num(control.accuracy.max()) if not control.empty else "-",
+            ]
+        )
     return table
 
 
@@ -58,33 +69,57 @@ def _per_setting(real: pd.DataFrame, reference: str, flipped: dict) -> list[list
         best = part.loc[part.accuracy.idxmax()]
         pairs = flipped[setting]
         shown = ", ".join(f"{a}/{b}" for a, b in pairs[:4]) + (" ..." if len(pairs) > 4 else "")
-        table.append([family, setting, f"{int(best.params):,}", str(best.layer), _ci(best),
-                      "reference" if setting == reference else (f"{len(pairs)}: {shown}" if pairs else "0")])
+        table.append(
+            [
+                family,
+                setting,
+                f"{int(best.params):,}",
+                str(best.layer),
+                _ci(best),
+                "reference" if setting == reference else (f"{len(pairs)}: {shown}" if pairs else "0"),
+            ]
+        )
     return table
 
 
 def format_sweep(result) -> str:
     meta, table = result.meta, result.table
-    lines = [f"probe-complexity sweep of '{meta['label']}' on {meta['features_file']} ({meta['model']}); "
-             f"evaluation: {meta['evaluation']}; control task = permuted labels, same probes"]
+    lines = [
+        f"probe-complexity sweep of '{meta['label']}' on {meta['features_file']} ({meta['model']}); "
+        f"evaluation: {meta['evaluation']}; control task = permuted labels, same probes"
+    ]
     for pooling, rows in table.groupby("pooling", sort=False):
         real = rows[rows.task == "real"]
         reference = reference_setting(real)
         flipped = flips(real, reference)
-        lines += ["", f"pooling {pooling}: per layer, the best probe, the simplest probe within 0.01 of it, "
-                  "the Pareto front's size and the control task's best"]
-        lines += grid(["layer", "best [95% CI]", "best probe", "simplest within 0.01 (params)", "front",
-                       "control best"], _per_layer(rows))
-        lines += ["", f"pooling {pooling}: the best layer of each probe, and the layer pairs whose order flips "
-                  f"against the reference (logreg {reference}) by more than {FLIP_MARGIN} both ways"]
-        lines += grid(["family", "setting", "params", "best layer", "accuracy [95% CI]", "flipped pairs"],
-                      _per_setting(real, reference, flipped))
+        lines += [
+            "",
+            f"pooling {pooling}: per layer, the best probe, the simplest probe within 0.01 of it, "
+            "the Pareto front's size and the control task's best",
+        ]
+        lines += grid(
+            ["layer", "best [95% CI]", "best probe", "simplest within 0.01 (params)", "front", "control best"],
+            _per_layer(rows),
+        )
+        lines += [
+            "",
+            f"pooling {pooling}: the best layer of each probe, and the layer pairs whose order flips "
+            f"against the reference (logreg {reference}) by more than {FLIP_MARGIN} both ways",
+        ]
+        lines += grid(
+            ["family", "setting", "params", "best layer", "accuracy [95% CI]", "flipped pairs"],
+            _per_setting(real, reference, flipped),
+        )
         bests = real.loc[real.groupby("setting", sort=False).accuracy.idxmax()].layer.value_counts()
-        lines.append("layers best across complexities: " + ", ".join(
-            f"layer {layer} for {count} of {bests.sum()} probes" for layer, count in bests.items()))
+        lines.append(
+            "layers best across complexities: "
+            + ", ".join(f"layer {layer} for {count} of {bests.sum()} probes" for layer, count in bests.items())
+        )
         changed = [setting for setting, pairs in flipped.items() if pairs]
-        lines.append(f"rankings that flip: {len(changed)} of {len(flipped)} probes reorder some layers"
-                     + (f" ({', '.join(changed)})" if changed else ""))
+        lines.append(
+            f"rankings that flip: {len(changed)} of {len(flipped)} probes reorder some layers"
+            + (f" ({', '.join(changed)})" if changed else "")
+        )
     if result.paths:
         lines += ["", "wrote " + ", ".join(str(path) for path in result.paths)]
     return "\n".join(lines)
@@ -103,10 +138,18 @@ def write_sweep(result, output=None) -> list[Path]:
     csv_path, json_path = Path(f"{prefix}.csv"), Path(f"{prefix}.json")
     write_table(result.table, csv_path)
     records = [{key: _clean(value) for key, value in record.items()} for record in result.table.to_dict("records")]
-    json_path.write_text(json.dumps({"meta": result.meta, "results": records}, default=_clean, indent=1,
-                                    allow_nan=False), encoding="utf-8")
+    json_path.write_text(
+        json.dumps({"meta": result.meta, "results": records}, default=_clean, indent=1, allow_nan=False),
+        encoding="utf-8",
+    )
     poolings = result.meta["poolings"]
-    figures = [save_pareto_figure(result.table, result.meta,
-                                  Path(f"{prefix}.png" if len(poolings) == 1 else f"{prefix}.{pooling}.png"), pooling)
-               for pooling in poolings]
+    figures = [
+        save_pareto_figure(
+            result.table,
+            result.meta,
+            Path(f"{prefix}.png" if len(poolings) == 1 else f"{prefix}.{pooling}.png"),
+            pooling,
+        )
+        for pooling in poolings
+    ]
     return [csv_path, json_path, *figures]

@@ -7,7 +7,8 @@ import math
 
 import pandas as pd
 
-from .probe import _interval, _num, class_counts_text, format_table as format_probe_table
+from .probe import _interval, _num, class_counts_text
+from .probe import format_table as format_probe_table
 
 
 def _what(meta: dict) -> str:
@@ -21,7 +22,8 @@ def header(meta: dict) -> list[str]:
     test = "bootstrap over the test sentences" if meta.get("evaluation") == "split" else "t-intervals over folds"
     return [
         f"probing {meta.get('features_file')} ({meta.get('model')})",
-        f"word-level label '{meta.get('label')}'" + (" (arc probe)" if meta.get("level") == "arc" else "")
+        f"word-level label '{meta.get('label')}'"
+        + (" (arc probe)" if meta.get("level") == "arc" else "")
         + f": {meta.get('n_labelled')} {_what(meta)} in {meta.get('n_sentences')} sentences ({counts})",
         f"evaluation: {meta.get('evaluation')} by sentence (no sentence on both sides), seed {meta.get('seed')}; "
         f"intervals are 95% {test}",
@@ -29,24 +31,35 @@ def header(meta: dict) -> list[str]:
 
 
 def _weights_text(summary: dict) -> str:
-    return " ".join(f"{layer}:{weight:.2f}" for layer, weight in zip(summary["layers"], summary["weights"]))
+    return " ".join(f"{layer}:{weight:.2f}" for layer, weight in zip(summary["layers"], summary["weights"], strict=False))
 
 
 def footer(meta: dict) -> list[str]:
     summaries = meta.get("layer_summary") or {}
     if not summaries:
         return []
-    lines = ["", "layer summaries (Tenney et al. 2019; scalar-mix probe on the first fold's training part, scored on its test part):"]
+    lines = [
+        "",
+        "layer summaries (Tenney et al. 2019; scalar-mix probe on the first fold's training part, scored on its test part):",
+    ]
     for pooling, summary in summaries.items():
         expected = summary.get("expected_layer")
-        expected_text = "-" if expected is None or (isinstance(expected, float) and math.isnan(expected)) else f"{expected:.2f}"
-        lines.append(f"  {pooling:<6} center of gravity {summary['center_of_gravity']:.2f}, expected layer {expected_text}; "
-                     f"mix accuracy {summary['mix_accuracy']:.3f}; weights {_weights_text(summary)}")
-        lines.append(f"         cumulative accuracy (layers 0..l): "
-                     + " ".join(f"{value:.3f}" for value in summary["cumulative_accuracy"])
-                     + (" (sentences sampled to fit memory)" if summary.get("sampled") else ""))
-    lines.append("  center of gravity = sum of l x mix weight; expected layer = sum of l x gain(l) / sum of gains, "
-                 "gain(l) = accuracy(0..l) - accuracy(0..l-1)")
+        expected_text = (
+            "-" if expected is None or (isinstance(expected, float) and math.isnan(expected)) else f"{expected:.2f}"
+        )
+        lines.append(
+            f"  {pooling:<6} center of gravity {summary['center_of_gravity']:.2f}, expected layer {expected_text}; "
+            f"mix accuracy {summary['mix_accuracy']:.3f}; weights {_weights_text(summary)}"
+        )
+        lines.append(
+            "         cumulative accuracy (layers 0..l): "
+            + " ".join(f"{value:.3f}" for value in summary["cumulative_accuracy"])
+            + (" (sentences sampled to fit memory)" if summary.get("sampled") else "")
+        )
+    lines.append(
+        "  center of gravity = sum of l x mix weight; expected layer = sum of l x gain(l) / sum of gains, "
+        "gain(l) = accuracy(0..l) - accuracy(0..l-1)"
+    )
     return lines
 
 
@@ -59,15 +72,25 @@ def format_table(table: pd.DataFrame, meta: dict) -> str:
     extra = []
     if not lexical.empty:
         row = lexical.iloc[0]
-        key = "word type" if meta.get("level") != "arc" else "dependent type" if meta.get("label") != "head" else "type pair"
-        extra.append(f"most frequent label per {key} (train only; unseen: majority): accuracy {_interval(row)}, "
-                     f"macro-F1 {_num(row.macro_f1)}")
+        key = (
+            "word type"
+            if meta.get("level") != "arc"
+            else "dependent type"
+            if meta.get("label") != "head"
+            else "type pair"
+        )
+        extra.append(
+            f"most frequent label per {key} (train only; unseen: majority): accuracy {_interval(row)}, "
+            f"macro-F1 {_num(row.macro_f1)}"
+        )
     if majority_at is not None:
         body[majority_at + 1 : majority_at + 1] = extra
     else:
         lines += extra
-    body = [line.replace("control = same probe on permuted labels", "control = same probe on the word-type control task")
-            .replace("paired bootstrap over the test rows", "paired bootstrap over the test sentences")
-            .replace("labels (Voita & Titov 2020)", "labels, sent sentence by sentence (Voita & Titov 2020)")
-            for line in body]
+    body = [
+        line.replace("control = same probe on permuted labels", "control = same probe on the word-type control task")
+        .replace("paired bootstrap over the test rows", "paired bootstrap over the test sentences")
+        .replace("labels (Voita & Titov 2020)", "labels, sent sentence by sentence (Voita & Titov 2020)")
+        for line in body
+    ]
     return "\n".join(lines + body + footer(meta))

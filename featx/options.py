@@ -1,0 +1,148 @@
+"""One way to declare and check a command's options: a frozen dataclass checked at construction from a
+constraints table (as ``ExtractConfig`` started it).
+
+A command's config subclasses ``Options`` and lists its checks in ``CONSTRAINTS``; each check takes the
+config and raises ``InputError(message, hint)`` naming the flag the user typed. The helpers below build the
+common checks with one wording; a check that normalises a value (``"LogReg"`` -> ``"logreg"``) does so once,
+with ``normalise``, inside construction. ``dataclasses.replace`` (or ``Options.replace``) makes a checked copy.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, ClassVar, TypeVar
+
+from .errors import InputError
+
+Check = Callable[[Any], None]
+O = TypeVar("O", bound="Options")  # noqa: E741
+
+
+@dataclass(frozen=True)
+class Options:
+    """Base of every command's config: frozen, and checked by its ``CONSTRAINTS`` when made."""
+
+    CONSTRAINTS: ClassVar[tuple[Check, ...]] = ()
+
+    def __post_init__(self) -> None:
+        for check in type(self).CONSTRAINTS:
+            check(self)
+
+    def replace(self: O, **changes: Any) -> O:
+        """A copy with ``changes``, checked again."""
+        return dataclasses.replace(self, **changes)
+
+
+def normalise(config: Options, name: str, value: Any) -> None:
+    """Set ``name`` on a frozen config while it is being checked (its canonical spelling, say)."""
+    object.__setattr__(config, name, value)
+
+
+def _is_whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def whole(name: str, flag: str, *, minimum: int = 1, optional: bool = False, hint: str | None = None) -> Check:
+    """``name`` is a whole number of at least ``minimum`` (or None, when ``optional``)."""
+
+    def check(config: Any) -> None:
+        value = getattr(config, name)
+        if value is None and optional:
+            return
+        if not _is_whole(value) or value < minimum:
+            default = f"give {flag} a whole number of at least {minimum}" + (
+                ", or leave it out for the default" if optional else ""
+            )
+            raise InputError(f"{flag} {value} must be a whole number of at least {minimum}", hint or default)
+
+    return check
+
+
+def number(name: str, flag: str, *, low: float = 0.0, high: float | None = None, low_open: bool = True,
+           optional: bool = False, hint: str | None = None) -> Check:
+    """``name`` is a finite number above ``low`` (at least ``low`` unless ``low_open``), at most ``high``."""
+
+    def check(config: Any) -> None:
+        value = getattr(config, name)
+        if value is None and optional:
+            return
+        too_low = _is_number(value) and (value <= low if low_open else value < low)
+        too_high = _is_number(value) and high is not None and value > high
+        if not _is_number(value) or too_low or too_high:
+            bound = f"{'above' if low_open else 'at least'} {low:g}" + (f" and at most {high:g}" if high else "")
+            raise InputError(f"{flag} {value} must be a number {bound}", hint or f"give {flag} a number {bound}")
+
+    return check
+
+
+def numbers(name: str, flag: str, *, hint: str | None = None) -> Check:
+    """``name`` is a non-empty sequence of finite positive numbers (a grid of C or alpha)."""
+
+    def check(config: Any) -> None:
+        values = getattr(config, name)
+        try:
+            good = len(values) > 0 and all(_is_number(float(v)) and float(v) > 0 for v in values)
+        except (TypeError, ValueError):
+            good = False
+        if not good:
+            raise InputError(f"{flag} must hold positive numbers (got {values!r})", hint or f"e.g. {flag} 0.1,1,10")
+        normalise(config, name, tuple(float(v) for v in values))
+
+    return check
+
+
+def one_of(name: str, flag: str, choices: Iterable[str], *, optional: bool = False) -> Check:
+    """``name`` is one of ``choices`` (case-insensitive; stored lower-case)."""
+    allowed = tuple(choices)
+
+    def check(config: Any) -> None:
+        value = getattr(config, name)
+        if value is None and optional:
+            return
+        spelled = str(value).strip().lower()
+        if spelled not in allowed:
+            raise InputError(f"{flag} '{value}' is not understood", f"choose one of: {', '.join(allowed)}")
+        normalise(config, name, spelled)
+
+    return check
+
+
+def names(name: str, flag: str, *, choices: Iterable[str] | None = None, example: str = "") -> Check:
+    """``name`` is a comma-separated string or a sequence of names, stored as a tuple without repeats;
+    each one of ``choices`` when given."""
+    allowed = tuple(choices) if choices is not None else None
+
+    def check(config: Any) -> None:
+        value = getattr(config, name)
+        parts = value if isinstance(value, (list, tuple)) else str(value).split(",")
+        chosen = tuple(dict.fromkeys(str(part).strip() for part in parts if str(part).strip()))
+        if allowed is not None:
+            chosen = tuple(dict.fromkeys(part.lower() for part in chosen))
+            unknown = [part for part in chosen if part not in allowed]
+            if unknown:
+                raise InputError(f"{flag} '{unknown[0]}' is not available", f"choose from {', '.join(allowed)}")
+        if not chosen:
+            raise InputError(f"{flag} selects nothing", example or f"choose from {', '.join(allowed or ())}")
+        normalise(config, name, chosen)
+
+    return check
+
+
+def requires(name: str, flag: str, other: str, other_flag: str, *, default: Any = None) -> Check:
+    """``name`` differs from ``default`` only together with ``other`` (e.g. ``--join`` needs ``--labels``)."""
+
+    def check(config: Any) -> None:
+        if getattr(config, name) != default and getattr(config, other) is None:
+            raise InputError(f"{flag} applies to {other_flag} only", f"add {other_flag}, or leave {flag} out")
+
+    return check
+
+
+__all__ = ["Check", "Options", "names", "normalise", "number", "numbers", "one_of", "requires", "whole"]
