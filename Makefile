@@ -8,7 +8,7 @@ PIP := $(PY) -m pip --disable-pip-version-check -q
 TORCH ?= torch==2.13.0
 OUT ?= out
 
-.PHONY: demo test install install-test bench clean browser report-check
+.PHONY: demo test lint install install-test bench clean browser report-check
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -54,8 +54,15 @@ demo: install
 	@echo "figures:  $(OUT)/demo.features.<label>.probe.png and .svg; all labels together: $(OUT)/demo.labels.png"
 	@echo "notebook: notebooks/layerwise.ipynb reads these files (.venv/bin/pip install jupyterlab; .venv/bin/jupyter lab notebooks/)"
 
-test: install-test browser
+test: install-test browser lint
 	$(PY) -m pytest -q
+
+# The gates CI runs through `make test`: lint, format and types (seconds). .pre-commit-config.yaml runs the same.
+LINT_PATHS := featx tests bench scripts
+lint: install-test
+	$(VENV)/bin/ruff check $(LINT_PATHS)
+	$(VENV)/bin/ruff format --check $(LINT_PATHS)
+	$(VENV)/bin/mypy featx
 
 # The report tests load the HTML report in headless Chromium. Installs Debian's chromium once when no
 # chromium binary is found (as root, or through passwordless sudo); without one those tests are skipped.

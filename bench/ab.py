@@ -1,13 +1,17 @@
 """A/B of featx's batch loop (forward + pooling of every layer) between checkouts or settings.
 
-    git archive fcec669 | (mkdir -p /tmp/base && tar -x -C /tmp/base)
-    PYTHONPATH=$PWD python bench/ab.py --roots /tmp/base,. --corpus bench/.cache/sst2-872.csv --rounds 3
+    PYTHONPATH=$PWD python bench/ab.py --roots fcec669,. --corpus bench/.cache/sst2-872.csv --rounds 3
     PYTHONPATH=$PWD python bench/ab.py --roots .,. --env FEATX_ONEDNN=0, --max-tokens 8192,16384
 
-Each variant runs in its own process (fresh imports from its root), variants alternate round by round
-so that machine load hits them alike, and the best round counts. Besides wall-clock tokens/s it
-prints tokens per CPU-second of the process (all threads), steadier when other jobs share the cores. Timed: the same batches as
-``featx extract`` plans them, through that checkout's runner (``Runner`` with its ``ExtractionPlan``, or the older ``_Runner``) (no HDF5 writing).
+A root is a folder (a checkout) or a git commit of this repository: a commit is checked out with
+``git worktree add --detach`` into a temporary folder for the run and removed afterwards, so an old
+commit runs its own code and the current tree needs no old import paths.
+
+Each variant runs in its own process (fresh imports from its root), variants alternate round by round so
+that machine load hits them alike, and the best round counts. Besides wall-clock tokens/s it prints tokens
+per CPU-second of the process (all threads), steadier when other jobs share the cores. Timed: the same
+batches as ``featx extract`` plans them, through that checkout's runner (``Runner`` with its
+``ExtractionPlan``, or the older ``_Runner``), without HDF5 writing.
 """
 
 from __future__ import annotations
@@ -17,7 +21,11 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
 
 CHILD = r"""
 import json, sys, time, warnings, torch
@@ -52,13 +60,29 @@ for ids, mask in batches:
         value.numpy()
 seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
 tokens = int(tokenized.lengths.sum())
-print(json.dumps({"tokens_per_second": tokens / seconds, "tokens_per_cpu_second": tokens / cpu, "batches": len(batches)}))
+rates = {"tokens_per_second": tokens / seconds, "tokens_per_cpu_second": tokens / cpu}
+print(json.dumps({**rates, "batches": len(batches)}))
 """
+
+
+@contextmanager
+def checkout(root: str):
+    """``root`` as a folder: itself when it is one, else a temporary worktree of that commit."""
+    if Path(root).is_dir():
+        yield Path(root).resolve()
+        return
+    with tempfile.TemporaryDirectory(prefix="featx-ab-") as parent:
+        folder = Path(parent) / root.replace("/", "_")
+        subprocess.run(["git", "-C", str(REPO), "worktree", "add", "--detach", "-q", str(folder), root], check=True)
+        try:
+            yield folder
+        finally:
+            subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(folder)], check=False)
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--roots", default=".", help="comma-separated checkouts, one per variant")
+    parser.add_argument("--roots", default=".", help="comma-separated checkouts or git commits, one per variant")
     parser.add_argument("--env", default="", help="comma-separated NAME=VALUE per variant (empty: none)")
     parser.add_argument("--max-tokens", default="8192", help="comma-separated, one per variant or one for all")
     parser.add_argument("--batch-size", default="256")
@@ -71,6 +95,12 @@ def main(argv=None):
     columns = {name: getattr(args, name).split(",") for name in ("roots", "env", "max_tokens", "batch_size")}
     n = max(len(values) for values in columns.values())
     columns = {name: values * n if len(values) == 1 else values for name, values in columns.items()}
+    with ExitStack() as stack:
+        columns["roots"] = [str(stack.enter_context(checkout(root))) for root in columns["roots"]]
+        run_rounds(args, columns, n)
+
+
+def run_rounds(args, columns: dict, n: int) -> None:
     best, best_cpu = [0.0] * n, [0.0] * n
     print(f"# bench/ab.py {' '.join(sys.argv[1:])}")
     for round_ in range(args.rounds):
@@ -107,7 +137,8 @@ def main(argv=None):
             best[i], best_cpu[i] = max(best[i], rate), max(best_cpu[i], cpu_rate)
             label = " ".join(f"{k}={columns[k][i]}" for k in columns if columns[k][i])
             print(
-                f"round {round_} [{label}] {rate:,.0f} tokens/s, {cpu_rate:,.0f} per CPU-second (load {os.getloadavg()[0]:.2f})",
+                f"round {round_} [{label}] {rate:,.0f} tokens/s, {cpu_rate:,.0f} per CPU-second "
+                f"(load {os.getloadavg()[0]:.2f})",
                 flush=True,
             )
     for i in range(n):

@@ -5,7 +5,8 @@
     PYTHONPATH=$PWD python bench/extract.py --quick              # a smoke run (small subsets)
     PYTHONPATH=$PWD python bench/extract.py --featx-dtype float32,bfloat16
     PYTHONPATH=$PWD python bench/extract.py --methods featx --featx-sites "hidden;hidden,ffn,attn_out,pre_ln"
-    PYTHONPATH=$PWD python bench/extract.py --corpus sst2,agnews --methods st,peers,featx --featx-dtype float32,bfloat16 --repeat 3
+    PYTHONPATH=$PWD python bench/extract.py --corpus sst2,agnews --methods st,peers,featx \
+        --featx-dtype float32,bfloat16 --repeat 3
 
 Methods (same corpus rows, model, device, thread count and max length for all):
   loop      the tutorial loop: one ``model(..., output_hidden_states=True)`` call per sentence,

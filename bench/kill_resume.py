@@ -157,7 +157,7 @@ def cost_only(options) -> None:
     intervals = [float(value) for value in options.cost_only.split(",")]
     times: dict[float, list[float]] = {interval: [] for interval in intervals}
     print("uptime before:", uptime(), flush=True)
-    for repeat in range(options.repeat):
+    for _repeat in range(options.repeat):
         for interval in intervals:
             output = out / "kill_cost.h5"
             output.unlink(missing_ok=True)

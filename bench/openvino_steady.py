@@ -28,7 +28,8 @@ from featx.extraction.model_files import default_model_path
 folder = default_model_path()
 corpus = sys.argv[1]
 rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 2
-texts = [r["text"] for r in csv.DictReader(open(corpus, encoding="utf-8"))]
+with open(corpus, encoding="utf-8") as handle:
+    texts = [r["text"] for r in csv.DictReader(handle)]
 tok = AutoTokenizer.from_pretrained(str(folder))
 cache = os.path.join(os.path.dirname(os.path.abspath(__file__)), ".cache", "openvino-steady")
 os.makedirs(cache, exist_ok=True)
@@ -105,9 +106,9 @@ def ov_run(precision):
         out = req.infer({"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)})
         states = np.stack([out[k] for k in range(7)])  # (L, B, T, H)
         m = mask[None, :, :, None].astype(np.float32)
-        mean = (states * m).sum(2) / m.sum(2)  # one pooling, all layers (featx does 5)
-        mx = np.where(m > 0, states, -np.inf).max(2)
-        cls = states[:, :, 0]
+        _mean = (states * m).sum(2) / m.sum(2)  # the poolings' work, timed and dropped (featx does 5)
+        _max = np.where(m > 0, states, -np.inf).max(2)
+        _cls = states[:, :, 0]
     return time.perf_counter() - start
 
 

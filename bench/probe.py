@@ -13,6 +13,7 @@ the 2 cores of the development machines are shared.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import subprocess
 import sys
@@ -52,10 +53,8 @@ def cpu_seconds() -> float:
     me = psutil.Process()
     total = sum(me.cpu_times()[:2])
     for child in me.children(recursive=True):
-        try:
+        with contextlib.suppress(psutil.Error):
             total += sum(child.cpu_times()[:2])
-        except psutil.Error:
-            pass
     return total
 
 

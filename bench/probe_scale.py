@@ -12,8 +12,9 @@ seeded noise plus a 4-class label signal along one random direction per class wh
 with the layer (from near chance to roughly 80% accuracy), so the solver has real work to do.
 
 Each probe runs ``python -m featx probe FILE --layer L --pooling all -o ...`` in its own process (peak
-RSS of that process and the peak summed RSS of its process tree, joblib workers included, sampled), first with the last layer only and then with ``--layer all``: memory-flat means
-the peak does not grow with the number of layers probed (featx reads one layer x pooling at a time).
+RSS of that process and the peak summed RSS of its process tree, joblib workers included, sampled), first
+with the last layer only and then with ``--layer all``: memory-flat means the peak does not grow with the
+number of layers probed (featx reads one layer x pooling at a time).
 Files are cached in bench/.cache/probe-scale/ (gitignored).
 """
 
@@ -76,7 +77,7 @@ def synthetic_features(rows: int, layers: int, width: int, seed: int = 0) -> Pat
             stop = min(rows, start + window)
             signal = directions[labels[start:stop]]  # (n, width)
             values = {}
-            for pooling, path in site.pooled_paths.items():
+            for path in site.pooled_paths.values():
                 noise = rng.standard_normal((stop - start, layers, width), dtype=np.float32)
                 values[path] = (noise + strength[None, :, None] * signal[:, None, :]).astype(np.float16)
             writer.write_window(start, stop, values)
@@ -92,7 +93,7 @@ def peak_rss(command: list[str], env: dict) -> tuple[float, float, float]:
     sampled every 0.2 s with psutil, and wall seconds."""
     import psutil
 
-    errors = tempfile.TemporaryFile()  # a pipe could fill up and stall the probe
+    errors = tempfile.TemporaryFile()  # noqa: SIM115 (read after the process ends; a pipe could stall the probe)
     start = time.perf_counter()
     process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=errors)
     own_peak = tree_peak = 0
@@ -122,7 +123,8 @@ def main(argv=None) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
     print(f"# bench/probe_scale.py {' '.join(sys.argv[1:])}  (load {os.getloadavg()})", flush=True)
     print(
-        "| rows x layers x width | file MB | write s | --layer | peak RSS (MiB) | peak tree RSS (MiB) | probe s | load |"
+        "| rows x layers x width | file MB | write s | --layer | peak RSS (MiB) | peak tree RSS (MiB) "
+        "| probe s | load |"
     )
     print("|---|---:|---:|---|---:|---:|---:|---|")
     for size in args.sizes.split(","):

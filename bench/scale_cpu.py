@@ -90,7 +90,7 @@ def main() -> None:
         folder = Path(tmp)
         corpus = subset(args.corpus, args.rows, folder)
         common = ["extract", str(corpus), "--pooling", args.pooling, "-q", "--overwrite"]
-        for repeat in range(args.repeats):
+        for _repeat in range(args.repeats):
             for number, (name, (command, extra, _)) in enumerate(runs.items()):
                 loads.append(load())
                 output = folder / f"run{number}.h5"
@@ -100,9 +100,8 @@ def main() -> None:
     print("| run | torch threads per process | wall seconds (each repeat) | median |")
     print("|---|---|---|---|")
     for name, seconds in results.items():
-        print(
-            f"| {name} | {runs[name][2]} | {', '.join(f'{s:.1f}' for s in seconds)} | {statistics.median(seconds):.1f} |"
-        )
+        each = ", ".join(f"{s:.1f}" for s in seconds)
+        print(f"| {name} | {runs[name][2]} | {each} | {statistics.median(seconds):.1f} |")
     print(f"\nload average (1, 5, 15 min) before each run and at the end: {'; '.join(loads)}")
 
 

@@ -23,28 +23,6 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
 
-# Old import paths kept for one release (aliases of their new homes): not part of the walk.
-DEPRECATED = {
-    f"featx.{name}"
-    for name in (
-        "batching",
-        "corpus",
-        "estimation",
-        "extract_config",
-        "extractor",
-        "freshness",
-        "merge",
-        "model_files",
-        "modeling",
-        "onednn",
-        "pooling",
-        "sharding",
-        "sites",
-        "tokenize",
-    )
-}
-
-
 def module_name(path: Path) -> str:
     parts = list(path.relative_to(ROOT).with_suffix("").parts)
     if parts[-1] == "__init__":
@@ -103,7 +81,7 @@ def main() -> None:
     work = Path(tempfile.mkdtemp())
     model = build_tiny_bert(work / "tiny")
     corpus = write_csv(work / "c.csv", SENTENCES)
-    graph = {name: edges - DEPRECATED for name, edges in import_graph().items() if name not in DEPRECATED}
+    graph = import_graph()
     layering = import_graph(top_level_only=True)
     closure = {name: reachable(layering, name) for name in graph}
     featx_root = str(ROOT / "featx")
@@ -120,7 +98,7 @@ def main() -> None:
     import pkgutil
 
     for info in pkgutil.walk_packages(featx.__path__, "featx."):  # import first: class bodies are not the walk
-        if not info.name.split(".")[-1].startswith("_") and info.name not in DEPRECATED:
+        if not info.name.split(".")[-1].startswith("_"):
             importlib.import_module(info.name)
     sys.setprofile(profile)
     try:
@@ -149,9 +127,7 @@ def main() -> None:
         for a, b, kind in transitions
         if kind == "call" and (a in closure.get(b, set()) or b not in closure.get(a, set()))
     ]
-    orchestrator = args.orchestrator or next(
-        (name for name in ("featx.extraction.orchestrate", "featx.extractor") if name in graph), "featx.extractor"
-    )
+    orchestrator = args.orchestrator or "featx.extraction.orchestrate"
     returns = sum(1 for a, b, _ in transitions if b == orchestrator and a != orchestrator)
     full_closure = {name: reachable(graph, name) for name in graph}
     cycles = [(a, b) for a in graph for b in graph[a] if a in full_closure.get(b, set())]
