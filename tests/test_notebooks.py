@@ -5,9 +5,9 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from conftest import write_csv
 from nbclient import NotebookClient
-from results_fixtures import tiny_rows
+from support.results import tiny_rows
+from support.tiny import write_csv
 
 import featx
 

@@ -22,7 +22,8 @@ import h5py
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from conftest import SENTENCES, WORDS, build_tiny_bert, write_csv
+from support.shards import N_ROWS, options, run, run_shards
+from support.tiny import build_tiny_bert
 
 import featx
 from featx.cli import main
@@ -34,30 +35,6 @@ from featx.store import FeatureWriter, OutputLock, partial_path
 from featx.store.schema import ROW_INDEX
 
 ROOT = Path(__file__).resolve().parents[2]
-N_ROWS = 30
-
-
-@pytest.fixture
-def corpus(tmp_path) -> Path:
-    """30 rows of varied length (so shards differ), with labels and a split."""
-    rows = []
-    for k in range(N_ROWS):
-        text, sentiment, tense, split = SENTENCES[k % len(SENTENCES)]
-        extra = " ".join(WORDS[(k * 7 + j) % len(WORDS)] for j in range(k % 6))
-        rows.append((f"{text} {extra}".strip(), sentiment, tense, split))
-    return write_csv(tmp_path / "corpus.csv", rows)
-
-
-def options(model, **extra) -> dict:
-    return {"model": str(model), "store_dtype": "float32", "commit_rows": 4, "progress": False, **extra}
-
-
-def run(corpus, output, model, **extra):
-    return extract(ExtractConfig(corpus=corpus, output=output, **options(model, **extra)))
-
-
-def run_shards(corpus, output, model, count, **extra):
-    return [run(corpus, output, model, shards=count, shard_index=index, **extra) for index in range(count)]
 
 
 def cli_args(corpus, output, model, *extra) -> list[str]:

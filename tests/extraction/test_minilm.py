@@ -1,6 +1,6 @@
 """The embedded default model (the packaged all-MiniLM-L6-v2) against a plain transformers forward pass."""
 
-from helpers import max_abs_diff, reference_features
+from support.helpers import max_abs_diff, reference_features
 
 import featx
 from featx.extraction import ExtractConfig, extract

@@ -14,8 +14,8 @@ import h5py
 import numpy as np
 import pytest
 import torch
-from conftest import SENTENCES, write_csv
-from families import BY_NAME, build_family
+from support.families import BY_NAME, build_family
+from support.tiny import SENTENCES, write_csv
 
 import featx
 from featx.errors import ModelError

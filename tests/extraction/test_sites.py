@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 from click.testing import CliRunner
-from conftest import SENTENCES, write_csv
-from helpers import max_abs_diff
+from support.helpers import max_abs_diff
+from support.tiny import SENTENCES, write_csv
 from transformers import AutoModel, AutoTokenizer
 
 import featx
@@ -382,7 +382,7 @@ def test_sharded_extraction_merges_sites(tiny_model, corpus_csv, tmp_path):
 
 
 def test_interrupted_extraction_with_sites_resumes_to_the_same_file(tiny_model, corpus_csv, tmp_path, monkeypatch):
-    from helpers import interrupt_after_commits
+    from support.helpers import interrupt_after_commits
 
     from featx.errors import Interrupted
 

@@ -12,10 +12,9 @@ import numpy as np
 import pytest
 import torch
 from click.testing import CliRunner
-from planted import plant
-from planted_words import PlantedWords
-from probe_data import features_copy, tiny_features  # noqa: F401 (fixtures)
-from test_softmax import blobs
+from support.blobs import blobs
+from support.planted import plant
+from support.planted_words import PlantedWords
 
 from featx.cli import main
 from featx.errors import InputError

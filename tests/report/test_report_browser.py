@@ -5,9 +5,8 @@ a screenshot that is not blank, and a PDF print. Skipped only when no Chromium b
 import os
 from pathlib import Path
 
-import browser
 import pytest
-from report_fixtures import real_runs  # noqa: F401
+from support import browser
 
 from featx.report.html import page as html
 

@@ -18,7 +18,7 @@ import h5py
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from conftest import SENTENCES, write_csv
+from support.tiny import SENTENCES, write_csv
 
 import featx
 from featx.cli import main

@@ -14,7 +14,7 @@ import subprocess
 
 import h5py
 import pytest
-from test_faults import (
+from support.faults import (
     assert_same_file,
     featx_env,
     many_rows_csv,
@@ -86,7 +86,7 @@ def test_sigkill_at_three_random_points_inside_one_window_resumes_to_the_same_fi
     for target in targets:
         goal = max(target, batches_committed(output) + 2)  # this run's own commits, past the last run's
         process = start(args, tmp_path)
-        reached = wait_until(lambda: batches_committed(output) >= goal, process)
+        reached = wait_until(lambda goal=goal: batches_committed(output) >= goal, process)
         process.kill()
         process.wait()
         landed.append(reached)

@@ -12,8 +12,8 @@ import sys
 import h5py
 import pytest
 from click.testing import CliRunner
-from helpers import interrupt_after_commits
-from test_faults import featx_env, many_rows_csv
+from support.faults import featx_env, many_rows_csv
+from support.helpers import interrupt_after_commits
 
 import featx
 from featx.cli import main
