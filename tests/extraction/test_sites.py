@@ -56,13 +56,13 @@ def reference_sites(model_path, texts, module_names: dict[str, tuple[str, str]],
                 if mode == "input":
                     handles.append(
                         module.register_forward_pre_hook(
-                            lambda m, args, key=(site, i): seen.__setitem__(key, args[0].detach())
+                            lambda m, args, key=(site, i), seen=seen: seen.__setitem__(key, args[0].detach())
                         )
                     )
                 else:
                     handles.append(
                         module.register_forward_hook(
-                            lambda m, args, result, key=(site, i): seen.__setitem__(
+                            lambda m, args, result, key=(site, i), seen=seen: seen.__setitem__(
                                 key, (result[0] if isinstance(result, tuple) else result).detach()
                             )
                         )

@@ -1,4 +1,5 @@
-"""featx.report.html.page and ``featx report``: one self-contained page (inline SVG, no URL, a CSP that forbids fetches)."""
+"""featx.report.html.page and ``featx report``: one self-contained page (inline SVG, no URL, a CSP that forbids
+fetches)."""
 
 import re
 
