@@ -1,5 +1,6 @@
 """The embedded default model (the packaged all-MiniLM-L6-v2) against a plain transformers forward pass."""
 
+import pytest
 from support.helpers import max_abs_diff, reference_features
 
 import featx
@@ -13,6 +14,7 @@ SENTENCES = [
 ]
 
 
+@pytest.mark.slow
 def test_default_model_matches_transformers_on_every_layer(tmp_path, minilm_path):
     corpus = tmp_path / "c.csv"
     corpus.write_text("text\n" + "\n".join(f'"{s}"' for s in SENTENCES) + "\n")

@@ -163,6 +163,7 @@ def test_token_level_sites_and_single_module(tiny_model, corpus_csv, tmp_path):
         assert max_abs_diff(mean, features.features("mean", 2, site="module:encoder.layer.1.intermediate")[row]) < 1e-5
 
 
+@pytest.mark.slow
 def test_minilm_sites_match_manual_hooks(minilm_path, tmp_path):
 
     texts = ["a short sentence.", "another, slightly longer sentence about films and critics."]

@@ -203,6 +203,7 @@ def test_a_gpu_index_that_is_not_there_is_refused(monkeypatch):
     assert devices.check_device("cuda:0") == "cuda:0"
 
 
+@pytest.mark.slow
 def test_auto_without_a_driver_is_the_numpy_solver_and_does_not_import_torch():
     code = (
         "import sys; from featx.probing import ProbeConfig; from featx.probing.solvers import devices; "

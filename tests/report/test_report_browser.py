@@ -10,9 +10,12 @@ from support import browser
 
 from featx.report.html import page as html
 
-pytestmark = pytest.mark.skipif(
-    browser.chromium() is None, reason="no chromium binary (apt-get install chromium, or set FEATX_CHROMIUM)"
-)
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        browser.chromium() is None, reason="no chromium binary (apt-get install chromium, or set FEATX_CHROMIUM)"
+    ),
+]
 
 
 @pytest.fixture(scope="module")

@@ -41,6 +41,7 @@ from featx.store import FeatureWriter, OutputLock, creating_path, partial_path
 # -- SIGKILL and Ctrl-C at random points ---------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_random_kills_and_ctrl_c_then_rerun_equals_uninterrupted_run(tiny_model, tmp_path):
     corpus = many_rows_csv(tmp_path / "corpus.csv")
     reference = reference_run(corpus, tiny_model, tmp_path / "reference.h5")
@@ -148,6 +149,7 @@ def test_ctrl_c_anywhere_is_a_clean_exit_130_and_resumable(tiny_model, tmp_path,
         assert features.n_rows == 40 and features.complete
 
 
+@pytest.mark.slow
 def test_ctrl_c_during_model_load_in_a_real_process(tiny_model, tmp_path):
     corpus = many_rows_csv(tmp_path / "corpus.csv", 24)
     output = tmp_path / "out.h5"
@@ -230,6 +232,7 @@ def small_filesystem(tmp_path):
         subprocess.run(["umount", "-l", str(mount_point)], capture_output=True)
 
 
+@pytest.mark.slow
 def test_real_full_filesystem_is_reported_before_any_work_then_runs_once_space_is_freed(
     tiny_model, tmp_path, small_filesystem
 ):
@@ -260,6 +263,7 @@ def test_real_full_filesystem_is_reported_before_any_work_then_runs_once_space_i
 # -- readers and a second writer while extraction runs ----------------------------------------------
 
 
+@pytest.mark.slow
 def test_reader_and_second_writer_during_extraction(tiny_model, tmp_path):
     corpus = many_rows_csv(tmp_path / "corpus.csv")
     reference = reference_run(corpus, tiny_model, tmp_path / "reference.h5")

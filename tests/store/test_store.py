@@ -200,6 +200,7 @@ def test_an_interrupt_while_the_lock_is_taken_removes_its_file(tmp_path, monkeyp
         assert (tmp_path / "out.h5.lock").read_text() == f"pid {__import__('os').getpid()}"
 
 
+@pytest.mark.slow
 def test_a_lock_held_by_another_process_is_never_removed_by_the_one_refused(tmp_path):
     import subprocess
     import sys
