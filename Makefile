@@ -8,7 +8,7 @@ PIP := $(PY) -m pip --disable-pip-version-check -q
 TORCH ?= torch==2.13.0
 OUT ?= out
 
-.PHONY: demo test lint install install-test bench clean browser report-check
+.PHONY: demo test test-fast lint install install-test bench clean browser report-check
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -64,6 +64,10 @@ lint: install-test
 	$(VENV)/bin/ruff format --check $(LINT_PATHS)
 	$(VENV)/bin/mypy featx
 
+# The quick run: every test but the slow ones (child processes, torchrun, headless Chromium, MiniLM).
+test-fast: install-test
+	$(PY) -m pytest -q -m "not slow"
+
 # The report tests load the HTML report in headless Chromium. Installs Debian's chromium once when no
 # chromium binary is found (as root, or through passwordless sudo); without one those tests are skipped.
 browser:
@@ -77,7 +81,7 @@ browser:
 # The report of the demo's sentiment run in headless Chromium; keeps the screenshot and PDF in out/report-check/.
 report-check: install-test browser
 	@mkdir -p $(OUT)/report-check
-	FEATX_REPORT_CHECK_DIR=$(OUT)/report-check $(PY) -m pytest -q tests/test_report_browser.py -rs
+	FEATX_REPORT_CHECK_DIR=$(OUT)/report-check $(PY) -m pytest -q tests/report/test_report_browser.py -rs
 	@echo "screenshot: $(OUT)/report-check/report-screenshot.png; PDF: $(OUT)/report-check/report.pdf"
 
 bench: install

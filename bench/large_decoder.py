@@ -4,7 +4,7 @@ build it once, estimate the extraction (``--dry-run``), then extract a small cor
     PYTHONPATH=$PWD .venv/bin/python bench/large_decoder.py --folder /tmp/llama-1b --rows 50
 
 The weights are random (no download here), which changes nothing about memory or time. The tokenizer is
-the tiny byte-level BPE of ``tests/families.py`` (Llama conventions: BOS added, no pad token, left
+the tiny byte-level BPE of ``tests/support/families.py`` (Llama conventions: BOS added, no pad token, left
 padding side), so texts tokenise into more tokens than with a real Llama vocabulary.
 """
 
@@ -37,7 +37,7 @@ CONFIG = dict(
 
 def build(folder: Path) -> None:
     import torch
-    from families import BY_NAME, _tokenizer_object
+    from support.families import BY_NAME, tokenizer_object
     from transformers import LlamaConfig, LlamaModel, PreTrainedTokenizerFast
 
     if (folder / "model.safetensors.index.json").exists():
@@ -45,7 +45,7 @@ def build(folder: Path) -> None:
     family = BY_NAME["llama"]
     folder.mkdir(parents=True, exist_ok=True)
     tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=_tokenizer_object(family),
+        tokenizer_object=tokenizer_object(family),
         model_max_length=2048,
         padding_side="left",
         model_input_names=["input_ids", "attention_mask"],

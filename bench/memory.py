@@ -27,14 +27,14 @@ sys.path.insert(0, str(ROOT / "tests"))
 def tiny_model() -> Path:
     folder = CACHE / "tiny-bert"
     if not (folder / "model.safetensors").exists():
-        from conftest import build_tiny_bert  # the tests' tiny-BERT recipe (offline, seeded)
+        from support.tiny import build_tiny_bert  # the tests' tiny-BERT recipe (offline, seeded)
 
         build_tiny_bert(folder, layers=2, hidden=32, max_positions=64)
     return folder
 
 
 def corpus(rows: int) -> Path:
-    from conftest import WORDS
+    from support.tiny import WORDS
 
     CACHE.mkdir(exist_ok=True)
     path = CACHE / f"short-{rows}.csv"

@@ -1,6 +1,6 @@
 """Print each family's largest parity error (fp32, relative to the activations' scale) against a plain
 ``transformers`` forward of each row alone, with and without the CPU fast path: the figures in the
-README's family table. Uses the tiny random models of ``tests/families.py``.
+README's family table. Uses the tiny random models of ``tests/support/families.py``.
 
     .venv/bin/python scripts/family_parity.py
 """
@@ -14,9 +14,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from conftest import SENTENCES, write_csv  # noqa: E402
-from families import FAMILIES, build_family, reference_states  # noqa: E402
-from test_families import parity, run_family  # noqa: E402
+from support.families import FAMILIES, build_family, reference_states  # noqa: E402
+from support.parity import parity, run_family  # noqa: E402
+from support.tiny import SENTENCES, write_csv  # noqa: E402
 
 
 def main() -> None:

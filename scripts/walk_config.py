@@ -74,7 +74,7 @@ def main() -> None:
     parser.add_argument("--tokens", action="store_true")
     parser.add_argument("--orchestrator", default=None, help="module owning extract (default: found by name)")
     args = parser.parse_args()
-    from conftest import SENTENCES, build_tiny_bert, write_csv
+    from support.tiny import SENTENCES, build_tiny_bert, write_csv
 
     import featx
 

@@ -1,15 +1,30 @@
-"""Shared fixtures: tiny random BERT models saved to disk so the real loading code runs."""
+"""Fixtures shared by the whole suite, and the test run's environment.
+
+Layout: ``tests/`` mirrors the package (``extraction/``, ``store/``, ``probing/``, ``report/``, plus
+``robustness/`` for faults and hostile input); fixtures used by one folder only live in that folder's
+``conftest.py``; plain helpers and constants live in the ``support`` package (``tests/support/``, importable
+because pytest's ``pythonpath`` holds ``tests``) and are imported from there, never from a conftest or from
+another test module.
+
+Tests marked ``slow`` start other processes (``subprocess``, ``multiprocessing``, ``torchrun``, a Jupyter
+kernel), drive headless Chromium or load the MiniLM model; ``pytest -m "not slow"`` (``make test-fast``) leaves
+them out.
+"""
 
 from __future__ import annotations
 
-import csv
 import os
+import shutil
 from pathlib import Path
 
-import pytest
-
+# Before anything imports matplotlib: figures are drawn off-screen, whatever the user's default backend.
+os.environ["MPLBACKEND"] = "Agg"
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+import pytest  # noqa: E402  (after the environment above)
+from support.probe_data import make_tiny_features  # noqa: E402
+from support.tiny import SENTENCES, build_tiny_bert, write_csv  # noqa: E402
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -24,71 +39,10 @@ def _featx_cache_dir(tmp_path_factory):
         os.environ["FEATX_CACHE_DIR"] = previous
 
 
-WORDS = ["the", "a", "an", "cat", "cats", "dog", "dogs", "film", "films", "critic", "critics", "teacher", "teachers", "plan", "plans", "will", "did", "do", "does", "not", "is", "are", "was", "were", "be", "love", "loved", "loves", "hate", "hated", "hates", "good", "bad", "great", "awful", "today", "yesterday", "tomorrow", "and", "or", "but", "very", "really", "quite", "new", "old", "red", "blue", "green", "this", "that", "these", "those", "it", "they", "we", "you", "i", "he", "she", "walk", "walked", "walks", "run", "ran", "runs", "see", "saw", "sees", "book", "books", "city", "cities", "house", "houses", "?", ".", ",", "!"]
-
-
-def _vocab() -> list[str]:
-    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-    letters = [chr(c) for c in range(ord("a"), ord("z") + 1)] + list("0123456789")
-    pieces = ["##" + letter for letter in letters]
-    words = [word for word in dict.fromkeys(WORDS) if word not in letters]
-    return specials + letters + pieces + words
-
-
-def build_tiny_bert(folder: Path, layers: int = 2, hidden: int = 32, seed: int = 0, max_positions: int = 64) -> Path:
-    import torch
-    from transformers import BertConfig, BertModel, BertTokenizer
-
-    folder.mkdir(parents=True, exist_ok=True)
-    vocab_file = folder / "vocab.txt"
-    vocab_file.write_text("\n".join(_vocab()) + "\n")
-    vocab = {token: index for index, token in enumerate(_vocab())}
-    tokenizer = BertTokenizer(vocab=vocab, do_lower_case=True, model_max_length=max_positions)
-    tokenizer.save_pretrained(str(folder))
-    config = BertConfig(
-        vocab_size=len(_vocab()),
-        hidden_size=hidden,
-        num_hidden_layers=layers,
-        num_attention_heads=4,
-        intermediate_size=hidden * 2,
-        max_position_embeddings=max_positions,
-        hidden_dropout_prob=0.0,
-        attention_probs_dropout_prob=0.0,
-    )
-    torch.manual_seed(seed)
-    model = BertModel(config)
-    model.save_pretrained(str(folder), safe_serialization=True)
-    return folder
-
-
 @pytest.fixture(scope="session")
 def tiny_model(tmp_path_factory) -> Path:
     """A 2-layer, 32-dim random BERT with a small WordPiece vocabulary, saved like a hub folder."""
     return build_tiny_bert(tmp_path_factory.mktemp("tiny-bert"))
-
-
-SENTENCES = [
-    ("the cat loved the film", "pos", "past", "train"),
-    ("the critics hated the plans", "neg", "past", "train"),
-    ("a dog will love this book", "pos", "future", "train"),
-    ("the teachers do not see the city", "neg", "present", "train"),
-    ("it is a very good house", "pos", "present", "train"),
-    ("they walked to the red house yesterday and it was really great", "pos", "past", "train"),
-    ("she hates awful films", "neg", "present", "test"),
-    ("we saw new books today", "pos", "past", "test"),
-    ("he will not run tomorrow", "neg", "future", "test"),
-    ("zebra quokka xylophone", "neg", "present", "test"),
-    ("blue", "pos", "present", "train"),
-    ("the old dog runs and the new cat walks and the red critic sees the blue plan today", "neg", "present", "test"),
-]
-
-
-def write_csv(path: Path, rows, header=("text", "sentiment", "tense", "split")) -> Path:
-    with open(path, "w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(header)
-        writer.writerows(rows)
-    return path
 
 
 @pytest.fixture
@@ -101,3 +55,17 @@ def minilm_path() -> Path:
     from featx.extraction.modeling import default_model_path
 
     return default_model_path()
+
+
+@pytest.fixture(scope="session")
+def tiny_features(tiny_model, tmp_path_factory):
+    """Tiny-model features of 80 rows with token states: label (2 classes) and topic (3 classes)."""
+    return make_tiny_features(tmp_path_factory.mktemp("probe-data"), tiny_model)
+
+
+@pytest.fixture
+def features_copy(tiny_features, tmp_path):
+    """A copy of ``tiny_features`` that a test may change."""
+    target = tmp_path / "feats.h5"
+    shutil.copy(tiny_features, target)
+    return target

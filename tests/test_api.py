@@ -9,9 +9,9 @@ import shutil
 import h5py
 import numpy as np
 import pytest
-from conftest import write_csv
-from planted import plant
-from probe_data import N_ROWS, features_copy, make_rows, tiny_features  # noqa: F401 (fixtures)
+from support.planted import plant
+from support.probe_data import N_ROWS, make_rows
+from support.tiny import write_csv
 
 import featx
 from featx.errors import InputError

@@ -48,6 +48,7 @@ def test_errors_exit_2_with_one_clear_message(tiny_model, in_tmp, content, args,
     assert result.output.startswith("featx: error:") and message in result.output
 
 
+@pytest.mark.slow
 def test_real_process_has_no_traceback(tiny_model, in_tmp):
     (in_tmp / "c.csv").write_bytes(b"text\ncaf\xe9\n")
     process = subprocess.run(

@@ -103,6 +103,7 @@ def test_old_import_paths_are_gone(old):
         importlib.import_module(old)
 
 
+@pytest.mark.slow
 def test_config_and_quick_check_do_not_import_torch():
     code = (
         "import sys, featx, featx.extraction; featx.extraction.ExtractConfig(corpus='c.csv'); "

@@ -5,9 +5,9 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from conftest import write_csv
 from nbclient import NotebookClient
-from results_fixtures import tiny_rows
+from support.results import tiny_rows
+from support.tiny import write_csv
 
 import featx
 
@@ -23,6 +23,7 @@ def test_committed_notebook_has_no_outputs():
     assert len(parameters) == 1 and 'ROOT / "out" / "demo.features.h5"' in parameters[0].source
 
 
+@pytest.mark.slow
 def test_layerwise_notebook_runs_on_tiny_model_outputs(tiny_model, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # extract and probe remember their outputs in ./.featx/
     corpus = write_csv(tmp_path / "corpus.csv", tiny_rows(), header=("text", "sentiment", "split"))

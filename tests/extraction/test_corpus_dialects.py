@@ -87,7 +87,8 @@ def test_ids_are_data_row_numbers_with_skipped_rows_counted(tmp_path):
     path = write(tmp_path, buffer.getvalue())
     corpus = read_corpus(path, skip_empty=True)
     assert corpus.ids == ["0", "2", "4"] and corpus.skipped_rows == [1, 3]
-    original = list(csv.DictReader(open(path, newline="")))
+    with open(path, newline="") as handle:
+        original = list(csv.DictReader(handle))
     for text, row_id in zip(corpus.texts, corpus.ids, strict=False):
         assert original[int(row_id)]["text"] == text  # the id joins back to the original file
 

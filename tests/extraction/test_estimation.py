@@ -6,7 +6,7 @@ from collections import namedtuple
 
 import pytest
 from click.testing import CliRunner
-from conftest import SENTENCES, write_csv
+from support.tiny import SENTENCES, write_csv
 
 import featx
 from featx.cli import main

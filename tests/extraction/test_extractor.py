@@ -1,8 +1,8 @@
 import h5py
 import numpy as np
 import pytest
-from conftest import SENTENCES, write_csv
-from helpers import interrupt_after_commits, max_abs_diff, reference_features
+from support.helpers import interrupt_after_commits, max_abs_diff, reference_features
+from support.tiny import SENTENCES, write_csv
 
 import featx
 from featx.errors import InputError, Interrupted, ModelError, StoreError
@@ -231,7 +231,7 @@ def test_output_directory_problems(tiny_model, corpus_csv, tmp_path):
 
 def test_pooler_requested_for_model_without_one(tmp_path, corpus_csv):
     import torch
-    from conftest import build_tiny_bert
+    from support.tiny import build_tiny_bert
     from transformers import DistilBertConfig, DistilBertModel
 
     folder = build_tiny_bert(tmp_path / "distil")

@@ -1,6 +1,6 @@
 """Every supported family extracts like a plain ``transformers`` forward of each row alone.
 
-One tiny random model per family (``families.py``), built once per session. fp32 with the CPU fast
+One tiny random model per family (``support/families.py``), built once per session. fp32 with the CPU fast
 path (``test_family_matches_plain_forward_fp32``) and without it (``test_family_sites``) must match the
 reference to 1e-4 relative to the activations' scale (batching several rows of different lengths
 together, so this is also the padding-invariance check, with left-padding tokenizers among them);
@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import SENTENCES, write_csv
-from families import FAMILIES, build_family, reference_states
+from support.families import FAMILIES, build_family, reference_states
+from support.parity import parity, pooled_reference, relative_error, run_family
+from support.tiny import SENTENCES, write_csv
 
 import featx
-from featx.extraction import ExtractConfig, extract
+from featx.extraction import ExtractConfig
 
 TEXTS = [row[0] for row in SENTENCES]
 TOLERANCE = 1e-4
@@ -49,40 +50,6 @@ def family_references(family_models):
 @pytest.fixture(scope="module")
 def family_corpus(tmp_path_factory):
     return write_csv(tmp_path_factory.mktemp("family-corpus") / "corpus.csv", SENTENCES)
-
-
-def pooled_reference(states: list[np.ndarray], pooling: str) -> np.ndarray:
-    pick = {
-        "cls": lambda s: s[:, 0],
-        "mean": lambda s: s.mean(1),
-        "max": lambda s: s.max(1),
-        "last": lambda s: s[:, -1],
-    }[pooling]
-    return np.stack([pick(row) for row in states])
-
-
-def relative_error(got, expected) -> float:
-    expected = np.asarray(expected, dtype=np.float64)
-    return float(np.abs(np.asarray(got, dtype=np.float64) - expected).max() / max(np.abs(expected).max(), 1e-12))
-
-
-def run_family(model, corpus, output, **options):
-    options.setdefault("store_dtype", "float32")
-    return extract(
-        ExtractConfig(corpus=corpus, output=output, model=str(model), progress=False, batch_size=5, **options)
-    )
-
-
-def parity(summary, references) -> float:
-    worst = 0.0
-    with featx.open(summary.output) as features:
-        for pooling in features.poolings:
-            if pooling == "pooler":
-                continue
-            expected = pooled_reference(references, pooling)
-            for layer in features.layers:
-                worst = max(worst, relative_error(features.features(pooling, layer), expected[:, layer]))
-    return worst
 
 
 @pytest.mark.parametrize("family", FAMILIES, ids=lambda family: family.name)
@@ -236,7 +203,7 @@ def test_family_sites(family, family_models, family_references, family_corpus, t
 
 
 def test_cls_is_refused_for_causal_models(family_models, family_corpus, tmp_path):
-    from families import BY_NAME
+    from support.families import BY_NAME
 
     from featx.errors import InputError
 
@@ -252,7 +219,7 @@ def test_sharded_checkpoint_extracts_the_same_and_hashes_every_shard(family_mode
 
     import torch
     import transformers
-    from families import BY_NAME
+    from support.families import BY_NAME
 
     from featx.errors import ModelError
     from featx.extraction.modeling import load_model
@@ -292,7 +259,7 @@ def test_sharded_checkpoint_extracts_the_same_and_hashes_every_shard(family_mode
 def test_cli_t5_and_a_causal_model(family_models, family_corpus, tmp_path):
     """The reported T5 traceback is gone at the command line; cls on a causal model is one line, exit 2."""
     from click.testing import CliRunner
-    from families import BY_NAME
+    from support.families import BY_NAME
 
     from featx.cli import main
 
@@ -333,7 +300,7 @@ def test_device_map_auto(family_models, family_corpus, tmp_path, monkeypatch):
     the same features; without accelerate it is one clear error; with --random-init it is refused."""
     import importlib.util
 
-    from families import BY_NAME
+    from support.families import BY_NAME
 
     from featx.errors import InputError
 

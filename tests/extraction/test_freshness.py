@@ -81,6 +81,7 @@ def test_an_unfinished_or_foreign_file_is_not_current(written, tmp_path):
     assert quick_up_to_date(ExtractConfig(**{**written.__dict__, "output": tmp_path / "other.h5"})) is None
 
 
+@pytest.mark.slow
 def test_the_cli_answers_before_importing_torch(written):
     args = [
         "extract",

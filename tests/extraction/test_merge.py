@@ -22,7 +22,8 @@ import h5py
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from conftest import SENTENCES, WORDS, build_tiny_bert, write_csv
+from support.shards import N_ROWS, options, run, run_shards
+from support.tiny import build_tiny_bert
 
 import featx
 from featx.cli import main
@@ -34,30 +35,6 @@ from featx.store import FeatureWriter, OutputLock, partial_path
 from featx.store.schema import ROW_INDEX
 
 ROOT = Path(__file__).resolve().parents[2]
-N_ROWS = 30
-
-
-@pytest.fixture
-def corpus(tmp_path) -> Path:
-    """30 rows of varied length (so shards differ), with labels and a split."""
-    rows = []
-    for k in range(N_ROWS):
-        text, sentiment, tense, split = SENTENCES[k % len(SENTENCES)]
-        extra = " ".join(WORDS[(k * 7 + j) % len(WORDS)] for j in range(k % 6))
-        rows.append((f"{text} {extra}".strip(), sentiment, tense, split))
-    return write_csv(tmp_path / "corpus.csv", rows)
-
-
-def options(model, **extra) -> dict:
-    return {"model": str(model), "store_dtype": "float32", "commit_rows": 4, "progress": False, **extra}
-
-
-def run(corpus, output, model, **extra):
-    return extract(ExtractConfig(corpus=corpus, output=output, **options(model, **extra)))
-
-
-def run_shards(corpus, output, model, count, **extra):
-    return [run(corpus, output, model, shards=count, shard_index=index, **extra) for index in range(count)]
 
 
 def cli_args(corpus, output, model, *extra) -> list[str]:
@@ -105,6 +82,7 @@ def extract_shard_in_child(corpus, output, model, count, index):
     extract(ExtractConfig(corpus=corpus, output=output, shards=count, shard_index=index, **options(model)))
 
 
+@pytest.mark.slow
 def test_shards_in_separate_processes_equal_single_process(tiny_model, corpus, tmp_path):
     # Five processes at once (2 + 3 shards). They fork from a server that imported featx and
     # transformers once: separate processes, as on separate GPUs, without paying the imports five
@@ -171,6 +149,7 @@ def torchrun_command() -> list[str]:
     return [str(script)] if script.exists() else [sys.executable, "-m", "torch.distributed.run"]
 
 
+@pytest.mark.slow
 def test_torchrun_two_processes_write_the_merged_file(tiny_model, corpus, tmp_path):
     output = tmp_path / "out.h5"
     env = {**subprocess_env(), "FEATX_DIST_TIMEOUT": "240"}
@@ -246,6 +225,7 @@ def run_as_ranks(corpus, output, model, tmp_path, world_size=2) -> list[dict]:
     return [json.loads(report.read_text()) for report in reports]
 
 
+@pytest.mark.slow
 def test_failed_rank_blocks_the_merge_and_a_relaunch_redoes_only_that_shard(tiny_model, corpus, tmp_path):
     output = tmp_path / "out.h5"
     with OutputLock(ShardSpec(1, 2).path(output)):  # shard 1 cannot start: "another featx is writing it"
@@ -275,6 +255,7 @@ def extract_then_crash(corpus, output, model, count, index):
     extract_shard_in_child(corpus, output, model, count, index)
 
 
+@pytest.mark.slow
 def test_killed_shard_resumes_without_losing_or_duplicating_rows(tiny_model, corpus, tmp_path):
     output = tmp_path / "out.h5"
     context = multiprocessing.get_context("forkserver")
@@ -441,6 +422,7 @@ def test_merge_cli_reports_errors_without_traceback(tiny_model, corpus, tmp_path
     assert result.exit_code == 2 and "exists already (merged before?)" in result.output
 
 
+@pytest.mark.slow
 def test_torchrun_two_nodes_one_process_each(tiny_model, corpus, tmp_path):
     """Multi-node as torchrun sets it up (static rendezvous, --node-rank), both nodes on this host:
     every worker has LOCAL_RANK 0, ranks come from the node rank, rank 0 merges on the shared disk."""

@@ -7,7 +7,7 @@ import json
 import h5py
 import numpy as np
 from click.testing import CliRunner
-from test_merge import corpus, run_shards  # noqa: F401  (corpus is a fixture)
+from support.shards import run_shards
 
 from featx.cli import main
 from featx.extraction.sharding import ShardSpec, manifest_path
@@ -19,7 +19,7 @@ def _one_line_exit_2(result) -> str:
     return result.output
 
 
-def test_a_shard_with_nan_rows_is_refused_and_nothing_is_deleted(tiny_model, corpus, tmp_path):  # noqa: F811
+def test_a_shard_with_nan_rows_is_refused_and_nothing_is_deleted(tiny_model, corpus, tmp_path):
     output = tmp_path / "out.h5"
     run_shards(corpus, output, tiny_model, 2)
     shard = ShardSpec(1, 2).path(output)
@@ -33,7 +33,7 @@ def test_a_shard_with_nan_rows_is_refused_and_nothing_is_deleted(tiny_model, cor
     assert not output.exists()
 
 
-def test_a_manifest_naming_an_absolute_output_is_refused(tiny_model, corpus, tmp_path):  # noqa: F811
+def test_a_manifest_naming_an_absolute_output_is_refused(tiny_model, corpus, tmp_path):
     output = tmp_path / "out.h5"
     run_shards(corpus, output, tiny_model, 2)
     path = manifest_path(output)

@@ -1,6 +1,7 @@
 """The embedded default model (the packaged all-MiniLM-L6-v2) against a plain transformers forward pass."""
 
-from helpers import max_abs_diff, reference_features
+import pytest
+from support.helpers import max_abs_diff, reference_features
 
 import featx
 from featx.extraction import ExtractConfig, extract
@@ -13,6 +14,7 @@ SENTENCES = [
 ]
 
 
+@pytest.mark.slow
 def test_default_model_matches_transformers_on_every_layer(tmp_path, minilm_path):
     corpus = tmp_path / "c.csv"
     corpus.write_text("text\n" + "\n".join(f'"{s}"' for s in SENTENCES) + "\n")

@@ -14,8 +14,8 @@ import h5py
 import numpy as np
 import pytest
 import torch
-from conftest import SENTENCES, write_csv
-from families import BY_NAME, build_family
+from support.families import BY_NAME, build_family
+from support.tiny import SENTENCES, write_csv
 
 import featx
 from featx.errors import ModelError
@@ -85,6 +85,7 @@ def test_padding_changes_no_real_token(tiny_model):
         torch.testing.assert_close(got[1:2, :3], want, atol=1e-5, rtol=1e-5)
 
 
+@pytest.mark.slow
 def test_minilm_equals_transformers_in_float32_and_bfloat16(minilm_path):
     ids = torch.tensor([[101, 7592, 2088, 999, 102, 0, 0], [101, 1996, 4937, 2938, 2006, 1996, 102]])
     mask = (ids != 0).long()
@@ -116,6 +117,7 @@ def test_checkpoint_with_heads_loads_its_bert_prefixed_encoder(tiny_model, tmp_p
     assert _largest_difference(native, _transformers_bert(folder), IDS, (IDS != 0).long()) <= 1e-4
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not onednn.available(), reason="this torch build has no oneDNN linear ops")
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_onednn_packs_and_fuses_the_same_layers(minilm_path, dtype):
@@ -197,6 +199,7 @@ def test_extract_on_minilm_gives_the_same_file_with_native_on_and_off(tmp_path, 
     _same_file_contents(native, plain, 1e-5)
 
 
+@pytest.mark.slow
 def test_default_extraction_imports_no_transformers(tmp_path):
     """A plain extraction with the default model, in a fresh process: transformers is never imported, nor
     torch's compiler stack (torch._dynamo, sympy: about 1 s) that a meta-device fill would pull in."""

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import SENTENCES
-from families import BY_NAME, build_family
+from support.families import BY_NAME, build_family
+from support.tiny import SENTENCES
 
 from featx.extraction.native.tokenizer import NativeTokenizer, NotEquivalent, load_native_tokenizer
 from featx.extraction.pairs import tokenize_pairs

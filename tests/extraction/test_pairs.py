@@ -3,7 +3,7 @@
 
 import numpy as np
 import pytest
-from conftest import write_csv
+from support.tiny import write_csv
 
 import featx
 from featx.errors import InputError
@@ -221,13 +221,13 @@ def test_cross_mode_of_a_roberta_like_model_takes_segments_from_sequence_ids(tmp
     """One token type (no type ids from the tokenizer): mean_a/mean_b still split the pair at the right tokens."""
     import torch
     import transformers
-    from families import BY_NAME, _tokenizer_object
+    from support.families import BY_NAME, tokenizer_object
     from tokenizers import processors
     from transformers import PreTrainedTokenizerFast
 
     family = BY_NAME["roberta"]
     folder = tmp_path / "roberta"
-    backend = _tokenizer_object(family)
+    backend = tokenizer_object(family)
     backend.post_processor = processors.RobertaProcessing(
         ("</s>", backend.token_to_id("</s>")), ("<s>", backend.token_to_id("<s>"))
     )

@@ -7,7 +7,7 @@ import json
 
 import numpy as np
 import pytest
-from conftest import SENTENCES, write_csv
+from support.tiny import SENTENCES, write_csv
 
 import featx
 from featx.extraction import ExtractConfig

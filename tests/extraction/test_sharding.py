@@ -4,7 +4,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import SENTENCES, write_csv
+from support.tiny import SENTENCES, write_csv
 
 from featx.errors import InputError, StoreError
 from featx.extraction.corpus import read_corpus

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 from click.testing import CliRunner
-from conftest import SENTENCES, write_csv
-from helpers import max_abs_diff
+from support.helpers import max_abs_diff
+from support.tiny import SENTENCES, write_csv
 from transformers import AutoModel, AutoTokenizer
 
 import featx
@@ -56,13 +56,13 @@ def reference_sites(model_path, texts, module_names: dict[str, tuple[str, str]],
                 if mode == "input":
                     handles.append(
                         module.register_forward_pre_hook(
-                            lambda m, args, key=(site, i): seen.__setitem__(key, args[0].detach())
+                            lambda m, args, key=(site, i), seen=seen: seen.__setitem__(key, args[0].detach())
                         )
                     )
                 else:
                     handles.append(
                         module.register_forward_hook(
-                            lambda m, args, result, key=(site, i): seen.__setitem__(
+                            lambda m, args, result, key=(site, i), seen=seen: seen.__setitem__(
                                 key, (result[0] if isinstance(result, tuple) else result).detach()
                             )
                         )
@@ -163,6 +163,7 @@ def test_token_level_sites_and_single_module(tiny_model, corpus_csv, tmp_path):
         assert max_abs_diff(mean, features.features("mean", 2, site="module:encoder.layer.1.intermediate")[row]) < 1e-5
 
 
+@pytest.mark.slow
 def test_minilm_sites_match_manual_hooks(minilm_path, tmp_path):
 
     texts = ["a short sentence.", "another, slightly longer sentence about films and critics."]
@@ -382,7 +383,7 @@ def test_sharded_extraction_merges_sites(tiny_model, corpus_csv, tmp_path):
 
 
 def test_interrupted_extraction_with_sites_resumes_to_the_same_file(tiny_model, corpus_csv, tmp_path, monkeypatch):
-    from helpers import interrupt_after_commits
+    from support.helpers import interrupt_after_commits
 
     from featx.errors import Interrupted
 

@@ -1,5 +1,5 @@
 import numpy as np
-from conftest import SENTENCES
+from support.tiny import SENTENCES
 from transformers import AutoTokenizer
 
 from featx.extraction.tokenize import tokenize_texts

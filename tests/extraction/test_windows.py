@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from conftest import SENTENCES, build_tiny_bert, write_csv
+from support.tiny import SENTENCES, build_tiny_bert, write_csv
 from transformers import AutoModel, AutoTokenizer
 
 import featx

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import torch
 from click.testing import CliRunner
-from conftest import build_tiny_bert
-from helpers import interrupt_after_commits
+from support.helpers import interrupt_after_commits
+from support.tiny import build_tiny_bert
 from transformers import AutoModel, AutoTokenizer
 
 import featx
@@ -107,7 +107,22 @@ MAX_POSITIONS = 16
 
 def test_a_sentence_longer_than_the_model_runs_in_windows_each_word_from_its_most_central(tmp_path):
     model_path = build_tiny_bert(tmp_path / "short", max_positions=MAX_POSITIONS)
-    words = ["the", "cat", "loved", "zebras", "and", "the", "dog", "saw", "quokkas", "in", "the", "old", "city", "today"]
+    words = [
+        "the",
+        "cat",
+        "loved",
+        "zebras",
+        "and",
+        "the",
+        "dog",
+        "saw",
+        "quokkas",
+        "in",
+        "the",
+        "old",
+        "city",
+        "today",
+    ]
     path = tmp_path / "long.jsonl"
     path.write_text(json.dumps({"tokens": words}) + "\n" + json.dumps({"tokens": ["blue"]}) + "\n")
     summary = run(path, model_path, tmp_path / "w.h5", stride=6)
@@ -236,7 +251,7 @@ def test_whole_words_come_from_one_window_in_order(seed):
 def test_word_vectors_of_each_family_equal_the_sentence_read_as_text(name, tmp_path):
     """The words joined by spaces, tokenised as text by plain transformers: the same tokens (byte-level BPE
     too, whose words keep their spaces), and each word's mean subword state equal to featx's (fp32, 1e-4)."""
-    from families import BY_NAME, build_family, reference_states
+    from support.families import BY_NAME, build_family, reference_states
 
     family = BY_NAME[name]
     folder = build_family(family, tmp_path / name)

@@ -30,7 +30,7 @@ def test_subsample_is_stratified_seeded_and_inside_the_rows():
 
 
 def test_probe_learning_curves(tiny_model, tmp_path):
-    from planted import make_features, plant
+    from support.planted import make_features, plant
 
     path = make_features(tmp_path, tiny_model)
     plant(path, {1: 3.0})
@@ -45,7 +45,7 @@ def test_probe_learning_curves(tiny_model, tmp_path):
 
 
 def test_learning_curves_per_site(tiny_model, tmp_path):
-    from conftest import SENTENCES, write_csv
+    from support.tiny import SENTENCES, write_csv
 
     import featx
     from featx.report.figures.learning import plot_learning_curves
@@ -68,7 +68,9 @@ def test_learning_curves_per_site(tiny_model, tmp_path):
     )
     curve = pd.read_csv(result.curve_path)
     assert list(curve.columns[:3]) == ["features", "site", "label"]
-    assert set(zip(curve.site, curve.layer, strict=False)) == {(site, layer) for site in ("hidden", "ffn") for layer in (1, 2)}
+    assert set(zip(curve.site, curve.layer, strict=False)) == {
+        (site, layer) for site in ("hidden", "ffn") for layer in (1, 2)
+    }
     for site in ("hidden", "ffn"):  # the full-size point is the probe's own result for that site and layer
         full = curve[(curve.site == site) & (curve.layer == 2) & (curve.train_size == 1.0)].iloc[0]
         row = result.table[(result.table.site == site) & (result.table.kind == "single") & (result.table.layer == 2)]

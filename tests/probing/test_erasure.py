@@ -7,7 +7,6 @@ import json
 import h5py
 import numpy as np
 import pytest
-from beyond_fixtures import planted_file, planted_split_file  # noqa: F401
 from click.testing import CliRunner
 
 import featx
@@ -187,7 +186,7 @@ def test_not_a_features_file_and_clobbering_are_refused(planted_file, tmp_path):
 
 
 def test_derived_file_drops_token_states_and_other_sites(tiny_model, tmp_path):
-    from conftest import SENTENCES, write_csv
+    from support.tiny import SENTENCES, write_csv
 
     corpus = write_csv(tmp_path / "c.csv", SENTENCES)
     source = tmp_path / "c.h5"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import h5py
 import numpy as np
 import pytest
-from probe_data import N_ROWS, features_copy, tiny_features  # noqa: F401 (fixtures)
+from support.probe_data import N_ROWS
 
 import featx
 from featx.errors import InputError

@@ -74,7 +74,7 @@ def test_length_buckets_cover_every_row():
 
 @pytest.mark.parametrize("split", [False, True])
 def test_probe_writes_out_of_fold_predictions_that_explain_reads(tiny_model, tmp_path, split):
-    from planted import make_features, plant
+    from support.planted import make_features, plant
 
     path = make_features(tmp_path, tiny_model, split=split)
     y = plant(path, {2: 3.0})
@@ -92,7 +92,7 @@ def test_probe_writes_out_of_fold_predictions_that_explain_reads(tiny_model, tmp
 
 
 def test_predictions_choice_is_checked_before_probing(tiny_model, tmp_path):
-    from planted import make_features
+    from support.planted import make_features
 
     from featx.errors import InputError
 

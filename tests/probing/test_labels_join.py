@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 from click.testing import CliRunner
-from probe_data import N_ROWS, features_copy, tiny_features  # noqa: F401  (fixtures)
+from support.probe_data import N_ROWS
 
 import featx
 from featx.cli import main

@@ -47,7 +47,7 @@ def test_codelength_is_deterministic_for_a_seed_and_uses_only_given_rows():
 
 
 def test_probe_mdl_ranks_the_planted_layer_best(tiny_model, tmp_path):
-    from planted import make_features, plant
+    from support.planted import make_features, plant
 
     from featx.probing import probe
 

@@ -6,8 +6,8 @@ import json
 
 import numpy as np
 import pytest
-from beyond_fixtures import A_NEURONS, C_NEURONS, planted_file, planted_split_file  # noqa: F401
 from click.testing import CliRunner
+from support.planted_columns import A_NEURONS, C_NEURONS
 
 from featx.cli import main
 from featx.probing.analyses.neurons import neurons, order, rank_neurons

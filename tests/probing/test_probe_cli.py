@@ -8,8 +8,8 @@ import h5py
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from conftest import write_csv
-from probe_data import N_ROWS, make_rows
+from support.probe_data import N_ROWS, make_rows
+from support.tiny import write_csv
 
 import featx
 from featx.cli import main

@@ -4,7 +4,7 @@ import itertools
 
 import numpy as np
 import pytest
-from conftest import SENTENCES, write_csv
+from support.tiny import SENTENCES, write_csv
 
 import featx
 from featx.extraction import ExtractConfig, extract
@@ -118,7 +118,9 @@ def test_regression_baseline_is_spearman_of_the_cosine_on_the_test_rows(separate
     train, test = np.flatnonzero(split == "train"), np.flatnonzero(split == "test")
     plan = ev.Plan("split", [(train, test)], [None])
     rows = cosine_baseline(separate_file, kept, y, plan, [2], ["cls"], None, 200, 0)
-    by_hand = [float(np.dot(a, b) / (np.linalg.norm(a) * np.linalg.norm(b))) for a, b in zip(u[test], v[test], strict=False)]
+    by_hand = [
+        float(np.dot(a, b) / (np.linalg.norm(a) * np.linalg.norm(b))) for a, b in zip(u[test], v[test], strict=False)
+    ]
     assert rows[0]["spearman"] == pytest.approx(spearmanr(by_hand, y[test]).statistic)
     assert rows[0]["pearson"] == pytest.approx(pearsonr(by_hand, y[test]).statistic)
     assert rows[0]["spearman_low"] <= rows[0]["spearman"] <= rows[0]["spearman_high"]

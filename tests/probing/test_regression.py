@@ -7,7 +7,7 @@ import random
 import h5py
 import numpy as np
 import pytest
-from conftest import WORDS, write_csv
+from support.tiny import WORDS, write_csv
 
 import featx
 from featx.errors import InputError

@@ -6,18 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from sklearn.linear_model import LogisticRegression
+from support.blobs import blobs
 
 from featx.probing.solvers import softmax
 from featx.probing.solvers.classifiers import logreg_from
 from featx.probing.solvers.softmax import SoftmaxRegression
-
-
-def blobs(n=600, d=12, k=3, seed=0, separation=1.0):
-    rng = np.random.default_rng(seed)
-    y = rng.integers(0, k, n)
-    centres = rng.normal(size=(k, d)) * separation
-    X = (centres[y] + rng.normal(size=(n, d))).astype(np.float32)
-    return X, y
 
 
 def sklearn_objective(model, X, y, C, weights=None):

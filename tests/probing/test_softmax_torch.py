@@ -12,10 +12,9 @@ import numpy as np
 import pytest
 import torch
 from click.testing import CliRunner
-from planted import plant
-from planted_words import PlantedWords
-from probe_data import features_copy, tiny_features  # noqa: F401 (fixtures)
-from test_softmax import blobs
+from support.blobs import blobs
+from support.planted import plant
+from support.planted_words import PlantedWords
 
 from featx.cli import main
 from featx.errors import InputError
@@ -204,9 +203,11 @@ def test_a_gpu_index_that_is_not_there_is_refused(monkeypatch):
     assert devices.check_device("cuda:0") == "cuda:0"
 
 
+@pytest.mark.slow
 def test_auto_without_a_driver_is_the_numpy_solver_and_does_not_import_torch():
     code = (
-        "import sys; from featx.probing import ProbeConfig; from featx.probing.solvers import devices; devices._driver_present = lambda: False; "
+        "import sys; from featx.probing import ProbeConfig; from featx.probing.solvers import devices; "
+        "devices._driver_present = lambda: False; "
         "ProbeConfig().validate(); print(devices.resolve_device('auto'), 'torch' in sys.modules)"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

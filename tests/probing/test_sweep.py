@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
-from beyond_fixtures import planted_file, planted_split_file  # noqa: F401
 from click.testing import CliRunner
 
 from featx.cli import main

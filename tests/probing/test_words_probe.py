@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import numpy as np
 import pandas as pd
 import pytest
-from planted_words import TAGS, PlantedWords
+from support.planted_words import TAGS, PlantedWords
 
 from featx.errors import InputError
 from featx.probing.config import ProbeConfig
@@ -387,7 +387,7 @@ def test_learning_curves_subsample_whole_training_sentences():
 
 # -- end to end: featx extract of a treebank, then probe, plot and explain ---------------------------------------
 def _treebank(path, n_sentences: int, seed: int, prefix: str):
-    from conftest import WORDS
+    from support.tiny import WORDS
 
     rng = np.random.default_rng(seed)
     vocabulary = [word for word in WORDS if word.isalpha()]

@@ -2,26 +2,22 @@
 
 import json
 
-import matplotlib
+import matplotlib.pyplot as plt
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+from support.results import synthetic_results, tiny_rows, write_results
+from support.tiny import write_csv
 
-matplotlib.use("Agg")
-
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
-import pytest  # noqa: E402
-from click.testing import CliRunner  # noqa: E402
-from conftest import write_csv  # noqa: E402
-from results_fixtures import synthetic_results, tiny_rows, write_results  # noqa: E402
-
-import featx  # noqa: E402
-from featx.cli import main  # noqa: E402
-from featx.errors import InputError, StoreError  # noqa: E402
-from featx.report.compare import labels_figure, plot_labels  # noqa: E402
-from featx.report.figures.curves import plot_layer_curves, plot_per_class_f1, plot_projection  # noqa: E402
-from featx.report.figures.heatmap import plot_heatmap  # noqa: E402
-from featx.report.figures.plot import figure  # noqa: E402
-from featx.report.load import best_row, layer_rows, load_results, references  # noqa: E402
-from featx.state import remember  # noqa: E402
+import featx
+from featx.cli import main
+from featx.errors import InputError, StoreError
+from featx.report.compare import labels_figure, plot_labels
+from featx.report.figures.curves import plot_layer_curves, plot_per_class_f1, plot_projection
+from featx.report.figures.heatmap import plot_heatmap
+from featx.report.figures.plot import figure
+from featx.report.load import best_row, layer_rows, load_results, references
+from featx.state import remember
 
 
 @pytest.fixture(autouse=True)

@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-import matplotlib
+import pandas as pd
+import pytest
 
-matplotlib.use("Agg")
-
-import pandas as pd  # noqa: E402
-import pytest  # noqa: E402
-
-from featx.errors import InputError  # noqa: E402
-from featx.report.figures.curves import plot_layer_curves, plot_mdl  # noqa: E402
-from featx.report.figures.learning import plot_learning_curves  # noqa: E402
-from featx.report.figures.plot import figure  # noqa: E402
+from featx.errors import InputError
+from featx.report.figures.curves import plot_layer_curves, plot_mdl
+from featx.report.figures.learning import plot_learning_curves
+from featx.report.figures.plot import figure
 
 
 def table(significance=True):

@@ -1,6 +1,6 @@
 """The probe's terminal header: a label with many classes is summarised, not printed on one endless line."""
 
-from results_fixtures import synthetic_results
+from support.results import synthetic_results
 
 from featx.report.text.probe import class_counts_text, format_table
 

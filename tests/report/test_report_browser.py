@@ -5,15 +5,17 @@ a screenshot that is not blank, and a PDF print. Skipped only when no Chromium b
 import os
 from pathlib import Path
 
-import browser
 import pytest
-from report_fixtures import real_runs  # noqa: F401
+from support import browser
 
 from featx.report.html import page as html
 
-pytestmark = pytest.mark.skipif(
-    browser.chromium() is None, reason="no chromium binary (apt-get install chromium, or set FEATX_CHROMIUM)"
-)
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        browser.chromium() is None, reason="no chromium binary (apt-get install chromium, or set FEATX_CHROMIUM)"
+    ),
+]
 
 
 @pytest.fixture(scope="module")

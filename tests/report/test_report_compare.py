@@ -1,19 +1,14 @@
 """featx.report.compare and ``featx compare``: lines named by what differs, the table, paired tests per layer."""
 
-import matplotlib
+import matplotlib.pyplot as plt
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+from support.results import synthetic_results, write_results
 
-matplotlib.use("Agg")
-
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
-import pytest  # noqa: E402
-from click.testing import CliRunner  # noqa: E402
-from report_fixtures import real_runs  # noqa: E402,F401
-from results_fixtures import synthetic_results, write_results  # noqa: E402
-
-from featx.cli import main  # noqa: E402
-from featx.errors import InputError  # noqa: E402
-from featx.report import compare as cmp  # noqa: E402
+from featx.cli import main
+from featx.errors import InputError
+from featx.report import compare as cmp
 
 
 @pytest.fixture(autouse=True)
@@ -137,8 +132,8 @@ def test_cli_compare_errors_exit_2_in_one_line(tmp_path, args, message):
 
 def test_paired_tests_under_cross_validation(tiny_model, tmp_path, monkeypatch):
     """Without a split column the probes are cross-validated: the folds are rebuilt from seed and fold count."""
-    from conftest import write_csv
-    from results_fixtures import tiny_rows
+    from support.results import tiny_rows
+    from support.tiny import write_csv
 
     import featx
 

@@ -3,17 +3,13 @@ several classifiers, many classes)."""
 
 import json
 
-import matplotlib
+import matplotlib.pyplot as plt
+import pytest
+from click.testing import CliRunner
+from support.results import synthetic_results, write_results
 
-matplotlib.use("Agg")
-
-import matplotlib.pyplot as plt  # noqa: E402
-import pytest  # noqa: E402
-from click.testing import CliRunner  # noqa: E402
-from results_fixtures import synthetic_results, write_results  # noqa: E402
-
-from featx.cli import main  # noqa: E402
-from featx.report.figures import curves  # noqa: E402
+from featx.cli import main
+from featx.report.figures import curves
 from featx.report.figures import plot as figures
 
 

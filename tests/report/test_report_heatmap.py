@@ -1,18 +1,14 @@
 """The heatmap's colour scale: informative cells, not the at-chance cell, set it; the numbers stay absolute."""
 
-import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from support.results import synthetic_results, write_results
 
-matplotlib.use("Agg")
-
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
-from click.testing import CliRunner  # noqa: E402
-from results_fixtures import synthetic_results, write_results  # noqa: E402
-
-from featx.cli import main  # noqa: E402
-from featx.errors import InputError  # noqa: E402
-from featx.report.figures import heatmap  # noqa: E402
+from featx.cli import main
+from featx.errors import InputError
+from featx.report.figures import heatmap
 
 
 @pytest.fixture(autouse=True)

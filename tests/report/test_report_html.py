@@ -1,18 +1,14 @@
-"""featx.report.html.page and ``featx report``: one self-contained page (inline SVG, no URL, a CSP that forbids fetches)."""
+"""featx.report.html.page and ``featx report``: one self-contained page (inline SVG, no URL, a CSP that forbids
+fetches)."""
 
 import re
 
-import matplotlib
+import pytest
+from click.testing import CliRunner
+from support.results import synthetic_results, write_results
 
-matplotlib.use("Agg")
-
-import pytest  # noqa: E402
-from click.testing import CliRunner  # noqa: E402
-from report_fixtures import real_runs  # noqa: E402,F401
-from results_fixtures import synthetic_results, write_results  # noqa: E402
-
-from featx.cli import main  # noqa: E402
-from featx.report.html import page as html  # noqa: E402
+from featx.cli import main
+from featx.report.html import page as html
 
 
 @pytest.fixture(scope="module")

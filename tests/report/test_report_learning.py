@@ -1,18 +1,13 @@
 """Learning curves: ``featx plot X.curve.csv`` draws them, the probe prints a short table of them."""
 
-import matplotlib
+import matplotlib.pyplot as plt
+import pandas as pd
+import pytest
+from click.testing import CliRunner
 
-matplotlib.use("Agg")
-
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
-import pytest  # noqa: E402
-from click.testing import CliRunner  # noqa: E402
-from report_fixtures import real_runs  # noqa: E402,F401
-
-from featx.cli import main  # noqa: E402
-from featx.errors import InputError  # noqa: E402
-from featx.report.figures import learning  # noqa: E402
+from featx.cli import main
+from featx.errors import InputError
+from featx.report.figures import learning
 
 
 @pytest.fixture(autouse=True)

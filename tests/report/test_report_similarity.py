@@ -1,21 +1,16 @@
 """featx.report.similarity and ``featx similarity``: linear CKA between layers, one file or two of the same rows."""
 
-import matplotlib
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+from support.results import tiny_rows
+from support.tiny import write_csv
 
-matplotlib.use("Agg")
-
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-import pytest  # noqa: E402
-from click.testing import CliRunner  # noqa: E402
-from conftest import write_csv  # noqa: E402
-from report_fixtures import real_runs  # noqa: E402,F401
-from results_fixtures import tiny_rows  # noqa: E402
-
-import featx  # noqa: E402
-from featx.cli import main  # noqa: E402
-from featx.errors import InputError  # noqa: E402
-from featx.report import similarity as sim  # noqa: E402
+import featx
+from featx.cli import main
+from featx.errors import InputError
+from featx.report import similarity as sim
 
 
 def _gram_cka(X, Y):

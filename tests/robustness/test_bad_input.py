@@ -18,7 +18,7 @@ import h5py
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from conftest import SENTENCES, write_csv
+from support.tiny import SENTENCES, write_csv
 
 import featx
 from featx.cli import main
@@ -187,6 +187,7 @@ def test_refused_with_exit_2_and_one_clear_message(tiny_model, in_tmp, case, con
     assert_one_clear_error(result.output, pattern)
 
 
+@pytest.mark.slow
 def test_read_only_mount_is_detected_as_root(tiny_model, in_tmp):
     """os.access says "writable" to root on a read-only mount; featx tries to create a file instead."""
     read_only = in_tmp / "ro"
@@ -207,6 +208,7 @@ def test_read_only_mount_is_detected_as_root(tiny_model, in_tmp):
         subprocess.run(["umount", "-l", str(read_only)], capture_output=True)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", ["ragged row, too many fields"])  # each real process costs seconds
 def test_real_process_exit_2_without_traceback(tiny_model, in_tmp, case):
     _, content, args, pattern = next(item for item in REFUSED if item[0] == case)
@@ -370,6 +372,7 @@ print(json.dumps({"rows": len(corpus), "tokens": int(tokenized.offsets[-1]), "gr
 """
 
 
+@pytest.mark.slow
 def test_many_tiny_rows_cost_a_small_constant_per_row(tiny_model, tmp_path):
     """100,000 one-character rows through the reader and tokenizer, peak RSS measured in a fresh process.
 

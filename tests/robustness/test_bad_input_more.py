@@ -12,7 +12,7 @@ import threading
 
 import pytest
 from click.testing import CliRunner
-from test_faults import many_rows_csv
+from support.faults import many_rows_csv
 
 import featx
 from featx.cli import main

@@ -14,7 +14,7 @@ import subprocess
 
 import h5py
 import pytest
-from test_faults import (
+from support.faults import (
     assert_same_file,
     featx_env,
     many_rows_csv,
@@ -75,6 +75,7 @@ def one_window_args(corpus, model, output, *extra):
     ]
 
 
+@pytest.mark.slow
 def test_sigkill_at_three_random_points_inside_one_window_resumes_to_the_same_file(tiny_model, tmp_path):
     corpus = many_rows_csv(tmp_path / "corpus.csv", N_ROWS)
     reference = reference_run(corpus, tiny_model, tmp_path / "reference.h5", commit_rows=1000)
@@ -86,7 +87,7 @@ def test_sigkill_at_three_random_points_inside_one_window_resumes_to_the_same_fi
     for target in targets:
         goal = max(target, batches_committed(output) + 2)  # this run's own commits, past the last run's
         process = start(args, tmp_path)
-        reached = wait_until(lambda: batches_committed(output) >= goal, process)
+        reached = wait_until(lambda goal=goal: batches_committed(output) >= goal, process)
         process.kill()
         process.wait()
         landed.append(reached)
@@ -166,6 +167,7 @@ def test_commits_by_time_change_neither_features_nor_fingerprint(tiny_model, tmp
         assert a.fingerprint == b.fingerprint
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig, code, name", [(signal.SIGTERM, 143, "SIGTERM"), (signal.SIGHUP, 129, "SIGHUP")])
 def test_sigterm_and_sighup_stop_like_ctrl_c(tiny_model, tmp_path, sig, code, name):
     corpus = many_rows_csv(tmp_path / "corpus.csv", N_ROWS)
@@ -189,6 +191,7 @@ def test_sigterm_and_sighup_stop_like_ctrl_c(tiny_model, tmp_path, sig, code, na
     assert_same_file(reference, output)
 
 
+@pytest.mark.slow
 def test_sigterm_while_the_model_loads_releases_the_lock(tiny_model, tmp_path):
     corpus = many_rows_csv(tmp_path / "corpus.csv", 24)
     output = tmp_path / "out.h5"

@@ -13,16 +13,24 @@ import os
 import random
 import signal
 import subprocess
-import sys
-import time
-from contextlib import contextmanager
-from pathlib import Path
 
-import h5py
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from conftest import SENTENCES, write_csv
+from support.faults import (
+    COMMIT_ROWS,
+    N_ROWS,
+    assert_same_file,
+    extract_args,
+    featx_env,
+    many_rows_csv,
+    no_traceback,
+    reference_run,
+    rows_done,
+    single_thread_torch,
+    start,
+    wait_until,
+)
 
 import featx
 from featx.cli import main
@@ -30,130 +38,10 @@ from featx.errors import IncompleteError, StoreError
 from featx.extraction import ExtractConfig, extract
 from featx.store import FeatureWriter, OutputLock, creating_path, partial_path
 
-REPO = Path(featx.__file__).resolve().parent.parent
-N_ROWS = 360
-COMMIT_ROWS = 10
-
-
-def many_rows_csv(path: Path, n_rows: int = N_ROWS) -> Path:
-    rows = [
-        (f"{text} {number}", sentiment, tense, split)
-        for number, (text, sentiment, tense, split) in (
-            (number, SENTENCES[number % len(SENTENCES)]) for number in range(n_rows)
-        )
-    ]
-    return write_csv(path, rows)
-
-
-def featx_env() -> dict:
-    return {
-        **os.environ,
-        "PYTHONPATH": str(REPO),
-        "OMP_NUM_THREADS": "1",
-        "HF_HUB_OFFLINE": "1",
-        "TOKENIZERS_PARALLELISM": "false",
-    }
-
-
-def extract_args(corpus: Path, model: Path, output: Path, *extra: str) -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "featx",
-        "extract",
-        str(corpus),
-        "--model",
-        str(model),
-        "-o",
-        str(output),
-        "-q",
-        "--commit-rows",
-        str(COMMIT_ROWS),
-        "--batch-size",
-        "8",
-        "--tokens",
-        *extra,
-    ]
-
-
-def _default_signals() -> None:
-    # A suite started in the background (``make test &``, nohup) passes SIGINT/SIGHUP on as ignored, and
-    # Python then never raises KeyboardInterrupt: give the child the dispositions a terminal would.
-    for signum in (signal.SIGINT, signal.SIGHUP):
-        signal.signal(signum, signal.SIG_DFL)
-
-
-def start(args: list[str], cwd: Path) -> subprocess.Popen:
-    return subprocess.Popen(
-        args,
-        cwd=cwd,
-        env=featx_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        preexec_fn=_default_signals,
-    )
-
-
-def rows_done(output: Path) -> int | None:
-    """The committed-rows marker of ``<output>.partial`` as another process sees it, or None."""
-    try:
-        with h5py.File(partial_path(output), "r", locking=False) as file:
-            return int(file["progress/rows_done"][0])
-    except Exception:  # not there yet, or being created
-        return None
-
-
-def wait_until(condition, process: subprocess.Popen, timeout: float = 120.0) -> bool:
-    """Poll ``condition`` until it holds (True) or the process exits first (False)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        if process.poll() is not None:
-            return False
-        time.sleep(0.002)
-    raise AssertionError("timed out waiting for the extraction")
-
-
-@contextmanager
-def single_thread_torch():
-    import torch
-
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # the subprocesses run with OMP_NUM_THREADS=1: same arithmetic, same bits
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
-
-
-def reference_run(corpus: Path, model: Path, output: Path, **options) -> Path:
-    config = dict(commit_rows=COMMIT_ROWS, batch_size=8, tokens=True, progress=False)
-    config.update(options)
-    with single_thread_torch():
-        return extract(ExtractConfig(corpus=corpus, output=output, model=str(model), **config)).output
-
-
-def assert_same_file(expected: Path, actual: Path) -> None:
-    """Row for row: every pooled and token dataset bit-identical, texts and ids identical, all committed."""
-    with h5py.File(expected, "r") as a, h5py.File(actual, "r") as b:
-        assert b.attrs["complete"] and int(b["progress/rows_done"][0]) == int(a.attrs["n_rows"])
-        for group in ("pooled", "tokens", "rows", "labels"):
-            assert sorted(a[group]) == sorted(b[group]), group
-            for name in a[group]:
-                np.testing.assert_array_equal(a[group][name][()], b[group][name][()], err_msg=f"{group}/{name}")
-    with featx.open(expected) as a, featx.open(actual) as b:
-        assert a.texts == b.texts and a.ids == b.ids and a.n_rows == b.n_rows
-
-
-def no_traceback(stderr: str) -> None:
-    assert "Traceback" not in stderr, stderr
-
-
 # -- SIGKILL and Ctrl-C at random points ---------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_random_kills_and_ctrl_c_then_rerun_equals_uninterrupted_run(tiny_model, tmp_path):
     corpus = many_rows_csv(tmp_path / "corpus.csv")
     reference = reference_run(corpus, tiny_model, tmp_path / "reference.h5")
@@ -183,7 +71,7 @@ def test_random_kills_and_ctrl_c_then_rerun_equals_uninterrupted_run(tiny_model,
         # and a signal sent before the interpreter has installed its handlers would kill it silently.
         target = max(row, (rows_done(output) or 0) + COMMIT_ROWS)
         process = start(args, tmp_path)
-        reached = wait_until(lambda: (rows_done(output) or 0) >= target, process)
+        reached = wait_until(lambda target=target: (rows_done(output) or 0) >= target, process)
         process.send_signal(sig)
         _, stderr = process.communicate(timeout=120)
         landed.append((f"{sig.name} at row {row}", reached))
@@ -261,6 +149,7 @@ def test_ctrl_c_anywhere_is_a_clean_exit_130_and_resumable(tiny_model, tmp_path,
         assert features.n_rows == 40 and features.complete
 
 
+@pytest.mark.slow
 def test_ctrl_c_during_model_load_in_a_real_process(tiny_model, tmp_path):
     corpus = many_rows_csv(tmp_path / "corpus.csv", 24)
     output = tmp_path / "out.h5"
@@ -343,6 +232,7 @@ def small_filesystem(tmp_path):
         subprocess.run(["umount", "-l", str(mount_point)], capture_output=True)
 
 
+@pytest.mark.slow
 def test_real_full_filesystem_is_reported_before_any_work_then_runs_once_space_is_freed(
     tiny_model, tmp_path, small_filesystem
 ):
@@ -373,6 +263,7 @@ def test_real_full_filesystem_is_reported_before_any_work_then_runs_once_space_i
 # -- readers and a second writer while extraction runs ----------------------------------------------
 
 
+@pytest.mark.slow
 def test_reader_and_second_writer_during_extraction(tiny_model, tmp_path):
     corpus = many_rows_csv(tmp_path / "corpus.csv")
     reference = reference_run(corpus, tiny_model, tmp_path / "reference.h5")

@@ -23,7 +23,7 @@ from featx.extraction import ExtractConfig, extract
 
 @pytest.fixture(scope="module")
 def valid_file(tiny_model, tmp_path_factory):
-    from test_faults import many_rows_csv
+    from support.faults import many_rows_csv
 
     folder = tmp_path_factory.mktemp("hostile")
     corpus = many_rows_csv(folder / "corpus.csv", 40)

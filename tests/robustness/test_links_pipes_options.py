@@ -12,8 +12,8 @@ import sys
 import h5py
 import pytest
 from click.testing import CliRunner
-from helpers import interrupt_after_commits
-from test_faults import featx_env, many_rows_csv
+from support.faults import featx_env, many_rows_csv
+from support.helpers import interrupt_after_commits
 
 import featx
 from featx.cli import main
@@ -104,6 +104,7 @@ def test_unusable_last_json_falls_back_with_a_message(tmp_path, monkeypatch, sta
 # -- corpora through pipes ---------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_piped_corpus_is_fingerprinted_by_the_bytes_parsed(tiny_model, tmp_path):
     data = many_rows_csv(tmp_path / "corpus.csv", 16).read_bytes()
     for source, output in (("-", tmp_path / "stdin.h5"), ("/dev/stdin", tmp_path / "devstdin.h5")):

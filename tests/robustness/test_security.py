@@ -101,6 +101,7 @@ def test_custom_code_is_refused_without_trust_remote_code(tiny_model, corpus_csv
     assert not marker.exists()
 
 
+@pytest.mark.slow
 def test_trust_remote_code_does_run_it(tiny_model, corpus_csv, tmp_path):
     """The positive control: the same folder's code runs once the user passes --trust-remote-code."""
     marker = tmp_path / "CUSTOM_CODE_RAN"

@@ -3,15 +3,31 @@ through extraction and through the merge of shards."""
 
 from __future__ import annotations
 
+import json
+import shutil
+from pathlib import Path
+
 import h5py
-from conftest import write_csv
+import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.store_files import write_store_file
+from support.tiny import write_csv
 
 import featx
+from featx.errors import IncompleteError, StoreError
 from featx.extraction import ExtractConfig, extract
 from featx.extraction.merge import merge
-from featx.store import STRING_ESCAPE, _write_strings, read_strings
+from featx.store import (
+    STRING_ESCAPE,
+    FeatureFile,
+    FeatureWriter,
+    _write_strings,
+    partial_path,
+    read_strings,
+    schema,
+)
 
 TRICKY = ["\x00", STRING_ESCAPE, STRING_ESCAPE + "0", STRING_ESCAPE + "e", "\x000", "a", "\ufffd", "é", " "]
 
@@ -56,75 +72,12 @@ def test_nul_in_texts_and_ids_is_kept_through_extract_and_merge(tiny_model, tmp_
 
 # -- layout, attributes, partial reads, old files ------------------------------------------------------
 
-import json  # noqa: E402
-import shutil  # noqa: E402
-from pathlib import Path  # noqa: E402
-
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
-
-from featx.errors import IncompleteError, StoreError  # noqa: E402
-from featx.store import FeatureFile, FeatureWriter, SiteLayout, hidden_layout, partial_path, schema  # noqa: E402
-
 DATA = Path(__file__).resolve().parents[1] / "data"
 OLD_FILE = DATA / "featx-0.1.0.features.h5"
 
 
-class _Rows:
-    """The least a writer needs of a corpus and its tokenisation (duck-typed, like the extraction's)."""
-
-    def __init__(self, n: int, tokens_per_row: int = 3):
-        self.texts = [f"text {i}" for i in range(n)]
-        self.ids = [str(i) for i in range(n)]
-        self.split = None
-        self.labels = {"y": type("L", (), {"codes": np.arange(n) % 2, "names": ["a", "b"]})()}
-        self.full_lengths = np.full(n, tokens_per_row + 1, np.int32)
-        self.lengths = np.full(n, tokens_per_row, np.int32)
-        self.offsets = np.arange(n + 1, dtype=np.int64) * tokens_per_row
-        self.input_ids = np.arange(n * tokens_per_row, dtype=np.int32)
-        self.word_ids = np.zeros(n * tokens_per_row, dtype=np.int32)
-
-    def __len__(self):
-        return len(self.texts)
-
-    @property
-    def truncated(self):
-        return self.lengths < self.full_lengths
-
-
-def _write(tmp_path, n=10, commit=None, with_tokens=True):
-    sites = [hidden_layout([0, 2], 4, ["mean", "cls"]), SiteLayout("ffn", (2,), 6, ("mean", "cls"), ("x:output",))]
-    rows = _Rows(n)
-    writer = FeatureWriter.create(
-        tmp_path / "f.h5", {schema.FINGERPRINT: "fp", schema.MODEL: "m"}, rows, rows, sites, np.float32, with_tokens
-    )
-    rng = np.random.default_rng(0)
-    values = {
-        path: rng.normal(size=(n, len(site.layers), site.width)).astype(np.float32)
-        for site in sites
-        for path in site.pooled_paths.values()
-    }
-    if with_tokens:
-        values.update(
-            {
-                site.tokens_path: rng.normal(size=(3 * n, len(site.layers), site.width)).astype(np.float32)
-                for site in sites
-            }
-        )
-    stop = commit if commit is not None else n
-    writer.write_window(
-        0, stop, {path: v[:stop] if not path.endswith("states") else v[: 3 * stop] for path, v in values.items()}
-    )
-    writer.commit(stop)
-    if commit is None:
-        writer.finish()
-    else:
-        writer.close()
-    return tmp_path / "f.h5", values
-
-
 def test_layout_and_attributes_of_a_written_file(tmp_path):
-    path, values = _write(tmp_path)
+    path, values = write_store_file(tmp_path)
     import h5py
 
     with h5py.File(path, "r") as file:
@@ -147,7 +100,7 @@ def test_layout_and_attributes_of_a_written_file(tmp_path):
 
 
 def test_partial_file_shows_only_its_committed_rows(tmp_path):
-    path, values = _write(tmp_path, commit=4)
+    path, values = write_store_file(tmp_path, commit=4)
     assert not path.exists() and partial_path(path).exists()
     with pytest.raises(IncompleteError, match="4 of 10 rows written"):
         FeatureFile(path)
@@ -193,7 +146,7 @@ def test_same_request_today_gives_the_0_1_file(tmp_path):
     """Same corpus, same (seeded) tiny model, same options: same fingerprint, and the same features up to one
     fp16 step. The 0.1 file was written on another CPU: oneDNN picks its kernels by instruction set, so an
     fp32 sum can differ in its last bit, which rounding to the stored fp16 shows as one step at most."""
-    from conftest import build_tiny_bert
+    from support.tiny import build_tiny_bert
 
     model = build_tiny_bert(tmp_path / "tiny")
     corpus = shutil.copy(DATA / "old_corpus.csv", tmp_path / "old_corpus.csv")
@@ -247,6 +200,7 @@ def test_an_interrupt_while_the_lock_is_taken_removes_its_file(tmp_path, monkeyp
         assert (tmp_path / "out.h5.lock").read_text() == f"pid {__import__('os').getpid()}"
 
 
+@pytest.mark.slow
 def test_a_lock_held_by_another_process_is_never_removed_by_the_one_refused(tmp_path):
     import subprocess
     import sys

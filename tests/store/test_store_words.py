@@ -121,9 +121,9 @@ def test_a_partial_file_shows_the_words_of_its_committed_rows(tmp_path):
 
 
 def test_a_file_without_words_says_so(tmp_path):
-    from test_store import _write
+    from support.store_files import write_store_file
 
-    path, _ = _write(tmp_path)
+    path, _ = write_store_file(tmp_path)
     with FeatureFile(path) as features:
         assert not features.has_words
         with pytest.raises(InputError, match="no word-level features"):

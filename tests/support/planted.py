@@ -6,9 +6,9 @@ import random
 
 import h5py
 import numpy as np
-from conftest import WORDS, write_csv
 
 import featx
+from support.tiny import WORDS, write_csv
 
 
 def make_features(folder, tiny_model, n_rows: int = 80, split: bool = False):

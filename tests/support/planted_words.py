@@ -53,7 +53,7 @@ class PlantedWords:
         self.path = "planted"
         self.states = {}
         signal = signal or {}
-        for p, pooling in enumerate(("first", "last", "mean")):
+        for pooling in ("first", "last", "mean"):
             data = rng.standard_normal((n, layers, hidden)).astype(np.float32)
             for layer, strength in signal.items():
                 data[np.arange(n), layer, self.upos] += strength

@@ -1,14 +1,13 @@
-"""Shared probing fixtures: tiny-model features of 80 rows with a 2-class and a 3-class label."""
+"""The probing tests' shared data: rows of a 2-class and a 3-class label, and the tiny-model features file of
+80 such rows (built once per session by the ``tiny_features`` fixture of the root ``conftest.py``)."""
 
 from __future__ import annotations
 
 import random
-import shutil
-
-import pytest
-from conftest import WORDS, write_csv
+from pathlib import Path
 
 import featx
+from support.tiny import WORDS, write_csv
 
 N_ROWS = 80
 
@@ -27,18 +26,9 @@ def make_rows(n: int, seed: int = 0, split: bool = False):
     return rows
 
 
-@pytest.fixture(scope="session")
-def tiny_features(tiny_model, tmp_path_factory):
-    """Tiny-model features of 80 rows with token states: label (2 classes) and topic (3 classes)."""
-    folder = tmp_path_factory.mktemp("probe-data")
+def make_tiny_features(folder: Path, tiny_model: Path) -> Path:
+    """Tiny-model features of ``N_ROWS`` rows with token states: label (2 classes) and topic (3 classes)."""
     corpus = write_csv(folder / "corpus.csv", make_rows(N_ROWS), header=("text", "label", "topic"))
     output = folder / "corpus.features.h5"
     featx.extract(corpus, model=str(tiny_model), output=output, tokens=True, progress=False)
     return output
-
-
-@pytest.fixture
-def features_copy(tiny_features, tmp_path):
-    target = tmp_path / "feats.h5"
-    shutil.copy(tiny_features, target)
-    return target

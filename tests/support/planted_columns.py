@@ -1,4 +1,5 @@
-"""A tiny-model features file with four planted label columns, for erasure, neuron and sweep tests.
+"""A tiny-model features file with four planted label columns, for the erasure, neuron and sweep tests (the
+``planted_file`` and ``planted_split_file`` fixtures of ``tests/probing/conftest.py``).
 
 Pooled ``mean`` features are replaced by noise plus, at every layer:
 - ``a`` (2 classes): +-2 in neurons 0, 1, 2;
@@ -13,10 +14,9 @@ import random
 
 import h5py
 import numpy as np
-import pytest
-from conftest import WORDS, write_csv
 
 import featx
+from support.tiny import WORDS, write_csv
 
 N_ROWS = 240
 A_NEURONS = (0, 1, 2)
@@ -48,13 +48,3 @@ def make_planted(folder, tiny_model, n_rows: int = N_ROWS, split: bool = False, 
         data[:, :, D_NEURON] += 6.0 * (codes["d"][:, None] - 1)
         file["pooled/mean"][...] = data.astype(file["pooled/mean"].dtype)
     return output
-
-
-@pytest.fixture(scope="session")
-def planted_file(tiny_model, tmp_path_factory):
-    return make_planted(tmp_path_factory.mktemp("planted"), tiny_model)
-
-
-@pytest.fixture(scope="session")
-def planted_split_file(tiny_model, tmp_path_factory):
-    return make_planted(tmp_path_factory.mktemp("planted-split"), tiny_model, split=True)

@@ -1,11 +1,11 @@
-"""Real (tiny) probing runs for the featx.report tests: a tiny BERT and its random-init twin on the same
-rows, each probed with per-row predictions, plus learning curves and MDL on the first."""
+"""Fixtures of the featx.report tests. ``real_runs``: real (tiny) probing runs, a tiny BERT and its random-init
+twin on the same rows, each probed with per-row predictions, plus learning curves and MDL on the first."""
 
 from __future__ import annotations
 
 import pytest
-from conftest import write_csv
-from results_fixtures import tiny_rows
+from support.results import tiny_rows
+from support.tiny import write_csv
 
 import featx
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from conftest import SENTENCES, WORDS, _vocab
+from support.tiny import SENTENCES, WORDS, vocab
 
 
 @dataclass(frozen=True)
@@ -305,12 +305,12 @@ FAMILIES = [
 BY_NAME = {family.name: family for family in FAMILIES}
 
 
-def _tokenizer_object(family: Family):
+def tokenizer_object(family: Family):
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
 
     if family.tokenizer == "wordpiece":
-        vocab = {token: index for index, token in enumerate(_vocab())}
-        tokenizer = Tokenizer(models.WordPiece(vocab, unk_token="[UNK]"))
+        token_ids = {token: index for index, token in enumerate(vocab())}
+        tokenizer = Tokenizer(models.WordPiece(token_ids, unk_token="[UNK]"))
         tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
         tokenizer.decoder = decoders.WordPiece()
         from tokenizers import normalizers
@@ -342,7 +342,7 @@ def build_family(family: Family, folder: Path, seed: int = 0) -> Path:
     from transformers import PreTrainedTokenizerFast
 
     folder.mkdir(parents=True, exist_ok=True)
-    backend = _tokenizer_object(family)
+    backend = tokenizer_object(family)
     tokenizer = PreTrainedTokenizerFast(
         tokenizer_object=backend,
         model_max_length=64,

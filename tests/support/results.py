@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from support.tiny import WORDS
+
 
 def synthetic_results(
     label="sentiment",
@@ -137,8 +139,6 @@ def write_results(frame: pd.DataFrame, meta: dict, stem: Path) -> tuple[Path, Pa
 
 def tiny_rows(n: int = 60, seed: int = 3):
     """(text, sentiment, split) rows in the tiny model's vocabulary: enough rows for a real probe to run."""
-    from conftest import WORDS
-
     rng = random.Random(seed)
     words = [word for word in WORDS if word.isalpha()]
     return [

@@ -1,0 +1,79 @@
+"""The tiny test world: a small vocabulary, a dozen labelled sentences, a CSV writer and a tiny random BERT.
+
+``build_tiny_bert`` saves a random ``BertModel`` and its WordPiece tokenizer to a folder, like a hub
+download, so that the real loading code runs offline.
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+WORDS = [
+    "the", "a", "an", "cat", "cats", "dog", "dogs", "film", "films", "critic", "critics", "teacher", "teachers",
+    "plan", "plans", "will", "did", "do", "does", "not", "is", "are", "was", "were", "be", "love", "loved", "loves",
+    "hate", "hated", "hates", "good", "bad", "great", "awful", "today", "yesterday", "tomorrow", "and", "or", "but",
+    "very", "really", "quite", "new", "old", "red", "blue", "green", "this", "that", "these", "those", "it", "they",
+    "we", "you", "i", "he", "she", "walk", "walked", "walks", "run", "ran", "runs", "see", "saw", "sees", "book",
+    "books", "city", "cities", "house", "houses", "?", ".", ",", "!",
+]  # fmt: skip
+
+SENTENCES = [
+    ("the cat loved the film", "pos", "past", "train"),
+    ("the critics hated the plans", "neg", "past", "train"),
+    ("a dog will love this book", "pos", "future", "train"),
+    ("the teachers do not see the city", "neg", "present", "train"),
+    ("it is a very good house", "pos", "present", "train"),
+    ("they walked to the red house yesterday and it was really great", "pos", "past", "train"),
+    ("she hates awful films", "neg", "present", "test"),
+    ("we saw new books today", "pos", "past", "test"),
+    ("he will not run tomorrow", "neg", "future", "test"),
+    ("zebra quokka xylophone", "neg", "present", "test"),
+    ("blue", "pos", "present", "train"),
+    ("the old dog runs and the new cat walks and the red critic sees the blue plan today", "neg", "present", "test"),
+]
+
+
+def vocab() -> list[str]:
+    """The tiny WordPiece vocabulary: special tokens, letters and digits (whole and ``##`` pieces), then WORDS."""
+    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    letters = [chr(c) for c in range(ord("a"), ord("z") + 1)] + list("0123456789")
+    pieces = ["##" + letter for letter in letters]
+    words = [word for word in dict.fromkeys(WORDS) if word not in letters]
+    return specials + letters + pieces + words
+
+
+def build_tiny_bert(folder: Path, layers: int = 2, hidden: int = 32, seed: int = 0, max_positions: int = 64) -> Path:
+    """Save a seeded random BERT (``layers`` x ``hidden``) and its tokenizer into ``folder``."""
+    import torch
+    from transformers import BertConfig, BertModel, BertTokenizer
+
+    folder.mkdir(parents=True, exist_ok=True)
+    vocab_file = folder / "vocab.txt"
+    vocab_file.write_text("\n".join(vocab()) + "\n")
+    token_ids = {token: index for index, token in enumerate(vocab())}
+    tokenizer = BertTokenizer(vocab=token_ids, do_lower_case=True, model_max_length=max_positions)
+    tokenizer.save_pretrained(str(folder))
+    config = BertConfig(
+        vocab_size=len(vocab()),
+        hidden_size=hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=4,
+        intermediate_size=hidden * 2,
+        max_position_embeddings=max_positions,
+        hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0,
+    )
+    torch.manual_seed(seed)
+    model = BertModel(config)
+    model.save_pretrained(str(folder), safe_serialization=True)
+    return folder
+
+
+def write_csv(path: Path, rows, header=("text", "sentiment", "tense", "split")) -> Path:
+    """Write ``rows`` under ``header`` as a UTF-8 CSV corpus; returns ``path``."""
+    with open(path, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(header)
+        writer.writerows(rows)
+    return path
