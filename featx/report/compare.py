@@ -21,15 +21,16 @@ from ..errors import InputError
 from .figures.style import CYCLE, FORMATS, MARKERS, OKABE_ITO, RC, legend_below, save
 from .load import (
     METRIC_NAMES,
-    _check_metric,
-    _model_name,
     best_row,
+    check_metric,
     default_classifier,
     layer_rows,
     load_results,
+    model_name,
     references,
 )
 from .paired import paired_layer_tests, why_not_paired
+from .text.compare import format_comparison
 
 FIELDS = ("model", "corpus", "label", "site", "classifier")
 FIELD_PLURALS = {
@@ -69,7 +70,7 @@ def _random_init(meta: dict) -> bool:
 
 
 def _fields(frame: pd.DataFrame, meta: dict, classifier: str, site: str) -> dict:
-    model = _model_name(meta) + (" (random init)" if _random_init(meta) else "")
+    model = model_name(meta) + (" (random init)" if _random_init(meta) else "")
     corpus = meta.get("corpus_path") or meta.get("features_file") or meta.get("features") or ""
     label = meta.get("label") or (frame["label"].iloc[0] if "label" in frame.columns and len(frame) else "")
     return {"model": model, "corpus": str(corpus), "label": str(label), "site": site, "classifier": classifier}
@@ -96,7 +97,7 @@ def load_entries(
     entries = []
     for index, source in enumerate(sources):
         frame, meta = load_results(source)
-        _check_metric(frame, metric)
+        check_metric(frame, metric)
         chosen = classifier or default_classifier(frame)
         site = "hidden" if "hidden" in set(frame["site"]) else str(frame["site"].iloc[0])
         rows = layer_rows(frame[frame["site"].isin([site, ""])], chosen)
@@ -210,10 +211,10 @@ def plot_compare(
     layers where a file differs significantly from the first file are ringed."""
     import matplotlib.pyplot as plt
 
-    from .figures.style import _axes
+    from .figures.style import axes_or_new
 
     with plt.rc_context(RC):
-        ax = _axes(ax)
+        ax = axes_or_new(ax)
         ringed = False
         for index, entry in enumerate(entries):
             colour, marker = CYCLE[index % len(CYCLE)], MARKERS[index % len(MARKERS)]
@@ -347,54 +348,6 @@ class Comparison:
 
     def format(self) -> str:
         return format_comparison(self.table, self.tests, self.notes, self.metric)
-
-
-def format_comparison(
-    table: pd.DataFrame, tests: pd.DataFrame | None, notes: list[str], metric: str = "accuracy"
-) -> str:
-    """The terminal text of ``featx compare``: one line per file, then the per-layer paired tests."""
-    header = ["name", "best layer", "depth", "pooling", f"{metric} [95% CI]", "select."]
-    rows = [
-        [
-            str(r["name"]),
-            str(r["best_layer"]),
-            f"{r['relative_depth']:.2f}",
-            str(r["pooling"]),
-            f"{r[metric]:.3f} [{r[f'{metric}_low']:.3f}, {r[f'{metric}_high']:.3f}]",
-            "-" if pd.isna(r["selectivity"]) else f"{r['selectivity']:+.3f}",
-        ]
-        for _, r in table.iterrows()
-    ]
-    lines = _columns(header, rows)
-    if tests is not None and not tests.empty:
-        for (a, b), part in tests.groupby(["a", "b"], sort=False):
-            lines += [
-                "",
-                f"paired test per layer: A = {a}, B = {b} ({part['tested'].iloc[0]}; Holm over layers; ! = p < 0.05)",
-            ]
-            lines += _columns(
-                ["layer", "acc A", "acc B", "B - A", "p (Holm)"],
-                [
-                    [
-                        str(int(r.layer)),
-                        f"{r.accuracy_a:.3f}",
-                        f"{r.accuracy_b:.3f}",
-                        f"{-r.difference:+.3f}",
-                        ("<.001" if r.p_holm < 0.001 else f"{r.p_holm:.3f}") + ("!" if r.significant else ""),
-                    ]
-                    for r in part.itertuples()
-                ],
-            )
-    return "\n".join(lines + [f"note: {note}" for note in notes])
-
-
-def _columns(header: list[str], rows: list[list[str]]) -> list[str]:
-    widths = [
-        max(len(header[i]), *(len(row[i]) for row in rows)) if rows else len(header[i]) for i in range(len(header))
-    ]
-    return ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=False)).rstrip(), "  ".join("-" * w for w in widths)] + [
-        "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=False)).rstrip() for row in rows
-    ]
 
 
 # -- the figure featx plot --compare drew before comparisons had their own command -------------

@@ -18,14 +18,15 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InputError
-from .figures.style import FORMATS, RC, _axes, save
+from .figures.style import FORMATS, RC, axes_or_new, save
 
 CACHE_BYTES = 1 << 30  # layers are kept in memory only while the whole file fits in this
 
 
 @dataclass
 class Similarity:
-    """``matrix[i, j]`` = CKA of layer ``layers_a[i]`` of file a and ``layers_b[j]`` of file b (NaN: a constant layer)."""
+    """``matrix[i, j]`` = CKA of layer ``layers_a[i]`` of file a and ``layers_b[j]`` of file b (NaN: a
+    constant layer)."""
 
     matrix: np.ndarray
     layers_a: list[int]
@@ -145,13 +146,16 @@ def plot_similarity(result: Similarity, ax=None, title: bool | str = True):
     import matplotlib.pyplot as plt
 
     with plt.rc_context(RC):
-        ax = _axes(ax)
+        ax = axes_or_new(ax)
         cmap = mpl.colormaps["cividis"]
         image = ax.imshow(np.ma.masked_invalid(result.matrix), cmap=cmap, vmin=0, vmax=1, origin="lower", aspect="auto")
         if max(result.matrix.shape) <= 13:
             for (i, j), value in np.ndenumerate(result.matrix):
                 text = "–" if not np.isfinite(value) else f"{value:.2f}"
-                dark = np.isfinite(value) and sum(w * c for w, c in zip((0.299, 0.587, 0.114), cmap(value)[:3], strict=False)) < 0.5
+                dark = (
+                    np.isfinite(value)
+                    and sum(w * c for w, c in zip((0.299, 0.587, 0.114), cmap(value)[:3], strict=False)) < 0.5
+                )
                 ax.text(j, i, text, ha="center", va="center", fontsize=8.5, color="white" if dark else "black")
         ax.set_xticks(range(len(result.layers_b)), [str(layer) for layer in result.layers_b])
         ax.set_yticks(range(len(result.layers_a)), [str(layer) for layer in result.layers_a])

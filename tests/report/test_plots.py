@@ -17,9 +17,10 @@ import featx  # noqa: E402
 from featx.cli import main  # noqa: E402
 from featx.errors import InputError, StoreError  # noqa: E402
 from featx.report.compare import labels_figure, plot_labels  # noqa: E402
-from featx.report.figures.curves import plot_layer_curves, plot_per_class_f1, plot_projection  # noqa: E402
+from featx.report.figures.curves import plot_layer_curves, plot_per_class_f1  # noqa: E402
 from featx.report.figures.heatmap import plot_heatmap  # noqa: E402
 from featx.report.figures.plot import figure  # noqa: E402
+from featx.report.figures.projection import plot_projection  # noqa: E402
 from featx.report.load import best_row, layer_rows, load_results, references  # noqa: E402
 from featx.state import remember  # noqa: E402
 

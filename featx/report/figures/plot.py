@@ -10,7 +10,7 @@ import pandas as pd
 
 from ..load import (
     METRIC_NAMES,
-    _check_metric,
+    check_metric,
     default_classifier,
     describe,
     layer_rows,
@@ -82,7 +82,7 @@ def figure(
     frame = with_baseline(frame, baseline)
     if metric == "accuracy" and main_metric(frame) == "r2":  # regression results: R² by default
         metric = "r2"
-    _check_metric(frame, metric)
+    check_metric(frame, metric)
     chosen = [classifier] if classifier else (classifiers_of(frame) or [default_classifier(frame)])
     mdl = has_mdl(frame)
     mixes = bool(layer_summaries(meta))  # word-level runs: the scalar-mix weights

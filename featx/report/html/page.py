@@ -16,7 +16,7 @@ import pandas as pd
 
 from ... import __version__
 from ...errors import FeatxError, InputError
-from ..load import _model_name, default_classifier, layer_rows, load_results
+from ..load import default_classifier, layer_rows, load_results, model_name
 from .sections import figure_sections, layer_table, run_rows
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
@@ -115,7 +115,7 @@ def render(results, classifier: str | None = None) -> str:
     frame, meta = load_results(results)
     classifier = classifier or default_classifier(frame)
     layer_rows(frame, classifier)  # fails early, with the classifiers there, on a wrong --classifier
-    title = f"{_model_name(meta)} · label: {meta.get('label', '?')}"
+    title = f"{model_name(meta)} · label: {meta.get('label', '?')}"
     figures = figure_sections(frame, meta, classifier, Path(results))
     nav = " ".join(f'<a href="#figure-{i}">{html.escape(name)}</a>' for i, (name, _, _) in enumerate(figures))
     body = [

@@ -12,7 +12,7 @@ from ..figures.heatmap import plot_heatmap
 from ..figures.learning import plot_learning_curves, read_curve
 from ..figures.plot import has_mdl
 from ..figures.style import RC, svg_text
-from ..load import _model_name, layer_rows
+from ..load import layer_rows, model_name
 
 HOW = {
     "curves": "Accuracy on held-out rows against the layer (0 = the embeddings), one line per pooling, with its 95% "
@@ -42,7 +42,7 @@ def run_rows(meta: dict) -> list[tuple[str, str]]:
     if len(counts) > 12:
         classes += f", … ({len(counts)} classes in all)"
     rows = [
-        ("model", _model_name(meta)),
+        ("model", model_name(meta)),
         ("features file", meta.get("features_file") or meta.get("features")),
         ("corpus", meta.get("corpus_path")),
         ("label", meta.get("label")),
