@@ -10,24 +10,26 @@ layer against the first file (``paired.py``); significant layers are ringed.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
 
 from ..errors import InputError
-from .figures.style import CYCLE, FORMATS, MARKERS, OKABE_ITO, RC, legend_below, save
+from ..options import Check, Options, normalise, whole
+from .figures.compare import plot_compare
+from .figures.style import FORMATS, RC, save
+from .files import make_folder, write_csv
 from .load import (
-    METRIC_NAMES,
     best_row,
     check_metric,
     default_classifier,
     layer_rows,
     load_results,
     model_name,
-    references,
 )
 from .paired import paired_layer_tests, why_not_paired
 from .text.compare import format_comparison
@@ -194,106 +196,6 @@ def paired_tests(entries: list[Entry]) -> tuple[pd.DataFrame, list[str]]:
     return tests, notes
 
 
-def _x(entry: Entry, layers, relative_depth: bool):
-    layers = np.asarray(layers, dtype=float)
-    return layers / entry.n_layers if relative_depth else layers
-
-
-def plot_compare(
-    entries: list[Entry],
-    ax=None,
-    metric: str = "accuracy",
-    relative_depth: bool = False,
-    tests: pd.DataFrame | None = None,
-    title: bool | str = True,
-):
-    """One line per file (its pooling), best layer starred, its majority class dashed in the same colour;
-    layers where a file differs significantly from the first file are ringed."""
-    import matplotlib.pyplot as plt
-
-    from .figures.style import axes_or_new
-
-    with plt.rc_context(RC):
-        ax = axes_or_new(ax)
-        ringed = False
-        for index, entry in enumerate(entries):
-            colour, marker = CYCLE[index % len(CYCLE)], MARKERS[index % len(MARKERS)]
-            layers = entry.rows["layer"].astype(int).to_numpy()
-            x = _x(entry, layers, relative_depth)
-            best = entry.best
-            ax.plot(
-                x,
-                entry.rows[metric].astype(float),
-                color=colour,
-                marker=marker,
-                markersize=5,
-                linewidth=2,
-                label=f"{entry.name} ({best['pooling']}): best layer {int(best['layer'])}, {float(best[metric]):.2f}",
-            )
-            ax.plot(
-                _x(entry, [int(best["layer"])], relative_depth),
-                [float(best[metric])],
-                marker="*",
-                markersize=15,
-                color=OKABE_ITO["black"],
-                markerfacecolor=colour,
-                linestyle="none",
-                zorder=4,
-            )
-            majority = [value for name, value in references(entry.frame, metric) if name == "majority class"]
-            if majority:
-                ax.hlines(majority[0], x.min(), x.max(), colors=colour, linestyles="--", linewidth=1, alpha=0.7)
-            if tests is not None and index > 0 and not tests.empty:
-                ringed |= _ring_significant(ax, entry, tests, metric, relative_depth, colour)
-        if ringed:
-            ax.plot(
-                [],
-                [],
-                marker="o",
-                markersize=11,
-                markerfacecolor="none",
-                markeredgecolor=OKABE_ITO["black"],
-                linestyle="none",
-                label=f"differs from {entries[0].name} (paired test, Holm, p < 0.05)",
-            )
-        if relative_depth:
-            ax.set_xlabel("relative depth (layer / number of layers; 0 = embeddings)")
-        else:
-            ax.set_xticks(sorted({int(layer) for entry in entries for layer in entry.rows["layer"]}))
-            ax.set_xlabel("layer (0 = embeddings)")
-        ax.set_ylabel(METRIC_NAMES.get(metric, metric))
-        ax.grid(True, axis="y", alpha=0.3)
-        legend_below(ax, ncol=2)
-        if title:
-            ax.set_title(
-                title
-                if isinstance(title, str)
-                else f"{METRIC_NAMES.get(metric, metric)} by layer (dashed: majority class)",
-                loc="left",
-            )
-    return ax
-
-
-def _ring_significant(ax, entry: Entry, tests: pd.DataFrame, metric: str, relative_depth: bool, colour) -> bool:
-    mine = tests[(tests["b"] == entry.name) & tests["significant"].astype(bool)]
-    if mine.empty:
-        return False
-    values = dict(zip(entry.rows["layer"].astype(int), entry.rows[metric].astype(float), strict=False))
-    layers = [int(layer) for layer in mine["layer"] if int(layer) in values]
-    ax.plot(
-        _x(entry, layers, relative_depth),
-        [values[layer] for layer in layers],
-        marker="o",
-        markersize=11,
-        markerfacecolor="none",
-        markeredgecolor=OKABE_ITO["black"],
-        markeredgewidth=1.4,
-        linestyle="none",
-        zorder=5,
-    )
-    return bool(layers)
-
-
 def compare_title(entries: list[Entry]) -> str:
     """What the files share, then what differs: e.g. "MiniLM · 2 corpora" or "tiny-bert · 2 label columns · 12 rows"."""
     keys = differing_fields(entries)
@@ -311,29 +213,52 @@ def compare_title(entries: list[Entry]) -> str:
     return " · ".join(parts)
 
 
-def compare(
-    sources: Iterable,
-    metric: str = "accuracy",
-    classifier: str | None = None,
-    pooling: str | None = None,
-    names: list[str] | None = None,
-    relative_depth: bool = False,
-    output: str | os.PathLike | None = None,
-    formats: Iterable[str] = FORMATS,
-    dpi: int = 150,
-    tests: bool = True,
-) -> Comparison:
-    """Compare results files: the figure (saved if ``output``), the table and the paired tests."""
+@dataclass(frozen=True)
+class CompareConfig(Options):
+    """What ``featx compare`` compares and where it writes: the figure at ``output`` (its suffix replaced by
+    each of ``formats``), the table beside it (``.csv``) and the paired tests (``.tests.csv``)."""
+
+    results: tuple = ()
+    metric: str = "accuracy"
+    classifier: str | None = None
+    pooling: str | None = None
+    names: Sequence[str] | str | None = None
+    relative_depth: bool = False
+    output: str | os.PathLike | None = None
+    formats: Iterable[str] = FORMATS
+    dpi: int = 150
+    tests: bool = True
+
+    CONSTRAINTS: ClassVar[tuple[Check, ...]] = (
+        lambda config: normalise(config, "results", tuple(config.results)),
+        lambda config: normalise(config, "names", split_names(config.names)),
+        whole("dpi", "--dpi", hint="give --dpi a value of at least 1"),
+    )
+
+
+def split_names(names: Sequence[str] | str | None) -> list[str] | None:
+    """``--names a,b`` as ``["a", "b"]`` (a list is kept, stripped)."""
+    if names is None:
+        return None
+    return [name.strip() for name in (names.split(",") if isinstance(names, str) else names)]
+
+
+def compare(sources: Iterable | CompareConfig, **options: Any) -> Comparison:
+    """Compare results files: the figure, the table and the paired tests, written beside ``output`` when
+    it is given (see ``CompareConfig``; ``options`` are its fields)."""
     import matplotlib.pyplot as plt
 
-    entries = load_entries(list(sources), metric, classifier, pooling, names)
-    paired, notes = paired_tests(entries) if tests and len(entries) > 1 else (None, [])
+    config = sources if isinstance(sources, CompareConfig) else CompareConfig(results=tuple(sources), **options)
+    entries = load_entries(list(config.results), config.metric, config.classifier, config.pooling, config.names)
+    paired, notes = paired_tests(entries) if config.tests and len(entries) > 1 else (None, [])
     with plt.rc_context(RC):
         fig, ax = plt.subplots(figsize=(9, 6), layout="constrained")
-        plot_compare(entries, ax=ax, metric=metric, relative_depth=relative_depth, tests=paired)
+        plot_compare(entries, ax=ax, metric=config.metric, relative_depth=config.relative_depth, tests=paired)
         fig.suptitle(compare_title(entries), fontsize=13, x=0.01, ha="left")
-        written = save(fig, output, formats, dpi) if output is not None else []
-    return Comparison(entries, comparison_table(entries, metric), paired, notes, fig, written, metric)
+    result = Comparison(entries, comparison_table(entries, config.metric), paired, notes, fig, [], config.metric)
+    if config.output is not None:
+        result.written = result.write(config.output, config.formats, config.dpi)
+    return result
 
 
 @dataclass
@@ -347,7 +272,27 @@ class Comparison:
     metric: str = "accuracy"
 
     def format(self) -> str:
+        """The terminal text: one line per file, then the paired tests."""
         return format_comparison(self.table, self.tests, self.notes, self.metric)
+
+    def write(self, output: str | os.PathLike, formats: Iterable[str] = FORMATS, dpi: int = 150) -> list[Path]:
+        """The figure at ``output`` (one file per format), the table at ``.csv``, the tests at ``.tests.csv``."""
+        import matplotlib.pyplot as plt
+
+        output = Path(output)
+        make_folder(output.parent)
+        with plt.rc_context(RC):
+            written = save(self.figure, output, formats, dpi)
+        written.append(write_csv(self.table, output.with_suffix(".csv")))
+        if self.tests is not None and not self.tests.empty:
+            written.append(write_csv(self.tests, output.with_suffix(".tests.csv")))
+        return written
+
+    def close(self) -> None:
+        """Free the figure (a command line that only writes it)."""
+        import matplotlib.pyplot as plt
+
+        plt.close(self.figure)
 
 
 # -- the figure featx plot --compare drew before comparisons had their own command -------------
@@ -366,6 +311,13 @@ def labels_figure(
     formats: Iterable[str] = FORMATS,
     dpi: int = 150,
 ):
-    """``compare`` as ``(figure, written)``: what ``featx plot --compare`` writes."""
-    result = compare(results, metric=metric, classifier=classifier, output=output, formats=formats, dpi=dpi)
-    return result.figure, result.written
+    """``compare``'s figure as ``(figure, written)``: what ``featx plot --compare`` writes (no tables)."""
+    import matplotlib.pyplot as plt
+
+    result = compare(results, metric=metric, classifier=classifier)
+    written = []
+    if output is not None:
+        make_folder(Path(output).parent)
+        with plt.rc_context(RC):
+            written = save(result.figure, output, formats, dpi)
+    return result.figure, written
