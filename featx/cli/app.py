@@ -16,7 +16,7 @@ from ..errors import FeatxError, signal_of
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
 
-def printable(text: str) -> str:
+def printable(text: object) -> str:
     """``text`` with every control character but newline and tab escaped (``\\x1b``...): model names, label
     names and texts come from files other people made, and raw escape sequences could rewrite the terminal."""
     return _CONTROL.sub(lambda match: match.group().encode("unicode_escape").decode("ascii"), str(text))

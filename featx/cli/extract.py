@@ -8,7 +8,7 @@ import click
 
 from .app import echo, main, options
 
-_EXTRACT_OPTIONS_1 = options(
+_INPUT_AND_LAYOUT = options(
     click.option(
         "-o",
         "--output",
@@ -40,7 +40,7 @@ _EXTRACT_OPTIONS_1 = options(
     click.option("--tokens", is_flag=True, help="Also store token-level states (large)."),
 )
 
-_EXTRACT_OPTIONS_2 = options(
+_SITES_LENGTH_AND_DEVICE = options(
     click.option(
         "--site",
         "sites",
@@ -80,7 +80,7 @@ _EXTRACT_OPTIONS_2 = options(
     ),
 )
 
-_EXTRACT_OPTIONS_3 = options(
+_READING_AND_MODEL = options(
     click.option("--batch-size", type=int, default=256, show_default=True, help="Most rows per batch."),
     click.option("--skip-empty", is_flag=True, help="Leave out empty or whitespace-only texts instead of refusing."),
     click.option("--encoding", default="utf-8", show_default=True, help="Text encoding of the corpus file."),
@@ -102,7 +102,7 @@ _EXTRACT_OPTIONS_3 = options(
     click.option("--seed", type=int, default=0, show_default=True, help="Seed for --random-init."),
 )
 
-_EXTRACT_OPTIONS_4 = options(
+_COMMITS_SHARDS_AND_WORDS = options(
     click.option("--commit-rows", type=int, default=None, help="Rows per commit (resume granularity)."),
     click.option(
         "--commit-seconds",
@@ -143,10 +143,10 @@ _EXTRACT_OPTIONS_4 = options(
 
 @main.command()
 @click.argument("corpus", type=click.Path(path_type=Path), nargs=-1, required=True)
-@_EXTRACT_OPTIONS_1
-@_EXTRACT_OPTIONS_2
-@_EXTRACT_OPTIONS_3
-@_EXTRACT_OPTIONS_4
+@_INPUT_AND_LAYOUT
+@_SITES_LENGTH_AND_DEVICE
+@_READING_AND_MODEL
+@_COMMITS_SHARDS_AND_WORDS
 def extract(corpus, output, quiet, layers, poolings, dry_run, **options):
     """Run the encoder once over CORPUS (CSV/TSV/JSONL/Parquet) and store every layer's pooled states.
 

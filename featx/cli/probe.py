@@ -8,7 +8,7 @@ import click
 
 from .app import echo, main, options
 
-_PROBE_OPTIONS_1 = options(
+_LABEL_AND_PROBES = options(
     click.option("--label", default=None, help="Label column to probe (default: 'label', else the first one)."),
     click.option(
         "--labels",
@@ -46,7 +46,7 @@ _PROBE_OPTIONS_1 = options(
     ),
 )
 
-_PROBE_OPTIONS_2 = options(
+_EVALUATION_AND_COMPUTE = options(
     click.option(
         "--folds",
         type=int,
@@ -83,7 +83,7 @@ _PROBE_OPTIONS_2 = options(
     click.option("-o", "--output", default=None, help="Results prefix: writes PREFIX.csv and PREFIX.json."),
 )
 
-_PROBE_OPTIONS_3 = options(
+_OUTPUT_AND_ANALYSES = options(
     click.option(
         "--mdl", is_flag=True, help="Also the MDL online codelength (bits) and compression per layer and pooling."
     ),
@@ -123,9 +123,9 @@ _PROBE_OPTIONS_3 = options(
 
 @main.command()
 @click.argument("features", required=False, type=click.Path(path_type=Path))
-@_PROBE_OPTIONS_1
-@_PROBE_OPTIONS_2
-@_PROBE_OPTIONS_3
+@_LABEL_AND_PROBES
+@_EVALUATION_AND_COMPUTE
+@_OUTPUT_AND_ANALYSES
 def probe(features, no_control, sweep, **options):
     """Train probes per layer and pooling on FEATURES (default: the last extraction in this directory)."""
     from ..probing import ProbeConfig

@@ -29,6 +29,12 @@ _HOMES = {
     "plot_learning_curves": "figures.learning",
     "figure": "figures.plot",
     "labels_figure": "compare",
+    "CompareConfig": "compare",
+    "SimilarityConfig": "similarity",
+    "PlotConfig": "figures.plot_files",
+    "plot_files": "figures.plot_files",
+    "ReportConfig": "html.page",
+    "write_report": "html.page",
 }
 _MODULES = ("compare", "figures", "html", "load", "paired", "similarity", "text")
 

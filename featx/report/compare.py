@@ -13,7 +13,7 @@ import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import pandas as pd
@@ -34,6 +34,9 @@ from .load import (
 from .paired import paired_layer_tests, why_not_paired
 from .text.compare import format_comparison
 
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
 FIELDS = ("model", "corpus", "label", "site", "classifier")
 FIELD_PLURALS = {
     "model": "models",
@@ -53,8 +56,8 @@ class Entry:
     source: str
     fields: dict = field(default_factory=dict)
     name: str = ""
-    rows: pd.DataFrame | None = None
-    best: pd.Series | None = None
+    rows: pd.DataFrame = field(default_factory=pd.DataFrame)
+    best: pd.Series = field(default_factory=lambda: pd.Series(dtype=object))
     n_layers: int = 1
 
 
@@ -207,9 +210,9 @@ def compare_title(entries: list[Entry]) -> str:
         parts = shared + [f"{len(entries)} {FIELD_PLURALS[keys[0]]}"]
     else:
         parts = shared + [f"{len(entries)} results: " + (", ".join(keys) + " differ" if keys else "same setup")]
-    n_rows = {entry.meta.get("n_rows") for entry in entries}
-    if len(n_rows) == 1 and None not in n_rows:
-        parts.append(f"{int(n_rows.pop()):,} rows")
+    n_rows = [entry.meta.get("n_rows") for entry in entries]
+    if n_rows[0] is not None and all(count == n_rows[0] for count in n_rows):
+        parts.append(f"{int(n_rows[0]):,} rows")
     return " · ".join(parts)
 
 
@@ -249,7 +252,8 @@ def compare(sources: Iterable | CompareConfig, **options: Any) -> Comparison:
     import matplotlib.pyplot as plt
 
     config = sources if isinstance(sources, CompareConfig) else CompareConfig(results=tuple(sources), **options)
-    entries = load_entries(list(config.results), config.metric, config.classifier, config.pooling, config.names)
+    names = list(config.names) if config.names is not None else None
+    entries = load_entries(list(config.results), config.metric, config.classifier, config.pooling, names)
     paired, notes = paired_tests(entries) if config.tests and len(entries) > 1 else (None, [])
     with plt.rc_context(RC):
         fig, ax = plt.subplots(figsize=(9, 6), layout="constrained")
@@ -267,7 +271,7 @@ class Comparison:
     table: pd.DataFrame
     tests: pd.DataFrame | None
     notes: list[str]
-    figure: object
+    figure: Figure
     written: list[Path]
     metric: str = "accuracy"
 

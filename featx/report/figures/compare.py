@@ -20,6 +20,37 @@ def _x(entry: Entry, layers, relative_depth: bool):
     return layers / entry.n_layers if relative_depth else layers
 
 
+def _draw_entry(ax, entry: Entry, index: int, metric: str, relative_depth: bool) -> str:
+    """One file's line, its best layer starred and its majority class dashed, in its colour (returned)."""
+    colour, marker = CYCLE[index % len(CYCLE)], MARKERS[index % len(MARKERS)]
+    layers = entry.rows["layer"].astype(int).to_numpy()
+    x = _x(entry, layers, relative_depth)
+    best = entry.best
+    ax.plot(
+        x,
+        entry.rows[metric].astype(float),
+        color=colour,
+        marker=marker,
+        markersize=5,
+        linewidth=2,
+        label=f"{entry.name} ({best['pooling']}): best layer {int(best['layer'])}, {float(best[metric]):.2f}",
+    )
+    ax.plot(
+        _x(entry, [int(best["layer"])], relative_depth),
+        [float(best[metric])],
+        marker="*",
+        markersize=15,
+        color=OKABE_ITO["black"],
+        markerfacecolor=colour,
+        linestyle="none",
+        zorder=4,
+    )
+    majority = [value for name, value in references(entry.frame, metric) if name == "majority class"]
+    if majority:
+        ax.hlines(majority[0], x.min(), x.max(), colors=colour, linestyles="--", linewidth=1, alpha=0.7)
+    return colour
+
+
 def plot_compare(
     entries: list[Entry],
     ax=None,
@@ -36,32 +67,7 @@ def plot_compare(
         ax = axes_or_new(ax)
         ringed = False
         for index, entry in enumerate(entries):
-            colour, marker = CYCLE[index % len(CYCLE)], MARKERS[index % len(MARKERS)]
-            layers = entry.rows["layer"].astype(int).to_numpy()
-            x = _x(entry, layers, relative_depth)
-            best = entry.best
-            ax.plot(
-                x,
-                entry.rows[metric].astype(float),
-                color=colour,
-                marker=marker,
-                markersize=5,
-                linewidth=2,
-                label=f"{entry.name} ({best['pooling']}): best layer {int(best['layer'])}, {float(best[metric]):.2f}",
-            )
-            ax.plot(
-                _x(entry, [int(best["layer"])], relative_depth),
-                [float(best[metric])],
-                marker="*",
-                markersize=15,
-                color=OKABE_ITO["black"],
-                markerfacecolor=colour,
-                linestyle="none",
-                zorder=4,
-            )
-            majority = [value for name, value in references(entry.frame, metric) if name == "majority class"]
-            if majority:
-                ax.hlines(majority[0], x.min(), x.max(), colors=colour, linestyles="--", linewidth=1, alpha=0.7)
+            colour = _draw_entry(ax, entry, index, metric, relative_depth)
             if tests is not None and index > 0 and not tests.empty:
                 ringed |= _ring_significant(ax, entry, tests, metric, relative_depth, colour)
         if ringed:

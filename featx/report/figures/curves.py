@@ -42,33 +42,7 @@ def plot_layer_curves(
     frame, meta, classifier, rows = layer_results(frame, meta, metric, classifier)
     with plt.rc_context(RC):
         ax = axes_or_new(ax)
-        values: list[float] = []
-        hollow_drawn = False
-        sites = list(dict.fromkeys(rows["site"])) if "site" in rows.columns else []
-        for index, pooling in enumerate(poolings_of(rows)):
-            part = rows[rows["pooling"] == pooling]
-            colour, marker = series_style(pooling, index)  # site names fall through to the cycle
-            layers = part["layer"].astype(int).to_numpy()
-            y = part[metric].astype(float).to_numpy()
-            ax.plot(
-                layers,
-                y,
-                color=colour,
-                marker=marker,
-                markersize=5,
-                linewidth=2,
-                label=pooling,
-                zorder=3,
-                linestyle=series_linestyle(part, sites),
-            )
-            if metric == "accuracy":
-                hollow_drawn |= _mark_like_best(ax, part, layers, y, colour, marker)
-            low, high = f"{metric}_low", f"{metric}_high"
-            if low in part.columns and high in part.columns and part[[low, high]].notna().all().all():
-                lo, hi = part[low].astype(float).to_numpy(), part[high].astype(float).to_numpy()
-                ax.fill_between(layers, lo, hi, color=colour, alpha=0.15, linewidth=0, zorder=2)
-                values += list(lo) + list(hi)
-            values += list(y[np.isfinite(y)])
+        values, hollow_drawn = _draw_series(ax, rows, metric)
         values += _draw_baseline_curve(ax, frame, rows, metric, classifier)
         values += draw_cosine_baseline(ax, meta, rows, metric)  # sentence pairs (separate mode)
         control, drawn = _draw_control_curve(ax, rows, metric)
@@ -76,18 +50,7 @@ def plot_layer_curves(
             ref for ref in references(frame, metric, classifier) if not (drawn and ref[0].startswith("control task"))
         ]
         values += control + _draw_references(ax, found, sorted(set(rows["layer"].astype(int))))
-        best = best_row(rows, metric)
-        ax.plot(
-            [int(best["layer"])],
-            [float(best[metric])],
-            marker="*",
-            markersize=17,
-            color=OKABE_ITO["black"],
-            markerfacecolor=OKABE_ITO["yellow"],
-            linestyle="none",
-            zorder=4,
-            label=f"best: layer {int(best['layer'])}, {best['pooling']} ({float(best[metric]):.3f})",
-        )
+        best = _star_best(ax, rows, metric)
         mark_layer_summary(ax, meta, str(best.get("probe_pooling", best["pooling"])))  # word-level runs only
         if hollow_drawn:
             ax.plot(
@@ -100,20 +63,7 @@ def plot_layer_curves(
                 markeredgecolor=REFERENCE_GREY,
                 label="hollow: not significantly below its pooling's best",
             )
-        layers_all = sorted(set(rows["layer"].astype(int)))
-        ax.set_xticks(layers_all)
-        ax.set_xlim(min(layers_all) - 0.3, max(layers_all) + 0.3)
-        finite = [value for value in values if math.isfinite(value)]
-        if finite:
-            low, high = min(finite), max(finite)
-            pad = max(0.02, 0.06 * (high - low))
-            top = high + pad
-            if metric != "selectivity":
-                top = min(top, 1.0 + pad / 2)
-            ax.set_ylim(low - pad, top)
-        ax.set_xlabel("layer (0 = embeddings)")
-        ax.set_ylabel(METRIC_NAMES.get(metric, metric))
-        ax.grid(True, axis="y", alpha=0.3)
+        _finish_layer_axes(ax, rows, values, metric)
         if legend:
             legend_below(ax)
         if title:
@@ -121,6 +71,74 @@ def plot_layer_curves(
                 title if isinstance(title, str) else f"{METRIC_NAMES.get(metric, metric)} by layer", loc="left"
             )
     return ax
+
+
+def _draw_series(ax, rows: pd.DataFrame, metric: str) -> tuple[list[float], bool]:
+    """One line per pooling (or site) with its 95% band; returns the values drawn and whether any hollow
+    "like the best" markers were drawn."""
+    values: list[float] = []
+    hollow_drawn = False
+    sites = list(dict.fromkeys(rows["site"])) if "site" in rows.columns else []
+    for index, pooling in enumerate(poolings_of(rows)):
+        part = rows[rows["pooling"] == pooling]
+        colour, marker = series_style(pooling, index)  # site names fall through to the cycle
+        layers = part["layer"].astype(int).to_numpy()
+        y = part[metric].astype(float).to_numpy()
+        ax.plot(
+            layers,
+            y,
+            color=colour,
+            marker=marker,
+            markersize=5,
+            linewidth=2,
+            label=pooling,
+            zorder=3,
+            linestyle=series_linestyle(part, sites),
+        )
+        if metric == "accuracy":
+            hollow_drawn |= _mark_like_best(ax, part, layers, y, colour, marker)
+        low, high = f"{metric}_low", f"{metric}_high"
+        if low in part.columns and high in part.columns and part[[low, high]].notna().all().all():
+            lo, hi = part[low].astype(float).to_numpy(), part[high].astype(float).to_numpy()
+            ax.fill_between(layers, lo, hi, color=colour, alpha=0.15, linewidth=0, zorder=2)
+            values += list(lo) + list(hi)
+        values += list(y[np.isfinite(y)])
+    return values, hollow_drawn
+
+
+def _star_best(ax, rows: pd.DataFrame, metric: str) -> pd.Series:
+    """A star on the best (layer, pooling); returns its row."""
+    best = best_row(rows, metric)
+    ax.plot(
+        [int(best["layer"])],
+        [float(best[metric])],
+        marker="*",
+        markersize=17,
+        color=OKABE_ITO["black"],
+        markerfacecolor=OKABE_ITO["yellow"],
+        linestyle="none",
+        zorder=4,
+        label=f"best: layer {int(best['layer'])}, {best['pooling']} ({float(best[metric]):.3f})",
+    )
+    return best
+
+
+def _finish_layer_axes(ax, rows: pd.DataFrame, values: list[float], metric: str) -> None:
+    """Layer ticks, limits that hold every value drawn (at most a little above 1), labels and grid."""
+    layers_all = sorted(set(rows["layer"].astype(int)))
+    ax.set_xticks(layers_all)
+    ax.set_xlim(min(layers_all) - 0.3, max(layers_all) + 0.3)
+    finite = [value for value in values if math.isfinite(value)]
+    if finite:
+        low, high = min(finite), max(finite)
+        pad = max(0.02, 0.06 * (high - low))
+        top = high + pad
+        if metric != "selectivity":
+            top = min(top, 1.0 + pad / 2)
+        ax.set_ylim(low - pad, top)
+    ax.set_xlabel("layer (0 = embeddings)")
+    ax.set_ylabel(METRIC_NAMES.get(metric, metric))
+    ax.grid(True, axis="y", alpha=0.3)
 
 
 def _mark_like_best(ax, part: pd.DataFrame, layers, y, colour, marker) -> bool:

@@ -80,8 +80,15 @@ def plot_files(config: PlotConfig) -> Iterator[Drawn]:
             fig, written = learning_figure(path, output=target, dpi=config.dpi)
             drawn = Drawn(path, written, format_curve_table(path))
         else:
-            options = {"metric": config.metric, "classifier": config.classifier, "baseline": config.baseline}
-            fig, written = figure(path, output=target, dpi=config.dpi, scale=config.heatmap_scale, **options)
+            fig, written = figure(
+                path,
+                metric=config.metric,
+                classifier=config.classifier,
+                output=target,
+                dpi=config.dpi,
+                baseline=config.baseline,
+                scale=config.heatmap_scale,
+            )
             drawn = Drawn(path, written)
         plt.close(fig)
         yield drawn

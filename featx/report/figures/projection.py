@@ -9,25 +9,9 @@ from ...errors import InputError
 from .style import CYCLE, MARKERS, RC, axes_or_new
 
 
-def plot_projection(
-    features,
-    layer: int,
-    pooling: str,
-    label: str,
-    ax=None,
-    split: str | None = None,
-    max_points: int = 3000,
-    seed: int = 0,
-    title: bool | str = True,
-    site: str = "hidden",
-):
-    """The rows of one (layer, pooling) projected on their first two principal components, coloured by label.
-
-    ``features`` is a features file path or an open ``featx.FeatureFile``. ``split`` keeps only rows
-    of that split; at most ``max_points`` rows are drawn (a seeded random subset). ``site`` picks a
-    stored site other than the hidden states (``featx extract --site``).
-    """
-    import matplotlib.pyplot as plt
+def _projection(features, layer: int, pooling: str, label: str, split, max_points: int, seed: int, site: str):
+    """The chosen rows' first two principal components: ``(points, variance ratios, label codes, label names,
+    whether every row had the same vector)``."""
     from sklearn.decomposition import PCA
 
     from ...store import FeatureFile, open_features
@@ -59,6 +43,30 @@ def plot_projection(
         pca = PCA(n_components=2, random_state=seed)
         points = pca.fit_transform(centred)
         ratio = pca.explained_variance_ratio_
+    return points, ratio, codes, names, constant
+
+
+def plot_projection(
+    features,
+    layer: int,
+    pooling: str,
+    label: str,
+    ax=None,
+    split: str | None = None,
+    max_points: int = 3000,
+    seed: int = 0,
+    title: bool | str = True,
+    site: str = "hidden",
+):
+    """The rows of one (layer, pooling) projected on their first two principal components, coloured by label.
+
+    ``features`` is a features file path or an open ``featx.FeatureFile``. ``split`` keeps only rows
+    of that split; at most ``max_points`` rows are drawn (a seeded random subset). ``site`` picks a
+    stored site other than the hidden states (``featx extract --site``).
+    """
+    import matplotlib.pyplot as plt
+
+    points, ratio, codes, names, constant = _projection(features, layer, pooling, label, split, max_points, seed, site)
     with plt.rc_context(RC):
         ax = axes_or_new(ax)
         for code, name in enumerate(names):

@@ -9,9 +9,12 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...errors import StoreError
+
+if TYPE_CHECKING:
+    from matplotlib.typing import RcKeyType
 
 OKABE_ITO = {
     "black": "#000000",
@@ -41,7 +44,7 @@ REFERENCE_GREY = "#555555"
 SITE_LINESTYLES = ["-", "--", ":", "-."]
 FORMATS = ("png", "svg")
 
-RC: dict[str, Any] = {
+RC: dict[RcKeyType, Any] = {
     "font.size": 11,
     "axes.titlesize": 12,
     "axes.labelsize": 11,

@@ -17,7 +17,53 @@ def _separated(table: pd.DataFrame, key: str, cells) -> list[list[str] | None]:
     return rows
 
 
+def amnesic_lines(result) -> list[str]:
+    """The other label columns before and after the erasure, with the random-directions control."""
+    meta = result.meta
+    lines: list[str] = []
+    lines += [
+        "",
+        f"amnesic probing: other label columns before and after erasing '{meta['label']}' (logreg, same evaluation)",
+    ]
+    header = [
+        "label",
+        "pooling",
+        "layer",
+        "majority",
+        "before [95% CI]",
+        "after [95% CI]",
+        "change",
+        "p (Holm)",
+        "random dirs",
+    ]
+    lines += grid(
+        header,
+        _separated(
+            result.amnesic,
+            "label",
+            lambda row: [
+                row.label,
+                row.pooling,
+                str(row.layer),
+                num(row.majority),
+                row_interval(row, "before"),
+                row_interval(row, "after"),
+                num(row.change, signed=True),
+                p_value(row.p_holm, bool(row.significant)),
+                num(row.random_after),
+            ],
+        ),
+    )
+    lines.append(
+        "p: paired test of the same rows before vs after, Holm-adjusted over the layers of each "
+        "label; ! = significant at 0.05; random dirs = accuracy after removing as many random "
+        "directions (the amnesic control)"
+    )
+    return lines
+
+
 def format_erase(result) -> str:
+    """The terminal text of ``featx erase``: before and after per layer, then amnesic probing."""
     meta, table = result.meta, result.table
     method = meta["settings"]["method"]
     lines = [
@@ -60,45 +106,7 @@ def format_erase(result) -> str:
         "moved = mean squared change / total variance",
     ]
     if not result.amnesic.empty:
-        lines += [
-            "",
-            f"amnesic probing: other label columns before and after erasing '{meta['label']}' "
-            "(logreg, same evaluation)",
-        ]
-        header = [
-            "label",
-            "pooling",
-            "layer",
-            "majority",
-            "before [95% CI]",
-            "after [95% CI]",
-            "change",
-            "p (Holm)",
-            "random dirs",
-        ]
-        lines += grid(
-            header,
-            _separated(
-                result.amnesic,
-                "label",
-                lambda row: [
-                    row.label,
-                    row.pooling,
-                    str(row.layer),
-                    num(row.majority),
-                    row_interval(row, "before"),
-                    row_interval(row, "after"),
-                    num(row.change, signed=True),
-                    p_value(row.p_holm, bool(row.significant)),
-                    num(row.random_after),
-                ],
-            ),
-        )
-        lines.append(
-            "p: paired test of the same rows before vs after, Holm-adjusted over the layers of each "
-            "label; ! = significant at 0.05; random dirs = accuracy after removing as many random "
-            "directions (the amnesic control)"
-        )
+        lines += amnesic_lines(result)
     lines += [f"note: {note}" for note in result.notes]
     if result.output is not None:
         lines += [
