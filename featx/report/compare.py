@@ -135,13 +135,18 @@ def differing_fields(entries: list[Entry]) -> list[str]:
     return [key for key in FIELDS if len({entry.fields[key] for entry in entries}) > 1]
 
 
+def check_names(names: Sequence[str] | None, n_files: int) -> None:
+    """One name per results file, when names are given."""
+    if names is not None and len(names) != n_files:
+        raise InputError(
+            f"--names gives {len(names)} name(s) for {n_files} results files",
+            "give one name per results file, comma-separated",
+        )
+
+
 def _name(entries: list[Entry], names: list[str] | None) -> None:
     if names is not None:
-        if len(names) != len(entries):
-            raise InputError(
-                f"--names gives {len(names)} name(s) for {len(entries)} results files",
-                "give one name per results file, comma-separated",
-            )
+        check_names(names, len(entries))
         for entry, name in zip(entries, names, strict=False):
             entry.name = name
         return
@@ -235,6 +240,7 @@ class CompareConfig(Options):
     CONSTRAINTS: ClassVar[tuple[Check, ...]] = (
         lambda config: normalise(config, "results", tuple(config.results)),
         lambda config: normalise(config, "names", split_names(config.names)),
+        lambda config: check_names(config.names, len(config.results)) if config.results else None,
         whole("dpi", "--dpi", hint="give --dpi a value of at least 1"),
     )
 

@@ -12,6 +12,7 @@ from typing import ClassVar
 from ...errors import InputError
 from ...options import Check, Options, normalise, whole
 from ..files import make_folder
+from .heatmap import SCALES
 from .style import default_output
 
 
@@ -22,6 +23,11 @@ def _one_figure_per_output(config: PlotConfig) -> None:
             f"-o {output} names one figure but {len(config.results)} results files were given",
             "pass a directory to -o, or one results file",
         )
+
+
+def _known_scale(config: PlotConfig) -> None:
+    if config.heatmap_scale not in SCALES:
+        raise InputError(f"heatmap scale '{config.heatmap_scale}' is not known", f"choose one of: {', '.join(SCALES)}")
 
 
 @dataclass(frozen=True)
@@ -42,6 +48,7 @@ class PlotConfig(Options):
         whole("dpi", "--dpi", hint="give --dpi a value of at least 1"),
         lambda config: normalise(config, "results", tuple(Path(path) for path in config.results)),
         _one_figure_per_output,
+        _known_scale,
     )
 
 
