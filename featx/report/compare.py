@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -24,6 +24,7 @@ from .figures.compare import plot_compare
 from .figures.style import FORMATS, RC, save
 from .files import make_folder, write_csv
 from .load import (
+    Entry,
     best_row,
     check_metric,
     default_classifier,
@@ -45,20 +46,6 @@ FIELD_PLURALS = {
     "site": "sites",
     "classifier": "classifiers",
 }
-
-
-@dataclass
-class Entry:
-    """One results file in a comparison: its rows at the chosen classifier/site/pooling, and its best row."""
-
-    frame: pd.DataFrame
-    meta: dict
-    source: str
-    fields: dict = field(default_factory=dict)
-    name: str = ""
-    rows: pd.DataFrame = field(default_factory=pd.DataFrame)
-    best: pd.Series = field(default_factory=lambda: pd.Series(dtype=object))
-    n_layers: int = 1
 
 
 def _random_init(meta: dict) -> bool:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
@@ -47,6 +48,20 @@ METRIC_NAMES = {
     "control_accuracy": "control-task accuracy",
 }
 REQUIRED_COLUMNS = ("kind", "layer", "pooling", "classifier")
+
+
+@dataclass
+class Entry:
+    """One results file in a comparison: its rows at the chosen classifier/site/pooling, and its best row."""
+
+    frame: pd.DataFrame
+    meta: dict
+    source: str
+    fields: dict = field(default_factory=dict)
+    name: str = ""
+    rows: pd.DataFrame = field(default_factory=pd.DataFrame)
+    best: pd.Series = field(default_factory=lambda: pd.Series(dtype=object))
+    n_layers: int = 1
 
 
 # -- loading -------------------------------------------------------------------------------------

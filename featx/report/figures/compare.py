@@ -3,16 +3,11 @@ its best layer starred, its majority class dashed, the layers where it differs f
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 import pandas as pd
 
-from ..load import METRIC_NAMES, references
+from ..load import METRIC_NAMES, Entry, references
 from .style import CYCLE, MARKERS, OKABE_ITO, RC, axes_or_new, legend_below
-
-if TYPE_CHECKING:
-    from ..compare import Entry
 
 
 def _x(entry: Entry, layers, relative_depth: bool):
