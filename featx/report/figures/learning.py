@@ -10,6 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from ...errors import InputError, StoreError
+from ..text.format import num
 from .style import CYCLE, FORMATS, MARKERS, RC, axes_or_new, legend_below, save
 
 CURVE_REQUIRED = ("layer_spec", "pooling", "classifier", "n_train")
@@ -151,7 +152,7 @@ def format_curve_table(curve, max_groups: int = 4) -> str:
         rows = []
         for spec, block in part.groupby("layer_spec", sort=False):
             values = dict(zip(block[key], block[metric], strict=False))
-            rows.append([str(spec)] + ["-" if pd.isna(values.get(size)) else f"{values[size]:.3f}" for size in sizes])
+            rows.append([str(spec)] + [num(values.get(size)) for size in sizes])
         widths = [max(len(header[i]), *(len(row[i]) for row in rows)) for i in range(len(header))]
         name = " · ".join(str(value) for value in (group if isinstance(group, tuple) else (group,)))
         lines += [
