@@ -124,6 +124,9 @@ def _clean(value):
     return value
 
 
+json_safe = _clean  # the public name, for the writers of the analyses' results files
+
+
 def _atomic_write(path: Path, text: str) -> None:
     atomic_write_text(path, text)  # a fresh temporary file: never through a link planted at x.tmp
 

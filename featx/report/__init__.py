@@ -4,8 +4,9 @@ Subpackages: ``text`` (the terminal tables of every command), ``figures`` (every
 shared style) and ``html`` (``featx report``). Modules: ``load`` (reading results, choosing rows),
 ``compare`` + ``paired`` (``featx compare``) and ``similarity`` (``featx similarity``, linear CKA).
 
-The names below are the notebook-facing API. They are imported on first use, so that a command that only
-prints a table never pays for matplotlib.
+The names below are the notebook-facing API, imported on first use so that a command that only prints a
+table never pays for matplotlib. ``compare`` and ``similarity`` are the modules of those commands (their
+functions are ``compare.compare`` and ``similarity.similarity``): a name means one thing however it is reached.
 """
 
 from __future__ import annotations
@@ -23,19 +24,26 @@ _HOMES = {
     "plot_layer_curves": "figures.curves",
     "plot_mdl": "figures.curves",
     "plot_per_class_f1": "figures.curves",
-    "plot_projection": "figures.curves",
+    "plot_projection": "figures.projection",
     "plot_heatmap": "figures.heatmap",
     "plot_learning_curves": "figures.learning",
     "figure": "figures.plot",
-    "compare": "compare",
     "labels_figure": "compare",
-    "similarity": "similarity",
+    "CompareConfig": "compare",
+    "SimilarityConfig": "similarity",
+    "PlotConfig": "figures.plot_files",
+    "plot_files": "figures.plot_files",
+    "ReportConfig": "html.page",
+    "write_report": "html.page",
 }
+_MODULES = ("compare", "figures", "html", "load", "paired", "similarity", "text")
 
-__all__ = sorted(_HOMES)
+__all__ = sorted([*_HOMES, *_MODULES])
 
 
 def __getattr__(name: str) -> Any:
+    if name in _MODULES:
+        return importlib.import_module(f"{__name__}.{name}")
     home = _HOMES.get(name)
     if home is None:
         raise AttributeError(f"module 'featx.report' has no attribute {name!r}")

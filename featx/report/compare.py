@@ -10,26 +10,33 @@ layer against the first file (``paired.py``); significant layers are ringed.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import pandas as pd
 
 from ..errors import InputError
-from .figures.style import CYCLE, FORMATS, MARKERS, OKABE_ITO, RC, legend_below, save
+from ..options import Check, Options, normalise, whole
+from .figures.compare import plot_compare
+from .figures.style import FORMATS, RC, save
+from .files import make_folder, write_csv
 from .load import (
-    METRIC_NAMES,
-    _check_metric,
-    _model_name,
+    Entry,
     best_row,
+    check_metric,
     default_classifier,
     layer_rows,
     load_results,
-    references,
+    model_name,
 )
 from .paired import paired_layer_tests, why_not_paired
+from .text.compare import format_comparison
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 FIELDS = ("model", "corpus", "label", "site", "classifier")
 FIELD_PLURALS = {
@@ -39,20 +46,6 @@ FIELD_PLURALS = {
     "site": "sites",
     "classifier": "classifiers",
 }
-
-
-@dataclass
-class Entry:
-    """One results file in a comparison: its rows at the chosen classifier/site/pooling, and its best row."""
-
-    frame: pd.DataFrame
-    meta: dict
-    source: str
-    fields: dict = field(default_factory=dict)
-    name: str = ""
-    rows: pd.DataFrame | None = None
-    best: pd.Series | None = None
-    n_layers: int = 1
 
 
 def _random_init(meta: dict) -> bool:
@@ -69,7 +62,7 @@ def _random_init(meta: dict) -> bool:
 
 
 def _fields(frame: pd.DataFrame, meta: dict, classifier: str, site: str) -> dict:
-    model = _model_name(meta) + (" (random init)" if _random_init(meta) else "")
+    model = model_name(meta) + (" (random init)" if _random_init(meta) else "")
     corpus = meta.get("corpus_path") or meta.get("features_file") or meta.get("features") or ""
     label = meta.get("label") or (frame["label"].iloc[0] if "label" in frame.columns and len(frame) else "")
     return {"model": model, "corpus": str(corpus), "label": str(label), "site": site, "classifier": classifier}
@@ -96,7 +89,7 @@ def load_entries(
     entries = []
     for index, source in enumerate(sources):
         frame, meta = load_results(source)
-        _check_metric(frame, metric)
+        check_metric(frame, metric)
         chosen = classifier or default_classifier(frame)
         site = "hidden" if "hidden" in set(frame["site"]) else str(frame["site"].iloc[0])
         rows = layer_rows(frame[frame["site"].isin([site, ""])], chosen)
@@ -129,13 +122,18 @@ def differing_fields(entries: list[Entry]) -> list[str]:
     return [key for key in FIELDS if len({entry.fields[key] for entry in entries}) > 1]
 
 
+def check_names(names: Sequence[str] | None, n_files: int) -> None:
+    """One name per results file, when names are given."""
+    if names is not None and len(names) != n_files:
+        raise InputError(
+            f"--names gives {len(names)} name(s) for {n_files} results files",
+            "give one name per results file, comma-separated",
+        )
+
+
 def _name(entries: list[Entry], names: list[str] | None) -> None:
     if names is not None:
-        if len(names) != len(entries):
-            raise InputError(
-                f"--names gives {len(names)} name(s) for {len(entries)} results files",
-                "give one name per results file, comma-separated",
-            )
+        check_names(names, len(entries))
         for entry, name in zip(entries, names, strict=False):
             entry.name = name
         return
@@ -193,106 +191,6 @@ def paired_tests(entries: list[Entry]) -> tuple[pd.DataFrame, list[str]]:
     return tests, notes
 
 
-def _x(entry: Entry, layers, relative_depth: bool):
-    layers = np.asarray(layers, dtype=float)
-    return layers / entry.n_layers if relative_depth else layers
-
-
-def plot_compare(
-    entries: list[Entry],
-    ax=None,
-    metric: str = "accuracy",
-    relative_depth: bool = False,
-    tests: pd.DataFrame | None = None,
-    title: bool | str = True,
-):
-    """One line per file (its pooling), best layer starred, its majority class dashed in the same colour;
-    layers where a file differs significantly from the first file are ringed."""
-    import matplotlib.pyplot as plt
-
-    from .figures.style import _axes
-
-    with plt.rc_context(RC):
-        ax = _axes(ax)
-        ringed = False
-        for index, entry in enumerate(entries):
-            colour, marker = CYCLE[index % len(CYCLE)], MARKERS[index % len(MARKERS)]
-            layers = entry.rows["layer"].astype(int).to_numpy()
-            x = _x(entry, layers, relative_depth)
-            best = entry.best
-            ax.plot(
-                x,
-                entry.rows[metric].astype(float),
-                color=colour,
-                marker=marker,
-                markersize=5,
-                linewidth=2,
-                label=f"{entry.name} ({best['pooling']}): best layer {int(best['layer'])}, {float(best[metric]):.2f}",
-            )
-            ax.plot(
-                _x(entry, [int(best["layer"])], relative_depth),
-                [float(best[metric])],
-                marker="*",
-                markersize=15,
-                color=OKABE_ITO["black"],
-                markerfacecolor=colour,
-                linestyle="none",
-                zorder=4,
-            )
-            majority = [value for name, value in references(entry.frame, metric) if name == "majority class"]
-            if majority:
-                ax.hlines(majority[0], x.min(), x.max(), colors=colour, linestyles="--", linewidth=1, alpha=0.7)
-            if tests is not None and index > 0 and not tests.empty:
-                ringed |= _ring_significant(ax, entry, tests, metric, relative_depth, colour)
-        if ringed:
-            ax.plot(
-                [],
-                [],
-                marker="o",
-                markersize=11,
-                markerfacecolor="none",
-                markeredgecolor=OKABE_ITO["black"],
-                linestyle="none",
-                label=f"differs from {entries[0].name} (paired test, Holm, p < 0.05)",
-            )
-        if relative_depth:
-            ax.set_xlabel("relative depth (layer / number of layers; 0 = embeddings)")
-        else:
-            ax.set_xticks(sorted({int(layer) for entry in entries for layer in entry.rows["layer"]}))
-            ax.set_xlabel("layer (0 = embeddings)")
-        ax.set_ylabel(METRIC_NAMES.get(metric, metric))
-        ax.grid(True, axis="y", alpha=0.3)
-        legend_below(ax, ncol=2)
-        if title:
-            ax.set_title(
-                title
-                if isinstance(title, str)
-                else f"{METRIC_NAMES.get(metric, metric)} by layer (dashed: majority class)",
-                loc="left",
-            )
-    return ax
-
-
-def _ring_significant(ax, entry: Entry, tests: pd.DataFrame, metric: str, relative_depth: bool, colour) -> bool:
-    mine = tests[(tests["b"] == entry.name) & tests["significant"].astype(bool)]
-    if mine.empty:
-        return False
-    values = dict(zip(entry.rows["layer"].astype(int), entry.rows[metric].astype(float), strict=False))
-    layers = [int(layer) for layer in mine["layer"] if int(layer) in values]
-    ax.plot(
-        _x(entry, layers, relative_depth),
-        [values[layer] for layer in layers],
-        marker="o",
-        markersize=11,
-        markerfacecolor="none",
-        markeredgecolor=OKABE_ITO["black"],
-        markeredgewidth=1.4,
-        linestyle="none",
-        zorder=5,
-    )
-    return bool(layers)
-
-
 def compare_title(entries: list[Entry]) -> str:
     """What the files share, then what differs: e.g. "MiniLM · 2 corpora" or "tiny-bert · 2 label columns · 12 rows"."""
     keys = differing_fields(entries)
@@ -304,35 +202,60 @@ def compare_title(entries: list[Entry]) -> str:
         parts = shared + [f"{len(entries)} {FIELD_PLURALS[keys[0]]}"]
     else:
         parts = shared + [f"{len(entries)} results: " + (", ".join(keys) + " differ" if keys else "same setup")]
-    n_rows = {entry.meta.get("n_rows") for entry in entries}
-    if len(n_rows) == 1 and None not in n_rows:
-        parts.append(f"{int(n_rows.pop()):,} rows")
+    n_rows = [entry.meta.get("n_rows") for entry in entries]
+    if n_rows[0] is not None and all(count == n_rows[0] for count in n_rows):
+        parts.append(f"{int(n_rows[0]):,} rows")
     return " · ".join(parts)
 
 
-def compare(
-    sources: Iterable,
-    metric: str = "accuracy",
-    classifier: str | None = None,
-    pooling: str | None = None,
-    names: list[str] | None = None,
-    relative_depth: bool = False,
-    output: str | os.PathLike | None = None,
-    formats: Iterable[str] = FORMATS,
-    dpi: int = 150,
-    tests: bool = True,
-) -> Comparison:
-    """Compare results files: the figure (saved if ``output``), the table and the paired tests."""
+@dataclass(frozen=True)
+class CompareConfig(Options):
+    """What ``featx compare`` compares and where it writes: the figure at ``output`` (its suffix replaced by
+    each of ``formats``), the table beside it (``.csv``) and the paired tests (``.tests.csv``)."""
+
+    results: tuple = ()
+    metric: str = "accuracy"
+    classifier: str | None = None
+    pooling: str | None = None
+    names: Sequence[str] | str | None = None
+    relative_depth: bool = False
+    output: str | os.PathLike | None = None
+    formats: Iterable[str] = FORMATS
+    dpi: int = 150
+    tests: bool = True
+
+    CONSTRAINTS: ClassVar[tuple[Check, ...]] = (
+        lambda config: normalise(config, "results", tuple(config.results)),
+        lambda config: normalise(config, "names", split_names(config.names)),
+        lambda config: check_names(config.names, len(config.results)) if config.results else None,
+        whole("dpi", "--dpi", hint="give --dpi a value of at least 1"),
+    )
+
+
+def split_names(names: Sequence[str] | str | None) -> list[str] | None:
+    """``--names a,b`` as ``["a", "b"]`` (a list is kept, stripped)."""
+    if names is None:
+        return None
+    return [name.strip() for name in (names.split(",") if isinstance(names, str) else names)]
+
+
+def compare(sources: Iterable | CompareConfig, **options: Any) -> Comparison:
+    """Compare results files: the figure, the table and the paired tests, written beside ``output`` when
+    it is given (see ``CompareConfig``; ``options`` are its fields)."""
     import matplotlib.pyplot as plt
 
-    entries = load_entries(list(sources), metric, classifier, pooling, names)
-    paired, notes = paired_tests(entries) if tests and len(entries) > 1 else (None, [])
+    config = sources if isinstance(sources, CompareConfig) else CompareConfig(results=tuple(sources), **options)
+    names = list(config.names) if config.names is not None else None
+    entries = load_entries(list(config.results), config.metric, config.classifier, config.pooling, names)
+    paired, notes = paired_tests(entries) if config.tests and len(entries) > 1 else (None, [])
     with plt.rc_context(RC):
         fig, ax = plt.subplots(figsize=(9, 6), layout="constrained")
-        plot_compare(entries, ax=ax, metric=metric, relative_depth=relative_depth, tests=paired)
+        plot_compare(entries, ax=ax, metric=config.metric, relative_depth=config.relative_depth, tests=paired)
         fig.suptitle(compare_title(entries), fontsize=13, x=0.01, ha="left")
-        written = save(fig, output, formats, dpi) if output is not None else []
-    return Comparison(entries, comparison_table(entries, metric), paired, notes, fig, written, metric)
+    result = Comparison(entries, comparison_table(entries, config.metric), paired, notes, fig, [], config.metric)
+    if config.output is not None:
+        result.written = result.write(config.output, config.formats, config.dpi)
+    return result
 
 
 @dataclass
@@ -341,60 +264,32 @@ class Comparison:
     table: pd.DataFrame
     tests: pd.DataFrame | None
     notes: list[str]
-    figure: object
+    figure: Figure
     written: list[Path]
     metric: str = "accuracy"
 
     def format(self) -> str:
+        """The terminal text: one line per file, then the paired tests."""
         return format_comparison(self.table, self.tests, self.notes, self.metric)
 
+    def write(self, output: str | os.PathLike, formats: Iterable[str] = FORMATS, dpi: int = 150) -> list[Path]:
+        """The figure at ``output`` (one file per format), the table at ``.csv``, the tests at ``.tests.csv``."""
+        import matplotlib.pyplot as plt
 
-def format_comparison(
-    table: pd.DataFrame, tests: pd.DataFrame | None, notes: list[str], metric: str = "accuracy"
-) -> str:
-    """The terminal text of ``featx compare``: one line per file, then the per-layer paired tests."""
-    header = ["name", "best layer", "depth", "pooling", f"{metric} [95% CI]", "select."]
-    rows = [
-        [
-            str(r["name"]),
-            str(r["best_layer"]),
-            f"{r['relative_depth']:.2f}",
-            str(r["pooling"]),
-            f"{r[metric]:.3f} [{r[f'{metric}_low']:.3f}, {r[f'{metric}_high']:.3f}]",
-            "-" if pd.isna(r["selectivity"]) else f"{r['selectivity']:+.3f}",
-        ]
-        for _, r in table.iterrows()
-    ]
-    lines = _columns(header, rows)
-    if tests is not None and not tests.empty:
-        for (a, b), part in tests.groupby(["a", "b"], sort=False):
-            lines += [
-                "",
-                f"paired test per layer: A = {a}, B = {b} ({part['tested'].iloc[0]}; Holm over layers; ! = p < 0.05)",
-            ]
-            lines += _columns(
-                ["layer", "acc A", "acc B", "B - A", "p (Holm)"],
-                [
-                    [
-                        str(int(r.layer)),
-                        f"{r.accuracy_a:.3f}",
-                        f"{r.accuracy_b:.3f}",
-                        f"{-r.difference:+.3f}",
-                        ("<.001" if r.p_holm < 0.001 else f"{r.p_holm:.3f}") + ("!" if r.significant else ""),
-                    ]
-                    for r in part.itertuples()
-                ],
-            )
-    return "\n".join(lines + [f"note: {note}" for note in notes])
+        output = Path(output)
+        make_folder(output.parent)
+        with plt.rc_context(RC):
+            written = save(self.figure, output, formats, dpi)
+        written.append(write_csv(self.table, output.with_suffix(".csv")))
+        if self.tests is not None and not self.tests.empty:
+            written.append(write_csv(self.tests, output.with_suffix(".tests.csv")))
+        return written
 
+    def close(self) -> None:
+        """Free the figure (a command line that only writes it)."""
+        import matplotlib.pyplot as plt
 
-def _columns(header: list[str], rows: list[list[str]]) -> list[str]:
-    widths = [
-        max(len(header[i]), *(len(row[i]) for row in rows)) if rows else len(header[i]) for i in range(len(header))
-    ]
-    return ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=False)).rstrip(), "  ".join("-" * w for w in widths)] + [
-        "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=False)).rstrip() for row in rows
-    ]
+        plt.close(self.figure)
 
 
 # -- the figure featx plot --compare drew before comparisons had their own command -------------
@@ -413,6 +308,13 @@ def labels_figure(
     formats: Iterable[str] = FORMATS,
     dpi: int = 150,
 ):
-    """``compare`` as ``(figure, written)``: what ``featx plot --compare`` writes."""
-    result = compare(results, metric=metric, classifier=classifier, output=output, formats=formats, dpi=dpi)
-    return result.figure, result.written
+    """``compare``'s figure as ``(figure, written)``: what ``featx plot --compare`` writes (no tables)."""
+    import matplotlib.pyplot as plt
+
+    result = compare(results, metric=metric, classifier=classifier)
+    written = []
+    if output is not None:
+        make_folder(Path(output).parent)
+        with plt.rc_context(RC):
+            written = save(result.figure, output, formats, dpi)
+    return result.figure, written

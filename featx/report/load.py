@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
@@ -47,6 +48,20 @@ METRIC_NAMES = {
     "control_accuracy": "control-task accuracy",
 }
 REQUIRED_COLUMNS = ("kind", "layer", "pooling", "classifier")
+
+
+@dataclass
+class Entry:
+    """One results file in a comparison: its rows at the chosen classifier/site/pooling, and its best row."""
+
+    frame: pd.DataFrame
+    meta: dict
+    source: str
+    fields: dict = field(default_factory=dict)
+    name: str = ""
+    rows: pd.DataFrame = field(default_factory=pd.DataFrame)
+    best: pd.Series = field(default_factory=lambda: pd.Series(dtype=object))
+    n_layers: int = 1
 
 
 # -- loading -------------------------------------------------------------------------------------
@@ -119,7 +134,8 @@ def _as_dict(value) -> dict:
 
 
 # -- selecting rows ------------------------------------------------------------------------------
-def _check_metric(frame: pd.DataFrame, metric: str) -> None:
+def check_metric(frame: pd.DataFrame, metric: str) -> None:
+    """Refuse a metric the results lack (or hold only empty), naming the ones they have."""
     if metric not in frame.columns or frame[metric].isna().all():
         available = [name for name in METRICS if name in frame.columns and not frame[name].isna().all()]
         raise InputError(
@@ -127,10 +143,10 @@ def _check_metric(frame: pd.DataFrame, metric: str) -> None:
         )
 
 
-def _layer_results(frame, meta, metric: str, classifier: str | None):
+def layer_results(frame, meta, metric: str, classifier: str | None):
     """Results loaded and checked for ``metric``: (frame, meta, classifier, that classifier's layer rows)."""
     frame, meta = load_results(frame, meta)
-    _check_metric(frame, metric)
+    check_metric(frame, metric)
     classifier = classifier or default_classifier(frame)
     return frame, meta, classifier, layer_rows(frame, classifier)
 
@@ -175,6 +191,7 @@ def layer_rows(frame: pd.DataFrame, classifier: str | None = None, features: str
 
 
 def poolings_of(rows: pd.DataFrame) -> list[str]:
+    """The series of ``rows`` (their "pooling" column) in order of appearance."""
     return list(dict.fromkeys(rows["pooling"]))
 
 
@@ -219,20 +236,22 @@ def _lexical_key(frame: pd.DataFrame) -> str:
     return "type pair" if set(frame["label"].dropna()) == {"head"} else "dependent type"
 
 
-def _series_name(rows: pd.DataFrame) -> str:
+def series_name(rows: pd.DataFrame) -> str:
     """What the rows' "pooling" column names: pooling, site, or site · pooling (see ``layer_rows``)."""
     if "site" not in rows.columns or rows["site"].nunique() < 2:
         return "pooling"
     return "site" if set(rows["pooling"]) <= set(rows["site"]) else "site · pooling"
 
 
-def _linestyle(part: pd.DataFrame, sites: list[str]) -> str:
+def series_linestyle(part: pd.DataFrame, sites: list[str]) -> str:
+    """The line style of one series: solid, or one per site when a site's poolings share a colour."""
     if "site" not in part.columns or len(sites) < 2 or part["pooling"].iloc[0] in sites:
         return "-"  # one site, or one line per site (told apart by colour)
     return SITE_LINESTYLES[sites.index(part["site"].iloc[0]) % len(SITE_LINESTYLES)]
 
 
-def _model_name(meta: dict) -> str:
+def model_name(meta: dict) -> str:
+    """The model as a short name: the embedded default's name, or the last parts of a model path."""
     model = str(meta.get("model") or "model")
     if model.startswith("default:"):
         model = model.split(":", 1)[1]
@@ -251,7 +270,7 @@ def describe(frame: pd.DataFrame, meta: dict, classifier: str | None = None) -> 
         first = frame.dropna(subset=["n_train", "n_test"])
         if not first.empty:
             n_rows = int(first["n_train"].iloc[0] + first["n_test"].iloc[0])
-    parts = [_model_name(meta), f"label: {label}", f"probe: {classifier}"]
+    parts = [model_name(meta), f"label: {label}", f"probe: {classifier}"]
     if n_rows is not None:
         unit = {"word": "words", "arc": "word pairs"}.get(str(meta.get("level")), "rows")
         parts.append(

@@ -11,21 +11,25 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
 
 from ..errors import InputError
-from .figures.style import FORMATS, RC, _axes, save
+from ..options import Check, Options, whole
+from .figures.style import FORMATS, RC, axes_or_new, save
+from .files import make_folder, write_csv
 
 CACHE_BYTES = 1 << 30  # layers are kept in memory only while the whole file fits in this
 
 
 @dataclass
 class Similarity:
-    """``matrix[i, j]`` = CKA of layer ``layers_a[i]`` of file a and ``layers_b[j]`` of file b (NaN: a constant layer)."""
+    """``matrix[i, j]`` = CKA of layer ``layers_a[i]`` of file a and ``layers_b[j]`` of file b (NaN: a
+    constant layer)."""
 
     matrix: np.ndarray
     layers_a: list[int]
@@ -34,14 +38,24 @@ class Similarity:
     name_b: str
     pooling: str
     n_rows: int
+    written: list[Path] = field(default_factory=list)
 
     def frame(self) -> pd.DataFrame:
+        """The matrix as a table: rows = layers of file a, columns = layers of file b, 4 decimals."""
         frame = pd.DataFrame(
             self.matrix,
             index=pd.Index(self.layers_a, name=f"layer of {self.name_a}"),
             columns=[f"layer {layer}" for layer in self.layers_b],
         )
         return frame.round(4)
+
+    def format(self) -> str:
+        """The terminal text of ``featx similarity``: what the matrix holds, then the matrix."""
+        return (
+            f"linear CKA, {self.pooling} pooling, {self.n_rows:,} rows: rows = layers of {self.name_a}, "
+            f"columns = layers of {self.name_b}\n"
+            + self.frame().to_string(float_format=lambda v: f"{v:.3f}", na_rep="-")
+        )
 
 
 class _Layers:
@@ -98,8 +112,63 @@ def _name(opened) -> str:
     return model + (" (random init)" if opened.attrs.get("random_init") else "")
 
 
-def similarity(features, other=None, pooling: str = "mean", site: str = "hidden") -> Similarity:
-    """Linear CKA between every layer of ``features`` and every layer of ``other`` (default: itself)."""
+@dataclass(frozen=True)
+class SimilarityConfig(Options):
+    """What ``featx similarity`` compares and where it writes (``output``: the figure, its suffix replaced
+    by each of ``formats``, and the matrix at ``.csv``; default ``FEATURES stem [.vs. OTHER stem] .cka.png``)."""
+
+    features: str | os.PathLike = ""
+    other: str | os.PathLike | None = None
+    pooling: str = "mean"
+    site: str = "hidden"
+    output: str | os.PathLike | None = None
+    write: bool = False
+    formats: Iterable[str] = FORMATS
+    dpi: int = 150
+
+    CONSTRAINTS: ClassVar[tuple[Check, ...]] = (whole("dpi", "--dpi", hint="give --dpi a value of at least 1"),)
+
+
+def default_output(features: str | os.PathLike, other: str | os.PathLike | None = None) -> Path:
+    """``FEATURES stem + .cka.png``, or ``FEATURES stem + .vs. + OTHER stem + .cka.png``, beside FEATURES."""
+    features = Path(features)
+    stem = features.name[: -len(features.suffix)] if features.suffix else features.name
+    if other is not None:
+        other = Path(other)
+        stem += ".vs." + (other.name[: -len(other.suffix)] if other.suffix else other.name)
+    return features.with_name(stem + ".cka.png")
+
+
+def similarity(features, other=None, **options: Any) -> Similarity:
+    """Linear CKA between every layer of ``features`` and every layer of ``other`` (default: itself).
+
+    ``options`` are ``SimilarityConfig``'s fields (``pooling``, ``site``...); with ``output`` (or
+    ``write=True``, beside ``features``) the figure and the matrix are written and listed in ``written``.
+    ``features`` may also be a whole ``SimilarityConfig``.
+    """
+    config = features if isinstance(features, SimilarityConfig) else SimilarityConfig(features, other, **options)
+    result = _similarity(config.features, config.other, config.pooling, config.site)
+    if config.output is not None or config.write:
+        result.written = write_similarity(
+            result, config.output or default_output(config.features, config.other), config.formats, config.dpi
+        )
+    return result
+
+
+def write_similarity(
+    result: Similarity, output: str | os.PathLike, formats: Iterable[str] = FORMATS, dpi: int = 150
+) -> list[Path]:
+    """The figure at ``output`` (one file per format) and the matrix at ``output`` with ``.csv``."""
+    import matplotlib.pyplot as plt
+
+    output = Path(output)
+    make_folder(output.parent)
+    fig, written = similarity_figure(result, output=output, formats=formats, dpi=dpi)
+    plt.close(fig)
+    return [*written, write_csv(result.frame(), output.with_suffix(".csv"), index=True)]
+
+
+def _similarity(features, other, pooling: str, site: str) -> Similarity:
     from ..store import open_features
 
     a = open_features(features)
@@ -145,13 +214,16 @@ def plot_similarity(result: Similarity, ax=None, title: bool | str = True):
     import matplotlib.pyplot as plt
 
     with plt.rc_context(RC):
-        ax = _axes(ax)
+        ax = axes_or_new(ax)
         cmap = mpl.colormaps["cividis"]
         image = ax.imshow(np.ma.masked_invalid(result.matrix), cmap=cmap, vmin=0, vmax=1, origin="lower", aspect="auto")
         if max(result.matrix.shape) <= 13:
             for (i, j), value in np.ndenumerate(result.matrix):
                 text = "–" if not np.isfinite(value) else f"{value:.2f}"
-                dark = np.isfinite(value) and sum(w * c for w, c in zip((0.299, 0.587, 0.114), cmap(value)[:3], strict=False)) < 0.5
+                dark = (
+                    np.isfinite(value)
+                    and sum(w * c for w, c in zip((0.299, 0.587, 0.114), cmap(value)[:3], strict=False)) < 0.5
+                )
                 ax.text(j, i, text, ha="center", va="center", fontsize=8.5, color="white" if dark else "black")
         ax.set_xticks(range(len(result.layers_b)), [str(layer) for layer in result.layers_b])
         ax.set_yticks(range(len(result.layers_a)), [str(layer) for layer in result.layers_a])
@@ -171,6 +243,7 @@ def plot_similarity(result: Similarity, ax=None, title: bool | str = True):
 def similarity_figure(
     result: Similarity, output: str | os.PathLike | None = None, formats: Iterable[str] = FORMATS, dpi: int = 150
 ):
+    """The CKA heatmap under the two files' names, as ``(figure, written)``; saved if ``output`` is given."""
     import matplotlib.pyplot as plt
 
     with plt.rc_context(RC):

@@ -13,9 +13,10 @@ import featx
 from featx.cli import main
 from featx.errors import InputError, StoreError
 from featx.report.compare import labels_figure, plot_labels
-from featx.report.figures.curves import plot_layer_curves, plot_per_class_f1, plot_projection
+from featx.report.figures.curves import plot_layer_curves, plot_per_class_f1
 from featx.report.figures.heatmap import plot_heatmap
 from featx.report.figures.plot import figure
+from featx.report.figures.projection import plot_projection
 from featx.report.load import best_row, layer_rows, load_results, references
 from featx.state import remember
 

@@ -10,17 +10,17 @@ import pandas as pd
 from ...errors import InputError
 from ..load import (
     METRIC_NAMES,
-    _layer_results,
-    _linestyle,
     best_row,
     default_classifier,
+    layer_results,
     layer_rows,
     load_results,
     poolings_of,
     references,
+    series_linestyle,
 )
 from .pairs import draw_cosine_baseline
-from .style import CYCLE, MARKERS, OKABE_ITO, RC, REFERENCE_GREY, _axes, _style, legend_below
+from .style import CYCLE, MARKERS, OKABE_ITO, RC, REFERENCE_GREY, axes_or_new, legend_below, series_style
 from .word_panels import mark_layer_summary
 
 MAX_CLASS_LINES = 10  # more classes than this: the lowest-F1 ones in colour, the others thin grey
@@ -39,36 +39,10 @@ def plot_layer_curves(
     """``metric`` against layer, one line per pooling, 95% bands, reference lines, best layer starred."""
     import matplotlib.pyplot as plt
 
-    frame, meta, classifier, rows = _layer_results(frame, meta, metric, classifier)
+    frame, meta, classifier, rows = layer_results(frame, meta, metric, classifier)
     with plt.rc_context(RC):
-        ax = _axes(ax)
-        values: list[float] = []
-        hollow_drawn = False
-        sites = list(dict.fromkeys(rows["site"])) if "site" in rows.columns else []
-        for index, pooling in enumerate(poolings_of(rows)):
-            part = rows[rows["pooling"] == pooling]
-            colour, marker = _style(pooling, index)  # site names fall through to the cycle
-            layers = part["layer"].astype(int).to_numpy()
-            y = part[metric].astype(float).to_numpy()
-            ax.plot(
-                layers,
-                y,
-                color=colour,
-                marker=marker,
-                markersize=5,
-                linewidth=2,
-                label=pooling,
-                zorder=3,
-                linestyle=_linestyle(part, sites),
-            )
-            if metric == "accuracy":
-                hollow_drawn |= _mark_like_best(ax, part, layers, y, colour, marker)
-            low, high = f"{metric}_low", f"{metric}_high"
-            if low in part.columns and high in part.columns and part[[low, high]].notna().all().all():
-                lo, hi = part[low].astype(float).to_numpy(), part[high].astype(float).to_numpy()
-                ax.fill_between(layers, lo, hi, color=colour, alpha=0.15, linewidth=0, zorder=2)
-                values += list(lo) + list(hi)
-            values += list(y[np.isfinite(y)])
+        ax = axes_or_new(ax)
+        values, hollow_drawn = _draw_series(ax, rows, metric)
         values += _draw_baseline_curve(ax, frame, rows, metric, classifier)
         values += draw_cosine_baseline(ax, meta, rows, metric)  # sentence pairs (separate mode)
         control, drawn = _draw_control_curve(ax, rows, metric)
@@ -76,18 +50,7 @@ def plot_layer_curves(
             ref for ref in references(frame, metric, classifier) if not (drawn and ref[0].startswith("control task"))
         ]
         values += control + _draw_references(ax, found, sorted(set(rows["layer"].astype(int))))
-        best = best_row(rows, metric)
-        ax.plot(
-            [int(best["layer"])],
-            [float(best[metric])],
-            marker="*",
-            markersize=17,
-            color=OKABE_ITO["black"],
-            markerfacecolor=OKABE_ITO["yellow"],
-            linestyle="none",
-            zorder=4,
-            label=f"best: layer {int(best['layer'])}, {best['pooling']} ({float(best[metric]):.3f})",
-        )
+        best = _star_best(ax, rows, metric)
         mark_layer_summary(ax, meta, str(best.get("probe_pooling", best["pooling"])))  # word-level runs only
         if hollow_drawn:
             ax.plot(
@@ -100,20 +63,7 @@ def plot_layer_curves(
                 markeredgecolor=REFERENCE_GREY,
                 label="hollow: not significantly below its pooling's best",
             )
-        layers_all = sorted(set(rows["layer"].astype(int)))
-        ax.set_xticks(layers_all)
-        ax.set_xlim(min(layers_all) - 0.3, max(layers_all) + 0.3)
-        finite = [value for value in values if math.isfinite(value)]
-        if finite:
-            low, high = min(finite), max(finite)
-            pad = max(0.02, 0.06 * (high - low))
-            top = high + pad
-            if metric != "selectivity":
-                top = min(top, 1.0 + pad / 2)
-            ax.set_ylim(low - pad, top)
-        ax.set_xlabel("layer (0 = embeddings)")
-        ax.set_ylabel(METRIC_NAMES.get(metric, metric))
-        ax.grid(True, axis="y", alpha=0.3)
+        _finish_layer_axes(ax, rows, values, metric)
         if legend:
             legend_below(ax)
         if title:
@@ -121,6 +71,74 @@ def plot_layer_curves(
                 title if isinstance(title, str) else f"{METRIC_NAMES.get(metric, metric)} by layer", loc="left"
             )
     return ax
+
+
+def _draw_series(ax, rows: pd.DataFrame, metric: str) -> tuple[list[float], bool]:
+    """One line per pooling (or site) with its 95% band; returns the values drawn and whether any hollow
+    "like the best" markers were drawn."""
+    values: list[float] = []
+    hollow_drawn = False
+    sites = list(dict.fromkeys(rows["site"])) if "site" in rows.columns else []
+    for index, pooling in enumerate(poolings_of(rows)):
+        part = rows[rows["pooling"] == pooling]
+        colour, marker = series_style(pooling, index)  # site names fall through to the cycle
+        layers = part["layer"].astype(int).to_numpy()
+        y = part[metric].astype(float).to_numpy()
+        ax.plot(
+            layers,
+            y,
+            color=colour,
+            marker=marker,
+            markersize=5,
+            linewidth=2,
+            label=pooling,
+            zorder=3,
+            linestyle=series_linestyle(part, sites),
+        )
+        if metric == "accuracy":
+            hollow_drawn |= _mark_like_best(ax, part, layers, y, colour, marker)
+        low, high = f"{metric}_low", f"{metric}_high"
+        if low in part.columns and high in part.columns and part[[low, high]].notna().all().all():
+            lo, hi = part[low].astype(float).to_numpy(), part[high].astype(float).to_numpy()
+            ax.fill_between(layers, lo, hi, color=colour, alpha=0.15, linewidth=0, zorder=2)
+            values += list(lo) + list(hi)
+        values += list(y[np.isfinite(y)])
+    return values, hollow_drawn
+
+
+def _star_best(ax, rows: pd.DataFrame, metric: str) -> pd.Series:
+    """A star on the best (layer, pooling); returns its row."""
+    best = best_row(rows, metric)
+    ax.plot(
+        [int(best["layer"])],
+        [float(best[metric])],
+        marker="*",
+        markersize=17,
+        color=OKABE_ITO["black"],
+        markerfacecolor=OKABE_ITO["yellow"],
+        linestyle="none",
+        zorder=4,
+        label=f"best: layer {int(best['layer'])}, {best['pooling']} ({float(best[metric]):.3f})",
+    )
+    return best
+
+
+def _finish_layer_axes(ax, rows: pd.DataFrame, values: list[float], metric: str) -> None:
+    """Layer ticks, limits that hold every value drawn (at most a little above 1), labels and grid."""
+    layers_all = sorted(set(rows["layer"].astype(int)))
+    ax.set_xticks(layers_all)
+    ax.set_xlim(min(layers_all) - 0.3, max(layers_all) + 0.3)
+    finite = [value for value in values if math.isfinite(value)]
+    if finite:
+        low, high = min(finite), max(finite)
+        pad = max(0.02, 0.06 * (high - low))
+        top = high + pad
+        if metric != "selectivity":
+            top = min(top, 1.0 + pad / 2)
+        ax.set_ylim(low - pad, top)
+    ax.set_xlabel("layer (0 = embeddings)")
+    ax.set_ylabel(METRIC_NAMES.get(metric, metric))
+    ax.grid(True, axis="y", alpha=0.3)
 
 
 def _mark_like_best(ax, part: pd.DataFrame, layers, y, colour, marker) -> bool:
@@ -276,10 +294,10 @@ def plot_mdl(
         raise InputError("these results have no MDL columns", "run featx probe --mdl")
     rows = layer_rows(frame, classifier)
     with plt.rc_context(RC):
-        ax = _axes(ax)
+        ax = axes_or_new(ax)
         for index, pooling in enumerate(poolings_of(rows)):
             part = rows[rows["pooling"] == pooling]
-            colour, marker = _style(pooling, index)
+            colour, marker = series_style(pooling, index)
             ax.plot(
                 part["layer"].astype(int),
                 part[value].astype(float),
@@ -337,7 +355,7 @@ def plot_per_class_f1(
     if not classes:
         raise InputError("the per_class_f1 column is empty in these results")
     with plt.rc_context(RC):
-        ax = _axes(ax)
+        ax = axes_or_new(ax)
         layers = sorted(per_layer)
         _draw_class_lines(ax, per_layer, layers, classes)
         ax.set_xticks(layers)
@@ -355,83 +373,4 @@ def plot_per_class_f1(
             )
         if title:
             ax.set_title(title if isinstance(title, str) else f"per-class F1 by layer ({pooling} pooling)", loc="left")
-    return ax
-
-
-def plot_projection(
-    features,
-    layer: int,
-    pooling: str,
-    label: str,
-    ax=None,
-    split: str | None = None,
-    max_points: int = 3000,
-    seed: int = 0,
-    title: bool | str = True,
-    site: str = "hidden",
-):
-    """The rows of one (layer, pooling) projected on their first two principal components, coloured by label.
-
-    ``features`` is a features file path or an open ``featx.FeatureFile``. ``split`` keeps only rows
-    of that split; at most ``max_points`` rows are drawn (a seeded random subset). ``site`` picks a
-    stored site other than the hidden states (``featx extract --site``).
-    """
-    import matplotlib.pyplot as plt
-    from sklearn.decomposition import PCA
-
-    from ...store import FeatureFile, open_features
-
-    opened = features if isinstance(features, FeatureFile) else open_features(features)
-    try:
-        X = opened.features(pooling, layer, site=site)
-        codes = opened.labels(label)
-        names = opened.label_names(label)
-        keep = codes >= 0
-        if split is not None:
-            if opened.split is None:
-                raise InputError(f"{opened.path} has no split column, so split='{split}' cannot be used")
-            keep &= opened.split == split
-    finally:
-        if opened is not features:
-            opened.close()
-    index = np.flatnonzero(keep)
-    if index.size < 3:
-        raise InputError(f"only {index.size} labelled rows to project; need at least 3")
-    if index.size > max_points:
-        index = np.sort(np.random.default_rng(seed).choice(index, max_points, replace=False))
-    X, codes = X[index], codes[index]
-    centred = X - X.mean(axis=0)
-    constant = float((centred**2).sum()) <= 1e-12 * max(1.0, float((X**2).sum()))
-    if constant:  # e.g. CLS at layer 0: the same vector for every row, nothing to project
-        points, ratio = np.zeros((len(X), 2)), np.zeros(2)
-    else:
-        pca = PCA(n_components=2, random_state=seed)
-        points = pca.fit_transform(centred)
-        ratio = pca.explained_variance_ratio_
-    with plt.rc_context(RC):
-        ax = _axes(ax)
-        for code, name in enumerate(names):
-            chosen = codes == code
-            if chosen.any():
-                ax.scatter(
-                    points[chosen, 0],
-                    points[chosen, 1],
-                    s=9,
-                    alpha=0.6,
-                    linewidths=0,
-                    color=CYCLE[code % len(CYCLE)],
-                    marker=MARKERS[code % len(MARKERS)],
-                    label=str(name),
-                )
-        ax.set_xlabel(f"PC1 ({ratio[0]:.0%} of variance)")
-        ax.set_ylabel(f"PC2 ({ratio[1]:.0%} of variance)")
-        ax.legend(title=label, frameon=False, markerscale=2, loc="best")
-        if constant:
-            ax.text(0.5, 0.9, "every row has the same vector here", transform=ax.transAxes, ha="center")
-        if title:
-            where = "" if site == "hidden" else f"{site}, "
-            ax.set_title(
-                title if isinstance(title, str) else f"layer {layer}, {where}{pooling} pooling: PCA by {label}",
-                loc="left",
-            )
     return ax

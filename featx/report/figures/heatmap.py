@@ -14,8 +14,8 @@ import numpy as np
 import pandas as pd
 
 from ...errors import InputError
-from ..load import METRIC_NAMES, _layer_results, _series_name, best_row, poolings_of
-from .style import OKABE_ITO, RC, _axes
+from ..load import METRIC_NAMES, best_row, layer_results, poolings_of, series_name
+from .style import OKABE_ITO, RC, axes_or_new
 
 SCALES = ("robust", "row", "full")
 
@@ -72,12 +72,12 @@ def plot_heatmap(
 
     if scale not in SCALES:
         raise InputError(f"heatmap scale '{scale}' is not known", f"choose one of: {', '.join(SCALES)}")
-    frame, meta, classifier, rows = _layer_results(frame, meta, metric, classifier)
+    frame, meta, classifier, rows = layer_results(frame, meta, metric, classifier)
     poolings, layers, data = _grid(rows, metric)
     colours = _row_normalised(data) if scale == "row" else data
     vmin, vmax = (0.0, 1.0) if scale == "row" else colour_range(data, scale)
     with plt.rc_context(RC):
-        ax = _axes(ax)
+        ax = axes_or_new(ax)
         cmap = mpl.colormaps["cividis"]
         image = ax.imshow(np.ma.masked_invalid(colours), cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto")
         _write_values(ax, data, colours, cmap, vmin, vmax, len(layers))
@@ -85,7 +85,7 @@ def plot_heatmap(
         ax.set_xticks(range(len(layers)), [str(layer) for layer in layers])
         ax.set_yticks(range(len(poolings)), poolings)
         ax.set_xlabel("layer")
-        ax.set_ylabel(_series_name(rows))
+        ax.set_ylabel(series_name(rows))
         for spine in ax.spines.values():
             spine.set_visible(False)
         ax.tick_params(length=0)
@@ -98,7 +98,7 @@ def plot_heatmap(
             )
         if title:
             note = " (colour: within each row)" if scale == "row" else ""
-            ax.set_title(title if isinstance(title, str) else f"{name}: layer × {_series_name(rows)}{note}", loc="left")
+            ax.set_title(title if isinstance(title, str) else f"{name}: layer × {series_name(rows)}{note}", loc="left")
     return ax
 
 

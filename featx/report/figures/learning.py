@@ -10,7 +10,8 @@ from pathlib import Path
 import pandas as pd
 
 from ...errors import InputError, StoreError
-from .style import CYCLE, FORMATS, MARKERS, RC, _axes, legend_below, save
+from ..text.format import num
+from .style import CYCLE, FORMATS, MARKERS, RC, axes_or_new, legend_below, save
 
 CURVE_REQUIRED = ("layer_spec", "pooling", "classifier", "n_train")
 
@@ -81,7 +82,7 @@ def plot_learning_curves(
     part = curve[(curve["pooling"] == pooling) & (curve["classifier"] == classifier)]
     metric = curve_metric(curve)
     with plt.rc_context(RC):
-        ax = _axes(ax)
+        ax = axes_or_new(ax)
         for index, (spec, rows) in enumerate(part.groupby("layer_spec", sort=False)):
             rows = rows.sort_values("n_train")
             colour, marker = CYCLE[index % len(CYCLE)], MARKERS[index % len(MARKERS)]
@@ -151,11 +152,12 @@ def format_curve_table(curve, max_groups: int = 4) -> str:
         rows = []
         for spec, block in part.groupby("layer_spec", sort=False):
             values = dict(zip(block[key], block[metric], strict=False))
-            rows.append([str(spec)] + ["-" if pd.isna(values.get(size)) else f"{values[size]:.3f}" for size in sizes])
+            rows.append([str(spec)] + [num(values.get(size)) for size in sizes])
         widths = [max(len(header[i]), *(len(row[i]) for row in rows)) for i in range(len(header))]
         name = " · ".join(str(value) for value in (group if isinstance(group, tuple) else (group,)))
         lines += [
-            f"learning curve ({name}): {'R²' if metric == 'r2' else 'accuracy'} by training size ({'fraction' if key == 'train_size' else 'rows'})",
+            f"learning curve ({name}): {'R²' if metric == 'r2' else 'accuracy'} by training size "
+            f"({'fraction' if key == 'train_size' else 'rows'})",
             "  ".join(h.ljust(w) for h, w in zip(header, widths, strict=False)).rstrip(),
         ]
         lines += ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=False)).rstrip() for row in rows]

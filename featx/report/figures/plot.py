@@ -10,7 +10,7 @@ import pandas as pd
 
 from ..load import (
     METRIC_NAMES,
-    _check_metric,
+    check_metric,
     default_classifier,
     describe,
     layer_rows,
@@ -57,6 +57,31 @@ def with_baseline(frame: pd.DataFrame, baseline) -> pd.DataFrame:
     return pd.concat([frame, base_frame], ignore_index=True)
 
 
+def _draw_row(row, frame: pd.DataFrame, meta: dict, name: str, metric: str, where: str, scale: str, third):
+    """One classifier's panels: curves, heatmap, and the MDL panel or the scalar-mix weights (``third``)."""
+    plot_layer_curves(
+        frame,
+        meta,
+        ax=row[0],
+        metric=metric,
+        classifier=name,
+        title=f"{METRIC_NAMES.get(metric, metric)} by layer{where}",
+    )
+    plot_heatmap(
+        frame,
+        meta,
+        ax=row[1],
+        metric=metric,
+        classifier=name,
+        scale=scale,
+        title=f"layer × pooling{where}" if where else True,
+    )
+    if third == "mdl":  # featx probe --mdl: the MDL panel on the right
+        plot_mdl(frame, meta, ax=row[2], classifier=name)
+    elif third == "mix":
+        plot_mix_weights(meta, ax=row[2])
+
+
 def figure(
     results,
     meta: dict | None = None,
@@ -82,7 +107,7 @@ def figure(
     frame = with_baseline(frame, baseline)
     if metric == "accuracy" and main_metric(frame) == "r2":  # regression results: R² by default
         metric = "r2"
-    _check_metric(frame, metric)
+    check_metric(frame, metric)
     chosen = [classifier] if classifier else (classifiers_of(frame) or [default_classifier(frame)])
     mdl = has_mdl(frame)
     mixes = bool(layer_summaries(meta))  # word-level runs: the scalar-mix weights
@@ -100,27 +125,7 @@ def figure(
         )
         for row, name in zip(axes, chosen, strict=False):
             where = f" — {name} probe" if n > 1 else ""
-            plot_layer_curves(
-                frame,
-                meta,
-                ax=row[0],
-                metric=metric,
-                classifier=name,
-                title=f"{METRIC_NAMES.get(metric, metric)} by layer{where}",
-            )
-            plot_heatmap(
-                frame,
-                meta,
-                ax=row[1],
-                metric=metric,
-                classifier=name,
-                scale=scale,
-                title=True if n == 1 else f"layer × pooling{where}",
-            )
-            if mdl:  # featx probe --mdl: the MDL panel on the right
-                plot_mdl(frame, meta, ax=row[2], classifier=name)
-            elif mixes:
-                plot_mix_weights(meta, ax=row[2])
+            _draw_row(row, frame, meta, name, metric, where, scale, "mdl" if mdl else "mix" if mixes else None)
         title = describe(frame, meta, chosen[0])
         if n > 1:
             title = title.replace(f"probe: {chosen[0]}", f"probes: {', '.join(chosen)} (one row each)")

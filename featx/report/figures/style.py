@@ -9,8 +9,12 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from ...errors import StoreError
+
+if TYPE_CHECKING:
+    from matplotlib.typing import RcKeyType
 
 OKABE_ITO = {
     "black": "#000000",
@@ -40,7 +44,7 @@ REFERENCE_GREY = "#555555"
 SITE_LINESTYLES = ["-", "--", ":", "-."]
 FORMATS = ("png", "svg")
 
-RC = {
+RC: dict[RcKeyType, Any] = {
     "font.size": 11,
     "axes.titlesize": 12,
     "axes.labelsize": 11,
@@ -54,7 +58,8 @@ RC = {
 }
 
 
-def _axes(ax):
+def axes_or_new(ax):
+    """``ax``, or the axes of a new figure in featx's style when it is None."""
     if ax is not None:
         return ax
     import matplotlib.pyplot as plt
@@ -64,7 +69,8 @@ def _axes(ax):
     return ax
 
 
-def _style(pooling: str, index: int) -> tuple[str, str]:
+def series_style(pooling: str, index: int) -> tuple[str, str]:
+    """``(colour, marker)`` of a series: fixed per known pooling, else the ``index``-th of the cycle."""
     if " · " in pooling:  # a site × pooling series keeps its pooling's colour and marker
         pooling = pooling.split(" · ", 1)[1]
     return POOLING_STYLE.get(pooling, (CYCLE[index % len(CYCLE)], MARKERS[index % len(MARKERS)]))

@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from .style import OKABE_ITO, RC, REFERENCE_GREY, _axes, _style, legend_below
+from .style import OKABE_ITO, RC, REFERENCE_GREY, axes_or_new, legend_below, series_style
 
 
 def layer_summaries(meta: dict | None) -> dict:
@@ -58,10 +58,10 @@ def plot_mix_weights(meta: dict | None, ax=None, title: bool | str = True):
 
     summaries = layer_summaries(meta)
     with plt.rc_context(RC):
-        ax = _axes(ax)
+        ax = axes_or_new(ax)
         width = 0.8 / max(1, len(summaries))
         for index, (pooling, summary) in enumerate(summaries.items()):
-            colour, _ = _style(pooling, index)
+            colour, _ = series_style(pooling, index)
             layers = np.asarray(summary["layers"], dtype=float)
             shift = (index - (len(summaries) - 1) / 2) * width
             center = summary.get("center_of_gravity")

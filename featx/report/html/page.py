@@ -10,13 +10,16 @@ from __future__ import annotations
 import html
 import os
 import re
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, ClassVar
 
 import pandas as pd
 
 from ... import __version__
 from ...errors import FeatxError, InputError
-from ..load import _model_name, default_classifier, layer_rows, load_results
+from ...options import Check, Options
+from ..load import default_classifier, layer_rows, load_results, model_name
 from .sections import figure_sections, layer_table, run_rows
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
@@ -115,7 +118,7 @@ def render(results, classifier: str | None = None) -> str:
     frame, meta = load_results(results)
     classifier = classifier or default_classifier(frame)
     layer_rows(frame, classifier)  # fails early, with the classifiers there, on a wrong --classifier
-    title = f"{_model_name(meta)} · label: {meta.get('label', '?')}"
+    title = f"{model_name(meta)} · label: {meta.get('label', '?')}"
     figures = figure_sections(frame, meta, classifier, Path(results))
     nav = " ".join(f'<a href="#figure-{i}">{html.escape(name)}</a>' for i, (name, _, _) in enumerate(figures))
     body = [
@@ -146,10 +149,29 @@ def render(results, classifier: str | None = None) -> str:
     )
 
 
+def _results_path(config: ReportConfig) -> None:
+    if not isinstance(config.results, (str, os.PathLike)):
+        raise InputError("featx report needs a results file path", "give the .probe.csv written by featx probe")
+
+
+@dataclass(frozen=True)
+class ReportConfig(Options):
+    """What ``featx report`` renders (``results``, the rows of ``classifier``) and where it writes it
+    (``output``; default beside the results, ``x.probe.csv`` -> ``x.report.html``)."""
+
+    results: Any = None
+    output: str | os.PathLike | None = None
+    classifier: str | None = None
+
+    CONSTRAINTS: ClassVar[tuple[Check, ...]] = (_results_path,)
+
+
 def write_report(results, output: str | os.PathLike | None = None, classifier: str | None = None) -> Path:
-    """Write the report page (default: beside the results, ``x.probe.csv`` -> ``x.report.html``)."""
-    path = Path(output) if output is not None else _default_output(Path(results))
-    page = render(results, classifier)
+    """Write the report page (default: beside the results, ``x.probe.csv`` -> ``x.report.html``); ``results``
+    may also be a whole ``ReportConfig``. Returns the page's path."""
+    config = results if isinstance(results, ReportConfig) else ReportConfig(results, output, classifier)
+    path = Path(config.output) if config.output is not None else default_output(Path(config.results))
+    page = render(config.results, config.classifier)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(page, encoding="utf-8")
@@ -160,7 +182,8 @@ def write_report(results, output: str | os.PathLike | None = None, classifier: s
     return path
 
 
-def _default_output(results: Path) -> Path:
+def default_output(results: Path) -> Path:
+    """``x.probe.csv`` (or .probe.json, .csv, .json) -> ``x.report.html`` beside it."""
     name = results.name
     for suffix in (".probe.csv", ".probe.json", ".csv", ".json"):
         if name.endswith(suffix):

@@ -12,7 +12,8 @@ from ..figures.heatmap import plot_heatmap
 from ..figures.learning import plot_learning_curves, read_curve
 from ..figures.plot import has_mdl
 from ..figures.style import RC, svg_text
-from ..load import _model_name, layer_rows
+from ..load import layer_rows, model_name
+from ..text.format import interval, missing, num
 
 HOW = {
     "curves": "Accuracy on held-out rows against the layer (0 = the embeddings), one line per pooling, with its 95% "
@@ -42,7 +43,7 @@ def run_rows(meta: dict) -> list[tuple[str, str]]:
     if len(counts) > 12:
         classes += f", … ({len(counts)} classes in all)"
     rows = [
-        ("model", _model_name(meta)),
+        ("model", model_name(meta)),
         ("features file", meta.get("features_file") or meta.get("features")),
         ("corpus", meta.get("corpus_path")),
         ("label", meta.get("label")),
@@ -59,12 +60,6 @@ def run_rows(meta: dict) -> list[tuple[str, str]]:
     return [(name, str(value)) for name, value in rows if value not in (None, "")]
 
 
-def _fmt(value, digits: int = 3, signed: bool = False) -> str:
-    if value is None or pd.isna(value):
-        return "-"
-    return f"{float(value):+.{digits}f}" if signed else f"{float(value):.{digits}f}"
-
-
 def layer_table(frame: pd.DataFrame, classifier: str) -> tuple[pd.DataFrame, list[bool]]:
     """The main features' single-layer rows of one classifier, and which rows are the best of their pooling."""
     rows = layer_rows(frame, classifier)
@@ -77,14 +72,13 @@ def layer_table(frame: pd.DataFrame, classifier: str) -> tuple[pd.DataFrame, lis
                 {
                     "pooling": pooling,
                     "layer": int(row["layer"]),
-                    "accuracy [95% CI]": f"{_fmt(row['accuracy'])} [{_fmt(row.get('accuracy_low'))}, "
-                    f"{_fmt(row.get('accuracy_high'))}]",
-                    "macro-F1": _fmt(row.get("macro_f1")),
-                    "control": _fmt(row.get("control_accuracy")),
-                    "selectivity": _fmt(row.get("selectivity"), signed=True),
+                    "accuracy [95% CI]": interval(row["accuracy"], row.get("accuracy_low"), row.get("accuracy_high")),
+                    "macro-F1": num(row.get("macro_f1")),
+                    "control": num(row.get("control_accuracy")),
+                    "selectivity": num(row.get("selectivity"), signed=True),
                     "p vs best": "-"
-                    if p is None or pd.isna(p)
-                    else f"{float(p):.3f}" + ("!" if row.get("significant_vs_best") is True else ""),
+                    if missing(p)
+                    else num(p) + ("!" if row.get("significant_vs_best") is True else ""),
                 }
             )
             best.append(index == top)

@@ -2,33 +2,9 @@
 
 from __future__ import annotations
 
-import math
-
 import pandas as pd
 
-
-def _num(value, digits: int = 3, signed: bool = False) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)) or pd.isna(value):
-        return "-"
-    return f"{value:+.{digits}f}" if signed else f"{value:.{digits}f}"
-
-
-def _ci(row, name: str) -> str:
-    return f"{_num(row[name])} [{_num(row[name + '_low'])}, {_num(row[name + '_high'])}]"
-
-
-def _p(value, significant: bool) -> str:
-    if value is None or pd.isna(value):
-        return "-"
-    return ("<.001" if value < 0.001 else f"{value:.3f}") + ("!" if significant else "")
-
-
-def grid(header: list[str], rows: list[list[str] | None]) -> list[str]:
-    """Left-aligned columns; ``None`` rows are blank separator lines."""
-    widths = [max(len(header[i]), *(len(r[i]) for r in rows if r)) for i in range(len(header))]
-    lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=False)).rstrip(), "  ".join("-" * w for w in widths)]
-    lines += ["" if r is None else "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)).rstrip() for r in rows]
-    return lines
+from .format import grid, num, p_value, row_interval
 
 
 def _separated(table: pd.DataFrame, key: str, cells) -> list[list[str] | None]:
@@ -41,7 +17,53 @@ def _separated(table: pd.DataFrame, key: str, cells) -> list[list[str] | None]:
     return rows
 
 
+def amnesic_lines(result) -> list[str]:
+    """The other label columns before and after the erasure, with the random-directions control."""
+    meta = result.meta
+    lines: list[str] = []
+    lines += [
+        "",
+        f"amnesic probing: other label columns before and after erasing '{meta['label']}' (logreg, same evaluation)",
+    ]
+    header = [
+        "label",
+        "pooling",
+        "layer",
+        "majority",
+        "before [95% CI]",
+        "after [95% CI]",
+        "change",
+        "p (Holm)",
+        "random dirs",
+    ]
+    lines += grid(
+        header,
+        _separated(
+            result.amnesic,
+            "label",
+            lambda row: [
+                row.label,
+                row.pooling,
+                str(row.layer),
+                num(row.majority),
+                row_interval(row, "before"),
+                row_interval(row, "after"),
+                num(row.change, signed=True),
+                p_value(row.p_holm, bool(row.significant)),
+                num(row.random_after),
+            ],
+        ),
+    )
+    lines.append(
+        "p: paired test of the same rows before vs after, Holm-adjusted over the layers of each "
+        "label; ! = significant at 0.05; random dirs = accuracy after removing as many random "
+        "directions (the amnesic control)"
+    )
+    return lines
+
+
 def format_erase(result) -> str:
+    """The terminal text of ``featx erase``: before and after per layer, then amnesic probing."""
     meta, table = result.meta, result.table
     method = meta["settings"]["method"]
     lines = [
@@ -67,13 +89,13 @@ def format_erase(result) -> str:
         out = [
             row.pooling,
             str(row.layer),
-            _num(row.majority),
-            _ci(row, "before"),
-            _ci(row, "after"),
+            num(row.majority),
+            row_interval(row, "before"),
+            row_interval(row, "after"),
             "yes" if row.at_chance else "NO",
-            _p(row.p_holm, row.p_holm < 0.05),
+            p_value(row.p_holm, bool(row.p_holm < 0.05)),
             str(row["rank"]),
-            _num(row.moved, 4),
+            num(row.moved, 4),
         ]
         return out + ([str(int(row.iterations))] if method == "inlp" else [])
 
@@ -84,45 +106,7 @@ def format_erase(result) -> str:
         "moved = mean squared change / total variance",
     ]
     if not result.amnesic.empty:
-        lines += [
-            "",
-            f"amnesic probing: other label columns before and after erasing '{meta['label']}' "
-            "(logreg, same evaluation)",
-        ]
-        header = [
-            "label",
-            "pooling",
-            "layer",
-            "majority",
-            "before [95% CI]",
-            "after [95% CI]",
-            "change",
-            "p (Holm)",
-            "random dirs",
-        ]
-        lines += grid(
-            header,
-            _separated(
-                result.amnesic,
-                "label",
-                lambda row: [
-                    row.label,
-                    row.pooling,
-                    str(row.layer),
-                    _num(row.majority),
-                    _ci(row, "before"),
-                    _ci(row, "after"),
-                    _num(row.change, signed=True),
-                    _p(row.p_holm, bool(row.significant)),
-                    _num(row.random_after),
-                ],
-            ),
-        )
-        lines.append(
-            "p: paired test of the same rows before vs after, Holm-adjusted over the layers of each "
-            "label; ! = significant at 0.05; random dirs = accuracy after removing as many random "
-            "directions (the amnesic control)"
-        )
+        lines += amnesic_lines(result)
     lines += [f"note: {note}" for note in result.notes]
     if result.output is not None:
         lines += [

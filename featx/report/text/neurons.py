@@ -8,14 +8,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ...probing.results import _clean, results_prefix, write_table
-from .erase import _num, grid
+from ...probing.results import json_safe, results_prefix, write_table
+from .format import grid, num, row_interval
 
 CHOICES = [("top", "probe"), ("top", "anova"), ("random", "-"), ("bottom", "probe"), ("bottom", "anova")]
-
-
-def _ci(row) -> str:
-    return f"{_num(row.accuracy)} [{_num(row.accuracy_low)}, {_num(row.accuracy_high)}]"
 
 
 def _cell(selection: pd.DataFrame, layer, fraction, choice) -> pd.Series | None:
@@ -51,7 +47,7 @@ def _ranking_lines(result, layer) -> list[str]:
         [
             str(i + 1),
             str(p.neuron),
-            _num(p.probe_score, 4),
+            num(p.probe_score, 4),
             str(p.anova_rank),
             str(a.neuron),
             f"{a.anova_f:.1f}",
@@ -84,7 +80,7 @@ def _selection_lines(result, layer) -> list[str]:
     for fraction in result.meta["fractions"]:
         cells = [_cell(selection, layer, fraction, choice) for choice in CHOICES]
         k = next(int(c.k) for c in cells if c is not None)
-        table.append([f"{fraction:g}", str(k), *[_ci(c) if c is not None else "-" for c in cells]])
+        table.append([f"{fraction:g}", str(k), *[row_interval(c) if c is not None else "-" for c in cells]])
     full = _all(selection, layer)
     return (
         [
@@ -92,7 +88,7 @@ def _selection_lines(result, layer) -> list[str]:
             "part) [95% CI]"
         ]
         + grid(header, table)
-        + [f"all {int(full.k)} neurons: {_ci(full)}"]
+        + [f"all {int(full.k)} neurons: {row_interval(full)}"]
     )
 
 
@@ -103,7 +99,14 @@ def _layers_lines(result) -> list[str]:
     for layer in result.meta["layers"]:
         cells = [_cell(selection, layer, fraction, choice) for choice in CHOICES[:3]]
         top = ranking[ranking.layer == layer].sort_values("probe_rank").neuron.head(5)
-        table.append([str(layer), _ci(_all(selection, layer)), *[_ci(c) for c in cells], ", ".join(map(str, top))])
+        table.append(
+            [
+                str(layer),
+                row_interval(_all(selection, layer)),
+                *[row_interval(c) for c in cells],
+                ", ".join(map(str, top)),
+            ]
+        )
     header = [
         "layer",
         "all neurons",
@@ -145,13 +148,13 @@ def write_neurons(result, output=None) -> list[Path]:
     write_table(result.selection, paths[0])
     write_table(result.ranking, paths[1])
     payload = {"meta": result.meta, "selection": _records(result.selection), "per_class": _records(result.per_class)}
-    paths[2].write_text(json.dumps(payload, default=_clean, indent=1, allow_nan=False), encoding="utf-8")
+    paths[2].write_text(json.dumps(payload, default=json_safe, indent=1, allow_nan=False), encoding="utf-8")
     paths.append(save_selection_figure(result.selection, result.meta, Path(f"{prefix}.png")))
     return paths
 
 
 def _records(table: pd.DataFrame) -> list[dict]:
     return [
-        {key: _clean(value) if not isinstance(value, list) else value for key, value in record.items()}
+        {key: json_safe(value) if not isinstance(value, list) else value for key, value in record.items()}
         for record in table.to_dict("records")
     ]

@@ -4,27 +4,24 @@ from __future__ import annotations
 
 import pandas as pd
 
-from .probe import _c, _num, _p
-
-
-def _interval(value, low, high) -> str:
-    return f"{_num(value)} [{_num(low)}, {_num(high)}]"
+from .format import general, grid, interval, num, p_value
+from .probe import block_title, pooling_rows
 
 
 def _cells(row) -> list[str]:
     return [
         row.pooling,
         f"{row.layer_spec}{' *' if row.is_best else ''}",
-        _interval(row.r2, row.r2_low, row.r2_high),
-        _interval(row.spearman, row.spearman_low, row.spearman_high),
-        _num(row.pearson),
-        _num(row.mae),
-        _num(row.control_r2),
-        _num(row.selectivity, signed=True),
-        _c(row.alpha),
+        interval(row.r2, row.r2_low, row.r2_high),
+        interval(row.spearman, row.spearman_low, row.spearman_high),
+        num(row.pearson),
+        num(row.mae),
+        num(row.control_r2),
+        num(row.selectivity, signed=True),
+        general(row.alpha),
         f"{row.fit_seconds:.1f}",
-        _p(row.p_vs_best_holm, row.significant_vs_best),
-        _p(row.p_vs_prev_holm, row.significant_vs_prev),
+        p_value(row.p_vs_best_holm, row.significant_vs_best),
+        p_value(row.p_vs_prev_holm, row.significant_vs_prev),
     ]
 
 
@@ -45,23 +42,16 @@ HEADER = [
 
 
 def _block(block: pd.DataFrame) -> list[str]:
-    rows, previous = [], None
-    for row in block.itertuples():
-        if previous is not None and row.pooling != previous:
-            rows.append(None)
-        previous = row.pooling
-        rows.append(_cells(row))
-    widths = [max(len(HEADER[i]), *(len(r[i]) for r in rows if r)) for i in range(len(HEADER))]
-    lines = ["  ".join(h.ljust(w) for h, w in zip(HEADER, widths, strict=False)).rstrip(), "  ".join("-" * w for w in widths)]
-    return lines + ["" if r is None else "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)).rstrip() for r in rows]
+    return grid(HEADER, pooling_rows(block, _cells))
 
 
 def format_table(table: pd.DataFrame, meta: dict) -> str:
+    """The terminal table of a regression run: the target's spread, the training mean, one block per probe."""
     target = meta.get("target") or {}
     lines = [
         f"probing {meta.get('features_file')} ({meta.get('model')})",
-        f"label '{meta.get('label')}' (regression): {meta.get('n_labelled')} rows, mean {_num(target.get('mean'))}, "
-        f"sd {_num(target.get('std'))}, range {_num(target.get('min'))}-{_num(target.get('max'))}"
+        f"label '{meta.get('label')}' (regression): {meta.get('n_labelled')} rows, mean {num(target.get('mean'))}, "
+        f"sd {num(target.get('std'))}, range {num(target.get('min'))}-{num(target.get('max'))}"
         + (f", {meta['n_missing_labels']} without a value left out" if meta.get("n_missing_labels") else ""),
         f"evaluation: {meta.get('evaluation')}, seed {meta.get('seed')}; intervals are 95% "
         + ("bootstrap over the test rows" if meta.get("evaluation") == "split" else "t-intervals over folds"),
@@ -69,15 +59,10 @@ def format_table(table: pd.DataFrame, meta: dict) -> str:
     baseline = table[table.kind == "baseline"]
     if not baseline.empty:
         row = baseline.iloc[0]
-        lines.append(f"training mean: R² {_interval(row.r2, row.r2_low, row.r2_high)}, MAE {_num(row.mae)}")
+        lines.append(f"training mean: R² {interval(row.r2, row.r2_low, row.r2_high)}, MAE {num(row.mae)}")
     probes = table[table.kind != "baseline"]
     for (features, site, classifier), block in probes.groupby(["features", "site", "classifier"], sort=False):
-        title = (
-            f"{classifier} probe"
-            + (f" on site {site}" if site != "hidden" else "")
-            + (" on the baseline features" if features == "baseline" else "")
-        )
-        lines += ["", title, *_block(block)]
+        lines += ["", block_title(features, site, classifier, {}), *_block(block)]
     test = (
         "paired bootstrap of squared errors over the test rows"
         if meta.get("evaluation") == "split"

@@ -9,15 +9,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from ...probing.results import _clean, results_prefix, write_table
+from ...probing.results import json_safe, results_prefix, write_table
 from ..figures.analyses import pareto_front
-from .erase import _num, grid
+from .format import grid, num, row_interval
 
 FLIP_MARGIN = 0.01  # a pair of layers flips only if both orders are by more than this accuracy
-
-
-def _ci(row) -> str:
-    return f"{_num(row.accuracy)} [{_num(row.accuracy_low)}, {_num(row.accuracy_high)}]"
 
 
 def reference_setting(real: pd.DataFrame) -> str:
@@ -53,11 +49,11 @@ def _per_layer(rows: pd.DataFrame) -> list[list[str]]:
         table.append(
             [
                 str(layer),
-                _ci(best),
+                row_interval(best),
                 f"{best.family} {best.setting}",
                 f"{simplest.family} {simplest.setting} ({int(simplest.params):,})",
                 str(len(front)),
-                _num(control.accuracy.max()) if not control.empty else "-",
+                num(control.accuracy.max()) if not control.empty else "-",
             ]
         )
     return table
@@ -75,7 +71,7 @@ def _per_setting(real: pd.DataFrame, reference: str, flipped: dict) -> list[list
                 setting,
                 f"{int(best.params):,}",
                 str(best.layer),
-                _ci(best),
+                row_interval(best),
                 "reference" if setting == reference else (f"{len(pairs)}: {shown}" if pairs else "0"),
             ]
         )
@@ -137,9 +133,9 @@ def write_sweep(result, output=None) -> list[Path]:
     prefix = prefix_for(result.meta, output)
     csv_path, json_path = Path(f"{prefix}.csv"), Path(f"{prefix}.json")
     write_table(result.table, csv_path)
-    records = [{key: _clean(value) for key, value in record.items()} for record in result.table.to_dict("records")]
+    records = [{key: json_safe(value) for key, value in record.items()} for record in result.table.to_dict("records")]
     json_path.write_text(
-        json.dumps({"meta": result.meta, "results": records}, default=_clean, indent=1, allow_nan=False),
+        json.dumps({"meta": result.meta, "results": records}, default=json_safe, indent=1, allow_nan=False),
         encoding="utf-8",
     )
     poolings = result.meta["poolings"]

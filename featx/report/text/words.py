@@ -7,7 +7,8 @@ import math
 
 import pandas as pd
 
-from .probe import _interval, _num, class_counts_text
+from .format import num, row_interval
+from .probe import class_counts_text
 from .probe import format_table as format_probe_table
 
 
@@ -31,7 +32,9 @@ def header(meta: dict) -> list[str]:
 
 
 def _weights_text(summary: dict) -> str:
-    return " ".join(f"{layer}:{weight:.2f}" for layer, weight in zip(summary["layers"], summary["weights"], strict=False))
+    return " ".join(
+        f"{layer}:{weight:.2f}" for layer, weight in zip(summary["layers"], summary["weights"], strict=False)
+    )
 
 
 def footer(meta: dict) -> list[str]:
@@ -40,7 +43,8 @@ def footer(meta: dict) -> list[str]:
         return []
     lines = [
         "",
-        "layer summaries (Tenney et al. 2019; scalar-mix probe on the first fold's training part, scored on its test part):",
+        "layer summaries (Tenney et al. 2019; scalar-mix probe on the first fold's training part, "
+        "scored on its test part):",
     ]
     for pooling, summary in summaries.items():
         expected = summary.get("expected_layer")
@@ -80,8 +84,8 @@ def format_table(table: pd.DataFrame, meta: dict) -> str:
             else "type pair"
         )
         extra.append(
-            f"most frequent label per {key} (train only; unseen: majority): accuracy {_interval(row)}, "
-            f"macro-F1 {_num(row.macro_f1)}"
+            f"most frequent label per {key} (train only; unseen: majority): accuracy {row_interval(row)}, "
+            f"macro-F1 {num(row.macro_f1)}"
         )
     if majority_at is not None:
         body[majority_at + 1 : majority_at + 1] = extra

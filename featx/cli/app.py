@@ -1,0 +1,76 @@
+"""The ``featx`` group: printing what other people's files hold safely, one message and exit code per error,
+Ctrl-C and termination signals as a clean stop. Every command module adds its commands to ``main``."""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from .._version import __version__
+from ..errors import FeatxError, signal_of
+
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def printable(text: object) -> str:
+    """``text`` with every control character but newline and tab escaped (``\\x1b``...): model names, label
+    names and texts come from files other people made, and raw escape sequences could rewrite the terminal."""
+    return _CONTROL.sub(lambda match: match.group().encode("unicode_escape").decode("ascii"), str(text))
+
+
+def echo(text: object = "", err: bool = False) -> None:
+    """``click.echo`` of ``printable(text)``."""
+    click.echo(printable(text), err=err)
+
+
+def fail(error: FeatxError) -> None:
+    """The error's message and hint on stderr, then exit with its code."""
+    echo(f"featx: error: {error.message}", err=True)
+    if error.hint:
+        echo(f"  hint: {error.hint}", err=True)
+    sys.exit(error.exit_code)
+
+
+class FeatxGroup(click.Group):
+    """Turns featx's own errors and Ctrl-C into one clear message and an exit code, never a traceback."""
+
+    def invoke(self, ctx):
+        from ..signals import interrupts_on_termination
+
+        try:
+            with interrupts_on_termination():  # SIGTERM/SIGHUP end a run like Ctrl-C (exit 143/129)
+                return super().invoke(ctx)
+        except FeatxError as error:
+            fail(error)
+        except KeyboardInterrupt as interrupt:
+            signum, name = signal_of(interrupt)
+            echo(f"featx: interrupted ({name}); committed work is kept: run the same command again to resume", err=True)
+            sys.exit(128 + signum)
+
+
+@click.group(cls=FeatxGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, prog_name="featx")
+def main():
+    """Extract every layer of an encoder once, then probe where your labels live."""
+
+
+def options(*decorators: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """Several click options as one decorator, listed in ``--help`` in the order given."""
+
+    def apply(function: Any) -> Any:
+        for decorator in reversed(decorators):
+            function = decorator(function)
+        return function
+
+    return apply
+
+
+def use_agg() -> None:
+    """Draw without a display: the commands only write figures."""
+    import matplotlib
+
+    matplotlib.use("Agg")

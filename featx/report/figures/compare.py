@@ -1,0 +1,114 @@
+"""The comparison panel of ``featx compare`` (and ``featx plot --compare``): one line per results file,
+its best layer starred, its majority class dashed, the layers where it differs from the first file ringed."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ..load import METRIC_NAMES, Entry, references
+from .style import CYCLE, MARKERS, OKABE_ITO, RC, axes_or_new, legend_below
+
+
+def _x(entry: Entry, layers, relative_depth: bool):
+    layers = np.asarray(layers, dtype=float)
+    return layers / entry.n_layers if relative_depth else layers
+
+
+def _draw_entry(ax, entry: Entry, index: int, metric: str, relative_depth: bool) -> str:
+    """One file's line, its best layer starred and its majority class dashed, in its colour (returned)."""
+    colour, marker = CYCLE[index % len(CYCLE)], MARKERS[index % len(MARKERS)]
+    layers = entry.rows["layer"].astype(int).to_numpy()
+    x = _x(entry, layers, relative_depth)
+    best = entry.best
+    ax.plot(
+        x,
+        entry.rows[metric].astype(float),
+        color=colour,
+        marker=marker,
+        markersize=5,
+        linewidth=2,
+        label=f"{entry.name} ({best['pooling']}): best layer {int(best['layer'])}, {float(best[metric]):.2f}",
+    )
+    ax.plot(
+        _x(entry, [int(best["layer"])], relative_depth),
+        [float(best[metric])],
+        marker="*",
+        markersize=15,
+        color=OKABE_ITO["black"],
+        markerfacecolor=colour,
+        linestyle="none",
+        zorder=4,
+    )
+    majority = [value for name, value in references(entry.frame, metric) if name == "majority class"]
+    if majority:
+        ax.hlines(majority[0], x.min(), x.max(), colors=colour, linestyles="--", linewidth=1, alpha=0.7)
+    return colour
+
+
+def plot_compare(
+    entries: list[Entry],
+    ax=None,
+    metric: str = "accuracy",
+    relative_depth: bool = False,
+    tests: pd.DataFrame | None = None,
+    title: bool | str = True,
+):
+    """One line per file (its pooling), best layer starred, its majority class dashed in the same colour;
+    layers where a file differs significantly from the first file are ringed."""
+    import matplotlib.pyplot as plt
+
+    with plt.rc_context(RC):
+        ax = axes_or_new(ax)
+        ringed = False
+        for index, entry in enumerate(entries):
+            colour = _draw_entry(ax, entry, index, metric, relative_depth)
+            if tests is not None and index > 0 and not tests.empty:
+                ringed |= _ring_significant(ax, entry, tests, metric, relative_depth, colour)
+        if ringed:
+            ax.plot(
+                [],
+                [],
+                marker="o",
+                markersize=11,
+                markerfacecolor="none",
+                markeredgecolor=OKABE_ITO["black"],
+                linestyle="none",
+                label=f"differs from {entries[0].name} (paired test, Holm, p < 0.05)",
+            )
+        if relative_depth:
+            ax.set_xlabel("relative depth (layer / number of layers; 0 = embeddings)")
+        else:
+            ax.set_xticks(sorted({int(layer) for entry in entries for layer in entry.rows["layer"]}))
+            ax.set_xlabel("layer (0 = embeddings)")
+        ax.set_ylabel(METRIC_NAMES.get(metric, metric))
+        ax.grid(True, axis="y", alpha=0.3)
+        legend_below(ax, ncol=2)
+        if title:
+            ax.set_title(
+                title
+                if isinstance(title, str)
+                else f"{METRIC_NAMES.get(metric, metric)} by layer (dashed: majority class)",
+                loc="left",
+            )
+    return ax
+
+
+def _ring_significant(ax, entry: Entry, tests: pd.DataFrame, metric: str, relative_depth: bool, colour) -> bool:
+    mine = tests[(tests["b"] == entry.name) & tests["significant"].astype(bool)]
+    if mine.empty:
+        return False
+    values = dict(zip(entry.rows["layer"].astype(int), entry.rows[metric].astype(float), strict=False))
+    layers = [int(layer) for layer in mine["layer"] if int(layer) in values]
+    ax.plot(
+        _x(entry, layers, relative_depth),
+        [values[layer] for layer in layers],
+        marker="o",
+        markersize=11,
+        markerfacecolor="none",
+        markeredgecolor=OKABE_ITO["black"],
+        markeredgewidth=1.4,
+        linestyle="none",
+        zorder=5,
+    )
+    return bool(layers)

@@ -1,0 +1,110 @@
+"""What ``featx plot`` writes: one figure per results file (a learning-curve figure for a ``.curve.csv``),
+named beside the results or under ``-o``, and with ``compare`` one figure of all the files."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import ClassVar
+
+from ...errors import InputError
+from ...options import Check, Options, normalise, whole
+from ..files import make_folder
+from .heatmap import SCALES
+from .style import default_output
+
+
+def _one_figure_per_output(config: PlotConfig) -> None:
+    output = config.output
+    if output is not None and len(config.results) > 1 and Path(output).suffix:
+        raise InputError(
+            f"-o {output} names one figure but {len(config.results)} results files were given",
+            "pass a directory to -o, or one results file",
+        )
+
+
+def _known_scale(config: PlotConfig) -> None:
+    if config.heatmap_scale not in SCALES:
+        raise InputError(f"heatmap scale '{config.heatmap_scale}' is not known", f"choose one of: {', '.join(SCALES)}")
+
+
+@dataclass(frozen=True)
+class PlotConfig(Options):
+    """The results files ``featx plot`` draws and how: ``output`` is a figure path (one results file) or a
+    folder; by default each figure goes beside its results file, same name."""
+
+    results: tuple = ()
+    output: str | os.PathLike | None = None
+    metric: str = "accuracy"
+    classifier: str | None = None
+    baseline: str | os.PathLike | None = None
+    compare: str | os.PathLike | None = None
+    dpi: int = 150
+    heatmap_scale: str = "robust"
+
+    CONSTRAINTS: ClassVar[tuple[Check, ...]] = (
+        whole("dpi", "--dpi", hint="give --dpi a value of at least 1"),
+        lambda config: normalise(config, "results", tuple(Path(path) for path in config.results)),
+        _one_figure_per_output,
+        _known_scale,
+    )
+
+
+@dataclass
+class Drawn:
+    """One figure written: what it was drawn from, the files, and the table it prints (learning curves)."""
+
+    source: Path
+    written: list[Path] = field(default_factory=list)
+    table: str | None = None
+    comparison: bool = False
+
+
+def figure_path(results: Path, output: str | os.PathLike | None) -> Path:
+    """Where the figure of ``results`` goes: beside it, into the folder ``output``, or at ``output``."""
+    target = default_output(results)
+    if output is None:
+        return target
+    output = Path(output)
+    target = output / target.name if (output.is_dir() or not output.suffix) else output
+    make_folder(target.parent)
+    return target
+
+
+def plot_files(config: PlotConfig) -> Iterator[Drawn]:
+    """Draw and write each results file's figure, then the comparison figure; yields each as it is written."""
+    import matplotlib.pyplot as plt
+
+    from ..compare import labels_figure
+    from .learning import format_curve_table, is_curve_file, learning_figure
+    from .plot import figure
+
+    for path in config.results:
+        target = figure_path(path, config.output)
+        if is_curve_file(path):  # featx probe --train-sizes writes X.curve.csv
+            fig, written = learning_figure(path, output=target, dpi=config.dpi)
+            drawn = Drawn(path, written, format_curve_table(path))
+        else:
+            fig, written = figure(
+                path,
+                metric=config.metric,
+                classifier=config.classifier,
+                output=target,
+                dpi=config.dpi,
+                baseline=config.baseline,
+                scale=config.heatmap_scale,
+            )
+            drawn = Drawn(path, written)
+        plt.close(fig)
+        yield drawn
+    if config.compare is not None:
+        fig, written = labels_figure(
+            config.results, metric=config.metric, classifier=config.classifier, output=config.compare, dpi=config.dpi
+        )
+        plt.close(fig)
+        yield Drawn(Path(config.compare), written, comparison=True)
+
+
+__all__ = ["Drawn", "PlotConfig", "figure_path", "plot_files"]

@@ -1,0 +1,46 @@
+"""The terminal text of ``featx compare``: one line per results file, then the per-layer paired tests."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from .format import grid, num, p_value, row_interval
+
+
+def format_comparison(
+    table: pd.DataFrame, tests: pd.DataFrame | None, notes: list[str], metric: str = "accuracy"
+) -> str:
+    """The terminal text of ``featx compare``: one line per file, then the per-layer paired tests."""
+    header = ["name", "best layer", "depth", "pooling", f"{metric} [95% CI]", "select."]
+    rows = [
+        [
+            str(r["name"]),
+            str(r["best_layer"]),
+            f"{r['relative_depth']:.2f}",
+            str(r["pooling"]),
+            row_interval(r, metric),
+            num(r["selectivity"], signed=True),
+        ]
+        for _, r in table.iterrows()
+    ]
+    lines = grid(header, rows)
+    if tests is not None and not tests.empty:
+        for (a, b), part in tests.groupby(["a", "b"], sort=False):
+            lines += [
+                "",
+                f"paired test per layer: A = {a}, B = {b} ({part['tested'].iloc[0]}; Holm over layers; ! = p < 0.05)",
+            ]
+            lines += grid(
+                ["layer", "acc A", "acc B", "B - A", "p (Holm)"],
+                [
+                    [
+                        str(int(r.layer)),
+                        f"{r.accuracy_a:.3f}",
+                        f"{r.accuracy_b:.3f}",
+                        f"{-r.difference:+.3f}",
+                        p_value(r.p_holm, bool(r.significant)),
+                    ]
+                    for r in part.itertuples()
+                ],
+            )
+    return "\n".join(lines + [f"note: {note}" for note in notes])

@@ -1,0 +1,74 @@
+"""The one set of formatters behind every terminal table: numbers, intervals, p-values and aligned columns.
+
+A missing value (None, NaN, pandas' NA) is always ``-``; intervals read ``value [low, high]``; a p-value
+below 0.001 reads ``<.001`` and gets a ``!`` when its test is significant after the correction.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import pandas as pd
+
+
+def missing(value: Any) -> bool:
+    """True for None, NaN and pandas' missing values."""
+    return value is None or (isinstance(value, float) and math.isnan(value)) or bool(pd.isna(value))
+
+
+def num(value: Any, digits: int = 3, signed: bool = False) -> str:
+    """``value`` with ``digits`` decimals (and a sign when ``signed``), or ``-`` when missing."""
+    if missing(value):
+        return "-"
+    return f"{value:+.{digits}f}" if signed else f"{value:.{digits}f}"
+
+
+def interval(value: Any, low: Any, high: Any) -> str:
+    """``value [low, high]``, each with three decimals."""
+    return f"{num(value)} [{num(low)}, {num(high)}]"
+
+
+def row_interval(row: Any, name: str = "accuracy") -> str:
+    """The interval of column ``name`` of a table row (a namedtuple from ``itertuples`` or a Series), read
+    from ``name``, ``name_low`` and ``name_high``."""
+    if isinstance(row, pd.Series):
+        return interval(row[name], row[f"{name}_low"], row[f"{name}_high"])
+    return interval(getattr(row, name), getattr(row, f"{name}_low"), getattr(row, f"{name}_high"))
+
+
+def general(value: Any) -> str:
+    """A hyperparameter as short as it reads (``0.1``, ``1e+03``), or ``-``."""
+    return "-" if missing(value) else f"{value:g}"
+
+
+def count(value: Any) -> str:
+    """A large count with thousands separators and no decimals (MDL bits), or ``-``."""
+    return "-" if missing(value) else f"{value:,.0f}"
+
+
+def p_value(value: Any, significant: Any = False) -> str:
+    """A (Holm-adjusted) p-value, with ``!`` when ``significant is True`` (the difference holds after the
+    correction); ``-`` when untested."""
+    if missing(value):
+        return "-"
+    text = "<.001" if value < 0.001 else f"{value:.3f}"
+    return text + ("!" if significant is True else "")
+
+
+def grid(header: Sequence[str], rows: Sequence[Sequence[str] | None]) -> list[str]:
+    """Left-aligned columns under a header and a rule; ``None`` rows are blank separator lines."""
+    widths = [max([len(header[i]), *(len(row[i]) for row in rows if row)]) for i in range(len(header))]
+    lines = [
+        "  ".join(cell.ljust(width) for cell, width in zip(header, widths, strict=False)).rstrip(),
+        "  ".join("-" * width for width in widths),
+    ]
+    lines += [
+        "" if row is None else "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False)).rstrip()
+        for row in rows
+    ]
+    return lines
+
+
+__all__ = ["count", "general", "grid", "interval", "missing", "num", "p_value", "row_interval"]
