@@ -372,7 +372,6 @@ def probe(config: ProbeConfig | str | Path | None = None, **options) -> ProbeRes
         config = ProbeConfig(**options)
     elif options:
         config = replace(config, **options)
-    config.validate()
     started = time.perf_counter()
     path, using_last = given_or_last(config.features, "features")
     notes = [using_last] if using_last else []  # messages for the user, gathered while resolving
