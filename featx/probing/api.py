@@ -15,7 +15,7 @@ from ..selection import LayerSpec, parse_layer_specs, parse_poolings
 from ..state import given_or_last
 from ..store import FeatureFile, schema
 from .config import ProbeConfig
-from .evaluation import core as ev
+from . import evaluation as ev
 from .evaluation.significance import add_significance
 from .inputs import (
     JOB_THREADS,

@@ -8,7 +8,7 @@ from conftest import SENTENCES, write_csv
 
 import featx
 from featx.extraction import ExtractConfig, extract
-from featx.probing.evaluation import core as ev
+from featx.probing import evaluation as ev
 from featx.probing.tasks.pairs import (
     cosine,
     cosine_baseline,

@@ -21,7 +21,7 @@ import pandas as pd
 from ...errors import InputError
 from ...selection import parse_layer_specs, parse_poolings
 from ..config import DEFAULT_CS
-from ..evaluation import core as ev
+from .. import evaluation as ev
 from ..evaluation.significance import ALPHA, holm, paired_p_value
 from ..tasks.pairs import refuse_separate_pairs
 from .erasure import METHODS, Eraser, fit_eraser, moved, random_eraser, save_erasers

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..evaluation import core as ev
+from .. import evaluation as ev
 from ..solvers import classifiers as clf
 from ..tasks.word_items import inner_split_by_sentence
 

@@ -24,7 +24,7 @@ import pandas as pd
 from ...errors import InputError
 from ...selection import parse_layer_specs, parse_poolings
 from ..config import DEFAULT_CS
-from ..evaluation import core as ev
+from .. import evaluation as ev
 from ..solvers import classifiers as clf
 from ..tasks.pairs import pooled_block
 from .target import Task, load_task, open_complete

@@ -14,7 +14,7 @@ import numpy as np
 
 from ...errors import InputError
 from ...store import FeatureFile
-from ..evaluation import core as ev
+from .. import evaluation as ev
 
 
 @dataclass

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..config import DEFAULT_ALPHAS  # noqa: F401  (the grid searched inside every training part)
-from ..evaluation import core as ev
+from .. import evaluation as ev
 
 
 @dataclass

@@ -23,7 +23,7 @@ from ...store import schema
 from ..analyses.curves import parse_train_sizes
 from ..analyses.word_curves import curve_job, curve_layers
 from ..config import ProbeConfig
-from ..evaluation import core as ev
+from .. import evaluation as ev
 from ..evaluation.significance import add_significance
 from ..inputs import ProbeResult, _versions, run_jobs, solver_plan, write_result
 from ..results import COLUMNS, CURVE_COLUMNS
