@@ -14,8 +14,8 @@ from ..errors import InputError
 from ..selection import LayerSpec, parse_layer_specs, parse_poolings
 from ..state import given_or_last
 from ..store import FeatureFile, schema
-from .config import ProbeConfig
 from . import evaluation as ev
+from .config import ProbeConfig
 from .evaluation.significance import add_significance
 from .inputs import (
     JOB_THREADS,

@@ -10,8 +10,8 @@ from probe_data import N_ROWS, features_copy, tiny_features  # noqa: F401 (fixtu
 
 import featx
 from featx.errors import InputError
-from featx.probing import probe
 from featx.probing import evaluation as ev
+from featx.probing import probe
 from featx.probing.evaluation import core
 
 

@@ -20,8 +20,8 @@ import pandas as pd
 
 from ...errors import InputError
 from ...selection import parse_layer_specs, parse_poolings
-from ..config import DEFAULT_CS
 from .. import evaluation as ev
+from ..config import DEFAULT_CS
 from ..evaluation.significance import ALPHA, holm, paired_p_value
 from ..tasks.pairs import refuse_separate_pairs
 from .erasure import METHODS, Eraser, fit_eraser, moved, random_eraser, save_erasers

@@ -22,8 +22,8 @@ import pandas as pd
 
 from ...errors import InputError
 from ...selection import parse_layer_specs
-from ..config import DEFAULT_CS
 from .. import evaluation as ev
+from ..config import DEFAULT_CS
 from ..tasks.pairs import refuse_separate_pairs
 from .target import Task, check_fraction, check_positive, load_task, open_complete
 

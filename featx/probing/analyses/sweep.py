@@ -23,8 +23,8 @@ import pandas as pd
 
 from ...errors import InputError
 from ...selection import parse_layer_specs, parse_poolings
-from ..config import DEFAULT_CS
 from .. import evaluation as ev
+from ..config import DEFAULT_CS
 from ..solvers import classifiers as clf
 from ..tasks.pairs import pooled_block
 from .target import Task, load_task, open_complete
