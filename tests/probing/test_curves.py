@@ -68,7 +68,9 @@ def test_learning_curves_per_site(tiny_model, tmp_path):
     )
     curve = pd.read_csv(result.curve_path)
     assert list(curve.columns[:3]) == ["features", "site", "label"]
-    assert set(zip(curve.site, curve.layer, strict=False)) == {(site, layer) for site in ("hidden", "ffn") for layer in (1, 2)}
+    assert set(zip(curve.site, curve.layer, strict=False)) == {
+        (site, layer) for site in ("hidden", "ffn") for layer in (1, 2)
+    }
     for site in ("hidden", "ffn"):  # the full-size point is the probe's own result for that site and layer
         full = curve[(curve.site == site) & (curve.layer == 2) & (curve.train_size == 1.0)].iloc[0]
         row = result.table[(result.table.site == site) & (result.table.kind == "single") & (result.table.layer == 2)]

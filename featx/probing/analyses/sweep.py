@@ -121,7 +121,7 @@ def _fold(X, labels, probes, train, test, dev, k, seed) -> dict[tuple[int, str],
     return out
 
 
-def _run_job(path: str, pooling: str, layer: int, task: Task, y_control, seed: int, n_boot: int) -> list[dict]:
+def sweep_layer(path: str, pooling: str, layer: int, task: Task, y_control, seed: int, n_boot: int) -> list[dict]:
     import torch
     from threadpoolctl import threadpool_limits
 
@@ -249,4 +249,4 @@ def from_probe_options(features, control: bool, options: dict) -> SweepResult:
 def _run(jobs_list: list, jobs: int | None) -> list:
     from ..inputs import job_workers, run_jobs
 
-    return run_jobs(_run_job, jobs_list, job_workers(jobs, len(jobs_list)))
+    return run_jobs(sweep_layer, jobs_list, job_workers(jobs, len(jobs_list)))
