@@ -20,12 +20,14 @@ DEFAULT_ALPHAS = (1e-2, 1e-1, 1.0, 10.0, 100.0, 1e3, 1e4, 1e5)
 DEFAULT_CS = (1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0)
 
 
-def _check_folds(config: ProbeConfig) -> None:
+def check_folds(config) -> None:
+    """``folds`` is at least 2 (shared by every command that cross-validates)."""
     if int(config.folds) < 2:
         raise InputError(f"--folds {config.folds} is too small", "use at least 2 folds (default 5)")
 
 
-def _check_jobs(config: ProbeConfig) -> None:
+def check_jobs(config) -> None:
+    """``jobs`` is not 0 (None: one per core; -1 too)."""
     if config.jobs is not None and int(config.jobs) == 0:
         raise InputError("--jobs 0 runs nothing", "use a positive number, or -1 for one job per core")
 
@@ -79,6 +81,11 @@ def _at_least(minimum: int, flag: str) -> str:
     return f"give {flag} a value of at least {minimum}"
 
 
+# The seed and the bootstrap size, checked alike by every probing command.
+check_seed = whole("seed", "--seed", minimum=0, hint=_at_least(0, "--seed"))
+check_bootstrap = whole("n_bootstrap", "n_bootstrap", minimum=1, hint=_at_least(1, "n_bootstrap"))
+
+
 @dataclass(frozen=True)
 class ProbeConfig(Options):
     """Options of ``featx.probe``; see the README's Probe section for their meaning.
@@ -120,10 +127,10 @@ class ProbeConfig(Options):
 
     # Every constraint on the options, in the order they are checked.
     CONSTRAINTS: ClassVar[tuple[Check, ...]] = (
-        whole("seed", "--seed", minimum=0, hint=_at_least(0, "--seed")),
-        whole("n_bootstrap", "n_bootstrap", minimum=1, hint=_at_least(1, "n_bootstrap")),
-        _check_folds,
-        _check_jobs,
+        check_seed,
+        check_bootstrap,
+        check_folds,
+        check_jobs,
         _positive_grid("cs", "the C grid"),
         _check_task,
         _positive_grid("alphas", "the ridge alpha grid"),

@@ -14,18 +14,20 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 import pandas as pd
 
 from ...errors import InputError
+from ...options import Check, Options
 from ...selection import parse_layer_specs, parse_poolings
 from .. import evaluation as ev
-from ..config import DEFAULT_CS
+from ..config import DEFAULT_CS, check_bootstrap, check_folds, check_jobs, check_seed
 from ..evaluation.significance import ALPHA, holm, paired_p_value
 from ..tasks.pairs import refuse_separate_pairs
 from .erasure import METHODS, Eraser, fit_eraser, moved, random_eraser, save_erasers
-from .target import Task, check_positive, load_task, open_complete
+from .target import Task, load_task, open_complete, positive
 
 MAIN_COLUMNS = [
     "label",
@@ -66,9 +68,17 @@ AMNESIC_COLUMNS = [
 ]
 
 
-@dataclass
-class EraseConfig:
-    """Options of ``featx erase`` (see the README's "Beyond accuracy")."""
+def _check_method(config: EraseConfig) -> None:
+    if config.method not in METHODS:
+        raise InputError(
+            f"--method {config.method} is not available: choose from {', '.join(METHODS)}",
+            "--method leace (closed form) or --method inlp (iterative nullspace projection)",
+        )
+
+
+@dataclass(frozen=True)
+class EraseConfig(Options):
+    """Options of ``featx erase`` (see the README's "Beyond accuracy"); frozen, checked when made."""
 
     features: str | Path
     label: str | None = None
@@ -84,6 +94,15 @@ class EraseConfig:
     n_bootstrap: int = 1000
     jobs: int | None = None
     write: bool = True
+
+    CONSTRAINTS: ClassVar[tuple[Check, ...]] = (
+        _check_method,
+        positive("iterations", "--iterations", hint="give --iterations a whole number of rounds, e.g. 50"),
+        check_folds,
+        check_seed,
+        check_bootstrap,
+        check_jobs,
+    )
 
 
 @dataclass
@@ -234,9 +253,6 @@ def _other_tasks(features, main: Task, config: EraseConfig, notes: list[str]) ->
 
 
 def _plan_jobs(config: EraseConfig, notes: list[str]) -> tuple[list[_Job], dict]:
-    if config.method not in METHODS:
-        raise InputError(f"--method {config.method} is not available: choose from {', '.join(METHODS)}")
-    check_positive(config.iterations, "--iterations")
     with open_complete(config.features) as features:
         refuse_separate_pairs(features, "erase")
         main = load_task(features, config.label, config.folds, config.seed)
