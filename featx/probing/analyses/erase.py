@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
@@ -149,7 +149,9 @@ def _before_after(
     """Fold results of the logreg probe of ``task`` before and after erasing ``codes`` (the erased
     label's codes of task's rows) with an eraser fitted on each fold's training rows that have one;
     with ``random_control``, also after removing as many random directions (the amnesic control)."""
-    before, after, control = [], [], []
+    before: list[ev.FoldResult] = []
+    after: list[ev.FoldResult] = []
+    control: list[ev.FoldResult] = []
     for index, ((train, test), dev) in enumerate(zip(task.plan.folds, task.plan.dev, strict=False)):
         seed = job.config.seed + 1000 * index
         fit_rows = train[codes[train] >= 0]
@@ -215,7 +217,7 @@ def _amnesic(job: _Job, task: Task, X: np.ndarray, cache: dict) -> dict:
     before, after, control = _before_after(
         job, task, X[task.kept], job.l_codes[task.kept], job.main.n_classes, cache, random_control=True
     )
-    record = {
+    record: dict[str, Any] = {
         "label": task.label,
         "erased": job.main.label,
         "pooling": job.pooling,
@@ -294,7 +296,8 @@ def erase(config: EraseConfig | str | Path, **options) -> EraseResult:
     from .erase_paths import check_output, default_output
 
     config = config if isinstance(config, EraseConfig) else EraseConfig(features=config, **options)
-    started, notes = time.perf_counter(), []
+    started = time.perf_counter()
+    notes: list[str] = []
     source = Path(config.features)
     jobs, info = _plan_jobs(config, notes)
     main = info["main"]
@@ -328,7 +331,7 @@ def erase(config: EraseConfig | str | Path, **options) -> EraseResult:
     }
     result = EraseResult(table, amnesic, meta, notes=notes)
     if config.write:
-        pooled = {pooling: {} for pooling in info["poolings"]}
+        pooled: dict[str, dict[int, np.ndarray]] = {pooling: {} for pooling in info["poolings"]}
         for record, _, erased, _ in outputs:
             pooled[record["pooling"]][record["layer"]] = erased
         result.output = write_derived(source, output, pooled, settings)

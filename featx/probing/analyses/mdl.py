@@ -44,7 +44,7 @@ class OnlineCode:
 
 def block_ends(n_rows: int, fractions=FRACTIONS) -> list[int]:
     """Increasing block end positions (at least one row in the first block, the last one = n_rows)."""
-    ends = []
+    ends: list[int] = []
     for fraction in fractions:
         end = min(n_rows, max(1, int(round(fraction * n_rows))))
         if not ends or end > ends[-1]:

@@ -192,7 +192,7 @@ class SweepConfig(Options):
 
 def _sweep_jobs(config: SweepConfig) -> tuple[Task, list[tuple], dict]:
     """The task, one job per (pooling, layer), and what the meta records of the file."""
-    with open_complete(config.features) as file:
+    with open_complete(str(config.features)) as file:
         task = load_task(file, config.label, config.folds, config.seed)
         specs = parse_layer_specs(str(config.layers), file.layers)
         poolings = config.poolings

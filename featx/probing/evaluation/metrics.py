@@ -6,6 +6,7 @@ metric columns of one results row.
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .plans import FoldResult, Plan
 
@@ -34,15 +35,15 @@ def metrics_from_confusion(cm: np.ndarray) -> dict[str, np.ndarray]:
     return {"accuracy": accuracy, "macro_f1": macro_f1, "balanced_accuracy": balanced, "per_class_f1": f1}
 
 
-def t_interval(values: np.ndarray) -> tuple[float, float, float]:
+def t_interval(values: ArrayLike) -> tuple[float, float, float]:
     """Mean and 95% Student-t interval of per-fold scores."""
     from scipy import stats
 
-    values = np.asarray(values, dtype=np.float64)
-    mean = float(values.mean())
-    if len(values) < 2:
+    scores = np.asarray(values, dtype=np.float64)
+    mean = float(scores.mean())
+    if len(scores) < 2:
         return mean, float("nan"), float("nan")
-    half = float(stats.t.ppf(0.975, len(values) - 1) * values.std(ddof=1) / np.sqrt(len(values)))
+    half = float(stats.t.ppf(0.975, len(scores) - 1) * scores.std(ddof=1) / np.sqrt(len(scores)))
     return mean, max(0.0, mean - half), min(1.0, mean + half)
 
 
@@ -63,8 +64,8 @@ def bootstrap_intervals(y_true, y_pred, n_classes: int, n_boot: int, seed: int) 
             intervals[name].append(values[name])
     out = {}
     for name, parts in intervals.items():
-        values = np.concatenate(parts)
-        out[name] = (float(np.nanpercentile(values, 2.5)), float(np.nanpercentile(values, 97.5)))
+        resampled = np.concatenate(parts)
+        out[name] = (float(np.nanpercentile(resampled, 2.5)), float(np.nanpercentile(resampled, 97.5)))
     return out
 
 
@@ -74,7 +75,7 @@ def summarise(plan: Plan, y: np.ndarray, folds: list[FoldResult], n_classes: int
     per_fold = [
         confusion(y[test], result.predictions, n_classes) for (_, test), result in zip(plan.folds, folds, strict=False)
     ]
-    pooled = sum(per_fold)
+    pooled = np.sum(per_fold, axis=0)
     pooled_metrics = metrics_from_confusion(pooled)
     if plan.is_split:
         bounds = bootstrap_intervals(y[plan.folds[0][1]], folds[0].predictions, n_classes, n_boot, seed)

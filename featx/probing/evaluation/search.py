@@ -6,6 +6,7 @@ vectors solved together). The features come in standardised; the caller holds ou
 from __future__ import annotations
 
 from functools import partial
+from typing import Any
 
 import numpy as np
 
@@ -51,7 +52,9 @@ class CPath:
 
     def __init__(self, y_val: np.ndarray):
         self.majority = np.bincount(y_val).max() / max(1, len(y_val))
-        self.best_score, self.best_c, self.best_state, self.waited = -1.0, None, None, 0
+        self.best_score, self.waited = -1.0, 0
+        self.best_c: float | None = None
+        self.best_state: Any = None  # what ``state()`` gave at the best C (a fitted model, or weights)
 
     def record(self, C: float, score: float, state) -> bool:
         """Log the fit at ``C``; False once the path should stop. ``state()`` is called for a new best."""
