@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from featx.probing.analyses.mdl import FRACTIONS, held_out_splits, block_ends, online_codelength, transmission_order
+from featx.probing.analyses.mdl import FRACTIONS, block_ends, held_out_splits, online_codelength, transmission_order
 
 
 def planted(n=300, d=8, strength=2.0, seed=0):

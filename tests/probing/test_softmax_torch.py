@@ -206,7 +206,8 @@ def test_a_gpu_index_that_is_not_there_is_refused(monkeypatch):
 
 def test_auto_without_a_driver_is_the_numpy_solver_and_does_not_import_torch():
     code = (
-        "import sys; from featx.probing import ProbeConfig; from featx.probing.solvers import devices; devices.driver_present = lambda: False; "
+        "import sys; from featx.probing import ProbeConfig; from featx.probing.solvers import devices; "
+        "devices.driver_present = lambda: False; "
         "ProbeConfig(); print(devices.resolve_device('auto'), 'torch' in sys.modules)"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
