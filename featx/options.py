@@ -35,6 +35,22 @@ class Options:
         """A copy with ``changes``, checked again."""
         return dataclasses.replace(self, **changes)
 
+    @classmethod
+    def build(cls: type[O], config: Any = None, **options: Any) -> O:
+        """The config a command's Python function takes: ``config`` itself (with ``options`` replaced), or
+        one made from ``options`` with ``config`` as its first field (``erase("x.h5", label="pos")``).
+        An option the config does not have is an ``InputError`` naming the known ones."""
+        known = [item.name for item in dataclasses.fields(cls)]
+        unknown = sorted(set(options) - set(known))
+        if unknown:
+            raise InputError(
+                f"unknown option(s) of {cls.__name__}: {', '.join(unknown)}",
+                f"the options are: {', '.join(known)}",
+            )
+        if isinstance(config, cls):
+            return config.replace(**options) if options else config
+        return cls(**{known[0]: config, **options})
+
 
 def normalise(config: Options, name: str, value: Any) -> None:
     """Set ``name`` on a frozen config while it is being checked (its canonical spelling, say)."""

@@ -127,3 +127,16 @@ def test_a_config_without_constraints_checks_nothing():
         value: int = -5
 
     assert Plain().value == -5 and Plain.CONSTRAINTS == ()
+
+
+def test_build_takes_a_config_or_its_first_field_and_names_unknown_options():
+    made = Sample.build(7, method="INLP")
+    assert (made.size, made.method) == (7, "inlp")
+    assert Sample.build(made) is made
+    assert Sample.build(made, size=9).size == 9 and made.size == 7
+    with pytest.raises(InputError) as error:
+        Sample.build(7, sizes=3, colour="red")
+    assert error.value.message == "unknown option(s) of Sample: colour, sizes"
+    assert error.value.hint.startswith("the options are: size, budget, rate")
+    with pytest.raises(InputError, match="--size 0"):
+        Sample.build(0)

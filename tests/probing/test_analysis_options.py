@@ -102,3 +102,11 @@ def test_the_cli_refuses_bad_options_before_opening_the_file(tmp_path, command, 
     result = CliRunner().invoke(main, [command, str(missing), *args])
     assert result.exit_code == 2, result.output
     assert message in result.output and "hint:" in result.output and "Traceback" not in result.output
+
+
+@pytest.mark.parametrize("config", [EraseConfig, NeuronConfig, SweepConfig])
+def test_an_unknown_keyword_is_refused_by_name(config):
+    with pytest.raises(InputError) as error:
+        config.build(MISSING, layer="3")
+    assert error.value.message == f"unknown option(s) of {config.__name__}: layer"
+    assert "layers" in error.value.hint

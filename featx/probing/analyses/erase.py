@@ -295,7 +295,7 @@ def erase(config: EraseConfig | str | Path, **options) -> EraseResult:
     from ...store.derived import write_derived
     from .erase_paths import check_output, default_output
 
-    config = config if isinstance(config, EraseConfig) else EraseConfig(features=config, **options)
+    config = EraseConfig.build(config, **options)
     started = time.perf_counter()
     notes: list[str] = []
     source = Path(config.features)

@@ -234,7 +234,7 @@ def _listed(config: NeuronConfig, width: int) -> tuple[int, tuple[float, ...]]:
 
 def neurons(config: NeuronConfig | str | Path, **options) -> NeuronResult:
     """Rank and validate the neurons of the chosen layers; see ``NeuronConfig``."""
-    config = config if isinstance(config, NeuronConfig) else NeuronConfig(features=config, **options)
+    config = NeuronConfig.build(config, **options)
     started = time.perf_counter()
     with open_complete(config.features) as features:
         refuse_separate_pairs(features, "neurons")

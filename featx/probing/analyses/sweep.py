@@ -215,7 +215,7 @@ def _sweep_jobs(config: SweepConfig) -> tuple[Task, list[tuple], dict]:
 def sweep(config: SweepConfig | str | Path | None, **options) -> SweepResult:
     """The probe-complexity sweep of one label column over the chosen layers and poolings; see
     ``SweepConfig`` (``sweep("x.h5", label="pos", layers="0,6")``)."""
-    config = config if isinstance(config, SweepConfig) else SweepConfig(features=config, **options)
+    config = SweepConfig.build(config, **options)
     started = time.perf_counter()
     task, jobs_list, info = _sweep_jobs(config)
     table = pd.DataFrame([r for records in _run(jobs_list, config.jobs) for r in records], columns=COLUMNS)
