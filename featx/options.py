@@ -35,6 +35,22 @@ class Options:
         """A copy with ``changes``, checked again."""
         return dataclasses.replace(self, **changes)
 
+    @classmethod
+    def build(cls: type[O], config: Any = None, **options: Any) -> O:
+        """The config a command's Python function takes: ``config`` itself (with ``options`` replaced), or
+        one made from ``options`` with ``config`` as its first field (``erase("x.h5", label="pos")``).
+        An option the config does not have is an ``InputError`` naming the known ones."""
+        known = [item.name for item in dataclasses.fields(cls)]
+        unknown = sorted(set(options) - set(known))
+        if unknown:
+            raise InputError(
+                f"unknown option(s) of {cls.__name__}: {', '.join(unknown)}",
+                f"the options are: {', '.join(known)}",
+            )
+        if isinstance(config, cls):
+            return config.replace(**options) if options else config
+        return cls(**{known[0]: config, **options})
+
 
 def normalise(config: Options, name: str, value: Any) -> None:
     """Set ``name`` on a frozen config while it is being checked (its canonical spelling, say)."""
@@ -65,8 +81,16 @@ def whole(name: str, flag: str, *, minimum: int = 1, optional: bool = False, hin
     return check
 
 
-def number(name: str, flag: str, *, low: float = 0.0, high: float | None = None, low_open: bool = True,
-           optional: bool = False, hint: str | None = None) -> Check:
+def number(
+    name: str,
+    flag: str,
+    *,
+    low: float = 0.0,
+    high: float | None = None,
+    low_open: bool = True,
+    optional: bool = False,
+    hint: str | None = None,
+) -> Check:
     """``name`` is a finite number above ``low`` (at least ``low`` unless ``low_open``), at most ``high``."""
 
     def check(config: Any) -> None:
@@ -76,7 +100,9 @@ def number(name: str, flag: str, *, low: float = 0.0, high: float | None = None,
         too_low = _is_number(value) and (value <= low if low_open else value < low)
         too_high = _is_number(value) and high is not None and value > high
         if not _is_number(value) or too_low or too_high:
-            bound = f"{'above' if low_open else 'at least'} {low:g}" + (f" and at most {high:g}" if high else "")
+            bound = f"{'above' if low_open else 'at least'} {low:g}" + (
+                f" and at most {high:g}" if high is not None else ""
+            )
             raise InputError(f"{flag} {value} must be a number {bound}", hint or f"give {flag} a number {bound}")
 
     return check
@@ -98,8 +124,8 @@ def numbers(name: str, flag: str, *, hint: str | None = None) -> Check:
     return check
 
 
-def one_of(name: str, flag: str, choices: Iterable[str], *, optional: bool = False) -> Check:
-    """``name`` is one of ``choices`` (case-insensitive; stored lower-case)."""
+def one_of(name: str, flag: str, choices: Iterable[str], *, optional: bool = False, hint: str | None = None) -> Check:
+    """``name`` is one of ``choices`` (case-insensitive, spaces around ignored; stored lower-case)."""
     allowed = tuple(choices)
 
     def check(config: Any) -> None:
@@ -108,7 +134,7 @@ def one_of(name: str, flag: str, choices: Iterable[str], *, optional: bool = Fal
             return
         spelled = str(value).strip().lower()
         if spelled not in allowed:
-            raise InputError(f"{flag} '{value}' is not understood", f"choose one of: {', '.join(allowed)}")
+            raise InputError(f"{flag} '{value}' is not understood", hint or f"choose one of: {', '.join(allowed)}")
         normalise(config, name, spelled)
 
     return check
@@ -135,12 +161,14 @@ def names(name: str, flag: str, *, choices: Iterable[str] | None = None, example
     return check
 
 
-def requires(name: str, flag: str, other: str, other_flag: str, *, default: Any = None) -> Check:
+def requires(
+    name: str, flag: str, other: str, other_flag: str, *, default: Any = None, hint: str | None = None
+) -> Check:
     """``name`` differs from ``default`` only together with ``other`` (e.g. ``--join`` needs ``--labels``)."""
 
     def check(config: Any) -> None:
         if getattr(config, name) != default and getattr(config, other) is None:
-            raise InputError(f"{flag} applies to {other_flag} only", f"add {other_flag}, or leave {flag} out")
+            raise InputError(f"{flag} applies to {other_flag} only", hint or f"add {other_flag}, or leave {flag} out")
 
     return check
 

@@ -186,9 +186,9 @@ def test_baseline_is_probed_with_the_same_folds(tiny_model, tiny_features, tmp_p
 
 def test_config_refuses_bad_options():
     with pytest.raises(InputError, match="classifier 'tree'"):
-        ProbeConfig(classifiers="logreg,tree").validate()
+        ProbeConfig(classifiers="logreg,tree")
     with pytest.raises(InputError, match="at least 2 folds"):
-        ProbeConfig(folds=1).validate()
+        ProbeConfig(folds=1)
 
 
 def test_balanced_class_weights_help_a_rare_class(features_copy):

@@ -1,4 +1,4 @@
-"""``ExtractConfig`` (every option of ``featx extract``, validated once, never mutated) and
+"""``ExtractConfig`` (every option of ``featx extract``, a frozen ``featx.options.Options`` checked once) and
 ``ExtractSummary`` (what a run did).
 
 Kept free of torch, so that the CLI and the quick up-to-date check (``freshness.py``) can use them
@@ -12,8 +12,10 @@ import codecs
 import math
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
+from typing import ClassVar
 
 from ..errors import InputError
+from ..options import Check, Options, normalise, one_of, whole
 from ..store import FeatureFile, schema
 from .model_files import DEFAULT_MODEL
 from .sharding import ShardSpec
@@ -23,12 +25,149 @@ COMPUTE_DTYPES = ("auto", "float32", "fp32", "float16", "fp16", "half", "bfloat1
 OUTPUT_SUFFIXES = (".h5", ".hdf5")
 
 
+def _size(name: str, flag: str, optional: bool = True, minimum: int = 1) -> Check:
+    """A size option: a whole number of at least ``minimum`` (or left out, when ``optional``)."""
+    hint = f"give {flag} a positive size" + (", or leave it out for the default" if optional else "")
+    return whole(name, flag, minimum=minimum, optional=optional, hint=hint)
+
+
+def _check_commit_seconds(config: ExtractConfig) -> None:
+    value = config.commit_seconds
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if not number or not math.isfinite(value) or value <= 0:
+        raise InputError(
+            f"--commit-seconds {value} must be a positive number of seconds",
+            "give --commit-seconds a positive time, e.g. 10, or leave it out for the default",
+        )
+
+
+def _check_store_dtype(config: ExtractConfig) -> None:
+    canonical = STORE_DTYPES.get(str(config.store_dtype).lower())
+    if canonical is None:
+        raise InputError(f"--store-dtype '{config.store_dtype}' is not understood", "use float16 or float32")
+    normalise(config, "store_dtype", canonical)  # normalised once, in the frozen object's own set-up
+
+
+def _check_dtype(config: ExtractConfig) -> None:
+    if str(config.dtype).lower() not in COMPUTE_DTYPES:
+        raise InputError(f"--dtype '{config.dtype}' is not understood", "use auto, float32, float16 or bfloat16")
+
+
+def _check_output(config: ExtractConfig) -> None:
+    if config.corpus is None and config.output is None:
+        return
+    if config.corpus is None:
+        raise InputError("no corpus given", "give the corpus file: featx extract CORPUS.csv")
+    if str(config.corpus) == "-" and not config.output:
+        raise InputError(
+            "a corpus read from standard input ('-') needs an output path",
+            "name the features file: featx extract - -o OUT.h5 < corpus.csv",
+        )
+    output = output_path(config)
+    if output.suffix.lower() not in OUTPUT_SUFFIXES:
+        raise InputError(f"output {output} should end in .h5", "features files are HDF5; name them like out.h5")
+
+
+def _check_encoding(config: ExtractConfig) -> None:
+    try:
+        codecs.lookup(str(config.encoding))
+    except LookupError:
+        raise InputError(
+            f"unknown encoding '{config.encoding}'", "use a Python codec name such as utf-8, utf-8-sig or latin-1"
+        ) from None
+
+
+def _check_sep(config: ExtractConfig) -> None:
+    from .corpus import normalise_sep
+
+    normalise(config, "sep", normalise_sep(config.sep))
+
+
+def _check_missing_labels(config: ExtractConfig) -> None:
+    value = config.missing_labels
+    if value is None or not isinstance(value, str) or not value.strip():
+        raise InputError(
+            "--missing-labels is empty",
+            "use empty (only empty cells), pandas (NA, null, None, nan... too) or a list, e.g. 'NA,-'",
+        )
+    normalise(config, "missing_labels", value.strip())
+
+
+def _check_text_col(config: ExtractConfig) -> None:
+    if not isinstance(config.text_col, str) or not config.text_col.strip():
+        raise InputError("--text-col is empty", "name the column that holds the texts, e.g. --text-col text")
+
+
+LONG_INPUTS = ("truncate", "window")
+
+
+def _check_long(config: ExtractConfig) -> None:
+    long = str(config.long).strip().lower()
+    if long not in LONG_INPUTS:
+        raise InputError(
+            f"--long '{config.long}' is not understood",
+            "use truncate (cut at --max-length) or window (overlapping windows over the whole text)",
+        )
+    normalise(config, "long", long)
+    if config.stride is not None and long != "window":
+        raise InputError("--stride applies to --long window only", "add --long window, or leave --stride out")
+
+
+_device_map_choice = one_of(
+    "device_map",
+    "--device-map",
+    ("auto",),
+    optional=True,
+    hint="use --device-map auto (accelerate places the layers over the GPUs, then the CPU)",
+)
+
+
+def _check_device_map(config: ExtractConfig) -> None:
+    _device_map_choice(config)
+    if config.device_map is not None and config.random_init:
+        raise InputError(
+            "--device-map places weights read from the model folder; --random-init draws new ones",
+            "leave out --device-map with --random-init",
+        )
+
+
+def _check_words(config: ExtractConfig) -> None:
+    """Word inputs run every sentence whole: longer ones in overlapping windows, never truncated."""
+    from .treebank import check_word_options
+
+    normalise(config, "more_corpora", tuple(str(path) for path in config.more_corpora or ()))
+    if check_word_options(config) is not None:
+        normalise(config, "long", "window")
+
+
+def is_word_input(config: ExtractConfig) -> bool:
+    from .treebank import word_format
+
+    return config.corpus is not None and word_format(config.corpus, config.word_format, config.columns) is not None
+
+
+def _check_shards(config: ExtractConfig) -> None:
+    ShardSpec.from_options(config.shards, config.shard_index)
+
+
+def _check_pair(config: ExtractConfig) -> None:
+    from .pairs import check_pair_options
+
+    if config.text_pair_col is not None and is_word_input(config):
+        raise InputError(
+            "--text-pair-col reads two text columns of a table; word inputs have no second text",
+            "extract the pairs from a CSV/TSV/JSONL table, or drop --text-pair-col",
+        )
+    check_pair_options(config)
+
+
 @dataclass(frozen=True)
-class ExtractConfig:
+class ExtractConfig(Options):
     """Every option of an extraction; the CLI builds one of these from its flags.
 
-    Frozen and validated on creation (``_validate``): a bad value is an ``InputError`` before anything
-    is read or loaded. ``dataclasses.replace`` (or ``make_config``) makes a changed copy.
+    Frozen and checked on creation by its ``CONSTRAINTS`` (``featx.options``): a bad value is an
+    ``InputError`` before anything is read or loaded. ``dataclasses.replace`` (or ``make_config``) makes
+    a changed copy, checked again.
     """
 
     corpus: str | Path
@@ -72,178 +211,27 @@ class ExtractConfig:
     word_pooling: str = "first,last,mean"  # word inputs: the subword(s) that make a word's vector
     more_corpora: tuple = ()  # word inputs: further files; each sentence's split comes from its file's name
 
-    def __post_init__(self) -> None:
-        _validate(self)
-
-
-def _positive(name: str, flag: str, optional: bool = True, minimum: int = 1):
-    def check(config: ExtractConfig) -> None:
-        value = getattr(config, name)
-        if value is None and optional:
-            return
-        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-            raise InputError(
-                f"{flag} {value} must be a whole number of at least {minimum}",
-                f"give {flag} a positive size" + (", or leave it out for the default" if optional else ""),
-            )
-
-    return check
-
-
-def _check_commit_seconds(config: ExtractConfig) -> None:
-    value = config.commit_seconds
-    number = isinstance(value, (int, float)) and not isinstance(value, bool)
-    if not number or not math.isfinite(value) or value <= 0:
-        raise InputError(
-            f"--commit-seconds {value} must be a positive number of seconds",
-            "give --commit-seconds a positive time, e.g. 10, or leave it out for the default",
-        )
-
-
-def _check_store_dtype(config: ExtractConfig) -> None:
-    canonical = STORE_DTYPES.get(str(config.store_dtype).lower())
-    if canonical is None:
-        raise InputError(f"--store-dtype '{config.store_dtype}' is not understood", "use float16 or float32")
-    object.__setattr__(config, "store_dtype", canonical)  # normalised once, in the frozen object's own set-up
-
-
-def _check_dtype(config: ExtractConfig) -> None:
-    if str(config.dtype).lower() not in COMPUTE_DTYPES:
-        raise InputError(f"--dtype '{config.dtype}' is not understood", "use auto, float32, float16 or bfloat16")
-
-
-def _check_output(config: ExtractConfig) -> None:
-    if config.corpus is None and config.output is None:
-        return
-    if config.corpus is None:
-        raise InputError("no corpus given", "give the corpus file: featx extract CORPUS.csv")
-    if str(config.corpus) == "-" and not config.output:
-        raise InputError(
-            "a corpus read from standard input ('-') needs an output path",
-            "name the features file: featx extract - -o OUT.h5 < corpus.csv",
-        )
-    output = output_path(config)
-    if output.suffix.lower() not in OUTPUT_SUFFIXES:
-        raise InputError(f"output {output} should end in .h5", "features files are HDF5; name them like out.h5")
-
-
-def _check_encoding(config: ExtractConfig) -> None:
-    try:
-        codecs.lookup(str(config.encoding))
-    except LookupError:
-        raise InputError(
-            f"unknown encoding '{config.encoding}'", "use a Python codec name such as utf-8, utf-8-sig or latin-1"
-        ) from None
-
-
-def _check_sep(config: ExtractConfig) -> None:
-    from .corpus import normalise_sep
-
-    object.__setattr__(config, "sep", normalise_sep(config.sep))
-
-
-def _check_missing_labels(config: ExtractConfig) -> None:
-    value = config.missing_labels
-    if value is None or not isinstance(value, str) or not value.strip():
-        raise InputError(
-            "--missing-labels is empty",
-            "use empty (only empty cells), pandas (NA, null, None, nan... too) or a list, e.g. 'NA,-'",
-        )
-    object.__setattr__(config, "missing_labels", value.strip())
-
-
-def _check_text_col(config: ExtractConfig) -> None:
-    if not isinstance(config.text_col, str) or not config.text_col.strip():
-        raise InputError("--text-col is empty", "name the column that holds the texts, e.g. --text-col text")
-
-
-LONG_INPUTS = ("truncate", "window")
-
-
-def _check_long(config: ExtractConfig) -> None:
-    long = str(config.long).strip().lower()
-    if long not in LONG_INPUTS:
-        raise InputError(
-            f"--long '{config.long}' is not understood",
-            "use truncate (cut at --max-length) or window (overlapping windows over the whole text)",
-        )
-    object.__setattr__(config, "long", long)
-    if config.stride is not None and long != "window":
-        raise InputError("--stride applies to --long window only", "add --long window, or leave --stride out")
-
-
-def _check_device_map(config: ExtractConfig) -> None:
-    if config.device_map is None:
-        return
-    if str(config.device_map).strip().lower() != "auto":
-        raise InputError(
-            f"--device-map '{config.device_map}' is not understood",
-            "use --device-map auto (accelerate places the layers over the GPUs, then the CPU)",
-        )
-    object.__setattr__(config, "device_map", "auto")
-    if config.random_init:
-        raise InputError(
-            "--device-map places weights read from the model folder; --random-init draws new ones",
-            "leave out --device-map with --random-init",
-        )
-
-
-def _check_words(config: ExtractConfig) -> None:
-    """Word inputs run every sentence whole: longer ones in overlapping windows, never truncated."""
-    from .treebank import check_word_options
-
-    object.__setattr__(config, "more_corpora", tuple(str(path) for path in config.more_corpora or ()))
-    if check_word_options(config) is not None:
-        object.__setattr__(config, "long", "window")
-
-
-def is_word_input(config: ExtractConfig) -> bool:
-    from .treebank import word_format
-
-    return config.corpus is not None and word_format(config.corpus, config.word_format, config.columns) is not None
-
-
-def _check_shards(config: ExtractConfig) -> None:
-    ShardSpec.from_options(config.shards, config.shard_index)
-
-
-def _check_pair(config: ExtractConfig) -> None:
-    from .pairs import check_pair_options
-
-    if config.text_pair_col is not None and is_word_input(config):
-        raise InputError(
-            "--text-pair-col reads two text columns of a table; word inputs have no second text",
-            "extract the pairs from a CSV/TSV/JSONL table, or drop --text-pair-col",
-        )
-    check_pair_options(config)
-
-
-# Every constraint on the options, in one table (in the spirit of scikit-learn's parameter constraints).
-CONSTRAINTS = (
-    _check_text_col,
-    _check_output,
-    _check_words,
-    _check_store_dtype,
-    _check_dtype,
-    _check_encoding,
-    _positive("max_tokens", "--max-tokens"),
-    _positive("batch_size", "--batch-size", optional=False),
-    _positive("commit_rows", "--commit-rows"),
-    _positive("max_length", "--max-length", minimum=2),
-    _check_commit_seconds,
-    _check_shards,
-    _check_long,
-    _positive("stride", "--stride", minimum=0),
-    _check_device_map,
-    _check_sep,
-    _check_missing_labels,
-    _check_pair,
-)
-
-
-def _validate(config: ExtractConfig) -> None:
-    for check in CONSTRAINTS:
-        check(config)
+    # Every constraint on the options, in one table (in the spirit of scikit-learn's parameter constraints).
+    CONSTRAINTS: ClassVar[tuple[Check, ...]] = (
+        _check_text_col,
+        _check_output,
+        _check_words,
+        _check_store_dtype,
+        _check_dtype,
+        _check_encoding,
+        _size("max_tokens", "--max-tokens"),
+        _size("batch_size", "--batch-size", optional=False),
+        _size("commit_rows", "--commit-rows"),
+        _size("max_length", "--max-length", minimum=2),
+        _check_commit_seconds,
+        _check_shards,
+        _check_long,
+        _size("stride", "--stride", minimum=0),
+        _check_device_map,
+        _check_sep,
+        _check_missing_labels,
+        _check_pair,
+    )
 
 
 @dataclass
@@ -334,7 +322,7 @@ def summary_of(path: Path, status: str, seconds: float, skipped: int) -> Extract
         attrs = features.attrs
         windowed = 0
         if str(attrs.get(schema.LONG_INPUTS, "truncate")) == "window":
-            windowed = int((features.n_kept > int(attrs.get(schema.MAX_LENGTH))).sum())
+            windowed = int((features.n_kept > int(attrs[schema.MAX_LENGTH])).sum())
         summary = ExtractSummary(
             output=path,
             status=status,

@@ -14,8 +14,8 @@ from ..errors import InputError
 from ..selection import LayerSpec, parse_layer_specs, parse_poolings
 from ..state import given_or_last
 from ..store import FeatureFile, schema
+from . import evaluation as ev
 from .config import ProbeConfig
-from .evaluation import core as ev
 from .evaluation.significance import add_significance
 from .inputs import (
     JOB_THREADS,
@@ -372,7 +372,6 @@ def probe(config: ProbeConfig | str | Path | None = None, **options) -> ProbeRes
         config = ProbeConfig(**options)
     elif options:
         config = replace(config, **options)
-    config.validate()
     started = time.perf_counter()
     path, using_last = given_or_last(config.features, "features")
     notes = [using_last] if using_last else []  # messages for the user, gathered while resolving

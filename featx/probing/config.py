@@ -1,11 +1,14 @@
-"""``ProbeConfig``: every option of a probing run, the single object the CLI builds."""
+"""``ProbeConfig``: every option of a probing run, the single object the CLI builds; frozen, and checked
+when made by its ``CONSTRAINTS`` table (``featx.options``)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
-from ..errors import InputError, require_whole
+from ..errors import InputError
+from ..options import Check, Options, names, one_of, requires, whole
 from .solvers.devices import check_device
 
 CLASSIFIERS = ("logreg", "svm", "mlp", "attn")
@@ -17,9 +20,79 @@ DEFAULT_ALPHAS = (1e-2, 1e-1, 1.0, 10.0, 100.0, 1e3, 1e4, 1e5)
 DEFAULT_CS = (1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0)
 
 
-@dataclass
-class ProbeConfig:
-    """Options of ``featx.probe``; see the README's Probe section for their meaning."""
+def check_folds(config) -> None:
+    """``folds`` is at least 2 (shared by every command that cross-validates)."""
+    if int(config.folds) < 2:
+        raise InputError(f"--folds {config.folds} is too small", "use at least 2 folds (default 5)")
+
+
+def check_jobs(config) -> None:
+    """``jobs`` is not 0 (None: one per core; -1 too)."""
+    if config.jobs is not None and int(config.jobs) == 0:
+        raise InputError("--jobs 0 runs nothing", "use a positive number, or -1 for one job per core")
+
+
+def _positive_grid(name: str, what: str):
+    def check(config: ProbeConfig) -> None:
+        grid = getattr(config, name)
+        if not grid or any(float(value) <= 0 for value in grid):
+            raise InputError(f"{what} must hold positive values")
+
+    return check
+
+
+def _check_task(config: ProbeConfig) -> None:
+    if str(config.task).lower() not in TASKS:
+        raise InputError(f"--task {config.task} is not known", "choose classification, regression or auto")
+
+
+def _check_classifiers(config: ProbeConfig) -> None:
+    parts = config.classifiers if isinstance(config.classifiers, (list, tuple)) else str(config.classifiers).split(",")
+    chosen: list[str] = []
+    for name in (str(part).strip().lower() for part in parts):
+        if not name:
+            continue
+        if name not in CLASSIFIERS + REGRESSION_ONLY:
+            raise InputError(f"classifier '{name}' is not available: choose from {', '.join(CLASSIFIERS)}")
+        if name not in chosen:
+            chosen.append(name)
+    if not chosen:
+        raise InputError("--classifier selects nothing", f"choose from {', '.join(CLASSIFIERS)}")
+    object.__setattr__(config, "classifiers", tuple(chosen))
+
+
+def _check_device(config: ProbeConfig) -> None:
+    check_device(config.device)  # imports torch only for a GPU asked for by name
+
+
+def _check_arcs(config: ProbeConfig) -> None:
+    if config.arcs and config.labels is not None:
+        raise InputError("--arcs probes the stored word labels, not --labels", "leave --labels out")
+
+
+def _check_train_sizes(config: ProbeConfig) -> None:
+    if config.train_sizes is not None:
+        from .analyses.curves import parse_train_sizes
+
+        parse_train_sizes(config.train_sizes)
+
+
+def _at_least(minimum: int, flag: str) -> str:
+    return f"give {flag} a value of at least {minimum}"
+
+
+# The seed and the bootstrap size, checked alike by every probing command.
+check_seed = whole("seed", "--seed", minimum=0, hint=_at_least(0, "--seed"))
+check_bootstrap = whole("n_bootstrap", "n_bootstrap", minimum=1, hint=_at_least(1, "n_bootstrap"))
+
+
+@dataclass(frozen=True)
+class ProbeConfig(Options):
+    """Options of ``featx.probe``; see the README's Probe section for their meaning.
+
+    Checked when made (a bad value is an ``InputError`` naming the flag); ``classifiers`` and ``sites``
+    are stored as tuples of names without repeats. ``dataclasses.replace`` makes a checked copy.
+    """
 
     features: str | Path | None = None  # None: the last extraction remembered in this directory
     label: str | None = None  # None: "label" if present, else the first label column
@@ -29,8 +102,8 @@ class ProbeConfig:
     min_class_rows: int | None = None  # drop classes with fewer labelled rows
     layers: str = "all"
     poolings: str = "all"
-    sites: str | list[str] = "hidden"  # which stored sites to probe (featx/sites.py), side by side
-    classifiers: str | list[str] = "logreg"
+    sites: str | list[str] | tuple[str, ...] = "hidden"  # which stored sites to probe (featx/sites.py), side by side
+    classifiers: str | list[str] | tuple[str, ...] = "logreg"
     folds: int = 5
     seed: int = 0
     balanced: bool = False
@@ -39,7 +112,7 @@ class ProbeConfig:
     output: str | Path | None = None  # prefix of the .csv/.json results; None: beside the features file
     jobs: int | None = None  # parallel (layer spec x pooling) jobs; None: one per core
     allow_partial: bool = False
-    cs: tuple[float, ...] = DEFAULT_CS
+    cs: tuple[float, ...] = DEFAULT_CS  # the C grid of logreg probes
     n_bootstrap: int = 1000
     write: bool = True
     mdl: bool = False  # also the online (MDL) codelength per layer spec and pooling
@@ -52,54 +125,30 @@ class ProbeConfig:
     arcs: bool = False  # word-level arc probes: --label deprel (relation of each arc) or head (arc or not)
     device: str = "auto"  # where logreg probes are solved: auto (a CUDA GPU if torch sees one), cpu, cuda, cuda:N
 
+    # Every constraint on the options, in the order they are checked.
+    CONSTRAINTS: ClassVar[tuple[Check, ...]] = (
+        check_seed,
+        check_bootstrap,
+        check_folds,
+        check_jobs,
+        _positive_grid("cs", "the C grid"),
+        _check_task,
+        _positive_grid("alphas", "the ridge alpha grid"),
+        _check_classifiers,
+        names("sites", "--site", example="e.g. --site hidden,ffn,attn_out"),
+        _check_device,
+        one_of("join", "--join", ("id", "row"), hint="use --join id or --join row"),
+        _check_arcs,
+        requires("join", "--join", "labels", "--labels", default="id", hint="add --labels FILE, or leave --join out"),
+        whole("bins", "--bins", minimum=2, optional=True, hint=_at_least(2, "--bins")),
+        whole("min_class_rows", "--min-class-rows", minimum=1, optional=True, hint=_at_least(1, "--min-class-rows")),
+        _check_train_sizes,
+    )
+
     def classifier_list(self) -> list[str]:
-        names = self.classifiers if isinstance(self.classifiers, (list, tuple)) else str(self.classifiers).split(",")
-        chosen: list[str] = []
-        for name in (str(part).strip().lower() for part in names):
-            if not name:
-                continue
-            if name not in CLASSIFIERS + REGRESSION_ONLY:
-                raise InputError(f"classifier '{name}' is not available: choose from {', '.join(CLASSIFIERS)}")
-            if name not in chosen:
-                chosen.append(name)
-        if not chosen:
-            raise InputError("--classifier selects nothing", f"choose from {', '.join(CLASSIFIERS)}")
-        return chosen
+        """The classifiers asked for, lower-case, in order, without repeats."""
+        return list(self.classifiers)
 
     def site_list(self) -> list[str]:
-        names = self.sites if isinstance(self.sites, (list, tuple)) else str(self.sites).split(",")
-        chosen = list(dict.fromkeys(str(name).strip() for name in names if str(name).strip()))
-        if not chosen:
-            raise InputError("--site selects nothing", "e.g. --site hidden,ffn,attn_out")
-        return chosen
-
-    def validate(self) -> None:
-        require_whole(self.seed, "--seed", minimum=0)
-        require_whole(self.n_bootstrap, "n_bootstrap", minimum=1)
-        if int(self.folds) < 2:
-            raise InputError(f"--folds {self.folds} is too small", "use at least 2 folds (default 5)")
-        if self.jobs is not None and int(self.jobs) == 0:
-            raise InputError("--jobs 0 runs nothing", "use a positive number, or -1 for one job per core")
-        if not self.cs or any(float(c) <= 0 for c in self.cs):
-            raise InputError("the C grid must hold positive values")
-        if str(self.task).lower() not in TASKS:
-            raise InputError(f"--task {self.task} is not known", "choose classification, regression or auto")
-        if not self.alphas or any(float(a) <= 0 for a in self.alphas):
-            raise InputError("the ridge alpha grid must hold positive values")
-        self.classifier_list()
-        self.site_list()
-        check_device(self.device)  # imports torch only for a GPU asked for by name
-        if str(self.join).strip().lower() not in ("id", "row"):
-            raise InputError(f"--join '{self.join}' is not understood", "use --join id or --join row")
-        if self.arcs and self.labels is not None:
-            raise InputError("--arcs probes the stored word labels, not --labels", "leave --labels out")
-        if self.join != "id" and self.labels is None:
-            raise InputError("--join applies to --labels only", "add --labels FILE, or leave --join out")
-        if self.bins is not None:
-            require_whole(self.bins, "--bins", minimum=2)
-        if self.min_class_rows is not None:
-            require_whole(self.min_class_rows, "--min-class-rows", minimum=1)
-        if self.train_sizes is not None:
-            from .analyses.curves import parse_train_sizes
-
-            parse_train_sizes(self.train_sizes)
+        """The stored sites to probe, in order, without repeats."""
+        return list(self.sites)

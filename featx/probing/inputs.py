@@ -14,8 +14,8 @@ from .._version import __version__
 from ..errors import InputError
 from ..selection import LayerSpec, parse_layer_specs
 from ..store import FeatureFile, schema
+from . import evaluation as ev
 from .config import ProbeConfig
-from .evaluation import core as ev
 from .tasks.pairs import baseline_lines, pooled_block
 
 TOKENS_POOLING = "tokens"  # the pooling column of attn rows: the probe pools the token states itself

@@ -62,7 +62,7 @@ def _layer_columns(frame: pd.DataFrame) -> dict[int, str]:
 
 
 def _plan(meta: dict, y: np.ndarray, names: list[str]):
-    from ..probing.evaluation.core import Plan, make_plan
+    from ..probing.evaluation import Plan, make_plan
 
     if meta.get("evaluation") == "split":
         return Plan("split", [(np.arange(0), np.arange(len(y)))], [None])

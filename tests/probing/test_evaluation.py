@@ -1,4 +1,4 @@
-"""``featx/probing/evaluation.py``: folds, inner splits and scalers never touch a test fold; metrics, intervals and
+"""``featx.probing.evaluation``: folds, inner splits and scalers never touch a test fold; metrics, intervals and
 the C search agree with scikit-learn and the textbook formulas."""
 
 from __future__ import annotations
@@ -10,8 +10,9 @@ from support.probe_data import N_ROWS
 
 import featx
 from featx.errors import InputError
+from featx.probing import evaluation as ev
 from featx.probing import probe
-from featx.probing.evaluation import core as ev
+from featx.probing.evaluation import core
 
 
 class RecordingScaler(ev.Scaler):
@@ -26,7 +27,7 @@ class RecordingScaler(ev.Scaler):
 
 def _scalers_saw_only_training_rows(path, monkeypatch, folds=4):
     RecordingScaler.fits = []
-    monkeypatch.setattr(ev, "Scaler", RecordingScaler)
+    monkeypatch.setattr(core, "Scaler", RecordingScaler)
     probe(path, poolings="mean", layers="1", folds=folds, jobs=1, write=False)  # the fits are what is checked
     with featx.open(path) as features:
         labels = features.labels("label")
@@ -43,7 +44,7 @@ def test_no_scaler_ever_sees_a_test_fold(features_copy, monkeypatch):
         file["pooled/mean"][...] = data
     assert _scalers_saw_only_training_rows(features_copy, monkeypatch)
     # The same check catches a scaler fitted on all rows.
-    monkeypatch.setattr(ev, "fit_scaler", lambda X, rows: ev.Scaler(X))
+    monkeypatch.setattr(core, "fit_scaler", lambda X, rows: core.Scaler(X))
     assert not _scalers_saw_only_training_rows(features_copy, monkeypatch)
 
 

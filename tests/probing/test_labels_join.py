@@ -75,7 +75,7 @@ def test_min_class_rows_drops_and_reports(features_copy, tmp_path):
 def test_split_values_are_said():
     import numpy as np
 
-    from featx.probing.evaluation import core as ev
+    from featx.probing import evaluation as ev
     from featx.probing.labels import split_note
 
     split = np.array(["train", "val", "train", "test", "TRAIN", "test", "train", "val"] * 5, dtype=object)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from featx.probing.analyses.mdl import FRACTIONS, _held_out_splits, block_ends, online_codelength, transmission_order
+from featx.probing.analyses.mdl import FRACTIONS, block_ends, held_out_splits, online_codelength, transmission_order
 
 
 def planted(n=300, d=8, strength=2.0, seed=0):
@@ -92,7 +92,7 @@ def test_groups_are_sent_whole_and_blocks_end_between_sentences():
 def test_holdouts_that_choose_c_never_split_a_sentence(n_sentences):
     groups = _sentences(n_sentences)
     y = np.random.default_rng(0).integers(0, 3, len(groups))
-    splits = _held_out_splits(y, 0, groups)
+    splits = held_out_splits(y, 0, groups)
     assert splits and len(splits) == (3 if len(groups) < 500 else 1)
     for fit, val in splits:
         assert not set(groups[fit]) & set(groups[val]) and len(fit) + len(val) == len(groups)

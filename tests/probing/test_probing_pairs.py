@@ -8,7 +8,7 @@ from support.tiny import SENTENCES, write_csv
 
 import featx
 from featx.extraction import ExtractConfig, extract
-from featx.probing.evaluation import core as ev
+from featx.probing import evaluation as ev
 from featx.probing.tasks.pairs import (
     cosine,
     cosine_baseline,
@@ -184,5 +184,5 @@ def test_sweep_reads_the_senteval_feature_of_a_separate_file(separate_file, monk
     with featx.open(separate_file) as features:
         hidden = features.hidden_size
         task = sweep.load_task(features, "same", 3, 0)
-    sweep._run_job(str(separate_file), "mean", 1, task, None, 0, 50)
+    sweep.sweep_layer(str(separate_file), "mean", 1, task, None, 0, 50)
     assert widths == [4 * hidden]

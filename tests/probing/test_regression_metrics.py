@@ -7,8 +7,8 @@ import pytest
 from scipy import stats
 from sklearn.metrics import mean_absolute_error, r2_score
 
+from featx.probing.evaluation import Plan
 from featx.probing.evaluation import regression_metrics as rm
-from featx.probing.evaluation.core import Plan
 
 
 def test_metrics_match_scipy_and_sklearn_also_on_a_stack_of_resamples():

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from featx.probing.evaluation import core as ev
+from featx.probing import evaluation as ev
 from featx.probing.evaluation.significance import add_significance, corrected_t_test, holm, paired_bootstrap
 
 

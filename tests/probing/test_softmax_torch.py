@@ -181,17 +181,17 @@ def no_gpu(monkeypatch):
 @pytest.mark.parametrize("device", ["gpu", "cuda:x", "cuda:-1", "mps", ""])
 def test_a_device_that_is_not_understood_is_refused(device):
     with pytest.raises(InputError, match="not understood") as error:
-        ProbeConfig(device=device).validate()
+        ProbeConfig(device=device)
     assert "auto, cpu, cuda or cuda:N" in error.value.hint
 
 
 @pytest.mark.parametrize("device", ["cuda", "cuda:0", "CUDA:1"])
 def test_a_gpu_asked_for_without_one_says_what_to_do(device, no_gpu):
     with pytest.raises(InputError, match="sees no CUDA GPU") as error:
-        ProbeConfig(device=device).validate()
+        ProbeConfig(device=device)
     assert "--device cpu" in error.value.hint
-    ProbeConfig(device="auto").validate()
-    ProbeConfig(device=" CPU ").validate()
+    ProbeConfig(device="auto")
+    ProbeConfig(device=" CPU ")
     assert devices.resolve_device("cpu") is None
 
 
@@ -207,8 +207,8 @@ def test_a_gpu_index_that_is_not_there_is_refused(monkeypatch):
 def test_auto_without_a_driver_is_the_numpy_solver_and_does_not_import_torch():
     code = (
         "import sys; from featx.probing import ProbeConfig; from featx.probing.solvers import devices; "
-        "devices._driver_present = lambda: False; "
-        "ProbeConfig().validate(); print(devices.resolve_device('auto'), 'torch' in sys.modules)"
+        "devices.driver_present = lambda: False; "
+        "ProbeConfig(); print(devices.resolve_device('auto'), 'torch' in sys.modules)"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.split() == ["None", "False"]

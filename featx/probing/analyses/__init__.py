@@ -1,2 +1,19 @@
 """Analyses beyond one probe per layer: concept erasure, neuron rankings, Pareto sweeps, per-example
 explanations, MDL, learning curves and layer summaries (scalar mix)."""
+
+# The modules are the API (``erase``, ``neurons``, ``sweep`` are commands; the rest serve ``featx.probe``);
+# each is imported where it is needed, so importing the package costs nothing.
+__all__ = [
+    "curves",
+    "erase",
+    "erase_paths",
+    "erasure",
+    "explain",
+    "explain_regression",
+    "mdl",
+    "neurons",
+    "scalar_mix",
+    "sweep",
+    "target",
+    "word_curves",
+]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import InputError
-from ..evaluation.core import Plan
+from ..evaluation import Plan
 
 
 def parse_train_sizes(text) -> list[float]:

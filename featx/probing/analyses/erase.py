@@ -14,18 +14,20 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
 
 from ...errors import InputError
+from ...options import Check, Options
 from ...selection import parse_layer_specs, parse_poolings
-from ..config import DEFAULT_CS
-from ..evaluation import core as ev
+from .. import evaluation as ev
+from ..config import DEFAULT_CS, check_bootstrap, check_folds, check_jobs, check_seed
 from ..evaluation.significance import ALPHA, holm, paired_p_value
 from ..tasks.pairs import refuse_separate_pairs
 from .erasure import METHODS, Eraser, fit_eraser, moved, random_eraser, save_erasers
-from .target import Task, check_positive, load_task, open_complete
+from .target import Task, load_task, open_complete, positive
 
 MAIN_COLUMNS = [
     "label",
@@ -66,9 +68,17 @@ AMNESIC_COLUMNS = [
 ]
 
 
-@dataclass
-class EraseConfig:
-    """Options of ``featx erase`` (see the README's "Beyond accuracy")."""
+def _check_method(config: EraseConfig) -> None:
+    if config.method not in METHODS:
+        raise InputError(
+            f"--method {config.method} is not available: choose from {', '.join(METHODS)}",
+            "--method leace (closed form) or --method inlp (iterative nullspace projection)",
+        )
+
+
+@dataclass(frozen=True)
+class EraseConfig(Options):
+    """Options of ``featx erase`` (see the README's "Beyond accuracy"); frozen, checked when made."""
 
     features: str | Path
     label: str | None = None
@@ -84,6 +94,15 @@ class EraseConfig:
     n_bootstrap: int = 1000
     jobs: int | None = None
     write: bool = True
+
+    CONSTRAINTS: ClassVar[tuple[Check, ...]] = (
+        _check_method,
+        positive("iterations", "--iterations", hint="give --iterations a whole number of rounds, e.g. 50"),
+        check_folds,
+        check_seed,
+        check_bootstrap,
+        check_jobs,
+    )
 
 
 @dataclass
@@ -130,7 +149,9 @@ def _before_after(
     """Fold results of the logreg probe of ``task`` before and after erasing ``codes`` (the erased
     label's codes of task's rows) with an eraser fitted on each fold's training rows that have one;
     with ``random_control``, also after removing as many random directions (the amnesic control)."""
-    before, after, control = [], [], []
+    before: list[ev.FoldResult] = []
+    after: list[ev.FoldResult] = []
+    control: list[ev.FoldResult] = []
     for index, ((train, test), dev) in enumerate(zip(task.plan.folds, task.plan.dev, strict=False)):
         seed = job.config.seed + 1000 * index
         fit_rows = train[codes[train] >= 0]
@@ -196,7 +217,7 @@ def _amnesic(job: _Job, task: Task, X: np.ndarray, cache: dict) -> dict:
     before, after, control = _before_after(
         job, task, X[task.kept], job.l_codes[task.kept], job.main.n_classes, cache, random_control=True
     )
-    record = {
+    record: dict[str, Any] = {
         "label": task.label,
         "erased": job.main.label,
         "pooling": job.pooling,
@@ -234,9 +255,6 @@ def _other_tasks(features, main: Task, config: EraseConfig, notes: list[str]) ->
 
 
 def _plan_jobs(config: EraseConfig, notes: list[str]) -> tuple[list[_Job], dict]:
-    if config.method not in METHODS:
-        raise InputError(f"--method {config.method} is not available: choose from {', '.join(METHODS)}")
-    check_positive(config.iterations, "--iterations")
     with open_complete(config.features) as features:
         refuse_separate_pairs(features, "erase")
         main = load_task(features, config.label, config.folds, config.seed)
@@ -277,8 +295,9 @@ def erase(config: EraseConfig | str | Path, **options) -> EraseResult:
     from ...store.derived import write_derived
     from .erase_paths import check_output, default_output
 
-    config = config if isinstance(config, EraseConfig) else EraseConfig(features=config, **options)
-    started, notes = time.perf_counter(), []
+    config = EraseConfig.build(config, **options)
+    started = time.perf_counter()
+    notes: list[str] = []
     source = Path(config.features)
     jobs, info = _plan_jobs(config, notes)
     main = info["main"]
@@ -312,7 +331,7 @@ def erase(config: EraseConfig | str | Path, **options) -> EraseResult:
     }
     result = EraseResult(table, amnesic, meta, notes=notes)
     if config.write:
-        pooled = {pooling: {} for pooling in info["poolings"]}
+        pooled: dict[str, dict[int, np.ndarray]] = {pooling: {} for pooling in info["poolings"]}
         for record, _, erased, _ in outputs:
             pooled[record["pooling"]][record["layer"]] = erased
         result.output = write_derived(source, output, pooled, settings)

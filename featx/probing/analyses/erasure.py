@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..evaluation import core as ev
+from .. import evaluation as ev
 from ..solvers import classifiers as clf
 
 METHODS = ("leace", "inlp")

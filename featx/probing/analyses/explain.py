@@ -17,7 +17,7 @@ import pandas as pd
 
 from ...errors import StoreError, require_whole
 from ..results import side_path
-from .explain_regression import LAYER_PREFIX, explain_regression, length_buckets  # noqa: F401
+from .explain_regression import LAYER_PREFIX, RegressionExplanation, explain_regression, length_buckets
 
 
 @dataclass
@@ -122,12 +122,8 @@ def _accuracy_by(groups: pd.Series, correct: pd.DataFrame, name: str) -> pd.Data
     return table
 
 
-def explain(results=None, buckets: int = 4, texts: bool = True) -> Explanation:
-    """Diagnostics of a probing run: ``featx.explain("corpus.features.label.probe.csv")``."""
-    require_whole(buckets, "--buckets")
-    path, meta = _resolve(results)
-    if meta.get("task") == "regression":
-        return explain_regression(path, meta, buckets, texts)
+def _read_predictions(path: Path) -> tuple[pd.DataFrame, list[str]]:
+    """The per-row predictions file and its layers (the ``layer_*`` columns), checked."""
     try:
         frame = pd.read_csv(path, dtype={"id": str, "label": str, "word": str}, keep_default_na=False)
     except (ValueError, OSError) as err:
@@ -139,26 +135,46 @@ def explain(results=None, buckets: int = 4, texts: bool = True) -> Explanation:
             f"{path} is not a featx predictions file: "
             + (f"columns {', '.join(missing)} are missing" if missing else "it has no layer_* columns")
         )
-    predicted = frame[[LAYER_PREFIX + layer for layer in layers]].astype(str)
-    predicted.columns = layers
-    true = frame["label"].astype(str)
-    correct = predicted.eq(true, axis=0)
-    notes = []
-    if texts and "row" in frame and meta.get("features_file") and Path(meta["features_file"]).exists():
+    return frame, layers
+
+
+def _add_texts(frame: pd.DataFrame, meta: dict) -> None:
+    """The text of each row, read from the features file when it is still there."""
+    if "row" in frame and meta.get("features_file") and Path(meta["features_file"]).exists():
         from ...store import FeatureFile
 
         with FeatureFile(meta["features_file"], allow_partial=True) as features:
             all_texts = features.texts
         frame["text"] = [all_texts[i] if 0 <= i < len(all_texts) else "" for i in frame["row"].astype(int)]
 
-    values = correct.to_numpy()
+
+def _flips(frame: pd.DataFrame, values: np.ndarray, layers: list[str]) -> pd.DataFrame:
+    """Rows wrong at some layer and right from a later one on, with that first right layer."""
     # the first layer from which a row stays right: after the last layer where it is wrong
     wrong_any = ~values
     last_wrong = np.where(wrong_any.any(axis=1), values.shape[1] - 1 - np.argmax(wrong_any[:, ::-1], axis=1), -1)
     flipped = (last_wrong >= 0) & (last_wrong < values.shape[1] - 1)
     flips = frame.loc[flipped].copy()
     flips["first_right_layer"] = [layers[i + 1] for i in last_wrong[flipped]]
-    flips = flips.assign(_order=last_wrong[flipped]).sort_values(["_order", "id"], kind="stable").drop(columns="_order")
+    return flips.assign(_order=last_wrong[flipped]).sort_values(["_order", "id"], kind="stable").drop(columns="_order")
+
+
+def explain(results=None, buckets: int = 4, texts: bool = True) -> Explanation | RegressionExplanation:
+    """Diagnostics of a probing run: ``featx.explain("corpus.features.label.probe.csv")``."""
+    require_whole(buckets, "--buckets")
+    path, meta = _resolve(results)
+    if meta.get("task") == "regression":
+        return explain_regression(path, meta, buckets, texts)
+    frame, layers = _read_predictions(path)
+    predicted = frame[[LAYER_PREFIX + layer for layer in layers]].astype(str)
+    predicted.columns = layers
+    true = frame["label"].astype(str)
+    correct = predicted.eq(true, axis=0)
+    notes: list[str] = []
+    if texts:
+        _add_texts(frame, meta)
+    values = correct.to_numpy()
+    flips = _flips(frame, values, layers)
     never = ~values.any(axis=1)
     always_wrong = frame.loc[never].copy()
     always_wrong["last_prediction"] = predicted.loc[never, layers[-1]]

@@ -20,7 +20,8 @@ def length_buckets(n_tokens: pd.Series, buckets: int = 4) -> pd.Series:
         return pd.Series([f"{int(n_tokens.min())}"] * len(n_tokens), index=n_tokens.index)
     codes = np.clip(np.searchsorted(edges, n_tokens, side="right") - 1, 0, len(edges) - 2)
     labels = [
-        f"{int(lo) if i == 0 else int(lo) + 1}-{int(hi)}" for i, (lo, hi) in enumerate(zip(edges[:-1], edges[1:], strict=False))
+        f"{int(lo) if i == 0 else int(lo) + 1}-{int(hi)}"
+        for i, (lo, hi) in enumerate(zip(edges[:-1], edges[1:], strict=False))
     ]
     return pd.Series(pd.Categorical([labels[c] for c in codes], categories=labels, ordered=True), index=n_tokens.index)
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..evaluation import core as ev
+from .. import evaluation as ev
 from ..solvers import classifiers as clf
 from ..tasks.word_items import inner_split_by_sentence
 
@@ -44,7 +44,7 @@ class OnlineCode:
 
 def block_ends(n_rows: int, fractions=FRACTIONS) -> list[int]:
     """Increasing block end positions (at least one row in the first block, the last one = n_rows)."""
-    ends = []
+    ends: list[int] = []
     for fraction in fractions:
         end = min(n_rows, max(1, int(round(fraction * n_rows))))
         if not ends or end > ends[-1]:
@@ -80,7 +80,7 @@ def _codelength_search(Xs, y, splits, cs, n_classes, seed) -> float:
     return best_c
 
 
-def _held_out_splits(y: np.ndarray, seed: int, groups: np.ndarray | None = None) -> list[tuple[np.ndarray, np.ndarray]]:
+def held_out_splits(y: np.ndarray, seed: int, groups: np.ndarray | None = None) -> list[tuple[np.ndarray, np.ndarray]]:
     """3-fold (stratified where possible) splits of small training sets, where one 20% holdout is too
     noisy to choose C; a single stratified 20% holdout of large ones. With ``groups``, by whole group."""
     rows = np.arange(len(y))
@@ -101,7 +101,7 @@ def _held_out_splits(y: np.ndarray, seed: int, groups: np.ndarray | None = None)
 
 
 def _group_splits(y: np.ndarray, groups: np.ndarray, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
-    """The holdouts of ``_held_out_splits`` drawn by group: 3 group folds of small sets, one ~20% of the
+    """The holdouts of ``held_out_splits`` drawn by group: 3 group folds of small sets, one ~20% of the
     groups held out of large ones."""
     rows = np.arange(len(y))
     unique = np.unique(groups)
@@ -131,7 +131,7 @@ def _block_probabilities(X, y, train, block, n_classes, cs, seed, groups=None) -
     y_train = y[train]
     C = float(np.median(cs))
     if len(train) >= MIN_SEARCH_ROWS and len(cs) > 1:
-        splits = _held_out_splits(y_train, seed, None if groups is None else groups[train])
+        splits = held_out_splits(y_train, seed, None if groups is None else groups[train])
         if splits and all(len(np.unique(y_train[fit])) >= 2 for fit, _ in splits):
             C = _codelength_search(Xs, y_train, splits, cs, n_classes, seed)
     model = clf.make_linear("logreg", C, False, seed)

@@ -16,18 +16,20 @@ import time
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 import pandas as pd
 
 from ...errors import InputError
+from ...options import Check, Options
 from ...selection import parse_layer_specs
-from ..config import DEFAULT_CS
-from ..evaluation import core as ev
+from .. import evaluation as ev
+from ..config import DEFAULT_CS, check_bootstrap, check_folds, check_jobs, check_seed
 from ..tasks.pairs import refuse_separate_pairs
-from .target import Task, check_fraction, check_positive, load_task, open_complete
+from .target import Task, load_task, open_complete, positive, unit_fraction
 
-FRACTIONS = (0.01, 0.05, 0.1, 0.2)
+FRACTIONS: tuple[float, ...] = (0.01, 0.05, 0.1, 0.2)
 RANKINGS = ("probe", "anova")
 ELASTIC_C = 0.1  # inverse regularisation of the elastic-net ranking probe (standardised features)
 L1_RATIO = 0.5
@@ -49,8 +51,18 @@ SELECTION_COLUMNS = [
 ]
 
 
-@dataclass
-class NeuronConfig:
+def _top_or_fraction(config: NeuronConfig) -> None:
+    if config.top is not None and config.fraction is not None:
+        raise InputError(
+            "give --top or --fraction, not both",
+            "--top N lists N neurons per ranking; --fraction F lists that share of the layer's width",
+        )
+
+
+@dataclass(frozen=True)
+class NeuronConfig(Options):
+    """Options of ``featx neurons``; frozen, checked when made."""
+
     features: str | Path
     label: str | None = None
     layers: str = "all"
@@ -63,6 +75,16 @@ class NeuronConfig:
     n_bootstrap: int = 1000
     jobs: int | None = None
     write: bool = True
+
+    CONSTRAINTS: ClassVar[tuple[Check, ...]] = (
+        positive("top", "--top", optional=True, hint="give --top a number of neurons, e.g. 10"),
+        unit_fraction("fraction", "--fraction"),
+        _top_or_fraction,
+        check_folds,
+        check_seed,
+        check_bootstrap,
+        check_jobs,
+    )
 
 
 @dataclass
@@ -202,20 +224,17 @@ def _run_layer(path: str, pooling: str, layer: int, task: Task, fractions, liste
 
 
 def _listed(config: NeuronConfig, width: int) -> tuple[int, tuple[float, ...]]:
-    if config.top is not None and config.fraction is not None:
-        raise InputError("give --top or --fraction, not both")
-    fractions = FRACTIONS
+    """Neurons listed per ranking, and the fractions of the selection curve (with ``--fraction``'s)."""
     if config.fraction is not None:
-        fraction = check_fraction(config.fraction)
-        fractions = tuple(sorted({*FRACTIONS, fraction}))
-        return max(1, int(round(fraction * width))), fractions
-    top = check_positive(config.top, "--top") if config.top is not None else 10
-    return min(top, width), fractions
+        share = float(config.fraction)
+        return max(1, int(round(share * width))), tuple(sorted({*FRACTIONS, share}))
+    top = int(config.top) if config.top is not None else 10
+    return min(top, width), FRACTIONS
 
 
 def neurons(config: NeuronConfig | str | Path, **options) -> NeuronResult:
     """Rank and validate the neurons of the chosen layers; see ``NeuronConfig``."""
-    config = config if isinstance(config, NeuronConfig) else NeuronConfig(features=config, **options)
+    config = NeuronConfig.build(config, **options)
     started = time.perf_counter()
     with open_complete(config.features) as features:
         refuse_separate_pairs(features, "neurons")

@@ -168,7 +168,8 @@ def fit_mix(data: MixData, upto: int, n_classes: int, seed: int) -> tuple[np.nda
 def layer_summary(data: MixData, n_classes: int, seed: int) -> dict:
     """Scalar-mix weights and center of gravity, cumulative accuracies, gains and the expected layer."""
     layers = data.layers
-    cumulative, weights = [], None
+    cumulative: list[float] = []
+    weights = np.ones(0)
     for upto in range(1, len(layers) + 1):
         weights, accuracy = fit_mix(data, upto, n_classes, seed)
         cumulative.append(accuracy)

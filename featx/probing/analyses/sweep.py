@@ -17,14 +17,16 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 import pandas as pd
 
 from ...errors import InputError
+from ...options import Check, Options
 from ...selection import parse_layer_specs, parse_poolings
-from ..config import DEFAULT_CS
-from ..evaluation import core as ev
+from .. import evaluation as ev
+from ..config import DEFAULT_CS, check_bootstrap, check_folds, check_jobs, check_seed
 from ..solvers import classifiers as clf
 from ..tasks.pairs import pooled_block
 from .target import Task, load_task, open_complete
@@ -121,7 +123,7 @@ def _fold(X, labels, probes, train, test, dev, k, seed) -> dict[tuple[int, str],
     return out
 
 
-def _run_job(path: str, pooling: str, layer: int, task: Task, y_control, seed: int, n_boot: int) -> list[dict]:
+def sweep_layer(path: str, pooling: str, layer: int, task: Task, y_control, seed: int, n_boot: int) -> list[dict]:
     import torch
     from threadpoolctl import threadpool_limits
 
@@ -163,60 +165,80 @@ def _run_job(path: str, pooling: str, layer: int, task: Task, y_control, seed: i
     return records
 
 
-def sweep(
-    features,
-    label: str | None = None,
-    layers: str = "all",
-    poolings: str | None = None,
-    folds: int = 5,
-    seed: int = 0,
-    control: bool = True,
-    jobs: int | None = None,
-    output=None,
-    n_bootstrap: int = 1000,
-    write: bool = True,
-) -> SweepResult:
-    """The probe-complexity sweep of one label column over the chosen layers and poolings (default: mean
-    pooling; ``all`` means the same, name poolings to sweep several)."""
-    started = time.perf_counter()
-    if features is None:
+def _check_features(config: SweepConfig) -> None:
+    if config.features is None:
         raise InputError("featx probe --sweep needs the features file", "featx probe FEATURES.h5 --sweep")
-    with open_complete(features) as file:
-        task = load_task(file, label, folds, seed)
-        specs = parse_layer_specs(str(layers), file.layers)
+
+
+@dataclass(frozen=True)
+class SweepConfig(Options):
+    """Options of ``featx probe --sweep``; frozen, checked when made. ``poolings`` None or ``all``: mean
+    pooling (the sweep is many probes per layer); name poolings to sweep several."""
+
+    features: str | Path | None
+    label: str | None = None
+    layers: str = "all"
+    poolings: str | None = None
+    folds: int = 5
+    seed: int = 0
+    control: bool = True  # also every probe on the control task (permuted labels)
+    jobs: int | None = None
+    output: str | Path | None = None  # results prefix (default: beside the features file)
+    n_bootstrap: int = 1000
+    write: bool = True
+
+    CONSTRAINTS: ClassVar[tuple[Check, ...]] = (_check_features, check_folds, check_seed, check_bootstrap, check_jobs)
+
+
+def _sweep_jobs(config: SweepConfig) -> tuple[Task, list[tuple], dict]:
+    """The task, one job per (pooling, layer), and what the meta records of the file."""
+    with open_complete(str(config.features)) as file:
+        task = load_task(file, config.label, config.folds, config.seed)
+        specs = parse_layer_specs(str(config.layers), file.layers)
+        poolings = config.poolings
         if poolings is None or poolings == "all":  # one pooling unless asked: the sweep is many probes per layer
             poolings = "mean" if "mean" in file.poolings else file.poolings[0]
         chosen = parse_poolings(poolings, file.poolings)
         model = file.attrs.get("model")
     if any(spec.kind != "single" for spec in specs):
         raise InputError("--sweep probes single layers only", "give --layer all, a list or a slice, without cat/stack")
-    y_control = np.random.default_rng(seed + 7919).permutation(task.y) if control else None
-    jobs_list = [
-        (str(features), pooling, spec.layers[0], task, y_control, seed, n_bootstrap)
+    seed = config.seed
+    y_control = np.random.default_rng(seed + 7919).permutation(task.y) if config.control else None
+    jobs = [
+        (str(config.features), pooling, spec.layers[0], task, y_control, seed, config.n_bootstrap)
         for pooling in chosen
         for spec in specs
     ]
-    table = pd.DataFrame([r for records in _run(jobs_list, jobs) for r in records], columns=COLUMNS)
+    return task, jobs, {"model": model, "layers": [spec.layers[0] for spec in specs], "poolings": chosen}
+
+
+def sweep(config: SweepConfig | str | Path | None, **options) -> SweepResult:
+    """The probe-complexity sweep of one label column over the chosen layers and poolings; see
+    ``SweepConfig`` (``sweep("x.h5", label="pos", layers="0,6")``)."""
+    config = SweepConfig.build(config, **options)
+    started = time.perf_counter()
+    task, jobs_list, info = _sweep_jobs(config)
+    table = pd.DataFrame([r for records in _run(jobs_list, config.jobs) for r in records], columns=COLUMNS)
     meta = {
-        "features_file": str(Path(features).resolve()),
-        "model": model,
+        "features_file": str(Path(str(config.features)).resolve()),
+        "model": info["model"],
         "label": task.label,
-        "layers": [spec.layers[0] for spec in specs],
-        "poolings": chosen,
+        "layers": info["layers"],
+        "poolings": info["poolings"],
         "classes": task.class_names,
         "evaluation": task.plan.evaluation,
-        "seed": seed,
-        "control": control,
+        "seed": config.seed,
+        "control": config.control,
         "cs": list(DEFAULT_CS),
         "ranks": list(RANKS),
         "widths": list(WIDTHS),
         "seconds": round(time.perf_counter() - started, 3),
     }
     result = SweepResult(table, meta)
-    if write:
+    if config.write:
         from ...report.text.sweep import write_sweep
 
-        result.paths = write_sweep(result, output)
+        result.paths = write_sweep(result, config.output)
     return result
 
 
@@ -243,10 +265,10 @@ def from_probe_options(features, control: bool, options: dict) -> SweepResult:
             "run featx probe --task regression without --sweep",
         )
     keep = ("label", "layers", "poolings", "folds", "seed", "jobs", "output")
-    return sweep(features, control=control, **{key: options[key] for key in keep if key in options})
+    return sweep(SweepConfig(features, control=control, **{key: options[key] for key in keep if key in options}))
 
 
 def _run(jobs_list: list, jobs: int | None) -> list:
     from ..inputs import job_workers, run_jobs
 
-    return run_jobs(_run_job, jobs_list, job_workers(jobs, len(jobs_list)))
+    return run_jobs(sweep_layer, jobs_list, job_workers(jobs, len(jobs_list)))

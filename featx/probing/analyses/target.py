@@ -9,12 +9,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from ...errors import InputError
+from ...options import Check
 from ...store import FeatureFile
-from ..evaluation import core as ev
+from .. import evaluation as ev
 
 
 @dataclass
@@ -79,14 +81,32 @@ def open_complete(path: str | Path) -> FeatureFile:
         ) from None
 
 
-def check_fraction(value: float, option: str = "--fraction") -> float:
-    value = float(value)
-    if not 0 < value <= 1:
-        raise InputError(f"{option} {value:g} is outside (0, 1]", f"e.g. {option} 0.05 for 5%")
-    return value
+def positive(name: str, flag: str, *, hint: str, optional: bool = False) -> Check:
+    """A check: ``name`` is a whole number above 0 (or None, when ``optional``)."""
+
+    def check(config: Any) -> None:
+        value = getattr(config, name)
+        if value is None and optional:
+            return
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
+            raise InputError(f"{flag} {value} must be a positive number", hint)
+
+    return check
 
 
-def check_positive(value: int, option: str) -> int:
-    if int(value) <= 0:
-        raise InputError(f"{option} {value} must be a positive number")
-    return int(value)
+def unit_fraction(name: str, flag: str) -> Check:
+    """A check: ``name`` is None or a number in (0, 1]."""
+
+    def check(config: Any) -> None:
+        value = getattr(config, name)
+        if value is None:
+            return
+        try:
+            share = float(value)
+        except (TypeError, ValueError):
+            share = float("nan")
+        if isinstance(value, bool) or not 0 < share <= 1:
+            shown = f"{share:g}" if share == share else str(value)
+            raise InputError(f"{flag} {shown} is outside (0, 1]", f"e.g. {flag} 0.05 for 5%")
+
+    return check

@@ -1,2 +1,72 @@
-"""How probes are evaluated: outer splits and the inner C search (``core``), classification and regression
-metrics with their intervals, and the paired tests between layers (``significance``)."""
+"""How probes are evaluated, in four steps: the outer plan and its inner holdouts (``plans``), the inner
+search over C (``search``), the fits and scores of one outer fold (``core``), and the metrics with their
+intervals (``metrics``); beside them the regression metrics (``regression_metrics``) and the paired tests
+between layers (``significance``).
+
+Callers use the package as one namespace (``from ..probing import evaluation as ev``; ``ev.make_plan``,
+``ev.run_linear_tasks``, ``ev.summarise``); numpy only at import, scikit-learn and torch when a probe runs.
+"""
+
+from .core import (
+    Scaler,
+    TokenBatches,
+    fit_linear,
+    fit_logreg,
+    fit_scaler,
+    run_attention,
+    run_linear_tasks,
+    run_majority,
+    run_mlp,
+    run_stack,
+)
+from .metrics import bootstrap_intervals, confusion, metrics_from_confusion, summarise, t_interval
+from .plans import (
+    DEV_VALUES,
+    INNER_HOLDOUT,
+    TEST_VALUES,
+    TRAIN_VALUES,
+    FoldResult,
+    Plan,
+    check_labels,
+    inner_split,
+    make_plan,
+)
+from .search import PATH_PATIENCE, PATH_TOL, CPath, search_c, search_logreg
+
+__all__ = [
+    "DEV_VALUES",
+    "INNER_HOLDOUT",
+    "PATH_PATIENCE",
+    "PATH_TOL",
+    "TEST_VALUES",
+    "TRAIN_VALUES",
+    "CPath",
+    "FoldResult",
+    "Plan",
+    "Scaler",
+    "TokenBatches",
+    "bootstrap_intervals",
+    "check_labels",
+    "confusion",
+    "core",
+    "fit_linear",
+    "fit_logreg",
+    "fit_scaler",
+    "inner_split",
+    "make_plan",
+    "metrics",
+    "metrics_from_confusion",
+    "plans",
+    "regression_metrics",
+    "run_attention",
+    "run_linear_tasks",
+    "run_majority",
+    "run_mlp",
+    "run_stack",
+    "search",
+    "search_c",
+    "search_logreg",
+    "significance",
+    "summarise",
+    "t_interval",
+]

@@ -126,7 +126,7 @@ def paired_p_value(
     scores_b = [np.mean(score(pred_b[test], y[test])) for _, test in plan.folds]
     n_train = np.mean([len(train) for train, _ in plan.folds])
     n_test = np.mean([len(test) for _, test in plan.folds])
-    return corrected_t_test(scores_a, scores_b, n_train, n_test)
+    return corrected_t_test(scores_a, scores_b, float(n_train), float(n_test))
 
 
 def add_significance(

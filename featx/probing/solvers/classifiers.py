@@ -95,8 +95,8 @@ def build_mlp(n_inputs: int, n_classes: int, hidden: int = 256, dropout: float =
 
 def build_attention(n_inputs: int, n_classes: int, dropout: float = 0.1):
     """Learned token scores -> softmax over a row's real tokens -> weighted mean -> linear classifier."""
-    torch = _torch()
-    nn = torch.nn
+    import torch
+    from torch import nn
 
     class AttentionPooling(nn.Module):
         def __init__(self):

@@ -61,14 +61,14 @@ def _require_gpu(text: str) -> None:
 
 def cuda_available() -> bool:
     """Whether torch sees a CUDA GPU; torch is imported only when an NVIDIA driver may be there."""
-    if "torch" not in sys.modules and not _driver_present():
+    if "torch" not in sys.modules and not driver_present():
         return False
     import torch
 
     return torch.cuda.is_available()
 
 
-def _driver_present() -> bool:
+def driver_present() -> bool:
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     if visible is not None and visible.strip() in ("", "-1"):
         return False  # every GPU hidden

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .. import evaluation as ev
 from ..config import DEFAULT_ALPHAS  # noqa: F401  (the grid searched inside every training part)
-from ..evaluation import core as ev
 
 
 @dataclass

@@ -88,6 +88,67 @@ class _Objective:
         return loss, grad
 
 
+def _direction(g: np.ndarray, s_hist: np.ndarray, y_hist: np.ndarray, rho: np.ndarray, live: np.ndarray):
+    """The L-BFGS search direction of every live problem (two-loop recursion, all at once), its slope,
+    and which problems start afresh (no history, or a stale one restarted from steepest descent)."""
+    q = g.copy()
+    alphas = []
+    for j in range(MEMORY):
+        alpha = rho[live, j] * np.einsum("pd,pd->p", s_hist[live, j], q)
+        q -= alpha[:, None] * y_hist[live, j]
+        alphas.append(alpha)
+    fresh = rho[live, 0] == 0
+    sy = np.einsum("pd,pd->p", s_hist[live, 0], y_hist[live, 0])
+    yy = np.einsum("pd,pd->p", y_hist[live, 0], y_hist[live, 0])
+    gamma = np.where(fresh, 1.0, sy / np.where(yy > 0, yy, 1.0))
+    r = gamma[:, None] * q
+    for j in reversed(range(MEMORY)):
+        beta = rho[live, j] * np.einsum("pd,pd->p", y_hist[live, j], r)
+        r += s_hist[live, j] * (alphas[j] - beta)[:, None]
+    direction = -r
+    slope = np.einsum("pd,pd->p", direction, g)
+    uphill = slope >= 0
+    if uphill.any():  # a stale history: restart those problems from steepest descent
+        direction[uphill] = -g[uphill]
+        slope[uphill] = -np.einsum("pd,pd->p", g[uphill], g[uphill])
+        rho[live[uphill]] = 0
+        fresh = fresh | uphill
+    return direction, slope, fresh
+
+
+def _line_search(objective: _Objective, theta, loss, live, direction, slope, step):
+    """Backtracking (Armijo) line search; each round evaluates the problems still searching together.
+    Returns the accepted losses and gradients, and the positions in ``live`` that found no decrease."""
+    shape, size = theta.shape[1:], direction.shape[1]
+    new_loss, new_grad = np.empty(len(live)), np.empty((len(live), size))
+    searching = np.arange(len(live))
+    for _ in range(MAX_HALVINGS):
+        ids = live[searching]
+        trial = theta[ids] + (step[searching, None] * direction[searching]).reshape(len(ids), *shape)
+        trial_loss, trial_grad = objective(trial, ids)
+        ok = trial_loss <= loss[ids] + ARMIJO * step[searching] * slope[searching]
+        new_loss[searching[ok]] = trial_loss[ok]
+        new_grad[searching[ok]] = trial_grad.reshape(len(ids), size)[ok]
+        searching = searching[~ok]
+        if not len(searching):
+            break
+        step[searching] *= 0.5
+    return new_loss, new_grad, searching
+
+
+def _remember(s_hist, y_hist, rho, ids: np.ndarray, s: np.ndarray, y: np.ndarray) -> None:
+    """Push the step pairs with positive curvature to the front of their problems' histories."""
+    curvature = np.einsum("pd,pd->p", s, y)
+    keep = curvature > 1e-10 * np.einsum("pd,pd->p", y, y)
+    update = ids[keep]
+    if len(update):
+        for history in (s_hist, y_hist, rho):
+            history[update] = np.roll(history[update], 1, axis=1)
+        s_hist[update, 0] = s[keep]
+        y_hist[update, 0] = y[keep]
+        rho[update, 0] = 1.0 / curvature[keep]
+
+
 def _lbfgs(objective: _Objective, theta: np.ndarray, tol: float, max_iter: int):
     """Minimise every problem; evaluations of all problems still moving are batched into one call."""
     P, shape = theta.shape[0], theta.shape[1:]
@@ -104,46 +165,10 @@ def _lbfgs(objective: _Objective, theta: np.ndarray, tol: float, max_iter: int):
         live = np.flatnonzero(active)
         if not len(live):
             break
-        g = grad[live]
-        # Two-loop recursion, all live problems at once.
-        q = g.copy()
-        alphas = []
-        for j in range(MEMORY):
-            alpha = rho[live, j] * np.einsum("pd,pd->p", s_hist[live, j], q)
-            q -= alpha[:, None] * y_hist[live, j]
-            alphas.append(alpha)
-        fresh = rho[live, 0] == 0
-        sy = np.einsum("pd,pd->p", s_hist[live, 0], y_hist[live, 0])
-        yy = np.einsum("pd,pd->p", y_hist[live, 0], y_hist[live, 0])
-        gamma = np.where(fresh, 1.0, sy / np.where(yy > 0, yy, 1.0))
-        r = gamma[:, None] * q
-        for j in reversed(range(MEMORY)):
-            beta = rho[live, j] * np.einsum("pd,pd->p", y_hist[live, j], r)
-            r += s_hist[live, j] * (alphas[j] - beta)[:, None]
-        direction = -r
-        slope = np.einsum("pd,pd->p", direction, g)
-        uphill = slope >= 0
-        if uphill.any():  # a stale history: restart those problems from steepest descent
-            direction[uphill] = -g[uphill]
-            slope[uphill] = -np.einsum("pd,pd->p", g[uphill], g[uphill])
-            rho[live[uphill]] = 0
-            fresh = fresh | uphill
+        direction, slope, fresh = _direction(grad[live], s_hist, y_hist, rho, live)
         step = np.ones(len(live))
         step[fresh] = np.minimum(1.0, 1.0 / np.sqrt(np.maximum(-slope[fresh], 1e-300)))
-        # Backtracking (Armijo) line search; each round evaluates the problems still searching together.
-        new_loss, new_grad = np.empty(len(live)), np.empty((len(live), size))
-        searching = np.arange(len(live))
-        for _ in range(MAX_HALVINGS):
-            ids = live[searching]
-            trial = theta[ids] + (step[searching, None] * direction[searching]).reshape(len(ids), *shape)
-            trial_loss, trial_grad = objective(trial, ids)
-            ok = trial_loss <= loss[ids] + ARMIJO * step[searching] * slope[searching]
-            new_loss[searching[ok]] = trial_loss[ok]
-            new_grad[searching[ok]] = trial_grad.reshape(len(ids), size)[ok]
-            searching = searching[~ok]
-            if not len(searching):
-                break
-            step[searching] *= 0.5
+        new_loss, new_grad, searching = _line_search(objective, theta, loss, live, direction, slope, step)
         stalled = np.zeros(len(live), dtype=bool)
         stalled[searching] = True
         active[live[stalled]] = False  # no decrease left at float precision: as good as it gets
@@ -152,15 +177,7 @@ def _lbfgs(objective: _Objective, theta: np.ndarray, tol: float, max_iter: int):
         s = step[moved, None] * direction[moved]
         y = new_grad[moved] - grad[ids]
         theta[ids] += s.reshape(len(ids), *shape)
-        curvature = np.einsum("pd,pd->p", s, y)
-        keep = curvature > 1e-10 * np.einsum("pd,pd->p", y, y)
-        update = ids[keep]
-        if len(update):
-            for history in (s_hist, y_hist, rho):
-                history[update] = np.roll(history[update], 1, axis=1)
-            s_hist[update, 0] = s[keep]
-            y_hist[update, 0] = y[keep]
-            rho[update, 0] = 1.0 / curvature[keep]
+        _remember(s_hist, y_hist, rho, ids, s, y)
         decrease = (loss[ids] - new_loss[moved]) / np.maximum(
             np.maximum(np.abs(loss[ids]), np.abs(new_loss[moved])), 1.0
         )

@@ -16,7 +16,7 @@ import numpy as np
 from ...errors import InputError
 from ...store import FeatureFile
 from ...store.schema import HIDDEN_SITE
-from ..evaluation import core as ev
+from .. import evaluation as ev
 from ..evaluation import regression_metrics as rm
 
 

@@ -105,7 +105,7 @@ def make_plan(values: np.ndarray, split, folds: int, seed: int):
     """The file's train/test split when both parts have rows, else seeded (unstratified) k-fold."""
     from sklearn.model_selection import KFold
 
-    from ..evaluation import core as ev
+    from .. import evaluation as ev
 
     if split is not None:
         lowered = np.char.lower(np.asarray(split, dtype=str))

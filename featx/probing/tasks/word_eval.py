@@ -7,7 +7,7 @@ import time
 
 import numpy as np
 
-from ..evaluation import core as ev
+from .. import evaluation as ev
 from ..solvers import classifiers as clf
 from .word_items import WordPlan, WordTask, inner_split_by_sentence
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from ...errors import InputError
-from ..evaluation import core as ev
+from .. import evaluation as ev
 
 HEAD_LABEL = "head"  # --label head --arcs: is this word pair an arc?
 ARC_NAMES = ["no-arc", "arc"]

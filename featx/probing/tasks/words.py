@@ -20,10 +20,10 @@ import pandas as pd
 from ...errors import InputError
 from ...selection import parse_layer_specs, parse_poolings
 from ...store import schema
+from .. import evaluation as ev
 from ..analyses.curves import parse_train_sizes
 from ..analyses.word_curves import curve_job, curve_layers
 from ..config import ProbeConfig
-from ..evaluation import core as ev
 from ..evaluation.significance import add_significance
 from ..inputs import ProbeResult, _versions, run_jobs, solver_plan, write_result
 from ..results import COLUMNS, CURVE_COLUMNS

@@ -1,0 +1,114 @@
+"""The outer evaluation of a probe: the train/test split of the rows or seeded stratified k-fold
+(``make_plan``), the inner holdout of a training part (``inner_split``), the label checks that come first,
+and ``FoldResult``, what one outer fold gives back.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ...errors import InputError
+
+TRAIN_VALUES = ("train",)
+DEV_VALUES = ("dev", "validation", "valid", "val")
+TEST_VALUES = ("test",)
+INNER_HOLDOUT = 0.2  # share of a training part held out to choose C / stop early
+
+
+# -- outer plan ------------------------------------------------------------------------------------
+@dataclass
+class Plan:
+    """The outer evaluation: (train, test) row indices per fold, optionally a fixed dev part per fold."""
+
+    evaluation: str  # "split" or "<k>-fold cv"
+    folds: list[tuple[np.ndarray, np.ndarray]]
+    dev: list[np.ndarray | None] = field(default_factory=list)
+
+    @property
+    def is_split(self) -> bool:
+        return self.evaluation == "split"
+
+
+def check_labels(y: np.ndarray, names: list[str], column: str, path) -> None:
+    present = np.unique(y)
+    if len(y) == 0:
+        raise InputError(
+            f"label column '{column}' of {path} has no values: every row's label is missing",
+            "pick another column with --label NAME",
+        )
+    if len(present) < 2:
+        only = names[present[0]] if len(present) else "?"
+        raise InputError(
+            f"label column '{column}' of {path} has only one class ('{only}' in all {len(y)} labelled rows); "
+            "a probe needs at least two",
+            "pick another column with --label NAME",
+        )
+
+
+def make_plan(
+    y: np.ndarray, split: np.ndarray | None, folds: int, seed: int, names: list[str], column: str = "label"
+) -> Plan:
+    """A fixed train/test split when the rows carry one, else seeded stratified k-fold."""
+    if split is not None:
+        values = np.char.lower(np.asarray(split, dtype=str))
+        train = np.flatnonzero(np.isin(values, TRAIN_VALUES))
+        test = np.flatnonzero(np.isin(values, TEST_VALUES))
+        dev = np.flatnonzero(np.isin(values, DEV_VALUES))
+        if len(train) and len(test):
+            _check_split_classes(y, train, test, names, column)
+            return Plan("split", [(train, test)], [dev if len(dev) else None])
+    counts = np.bincount(y, minlength=len(names))
+    present = np.flatnonzero(counts)
+    smallest = present[np.argmin(counts[present])]
+    if counts[smallest] < folds:
+        raise InputError(
+            f"class '{names[smallest]}' of label '{column}' has only {counts[smallest]} labelled row(s), "
+            f"fewer than the {folds} cross-validation folds",
+            f"use fewer folds (--folds {max(2, int(counts[smallest]))}) or more data"
+            if counts[smallest] >= 2
+            else "a class with a single row cannot be cross-validated; add rows or drop that class",
+        )
+    from sklearn.model_selection import StratifiedKFold
+
+    splitter = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed)
+    pairs = [(train, test) for train, test in splitter.split(np.zeros(len(y)), y)]
+    return Plan(f"{folds}-fold cv", pairs, [None] * len(pairs))
+
+
+def _check_split_classes(y, train, test, names, column) -> None:
+    missing = sorted(set(np.unique(y[test])) - set(np.unique(y[train])))
+    if len(np.unique(y[train])) < 2:
+        raise InputError(f"the train split has only one class of label '{column}'", "check the split column")
+    if missing:
+        shown = ", ".join(f"'{names[code]}'" for code in missing)
+        raise InputError(
+            f"class(es) {shown} of label '{column}' appear in the test split but never in train",
+            "check the split column, or drop it from the corpus to cross-validate instead",
+        )
+
+
+def inner_split(y: np.ndarray, rows: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """A stratified (when possible) holdout of the training rows: (fit rows, validation rows)."""
+    from sklearn.model_selection import ShuffleSplit, StratifiedShuffleSplit
+
+    n_val = max(1, int(round(INNER_HOLDOUT * len(rows))))
+    counts = np.bincount(y[rows])
+    if counts[counts > 0].min() >= 2 and n_val >= np.count_nonzero(counts):
+        splitter = StratifiedShuffleSplit(n_splits=1, test_size=n_val, random_state=seed)
+    else:
+        splitter = ShuffleSplit(n_splits=1, test_size=n_val, random_state=seed)
+    fit, val = next(splitter.split(np.zeros(len(rows)), y[rows]))
+    return rows[np.sort(fit)], rows[np.sort(val)]
+
+
+@dataclass
+class FoldResult:
+    """What one outer fold of a probe gives: its test predictions, the C chosen, the fit time and, for a
+    stacked probe, the weight of each layer."""
+
+    predictions: np.ndarray
+    C: float = float("nan")
+    fit_seconds: float = 0.0
+    layer_weights: np.ndarray | None = None

@@ -1,0 +1,112 @@
+"""The options of ``featx erase``, ``featx neurons`` and ``featx probe --sweep`` (and ``ProbeConfig``): frozen,
+checked when made, before any file is opened; each bad value is one ``InputError`` with a hint.
+
+Add a case by adding a line to ``REFUSED`` (config class, options, message pattern, hint pattern).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+import pytest
+from click.testing import CliRunner
+
+from featx.cli import main
+from featx.errors import InputError
+from featx.probing import ProbeConfig
+from featx.probing.analyses.erase import EraseConfig
+from featx.probing.analyses.neurons import NeuronConfig
+from featx.probing.analyses.sweep import SweepConfig
+
+MISSING = "no-such-file.h5"  # never opened: the options are refused first
+
+REFUSED = [
+    (EraseConfig, {"method": "pca"}, r"^--method pca is not available: choose from leace, inlp$", r"--method leace"),
+    (EraseConfig, {"iterations": 0}, r"^--iterations 0 must be a positive number$", r"give --iterations"),
+    (EraseConfig, {"iterations": 2.5}, r"^--iterations 2.5 must be a positive number$", r"give --iterations"),
+    (EraseConfig, {"folds": 1}, r"^--folds 1 is too small$", r"at least 2 folds"),
+    (EraseConfig, {"seed": -1}, r"^--seed -1 must be a whole number of at least 0$", r"give --seed"),
+    (EraseConfig, {"n_bootstrap": 0}, r"^n_bootstrap 0 must be a whole number", r"give n_bootstrap"),
+    (EraseConfig, {"jobs": 0}, r"^--jobs 0 runs nothing$", r"-1 for one job per core"),
+    (NeuronConfig, {"top": 0}, r"^--top 0 must be a positive number$", r"give --top a number of neurons"),
+    (NeuronConfig, {"top": -3}, r"^--top -3 must be a positive number$", r"give --top"),
+    (NeuronConfig, {"fraction": 0}, r"^--fraction 0 is outside \(0, 1\]$", r"e\.g\. --fraction 0\.05 for 5%"),
+    (NeuronConfig, {"fraction": 1.5}, r"^--fraction 1\.5 is outside \(0, 1\]$", r"--fraction 0\.05"),
+    (NeuronConfig, {"fraction": "half"}, r"^--fraction half is outside \(0, 1\]$", r"--fraction 0\.05"),
+    (NeuronConfig, {"top": 3, "fraction": 0.1}, r"^give --top or --fraction, not both$", r"--top N lists"),
+    (NeuronConfig, {"folds": 0}, r"^--folds 0 is too small$", r"at least 2 folds"),
+    (NeuronConfig, {"jobs": 0}, r"^--jobs 0 runs nothing$", r"positive number"),
+    (SweepConfig, {"features": None}, r"needs the features file", r"featx probe FEATURES\.h5 --sweep"),
+    (SweepConfig, {"folds": 1}, r"^--folds 1 is too small$", r"at least 2 folds"),
+    (SweepConfig, {"seed": -2}, r"^--seed -2 must be a whole number of at least 0$", r"give --seed"),
+    (SweepConfig, {"n_bootstrap": -1}, r"^n_bootstrap -1 must be", r"give n_bootstrap"),
+    (ProbeConfig, {"classifiers": "logreg,tree"}, r"^classifier 'tree' is not available", None),
+    (ProbeConfig, {"sites": " , "}, r"^--site selects nothing$", r"e\.g\. --site hidden,ffn,attn_out"),
+    (ProbeConfig, {"join": "name"}, r"^--join 'name' is not understood$", r"^use --join id or --join row$"),
+    (ProbeConfig, {"join": "row"}, r"^--join applies to --labels only$", r"add --labels FILE"),
+    (ProbeConfig, {"bins": 1}, r"^--bins 1 must be a whole number of at least 2$", r"give --bins"),
+    (ProbeConfig, {"task": "ranking"}, r"^--task ranking is not known$", r"classification, regression or auto"),
+    (ProbeConfig, {"cs": ()}, r"^the C grid must hold positive values$", None),
+    (ProbeConfig, {"alphas": (1.0, -1.0)}, r"^the ridge alpha grid must hold positive values$", None),
+]
+
+
+@pytest.mark.parametrize(
+    "config, options, message, hint",
+    REFUSED,
+    ids=[f"{case[0].__name__}-{'-'.join(case[1])}" for case in REFUSED],
+)
+def test_a_bad_option_is_one_error_with_a_hint(config, options, message, hint):
+    with pytest.raises(InputError) as error:
+        config(**{"features": MISSING, **options})
+    assert re.search(message, error.value.message), error.value.message
+    if hint is not None:
+        assert re.search(hint, error.value.hint or ""), error.value.hint
+
+
+@pytest.mark.parametrize("config", [EraseConfig, NeuronConfig, SweepConfig, ProbeConfig])
+def test_the_configs_are_frozen_and_copies_are_checked_again(config):
+    made = config(features=MISSING)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        made.seed = 3
+    assert made.replace(seed=3).seed == 3 and made.seed == 0
+    with pytest.raises(InputError, match="--folds 1 is too small"):
+        made.replace(folds=1)
+
+
+def test_probe_config_normalises_classifiers_and_sites_once():
+    config = ProbeConfig(classifiers="LogReg, svm,logreg", sites=["hidden", "ffn", "hidden"], join=" ROW ", labels="x")
+    assert config.classifiers == ("logreg", "svm") and config.classifier_list() == ["logreg", "svm"]
+    assert config.sites == ("hidden", "ffn") and config.site_list() == ["hidden", "ffn"]
+    assert config.join == "row"
+
+
+def test_neuron_config_accepts_the_edges():
+    assert NeuronConfig(features=MISSING, fraction=1).fraction == 1
+    assert NeuronConfig(features=MISSING, top=1).top == 1
+
+
+@pytest.mark.parametrize(
+    "command, args, message",
+    [
+        ("erase", ["--iterations", "-2"], "--iterations -2 must be a positive number"),
+        ("erase", ["--folds", "1"], "--folds 1 is too small"),
+        ("neurons", ["--fraction", "2"], "--fraction 2 is outside (0, 1]"),
+        ("neurons", ["--jobs", "0"], "--jobs 0 runs nothing"),
+        ("probe", ["--sweep", "--seed", "-1"], "--seed -1 must be a whole number of at least 0"),
+    ],
+)
+def test_the_cli_refuses_bad_options_before_opening_the_file(tmp_path, command, args, message):
+    missing = tmp_path / MISSING  # never opened: the options are refused first
+    result = CliRunner().invoke(main, [command, str(missing), *args])
+    assert result.exit_code == 2, result.output
+    assert message in result.output and "hint:" in result.output and "Traceback" not in result.output
+
+
+@pytest.mark.parametrize("config", [EraseConfig, NeuronConfig, SweepConfig])
+def test_an_unknown_keyword_is_refused_by_name(config):
+    with pytest.raises(InputError) as error:
+        config.build(MISSING, layer="3")
+    assert error.value.message == f"unknown option(s) of {config.__name__}: layer"
+    assert "layers" in error.value.hint

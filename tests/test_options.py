@@ -1,0 +1,142 @@
+"""``featx.options``: the frozen ``Options`` base and its check builders, each with the message and hint
+a user sees. Data-driven: a case is (options, the message's pattern, the hint's pattern)."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import pytest
+
+from featx.errors import InputError
+from featx.options import Check, Options, names, normalise, number, numbers, one_of, requires, whole
+
+
+@dataclass(frozen=True)
+class Sample(Options):
+    """Every builder once, on fields of the kinds the commands have."""
+
+    size: Any = 4
+    budget: Any = None
+    rate: Any = 0.5
+    share: Any = None
+    grid: Any = (0.1, 1.0)
+    method: Any = "leace"
+    kind: Any = None
+    parts: Any = "a,b"
+    picked: Any = "x"
+    join: Any = "id"
+    labels: Any = None
+
+    CONSTRAINTS: ClassVar[tuple[Check, ...]] = (
+        whole("size", "--size"),
+        whole("budget", "--budget", minimum=0, optional=True),
+        number("rate", "--rate", high=1.0),
+        number("share", "--share", low=0.0, low_open=False, optional=True, hint="e.g. --share 0.5"),
+        numbers("grid", "--grid"),
+        one_of("method", "--method", ("leace", "inlp")),
+        one_of("kind", "--kind", ("a", "b"), optional=True, hint="use --kind a or --kind b"),
+        names("parts", "--part", example="e.g. --part a,b"),
+        names("picked", "--pick", choices=("x", "y")),
+        requires("join", "--join", "labels", "--labels", default="id"),
+    )
+
+
+REFUSED = [
+    ({"size": 0}, r"^--size 0 must be a whole number of at least 1$", r"^give --size a whole number of at least 1$"),
+    ({"size": 2.5}, r"^--size 2.5 must be a whole number", r"at least 1$"),
+    ({"size": True}, r"^--size True must be a whole number", r"at least 1$"),
+    ({"size": None}, r"^--size None must be", r"at least 1$"),
+    ({"budget": -1}, r"^--budget -1 must be a whole number of at least 0$", r"or leave it out for the default$"),
+    (
+        {"rate": 0},
+        r"^--rate 0 must be a number above 0 and at most 1$",
+        r"^give --rate a number above 0 and at most 1$",
+    ),
+    ({"rate": 1.5}, r"^--rate 1.5 must be a number above 0 and at most 1$", r"^give --rate"),
+    ({"rate": float("nan")}, r"^--rate nan must be a number", r"^give --rate"),
+    ({"rate": "half"}, r"^--rate half must be a number", r"^give --rate"),
+    ({"share": -0.1}, r"^--share -0.1 must be a number at least 0$", r"^e\.g\. --share 0\.5$"),
+    ({"grid": ()}, r"^--grid must hold positive numbers \(got \(\)\)$", r"^e\.g\. --grid 0\.1,1,10$"),
+    ({"grid": (1.0, 0.0)}, r"^--grid must hold positive numbers", r"^e\.g\. --grid"),
+    ({"grid": ("a",)}, r"^--grid must hold positive numbers \(got \('a',\)\)$", r"^e\.g\. --grid"),
+    ({"grid": 3}, r"^--grid must hold positive numbers \(got 3\)$", r"^e\.g\. --grid"),
+    ({"method": "pca"}, r"^--method 'pca' is not understood$", r"^choose one of: leace, inlp$"),
+    ({"kind": "c"}, r"^--kind 'c' is not understood$", r"^use --kind a or --kind b$"),
+    ({"parts": " , "}, r"^--part selects nothing$", r"^e\.g\. --part a,b$"),
+    ({"picked": "x,z"}, r"^--pick 'z' is not available$", r"^choose from x, y$"),
+    ({"picked": []}, r"^--pick selects nothing$", r"^choose from x, y$"),
+    ({"join": "row"}, r"^--join applies to --labels only$", r"^add --labels, or leave --join out$"),
+]
+
+
+@pytest.mark.parametrize("options, message, hint", REFUSED, ids=[repr(case[0]) for case in REFUSED])
+def test_every_builder_refuses_with_one_message_and_a_hint(options, message, hint):
+    with pytest.raises(InputError) as error:
+        Sample(**options)
+    assert error.value.hint is not None
+    assert re.search(message, error.value.message), error.value.message
+    assert re.search(hint, error.value.hint), error.value.hint
+
+
+def test_accepted_values_are_normalised_once():
+    sample = Sample(
+        size=1, budget=0, rate=1.0, share=0.0, grid=[1, "10"], method=" INLP ", kind="B", parts=["b", " a ", "b"]
+    )
+    assert sample.grid == (1.0, 10.0)
+    assert sample.method == "inlp" and sample.kind == "b"
+    assert sample.parts == ("b", "a")
+    assert Sample(picked="Y, x, y").picked == ("y", "x")
+    assert Sample(parts="a, ,b,a").parts == ("a", "b")
+    assert Sample(kind=None, budget=None, share=None).kind is None
+
+
+def test_requires_is_quiet_at_the_default_or_with_the_other_option():
+    assert Sample(join="id").join == "id"
+    assert Sample(join="row", labels="labels.csv").join == "row"
+
+
+def test_options_are_frozen_and_replace_checks_again():
+    sample = Sample()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        sample.size = 3  # type: ignore[misc]
+    changed = sample.replace(size=8, method="INLP")
+    assert (changed.size, changed.method, sample.size, sample.method) == (8, "inlp", 4, "leace")
+    with pytest.raises(InputError, match="--size 0"):
+        sample.replace(size=0)
+    with pytest.raises(InputError, match="--size 0"):
+        dataclasses.replace(sample, size=0)
+
+
+def test_checks_run_in_table_order_and_the_first_failure_is_reported():
+    with pytest.raises(InputError, match="--size"):
+        Sample(size=0, method="pca")
+
+
+def test_normalise_sets_a_field_of_a_frozen_config():
+    sample = Sample()
+    normalise(sample, "method", "inlp")
+    assert sample.method == "inlp"
+
+
+def test_a_config_without_constraints_checks_nothing():
+    @dataclass(frozen=True)
+    class Plain(Options):
+        value: int = -5
+
+    assert Plain().value == -5 and Plain.CONSTRAINTS == ()
+
+
+def test_build_takes_a_config_or_its_first_field_and_names_unknown_options():
+    made = Sample.build(7, method="INLP")
+    assert (made.size, made.method) == (7, "inlp")
+    assert Sample.build(made) is made
+    assert Sample.build(made, size=9).size == 9 and made.size == 7
+    with pytest.raises(InputError) as error:
+        Sample.build(7, sizes=3, colour="red")
+    assert error.value.message == "unknown option(s) of Sample: colour, sizes"
+    assert error.value.hint.startswith("the options are: size, budget, rate")
+    with pytest.raises(InputError, match="--size 0"):
+        Sample.build(0)
