@@ -58,12 +58,12 @@ def test_thresholds_reach_the_best_training_accuracy(n_classes, seed):
 
 def test_thresholds_are_chosen_on_the_training_part_only():
     """Test rows whose labels contradict the training rows' relation get a low accuracy: they were not used."""
-    from featx.probing.tasks.pairs import _class_scores
+    from featx.probing.tasks.pairs import cosine_class_scores
 
     score = np.r_[np.linspace(0, 1, 20), np.linspace(0, 1, 20)]
     y = np.r_[(np.linspace(0, 1, 20) > 0.5).astype(int), (np.linspace(0, 1, 20) <= 0.5).astype(int)]
     plan = ev.Plan("split", [(np.arange(20), np.arange(20, 40))], [None])
-    assert _class_scores(score, y, plan, 2, 200, 0)["accuracy"] == 0.0
+    assert cosine_class_scores(score, y, plan, 2, 200, 0)["accuracy"] == 0.0
 
 
 def _pair_corpus(path):
@@ -118,7 +118,9 @@ def test_regression_baseline_is_spearman_of_the_cosine_on_the_test_rows(separate
     train, test = np.flatnonzero(split == "train"), np.flatnonzero(split == "test")
     plan = ev.Plan("split", [(train, test)], [None])
     rows = cosine_baseline(separate_file, kept, y, plan, [2], ["cls"], None, 200, 0)
-    by_hand = [float(np.dot(a, b) / (np.linalg.norm(a) * np.linalg.norm(b))) for a, b in zip(u[test], v[test], strict=False)]
+    by_hand = [
+        float(np.dot(a, b) / (np.linalg.norm(a) * np.linalg.norm(b))) for a, b in zip(u[test], v[test], strict=False)
+    ]
     assert rows[0]["spearman"] == pytest.approx(spearmanr(by_hand, y[test]).statistic)
     assert rows[0]["pearson"] == pytest.approx(pearsonr(by_hand, y[test]).statistic)
     assert rows[0]["spearman_low"] <= rows[0]["spearman"] <= rows[0]["spearman_high"]

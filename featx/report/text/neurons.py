@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ...probing.results import _clean, results_prefix, write_table
+from ...probing.results import json_safe, results_prefix, write_table
 from .erase import _num, grid
 
 CHOICES = [("top", "probe"), ("top", "anova"), ("random", "-"), ("bottom", "probe"), ("bottom", "anova")]
@@ -145,13 +145,13 @@ def write_neurons(result, output=None) -> list[Path]:
     write_table(result.selection, paths[0])
     write_table(result.ranking, paths[1])
     payload = {"meta": result.meta, "selection": _records(result.selection), "per_class": _records(result.per_class)}
-    paths[2].write_text(json.dumps(payload, default=_clean, indent=1, allow_nan=False), encoding="utf-8")
+    paths[2].write_text(json.dumps(payload, default=json_safe, indent=1, allow_nan=False), encoding="utf-8")
     paths.append(save_selection_figure(result.selection, result.meta, Path(f"{prefix}.png")))
     return paths
 
 
 def _records(table: pd.DataFrame) -> list[dict]:
     return [
-        {key: _clean(value) if not isinstance(value, list) else value for key, value in record.items()}
+        {key: json_safe(value) if not isinstance(value, list) else value for key, value in record.items()}
         for record in table.to_dict("records")
     ]

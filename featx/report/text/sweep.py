@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ...probing.results import _clean, results_prefix, write_table
+from ...probing.results import json_safe, results_prefix, write_table
 from ..figures.analyses import pareto_front
 from .erase import _num, grid
 
@@ -137,9 +137,9 @@ def write_sweep(result, output=None) -> list[Path]:
     prefix = prefix_for(result.meta, output)
     csv_path, json_path = Path(f"{prefix}.csv"), Path(f"{prefix}.json")
     write_table(result.table, csv_path)
-    records = [{key: _clean(value) for key, value in record.items()} for record in result.table.to_dict("records")]
+    records = [{key: json_safe(value) for key, value in record.items()} for record in result.table.to_dict("records")]
     json_path.write_text(
-        json.dumps({"meta": result.meta, "results": records}, default=_clean, indent=1, allow_nan=False),
+        json.dumps({"meta": result.meta, "results": records}, default=json_safe, indent=1, allow_nan=False),
         encoding="utf-8",
     )
     poolings = result.meta["poolings"]
