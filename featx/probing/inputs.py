@@ -4,8 +4,10 @@ and how their features are loaded, and where and how many side by side the jobs 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -43,6 +45,8 @@ def check_corpus(features: FeatureFile, notes: list[str]) -> None:
 def check_baseline(
     main: FeatureFile, other: FeatureFile, specs: list[LayerSpec], poolings: list[str], need_tokens: bool
 ) -> None:
+    """Fail unless the ``--baseline`` file holds the same rows (count, corpus, ids) and the probed layers,
+    poolings and (for attn) token states."""
     problem = None
     if other.n_rows != main.n_rows:
         problem = f"it has {other.n_rows} rows, {main.path.name} has {main.n_rows}"
@@ -101,7 +105,8 @@ def site_plan(
     return plan
 
 
-def check_baseline_sites(other: FeatureFile, sites: dict) -> None:
+def check_baseline_sites(other: FeatureFile, sites: dict[str, tuple[list[LayerSpec], list[str]]]) -> None:
+    """Fail when the ``--baseline`` file lacks a probed site, or layers of one."""
     for site, (specs, _) in sites.items():
         if site == "hidden":
             continue
@@ -127,7 +132,7 @@ class FeatureJob:
     site: str = "hidden"
 
 
-def load_job_features(job: FeatureJob, kept: np.ndarray, allow_partial: bool):
+def load_job_features(job: FeatureJob, kept: np.ndarray, allow_partial: bool) -> Any:
     """The features of ``job`` for the ``kept`` rows: one matrix (single or concatenated layers), one matrix
     per layer (stack), or the token states in batches (``tokens`` pooling, the attention probe)."""
     with FeatureFile(job.path, allow_partial=allow_partial) as features:
@@ -150,7 +155,9 @@ def job_workers(requested: int | None, n_jobs: int) -> int:
     return max(1, min(wanted, n_jobs))
 
 
-def run_jobs(function, jobs: list[tuple], workers: int, device: str | None = None) -> list:
+def run_jobs(
+    function: Callable[..., Any], jobs: list[tuple[Any, ...]], workers: int, device: str | None = None
+) -> list[Any]:
     """``function(*job)`` for every job, in order: side by side in ``workers`` processes when more than one.
     With ``device``, each job solves its logistic probes there (``devices.solver_device``)."""
     if device is not None:
@@ -162,7 +169,7 @@ def run_jobs(function, jobs: list[tuple], workers: int, device: str | None = Non
     return [function(*job) for job in jobs]
 
 
-def _on_device(device: str, function, job: tuple):
+def _on_device(device: str, function: Callable[..., Any], job: tuple[Any, ...]) -> Any:
     from .solvers.devices import solver_device
 
     with solver_device(device):

@@ -70,7 +70,7 @@ def resolve_plan(config: ProbeConfig) -> ProbePlan:
             level = Level.ARC if config.arcs else Level.WORD
             return ProbePlan(config, Path(path), Task.CLASSIFICATION, level, None, classifiers, started, notes)
         label = None if config.labels is not None else default_label(features, config, notes)
-        task = Task(resolve_task(features, label, config.task)) if label is not None else Task.CLASSIFICATION
+        task = resolve_task(features, label, config.task) if label is not None else Task.CLASSIFICATION
     return ProbePlan(config, Path(path), task, Level.SENTENCE, label, classifiers, started, notes)
 
 

@@ -15,6 +15,7 @@ import numpy as np
 from ...selection import LayerSpec
 from ..evaluation import core as ev
 from ..inputs import TOKENS_POOLING, FeatureJob, load_job_features
+from ..meta import Task
 from ..solvers import classifiers as clf
 from .base import out_of_fold
 
@@ -187,7 +188,7 @@ def result_record(job: FeatureJob, classifier: str, row: dict, inputs: Classific
         "features": job.features,
         "site": job.site,
         "label": inputs.label,
-        "task": "classification",
+        "task": Task.CLASSIFICATION.value,
         "layer_spec": job.spec.name,
         "kind": job.spec.kind,
         "layer": job.spec.layers[0] if job.spec.kind == "single" else None,

@@ -21,7 +21,7 @@ from ..config import TASKS, ProbeConfig
 from ..evaluation import core as ev
 from ..evaluation import regression_metrics as rm
 from ..inputs import JOB_THREADS, FeatureJob, run_jobs
-from ..meta import ProbeMeta, package_versions
+from ..meta import ProbeMeta, Task, package_versions
 from ..plan import ProbePlan
 from ..results import ProbeResult
 from .base import evaluation_meta, mark_best, row_order
@@ -55,27 +55,24 @@ REGRESSION_COLUMNS = [
 ]
 
 
-def resolve_task(features: FeatureFile, label: str, task: str) -> str:
-    """``classification`` or ``regression`` for ``label``: ``task`` unless auto, where a numeric column
-    with at least ``MIN_DISTINCT`` distinct values is regression."""
+def resolve_task(features: FeatureFile, label: str, task: str) -> Task:
+    """Classification or regression for ``label``: ``task`` unless auto, where a numeric column with at
+    least ``MIN_DISTINCT`` distinct values is regression."""
     task = str(task or "auto").lower()
     if task not in TASKS:
         raise InputError(f"--task {task} is not known", "choose classification, regression or auto")
-    if task == "classification":
-        return task
+    if task == Task.CLASSIFICATION:
+        return Task.CLASSIFICATION
     values = features.label_values(label)
-    if task == "regression":
+    if task == Task.REGRESSION:
         if values is None:
             raise InputError(
                 f"label column '{label}' is not numeric: it cannot be probed as regression",
                 "drop --task regression to probe it as classes",
             )
-        return task
-    return (
-        "regression"
-        if values is not None and len(np.unique(values[np.isfinite(values)])) >= MIN_DISTINCT
-        else "classification"
-    )
+        return Task.REGRESSION
+    numeric = values is not None and len(np.unique(values[np.isfinite(values)])) >= MIN_DISTINCT
+    return Task.REGRESSION if numeric else Task.CLASSIFICATION
 
 
 def regression_classifiers(config: ProbeConfig) -> list[str]:

@@ -13,6 +13,7 @@ from ...selection import LayerSpec
 from ..evaluation import core as ev
 from ..evaluation import regression_metrics as rm
 from ..inputs import FeatureJob, load_job_features
+from ..meta import Task
 from ..solvers import ridge
 from .base import out_of_fold
 
@@ -72,7 +73,7 @@ def result_record(job: FeatureJob, classifier: str, row: dict, inputs: Regressio
         "features": job.features,
         "site": job.site,
         "label": inputs.label,
-        "task": "regression",
+        "task": Task.REGRESSION.value,
         "layer_spec": job.spec.name,
         "kind": job.spec.kind,
         "layer": job.spec.layers[0] if job.spec.kind == "single" else None,
@@ -138,7 +139,7 @@ def run_curve_job(job: FeatureJob, inputs: RegressionInputs, sizes: list[float])
                         "features": job.features,
                         "site": job.site,
                         "label": inputs.label,
-                        "task": "regression",
+                        "task": Task.REGRESSION.value,
                         "layer_spec": job.spec.name,
                         "layer": job.spec.layers[0] if job.spec.kind == "single" else None,
                         "pooling": job.pooling,

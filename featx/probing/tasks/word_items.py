@@ -23,7 +23,6 @@ from ..meta import Level
 
 HEAD_LABEL = "head"  # --label head --arcs: is this word pair an arc?
 ARC_NAMES = ["no-arc", "arc"]
-LEVEL_WORD, LEVEL_ARC = Level.WORD, Level.ARC
 
 
 def opened_source(source):
@@ -75,7 +74,7 @@ def word_task(source, label: str) -> WordTask:
     y, names = _renumber(codes[kept], source.word_label_names(label), label)
     sentence = np.asarray(source.word_sentence(), dtype=np.int64)
     return WordTask(
-        label, LEVEL_WORD, y, names, sentence[kept], kept, _types(source)[kept], len(codes), int(source.n_rows)
+        label, Level.WORD, y, names, sentence[kept], kept, _types(source)[kept], len(codes), int(source.n_rows)
     )
 
 
@@ -114,7 +113,7 @@ def relation_task(source, label: str) -> WordTask:
     types = _types(source)
     return WordTask(
         label,
-        LEVEL_ARC,
+        Level.ARC,
         y,
         names,
         sentence[dependents],
@@ -150,7 +149,7 @@ def attachment_task(source, seed: int) -> WordTask:
     types = _types(source)
     keys = np.array([f"{types[h]} -> {types[d]}" for h, d in pairs], dtype=object)
     return WordTask(
-        HEAD_LABEL, LEVEL_ARC, y, list(ARC_NAMES), sentence[pairs[:, 1]], pairs, keys, len(types), int(source.n_rows)
+        HEAD_LABEL, Level.ARC, y, list(ARC_NAMES), sentence[pairs[:, 1]], pairs, keys, len(types), int(source.n_rows)
     )
 
 

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from ..evaluation import core as ev
+from ..meta import Task
 from .base import out_of_fold
 from .word_eval import item_features, run_fold, summarise
 from .word_items import WordPlan, WordTask, lexical_predictions, opened_source
@@ -102,7 +103,7 @@ def result_record(
         "features": "main",
         "site": "hidden" if kind == "single" else "",
         "label": inputs.task.label,
-        "task": "classification",
+        "task": Task.CLASSIFICATION.value,
         "layer_spec": spec,
         "kind": kind,
         "layer": layer,

@@ -31,7 +31,6 @@ from ..solvers.devices import solver_meta
 from .base import evaluation_meta, mark_best, run_task
 from .word_items import (
     HEAD_LABEL,
-    LEVEL_ARC,
     WordTask,
     attachment_task,
     control_labels,
@@ -208,7 +207,7 @@ class WordProbe:
 
     def results_label(self) -> str:
         task = self.inputs.task
-        return f"{task.label}.arcs" if task.level == LEVEL_ARC else task.label
+        return f"{task.label}.arcs" if task.level is Level.ARC else task.label
 
     def build_result(self, outputs: list[Any], device: str | None, workers: int) -> ProbeResult:
         inputs = self.inputs
