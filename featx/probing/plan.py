@@ -1,9 +1,11 @@
-"""``ProbePlan``: what one probing run's ``ProbeConfig`` resolves to against its features file, before
-any probe is fitted: which file, which task (classification or regression) at which level (sentence,
-word, arc), which label column, which classifiers, and the notes gathered while deciding.
+"""``ProbePlan``: what one probing run's ``ProbeConfig`` resolves to against its features file: which
+file, which task (classification or regression) at which level (sentence, word, arc), which label
+column and classifiers, the poolings, sites and layer specs probed, the outer evaluation folds, and the
+notes gathered on the way.
 
-``resolve_plan`` makes that decision once per run; the task chosen (``tasks.task_for``) then resolves the
-rest against the file (layer specs, poolings, sites, the evaluation folds) and plans its jobs.
+``resolve_plan`` decides the file, task and level once per run; the task chosen (``tasks.task_for``)
+resolves the rest against the file, each in its own way (word probes read word poolings and single
+layers, ``--labels`` are joined), and holds the completed plan (``ProbePlan.resolved``).
 """
 
 from __future__ import annotations
@@ -11,14 +13,17 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError
 from ..state import given_or_last
 from ..store import FeatureFile
 from .config import ProbeConfig
 from .inputs import check_corpus
-from .meta import Level, Task
+from .meta import Level, Task, package_versions
+
+if TYPE_CHECKING:
+    from .evaluation.core import Plan
 
 
 @dataclass(frozen=True)
@@ -33,10 +38,61 @@ class ProbePlan:
     classifiers: tuple[str, ...]
     started: float  # time.perf_counter() at the start of the run (the meta's seconds)
     notes: list[str] = field(default_factory=list)  # messages for the user, gathered along the run
+    # Resolved by the task against the file:
+    poolings: tuple[str, ...] = ()
+    sites: tuple[str, ...] = ()
+    layer_specs: tuple[str, ...] = ()  # the names of the layer specs probed (the hidden states')
+    evaluation: Plan | None = None  # the outer folds (the file's split, or k-fold)
 
     @property
     def allow_partial(self) -> bool:
         return bool(self.config.allow_partial)
+
+    def resolved(
+        self,
+        label: str,
+        classifiers: list[str],
+        poolings: list[str],
+        sites: list[str],
+        layer_specs: list[str],
+        evaluation: Plan,
+        **more: Any,
+    ) -> ProbePlan:
+        """The plan completed by its task (``more``: the level of a word task)."""
+        return replace(
+            self,
+            label=label,
+            classifiers=tuple(classifiers),
+            poolings=tuple(poolings),
+            sites=tuple(sites),
+            layer_specs=tuple(layer_specs),
+            evaluation=evaluation,
+            **more,
+        )
+
+    def meta_fields(self, workers: int) -> dict[str, Any]:
+        """The metadata every task writes alike, from the resolved plan (``seconds``: so far)."""
+        config, evaluation = self.config, self.evaluation
+        assert evaluation is not None and self.label is not None, "a task resolves the plan first"
+        return {
+            "task": self.task,
+            "level": self.level,
+            "features_file": str(Path(self.path).resolve()),
+            "label": self.label,
+            "evaluation": evaluation.evaluation,
+            "folds": int(config.folds) if not evaluation.is_split else None,
+            "n_dev": int(len(evaluation.dev[0])) if evaluation.is_split and evaluation.dev[0] is not None else 0,
+            "seed": int(config.seed),
+            "classifiers": list(self.classifiers),
+            "poolings": list(self.poolings),
+            "sites": list(self.sites),
+            "layer_specs": list(self.layer_specs),
+            "control": bool(config.control),
+            "jobs": workers,
+            "seconds": round(time.perf_counter() - self.started, 3),
+            "versions": package_versions(),
+            "notes": list(self.notes),
+        }
 
 
 def probe_config(config: ProbeConfig | str | Path | None = None, **options: Any) -> ProbeConfig:

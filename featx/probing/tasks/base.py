@@ -88,15 +88,6 @@ def out_of_fold(n_items: int, folds: list[tuple[np.ndarray, np.ndarray]], result
     return predictions
 
 
-def evaluation_meta(plan: Any, folds: int) -> dict[str, Any]:
-    """The evaluation keys of a run's metadata: how it was evaluated, its folds (cv) and dev rows (split)."""
-    return {
-        "evaluation": plan.evaluation,
-        "folds": int(folds) if not plan.is_split else None,
-        "n_dev": int(len(plan.dev[0])) if plan.is_split and plan.dev[0] is not None else 0,
-    }
-
-
 def row_order(table: pd.DataFrame, sites: list[str], classifiers: list[str], poolings: list[str], specs: list[str]):
     """Row order of a sentence-level table: reference rows first, then features, site, classifier, pooling,
     layer spec (each in the order asked)."""

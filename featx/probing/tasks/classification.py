@@ -7,6 +7,7 @@ cosine baseline (``tasks.pairs``)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -18,11 +19,11 @@ from ..evaluation import core as ev
 from ..evaluation.significance import add_significance
 from ..inputs import JOB_THREADS, TOKENS_POOLING, FeatureJob, run_jobs
 from ..labels import split_note
-from ..meta import ProbeMeta, package_versions
+from ..meta import ProbeMeta
 from ..plan import ProbePlan
 from ..results import COLUMNS, CURVE_COLUMNS, ProbeResult
 from ..solvers.devices import solver_meta
-from .base import evaluation_meta, mark_best, row_order
+from .base import mark_best, row_order
 from .classification_jobs import ClassificationInputs, majority_record, run_curve_job, run_probe_job
 from .classification_table import check_predictions_choice, label_column, prediction_table
 from .pairs import baseline_meta
@@ -31,9 +32,11 @@ from .sentences import SentenceLayout, SitePlan, control_targets, curve_sites, r
 MIN_TEST_ROWS = 30  # below this many scored rows a probe's accuracy says little (a warning)
 
 
-def evaluation_plan(y: np.ndarray, layout: SentenceLayout, plan: ProbePlan, class_names: list[str]) -> ev.Plan:
+def evaluation_plan(
+    y: np.ndarray, layout: SentenceLayout, plan: ProbePlan, label: str, class_names: list[str]
+) -> ev.Plan:
     """The outer folds of the run (the file's split, else stratified k-fold), with its notes."""
-    config, notes, label = plan.config, plan.notes, plan.label or ""
+    config, notes = plan.config, plan.notes
     split, kept = layout.split, layout.kept
     folds = ev.make_plan(y, layout.kept_split, int(config.folds), config.seed, class_names, label)
     note = split_note(folds, split, kept) if split is not None else None
@@ -84,8 +87,7 @@ class ClassificationProbe:
         present = np.unique(y)
         class_names = [column.names[code] for code in present]
         y = np.searchsorted(present, y)
-        plan = ProbePlan(**{**plan.__dict__, "label": column.name})
-        folds = evaluation_plan(y, layout, plan, class_names)
+        folds = evaluation_plan(y, layout, plan, column.name, class_names)
         inputs = ClassificationInputs(
             config.allow_partial,
             kept,
@@ -102,6 +104,8 @@ class ClassificationProbe:
             JOB_THREADS,
             bool(config.mdl),
         )
+        specs = [spec.name for spec in layout.specs]
+        plan = plan.resolved(column.name, classifiers, layout.poolings, list(layout.sites), specs, folds)
         return cls(plan, layout, inputs, curves)
 
     @property
@@ -196,41 +200,31 @@ class ClassificationProbe:
         return pd.DataFrame.from_records([row for part in parts for row in part], columns=CURVE_COLUMNS), sizes
 
     def _meta(self, device: str | None, workers: int, predictions_for: str, sizes: list[float] | None) -> ProbeMeta:
-        import time
-        from pathlib import Path
-
-        config, inputs, layout, path = self.plan.config, self.inputs, self.layout, self.plan.path
+        config, inputs, layout = self.plan.config, self.inputs, self.layout
         counts = np.bincount(inputs.y, minlength=inputs.n_classes)
         return ProbeMeta(
-            task=self.plan.task,
-            level=self.plan.level,
-            features_file=str(path.resolve()),
+            **self.plan.meta_fields(workers),
             file=layout.file,
-            label=inputs.label,
             label_names=inputs.class_names,
             class_counts={name: int(count) for name, count in zip(inputs.class_names, counts, strict=False)},
             n_rows=int(layout.n_rows),
             n_labelled=int(len(inputs.y)),
             n_missing_labels=int(layout.n_rows - len(inputs.y)),
-            **evaluation_meta(inputs.plan, config.folds),
-            seed=int(config.seed),
-            classifiers=list(self.plan.classifiers),
-            poolings=layout.poolings,
-            sites=list(layout.sites),
-            layer_specs=[spec.name for spec in layout.specs],
             cs=list(config.cs),
             balanced=bool(config.balanced),
-            control=bool(config.control),
             baseline_file=str(Path(config.baseline).resolve()) if config.baseline else None,
             baseline_model=layout.baseline_model if config.baseline else None,
-            jobs=workers,
             solver=solver_meta(device),
-            seconds=round(time.perf_counter() - self.plan.started, 3),
-            versions=package_versions(),
-            notes=list(self.plan.notes),
             predictions_for=predictions_for,
             pairs=baseline_meta(
-                config, path, layout.kept, inputs.y, inputs.plan, layout.specs, layout.poolings, inputs.n_classes
+                config,
+                self.plan.path,
+                layout.kept,
+                inputs.y,
+                inputs.plan,
+                layout.specs,
+                layout.poolings,
+                inputs.n_classes,
             ),
             mdl=bool(config.mdl),
             train_sizes=sizes,

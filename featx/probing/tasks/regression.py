@@ -7,7 +7,6 @@ task on permuted targets (selectivity = R² - control R²), and paired layer tes
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,10 +20,10 @@ from ..config import TASKS, ProbeConfig
 from ..evaluation import core as ev
 from ..evaluation import regression_metrics as rm
 from ..inputs import JOB_THREADS, FeatureJob, run_jobs
-from ..meta import ProbeMeta, Task, package_versions
+from ..meta import ProbeMeta, Task
 from ..plan import ProbePlan
 from ..results import ProbeResult
-from .base import evaluation_meta, mark_best, row_order
+from .base import mark_best, row_order
 from .pairs import baseline_meta
 from .regression_jobs import CURVE_COLUMNS, RegressionInputs, mean_record, run_curve_job, run_probe_job
 from .sentences import SentenceLayout, control_targets, read_layout, sources
@@ -133,7 +132,11 @@ class RegressionProbe:
     plan: ProbePlan
     layout: SentenceLayout
     inputs: RegressionInputs
-    classifiers: list[str]  # ridge and/or mlp
+
+    @property
+    def classifiers(self) -> list[str]:
+        """ridge and/or mlp (``--classifier logreg`` means ridge here)."""
+        return list(self.plan.classifiers)
 
     @classmethod
     def from_plan(cls, plan: ProbePlan) -> RegressionProbe:
@@ -155,19 +158,22 @@ class RegressionProbe:
                 )
             layout = read_layout(features, config, kept, notes, need_tokens=False)
         y = values[kept]
+        folds = make_plan(y, layout.kept_split, int(config.folds), int(config.seed))
         inputs = RegressionInputs(
             config.allow_partial,
             kept,
             y,
             control_targets(y, config),
-            make_plan(y, layout.kept_split, int(config.folds), int(config.seed)),
+            folds,
             label,
             tuple(float(a) for a in config.alphas),
             int(config.seed),
             int(config.n_bootstrap),
             JOB_THREADS,
         )
-        return cls(plan, layout, inputs, classifiers)
+        specs = [spec.name for spec in layout.specs]
+        plan = plan.resolved(label, classifiers, layout.poolings, list(layout.sites), specs, folds)
+        return cls(plan, layout, inputs)
 
     @property
     def solves_logistic(self) -> bool:
@@ -245,28 +251,14 @@ class RegressionProbe:
     def _meta(self, workers: int, predictions_for: str, sizes: list[float] | None) -> ProbeMeta:
         config, inputs, layout, y = self.plan.config, self.inputs, self.layout, self.inputs.y
         return ProbeMeta(
-            task=self.plan.task,
-            level=self.plan.level,
-            features_file=str(self.plan.path.resolve()),
+            **self.plan.meta_fields(workers),
             file=layout.file,
-            label=inputs.label,
             target={"mean": float(y.mean()), "std": float(y.std()), "min": float(y.min()), "max": float(y.max())},
             n_rows=int(layout.n_rows),
             n_labelled=int(len(y)),
             n_missing_labels=int(layout.n_rows - len(y)),
-            **evaluation_meta(inputs.plan, config.folds),
-            seed=int(config.seed),
-            classifiers=self.classifiers,
-            poolings=layout.poolings,
-            sites=list(layout.sites),
-            layer_specs=[spec.name for spec in layout.specs],
             alphas=list(config.alphas),
-            control=bool(config.control),
             baseline_file=str(config.baseline) if config.baseline else None,
-            jobs=workers,
-            seconds=round(time.perf_counter() - self.plan.started, 3),
-            versions=package_versions(),
-            notes=list(self.plan.notes),
             predictions_for=predictions_for,
             mdl=False,
             train_sizes=sizes,

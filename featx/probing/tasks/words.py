@@ -9,9 +9,8 @@ Tenney layer summaries (scalar mix, expected layer). Features stream from the fi
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,11 +23,11 @@ from ..analyses.curves import parse_train_sizes
 from ..analyses.word_curves import curve_job, curve_layers
 from ..config import ProbeConfig
 from ..evaluation.significance import add_significance
-from ..meta import Level, ProbeMeta, Task, file_meta, package_versions
+from ..meta import Level, ProbeMeta, Task, file_meta
 from ..plan import ProbePlan
 from ..results import COLUMNS, CURVE_COLUMNS, ProbeResult
 from ..solvers.devices import solver_meta
-from .base import evaluation_meta, mark_best, run_task
+from .base import mark_best, run_task
 from .word_items import (
     HEAD_LABEL,
     WordTask,
@@ -175,7 +174,8 @@ class WordProbe:
             int(config.n_bootstrap),
             bool(config.mdl),
         )
-        plan = replace(plan, label=task.label, level=task.level)
+        specs = [str(layer) for layer in layers]
+        plan = plan.resolved(task.label, classifiers, poolings, ["hidden"], specs, folds, level=task.level)
         return cls(plan, inputs, layers, poolings, curve_at, sizes, rows, source)
 
     @property
@@ -233,14 +233,11 @@ class WordProbe:
         return ProbeResult(table, meta, notes=list(self.plan.notes), predictions=frame, curve=curve)
 
     def _meta(self, summaries: dict, device: str | None, workers: int, predictions_for: str) -> ProbeMeta:
-        config, task, plan = self.plan.config, self.inputs.task, self.inputs.plan
+        config, task = self.plan.config, self.inputs.task
         counts = np.bincount(task.y, minlength=task.n_classes)
         return ProbeMeta(
-            task=Task.CLASSIFICATION,
-            level=task.level,
-            features_file=str(Path(self.plan.path).resolve()),
+            **self.plan.meta_fields(workers),
             file=self.rows.file,
-            label=task.label,
             label_names=task.class_names,
             class_counts={name: int(count) for name, count in zip(task.class_names, counts, strict=False)},
             n_rows=int(len(task.y)),
@@ -248,22 +245,11 @@ class WordProbe:
             n_missing_labels=0,
             n_sentences=int(len(np.unique(task.groups))),
             n_words=int(task.n_words),
-            **evaluation_meta(plan, config.folds),
-            seed=int(config.seed),
-            classifiers=self.inputs.classifiers,
-            poolings=self.poolings,
-            sites=["hidden"],
-            layer_specs=[str(layer) for layer in self.layers],
             cs=list(config.cs),
             balanced=bool(config.balanced),
-            control=bool(config.control),
             mdl=bool(config.mdl),
             control_task=CONTROL_TASKS[task.level],
             layer_summary=summaries,
-            jobs=workers,
-            seconds=round(time.perf_counter() - self.plan.started, 3),
-            versions=package_versions(),
-            notes=list(self.plan.notes),
             solver=solver_meta(device),
             predictions_for=predictions_for,
             train_sizes=self.sizes,
