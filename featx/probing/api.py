@@ -11,9 +11,10 @@ from pathlib import Path
 from typing import Any
 
 from .config import ProbeConfig
-from .plan import probe_config, resolve_plan
+from .meta import Level, Task
+from .plan import ProbePlan, probe_config, resolve_plan
 from .results import ProbeResult
-from .tasks.base import run_task, task_for
+from .tasks.base import ProbeTask, run_task
 
 
 def probe(config: ProbeConfig | str | Path | None = None, **options: Any) -> ProbeResult:
@@ -24,3 +25,18 @@ def probe(config: ProbeConfig | str | Path | None = None, **options: Any) -> Pro
     """
     plan = resolve_plan(probe_config(config, **options))
     return run_task(task_for(plan))
+
+
+def task_for(plan: ProbePlan) -> ProbeTask:
+    """The task that probes ``plan``: word/arc probes, regression, or classification of a sentence label."""
+    if plan.level is not Level.SENTENCE:
+        from .tasks.words import WordProbe
+
+        return WordProbe.from_plan(plan)
+    if plan.task is Task.REGRESSION:
+        from .tasks.regression import RegressionProbe
+
+        return RegressionProbe.from_plan(plan)
+    from .tasks.classification import ClassificationProbe
+
+    return ClassificationProbe.from_plan(plan)

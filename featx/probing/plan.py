@@ -15,12 +15,17 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from ..errors import InputError
 from ..state import given_or_last
 from ..store import FeatureFile
-from .config import ProbeConfig
+from .config import TASKS, ProbeConfig
 from .inputs import check_corpus
 from .meta import Level, Task, package_versions
+from .tasks.word_items import HEAD_LABEL
+
+MIN_DISTINCT = 10  # a numeric column with at least this many distinct values is probed as regression
 
 if TYPE_CHECKING:
     from .evaluation.core import Plan
@@ -111,9 +116,6 @@ def probe_config(config: ProbeConfig | str | Path | None = None, **options: Any)
 def resolve_plan(config: ProbeConfig) -> ProbePlan:
     """Open the features file once and decide the run: word-level (a word label, or ``--arcs``),
     else the sentence label column and whether it is probed as classes or as a number."""
-    from .tasks.regression import resolve_task
-    from .tasks.words import wants_words
-
     started = time.perf_counter()
     path, using_last = given_or_last(config.features, "features")
     notes = [using_last] if using_last else []
@@ -147,3 +149,43 @@ def default_label(features: FeatureFile, config: ProbeConfig, notes: list[str]) 
         f"no 'label' column; probing '{columns[0]}' (label columns: {', '.join(columns)}; choose with --label)"
     )
     return columns[0]
+
+
+def resolve_task(features: FeatureFile, label: str, task: str) -> Task:
+    """Classification or regression for ``label``: ``task`` unless auto, where a numeric column with at
+    least ``MIN_DISTINCT`` distinct values is regression."""
+    task = str(task or "auto").lower()
+    if task not in TASKS:
+        raise InputError(f"--task {task} is not known", "choose classification, regression or auto")
+    if task == Task.CLASSIFICATION:
+        return Task.CLASSIFICATION
+    values = features.label_values(label)
+    if task == Task.REGRESSION:
+        if values is None:
+            raise InputError(
+                f"label column '{label}' is not numeric: it cannot be probed as regression",
+                "drop --task regression to probe it as classes",
+            )
+        return Task.REGRESSION
+    numeric = values is not None and len(np.unique(values[np.isfinite(values)])) >= MIN_DISTINCT
+    return Task.REGRESSION if numeric else Task.CLASSIFICATION
+
+
+def wants_words(features: Any, config: ProbeConfig) -> bool:
+    """True when ``config`` asks for a word-level probe of ``features``: ``--arcs``, or a label that is a
+    word label column and not a sentence label column."""
+    has_words = bool(getattr(features, "has_words", False))
+    if config.arcs:
+        if not has_words:
+            raise InputError(
+                f"--arcs needs word-level data, and {features.path} has none",
+                "extract a treebank (featx extract treebank.conllu) to get words, heads and relations",
+            )
+        return True
+    if config.label is None:  # a file of words without sentence labels: its word labels
+        return has_words and not features.label_columns
+    if config.label in features.label_columns:
+        return False
+    if config.label == HEAD_LABEL and has_words:
+        raise InputError("--label head is probed as arcs", "add --arcs: featx probe FEATURES --label head --arcs")
+    return has_words and config.label in features.word_label_columns()

@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-__all__ = ["ProbeTask", "run_task", "task_for"]
+__all__ = ["ProbeTask", "run_task"]
 
 
 def __getattr__(name: str) -> Any:  # imported on first use: the task modules import the probing modules

@@ -1,9 +1,9 @@
 """``ProbeTask``: what ``featx.probe`` asks of every kind of probing run (classification, regression, word
 and arc probes; sentence pairs are a variant of the sentence-level tasks), and what those tasks share.
 
-``featx.probe`` resolves a ``ProbePlan``, builds the task for it (``task_for``), runs the task's jobs
-side by side (``inputs.run_jobs``) and asks the task for the ``ProbeResult``. A task is built in the main
-process; a worker gets a job's arguments only (``run_job`` is static), which carry what the job reads.
+``featx.probe`` resolves a ``ProbePlan`` and builds the task for it (``api.task_for``); ``run_task`` runs
+the task's jobs side by side (``inputs.run_jobs``) and asks the task for the ``ProbeResult``. A task is
+built in the main process; a worker gets a job's arguments only (``run_job`` is static).
 """
 
 from __future__ import annotations
@@ -12,8 +12,6 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import pandas as pd
-
-from ..meta import Level, Task
 
 if TYPE_CHECKING:
     from ..plan import ProbePlan
@@ -49,21 +47,6 @@ class ProbeTask(Protocol):
     def results_label(self) -> str:
         """The label part of the results files' names (``<features>.<label>.probe.csv``)."""
         ...
-
-
-def task_for(plan: ProbePlan) -> ProbeTask:
-    """The task that probes ``plan``: word/arc probes, regression, or classification of a sentence label."""
-    if plan.level is not Level.SENTENCE:
-        from .words import WordProbe
-
-        return WordProbe.from_plan(plan)
-    if plan.task is Task.REGRESSION:
-        from .regression import RegressionProbe
-
-        return RegressionProbe.from_plan(plan)
-    from .classification import ClassificationProbe
-
-    return ClassificationProbe.from_plan(plan)
 
 
 def mark_best(table: pd.DataFrame, metric: str, reference_kinds: tuple[str, ...]) -> pd.Series:

@@ -16,11 +16,11 @@ import pandas as pd
 from ...errors import InputError
 from ...selection import parse_layer_specs
 from ...store import FeatureFile
-from ..config import TASKS, ProbeConfig
+from ..config import ProbeConfig
 from ..evaluation import core as ev
 from ..evaluation import regression_metrics as rm
 from ..inputs import JOB_THREADS, FeatureJob, run_jobs
-from ..meta import ProbeMeta, Task
+from ..meta import ProbeMeta
 from ..plan import ProbePlan
 from ..results import ProbeResult
 from .base import mark_best, row_order
@@ -28,7 +28,6 @@ from .pairs import baseline_meta
 from .regression_jobs import CURVE_COLUMNS, RegressionInputs, mean_record, run_curve_job, run_probe_job
 from .sentences import SentenceLayout, control_targets, read_layout, sources
 
-MIN_DISTINCT = 10  # a numeric column with at least this many distinct values is probed as regression
 CLASSIFIER_NAMES = {"logreg": "ridge", "ridge": "ridge", "mlp": "mlp"}
 REGRESSION_COLUMNS = [
     "features",
@@ -52,26 +51,6 @@ REGRESSION_COLUMNS = [
     "is_best",
     *rm.SIGNIFICANCE,
 ]
-
-
-def resolve_task(features: FeatureFile, label: str, task: str) -> Task:
-    """Classification or regression for ``label``: ``task`` unless auto, where a numeric column with at
-    least ``MIN_DISTINCT`` distinct values is regression."""
-    task = str(task or "auto").lower()
-    if task not in TASKS:
-        raise InputError(f"--task {task} is not known", "choose classification, regression or auto")
-    if task == Task.CLASSIFICATION:
-        return Task.CLASSIFICATION
-    values = features.label_values(label)
-    if task == Task.REGRESSION:
-        if values is None:
-            raise InputError(
-                f"label column '{label}' is not numeric: it cannot be probed as regression",
-                "drop --task regression to probe it as classes",
-            )
-        return Task.REGRESSION
-    numeric = values is not None and len(np.unique(values[np.isfinite(values)])) >= MIN_DISTINCT
-    return Task.REGRESSION if numeric else Task.CLASSIFICATION
 
 
 def regression_classifiers(config: ProbeConfig) -> list[str]:
@@ -148,7 +127,7 @@ class RegressionProbe:
             notes.append(f"--device {config.device} moves logreg probes only: the ridge probes run on the CPU")
         with FeatureFile(plan.path, allow_partial=plan.allow_partial) as features:
             values = features.label_values(label)
-            if values is None:  # resolve_task sends numeric columns only
+            if values is None:  # the plan sends numeric columns only (plan.resolve_task)
                 raise InputError(f"label column '{label}' is not numeric", "drop --task regression")
             kept = np.flatnonzero(np.isfinite(values))
             if len(kept) < 4 or len(np.unique(values[kept])) < 2:

@@ -45,26 +45,6 @@ WORD_CLASSIFIERS = ("logreg", "svm", "mlp")
 WORD_COLUMNS = COLUMNS + ["level"]
 
 
-def wants_words(features: Any, config: ProbeConfig) -> bool:
-    """True when ``config`` asks for a word-level probe of ``features``: ``--arcs``, or a label that is a
-    word label column and not a sentence label column."""
-    has_words = bool(getattr(features, "has_words", False))
-    if config.arcs:
-        if not has_words:
-            raise InputError(
-                f"--arcs needs word-level data, and {features.path} has none",
-                "extract a treebank (featx extract treebank.conllu) to get words, heads and relations",
-            )
-        return True
-    if config.label is None:  # a file of words without sentence labels: its word labels
-        return has_words and not features.label_columns
-    if config.label in features.label_columns:
-        return False
-    if config.label == HEAD_LABEL and has_words:
-        raise InputError("--label head is probed as arcs", "add --arcs: featx probe FEATURES --label head --arcs")
-    return has_words and config.label in features.word_label_columns()
-
-
 def build_task(source: Any, config: ProbeConfig, notes: list[str] | None = None) -> WordTask:
     """The word or arc items of ``config``'s label (the default word label said in a note)."""
     label = config.label
