@@ -3,7 +3,7 @@ file, which task (classification or regression) at which level (sentence, word, 
 column and classifiers, the poolings, sites and layer specs probed, the outer evaluation folds, and the
 notes gathered on the way.
 
-``resolve_plan`` decides the file, task and level once per run; the task chosen (``tasks.task_for``)
+``resolve_plan`` decides the file, task and level once per run; the task chosen (``api.task_for``)
 resolves the rest against the file, each in its own way (word probes read word poolings and single
 layers, ``--labels`` are joined), and holds the completed plan (``ProbePlan.resolved``).
 """
@@ -33,7 +33,8 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class ProbePlan:
-    """One probing run, decided: its options, file, task, level and (sentence runs) label column."""
+    """One probing run, decided: its options, file, task and level, then (``resolved``) its label,
+    classifiers, poolings, sites, layer specs and outer folds."""
 
     config: ProbeConfig
     path: Path
@@ -61,18 +62,18 @@ class ProbePlan:
         sites: list[str],
         layer_specs: list[str],
         evaluation: Plan,
-        **more: Any,
+        level: Level | None = None,
     ) -> ProbePlan:
-        """The plan completed by its task (``more``: the level of a word task)."""
+        """The plan completed by its task (``level``: a word task's, word or arc)."""
         return replace(
             self,
+            level=self.level if level is None else level,
             label=label,
             classifiers=tuple(classifiers),
             poolings=tuple(poolings),
             sites=tuple(sites),
             layer_specs=tuple(layer_specs),
             evaluation=evaluation,
-            **more,
         )
 
     def meta_fields(self, workers: int) -> dict[str, Any]:
