@@ -261,3 +261,30 @@ def test_a_split_column_without_test_rows_falls_back_to_cv_and_says_so(tiny_mode
     result = probe(tmp_path / "f.h5", layers="1", folds=3, jobs=1, write=False)
     assert result.meta["evaluation"] == "3-fold cv"
     assert any("no train and test rows" in note for note in result.notes)
+
+
+def test_probe_meta_is_typed_and_writes_the_json_it_reads(tiny_features, tmp_path):
+    from featx.probing import ProbeMeta
+    from featx.probing.meta import Level, Task
+
+    result = probe(tiny_features, layers="1", poolings="mean", folds=3, jobs=1, output=tmp_path / "r")
+    assert result.meta.task is Task.CLASSIFICATION and result.meta.level is Level.SENTENCE
+    written = json.loads(result.json_path.read_text())["meta"]
+    assert "task" not in written and "level" not in written  # classification of sentences: as ever
+    assert result.meta.to_dict() == written == dict(result.meta)
+    again = ProbeMeta.from_dict(written)
+    assert again.to_dict() == written and list(again.to_dict()) == list(written)
+
+
+def test_probe_meta_reads_older_results():
+    from featx.probing import ProbeMeta
+    from featx.probing.meta import Level, Task
+
+    old = {"features_file": "/x/feats.h5", "label": "label", "n_rows": 10, "evaluation": "3-fold cv", "future": 1}
+    meta = ProbeMeta.from_dict(old)
+    assert meta.task is Task.CLASSIFICATION and meta.level is Level.SENTENCE and meta.n_rows == 10
+    assert meta["future"] == 1 and meta.sites == []
+    words = ProbeMeta.from_dict({**old, "level": "arc", "label": "deprel"})
+    assert words.level is Level.ARC and words.level.is_words and words["level"] == "arc"
+    regression = ProbeMeta.from_dict({**old, "task": "regression", "target": {"mean": 1.0}})
+    assert regression.task is Task.REGRESSION and regression["task"] == "regression"

@@ -1,74 +1,27 @@
-"""What every probing run shares, classification or regression: the results object, the input checks
-(corpus, sites, baseline file), the jobs and how their features are loaded, and the worker count."""
+"""What the probing tasks share: the input checks (corpus, sites, baseline file), the sentence-level jobs
+and how their features are loaded, and where and how many side by side the jobs run."""
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
-import pandas as pd
 
-from .._version import __version__
 from ..errors import InputError
 from ..selection import LayerSpec, parse_layer_specs
 from ..store import FeatureFile, schema
 from . import evaluation as ev
 from .config import ProbeConfig
-from .tasks.pairs import baseline_lines, pooled_block
+from .tasks.pairs import pooled_block
 
 TOKENS_POOLING = "tokens"  # the pooling column of attn rows: the probe pools the token states itself
 
 
-@dataclass
-class ProbeResult:
-    """What a probing run produced: the results table, its metadata and where it was written."""
-
-    table: pd.DataFrame
-    meta: dict
-    csv_path: Path | None = None
-    json_path: Path | None = None
-    notes: list[str] = field(default_factory=list)
-    predictions: pd.DataFrame | None = None  # per-row out-of-fold predictions by layer (one pooling/classifier)
-    curve: pd.DataFrame | None = None  # learning curves (with --train-sizes)
-    predictions_path: Path | None = None
-    curve_path: Path | None = None
-
-    def records(self) -> list[dict]:
-        return self.table.to_dict("records")
-
-    def best(self, pooling: str | None = None, classifier: str | None = None, features: str = "main") -> pd.Series:
-        """The best single-layer row (by accuracy) of one pooling/classifier."""
-        rows = self.table[(self.table.features == features) & (self.table.kind == "single")]
-        if pooling:
-            rows = rows[rows.pooling == pooling]
-        if classifier:
-            rows = rows[rows.classifier == classifier]
-        if rows.empty:
-            raise InputError(f"no single-layer results for pooling={pooling!r}, classifier={classifier!r}")
-        return rows.loc[rows["r2" if self.meta.get("task") == "regression" else "accuracy"].idxmax()]
-
-    def format_table(self) -> str:
-        if self.meta.get("task") == "regression":
-            from ..report.text.regression import format_table
-        elif self.meta.get("level") in ("word", "arc"):
-            from ..report.text.words import format_table
-        else:
-            from ..report.text.probe import format_table
-
-        text = format_table(self.table, self.meta)
-        pair_lines = baseline_lines(self.meta)  # sentence pairs: the cosine baseline comes first
-        if not pair_lines:
-            return text
-        head, _, rest = text.partition("\n\n")
-        return "\n".join([head, "", *pair_lines, "", rest])
-
-    def __repr__(self) -> str:
-        return f"ProbeResult({len(self.table)} rows, label={self.meta.get('label')!r}, written to {self.csv_path})"
-
-
-def _check_corpus(features: FeatureFile, notes: list[str]) -> None:
+def check_corpus(features: FeatureFile, notes: list[str]) -> None:
     """Warn (not fail) when the corpus file changed since extraction: the stored labels may be outdated."""
     from ..extraction.corpus import file_sha256
     from ..extraction.word_corpus import combined_sha256
@@ -89,9 +42,11 @@ def _check_corpus(features: FeatureFile, notes: list[str]) -> None:
         )
 
 
-def _check_baseline(
+def check_baseline(
     main: FeatureFile, other: FeatureFile, specs: list[LayerSpec], poolings: list[str], need_tokens: bool
 ) -> None:
+    """Fail unless the ``--baseline`` file holds the same rows (count, corpus, ids) and the probed layers,
+    poolings and (for attn) token states."""
     problem = None
     if other.n_rows != main.n_rows:
         problem = f"it has {other.n_rows} rows, {main.path.name} has {main.n_rows}"
@@ -122,7 +77,7 @@ def _check_baseline(
         )
 
 
-def _site_plan(
+def site_plan(
     features: FeatureFile, config: ProbeConfig, specs: list[LayerSpec], poolings: list[str], notes: list[str]
 ) -> dict[str, tuple[list[LayerSpec], list[str]]]:
     """Per requested site: its layer specs (resolved against the layers it has) and poolings."""
@@ -150,7 +105,8 @@ def _site_plan(
     return plan
 
 
-def _check_baseline_sites(other: FeatureFile, sites: dict) -> None:
+def check_baseline_sites(other: FeatureFile, sites: dict[str, tuple[list[LayerSpec], list[str]]]) -> None:
+    """Fail when the ``--baseline`` file lacks a probed site, or layers of one."""
     for site, (specs, _) in sites.items():
         if site == "hidden":
             continue
@@ -165,7 +121,9 @@ def _check_baseline_sites(other: FeatureFile, sites: dict) -> None:
 
 
 @dataclass
-class _Job:
+class FeatureJob:
+    """One sentence-level probing job: the classifiers fitted on one source, site, layer spec and pooling."""
+
     features: str  # "main" or "baseline"
     path: str
     spec: LayerSpec
@@ -174,14 +132,16 @@ class _Job:
     site: str = "hidden"
 
 
-def _load(job: _Job, shared: _Shared):
-    with FeatureFile(job.path, allow_partial=shared.allow_partial) as features:
+def load_job_features(job: FeatureJob, kept: np.ndarray, allow_partial: bool) -> Any:
+    """The features of ``job`` for the ``kept`` rows: one matrix (single or concatenated layers), one matrix
+    per layer (stack), or the token states in batches (``tokens`` pooling, the attention probe)."""
+    with FeatureFile(job.path, allow_partial=allow_partial) as features:
         if job.pooling == TOKENS_POOLING:
             offsets = features.token_offsets
-            starts, lengths = offsets[:-1][shared.kept], np.diff(offsets)[shared.kept]
+            starts, lengths = offsets[:-1][kept], np.diff(offsets)[kept]
             states = np.concatenate([features.token_states(layer, site=job.site) for layer in job.spec.layers], axis=1)
             return ev.TokenBatches(states, starts, lengths)
-        blocks = [pooled_block(features, job.pooling, layer, job.site)[shared.kept] for layer in job.spec.layers]
+        blocks = [pooled_block(features, job.pooling, layer, job.site)[kept] for layer in job.spec.layers]
     if job.spec.kind == "stack":
         return blocks
     return blocks[0] if len(blocks) == 1 else np.concatenate(blocks, axis=1)
@@ -195,7 +155,9 @@ def job_workers(requested: int | None, n_jobs: int) -> int:
     return max(1, min(wanted, n_jobs))
 
 
-def run_jobs(function, jobs: list[tuple], workers: int, device: str | None = None) -> list:
+def run_jobs(
+    function: Callable[..., Any], jobs: list[tuple[Any, ...]], workers: int, device: str | None = None
+) -> list[Any]:
     """``function(*job)`` for every job, in order: side by side in ``workers`` processes when more than one.
     With ``device``, each job solves its logistic probes there (``devices.solver_device``)."""
     if device is not None:
@@ -207,7 +169,7 @@ def run_jobs(function, jobs: list[tuple], workers: int, device: str | None = Non
     return [function(*job) for job in jobs]
 
 
-def _on_device(device: str, function, job: tuple):
+def _on_device(device: str, function: Callable[..., Any], job: tuple[Any, ...]) -> Any:
     from .solvers.devices import solver_device
 
     with solver_device(device):
@@ -217,10 +179,6 @@ def _on_device(device: str, function, job: tuple):
 # One BLAS/torch thread per worker: probes are small matrix products, where extra threads mostly spin
 # (badly so on a shared machine); the parallelism comes from running jobs side by side.
 JOB_THREADS = 1
-
-
-def _workers(config: ProbeConfig, n_jobs: int) -> tuple[int, int]:
-    return job_workers(config.jobs, n_jobs), JOB_THREADS
 
 
 def solver_plan(config: ProbeConfig, n_jobs: int, notes: list[str], solves: bool) -> tuple[str | None, int]:
@@ -235,35 +193,3 @@ def solver_plan(config: ProbeConfig, n_jobs: int, notes: list[str], solves: bool
         notes.append(f"logreg probes are solved on {device}: one job at a time (--jobs N runs N side by side)")
         workers = 1
     return device, workers
-
-
-def _versions() -> dict:
-    from importlib.metadata import PackageNotFoundError, version
-
-    out = {"featx": __version__, "numpy": np.__version__}
-    for package, key in (("scikit-learn", "sklearn"), ("torch", "torch")):
-        try:
-            out[key] = version(package)
-        except PackageNotFoundError:
-            out[key] = None
-    return out
-
-
-def write_result(result: ProbeResult, features_path: Path, label: str, output) -> None:
-    """Write a run's results CSV/JSON and its predictions and curve files; remember the results file."""
-    from ..state import remember
-    from .results import results_paths, side_path, write_results, write_table
-
-    csv_path, json_path = results_paths(Path(features_path), label, output)
-    meta = result.meta
-    if result.predictions is not None:
-        result.predictions_path = side_path(csv_path, "predictions")
-        meta["predictions_file"] = result.predictions_path.name
-        write_table(result.predictions, result.predictions_path)
-    if result.curve is not None:
-        result.curve_path = side_path(csv_path, "curve")
-        meta["curve_file"] = result.curve_path.name
-        write_table(result.curve, result.curve_path)
-    write_results(result.table, meta, csv_path, json_path)
-    result.csv_path, result.json_path = csv_path, json_path
-    remember("results", csv_path)

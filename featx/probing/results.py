@@ -1,17 +1,20 @@
-"""The results files: one tidy CSV (one row per features x layer spec x pooling x classifier) and a JSON
-with the same records plus the run's metadata. ``load_results`` reads either back."""
+"""A probing run's results: the ``ProbeResult`` object and its files, one tidy CSV (one row per features x
+layer spec x pooling x classifier) and a JSON with the same records plus the run's metadata (``ProbeMeta``),
+beside the per-row predictions and learning-curve CSVs. ``load_results`` reads a CSV or JSON back."""
 
 from __future__ import annotations
 
 import json
 import math
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from ..errors import StoreError
+from ..errors import InputError, StoreError
 from ..safe_files import atomic_write_text
+from .meta import ProbeMeta, Task
 
 COLUMNS = [
     "features",
@@ -72,6 +75,55 @@ CURVE_COLUMNS = [
 ]
 
 
+@dataclass
+class ProbeResult:
+    """What a probing run produced: the results table, its metadata and where it was written."""
+
+    table: pd.DataFrame
+    meta: ProbeMeta
+    csv_path: Path | None = None
+    json_path: Path | None = None
+    notes: list[str] = field(default_factory=list)
+    predictions: pd.DataFrame | None = None  # per-row out-of-fold predictions by layer (one pooling/classifier)
+    curve: pd.DataFrame | None = None  # learning curves (with --train-sizes)
+    predictions_path: Path | None = None
+    curve_path: Path | None = None
+
+    def records(self) -> list[dict]:
+        return self.table.to_dict("records")
+
+    def best(self, pooling: str | None = None, classifier: str | None = None, features: str = "main") -> pd.Series:
+        """The best single-layer row (by accuracy) of one pooling/classifier."""
+        rows = self.table[(self.table.features == features) & (self.table.kind == "single")]
+        if pooling:
+            rows = rows[rows.pooling == pooling]
+        if classifier:
+            rows = rows[rows.classifier == classifier]
+        if rows.empty:
+            raise InputError(f"no single-layer results for pooling={pooling!r}, classifier={classifier!r}")
+        return rows.loc[rows["accuracy" if self.meta.is_classification else "r2"].idxmax()]
+
+    def format_table(self) -> str:
+        from .tasks.pairs import baseline_lines
+
+        if self.meta.task is Task.REGRESSION:
+            from ..report.text.regression import format_table
+        elif self.meta.level.is_words:
+            from ..report.text.words import format_table
+        else:
+            from ..report.text.probe import format_table
+
+        text = format_table(self.table, self.meta.to_dict())
+        pair_lines = baseline_lines(self.meta)  # sentence pairs: the cosine baseline comes first
+        if not pair_lines:
+            return text
+        head, _, rest = text.partition("\n\n")
+        return "\n".join([head, "", *pair_lines, "", rest])
+
+    def __repr__(self) -> str:
+        return f"ProbeResult({len(self.table)} rows, label={self.meta.label!r}, written to {self.csv_path})"
+
+
 def results_prefix(features_path: Path, label: str, kind: str, output: str | Path | None = None) -> Path:
     """``<features stem>.<label>.<kind>`` beside the features file, or ``output`` less a .csv/.json suffix."""
     if output is not None:
@@ -113,7 +165,7 @@ def write_table(table: pd.DataFrame, path: Path) -> None:
         ) from None
 
 
-def _clean(value):
+def json_safe(value):
     """JSON-safe scalar: NaN/inf become null, numpy scalars plain Python."""
     if value is pd.NA or value is pd.NaT:
         return None
@@ -122,9 +174,6 @@ def _clean(value):
     if isinstance(value, float) and not math.isfinite(value):
         return None
     return value
-
-
-json_safe = _clean  # the public name, for the writers of the analyses' results files
 
 
 def _atomic_write(path: Path, text: str) -> None:
@@ -140,14 +189,32 @@ def write_results(table: pd.DataFrame, meta: dict, csv_path: Path, json_path: Pa
             )
     try:
         _atomic_write(csv_path, table.to_csv(index=False))
-        records = [{key: _clean(value) for key, value in record.items()} for record in table.to_dict("records")]
-        payload = {"meta": {key: _clean(value) for key, value in meta.items()}, "results": records}
+        records = [{key: json_safe(value) for key, value in record.items()} for record in table.to_dict("records")]
+        payload = {"meta": {key: json_safe(value) for key, value in meta.items()}, "results": records}
         _atomic_write(json_path, json.dumps(payload, indent=1, allow_nan=False))
     except OSError as err:
         raise StoreError(
             f"cannot write results to {csv_path.parent}: {err.strerror or err}",
             "choose a writable location with -o PREFIX",
         ) from None
+
+
+def write_result(result: ProbeResult, features_path: Path, label: str, output: str | Path | None) -> None:
+    """Write a run's results CSV/JSON and its predictions and curve files; remember the results file."""
+    from ..state import remember
+
+    csv_path, json_path = results_paths(Path(features_path), label, output)
+    if result.predictions is not None:
+        result.predictions_path = side_path(csv_path, "predictions")
+        result.meta = replace(result.meta, predictions_file=result.predictions_path.name)
+        write_table(result.predictions, result.predictions_path)
+    if result.curve is not None:
+        result.curve_path = side_path(csv_path, "curve")
+        result.meta = replace(result.meta, curve_file=result.curve_path.name)
+        write_table(result.curve, result.curve_path)
+    write_results(result.table, result.meta.to_dict(), csv_path, json_path)
+    result.csv_path, result.json_path = csv_path, json_path
+    remember("results", csv_path)
 
 
 def _normalise(table: pd.DataFrame) -> pd.DataFrame:

@@ -58,12 +58,12 @@ def test_thresholds_reach_the_best_training_accuracy(n_classes, seed):
 
 def test_thresholds_are_chosen_on_the_training_part_only():
     """Test rows whose labels contradict the training rows' relation get a low accuracy: they were not used."""
-    from featx.probing.tasks.pairs import _class_scores
+    from featx.probing.tasks.pairs import cosine_class_scores
 
     score = np.r_[np.linspace(0, 1, 20), np.linspace(0, 1, 20)]
     y = np.r_[(np.linspace(0, 1, 20) > 0.5).astype(int), (np.linspace(0, 1, 20) <= 0.5).astype(int)]
     plan = ev.Plan("split", [(np.arange(20), np.arange(20, 40))], [None])
-    assert _class_scores(score, y, plan, 2, 200, 0)["accuracy"] == 0.0
+    assert cosine_class_scores(score, y, plan, 2, 200, 0)["accuracy"] == 0.0
 
 
 def _pair_corpus(path):

@@ -350,7 +350,7 @@ def test_a_label_seen_only_in_the_test_part_is_kept_and_named():
 
 
 def test_which_labels_are_probed_as_words():
-    from featx.probing.tasks.words import wants_words
+    from featx.probing.plan import wants_words
 
     words = PlantedWords(n_sentences=10)
     assert wants_words(words, ProbeConfig(label="upos")) and wants_words(words, ProbeConfig())

@@ -356,15 +356,15 @@ def _side(output: Path, suffix: str) -> Path:
 
 
 def _records(table: pd.DataFrame) -> list[dict]:
-    from ..results import _clean
+    from ..results import json_safe
 
-    return [{key: _clean(value) for key, value in record.items()} for record in table.to_dict("records")]
+    return [{key: json_safe(value) for key, value in record.items()} for record in table.to_dict("records")]
 
 
 def _write_tables(result: EraseResult, output: Path) -> Path:
     import json
 
-    from ..results import _clean, write_table
+    from ..results import json_safe, write_table
 
     csv_path = _side(output, "erase.csv")
     write_table(result.table, csv_path)
@@ -372,6 +372,6 @@ def _write_tables(result: EraseResult, output: Path) -> Path:
         write_table(result.amnesic, _side(output, "amnesic.csv"))
     payload = {"meta": result.meta, "results": _records(result.table), "amnesic": _records(result.amnesic)}
     _side(output, "erase.json").write_text(
-        json.dumps(payload, default=_clean, indent=1, allow_nan=False), encoding="utf-8"
+        json.dumps(payload, default=json_safe, indent=1, allow_nan=False), encoding="utf-8"
     )
     return csv_path

@@ -11,6 +11,10 @@ Cross-mode files probe like any file (``mean_a`` and ``mean_b`` are two more poo
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from ...errors import InputError
@@ -18,6 +22,10 @@ from ...store import FeatureFile
 from ...store.schema import HIDDEN_SITE
 from .. import evaluation as ev
 from ..evaluation import regression_metrics as rm
+
+if TYPE_CHECKING:
+    from ...selection import LayerSpec
+    from ..config import ProbeConfig
 
 
 def senteval(u: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -72,13 +80,14 @@ def fit_thresholds(values: np.ndarray, y: np.ndarray, n_classes: int) -> tuple[n
     )
     sorter = np.argsort(values, kind="stable")
     ordered = values[sorter]
-    best = None
+    best: tuple[float, np.ndarray, np.ndarray] | None = None
     for order in orders:
         rank_of = np.empty(n_classes, dtype=np.int64)
         rank_of[list(order)] = np.arange(n_classes)
         correct, thresholds = _best_cuts(ordered, rank_of[y[sorter]], n_classes)
         if best is None or correct > best[0]:  # ties keep the earlier order (the mean order first)
             best = (correct, np.asarray(order), thresholds)
+    assert best is not None  # orders holds the mean order at least
     return best[1], best[2]
 
 
@@ -128,7 +137,7 @@ def _regression_scores(score: np.ndarray, y: np.ndarray, plan, n_boot: int, seed
     return out
 
 
-def _class_scores(score: np.ndarray, y: np.ndarray, plan, n_classes: int, n_boot: int, seed: int) -> dict:
+def cosine_class_scores(score: np.ndarray, y: np.ndarray, plan, n_classes: int, n_boot: int, seed: int) -> dict:
     predictions = []
     for train, test in plan.folds:
         order, thresholds = fit_thresholds(score[train], y[train], n_classes)  # training part only
@@ -137,7 +146,9 @@ def _class_scores(score: np.ndarray, y: np.ndarray, plan, n_classes: int, n_boot
         test = plan.folds[0][1]
         low, high = ev.bootstrap_intervals(y[test], predictions[0], n_classes, n_boot, seed)["accuracy"]
         return {"accuracy": float((predictions[0] == y[test]).mean()), "accuracy_low": low, "accuracy_high": high}
-    mean, low, high = ev.t_interval([float((p == y[test]).mean()) for p, (_, test) in zip(predictions, plan.folds, strict=False)])
+    mean, low, high = ev.t_interval(
+        np.asarray([float((p == y[test]).mean()) for p, (_, test) in zip(predictions, plan.folds, strict=False)])
+    )
     return {"accuracy": mean, "accuracy_low": low, "accuracy_high": high}
 
 
@@ -166,21 +177,33 @@ def cosine_baseline(
                 scores = (
                     _regression_scores(score, y, plan, n_boot, seed)
                     if n_classes is None
-                    else _class_scores(score, y, plan, n_classes, n_boot, seed)
+                    else cosine_class_scores(score, y, plan, n_classes, n_boot, seed)
                 )
                 scores = {name: float(value) if np.isfinite(value) else None for name, value in scores.items()}
                 rows.append({"pooling": pooling, "layer": int(layer), **scores})  # None: undefined (a constant cosine)
     return rows
 
 
-def baseline_meta(config, path, kept, y, plan, specs, poolings, n_classes=None) -> dict:
+def baseline_meta(
+    config: ProbeConfig,
+    path: str | Path,
+    kept: np.ndarray,
+    y: np.ndarray,
+    plan: ev.Plan,
+    specs: list[LayerSpec],
+    poolings: list[str],
+    n_classes: int | None = None,
+) -> dict[str, Any]:
     """``{"pair_mode": ..., "cosine_baseline": rows}`` for a probe's metadata ({} for single texts)."""
     layers = sorted({spec.layers[0] for spec in specs if spec.kind == "single"})
     with FeatureFile(path, allow_partial=config.allow_partial) as features:
         mode = features.pair_mode
     if mode is None:
         return {}
-    meta = {"pair_mode": mode, "pair_feature": "[u, v, |u-v|, u*v]" if mode == "separate" else "cross-encoded pair"}
+    meta: dict[str, Any] = {
+        "pair_mode": mode,
+        "pair_feature": "[u, v, |u-v|, u*v]" if mode == "separate" else "cross-encoded pair",
+    }
     if mode == "separate":
         meta["cosine_baseline"] = cosine_baseline(
             path,
@@ -205,7 +228,7 @@ def _interval(value, low, high) -> str:
     return f"{_number(value)} [{_number(low)}, {_number(high)}]"
 
 
-def baseline_lines(meta: dict) -> list[str]:
+def baseline_lines(meta: Mapping[str, Any]) -> list[str]:
     """The cosine-baseline block of a pair table (empty for single texts and cross-mode files)."""
     rows = meta.get("cosine_baseline")
     if not rows:
@@ -242,6 +265,9 @@ def baseline_lines(meta: dict) -> list[str]:
                 ]
             )
     widths = [max(len(header[i]), *(len(cell[i]) for cell in cells)) for i in range(len(header))]
-    lines += ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=False)).rstrip(), "  ".join("-" * w for w in widths)]
+    lines += [
+        "  ".join(h.ljust(w) for h, w in zip(header, widths, strict=False)).rstrip(),
+        "  ".join("-" * w for w in widths),
+    ]
     lines += ["  ".join(c.ljust(w) for c, w in zip(cell, widths, strict=False)).rstrip() for cell in cells]
     return lines + [f"probe features: {meta.get('pair_feature')} per layer and pooling"]

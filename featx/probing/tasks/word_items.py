@@ -19,10 +19,10 @@ import numpy as np
 
 from ...errors import InputError
 from .. import evaluation as ev
+from ..meta import Level
 
 HEAD_LABEL = "head"  # --label head --arcs: is this word pair an arc?
 ARC_NAMES = ["no-arc", "arc"]
-LEVEL_WORD, LEVEL_ARC = "word", "arc"
 
 
 def opened_source(source):
@@ -44,7 +44,7 @@ class WordPlan(ev.Plan):
 @dataclass
 class WordTask:
     label: str
-    level: str  # "word" or "arc"
+    level: Level  # word or arc
     y: np.ndarray  # class codes 0..k-1 of the items
     class_names: list[str]
     groups: np.ndarray  # sentence (row) of each item
@@ -74,7 +74,7 @@ def word_task(source, label: str) -> WordTask:
     y, names = _renumber(codes[kept], source.word_label_names(label), label)
     sentence = np.asarray(source.word_sentence(), dtype=np.int64)
     return WordTask(
-        label, LEVEL_WORD, y, names, sentence[kept], kept, _types(source)[kept], len(codes), int(source.n_rows)
+        label, Level.WORD, y, names, sentence[kept], kept, _types(source)[kept], len(codes), int(source.n_rows)
     )
 
 
@@ -113,7 +113,7 @@ def relation_task(source, label: str) -> WordTask:
     types = _types(source)
     return WordTask(
         label,
-        LEVEL_ARC,
+        Level.ARC,
         y,
         names,
         sentence[dependents],
@@ -135,7 +135,7 @@ def attachment_task(source, seed: int) -> WordTask:
     gold = set(zip(heads.tolist(), dependents.tolist(), strict=False))
     rng = np.random.default_rng(seed + 4099)
     negatives = []
-    for head, dependent in zip(heads.tolist(), dependents.tolist(), strict=False):
+    for dependent in dependents.tolist():
         start, stop = offsets[sentence[dependent]], offsets[sentence[dependent] + 1]
         if stop - start < 3:  # a two-word sentence has no non-arc pair besides the reversed arc
             continue
@@ -149,7 +149,7 @@ def attachment_task(source, seed: int) -> WordTask:
     types = _types(source)
     keys = np.array([f"{types[h]} -> {types[d]}" for h, d in pairs], dtype=object)
     return WordTask(
-        HEAD_LABEL, LEVEL_ARC, y, list(ARC_NAMES), sentence[pairs[:, 1]], pairs, keys, len(types), int(source.n_rows)
+        HEAD_LABEL, Level.ARC, y, list(ARC_NAMES), sentence[pairs[:, 1]], pairs, keys, len(types), int(source.n_rows)
     )
 
 
@@ -205,7 +205,11 @@ def inner_split_by_sentence(groups: np.ndarray, rows: np.ndarray, seed: int) -> 
     sentences = np.unique(groups[rows])
     rng = np.random.default_rng(seed)
     n_val = max(1, int(round(ev.INNER_HOLDOUT * len(sentences))))
-    held = rng.choice(sentences, size=min(n_val, len(sentences) - 1), replace=False) if len(sentences) > 1 else []
+    held = (
+        rng.choice(sentences, size=min(n_val, len(sentences) - 1), replace=False)
+        if len(sentences) > 1
+        else np.zeros(0, sentences.dtype)
+    )
     is_val = np.isin(groups[rows], held)
     return rows[~is_val], rows[is_val]
 

@@ -1,0 +1,186 @@
+"""``ProbePlan``: what one probing run's ``ProbeConfig`` resolves to against its features file: which
+file, which task (classification or regression) at which level (sentence, word, arc), which label
+column and classifiers, the poolings, sites and layer specs probed, the outer evaluation folds, and the
+notes gathered on the way.
+
+``resolve_plan`` decides the file, task and level once per run; the task chosen (``api.task_for``)
+resolves the rest against the file, each in its own way (word probes read word poolings and single
+layers, ``--labels`` are joined), and holds the completed plan (``ProbePlan.resolved``).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..errors import InputError
+from ..state import given_or_last
+from ..store import FeatureFile
+from .config import TASKS, ProbeConfig
+from .inputs import check_corpus
+from .meta import Level, Task, package_versions
+from .tasks.word_items import HEAD_LABEL
+
+MIN_DISTINCT = 10  # a numeric column with at least this many distinct values is probed as regression
+
+if TYPE_CHECKING:
+    from .evaluation import Plan
+
+
+@dataclass(frozen=True)
+class ProbePlan:
+    """One probing run, decided: its options, file, task and level, then (``resolved``) its label,
+    classifiers, poolings, sites, layer specs and outer folds."""
+
+    config: ProbeConfig
+    path: Path
+    task: Task
+    level: Level
+    label: str | None  # the label probed; None until the task chooses it (--labels, or a word label)
+    classifiers: tuple[str, ...]
+    started: float  # time.perf_counter() at the start of the run (the meta's seconds)
+    notes: list[str] = field(default_factory=list)  # messages for the user, gathered along the run
+    # Resolved by the task against the file:
+    poolings: tuple[str, ...] = ()
+    sites: tuple[str, ...] = ()
+    layer_specs: tuple[str, ...] = ()  # the names of the layer specs probed (the hidden states')
+    evaluation: Plan | None = None  # the outer folds (the file's split, or k-fold)
+
+    @property
+    def allow_partial(self) -> bool:
+        return bool(self.config.allow_partial)
+
+    def resolved(
+        self,
+        label: str,
+        classifiers: list[str],
+        poolings: list[str],
+        sites: list[str],
+        layer_specs: list[str],
+        evaluation: Plan,
+        level: Level | None = None,
+    ) -> ProbePlan:
+        """The plan completed by its task (``level``: a word task's, word or arc)."""
+        return replace(
+            self,
+            level=self.level if level is None else level,
+            label=label,
+            classifiers=tuple(classifiers),
+            poolings=tuple(poolings),
+            sites=tuple(sites),
+            layer_specs=tuple(layer_specs),
+            evaluation=evaluation,
+        )
+
+    def meta_fields(self, workers: int) -> dict[str, Any]:
+        """The metadata every task writes alike, from the resolved plan (``seconds``: so far)."""
+        config, evaluation = self.config, self.evaluation
+        assert evaluation is not None and self.label is not None, "a task resolves the plan first"
+        return {
+            "task": self.task,
+            "level": self.level,
+            "features_file": str(Path(self.path).resolve()),
+            "label": self.label,
+            "evaluation": evaluation.evaluation,
+            "folds": int(config.folds) if not evaluation.is_split else None,
+            "n_dev": int(len(evaluation.dev[0])) if evaluation.is_split and evaluation.dev[0] is not None else 0,
+            "seed": int(config.seed),
+            "classifiers": list(self.classifiers),
+            "poolings": list(self.poolings),
+            "sites": list(self.sites),
+            "layer_specs": list(self.layer_specs),
+            "control": bool(config.control),
+            "jobs": workers,
+            "seconds": round(time.perf_counter() - self.started, 3),
+            "versions": package_versions(),
+            "notes": list(self.notes),
+        }
+
+
+def probe_config(config: ProbeConfig | str | Path | None = None, **options: Any) -> ProbeConfig:
+    """The run's ``ProbeConfig``: ``config`` itself, the features path plus ``options``, or ``options``
+    alone; never changes a given config (options make a checked copy); an unknown option is an
+    ``InputError`` naming the known ones."""
+    return ProbeConfig.build(config, **options)
+
+
+def resolve_plan(config: ProbeConfig) -> ProbePlan:
+    """Open the features file once and decide the run: word-level (a word label, or ``--arcs``),
+    else the sentence label column and whether it is probed as classes or as a number."""
+    started = time.perf_counter()
+    path, using_last = given_or_last(config.features, "features")
+    notes = [using_last] if using_last else []
+    classifiers = tuple(config.classifier_list())
+    with FeatureFile(path, allow_partial=config.allow_partial) as features:
+        if not features.complete:
+            notes.append(f"warning: {path} is incomplete; probing the {features.n_rows} rows written so far")
+        check_corpus(features, notes)
+        if config.labels is None and wants_words(features, config):  # a word-level label, or --arcs
+            level = Level.ARC if config.arcs else Level.WORD
+            return ProbePlan(config, Path(path), Task.CLASSIFICATION, level, None, classifiers, started, notes)
+        label = None if config.labels is not None else default_label(features, config, notes)
+        task = resolve_task(features, label, config.task) if label is not None else Task.CLASSIFICATION
+    return ProbePlan(config, Path(path), task, Level.SENTENCE, label, classifiers, started, notes)
+
+
+def default_label(features: FeatureFile, config: ProbeConfig, notes: list[str]) -> str:
+    """The sentence label column to probe: ``--label``, else ``label``, else the first (said in a note)."""
+    columns = features.label_columns
+    if config.label is not None:
+        features.labels(config.label)  # raises the clear "no label column" error
+        return config.label
+    if not columns:
+        raise InputError(
+            f"{features.path} has no label columns: the corpus had only its text (and id/split) columns",
+            "add a label column to the corpus and extract again",
+        )
+    if "label" in columns:
+        return "label"
+    notes.append(
+        f"no 'label' column; probing '{columns[0]}' (label columns: {', '.join(columns)}; choose with --label)"
+    )
+    return columns[0]
+
+
+def resolve_task(features: FeatureFile, label: str, task: str) -> Task:
+    """Classification or regression for ``label``: ``task`` unless auto, where a numeric column with at
+    least ``MIN_DISTINCT`` distinct values is regression."""
+    task = str(task or "auto").lower()
+    if task not in TASKS:
+        raise InputError(f"--task {task} is not known", "choose classification, regression or auto")
+    if task == Task.CLASSIFICATION:
+        return Task.CLASSIFICATION
+    values = features.label_values(label)
+    if task == Task.REGRESSION:
+        if values is None:
+            raise InputError(
+                f"label column '{label}' is not numeric: it cannot be probed as regression",
+                "drop --task regression to probe it as classes",
+            )
+        return Task.REGRESSION
+    numeric = values is not None and len(np.unique(values[np.isfinite(values)])) >= MIN_DISTINCT
+    return Task.REGRESSION if numeric else Task.CLASSIFICATION
+
+
+def wants_words(features: Any, config: ProbeConfig) -> bool:
+    """True when ``config`` asks for a word-level probe of ``features``: ``--arcs``, or a label that is a
+    word label column and not a sentence label column."""
+    has_words = bool(getattr(features, "has_words", False))
+    if config.arcs:
+        if not has_words:
+            raise InputError(
+                f"--arcs needs word-level data, and {features.path} has none",
+                "extract a treebank (featx extract treebank.conllu) to get words, heads and relations",
+            )
+        return True
+    if config.label is None:  # a file of words without sentence labels: its word labels
+        return has_words and not features.label_columns
+    if config.label in features.label_columns:
+        return False
+    if config.label == HEAD_LABEL and has_words:
+        raise InputError("--label head is probed as arcs", "add --arcs: featx probe FEATURES --label head --arcs")
+    return has_words and config.label in features.word_label_columns()

@@ -1,0 +1,224 @@
+"""The jobs of a sentence-level classification run: every classifier of one (source, site, layer spec,
+pooling) fitted over the outer folds, on the real labels and on the control task's, summarised into
+result rows; and the learning-curve points of one job."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from ...selection import LayerSpec
+from .. import evaluation as ev
+from ..inputs import TOKENS_POOLING, FeatureJob, load_job_features
+from ..meta import Task
+from ..solvers import classifiers as clf
+from .base import out_of_fold
+
+
+@dataclass(frozen=True)
+class ClassificationInputs:
+    """Everything a classification job needs besides its features; sent to each worker with its job."""
+
+    allow_partial: bool
+    kept: np.ndarray
+    y: np.ndarray
+    y_control: np.ndarray | None
+    plan: ev.Plan
+    n_classes: int
+    label: str
+    class_names: list[str]
+    cs: tuple[float, ...]
+    balanced: bool
+    seed: int
+    n_bootstrap: int
+    threads: int
+    mdl: bool = False
+
+
+def fit_folds(
+    classifier: str, kind: str, data: Any, labels: list[np.ndarray], inputs: ClassificationInputs
+) -> list[list[ev.FoldResult]]:
+    """Every outer fold for each label vector (the real labels, then the control task's, when asked);
+    single and concatenated logreg probes fit all vectors of a fold in one batched solve."""
+    results: list[list[ev.FoldResult]] = [[] for _ in labels]
+    for index, ((train, test), dev) in enumerate(zip(inputs.plan.folds, inputs.plan.dev, strict=False)):
+        seed = inputs.seed + 1000 * index
+        if kind != "stack" and classifier in clf.LINEAR:
+            fold = ev.run_linear_tasks(
+                classifier, data, labels, train, test, dev, inputs.n_classes, inputs.cs, inputs.balanced, seed
+            )
+        else:
+            fold = [fit_fold(classifier, data, y, train, test, dev, inputs, seed) for y in labels]
+        for per_vector, result in zip(results, fold, strict=False):
+            per_vector.append(result)
+    return results
+
+
+def fit_fold(
+    classifier: str,
+    data: Any,
+    y: np.ndarray,
+    train: np.ndarray,
+    test: np.ndarray,
+    dev: np.ndarray | None,
+    inputs: ClassificationInputs,
+    seed: int,
+) -> ev.FoldResult:
+    """One fold of a non-linear (mlp, attn) or stacked probe."""
+    n_classes, balanced = inputs.n_classes, inputs.balanced
+    if classifier == "attn":
+        return ev.run_attention(data, y, train, test, dev, n_classes, balanced, seed)
+    if classifier == "mlp":
+        return ev.run_mlp(data, y, train, test, dev, n_classes, balanced, seed)
+    return ev.run_stack(classifier, data, y, train, test, dev, n_classes, inputs.cs, balanced, seed)
+
+
+def run_probe_job(job: FeatureJob, inputs: ClassificationInputs) -> list[dict]:
+    """The result rows of one job, each with its out-of-fold predictions under ``_predictions``."""
+    from threadpoolctl import threadpool_limits
+
+    uses_torch = any(name in clf.TORCH for name in job.classifiers)  # torch is slow to import: only when used
+    with threadpool_limits(limits=inputs.threads), torch_threads(inputs.threads, uses_torch):
+        # Imported before any timing, so a worker's first fit_seconds does not include import time.
+        import sklearn.linear_model  # noqa: F401
+        import sklearn.svm  # noqa: F401
+
+        data = load_job_features(job, inputs.kept, inputs.allow_partial)
+        code = online_code(job, data, inputs) if inputs.mdl else None
+        return [classifier_record(job, classifier, data, code, inputs) for classifier in job.classifiers]
+
+
+@contextmanager
+def torch_threads(threads: int, wanted: bool) -> Iterator[None]:
+    """torch limited to ``threads`` threads inside (when ``wanted``: only then is torch imported)."""
+    if not wanted:
+        yield
+        return
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def classifier_record(job: FeatureJob, classifier: str, data: Any, code: Any, inputs: ClassificationInputs) -> dict:
+    """One classifier's result row of a job (with its control task and MDL code when asked)."""
+    labels = [inputs.y] if inputs.y_control is None else [inputs.y, inputs.y_control]
+    folds, *control = fit_folds(classifier, job.spec.kind, data, labels, inputs)
+    row = ev.summarise(inputs.plan, inputs.y, folds, inputs.n_classes, inputs.n_bootstrap, inputs.seed)
+    row["mdl_bits"] = code.bits if code is not None else float("nan")
+    row["mdl_compression"] = code.compression if code is not None else float("nan")
+    if control:
+        row["control_accuracy"] = control_accuracy(inputs, control[0])
+        row["selectivity"] = row["accuracy"] - row["control_accuracy"]
+    record = result_record(job, classifier, row, inputs)
+    record["_predictions"] = out_of_fold(len(inputs.y), inputs.plan.folds, folds, -1)
+    return record
+
+
+def online_code(job: FeatureJob, data: Any, inputs: ClassificationInputs) -> Any:
+    """The MDL online code of this job's features (pooled single/cat specs only; stack and tokens: none)."""
+    from ..analyses.mdl import coded_rows, online_codelength
+
+    if job.pooling == TOKENS_POOLING or job.spec.kind == "stack":
+        return None
+    return online_codelength(data, inputs.y, inputs.n_classes, coded_rows(inputs.plan), inputs.seed, inputs.cs)
+
+
+def run_curve_job(job: FeatureJob, inputs: ClassificationInputs, sizes: list[float]) -> list[dict]:
+    """Learning-curve points of one job: the same outer folds, each training part subsampled."""
+    from threadpoolctl import threadpool_limits
+
+    from ..analyses.curves import subsampled_plan
+
+    records = []
+    with threadpool_limits(limits=inputs.threads):
+        data = load_job_features(job, inputs.kept, inputs.allow_partial)
+        for size in sizes:
+            plan = subsampled_plan(inputs.plan, inputs.y, size, inputs.seed)
+            sub = replace(inputs, plan=plan)
+            for classifier in job.classifiers:
+                folds = fit_folds(classifier, job.spec.kind, data, [inputs.y], sub)[0]
+                row = ev.summarise(plan, inputs.y, folds, inputs.n_classes, min(inputs.n_bootstrap, 200), inputs.seed)
+                records.append(
+                    {
+                        "features": job.features,
+                        "site": job.site,
+                        "label": inputs.label,
+                        "layer_spec": job.spec.name,
+                        "layer": job.spec.layers[0] if job.spec.kind == "single" else None,
+                        "pooling": job.pooling,
+                        "classifier": classifier,
+                        "train_size": size,
+                        **{key: row[key] for key in ("n_train", "accuracy", "accuracy_low", "accuracy_high")},
+                        "macro_f1": row["macro_f1"],
+                        "evaluation": plan.evaluation,
+                    }
+                )
+    return records
+
+
+def control_accuracy(inputs: ClassificationInputs, folds: list[ev.FoldResult]) -> float:
+    """The control task's accuracy as ``summarise`` reports accuracy: the mean over the outer folds
+    (the one test part of a split)."""
+    assert inputs.y_control is not None
+    return float(
+        np.mean(
+            [
+                np.mean(result.predictions == inputs.y_control[test])
+                for (_, test), result in zip(inputs.plan.folds, folds, strict=False)
+            ]
+        )
+    )
+
+
+def result_record(job: FeatureJob, classifier: str, row: dict, inputs: ClassificationInputs) -> dict:
+    """A results-table row of one job and classifier from its summary ``row``."""
+    per_class = row.pop("per_class_f1")
+    weights = row.pop("layer_weights")
+    return {
+        "features": job.features,
+        "site": job.site,
+        "label": inputs.label,
+        "task": Task.CLASSIFICATION.value,
+        "layer_spec": job.spec.name,
+        "kind": job.spec.kind,
+        "layer": job.spec.layers[0] if job.spec.kind == "single" else None,
+        "layers": ",".join(map(str, job.spec.layers)),
+        "pooling": job.pooling,
+        "classifier": classifier,
+        "evaluation": inputs.plan.evaluation,
+        "control_accuracy": float("nan"),
+        "selectivity": float("nan"),
+        **row,
+        "per_class_f1": json.dumps(
+            {
+                name: (None if not np.isfinite(value) else round(float(value), 6))
+                for name, value in zip(inputs.class_names, per_class, strict=False)
+            }
+        ),
+        "layer_weights": json.dumps(
+            {str(layer): round(float(w), 6) for layer, w in zip(job.spec.layers, weights, strict=False)}
+        )
+        if weights is not None
+        else "",
+    }
+
+
+def majority_record(inputs: ClassificationInputs) -> dict:
+    """The majority-class reference row (fitted on each training part)."""
+    folds = [ev.run_majority(inputs.y, train, test, inputs.n_classes) for train, test in inputs.plan.folds]
+    row = ev.summarise(inputs.plan, inputs.y, folds, inputs.n_classes, inputs.n_bootstrap, inputs.seed)
+    row["mdl_bits"] = row["mdl_compression"] = float("nan")
+    job = FeatureJob("main", "", LayerSpec("majority", ()), "", ["majority"])
+    record = result_record(job, "majority", row, inputs)
+    record.update(site="", layer_spec="majority", kind="majority", layers="", C=float("nan"))
+    return record

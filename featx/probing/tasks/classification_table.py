@@ -1,0 +1,92 @@
+"""The label side and the per-row side of a sentence-level classification run: the label column probed
+(stored, or joined from ``--labels``; binned and rare classes dropped as asked) and the per-row
+out-of-fold predictions file of one pooling and classifier."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ...errors import InputError
+from ...extraction.corpus import LabelColumn
+from ...store import FeatureFile
+from ..config import ProbeConfig
+from ..inputs import TOKENS_POOLING
+from ..labels import join_labels, prepare, stored_column
+
+
+def label_column(features: FeatureFile, config: ProbeConfig, notes: list[str], label: str | None) -> LabelColumn:
+    """The label column to probe (``label``: the stored column chosen by the plan): stored, or joined from
+    ``--labels``; binned / rare classes dropped as asked."""
+    if config.labels is None:
+        assert label is not None, "a stored label column is chosen by the plan"
+        return prepare(stored_column(features, label), config.bins, config.min_class_rows, notes)
+    columns = join_labels(features, config.labels, config.join)
+    names = list(columns)
+    label = config.label or ("label" if "label" in columns else names[0])
+    if label not in columns:
+        raise InputError(
+            f"{config.labels} has no label column '{label}'; label columns: {', '.join(names)}",
+            "pick one with --label NAME",
+        )
+    notes.append(f"labels from {config.labels} (joined by {config.join}): probing '{label}'")
+    return prepare(columns[label], config.bins, config.min_class_rows, notes)
+
+
+def check_predictions_choice(choice: str | None, poolings: list[str], classifiers: list[str]) -> None:
+    """Fail before the (long) run when --predictions names a pooling or classifier that is not probed."""
+    if not choice:
+        return
+    pooling, _, classifier = str(choice).partition("/")
+    known = poolings + ([TOKENS_POOLING] if "attn" in classifiers else [])
+    if pooling not in known or (classifier and classifier not in classifiers):
+        raise InputError(
+            f"--predictions {choice}: that pooling/classifier is not probed in this run",
+            f"choose a pooling of {', '.join(known)} and a classifier of {', '.join(classifiers)}",
+        )
+
+
+def chosen_rows(singles: pd.DataFrame, choice: str | None) -> tuple[pd.DataFrame, str, str]:
+    """The single-layer rows of the predictions file: those of ``--predictions POOLING[/CLASSIFIER]``, else
+    of the best row's pooling and classifier; with that pooling and classifier."""
+    if not choice:
+        best = singles.loc[singles.accuracy.idxmax()]
+        pooling, classifier = best.pooling, best.classifier
+        return singles[(singles.pooling == pooling) & (singles.classifier == classifier)], pooling, classifier
+    pooling, _, classifier = str(choice).partition("/")
+    chosen = singles[singles.pooling == pooling]
+    if classifier:
+        chosen = chosen[chosen.classifier == classifier]
+    if chosen.empty:
+        raise InputError(
+            f"--predictions {choice}: no single-layer results for that pooling/classifier",
+            f"choose from {', '.join(sorted(set(singles.pooling + '/' + singles.classifier)))}",
+        )
+    classifier = chosen.classifier.iloc[0]
+    return chosen[chosen.classifier == classifier], pooling, classifier
+
+
+def prediction_table(
+    table: pd.DataFrame,
+    predictions: dict,
+    choice: str | None,
+    class_names: list[str],
+    y: np.ndarray,
+    row_info: pd.DataFrame,
+) -> tuple[pd.DataFrame | None, str]:
+    """Per-row out-of-fold predictions (class names) of every single layer for one pooling/classifier."""
+    singles = table[(table.features == "main") & (table.kind == "single")]
+    if "site" in singles:  # the per-row predictions are those of the hidden states
+        singles = singles[singles.site == "hidden"]
+    if singles.empty:
+        return None, ""
+    chosen, pooling, classifier = chosen_rows(singles, choice)
+    names = np.asarray(class_names, dtype=object)
+    frame = row_info.copy()
+    frame.insert(2, "label", names[y])
+    tested = np.zeros(len(y), bool)
+    for index, record in chosen.iterrows():
+        values = predictions[index]
+        tested |= values >= 0
+        frame[f"layer_{record.layer_spec}"] = np.where(values >= 0, names[np.maximum(values, 0)], "")
+    return frame[tested].reset_index(drop=True), f"{pooling}/{classifier}"

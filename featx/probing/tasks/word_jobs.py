@@ -1,0 +1,163 @@
+"""The jobs of a word-level run: the probes of one (layer, word pooling) over the folds by sentence, on the
+real labels and the word-type control task's; the reference rows (majority class, most frequent label per
+word type); and the layer summary (scalar mix) of one pooling."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .. import evaluation as ev
+from ..meta import Task
+from .base import out_of_fold
+from .word_eval import item_features, run_fold, summarise
+from .word_items import WordPlan, WordTask, lexical_predictions, opened_source
+
+
+@dataclass(frozen=True)
+class WordInputs:
+    """Everything a word-level job needs besides its features; sent to each worker with its job."""
+
+    task: WordTask
+    plan: WordPlan
+    y_control: np.ndarray | None
+    classifiers: list[str]
+    cs: tuple[float, ...]
+    balanced: bool
+    seed: int
+    n_bootstrap: int
+    mdl: bool = False
+
+
+def online_code(inputs: WordInputs, X: np.ndarray) -> Any:
+    """The MDL online code of the labels given one layer's items, sent sentence by sentence (the
+    training part, dev included, of a split; every item under cross-validation)."""
+    from ..analyses.mdl import coded_rows, online_codelength
+
+    task = inputs.task
+    return online_codelength(
+        X, task.y, task.n_classes, coded_rows(inputs.plan), inputs.seed, inputs.cs, groups=task.groups
+    )
+
+
+def fit_folds(classifier: str, X: np.ndarray, labels: list[np.ndarray], inputs: WordInputs) -> list[list]:
+    """Every outer fold (by sentence) for each label vector (the real labels, then the control task's)."""
+    plan = inputs.plan
+    per_label: list[list] = [[] for _ in labels]
+    for index, ((train, test), dev) in enumerate(zip(plan.folds, plan.dev, strict=False)):
+        parts = (train, test, dev, plan.groups, inputs.task.n_classes, inputs.cs, inputs.balanced)
+        fold = run_fold(classifier, X, labels, *parts, inputs.seed + 1000 * index)
+        for results, result in zip(per_label, fold, strict=False):
+            results.append(result)
+    return per_label
+
+
+def run_probe_job(source: Any, layer: int, pooling: str, inputs: WordInputs) -> list[dict]:
+    """The result rows of one layer and pooling, each with its out-of-fold predictions under ``_predictions``."""
+    from threadpoolctl import threadpool_limits
+
+    task, plan = inputs.task, inputs.plan
+    with threadpool_limits(limits=1), opened_source(source) as opened:
+        X = item_features(task, opened.word_features(pooling, layer, dtype=np.float32))
+    labels = [task.y] + ([inputs.y_control] if inputs.y_control is not None else [])
+    records = []
+    with threadpool_limits(limits=1):
+        code = online_code(inputs, X) if inputs.mdl else None
+        for classifier in inputs.classifiers:
+            per_label = fit_folds(classifier, X, labels, inputs)
+            row = summarise(plan, task.y, per_label[0], task.n_classes, inputs.n_bootstrap, inputs.seed)
+            if inputs.y_control is not None:
+                row["control_accuracy"] = control_accuracy(inputs, per_label[1])
+                row["selectivity"] = row["accuracy"] - row["control_accuracy"]
+            record = result_record(inputs, "single", str(layer), layer, pooling, classifier, row)
+            if code is not None:
+                record["mdl_bits"], record["mdl_compression"] = code.bits, code.compression
+            record["_predictions"] = out_of_fold(len(task.y), plan.folds, per_label[0], -1)
+            records.append(record)
+    return records
+
+
+def control_accuracy(inputs: WordInputs, folds: list[ev.FoldResult]) -> float:
+    """The word-type control task's accuracy, the mean over the outer folds."""
+    assert inputs.y_control is not None
+    return float(
+        np.mean(
+            [
+                np.mean(r.predictions == inputs.y_control[test])
+                for (_, test), r in zip(inputs.plan.folds, folds, strict=False)
+            ]
+        )
+    )
+
+
+def result_record(
+    inputs: WordInputs, kind: str, spec: str, layer: int | None, pooling: str, classifier: str, row: dict
+) -> dict:
+    """A results-table row (with its ``level`` column) from a summary ``row``."""
+    per_class = row.pop("per_class_f1")
+    row.pop("layer_weights", None)
+    return {
+        "features": "main",
+        "site": "hidden" if kind == "single" else "",
+        "label": inputs.task.label,
+        "task": Task.CLASSIFICATION.value,
+        "layer_spec": spec,
+        "kind": kind,
+        "layer": layer,
+        "layers": "" if layer is None else str(layer),
+        "pooling": pooling,
+        "classifier": classifier,
+        "evaluation": inputs.plan.evaluation,
+        "control_accuracy": float("nan"),
+        "selectivity": float("nan"),
+        "mdl_bits": float("nan"),
+        "mdl_compression": float("nan"),
+        "C": float("nan"),
+        **row,
+        "per_class_f1": json.dumps(
+            {
+                name: (None if not np.isfinite(value) else round(float(value), 6))
+                for name, value in zip(inputs.task.class_names, per_class, strict=False)
+            }
+        ),
+        "layer_weights": "",
+        "level": inputs.task.level,
+    }
+
+
+def reference_rows(inputs: WordInputs) -> list[dict]:
+    """The majority class and the most frequent label per word type (both fitted on each training part)."""
+    task, plan = inputs.task, inputs.plan
+
+    def majority(train: np.ndarray, test: np.ndarray) -> np.ndarray:
+        return ev.run_majority(task.y, train, test, task.n_classes).predictions
+
+    def lexical(train: np.ndarray, test: np.ndarray) -> np.ndarray:
+        return lexical_predictions(task, train, test)
+
+    rows = []
+    for kind, predict in (("majority", majority), ("lexical", lexical)):
+        folds = [ev.FoldResult(predict(train, test)) for train, test in plan.folds]
+        row = summarise(plan, task.y, folds, task.n_classes, inputs.n_bootstrap, inputs.seed)
+        rows.append(result_record(inputs, kind, kind, None, "", kind, row))
+    return rows
+
+
+def mix_job(source: Any, pooling: str, layers: list[int], inputs: WordInputs) -> tuple[str, dict]:
+    """The layer summary (scalar mix, expected layer) of one pooling over ``layers``."""
+    import torch
+    from threadpoolctl import threadpool_limits
+
+    from ..analyses.scalar_mix import layer_summary, load_mix_data
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        with threadpool_limits(limits=1), opened_source(source) as opened:
+            data = load_mix_data(opened, inputs.task, inputs.plan, pooling, layers, inputs.seed)
+            return pooling, layer_summary(data, inputs.task.n_classes, inputs.seed)
+    finally:
+        torch.set_num_threads(threads)
