@@ -77,12 +77,14 @@ def _numeric(value) -> bool:
 
 
 def _explain_html(results_path) -> str:
-    from ...probing.analyses.explain import explain
+    from ...probing.analyses.explain import Explanation, explain
 
     try:
         found = explain(results_path)
     except FeatxError as error:
         return f'<p class="muted">No per-example diagnostics: {html.escape(error.message)}</p>'
+    if not isinstance(found, Explanation):  # a regression run: featx explain prints its residuals
+        return '<p class="muted">No per-example diagnostics in the page for a regression run: see featx explain.</p>'
     accuracy = found.correct.mean().to_frame("accuracy").T.round(3)
     parts = [
         f"<p>From {html.escape(found.predictions_path.name)} ({html.escape(found.predictions_for)}, "
