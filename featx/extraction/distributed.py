@@ -161,7 +161,9 @@ def _all_gather_json(item: dict, world_size: int, group=None) -> list[dict]:
     padded[: len(data)] = data
     gathered = [torch.zeros(longest, dtype=torch.uint8) for _ in range(world_size)]
     dist.all_gather(gathered, padded, group=group)
-    return [json.loads(bytes(buffer[: int(size.item())].tolist())) for buffer, size in zip(gathered, sizes, strict=False)]
+    return [
+        json.loads(bytes(buffer[: int(size.item())].tolist())) for buffer, size in zip(gathered, sizes, strict=False)
+    ]
 
 
 def _merge_on_rank0(config: ExtractConfig, summary: ExtractSummary, statuses, started: float) -> ExtractSummary:

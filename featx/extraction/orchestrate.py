@@ -12,12 +12,13 @@ import time
 from pathlib import Path
 
 from ..errors import FeatxError, InputError, Interrupted, StoreError, signal_of
+from ..io import rereadable, source_name
 from ..state import remember
 from ..store import FeatureFile, FeatureWriter, OutputLock, partial_path, resumable
 from ..store.shards import shard_rows_match
 from . import loop
 from .config import ExtractConfig, ExtractSummary, make_config, output_path, summary_of
-from .corpus import Corpus, rereadable, source_name
+from .corpus import Corpus
 from .distributed import LaunchEnv
 from .modeling import LoadedModel, load_model
 from .native.select import native_requested

@@ -17,10 +17,10 @@ import numpy as np
 
 from .._version import __version__
 from ..errors import InputError
+from ..io import rereadable, source_name
 from ..selection import POOLINGS, parse_poolings, select_layers
 from ..store import HIDDEN_SITE, SiteLayout, hidden_layout, schema
 from .config import ExtractConfig, is_word_input, output_path
-from .corpus import rereadable, source_name
 from .freshness import request_key
 from .modeling import LoadedModel, dtype_name
 from .pairs import pair_attributes, pair_b_layout, pair_fingerprint, pair_poolings

@@ -141,7 +141,9 @@ class Runner:
             window, at = owner[taken] - first, position[taken]
             for site, layers in self._forward(ids, torch.ones_like(ids)).items():
                 pieces.setdefault(site, []).append([layer[window, at] for layer in layers])
-        states = {site: [torch.cat(parts)[None] for parts in zip(*chunks, strict=False)] for site, chunks in pieces.items()}
+        states = {
+            site: [torch.cat(parts)[None] for parts in zip(*chunks, strict=False)] for site, chunks in pieces.items()
+        }
         word_index = None if word_ids is None else torch.from_numpy(np.asarray(word_ids, dtype=np.int64))[None]
         return self._pool(
             states, torch.ones((1, len(row.owner)), dtype=torch.long, device=self.device), word_index=word_index

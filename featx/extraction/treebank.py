@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import InputError
-from .corpus import LabelColumn
+from ..io import LabelColumn
 
 WORD_FORMATS = ("conllu", "columns", "jsonl")
 CONLLU_SUFFIXES = (".conllu", ".conll-u")

@@ -12,7 +12,8 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import InputError
-from .corpus import Corpus, _decode, _label_column, missing_markers
+from ..io import decode_text, label_column, missing_markers
+from .corpus import Corpus
 from .treebank import Sentence, WordTable, parse_columns, read_columns, read_conllu, read_token_jsonl, split_of
 
 
@@ -20,7 +21,7 @@ def _read_file(path: Path, fmt: str, columns: str | None, encoding: str) -> tupl
     if not path.is_file():
         raise InputError(f"input file {path} does not exist" if not path.exists() else f"{path} is not a file")
     raw = path.read_bytes()
-    text = _decode(raw, path, encoding).removeprefix("\ufeff")  # a byte order mark is not part of line 1
+    text = decode_text(raw, path, encoding).removeprefix("\ufeff")  # a byte order mark is not part of line 1
     if fmt == "conllu":
         sentences = read_conllu(path, text)
     elif fmt == "columns":
@@ -66,7 +67,7 @@ def _word_table(sentences: list[Sentence], markers: frozenset[str]) -> WordTable
     labels = {}
     for name in columns:
         values = [value for sentence in sentences for value in sentence.labels.get(name, [""] * len(sentence.forms))]
-        labels[name] = _label_column(name, values, markers)
+        labels[name] = label_column(name, values, markers)
     heads = np.concatenate(
         [
             np.asarray(sentence.heads if sentence.heads is not None else [-1] * len(sentence.forms), dtype=np.int32)
@@ -110,7 +111,7 @@ def read_word_corpus(
             for sentence, fallback in zip(sentences, splits, strict=False)
         ]
     labels = {
-        name: _label_column(name, [sentence.sentence_labels.get(name, "") for sentence in sentences], markers)
+        name: label_column(name, [sentence.sentence_labels.get(name, "") for sentence in sentences], markers)
         for name in sentence_columns
     }
     sha256 = combined_sha256(digests)
