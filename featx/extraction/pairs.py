@@ -22,7 +22,7 @@ import numpy as np
 
 from ..errors import InputError, ModelError
 from ..store import schema
-from .tokenize import TokenizedCorpus, _fast_backend, tokenize_texts
+from .tokenize import TokenizedCorpus, fast_backend, tokenize_texts
 
 PAIR_MODES = ("cross", "separate")
 SEGMENT_POOLINGS = ("mean_a", "mean_b")  # cross mode: the masked mean of each text's own tokens
@@ -117,7 +117,7 @@ def tokenize_corpus(
 
 
 def _pair_backends(tokenizer, max_length: int):
-    backend = _fast_backend(tokenizer)
+    backend = fast_backend(tokenizer)
     try:
         n_special = backend.num_special_tokens_to_add(True)
         backend.post_process(

@@ -1,7 +1,7 @@
 """The features file: the only place that names HDF5 paths and attributes.
 
 ``schema``   the layout: every path and attribute name, ``SiteLayout`` (one stored site, hidden included)
-``strings``  row strings stored losslessly (NUL escaped)
+``strings``  row strings stored losslessly (NUL escaped), attribute values read back as Python
 ``writer``   ``FeatureWriter``: preallocated, crash-safe, committed window by window, resumable
 ``reader``   ``FeatureFile`` (``featx.open``) and the cheap reads of the up-to-date check
 ``shards``   a shard's row index and attributes, and the copy of shards into one file (``featx merge``)
@@ -22,7 +22,7 @@ from .schema import (
     site_pooled_path,
     site_tokens_path,
 )
-from .strings import STRING_ESCAPE, _write_strings, read_strings, write_strings
+from .strings import STRING_ESCAPE, decode_attr, read_strings, write_strings
 from .writer import CHUNK_BYTES, FeatureWriter, resumable
 
 __all__ = [
@@ -35,8 +35,8 @@ __all__ = [
     "SCHEMA_VERSION",
     "STRING_ESCAPE",
     "SiteLayout",
-    "_write_strings",
     "creating_path",
+    "decode_attr",
     "escape_name",
     "finished_request",
     "hidden_layout",

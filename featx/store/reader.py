@@ -16,7 +16,7 @@ import numpy as np
 from ..errors import IncompleteError, InputError, StoreError
 from . import schema as s
 from .schema import HIDDEN_SITE, escape_name, partial_path, site_pooled_path, site_tokens_path
-from .strings import read_strings
+from .strings import decode_attr, read_strings
 from .validate import check_layout, check_structure
 from .words import WordAccess
 
@@ -27,14 +27,6 @@ def _progress_of(path: Path) -> str:
             return f"{int(file[s.ROWS_DONE][0])} of {int(file.attrs[s.N_ROWS])}"
     except Exception:  # damaged or still being created: the message must not fail
         return "some"
-
-
-def _decode_attr(value):
-    if isinstance(value, bytes):
-        return value.decode()
-    if isinstance(value, np.generic):
-        return value.item()
-    return value
 
 
 class FeatureFile(WordAccess):
@@ -72,7 +64,7 @@ class FeatureFile(WordAccess):
             ) from None
         try:
             check_structure(self._file, actual)  # links, storage, attribute sizes: before anything is read
-            attrs = {key: _decode_attr(value) for key, value in self._file.attrs.items()}
+            attrs = {key: decode_attr(value) for key, value in self._file.attrs.items()}
             rows_done = int(self._file[s.ROWS_DONE][0]) if s.ROWS_DONE in self._file else 0
         except StoreError:
             self._file.close()

@@ -19,11 +19,12 @@ import numpy as np
 
 from ..errors import StoreError
 from . import schema as s
-from .reader import FeatureFile, _decode_attr
-from .strings import read_strings
+from .reader import FeatureFile
+from .strings import decode_attr, read_strings
 from .writer import FeatureWriter
 
 BLOCK_BYTES = 256 << 20  # host memory for one block of merged rows
+ShardFile = h5py.File  # an open shard (``open_shard``): its ``filename``, and ``close()`` when done
 
 
 @dataclass
@@ -61,19 +62,19 @@ def shard_rows_match(writer: FeatureWriter, rows: np.ndarray) -> bool:
     return s.ROW_INDEX in writer.file and np.array_equal(writer.file[s.ROW_INDEX][()], rows)
 
 
-def open_shard(path: Path) -> h5py.File:
+def open_shard(path: Path) -> ShardFile:
     """A finished shard file, read-only (``FeatureFile`` checks it first and raises its clear errors)."""
     with FeatureFile(path):
         pass
     return h5py.File(path, "r", locking=False)
 
 
-def shard_attrs(file: h5py.File) -> dict:
+def shard_attrs(file: ShardFile) -> dict:
     """The attributes a merge checks a shard by (``schema.SHARD_ATTRS`` and the provenance)."""
-    return {key: _decode_attr(value) for key, value in file.attrs.items()}
+    return {key: decode_attr(value) for key, value in file.attrs.items()}
 
 
-def shard_row_index(file: h5py.File) -> np.ndarray | None:
+def shard_row_index(file: ShardFile) -> np.ndarray | None:
     """The corpus rows of a shard (None when the file does not say)."""
     if s.ROW_INDEX not in file:
         return None

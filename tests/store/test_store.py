@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 import featx
 from featx.extraction import ExtractConfig, extract
 from featx.extraction.merge import merge
-from featx.store import STRING_ESCAPE, _write_strings, read_strings
+from featx.store import STRING_ESCAPE, read_strings, write_strings
 
 TRICKY = ["\x00", STRING_ESCAPE, STRING_ESCAPE + "0", STRING_ESCAPE + "e", "\x000", "a", "\ufffd", "é", " "]
 
@@ -29,7 +29,7 @@ TRICKY = ["\x00", STRING_ESCAPE, STRING_ESCAPE + "0", STRING_ESCAPE + "e", "\x00
 def test_any_strings_round_trip(tmp_path_factory, values):
     path = tmp_path_factory.mktemp("strings") / "s.h5"
     with h5py.File(path, "w") as file:
-        dataset = _write_strings(file, "values", values)
+        dataset = write_strings(file, "values", values)
         assert bool(dataset.attrs.get("escaped", False)) == any("\x00" in v or STRING_ESCAPE in v for v in values)
     with h5py.File(path, "r") as file:
         assert read_strings(file["values"]) == values
