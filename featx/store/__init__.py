@@ -8,6 +8,7 @@
 ``lock``     ``OutputLock``: one writer per output
 """
 
+from .hdf5 import CHUNK_BYTES
 from .lock import OutputLock
 from .reader import FeatureFile, finished_request, open_features
 from .schema import (
@@ -23,7 +24,7 @@ from .schema import (
     site_tokens_path,
 )
 from .strings import STRING_ESCAPE, decode_attr, read_strings, write_strings
-from .writer import CHUNK_BYTES, FeatureWriter, resumable
+from .writer import FeatureWriter, resumable
 
 __all__ = [
     "CHUNK_BYTES",

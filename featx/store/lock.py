@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import os
@@ -87,9 +88,7 @@ class OutputLock:
             pass
 
     def __exit__(self, *exc) -> None:
-        try:
+        with contextlib.suppress(OSError):
             self.path.unlink()
-        except OSError:
-            pass
         fcntl.flock(self.handle, fcntl.LOCK_UN)
         self.handle.close()

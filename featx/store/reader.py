@@ -80,7 +80,8 @@ class FeatureFile(WordAccess):
         if attrs.get(s.SCHEMA) != s.SCHEMA_VERSION:
             self._file.close()
             raise StoreError(
-                f"{actual} uses featx features schema {attrs.get(s.SCHEMA)}, this featx reads schema {s.SCHEMA_VERSION}",
+                f"{actual} uses featx features schema {attrs.get(s.SCHEMA)}, "
+                f"this featx reads schema {s.SCHEMA_VERSION}",
                 "re-extract with this featx version (featx extract ... --overwrite)",
             )
         try:
@@ -218,7 +219,8 @@ class FeatureFile(WordAccess):
         key = escape_name(column)
         if key not in self._file[s.LABELS]:
             raise InputError(
-                f"{self.path} has no label column '{column}'; label columns: {', '.join(self.label_columns) or '(none)'}",
+                f"{self.path} has no label column '{column}'; "
+                f"label columns: {', '.join(self.label_columns) or '(none)'}",
                 "pick one with --label NAME, or join label columns from another file with --labels FILE.csv",
             )
         return self._file[s.LABELS][key]
@@ -276,7 +278,8 @@ class FeatureFile(WordAccess):
 
     @property
     def pair_truncated(self) -> np.ndarray:
-        """Separate mode: whether side b was truncated (all False otherwise; ``truncated`` is side a's or the pair's)."""
+        """Separate mode: whether side b was truncated (all False otherwise; ``truncated`` is side a's or the
+        pair's)."""
         if s.PAIR_N_KEPT not in self._file:
             return np.zeros(self.n_rows, dtype=bool)
         return self._file[s.PAIR_N_TOKENS][: self.n_rows] > self.pair_n_kept
