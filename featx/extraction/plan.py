@@ -197,31 +197,12 @@ def fingerprint(
     # Only named when there are sites besides hidden, so files from before sites keep their fingerprint.
     # Likewise named only with --long window, so files written before it keep their fingerprint.
     long = {"long": config.long, "stride": window.stride} if window is not None else {}
-    # Named only when not the default (or when they matter), so files of plain requests keep their fingerprint:
-    # a forced delimiter, other missing-label markers, and ids that count skipped rows (since 0.2).
-    reading = {
-        **({"sep": config.sep} if config.sep is not None else {}),
-        **({"missing_labels": config.missing_labels} if config.missing_labels != "empty" else {}),
-        **({"ids": "data_row"} if config.skip_empty and config.id_col is None else {}),
-    }
-    # Word inputs only: how the files were read and which word vectors are stored.
-    words = (
-        {
-            "words": {
-                "format": word_format(config.corpus, config.word_format, config.columns),
-                "columns": config.columns,
-                "word_poolings": list(word_poolings),
-            }
-        }
-        if word_poolings
-        else {}
-    )
     return json.dumps(
         {
             **({"sites": extra_sites} if extra_sites else {}),
             **long,
-            **reading,
-            **words,
+            **_reading_fingerprint(config),
+            **_words_fingerprint(config, word_poolings),
             **pair_fingerprint(config),
             "corpus_sha256": corpus_sha256,
             "text_col": config.text_col,
@@ -243,6 +224,30 @@ def fingerprint(
         },
         sort_keys=True,
     )
+
+
+def _reading_fingerprint(config: ExtractConfig) -> dict:
+    """How the corpus was read, named only when not the default (or when it matters), so files of plain
+    requests keep their fingerprint: a forced delimiter, other missing-label markers, and ids that count
+    skipped rows (since 0.2)."""
+    return {
+        **({"sep": config.sep} if config.sep is not None else {}),
+        **({"missing_labels": config.missing_labels} if config.missing_labels != "empty" else {}),
+        **({"ids": "data_row"} if config.skip_empty and config.id_col is None else {}),
+    }
+
+
+def _words_fingerprint(config: ExtractConfig, word_poolings) -> dict:
+    """Word inputs only: how the files were read and which word vectors are stored."""
+    if not word_poolings:
+        return {}
+    return {
+        "words": {
+            "format": word_format(config.corpus, config.word_format, config.columns),
+            "columns": config.columns,
+            "word_poolings": list(word_poolings),
+        }
+    }
 
 
 def _layouts(config: ExtractConfig, loaded: LoadedModel, layers: list[int], poolings: list[str]):

@@ -339,8 +339,9 @@ class SiteRecorder:
                 if value is None or value.dim() != 3 or value.shape[:2] != input_ids.shape:
                     shape = None if value is None else tuple(value.shape)
                     raise InputError(
-                        f"site '{site.name}': module {tap.module} gave {'no tensor' if shape is None else f'shape {shape}'}, "
-                        f"not a token-aligned (batch, tokens, width) = ({input_ids.shape[0]}, {input_ids.shape[1]}, ...) tensor",
+                        f"site '{site.name}': module {tap.module} gave "
+                        f"{'no tensor' if shape is None else f'shape {shape}'}, not a token-aligned "
+                        f"(batch, tokens, width) = ({input_ids.shape[0]}, {input_ids.shape[1]}, ...) tensor",
                         "pick a module whose output has one vector per token",
                     )
                 values.append(value)
