@@ -40,6 +40,7 @@ class Window:
             if plan.with_tokens:
                 self.flat[site.tokens_path] = tokenized.offsets
         for path in plan.word_paths:
+            assert tokenized.word_offsets is not None  # word inputs have word offsets
             self.flat[path] = tokenized.word_offsets
         for path, offsets in self.flat.items():
             shape = (

@@ -244,6 +244,7 @@ def open_writer(
             )
     attrs = provenance(plan, corpus, loaded)
     if plan.shard is not None:
+        assert corpus_rows is not None  # a shard's writer is told the whole corpus's rows
         attrs.update(shard_attributes(plan.shard, plan.base_fingerprint, corpus_rows))
     return FeatureWriter.create(
         output,

@@ -150,7 +150,10 @@ def tokenize_pairs(
     ``max_length``; token-type ids and each token's segment (0 = a, 1 = b, -1 = special) kept."""
     backend, truncating = _pair_backends(tokenizer, max_length)
     n_rows = len(texts_a)
-    ids, types, segments, words = [], [], [], []
+    ids: list[int] = []
+    types: list[int] = []
+    segments: list[int] = []
+    words: list[int] = []
     lengths = np.empty(n_rows, dtype=np.int64)
     full = np.empty(n_rows, dtype=np.int32)
     for start in range(0, n_rows, chunk_size):

@@ -261,10 +261,11 @@ def _layouts(config: ExtractConfig, loaded: LoadedModel, layers: list[int], pool
     site_poolings = tuple(name for name in poolings if name != "pooler")  # the pooler head reads hidden only
     hooked = tuple(site for site in sites if site.name != HIDDEN_SITE)
     layouts = [hidden_layout(layers, loaded.hidden_size, poolings)]
-    layouts += [
-        SiteLayout(site.name, tuple(site.layers), int(site.width), site_poolings, tuple(site.describe()["modules"]))
-        for site in hooked
-    ]
+    for site in hooked:
+        assert site.width is not None  # measured above
+        layouts.append(
+            SiteLayout(site.name, tuple(site.layers), int(site.width), site_poolings, tuple(site.describe()["modules"]))
+        )
     layouts += pair_b_layout(config, layouts[0])  # --pair-mode separate: side b
     return tuple(layouts), hooked
 

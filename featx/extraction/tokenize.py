@@ -96,7 +96,8 @@ def tokenize_texts(
     full = np.empty(len(texts), dtype=np.int32)
     for start in range(0, len(texts), chunk_size):
         encodings = backend.encode_batch(texts[start : start + chunk_size], add_special_tokens=False)
-        chunk_ids, chunk_words = [], []  # one flat array per chunk, not one small array per row
+        chunk_ids: list[int] = []  # one flat array per chunk, not one small array per row
+        chunk_words: list[int] = []
         for offset, encoding in enumerate(encodings):
             row = start + offset
             full[row] = len(encoding.ids) + n_special

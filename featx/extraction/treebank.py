@@ -155,7 +155,8 @@ def parse_columns(spec: str | None) -> list[str]:
 # -- CoNLL-U ---------------------------------------------------------------------------------------
 def _blocks(text: str):
     """``(first line number, lines)`` of each blank-line separated block."""
-    block, first = [], 0
+    block: list[str] = []
+    first = 0
     for number, line in enumerate(text.split("\n"), start=1):
         line = line.rstrip("\r")
         if line.strip():

@@ -46,7 +46,9 @@ def _check_words(sentence: Sentence) -> None:
 
 def _ids(sentences: list[Sentence], stems: list[str]) -> list[str]:
     """``sent_id`` where given, else ``<file stem>-<sentence number>``; unique over every file."""
-    ids, seen, numbers = [], {}, {}
+    ids: list[str] = []
+    seen: dict[str, str] = {}  # id -> where it was first seen
+    numbers: dict[str, int] = {}  # file stem -> sentences so far
     for sentence, stem in zip(sentences, stems, strict=False):
         numbers[stem] = numbers.get(stem, 0) + 1
         value = sentence.sent_id.strip() if sentence.sent_id and sentence.sent_id.strip() else f"{stem}-{numbers[stem]}"
@@ -151,9 +153,11 @@ def read_input(config) -> Corpus:
             config.missing_labels,
             pair_col=config.text_pair_col,
         )
+    fmt = word_format(config.corpus, config.word_format, config.columns)
+    assert fmt is not None  # is_word_input: a word format was given or recognised
     return read_word_corpus(
         [config.corpus, *config.more_corpora],
-        word_format(config.corpus, config.word_format, config.columns),
+        fmt,
         config.columns,
         config.encoding,
         config.missing_labels,

@@ -175,10 +175,10 @@ class FeatureWriter:
         """Write rows ``[start, stop)`` of the datasets in ``values``; they count as committed only after ``commit``."""
         for path, data in values.items():
             if path in self._token_datasets:
-                first, last = int(self._token_offsets[start]), int(self._token_offsets[stop])
+                first, last = _span(self._token_offsets, start, stop)
                 self._token_datasets[path][first:last] = data
             elif path in self._word_datasets:
-                first, last = int(self._word_offsets[start]), int(self._word_offsets[stop])
+                first, last = _span(self._word_offsets, start, stop)
                 if last > first:
                     self._word_datasets[path][first:last] = data
             else:
@@ -224,10 +224,10 @@ class FeatureWriter:
         """Read rows ``[start, stop)`` of the datasets in ``values`` back into those buffers (resuming a window)."""
         for path, out in values.items():
             if path in self._token_datasets:
-                first, last = int(self._token_offsets[start]), int(self._token_offsets[stop])
+                first, last = _span(self._token_offsets, start, stop)
                 self._token_datasets[path].read_direct(out, np.s_[first:last])
             elif path in self._word_datasets:
-                first, last = int(self._word_offsets[start]), int(self._word_offsets[stop])
+                first, last = _span(self._word_offsets, start, stop)
                 if last > first:
                     self._word_datasets[path].read_direct(out, np.s_[first:last])
             else:
@@ -265,6 +265,12 @@ class FeatureWriter:
             self._row_datasets, self._token_datasets, self._word_datasets = {}, {}, {}
             if self.file.id.valid:
                 self.file.close()
+
+
+def _span(offsets: np.ndarray | None, start: int, stop: int) -> tuple[int, int]:
+    """Rows ``[start, stop)``'s tokens (or words) in a dataset indexed by ``offsets``, which such a dataset has."""
+    assert offsets is not None
+    return int(offsets[start]), int(offsets[stop])
 
 
 def _create_words(file: h5py.File, words, tokenized, hidden: SiteLayout, store_dtype: np.dtype, word_poolings) -> None:
