@@ -3,6 +3,10 @@
 ``schema``   the layout: every path and attribute name, ``SiteLayout`` (one stored site, hidden included)
 ``strings``  row strings stored losslessly (NUL escaped), attribute values read back as Python
 ``writer``   ``FeatureWriter``: preallocated, crash-safe, committed window by window, resumable
+``create``   the datasets of a new file (attributes, row metadata, labels, preallocated features)
+``hdf5``     the HDF5 primitives under them: preallocation, flushed writes, errors as ``OSError``, chunking
+``words``    the ``/words`` group of word inputs: written, checked, and read (``FeatureFile``'s word reads)
+``validate`` the checks a file passes before anything in it is used
 ``reader``   ``FeatureFile`` (``featx.open``) and the cheap reads of the up-to-date check
 ``shards``   a shard's row index and attributes, and the copy of shards into one file (``featx merge``)
 ``lock``     ``OutputLock``: one writer per output
