@@ -43,6 +43,8 @@ def _located(path: Path, allow_partial: bool) -> Path:
             "run the same featx extract command again to resume it, or pass --allow-partial "
             "to use the rows written so far",
         )
+    if path.exists():  # the .partial was renamed into place between the two looks
+        return path
     raise StoreError(f"features file {path} does not exist", "create it with featx extract")
 
 
