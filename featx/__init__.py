@@ -1,7 +1,8 @@
 """featx: frozen-feature extraction from every layer of an encoder, and probes that say where labels live.
 
 Two stages, each a package with a small public API: ``featx.extraction`` and ``featx.probing``; the
-features file between them belongs to ``featx.store``.
+features file between them belongs to ``featx.store``, and reading input files (corpora, label files) to
+``featx.io``. ``featx.report`` turns results into tables, figures and pages.
 """
 
 from ._version import __version__

@@ -10,6 +10,7 @@ itself, never its target). Small files read back (``.featx/last.json``, manifest
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 import tempfile
@@ -26,10 +27,8 @@ def atomic_write_text(path: Path, text: str, encoding: str = "utf-8") -> None:
         os.chmod(tmp, 0o644 & ~_umask())
         os.replace(tmp, path)
     except BaseException:
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(tmp)
-        except OSError:
-            pass
         raise
 
 

@@ -80,7 +80,10 @@ def _expand_item(item: str, available: list[int]) -> list[int]:
 
 
 def _split_top_level(spec: str) -> list[str]:
-    items, depth, current = [], 0, []
+    """``spec`` split at the commas outside parentheses, items stripped, empty ones dropped."""
+    items: list[str] = []
+    current: list[str] = []
+    depth = 0
     for char in spec:
         if char == "(":
             depth += 1
@@ -123,9 +126,9 @@ def parse_layer_specs(spec: str, available: list[int], allow_combined: bool = Tr
     if not specs:
         raise InputError(f"--layer '{spec}' selects nothing")
     unique: list[LayerSpec] = []
-    for item in specs:
-        if item not in unique:
-            unique.append(item)
+    for feature_set in specs:
+        if feature_set not in unique:
+            unique.append(feature_set)
     return unique
 
 

@@ -10,8 +10,9 @@ import torch
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from featx.extraction.corpus import _NUMBER, read_corpus
+from featx.extraction.corpus import read_corpus
 from featx.extraction.pooling import cls_pool, last_pool, max_pool, mean_pool
+from featx.io import NUMBER
 
 FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
@@ -24,7 +25,7 @@ labels = st.one_of(st.sampled_from(["pos", "neg", " pos ", "nan", "", "NA", "3",
 
 
 def _valid(rows) -> bool:
-    return all(text.strip() for text, _ in rows) and not all(_NUMBER.match(text) for text, _ in rows)
+    return all(text.strip() for text, _ in rows) and not all(NUMBER.match(text) for text, _ in rows)
 
 
 @FAST

@@ -37,7 +37,9 @@ def plan_batches(lengths: np.ndarray, max_tokens: int, batch_size: int) -> list[
     so the plan is a deterministic function of the lengths (resume relies on it).
     """
     order = np.argsort(-lengths, kind="mergesort")
-    batches, current, current_max = [], [], 0
+    batches: list[np.ndarray] = []
+    current: list[int] = []
+    current_max = 0
     for position in order:
         length = int(lengths[position])
         longest = max(current_max, length)
@@ -73,7 +75,7 @@ def collate(tokens: TokenizedCorpus, rows: np.ndarray, pad_id: int, pin_memory: 
         "input_ids": _padded(tokens.input_ids, starts, lengths, pad_id),
         "mask": (np.arange(width)[None, :] < lengths[:, None]).astype(np.int64),
     }
-    if tokens.type_ids is not None:
+    if tokens.type_ids is not None and tokens.segments is not None:
         tensors["token_type_ids"] = _padded(tokens.type_ids, starts, lengths, 0)
         tensors["segments"] = _padded(tokens.segments, starts, lengths, -1)
     tensors = {name: torch.from_numpy(values) for name, values in tensors.items()}

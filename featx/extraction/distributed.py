@@ -89,15 +89,8 @@ def extract_distributed(
     shards and resumes partial ones, since each shard is an ordinary resumable
     extraction; a finished merge makes every rank return at once.
     """
-    import torch
-    import torch.distributed as dist
-
     started = time.perf_counter()
-    device = launch.device(config.device)
-    if device.startswith("cuda") and torch.cuda.is_available():
-        torch.cuda.set_device(torch.device(device))
-    if device == "cpu" or (device == "auto" and not torch.cuda.is_available()):
-        torch.set_num_threads(launch.cpu_threads())
+    device = _set_up_device(config, launch)
     shard_config = replace(
         config,
         shards=launch.world_size,
@@ -107,6 +100,41 @@ def extract_distributed(
     )
     if launch.world_size == 1:
         return extract_one(replace(shard_config, shards=None, shard_index=None))
+    summary, own_error, statuses = _extract_in_group(shard_config, launch, extract_one)
+    failed = [item for item in statuses if item["error"]]
+    if failed:
+        if own_error is not None:
+            raise own_error
+        if launch.rank == 0:
+            shown = "; ".join(f"rank {item['rank']}: {item['error']}" for item in failed)
+            raise StoreError(
+                f"{len(failed)} shard(s) failed, nothing merged ({shown})",
+                "fix the problem and relaunch the same command: finished shards are kept",
+            )
+    assert summary is not None  # this rank's shard did not fail (own_error is None)
+    if failed or launch.rank != 0:
+        return summary
+    return _merge_on_rank0(config, summary, statuses, started)
+
+
+def _set_up_device(config: ExtractConfig, launch: LaunchEnv) -> str:
+    """This rank's device (its own GPU under torchrun), made current; CPU ranks share the cores."""
+    import torch
+
+    device = launch.device(config.device)
+    if device.startswith("cuda") and torch.cuda.is_available():
+        torch.cuda.set_device(torch.device(device))
+    if device == "cpu" or (device == "auto" and not torch.cuda.is_available()):
+        torch.set_num_threads(launch.cpu_threads())
+    return device
+
+
+def _extract_in_group(
+    shard_config: ExtractConfig, launch: LaunchEnv, extract_one: Callable[[ExtractConfig], ExtractSummary]
+) -> tuple[ExtractSummary | None, FeatxError | None, list[dict]]:
+    """Extract this rank's shard, then wait for every rank: this shard's summary (None when it failed), its
+    error, and every rank's status (``rank``, ``host``, ``error``, ``path``)."""
+    import torch.distributed as dist
 
     owns_group = not dist.is_initialized()
     if owns_group:
@@ -116,7 +144,8 @@ def extract_distributed(
         group = dist.new_group(backend="gloo", timeout=wait_timeout())
     own_error = None
     try:
-        summary, status = None, {"rank": launch.rank, "host": socket.gethostname(), "error": None}
+        summary: ExtractSummary | None = None
+        status: dict = {"rank": launch.rank, "host": socket.gethostname(), "error": None}
         try:
             summary = extract_one(shard_config)
             status["path"] = str(Path(summary.output).resolve())
@@ -131,21 +160,7 @@ def extract_distributed(
             dist.destroy_process_group()
         elif group is not None:
             dist.destroy_process_group(group)
-
-    failed = [item for item in statuses if item["error"]]
-    if failed:
-        if own_error is not None:
-            raise own_error
-        if launch.rank == 0:
-            shown = "; ".join(f"rank {item['rank']}: {item['error']}" for item in failed)
-            raise StoreError(
-                f"{len(failed)} shard(s) failed, nothing merged ({shown})",
-                "fix the problem and relaunch the same command: finished shards are kept",
-            )
-        return summary
-    if launch.rank != 0:
-        return summary
-    return _merge_on_rank0(config, summary, statuses, started)
+    return summary, own_error, statuses
 
 
 def _all_gather_json(item: dict, world_size: int, group=None) -> list[dict]:

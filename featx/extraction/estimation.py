@@ -120,7 +120,7 @@ def file_sizes(
     Features are preallocated in whole chunks (one layer of a block of rows), so the row count is
     rounded up to a multiple of the chunk's rows.
     """
-    from ..store.writer import allocated_rows
+    from ..store.hdf5 import allocated_rows
 
     def allocated(n: int) -> int:
         return allocated_rows(n, hidden, itemsize)
@@ -196,52 +196,10 @@ def estimate(config=None, calibrate: bool = True, **options) -> Estimate:
 
 def _sizes(plan, corpus, tokenized, loaded) -> Estimate:
     """Sizes and memory of ``plan`` on the tokenised corpus; every site counted, as the writer stores it."""
-    import torch
-
     n_tokens, n_rows = int(tokenized.lengths.sum()), len(corpus)
-    text_bytes = sum(len(text.encode("utf-8")) for text in corpus.texts)
-    id_bytes = sum(len(str(row_id).encode("utf-8")) for row_id in corpus.ids)
-    pooled, token_bytes, other = file_sizes(
-        n_rows,
-        n_tokens,
-        len(plan.layers),
-        loaded.hidden_size,
-        len(plan.poolings),
-        plan.itemsize,
-        plan.with_tokens,
-        text_bytes,
-        id_bytes,
-        len(corpus.labels),
-        corpus.split is not None,
-    )
-    for site in plan.sites[1:]:  # like hidden: own width and layers, no pooler
-        site_pooled, site_tokens, _ = file_sizes(
-            n_rows,
-            n_tokens,
-            len(site.layers),
-            site.width,
-            len(site.poolings),
-            plan.itemsize,
-            plan.with_tokens,
-            0,
-            0,
-            0,
-            False,
-        )
-        pooled += site_pooled
-        token_bytes += site_tokens - (n_tokens * 8 + (n_rows + 1) * 8 if plan.with_tokens else 0)  # ids: once
-    if plan.word_paths:  # word inputs: each word's vectors, and its form, labels, head and subword count
-        n_words = int(tokenized.word_offsets[-1])
-        pooled += n_words * plan.word_bytes()
-        other += n_words * (16 + 4 * (len(corpus.words.labels) + 2))
-    compute_itemsize = torch.empty((), dtype=loaded.dtype).element_size()
-    model_bytes = sum(p.numel() * p.element_size() for p in loaded.model.parameters())
+    pooled, token_bytes, other = _file_bytes(plan, corpus, tokenized, loaded, n_rows, n_tokens)
+    model_bytes, activations = _device_bytes(plan, loaded, tokenized, n_rows)
     window_bytes = plan.window_bytes(n_rows)
-    n_heads = int(getattr(loaded.model.config, "num_attention_heads", 12))
-    longest = min(int(tokenized.lengths.max()) if n_rows else 1, plan.max_length)  # windows are no longer
-    activations = batch_activation_bytes(
-        plan.max_tokens, loaded.n_layers, len(plan.layers), loaded.hidden_size, n_heads, longest, compute_itemsize
-    )
     # The real run holds what this process holds now (model loaded, corpus tokenised), plus one batch's
     # activations (on the GPU when there is one) and up to four windows of outputs (filled, two queued,
     # one being written).
@@ -278,6 +236,60 @@ def _sizes(plan, corpus, tokenized, loaded) -> Estimate:
             f"{_size(free)} free; drop --tokens, choose fewer --layer, or write elsewhere with -o"
         )
     return result
+
+
+def _file_bytes(plan, corpus, tokenized, loaded, n_rows: int, n_tokens: int) -> tuple[int, int, int]:
+    """(pooled, token-level, everything else) bytes of the features file, every site and word vector counted."""
+    text_bytes = sum(len(text.encode("utf-8")) for text in corpus.texts)
+    id_bytes = sum(len(str(row_id).encode("utf-8")) for row_id in corpus.ids)
+    pooled, token_bytes, other = file_sizes(
+        n_rows,
+        n_tokens,
+        len(plan.layers),
+        loaded.hidden_size,
+        len(plan.poolings),
+        plan.itemsize,
+        plan.with_tokens,
+        text_bytes,
+        id_bytes,
+        len(corpus.labels),
+        corpus.split is not None,
+    )
+    for site in plan.sites[1:]:  # like hidden: own width and layers, no pooler
+        site_pooled, site_tokens, _ = file_sizes(
+            n_rows,
+            n_tokens,
+            len(site.layers),
+            site.width,
+            len(site.poolings),
+            plan.itemsize,
+            plan.with_tokens,
+            0,
+            0,
+            0,
+            False,
+        )
+        pooled += site_pooled
+        token_bytes += site_tokens - (n_tokens * 8 + (n_rows + 1) * 8 if plan.with_tokens else 0)  # ids: once
+    if plan.word_paths:  # word inputs: each word's vectors, and its form, labels, head and subword count
+        n_words = int(tokenized.word_offsets[-1])
+        pooled += n_words * plan.word_bytes()
+        other += n_words * (16 + 4 * (len(corpus.words.labels) + 2))
+    return pooled, token_bytes, other
+
+
+def _device_bytes(plan, loaded, tokenized, n_rows: int) -> tuple[int, int]:
+    """(the model's weights, one batch's activations) in bytes."""
+    import torch
+
+    compute_itemsize = torch.empty((), dtype=loaded.dtype).element_size()
+    model_bytes = sum(p.numel() * p.element_size() for p in loaded.model.parameters())
+    n_heads = int(getattr(loaded.model.config, "num_attention_heads", 12))
+    longest = min(int(tokenized.lengths.max()) if n_rows else 1, plan.max_length)  # windows are no longer
+    activations = batch_activation_bytes(
+        plan.max_tokens, loaded.n_layers, len(plan.layers), loaded.hidden_size, n_heads, longest, compute_itemsize
+    )
+    return model_bytes, activations
 
 
 def _calibrate(plan, loaded, tokenized) -> tuple[float, str]:

@@ -91,7 +91,7 @@ def quick_up_to_date(config: ExtractConfig) -> ExtractSummary | None:
         return None
     output = output_path(config)
     corpus = Path(config.corpus)
-    from .corpus import rereadable
+    from ..io import rereadable
 
     if not output.is_file() or not rereadable(corpus):  # a pipe is read once, by the full run only
         return None

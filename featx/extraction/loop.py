@@ -2,13 +2,12 @@
 buffers, and a background thread that writes and commits each finished window.
 
 Collating the next batch (a thread), the forward pass (the main thread) and writing the previous
-window (another thread) overlap, so the model never waits on tokenised input or on disk.
+window (another thread) overlap, so the model never waits on tokenised input or on disk; the two threads
+are ``threads.py``'s.
 """
 
 from __future__ import annotations
 
-import queue
-import threading
 import time
 
 import numpy as np
@@ -18,102 +17,9 @@ from ..store import FeatureWriter
 from .batching import collate, plan_batches, plan_windows
 from .plan import ExtractionPlan
 from .runner import Runner
+from .threads import BackgroundWriter, prefetch
 from .tokenize import TokenizedCorpus
 from .word_pooling import row_word_ids, with_word_index
-
-
-class BackgroundWriter:
-    """Background thread that writes and commits windows so the model never waits on disk.
-
-    An item is ``(writes, window_start, window_stop, batches)``: ``writes`` are ``(start, stop, values)``
-    row ranges to write, then, when ``batches is None``, every row up to ``window_stop`` is committed (the
-    whole window is in); else the first ``batches`` batches of the window at ``window_start`` are marked
-    as written (a commit by time inside a window).
-    """
-
-    def __init__(self, writer: FeatureWriter):
-        self.writer = writer
-        self.queue: queue.Queue = queue.Queue(maxsize=2)
-        self.error: BaseException | None = None
-        self.thread = threading.Thread(target=self._run, name="featx-writer", daemon=True)
-        self.thread.start()
-
-    def _run(self) -> None:
-        while True:
-            item = self.queue.get()
-            if item is None:
-                return
-            if self.error is not None:
-                continue
-            writes, window_start, window_stop, batches = item
-            try:
-                for start, stop, values in writes:
-                    self.writer.write_window(start, stop, values)
-                if batches is None:
-                    self.writer.commit(window_stop)
-                else:
-                    self.writer.commit_batches(window_start, batches)
-            except BaseException as err:  # surfaced in the main thread
-                self.error = err
-
-    def submit(self, item) -> None:
-        self.raise_if_failed()
-        self.queue.put(item)
-
-    def raise_if_failed(self) -> None:
-        if self.error is not None:
-            raise self.error
-
-    def close(self) -> None:
-        # Let the thread finish the window it is committing even through a (second) Ctrl-C:
-        # closing the file under it would only waste that window. The interrupt is re-raised.
-        interrupted = False
-        sent = False
-        while not sent or self.thread.is_alive():
-            try:
-                if not sent:
-                    self.queue.put(None)
-                    sent = True
-                self.thread.join()
-            except KeyboardInterrupt:
-                interrupted = True
-        if interrupted:
-            raise KeyboardInterrupt
-
-
-def prefetch(iterable, depth: int = 2):
-    """Run ``iterable`` in a thread, ``depth`` items ahead (batch collation overlaps the model)."""
-    items: queue.Queue = queue.Queue(maxsize=depth)
-    done = object()
-    stop = threading.Event()
-
-    def produce():
-        try:
-            for item in iterable:
-                if stop.is_set():
-                    return
-                items.put(item)
-        except BaseException as err:
-            items.put(err)
-        items.put(done)
-
-    thread = threading.Thread(target=produce, name="featx-collate", daemon=True)
-    thread.start()
-    try:
-        while True:
-            item = items.get()
-            if item is done:
-                return
-            if isinstance(item, BaseException):
-                raise item
-            yield item
-    finally:
-        stop.set()
-        while thread.is_alive():
-            try:
-                items.get_nowait()
-            except queue.Empty:
-                thread.join(timeout=0.05)
 
 
 class Window:
@@ -134,6 +40,7 @@ class Window:
             if plan.with_tokens:
                 self.flat[site.tokens_path] = tokenized.offsets
         for path in plan.word_paths:
+            assert tokenized.word_offsets is not None  # word inputs have word offsets
             self.flat[path] = tokenized.word_offsets
         for path, offsets in self.flat.items():
             shape = (
@@ -354,7 +261,7 @@ def run(
         dynamic_ncols=True,
         desc="extract",
     )
-    tokens_done, began = 0, time.perf_counter()
+    speed = _Speed()
     clock = CommitClock(plan.commit_seconds)
     skipped = 0
     try:
@@ -366,36 +273,56 @@ def run(
                 if start == start_row:
                     skipped = current.resume(writer)
                     bar.update(skipped)
-
-                def batches_of_window(current=current, start=start):
-                    for index in range(current.stored, len(current.batches)):
-                        positions = current.batches[index]
-                        if index < current.n_batched:
-                            batch = collate(tokenized, positions + start, pad_id, pin_memory=pin_memory)
-                            yield positions, with_word_index(plan, tokenized, positions + start, batch)
-                        else:  # --long window: one row, split into windows by the runner
-                            row = start + int(positions[0])
-                            yield positions, (tokenized.row(row), row_word_ids(plan, tokenized, row))
-
-                pending = None
-                for positions, batch in prefetch(batches_of_window()):
-                    if isinstance(batch[0], np.ndarray):
-                        result, n_tokens = (positions, *runner.windowed(*batch)), len(batch[0])
-                    else:
-                        result, n_tokens = (positions, *runner(*batch)), int(batch[1].sum())
-                    if pending is not None:  # consume the previous batch while this one runs on the GPU
-                        current.store(*pending)
-                    pending = result, time.perf_counter()
-                    tokens_done += n_tokens
-                    bar.update(len(positions))
-                    bar.set_postfix_str(
-                        f"{tokens_done / max(time.perf_counter() - began, 1e-9):,.0f} tok/s", refresh=False
-                    )
-                if pending is not None:
-                    current.store(*pending)
-                current.finish()
+                batches = _batches_of_window(plan, tokenized, current, start, pad_id, pin_memory)
+                _extract_window(current, batches, runner, bar, speed)
     finally:
         bar.close()
         background.close()
     background.raise_if_failed()
     return skipped
+
+
+class _Speed:
+    """Tokens through the model since the loop began, for the progress bar's tokens per second."""
+
+    def __init__(self) -> None:
+        self.tokens = 0
+        self.began = time.perf_counter()
+
+    def add(self, n_tokens: int) -> str:
+        self.tokens += n_tokens
+        return f"{self.tokens / max(time.perf_counter() - self.began, 1e-9):,.0f} tok/s"
+
+
+def _batches_of_window(
+    plan: ExtractionPlan, tokenized: TokenizedCorpus, current: WindowRun, start: int, pad_id: int, pin_memory: bool
+):
+    """The window's batches not stored yet, as ``(positions, runner arguments)``: collated batches, then
+    ``--long window`` rows one at a time (the runner splits them into windows)."""
+    for index in range(current.stored, len(current.batches)):
+        positions = current.batches[index]
+        if index < current.n_batched:
+            batch = collate(tokenized, positions + start, pad_id, pin_memory=pin_memory)
+            yield positions, with_word_index(plan, tokenized, positions + start, batch)
+        else:  # --long window: one row, split into windows by the runner
+            row = start + int(positions[0])
+            yield positions, (tokenized.row(row), row_word_ids(plan, tokenized, row))
+
+
+def _extract_window(current: WindowRun, batches, runner: Runner, bar, speed: _Speed) -> None:
+    """Run the model over the window's batches (collated ahead in a thread), storing each batch's results
+    while the next one runs, then finish the window (checked and committed in the background)."""
+    pending = None
+    for positions, batch in prefetch(batches):
+        if isinstance(batch[0], np.ndarray):
+            result, n_tokens = (positions, *runner.windowed(*batch)), len(batch[0])
+        else:
+            result, n_tokens = (positions, *runner(*batch)), int(batch[1].sum())
+        if pending is not None:  # consume the previous batch while this one runs on the GPU
+            current.store(*pending)
+        pending = result, time.perf_counter()
+        bar.update(len(positions))
+        bar.set_postfix_str(speed.add(n_tokens), refresh=False)
+    if pending is not None:
+        current.store(*pending)
+    current.finish()

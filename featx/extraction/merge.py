@@ -13,13 +13,12 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import h5py
 import numpy as np
 
 from ..errors import IncompleteError, InputError, Interrupted, StoreError, signal_of
 from ..state import remember
 from ..store import FeatureFile, FeatureWriter, OutputLock, partial_path, schema
-from ..store.shards import copy_shards, create_merged, open_shard, shard_attrs, shard_row_index
+from ..store.shards import ShardFile, copy_shards, create_merged, open_shard, shard_attrs, shard_row_index
 from .batching import plan_windows
 from .sharding import ShardSpec, manifest_path, read_manifest
 
@@ -44,10 +43,10 @@ class MergeSummary:
         )
 
 
-def _open_shards(output: Path, manifest: dict) -> list[h5py.File]:
+def _open_shards(output: Path, manifest: dict) -> list[ShardFile]:
     """Open every shard named in the manifest and check it belongs to this run."""
     count = int(manifest["shard_count"])
-    files: list[h5py.File] = []
+    files: list[ShardFile] = []
     try:
         for index in range(count):
             path = ShardSpec(index, count).path(output)
@@ -100,10 +99,10 @@ def _check_shard(path: Path, attrs, manifest: dict, index: int) -> None:
             )
 
 
-def _check_rows(files: list[h5py.File], n_rows: int) -> list[np.ndarray]:
+def _check_rows(files: list[ShardFile], n_rows: int) -> list[np.ndarray]:
     """Every corpus row in exactly one shard; each shard's rows ascending."""
     indices = []
-    for position, file in enumerate(files):
+    for file in files:
         index = shard_row_index(file)
         if index is None:
             raise StoreError(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -24,7 +25,7 @@ PICKLE_WEIGHTS = (
 @dataclass
 class LoadedModel:
     model: torch.nn.Module
-    tokenizer: object
+    tokenizer: Any  # a transformers tokenizer or ``native.NativeTokenizer``: read by its attributes only
     name: str  # what the user asked for ("default" resolved to its folder)
     path: str  # local folder the weights came from
     weights_sha256: str

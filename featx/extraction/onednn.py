@@ -11,6 +11,7 @@ from __future__ import annotations
 import inspect
 import os
 import re
+from collections.abc import Set as AbstractSet
 from functools import cache
 
 import torch
@@ -53,8 +54,11 @@ def _is_exact_gelu(module) -> bool:
 
 @cache
 def _forward_source(cls: type) -> str | None:
+    forward = getattr(cls, "forward", None)
+    if forward is None:
+        return None
     try:
-        return inspect.getsource(cls.forward)
+        return inspect.getsource(forward)
     except (OSError, TypeError):
         return None
 
@@ -66,14 +70,15 @@ def _only_called(parent: torch.nn.Module, child: str) -> bool:
     other code may read ``.weight``/``.bias`` too. Such a layer (or one whose parent's source cannot be
     read) is left as it is; the rest of the model is still packed.
     """
-    source = _forward_source(type(parent))
+    cls: type = type(parent)
+    source = _forward_source(cls)
     if source is None:
         return False
     uses = re.findall(rf"\bself\.{re.escape(child)}\b(\s*\()?", source)
     return all(called for called in uses)
 
 
-def _touches(name: str, keep: set[str]) -> bool:
+def _touches(name: str, keep: AbstractSet[str]) -> bool:
     """Whether module ``name`` is, or holds, a module whose output a hook records."""
     return any(kept == name or kept.startswith(name + ".") for kept in keep)
 

@@ -12,12 +12,13 @@ import time
 from pathlib import Path
 
 from ..errors import FeatxError, InputError, Interrupted, StoreError, signal_of
+from ..io import rereadable, source_name
 from ..state import remember
 from ..store import FeatureFile, FeatureWriter, OutputLock, partial_path, resumable
 from ..store.shards import shard_rows_match
 from . import loop
 from .config import ExtractConfig, ExtractSummary, make_config, output_path, summary_of
-from .corpus import Corpus, rereadable, source_name
+from .corpus import Corpus
 from .distributed import LaunchEnv
 from .modeling import LoadedModel, load_model
 from .native.select import native_requested
@@ -71,31 +72,12 @@ def extract_one(config: ExtractConfig) -> ExtractSummary:
         corpus, shard_rows = select_rows(corpus, shard)
     with OutputLock(shard.path(output) if shard else output):
         load_started = time.perf_counter()
-        loaded = load_model(
-            config.model,
-            config.device,
-            config.dtype,
-            config.trust_remote_code,
-            config.random_init,
-            config.seed,
-            config.max_length,
-            config.device_map,
-            native=native_requested(config),
-        )
+        loaded = _load(config)
         plan = resolve_plan(config, corpus.sha256, loaded, shard)
         if shard is not None:
-            if plan.merged_output.exists() and not config.overwrite:  # merged already: nothing to do
-                check_existing(plan.merged_output, plan.base_fingerprint)
-                return summary_of(
-                    plan.merged_output, "up-to-date", time.perf_counter() - started, len(corpus.skipped_rows)
-                )
-            write_manifest(
-                plan.merged_output,
-                make_manifest(
-                    plan.merged_output, shard.count, corpus, corpus_rows, loaded.weights_sha256, plan.base_fingerprint
-                ),
-                config.overwrite,
-            )
+            merged = _merged_already(config, plan, shard, corpus, corpus_rows, loaded, started)
+            if merged is not None:
+                return merged
         if plan.output.exists() and not config.overwrite:
             check_existing(plan.output, plan.fingerprint)
             remember("features", plan.output)
@@ -130,6 +112,45 @@ def extract_one(config: ExtractConfig) -> ExtractSummary:
     summary.notes[:0] = corpus.notes
     _note_unrereadable(config, summary)
     return summary
+
+
+def _load(config: ExtractConfig):
+    """The model the config names, with its tokenizer (featx's own BERT where certainly equivalent)."""
+    return load_model(
+        config.model,
+        config.device,
+        config.dtype,
+        config.trust_remote_code,
+        config.random_init,
+        config.seed,
+        config.max_length,
+        config.device_map,
+        native=native_requested(config),
+    )
+
+
+def _merged_already(
+    config: ExtractConfig,
+    plan: ExtractionPlan,
+    shard: ShardSpec,
+    corpus: Corpus,
+    corpus_rows: int,
+    loaded: LoadedModel,
+    started: float,
+) -> ExtractSummary | None:
+    """A shard of a sharded run: the summary when the shards are merged already (nothing to do), else
+    None once the run's manifest is written (or checked)."""
+    merged = plan.merged_output
+    assert merged is not None  # every shard's plan names its merged file
+    if merged.exists() and not config.overwrite:
+        check_existing(merged, plan.base_fingerprint)
+        return summary_of(merged, "up-to-date", time.perf_counter() - started, len(corpus.skipped_rows))
+    write_manifest(
+        merged,
+        make_manifest(merged, shard.count, corpus, corpus_rows, loaded.weights_sha256, plan.base_fingerprint),
+        config.overwrite,
+    )
+    return None
 
 
 def _note_unrereadable(config: ExtractConfig, summary: ExtractSummary) -> None:
@@ -223,6 +244,7 @@ def open_writer(
             )
     attrs = provenance(plan, corpus, loaded)
     if plan.shard is not None:
+        assert corpus_rows is not None  # a shard's writer is told the whole corpus's rows
         attrs.update(shard_attributes(plan.shard, plan.base_fingerprint, corpus_rows))
     return FeatureWriter.create(
         output,

@@ -22,7 +22,7 @@ import numpy as np
 
 from ..errors import InputError, ModelError
 from ..store import schema
-from .tokenize import TokenizedCorpus, _fast_backend, tokenize_texts
+from .tokenize import TokenizedCorpus, fast_backend, tokenize_texts
 
 PAIR_MODES = ("cross", "separate")
 SEGMENT_POOLINGS = ("mean_a", "mean_b")  # cross mode: the masked mean of each text's own tokens
@@ -117,7 +117,7 @@ def tokenize_corpus(
 
 
 def _pair_backends(tokenizer, max_length: int):
-    backend = _fast_backend(tokenizer)
+    backend = fast_backend(tokenizer)
     try:
         n_special = backend.num_special_tokens_to_add(True)
         backend.post_process(
@@ -150,7 +150,10 @@ def tokenize_pairs(
     ``max_length``; token-type ids and each token's segment (0 = a, 1 = b, -1 = special) kept."""
     backend, truncating = _pair_backends(tokenizer, max_length)
     n_rows = len(texts_a)
-    ids, types, segments, words = [], [], [], []
+    ids: list[int] = []
+    types: list[int] = []
+    segments: list[int] = []
+    words: list[int] = []
     lengths = np.empty(n_rows, dtype=np.int64)
     full = np.empty(n_rows, dtype=np.int32)
     for start in range(0, n_rows, chunk_size):

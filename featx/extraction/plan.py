@@ -17,10 +17,10 @@ import numpy as np
 
 from .._version import __version__
 from ..errors import InputError
+from ..io import rereadable, source_name
 from ..selection import POOLINGS, parse_poolings, select_layers
 from ..store import HIDDEN_SITE, SiteLayout, hidden_layout, schema
 from .config import ExtractConfig, is_word_input, output_path
-from .corpus import rereadable, source_name
 from .freshness import request_key
 from .modeling import LoadedModel, dtype_name
 from .pairs import pair_attributes, pair_b_layout, pair_fingerprint, pair_poolings
@@ -197,31 +197,12 @@ def fingerprint(
     # Only named when there are sites besides hidden, so files from before sites keep their fingerprint.
     # Likewise named only with --long window, so files written before it keep their fingerprint.
     long = {"long": config.long, "stride": window.stride} if window is not None else {}
-    # Named only when not the default (or when they matter), so files of plain requests keep their fingerprint:
-    # a forced delimiter, other missing-label markers, and ids that count skipped rows (since 0.2).
-    reading = {
-        **({"sep": config.sep} if config.sep is not None else {}),
-        **({"missing_labels": config.missing_labels} if config.missing_labels != "empty" else {}),
-        **({"ids": "data_row"} if config.skip_empty and config.id_col is None else {}),
-    }
-    # Word inputs only: how the files were read and which word vectors are stored.
-    words = (
-        {
-            "words": {
-                "format": word_format(config.corpus, config.word_format, config.columns),
-                "columns": config.columns,
-                "word_poolings": list(word_poolings),
-            }
-        }
-        if word_poolings
-        else {}
-    )
     return json.dumps(
         {
             **({"sites": extra_sites} if extra_sites else {}),
             **long,
-            **reading,
-            **words,
+            **_reading_fingerprint(config),
+            **_words_fingerprint(config, word_poolings),
             **pair_fingerprint(config),
             "corpus_sha256": corpus_sha256,
             "text_col": config.text_col,
@@ -245,6 +226,30 @@ def fingerprint(
     )
 
 
+def _reading_fingerprint(config: ExtractConfig) -> dict:
+    """How the corpus was read, named only when not the default (or when it matters), so files of plain
+    requests keep their fingerprint: a forced delimiter, other missing-label markers, and ids that count
+    skipped rows (since 0.2)."""
+    return {
+        **({"sep": config.sep} if config.sep is not None else {}),
+        **({"missing_labels": config.missing_labels} if config.missing_labels != "empty" else {}),
+        **({"ids": "data_row"} if config.skip_empty and config.id_col is None else {}),
+    }
+
+
+def _words_fingerprint(config: ExtractConfig, word_poolings) -> dict:
+    """Word inputs only: how the files were read and which word vectors are stored."""
+    if not word_poolings:
+        return {}
+    return {
+        "words": {
+            "format": word_format(config.corpus, config.word_format, config.columns),
+            "columns": config.columns,
+            "word_poolings": list(word_poolings),
+        }
+    }
+
+
 def _layouts(config: ExtractConfig, loaded: LoadedModel, layers: list[int], poolings: list[str]):
     """Every site's layout (hidden first) and the hooked ``Site`` objects, widths measured."""
     sites = resolve_sites(loaded.model, parse_sites(config.sites), layers, loaded.n_layers - 1)
@@ -256,10 +261,11 @@ def _layouts(config: ExtractConfig, loaded: LoadedModel, layers: list[int], pool
     site_poolings = tuple(name for name in poolings if name != "pooler")  # the pooler head reads hidden only
     hooked = tuple(site for site in sites if site.name != HIDDEN_SITE)
     layouts = [hidden_layout(layers, loaded.hidden_size, poolings)]
-    layouts += [
-        SiteLayout(site.name, tuple(site.layers), int(site.width), site_poolings, tuple(site.describe()["modules"]))
-        for site in hooked
-    ]
+    for site in hooked:
+        assert site.width is not None  # measured above
+        layouts.append(
+            SiteLayout(site.name, tuple(site.layers), int(site.width), site_poolings, tuple(site.describe()["modules"]))
+        )
     layouts += pair_b_layout(config, layouts[0])  # --pair-mode separate: side b
     return tuple(layouts), hooked
 

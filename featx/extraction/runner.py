@@ -68,14 +68,14 @@ class Runner:
         self, input_ids: torch.Tensor, mask: torch.Tensor, token_type_ids: torch.Tensor | None = None
     ) -> dict[str, list[torch.Tensor]]:
         """``{site: [(B, T, W) per stored layer]}`` of one forward pass."""
-        recording = self.recorder is not None and self.plan.hooked
-        forward_options = dict(self.recorder.forward_options) if recording else {}
+        recorder = self.recorder if self.plan.hooked else None
+        forward_options: dict[str, object] = dict(recorder.forward_options) if recorder is not None else {}
         if token_type_ids is not None and self.type_ids:
             forward_options["token_type_ids"] = token_type_ids
         output = self.model(input_ids=input_ids, attention_mask=mask, output_hidden_states=True, **forward_options)
         states = {self.plan.hidden.name: [output.hidden_states[layer] for layer in self.plan.layers]}  # L x (B, T, H)
-        if recording:
-            states.update(self.recorder.take(output, input_ids, mask, self.special_ids))
+        if recorder is not None:
+            states.update(recorder.take(output, input_ids, mask, self.special_ids))
         # With --device-map the layers sit on several devices: pool where the batch is (a no-op otherwise).
         return {site: [layer.to(self.device) for layer in layers] for site, layers in states.items()}
 
@@ -129,6 +129,7 @@ class Runner:
         stitched row exactly like a batch of one. With ``word_ids`` (word inputs) each word's subwords all
         come from the one window where the whole word is most central."""
         spec = self.plan.window
+        assert spec is not None  # rows run in windows with --long window only
         row = split_row(row_ids, spec.n_lead, spec.n_trail, spec.budget, spec.stride, word_ids)
         width = row.input_ids.shape[1]
         per_pass = max(1, self.plan.max_tokens // width)

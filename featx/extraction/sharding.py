@@ -18,9 +18,10 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import InputError, StoreError
+from ..io import LabelColumn
 from ..safe_files import atomic_write_text, read_small_text
 from ..store import schema
-from .corpus import Corpus, LabelColumn
+from .corpus import Corpus
 
 # Bump when the assignment changes: shards made by different rules must never be merged.
 ASSIGNMENT = "round-robin-by-char-length-v1"

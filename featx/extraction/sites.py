@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 
@@ -48,7 +49,7 @@ NAMED_SITES = ("hidden", "attn_out", "ffn", "pre_ln", "attn_heads")
 # Per architecture family, recognised from the module structure (not the model_type, so that
 # BERT-shaped models such as MiniLM, ELECTRA or XLM-R resolve too): where the layer list lives, and
 # for each site the module inside one layer and whether its input (pre-hook) or output is recorded.
-FAMILIES = {
+FAMILIES: dict[str, dict[str, Any]] = {  # "layers": a path; each site: (module in a layer, mode)
     "bert": {  # BERT, RoBERTa, XLM-R, CamemBERT, ELECTRA, MiniLM
         "layers": "encoder.layer",
         "attn_out": ("attention.output.dropout", "output"),
@@ -249,7 +250,8 @@ def _first_tensor(value):
     return None
 
 
-def _switch_to_eager(model: torch.nn.Module) -> str | None:
+def _switch_to_eager(model: Any) -> str | None:
+    """Eager attention (which returns attention probabilities); the implementation to restore, or None."""
     previous = getattr(model.config, "_attn_implementation", None)
     if previous == "eager":
         return None
@@ -260,7 +262,7 @@ def _switch_to_eager(model: torch.nn.Module) -> str | None:
     return previous
 
 
-def _restore_attention(model: torch.nn.Module, previous: str | None) -> None:
+def _restore_attention(model: Any, previous: str | None) -> None:
     if previous is None:
         return
     if hasattr(model, "set_attn_implementation"):
@@ -283,7 +285,7 @@ class SiteRecorder:
         self.needs_attentions = any(site.name == ATTN_HEADS for site in self.sites)
         self.forward_options = {"output_attentions": True} if self.needs_attentions else {}
         self._handles: list = []
-        self._batch: dict[str, list] = {}
+        self._batch: dict[str, dict[int, torch.Tensor | None]] = {}  # site -> tap position -> recorded
         self._previous_attention: str | None = None
 
     def __enter__(self) -> SiteRecorder:
@@ -339,8 +341,9 @@ class SiteRecorder:
                 if value is None or value.dim() != 3 or value.shape[:2] != input_ids.shape:
                     shape = None if value is None else tuple(value.shape)
                     raise InputError(
-                        f"site '{site.name}': module {tap.module} gave {'no tensor' if shape is None else f'shape {shape}'}, "
-                        f"not a token-aligned (batch, tokens, width) = ({input_ids.shape[0]}, {input_ids.shape[1]}, ...) tensor",
+                        f"site '{site.name}': module {tap.module} gave "
+                        f"{'no tensor' if shape is None else f'shape {shape}'}, not a token-aligned "
+                        f"(batch, tokens, width) = ({input_ids.shape[0]}, {input_ids.shape[1]}, ...) tensor",
                         "pick a module whose output has one vector per token",
                     )
                 values.append(value)

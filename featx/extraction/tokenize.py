@@ -56,7 +56,8 @@ def _backend(tokenizer):
     return backend
 
 
-def _fast_backend(tokenizer):
+def fast_backend(tokenizer):
+    """The tokenizer's Rust ``tokenizers`` backend; a clear error for a slow (Python) tokenizer."""
     backend = _backend(tokenizer)
     if backend is None:
         raise ModelError(
@@ -68,7 +69,7 @@ def _fast_backend(tokenizer):
 
 def special_layout(tokenizer) -> tuple[int, int]:
     """How many special tokens the tokenizer puts before and after a text (e.g. 1, 1 for [CLS] .. [SEP])."""
-    backend = _fast_backend(tokenizer)
+    backend = fast_backend(tokenizer)
     processed = backend.post_process(backend.encode("a", add_special_tokens=False))
     mask = list(processed.special_tokens_mask)
     lead = next((i for i, special in enumerate(mask) if not special), len(mask))
@@ -87,7 +88,7 @@ def tokenize_texts(
 ) -> TokenizedCorpus:
     """Tokenise ``texts`` into a ``TokenizedCorpus``; rows longer than ``max_length`` are truncated
     (unless ``truncate`` is False: ``--long window`` keeps every token and runs long rows in windows)."""
-    backend = _fast_backend(tokenizer)
+    backend = fast_backend(tokenizer)
     n_special = backend.post_process(backend.encode("", add_special_tokens=False)).__len__()
     budget = max_length - n_special if truncate else float("inf")
     ids_parts, word_parts = [], []
@@ -95,7 +96,8 @@ def tokenize_texts(
     full = np.empty(len(texts), dtype=np.int32)
     for start in range(0, len(texts), chunk_size):
         encodings = backend.encode_batch(texts[start : start + chunk_size], add_special_tokens=False)
-        chunk_ids, chunk_words = [], []  # one flat array per chunk, not one small array per row
+        chunk_ids: list[int] = []  # one flat array per chunk, not one small array per row
+        chunk_words: list[int] = []
         for offset, encoding in enumerate(encodings):
             row = start + offset
             full[row] = len(encoding.ids) + n_special

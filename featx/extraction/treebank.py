@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import InputError
-from .corpus import LabelColumn
+from ..io import LabelColumn
 
 WORD_FORMATS = ("conllu", "columns", "jsonl")
 CONLLU_SUFFIXES = (".conllu", ".conll-u")
@@ -155,7 +155,8 @@ def parse_columns(spec: str | None) -> list[str]:
 # -- CoNLL-U ---------------------------------------------------------------------------------------
 def _blocks(text: str):
     """``(first line number, lines)`` of each blank-line separated block."""
-    block, first = [], 0
+    block: list[str] = []
+    first = 0
     for number, line in enumerate(text.split("\n"), start=1):
         line = line.rstrip("\r")
         if line.strip():

@@ -12,7 +12,8 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import InputError
-from .corpus import Corpus, _decode, _label_column, missing_markers
+from ..io import decode_text, label_column, missing_markers
+from .corpus import Corpus
 from .treebank import Sentence, WordTable, parse_columns, read_columns, read_conllu, read_token_jsonl, split_of
 
 
@@ -20,7 +21,7 @@ def _read_file(path: Path, fmt: str, columns: str | None, encoding: str) -> tupl
     if not path.is_file():
         raise InputError(f"input file {path} does not exist" if not path.exists() else f"{path} is not a file")
     raw = path.read_bytes()
-    text = _decode(raw, path, encoding).removeprefix("\ufeff")  # a byte order mark is not part of line 1
+    text = decode_text(raw, path, encoding).removeprefix("\ufeff")  # a byte order mark is not part of line 1
     if fmt == "conllu":
         sentences = read_conllu(path, text)
     elif fmt == "columns":
@@ -45,7 +46,9 @@ def _check_words(sentence: Sentence) -> None:
 
 def _ids(sentences: list[Sentence], stems: list[str]) -> list[str]:
     """``sent_id`` where given, else ``<file stem>-<sentence number>``; unique over every file."""
-    ids, seen, numbers = [], {}, {}
+    ids: list[str] = []
+    seen: dict[str, str] = {}  # id -> where it was first seen
+    numbers: dict[str, int] = {}  # file stem -> sentences so far
     for sentence, stem in zip(sentences, stems, strict=False):
         numbers[stem] = numbers.get(stem, 0) + 1
         value = sentence.sent_id.strip() if sentence.sent_id and sentence.sent_id.strip() else f"{stem}-{numbers[stem]}"
@@ -66,7 +69,7 @@ def _word_table(sentences: list[Sentence], markers: frozenset[str]) -> WordTable
     labels = {}
     for name in columns:
         values = [value for sentence in sentences for value in sentence.labels.get(name, [""] * len(sentence.forms))]
-        labels[name] = _label_column(name, values, markers)
+        labels[name] = label_column(name, values, markers)
     heads = np.concatenate(
         [
             np.asarray(sentence.heads if sentence.heads is not None else [-1] * len(sentence.forms), dtype=np.int32)
@@ -110,7 +113,7 @@ def read_word_corpus(
             for sentence, fallback in zip(sentences, splits, strict=False)
         ]
     labels = {
-        name: _label_column(name, [sentence.sentence_labels.get(name, "") for sentence in sentences], markers)
+        name: label_column(name, [sentence.sentence_labels.get(name, "") for sentence in sentences], markers)
         for name in sentence_columns
     }
     sha256 = combined_sha256(digests)
@@ -150,9 +153,11 @@ def read_input(config) -> Corpus:
             config.missing_labels,
             pair_col=config.text_pair_col,
         )
+    fmt = word_format(config.corpus, config.word_format, config.columns)
+    assert fmt is not None  # is_word_input: a word format was given or recognised
     return read_word_corpus(
         [config.corpus, *config.more_corpora],
-        word_format(config.corpus, config.word_format, config.columns),
+        fmt,
         config.columns,
         config.encoding,
         config.missing_labels,

@@ -17,14 +17,22 @@ from .tokenize import TokenizedCorpus
 
 def batch_word_index(tokenized: TokenizedCorpus, rows: np.ndarray, width: int) -> torch.Tensor:
     """``(B, width)`` int64: each token's word slot in the batch (rows in the given order), -1 elsewhere."""
+    word_ids, word_offsets = _word_arrays(tokenized)
     index = np.full((len(rows), width), -1, dtype=np.int64)
     base = 0
     for position, row in enumerate(rows):
         row = int(row)
-        words = tokenized.word_ids[tokenized.offsets[row] : tokenized.offsets[row + 1]]
+        words = word_ids[tokenized.offsets[row] : tokenized.offsets[row + 1]]
         index[position, : len(words)] = np.where(words >= 0, words + base, -1)
-        base += int(tokenized.word_offsets[row + 1] - tokenized.word_offsets[row])
+        base += int(word_offsets[row + 1] - word_offsets[row])
     return torch.from_numpy(index)
+
+
+def _word_arrays(tokenized: TokenizedCorpus) -> tuple[np.ndarray, np.ndarray]:
+    """Word inputs' ``word_ids`` (each token's word in its row) and ``word_offsets`` (each row's words)."""
+    if tokenized.word_ids is None or tokenized.word_offsets is None:
+        raise ValueError("the tokenised corpus has no words (word inputs only)")
+    return tokenized.word_ids, tokenized.word_offsets
 
 
 def with_word_index(plan, tokenized: TokenizedCorpus, rows: np.ndarray, batch: tuple) -> tuple:
@@ -38,7 +46,8 @@ def row_word_ids(plan, tokenized: TokenizedCorpus, row: int) -> np.ndarray | Non
     """The word ids of one row's tokens (-1 for specials), when word vectors are stored."""
     if not plan.word_paths:
         return None
-    return tokenized.word_ids[tokenized.offsets[row] : tokenized.offsets[row + 1]].astype(np.int64)
+    word_ids, _ = _word_arrays(tokenized)
+    return word_ids[tokenized.offsets[row] : tokenized.offsets[row + 1]].astype(np.int64)
 
 
 def window_weights(plan, tokenized: TokenizedCorpus) -> tuple[np.ndarray, float]:
@@ -46,7 +55,7 @@ def window_weights(plan, tokenized: TokenizedCorpus) -> tuple[np.ndarray, float]
     ``--tokens``) and the budget, for ``plan_windows``: a window of long sentences closes early."""
     from .plan import WINDOW_BYTES
 
-    words = np.diff(tokenized.word_offsets).astype(np.float64)
+    words = np.diff(_word_arrays(tokenized)[1]).astype(np.float64)
     weights = words * plan.word_bytes() / WINDOW_BYTES
     if plan.with_tokens:
         return weights + tokenized.lengths / plan.window_tokens, 2.0

@@ -13,7 +13,7 @@ import json
 import numpy as np
 
 from ..errors import InputError
-from .tokenize import TokenizedCorpus, _fast_backend
+from .tokenize import TokenizedCorpus, fast_backend
 
 
 def _empty_word_error(sentence_id: str, words: list[str], counts: np.ndarray) -> InputError:
@@ -42,7 +42,7 @@ def tokenize_words(
     tokenizer, sentences: list[list[str]], ids: list[str], chunk_size: int = 4096, progress=None
 ) -> TokenizedCorpus:
     """Tokenise pre-tokenised ``sentences`` (``ids`` name them in errors) with each token's word index."""
-    backend = _fast_backend(tokenizer)
+    backend = fast_backend(tokenizer)
     if marks_spaces(backend):
         sentences = [
             [word if position == 0 else " " + word for position, word in enumerate(words)] for words in sentences

@@ -9,15 +9,15 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import InputError
-from ..extraction.corpus import (
+from ..io import (
     LabelColumn,
-    _label_column,
-    _parse,
-    _read_source,
-    _refuse_other_formats,
-    _unwrap_gzip,
+    label_column,
     looks_continuous,
     normalise_sep,
+    parse_table,
+    read_source,
+    refuse_other_formats,
+    unwrap_gzip,
 )
 from ..store import FeatureFile, schema
 
@@ -29,10 +29,10 @@ def read_label_file(path: str | Path, sep: str | None = None, encoding: str = "u
     path = Path(path)
     if not path.is_file():
         raise InputError(f"label file {path} does not exist", "give a CSV/TSV/JSONL file with an id column and labels")
-    raw = _read_source(path)
-    suffix, data = _unwrap_gzip(raw, path)
-    _refuse_other_formats(data, path, suffix)
-    header, rows, lines = _parse(data, path, suffix, encoding, normalise_sep(sep), [])
+    raw = read_source(path)
+    suffix, data = unwrap_gzip(raw, path)
+    refuse_other_formats(data, path, suffix)
+    header, rows, lines = parse_table(data, path, suffix, encoding, normalise_sep(sep), [])
     header = [name.strip() for name in header]
     if not rows:
         raise InputError(f"{path} has a header but no rows", "add one row per stored row")
@@ -66,7 +66,7 @@ def join_labels(
     features: FeatureFile, path: str | Path, join: str = "id", missing_labels: str = "empty", sep: str | None = None
 ) -> dict[str, LabelColumn]:
     """The label columns of ``path`` in the stored row order; every stored row must match exactly once."""
-    from ..extraction.corpus import missing_markers
+    from ..io import missing_markers
 
     join = str(join).strip().lower()
     if join not in JOINS:
@@ -100,7 +100,7 @@ def join_labels(
     }
     markers = missing_markers(missing_labels)
     columns = {
-        name: _label_column(name, [rows[i][index] for i in order], markers)
+        name: label_column(name, [rows[i][index] for i in order], markers)
         for index, name in enumerate(header)
         if index not in skip
     }
@@ -115,9 +115,9 @@ def stored_column(features: FeatureFile, label: str) -> LabelColumn:
 
 
 def _label_column_from(name: str, codes: np.ndarray, names: list[str]) -> LabelColumn:
-    from ..extraction.corpus import _NUMBER
+    from ..io import NUMBER
 
-    numeric = bool(names) and all(_NUMBER.match(value) for value in names)
+    numeric = bool(names) and all(NUMBER.match(value) for value in names)
     return LabelColumn(name=name, codes=np.asarray(codes), names=list(names), numeric=numeric)
 
 

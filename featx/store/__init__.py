@@ -1,13 +1,18 @@
 """The features file: the only place that names HDF5 paths and attributes.
 
 ``schema``   the layout: every path and attribute name, ``SiteLayout`` (one stored site, hidden included)
-``strings``  row strings stored losslessly (NUL escaped)
+``strings``  row strings stored losslessly (NUL escaped), attribute values read back as Python
 ``writer``   ``FeatureWriter``: preallocated, crash-safe, committed window by window, resumable
+``create``   the datasets of a new file (attributes, row metadata, labels, preallocated features)
+``hdf5``     the HDF5 primitives under them: preallocation, flushed writes, errors as ``OSError``, chunking
+``words``    the ``/words`` group of word inputs: written, checked, and read (``FeatureFile``'s word reads)
+``validate`` the checks a file passes before anything in it is used
 ``reader``   ``FeatureFile`` (``featx.open``) and the cheap reads of the up-to-date check
 ``shards``   a shard's row index and attributes, and the copy of shards into one file (``featx merge``)
 ``lock``     ``OutputLock``: one writer per output
 """
 
+from .hdf5 import CHUNK_BYTES
 from .lock import OutputLock
 from .reader import FeatureFile, finished_request, open_features
 from .schema import (
@@ -22,8 +27,8 @@ from .schema import (
     site_pooled_path,
     site_tokens_path,
 )
-from .strings import STRING_ESCAPE, _write_strings, read_strings, write_strings
-from .writer import CHUNK_BYTES, FeatureWriter, resumable
+from .strings import STRING_ESCAPE, decode_attr, read_strings, write_strings
+from .writer import FeatureWriter, resumable
 
 __all__ = [
     "CHUNK_BYTES",
@@ -35,8 +40,8 @@ __all__ = [
     "SCHEMA_VERSION",
     "STRING_ESCAPE",
     "SiteLayout",
-    "_write_strings",
     "creating_path",
+    "decode_attr",
     "escape_name",
     "finished_request",
     "hidden_layout",

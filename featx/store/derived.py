@@ -24,7 +24,7 @@ import numpy as np
 
 from ..errors import StoreError
 from . import schema as s
-from .writer import CHUNK_BYTES
+from .hdf5 import CHUNK_BYTES
 
 COPIED_GROUPS = (s.ROWS, s.LABELS, s.PROGRESS)
 DROPPED_ATTRS = (s.REQUEST_KEY, s.SITES_ATTR)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import os
 import stat
 from pathlib import Path
+from typing import TextIO
 
 from ..errors import StoreError
 
@@ -16,9 +18,9 @@ class OutputLock:
 
     def __init__(self, output: Path):
         self.path = output.with_name(output.name + ".lock")
-        self.handle = None
+        self.handle: TextIO | None = None  # the open lock file, while held
 
-    def _open(self):
+    def _open(self) -> TextIO:
         """The lock file, never through a symbolic link planted at its name (that would write its target)."""
         if self.path.is_symlink():
             raise StoreError(
@@ -47,49 +49,50 @@ class OutputLock:
     def __enter__(self) -> OutputLock:
         try:
             while True:
-                self.handle = self._open()
+                self.handle = handle = self._open()
                 try:
-                    fcntl.flock(self.handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 except BlockingIOError:
-                    self.handle.seek(0)
-                    holder = self.handle.read().strip() or "another process"
-                    self.handle.close()
+                    handle.seek(0)
+                    holder = handle.read().strip() or "another process"
+                    handle.close()
                     raise StoreError(
                         f"another featx extract ({holder}) is writing {self.path.name[:-5]} right now",
                         "wait for it to finish, or choose another output with -o",
                     ) from None
                 # The holder unlinks the file when done: a lock taken on an unlinked file locks nothing.
                 try:
-                    if os.stat(self.path).st_ino == os.fstat(self.handle.fileno()).st_ino:
+                    if os.stat(self.path).st_ino == os.fstat(handle.fileno()).st_ino:
                         break
                 except FileNotFoundError:
                     pass
-                self.handle.close()
-            self.handle.seek(0)
-            self.handle.truncate()
-            self.handle.write(f"pid {os.getpid()}")
-            self.handle.flush()
+                handle.close()
+            handle.seek(0)
+            handle.truncate()
+            handle.write(f"pid {os.getpid()}")
+            handle.flush()
         except BaseException:  # Ctrl-C or SIGTERM while taking the lock: release (and remove) what was taken
             if self.handle is not None and not self.handle.closed:
-                self._remove_if_ours()
+                self._remove_if_ours(self.handle)
                 self.handle.close()
             raise
         return self
 
-    def _remove_if_ours(self) -> None:
+    def _remove_if_ours(self, handle: TextIO) -> None:
         """Unlink the lock file if this process holds its lock (taking it again on the same open file
         succeeds only then: another holder makes it fail) and it is still the file at the path."""
         try:
-            fcntl.flock(self.handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            if os.stat(self.path).st_ino == os.fstat(self.handle.fileno()).st_ino:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            if os.stat(self.path).st_ino == os.fstat(handle.fileno()).st_ino:
                 self.path.unlink()
         except OSError:
             pass
 
     def __exit__(self, *exc) -> None:
-        try:
+        handle = self.handle
+        if handle is None:  # never taken (``__enter__`` failed): nothing to release
+            return
+        with contextlib.suppress(OSError):
             self.path.unlink()
-        except OSError:
-            pass
-        fcntl.flock(self.handle, fcntl.LOCK_UN)
-        self.handle.close()
+        fcntl.flock(handle, fcntl.LOCK_UN)
+        handle.close()

@@ -16,7 +16,7 @@ import numpy as np
 from ..errors import IncompleteError, InputError, StoreError
 from . import schema as s
 from .schema import HIDDEN_SITE, escape_name, partial_path, site_pooled_path, site_tokens_path
-from .strings import read_strings
+from .strings import decode_attr, read_strings
 from .validate import check_layout, check_structure
 from .words import WordAccess
 
@@ -29,12 +29,66 @@ def _progress_of(path: Path) -> str:
         return "some"
 
 
-def _decode_attr(value):
-    if isinstance(value, bytes):
-        return value.decode()
-    if isinstance(value, np.generic):
-        return value.item()
-    return value
+def _located(path: Path, allow_partial: bool) -> Path:
+    """The file to open: ``path``, or its ``.partial`` with ``allow_partial``; clear errors otherwise."""
+    if path.exists():
+        return path
+    partial = partial_path(path)
+    if partial.exists() and allow_partial:
+        return partial
+    if partial.exists():
+        raise IncompleteError(
+            f"{path} is incomplete: its extraction is in progress or was interrupted "
+            f"({_progress_of(partial)} rows written to {partial.name})",
+            "run the same featx extract command again to resume it, or pass --allow-partial "
+            "to use the rows written so far",
+        )
+    if path.exists():  # the .partial was renamed into place between the two looks
+        return path
+    raise StoreError(f"features file {path} does not exist", "create it with featx extract")
+
+
+def _opened(actual: Path) -> h5py.File:
+    """A regular HDF5 file, opened read-only."""
+    if not actual.is_file():  # a FIFO or device would block or never end
+        raise StoreError(f"{actual} is not a regular file", "give a features file written by featx extract")
+    if not h5py.is_hdf5(actual):
+        raise StoreError(f"{actual} is not an HDF5 file", "give a features file written by featx extract")
+    try:
+        return h5py.File(actual, "r", locking=False)
+    except (OSError, KeyError, ValueError) as err:
+        raise StoreError(
+            f"{actual} cannot be read; it looks damaged ({err})", "run featx extract again with --overwrite"
+        ) from None
+
+
+def _checked(file: h5py.File, actual: Path) -> tuple[dict, int, dict]:
+    """The root attributes, committed rows and layout of an open file, once its structure, format, schema
+    version and layout are checked (in that order: nothing is read before the structure is)."""
+    try:
+        check_structure(file, actual)  # links, storage, attribute sizes: before anything is read
+        attrs = {key: decode_attr(value) for key, value in file.attrs.items()}
+        rows_done = int(file[s.ROWS_DONE][0]) if s.ROWS_DONE in file else 0
+    except StoreError:
+        raise
+    except (OSError, KeyError, ValueError, TypeError) as err:
+        raise StoreError(
+            f"{actual} cannot be read; it looks damaged ({err})", "run featx extract again with --overwrite"
+        ) from None
+    if attrs.get(s.FORMAT) != s.FORMAT_NAME:
+        raise StoreError(f"{actual} is an HDF5 file but not a featx features file")
+    if attrs.get(s.SCHEMA) != s.SCHEMA_VERSION:
+        raise StoreError(
+            f"{actual} uses featx features schema {attrs.get(s.SCHEMA)}, this featx reads schema {s.SCHEMA_VERSION}",
+            "re-extract with this featx version (featx extract ... --overwrite)",
+        )
+    try:
+        layout = check_layout(file, actual, attrs, rows_done)
+    except StoreError:
+        raise
+    except (OSError, KeyError, ValueError, TypeError) as err:
+        raise StoreError(f"{actual} is not a valid featx features file: {err}") from None
+    return attrs, rows_done, layout
 
 
 class FeatureFile(WordAccess):
@@ -47,66 +101,21 @@ class FeatureFile(WordAccess):
 
     def __init__(self, path: str | os.PathLike, allow_partial: bool = False):
         self.path = Path(path)
-        actual = self.path
-        if not actual.exists():
-            if partial_path(actual).exists() and allow_partial:
-                actual = partial_path(actual)
-            elif partial_path(actual).exists():
+        actual = _located(self.path, allow_partial)
+        self._file = _opened(actual)
+        try:
+            attrs, rows_done, layout = _checked(self._file, actual)
+            complete = bool(attrs.get(s.COMPLETE)) and rows_done == int(attrs[s.N_ROWS])
+            if not complete and not allow_partial:
                 raise IncompleteError(
-                    f"{self.path} is incomplete: its extraction is in progress or was interrupted "
-                    f"({_progress_of(partial_path(actual))} rows written to {partial_path(actual).name})",
-                    "run the same featx extract command again to resume it, or pass --allow-partial "
-                    "to use the rows written so far",
+                    f"{actual} is incomplete: {rows_done} of {attrs[s.N_ROWS]} rows written",
+                    "run the same featx extract command again to resume it, or pass --allow-partial",
                 )
-            else:
-                raise StoreError(f"features file {self.path} does not exist", "create it with featx extract")
-        if not actual.is_file():  # a FIFO or device would block or never end
-            raise StoreError(f"{actual} is not a regular file", "give a features file written by featx extract")
-        if not h5py.is_hdf5(actual):
-            raise StoreError(f"{actual} is not an HDF5 file", "give a features file written by featx extract")
-        try:
-            self._file = h5py.File(actual, "r", locking=False)
-        except (OSError, KeyError, ValueError) as err:
-            raise StoreError(
-                f"{actual} cannot be read; it looks damaged ({err})", "run featx extract again with --overwrite"
-            ) from None
-        try:
-            check_structure(self._file, actual)  # links, storage, attribute sizes: before anything is read
-            attrs = {key: _decode_attr(value) for key, value in self._file.attrs.items()}
-            rows_done = int(self._file[s.ROWS_DONE][0]) if s.ROWS_DONE in self._file else 0
-        except StoreError:
+        except BaseException:
             self._file.close()
             raise
-        except (OSError, KeyError, ValueError, TypeError) as err:
-            self._file.close()
-            raise StoreError(
-                f"{actual} cannot be read; it looks damaged ({err})", "run featx extract again with --overwrite"
-            ) from None
-        if attrs.get(s.FORMAT) != s.FORMAT_NAME:
-            self._file.close()
-            raise StoreError(f"{actual} is an HDF5 file but not a featx features file")
-        if attrs.get(s.SCHEMA) != s.SCHEMA_VERSION:
-            self._file.close()
-            raise StoreError(
-                f"{actual} uses featx features schema {attrs.get(s.SCHEMA)}, this featx reads schema {s.SCHEMA_VERSION}",
-                "re-extract with this featx version (featx extract ... --overwrite)",
-            )
-        try:
-            layout = check_layout(self._file, actual, attrs, rows_done)
-        except StoreError:
-            self._file.close()
-            raise
-        except (OSError, KeyError, ValueError, TypeError) as err:
-            self._file.close()
-            raise StoreError(f"{actual} is not a valid featx features file: {err}") from None
         self.attrs = attrs
-        self.complete = bool(attrs.get(s.COMPLETE)) and rows_done == int(attrs[s.N_ROWS])
-        if not self.complete and not allow_partial:
-            self._file.close()
-            raise IncompleteError(
-                f"{actual} is incomplete: {rows_done} of {attrs[s.N_ROWS]} rows written",
-                "run the same featx extract command again to resume it, or pass --allow-partial",
-            )
+        self.complete = complete
         self.n_rows = rows_done if not self.complete else int(attrs[s.N_ROWS])
         self.layers: list[int] = layout["layers"]
         self.poolings: list[str] = layout["poolings"]
@@ -226,7 +235,8 @@ class FeatureFile(WordAccess):
         key = escape_name(column)
         if key not in self._file[s.LABELS]:
             raise InputError(
-                f"{self.path} has no label column '{column}'; label columns: {', '.join(self.label_columns) or '(none)'}",
+                f"{self.path} has no label column '{column}'; "
+                f"label columns: {', '.join(self.label_columns) or '(none)'}",
                 "pick one with --label NAME, or join label columns from another file with --labels FILE.csv",
             )
         return self._file[s.LABELS][key]
@@ -284,7 +294,8 @@ class FeatureFile(WordAccess):
 
     @property
     def pair_truncated(self) -> np.ndarray:
-        """Separate mode: whether side b was truncated (all False otherwise; ``truncated`` is side a's or the pair's)."""
+        """Separate mode: whether side b was truncated (all False otherwise; ``truncated`` is side a's or the
+        pair's)."""
         if s.PAIR_N_KEPT not in self._file:
             return np.zeros(self.n_rows, dtype=bool)
         return self._file[s.PAIR_N_TOKENS][: self.n_rows] > self.pair_n_kept

@@ -13,17 +13,19 @@ import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeAlias
 
 import h5py
 import numpy as np
 
 from ..errors import StoreError
 from . import schema as s
-from .reader import FeatureFile, _decode_attr
-from .strings import read_strings
+from .reader import FeatureFile
+from .strings import decode_attr, read_strings
 from .writer import FeatureWriter
 
 BLOCK_BYTES = 256 << 20  # host memory for one block of merged rows
+ShardFile: TypeAlias = h5py.File  # an open shard (``open_shard``): its ``filename``, and ``close()`` when done
 
 
 @dataclass
@@ -61,19 +63,19 @@ def shard_rows_match(writer: FeatureWriter, rows: np.ndarray) -> bool:
     return s.ROW_INDEX in writer.file and np.array_equal(writer.file[s.ROW_INDEX][()], rows)
 
 
-def open_shard(path: Path) -> h5py.File:
+def open_shard(path: Path) -> ShardFile:
     """A finished shard file, read-only (``FeatureFile`` checks it first and raises its clear errors)."""
     with FeatureFile(path):
         pass
     return h5py.File(path, "r", locking=False)
 
 
-def shard_attrs(file: h5py.File) -> dict:
+def shard_attrs(file: ShardFile) -> dict:
     """The attributes a merge checks a shard by (``schema.SHARD_ATTRS`` and the provenance)."""
-    return {key: _decode_attr(value) for key, value in file.attrs.items()}
+    return {key: decode_attr(value) for key, value in file.attrs.items()}
 
 
-def shard_row_index(file: h5py.File) -> np.ndarray | None:
+def shard_row_index(file: ShardFile) -> np.ndarray | None:
     """The corpus rows of a shard (None when the file does not say)."""
     if s.ROW_INDEX not in file:
         return None
@@ -224,24 +226,39 @@ def copy_shards(writer: FeatureWriter, files, indices, plan_windows, progress: b
         for start, stop in _blocks(writer, plan_windows):
             if stop <= start_row:
                 continue
-            values = {
-                path: np.empty((stop - start,) + files[0][path].shape[1:], files[0][path].dtype) for path in row_paths
-            }
-            base = int(offsets[start]) if offsets is not None else 0
-            for path in token_paths:
-                values[path] = np.empty((int(offsets[stop]) - base,) + files[0][path].shape[1:], files[0][path].dtype)
-            for k, (file, index) in enumerate(zip(files, indices, strict=False)):
-                # A shard's rows are ascending, so those falling in [start, stop) are one contiguous slice.
-                lo, hi = np.searchsorted(index, [start, stop])
-                if lo == hi:
-                    continue
-                for path in row_paths:
-                    values[path][index[lo:hi] - start] = _finite(file, path, slice(lo, hi))
-                if token_paths:
-                    shard = shard_offsets[k][lo : hi + 1]
-                    destination = _token_positions(shard, index[lo:hi], offsets, base)
-                    for path in token_paths:
-                        values[path][destination] = _finite(file, path, slice(int(shard[0]), int(shard[-1])))
+            values = _read_block(files, indices, start, stop, row_paths, token_paths, offsets, shard_offsets)
             writer.write_window(start, stop, values)
             writer.commit(stop)
             bar.update(stop - start)
+
+
+def _read_block(
+    files,
+    indices,
+    start: int,
+    stop: int,
+    row_paths: list[str],
+    token_paths: list[str],
+    offsets: np.ndarray | None,
+    shard_offsets: list[np.ndarray] | None,
+) -> dict[str, np.ndarray]:
+    """Rows ``[start, stop)`` of every dataset (and their tokens), gathered from the shards that hold them;
+    ``offsets`` are the merged file's token offsets, ``shard_offsets`` each shard's (None without tokens)."""
+    values = {path: np.empty((stop - start,) + files[0][path].shape[1:], files[0][path].dtype) for path in row_paths}
+    base = int(offsets[start]) if offsets is not None else 0
+    if offsets is not None:
+        for path in token_paths:
+            values[path] = np.empty((int(offsets[stop]) - base,) + files[0][path].shape[1:], files[0][path].dtype)
+    for k, (file, index) in enumerate(zip(files, indices, strict=False)):
+        # A shard's rows are ascending, so those falling in [start, stop) are one contiguous slice.
+        lo, hi = np.searchsorted(index, [start, stop])
+        if lo == hi:
+            continue
+        for path in row_paths:
+            values[path][index[lo:hi] - start] = _finite(file, path, slice(lo, hi))
+        if offsets is not None and shard_offsets is not None and token_paths:
+            shard = shard_offsets[k][lo : hi + 1]
+            destination = _token_positions(shard, index[lo:hi], offsets, base)
+            for path in token_paths:
+                values[path][destination] = _finite(file, path, slice(int(shard[0]), int(shard[-1])))
+    return values

@@ -1,6 +1,6 @@
 """Row strings in HDF5: HDF5 strings cannot hold NUL, so a column with NUL (or the escape character
 itself) is stored escaped, losslessly: NUL as U+FFFF "0", U+FFFF as U+FFFF "e". The dataset's ``escaped``
-attribute says so to readers."""
+attribute says so to readers. ``decode_attr`` reads an attribute's value back as plain Python."""
 
 from __future__ import annotations
 
@@ -37,7 +37,13 @@ def write_strings(group: h5py.Group, name: str, values: Iterable[str]) -> h5py.D
     return dataset
 
 
-_write_strings = write_strings  # the name before the store became a package
+def decode_attr(value):
+    """An attribute's value as Python: bytes as str, numpy scalars as their Python value, the rest as stored."""
+    if isinstance(value, bytes):
+        return value.decode()
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
 
 
 def read_strings(dataset: h5py.Dataset, stop: int | None = None) -> list[str]:

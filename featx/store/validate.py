@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import NoReturn
 
 import h5py
 import numpy as np
@@ -34,7 +35,7 @@ MAX_NAME = 1024
 FEATURE_DTYPES = (np.dtype("float16"), np.dtype("float32"))
 
 
-def _fail(path: Path, what: str) -> None:
+def _fail(path: Path, what: str) -> NoReturn:
     raise StoreError(f"{path} is not a valid featx features file: {what}")
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import NoReturn
 
 import h5py
 import numpy as np
@@ -23,7 +24,7 @@ MAX_WORD_POOLINGS = 8
 MAX_LABEL_CLASSES = 10_000_000
 
 
-def _fail(path: Path, what: str) -> None:
+def _fail(path: Path, what: str) -> NoReturn:
     raise StoreError(f"{path} is not a valid featx features file: {what}")
 
 
@@ -149,6 +150,11 @@ class WordAccess:
     _file: h5py.File
     path: Path
     n_rows: int
+    attrs: dict
+
+    def _layer_position(self, layer: int, site: str = s.HIDDEN_SITE) -> int:
+        """The position of ``layer`` among the stored layers (``FeatureFile``'s)."""
+        raise NotImplementedError
 
     @property
     def has_words(self) -> bool:

@@ -5,18 +5,17 @@ changes HDF5 metadata. A SIGKILL can then only leave unwritten or half-written r
 ``rows_done``, which resume overwrites. The file lives at ``<name>.partial`` until every row is in,
 then is marked complete and renamed into place, so an earlier complete file is never touched by a
 failed run.
+
+The datasets of a new file are ``create.py``'s, the HDF5 primitives (preallocation, flushed writes, error
+mapping, disk reservation) ``hdf5.py``'s; ``add_label_columns`` adds labels to a finished file atomically.
 """
 
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import errno
-import functools
 import json
 import os
-import re
-import sys
 from pathlib import Path
 
 import h5py
@@ -24,11 +23,18 @@ import numpy as np
 
 from ..errors import StoreError
 from . import schema as s
+from .create import populate, write_label
+from .hdf5 import (
+    as_os_error,
+    file_identity,
+    file_size,
+    preallocated,
+    quiet_cleanup,
+    reserve_space,
+    row_chunks,
+)
 from .schema import SiteLayout, creating_path, partial_path
-from .strings import write_strings
 from .words import create_words, word_value_paths
-
-CHUNK_BYTES = 1 << 20
 
 
 def resumable(final_path: Path) -> bool:
@@ -45,109 +51,6 @@ def resumable(final_path: Path) -> bool:
             return file.attrs.get(s.FORMAT) == s.FORMAT_NAME and s.ROWS_DONE in file
     except Exception:  # h5py raises OSError, KeyError or RuntimeError on damaged files
         return False
-
-
-def _preallocated(group: h5py.Group, name: str, shape: tuple[int, ...], dtype, chunks=None) -> h5py.Dataset:
-    dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
-    dcpl.set_alloc_time(h5py.h5d.ALLOC_TIME_EARLY)
-    dcpl.set_fill_time(h5py.h5d.FILL_TIME_NEVER)
-    return group.create_dataset(name, shape=shape, dtype=dtype, chunks=chunks, dcpl=dcpl)
-
-
-def _written(group: h5py.Group, name: str, **kwargs) -> h5py.Dataset:
-    """``create_dataset`` with data, flushed at once: HDF5 would otherwise write the data when the
-    handle is garbage-collected, where a write error (a full disk) is printed and ignored."""
-    dataset = group.create_dataset(name, **kwargs)
-    dataset.flush()
-    return dataset
-
-
-def _as_os_error(method):
-    """h5py reports some failed writes (a full disk) as RuntimeError; callers handle them as OSError."""
-
-    @functools.wraps(method)
-    def wrapper(*args, **kwargs):
-        try:
-            return method(*args, **kwargs)
-        except RuntimeError as err:
-            found = re.search(r"errno = (\d+)", str(err))
-            code = int(found.group(1)) if found else errno.EIO
-            raise OSError(code, os.strerror(code) if found else str(err)) from err
-
-    return wrapper
-
-
-@contextlib.contextmanager
-def _quiet_cleanup():
-    """Closing HDF5 handles after a failed write flushes again; h5py then prints the same error as
-    "Exception ignored" with a traceback (through sys.excepthook and sys.unraisablehook). The failure
-    was already reported, so silence the echo while closing."""
-    hooks = sys.excepthook, sys.unraisablehook
-    sys.excepthook = lambda *args: None
-    sys.unraisablehook = lambda unraisable: None
-    try:
-        yield
-    except Exception:
-        pass
-    finally:
-        sys.excepthook, sys.unraisablehook = hooks
-
-
-def _reserve_space(path: Path) -> None:
-    """Allocate the whole (sparse, preallocated) file on disk now, so that a full disk is reported
-    before the first row is computed rather than hours later.
-
-    Uses Linux ``fallocate(2)`` directly: ``os.posix_fallocate`` falls back to writing every block
-    where the filesystem lacks support (slow on network filesystems); there we simply skip it.
-    """
-    fallocate = _linux_fallocate()
-    if fallocate is None:
-        return
-    descriptor = os.open(path, os.O_RDWR)
-    try:
-        if fallocate(descriptor, 0, 0, os.fstat(descriptor).st_size) != 0:
-            code = ctypes.get_errno()
-            if code not in (errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL):
-                raise OSError(code, os.strerror(code), str(path))
-    finally:
-        os.close(descriptor)
-
-
-@functools.lru_cache(maxsize=1)
-def _linux_fallocate():
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        function = libc.fallocate64 if hasattr(libc, "fallocate64") else libc.fallocate
-    except (OSError, AttributeError):  # not Linux/glibc
-        return None
-    function.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64]
-    function.restype = ctypes.c_int
-    return function
-
-
-def _identity(path: Path) -> tuple[int, int] | None:
-    try:
-        info = os.stat(path)
-    except OSError:
-        return None
-    return info.st_dev, info.st_ino
-
-
-def _file_size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return 0
-
-
-def _row_chunks(n_rows: int, row_bytes: int) -> int:
-    return int(max(1, min(n_rows, CHUNK_BYTES // max(1, row_bytes))))
-
-
-def allocated_rows(n_rows: int, width: int, itemsize: int) -> int:
-    """Rows a feature dataset of ``n_rows`` takes on disk: whole chunks (one layer of a block of rows)."""
-    chunk = _row_chunks(n_rows, width * itemsize)
-    return -(-n_rows // chunk) * chunk if n_rows else 0
 
 
 class FeatureWriter:
@@ -168,8 +71,8 @@ class FeatureWriter:
         # where HDF5 errors (ENOSPC) are only printed, and committed rows would silently be zeros.
         self._rows_done = file[s.ROWS_DONE]
         self._committed = int(self._rows_done[0])  # the marker as last written, readable after close
-        self._identity = _identity(partial_path(final_path))
-        self._window = file[s.WINDOW_PROGRESS] if s.WINDOW_PROGRESS in file else None  # absent in older files
+        self._identity = file_identity(partial_path(final_path))
+        self._window = file.get(s.WINDOW_PROGRESS)  # absent in older files
         self._row_datasets = {path: file[path] for site in self.sites for path in site.pooled_paths.values()}
         self._token_datasets = {site.tokens_path: file[site.tokens_path] for site in self.sites} if with_tokens else {}
         self._token_offsets = file[s.TOKEN_OFFSETS][()] if with_tokens else None
@@ -208,41 +111,16 @@ class FeatureWriter:
                 f"cannot create {path}: {err}", "check the output directory exists and is writable"
             ) from None
         try:
-            _as_os_error(_populate)(
-                file, attrs, corpus, tokenized, sites, np.dtype(store_dtype), with_tokens, row_index
-            )
+            as_os_error(populate)(file, attrs, corpus, tokenized, sites, np.dtype(store_dtype), with_tokens, row_index)
             if getattr(corpus, "words", None) is not None:
-                hidden = sites[0]
-                _as_os_error(create_words)(
-                    file,
-                    corpus.words,
-                    tokenized.n_subwords,
-                    word_poolings,
-                    len(hidden.layers),
-                    hidden.width,
-                    np.dtype(store_dtype),
-                    _preallocated,
-                    _row_chunks,
-                )
-            _as_os_error(file.flush)()
-            _reserve_space(path)
+                _create_words(file, corpus.words, tokenized, sites[0], np.dtype(store_dtype), word_poolings)
+            as_os_error(file.flush)()
+            reserve_space(path)
         except BaseException as err:
-            with _quiet_cleanup():
-                file.close()
-            needed = _file_size(path)
-            path.unlink(missing_ok=True)
-            if isinstance(err, OSError) and err.errno == errno.ENOSPC:
-                raise StoreError(
-                    f"not enough disk space for {partial_path(final_path)}: the features file needs "
-                    f"{needed / 1e6:,.1f} MB ({err.strerror})",
-                    "free disk space or choose another output with -o, then run the same command again",
-                ) from None
-            if isinstance(err, OSError):
-                raise StoreError(
-                    f"cannot create {partial_path(final_path)}: {err}",
-                    "free disk space (or fix the problem) and run the same command again",
-                ) from None
-            raise
+            failure = _creation_failure(err, file, path, final_path)
+            if failure is None:
+                raise
+            raise failure from None
         os.replace(path, partial_path(final_path))
         return cls(file, final_path)
 
@@ -268,7 +146,7 @@ class FeatureWriter:
 
     def _check_in_place(self) -> None:
         """The file being written is still the one at ``<output>.partial`` (not removed or replaced)."""
-        if _identity(partial_path(self.final_path)) != self._identity:
+        if file_identity(partial_path(self.final_path)) != self._identity:
             raise StoreError(
                 f"{partial_path(self.final_path)} was removed or replaced while featx was writing it; "
                 "the rows written to it are lost",
@@ -292,21 +170,21 @@ class FeatureWriter:
         """Whether this unfinished file is the one ``fingerprint`` asks for (and a merge, if ``merge``)."""
         return self.file.attrs.get(s.FINGERPRINT) == fingerprint and (not merge or s.MERGED_FROM in self.file.attrs)
 
-    @_as_os_error
+    @as_os_error
     def write_window(self, start: int, stop: int, values: dict[str, np.ndarray]) -> None:
         """Write rows ``[start, stop)`` of the datasets in ``values``; they count as committed only after ``commit``."""
         for path, data in values.items():
             if path in self._token_datasets:
-                first, last = int(self._token_offsets[start]), int(self._token_offsets[stop])
+                first, last = _span(self._token_offsets, start, stop)
                 self._token_datasets[path][first:last] = data
             elif path in self._word_datasets:
-                first, last = int(self._word_offsets[start]), int(self._word_offsets[stop])
+                first, last = _span(self._word_offsets, start, stop)
                 if last > first:
                     self._word_datasets[path][first:last] = data
             else:
                 self._row_datasets[path][start:stop] = data
 
-    @_as_os_error
+    @as_os_error
     def commit(self, rows_done: int) -> None:
         # Data first, marker second: a crash between the two only redoes the window.
         self._flush_data()
@@ -321,7 +199,7 @@ class FeatureWriter:
         """Whether this file can record batches committed inside a window (files from before cannot)."""
         return self._window is not None
 
-    @_as_os_error
+    @as_os_error
     def commit_batches(self, window_start: int, batches_done: int) -> None:
         """Mark the first ``batches_done`` batches of the window starting at ``rows_done`` as written.
 
@@ -346,10 +224,10 @@ class FeatureWriter:
         """Read rows ``[start, stop)`` of the datasets in ``values`` back into those buffers (resuming a window)."""
         for path, out in values.items():
             if path in self._token_datasets:
-                first, last = int(self._token_offsets[start]), int(self._token_offsets[stop])
+                first, last = _span(self._token_offsets, start, stop)
                 self._token_datasets[path].read_direct(out, np.s_[first:last])
             elif path in self._word_datasets:
-                first, last = int(self._word_offsets[start]), int(self._word_offsets[stop])
+                first, last = _span(self._word_offsets, start, stop)
                 if last > first:
                     self._word_datasets[path].read_direct(out, np.s_[first:last])
             else:
@@ -365,7 +243,7 @@ class FeatureWriter:
         self.file.attrs.update(attrs)
         self.file.flush()
 
-    @_as_os_error
+    @as_os_error
     def finish(self) -> Path:
         if self.rows_done != self.n_rows:
             raise StoreError("internal error: finishing a file whose rows are not all written")
@@ -383,119 +261,52 @@ class FeatureWriter:
     def close(self) -> None:
         """Close after success or failure. After a failed write (a full disk) HDF5 tries to flush
         again while closing and can only print the error; what counts is the committed marker."""
-        with _quiet_cleanup():
+        with quiet_cleanup():
             self._row_datasets, self._token_datasets, self._word_datasets = {}, {}, {}
             if self.file.id.valid:
                 self.file.close()
 
 
-def _populate(
-    file: h5py.File,
-    attrs: dict,
-    corpus,
-    tokenized,
-    sites: list[SiteLayout],
-    store_dtype: np.dtype,
-    with_tokens: bool,
-    row_index: np.ndarray | None,
-) -> None:
-    hidden = sites[0]
-    n_rows = len(corpus)
-    file.attrs.update({key: value for key, value in attrs.items() if value is not None})
-    file.attrs.update(
-        {
-            s.FORMAT: s.FORMAT_NAME,
-            s.SCHEMA: s.SCHEMA_VERSION,
-            s.LAYERS: json.dumps(list(hidden.layers)),
-            s.POOLINGS: json.dumps(list(hidden.poolings)),
-            s.N_ROWS: n_rows,
-            s.HIDDEN_SIZE: hidden.width,
-            s.STORE_DTYPE: store_dtype.name,
-            s.WITH_TOKENS: bool(with_tokens),
-            s.COMPLETE: False,
-        }
+def _span(offsets: np.ndarray | None, start: int, stop: int) -> tuple[int, int]:
+    """Rows ``[start, stop)``'s tokens (or words) in a dataset indexed by ``offsets``, which such a dataset has."""
+    assert offsets is not None
+    return int(offsets[start]), int(offsets[stop])
+
+
+def _create_words(file: h5py.File, words, tokenized, hidden: SiteLayout, store_dtype: np.dtype, word_poolings) -> None:
+    """A corpus of words: its word table and the hidden site's word vectors (``words.create_words``)."""
+    as_os_error(create_words)(
+        file,
+        words,
+        tokenized.n_subwords,
+        word_poolings,
+        len(hidden.layers),
+        hidden.width,
+        store_dtype,
+        preallocated,
+        row_chunks,
     )
-    if s.sites_attr(sites):
-        file.attrs[s.SITES_ATTR] = s.sites_attr(sites)
-    _write_rows(file, corpus, tokenized, row_index)
-    itemsize = store_dtype.itemsize
-    total = int(tokenized.offsets[-1])
-    for site in sites:
-        for path in site.pooled_paths.values():
-            _preallocated(
-                file,
-                path,
-                (n_rows, len(site.layers), site.width),
-                store_dtype,
-                chunks=(_row_chunks(n_rows, site.width * itemsize), 1, site.width),
-            )
-        if with_tokens:
-            _preallocated(
-                file,
-                site.tokens_path,
-                (total, len(site.layers), site.width),
-                store_dtype,
-                chunks=(_row_chunks(total, site.width * itemsize), 1, site.width),
-            )
-        if site.name != s.HIDDEN_SITE:
-            file[s.site_group(site.name)].attrs[s.SITE_NAME] = site.name
-        if with_tokens and site.name == s.HIDDEN_SITE:
-            _written(file, s.TOKEN_OFFSETS, data=tokenized.offsets.astype(np.int64))
-            _written(file, s.TOKEN_INPUT_IDS, data=tokenized.input_ids.astype(np.int32))
-            _written(file, s.TOKEN_WORD_IDS, data=tokenized.word_ids.astype(np.int32))
-            _write_pair_tokens(file, tokenized)
-    rows_done = _preallocated(file, s.ROWS_DONE, (1,), np.int64)
-    rows_done[0] = 0
-    rows_done.flush()
-    window = _preallocated(file, s.WINDOW_PROGRESS, (2,), np.int64)
-    window[:] = np.array([-1, 0], dtype=np.int64)
-    window.flush()
 
 
-def _write_rows(file: h5py.File, corpus, tokenized, row_index: np.ndarray | None) -> None:
-    rows = file.create_group(s.ROWS)
-    write_strings(file, s.TEXT, corpus.texts)
-    write_strings(file, s.IDS, corpus.ids)
-    if corpus.split is not None:
-        write_strings(file, s.SPLIT, corpus.split)
-    _written(rows.file, s.N_TOKENS, data=tokenized.full_lengths.astype(np.int32))
-    _written(rows.file, s.N_KEPT, data=tokenized.lengths.astype(np.int32))
-    _written(rows.file, s.TRUNCATED, data=tokenized.truncated)
-    if row_index is not None:
-        _written(rows.file, s.ROW_INDEX, data=np.asarray(row_index, dtype=np.int64))
-    _write_pair_rows(file, corpus, tokenized)
-    file.create_group(s.LABELS, track_order=True)  # label_columns in corpus order
-    for name, column in corpus.labels.items():
-        write_label(file, name, column)
-
-
-def _write_pair_rows(file: h5py.File, corpus, tokenized) -> None:
-    """Sentence pairs: each row's second text, and side b's token counts in separate mode."""
-    pair_texts = getattr(corpus, "pair_texts", None)
-    if pair_texts is None:
-        return
-    write_strings(file, s.PAIR_TEXT, pair_texts)
-    side_b = getattr(tokenized, "pair", None)
-    if side_b is not None:
-        _written(file, s.PAIR_N_TOKENS, data=side_b.full_lengths.astype(np.int32))
-        _written(file, s.PAIR_N_KEPT, data=side_b.lengths.astype(np.int32))
-
-
-def _write_pair_tokens(file: h5py.File, tokenized) -> None:
-    """Cross-mode pairs with ``--tokens``: each token's segment (0 = a, 1 = b, -1 = special) and type id."""
-    if getattr(tokenized, "segments", None) is None:
-        return
-    _written(file, s.TOKEN_SEGMENT_IDS, data=tokenized.segments.astype(np.int8))
-    _written(file, s.TOKEN_TYPE_IDS, data=tokenized.type_ids.astype(np.int32))
-
-
-def write_label(file: h5py.File, name: str, column) -> None:
-    """One label column: its codes and class names, and its float values when it looks continuous."""
-    dataset = _written(file, s.label_path(name), data=column.codes.astype(np.int32))
-    dataset.attrs[s.LABEL_COLUMN] = name
-    dataset.attrs[s.LABEL_NAMES] = json.dumps(column.names)
-    if getattr(column, "looks_continuous", False):
-        _written(file, s.label_values_path(name), data=column.values().astype(np.float64))
+def _creation_failure(err: BaseException, file: h5py.File, path: Path, final_path: Path) -> StoreError | None:
+    """Close and remove the half-created file; the ``StoreError`` to raise for an ``OSError`` (a full disk
+    says how much the file needs), None to re-raise ``err`` itself."""
+    with quiet_cleanup():
+        file.close()
+    needed = file_size(path)
+    path.unlink(missing_ok=True)
+    if isinstance(err, OSError) and err.errno == errno.ENOSPC:
+        return StoreError(
+            f"not enough disk space for {partial_path(final_path)}: the features file needs "
+            f"{needed / 1e6:,.1f} MB ({err.strerror})",
+            "free disk space or choose another output with -o, then run the same command again",
+        )
+    if isinstance(err, OSError):
+        return StoreError(
+            f"cannot create {partial_path(final_path)}: {err}",
+            "free disk space (or fix the problem) and run the same command again",
+        )
+    return None
 
 
 def add_label_columns(path: Path, columns: dict) -> None:
@@ -516,8 +327,6 @@ def add_label_columns(path: Path, columns: dict) -> None:
                 write_label(file, name, column)
         os.replace(tmp, path)
     except BaseException:
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(tmp)
-        except OSError:
-            pass
         raise

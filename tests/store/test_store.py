@@ -23,10 +23,10 @@ from featx.store import (
     STRING_ESCAPE,
     FeatureFile,
     FeatureWriter,
-    _write_strings,
     partial_path,
     read_strings,
     schema,
+    write_strings,
 )
 
 TRICKY = ["\x00", STRING_ESCAPE, STRING_ESCAPE + "0", STRING_ESCAPE + "e", "\x000", "a", "\ufffd", "é", " "]
@@ -45,7 +45,7 @@ TRICKY = ["\x00", STRING_ESCAPE, STRING_ESCAPE + "0", STRING_ESCAPE + "e", "\x00
 def test_any_strings_round_trip(tmp_path_factory, values):
     path = tmp_path_factory.mktemp("strings") / "s.h5"
     with h5py.File(path, "w") as file:
-        dataset = _write_strings(file, "values", values)
+        dataset = write_strings(file, "values", values)
         assert bool(dataset.attrs.get("escaped", False)) == any("\x00" in v or STRING_ESCAPE in v for v in values)
     with h5py.File(path, "r") as file:
         assert read_strings(file["values"]) == values

@@ -7,3 +7,5 @@ equivalent (``select.py`` decides), so that an extraction never pays for importi
 
 Nothing here imports transformers; ``FEATX_NATIVE=0`` turns the native path off.
 """
+
+__all__ = ["bert", "select", "tokenizer"]

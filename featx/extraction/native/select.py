@@ -127,5 +127,6 @@ def choose(
 
 def load(choice: Choice, folder: Path, dtype: torch.dtype):
     """``(config, tokenizer, encoder, part)`` of a native choice, as ``modeling._load_parts`` gives them."""
+    assert choice.weights is not None  # a native choice names its weights
     encoder = bert.load_bert(folder, choice.weights, dtype)
     return encoder.config, choice.tokenizer, encoder, ""

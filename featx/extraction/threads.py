@@ -1,0 +1,103 @@
+"""The extraction's two helper threads: ``BackgroundWriter`` writes and commits finished windows, and
+``prefetch`` collates the next batches, so the forward pass waits on neither disk nor input."""
+
+from __future__ import annotations
+
+import queue
+import threading
+
+from ..store import FeatureWriter
+
+
+class BackgroundWriter:
+    """Background thread that writes and commits windows so the model never waits on disk.
+
+    An item is ``(writes, window_start, window_stop, batches)``: ``writes`` are ``(start, stop, values)``
+    row ranges to write, then, when ``batches is None``, every row up to ``window_stop`` is committed (the
+    whole window is in); else the first ``batches`` batches of the window at ``window_start`` are marked
+    as written (a commit by time inside a window).
+    """
+
+    def __init__(self, writer: FeatureWriter):
+        self.writer = writer
+        self.queue: queue.Queue = queue.Queue(maxsize=2)
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, name="featx-writer", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while True:
+            item = self.queue.get()
+            if item is None:
+                return
+            if self.error is not None:
+                continue
+            writes, window_start, window_stop, batches = item
+            try:
+                for start, stop, values in writes:
+                    self.writer.write_window(start, stop, values)
+                if batches is None:
+                    self.writer.commit(window_stop)
+                else:
+                    self.writer.commit_batches(window_start, batches)
+            except BaseException as err:  # surfaced in the main thread
+                self.error = err
+
+    def submit(self, item) -> None:
+        self.raise_if_failed()
+        self.queue.put(item)
+
+    def raise_if_failed(self) -> None:
+        if self.error is not None:
+            raise self.error
+
+    def close(self) -> None:
+        # Let the thread finish the window it is committing even through a (second) Ctrl-C:
+        # closing the file under it would only waste that window. The interrupt is re-raised.
+        interrupted = False
+        sent = False
+        while not sent or self.thread.is_alive():
+            try:
+                if not sent:
+                    self.queue.put(None)
+                    sent = True
+                self.thread.join()
+            except KeyboardInterrupt:
+                interrupted = True
+        if interrupted:
+            raise KeyboardInterrupt
+
+
+def prefetch(iterable, depth: int = 2):
+    """Run ``iterable`` in a thread, ``depth`` items ahead (batch collation overlaps the model)."""
+    items: queue.Queue = queue.Queue(maxsize=depth)
+    done = object()
+    stop = threading.Event()
+
+    def produce():
+        try:
+            for item in iterable:
+                if stop.is_set():
+                    return
+                items.put(item)
+        except BaseException as err:
+            items.put(err)
+        items.put(done)
+
+    thread = threading.Thread(target=produce, name="featx-collate", daemon=True)
+    thread.start()
+    try:
+        while True:
+            item = items.get()
+            if item is done:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        stop.set()
+        while thread.is_alive():
+            try:
+                items.get_nowait()
+            except queue.Empty:
+                thread.join(timeout=0.05)

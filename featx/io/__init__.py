@@ -1,0 +1,64 @@
+"""Reading input files, shared by both stages: the extraction's corpus and the probe's ``--labels`` files.
+
+``sources``        the bytes of a file or of standard input, gzip unwrapped, other compressions and JSON arrays
+                   refused by name, decoding with the bad byte's line and column
+``tables``         header, rows and line numbers of CSV/TSV (delimiter sniffed), JSON Lines or Parquet
+``label_columns``  a column of label values typed once: codes, class names, missing markers, continuous or not
+
+Only the standard library and numpy are imported here (pyarrow when a Parquet file is read).
+"""
+
+from .label_columns import (
+    CONTINUOUS_MIN_DISTINCT,
+    CONTINUOUS_MIN_FRACTION,
+    MISSING_PRESETS,
+    MISSING_VALUES,
+    NUMBER,
+    PANDAS_MISSING,
+    LabelColumn,
+    label_column,
+    looks_continuous,
+    missing_markers,
+)
+from .sources import (
+    COMPRESSED,
+    GZIP_SUFFIXES,
+    STDIN,
+    decode_text,
+    is_stdin,
+    read_source,
+    refuse_other_formats,
+    rereadable,
+    source_name,
+    unwrap_gzip,
+)
+from .tables import DELIMITER_NAMES, SEP_ALIASES, Table, choose_delimiter, normalise_sep, parse_table
+
+__all__ = [
+    "COMPRESSED",
+    "CONTINUOUS_MIN_DISTINCT",
+    "CONTINUOUS_MIN_FRACTION",
+    "DELIMITER_NAMES",
+    "GZIP_SUFFIXES",
+    "MISSING_PRESETS",
+    "MISSING_VALUES",
+    "NUMBER",
+    "PANDAS_MISSING",
+    "SEP_ALIASES",
+    "STDIN",
+    "LabelColumn",
+    "Table",
+    "choose_delimiter",
+    "decode_text",
+    "is_stdin",
+    "label_column",
+    "looks_continuous",
+    "missing_markers",
+    "normalise_sep",
+    "parse_table",
+    "read_source",
+    "refuse_other_formats",
+    "rereadable",
+    "source_name",
+    "unwrap_gzip",
+]

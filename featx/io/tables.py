@@ -1,0 +1,186 @@
+"""A table's header, rows (every cell a string) and each row's first line, from CSV/TSV (the delimiter
+sniffed from the first lines unless ``--sep`` says it), JSON Lines or Parquet."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from pathlib import Path
+
+from ..errors import InputError
+from .sources import decode_text, source_name
+
+Table = tuple[list[str], list[list[str]], list[int]]  # header, rows, each row's first line (1-based)
+
+DELIMITER_NAMES = {",": "comma", "\t": "tab", ";": "semicolon", "|": "pipe"}
+SEP_ALIASES = {**{name: char for char, name in DELIMITER_NAMES.items()}, "\\t": "\t", "tsv": "\t", "csv": ","}
+SNIFF_BYTES = 64 * 1024
+SNIFF_ROWS = 50
+
+
+def normalise_sep(sep: str | None) -> str | None:
+    """``--sep``: one of , TAB ; | (or its name: comma, tab, semicolon, pipe; ``\\t``); None to sniff."""
+    if sep is None or sep == "":
+        return None
+    chosen = sep if sep in DELIMITER_NAMES else SEP_ALIASES.get(str(sep).strip().lower())
+    if chosen is None:
+        raise InputError(
+            f"--sep '{sep}' is not understood", "use --sep comma, tab, semicolon or pipe (or the character itself)"
+        )
+    return chosen
+
+
+def _suffix_delimiter(text: str, suffix: str) -> str:
+    if suffix == ".tsv":
+        return "\t"
+    if suffix == ".csv":
+        return ","
+    first_line = text.split("\n", 1)[0]
+    return "\t" if first_line.count("\t") > first_line.count(",") else ","
+
+
+def _sample_width(sample: str, delimiter: str) -> int:
+    """The header's width when the sample's whole rows all have it (and it is at least 2), else 0."""
+    reader = csv.reader(io.StringIO(sample, newline=""), delimiter=delimiter, strict=True)
+    try:
+        widths = [len(row) for row, _ in zip(reader, range(SNIFF_ROWS), strict=False) if row]
+    except csv.Error:
+        return 0
+    if len(widths) > 2:
+        widths = widths[:-1]  # the last row of a cut sample may be cut too
+    return widths[0] if widths and widths[0] >= 2 and len(set(widths)) == 1 else 0
+
+
+def choose_delimiter(text: str, suffix: str, sep: str | None) -> str:
+    """``--sep``, else the suffix's delimiter when the first lines agree with it, else the candidate
+    (comma, tab, semicolon, pipe) that splits the header and the first rows into the same, largest width.
+    When none does, the suffix's (its parse error then names the line)."""
+    if sep is not None:
+        return sep
+    default = _suffix_delimiter(text, suffix)
+    sample = text[:SNIFF_BYTES]
+    if _sample_width(sample, default):
+        return default
+    widths = {char: _sample_width(sample, char) for char in DELIMITER_NAMES}
+    best = max(widths, key=lambda char: widths[char])
+    return best if widths[best] else default
+
+
+def _read_delimited(text: str, path: Path, delimiter: str) -> Table:
+    # The csv module refuses fields over 128 KiB by default; one text may be a whole document.
+    limit = csv.field_size_limit()
+    csv.field_size_limit(max(limit, len(text) + 1))
+    try:
+        return _parse_delimited(text, path, delimiter)
+    finally:
+        csv.field_size_limit(limit)
+
+
+def _parse_delimited(text: str, path: Path, delimiter: str) -> Table:
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=True)
+    try:
+        header = next(reader)
+    except StopIteration:
+        raise InputError(f"{path} is empty", "give a CSV/TSV file with a header row, e.g. text,label") from None
+    except csv.Error as err:
+        raise InputError(f"{path}: the header row cannot be parsed ({err})") from None
+    rows: list[list[str]] = []
+    lines: list[int] = []
+    width = len(header)
+    previous_line = reader.line_num
+    try:
+        for row in reader:
+            start_line = previous_line + 1
+            previous_line = reader.line_num
+            if not row:
+                continue  # blank line
+            if len(row) != width:
+                raise InputError(
+                    f"{path}: line {start_line} has {len(row)} fields but the header has {width}",
+                    "fix the row (a stray delimiter or a missing quote?) or quote fields that contain the delimiter",
+                )
+            rows.append(row)
+            lines.append(start_line)
+    except csv.Error as err:
+        raise InputError(
+            f"{path}: cannot parse the row starting at line {previous_line + 1}: {err}",
+            "a quote is probably left open: close it or escape quotes inside fields by doubling them",
+        ) from None
+    return header, rows, lines
+
+
+def _read_jsonl(text: str, path: Path) -> Table:
+    records: list[dict] = []
+    lines: list[int] = []
+    header: list[str] = []
+    # Only \n ends a record: str.splitlines() would also split on \x85 or \u2028, legal inside JSON strings.
+    for number, line in enumerate(text.split("\n"), start=1):
+        line = line.removesuffix("\r")
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise InputError(f"{path}: line {number} is not valid JSON ({err.msg})") from None
+        if not isinstance(record, dict):
+            raise InputError(f"{path}: line {number} is not a JSON object")
+        for key in record:
+            if key not in header:
+                header.append(key)
+        records.append(record)
+        lines.append(number)
+    if not records:
+        raise InputError(f"{path} is empty", 'give one JSON object per line, e.g. {"text": ..., "label": ...}')
+    rows = [[_cell(record.get(key)) for key in header] for record in records]
+    return header, rows, lines
+
+
+def _read_parquet(raw: bytes, path: Path) -> Table:
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise InputError(f"{path}: reading Parquet needs pyarrow", "pip install pyarrow, or convert to CSV") from None
+    try:
+        table = pq.read_table(io.BytesIO(raw))
+    except Exception as err:  # pyarrow raises several types for bad files
+        raise InputError(f"{path} is not a readable Parquet file ({err})") from None
+    header = list(table.column_names)
+    columns = [[_cell(value) for value in table.column(name).to_pylist()] for name in header]
+    rows = [list(values) for values in zip(*columns, strict=False)]
+    return header, rows, list(range(1, len(rows) + 1))
+
+
+def _cell(value) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def _decode_source(raw: bytes, path: Path, encoding: str) -> str:
+    if not raw.strip():
+        raise InputError(f"{path} is empty", "give a file with a header row, e.g. text,label, and one row per text")
+    return decode_text(raw, path, encoding)
+
+
+def parse_table(raw: bytes, path: Path, suffix: str, encoding: str, sep: str | None, notes: list[str]) -> Table:
+    """Header, rows and each row's first line, whatever the format (``suffix`` says it; see ``unwrap_gzip``).
+
+    A sniffed delimiter other than the one the name suggests is said in ``notes``."""
+    if suffix == ".parquet":
+        return _read_parquet(raw, path)
+    text = _decode_source(raw, path, encoding)
+    if suffix in (".jsonl", ".ndjson", ".json"):  # .json: JSON Lines too (an array is refused above)
+        return _read_jsonl(text, path)
+    delimiter = choose_delimiter(text, suffix, sep)
+    default = _suffix_delimiter(text, suffix)
+    if sep is None and delimiter != default:
+        notes.append(
+            f"{source_name(path)}: read as {DELIMITER_NAMES[delimiter]}-separated "
+            f"(sniffed from the first lines; the name suggests {DELIMITER_NAMES[default]}); "
+            "--sep forces one"
+        )
+    return _read_delimited(text, path, delimiter)

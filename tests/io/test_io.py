@@ -1,0 +1,84 @@
+"""``featx.io`` on its own: the format-level reading both stages share (the corpus tests cover it through
+``read_corpus``, the label-file tests through ``featx labels``)."""
+
+import gzip
+
+import numpy as np
+import pytest
+
+from featx.errors import InputError
+from featx.io import (
+    NUMBER,
+    decode_text,
+    label_column,
+    missing_markers,
+    normalise_sep,
+    parse_table,
+    read_source,
+    refuse_other_formats,
+    unwrap_gzip,
+)
+
+
+def read(path, sep=None):
+    raw = read_source(path)
+    suffix, data = unwrap_gzip(raw, path)
+    refuse_other_formats(data, path, suffix)
+    notes = []
+    return parse_table(data, path, suffix, "utf-8", normalise_sep(sep), notes), notes
+
+
+def test_a_gzipped_csv_reads_like_the_plain_one(tmp_path):
+    plain, packed = tmp_path / "t.csv", tmp_path / "t.csv.gz"
+    plain.write_text('id,text\n1,"a, b"\n\n2,c\n')
+    packed.write_bytes(gzip.compress(plain.read_bytes()))
+    assert read(plain) == read(packed) == ((["id", "text"], [["1", "a, b"], ["2", "c"]], [2, 4]), [])
+
+
+def test_a_sniffed_delimiter_is_said_in_the_notes(tmp_path):
+    path = tmp_path / "t.csv"
+    path.write_text("id;text\n1;a\n2;b\n")
+    (header, rows, _), notes = read(path)
+    assert header == ["id", "text"] and rows == [["1", "a"], ["2", "b"]]
+    assert notes and "semicolon-separated" in notes[0]
+
+
+def test_json_lines_rows_follow_the_keys_in_order_of_appearance(tmp_path):
+    path = tmp_path / "t.jsonl"
+    path.write_text('{"text": "a", "n": 1.0}\n\n{"text": "b", "extra": null}\n')
+    (header, rows, lines), _ = read(path)
+    assert header == ["text", "n", "extra"] and rows == [["a", "1", ""], ["b", "", ""]] and lines == [1, 3]
+
+
+@pytest.mark.parametrize(
+    "content, name, message",
+    [
+        (b"BZh91AY", "t.csv", "bzip2-compressed"),
+        (b'[{"text": "a"}]', "t.json", "JSON array"),
+        (b"", "t.csv", "is empty"),
+        (b"a,b\n1\n", "t.csv", "line 2 has 1 fields but the header has 2"),
+    ],
+)
+def test_unreadable_files_are_named(tmp_path, content, name, message):
+    path = tmp_path / name
+    path.write_bytes(content)
+    with pytest.raises(InputError, match=message):
+        read(path)
+
+
+def test_a_bad_byte_is_named_by_line_and_column(tmp_path):
+    with pytest.raises(InputError, match="line 2, column 3 is not valid utf-8"):
+        decode_text(b"ok\nab\xff\n", tmp_path / "t.csv", "utf-8")
+
+
+@pytest.mark.parametrize("sep, char", [("tab", "\t"), ("\\t", "\t"), (";", ";"), ("pipe", "|"), (None, None)])
+def test_sep_names(sep, char):
+    assert normalise_sep(sep) == char
+
+
+def test_a_label_column_is_typed_once():
+    column = label_column("score", [" 10", "9", "", "NA", "10"], missing_markers("pandas"))
+    assert column.names == ["9", "10"] and column.numeric  # numeric classes in numeric order
+    assert column.codes.tolist() == [1, 0, -1, -1, 1] and column.missing == {"": 1, "NA": 1}
+    assert np.isnan(column.values()[2]) and column.values()[0] == 10.0
+    assert NUMBER.match("-1.5e3") and not NUMBER.match("1,5")
