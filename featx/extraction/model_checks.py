@@ -11,11 +11,11 @@
   builds an empty tokenizer in which every word is unknown); ``check_tokenizer`` refuses a loaded tokenizer
   that has nothing but its special tokens.
 - ``check_config``: the sizes in ``config.json`` are whole numbers within ``BOUNDS`` and agree with the
-  tensors in the safetensors files (their headers only): the hidden, intermediate and vocabulary sizes are
-  dimensions of some tensor, and the layer count is the length of some numbered stack of layers.
+  tensors in the safetensors files (their headers only): no hidden, intermediate or vocabulary size beyond the
+  largest dimension of a tensor, and the layer count the length of some numbered stack of layers.
 - ``load_checked``: transformers' load, with its multi-line load report silenced, refused when a weight of
   the network is missing, of another shape, or left over in the file (weights of heads, outside the network,
-  are left out quietly, as before).
+  are left out quietly, as before; a pooler without weights is removed, see ``_without_untrained_pooler``).
 - ``encoder_only_class``: an encoder-only checkpoint (``T5EncoderModel``) is loaded by its own class.
 """
 
@@ -211,14 +211,15 @@ def _layer_fields(config: dict) -> list[str]:
 
 
 def check_against_tensors(config: dict, shapes: dict[str, tuple[int, ...]], path: Path, layers: bool = True) -> None:
-    """The sizes in ``config`` agree with the tensors: dimensions of some tensor, and (``layers``) a stack of that
-    many layers."""
-    dimensions = {size for shape in shapes.values() for size in shape}
+    """The sizes in ``config`` fit the tensors: none larger than the largest dimension of a tensor (a smaller
+    one that does not fit is refused when the weights are read), and (``layers``) a stack of that many layers."""
+    largest = max((size for shape in shapes.values() for size in shape), default=0)
     for names in (HIDDEN, INTERMEDIATE, ("vocab_size",)):
         for name in names:
-            if config.get(name) is not None and config[name] not in dimensions:
+            if config.get(name) is not None and config[name] > largest:
                 raise ModelError(
-                    f"{path} has {name} {config[name]}, but no tensor in the weights has that size",
+                    f"{path} has {name} {config[name]}, larger than any tensor in the weights "
+                    f"(the largest dimension is {largest})",
                     "check that config.json belongs to these weights",
                 )
     stacks = layer_stacks(list(shapes))
@@ -291,18 +292,35 @@ def _shortened(keys: list[str], shown: int = 3) -> str:
     return ", ".join(folded[:shown]) + more
 
 
-def _in_network(network: Any, key: str) -> bool:
-    """Whether a checkpoint key names a part of ``network`` (not of a head it does not have)."""
+def _top(network: Any, key: str) -> str:
+    """The top-level module of ``network`` a key names (after the base model's prefix, as transformers reads it)."""
     parts = key.split(".")
     if parts[0] == getattr(network, "base_model_prefix", None) and len(parts) > 1:
         parts = parts[1:]
-    return parts[0] in {name for name, _ in network.named_children()}
+    return parts[0]
+
+
+def _in_network(network: Any, key: str) -> bool:
+    """Whether a checkpoint key names a part of ``network`` (not of a head it does not have)."""
+    return _top(network, key) in {name for name, _ in network.named_children()}
+
+
+def _without_untrained_pooler(network: Any, missing: list[str]) -> list[str]:
+    """``missing`` less the pooler's weights; a pooler without them is removed (its output would be noise).
+
+    A checkpoint saved from a masked-LM model (``BertForMaskedLM``, RoBERTa) has no pooler: the encoder is
+    whole, and only the ``pooler`` pooling, which would read a randomly drawn head, is then not offered.
+    """
+    pooler = [key for key in missing if _top(network, key) == "pooler"]
+    if pooler and getattr(network, "pooler", None) is not None:
+        network.pooler = None
+    return [key for key in missing if key not in pooler]
 
 
 def check_loading_info(network: Any, info: dict, folder: Path) -> None:
     """Refuse a load that left weights of the network missing, of another shape, or unused in the file."""
     problems = {
-        "missing": sorted(info.get("missing_keys") or []),
+        "missing": _without_untrained_pooler(network, sorted(info.get("missing_keys") or [])),
         "of another shape": sorted(key for key, *_ in info.get("mismatched_keys") or []),
         "unused": sorted(key for key in info.get("unexpected_keys") or [] if _in_network(network, key)),
     }
