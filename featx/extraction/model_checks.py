@@ -170,7 +170,8 @@ def safetensors_shapes(files: list[Path]) -> dict[str, tuple[int, ...]]:
             )
         except (OSError, ValueError, struct.error, TypeError, KeyError, AttributeError) as err:
             raise ModelError(
-                f"weights file {path} is not a readable safetensors file ({type(err).__name__})",
+                f"cannot load model {path.parent}: its weights file {path.name} has no readable safetensors "
+                f"header ({type(err).__name__})",
                 "check that the model folder is complete and undamaged",
             ) from None
     return shapes
