@@ -2,11 +2,12 @@
 
 ``modeling.load_model`` calls them in this order, each refusing with one ``ModelError``:
 
-- ``check_files``: the files featx or transformers read as text (``*.json``, ``*.txt``) or as a tokenizer model
-  (``*.model``, ``*.spm``, ``*.tiktoken``) must be regular files of bounded size: ``CONFIG_LIMIT`` (10 MiB) for
-  config JSON, ``VOCABULARY_LIMIT`` (100 MiB) for ``tokenizer.json`` and vocabulary files (the largest real
-  ones are about 35 MB). A symbolic link may point only inside the folder (or, for a Hugging Face cache
-  snapshot, inside its repository's cache folder, where the snapshot's links lead).
+- ``check_files``: the files featx or transformers read (``CONFIG_FILES``; ``tokenizer.json`` and vocabularies:
+  ``vocab.*``, ``merges.txt``, ``*.model``, ``*.spm``, ``*.tiktoken``) must be regular files of bounded size:
+  ``CONFIG_LIMIT`` (10 MiB) for config JSON, ``VOCABULARY_LIMIT`` (100 MiB) for ``tokenizer.json`` and
+  vocabulary files (the largest real ones are about 35 MB). A symbolic link may point only inside the folder
+  (or, for a Hugging Face cache snapshot, inside its repository's cache folder, where the snapshot's links
+  lead).
 - ``check_tokenizer_files``: the folder holds a tokenizer vocabulary of its own (without one transformers
   builds an empty tokenizer in which every word is unknown); ``check_tokenizer`` refuses a loaded tokenizer
   that has nothing but its special tokens.
@@ -39,7 +40,17 @@ VOCABULARY_LIMIT = 100 * 2**20
 HEADER_LIMIT = 100 * 2**20  # safetensors' own limit on a header
 VOCABULARY_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "merges.txt")
 VOCABULARY_SUFFIXES = (".model", ".spm", ".tiktoken")
-READ_SUFFIXES = (".json", ".txt", *VOCABULARY_SUFFIXES)
+# The other files featx or transformers read from a model folder (a training log beside them is not read).
+CONFIG_FILES = (
+    "config.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "added_tokens.json",
+    "generation_config.json",
+    "chat_template.json",
+    "chat_template.jinja",
+    "model.safetensors.index.json",
+)
 
 # config.json size fields by role, with the bounds featx accepts (the largest real models are far inside).
 LAYERS = ("num_hidden_layers", "n_layer", "num_layers", "n_layers", "encoder_layers")
@@ -68,9 +79,12 @@ BOUNDS: dict[tuple[str, ...], tuple[int, int]] = {
 ENCODER_ONLY = ("T5EncoderModel", "MT5EncoderModel", "UMT5EncoderModel")
 
 
+def _is_vocabulary(name: str) -> bool:
+    return name in VOCABULARY_FILES or name.endswith(VOCABULARY_SUFFIXES) or name.startswith("vocab.")
+
+
 def _limit(name: str) -> int:
-    is_vocabulary = name in VOCABULARY_FILES or name.endswith(VOCABULARY_SUFFIXES) or name.startswith("vocab.")
-    return VOCABULARY_LIMIT if is_vocabulary else CONFIG_LIMIT
+    return VOCABULARY_LIMIT if _is_vocabulary(name) else CONFIG_LIMIT
 
 
 def _roots(folder: Path) -> list[Path]:
@@ -108,10 +122,11 @@ def check_file(path: Path, roots: list[Path], limit: int) -> None:
 
 
 def check_files(folder: Path) -> None:
-    """Every config or tokenizer file in ``folder`` is a bounded regular file that stays inside it."""
+    """Every config or tokenizer file in ``folder`` (``CONFIG_FILES``, vocabularies) is a bounded regular file
+    that stays inside it."""
     roots = _roots(folder)
     for path in sorted(folder.iterdir()):
-        if path.name.endswith(READ_SUFFIXES) and (path.is_symlink() or not path.is_dir()):
+        if path.name in CONFIG_FILES or _is_vocabulary(path.name):
             check_file(path, roots, _limit(path.name))
 
 

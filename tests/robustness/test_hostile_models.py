@@ -272,3 +272,29 @@ def test_a_checkpoint_without_a_pooler_runs_without_the_pooler_pooling(tiny_mode
     result = _extract(model, corpus, "--pooling", "pooler", "--overwrite")
     assert result.exit_code == 2
     assert_one_clear_error(result.output, r"pooling 'pooler' is not available: model \S+ has no pooler head")
+
+
+def test_a_hugging_face_cache_snapshot_is_read_through_its_links(tiny_model, corpus, tmp_path):
+    """In the hub cache a snapshot's files are links to ``../../blobs/``: out of the folder, inside the cache's
+    repository folder, where they are allowed to lead."""
+    repository = tmp_path / "models--org--tiny"
+    snapshot = repository / "snapshots" / "0123abcd"
+    (repository / "blobs").mkdir(parents=True)
+    snapshot.mkdir(parents=True)
+    for path in sorted(tiny_model.iterdir()):
+        blob = repository / "blobs" / f"blob-{path.name}"
+        shutil.copy(path, blob)
+        (snapshot / path.name).symlink_to(Path("..", "..", "blobs", blob.name))
+    result = _extract(snapshot, corpus)
+    assert result.exit_code == 0, result.output
+
+
+def test_a_large_file_that_nothing_reads_is_left_alone(tiny_model, corpus, tmp_path):
+    """Only the files featx or transformers read are bounded: a long training log beside them is not one."""
+
+    def log(folder: Path) -> None:
+        with open(folder / "trainer_state.json", "wb") as handle:
+            handle.truncate(11 * 2**20)
+
+    result = _extract(_hostile_copy(tiny_model, tmp_path / "model", log), corpus)
+    assert result.exit_code == 0, result.output
