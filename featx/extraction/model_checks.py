@@ -13,7 +13,7 @@
   that has nothing but its special tokens.
 - ``check_config``: the sizes in ``config.json`` are whole numbers within ``BOUNDS`` and agree with the
   tensors in the safetensors files (their headers only): no hidden, intermediate or vocabulary size beyond the
-  largest dimension of a tensor, and the layer count the length of some numbered stack of layers.
+  largest dimension of a tensor, and no more layers than some numbered stack of layers holds.
 - ``load_checked``: transformers' load, with its multi-line load report silenced, refused when a weight of
   the network is missing, of another shape, or left over in the file (weights of heads, outside the network,
   are left out quietly, as before; a pooler without weights is removed, see ``_without_untrained_pooler``).
@@ -228,7 +228,9 @@ def _layer_fields(config: dict) -> list[str]:
 
 def check_against_tensors(config: dict, shapes: dict[str, tuple[int, ...]], path: Path, layers: bool = True) -> None:
     """The sizes in ``config`` fit the tensors: none larger than the largest dimension of a tensor (a smaller
-    one that does not fit is refused when the weights are read), and (``layers``) a stack of that many layers."""
+    one that does not fit is refused when the weights are read), and (``layers``) a numbered stack of at least
+    that many layers (a checkpoint may hold extra layers of a head; extra layers of the network are refused as
+    weights left unused when loading)."""
     largest = max((size for shape in shapes.values() for size in shape), default=0)
     for names in (HIDDEN, INTERMEDIATE, ("vocab_size",)):
         for name in names:
@@ -241,7 +243,7 @@ def check_against_tensors(config: dict, shapes: dict[str, tuple[int, ...]], path
     stacks = layer_stacks(list(shapes))
     for name in _layer_fields(config) if layers else []:
         layers = config.get(name, 1)
-        if not any(indices == set(range(layers)) for indices in stacks.values()):
+        if not any(set(range(layers)) <= indices for indices in stacks.values()):
             longest = max(stacks.items(), key=lambda item: len(item[1]), default=("", set()))
             held = f"{longest[0]} has {len(longest[1])}" if longest[0] else "none are numbered"
             raise ModelError(
