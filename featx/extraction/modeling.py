@@ -10,6 +10,7 @@ from typing import Any
 import torch
 
 from ..errors import FeatxError, InputError, ModelError
+from . import model_checks
 from .fingerprints import weights_sha256_in_background
 from .model_files import DEFAULT_MODEL, default_model_path
 
@@ -223,8 +224,10 @@ def load_model(
     from .native import select
 
     name, folder = _resolve_folder(model)
+    model_checks.check_files(folder)
     weight_files = _check_folder(folder)
     _refuse_custom_code(name, folder, trust_remote_code)
+    model_checks.check_contents(folder, weight_files, trust_remote_code, random_init)
     torch_device = resolve_device(device)
     torch_dtype = resolve_dtype(dtype, torch_device)
     placement = _placement(device_map)
@@ -271,7 +274,7 @@ def _load_parts(
 
     try:
         config = AutoConfig.from_pretrained(str(folder), trust_remote_code=trust_remote_code)
-        tokenizer = load_tokenizer(str(folder), trust_remote_code=trust_remote_code)
+        tokenizer = model_checks.check_tokenizer(load_tokenizer(str(folder), trust_remote_code=trust_remote_code), name)
         encoder, part = _load_network(folder, config, torch_dtype, trust_remote_code, random_init, seed, placement)
     except ValueError as err:
         if "trust_remote_code" in str(err):
@@ -341,7 +344,7 @@ def _load_network(
     from transformers import AutoModel
 
     encoder_decoder = bool(getattr(config, "is_encoder_decoder", False))
-    cls = AutoModel
+    cls = model_checks.encoder_only_class(config) or AutoModel
     if encoder_decoder and hasattr(transformers, ENCODER_CLASSES.get(config.model_type, "")):
         cls = getattr(transformers, ENCODER_CLASSES[config.model_type])
     kwargs = dict(dtype=torch_dtype, trust_remote_code=trust_remote_code, **(placement or {}))
@@ -350,7 +353,7 @@ def _load_network(
         if random_init:
             torch.manual_seed(seed)
             return cls.from_config(config, **kwargs, **extra)
-        return cls.from_pretrained(str(folder), use_safetensors=True, **kwargs, **extra)
+        return model_checks.load_checked(cls, folder, **kwargs, **extra)
 
     try:
         network = build(attn_implementation="sdpa")

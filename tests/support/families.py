@@ -3,12 +3,13 @@
 No download: each tokenizer is a ``tokenizers`` model (WordPiece, or a BPE trained on a few hundred
 words in milliseconds) wrapped in ``PreTrainedTokenizerFast`` with its family's conventions (special
 tokens, BOS/EOS template, pad token or none, padding side); each model is built from its config class
-(hidden 32, 2 layers) and saved with ``save_pretrained(safe_serialization=True)``.
+(hidden 32, 2 layers) and saved with ``save_pretrained(safe_serialization=True)``; T5 twice, as a whole
+``T5Model`` (featx runs its encoder) and as an encoder-only ``T5EncoderModel`` checkpoint.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from support.tiny import SENTENCES, WORDS, vocab
@@ -302,6 +303,14 @@ FAMILIES = [
         causal=True,
     ),
 ]
+# The same T5 saved as a T5EncoderModel: encoder weights only, config.json's architectures ["T5EncoderModel"].
+FAMILIES.append(
+    replace(
+        next(family for family in FAMILIES if family.name == "t5-encoder"),
+        name="t5-encoder-only",
+        model="T5EncoderModel",
+    )
+)
 BY_NAME = {family.name: family for family in FAMILIES}
 
 
