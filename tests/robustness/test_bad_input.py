@@ -18,6 +18,7 @@ import h5py
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from support.errors import assert_one_clear_error
 from support.tiny import SENTENCES, write_csv
 
 import featx
@@ -162,14 +163,6 @@ def _prepare(tmp_path: Path, content, args: list[str]) -> tuple[Path, list[str]]
     if "-o" not in extra:
         extra += ["-o", "out.h5"]
     return corpus, extra
-
-
-def assert_one_clear_error(output: str, pattern: str) -> None:
-    assert output.startswith("featx: error: "), output
-    assert "Traceback" not in output, output
-    lines = output.rstrip("\n").split("\n")
-    assert len(lines) <= 2 and (len(lines) == 1 or lines[1].startswith("  hint: ")), output
-    assert re.search(pattern, output.replace("\n", " ")), f"{pattern!r} not in {output!r}"
 
 
 @pytest.fixture

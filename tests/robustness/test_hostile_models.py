@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import SENTENCES, write_csv
-from test_bad_input import assert_one_clear_error
+from support.errors import assert_one_clear_error
+from support.tiny import SENTENCES, write_csv
 
 import featx
 from featx.cli import main
