@@ -11,6 +11,7 @@ import torch
 
 from ..errors import FeatxError, InputError, ModelError
 from . import model_checks
+from .devices import resolve_device, resolve_dtype
 from .fingerprints import weights_sha256_in_background
 from .model_files import DEFAULT_MODEL, default_model_path
 
@@ -42,53 +43,6 @@ class LoadedModel:
     @property
     def has_pooler(self) -> bool:
         return getattr(self.model, "pooler", None) is not None
-
-
-def resolve_device(device: str = "auto") -> torch.device:
-    device = (device or "auto").lower()
-    if device == "auto":
-        return torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")
-    if device.startswith("cuda"):
-        if not torch.cuda.is_available():
-            raise InputError(f"--device {device}: no CUDA GPU is available here", "use --device cpu or auto")
-        resolved = torch.device(device)
-        if resolved.index is not None and resolved.index >= torch.cuda.device_count():
-            raise InputError(f"--device {device}: only {torch.cuda.device_count()} GPU(s) present")
-        return resolved
-    if device == "mps":
-        if not (getattr(torch.backends, "mps", None) and torch.backends.mps.is_available()):
-            raise InputError("--device mps: Apple MPS is not available here", "use --device cpu or auto")
-        return torch.device("mps")
-    if device == "cpu":
-        return torch.device("cpu")
-    raise InputError(f"--device '{device}' is not understood", "use auto, cpu, cuda, cuda:N or mps")
-
-
-_DTYPES = {
-    "float32": torch.float32,
-    "fp32": torch.float32,
-    "float16": torch.float16,
-    "fp16": torch.float16,
-    "bfloat16": torch.bfloat16,
-    "bf16": torch.bfloat16,
-}
-
-
-def resolve_dtype(dtype: str, device: torch.device) -> torch.dtype:
-    dtype = (dtype or "auto").lower()
-    if dtype == "auto":
-        if device.type == "cuda" and torch.cuda.is_bf16_supported():
-            return torch.bfloat16
-        if device.type == "cuda":
-            return torch.float16
-        return torch.float32
-    if dtype not in _DTYPES:
-        raise InputError(f"--dtype '{dtype}' is not understood", "use auto, float32, float16 or bfloat16")
-    return _DTYPES[dtype]
-
-
-def dtype_name(dtype: torch.dtype) -> str:
-    return str(dtype).replace("torch.", "")
 
 
 SAFETENSORS_INDEX = "model.safetensors.index.json"

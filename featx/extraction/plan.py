@@ -21,8 +21,9 @@ from ..io import rereadable, source_name
 from ..selection import POOLINGS, parse_poolings, select_layers
 from ..store import HIDDEN_SITE, SiteLayout, hidden_layout, schema
 from .config import ExtractConfig, is_word_input, output_path
+from .devices import dtype_name
 from .freshness import request_key
-from .modeling import LoadedModel, dtype_name
+from .modeling import LoadedModel
 from .pairs import pair_attributes, pair_b_layout, pair_fingerprint, pair_poolings
 from .sharding import ShardSpec
 from .sites import Site, measure_widths, parse_sites, resolve_sites
