@@ -1,4 +1,4 @@
-"""Memory of reading and tokenising 1,000,000 tiny rows (issue 6: "1,000,000 tiny rows, memory flat").
+"""Memory of reading and tokenising 1,000,000 tiny rows ("1,000,000 tiny rows, memory flat").
 
 Each measurement runs in a fresh process: peak RSS (ru_maxrss) after imports, then after
 ``read_corpus`` + ``tokenize_texts`` of N one-character rows; prints bytes per row for several N, so

@@ -1,4 +1,4 @@
-"""Would an OpenVINO execution path beat featx's PyTorch/oneDNN batch loop at steady state? (issue 19, a prototype)
+"""Would an OpenVINO execution path beat featx's PyTorch/oneDNN batch loop at steady state? (a prototype)
 
     PYTHONPATH=$PWD python bench/openvino_steady.py bench/.cache/sst2-872.csv 3      # corpus, rounds
 

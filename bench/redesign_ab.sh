@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Before/after of the extraction redesign (issue 13), one quiet window, alternating checkouts.
+# Before/after of the extraction redesign, one quiet window, alternating checkouts.
 # Needs /tmp/base (git archive 1366432) and /tmp/redesign (git archive 8a2e30d), bench/.cache/sst2-872.csv
 # (SST-2 test split) and bench/.cache/agnews10k.features.h5 (python bench/probe.py builds it).
 set -u

@@ -61,7 +61,7 @@ def test_reader_round_trips_arbitrary_text(tmp_path_factory, rows, fmt, bom, crl
     column = corpus.labels["label"]
     for (_, label), code in zip(rows, column.codes, strict=False):
         value = label.strip()
-        if not value:  # only the empty cell is missing by default (issue 15: 'nan', 'NA' are classes)
+        if not value:  # only the empty cell is missing by default ('nan', 'NA' are classes)
             assert code == -1
         else:
             assert column.names[code] == value

@@ -205,7 +205,7 @@ class ExtractConfig(Options):
     progress: bool = True
     shards: int | None = None  # extract only shard ``shard_index`` of ``shards`` (featx/sharding.py)
     shard_index: int | None = None
-    # Word inputs (issue 17, treebank.py): CoNLL-U, column files, JSON Lines of tokens; one row per sentence
+    # Word inputs (treebank.py): CoNLL-U, column files, JSON Lines of tokens; one row per sentence
     word_format: str | None = None  # conllu, columns or jsonl; default: from the suffix (.conllu) or --columns
     columns: str | None = None  # column files: the fields of a line, e.g. form,upos,ner
     word_pooling: str = "first,last,mean"  # word inputs: the subword(s) that make a word's vector

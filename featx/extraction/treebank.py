@@ -1,4 +1,4 @@
-"""Word inputs (issue 17): CoNLL-U treebanks, CoNLL-style column files and JSON Lines of tokens, read into a
+"""Word inputs: CoNLL-U treebanks, CoNLL-style column files and JSON Lines of tokens, read into a
 ``Corpus`` of sentences whose ``words`` (a ``WordTable``) carry the word-level labels.
 
 * CoNLL-U (``.conllu``, or ``--word-format conllu``) through the ``conllu`` package: multi-word token ranges

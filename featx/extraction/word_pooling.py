@@ -1,4 +1,4 @@
-"""Word vectors from subword states (issue 17): ``first``, ``last`` or ``mean`` subword of each word, pooled on
+"""Word vectors from subword states: ``first``, ``last`` or ``mean`` subword of each word, pooled on
 the device from the runner's token states, per stored layer of ``hidden``.
 
 A batch's words are numbered in batch order (row by row, word by word): ``word_index`` gives each token position

@@ -1,4 +1,4 @@
-"""Tokenising word inputs (issue 17): the model sees each sentence as its words (pre-tokenised), so word
+"""Tokenising word inputs: the model sees each sentence as its words (pre-tokenised), so word
 boundaries are exact; every token keeps the index of its word (-1 for special tokens).
 
 Nothing is truncated: sentences longer than the model's maximum run in overlapping windows (``windows.py``).

@@ -72,12 +72,12 @@ PAIR_TEXT, PAIR_N_TOKENS, PAIR_N_KEPT = "rows/text_pair", "rows/pair_n_tokens", 
 TOKEN_SEGMENT_IDS, TOKEN_TYPE_IDS = "tokens/segment_ids", "tokens/type_ids"
 PAIR_B_SITE = "pair_b"  # side b of a --pair-mode separate file
 LABELS = "labels"
-# Float values of label columns that look continuous (issue 15): label_values/<column>, (N,) float64, NaN = missing
+# Float values of label columns that look continuous: label_values/<column>, (N,) float64, NaN = missing
 LABEL_VALUES = "label_values"
 TOKENS = "tokens"
 TOKEN_OFFSETS, TOKEN_INPUT_IDS, TOKEN_WORD_IDS = "tokens/offsets", "tokens/input_ids", "tokens/word_ids"
 SITES = "sites"
-# Word-level datasets (issue 17): one row per sentence, its words flat beside the rows
+# Word-level datasets: one row per sentence, its words flat beside the rows
 WORDS = "words"
 WORD_OFFSETS, WORD_FORM, WORD_HEAD, WORD_N_SUBWORDS = "words/offsets", "words/form", "words/head", "words/n_subwords"
 WORD_POOLED, WORD_LABELS = "words/pooled", "words/labels"

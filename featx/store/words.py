@@ -1,4 +1,4 @@
-"""Word-level datasets of a features file (issue 17): their creation, their checks, their reading.
+"""Word-level datasets of a features file: their creation, their checks, their reading.
 
 A features file made from word inputs (CoNLL-U, column files, JSON Lines of tokens) keeps one ordinary row
 per sentence and, beside the rows, the sentence's words flat under ``/words`` (layout in ``schema.py``):

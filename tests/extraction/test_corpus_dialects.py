@@ -1,4 +1,4 @@
-"""Corpora as users have them (issue 15): sniffed delimiters, BOM + CRLF, gzip, ids that count skipped rows,
+"""Corpora as users have them: sniffed delimiters, BOM + CRLF, gzip, ids that count skipped rows,
 explicit missing-label markers, continuous-looking label columns."""
 
 import csv

@@ -1,4 +1,4 @@
-"""Reading word inputs (issue 17): CoNLL-U, column files, JSON Lines of tokens, several files as splits, and
+"""Reading word inputs: CoNLL-U, column files, JSON Lines of tokens, several files as splits, and
 every bad input refused with an InputError naming the file and line before any model is loaded."""
 
 from __future__ import annotations

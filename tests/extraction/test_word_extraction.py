@@ -1,4 +1,4 @@
-"""Extracting word inputs (issue 17): word vectors equal a hand computation with plain transformers, do not
+"""Extracting word inputs: word vectors equal a hand computation with plain transformers, do not
 depend on batch neighbours, survive windows and interrupts, and bad input stops before any forward pass."""
 
 from __future__ import annotations

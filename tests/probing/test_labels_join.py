@@ -1,4 +1,4 @@
-"""Labels after extraction (issue 15): --labels joined by id or by row, mismatches named, continuous columns
+"""Labels after extraction: --labels joined by id or by row, mismatches named, continuous columns
 refused or binned, rare classes dropped, split values said, and the unknown --label error."""
 
 from __future__ import annotations

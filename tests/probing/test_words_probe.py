@@ -1,4 +1,4 @@
-"""Word-level probing (issue 17, probe side): tasks and folds by sentence, the word-type control task, the
+"""Word-level probing (probe side): tasks and folds by sentence, the word-type control task, the
 lexical baseline, arc features, sentence-level intervals and tests, scalar mix, and whole runs on planted
 data (in memory and through a real features file)."""
 

@@ -34,7 +34,7 @@ def one_error(result, *fragments):
 def test_misleading_formats_get_the_right_hint(tiny_model, tmp_path, kind):
     corpus = many_rows_csv(tmp_path / "corpus.csv", 12)
     text = corpus.read_text()
-    if kind == "bzip2":  # .csv.gz is read since issue 15; other compressions are named
+    if kind == "bzip2":  # .csv.gz is read; other compressions are named
         path, expected = tmp_path / "corpus.csv.bz2", ("bzip2-compressed", "bzcat")
         path.write_bytes(bz2.compress(text.encode()))
     else:

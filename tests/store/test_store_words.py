@@ -1,4 +1,4 @@
-"""The word-level datasets of a features file (issue 17): written window by window, read back through
+"""The word-level datasets of a features file: written window by window, read back through
 ``FeatureFile``'s word API, and refused with a clear StoreError when hostile."""
 
 from __future__ import annotations
