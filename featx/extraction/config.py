@@ -180,7 +180,7 @@ class ExtractConfig(Options):
     layers: str = "all"
     poolings: str = "all"
     tokens: bool = False
-    sites: str = "hidden"  # also record attn_out, ffn, pre_ln, attn_heads, module:NAME (featx/sites.py)
+    sites: str = "hidden"  # also record attn_out, ffn, pre_ln, attn_heads, module:NAME (featx/extraction/sites.py)
     max_length: int | None = None
     long: str = "truncate"  # texts longer than max_length: truncate, or window (overlapping windows, stitched)
     stride: int | None = None  # --long window: tokens shared by consecutive windows (default: a quarter window)

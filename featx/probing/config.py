@@ -102,7 +102,7 @@ class ProbeConfig(Options):
     min_class_rows: int | None = None  # drop classes with fewer labelled rows
     layers: str = "all"
     poolings: str = "all"
-    sites: str | list[str] | tuple[str, ...] = "hidden"  # which stored sites to probe (featx/sites.py), side by side
+    sites: str | list[str] | tuple[str, ...] = "hidden"  # stored sites to probe side by side (extraction/sites.py)
     classifiers: str | list[str] | tuple[str, ...] = "logreg"
     folds: int = 5
     seed: int = 0

@@ -149,7 +149,7 @@ class FeatureFile(WordAccess):
     # -- features --------------------------------------------------------------------------
     @property
     def sites(self) -> list[str]:
-        """Stored sites: ``hidden`` first, then e.g. ``attn_out``, ``ffn`` (see featx/sites.py)."""
+        """Stored sites: ``hidden`` first, then e.g. ``attn_out``, ``ffn`` (see featx/extraction/sites.py)."""
         return [HIDDEN_SITE] + list(self._sites)
 
     def _site(self, site: str) -> dict:
