@@ -246,7 +246,7 @@ def test_links_inside_the_folder_are_followed(tiny_model, corpus, tmp_path):
 
 def test_encoder_only_t5_checkpoint_extracts(corpus, tmp_path):
     """A ``T5EncoderModel`` folder (encoder weights only) loads as an encoder, not as a T5Model."""
-    from families import BY_NAME, build_family
+    from support.families import BY_NAME, build_family
 
     model = build_family(BY_NAME["t5-encoder-only"], tmp_path / "t5")
     assert json.loads((model / "config.json").read_text())["architectures"] == ["T5EncoderModel"]
