@@ -131,6 +131,22 @@ class FeatureJob:
     classifiers: list[str]
     site: str = "hidden"
 
+    def columns(self, classifier: str, label: str, task: str, evaluation: str) -> dict:
+        """The identity columns of this job's results row for ``classifier`` (the results CSV's first ones)."""
+        return {
+            "features": self.features,
+            "site": self.site,
+            "label": label,
+            "task": task,
+            "layer_spec": self.spec.name,
+            "kind": self.spec.kind,
+            "layer": self.spec.layers[0] if self.spec.kind == "single" else None,
+            "layers": ",".join(map(str, self.spec.layers)),
+            "pooling": self.pooling,
+            "classifier": classifier,
+            "evaluation": evaluation,
+        }
+
 
 def load_job_features(job: FeatureJob, kept: np.ndarray, allow_partial: bool) -> Any:
     """The features of ``job`` for the ``kept`` rows: one matrix (single or concatenated layers), one matrix

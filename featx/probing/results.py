@@ -14,9 +14,11 @@ import pandas as pd
 
 from ..errors import InputError, StoreError
 from ..safe_files import atomic_write_text
+from .evaluation.significance import COLUMNS as SIGNIFICANCE_COLUMNS
 from .meta import ProbeMeta, Task
 
-COLUMNS = [
+# The columns that say which probe a row is: the same, in this order, for every task.
+IDENTITY_COLUMNS = [
     "features",
     "site",
     "label",
@@ -27,6 +29,9 @@ COLUMNS = [
     "layers",
     "pooling",
     "classifier",
+]
+COLUMNS = [
+    *IDENTITY_COLUMNS,
     "accuracy",
     "accuracy_low",
     "accuracy_high",
@@ -48,14 +53,7 @@ COLUMNS = [
     "is_best",
     "mdl_bits",
     "mdl_compression",
-    "p_vs_best",
-    "p_vs_best_holm",
-    "significant_vs_best",
-    "p_vs_prev",
-    "p_vs_prev_holm",
-    "significant_vs_prev",
-    "p_pooling_vs_best",
-    "significant_pooling_vs_best",
+    *SIGNIFICANCE_COLUMNS,
 ]
 CURVE_COLUMNS = [
     "features",

@@ -185,17 +185,7 @@ def result_record(job: FeatureJob, classifier: str, row: dict, inputs: Classific
     per_class = row.pop("per_class_f1")
     weights = row.pop("layer_weights")
     return {
-        "features": job.features,
-        "site": job.site,
-        "label": inputs.label,
-        "task": Task.CLASSIFICATION.value,
-        "layer_spec": job.spec.name,
-        "kind": job.spec.kind,
-        "layer": job.spec.layers[0] if job.spec.kind == "single" else None,
-        "layers": ",".join(map(str, job.spec.layers)),
-        "pooling": job.pooling,
-        "classifier": classifier,
-        "evaluation": inputs.plan.evaluation,
+        **job.columns(classifier, inputs.label, Task.CLASSIFICATION.value, inputs.plan.evaluation),
         "control_accuracy": float("nan"),
         "selectivity": float("nan"),
         **row,

@@ -22,7 +22,7 @@ from ..evaluation import regression_metrics as rm
 from ..inputs import JOB_THREADS, FeatureJob, run_jobs
 from ..meta import ProbeMeta
 from ..plan import ProbePlan
-from ..results import ProbeResult
+from ..results import IDENTITY_COLUMNS, ProbeResult
 from .base import mark_best, row_order
 from .pairs import baseline_meta
 from .regression_jobs import CURVE_COLUMNS, RegressionInputs, mean_record, run_curve_job, run_probe_job
@@ -30,16 +30,7 @@ from .sentences import SentenceLayout, control_targets, read_layout, sources
 
 CLASSIFIER_NAMES = {"logreg": "ridge", "ridge": "ridge", "mlp": "mlp"}
 REGRESSION_COLUMNS = [
-    "features",
-    "site",
-    "label",
-    "task",
-    "layer_spec",
-    "kind",
-    "layer",
-    "layers",
-    "pooling",
-    "classifier",
+    *IDENTITY_COLUMNS,
     *[f"{name}{suffix}" for name in rm.METRICS for suffix in ("", "_low", "_high")],
     "control_r2",
     "selectivity",

@@ -70,17 +70,7 @@ def fit_folds(classifier: str, data: Any, targets: list[np.ndarray], inputs: Reg
 def result_record(job: FeatureJob, classifier: str, row: dict, inputs: RegressionInputs) -> dict:
     """A results-table row of one job and regressor from its summary ``row``."""
     return {
-        "features": job.features,
-        "site": job.site,
-        "label": inputs.label,
-        "task": Task.REGRESSION.value,
-        "layer_spec": job.spec.name,
-        "kind": job.spec.kind,
-        "layer": job.spec.layers[0] if job.spec.kind == "single" else None,
-        "layers": ",".join(map(str, job.spec.layers)),
-        "pooling": job.pooling,
-        "classifier": classifier,
-        "evaluation": inputs.plan.evaluation,
+        **job.columns(classifier, inputs.label, Task.REGRESSION.value, inputs.plan.evaluation),
         "control_r2": float("nan"),
         "selectivity": float("nan"),
         **row,
