@@ -9,6 +9,7 @@
 ``validate`` the checks a file passes before anything in it is used
 ``reader``   ``FeatureFile`` (``featx.open``) and the cheap reads of the up-to-date check
 ``shards``   a shard's row index and attributes, and the copy of shards into one file (``featx merge``)
+``finite``   the finiteness check of every block of features read
 ``lock``     ``OutputLock``: one writer per output
 """
 

@@ -15,6 +15,7 @@ import numpy as np
 
 from ..errors import IncompleteError, InputError, StoreError
 from . import schema as s
+from .finite import check_finite
 from .schema import HIDDEN_SITE, escape_name, partial_path, site_pooled_path, site_tokens_path
 from .strings import decode_attr, read_strings
 from .validate import check_layout, check_structure
@@ -60,6 +61,10 @@ def _opened(actual: Path) -> h5py.File:
         raise StoreError(
             f"{actual} cannot be read; it looks damaged ({err})", "run featx extract again with --overwrite"
         ) from None
+
+
+def _of(site: str) -> str:
+    return "" if site == HIDDEN_SITE else f" of site '{site}'"
 
 
 def _checked(file: h5py.File, actual: Path) -> tuple[dict, int, dict]:
@@ -191,6 +196,7 @@ class FeatureFile(WordAccess):
         out = np.empty((self.n_rows, dataset.shape[2]), dtype=dataset.dtype)
         if self.n_rows:
             dataset.read_direct(out, np.s_[0 : self.n_rows, position, :])
+        check_finite(out, self.path, f"the '{pooling}' features of layer {self.site_layers(site)[position]}{_of(site)}")
         return out.astype(dtype, copy=False)
 
     def concatenated(self, pooling: str, layers: list[int], dtype=np.float32, site: str = HIDDEN_SITE) -> np.ndarray:
@@ -342,7 +348,10 @@ class FeatureFile(WordAccess):
         """``(total_tokens, width)`` states of one layer for all committed rows (slice with ``token_offsets``)."""
         position = self._layer_position(layer, site)
         total = int(self.token_offsets[-1])  # token_offsets checks that the file has token states
-        return self._file[site_tokens_path(site)][0:total, position, :].astype(dtype, copy=False)
+        states = self._file[site_tokens_path(site)][0:total, position, :]
+        layer = self.site_layers(site)[position]
+        check_finite(states, self.path, f"the token states of layer {layer}{_of(site)}", unit="token")
+        return states.astype(dtype, copy=False)
 
 
 def open_features(path: str | os.PathLike, allow_partial: bool = False) -> FeatureFile:

@@ -17,6 +17,7 @@ import numpy as np
 
 from ..errors import InputError, StoreError
 from . import schema as s
+from .finite import check_finite
 from .strings import read_strings, write_strings
 
 WORD_POOLINGS = ("first", "last", "mean")  # which subword(s) of a word make its vector
@@ -151,6 +152,7 @@ class WordAccess:
     path: Path
     n_rows: int
     attrs: dict
+    layers: list[int]
 
     def _layer_position(self, layer: int, site: str = s.HIDDEN_SITE) -> int:
         """The position of ``layer`` among the stored layers (``FeatureFile``'s)."""
@@ -201,6 +203,7 @@ class WordAccess:
         out = np.empty((self._n_words(), dataset.shape[2]), dtype=dataset.dtype)
         if len(out):
             dataset.read_direct(out, np.s_[0 : len(out), position, :])
+        check_finite(out, self.path, f"the '{pooling}' word vectors of layer {self.layers[position]}", unit="word")
         return out.astype(dtype, copy=False)
 
     def word_label_columns(self) -> list[str]:

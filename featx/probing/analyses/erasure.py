@@ -11,6 +11,11 @@ Both erasers have the same affine form ``x' = x - ((x - mean) @ right.T) @ left.
   ``concept_erasure.LeaceFitter(..., shrinkage=False, constrain_cov_trace=False)`` (tested).
 - INLP (Ravfogel et al. 2020, "Null it out"): train a linear probe, project its directions out,
   repeat until a held-out part of the fitting rows is at the majority class (or ``iterations`` ran).
+
+Both are fitted within the dimensions that vary on the fitting rows (``live_dimensions``): a dimension
+that is constant there (e.g. some of MiniLM's, exactly zero) is left exactly as it was, on every row, and
+does not enter the edit. Fitted over all dimensions, rounding leaves a label-correlated residue of ~1e-17
+in such a dimension, which a standardizing probe scales up to unit variance and reads the label from.
 """
 
 from __future__ import annotations
@@ -26,6 +31,10 @@ METHODS = ("leace", "inlp")
 SVD_TOL = 1e-8  # singular values of the whitened cross-covariance below this are not erased
 INLP_C = 1.0  # the INLP probes' inverse regularisation (features centred and scaled by one global factor)
 INLP_MARGIN = 0.01  # INLP stops once the held-out accuracy is within this of the majority class
+# A dimension whose variance on the fitting rows is at most this times the largest one counts as constant
+# and is left as it is. An edit's float64 rounding there is ~1e-32 of the largest variance, a millionth of
+# the spread at this tolerance: above it the eraser's arithmetic stays clean even once standardized.
+VARIANCE_TOL = 1e-20
 
 
 @dataclass
@@ -99,11 +108,39 @@ def shrunk_covariance(centred: np.ndarray) -> np.ndarray:
     return alpha * sample + beta * (trace / p) * np.eye(p)
 
 
+def live_dimensions(X: np.ndarray) -> np.ndarray:
+    """Boolean mask of the dimensions an eraser fitted on the rows ``X`` may edit: those not constant on
+    them and with a variance above ``VARIANCE_TOL`` times the largest."""
+    X = np.asarray(X, dtype=np.float64)
+    if not len(X):
+        return np.zeros(X.shape[1], dtype=bool)
+    variance = X.var(axis=0)
+    varies = ~(X[0] == X).all(axis=0)  # exact: a computed variance of constant values may be ~1e-34
+    return varies & (variance > VARIANCE_TOL * variance.max())
+
+
+def _embedded(eraser: Eraser, live: np.ndarray, mean: np.ndarray) -> Eraser:
+    """``eraser``, fitted on the ``live`` dimensions, as an eraser of all of them that leaves the others
+    exactly as they are (zero rows of ``left``) and does not read them (zero columns of ``right``)."""
+    left = np.zeros((len(live), eraser.rank))
+    right = np.zeros((eraser.rank, len(live)))
+    left[live], right[:, live] = eraser.left, eraser.right
+    return Eraser(eraser.method, mean, left, right, eraser.iterations, eraser.history)
+
+
 def fit_leace(X: np.ndarray, y: np.ndarray, n_classes: int, svd_tol: float = SVD_TOL, shrinkage: bool = True) -> Eraser:
     """The LEACE eraser of the label ``y`` from ``X`` (rows used for fitting only). After it, the
-    fitting rows' cross-covariance with the one-hot label is zero, with or without ``shrinkage``."""
+    fitting rows' cross-covariance with the one-hot label is zero, with or without ``shrinkage``; the
+    dimensions constant on these rows are left as they are."""
     X = np.asarray(X, dtype=np.float64)
+    live = live_dimensions(X)
+    return _embedded(_leace(X[:, live], y, n_classes, svd_tol, shrinkage), live, X.mean(axis=0))
+
+
+def _leace(X: np.ndarray, y: np.ndarray, n_classes: int, svd_tol: float, shrinkage: bool) -> Eraser:
     n, d = X.shape
+    if not d:
+        return Eraser("leace", np.zeros(0), np.zeros((0, 0)), np.zeros((0, 0)))
     mean = X.mean(axis=0)
     centred = X - mean
     z = one_hot(y, n_classes)
@@ -131,11 +168,19 @@ def _directions(model) -> np.ndarray:
 def fit_inlp(
     X: np.ndarray, y: np.ndarray, n_classes: int, iterations: int = 50, seed: int = 0, C: float = INLP_C
 ) -> Eraser:
-    """INLP: up to ``iterations`` rounds of probe + nullspace projection, judged on a held-out 20%."""
+    """INLP: up to ``iterations`` rounds of probe + nullspace projection, judged on a held-out 20%; the
+    dimensions constant on these rows are left as they are."""
     X = np.asarray(X, dtype=np.float64)
+    live, mean = live_dimensions(X), X.mean(axis=0)
+    scale = float((X - mean).std()) or 1.0  # one global factor (of all dimensions): directions stay directions
+    return _embedded(_inlp(X[:, live], y, n_classes, iterations, seed, C, scale), live, mean)
+
+
+def _inlp(X: np.ndarray, y: np.ndarray, n_classes: int, iterations: int, seed: int, C: float, scale: float) -> Eraser:
+    if not X.shape[1]:
+        return Eraser("inlp", np.zeros(0), np.zeros((0, 0)), np.zeros((0, 0)), iterations=0)
     mean = X.mean(axis=0)
     centred = X - mean
-    scale = float(centred.std()) or 1.0  # one global factor: directions stay directions
     fit_rows, val_rows = ev.inner_split(y, np.arange(len(y)), seed)
     majority = np.bincount(y[val_rows], minlength=n_classes).max() / len(val_rows)
     basis = np.zeros((X.shape[1], 0))

@@ -1,0 +1,109 @@
+"""Non-finite features: a file holding NaN (a model that overflowed in float16, a damaged or edited file) is
+refused by every reader of features with one line naming the file, what was read and the first bad row,
+instead of a traceback, a blank cell or a collapsed accuracy with exit 0."""
+
+from __future__ import annotations
+
+import re
+
+import h5py
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from support.errors import assert_one_clear_error
+from support.tiny import WORDS
+
+import featx
+from featx.cli import main
+from featx.errors import StoreError
+
+BAD_ROW, BAD_TOKEN, BAD_WORD = 7, 30, 11
+
+
+def _plant_nan(path, group: str, first: int) -> None:
+    """NaN in one value of every dataset under ``group`` (``pooled``, ``tokens``, ``words/pooled``), at
+    layer position 1 (layer 1 of the tiny model's 0, 1, 2)."""
+    with h5py.File(path, "r+") as file:
+        for dataset in file[group].values():
+            if isinstance(dataset, h5py.Dataset) and dataset.dtype.kind == "f" and dataset.ndim == 3:
+                dataset[first, 1, 3] = np.nan
+
+
+@pytest.fixture
+def nan_features(features_copy):
+    _plant_nan(features_copy, "pooled", BAD_ROW)
+    _plant_nan(features_copy, "tokens", BAD_TOKEN)
+    return features_copy
+
+
+POOLED = rf"non-finite values \(NaN\) in the '\w+' features of layer 1: first at row {BAD_ROW}\b"
+TOKENS = rf"non-finite values \(NaN\) in the token states of layer 1: first at token {BAD_TOKEN}\b"
+
+CASES = {  # name: (the command after FEATURES and before -o, what the line says)
+    "logreg": (["probe", "{features}", "--classifier", "logreg", "--jobs", "1"], POOLED),
+    "svm": (["probe", "{features}", "--classifier", "svm", "--jobs", "1"], POOLED),
+    "mlp": (["probe", "{features}", "--classifier", "mlp", "--jobs", "1"], POOLED),
+    "attention over tokens": (["probe", "{features}", "--classifier", "attn", "--jobs", "1"], TOKENS),
+    "mdl": (["probe", "{features}", "--mdl", "--jobs", "1"], POOLED),
+    "sweep": (["probe", "{features}", "--sweep", "--jobs", "1"], POOLED),
+    "train sizes": (["probe", "{features}", "--train-sizes", "0.5,1", "--jobs", "1"], POOLED),
+    "erase": (["erase", "{features}", "--label", "label"], POOLED),
+    "neurons": (["neurons", "{features}", "--label", "label"], POOLED),
+    "similarity": (["similarity", "{features}"], POOLED),
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_every_reader_refuses_a_nan_with_one_line(nan_features, tmp_path, name):
+    args, pattern = CASES[name]
+    output = tmp_path / "out" / "result"
+    output.parent.mkdir()
+    command = [arg.format(features=nan_features) for arg in args] + ["-o", str(output)]
+    result = CliRunner().invoke(main, command)
+    assert result.exit_code == 2, result.output
+    assert_one_clear_error(result.output, re.escape(str(nan_features)) + " holds " + pattern)
+    assert "hint: re-extract" in result.output and "--dtype float32" in result.output
+    assert not any(output.parent.iterdir())  # nothing written
+
+
+def test_the_api_read_names_the_first_bad_row_and_a_clean_layer_still_reads(nan_features):
+    with h5py.File(nan_features, "r+") as file:
+        file["pooled/mean"][BAD_ROW + 5, 1, 0] = np.inf  # a later inf: the first bad row is still named
+    with featx.open(nan_features) as features:
+        assert np.isfinite(features.features("mean", 0)).all()
+        with pytest.raises(StoreError, match=rf"\(NaN\).*layer 1: first at row {BAD_ROW} \(2 rows affected\)"):
+            features.features("mean", 1)
+        with pytest.raises(StoreError, match="layer 1: first at row"):
+            features.features("mean", -2)
+
+
+def _treebank(path, n_sentences: int) -> None:
+    rng = np.random.default_rng(0)
+    vocabulary = [word for word in WORDS if word.isalpha()]
+    lines = []
+    for s in range(n_sentences):
+        words = list(rng.choice(vocabulary, size=4))
+        lines += [f"# sent_id = s{s}", f"# text = {' '.join(words)}"]
+        for i, word in enumerate(words):
+            tag = ("NOUN", "VERB")[len(word) % 2]
+            lines.append(
+                f"{i + 1}\t{word}\t{word}\t{tag}\t_\t_\t{0 if i == 0 else 1}\t{'root' if i == 0 else 'dep'}\t_\t_"
+            )
+        lines.append("")
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def test_a_word_probe_refuses_a_nan_word_vector(tiny_model, tmp_path):
+    _treebank(tmp_path / "toy.conllu", 30)
+    runner = CliRunner()
+    out = runner.invoke(
+        main,
+        ["extract", str(tmp_path / "toy.conllu"), "--model", str(tiny_model), "-o", str(tmp_path / "toy.h5"), "-q"],
+    )
+    assert out.exit_code == 0, out.output
+    _plant_nan(tmp_path / "toy.h5", "words/pooled", BAD_WORD)
+    result = runner.invoke(
+        main, ["probe", str(tmp_path / "toy.h5"), "--label", "upos", "--jobs", "1", "-o", str(tmp_path / "r")]
+    )
+    assert result.exit_code == 2, result.output
+    assert_one_clear_error(result.output, rf"in the '\w+' word vectors of layer 1: first at word {BAD_WORD}\b")
