@@ -39,7 +39,7 @@ def header_lines(table: pd.DataFrame, meta: dict) -> list[str]:
         row = lexical.iloc[0]
         lines.append(
             f"{LEXICAL_NAME} ({row.classifier}): accuracy {row_interval(row)}, macro-F1 {num(row.macro_f1)}, "
-            f"C {general(row.C)}; {versus_best(row)}"
+            f"C {general(row.C)}; {versus_best(row, table, 'accuracy')}"
         )
     return lines
 
@@ -47,9 +47,17 @@ def header_lines(table: pd.DataFrame, meta: dict) -> list[str]:
 LEXICAL_NAME = "lexical baseline (TF-IDF word 1-2-grams + char 2-5-grams)"
 
 
-def versus_best(row) -> str:
-    """The lexical row's paired test against the best layer (one test, no adjustment)."""
-    return f"vs the best layer p={p_value(row.p_vs_best, row.significant_vs_best)}"
+def versus_best(row, table: pd.DataFrame, metric: str) -> str:
+    """The lexical row's paired test against the best single layer of the main hidden states (one test,
+    no adjustment)."""
+    singles = table[(table.kind == "single") & (table.features == "main")]
+    if "site" in singles:
+        singles = singles[singles.site == "hidden"]
+    if singles.empty or not singles[metric].notna().any():
+        return "no layer to compare with"
+    best = singles.loc[singles[metric].idxmax()]
+    where = f"{best.pooling} {best.layer_spec}, {best.classifier}"
+    return f"vs the best layer ({where}) p={p_value(row.p_vs_best, row.significant_vs_best)} (paired, one test)"
 
 
 def block_title(features: str, site: str, classifier: str, meta: dict) -> str:

@@ -65,7 +65,7 @@ def format_table(table: pd.DataFrame, meta: dict) -> str:
         row = lexical.iloc[0]
         lines.append(
             f"{LEXICAL_NAME} ({row.classifier}): R² {interval(row.r2, row.r2_low, row.r2_high)}, "
-            f"Spearman {num(row.spearman)}, alpha {general(row.alpha)}; {versus_best(row)}"
+            f"Spearman {num(row.spearman)}, alpha {general(row.alpha)}; {versus_best(row, table, 'r2')}"
         )
     probes = table[~table.kind.isin(["baseline", "lexical"])]
     for (features, site, classifier), block in probes.groupby(["features", "site", "classifier"], sort=False):
