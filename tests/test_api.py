@@ -53,7 +53,7 @@ def test_cat_stack_mlp_and_attn_run_on_tiny_model_files(tiny_features, tmp_path)
         jobs=1,
     )
     table = result.table
-    logreg = table[table.classifier == "logreg"].set_index("layer_spec")
+    logreg = table[(table.classifier == "logreg") & (table.kind != "lexical")].set_index("layer_spec")
     assert list(logreg.index) == ["1", "cat(1,2)", "stack(0,1,2)"]
     assert list(logreg.kind) == ["single", "cat", "stack"]
     weights = json.loads(logreg.loc["stack(0,1,2)", "layer_weights"])
@@ -62,7 +62,7 @@ def test_cat_stack_mlp_and_attn_run_on_tiny_model_files(tiny_features, tmp_path)
     assert set(mlp.layer_spec) == {"1", "cat(1,2)"}  # stack is for linear probes
     attn = table[table.classifier == "attn"]
     assert set(attn.pooling) == {"tokens"} and set(attn.layer_spec) == {"1", "cat(1,2)"}
-    probes = table[table.kind != "majority"]
+    probes = table[~table.kind.isin(["majority", "lexical"])]
     assert probes.accuracy.between(0, 1).all() and probes.control_accuracy.between(0, 1).all()
     assert any("stack combines linear probes only" in note for note in result.notes)
 
@@ -136,7 +136,7 @@ def test_results_files_have_the_contract_columns_and_load_back(tiny_features, tm
         "layer_weights",
     ):
         assert column in table.columns and column in from_json.columns
-    assert len(table) == 1 + 2 * 2 * 2 and meta == meta_json
+    assert len(table) == 2 + 2 * 2 * 2 and meta == meta_json  # majority and lexical rows, then the probes
     assert meta["label"] == "label" and meta["class_counts"] == {"neg": 40, "pos": 40} and meta["folds"] == 3
     assert {"featx_version", "sklearn_version", "torch_version", "model", "features_file", "seed"} <= set(meta)
     assert set(json.loads(table.per_class_f1.iloc[1])) == {"neg", "pos"}
@@ -148,7 +148,7 @@ def test_results_files_have_the_contract_columns_and_load_back(tiny_features, tm
         .all()
     )
     assert np.allclose(table.accuracy, from_json.accuracy)
-    assert table.layer.iloc[1:].notna().all() and table.layer.iloc[:1].isna().all()
+    assert table.layer.iloc[2:].notna().all() and table.layer.iloc[:2].isna().all()  # majority, lexical
     assert "* best layer" in result.format_table()
 
 
@@ -179,7 +179,10 @@ def test_baseline_is_probed_with_the_same_folds(tiny_model, tiny_features, tmp_p
     baseline = tmp_path / "random.h5"
     featx.extract(corpus, model=str(tiny_model), output=baseline, random_init=True, progress=False)
     result = probe(tiny_features, baseline=baseline, layers="1,2", poolings="mean", folds=3, jobs=1, write=False)
-    assert list(result.table.features.value_counts().sort_index().items()) == [("baseline", 2), ("main", 3)]
+    assert list(result.table.features.value_counts().sort_index().items()) == [
+        ("baseline", 2),
+        ("main", 4),
+    ]  # main: majority, lexical, 2 layers
     assert result.meta["baseline_file"] == str(baseline.resolve())
     assert "baseline features" in result.format_table()
 
@@ -213,7 +216,10 @@ def test_balanced_class_weights_help_a_rare_class(features_copy):
     }
     assert runs[True].meta["balanced"] and not runs[False].meta["balanced"]
     for classifier in ("logreg", "svm", "mlp"):
-        plain, weighted = (runs[b].table.set_index("classifier").loc[classifier] for b in (False, True))
+        plain, weighted = (
+            runs[b].table[runs[b].table.kind != "lexical"].set_index("classifier").loc[classifier]
+            for b in (False, True)
+        )
         assert 0 <= weighted.balanced_accuracy <= 1
         assert weighted.balanced_accuracy >= plain.balanced_accuracy - 0.05
 

@@ -64,6 +64,11 @@ _EVALUATION_AND_COMPUTE = options(
     click.option("--balanced", is_flag=True, help="Balanced class weights."),
     click.option("--no-control", is_flag=True, help="Skip the control task (permuted labels)."),
     click.option(
+        "--no-lexical",
+        is_flag=True,
+        help="Skip the lexical baseline of sentence labels (TF-IDF word and character n-grams).",
+    ),
+    click.option(
         "--baseline",
         type=click.Path(path_type=Path),
         default=None,
@@ -126,7 +131,7 @@ _OUTPUT_AND_ANALYSES = options(
 @_LABEL_AND_PROBES
 @_EVALUATION_AND_COMPUTE
 @_OUTPUT_AND_ANALYSES
-def probe(features, no_control, sweep, **options):
+def probe(features, no_control, no_lexical, sweep, **options):
     """Train probes per layer and pooling on FEATURES (default: the last extraction in this directory)."""
     from ..probing import ProbeConfig
     from ..probing import probe as run_probe
@@ -140,7 +145,7 @@ def probe(features, no_control, sweep, **options):
 
         echo(from_probe_options(features, not no_control, options).format())
         return
-    config = ProbeConfig(features=features, control=not no_control, **options)
+    config = ProbeConfig(features=features, control=not no_control, lexical=not no_lexical, **options)
     result = run_probe(config)
     for note in result.notes:
         echo(note, err=note.startswith("warning"))

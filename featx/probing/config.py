@@ -108,6 +108,7 @@ class ProbeConfig(Options):
     seed: int = 0
     balanced: bool = False
     control: bool = True
+    lexical: bool = True  # the lexical baseline row of sentence-level runs (TF-IDF n-grams; tasks/lexical.py)
     baseline: str | Path | None = None
     output: str | Path | None = None  # prefix of the .csv/.json results; None: beside the features file
     jobs: int | None = None  # parallel (layer spec x pooling) jobs; None: one per core

@@ -128,6 +128,8 @@ class ProbeMeta(Mapping[str, Any]):
     layer_summary: dict[str, Any] = field(default_factory=dict)
     # sentence pairs: pair_mode, pair_feature and (separate mode) cosine_baseline
     pairs: dict[str, Any] = field(default_factory=dict)
+    # sentence-level runs: the lexical baseline (tasks.lexical; None: turned off, or no texts)
+    lexical: dict[str, Any] | None = None
     # the companion files, once written
     predictions_file: str | None = None
     curve_file: str | None = None
@@ -201,6 +203,8 @@ class ProbeMeta(Mapping[str, Any]):
             "mdl": self.mdl,
             "train_sizes": self.train_sizes,
         }
+        if not self.level.is_words:
+            out["lexical"] = self.lexical
         for key in ("predictions_file", "curve_file"):
             if getattr(self, key) is not None:
                 out[key] = getattr(self, key)

@@ -204,7 +204,7 @@ def best_row(rows: pd.DataFrame, metric: str = "accuracy") -> pd.Series:
 
 
 def references(frame: pd.DataFrame, metric: str = "accuracy", classifier: str | None = None) -> list[tuple[str, float]]:
-    """Horizontal reference values: majority class, lexical baseline (word-level runs), best control task,
+    """Horizontal reference values: majority class, lexical baseline, best control task,
     best baseline-features probe."""
     found: list[tuple[str, float]] = []
     majority = frame[frame["kind"] == "majority"]
@@ -213,19 +213,27 @@ def references(frame: pd.DataFrame, metric: str = "accuracy", classifier: str | 
     mean = frame[frame["kind"] == "baseline"]  # regression: the training mean
     if metric in mean.columns and not mean[metric].dropna().empty:
         found.append(("training mean", float(mean[metric].dropna().iloc[0])))
-    lexical = frame[frame["kind"] == "lexical"]  # word-level runs: the most frequent label per word type
+    lexical = frame[frame["kind"] == "lexical"]  # words: most frequent label per type; sentences: TF-IDF n-grams
     if metric in lexical.columns and not lexical[metric].dropna().empty:
-        found.append((f"most frequent label per {_lexical_key(frame)}", float(lexical[metric].dropna().iloc[0])))
+        found.append((_lexical_name(frame), float(lexical[metric].dropna().iloc[0])))
     rows = layer_rows(frame, classifier)
     control_column = "control_accuracy" if metric == "accuracy" else f"control_{metric}"
     if control_column in rows.columns and not rows[control_column].dropna().empty:
         found.append(("control task (max over layers)", float(rows[control_column].max())))
-    baseline = frame[(frame["features"] == "baseline") & ~frame["kind"].isin(["majority", "baseline"])]
+    baseline = frame[(frame["features"] == "baseline") & ~frame["kind"].isin(["majority", "baseline", "lexical"])]
     if metric in baseline.columns and not baseline[metric].dropna().empty:
         top = baseline.loc[baseline[metric].idxmax()]
         where = f"layer {int(top['layer'])}" if pd.notna(top["layer"]) else str(top.get("layer_spec", ""))
         found.append((f"baseline features (best: {where}, {top['pooling']})", float(top[metric])))
     return found
+
+
+def _lexical_name(frame: pd.DataFrame) -> str:
+    """The lexical reference line's name: word-level runs (a ``level`` column) count labels per word type;
+    sentence-level runs fit TF-IDF n-grams."""
+    if "level" not in frame.columns:
+        return "lexical baseline (TF-IDF n-grams)"
+    return f"most frequent label per {_lexical_key(frame)}"
 
 
 def _lexical_key(frame: pd.DataFrame) -> str:

@@ -66,7 +66,7 @@ def choose_alphas(X_fit, Y_fit, X_val, Y_val, alphas) -> list[float]:
     return [alpha for _, alpha in best]
 
 
-def _holdout(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+def holdout(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     rng = np.random.default_rng(seed)
     order = rng.permutation(n)
     n_val = max(1, int(round(ev.INNER_HOLDOUT * n)))
@@ -84,7 +84,7 @@ def fit_ridge(X: np.ndarray, targets: list[np.ndarray], train: np.ndarray, dev, 
         Y_dev = np.stack([np.asarray(y, dtype=np.float64)[dev] for y in targets], axis=1)
         chosen = choose_alphas(Xs, Y, scaler(X[dev]), Y_dev, alphas)
     else:
-        fit_rows, val_rows = _holdout(len(train), seed)
+        fit_rows, val_rows = holdout(len(train), seed)
         chosen = choose_alphas(Xs[fit_rows], Y[fit_rows], Xs[val_rows], Y[val_rows], alphas)
     path = RidgePath(Xs, Y)  # the final fit on the whole training part
     fits = []

@@ -6,7 +6,7 @@ cosine baseline (``tasks.pairs``)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,7 @@ from ..solvers.devices import solver_meta
 from .base import mark_best, row_order
 from .classification_jobs import ClassificationInputs, majority_record, run_curve_job, run_probe_job
 from .classification_table import check_predictions_choice, label_column, prediction_table
+from .lexical import LexicalTexts, add_lexical_test, classification_record, lexical_meta, read_texts
 from .pairs import baseline_meta
 from .sentences import SentenceLayout, SitePlan, control_targets, curve_sites, read_layout, sources
 
@@ -66,6 +67,7 @@ class ClassificationProbe:
     layout: SentenceLayout
     inputs: ClassificationInputs
     curve_sites: SitePlan  # the learning curves' specs and poolings per site (empty: no curves)
+    texts: LexicalTexts | None = None  # the lexical baseline's texts (None: --no-lexical, or none stored)
 
     @classmethod
     def from_plan(cls, plan: ProbePlan) -> ClassificationProbe:
@@ -82,6 +84,7 @@ class ClassificationProbe:
             ev.check_labels(y, column.names, column.name, plan.path)
             layout = read_layout(features, config, kept, notes, "attn" in classifiers)
             curves = curve_sites(features, config, layout.sites) if config.train_sizes is not None else {}
+            texts = read_texts(features, kept, bool(config.lexical), notes)
         check_predictions_choice(config.predictions, layout.poolings, classifiers)
         # Present classes only, renumbered 0..k-1, so that metrics and probes never see empty classes.
         present = np.unique(y)
@@ -106,7 +109,7 @@ class ClassificationProbe:
         )
         specs = [spec.name for spec in layout.specs]
         plan = plan.resolved(column.name, classifiers, layout.poolings, list(layout.sites), specs, folds)
-        return cls(plan, layout, inputs, curves)
+        return cls(plan, layout, inputs, curves, texts)
 
     @property
     def solves_logistic(self) -> bool:
@@ -154,22 +157,26 @@ class ClassificationProbe:
         )
         curve, sizes = self._curves(device, workers)
         meta = self._meta(device, workers, predictions_for, sizes)
+        meta = replace(meta, lexical=lexical_meta(self.texts, "logreg", table))
         return ProbeResult(table, meta, notes=list(self.plan.notes), predictions=frame, curve=curve)
 
     def _table(self, outputs: list[Any]) -> tuple[pd.DataFrame, dict]:
         """The sorted results table (best rows and significance marked) and each row's predictions."""
         config, inputs = self.plan.config, self.inputs
-        records = [majority_record(inputs)] + [record for output in outputs for record in output]
+        lexical = classification_record(self.texts, inputs, self.plan.notes)
+        records = [majority_record(inputs), *([lexical] if lexical else [])]
+        records += [record for output in outputs for record in output]
         oof = [record.pop("_predictions", None) for record in records]
         table = pd.DataFrame.from_records(records)
         poolings = [*self.layout.poolings, TOKENS_POOLING]
         specs = [spec.name for spec in self.layout.specs]
         order = row_order(table, list(self.layout.sites), list(self.plan.classifiers), poolings, specs)
         table, oof = table.iloc[order].reset_index(drop=True), [oof[i] for i in order]
-        table["is_best"] = mark_best(table, "accuracy", ("majority",))
+        table["is_best"] = mark_best(table, "accuracy", ("majority", "lexical"))
         predictions = {index: values for index, values in enumerate(oof) if values is not None}
         n_bootstrap = max(int(config.n_bootstrap), 1000)
         table = add_significance(table, predictions, inputs.plan, inputs.y, n_bootstrap, int(config.seed))
+        table = add_lexical_test(table, predictions, inputs.plan, inputs.y, n_bootstrap, int(config.seed))
         table = table[COLUMNS]
         table["layer"] = table["layer"].astype("Int64")
         return table, predictions

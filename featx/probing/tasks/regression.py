@@ -24,6 +24,7 @@ from ..meta import ProbeMeta
 from ..plan import ProbePlan
 from ..results import IDENTITY_COLUMNS, ProbeResult
 from .base import mark_best, row_order
+from .lexical import LexicalTexts, add_lexical_test, lexical_meta, read_texts, regression_record
 from .pairs import baseline_meta
 from .regression_jobs import CURVE_COLUMNS, RegressionInputs, mean_record, run_curve_job, run_probe_job
 from .sentences import SentenceLayout, control_targets, read_layout, sources
@@ -102,6 +103,7 @@ class RegressionProbe:
     plan: ProbePlan
     layout: SentenceLayout
     inputs: RegressionInputs
+    texts: LexicalTexts | None = None  # the lexical baseline's texts (None: --no-lexical, or none stored)
 
     @property
     def classifiers(self) -> list[str]:
@@ -127,6 +129,7 @@ class RegressionProbe:
                     "pick another column with --label NAME",
                 )
             layout = read_layout(features, config, kept, notes, need_tokens=False)
+            texts = read_texts(features, kept, bool(config.lexical), notes)
         y = values[kept]
         folds = make_plan(y, layout.kept_split, int(config.folds), int(config.seed))
         inputs = RegressionInputs(
@@ -143,7 +146,7 @@ class RegressionProbe:
         )
         specs = [spec.name for spec in layout.specs]
         plan = plan.resolved(label, classifiers, layout.poolings, list(layout.sites), specs, folds)
-        return cls(plan, layout, inputs)
+        return cls(plan, layout, inputs, texts)
 
     @property
     def solves_logistic(self) -> bool:
@@ -179,22 +182,27 @@ class RegressionProbe:
         table, predictions = self._table(outputs)
         frame, predictions_for = prediction_table(table, predictions, self.inputs.y, self.layout.row_info)
         curve, sizes = self._curves(workers)
-        meta = self._meta(workers, predictions_for, sizes)
+        meta = self._meta(workers, predictions_for, sizes, table)
         return ProbeResult(table, meta, notes=list(self.plan.notes), predictions=frame, curve=curve)
 
     def _table(self, outputs: list[Any]) -> tuple[pd.DataFrame, dict]:
         """The sorted results table (best rows and significance marked) and each row's predictions."""
         config, inputs, layout = self.plan.config, self.inputs, self.layout
-        records = [mean_record(inputs)] + [record for output in outputs for record in output]
+        lexical = regression_record(self.texts, inputs, self.plan.notes)
+        records = [mean_record(inputs), *([lexical] if lexical else [])]
+        records += [record for output in outputs for record in output]
         oof = [record.pop("_predictions", None) for record in records]
         table = pd.DataFrame.from_records(records)
         specs = [spec.name for spec in layout.specs]
         order = row_order(table, list(layout.sites), self.classifiers, layout.poolings, specs)
         table, oof = table.iloc[order].reset_index(drop=True), [oof[i] for i in order]
-        table["is_best"] = mark_best(table, "r2", ("baseline",))
+        table["is_best"] = mark_best(table, "r2", ("baseline", "lexical"))
         predictions = {index: values for index, values in enumerate(oof) if values is not None}
         n_bootstrap = max(int(config.n_bootstrap), 1000)
         table = rm.add_significance(table, predictions, inputs.plan, inputs.y, n_bootstrap, int(config.seed))
+        table = add_lexical_test(
+            table, predictions, inputs.plan, inputs.y, n_bootstrap, int(config.seed), "r2", rm.neg_squared_error
+        )
         table = table[REGRESSION_COLUMNS]
         table["layer"] = table["layer"].astype("Int64")
         return table, predictions
@@ -218,7 +226,7 @@ class RegressionProbe:
         parts = run_jobs(run_curve_job, [(job, self.inputs, sizes) for job in jobs], min(workers, len(jobs)))
         return pd.DataFrame.from_records([row for part in parts for row in part], columns=CURVE_COLUMNS), sizes
 
-    def _meta(self, workers: int, predictions_for: str, sizes: list[float] | None) -> ProbeMeta:
+    def _meta(self, workers: int, predictions_for: str, sizes: list[float] | None, table: pd.DataFrame) -> ProbeMeta:
         config, inputs, layout, y = self.plan.config, self.inputs, self.layout, self.inputs.y
         return ProbeMeta(
             **self.plan.meta_fields(workers),
@@ -233,4 +241,5 @@ class RegressionProbe:
             mdl=False,
             train_sizes=sizes,
             pairs=baseline_meta(config, self.plan.path, layout.kept, y, inputs.plan, layout.specs, layout.poolings),
+            lexical=lexical_meta(self.texts, "ridge", table),
         )

@@ -166,7 +166,7 @@ def _mark_like_best(ax, part: pd.DataFrame, layers, y, colour, marker) -> bool:
 
 def _draw_references(ax, found: list[tuple[str, float]], layers: list[int]) -> list[float]:
     """Horizontal reference lines; one that coincides with an earlier one gets markers and says so."""
-    styles = ["--", ":", "-."]
+    styles = ["--", ":", "-.", (0, (5, 1, 1, 1, 1, 1))]
     drawn: list[tuple[str, float]] = []
     for (name, value), style in zip(found, styles, strict=False):
         colour = REFERENCE_GREY if style != ":" else OKABE_ITO["black"]

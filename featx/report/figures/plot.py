@@ -53,7 +53,7 @@ def with_baseline(frame: pd.DataFrame, baseline) -> pd.DataFrame:
     if baseline is None:
         return frame
     base_frame, _ = load_results(baseline)
-    base_frame = base_frame[base_frame["kind"] != "majority"].assign(features="baseline")
+    base_frame = base_frame[~base_frame["kind"].isin(["majority", "lexical"])].assign(features="baseline")
     return pd.concat([frame, base_frame], ignore_index=True)
 
 

@@ -34,7 +34,30 @@ def header_lines(table: pd.DataFrame, meta: dict) -> list[str]:
         lines.append(
             f"majority class: accuracy {row_interval(majority.iloc[0])}, macro-F1 {num(majority.iloc[0].macro_f1)}"
         )
+    lexical = table[table.kind == "lexical"]
+    if not lexical.empty:
+        row = lexical.iloc[0]
+        lines.append(
+            f"{LEXICAL_NAME} ({row.classifier}): accuracy {row_interval(row)}, macro-F1 {num(row.macro_f1)}, "
+            f"C {general(row.C)}; {versus_best(row, table, 'accuracy')}"
+        )
     return lines
+
+
+LEXICAL_NAME = "lexical baseline (TF-IDF word 1-2-grams + char 2-5-grams)"
+
+
+def versus_best(row, table: pd.DataFrame, metric: str) -> str:
+    """The lexical row's paired test against the best single layer of the main hidden states (one test,
+    no adjustment)."""
+    singles = table[(table.kind == "single") & (table.features == "main")]
+    if "site" in singles:
+        singles = singles[singles.site == "hidden"]
+    if singles.empty or not singles[metric].notna().any():
+        return "no layer to compare with"
+    best = singles.loc[singles[metric].idxmax()]
+    where = f"{best.pooling} {best.layer_spec}, {best.classifier}"
+    return f"vs the best layer ({where}) p={p_value(row.p_vs_best, row.significant_vs_best)} (paired, one test)"
 
 
 def block_title(features: str, site: str, classifier: str, meta: dict) -> str:
@@ -132,7 +155,7 @@ def format_table(table: pd.DataFrame, meta: dict) -> str:
         header += ["MDL bits", "compr."]
     if with_tests:
         header += ["p vs best", "p vs prev"]
-    probes = table[table.kind != "majority"]
+    probes = table[~table.kind.isin(["majority", "lexical"])]
     group_by = ["features", "site", "classifier"] if "site" in probes else ["features", "classifier"]
     for key, block in probes.groupby(group_by, sort=False):
         site = key[1] if len(key) == 3 else "hidden"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from .format import general, grid, interval, num, p_value
-from .probe import block_title, pooling_rows
+from .probe import LEXICAL_NAME, block_title, pooling_rows, versus_best
 
 
 def _cells(row) -> list[str]:
@@ -60,7 +60,14 @@ def format_table(table: pd.DataFrame, meta: dict) -> str:
     if not baseline.empty:
         row = baseline.iloc[0]
         lines.append(f"training mean: R² {interval(row.r2, row.r2_low, row.r2_high)}, MAE {num(row.mae)}")
-    probes = table[table.kind != "baseline"]
+    lexical = table[table.kind == "lexical"]
+    if not lexical.empty:
+        row = lexical.iloc[0]
+        lines.append(
+            f"{LEXICAL_NAME} ({row.classifier}): R² {interval(row.r2, row.r2_low, row.r2_high)}, "
+            f"Spearman {num(row.spearman)}, alpha {general(row.alpha)}; {versus_best(row, table, 'r2')}"
+        )
+    probes = table[~table.kind.isin(["baseline", "lexical"])]
     for (features, site, classifier), block in probes.groupby(["features", "site", "classifier"], sort=False):
         lines += ["", block_title(features, site, classifier, {}), *_block(block)]
     test = (

@@ -1,0 +1,266 @@
+"""The lexical baseline of a sentence-level label: what the words alone give, scored like a probe.
+
+TF-IDF over word 1-2-grams and character 2-5-grams (``char_wb``), sublinear term frequencies, n-grams
+kept when they occur in at least 2 texts; the vectorizers are fitted on each outer training part only.
+Then the probes' classifier family: scikit-learn's ``LogisticRegression`` for classes (C from the probe's
+C grid), ``Ridge`` for a number (alpha from the ridge grid), each chosen by the probes' own inner rule on
+the training rows only (the file's dev part, else the same seeded holdout of the training part; a path
+over the grid with the same stopping rule), then refitted on the whole training part. It is scored on
+exactly the probe's test rows of every outer fold, with the same metrics and intervals, as a reference
+row (``kind`` and ``layer_spec`` "lexical", ``classifier`` its family) with a paired test against the best
+layer (``p_vs_best``: one test, no adjustment).
+
+Sentence pairs: one vocabulary fitted on both sides' training texts, and the feature
+``[tfidf(a), tfidf(b), |tfidf(a) - tfidf(b)|]`` (each side, and where they differ).
+The texts come from the features file; a file whose texts are all empty has no lexical baseline (a note).
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from ...selection import LayerSpec
+from .. import evaluation as ev
+from ..evaluation import regression_metrics as rm
+from ..evaluation import significance
+from ..inputs import FeatureJob
+from ..solvers.ridge import RegressionFold, holdout
+from .base import out_of_fold
+
+if TYPE_CHECKING:
+    from ...store import FeatureFile
+    from .classification_jobs import ClassificationInputs
+    from .regression_jobs import RegressionInputs
+
+WORD_NGRAMS = (1, 2)
+CHAR_NGRAMS = (2, 5)
+MIN_DF = 2
+MAX_ITER = 1000  # LogisticRegression's lbfgs iterations
+NO_TEXTS = "no texts stored: no lexical baseline"
+DESCRIPTION = (
+    f"TF-IDF of word {WORD_NGRAMS[0]}-{WORD_NGRAMS[1]}-grams and char_wb {CHAR_NGRAMS[0]}-{CHAR_NGRAMS[1]}-grams "
+    f"(sublinear tf, min_df {MIN_DF}), fitted on each training part"
+)
+PAIR_FEATURE = "[tfidf(a), tfidf(b), |tfidf(a) - tfidf(b)|]"
+
+
+@dataclass(frozen=True)
+class LexicalTexts:
+    """The texts of the probed (kept) rows, in their order; ``b``: each pair's second text."""
+
+    a: list[str]
+    b: list[str] | None = None
+
+    def take(self, side: list[str], rows: np.ndarray) -> list[str]:
+        return [side[int(i)] for i in rows]
+
+
+def read_texts(features: FeatureFile, kept: np.ndarray, enabled: bool, notes: list[str]) -> LexicalTexts | None:
+    """The kept rows' texts (and pairs' second texts), or None: turned off, or none stored (a note)."""
+    if not enabled:
+        return None
+    texts = features.texts
+    a = [texts[int(i)] for i in kept]
+    if not any(text.strip() for text in a):
+        notes.append(NO_TEXTS)
+        return None
+    pair = features.pair_texts
+    return LexicalTexts(a, [pair[int(i)] for i in kept] if pair is not None else None)
+
+
+def make_vectorizer():
+    """The TF-IDF word + character n-gram union (unfitted)."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.pipeline import FeatureUnion
+
+    return FeatureUnion(
+        [
+            ("words", TfidfVectorizer(ngram_range=WORD_NGRAMS, sublinear_tf=True, min_df=MIN_DF)),
+            ("chars", TfidfVectorizer(analyzer="char_wb", ngram_range=CHAR_NGRAMS, sublinear_tf=True, min_df=MIN_DF)),
+        ]
+    )
+
+
+def featuriser(texts: LexicalTexts, train: np.ndarray) -> Callable[[np.ndarray], Any]:
+    """TF-IDF fitted on the ``train`` rows' texts only; returns rows -> sparse feature matrix."""
+    vectorizer = make_vectorizer()
+    if texts.b is None:
+        vectorizer.fit(texts.take(texts.a, train))
+        return lambda rows: vectorizer.transform(texts.take(texts.a, rows)).tocsr()
+    second = texts.b
+    vectorizer.fit(texts.take(texts.a, train) + texts.take(second, train))
+
+    def pairs(rows: np.ndarray):
+        from scipy import sparse
+
+        a = vectorizer.transform(texts.take(texts.a, rows))
+        b = vectorizer.transform(texts.take(second, rows))
+        return sparse.hstack([a, b, abs(a - b)]).tocsr()
+
+    return pairs
+
+
+def logistic(C: float, balanced: bool):
+    from sklearn.linear_model import LogisticRegression
+
+    return LogisticRegression(C=C, max_iter=MAX_ITER, class_weight="balanced" if balanced else None)
+
+
+def _fit(model, X, y):
+    from sklearn.exceptions import ConvergenceWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return model.fit(X, y)
+
+
+def choose_c(transform, X_train, y, train, dev, cs, balanced: bool, seed: int) -> float:
+    """C by the probes' rule: the dev part, else a seeded stratified holdout of the training part; the
+    path over the grid (smallest C first) with the probes' stopping rule, ties to the smaller C."""
+    if dev is None and len(cs) == 1:
+        return float(cs[0])
+    if dev is not None:
+        X_fit, y_fit, X_val, y_val = X_train, y[train], transform(dev), y[dev]
+    else:
+        fit_rows, val_rows = ev.inner_split(y[train], np.arange(len(train)), seed)
+        X_fit, y_fit, X_val, y_val = X_train[fit_rows], y[train][fit_rows], X_train[val_rows], y[train][val_rows]
+    path = ev.CPath(y_val)
+    for C in sorted(cs):
+        model = _fit(logistic(C, balanced), X_fit, y_fit)
+        if not path.record(C, float(np.mean(model.predict(X_val) == y_val)), lambda: None):
+            break
+    assert path.best_c is not None
+    return float(path.best_c)
+
+
+def classify_fold(texts: LexicalTexts, y, train, test, dev, cs, balanced: bool, seed: int) -> ev.FoldResult:
+    """One outer fold of the logistic lexical baseline."""
+    started = time.perf_counter()
+    transform = featuriser(texts, train)
+    X_train = transform(train)
+    C = choose_c(transform, X_train, y, train, dev, cs, balanced, seed)
+    model = _fit(logistic(C, balanced), X_train, y[train])
+    return ev.FoldResult(model.predict(transform(test)), C, time.perf_counter() - started)
+
+
+def choose_alpha(transform, X_train, y, train, dev, alphas, seed: int) -> float:
+    """alpha by the ridge probes' rule: the dev part, else the same seeded holdout; the smallest
+    validation MSE, ties to the larger alpha."""
+    from sklearn.linear_model import Ridge
+
+    if len(alphas) == 1:
+        return float(alphas[0])
+    if dev is not None:
+        X_fit, y_fit, X_val, y_val = X_train, y[train], transform(dev), y[dev]
+    else:
+        fit_rows, val_rows = holdout(len(train), seed)
+        X_fit, y_fit, X_val, y_val = X_train[fit_rows], y[train][fit_rows], X_train[val_rows], y[train][val_rows]
+    best, chosen = np.inf, float(alphas[0])
+    for alpha in sorted(alphas, reverse=True):
+        error = float(np.mean((Ridge(alpha=alpha).fit(X_fit, y_fit).predict(X_val) - y_val) ** 2))
+        if error < best - 1e-12:
+            best, chosen = error, float(alpha)
+    return chosen
+
+
+def regress_fold(texts: LexicalTexts, y, train, test, dev, alphas, seed: int) -> RegressionFold:
+    """One outer fold of the ridge lexical baseline."""
+    from sklearn.linear_model import Ridge
+
+    started = time.perf_counter()
+    y = np.asarray(y, dtype=np.float64)
+    transform = featuriser(texts, train)
+    X_train = transform(train)
+    alpha = choose_alpha(transform, X_train, y, train, dev, alphas, seed)
+    model = Ridge(alpha=alpha).fit(X_train, y[train])
+    return RegressionFold(model.predict(transform(test)), alpha, time.perf_counter() - started)
+
+
+def _skipped(error: ValueError, notes: list[str]) -> None:
+    notes.append(f"no lexical baseline: {error}")
+
+
+LEXICAL_JOB = FeatureJob("main", "", LayerSpec("lexical", ()), "", [])
+REFERENCE = {"site": "", "layer_spec": "lexical", "kind": "lexical", "layers": ""}
+
+
+def classification_record(texts: LexicalTexts | None, inputs: ClassificationInputs, notes: list[str]) -> dict | None:
+    """The lexical reference row of a classification run (with ``_predictions``), or None."""
+    from .classification_jobs import result_record
+
+    if texts is None:
+        return None
+    plan = inputs.plan
+    try:
+        folds = [
+            classify_fold(texts, inputs.y, train, test, dev, inputs.cs, inputs.balanced, inputs.seed + 1000 * index)
+            for index, ((train, test), dev) in enumerate(zip(plan.folds, plan.dev, strict=False))
+        ]
+    except ValueError as error:  # e.g. an empty vocabulary: no n-gram in 2 training texts
+        _skipped(error, notes)
+        return None
+    row = ev.summarise(plan, inputs.y, folds, inputs.n_classes, inputs.n_bootstrap, inputs.seed)
+    row["mdl_bits"] = row["mdl_compression"] = float("nan")
+    record = result_record(LEXICAL_JOB, "logreg", row, inputs)
+    record.update(REFERENCE)
+    record["_predictions"] = out_of_fold(len(inputs.y), plan.folds, folds, -1)
+    return record
+
+
+def regression_record(texts: LexicalTexts | None, inputs: RegressionInputs, notes: list[str]) -> dict | None:
+    """The lexical reference row of a regression run (with ``_predictions``), or None."""
+    from .regression_jobs import result_record
+
+    if texts is None:
+        return None
+    plan = inputs.plan
+    try:
+        folds = [
+            regress_fold(texts, inputs.y, train, test, dev, inputs.alphas, inputs.seed + 1000 * index)
+            for index, ((train, test), dev) in enumerate(zip(plan.folds, plan.dev, strict=False))
+        ]
+    except ValueError as error:
+        _skipped(error, notes)
+        return None
+    row = rm.summarise(plan, inputs.y, folds, inputs.n_bootstrap, inputs.seed)
+    record = result_record(LEXICAL_JOB, "ridge", row, inputs)
+    record.update(REFERENCE)
+    record["_predictions"] = out_of_fold(len(inputs.y), plan.folds, folds, float("nan"))
+    return record
+
+
+def add_lexical_test(
+    table: pd.DataFrame, predictions: dict, plan, y, n_boot: int, seed: int, metric: str = "accuracy", score=None
+) -> pd.DataFrame:
+    """The lexical row's ``p_vs_best``: a paired test (as between layers) against the best single layer of
+    the main features' hidden states; one test, so ``p_vs_best_holm`` is the same p."""
+    lexical = [index for index in table.index[table.kind == "lexical"] if index in predictions]
+    singles = table[(table.kind == "single") & (table.features == "main") & table.index.isin(list(predictions))]
+    if "site" in singles:
+        singles = singles[singles.site == "hidden"]
+    if not lexical or singles.empty or not singles[metric].notna().any():
+        return table
+    best, index = singles[metric].idxmax(), lexical[0]
+    p = significance.paired_p_value(
+        plan, y, predictions[best], predictions[index], n_boot, seed, score or significance.correct
+    )
+    table.at[index, "p_vs_best"] = table.at[index, "p_vs_best_holm"] = p
+    table.at[index, "significant_vs_best"] = bool(p < significance.ALPHA)
+    return table
+
+
+def lexical_meta(texts: LexicalTexts | None, family: str, table: pd.DataFrame) -> dict[str, Any] | None:
+    """The ``lexical`` field of the JSON meta: what the baseline was (None: none in this run)."""
+    if texts is None or not (table.kind == "lexical").any():
+        return None
+    meta: dict[str, Any] = {"features": DESCRIPTION, "classifier": family}
+    if texts.b is not None:
+        meta["pair_feature"] = PAIR_FEATURE
+    return meta
