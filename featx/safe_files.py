@@ -116,7 +116,17 @@ def _cells_mapped(frame, cell):
 
 def csv_text(frame, index: bool = False) -> str:
     """``frame`` as CSV text with every text cell neutralised (``neutral_cell``): the one way featx writes CSV."""
-    return _cells_mapped(frame, neutral_cell).to_csv(index=index)
+    import csv
+
+    frame = _cells_mapped(frame, neutral_cell)
+    from pandas.api.types import is_numeric_dtype
+
+    text_columns = [frame.iloc[:, i] for i in range(frame.shape[1]) if not is_numeric_dtype(frame.dtypes.iloc[i])]
+    cells = [*frame.columns, *frame.index.names, *(cell for column in text_columns for cell in column)]
+    carriage_return = any(isinstance(cell, str) and "\r" in cell for cell in cells)
+    # pandas leaves a cell with a carriage return unquoted (its line terminator is "\n"), which splits the row
+    # for every reader: such a table has its text cells quoted.
+    return frame.to_csv(index=index, quoting=csv.QUOTE_NONNUMERIC if carriage_return else csv.QUOTE_MINIMAL)
 
 
 def read_csv(path, **options):
