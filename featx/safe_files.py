@@ -97,15 +97,43 @@ def restored_cell(value):
     return value
 
 
-def _cells_mapped(frame, cell):
-    """``frame`` with ``cell`` applied to its text cells, column names and index labels (numbers untouched)."""
+def _text_positions(frame) -> list[int]:
+    """The positions of ``frame``'s columns that may hold text (not numbers or booleans)."""
     from pandas.api.types import is_bool_dtype, is_numeric_dtype
 
+    dtypes = frame.dtypes
+    return [i for i in range(frame.shape[1]) if not (is_numeric_dtype(dtypes.iloc[i]) or is_bool_dtype(dtypes.iloc[i]))]
+
+
+def _column_mapped(column, cell, candidates):
+    """``column`` with ``cell`` applied to the cells ``candidates`` (vectorised, a superset) picks; unchanged
+    (same dtype) when none is picked, so large tables of plain names cost one pass of pandas string code."""
+    import pandas as pd
+
+    mask = candidates(column.astype("string")).fillna(False).to_numpy(dtype=bool)
+    if not mask.any():
+        return column
+    values = column.astype(object).to_numpy(copy=True)
+    values[mask] = [cell(value) for value in values[mask]]
+    mapped = pd.Series(values, index=column.index, name=column.name)
+    return mapped.astype(column.dtype) if isinstance(column.dtype, pd.StringDtype) else mapped
+
+
+def _formula_candidates(strings):
+    return strings.str.lstrip("'").str[:1].isin(list(FORMULA_STARTS))
+
+
+def _quoted_candidates(strings):
+    return strings.str.startswith("'")
+
+
+def _cells_mapped(frame, cell, candidates):
+    """``frame`` with ``cell`` applied to its text cells, column names and index labels (numbers untouched)."""
+    from pandas.api.types import is_numeric_dtype
+
     frame = frame.copy()
-    for position in range(frame.shape[1]):
-        column = frame.iloc[:, position]
-        if not (is_numeric_dtype(column.dtype) or is_bool_dtype(column.dtype)):
-            frame.isetitem(position, column.astype(object).map(cell))
+    for position in _text_positions(frame):
+        frame.isetitem(position, _column_mapped(frame.iloc[:, position], cell, candidates))
     if frame.columns.nlevels == 1:
         frame.columns = frame.columns.map(cell)
     if frame.index.nlevels == 1 and not is_numeric_dtype(frame.index.dtype):
@@ -114,23 +142,29 @@ def _cells_mapped(frame, cell):
     return frame
 
 
+def _has_carriage_return(frame) -> bool:
+    names = [*frame.columns, *frame.index.names]
+    if any(isinstance(name, str) and "\r" in name for name in names):
+        return True
+    return any(
+        frame.iloc[:, i].astype("string").str.contains("\r", regex=False).fillna(False).any()
+        for i in _text_positions(frame)
+    )
+
+
 def csv_text(frame, index: bool = False) -> str:
     """``frame`` as CSV text with every text cell neutralised (``neutral_cell``): the one way featx writes CSV."""
     import csv
 
-    frame = _cells_mapped(frame, neutral_cell)
-    from pandas.api.types import is_numeric_dtype
-
-    text_columns = [frame.iloc[:, i] for i in range(frame.shape[1]) if not is_numeric_dtype(frame.dtypes.iloc[i])]
-    cells = [*frame.columns, *frame.index.names, *(cell for column in text_columns for cell in column)]
-    carriage_return = any(isinstance(cell, str) and "\r" in cell for cell in cells)
+    frame = _cells_mapped(frame, neutral_cell, _formula_candidates)
     # pandas leaves a cell with a carriage return unquoted (its line terminator is "\n"), which splits the row
     # for every reader: such a table has its text cells quoted.
-    return frame.to_csv(index=index, quoting=csv.QUOTE_NONNUMERIC if carriage_return else csv.QUOTE_MINIMAL)
+    quoting = csv.QUOTE_NONNUMERIC if _has_carriage_return(frame) else csv.QUOTE_MINIMAL
+    return frame.to_csv(index=index, quoting=quoting)
 
 
 def read_csv(path, **options):
     """``pandas.read_csv`` of a CSV featx wrote, its text cells and column names restored (``restored_cell``)."""
     import pandas as pd
 
-    return _cells_mapped(pd.read_csv(path, **options), restored_cell)
+    return _cells_mapped(pd.read_csv(path, **options), restored_cell, _quoted_candidates)
