@@ -180,7 +180,10 @@ def labels():
 )
 @click.option("--sep", default=None, help="LABEL_FILE's delimiter (default: sniffed).")
 def labels_add(features, label_file, join, missing_labels, sep):
-    """Store the label columns of LABEL_FILE in FEATURES for good, joined to its rows (no re-extraction)."""
+    """Store the label columns of LABEL_FILE in FEATURES for good, joined to its rows (no re-extraction).
+
+    Atomic and locked like featx extract: a second writer at the same time is refused; a FEATURES symbolic link
+    is written through to its target."""
     from ..probing.labels import add_labels
 
     echo(add_labels(features, label_file, join, missing_labels, sep))

@@ -34,9 +34,28 @@ def read_label_file(path: str | Path, sep: str | None = None, encoding: str = "u
     refuse_other_formats(data, path, suffix)
     header, rows, lines = parse_table(data, path, suffix, encoding, normalise_sep(sep), [])
     header = [name.strip() for name in header]
+    _check_header(header, path)
     if not rows:
         raise InputError(f"{path} has a header but no rows", "add one row per stored row")
     return header, rows, lines
+
+
+def _check_header(header: list[str], path: Path) -> None:
+    """Every column named, no NUL in a name (HDF5 cannot store it), no name twice (the last would silently win)."""
+    for position, name in enumerate(header, start=1):
+        if not name:
+            raise InputError(f"{path}: column {position} of the header has no name", "give every column a name")
+        if "\0" in name:
+            raise InputError(
+                f"{path}: the name of column {position} ({name!r}) contains a NUL character",
+                "remove it from the header",
+            )
+    duplicates = sorted({name for name in header if header.count(name) > 1})
+    if duplicates:
+        raise InputError(
+            f"{path}: the header repeats column(s) {', '.join(repr(name) for name in duplicates)}",
+            "give every column a unique name (only one of them would be used)",
+        )
 
 
 def _key_of_rows(header, rows, lines, path: Path, join: str, id_col: str) -> tuple[dict[str, int], int | None]:
@@ -193,21 +212,31 @@ def add_labels(
     sep: str | None = None,
 ) -> str:
     """``featx labels add``: store the label columns of ``labels_path`` in the features file for good
-    (atomically); returns the line to show."""
-    from ..store.writer import add_label_columns
+    (atomically); returns the line to show.
+
+    The whole read-check-write holds the features file's ``OutputLock`` (the one ``featx extract`` takes), so a
+    second writer at the same time is refused, never silently overwritten; copies left by a killed add are
+    removed first. A features path that is a symbolic link is written through: its target gets the columns and
+    the link stays a link."""
+    from ..store import OutputLock
+    from ..store.writer import add_label_columns, remove_stale_additions
     from .analyses.target import open_complete
 
     features_path = Path(features_path)
-    with open_complete(features_path) as features:
-        columns = join_labels(features, labels_path, join, missing_labels, sep)
-        clash = [name for name in columns if name in features.label_columns]
-    if clash:
-        raise InputError(
-            f"{features_path} already has label column(s) {', '.join(clash)}",
-            "rename them in the label file, or probe them without storing: featx probe --labels FILE",
-        )
-    add_label_columns(features_path, columns)
+    target = features_path.resolve() if features_path.is_symlink() else features_path
+    with OutputLock(target, "featx labels add", "wait for it to finish, then run featx labels add again"):
+        remove_stale_additions(target)
+        with open_complete(target) as features:
+            columns = join_labels(features, labels_path, join, missing_labels, sep)
+            clash = [name for name in columns if name in features.label_columns]
+        if clash:
+            raise InputError(
+                f"{features_path} already has label column(s) {', '.join(clash)}",
+                "rename them in the label file, or probe them without storing: featx probe --labels FILE",
+            )
+        add_label_columns(target, columns)
     shown = ", ".join(
         f"{name} ({len(column.names)} classes, {column.n_missing} missing)" for name, column in columns.items()
     )
-    return f"added to {features_path}: {shown}"
+    through = f" (through the link to {target})" if target != features_path else ""
+    return f"added to {features_path}{through}: {shown}"

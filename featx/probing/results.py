@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InputError, StoreError
-from ..safe_files import atomic_write_text
+from ..safe_files import atomic_write_text, csv_text, read_csv
 from .evaluation.significance import COLUMNS as SIGNIFICANCE_COLUMNS
 from .meta import ProbeMeta, Task
 
@@ -156,7 +156,7 @@ def side_path(csv_path: Path, kind: str) -> Path:
 
 def write_table(table: pd.DataFrame, path: Path) -> None:
     try:
-        _atomic_write(path, table.to_csv(index=False))
+        _atomic_write(path, csv_text(table))
     except OSError as err:
         raise StoreError(
             f"cannot write {path}: {err.strerror or err}", "choose a writable location with -o PREFIX"
@@ -186,7 +186,7 @@ def write_results(table: pd.DataFrame, meta: dict, csv_path: Path, json_path: Pa
                 "create it, or choose another prefix with -o",
             )
     try:
-        _atomic_write(csv_path, table.to_csv(index=False))
+        _atomic_write(csv_path, csv_text(table))
         records = [{key: json_safe(value) for key, value in record.items()} for record in table.to_dict("records")]
         payload = {"meta": {key: json_safe(value) for key, value in meta.items()}, "results": records}
         _atomic_write(json_path, json.dumps(payload, indent=1, allow_nan=False))
@@ -246,7 +246,7 @@ def load_results(path: str | Path) -> tuple[pd.DataFrame, dict]:
             table = pd.DataFrame(payload["results"])
             meta = payload.get("meta", {})
         else:
-            table = pd.read_csv(path, keep_default_na=True)
+            table = read_csv(path, keep_default_na=True)
             sibling = path.with_suffix(".json")
             meta = json.loads(sibling.read_text(encoding="utf-8")).get("meta", {}) if sibling.exists() else {}
     except (ValueError, KeyError, OSError) as err:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..errors import StoreError
-from ..safe_files import atomic_write_text
+from ..safe_files import atomic_write_text, csv_text
 
 
 def make_folder(folder: Path) -> None:
@@ -20,9 +20,10 @@ def make_folder(folder: Path) -> None:
 
 
 def write_csv(frame: pd.DataFrame, path: Path, index: bool = False) -> Path:
-    """``frame`` as CSV at ``path`` (with its index when ``index``); returns ``path``."""
+    """``frame`` as CSV at ``path`` (with its index when ``index``; formula-like text neutralised, see
+    ``featx.safe_files.csv_text``); returns ``path``."""
     try:
-        atomic_write_text(path, frame.to_csv(index=index))
+        atomic_write_text(path, csv_text(frame, index=index))
     except OSError as err:
         raise StoreError(f"cannot write {path}: {err.strerror or err}", "choose a writable path with -o") from None
     return path

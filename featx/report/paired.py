@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from ..probing.evaluation.significance import ALPHA, holm, paired_p_value
+from ..safe_files import read_csv
 
 N_BOOT = 2000
 
@@ -71,8 +72,8 @@ def _plan(meta: dict, y: np.ndarray, names: list[str]):
 
 def paired_layer_tests(meta_a: dict, meta_b: dict, alpha: float = ALPHA) -> pd.DataFrame:
     """Per common layer: accuracy of a and b on the same rows, p (paired test), Holm-adjusted p, significant."""
-    a = pd.read_csv(predictions_path(meta_a), dtype=str, keep_default_na=False)
-    b = pd.read_csv(predictions_path(meta_b), dtype=str, keep_default_na=False)
+    a = read_csv(predictions_path(meta_a), dtype=str, keep_default_na=False)
+    b = read_csv(predictions_path(meta_b), dtype=str, keep_default_na=False)
     if list(a["row"]) != list(b["row"]) or list(a["label"]) != list(b["label"]):
         raise ValueError("the two predictions files do not hold the same rows with the same labels")
     names = [str(name) for name in (meta_a.get("label_names") or sorted(set(a["label"])))]

@@ -16,8 +16,15 @@ from ..errors import StoreError
 class OutputLock:
     """Held while a run writes ``output`` (its ``.partial``, its shards' manifest, its merge)."""
 
-    def __init__(self, output: Path):
+    def __init__(
+        self,
+        output: Path,
+        command: str = "featx extract",
+        hint: str = "wait for it to finish, or choose another output with -o",
+    ):
         self.path = output.with_name(output.name + ".lock")
+        self.command = command  # written into the lock file: a refused run names the holder
+        self.hint = hint  # what a refused run is told to do
         self.handle: TextIO | None = None  # the open lock file, while held
 
     def _open(self) -> TextIO:
@@ -54,11 +61,12 @@ class OutputLock:
                     fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 except BlockingIOError:
                     handle.seek(0)
-                    holder = handle.read().strip() or "another process"
+                    holder = handle.read().strip() or "featx run"
                     handle.close()
+                    if holder.startswith("pid "):  # written by a featx that named no command
+                        holder = f"featx extract ({holder})"
                     raise StoreError(
-                        f"another featx extract ({holder}) is writing {self.path.name[:-5]} right now",
-                        "wait for it to finish, or choose another output with -o",
+                        f"another {holder} is writing {self.path.name[:-5]} right now", self.hint
                     ) from None
                 # The holder unlinks the file when done: a lock taken on an unlinked file locks nothing.
                 try:
@@ -69,7 +77,7 @@ class OutputLock:
                 handle.close()
             handle.seek(0)
             handle.truncate()
-            handle.write(f"pid {os.getpid()}")
+            handle.write(f"{self.command} (pid {os.getpid()})")
             handle.flush()
         except BaseException:  # Ctrl-C or SIGTERM while taking the lock: release (and remove) what was taken
             if self.handle is not None and not self.handle.closed:

@@ -16,6 +16,7 @@ import contextlib
 import errno
 import json
 import os
+import re
 from pathlib import Path
 
 import h5py
@@ -309,6 +310,29 @@ def _creation_failure(err: BaseException, file: h5py.File, path: Path, final_pat
     return None
 
 
+ADDING_SUFFIX = ".adding"
+
+
+def _adding_name(path: Path) -> re.Pattern:
+    """The names ``add_label_columns`` gives its copies of ``path`` (``tempfile.mkstemp``: 8 random characters)."""
+    return re.compile(re.escape(f".{path.name}.") + r"[a-z0-9_]{8}" + re.escape(ADDING_SUFFIX))
+
+
+def remove_stale_additions(path: Path) -> list[Path]:
+    """Remove the hidden copies of ``path`` that a killed ``add_label_columns`` left (each as large as the file);
+    the caller holds ``path``'s ``OutputLock``, so no running add owns one. Returns what was removed."""
+    path = Path(path)
+    pattern = _adding_name(path)
+    removed = []
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(path.parent):
+            if pattern.fullmatch(entry.name) and not entry.is_dir(follow_symlinks=False):
+                with contextlib.suppress(OSError):
+                    os.unlink(entry.path)
+                    removed.append(Path(entry.path))
+    return removed
+
+
 def add_label_columns(path: Path, columns: dict) -> None:
     """Store label columns (``LabelColumn``s in the file's row order) in a finished features file, atomically:
     the file is copied beside itself, the copy gets the columns and is renamed over the original, so a
@@ -317,7 +341,7 @@ def add_label_columns(path: Path, columns: dict) -> None:
     import tempfile
 
     path = Path(path)
-    descriptor, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".adding")
+    descriptor, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=ADDING_SUFFIX)
     os.close(descriptor)
     try:
         shutil.copyfile(path, tmp)

@@ -197,7 +197,7 @@ def test_an_interrupt_while_the_lock_is_taken_removes_its_file(tmp_path, monkeyp
     monkeypatch.setattr(fcntl, "flock", real_flock)
     assert not (tmp_path / "out.h5.lock").exists()
     with OutputLock(output):
-        assert (tmp_path / "out.h5.lock").read_text() == f"pid {__import__('os').getpid()}"
+        assert (tmp_path / "out.h5.lock").read_text() == f"featx extract (pid {__import__('os').getpid()})"
 
 
 @pytest.mark.slow

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from ...errors import StoreError, require_whole
+from ...safe_files import read_csv
 from ..results import side_path
 from .explain_regression import LAYER_PREFIX, RegressionExplanation, explain_regression, length_buckets
 
@@ -125,7 +126,7 @@ def _accuracy_by(groups: pd.Series, correct: pd.DataFrame, name: str) -> pd.Data
 def _read_predictions(path: Path) -> tuple[pd.DataFrame, list[str]]:
     """The per-row predictions file and its layers (the ``layer_*`` columns), checked."""
     try:
-        frame = pd.read_csv(path, dtype={"id": str, "label": str, "word": str}, keep_default_na=False)
+        frame = read_csv(path, dtype={"id": str, "label": str, "word": str}, keep_default_na=False)
     except (ValueError, OSError) as err:
         raise StoreError(f"{path} is not a featx predictions file ({err})") from None
     layers = [column[len(LAYER_PREFIX) :] for column in frame.columns if column.startswith(LAYER_PREFIX)]

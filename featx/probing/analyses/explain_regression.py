@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from ...errors import StoreError, require_whole
+from ...safe_files import read_csv
 
 LAYER_PREFIX = "layer_"  # the per-layer columns of a predictions file
 
@@ -64,7 +65,7 @@ class RegressionExplanation:
 
 def explain_regression(path: Path, meta: dict, buckets: int, texts: bool) -> RegressionExplanation:
     try:
-        frame = pd.read_csv(path, dtype={"id": str}, keep_default_na=False)
+        frame = read_csv(path, dtype={"id": str}, keep_default_na=False)
         layers = [column[len(LAYER_PREFIX) :] for column in frame.columns if column.startswith(LAYER_PREFIX)]
         true = frame["label"].astype(float).to_numpy()
         predicted = frame[[LAYER_PREFIX + layer for layer in layers]].astype(float)

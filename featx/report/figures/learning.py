@@ -10,6 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from ...errors import InputError, StoreError
+from ...safe_files import read_csv
 from ..text.format import num
 from .style import CYCLE, FORMATS, MARKERS, RC, axes_or_new, legend_below, save
 
@@ -29,7 +30,7 @@ def is_curve_file(path: str | os.PathLike) -> bool:
     if path.suffix != ".csv" or not path.exists():
         return False
     try:
-        columns = pd.read_csv(path, nrows=0).columns
+        columns = read_csv(path, nrows=0).columns
     except (ValueError, OSError):
         return False
     return "train_size" in columns and "n_train" in columns and "kind" not in columns
@@ -42,7 +43,7 @@ def read_curve(curve) -> pd.DataFrame:
         if not path.exists():
             raise StoreError(f"learning-curve file {path} does not exist", "run featx probe --train-sizes ...")
         try:
-            curve = pd.read_csv(path)
+            curve = read_csv(path)
         except (ValueError, OSError) as err:
             raise StoreError(f"{path} cannot be read as a learning-curve file ({err})") from None
     missing = [column for column in (*CURVE_REQUIRED, curve_metric(curve)) if column not in curve.columns]
