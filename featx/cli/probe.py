@@ -199,9 +199,8 @@ def explain(results, limit, buckets):
     Lists the rows that become right from some layer on and the rows wrong at every layer, per-class F1
     by layer, and accuracy by text length and by truncation, from the out-of-fold predictions.
     """
-    from ..errors import require_whole
+    from ..probing.analyses.explain import ExplainConfig
     from ..probing.analyses.explain import explain as run_explain
 
-    require_whole(limit, "--limit")
-
-    echo(run_explain(results, buckets=buckets).format(limit=limit))
+    config = ExplainConfig(results=results, buckets=buckets, limit=limit)
+    echo(run_explain(config).format(limit=config.limit))

@@ -1,5 +1,5 @@
-"""The options of ``featx erase``, ``featx neurons`` and ``featx probe --sweep`` (and ``ProbeConfig``): frozen,
-checked when made, before any file is opened; each bad value is one ``InputError`` with a hint.
+"""The options of ``featx erase``, ``featx neurons``, ``featx explain`` and ``featx probe --sweep`` (and
+``ProbeConfig``): frozen, checked when made, before any file is opened; each bad value is one ``InputError`` with a hint.
 
 Add a case by adding a line to ``REFUSED`` (config class, options, message pattern, hint pattern).
 """
@@ -16,6 +16,7 @@ from featx.cli import main
 from featx.errors import InputError
 from featx.probing import ProbeConfig
 from featx.probing.analyses.erase import EraseConfig
+from featx.probing.analyses.explain import ExplainConfig
 from featx.probing.analyses.neurons import NeuronConfig
 from featx.probing.analyses.sweep import SweepConfig
 
@@ -49,6 +50,9 @@ REFUSED = [
     (ProbeConfig, {"task": "ranking"}, r"^--task ranking is not known$", r"classification, regression or auto"),
     (ProbeConfig, {"cs": ()}, r"^the C grid must hold positive values$", None),
     (ProbeConfig, {"alphas": (1.0, -1.0)}, r"^the ridge alpha grid must hold positive values$", None),
+    (ExplainConfig, {"buckets": 0}, r"^--buckets 0 must be a whole number of at least 1$", r"give --buckets"),
+    (ExplainConfig, {"limit": -1}, r"^--limit -1 must be a whole number of at least 1$", r"give --limit"),
+    (ExplainConfig, {"limit": 2.5}, r"^--limit 2\.5 must be a whole number of at least 1$", r"give --limit"),
 ]
 
 
@@ -59,7 +63,7 @@ REFUSED = [
 )
 def test_a_bad_option_is_one_error_with_a_hint(config, options, message, hint):
     with pytest.raises(InputError) as error:
-        config(**{"features": MISSING, **options})
+        config(**{dataclasses.fields(config)[0].name: MISSING, **options})  # features, or results
     assert re.search(message, error.value.message), error.value.message
     if hint is not None:
         assert re.search(hint, error.value.hint or ""), error.value.hint

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from ...errors import StoreError, require_whole
+from ...options import Options, whole
 from ...safe_files import read_csv
 from ..results import side_path
 from .explain_regression import LAYER_PREFIX, RegressionExplanation, explain_regression, length_buckets
@@ -160,10 +161,26 @@ def _flips(frame: pd.DataFrame, values: np.ndarray, layers: list[str]) -> pd.Dat
     return flips.assign(_order=last_wrong[flipped]).sort_values(["_order", "id"], kind="stable").drop(columns="_order")
 
 
-def explain(results=None, buckets: int = 4, texts: bool = True) -> Explanation | RegressionExplanation:
-    """Diagnostics of a probing run: ``featx.explain("corpus.features.label.probe.csv")``."""
-    require_whole(buckets, "--buckets")
-    path, meta = _resolve(results)
+@dataclass(frozen=True)
+class ExplainConfig(Options):
+    """Options of ``featx explain``: the results file (None: the last run here), text-length buckets, whether
+    to add the texts, and how many rows the printed lists show."""
+
+    results: str | Path | None = None
+    buckets: int = 4
+    texts: bool = True
+    limit: int = 10
+
+
+ExplainConfig.CONSTRAINTS = (whole("buckets", "--buckets"), whole("limit", "--limit"))
+
+
+def explain(config: ExplainConfig | str | Path | None = None, **options: object) -> Explanation | RegressionExplanation:
+    """Diagnostics of a probing run: ``featx.explain("corpus.features.label.probe.csv")``; takes an
+    ``ExplainConfig`` or its fields as keywords."""
+    chosen = ExplainConfig.build(config, **options)
+    buckets, texts = chosen.buckets, chosen.texts
+    path, meta = _resolve(chosen.results)
     if meta.get("task") == "regression":
         return explain_regression(path, meta, buckets, texts)
     frame, layers = _read_predictions(path)
