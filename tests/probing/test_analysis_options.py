@@ -1,5 +1,6 @@
 """The options of ``featx erase``, ``featx neurons``, ``featx explain`` and ``featx probe --sweep`` (and
-``ProbeConfig``): frozen, checked when made, before any file is opened; each bad value is one ``InputError`` with a hint.
+``ProbeConfig``): frozen, checked when made, before any file is opened; each bad value is one ``InputError``
+with a hint.
 
 Add a case by adding a line to ``REFUSED`` (config class, options, message pattern, hint pattern).
 """
