@@ -186,11 +186,13 @@ def read_corpus(
     sep: str | None = None,
     missing_labels: str | None = "empty",
     pair_col: str | None = None,
+    max_bytes: int | None = None,
 ) -> Corpus:
     """Read and validate a corpus file; every column but text/id/split becomes a candidate label.
 
     Without ``id_col`` a row's id is its data row number in the file (0-based, the header not counted,
-    rows left out by ``skip_empty`` counted), so ids join back to the original file.
+    rows left out by ``skip_empty`` counted), so ids join back to the original file. A ``.gz`` file may
+    inflate to ``max_bytes`` (``--max-corpus-bytes``; None: ``featx.io``'s limits on size and ratio).
     """
     path = Path(path)
     if not is_stdin(path) and not path.exists():
@@ -198,7 +200,7 @@ def read_corpus(
     if path.is_dir():
         raise InputError(f"{path} is a directory, not a corpus file")
     raw = read_source(path)
-    suffix, data = unwrap_gzip(raw, path)
+    suffix, data = unwrap_gzip(raw, path, max_bytes)
     refuse_other_formats(data, path, suffix)
     notes: list[str] = []
     header, rows, lines = parse_table(data, path, suffix, encoding, normalise_sep(sep), notes)
