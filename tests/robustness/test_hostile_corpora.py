@@ -239,3 +239,23 @@ def test_a_word_label_with_a_class_per_word_is_refused():
     config = ProbeConfig(features="planted", write=False, jobs=1, label="upos")
     with pytest.raises(InputError, match=r"has \d+ classes in \d+ labelled rows \(fewer than 2 rows a class\)"):
         probe_words(config, "planted", [], 0.0, source=source)
+
+
+@pytest.mark.parametrize("model", ["tiny", "minilm"])
+def test_the_cut_keeps_every_token_of_an_ordinary_long_text(tiny_model, minilm_path, model):
+    """Cutting before tokenising changes nothing kept: the first max_length tokens of the whole text and of the
+    cut text are the same ids (so features of ordinary texts are exactly as before)."""
+    from transformers import AutoTokenizer
+
+    from featx.extraction.corpus import text_char_limit
+    from featx.extraction.tokenize import tokenize_texts
+
+    tokenizer = AutoTokenizer.from_pretrained(str(tiny_model if model == "tiny" else minilm_path))
+    texts = [" ".join(SENTENCES[i % len(SENTENCES)][0] for i in range(3000)), "the  end, " * 10_000]
+    max_length = 64 if model == "tiny" else 512
+    limit = text_char_limit(max_length, window=False)
+    assert all(len(text) > limit for text in texts)
+    whole = tokenize_texts(tokenizer, texts, max_length)
+    cut = tokenize_texts(tokenizer, [text[:limit] for text in texts], max_length)
+    np.testing.assert_array_equal(whole.input_ids, cut.input_ids)
+    np.testing.assert_array_equal(whole.offsets, cut.offsets)
