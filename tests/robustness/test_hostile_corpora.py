@@ -259,3 +259,16 @@ def test_the_cut_keeps_every_token_of_an_ordinary_long_text(tiny_model, minilm_p
     cut = tokenize_texts(tokenizer, [text[:limit] for text in texts], max_length)
     np.testing.assert_array_equal(whole.input_ids, cut.input_ids)
     np.testing.assert_array_equal(whole.offsets, cut.offsets)
+
+
+def test_both_texts_of_a_pair_are_cut(tiny_model, tmp_path):
+    long = "word " * 2_000  # 10,000 characters, over the tiny model's 4,096
+    corpus = write_csv(tmp_path / "pairs.csv", [("a short text", long), (long, "short")], ("text", "other"))
+    arguments = _extract(corpus, "--text-pair-col", "other")(tmp_path, str(tiny_model))
+    result = CliRunner().invoke(main, [a for a in arguments if a != "-q"])
+    assert result.exit_code == 0, result.output
+    limit = CHARS_PER_TOKEN * TINY_MAX_LENGTH
+    assert f"2 row(s) had a text over {limit:,} characters" in result.output
+    with FeatureFile(tmp_path / "out.h5") as features:
+        assert features.texts == ["a short text", long[:limit]]
+        assert features.pair_texts == [long[:limit], "short"]
