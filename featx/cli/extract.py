@@ -96,6 +96,13 @@ _READING_AND_MODEL = options(
         help="Label values read as missing: empty (empty cells only), pandas (also NA, null, None, nan...) "
         "or a comma list such as 'NA,-'.",
     ),
+    click.option(
+        "--max-corpus-bytes",
+        type=int,
+        default=None,
+        help="A .gz corpus may inflate to this many bytes (default 2 GiB, and at most 100 times its "
+        "compressed size); setting it lifts the ratio check.",
+    ),
     click.option("--overwrite", is_flag=True, help="Replace an existing or unfinished output."),
     click.option("--trust-remote-code", is_flag=True, help="Allow the model folder's own Python code to run."),
     click.option("--random-init", is_flag=True, help="Same architecture and tokenizer, random weights (a control)."),

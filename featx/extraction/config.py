@@ -194,6 +194,9 @@ class ExtractConfig(Options):
     encoding: str = "utf-8"
     sep: str | None = None  # the corpus delimiter: None sniffs it (comma, tab, semicolon, pipe)
     missing_labels: str = "empty"  # label values read as missing: empty (the empty cell), pandas, or a comma list
+    # A .gz corpus may inflate to this many bytes (None: featx.io.MAX_CORPUS_BYTES, and at most
+    # MAX_GZIP_RATIO times its compressed size); a value set lifts the ratio check. Not in the fingerprint.
+    max_corpus_bytes: int | None = None
     overwrite: bool = False
     trust_remote_code: bool = False
     random_init: bool = False
@@ -223,6 +226,7 @@ class ExtractConfig(Options):
         _size("batch_size", "--batch-size", optional=False),
         _size("commit_rows", "--commit-rows"),
         _size("max_length", "--max-length", minimum=2),
+        _size("max_corpus_bytes", "--max-corpus-bytes"),
         _check_commit_seconds,
         _check_shards,
         _check_long,

@@ -48,6 +48,45 @@ class Corpus:
         return len(self.texts)
 
 
+# --long truncate keeps the first max_length tokens of a text, so the rest is cut off before tokenising: a
+# 50 MB text would otherwise be tokenised whole (gigabytes of token objects) only to keep 512 tokens. The cut is
+# CHARS_PER_TOKEN characters per token of the maximum: the tokens of common vocabularies are rarely over 20
+# characters, so the kept tokens of any ordinary text are exactly those of the whole text; only a text whose
+# first max_length tokens average over 64 characters is tokenised differently, and the file stores the cut text,
+# which is what was tokenised (its features are a plain forward pass of the stored text).
+CHARS_PER_TOKEN = 64
+# --long window runs the whole text in windows, so it is cut later: at WINDOW_CHARS_PER_TOKEN characters per token
+# of the maximum (131,072 characters for 512 tokens: some 30,000 tokens of English, 80 windows; a long article or
+# a chapter). Bounded because a windowed row's states are held whole (tokens x layers x width: 30,000 tokens of a
+# 13-layer, 768-wide model take 1.2 GB) and its tokens' windows are placed with token x window arrays.
+WINDOW_CHARS_PER_TOKEN = 256
+
+
+def text_char_limit(max_length: int, window: bool) -> int:
+    """The most characters of one text that are tokenised (see ``CHARS_PER_TOKEN``, ``WINDOW_CHARS_PER_TOKEN``)."""
+    return (WINDOW_CHARS_PER_TOKEN if window else CHARS_PER_TOKEN) * int(max_length)
+
+
+def cut_long_texts(corpus: Corpus, max_length: int, window: bool) -> int:
+    """Cut every text (both texts of a pair) to ``text_char_limit`` in place, and say so in the corpus's notes;
+    the rows cut. Texts within the limit are left exactly as read."""
+    limit = text_char_limit(max_length, window)
+    rows: set[int] = set()
+    for texts in (corpus.texts, corpus.pair_texts or []):
+        for row, text in enumerate(texts):
+            if len(text) > limit:
+                texts[row] = text[:limit]
+                rows.add(row)
+    if rows:
+        per_token = WINDOW_CHARS_PER_TOKEN if window else CHARS_PER_TOKEN
+        why = f"{per_token} per token of the {max_length}-token maximum" + (" with --long window" if window else "")
+        corpus.notes.append(
+            f"{len(rows)} row(s) had a text over {limit:,} characters, cut to that before tokenising ({why}); "
+            "the file stores the cut texts"
+        )
+    return len(rows)
+
+
 def _semicolon_hint(header: list[str]) -> str | None:
     if len(header) == 1 and header[0].count(";") >= 1:
         return "the header looks semicolon-separated; save the file as comma- or tab-separated (.csv/.tsv)"
@@ -186,11 +225,13 @@ def read_corpus(
     sep: str | None = None,
     missing_labels: str | None = "empty",
     pair_col: str | None = None,
+    max_bytes: int | None = None,
 ) -> Corpus:
     """Read and validate a corpus file; every column but text/id/split becomes a candidate label.
 
     Without ``id_col`` a row's id is its data row number in the file (0-based, the header not counted,
-    rows left out by ``skip_empty`` counted), so ids join back to the original file.
+    rows left out by ``skip_empty`` counted), so ids join back to the original file. A ``.gz`` file may
+    inflate to ``max_bytes`` (``--max-corpus-bytes``; None: ``featx.io``'s limits on size and ratio).
     """
     path = Path(path)
     if not is_stdin(path) and not path.exists():
@@ -198,7 +239,7 @@ def read_corpus(
     if path.is_dir():
         raise InputError(f"{path} is a directory, not a corpus file")
     raw = read_source(path)
-    suffix, data = unwrap_gzip(raw, path)
+    suffix, data = unwrap_gzip(raw, path, max_bytes)
     refuse_other_formats(data, path, suffix)
     notes: list[str] = []
     header, rows, lines = parse_table(data, path, suffix, encoding, normalise_sep(sep), notes)

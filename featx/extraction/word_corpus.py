@@ -152,6 +152,7 @@ def read_input(config) -> Corpus:
             config.sep,
             config.missing_labels,
             pair_col=config.text_pair_col,
+            max_bytes=config.max_corpus_bytes,
         )
     fmt = word_format(config.corpus, config.word_format, config.columns)
     assert fmt is not None  # is_word_input: a word format was given or recognised

@@ -82,12 +82,15 @@ def tokenize_words(
 
 def tokenize_input(loaded, corpus, plan, texts_tokenizer=None) -> TokenizedCorpus:
     """The tokenised corpus of a plan: word inputs pre-tokenised (never truncated), sentence pairs as ``pairs.py``
-    and plain texts as ``texts_tokenizer`` (default ``tokenize.tokenize_texts``) do."""
+    and plain texts as ``texts_tokenizer`` (default ``tokenize.tokenize_texts``) do, once texts too long to
+    matter are cut (``corpus.cut_long_texts``, in place: the file stores what was tokenised)."""
+    from .corpus import cut_long_texts
     from .pairs import tokenize_corpus
     from .tokenize import tokenize_texts
 
     if corpus.words is not None:
         return tokenize_words(loaded.tokenizer, corpus.words.sentences, corpus.ids)
+    cut_long_texts(corpus, loaded.max_length, window=plan.window is not None)  # the stored texts are the cut ones
     return tokenize_corpus(
         plan.config,
         loaded.tokenizer,

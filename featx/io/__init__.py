@@ -1,8 +1,9 @@
 """Reading input files, shared by both stages: the extraction's corpus and the probe's ``--labels`` files.
 
-``sources``        the bytes of a file or of standard input, gzip unwrapped, other compressions and JSON arrays
-                   refused by name, decoding with the bad byte's line and column
-``tables``         header, rows and line numbers of CSV/TSV (delimiter sniffed), JSON Lines or Parquet
+``sources``        the bytes of a file or of standard input, gzip unwrapped (with size and ratio limits), other
+                   compressions and JSON arrays refused by name, decoding with the bad byte's line and column
+``tables``         header, rows and line numbers of CSV/TSV (delimiter sniffed), JSON Lines or Parquet; at most
+                   ``MAX_COLUMNS`` columns, JSON nested too deeply refused in one line
 ``label_columns``  a column of label values typed once: codes, class names, missing markers, continuous or not
 
 Only the standard library and numpy are imported here (pyarrow when a Parquet file is read).
@@ -23,6 +24,8 @@ from .label_columns import (
 from .sources import (
     COMPRESSED,
     GZIP_SUFFIXES,
+    MAX_CORPUS_BYTES,
+    MAX_GZIP_RATIO,
     STDIN,
     decode_text,
     is_stdin,
@@ -32,7 +35,16 @@ from .sources import (
     source_name,
     unwrap_gzip,
 )
-from .tables import DELIMITER_NAMES, SEP_ALIASES, Table, choose_delimiter, normalise_sep, parse_table
+from .tables import (
+    DELIMITER_NAMES,
+    MAX_COLUMNS,
+    SEP_ALIASES,
+    Table,
+    check_width,
+    choose_delimiter,
+    normalise_sep,
+    parse_table,
+)
 
 __all__ = [
     "COMPRESSED",
@@ -40,6 +52,9 @@ __all__ = [
     "CONTINUOUS_MIN_FRACTION",
     "DELIMITER_NAMES",
     "GZIP_SUFFIXES",
+    "MAX_COLUMNS",
+    "MAX_CORPUS_BYTES",
+    "MAX_GZIP_RATIO",
     "MISSING_PRESETS",
     "MISSING_VALUES",
     "NUMBER",
@@ -48,6 +63,7 @@ __all__ = [
     "STDIN",
     "LabelColumn",
     "Table",
+    "check_width",
     "choose_delimiter",
     "decode_text",
     "is_stdin",

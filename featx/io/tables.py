@@ -18,6 +18,19 @@ DELIMITER_NAMES = {",": "comma", "\t": "tab", ";": "semicolon", "|": "pipe"}
 SEP_ALIASES = {**{name: char for char, name in DELIMITER_NAMES.items()}, "\\t": "\t", "tsv": "\t", "csv": ","}
 SNIFF_BYTES = 64 * 1024
 SNIFF_ROWS = 50
+# A corpus or label file has a text, an id, a split and some label columns: tens, a few hundred at most. Past
+# MAX_COLUMNS it is a mistake (a one-line file read with the wrong delimiter, a matrix) or hostile, and the
+# per-column work (checking names, typing each label column) would take hours; refused from the header.
+MAX_COLUMNS = 10_000
+
+
+def check_width(width: int, path: Path, where: str = "the header") -> None:
+    """Refuse a table wider than ``MAX_COLUMNS``, before its rows are read."""
+    if width > MAX_COLUMNS:
+        raise InputError(
+            f"{path}: {where} has {width:,} columns; featx reads at most {MAX_COLUMNS:,}",
+            "keep the text, id, split and label columns only (is the delimiter right? --sep says it)",
+        )
 
 
 def normalise_sep(sep: str | None) -> str | None:
@@ -86,6 +99,7 @@ def _parse_delimited(text: str, path: Path, delimiter: str) -> Table:
         raise InputError(f"{path} is empty", "give a CSV/TSV file with a header row, e.g. text,label") from None
     except csv.Error as err:
         raise InputError(f"{path}: the header row cannot be parsed ({err})") from None
+    check_width(len(header), path)
     rows: list[list[str]] = []
     lines: list[int] = []
     width = len(header)
@@ -115,26 +129,44 @@ def _read_jsonl(text: str, path: Path) -> Table:
     records: list[dict] = []
     lines: list[int] = []
     header: list[str] = []
+    known: set[str] = set()
     # Only \n ends a record: str.splitlines() would also split on \x85 or \u2028, legal inside JSON strings.
     for number, line in enumerate(text.split("\n"), start=1):
         line = line.removesuffix("\r")
         if not line.strip():
             continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as err:
-            raise InputError(f"{path}: line {number} is not valid JSON ({err.msg})") from None
-        if not isinstance(record, dict):
-            raise InputError(f"{path}: line {number} is not a JSON object")
+        record = _json_record(line, path, number)
+        check_width(len(record), path, f"line {number}")
         for key in record:
-            if key not in header:
+            if key not in known:
+                known.add(key)
                 header.append(key)
+        check_width(len(header), path, f"the records up to line {number}")
         records.append(record)
         lines.append(number)
     if not records:
         raise InputError(f"{path} is empty", 'give one JSON object per line, e.g. {"text": ..., "label": ...}')
-    rows = [[_cell(record.get(key)) for key in header] for record in records]
+    try:
+        rows = [[_cell(record.get(key)) for key in header] for record in records]
+    except RecursionError:
+        raise InputError(f"{path}: a value is nested too deeply to read", NESTING_HINT) from None
     return header, rows, lines
+
+
+NESTING_HINT = "flatten the records: a corpus cell is a text, a label or an id"
+
+
+def _json_record(line: str, path: Path, number: int) -> dict:
+    """One JSON Lines record; nesting deeper than Python's JSON reader follows is one line, not a traceback."""
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError as err:
+        raise InputError(f"{path}: line {number} is not valid JSON ({err.msg})") from None
+    except RecursionError:
+        raise InputError(f"{path}: line {number} is nested too deeply to read", NESTING_HINT) from None
+    if not isinstance(record, dict):
+        raise InputError(f"{path}: line {number} is not a JSON object")
+    return record
 
 
 def _read_parquet(raw: bytes, path: Path) -> Table:
@@ -143,7 +175,11 @@ def _read_parquet(raw: bytes, path: Path) -> Table:
     except ImportError:
         raise InputError(f"{path}: reading Parquet needs pyarrow", "pip install pyarrow, or convert to CSV") from None
     try:
-        table = pq.read_table(io.BytesIO(raw))
+        source = pq.ParquetFile(io.BytesIO(raw))
+        check_width(len(source.schema_arrow.names), path)  # from the footer, before any column is read
+        table = source.read()
+    except InputError:
+        raise
     except Exception as err:  # pyarrow raises several types for bad files
         raise InputError(f"{path} is not a readable Parquet file ({err})") from None
     header = list(table.column_names)

@@ -31,8 +31,19 @@ class Plan:
         return self.evaluation == "split"
 
 
+# A probe's solvers and analyses hold class x row arrays (probabilities, one-hot targets, class means): with
+# 10^5 classes that is tens of GiB before the first step. A label is refused before any fitting when it has
+# more than MAX_CLASSES classes, or more than MANY_CLASSES classes averaging under MIN_ROWS_PER_CLASS labelled
+# rows each (most classes then have a single row: nothing to learn, and no fold can hold each class).
+MAX_CLASSES = 10_000
+MANY_CLASSES = 100
+MIN_ROWS_PER_CLASS = 2
+
+
 def check_labels(y: np.ndarray, names: list[str], column: str, path) -> None:
+    """Refuse a label column a probe cannot fit: no values, one class, or too many classes for its rows."""
     present = np.unique(y)
+    _check_class_count(len(present), len(y), column, path)
     if len(y) == 0:
         raise InputError(
             f"label column '{column}' of {path} has no values: every row's label is missing",
@@ -44,6 +55,17 @@ def check_labels(y: np.ndarray, names: list[str], column: str, path) -> None:
             f"label column '{column}' of {path} has only one class ('{only}' in all {len(y)} labelled rows); "
             "a probe needs at least two",
             "pick another column with --label NAME",
+        )
+
+
+def _check_class_count(classes: int, rows: int, column: str, path) -> None:
+    too_many = classes > MAX_CLASSES
+    if too_many or (classes > MANY_CLASSES and classes * MIN_ROWS_PER_CLASS > rows):
+        limit = f"featx probes at most {MAX_CLASSES:,}" if too_many else f"fewer than {MIN_ROWS_PER_CLASS} rows a class"
+        raise InputError(
+            f"label column '{column}' of {path} has {classes:,} classes in {rows:,} labelled rows ({limit})",
+            "drop rare classes with --min-class-rows N, bin a numeric label with --bins N, "
+            "or probe a score with a regression probe",
         )
 
 
