@@ -148,7 +148,7 @@ def read_word_corpus(
     if several:
         corpus.notes.append(
             f"warning: {len(several)} sentence(s) have several roots (head 0), first {several[0]}: "
-            "arcs to each root are kept as given"
+            "read as given (the --arcs probes leave root words out)"
         )
     if len(paths) > 1:
         counts = {name: splits.count(name) for name in dict.fromkeys(splits)}
