@@ -1,5 +1,5 @@
 """Odd treebanks and word inputs: each is refused with one clear line before any model is loaded (or, for a
-sentence with several roots, read with a one-line warning).
+sentence with several roots, read with a one-line warning); and odd model folders met on the same road.
 
 Add a case by adding a line to ``REFUSED``: the case id, the input files (name -> content) and the expected
 message.
@@ -7,6 +7,7 @@ message.
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -76,3 +77,22 @@ def test_several_roots_are_read_with_one_warning(tmp_path):
         "read as given (the --arcs probes leave root words out)"
     ]
     assert list(corpus.words.heads) == [-1, -1]
+
+
+def _empty_vocabulary(folder: Path) -> None:
+    (folder / "tokenizer.json").unlink()
+    (folder / "vocab.txt").write_text("")
+
+
+# (case id, mutation of a copy of the tiny BERT folder, regex the one-line message must match)
+MODELS = [("empty vocab.txt", _empty_vocabulary, r"its tokenizer files are empty \(vocab\.txt\)")]
+
+
+@pytest.mark.parametrize(("mutate", "pattern"), [case[1:] for case in MODELS], ids=[case[0] for case in MODELS])
+def test_odd_model_folder_is_refused_clearly(tiny_model, tmp_path, mutate, pattern):
+    folder = Path(shutil.copytree(tiny_model, tmp_path / "model"))
+    mutate(folder)
+    (corpus,) = _write(tmp_path, {"a.conllu": GOOD})
+    result = CliRunner().invoke(main, ["extract", corpus, "--model", str(folder), "-o", str(tmp_path / "o.h5"), "-q"])
+    assert result.exit_code == 2, result.output
+    assert_one_clear_error(result.output, pattern)
