@@ -7,6 +7,7 @@ message.
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -84,8 +85,21 @@ def _empty_vocabulary(folder: Path) -> None:
     (folder / "vocab.txt").write_text("")
 
 
+def _unknown_model_type(folder: Path) -> None:
+    config = json.loads((folder / "config.json").read_text())
+    config.update(model_type="brandnew2099", architectures=["Brandnew2099Model"])
+    (folder / "config.json").write_text(json.dumps(config))
+
+
 # (case id, mutation of a copy of the tiny BERT folder, regex the one-line message must match)
-MODELS = [("empty vocab.txt", _empty_vocabulary, r"its tokenizer files are empty \(vocab\.txt\)")]
+MODELS = [
+    ("empty vocab.txt", _empty_vocabulary, r"its tokenizer files are empty \(vocab\.txt\)"),
+    (  # offline, transformers' paragraph of pip advice is no help: one line says what is wrong
+        "model_type unknown to transformers",
+        _unknown_model_type,
+        r"transformers \S+ does not know its model_type 'brandnew2099'.*hint: check model_type in its config\.json",
+    ),
+]
 
 
 @pytest.mark.parametrize(("mutate", "pattern"), [case[1:] for case in MODELS], ids=[case[0] for case in MODELS])
