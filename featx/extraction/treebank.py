@@ -35,6 +35,7 @@ CONLLU_SUFFIXES = (".conllu", ".conll-u")
 JSONL_SUFFIXES = (".jsonl", ".ndjson")
 SPLIT_NAMES = re.compile(r"(?<![a-z])(train|dev|test)(?![a-z])")
 HEAD = "head"
+SENTENCE_COMMENT = re.compile(r"#\s*(sent_id|text)\s*=")  # a block with one of these is a sentence
 
 
 @dataclass
@@ -291,8 +292,8 @@ def _head(value, n_words: int, where: str) -> int:
 def read_conllu(path: Path, text: str) -> list[Sentence]:
     sentences = []
     for first, lines in _blocks(text):
-        if all(line.startswith("#") for line in lines):
-            continue  # comments between sentences: not a sentence
+        if all(line.startswith("#") and not SENTENCE_COMMENT.match(line) for line in lines):
+            continue  # comments between sentences (# newdoc, notes): not a sentence
         sentence = _conllu_sentence(path, first, lines)
         if not sentence.forms:
             raise InputError(f"{path}, line {first}: the sentence has no words")
