@@ -12,7 +12,12 @@ from .store import open_features as open
 
 
 def extract(corpus=None, **options):
-    """Extract features; see ``featx.extraction.ExtractConfig`` for the options."""
+    """Extract features; see ``featx.extraction.ExtractConfig`` for the options.
+
+    SIGTERM and SIGHUP (a kernel shut down, a job killed) stop it like Ctrl-C while it runs in the main
+    thread: ``featx.errors.Terminated`` (a ``KeyboardInterrupt``) is raised with the committed rows kept
+    and the lock released, so the same call resumes; the previous handlers are restored afterwards.
+    """
     from .extraction import make_config, quick_up_to_date
 
     config = make_config(corpus, **options)
@@ -20,8 +25,10 @@ def extract(corpus=None, **options):
     if summary is not None:
         return summary
     from .extraction.orchestrate import extract as _extract
+    from .signals import interrupts_on_termination
 
-    return _extract(config)
+    with interrupts_on_termination():
+        return _extract(config)
 
 
 def probe(features=None, **options):

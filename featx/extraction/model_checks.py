@@ -142,7 +142,13 @@ def read_json(path: Path) -> Any:
 def check_tokenizer_files(folder: Path) -> None:
     """Refuse a folder without a tokenizer vocabulary of its own, naming the files looked for."""
     names = {path.name for path in folder.iterdir()}
-    if names & set(VOCABULARY_FILES) or any(name.endswith(VOCABULARY_SUFFIXES) for name in names):
+    found = sorted(name for name in names if name in VOCABULARY_FILES or name.endswith(VOCABULARY_SUFFIXES))
+    if found and all((folder / name).stat().st_size == 0 for name in found):
+        raise ModelError(
+            f"model folder {folder}: its tokenizer files are empty ({', '.join(found)})",
+            "copy the tokenizer's files into the folder: AutoTokenizer.from_pretrained(NAME).save_pretrained(folder)",
+        )
+    if found:
         return
     raise ModelError(
         f"model folder {folder} has no tokenizer files (none of {', '.join(VOCABULARY_FILES)}, "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -221,6 +222,7 @@ def _load_parts(
     name: str, folder: Path, torch_dtype, trust_remote_code: bool, random_init: bool, seed: int, placement: dict
 ):
     """Config, tokenizer and network of a model folder through transformers; any failure is one ``ModelError``."""
+    import transformers
     from transformers import AutoConfig
     from transformers.utils import logging as hf_logging
 
@@ -235,6 +237,13 @@ def _load_parts(
             raise ModelError(
                 f"model {name} needs custom code from its folder, which featx does not run by default",
                 "read that code first; pass --trust-remote-code only if you trust it",
+            ) from None
+        unknown = re.search(r"has model type `([^`]*)` but Transformers does not recognize", str(err))
+        if unknown:  # transformers' own text is a paragraph of pip advice, of no use offline
+            raise ModelError(
+                f"model {name}: transformers {transformers.__version__} does not know its model_type "
+                f"'{unknown.group(1)}'",
+                "check model_type in its config.json; a newer transformers may know it",
             ) from None
         raise ModelError(f"cannot load model {name}: {err}") from None
     except OSError as err:

@@ -35,6 +35,7 @@ CONLLU_SUFFIXES = (".conllu", ".conll-u")
 JSONL_SUFFIXES = (".jsonl", ".ndjson")
 SPLIT_NAMES = re.compile(r"(?<![a-z])(train|dev|test)(?![a-z])")
 HEAD = "head"
+SENTENCE_COMMENT = re.compile(r"#\s*(sent_id|text)\s*=")  # a block with one of these is a sentence
 
 
 @dataclass
@@ -48,6 +49,7 @@ class Sentence:
     sent_id: str | None = None
     sentence_labels: dict[str, str] = field(default_factory=dict)
     where: str = ""  # "file, line N" for messages
+    roots: int = 0  # words whose head is given as 0 (the root)
 
 
 @dataclass
@@ -123,6 +125,7 @@ def check_word_options(config) -> str | None:
                 "give one corpus table, or name the word format with --word-format",
             )
         return None
+    _check_same_format(config, fmt)
     if fmt == "columns":
         parse_columns(config.columns)
     elif config.columns:
@@ -131,6 +134,20 @@ def check_word_options(config) -> str | None:
     if config.shards is not None or config.shard_index is not None:
         raise InputError("word inputs cannot be extracted in shards yet", "leave out --shards/--shard-index")
     return fmt
+
+
+def _check_same_format(config, fmt: str) -> None:
+    """Several input files without --word-format: each must look like the first (no .conllu with a .csv)."""
+    if config.word_format or not config.more_corpora:
+        return
+    for other in config.more_corpora:
+        found = word_format(other, None, config.columns) if Path(str(other)).is_file() else fmt
+        if found != fmt:
+            raise InputError(
+                f"input files mix formats: {Path(str(config.corpus)).name} is {fmt}, "
+                f"{Path(str(other)).name} is {found or 'a table of texts'}",
+                "give files of one format in one extract (or name it with --word-format)",
+            )
 
 
 def split_of(path: Path) -> str:
@@ -209,6 +226,7 @@ def _conllu_sentence(path: Path, first: int, lines: list[str]) -> Sentence:
     where = f"{path}, line {first}"
     if [token["id"] for token in words] != list(range(1, len(words) + 1)):
         raise InputError(f"{where}: word ids of the sentence are not 1, 2, 3... in order")
+    _check_ranges_and_feats(tokens, token_lines, len(words), path)
     sentence = Sentence(
         [str(token["form"]) for token in words],
         text=tokens.metadata.get("text"),
@@ -219,7 +237,39 @@ def _conllu_sentence(path: Path, first: int, lines: list[str]) -> Sentence:
     for name in sorted({key for token in words for key in (token["feats"] or {})}):
         sentence.labels[f"feats.{name}"] = [_value((token["feats"] or {}).get(name)) for token in words]
     sentence.heads = [_head(tokens[index]["head"], len(words), f"{path}, line {token_lines[index]}") for index in kept]
+    sentence.roots = sum(1 for token in words if str(token["head"]) == "0")
     return sentence
+
+
+def _check_ranges_and_feats(tokens, token_lines: list[int], n_words: int, path: Path) -> None:
+    """A multiword token's range lies within the sentence; FEATS is ``_`` or ``Feature=Value`` pairs."""
+    for token, number in zip(tokens, token_lines, strict=False):
+        ident = token["id"]
+        if isinstance(ident, tuple) and ident[1] == "-" and not 1 <= ident[0] <= ident[2] <= n_words:
+            raise InputError(
+                f"{path}, line {number}: multiword token {ident[0]}-{ident[2]} goes beyond the sentence's "
+                f"{n_words} words",
+                "a range names words of its own sentence, e.g. 3-4 for words 3 and 4",
+            )
+        bare = [name for name, value in (token["feats"] or {}).items() if value in (None, "")]
+        if bare:
+            raise InputError(
+                f"{path}, line {number}: FEATS '{bare[0]}' has no '=' (features are Feature=Value, split by '|')",
+                "e.g. Number=Sing|Person=3, or _ for none",
+            )
+
+
+def tree_problem(sentence: Sentence) -> str | None:
+    """What is wrong with a sentence's heads as a tree: a cycle is an error; several roots only a warning."""
+    heads = sentence.heads or []
+    for start in range(len(heads)):
+        seen, word = set(), start
+        while word >= 0 and word not in seen:
+            seen.add(word)
+            word = heads[word]
+        if word >= 0:
+            return f"the heads form a cycle through word {word + 1}"
+    return None
 
 
 def _value(value) -> str:
@@ -242,6 +292,8 @@ def _head(value, n_words: int, where: str) -> int:
 def read_conllu(path: Path, text: str) -> list[Sentence]:
     sentences = []
     for first, lines in _blocks(text):
+        if all(line.startswith("#") and not SENTENCE_COMMENT.match(line) for line in lines):
+            continue  # comments between sentences (# newdoc, notes): not a sentence
         sentence = _conllu_sentence(path, first, lines)
         if not sentence.forms:
             raise InputError(f"{path}, line {first}: the sentence has no words")

@@ -14,7 +14,16 @@ import numpy as np
 from ..errors import InputError
 from ..io import decode_text, label_column, missing_markers
 from .corpus import Corpus
-from .treebank import Sentence, WordTable, parse_columns, read_columns, read_conllu, read_token_jsonl, split_of
+from .treebank import (
+    Sentence,
+    WordTable,
+    parse_columns,
+    read_columns,
+    read_conllu,
+    read_token_jsonl,
+    split_of,
+    tree_problem,
+)
 
 
 def _read_file(path: Path, fmt: str, columns: str | None, encoding: str) -> tuple[list[Sentence], bytes]:
@@ -36,6 +45,13 @@ def _read_file(path: Path, fmt: str, columns: str | None, encoding: str) -> tupl
 def _check_words(sentence: Sentence) -> None:
     if not sentence.forms:
         raise InputError(f"{sentence.where}: the sentence has no words", "leave empty sentences out of the file")
+    problem = tree_problem(sentence)
+    if problem:
+        named = f" (sent_id {sentence.sent_id})" if sentence.sent_id else ""
+        raise InputError(
+            f"{sentence.where}{named}: {problem}",
+            "each word's head leads to the root (0); fix the sentence's HEAD column",
+        )
     for position, form in enumerate(sentence.forms, start=1):
         if not form.strip():
             raise InputError(
@@ -103,6 +119,7 @@ def read_word_corpus(
         digests.append(hashlib.sha256(raw).hexdigest())
     for sentence in sentences:
         _check_words(sentence)
+    several = [sentence.sent_id or sentence.where for sentence in sentences if sentence.roots > 1]
     markers = missing_markers(missing_labels)
     sentence_columns = list(dict.fromkeys(name for sentence in sentences for name in sentence.sentence_labels))
     split = splits if len(paths) > 1 else None
@@ -128,6 +145,11 @@ def read_word_corpus(
         sha256=sha256,
     )
     corpus.words = _word_table(sentences, markers)
+    if several:
+        corpus.notes.append(
+            f"warning: {len(several)} sentence(s) have several roots (head 0), first {several[0]}: "
+            "read as given (the --arcs probes leave root words out)"
+        )
     if len(paths) > 1:
         counts = {name: splits.count(name) for name in dict.fromkeys(splits)}
         corpus.notes.append(

@@ -204,3 +204,73 @@ def test_sigterm_while_the_model_loads_releases_the_lock(tiny_model, tmp_path):
     assert "SIGTERM" in stderr and "run the same" in stderr
     no_traceback(stderr)
     assert not lock.exists()
+
+
+LIBRARY_RUN = """
+import sys
+import featx
+from featx.errors import Interrupted
+
+options = dict(model=sys.argv[2], output=sys.argv[3], batch_size={batch}, commit_rows=1000, tokens=True,
+               commit_seconds=0.001, progress=False)
+try:
+    featx.extract(sys.argv[1], **options)
+except Interrupted as stop:
+    print("stopped", stop.exit_code, stop, file=sys.stderr)
+    sys.exit(3)
+"""
+
+
+@pytest.mark.slow
+def test_sigterm_inside_featx_extract_from_python_leaves_a_resumable_file(tiny_model, tmp_path):
+    import sys
+
+    corpus = many_rows_csv(tmp_path / "corpus.csv", N_ROWS)
+    reference = reference_run(corpus, tiny_model, tmp_path / "reference.h5", commit_rows=1000)
+    output = tmp_path / "out.h5"
+    script = LIBRARY_RUN.format(batch=BATCH)
+    process = start([sys.executable, "-c", script, str(corpus), str(tiny_model), str(output)], tmp_path)
+    reached = wait_until(lambda: batches_committed(output) >= 3, process)
+    process.send_signal(signal.SIGTERM)
+    _, stderr = process.communicate(timeout=120)
+    if not reached:
+        pytest.skip("the run finished before the signal could land")
+    assert process.returncode == 3 and "stopped 143 interrupted (SIGTERM)" in stderr, stderr  # one clear error
+    assert not output.with_name("out.h5.lock").exists()  # released and removed
+    assert batches_committed(output) >= 3 and not output.exists()
+    with single_thread_torch():
+        summary = featx.extract(
+            corpus,
+            model=str(tiny_model),
+            output=output,
+            batch_size=BATCH,
+            commit_rows=1000,
+            tokens=True,
+            commit_seconds=0.001,
+            progress=False,
+        )
+    assert summary.status == "resumed" and summary.resumed_from == 0 and summary.resumed_inside > 0, summary
+    assert_same_file(reference, output)
+
+
+def test_featx_extract_restores_the_previous_signal_handlers(tiny_model, tmp_path, monkeypatch):
+    from featx.extraction import orchestrate
+
+    corpus = many_rows_csv(tmp_path / "corpus.csv", 16)
+    original, seen = orchestrate.extract, {}
+
+    def mine(signum, frame):  # pragma: no cover - never sent
+        pass
+
+    def spy(config):
+        seen["during"] = signal.getsignal(signal.SIGTERM)
+        return original(config)
+
+    monkeypatch.setattr(orchestrate, "extract", spy)
+    previous = signal.signal(signal.SIGTERM, mine)
+    try:
+        with single_thread_torch():
+            featx.extract(corpus, model=str(tiny_model), output=tmp_path / "out.h5", progress=False)
+        assert seen["during"] is not mine and signal.getsignal(signal.SIGTERM) is mine
+    finally:
+        signal.signal(signal.SIGTERM, previous)
