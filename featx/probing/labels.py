@@ -81,6 +81,18 @@ def _key_of_rows(header, rows, lines, path: Path, join: str, id_col: str) -> tup
     return keys, position
 
 
+def _check_row_count(features: FeatureFile, path: Path, n_label_rows: int) -> None:
+    """With --join row, a label file longer than the corpus is refused (its rows are not the corpus rows)."""
+    attrs = features.attrs
+    corpus_rows = int(attrs.get(schema.CORPUS_N_ROWS) or attrs.get(schema.N_ROWS) or len(features.ids))
+    if n_label_rows > corpus_rows:
+        raise InputError(
+            f"{path} has {n_label_rows} data rows but {features.path} has {corpus_rows} corpus rows: with --join row "
+            "the label file's rows must be the corpus rows, in order",
+            "remove the extra rows, or give both files an id column and use --join id",
+        )
+
+
 def join_labels(
     features: FeatureFile, path: str | Path, join: str = "id", missing_labels: str = "empty", sep: str | None = None
 ) -> dict[str, LabelColumn]:
@@ -99,6 +111,8 @@ def join_labels(
             "use --join id with that column in the label file",
         )
     keys, position = _key_of_rows(header, rows, lines, path, join, stored_id_col or "id")
+    if join == "row":
+        _check_row_count(features, path, len(rows))
     ids = features.ids
     unmatched = [row_id for row_id in ids if row_id not in keys]
     if unmatched:

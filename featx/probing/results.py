@@ -14,6 +14,7 @@ import pandas as pd
 
 from ..errors import InputError, StoreError
 from ..safe_files import atomic_write_text, csv_text, read_csv
+from ..store import escape_name
 from .evaluation.significance import COLUMNS as SIGNIFICANCE_COLUMNS
 from .meta import ProbeMeta, Task
 
@@ -123,7 +124,8 @@ class ProbeResult:
 
 
 def results_prefix(features_path: Path, label: str, kind: str, output: str | Path | None = None) -> Path:
-    """``<features stem>.<label>.<kind>`` beside the features file, or ``output`` less a .csv/.json suffix."""
+    """``<features stem>.<label>.<kind>`` beside the features file, or ``output`` less a .csv/.json suffix.
+    The label is escaped as the store escapes HDF5 names ('/' as %2F, '%' as %25); the JSON keeps it as is."""
     if output is not None:
         prefix = str(output)
         for suffix in (".csv", ".json"):
@@ -132,7 +134,7 @@ def results_prefix(features_path: Path, label: str, kind: str, output: str | Pat
         return Path(prefix)
     features_path = Path(features_path)
     stem = features_path.name[: -len(features_path.suffix)] if features_path.suffix else features_path.name
-    return features_path.with_name(f"{stem}.{label}.{kind}")
+    return features_path.with_name(f"{stem}.{escape_name(label)}.{kind}")
 
 
 def results_paths(features_path: Path, label: str, output: str | Path | None = None) -> tuple[Path, Path]:

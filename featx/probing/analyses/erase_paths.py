@@ -5,12 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from ...errors import InputError
+from ...store import escape_name
 
 
 def default_output(source: Path, label: str, method: str) -> Path:
-    """``<stem>.erased-<label>-<method>.h5`` beside the source."""
+    """``<stem>.erased-<label>-<method>.h5`` beside the source (the label escaped as in result file names)."""
     stem = source.name[: -len(source.suffix)] if source.suffix else source.name
-    return source.with_name(f"{stem}.erased-{label}-{method}.h5")
+    return source.with_name(f"{stem}.erased-{escape_name(label)}-{method}.h5")
 
 
 def check_output(source: Path, output: Path, overwrite: bool) -> None:

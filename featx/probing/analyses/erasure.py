@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ...errors import InputError
 from .. import evaluation as ev
 from ..solvers import classifiers as clf
 
@@ -182,6 +183,12 @@ def _inlp(X: np.ndarray, y: np.ndarray, n_classes: int, iterations: int, seed: i
     mean = X.mean(axis=0)
     centred = X - mean
     fit_rows, val_rows = ev.inner_split(y, np.arange(len(y)), seed)
+    if len(np.unique(y[fit_rows])) < 2:
+        raise InputError(
+            f"too few labelled rows per class for INLP: its probes are fitted on {len(fit_rows)} of the "
+            f"{len(y)} training rows, and these hold one class only",
+            "label more rows of each class (at least 5), or use --method leace",
+        )
     majority = np.bincount(y[val_rows], minlength=n_classes).max() / len(val_rows)
     basis = np.zeros((X.shape[1], 0))
     history: list[float] = []

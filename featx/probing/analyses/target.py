@@ -43,6 +43,12 @@ class Task:
 def default_label(features: FeatureFile, label: str | None) -> str:
     """``label`` (checked), else the column ``label``, else the first label column."""
     if label is not None:
+        if label not in features.label_columns and features.has_words and label in features.word_label_columns():
+            raise InputError(
+                f"'{label}' is a word label of {features.path}: featx erase, featx neurons and --sweep "
+                "work on sentence labels only",
+                f"for word probes: featx probe {features.path} --label {label}",
+            )
         features.labels(label)  # the clear "no label column" error
         return label
     columns = features.label_columns

@@ -50,7 +50,7 @@ def curve_job(source, layer: int, pooling: str, shared, sizes: list[float]) -> l
     from threadpoolctl import threadpool_limits
 
     task = shared.task
-    with threadpool_limits(limits=1), opened_source(source) as opened:
+    with threadpool_limits(limits=1), opened_source(source, shared.allow_partial) as opened:
         X = item_features(task, opened.word_features(pooling, layer, dtype=np.float32))
     records = []
     with threadpool_limits(limits=1):

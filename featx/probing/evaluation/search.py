@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from ...errors import InputError
 from ..solvers import classifiers as clf
 
 
@@ -29,6 +30,12 @@ def search_c(name: str, Xs: np.ndarray, y: np.ndarray, fit_rows, val_rows, cs, b
     Cs without improvement: the weakly regularised fits it skips are the slowest ones.
     Returns (best C, the model fitted at it). Ties go to the smaller C (the simpler probe).
     """
+    if len(np.unique(y[fit_rows])) < 2:
+        raise InputError(
+            f"too few labelled rows per class for the {name} probe's search over C: the part of a training "
+            f"fold it fits on ({len(fit_rows)} row(s)) holds one class only",
+            "label more rows of each class (at least 5), or use --classifier logreg",
+        )
     model = clf.make_linear(name, cs[0], balanced, seed)
     final_tol = model.get_params()["tol"]
     model.set_params(tol=max(final_tol, PATH_TOL))

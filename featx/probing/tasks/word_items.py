@@ -25,12 +25,13 @@ HEAD_LABEL = "head"  # --label head --arcs: is this word pair an arc?
 ARC_NAMES = ["no-arc", "arc"]
 
 
-def opened_source(source):
-    """A context giving the source: a features file path is opened (in a worker), an object is used as is."""
+def opened_source(source, allow_partial: bool = False):
+    """A context giving the source: a features file path is opened (in a worker; an unfinished one with
+    ``allow_partial``, showing its committed rows), an object is used as is."""
     if isinstance(source, (str, Path)):
         from ...store import FeatureFile
 
-        return FeatureFile(source)
+        return FeatureFile(source, allow_partial=allow_partial)
     return contextlib.nullcontext(source)
 
 

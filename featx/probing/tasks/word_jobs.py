@@ -30,6 +30,7 @@ class WordInputs:
     seed: int
     n_bootstrap: int
     mdl: bool = False
+    allow_partial: bool = False  # an unfinished features file: its committed rows (the task's words are among them)
 
 
 def online_code(inputs: WordInputs, X: np.ndarray) -> Any:
@@ -60,7 +61,7 @@ def run_probe_job(source: Any, layer: int, pooling: str, inputs: WordInputs) -> 
     from threadpoolctl import threadpool_limits
 
     task, plan = inputs.task, inputs.plan
-    with threadpool_limits(limits=1), opened_source(source) as opened:
+    with threadpool_limits(limits=1), opened_source(source, inputs.allow_partial) as opened:
         X = item_features(task, opened.word_features(pooling, layer, dtype=np.float32))
     labels = [task.y] + ([inputs.y_control] if inputs.y_control is not None else [])
     records = []
@@ -156,7 +157,7 @@ def mix_job(source: Any, pooling: str, layers: list[int], inputs: WordInputs) ->
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        with threadpool_limits(limits=1), opened_source(source) as opened:
+        with threadpool_limits(limits=1), opened_source(source, inputs.allow_partial) as opened:
             data = load_mix_data(opened, inputs.task, inputs.plan, pooling, layers, inputs.seed)
             return pooling, layer_summary(data, inputs.task.n_classes, inputs.seed)
     finally:

@@ -131,7 +131,7 @@ class WordProbe:
     def from_plan(cls, plan: ProbePlan, source: Any = None) -> WordProbe:
         config, notes, path = plan.config, plan.notes, plan.path
         classifiers = word_classifiers(config)
-        with opened_source(path if source is None else source) as opened:
+        with opened_source(path if source is None else source, plan.allow_partial) as opened:
             if not getattr(opened, "has_words", False):
                 raise InputError(f"{path} has no word-level data", "extract a treebank: featx extract treebank.conllu")
             task = build_task(opened, config, notes)
@@ -153,6 +153,7 @@ class WordProbe:
             int(config.seed),
             int(config.n_bootstrap),
             bool(config.mdl),
+            bool(config.allow_partial),
         )
         specs = [str(layer) for layer in layers]
         plan = plan.resolved(task.label, classifiers, poolings, ["hidden"], specs, folds, level=task.level)

@@ -243,25 +243,30 @@ def _draw_baseline_curve(ax, frame: pd.DataFrame, rows: pd.DataFrame, metric: st
     return list(y)
 
 
+def _class_f1(scores: dict, name) -> float:
+    """A class's F1 in one row, NaN when it has none (a class absent from the test part is stored as null)."""
+    value = scores.get(name)
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else np.nan
+
+
 def _draw_class_lines(ax, per_layer: dict, layers: list[int], classes: list) -> None:
     """One line per class; with many classes only the lowest-F1 ones (at the last layer) get colour and a label."""
     highlighted = classes
     if len(classes) > MAX_CLASS_LINES:
-        last = per_layer[layers[-1]]
-        highlighted = sorted(
-            classes, key=lambda name: last.get(name, np.nan) if np.isfinite(last.get(name, np.nan)) else -1.0
-        )[:MAX_CLASS_LINES]
+        last = [_class_f1(per_layer[layers[-1]], name) for name in classes]
+        order = sorted(range(len(classes)), key=lambda i: last[i] if np.isfinite(last[i]) else -1.0)
+        highlighted = [classes[i] for i in order[:MAX_CLASS_LINES]]
         for name in classes:
             if name not in highlighted:
                 ax.plot(
                     layers,
-                    [per_layer[layer].get(name, np.nan) for layer in layers],
+                    [_class_f1(per_layer[layer], name) for layer in layers],
                     color="#BBBBBB",
                     linewidth=0.8,
                     zorder=1,
                 )
     for index, name in enumerate(highlighted):
-        y = [per_layer[layer].get(name, np.nan) for layer in layers]
+        y = [_class_f1(per_layer[layer], name) for layer in layers]
         ax.plot(
             layers,
             y,
