@@ -121,16 +121,23 @@ def _fit(model, X, y):
         return model.fit(X, y)
 
 
+def validation_split(transform, X_train, y, train, dev, fit_and_val):
+    """``(X_fit, y_fit, X_val, y_val)`` of a choice made on training rows only: the file's dev part when it
+    has one, else ``fit_and_val`` (positions within ``train``: the probes' own seeded holdout)."""
+    if dev is not None:
+        return X_train, y[train], transform(dev), y[dev]
+    fit_rows, val_rows = fit_and_val()
+    return X_train[fit_rows], y[train][fit_rows], X_train[val_rows], y[train][val_rows]
+
+
 def choose_c(transform, X_train, y, train, dev, cs, balanced: bool, seed: int) -> float:
     """C by the probes' rule: the dev part, else a seeded stratified holdout of the training part; the
     path over the grid (smallest C first) with the probes' stopping rule, ties to the smaller C."""
     if dev is None and len(cs) == 1:
         return float(cs[0])
-    if dev is not None:
-        X_fit, y_fit, X_val, y_val = X_train, y[train], transform(dev), y[dev]
-    else:
-        fit_rows, val_rows = ev.inner_split(y[train], np.arange(len(train)), seed)
-        X_fit, y_fit, X_val, y_val = X_train[fit_rows], y[train][fit_rows], X_train[val_rows], y[train][val_rows]
+    X_fit, y_fit, X_val, y_val = validation_split(
+        transform, X_train, y, train, dev, lambda: ev.inner_split(y[train], np.arange(len(train)), seed)
+    )
     path = ev.CPath(y_val)
     for C in sorted(cs):
         model = _fit(logistic(C, balanced), X_fit, y_fit)
@@ -157,11 +164,7 @@ def choose_alpha(transform, X_train, y, train, dev, alphas, seed: int) -> float:
 
     if len(alphas) == 1:
         return float(alphas[0])
-    if dev is not None:
-        X_fit, y_fit, X_val, y_val = X_train, y[train], transform(dev), y[dev]
-    else:
-        fit_rows, val_rows = holdout(len(train), seed)
-        X_fit, y_fit, X_val, y_val = X_train[fit_rows], y[train][fit_rows], X_train[val_rows], y[train][val_rows]
+    X_fit, y_fit, X_val, y_val = validation_split(transform, X_train, y, train, dev, lambda: holdout(len(train), seed))
     best, chosen = np.inf, float(alphas[0])
     for alpha in sorted(alphas, reverse=True):
         error = float(np.mean((Ridge(alpha=alpha).fit(X_fit, y_fit).predict(X_val) - y_val) ** 2))
