@@ -52,4 +52,18 @@ def explain(results=None, **options):
     return _explain(results, **options)
 
 
-__all__ = ["FeatureFile", "FeatxError", "__version__", "estimate", "explain", "extract", "open", "probe"]
+def fit(features=None, **options):
+    """Fit a probe on a features file and save it as a bundle; see ``featx.deploy.FitConfig`` for the options."""
+    from .deploy import fit as _fit
+
+    return _fit(features, **options)
+
+
+def load(path):
+    """The probe saved in a bundle folder (``featx fit -o model.featx``), checked before use."""
+    from .deploy import load as _load
+
+    return _load(path)
+
+
+__all__ = ["FeatureFile", "FeatxError", "__version__", "estimate", "explain", "extract", "fit", "load", "open", "probe"]

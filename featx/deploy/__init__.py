@@ -1,0 +1,35 @@
+"""Deployed probes: ``fit`` (a probe trained on a features file, its layer and pooling chosen on the training
+rows), the bundle it is saved as (``load``), and ``predict`` over a corpus.
+
+Modules: ``config`` (``FitConfig``, ``PredictConfig``), ``plan`` (``FitPlan``), ``choose`` (the cross-validated
+choice), ``head`` (``Head``, the fitted arrays), ``features`` (what a head reads), ``probe`` (``Probe``),
+``bundle`` and ``checks`` (writing and checking bundles), ``model_ref`` (the model's fingerprints),
+``fitting`` and ``prediction``. The names below are imported on first use, so that importing the package stays cheap.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_HOMES = {
+    "FitConfig": "config",
+    "PredictConfig": "config",
+    "FitPlan": "plan",
+    "FitResult": "fitting",
+    "Head": "head",
+    "Probe": "probe",
+    "fit": "fitting",
+    "load": "bundle",
+    "predict": "prediction",
+    "PredictResult": "prediction",
+}
+
+__all__ = sorted(_HOMES)
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'featx.deploy' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{home}"), name)

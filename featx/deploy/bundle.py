@@ -1,0 +1,126 @@
+"""The bundle: a folder ``model.featx/`` holding ``manifest.json`` (what the probe is, how its features were
+made, the sha256 of every other file) and ``weights.safetensors`` (the scaler and the head's arrays).
+
+Written into a fresh temporary folder beside the target (``mkdtemp``: a new name, mode 0700, never a planted
+link) and renamed into place; an existing bundle is replaced only with ``overwrite``, and a link at the target
+is never followed. Read by ``load``, which checks everything (``checks``) before anything is used; nothing is
+ever unpickled: the arrays are safetensors, the rest JSON.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+from .._version import __version__
+from ..errors import InputError
+from ..safe_files import NotARegularFile
+from . import checks
+from .probe import Probe
+
+MANIFEST, WEIGHTS = checks.MANIFEST, checks.WEIGHTS
+
+
+def manifest_of(probe: Probe, weights_sha256: str, weights_bytes: int) -> dict:
+    """The manifest of ``probe`` whose weights file has this digest and size."""
+    head = probe.head
+    return {
+        "format": checks.FORMAT,
+        "schema_version": checks.SCHEMA_VERSION,
+        "featx_version": __version__,
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        **{key: value for key, value in probe.info.items() if key not in checks.OWN_KEYS},
+        "task": probe.task,
+        "classes": head.classes,
+        "layer_spec": {"kind": probe.spec.kind, "layers": list(probe.spec.layers), "name": probe.spec.name},
+        "pooling": probe.pooling,
+        "classifier": head.classifier,
+        "C" if head.classifier != "ridge" else "alpha": head.C,
+        "n_features": head.n_features,
+        "arrays": {name: list(array.shape) for name, array in checks.arrays_of(head).items()},
+        "extraction": probe.extraction,
+        "files": {WEIGHTS: {"sha256": weights_sha256, "bytes": weights_bytes}},
+    }
+
+
+def _write_new(folder: Path, name: str, data: bytes) -> None:
+    """A new file in a folder featx just made (never through a link)."""
+    descriptor = os.open(folder / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    with os.fdopen(descriptor, "wb") as handle:
+        handle.write(data)
+
+
+def write_bundle(probe: Probe, target: Path, overwrite: bool = False) -> Path:
+    """Write ``probe`` to the bundle folder ``target`` atomically; returns ``target``."""
+    from safetensors.numpy import save
+
+    target = Path(target)
+    if target.is_symlink() or (target.exists() and not target.is_dir()):
+        raise InputError(f"{target} exists and is not a bundle folder", "choose another -o path")
+    if target.exists() and not overwrite:
+        raise InputError(f"{target} already exists", "pass --overwrite to replace it, or choose another -o path")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    data = save({name: array for name, array in checks.arrays_of(probe.head).items()})
+    manifest = manifest_of(probe, hashlib.sha256(data).hexdigest(), len(data))
+    staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp"))
+    try:
+        _write_new(staging, WEIGHTS, data)
+        _write_new(staging, MANIFEST, json.dumps(manifest, indent=2, allow_nan=False).encode("utf-8"))
+        os.chmod(staging, 0o755 & ~_umask())
+        _replace(staging, target)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return target
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _replace(staging: Path, target: Path) -> None:
+    """Rename ``staging`` to ``target``; an old bundle there is moved aside first, then removed."""
+    if not target.exists():
+        os.rename(staging, target)
+        return
+    aside = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.", suffix=".old"))
+    os.rename(target, aside / "bundle")
+    os.rename(staging, target)
+    shutil.rmtree(aside, ignore_errors=True)
+
+
+def load(path: str | os.PathLike) -> Probe:
+    """The probe saved in the bundle folder ``path``, every file checked first (``checks``)."""
+    from ..safe_files import read_small_text
+    from .head import Head
+
+    folder = checks.bundle_folder(Path(path))
+    try:
+        text = read_small_text(folder / MANIFEST, checks.MAX_MANIFEST_BYTES)
+    except (NotARegularFile, OSError, UnicodeDecodeError) as err:
+        raise InputError(f"{folder}/{MANIFEST} cannot be read: {err}", checks.REFIT_HINT) from None
+    manifest = checks.check_manifest(checks.parse_manifest(text, folder), folder)
+    arrays = checks.read_weights(folder, manifest)
+    head = Head(
+        manifest["classifier"],
+        arrays.pop("mean"),
+        arrays.pop("scale"),
+        arrays,
+        manifest["classes"],
+        float(manifest.get("C", manifest.get("alpha", float("nan")))),
+    )
+    info = {key: value for key, value in manifest.items() if key not in checks.OWN_KEYS}
+    spec = checks.layer_spec(manifest)
+    probe = Probe(head, spec, manifest["pooling"], dict(manifest["extraction"]), info, folder)
+    checks.check_model_now(probe.extraction)
+    return probe
+
+
+__all__ = ["MANIFEST", "WEIGHTS", "load", "manifest_of", "write_bundle"]

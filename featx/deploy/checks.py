@@ -1,0 +1,233 @@
+"""The checks a bundle passes before ``load`` uses anything in it: a real folder (no links) holding exactly
+``manifest.json`` and ``weights.safetensors`` (never a pickle or ``.npy``), a manifest of a known schema with
+sane, consistent fields, weights whose sha256 is the manifest's, of float dtypes, finite, with the shapes
+the manifest and the head need, and (when the model is on this machine) the same model weights and tokenizer.
+
+Every failure is one ``InputError`` naming the bundle and what is wrong."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import stat
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import InputError
+from ..selection import POOLINGS, LayerSpec
+from .config import HEADS
+from .head import ARRAYS, KIND_OF, Head
+
+FORMAT = "featx-probe"
+SCHEMA_VERSION = 1
+MANIFEST, WEIGHTS = "manifest.json", "weights.safetensors"
+MAX_MANIFEST_BYTES = 8 << 20
+MAX_WEIGHTS_BYTES = 4 << 30
+MAX_FEATURES = 1 << 21  # columns a head may read (a cat of many wide layers, SentEval pairs)
+MAX_CLASSES = 10_000
+MAX_HIDDEN = 1 << 16
+PICKLE_SUFFIXES = (".pkl", ".pickle", ".joblib", ".npy", ".npz", ".pt", ".pth", ".bin", ".ckpt")
+REFIT_HINT = "fit the probe again with featx fit (a bundle is written by featx only)"
+# The manifest keys ``manifest_of`` writes itself; the others are the probe's ``info``.
+OWN_KEYS = (
+    "format", "schema_version", "task", "classes", "layer_spec", "pooling", "classifier", "C", "alpha",
+    "n_features", "arrays", "extraction", "files",
+)  # fmt: skip
+
+
+def arrays_of(head: Head) -> dict[str, np.ndarray]:
+    """The arrays a bundle stores for ``head``: the scaler, then its kind's weights (contiguous)."""
+    names = ("mean", "scale", *ARRAYS[head.kind])
+    values = {"mean": head.mean, "scale": head.scale, **head.weights}
+    return {name: np.ascontiguousarray(values[name]) for name in names}
+
+
+def _bad(folder: Path, what: str, hint: str = REFIT_HINT) -> InputError:
+    return InputError(f"bundle {folder}: {what}", hint)
+
+
+def bundle_folder(path: Path) -> Path:
+    """``path`` if it is a real folder holding exactly a bundle's files (as regular files, not links)."""
+    try:
+        info = os.lstat(path)
+    except OSError:
+        raise InputError(f"bundle {path} does not exist", "give the folder featx fit wrote (-o model.featx)") from None
+    if stat.S_ISLNK(info.st_mode):
+        raise _bad(path, "is a symbolic link; featx reads bundles only from real folders", "pass the real folder")
+    if not stat.S_ISDIR(info.st_mode):
+        raise _bad(path, "is not a folder (a bundle is the folder featx fit writes)", "pass the bundle folder")
+    names = sorted(os.listdir(path))
+    for name in names:
+        if name.lower().endswith(PICKLE_SUFFIXES):
+            raise _bad(
+                path, f"holds {name}: a pickle or numpy file, which featx never loads", "remove it, or fit again"
+            )
+        if name not in (MANIFEST, WEIGHTS):
+            raise _bad(path, f"holds an unexpected file '{name}' (a bundle has {MANIFEST} and {WEIGHTS} only)")
+    for name in (MANIFEST, WEIGHTS):
+        if name not in names:
+            raise _bad(path, f"has no {name}: it is not a complete featx bundle")
+        mode = os.lstat(path / name).st_mode
+        if not stat.S_ISREG(mode):
+            raise _bad(path, f"{name} is {'a symbolic link' if stat.S_ISLNK(mode) else 'not a regular file'}")
+    return path
+
+
+def parse_manifest(text: str, folder: Path) -> dict:
+    try:
+        manifest = json.loads(text)
+    except ValueError:
+        raise _bad(folder, f"{MANIFEST} is not valid JSON") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        raise _bad(folder, f"{MANIFEST} is not a featx probe manifest")
+    return manifest
+
+
+def _check_schema(manifest: dict, folder: Path) -> None:
+    version = manifest.get("schema_version")
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise _bad(folder, f"unknown bundle schema {version!r}")
+    if version > SCHEMA_VERSION:
+        raise InputError(
+            f"bundle {folder} was made by a newer featx (schema {version}); this featx reads schema {SCHEMA_VERSION}",
+            "upgrade featx: pip install -U featx",
+        )
+
+
+def _is_whole(value, low: int, high: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
+
+
+def _check_fields(manifest: dict, folder: Path) -> None:
+    classifier, task, classes = manifest.get("classifier"), manifest.get("task"), manifest.get("classes")
+    if classifier not in HEADS:
+        raise _bad(folder, f"unknown classifier {classifier!r}")
+    if task not in ("classification", "regression") or (task == "regression") != (classifier == "ridge"):
+        raise _bad(folder, f"task {task!r} does not fit the {classifier} head")
+    if task == "classification":
+        if not isinstance(classes, list) or not all(isinstance(name, str) for name in classes):
+            raise _bad(folder, "its class names are not a list of strings")
+        if not 2 <= len(classes) <= MAX_CLASSES or len(set(classes)) != len(classes):
+            raise _bad(folder, f"{len(classes)} class names (at least 2, at most {MAX_CLASSES:,}, no repeats)")
+    elif classes is not None:
+        raise _bad(folder, "a regression bundle lists class names")
+    if not _is_whole(manifest.get("n_features"), 1, MAX_FEATURES):
+        raise _bad(folder, f"n_features {manifest.get('n_features')!r} is not a whole number in 1..{MAX_FEATURES:,}")
+    pooling = manifest.get("pooling")
+    if not isinstance(pooling, str) or not (pooling in POOLINGS or pooling.startswith(("mean_", "cls_", "span"))):
+        raise _bad(folder, f"unknown pooling {pooling!r}")
+    if not isinstance(manifest.get("extraction"), dict):
+        raise _bad(folder, "its extraction settings are missing")
+    layer_spec(manifest, folder)
+
+
+def layer_spec(manifest: dict, folder: Path | None = None) -> LayerSpec:
+    """The manifest's layer spec (checked: a single layer or a concatenation of layers 0..4096)."""
+    spec = manifest.get("layer_spec")
+    layers = spec.get("layers") if isinstance(spec, dict) else None
+    kind = spec.get("kind") if isinstance(spec, dict) else None
+    if (
+        kind not in ("single", "cat")
+        or not isinstance(layers, list)
+        or not 1 <= len(layers) <= 4096
+        or not all(_is_whole(layer, 0, 4096) for layer in layers)
+        or (kind == "single" and len(layers) != 1)
+    ):
+        raise _bad(folder or Path("?"), f"its layer spec {spec!r} is not a layer or a cat(...) of layers")
+    assert isinstance(kind, str) and isinstance(layers, list)
+    return LayerSpec(kind, tuple(layers))
+
+
+def check_manifest(manifest: dict, folder: Path) -> dict:
+    """The manifest, once its schema and fields are known to be sane."""
+    _check_schema(manifest, folder)
+    _check_fields(manifest, folder)
+    record = manifest.get("files", {}).get(WEIGHTS) if isinstance(manifest.get("files"), dict) else None
+    digest = record.get("sha256") if isinstance(record, dict) else None
+    size = record.get("bytes") if isinstance(record, dict) else None
+    if not isinstance(digest, str) or not _is_whole(size, 1, MAX_WEIGHTS_BYTES):
+        raise _bad(folder, f"its manifest does not record the sha256 and size of {WEIGHTS}")
+    return manifest
+
+
+def expected_shapes(manifest: dict) -> dict[str, tuple[int, ...]]:
+    """The shape of every array the manifest's head needs (an mlp's hidden width from its own arrays)."""
+    d = manifest["n_features"]
+    k = 1 if manifest["classes"] is None else len(manifest["classes"])
+    shapes: dict[str, tuple[int, ...]] = {"mean": (d,), "scale": (d,)}
+    if KIND_OF[manifest["classifier"]] == "mlp":
+        hidden = (manifest.get("arrays") or {}).get("b1", [0])[0]
+        return {**shapes, "w1": (d, hidden), "b1": (hidden,), "w2": (hidden, k), "b2": (k,)}
+    return {**shapes, "coef": (d, k), "intercept": (k,)}
+
+
+def _read_bytes(folder: Path, manifest: dict) -> bytes:
+    record = manifest["files"][WEIGHTS]
+    descriptor = os.open(folder / WEIGHTS, os.O_RDONLY | os.O_NOFOLLOW)
+    with os.fdopen(descriptor, "rb") as handle:
+        if os.fstat(handle.fileno()).st_size != record["bytes"]:
+            raise _bad(folder, f"{WEIGHTS} was changed after it was written (its size differs from the manifest's)")
+        data = handle.read(record["bytes"] + 1)
+    if hashlib.sha256(data).hexdigest() != record["sha256"]:
+        raise _bad(folder, f"{WEIGHTS} was changed after it was written (its sha256 differs from the manifest's)")
+    return data
+
+
+def read_weights(folder: Path, manifest: dict) -> dict[str, np.ndarray]:
+    """The head's arrays, after the digest, names, dtypes, shapes and values are checked."""
+    from safetensors import SafetensorError
+    from safetensors.numpy import load as load_safetensors
+
+    data = _read_bytes(folder, manifest)
+    try:
+        arrays = load_safetensors(data)
+    except (SafetensorError, ValueError, TypeError, OverflowError):
+        raise _bad(folder, f"{WEIGHTS} is not a safetensors file") from None
+    shapes = expected_shapes(manifest)
+    if manifest["classifier"] == "mlp" and not 1 <= shapes["b1"][0] <= MAX_HIDDEN:
+        raise _bad(folder, f"its mlp hidden width {shapes['b1'][0]} is out of range 1..{MAX_HIDDEN}")
+    if sorted(arrays) != sorted(shapes):
+        raise _bad(folder, f"{WEIGHTS} holds {', '.join(sorted(arrays))}; the head needs {', '.join(sorted(shapes))}")
+    for name, shape in shapes.items():
+        array = arrays[name]
+        if array.dtype not in (np.float32, np.float64):
+            raise _bad(folder, f"array '{name}' has dtype {array.dtype}; only float32 and float64 are read")
+        if array.shape != shape:
+            raise _bad(folder, f"array '{name}' has shape {array.shape}, the manifest needs {shape}")
+        if not np.all(np.isfinite(array)):
+            raise _bad(folder, f"array '{name}' holds NaN or infinite values")
+    if np.any(arrays["scale"] <= 0):
+        raise _bad(folder, "its scaler has a scale of zero or less")
+    out = {name: np.array(arrays[name], dtype=np.float64) for name in shapes}
+    out["mean"], out["scale"] = arrays["mean"].astype(np.float32), arrays["scale"].astype(np.float32)
+    return out
+
+
+def check_model_now(extraction: dict) -> None:
+    """The model's weights and tokenizer against the bundle's record, when the model is on this machine."""
+    from .model_ref import check_model, model_folder
+
+    folder = model_folder(extraction)
+    if folder is not None:
+        check_model(extraction, folder)
+
+
+__all__ = [
+    "FORMAT",
+    "MANIFEST",
+    "MAX_MANIFEST_BYTES",
+    "OWN_KEYS",
+    "REFIT_HINT",
+    "SCHEMA_VERSION",
+    "WEIGHTS",
+    "arrays_of",
+    "bundle_folder",
+    "check_manifest",
+    "check_model_now",
+    "expected_shapes",
+    "layer_spec",
+    "parse_manifest",
+    "read_weights",
+]

@@ -1,0 +1,101 @@
+"""The choice of layer spec and pooling by cross-validation on the training rows only.
+
+Each candidate is scored by k-fold cross-validation over the training rows (stratified by class for a class
+label; a row is one text or one pair, so a fold never splits a pair): in every fold a head is trained by
+``head.fit_head`` on that fold's training part (its C or alpha chosen on a holdout of that part) and scored
+on the held-out part. The test split's rows are never read here. Ties keep the earlier candidate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import InputError
+from ..probing import evaluation as ev
+from ..probing.evaluation import regression_metrics as rm
+from ..selection import LayerSpec
+from . import head as heads
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One candidate's cross-validated score (mean over folds) and its per-fold scores."""
+
+    spec: LayerSpec
+    pooling: str
+    score: float
+    fold_scores: tuple[float, ...]
+
+
+def score_of(metric: str, y_true: np.ndarray, predicted: np.ndarray, n_classes: int | None) -> float:
+    """``metric`` of predicted codes (classification) or values (regression)."""
+    if n_classes is None:
+        return float(rm.metrics(y_true, predicted)[metric])
+    cm = ev.confusion(np.asarray(y_true, np.int64), np.asarray(predicted, np.int64), n_classes)
+    return float(ev.metrics_from_confusion(cm)[metric])
+
+
+def cv_folds(y: np.ndarray, n_classes: int | None, folds: int, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """k folds over the training rows (positions 0..n-1): stratified for classes, fewer when a class is small."""
+    from sklearn.model_selection import KFold, StratifiedKFold
+
+    if n_classes is None:
+        return list(KFold(n_splits=folds, shuffle=True, random_state=seed).split(np.zeros(len(y))))
+    counts = np.bincount(y, minlength=n_classes)
+    smallest = int(counts[counts > 0].min())
+    if smallest < 2:
+        raise InputError(
+            "a class has a single training row: the layer and pooling cannot be cross-validated",
+            "add rows of that class, or give --layer K and --pooling P to fit without choosing",
+        )
+    k = min(folds, smallest)
+    splitter = StratifiedKFold(n_splits=k, shuffle=True, random_state=seed)
+    return list(splitter.split(np.zeros(len(y)), y))
+
+
+def cross_validate(
+    X: np.ndarray, y: np.ndarray, classes: list[str] | None, folds, metric: str, fit_head
+) -> list[float]:
+    """The score of each fold: a head trained on the fold's training part, scored on the rest."""
+    scores = []
+    for fit_rows, val_rows in folds:
+        head = fit_head(X[fit_rows], y[fit_rows])
+        predicted = head.predict_codes(X[val_rows])
+        scores.append(score_of(metric, y[val_rows], predicted, None if classes is None else len(classes)))
+    return scores
+
+
+def choose(
+    read: Callable[[LayerSpec, str], np.ndarray],
+    candidates: list[tuple[LayerSpec, str]],
+    y: np.ndarray,
+    classes: list[str] | None,
+    metric: str,
+    options: dict,
+    report: Callable[[str], None] | None = None,
+) -> list[Candidate]:
+    """Every candidate's cross-validated score on the training rows, best first. ``read(spec, pooling)``
+    gives the training rows' features (and only theirs); ``options`` are ``fit_head``'s keywords."""
+    classifier, folds, seed = options["classifier"], options["folds"], options["seed"]
+    splits = cv_folds(y, None if classes is None else len(classes), folds, seed)
+
+    def fit_head(X_part, y_part):
+        return heads.fit_head(
+            classifier, X_part, y_part, classes, options["cs"], options["alphas"], options["balanced"], seed
+        )
+
+    scored = []
+    for number, (spec, pooling) in enumerate(candidates, 1):
+        fold_scores = cross_validate(read(spec, pooling), y, classes, splits, metric, fit_head)
+        mean = float(np.nanmean(fold_scores)) if np.isfinite(fold_scores).any() else float("-inf")
+        scored.append(Candidate(spec, pooling, mean, tuple(fold_scores)))
+        if report is not None:
+            report(f"[{number}/{len(candidates)}] layer {spec.name} {pooling}: {metric} {mean:.4f}")
+    order = sorted(range(len(scored)), key=lambda i: (-scored[i].score, i))
+    return [scored[i] for i in order]
+
+
+__all__ = ["Candidate", "choose", "cross_validate", "cv_folds", "score_of"]

@@ -1,0 +1,172 @@
+"""``featx.fit``: train the deployed probe of one label on a features file and write it as a bundle.
+
+The layer spec and pooling (``auto``: every stored one) are chosen by cross-validation on the training rows
+(``choose``); the chosen head is then trained on every training row (its C or alpha chosen on a holdout of
+them) and, when the file has a test split, scored once on the test rows, with a 95% bootstrap interval,
+beside the majority class (or the training mean). The test rows are read only for that score.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import InputError
+from ..probing import evaluation as ev
+from ..probing.evaluation import regression_metrics as rm
+from ..store import FeatureFile
+from . import head as heads
+from .choose import Candidate, choose, score_of
+from .config import FitConfig
+from .features import stored_matrix
+from .plan import FitPlan, resolve_fit
+from .probe import Probe
+
+
+@dataclass
+class FitResult:
+    """What ``fit`` gives back: the probe (also written to ``path`` unless ``write=False``), the candidates'
+    cross-validated scores (best first), the test score with its interval, and notes."""
+
+    probe: Probe
+    path: Path | None
+    metric: str
+    candidates: list[Candidate]
+    test: dict | None  # {"score", "low", "high", "baseline", "n"} on the test split; None without one
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def chosen(self) -> Candidate:
+        return self.candidates[0]
+
+    def summary(self) -> list[str]:
+        """The lines ``featx fit`` prints."""
+        best, probe, metric = self.chosen, self.probe, self.metric
+        cv = "n/a (one candidate)" if not np.isfinite(best.score) else f"{best.score:.4f}"
+        strength = "alpha" if probe.head.classifier == "ridge" else "C"
+        lines = [
+            f"label '{probe.label}' ({probe.task}{'' if probe.classes is None else f', {len(probe.classes)} classes'})",
+            f"chosen: layer {best.spec.name}, pooling {best.pooling}, {probe.head.classifier} "
+            f"({strength} {probe.head.C:g}), of {len(self.candidates)} candidate(s) by {metric} on the training rows",
+            f"cross-validated {metric} (training rows): {cv}",
+        ]
+        if self.test is not None:
+            baseline = "majority class" if probe.classes is not None else "training mean"
+            lines.append(
+                f"test {metric}: {self.test['score']:.4f} [95% CI {self.test['low']:.4f}, {self.test['high']:.4f}] "
+                f"on {self.test['n']} test rows; {baseline}: {self.test['baseline']:.4f}"
+            )
+        else:
+            lines.append("no test split: the cross-validated score is the estimate")
+        if self.path is not None:
+            lines.append(f"wrote {self.path}")
+        return self.notes + lines
+
+
+def _test_score(plan: FitPlan, head: heads.Head, X_test: np.ndarray) -> dict:
+    """The test rows' metric of ``head`` with a 95% bootstrap interval, and the baseline's."""
+    config, y_test, y_train = plan.config, plan.y[plan.test], plan.y[plan.train]
+    predicted = head.predict_codes(X_test)
+    if plan.classes is None:
+        low, high = rm.bootstrap(y_test, predicted, int(config.n_bootstrap), int(config.seed))[plan.metric]
+        baseline = np.full(len(y_test), float(np.mean(y_train)))
+        k = None
+    else:
+        k = len(plan.classes)
+        bounds = ev.bootstrap_intervals(y_test, predicted, k, int(config.n_bootstrap), int(config.seed))
+        low, high = bounds[plan.metric]
+        baseline = np.full(len(y_test), int(np.argmax(np.bincount(y_train, minlength=k))))
+    return {
+        "score": score_of(plan.metric, y_test, predicted, k),
+        "low": float(low),
+        "high": float(high),
+        "baseline": score_of(plan.metric, y_test, baseline, k),
+        "n": int(len(y_test)),
+    }
+
+
+def _options(plan: FitPlan) -> dict:
+    config = plan.config
+    classifier = "ridge" if plan.classes is None else config.classifier
+    return {
+        "classifier": classifier,
+        "folds": int(config.folds),
+        "seed": int(config.seed),
+        "cs": tuple(config.cs),
+        "alphas": tuple(config.alphas),
+        "balanced": bool(config.balanced),
+    }
+
+
+def _selection(plan: FitPlan, report: Callable[[str], None] | None) -> list[Candidate]:
+    rows = plan.rows[plan.train]
+    if any(spec.kind == "stack" for spec, _ in plan.candidates):
+        raise InputError("featx fit saves one head on one feature set; stack is a featx probe option", "use cat(...)")
+    if len(plan.candidates) == 1:
+        spec, pooling = plan.candidates[0]
+        return [Candidate(spec, pooling, float("nan"), ())]
+    with FeatureFile(plan.path) as features:
+
+        def read(spec, pooling):
+            return stored_matrix(features, spec, pooling, rows)
+
+        return choose(read, plan.candidates, plan.y[plan.train], plan.classes, plan.metric, _options(plan), report)
+
+
+def fit(config: FitConfig | str | Path | None = None, report: Callable[[str], None] | None = None, **options: Any):
+    """Fit and save a probe: ``featx.fit("feats.h5", label="sentiment", layer="auto", output="m.featx")``.
+
+    Returns a ``FitResult``; its ``probe`` predicts at once, and ``path`` is the bundle written (None with
+    ``write=False``). ``report`` receives a line per candidate scored."""
+    plan = resolve_fit(FitConfig.build(config, **options))
+    if plan.config.write and plan.output.exists() and not plan.config.overwrite:
+        raise InputError(f"{plan.output} already exists", "pass --overwrite to replace it, or choose another -o path")
+    candidates = _selection(plan, report)
+    best, opts = candidates[0], _options(plan)
+    with FeatureFile(plan.path) as features:
+        X = stored_matrix(features, best.spec, best.pooling, plan.rows)
+    head = heads.fit_head(
+        opts["classifier"], X[plan.train], plan.y[plan.train], plan.classes,
+        opts["cs"], opts["alphas"], opts["balanced"], opts["seed"],
+    )  # fmt: skip
+    test = _test_score(plan, head, X[plan.test]) if len(plan.test) else None
+    info = _info(plan, candidates, test)
+    probe = Probe(head, best.spec, best.pooling, _extraction(plan), info)
+    path = probe.save(plan.output, overwrite=plan.config.overwrite) if plan.config.write else None
+    return FitResult(probe, path, plan.metric, candidates, test, plan.notes)
+
+
+def _extraction(plan: FitPlan) -> dict:
+    from .model_ref import model_folder, tokenizer_sha256
+
+    extraction = dict(plan.extraction)
+    folder = model_folder(extraction)
+    extraction["tokenizer_sha256"] = tokenizer_sha256(folder) if folder is not None else None
+    return extraction
+
+
+def _info(plan: FitPlan, candidates: list[Candidate], test: dict | None) -> dict:
+    def number(value):
+        return float(value) if value is not None and np.isfinite(value) else None
+
+    return {
+        "label": plan.label,
+        "selection": {
+            "metric": plan.metric,
+            "on": "cross-validation over the training rows",
+            "folds": int(plan.config.folds),
+            "seed": int(plan.config.seed),
+            "n_train": int(len(plan.train)),
+            "cv_score": number(candidates[0].score),
+            "candidates": [{"layer": c.spec.name, "pooling": c.pooling, "score": number(c.score)} for c in candidates],
+            "test": None if test is None else {key: number(value) for key, value in test.items()},
+        },
+        "features_file": {"path": str(plan.path.resolve()), "fingerprint": plan.fingerprint},
+    }
+
+
+__all__ = ["FitResult", "fit"]

@@ -1,0 +1,140 @@
+"""``Head``: the fitted part of a deployed probe (scaler plus classifier or regressor), as plain arrays, and
+``fit_head``, the one place a head is trained, on the rows it is given and no others.
+
+A head reads standardised features ``(X - mean) / scale`` (float32, as the probes' ``Scaler``) and computes
+its scores in float64: class scores ``Xs @ coef + intercept`` (logreg, svm), a value (ridge), or a
+one-hidden-layer network (mlp: ``relu(Xs @ w1 + b1) @ w2 + b2``). logreg and mlp give probabilities (softmax
+of the scores); svm gives margins only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..probing import evaluation as ev
+from ..probing.solvers import classifiers as clf
+
+# The arrays of each kind of head, besides the scaler's mean and scale.
+ARRAYS = {"linear": ("coef", "intercept"), "ridge": ("coef", "intercept"), "mlp": ("w1", "b1", "w2", "b2")}
+KIND_OF = {"logreg": "linear", "svm": "linear", "ridge": "ridge", "mlp": "mlp"}
+
+
+@dataclass
+class Head:
+    """A fitted head: its classifier name, scaler, weights and (classification) class names."""
+
+    classifier: str
+    mean: np.ndarray  # (d,) float32
+    scale: np.ndarray  # (d,) float32
+    weights: dict[str, np.ndarray] = field(default_factory=dict)
+    classes: list[str] | None = None  # None: a regression head
+    C: float = float("nan")  # the C (or ridge alpha) chosen
+
+    @property
+    def kind(self) -> str:
+        return KIND_OF[self.classifier]
+
+    @property
+    def n_features(self) -> int:
+        return int(self.mean.shape[0])
+
+    @property
+    def has_proba(self) -> bool:
+        return self.classifier in ("logreg", "mlp")
+
+    def standardised(self, X: np.ndarray) -> np.ndarray:
+        return (np.asarray(X, dtype=np.float32) - self.mean) / self.scale
+
+    def scores(self, X: np.ndarray) -> np.ndarray:
+        """Class scores ``(n, k)`` (classification) or values ``(n,)`` (regression), float64."""
+        Xs = self.standardised(X).astype(np.float64)
+        w = self.weights
+        if self.kind == "mlp":
+            hidden = np.maximum(Xs @ w["w1"] + w["b1"], 0.0)
+            return hidden @ w["w2"] + w["b2"]
+        out = Xs @ w["coef"] + w["intercept"]
+        return out[:, 0] if self.kind == "ridge" else out
+
+    def proba(self, X: np.ndarray) -> np.ndarray:
+        """Class probabilities ``(n, k)`` (logreg and mlp)."""
+        scores = self.scores(X)
+        scores = scores - scores.max(axis=1, keepdims=True)
+        exp = np.exp(scores)
+        return exp / exp.sum(axis=1, keepdims=True)
+
+    def predict_codes(self, X: np.ndarray) -> np.ndarray:
+        """Class codes (index into ``classes``), or values for regression."""
+        scores = self.scores(X)
+        return scores if self.classes is None else np.argmax(scores, axis=1)
+
+
+def fit_head(
+    classifier: str,
+    X: np.ndarray,
+    y: np.ndarray,
+    classes: list[str] | None,
+    cs,
+    alphas,
+    balanced: bool,
+    seed: int,
+) -> Head:
+    """Train a head on exactly these rows (``X``, ``y``): the scaler, the C (or alpha) search on a holdout of
+        them, then the final fit on all of them. ``classes`` None: regression (``y`` numbers), else ``y`` are codes
+    into ``classes``."""
+    rows = np.arange(len(X))
+    if classifier == "ridge":
+        from ..probing.solvers.ridge import fit_ridge
+
+        fits, scaler = fit_ridge(X, [y], rows, None, tuple(alphas), seed)
+        fit, alpha = fits[0]
+        weights = {"coef": np.asarray(fit.coef, np.float64), "intercept": np.asarray(fit.intercept, np.float64)}
+        return Head("ridge", scaler.mean, scaler.scale, weights, None, float(alpha))
+    assert classes is not None
+    if classifier == "mlp":
+        head = _fit_mlp(X, y, len(classes), balanced, seed)
+        head.classes = list(classes)
+        return head
+    model, scaler, C = ev.fit_linear(classifier, X, y, rows, None, tuple(cs), balanced, seed)
+    weights = _linear_weights(model, len(classes))
+    return Head(classifier, scaler.mean, scaler.scale, weights, list(classes), float(C))
+
+
+def _linear_weights(model, n_classes: int) -> dict[str, np.ndarray]:
+    """The (d, k) coefficients and (k,) intercepts of a fitted logreg or svm, every class a column (a class
+    the fit never saw scores -inf; a binary svm's one margin m becomes the two scores -m/2, m/2)."""
+    coef = np.asarray(model.coef_, np.float64)
+    intercept = np.asarray(model.intercept_, np.float64).reshape(-1)
+    if coef.shape[0] == 1:  # a binary svm: one margin
+        coef, intercept = np.stack([-coef[0], coef[0]]) / 2, np.array([-1.0, 1.0]) * intercept[0] / 2
+    full_coef = np.zeros((coef.shape[1], n_classes))
+    full_intercept = np.full(n_classes, -np.inf)
+    present = np.asarray(model.classes_, dtype=np.int64)
+    full_coef[:, present] = coef.T
+    full_intercept[present] = intercept
+    return {"coef": full_coef, "intercept": full_intercept}
+
+
+def _fit_mlp(X: np.ndarray, y: np.ndarray, n_classes: int, balanced: bool, seed: int) -> Head:
+    """The probes' MLP head (``classifiers.build_mlp``), early-stopped on a holdout of these rows."""
+    import torch
+
+    rows = np.arange(len(X))
+    scaler = ev.fit_scaler(X, rows)
+    Xs = torch.from_numpy(np.ascontiguousarray(scaler(X)))
+    fit_rows, val_rows = ev.inner_split(y, rows, seed)
+    torch.manual_seed(seed)
+    model = clf.build_mlp(X.shape[1], n_classes)
+    clf.train_head(model, lambda r: Xs[r], np.asarray(y, np.int64), fit_rows, val_rows, n_classes, seed, balanced)
+    state = {key: value.detach().double().numpy() for key, value in model.state_dict().items()}
+    weights = {
+        "w1": state["0.weight"].T.copy(),
+        "b1": state["0.bias"],
+        "w2": state["3.weight"].T.copy(),
+        "b2": state["3.bias"],
+    }
+    return Head("mlp", scaler.mean, scaler.scale, weights, None)
+
+
+__all__ = ["ARRAYS", "KIND_OF", "Head", "fit_head"]

@@ -1,0 +1,82 @@
+"""Which model a bundle's features came from, and whether the model on disk is still that model: the weights'
+sha256 (as ``featx extract`` records it, ``model_sha256``) and a sha256 of the tokenizer's files."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+from ..errors import ModelError
+from ..extraction.fingerprints import weights_sha256
+from ..extraction.model_files import local_model_folder
+
+SAFETENSORS_INDEX = "model.safetensors.index.json"
+# The files that make a tokenizer (whichever of them a folder has).
+TOKENIZER_FILES = (
+    "added_tokens.json",
+    "merges.txt",
+    "sentencepiece.bpe.model",
+    "special_tokens_map.json",
+    "spiece.model",
+    "tokenizer.json",
+    "tokenizer.model",
+    "tokenizer_config.json",
+    "vocab.json",
+    "vocab.txt",
+)
+
+
+def weight_files(folder: Path) -> list[Path]:
+    """The weight files featx hashes: the shards a safetensors index names, else every ``*.safetensors``."""
+    index = folder / SAFETENSORS_INDEX
+    if not index.is_file():
+        return sorted(folder.glob("*.safetensors"))
+    try:
+        names = sorted(set(json.loads(index.read_text(encoding="utf-8"))["weight_map"].values()))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        raise ModelError(f"{index} is not a readable safetensors index", "re-save the model folder") from None
+    return [folder / name for name in names]
+
+
+def tokenizer_sha256(folder: Path) -> str | None:
+    """A sha256 over the tokenizer files' names and bytes (None: the folder has none of them)."""
+    digest, found = hashlib.sha256(), False
+    for name in TOKENIZER_FILES:
+        path = folder / name
+        if path.is_file():
+            found = True
+            digest.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest() if found else None
+
+
+def model_folder(extraction: dict) -> Path | None:
+    """The local folder of the bundle's model: its recorded path if it is still there, else what its name
+    resolves to (the default model's folder, a local folder), else None."""
+    recorded = extraction.get("model_path")
+    if recorded and Path(str(recorded)).is_dir():
+        return Path(str(recorded))
+    return local_model_folder(extraction.get("model"))
+
+
+def check_model(extraction: dict, folder: Path) -> None:
+    """Refuse a model folder whose weights or tokenizer differ from the ones the bundle was fitted on."""
+    expected = extraction.get("model_sha256")
+    if expected and not str(expected).startswith("random-init:"):
+        files = weight_files(folder)
+        actual = weights_sha256(files) if files else None
+        if actual != expected:
+            raise ModelError(
+                f"the model at {folder} no longer matches the bundle: its weights' sha256 is "
+                f"{(actual or 'missing')[:12]}..., the bundle was fitted on {str(expected)[:12]}...",
+                "restore the original model files, or extract and fit again with this model",
+            )
+    expected_tokenizer = extraction.get("tokenizer_sha256")
+    if expected_tokenizer and tokenizer_sha256(folder) != expected_tokenizer:
+        raise ModelError(
+            f"the tokenizer files in {folder} no longer match the bundle (their sha256 differs)",
+            "restore the original tokenizer files, or extract and fit again with this model",
+        )
+
+
+__all__ = ["TOKENIZER_FILES", "check_model", "model_folder", "tokenizer_sha256", "weight_files"]

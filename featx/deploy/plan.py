@@ -1,0 +1,208 @@
+"""``FitPlan``: what a ``FitConfig`` resolves to against its features file, before any fitting: the label and
+task, the training and test rows, the (layer spec, pooling) candidates, the metric chosen on, and the
+extraction settings the bundle needs to recompute features from texts."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import InputError
+from ..probing import evaluation as ev
+from ..probing.labels import stored_column
+from ..probing.plan import default_label, resolve_task
+from ..selection import LayerSpec, parse_layer_specs, parse_poolings
+from ..state import given_or_last
+from ..store import FeatureFile, schema
+from .config import BUNDLE_SUFFIX, CLASS_METRICS, VALUE_METRICS, FitConfig
+
+# The features file's records a bundle keeps: how to run the model again on new texts.
+EXTRACTION_ATTRS = (
+    schema.MODEL,
+    schema.MODEL_PATH,
+    schema.MODEL_SHA256,
+    schema.MODEL_TYPE,
+    schema.N_MODEL_LAYERS,
+    schema.TOKENIZER,
+    schema.COMPUTE_DTYPE,
+    schema.STORE_DTYPE,
+    schema.MAX_LENGTH,
+    schema.LONG_INPUTS,
+    schema.STRIDE,
+    schema.PAIR_MODE,
+    schema.TEXT_PAIR_COL,
+    schema.TEXT_COL,
+    schema.ID_COL,
+    schema.RANDOM_INIT,
+    schema.IMPLEMENTATION,
+    schema.MODEL_PART,
+)
+
+
+@dataclass(frozen=True)
+class FitPlan:
+    """One ``featx fit`` run, decided: rows, targets, candidates and what the bundle records."""
+
+    config: FitConfig
+    path: Path
+    output: Path
+    label: str
+    task: str  # classification or regression
+    classes: list[str] | None  # the class names (classification)
+    rows: np.ndarray  # the stored rows used (labelled)
+    y: np.ndarray  # their class codes (into ``classes``) or values
+    train: np.ndarray  # positions in ``rows`` of the training rows (every labelled row not in the test split)
+    test: np.ndarray  # positions in ``rows`` of the test split's rows (empty: no split)
+    candidates: list[tuple[LayerSpec, str]]
+    metric: str
+    fingerprint: str | None
+    extraction: dict
+    layers: list[int]  # the stored layers (the layer count the model had)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def is_classification(self) -> bool:
+        return self.classes is not None
+
+
+def _output(config: FitConfig, path: Path) -> Path:
+    if config.output is not None:
+        return Path(config.output)
+    stem = path.name[: -len(".features.h5")] if path.name.endswith(".features.h5") else path.stem
+    return path.with_name(stem + BUNDLE_SUFFIX)
+
+
+def _metric(config: FitConfig, task: str) -> str:
+    allowed = CLASS_METRICS if task == "classification" else VALUE_METRICS
+    if config.metric is None:
+        return allowed[0]
+    if config.metric not in allowed:
+        raise InputError(
+            f"--metric {config.metric} does not apply to a {task} label",
+            f"choose one of: {', '.join(allowed)}",
+        )
+    return config.metric
+
+
+def _extraction(features: FeatureFile) -> dict:
+    attrs = features.attrs
+    out = {name: _plain(attrs.get(name)) for name in EXTRACTION_ATTRS}
+    try:
+        options = json.loads(attrs.get(schema.OPTIONS) or "{}")
+    except ValueError:
+        options = {}
+    for name in ("dtype", "trust_remote_code", "long", "stride", "template"):
+        if isinstance(options, dict) and name in options:
+            out[f"option_{name}"] = _plain(options[name])
+    return out
+
+
+def _plain(value):
+    """An HDF5 attribute as a JSON value."""
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return value
+
+
+def _targets(features: FeatureFile, label: str, task: str) -> tuple[np.ndarray, np.ndarray, list[str] | None]:
+    """(labelled rows, their codes or values, class names)."""
+    if task == "regression":
+        values = features.label_values(label)
+        assert values is not None, "resolve_task checked that the column is numeric"
+        rows = np.flatnonzero(np.isfinite(values))
+        return rows, values[rows], None
+    column = stored_column(features, label)
+    rows = np.flatnonzero(column.codes >= 0)
+    return rows, column.codes[rows].astype(np.int64), list(column.names)
+
+
+def _split(features: FeatureFile, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    split = features.split
+    if split is None:
+        return np.arange(len(rows)), np.zeros(0, np.int64)
+    values = np.char.lower(np.asarray(split, dtype=str)[rows])
+    test = np.flatnonzero(np.isin(values, ev.TEST_VALUES))
+    train = np.flatnonzero(~np.isin(values, ev.TEST_VALUES))
+    return train, test
+
+
+def _classes_of_training(y, train, test, names, label) -> tuple[np.ndarray, list[str]]:
+    """Codes renumbered over the classes the training rows hold; a test class never trained on is refused."""
+    present = np.unique(y[train])
+    unseen = sorted(set(np.unique(y[test]).tolist()) - set(present.tolist()))
+    if unseen:
+        shown = ", ".join(f"'{names[code]}'" for code in unseen[:5])
+        raise InputError(
+            f"class(es) {shown} of label '{label}' appear in the test split but never in the training rows",
+            "check the split column, or drop it from the corpus to fit on every row",
+        )
+    ev.check_labels(np.searchsorted(present, y[train]), [names[c] for c in present], label, "the training rows")
+    return np.searchsorted(present, y), [names[code] for code in present]
+
+
+def _candidates(features: FeatureFile, config: FitConfig) -> list[tuple[LayerSpec, str]]:
+    specs = parse_layer_specs("all" if config.layer.strip().lower() == "auto" else config.layer, features.layers)
+    poolings = parse_poolings("all" if config.pooling.strip().lower() == "auto" else config.pooling, features.poolings)
+    return [(spec, pooling) for spec in specs for pooling in poolings]
+
+
+def resolve_fit(config: FitConfig) -> FitPlan:
+    """Open the features file once and decide the run (every input check before any fitting)."""
+    path, using_last = given_or_last(config.features, "features")
+    notes = [using_last] if using_last else []
+    with FeatureFile(path) as features:
+        if getattr(features, "has_words", False) and not features.label_columns:
+            raise InputError(
+                f"{path} holds word-level labels only; featx fit learns sentence labels",
+                "extract a corpus with a sentence label column",
+            )
+        label = default_label(features, config, notes)  # type: ignore[arg-type]
+        task = resolve_task(features, label, config.task).value
+        if task == "regression" and config.classifier in ("logreg", "svm"):
+            notes.append(f"'{label}' is numeric: fitted as regression with ridge")
+        elif task == "regression" and config.classifier == "mlp":
+            raise InputError(
+                f"'{label}' is fitted as regression, and featx fit saves ridge regression heads only",
+                "use --classifier ridge, or --task classification with binned labels",
+            )
+        elif task == "classification" and config.classifier == "ridge":
+            raise InputError(
+                f"ridge is a regression head, and '{label}' is fitted as classes",
+                "use --classifier logreg, or --task regression for a numeric label",
+            )
+        rows, y, names = _targets(features, label, task)
+        train, test = _split(features, rows)
+        classes = None
+        if names is not None:
+            y, classes = _classes_of_training(y, train, test, names, label)
+        elif len(train) < 2 * int(config.folds):
+            raise InputError(f"only {len(train)} labelled training rows for {config.folds}-fold cross-validation")
+        candidates = _candidates(features, config)
+        extraction = _extraction(features)
+        fingerprint, layers = features.fingerprint, list(features.layers)
+    return FitPlan(
+        config,
+        Path(path),
+        _output(config, Path(path)),
+        label,
+        task,
+        classes,
+        rows,
+        y,
+        train,
+        test,
+        candidates,
+        _metric(config, task),
+        fingerprint,
+        extraction,
+        layers,
+        notes,
+    )
+
+
+__all__ = ["EXTRACTION_ATTRS", "FitPlan", "resolve_fit"]
