@@ -2,11 +2,12 @@
 
 ``app`` holds the group (``main``, the entry point ``featx.cli:main``), safe printing and the error
 handling; ``extract`` (extract, merge), ``probe`` (probe, labels add, explain), ``analyses`` (erase,
-neurons) and ``report`` (plot, compare, similarity, report) add their commands to it when imported.
+neurons), ``deploy`` (fit, predict) and ``report`` (plot, compare, similarity, report) add their
+commands to it when imported.
 Each command parses its flags, builds the library's config, calls it and echoes what it returns.
 """
 
-from . import analyses, extract, probe, report
+from . import analyses, deploy, extract, probe, report
 from .app import echo, main, printable
 
-__all__ = ["analyses", "echo", "extract", "main", "printable", "probe", "report"]
+__all__ = ["analyses", "deploy", "echo", "extract", "main", "printable", "probe", "report"]

@@ -30,11 +30,11 @@ def manifest_of(probe: Probe, weights_sha256: str, weights_bytes: int) -> dict:
     """The manifest of ``probe`` whose weights file has this digest and size."""
     head = probe.head
     return {
+        **{key: value for key, value in probe.info.items() if key not in checks.OWN_KEYS},
         "format": checks.FORMAT,
         "schema_version": checks.SCHEMA_VERSION,
         "featx_version": __version__,
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        **{key: value for key, value in probe.info.items() if key not in checks.OWN_KEYS},
         "task": probe.task,
         "classes": head.classes,
         "layer_spec": {"kind": probe.spec.kind, "layers": list(probe.spec.layers), "name": probe.spec.name},
@@ -117,6 +117,7 @@ def load(path: str | os.PathLike) -> Probe:
         float(manifest.get("C", manifest.get("alpha", float("nan")))),
     )
     info = {key: value for key, value in manifest.items() if key not in checks.OWN_KEYS}
+    info["weights_sha256"] = manifest["files"][WEIGHTS]["sha256"]
     spec = checks.layer_spec(manifest)
     probe = Probe(head, spec, manifest["pooling"], dict(manifest["extraction"]), info, folder)
     checks.check_model_now(probe.extraction)

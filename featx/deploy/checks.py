@@ -33,7 +33,7 @@ REFIT_HINT = "fit the probe again with featx fit (a bundle is written by featx o
 # The manifest keys ``manifest_of`` writes itself; the others are the probe's ``info``.
 OWN_KEYS = (
     "format", "schema_version", "task", "classes", "layer_spec", "pooling", "classifier", "C", "alpha",
-    "n_features", "arrays", "extraction", "files",
+    "n_features", "arrays", "extraction", "files", "weights_sha256",
 )  # fmt: skip
 
 

@@ -46,7 +46,7 @@ class FitResult:
     def summary(self) -> list[str]:
         """The lines ``featx fit`` prints."""
         best, probe, metric = self.chosen, self.probe, self.metric
-        cv = "n/a (one candidate)" if not np.isfinite(best.score) else f"{best.score:.4f}"
+        cv = f"{best.score:.4f}" if np.isfinite(best.score) else "undefined"
         strength = "alpha" if probe.head.classifier == "ridge" else "C"
         lines = [
             f"label '{probe.label}' ({probe.task}{'' if probe.classes is None else f', {len(probe.classes)} classes'})",
@@ -106,9 +106,6 @@ def _selection(plan: FitPlan, report: Callable[[str], None] | None) -> list[Cand
     rows = plan.rows[plan.train]
     if any(spec.kind == "stack" for spec, _ in plan.candidates):
         raise InputError("featx fit saves one head on one feature set; stack is a featx probe option", "use cat(...)")
-    if len(plan.candidates) == 1:
-        spec, pooling = plan.candidates[0]
-        return [Candidate(spec, pooling, float("nan"), ())]
     with FeatureFile(plan.path) as features:
 
         def read(spec, pooling):

@@ -1,0 +1,179 @@
+"""``featx.deploy.predict``: a bundle's predictions for every row of a corpus, written as CSV, TSV or JSON Lines.
+
+The corpus is read as ``featx extract`` reads it; the texts are encoded in chunks of ``batch_rows`` rows
+(the encoder run only up to the probe's highest layer), each chunk's predictions appended to a partial file
+beside the output whose first line is the run's key (the bundle's weights digest, the corpus's sha256 and
+the options that change the output). A run stopped part-way resumes from the rows that file holds; when every
+row is predicted the output is written through a temporary file and renamed into place, and the partial file
+removed. A run that fails leaves no output file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import InputError
+from ..extraction.corpus import Corpus, read_corpus
+from .bundle import load
+from .config import PredictConfig
+from .probe import Probe
+from .table import check_scoring, output_frame, score_line, write_frame
+
+PARTIAL_SUFFIX = ".partial"
+
+
+@dataclass
+class PredictResult:
+    """What ``predict`` did: the file written, its rows, the rows resumed from a partial run, and notes."""
+
+    path: Path
+    n_rows: int
+    resumed: int = 0
+    score: str | None = None  # "accuracy 0.912 on 872 labelled rows" with --label
+    notes: list[str] = field(default_factory=list)
+
+    def summary(self) -> list[str]:
+        lines = list(self.notes)
+        if self.resumed:
+            lines.append(f"resumed: {self.resumed} of {self.n_rows} rows were already predicted")
+        if self.score:
+            lines.append(self.score)
+        return lines + [f"wrote {self.n_rows} predictions to {self.path}"]
+
+
+def _columns(config: PredictConfig, probe: Probe) -> tuple[str, str | None]:
+    extraction = probe.extraction
+    text_col = config.text_col or extraction.get("text_col") or "text"
+    pair_col = None
+    if extraction.get("pair_mode"):
+        pair_col = config.text_pair_col or extraction.get("text_pair_col")
+        if not pair_col:
+            raise InputError(
+                "this bundle was fitted on sentence pairs", "name the second text's column with --text-pair-col"
+            )
+    elif config.text_pair_col:
+        raise InputError("--text-pair-col: this bundle was fitted on single texts", "leave --text-pair-col out")
+    return str(text_col), pair_col
+
+
+def _check_options(config: PredictConfig, probe: Probe) -> None:
+    if config.threshold is not None and (probe.classes is None or len(probe.classes) != 2 or not probe.head.has_proba):
+        what = "a regression probe" if probe.classes is None else f"{len(probe.classes)} classes"
+        if probe.classes is not None and len(probe.classes) == 2:
+            what = f"a {probe.head.classifier} head without probabilities"
+        raise InputError(
+            f"--threshold applies to a binary probe with probabilities, and this bundle has {what}",
+            "leave --threshold out" + (", or use --top-k" if probe.classes and len(probe.classes) > 2 else ""),
+        )
+    if config.top_k is not None and probe.classes is None:
+        raise InputError("--top-k applies to class labels, and this bundle predicts values", "leave --top-k out")
+
+
+def _output(config: PredictConfig, corpus: Path) -> Path:
+    if config.output is not None:
+        return Path(config.output)
+    if str(corpus) == "-":
+        raise InputError("reading the corpus from stdin needs -o FILE", "e.g. featx predict model.featx - -o out.csv")
+    return corpus.with_name(corpus.name.split(".")[0] + ".predictions.csv")
+
+
+def _key(probe: Probe, corpus: Corpus, config: PredictConfig, text_col: str, pair_col: str | None) -> dict:
+    weights = probe.info.get("weights_sha256") or (probe.path and str(probe.path.resolve()))
+    return {
+        "bundle": weights,
+        "corpus_sha256": corpus.sha256,
+        "rows": len(corpus),
+        "text_col": text_col,
+        "pair_col": pair_col,
+        "output_kind": "scores",
+    }
+
+
+def _resume(partial: Path, key: dict, notes: list[str]) -> list[list[float]]:
+    """The rows a previous run with the same key predicted (their score rows); a stale file is dropped."""
+    if partial.is_symlink():
+        partial.unlink()
+        return []
+    if not partial.exists():
+        return []
+    lines = partial.read_text(encoding="utf-8").split("\n")
+    try:
+        if json.loads(lines[0]) != key:
+            notes.append(f"{partial.name} was made by another bundle, corpus or options: starting again")
+            partial.unlink()
+            return []
+        return [json.loads(line) for line in lines[1:] if line.endswith("]")]
+    except (ValueError, IndexError):
+        partial.unlink()
+        return []
+
+
+def _append(partial: Path, key: dict, rows: list[list[float]], fresh: bool) -> None:
+    flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | (os.O_TRUNC if fresh else 0)
+    with os.fdopen(os.open(partial, flags, 0o600), "a", encoding="utf-8") as handle:
+        if fresh:
+            handle.write(json.dumps(key) + "\n")
+        handle.write("".join(json.dumps([float(v) for v in row]) + "\n" for row in rows))
+
+
+def _chunk_scores(probe: Probe, texts: list[str], pairs: list[str] | None, config: PredictConfig) -> np.ndarray:
+    """Class probabilities (or margins, or values as one column) of one chunk of rows."""
+    overrides: dict[str, Any] = {"batch_size": int(config.batch_size), "device": config.device}
+    X = probe.features(texts, pairs, **overrides)
+    if probe.classes is None:
+        return probe.scores_features(X)[:, None]
+    return probe.predict_proba_features(X) if probe.head.has_proba else probe.scores_features(X)
+
+
+def predict(config: PredictConfig | str | Path | None = None, **options: Any) -> PredictResult:
+    """Predict every row of a corpus with a bundle: ``predict("m.featx", corpus="new.csv", output="p.csv")``."""
+    config = PredictConfig.build(config, **options)
+    if config.bundle is None or config.corpus is None:
+        raise InputError("predict needs a bundle and a corpus", "featx predict model.featx CORPUS -o predictions.csv")
+    probe = load(config.bundle)
+    _check_options(config, probe)
+    text_col, pair_col = _columns(config, probe)
+    corpus = read_corpus(
+        config.corpus, text_col=text_col, id_col=config.id_col, encoding=config.encoding, sep=config.sep,
+        pair_col=pair_col,
+    )  # fmt: skip
+    truth = check_scoring(corpus, config.label, probe)
+    output = _output(config, Path(str(config.corpus)))
+    if output.exists() and not config.overwrite:
+        raise InputError(f"{output} already exists", "pass --overwrite to replace it, or choose another -o path")
+    partial = output.with_name(output.name + PARTIAL_SUFFIX)
+    notes = list(corpus.notes)
+    key = _key(probe, corpus, config, text_col, pair_col)
+    done = _resume(partial, key, notes)
+    resumed = len(done)
+    scores = _run_chunks(probe, corpus, config, partial, key, done)
+    frame = output_frame(probe, corpus.ids, np.asarray(scores, dtype=np.float64), config.top_k, config.threshold)
+    write_frame(frame, output)
+    partial.unlink(missing_ok=True)
+    score = score_line(probe, frame, truth)
+    return PredictResult(output, len(corpus), resumed, score, notes)
+
+
+def _run_chunks(probe, corpus: Corpus, config: PredictConfig, partial: Path, key: dict, done: list) -> list:
+    from tqdm.auto import tqdm
+
+    scores = list(done)
+    step = int(config.batch_rows)
+    with tqdm(total=len(corpus), initial=len(done), unit="rows", disable=not config.progress, desc="predict") as bar:
+        for start in range(len(done), len(corpus), step):
+            texts = corpus.texts[start : start + step]
+            pairs = corpus.pair_texts[start : start + step] if corpus.pair_texts is not None else None
+            chunk = _chunk_scores(probe, texts, pairs, config).tolist()
+            _append(partial, key, chunk, fresh=start == 0)
+            scores.extend(chunk)
+            bar.update(len(texts))
+    return scores
+
+
+__all__ = ["PARTIAL_SUFFIX", "PredictResult", "predict"]

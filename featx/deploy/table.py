@@ -1,0 +1,101 @@
+"""The predictions table of ``featx predict``: the id, the prediction and each class's probability (margins
+for svm; the value for regression), or the top k classes; how it is written (CSV with formula-safe cells,
+TSV, JSON Lines) atomically; and the score against a label column of the corpus (``--label``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..errors import InputError
+from ..extraction.corpus import Corpus
+from ..safe_files import atomic_write_text, csv_text, neutral_cell
+from .probe import Probe
+
+
+def check_scoring(corpus: Corpus, label: str | None, probe: Probe) -> np.ndarray | None:
+    """The true values of the ``--label`` column (class codes into the probe's classes, -1 missing; or
+    floats, NaN missing); a class the probe never saw is refused."""
+    if label is None:
+        return None
+    if label not in corpus.labels:
+        found = ", ".join(corpus.labels) or "none"
+        raise InputError(f"the corpus has no label column '{label}' to score against (label columns: {found})")
+    column = corpus.labels[label]
+    codes = np.asarray(column.codes)
+    if probe.classes is None:
+        try:
+            values = np.array([float(column.names[c]) if c >= 0 else np.nan for c in codes])
+        except ValueError:
+            raise InputError(f"label column '{label}' is not numeric; this probe predicts numbers") from None
+        return values
+    index = {name: position for position, name in enumerate(probe.classes)}
+    used = sorted({column.names[c] for c in codes if c >= 0})
+    unseen = [name for name in used if name not in index]
+    if unseen:
+        shown = ", ".join(f"'{name}'" for name in unseen[:5])
+        raise InputError(
+            f"label column '{label}' holds label(s) {shown} that the probe never saw when it was fitted "
+            f"(its classes: {', '.join(probe.classes[:10])})",
+            "score only rows of the fitted classes, or fit again with these labels",
+        )
+    return np.array([index[column.names[c]] if c >= 0 else -1 for c in codes], dtype=np.int64)
+
+
+def output_frame(probe: Probe, ids: list[str], scores: np.ndarray, top_k: int | None, threshold: float | None):
+    """One row per corpus row: id, prediction, then the class columns (or the top k)."""
+    frame = pd.DataFrame({"id": list(ids)})
+    if probe.classes is None:
+        frame["prediction"] = scores[:, 0]
+        return frame
+    classes = np.asarray(probe.classes, dtype=object)
+    codes = np.argmax(scores, axis=1)
+    if threshold is not None:
+        codes = (scores[:, 1] >= threshold).astype(np.int64)
+    frame["prediction"] = classes[codes]
+    prefix = "p" if probe.head.has_proba else "score"
+    if top_k is not None:
+        order = np.argsort(-scores, axis=1, kind="stable")[:, : min(top_k, len(classes))]
+        for rank in range(order.shape[1]):
+            frame[f"top_{rank + 1}"] = classes[order[:, rank]]
+            frame[f"{prefix}_top_{rank + 1}"] = scores[np.arange(len(scores)), order[:, rank]]
+        return frame
+    for position, name in enumerate(probe.classes):
+        frame[f"{prefix}_{name}"] = scores[:, position]
+    return frame
+
+
+def write_frame(frame: pd.DataFrame, path: Path) -> None:
+    """CSV (formula-safe cells), TSV (``.tsv``) or JSON Lines (``.jsonl``), through a temporary file."""
+    suffix = path.suffix.lower()
+    if suffix == ".jsonl":
+        text = frame.to_json(orient="records", lines=True, force_ascii=False)
+        text = text if text.endswith("\n") else text + "\n"
+    elif suffix == ".tsv":
+        text = frame.map(neutral_cell).to_csv(sep="\t", index=False)
+    else:
+        text = csv_text(frame)
+    atomic_write_text(path, text)
+
+
+def score_line(probe: Probe, frame: pd.DataFrame, truth: np.ndarray | None) -> str | None:
+    """Accuracy (or R²) of the predictions on the rows whose ``--label`` is present."""
+    if truth is None:
+        return None
+    if probe.classes is None:
+        known = np.isfinite(truth)
+        predicted = frame["prediction"].to_numpy(dtype=np.float64)[known]
+        residual = ((truth[known] - predicted) ** 2).sum()
+        total = ((truth[known] - truth[known].mean()) ** 2).sum()
+        r2 = 1 - residual / total if total > 0 else float("nan")
+        return f"R² {r2:.4f} on {int(known.sum())} labelled rows"
+    known = truth >= 0
+    index = {name: position for position, name in enumerate(probe.classes)}
+    predicted = np.array([index[name] for name in frame["prediction"]], dtype=np.int64)
+    accuracy = float(np.mean(predicted[known] == truth[known])) if known.any() else float("nan")
+    return f"accuracy {accuracy:.4f} on {int(known.sum())} labelled rows"
+
+
+__all__ = ["check_scoring", "output_frame", "score_line", "write_frame"]
