@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import shutil
 import tempfile
@@ -40,7 +41,7 @@ def manifest_of(probe: Probe, weights_sha256: str, weights_bytes: int) -> dict:
         "layer_spec": {"kind": probe.spec.kind, "layers": list(probe.spec.layers), "name": probe.spec.name},
         "pooling": probe.pooling,
         "classifier": head.classifier,
-        "C" if head.classifier != "ridge" else "alpha": head.C,
+        "C" if head.classifier != "ridge" else "alpha": head.C if math.isfinite(head.C) else None,
         "n_features": head.n_features,
         "arrays": {name: list(array.shape) for name, array in checks.arrays_of(head).items()},
         "extraction": probe.extraction,
@@ -96,6 +97,12 @@ def _replace(staging: Path, target: Path) -> None:
     shutil.rmtree(aside, ignore_errors=True)
 
 
+def _strength(manifest: dict) -> float:
+    """The C (or ridge alpha) the manifest records; NaN when none (mlp) or not a number."""
+    value = manifest.get("alpha" if manifest["classifier"] == "ridge" else "C")
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else float("nan")
+
+
 def load(path: str | os.PathLike) -> Probe:
     """The probe saved in the bundle folder ``path``, every file checked first (``checks``)."""
     from ..safe_files import read_small_text
@@ -114,7 +121,7 @@ def load(path: str | os.PathLike) -> Probe:
         arrays.pop("scale"),
         arrays,
         manifest["classes"],
-        float(manifest.get("C", manifest.get("alpha", float("nan")))),
+        _strength(manifest),
     )
     info = {key: value for key, value in manifest.items() if key not in checks.OWN_KEYS}
     info["weights_sha256"] = manifest["files"][WEIGHTS]["sha256"]

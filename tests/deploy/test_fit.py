@@ -1,0 +1,124 @@
+"""featx.fit: the choice on training rows only, the bundle round trip, every head and feature set."""
+
+from __future__ import annotations
+
+import h5py
+import numpy as np
+import pytest
+
+import featx
+from featx.deploy import head as heads
+from featx.deploy.features import stored_matrix
+
+
+def _stored(path, probe, rows=None):
+    with featx.open(path) as features:
+        return stored_matrix(features, probe.spec, probe.pooling, rows)
+
+
+def _test_rows(path):
+    with featx.open(path) as features:
+        return np.flatnonzero(np.asarray(features.split, dtype=str) == "test")
+
+
+def test_bundle_round_trip_predicts_exactly_as_the_fitted_probe(fitted, split_features):
+    loaded = featx.load(fitted.path)
+    X = _stored(split_features, fitted.probe)
+    assert np.array_equal(loaded.predict_features(X), fitted.probe.predict_features(X))
+    assert np.array_equal(loaded.predict_proba_features(X), fitted.probe.predict_proba_features(X))
+    assert loaded.spec == fitted.chosen.spec and loaded.pooling == fitted.chosen.pooling
+    assert loaded.classes == ["neg", "pos"]
+
+
+def test_the_reported_test_score_is_the_probes_accuracy_on_the_test_rows(fitted, split_features):
+    test = _test_rows(split_features)
+    with featx.open(split_features) as features:
+        truth = np.asarray(features.label_names("label"), dtype=object)[features.labels("label")[test]]
+    predicted = featx.load(fitted.path).predict_features(_stored(split_features, fitted.probe, test))
+    assert fitted.test["score"] == pytest.approx(np.mean(predicted == truth))
+    assert fitted.test["n"] == len(test)
+    assert fitted.test["low"] <= fitted.test["score"] <= fitted.test["high"]
+
+
+def test_the_manifest_records_the_choice_and_the_extraction(fitted, split_features):
+    import json
+
+    manifest = json.loads((fitted.path / "manifest.json").read_text())
+    assert manifest["selection"]["metric"] == "accuracy"
+    assert len(manifest["selection"]["candidates"]) == 6  # 3 layers x 2 poolings
+    with featx.open(split_features) as features:
+        assert manifest["features_file"]["fingerprint"] == features.fingerprint
+        assert manifest["extraction"]["model_sha256"] == features.attrs["model_sha256"]
+    assert len(manifest["extraction"]["tokenizer_sha256"]) == 64
+    assert sorted(p.name for p in fitted.path.iterdir()) == ["manifest.json", "weights.safetensors"]
+
+
+def _plant(path, layer_for_train: int, layer_for_test: int) -> tuple[np.ndarray, np.ndarray]:
+    """Noise everywhere; the label's signal in one layer for training rows and another for test rows."""
+    rng = np.random.default_rng(1)
+    with h5py.File(path, "r+") as file:
+        y = file["labels/label"][:]
+        test = np.asarray([s.decode() if isinstance(s, bytes) else s for s in file["rows/split"][:]]) == "test"
+        for pooling in ("mean", "cls"):
+            data = rng.standard_normal(file["pooled"][pooling].shape).astype(np.float32)
+            sign = (2 * y - 1).astype(np.float32)
+            data[~test, layer_for_train, :3] += 3 * sign[~test, None]
+            data[test, layer_for_test, :3] += 3 * sign[test, None]
+            file["pooled"][pooling][...] = data
+    return y, test
+
+
+def test_auto_chooses_on_training_rows_and_never_fits_on_test_rows(split_features, tmp_path, monkeypatch):
+    import shutil
+
+    path = tmp_path / "planted.h5"
+    shutil.copy(split_features, path)
+    _, test = _plant(path, layer_for_train=1, layer_for_test=2)
+    with featx.open(path) as features:
+        test_rows = {row.tobytes() for layer in features.layers for pooling in features.poolings
+                     for row in features.features(pooling, layer)[test]}  # fmt: skip
+    seen: list[np.ndarray] = []
+    real = heads.fit_head
+    monkeypatch.setattr(
+        heads, "fit_head", lambda classifier, X, *a, **k: seen.append(X) or real(classifier, X, *a, **k)
+    )
+    result = featx.fit(path, label="label", write=False, folds=3)
+    assert result.chosen.spec.layers == (1,)  # the test rows would have picked layer 2
+    assert seen and all(row.tobytes() not in test_rows for X in seen for row in X)
+    assert sum(len(X) for X in seen[-1:]) == int((~test).sum())  # the final fit: every training row
+
+
+@pytest.mark.parametrize("classifier", ["svm", "mlp"])
+def test_other_heads_round_trip(split_features, tmp_path, classifier):
+    result = featx.fit(split_features, label="topic", layer="2", pooling="mean", classifier=classifier,
+                       output=tmp_path / "m.featx", folds=2)  # fmt: skip
+    loaded = featx.load(result.path)
+    X = _stored(split_features, result.probe)
+    assert np.array_equal(loaded.predict_features(X), result.probe.predict_features(X))
+    assert np.array_equal(loaded.scores_features(X), result.probe.scores_features(X))
+    assert loaded.classes == ["a", "b", "c"]
+
+
+def test_regression_with_ridge_and_a_concatenation(split_features, tmp_path):
+    result = featx.fit(split_features, label="score", layer="cat(1,2)", pooling="mean", output=tmp_path / "r.featx")
+    loaded = featx.load(result.path)
+    assert loaded.task == "regression" and loaded.head.classifier == "ridge"
+    assert loaded.head.n_features == 64 and loaded.spec.kind == "cat"
+    assert result.metric == "r2" and "training mean" in "\n".join(result.summary())
+    X = _stored(split_features, result.probe)
+    assert np.array_equal(loaded.predict_features(X), result.probe.predict_features(X))
+
+
+def test_separate_pairs_read_the_probes_pair_feature(tiny_model, tmp_path):
+    from support.deploy_data import deploy_rows
+    from support.tiny import write_csv
+
+    rows = [[text, text[::-1], label, split] for text, label, _, _, split in deploy_rows(40)]
+    corpus = write_csv(tmp_path / "pairs.csv", rows, header=("text", "other", "label", "split"))
+    output = tmp_path / "pairs.h5"
+    featx.extract(corpus, model=str(tiny_model), output=output, poolings="mean", text_pair_col="other",
+                  pair_mode="separate", progress=False)  # fmt: skip
+    result = featx.fit(output, label="label", layer="1", output=tmp_path / "p.featx", folds=2)
+    loaded = featx.load(result.path)
+    assert loaded.head.n_features == 4 * 32  # [u, v, |u-v|, u*v]
+    assert loaded.extraction["pair_mode"] == "separate" and loaded.extraction["text_pair_col"] == "other"
