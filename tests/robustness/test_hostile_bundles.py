@@ -1,0 +1,154 @@
+"""Hostile bundles: someone else's model.featx is untrusted input. Each case changes a valid bundle the way an
+attacker or a broken copy would; ``featx predict`` must answer exit 2 with one line saying what is wrong,
+before anything in the bundle is used (and nothing is ever unpickled)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import pickle
+import shutil
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from support.deploy_data import make_split_features
+from support.errors import assert_one_clear_error
+
+import featx
+from featx.cli import main
+
+
+@pytest.fixture(scope="module")
+def world(tiny_model, tmp_path_factory):
+    """A copy of the tiny model (so a case may change it), features of it, and a valid bundle."""
+    folder = tmp_path_factory.mktemp("hostile-bundles")
+    model = folder / "model"
+    shutil.copytree(tiny_model, model)
+    features = make_split_features(folder, model, poolings="mean")
+    bundle = featx.fit(features, label="label", layer="1", output=folder / "valid.featx", folds=2).path
+    return {"model": model, "bundle": bundle, "corpus": folder / "corpus.csv"}
+
+
+def _manifest(bundle):
+    return json.loads((bundle / "manifest.json").read_text())
+
+
+def _write_manifest(bundle, manifest):
+    (bundle / "manifest.json").write_text(json.dumps(manifest))
+
+
+def _rewrite_weights(bundle, change):
+    """Change the arrays and record the new file's digest, as a careful forger would."""
+    from safetensors.numpy import load, save
+
+    arrays = dict(load((bundle / "weights.safetensors").read_bytes()))
+    data = save(change(arrays))
+    (bundle / "weights.safetensors").write_bytes(data)
+    manifest = _manifest(bundle)
+    manifest["files"]["weights.safetensors"] = {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)}
+    _write_manifest(bundle, manifest)
+
+
+def _set(key, value):
+    def change(bundle):
+        manifest = _manifest(bundle)
+        manifest[key] = value
+        _write_manifest(bundle, manifest)
+
+    return change
+
+
+def _flip_a_byte(bundle):
+    path = bundle / "weights.safetensors"
+    data = bytearray(path.read_bytes())
+    data[-3] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
+def _link_weights(bundle):
+    real = bundle.parent / "elsewhere.safetensors"
+    shutil.move(bundle / "weights.safetensors", real)
+    os.symlink(real, bundle / "weights.safetensors")
+
+
+def _pickle_as_weights(bundle):
+    data = pickle.dumps({"coef": [1.0]})
+    (bundle / "weights.safetensors").write_bytes(data)
+    manifest = _manifest(bundle)
+    manifest["files"]["weights.safetensors"] = {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)}
+    _write_manifest(bundle, manifest)
+
+
+def _nan_weights(arrays):
+    arrays["coef"] = arrays["coef"].copy()
+    arrays["coef"][0, 0] = np.nan
+    return arrays
+
+
+def _int_weights(arrays):
+    arrays["intercept"] = arrays["intercept"].astype(np.int64)
+    return arrays
+
+
+def _extra_array(arrays):
+    return {**arrays, "payload": np.zeros(3, np.float32)}
+
+
+CASES = {
+    "missing weights": (lambda b: (b / "weights.safetensors").unlink(), r"has no weights\.safetensors"),
+    "missing manifest": (lambda b: (b / "manifest.json").unlink(), r"has no manifest\.json"),
+    "edited weights": (_flip_a_byte, r"weights\.safetensors was changed after it was written \(its sha256"),
+    "a pickle beside": (lambda b: (b / "model.pkl").write_bytes(pickle.dumps(1)), r"holds model\.pkl: a pickle"),
+    "an npy beside": (lambda b: np.save(b / "coef.npy", np.zeros(2)), r"holds coef\.npy: a pickle or numpy file"),
+    "an unexpected file": (lambda b: (b / "notes.txt").write_text("x"), r"unexpected file 'notes\.txt'"),
+    "a pickle as weights": (_pickle_as_weights, r"weights\.safetensors is not a safetensors file"),
+    "linked weights": (_link_weights, r"weights\.safetensors is a symbolic link"),
+    "newer schema": (_set("schema_version", 7), r"made by a newer featx \(schema 7\).*upgrade featx"),
+    "unknown schema": (_set("schema_version", "one"), r"unknown bundle schema 'one'"),
+    "not a manifest": (lambda b: (b / "manifest.json").write_text("{nope"), r"manifest\.json is not valid JSON"),
+    "absurd width": (_set("n_features", 10**12), r"n_features 1000000000000 is not a whole number"),
+    "shapes unlike the manifest": (_set("classes", ["neg", "pos", "x"]), r"array 'coef' has shape \(32, 2\)"),
+    "NaN weights": (lambda b: _rewrite_weights(b, _nan_weights), r"array 'coef' holds NaN or infinite values"),
+    "integer weights": (lambda b: _rewrite_weights(b, _int_weights), r"array 'intercept' has dtype int64"),
+    "an extra array": (lambda b: _rewrite_weights(b, _extra_array), r"weights\.safetensors holds .*payload"),
+    "unknown head": (_set("classifier", "xgboost"), r"unknown classifier 'xgboost'"),
+    "a layer spec of code": (_set("layer_spec", {"kind": "eval", "layers": [1]}), r"is not a layer or a cat"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_a_hostile_bundle_is_one_clear_error(world, tmp_path, case):
+    change, pattern = CASES[case]
+    bundle = tmp_path / "m.featx"
+    shutil.copytree(world["bundle"], bundle)
+    change(bundle)
+    result = CliRunner().invoke(main, ["predict", str(bundle), str(world["corpus"]), "-o", str(tmp_path / "p.csv")])
+    assert result.exit_code == 2, result.output
+    assert_one_clear_error(result.output, pattern)
+    assert not (tmp_path / "p.csv").exists()
+
+
+def test_a_linked_bundle_folder_is_refused(world, tmp_path):
+    os.symlink(world["bundle"], tmp_path / "link.featx")
+    result = CliRunner().invoke(main, ["predict", str(tmp_path / "link.featx"), str(world["corpus"])])
+    assert result.exit_code == 2
+    assert_one_clear_error(result.output, r"is a symbolic link")
+
+
+def test_a_changed_model_is_refused(world, tmp_path):
+    from safetensors.numpy import load, save
+
+    weights = world["model"] / "model.safetensors"
+    original = weights.read_bytes()
+    arrays = dict(load(original))
+    name = sorted(arrays)[0]
+    arrays[name] = arrays[name] + 1
+    try:
+        weights.write_bytes(save(arrays))
+        result = CliRunner().invoke(main, ["predict", str(world["bundle"]), str(world["corpus"])])
+    finally:
+        weights.write_bytes(original)
+    assert result.exit_code == 2
+    assert_one_clear_error(result.output, r"no longer matches the bundle: its weights' sha256 is")
