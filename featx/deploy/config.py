@@ -101,7 +101,7 @@ class PredictConfig(Options):
 
     CONSTRAINTS: ClassVar[tuple[Check, ...]] = (
         whole("top_k", "--top-k", minimum=1, optional=True),
-        number("threshold", "--threshold", low=0.0, high=1.0, optional=True),
+        number("threshold", "--threshold", low=0.0, high=1.0, low_open=False, optional=True),
         whole("batch_rows", "--batch-rows", minimum=1),
         whole("batch_size", "--batch-size", minimum=1),
         _check_top_k,

@@ -1,0 +1,115 @@
+"""featx predict over a corpus: the table, resuming, atomic writing and its one-line errors. The encoder is
+stood in by a lookup of the stored features (``support.deploy_data.stored_lookup``), so that these tests
+check the streaming and the table; tests/deploy/test_predict_texts.py runs the real encoder."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+from support.deploy_data import deploy_rows, stored_lookup
+from support.errors import assert_one_clear_error
+from support.tiny import write_csv
+
+import featx
+from featx.cli import main
+from featx.deploy.probe import Probe
+
+
+@pytest.fixture
+def lookup(monkeypatch, split_features):
+    monkeypatch.setattr(Probe, "features", stored_lookup(split_features))
+
+
+def _run(*args):
+    return CliRunner().invoke(main, ["predict", *map(str, args), "--no-progress"])
+
+
+def test_predictions_table_and_score(fitted, split_features, tmp_path, lookup):
+    corpus = split_features.parent / "corpus.csv"
+    result = _run(fitted.path, corpus, "-o", tmp_path / "p.csv", "--label", "label", "--batch-rows", "16")
+    assert result.exit_code == 0, result.output
+    table = pd.read_csv(tmp_path / "p.csv")
+    assert list(table.columns) == ["id", "prediction", "p_neg", "p_pos"]
+    assert len(table) == len(deploy_rows())
+    assert np.allclose(table[["p_neg", "p_pos"]].sum(axis=1), 1.0)
+    with featx.open(split_features) as features:
+        X = fitted.probe.features(features.texts)
+    assert list(table.prediction) == list(fitted.probe.predict_features(X))
+    assert "accuracy" in result.output and not (tmp_path / "p.csv.partial").exists()
+
+
+def test_top_k_and_jsonl(fitted, split_features, tmp_path, lookup):
+    result = _run(fitted.path, split_features.parent / "corpus.csv", "-o", tmp_path / "p.jsonl", "--top-k", "1")
+    assert result.exit_code == 0, result.output
+    table = pd.read_json(tmp_path / "p.jsonl", lines=True)
+    assert list(table.columns) == ["id", "prediction", "top_1", "p_top_1"]
+    assert (table.prediction == table.top_1).all()
+
+
+def test_a_failure_mid_run_writes_nothing_and_the_next_run_resumes(fitted, split_features, tmp_path, monkeypatch):
+    real = stored_lookup(split_features)
+    calls = []
+
+    def failing(probe, texts, text_pairs=None, **overrides):
+        calls.append(len(texts))
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return real(probe, texts, text_pairs, **overrides)
+
+    monkeypatch.setattr(Probe, "features", failing)
+    output = tmp_path / "p.csv"
+    result = _run(fitted.path, split_features.parent / "corpus.csv", "-o", output, "--batch-rows", "20")
+    assert result.exit_code == 130 and not output.exists()
+    assert (tmp_path / "p.csv.partial").exists()
+    monkeypatch.setattr(Probe, "features", real)
+    result = _run(fitted.path, split_features.parent / "corpus.csv", "-o", output, "--batch-rows", "20")
+    assert result.exit_code == 0, result.output
+    assert "resumed: 40 of 90 rows were already predicted" in result.output
+    assert len(pd.read_csv(output)) == 90 and not (tmp_path / "p.csv.partial").exists()
+
+
+def _corpus(tmp_path, rows, header=("text", "label")):
+    return write_csv(tmp_path / "c.csv", rows, header=header)
+
+
+BAD = {
+    "missing text column": (lambda t: _corpus(t, [["x", "pos"]], ("words", "label")), [], r"has no text column 'text'"),
+    "empty corpus": (lambda t: _corpus(t, []), [], r"has a header but no rows"),
+    "unseen labels": (
+        lambda t: _corpus(t, [["the cat", "pos"], ["a dog", "meh"]]),
+        ["--label", "label"],
+        r"label\(s\) 'meh' that the probe never saw",
+    ),
+    "threshold on three classes": (lambda t: _corpus(t, [["the cat", "a"]]), ["--threshold", "0.5"], r"--threshold"),
+    "missing score column": (
+        lambda t: _corpus(t, [["the cat", "pos"]]),
+        ["--label", "gold"],
+        r"no label column 'gold'",
+    ),
+    "pair column on single texts": (
+        lambda t: _corpus(t, [["the cat", "pos"]]),
+        ["--text-pair-col", "label"],
+        r"fitted on single texts",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_bad_predict_input_is_one_clear_error(fitted, split_features, tmp_path, case, lookup):
+    make, extra, pattern = BAD[case]
+    bundle = fitted.path
+    if case == "threshold on three classes":
+        bundle = featx.fit(split_features, label="topic", layer="1", pooling="mean", output=tmp_path / "t.featx").path
+    result = _run(bundle, make(tmp_path), "-o", tmp_path / "p.csv", *extra)
+    assert result.exit_code == 2, result.output
+    assert_one_clear_error(result.output, pattern)
+    assert not (tmp_path / "p.csv").exists()
+
+
+def test_threshold_on_a_binary_probe(fitted, split_features, tmp_path, lookup):
+    corpus = split_features.parent / "corpus.csv"
+    result = _run(fitted.path, corpus, "-o", tmp_path / "p.csv", "--threshold", "0.0")
+    assert result.exit_code == 0, result.output
+    assert set(pd.read_csv(tmp_path / "p.csv").prediction) == {"pos"}
