@@ -1,0 +1,121 @@
+"""``FittedProbe``: a probe bundle (``featx fit -o model.featx``) as a scikit-learn estimator of texts.
+
+Used as it is, it predicts with the bundle's head; ``fit(texts, y)`` trains a new head of the same kind on the
+same layer spec and pooling, encoding the texts with the bundle's extraction settings (so ``clone`` plus
+``fit`` inside ``cross_val_predict`` or ``GridSearchCV`` fits only the head, per fold). A classifier or a
+regressor, as the bundle is: ``classes_``, ``predict``, ``predict_proba`` (logreg, mlp), ``score``
+(accuracy, or R²). ``X`` is a sequence of texts, a two-column array of text pairs, or a float matrix of
+precomputed features of the bundle's layer and pooling.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from sklearn.base import BaseEstimator
+
+from ..deploy import Probe, load
+from ..deploy.head import fit_head
+from ..probing.config import DEFAULT_ALPHAS, DEFAULT_CS
+
+
+class FittedProbe(BaseEstimator):
+    """A saved probe of texts: ``FittedProbe("model.featx").predict(["a new sentence"])``.
+
+    Parameters: ``bundle`` (the bundle folder), ``balanced`` (class weights of a refit), ``seed``.
+    """
+
+    def __init__(self, bundle: str | Path | None = None, balanced: bool = False, seed: int = 0):
+        self.bundle = bundle
+        self.balanced = balanced
+        self.seed = seed
+
+    # -- the probe ---------------------------------------------------------------------------
+    def _probe(self) -> Probe:
+        probe = getattr(self, "probe_", None)
+        if probe is None:
+            if self.bundle is None:
+                raise ValueError("FittedProbe needs bundle= (a folder written by featx fit)")
+            probe = load(self.bundle)
+            self.probe_ = probe
+            self._set_classes(probe)
+        return probe
+
+    def _set_classes(self, probe: Probe, classes: np.ndarray | None = None) -> None:
+        if probe.classes is not None:
+            self.classes_ = np.asarray(probe.classes, dtype=object) if classes is None else classes
+
+    def __sklearn_is_fitted__(self) -> bool:
+        return self.bundle is not None or getattr(self, "probe_", None) is not None
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.estimator_type = "regressor" if self._task() == "regression" else "classifier"
+        tags.input_tags.two_d_array = False
+        tags.input_tags.string = True
+        return tags
+
+    def _task(self) -> str:
+        try:
+            return self._probe().task
+        except Exception:  # an unloadable bundle: scikit-learn only asks for its tags here
+            return "classification"
+
+    def _features(self, X: Any) -> np.ndarray:
+        probe = self._probe()
+        array = np.asarray(X) if not isinstance(X, (list, tuple)) else None
+        if array is not None and array.ndim == 2 and array.dtype.kind in "fiu":
+            return array.astype(np.float32)
+        if array is not None and array.ndim == 2 and array.shape[1] == 2:
+            return probe.features([str(t) for t in array[:, 0]], [str(t) for t in array[:, 1]])
+        if hasattr(X, "tolist"):
+            X = X.tolist()
+        return probe.features([str(text) for text in X])
+
+    # -- estimator ---------------------------------------------------------------------------
+    def fit(self, X: Any, y: Any) -> FittedProbe:
+        """Train a new head of the bundle's kind on these texts' features (its C or alpha chosen on a holdout)."""
+        base = self._probe()
+        features = self._features(X)
+        y = np.asarray(y)
+        if base.classes is None:
+            head = fit_head("ridge", features, y.astype(np.float64), None, DEFAULT_CS, DEFAULT_ALPHAS, False, self.seed)
+            classes = None
+        else:
+            classes, codes = np.unique(y, return_inverse=True)
+            names = [str(value) for value in classes]
+            head = fit_head(
+                base.head.classifier, features, codes, names, DEFAULT_CS, DEFAULT_ALPHAS, bool(self.balanced), self.seed
+            )
+        info = {**base.info, "refit_on": int(len(y))}
+        self.probe_ = Probe(head, base.spec, base.pooling, dict(base.extraction), info)
+        self._set_classes(self.probe_, classes)
+        self.n_features_in_ = int(features.shape[1])
+        return self
+
+    def predict(self, X: Any) -> np.ndarray:
+        probe = self._probe()
+        codes = probe.head.predict_codes(self._features(X))
+        return codes if probe.classes is None else self.classes_[codes]
+
+    def predict_proba(self, X: Any) -> np.ndarray:
+        probe = self._probe()
+        return probe.predict_proba_features(self._features(X))
+
+    def decision_function(self, X: Any) -> np.ndarray:
+        scores = self._probe().scores_features(self._features(X))
+        return scores[:, 1] - scores[:, 0] if scores.ndim == 2 and scores.shape[1] == 2 else scores
+
+    def score(self, X: Any, y: Any, sample_weight: Any = None) -> float:
+        """Accuracy (classification) or R² (regression) of ``predict(X)`` against ``y``."""
+        from sklearn.metrics import accuracy_score, r2_score
+
+        predicted = self.predict(X)
+        if self._probe().classes is None:
+            return float(r2_score(y, predicted, sample_weight=sample_weight))
+        return float(accuracy_score(np.asarray(y, dtype=object), predicted, sample_weight=sample_weight))
+
+
+__all__ = ["FittedProbe"]
