@@ -17,6 +17,7 @@ import shutil
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from .._version import __version__
 from ..errors import InputError
@@ -29,7 +30,7 @@ MANIFEST, WEIGHTS = checks.MANIFEST, checks.WEIGHTS
 
 def manifest_of(probe: Probe, weights_sha256: str, weights_bytes: int) -> dict:
     """The manifest of ``probe`` whose weights file has this digest and size."""
-    head = probe.head
+    head: Any = probe.head
     return {
         **{key: value for key, value in probe.info.items() if key not in checks.OWN_KEYS},
         "format": checks.FORMAT,
@@ -43,6 +44,7 @@ def manifest_of(probe: Probe, weights_sha256: str, weights_bytes: int) -> dict:
         "classifier": head.classifier,
         "C" if head.classifier != "ridge" else "alpha": head.C if math.isfinite(head.C) else None,
         "n_features": head.n_features,
+        **({"widths": head.widths, "layer_cs": [part.C for part in head.parts]} if probe.spec.kind == "stack" else {}),
         "arrays": {name: list(array.shape) for name, array in checks.arrays_of(head).items()},
         "extraction": probe.extraction,
         "files": {WEIGHTS: {"sha256": weights_sha256, "bytes": weights_bytes}},
@@ -103,10 +105,27 @@ def _strength(manifest: dict) -> float:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else float("nan")
 
 
+def _head(manifest: dict, arrays: dict):
+    """The head of a checked manifest and its checked arrays (a stack: per-layer heads and the meta head)."""
+    from .head import ARRAYS, Head
+    from .stack import META_C, StackHead
+
+    classifier, classes = manifest["classifier"], manifest["classes"]
+    if manifest["layer_spec"]["kind"] != "stack":
+        return Head(classifier, arrays.pop("mean"), arrays.pop("scale"), arrays, classes, _strength(manifest))
+
+    def part(prefix: str, name: str, strength: float) -> Head:
+        weights = {key: arrays[f"{prefix}.{key}"] for key in ARRAYS["linear"]}
+        return Head(name, arrays[f"{prefix}.mean"], arrays[f"{prefix}.scale"], weights, classes, strength)
+
+    strengths = manifest.get("layer_cs") or [float("nan")] * len(manifest["widths"])
+    parts = [part(f"layer{i}", classifier, float(c)) for i, c in enumerate(strengths)]
+    return StackHead(parts, part("meta", "logreg", META_C))
+
+
 def load(path: str | os.PathLike) -> Probe:
     """The probe saved in the bundle folder ``path``, every file checked first (``checks``)."""
     from ..safe_files import read_small_text
-    from .head import Head
 
     folder = checks.bundle_folder(Path(path))
     try:
@@ -115,14 +134,7 @@ def load(path: str | os.PathLike) -> Probe:
         raise InputError(f"{folder}/{MANIFEST} cannot be read: {err}", checks.REFIT_HINT) from None
     manifest = checks.check_manifest(checks.parse_manifest(text, folder), folder)
     arrays = checks.read_weights(folder, manifest)
-    head = Head(
-        manifest["classifier"],
-        arrays.pop("mean"),
-        arrays.pop("scale"),
-        arrays,
-        manifest["classes"],
-        _strength(manifest),
-    )
+    head = _head(manifest, arrays)
     info = {key: value for key, value in manifest.items() if key not in checks.OWN_KEYS}
     info["weights_sha256"] = manifest["files"][WEIGHTS]["sha256"]
     spec = checks.layer_spec(manifest)

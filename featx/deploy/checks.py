@@ -12,13 +12,14 @@ import json
 import os
 import stat
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from ..errors import InputError
 from ..selection import POOLINGS, LayerSpec
 from .config import HEADS
-from .head import ARRAYS, KIND_OF, Head
+from .head import ARRAYS, KIND_OF
 
 FORMAT = "featx-probe"
 SCHEMA_VERSION = 1
@@ -37,8 +38,14 @@ OWN_KEYS = (
 )  # fmt: skip
 
 
-def arrays_of(head: Head) -> dict[str, np.ndarray]:
-    """The arrays a bundle stores for ``head``: the scaler, then its kind's weights (contiguous)."""
+def arrays_of(head: Any) -> dict[str, np.ndarray]:
+    """The arrays a bundle stores for ``head``: the scaler, then its kind's weights (contiguous); a stack's
+    per-layer heads as ``layer<i>.<name>`` and its meta head as ``meta.<name>``."""
+    if head.kind == "stack":
+        out = {}
+        for prefix, part in [*((f"layer{i}", p) for i, p in enumerate(head.parts)), ("meta", head.meta)]:
+            out.update({f"{prefix}.{name}": array for name, array in arrays_of(part).items()})
+        return out
     names = ("mean", "scale", *ARRAYS[head.kind])
     values = {"mean": head.mean, "scale": head.scale, **head.weights}
     return {name: np.ascontiguousarray(values[name]) for name in names}
@@ -129,7 +136,7 @@ def layer_spec(manifest: dict, folder: Path | None = None) -> LayerSpec:
     layers = spec.get("layers") if isinstance(spec, dict) else None
     kind = spec.get("kind") if isinstance(spec, dict) else None
     if (
-        kind not in ("single", "cat")
+        kind not in ("single", "cat", "stack")
         or not isinstance(layers, list)
         or not 1 <= len(layers) <= 4096
         or not all(_is_whole(layer, 0, 4096) for layer in layers)
@@ -152,10 +159,30 @@ def check_manifest(manifest: dict, folder: Path) -> dict:
     return manifest
 
 
+def _stack_shapes(manifest: dict, k: int) -> dict[str, tuple[int, ...]]:
+    widths, layers = manifest.get("widths"), manifest["layer_spec"]["layers"]
+    if (
+        not isinstance(widths, list)
+        or len(widths) != len(layers)
+        or not all(_is_whole(w, 1, MAX_FEATURES) for w in widths)
+    ):
+        raise InputError("its stack's per-layer widths are missing or do not match its layers", REFIT_HINT)
+    if manifest["classifier"] not in ("logreg", "svm") or sum(widths) != manifest["n_features"]:
+        raise InputError("its stack is not of linear probes of n_features columns", REFIT_HINT)
+    shapes: dict[str, tuple[int, ...]] = {}
+    for i, width in enumerate([*widths, len(widths) * k]):
+        prefix = f"layer{i}" if i < len(widths) else "meta"
+        shapes.update({f"{prefix}.mean": (width,), f"{prefix}.scale": (width,)})
+        shapes.update({f"{prefix}.coef": (width, k), f"{prefix}.intercept": (k,)})
+    return shapes
+
+
 def expected_shapes(manifest: dict) -> dict[str, tuple[int, ...]]:
     """The shape of every array the manifest's head needs (an mlp's hidden width from its own arrays)."""
     d = manifest["n_features"]
     k = 1 if manifest["classes"] is None else len(manifest["classes"])
+    if manifest["layer_spec"]["kind"] == "stack":
+        return _stack_shapes(manifest, k)
     shapes: dict[str, tuple[int, ...]] = {"mean": (d,), "scale": (d,)}
     if KIND_OF[manifest["classifier"]] == "mlp":
         hidden = (manifest.get("arrays") or {}).get("b1", [0])[0]
@@ -198,11 +225,10 @@ def read_weights(folder: Path, manifest: dict) -> dict[str, np.ndarray]:
             raise _bad(folder, f"array '{name}' has shape {array.shape}, the manifest needs {shape}")
         if not np.all(np.isfinite(array)):
             raise _bad(folder, f"array '{name}' holds NaN or infinite values")
-    if np.any(arrays["scale"] <= 0):
+    scaler = [name for name in shapes if name.endswith(("mean", "scale"))]
+    if any(np.any(arrays[name] <= 0) for name in scaler if name.endswith("scale")):
         raise _bad(folder, "its scaler has a scale of zero or less")
-    out = {name: np.array(arrays[name], dtype=np.float64) for name in shapes}
-    out["mean"], out["scale"] = arrays["mean"].astype(np.float32), arrays["scale"].astype(np.float32)
-    return out
+    return {name: arrays[name].astype(np.float32 if name in scaler else np.float64) for name in shapes}
 
 
 def check_model_now(extraction: dict) -> None:

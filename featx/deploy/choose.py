@@ -18,6 +18,7 @@ from ..probing import evaluation as ev
 from ..probing.evaluation import regression_metrics as rm
 from ..selection import LayerSpec
 from . import head as heads
+from .stack import fit_stack
 
 
 @dataclass(frozen=True)
@@ -56,16 +57,29 @@ def cv_folds(y: np.ndarray, n_classes: int | None, folds: int, seed: int) -> lis
     return list(splitter.split(np.zeros(len(y)), y))
 
 
-def cross_validate(
-    X: np.ndarray, y: np.ndarray, classes: list[str] | None, folds, metric: str, fit_head
-) -> list[float]:
+def take(X, rows: np.ndarray):
+    """These rows of one matrix, or of each layer's matrix of a stack."""
+    return [block[rows] for block in X] if isinstance(X, list) else X[rows]
+
+
+def cross_validate(X, y: np.ndarray, classes: list[str] | None, folds, metric: str, fit_head) -> list[float]:
     """The score of each fold: a head trained on the fold's training part, scored on the rest."""
     scores = []
     for fit_rows, val_rows in folds:
-        head = fit_head(X[fit_rows], y[fit_rows])
-        predicted = head.predict_codes(X[val_rows])
+        head = fit_head(take(X, fit_rows), y[fit_rows])
+        predicted = head.predict_codes(take(X, val_rows))
         scores.append(score_of(metric, y[val_rows], predicted, None if classes is None else len(classes)))
     return scores
+
+
+def fit_any(classifier: str, X, y: np.ndarray, classes: list[str] | None, options: dict):
+    """``head.fit_head`` on one matrix, ``stack.fit_stack`` on a stack's list of per-layer matrices."""
+    if isinstance(X, list):
+        assert classes is not None, "a stack is a classification head"
+        return fit_stack(classifier, X, y, classes, options["cs"], options["balanced"], options["seed"])
+    return heads.fit_head(
+        classifier, X, y, classes, options["cs"], options["alphas"], options["balanced"], options["seed"]
+    )
 
 
 def choose(
@@ -83,9 +97,7 @@ def choose(
     splits = cv_folds(y, None if classes is None else len(classes), folds, seed)
 
     def fit_head(X_part, y_part):
-        return heads.fit_head(
-            classifier, X_part, y_part, classes, options["cs"], options["alphas"], options["balanced"], seed
-        )
+        return fit_any(classifier, X_part, y_part, classes, options)
 
     scored = []
     for number, (spec, pooling) in enumerate(candidates, 1):
@@ -98,4 +110,4 @@ def choose(
     return [scored[i] for i in order]
 
 
-__all__ = ["Candidate", "choose", "cross_validate", "cv_folds", "score_of"]
+__all__ = ["Candidate", "choose", "cross_validate", "cv_folds", "fit_any", "score_of", "take"]

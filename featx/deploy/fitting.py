@@ -19,8 +19,7 @@ from ..errors import InputError
 from ..probing import evaluation as ev
 from ..probing.evaluation import regression_metrics as rm
 from ..store import FeatureFile
-from . import head as heads
-from .choose import Candidate, choose, score_of
+from .choose import Candidate, choose, fit_any, score_of, take
 from .config import FitConfig
 from .features import stored_matrix
 from .plan import FitPlan, resolve_fit
@@ -67,7 +66,7 @@ class FitResult:
         return self.notes + lines
 
 
-def _test_score(plan: FitPlan, head: heads.Head, X_test: np.ndarray) -> dict:
+def _test_score(plan: FitPlan, head: Any, X_test: Any) -> dict:
     """The test rows' metric of ``head`` with a 95% bootstrap interval, and the baseline's."""
     config, y_test, y_train = plan.config, plan.y[plan.test], plan.y[plan.train]
     predicted = head.predict_codes(X_test)
@@ -104,8 +103,6 @@ def _options(plan: FitPlan) -> dict:
 
 def _selection(plan: FitPlan, report: Callable[[str], None] | None) -> list[Candidate]:
     rows = plan.rows[plan.train]
-    if any(spec.kind == "stack" for spec, _ in plan.candidates):
-        raise InputError("featx fit saves one head on one feature set; stack is a featx probe option", "use cat(...)")
     with FeatureFile(plan.path) as features:
 
         def read(spec, pooling):
@@ -126,11 +123,8 @@ def fit(config: FitConfig | str | Path | None = None, report: Callable[[str], No
     best, opts = candidates[0], _options(plan)
     with FeatureFile(plan.path) as features:
         X = stored_matrix(features, best.spec, best.pooling, plan.rows)
-    head = heads.fit_head(
-        opts["classifier"], X[plan.train], plan.y[plan.train], plan.classes,
-        opts["cs"], opts["alphas"], opts["balanced"], opts["seed"],
-    )  # fmt: skip
-    test = _test_score(plan, head, X[plan.test]) if len(plan.test) else None
+    head = fit_any(opts["classifier"], take(X, plan.train), plan.y[plan.train], plan.classes, opts)
+    test = _test_score(plan, head, take(X, plan.test)) if len(plan.test) else None
     info = _info(plan, candidates, test)
     probe = Probe(head, best.spec, best.pooling, _extraction(plan), info)
     path = probe.save(plan.output, overwrite=plan.config.overwrite) if plan.config.write else None

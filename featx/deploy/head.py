@@ -97,11 +97,11 @@ def fit_head(
         head.classes = list(classes)
         return head
     model, scaler, C = ev.fit_linear(classifier, X, y, rows, None, tuple(cs), balanced, seed)
-    weights = _linear_weights(model, len(classes))
+    weights = linear_weights(model, len(classes))
     return Head(classifier, scaler.mean, scaler.scale, weights, list(classes), float(C))
 
 
-def _linear_weights(model, n_classes: int) -> dict[str, np.ndarray]:
+def linear_weights(model, n_classes: int) -> dict[str, np.ndarray]:
     """The (d, k) coefficients and (k,) intercepts of a fitted logreg or svm, every class a column (a class
     the fit never saw scores -inf; a binary svm's one margin m becomes the two scores -m/2, m/2)."""
     coef = np.asarray(model.coef_, np.float64)
@@ -137,4 +137,4 @@ def _fit_mlp(X: np.ndarray, y: np.ndarray, n_classes: int, balanced: bool, seed:
     return Head("mlp", scaler.mean, scaler.scale, weights, None)
 
 
-__all__ = ["ARRAYS", "KIND_OF", "Head", "fit_head"]
+__all__ = ["ARRAYS", "KIND_OF", "Head", "fit_head", "linear_weights"]

@@ -183,6 +183,11 @@ def resolve_fit(config: FitConfig) -> FitPlan:
         elif len(train) < 2 * int(config.folds):
             raise InputError(f"only {len(train)} labelled training rows for {config.folds}-fold cross-validation")
         candidates = _candidates(features, config)
+        if any(spec.kind == "stack" for spec, _ in candidates) and (classes is None or config.classifier == "mlp"):
+            raise InputError(
+                "stack combines linear probes of a class label (logreg or svm)",
+                "use --classifier logreg or svm on a class label, or a single layer or cat(...)",
+            )
         extraction = _extraction(features)
         fingerprint, layers = features.fingerprint, list(features.layers)
     return FitPlan(

@@ -13,7 +13,6 @@ import numpy as np
 from ..errors import InputError
 from ..selection import LayerSpec
 from .features import embedded_matrix
-from .head import Head
 
 
 @dataclass
@@ -23,7 +22,7 @@ class Probe:
     ``info`` holds the rest of the manifest: label, task, the selection's scores, the features file's
     fingerprint, featx's version and the creation time."""
 
-    head: Head
+    head: Any  # a Head, or a StackHead (stack.py)
     spec: LayerSpec
     pooling: str
     extraction: dict
@@ -54,7 +53,9 @@ class Probe:
         )
 
     # -- precomputed features --------------------------------------------------------------
-    def _checked(self, X: Any) -> np.ndarray:
+    def _checked(self, X: Any) -> Any:
+        if self.spec.kind == "stack":
+            return self._checked_blocks(X)
         X = np.asarray(X, dtype=np.float32)
         if X.ndim != 2 or X.shape[1] != self.head.n_features:
             raise InputError(
@@ -63,6 +64,19 @@ class Probe:
                 "pass the matrix of the bundle's layer and pooling, one row per text",
             )
         return X
+
+    def _checked_blocks(self, blocks: Any) -> list[np.ndarray]:
+        widths = [int(width) for width in getattr(self.head, "widths", [])]
+        arrays = [np.asarray(block, dtype=np.float32) for block in blocks] if isinstance(blocks, list) else []
+        if len(arrays) != len(widths) or any(
+            a.ndim != 2 or a.shape[1] != w for a, w in zip(arrays, widths, strict=True)
+        ):
+            raise InputError(
+                f"this stacked probe reads a list of {len(widths)} matrices, one per layer {self.spec.layers}, "
+                f"of {widths} columns",
+                "pass one matrix per stacked layer (pooling " + self.pooling + ")",
+            )
+        return arrays
 
     def predict_features(self, X: Any) -> np.ndarray:
         """Predicted class names (or values) of precomputed feature rows."""

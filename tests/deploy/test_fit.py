@@ -122,3 +122,22 @@ def test_separate_pairs_read_the_probes_pair_feature(tiny_model, tmp_path):
     loaded = featx.load(result.path)
     assert loaded.head.n_features == 4 * 32  # [u, v, |u-v|, u*v]
     assert loaded.extraction["pair_mode"] == "separate" and loaded.extraction["text_pair_col"] == "other"
+
+
+def test_the_weighted_stack_round_trips(split_features, tmp_path):
+    result = featx.fit(
+        split_features, label="topic", layer="stack", pooling="mean", output=tmp_path / "s.featx", folds=2
+    )
+    loaded = featx.load(result.path)
+    assert loaded.spec.kind == "stack" and loaded.head.widths == [32, 32, 32]
+    X = _stored(split_features, result.probe)
+    assert isinstance(X, list) and len(X) == 3
+    assert np.array_equal(loaded.predict_proba_features(X), result.probe.predict_proba_features(X))
+    assert np.allclose(loaded.predict_proba_features(X).sum(axis=1), 1.0)
+
+
+def test_a_stack_of_a_number_is_refused(split_features):
+    from featx.errors import InputError
+
+    with pytest.raises(InputError, match="stack combines linear probes of a class label"):
+        featx.fit(split_features, label="score", layer="stack", write=False)

@@ -1,0 +1,102 @@
+"""``StackHead``: the per-layer weighted stack of ``featx probe --layer stack`` as a deployed head: one linear
+probe per layer, and a logistic meta-classifier on their class scores (probabilities for logreg, margins for
+svm), fitted as ``probing.evaluation.run_stack`` fits it: each layer's probe on every training row, the
+meta-classifier on out-of-fold scores of those rows only. Classification only."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..probing.evaluation.core import STACK_INNER_FOLDS
+from . import head as heads
+from .head import Head, linear_weights
+
+META_C = 1.0  # the meta-classifier's C, as in the probes' stack
+
+
+@dataclass
+class StackHead:
+    """Per-layer heads and the meta head over their concatenated class scores."""
+
+    parts: list[Head]
+    meta: Head  # linear, identity scaler, over len(parts) * k scores
+
+    @property
+    def classifier(self) -> str:
+        return self.parts[0].classifier
+
+    @property
+    def classes(self) -> list[str] | None:
+        return self.meta.classes
+
+    @property
+    def kind(self) -> str:
+        return "stack"
+
+    @property
+    def C(self) -> float:
+        return float(np.exp(np.mean(np.log([part.C for part in self.parts]))))
+
+    @property
+    def n_features(self) -> int:
+        return int(sum(part.n_features for part in self.parts))
+
+    @property
+    def widths(self) -> list[int]:
+        return [part.n_features for part in self.parts]
+
+    @property
+    def has_proba(self) -> bool:
+        return True
+
+    def _inputs(self, blocks: list[np.ndarray]) -> np.ndarray:
+        return np.concatenate([layer_scores(part, X) for part, X in zip(self.parts, blocks, strict=True)], axis=1)
+
+    def scores(self, blocks: list[np.ndarray]) -> np.ndarray:
+        return self.meta.scores(self._inputs(blocks))
+
+    def proba(self, blocks: list[np.ndarray]) -> np.ndarray:
+        return self.meta.proba(self._inputs(blocks))
+
+    def predict_codes(self, blocks: list[np.ndarray]) -> np.ndarray:
+        return np.argmax(self.scores(blocks), axis=1)
+
+
+def layer_scores(part: Head, X: np.ndarray) -> np.ndarray:
+    """What the meta-classifier reads of one layer: probabilities (logreg) or margins (svm), -inf as 0."""
+    scores = part.proba(X) if part.has_proba else part.scores(X)
+    return np.nan_to_num(scores, neginf=0.0)
+
+
+def fit_stack(classifier: str, blocks: list[np.ndarray], y, classes: list[str], cs, balanced: bool, seed: int):
+    """One ``fit_head`` per layer on these rows; the meta-classifier on their out-of-fold scores."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import StratifiedKFold
+
+    k = len(classes)
+    counts = np.bincount(y, minlength=k)
+    folds = int(min(STACK_INNER_FOLDS, counts[counts > 0].min()))
+    parts, oof_blocks = [], []
+    for X in blocks:
+        parts.append(heads.fit_head(classifier, X, y, classes, cs, (), balanced, seed))
+        oof = np.zeros((len(y), k))
+        if folds >= 2:
+            splitter = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed)
+            for fit_rows, val_rows in splitter.split(np.zeros(len(y)), y):
+                inner = heads.fit_head(classifier, X[fit_rows], y[fit_rows], classes, [parts[-1].C], (), balanced, seed)
+                oof[val_rows] = layer_scores(inner, X[val_rows])
+        else:
+            oof = layer_scores(parts[-1], X)
+        oof_blocks.append(oof)
+    meta_model = LogisticRegression(C=META_C, max_iter=1000, class_weight="balanced" if balanced else None)
+    inputs = np.concatenate(oof_blocks, axis=1)
+    meta_model.fit(inputs, y)
+    width = inputs.shape[1]
+    identity = (np.zeros(width, np.float32), np.ones(width, np.float32))
+    meta = Head("logreg", *identity, linear_weights(meta_model, k), list(classes), META_C)
+    return StackHead(parts, meta)
+
+
+__all__ = ["META_C", "StackHead", "fit_stack", "layer_scores"]
