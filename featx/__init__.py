@@ -31,6 +31,15 @@ def extract(corpus=None, **options):
         return _extract(config)
 
 
+def embed(texts, model: str = "default", layer: int = -1, pooling: str = "mean", **options):
+    """The ``(rows, width)`` float32 features of in-memory ``texts`` (a list, numpy array, pandas Series or
+    one-column DataFrame) at one ``layer`` (negative: from the top) and ``pooling``, without a features file;
+    ``options`` as ``featx.extraction.embed`` takes them (which returns every layer and pooling asked for)."""
+    from .extraction.embedding import embed as _embed
+
+    return _embed(texts, model=model, layers=str(layer), poolings=pooling, **options).array(layer, pooling)
+
+
 def probe(features=None, **options):
     """Probe a features file per layer and pooling; see ``featx.probing.ProbeConfig`` for the options."""
     from .probing import probe as _probe
@@ -66,4 +75,16 @@ def load(path):
     return _load(path)
 
 
-__all__ = ["FeatureFile", "FeatxError", "__version__", "estimate", "explain", "extract", "fit", "load", "open", "probe"]
+__all__ = [
+    "FeatureFile",
+    "FeatxError",
+    "__version__",
+    "embed",
+    "estimate",
+    "explain",
+    "extract",
+    "fit",
+    "load",
+    "open",
+    "probe",
+]

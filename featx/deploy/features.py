@@ -11,6 +11,7 @@ import numpy as np
 from ..probing.tasks.pairs import pooled_block, senteval
 from ..selection import LayerSpec
 from ..store import FeatureFile
+from ..store.schema import PAIR_B_SITE
 
 
 def stored_matrix(features: FeatureFile, spec: LayerSpec, pooling: str, rows: np.ndarray | None = None) -> Any:
@@ -30,8 +31,8 @@ def embedded_matrix(embeddings: Any, layers: tuple[int, ...], kind: str, pooling
     blocks = []
     for layer in layers:
         if pair_mode == "separate":
-            u, v = embeddings.pair_arrays(layer, pooling)
-            blocks.append(senteval(np.asarray(u, np.float32), np.asarray(v, np.float32)))
+            u, v = embeddings.array(layer, pooling), embeddings.array(layer, pooling, site=PAIR_B_SITE)
+            blocks.append(senteval(u, v))
         else:
             blocks.append(np.asarray(embeddings.array(layer, pooling), dtype=np.float32))
     if kind == "stack":

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import codecs
 import math
+import os
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import ClassVar
@@ -312,6 +313,14 @@ def make_config(config: ExtractConfig | str | Path | None = None, **options) -> 
         raise InputError(
             f"unknown extraction option(s): {', '.join(unknown)}",
             f"see featx.ExtractConfig for the options: {', '.join(sorted(known))}",
+        )
+    if isinstance(config, os.PathLike):
+        config = Path(config)
+    if config is not None and not isinstance(config, (str, Path, ExtractConfig)):
+        raise InputError(
+            f"featx.extract takes a corpus file path (or an ExtractConfig), not a {type(config).__name__}",
+            "featx.embed(texts, ...) takes in-memory texts and returns their features as an array "
+            "(featx.extraction.embed: every layer and pooling); or write the texts to a CSV and extract that",
         )
     if isinstance(config, (str, Path)):
         return ExtractConfig(corpus=config, **options)

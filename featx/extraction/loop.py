@@ -13,11 +13,10 @@ import time
 import numpy as np
 
 from ..errors import StoreError
-from ..store import FeatureWriter
 from .batching import collate, plan_batches, plan_windows
 from .plan import ExtractionPlan
 from .runner import Runner
-from .threads import BackgroundWriter, prefetch
+from .threads import BackgroundWriter, Sink, prefetch
 from .tokenize import TokenizedCorpus
 from .word_pooling import row_word_ids, with_word_index
 
@@ -82,7 +81,7 @@ class Window:
             for path, values in self.values.items()
         }
 
-    def load(self, writer: FeatureWriter, undone: np.ndarray) -> None:
+    def load(self, writer: Sink, undone: np.ndarray) -> None:
         """Resume a window: the rows committed inside it back from the file, the others zeroed."""
         writer.read_window(self.start, self.stop, self.values)
         for path, values in self.values.items():
@@ -185,7 +184,7 @@ class WindowRun:
         self.stored = 0  # batches in the buffers
         self.fresh: list[np.ndarray] = []  # window rows stored since the last commit, batch by batch
 
-    def resume(self, writer: FeatureWriter) -> int:
+    def resume(self, writer: Sink) -> int:
         """Skip the batches an earlier run committed inside this window; the rows they hold."""
         done = min(writer.batches_done(self.window.start), len(self.batches))
         if done:
@@ -240,7 +239,7 @@ def runs(positions: np.ndarray, gap: int = 32) -> list[tuple[int, int]]:
 
 def run(
     plan: ExtractionPlan,
-    writer: FeatureWriter,
+    writer: Sink,
     tokenized: TokenizedCorpus,
     runner: Runner,
     pad_id: int,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -343,6 +343,18 @@ def _max_length(config, tokenizer, max_length: int | None) -> int:
             raise InputError(f"--max-length {max_length} exceeds the model's maximum of {model_max}")
         model_max = max_length
     return model_max
+
+
+def with_max_length(loaded: LoadedModel, max_length: int | None) -> LoadedModel:
+    """``loaded`` (loaded with its own maximum) run at ``max_length`` tokens a row, checked as at load time;
+    the same network and tokenizer are shared."""
+    if max_length is None or max_length == loaded.max_length:
+        return loaded
+    if max_length < 2:
+        raise InputError(f"--max-length {max_length} is too small", "use at least 2 (room for the special tokens)")
+    if max_length > loaded.max_length:
+        raise InputError(f"--max-length {max_length} exceeds the model's maximum of {loaded.max_length}")
+    return replace(loaded, max_length=int(max_length))
 
 
 @torch.inference_mode()

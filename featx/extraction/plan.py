@@ -29,6 +29,7 @@ from .sharding import ShardSpec
 from .sites import Site, measure_widths, parse_sites, resolve_sites
 from .tokenize import special_layout
 from .treebank import parse_word_poolings, word_format
+from .truncation import Cut, plan_cut
 
 WINDOW_BYTES = 256 << 20  # host memory for one commit window of outputs
 MIN_WINDOW_ROWS, MAX_WINDOW_ROWS = 64, 8192
@@ -70,6 +71,10 @@ class ExtractionPlan:
     long_inputs: str = "truncate"  # or "window": longer rows run as overlapping windows (windows.py)
     window: WindowSpec | None = None  # the windows' shape, with --long window
     word_poolings: tuple[str, ...] = ()  # word inputs: the word vectors stored (first, last, mean subword)
+    # The truncated forward (truncation.py): stop after the highest stored layer's block; None runs the whole model.
+    # Not in the fingerprint: the features are the same either way.
+    cut: Cut | None = None
+    blocks_run: int = 0  # transformer blocks each forward pass runs (all of them without a cut)
 
     @property
     def hidden(self) -> SiteLayout:
@@ -287,7 +292,10 @@ def resolve_plan(
     token_bytes = sum(site.token_bytes(itemsize) for site in layouts)
     output = output_path(config)
     pad_id, pad_source = resolve_pad(loaded.tokenizer)
+    cut = plan_cut(loaded, layers, hooked)
     return ExtractionPlan(
+        cut=cut,
+        blocks_run=cut.blocks_run if cut is not None else loaded.n_layers - 1,
         pad_id=pad_id,
         pad_source=pad_source,
         max_length=int(loaded.max_length),
@@ -344,6 +352,7 @@ def provenance(plan: ExtractionPlan, corpus, loaded: LoadedModel) -> dict:
         schema.DEVICE: str(loaded.device),
         schema.DEVICE_MAP: json.dumps(device_map(config, loaded)),
         schema.IMPLEMENTATION: loaded.implementation,  # not in the fingerprint: both give the same features
+        schema.BLOCKS_RUN: plan.blocks_run,  # not in the fingerprint either: a truncated pass gives the same features
         schema.CORPUS_PATH: str(Path(config.corpus).resolve())
         if rereadable(config.corpus)
         else source_name(config.corpus),

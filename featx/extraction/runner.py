@@ -13,6 +13,7 @@ from .pair_runner import SEGMENT_FUNCTIONS, pair_inputs, takes_type_ids
 from .plan import ExtractionPlan
 from .pooling import POOLING_FUNCTIONS, make_pooler_pool
 from .sites import SiteRecorder
+from .truncation import truncated_states
 from .windows import split_row
 from .word_pooling import pool_words
 
@@ -72,8 +73,14 @@ class Runner:
         forward_options: dict[str, object] = dict(recorder.forward_options) if recorder is not None else {}
         if token_type_ids is not None and self.type_ids:
             forward_options["token_type_ids"] = token_type_ids
-        output = self.model(input_ids=input_ids, attention_mask=mask, output_hidden_states=True, **forward_options)
-        states = {self.plan.hidden.name: [output.hidden_states[layer] for layer in self.plan.layers]}  # L x (B, T, H)
+        inputs = {"input_ids": input_ids, "attention_mask": mask, **forward_options}
+        if self.plan.cut is not None:  # no stored layer above block K: the pass stops there (truncation.py)
+            output = None
+            hidden = truncated_states(self.model, self.plan.cut, self.plan.layers, inputs)
+        else:
+            output = self.model(**inputs, output_hidden_states=True)
+            hidden = [output.hidden_states[layer] for layer in self.plan.layers]
+        states = {self.plan.hidden.name: hidden}  # L x (B, T, H)
         if recorder is not None:
             states.update(recorder.take(output, input_ids, mask, self.special_ids))
         # With --device-map the layers sit on several devices: pool where the batch is (a no-op otherwise).

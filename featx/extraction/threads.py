@@ -5,8 +5,26 @@ from __future__ import annotations
 
 import queue
 import threading
+from typing import Protocol
 
-from ..store import FeatureWriter
+import numpy as np
+
+
+class Sink(Protocol):
+    """Where the batch loop's windows go: the HDF5 ``featx.store.FeatureWriter``, or ``embed``'s arrays in memory."""
+
+    @property
+    def rows_done(self) -> int: ...
+
+    def batches_done(self, window_start: int) -> int: ...
+
+    def read_window(self, start: int, stop: int, values: dict[str, np.ndarray]) -> None: ...
+
+    def write_window(self, start: int, stop: int, values: dict[str, np.ndarray]) -> None: ...
+
+    def commit(self, rows_done: int) -> None: ...
+
+    def commit_batches(self, window_start: int, batches_done: int) -> None: ...
 
 
 class BackgroundWriter:
@@ -18,7 +36,7 @@ class BackgroundWriter:
     as written (a commit by time inside a window).
     """
 
-    def __init__(self, writer: FeatureWriter):
+    def __init__(self, writer: Sink):
         self.writer = writer
         self.queue: queue.Queue = queue.Queue(maxsize=2)
         self.error: BaseException | None = None

@@ -108,6 +108,7 @@ PADDING_SIDE, BOS_ADDED, LONG_INPUTS, STRIDE = "padding_side", "bos_added", "lon
 PAIR_MODE, TEXT_PAIR_COL = "pair_mode", "text_pair_col"  # sentence pairs: cross or separate; the second column
 DEVICE_MAP = "device_map"  # JSON {module: device} of --device-map auto; {} when the model sat on one device
 IMPLEMENTATION = "implementation"  # what ran the model: "native" (featx's own BERT) or "transformers"
+BLOCKS_RUN = "blocks_run"  # transformer blocks each forward pass ran: fewer than the model's when truncated
 SHARD_ATTRS = (SHARD_INDEX, SHARD_COUNT, SHARD_ASSIGNMENT, CORPUS_N_ROWS, BASE_FINGERPRINT)
 # What ``FeatureWriter.create`` derives from the layout itself (a copy of another file's attributes drops them)
 LAYOUT_ATTRS = (FORMAT, SCHEMA, LAYERS, POOLINGS, N_ROWS, HIDDEN_SIZE, STORE_DTYPE, WITH_TOKENS, COMPLETE, SITES_ATTR)

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from support.families import FAMILIES, build_family, reference_states
+from support.families import FAMILIES
 from support.parity import parity, pooled_reference, relative_error, run_family
-from support.tiny import SENTENCES, write_csv
+from support.tiny import SENTENCES
 
 import featx
 from featx.extraction import ExtractConfig
@@ -21,35 +21,6 @@ from featx.extraction import ExtractConfig
 TEXTS = [row[0] for row in SENTENCES]
 TOLERANCE = 1e-4
 ENCODER_OF = ("t5-encoder", "bart-encoder")  # encoder-decoder checkpoints: featx runs the encoder
-
-
-@pytest.fixture(scope="session")
-def family_models(tmp_path_factory):
-    cache = {}
-
-    def get(family):
-        if family.name not in cache:
-            cache[family.name] = build_family(family, tmp_path_factory.mktemp(family.name))
-        return cache[family.name]
-
-    return get
-
-
-@pytest.fixture(scope="session")
-def family_references(family_models):
-    cache = {}
-
-    def get(family):
-        if family.name not in cache:
-            cache[family.name] = reference_states(family, family_models(family), TEXTS)
-        return cache[family.name]
-
-    return get
-
-
-@pytest.fixture(scope="module")
-def family_corpus(tmp_path_factory):
-    return write_csv(tmp_path_factory.mktemp("family-corpus") / "corpus.csv", SENTENCES)
 
 
 @pytest.mark.parametrize("family", FAMILIES, ids=lambda family: family.name)

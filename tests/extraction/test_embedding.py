@@ -1,0 +1,157 @@
+"""``featx.extraction.embed`` / ``featx.embed``: in-memory texts give, bit for bit, what ``featx extract`` with the
+same options stores (texts, both pair modes, float16 rounding), a row never depends on its batch neighbours, and
+bad inputs are one clear ``InputError`` before any model is loaded."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from support.families import BY_NAME
+from support.tiny import SENTENCES, write_csv
+
+import featx
+from featx.errors import InputError
+from featx.extraction import ExtractConfig, embed, extract
+
+TEXTS = [row[0] for row in SENTENCES]
+SECOND = [row[0] for row in reversed(SENTENCES)]
+
+
+def extract_file(corpus, output, model, **options):
+    options.setdefault("store_dtype", "float32")
+    return extract(ExtractConfig(corpus=corpus, output=output, model=str(model), progress=False, **options))
+
+
+def assert_equal_to_file(embeddings, path, site="hidden"):
+    with featx.open(path) as features:
+        assert embeddings.layers == features.layers
+        assert embeddings.poolings == features.poolings
+        assert embeddings.rows == features.n_rows
+        for pooling in features.site_poolings(site):
+            for layer in features.site_layers(site):
+                got = embeddings.array(layer, pooling, site=site)
+                assert got.dtype == np.float32 and got.flags.c_contiguous
+                np.testing.assert_array_equal(got, features.features(pooling, layer, site=site))
+
+
+@pytest.mark.parametrize("store_dtype", ["float32", "float16"])
+def test_embed_equals_extract_then_read(tiny_model, tmp_path, store_dtype):
+    """Native BERT, every pooling, float16 rounded as the file rounds it."""
+    corpus = write_csv(tmp_path / "corpus.csv", SENTENCES)
+    summary = extract_file(corpus, tmp_path / "f.h5", tiny_model, poolings="all", store_dtype=store_dtype)
+    embeddings = embed(TEXTS, model=str(tiny_model), poolings="all", store_dtype=store_dtype)
+    assert_equal_to_file(embeddings, summary.output)
+    assert embeddings.model["model_sha256"] == featx.open(summary.output).attrs["model_sha256"]
+    assert embeddings.model["store_dtype"] == store_dtype
+    assert embeddings.model["implementation"] == "native"
+
+
+def test_embed_equals_extract_on_a_decoder_truncated(family_models, family_corpus, tmp_path):
+    """Llama through transformers, layers 0:2 (one block of two runs in both)."""
+    model = family_models(BY_NAME["llama"])
+    summary = extract_file(family_corpus, tmp_path / "f.h5", model, layers="0:2", poolings="all", batch_size=3)
+    embeddings = embed(TEXTS, model=str(model), layers="0:2", poolings="all", batch_size=3)
+    assert_equal_to_file(embeddings, summary.output)
+    assert embeddings.model["blocks_run"] == 1 and embeddings.model["n_model_layers"] == 3
+    assert embeddings.model["causal"] and embeddings.poolings == ["mean", "max", "last"]
+
+
+@pytest.mark.parametrize("mode", ["cross", "separate"])
+def test_embed_pairs_equal_extract(tiny_model, tmp_path, mode):
+    rows = [(a, b, "x") for a, b in zip(TEXTS, SECOND, strict=True)]
+    corpus = write_csv(tmp_path / "pairs.csv", rows, header=("text", "text_pair", "label"))
+    summary = extract_file(
+        corpus, tmp_path / "p.h5", tiny_model, text_pair_col="text_pair", pair_mode=mode, poolings="all"
+    )
+    embeddings = embed(TEXTS, text_pairs=SECOND, pair_mode=mode, model=str(tiny_model), poolings="all")
+    assert_equal_to_file(embeddings, summary.output)
+    if mode == "separate":
+        assert embeddings.sites == ["hidden", "pair_b"]
+        assert_equal_to_file(embeddings, summary.output, site="pair_b")
+    else:
+        assert {"mean_a", "mean_b"} <= set(embeddings.poolings)
+
+
+def test_rows_do_not_depend_on_their_batch_neighbours(tiny_model):
+    """Each text alone, in a batch of one, equals its row among all the others (batched by length, padded)."""
+    together = embed(TEXTS, model=str(tiny_model), poolings="mean,cls,max,last", layers="all")
+    for row in (0, 3, len(TEXTS) - 1):
+        alone = embed([TEXTS[row]], model=str(tiny_model), poolings="mean,cls,max,last", batch_size=1)
+        for pooling in alone.poolings:
+            for layer in alone.layers:
+                np.testing.assert_allclose(
+                    alone.array(layer, pooling)[0], together.array(layer, pooling)[row], rtol=1e-5, atol=1e-6
+                )
+
+
+def test_inputs_of_every_kind_give_the_same_rows(tiny_model):
+    """A list, a tuple, a numpy array (1-D or one column), a pandas Series and a one-column DataFrame."""
+    expected = embed(TEXTS, model=str(tiny_model), layers="1").array(1, "mean")
+    for texts in (
+        tuple(TEXTS),
+        np.array(TEXTS),
+        np.array(TEXTS, dtype=object)[:, None],
+        pd.Series(TEXTS, index=range(10, 10 + len(TEXTS))),
+        pd.DataFrame({"sentence": TEXTS}),
+    ):
+        np.testing.assert_array_equal(embed(texts, model=str(tiny_model), layers="1").array(1, "mean"), expected)
+
+
+def test_featx_embed_gives_one_array(tiny_model):
+    """``featx.embed``: one layer (negative counts from the top) and one pooling."""
+    whole = embed(TEXTS, model=str(tiny_model), layers="all", poolings="cls")
+    top = featx.embed(TEXTS, model=str(tiny_model), layer=-1, pooling="cls")
+    assert isinstance(top, np.ndarray) and top.shape == (len(TEXTS), 32)
+    np.testing.assert_array_equal(top, whole.array(2, "cls"))
+    mean = embed(TEXTS, model=str(tiny_model), layers="1").array(1, "mean")
+    np.testing.assert_array_equal(featx.embed(TEXTS, model=str(tiny_model), layer=1), mean)
+
+
+BAD_INPUTS = [
+    ([], {}, "texts is empty"),
+    ("one text", {}, "texts is a single string"),
+    (["fine", None], {}, r"texts\[1\] is NoneType"),
+    (["fine", 3], {}, r"texts\[1\] is int"),
+    (pd.Series(["fine", np.nan]), {}, r"texts\[1\] is float"),
+    (["fine", "  ", ""], {}, r"texts: 2 empty or whitespace-only text\(s\), at position\(s\) 1, 2"),
+    (pd.DataFrame({"a": ["x"], "b": ["y"]}), {}, "texts is a table of 2 columns"),
+    (np.array([["a", "b"], ["c", "d"]]), {}, r"texts is an array of shape \(2, 2\)"),
+    ({"a": 1}, {}, "texts is a dict, not a list of texts"),
+    (["a", "b"], {"text_pairs": ["c"]}, "text_pairs has 1 texts but texts has 2"),
+    (["a"], {"text_pairs": [""]}, "text_pairs: 1 empty"),
+    (["a"], {"pair_mode": "separate"}, "pair_mode applies to sentence pairs only"),
+    (["a"], {"text_pairs": ["b"], "pair_mode": "both"}, "--pair-mode 'both' is not understood"),
+    (["a"], {"batch_size": 0}, "--batch-size"),
+    (["a"], {"store_dtype": "int8"}, "--store-dtype 'int8' is not understood"),
+]
+
+
+@pytest.mark.parametrize("texts,options,message", BAD_INPUTS, ids=[case[2][:30] for case in BAD_INPUTS])
+def test_bad_inputs_are_one_clear_error_before_loading(texts, options, message, monkeypatch):
+    from featx.extraction import modeling
+
+    def no_load(*args, **kwargs):
+        raise AssertionError("the model was loaded before the inputs were checked")
+
+    monkeypatch.setattr(modeling, "load_model", no_load)
+    with pytest.raises(InputError, match=message) as error:
+        embed(texts, model="no/such-model", **options)
+    assert "\n" not in error.value.message
+
+
+def test_array_of_what_was_not_embedded_is_refused(tiny_model):
+    embeddings = embed(TEXTS[:2], model=str(tiny_model), layers="1", poolings="mean")
+    with pytest.raises(InputError, match="layer 2 was not embedded: these embeddings hold layers 1"):
+        embeddings.array(2, "mean")
+    with pytest.raises(InputError, match="pooling 'cls' was not embedded"):
+        embeddings.array(1, "cls")
+    with pytest.raises(InputError, match="site 'ffn' was not embedded"):
+        embeddings.array(1, "mean", site="ffn")
+
+
+@pytest.mark.parametrize("texts", [["a text"], pd.Series(["a text"]), np.array(["a text"])])
+def test_extract_refuses_in_memory_texts_clearly(texts):
+    with pytest.raises(InputError, match="featx.extract takes a corpus file path") as error:
+        featx.extract(texts, model="default")
+    assert "featx.embed" in error.value.hint
