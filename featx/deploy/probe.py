@@ -28,6 +28,8 @@ class Probe:
     extraction: dict
     info: dict = field(default_factory=dict)
     path: Path | None = None  # the bundle it was loaded from or written to
+    _encoders: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+    _model_checked: bool = field(default=False, init=False, repr=False, compare=False)
 
     @property
     def classes(self) -> list[str] | None:
@@ -105,45 +107,63 @@ class Probe:
 
     # -- texts -------------------------------------------------------------------------------
     def embed_options(self) -> dict:
-        """The keywords of ``featx.extraction.embed`` that reproduce the stored features."""
+        """The options of ``featx.extraction.embed`` that reproduce the stored features: the recorded model,
+        compute and store dtypes, max length and long-input policy, only the layers and pooling read."""
         x = self.extraction
         options = {
             "model": x.get("model_path") or x.get("model"),
-            "layers": sorted(set(self.spec.layers)),
-            "poolings": [self.pooling],
+            "layers": ",".join(map(str, sorted(set(self.spec.layers)))),
+            "poolings": self.pooling,
             "max_length": x.get("max_length"),
-            "dtype": x.get("option_dtype") or x.get("compute_dtype"),
-            "store_dtype": x.get("store_dtype"),
+            "dtype": x.get("compute_dtype") or x.get("option_dtype") or "auto",
+            "store_dtype": x.get("store_dtype") or "float32",
+            "trust_remote_code": bool(x.get("option_trust_remote_code") or False),
+            "progress": False,
         }
         if x.get("long_inputs"):
             options["long"] = x["long_inputs"]
-        if x.get("stride") is not None:
+        if x.get("long_inputs") == "window" and x.get("stride") is not None:
             options["stride"] = x["stride"]
         if x.get("pair_mode"):
             options["pair_mode"] = x["pair_mode"]
         return options
 
+    def _encoder(self, config: Any) -> Any:
+        """The loaded model for ``config``, loaded once per probe and settings (as ``embed`` loads it)."""
+        from ..extraction.modeling import load_model
+        from ..extraction.native.select import native_requested
+
+        key = (config.model, config.device, config.dtype, config.max_length, config.trust_remote_code)
+        if key not in self._encoders:
+            self._encoders.clear()
+            options = (config.trust_remote_code, config.random_init, config.seed, config.max_length)
+            native = native_requested(config)
+            self._encoders[key] = load_model(config.model, config.device, config.dtype, *options, native=native)
+        return self._encoders[key]
+
     def features(self, texts: Any, text_pairs: Any = None, **overrides: Any) -> Any:
-        """The feature matrix of ``texts`` (and their pairs), computed as ``featx extract`` stored it."""
-        from ..extraction import embed
+        """The feature matrix of ``texts`` (and their pairs), computed as ``featx extract`` stored it: the
+        encoder runs only up to the highest layer read. ``overrides``: ``embed`` options (device, batch_size)."""
+        from ..extraction.embedding import as_texts, embed_config, encode
         from .model_ref import check_model, model_folder
 
-        texts = list(texts)
-        if not texts:
-            raise InputError("no texts to predict", "pass at least one text")
-        if self.extraction.get("pair_mode") and text_pairs is None:
+        text_list = as_texts(texts, "texts")
+        pairs = as_texts(text_pairs, "text_pairs") if text_pairs is not None else None
+        if self.extraction.get("pair_mode") and pairs is None:
             raise InputError("this probe was fitted on sentence pairs", "pass text_pairs= (the second texts)")
-        folder = model_folder(self.extraction)
-        if folder is not None:
-            check_model(self.extraction, folder)
         options = {**self.embed_options(), **overrides}
-        if folder is not None and "model" not in overrides:
-            options["model"] = str(folder)
-        pairs = None if text_pairs is None else list(text_pairs)
-        embeddings = embed(texts, text_pairs=pairs, **options) if pairs is not None else embed(texts, **options)
-        return embedded_matrix(
-            embeddings, self.spec.layers, self.spec.kind, self.pooling, self.extraction.get("pair_mode")
-        )
+        if "model" not in overrides:
+            folder = model_folder(self.extraction)
+            if folder is not None and not self._model_checked:
+                check_model(self.extraction, folder)
+                self._model_checked = True
+            options["model"] = str(folder) if folder is not None else options["model"]
+        if pairs is None:
+            options.pop("pair_mode", None)
+        config = embed_config(text_list, pairs, **options)
+        embeddings = encode(self._encoder(config), config, text_list, pairs)
+        mode = self.extraction.get("pair_mode")
+        return embedded_matrix(embeddings, self.spec.layers, self.spec.kind, self.pooling, mode)
 
     def predict(self, texts: Any, text_pairs: Any = None, **overrides: Any) -> np.ndarray:
         """Predicted class names (or values) of ``texts``."""

@@ -141,3 +141,17 @@ def test_a_stack_of_a_number_is_refused(split_features):
 
     with pytest.raises(InputError, match="stack combines linear probes of a class label"):
         featx.fit(split_features, label="score", layer="stack", write=False)
+
+
+def test_separate_pairs_from_texts_match_the_stored_pair_feature(tiny_model, tmp_path):
+    from support.deploy_data import deploy_rows
+    from support.tiny import write_csv
+
+    rows = [[text, text[::-1], label, split] for text, label, _, _, split in deploy_rows(30)]
+    corpus = write_csv(tmp_path / "pairs.csv", rows, header=("text", "other", "label", "split"))
+    output = tmp_path / "pairs.h5"
+    featx.extract(corpus, model=str(tiny_model), output=output, poolings="mean", text_pair_col="other",
+                  pair_mode="separate", progress=False)  # fmt: skip
+    probe = featx.fit(output, label="label", layer="cat(1,2)", output=tmp_path / "p.featx", folds=2).probe
+    stored = _stored(output, probe)
+    assert np.array_equal(probe.features([r[0] for r in rows], [r[1] for r in rows]), stored)

@@ -1,0 +1,56 @@
+"""Predictions from texts with the real encoder: texts -> embed -> the same features as the features file, so
+``featx predict`` on the test rows scores exactly what ``featx fit`` reported."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+from click.testing import CliRunner
+from support.deploy_data import deploy_rows
+from support.tiny import write_csv
+
+import featx
+from featx.cli import main
+from featx.deploy.features import stored_matrix
+
+
+def test_texts_give_the_stored_features_bit_for_bit(fitted, split_features):
+    probe = featx.load(fitted.path)
+    with featx.open(split_features) as features:
+        texts, stored = features.texts, stored_matrix(features, probe.spec, probe.pooling)
+    assert np.array_equal(probe.features(texts), stored)
+    assert list(probe.predict(texts)) == list(probe.predict_features(stored))
+    assert np.array_equal(probe.predict_proba(texts[:5]), probe.predict_proba_features(stored[:5]))
+
+
+def test_predict_on_the_test_rows_scores_what_fit_reported(fitted, tmp_path):
+    rows = [row for row in deploy_rows() if row[-1] == "test"]
+    corpus = write_csv(tmp_path / "test.csv", [row[:2] for row in rows], header=("text", "label"))
+    output = tmp_path / "p.csv"
+    result = CliRunner().invoke(
+        main, ["predict", str(fitted.path), str(corpus), "-o", str(output), "--label", "label", "--no-progress"]
+    )
+    assert result.exit_code == 0, result.output
+    accuracy = float(re.search(r"accuracy (\d\.\d+) on (\d+) labelled rows", result.output).group(1))
+    assert accuracy == round(fitted.test["score"], 4)
+    table = pd.read_csv(output)
+    assert np.mean(table.prediction.to_numpy() == np.array([row[1] for row in rows])) == fitted.test["score"]
+
+
+def test_cross_mode_pairs_from_texts(tiny_model, tmp_path):
+    rows = [[text, text[::-1], label, split] for text, label, _, _, split in deploy_rows(40)]
+    corpus = write_csv(tmp_path / "pairs.csv", rows, header=("text", "other", "label", "split"))
+    output = tmp_path / "pairs.h5"
+    featx.extract(corpus, model=str(tiny_model), output=output, poolings="mean", text_pair_col="other",
+                  progress=False)  # fmt: skip
+    result = featx.fit(output, label="label", layer="2", output=tmp_path / "p.featx", folds=2)
+    probe = featx.load(result.path)
+    with featx.open(output) as features:
+        stored = stored_matrix(features, probe.spec, probe.pooling)
+    assert np.array_equal(probe.features([r[0] for r in rows], [r[1] for r in rows]), stored)
+    cli = CliRunner().invoke(main, ["predict", str(result.path), str(corpus), "-o", str(tmp_path / "o.csv"),
+                                    "--no-progress"])  # fmt: skip
+    assert cli.exit_code == 0, cli.output
+    assert list(pd.read_csv(tmp_path / "o.csv").prediction) == list(probe.predict_features(stored))
