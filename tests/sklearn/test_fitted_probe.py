@@ -68,3 +68,9 @@ def test_precomputed_features_are_accepted(bundle, split_features):
     with featx.open(split_features) as features:
         X = features.features("mean", 1)
     assert list(FittedProbe(bundle).predict(X)) == list(featx.load(bundle).predict_features(X))
+
+
+def test_texts_through_the_real_encoder(bundle, split_features):
+    with featx.open(split_features) as features:
+        texts, X = list(features.texts), features.features("mean", 1)
+    assert list(FittedProbe(bundle).predict(texts)) == list(featx.load(bundle).predict_features(X))
