@@ -21,6 +21,7 @@ _HOMES = {
     "Probe": "probe",
     "fit": "fitting",
     "load": "bundle",
+    "write_bundle": "bundle",
     "predict": "prediction",
     "PredictResult": "prediction",
 }

@@ -59,7 +59,8 @@ def _write_new(folder: Path, name: str, data: bytes) -> None:
 
 
 def write_bundle(probe: Probe, target: Path, overwrite: bool = False) -> Path:
-    """Write ``probe`` to the bundle folder ``target`` atomically; returns ``target``."""
+    """Write ``probe`` to the bundle folder ``target`` atomically; returns ``target``. (A loaded or refitted
+    probe is saved the same way: ``write_bundle(featx.load("a.featx"), Path("b.featx"))``.)"""
     from safetensors.numpy import save
 
     target = Path(target)

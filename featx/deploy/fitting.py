@@ -19,6 +19,7 @@ from ..errors import InputError
 from ..probing import evaluation as ev
 from ..probing.evaluation import regression_metrics as rm
 from ..store import FeatureFile
+from .bundle import write_bundle
 from .choose import Candidate, choose, fit_any, score_of, take
 from .config import FitConfig
 from .features import stored_matrix
@@ -127,7 +128,9 @@ def fit(config: FitConfig | str | Path | None = None, report: Callable[[str], No
     test = _test_score(plan, head, take(X, plan.test)) if len(plan.test) else None
     info = _info(plan, candidates, test)
     probe = Probe(head, best.spec, best.pooling, _extraction(plan), info)
-    path = probe.save(plan.output, overwrite=plan.config.overwrite) if plan.config.write else None
+    path = None
+    if plan.config.write:
+        probe.path = path = write_bundle(probe, plan.output, overwrite=plan.config.overwrite)
     return FitResult(probe, path, plan.metric, candidates, test, plan.notes)
 
 

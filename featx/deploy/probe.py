@@ -174,12 +174,5 @@ class Probe:
         self._require_proba()
         return self.predict_proba_features(self.features(texts, text_pairs, **overrides))
 
-    def save(self, path: str | Path, overwrite: bool = False) -> Path:
-        """Write this probe as a bundle folder (``bundle.write_bundle``)."""
-        from .bundle import write_bundle
-
-        self.path = write_bundle(self, Path(path), overwrite=overwrite)
-        return self.path
-
 
 __all__ = ["Probe"]
