@@ -113,3 +113,19 @@ def test_threshold_on_a_binary_probe(fitted, split_features, tmp_path, lookup):
     result = _run(fitted.path, corpus, "-o", tmp_path / "p.csv", "--threshold", "0.0")
     assert result.exit_code == 0, result.output
     assert set(pd.read_csv(tmp_path / "p.csv").prediction) == {"pos"}
+
+
+def test_stdin_to_tsv(fitted, split_features, tmp_path, lookup):
+    corpus = (split_features.parent / "corpus.csv").read_text()
+    output = tmp_path / "p.tsv"
+    result = CliRunner().invoke(
+        main, ["predict", str(fitted.path), "-", "-o", str(output), "--no-progress"], input=corpus
+    )
+    assert result.exit_code == 0, result.output
+    assert list(pd.read_csv(output, sep="\t").columns) == ["id", "prediction", "p_neg", "p_pos"]
+
+
+def test_stdin_needs_an_output(fitted, lookup):
+    result = CliRunner().invoke(main, ["predict", str(fitted.path), "-", "--no-progress"], input="text\nthe cat\n")
+    assert result.exit_code == 2
+    assert_one_clear_error(result.output, r"reading the corpus from stdin needs -o FILE")
