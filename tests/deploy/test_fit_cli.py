@@ -1,0 +1,52 @@
+"""featx fit on the command line: its summary, and each bad option as one clear error before any fitting."""
+
+from __future__ import annotations
+
+import pytest
+from click.testing import CliRunner
+from support.errors import assert_one_clear_error
+
+from featx.cli import main
+
+
+def test_fit_prints_the_choice_and_the_scores(split_features, tmp_path):
+    output = tmp_path / "m.featx"
+    result = CliRunner().invoke(
+        main, ["fit", str(split_features), "--label", "topic", "--pooling", "mean", "-o", str(output), "--quiet"]
+    )
+    assert result.exit_code == 0, result.output
+    assert "chosen: layer" in result.output and "pooling mean, logreg (C " in result.output
+    assert "cross-validated accuracy (training rows): 0." in result.output
+    assert "test accuracy: " in result.output and "[95% CI " in result.output and "majority class: " in result.output
+    assert (output / "manifest.json").is_file()
+
+
+BAD = {
+    "an unknown metric": (["--metric", "auc"], r"--metric 'auc' is not understood"),
+    "a regression metric for classes": (["--metric", "r2"], r"--metric r2 does not apply to a classification label"),
+    "ridge for classes": (["--classifier", "ridge"], r"ridge is a regression head"),
+    "an unknown head": (["--classifier", "forest"], r"--classifier 'forest' is not understood"),
+    "a missing label": (["--label", "nope"], r"nope"),
+    "a layer out of range": (["--layer", "9"], r"layer 9 is out of range"),
+    "a pooling not stored": (["--pooling", "max"], r"pooling 'max' is not available"),
+    "too few folds": (["--folds", "1"], r"--folds 1 is too small"),
+    "stack of numbers": (["--label", "score", "--layer", "stack"], r"stack combines linear probes of a class label"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_bad_fit_options_are_one_clear_error(split_features, tmp_path, case):
+    extra, pattern = BAD[case]
+    output = tmp_path / "m.featx"
+    result = CliRunner().invoke(main, ["fit", str(split_features), "-o", str(output), "--quiet", *extra])
+    assert result.exit_code == 2, result.output
+    assert_one_clear_error(result.output, pattern)
+    assert not output.exists()
+
+
+def test_an_existing_bundle_is_kept_without_overwrite(split_features, tmp_path):
+    output = tmp_path / "m.featx"
+    output.mkdir()
+    result = CliRunner().invoke(main, ["fit", str(split_features), "-o", str(output), "--layer", "1", "--quiet"])
+    assert result.exit_code == 2
+    assert_one_clear_error(result.output, r"m\.featx already exists")
