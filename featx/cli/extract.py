@@ -29,7 +29,14 @@ _INPUT_AND_LAYOUT = options(
         default=None,
         help="With --text-pair-col: cross (one sequence in the model's pair format, the default) or separate.",
     ),
-    click.option("--layer", "layers", default="all", show_default=True, help="Layers to store: all, 0,3,6, -4: ..."),
+    click.option(
+        "--layer",
+        "--layers",
+        "layers",
+        default="all",
+        show_default=True,
+        help="Layers to store: all, 0,3,6, -4: ... (below the top layer, only the blocks up to the highest one run)",
+    ),
     click.option(
         "--pooling",
         "poolings",

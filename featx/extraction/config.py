@@ -357,6 +357,11 @@ def summary_of(path: Path, status: str, seconds: float, skipped: int) -> Extract
             summary.notes.append(
                 f"{summary.model} is an encoder-decoder model: these are its encoder's states (the decoder was not run)"
             )
+        blocks, top = attrs.get(schema.BLOCKS_RUN), int(attrs.get(schema.N_MODEL_LAYERS, 0)) - 1
+        if blocks is not None and int(blocks) < top:
+            summary.notes.append(
+                f"ran {int(blocks)} of the model's {top} blocks: no stored layer is above layer {int(blocks)}"
+            )
         if bool(attrs.get(schema.CAUSAL, False)):
             summary.notes.append(
                 f"{summary.model} is causal (decoder-only): no cls pooling, its first token sees "

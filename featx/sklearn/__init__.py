@@ -1,21 +1,23 @@
-"""scikit-learn estimators over featx: ``HiddenStates`` (texts -> one layer's pooled hidden states, a
-transformer) and ``FittedProbe`` (a saved probe bundle as a classifier or regressor of texts).
+"""scikit-learn estimators over featx: ``HiddenStates`` (texts in, one layer's pooled hidden states out) for
+Pipelines, cross-validation and grid searches, and ``FittedProbe`` (a saved probe bundle as a classifier or
+regressor of texts).
 
-The names below are imported on first use, so that importing the package stays cheap.
+Each estimator is its own module, imported on first use, so ``import featx.sklearn`` stays cheap.
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from importlib import import_module
 
-_HOMES = {"FittedProbe": "fitted_probe", "HiddenStates": "hidden_states"}
+_LAZY = {
+    "FittedProbe": "fitted_probe",
+    "HiddenStates": "hidden_states",
+}
 
-__all__ = sorted(_HOMES)
+__all__ = [*_LAZY]
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'featx.sklearn' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{home}"), name)
+def __getattr__(name: str):
+    if name in _LAZY:
+        return getattr(import_module(f"{__name__}.{_LAZY[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

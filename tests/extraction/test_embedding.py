@@ -155,3 +155,14 @@ def test_extract_refuses_in_memory_texts_clearly(texts):
     with pytest.raises(InputError, match="featx.extract takes a corpus file path") as error:
         featx.extract(texts, model="default")
     assert "featx.embed" in error.value.hint
+
+
+def test_embed_long_window_equals_extract(tiny_model, tmp_path):
+    """``long="window"``: rows longer than ``max_length`` run as overlapping windows, in memory as in the file."""
+    corpus = write_csv(tmp_path / "corpus.csv", SENTENCES)
+    options = dict(long="window", max_length=6, stride=2, poolings="mean,max,cls", layers="0:2")
+    summary = extract_file(corpus, tmp_path / "w.h5", tiny_model, **options)
+    embeddings = embed(TEXTS, model=str(tiny_model), **options)
+    assert summary.windowed_rows > 0
+    assert embeddings.model["long"] == "window" and embeddings.model["stride"] == 2
+    assert_equal_to_file(embeddings, summary.output)

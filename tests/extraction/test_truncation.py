@@ -17,6 +17,12 @@ import featx
 from featx.extraction import orchestrate
 
 TOLERANCE = 1e-4
+TEXTS_A = [
+    "the cat loved the film and the critics hated the plans of the city council",
+    "a dog will love this book",
+    "it rained",
+    "every student in the large and noisy hall read a very long story about the sea",
+]
 
 
 class BlockCalls:
@@ -180,3 +186,41 @@ def test_a_model_whose_blocks_cannot_be_found_runs_whole():
             return type("Out", (), {"hidden_states": tuple(states) if output_hidden_states else None})()
 
     assert find_blocks(Plain().eval(), 2, torch.device("cpu"), 8) is None
+
+
+TRUNCATED_OPTIONS = {
+    "long-window": dict(long="window", max_length=8, stride=2),
+    "pairs-cross": dict(text_pair_col="text_pair", pair_mode="cross"),
+    "pairs-separate": dict(text_pair_col="text_pair", pair_mode="separate"),
+}
+
+
+@pytest.mark.parametrize("name", TRUNCATED_OPTIONS)
+def test_windows_and_pairs_truncate_with_the_same_features(name, family_models, tmp_path, monkeypatch):
+    """``--long window`` (each window a truncated pass) and both pair modes (side b's own pass in separate mode)."""
+    from support.tiny import write_csv
+
+    rows = [(text, second, "x") for text, second in zip(TEXTS_A, reversed(TEXTS_A), strict=True)]
+    corpus = write_csv(tmp_path / "pairs.csv", rows, header=("text", "text_pair", "label"))
+    model = family_models(BY_NAME["bert"])
+    options = dict(TRUNCATED_OPTIONS[name], poolings="all")
+    full = run_family(model, corpus, tmp_path / "full.h5", **options)
+    calls = BlockCalls(monkeypatch, "encoder.layer")
+    cut = run_family(model, corpus, tmp_path / "cut.h5", layers="0:2", **options)
+    assert calls.blocks == calls.passes > 0
+    assert_same_features(full, cut)
+    with featx.open(cut.output) as features:
+        assert int(features.attrs["blocks_run"]) == 1
+    assert "ran 1 of the model's 2 blocks: no stored layer is above layer 1" in cut.notes
+
+
+def test_cli_says_how_many_blocks_ran(tiny_model, corpus_csv, tmp_path):
+    from click.testing import CliRunner
+
+    from featx.cli.app import main
+
+    result = CliRunner().invoke(
+        main, ["extract", str(corpus_csv), "--model", str(tiny_model), "--layers", "0:2", "-o", str(tmp_path / "f.h5")]
+    )
+    assert result.exit_code == 0, result.output
+    assert "ran 1 of the model's 2 blocks: no stored layer is above layer 1" in result.output
