@@ -141,6 +141,18 @@ class Probe:
             self._encoders[key] = load_model(config.model, config.device, config.dtype, *options, native=native)
         return self._encoders[key]
 
+    def _check_encoder(self, actual: str | None) -> None:
+        """Refuse features from a model other than the bundle's (its weights' sha256, as extract computed it)."""
+        from ..errors import ModelError
+
+        expected = self.extraction.get("model_sha256")
+        if expected and actual != expected:
+            raise ModelError(
+                f"the model {self.extraction.get('model')} loaded for this probe is not the one it was fitted on "
+                f"(weights sha256 {str(actual)[:12]}..., the bundle records {str(expected)[:12]}...)",
+                "restore the original model files, or extract and fit again with this model",
+            )
+
     def features(self, texts: Any, text_pairs: Any = None, **overrides: Any) -> Any:
         """The feature matrix of ``texts`` (and their pairs), computed as ``featx extract`` stored it: the
         encoder runs only up to the highest layer read. ``overrides``: ``embed`` options (device, batch_size)."""
@@ -162,6 +174,7 @@ class Probe:
             options.pop("pair_mode", None)
         config = embed_config(text_list, pairs, **options)
         embeddings = encode(self._encoder(config), config, text_list, pairs)
+        self._check_encoder(embeddings.model.get("model_sha256"))
         mode = self.extraction.get("pair_mode")
         return embedded_matrix(embeddings, self.spec.layers, self.spec.kind, self.pooling, mode)
 

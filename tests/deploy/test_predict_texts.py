@@ -54,3 +54,14 @@ def test_cross_mode_pairs_from_texts(tiny_model, tmp_path):
                                     "--no-progress"])  # fmt: skip
     assert cli.exit_code == 0, cli.output
     assert list(pd.read_csv(tmp_path / "o.csv").prediction) == list(probe.predict_features(stored))
+
+
+def test_features_from_another_model_are_refused(fitted, tmp_path):
+    import pytest
+    from support.tiny import build_tiny_bert
+
+    from featx.errors import ModelError
+
+    other = build_tiny_bert(tmp_path / "other", seed=1)
+    with pytest.raises(ModelError, match="is not the one it was fitted on"):
+        featx.load(fitted.path).features(["the cat"], model=str(other))
