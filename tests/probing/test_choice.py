@@ -102,7 +102,7 @@ def test_selection_never_sees_the_test_rows(tiny_model, tmp_path):
     poisoned = featx.probe(path, output=tmp_path / "poisoned", **options)
 
     table = poisoned.table.set_index("layer_spec")
-    assert table.loc["2", "accuracy"] > 0.97 > table.loc["1", "accuracy"]  # layer 2 wins on the test rows
+    assert table.loc["2", "accuracy"] > max(0.9, table.loc["1", "accuracy"] + 0.05)  # layer 2 wins on the test rows
     assert bool(table.loc["2", "is_best_on_test"]) and not bool(table.loc["2", "is_best"])
     assert bool(table.loc["1", "is_best"]) and table.loc["1", "selection_score"] > table.loc["2", "selection_score"]
     meta = poisoned.meta
