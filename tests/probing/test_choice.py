@@ -161,3 +161,22 @@ def test_a_metric_that_does_not_fit_is_refused_before_any_fit(tiny_model, tmp_pa
     assert result.exit_code == 2
     assert_one_clear_error(result.output, pattern)
     assert not list(tmp_path.glob("*.probe.csv"))  # refused before the work: nothing written
+
+
+def test_word_probes_choose_on_the_training_sentences_in_their_metric():
+    from support.planted_words import PlantedWords
+
+    from featx.probing import ProbeConfig
+    from featx.probing.tasks.words import probe_words
+
+    config = ProbeConfig(features="planted", write=False, jobs=1, n_bootstrap=100, label="upos", poolings="mean")
+    config = ProbeConfig.build(config, metric="macro_f1")
+    result = probe_words(config, "planted", [], 0.0, source=PlantedWords(signal={2: 3.0}))
+    table, meta = result.table, result.meta
+    singles = table[table.kind == "single"].set_index("layer")
+    assert meta["metric"] == "macro_f1" and meta["selected"]["layer"] == 2
+    assert singles.loc[2, "is_best"] and singles.selection_score.idxmax() == 2
+    assert singles.loc[2, "selectivity"] == pytest.approx(
+        singles.loc[2, "macro_f1"] - singles.loc[2, "control_macro_f1"]
+    )
+    assert table[table.kind.isin(["majority", "lexical"])].selection_score.isna().all()

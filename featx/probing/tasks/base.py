@@ -172,10 +172,12 @@ def selection_lines(meta: Mapping[str, Any]) -> list[str]:
         f"its test {metric} {score(selected)}"
     ]
     if best:
-        same = all(best.get(key) == selected.get(key) for key in ("features", "site", "layer_spec", "pooling", "classifier"))
+        same = all(
+            best.get(key) == selected.get(key) for key in ("features", "site", "layer_spec", "pooling", "classifier")
+        )
         optimism = meta.get("optimism")
         lines.append(
-            f"best on the test rows (is_best_on_test, for comparison only): "
+            "best on the test rows (is_best_on_test, for comparison only): "
             + ("the same row" if same else f"{where(best)}, test {metric} {score(best)}")
             + (f"; optimism of choosing on the test rows {optimism:+.3f}" if optimism is not None else "")
         )
