@@ -180,3 +180,32 @@ def test_word_probes_choose_on_the_training_sentences_in_their_metric():
         singles.loc[2, "macro_f1"] - singles.loc[2, "control_macro_f1"]
     )
     assert table[table.kind.isin(["majority", "lexical"])].selection_score.isna().all()
+
+
+@pytest.mark.parametrize("grouped", [False, True])
+def test_paired_test_in_macro_f1_is_a_plain_bootstrap_of_the_metric(grouped):
+    from sklearn.metrics import f1_score
+
+    from featx.probing import evaluation as ev
+
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 3, 400)
+    pred_a = np.where(rng.random(400) < 0.8, y, rng.integers(0, 3, 400))
+    pred_b = np.where(rng.random(400) < 0.7, y, rng.integers(0, 3, 400))
+    groups = np.repeat(np.arange(100), 4) if grouped else np.arange(400)
+    plan = ev.Plan("split", [(np.arange(0), np.arange(400))], [None])
+    plan.groups = groups  # word plans carry each item's sentence
+    p = ev.Scoring("macro_f1", 3).p_value(plan, y, pred_a, pred_b, 300, 7)
+
+    def f1(rows, pred):
+        return f1_score(y[rows], pred[rows], average="macro")
+
+    observed, draws, differences = f1(np.arange(400), pred_a) - f1(np.arange(400), pred_b), np.random.default_rng(7), []
+    for _ in range(300):  # resample whole groups, as scikit-learn's metric sees the resampled rows
+        counts = np.bincount(
+            draws.integers(0, 100 if grouped else 400, 100 if grouped else 400), minlength=len(set(groups))
+        )
+        rows = np.repeat(np.arange(400), counts[groups])
+        differences.append(f1(rows, pred_a) - f1(rows, pred_b))
+    extreme = np.count_nonzero(np.abs(np.array(differences) - observed) >= abs(observed) - 1e-12)
+    assert p == pytest.approx((extreme + 1) / 301) and p < 0.05

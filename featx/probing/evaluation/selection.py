@@ -21,6 +21,7 @@ from .metrics import confusion, metrics_from_confusion
 CLASSIFICATION_METRICS = ("accuracy", "macro_f1", "balanced_accuracy")
 REGRESSION_METRICS = ("r2", "pearson", "spearman")
 METRICS = CLASSIFICATION_METRICS + REGRESSION_METRICS
+CONFUSION_CELLS = 4_000_000  # per-unit confusion counts held at once by the paired bootstrap (else row by row)
 
 
 def check_metric(metric: str | None, regression: bool, label: str = "") -> str:
@@ -100,12 +101,36 @@ class Scoring:
             return 1.0
         rng = np.random.default_rng(seed)
         unit = np.unique(groups, return_inverse=True)[1] if groups is not None else np.arange(len(y))
-        n_units, positions = int(unit.max()) + 1, np.arange(len(y))
-        differences = np.empty(n_boot)
+        n_units = int(unit.max()) + 1
+        if self.regression or n_units * self.n_classes**2 > CONFUSION_CELLS:
+            differences = self._resampled_rows(y, pred_a, pred_b, unit, n_units, n_boot, rng)
+        else:
+            differences = self._resampled_confusions(y, pred_a, pred_b, unit, n_units, n_boot, rng)
+        differences = differences[np.isfinite(differences)]
+        extreme = np.count_nonzero(np.abs(differences - observed) >= abs(observed) - 1e-12)
+        return float((extreme + 1) / (len(differences) + 1))
+
+    def _resampled_rows(self, y, pred_a, pred_b, unit, n_units: int, n_boot: int, rng) -> np.ndarray:
+        """The metric difference of each resample, the resampled rows gathered one resample at a time."""
+        positions, differences = np.arange(len(y)), np.empty(n_boot)
         for b in range(n_boot):
             counts = np.bincount(rng.integers(0, n_units, n_units), minlength=n_units)
             rows = np.repeat(positions, counts[unit])
             differences[b] = self.value(y[rows], pred_a[rows]) - self.value(y[rows], pred_b[rows])
-        differences = differences[np.isfinite(differences)]
-        extreme = np.count_nonzero(np.abs(differences - observed) >= abs(observed) - 1e-12)
-        return float((extreme + 1) / (len(differences) + 1))
+        return differences
+
+    def _resampled_confusions(self, y, pred_a, pred_b, unit, n_units: int, n_boot: int, rng) -> np.ndarray:
+        """The metric difference of each resample from per-unit confusion counts (a resample's confusion
+        matrix is its units' counts weighted by how often each was drawn), many resamples at a time."""
+        k2 = self.n_classes**2
+        cells = [np.zeros((n_units, k2)) for _ in range(2)]
+        for cell, pred in zip(cells, (pred_a, pred_b), strict=True):
+            np.add.at(cell, (unit, np.asarray(y, np.int64) * self.n_classes + np.asarray(pred, np.int64)), 1.0)
+        parts, chunk = [], max(1, CONFUSION_CELLS // max(n_units, k2))
+        for start in range(0, n_boot, chunk):
+            size = min(chunk, n_boot - start)
+            drawn = (np.arange(size)[:, None] * n_units + rng.integers(0, n_units, (size, n_units))).ravel()
+            weights = np.bincount(drawn, minlength=size * n_units).reshape(size, n_units).astype(np.float64)
+            a, b = ((weights @ cell).reshape(size, self.n_classes, self.n_classes) for cell in cells)
+            parts.append(metrics_from_confusion(a)[self.metric] - metrics_from_confusion(b)[self.metric])
+        return np.concatenate(parts)
