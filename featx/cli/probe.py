@@ -90,6 +90,13 @@ _EVALUATION_AND_COMPUTE = options(
 
 _OUTPUT_AND_ANALYSES = options(
     click.option(
+        "--metric",
+        default=None,
+        help="What the best layer, pooling and classifier are chosen in (on the training part, never the test "
+        "rows), tested in and compared with the control and baselines in: accuracy (default), macro_f1 or "
+        "balanced_accuracy for classes; r2 (default), pearson or spearman for a number.",
+    ),
+    click.option(
         "--mdl", is_flag=True, help="Also the MDL online codelength (bits) and compression per layer and pooling."
     ),
     click.option(

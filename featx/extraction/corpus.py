@@ -211,7 +211,8 @@ def _label_notes(labels: dict[str, LabelColumn]) -> list[str]:
         if column.looks_continuous:
             notes.append(
                 f"label '{column.name}' looks continuous ({len(column.names)} distinct numbers): "
-                "probing it as classes needs --bins N, or a regression probe"
+                "featx probe will fit a regression probe to it (ridge, R²) by itself; "
+                "for classes instead, probe it with --task classification --bins N"
             )
     return notes
 

@@ -77,6 +77,21 @@ def _check_train_sizes(config: ProbeConfig) -> None:
         parse_train_sizes(config.train_sizes)
 
 
+def _check_metric(config: ProbeConfig) -> None:
+    """A known ``--metric`` name (whether it fits the label's task is checked once the task is known)."""
+    if config.metric is None:
+        return
+    from .evaluation.selection import METRICS
+
+    name = str(config.metric).strip().lower()
+    if name not in METRICS:
+        raise InputError(
+            f"--metric {config.metric} is not known",
+            "choose accuracy, macro_f1 or balanced_accuracy for classes; r2, pearson or spearman for a number",
+        )
+    object.__setattr__(config, "metric", name)
+
+
 def _at_least(minimum: int, flag: str) -> str:
     return f"give {flag} a value of at least {minimum}"
 
@@ -125,6 +140,7 @@ class ProbeConfig(Options):
     alphas: tuple[float, ...] = DEFAULT_ALPHAS  # the ridge grid of regression probes
     arcs: bool = False  # word-level arc probes: --label deprel (relation of each arc) or head (arc or not)
     device: str = "auto"  # where logreg probes are solved: auto (a CUDA GPU if torch sees one), cpu, cuda, cuda:N
+    metric: str | None = None  # what the best row is chosen and tested in; None: accuracy, or r2 for a number
 
     # Every constraint on the options, in the order they are checked.
     CONSTRAINTS: ClassVar[tuple[Check, ...]] = (
@@ -144,6 +160,7 @@ class ProbeConfig(Options):
         whole("bins", "--bins", minimum=2, optional=True, hint=_at_least(2, "--bins")),
         whole("min_class_rows", "--min-class-rows", minimum=1, optional=True, hint=_at_least(1, "--min-class-rows")),
         _check_train_sizes,
+        _check_metric,
     )
 
     def classifier_list(self) -> list[str]:

@@ -130,6 +130,11 @@ class ProbeMeta(Mapping[str, Any]):
     pairs: dict[str, Any] = field(default_factory=dict)
     # sentence-level runs: the lexical baseline (tasks.lexical; None: turned off, or no texts)
     lexical: dict[str, Any] | None = None
+    # the metric of the run (--metric) and its best row chosen on training rows vs the best on the test rows
+    metric: str = ""
+    selected: dict[str, Any] | None = None
+    best_on_test: dict[str, Any] | None = None
+    optimism: float | None = None  # best_on_test's test score minus selected's
     # the companion files, once written
     predictions_file: str | None = None
     curve_file: str | None = None
@@ -205,6 +210,9 @@ class ProbeMeta(Mapping[str, Any]):
         }
         if not self.level.is_words:
             out["lexical"] = self.lexical
+        if self.metric:
+            out.update(metric=self.metric, selected=self.selected, best_on_test=self.best_on_test)
+            out["optimism"] = self.optimism
         for key in ("predictions_file", "curve_file"):
             if getattr(self, key) is not None:
                 out[key] = getattr(self, key)

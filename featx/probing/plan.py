@@ -21,6 +21,7 @@ from ..errors import InputError
 from ..state import given_or_last
 from ..store import FeatureFile
 from .config import TASKS, ProbeConfig
+from .evaluation.selection import check_metric
 from .inputs import check_corpus
 from .meta import Level, Task, package_versions
 from .tasks.word_items import HEAD_LABEL
@@ -49,6 +50,7 @@ class ProbePlan:
     sites: tuple[str, ...] = ()
     layer_specs: tuple[str, ...] = ()  # the names of the layer specs probed (the hidden states')
     evaluation: Plan | None = None  # the outer folds (the file's split, or k-fold)
+    metric: str = "accuracy"  # what the best row is chosen in (on training rows) and scored in (--metric)
 
     @property
     def allow_partial(self) -> bool:
@@ -121,10 +123,15 @@ def resolve_plan(config: ProbeConfig) -> ProbePlan:
         check_corpus(features, notes)
         if config.labels is None and wants_words(features, config):  # a word-level label, or --arcs
             level = Level.ARC if config.arcs else Level.WORD
-            return ProbePlan(config, Path(path), Task.CLASSIFICATION, level, None, classifiers, started, notes)
+            metric = check_metric(config.metric, False, str(config.label or "the word label"))
+            plan = ProbePlan(config, Path(path), Task.CLASSIFICATION, level, None, classifiers, started, notes)
+            return replace(plan, metric=metric)
         label = None if config.labels is not None else default_label(features, config, notes)
         task = resolve_task(features, label, config.task) if label is not None else Task.CLASSIFICATION
-    return ProbePlan(config, Path(path), task, Level.SENTENCE, label, classifiers, started, notes)
+    metric = check_metric(config.metric, task is Task.REGRESSION, str(label or config.label or "label"))
+    return replace(
+        ProbePlan(config, Path(path), task, Level.SENTENCE, label, classifiers, started, notes), metric=metric
+    )
 
 
 def default_label(features: FeatureFile, config: ProbeConfig, notes: list[str]) -> str:

@@ -43,6 +43,8 @@ COLUMNS = [
     "balanced_accuracy_low",
     "balanced_accuracy_high",
     "control_accuracy",
+    "control_macro_f1",
+    "control_balanced_accuracy",
     "selectivity",
     "C",
     "fit_seconds",
@@ -51,7 +53,9 @@ COLUMNS = [
     "evaluation",
     "per_class_f1",
     "layer_weights",
+    "selection_score",
     "is_best",
+    "is_best_on_test",
     "mdl_bits",
     "mdl_compression",
     *SIGNIFICANCE_COLUMNS,
@@ -92,7 +96,8 @@ class ProbeResult:
         return self.table.to_dict("records")
 
     def best(self, pooling: str | None = None, classifier: str | None = None, features: str = "main") -> pd.Series:
-        """The best single-layer row (by accuracy) of one pooling/classifier."""
+        """The best single-layer row of one pooling/classifier, chosen as the run chose (its
+        ``selection_score``, on training rows; the test metric for results written before it)."""
         rows = self.table[(self.table.features == features) & (self.table.kind == "single")]
         if pooling:
             rows = rows[rows.pooling == pooling]
@@ -100,9 +105,18 @@ class ProbeResult:
             rows = rows[rows.classifier == classifier]
         if rows.empty:
             raise InputError(f"no single-layer results for pooling={pooling!r}, classifier={classifier!r}")
-        return rows.loc[rows["accuracy" if self.meta.is_classification else "r2"].idxmax()]
+        if "selection_score" in rows and rows.selection_score.notna().any():
+            return rows.loc[rows.selection_score.idxmax()]
+        return rows.loc[rows[self.meta.get("metric") or ("accuracy" if self.meta.is_classification else "r2")].idxmax()]
 
     def format_table(self) -> str:
+        """The printout of the run: its table (``featx.report.text``), then which row was chosen on the
+        training part and which scored best on the test rows."""
+        from .tasks.base import selection_lines
+
+        return "\n".join([self._table_text(), "", *selection_lines(self.meta)]).rstrip("\n")
+
+    def _table_text(self) -> str:
         from .tasks.pairs import baseline_lines
 
         if self.meta.task is Task.REGRESSION:
@@ -224,8 +238,9 @@ def _normalise(table: pd.DataFrame) -> pd.DataFrame:
         table.insert(1 if "features" in table else 0, "site", "hidden")
     if "layer" in table:
         table["layer"] = pd.to_numeric(table["layer"], errors="coerce").astype("Int64")
-    if "is_best" in table:
-        table["is_best"] = table["is_best"].map(lambda v: str(v).lower() in ("true", "1")).astype(bool)
+    for column in ("is_best", "is_best_on_test"):
+        if column in table:
+            table[column] = table[column].map(lambda v: str(v).lower() in ("true", "1")).astype(bool)
     for column in ("significant_vs_best", "significant_vs_prev", "significant_pooling_vs_best"):
         if column in table:  # True/False where tested, missing (None) where not
             table[column] = table[column].map(

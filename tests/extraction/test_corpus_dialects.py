@@ -116,4 +116,5 @@ def test_continuous_column_is_flagged_with_its_values(tmp_path):
     score, stars = corpus.labels["score"], corpus.labels["stars"]
     assert score.looks_continuous and not stars.looks_continuous
     np.testing.assert_allclose(score.values(), [i / 40 for i in range(40)], atol=1e-3)
-    assert any("label 'score' looks continuous (40 distinct numbers)" in note for note in corpus.notes)
+    note = "label 'score' looks continuous (40 distinct numbers): featx probe will fit a regression probe"
+    assert any(text.startswith(note) and "--task classification --bins N" in text for text in corpus.notes)

@@ -74,11 +74,13 @@ def test_c_search_gets_past_the_majority_plateau_on_imbalanced_data():
     fit_rows, val_rows = ev.inner_split(y, rows, seed=0)
     cs = list(np.logspace(-4, 1, 11))
     majority = np.bincount(y[val_rows]).max() / len(val_rows)
-    C, model = ev.search_c("svm", X, y, fit_rows, val_rows, cs, balanced=False, seed=0)
+    C, model, held = ev.search_c("svm", X, y, fit_rows, val_rows, cs, balanced=False, seed=0)
     assert C > 1e-3 and np.mean(model.predict(X[val_rows]) == y[val_rows]) > majority
-    [(C, theta, offsets)] = ev.search_logreg(X, [y], fit_rows, val_rows, 2, cs, balanced=False)
+    np.testing.assert_array_equal(held, model.predict(X[val_rows]))  # the validation predictions at that C
+    [(C, theta, offsets, held)] = ev.search_logreg(X, [y], fit_rows, val_rows, 2, cs, balanced=False)
     assert C > 1e-3
-    assert np.mean(np.argmax(X[val_rows] @ theta[:-1] + theta[-1], axis=1) == y[val_rows]) > majority
+    np.testing.assert_array_equal(held, np.argmax(X[val_rows] @ theta[:-1] + theta[-1], axis=1))
+    assert np.mean(held == y[val_rows]) > majority
 
 
 def test_cv_folds_partition_the_rows_and_keep_every_class_in_training():

@@ -81,7 +81,7 @@ def test_ridge_path_agrees_with_sklearn_at_the_chosen_alpha():
     X = rng.standard_normal((60, 8))
     y = X @ rng.standard_normal(8) + 0.5 * rng.standard_normal(60) + 3.0
     train, test = np.arange(45), np.arange(45, 60)
-    ((fit, alpha),) = ridge.fit_ridge(X, [y], train, None, ridge.DEFAULT_ALPHAS, seed=0)[0]
+    ((fit, alpha, _),) = ridge.fit_ridge(X, [y], train, None, ridge.DEFAULT_ALPHAS, seed=0)[0]
     scaler = ridge.ev.fit_scaler(X, train)
     reference = Ridge(alpha=alpha).fit(scaler(X[train]), y[train])
     assert alpha in ridge.DEFAULT_ALPHAS

@@ -242,7 +242,16 @@ def sweep(config: SweepConfig | str | Path | None, **options) -> SweepResult:
     return result
 
 
-UNUSED_PROBE_OPTIONS = ("baseline", "mdl", "train_sizes", "curve_layers", "predictions", "balanced", "allow_partial")
+UNUSED_PROBE_OPTIONS = (
+    "baseline",
+    "mdl",
+    "train_sizes",
+    "curve_layers",
+    "predictions",
+    "balanced",
+    "allow_partial",
+    "metric",
+)
 
 
 def from_probe_options(features, control: bool, options: dict) -> SweepResult:

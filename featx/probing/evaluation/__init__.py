@@ -10,6 +10,7 @@ Callers use the package as one namespace (``from ..probing import evaluation as 
 from .core import (
     Scaler,
     TokenBatches,
+    final_logreg,
     fit_linear,
     fit_logreg,
     fit_scaler,
@@ -32,8 +33,15 @@ from .plans import (
     make_plan,
 )
 from .search import PATH_PATIENCE, PATH_TOL, CPath, search_c, search_logreg
+from .selection import CLASSIFICATION_METRICS, METRICS, REGRESSION_METRICS, Scoring, check_metric
 
 __all__ = [
+    "CLASSIFICATION_METRICS",
+    "METRICS",
+    "REGRESSION_METRICS",
+    "Scoring",
+    "check_metric",
+    "selection",
     "DEV_VALUES",
     "INNER_HOLDOUT",
     "PATH_PATIENCE",
@@ -51,6 +59,7 @@ __all__ = [
     "core",
     "fit_linear",
     "fit_logreg",
+    "final_logreg",
     "fit_scaler",
     "inner_split",
     "make_plan",

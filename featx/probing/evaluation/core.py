@@ -39,39 +39,50 @@ def fit_scaler(X: np.ndarray, rows: np.ndarray) -> Scaler:
 
 def fit_logreg(X: np.ndarray, labels: list[np.ndarray], train: np.ndarray, dev, n_classes: int, cs, balanced, seed):
     """Scaler + C search + final fit for several label vectors on the same training part, solved
-    together (e.g. the real labels and the control task's). Returns [(model, scaler, C)] per vector.
+    together (e.g. the real labels and the control task's). Returns [(model, scaler, C, validation)] per
+    vector, ``validation`` the (rows, predictions) of the dev rows or of the inner holdout at that C.
 
-    The inner holdout is stratified on the first vector's labels and shared by all of them.
+    The inner holdout is stratified on the first vector's labels and shared by all of them; it is drawn
+    even for a single C, whose holdout score is what the best layer is chosen on.
     """
-    from ..solvers import softmax
-
     scaler = fit_scaler(X, train)
-    tol = clf.LOGREG_TOL
     if dev is not None:
         rows = np.concatenate([train, dev])
         Xs = scaler(X[rows])
         targets = [y[rows] for y in labels]
         local_train, local_dev = np.arange(len(train)), np.arange(len(train), len(rows))
         found = search_logreg(Xs, targets, local_train, local_dev, n_classes, cs, balanced)
-        return [(clf.logreg_from(theta, offsets, C, balanced), scaler, C) for C, theta, offsets in found]
+        return [
+            (clf.logreg_from(theta, offsets, C, balanced), scaler, C, (dev, predicted))
+            for C, theta, offsets, predicted in found
+        ]
     Xs = scaler(X[train])
     targets = [y[train] for y in labels]
-    if len(cs) == 1:
-        chosen, init = [cs[0]] * len(labels), None
-    else:
-        fit_rows, val_rows = inner_split(targets[0], np.arange(len(train)), seed)
-        found = search_logreg(Xs, targets, fit_rows, val_rows, n_classes, cs, balanced)
-        chosen, init = [C for C, _, _ in found], [theta for _, theta, _ in found]
-    # The final fit on the whole training part, warm-started from the path's solution at that C.
-    solution = softmax.solve(Xs, targets, n_classes, chosen, balanced, init=init, tol=tol)
+    fit_rows, val_rows = inner_split(targets[0], np.arange(len(train)), seed)
+    return final_logreg(Xs, targets, fit_rows, val_rows, n_classes, cs, balanced, scaler, train)
+
+
+def final_logreg(Xs, targets, fit_rows, val_rows, n_classes: int, cs, balanced, scaler, train: np.ndarray):
+    """The C search on ``fit_rows``/``val_rows`` (positions in the training part ``train``), then the final
+    fit on the whole training part, warm-started from the path's solution at the C chosen."""
+    from ..solvers import softmax
+
+    found = search_logreg(Xs, targets, fit_rows, val_rows, n_classes, cs, balanced)
+    chosen, init = [C for C, *_ in found], [theta for _, theta, *_ in found]
+    solution = softmax.solve(Xs, targets, n_classes, chosen, balanced, init=init, tol=clf.LOGREG_TOL)
     return [
-        (clf.logreg_from(solution.theta[p], solution.offsets[p], chosen[p], balanced), scaler, chosen[p])
-        for p in range(len(labels))
+        (
+            clf.logreg_from(solution.theta[p], solution.offsets[p], chosen[p], balanced),
+            scaler,
+            chosen[p],
+            (train[val_rows], found[p][3]),
+        )
+        for p in range(len(targets))
     ]
 
 
 def fit_linear(name: str, X: np.ndarray, y: np.ndarray, train: np.ndarray, dev, cs, balanced, seed):
-    """Scaler + C search + final fit, all on the training part; returns (model, scaler, C)."""
+    """Scaler + C search + final fit, all on the training part; returns (model, scaler, C, validation)."""
     if name == "logreg":
         return fit_logreg(X, [y], train, dev, int(y.max()) + 1, cs, balanced, seed)[0]
     scaler = fit_scaler(X, train)
@@ -79,18 +90,14 @@ def fit_linear(name: str, X: np.ndarray, y: np.ndarray, train: np.ndarray, dev, 
         rows = np.concatenate([train, dev])
         Xs = scaler(X[rows])
         local_train, local_dev = np.arange(len(train)), np.arange(len(train), len(rows))
-        C, model = search_c(name, Xs, y[rows], local_train, local_dev, cs, balanced, seed)
-        return model, scaler, C
+        C, model, predicted = search_c(name, Xs, y[rows], local_train, local_dev, cs, balanced, seed)
+        return model, scaler, C, (dev, predicted)
     Xs = scaler(X[train])
     y_train = y[train]
-    if len(cs) == 1:
-        C = cs[0]
-        model = clf.make_linear(name, C, balanced, seed)
-    else:
-        fit_rows, val_rows = inner_split(y_train, np.arange(len(train)), seed)
-        C, model = search_c(name, Xs, y_train, fit_rows, val_rows, cs, balanced, seed)
+    fit_rows, val_rows = inner_split(y_train, np.arange(len(train)), seed)
+    C, model, predicted = search_c(name, Xs, y_train, fit_rows, val_rows, cs, balanced, seed)
     clf.fit_quietly(model, Xs, y_train)  # the final fit on the whole training part
-    return model, scaler, C
+    return model, scaler, C, (train[val_rows], predicted)
 
 
 # -- one outer fold --------------------------------------------------------------------------------
@@ -103,9 +110,12 @@ def run_linear_tasks(name, X, labels, train, test, dev, n_classes, cs, balanced,
     else:
         fitted = [fit_linear(name, X, y, train, dev, cs, balanced, seed) for y in labels]
     X_test = fitted[0][1](X[test])  # one scaler: the training part is the same for every vector
-    predictions = [model.predict(X_test) for model, _, _ in fitted]
+    predictions = [model.predict(X_test) for model, *_ in fitted]
     seconds = (time.perf_counter() - started) / len(labels)
-    return [FoldResult(p, C, seconds) for p, (_, _, C) in zip(predictions, fitted, strict=False)]
+    return [
+        FoldResult(p, C, seconds, validation=validation)
+        for p, (_, _, C, validation) in zip(predictions, fitted, strict=False)
+    ]
 
 
 def run_stack(name, blocks: list[np.ndarray], y, train, test, dev, n_classes, cs, balanced, seed) -> FoldResult:
@@ -118,7 +128,7 @@ def run_stack(name, blocks: list[np.ndarray], y, train, test, dev, n_classes, cs
     counts = np.bincount(y[train], minlength=n_classes)
     inner_folds = int(min(STACK_INNER_FOLDS, counts[counts > 0].min()))
     for X in blocks:
-        model, scaler, C = fit_linear(name, X, y, train, dev, cs, balanced, seed)
+        model, scaler, C, _ = fit_linear(name, X, y, train, dev, cs, balanced, seed)
         chosen.append(C)
         test_scores.append(clf.linear_scores(model, scaler(X[test]), n_classes))
         oof = np.zeros((len(train), n_classes))
@@ -138,7 +148,21 @@ def run_stack(name, blocks: list[np.ndarray], y, train, test, dev, n_classes, cs
     predictions = meta.predict(np.concatenate(test_scores, axis=1))
     per_block = np.abs(meta.coef_).reshape(meta.coef_.shape[0], len(blocks), n_classes).sum(axis=(0, 2))
     weights = per_block / per_block.sum() if per_block.sum() > 0 else np.full(len(blocks), 1 / len(blocks))
-    return FoldResult(predictions, float(np.exp(np.mean(np.log(chosen)))), time.perf_counter() - started, weights)
+    validation = _stack_validation(meta, np.concatenate(train_scores, axis=1), y, train, inner_folds, seed)
+    C = float(np.exp(np.mean(np.log(chosen))))
+    return FoldResult(predictions, C, time.perf_counter() - started, weights, validation)
+
+
+def _stack_validation(meta, scores: np.ndarray, y: np.ndarray, train: np.ndarray, inner_folds: int, seed: int):
+    """The stacked probe's held-out predictions of its training part: the meta-classifier cross-validated
+    over the layers' out-of-fold scores (None when the training part is too small to fold)."""
+    from sklearn.base import clone
+    from sklearn.model_selection import StratifiedKFold, cross_val_predict
+
+    if inner_folds < 2:
+        return None
+    splitter = StratifiedKFold(n_splits=inner_folds, shuffle=True, random_state=seed)
+    return train, cross_val_predict(clone(meta), scores, y[train], cv=splitter)
 
 
 def run_mlp(X, y, train, test, dev, n_classes, balanced, seed) -> FoldResult:
@@ -152,7 +176,8 @@ def run_mlp(X, y, train, test, dev, n_classes, balanced, seed) -> FoldResult:
     model = clf.build_mlp(X.shape[1], n_classes)
     clf.train_head(model, lambda rows: Xs[rows], y, fit_rows, val_rows, n_classes, seed, balanced)
     predictions = clf.head_scores(model, lambda rows: Xs[rows], test).argmax(axis=1)
-    return FoldResult(predictions, float("nan"), time.perf_counter() - started)
+    held_out = clf.head_scores(model, lambda rows: Xs[rows], val_rows).argmax(axis=1)
+    return FoldResult(predictions, float("nan"), time.perf_counter() - started, validation=(val_rows, held_out))
 
 
 class TokenBatches:
@@ -197,7 +222,8 @@ def run_attention(tokens: TokenBatches, y, train, test, dev, n_classes, balanced
     model = clf.build_attention(tokens.states.shape[1], n_classes)
     clf.train_head(model, tokens, y, fit_rows, val_rows, n_classes, seed, balanced, lr=2e-3)
     predictions = clf.head_scores(model, tokens, test, batch_size=256).argmax(axis=1)
-    return FoldResult(predictions, float("nan"), time.perf_counter() - started)
+    held_out = clf.head_scores(model, tokens, val_rows, batch_size=256).argmax(axis=1)
+    return FoldResult(predictions, float("nan"), time.perf_counter() - started, validation=(val_rows, held_out))
 
 
 def run_majority(y, train, test, n_classes) -> FoldResult:

@@ -127,10 +127,13 @@ def inner_split(y: np.ndarray, rows: np.ndarray, seed: int) -> tuple[np.ndarray,
 
 @dataclass
 class FoldResult:
-    """What one outer fold of a probe gives: its test predictions, the C chosen, the fit time and, for a
-    stacked probe, the weight of each layer."""
+    """What one outer fold of a probe gives: its test predictions, the C chosen, the fit time, for a
+    stacked probe the weight of each layer, and ``validation``: (rows, predictions) of the held-out part
+    of the fold's training part (the inner holdout or the dev rows), that the best layer is chosen on
+    (None: the probe takes no part in that choice, e.g. the majority class)."""
 
     predictions: np.ndarray
     C: float = float("nan")
     fit_seconds: float = 0.0
     layer_weights: np.ndarray | None = None
+    validation: tuple[np.ndarray, np.ndarray] | None = None

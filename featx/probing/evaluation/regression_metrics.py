@@ -123,9 +123,21 @@ SIGNIFICANCE = [
 ]
 
 
-def add_significance(table: pd.DataFrame, predictions: dict, plan, y, n_boot: int, seed: int) -> pd.DataFrame:
-    """Best layer (by R²) vs each other layer, and each layer vs the previous one, on squared errors, per
-    features/site/pooling/classifier group of single-layer rows; Holm within each family."""
+def add_significance(
+    table: pd.DataFrame, predictions: dict, plan, y, n_boot: int, seed: int, metric: str = "r2", p_value=None
+) -> pd.DataFrame:
+    """The best layer (the ``is_best`` row, chosen on training rows) vs each other layer, and each layer vs
+    the previous one, per features/site/pooling/classifier group of single-layer rows; Holm within each
+    family. The test: ``p_value`` (e.g. in the run's metric), else on squared errors."""
     return significance.add_significance(
-        table, predictions, plan, y, n_boot, seed, metric="r2", score=neg_squared_error, columns=SIGNIFICANCE
+        table,
+        predictions,
+        plan,
+        y,
+        n_boot,
+        seed,
+        metric=metric,
+        score=neg_squared_error,
+        columns=SIGNIFICANCE,
+        p_value=p_value,
     )

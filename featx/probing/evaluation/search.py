@@ -13,11 +13,6 @@ import numpy as np
 from ...errors import InputError
 from ..solvers import classifiers as clf
 
-
-def _accuracy(model, X, y) -> float:
-    return float(np.mean(model.predict(X) == y))
-
-
 PATH_PATIENCE = 2  # stop the C path after this many larger Cs without a better validation score
 PATH_TOL = 1e-3  # looser solver tolerance along the path; the final fit uses the probe's own
 
@@ -28,7 +23,8 @@ def search_c(name: str, Xs: np.ndarray, y: np.ndarray, fit_rows, val_rows, cs, b
 
     Validation accuracy is close to unimodal in log C, so the path stops after ``PATH_PATIENCE``
     Cs without improvement: the weakly regularised fits it skips are the slowest ones.
-    Returns (best C, the model fitted at it). Ties go to the smaller C (the simpler probe).
+    Returns (best C, the model fitted at it, its predictions of ``val_rows``). Ties go to the smaller C
+    (the simpler probe).
     """
     if len(np.unique(y[fit_rows])) < 2:
         raise InputError(
@@ -43,11 +39,12 @@ def search_c(name: str, Xs: np.ndarray, y: np.ndarray, fit_rows, val_rows, cs, b
     for C in sorted(cs):
         model.set_params(C=C)
         clf.fit_quietly(model, Xs[fit_rows], y[fit_rows])
-        if not path.record(C, _accuracy(model, Xs[val_rows], y[val_rows]), partial(_snapshot, model)):
+        predicted = model.predict(Xs[val_rows])
+        if not path.record(C, float(np.mean(predicted == y[val_rows])), partial(_snapshot, model, predicted)):
             break
-    chosen = path.best_state
+    chosen, predicted = path.best_state
     chosen.set_params(tol=final_tol)
-    return path.best_c, chosen
+    return path.best_c, chosen, predicted
 
 
 class CPath:
@@ -72,14 +69,15 @@ class CPath:
         return self.waited < PATH_PATIENCE
 
 
-def _snapshot(model):
+def _snapshot(model, predicted: np.ndarray):
+    """A copy of the fitted ``model`` (the path refits the original), with its validation predictions."""
     from sklearn.base import clone
 
     copy = clone(model)
     for attr in ("coef_", "intercept_", "classes_", "n_features_in_", "n_iter_"):
         if hasattr(model, attr):
             setattr(copy, attr, np.array(getattr(model, attr), copy=True))
-    return copy
+    return copy, predicted
 
 
 def search_logreg(Xs: np.ndarray, labels: list[np.ndarray], fit_rows, val_rows, n_classes: int, cs, balanced):
@@ -87,7 +85,7 @@ def search_logreg(Xs: np.ndarray, labels: list[np.ndarray], fit_rows, val_rows, 
 
     One C path per label vector (each with its own stopping rule); at every C the vectors still on
     their path are fitted in one batched solve (``softmax.solve``), warm-started from their last C.
-    Returns (best C, theta at it, offsets) per label vector.
+    Returns (best C, theta at it, offsets, predictions of ``val_rows`` at it) per label vector.
     """
     from ..solvers import softmax
 
@@ -110,13 +108,15 @@ def search_logreg(Xs: np.ndarray, labels: list[np.ndarray], fit_rows, val_rows, 
         still = []
         for j, t in enumerate(live):
             current[t] = solution.theta[j]
-            score = float(np.mean(np.argmax(solution.scores(X_val, j), axis=1) == labels[t][val_rows]))
-            if paths[t].record(C, score, partial(_solution_at, solution, j)):
+            predicted = np.argmax(solution.scores(X_val, j), axis=1)
+            score = float(np.mean(predicted == labels[t][val_rows]))
+            if paths[t].record(C, score, partial(_solution_at, solution, j, predicted)):
                 still.append(t)
         live = still
     return [(path.best_c, *path.best_state) for path in paths]
 
 
-def _solution_at(solution, j: int) -> tuple[np.ndarray, np.ndarray]:
-    """A copy of label vector ``j``'s weights and offsets in a batched solve (a path's new best)."""
-    return solution.theta[j].copy(), solution.offsets[j].copy()
+def _solution_at(solution, j: int, predicted: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A copy of label vector ``j``'s weights and offsets in a batched solve (a path's new best), with
+    its validation predictions."""
+    return solution.theta[j].copy(), solution.offsets[j].copy(), predicted

@@ -129,6 +129,15 @@ def paired_p_value(
     return corrected_t_test(scores_a, scores_b, float(n_train), float(n_test))
 
 
+def _chosen(group: pd.DataFrame, metric: str):
+    """The row the group's others are tested against: its ``is_best`` row (chosen on training rows), else
+    (a table without that column) the best by ``metric``; None when the group has no chosen row."""
+    if "is_best" not in group:
+        return group[metric].idxmax() if group[metric].notna().any() else None
+    marked = group.index[group["is_best"].fillna(False).astype(bool)]
+    return marked[0] if len(marked) else None
+
+
 def add_significance(
     table: pd.DataFrame,
     predictions: dict[int, np.ndarray],
@@ -140,10 +149,18 @@ def add_significance(
     metric: str = "accuracy",
     score=correct,
     columns=COLUMNS,
+    p_value=None,
 ) -> pd.DataFrame:
     """Fill the significance columns of the single-layer rows of ``table`` (index -> predictions): the best
-    layer by ``metric`` against each other layer, and each layer against the previous one, per
-    features/site/pooling/classifier group, Holm within each family; ``score`` as in ``paired_p_value``."""
+    layer (the ``is_best`` row, chosen on training rows) against each other layer, and each layer against
+    the previous one, per features/site/pooling/classifier group, Holm within each family. The test is
+    ``p_value(plan, y, pred_a, pred_b, n_boot, seed)`` (e.g. ``selection.Scoring.p_value``, in the run's
+    metric), else ``paired_p_value`` with ``score``."""
+    if p_value is None:
+
+        def p_value(plan, y, pred_a, pred_b, n_boot, seed):
+            return paired_p_value(plan, y, pred_a, pred_b, n_boot, seed, score)
+
     table = table.copy()
     for column in columns:
         table[column] = pd.Series(
@@ -155,35 +172,39 @@ def add_significance(
         if len(group) < 2:
             continue
         ordered = group.sort_values("layer")
-        best = ordered[metric].idxmax()
-        others = [index for index in ordered.index if index != best]
-        p_best = [paired_p_value(plan, y, predictions[best], predictions[i], n_boot, seed, score) for i in others]
-        for index, p, adjusted in zip(others, p_best, holm(p_best), strict=False):
-            table.at[index, "p_vs_best"], table.at[index, "p_vs_best_holm"] = p, adjusted
-            table.at[index, "significant_vs_best"] = bool(adjusted < alpha)
-        table.at[best, "significant_vs_best"] = False
+        best = _chosen(ordered, metric)
+        if best is not None:
+            others = [index for index in ordered.index if index != best]
+            p_best = [p_value(plan, y, predictions[best], predictions[i], n_boot, seed) for i in others]
+            for index, p, adjusted in zip(others, p_best, holm(p_best), strict=False):
+                table.at[index, "p_vs_best"], table.at[index, "p_vs_best_holm"] = p, adjusted
+                table.at[index, "significant_vs_best"] = bool(adjusted < alpha)
+            table.at[best, "significant_vs_best"] = False
         pairs = list(zip(ordered.index[:-1], ordered.index[1:], strict=False))
         p_prev = [
-            paired_p_value(plan, y, predictions[current], predictions[previous], n_boot, seed, score)
-            for previous, current in pairs
+            p_value(plan, y, predictions[current], predictions[previous], n_boot, seed) for previous, current in pairs
         ]
         for (_, current), p, adjusted in zip(pairs, p_prev, holm(p_prev), strict=False):
             table.at[current, "p_vs_prev"], table.at[current, "p_vs_prev_holm"] = p, adjusted
             table.at[current, "significant_vs_prev"] = bool(adjusted < alpha)
     if "p_pooling_vs_best" in columns:
-        _compare_poolings(table, singles, predictions, plan, y, n_boot, seed, alpha, sites)
+        _compare_poolings(table, singles, predictions, (plan, y, n_boot, seed, p_value), alpha, metric, sites)
     return table
 
 
-def _compare_poolings(table, singles, predictions, plan, y, n_boot, seed, alpha, sites=()) -> None:
-    """Best layer of each pooling against the best layer of the best pooling (per features/site/classifier)."""
+def _compare_poolings(table, singles, predictions, test, alpha, metric, sites=()) -> None:
+    """Best layer of each pooling against the best layer of the best pooling (per features/site/classifier),
+    each pooling's best and the best pooling chosen as the ``is_best`` rows are (on training rows)."""
+    plan, y, n_boot, seed, p_value = test
+    key = "selection_score" if "selection_score" in table else metric
     for _, group in singles.groupby(["features", *sites, "classifier"], sort=False):
-        bests = [part.accuracy.idxmax() for _, part in group.groupby("pooling", sort=False)]
+        bests = [_chosen(part, metric) for _, part in group.groupby("pooling", sort=False)]
+        bests = [index for index in bests if index is not None]
         if len(bests) < 2:
             continue
-        top = max(bests, key=lambda index: table.at[index, "accuracy"])
+        top = max(bests, key=lambda index: table.at[index, key])
         others = [index for index in bests if index != top]
-        p_values = [paired_p_value(plan, y, predictions[top], predictions[i], n_boot, seed) for i in others]
+        p_values = [p_value(plan, y, predictions[top], predictions[i], n_boot, seed) for i in others]
         for index, adjusted in zip(others, holm(p_values), strict=False):
             table.at[index, "p_pooling_vs_best"] = adjusted
             table.at[index, "significant_pooling_vs_best"] = bool(adjusted < alpha)

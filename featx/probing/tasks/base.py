@@ -8,6 +8,7 @@ built in the main process; a worker gets a job's arguments only (``run_job`` is 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
@@ -49,17 +50,63 @@ class ProbeTask(Protocol):
         ...
 
 
-def mark_best(table: pd.DataFrame, metric: str, reference_kinds: tuple[str, ...]) -> pd.Series:
-    """The best row by ``metric`` of each (features, site, pooling, classifier): among its single layers,
+def mark_best(table: pd.DataFrame, column: str, reference_kinds: tuple[str, ...]) -> pd.Series:
+    """The best row by ``column`` of each (features, site, pooling, classifier): among its single layers,
     else among its other specs; reference rows (majority, baselines) are never best."""
     best = pd.Series(False, index=table.index)
     candidates = table[~table.kind.isin(reference_kinds)]
     for _, group in candidates.groupby(["features", "site", "pooling", "classifier"], sort=False):
         singles = group[group.kind == "single"]
         pool = singles if not singles.empty else group
-        if pool[metric].notna().any():
-            best[pool[metric].idxmax()] = True
+        if pool[column].notna().any():
+            best[pool[column].idxmax()] = True
     return best
+
+
+def mark_choices(table: pd.DataFrame, metric: str, reference_kinds: tuple[str, ...]) -> pd.DataFrame:
+    """``is_best``: each group's row chosen on its training parts (by ``selection_score``; the star, and
+    what the paired tests compare against); ``is_best_on_test``: the argmax of the test ``metric``, kept
+    to show how optimistic choosing on the test rows would have been."""
+    table = table.copy()
+    table.loc[table.kind.isin(reference_kinds), "selection_score"] = np.nan
+    table["is_best"] = mark_best(table, "selection_score", reference_kinds)
+    table["is_best_on_test"] = mark_best(table, metric, reference_kinds)
+    return table
+
+
+def _choice(row: pd.Series, metric: str) -> dict[str, Any]:
+    layer = row["layer"]
+    return {
+        "features": row["features"],
+        "site": row["site"],
+        "layer_spec": row["layer_spec"],
+        "layer": None if pd.isna(layer) else int(layer),
+        "pooling": row["pooling"],
+        "classifier": row["classifier"],
+        "selection_score": _number(row["selection_score"]),
+        "test_score": _number(row[metric]),
+        "test_low": _number(row.get(f"{metric}_low")),
+        "test_high": _number(row.get(f"{metric}_high")),
+    }
+
+
+def _number(value: Any) -> float | None:
+    return None if value is None or pd.isna(value) else float(value)
+
+
+def choice_meta(table: pd.DataFrame, metric: str) -> dict[str, Any]:
+    """The JSON meta's ``metric``, ``selected`` (the main features' row chosen on training rows over every
+    site, pooling and classifier), ``best_on_test`` (the row with the best test score) and ``optimism``
+    (best-on-test minus selected test score; None when either is missing)."""
+    main = table[table.features == "main"]
+    chosen = main[main.is_best & main.selection_score.notna()]
+    on_test = main[main.is_best_on_test & main[metric].notna()]
+    selected = _choice(chosen.loc[chosen.selection_score.idxmax()], metric) if not chosen.empty else None
+    best = _choice(on_test.loc[on_test[metric].idxmax()], metric) if not on_test.empty else None
+    optimism = None
+    if selected is not None and best is not None and selected["test_score"] is not None:
+        optimism = float(best["test_score"] - selected["test_score"])
+    return {"metric": metric, "selected": selected, "best_on_test": best, "optimism": optimism}
 
 
 def out_of_fold(n_items: int, folds: list[tuple[np.ndarray, np.ndarray]], results: list, fill: float) -> np.ndarray:
@@ -100,3 +147,38 @@ def run_task(task: ProbeTask) -> ProbeResult:
     if plan.config.write:
         write_result(result, plan.path, task.results_label(), plan.config.output)
     return result
+
+
+def selection_lines(meta: Mapping[str, Any]) -> list[str]:
+    """The printout's lines on the choice: the row chosen on the training part (its selection score, and
+    its test score), the row with the best test score, and the optimism of choosing on the test rows."""
+    metric, selected, best = meta.get("metric"), meta.get("selected"), meta.get("best_on_test")
+    if not metric or not selected:
+        return []
+
+    def where(row: Mapping[str, Any]) -> str:
+        site = "" if row.get("site") in ("hidden", "", None) else f", site {row['site']}"
+        features = "" if row.get("features") == "main" else f", {row['features']} features"
+        return f"layer {row['layer_spec']}, {row['pooling']}, {row['classifier']}{site}{features}"
+
+    def score(row: Mapping[str, Any]) -> str:
+        low, high = row.get("test_low"), row.get("test_high")
+        interval = f" [{low:.3f}, {high:.3f}]" if low is not None and high is not None else ""
+        return "n/a" if row.get("test_score") is None else f"{row['test_score']:.3f}{interval}"
+
+    lines = [
+        f"chosen on the training part (selection_score: {metric} on each training part's held-out rows, "
+        f"never the test rows): {where(selected)}, selection score {selected['selection_score']:.3f}; "
+        f"its test {metric} {score(selected)}"
+    ]
+    if best:
+        same = all(
+            best.get(key) == selected.get(key) for key in ("features", "site", "layer_spec", "pooling", "classifier")
+        )
+        optimism = meta.get("optimism")
+        lines.append(
+            "best on the test rows (is_best_on_test, for comparison only): "
+            + ("the same row" if same else f"{where(best)}, test {metric} {score(best)}")
+            + (f"; optimism of choosing on the test rows {optimism:+.3f}" if optimism is not None else "")
+        )
+    return lines

@@ -23,7 +23,7 @@ from ..meta import ProbeMeta
 from ..plan import ProbePlan
 from ..results import COLUMNS, CURVE_COLUMNS, ProbeResult
 from ..solvers.devices import solver_meta
-from .base import mark_best, row_order
+from .base import choice_meta, mark_choices, row_order
 from .classification_jobs import ClassificationInputs, majority_record, run_curve_job, run_probe_job
 from .classification_table import check_predictions_choice, label_column, prediction_table
 from .lexical import LexicalTexts, add_lexical_test, classification_record, lexical_meta, read_texts
@@ -106,6 +106,7 @@ class ClassificationProbe:
             int(config.n_bootstrap),
             JOB_THREADS,
             bool(config.mdl),
+            ev.Scoring(plan.metric, len(class_names)),
         )
         specs = [spec.name for spec in layout.specs]
         plan = plan.resolved(column.name, classifiers, layout.poolings, list(layout.sites), specs, folds)
@@ -157,7 +158,7 @@ class ClassificationProbe:
         )
         curve, sizes = self._curves(device, workers)
         meta = self._meta(device, workers, predictions_for, sizes)
-        meta = replace(meta, lexical=lexical_meta(self.texts, "logreg", table))
+        meta = replace(meta, lexical=lexical_meta(self.texts, "logreg", table), **choice_meta(table, self.plan.metric))
         return ProbeResult(table, meta, notes=list(self.plan.notes), predictions=frame, curve=curve)
 
     def _table(self, outputs: list[Any]) -> tuple[pd.DataFrame, dict]:
@@ -172,11 +173,14 @@ class ClassificationProbe:
         specs = [spec.name for spec in self.layout.specs]
         order = row_order(table, list(self.layout.sites), list(self.plan.classifiers), poolings, specs)
         table, oof = table.iloc[order].reset_index(drop=True), [oof[i] for i in order]
-        table["is_best"] = mark_best(table, "accuracy", ("majority", "lexical"))
+        metric, test = inputs.scoring.metric, inputs.scoring.p_value
+        table = mark_choices(table, metric, ("majority", "lexical"))
         predictions = {index: values for index, values in enumerate(oof) if values is not None}
-        n_bootstrap = max(int(config.n_bootstrap), 1000)
-        table = add_significance(table, predictions, inputs.plan, inputs.y, n_bootstrap, int(config.seed))
-        table = add_lexical_test(table, predictions, inputs.plan, inputs.y, n_bootstrap, int(config.seed))
+        n_bootstrap, seed = max(int(config.n_bootstrap), 1000), int(config.seed)
+        table = add_significance(
+            table, predictions, inputs.plan, inputs.y, n_bootstrap, seed, metric=metric, p_value=test
+        )
+        table = add_lexical_test(table, predictions, inputs.plan, inputs.y, n_bootstrap, seed, metric, p_value=test)
         table = table[COLUMNS]
         table["layer"] = table["layer"].astype("Int64")
         return table, predictions

@@ -38,6 +38,7 @@ class ClassificationInputs:
     n_bootstrap: int
     threads: int
     mdl: bool = False
+    scoring: ev.Scoring = ev.Scoring()  # the run's metric (--metric): what the best row is chosen in
 
 
 def fit_folds(
@@ -116,9 +117,11 @@ def classifier_record(job: FeatureJob, classifier: str, data: Any, code: Any, in
     row = ev.summarise(inputs.plan, inputs.y, folds, inputs.n_classes, inputs.n_bootstrap, inputs.seed)
     row["mdl_bits"] = code.bits if code is not None else float("nan")
     row["mdl_compression"] = code.compression if code is not None else float("nan")
+    row["selection_score"] = inputs.scoring.selection(inputs.y, folds)
     if control:
-        row["control_accuracy"] = control_accuracy(inputs, control[0])
-        row["selectivity"] = row["accuracy"] - row["control_accuracy"]
+        row.update(control_scores(inputs.y_control, inputs.plan, control[0], inputs.n_classes))
+        metric = inputs.scoring.metric
+        row["selectivity"] = row[metric] - row[f"control_{metric}"]
     record = result_record(job, classifier, row, inputs)
     record["_predictions"] = out_of_fold(len(inputs.y), inputs.plan.folds, folds, -1)
     return record
@@ -166,18 +169,16 @@ def run_curve_job(job: FeatureJob, inputs: ClassificationInputs, sizes: list[flo
     return records
 
 
-def control_accuracy(inputs: ClassificationInputs, folds: list[ev.FoldResult]) -> float:
-    """The control task's accuracy as ``summarise`` reports accuracy: the mean over the outer folds
-    (the one test part of a split)."""
-    assert inputs.y_control is not None
-    return float(
-        np.mean(
-            [
-                np.mean(result.predictions == inputs.y_control[test])
-                for (_, test), result in zip(inputs.plan.folds, folds, strict=False)
-            ]
-        )
-    )
+CONTROL_METRICS = ("accuracy", "macro_f1", "balanced_accuracy")
+
+
+def control_scores(y_control, plan, folds: list[ev.FoldResult], n_classes: int) -> dict[str, float]:
+    """The control task's ``control_<metric>`` columns, each the mean over the outer folds (the one test
+    part of a split), as ``summarise`` reports a k-fold run's metrics."""
+    return {
+        f"control_{metric}": ev.Scoring(metric, n_classes).over_folds(y_control, plan, folds)
+        for metric in CONTROL_METRICS
+    }
 
 
 def result_record(job: FeatureJob, classifier: str, row: dict, inputs: ClassificationInputs) -> dict:
@@ -186,8 +187,9 @@ def result_record(job: FeatureJob, classifier: str, row: dict, inputs: Classific
     weights = row.pop("layer_weights")
     return {
         **job.columns(classifier, inputs.label, Task.CLASSIFICATION.value, inputs.plan.evaluation),
-        "control_accuracy": float("nan"),
+        **{f"control_{metric}": float("nan") for metric in CONTROL_METRICS},
         "selectivity": float("nan"),
+        "selection_score": float("nan"),
         **row,
         "per_class_f1": json.dumps(
             {

@@ -48,9 +48,9 @@ def check_predictions_choice(choice: str | None, poolings: list[str], classifier
 
 def chosen_rows(singles: pd.DataFrame, choice: str | None) -> tuple[pd.DataFrame, str, str]:
     """The single-layer rows of the predictions file: those of ``--predictions POOLING[/CLASSIFIER]``, else
-    of the best row's pooling and classifier; with that pooling and classifier."""
+    of the pooling and classifier of the row chosen on training rows; with that pooling and classifier."""
     if not choice:
-        best = singles.loc[singles.accuracy.idxmax()]
+        best = chosen_row(singles, "accuracy")
         pooling, classifier = best.pooling, best.classifier
         return singles[(singles.pooling == pooling) & (singles.classifier == classifier)], pooling, classifier
     pooling, _, classifier = str(choice).partition("/")
@@ -64,6 +64,15 @@ def chosen_rows(singles: pd.DataFrame, choice: str | None) -> tuple[pd.DataFrame
         )
     classifier = chosen.classifier.iloc[0]
     return chosen[chosen.classifier == classifier], pooling, classifier
+
+
+def chosen_row(singles: pd.DataFrame, metric: str) -> pd.Series:
+    """The row chosen on training rows (``is_best``, the best ``selection_score``) among ``singles``; by
+    ``metric`` only when none has a selection score."""
+    scored = singles[singles.is_best & singles.selection_score.notna()] if "selection_score" in singles else singles
+    if scored.empty:
+        return singles.loc[singles[metric].idxmax()]
+    return scored.loc[scored.selection_score.idxmax()]
 
 
 def prediction_table(

@@ -240,20 +240,38 @@ def regression_record(texts: LexicalTexts | None, inputs: RegressionInputs, note
 
 
 def add_lexical_test(
-    table: pd.DataFrame, predictions: dict, plan, y, n_boot: int, seed: int, metric: str = "accuracy", score=None
+    table: pd.DataFrame,
+    predictions: dict,
+    plan,
+    y,
+    n_boot: int,
+    seed: int,
+    metric: str = "accuracy",
+    score=None,
+    p_value=None,
 ) -> pd.DataFrame:
-    """The lexical row's ``p_vs_best``: a paired test (as between layers) against the best single layer of
-    the main features' hidden states; one test, so ``p_vs_best_holm`` is the same p."""
+    """The lexical row's ``p_vs_best``: a paired test (as between layers, ``p_value`` when given, e.g. in the
+    run's metric) against the best single layer of the main features' hidden states, the one chosen on
+    training rows (``is_best`` and the best ``selection_score``); one test, so ``p_vs_best_holm`` is the
+    same p."""
     lexical = [index for index in table.index[table.kind == "lexical"] if index in predictions]
     singles = table[(table.kind == "single") & (table.features == "main") & table.index.isin(list(predictions))]
     if "site" in singles:
         singles = singles[singles.site == "hidden"]
-    if not lexical or singles.empty or not singles[metric].notna().any():
+    if "selection_score" in singles:
+        singles = singles[singles.is_best & singles.selection_score.notna()]
+        key = "selection_score"
+    else:
+        key = metric
+    if not lexical or singles.empty or not singles[key].notna().any():
         return table
-    best, index = singles[metric].idxmax(), lexical[0]
-    p = significance.paired_p_value(
-        plan, y, predictions[best], predictions[index], n_boot, seed, score or significance.correct
-    )
+    best, index = singles[key].idxmax(), lexical[0]
+    if p_value is not None:
+        p = p_value(plan, y, predictions[best], predictions[index], n_boot, seed)
+    else:
+        p = significance.paired_p_value(
+            plan, y, predictions[best], predictions[index], n_boot, seed, score or significance.correct
+        )
     table.at[index, "p_vs_best"] = table.at[index, "p_vs_best_holm"] = p
     table.at[index, "significant_vs_best"] = bool(p < significance.ALPHA)
     return table

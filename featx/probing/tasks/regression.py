@@ -23,7 +23,8 @@ from ..inputs import JOB_THREADS, FeatureJob, run_jobs
 from ..meta import ProbeMeta
 from ..plan import ProbePlan
 from ..results import IDENTITY_COLUMNS, ProbeResult
-from .base import mark_best, row_order
+from .base import choice_meta, mark_choices, row_order
+from .classification_table import chosen_row
 from .lexical import LexicalTexts, add_lexical_test, lexical_meta, read_texts, regression_record
 from .pairs import baseline_meta
 from .regression_jobs import CURVE_COLUMNS, RegressionInputs, mean_record, run_curve_job, run_probe_job
@@ -34,13 +35,17 @@ REGRESSION_COLUMNS = [
     *IDENTITY_COLUMNS,
     *[f"{name}{suffix}" for name in rm.METRICS for suffix in ("", "_low", "_high")],
     "control_r2",
+    "control_pearson",
+    "control_spearman",
     "selectivity",
     "alpha",
     "fit_seconds",
     "n_train",
     "n_test",
     "evaluation",
+    "selection_score",
     "is_best",
+    "is_best_on_test",
     *rm.SIGNIFICANCE,
 ]
 
@@ -85,7 +90,7 @@ def prediction_table(
     singles = table[(table.features == "main") & (table.kind == "single") & (table.site == "hidden")]
     if singles.empty:
         return None, ""
-    best = singles.loc[singles.r2.idxmax()]
+    best = chosen_row(singles, "r2")
     chosen = singles[(singles.pooling == best.pooling) & (singles.classifier == best.classifier)]
     frame = row_info.copy()
     frame.insert(2, "label", y)
@@ -143,6 +148,7 @@ class RegressionProbe:
             int(config.seed),
             int(config.n_bootstrap),
             JOB_THREADS,
+            ev.Scoring(plan.metric),
         )
         specs = [spec.name for spec in layout.specs]
         plan = plan.resolved(label, classifiers, layout.poolings, list(layout.sites), specs, folds)
@@ -196,13 +202,12 @@ class RegressionProbe:
         specs = [spec.name for spec in layout.specs]
         order = row_order(table, list(layout.sites), self.classifiers, layout.poolings, specs)
         table, oof = table.iloc[order].reset_index(drop=True), [oof[i] for i in order]
-        table["is_best"] = mark_best(table, "r2", ("baseline", "lexical"))
+        metric, test = inputs.scoring.metric, inputs.scoring.p_value
+        table = mark_choices(table, metric, ("baseline", "lexical"))
         predictions = {index: values for index, values in enumerate(oof) if values is not None}
-        n_bootstrap = max(int(config.n_bootstrap), 1000)
-        table = rm.add_significance(table, predictions, inputs.plan, inputs.y, n_bootstrap, int(config.seed))
-        table = add_lexical_test(
-            table, predictions, inputs.plan, inputs.y, n_bootstrap, int(config.seed), "r2", rm.neg_squared_error
-        )
+        n_bootstrap, seed = max(int(config.n_bootstrap), 1000), int(config.seed)
+        table = rm.add_significance(table, predictions, inputs.plan, inputs.y, n_bootstrap, seed, metric, test)
+        table = add_lexical_test(table, predictions, inputs.plan, inputs.y, n_bootstrap, seed, metric, p_value=test)
         table = table[REGRESSION_COLUMNS]
         table["layer"] = table["layer"].astype("Int64")
         return table, predictions
@@ -242,4 +247,5 @@ class RegressionProbe:
             train_sizes=sizes,
             pairs=baseline_meta(config, self.plan.path, layout.kept, y, inputs.plan, layout.specs, layout.poolings),
             lexical=lexical_meta(self.texts, "ridge", table),
+            **choice_meta(table, self.plan.metric),
         )

@@ -51,6 +51,7 @@ class RegressionInputs:
     seed: int
     n_bootstrap: int
     threads: int
+    scoring: ev.Scoring = ev.Scoring("r2")  # the run's metric (--metric): what the best row is chosen in
 
 
 def fit_folds(classifier: str, data: Any, targets: list[np.ndarray], inputs: RegressionInputs) -> list[list]:
@@ -71,8 +72,9 @@ def result_record(job: FeatureJob, classifier: str, row: dict, inputs: Regressio
     """A results-table row of one job and regressor from its summary ``row``."""
     return {
         **job.columns(classifier, inputs.label, Task.REGRESSION.value, inputs.plan.evaluation),
-        "control_r2": float("nan"),
+        **{f"control_{metric}": float("nan") for metric in ev.REGRESSION_METRICS},
         "selectivity": float("nan"),
+        "selection_score": float("nan"),
         **row,
     }
 
@@ -88,23 +90,16 @@ def run_probe_job(job: FeatureJob, inputs: RegressionInputs) -> list[dict]:
         for classifier in job.classifiers:
             folds, *control = fit_folds(classifier, data, targets, inputs)
             row = rm.summarise(inputs.plan, inputs.y, folds, inputs.n_bootstrap, inputs.seed)
+            row["selection_score"] = inputs.scoring.selection(inputs.y, folds)
             record = result_record(job, classifier, row, inputs)
-            if control:
-                record["control_r2"] = control_r2(inputs, control[0])
-                record["selectivity"] = record["r2"] - record["control_r2"]
+            if control and inputs.y_control is not None:
+                metric = inputs.scoring.metric
+                for name in ev.REGRESSION_METRICS:
+                    record[f"control_{name}"] = ev.Scoring(name).over_folds(inputs.y_control, inputs.plan, control[0])
+                record["selectivity"] = record[metric] - record[f"control_{metric}"]
             record["_predictions"] = out_of_fold(len(inputs.y), inputs.plan.folds, folds, float("nan"))
             records.append(record)
     return records
-
-
-def control_r2(inputs: RegressionInputs, folds: list) -> float:
-    """The control task's R², the mean over the outer folds."""
-    assert inputs.y_control is not None
-    scores = [
-        float(rm.metrics(inputs.y_control[test], result.predictions)["r2"])
-        for (_, test), result in zip(inputs.plan.folds, folds, strict=False)
-    ]
-    return float(np.mean(scores))
 
 
 def run_curve_job(job: FeatureJob, inputs: RegressionInputs, sizes: list[float]) -> list[dict]:

@@ -8,7 +8,6 @@ import time
 import numpy as np
 
 from .. import evaluation as ev
-from ..solvers import classifiers as clf
 from .word_items import WordPlan, WordTask, inner_split_by_sentence
 
 
@@ -24,21 +23,13 @@ def item_features(task: WordTask, layer_states: np.ndarray) -> np.ndarray:
 
 def _fit_logreg(X, labels, train, dev, groups, n_classes, cs, balanced, seed):
     """``evaluation.fit_logreg`` with the C holdout drawn by sentence when there is no dev part."""
-    from ..solvers import softmax
-
-    if dev is not None or len(cs) == 1:
+    if dev is not None:
         return ev.fit_logreg(X, labels, train, dev, n_classes, cs, balanced, seed)
     scaler = ev.fit_scaler(X, train)
     Xs = scaler(X[train])
     targets = [y[train] for y in labels]
     fit_rows, val_rows = inner_split_by_sentence(groups[train], np.arange(len(train)), seed)
-    found = ev.search_logreg(Xs, targets, fit_rows, val_rows, n_classes, cs, balanced)
-    chosen, init = [C for C, _, _ in found], [theta for _, theta, _ in found]
-    solution = softmax.solve(Xs, targets, n_classes, chosen, balanced, init=init, tol=clf.LOGREG_TOL)
-    return [
-        (clf.logreg_from(solution.theta[p], solution.offsets[p], chosen[p], balanced), scaler, chosen[p])
-        for p in range(len(labels))
-    ]
+    return ev.final_logreg(Xs, targets, fit_rows, val_rows, n_classes, cs, balanced, scaler, train)
 
 
 def run_fold(
@@ -60,7 +51,10 @@ def run_fold(
         fitted = _fit_logreg(X, labels, train, dev, groups, n_classes, cs, balanced, seed)
         X_test = fitted[0][1](X[test])
         seconds = (time.perf_counter() - started) / len(labels)
-        return [ev.FoldResult(model.predict(X_test), C, seconds) for model, _, C in fitted]
+        return [
+            ev.FoldResult(model.predict(X_test), C, seconds, validation=validation)
+            for model, _, C, validation in fitted
+        ]
     if dev is None:  # svm's C search and the MLP's early stopping hold out whole training sentences
         train, dev = inner_split_by_sentence(groups, train, seed)
     results = []
@@ -69,8 +63,8 @@ def run_fold(
         if classifier == "mlp":
             result = ev.run_mlp(X, y, train, test, dev, n_classes, balanced, seed)
         else:
-            model, scaler, C = ev.fit_linear(classifier, X, y, train, dev, cs, balanced, seed)
-            result = ev.FoldResult(model.predict(scaler(X[test])), C, 0.0)
+            model, scaler, C, validation = ev.fit_linear(classifier, X, y, train, dev, cs, balanced, seed)
+            result = ev.FoldResult(model.predict(scaler(X[test])), C, 0.0, validation=validation)
         result.fit_seconds = time.perf_counter() - begun
         results.append(result)
     return results

@@ -13,6 +13,7 @@ import numpy as np
 from .. import evaluation as ev
 from ..meta import Task
 from .base import out_of_fold
+from .classification_jobs import CONTROL_METRICS, control_scores
 from .word_eval import item_features, run_fold, summarise
 from .word_items import WordPlan, WordTask, lexical_predictions, opened_source
 
@@ -31,6 +32,7 @@ class WordInputs:
     n_bootstrap: int
     mdl: bool = False
     allow_partial: bool = False  # an unfinished features file: its committed rows (the task's words are among them)
+    scoring: ev.Scoring = ev.Scoring()  # the run's metric (--metric): what the best row is chosen in
 
 
 def online_code(inputs: WordInputs, X: np.ndarray) -> Any:
@@ -70,28 +72,17 @@ def run_probe_job(source: Any, layer: int, pooling: str, inputs: WordInputs) -> 
         for classifier in inputs.classifiers:
             per_label = fit_folds(classifier, X, labels, inputs)
             row = summarise(plan, task.y, per_label[0], task.n_classes, inputs.n_bootstrap, inputs.seed)
+            row["selection_score"] = inputs.scoring.selection(task.y, per_label[0])
             if inputs.y_control is not None:
-                row["control_accuracy"] = control_accuracy(inputs, per_label[1])
-                row["selectivity"] = row["accuracy"] - row["control_accuracy"]
+                row.update(control_scores(inputs.y_control, plan, per_label[1], task.n_classes))
+                metric = inputs.scoring.metric
+                row["selectivity"] = row[metric] - row[f"control_{metric}"]
             record = result_record(inputs, "single", str(layer), layer, pooling, classifier, row)
             if code is not None:
                 record["mdl_bits"], record["mdl_compression"] = code.bits, code.compression
             record["_predictions"] = out_of_fold(len(task.y), plan.folds, per_label[0], -1)
             records.append(record)
     return records
-
-
-def control_accuracy(inputs: WordInputs, folds: list[ev.FoldResult]) -> float:
-    """The word-type control task's accuracy, the mean over the outer folds."""
-    assert inputs.y_control is not None
-    return float(
-        np.mean(
-            [
-                np.mean(r.predictions == inputs.y_control[test])
-                for (_, test), r in zip(inputs.plan.folds, folds, strict=False)
-            ]
-        )
-    )
 
 
 def result_record(
@@ -112,8 +103,9 @@ def result_record(
         "pooling": pooling,
         "classifier": classifier,
         "evaluation": inputs.plan.evaluation,
-        "control_accuracy": float("nan"),
+        **{f"control_{metric}": float("nan") for metric in CONTROL_METRICS},
         "selectivity": float("nan"),
+        "selection_score": float("nan"),
         "mdl_bits": float("nan"),
         "mdl_compression": float("nan"),
         "C": float("nan"),

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from .classification_table import chosen_row
 from .word_items import WordPlan, WordTask
 
 MAX_CONFUSIONS = 15
@@ -25,7 +26,7 @@ def prediction_table(
     singles = table[(table.kind == "single") & table.index.isin(list(predictions))]
     if singles.empty:
         return None, ""
-    best = singles.loc[singles.accuracy.idxmax()]
+    best = chosen_row(singles, "accuracy")  # the row chosen on training rows
     chosen = singles[(singles.pooling == best.pooling) & (singles.classifier == best.classifier)]
     tested = np.sort(np.concatenate([test for _, test in plan.folds]))
     names = np.asarray(task.class_names, dtype=object)

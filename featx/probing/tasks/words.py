@@ -10,7 +10,7 @@ Tenney layer summaries (scalar mix, expected layer). Features stream from the fi
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +19,7 @@ import pandas as pd
 
 from ...errors import InputError
 from ...selection import parse_layer_specs, parse_poolings
+from .. import evaluation as ev
 from ..analyses.curves import parse_train_sizes
 from ..analyses.word_curves import curve_job, curve_layers
 from ..config import ProbeConfig
@@ -27,7 +28,7 @@ from ..meta import Level, ProbeMeta, Task, file_meta
 from ..plan import ProbePlan
 from ..results import COLUMNS, CURVE_COLUMNS, ProbeResult
 from ..solvers.devices import solver_meta
-from .base import mark_best, run_task
+from .base import choice_meta, mark_choices, run_task
 from .word_items import (
     HEAD_LABEL,
     WordTask,
@@ -154,9 +155,11 @@ class WordProbe:
             int(config.n_bootstrap),
             bool(config.mdl),
             bool(config.allow_partial),
+            ev.Scoring(ev.check_metric(config.metric, False, task.label), task.n_classes),
         )
         specs = [str(layer) for layer in layers]
         plan = plan.resolved(task.label, classifiers, poolings, ["hidden"], specs, folds, level=task.level)
+        plan = replace(plan, metric=inputs.scoring.metric)
         return cls(plan, inputs, layers, poolings, curve_at, sizes, rows, source)
 
     @property
@@ -200,17 +203,21 @@ class WordProbe:
             curve = pd.DataFrame.from_records(points, columns=CURVE_COLUMNS)
         oof = [record.pop("_predictions", None) for record in records]
         table = pd.DataFrame.from_records(records)
-        table["is_best"] = mark_best(table, "accuracy", ("majority", "lexical"))
+        metric = inputs.scoring.metric
+        table = mark_choices(table, metric, ("majority", "lexical"))
         predictions = {index: values for index, values in enumerate(oof) if values is not None}
         n_bootstrap, seed = max(int(self.plan.config.n_bootstrap), 1000), int(self.plan.config.seed)
-        table = add_significance(table, predictions, inputs.plan, inputs.task.y, n_bootstrap, seed)
+        test = inputs.scoring.p_value
+        table = add_significance(
+            table, predictions, inputs.plan, inputs.task.y, n_bootstrap, seed, metric=metric, p_value=test
+        )
         table = table[WORD_COLUMNS]
         table["layer"] = table["layer"].astype("Int64")
         rows = self.rows
         frame, predictions_for = prediction_table(
             table, predictions, inputs.task, inputs.plan, rows.ids, rows.forms, rows.offsets
         )
-        meta = self._meta(summaries, device, workers, predictions_for)
+        meta = replace(self._meta(summaries, device, workers, predictions_for), **choice_meta(table, metric))
         return ProbeResult(table, meta, notes=list(self.plan.notes), predictions=frame, curve=curve)
 
     def _meta(self, summaries: dict, device: str | None, workers: int, predictions_for: str) -> ProbeMeta:

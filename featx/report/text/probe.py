@@ -53,6 +53,9 @@ def versus_best(row, table: pd.DataFrame, metric: str) -> str:
     singles = table[(table.kind == "single") & (table.features == "main")]
     if "site" in singles:
         singles = singles[singles.site == "hidden"]
+    if "selection_score" in singles and singles.selection_score.notna().any():  # the row chosen on training rows
+        singles = singles[singles.is_best & singles.selection_score.notna()]
+        metric = "selection_score"
     if singles.empty or not singles[metric].notna().any():
         return "no layer to compare with"
     best = singles.loc[singles[metric].idxmax()]
@@ -125,11 +128,16 @@ def _poolings_line(block: pd.DataFrame) -> list[str]:
     ]
 
 
+def _metric(meta: dict) -> str:
+    return meta.get("metric") or "accuracy"
+
+
 def _footer(meta: dict, with_mdl: bool, with_tests: bool) -> list[str]:
     lines = [
         "",
-        "* best layer of each pooling (by accuracy); control = same probe on permuted labels, "
-        "select. = accuracy - control",
+        f"* best layer of each pooling, chosen on the training part (selection_score, {_metric(meta)}); "
+        f"the columns score the test rows; control = same probe on permuted labels, "
+        f"select. = {_metric(meta)} - control",
     ]
     if with_mdl:
         lines.append(

@@ -77,7 +77,9 @@ def format_table(table: pd.DataFrame, meta: dict) -> str:
     )
     lines += [
         "",
-        "* best layer of each pooling (by R²); control = same probe on permuted targets, select. = R² - control R²",
+        f"* best layer of each pooling, chosen on the training part (selection_score, {meta.get('metric') or 'r2'}); "
+        "the columns score the test rows; control = same probe on permuted targets, select. = "
+        f"{meta.get('metric') or 'r2'} - control",
         f"p vs best / p vs prev: {test}, Holm-adjusted; ! = significant at 0.05 after Holm",
     ]
     return "\n".join(lines)

@@ -1,0 +1,211 @@
+"""The best row is chosen on the training part, never on the test rows, in the metric the user names
+(``--metric``): planted layers where accuracy and macro-F1 disagree, where the best test score is a fluke
+of the test rows, and test rows poisoned without moving the choice."""
+
+from __future__ import annotations
+
+import random
+
+import h5py
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from support.errors import assert_one_clear_error
+from support.tiny import WORDS, write_csv
+
+import featx
+from featx.cli import main
+from featx.errors import InputError
+from featx.probing.results import load_results
+
+N_ROWS = 300
+
+
+def _extract(folder, tiny_model, labels: list[str], split: list[str] | None = None):
+    rng = random.Random(0)
+    rows = []
+    for i, label in enumerate(labels):
+        text = " ".join(rng.choice(WORDS[:-4]) for _ in range(rng.randint(2, 8)))
+        rows.append([text, label, f"{rng.uniform(1, 5):.2f}"] + ([split[i]] if split else []))
+    header = ("text", "label", "score") + (("split",) if split else ())
+    corpus = write_csv(folder / "corpus.csv", rows, header=header)
+    output = folder / "corpus.features.h5"
+    featx.extract(corpus, model=str(tiny_model), output=output, poolings="mean", progress=False)
+    return output
+
+
+def _write_layers(path, planted: dict[int, np.ndarray], seed: int = 0) -> None:
+    """Small noise in every layer's mean pooling, plus ``planted[layer]`` added to its first columns."""
+    rng = np.random.default_rng(seed)
+    with h5py.File(path, "r+") as file:
+        dataset = file["pooled"]["mean"]
+        data = 0.3 * rng.standard_normal(dataset.shape).astype(np.float32)
+        for layer, values in planted.items():
+            data[:, layer, : values.shape[1]] += values
+        dataset[...] = data.astype(dataset.dtype)
+
+
+@pytest.fixture(scope="module")
+def imbalanced(tiny_model, tmp_path_factory):
+    """Three classes, 70% / 20% / 10%. Layer 1 tells a from b, but c looks like b (accuracy 0.90, macro-F1
+    0.60); layer 2 tells all three apart, but 45 rows of a look like b (accuracy 0.85, macro-F1 0.87)."""
+    codes = np.array([0] * 210 + [1] * 60 + [2] * 30)
+    np.random.default_rng(1).shuffle(codes)
+    path = _extract(tmp_path_factory.mktemp("imbalanced"), tiny_model, [("a", "b", "c")[c] for c in codes])
+    y = codes
+    layer1 = 5.0 * np.eye(3)[np.minimum(y, 1)]
+    looks = y.copy()
+    looks[np.flatnonzero(y == 0)[:45]] = 1
+    _write_layers(path, {1: layer1, 2: 5.0 * np.eye(3)[looks]})
+    return path
+
+
+def test_metric_changes_the_best_layer(imbalanced, tmp_path):
+    common = dict(label="label", jobs=1, n_bootstrap=100, control=False, lexical=False)
+    by_accuracy = featx.probe(imbalanced, output=tmp_path / "acc", **common)
+    by_f1 = featx.probe(imbalanced, output=tmp_path / "f1", metric="macro_f1", **common)
+    singles = by_accuracy.table[by_accuracy.table.kind == "single"].set_index("layer")
+    assert singles.accuracy.idxmax() == 1 and singles.macro_f1.idxmax() == 2  # the planted disagreement
+    assert by_accuracy.meta["metric"] == "accuracy" and by_f1.meta["metric"] == "macro_f1"
+    assert by_accuracy.meta["selected"]["layer"] == 1 and by_f1.meta["selected"]["layer"] == 2
+    chosen = by_f1.table[by_f1.table.is_best].iloc[0]
+    assert chosen.layer == 2 and chosen.selection_score == pytest.approx(by_f1.meta["selected"]["selection_score"])
+    assert by_f1.meta["selected"]["test_score"] == pytest.approx(chosen.macro_f1)
+    # the paired tests compare against the chosen row, in the chosen metric
+    tested = by_f1.table[by_f1.table.kind == "single"].set_index("layer")
+    assert tested.loc[2, "significant_vs_best"] is False and tested.loc[1, "p_vs_best"] < 0.05
+    written, meta = load_results(by_f1.json_path)
+    assert meta["metric"] == "macro_f1" and bool(written.loc[written.layer == 2, "is_best"].iloc[0])
+
+
+def _split_file(folder, tiny_model):
+    labels = [("neg", "pos")[i % 2] for i in range(N_ROWS)]
+    split = ["test" if i % 3 == 0 else "train" for i in range(N_ROWS)]
+    path = _extract(folder, tiny_model, labels, split)
+    y, test = np.arange(N_ROWS) % 2, np.asarray(split) == "test"
+    return path, 2.0 * y - 1, test
+
+
+def test_selection_never_sees_the_test_rows(tiny_model, tmp_path):
+    """Layer 1 carries a real signal; layer 2 a faint one on the training rows and, poisoned, a perfect one
+    on the test rows only: it wins on the test rows, and the choice stays where the training part put it."""
+    path, sign, test = _split_file(tmp_path, tiny_model)
+    rng = np.random.default_rng(5)
+    real = (0.8 * sign + rng.standard_normal(N_ROWS))[:, None]
+    faint = (0.25 * sign + rng.standard_normal(N_ROWS))[:, None]
+    _write_layers(path, {1: real, 2: faint})
+    options = dict(label="label", jobs=1, n_bootstrap=100, lexical=False)
+    clean = featx.probe(path, output=tmp_path / "clean", **options)
+    poisoned_values = faint.copy()
+    poisoned_values[test] = 6.0 * sign[test, None]  # the test rows of layer 2 give their label away
+    _write_layers(path, {1: real, 2: poisoned_values})
+    poisoned = featx.probe(path, output=tmp_path / "poisoned", **options)
+
+    table = poisoned.table.set_index("layer_spec")
+    assert table.loc["2", "accuracy"] > max(0.9, table.loc["1", "accuracy"] + 0.05)  # layer 2 wins on the test rows
+    assert bool(table.loc["2", "is_best_on_test"]) and not bool(table.loc["2", "is_best"])
+    assert bool(table.loc["1", "is_best"]) and table.loc["1", "selection_score"] > table.loc["2", "selection_score"]
+    meta = poisoned.meta
+    assert meta["selected"]["layer"] == 1 and meta["best_on_test"]["layer"] == 2
+    assert meta["optimism"] == pytest.approx(meta["best_on_test"]["test_score"] - meta["selected"]["test_score"])
+    assert meta["optimism"] > 0.1
+    # Nothing the choice rests on moved when the test rows changed: the same selection scores and star.
+    before, after = clean.table, poisoned.table
+    np.testing.assert_array_equal(before.selection_score.to_numpy(), after.selection_score.to_numpy())
+    assert before.is_best.tolist() == after.is_best.tolist()
+    assert "chosen on the training part" in poisoned.format_table()
+    assert "optimism of choosing on the test rows" in poisoned.format_table()
+
+
+def test_reference_rows_take_no_part_in_the_choice(tiny_model, tmp_path):
+    path, sign, _ = _split_file(tmp_path, tiny_model)
+    _write_layers(path, {1: (0.8 * sign)[:, None]})
+    result = featx.probe(path, label="label", jobs=1, n_bootstrap=100, poolings="mean")
+    table = result.table
+    references = table[table.kind.isin(["majority", "lexical"])]
+    assert references.selection_score.isna().all() and not references.is_best.any()
+    probes = table[table.kind == "single"]
+    assert probes.selection_score.between(0, 1).all()
+    assert probes.is_best.sum() == 1 and probes.is_best_on_test.sum() == 1
+
+
+def test_regression_chooses_on_the_training_part_in_its_metric(tiny_model, tmp_path):
+    path, _, _ = _split_file(tmp_path, tiny_model)
+    with featx.FeatureFile(path) as features:
+        score = features.label_values("score")
+    target = ((score - score.mean()) / score.std())[:, None]
+    _write_layers(path, {2: 2.0 * target})
+    result = featx.probe(path, label="score", metric="spearman", jobs=1, n_bootstrap=100, lexical=False)
+    table = result.table
+    assert result.meta["task"] == "regression" and result.meta["metric"] == "spearman"
+    chosen = table[table.is_best].iloc[0]
+    assert chosen.layer == 2 and chosen.selection_score > 0.8
+    assert result.meta["selected"]["test_score"] == pytest.approx(chosen.spearman)
+    assert chosen.selectivity == pytest.approx(chosen.spearman - chosen.control_spearman)
+    assert table[table.kind == "baseline"].selection_score.isna().all()
+
+
+@pytest.mark.parametrize(
+    "label, metric, pattern",
+    [
+        ("label", "r2", r"--metric r2 does not fit this label: 'label' is probed as classes"),
+        ("score", "macro_f1", r"--metric macro_f1 does not fit this label: 'score' is probed as a number"),
+        ("label", "auc", r"--metric auc is not known"),
+    ],
+)
+def test_a_metric_that_does_not_fit_is_refused_before_any_fit(tiny_model, tmp_path, label, metric, pattern):
+    path, _, _ = _split_file(tmp_path, tiny_model)
+    with pytest.raises(InputError, match=pattern):
+        featx.probe(path, label=label, metric=metric, jobs=1)
+    result = CliRunner().invoke(main, ["probe", str(path), "--label", label, "--metric", metric])
+    assert result.exit_code == 2
+    assert_one_clear_error(result.output, pattern)
+    assert not list(tmp_path.glob("*.probe.csv"))  # refused before the work: nothing written
+
+
+def test_word_probes_choose_on_the_training_sentences_in_their_metric():
+    from support.planted_words import PlantedWords
+
+    from featx.probing import ProbeConfig
+    from featx.probing.tasks.words import probe_words
+
+    config = ProbeConfig(features="planted", write=False, jobs=1, n_bootstrap=100, label="upos", poolings="mean")
+    config = ProbeConfig.build(config, metric="macro_f1")
+    result = probe_words(config, "planted", [], 0.0, source=PlantedWords(signal={2: 3.0}))
+    table, meta = result.table, result.meta
+    singles = table[table.kind == "single"].set_index("layer")
+    assert meta["metric"] == "macro_f1" and meta["selected"]["layer"] == 2
+    assert singles.loc[2, "is_best"] and singles.selection_score.idxmax() == 2
+    assert singles.loc[2, "selectivity"] == pytest.approx(
+        singles.loc[2, "macro_f1"] - singles.loc[2, "control_macro_f1"]
+    )
+    assert table[table.kind.isin(["majority", "lexical"])].selection_score.isna().all()
+
+
+@pytest.mark.parametrize("grouped", [False, True])
+def test_paired_test_in_macro_f1_is_a_plain_bootstrap_of_the_metric(grouped):
+    from sklearn.metrics import f1_score
+
+    from featx.probing import evaluation as ev
+
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 3, 400)
+    pred_a = np.where(rng.random(400) < 0.8, y, rng.integers(0, 3, 400))
+    pred_b = np.where(rng.random(400) < 0.7, y, rng.integers(0, 3, 400))
+    groups = np.repeat(np.arange(100), 4) if grouped else np.arange(400)
+    plan = ev.Plan("split", [(np.arange(0), np.arange(400))], [None])
+    plan.groups = groups  # word plans carry each item's sentence
+    p = ev.Scoring("macro_f1", 3).p_value(plan, y, pred_a, pred_b, 300, 7)
+
+    def f1(rows, pred):
+        return f1_score(y[rows], pred[rows], average="macro")
+
+    observed, draws, differences = f1(np.arange(400), pred_a) - f1(np.arange(400), pred_b), np.random.default_rng(7), []
+    for _ in range(300):  # resample whole groups, as scikit-learn's metric sees the resampled rows
+        counts = np.bincount(
+            draws.integers(0, 100 if grouped else 400, 100 if grouped else 400), minlength=len(set(groups))
+        )
+        rows = np.repeat(np.arange(400), counts[groups])
+        differences.append(f1(rows, pred_a) - f1(rows, pred_b))
+    extreme = np.count_nonzero(np.abs(np.array(differences) - observed) >= abs(observed) - 1e-12)
+    assert p == pytest.approx((extreme + 1) / 301) and p < 0.05
