@@ -11,6 +11,7 @@ from ...errors import InputError
 from ..load import (
     METRIC_NAMES,
     best_row,
+    chosen_row,
     default_classifier,
     layer_results,
     layer_rows,
@@ -50,7 +51,7 @@ def plot_layer_curves(
             ref for ref in references(frame, metric, classifier) if not (drawn and ref[0].startswith("control task"))
         ]
         values += control + _draw_references(ax, found, sorted(set(rows["layer"].astype(int))))
-        best = _star_best(ax, rows, metric)
+        best = _star_best(ax, rows, metric, meta)
         mark_layer_summary(ax, meta, str(best.get("probe_pooling", best["pooling"])))  # word-level runs only
         if hollow_drawn:
             ax.plot(
@@ -106,9 +107,10 @@ def _draw_series(ax, rows: pd.DataFrame, metric: str) -> tuple[list[float], bool
     return values, hollow_drawn
 
 
-def _star_best(ax, rows: pd.DataFrame, metric: str) -> pd.Series:
-    """A star on the best (layer, pooling); returns its row."""
-    best = best_row(rows, metric)
+def _star_best(ax, rows: pd.DataFrame, metric: str, meta: dict | None = None) -> pd.Series:
+    """A star on the chosen (layer, pooling): the one selected on the training part when the run recorded a
+    selection score, else the best on the test rows (the legend says which); returns its row."""
+    best, selected = chosen_row(rows, metric, meta)
     ax.plot(
         [int(best["layer"])],
         [float(best[metric])],
@@ -118,7 +120,8 @@ def _star_best(ax, rows: pd.DataFrame, metric: str) -> pd.Series:
         markerfacecolor=OKABE_ITO["yellow"],
         linestyle="none",
         zorder=4,
-        label=f"best: layer {int(best['layer'])}, {best['pooling']} ({float(best[metric]):.3f})",
+        label=f"{'selected on the training part' if selected else 'best'}: layer {int(best['layer'])}, "
+        f"{best['pooling']} ({float(best[metric]):.3f})",
     )
     return best
 
@@ -368,7 +371,10 @@ def plot_per_class_f1(
         ax.set_ylabel("F1 of the class")
         ax.grid(True, axis="y", alpha=0.3)
         if len(classes) <= MAX_CLASS_LINES:
-            ax.legend(title=str(meta.get("label") or "class"), frameon=False, loc="best")
+            # beside the panel, never over a curve
+            ax.legend(
+                title=str(meta.get("label") or "class"), frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1)
+            )
         else:
             legend_below(
                 ax,
