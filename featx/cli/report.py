@@ -148,8 +148,15 @@ def similarity(features, other, output, pooling, site, dpi):
     help="HTML file (default: beside RESULTS, x.probe.csv -> x.report.html).",
 )
 @click.option("--classifier", default=None, help="Which probe's rows (default: the best row's).")
-def report(results, output, classifier):
-    """One self-contained HTML page of a probing run (default: the last results in this directory)."""
+@click.option(
+    "--metric",
+    default=None,
+    help="accuracy, macro_f1, balanced_accuracy, r2, spearman, ... (default: the metric the run chose its best "
+    "layer by; accuracy, or R² for regression).",
+)
+def report(results, output, classifier, metric):
+    """One self-contained HTML page of a results file of featx probe (classification, regression, pairs, words),
+    erase, neurons or probe --sweep (default: the last probing results in this directory)."""
     use_agg()
     from ..report.html.page import ReportConfig, write_report
     from ..state import given_or_last
@@ -157,4 +164,4 @@ def report(results, output, classifier):
     results, using_last = given_or_last(results, "results")
     if using_last:
         echo(using_last)
-    echo(f"wrote {write_report(ReportConfig(results, output, classifier))}")
+    echo(f"wrote {write_report(ReportConfig(results, output, classifier, metric))}")

@@ -13,7 +13,8 @@ import featx
 from featx.cli import main
 from featx.errors import InputError, StoreError
 from featx.report.compare import labels_figure, plot_labels
-from featx.report.figures.curves import plot_layer_curves, plot_per_class_f1
+from featx.report.figures.classes import plot_per_class_f1
+from featx.report.figures.curves import plot_layer_curves
 from featx.report.figures.heatmap import plot_heatmap
 from featx.report.figures.plot import figure
 from featx.report.figures.projection import plot_projection

@@ -119,7 +119,7 @@ def figure(
         fig, axes = plt.subplots(
             n,
             columns,
-            figsize=(19 if columns == 3 else 13, height * n),
+            figsize=(15 if columns == 3 else 12, height * n),  # at most 2250 px wide at the default 150 dpi
             squeeze=False,
             width_ratios=[1.15, 1, 1][:columns],
             layout="constrained",
