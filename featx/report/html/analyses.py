@@ -57,13 +57,17 @@ def _payload(path: Path) -> dict:
     return payload if isinstance(payload, dict) else {}
 
 
+def _dict(value) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
 def analysis_kind(path: Path) -> str:
     """Which command wrote ``path``: ``probe``, ``erase``, ``neurons`` or ``sweep`` (from its JSON)."""
     if not path.exists():
         raise StoreError(f"results file {path} does not exist", "give a results file written by featx")
     payload = _payload(path)
-    meta = payload.get("meta") if isinstance(payload.get("meta"), dict) else {}
-    settings = meta.get("settings") if isinstance(meta.get("settings"), dict) else {}
+    meta = _dict(payload.get("meta"))
+    settings = _dict(meta.get("settings"))
     if "amnesic" in payload or settings.get("kind") == "erasure":
         return "erase"
     if "selection" in payload and "width" in meta:
@@ -89,7 +93,7 @@ def load_analysis(path: Path, kind: str):
     """The result object of an erase, neurons or sweep run, rebuilt from its files (its ``format()`` prints
     what the command printed)."""
     payload = _payload(path)
-    meta = payload.get("meta") if isinstance(payload.get("meta"), dict) else {}
+    meta = _dict(payload.get("meta"))
     if kind == "erase":
         from ...probing.analyses.erase import EraseResult
 
@@ -111,7 +115,7 @@ def load_analysis(path: Path, kind: str):
 
 
 def _settings_rows(meta: dict) -> pd.DataFrame:
-    settings = meta.get("settings") if isinstance(meta.get("settings"), dict) else {}
+    settings = _dict(meta.get("settings"))
     rows = [
         ("model", model_name(meta)),
         ("features file", meta.get("features_file")),
