@@ -106,3 +106,41 @@ def test_the_console_detector_sees_a_blocked_fetch(tmp_path):
     )
     messages = browser.console_messages(page)
     assert len(messages) == 1 and "violates the following Content Security Policy directive" in messages[0]
+
+
+def _copy_erase(task_runs, tmp_path, change):
+    import json
+    import shutil
+
+    source = task_runs["erase"]
+    for suffix in (".erase.csv", ".erase.json"):
+        shutil.copy(source.with_name("erased" + suffix), tmp_path / ("erased" + suffix))
+    payload = json.loads((tmp_path / "erased.erase.json").read_text())
+    change(payload)
+    (tmp_path / "erased.erase.json").write_text(json.dumps(payload))
+    return tmp_path / "erased.erase.csv"
+
+
+def test_hostile_names_in_an_analysis_file_are_escaped(task_runs, tmp_path):
+    hostile = '<img src=x onerror="alert(1)">'
+    path = _copy_erase(task_runs, tmp_path, lambda payload: payload["meta"].update(label=hostile, model=hostile))
+    text = html.write_report(path).read_text(encoding="utf-8")
+    assert hostile not in text and "&lt;img src=x onerror=&quot;alert(1)&quot;&gt;" in text
+
+
+@pytest.mark.parametrize(
+    "change, pattern",
+    [
+        (lambda payload: [row.pop("before") for row in payload["results"]], r"columns before are missing"),
+        (lambda payload: payload["meta"].pop("settings"), r"is not a complete featx erase results file \(KeyError"),
+        (
+            lambda payload: [row.update(after="high") for row in payload["results"]],
+            r"is not a complete featx erase results file",
+        ),
+    ],
+)
+def test_a_broken_analysis_file_is_one_clear_error(task_runs, tmp_path, change, pattern):
+    path = _copy_erase(task_runs, tmp_path, change)
+    out = CliRunner().invoke(main, ["report", str(path), "-o", str(tmp_path / "r.html")])
+    assert out.exit_code == 2 and not (tmp_path / "r.html").exists()
+    assert_one_clear_error(out.output, pattern)

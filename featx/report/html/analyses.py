@@ -162,6 +162,13 @@ def render_analysis(path: Path, kind: str, metric: str | None = None) -> str:
     result = load_analysis(path, kind)
     meta = result.meta
     title = {"erase": "erasing", "neurons": "neurons for", "sweep": "probe-complexity sweep of"}[kind]
+    try:  # a file edited by hand (a text where a number belongs, a missing setting) is refused in one line
+        printed, figures = result.format(), _figures(result, kind)
+    except (KeyError, ValueError, TypeError, AttributeError, IndexError) as err:
+        raise StoreError(
+            f"{path} is not a complete featx {kind} results file ({type(err).__name__}: {err})",
+            f"run featx {kind if kind != 'sweep' else 'probe --sweep'} again to rewrite it",
+        ) from None
     sections = [
         "<h2>The run</h2>",
         table_html(_settings_rows(meta)),
@@ -169,10 +176,10 @@ def render_analysis(path: Path, kind: str, metric: str | None = None) -> str:
         "<h2>Figures</h2>",
         "{figures}",
         f"<h2>Tables (as featx {kind if kind != 'sweep' else 'probe --sweep'} prints them)</h2>",
-        pre_html(result.format()),
+        pre_html(printed),
     ]
     heading = f"{model_name(meta)} · {title} '{meta.get('label', '?')}'"
-    return page_html(heading, f"{path.name} · featx {kind}", sections, _figures(result, kind))
+    return page_html(heading, f"{path.name} · featx {kind}", sections, figures)
 
 
 __all__ = ["KINDS", "analysis_kind", "json_path", "load_analysis", "render_analysis"]
