@@ -187,8 +187,11 @@ def _where(found) -> str:
     """``layer 6 (mean, logreg)`` from a ``selected``/``best_on_test`` record (a dict, or a bare layer)."""
     if not isinstance(found, dict):
         return f"layer {found}"
-    layer = found.get("layer", found.get("layer_spec", "?"))
-    extra = ", ".join(str(found[key]) for key in ("pooling", "classifier") if found.get(key))
+    layer = found.get("layer")
+    layer = found.get("layer_spec", "?") if layer is None else layer  # a cat(...)/stack(...) row has no layer
+    extra = ", ".join(
+        str(found[key]) for key in ("site", "pooling", "classifier") if found.get(key) not in (None, "", "hidden")
+    )
     return f"layer {layer}" + (f" ({extra})" if extra else "")
 
 

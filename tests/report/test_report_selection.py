@@ -141,3 +141,14 @@ def test_far_references_stay_off_the_axis_and_say_so():
     assert ax.get_ylim()[0] > 0.7
     assert any(line.get_label() == "majority class: 0.15 (below the axis)" for line in ax.lines)
     assert fig.get_size_inches()[0] <= 15
+
+
+def test_the_note_names_a_combined_row_by_its_spec_and_the_select_helpers_fields():
+    """The records ``featx probe`` writes: ``layer`` None for cat/stack rows, a site, scores beside."""
+    selected = {"features": "main", "site": "hidden", "layer_spec": "cat(1,2)", "layer": None, "pooling": "mean"}
+    best = {"site": "ffn", "layer_spec": "2", "layer": 2, "pooling": "cls", "classifier": "svm", "test_score": 0.9}
+    meta = {"metric": "accuracy", "selected": selected, "best_on_test": best, "optimism": 0.021}
+    assert selection_note(meta, "accuracy") == (
+        "layer cat(1,2) (mean) chosen on the training part; best on test: layer 2 (ffn, cls, svm) (+0.021)"
+    )
+    assert selection_note(meta, "macro_f1") is None  # the selection was by accuracy
