@@ -2,7 +2,8 @@
 
 The default colour scale (``scale="full"``) spans the cells' own minimum to maximum on cividis, a perceptually
 uniform colour map, so that equal steps in value look equally different and no two distant values share a
-colour; the number in each cell is always the absolute value. ``scale="robust"`` spans the informative cells
+colour (a range narrower than 0.01 is widened to 0.01 around its middle, so noise is not painted as contrast);
+the number in each cell is always the absolute value. ``scale="robust"`` spans the informative cells
 only (median ± 3 IQR, clipped to the data): one at-chance cell (the ``[CLS]`` vector at layer 0) then no longer
 flattens the others, but the cells below the range all take its lowest colour (the colour bar's arrow says
 so). ``scale="row"`` colours each row from its own minimum to its own maximum. A cell without a value (a
@@ -20,6 +21,7 @@ from ..load import METRIC_NAMES, chosen_row, layer_results, poolings_of, series_
 from .style import OKABE_ITO, RC, axes_or_new
 
 SCALES = ("full", "robust", "row")
+MIN_SPAN = 0.01  # the narrowest colour range
 SCALE_NOTES = {
     "full": "colour: min–max of the cells, cividis (perceptually uniform)",
     "robust": "colour: median ± 3 IQR of the cells; lower cells share the lowest colour",
@@ -38,8 +40,9 @@ def colour_range(data: np.ndarray, scale: str = "full") -> tuple[float, float]:
         q1, median, q3 = np.percentile(finite, [25, 50, 75])
         spread = max(float(q3 - q1), 0.01)
         low = max(low, float(median) - 3 * spread)
-    if high - low < 1e-9:
-        low, high = low - 0.01, high + 0.01
+    if high - low < MIN_SPAN:  # differences below 0.01 (noise at three decimals) are not painted as large ones
+        middle = (high + low) / 2
+        low, high = middle - MIN_SPAN / 2, middle + MIN_SPAN / 2
     return low, high
 
 
@@ -106,8 +109,8 @@ def plot_heatmap(
                 image, ax=ax, fraction=0.05, pad=0.02, label=label, extend="min" if clipped else "neither"
             )
         if title:
-            note = f" ({SCALE_NOTES[scale]})"
-            ax.set_title(title if isinstance(title, str) else f"{name}: layer × {series_name(rows)}{note}", loc="left")
+            heading = title if isinstance(title, str) else f"{name}: layer × {series_name(rows)}"
+            ax.set_title(f"{heading}\n{SCALE_NOTES[scale]}", loc="left")  # the scale in use, on its own line
     return ax
 
 
