@@ -55,9 +55,11 @@ def _explain_html(found, reason: str | None) -> str:
         f"{len(getattr(found, 'correct', getattr(found, 'largest', ()))):,} rows).</p>"
     ]
     if hasattr(found, "by_layer"):  # a regression run
-        largest = found.largest[[c for c in ("id", "label", "text") if c in found.largest.columns]].head(10)
+        best = f"layer {found.by_layer.r2.idxmax()}"
+        columns = [c for c in ("id", "label", best, "text") if c in found.largest.columns]
+        largest = found.largest[columns].head(10).rename(columns={best: f"residual at {best}"}).round(3)
         parts += ["<h3>R² and MAE by layer</h3>", table_html(found.by_layer.T.round(3).reset_index())]
-        parts += ["<h3>Largest residuals at the best layer (the first 10)</h3>", table_html(largest)]
+        parts += [f"<h3>Largest residuals at the best {best} (the first 10)</h3>", table_html(largest)]
         parts += ["<h3>Mean absolute error by length (tokens)</h3>", table_html(found.by_length.round(3).reset_index())]
         return "\n".join(parts)
     parts += ["<h3>Accuracy by layer</h3>", table_html(found.correct.mean().to_frame("accuracy").T.round(3))]
