@@ -26,9 +26,9 @@ def _wrote(paths) -> str:
 )
 @click.option(
     "--metric",
-    default="accuracy",
-    show_default=True,
-    help="accuracy, macro_f1, balanced_accuracy, selectivity or control_accuracy.",
+    default=None,
+    help="accuracy, macro_f1, balanced_accuracy, selectivity, r2, spearman, ... "
+    "(default: the metric the run chose its best layer by; accuracy, or R² for regression).",
 )
 @click.option("--classifier", default=None, help="Which probe's rows to draw (default: the best row's).")
 @click.option(
@@ -45,10 +45,11 @@ def _wrote(paths) -> str:
 )
 @click.option(
     "--heatmap-scale",
-    type=click.Choice(["robust", "row", "full"]),
-    default="robust",
+    type=click.Choice(["full", "robust", "row"]),
+    default="full",
     show_default=True,
-    help="Heatmap colours: robust range of the informative cells, per-row min-max, or the full range.",
+    help="Heatmap colours: the cells' full min-max range (perceptually uniform), a robust range of the "
+    "informative cells (lower cells share one colour), or per-row min-max.",
 )
 @click.option("--dpi", type=int, default=150, show_default=True, help="Resolution of the PNG.")
 def plot(results, output, metric, classifier, baseline, compare, dpi, heatmap_scale):
@@ -86,7 +87,9 @@ def plot(results, output, metric, classifier, baseline, compare, dpi, heatmap_sc
 )
 @click.option("--names", default=None, help="Comma-separated line names, one per RESULTS (default: what differs).")
 @click.option("--relative-depth", is_flag=True, help="x = layer / number of layers, so models of any depth line up.")
-@click.option("--metric", default="accuracy", show_default=True, help="accuracy, macro_f1, balanced_accuracy, ...")
+@click.option(
+    "--metric", default=None, help="accuracy, macro_f1, balanced_accuracy, r2, ... (default: the first file's own)."
+)
 @click.option("--classifier", default=None, help="Which probe's rows (default: each file's best).")
 @click.option("--pooling", default=None, help="Which pooling's curve (default: each file's best).")
 @click.option("--no-tests", is_flag=True, help="Skip the per-layer paired tests.")
@@ -145,8 +148,15 @@ def similarity(features, other, output, pooling, site, dpi):
     help="HTML file (default: beside RESULTS, x.probe.csv -> x.report.html).",
 )
 @click.option("--classifier", default=None, help="Which probe's rows (default: the best row's).")
-def report(results, output, classifier):
-    """One self-contained HTML page of a probing run (default: the last results in this directory)."""
+@click.option(
+    "--metric",
+    default=None,
+    help="accuracy, macro_f1, balanced_accuracy, r2, spearman, ... (default: the metric the run chose its best "
+    "layer by; accuracy, or R² for regression).",
+)
+def report(results, output, classifier, metric):
+    """One self-contained HTML page of a results file of featx probe (classification, regression, pairs, words),
+    erase, neurons or probe --sweep (default: the last probing results in this directory)."""
     use_agg()
     from ..report.html.page import ReportConfig, write_report
     from ..state import given_or_last
@@ -154,4 +164,4 @@ def report(results, output, classifier):
     results, using_last = given_or_last(results, "results")
     if using_last:
         echo(using_last)
-    echo(f"wrote {write_report(ReportConfig(results, output, classifier))}")
+    echo(f"wrote {write_report(ReportConfig(results, output, classifier, metric))}")

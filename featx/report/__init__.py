@@ -23,7 +23,7 @@ _HOMES = {
     "references": "load",
     "plot_layer_curves": "figures.curves",
     "plot_mdl": "figures.curves",
-    "plot_per_class_f1": "figures.curves",
+    "plot_per_class_f1": "figures.classes",
     "plot_projection": "figures.projection",
     "plot_heatmap": "figures.heatmap",
     "plot_learning_curves": "figures.learning",

@@ -25,12 +25,14 @@ from .figures.style import FORMATS, RC, save
 from .files import make_folder, write_csv
 from .load import (
     Entry,
-    best_row,
     check_metric,
+    chosen_row,
     default_classifier,
+    default_metric,
     layer_rows,
     load_results,
     model_name,
+    selection_note,
 )
 from .paired import paired_layer_tests, why_not_paired
 from .text.compare import format_comparison
@@ -80,15 +82,17 @@ def short_paths(paths: list[str]) -> list[str]:
 
 def load_entries(
     sources: Iterable,
-    metric: str = "accuracy",
+    metric: str | None = None,
     classifier: str | None = None,
     pooling: str | None = None,
     names: list[str] | None = None,
 ) -> list[Entry]:
-    """Results files (anything ``load_results`` takes) as comparison entries, each named."""
+    """Results files (anything ``load_results`` takes) as comparison entries, each named; ``metric`` None is
+    the first file's own (``default_metric``)."""
     entries = []
     for index, source in enumerate(sources):
         frame, meta = load_results(source)
+        metric = metric or default_metric(frame, meta)
         check_metric(frame, metric)
         chosen = classifier or default_classifier(frame)
         site = "hidden" if "hidden" in set(frame["site"]) else str(frame["site"].iloc[0])
@@ -98,8 +102,9 @@ def load_entries(
                 f"pooling '{pooling}' is not in {meta.get('results_path', f'results {index + 1}')}",
                 f"poolings there: {', '.join(dict.fromkeys(rows['pooling']))}",
             )
-        best = best_row(rows, metric)
+        best, _ = chosen_row(rows, metric, meta)
         rows = rows[rows["pooling"] == (pooling or best["pooling"])]
+        best, selected = chosen_row(rows, metric, meta)
         source_name = str(meta.get("results_path") or f"results {index + 1}")
         entries.append(
             Entry(
@@ -108,8 +113,10 @@ def load_entries(
                 source_name,
                 _fields(frame, meta, chosen, site),
                 rows=rows,
-                best=best_row(rows, metric),
+                best=best,
                 n_layers=max(1, int(rows["layer"].max())),
+                metric=metric,
+                selected=selected,
             )
         )
     if not entries:
@@ -214,7 +221,7 @@ class CompareConfig(Options):
     each of ``formats``), the table beside it (``.csv``) and the paired tests (``.tests.csv``)."""
 
     results: tuple = ()
-    metric: str = "accuracy"
+    metric: str | None = None  # None: the first file's own metric (``load.default_metric``)
     classifier: str | None = None
     pooling: str | None = None
     names: Sequence[str] | str | None = None
@@ -247,12 +254,14 @@ def compare(sources: Iterable | CompareConfig, **options: Any) -> Comparison:
     config = sources if isinstance(sources, CompareConfig) else CompareConfig(results=tuple(sources), **options)
     names = list(config.names) if config.names is not None else None
     entries = load_entries(list(config.results), config.metric, config.classifier, config.pooling, names)
+    metric = entries[0].metric
     paired, notes = paired_tests(entries) if config.tests and len(entries) > 1 else (None, [])
     with plt.rc_context(RC):
         fig, ax = plt.subplots(figsize=(9, 6), layout="constrained")
-        plot_compare(entries, ax=ax, metric=config.metric, relative_depth=config.relative_depth, tests=paired)
+        plot_compare(entries, ax=ax, metric=metric, relative_depth=config.relative_depth, tests=paired)
         fig.suptitle(compare_title(entries), fontsize=13, x=0.01, ha="left")
-    result = Comparison(entries, comparison_table(entries, config.metric), paired, notes, fig, [], config.metric)
+    notes += [f"{entry.name}: {note}" for entry in entries if (note := selection_note(entry.meta, metric)) is not None]
+    result = Comparison(entries, comparison_table(entries, metric), paired, notes, fig, [], metric)
     if config.output is not None:
         result.written = result.write(config.output, config.formats, config.dpi)
     return result
@@ -294,15 +303,16 @@ class Comparison:
 
 # -- the figure featx plot --compare drew before comparisons had their own command -------------
 def plot_labels(
-    results: Iterable, ax=None, metric: str = "accuracy", classifier: str | None = None, title: bool | str = True
+    results: Iterable, ax=None, metric: str | None = None, classifier: str | None = None, title: bool | str = True
 ):
     """Several results files (e.g. one per label column) in one panel: ``plot_compare`` without tests."""
-    return plot_compare(load_entries(list(results), metric, classifier), ax=ax, metric=metric, title=title)
+    entries = load_entries(list(results), metric, classifier)
+    return plot_compare(entries, ax=ax, metric=entries[0].metric, title=title)
 
 
 def labels_figure(
     results: Iterable,
-    metric: str = "accuracy",
+    metric: str | None = None,
     classifier: str | None = None,
     output: str | os.PathLike | None = None,
     formats: Iterable[str] = FORMATS,

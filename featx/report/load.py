@@ -62,6 +62,8 @@ class Entry:
     rows: pd.DataFrame = field(default_factory=pd.DataFrame)
     best: pd.Series = field(default_factory=lambda: pd.Series(dtype=object))
     n_layers: int = 1
+    metric: str = "accuracy"  # the metric its lines, star and table are in
+    selected: bool = False  # the star is the row chosen on the training part (else the best on the test rows)
 
 
 # -- loading -------------------------------------------------------------------------------------
@@ -139,8 +141,58 @@ def check_metric(frame: pd.DataFrame, metric: str) -> None:
     if metric not in frame.columns or frame[metric].isna().all():
         available = [name for name in METRICS if name in frame.columns and not frame[name].isna().all()]
         raise InputError(
-            f"metric '{metric}' is not in these results", f"choose one of: {', '.join(available) or '(none)'}"
+            f"metric '{metric}' is not in these results; they have: {', '.join(available) or '(none)'}",
+            "choose one of those with --metric",
         )
+
+
+def default_metric(frame: pd.DataFrame, meta: dict | None = None) -> str:
+    """The metric the run chose its best layer by (``metric`` in the results JSON) when the table has it, else
+    ``accuracy`` for classification and ``r2`` for regression results."""
+    recorded = (meta or {}).get("metric")
+    if isinstance(recorded, str) and recorded in frame.columns and frame[recorded].notna().any():
+        return recorded
+    return main_metric(frame)
+
+
+def chosen_row(rows: pd.DataFrame, metric: str, meta: dict | None = None) -> tuple[pd.Series, bool]:
+    """The row the star marks and whether it was chosen on the training part: the highest ``selection_score``
+    when the results have one and ``metric`` is the metric the run selected by; else the best test value
+    (``best_row``), which is then the best on the test rows, not a selection."""
+    selected_by = (meta or {}).get("metric") or main_metric(rows)
+    if "selection_score" in rows.columns and metric == selected_by:
+        scores = pd.to_numeric(rows["selection_score"], errors="coerce")
+        if scores.notna().any():
+            ranked = rows.assign(_score=scores).dropna(subset=["_score"])
+            ranked = ranked.sort_values(["_score", "layer"], ascending=[False, True], kind="stable")
+            return ranked.iloc[0].drop(labels="_score"), True
+    return best_row(rows, metric), False
+
+
+def selection_note(meta: dict, metric: str) -> str | None:
+    """ "chosen on the training part; best on test: layer X (+0.0NN)" when the run recorded its selection
+    (``selected``, ``best_on_test``, ``optimism`` in the results JSON) for ``metric``; else None."""
+    selected, on_test = meta.get("selected"), meta.get("best_on_test")
+    if not selected or (meta.get("metric") or metric) != metric:
+        return None
+    note = f"{_where(selected)} chosen on the training part"
+    if on_test:
+        optimism = meta.get("optimism")
+        gain = f" ({float(optimism):+.3f})" if isinstance(optimism, (int, float)) else ""
+        note += f"; best on test: {_where(on_test)}{gain}"
+    return note
+
+
+def _where(found) -> str:
+    """``layer 6 (mean, logreg)`` from a ``selected``/``best_on_test`` record (a dict, or a bare layer)."""
+    if not isinstance(found, dict):
+        return f"layer {found}"
+    layer = found.get("layer")
+    layer = found.get("layer_spec", "?") if layer is None else layer  # a cat(...)/stack(...) row has no layer
+    extra = ", ".join(
+        str(found[key]) for key in ("site", "pooling", "classifier") if found.get(key) not in (None, "", "hidden")
+    )
+    return f"layer {layer}" + (f" ({extra})" if extra else "")
 
 
 def layer_results(frame, meta, metric: str, classifier: str | None):

@@ -1,9 +1,11 @@
 """Fixtures of the featx.report tests. ``real_runs``: real (tiny) probing runs, a tiny BERT and its random-init
-twin on the same rows, each probed with per-row predictions, plus learning curves and MDL on the first."""
+twin on the same rows, each probed with per-row predictions, plus learning curves and MDL on the first.
+``task_runs``: one results file of every other kind ``featx report`` renders (``support.report_runs``)."""
 
 from __future__ import annotations
 
 import pytest
+from support.report_runs import every_kind
 from support.results import tiny_rows
 from support.tiny import write_csv
 
@@ -56,3 +58,12 @@ def real_runs(tiny_model, tmp_path_factory):
         "main": main.csv_path,
         "baseline": baseline.csv_path,
     }
+
+
+@pytest.fixture(scope="module")
+def task_runs(tiny_model, tmp_path_factory):
+    """``{kind: results path}`` for regression, pairs, words, erase, neurons and sweep (tiny real runs)."""
+    folder = tmp_path_factory.mktemp("report-tasks")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(folder)
+        return every_kind(folder, tiny_model)

@@ -13,7 +13,8 @@ import featx
 from featx.cli import main
 from featx.errors import InputError, StoreError
 from featx.report.compare import labels_figure, plot_labels
-from featx.report.figures.curves import plot_layer_curves, plot_per_class_f1
+from featx.report.figures.classes import plot_per_class_f1
+from featx.report.figures.curves import plot_layer_curves
 from featx.report.figures.heatmap import plot_heatmap
 from featx.report.figures.plot import figure
 from featx.report.figures.projection import plot_projection
@@ -162,7 +163,7 @@ def test_figure_writes_png_and_svg_with_title(results_csv, tmp_path):
 def test_bad_metric_and_classifier_say_what_exists(results_csv):
     with pytest.raises(InputError, match="metric 'f2'") as error:
         plot_layer_curves(results_csv, metric="f2")
-    assert "accuracy" in error.value.hint and "selectivity" in error.value.hint
+    assert "they have: accuracy," in error.value.message and "selectivity" in error.value.message
     with pytest.raises(InputError, match="classifier 'svm'") as error:
         plot_heatmap(results_csv, classifier="svm")
     assert "logreg" in error.value.hint

@@ -33,11 +33,11 @@ def keep(tmp_path):
 
 def test_every_figure_is_laid_out_and_drawn(report, tmp_path):
     figures = browser.render_check(report, tmp_path)
-    assert len(figures) == report.read_text().count("<figure ") == 5
+    assert len(figures) == report.read_text().count("<figure ") == 6
     for figure in figures:
         assert figure["width"] > 300 and figure["height"] > 150, figure
         assert figure["elements"] > 20 and figure["drawn_width"] > 100 and figure["drawn_height"] > 50, figure
-    assert browser.dom(report).count("<svg") == 5  # parsed as SVG by the browser itself, with the CSP in force
+    assert browser.dom(report).count("<svg") == 6  # parsed as SVG by the browser itself, with the CSP in force
 
 
 def test_the_report_makes_no_network_request(report, tmp_path):

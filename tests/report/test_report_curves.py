@@ -9,7 +9,7 @@ from click.testing import CliRunner
 from support.results import synthetic_results, write_results
 
 from featx.cli import main
-from featx.report.figures import curves
+from featx.report.figures import classes, curves
 from featx.report.figures import plot as figures
 
 
@@ -82,7 +82,7 @@ def test_per_class_f1_with_many_classes_highlights_the_weakest():
     frame.loc[single, "per_class_f1"] = [
         json.dumps({name: 0.3 + 0.009 * i for i, name in enumerate(names)}) for _ in range(single.sum())
     ]
-    ax = curves.plot_per_class_f1(frame, meta, pooling="cls")
+    ax = classes.plot_per_class_f1(frame, meta, pooling="cls")
     legend = [text.get_text() for text in ax.get_legend().get_texts()]
     assert legend == names[:10]  # the ten lowest-F1 classes, named
     assert len(ax.get_lines()) == 77  # the others drawn thin and grey

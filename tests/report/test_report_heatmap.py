@@ -1,4 +1,5 @@
-"""The heatmap's colour scale: informative cells, not the at-chance cell, set it; the numbers stay absolute."""
+"""The heatmap's colour scales: by default the full range on a perceptually uniform map (distant values never
+share a colour), robust (informative cells set it) or per row; the numbers stay absolute; blank cells say why."""
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -34,7 +35,7 @@ def _cell_colours(ax):
 
 def test_robust_scale_ignores_the_at_chance_cell():
     frame, meta = banking_like()
-    ax = heatmap.plot_heatmap(frame, meta)
+    ax = heatmap.plot_heatmap(frame, meta, scale="robust")
     low, high = ax.get_images()[0].get_clim()
     assert low > 0.8 and high == pytest.approx(0.92, abs=0.005)
     values = frame.loc[(frame["kind"] == "single") & (frame["pooling"] == "mean"), "accuracy"].to_numpy()
@@ -73,3 +74,30 @@ def test_unknown_scale_is_an_input_error(tmp_path):
     outcome = CliRunner().invoke(main, ["plot", str(csv_path), "--heatmap-scale", "row", "-o", str(tmp_path / "f.png")])
     assert outcome.exit_code == 0, outcome.output
     assert "within each row" in (tmp_path / "f.svg").read_text()
+
+
+def test_default_scale_gives_distant_values_distant_colours():
+    """The demo's mood/tense picture: most cells near 0.94, a few near 0.49; the robust scale clipped the low ones
+    to its lowest colour, next to 0.9x cells. The default full range keeps them apart and says so."""
+    frame, meta = synthetic_results(layers=range(7), poolings=("cls", "mean", "max"), baseline=False)
+    single = frame["kind"] == "single"
+    rng = np.random.default_rng(1)
+    frame.loc[single, "accuracy"] = np.round(rng.uniform(0.93, 0.95, single.sum()), 3)
+    frame.loc[single & (frame["pooling"] == "cls") & (frame["layer"] <= 1), "accuracy"] = [0.49, 0.5]
+    ax = heatmap.plot_heatmap(frame, meta)
+    colours = _cell_colours(ax)
+    low, high = colours[0][0][:3], colours[1][3][:3]  # cls at layer 0 (0.49) against a mean cell (~0.94)
+    assert np.abs(low - high).max() > 0.5
+    assert ax.get_images()[0].get_clim() == (pytest.approx(0.49), pytest.approx(frame.loc[single, "accuracy"].max()))
+    assert "min–max of the cells, cividis (perceptually uniform)" in ax.get_title(loc="left")
+
+
+def test_blank_cells_are_dashed_and_explained():
+    frame, meta = synthetic_results(baseline=False)
+    blank = (frame["kind"] == "single") & (frame["pooling"] == "cls") & (frame["layer"] == 0)
+    frame.loc[blank, "accuracy"] = np.nan
+    ax = heatmap.plot_heatmap(frame, meta)
+    assert "–" in [text.get_text() for text in ax.texts]
+    assert "no score: the vector is constant over the rows" in ax.get_xlabel()
+    complete = heatmap.plot_heatmap(*synthetic_results(baseline=False), ax=plt.figure().gca())
+    assert complete.get_xlabel() == "layer"

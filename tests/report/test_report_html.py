@@ -41,7 +41,8 @@ def test_every_figure_is_inline_svg_with_how_to_read_it(page):
         "Per-class F1 by layer",
         "MDL compression by layer",
         "Learning curves",
-    ]
+        "Confusion matrix (layer 0)",
+    ]  # the layer of the mean/logreg predictions with the most right rows (no selection recorded)
     assert text.count("<svg") == len(titles) and text.count("How to read this.") == len(titles)
     ids = re.findall(r'\bid="([^"]+)"', text)
     assert len(ids) == len(set(ids))  # figure ids prefixed: no clash between figures
@@ -50,7 +51,9 @@ def test_every_figure_is_inline_svg_with_how_to_read_it(page):
 def test_meta_layer_table_and_explain_sections(page):
     _, text = page
     assert "<h2>The run</h2>" in text and "<td>label</td><td>sentiment</td>" in text
-    assert "<h2>Layer table</h2>" in text and text.count('<tr class="best">') == 2  # best layer of cls and of mean
+    assert (
+        "<h2>Layer table (accuracy)</h2>" in text and text.count('<tr class="best">') == 2
+    )  # best layer of cls and of mean
     assert "Per-example diagnostics (featx explain)" in text and "Rows wrong at every layer" in text
     assert "@media print" in text
 

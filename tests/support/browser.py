@@ -99,3 +99,10 @@ def screenshot(page: Path, target: Path, width: int = 1200, height: int = 2600) 
 def print_pdf(page: Path, target: Path) -> Path:
     _run(page, f"--print-to-pdf={target}", "--no-pdf-header-footer")
     return target
+
+
+def console_messages(page: Path) -> list[str]:
+    """The messages the page wrote to the browser console while loading (errors, CSP violations), from
+    Chromium's own log; a featx report, which runs no script and fetches nothing, writes none."""
+    done = _run(page, "--enable-logging=stderr", "--v=0", "--dump-dom")
+    return [line.split("] ", 1)[-1] for line in done.stderr.splitlines() if ":CONSOLE" in line]

@@ -2,8 +2,9 @@
 
 Reads ``<stem>.<label>.predictions.csv`` (written by ``featx probe`` beside its results: one row per
 tested example, one column of predicted labels per layer) and reports which rows the probe only gets
-right from some layer on, which rows it never gets right, per-class F1 by layer, and accuracy by text
-length and by truncation.
+right from some layer on, which rows it never gets right, per-class F1 by layer, accuracy by text
+length and by truncation, and for class labels the confusion matrix of the best layer (printed, and written
+beside the predictions as ``<stem>.<label>.confusion.csv``).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import pandas as pd
 
 from ...errors import StoreError, require_whole
 from ...options import Options, whole
-from ...safe_files import read_csv
+from ...safe_files import atomic_write_text, csv_text, read_csv
 from ..results import side_path
 from .explain_regression import LAYER_PREFIX, RegressionExplanation, explain_regression, length_buckets
 
@@ -38,6 +39,10 @@ class Explanation:
     by_truncation: pd.DataFrame  # truncated no/yes x layers accuracy (with row counts)
     notes: list[str] = field(default_factory=list)
     confusions: pd.DataFrame | None = None  # word-level runs: the best layer's most frequent confusions
+    confusion: pd.DataFrame | None = None  # true class (rows) x predicted class (columns) counts at one layer
+    confusion_layer: str = ""  # that layer
+    confusion_how: str = ""  # how it was chosen: on the training part, or the best on the test rows
+    confusion_path: Path | None = None  # the CSV written
 
     def format(self, limit: int = 10) -> str:
         require_whole(limit, "--limit")
@@ -65,6 +70,15 @@ class Explanation:
                 f"most frequent confusions at the best layer ({best}):",
                 self.confusions.to_string(index=False, float_format=lambda v: f"{v:.3f}"),
             ]
+        if self.confusion is not None:
+            lines += [
+                "",
+                f"confusion matrix at layer {self.confusion_layer} ({self.confusion_how}; rows: true class, "
+                "columns: predicted):",
+                self.confusion.to_string(),
+            ]
+            if self.confusion_path is not None:
+                lines.append(f"wrote {self.confusion_path}")
         lines += [f"note: {note}" for note in self.notes]
         return "\n".join(lines)
 
@@ -150,6 +164,43 @@ def _add_texts(frame: pd.DataFrame, meta: dict) -> None:
         frame["text"] = [all_texts[i] if 0 <= i < len(all_texts) else "" for i in frame["row"].astype(int)]
 
 
+def confusion_layer(meta: dict, layers: list[str], correct: pd.DataFrame) -> tuple[str, str]:
+    """The layer whose confusion matrix is shown, and how it was chosen: the run's selection on the training
+    part (``selected`` in the results JSON, when it is the predictions' pooling and probe), else the layer
+    with the most right predictions on these test rows."""
+    selected = meta.get("selected")
+    if isinstance(selected, dict) and str(selected.get("layer", selected.get("layer_spec"))) in layers:
+        pooling, classifier = (str(meta.get("predictions_for", "")).split("/") + ["", ""])[:2]
+        if selected.get("pooling") in (None, pooling) and selected.get("classifier") in (None, classifier):
+            return str(selected.get("layer", selected.get("layer_spec"))), "selected on the training part"
+    return str(correct.mean().idxmax()), "the best on these test rows"
+
+
+def confusion_matrix(true: pd.Series, predicted: pd.Series, classes: list[str]) -> pd.DataFrame:
+    """Counts of (true class, predicted class), every class of either side as a row and a column."""
+    names = list(dict.fromkeys([*classes, *sorted(set(predicted) - set(classes))]))
+    table = pd.crosstab(
+        pd.Categorical(true, categories=names), pd.Categorical(predicted, categories=names), dropna=False
+    )
+    table.index.name, table.columns.name = "true", "predicted"
+    return table.astype(int)
+
+
+def _write_confusion(explanation: Explanation) -> None:
+    """``<stem>.confusion.csv`` beside the predictions; a folder that refuses it only costs a note."""
+    if explanation.confusion is None:
+        return
+    name = explanation.predictions_path.name
+    stem = name[: -len(".predictions.csv")] if name.endswith(".predictions.csv") else Path(name).stem
+    path = explanation.predictions_path.with_name(f"{stem}.confusion.csv")
+    try:
+        atomic_write_text(path, csv_text(explanation.confusion, index=True))
+    except OSError as err:
+        explanation.notes.append(f"could not write {path}: {err.strerror or err}")
+        return
+    explanation.confusion_path = path
+
+
 def _flips(frame: pd.DataFrame, values: np.ndarray, layers: list[str]) -> pd.DataFrame:
     """Rows wrong at some layer and right from a later one on, with that first right layer."""
     # the first layer from which a row stays right: after the last layer where it is wrong
@@ -170,6 +221,7 @@ class ExplainConfig(Options):
     buckets: int = 4
     texts: bool = True
     limit: int = 10
+    write: bool = True  # the confusion matrix as <stem>.confusion.csv beside the predictions
 
 
 ExplainConfig.CONSTRAINTS = (whole("buckets", "--buckets"), whole("limit", "--limit"))
@@ -210,7 +262,8 @@ def explain(config: ExplainConfig | str | Path | None = None, **options: object)
         from ..tasks.word_predictions import top_confusions
 
         confusions = top_confusions(true, predicted[correct.mean().idxmax()])
-    return Explanation(
+    layer, how = confusion_layer(meta, layers, correct)
+    found = Explanation(
         path,
         str(meta.get("label", "")),
         str(meta.get("predictions_for", "")),
@@ -223,4 +276,10 @@ def explain(config: ExplainConfig | str | Path | None = None, **options: object)
         by_truncation,
         notes,
         confusions,
+        confusion_matrix(true, predicted[layer], list(meta.get("label_names") or classes)),
+        layer,
+        how,
     )
+    if chosen.write:
+        _write_confusion(found)
+    return found

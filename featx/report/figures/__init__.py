@@ -3,8 +3,10 @@ figures, and the shared style (palette, markers, saving)."""
 
 __all__ = [
     "analyses",
+    "classes",
     "compare",
     "curves",
+    "diagnostics",
     "heatmap",
     "learning",
     "pairs",

@@ -1,4 +1,5 @@
-"""Figures of the beyond-accuracy analyses: the neuron selection curve and the probe-complexity Pareto front.
+"""Figures of the beyond-accuracy analyses: the neuron selection curve, the probe-complexity Pareto front, and
+the accuracy before/after a concept erasure (of the erased label and, amnesic probing, of the others).
 
 Okabe-Ito colours (as ``featx plot``), each line also with its own marker; written as PNG and SVG.
 """
@@ -79,7 +80,8 @@ def plot_selection(selection: pd.DataFrame, layer: int, ax) -> None:
     ax.grid(alpha=0.3)
 
 
-def save_selection_figure(selection: pd.DataFrame, meta: dict, output: Path) -> Path:
+def selection_figure(selection: pd.DataFrame, meta: dict):
+    """The selection curve of every layer of a ``featx neurons`` run, one panel each."""
     plt = _pyplot()
     layers = list(meta["layers"])
     fig, axes = _grid(len(layers), plt)
@@ -88,9 +90,55 @@ def save_selection_figure(selection: pd.DataFrame, meta: dict, output: Path) -> 
     axes[0].set_ylabel("accuracy (retrained logreg)")
     axes[0].legend(fontsize=7, loc="lower right")
     fig.suptitle(f"{meta['model']}: neurons for '{meta['label']}' ({meta['pooling']} pooling, {meta['evaluation']})")
+    return fig
+
+
+def save_selection_figure(selection: pd.DataFrame, meta: dict, output: Path) -> Path:
+    plt = _pyplot()
+    fig = selection_figure(selection, meta)
     path = _save(fig, output)
     plt.close(fig)
     return path
+
+
+def plot_erasure(table: pd.DataFrame, ax) -> None:
+    """The erased label's accuracy by layer before (solid) and after (dashed) the erasure, one colour per
+    pooling, 95% bands, the majority class dotted."""
+    palette = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00"]
+    for index, (pooling, part) in enumerate(table.groupby("pooling", sort=False)):
+        part = part.sort_values("layer")
+        colour = palette[index % len(palette)]
+        for when, style, marker in (("before", "-", "o"), ("after", "--", "v")):
+            ax.plot(part.layer, part[when], color=colour, linestyle=style, marker=marker, label=f"{pooling}: {when}")
+            ax.fill_between(
+                part.layer, part[f"{when}_low"], part[f"{when}_high"], color=colour, alpha=0.12, linewidth=0
+            )
+    majority = table.majority.dropna()
+    if not majority.empty:
+        ax.axhline(float(majority.iloc[0]), color="#666666", linestyle=":", linewidth=1.4, label="majority class")
+    ax.set_xticks(sorted(set(table.layer.astype(int))))
+    ax.set_xlabel("layer (0 = embeddings)")
+    ax.set_ylabel("probe accuracy")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1))
+
+
+def plot_amnesic(amnesic: pd.DataFrame, ax) -> None:
+    """Each other label column's accuracy by layer before (solid) and after (dashed) the erasure, and after
+    removing as many random directions (dotted): amnesic probing."""
+    palette = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9"]
+    first = amnesic[amnesic.pooling == amnesic.pooling.iloc[0]]
+    for index, (label, part) in enumerate(first.groupby("label", sort=False)):
+        part = part.sort_values("layer")
+        colour = palette[index % len(palette)]
+        ax.plot(part.layer, part.before, color=colour, marker="o", label=f"{label}: before")
+        ax.plot(part.layer, part.after, color=colour, marker="v", linestyle="--", label=f"{label}: after")
+        ax.plot(part.layer, part.random_after, color=colour, linestyle=":", alpha=0.7, label=f"{label}: random dirs")
+    ax.set_xticks(sorted(set(first.layer.astype(int))))
+    ax.set_xlabel(f"layer (0 = embeddings; {first.pooling.iloc[0]} pooling)")
+    ax.set_ylabel("probe accuracy of the other label")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1))
 
 
 def pareto_front(points: pd.DataFrame, x: str = "params", y: str = "accuracy") -> pd.DataFrame:
@@ -133,6 +181,15 @@ def plot_pareto(sweep: pd.DataFrame, layer, pooling: str, ax) -> None:
 
 def save_pareto_figure(sweep: pd.DataFrame, meta: dict, output: Path, pooling: str) -> Path:
     plt = _pyplot()
+    fig = pareto_figure(sweep, meta, pooling)
+    path = _save(fig, output)
+    plt.close(fig)
+    return path
+
+
+def pareto_figure(sweep: pd.DataFrame, meta: dict, pooling: str):
+    """The accuracy/complexity Pareto fronts of every layer of a sweep at one pooling, one panel each."""
+    plt = _pyplot()
     layers = list(meta["layers"])
     fig, axes = _grid(len(layers), plt)
     for ax, layer in zip(axes, layers, strict=False):
@@ -143,6 +200,4 @@ def save_pareto_figure(sweep: pd.DataFrame, meta: dict, output: Path, pooling: s
         f"{meta['model']}: accuracy / complexity Pareto fronts for '{meta['label']}' ({pooling} pooling)\n"
         "blue = real labels, orange = control task (permuted labels); lines = Pareto fronts"
     )
-    path = _save(fig, output)
-    plt.close(fig)
-    return path
+    return fig

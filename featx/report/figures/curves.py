@@ -1,4 +1,4 @@
-"""Layer-wise line panels: the metric by layer per pooling, the MDL compression, per-class F1, and a PCA."""
+"""Layer-wise line panels: the metric by layer per pooling and the MDL compression (per-class F1: ``classes``)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from ...errors import InputError
 from ..load import (
     METRIC_NAMES,
     best_row,
-    default_classifier,
+    chosen_row,
     layer_results,
     layer_rows,
     load_results,
@@ -20,10 +20,9 @@ from ..load import (
     series_linestyle,
 )
 from .pairs import draw_cosine_baseline
-from .style import CYCLE, MARKERS, OKABE_ITO, RC, REFERENCE_GREY, axes_or_new, legend_below, series_style
+from .style import OKABE_ITO, RC, REFERENCE_GREY, axes_or_new, legend_below, series_style
 from .word_panels import mark_layer_summary
 
-MAX_CLASS_LINES = 10  # more classes than this: the lowest-F1 ones in colour, the others thin grey
 COINCIDE = 0.005  # reference lines closer than this are drawn so that both stay visible
 
 
@@ -42,15 +41,15 @@ def plot_layer_curves(
     frame, meta, classifier, rows = layer_results(frame, meta, metric, classifier)
     with plt.rc_context(RC):
         ax = axes_or_new(ax)
-        values, hollow_drawn = _draw_series(ax, rows, metric)
-        values += _draw_baseline_curve(ax, frame, rows, metric, classifier)
+        core, hollow_drawn = _draw_series(ax, rows, metric)
+        values = _draw_baseline_curve(ax, frame, rows, metric, classifier)
         values += draw_cosine_baseline(ax, meta, rows, metric)  # sentence pairs (separate mode)
         control, drawn = _draw_control_curve(ax, rows, metric)
         found = [
             ref for ref in references(frame, metric, classifier) if not (drawn and ref[0].startswith("control task"))
         ]
         values += control + _draw_references(ax, found, sorted(set(rows["layer"].astype(int))))
-        best = _star_best(ax, rows, metric)
+        best = _star_best(ax, rows, metric, meta)
         mark_layer_summary(ax, meta, str(best.get("probe_pooling", best["pooling"])))  # word-level runs only
         if hollow_drawn:
             ax.plot(
@@ -63,7 +62,7 @@ def plot_layer_curves(
                 markeredgecolor=REFERENCE_GREY,
                 label="hollow: not significantly below its pooling's best",
             )
-        _finish_layer_axes(ax, rows, values, metric)
+        _finish_layer_axes(ax, rows, core, values, metric)
         if legend:
             legend_below(ax)
         if title:
@@ -106,9 +105,10 @@ def _draw_series(ax, rows: pd.DataFrame, metric: str) -> tuple[list[float], bool
     return values, hollow_drawn
 
 
-def _star_best(ax, rows: pd.DataFrame, metric: str) -> pd.Series:
-    """A star on the best (layer, pooling); returns its row."""
-    best = best_row(rows, metric)
+def _star_best(ax, rows: pd.DataFrame, metric: str, meta: dict | None = None) -> pd.Series:
+    """A star on the chosen (layer, pooling): the one selected on the training part when the run recorded a
+    selection score, else the best on the test rows (the legend says which); returns its row."""
+    best, selected = chosen_row(rows, metric, meta)
     ax.plot(
         [int(best["layer"])],
         [float(best[metric])],
@@ -118,27 +118,50 @@ def _star_best(ax, rows: pd.DataFrame, metric: str) -> pd.Series:
         markerfacecolor=OKABE_ITO["yellow"],
         linestyle="none",
         zorder=4,
-        label=f"best: layer {int(best['layer'])}, {best['pooling']} ({float(best[metric]):.3f})",
+        label=f"{'selected on the training part' if selected else 'best'}: layer {int(best['layer'])}, "
+        f"{best['pooling']} ({float(best[metric]):.3f})",
     )
     return best
 
 
-def _finish_layer_axes(ax, rows: pd.DataFrame, values: list[float], metric: str) -> None:
-    """Layer ticks, limits that hold every value drawn (at most a little above 1), labels and grid."""
+def _finish_layer_axes(ax, rows: pd.DataFrame, core: list[float], values: list[float], metric: str) -> None:
+    """Layer ticks, y limits from the data (at most a little above 1), labels and grid.
+
+    The limits hold the curves and their bands (``core``) and every reference or extra curve (``values``) close
+    to them; one far away (a majority class of 0.15 under curves at 0.85-0.94) would flatten the differences
+    that matter, so it stays off the axis and its legend entry, which states its value, says so."""
     layers_all = sorted(set(rows["layer"].astype(int)))
     ax.set_xticks(layers_all)
     ax.set_xlim(min(layers_all) - 0.3, max(layers_all) + 0.3)
-    finite = [value for value in values if math.isfinite(value)]
+    finite = [value for value in core if math.isfinite(value)]
     if finite:
         low, high = min(finite), max(finite)
+        reach = max(0.1, high - low)
+        near = [value for value in values if math.isfinite(value) and low - reach <= value <= high + reach]
+        low, high = min([low, *near]), max([high, *near])
         pad = max(0.02, 0.06 * (high - low))
         top = high + pad
         if metric != "selectivity":
             top = min(top, 1.0 + pad / 2)
         ax.set_ylim(low - pad, top)
+        _mark_off_axis(ax, low - pad, top)
     ax.set_xlabel("layer (0 = embeddings)")
     ax.set_ylabel(METRIC_NAMES.get(metric, metric))
     ax.grid(True, axis="y", alpha=0.3)
+
+
+def _mark_off_axis(ax, bottom: float, top: float) -> None:
+    """Legend entries of lines drawn wholly outside the y limits get "(below the axis)" or "(above the axis)"."""
+    for line in ax.lines:
+        label = str(line.get_label())
+        y = np.asarray(line.get_ydata(), dtype=float)
+        y = y[np.isfinite(y)]
+        if label.startswith("_") or not y.size:
+            continue
+        if (y < bottom).all():
+            line.set_label(f"{label} (below the axis)")
+        elif (y > top).all():
+            line.set_label(f"{label} (above the axis)")
 
 
 def _mark_like_best(ax, part: pd.DataFrame, layers, y, colour, marker) -> bool:
@@ -243,42 +266,6 @@ def _draw_baseline_curve(ax, frame: pd.DataFrame, rows: pd.DataFrame, metric: st
     return list(y)
 
 
-def _class_f1(scores: dict, name) -> float:
-    """A class's F1 in one row, NaN when it has none (a class absent from the test part is stored as null)."""
-    value = scores.get(name)
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else np.nan
-
-
-def _draw_class_lines(ax, per_layer: dict, layers: list[int], classes: list) -> None:
-    """One line per class; with many classes only the lowest-F1 ones (at the last layer) get colour and a label."""
-    highlighted = classes
-    if len(classes) > MAX_CLASS_LINES:
-        last = [_class_f1(per_layer[layers[-1]], name) for name in classes]
-        order = sorted(range(len(classes)), key=lambda i: last[i] if np.isfinite(last[i]) else -1.0)
-        highlighted = [classes[i] for i in order[:MAX_CLASS_LINES]]
-        for name in classes:
-            if name not in highlighted:
-                ax.plot(
-                    layers,
-                    [_class_f1(per_layer[layer], name) for layer in layers],
-                    color="#BBBBBB",
-                    linewidth=0.8,
-                    zorder=1,
-                )
-    for index, name in enumerate(highlighted):
-        y = [_class_f1(per_layer[layer], name) for layer in layers]
-        ax.plot(
-            layers,
-            y,
-            color=CYCLE[index % len(CYCLE)],
-            marker=MARKERS[index % len(MARKERS)],
-            markersize=5,
-            linewidth=2,
-            label=str(name),
-            zorder=3,
-        )
-
-
 def plot_mdl(
     frame: pd.DataFrame,
     meta: dict | None = None,
@@ -326,56 +313,4 @@ def plot_mdl(
             legend_below(ax)
         if title:
             ax.set_title(title if isinstance(title, str) else "MDL probe (online code)", loc="left")
-    return ax
-
-
-def plot_per_class_f1(
-    frame: pd.DataFrame,
-    meta: dict | None = None,
-    ax=None,
-    pooling: str | None = None,
-    classifier: str | None = None,
-    title: bool | str = True,
-):
-    """F1 of each class against layer for one pooling (default: the best pooling by accuracy)."""
-    import matplotlib.pyplot as plt
-
-    frame, meta = load_results(frame, meta)
-    if "per_class_f1" not in frame.columns:
-        raise InputError("these results have no per_class_f1 column", "re-run featx probe to get per-class F1")
-    classifier = classifier or default_classifier(frame)
-    rows = layer_rows(frame, classifier)
-    if pooling is None:
-        pooling = str(best_row(rows, "accuracy" if "accuracy" in rows.columns else "macro_f1")["pooling"])
-    part = rows[rows["pooling"] == pooling]
-    if part.empty:
-        raise InputError(
-            f"no rows for pooling '{pooling}'", f"poolings in these results: {', '.join(poolings_of(rows))}"
-        )
-    per_layer = {int(row["layer"]): row["per_class_f1"] for _, row in part.iterrows()}
-    classes = list(meta.get("label_names") or [])
-    for scores in per_layer.values():
-        classes += [name for name in scores if name not in classes]
-    classes = [name for name in classes if any(name in scores for scores in per_layer.values())]
-    if not classes:
-        raise InputError("the per_class_f1 column is empty in these results")
-    with plt.rc_context(RC):
-        ax = axes_or_new(ax)
-        layers = sorted(per_layer)
-        _draw_class_lines(ax, per_layer, layers, classes)
-        ax.set_xticks(layers)
-        ax.set_xlabel("layer (0 = embeddings)")
-        ax.set_ylabel("F1 of the class")
-        ax.grid(True, axis="y", alpha=0.3)
-        if len(classes) <= MAX_CLASS_LINES:
-            ax.legend(title=str(meta.get("label") or "class"), frameon=False, loc="best")
-        else:
-            legend_below(
-                ax,
-                ncol=4,
-                title=f"{meta.get('label') or 'class'}: the {MAX_CLASS_LINES} lowest-F1 classes "
-                f"of {len(classes)} (the rest in grey)",
-            )
-        if title:
-            ax.set_title(title if isinstance(title, str) else f"per-class F1 by layer ({pooling} pooling)", loc="left")
     return ax

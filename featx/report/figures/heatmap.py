@@ -1,11 +1,14 @@
 """The layer × pooling grid of a metric, with every value written in its cell.
 
-The colour scale comes from the informative cells: by default a robust range (median ± 3 IQR, clipped
-to the data) so that one at-chance cell (the ``[CLS]`` vector at layer 0, the same for every row)
-does not give every cell worth comparing the same colour; cells below the range take its lowest
-colour and the colour bar says so with an arrow. ``scale="row"`` colours each row from its own
-minimum to its own maximum instead; ``scale="full"`` is the plain min–max. The number in each cell
-is always the absolute value.
+The default colour scale (``scale="full"``) spans the cells' own minimum to maximum on cividis, a perceptually
+uniform colour map, so that equal steps in value look equally different and no two distant values share a
+colour (a range narrower than 0.01 is widened to 0.01 around its middle, so noise is not painted as contrast);
+the number in each cell is always the absolute value. ``scale="robust"`` spans the informative cells
+only (median ± 3 IQR, clipped to the data): one at-chance cell (the ``[CLS]`` vector at layer 0) then no longer
+flattens the others, but the cells below the range all take its lowest colour (the colour bar's arrow says
+so). ``scale="row"`` colours each row from its own minimum to its own maximum. A cell without a value (a
+constant vector, e.g. ``cls``/``pooler`` at layer 0, gives the probe nothing to score) is blank with a dash,
+and a note under the grid says why.
 """
 
 from __future__ import annotations
@@ -14,13 +17,20 @@ import numpy as np
 import pandas as pd
 
 from ...errors import InputError
-from ..load import METRIC_NAMES, best_row, layer_results, poolings_of, series_name
+from ..load import METRIC_NAMES, chosen_row, layer_results, poolings_of, series_name
 from .style import OKABE_ITO, RC, axes_or_new
 
-SCALES = ("robust", "row", "full")
+SCALES = ("full", "robust", "row")
+MIN_SPAN = 0.01  # the narrowest colour range
+SCALE_NOTES = {
+    "full": "colour: min–max of the cells, cividis (perceptually uniform)",
+    "robust": "colour: median ± 3 IQR of the cells; lower cells share the lowest colour",
+    "row": "colour: within each row",
+}
+BLANK_NOTE = "– = no score: the vector is constant over the rows (e.g. cls/pooler at layer 0)"
 
 
-def colour_range(data: np.ndarray, scale: str = "robust") -> tuple[float, float]:
+def colour_range(data: np.ndarray, scale: str = "full") -> tuple[float, float]:
     """``(vmin, vmax)`` of the colour scale for the finite cells of ``data`` (see the module docstring)."""
     finite = data[np.isfinite(data)]
     if not finite.size:
@@ -30,8 +40,9 @@ def colour_range(data: np.ndarray, scale: str = "robust") -> tuple[float, float]
         q1, median, q3 = np.percentile(finite, [25, 50, 75])
         spread = max(float(q3 - q1), 0.01)
         low = max(low, float(median) - 3 * spread)
-    if high - low < 1e-9:
-        low, high = low - 0.01, high + 0.01
+    if high - low < MIN_SPAN:  # differences below 0.01 (noise at three decimals) are not painted as large ones
+        middle = (high + low) / 2
+        low, high = middle - MIN_SPAN / 2, middle + MIN_SPAN / 2
     return low, high
 
 
@@ -64,7 +75,7 @@ def plot_heatmap(
     classifier: str | None = None,
     colorbar: bool = True,
     title: bool | str = True,
-    scale: str = "robust",
+    scale: str = "full",
 ):
     """A pooling × layer grid of ``metric`` with every value written in its cell; best cell outlined."""
     import matplotlib as mpl
@@ -81,10 +92,11 @@ def plot_heatmap(
         cmap = mpl.colormaps["cividis"]
         image = ax.imshow(np.ma.masked_invalid(colours), cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto")
         _write_values(ax, data, colours, cmap, vmin, vmax, len(layers))
-        _outline_best(ax, rows, metric, poolings, layers)
+        _outline_best(ax, rows, metric, poolings, layers, meta)
         ax.set_xticks(range(len(layers)), [str(layer) for layer in layers])
         ax.set_yticks(range(len(poolings)), poolings)
-        ax.set_xlabel("layer")
+        blank = bool(np.isnan(data).any())
+        ax.set_xlabel("layer" + (f"\n{BLANK_NOTE}" if blank else ""))
         ax.set_ylabel(series_name(rows))
         for spine in ax.spines.values():
             spine.set_visible(False)
@@ -97,8 +109,8 @@ def plot_heatmap(
                 image, ax=ax, fraction=0.05, pad=0.02, label=label, extend="min" if clipped else "neither"
             )
         if title:
-            note = " (colour: within each row)" if scale == "row" else ""
-            ax.set_title(title if isinstance(title, str) else f"{name}: layer × {series_name(rows)}{note}", loc="left")
+            heading = title if isinstance(title, str) else f"{name}: layer × {series_name(rows)}"
+            ax.set_title(f"{heading}\n{SCALE_NOTES[scale]}", loc="left")  # the scale in use, on its own line
     return ax
 
 
@@ -108,6 +120,7 @@ def _write_values(ax, data, colours, cmap, vmin, vmax, n_layers) -> None:
         for j in range(data.shape[1]):
             value = data[i, j]
             if not np.isfinite(value):
+                ax.text(j, i, "–", ha="center", va="center", fontsize=size, color="#666666")
                 continue
             position = min(max((colours[i, j] - vmin) / (vmax - vmin), 0.0), 1.0)
             red, green, blue, _ = cmap(position)
@@ -115,10 +128,10 @@ def _write_values(ax, data, colours, cmap, vmin, vmax, n_layers) -> None:
             ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=size, color="white" if dark else "black")
 
 
-def _outline_best(ax, rows, metric, poolings, layers) -> None:
+def _outline_best(ax, rows, metric, poolings, layers, meta) -> None:
     from matplotlib.patches import Rectangle
 
-    best = best_row(rows, metric)
+    best, _ = chosen_row(rows, metric, meta)
     bi, bj = poolings.index(best["pooling"]), layers.index(int(best["layer"]))
     ax.add_patch(
         Rectangle((bj - 0.5, bi - 0.5), 1, 1, fill=False, edgecolor=OKABE_ITO["vermillion"], linewidth=2.5, zorder=3)

@@ -12,6 +12,7 @@ from ..load import (
     METRIC_NAMES,
     check_metric,
     default_classifier,
+    default_metric,
     describe,
     layer_rows,
     load_results,
@@ -85,28 +86,28 @@ def _draw_row(row, frame: pd.DataFrame, meta: dict, name: str, metric: str, wher
 def figure(
     results,
     meta: dict | None = None,
-    metric: str = "accuracy",
+    metric: str | None = None,
     classifier: str | None = None,
     output: str | os.PathLike | None = None,
     formats: Iterable[str] = FORMATS,
     dpi: int = 150,
     baseline=None,
-    scale: str = "robust",
+    scale: str = "full",
 ):
     """The main panels side by side (curves, heatmap) under one title; saved if ``output`` is given.
 
     Results of ``featx probe --mdl`` get a third panel, the MDL compression by layer. Results of several
     classifiers (``--classifier logreg,svm``) get one row of panels each unless ``classifier`` picks one.
+    ``metric`` defaults to the one the run chose its best layer by (``default_metric``).
     ``baseline`` optionally adds a second results table (e.g. probes of a random-init model), drawn as its
     own per-layer curve and its best value as a reference line. ``scale`` is the heatmap's colour scale
-    (``robust``, ``row`` or ``full``). Returns ``(figure, [written paths])``.
+    (``full``, ``robust`` or ``row``). Returns ``(figure, [written paths])``.
     """
     import matplotlib.pyplot as plt
 
     frame, meta = load_results(results, meta)
     frame = with_baseline(frame, baseline)
-    if metric == "accuracy" and main_metric(frame) == "r2":  # regression results: R² by default
-        metric = "r2"
+    metric = metric or default_metric(frame, meta)  # the run's own metric, else accuracy or R²
     check_metric(frame, metric)
     chosen = [classifier] if classifier else (classifiers_of(frame) or [default_classifier(frame)])
     mdl = has_mdl(frame)
@@ -118,7 +119,7 @@ def figure(
         fig, axes = plt.subplots(
             n,
             columns,
-            figsize=(19 if columns == 3 else 13, height * n),
+            figsize=(15 if columns == 3 else 12, height * n),  # at most 2250 px wide at the default 150 dpi
             squeeze=False,
             width_ratios=[1.15, 1, 1][:columns],
             layout="constrained",

@@ -37,12 +37,12 @@ class PlotConfig(Options):
 
     results: tuple = ()
     output: str | os.PathLike | None = None
-    metric: str = "accuracy"
+    metric: str | None = None  # None: each results file's own metric (``load.default_metric``)
     classifier: str | None = None
     baseline: str | os.PathLike | None = None
     compare: str | os.PathLike | None = None
     dpi: int = 150
-    heatmap_scale: str = "robust"
+    heatmap_scale: str = "full"
 
     CONSTRAINTS: ClassVar[tuple[Check, ...]] = (
         whole("dpi", "--dpi", hint="give --dpi a value of at least 1"),

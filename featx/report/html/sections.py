@@ -1,58 +1,70 @@
-"""The parts of the HTML report: the run's meta as rows, the layer table, and each figure as SVG with a
-short "how to read this"."""
+"""The tables of a probe report: the run's meta as rows (every input file named), the layer table in the report's
+metric (the chosen row of each pooling highlighted), the reference values and a pair run's cosine baseline."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pandas as pd
 
-from ..figures.curves import plot_layer_curves, plot_mdl, plot_per_class_f1
-from ..figures.heatmap import plot_heatmap
-from ..figures.learning import plot_learning_curves, read_curve
-from ..figures.plot import has_mdl
-from ..figures.style import RC, svg_text
-from ..load import layer_rows, model_name
+from ..load import METRIC_NAMES, chosen_row, layer_rows, model_name, references
 from ..text.format import interval, missing, num
 
-HOW = {
-    "curves": "Accuracy on held-out rows against the layer (0 = the embeddings), one line per pooling, with its 95% "
-    "interval as a band. Dashed and dotted horizontal lines are the references (the majority class and, with "
-    "a baseline, the best baseline features, whose per-layer curve has grey crosses); the grey dash-dot "
-    "curve with + markers is the control task at the best pooling (the same probe trained on control "
-    "labels: what probe capacity alone reaches), so selectivity is the gap to it. The star is the best "
-    "(layer, pooling); hollow markers are layers not significantly below their pooling's best.",
-    "heatmap": "The same accuracies as a layer × pooling grid, the value written in each cell and the best cell "
-    "outlined. The colour scale spans the informative cells (median ± 3 IQR): a cell at chance, such as "
-    "the [CLS] vector at layer 0, takes the lowest colour (arrow on the colour bar) instead of flattening "
-    "the differences between the cells worth comparing.",
-    "per_class": "F1 of each class against the layer for the best pooling: which classes become separable where. "
-    "With many classes only the lowest-F1 ones are coloured and named, the others are grey.",
-    "mdl": "Minimum description length of the labels given the features (online code, Voita & Titov 2020), as "
-    "compression over the uniform code: 1 (dashed) means the features say nothing about the label; higher "
-    "means more label information that a probe can extract from few examples.",
-    "learning": "Accuracy against the number of training rows (log scale) for a few layers: a layer whose curve "
-    "rises earlier holds the label in a form that needs less data to read out.",
-}
+REGRESSION_COLUMNS = ("r2", "spearman", "pearson", "mae")
+CLASS_COLUMNS = ("accuracy", "macro_f1", "balanced_accuracy")
+
+
+def corpus_files(meta: dict) -> list[str]:
+    """Every input file of the extraction: the recorded corpus and, when several files were extracted together
+    (a treebank's train and test files), the others, read from the features file when it is still there."""
+    first = meta.get("corpus_path")
+    files = [str(first)] if first else []
+    path = meta.get("features_file")
+    if not path or not Path(path).exists():
+        return files
+    try:
+        from ...store import open_features
+
+        with open_features(path) as opened:
+            options = json.loads(opened.attrs.get("options") or "{}")
+        more = options.get("more_corpora") or []
+    except Exception:  # noqa: BLE001 - a moved or foreign features file only loses the other file names
+        return files
+    return files + [str(name) for name in more if str(name) not in files]
 
 
 def run_rows(meta: dict) -> list[tuple[str, str]]:
-    """What the run was: features, model, corpus, label and its classes, rows, evaluation, versions."""
+    """What the run was: features, model, corpus files, label and its classes, rows, evaluation, versions."""
     counts = meta.get("class_counts") or {}
     classes = ", ".join(f"{name} {count}" for name, count in list(counts.items())[:12])
     if len(counts) > 12:
         classes += f", … ({len(counts)} classes in all)"
+    target = meta.get("target") if isinstance(meta.get("target"), dict) else {}
+    spread = (
+        f"mean {num(target.get('mean'))}, sd {num(target.get('std'))}, range {num(target.get('min'))}–"
+        f"{num(target.get('max'))}"
+        if target
+        else None
+    )
+    files = corpus_files(meta)
     rows = [
         ("model", model_name(meta)),
         ("features file", meta.get("features_file") or meta.get("features")),
-        ("corpus", meta.get("corpus_path")),
+        ("corpus" if len(files) < 2 else f"corpus ({len(files)} files)", "; ".join(files) or None),
         ("label", meta.get("label")),
+        ("task", meta.get("task")),
+        ("level", meta.get("level")),
         ("classes", classes or None),
+        ("target", spread),
         ("rows", meta.get("n_rows")),
+        ("sentences", meta.get("n_sentences")),
         ("evaluation", meta.get("evaluation")),
+        ("metric", meta.get("metric")),
         ("seed", meta.get("seed")),
         ("classifiers", ", ".join(meta.get("classifiers") or []) or None),
         ("poolings", ", ".join(meta.get("poolings") or []) or None),
+        ("pairs", meta.get("pair_mode")),
         ("baseline", meta.get("baseline_model") or meta.get("baseline_file")),
         ("featx version", meta.get("featx_version")),
         ("seconds", meta.get("seconds")),
@@ -60,71 +72,76 @@ def run_rows(meta: dict) -> list[tuple[str, str]]:
     return [(name, str(value)) for name, value in rows if value not in (None, "")]
 
 
-def layer_table(frame: pd.DataFrame, classifier: str) -> tuple[pd.DataFrame, list[bool]]:
-    """The main features' single-layer rows of one classifier, and which rows are the best of their pooling."""
+def _value(row: pd.Series, column: str) -> str:
+    if f"{column}_low" in row.index and not missing(row.get(f"{column}_low")):
+        return interval(row.get(column), row.get(f"{column}_low"), row.get(f"{column}_high"))
+    return num(row.get(column))
+
+
+def _columns(rows: pd.DataFrame, metric: str) -> list[str]:
+    """The metric first, then the task's other metrics the rows hold."""
+    family = REGRESSION_COLUMNS if metric in REGRESSION_COLUMNS or "r2" in rows.columns else CLASS_COLUMNS
+    others = [c for c in family if c != metric and c in rows.columns and rows[c].notna().any()]
+    return [metric, *others]
+
+
+def layer_table(
+    frame: pd.DataFrame, classifier: str, metric: str = "accuracy", meta: dict | None = None
+) -> tuple[pd.DataFrame, list[bool]]:
+    """The main features' single-layer rows of one classifier in ``metric`` (with its interval) and the task's
+    other metrics, control, selectivity, the selection score and the paired test when the results hold them;
+    and which rows are the chosen one of their pooling (selected on the training part when recorded)."""
     rows = layer_rows(frame, classifier)
+    control = "control_accuracy" if "control_accuracy" in rows.columns else "control_r2"
     records, best = [], []
     for pooling, part in rows.groupby("pooling", sort=False):
-        top = part["accuracy"].astype(float).idxmax()
+        top = chosen_row(part, metric, meta)[0].name
         for index, row in part.iterrows():
+            record = {"pooling": pooling, "layer": int(row["layer"])}
+            for column in _columns(rows, metric):
+                label = METRIC_NAMES.get(column, column)
+                record[label + (" [95% CI]" if column == metric else "")] = _value(row, column)
+            if control in rows.columns:
+                record["control"] = num(row.get(control))
+                record["selectivity"] = num(row.get("selectivity"), signed=True)
+            if "selection_score" in rows.columns:
+                record["selection score (training part)"] = num(row.get("selection_score"))
+            if "is_best_on_test" in rows.columns:
+                record["best on test"] = "yes" if str(row.get("is_best_on_test")) in ("True", "1", "true") else ""
             p = row.get("p_vs_best_holm")
-            records.append(
-                {
-                    "pooling": pooling,
-                    "layer": int(row["layer"]),
-                    "accuracy [95% CI]": interval(row["accuracy"], row.get("accuracy_low"), row.get("accuracy_high")),
-                    "macro-F1": num(row.get("macro_f1")),
-                    "control": num(row.get("control_accuracy")),
-                    "selectivity": num(row.get("selectivity"), signed=True),
-                    "p vs best": "-"
-                    if missing(p)
-                    else num(p) + ("!" if row.get("significant_vs_best") is True else ""),
-                }
+            record["p vs best"] = (
+                "-" if missing(p) else num(p) + ("!" if row.get("significant_vs_best") is True else "")
             )
+            records.append(record)
             best.append(index == top)
     return pd.DataFrame.from_records(records), best
 
 
-def _svg(draw, size=(8, 4.8)) -> str:
-    import matplotlib.pyplot as plt
-
-    with plt.rc_context(RC):
-        fig, ax = plt.subplots(figsize=size, layout="constrained")
-        try:
-            draw(ax)
-            return svg_text(fig)
-        finally:
-            plt.close(fig)
+def reference_table(frame: pd.DataFrame, metric: str, classifier: str) -> pd.DataFrame:
+    """The reference values drawn as lines (majority class or training mean, lexical baseline, control task,
+    baseline features), in ``metric``."""
+    found = references(frame, metric, classifier)
+    return pd.DataFrame([(name, num(value)) for name, value in found], columns=["reference", metric])
 
 
-def figure_sections(frame: pd.DataFrame, meta: dict, classifier: str, results_path: Path) -> list[tuple[str, str, str]]:
-    """``(title, svg, how to read it)`` for every figure the results allow."""
-    sections = [
-        (
-            "Accuracy by layer",
-            _svg(lambda ax: plot_layer_curves(frame, meta, ax=ax, classifier=classifier)),
-            HOW["curves"],
-        ),
-        ("Layer × pooling", _svg(lambda ax: plot_heatmap(frame, meta, ax=ax, classifier=classifier)), HOW["heatmap"]),
-    ]
-    if "per_class_f1" in frame.columns and any(bool(value) for value in frame["per_class_f1"]):
-        sections.append(
-            (
-                "Per-class F1 by layer",
-                _svg(lambda ax: plot_per_class_f1(frame, meta, ax=ax, classifier=classifier)),
-                HOW["per_class"],
+def cosine_table(meta: dict) -> pd.DataFrame | None:
+    """A sentence-pair run's cosine baseline (cos(u, v), thresholds or correlation fitted on training rows) by
+    pooling and layer, with the intervals it holds; None for other runs."""
+    rows = meta.get("cosine_baseline")
+    if not isinstance(rows, list) or not rows or not isinstance(rows[0], dict):
+        return None
+    metrics = [key for key in rows[0] if key not in ("pooling", "layer") and not key.endswith(("_low", "_high"))]
+    records = []
+    for row in rows:
+        record = {"pooling": str(row.get("pooling")), "layer": str(row.get("layer"))}
+        for name in metrics:
+            record[METRIC_NAMES.get(name, name)] = (
+                interval(row.get(name), row.get(f"{name}_low"), row.get(f"{name}_high"))
+                if f"{name}_low" in row
+                else num(row.get(name))
             )
-        )
-    if has_mdl(frame):
-        sections.append(
-            (
-                "MDL compression by layer",
-                _svg(lambda ax: plot_mdl(frame, meta, ax=ax, classifier=classifier)),
-                HOW["mdl"],
-            )
-        )
-    curve_file = meta.get("curve_file")
-    if curve_file and (results_path.with_name(curve_file)).exists():
-        curve = read_curve(results_path.with_name(curve_file))
-        sections.append(("Learning curves", _svg(lambda ax: plot_learning_curves(curve, ax=ax)), HOW["learning"]))
-    return sections
+        records.append(record)
+    return pd.DataFrame.from_records(records)
+
+
+__all__ = ["corpus_files", "cosine_table", "layer_table", "reference_table", "run_rows"]

@@ -41,11 +41,12 @@ def footer(meta: dict) -> list[str]:
     summaries = meta.get("layer_summary") or {}
     if not summaries:
         return []
-    lines = [
-        "",
-        "layer summaries (Tenney et al. 2019; scalar-mix probe on the first fold's training part, "
-        "scored on its test part):",
-    ]
+    fitted = (
+        "the training part, scored on the test part"
+        if meta.get("evaluation") == "split"
+        else "the first fold's training part, scored on its test part"
+    )
+    lines = ["", f"layer summaries (Tenney et al. 2019; scalar-mix probe on {fitted}):"]
     for pooling, summary in summaries.items():
         expected = summary.get("expected_layer")
         expected_text = (

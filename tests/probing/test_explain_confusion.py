@@ -1,0 +1,80 @@
+"""featx explain's confusion matrix of a class label: counts at the chosen layer, printed, written as a CSV beside
+the predictions (through the library), the run's selection on the training part used when it recorded one."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+from click.testing import CliRunner
+
+from featx.cli import main
+from featx.probing.analyses.explain import confusion_matrix, explain
+from featx.safe_files import read_csv
+
+
+def write_case(folder, meta_extra=None):
+    """Six rows, three layers; layer 1 has the most right rows (4 of 6), layer 2 as many, layer 0 one."""
+    frame = pd.DataFrame(
+        {
+            "row": range(6),
+            "id": [f"r{i}" for i in range(6)],
+            "label": ["a", "b", "a", "b", "a", "b"],
+            "n_tokens": [4, 5, 9, 10, 30, 31],
+            "truncated": [False] * 6,
+            "layer_0": ["a", "a", "b", "a", "b", "a"],
+            "layer_1": ["a", "b", "a", "a", "a", "a"],
+            "layer_2": ["a", "b", "a", "a", "b", "b"],
+        }
+    )
+    path = folder / "c.label.predictions.csv"
+    frame.to_csv(path, index=False)
+    meta = {"label": "label", "predictions_for": "mean/logreg", "predictions_file": path.name, **(meta_extra or {})}
+    (folder / "c.label.probe.json").write_text(json.dumps({"meta": meta, "results": []}))
+    return path
+
+
+def test_confusion_counts_at_the_best_layer_printed_and_written(tmp_path):
+    result = explain(write_case(tmp_path))
+    assert result.confusion_layer == "1" and result.confusion_how == "the best on these test rows"
+    assert result.confusion.loc["a"].tolist() == [3, 0] and result.confusion.loc["b"].tolist() == [2, 1]
+    assert result.confusion_path == tmp_path / "c.label.confusion.csv"
+    written = read_csv(result.confusion_path)
+    assert written.columns.tolist() == ["true", "a", "b"] and written["a"].tolist() == [3, 2]
+    text = result.format()
+    assert "confusion matrix at layer 1 (the best on these test rows; rows: true class, columns: predicted)" in text
+    assert f"wrote {result.confusion_path}" in text
+
+
+def test_the_layer_selected_on_the_training_part_is_used_when_recorded(tmp_path):
+    selected = {"layer": 2, "pooling": "mean", "classifier": "logreg"}
+    result = explain(write_case(tmp_path, {"selected": selected}), write=False)
+    assert result.confusion_layer == "2" and result.confusion_how == "selected on the training part"
+    assert result.confusion.loc["b"].tolist() == [1, 2] and result.confusion_path is None
+    assert not (tmp_path / "c.label.confusion.csv").exists()
+    other = explain(write_case(tmp_path, {"selected": {**selected, "pooling": "cls"}}), write=False)
+    assert other.confusion_layer == "1"  # a selection of another pooling does not name these predictions' layer
+
+
+def test_every_predicted_class_is_a_column_even_one_never_true():
+    table = confusion_matrix(pd.Series(["a", "a", "b"]), pd.Series(["a", "c", "b"]), ["a", "b"])
+    assert table.index.tolist() == ["a", "b", "c"] and table.columns.tolist() == ["a", "b", "c"]
+    assert table.loc["a", "c"] == 1 and table.to_numpy().sum() == 3
+
+
+def test_cli_explain_writes_the_csv(tmp_path):
+    write_case(tmp_path)
+    out = CliRunner().invoke(main, ["explain", str(tmp_path / "c.label.probe.json")])
+    assert out.exit_code == 0, out.output
+    assert "confusion matrix at layer 1" in out.output and (tmp_path / "c.label.confusion.csv").exists()
+
+
+def test_a_folder_that_refuses_the_csv_costs_a_note(tmp_path, monkeypatch):
+    import featx.probing.analyses.explain as module
+
+    def refuse(path, text):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(module, "atomic_write_text", refuse)
+    result = explain(write_case(tmp_path))
+    assert result.confusion_path is None and any("could not write" in note for note in result.notes)

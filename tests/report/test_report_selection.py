@@ -1,0 +1,154 @@
+"""What the report side shows of a run's selection and metric: the star and highlight on the row selected on the
+training part (``selection_score``), the "chosen on the training part; best on test" note, the run's own metric
+as every command's default, and nothing failing when the results predate those fields."""
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from support.results import synthetic_results, write_results
+
+from featx.cli import main
+from featx.report.compare import compare, labels_figure
+from featx.report.figures.classes import plot_per_class_f1
+from featx.report.figures.curves import plot_layer_curves
+from featx.report.figures.plot import figure
+from featx.report.html import page as html
+from featx.report.html.sections import layer_table
+from featx.report.load import chosen_row, default_metric, layer_rows, selection_note
+
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    yield
+    plt.close("all")
+
+
+def selected_results(metric="accuracy"):
+    """The best test row is mean/layer 2 (0.83); the training part selected mean/layer 1."""
+    frame, meta = synthetic_results(baseline=False)
+    single = frame["kind"] == "single"
+    frame.loc[single, "selection_score"] = 0.6
+    frame.loc[single & (frame["pooling"] == "mean") & (frame["layer"] == 1), "selection_score"] = 0.9
+    frame["is_best_on_test"] = False
+    frame.loc[single & (frame["pooling"] == "mean") & (frame["layer"] == 2), "is_best_on_test"] = True
+    meta.update(
+        metric=metric,
+        selected={"layer": 1, "pooling": "mean", "classifier": "logreg"},
+        best_on_test={"layer": 2, "pooling": "mean", "classifier": "logreg"},
+        optimism=0.13,
+    )
+    return frame, meta
+
+
+def _star(ax):
+    return next(line for line in ax.lines if line.get_marker() == "*")
+
+
+def test_the_star_marks_the_row_selected_on_the_training_part():
+    frame, meta = selected_results()
+    row, selected = chosen_row(layer_rows(frame), "accuracy", meta)
+    assert selected and (row["pooling"], int(row["layer"])) == ("mean", 1)
+    ax = plot_layer_curves(frame, meta)
+    assert _star(ax).get_xdata()[0] == 1
+    assert "selected on the training part: layer 1, mean" in _star(ax).get_label()
+    assert chosen_row(layer_rows(frame), "macro_f1", meta)[1] is False  # selected by accuracy, not macro-F1
+
+
+def test_without_selection_fields_the_star_is_the_best_on_test():
+    frame, meta = synthetic_results(baseline=False)
+    ax = plot_layer_curves(frame, meta)
+    assert _star(ax).get_xdata()[0] == 2 and _star(ax).get_label().startswith("best: layer 2, mean")
+    assert selection_note(meta, "accuracy") is None
+
+
+def test_table_and_page_show_the_selection_and_the_optimism(tmp_path):
+    frame, meta = selected_results()
+    table, best = layer_table(frame, "logreg", "accuracy", meta)
+    chosen = table[best]
+    assert list(zip(chosen["pooling"], chosen["layer"], strict=True)) == [("cls", 0), ("mean", 1)]
+    assert "selection score (training part)" in table.columns and list(table["best on test"]).count("yes") == 1
+    note = "layer 1 (mean, logreg) chosen on the training part; best on test: layer 2 (mean, logreg) (+0.130)"
+    assert selection_note(meta, "accuracy") == note
+    csv_path, _ = write_results(frame, meta, tmp_path / "r.probe")
+    text = html.write_report(csv_path, tmp_path / "r.html").read_text()
+    assert note in text and "Highlighted: the row of each pooling selected on the training part" in text
+
+
+def test_the_runs_metric_is_the_default_everywhere(tmp_path):
+    frame, meta = synthetic_results(baseline=False)
+    meta["metric"] = "macro_f1"
+    assert default_metric(frame, meta) == "macro_f1"
+    assert default_metric(frame, {}) == "accuracy"
+    csv_path, _ = write_results(frame, meta, tmp_path / "r.probe")
+    fig, _ = figure(csv_path)
+    assert fig.axes[0].get_title(loc="left") == "macro-F1 by layer"
+    assert "<h2>Layer table (macro-F1)</h2>" in html.write_report(csv_path, tmp_path / "r.html").read_text()
+    assert compare([csv_path]).metric == "macro_f1"
+    out = CliRunner().invoke(
+        main, ["plot", str(csv_path), "--metric", "balanced_accuracy", "-o", str(tmp_path / "p.png")]
+    )
+    assert out.exit_code == 0, out.output
+    assert "balanced accuracy by layer" in (tmp_path / "p.svg").read_text()
+
+
+def test_compare_draws_bands_stars_the_selection_and_notes_the_optimism(tmp_path):
+    a, b = (write_results(*selected_results(), tmp_path / f"{name}.probe")[0] for name in ("a", "b"))
+    result = compare([a, b], names="a,b", tests=False)
+    ax = result.figure.axes[0]
+    assert len(ax.collections) >= 2  # one 95% band per line
+    assert all(entry.selected and int(entry.best["layer"]) == 1 for entry in result.entries)
+    assert "a: layer 1 (mean, logreg) chosen on the training part; best on test: layer 2" in result.format()
+
+
+def test_all_labels_figure_colour_matches_majority_lines_and_takes_limits_from_the_data(tmp_path):
+    paths = []
+    for index, label in enumerate(("sentiment", "tense")):
+        frame, meta = synthetic_results(label=label, baseline=False)
+        frame.loc[frame["kind"] == "majority", "accuracy"] = 0.55 + 0.1 * index
+        paths.append(write_results(frame, meta, tmp_path / f"{label}.probe")[0])
+    fig, _ = labels_figure(paths)
+    ax = fig.axes[0]
+    curves = [line for line in ax.lines if line.get_label().startswith(("sentiment", "tense"))]
+    dashed = [c for c in ax.collections if c.get_linestyle()[0][1] is not None]  # the majority hlines
+    assert len(dashed) == 2
+    for line, majority in zip(curves, dashed, strict=True):
+        assert np.allclose(plt.matplotlib.colors.to_rgb(line.get_color()), majority.get_color()[0][:3])
+    low, high = ax.get_ylim()
+    assert 0.4 < low < 0.5 and high <= 1.01  # from the bands (0.45 at the lowest), not a fixed 0.3
+
+
+def test_per_class_legend_sits_beside_the_panel():
+    frame, meta = synthetic_results(baseline=False)
+    ax = plot_per_class_f1(frame, meta)
+    ax.figure.canvas.draw()
+    legend = ax.get_legend().get_window_extent()
+    assert legend.x0 >= ax.get_window_extent().x1
+
+
+def test_far_references_stay_off_the_axis_and_say_so():
+    """The UPOS picture: curves at 0.85-0.94, the majority class at 0.15."""
+    frame, meta = synthetic_results(layers=range(13), baseline=False)
+    single = frame["kind"] == "single"
+    rng = np.random.default_rng(0)
+    frame.loc[single, "accuracy"] = np.round(rng.uniform(0.85, 0.94, single.sum()), 3)
+    frame.loc[single, ["accuracy_low", "accuracy_high"]] = np.c_[
+        frame.loc[single, "accuracy"] - 0.01, frame.loc[single, "accuracy"] + 0.01
+    ]
+    frame.loc[frame["kind"] == "majority", "accuracy"] = 0.15
+    fig, _ = figure(frame, meta)
+    ax = fig.axes[0]
+    assert ax.get_ylim()[0] > 0.7
+    assert any(line.get_label() == "majority class: 0.15 (below the axis)" for line in ax.lines)
+    assert fig.get_size_inches()[0] <= 15
+
+
+def test_the_note_names_a_combined_row_by_its_spec_and_the_select_helpers_fields():
+    """The records ``featx probe`` writes: ``layer`` None for cat/stack rows, a site, scores beside."""
+    selected = {"features": "main", "site": "hidden", "layer_spec": "cat(1,2)", "layer": None, "pooling": "mean"}
+    best = {"site": "ffn", "layer_spec": "2", "layer": 2, "pooling": "cls", "classifier": "svm", "test_score": 0.9}
+    meta = {"metric": "accuracy", "selected": selected, "best_on_test": best, "optimism": 0.021}
+    assert selection_note(meta, "accuracy") == (
+        "layer cat(1,2) (mean) chosen on the training part; best on test: layer 2 (ffn, cls, svm) (+0.021)"
+    )
+    assert selection_note(meta, "macro_f1") is None  # the selection was by accuracy

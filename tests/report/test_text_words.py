@@ -1,0 +1,24 @@
+"""The word-level table's layer summaries say where the scalar mix was fitted: the training part under a
+train/test split, the first fold's training part under cross-validation."""
+
+from featx.report.text.words import footer
+
+SUMMARY = {
+    "layers": [0, 1],
+    "weights": [0.4, 0.6],
+    "center_of_gravity": 0.6,
+    "expected_layer": 1.0,
+    "mix_accuracy": 0.9,
+    "cumulative_accuracy": [0.8, 0.9],
+}
+
+
+def test_a_split_run_names_the_training_part():
+    lines = footer({"evaluation": "split", "layer_summary": {"first": SUMMARY}})
+    assert "scalar-mix probe on the training part, scored on the test part" in lines[1]
+    assert not any("fold" in line for line in lines)
+
+
+def test_a_cross_validated_run_names_the_first_fold():
+    lines = footer({"evaluation": "5-fold cv", "layer_summary": {"first": SUMMARY}})
+    assert "scalar-mix probe on the first fold's training part, scored on its test part" in lines[1]
