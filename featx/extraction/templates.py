@@ -32,6 +32,7 @@ import string
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..errors import InputError
 from ..options import normalise
@@ -148,7 +149,7 @@ def uses_prompts(config) -> bool:
     return bool(config.template) or bool(config.chat_template)
 
 
-def check_template_options(config, is_word_input: Callable[[object], bool]) -> None:
+def check_template_options(config, is_word_input: Callable[[Any], bool]) -> None:
     """``--template``, ``--chat-template``, ``--system`` and ``--contrast``, checked with ``ExtractConfig``."""
     if config.template is not None:
         if not isinstance(config.template, str) or not config.template:
