@@ -328,6 +328,11 @@ def contrast_answers(config) -> list[str]:
             f"--contrast '{config.contrast}' needs at least two distinct, non-empty answers",
             "give the answers comma-separated, e.g. --contrast 'True,False' or --contrast 'positive,negative'",
         )
+    if config.tokens or str(config.sites).strip().lower() != "hidden":
+        raise InputError(
+            "--contrast stores each answer's pooled hidden states only",
+            "leave out --tokens and --site with --contrast",
+        )
     if not uses_prompts(config):
         raise InputError(
             "--contrast renders each row's prompt once per answer, and there is no template",

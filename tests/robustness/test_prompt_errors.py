@@ -128,6 +128,7 @@ def test_several_columns_escapes_and_a_template_file(gpt2, corpus):
     [
         (["--template", TEMPLATE, "--contrast", "True"], r"--contrast 'True' needs at least two distinct, non-empty"),
         (["--template", TEMPLATE, "--contrast", "a,a"], r"needs at least two distinct"),
+        (["--template", TEMPLATE, "--contrast", "a,b", "--tokens"], r"--contrast stores each answer's pooled hidden"),
         (
             ["--contrast", "True,False"],
             r"--contrast renders each row's prompt once per answer, and there is no template",
