@@ -206,7 +206,7 @@ def fingerprint(
             **_reading_fingerprint(config),
             **_words_fingerprint(config, word_poolings),
             **pair_fingerprint(config),
-            **template_fingerprint(config, loaded.tokenizer),
+            **template_fingerprint(config, loaded),
             "corpus_sha256": corpus_sha256,
             "text_col": config.text_col,
             "id_col": config.id_col,

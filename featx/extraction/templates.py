@@ -289,11 +289,11 @@ def sha256_text(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def template_fingerprint(config, tokenizer) -> dict:
+def template_fingerprint(config, loaded) -> dict:
     """The prompt options' part of the fingerprint; empty without them (plain files keep theirs)."""
     if not uses_prompts(config) and config.pool_at is None:
         return {}
-    chat = chat_template_of(tokenizer, "") if config.chat_template else None
+    chat = chat_template_of(loaded.tokenizer, loaded.name) if config.chat_template else None
     return {
         "prompt": {
             "template_sha256": sha256_text(config.template) if config.template else None,

@@ -36,7 +36,7 @@ REFUSED = [
     (
         "no chat template",
         ["--chat-template"],
-        r"--chat-template: the tokenizer of .* has no chat template.*hint: use --template alone",
+        r"--chat-template: the tokenizer of \S*gpt2\S* has no chat template.*hint: use --template alone",
     ),
     (
         "template longer than the maximum",
