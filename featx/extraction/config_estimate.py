@@ -220,6 +220,7 @@ def _file_parts(config, corpus, kept, size: ModelSize, layers, poolings) -> tupl
 def _budget(config, reason, size, device, dtype, itemsize, layers, kept, max_length, source) -> Budget:
     """The model's side: weights (all blocks; through the deepest layer), one batch, the device's room."""
     from .devices import dtype_name
+    from .modeling import device_placement
     from .plan import CPU_MAX_TOKENS, DEFAULT_MAX_TOKENS
 
     max_tokens = max(int(config.max_tokens or DEFAULT_MAX_TOKENS.get(device.type, CPU_MAX_TOKENS)), max_length)
@@ -227,6 +228,7 @@ def _budget(config, reason, size, device, dtype, itemsize, layers, kept, max_len
     blocks = max(layers) if layers else size.layers
     weights = size.parameters * itemsize
     activations = activation_bytes(size, max_tokens, longest, len(layers), itemsize)
+    device_placement(config.device_map, config.device)  # accelerate and a GPU, as the real run checks
     available, what = available_memory(device, config.device_map)
     return Budget(
         reason=reason,

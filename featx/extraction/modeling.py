@@ -153,7 +153,7 @@ def load_model(
     model_checks.check_contents(folder, weights, trust_remote_code, random_init)
     torch_device = resolve_device(device)
     torch_dtype = resolve_dtype(dtype, torch_device)
-    placement = _placement(device_map)
+    placement = device_placement(device_map, device)
     if torch_dtype == torch.bfloat16 and torch_device.type == "cuda" and not torch.cuda.is_bf16_supported():
         raise InputError("--dtype bfloat16: this GPU does not support bfloat16", "use --dtype float16")
     weights_digest = weights_sha256_in_background(weights)  # overlaps the imports and the load
@@ -242,8 +242,12 @@ def _refuse_custom_code(name: str, folder: Path, trust_remote_code: bool) -> Non
 ENCODER_CLASSES = {"t5": "T5EncoderModel", "mt5": "MT5EncoderModel", "umt5": "UMT5EncoderModel"}
 
 
-def _placement(device_map: str | None) -> dict:
-    """``from_pretrained`` arguments for ``--device-map auto`` (accelerate's placement), or none."""
+def device_placement(device_map: str | None, device: str = "auto") -> dict:
+    """``from_pretrained`` arguments for ``--device-map auto`` (accelerate's placement), or none.
+
+    Refused without accelerate, and without a CUDA GPU (or with ``--device cpu``): accelerate would then put
+    every layer on the CPU, or spill them to disk, which is slower than a plain CPU run and no smaller.
+    """
     if not device_map:
         return {}
     import importlib.util
@@ -252,6 +256,16 @@ def _placement(device_map: str | None) -> dict:
         raise InputError(
             "--device-map auto needs the accelerate package, which is not installed here",
             "pip install accelerate (or: pip install 'featx[large]'), or leave out --device-map",
+        )
+    if (device or "auto").lower() == "cpu":
+        raise InputError(
+            "--device-map auto spreads a model over GPUs, and --device cpu asks for the CPU",
+            "leave out --device-map to run on the CPU, or --device to use the GPUs",
+        )
+    if not torch.cuda.is_available():
+        raise InputError(
+            "--device-map auto spreads a model over GPUs, and no CUDA GPU is available here",
+            "leave out --device-map: the model then runs on the CPU (--dtype bfloat16 halves its memory)",
         )
     return {"device_map": device_map}
 
