@@ -149,13 +149,40 @@ _COMMITS_SHARDS_AND_WORDS = options(
 )
 
 
+_PROMPTS = options(
+    click.option(
+        "--template",
+        default=None,
+        help="Wrap each row in a prompt: 'Review: {text}\\nSentiment:' ({text} is --text-col, {NAME} another "
+        "column, {{ }} literal braces; \\n \\t \\\\ are read as newline, tab, backslash), or @FILE to read it "
+        "from FILE as it is (one trailing newline dropped).",
+    ),
+    click.option(
+        "--chat-template",
+        is_flag=True,
+        help="Wrap the user turn (the --template prompt, or the text) in the tokenizer's own chat template, "
+        "with the generation prompt.",
+    ),
+    click.option("--system", default=None, help="With --chat-template: a system message before the user turn."),
+    click.option(
+        "--pool-at",
+        default=None,
+        help="Also store the state at one token per row as pooling 'at': last, marker:TEXT (the last token "
+        "of TEXT's last occurrence, e.g. marker:'Sentiment:') or index:N (-1 the last token, 0 the first). "
+        "With a template, span_mean, span_max and span_last pool the text's own tokens.",
+    ),
+    click.option("--skip-missing-marker", is_flag=True, help="Leave out rows whose prompt lacks the --pool-at marker."),
+)
+
+
 @main.command()
 @click.argument("corpus", type=click.Path(path_type=Path), nargs=-1, required=True)
 @_INPUT_AND_LAYOUT
 @_SITES_LENGTH_AND_DEVICE
 @_READING_AND_MODEL
 @_COMMITS_SHARDS_AND_WORDS
-def extract(corpus, output, quiet, layers, poolings, dry_run, **options):
+@_PROMPTS
+def extract(corpus, output, quiet, layers, poolings, dry_run, template, system, pool_at, **options):
     """Run the encoder once over CORPUS (CSV/TSV/JSONL/Parquet) and store every layer's pooled states.
 
     Word inputs (CoNLL-U treebanks, --columns files, JSON Lines of tokens) also store one vector per word;
@@ -164,6 +191,10 @@ def extract(corpus, output, quiet, layers, poolings, dry_run, **options):
     """
     from .. import extract as run_extract
     from ..extraction import ExtractConfig
+    from ..extraction.templates import cli_text
+
+    if template is not None and not template.startswith("@"):
+        template = cli_text(template)  # escapes typed on the command line; a file is read as it is
 
     config = ExtractConfig(
         corpus=corpus[0],
@@ -172,6 +203,9 @@ def extract(corpus, output, quiet, layers, poolings, dry_run, **options):
         layers=layers,
         poolings=poolings,
         progress=not quiet,
+        template=template,
+        system=cli_text(system),
+        pool_at=cli_text(pool_at),
         **options,
     )
     if dry_run:

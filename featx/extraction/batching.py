@@ -67,7 +67,8 @@ def collate(tokens: TokenizedCorpus, rows: np.ndarray, pad_id: int, pin_memory: 
     """Right-padded ``input_ids`` and ``attention_mask`` (int64) for the given corpus rows.
 
     Sentence pairs add a third item, ``{name: tensor}``: ``token_type_ids`` and ``segments`` (cross mode,
-    padded with 0 and -1), or ``pair``, side b's own ``(input_ids, attention_mask)`` (separate mode)."""
+    padded with 0 and -1), or ``pair``, side b's own ``(input_ids, attention_mask)`` (separate mode); prompts
+    add ``span`` (padded with 0) and, with ``--pool-at``, ``at`` (one position per row)."""
     starts = tokens.offsets[rows]
     lengths = tokens.offsets[rows + 1] - starts
     width = int(lengths.max())
@@ -78,6 +79,10 @@ def collate(tokens: TokenizedCorpus, rows: np.ndarray, pad_id: int, pin_memory: 
     if tokens.type_ids is not None and tokens.segments is not None:
         tensors["token_type_ids"] = _padded(tokens.type_ids, starts, lengths, 0)
         tensors["segments"] = _padded(tokens.segments, starts, lengths, -1)
+    if tokens.span is not None:  # prompts: the text's span, padded with 0
+        tensors["span"] = _padded(tokens.span, starts, lengths, 0)
+    if tokens.at is not None:  # --pool-at: each row's token
+        tensors["at"] = tokens.at[rows].astype(np.int64)
     tensors = {name: torch.from_numpy(values) for name, values in tensors.items()}
     if pin_memory:
         tensors = {name: values.pin_memory() for name, values in tensors.items()}

@@ -161,6 +161,12 @@ def _check_pair(config: ExtractConfig) -> None:
     check_pair_options(config)
 
 
+def _check_prompts(config: ExtractConfig) -> None:
+    from .templates import check_template_options
+
+    check_template_options(config)
+
+
 @dataclass(frozen=True)
 class ExtractConfig(Options):
     """Every option of an extraction; the CLI builds one of these from its flags.
@@ -213,6 +219,13 @@ class ExtractConfig(Options):
     columns: str | None = None  # column files: the fields of a line, e.g. form,upos,ner
     word_pooling: str = "first,last,mean"  # word inputs: the subword(s) that make a word's vector
     more_corpora: tuple = ()  # word inputs: further files; each sentence's split comes from its file's name
+    # Prompts (templates.py, positions.py): a template with {text} (or @FILE), the tokenizer's chat template
+    # around it, its system message, the one token stored as pooling ``at``, and rows lacking the marker left out
+    template: str | None = None
+    chat_template: bool = False
+    system: str | None = None
+    pool_at: str | None = None  # last, marker:TEXT or index:N
+    skip_missing_marker: bool = False
 
     # Every constraint on the options, in one table (in the spirit of scikit-learn's parameter constraints).
     CONSTRAINTS: ClassVar[tuple[Check, ...]] = (
@@ -235,6 +248,7 @@ class ExtractConfig(Options):
         _check_sep,
         _check_missing_labels,
         _check_pair,
+        _check_prompts,
     )
 
 

@@ -43,6 +43,8 @@ class Corpus:
     words: object | None = None  # word inputs (CoNLL-U...): the sentences' words, a ``treebank.WordTable``
     pair_texts: list[str] | None = None  # sentence pairs: each row's second text (--text-pair-col)
     pair_col: str | None = None
+    columns: dict[str, list[str]] = field(default_factory=dict)  # columns a --template names, as read
+    attributes: dict = field(default_factory=dict)  # root attributes the input's preparation adds (the prompts')
 
     def __len__(self) -> int:
         return len(self.texts)
@@ -216,6 +218,17 @@ def _label_notes(labels: dict[str, LabelColumn]) -> list[str]:
     return notes
 
 
+def _kept_columns(rows, header: list[str], names: tuple[str, ...], path: Path) -> dict[str, list[str]]:
+    """The cells of the columns a ``--template`` names, as read; a clear error for a column the file lacks."""
+    missing = [name for name in names if name not in header]
+    if missing:
+        raise InputError(
+            f"--template names column(s) {', '.join(missing)} that {path} lacks; columns found: {', '.join(header)}",
+            "name columns of the corpus in the template ({text} is the --text-col column)",
+        )
+    return {name: [row[header.index(name)] for row in rows] for name in names}
+
+
 def read_corpus(
     path: str | Path,
     text_col: str = "text",
@@ -226,6 +239,7 @@ def read_corpus(
     missing_labels: str | None = "empty",
     pair_col: str | None = None,
     max_bytes: int | None = None,
+    keep_cols: tuple[str, ...] = (),
 ) -> Corpus:
     """Read and validate a corpus file; every column but text/id/split becomes a candidate label.
 
@@ -260,6 +274,7 @@ def read_corpus(
     ids = _ids(rows, lines, numbers, header, path, id_col)
     labels, split = _labels_and_split(rows, header, text_col, id_col, missing_markers(missing_labels), pair_col)
     return Corpus(
+        columns=_kept_columns(rows, header, keep_cols, path),
         pair_texts=[row[pair_index] for row in rows] if pair_col is not None else None,
         pair_col=pair_col,
         path=path,

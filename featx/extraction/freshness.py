@@ -35,6 +35,11 @@ NEW_OPTION_DEFAULTS = {
     "more_corpora": (),
     "text_pair_col": None,
     "pair_mode": None,
+    "template": None,
+    "chat_template": False,
+    "system": None,
+    "pool_at": None,
+    "skip_missing_marker": False,
 }
 
 

@@ -27,6 +27,7 @@ from .modeling import LoadedModel
 from .pairs import pair_attributes, pair_b_layout, pair_fingerprint, pair_poolings
 from .sharding import ShardSpec
 from .sites import Site, measure_widths, parse_sites, resolve_sites
+from .templates import prompt_poolings, template_fingerprint, with_pool_at
 from .tokenize import special_layout
 from .treebank import parse_word_poolings, word_format
 
@@ -205,6 +206,7 @@ def fingerprint(
             **_reading_fingerprint(config),
             **_words_fingerprint(config, word_poolings),
             **pair_fingerprint(config),
+            **template_fingerprint(config, loaded.tokenizer),
             "corpus_sha256": corpus_sha256,
             "text_col": config.text_col,
             "id_col": config.id_col,
@@ -276,7 +278,8 @@ def resolve_plan(
 ) -> ExtractionPlan:
     """The plan of ``config`` on a corpus (by its sha256) with ``loaded``; ``shard`` for one shard's part."""
     layers = select_layers(config.layers, loaded.n_layers)
-    poolings = resolve_poolings(config.poolings, loaded, pair_poolings(config, POOLINGS))
+    available = prompt_poolings(config, pair_poolings(config, POOLINGS))  # prompts: span_*, and at with --pool-at
+    poolings = with_pool_at(config, resolve_poolings(config.poolings, loaded, available))
     layouts, hooked = _layouts(config, loaded, layers, poolings)
     max_tokens = default_max_tokens(config, loaded)
     window = resolve_window(config, loaded)
@@ -363,5 +366,6 @@ def provenance(plan: ExtractionPlan, corpus, loaded: LoadedModel) -> dict:
         schema.FINGERPRINT: plan.fingerprint,
         schema.REQUEST_KEY: request_key(config, corpus.sha256) or "",  # for the quick check (freshness.py)
         **pair_attributes(config),
+        **corpus.attributes,  # the prompts' (prompts.py), when rows were made into prompts
         schema.OPTIONS: json.dumps({k: str(v) if isinstance(v, Path) else v for k, v in asdict(config).items()}),
     }

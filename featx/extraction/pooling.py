@@ -86,3 +86,33 @@ POOLING_FUNCTIONS: dict[str, Callable[[torch.Tensor, torch.Tensor], torch.Tensor
     "max": max_pool,
     "last": last_pool,
 }
+
+# Prompts (positions.py): the span poolings are the plain ones given the text's own mask, and ``at`` is ``last``
+# given a mask that holds the --pool-at token only; padding never contributes, whichever side it sits on.
+PROMPT_FUNCTIONS: dict[str, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]] = {
+    "span_mean": mean_pool,
+    "span_max": max_pool,
+    "span_last": last_pool,
+    "at": last_pool,
+}
+
+
+def prompt_masks(sites, mask: torch.Tensor, span: torch.Tensor | None, at: torch.Tensor | None) -> dict:
+    """``{dataset path: mask}`` of every site's prompt poolings: the span's real tokens, or the ``at`` token.
+
+    ``at`` counts from each row's first real token, so it holds for left padding too."""
+    masks: dict[str, torch.Tensor] = {}
+    real = mask.bool()
+    if span is not None:
+        span_mask = (real & span.bool()).to(mask.dtype)
+    if at is not None:
+        first = real.long().argmax(dim=1)  # 0 with right padding
+        positions = torch.arange(mask.shape[1], device=mask.device)[None, :]
+        at_mask = (real & (positions == (first + at)[:, None])).to(mask.dtype)
+    for site in sites:
+        for pooling, path in site.pooled_paths.items():
+            if pooling == "at" and at is not None:
+                masks[path] = at_mask
+            elif pooling in PROMPT_FUNCTIONS and pooling != "at" and span is not None:
+                masks[path] = span_mask
+    return masks

@@ -11,7 +11,7 @@ from .modeling import LoadedModel
 from .onednn import prepack_linears
 from .pair_runner import SEGMENT_FUNCTIONS, pair_inputs, takes_type_ids
 from .plan import ExtractionPlan
-from .pooling import POOLING_FUNCTIONS, make_pooler_pool
+from .pooling import POOLING_FUNCTIONS, PROMPT_FUNCTIONS, make_pooler_pool, prompt_masks
 from .sites import SiteRecorder
 from .windows import split_row
 from .word_pooling import pool_words
@@ -49,7 +49,7 @@ class Runner:
             name: (
                 make_pooler_pool(pooler, pooler_dtype)
                 if name == "pooler"
-                else POOLING_FUNCTIONS.get(name) or SEGMENT_FUNCTIONS[name]
+                else POOLING_FUNCTIONS.get(name) or PROMPT_FUNCTIONS.get(name) or SEGMENT_FUNCTIONS[name]
             )
             for name in plan.poolings
         }
@@ -117,6 +117,12 @@ class Runner:
         mask = mask.to(self.device, non_blocking=True)
         extra = dict(extra or {})
         word_index = extra.pop("word_index", None)
+        span, at = extra.pop("span", None), extra.pop("at", None)
+        if span is not None or at is not None:  # prompts: the text's span and the --pool-at token
+            span = span.to(self.device, non_blocking=True) if span is not None else None
+            at = at.to(self.device, non_blocking=True) if at is not None else None
+            masks = prompt_masks(self.plan.sites, mask, span, at)
+            return self._pool(self._forward(input_ids, mask), mask, masks, word_index)
         if extra:  # sentence pairs: token-type ids and segment masks, or side b's own forward pass
             states, masks = pair_inputs(self, input_ids, mask, extra)
             return self._pool(states, mask, masks, word_index)

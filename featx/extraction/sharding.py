@@ -111,6 +111,7 @@ def select_rows(corpus: Corpus, shard: ShardSpec) -> tuple[Corpus, np.ndarray]:
         ids=pick(corpus.ids),
         labels=labels,
         split=pick(corpus.split) if corpus.split is not None else None,
+        columns={name: pick(values) for name, values in corpus.columns.items()},  # a --template's other columns
     )
     return subset, rows
 

@@ -25,6 +25,10 @@ class TokenizedCorpus:
     type_ids: np.ndarray | None = None
     segments: np.ndarray | None = None
     pair: TokenizedCorpus | None = None  # separate mode: side b, tokenised on its own
+    # Prompts (templates.py, positions.py): 1 where a token is the row's own text (the span), 0 elsewhere,
+    # (total_tokens,) int8; and each row's --pool-at token, counted from the row's first token, (n_rows,) int64.
+    span: np.ndarray | None = None
+    at: np.ndarray | None = None
 
     @property
     def lengths(self) -> np.ndarray:

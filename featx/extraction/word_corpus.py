@@ -162,6 +162,7 @@ def read_input(config) -> Corpus:
     """The corpus of an ``ExtractConfig``: a table of texts (``corpus.py``), or word input files."""
     from .config import is_word_input
     from .corpus import read_corpus
+    from .templates import other_columns
     from .treebank import word_format
 
     if not is_word_input(config):
@@ -175,6 +176,7 @@ def read_input(config) -> Corpus:
             config.missing_labels,
             pair_col=config.text_pair_col,
             max_bytes=config.max_corpus_bytes,
+            keep_cols=other_columns(config),
         )
     fmt = word_format(config.corpus, config.word_format, config.columns)
     assert fmt is not None  # is_word_input: a word format was given or recognised

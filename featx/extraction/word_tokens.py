@@ -86,12 +86,16 @@ def tokenize_input(loaded, corpus, plan, texts_tokenizer=None) -> TokenizedCorpu
     matter are cut (``corpus.cut_long_texts``, in place: the file stores what was tokenised)."""
     from .corpus import cut_long_texts
     from .pairs import tokenize_corpus
+    from .prompts import prompt_tokens, with_positions
+    from .templates import uses_prompts
     from .tokenize import tokenize_texts
 
     if corpus.words is not None:
         return tokenize_words(loaded.tokenizer, corpus.words.sentences, corpus.ids)
+    if uses_prompts(plan.config):  # rows made into prompts, cut in their text to fit (prompts.py)
+        return prompt_tokens(loaded, corpus, plan)
     cut_long_texts(corpus, loaded.max_length, window=plan.window is not None)  # the stored texts are the cut ones
-    return tokenize_corpus(
+    tokenized = tokenize_corpus(
         plan.config,
         loaded.tokenizer,
         corpus,
@@ -99,3 +103,4 @@ def tokenize_input(loaded, corpus, plan, texts_tokenizer=None) -> TokenizedCorpu
         truncate=plan.window is None,
         texts_tokenizer=texts_tokenizer or tokenize_texts,
     )
+    return with_positions(tokenized, plan.config, corpus, loaded)  # --pool-at last|index:N on plain texts

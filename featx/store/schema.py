@@ -46,6 +46,10 @@ tokens). Separate mode stores side a exactly where a plain extraction stores it 
 as the site ``pair_b`` (``/sites/pair_b/pooled/<pooling>``, the same layers and poolings), so every reader of
 sites reads side b too.
 
+Prompts (root attrs ``template``... above): the stored texts stay the corpus's; ``pooled/at`` holds the state at
+the ``--pool-at`` token and ``pooled/span_mean``, ``span_max``, ``span_last`` pool the row's own tokens only
+(``featx/extraction/positions.py``), beside the whole-prompt poolings.
+
 Every site, ``hidden`` included, is a ``SiteLayout``: its datasets' paths come from ``site_pooled_path`` and
 ``site_tokens_path``. ``hidden`` keeps the top-level paths it had before other sites existed, and the ``sites``
 attribute lists only the others, so files written before sites read unchanged.
@@ -108,6 +112,13 @@ PADDING_SIDE, BOS_ADDED, LONG_INPUTS, STRIDE = "padding_side", "bos_added", "lon
 PAIR_MODE, TEXT_PAIR_COL = "pair_mode", "text_pair_col"  # sentence pairs: cross or separate; the second column
 DEVICE_MAP = "device_map"  # JSON {module: device} of --device-map auto; {} when the model sat on one device
 IMPLEMENTATION = "implementation"  # what ran the model: "native" (featx's own BERT) or "transformers"
+# Prompts (--template, --chat-template, --pool-at): the template as given (its text), its sha256, whether the
+# tokenizer's chat template wrapped it and that template's sha256, the system message, the prompt of row 0,
+# the --pool-at spec (the pooling ``at``), the span rule of ``span_*`` and the ids of rows left out for lacking
+# the marker (JSON list). Files without them are plain texts.
+TEMPLATE, TEMPLATE_SHA256, PROMPT_EXAMPLE = "template", "template_sha256", "prompt_example"
+CHAT_TEMPLATE, CHAT_TEMPLATE_SHA256, SYSTEM_MESSAGE = "chat_template", "chat_template_sha256", "system_message"
+POOL_AT, SPAN_RULE, SKIPPED_MARKER = "pool_at", "span_rule", "skipped_marker_rows"
 SHARD_ATTRS = (SHARD_INDEX, SHARD_COUNT, SHARD_ASSIGNMENT, CORPUS_N_ROWS, BASE_FINGERPRINT)
 # What ``FeatureWriter.create`` derives from the layout itself (a copy of another file's attributes drops them)
 LAYOUT_ATTRS = (FORMAT, SCHEMA, LAYERS, POOLINGS, N_ROWS, HIDDEN_SIZE, STORE_DTYPE, WITH_TOKENS, COMPLETE, SITES_ATTR)
