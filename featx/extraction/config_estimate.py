@@ -84,8 +84,11 @@ def _poolings(config, size: ModelSize) -> list[str]:
     """``--pooling`` for this model: no ``cls`` on a decoder, ``pooler`` only on BERT-like models."""
     from ..selection import POOLINGS, parse_poolings
     from .pairs import pair_poolings
+    from .templates import prompt_poolings, with_pool_at
 
-    poolings = parse_poolings(config.poolings, pair_poolings(config, POOLINGS))
+    poolings = with_pool_at(
+        config, parse_poolings(config.poolings, prompt_poolings(config, pair_poolings(config, POOLINGS)))
+    )
     unfit = {"cls"} if size.decoder else set()
     if size.family not in ("bert", "roberta", "xlm-roberta"):
         unfit.add("pooler")
@@ -99,10 +102,21 @@ def _poolings(config, size: ModelSize) -> list[str]:
 
 
 def _corpus_tokens(config, folder: Path, corpus, max_length: int):
-    """(tokens kept per row, before truncation, their source) of the corpus (pairs: both texts)."""
+    """(tokens kept per row, before truncation, their source) of the corpus (pairs: both texts; prompts:
+    each row rendered into its template, and its chat template when the folder has a tokenizer)."""
+    from .templates import PromptMaker, uses_prompts
+
     texts = corpus.texts
     if corpus.pair_texts is not None:
         texts = [f"{a} {b}" for a, b in zip(corpus.texts, corpus.pair_texts, strict=True)]
+    if uses_prompts(config):
+        tokenizer = None
+        if config.chat_template:
+            from .modeling import load_tokenizer
+
+            tokenizer = load_tokenizer(str(folder), config.trust_remote_code)
+        maker = PromptMaker(config, corpus, tokenizer, str(config.model))
+        texts = [maker.render(row)[0] for row in range(len(corpus))]
     return count_tokens(folder, texts, max_length, config.long != "window", config.trust_remote_code)
 
 

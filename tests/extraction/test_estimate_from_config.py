@@ -186,3 +186,15 @@ def test_a_config_that_does_not_fit_its_weights_is_refused_before_estimating(tmp
     (folder / "config.json").write_text(json.dumps({**config, "hidden_size": 4096}))
     with pytest.raises(ModelError, match="larger than any tensor"):
         featx.estimate(write_csv(tmp_path / "c.csv", SENTENCES), model=str(folder), from_config=True)
+
+
+def test_a_template_is_rendered_before_counting(tmp_path):
+    from support.families import BY_NAME, build_family
+
+    model = build_family(BY_NAME["llama"], tmp_path / "llama")
+    corpus = write_csv(tmp_path / "c.csv", SENTENCES * 3)
+    options = dict(model=str(model), output=tmp_path / "t.h5", template="Review: {text}\nSentiment:", pool_at="last")
+    guess = featx.estimate(corpus, from_config=True, calibrate=False, **options)
+    plain = featx.estimate(corpus, model=str(model), from_config=True, calibrate=False)
+    summary = featx.extract(corpus, progress=False, **options)
+    assert guess.tokens == summary.tokens > plain.tokens and "at" in guess.poolings
