@@ -267,7 +267,7 @@ def _time(result, size: ModelSize, device, dtype, kept) -> None:
     result.seconds = flops / rate
     result.budget.matmul_rate = rate
     result.calibration = (
-        f"a lower bound: {flops / 1e12:,.1f} TFLOP of forward passes at the {rate / 1e12:.2f} TFLOP/s a "
+        f"a lower bound: {flops:.3g} FLOP of forward passes at the {rate:.3g} FLOP/s a "
         f"{result.budget.dtype} matmul of the MLP's shape reaches on {device}; attention kernels, norms, padding, "
         "loading the weights and writing add to it"
     )
