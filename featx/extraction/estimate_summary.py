@@ -42,6 +42,7 @@ class Estimate:
     calibration: str = ""
     warnings: list[str] = field(default_factory=list)
     windowed_rows: int = 0  # --long window: rows longer than max_length, run as overlapping windows
+    notes: list[str] = field(default_factory=list)  # said after the figures, before the warnings
     budget: Any = None  # a ``model_budget.Budget`` when estimated from config.json alone (a large model)
 
     @property
@@ -77,7 +78,7 @@ class Estimate:
             lines[2:2] = self.budget.lines()
         if self.seconds is not None:
             lines.append(f"expected time ~{human_duration(self.seconds)} ({self.calibration})")
-        lines += [f"warning: {warning}" for warning in self.warnings]
+        lines += self.notes + [f"warning: {warning}" for warning in self.warnings]
         return "\n".join(lines)
 
 

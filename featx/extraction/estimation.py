@@ -79,6 +79,8 @@ def estimate(config=None, calibrate: bool = True, from_config: bool | None = Non
 
 def _sizes(plan, corpus, tokenized, loaded) -> Estimate:
     """Sizes and memory of ``plan`` on the tokenised corpus; every site counted, as the writer stores it."""
+    from .model_budget import loaded_truncation_notes
+
     n_tokens, n_rows = int(tokenized.lengths.sum()), len(corpus)
     pooled, token_bytes, other = _file_bytes(plan, corpus, tokenized, loaded, n_rows, n_tokens)
     model_bytes, activations = _device_bytes(plan, loaded, tokenized, n_rows)
@@ -112,6 +114,7 @@ def _sizes(plan, corpus, tokenized, loaded) -> Estimate:
         peak_device_bytes=model_bytes + activations if on_gpu else None,
         windowed_rows=int((tokenized.lengths > plan.max_length).sum()) if plan.window else 0,
     )
+    result.notes += loaded_truncation_notes(loaded, plan.layers)
     if result.file_bytes > free:
         what = "token-level storage" if plan.with_tokens and token_bytes > pooled else "the output"
         result.warnings.append(

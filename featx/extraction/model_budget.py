@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import InputError
-from .model_size import ModelSize
+from .model_size import ModelSize, model_size
 
 CHARS_PER_TOKEN = 4.0  # English text in the vocabularies of current LLMs: about 4 characters per token
 MATMUL_SECONDS = 0.25
@@ -62,11 +62,7 @@ class Budget:
             + f"; one batch of {self.max_tokens:,} tokens ~{size(self.activation_bytes)} of activations; "
             + f"tokens {self.token_source}",
         ]
-        if self.blocks < s.layers:
-            lines.append(
-                f"the layers asked for need {self.blocks} of {s.layers} blocks: a forward truncated there would "
-                f"hold ~{size(self.needed_weights_bytes)} of weights instead of ~{size(self.weights_bytes)}"
-            )
+        lines += truncation_notes(s, self.blocks, self.weights_bytes // max(1, s.parameters))
         if self.available_bytes is None:
             lines.append(f"needs ~{size(self.needed_bytes)}; {self.available} unknown")
         elif self.needed_bytes <= self.available_bytes:
@@ -168,3 +164,32 @@ def model_max_length(folder: Path, size_config: dict, asked: int | None) -> int:
     if asked is not None and asked > model_max:
         raise InputError(f"--max-length {asked} exceeds the model's maximum of {model_max}")
     return asked or model_max
+
+
+def truncation_notes(size: ModelSize, blocks: int, itemsize: int) -> list[str]:
+    """A line on what a forward truncated after ``blocks`` blocks would save, when it would save anything."""
+    from .estimate_summary import human_size
+
+    if blocks >= size.layers:
+        return []
+    return [
+        f"the layers asked for need {blocks} of {size.layers} blocks: a forward truncated there would hold "
+        f"~{human_size(size.parameters_through(blocks) * itemsize)} of weights instead of "
+        f"~{human_size(size.parameters * itemsize)}"
+    ]
+
+
+def loaded_truncation_notes(loaded, layers: list[int]) -> list[str]:
+    """``truncation_notes`` of a loaded model, from its folder's config.json (none where ``model_size`` cannot
+    read it)."""
+    import torch
+
+    from ..errors import FeatxError
+    from .model_checks import read_json
+
+    try:
+        size = model_size(read_json(Path(loaded.path) / "config.json"))
+    except FeatxError:
+        return []
+    itemsize = torch.empty((), dtype=loaded.dtype).element_size()
+    return truncation_notes(size, max(layers) if layers else size.layers, itemsize)

@@ -198,3 +198,15 @@ def test_a_template_is_rendered_before_counting(tmp_path):
     plain = featx.estimate(corpus, model=str(model), from_config=True, calibrate=False)
     summary = featx.extract(corpus, progress=False, **options)
     assert guess.tokens == summary.tokens > plain.tokens and "at" in guess.poolings
+
+
+def test_the_truncated_forward_saving_is_reported_for_a_loaded_model_too(tmp_path):
+    from support.families import BY_NAME, build_family
+
+    model = build_family(BY_NAME["mistral"], tmp_path / "mistral")
+    corpus = write_csv(tmp_path / "c.csv", SENTENCES)
+    loaded = featx.estimate(corpus, model=str(model), layers="0:2", calibrate=False)
+    configured = featx.estimate(corpus, model=str(model), layers="0:2", calibrate=False, from_config=True)
+    assert loaded.budget is None and loaded.notes and loaded.notes[0].startswith("the layers asked for need 1 of 2")
+    assert loaded.notes[0] in configured.format() and loaded.notes[0] in loaded.format()
+    assert not featx.estimate(corpus, model=str(model), calibrate=False).notes  # every layer: nothing to save
