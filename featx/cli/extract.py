@@ -172,6 +172,13 @@ _PROMPTS = options(
         "With a template, span_mean, span_max and span_last pool the text's own tokens.",
     ),
     click.option("--skip-missing-marker", is_flag=True, help="Leave out rows whose prompt lacks the --pool-at marker."),
+    click.option(
+        "--contrast",
+        default=None,
+        help="Contrast pairs: answers such as 'True,False'; each prompt runs once per answer (in {answer}, else "
+        "after the prompt) and every answer's states are stored (answer k>0 as site answer_k); featx probe "
+        "reads the difference of the first two.",
+    ),
 )
 
 

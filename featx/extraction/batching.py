@@ -89,4 +89,6 @@ def collate(tokens: TokenizedCorpus, rows: np.ndarray, pad_id: int, pin_memory: 
     ids_tensor, mask_tensor = tensors.pop("input_ids"), tensors.pop("mask")
     if tokens.pair is not None:
         tensors["pair"] = collate(tokens.pair, rows, pad_id, pin_memory)
+    if tokens.contrast:  # --contrast: each further answer's prompts, collated the same way
+        tensors["contrast"] = [collate(answer, rows, pad_id, pin_memory) for answer in tokens.contrast]
     return (ids_tensor, mask_tensor, tensors) if tensors else (ids_tensor, mask_tensor)

@@ -162,9 +162,11 @@ def _check_pair(config: ExtractConfig) -> None:
 
 
 def _check_prompts(config: ExtractConfig) -> None:
+    from .positions import check_pool_at
     from .templates import check_template_options
 
-    check_template_options(config)
+    check_template_options(config, is_word_input)
+    check_pool_at(config)
 
 
 @dataclass(frozen=True)
@@ -226,6 +228,7 @@ class ExtractConfig(Options):
     system: str | None = None
     pool_at: str | None = None  # last, marker:TEXT or index:N
     skip_missing_marker: bool = False
+    contrast: str | None = None  # answers, e.g. "True,False": each row's prompt run once per answer
 
     # Every constraint on the options, in one table (in the spirit of scikit-learn's parameter constraints).
     CONSTRAINTS: ClassVar[tuple[Check, ...]] = (

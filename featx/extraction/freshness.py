@@ -40,6 +40,7 @@ NEW_OPTION_DEFAULTS = {
     "system": None,
     "pool_at": None,
     "skip_missing_marker": False,
+    "contrast": None,
 }
 
 

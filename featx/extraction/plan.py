@@ -27,7 +27,7 @@ from .modeling import LoadedModel
 from .pairs import pair_attributes, pair_b_layout, pair_fingerprint, pair_poolings
 from .sharding import ShardSpec
 from .sites import Site, measure_widths, parse_sites, resolve_sites
-from .templates import prompt_poolings, template_fingerprint, with_pool_at
+from .templates import contrast_layouts, prompt_poolings, template_fingerprint, with_pool_at
 from .tokenize import special_layout
 from .treebank import parse_word_poolings, word_format
 
@@ -270,6 +270,7 @@ def _layouts(config: ExtractConfig, loaded: LoadedModel, layers: list[int], pool
             SiteLayout(site.name, tuple(site.layers), int(site.width), site_poolings, tuple(site.describe()["modules"]))
         )
     layouts += pair_b_layout(config, layouts[0])  # --pair-mode separate: side b
+    layouts += contrast_layouts(config, layouts[0])  # --contrast: answers 1, 2, ...
     return tuple(layouts), hooked
 
 

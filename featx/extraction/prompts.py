@@ -23,7 +23,7 @@ from .positions import (
     refuse_missing_marker,
     tokenize_prompts,
 )
-from .templates import PromptMaker, chat_template_of, sha256_text
+from .templates import PromptMaker, chat_template_of, contrast_answers, sha256_text
 from .tokenize import TokenizedCorpus
 
 
@@ -60,16 +60,33 @@ def _skip_or_refuse(config, corpus, maker: PromptMaker, rendered: list, marker: 
 def prompt_tokens(loaded, corpus, plan) -> TokenizedCorpus:
     """The corpus's prompts tokenised with their spans and ``--pool-at`` tokens (rows lacking a marker dropped)."""
     config = plan.config
+    answers = contrast_answers(config) if config.contrast else []
     maker = PromptMaker(config, corpus, loaded.tokenizer, loaded.name)
-    check_template_fits(maker, loaded.tokenizer, loaded.max_length, loaded.name)
+    makers = [maker.for_answer(answer) for answer in answers] or [maker]
+    for each in makers:
+        check_template_fits(each, loaded.tokenizer, loaded.max_length, loaded.name)
     pool_at = parse_pool_at(config.pool_at) if config.pool_at is not None else None
-    rendered = [maker.render(row) for row in range(len(corpus))]
+    rendered = [makers[0].render(row) for row in range(len(corpus))]
     if pool_at is not None and pool_at.kind == "marker":
-        rendered = _skip_or_refuse(config, corpus, maker, rendered, pool_at.marker)
+        rendered = _skip_or_refuse(config, corpus, makers[0], rendered, pool_at.marker)
     corpus.attributes.update(prompt_attributes(config, loaded, rendered[0][0]))
-    return tokenize_prompts(
-        maker, rendered, loaded.tokenizer, loaded.max_length, pool_at, bool(config.tokens), corpus.ids
+    tokenized = tokenize_prompts(
+        makers[0], rendered, loaded.tokenizer, loaded.max_length, pool_at, bool(config.tokens), corpus.ids
     )
+    if len(makers) > 1:  # --contrast: the other answers' prompts, run beside answer 0's
+        tokenized.contrast = [
+            tokenize_prompts(
+                each,
+                [each.render(row) for row in range(len(corpus))],
+                loaded.tokenizer,
+                loaded.max_length,
+                pool_at,
+                False,
+                corpus.ids,
+            )
+            for each in makers[1:]
+        ]
+    return tokenized
 
 
 def with_positions(tokenized: TokenizedCorpus, config, corpus, loaded) -> TokenizedCorpus:
@@ -91,6 +108,7 @@ def prompt_attributes(config, loaded, example: str | None) -> dict:
         schema.CHAT_TEMPLATE_SHA256: sha256_text(chat) if chat else "",
         schema.SYSTEM_MESSAGE: config.system or "",
         schema.POOL_AT: config.pool_at or "",
+        **({schema.CONTRAST: json.dumps(contrast_answers(config))} if config.contrast else {}),
     }
     if example is not None:
         attributes[schema.PROMPT_EXAMPLE] = example

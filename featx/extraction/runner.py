@@ -7,6 +7,7 @@ import copy
 import numpy as np
 import torch
 
+from ..store.schema import contrast_site
 from .modeling import LoadedModel
 from .onednn import prepack_linears
 from .pair_runner import SEGMENT_FUNCTIONS, pair_inputs, takes_type_ids
@@ -56,6 +57,7 @@ class Runner:
         self.type_ids = takes_type_ids(loaded)  # sentence pairs: whether tokenizer(a, b) hands the model type ids
         self.store_dtype = torch.float16 if np.dtype(plan.store_dtype) == np.float16 else torch.float32
         self.recorder: SiteRecorder | None = None
+        self.contrast_sites = {contrast_site(k) for k in range(1, len(plan.sites))}
         tokenizer = loaded.tokenizer
         self.special_ids = (tokenizer.cls_token_id, tokenizer.sep_token_id)
 
@@ -110,6 +112,21 @@ class Runner:
             event.record()
         return values, event
 
+    def _prompt(self, input_ids: torch.Tensor, mask: torch.Tensor, span, at, sites=None):
+        """States of a batch of prompts and the masks of its span and ``at`` poolings."""
+        span = span.to(self.device, non_blocking=True) if span is not None else None
+        at = at.to(self.device, non_blocking=True) if at is not None else None
+        sites = [site for site in self.plan.sites if site.name not in self.contrast_sites] if sites is None else sites
+        return self._forward(input_ids, mask), prompt_masks(sites, mask, span, at)
+
+    def _answer(self, answer: int, batch: tuple, states: dict, masks: dict) -> None:
+        """Answer ``answer``'s prompts (``collate``'s tuple) run and pooled into its own site, with its own masks."""
+        ids, mask, extra = batch[0].to(self.device, non_blocking=True), batch[1].to(self.device), batch[2]
+        site = next(site for site in self.plan.sites if site.name == contrast_site(answer))
+        answer_states, answer_masks = self._prompt(ids, mask, extra.get("span"), extra.get("at"), [site])
+        states[site.name] = answer_states[self.plan.hidden.name]
+        masks.update({path: answer_masks.get(path, mask) for path in site.pooled_paths.values()})
+
     @torch.inference_mode()
     def __call__(self, input_ids: torch.Tensor, mask: torch.Tensor, extra: dict | None = None):
         """``extra``: a sentence pair batch's tensors (``collate``) or word inputs' ``word_index``."""
@@ -119,10 +136,10 @@ class Runner:
         word_index = extra.pop("word_index", None)
         span, at = extra.pop("span", None), extra.pop("at", None)
         if span is not None or at is not None:  # prompts: the text's span and the --pool-at token
-            span = span.to(self.device, non_blocking=True) if span is not None else None
-            at = at.to(self.device, non_blocking=True) if at is not None else None
-            masks = prompt_masks(self.plan.sites, mask, span, at)
-            return self._pool(self._forward(input_ids, mask), mask, masks, word_index)
+            states, masks = self._prompt(input_ids, mask, span, at)
+            for answer, batch in enumerate(extra.pop("contrast", None) or [], start=1):  # --contrast: answers 1, 2...
+                self._answer(answer, batch, states, masks)
+            return self._pool(states, mask, masks, word_index)
         if extra:  # sentence pairs: token-type ids and segment masks, or side b's own forward pass
             states, masks = pair_inputs(self, input_ids, mask, extra)
             return self._pool(states, mask, masks, word_index)

@@ -25,12 +25,14 @@ Torch-free: ``ExtractConfig``'s checks import it.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import os
 import string
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..errors import InputError
 from ..options import normalise
@@ -39,6 +41,7 @@ MAX_TEMPLATE_BYTES = 1 << 16
 TEXT_FIELD = "text"
 SPAN_POOLINGS = ("span_mean", "span_max", "span_last")  # over the row's own characters, the template's excluded
 AT_POOLING = "at"  # the state at the --pool-at token
+ANSWER_FIELD = "answer"  # with --contrast: where each answer goes (else after the prompt)
 _ESCAPES = {"n": "\n", "t": "\t", "\\": "\\"}
 
 
@@ -137,7 +140,8 @@ def other_columns(config) -> tuple[str, ...]:
     """The corpus columns a template names besides the text column (read as they are, kept for rendering)."""
     if not config.template:
         return ()
-    return tuple(name for name in parse_template(config.template, config.text_col).fields if name != TEXT_FIELD)
+    fields = parse_template(config.template, config.text_col).fields
+    return tuple(name for name in fields if name != TEXT_FIELD and not (config.contrast and name == ANSWER_FIELD))
 
 
 def uses_prompts(config) -> bool:
@@ -145,10 +149,8 @@ def uses_prompts(config) -> bool:
     return bool(config.template) or bool(config.chat_template)
 
 
-def check_template_options(config) -> None:
-    """``--template``, ``--chat-template``, ``--system`` and ``--pool-at``, checked with ``ExtractConfig``."""
-    from .positions import check_pool_at
-
+def check_template_options(config, is_word_input: Callable[[Any], bool]) -> None:
+    """``--template``, ``--chat-template``, ``--system`` and ``--contrast``, checked with ``ExtractConfig``."""
     if config.template is not None:
         if not isinstance(config.template, str) or not config.template:
             raise InputError("--template is empty", "give a template with a {text} field, e.g. 'Review: {text}'")
@@ -158,13 +160,12 @@ def check_template_options(config) -> None:
     if config.system is not None and not config.chat_template:
         raise InputError("--system is a message of the chat template", "add --chat-template, or leave --system out")
     if uses_prompts(config) or config.pool_at is not None:
-        _refuse_combinations(config)
-    check_pool_at(config)
+        _refuse_combinations(config, is_word_input(config))
+    if config.contrast is not None:
+        normalise(config, "contrast", ",".join(contrast_answers(config)))
 
 
-def _refuse_combinations(config) -> None:
-    from .config import is_word_input
-
+def _refuse_combinations(config, word_input: bool) -> None:
     flag = "--template" if config.template else "--chat-template" if config.chat_template else "--pool-at"
     if config.text_pair_col is not None:
         raise InputError(
@@ -173,7 +174,7 @@ def _refuse_combinations(config) -> None:
         )
     if config.long == "window":
         raise InputError(f"{flag} does not combine with --long window", "leave --long out: the text is cut to fit")
-    if is_word_input(config):
+    if word_input:
         raise InputError(f"{flag} applies to tables of texts, not word inputs", "extract the table of texts")
 
 
@@ -238,12 +239,22 @@ class PromptMaker:
         self.corpus = corpus
         self.chat = chat_renderer(tokenizer, model, config.system) if config.chat_template else None
         self.add_special_tokens = not config.chat_template
+        self.answer: str | None = None  # --contrast: this maker's answer
+
+    def for_answer(self, answer: str) -> PromptMaker:
+        """The same prompts with ``answer`` in the template's ``{answer}``, else after the prompt (a space between
+        unless the prompt ends in whitespace)."""
+        maker = copy.copy(self)
+        maker.answer = answer
+        return maker
 
     def values(self, row: int, text: str | None = None) -> dict[str, str]:
         """The field values of a row (``text``: a replacement of its text, e.g. cut to fit)."""
         values = {TEXT_FIELD: self.corpus.texts[row] if text is None else text}
         for name in self.template.fields if self.template else ():
-            if name != TEXT_FIELD:
+            if name == ANSWER_FIELD and self.answer is not None:
+                values[name] = self.answer
+            elif name != TEXT_FIELD:
                 values[name] = self.corpus.columns[name][row]
         return values
 
@@ -258,6 +269,11 @@ class PromptMaker:
             user_prompt, start = self.chat(user)
             spans = [(start + first, start + last) for first, last in spans]
             user = user_prompt
+        if self.answer is not None:  # an answer is no part of the row's own span
+            spans = [span for span, name in zip(spans, names, strict=True) if name != ANSWER_FIELD]
+            names = [name for name in names if name != ANSWER_FIELD]
+            if self.template is None or ANSWER_FIELD not in self.template.fields:
+                user += ("" if not user or user[-1].isspace() else " ") + self.answer
         return user, spans, [index for index, name in enumerate(names) if name == TEXT_FIELD]
 
     def render(self, row: int, text: str | None = None) -> tuple[str, list[tuple[int, int]], list[int]]:
@@ -285,6 +301,7 @@ def template_fingerprint(config, tokenizer) -> dict:
             "system": config.system,
             "pool_at": config.pool_at,
             "skip_missing_marker": bool(config.skip_missing_marker),
+            **({"contrast": config.contrast} if config.contrast else {}),
         }
     }
 
@@ -301,3 +318,29 @@ def prompt_poolings(config, available: tuple[str, ...]) -> tuple[str, ...]:
 def with_pool_at(config, poolings: list[str]) -> list[str]:
     """``at`` is stored whenever ``--pool-at`` is given, listed in ``--pooling`` or not."""
     return poolings + [AT_POOLING] if config.pool_at is not None and AT_POOLING not in poolings else poolings
+
+
+def contrast_answers(config) -> list[str]:
+    """The answers of ``--contrast`` (comma-separated, at least two, distinct); a clear error otherwise."""
+    answers = [answer.strip() for answer in str(config.contrast).split(",")]
+    if len(answers) < 2 or not all(answers) or len(set(answers)) < len(answers):
+        raise InputError(
+            f"--contrast '{config.contrast}' needs at least two distinct, non-empty answers",
+            "give the answers comma-separated, e.g. --contrast 'True,False' or --contrast 'positive,negative'",
+        )
+    if not uses_prompts(config):
+        raise InputError(
+            "--contrast renders each row's prompt once per answer, and there is no template",
+            "add --template (e.g. 'Is this review positive? {text}\\nAnswer:') or --chat-template",
+        )
+    return answers
+
+
+def contrast_layouts(config, hidden) -> list:
+    """``--contrast``: the layouts of answers 1, 2, ... (answer 0's are ``hidden``'s): the same layers and poolings."""
+    from ..store import SiteLayout, schema
+
+    if not config.contrast:
+        return []
+    answers = range(1, len(contrast_answers(config)))
+    return [SiteLayout(schema.contrast_site(k), hidden.layers, hidden.width, hidden.poolings) for k in answers]

@@ -29,6 +29,7 @@ class TokenizedCorpus:
     # (total_tokens,) int8; and each row's --pool-at token, counted from the row's first token, (n_rows,) int64.
     span: np.ndarray | None = None
     at: np.ndarray | None = None
+    contrast: list[TokenizedCorpus] | None = None  # --contrast: the prompts of answers 1, 2, ... (answer 0 is this)
 
     @property
     def lengths(self) -> np.ndarray:
@@ -37,6 +38,8 @@ class TokenizedCorpus:
     @property
     def batch_lengths(self) -> np.ndarray:
         """Tokens a row puts in a batch: its length, or the longer side's in separate pair mode."""
+        if self.contrast:  # --contrast: every answer's prompt runs in the batch
+            return np.max([self.lengths, *(answer.lengths for answer in self.contrast)], axis=0).astype(np.int32)
         return self.lengths if self.pair is None else np.maximum(self.lengths, self.pair.lengths)
 
     @property

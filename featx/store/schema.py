@@ -119,6 +119,16 @@ IMPLEMENTATION = "implementation"  # what ran the model: "native" (featx's own B
 TEMPLATE, TEMPLATE_SHA256, PROMPT_EXAMPLE = "template", "template_sha256", "prompt_example"
 CHAT_TEMPLATE, CHAT_TEMPLATE_SHA256, SYSTEM_MESSAGE = "chat_template", "chat_template_sha256", "system_message"
 POOL_AT, SPAN_RULE, SKIPPED_MARKER = "pool_at", "span_rule", "skipped_marker_rows"
+# Contrast pairs (--contrast): the answers (JSON list); answer 0's states are the ordinary datasets, answer k's the
+# site ``contrast_site(k)`` (the same layers and poolings).
+CONTRAST = "contrast"
+
+
+def contrast_site(answer: int) -> str:
+    """The site of the states of answer ``answer`` (1, 2, ...) of a ``--contrast`` file."""
+    return f"answer_{answer}"
+
+
 SHARD_ATTRS = (SHARD_INDEX, SHARD_COUNT, SHARD_ASSIGNMENT, CORPUS_N_ROWS, BASE_FINGERPRINT)
 # What ``FeatureWriter.create`` derives from the layout itself (a copy of another file's attributes drops them)
 LAYOUT_ATTRS = (FORMAT, SCHEMA, LAYERS, POOLINGS, N_ROWS, HIDDEN_SIZE, STORE_DTYPE, WITH_TOKENS, COMPLETE, SITES_ATTR)

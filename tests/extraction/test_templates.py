@@ -205,3 +205,28 @@ def test_rows_too_long_are_cut_in_their_text_and_keep_the_template(prompt_models
     with featx.open(summary.output) as features:
         assert features.truncated.any() and (features.n_kept <= 32).all()
         assert np.allclose(features.features("at", 2), features.features("last", 2))
+
+
+@pytest.mark.parametrize("template", ["Is it good? {text}\nAnswer:", "Is it good? {text}\nAnswer: {answer}!"])
+def test_contrast_pairs_store_each_answer_as_a_plain_forward_would(template, prompt_models, tmp_path):
+    """--contrast 'yes,no': answer 0 in the ordinary datasets, answer 1 as site answer_1, each equal to a plain
+    forward of its prompt (the answer in {answer}, else after a space); the probe reads their difference."""
+    from featx.probing.tasks.pairs import pooled_block
+
+    model, texts = prompt_models("llama"), TEXTS[:5]
+    short = write_csv(tmp_path / "short.csv", SENTENCES[:5])
+    summary = _extract(model, short, tmp_path / "contrast.h5", template=template, contrast="yes, no", pool_at="last")
+    with featx.open(summary.output) as features:
+        assert features.attrs["contrast"] == '["yes", "no"]'
+        for answer, site in (("yes", "hidden"), ("no", "answer_1")):
+            if "{answer}" in template:
+                prompts = [template.replace("{text}", text).replace("{answer}", answer) for text in texts]
+            else:
+                prompts = [template.replace("{text}", text) + " " + answer for text in texts]
+            spans = [(len("Is it good? "), len("Is it good? ") + len(text)) for text in texts]
+            reference = prompt_reference(model, prompts, spans, None)
+            for pooling in ("at", "last", "span_mean", "span_last"):
+                got = np.stack([features.features(pooling, layer, site=site) for layer in features.layers], 1)
+                assert relative_error(got, reference[pooling]) <= TOLERANCE, (site, pooling)
+        difference = features.features("at", 2) - features.features("at", 2, site="answer_1")
+        assert np.allclose(pooled_block(features, "at", 2), difference)

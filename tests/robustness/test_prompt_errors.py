@@ -121,3 +121,20 @@ def test_several_columns_escapes_and_a_template_file(gpt2, corpus):
     with featx.open(corpus.parent / "out.h5") as features:
         assert features.attrs["prompt_example"] == "Text: the cat loved the film\\n{literal}"
         assert features.attrs["template"] == "Text: {text}\\n{{literal}}"
+
+
+@pytest.mark.parametrize(
+    "args,pattern",
+    [
+        (["--template", TEMPLATE, "--contrast", "True"], r"--contrast 'True' needs at least two distinct, non-empty"),
+        (["--template", TEMPLATE, "--contrast", "a,a"], r"needs at least two distinct"),
+        (
+            ["--contrast", "True,False"],
+            r"--contrast renders each row's prompt once per answer, and there is no template",
+        ),
+    ],
+)
+def test_contrast_refused(gpt2, corpus, args, pattern):
+    result = _run(gpt2, *args)
+    assert result.exit_code == 2, result.output
+    assert_one_clear_error(result.output, pattern)

@@ -21,6 +21,7 @@ from ...errors import InputError
 from ...store import FeatureFile
 from ...store.schema import HIDDEN_SITE
 from .. import evaluation as ev
+from ..contrast import contrast_answers, contrast_difference
 from ..evaluation import regression_metrics as rm
 
 if TYPE_CHECKING:
@@ -38,6 +39,8 @@ def pooled_block(features: FeatureFile, pooling: str, layer: int, site: str = HI
     (site ``hidden``), else the stored features."""
     if features.pair_mode == "separate" and site == HIDDEN_SITE:
         return senteval(*features.pair_features(pooling, layer))
+    if site == HIDDEN_SITE and contrast_answers(features):  # --contrast: the difference of the two answers' states
+        return contrast_difference(features, pooling, layer)
     return features.features(pooling, layer, site=site)
 
 

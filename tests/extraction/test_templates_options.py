@@ -1,0 +1,70 @@
+"""The prompt options themselves: template parsing and rendering, command-line escapes, ``--pool-at`` parsing, and
+the fingerprint and request key, which a run without prompts keeps exactly."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from featx.errors import InputError
+from featx.extraction import ExtractConfig
+from featx.extraction.corpus import read_corpus
+from featx.extraction.freshness import request_key
+from featx.extraction.modeling import load_model
+from featx.extraction.plan import resolve_plan
+from featx.extraction.positions import PoolAt, parse_pool_at
+from featx.extraction.templates import cli_text, parse_template
+
+
+def test_a_template_renders_fields_by_name_with_their_spans():
+    template = parse_template("{{x}} {premise} / {sentence}?", text_col="sentence")
+    assert template.fields == ("premise", "text")  # the text column is {text}, whatever its name
+    prompt, spans = template.render({"premise": "a b", "text": "c"})
+    assert prompt == "{x} a b / c?"
+    assert [prompt[first:last] for first, last in spans] == ["a b", "c"]
+
+
+def test_command_line_escapes():
+    assert cli_text("a\\nb\\tc\\\\n") == "a\nb\tc\\n"
+    assert cli_text("C:\\temp\\x") == "C:\temp\\x"  # \t is a tab; an unknown escape is kept
+    assert cli_text(None) is None
+
+
+@pytest.mark.parametrize(
+    "spec,parsed",
+    [
+        ("last", PoolAt("last")),
+        ("marker:Sentiment:", PoolAt("marker", marker="Sentiment:")),
+        ('marker:"Answer: "', PoolAt("marker", marker="Answer: ")),
+        ("index:-2", PoolAt("index", index=-2)),
+        ("index:0", PoolAt("index", index=0)),
+    ],
+)
+def test_pool_at_forms(spec, parsed):
+    assert parse_pool_at(spec) == parsed
+
+
+def test_a_template_file_starting_with_at_is_kept_apart_from_a_file_name(tmp_path, corpus_csv):
+    (tmp_path / "t.txt").write_text("@user {text}\n", encoding="utf-8")
+    config = ExtractConfig(corpus=corpus_csv, template=f"@{tmp_path / 't.txt'}")
+    assert config.template == "@@user {text}"  # read once; a second check reads the same template, not a file
+    assert ExtractConfig(corpus=corpus_csv, template=config.template).template == config.template
+    with pytest.raises(InputError, match="is not a file"):
+        ExtractConfig(corpus=corpus_csv, template="@missing.txt")
+
+
+def test_a_run_without_prompts_keeps_its_fingerprint_and_request_key(tiny_model, corpus_csv):
+    loaded = load_model(str(tiny_model), "cpu", "float32")
+    sha = read_corpus(corpus_csv).sha256
+    plain = resolve_plan(ExtractConfig(corpus=corpus_csv, model=str(tiny_model)), sha, loaded)
+    assert "prompt" not in json.loads(plain.fingerprint) and plain.poolings == ["cls", "mean", "max", "last", "pooler"]
+    options = json.loads(request_key(plain.config, sha))["options"]
+    assert not {"template", "chat_template", "system", "pool_at", "skip_missing_marker"} & set(options)
+    templated = [
+        resolve_plan(ExtractConfig(corpus=corpus_csv, model=str(tiny_model), template=template), sha, loaded)
+        for template in ("A {text}", "B {text}")
+    ]
+    assert templated[0].fingerprint != templated[1].fingerprint != plain.fingerprint
+    assert json.loads(templated[0].fingerprint)["prompt"]["template_sha256"]
+    assert templated[0].poolings[-3:] == ["span_mean", "span_max", "span_last"]
