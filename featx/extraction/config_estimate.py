@@ -187,6 +187,8 @@ def estimate_from_config(config, reason: str, calibrate: bool = True):
         result.warnings.append(
             f"the output needs ~{human_size(result.file_bytes)} but {directory} has only {human_size(free)} free"
         )
+    if config.contrast:
+        result.warnings.append("--contrast runs each row once per answer: time and features scale with the answers")
     if set(config.sites.split(",")) - {"hidden"}:
         result.warnings.append("--site beyond hidden is not counted in an estimate from config.json alone")
     if calibrate and len(corpus):
