@@ -125,7 +125,7 @@ def _hints(config, budget: Budget, device, max_length: int) -> str:
     hints = []
     if budget.dtype == "float32":
         hints.append("--dtype bfloat16 halves the weights")
-    if budget.activation_bytes > budget.needed_bytes // 4:
+    if budget.activation_bytes > budget.needed_bytes // 8:
         tokens = max(budget.max_tokens // 4, 512)
         also = f" --max-length {tokens}" if tokens < max_length else ""
         hints.append(f"--max-tokens {tokens}{also} cuts one batch's activations")

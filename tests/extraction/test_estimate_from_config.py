@@ -210,3 +210,23 @@ def test_the_truncated_forward_saving_is_reported_for_a_loaded_model_too(tmp_pat
     assert loaded.budget is None and loaded.notes and loaded.notes[0].startswith("the layers asked for need 1 of 2")
     assert loaded.notes[0] in configured.format() and loaded.notes[0] in loaded.format()
     assert not featx.estimate(corpus, model=str(model), calibrate=False).notes  # every layer: nothing to save
+
+
+def test_on_a_gpu_the_free_gpu_memory_is_the_room(llama_8b, tmp_path, monkeypatch):
+    """No GPU here: torch.cuda answers as an 80 GB GPU with 40 GB free would (the time is not calibrated)."""
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *args, **kwargs: True)
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda index=0: (40 * 10**9, 80 * 10**9))
+    corpus = write_csv(tmp_path / "c.csv", SENTENCES)
+    guess = featx.estimate(corpus, model=str(llama_8b), calibrate=False)  # auto: cuda, bfloat16
+    budget = guess.budget
+    assert guess.device == "cuda" and budget.dtype == "bfloat16" and budget.max_tokens == 65536
+    assert budget.available == "free GPU memory on cuda" and budget.available_bytes == 40 * 10**9
+    assert guess.peak_device_bytes == budget.needed_bytes == budget.weights_bytes + budget.activation_bytes
+    assert (
+        budget.fits is False and "--max-tokens 16384" in guess.warnings[0] and "--device-map auto" in guess.warnings[0]
+    )
+    smaller = featx.estimate(corpus, model=str(llama_8b), max_tokens=8192, calibrate=False)
+    assert smaller.budget.fits and "fits: needs" in smaller.format()
