@@ -65,6 +65,7 @@ def from_config_reason(config) -> str | None:
 
 
 def free_disk(output: Path) -> tuple[Path, int]:
+    """(the folder the output goes to, or the working folder if it does not exist yet; its free bytes)."""
     directory = output.parent if output.parent.exists() else Path(".")
     return directory, shutil.disk_usage(directory).free
 

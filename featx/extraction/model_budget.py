@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import InputError
-from .model_size import ModelSize, model_size
+from .model_size import LLAMA_LIKE, ModelSize, model_size
 
 CHARS_PER_TOKEN = 4.0  # English text in the vocabularies of current LLMs: about 4 characters per token
 MATMUL_SECONDS = 0.25
@@ -109,7 +109,7 @@ def activation_bytes(size: ModelSize, max_tokens: int, longest: int, n_stored: i
     their product) and the attention scores with their softmax, at the compute dtype."""
     states = max_tokens * size.hidden * (size.layers + 1 + n_stored + 2)
     qkv = max_tokens * (size.heads + 2 * size.kv_heads) * size.head_dim
-    mlp = max_tokens * size.intermediate * (3 if size.family in ("llama", "mistral", "qwen2", "qwen3") else 2)
+    mlp = max_tokens * size.intermediate * (3 if size.family in LLAMA_LIKE else 2)  # gated: gate, up, product
     scores = (max_tokens // max(1, longest)) * size.heads * longest * longest * 2
     return int((states + qkv + mlp + scores) * itemsize)
 
