@@ -2,7 +2,8 @@
 
     python bench/gpu.py prepare                       # here (needs the packaged MiniLM and ../shared/data)
     python bench/gpu.py run --device cuda              # on the GPU machine (bench/gpu.sh does both steps' glue)
-    python bench/gpu.py run --device cpu --quick       # a smoke run of the same code on CPU
+    python bench/gpu.py run --device cpu --quick       # the same code on CPU (needs prepare)
+    python bench/gpu.py run --smoke                    # tiny models built in place, CPU, seconds (tests run it)
 
 ``prepare`` writes bench/.gpu/ (carried to the GPU machine, which has no internet and no featx extras): the
 packaged MiniLM with its weights stored in bfloat16 (43 MB: the 87 MB fp32 file does not fit the 64 MiB
@@ -69,6 +70,28 @@ def prepare(assets: Path) -> None:
     print(f"prepared {assets} ({sum(f.stat().st_size for f in assets.rglob('*') if f.is_file()) / 1e6:.1f} MB)")
 
 
+def smoke_assets(work: Path) -> Path:
+    """``--smoke``: a tiny random BERT in MiniLM's place and 32 rows of data/demo.csv as both corpora, built
+    in place (no ``prepare``, no ../shared): only that every step runs, in seconds, on the CPU."""
+    sys.path.insert(0, str(HERE.parent / "tests"))
+    from support.tiny import build_tiny_bert
+
+    assets = work / "smoke-assets"
+    build_tiny_bert(assets / "minilm-bf16", max_positions=MAX_LENGTH)
+    with open(HERE.parent / "data" / "demo.csv", newline="", encoding="utf-8") as handle:
+        records = [(row["text"], row["sentiment"]) for _, row in zip(range(32), csv.DictReader(handle), strict=False)]
+    for name in ("sst2", "agnews"):
+        with open(assets / f"{name}.csv", "w", newline="", encoding="utf-8") as handle:
+            writer = csv.writer(handle)
+            writer.writerow(["text", "label"])
+            writer.writerows(records)
+    return assets
+
+
+BERT_BASE: dict = {}  # BertConfig defaults: bert-base shapes; --smoke makes it tiny
+SMOKE_BERT = dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128)
+
+
 def bert_base_random(assets: Path, work: Path) -> Path:
     """Built where the run works (never in the carried folder, which must stay under 64 MiB)."""
     folder = work / "bert-base-random"
@@ -78,9 +101,10 @@ def bert_base_random(assets: Path, work: Path) -> Path:
 
         folder.mkdir(parents=True, exist_ok=True)
         torch.manual_seed(0)
-        BertModel(BertConfig()).save_pretrained(str(folder), safe_serialization=True)
+        BertModel(BertConfig(**BERT_BASE)).save_pretrained(str(folder), safe_serialization=True)
         for file in TOKENIZER_FILES:
-            shutil.copy(assets / "minilm-bf16" / file, folder / file)
+            if (assets / "minilm-bf16" / file).exists():
+                shutil.copy(assets / "minilm-bf16" / file, folder / file)
     return folder
 
 
@@ -327,10 +351,10 @@ def run(args) -> None:
     import torch
 
     device = torch.device(args.device)
-    assets = args.assets
+    work = Path(tempfile.mkdtemp(prefix="featx-gpu-"))  # features files stay out of $OUT
+    assets = smoke_assets(work) if args.smoke else args.assets
     if not (assets / "minilm-bf16" / "model.safetensors").exists():
         raise SystemExit(f"{assets} is not prepared: run `python bench/gpu.py prepare` on the CPU machine first")
-    work = Path(tempfile.mkdtemp(prefix="featx-gpu-"))  # features files stay out of $OUT
     models = {"minilm": lambda: assets / "minilm-bf16", "bert-base-random": lambda: bert_base_random(assets, work)}
     log = lambda line="": print(line, flush=True)  # noqa: E731
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
@@ -372,6 +396,7 @@ def main(argv=None) -> None:
     parser.add_argument("--st-batch", default="32,256", help="sentence-transformers batch sizes")
     parser.add_argument("--no-compile", action="store_true", help="leave out the torch.compile runs")
     parser.add_argument("--parity-rows", type=int, default=200)
+    parser.add_argument("--smoke", action="store_true", help="tiny models and corpora built in place, CPU, no peers")
     args = parser.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -380,9 +405,13 @@ def main(argv=None) -> None:
         return
     if args.quick:
         args.models, args.dtypes, args.st_batch, args.parity_rows = args.models or "minilm", "bfloat16", "32", 32
+    if args.smoke:
+        args.device, args.dtypes, args.st_batch, args.parity_rows, args.no_compile = "cpu", "bfloat16", "", 16, True
+        args.corpora = "sst2"
+        BERT_BASE.update(SMOKE_BERT)
     args.models = args.models or "minilm,bert-base-random"
     args.models, args.corpora, args.dtypes = args.models.split(","), args.corpora.split(","), args.dtypes.split(",")
-    args.st_batch = [int(b) for b in args.st_batch.split(",")]
+    args.st_batch = [int(b) for b in args.st_batch.split(",") if b]  # empty: no sentence-transformers rows
     args.compile = [False] if args.no_compile else [False, True]
     args.out.mkdir(parents=True, exist_ok=True)
     run(args)

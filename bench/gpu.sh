@@ -1,22 +1,64 @@
 #!/usr/bin/env bash
-# One-command GPU benchmark (bench/gpu.py): featx vs sentence-transformers, fp16/bf16, with and without torch.compile;
-# then the logistic probe solver on the GPU against the numpy one on the CPU (bench/solver_gpu.py).
+# One-command GPU benchmark. Usage:
+#     bash bench/gpu.sh [OUT_DIR] [--smoke] [more arguments for bench/gpu.py run]
+# OUT_DIR: where the results go (default $OUT, else bench/.gpu/out): gpu-table.md/gpu.json (bench/gpu.py:
+# extraction at MiniLM and bert-base shapes, fp16/bf16, tokens/s and share of the bf16 matmul rate, against
+# sentence-transformers), solver-table.md/solver.json (bench/solver_gpu.py: the torch logistic solver against
+# the numpy one), decoder-table.md/decoder.json (bench/decoder.py: a seeded random ~1B Llama built in place,
+# bf16, with a prompt template: tokens/s, peak GPU memory, share of the matmul rate, the dry run's
+# prediction), predict-table.md/predict.json (bench/predict_gpu.py: featx predict, or why it was skipped),
+# and summary.md, all of them one after the other.
+#
+# --smoke (or SMOKE=1): the same steps on the CPU with tiny models and corpora built in place, in about a
+# minute (tests/bench/test_gpu_smoke.py runs it; no timing means anything there).
 #
 # Once, on the CPU machine (needs the packaged MiniLM and ../shared/data; writes bench/.gpu/, ~45 MB, gitignored):
 #     PYTHONPATH=$PWD .venv/bin/python bench/gpu.py prepare
 # On the GPU machine (the device tool: carry ["bench/.gpu"], plus ".whl" if wheels are needed there):
-#     bash bench/gpu.sh                 # tables in $OUT/gpu-table.md and solver-table.md (or bench/.gpu/out/), JSON beside them
-#     bash bench/gpu.sh --quick         # extra arguments go to bench/gpu.py run
+#     bash bench/gpu.sh "$OUT"
+#     bash bench/gpu.sh "$OUT" --quick     # extra arguments go to bench/gpu.py run
 # The GPU image has torch, transformers, sentence-transformers, h5py, click and scikit-learn; featx itself
 # travels as the working tree. Wheels in .whl/ (if any) are installed first, without network.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+OUT_DIR=${OUT:-bench/.gpu/out}
+if [[ $# -gt 0 && $1 != -* ]]; then
+    OUT_DIR=$1
+    shift
+fi
+SMOKE=${SMOKE:-0}
+ARGS=()
+for arg in "$@"; do
+    if [[ $arg == --smoke ]]; then SMOKE=1; else ARGS+=("$arg"); fi
+done
+mkdir -p "$OUT_DIR"
 if compgen -G ".whl/*.whl" > /dev/null; then
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
     export PYTHONPATH=/tmp/site:${PYTHONPATH:-}
 fi
 export PYTHONPATH=$PWD:${PYTHONPATH:-} HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false PYTHONUNBUFFERED=1
 PY=${PYTHON:-python3}
-nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv 2>/dev/null || true
-"$PY" bench/gpu.py run --device "${FEATX_GPU_DEVICE:-cuda}" --out "${OUT:-bench/.gpu/out}" "$@"
-"$PY" bench/solver_gpu.py --device "${FEATX_GPU_DEVICE:-cuda}" --out "${OUT:-bench/.gpu/out}"
+DEVICE=${FEATX_GPU_DEVICE:-cuda}
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv 2>/dev/null || echo "nvidia-smi: no NVIDIA GPU here"
+if [[ $SMOKE == 1 ]]; then
+    DEVICE=cpu
+    "$PY" bench/gpu.py run --smoke --out "$OUT_DIR" ${ARGS[@]+"${ARGS[@]}"}
+    "$PY" bench/solver_gpu.py --device cpu --sizes 500x32x3 --probe-size "" --out "$OUT_DIR"
+    "$PY" bench/decoder.py --smoke --out "$OUT_DIR"
+    "$PY" bench/predict_gpu.py --smoke --out "$OUT_DIR"
+else
+    "$PY" bench/gpu.py run --device "$DEVICE" --out "$OUT_DIR" ${ARGS[@]+"${ARGS[@]}"}
+    "$PY" bench/solver_gpu.py --device "$DEVICE" --out "$OUT_DIR"
+    "$PY" bench/decoder.py --device "$DEVICE" --out "$OUT_DIR"
+    "$PY" bench/predict_gpu.py --device "$DEVICE" --out "$OUT_DIR"
+fi
+{
+    echo "# bench/gpu.sh on $DEVICE$([[ $SMOKE == 1 ]] && echo ' (smoke: tiny shapes, timings mean nothing)'), $(date -u +%FT%TZ)"
+    for table in gpu solver decoder predict; do
+        echo
+        echo "## $table"
+        echo
+        cat "$OUT_DIR/$table-table.md"
+    done
+} > "$OUT_DIR/summary.md"
+echo "results in $OUT_DIR (summary.md)"

@@ -35,7 +35,8 @@ CONFIG = dict(
 )
 
 
-def build(folder: Path) -> None:
+def build(folder: Path, config: dict | None = None, shard: str = "600MB") -> None:
+    """A seeded random Llama of ``config`` (default ``CONFIG``) in bf16 with the tiny BPE tokenizer, saved in shards."""
     import torch
     from support.families import BY_NAME, tokenizer_object
     from transformers import LlamaConfig, LlamaModel, PreTrainedTokenizerFast
@@ -54,10 +55,10 @@ def build(folder: Path) -> None:
     tokenizer.save_pretrained(str(folder))
     torch.manual_seed(0)
     torch.set_default_dtype(torch.bfloat16)
-    model = LlamaModel(LlamaConfig(**CONFIG, dtype="bfloat16")).eval()
+    model = LlamaModel(LlamaConfig(**(config or CONFIG), dtype="bfloat16")).eval()
     torch.set_default_dtype(torch.float32)
     print(f"parameters: {sum(p.numel() for p in model.parameters()):,}")
-    model.save_pretrained(str(folder), safe_serialization=True, max_shard_size="600MB")
+    model.save_pretrained(str(folder), safe_serialization=True, max_shard_size=shard)
 
 
 def corpus(rows: int, path: Path) -> Path:

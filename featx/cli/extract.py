@@ -150,7 +150,8 @@ _COMMITS_SHARDS_AND_WORDS = options(
     click.option(
         "--dry-run",
         is_flag=True,
-        help="Only estimate: rows, tokens, output size, peak memory and time (a short calibration); write nothing.",
+        help="Only estimate: rows, tokens, output size, peak memory and time (a short calibration); a large "
+        "model (or a folder with only its config.json) from its config alone, with whether it fits; write nothing.",
     ),
 )
 

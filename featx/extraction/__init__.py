@@ -33,7 +33,7 @@ _LAZY = {
     "resolve_plan": "plan",
     "extract": "orchestrate",
     "estimate": "estimation",
-    "Estimate": "estimation",
+    "Estimate": "estimate_summary",
     "merge": "merge",
     "MergeSummary": "merge",
     "embed": "embedding",

@@ -4,134 +4,22 @@ Everything but the time comes from tokenising the corpus (no forward pass): rows
 the size of the features file for the chosen layers/poolings/dtype/token storage, and the peak memory.
 The time comes from a short calibration on the chosen device: a few batches drawn from the run's own
 batch plan (so with the corpus's own length distribution) are timed after one warm-up batch, and the
-measured seconds per padded token are applied to every planned batch.
+measured seconds per padded token are applied to every planned batch. A model too large to load for an
+estimate (or a folder with only its config.json) is estimated from its config alone (``config_estimate``).
 """
 
 from __future__ import annotations
 
-import os
 import shutil
 import time
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
 
+from .estimate_summary import Estimate, current_rss, file_sizes, human_duration, human_size
+
 CALIBRATION_BATCHES = 3
 CPU_CALIBRATION_TOKENS = 2048  # on CPU the rate per token hardly depends on batch size: time small slices
-STRING_OVERHEAD = 16  # bytes per stored string beyond its UTF-8 text (HDF5 variable-length heap entry)
-FILE_OVERHEAD = 64 << 10  # HDF5 metadata, attributes, B-trees of a features file
-
-
-@dataclass
-class Estimate:
-    """The expected cost of one extraction (sizes in bytes, time in seconds, None when not estimated)."""
-
-    corpus: str
-    output: str
-    model: str
-    device: str
-    rows: int
-    tokens: int
-    truncated_rows: int
-    max_length: int
-    layers: list[int]
-    poolings: list[str]
-    hidden_size: int
-    store_dtype: str
-    with_tokens: bool
-    pooled_bytes: int
-    token_bytes: int
-    other_bytes: int
-    peak_memory_bytes: int
-    free_disk_bytes: int
-    peak_device_bytes: int | None = None  # accelerator memory (model + one batch), None on CPU
-    seconds: float | None = None
-    calibration: str = ""
-    warnings: list[str] = field(default_factory=list)
-    windowed_rows: int = 0  # --long window: rows longer than max_length, run as overlapping windows
-
-    @property
-    def file_bytes(self) -> int:
-        return self.pooled_bytes + self.token_bytes + self.other_bytes
-
-    def as_dict(self) -> dict:
-        return {**asdict(self), "file_bytes": self.file_bytes}
-
-    def format(self) -> str:
-        lines = [
-            f"dry run: {self.corpus} -> {self.output} (nothing written)",
-            f"model {self.model} on {self.device}: {len(self.layers)} layers x {self.hidden_size} dims, "
-            f"poolings {', '.join(self.poolings)}, stored as {self.store_dtype}"
-            + (", with token-level states" if self.with_tokens else ""),
-            f"rows {self.rows:,}, tokens {self.tokens:,} (max length {self.max_length}, "
-            f"{self.truncated_rows:,} rows truncated"
-            + (f", {self.windowed_rows:,} run in overlapping windows" if self.windowed_rows else "")
-            + ")",
-            f"output size ~{_size(self.file_bytes)} (pooled {_size(self.pooled_bytes)}"
-            + (f", token-level {_size(self.token_bytes)}" if self.with_tokens else "")
-            + f", texts/ids/labels {_size(self.other_bytes)}); free disk {_size(self.free_disk_bytes)}",
-            f"peak memory ~{_size(self.peak_memory_bytes)} (process with model and tokens, "
-            + ("write buffers" if self.peak_device_bytes is not None else "one batch's activations, write buffers")
-            + ")"
-            + (
-                f"; {self.device} memory ~{_size(self.peak_device_bytes)} (model + one batch)"
-                if self.peak_device_bytes is not None
-                else ""
-            ),
-        ]
-        if self.seconds is not None:
-            lines.append(f"expected time ~{_duration(self.seconds)} ({self.calibration})")
-        lines += [f"warning: {warning}" for warning in self.warnings]
-        return "\n".join(lines)
-
-
-def _size(n: float) -> str:
-    for unit in ("B", "KB", "MB", "GB", "TB"):
-        if abs(n) < 1000 or unit == "TB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1000
-    return f"{n:.1f} TB"
-
-
-def _duration(seconds: float) -> str:
-    if seconds < 120:
-        return f"{seconds:.1f} s"
-    if seconds < 7200:
-        return f"{seconds / 60:.1f} min"
-    return f"{seconds / 3600:.1f} h"
-
-
-def file_sizes(
-    n_rows: int,
-    n_tokens: int,
-    n_layers: int,
-    hidden: int,
-    n_poolings: int,
-    itemsize: int,
-    with_tokens: bool,
-    text_bytes: int,
-    id_bytes: int,
-    n_labels: int,
-    has_split: bool,
-) -> tuple[int, int, int]:
-    """(pooled, token-level, everything else) bytes of a features file; mirrors ``store.FeatureWriter.create``.
-
-    Features are preallocated in whole chunks (one layer of a block of rows), so the row count is
-    rounded up to a multiple of the chunk's rows.
-    """
-    from ..store.hdf5 import allocated_rows
-
-    def allocated(n: int) -> int:
-        return allocated_rows(n, hidden, itemsize)
-
-    pooled = allocated(n_rows) * n_layers * hidden * itemsize * n_poolings
-    tokens = 0
-    if with_tokens:  # states + input_ids + word_ids + offsets
-        tokens = allocated(n_tokens) * n_layers * hidden * itemsize + n_tokens * 8 + (n_rows + 1) * 8
-    strings = text_bytes + id_bytes + (2 + int(has_split)) * n_rows * STRING_OVERHEAD
-    other = strings + n_rows * (4 + 4 + 1 + 4 * n_labels) + FILE_OVERHEAD
-    return int(pooled), int(tokens), int(other)
 
 
 def batch_activation_bytes(
@@ -144,28 +32,23 @@ def batch_activation_bytes(
     return int(hidden_states + attention)
 
 
-def current_rss() -> int:
-    """Resident memory of this process now (interpreter, torch, the loaded model, corpus and tokens)."""
-    try:
-        with open("/proc/self/statm") as handle:
-            return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError):
-        import resource
-        import sys
+def estimate(config=None, calibrate: bool = True, from_config: bool | None = None, **options) -> Estimate:
+    """The cost of ``featx.extract(config)`` without running it (the same options, the same plan).
 
-        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        return int(peak if sys.platform == "darwin" else peak * 1024)
-
-
-def estimate(config=None, calibrate: bool = True, **options) -> Estimate:
-    """The cost of ``featx.extract(config)`` without running it (the same options, the same plan)."""
+    ``from_config``: estimate from the model's ``config.json`` alone, loading no weights
+    (``model_budget``); None (the default) does so when the folder holds no weights or they are large.
+    """
     from .config import make_config
+    from .config_estimate import estimate_from_config, from_config_reason
     from .modeling import load_model
     from .native.select import native_requested
     from .plan import resolve_plan
     from .word_corpus import read_input
 
     config = make_config(config, **options)
+    reason = from_config_reason(config) if from_config is not False else None
+    if reason or from_config:
+        return estimate_from_config(config, reason or "asked for", calibrate)
     corpus = read_input(config)  # a table of texts, or word inputs (word_corpus.py)
     setup_started = time.perf_counter()
     loaded = load_model(
@@ -189,13 +72,15 @@ def estimate(config=None, calibrate: bool = True, **options) -> Estimate:
         forward, note = _calibrate(plan, loaded, tokenized)
         result.seconds = forward + setup_seconds
         result.calibration = (
-            f"forward passes ~{_duration(forward)}, model load and tokenising {setup_seconds:.1f} s; {note}"
+            f"forward passes ~{human_duration(forward)}, model load and tokenising {setup_seconds:.1f} s; {note}"
         )
     return result
 
 
 def _sizes(plan, corpus, tokenized, loaded) -> Estimate:
     """Sizes and memory of ``plan`` on the tokenised corpus; every site counted, as the writer stores it."""
+    from .model_budget import loaded_truncation_notes
+
     n_tokens, n_rows = int(tokenized.lengths.sum()), len(corpus)
     pooled, token_bytes, other = _file_bytes(plan, corpus, tokenized, loaded, n_rows, n_tokens)
     model_bytes, activations = _device_bytes(plan, loaded, tokenized, n_rows)
@@ -229,11 +114,12 @@ def _sizes(plan, corpus, tokenized, loaded) -> Estimate:
         peak_device_bytes=model_bytes + activations if on_gpu else None,
         windowed_rows=int((tokenized.lengths > plan.max_length).sum()) if plan.window else 0,
     )
+    result.notes += loaded_truncation_notes(loaded, plan.layers)
     if result.file_bytes > free:
         what = "token-level storage" if plan.with_tokens and token_bytes > pooled else "the output"
         result.warnings.append(
-            f"{what} needs ~{_size(result.file_bytes)} but {directory} has only "
-            f"{_size(free)} free; drop --tokens, choose fewer --layer, or write elsewhere with -o"
+            f"{what} needs ~{human_size(result.file_bytes)} but {directory} has only "
+            f"{human_size(free)} free; drop --tokens, choose fewer --layer, or write elsewhere with -o"
         )
     return result
 

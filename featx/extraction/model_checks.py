@@ -87,7 +87,7 @@ def _limit(name: str) -> int:
     return VOCABULARY_LIMIT if _is_vocabulary(name) else CONFIG_LIMIT
 
 
-def _roots(folder: Path) -> list[Path]:
+def model_roots(folder: Path) -> list[Path]:
     """Where links in ``folder`` may lead: the folder, and a Hugging Face cache snapshot's repository folder."""
     roots = [folder.resolve()]
     if folder.parent.name == "snapshots":
@@ -124,7 +124,7 @@ def check_file(path: Path, roots: list[Path], limit: int) -> None:
 def check_files(folder: Path) -> None:
     """Every config or tokenizer file in ``folder`` (``CONFIG_FILES``, vocabularies) is a bounded regular file
     that stays inside it."""
-    roots = _roots(folder)
+    roots = model_roots(folder)
     for path in sorted(folder.iterdir()):
         if path.name in CONFIG_FILES or _is_vocabulary(path.name):
             check_file(path, roots, _limit(path.name))
@@ -132,7 +132,7 @@ def check_files(folder: Path) -> None:
 
 def read_json(path: Path) -> Any:
     """The JSON in ``path``, read only after ``check_file`` (so never a device or a huge file)."""
-    check_file(path, _roots(path.parent), _limit(path.name))
+    check_file(path, model_roots(path.parent), _limit(path.name))
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as err:
@@ -182,19 +182,22 @@ def safetensors_shapes(files: list[Path]) -> dict[str, tuple[int, ...]]:
                 if length > HEADER_LIMIT:
                     raise ValueError(f"a header of {length} bytes")
                 header = json.loads(handle.read(length))
-            shapes.update(
-                {
-                    key: tuple(int(size) for size in entry["shape"])
-                    for key, entry in header.items()
-                    if key != "__metadata__"
-                }
-            )
-        except (OSError, ValueError, struct.error, TypeError, KeyError, AttributeError) as err:
+            tensors = {key: entry for key, entry in header.items() if key != "__metadata__"}
+            shapes.update({key: tuple(int(size) for size in entry["shape"]) for key, entry in tensors.items()})
+            end = 8 + length + max((int(entry["data_offsets"][1]) for entry in tensors.values()), default=0)
+            file_size = os.stat(path).st_size
+        except (OSError, ValueError, struct.error, TypeError, KeyError, AttributeError, IndexError) as err:
             raise ModelError(
                 f"cannot load model {path.parent}: its weights file {path.name} has no readable safetensors "
                 f"header ({type(err).__name__})",
                 "check that the model folder is complete and undamaged",
             ) from None
+        if file_size < end:
+            raise ModelError(
+                f"cannot load model {path.parent}: its weights file {path.name} is cut short ({file_size:,} bytes, "
+                f"its header describes {end:,})",
+                "the copy or download did not finish; copy the file again",
+            )
     return shapes
 
 

@@ -14,7 +14,7 @@ from ..errors import FeatxError, InputError, ModelError
 from . import model_checks
 from .devices import resolve_device, resolve_dtype
 from .fingerprints import weights_sha256_in_background
-from .model_files import DEFAULT_MODEL, default_model_path
+from .model_files import DEFAULT_MODEL, default_model_path, weight_files
 
 PICKLE_WEIGHTS = (
     "pytorch_model.bin",
@@ -46,42 +46,10 @@ class LoadedModel:
         return getattr(self.model, "pooler", None) is not None
 
 
-SAFETENSORS_INDEX = "model.safetensors.index.json"
-
-
-def _weights_files(folder: Path) -> list[Path]:
-    """The weight files: every shard a ``model.safetensors.index.json`` names, else every ``*.safetensors``.
-
-    All of them are hashed (``weights_sha256``), in name order; a shard the index names but the folder
-    lacks is an error here, before anything is loaded.
-    """
-    index = folder / SAFETENSORS_INDEX
-    if not index.exists():
-        return sorted(folder.glob("*.safetensors"))
-    import json
-
-    try:
-        weight_map = json.loads(index.read_text(encoding="utf-8"))["weight_map"]
-        names = sorted(set(weight_map.values()))
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        raise ModelError(
-            f"{index} is not a readable safetensors index (no weight_map)",
-            "re-save the model with save_pretrained(folder, safe_serialization=True)",
-        ) from None
-    missing = [name for name in names if not (folder / name).is_file()]
-    if missing:
-        raise ModelError(
-            f"model folder {folder} lacks {len(missing)} of the {len(names)} weight shards its "
-            f"{SAFETENSORS_INDEX} names ({', '.join(missing[:3])}{', ...' if len(missing) > 3 else ''})",
-            "copy the whole folder again; every shard is needed",
-        )
-    return [folder / name for name in names]
-
-
 def _check_folder(folder: Path) -> list[Path]:
     if not (folder / "config.json").exists():
         raise ModelError(f"model folder {folder} has no config.json", "point --model at a Hugging Face model folder")
-    weights = _weights_files(folder)
+    weights = weight_files(folder)
     if not weights:
         pickles = [name for name in PICKLE_WEIGHTS if (folder / name).exists()]
         if pickles:
@@ -180,16 +148,16 @@ def load_model(
 
     name, folder = _resolve_folder(model)
     model_checks.check_files(folder)
-    weight_files = _check_folder(folder)
+    weights = _check_folder(folder)
     _refuse_custom_code(name, folder, trust_remote_code)
-    model_checks.check_contents(folder, weight_files, trust_remote_code, random_init)
+    model_checks.check_contents(folder, weights, trust_remote_code, random_init)
     torch_device = resolve_device(device)
     torch_dtype = resolve_dtype(dtype, torch_device)
-    placement = _placement(device_map)
+    placement = device_placement(device_map, device)
     if torch_dtype == torch.bfloat16 and torch_device.type == "cuda" and not torch.cuda.is_bf16_supported():
         raise InputError("--dtype bfloat16: this GPU does not support bfloat16", "use --dtype float16")
-    weights_digest = weights_sha256_in_background(weight_files)  # overlaps the imports and the load
-    choice = select.choose(folder, weight_files, native, trust_remote_code, random_init, placement)
+    weights_digest = weights_sha256_in_background(weights)  # overlaps the imports and the load
+    choice = select.choose(folder, weights, native, trust_remote_code, random_init, placement)
     if choice.native:
         config, tokenizer, encoder, part = select.load(choice, folder, torch_dtype)
     else:
@@ -274,8 +242,12 @@ def _refuse_custom_code(name: str, folder: Path, trust_remote_code: bool) -> Non
 ENCODER_CLASSES = {"t5": "T5EncoderModel", "mt5": "MT5EncoderModel", "umt5": "UMT5EncoderModel"}
 
 
-def _placement(device_map: str | None) -> dict:
-    """``from_pretrained`` arguments for ``--device-map auto`` (accelerate's placement), or none."""
+def device_placement(device_map: str | None, device: str = "auto") -> dict:
+    """``from_pretrained`` arguments for ``--device-map auto`` (accelerate's placement), or none.
+
+    Refused without accelerate, and without a CUDA GPU (or with ``--device cpu``): accelerate would then put
+    every layer on the CPU, or spill them to disk, which is slower than a plain CPU run and no smaller.
+    """
     if not device_map:
         return {}
     import importlib.util
@@ -284,6 +256,16 @@ def _placement(device_map: str | None) -> dict:
         raise InputError(
             "--device-map auto needs the accelerate package, which is not installed here",
             "pip install accelerate (or: pip install 'featx[large]'), or leave out --device-map",
+        )
+    if (device or "auto").lower() == "cpu":
+        raise InputError(
+            "--device-map auto spreads a model over GPUs, and --device cpu asks for the CPU",
+            "leave out --device-map to run on the CPU, or --device to use the GPUs",
+        )
+    if not torch.cuda.is_available():
+        raise InputError(
+            "--device-map auto spreads a model over GPUs, and no CUDA GPU is available here",
+            "leave out --device-map: the model then runs on the CPU (--dtype bfloat16 halves its memory)",
         )
     return {"device_map": device_map}
 

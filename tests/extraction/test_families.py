@@ -267,10 +267,11 @@ def test_cli_t5_and_a_causal_model(family_models, family_corpus, tmp_path):
 
 
 def test_device_map_auto(family_models, family_corpus, tmp_path, monkeypatch):
-    """--device-map auto (accelerate's placement; on this CPU machine every layer lands on the CPU) gives
-    the same features; without accelerate it is one clear error; with --random-init it is refused."""
+    """--device-map auto (accelerate's placement, on a GPU machine) gives the same features; without
+    accelerate it is one clear error; with --random-init it is refused (no GPU: test_sharded_models)."""
     import importlib.util
 
+    import torch
     from support.families import BY_NAME
 
     from featx.errors import InputError
@@ -280,7 +281,7 @@ def test_device_map_auto(family_models, family_corpus, tmp_path, monkeypatch):
         ExtractConfig(corpus=family_corpus, device_map="auto", random_init=True)
     with pytest.raises(InputError, match="--device-map 'everywhere'"):
         ExtractConfig(corpus=family_corpus, device_map="everywhere")
-    if importlib.util.find_spec("accelerate") is not None:
+    if importlib.util.find_spec("accelerate") is not None and torch.cuda.is_available():  # else refused
         plain = run_family(model, family_corpus, tmp_path / "plain.h5")
         mapped = run_family(model, family_corpus, tmp_path / "mapped.h5", device_map="auto")
         with featx.open(plain.output) as a, featx.open(mapped.output) as b:
