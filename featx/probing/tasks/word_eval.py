@@ -8,7 +8,7 @@ import time
 import numpy as np
 
 from .. import evaluation as ev
-from ..solvers import classifiers as clf
+from .word_fit import fit_logreg_words, standardised
 from .word_items import WordPlan, WordTask, inner_split_by_sentence
 
 
@@ -16,29 +16,12 @@ def item_features(task: WordTask, layer_states: np.ndarray) -> np.ndarray:
     """The probe input of every item from one layer's ``(n_words, H)`` word vectors: the word's vector,
     or ``[h_head, h_dep, h_head * h_dep]`` for an arc item."""
     if task.words.ndim == 1:
+        if len(task.words) == len(layer_states) and np.array_equal(task.words, np.arange(len(layer_states))):
+            return np.ascontiguousarray(layer_states, dtype=np.float32)  # every word is an item: no copy
         return np.ascontiguousarray(layer_states[task.words], dtype=np.float32)
     head = layer_states[task.words[:, 0]].astype(np.float32)
     dependent = layer_states[task.words[:, 1]].astype(np.float32)
     return np.concatenate([head, dependent, head * dependent], axis=1)
-
-
-def _fit_logreg(X, labels, train, dev, groups, n_classes, cs, balanced, seed):
-    """``evaluation.fit_logreg`` with the C holdout drawn by sentence when there is no dev part."""
-    from ..solvers import softmax
-
-    if dev is not None or len(cs) == 1:
-        return ev.fit_logreg(X, labels, train, dev, n_classes, cs, balanced, seed)
-    scaler = ev.fit_scaler(X, train)
-    Xs = scaler(X[train])
-    targets = [y[train] for y in labels]
-    fit_rows, val_rows = inner_split_by_sentence(groups[train], np.arange(len(train)), seed)
-    found = ev.search_logreg(Xs, targets, fit_rows, val_rows, n_classes, cs, balanced)
-    chosen, init = [C for C, _, _ in found], [theta for _, theta, _ in found]
-    solution = softmax.solve(Xs, targets, n_classes, chosen, balanced, init=init, tol=clf.LOGREG_TOL)
-    return [
-        (clf.logreg_from(solution.theta[p], solution.offsets[p], chosen[p], balanced), scaler, chosen[p])
-        for p in range(len(labels))
-    ]
 
 
 def run_fold(
@@ -57,8 +40,8 @@ def run_fold(
     """One outer fold for each label vector (the real labels, then the control task's)."""
     started = time.perf_counter()
     if classifier == "logreg":
-        fitted = _fit_logreg(X, labels, train, dev, groups, n_classes, cs, balanced, seed)
-        X_test = fitted[0][1](X[test])
+        fitted = fit_logreg_words(X, labels, train, dev, groups, n_classes, cs, balanced, seed)
+        X_test = standardised(X, test, fitted[0][1])
         seconds = (time.perf_counter() - started) / len(labels)
         return [ev.FoldResult(model.predict(X_test), C, seconds) for model, _, C in fitted]
     if dev is None:  # svm's C search and the MLP's early stopping hold out whole training sentences
