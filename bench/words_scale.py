@@ -17,6 +17,12 @@ included) sampled with psutil: ``featx extract`` (all layers, the three word poo
 sets, ``|``-separated; ``--keep``: keep the features file and reuse it next time). Memory-flat means the extract's
 peak does not grow with the sentence count (words stream to the file) and the probe's does not grow with the
 number of layers probed (one layer x pooling is read at a time). Everything lives in bench/.cache/words-scale/.
+
+``--featx DIR`` runs the probes with another checkout's featx (e.g. the main branch's, on the same kept
+features file) and ``--compare DIR`` runs each probe with both, this checkout's first, then prints the
+largest difference of accuracy, control accuracy and selectivity over the (layer, pooling) rows:
+
+    PYTHONPATH=$PWD python bench/words_scale.py --sentences 20000 --keep --probes "--layer all" --compare ../main
 """
 
 from __future__ import annotations
@@ -79,6 +85,8 @@ def main(argv=None) -> None:
     parser.add_argument("--probes", default="--layer -1|--layer all", help="featx probe option sets, '|'-separated")
     parser.add_argument("--label", default="upos")
     parser.add_argument("--keep", action="store_true", help="keep the features file (and reuse a kept one)")
+    parser.add_argument("--featx", type=Path, default=ROOT, help="the checkout whose featx runs the probes")
+    parser.add_argument("--compare", type=Path, default=None, help="also probe with this checkout; print the gaps")
     args = parser.parse_args(argv)
     env = {
         **os.environ,
@@ -120,27 +128,48 @@ def main(argv=None) -> None:
             )
         size = features.stat().st_size / 1e6
         for index, options in enumerate(args.probes.split("|")):
-            output = CACHE / f"probe-{args.model}-{n_sentences}-{index}"
-            command = [
-                sys.executable,
-                "-m",
-                "featx",
-                "probe",
-                str(features),
-                "--label",
-                args.label,
-                *options.split(),
-                "-o",
-                str(output),
-            ]
-            rss, tree, seconds = peak_rss(command, env)
-            _row(n_sentences, n_words, f"probe --label {args.label} {options}", size, rss, tree, seconds)
+            outputs = []
+            for checkout in [args.featx.resolve()] + ([args.compare.resolve()] if args.compare else []):
+                output = CACHE / f"probe-{args.model}-{n_sentences}-{index}-{checkout.name}"
+                command = [
+                    sys.executable,
+                    "-m",
+                    "featx",
+                    "probe",
+                    str(features),
+                    "--label",
+                    args.label,
+                    *options.split(),
+                    "-o",
+                    str(output),
+                ]
+                rss, tree, seconds = peak_rss(command, {**env, "PYTHONPATH": str(checkout)})
+                stage = f"probe --label {args.label} {options}" + (f" ({checkout.name})" if args.compare else "")
+                _row(n_sentences, n_words, stage, size, rss, tree, seconds)
+                outputs.append(output)
+            if args.compare:
+                _gaps(*outputs)
         if not args.keep:
             features.unlink()  # tens of GB at 20,000 sentences of bert-base
     print(
         f"extract: featx extract scale-train.conllu scale-test.conllu --model {args.model}; "
         f"probe: featx probe FEATURES --label {args.label} OPTIONS"
     )
+
+
+def _gaps(first: Path, second: Path) -> None:
+    """The largest |difference| of each score column over the probes (layer, pooling) the two runs share."""
+    import pandas as pd
+
+    key = ["layer", "pooling"]
+    tables = [pd.read_csv(f"{prefix}.csv") for prefix in (first, second)]  # featx probe -o PREFIX
+    tables = [table[table["kind"] == "single"].set_index(key) for table in tables]
+    joined = tables[0].join(tables[1], lsuffix="_a", rsuffix="_b", how="inner")
+    for column in ("accuracy", "control_accuracy", "selectivity"):
+        gap = (joined[f"{column}_a"] - joined[f"{column}_b"]).abs()
+        layer, pooling = gap.idxmax()
+        where = f"layer {int(layer)}, {pooling}"
+        print(f"{column}: largest gap {gap.max():.4f} ({where}), mean {gap.mean():.4f} over {len(gap)} probes")
 
 
 def _row(n_sentences, n_words, stage, size, rss, tree, seconds) -> None:

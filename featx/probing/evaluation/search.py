@@ -87,18 +87,25 @@ def search_logreg(Xs: np.ndarray, labels: list[np.ndarray], fit_rows, val_rows, 
     their path are fitted in one batched solve (``softmax.solve``), warm-started from their last C.
     Returns (best C, theta at it, offsets, predictions of ``val_rows`` at it) per label vector.
     """
+    fit = [y[fit_rows] for y in labels]
+    val = [y[val_rows] for y in labels]
+    return search_logreg_on(Xs[fit_rows], fit, Xs[val_rows], val, n_classes, cs, balanced)
+
+
+def search_logreg_on(X_fit: np.ndarray, fit_labels: list, X_val: np.ndarray, val_labels: list, n_classes, cs, balanced):
+    """``search_logreg`` on a fit matrix and a validation matrix given apart (standardised, the rows of a
+    training part only): what ``search_logreg`` returns, for callers that hold out or sample their own rows."""
     from ..solvers import softmax
 
-    X_fit, X_val = Xs[fit_rows], Xs[val_rows]
-    paths = [CPath(y[val_rows]) for y in labels]
-    current: list = [None] * len(labels)
-    live = list(range(len(labels)))
+    paths = [CPath(y) for y in val_labels]
+    current: list = [None] * len(fit_labels)
+    live = list(range(len(fit_labels)))
     for C in sorted(cs):
         if not live:
             break
         solution = softmax.solve(
             X_fit,
-            [labels[t][fit_rows] for t in live],
+            [fit_labels[t] for t in live],
             n_classes,
             [C] * len(live),
             balanced,
@@ -109,7 +116,7 @@ def search_logreg(Xs: np.ndarray, labels: list[np.ndarray], fit_rows, val_rows, 
         for j, t in enumerate(live):
             current[t] = solution.theta[j]
             predicted = np.argmax(solution.scores(X_val, j), axis=1)
-            score = float(np.mean(predicted == labels[t][val_rows]))
+            score = float(np.mean(predicted == val_labels[t]))
             if paths[t].record(C, score, partial(_solution_at, solution, j, predicted)):
                 still.append(t)
         live = still

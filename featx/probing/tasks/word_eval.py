@@ -8,6 +8,7 @@ import time
 import numpy as np
 
 from .. import evaluation as ev
+from .word_fit import fit_logreg_words, standardised
 from .word_items import WordPlan, WordTask, inner_split_by_sentence
 
 
@@ -15,21 +16,12 @@ def item_features(task: WordTask, layer_states: np.ndarray) -> np.ndarray:
     """The probe input of every item from one layer's ``(n_words, H)`` word vectors: the word's vector,
     or ``[h_head, h_dep, h_head * h_dep]`` for an arc item."""
     if task.words.ndim == 1:
+        if len(task.words) == len(layer_states) and np.array_equal(task.words, np.arange(len(layer_states))):
+            return np.ascontiguousarray(layer_states, dtype=np.float32)  # every word is an item: no copy
         return np.ascontiguousarray(layer_states[task.words], dtype=np.float32)
     head = layer_states[task.words[:, 0]].astype(np.float32)
     dependent = layer_states[task.words[:, 1]].astype(np.float32)
     return np.concatenate([head, dependent, head * dependent], axis=1)
-
-
-def _fit_logreg(X, labels, train, dev, groups, n_classes, cs, balanced, seed):
-    """``evaluation.fit_logreg`` with the C holdout drawn by sentence when there is no dev part."""
-    if dev is not None:
-        return ev.fit_logreg(X, labels, train, dev, n_classes, cs, balanced, seed)
-    scaler = ev.fit_scaler(X, train)
-    Xs = scaler(X[train])
-    targets = [y[train] for y in labels]
-    fit_rows, val_rows = inner_split_by_sentence(groups[train], np.arange(len(train)), seed)
-    return ev.final_logreg(Xs, targets, fit_rows, val_rows, n_classes, cs, balanced, scaler, train)
 
 
 def run_fold(
@@ -48,8 +40,8 @@ def run_fold(
     """One outer fold for each label vector (the real labels, then the control task's)."""
     started = time.perf_counter()
     if classifier == "logreg":
-        fitted = _fit_logreg(X, labels, train, dev, groups, n_classes, cs, balanced, seed)
-        X_test = fitted[0][1](X[test])
+        fitted = fit_logreg_words(X, labels, train, dev, groups, n_classes, cs, balanced, seed)
+        X_test = standardised(X, test, fitted[0][1])
         seconds = (time.perf_counter() - started) / len(labels)
         return [
             ev.FoldResult(model.predict(X_test), C, seconds, validation=validation)
