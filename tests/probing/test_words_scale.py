@@ -39,7 +39,7 @@ def _old_fit(X, labels, train, groups, k, seed):
     targets = [y[train] for y in labels]
     fit_rows, val_rows = inner_split_by_sentence(groups[train], np.arange(len(train)), seed)
     found = ev.search_logreg(Xs, targets, fit_rows, val_rows, k, CS, False)
-    chosen, init = [C for C, _, _ in found], [theta for _, theta, _ in found]
+    chosen, init = [C for C, *_ in found], [theta for _, theta, *_ in found]
     solution = softmax.solve(Xs, targets, k, chosen, False, init=init, tol=clf.LOGREG_TOL)
     return [clf.logreg_from(solution.theta[p], solution.offsets[p], chosen[p], False) for p in range(len(labels))]
 
@@ -72,7 +72,7 @@ def test_under_the_cap_the_fit_is_the_plain_one():
     fitted = fit_logreg_words(X, [y, control], train, None, groups, 4, CS, False, seed=7)
     reference = _old_fit(X, [y, control], train, groups, 4, seed=7)
     X_test = fitted[0][1](X[test])
-    for (model, _, C), old in zip(fitted, reference, strict=True):
+    for (model, _, C, _), old in zip(fitted, reference, strict=True):
         assert C == old.C
         np.testing.assert_array_equal(model.predict(X_test), old.predict(X_test))
 
