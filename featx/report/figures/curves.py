@@ -151,7 +151,8 @@ def _finish_layer_axes(ax, rows: pd.DataFrame, core: list[float], values: list[f
 
 
 def _mark_off_axis(ax, bottom: float, top: float) -> None:
-    """Legend entries of lines drawn wholly outside the y limits get "(below the axis)" or "(above the axis)"."""
+    """Legend entries of lines drawn wholly outside the y limits get "(below the axis)" or "(above the axis)", of
+    lines that leave them "(partly off the axis)"."""
     for line in ax.lines:
         label = str(line.get_label())
         y = np.asarray(line.get_ydata(), dtype=float)
@@ -162,6 +163,8 @@ def _mark_off_axis(ax, bottom: float, top: float) -> None:
             line.set_label(f"{label} (below the axis)")
         elif (y > top).all():
             line.set_label(f"{label} (above the axis)")
+        elif (y < bottom).any() or (y > top).any():
+            line.set_label(f"{label} (partly off the axis)")
 
 
 def _mark_like_best(ax, part: pd.DataFrame, layers, y, colour, marker) -> bool:
