@@ -112,7 +112,7 @@ class ProbeResult:
     def format_table(self) -> str:
         """The printout of the run: its table (``featx.report.text``), then which row was chosen on the
         training part and which scored best on the test rows."""
-        from .tasks.base import selection_lines
+        from .choice import selection_lines
 
         return "\n".join([self._table_text(), "", *selection_lines(self.meta)]).rstrip("\n")
 
