@@ -96,7 +96,7 @@ def fit_head(
         head = _fit_mlp(X, y, len(classes), balanced, seed)
         head.classes = list(classes)
         return head
-    model, scaler, C = ev.fit_linear(classifier, X, y, rows, None, tuple(cs), balanced, seed)
+    model, scaler, C, _ = ev.fit_linear(classifier, X, y, rows, None, tuple(cs), balanced, seed)
     weights = linear_weights(model, len(classes))
     return Head(classifier, scaler.mean, scaler.scale, weights, list(classes), float(C))
 
