@@ -88,7 +88,7 @@ def fit_head(
         from ..probing.solvers.ridge import fit_ridge
 
         fits, scaler = fit_ridge(X, [y], rows, None, tuple(alphas), seed)
-        fit, alpha = fits[0]
+        fit, alpha, _ = fits[0]
         weights = {"coef": np.asarray(fit.coef, np.float64), "intercept": np.asarray(fit.intercept, np.float64)}
         return Head("ridge", scaler.mean, scaler.scale, weights, None, float(alpha))
     assert classes is not None
