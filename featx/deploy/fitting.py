@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
+from ..extraction.fingerprints import tokenizer_sha256
 from ..probing import evaluation as ev
 from ..probing.evaluation import regression_metrics as rm
 from ..store import FeatureFile
@@ -136,11 +137,14 @@ def fit(config: FitConfig | str | Path | None = None, report: Callable[[str], No
 
 
 def _extraction(plan: FitPlan) -> dict:
-    from .model_ref import model_folder, tokenizer_sha256
+    """What the bundle records of the extraction; the tokenizer's sha256 as the features file recorded it at
+    extraction, else (an older file) hashed from the model folder now."""
+    from .model_ref import model_folder
 
     extraction = dict(plan.extraction)
-    folder = model_folder(extraction)
-    extraction["tokenizer_sha256"] = tokenizer_sha256(folder) if folder is not None else None
+    if not extraction.get("tokenizer_sha256"):
+        folder = model_folder(extraction)
+        extraction["tokenizer_sha256"] = tokenizer_sha256(folder) if folder is not None else None
     return extraction
 
 
