@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from ..errors import InputError
-from ..options import Check, Options, number, numbers, one_of, whole
+from ..options import Check, Options, number, numbers, one_of, path_like, whole
 from ..probing.config import DEFAULT_ALPHAS, DEFAULT_CS, check_folds, check_jobs, check_seed
 
 HEADS = ("logreg", "svm", "mlp", "ridge")
@@ -59,6 +59,12 @@ class FitConfig(Options):
     jobs: int | None = None  # candidates scored side by side; None: one per core (at most one per candidate)
 
     CONSTRAINTS: ClassVar[tuple[Check, ...]] = (
+        path_like(
+            "features",
+            "featx.fit takes a features file path (the .h5 file featx extract writes)",
+            "featx.extract(corpus, output='feats.h5') writes one from a corpus file; in-memory texts: "
+            "featx.embed(texts) gives their features, or fit featx.sklearn.HiddenStates and a scikit-learn classifier on them",
+        ),
         check_seed,
         check_folds,
         check_jobs,
