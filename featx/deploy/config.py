@@ -63,7 +63,8 @@ class FitConfig(Options):
             "features",
             "featx.fit takes a features file path (the .h5 file featx extract writes)",
             "featx.extract(corpus, output='feats.h5') writes one from a corpus file; in-memory texts: "
-            "featx.embed(texts) gives their features, or fit featx.sklearn.HiddenStates and a scikit-learn classifier on them",
+            "featx.embed(texts) gives their features, "
+            "or fit featx.sklearn.HiddenStates and a scikit-learn classifier on them",
         ),
         check_seed,
         check_folds,

@@ -148,7 +148,8 @@ class ProbeConfig(Options):
             "features",
             "featx.probe takes a features file path (the .h5 file featx extract writes)",
             "featx.extract(corpus, output='feats.h5') writes one from a corpus file; in-memory texts: "
-            "featx.embed(texts) gives their features, or probe them with featx.sklearn.HiddenStates and a scikit-learn classifier",
+            "featx.embed(texts) gives their features, "
+            "or probe them with featx.sklearn.HiddenStates and a scikit-learn classifier",
         ),
         check_seed,
         check_bootstrap,
