@@ -173,7 +173,6 @@ def requires(
     return check
 
 
-
 def path_like(name: str, what: str, hint: str) -> Check:
     """``name`` is a path (a ``str`` or ``os.PathLike``) or None: ``what`` says who takes which file, e.g.
     "featx.probe takes a features file path" (a list or a DataFrame given instead is refused, with ``hint``)."""
