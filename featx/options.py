@@ -173,4 +173,17 @@ def requires(
     return check
 
 
-__all__ = ["Check", "Options", "names", "normalise", "number", "numbers", "one_of", "requires", "whole"]
+def path_like(name: str, what: str, hint: str) -> Check:
+    """``name`` is a path (a ``str`` or ``os.PathLike``) or None: ``what`` says who takes which file, e.g.
+    "featx.probe takes a features file path" (a list or a DataFrame given instead is refused, with ``hint``)."""
+    import os
+
+    def check(config: Any) -> None:
+        value = getattr(config, name)
+        if value is not None and not isinstance(value, (str, os.PathLike)):
+            raise InputError(f"{what}, not a {type(value).__name__}", hint)
+
+    return check
+
+
+__all__ = ["Check", "Options", "names", "normalise", "number", "numbers", "one_of", "path_like", "requires", "whole"]

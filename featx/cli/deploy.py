@@ -31,15 +31,18 @@ from .app import echo, main, options
     click.option("--balanced", is_flag=True, help="Balanced class weights."),
     click.option("--overwrite", is_flag=True, help="Replace an existing bundle."),
     click.option("--quiet", is_flag=True, help="Do not print a line per candidate scored."),
+    click.option("--jobs", type=int, default=None, help="Candidates scored side by side (default: one per core)."),
 )
-def fit(features, label, layer, pooling, classifier, metric, output, task, folds, seed, balanced, overwrite, quiet):
+def fit(
+    features, label, layer, pooling, classifier, metric, output, task, folds, seed, balanced, overwrite, quiet, jobs
+):
     """Fit a probe on FEATURES and save it as a bundle folder (model.featx)."""
     from ..deploy import FitConfig
     from ..deploy import fit as run_fit
 
     config = FitConfig(
         features=features, label=label, layer=layer, pooling=pooling, classifier=classifier, metric=metric,
-        output=output, task=task, folds=folds, seed=seed, balanced=balanced, overwrite=overwrite,
+        output=output, task=task, folds=folds, seed=seed, balanced=balanced, overwrite=overwrite, jobs=jobs,
     )  # fmt: skip
     result = run_fit(config, report=None if quiet else (lambda line: echo(line, err=True)))
     for line in result.summary():

@@ -82,26 +82,48 @@ def fit_any(classifier: str, X, y: np.ndarray, classes: list[str] | None, option
     )
 
 
+def score_candidate(path, spec: LayerSpec, pooling: str, rows: np.ndarray, y, classes, splits, metric, options):
+    """One candidate's per-fold scores: its training rows read from the features file at ``path`` (and only
+    theirs), one BLAS (and torch) thread, as ``featx probe``'s jobs run: these are small matrix products
+    where extra threads mostly spin, badly so on a shared machine; the parallelism is across candidates."""
+    from threadpoolctl import threadpool_limits
+
+    from ..probing.inputs import JOB_THREADS
+    from ..probing.tasks.classification_jobs import torch_threads
+    from ..store import FeatureFile
+    from .features import stored_matrix
+
+    def fit_head(X_part, y_part):
+        return fit_any(options["classifier"], X_part, y_part, classes, options)
+
+    with threadpool_limits(limits=JOB_THREADS), torch_threads(JOB_THREADS, options["classifier"] == "mlp"):
+        with FeatureFile(path) as features:
+            X = stored_matrix(features, spec, pooling, rows)
+        return cross_validate(X, y, classes, splits, metric, fit_head)
+
+
 def choose(
-    read: Callable[[LayerSpec, str], np.ndarray],
+    path,
     candidates: list[tuple[LayerSpec, str]],
+    rows: np.ndarray,
     y: np.ndarray,
     classes: list[str] | None,
     metric: str,
     options: dict,
     report: Callable[[str], None] | None = None,
 ) -> list[Candidate]:
-    """Every candidate's cross-validated score on the training rows, best first. ``read(spec, pooling)``
-    gives the training rows' features (and only theirs); ``options`` are ``fit_head``'s keywords."""
-    classifier, folds, seed = options["classifier"], options["folds"], options["seed"]
-    splits = cv_folds(y, None if classes is None else len(classes), folds, seed)
+    """Every candidate's cross-validated score on the training rows, best first. ``rows`` are the stored
+    rows of the training part (the only ones read), ``y`` their targets; ``options`` are ``fit_head``'s
+    keywords, ``folds``, ``seed`` and ``jobs`` (candidates scored side by side, one process each)."""
+    from ..probing.inputs import job_workers, run_jobs
 
-    def fit_head(X_part, y_part):
-        return fit_any(classifier, X_part, y_part, classes, options)
-
+    splits = cv_folds(y, None if classes is None else len(classes), options["folds"], options["seed"])
+    jobs = [(path, spec, pooling, rows, y, classes, splits, metric, options) for spec, pooling in candidates]
+    workers = job_workers(options.get("jobs"), len(jobs))
+    # one worker: each candidate scored (and reported) in turn; several: side by side, reported at the end
+    all_scores = run_jobs(score_candidate, jobs, workers) if workers > 1 else (score_candidate(*job) for job in jobs)
     scored = []
-    for number, (spec, pooling) in enumerate(candidates, 1):
-        fold_scores = cross_validate(read(spec, pooling), y, classes, splits, metric, fit_head)
+    for number, ((spec, pooling), fold_scores) in enumerate(zip(candidates, all_scores, strict=True), 1):
         mean = float(np.nanmean(fold_scores)) if np.isfinite(fold_scores).any() else float("-inf")
         scored.append(Candidate(spec, pooling, mean, tuple(fold_scores)))
         if report is not None:
@@ -110,4 +132,4 @@ def choose(
     return [scored[i] for i in order]
 
 
-__all__ = ["Candidate", "choose", "cross_validate", "cv_folds", "fit_any", "score_of", "take"]
+__all__ = ["Candidate", "choose", "cross_validate", "cv_folds", "fit_any", "score_candidate", "score_of", "take"]

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import ClassVar
 
 from ..errors import InputError
-from ..options import Check, Options, number, numbers, one_of, whole
-from ..probing.config import DEFAULT_ALPHAS, DEFAULT_CS, check_folds, check_seed
+from ..options import Check, Options, number, numbers, one_of, path_like, whole
+from ..probing.config import DEFAULT_ALPHAS, DEFAULT_CS, check_folds, check_jobs, check_seed
 
 HEADS = ("logreg", "svm", "mlp", "ridge")
 CLASS_METRICS = ("accuracy", "macro_f1", "balanced_accuracy")
@@ -56,10 +56,19 @@ class FitConfig(Options):
     n_bootstrap: int = 1000
     overwrite: bool = False
     write: bool = True
+    jobs: int | None = None  # candidates scored side by side; None: one per core (at most one per candidate)
 
     CONSTRAINTS: ClassVar[tuple[Check, ...]] = (
+        path_like(
+            "features",
+            "featx.fit takes a features file path (the .h5 file featx extract writes)",
+            "featx.extract(corpus, output='feats.h5') writes one from a corpus file; in-memory texts: "
+            "featx.embed(texts) gives their features, "
+            "or fit featx.sklearn.HiddenStates and a scikit-learn classifier on them",
+        ),
         check_seed,
         check_folds,
+        check_jobs,
         one_of("classifier", "--classifier", HEADS),
         one_of("task", "--task", TASKS, hint="choose classification, regression or auto"),
         numbers("cs", "--cs"),

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
+from ..extraction.fingerprints import tokenizer_sha256
 from ..probing import evaluation as ev
 from ..probing.evaluation import regression_metrics as rm
 from ..store import FeatureFile
@@ -99,17 +100,13 @@ def _options(plan: FitPlan) -> dict:
         "cs": tuple(config.cs),
         "alphas": tuple(config.alphas),
         "balanced": bool(config.balanced),
+        "jobs": config.jobs,
     }
 
 
 def _selection(plan: FitPlan, report: Callable[[str], None] | None) -> list[Candidate]:
-    rows = plan.rows[plan.train]
-    with FeatureFile(plan.path) as features:
-
-        def read(spec, pooling):
-            return stored_matrix(features, spec, pooling, rows)
-
-        return choose(read, plan.candidates, plan.y[plan.train], plan.classes, plan.metric, _options(plan), report)
+    rows, y = plan.rows[plan.train], plan.y[plan.train]
+    return choose(plan.path, plan.candidates, rows, y, plan.classes, plan.metric, _options(plan), report)
 
 
 def fit(config: FitConfig | str | Path | None = None, report: Callable[[str], None] | None = None, **options: Any):
@@ -117,6 +114,10 @@ def fit(config: FitConfig | str | Path | None = None, report: Callable[[str], No
 
     Returns a ``FitResult``; its ``probe`` predicts at once, and ``path`` is the bundle written (None with
     ``write=False``). ``report`` receives a line per candidate scored."""
+    from threadpoolctl import threadpool_limits
+
+    from ..probing.inputs import JOB_THREADS
+
     plan = resolve_fit(FitConfig.build(config, **options))
     if plan.config.write and plan.output.exists() and not plan.config.overwrite:
         raise InputError(f"{plan.output} already exists", "pass --overwrite to replace it, or choose another -o path")
@@ -124,7 +125,8 @@ def fit(config: FitConfig | str | Path | None = None, report: Callable[[str], No
     best, opts = candidates[0], _options(plan)
     with FeatureFile(plan.path) as features:
         X = stored_matrix(features, best.spec, best.pooling, plan.rows)
-    head = fit_any(opts["classifier"], take(X, plan.train), plan.y[plan.train], plan.classes, opts)
+    with threadpool_limits(limits=JOB_THREADS):  # small products: extra BLAS threads mostly spin
+        head = fit_any(opts["classifier"], take(X, plan.train), plan.y[plan.train], plan.classes, opts)
     test = _test_score(plan, head, take(X, plan.test)) if len(plan.test) else None
     info = _info(plan, candidates, test)
     probe = Probe(head, best.spec, best.pooling, _extraction(plan), info)
@@ -135,11 +137,14 @@ def fit(config: FitConfig | str | Path | None = None, report: Callable[[str], No
 
 
 def _extraction(plan: FitPlan) -> dict:
-    from .model_ref import model_folder, tokenizer_sha256
+    """What the bundle records of the extraction; the tokenizer's sha256 as the features file recorded it at
+    extraction, else (an older file) hashed from the model folder now."""
+    from .model_ref import model_folder
 
     extraction = dict(plan.extraction)
-    folder = model_folder(extraction)
-    extraction["tokenizer_sha256"] = tokenizer_sha256(folder) if folder is not None else None
+    if not extraction.get("tokenizer_sha256"):
+        folder = model_folder(extraction)
+        extraction["tokenizer_sha256"] = tokenizer_sha256(folder) if folder is not None else None
     return extraction
 
 

@@ -88,7 +88,7 @@ def fit_head(
         from ..probing.solvers.ridge import fit_ridge
 
         fits, scaler = fit_ridge(X, [y], rows, None, tuple(alphas), seed)
-        fit, alpha = fits[0]
+        fit, alpha, _ = fits[0]
         weights = {"coef": np.asarray(fit.coef, np.float64), "intercept": np.asarray(fit.intercept, np.float64)}
         return Head("ridge", scaler.mean, scaler.scale, weights, None, float(alpha))
     assert classes is not None
@@ -96,7 +96,7 @@ def fit_head(
         head = _fit_mlp(X, y, len(classes), balanced, seed)
         head.classes = list(classes)
         return head
-    model, scaler, C = ev.fit_linear(classifier, X, y, rows, None, tuple(cs), balanced, seed)
+    model, scaler, C, _ = ev.fit_linear(classifier, X, y, rows, None, tuple(cs), balanced, seed)
     weights = linear_weights(model, len(classes))
     return Head(classifier, scaler.mean, scaler.scale, weights, list(classes), float(C))
 

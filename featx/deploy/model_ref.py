@@ -1,30 +1,17 @@
 """Which model a bundle's features came from, and whether the model on disk is still that model: the weights'
-sha256 (as ``featx extract`` records it, ``model_sha256``) and a sha256 of the tokenizer's files."""
+sha256 (as ``featx extract`` records it, ``model_sha256``) and a sha256 of the tokenizer's files (recorded by
+``featx extract`` as ``tokenizer_sha256`` since it does; for older files hashed from the model folder at fit)."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 
 from ..errors import ModelError
-from ..extraction.fingerprints import weights_sha256
+from ..extraction.fingerprints import tokenizer_sha256, weights_sha256
 from ..extraction.model_files import local_model_folder
 
 SAFETENSORS_INDEX = "model.safetensors.index.json"
-# The files that make a tokenizer (whichever of them a folder has).
-TOKENIZER_FILES = (
-    "added_tokens.json",
-    "merges.txt",
-    "sentencepiece.bpe.model",
-    "special_tokens_map.json",
-    "spiece.model",
-    "tokenizer.json",
-    "tokenizer.model",
-    "tokenizer_config.json",
-    "vocab.json",
-    "vocab.txt",
-)
 
 
 def weight_files(folder: Path) -> list[Path]:
@@ -37,17 +24,6 @@ def weight_files(folder: Path) -> list[Path]:
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         raise ModelError(f"{index} is not a readable safetensors index", "re-save the model folder") from None
     return [folder / name for name in names]
-
-
-def tokenizer_sha256(folder: Path) -> str | None:
-    """A sha256 over the tokenizer files' names and bytes (None: the folder has none of them)."""
-    digest, found = hashlib.sha256(), False
-    for name in TOKENIZER_FILES:
-        path = folder / name
-        if path.is_file():
-            found = True
-            digest.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
-    return digest.hexdigest() if found else None
 
 
 def model_folder(extraction: dict) -> Path | None:
@@ -79,4 +55,4 @@ def check_model(extraction: dict, folder: Path) -> None:
         )
 
 
-__all__ = ["TOKENIZER_FILES", "check_model", "model_folder", "tokenizer_sha256", "weight_files"]
+__all__ = ["check_model", "model_folder", "weight_files"]

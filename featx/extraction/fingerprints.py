@@ -135,3 +135,29 @@ def weights_sha256_in_background(files: list[Path]) -> Callable[[], str]:
         return outcome["digest"]
 
     return wait
+
+
+# The files that make a tokenizer (whichever of them a model folder has).
+TOKENIZER_FILES = (
+    "added_tokens.json",
+    "merges.txt",
+    "sentencepiece.bpe.model",
+    "special_tokens_map.json",
+    "spiece.model",
+    "tokenizer.json",
+    "tokenizer.model",
+    "tokenizer_config.json",
+    "vocab.json",
+    "vocab.txt",
+)
+
+
+def tokenizer_sha256(folder: Path) -> str | None:
+    """A sha256 over the tokenizer files' names and bytes in ``folder`` (None: it has none of them)."""
+    digest, found = hashlib.sha256(), False
+    for name in TOKENIZER_FILES:
+        path = Path(folder) / name
+        if path.is_file():
+            found = True
+            digest.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest() if found else None

@@ -22,6 +22,7 @@ from ..selection import POOLINGS, parse_poolings, select_layers
 from ..store import HIDDEN_SITE, SiteLayout, hidden_layout, schema
 from .config import ExtractConfig, is_word_input, output_path
 from .devices import dtype_name
+from .fingerprints import tokenizer_sha256
 from .freshness import request_key
 from .modeling import LoadedModel
 from .pairs import pair_attributes, pair_b_layout, pair_fingerprint, pair_poolings
@@ -348,6 +349,7 @@ def provenance(plan: ExtractionPlan, corpus, loaded: LoadedModel) -> dict:
         schema.MODEL: loaded.name,
         schema.MODEL_PATH: loaded.path,
         schema.MODEL_SHA256: loaded.weights_sha256,
+        schema.TOKENIZER_SHA256: (tokenizer_sha256(Path(loaded.path)) or "") if loaded.path else "",
         schema.MODEL_TYPE: getattr(loaded.model.config, "model_type", ""),
         schema.RANDOM_INIT: bool(config.random_init),
         schema.TOKENIZER: getattr(loaded.tokenizer, "class_name", type(loaded.tokenizer).__name__),

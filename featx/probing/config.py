@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from ..errors import InputError
-from ..options import Check, Options, names, one_of, requires, whole
+from ..options import Check, Options, names, one_of, path_like, requires, whole
 from .solvers.devices import check_device
 
 CLASSIFIERS = ("logreg", "svm", "mlp", "attn")
@@ -144,6 +144,13 @@ class ProbeConfig(Options):
 
     # Every constraint on the options, in the order they are checked.
     CONSTRAINTS: ClassVar[tuple[Check, ...]] = (
+        path_like(
+            "features",
+            "featx.probe takes a features file path (the .h5 file featx extract writes)",
+            "featx.extract(corpus, output='feats.h5') writes one from a corpus file; in-memory texts: "
+            "featx.embed(texts) gives their features, "
+            "or probe them with featx.sklearn.HiddenStates and a scikit-learn classifier",
+        ),
         check_seed,
         check_bootstrap,
         check_folds,

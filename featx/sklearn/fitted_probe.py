@@ -5,16 +5,21 @@ same layer spec and pooling, encoding the texts with the bundle's extraction set
 ``fit`` inside ``cross_val_predict`` or ``GridSearchCV`` fits only the head, per fold). A classifier or a
 regressor, as the bundle is: ``classes_``, ``predict``, ``predict_proba`` (logreg, mlp), ``score``
 (accuracy, or R²). ``X`` is a sequence of texts, a two-column array of text pairs, or a float matrix of
-precomputed features of the bundle's layer and pooling.
+precomputed features of the bundle's layer and pooling (checked as scikit-learn checks arrays: finite, 2-D,
+real, dense, not empty, as wide as the head reads).
 """
 
 from __future__ import annotations
 
+import os
+from numbers import Integral
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from sklearn.base import BaseEstimator
+from sklearn.utils._param_validation import Interval
+from sklearn.utils.metaestimators import available_if
 
 from ..deploy import Probe, load
 from ..deploy.head import fit_head
@@ -26,6 +31,12 @@ class FittedProbe(BaseEstimator):
 
     Parameters: ``bundle`` (the bundle folder), ``balanced`` (class weights of a refit), ``seed``.
     """
+
+    _parameter_constraints: dict = {
+        "bundle": [str, os.PathLike, None],
+        "balanced": ["boolean"],
+        "seed": [Interval(Integral, 0, None, closed="left")],
+    }
 
     def __init__(self, bundle: str | Path | None = None, balanced: bool = False, seed: int = 0):
         self.bundle = bundle
@@ -52,7 +63,12 @@ class FittedProbe(BaseEstimator):
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.estimator_type = "regressor" if self._task() == "regression" else "classifier"
+        from sklearn.utils import ClassifierTags, RegressorTags
+
+        regression = self._task() == "regression"
+        tags.estimator_type = "regressor" if regression else "classifier"
+        tags.classifier_tags = None if regression else ClassifierTags()
+        tags.regressor_tags = RegressorTags() if regression else None
         tags.input_tags.two_d_array = False
         tags.input_tags.string = True
         return tags
@@ -63,28 +79,43 @@ class FittedProbe(BaseEstimator):
         except Exception:  # an unloadable bundle: scikit-learn only asks for its tags here
             return "classification"
 
-    def _features(self, X: Any) -> np.ndarray:
+    def _features(self, X: Any, minimum_rows: int = 1) -> np.ndarray:
+        """The head's input: ``X`` itself when it is a numeric matrix (validated), else the texts' features."""
+        from sklearn.utils.validation import check_array
+
         probe = self._probe()
-        array = np.asarray(X) if not isinstance(X, (list, tuple)) else None
-        if array is not None and array.ndim == 2 and array.dtype.kind in "fiu":
-            return array.astype(np.float32)
+        array = None if isinstance(X, (list, tuple)) or _is_sparse(X) else np.asarray(X)
+        if _is_sparse(X) or (array is not None and array.dtype.kind in "fiucb"):
+            matrix = check_array(X, dtype=np.float32, ensure_min_samples=minimum_rows)
+            if minimum_rows == 1 and matrix.shape[1] != probe.head.n_features:
+                raise ValueError(
+                    f"X has {matrix.shape[1]} features, but FittedProbe is expecting {probe.head.n_features} "
+                    "features as input (the width of its layer and pooling)"
+                )
+            return matrix
         if array is not None and array.ndim == 2 and array.shape[1] == 2:
             return probe.features([str(t) for t in array[:, 0]], [str(t) for t in array[:, 1]])
-        if hasattr(X, "tolist"):
-            X = X.tolist()
-        return probe.features([str(text) for text in X])
+        texts = [str(text) for text in (X.tolist() if hasattr(X, "tolist") else X)]
+        if len(texts) < minimum_rows:
+            raise ValueError(f"Found {len(texts)} text(s) while a minimum of {minimum_rows} is required")
+        return probe.features(texts)
 
     # -- estimator ---------------------------------------------------------------------------
     def fit(self, X: Any, y: Any) -> FittedProbe:
         """Train a new head of the bundle's kind on these texts' features (its C or alpha chosen on a holdout)."""
+        self._validate_params()
         base = self._probe()
-        features = self._features(X)
-        y = np.asarray(y)
+        y = _targets(y, base.classes is None)
+        features = self._features(X, minimum_rows=2)
+        if len(features) != len(y):
+            raise ValueError(f"X has {len(features)} rows but y has {len(y)}")
         if base.classes is None:
             head = fit_head("ridge", features, y.astype(np.float64), None, DEFAULT_CS, DEFAULT_ALPHAS, False, self.seed)
             classes = None
         else:
             classes, codes = np.unique(y, return_inverse=True)
+            if len(classes) < 2:
+                raise ValueError(f"y has 1 class ({classes[0]!r}): a classifier needs at least 2")
             names = [str(value) for value in classes]
             head = fit_head(
                 base.head.classifier, features, codes, names, DEFAULT_CS, DEFAULT_ALPHAS, bool(self.balanced), self.seed
@@ -100,10 +131,12 @@ class FittedProbe(BaseEstimator):
         codes = probe.head.predict_codes(self._features(X))
         return codes if probe.classes is None else self.classes_[codes]
 
+    @available_if(lambda self: self._probe().head.has_proba)
     def predict_proba(self, X: Any) -> np.ndarray:
         probe = self._probe()
         return probe.predict_proba_features(self._features(X))
 
+    @available_if(lambda self: self._probe().classes is not None)
     def decision_function(self, X: Any) -> np.ndarray:
         scores = self._probe().scores_features(self._features(X))
         return scores[:, 1] - scores[:, 0] if scores.ndim == 2 and scores.shape[1] == 2 else scores
@@ -115,7 +148,30 @@ class FittedProbe(BaseEstimator):
         predicted = self.predict(X)
         if self._probe().classes is None:
             return float(r2_score(y, predicted, sample_weight=sample_weight))
-        return float(accuracy_score(np.asarray(y, dtype=object), predicted, sample_weight=sample_weight))
+        return float(accuracy_score(np.asarray(y), predicted, sample_weight=sample_weight))
+
+
+def _is_sparse(X: Any) -> bool:
+    from scipy import sparse
+
+    return bool(sparse.issparse(X))
+
+
+def _targets(y: Any, regression: bool) -> np.ndarray:
+    """``y`` as a 1-D array, checked as scikit-learn checks targets (a column vector is raveled, with a warning)."""
+    from sklearn.utils.multiclass import check_classification_targets
+    from sklearn.utils.validation import column_or_1d
+
+    if y is None:
+        raise ValueError("FittedProbe requires y to be passed, but the target y is None")
+    y = column_or_1d(y, warn=True)
+    if regression:
+        y = np.asarray(y, dtype=np.float64)
+        if not np.isfinite(y).all():
+            raise ValueError("Input y contains NaN or infinity: a regression probe needs finite targets")
+    else:
+        check_classification_targets(y)
+    return y
 
 
 __all__ = ["FittedProbe"]

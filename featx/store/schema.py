@@ -113,6 +113,9 @@ PAIR_MODE, TEXT_PAIR_COL = "pair_mode", "text_pair_col"  # sentence pairs: cross
 DEVICE_MAP = "device_map"  # JSON {module: device} of --device-map auto; {} when the model sat on one device
 IMPLEMENTATION = "implementation"  # what ran the model: "native" (featx's own BERT) or "transformers"
 BLOCKS_RUN = "blocks_run"  # transformer blocks each forward pass ran: fewer than the model's when truncated
+# sha256 over the tokenizer files of the model folder (``extraction.fingerprints.tokenizer_sha256``); "" when the
+# folder has none. Not in the features fingerprint: a bundle fitted on the file refuses a changed tokenizer.
+TOKENIZER_SHA256 = "tokenizer_sha256"
 # Prompts (--template, --chat-template, --pool-at): the template as given (its text), its sha256, whether the
 # tokenizer's chat template wrapped it and that template's sha256, the system message, the prompt of row 0,
 # the --pool-at spec (the pooling ``at``), the span rule of ``span_*`` and the ids of rows left out for lacking

@@ -155,3 +155,11 @@ def test_separate_pairs_from_texts_match_the_stored_pair_feature(tiny_model, tmp
     probe = featx.fit(output, label="label", layer="cat(1,2)", output=tmp_path / "p.featx", folds=2).probe
     stored = _stored(output, probe)
     assert np.array_equal(probe.features([r[0] for r in rows], [r[1] for r in rows]), stored)
+
+
+def test_candidates_scored_side_by_side_give_the_same_choice_and_scores(split_features):
+    one = featx.fit(split_features, label="label", folds=3, write=False, jobs=1)
+    two = featx.fit(split_features, label="label", folds=3, write=False, jobs=2)
+    assert [(c.spec.name, c.pooling, c.fold_scores) for c in one.candidates] == [
+        (c.spec.name, c.pooling, c.fold_scores) for c in two.candidates
+    ]

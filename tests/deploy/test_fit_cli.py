@@ -30,6 +30,7 @@ BAD = {
     "a layer out of range": (["--layer", "9"], r"layer 9 is out of range"),
     "a pooling not stored": (["--pooling", "max"], r"pooling 'max' is not available"),
     "too few folds": (["--folds", "1"], r"--folds 1 is too small"),
+    "no jobs": (["--jobs", "0"], r"--jobs 0 runs nothing.*hint: use a positive number, or -1"),
     "stack of numbers": (["--label", "score", "--layer", "stack"], r"stack combines linear probes of a class label"),
 }
 

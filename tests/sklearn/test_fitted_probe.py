@@ -74,3 +74,85 @@ def test_texts_through_the_real_encoder(bundle, split_features):
     with featx.open(split_features) as features:
         texts, X = list(features.texts), features.features("mean", 1)
     assert list(FittedProbe(bundle).predict(texts)) == list(featx.load(bundle).predict_features(X))
+
+
+# The estimator checks that apply to a bundle as an estimator, run on a classification and a regression bundle.
+# Most fit on random numeric matrices: FittedProbe takes a float matrix as precomputed features and trains a new
+# head on it, so input validation (NaN/inf, complex, sparse, 1-D, empty, one sample, y None or 2-D, continuous y
+# for a classifier), fit's contract (returns self, changes no parameter, idempotent, pickles) and predict's
+# invariances are checked as for any estimator. Left out, as not applicable: the unfitted checks
+# (check_estimators_unfitted, check_fit_check_is_fitted: a bundle is a fitted probe before any fit, by design),
+# sample weights, multi-output and multi-label targets, sparsify, outlier detectors, pairwise and array-API
+# checks, get_feature_names_out (not a transformer), and check_classifiers_train / check_regressors_train, which
+# predict matrices of another width after construction.
+APPLICABLE = [
+    "check_complex_data",
+    "check_dict_unchanged",
+    "check_dont_overwrite_parameters",
+    "check_dtype_object",
+    "check_estimator_cloneable",
+    "check_estimator_repr",
+    "check_estimator_sparse_array",
+    "check_estimator_sparse_matrix",
+    "check_estimator_tags_renamed",
+    "check_estimators_dtypes",
+    "check_estimators_empty_data_messages",
+    "check_estimators_fit_returns_self",
+    "check_estimators_nan_inf",
+    "check_estimators_overwrite_params",
+    "check_estimators_pickle",
+    "check_f_contiguous_array_estimator",
+    "check_fit1d",
+    "check_fit2d_1feature",
+    "check_fit2d_1sample",
+    "check_fit2d_predict1d",
+    "check_fit_idempotent",
+    "check_fit_score_takes_y",
+    "check_get_params_invariance",
+    "check_methods_sample_order_invariance",
+    "check_methods_subset_invariance",
+    "check_n_features_in",
+    "check_n_features_in_after_fitting",
+    "check_no_attributes_set_in_init",
+    "check_param_validation",
+    "check_parameters_default_constructible",
+    "check_pipeline_consistency",
+    "check_readonly_memmap_input",
+    "check_requires_y_none",
+    "check_set_params",
+    "check_supervised_y_2d",
+    "check_supervised_y_no_nan",
+]
+
+
+@pytest.fixture(scope="module")
+def regression_bundle(split_features, tmp_path_factory):
+    return featx.fit(split_features, label="score", layer="1", pooling="mean", folds=2,
+                     output=tmp_path_factory.mktemp("sk-regression") / "r.featx").path  # fmt: skip
+
+
+@pytest.mark.parametrize("check", APPLICABLE)
+def test_estimator_checks_that_apply_to_a_bundle(check, bundle, regression_bundle):
+    from sklearn.utils import estimator_checks
+
+    getattr(estimator_checks, check)("FittedProbe", FittedProbe(bundle))
+    getattr(estimator_checks, check)("FittedProbe", FittedProbe(regression_bundle))
+
+
+def test_classifier_and_regressor_specific_checks(bundle, regression_bundle):
+    from sklearn.utils import estimator_checks
+
+    estimator_checks.check_classifiers_regression_target("FittedProbe", FittedProbe(bundle))
+    estimator_checks.check_classifier_data_not_an_array("FittedProbe", FittedProbe(bundle))
+    estimator_checks.check_regressor_data_not_an_array("FittedProbe", FittedProbe(regression_bundle))
+
+
+def test_a_regression_bundle_has_no_predict_proba(regression_bundle):
+    estimator = FittedProbe(regression_bundle)
+    assert not hasattr(estimator, "predict_proba") and not hasattr(estimator, "decision_function")
+    assert hasattr(FittedProbe(regression_bundle), "predict")
+
+
+def test_precomputed_features_of_another_width_are_refused(bundle):
+    with pytest.raises(ValueError, match=r"X has 5 features, but FittedProbe is expecting 32 features"):
+        FittedProbe(bundle).predict(np.zeros((3, 5)))

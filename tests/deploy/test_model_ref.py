@@ -1,0 +1,53 @@
+"""The tokenizer's sha256: recorded by featx extract, kept by featx fit, checked by featx predict."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from support.deploy_data import make_split_features
+from support.tiny import build_tiny_bert
+
+import featx
+from featx.errors import ModelError
+from featx.extraction.fingerprints import tokenizer_sha256
+
+
+@pytest.fixture
+def own_model(tmp_path):
+    """A tiny model folder of this test's own (its tokenizer files get edited)."""
+    return build_tiny_bert(tmp_path / "model")
+
+
+def test_extraction_records_the_tokenizers_sha256_outside_the_fingerprint(own_model, tmp_path, split_features):
+    path = make_split_features(tmp_path, own_model)
+    with featx.open(path) as features, featx.open(split_features) as shared:
+        assert features.attrs["tokenizer_sha256"] == tokenizer_sha256(own_model)
+        assert len(features.attrs["tokenizer_sha256"]) == 64
+        # the same request on the same tiny model (another copy, same bytes): the same features fingerprint
+        assert features.fingerprint == shared.fingerprint
+
+
+def test_a_tokenizer_changed_between_extract_and_fit_is_refused_at_predict(own_model, tmp_path):
+    path = make_split_features(tmp_path, own_model)
+    recorded = tokenizer_sha256(own_model)
+    config = own_model / "tokenizer_config.json"
+    settings = json.loads(config.read_text())
+    settings["model_max_length"] = 7  # a different tokenizer: texts cut at 7 tokens
+    config.write_text(json.dumps(settings))
+    fitted = featx.fit(path, label="label", layer="1", pooling="mean", folds=3, output=tmp_path / "m.featx")
+    manifest = json.loads((fitted.path / "manifest.json").read_text())
+    assert manifest["extraction"]["tokenizer_sha256"] == recorded != tokenizer_sha256(own_model)
+    with pytest.raises(ModelError, match=r"the tokenizer files in .* no longer match the bundle"):
+        featx.load(fitted.path).predict(["the cat sat"])
+
+
+def test_a_file_without_the_record_is_hashed_from_the_model_folder_at_fit(own_model, tmp_path):
+    import h5py
+
+    path = make_split_features(tmp_path, own_model)
+    with h5py.File(path, "r+") as file:
+        del file.attrs["tokenizer_sha256"]  # as written before extraction recorded it
+    fitted = featx.fit(path, label="label", layer="1", pooling="mean", folds=3, write=False)
+    assert fitted.probe.extraction["tokenizer_sha256"] == tokenizer_sha256(own_model)
+    assert fitted.probe.predict(["the cat sat"]).shape == (1,)
