@@ -126,6 +126,34 @@ def test_regression_baseline_is_spearman_of_the_cosine_on_the_test_rows(separate
     assert rows[0]["spearman_low"] <= rows[0]["spearman"] <= rows[0]["spearman_high"]
 
 
+def test_the_report_and_printout_show_the_cosine_not_the_probe(separate_file, tmp_path):
+    """The cosine rows of a regression pair run (printout, JSON, the report's table) are cos(u, v)'s own
+    Spearman on the test rows, computed here by hand, and not the ridge probe's Spearman of the same cell."""
+    from scipy.stats import spearmanr
+
+    from featx.report.html.page import render
+    from featx.report.html.sections import cosine_table
+
+    result = featx.probe(separate_file, label="score", poolings="mean", jobs=1, output=tmp_path / "score.probe.csv")
+    with featx.open(separate_file) as features:
+        y, split = features.label_values("score"), np.asarray(features.split)
+        sides = {layer: features.pair_features("mean", layer) for layer in (0, 1, 2)}
+    test = split == "test"
+    shown = cosine_table(result.meta)
+    probes = result.table[(result.table.kind == "single") & (result.table.pooling == "mean")]
+    page, text = render(result.csv_path), result.format_table()
+    differs = 0
+    for layer, (u, v) in sides.items():
+        by_hand = spearmanr(cosine(u.astype(np.float64), v.astype(np.float64))[test], y[test]).statistic
+        cell = shown[(shown.pooling == "mean") & (shown.layer == str(layer))].iloc[0]
+        assert cell["Spearman rho"].startswith(f"{by_hand:.3f} [")
+        assert f"mean     {layer}      {by_hand:.3f} [" in text
+        probe = float(probes[probes.layer == layer].spearman.iloc[0])
+        differs += f"{probe:.3f}" != f"{by_hand:.3f}"
+    assert differs >= 2  # the probe's own values are elsewhere: the cosine rows do not copy them
+    assert "Cosine baseline (sentence pairs)" in page
+
+
 @pytest.mark.parametrize("label", ["score", "same"])
 def test_every_pair_table_starts_with_the_cosine_baseline(separate_file, tmp_path, label):
     result = featx.probe(
