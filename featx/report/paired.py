@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..probing.evaluation.significance import ALPHA, holm, paired_p_value
+from ..probing.evaluation.significance import ALPHA, holm
 from ..safe_files import read_csv
 
 N_BOOT = 2000

@@ -19,6 +19,7 @@ import pandas as pd
 from ...errors import StoreError, require_whole
 from ...options import Options, whole
 from ...safe_files import atomic_write_text, csv_text, read_csv
+from ..choice import chosen_layer
 from ..results import side_path
 from .explain_regression import LAYER_PREFIX, RegressionExplanation, explain_regression, length_buckets
 
@@ -64,10 +65,9 @@ class Explanation:
         ):
             lines += ["", title + ":", frame.to_string(float_format=lambda v: f"{v:.3f}")]
         if self.confusions is not None:
-            best = self.correct.mean().idxmax()
             lines += [
                 "",
-                f"most frequent confusions at the best layer ({best}):",
+                f"most frequent confusions at layer {self.confusion_layer} ({self.confusion_how}):",
                 self.confusions.to_string(index=False, float_format=lambda v: f"{v:.3f}"),
             ]
         if self.confusion is not None:
@@ -165,15 +165,10 @@ def _add_texts(frame: pd.DataFrame, meta: dict) -> None:
 
 
 def confusion_layer(meta: dict, layers: list[str], correct: pd.DataFrame) -> tuple[str, str]:
-    """The layer whose confusion matrix is shown, and how it was chosen: the run's selection on the training
-    part (``selected`` in the results JSON, when it is the predictions' pooling and probe), else the layer
-    with the most right predictions on these test rows."""
-    selected = meta.get("selected")
-    if isinstance(selected, dict) and str(selected.get("layer", selected.get("layer_spec"))) in layers:
-        pooling, classifier = (str(meta.get("predictions_for", "")).split("/") + ["", ""])[:2]
-        if selected.get("pooling") in (None, pooling) and selected.get("classifier") in (None, classifier):
-            return str(selected.get("layer", selected.get("layer_spec"))), "selected on the training part"
-    return str(correct.mean().idxmax()), "the best on these test rows"
+    """The layer whose confusion matrix (and most frequent confusions) are shown, and how it was chosen: the
+    run's selection on the training part (``selected`` in the results JSON, when it is the predictions'
+    pooling and probe), else the layer with the most right predictions on these test rows."""
+    return chosen_layer(meta, layers, correct.mean())
 
 
 def confusion_matrix(true: pd.Series, predicted: pd.Series, classes: list[str]) -> pd.DataFrame:
@@ -258,11 +253,11 @@ def explain(config: ExplainConfig | str | Path | None = None, **options: object)
     truncated = frame["truncated"].map(lambda v: str(v).lower() in ("true", "1")).map({False: "no", True: "yes"})
     by_truncation = _accuracy_by(truncated, correct, "truncated")
     confusions = None
-    if meta.get("level") in ("word", "arc"):  # word-level runs: which tags the best layer mixes up
+    layer, how = confusion_layer(meta, layers, correct)
+    if meta.get("level") in ("word", "arc"):  # word-level runs: which tags the chosen layer mixes up
         from ..tasks.word_predictions import top_confusions
 
-        confusions = top_confusions(true, predicted[correct.mean().idxmax()])
-    layer, how = confusion_layer(meta, layers, correct)
+        confusions = top_confusions(true, predicted[layer])
     found = Explanation(
         path,
         str(meta.get("label", "")),

@@ -10,6 +10,7 @@ import pandas as pd
 
 from ...errors import StoreError, require_whole
 from ...safe_files import read_csv
+from ..choice import chosen_layer
 
 LAYER_PREFIX = "layer_"  # the per-layer columns of a predictions file
 
@@ -36,6 +37,8 @@ class RegressionExplanation:
     by_layer: pd.DataFrame  # layer x (r2, mae)
     largest: pd.DataFrame  # rows with the largest absolute residual at the best layer, residuals per layer
     by_length: pd.DataFrame  # length bucket x layers: MAE (with row counts)
+    best: str = ""  # the layer of the largest residuals: chosen on the training part, else the best test R²
+    best_how: str = ""  # how it was picked (featx.probing.choice.chosen_layer)
 
     def format(self, limit: int = 10) -> str:
         require_whole(limit, "--limit")
@@ -46,7 +49,7 @@ class RegressionExplanation:
             "R² and MAE by layer:",
             self.by_layer.T.to_string(float_format=lambda v: f"{v:.3f}"),
             "",
-            f"largest residuals (prediction - label) at the best layer {self.by_layer.r2.idxmax()}, by layer:",
+            f"largest residuals (prediction - label) at layer {self.best} ({self.best_how}), by layer:",
         ]
         shown = self.largest.head(limit).copy()
         shown["label"] = shown["label"].map(lambda v: f"{v:.2f}")
@@ -84,7 +87,7 @@ def explain_regression(path: Path, meta: dict, buckets: int, texts: bool) -> Reg
         with FeatureFile(meta["features_file"], allow_partial=True) as features:
             all_texts = features.texts
         frame["text"] = [all_texts[i] if 0 <= i < len(all_texts) else "" for i in frame["row"].astype(int)]
-    best = by_layer.r2.idxmax()
+    best, how = chosen_layer(meta, layers, by_layer.r2)
     order = np.argsort(-residual[best].abs().to_numpy(), kind="stable")
     largest = (
         pd.concat(
@@ -99,6 +102,5 @@ def explain_regression(path: Path, meta: dict, buckets: int, texts: bool) -> Reg
     by_length = errors.groupby(groups.values, observed=True).mean()
     by_length.insert(0, "rows", errors.groupby(groups.values, observed=True).size())
     by_length.index.name = "tokens"
-    return RegressionExplanation(
-        path, str(meta.get("label", "")), str(meta.get("predictions_for", "")), layers, by_layer, largest, by_length
-    )
+    label, predictions_for = str(meta.get("label", "")), str(meta.get("predictions_for", ""))
+    return RegressionExplanation(path, label, predictions_for, layers, by_layer, largest, by_length, best, how)

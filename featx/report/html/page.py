@@ -55,11 +55,12 @@ def _explain_html(found, reason: str | None) -> str:
         f"{len(getattr(found, 'correct', getattr(found, 'largest', ()))):,} rows).</p>"
     ]
     if hasattr(found, "by_layer"):  # a regression run
-        best = f"layer {found.by_layer.r2.idxmax()}"
+        best = f"layer {found.best or found.by_layer.r2.idxmax()}"
         columns = [c for c in ("id", "label", best, "text") if c in found.largest.columns]
         largest = found.largest[columns].head(10).rename(columns={best: f"residual at {best}"}).round(3)
         parts += ["<h3>R² and MAE by layer</h3>", table_html(found.by_layer.T.round(3).reset_index())]
-        parts += [f"<h3>Largest residuals at the best {best} (the first 10)</h3>", table_html(largest)]
+        how = html.escape(found.best_how or "best on the test rows")
+        parts += [f"<h3>Largest residuals at {best}, {how} (the first 10)</h3>", table_html(largest)]
         parts += ["<h3>Mean absolute error by length (tokens)</h3>", table_html(found.by_length.round(3).reset_index())]
         return "\n".join(parts)
     parts += ["<h3>Accuracy by layer</h3>", table_html(found.correct.mean().to_frame("accuracy").T.round(3))]

@@ -121,13 +121,11 @@ def _more_sections(frame: pd.DataFrame, meta: dict, classifier: str, results_pat
 
 def chosen_layer(meta: dict, layers: list[str], scores: pd.Series) -> tuple[str, str]:
     """The layer of the predictions to draw and how it was chosen: the run's selection on the training part
-    when it is among the predictions' layers, else the best of ``scores`` on these test rows."""
-    selected = meta.get("selected")
-    if isinstance(selected, dict):
-        layer = str(selected.get("layer", selected.get("layer_spec")))
-        if layer in layers:
-            return layer, "selected on the training part"
-    return str(scores.idxmax()), "the best on these test rows"
+    when it is among the predictions' layers (and of their pooling and probe), else the best of ``scores`` on
+    the test rows; the rule of ``featx explain`` (``featx.probing.choice.chosen_layer``)."""
+    from ...probing.choice import chosen_layer as choose
+
+    return choose(meta, layers, scores)
 
 
 def prediction_sections(meta: dict, found) -> list[Section]:
