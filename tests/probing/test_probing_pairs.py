@@ -214,3 +214,17 @@ def test_sweep_reads_the_senteval_feature_of_a_separate_file(separate_file, monk
         task = sweep.load_task(features, "same", 3, 0)
     sweep.sweep_layer(str(separate_file), "mean", 1, task, None, 0, 50)
     assert widths == [4 * hidden]
+
+
+def test_explain_of_a_pair_run_shows_both_texts(separate_file, tmp_path):
+    from featx.probing.analyses.explain import explain
+
+    result = featx.probe(separate_file, label="score", poolings="mean", jobs=1, output=tmp_path / "score.probe.csv")
+    found = explain(result.csv_path, write=False)
+    with featx.open(separate_file) as features:
+        first, second = features.texts, features.pair_texts
+    rows = found.largest
+    assert {"text", "text_b"} <= set(rows.columns)
+    by_id = dict(zip(rows["id"].astype(str), zip(rows["text"], rows["text_b"], strict=True), strict=True))
+    assert all(pair in set(zip(first, second, strict=True)) for pair in by_id.values())
+    assert "text_b" in found.format()

@@ -21,7 +21,15 @@ from ...options import Options, whole
 from ...safe_files import atomic_write_text, csv_text, read_csv
 from ..choice import chosen_layer
 from ..results import side_path
-from .explain_regression import LAYER_PREFIX, RegressionExplanation, explain_regression, length_buckets
+from .explain_regression import (
+    LAYER_PREFIX,
+    TEXT_COLUMNS,
+    RegressionExplanation,
+    add_texts,
+    explain_regression,
+    length_buckets,
+    texts_in,
+)
 
 
 @dataclass
@@ -86,10 +94,10 @@ class Explanation:
 def _rows(frame: pd.DataFrame, extra: list[str], limit: int) -> list[str]:
     if frame.empty:
         return ["  (none)"]
-    columns = ["id", *(["word"] if "word" in frame else []), "label", *extra] + (["text"] if "text" in frame else [])
+    columns = ["id", *(["word"] if "word" in frame else []), "label", *extra, *TEXT_COLUMNS[: texts_in(frame)]]
     shown = frame[columns].head(limit).copy()
-    if "text" in shown:
-        shown["text"] = shown["text"].map(lambda t: t if len(t) <= 70 else t[:67] + "...")
+    for column in TEXT_COLUMNS[: texts_in(shown)]:
+        shown[column] = shown[column].map(lambda t: t if len(t) <= 70 else t[:67] + "...")
     out = ["  " + line for line in shown.to_string(index=False).splitlines()]
     if len(frame) > limit:
         out.append(f"  ... {len(frame) - limit} more (--limit N shows more)")
@@ -152,16 +160,6 @@ def _read_predictions(path: Path) -> tuple[pd.DataFrame, list[str]]:
             + (f"columns {', '.join(missing)} are missing" if missing else "it has no layer_* columns")
         )
     return frame, layers
-
-
-def _add_texts(frame: pd.DataFrame, meta: dict) -> None:
-    """The text of each row, read from the features file when it is still there."""
-    if "row" in frame and meta.get("features_file") and Path(meta["features_file"]).exists():
-        from ...store import FeatureFile
-
-        with FeatureFile(meta["features_file"], allow_partial=True) as features:
-            all_texts = features.texts
-        frame["text"] = [all_texts[i] if 0 <= i < len(all_texts) else "" for i in frame["row"].astype(int)]
 
 
 def confusion_layer(meta: dict, layers: list[str], correct: pd.DataFrame) -> tuple[str, str]:
@@ -237,7 +235,7 @@ def explain(config: ExplainConfig | str | Path | None = None, **options: object)
     correct = predicted.eq(true, axis=0)
     notes: list[str] = []
     if texts:
-        _add_texts(frame, meta)
+        add_texts(frame, meta)
     values = correct.to_numpy()
     flips = _flips(frame, values, layers)
     never = ~values.any(axis=1)
