@@ -29,14 +29,16 @@ def header_lines(table: pd.DataFrame, meta: dict) -> list[str]:
         f"evaluation: {meta.get('evaluation')}, seed {meta.get('seed')}; intervals are 95% "
         + ("bootstrap over the test rows" if meta.get("evaluation") == "split" else "t-intervals over folds"),
     ]
-    majority = table[table.kind == "majority"]
+    majority, metric = table[table.kind == "majority"], _metric(meta)
     if not majority.empty:
-        lines.append(
-            f"majority class: accuracy {row_interval(majority.iloc[0])}, macro-F1 {num(majority.iloc[0].macro_f1)}"
+        row = majority.iloc[0]
+        first = (
+            f"{metric_label(metric)} {row_interval(row, metric)}, " if metric != "accuracy" and metric in row else ""
         )
+        lines.append(f"majority class: {first}accuracy {row_interval(row)}, macro-F1 {num(row.macro_f1)}")
     lexical = table[table.kind == "lexical"]
     if not lexical.empty:
-        row, metric = lexical.iloc[0], _metric(meta)
+        row = lexical.iloc[0]
         scores = f"{metric_label(metric)} {row_interval(row, metric)}" if metric in row else ""
         if metric != "accuracy":
             scores += f", accuracy {num(row.accuracy)}"
