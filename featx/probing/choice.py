@@ -3,8 +3,27 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
+
+CHOSEN_ON_TRAINING = "chosen on the training part"
+BEST_ON_TEST = "best on the test rows"
+
+
+def chosen_layer(meta: Mapping[str, Any], layers: Sequence[str], scores: Mapping[str, float]) -> tuple[str, str]:
+    """The layer an analysis of a run's per-layer predictions looks at, and how it was picked: the run's row
+    chosen on the training part (``selected``, with its ``selection_score``) when it is one of ``layers`` and of
+    the predictions' pooling and probe (``predictions_for``), else the layer with the best test score in
+    ``scores`` (results written before the choice on the training part, or another pooling's choice)."""
+    selected = meta.get("selected")
+    if isinstance(selected, Mapping) and selected.get("selection_score") is not None:
+        layer = str(selected.get("layer_spec", selected.get("layer")))
+        pooling, classifier = (str(meta.get("predictions_for") or "").split("/") + ["", ""])[:2]
+        same_probe = selected.get("pooling") in (None, pooling) and selected.get("classifier") in (None, classifier)
+        if layer in layers and same_probe:
+            return layer, CHOSEN_ON_TRAINING
+    finite = {layer: float(scores[layer]) for layer in layers if scores[layer] == scores[layer]}
+    return (max(finite, key=finite.__getitem__) if finite else str(layers[-1])), BEST_ON_TEST
 
 
 def selection_lines(meta: Mapping[str, Any]) -> list[str]:

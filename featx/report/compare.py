@@ -179,21 +179,22 @@ def comparison_table(entries: list[Entry], metric: str = "accuracy") -> pd.DataF
 
 
 def paired_tests(entries: list[Entry]) -> tuple[pd.DataFrame, list[str]]:
-    """Per-layer paired tests of every file against the first one, where both hold the same rows."""
+    """Per-layer paired tests of every file against the first one, where both hold the same rows, in the
+    comparison's metric."""
     parts, notes = [], []
     first = entries[0]
     for other in entries[1:]:
         reason = why_not_paired(first.meta, other.meta)
         if reason is None:
             try:
-                table = paired_layer_tests(first.meta, other.meta)
+                table = paired_layer_tests(first.meta, other.meta, metric=first.metric)
             except (ValueError, KeyError, OSError) as err:
                 reason = str(err)
             else:
                 parts.append(table.assign(a=first.name, b=other.name))
                 continue
         notes.append(f"no paired test of {other.name} against {first.name}: {reason}")
-    columns = ["a", "b", "layer", "accuracy_a", "accuracy_b", "difference", "p", "p_holm", "significant", "tested"]
+    columns = ["a", "b", "layer", "metric", "score_a", "score_b", "difference", "p", "p_holm", "significant", "tested"]
     tests = pd.concat(parts, ignore_index=True)[columns] if parts else pd.DataFrame(columns=columns)
     return tests, notes
 

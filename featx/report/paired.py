@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..probing.evaluation.significance import ALPHA, holm, paired_p_value
+from ..probing.evaluation.significance import ALPHA, holm
 from ..safe_files import read_csv
 
 N_BOOT = 2000
@@ -62,41 +62,60 @@ def _layer_columns(frame: pd.DataFrame) -> dict[int, str]:
     return out
 
 
-def _plan(meta: dict, y: np.ndarray, names: list[str]):
+def _plan(meta: dict, y: np.ndarray, names: list[str] | None):
     from ..probing.evaluation import Plan, make_plan
 
     if meta.get("evaluation") == "split":
         return Plan("split", [(np.arange(0), np.arange(len(y)))], [None])
-    return make_plan(y, None, int(meta.get("folds") or 5), int(meta.get("seed") or 0), names)
+    folds, seed = int(meta.get("folds") or 5), int(meta.get("seed") or 0)
+    if names is None:  # a regression run's folds (unstratified, as the probe drew them)
+        from ..probing.tasks.regression import make_plan as regression_plan
+
+        return regression_plan(y, None, folds, seed)
+    return make_plan(y, None, folds, seed, names)
 
 
-def paired_layer_tests(meta_a: dict, meta_b: dict, alpha: float = ALPHA) -> pd.DataFrame:
-    """Per common layer: accuracy of a and b on the same rows, p (paired test), Holm-adjusted p, significant."""
+def _coded(a: pd.DataFrame, meta: dict, regression: bool):
+    """The labels as the probe scored them (numbers, or class codes 0..k-1) and how to read a predictions column."""
+    if regression:
+        return a["label"].astype(float).to_numpy(), None, lambda column: column.astype(float).to_numpy()
+    names = [str(name) for name in (meta.get("label_names") or sorted(set(a["label"])))]
+    code = {name: index for index, name in enumerate(names)}
+    return (
+        np.array([code.get(value, -1) for value in a["label"]]),
+        names,
+        lambda column: np.array([code.get(value, -1) for value in column]),
+    )
+
+
+def paired_layer_tests(meta_a: dict, meta_b: dict, alpha: float = ALPHA, metric: str = "accuracy") -> pd.DataFrame:
+    """Per common layer: ``metric`` of a and b on the same rows (``score_a``, ``score_b``), p (the paired test
+    of that metric, as between layers), Holm-adjusted p, significant."""
+    from ..probing.evaluation import REGRESSION_METRICS, Scoring
+
     a = read_csv(predictions_path(meta_a), dtype=str, keep_default_na=False)
     b = read_csv(predictions_path(meta_b), dtype=str, keep_default_na=False)
     if list(a["row"]) != list(b["row"]) or list(a["label"]) != list(b["label"]):
         raise ValueError("the two predictions files do not hold the same rows with the same labels")
-    names = [str(name) for name in (meta_a.get("label_names") or sorted(set(a["label"])))]
-    code = {name: index for index, name in enumerate(names)}
-    y = np.array([code.get(value, -1) for value in a["label"]])
+    y, names, read = _coded(a, meta_a, metric in REGRESSION_METRICS)
+    if names is not None and (y < 0).any():
+        raise ValueError("a label of the predictions file is not among the run's classes")
+    scoring = Scoring(metric, len(names or ()))
     plan = _plan(meta_a, y, names)
     columns_a, columns_b = _layer_columns(a), _layer_columns(b)
+    tested = plan.folds[0][1] if plan.is_split else np.arange(len(y))
     records = []
     for layer in sorted(set(columns_a) & set(columns_b)):
-        pred_a = np.array([code.get(value, -1) for value in a[columns_a[layer]]])
-        pred_b = np.array([code.get(value, -1) for value in b[columns_b[layer]]])
-        tested = plan.folds[0][1] if plan.is_split else np.arange(len(y))
-        records.append(
-            {
-                "layer": layer,
-                "accuracy_a": float(np.mean(pred_a[tested] == y[tested])),
-                "accuracy_b": float(np.mean(pred_b[tested] == y[tested])),
-                "p": paired_p_value(plan, y, pred_a, pred_b, N_BOOT, int(meta_a.get("seed") or 0)),
-            }
-        )
-    table = pd.DataFrame.from_records(records, columns=["layer", "accuracy_a", "accuracy_b", "p"])
-    table["difference"] = table["accuracy_a"] - table["accuracy_b"]
+        pred_a, pred_b = read(a[columns_a[layer]]), read(b[columns_b[layer]])
+        if names is not None and ((pred_a < 0).any() or (pred_b < 0).any()):
+            raise ValueError(f"layer {layer}: a prediction is not among the run's classes")
+        score_a, score_b = (scoring.value(y[tested], pred[tested]) for pred in (pred_a, pred_b))
+        p = scoring.p_value(plan, y, pred_a, pred_b, N_BOOT, int(meta_a.get("seed") or 0))
+        records.append({"layer": layer, "score_a": score_a, "score_b": score_b, "p": p})
+    table = pd.DataFrame.from_records(records, columns=["layer", "score_a", "score_b", "p"])
+    table["difference"] = table["score_a"] - table["score_b"]
     table["p_holm"] = holm(table["p"].to_numpy()) if len(table) else []
     table["significant"] = [bool(p < alpha) if not math.isnan(p) else False for p in table["p_holm"]]
+    table["metric"] = metric
     table["tested"] = f"{meta_a.get('predictions_for', '?')} vs {meta_b.get('predictions_for', '?')}"
     return table

@@ -209,3 +209,31 @@ def test_paired_test_in_macro_f1_is_a_plain_bootstrap_of_the_metric(grouped):
         differences.append(f1(rows, pred_a) - f1(rows, pred_b))
     extreme = np.count_nonzero(np.abs(np.array(differences) - observed) >= abs(observed) - 1e-12)
     assert p == pytest.approx((extreme + 1) / 301) and p < 0.05
+
+
+def _line_of(text: str, start: str) -> str:
+    return next(line for line in text.splitlines() if line.startswith(start))
+
+
+def test_the_printout_follows_the_chosen_metric(imbalanced, tmp_path):
+    result = featx.probe(imbalanced, label="label", jobs=1, n_bootstrap=100, metric="macro_f1", output=tmp_path / "m")
+    text, table = result.format_table(), result.table
+    assert "control macro-F1" in text and "\ncontrol " not in text
+    lexical = _line_of(text, "lexical baseline")
+    assert "(logreg): macro-F1 " in lexical and "(paired on macro_f1, one test)" in lexical
+    assert _line_of(text, "majority class:").startswith("majority class: macro-F1 ")
+    chosen = table[table.is_best & (table.kind == "single")].iloc[0]
+    row = _line_of(text, f"{chosen.pooling}  {' ' * (len('pooling') - len(chosen.pooling))}{chosen.layer_spec} *")
+    assert f"{chosen.control_macro_f1:.3f}" in row and f"{chosen.selectivity:+.3f}" in row
+
+
+def test_the_regression_printout_follows_the_chosen_metric(tiny_model, tmp_path):
+    path, _, _ = _split_file(tmp_path, tiny_model)
+    result = featx.probe(path, label="score", metric="spearman", jobs=1, n_bootstrap=100)
+    text, table = result.format_table(), result.table
+    assert "control Spearman" in text
+    lexical = _line_of(text, "lexical baseline")
+    assert "(ridge): Spearman " in lexical and ", R² " in lexical and "(paired on spearman, one test)" in lexical
+    for row in table[table.kind == "single"].itertuples():
+        line = next(line for line in text.splitlines() if line.split()[:2] == [row.pooling, str(row.layer_spec)])
+        assert f"{row.control_spearman:.3f}" in line.split() or f"{row.control_spearman + 0.0:.3f}" in line

@@ -36,20 +36,20 @@ def write_case(folder, meta_extra=None):
 
 def test_confusion_counts_at_the_best_layer_printed_and_written(tmp_path):
     result = explain(write_case(tmp_path))
-    assert result.confusion_layer == "1" and result.confusion_how == "the best on these test rows"
+    assert result.confusion_layer == "1" and result.confusion_how == "best on the test rows"
     assert result.confusion.loc["a"].tolist() == [3, 0] and result.confusion.loc["b"].tolist() == [2, 1]
     assert result.confusion_path == tmp_path / "c.label.confusion.csv"
     written = read_csv(result.confusion_path)
     assert written.columns.tolist() == ["true", "a", "b"] and written["a"].tolist() == [3, 2]
     text = result.format()
-    assert "confusion matrix at layer 1 (the best on these test rows; rows: true class, columns: predicted)" in text
+    assert "confusion matrix at layer 1 (best on the test rows; rows: true class, columns: predicted)" in text
     assert f"wrote {result.confusion_path}" in text
 
 
 def test_the_layer_selected_on_the_training_part_is_used_when_recorded(tmp_path):
-    selected = {"layer": 2, "pooling": "mean", "classifier": "logreg"}
+    selected = {"layer": 2, "pooling": "mean", "classifier": "logreg", "selection_score": 0.5}
     result = explain(write_case(tmp_path, {"selected": selected}), write=False)
-    assert result.confusion_layer == "2" and result.confusion_how == "selected on the training part"
+    assert result.confusion_layer == "2" and result.confusion_how == "chosen on the training part"
     assert result.confusion.loc["b"].tolist() == [1, 2] and result.confusion_path is None
     assert not (tmp_path / "c.label.confusion.csv").exists()
     other = explain(write_case(tmp_path, {"selected": {**selected, "pooling": "cls"}}), write=False)
@@ -78,3 +78,34 @@ def test_a_folder_that_refuses_the_csv_costs_a_note(tmp_path, monkeypatch):
     monkeypatch.setattr(module, "atomic_write_text", refuse)
     result = explain(write_case(tmp_path))
     assert result.confusion_path is None and any("could not write" in note for note in result.notes)
+
+
+def write_regression_case(folder, meta_extra=None):
+    """Four rows, two layers: layer 0 fits the test rows better than layer 1."""
+    frame = pd.DataFrame(
+        {
+            "row": range(4),
+            "id": [f"r{i}" for i in range(4)],
+            "label": [1.0, 2.0, 3.0, 4.0],
+            "n_tokens": [4, 5, 9, 10],
+            "truncated": [False] * 4,
+            "layer_0": [1.1, 2.0, 2.9, 4.0],
+            "layer_1": [2.0, 2.0, 3.0, 2.0],
+        }
+    )
+    path = folder / "r.score.predictions.csv"
+    frame.to_csv(path, index=False)
+    meta = {"label": "score", "task": "regression", "predictions_for": "mean/ridge", "predictions_file": path.name}
+    (folder / "r.score.probe.json").write_text(json.dumps({"meta": {**meta, **(meta_extra or {})}, "results": []}))
+    return path
+
+
+def test_regression_residuals_follow_the_choice_on_the_training_part(tmp_path):
+    fallback = explain(write_regression_case(tmp_path), texts=False)
+    assert fallback.best == "0" and "largest residuals (prediction - label) at layer 0 (best on the test rows)" in (
+        fallback.format()
+    )
+    selected = {"layer": 1, "layer_spec": "1", "pooling": "mean", "classifier": "ridge", "selection_score": 0.4}
+    chosen = explain(write_regression_case(tmp_path, {"selected": selected}), texts=False)
+    assert chosen.best == "1" and "at layer 1 (chosen on the training part)" in chosen.format()
+    assert chosen.largest.iloc[0]["id"] in ("r0", "r3")  # the largest residuals of layer 1, not of layer 0

@@ -126,6 +126,34 @@ def test_regression_baseline_is_spearman_of_the_cosine_on_the_test_rows(separate
     assert rows[0]["spearman_low"] <= rows[0]["spearman"] <= rows[0]["spearman_high"]
 
 
+def test_the_report_and_printout_show_the_cosine_not_the_probe(separate_file, tmp_path):
+    """The cosine rows of a regression pair run (printout, JSON, the report's table) are cos(u, v)'s own
+    Spearman on the test rows, computed here by hand, and not the ridge probe's Spearman of the same cell."""
+    from scipy.stats import spearmanr
+
+    from featx.report.html.page import render
+    from featx.report.html.sections import cosine_table
+
+    result = featx.probe(separate_file, label="score", poolings="mean", jobs=1, output=tmp_path / "score.probe.csv")
+    with featx.open(separate_file) as features:
+        y, split = features.label_values("score"), np.asarray(features.split)
+        sides = {layer: features.pair_features("mean", layer) for layer in (0, 1, 2)}
+    test = split == "test"
+    shown = cosine_table(result.meta)
+    probes = result.table[(result.table.kind == "single") & (result.table.pooling == "mean")]
+    page, text = render(result.csv_path), result.format_table()
+    differs = 0
+    for layer, (u, v) in sides.items():
+        by_hand = spearmanr(cosine(u.astype(np.float64), v.astype(np.float64))[test], y[test]).statistic
+        cell = shown[(shown.pooling == "mean") & (shown.layer == str(layer))].iloc[0]
+        assert cell["Spearman rho"].startswith(f"{by_hand:.3f} [")
+        assert f"mean     {layer}      {by_hand:.3f} [" in text
+        probe = float(probes[probes.layer == layer].spearman.iloc[0])
+        differs += f"{probe:.3f}" != f"{by_hand:.3f}"
+    assert differs >= 2  # the probe's own values are elsewhere: the cosine rows do not copy them
+    assert "Cosine baseline (sentence pairs)" in page
+
+
 @pytest.mark.parametrize("label", ["score", "same"])
 def test_every_pair_table_starts_with_the_cosine_baseline(separate_file, tmp_path, label):
     result = featx.probe(
@@ -186,3 +214,17 @@ def test_sweep_reads_the_senteval_feature_of_a_separate_file(separate_file, monk
         task = sweep.load_task(features, "same", 3, 0)
     sweep.sweep_layer(str(separate_file), "mean", 1, task, None, 0, 50)
     assert widths == [4 * hidden]
+
+
+def test_explain_of_a_pair_run_shows_both_texts(separate_file, tmp_path):
+    from featx.probing.analyses.explain import explain
+
+    result = featx.probe(separate_file, label="score", poolings="mean", jobs=1, output=tmp_path / "score.probe.csv")
+    found = explain(result.csv_path, write=False)
+    with featx.open(separate_file) as features:
+        first, second = features.texts, features.pair_texts
+    rows = found.largest
+    assert {"text", "text_b"} <= set(rows.columns)
+    by_id = dict(zip(rows["id"].astype(str), zip(rows["text"], rows["text_b"], strict=True), strict=True))
+    assert all(pair in set(zip(first, second, strict=True)) for pair in by_id.values())
+    assert "text_b" in found.format()

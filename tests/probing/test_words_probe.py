@@ -307,7 +307,10 @@ def test_probe_and_plot_through_a_real_file(tmp_path, monkeypatch):
     assert "center of gravity" in svg and "most frequent label per word type" in svg and "scalar mix" in svg
     out = runner.invoke(main, ["explain", str(tmp_path / "planted.upos.probe.csv"), "--limit", "3"])
     assert out.exit_code == 0, out.output
-    assert "most frequent confusions at the best layer (1)" in out.output and "per-class F1 by layer" in out.output
+    assert (
+        "most frequent confusions at layer 1 (chosen on the training part)" in out.output
+        and "per-class F1 by layer" in out.output
+    )
     predictions = pd.read_csv(tmp_path / "planted.upos.predictions.csv")
     test_words = np.flatnonzero(source.split[source.sentence] == "test")
     assert len(predictions) == len(test_words) and list(predictions.word) == [source.forms[w] for w in test_words]

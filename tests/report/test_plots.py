@@ -79,9 +79,9 @@ def test_curves_one_line_per_pooling_with_bands_and_best_marked():
     for pooling in ("cls", "mean", "max"):
         assert list(lines[pooling].get_xdata()) == [0, 1, 2]
     assert list(lines["mean"].get_ydata()) == pytest.approx([0.48, 0.58, 0.68])
-    best = next(line for label, line in lines.items() if label.startswith("best:"))
+    best = next(line for label, line in lines.items() if label.startswith("best on the test rows:"))
     assert (best.get_xdata()[0], best.get_ydata()[0]) == (1, pytest.approx(0.71))
-    assert "best: layer 1, max (0.710)" in lines
+    assert "best on the test rows: layer 1, max (0.710)" in lines
     assert len(ax.collections) == 3  # one interval band per pooling
     assert "majority class: 0.50" in lines and "control task by layer (max)" in lines  # the best pooling's control
     assert ax.get_ylabel() == "accuracy"
@@ -273,7 +273,7 @@ def test_sites_one_line_per_site_and_pooling():
     assert list(lines["ffn · mean"].get_xdata()) == [1, 2] and list(lines["hidden · mean"].get_xdata()) == [0, 1, 2]
     assert lines["ffn · mean"].get_color() == lines["hidden · mean"].get_color()  # pooling keeps its colour
     assert lines["ffn · mean"].get_linestyle() != lines["hidden · mean"].get_linestyle()  # site its style
-    assert "best: layer 2, ffn · mean (0.880)" in lines
+    assert "best on the test rows: layer 2, ffn · mean (0.880)" in lines
     heat = plot_heatmap(_with_sites(frame), meta)
     assert heat.get_ylabel() == "site · pooling"
 

@@ -86,17 +86,33 @@ def test_paired_tests_between_a_model_and_its_random_init(real_runs):
     assert tests["p"].between(0, 1).all() and (tests["p_holm"] >= tests["p"] - 1e-12).all()
     main_rows = cmp.load_entries([real_runs["main"]])[0].rows
     if (main_rows["pooling"] == "mean").all():  # the drawn curve is the tested pooling: same accuracies
-        assert list(tests["accuracy_a"]) == pytest.approx(list(main_rows["accuracy"]), abs=1e-9)
+        assert list(tests["score_a"]) == pytest.approx(list(main_rows["accuracy"]), abs=1e-9)
+    assert set(tests["metric"]) == {"accuracy"}
     text = result.format()
-    assert "paired test per layer" in text and "Holm over layers" in text
+    assert "paired test per layer" in text and "Holm over layers" in text and "accuracy A" in text
+
+
+def test_paired_tests_follow_the_chosen_metric(real_runs):
+    from sklearn.metrics import f1_score
+
+    result = cmp.compare([real_runs["main"], real_runs["baseline"]], metric="macro_f1")
+    tests = result.tests
+    assert set(tests["metric"]) == {"macro_f1"} and list(tests["layer"]) == [0, 1, 2]
+    predictions = pd.read_csv(str(real_runs["main"]).replace(".probe.csv", ".predictions.csv"), dtype=str)
+    for record in tests.itertuples():
+        expected = f1_score(predictions["label"], predictions[f"layer_{record.layer}"], average="macro")
+        assert record.score_a == pytest.approx(expected, abs=1e-9)
+    text = result.format()
+    assert "macro_f1 A" in text and "macro_f1 B" in text and "acc A" not in text
 
 
 def test_no_paired_test_for_different_rows_says_why(tmp_path, real_runs):
     other = _write(tmp_path, "other.probe", label="sentiment")
     result = cmp.compare([real_runs["main"], other])
     assert result.tests.empty
-    paired = [note for note in result.notes if "paired test" in note]
-    assert len(paired) == 1 and paired[0].startswith("no paired test of")
+    paired = [note for note in result.notes if note.startswith("no paired test of")]
+    assert len(paired) == 1 and "different seed" in paired[0]
+    assert all(note in paired or "chosen on the training part" in note for note in result.notes)
 
 
 def test_cli_compare_writes_figure_table_and_tests(real_runs, tmp_path):

@@ -58,7 +58,7 @@ def test_the_star_marks_the_row_selected_on_the_training_part():
 def test_without_selection_fields_the_star_is_the_best_on_test():
     frame, meta = synthetic_results(baseline=False)
     ax = plot_layer_curves(frame, meta)
-    assert _star(ax).get_xdata()[0] == 2 and _star(ax).get_label().startswith("best: layer 2, mean")
+    assert _star(ax).get_xdata()[0] == 2 and _star(ax).get_label().startswith("best on the test rows: layer 2, mean")
     assert selection_note(meta, "accuracy") is None
 
 
@@ -152,3 +152,13 @@ def test_the_note_names_a_combined_row_by_its_spec_and_the_select_helpers_fields
         "layer cat(1,2) (mean) chosen on the training part; best on test: layer 2 (ffn, cls, svm) (+0.021)"
     )
     assert selection_note(meta, "macro_f1") is None  # the selection was by accuracy
+
+
+def test_a_figure_in_another_metric_than_the_choice_says_its_star_is_the_best_on_test():
+    from featx.report.html.probe_figures import curves_how
+
+    meta = {"metric": "r2", "selected": {"layer": 1, "pooling": "mean"}}
+    assert "selected on the training part" in curves_how("r2", meta)
+    other = curves_how("spearman", meta)
+    assert "on these test rows in Spearman rho (the run chose in R²)" in other
+    assert "selected on the training part" not in other

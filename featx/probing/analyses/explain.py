@@ -19,8 +19,17 @@ import pandas as pd
 from ...errors import StoreError, require_whole
 from ...options import Options, whole
 from ...safe_files import atomic_write_text, csv_text, read_csv
+from ..choice import chosen_layer
 from ..results import side_path
-from .explain_regression import LAYER_PREFIX, RegressionExplanation, explain_regression, length_buckets
+from .explain_regression import (
+    LAYER_PREFIX,
+    TEXT_COLUMNS,
+    RegressionExplanation,
+    add_texts,
+    explain_regression,
+    length_buckets,
+    texts_in,
+)
 
 
 @dataclass
@@ -64,10 +73,9 @@ class Explanation:
         ):
             lines += ["", title + ":", frame.to_string(float_format=lambda v: f"{v:.3f}")]
         if self.confusions is not None:
-            best = self.correct.mean().idxmax()
             lines += [
                 "",
-                f"most frequent confusions at the best layer ({best}):",
+                f"most frequent confusions at layer {self.confusion_layer} ({self.confusion_how}):",
                 self.confusions.to_string(index=False, float_format=lambda v: f"{v:.3f}"),
             ]
         if self.confusion is not None:
@@ -86,10 +94,10 @@ class Explanation:
 def _rows(frame: pd.DataFrame, extra: list[str], limit: int) -> list[str]:
     if frame.empty:
         return ["  (none)"]
-    columns = ["id", *(["word"] if "word" in frame else []), "label", *extra] + (["text"] if "text" in frame else [])
+    columns = ["id", *(["word"] if "word" in frame else []), "label", *extra, *TEXT_COLUMNS[: texts_in(frame)]]
     shown = frame[columns].head(limit).copy()
-    if "text" in shown:
-        shown["text"] = shown["text"].map(lambda t: t if len(t) <= 70 else t[:67] + "...")
+    for column in TEXT_COLUMNS[: texts_in(shown)]:
+        shown[column] = shown[column].map(lambda t: t if len(t) <= 70 else t[:67] + "...")
     out = ["  " + line for line in shown.to_string(index=False).splitlines()]
     if len(frame) > limit:
         out.append(f"  ... {len(frame) - limit} more (--limit N shows more)")
@@ -154,26 +162,11 @@ def _read_predictions(path: Path) -> tuple[pd.DataFrame, list[str]]:
     return frame, layers
 
 
-def _add_texts(frame: pd.DataFrame, meta: dict) -> None:
-    """The text of each row, read from the features file when it is still there."""
-    if "row" in frame and meta.get("features_file") and Path(meta["features_file"]).exists():
-        from ...store import FeatureFile
-
-        with FeatureFile(meta["features_file"], allow_partial=True) as features:
-            all_texts = features.texts
-        frame["text"] = [all_texts[i] if 0 <= i < len(all_texts) else "" for i in frame["row"].astype(int)]
-
-
 def confusion_layer(meta: dict, layers: list[str], correct: pd.DataFrame) -> tuple[str, str]:
-    """The layer whose confusion matrix is shown, and how it was chosen: the run's selection on the training
-    part (``selected`` in the results JSON, when it is the predictions' pooling and probe), else the layer
-    with the most right predictions on these test rows."""
-    selected = meta.get("selected")
-    if isinstance(selected, dict) and str(selected.get("layer", selected.get("layer_spec"))) in layers:
-        pooling, classifier = (str(meta.get("predictions_for", "")).split("/") + ["", ""])[:2]
-        if selected.get("pooling") in (None, pooling) and selected.get("classifier") in (None, classifier):
-            return str(selected.get("layer", selected.get("layer_spec"))), "selected on the training part"
-    return str(correct.mean().idxmax()), "the best on these test rows"
+    """The layer whose confusion matrix (and most frequent confusions) are shown, and how it was chosen: the
+    run's selection on the training part (``selected`` in the results JSON, when it is the predictions'
+    pooling and probe), else the layer with the most right predictions on these test rows."""
+    return chosen_layer(meta, layers, correct.mean())
 
 
 def confusion_matrix(true: pd.Series, predicted: pd.Series, classes: list[str]) -> pd.DataFrame:
@@ -242,7 +235,7 @@ def explain(config: ExplainConfig | str | Path | None = None, **options: object)
     correct = predicted.eq(true, axis=0)
     notes: list[str] = []
     if texts:
-        _add_texts(frame, meta)
+        add_texts(frame, meta)
     values = correct.to_numpy()
     flips = _flips(frame, values, layers)
     never = ~values.any(axis=1)
@@ -258,11 +251,11 @@ def explain(config: ExplainConfig | str | Path | None = None, **options: object)
     truncated = frame["truncated"].map(lambda v: str(v).lower() in ("true", "1")).map({False: "no", True: "yes"})
     by_truncation = _accuracy_by(truncated, correct, "truncated")
     confusions = None
-    if meta.get("level") in ("word", "arc"):  # word-level runs: which tags the best layer mixes up
+    layer, how = confusion_layer(meta, layers, correct)
+    if meta.get("level") in ("word", "arc"):  # word-level runs: which tags the chosen layer mixes up
         from ..tasks.word_predictions import top_confusions
 
-        confusions = top_confusions(true, predicted[correct.mean().idxmax()])
-    layer, how = confusion_layer(meta, layers, correct)
+        confusions = top_confusions(true, predicted[layer])
     found = Explanation(
         path,
         str(meta.get("label", "")),

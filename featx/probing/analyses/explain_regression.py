@@ -10,6 +10,7 @@ import pandas as pd
 
 from ...errors import StoreError, require_whole
 from ...safe_files import read_csv
+from ..choice import chosen_layer
 
 LAYER_PREFIX = "layer_"  # the per-layer columns of a predictions file
 
@@ -36,6 +37,8 @@ class RegressionExplanation:
     by_layer: pd.DataFrame  # layer x (r2, mae)
     largest: pd.DataFrame  # rows with the largest absolute residual at the best layer, residuals per layer
     by_length: pd.DataFrame  # length bucket x layers: MAE (with row counts)
+    best: str = ""  # the layer of the largest residuals: chosen on the training part, else the best test R²
+    best_how: str = ""  # how it was picked (featx.probing.choice.chosen_layer)
 
     def format(self, limit: int = 10) -> str:
         require_whole(limit, "--limit")
@@ -46,12 +49,12 @@ class RegressionExplanation:
             "R² and MAE by layer:",
             self.by_layer.T.to_string(float_format=lambda v: f"{v:.3f}"),
             "",
-            f"largest residuals (prediction - label) at the best layer {self.by_layer.r2.idxmax()}, by layer:",
+            f"largest residuals (prediction - label) at layer {self.best} ({self.best_how}), by layer:",
         ]
         shown = self.largest.head(limit).copy()
         shown["label"] = shown["label"].map(lambda v: f"{v:.2f}")
-        if "text" in shown:
-            shown["text"] = shown["text"].map(lambda t: t if len(t) <= 60 else t[:57] + "...")
+        for column in TEXT_COLUMNS[: texts_in(shown)]:
+            shown[column] = shown[column].map(lambda t: t if len(t) <= 60 else t[:57] + "...")
         lines += ["  " + line for line in shown.to_string(index=False, float_format=lambda v: f"{v:+.2f}").splitlines()]
         if len(self.largest) > limit:
             lines.append(f"  ... {len(self.largest) - limit} more (--limit N shows more)")
@@ -61,6 +64,29 @@ class RegressionExplanation:
             self.by_length.to_string(float_format=lambda v: f"{v:.3f}"),
         ]
         return "\n".join(lines)
+
+
+TEXT_COLUMNS = ["text", "text_b"]
+
+
+def texts_in(frame: pd.DataFrame) -> int:
+    """How many of ``TEXT_COLUMNS`` the frame holds (0, 1, or 2 for a sentence pair)."""
+    return sum(column in frame for column in TEXT_COLUMNS)
+
+
+def add_texts(frame: pd.DataFrame, meta: dict) -> None:
+    """Each row's text (``text``), and a sentence pair's second text (``text_b``), read from the features file
+    when it is still there."""
+    if "row" not in frame or not meta.get("features_file") or not Path(meta["features_file"]).exists():
+        return
+    from ...store import FeatureFile
+
+    with FeatureFile(meta["features_file"], allow_partial=True) as features:
+        sides = [("text", features.texts), ("text_b", features.pair_texts)]
+    rows = frame["row"].astype(int)
+    for column, values in sides:
+        if values is not None:
+            frame[column] = [values[i] if 0 <= i < len(values) else "" for i in rows]
 
 
 def explain_regression(path: Path, meta: dict, buckets: int, texts: bool) -> RegressionExplanation:
@@ -78,17 +104,13 @@ def explain_regression(path: Path, meta: dict, buckets: int, texts: bool) -> Reg
     total = float(((true - true.mean()) ** 2).sum()) or float("nan")
     by_layer = pd.DataFrame({"r2": 1 - (residual**2).sum() / total, "mae": residual.abs().mean()})
     by_layer.index.name = "layer"
-    if texts and "row" in frame and meta.get("features_file") and Path(meta["features_file"]).exists():
-        from ...store import FeatureFile
-
-        with FeatureFile(meta["features_file"], allow_partial=True) as features:
-            all_texts = features.texts
-        frame["text"] = [all_texts[i] if 0 <= i < len(all_texts) else "" for i in frame["row"].astype(int)]
-    best = by_layer.r2.idxmax()
+    if texts:
+        add_texts(frame, meta)
+    best, how = chosen_layer(meta, layers, by_layer.r2)
     order = np.argsort(-residual[best].abs().to_numpy(), kind="stable")
     largest = (
         pd.concat(
-            [frame[["id", "label"]], residual.add_prefix("layer ")] + ([frame[["text"]]] if "text" in frame else []),
+            [frame[["id", "label"]], residual.add_prefix("layer ")] + [frame[TEXT_COLUMNS[: texts_in(frame)]]],
             axis=1,
         )
         .iloc[order]
@@ -99,6 +121,5 @@ def explain_regression(path: Path, meta: dict, buckets: int, texts: bool) -> Reg
     by_length = errors.groupby(groups.values, observed=True).mean()
     by_length.insert(0, "rows", errors.groupby(groups.values, observed=True).size())
     by_length.index.name = "tokens"
-    return RegressionExplanation(
-        path, str(meta.get("label", "")), str(meta.get("predictions_for", "")), layers, by_layer, largest, by_length
-    )
+    label, predictions_for = str(meta.get("label", "")), str(meta.get("predictions_for", ""))
+    return RegressionExplanation(path, label, predictions_for, layers, by_layer, largest, by_length, best, how)

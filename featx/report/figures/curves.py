@@ -109,6 +109,7 @@ def _star_best(ax, rows: pd.DataFrame, metric: str, meta: dict | None = None) ->
     """A star on the chosen (layer, pooling): the one selected on the training part when the run recorded a
     selection score, else the best on the test rows (the legend says which); returns its row."""
     best, selected = chosen_row(rows, metric, meta)
+    how = "selected on the training part" if selected else "best on the test rows"
     ax.plot(
         [int(best["layer"])],
         [float(best[metric])],
@@ -118,8 +119,7 @@ def _star_best(ax, rows: pd.DataFrame, metric: str, meta: dict | None = None) ->
         markerfacecolor=OKABE_ITO["yellow"],
         linestyle="none",
         zorder=4,
-        label=f"{'selected on the training part' if selected else 'best'}: layer {int(best['layer'])}, "
-        f"{best['pooling']} ({float(best[metric]):.3f})",
+        label=f"{how}: layer {int(best['layer'])}, {best['pooling']} ({float(best[metric]):.3f})",
     )
     return best
 
@@ -197,7 +197,8 @@ def _draw_references(ax, found: list[tuple[str, float]], layers: list[int]) -> l
     for (name, value), style in zip(found, styles, strict=False):
         colour = REFERENCE_GREY if style != ":" else OKABE_ITO["black"]
         same = [other for other, earlier in drawn if abs(earlier - value) < COINCIDE]
-        label = f"{name}: {value:.2f}" + (f" (= {same[0].split(' (')[0]})" if same else "")
+        shown = 0.0 if abs(value) < 0.005 else value  # a training mean's R² of -0.0001 reads 0.00, not -0.00
+        label = f"{name}: {shown:.2f}" + (f" (= {same[0].split(' (')[0]})" if same else "")
         if same:  # on top of another line: markers along it keep it visible
             ax.plot(
                 layers,

@@ -86,8 +86,8 @@ def plot_residuals(truth: np.ndarray, predicted: np.ndarray, axes, layer: str = 
         for ax in axes:
             ax.grid(True, alpha=0.3)
         where = f"layer {layer}" + (f" ({how})" if how else "")
-        left.set_title(f"predictions against the truth, {where}", loc="left")
-        right.set_title(f"residuals, {len(truth):,} test rows", loc="left")
+        left.set_title(f"{where}: predictions against the truth", loc="left")
+        right.set_title(f"residuals ({len(truth):,} test rows)", loc="right")
     return axes
 
 

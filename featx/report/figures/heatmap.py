@@ -125,7 +125,15 @@ def _write_values(ax, data, colours, cmap, vmin, vmax, n_layers) -> None:
             position = min(max((colours[i, j] - vmin) / (vmax - vmin), 0.0), 1.0)
             red, green, blue, _ = cmap(position)
             dark = 0.299 * red + 0.587 * green + 0.114 * blue < 0.5
-            ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=size, color="white" if dark else "black")
+            ax.text(
+                j,
+                i,
+                f"{value + 0.0:.2f}".replace("-0.00", "0.00"),
+                ha="center",
+                va="center",
+                fontsize=size,
+                color="white" if dark else "black",
+            )
 
 
 def _outline_best(ax, rows, metric, poolings, layers, meta) -> None:

@@ -47,6 +47,13 @@ def _explain(results_path):
         return None, error.message
 
 
+def _three(frame: pd.DataFrame) -> pd.DataFrame:
+    """Every float cell with three decimals (``0.570``, not ``0.57``), so a column's values line up."""
+    return frame.apply(
+        lambda column: column.map(lambda v: "-" if v != v else f"{v:.3f}") if column.dtype.kind == "f" else column
+    )
+
+
 def _explain_html(found, reason: str | None) -> str:
     if found is None:
         return f'<p class="muted">No per-example diagnostics: {html.escape(reason or "")}</p>'
@@ -55,19 +62,21 @@ def _explain_html(found, reason: str | None) -> str:
         f"{len(getattr(found, 'correct', getattr(found, 'largest', ()))):,} rows).</p>"
     ]
     if hasattr(found, "by_layer"):  # a regression run
-        best = f"layer {found.by_layer.r2.idxmax()}"
-        columns = [c for c in ("id", "label", best, "text") if c in found.largest.columns]
-        largest = found.largest[columns].head(10).rename(columns={best: f"residual at {best}"}).round(3)
-        parts += ["<h3>R² and MAE by layer</h3>", table_html(found.by_layer.T.round(3).reset_index())]
-        parts += [f"<h3>Largest residuals at the best {best} (the first 10)</h3>", table_html(largest)]
-        parts += ["<h3>Mean absolute error by length (tokens)</h3>", table_html(found.by_length.round(3).reset_index())]
+        best = f"layer {found.best or found.by_layer.r2.idxmax()}"
+        columns = [c for c in ("id", "label", best, "text", "text_b") if c in found.largest.columns]
+        largest = _three(found.largest[columns].head(10).rename(columns={best: f"residual at {best}"}))
+        by_layer = _three(found.by_layer.T).rename(index={"r2": "R²", "mae": "MAE"}).rename_axis("metric")
+        parts += ["<h3>R² and MAE by layer</h3>", table_html(by_layer.reset_index())]
+        how = html.escape(found.best_how or "best on the test rows")
+        parts += [f"<h3>Largest residuals at {best}, {how} (the first 10)</h3>", table_html(largest)]
+        parts += ["<h3>Mean absolute error by length (tokens)</h3>", table_html(_three(found.by_length).reset_index())]
         return "\n".join(parts)
-    parts += ["<h3>Accuracy by layer</h3>", table_html(found.correct.mean().to_frame("accuracy").T.round(3))]
+    parts += ["<h3>Accuracy by layer</h3>", table_html(_three(found.correct.mean().to_frame("accuracy").T))]
     for title, frame, extra in (
         ("Rows right from some layer on", found.flips, "first_right_layer"),
         ("Rows wrong at every layer", found.always_wrong, "last_prediction"),
     ):
-        columns = [c for c in ("id", "word", "label", extra, "text") if c in frame.columns]
+        columns = [c for c in ("id", "word", "label", extra, "text", "text_b") if c in frame.columns]
         parts += [
             f"<h3>{title} ({len(frame):,}; the first 10)</h3>",
             table_html(frame[columns].head(10)) if len(frame) else "<p>(none)</p>",
@@ -79,7 +88,7 @@ def _explain_html(found, reason: str | None) -> str:
         (f"Confusion matrix at layer {found.confusion_layer} ({found.confusion_how})", found.confusion),
     ):
         if frame is not None:
-            parts += [f"<h3>{html.escape(title)}</h3>", table_html(frame.round(3).reset_index())]
+            parts += [f"<h3>{html.escape(title)}</h3>", table_html(_three(frame).reset_index())]
     return "\n".join(parts)
 
 

@@ -24,11 +24,14 @@ Section = tuple[str, str, str]
 def curves_how(metric: str, meta: dict) -> str:
     """How to read the layer curves in ``metric``."""
     name = METRIC_NAMES.get(metric, metric)
-    star = (
-        "The star is the (layer, pooling) selected on the training part (never on the test rows); "
-        if meta.get("selected")
-        else "The star is the best (layer, pooling) on these test rows; "
-    )
+    chosen_in = meta.get("metric") or metric
+    if meta.get("selected") and chosen_in == metric:
+        star = "The star is the (layer, pooling) selected on the training part (never on the test rows); "
+    elif meta.get("selected"):
+        chose = METRIC_NAMES.get(chosen_in, chosen_in)
+        star = f"The star is the best (layer, pooling) on these test rows in {name} (the run chose in {chose}); "
+    else:
+        star = "The star is the best (layer, pooling) on these test rows; "
     extra = ""
     if meta.get("cosine_baseline"):
         extra = (
@@ -44,8 +47,9 @@ def curves_how(metric: str, meta: dict) -> str:
         f"{name} on held-out rows against the layer (0 = the embeddings), one line per pooling, with its 95% "
         "interval as a band. Horizontal lines are the references (majority class or training mean, the lexical "
         "baseline, baseline features); the grey dash-dot curve with + markers is the control task at the chosen "
-        "pooling (the same probe on control labels: what probe capacity alone reaches), so selectivity is the gap "
-        f"to it. {star}hollow markers are layers not significantly below their pooling's best.{extra}"
+        "pooling, or a flat dash-dot line its maximum over layers when the legend says so (the same probe on "
+        "control labels: what probe capacity alone reaches), so selectivity is the gap to it. "
+        f"{star}hollow markers are layers not significantly below their pooling's best.{extra}"
     )
 
 
@@ -121,13 +125,11 @@ def _more_sections(frame: pd.DataFrame, meta: dict, classifier: str, results_pat
 
 def chosen_layer(meta: dict, layers: list[str], scores: pd.Series) -> tuple[str, str]:
     """The layer of the predictions to draw and how it was chosen: the run's selection on the training part
-    when it is among the predictions' layers, else the best of ``scores`` on these test rows."""
-    selected = meta.get("selected")
-    if isinstance(selected, dict):
-        layer = str(selected.get("layer", selected.get("layer_spec")))
-        if layer in layers:
-            return layer, "selected on the training part"
-    return str(scores.idxmax()), "the best on these test rows"
+    when it is among the predictions' layers (and of their pooling and probe), else the best of ``scores`` on
+    the test rows; the rule of ``featx explain`` (``featx.probing.choice.chosen_layer``)."""
+    from ...probing.choice import chosen_layer as choose
+
+    return choose(meta, layers, scores)
 
 
 def prediction_sections(meta: dict, found) -> list[Section]:

@@ -30,13 +30,14 @@ def format_comparison(
                 "",
                 f"paired test per layer: A = {a}, B = {b} ({part['tested'].iloc[0]}; Holm over layers; ! = p < 0.05)",
             ]
+            named = str(part["metric"].iloc[0]) if "metric" in part else metric
             lines += grid(
-                ["layer", "acc A", "acc B", "B - A", "p (Holm)"],
+                ["layer", f"{named} A", f"{named} B", "B - A", "p (Holm)"],
                 [
                     [
                         str(int(r.layer)),
-                        f"{r.accuracy_a:.3f}",
-                        f"{r.accuracy_b:.3f}",
+                        f"{r.score_a:.3f}",
+                        f"{r.score_b:.3f}",
                         f"{-r.difference:+.3f}",
                         p_value(r.p_holm, bool(r.significant)),
                     ]

@@ -71,4 +71,30 @@ def grid(header: Sequence[str], rows: Sequence[Sequence[str] | None]) -> list[st
     return lines
 
 
-__all__ = ["count", "general", "grid", "interval", "missing", "num", "p_value", "row_interval"]
+def best_index(rows: pd.DataFrame, metric: str = "accuracy"):
+    """The index of the best row of ``rows``: the highest ``selection_score`` (chosen on the training part)
+    when the rows hold one, else the highest ``metric`` on the test rows."""
+    if "selection_score" in rows and rows.selection_score.notna().any():
+        return rows.selection_score.idxmax()
+    return rows[metric].idxmax()
+
+
+def chosen_how(rows: pd.DataFrame) -> str:
+    """How ``best_index`` picks in ``rows``: ``chosen on the training part`` or ``best on the test rows``."""
+    if "selection_score" in rows and rows.selection_score.notna().any():
+        return "chosen on the training part"
+    return "best on the test rows"
+
+
+__all__ = [
+    "best_index",
+    "chosen_how",
+    "count",
+    "general",
+    "grid",
+    "interval",
+    "missing",
+    "num",
+    "p_value",
+    "row_interval",
+]

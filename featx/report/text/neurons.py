@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from ...probing.results import json_safe, results_prefix, write_table
-from .format import grid, num, row_interval
+from .format import best_index, chosen_how, grid, num, row_interval
 
 CHOICES = [("top", "probe"), ("top", "anova"), ("random", "-"), ("bottom", "probe"), ("bottom", "anova")]
 
@@ -29,8 +29,10 @@ def _all(selection: pd.DataFrame, layer) -> pd.Series:
 
 
 def best_layer(selection: pd.DataFrame) -> int:
+    """The layer whose neurons are listed: the probe on all neurons chosen on the training part when the
+    selection table holds ``selection_score``, else the one best on the test rows (``chosen_how`` says which)."""
     full = selection[selection.selection == "all"]
-    return int(full.loc[full.accuracy.idxmax()].layer)
+    return int(full.loc[best_index(full)].layer)
 
 
 def overlap(ranking: pd.DataFrame, layer, k: int) -> int:
@@ -128,7 +130,8 @@ def format_neurons(result) -> str:
         "",
     ]
     if len(meta["layers"]) > 1:
-        lines += _layers_lines(result) + ["", f"best layer (all neurons): {best}", ""]
+        how = chosen_how(result.selection[result.selection.selection == "all"])
+        lines += _layers_lines(result) + ["", f"best layer (all neurons): {best} ({how})", ""]
     lines += _ranking_lines(result, best) + [""] + _selection_lines(result, best)
     if result.paths:
         lines += ["", "wrote " + ", ".join(str(path) for path in result.paths)]

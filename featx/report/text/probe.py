@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from .format import count, general, grid, num, p_value, row_interval
+from .format import count, general, grid, missing, num, p_value, row_interval
 
 MAX_LISTED_CLASSES = 10
 
@@ -29,19 +29,50 @@ def header_lines(table: pd.DataFrame, meta: dict) -> list[str]:
         f"evaluation: {meta.get('evaluation')}, seed {meta.get('seed')}; intervals are 95% "
         + ("bootstrap over the test rows" if meta.get("evaluation") == "split" else "t-intervals over folds"),
     ]
-    majority = table[table.kind == "majority"]
+    majority, metric = table[table.kind == "majority"], _metric(meta)
     if not majority.empty:
-        lines.append(
-            f"majority class: accuracy {row_interval(majority.iloc[0])}, macro-F1 {num(majority.iloc[0].macro_f1)}"
+        row = majority.iloc[0]
+        first = (
+            f"{metric_label(metric)} {row_interval(row, metric)}, " if metric != "accuracy" and metric in row else ""
         )
+        lines.append(f"majority class: {first}accuracy {row_interval(row)}, macro-F1 {num(row.macro_f1)}")
     lexical = table[table.kind == "lexical"]
     if not lexical.empty:
         row = lexical.iloc[0]
+        scores = f"{metric_label(metric)} {row_interval(row, metric)}" if metric in row else ""
+        if metric != "accuracy":
+            scores += f", accuracy {num(row.accuracy)}"
+        elif "macro_f1" in row:
+            scores += f", macro-F1 {num(row.macro_f1)}"
         lines.append(
-            f"{LEXICAL_NAME} ({row.classifier}): accuracy {row_interval(row)}, macro-F1 {num(row.macro_f1)}, "
-            f"C {general(row.C)}; {versus_best(row, table, 'accuracy')}"
+            f"{LEXICAL_NAME} ({row.classifier}): {scores}, C {general(row.C)}; {versus_best(row, table, metric)}"
         )
     return lines
+
+
+METRIC_LABELS = {
+    "accuracy": "accuracy",
+    "macro_f1": "macro-F1",
+    "balanced_accuracy": "balanced accuracy",
+    "r2": "R²",
+    "spearman": "Spearman",
+    "pearson": "Pearson",
+}
+
+
+def metric_label(metric: str) -> str:
+    """How a metric is named in the terminal tables (``macro_f1`` reads ``macro-F1``)."""
+    return METRIC_LABELS.get(metric, metric)
+
+
+def control_value(row, metric: str, fallback: str) -> float | None:
+    """The control task's score in ``metric`` (``control_<metric>``), else in ``fallback`` for results written
+    before the control was scored in every metric."""
+    for name in (f"control_{metric}", f"control_{fallback}"):
+        value = row.get(name) if isinstance(row, pd.Series) else getattr(row, name, None)
+        if value is not None and not missing(value):
+            return value
+    return None
 
 
 LEXICAL_NAME = "lexical baseline (TF-IDF word 1-2-grams + char 2-5-grams)"
@@ -49,7 +80,8 @@ LEXICAL_NAME = "lexical baseline (TF-IDF word 1-2-grams + char 2-5-grams)"
 
 def versus_best(row, table: pd.DataFrame, metric: str) -> str:
     """The lexical row's paired test against the best single layer of the main hidden states (one test,
-    no adjustment)."""
+    no adjustment), in ``metric``, the run's chosen metric."""
+    test_metric = metric
     singles = table[(table.kind == "single") & (table.features == "main")]
     if "site" in singles:
         singles = singles[singles.site == "hidden"]
@@ -60,7 +92,8 @@ def versus_best(row, table: pd.DataFrame, metric: str) -> str:
         return "no layer to compare with"
     best = singles.loc[singles[metric].idxmax()]
     where = f"{best.pooling} {best.layer_spec}, {best.classifier}"
-    return f"vs the best layer ({where}) p={p_value(row.p_vs_best, row.significant_vs_best)} (paired, one test)"
+    tested = f"paired on {test_metric}, one test" if test_metric else "paired, one test"
+    return f"vs the best layer ({where}) p={p_value(row.p_vs_best, row.significant_vs_best)} ({tested})"
 
 
 def block_title(features: str, site: str, classifier: str, meta: dict) -> str:
@@ -75,14 +108,14 @@ def block_title(features: str, site: str, classifier: str, meta: dict) -> str:
     return title
 
 
-def _cells(row, with_mdl: bool, with_tests: bool) -> list[str]:
+def _cells(row, metric: str, with_mdl: bool, with_tests: bool) -> list[str]:
     cells = [
         row.pooling,
         f"{row.layer_spec}{' *' if row.is_best else ''}",
         row_interval(row),
         num(row.macro_f1),
         num(row.balanced_accuracy),
-        num(row.control_accuracy),
+        num(control_value(row, metric, "accuracy")),
         num(row.selectivity, signed=True),
         general(row.C),
         f"{row.fit_seconds:.1f}",
@@ -156,7 +189,9 @@ def _footer(meta: dict, with_mdl: bool, with_tests: bool) -> list[str]:
 def format_table(table: pd.DataFrame, meta: dict) -> str:
     """The terminal table of a classification run: header lines, one block per features, site and classifier."""
     lines = header_lines(table, meta)
-    header = ["pooling", "layer", "accuracy [95% CI]", "macro-F1", "bal.acc", "control", "select.", "C", "fit s"]
+    metric = _metric(meta)
+    control = "control" if metric == "accuracy" else f"control {metric_label(metric)}"
+    header = ["pooling", "layer", "accuracy [95% CI]", "macro-F1", "bal.acc", control, "select.", "C", "fit s"]
     with_mdl = bool("mdl_bits" in table and table.mdl_bits.notna().any())
     with_tests = bool("p_vs_best_holm" in table and (table.p_vs_best_holm.notna() | table.p_vs_prev_holm.notna()).any())
     if with_mdl:
@@ -167,7 +202,7 @@ def format_table(table: pd.DataFrame, meta: dict) -> str:
     group_by = ["features", "site", "classifier"] if "site" in probes else ["features", "classifier"]
     for key, block in probes.groupby(group_by, sort=False):
         site = key[1] if len(key) == 3 else "hidden"
-        rows = pooling_rows(block, lambda row: _cells(row, with_mdl, with_tests))
+        rows = pooling_rows(block, lambda row: _cells(row, metric, with_mdl, with_tests))
         lines += ["", block_title(key[0], site, key[-1], meta), *grid(header, rows)]
         lines += _poolings_line(block)
     return "\n".join(lines + _footer(meta, with_mdl, with_tests))

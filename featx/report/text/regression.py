@@ -5,10 +5,10 @@ from __future__ import annotations
 import pandas as pd
 
 from .format import general, grid, interval, num, p_value
-from .probe import LEXICAL_NAME, block_title, pooling_rows, versus_best
+from .probe import LEXICAL_NAME, block_title, control_value, metric_label, pooling_rows, versus_best
 
 
-def _cells(row) -> list[str]:
+def _cells(row, metric: str) -> list[str]:
     return [
         row.pooling,
         f"{row.layer_spec}{' *' if row.is_best else ''}",
@@ -16,13 +16,20 @@ def _cells(row) -> list[str]:
         interval(row.spearman, row.spearman_low, row.spearman_high),
         num(row.pearson),
         num(row.mae),
-        num(row.control_r2),
+        num(control_value(row, metric, "r2")),
         num(row.selectivity, signed=True),
         general(row.alpha),
         f"{row.fit_seconds:.1f}",
         p_value(row.p_vs_best_holm, row.significant_vs_best),
         p_value(row.p_vs_prev_holm, row.significant_vs_prev),
     ]
+
+
+def _lexical_scores(row, metric: str) -> str:
+    """The lexical row's score in the chosen metric (with its interval) first, then R² or Spearman."""
+    first = f"{metric_label(metric)} {interval(row[metric], row[f'{metric}_low'], row[f'{metric}_high'])}"
+    other = "spearman" if metric == "r2" else "r2"
+    return f"{first}, {metric_label(other)} {num(row[other])}"
 
 
 HEADER = [
@@ -41,8 +48,11 @@ HEADER = [
 ]
 
 
-def _block(block: pd.DataFrame) -> list[str]:
-    return grid(HEADER, pooling_rows(block, _cells))
+def _block(block: pd.DataFrame, metric: str) -> list[str]:
+    header = [*HEADER]
+    if metric != "r2":  # the control column is in the chosen metric, as selectivity is
+        header[HEADER.index("control")] = f"control {metric_label(metric)}"
+    return grid(header, pooling_rows(block, lambda row: _cells(row, metric)))
 
 
 def format_table(table: pd.DataFrame, meta: dict) -> str:
@@ -60,16 +70,17 @@ def format_table(table: pd.DataFrame, meta: dict) -> str:
     if not baseline.empty:
         row = baseline.iloc[0]
         lines.append(f"training mean: R² {interval(row.r2, row.r2_low, row.r2_high)}, MAE {num(row.mae)}")
+    metric = meta.get("metric") or "r2"
     lexical = table[table.kind == "lexical"]
     if not lexical.empty:
         row = lexical.iloc[0]
         lines.append(
-            f"{LEXICAL_NAME} ({row.classifier}): R² {interval(row.r2, row.r2_low, row.r2_high)}, "
-            f"Spearman {num(row.spearman)}, alpha {general(row.alpha)}; {versus_best(row, table, 'r2')}"
+            f"{LEXICAL_NAME} ({row.classifier}): {_lexical_scores(row, metric)}, alpha {general(row.alpha)}; "
+            f"{versus_best(row, table, metric)}"
         )
     probes = table[~table.kind.isin(["baseline", "lexical"])]
     for (features, site, classifier), block in probes.groupby(["features", "site", "classifier"], sort=False):
-        lines += ["", block_title(features, site, classifier, {}), *_block(block)]
+        lines += ["", block_title(features, site, classifier, {}), *_block(block, metric)]
     test = (
         "paired bootstrap of squared errors over the test rows"
         if meta.get("evaluation") == "split"

@@ -11,7 +11,7 @@ import pandas as pd
 
 from ...probing.results import json_safe, results_prefix, write_table
 from ..figures.analyses import pareto_front
-from .format import grid, num, row_interval
+from .format import best_index, chosen_how, grid, num, row_interval
 
 FLIP_MARGIN = 0.01  # a pair of layers flips only if both orders are by more than this accuracy
 
@@ -43,7 +43,7 @@ def _per_layer(rows: pd.DataFrame) -> list[list[str]]:
     table = []
     for layer, part in rows.groupby("layer", sort=True):
         real, control = part[part.task == "real"], part[part.task == "control"]
-        best = real.loc[real.accuracy.idxmax()]
+        best = real.loc[best_index(real)]
         simplest = real[real.accuracy >= best.accuracy - 0.01].sort_values("params").iloc[0]
         front = pareto_front(real)
         table.append(
@@ -62,7 +62,7 @@ def _per_layer(rows: pd.DataFrame) -> list[list[str]]:
 def _per_setting(real: pd.DataFrame, reference: str, flipped: dict) -> list[list[str]]:
     table = []
     for (family, setting), part in real.groupby(["family", "setting"], sort=False):
-        best = part.loc[part.accuracy.idxmax()]
+        best = part.loc[best_index(part)]
         pairs = flipped[setting]
         shown = ", ".join(f"{a}/{b}" for a, b in pairs[:4]) + (" ..." if len(pairs) > 4 else "")
         table.append(
@@ -90,8 +90,8 @@ def format_sweep(result) -> str:
         flipped = flips(real, reference)
         lines += [
             "",
-            f"pooling {pooling}: per layer, the best probe, the simplest probe within 0.01 of it, "
-            "the Pareto front's size and the control task's best",
+            f"pooling {pooling}: per layer, the best probe ({chosen_how(real)}), the simplest probe within 0.01 "
+            "of it, the Pareto front's size and the control task's best",
         ]
         lines += grid(
             ["layer", "best [95% CI]", "best probe", "simplest within 0.01 (params)", "front", "control best"],
@@ -99,14 +99,15 @@ def format_sweep(result) -> str:
         )
         lines += [
             "",
-            f"pooling {pooling}: the best layer of each probe, and the layer pairs whose order flips "
+            f"pooling {pooling}: the best layer of each probe ({chosen_how(real)}), and the layer pairs whose "
+            "order flips "
             f"against the reference (logreg {reference}) by more than {FLIP_MARGIN} both ways",
         ]
         lines += grid(
             ["family", "setting", "params", "best layer", "accuracy [95% CI]", "flipped pairs"],
             _per_setting(real, reference, flipped),
         )
-        bests = real.loc[real.groupby("setting", sort=False).accuracy.idxmax()].layer.value_counts()
+        bests = real.loc[[best_index(part) for _, part in real.groupby("setting", sort=False)]].layer.value_counts()
         lines.append(
             "layers best across complexities: "
             + ", ".join(f"layer {layer} for {count} of {bests.sum()} probes" for layer, count in bests.items())
