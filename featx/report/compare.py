@@ -154,6 +154,15 @@ def _name(entries: list[Entry], names: list[str] | None) -> None:
             entry.name = f"{entry.name} ({Path(entry.source).name})" if keys else Path(entry.source).name
 
 
+def _selectivity(best: pd.Series, metric: str) -> float:
+    """The row's selectivity in ``metric`` (``metric - control_<metric>``), so that files probed with different
+    ``--metric`` compare alike; the recorded ``selectivity`` for results without that control column."""
+    control = pd.to_numeric(pd.Series([best.get(f"control_{metric}")]), errors="coerce").iloc[0]
+    if pd.notna(control) and pd.notna(best.get(metric)):
+        return float(best[metric]) - float(control)
+    return float(best.get("selectivity", np.nan))
+
+
 def comparison_table(entries: list[Entry], metric: str = "accuracy") -> pd.DataFrame:
     """One row per file: best layer (and relative depth), pooling, metric with its interval, selectivity."""
     records = []
@@ -170,7 +179,7 @@ def comparison_table(entries: list[Entry], metric: str = "accuracy") -> pd.DataF
                 metric: float(best[metric]),
                 f"{metric}_low": float(best.get(f"{metric}_low", np.nan)),
                 f"{metric}_high": float(best.get(f"{metric}_high", np.nan)),
-                "selectivity": float(best.get("selectivity", np.nan)),
+                "selectivity": _selectivity(best, metric),
                 "n_rows": entry.meta.get("n_rows"),
                 "results": entry.source,
             }

@@ -104,6 +104,9 @@ def test_paired_tests_follow_the_chosen_metric(real_runs):
         assert record.score_a == pytest.approx(expected, abs=1e-9)
     text = result.format()
     assert "macro_f1 A" in text and "macro_f1 B" in text and "acc A" not in text
+    for entry, row in zip(result.entries, result.table.itertuples(), strict=True):
+        best = entry.best
+        assert row.selectivity == pytest.approx(best["macro_f1"] - best["control_macro_f1"])  # in the same metric
 
 
 def test_no_paired_test_for_different_rows_says_why(tmp_path, real_runs):

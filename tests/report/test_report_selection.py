@@ -162,3 +162,16 @@ def test_a_figure_in_another_metric_than_the_choice_says_its_star_is_the_best_on
     other = curves_how("spearman", meta)
     assert "on these test rows in Spearman rho (the run chose in R²)" in other
     assert "selected on the training part" not in other
+
+
+def test_the_report_table_shows_the_control_in_the_runs_metric():
+    from featx.report.html.sections import layer_table
+
+    frame, meta = synthetic_results(baseline=False)
+    frame = frame.assign(control_accuracy=0.999, control_macro_f1=0.123)
+    table, _ = layer_table(frame, "logreg", "macro_f1", {**meta, "metric": "macro_f1"})
+    names = [name for name in table.columns if name.startswith("control")]
+    assert len(names) == 1 and names[0] != "control" and "F1" in names[0]
+    assert set(table[names[0]]) == {"0.123"}
+    plain, _ = layer_table(frame, "logreg", "accuracy", {**meta, "metric": "accuracy"})
+    assert set(plain["control"]) == {"0.999"}

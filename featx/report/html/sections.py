@@ -85,6 +85,15 @@ def _columns(rows: pd.DataFrame, metric: str) -> list[str]:
     return [metric, *others]
 
 
+def _control(rows: pd.DataFrame, run_metric: str) -> tuple[str, str]:
+    """The control task's column in the metric the run's selectivity is in (``control_<metric>``; older
+    results: accuracy or R²), and its header."""
+    if f"control_{run_metric}" in rows.columns and rows[f"control_{run_metric}"].notna().any():
+        plain = run_metric in ("accuracy", "r2")
+        return f"control_{run_metric}", "control" if plain else f"control ({METRIC_NAMES.get(run_metric, run_metric)})"
+    return ("control_accuracy" if "control_accuracy" in rows.columns else "control_r2"), "control"
+
+
 def layer_table(
     frame: pd.DataFrame, classifier: str, metric: str = "accuracy", meta: dict | None = None
 ) -> tuple[pd.DataFrame, list[bool]]:
@@ -92,7 +101,7 @@ def layer_table(
     other metrics, control, selectivity, the selection score and the paired test when the results hold them;
     and which rows are the chosen one of their pooling (selected on the training part when recorded)."""
     rows = layer_rows(frame, classifier)
-    control = "control_accuracy" if "control_accuracy" in rows.columns else "control_r2"
+    control, control_name = _control(rows, (meta or {}).get("metric") or metric)
     records, best = [], []
     for pooling, part in rows.groupby("pooling", sort=False):
         top = chosen_row(part, metric, meta)[0].name
@@ -102,7 +111,7 @@ def layer_table(
                 label = METRIC_NAMES.get(column, column)
                 record[label + (" [95% CI]" if column == metric else "")] = _value(row, column)
             if control in rows.columns:
-                record["control"] = num(row.get(control))
+                record[control_name] = num(row.get(control))
                 record["selectivity"] = num(row.get("selectivity"), signed=True)
             if "selection_score" in rows.columns:
                 record["selection score (training part)"] = num(row.get("selection_score"))

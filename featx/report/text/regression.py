@@ -81,10 +81,11 @@ def format_table(table: pd.DataFrame, meta: dict) -> str:
     probes = table[~table.kind.isin(["baseline", "lexical"])]
     for (features, site, classifier), block in probes.groupby(["features", "site", "classifier"], sort=False):
         lines += ["", block_title(features, site, classifier, {}), *_block(block, metric)]
+    on_errors = metric == "r2"  # on the same rows R² differences are squared-error differences
     test = (
-        "paired bootstrap of squared errors over the test rows"
+        f"paired bootstrap of {'squared errors' if on_errors else metric_label(metric)} over the test rows"
         if meta.get("evaluation") == "split"
-        else "corrected resampled t-test of per-fold MSE (Nadeau & Bengio)"
+        else f"corrected resampled t-test of per-fold {'MSE' if on_errors else metric_label(metric)} (Nadeau & Bengio)"
     )
     lines += [
         "",
