@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import weakref
 
 import numpy as np
 import torch
@@ -19,6 +20,12 @@ from .windows import split_row
 from .word_pooling import pool_words
 
 
+# The float32 copy of each half-precision model's pooler, made once: a later Runner on the same loaded model
+# (featx.extraction.encode and featx predict build one per chunk) finds the pooler's linear layer already
+# prepacked for oneDNN, whose opaque weights cannot be copied.
+_FLOAT_POOLERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
 def _pooler_head(loaded: LoadedModel):
     """The model's pooler head and the dtype it runs in (float32 under bf16/fp16 compute)."""
     pooler = getattr(loaded.model, "pooler", None)
@@ -26,7 +33,9 @@ def _pooler_head(loaded: LoadedModel):
         # At the middle layers the pooler's tanh saturates and the information sits in 1 - tanh(z),
         # which bf16 cannot hold (its spacing below 1 is 2^-8): probes of bf16 pooler features lost
         # 1.5-2.9 points there. The head is one small matrix product per row: run it in float32.
-        return copy.deepcopy(pooler).float(), torch.float32
+        if loaded.model not in _FLOAT_POOLERS:
+            _FLOAT_POOLERS[loaded.model] = copy.deepcopy(pooler).float()
+        return _FLOAT_POOLERS[loaded.model], torch.float32
     return pooler, None
 
 

@@ -166,3 +166,23 @@ def test_embed_long_window_equals_extract(tiny_model, tmp_path):
     assert summary.windowed_rows > 0
     assert embeddings.model["long"] == "window" and embeddings.model["stride"] == 2
     assert_equal_to_file(embeddings, summary.output)
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_a_loaded_bf16_model_encodes_chunk_after_chunk_with_its_pooler(tiny_model, native):
+    """``featx predict`` encodes chunk after chunk with one loaded model: the second ``Runner`` on it must not copy
+    the pooler again (its linear layer is prepacked for oneDNN by then, and packed weights cannot be copied),
+    and both chunks' ``pooler`` rows equal one ``embed`` of all the texts at bf16."""
+    from featx.extraction.embedding import as_texts, embed_config, encode
+    from featx.extraction.modeling import load_model
+
+    options = {"model": str(tiny_model), "poolings": "pooler,mean", "layers": "all", "dtype": "bfloat16"}
+    options |= {"device": "cpu", "progress": False}
+    loaded = load_model(str(tiny_model), "cpu", "bfloat16", native=native)
+    texts = as_texts(TEXTS)
+    first = encode(loaded, embed_config(texts[:4], None, pair_mode=None, **options), texts[:4])
+    second = encode(loaded, embed_config(texts[4:], None, pair_mode=None, **options), texts[4:])
+    whole = embed(TEXTS, **{k: v for k, v in options.items() if k != "progress"})
+    for layer in whole.layers:
+        rows = np.concatenate([first.array(layer, "pooler"), second.array(layer, "pooler")])
+        np.testing.assert_allclose(rows, whole.array(layer, "pooler"), rtol=2e-2, atol=2e-2)
