@@ -19,7 +19,6 @@ from .truncation import truncated_states
 from .windows import split_row
 from .word_pooling import pool_words
 
-
 # The float32 copy of each half-precision model's pooler, made once: a later Runner on the same loaded model
 # (featx.extraction.encode and featx predict build one per chunk) finds the pooler's linear layer already
 # prepacked for oneDNN, whose opaque weights cannot be copied.
