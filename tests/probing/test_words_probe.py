@@ -390,23 +390,9 @@ def test_learning_curves_subsample_whole_training_sentences():
 
 # -- end to end: featx extract of a treebank, then probe, plot and explain ---------------------------------------
 def _treebank(path, n_sentences: int, seed: int, prefix: str):
-    from support.tiny import WORDS
+    from support.report_runs import treebank
 
-    rng = np.random.default_rng(seed)
-    vocabulary = [word for word in WORDS if word.isalpha()]
-    tag_of = {word: TAGS[index % len(TAGS)] for index, word in enumerate(vocabulary)}
-    lines = []
-    for s in range(n_sentences):
-        words = list(rng.choice(vocabulary, size=rng.integers(3, 8)))
-        root = int(rng.integers(len(words)))
-        lines += [f"# sent_id = {prefix}{s}", f"# text = {' '.join(words)}"]
-        for i, word in enumerate(words):
-            head = 0 if i == root else root + 1
-            relation = "root" if i == root else ("nsubj", "obj", "amod")[i % 3]
-            lines.append(f"{i + 1}\t{word}\t{word}\t{tag_of[word]}\t_\t_\t{head}\t{relation}\t_\t_")
-        lines.append("")
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return path
+    return treebank(path, n_sentences, seed, prefix)
 
 
 def test_extract_probe_plot_explain_a_treebank(tiny_model, tmp_path, monkeypatch):
