@@ -278,13 +278,6 @@ def embed(
         random_init=random_init,
         seed=seed,
     )
-    return encode(_load(config), config, text_list, pair_list)
+    from .modeling import load_configured
 
-
-def _load(config: ExtractConfig):
-    """The model of an embedding request (featx's own BERT where certainly equivalent), as extract loads it."""
-    from .modeling import load_model
-    from .native.select import native_requested
-
-    options = (config.trust_remote_code, config.random_init, config.seed, config.max_length)
-    return load_model(config.model, config.device, config.dtype, *options, native=native_requested(config))
+    return encode(load_configured(config), config, text_list, pair_list)

@@ -40,8 +40,7 @@ def estimate(config=None, calibrate: bool = True, from_config: bool | None = Non
     """
     from .config import make_config
     from .config_estimate import estimate_from_config, from_config_reason
-    from .modeling import load_model
-    from .native.select import native_requested
+    from .modeling import load_configured
     from .plan import resolve_plan
     from .word_corpus import read_input
 
@@ -51,17 +50,7 @@ def estimate(config=None, calibrate: bool = True, from_config: bool | None = Non
         return estimate_from_config(config, reason or "asked for", calibrate)
     corpus = read_input(config)  # a table of texts, or word inputs (word_corpus.py)
     setup_started = time.perf_counter()
-    loaded = load_model(
-        config.model,
-        config.device,
-        config.dtype,
-        config.trust_remote_code,
-        config.random_init,
-        config.seed,
-        config.max_length,
-        config.device_map,
-        native=native_requested(config),
-    )
+    loaded = load_configured(config)
     plan = resolve_plan(config, corpus.sha256, loaded)
     from .word_tokens import tokenize_input
 

@@ -125,6 +125,24 @@ def load_tokenizer(model: str = DEFAULT_MODEL, trust_remote_code: bool = False):
         raise ModelError(f"cannot load the tokenizer of {name}: {err}") from None
 
 
+def load_configured(config) -> LoadedModel:
+    """The model an ``ExtractConfig`` names, with its tokenizer, as every extraction loads it (extract, its dry
+    run, ``embed``): featx's own BERT where certainly equivalent (``native.select.native_requested``)."""
+    from .native.select import native_requested
+
+    return load_model(
+        config.model,
+        config.device,
+        config.dtype,
+        config.trust_remote_code,
+        config.random_init,
+        config.seed,
+        config.max_length,
+        config.device_map,
+        native=native_requested(config),
+    )
+
+
 def load_model(
     model: str = DEFAULT_MODEL,
     device: str = "auto",

@@ -20,8 +20,7 @@ from . import loop
 from .config import ExtractConfig, ExtractSummary, make_config, output_path, summary_of
 from .corpus import Corpus
 from .distributed import LaunchEnv
-from .modeling import LoadedModel, load_model
-from .native.select import native_requested
+from .modeling import LoadedModel, load_configured
 from .plan import ExtractionPlan, provenance, resolve_plan
 from .runner import Runner
 from .sharding import ShardSpec, make_manifest, select_rows, shard_attributes, write_manifest
@@ -72,7 +71,7 @@ def extract_one(config: ExtractConfig) -> ExtractSummary:
         corpus, shard_rows = select_rows(corpus, shard)
     with OutputLock(shard.path(output) if shard else output):
         load_started = time.perf_counter()
-        loaded = _load(config)
+        loaded = load_configured(config)
         plan = resolve_plan(config, corpus.sha256, loaded, shard)
         if shard is not None:
             merged = _merged_already(config, plan, shard, corpus, corpus_rows, loaded, started)
@@ -112,21 +111,6 @@ def extract_one(config: ExtractConfig) -> ExtractSummary:
     summary.notes[:0] = corpus.notes
     _note_unrereadable(config, summary)
     return summary
-
-
-def _load(config: ExtractConfig):
-    """The model the config names, with its tokenizer (featx's own BERT where certainly equivalent)."""
-    return load_model(
-        config.model,
-        config.device,
-        config.dtype,
-        config.trust_remote_code,
-        config.random_init,
-        config.seed,
-        config.max_length,
-        config.device_map,
-        native=native_requested(config),
-    )
 
 
 def _merged_already(

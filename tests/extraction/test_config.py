@@ -51,12 +51,12 @@ def test_unknown_option_names_the_known_ones():
 
 @pytest.mark.parametrize("flag, value", [("--batch-size", "0"), ("--max-tokens", "-5"), ("--commit-rows", "0")])
 def test_cli_refuses_non_positive_sizes_before_loading_anything(tmp_path, monkeypatch, flag, value):
-    from featx.extraction import orchestrate
+    from featx.extraction import modeling
 
     def no_load(*args, **kwargs):
         raise AssertionError("the model was loaded before the options were checked")
 
-    monkeypatch.setattr(orchestrate, "load_model", no_load)
+    monkeypatch.setattr(modeling, "load_model", no_load)
     corpus = tmp_path / "c.csv"
     corpus.write_text("text\nhello\n")
     result = CliRunner().invoke(main, ["extract", str(corpus), flag, value, "-q"])

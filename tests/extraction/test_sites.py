@@ -13,8 +13,7 @@ from transformers import AutoModel, AutoTokenizer
 import featx
 from featx.cli import main
 from featx.errors import FeatxError, InputError
-from featx.extraction import loop
-from featx.extraction import orchestrate as extractor
+from featx.extraction import loop, modeling
 from featx.extraction.onednn import available as onednn_available
 from featx.extraction.sites import (
     SiteRecorder,
@@ -176,13 +175,13 @@ def test_minilm_sites_match_manual_hooks(minilm_path, tmp_path):
 
 def _capture_model(monkeypatch) -> dict:
     captured = {}
-    original = extractor.load_model
+    original = modeling.load_model
 
     def load_and_keep(*args, **kwargs):
         captured["loaded"] = original(*args, **kwargs)
         return captured["loaded"]
 
-    monkeypatch.setattr(extractor, "load_model", load_and_keep)
+    monkeypatch.setattr(modeling, "load_model", load_and_keep)
     return captured
 
 
