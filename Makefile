@@ -8,7 +8,7 @@ PIP := $(PY) -m pip --disable-pip-version-check -q
 TORCH ?= torch==2.13.0
 OUT ?= out
 
-.PHONY: demo test test-fast lint install install-test bench clean browser report-check
+.PHONY: demo test test-fast lint docs install install-test bench clean browser report-check
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -54,8 +54,13 @@ demo: install
 	@echo "figures:  $(OUT)/demo.features.<label>.probe.png and .svg; all labels together: $(OUT)/demo.labels.png"
 	@echo "notebook: notebooks/layerwise.ipynb reads these files (.venv/bin/pip install jupyterlab; .venv/bin/jupyter lab notebooks/)"
 
-test: install-test browser lint
+test: install-test browser lint docs
 	$(PY) -m pytest -q
+
+# The documentation site (mkdocs.yml): built into site/ with --strict, so a broken link, a missing page or a
+# page left out of the nav fails; make test runs it, so CI does.
+docs: install-test
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
 
 # The gates CI runs through `make test`: lint, format and types (seconds). .pre-commit-config.yaml runs the same.
 LINT_PATHS := featx tests bench scripts
@@ -89,4 +94,4 @@ bench: install
 	$(PY) bench/extract.py
 
 clean:
-	rm -rf $(OUT) .featx .pytest_cache
+	rm -rf $(OUT) .featx .pytest_cache site
