@@ -47,19 +47,28 @@ def _site(tmp_path: Path, files: dict[str, str]) -> Path:
 
 
 def test_a_clean_site_passes(check_site, tmp_path, capsys):
-    site = _site(tmp_path, {"index.html": CLEAN_PAGE, "assets/main.css": "a { color: red; }",
-                            "assets/bundle.js": 'x=_t("https://unpkg.com/mermaid@11/dist/mermaid.min.js")'})
+    site = _site(
+        tmp_path,
+        {
+            "index.html": CLEAN_PAGE,
+            "assets/main.css": "a { color: red; }",
+            "assets/bundle.js": 'x=_t("https://unpkg.com/mermaid@11/dist/mermaid.min.js")',
+        },
+    )
     assert check_site.main([str(site)]) == 0
     assert "3 files, no external assets" in capsys.readouterr().out
 
 
 def test_every_external_asset_is_listed(check_site, tmp_path, capsys):
-    site = _site(tmp_path, {
-        "index.html": CLEAN_PAGE,
-        "reference/bad.html": OFFENDING_PAGE,
-        "assets/fonts.css": "@font-face { src: url(https://fonts.gstatic.com/s/roboto.woff2); }",
-        "assets/load.js": 'fetch("https://cdnjs.cloudflare.com/ajax/libs/x.js")',
-    })
+    site = _site(
+        tmp_path,
+        {
+            "index.html": CLEAN_PAGE,
+            "reference/bad.html": OFFENDING_PAGE,
+            "assets/fonts.css": "@font-face { src: url(https://fonts.gstatic.com/s/roboto.woff2); }",
+            "assets/load.js": 'fetch("https://cdnjs.cloudflare.com/ajax/libs/x.js")',
+        },
+    )
     assert check_site.main([str(site)]) == 1
     out = capsys.readouterr().out.splitlines()
     assert out == [
