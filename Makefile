@@ -58,9 +58,11 @@ test: install-test browser lint docs
 	$(PY) -m pytest -q
 
 # The documentation site (mkdocs.yml): built into site/ with --strict, so a broken link, a missing page or a
-# page left out of the nav fails; make test runs it, so CI does.
+# page left out of the nav fails; make test runs it, so CI does. Then the built site is checked to work
+# offline: any script, stylesheet or font fetched from another host fails (scripts/check_site.py).
 docs: install-test
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
+	$(PY) scripts/check_site.py site
 
 # The gates CI runs through `make test`: lint, format and types (seconds). .pre-commit-config.yaml runs the same.
 LINT_PATHS := featx tests bench scripts

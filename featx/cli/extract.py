@@ -239,7 +239,7 @@ def extract(corpus, output, quiet, layers, poolings, dry_run, template, system, 
 @click.option("--overwrite", is_flag=True, help="Replace an existing OUTPUT made from other shards.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 def merge(output, keep_shards, overwrite, quiet):
-    """Check the shards of OUTPUT (OUTPUT.shard-*-of-*.h5) and merge them into OUTPUT in corpus order."""
+    """Check the shards of OUTPUT (OUTPUT.shard-I-of-N.h5) and merge them into OUTPUT in corpus order."""
     from ..extraction.merge import merge as run_merge
 
     summary = run_merge(output, keep_shards=keep_shards, overwrite=overwrite, progress=not quiet)

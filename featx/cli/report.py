@@ -155,8 +155,10 @@ def similarity(features, other, output, pooling, site, dpi):
     "layer by; accuracy, or R² for regression).",
 )
 def report(results, output, classifier, metric):
-    """One self-contained HTML page of a results file of featx probe (classification, regression, pairs, words),
-    erase, neurons or probe --sweep (default: the last probing results in this directory)."""
+    """One self-contained HTML page of a results file (default: the last probing results in this directory).
+
+    Reads the results of featx probe (classification, regression, pairs, words), erase, neurons or probe --sweep.
+    """
     use_agg()
     from ..report.html.page import ReportConfig, write_report
     from ..state import given_or_last

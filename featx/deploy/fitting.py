@@ -42,6 +42,7 @@ class FitResult:
 
     @property
     def chosen(self) -> Candidate:
+        """The chosen candidate (layer spec, pooling and cross-validated score)."""
         return self.candidates[0]
 
     def summary(self) -> list[str]:

@@ -39,6 +39,7 @@ class PredictResult:
     notes: list[str] = field(default_factory=list)
 
     def summary(self) -> list[str]:
+        """The lines ``featx predict`` prints."""
         lines = list(self.notes)
         if self.resumed:
             lines.append(f"resumed: {self.resumed} of {self.n_rows} rows were already predicted")

@@ -33,18 +33,22 @@ class Probe:
 
     @property
     def classes(self) -> list[str] | None:
+        """The class names in score order; None for a regression probe."""
         return self.head.classes
 
     @property
     def task(self) -> str:
+        """``classification`` or ``regression``."""
         return "regression" if self.head.classes is None else "classification"
 
     @property
     def label(self) -> str:
+        """The label column the probe was fitted on."""
         return str(self.info.get("label", "label"))
 
     @property
     def layers(self) -> list[int]:
+        """The layers whose features the probe reads."""
         return list(self.spec.layers)
 
     def __repr__(self) -> str:

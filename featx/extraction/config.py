@@ -258,6 +258,9 @@ class ExtractConfig(Options):
 
 @dataclass
 class ExtractSummary:
+    """What an extraction did: its output, ``status`` (written, resumed or up-to-date), rows, tokens, truncated
+    and windowed rows, timings, the file's size, and notes; ``line()`` is the summary ``featx extract`` prints."""
+
     output: Path
     status: str  # "written", "resumed" or "up-to-date"
     rows: int
@@ -287,6 +290,7 @@ class ExtractSummary:
         return self.tokens / self.seconds if self.seconds > 0 else float("nan")
 
     def line(self) -> str:
+        """The one-line summary ``featx extract`` prints."""
         size = f"{self.file_bytes / 1e6:.1f} MB"
         parts = [
             f"{self.rows} rows",
@@ -307,6 +311,7 @@ class ExtractSummary:
         return f"wrote {self.output}{resumed}: " + ", ".join(parts)
 
     def as_dict(self) -> dict:
+        """The summary as a JSON-ready dict."""
         data = asdict(self)
         data["output"] = str(self.output)
         data["tokens_per_second"] = self.tokens_per_second

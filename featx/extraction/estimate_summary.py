@@ -50,9 +50,11 @@ class Estimate:
         return self.pooled_bytes + self.token_bytes + self.other_bytes
 
     def as_dict(self) -> dict:
+        """The estimate as a dict, with the total ``file_bytes``."""
         return {**asdict(self), "file_bytes": self.file_bytes}
 
     def format(self) -> str:
+        """The report ``featx extract --dry-run`` prints."""
         lines = [
             f"dry run: {self.corpus} -> {self.output} (nothing written)",
             f"model {self.model} on {self.device}: {len(self.layers)} layers x {self.hidden_size} dims, "

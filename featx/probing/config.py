@@ -103,7 +103,8 @@ check_bootstrap = whole("n_bootstrap", "n_bootstrap", minimum=1, hint=_at_least(
 
 @dataclass(frozen=True)
 class ProbeConfig(Options):
-    """Options of ``featx.probe``; see the README's Probe section for their meaning.
+    """Options of ``featx.probe``: each field is the ``featx probe`` flag of the same name (``layers`` is
+    ``--layer``, ``poolings`` ``--pooling``, ``classifiers`` ``--classifier``, ``sites`` ``--site``).
 
     Checked when made (a bad value is an ``InputError`` naming the flag); ``classifiers`` and ``sites``
     are stored as tuples of names without repeats. ``dataclasses.replace`` makes a checked copy.

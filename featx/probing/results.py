@@ -80,7 +80,11 @@ CURVE_COLUMNS = [
 
 @dataclass
 class ProbeResult:
-    """What a probing run produced: the results table, its metadata and where it was written."""
+    """What a probing run produced: the results table, its metadata and where it was written.
+
+    ``table`` is the results CSV as a DataFrame and ``meta`` the JSON's metadata; ``predictions`` and ``curve``
+    are the per-row predictions and learning curves (None when not made), each with its ``*_path``.
+    """
 
     table: pd.DataFrame
     meta: ProbeMeta
@@ -93,6 +97,7 @@ class ProbeResult:
     curve_path: Path | None = None
 
     def records(self) -> list[dict]:
+        """The results table's rows as dicts."""
         return self.table.to_dict("records")
 
     def best(self, pooling: str | None = None, classifier: str | None = None, features: str = "main") -> pd.Series:

@@ -127,17 +127,20 @@ class FittedProbe(BaseEstimator):
         return self
 
     def predict(self, X: Any) -> np.ndarray:
+        """The predicted class names (or values) of the texts ``X``."""
         probe = self._probe()
         codes = probe.head.predict_codes(self._features(X))
         return codes if probe.classes is None else self.classes_[codes]
 
     @available_if(lambda self: self._probe().head.has_proba)
     def predict_proba(self, X: Any) -> np.ndarray:
+        """Class probabilities ``(n, classes)`` of the texts ``X`` (logreg and mlp probes)."""
         probe = self._probe()
         return probe.predict_proba_features(self._features(X))
 
     @available_if(lambda self: self._probe().classes is not None)
     def decision_function(self, X: Any) -> np.ndarray:
+        """Class scores of the texts ``X``; for two classes, the second's score minus the first's."""
         scores = self._probe().scores_features(self._features(X))
         return scores[:, 1] - scores[:, 0] if scores.ndim == 2 and scores.shape[1] == 2 else scores
 

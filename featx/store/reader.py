@@ -102,6 +102,9 @@ class FeatureFile(WordAccess):
 
     Only rows that are committed are visible. An incomplete file is refused
     unless ``allow_partial`` is true, in which case it shows the committed prefix.
+
+    Attributes: ``path``; ``attrs`` (the root attributes as a dict); ``complete``; ``n_rows`` (the rows
+    visible); ``layers``, ``poolings`` and ``hidden_size`` of the ``hidden`` site.
     """
 
     def __init__(self, path: str | os.PathLike, allow_partial: bool = False):
@@ -135,6 +138,7 @@ class FeatureFile(WordAccess):
 
     # -- context manager -------------------------------------------------------------------
     def close(self) -> None:
+        """Close the file (also done on leaving a ``with`` block)."""
         if self._file.id.valid:
             self._file.close()
 
@@ -168,12 +172,15 @@ class FeatureFile(WordAccess):
         return self._sites[site]
 
     def site_layers(self, site: str = HIDDEN_SITE) -> list[int]:
+        """The stored layers of ``site``."""
         return list(self._site(site)["layers"])
 
     def site_poolings(self, site: str = HIDDEN_SITE) -> list[str]:
+        """The stored poolings of ``site``."""
         return list(self._site(site)["poolings"])
 
     def site_width(self, site: str = HIDDEN_SITE) -> int:
+        """The width of ``site``'s vectors (the hidden size for ``hidden``)."""
         return int(self._site(site)["width"])
 
     def _layer_position(self, layer: int, site: str = HIDDEN_SITE) -> int:
@@ -209,32 +216,39 @@ class FeatureFile(WordAccess):
 
     @property
     def texts(self) -> list[str]:
+        """Each row's text, exactly as stored (NUL characters restored)."""
         return read_strings(self._file[s.TEXT], self.n_rows)
 
     @property
     def ids(self) -> list[str]:
+        """Each row's id: the ``--id-col`` value, else its data row number in the corpus."""
         return read_strings(self._file[s.IDS], self.n_rows)
 
     @property
     def split(self) -> np.ndarray | None:
+        """Each row's ``split`` value, or None when the corpus had no ``split`` column."""
         if s.SPLIT not in self._file:
             return None
         return np.array(read_strings(self._file[s.SPLIT], self.n_rows), dtype=object)
 
     @property
     def n_tokens(self) -> np.ndarray:
+        """Each row's tokens before truncation, special tokens included."""
         return self._rows("n_tokens")
 
     @property
     def n_kept(self) -> np.ndarray:
+        """Each row's tokens given to the model."""
         return self._rows("n_kept")
 
     @property
     def truncated(self) -> np.ndarray:
+        """Whether each row was truncated."""
         return self._rows("truncated")
 
     @property
     def label_columns(self) -> list[str]:
+        """The names of the stored label columns."""
         return [str(self._file[s.LABELS][key].attrs[s.LABEL_COLUMN]) for key in self._file[s.LABELS]]
 
     def _label_dataset(self, column: str) -> h5py.Dataset:
@@ -252,6 +266,7 @@ class FeatureFile(WordAccess):
         return self._label_dataset(column)[: self.n_rows]
 
     def label_names(self, column: str) -> list[str]:
+        """The class names of a label column, indexed by the codes ``labels`` returns."""
         return json.loads(self._label_dataset(column).attrs[s.LABEL_NAMES])
 
     def label_values(self, column: str) -> np.ndarray | None:
@@ -284,6 +299,7 @@ class FeatureFile(WordAccess):
 
     @property
     def text_pair_col(self) -> str | None:
+        """The second text's column of a sentence-pair file, None for single texts."""
         return self.attrs.get(s.TEXT_PAIR_COL) or None
 
     @property
@@ -318,6 +334,7 @@ class FeatureFile(WordAccess):
     # -- tokens ----------------------------------------------------------------------------
     @property
     def has_tokens(self) -> bool:
+        """Whether token-level states are stored (``featx extract --tokens``)."""
         return s.TOKENS in self._file
 
     def _require_tokens(self) -> h5py.Group:
@@ -327,14 +344,17 @@ class FeatureFile(WordAccess):
 
     @property
     def token_offsets(self) -> np.ndarray:
+        """``(n_rows + 1,)``: row i owns tokens ``offsets[i]:offsets[i + 1]``."""
         return self._require_tokens().file[s.TOKEN_OFFSETS][: self.n_rows + 1]
 
     @property
     def token_ids(self) -> np.ndarray:
+        """The input id of every token of the committed rows."""
         return self._require_tokens().file[s.TOKEN_INPUT_IDS][: int(self.token_offsets[-1])]
 
     @property
     def word_ids(self) -> np.ndarray:
+        """The word each token belongs to, -1 for special tokens."""
         return self._require_tokens().file[s.TOKEN_WORD_IDS][: int(self.token_offsets[-1])]
 
     @property

@@ -160,6 +160,7 @@ class WordAccess:
 
     @property
     def has_words(self) -> bool:
+        """Whether the file holds word-level features (made from word inputs such as CoNLL-U)."""
         return s.WORDS in self._file
 
     def _require_words(self) -> h5py.Group:
@@ -171,6 +172,7 @@ class WordAccess:
         return self._file[s.WORDS]
 
     def word_poolings(self) -> list[str]:
+        """The stored word poolings: ``first``, ``last`` and/or ``mean`` of each word's subwords."""
         self._require_words()
         return list(json.loads(self.attrs[s.WORD_POOLINGS]))
 
@@ -187,6 +189,7 @@ class WordAccess:
         return np.repeat(np.arange(self.n_rows, dtype=np.int64), np.diff(self.word_offsets()))
 
     def word_forms(self) -> list[str]:
+        """Each word's form, exactly as in the input."""
         self._require_words()
         return read_strings(self._file[s.WORD_FORM], self._n_words())
 
@@ -207,6 +210,7 @@ class WordAccess:
         return out.astype(dtype, copy=False)
 
     def word_label_columns(self) -> list[str]:
+        """The names of the stored word label columns (``upos``, ``deprel``, ``feats.Number``, ...)."""
         self._require_words()
         if s.WORD_LABELS not in self._file:
             return []
@@ -228,6 +232,7 @@ class WordAccess:
         return self._word_label(column)[: self._n_words()].astype(np.int32)
 
     def word_label_names(self, column: str) -> list[str]:
+        """The class names of a word label column, indexed by the codes ``word_labels`` returns."""
         return list(json.loads(self._word_label(column).attrs[s.LABEL_NAMES]))
 
     def word_heads(self) -> np.ndarray:
@@ -236,5 +241,6 @@ class WordAccess:
         return self._file[s.WORD_HEAD][: self._n_words()].astype(np.int32)
 
     def word_n_subwords(self) -> np.ndarray:
+        """The number of tokens of each word (at least one)."""
         self._require_words()
         return self._file[s.WORD_N_SUBWORDS][: self._n_words()].astype(np.int32)
