@@ -57,7 +57,12 @@ def _run(command: list[str], cwd: Path, timeout: float = 300) -> str:
 
 def _source_copy(root: Path) -> Path:
     """The checkout's sources in ``root``, plus the junk a working checkout has lying around."""
-    ignore = shutil.ignore_patterns("__pycache__", ".hypothesis", ".cache", ".gpu", "*.egg-info", "*.h5.*")
+    caches = shutil.ignore_patterns("__pycache__", ".hypothesis", ".cache", ".gpu", ".ipynb_checkpoints", "*.h5.*")
+
+    def ignore(folder: str, names: list[str]) -> set[str]:  # features files but the checked-in test data
+        features = set() if Path(folder) == REPO / "tests" / "data" else {n for n in names if n.endswith(".h5")}
+        return caches(folder, names) | features
+
     for name in SOURCES:
         shutil.copytree(REPO / name, root / name, ignore=ignore)
     for name in TOP_FILES:
