@@ -8,7 +8,7 @@ PIP := $(PY) -m pip --disable-pip-version-check -q
 TORCH ?= torch==2.13.0
 OUT ?= out
 
-.PHONY: demo test test-fast lint docs install install-test bench clean browser report-check
+.PHONY: demo test test-fast lint docs install install-test bench clean browser report-check dist
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -90,6 +90,18 @@ report-check: install-test browser
 	@mkdir -p $(OUT)/report-check
 	FEATX_REPORT_CHECK_DIR=$(OUT)/report-check $(PY) -m pytest -q tests/report/test_report_browser.py -rs
 	@echo "screenshot: $(OUT)/report-check/report-screenshot.png; PDF: $(OUT)/report-check/report.pdf"
+
+# The release files: the sdist, and the wheel python -m build makes from it, in $(DIST)/. The wheel ships
+# featx/ only; tests/test_dist.py installs it into a clean venv and runs the demo with it.
+DIST ?= dist
+dist: $(VENV)/.installed-release
+	rm -f $(DIST)/featx-*.tar.gz $(DIST)/featx-*.whl
+	$(PY) -m build --quiet --outdir $(DIST) .
+	@ls -l $(DIST)/featx-*
+
+$(VENV)/.installed-release: pyproject.toml $(VENV)/.installed
+	$(PIP) install -e ".[release]"
+	touch $@
 
 bench: install
 	$(PIP) install -e ".[bench]"

@@ -52,7 +52,32 @@ class FeatxGroup(click.Group):
             sys.exit(128 + signum)
 
 
-@click.group(cls=FeatxGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+# The end of ``featx --help``: one screen of the common commands, each a real command line (a test parses
+# every ``featx ...`` line and checks its command and flags). ``\b`` keeps click from rewrapping the block.
+CHEAT_SHEET = """\b
+Common commands (COMMAND -h lists all its flags):
+featx extract corpus.csv -o feats.h5               # all layers and poolings
+featx extract corpus.csv --model ./bert --dry-run  # the cost; runs nothing
+featx probe feats.h5 --label sentiment --layer all # probes per layer, pooling
+featx plot feats.sentiment.probe.csv               # curves, heatmap: PNG+SVG
+featx report feats.sentiment.probe.csv             # one-file HTML report
+featx explain feats.sentiment.probe.csv            # errors by class, length
+featx compare a.probe.csv b.probe.csv              # two models side by side
+featx similarity feats.h5                          # CKA between layers
+featx fit feats.h5 --label sentiment -o s.featx    # save the chosen probe
+featx predict s.featx new.csv -o predictions.csv   # label new texts with it
+featx erase feats.h5 --label tense --amnesic mood  # LEACE; amnesic probing
+featx neurons feats.h5 --label tense --layer 3     # rank a layer's neurons
+featx labels add feats.h5 more_labels.csv          # store more label columns
+Python: featx.embed(texts, layer=3, pooling="mean")  # (rows, width) float32
+FEATURES or RESULTS left out: the last ones written in this folder."""
+
+
+@click.group(
+    cls=FeatxGroup,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+    epilog=CHEAT_SHEET,
+)
 @click.version_option(__version__, prog_name="featx")
 def main():
     """Extract every layer of an encoder once, then probe where your labels live."""
