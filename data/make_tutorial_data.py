@@ -63,7 +63,7 @@ def write_pairs(path: Path, rng: random.Random, n_per_kind: int = 80) -> None:
     with path.open("w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle, lineterminator="\n")
         writer.writerow(["pair_id", "sentence_a", "sentence_b", "relatedness", "entailment", "split"])
-        for number, (kind, split) in enumerate(zip(kinds, splits), start=1):
+        for number, (kind, split) in enumerate(zip(kinds, splits, strict=True), start=1):
             a, b, score = pair(kind, rng)
             while (a, b) in seen:
                 a, b, score = pair(kind, rng)
@@ -97,7 +97,6 @@ def noun_phrase(rng: random.Random, role: str, head: int, start: int) -> list[tu
 
 def transitive(rng: random.Random) -> list[tuple]:
     """``The old farmer shows the new letters .``: subject, verb (present or past), object."""
-    verb_at = 0  # filled in once the subject's length is known
     subject = noun_phrase(rng, "nsubj", -1, 1)
     verb_at = len(subject) + 1
     subject = [(*word[:4], verb_at if word[5] == "nsubj" else word[4], word[5]) for word in subject]
