@@ -87,13 +87,19 @@ def _raise(dtype):
     raise RuntimeError("disagrees")
 
 
+def test_fused_only_on_request(monkeypatch):
+    monkeypatch.delenv(fuse.ENV, raising=False)
+    assert not fuse.requested()
+    monkeypatch.setenv(fuse.ENV, "1")
+    assert fuse.requested()
+
+
 @needs_onednn
 def test_extraction_runs_fused_and_stores_transformers_features(tiny_model, corpus_csv, tmp_path, monkeypatch):
-    from featx.extraction import runner
-
     fused_counts = []
-    original = runner.fuse_bert
-    monkeypatch.setattr(runner, "fuse_bert", lambda model: fused_counts.append(original(model)) or fused_counts[-1])
+    original = fuse.fuse_bert
+    monkeypatch.setattr(fuse, "fuse_bert", lambda model: fused_counts.append(original(model)) or fused_counts[-1])
+    monkeypatch.setenv(fuse.ENV, "1")
     native = extract(ExtractConfig(corpus=str(corpus_csv), output=str(tmp_path / "n.h5"), model=str(tiny_model)))
     assert fused_counts and fused_counts[0] > 0
     monkeypatch.setenv("FEATX_NATIVE", "0")

@@ -10,12 +10,16 @@ layer, its blocks for fused ones computing the same map:
 
 float32 results are the same to rounding (the sums run in another order inside oneDNN); in bfloat16 the
 residual add happens before the one rounding to bfloat16 instead of after the linear's, so the values move
-by at most a rounding step. Only the native path is fused: it records no site but ``hidden``, so no hook
+by at most a rounding step. Off unless ``FEATX_FUSE=1`` (``requested``): measured on one thread under load,
+the two fusions came out within the noise of the unfused model (-5% to +9% by model, dtype and corpus; the
+linears themselves are 80-90% of the time), so the default waits for a measurement on a quiet machine
+(``bench/native_cpu.py ab``). Only the native path is fused: it records no site but ``hidden``, so no hook
 reads a query, key, value or dense output that the fused blocks no longer produce.
 """
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import torch
@@ -60,6 +64,14 @@ class FusedOutput(nn.Module):
     def forward(self, hidden_states: torch.Tensor, input_tensor: torch.Tensor) -> torch.Tensor:
         summed = torch.ops.mkldnn._linear_pointwise.binary(hidden_states, input_tensor, self.packed, self.bias, "add")
         return self.LayerNorm(summed)
+
+
+ENV = "FEATX_FUSE"  # "1": fuse the native BERT on the CPU (off by default)
+
+
+def requested() -> bool:
+    """Whether ``FEATX_FUSE=1`` asks for the fusions."""
+    return os.environ.get(ENV, "0") == "1"
 
 
 def _plain(linear) -> bool:
