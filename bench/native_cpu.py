@@ -2,7 +2,7 @@
 
     FEATX_BENCH_DATA=/work/shared/data PYTHONPATH=$PWD python bench/native_cpu.py ab --model bert-base-random \
         --corpus sst2 --dtype float32 --rounds 4
-    ... python bench/native_cpu.py profile --model bert-base-random --corpus agnews --dtype bfloat16
+    ... python bench/native_cpu.py profile --model bert-base-random --corpus agnews --dtype bfloat16 --rows 150
     ... python bench/native_cpu.py openvino --model bert-base-random --corpus sst2 --dtype float32 --rounds 3
 
 On a machine shared with other work wall-clock rates mislead, so everything here runs on ONE thread
@@ -11,13 +11,15 @@ On a machine shared with other work wall-clock rates mislead, so everything here
 the corpus, tokenised by featx's native tokenizer, sorted by length, cut at ``--max-tokens`` padded tokens.
 ``--threads 2`` for a run when the machine is quiet (then CPU time counts both threads).
 
-``ab``:       the plain native model ("before": ``onednn.prepack_linears`` only) against the same weights with
-              ``native.fuse.fuse_bert`` applied as well ("after"), interleaved round by round; each round runs
-              every batch once, then each layer's pooling (cls, mean, max) as featx does it.
-``profile``:  ``torch.profiler`` self-CPU shares by op of one pass over the batches (after fusing, or
-              ``--plain``).
+``ab``:       the plain native model ("before": ``onednn.prepack_linears`` only, featx's default) against the
+              same weights with ``native.fuse.fuse_bert`` applied as well ("after", ``--fused`` picks which
+              fusions; what ``FEATX_FUSE=1`` does), interleaved round by round; each round runs every batch
+              once, then each layer's pooling (cls, mean, max) as featx does it.
+``profile``:  ``torch.profiler`` self-CPU shares by op of one pass over the batches (``--fused`` to profile
+              the fused model).
 ``openvino``: OpenVINO with every hidden state as a graph output (exported once under bench/.cache/), the
-              same batches and poolings in numpy, interleaved with featx's fused model.
+              same batches and poolings in numpy, interleaved with featx's model (default path; ``--fused``).
+``whole``:    ``featx.extraction.extract`` in process on the same rows against the forward + pooling alone.
 """
 
 from __future__ import annotations
@@ -130,13 +132,13 @@ def profile(args, folder, dtype, data, tokens) -> None:
     from torch.profiler import ProfilerActivity
     from torch.profiler import profile as torch_profile
 
-    model = load(folder, dtype, "none" if args.plain else args.fused)
+    model = load(folder, dtype, args.fused)
     torch_pass(model, data[:1])
     with torch_profile(activities=[ProfilerActivity.CPU]) as prof:
         torch_pass(model, data)
     events = prof.key_averages()
     total = sum(event.self_cpu_time_total for event in events)
-    print(f"{args.model} {args.corpus} {args.dtype} ({'plain' if args.plain else 'fused'}): {tokens} tokens")
+    print(f"{args.model} {args.corpus} {args.dtype} (fused: {args.fused}): {tokens} tokens")
     for event in sorted(events, key=lambda e: -e.self_cpu_time_total)[:18]:
         share = 100 * event.self_cpu_time_total / total
         print(f"  {share:5.1f}%  {event.count:6d} calls  {event.key}")
@@ -190,8 +192,9 @@ def main() -> None:
     parser.add_argument("--max-tokens", type=int, default=8192)
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--fused", default="both", help="after: none, qkv, residual or both (fuse.fuse_bert)")
-    parser.add_argument("--plain", action="store_true", help="profile: the model before fusing")
+    parser.add_argument(
+        "--fused", default=None, help="none, qkv, residual or both (fuse.fuse_bert); default: ab both, else none"
+    )
     parser.add_argument("--ov-precision", default=None, help="openvino: f32 or bf16 (default: from --dtype)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
@@ -200,6 +203,7 @@ def main() -> None:
     data = batches(folder, args.corpus, args.rows, args.max_tokens)
     tokens = int(sum(int(mask.sum()) for _, mask in data))
     print(f"{len(data)} batches, {tokens} tokens, mean length {tokens / args.rows:.1f}")
+    args.fused = args.fused or ("both" if args.mode == "ab" else "none")
     args.ov_precision = args.ov_precision or ("bf16" if dtype == torch.bfloat16 else "f32")
     if args.mode == "openvino":
         from openvino_steady import compare
