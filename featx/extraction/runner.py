@@ -10,6 +10,7 @@ import torch
 
 from ..store.schema import contrast_site
 from .modeling import LoadedModel
+from .native import fuse
 from .onednn import prepack_linears
 from .pair_runner import SEGMENT_FUNCTIONS, pair_inputs, takes_type_ids
 from .plan import ExtractionPlan
@@ -55,6 +56,8 @@ class Runner:
         # Modules read by hooks must compute what the plain model computes: never fuse them away.
         hooked = {tap.module for site in plan.hooked for tap in site.taps}
         self.packed_linears = prepack_linears(self.model, self.device, loaded.dtype, keep=hooked)
+        # FEATX_FUSE=1, featx's own BERT prepacked: query/key/value as one linear, residual adds in the linears.
+        self.fused_blocks = fuse.fuse_bert(self.model) if fuse.requested() and not hooked else 0
         self.functions = {
             name: (
                 make_pooler_pool(pooler, pooler_dtype)

@@ -4,8 +4,9 @@ equivalent (``select.py`` decides), so that an extraction never pays for importi
 ``bert.py``       the encoder in plain torch, with transformers' ``BertModel`` module names and sdpa attention
 ``tokenizer.py``  a facade over ``tokenizers.Tokenizer`` with the attributes featx reads from a tokenizer
 ``select.py``     whether a request and a model folder can run natively, and why not
+``fuse.py``       CPU fusions of the prepacked encoder (one query/key/value linear, linear + residual add)
 
 Nothing here imports transformers; ``FEATX_NATIVE=0`` turns the native path off.
 """
 
-__all__ = ["bert", "select", "tokenizer"]
+__all__ = ["bert", "fuse", "select", "tokenizer"]
