@@ -132,3 +132,18 @@ def test_warm_started_fits_reach_the_cold_solution():
     assert cold.converged.all() and warm.converged.all() and warm.n_iter[0] < cold.n_iter[0]
     np.testing.assert_allclose(warm.theta[0], cold.theta[0], rtol=1e-3, atol=5e-4)  # float32 arithmetic
     np.testing.assert_array_equal(np.argmax(warm.scores(Xs, 0), 1), np.argmax(cold.scores(Xs, 0), 1))
+
+
+def test_the_scaler_matches_numpy_over_several_blocks(monkeypatch):
+    from featx.probing.evaluation import core
+
+    monkeypatch.setattr(core, "SCALER_BLOCK", 64)
+    rng = np.random.default_rng(2)
+    X = (rng.standard_normal((1000, 6)) * 3 + 50).astype(np.float32)
+    X[:, 2] = 7.0  # a constant feature keeps scale 1
+    scaler = ev.Scaler(X)
+    np.testing.assert_allclose(scaler.mean, X.mean(axis=0, dtype=np.float64), rtol=1e-6)
+    expected = X.std(axis=0, dtype=np.float64)
+    expected[2] = 1.0
+    np.testing.assert_allclose(scaler.scale, expected, rtol=1e-6)
+    assert scaler.mean.dtype == scaler.scale.dtype == np.float32

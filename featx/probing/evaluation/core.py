@@ -17,6 +17,7 @@ from .plans import FoldResult, inner_split
 from .search import search_c, search_logreg
 
 STACK_INNER_FOLDS = 3
+SCALER_BLOCK = 8192  # rows per block of the scaler's variance pass
 
 
 # -- standardisation -------------------------------------------------------------------------------
@@ -24,9 +25,15 @@ class Scaler:
     """Per-feature standardisation fitted on given rows only (float32, constant features kept at 0)."""
 
     def __init__(self, X: np.ndarray):
-        self.mean = X.mean(axis=0, dtype=np.float64).astype(np.float32)
-        std = X.std(axis=0, dtype=np.float64)
+        # Mean, then variance about it, in float64 over blocks of rows: no float64 copy of the whole of X.
+        mean = X.mean(axis=0, dtype=np.float64)
+        squares = np.zeros(X.shape[1])
+        for start in range(0, len(X), SCALER_BLOCK):
+            block = X[start : start + SCALER_BLOCK] - mean
+            squares += np.einsum("ij,ij->j", block, block)
+        std = np.sqrt(squares / max(len(X), 1))
         std[std < 1e-12] = 1.0
+        self.mean = mean.astype(np.float32)
         self.scale = std.astype(np.float32)
 
     def __call__(self, X: np.ndarray) -> np.ndarray:
