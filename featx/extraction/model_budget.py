@@ -115,20 +115,37 @@ def activation_bytes(size: ModelSize, max_tokens: int, longest: int, n_stored: i
 
 
 def matmul_rate(device, dtype, size: ModelSize) -> float:
-    """FLOP/s of ``torch.matmul`` at the model's MLP shape (rows x hidden x intermediate) on ``device``."""
+    """FLOP/s of ``torch.matmul`` at the model's MLP shape (rows x hidden x intermediate) on ``device``.
+
+    Bounded in time whatever the device: on a CPU the rows double from 1 up to 128 while the next product
+    is expected to take at most ``4 * MATMUL_SECONDS``, so a CPU without instructions for ``dtype``
+    (bfloat16 on an AVX2-only CPU: one 128-row product at an 8B model's MLP shape takes minutes) costs
+    seconds, not minutes; the rate is that of the largest product timed.
+    """
     import torch
 
-    rows = 4096 if device.type == "cuda" else 128
-    a = torch.randn(rows, size.hidden, device=device, dtype=dtype)
+    top = 4096 if device.type == "cuda" else 128
+    a = torch.randn(top, size.hidden, device=device, dtype=dtype)
     b = torch.randn(size.hidden, size.intermediate, device=device, dtype=dtype)
-    torch.matmul(a, b)  # warm-up: kernel choice, first allocations
-    count, started = 0, time.perf_counter()
-    while count < 2 or time.perf_counter() - started < MATMUL_SECONDS:
-        torch.matmul(a, b)
-        count += 1
+
+    def timed(rows: int) -> float:
+        began = time.perf_counter()
+        torch.matmul(a[:rows], b)
         if device.type == "cuda":
             torch.cuda.synchronize(device)
-    return 2.0 * rows * size.hidden * size.intermediate * count / (time.perf_counter() - started)
+        return time.perf_counter() - began
+
+    rows = top if device.type == "cuda" else 1
+    timed(rows)  # warm-up: kernel choice, first allocations
+    seconds = timed(rows)
+    while rows < top and 2 * seconds <= 4 * MATMUL_SECONDS:  # the next shape's product fits the budget
+        rows *= 2
+        seconds = timed(rows)
+    count, total = 1, seconds
+    while count < 2 or total < MATMUL_SECONDS:
+        total += timed(rows)
+        count += 1
+    return 2.0 * rows * size.hidden * size.intermediate * count / total
 
 
 def count_tokens(folder: Path, texts: list[str], max_length: int, truncate: bool, trust_remote_code: bool):
