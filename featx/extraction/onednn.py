@@ -20,14 +20,21 @@ import torch
 BATCH_HINT = 4096  # rows (batch x tokens) the packed layout is tuned for; any row count works
 
 
-def available() -> bool:
+def available(dtype: torch.dtype = torch.float32) -> bool:
+    """Whether oneDNN's prepacked linears run here in ``dtype``: the ops exist in this torch build, and for
+    bfloat16 the CPU has the instructions oneDNN's bfloat16 path needs (AVX-512 BW/VL/DQ or AVX-NE-CONVERT:
+    an AVX2-only CPU has neither, and its linears stay plain)."""
     mkldnn = getattr(torch.ops, "mkldnn", None)
-    return (
+    ops = (
         torch.backends.mkldnn.is_available()
         and os.environ.get("FEATX_ONEDNN", "1") != "0"
         and hasattr(mkldnn, "_linear_pointwise")
         and hasattr(mkldnn, "_reorder_linear_weight")
     )
+    if not ops or dtype == torch.float32:
+        return bool(ops)
+    supported = getattr(mkldnn, "_is_mkldnn_bf16_supported", None)
+    return dtype == torch.bfloat16 and supported is not None and bool(supported())
 
 
 class PackedLinear(torch.nn.Module):
@@ -94,7 +101,7 @@ def prepack_linears(
     ``dense`` and the hook would record post-GELU values that the plain model never computes there.
     Returns the number of linears swapped; 0 (model untouched) where oneDNN is unavailable or a check fails.
     """
-    if device.type != "cpu" or dtype not in (torch.float32, torch.bfloat16) or not available():
+    if device.type != "cpu" or dtype not in (torch.float32, torch.bfloat16) or not available(dtype):
         return 0
     try:
         _check_parity(dtype)

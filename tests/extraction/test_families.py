@@ -81,9 +81,11 @@ def test_fast_path_swaps_only_what_is_safe(family, dtype, family_models):
     from featx.extraction import onednn
     from featx.extraction.onednn import PackedLinear, prepack_linears
 
+    torch_dtype = getattr(torch, dtype)
     if not onednn.available():
         pytest.skip("this torch build has no oneDNN linear ops")
-    torch_dtype = getattr(torch, dtype)
+    if not onednn.available(torch_dtype):
+        pytest.skip("this CPU has no oneDNN bfloat16 path (it needs AVX-512 BW/VL/DQ or AVX-NE-CONVERT)")
     cls = getattr(transformers, family.reference)
     plain = cls.from_pretrained(str(family_models(family)), dtype=torch_dtype).eval()
     packed = cls.from_pretrained(str(family_models(family)), dtype=torch_dtype).eval()
