@@ -74,6 +74,45 @@ def test_batched_problems_are_solved_as_if_alone():
     assert together.converged.all()
 
 
+def test_joint_products_agree_with_the_stacked_ones_within_the_tolerance():
+    # k = 17 classes, as UPOS: the shape where one (P*k, d) product is faster than P (k, d) ones
+    X, y = blobs(n=3000, d=24, k=17, seed=5)
+    permuted = np.random.default_rng(6).permutation(y)
+    stacked = softmax.solve(X, [y, permuted], 17, [0.1, 1.0], tol=1e-6, max_iter=2000)
+    joint = softmax.solve(X, [y, permuted], 17, [0.1, 1.0], tol=1e-6, max_iter=2000, joint=True)
+    assert stacked.converged.all() and joint.converged.all()
+    np.testing.assert_allclose(joint.theta, stacked.theta, rtol=1e-3, atol=1e-3)
+    for p in range(2):
+        same = np.argmax(joint.scores(X, p), 1) == np.argmax(stacked.scores(X, p), 1)
+        assert same.mean() >= 0.999
+    # the objective itself: the same loss and gradient up to float32 rounding
+    problem = softmax.prepare(X, [y, permuted], 17, [0.1, 1.0])
+    theta = np.random.default_rng(7).normal(scale=0.1, size=problem.theta.shape)
+    args = (problem.X, problem.codes, problem.weights, problem.lam, problem.offsets)
+    loss_a, grad_a = softmax._Objective(*args)(theta, np.arange(2))
+    loss_b, grad_b = softmax._Objective(*args, joint=True)(theta, np.arange(2))
+    np.testing.assert_allclose(loss_b, loss_a, rtol=1e-6)
+    np.testing.assert_allclose(grad_b, grad_a, rtol=1e-4, atol=1e-7)
+
+
+@pytest.mark.parametrize("balanced", [False, True])
+def test_the_null_model_is_the_intercept_only_optimum(balanced):
+    from featx.probing.solvers.softmax_problem import null_model
+
+    y = np.array([0, 0, 0, 0, 1, 1, 3, 3, 3, 3, 3, 3])  # class 2 absent
+    theta = null_model(y, 4, dims=5, balanced=balanced)
+    assert theta.shape == (6, 4) and not theta[:5].any() and theta[5, 2] == 0.0
+    # the intercept-only model's gradient at it is zero: a constant feature gives the intercept-only problem
+    X = np.zeros((len(y), 5), dtype=np.float32)
+    problem = softmax.prepare(X, [y], 4, [1.0], balanced, [theta])
+    objective = softmax._Objective(problem.X, problem.codes, problem.weights, problem.lam, problem.offsets)
+    _, gradient = objective(problem.theta, np.arange(1))
+    assert np.abs(gradient).max() < 1e-6  # float32 scores
+    probabilities = softmax.softmax(theta[5][[0, 1, 3]][None, :])[0]
+    expected = [1 / 3] * 3 if balanced else [4 / 12, 2 / 12, 6 / 12]
+    np.testing.assert_allclose(probabilities, expected)
+
+
 def test_a_class_missing_from_the_fit_is_never_predicted():
     X, y = blobs(k=3, seed=4)
     fit = y != 2

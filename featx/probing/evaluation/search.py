@@ -92,13 +92,24 @@ def search_logreg(Xs: np.ndarray, labels: list[np.ndarray], fit_rows, val_rows, 
     return search_logreg_on(Xs[fit_rows], fit, Xs[val_rows], val, n_classes, cs, balanced)
 
 
-def search_logreg_on(X_fit: np.ndarray, fit_labels: list, X_val: np.ndarray, val_labels: list, n_classes, cs, balanced):
+def search_logreg_on(
+    X_fit: np.ndarray,
+    fit_labels: list,
+    X_val: np.ndarray,
+    val_labels: list,
+    n_classes,
+    cs,
+    balanced,
+    start=None,
+    joint: bool = False,
+):
     """``search_logreg`` on a fit matrix and a validation matrix given apart (standardised, the rows of a
-    training part only): what ``search_logreg`` returns, for callers that hold out or sample their own rows."""
+    training part only): what ``search_logreg`` returns, for callers that hold out or sample their own rows.
+    ``start``: the first C's starting weights per label vector (None: zeros); ``joint``: ``softmax.solve``'s."""
     from ..solvers import softmax
 
     paths = [CPath(y) for y in val_labels]
-    current: list = [None] * len(fit_labels)
+    current: list = list(start) if start is not None else [None] * len(fit_labels)
     live = list(range(len(fit_labels)))
     for C in sorted(cs):
         if not live:
@@ -111,6 +122,7 @@ def search_logreg_on(X_fit: np.ndarray, fit_labels: list, X_val: np.ndarray, val
             balanced,
             init=[current[t] for t in live],
             tol=PATH_TOL,
+            joint=joint,
         )
         still = []
         for j, t in enumerate(live):

@@ -6,7 +6,9 @@ permuted labels on every fold, each along a path of C values. One fit is bound b
 that share the matrix are evaluated together, their matrix products back to back while the matrix
 is in cache. Each problem keeps its own L-BFGS history, line search and stopping test, and every
 operation on it is the same whatever else is in the batch: its solution is bit for bit the one it
-gets alone (the probe's result does not depend on whether the control task ran).
+gets alone (the probe's result does not depend on whether the control task ran). ``solve(joint=True)``
+trades that for speed where the matrix is large (word probes at treebank scale): one matrix product for
+all problems per pass.
 
 The objective is scikit-learn's ``LogisticRegression`` (lbfgs) objective: mean (or weighted) log-loss
 plus ``||W||^2 / (2 C n)``, intercepts unpenalised; with two classes, the binomial model's (the
@@ -47,9 +49,16 @@ class _Objective:
     the rows of X, so the reductions over classes are plain vector operations."""
 
     def __init__(
-        self, X: np.ndarray, codes: np.ndarray, weights: np.ndarray | None, lam: np.ndarray, offsets: np.ndarray
+        self,
+        X: np.ndarray,
+        codes: np.ndarray,
+        weights: np.ndarray | None,
+        lam: np.ndarray,
+        offsets: np.ndarray,
+        joint: bool = False,
     ):
         self.X = X
+        self.joint = joint  # one (P*k, d) product per pass over X instead of P (k, d) products
         self.n, self.d = X.shape
         self.codes = codes  # (P, n) class codes
         self.weights = weights  # (P, n) summing to 1 per problem, or None (1/n each)
@@ -60,10 +69,11 @@ class _Objective:
         X, n, d = self.X, self.n, self.d
         P, _, k = theta.shape
         weights = np.ascontiguousarray(theta[:, :d, :].transpose(0, 2, 1), dtype=np.float32)  # (P, k, d)
-        # One matrix product per problem (a stacked matmul), back to back while X is still in cache: a
-        # single (P*k, d) product would be faster still, but its rounding would depend on P, and so
-        # would each problem's solution.
-        scores3 = np.matmul(weights, X.T)  # (P, k, n)
+        # One matrix product per problem (a stacked matmul), back to back while X is still in cache, so
+        # that a problem's rounding never depends on the others; ``joint``: one (P*k, d) product, which
+        # fills the BLAS kernel's panels better (k = 17 classes is one 16-row panel and 1 row) and reads
+        # X once for all problems, but rounds each problem's scores according to P.
+        scores3 = (weights.reshape(P * k, d) @ X.T).reshape(P, k, n) if self.joint else weights @ X.T
         scores3 += (theta[:, d, :].astype(np.float32) + self.offsets[problems])[:, :, None]
         scores3 -= scores3.max(axis=1, keepdims=True)
         codes = self.codes[problems]
@@ -82,7 +92,8 @@ class _Objective:
             scores3 *= weights[:, None, :]
         grad = np.empty_like(theta)
         lam = self.lam[problems]
-        grad[:, :d, :] = np.matmul(scores3, X).transpose(0, 2, 1) + lam[:, None, None] * theta[:, :d, :]
+        products = (scores3.reshape(P * k, n) @ X).reshape(P, k, d) if self.joint else scores3 @ X
+        grad[:, :d, :] = products.transpose(0, 2, 1) + lam[:, None, None] * theta[:, :d, :]
         grad[:, d, :] = scores3.sum(axis=2, dtype=np.float64)
         loss = loss + 0.5 * lam * np.einsum("pdk,pdk->p", theta[:, :d, :], theta[:, :d, :])
         return loss, grad
@@ -199,13 +210,16 @@ def solve(
     tol: float = 1e-3,
     max_iter: int = 500,
     device: str | None = None,
+    joint: bool = False,
 ) -> Solution:
     """Fit one softmax regression per label vector in ``labels`` (each over the rows of ``X``).
 
     ``X``: (n, dims), standardised; ``labels``: P integer arrays with codes in ``0..n_classes-1``;
     ``Cs``: P inverse regularisation strengths; ``init``: P starting ``theta`` (None entries: zeros).
     ``device``: a torch device to solve on (``softmax_torch``); None: the one a probing run set
-    (``devices.solver_device``), else this module's numpy solver on the CPU.
+    (``devices.solver_device``), else this module's numpy solver on the CPU. ``joint``: the numpy solver
+    evaluates the problems with one matrix product per pass over ``X`` (about 1.4x faster for two problems
+    of 17 classes; each solution then agrees with the one it gets alone within ``tol``, not bit for bit).
     """
     device = current_device() if device is None else device
     if device is not None:
@@ -213,7 +227,7 @@ def solve(
 
         return softmax_torch.solve(X, labels, n_classes, Cs, balanced, init, tol, max_iter, device)
     problem = prepare(X, labels, n_classes, Cs, balanced, init)
-    objective = _Objective(problem.X, problem.codes, problem.weights, problem.lam, problem.offsets)
+    objective = _Objective(problem.X, problem.codes, problem.weights, problem.lam, problem.offsets, joint)
     theta, n_iter, converged = _lbfgs(objective, problem.theta, tol, max_iter)
     return Solution(theta, problem.offsets, n_iter, converged)
 

@@ -49,6 +49,19 @@ def balanced_weights(y: np.ndarray, n_classes: int) -> np.ndarray:
     return per_class[y]
 
 
+def null_model(y: np.ndarray, n_classes: int, dims: int, balanced: bool = False) -> np.ndarray:
+    """The ``(dims + 1, n_classes)`` weights of the intercept-only optimum: zero weights, intercepts at the
+    log class frequencies of ``y`` (centred; equal under balanced weights), a start nearer any strongly
+    regularised solution than zeros."""
+    theta = np.zeros((dims + 1, n_classes))
+    counts = np.bincount(y, minlength=n_classes).astype(np.float64)
+    present = counts > 0
+    if not balanced and present.any():
+        logs = np.log(counts[present] / counts.sum())
+        theta[dims, present] = logs - logs.mean()
+    return theta
+
+
 @dataclass
 class Problem:
     """P softmax regressions over the rows of one matrix, ready for a solver."""

@@ -9,7 +9,11 @@ on the whole training part, warm-started from the sample's solution at that C. T
 the solver, the scaler or the choice of C. At or under ``SEARCH_ITEMS`` nothing is sampled and the fit is
 the one ``evaluation.fit_logreg`` makes.
 
-The real labels and the control task's share every matrix here (one standardisation, one batched solve).
+The real labels and the control task's share every matrix here (one standardisation, one batched solve),
+and beyond ``SEARCH_ITEMS`` every pass over it too (``softmax.solve(joint=True)``: one matrix product for
+both label vectors, about 1.4x faster; the real probe's solution then agrees within the solver's tolerance
+with the one it gets without the control task, not bit for bit). The path's first C starts from the
+intercept-only model (``null_model``) rather than zeros.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import numpy as np
 from .. import evaluation as ev
 from ..evaluation.search import search_logreg_on
 from ..solvers import classifiers as clf
+from ..solvers.softmax_problem import null_model
 from .word_items import inner_split_by_sentence
 
 SEARCH_ITEMS = 40_000  # the C path fits on at most this many items (whole training sentences, sampled)
@@ -68,11 +73,14 @@ def fit_logreg_words(X, labels, train, dev, groups, n_classes: int, cs, balanced
         X_val, val_targets, held_out = standardised(X, dev, scaler), [y[dev] for y in labels], dev
     fit_rows = sample_sentences(groups[train], fit_rows, SEARCH_ITEMS, seed)
     fit_targets = [y[fit_rows] for y in targets]
-    found = search_logreg_on(rows_of(Xs, fit_rows), fit_targets, X_val, val_targets, n_classes, cs, balanced)
+    # The path's first (most regularised) C starts from the intercept-only model, not from zeros.
+    start = [null_model(y, n_classes, X.shape[1], balanced) for y in fit_targets]
+    X_fit = rows_of(Xs, fit_rows)
+    found = search_logreg_on(X_fit, fit_targets, X_val, val_targets, n_classes, cs, balanced, start, joint=True)
     del X_val
     chosen, init = [C for C, *_ in found], [theta for _, theta, *_ in found]
     # One fit on the whole training part at the chosen C, from the path's solution there.
-    solution = softmax.solve(Xs, targets, n_classes, chosen, balanced, init=init, tol=clf.LOGREG_TOL)
+    solution = softmax.solve(Xs, targets, n_classes, chosen, balanced, init=init, tol=clf.LOGREG_TOL, joint=True)
     return [
         (
             clf.logreg_from(solution.theta[p], solution.offsets[p], chosen[p], balanced),
