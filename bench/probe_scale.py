@@ -88,14 +88,15 @@ def synthetic_features(rows: int, layers: int, width: int, seed: int = 0) -> Pat
     return output
 
 
-def peak_rss(command: list[str], env: dict) -> tuple[float, float, float]:
+def peak_rss(command: list[str], env: dict, cwd: Path | None = None) -> tuple[float, float, float]:
     """Peak RSS of the process and peak summed RSS of its process tree (joblib workers included), both
-    sampled every 0.2 s with psutil, and wall seconds."""
+    sampled every 0.2 s with psutil, and wall seconds. ``cwd``: where the process runs (``python -m``
+    puts it first on the module path, ahead of PYTHONPATH)."""
     import psutil
 
     errors = tempfile.TemporaryFile()  # noqa: SIM115 (read after the process ends; a pipe could stall the probe)
     start = time.perf_counter()
-    process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=errors)
+    process = subprocess.Popen(command, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=errors)
     own_peak = tree_peak = 0
     me = psutil.Process(process.pid)
     while process.poll() is None:

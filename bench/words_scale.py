@@ -143,7 +143,8 @@ def main(argv=None) -> None:
                     "-o",
                     str(output),
                 ]
-                rss, tree, seconds = peak_rss(command, {**env, "PYTHONPATH": str(checkout)})
+                # run from the checkout: ``python -m featx`` imports featx from the working directory first
+                rss, tree, seconds = peak_rss(command, {**env, "PYTHONPATH": str(checkout)}, cwd=checkout)
                 stage = f"probe --label {args.label} {options}" + (f" ({checkout.name})" if args.compare else "")
                 _row(n_sentences, n_words, stage, size, rss, tree, seconds)
                 outputs.append(output)
