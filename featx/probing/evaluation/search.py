@@ -102,10 +102,12 @@ def search_logreg_on(
     balanced,
     start=None,
     joint: bool = False,
+    preconditioner=None,
 ):
     """``search_logreg`` on a fit matrix and a validation matrix given apart (standardised, the rows of a
     training part only): what ``search_logreg`` returns, for callers that hold out or sample their own rows.
-    ``start``: the first C's starting weights per label vector (None: zeros); ``joint``: ``softmax.solve``'s."""
+    ``start``: the first C's starting weights per label vector (None: zeros); ``joint`` and ``preconditioner``:
+    ``softmax.solve``'s."""
     from ..solvers import softmax
 
     paths = [CPath(y) for y in val_labels]
@@ -123,6 +125,7 @@ def search_logreg_on(
             init=[current[t] for t in live],
             tol=PATH_TOL,
             joint=joint,
+            preconditioner=preconditioner,
         )
         still = []
         for j, t in enumerate(live):

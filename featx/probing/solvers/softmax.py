@@ -21,6 +21,8 @@ same L-BFGS on a GPU; ``solve`` hands over to it when a probing run solves on on
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 
@@ -30,6 +32,7 @@ from .softmax_problem import (
     FTOL,
     MAX_HALVINGS,
     MEMORY,
+    Preconditioner,
     Solution,
     balanced_weights,  # noqa: F401 (API)
     class_scores,
@@ -99,9 +102,11 @@ class _Objective:
         return loss, grad
 
 
-def _direction(g: np.ndarray, s_hist: np.ndarray, y_hist: np.ndarray, rho: np.ndarray, live: np.ndarray):
+def _direction(g: np.ndarray, s_hist: np.ndarray, y_hist: np.ndarray, rho: np.ndarray, live: np.ndarray, scale=None):
     """The L-BFGS search direction of every live problem (two-loop recursion, all at once), its slope,
-    and which problems start afresh (no history, or a stale one restarted from steepest descent)."""
+    and which problems start afresh (no history, or a stale one restarted from steepest descent).
+    ``scale``: the starting matrix as a function of vectors (a ``Preconditioner``'s), else the identity;
+    a preconditioned fresh start takes the full step, as its direction is already scaled."""
     q = g.copy()
     alphas = []
     for j in range(MEMORY):
@@ -110,9 +115,10 @@ def _direction(g: np.ndarray, s_hist: np.ndarray, y_hist: np.ndarray, rho: np.nd
         alphas.append(alpha)
     fresh = rho[live, 0] == 0
     sy = np.einsum("pd,pd->p", s_hist[live, 0], y_hist[live, 0])
-    yy = np.einsum("pd,pd->p", y_hist[live, 0], y_hist[live, 0])
+    scaled_y = y_hist[live, 0] if scale is None else scale(y_hist[live, 0])
+    yy = np.einsum("pd,pd->p", y_hist[live, 0], scaled_y)
     gamma = np.where(fresh, 1.0, sy / np.where(yy > 0, yy, 1.0))
-    r = gamma[:, None] * q
+    r = gamma[:, None] * (q if scale is None else scale(q))
     for j in reversed(range(MEMORY)):
         beta = rho[live, j] * np.einsum("pd,pd->p", y_hist[live, j], r)
         r += s_hist[live, j] * (alphas[j] - beta)[:, None]
@@ -124,7 +130,7 @@ def _direction(g: np.ndarray, s_hist: np.ndarray, y_hist: np.ndarray, rho: np.nd
         slope[uphill] = -np.einsum("pd,pd->p", g[uphill], g[uphill])
         rho[live[uphill]] = 0
         fresh = fresh | uphill
-    return direction, slope, fresh
+    return direction, slope, (fresh if scale is None else uphill)
 
 
 def _line_search(objective: _Objective, theta, loss, live, direction, slope, step):
@@ -160,7 +166,7 @@ def _remember(s_hist, y_hist, rho, ids: np.ndarray, s: np.ndarray, y: np.ndarray
         rho[update, 0] = 1.0 / curvature[keep]
 
 
-def _lbfgs(objective: _Objective, theta: np.ndarray, tol: float, max_iter: int):
+def _lbfgs(objective: _Objective, theta: np.ndarray, tol: float, max_iter: int, preconditioner=None):
     """Minimise every problem; evaluations of all problems still moving are batched into one call."""
     P, shape = theta.shape[0], theta.shape[1:]
     size = int(np.prod(shape))
@@ -176,7 +182,8 @@ def _lbfgs(objective: _Objective, theta: np.ndarray, tol: float, max_iter: int):
         live = np.flatnonzero(active)
         if not len(live):
             break
-        direction, slope, fresh = _direction(grad[live], s_hist, y_hist, rho, live)
+        scale = None if preconditioner is None else partial(preconditioner.apply, lam=objective.lam[live], k=shape[1])
+        direction, slope, fresh = _direction(grad[live], s_hist, y_hist, rho, live, scale)
         step = np.ones(len(live))
         step[fresh] = np.minimum(1.0, 1.0 / np.sqrt(np.maximum(-slope[fresh], 1e-300)))
         new_loss, new_grad, searching = _line_search(objective, theta, loss, live, direction, slope, step)
@@ -211,6 +218,7 @@ def solve(
     max_iter: int = 500,
     device: str | None = None,
     joint: bool = False,
+    preconditioner: Preconditioner | None = None,
 ) -> Solution:
     """Fit one softmax regression per label vector in ``labels`` (each over the rows of ``X``).
 
@@ -220,6 +228,9 @@ def solve(
     (``devices.solver_device``), else this module's numpy solver on the CPU. ``joint``: the numpy solver
     evaluates the problems with one matrix product per pass over ``X`` (about 1.4x faster for two problems
     of 17 classes; each solution then agrees with the one it gets alone within ``tol``, not bit for bit).
+    ``preconditioner``: L-BFGS's starting matrix from the rows' second moments (``Preconditioner``, numpy
+    solver only): the same optimum in a few times fewer passes on correlated features; where the solve
+    stops within ``tol`` differs from the plain path.
     """
     device = current_device() if device is None else device
     if device is not None:
@@ -228,7 +239,7 @@ def solve(
         return softmax_torch.solve(X, labels, n_classes, Cs, balanced, init, tol, max_iter, device)
     problem = prepare(X, labels, n_classes, Cs, balanced, init)
     objective = _Objective(problem.X, problem.codes, problem.weights, problem.lam, problem.offsets, joint)
-    theta, n_iter, converged = _lbfgs(objective, problem.theta, tol, max_iter)
+    theta, n_iter, converged = _lbfgs(objective, problem.theta, tol, max_iter, preconditioner)
     return Solution(theta, problem.offsets, n_iter, converged)
 
 

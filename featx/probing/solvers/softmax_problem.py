@@ -62,6 +62,39 @@ def null_model(y: np.ndarray, n_classes: int, dims: int, balanced: bool = False)
     return theta
 
 
+@dataclass(frozen=True)
+class Preconditioner:
+    """The L-BFGS starting matrix ``(S + max(CURVATURE * lam, FLOOR) * I)^-1`` of a problem with L2 strength
+    ``lam``, from ``S``, the second moments of the rows ``[x, 1]`` (weights and intercept), as its eigenvectors
+    ``V`` and eigenvalues ``e``. Standardised hidden states are strongly correlated (condition numbers of 1e3
+    and more once the penalty is added), which is what costs plain L-BFGS its tens of iterations; with this
+    starting matrix a problem takes up to a few times fewer. It changes the path, not the optimum."""
+
+    V: np.ndarray  # (d + 1, d + 1)
+    e: np.ndarray  # (d + 1,)
+
+    CURVATURE = 4.0  # 1 / 0.25: the largest p (1 - p) of the softmax, against which the penalty is weighed
+    ROWS = 20_000  # S from at most this many evenly spaced rows
+    # The shift is at least a tenth of the mean eigenvalue (1 for standardised features): where a nearly
+    # separable problem's curvature is far below its second moments, a smaller shift makes it slower than
+    # plain L-BFGS (measured on planted blobs and on MiniLM's GUM states; 0.1 was never slower).
+    FLOOR = 0.1
+
+    @classmethod
+    def from_rows(cls, X: np.ndarray) -> Preconditioner:
+        rows = X[:: max(1, -(-len(X) // cls.ROWS))]
+        A = np.empty((len(rows), X.shape[1] + 1))
+        A[:, :-1], A[:, -1] = rows, 1.0
+        e, V = np.linalg.eigh(A.T @ A / max(1, len(rows)))
+        return cls(V, np.maximum(e, 0.0))
+
+    def apply(self, q: np.ndarray, lam: np.ndarray, k: int) -> np.ndarray:
+        """The matrix of each problem (rows of ``q``: flattened ``(d + 1, k)`` blocks; ``lam`` theirs) times q."""
+        blocks = q.reshape(len(q), -1, k)
+        inverse = 1.0 / (self.e[None, :] + np.maximum(self.CURVATURE * lam[:, None], self.FLOOR))  # (P, d + 1)
+        return (self.V @ (inverse[:, :, None] * (self.V.T @ blocks))).reshape(q.shape)
+
+
 @dataclass
 class Problem:
     """P softmax regressions over the rows of one matrix, ready for a solver."""
