@@ -122,12 +122,17 @@ def flops_per_token(config, mean_length: float) -> float:
 
 
 def matmul_rates(hidden: int, intermediate: int, rows: int = 4096, seconds: float = 0.6) -> dict[str, float]:
-    """FLOP/s of one layer's linear shapes: torch.matmul and oneDNN prepacked linear, fp32 and bf16."""
+    """FLOP/s of one layer's linear shapes: torch.matmul and oneDNN prepacked linear, fp32 and bf16. bf16 is
+    left out on a CPU without bfloat16 instructions (AVX2 only: a torch bf16 matmul there runs at about 0.1
+    GFLOP/s, and oneDNN has no bf16 path)."""
     import torch
+
+    from featx.extraction import onednn
 
     shapes = [(hidden, 3 * hidden), (hidden, hidden), (hidden, intermediate), (intermediate, hidden)]
     rates = {}
-    for dtype_name, dtype in (("fp32", torch.float32), ("bf16", torch.bfloat16)):
+    dtypes = [("fp32", torch.float32)] + ([("bf16", torch.bfloat16)] if onednn.available(torch.bfloat16) else [])
+    for dtype_name, dtype in dtypes:
         for kind in ("matmul", "onednn"):
             total_flops, total_time = 0.0, 0.0
             for k, n in shapes:
@@ -387,7 +392,7 @@ def bench_one(corpus_name, model_name, args, rates, log):
         gflops = rate * flops
         log(
             f"| {name} | {rate:,.0f} | {ratio} | {gflops / 1e9:.1f} | {100 * gflops / limit_fp32:.0f}% "
-            f"| {100 * gflops / limit_bf16:.0f}% |"
+            f"| {f'{100 * gflops / limit_bf16:.0f}%' if limit_bf16 else '-'} |"
         )
     if "peers" in args.methods or "st" in args.methods:
         import peers
