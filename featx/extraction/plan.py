@@ -36,10 +36,7 @@ from .truncation import Cut, plan_cut
 WINDOW_BYTES = 256 << 20  # host memory for one commit window of outputs
 MIN_WINDOW_ROWS, MAX_WINDOW_ROWS = 64, 8192
 DEFAULT_MAX_TOKENS = {"cuda": 65536}  # padded tokens per batch by device type; others: CPU_MAX_TOKENS
-# Padded tokens per CPU batch. Smaller batches keep a layer's activations nearer the cache: on an AVX2 host
-# (27 Nov 2026, bench/ab.py, best of 2 rounds) 2048 against 8192 ran the batch loop 1.27x faster for a
-# bert-base-sized model on SST-2 (737 against 581 tokens/s) and 1.13x for MiniLM on AG News.
-CPU_MAX_TOKENS = 2048
+CPU_MAX_TOKENS = 8192
 
 
 @dataclass(frozen=True)
