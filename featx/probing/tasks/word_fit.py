@@ -14,8 +14,8 @@ and beyond ``SEARCH_ITEMS`` every pass over it too (``softmax.solve(joint=True)`
 both label vectors, about 1.4x faster; the real probe's solution then agrees within the solver's tolerance
 with the one it gets without the control task, not bit for bit). The path's first C starts from the
 intercept-only model (``null_model``) rather than zeros, and every solve starts L-BFGS from the inverse of
-the sample's second moments (``Preconditioner``): hidden states are strongly correlated, and this cuts the
-passes over the matrix about threefold (a 20,000-sentence treebank: 34M row-passes to 10M a probe).
+the sample's second moments (``Preconditioner``): hidden states are strongly correlated, and on a
+20,000-sentence treebank this halved a probe's fit (real and control task: 45.5 s to 21.9 s on average).
 """
 
 from __future__ import annotations
@@ -82,7 +82,16 @@ def fit_logreg_words(X, labels, train, dev, groups, n_classes: int, cs, balanced
     start = [null_model(y, n_classes, X.shape[1], balanced) for y in fit_targets] if sampled else None
     preconditioner = Preconditioner.from_rows(X_fit) if sampled else None
     found = search_logreg_on(
-        X_fit, fit_targets, X_val, val_targets, n_classes, cs, balanced, start, sampled, preconditioner
+        X_fit,
+        fit_targets,
+        X_val,
+        val_targets,
+        n_classes,
+        cs,
+        balanced,
+        start,
+        joint=sampled,
+        preconditioner=preconditioner,
     )
     del X_val
     chosen, init = [C for C, *_ in found], [theta for _, theta, *_ in found]
