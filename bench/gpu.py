@@ -359,7 +359,7 @@ def run(args) -> None:
     log = lambda line="": print(line, flush=True)  # noqa: E731
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
     log(f"# bench/gpu.py {' '.join(sys.argv[1:])}: {name}, torch {torch.__version__}, load {os.getloadavg()}")
-    all_rows = []
+    all_rows, text = [], ""
     for model_name in args.models:
         folder = models[model_name]()
         config = json.loads((folder / "config.json").read_text())
@@ -374,10 +374,10 @@ def run(args) -> None:
             for row in rows:
                 row["matmul_rate"] = rate
             all_rows.extend(rows)
-    text = table(all_rows)
+            text = table(all_rows)  # after every case: a run cut short keeps what it measured
+            (args.out / "gpu-table.md").write_text(text + "\n")
+            (args.out / "gpu.json").write_text(json.dumps(all_rows, indent=1))
     log("\n" + text)
-    (args.out / "gpu-table.md").write_text(text + "\n")
-    (args.out / "gpu.json").write_text(json.dumps(all_rows, indent=1))
     shutil.rmtree(work, ignore_errors=True)
 
 

@@ -17,6 +17,7 @@
 # On the GPU machine (the device tool: carry ["bench/.gpu"], plus ".whl" if wheels are needed there):
 #     bash bench/gpu.sh "$OUT"
 #     bash bench/gpu.sh "$OUT" --quick     # extra arguments go to bench/gpu.py run
+#     bash bench/gpu.sh "$OUT" --no-compile   # what fits a 15-minute lease (27 Nov 2026: about 5 minutes)
 # The GPU image has torch, transformers, sentence-transformers, h5py, click and scikit-learn; featx itself
 # travels as the working tree. Wheels in .whl/ (if any) are installed first, without network.
 set -euo pipefail
@@ -47,10 +48,24 @@ if [[ $SMOKE == 1 ]]; then
     "$PY" bench/decoder.py --smoke --out "$OUT_DIR"
     "$PY" bench/predict_gpu.py --smoke --out "$OUT_DIR"
 else
-    "$PY" bench/gpu.py run --device "$DEVICE" --out "$OUT_DIR" ${ARGS[@]+"${ARGS[@]}"}
-    "$PY" bench/solver_gpu.py --device "$DEVICE" --out "$OUT_DIR"
-    "$PY" bench/decoder.py --device "$DEVICE" --out "$OUT_DIR"
-    "$PY" bench/predict_gpu.py --device "$DEVICE" --out "$OUT_DIR"
+    # Each step is time-boxed (seconds: STEP_SECONDS="extraction solver decoder predict") so that one slow
+    # step cannot eat a device lease of 15 minutes, start-up included; a step cut short or failing is reported
+    # in its table's place and the next one runs. On an H200 on 27 Nov 2026, --no-compile: about 110 s, > 70 s
+    # (cut), 60 s, 10 s.
+    read -r T_GPU T_SOLVER T_DECODER T_PREDICT <<< "${STEP_SECONDS:-300 150 120 60}"
+    step() {  # step SECONDS TABLE COMMAND...: run, and on a cut or a failure say so where the table goes
+        local seconds=$1 name=$2 rc=0
+        shift 2
+        timeout "$seconds" "$@" || rc=$?
+        if [[ $rc -ne 0 ]]; then
+            echo "step $name: exit $rc$([[ $rc -eq 124 ]] && echo ", cut at $seconds s")" | tee -a "$OUT_DIR/steps.log"
+            [[ -s "$OUT_DIR/$name-table.md" ]] || echo "(no table: exit $rc)" > "$OUT_DIR/$name-table.md"
+        fi
+    }
+    step "$T_GPU" gpu "$PY" bench/gpu.py run --device "$DEVICE" --out "$OUT_DIR" ${ARGS[@]+"${ARGS[@]}"}
+    step "$T_SOLVER" solver "$PY" bench/solver_gpu.py --device "$DEVICE" --probe-timeout 60 --out "$OUT_DIR"
+    step "$T_DECODER" decoder "$PY" bench/decoder.py --device "$DEVICE" --out "$OUT_DIR"
+    step "$T_PREDICT" predict "$PY" bench/predict_gpu.py --device "$DEVICE" --out "$OUT_DIR"
 fi
 {
     echo "# bench/gpu.sh on $DEVICE$([[ $SMOKE == 1 ]] && echo ' (smoke: tiny shapes, timings mean nothing)'), $(date -u +%FT%TZ)"

@@ -10,10 +10,13 @@ Two steps, each timing the same work both ways in one run:
    seconds each (the GPU one synchronised, its first call a warm-up not counted), the largest weight
    difference, and the share of test predictions that agree.
 2. A whole ``featx probe FILE --layer all --pooling all`` on a synthetic features file
-   (``probe_scale.synthetic_features``: ROWSxLAYERSxWIDTH) with ``--device cpu`` and with ``--device``:
-   wall seconds each and the largest difference between the two result tables' accuracies.
+   (``probe_scale.synthetic_features``: ROWSxLAYERSxWIDTH) with ``--device`` first, then ``--device cpu``:
+   wall seconds each and the largest difference between the two result tables' accuracies. Each run is cut
+   at ``--probe-timeout`` seconds and reported as cut (``> N s``): on 27 Nov 2026 the CPU half of the default
+   size ran past the whole device lease, and with it went the GPU half that ran second then.
 
-Writes ``solver-table.md`` and ``solver.json`` to ``--out``. Never part of the tests.
+Writes ``solver-table.md`` and ``solver.json`` to ``--out`` after every row, so a run cut short keeps what it
+measured. Never part of the tests.
 """
 
 from __future__ import annotations
@@ -91,44 +94,44 @@ def _accuracies(table: Path) -> dict:
         return {(row["layer"], row["pooling"]): float(row["accuracy"]) for row in csv.DictReader(handle)}
 
 
-def time_probe(size: str, device: str) -> dict:
-    """Step 2: the whole featx probe command with the solver on the CPU, then on ``device``."""
+def time_probe(size: str, device: str, timeout: float) -> dict:
+    """Step 2: the whole featx probe command with the solver on ``device``, then on the CPU, each cut at
+    ``timeout`` seconds (its seconds then None)."""
     from probe_scale import CACHE, synthetic_features
 
     rows, layers, width = (int(part) for part in size.split("x"))
     features = synthetic_features(rows, layers, width)
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
-    seconds, tables = {}, {}
-    for where in ("cpu", device):
+    seconds: dict[str, float | None] = {}
+    tables = {}
+    for where in (device, "cpu"):
         output = CACHE / f"probe-{size}-{where.replace(':', '')}"  # results stay out of --out
-        command = [
-            sys.executable,
-            "-m",
-            "featx",
-            "probe",
-            str(features),
-            "--layer",
-            "all",
-            "--pooling",
-            "all",
-            "--device",
-            where,
-            "-o",
-            str(output),
-        ]
+        command = [sys.executable, "-m", "featx", "probe", str(features), "--layer", "all", "--pooling", "all"]
+        command += ["--device", where, "-o", str(output)]
         start = time.perf_counter()
-        subprocess.run(command, env=env, check=True, stdout=subprocess.DEVNULL)
+        try:
+            subprocess.run(command, env=env, check=True, stdout=subprocess.DEVNULL, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            seconds[where] = None
+            print(f"featx probe --device {where}: cut at {timeout:.0f} s", flush=True)
+            continue
         seconds[where] = time.perf_counter() - start
         tables[where] = _accuracies(output.with_suffix(".csv"))
-    diffs = [abs(tables["cpu"][key] - tables[device][key]) for key in tables["cpu"]]
+    both = "cpu" in tables and device in tables
+    diffs = [abs(tables["cpu"][key] - tables[device][key]) for key in tables["cpu"]] if both else []
     return {
         "step": "featx probe --layer all --pooling all",
         "size": size,
-        "problems": len(diffs),
+        "problems": len(next(iter(tables.values()), {})),
         "cpu_s": seconds["cpu"],
         "device_s": seconds[device],
-        "max_accuracy_diff": max(diffs),
+        "timeout_s": timeout,
+        "max_accuracy_diff": max(diffs) if diffs else None,
     }
+
+
+def _seconds(value: float | None, timeout: float | None) -> str:
+    return f"> {timeout:.0f} (cut)" if value is None else f"{value:.2f}"
 
 
 def table(rows: list[dict], device: str) -> str:
@@ -142,11 +145,16 @@ def table(rows: list[dict], device: str) -> str:
                 f"max weight diff {row['max_weight_diff']:.1e}, predictions "
                 f"{100 * row['prediction_agreement']:.2f}% equal, iterations {row['iterations']}"
             )
+        elif row["max_accuracy_diff"] is None:
+            agreement = "not compared: a run was cut"
         else:
             agreement = f"max accuracy diff {row['max_accuracy_diff']:.4f}"
+        timeout = row.get("timeout_s")
+        cut = row["cpu_s"] is None or row["device_s"] is None
+        speed_up = "n/a" if cut else f"{row['cpu_s'] / row['device_s']:.1f}x"
         lines.append(
-            f"| {row['step']} | {row['size']} | {row['problems']} | {row['cpu_s']:.2f} | "
-            f"{row['device_s']:.2f} | {row['cpu_s'] / row['device_s']:.1f}x | {agreement} |"
+            f"| {row['step']} | {row['size']} | {row['problems']} | {_seconds(row['cpu_s'], timeout)} | "
+            f"{_seconds(row['device_s'], timeout)} | {speed_up} | {agreement} |"
         )
     return "\n".join(lines)
 
@@ -155,10 +163,13 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--device", default="cuda")
     parser.add_argument(
-        "--sizes", default="20000x384x4,20000x768x17,100000x384x4", help="ROWSxWIDTHxCLASSES problems for step 1"
+        "--sizes",
+        default="20000x384x4,20000x768x17,100000x384x4",
+        help="ROWSxWIDTHxCLASSES problems for step 1 (empty: skip)",
     )
     parser.add_argument("--cs", default="0.001,0.01,0.1,1,10", help="the C grid solved as one batch")
     parser.add_argument("--probe-size", default="20000x13x768", help="ROWSxLAYERSxWIDTH for step 2 (empty: skip)")
+    parser.add_argument("--probe-timeout", type=float, default=120.0, help="seconds each step-2 run may take")
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / ".cache" / "solver-gpu")
     args = parser.parse_args(argv)
     import torch
@@ -170,16 +181,20 @@ def main(argv=None) -> None:
     )
     args.out.mkdir(parents=True, exist_ok=True)
     cs = [float(c) for c in args.cs.split(",")]
-    rows = []
-    for size in args.sizes.split(","):
+    rows: list[dict] = []
+
+    def write() -> str:
+        text = table(rows, args.device)
+        (args.out / "solver-table.md").write_text(text + "\n")
+        (args.out / "solver.json").write_text(json.dumps(rows, indent=1))
+        return text
+
+    for size in filter(None, args.sizes.split(",")):
         rows.append(time_solvers(*(int(part) for part in size.split("x")), cs, args.device))
-        print(table(rows[-1:], args.device).splitlines()[-1], flush=True)
+        print(write().splitlines()[-1], flush=True)
     if args.probe_size:
-        rows.append(time_probe(args.probe_size, args.device))
-    text = table(rows, args.device)
-    print("\n" + text)
-    (args.out / "solver-table.md").write_text(text + "\n")
-    (args.out / "solver.json").write_text(json.dumps(rows, indent=1))
+        rows.append(time_probe(args.probe_size, args.device, args.probe_timeout))
+    print("\n" + write())
 
 
 if __name__ == "__main__":
