@@ -83,7 +83,7 @@ _SITES_LENGTH_AND_DEVICE = options(
     click.option("--dtype", default="auto", show_default=True, help="Compute dtype: auto, float32, float16, bfloat16."),
     click.option("--store-dtype", default="float16", show_default=True, help="Stored features: float16 or float32."),
     click.option(
-        "--max-tokens", type=int, default=None, help="Padded tokens per batch (default: 8192 on CPU, 65536 on GPU)."
+        "--max-tokens", type=int, default=None, help="Padded tokens per batch (default: 1024 on CPU, 65536 on GPU)."
     ),
 )
 

@@ -36,7 +36,10 @@ from .truncation import Cut, plan_cut
 WINDOW_BYTES = 256 << 20  # host memory for one commit window of outputs
 MIN_WINDOW_ROWS, MAX_WINDOW_ROWS = 64, 8192
 DEFAULT_MAX_TOKENS = {"cuda": 65536}  # padded tokens per batch by device type; others: CPU_MAX_TOKENS
-CPU_MAX_TOKENS = 8192
+# CPU: 1,024 padded tokens a batch keeps a block's activations (1,024 x 3,072 floats of a base model's MLP, 12 MB)
+# in the last-level cache; 8,192 spilled them. bench/ab.py, 27 Nov 2026 (BENCHMARKS.md): bert-base 1.34-1.70x,
+# MiniLM 1.16-1.17x the batch loop of 8,192, and within 4% of the best size tried (512 to 8,192) on each corpus.
+CPU_MAX_TOKENS = 1024
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,14 @@ import featx
 from featx.extraction import ExtractConfig
 from featx.extraction.corpus import read_corpus
 from featx.extraction.modeling import load_model
-from featx.extraction.plan import MAX_WINDOW_ROWS, MIN_WINDOW_ROWS, WINDOW_BYTES, resolve_plan, window_rows
+from featx.extraction.plan import (
+    CPU_MAX_TOKENS,
+    MAX_WINDOW_ROWS,
+    MIN_WINDOW_ROWS,
+    WINDOW_BYTES,
+    resolve_plan,
+    window_rows,
+)
 from featx.extraction.sharding import ShardSpec
 from featx.store import FeatureFile
 
@@ -46,7 +53,7 @@ def test_window_rows_count_every_site(tiny_model, corpus_csv):
 
 def test_defaults_are_resolved_once(tiny_model, corpus_csv):
     plan, loaded = _plan(tiny_model, corpus_csv)
-    assert plan.max_tokens == 8192 and plan.store_dtype == "float16" and plan.layers == [0, 1, 2]
+    assert plan.max_tokens == CPU_MAX_TOKENS == 1024 and plan.store_dtype == "float16" and plan.layers == [0, 1, 2]
     assert plan.output == corpus_csv.with_name("corpus.features.h5") and plan.fingerprint == plan.base_fingerprint
     short, _ = _plan(tiny_model, corpus_csv, max_tokens=8)
     assert short.max_tokens == loaded.max_length  # never below one full-length row
