@@ -152,8 +152,16 @@ def test_same_request_today_gives_the_0_1_file(tmp_path):
     corpus = shutil.copy(DATA / "old_corpus.csv", tmp_path / "old_corpus.csv")
     with FeatureFile(OLD_FILE) as old:
         recorded_model = old.attrs["model_sha256"]
+    # The same request: 0.1 ran CPU batches of 8,192 padded tokens by default (1,024 since), and the batch
+    # size is part of the fingerprint (resume replays the same batches).
     summary = featx.extract(
-        corpus, model=str(model), output=tmp_path / "new.h5", sites="hidden,ffn", tokens=True, progress=False
+        corpus,
+        model=str(model),
+        output=tmp_path / "new.h5",
+        sites="hidden,ffn",
+        tokens=True,
+        max_tokens=8192,
+        progress=False,
     )
     with FeatureFile(OLD_FILE) as old, FeatureFile(summary.output) as new:
         if new.attrs["model_sha256"] != recorded_model:
