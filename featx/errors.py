@@ -17,6 +17,11 @@ class FeatxError(Exception):
         super().__init__(message if hint is None else f"{message}\n  hint: {hint}")
 
 
+class FeatxWarning(UserWarning):
+    """Something the user should know before the work starts, which does not stop it (a slow precision on this
+    CPU, say). Raised with ``warnings.warn``; the CLI prints ``featx: warning: <message>`` on stderr."""
+
+
 class InputError(FeatxError):
     """The corpus, an option or a features file cannot be used as given."""
 

@@ -25,6 +25,18 @@ def test_extract_prints_summary_and_remembers_file(tiny_model, corpus_csv, in_tm
     assert last("features") == (corpus_csv.parent / "corpus.features.h5").resolve()
 
 
+def test_a_slow_precision_is_one_warning_line_and_the_run_goes_on(tiny_model, corpus_csv, in_tmp, monkeypatch):
+    from featx.extraction import devices
+
+    monkeypatch.setattr(devices, "_half_instructions", lambda _: False)
+    args = ["extract", str(corpus_csv), "--model", str(tiny_model), "-q", "--dtype", "bfloat16"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    assert result.stderr.startswith("featx: warning: --dtype bfloat16: this CPU (")
+    assert result.stderr.count("\n") == 1 and "Traceback" not in result.output
+    assert "wrote" in result.stdout
+
+
 @pytest.mark.parametrize(
     "content, args, message",
     [

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import re
 import sys
+import warnings
 from collections.abc import Callable
 from typing import Any
 
 import click
 
 from .._version import __version__
-from ..errors import FeatxError, signal_of
+from ..errors import FeatxError, FeatxWarning, signal_of
 
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
@@ -35,14 +36,25 @@ def fail(error: FeatxError) -> None:
     sys.exit(error.exit_code)
 
 
+def _show_warning(message, category, filename, lineno, file=None, line=None, _default=warnings.showwarning) -> None:
+    """featx's own warnings as ``featx: warning: <message>`` on stderr; any other as Python shows it."""
+    if issubclass(category, FeatxWarning):
+        echo(f"featx: warning: {message}", err=True)
+    else:
+        _default(message, category, filename, lineno, file, line)
+
+
 class FeatxGroup(click.Group):
-    """Turns featx's own errors and Ctrl-C into one clear message and an exit code, never a traceback."""
+    """Turns featx's own errors and Ctrl-C into one clear message and an exit code, never a traceback, and its
+    warnings into one line each."""
 
     def invoke(self, ctx):
         from ..signals import interrupts_on_termination
 
         try:
-            with interrupts_on_termination():  # SIGTERM/SIGHUP end a run like Ctrl-C (exit 143/129)
+            with interrupts_on_termination(), warnings.catch_warnings():  # SIGTERM/SIGHUP: like Ctrl-C (143/129)
+                warnings.simplefilter("always", FeatxWarning)
+                warnings.showwarning = _show_warning
                 return super().invoke(ctx)
         except FeatxError as error:
             fail(error)

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import os
 import re
+import warnings
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from ..errors import FeatxError, InputError, ModelError
+from ..errors import FeatxError, FeatxWarning, InputError, ModelError
 from . import model_checks
-from .devices import resolve_device, resolve_dtype
+from .devices import resolve_device, resolve_dtype, slow_precision
 from .fingerprints import weights_sha256_in_background
 from .model_files import DEFAULT_MODEL, default_model_path, weight_files
 
@@ -174,6 +175,9 @@ def load_model(
     placement = device_placement(device_map, device)
     if torch_dtype == torch.bfloat16 and torch_device.type == "cuda" and not torch.cuda.is_bf16_supported():
         raise InputError("--dtype bfloat16: this GPU does not support bfloat16", "use --dtype float16")
+    slow = slow_precision(torch_dtype, torch_device)
+    if slow is not None:  # before the weights are read: the user can stop here
+        warnings.warn(slow, FeatxWarning, stacklevel=2)
     weights_digest = weights_sha256_in_background(weights)  # overlaps the imports and the load
     choice = select.choose(folder, weights, native, trust_remote_code, random_init, placement)
     if choice.native:
