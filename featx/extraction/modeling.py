@@ -173,11 +173,7 @@ def load_model(
     torch_device = resolve_device(device)
     torch_dtype = resolve_dtype(dtype, torch_device)
     placement = device_placement(device_map, device)
-    if torch_dtype == torch.bfloat16 and torch_device.type == "cuda" and not torch.cuda.is_bf16_supported():
-        raise InputError("--dtype bfloat16: this GPU does not support bfloat16", "use --dtype float16")
-    slow = slow_precision(torch_dtype, torch_device)
-    if slow is not None:  # before the weights are read: the user can stop here
-        warnings.warn(slow, FeatxWarning, stacklevel=2)
+    _check_precision(torch_dtype, torch_device)
     weights_digest = weights_sha256_in_background(weights)  # overlaps the imports and the load
     choice = select.choose(folder, weights, native, trust_remote_code, random_init, placement)
     if choice.native:
@@ -206,6 +202,16 @@ def load_model(
         causal=is_causal(encoder, torch_device, getattr(config, "vocab_size", None)),
         implementation=select.NATIVE if choice.native else select.TRANSFORMERS,
     )
+
+
+def _check_precision(torch_dtype: torch.dtype, torch_device: torch.device) -> None:
+    """Refuse bfloat16 on a GPU without it; warn, before the weights are read, of a half precision that runs
+    slower than float32 on this CPU (the user can stop there)."""
+    if torch_dtype == torch.bfloat16 and torch_device.type == "cuda" and not torch.cuda.is_bf16_supported():
+        raise InputError("--dtype bfloat16: this GPU does not support bfloat16", "use --dtype float16")
+    slow = slow_precision(torch_dtype, torch_device)
+    if slow is not None:
+        warnings.warn(slow, FeatxWarning, stacklevel=3)
 
 
 def _load_parts(
