@@ -26,9 +26,9 @@ def test_extract_prints_summary_and_remembers_file(tiny_model, corpus_csv, in_tm
 
 
 def test_a_slow_precision_is_one_warning_line_and_the_run_goes_on(tiny_model, corpus_csv, in_tmp, monkeypatch):
-    from featx.extraction import devices
+    from featx.extraction import onednn
 
-    monkeypatch.setattr(devices, "_half_instructions", lambda _: False)
+    monkeypatch.setattr(onednn, "half_instructions", lambda _: False)
     args = ["extract", str(corpus_csv), "--model", str(tiny_model), "-q", "--dtype", "bfloat16"]
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 0, result.output

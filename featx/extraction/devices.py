@@ -55,19 +55,11 @@ def dtype_name(dtype: torch.dtype) -> str:
     return str(dtype).replace("torch.", "")
 
 
-def _half_instructions(dtype: torch.dtype) -> bool:
-    """Whether this CPU has the instructions oneDNN's ``dtype`` (bfloat16 or float16) path needs."""
-    if dtype == torch.bfloat16:
-        return onednn.available(torch.bfloat16)
-    check = getattr(torch.ops.mkldnn, "_is_mkldnn_fp16_supported", None)
-    return check is not None and bool(check())
-
-
 def slow_precision(dtype: torch.dtype, device: torch.device) -> str | None:
     """Why ``dtype`` on ``device`` runs slower than float32, or None: a CPU without bfloat16 (or float16)
     instructions computes half precision by converting every product (27 Nov 2026, MiniLM on an AVX2-only
     AMD EPYC, 500 rows: 3.8x slower than float32 in both)."""
-    if device.type != "cpu" or dtype not in (torch.bfloat16, torch.float16) or _half_instructions(dtype):
+    if device.type != "cpu" or dtype not in (torch.bfloat16, torch.float16) or onednn.half_instructions(dtype):
         return None
     name = dtype_name(dtype)
     needs = "AVX-512 BF16, AMX or AVX-NE-CONVERT" if dtype == torch.bfloat16 else "AVX-512 FP16 or AMX-FP16"

@@ -20,10 +20,20 @@ import torch
 BATCH_HINT = 4096  # rows (batch x tokens) the packed layout is tuned for; any row count works
 
 
+_HALF_CHECKS = {torch.bfloat16: "_is_mkldnn_bf16_supported", torch.float16: "_is_mkldnn_fp16_supported"}
+
+
+def half_instructions(dtype: torch.dtype) -> bool:
+    """Whether this CPU has the instructions oneDNN's ``dtype`` path needs (bfloat16: AVX-512 BW/VL/DQ or
+    AVX-NE-CONVERT; float16: AVX-512 FP16 or AMX-FP16), whatever ``FEATX_ONEDNN`` says."""
+    check = getattr(getattr(torch.ops, "mkldnn", None), _HALF_CHECKS.get(dtype, ""), None)
+    return check is not None and bool(check())
+
+
 def available(dtype: torch.dtype = torch.float32) -> bool:
     """Whether oneDNN's prepacked linears run here in ``dtype``: the ops exist in this torch build, and for
-    bfloat16 the CPU has the instructions oneDNN's bfloat16 path needs (AVX-512 BW/VL/DQ or AVX-NE-CONVERT:
-    an AVX2-only CPU has neither, and its linears stay plain)."""
+    bfloat16 the CPU has the instructions oneDNN's bfloat16 path needs (``half_instructions``: an AVX2-only
+    CPU has none, and its linears stay plain)."""
     mkldnn = getattr(torch.ops, "mkldnn", None)
     ops = (
         torch.backends.mkldnn.is_available()
@@ -33,8 +43,7 @@ def available(dtype: torch.dtype = torch.float32) -> bool:
     )
     if not ops or dtype == torch.float32:
         return bool(ops)
-    supported = getattr(mkldnn, "_is_mkldnn_bf16_supported", None)
-    return dtype == torch.bfloat16 and supported is not None and bool(supported())
+    return dtype == torch.bfloat16 and half_instructions(dtype)
 
 
 class PackedLinear(torch.nn.Module):

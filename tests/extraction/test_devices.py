@@ -12,7 +12,7 @@ from featx.extraction.modeling import load_model
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 def test_half_precision_on_a_cpu_without_its_instructions_is_named_slow(monkeypatch, dtype):
-    monkeypatch.setattr(devices, "_half_instructions", lambda _: False)
+    monkeypatch.setattr(onednn, "half_instructions", lambda _: False)
     name = devices.dtype_name(dtype)
     message = devices.slow_precision(dtype, torch.device("cpu"))
     assert message is not None and message.startswith(f"--dtype {name}: this CPU (")
@@ -20,19 +20,24 @@ def test_half_precision_on_a_cpu_without_its_instructions_is_named_slow(monkeypa
 
 
 def test_no_warning_where_the_precision_is_not_slow(monkeypatch):
-    monkeypatch.setattr(devices, "_half_instructions", lambda _: True)
+    monkeypatch.setattr(onednn, "half_instructions", lambda _: True)
     assert devices.slow_precision(torch.bfloat16, torch.device("cpu")) is None
-    monkeypatch.setattr(devices, "_half_instructions", lambda _: False)
+    monkeypatch.setattr(onednn, "half_instructions", lambda _: False)
     assert devices.slow_precision(torch.float32, torch.device("cpu")) is None
     assert devices.slow_precision(torch.bfloat16, torch.device("cuda")) is None  # GPUs are checked when loading
 
 
-def test_bfloat16_instructions_are_those_onednn_needs():
-    assert devices._half_instructions(torch.bfloat16) == onednn.available(torch.bfloat16)
+def test_bfloat16_instructions_are_those_onednn_needs(monkeypatch):
+    assert onednn.available(torch.bfloat16) == (onednn.available() and onednn.half_instructions(torch.bfloat16))
+    monkeypatch.setenv("FEATX_ONEDNN", "0")  # oneDNN turned off says nothing of what the CPU can do
+    assert not onednn.available(torch.bfloat16)
+    assert devices.slow_precision(torch.bfloat16, torch.device("cpu")) is None or not onednn.half_instructions(
+        torch.bfloat16
+    )
 
 
 def test_loading_warns_before_the_weights_are_read(tiny_model, monkeypatch):
-    monkeypatch.setattr(devices, "_half_instructions", lambda _: False)
+    monkeypatch.setattr(onednn, "half_instructions", lambda _: False)
     with pytest.warns(FeatxWarning, match="--dtype bfloat16: this CPU"):
         loaded = load_model(str(tiny_model), device="cpu", dtype="bfloat16")
     assert loaded.dtype == torch.bfloat16  # a warning, not a refusal: the run goes on as asked
