@@ -13,6 +13,7 @@ import time
 import numpy as np
 
 from ..errors import StoreError
+from ..store import finite_rows
 from .batching import collate, plan_batches, plan_windows
 from .plan import ExtractionPlan
 from .runner import Runner
@@ -97,14 +98,14 @@ class Window:
         rows_first = sorted(self.rows(first, last).items(), key=lambda item: item[0] in self.token_paths)
         for path, values in rows_first:
             if path in self.token_paths:
-                if not np.isfinite(values).all():
+                if not finite_rows(values).all():
                     raise StoreError(
                         f"token-level states or word vectors in the window from row {self.start} are inf or NaN "
                         "after casting",
                         "re-run with --store-dtype float32 --overwrite",
                     )
                 continue
-            finite = np.isfinite(values).all(axis=(1, 2))
+            finite = finite_rows(values)
             if not finite.all():
                 row = self.start + first + int(np.argmin(finite))
                 name = path.rsplit("/", 1)[-1]

@@ -13,6 +13,7 @@
 ``lock``     ``OutputLock``: one writer per output
 """
 
+from .finite import finite_rows
 from .hdf5 import CHUNK_BYTES
 from .lock import OutputLock
 from .reader import FeatureFile, finished_request, open_features
@@ -45,6 +46,7 @@ __all__ = [
     "decode_attr",
     "escape_name",
     "finished_request",
+    "finite_rows",
     "hidden_layout",
     "open_features",
     "partial_path",

@@ -20,6 +20,7 @@ import numpy as np
 
 from ..errors import StoreError
 from . import schema as s
+from .finite import finite_rows
 from .reader import FeatureFile
 from .strings import decode_attr, read_strings
 from .writer import FeatureWriter
@@ -201,7 +202,7 @@ def _blocks(writer: FeatureWriter, plan_windows) -> list[tuple[int, int]]:
 def _finite(file, path: str, rows: slice) -> np.ndarray:
     """Rows of a shard's dataset, refused when any value is inf or NaN (a damaged shard is never merged)."""
     values = file[path][rows]
-    finite = np.isfinite(values).reshape(len(values), -1).all(axis=1) if len(values) else np.ones(0, bool)
+    finite = finite_rows(values)
     if not finite.all():
         row = rows.start + int(np.argmin(finite))
         raise StoreError(
