@@ -88,7 +88,9 @@ _SITES_LENGTH_AND_DEVICE = options(
 )
 
 _READING_AND_MODEL = options(
-    click.option("--batch-size", type=int, default=256, show_default=True, help="Most rows per batch."),
+    click.option(
+        "--batch-size", type=int, default=None, help="Most rows per batch (default: 256 on CPU, 16384 on GPU)."
+    ),
     click.option("--skip-empty", is_flag=True, help="Leave out empty or whitespace-only texts instead of refusing."),
     click.option("--encoding", default="utf-8", show_default=True, help="Text encoding of the corpus file."),
     click.option(

@@ -198,7 +198,7 @@ class ExtractConfig(Options):
     dtype: str = "auto"
     store_dtype: str = "float16"
     max_tokens: int | None = None  # padded tokens per batch; default depends on the device
-    batch_size: int = 256
+    batch_size: int | None = None  # most rows per batch; default depends on the device (plan.py)
     skip_empty: bool = False
     encoding: str = "utf-8"
     sep: str | None = None  # the corpus delimiter: None sniffs it (comma, tab, semicolon, pipe)
@@ -240,7 +240,7 @@ class ExtractConfig(Options):
         _check_dtype,
         _check_encoding,
         _size("max_tokens", "--max-tokens"),
-        _size("batch_size", "--batch-size", optional=False),
+        _size("batch_size", "--batch-size"),
         _size("commit_rows", "--commit-rows"),
         _size("max_length", "--max-length", minimum=2),
         _size("max_corpus_bytes", "--max-corpus-bytes"),

@@ -242,7 +242,7 @@ def embed(
     stride: int | None = None,
     dtype: str = "auto",
     device: str = "auto",
-    batch_size: int = 256,
+    batch_size: int | None = None,
     max_tokens: int | None = None,
     store_dtype: str = "float32",
     sites: str = "hidden",

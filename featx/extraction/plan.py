@@ -40,6 +40,12 @@ DEFAULT_MAX_TOKENS = {"cuda": 65536}  # padded tokens per batch by device type; 
 # in the last-level cache; 8,192 spilled them. bench/ab.py, 27 Nov 2026 (BENCHMARKS.md): bert-base 1.34-1.70x,
 # MiniLM 1.16-1.17x the batch loop of 8,192, and within 4% of the best size tried (512 to 8,192) on each corpus.
 CPU_MAX_TOKENS = 1024
+# Most rows per batch by device type; others: 256. On a GPU the padded tokens (65,536) should bind, not the
+# rows: at 256 rows a batch of short texts is ~3,400 tokens and the host's per-batch work starves the GPU.
+# bench/gpu_host.py, H100, 27 Nov 2026 (BENCHMARKS.md), 20,000 SST-2 rows, bf16: 16,384 rows a batch ran the
+# batch loop 2.3x (MiniLM) and 1.6x (bert-base-sized) faster than 256, and faster than 4,096.
+DEFAULT_BATCH_SIZE = {"cuda": 16384}
+CPU_BATCH_SIZE = 256
 
 
 @dataclass(frozen=True)
@@ -185,6 +191,11 @@ def default_max_tokens(config: ExtractConfig, loaded: LoadedModel) -> int:
     return max(int(chosen), int(loaded.max_length))
 
 
+def default_batch_size(config: ExtractConfig, loaded: LoadedModel) -> int:
+    """Most rows per batch: the option, else by device."""
+    return int(config.batch_size or DEFAULT_BATCH_SIZE.get(loaded.device.type, CPU_BATCH_SIZE))
+
+
 def window_rows(config: ExtractConfig, row_bytes: int) -> int:
     """Rows per commit window: ``--commit-rows``, else as many as ``WINDOW_BYTES`` holds (64 to 8192)."""
     if config.commit_rows:
@@ -231,7 +242,7 @@ def fingerprint(
             "compute_dtype": dtype_name(loaded.dtype),
             "device_type": loaded.device.type,
             "max_tokens": max_tokens,
-            "batch_size": config.batch_size,
+            "batch_size": default_batch_size(config, loaded),
             "commit_rows": config.commit_rows,
         },
         sort_keys=True,
@@ -316,7 +327,7 @@ def resolve_plan(
         sites=layouts,
         hooked=hooked,
         max_tokens=max_tokens,
-        batch_size=int(config.batch_size),
+        batch_size=default_batch_size(config, loaded),
         window_rows=rows,
         window_tokens=WINDOW_BYTES / token_bytes if config.tokens else None,
         commit_seconds=float(config.commit_seconds),

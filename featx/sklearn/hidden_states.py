@@ -66,7 +66,7 @@ class HiddenStates(TransformerMixin, BaseEstimator):
         "max_length": [Interval(Integral, 2, None, closed="left"), None],
         "dtype": [StrOptions(set(COMPUTE_DTYPES))],
         "device": [str],
-        "batch_size": [Interval(Integral, 1, None, closed="left")],
+        "batch_size": [Interval(Integral, 1, None, closed="left"), None],
         "store_dtype": [StrOptions(set(STORE_DTYPES))],
     }
 
@@ -78,7 +78,7 @@ class HiddenStates(TransformerMixin, BaseEstimator):
         max_length: int | None = None,
         dtype: str = "auto",
         device: str = "auto",
-        batch_size: int = 256,
+        batch_size: int | None = None,
         store_dtype: str = "float32",
     ):
         self.model = model
@@ -138,7 +138,7 @@ class HiddenStates(TransformerMixin, BaseEstimator):
             max_length=self.max_length,
             dtype=self.dtype,
             device=self.device,
-            batch_size=int(self.batch_size),
+            batch_size=None if self.batch_size is None else int(self.batch_size),
             store_dtype=self.store_dtype,
             progress=False,
         )

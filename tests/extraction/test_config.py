@@ -39,7 +39,7 @@ def test_config_is_frozen_and_normalised_once():
     with pytest.raises(dataclasses.FrozenInstanceError):
         config.store_dtype = "float16"
     changed = make_config(config, batch_size=8)
-    assert changed.batch_size == 8 and config.batch_size == 256 and changed.store_dtype == "float32"
+    assert changed.batch_size == 8 and config.batch_size is None and changed.store_dtype == "float32"
     with pytest.raises(InputError, match="--batch-size 0"):
         make_config(config, batch_size=0)
 

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
+import torch
 from support.tiny import SENTENCES, write_csv
 
 import featx
@@ -14,10 +16,13 @@ from featx.extraction import ExtractConfig
 from featx.extraction.corpus import read_corpus
 from featx.extraction.modeling import load_model
 from featx.extraction.plan import (
+    CPU_BATCH_SIZE,
     CPU_MAX_TOKENS,
     MAX_WINDOW_ROWS,
     MIN_WINDOW_ROWS,
     WINDOW_BYTES,
+    default_batch_size,
+    default_max_tokens,
     resolve_plan,
     window_rows,
 )
@@ -57,6 +62,19 @@ def test_defaults_are_resolved_once(tiny_model, corpus_csv):
     assert plan.output == corpus_csv.with_name("corpus.features.h5") and plan.fingerprint == plan.base_fingerprint
     short, _ = _plan(tiny_model, corpus_csv, max_tokens=8)
     assert short.max_tokens == loaded.max_length  # never below one full-length row
+    assert plan.batch_size == CPU_BATCH_SIZE == 256 and json.loads(plan.fingerprint)["batch_size"] == 256
+    few, _ = _plan(tiny_model, corpus_csv, batch_size=3)
+    assert few.batch_size == 3 and json.loads(few.fingerprint)["batch_size"] == 3
+
+
+def test_a_gpu_batch_is_bounded_by_its_tokens_not_its_rows(tiny_model, corpus_csv):
+    """On CUDA 65,536 padded tokens and 16,384 rows a batch (bench/gpu_host.py: 256 rows starved the GPU);
+    no GPU needed to resolve them."""
+    gpu = SimpleNamespace(device=torch.device("cuda"), max_length=512)
+    config = ExtractConfig(corpus=corpus_csv)
+    assert default_batch_size(config, gpu) == 16384 and default_max_tokens(config, gpu) == 65536
+    chosen = ExtractConfig(corpus=corpus_csv, batch_size=64, max_tokens=4096)
+    assert default_batch_size(chosen, gpu) == 64 and default_max_tokens(chosen, gpu) == 4096
 
 
 def test_shard_plan_names_the_shard_file_and_its_own_fingerprint(tiny_model, corpus_csv):
