@@ -158,18 +158,18 @@ class Compiled:
         self.onednn = os.environ.get("FEATX_ONEDNN")
         os.environ["FEATX_ONEDNN"] = "0"
 
-        self.module, self.original = orchestrate, orchestrate.load_model
+        self.module, self.original = orchestrate, orchestrate.load_configured
 
         def load_and_compile(*args, **kwargs):
             loaded = self.original(*args, **kwargs)
             loaded.model.compile(dynamic=True)
             return loaded
 
-        orchestrate.load_model = load_and_compile
+        orchestrate.load_configured = load_and_compile
         return self
 
     def __exit__(self, *exc):
-        self.module.load_model = self.original
+        self.module.load_configured = self.original
         if self.onednn is None:
             os.environ.pop("FEATX_ONEDNN", None)
         else:

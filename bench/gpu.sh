@@ -7,7 +7,9 @@
 # the numpy one), decoder-table.md/decoder.json (bench/decoder.py: a seeded random ~1B Llama built in place,
 # bf16, with a prompt template: tokens/s, peak GPU memory, share of the matmul rate, the dry run's
 # prediction), predict-table.md/predict.json (bench/predict_gpu.py: featx predict, or why it was skipped),
-# and summary.md, all of them one after the other.
+# host-table.md/host.json and profile-*.txt (bench/gpu_host.py: featx's batch loop on 20,000 short texts at
+# several rows per batch, all outputs or the last layer's mean, against sentence-transformers, with a
+# cProfile of one run), and summary.md, all of them one after the other.
 #
 # --smoke (or SMOKE=1): the same steps on the CPU with tiny models and corpora built in place, in about a
 # minute (tests/bench/test_gpu_smoke.py runs it; no timing means anything there).
@@ -47,15 +49,20 @@ if [[ $SMOKE == 1 ]]; then
     "$PY" bench/solver_gpu.py --device cpu --sizes 500x32x3 --probe-size "" --out "$OUT_DIR"
     "$PY" bench/decoder.py --smoke --out "$OUT_DIR"
     "$PY" bench/predict_gpu.py --smoke --out "$OUT_DIR"
+    "$PY" bench/gpu_host.py --smoke --profile --out "$OUT_DIR"
 else
-    # Each step is time-boxed (seconds: STEP_SECONDS="extraction solver decoder predict") so that one slow
-    # step cannot eat a device lease of 15 minutes, start-up included; a step cut short or failing is reported
-    # in its table's place and the next one runs. On an H200 on 27 Nov 2026, --no-compile: about 110 s, > 70 s
-    # (cut), 60 s, 10 s.
-    read -r T_GPU T_SOLVER T_DECODER T_PREDICT <<< "${STEP_SECONDS:-300 150 120 60}"
+    # Each step is time-boxed (seconds: STEP_SECONDS="extraction solver decoder predict host") so that one
+    # slow step cannot eat a device lease of 15 minutes, start-up included; a step cut short or failing is
+    # reported in its table's place and the next one runs; 0 skips a step. On an H200 on 27 Nov 2026,
+    # --no-compile: about 110 s, > 70 s (cut), 60 s, 10 s; bench/gpu_host.py on an H100 the same day: 200 s.
+    read -r T_GPU T_SOLVER T_DECODER T_PREDICT T_HOST <<< "${STEP_SECONDS:-300 150 120 60 220}"
     step() {  # step SECONDS TABLE COMMAND...: run, and on a cut or a failure say so where the table goes
         local seconds=$1 name=$2 rc=0
         shift 2
+        if [[ $seconds == 0 ]]; then
+            echo "(skipped: STEP_SECONDS gave it 0 s)" > "$OUT_DIR/$name-table.md"
+            return
+        fi
         timeout "$seconds" "$@" || rc=$?
         if [[ $rc -ne 0 ]]; then
             echo "step $name: exit $rc$([[ $rc -eq 124 ]] && echo ", cut at $seconds s")" | tee -a "$OUT_DIR/steps.log"
@@ -66,10 +73,11 @@ else
     step "$T_SOLVER" solver "$PY" bench/solver_gpu.py --device "$DEVICE" --probe-timeout 60 --out "$OUT_DIR"
     step "$T_DECODER" decoder "$PY" bench/decoder.py --device "$DEVICE" --out "$OUT_DIR"
     step "$T_PREDICT" predict "$PY" bench/predict_gpu.py --device "$DEVICE" --out "$OUT_DIR"
+    step "$T_HOST" host "$PY" bench/gpu_host.py --device "$DEVICE" --profile --out "$OUT_DIR"
 fi
 {
     echo "# bench/gpu.sh on $DEVICE$([[ $SMOKE == 1 ]] && echo ' (smoke: tiny shapes, timings mean nothing)'), $(date -u +%FT%TZ)"
-    for table in gpu solver decoder predict; do
+    for table in gpu solver decoder predict host; do
         echo
         echo "## $table"
         echo

@@ -42,5 +42,10 @@ def test_gpu_sh_smoke_writes_every_table(tmp_path):
     assert decoder["predicted_peak_bytes"] > 0 and decoder["peak_kind"] == "process peak RSS"
     predict = json.loads((out / "predict.json").read_text())
     assert "rows" in predict or predict.get("skipped", "").startswith("skipped: featx")
+    host = json.loads((out / "host.json").read_text())
+    methods = [row["method"] for row in host]
+    assert methods[0] == "sentence-transformers (256)" and all(row["steady"] > 0 for row in host)
+    assert "featx new, 16 rows/batch, all" in methods and "featx new, 16 rows/batch, last-mean" in methods
+    assert "Ordered by" in (out / "profile-minilm.txt").read_text()
     summary = (out / "summary.md").read_text()
-    assert all(f"## {table}" in summary for table in ("gpu", "solver", "decoder", "predict"))
+    assert all(f"## {table}" in summary for table in ("gpu", "solver", "decoder", "predict", "host"))
