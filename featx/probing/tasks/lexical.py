@@ -21,6 +21,7 @@ import time
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -33,15 +34,13 @@ from ..evaluation import significance
 from ..inputs import FeatureJob
 from ..solvers.ridge import RegressionFold, holdout
 from .base import out_of_fold
+from .lexical_tfidf import CHAR_NGRAMS, MIN_DF, WORD_NGRAMS, NgramCounts, tfidf_union
 
 if TYPE_CHECKING:
     from ...store import FeatureFile
     from .classification_jobs import ClassificationInputs
     from .regression_jobs import RegressionInputs
 
-WORD_NGRAMS = (1, 2)
-CHAR_NGRAMS = (2, 5)
-MIN_DF = 2
 MAX_ITER = 1000  # LogisticRegression's lbfgs iterations
 NO_TEXTS = "no texts stored: no lexical baseline"
 DESCRIPTION = (
@@ -58,8 +57,10 @@ class LexicalTexts:
     a: list[str]
     b: list[str] | None = None
 
-    def take(self, side: list[str], rows: np.ndarray) -> list[str]:
-        return [side[int(i)] for i in rows]
+    @cached_property
+    def counts(self) -> NgramCounts:
+        """Every text's n-gram counts, counted once for all folds (pairs: the a texts, then the b texts)."""
+        return NgramCounts.of(self.a + (self.b or []))
 
 
 def read_texts(features: FeatureFile, kept: np.ndarray, enabled: bool, notes: list[str]) -> LexicalTexts | None:
@@ -75,33 +76,18 @@ def read_texts(features: FeatureFile, kept: np.ndarray, enabled: bool, notes: li
     return LexicalTexts(a, [pair[int(i)] for i in kept] if pair is not None else None)
 
 
-def make_vectorizer():
-    """The TF-IDF word + character n-gram union (unfitted)."""
-    from sklearn.feature_extraction.text import TfidfVectorizer
-    from sklearn.pipeline import FeatureUnion
-
-    return FeatureUnion(
-        [
-            ("words", TfidfVectorizer(ngram_range=WORD_NGRAMS, sublinear_tf=True, min_df=MIN_DF)),
-            ("chars", TfidfVectorizer(analyzer="char_wb", ngram_range=CHAR_NGRAMS, sublinear_tf=True, min_df=MIN_DF)),
-        ]
-    )
-
-
 def featuriser(texts: LexicalTexts, train: np.ndarray) -> Callable[[np.ndarray], Any]:
-    """TF-IDF fitted on the ``train`` rows' texts only; returns rows -> sparse feature matrix."""
-    vectorizer = make_vectorizer()
+    """TF-IDF fitted on the ``train`` rows' texts only (pairs: both sides' training texts); returns rows ->
+    sparse feature matrix. The n-gram counts are the run's (``LexicalTexts.counts``), the rest the fold's."""
     if texts.b is None:
-        vectorizer.fit(texts.take(texts.a, train))
-        return lambda rows: vectorizer.transform(texts.take(texts.a, rows)).tocsr()
-    second = texts.b
-    vectorizer.fit(texts.take(texts.a, train) + texts.take(second, train))
+        return tfidf_union(texts.counts, train)
+    n = len(texts.a)
+    union = tfidf_union(texts.counts, np.concatenate([train, train + n]))
 
     def pairs(rows: np.ndarray):
         from scipy import sparse
 
-        a = vectorizer.transform(texts.take(texts.a, rows))
-        b = vectorizer.transform(texts.take(second, rows))
+        a, b = union(rows), union(rows + n)
         return sparse.hstack([a, b, abs(a - b)]).tocsr()
 
     return pairs
