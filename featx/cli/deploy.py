@@ -65,7 +65,9 @@ def fit(
     click.option("--top-k", type=int, default=None, help="Write the K most likely classes instead of every class."),
     click.option("--threshold", type=float, default=None, help="Binary probes: predict the second class at p >= T."),
     click.option("--batch-rows", type=int, default=1024, show_default=True, help="Rows per chunk (resume unit)."),
-    click.option("--batch-size", type=int, default=64, show_default=True, help="Texts per forward pass."),
+    click.option(
+        "--batch-size", type=int, default=None, help="Most texts per forward pass (default: 256 on CPU, 16384 on GPU)."
+    ),
     click.option("--device", default="auto", show_default=True, help="auto, cpu, cuda, cuda:N or mps."),
     click.option("--overwrite", is_flag=True, help="Replace an existing predictions file."),
     click.option("--no-progress", is_flag=True, help="No progress bar."),

@@ -103,7 +103,7 @@ class PredictConfig(Options):
     top_k: int | None = None
     threshold: float | None = None
     batch_rows: int = 1024  # rows encoded per chunk (the unit of resuming)
-    batch_size: int = 64
+    batch_size: int | None = None  # most texts per forward pass; None: featx extract's default for the device
     device: str = "auto"
     overwrite: bool = False
     progress: bool = True
@@ -112,7 +112,7 @@ class PredictConfig(Options):
         whole("top_k", "--top-k", minimum=1, optional=True),
         number("threshold", "--threshold", low=0.0, high=1.0, low_open=False, optional=True),
         whole("batch_rows", "--batch-rows", minimum=1),
-        whole("batch_size", "--batch-size", minimum=1),
+        whole("batch_size", "--batch-size", minimum=1, optional=True),
         _check_top_k,
     )
 

@@ -125,7 +125,7 @@ def _append(partial: Path, key: dict, rows: list[list[float]], fresh: bool) -> N
 
 def _chunk_scores(probe: Probe, texts: list[str], pairs: list[str] | None, config: PredictConfig) -> np.ndarray:
     """Class probabilities (or margins, or values as one column) of one chunk of rows."""
-    overrides: dict[str, Any] = {"batch_size": int(config.batch_size), "device": config.device}
+    overrides: dict[str, Any] = {"batch_size": config.batch_size, "device": config.device}
     X = probe.features(texts, pairs, **overrides)
     if probe.classes is None:
         return probe.scores_features(X)[:, None]

@@ -88,6 +88,7 @@ BAD = {
         ["--label", "gold"],
         r"no label column 'gold'",
     ),
+    "zero batch size": (lambda t: _corpus(t, [["the cat", "pos"]]), ["--batch-size", "0"], r"--batch-size 0 must be"),
     "pair column on single texts": (
         lambda t: _corpus(t, [["the cat", "pos"]]),
         ["--text-pair-col", "label"],
