@@ -227,3 +227,24 @@ def test_word_level_runs_keep_their_own_baseline_name():
     )
     frame = frame.assign(layer=pd.array([None, 0], dtype="Int64"), classifier="logreg", site="hidden")
     assert references(frame, "accuracy")[0][0] == "most frequent label per word type"
+
+
+def test_the_lexical_job_runs_beside_the_probe_jobs(split_file):
+    """With two workers the lexical baseline is a job of its own (first, so it starts at once); the table is
+    the one a single worker gives, the baseline's row included."""
+    options = {**COMMON, "jobs": 2}
+    parallel = featx.probe(split_file, label="label", cs=(0.1, 1.0), **options).table
+    serial = featx.probe(split_file, label="label", cs=(0.1, 1.0), **COMMON).table
+    timing = [column for column in serial.columns if "seconds" in column]
+    assert parallel.drop(columns=timing).equals(serial.drop(columns=timing))
+    assert (parallel.kind == "lexical").sum() == 1
+
+
+def test_the_lexical_jobs_notes_come_back_with_its_row():
+    from featx.probing.tasks.lexical import LexicalOutput, take_lexical
+
+    notes = ["earlier"]
+    probes, record = take_lexical([[{"a": 1}], LexicalOutput(None, ["no lexical baseline: why"]), [{"b": 2}]], notes)
+    assert probes == [[{"a": 1}], [{"b": 2}]] and record is None
+    assert notes == ["earlier", "no lexical baseline: why"]
+    assert take_lexical([[{"a": 1}]], notes) == ([[{"a": 1}]], None)

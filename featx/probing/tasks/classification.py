@@ -26,7 +26,16 @@ from ..solvers.devices import solver_meta
 from .base import choice_meta, mark_choices, row_order
 from .classification_jobs import ClassificationInputs, majority_record, run_curve_job, run_probe_job
 from .classification_table import check_predictions_choice, label_column, prediction_table
-from .lexical import LexicalTexts, add_lexical_test, classification_record, lexical_meta, read_texts
+from .lexical import (
+    LexicalJob,
+    LexicalTexts,
+    add_lexical_test,
+    lexical_meta,
+    read_texts,
+    run_lexical_job,
+    take_lexical,
+    with_lexical_job,
+)
 from .pairs import baseline_meta
 from .sentences import SentenceLayout, SitePlan, control_targets, curve_sites, read_layout, sources
 
@@ -136,12 +145,12 @@ class ClassificationProbe:
                         )
         if any(spec.kind == "stack" for spec in self.layout.specs) and ("mlp" in classifiers or "attn" in classifiers):
             self.plan.notes.append("stack combines linear probes only: it is skipped for mlp and attn")
-        return jobs
+        return with_lexical_job(jobs, self.texts, "logreg", self.inputs)
 
     @staticmethod
-    def run_job(*job: Any) -> list[dict]:
+    def run_job(*job: Any) -> Any:
         """A static function, so that a worker is sent the job's arguments only (not the whole task)."""
-        return run_probe_job(*job)
+        return run_lexical_job(*job) if isinstance(job[0], LexicalJob) else run_probe_job(*job)
 
     def results_label(self) -> str:
         return self.inputs.label
@@ -164,7 +173,7 @@ class ClassificationProbe:
     def _table(self, outputs: list[Any]) -> tuple[pd.DataFrame, dict]:
         """The sorted results table (best rows and significance marked) and each row's predictions."""
         config, inputs = self.plan.config, self.inputs
-        lexical = classification_record(self.texts, inputs, self.plan.notes)
+        outputs, lexical = take_lexical(outputs, self.plan.notes)
         records = [majority_record(inputs), *([lexical] if lexical else [])]
         records += [record for output in outputs for record in output]
         oof = [record.pop("_predictions", None) for record in records]

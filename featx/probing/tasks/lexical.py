@@ -263,6 +263,48 @@ def add_lexical_test(
     return table
 
 
+@dataclass(frozen=True)
+class LexicalJob:
+    """The lexical baseline as one job of the run (``run_jobs``): first in the list, so that it starts at once
+    in a worker of its own and runs beside the probe jobs, where it used to run on one core after them all.
+    ``family``: "logreg" (classes) or "ridge" (a number)."""
+
+    texts: LexicalTexts
+    family: str
+
+
+@dataclass(frozen=True)
+class LexicalOutput:
+    """What the lexical job gives back: its reference row (None: skipped) and the notes it wrote."""
+
+    record: dict | None
+    notes: list[str]
+
+
+def run_lexical_job(job: LexicalJob, inputs: Any) -> LexicalOutput:
+    """The lexical reference row, in a worker like the probe jobs (the same thread limit)."""
+    from threadpoolctl import threadpool_limits
+
+    notes: list[str] = []
+    make = classification_record if job.family == "logreg" else regression_record
+    with threadpool_limits(limits=inputs.threads):
+        return LexicalOutput(make(job.texts, inputs, notes), notes)
+
+
+def with_lexical_job(jobs: list[tuple[Any, ...]], texts: LexicalTexts | None, family: str, inputs: Any) -> list:
+    """``jobs`` with the lexical job first (when the run has a lexical baseline)."""
+    return jobs if texts is None else [(LexicalJob(texts, family), inputs), *jobs]
+
+
+def take_lexical(outputs: list[Any], notes: list[str]) -> tuple[list[Any], dict | None]:
+    """The probe jobs' outputs and the lexical row (its notes added to ``notes``), from ``run_jobs``' outputs."""
+    lexical = [output for output in outputs if isinstance(output, LexicalOutput)]
+    for output in lexical:
+        notes.extend(output.notes)
+    record = lexical[0].record if lexical else None
+    return [output for output in outputs if not isinstance(output, LexicalOutput)], record
+
+
 def lexical_meta(texts: LexicalTexts | None, family: str, table: pd.DataFrame) -> dict[str, Any] | None:
     """The ``lexical`` field of the JSON meta: what the baseline was (None: none in this run)."""
     if texts is None or not (table.kind == "lexical").any():

@@ -25,7 +25,16 @@ from ..plan import ProbePlan
 from ..results import IDENTITY_COLUMNS, ProbeResult
 from .base import choice_meta, mark_choices, row_order
 from .classification_table import chosen_row
-from .lexical import LexicalTexts, add_lexical_test, lexical_meta, read_texts, regression_record
+from .lexical import (
+    LexicalJob,
+    LexicalTexts,
+    add_lexical_test,
+    lexical_meta,
+    read_texts,
+    run_lexical_job,
+    take_lexical,
+    with_lexical_job,
+)
 from .pairs import baseline_meta
 from .regression_jobs import CURVE_COLUMNS, RegressionInputs, mean_record, run_curve_job, run_probe_job
 from .sentences import SentenceLayout, control_targets, read_layout, sources
@@ -174,12 +183,12 @@ class RegressionProbe:
             self.plan.notes.append(
                 "stack is a classification meta-probe: skipped for regression (use cat(...) to combine layers)"
             )
-        return jobs
+        return with_lexical_job(jobs, self.texts, "ridge", self.inputs)
 
     @staticmethod
-    def run_job(*job: Any) -> list[dict]:
+    def run_job(*job: Any) -> Any:
         """A static function, so that a worker is sent the job's arguments only (not the whole task)."""
-        return run_probe_job(*job)
+        return run_lexical_job(*job) if isinstance(job[0], LexicalJob) else run_probe_job(*job)
 
     def results_label(self) -> str:
         return self.inputs.label
@@ -194,7 +203,7 @@ class RegressionProbe:
     def _table(self, outputs: list[Any]) -> tuple[pd.DataFrame, dict]:
         """The sorted results table (best rows and significance marked) and each row's predictions."""
         config, inputs, layout = self.plan.config, self.inputs, self.layout
-        lexical = regression_record(self.texts, inputs, self.plan.notes)
+        outputs, lexical = take_lexical(outputs, self.plan.notes)
         records = [mean_record(inputs), *([lexical] if lexical else [])]
         records += [record for output in outputs for record in output]
         oof = [record.pop("_predictions", None) for record in records]
