@@ -281,6 +281,11 @@ class LexicalOutput:
     notes: list[str]
 
 
+def is_lexical_job(job: tuple[Any, ...]) -> bool:
+    """Whether a job of ``run_jobs`` is the lexical baseline's (CPU work: it may run beside a GPU's jobs)."""
+    return isinstance(job[0], LexicalJob)
+
+
 def run_lexical_job(job: LexicalJob, inputs: Any) -> LexicalOutput:
     """The lexical reference row, in a worker like the probe jobs (the same thread limit)."""
     from threadpoolctl import threadpool_limits
