@@ -171,19 +171,23 @@ def job_workers(requested: int | None, n_jobs: int) -> int:
     return max(1, min(wanted, n_jobs))
 
 
+class DeviceFreeJob:
+    """A job (the first item of its arguments) that never uses the solver's device: CPU work, such as the
+    lexical baseline. When a run's jobs take turns on a GPU, these run meanwhile in a process of their own."""
+
+
+def _device_free(job: tuple[Any, ...]) -> bool:
+    return bool(job) and isinstance(job[0], DeviceFreeJob)
+
+
 def run_jobs(
-    function: Callable[..., Any],
-    jobs: list[tuple[Any, ...]],
-    workers: int,
-    device: str | None = None,
-    aside: Callable[[tuple[Any, ...]], bool] | None = None,
+    function: Callable[..., Any], jobs: list[tuple[Any, ...]], workers: int, device: str | None = None
 ) -> list[Any]:
     """``function(*job)`` for every job, in order: side by side in ``workers`` processes when more than one.
     With ``device``, each job solves its logistic probes there (``devices.solver_device``); when its jobs take
-    turns there (one worker), the jobs ``aside`` picks out (CPU work: the lexical baseline) run meanwhile in
-    one process of their own."""
-    if device is not None and workers == 1 and aside is not None and any(aside(job) for job in jobs):
-        return _beside_device(function, jobs, device, aside)
+    turns there (one worker), the ``DeviceFreeJob`` ones run meanwhile in one process of their own."""
+    if device is not None and workers == 1 and any(_device_free(job) for job in jobs):
+        return _beside_device(function, jobs, device)
     if device is not None:
         function, jobs = _on_device, [(device, function, job) for job in jobs]
     if workers > 1:
@@ -193,16 +197,14 @@ def run_jobs(
     return [function(*job) for job in jobs]
 
 
-def _beside_device(
-    function: Callable[..., Any], jobs: list[tuple[Any, ...]], device: str, aside: Callable[[tuple[Any, ...]], bool]
-) -> list[Any]:
-    """The ``aside`` jobs in a process of their own (spawned: a fresh interpreter, never a fork of one holding a
+def _beside_device(function: Callable[..., Any], jobs: list[tuple[Any, ...]], device: str) -> list[Any]:
+    """The device-free jobs in a process of their own (spawned: a fresh interpreter, never a fork of one holding a
     CUDA context) while the others take turns on ``device`` here; outputs in the jobs' order."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
     with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as executor:
-        futures = {index: executor.submit(function, *job) for index, job in enumerate(jobs) if aside(job)}
+        futures = {index: executor.submit(function, *job) for index, job in enumerate(jobs) if _device_free(job)}
         here = iter(run_jobs(function, [job for index, job in enumerate(jobs) if index not in futures], 1, device))
         return [futures[index].result() if index in futures else next(here) for index in range(len(jobs))]
 

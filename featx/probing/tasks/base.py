@@ -137,12 +137,11 @@ def run_task(task: ProbeTask) -> ProbeResult:
     and (unless ``write=False``) write its files."""
     from ..inputs import run_jobs, solver_plan
     from ..results import write_result
-    from .lexical import is_lexical_job
 
     plan = task.plan
     jobs = task.plan_jobs()
     device, workers = solver_plan(plan.config, len(jobs), plan.notes, task.solves_logistic)
-    outputs = run_jobs(task.run_job, jobs, workers, device, aside=is_lexical_job)
+    outputs = run_jobs(task.run_job, jobs, workers, device)
     result = task.build_result(outputs, device, workers)
     if plan.config.write:
         write_result(result, plan.path, task.results_label(), plan.config.output)

@@ -31,7 +31,7 @@ from ...selection import LayerSpec
 from .. import evaluation as ev
 from ..evaluation import regression_metrics as rm
 from ..evaluation import significance
-from ..inputs import FeatureJob
+from ..inputs import DeviceFreeJob, FeatureJob
 from ..solvers.ridge import RegressionFold, holdout
 from .base import out_of_fold
 from .lexical_tfidf import CHAR_NGRAMS, MIN_DF, WORD_NGRAMS, NgramCounts, tfidf_union
@@ -264,10 +264,11 @@ def add_lexical_test(
 
 
 @dataclass(frozen=True)
-class LexicalJob:
+class LexicalJob(DeviceFreeJob):
     """The lexical baseline as one job of the run (``run_jobs``): first in the list, so that it starts at once
-    in a worker of its own and runs beside the probe jobs, where it used to run on one core after them all.
-    ``family``: "logreg" (classes) or "ridge" (a number)."""
+    in a worker of its own and runs beside the probe jobs, where it used to run on one core after them all
+    (with a GPU: in a process of its own while the GPU's jobs take turns). ``family``: "logreg" (classes)
+    or "ridge" (a number)."""
 
     texts: LexicalTexts
     family: str
@@ -279,11 +280,6 @@ class LexicalOutput:
 
     record: dict | None
     notes: list[str]
-
-
-def is_lexical_job(job: tuple[Any, ...]) -> bool:
-    """Whether a job of ``run_jobs`` is the lexical baseline's (CPU work: it may run beside a GPU's jobs)."""
-    return isinstance(job[0], LexicalJob)
 
 
 def run_lexical_job(job: LexicalJob, inputs: Any) -> LexicalOutput:
