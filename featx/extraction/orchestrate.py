@@ -11,7 +11,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from ..errors import FeatxError, InputError, Interrupted, StoreError, signal_of
+import torch
+
+from ..errors import FeatxError, InputError, Interrupted, ModelError, StoreError, signal_of
 from ..io import rereadable, source_name
 from ..state import remember
 from ..store import FeatureFile, FeatureWriter, OutputLock, partial_path, resumable
@@ -174,6 +176,16 @@ def _run(
         raise StoreError(
             f"writing {partial_path(output)} failed ({err.strerror or err}); {done} of {n_rows} rows are saved",
             "free disk space (or fix the problem) and run the same command again to resume",
+        ) from None
+    except torch.OutOfMemoryError:
+        done = writer.rows_done
+        writer.close()
+        smaller = max(plan.max_length, plan.max_tokens // 4)
+        raise ModelError(
+            f"{loaded.device} ran out of memory on a batch of at most {plan.max_tokens:,} padded tokens and "
+            f"{plan.batch_size:,} rows; {done} of {n_rows} rows are saved in {partial_path(output)}",
+            f"run again with smaller batches, e.g. --max-tokens {smaller} --overwrite (the saved rows resume only "
+            "with the same options, which would run out again); featx extract --dry-run estimates the peak",
         ) from None
     except BaseException:
         writer.close()

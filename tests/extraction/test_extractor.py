@@ -197,6 +197,33 @@ def test_resume_after_interruption_equals_uninterrupted_run(tiny_model, corpus_c
                 np.testing.assert_array_equal(a[group][name][()], b[group][name][()])
 
 
+def test_running_out_of_gpu_memory_is_one_clear_error_and_keeps_the_rows(tiny_model, corpus_csv, tmp_path, monkeypatch):
+    """A batch too large for the device (torch.OutOfMemoryError, raised here on the CPU) is a ModelError that
+    names the batch, the rows kept and a smaller --max-tokens; the rows committed before stay in the file."""
+    import torch
+
+    from featx.extraction import runner
+
+    real, calls = runner.Runner.__call__, []
+
+    def runs_out(self, *args, **kwargs):
+        calls.append(1)
+        if len(calls) > 2:
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 20.00 GiB")
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(runner.Runner, "__call__", runs_out)
+    with pytest.raises(
+        ModelError,
+        match=r"ran out of memory on a batch of at most 1,024 padded tokens and 2 rows; "
+        r"(2|4) of 12 rows are saved",
+    ) as error:
+        run(corpus_csv, tiny_model, tmp_path, "out.h5", batch_size=2, commit_rows=2)
+    assert "--max-tokens" in error.value.hint and "--overwrite" in error.value.hint
+    with featx.open(tmp_path / "out.h5", allow_partial=True) as partial:
+        assert partial.n_rows in (2, 4) and not partial.complete
+
+
 def test_random_init_keeps_architecture(tiny_model, corpus_csv, tmp_path):
     trained = run(corpus_csv, tiny_model, tmp_path, "a.h5")
     random = run(corpus_csv, tiny_model, tmp_path, "b.h5", random_init=True, seed=1)
