@@ -210,6 +210,7 @@ def fingerprint(
     layers,
     poolings,
     max_tokens,
+    batch_size,
     sites,
     window: WindowSpec | None = None,
     word_poolings=(),
@@ -242,7 +243,7 @@ def fingerprint(
             "compute_dtype": dtype_name(loaded.dtype),
             "device_type": loaded.device.type,
             "max_tokens": max_tokens,
-            "batch_size": default_batch_size(config, loaded),
+            "batch_size": batch_size,
             "commit_rows": config.commit_rows,
         },
         sort_keys=True,
@@ -305,7 +306,10 @@ def resolve_plan(
     max_tokens = default_max_tokens(config, loaded)
     window = resolve_window(config, loaded)
     word_poolings = tuple(parse_word_poolings(config.word_pooling)) if is_word_input(config) else ()
-    base = fingerprint(config, corpus_sha256, loaded, layers, poolings, max_tokens, layouts, window, word_poolings)
+    batch_size = default_batch_size(config, loaded)
+    base = fingerprint(
+        config, corpus_sha256, loaded, layers, poolings, max_tokens, batch_size, layouts, window, word_poolings
+    )
     itemsize = np.dtype(config.store_dtype).itemsize
     rows = window_rows(config, sum(site.row_bytes(itemsize) for site in layouts))
     token_bytes = sum(site.token_bytes(itemsize) for site in layouts)
@@ -327,7 +331,7 @@ def resolve_plan(
         sites=layouts,
         hooked=hooked,
         max_tokens=max_tokens,
-        batch_size=default_batch_size(config, loaded),
+        batch_size=batch_size,
         window_rows=rows,
         window_tokens=WINDOW_BYTES / token_bytes if config.tokens else None,
         commit_seconds=float(config.commit_seconds),
