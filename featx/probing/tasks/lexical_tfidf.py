@@ -53,7 +53,6 @@ def tfidf_block(counts, fit_rows: np.ndarray) -> Callable[[np.ndarray], Any]:
 
     def transform(rows: np.ndarray):
         X = counts[rows][:, keep].astype(np.float64).tocsr()
-        X.sort_indices()
         np.log(X.data, out=X.data)
         X.data += 1.0  # sublinear tf: 1 + log(tf)
         X.data *= idf[X.indices]
