@@ -27,12 +27,11 @@ from .base import choice_meta, mark_choices, row_order
 from .classification_jobs import ClassificationInputs, majority_record, run_curve_job, run_probe_job
 from .classification_table import check_predictions_choice, label_column, prediction_table
 from .lexical import (
-    LexicalJob,
     LexicalTexts,
     add_lexical_test,
     lexical_meta,
     read_texts,
-    run_lexical_job,
+    run_job_or_lexical,
     take_lexical,
     with_lexical_job,
 )
@@ -150,7 +149,7 @@ class ClassificationProbe:
     @staticmethod
     def run_job(*job: Any) -> Any:
         """A static function, so that a worker is sent the job's arguments only (not the whole task)."""
-        return run_lexical_job(*job) if isinstance(job[0], LexicalJob) else run_probe_job(*job)
+        return run_job_or_lexical(run_probe_job, job)
 
     def results_label(self) -> str:
         return self.inputs.label

@@ -292,6 +292,11 @@ def run_lexical_job(job: LexicalJob, inputs: Any) -> LexicalOutput:
         return LexicalOutput(make(job.texts, inputs, notes), notes)
 
 
+def run_job_or_lexical(run_probe_job: Callable[..., Any], job: tuple[Any, ...]) -> Any:
+    """One job of a sentence-level task: the lexical baseline's (``LexicalJob``) or a probe job."""
+    return run_lexical_job(*job) if isinstance(job[0], LexicalJob) else run_probe_job(*job)
+
+
 def with_lexical_job(jobs: list[tuple[Any, ...]], texts: LexicalTexts | None, family: str, inputs: Any) -> list:
     """``jobs`` with the lexical job first (when the run has a lexical baseline)."""
     return jobs if texts is None else [(LexicalJob(texts, family), inputs), *jobs]

@@ -26,12 +26,11 @@ from ..results import IDENTITY_COLUMNS, ProbeResult
 from .base import choice_meta, mark_choices, row_order
 from .classification_table import chosen_row
 from .lexical import (
-    LexicalJob,
     LexicalTexts,
     add_lexical_test,
     lexical_meta,
     read_texts,
-    run_lexical_job,
+    run_job_or_lexical,
     take_lexical,
     with_lexical_job,
 )
@@ -188,7 +187,7 @@ class RegressionProbe:
     @staticmethod
     def run_job(*job: Any) -> Any:
         """A static function, so that a worker is sent the job's arguments only (not the whole task)."""
-        return run_lexical_job(*job) if isinstance(job[0], LexicalJob) else run_probe_job(*job)
+        return run_job_or_lexical(run_probe_job, job)
 
     def results_label(self) -> str:
         return self.inputs.label
