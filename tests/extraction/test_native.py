@@ -21,7 +21,7 @@ import featx
 from featx.errors import ModelError
 from featx.extraction import onednn
 from featx.extraction.modeling import load_model
-from featx.extraction.native import bert, select
+from featx.extraction.native import bert, checkpoint, select
 
 IDS = torch.tensor([[2, 40, 41, 42, 43, 3, 0, 0], [2, 44, 3, 0, 0, 0, 0, 0], [2, 45, 46, 47, 48, 49, 50, 3]])
 TYPES = torch.tensor([[0, 0, 0, 1, 1, 1, 0, 0], [0, 0, 1, 0, 0, 0, 0, 0], [0, 0, 0, 0, 1, 1, 1, 1]])
@@ -109,7 +109,7 @@ def test_checkpoint_with_heads_loads_its_bert_prefixed_encoder(tiny_model, tmp_p
 
     folder = _copy(tiny_model, tmp_path)
     BertForSequenceClassification.from_pretrained(str(tiny_model)).save_pretrained(str(folder))
-    keys = bert.checkpoint_keys(folder / "model.safetensors")
+    keys = checkpoint.checkpoint_keys(folder / "model.safetensors")
     assert any(key.startswith("bert.") for key in keys) and any(key.startswith("classifier.") for key in keys)
     choice = select.choose(folder, [folder / "model.safetensors"], True)
     assert choice.native, choice.reason

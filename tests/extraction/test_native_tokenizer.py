@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from support.families import BY_NAME, build_family
-from support.tiny import SENTENCES
+from support.tiny import SENTENCES, build_tiny_mpnet
 
 from featx.extraction.native.tokenizer import NativeTokenizer, NotEquivalent, load_native_tokenizer
 from featx.extraction.pairs import tokenize_pairs
@@ -23,6 +23,7 @@ TEXTS = [row[0] for row in SENTENCES] + [
     "中文 字 the",
     "a [SEP] b [CLS]",
     "tab\there\x00nul\u200b",
+    "the <mask> cat<mask> <s> a </s> <unk> <UNK> [UNK] <pad>",
     "",
     "   ",
     "walk" * 40,
@@ -43,6 +44,8 @@ def folders(tmp_path_factory, tiny_model) -> dict[str, Path]:
         "minilm": default_model_path(),
         "bert-backend": built["bert"],
         "roberta-backend": built["roberta"],
+        "mpnet": build_tiny_mpnet(tmp_path_factory.mktemp("mpnet")),
+        "mpnet-legacy": build_tiny_mpnet(tmp_path_factory.mktemp("mpnet-legacy"), legacy=True),
     }
 
 
@@ -52,7 +55,10 @@ def _both(folder: Path):
     return load_native_tokenizer(folder), AutoTokenizer.from_pretrained(str(folder))
 
 
-@pytest.mark.parametrize("name", ["tiny-bert", "minilm", "bert-backend", "roberta-backend"])
+NAMES = ["tiny-bert", "minilm", "bert-backend", "roberta-backend", "mpnet", "mpnet-legacy"]
+
+
+@pytest.mark.parametrize("name", NAMES)
 def test_attributes_and_calls_equal_auto_tokenizer(folders, name):
     native, auto = _both(folders[name])
     assert isinstance(native, NativeTokenizer)
@@ -65,7 +71,7 @@ def test_attributes_and_calls_equal_auto_tokenizer(folders, name):
         assert got.get("token_type_ids") == want.get("token_type_ids")
 
 
-@pytest.mark.parametrize("name", ["tiny-bert", "minilm", "bert-backend", "roberta-backend"])
+@pytest.mark.parametrize("name", NAMES)
 def test_texts_pairs_and_words_tokenise_the_same(folders, name):
     native, auto = _both(folders[name])
     assert special_layout(native) == special_layout(auto)
@@ -161,4 +167,14 @@ def test_a_missing_special_token_would_be_added_by_transformers_so_it_is_refused
         folders["tiny-bert"], tmp_path, tokenizer_json=lambda data: {**data, "added_tokens": data["added_tokens"][:-1]}
     )  # no [MASK]
     with pytest.raises(NotEquivalent, match="other special tokens"):
+        load_native_tokenizer(folder)
+
+
+def test_an_mpnet_mask_token_without_its_lstrip_is_refused(folders, tmp_path):
+    """MPNetTokenizer's ``<mask>`` takes the space before it; a folder saying otherwise is not certain."""
+    folder = _edited(folders["mpnet-legacy"], tmp_path)
+    path = folder / "special_tokens_map.json"
+    special_map = json.loads(path.read_text())
+    path.write_text(json.dumps({**special_map, "mask_token": {**special_map["mask_token"], "lstrip": False}}))
+    with pytest.raises(NotEquivalent, match="not a plain special token"):
         load_native_tokenizer(folder)

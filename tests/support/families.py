@@ -137,6 +137,18 @@ FAMILIES = [
         BERT_TOKENS,
         config_args={**ENCODER, "embedding_size": 16},
     ),
+    Family(  # all-mpnet-base-v2's architecture: relative position buckets; featx runs it natively
+        "mpnet",
+        "MPNetConfig",
+        "MPNetModel",
+        "MPNetModel",
+        "bpe",
+        ROBERTA_SPECIALS,
+        "<s> $A </s>",
+        ROBERTA_TOKENS,
+        config_args={**ENCODER, "max_position_embeddings": 66, "pad_token_id": 1},
+        sites=False,
+    ),
     Family(
         "deberta-v2",
         "DebertaV2Config",
@@ -312,6 +324,7 @@ FAMILIES.append(
     )
 )
 BY_NAME = {family.name: family for family in FAMILIES}
+NATIVE = ("bert", "mpnet")  # the families featx runs on its own encoders (featx/extraction/native/)
 
 
 def tokenizer_object(family: Family):

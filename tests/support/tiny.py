@@ -77,3 +77,44 @@ def write_csv(path: Path, rows, header=("text", "sentiment", "tense", "split")) 
         writer.writerow(header)
         writer.writerows(rows)
     return path
+
+
+MPNET_SPECIALS = ["<s>", "<pad>", "</s>", "<unk>", "[UNK]"]  # ids 0-4 as in all-mpnet-base-v2; <mask> last
+
+
+def build_tiny_mpnet(folder: Path, legacy: bool = False, seed: int = 0) -> Path:
+    """Save a seeded random MPNet (2 x 32) and an ``MPNetTokenizer`` over the tiny vocabulary into ``folder``.
+
+    ``legacy``: the tokenizer files written the way all-mpnet-base-v2 ships them (tokenizer_config.json without
+    ``added_tokens_decoder``, special_tokens_map.json giving ``<mask>`` its lstrip flag, an ``<unk>`` added token
+    matched after normalising), rather than as transformers 5 saves them."""
+    import json
+
+    import torch
+    from transformers import MPNetConfig, MPNetModel, MPNetTokenizer
+
+    tokens = MPNET_SPECIALS + vocab()[5:] + ["<mask>"]
+    tokenizer = MPNetTokenizer(vocab={token: index for index, token in enumerate(tokens)}, model_max_length=64)
+    tokenizer.save_pretrained(str(folder))
+    if legacy:
+        data = json.loads((folder / "tokenizer.json").read_text())
+        unk = {"id": 3, "content": "<unk>", "single_word": False, "lstrip": False, "rstrip": False}
+        data["added_tokens"].insert(3, {**unk, "normalized": True, "special": True})
+        (folder / "tokenizer.json").write_text(json.dumps(data))
+        names = dict(bos_token="<s>", eos_token="</s>", unk_token="[UNK]", sep_token="</s>", pad_token="<pad>")
+        config = {**names, "cls_token": "<s>", "mask_token": "<mask>", "do_lower_case": True}
+        config.update(model_max_length=64, tokenizer_class="MPNetTokenizer", tokenize_chinese_chars=True)
+        (folder / "tokenizer_config.json").write_text(json.dumps(config))
+        mask = {"content": "<mask>", "single_word": False, "lstrip": True, "rstrip": False, "normalized": False}
+        (folder / "special_tokens_map.json").write_text(json.dumps({**names, "cls_token": "<s>", "mask_token": mask}))
+    config = MPNetConfig(
+        vocab_size=len(tokens),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=64,
+        max_position_embeddings=66,
+    )
+    torch.manual_seed(seed)
+    MPNetModel(config).eval().save_pretrained(str(folder), safe_serialization=True)
+    return folder

@@ -1,7 +1,9 @@
-"""featx's own implementation of plain BERT-family encoders, used instead of transformers where it is certainly
+"""featx's own implementation of plain BERT and MPNet encoders, used instead of transformers where it is certainly
 equivalent (``select.py`` decides), so that an extraction never pays for importing transformers.
 
 ``bert.py``       the encoder in plain torch, with transformers' ``BertModel`` module names and sdpa attention
+``mpnet.py``      the same for ``MPNetModel`` (all-mpnet-base-v2): its relative position bias as sdpa's mask
+``checkpoint.py`` what both load with: config.json, the meta-device build, strict loading from model.safetensors
 ``tokenizer.py``  a facade over ``tokenizers.Tokenizer`` with the attributes featx reads from a tokenizer
 ``select.py``     whether a request and a model folder can run natively, and why not
 ``fuse.py``       CPU fusions of the prepacked encoder (one query/key/value linear, linear + residual add)
@@ -9,4 +11,4 @@ equivalent (``select.py`` decides), so that an extraction never pays for importi
 Nothing here imports transformers; ``FEATX_NATIVE=0`` turns the native path off.
 """
 
-__all__ = ["bert", "fuse", "select", "tokenizer"]
+__all__ = ["bert", "checkpoint", "fuse", "mpnet", "select", "tokenizer"]

@@ -13,20 +13,21 @@ no cross-attention), ``hidden_act`` gelu (exact, erf) or relu.
 
 from __future__ import annotations
 
-import contextlib
-import json
 from dataclasses import dataclass, fields
 from pathlib import Path
+from typing import ClassVar, TypeVar
 
 import torch
 from torch import nn
 
 from ...errors import ModelError
+from .checkpoint import build_on_meta, load_strict, match_keys, read_config
 
 ACTIVATIONS = ("gelu", "relu")
 PREFIX = "bert."  # a checkpoint of BertForMaskedLM & co. holds the encoder under this prefix
 # Buffers older checkpoints saved with the weights; transformers ignores them when loading a BertModel, as here.
 IGNORED_KEYS = ("embeddings.position_ids", "embeddings.token_type_ids")
+S = TypeVar("S", bound="BertSettings")
 
 
 @dataclass(frozen=True)
@@ -48,9 +49,10 @@ class BertSettings:
     position_embedding_type: str = "absolute"
     model_type: str = "bert"
     is_encoder_decoder: bool = False
+    label: ClassVar[str] = "BERT"  # the family in messages
 
     @classmethod
-    def from_config(cls, config: dict) -> BertSettings:
+    def from_config(cls: type[S], config: dict) -> S:
         values = {field.name: config[field.name] for field in fields(cls) if field.name in config}
         if values.get("position_embedding_type") is None:
             values["position_embedding_type"] = "absolute"
@@ -78,22 +80,12 @@ class BertSettings:
         ]
         if bad or self.hidden_size % self.num_attention_heads:
             what = ", ".join(bad) or "hidden_size is not a multiple of num_attention_heads"
-            raise ModelError(f"config.json of a BERT model has unusable sizes ({what})")
+            raise ModelError(f"config.json of this {self.label} model has unusable sizes ({what})")
         if self.hidden_act not in ACTIVATIONS:
-            raise ModelError(f"hidden_act '{self.hidden_act}' is not one featx's BERT implements")
+            raise ModelError(f"hidden_act '{self.hidden_act}' is not one featx's {self.label} implements")
         pad = self.pad_token_id
         if pad is not None and (isinstance(pad, bool) or not isinstance(pad, int) or not 0 <= pad < self.vocab_size):
-            raise ModelError(f"config.json of a BERT model has pad_token_id {pad!r} outside its vocabulary")
-
-
-def read_config(folder: Path) -> dict:
-    try:
-        config = json.loads((Path(folder) / "config.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError) as err:
-        raise ModelError(f"cannot read {Path(folder) / 'config.json'}: {err}") from None
-    if not isinstance(config, dict):
-        raise ModelError(f"{Path(folder) / 'config.json'} is not a JSON object")
-    return config
+            raise ModelError(f"config.json of this {self.label} model has pad_token_id {pad!r} outside its vocabulary")
 
 
 class GELUActivation(nn.Module):
@@ -285,82 +277,14 @@ class BertModel(nn.Module):
         return EncoderOutput(last_hidden_state=last, pooler_output=pooled, hidden_states=hidden_states)
 
 
-def match_keys(model_keys, checkpoint_keys) -> tuple[dict[str, str], list[str], list[str]]:
-    """``({model key: checkpoint key}, missing, unexpected)``: the checkpoint read as a ``BertModel``.
-
-    With a ``bert.`` prefix (a checkpoint of a model with heads) the keys under it are the encoder's and the
-    others (the heads) are left out, as transformers does; ``IGNORED_KEYS`` are left out too.
-    """
-    checkpoint_keys = list(checkpoint_keys)
-    prefixed = any(key.startswith(PREFIX) for key in checkpoint_keys)
-    base = {
-        key[len(PREFIX) :] if prefixed else key: key
-        for key in checkpoint_keys
-        if not prefixed or key.startswith(PREFIX)
-    }
-    model_keys = list(model_keys)
-    mapping = {key: base[key] for key in model_keys if key in base}
-    missing = [key for key in model_keys if key not in base]
-    unexpected = sorted(key for key in base if key not in mapping and key not in IGNORED_KEYS)
-    if prefixed and any(key.split(".")[0] in ("embeddings", "encoder", "pooler") for key in checkpoint_keys):
-        unexpected += ["(both prefixed and unprefixed encoder weights)"]
-    return mapping, missing, unexpected
-
-
-INIT_FUNCTIONS = ("normal_", "uniform_", "kaiming_uniform_", "ones_", "zeros_")
-
-
-@contextlib.contextmanager
-def _fills_skipped():
-    """``nn.init``'s fills as no-ops while the meta network is built. A fill of a meta tensor runs torch's
-    Python reference kernels, whose first use imports ``torch._dynamo`` (about 1 s of start-up), for values
-    the checkpoint replaces anyway; transformers' ``no_init_weights`` skips them the same way."""
-    saved = {name: getattr(nn.init, name) for name in INIT_FUNCTIONS}
-    try:
-        for name in INIT_FUNCTIONS:
-            setattr(nn.init, name, _unfilled)
-        yield
-    finally:
-        for name, function in saved.items():
-            setattr(nn.init, name, function)
-
-
-def _unfilled(tensor: torch.Tensor, *args, **kwargs) -> torch.Tensor:
-    return tensor
+def checkpoint_match(model_keys, checkpoint_keys) -> tuple[dict[str, str], list[str], list[str]]:
+    """``checkpoint.match_keys`` for a ``BertModel``: a ``bert.``-prefixed checkpoint (a model with heads) too."""
+    return match_keys(model_keys, checkpoint_keys, PREFIX, IGNORED_KEYS)
 
 
 def build(settings: BertSettings) -> BertModel:
     """The network with its parameters on the meta device (no memory, no random init): weights come next."""
-    with torch.device("meta"), _fills_skipped():
-        return BertModel(settings)
-
-
-def checkpoint_keys(weights: Path) -> list[str]:
-    """The tensor names of a safetensors file (its header only)."""
-    from safetensors import safe_open
-
-    with safe_open(str(weights), framework="pt") as handle:
-        return list(handle.keys())
-
-
-def _read_weights(
-    weights: Path, mapping: dict[str, str], shapes: dict[str, torch.Size], dtype: torch.dtype
-) -> dict[str, torch.Tensor]:
-    from safetensors import safe_open
-
-    state = {}
-    with safe_open(str(weights), framework="pt") as handle:
-        for name, key in mapping.items():
-            tensor = handle.get_tensor(key)
-            if tensor.shape != shapes[name] or not tensor.is_floating_point():
-                raise ModelError(
-                    f"weight {key} in {weights} is {str(tensor.dtype).replace('torch.', '')} "
-                    f"{tuple(tensor.shape)}, but config.json implies a float tensor of "
-                    f"{tuple(shapes[name])}",
-                    "check that config.json belongs to these weights",
-                )
-            state[name] = tensor.to(dtype)
-    return state
+    return build_on_meta(lambda: BertModel(settings))
 
 
 def load_bert(folder: Path, weights: Path, dtype: torch.dtype) -> BertModel:
@@ -370,28 +294,5 @@ def load_bert(folder: Path, weights: Path, dtype: torch.dtype) -> BertModel:
     the file may hold nothing else of the encoder; anything else is one ``ModelError`` naming the keys.
     """
     settings = BertSettings.from_config(read_config(folder))
-    model = build(settings)
-    shapes = {name: tensor.shape for name, tensor in model.state_dict().items()}
-    try:
-        mapping, missing, unexpected = match_keys(shapes, checkpoint_keys(weights))
-        if missing or unexpected:
-            listed = "; ".join(
-                f"{what}: {', '.join(keys[:4])}{', ...' if len(keys) > 4 else ''}"
-                for what, keys in (("missing", missing), ("unexpected", unexpected))
-                if keys
-            )
-            raise ModelError(
-                f"{weights} does not hold the weights of a {settings.num_hidden_layers}-layer BERT "
-                f"encoder by name ({listed})",
-                "check the model folder; FEATX_NATIVE=0 loads it through transformers instead",
-            )
-        state = _read_weights(weights, mapping, shapes, dtype)
-    except ModelError:
-        raise
-    except Exception as err:  # safetensors' own error on a damaged file
-        raise ModelError(
-            f"cannot read the weights in {weights}: {type(err).__name__}: {err}",
-            "check that the model folder is complete and undamaged",
-        ) from None
-    model.load_state_dict(state, strict=True, assign=True)
-    return model.eval()
+    what = f"{settings.num_hidden_layers}-layer BERT encoder"
+    return load_strict(build(settings), weights, dtype, PREFIX, IGNORED_KEYS, what)

@@ -1,27 +1,48 @@
-"""The one place that decides whether a model runs on featx's own BERT (``bert.py``) or through transformers.
+"""The one place that decides whether a model runs on featx's own encoders (``bert.py``, ``mpnet.py``) or through
+transformers.
 
 Native only where it is certainly the same computation: the request needs nothing of transformers' internals
 (``native_requested``: no site besides ``hidden``, whose hooks and eager-attention switch are written for
 transformers' modules; ``FEATX_NATIVE`` not ``0``), and the folder (``choose``) is a plain BERT encoder
-(``model_type`` bert, absolute positions, no decoder or cross-attention, gelu or relu) whose single
-``model.safetensors`` holds exactly the encoder's weights by name and whose tokenizer ``AutoTokenizer`` would
-read exactly as ``tokenizer.json`` says (``tokenizer.py``). ``--trust-remote-code``, ``--random-init`` (which
-keeps transformers' initialisation) and ``--device-map`` always go through transformers.
+(``model_type`` bert, absolute positions, no decoder or cross-attention, gelu or relu) or a plain MPNet encoder
+(``model_type`` mpnet, the same conditions), whose single ``model.safetensors`` holds exactly the encoder's
+weights by name and whose tokenizer ``AutoTokenizer`` would read exactly as ``tokenizer.json`` says
+(``tokenizer.py``). ``--trust-remote-code``, ``--random-init`` (which keeps transformers' initialisation) and
+``--device-map`` always go through transformers.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
 
 from ...errors import ModelError
-from . import bert
+from . import bert, mpnet
+from .checkpoint import checkpoint_keys, read_config
 from .tokenizer import NativeTokenizer, NotEquivalent, load_native_tokenizer
 
 ENV = "FEATX_NATIVE"  # "0": always load through transformers
+
+
+@dataclass(frozen=True)
+class Family:
+    """One native encoder: its settings from config.json, its meta-device build, key matching and loader."""
+
+    settings: type[bert.BertSettings]
+    build: Callable[[Any], torch.nn.Module]
+    checkpoint_match: Callable[[Iterable[str], Iterable[str]], tuple[dict[str, str], list[str], list[str]]]
+    load: Callable[[Path, Path, torch.dtype], torch.nn.Module]
+
+
+FAMILIES = {  # config.json's model_type -> the native encoder
+    "bert": Family(bert.BertSettings, bert.build, bert.checkpoint_match, bert.load_bert),
+    "mpnet": Family(mpnet.MPNetSettings, mpnet.build, mpnet.checkpoint_match, mpnet.load_mpnet),
+}
 NATIVE, TRANSFORMERS = "native", "transformers"  # what the features file records as the implementation
 
 
@@ -46,8 +67,8 @@ class Choice:
 
 
 def _config_reason(config: dict) -> str:
-    """Why config.json describes something other than the encoder ``bert.py`` computes ('' if it does not)."""
-    if config.get("model_type") != "bert":
+    """Why config.json describes something other than an encoder of ``FAMILIES`` ('' if it does not)."""
+    if config.get("model_type") not in FAMILIES:
         return f"model_type {config.get('model_type')!r}"
     flags = [
         key
@@ -66,7 +87,7 @@ def _config_reason(config: dict) -> str:
     if config.get("position_embedding_type") not in (None, "absolute"):
         return f"position_embedding_type {config['position_embedding_type']!r}"
     try:
-        bert.BertSettings.from_config(config)
+        FAMILIES[config["model_type"]].settings.from_config(config)
     except (ModelError, TypeError) as err:
         return str(err)
     return ""
@@ -75,14 +96,15 @@ def _config_reason(config: dict) -> str:
 def _weights_reason(folder: Path, weight_files: list[Path], config: dict) -> str:
     if [Path(path).name for path in weight_files] != ["model.safetensors"]:
         return "the weights are not one model.safetensors"
-    model_keys = bert.build(bert.BertSettings.from_config(config)).state_dict().keys()
+    family = FAMILIES[config["model_type"]]
+    model_keys = family.build(family.settings.from_config(config)).state_dict().keys()
     try:
-        _, missing, unexpected = bert.match_keys(model_keys, bert.checkpoint_keys(folder / "model.safetensors"))
+        _, missing, unexpected = family.checkpoint_match(model_keys, checkpoint_keys(folder / "model.safetensors"))
     except Exception as err:  # a damaged header: transformers reports it
         return f"model.safetensors is not readable ({type(err).__name__})"
     if missing or unexpected:
         return (
-            f"model.safetensors does not hold exactly a BertModel's weights ({len(missing)} missing, "
+            f"model.safetensors does not hold exactly the encoder's weights ({len(missing)} missing, "
             f"{len(unexpected)} others)"
         )
     return ""
@@ -112,7 +134,7 @@ def choose(
     if reason:
         return Choice(reason=reason)
     try:
-        config = bert.read_config(folder)
+        config = read_config(folder)
     except ModelError as err:
         return Choice(reason=err.message)
     reason = _config_reason(config) or _weights_reason(folder, weight_files, config)
@@ -128,5 +150,5 @@ def choose(
 def load(choice: Choice, folder: Path, dtype: torch.dtype):
     """``(config, tokenizer, encoder, part)`` of a native choice, as ``modeling._load_parts`` gives them."""
     assert choice.weights is not None  # a native choice names its weights
-    encoder = bert.load_bert(folder, choice.weights, dtype)
+    encoder = FAMILIES[read_config(folder)["model_type"]].load(folder, choice.weights, dtype)
     return encoder.config, choice.tokenizer, encoder, ""

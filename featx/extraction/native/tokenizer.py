@@ -18,6 +18,7 @@ from pathlib import Path
 
 SPECIAL_NAMES = ("bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token")
 BERT_CLASSES = ("BertTokenizer", "BertTokenizerFast")
+MPNET_CLASSES = ("MPNetTokenizer", "MPNetTokenizerFast")
 GENERIC_CLASSES = ("TokenizersBackend", "PreTrainedTokenizerFast")
 BERT_DEFAULTS = {
     "unk_token": "[UNK]",
@@ -26,6 +27,16 @@ BERT_DEFAULTS = {
     "cls_token": "[CLS]",
     "mask_token": "[MASK]",
 }
+MPNET_DEFAULTS = {  # MPNetTokenizer's; its mask token takes the space before it (lstrip)
+    "bos_token": "<s>",
+    "eos_token": "</s>",
+    "sep_token": "</s>",
+    "cls_token": "<s>",
+    "unk_token": "[UNK]",
+    "pad_token": "<pad>",
+    "mask_token": "<mask>",
+}
+MPNET_MASK_FLAGS = {"special": True, "normalized": False, "lstrip": True, "rstrip": False, "single_word": False}
 BERT_INPUTS = ["input_ids", "token_type_ids", "attention_mask"]
 GENERIC_INPUTS = ["input_ids", "attention_mask"]
 VERY_LARGE_INTEGER = int(1e30)  # transformers' model_max_length when the folder names none
@@ -89,13 +100,15 @@ def _read_json(path: Path, required: bool = True) -> dict:
     return value
 
 
-def _token(value, name: str) -> str | None:
-    """A special token's text from its config value (a string, or an AddedToken as a dict)."""
+def _token(value, name: str, expected: dict | None = None) -> str | None:
+    """A special token's text from its config value (a string, or an AddedToken as a dict with the ``expected``
+    flags: plain by default)."""
+    expected = expected or PLAIN_FLAGS
     if value is None or isinstance(value, str):
         return value
     if isinstance(value, dict) and isinstance(value.get("content"), str):
         flags = {key: value.get(key, PLAIN_FLAGS[key]) for key in PLAIN_FLAGS if key != "special"}
-        if any(flags[key] != PLAIN_FLAGS[key] for key in flags):
+        if any(flags[key] != expected[key] for key in flags):
             raise NotEquivalent(f"special token {name} is not a plain special token ({value})")
         return value["content"]
     raise NotEquivalent(f"special token {name} has a value transformers reads its own way ({value!r})")
@@ -111,18 +124,37 @@ def _specials(config: dict, special_map: dict, class_name: str, file_json: dict)
         raise NotEquivalent(f"special_tokens_map.json names other tokens too ({', '.join(extra)})")
     if class_name in BERT_CLASSES:
         values = {**BERT_DEFAULTS, **values}
+    elif class_name in MPNET_CLASSES:
+        values = {**MPNET_DEFAULTS, **values}
     elif "pad_token" not in values and isinstance(file_json.get("padding"), dict):
         values["pad_token"] = file_json["padding"].get("pad_token")
-    return {name: _token(values.get(name), name) for name in SPECIAL_NAMES}
+    mask_flags = MPNET_MASK_FLAGS if class_name in MPNET_CLASSES else PLAIN_FLAGS
+    return {
+        name: _token(values.get(name), name, mask_flags if name == "mask_token" else None) for name in SPECIAL_NAMES
+    }
 
 
-def _check_added(file_json: dict, config: dict, specials: dict, vocab: dict) -> None:
-    """Every added token plain special, in the vocabulary at its id, and exactly those transformers would add."""
+def _flags_as_built(entry, specials: dict, mpnet: bool) -> bool:
+    """An added token's flags as transformers keeps them: plain special; an MPNet tokenizer's mask token takes the
+    space before it, and its other added tokens (``<unk>`` in MPNet's files) may be matched after normalising."""
+    if not isinstance(entry, dict):
+        return False
+    expected = PLAIN_FLAGS
+    if mpnet and entry.get("content") == specials["mask_token"]:
+        expected = MPNET_MASK_FLAGS
+    elif mpnet and entry.get("content") not in specials.values():
+        expected = {**PLAIN_FLAGS, "normalized": entry.get("normalized", False)}
+    return all(entry.get(key, value) == value for key, value in expected.items())
+
+
+def _check_added(file_json: dict, config: dict, specials: dict, vocab: dict, mpnet: bool) -> None:
+    """Every added token special with the flags transformers gives it (``_flags_as_built``), in the vocabulary at its
+    id, and exactly those transformers would add."""
     added = file_json.get("added_tokens") or []
     declared = config.get("added_tokens_decoder")
     for entries, where in ((added, "tokenizer.json"), (list((declared or {}).values()), "tokenizer_config.json")):
         for entry in entries:
-            if not isinstance(entry, dict) or any(entry.get(k, v) != v for k, v in PLAIN_FLAGS.items()):
+            if not _flags_as_built(entry, specials, mpnet):
                 raise NotEquivalent(f"{where} has an added token that is not a plain special token ({entry})")
     in_file = {entry.get("content"): entry.get("id") for entry in added}
     if any(vocab.get(content) != index for content, index in in_file.items()):
@@ -137,14 +169,16 @@ def _component(tokenizer, part: str) -> dict | None:
     return json.loads(tokenizer.to_str()).get(part)
 
 
-def _check_bert_pipeline(file_json: dict, config: dict, specials: dict, vocab: dict) -> None:
-    """tokenizer.json already holds what transformers 5's BertTokenizer builds from the vocabulary and config."""
+def _check_wordpiece_pipeline(file_json: dict, config: dict, specials: dict, vocab: dict, mpnet: bool) -> None:
+    """tokenizer.json already holds what transformers 5's BertTokenizer (or MPNetTokenizer: the same but for
+    RoBERTa's ``<s> A </s></s> B </s>`` template) builds from the vocabulary and config."""
     from tokenizers import Tokenizer, normalizers, pre_tokenizers, processors
     from tokenizers.models import WordPiece
 
+    built = "MPNetTokenizer" if mpnet else "BertTokenizer"
     cls, sep = specials["cls_token"], specials["sep_token"]
     if cls is None or sep is None or specials["unk_token"] is None:
-        raise NotEquivalent("a BERT tokenizer without [CLS], [SEP] or [UNK]")
+        raise NotEquivalent(f"a {built} without a cls, sep or unk token")
     reference = Tokenizer(WordPiece({}, unk_token=specials["unk_token"]))
     reference.normalizer = normalizers.BertNormalizer(
         clean_text=True,
@@ -153,18 +187,23 @@ def _check_bert_pipeline(file_json: dict, config: dict, specials: dict, vocab: d
         lowercase=config.get("do_lower_case", True),
     )
     reference.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    reference.post_processor = processors.TemplateProcessing(
-        single=f"{cls}:0 $A:0 {sep}:0",
-        pair=f"{cls}:0 $A:0 {sep}:0 $B:1 {sep}:1",
-        special_tokens=[(cls, vocab.get(cls, 2)), (sep, vocab.get(sep, 3))],
-    )
+    if mpnet:
+        reference.post_processor = processors.RobertaProcessing(
+            (sep, vocab.get(sep, 2)), (cls, vocab.get(cls, 0)), trim_offsets=True, add_prefix_space=False
+        )
+    else:
+        reference.post_processor = processors.TemplateProcessing(
+            single=f"{cls}:0 $A:0 {sep}:0",
+            pair=f"{cls}:0 $A:0 {sep}:0 $B:1 {sep}:1",
+            special_tokens=[(cls, vocab.get(cls, 2)), (sep, vocab.get(sep, 3))],
+        )
     expected = json.loads(reference.to_str())
     model = {key: value for key, value in (file_json.get("model") or {}).items() if key != "vocab"}
     if model != {key: value for key, value in expected["model"].items() if key != "vocab"}:
-        raise NotEquivalent(f"tokenizer.json's model is not the WordPiece BertTokenizer builds ({model})")
+        raise NotEquivalent(f"tokenizer.json's model is not the WordPiece {built} builds ({model})")
     for part in ("normalizer", "pre_tokenizer", "post_processor"):
         if file_json.get(part) != expected[part]:
-            raise NotEquivalent(f"tokenizer.json's {part} is not the one BertTokenizer builds from the config")
+            raise NotEquivalent(f"tokenizer.json's {part} is not the one {built} builds from the config")
 
 
 def load_native_tokenizer(folder: Path) -> NativeTokenizer:
@@ -176,8 +215,9 @@ def load_native_tokenizer(folder: Path) -> NativeTokenizer:
     special_map = _read_json(folder / "special_tokens_map.json", required=False)
     file_json = _read_json(folder / "tokenizer.json")
     class_name = config.get("tokenizer_class", "BertTokenizer")
-    if class_name not in BERT_CLASSES + GENERIC_CLASSES:
+    if class_name not in BERT_CLASSES + MPNET_CLASSES + GENERIC_CLASSES:
         raise NotEquivalent(f"tokenizer class {class_name}")
+    mpnet, wordpiece = class_name in MPNET_CLASSES, class_name in BERT_CLASSES + MPNET_CLASSES
     unhandled = (
         [key for key in UNHANDLED if config.get(key)]
         + [key for key in PRESENCE if key in config]
@@ -191,9 +231,9 @@ def load_native_tokenizer(folder: Path) -> NativeTokenizer:
         raise NotEquivalent(f"tokenizer.json does not load ({err})") from None
     vocab = backend.get_vocab(with_added_tokens=False)
     specials = _specials(config, special_map, class_name, file_json)
-    _check_added(file_json, config, specials, vocab)
-    if class_name in BERT_CLASSES:
-        _check_bert_pipeline(file_json, config, specials, vocab)
+    _check_added(file_json, config, specials, vocab, mpnet)
+    if wordpiece:
+        _check_wordpiece_pipeline(file_json, config, specials, vocab, mpnet)
     elif file_json.get("post_processor") is None:
         raise NotEquivalent("tokenizer.json has no post-processor (transformers would build one)")
     max_length = config.get("model_max_length", config.get("max_len"))
@@ -203,5 +243,5 @@ def load_native_tokenizer(folder: Path) -> NativeTokenizer:
         specials,
         VERY_LARGE_INTEGER if max_length is None else max_length,
         names,
-        "BertTokenizer" if class_name in BERT_CLASSES else "TokenizersBackend",
+        "BertTokenizer" if class_name in BERT_CLASSES else "MPNetTokenizer" if mpnet else "TokenizersBackend",
     )

@@ -1,0 +1,215 @@
+"""An MPNet encoder in plain torch (all-mpnet-base-v2 & co.), computing what transformers' ``MPNetModel`` computes.
+
+transformers runs MPNet's attention eagerly (it has no sdpa path) and, to build the model class, imports most
+of its modeling stack (about 2.5 s of a command's start-up); here the attention is torch's
+``scaled_dot_product_attention`` with the relative position bias and the padding mask as one additive mask.
+The module tree has transformers' attribute names (``embeddings.word_embeddings``, ``encoder.layer.N.attention.
+attn.q``, ``encoder.relative_attention_bias``, ``intermediate.dense``, ``pooler.dense``, ...), so a safetensors
+checkpoint loads by name and featx's oneDNN prepacking packs the same layers (the feed-forward's dense + GELU
+fused, as for BERT: the blocks after attention are ``bert.py``'s). Each forward repeats transformers' operations:
+positions counted past the padding id (1, fixed in ``MPNetEmbeddings``: not config.json's ``pad_token_id``),
+word + position embeddings, one bias from 32 log-spaced relative-distance buckets (max distance 128: fixed in
+``MPNetEncoder``) shared by all layers, then per layer attention -> dropout -> residual add -> LayerNorm and the
+feed-forward. float32 results agree with transformers' to rounding.
+
+Only what ``select.py`` lets through runs here: ``model_type`` mpnet, an encoder, ``hidden_act`` gelu or relu,
+at least the 32 buckets transformers reads.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar
+
+import torch
+from torch import nn
+
+from ...errors import ModelError
+from .bert import BertIntermediate, BertOutput, BertPooler, BertSettings, EncoderOutput
+from .checkpoint import build_on_meta, load_strict, match_keys, read_config
+
+PREFIX = "mpnet."  # a checkpoint of MPNetForMaskedLM & co. holds the encoder under this prefix
+IGNORED_KEYS = ("embeddings.position_ids",)  # a buffer checkpoints saved; transformers ignores it too
+PADDING_IDX = 1  # transformers' MPNetEmbeddings uses 1 whatever config.json says
+BUCKETS = 32  # transformers' MPNetEncoder.compute_position_bias always asks for 32 buckets
+MAX_DISTANCE = 128
+
+
+@dataclass(frozen=True)
+class MPNetSettings(BertSettings):
+    """The config.json fields the network depends on, with ``MPNetConfig``'s defaults; also ``model.config``."""
+
+    vocab_size: int = 30527
+    max_position_embeddings: int = 514
+    layer_norm_eps: float = 1e-5
+    pad_token_id: int | None = 1
+    relative_attention_num_buckets: int = 32
+    model_type: str = "mpnet"
+    label: ClassVar[str] = "MPNet"
+
+    def check(self) -> None:
+        super().check()
+        buckets = self.relative_attention_num_buckets
+        if isinstance(buckets, bool) or not isinstance(buckets, int) or buckets < BUCKETS:
+            raise ModelError(
+                f"config.json of this MPNet model has relative_attention_num_buckets {buckets!r}; "
+                f"transformers reads {BUCKETS} buckets"
+            )
+        if self.max_position_embeddings < PADDING_IDX + 2:
+            raise ModelError("config.json of this MPNet model has max_position_embeddings below 3")
+
+
+class MPNetEmbeddings(nn.Module):
+    def __init__(self, settings: MPNetSettings):
+        super().__init__()
+        self.word_embeddings = nn.Embedding(settings.vocab_size, settings.hidden_size, padding_idx=PADDING_IDX)
+        self.position_embeddings = nn.Embedding(
+            settings.max_position_embeddings, settings.hidden_size, padding_idx=PADDING_IDX
+        )
+        self.LayerNorm = nn.LayerNorm(settings.hidden_size, eps=settings.layer_norm_eps)
+        self.dropout = nn.Dropout(settings.hidden_dropout_prob)
+
+    def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
+        real = input_ids.ne(PADDING_IDX).int()
+        position_ids = (torch.cumsum(real, dim=1).type_as(real) * real).long() + PADDING_IDX
+        embeddings = self.word_embeddings(input_ids) + self.position_embeddings(position_ids)
+        return self.dropout(self.LayerNorm(embeddings))
+
+
+class MPNetSelfAttention(nn.Module):
+    def __init__(self, settings: MPNetSettings):
+        super().__init__()
+        self.attention_head_size = settings.hidden_size // settings.num_attention_heads
+        self.q = nn.Linear(settings.hidden_size, settings.hidden_size)
+        self.k = nn.Linear(settings.hidden_size, settings.hidden_size)
+        self.v = nn.Linear(settings.hidden_size, settings.hidden_size)
+        self.o = nn.Linear(settings.hidden_size, settings.hidden_size)
+        self.dropout = nn.Dropout(settings.attention_probs_dropout_prob)
+
+    def forward(self, hidden_states: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+        """``bias``: the position bias plus the padding mask, ``(batch or 1, heads, query, key)``."""
+        input_shape = hidden_states.shape[:-1]
+        hidden_shape = (*input_shape, -1, self.attention_head_size)
+        q = self.q(hidden_states).view(hidden_shape).transpose(1, 2)
+        k = self.k(hidden_states).view(hidden_shape).transpose(1, 2)
+        v = self.v(hidden_states).view(hidden_shape).transpose(1, 2)
+        context = nn.functional.scaled_dot_product_attention(
+            q,
+            k,
+            v,
+            attn_mask=bias,
+            dropout_p=self.dropout.p if self.training else 0.0,
+            scale=1 / math.sqrt(self.attention_head_size),
+        )
+        context = context.transpose(1, 2).contiguous().reshape(*input_shape, -1)
+        return self.o(context)
+
+
+class MPNetAttention(nn.Module):
+    def __init__(self, settings: MPNetSettings):
+        super().__init__()
+        self.attn = MPNetSelfAttention(settings)
+        self.LayerNorm = nn.LayerNorm(settings.hidden_size, eps=settings.layer_norm_eps)
+        self.dropout = nn.Dropout(settings.hidden_dropout_prob)
+
+    def forward(self, hidden_states: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+        return self.LayerNorm(self.dropout(self.attn(hidden_states, bias)) + hidden_states)
+
+
+class MPNetLayer(nn.Module):
+    def __init__(self, settings: MPNetSettings):
+        super().__init__()
+        self.attention = MPNetAttention(settings)
+        self.intermediate = BertIntermediate(settings)
+        self.output = BertOutput(settings)
+
+    def forward(self, hidden_states: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+        attention_output = self.attention(hidden_states, bias)
+        return self.output(self.intermediate(attention_output), attention_output)
+
+
+def relative_buckets(length: int, device: torch.device) -> torch.Tensor:
+    """transformers' ``relative_position_bucket`` of every (query, key) pair: ``(length, length)`` bucket ids."""
+    positions = torch.arange(length, dtype=torch.long, device=device)
+    n = -(positions[None, :] - positions[:, None])
+    half = BUCKETS // 2
+    buckets = (n < 0).to(torch.long) * half
+    n = torch.abs(n)
+    max_exact = half // 2
+    large = max_exact + (torch.log(n.float() / max_exact) / math.log(MAX_DISTANCE / max_exact) * (half - max_exact)).to(
+        torch.long
+    )
+    large = torch.min(large, torch.full_like(large, half - 1))
+    return buckets + torch.where(n < max_exact, n, large)
+
+
+class MPNetEncoder(nn.Module):
+    def __init__(self, settings: MPNetSettings):
+        super().__init__()
+        self.layer = nn.ModuleList([MPNetLayer(settings) for _ in range(settings.num_hidden_layers)])
+        self.relative_attention_bias = nn.Embedding(
+            settings.relative_attention_num_buckets, settings.num_attention_heads
+        )
+
+    def forward(self, hidden_states: torch.Tensor, padding: torch.Tensor | None) -> list[torch.Tensor]:
+        """Every layer's output, in order; ``padding``: True at padded keys, ``(batch, key)``, or None."""
+        length = hidden_states.shape[1]
+        bias = self.relative_attention_bias(relative_buckets(length, hidden_states.device))
+        bias = bias.permute(2, 0, 1).unsqueeze(0)  # (1, heads, query, key)
+        if padding is not None:
+            bias = bias.masked_fill(padding[:, None, None, :], torch.finfo(bias.dtype).min)
+        states = []
+        for layer in self.layer:
+            hidden_states = layer(hidden_states, bias)
+            states.append(hidden_states)
+        return states
+
+
+class MPNetModel(nn.Module):
+    """The encoder: ``model(input_ids, attention_mask, output_hidden_states=True)``."""
+
+    def __init__(self, settings: MPNetSettings):
+        super().__init__()
+        self.config = settings
+        self.embeddings = MPNetEmbeddings(settings)
+        self.encoder = MPNetEncoder(settings)
+        self.pooler = BertPooler(settings)
+
+    def get_input_embeddings(self) -> nn.Embedding:
+        return self.embeddings.word_embeddings
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,  # taken and ignored, as transformers' MPNetModel does
+        output_hidden_states: bool = False,
+    ) -> EncoderOutput:
+        embedding_output = self.embeddings(input_ids)
+        padding = None
+        if attention_mask is not None and not bool(attention_mask.all()):
+            padding = ~attention_mask.to(device=embedding_output.device, dtype=torch.bool)
+        states = self.encoder(embedding_output, padding)
+        last = states[-1] if states else embedding_output
+        hidden_states = (embedding_output, *states) if output_hidden_states else None
+        return EncoderOutput(last_hidden_state=last, pooler_output=self.pooler(last), hidden_states=hidden_states)
+
+
+def checkpoint_match(model_keys, checkpoint_keys) -> tuple[dict[str, str], list[str], list[str]]:
+    """``checkpoint.match_keys`` for an ``MPNetModel``: an ``mpnet.``-prefixed checkpoint (a model with heads) too."""
+    return match_keys(model_keys, checkpoint_keys, PREFIX, IGNORED_KEYS)
+
+
+def build(settings: MPNetSettings) -> MPNetModel:
+    """The network with its parameters on the meta device (no memory, no random init): weights come next."""
+    return build_on_meta(lambda: MPNetModel(settings))
+
+
+def load_mpnet(folder: Path, weights: Path, dtype: torch.dtype) -> MPNetModel:
+    """The encoder of ``folder`` with every weight of ``weights`` in ``dtype``, in eval mode, on the CPU; strict,
+    as ``checkpoint.load_strict`` says (a checkpoint without the pooler goes through transformers)."""
+    settings = MPNetSettings.from_config(read_config(folder))
+    what = f"{settings.num_hidden_layers}-layer MPNet encoder"
+    return load_strict(build(settings), weights, dtype, PREFIX, IGNORED_KEYS, what)
