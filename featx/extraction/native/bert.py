@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import ClassVar, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import torch
 from torch import nn
@@ -249,17 +249,27 @@ def sdpa_mask(attention_mask: torch.Tensor | None, length: int, device: torch.de
 
 
 class BertModel(nn.Module):
-    """The encoder: ``model(input_ids, attention_mask, token_type_ids, output_hidden_states=True)``."""
+    """The encoder: ``model(input_ids, attention_mask, token_type_ids, output_hidden_states=True)``.
+
+    ``mpnet.MPNetModel`` is this with its own embeddings, encoder and mask (the class attributes)."""
+
+    embeddings_class: Any = BertEmbeddings
+    encoder_class: Any = BertEncoder
 
     def __init__(self, settings: BertSettings):
         super().__init__()
         self.config = settings
-        self.embeddings = BertEmbeddings(settings)
-        self.encoder = BertEncoder(settings)
+        self.embeddings = self.embeddings_class(settings)
+        self.encoder = self.encoder_class(settings)
         self.pooler = BertPooler(settings)
 
     def get_input_embeddings(self) -> nn.Embedding:
         return self.embeddings.word_embeddings
+
+    @staticmethod
+    def encoder_mask(attention_mask: torch.Tensor | None, length: int, device: torch.device) -> torch.Tensor | None:
+        """What the encoder takes of the padding mask: transformers' sdpa mask (``sdpa_mask``)."""
+        return sdpa_mask(attention_mask, length, device)
 
     def forward(
         self,
@@ -269,7 +279,7 @@ class BertModel(nn.Module):
         output_hidden_states: bool = False,
     ) -> EncoderOutput:
         embedding_output = self.embeddings(input_ids, token_type_ids)
-        mask = sdpa_mask(attention_mask, input_ids.shape[1], embedding_output.device)
+        mask = self.encoder_mask(attention_mask, input_ids.shape[1], embedding_output.device)
         states = self.encoder(embedding_output, mask)
         last = states[-1] if states else embedding_output
         pooled = self.pooler(last) if self.pooler is not None else None

@@ -27,7 +27,7 @@ import torch
 from torch import nn
 
 from ...errors import ModelError
-from .bert import BertIntermediate, BertOutput, BertPooler, BertSettings, EncoderOutput
+from .bert import BertIntermediate, BertModel, BertOutput, BertSettings
 from .checkpoint import build_on_meta, load_strict, match_keys, read_config
 
 PREFIX = "mpnet."  # a checkpoint of MPNetForMaskedLM & co. holds the encoder under this prefix
@@ -71,7 +71,7 @@ class MPNetEmbeddings(nn.Module):
         self.LayerNorm = nn.LayerNorm(settings.hidden_size, eps=settings.layer_norm_eps)
         self.dropout = nn.Dropout(settings.hidden_dropout_prob)
 
-    def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
+    def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
         real = input_ids.ne(PADDING_IDX).int()
         position_ids = (torch.cumsum(real, dim=1).type_as(real) * real).long() + PADDING_IDX
         embeddings = self.word_embeddings(input_ids) + self.position_embeddings(position_ids)
@@ -167,34 +167,19 @@ class MPNetEncoder(nn.Module):
         return states
 
 
-class MPNetModel(nn.Module):
-    """The encoder: ``model(input_ids, attention_mask, output_hidden_states=True)``."""
+class MPNetModel(BertModel):
+    """The encoder: ``model(input_ids, attention_mask, output_hidden_states=True)``; ``token_type_ids`` is taken
+    and ignored, as transformers' ``MPNetModel`` does."""
 
-    def __init__(self, settings: MPNetSettings):
-        super().__init__()
-        self.config = settings
-        self.embeddings = MPNetEmbeddings(settings)
-        self.encoder = MPNetEncoder(settings)
-        self.pooler = BertPooler(settings)
+    embeddings_class = MPNetEmbeddings
+    encoder_class = MPNetEncoder
 
-    def get_input_embeddings(self) -> nn.Embedding:
-        return self.embeddings.word_embeddings
-
-    def forward(
-        self,
-        input_ids: torch.Tensor,
-        attention_mask: torch.Tensor | None = None,
-        token_type_ids: torch.Tensor | None = None,  # taken and ignored, as transformers' MPNetModel does
-        output_hidden_states: bool = False,
-    ) -> EncoderOutput:
-        embedding_output = self.embeddings(input_ids)
-        padding = None
-        if attention_mask is not None and not bool(attention_mask.all()):
-            padding = ~attention_mask.to(device=embedding_output.device, dtype=torch.bool)
-        states = self.encoder(embedding_output, padding)
-        last = states[-1] if states else embedding_output
-        hidden_states = (embedding_output, *states) if output_hidden_states else None
-        return EncoderOutput(last_hidden_state=last, pooler_output=self.pooler(last), hidden_states=hidden_states)
+    @staticmethod
+    def encoder_mask(attention_mask: torch.Tensor | None, length: int, device: torch.device) -> torch.Tensor | None:
+        """True at padded keys, ``(batch, key)``; None when no token is padding."""
+        if attention_mask is None or bool(attention_mask.all()):
+            return None
+        return ~attention_mask.to(device=device, dtype=torch.bool)
 
 
 def checkpoint_match(model_keys, checkpoint_keys) -> tuple[dict[str, str], list[str], list[str]]:
