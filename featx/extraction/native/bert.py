@@ -203,9 +203,11 @@ class BertSelfOutput(BertOutput):
 
 
 class BertLayer(nn.Module):
+    attention_class: Any = BertAttention  # mpnet.MPNetLayer: MPNetAttention
+
     def __init__(self, settings: BertSettings):
         super().__init__()
-        self.attention = BertAttention(settings)
+        self.attention = self.attention_class(settings)
         self.intermediate = BertIntermediate(settings)
         self.output = BertOutput(settings)
 
@@ -215,9 +217,11 @@ class BertLayer(nn.Module):
 
 
 class BertEncoder(nn.Module):
+    layer_class: Any = BertLayer  # mpnet.MPNetEncoder: MPNetLayer
+
     def __init__(self, settings: BertSettings):
         super().__init__()
-        self.layer = nn.ModuleList([BertLayer(settings) for _ in range(settings.num_hidden_layers)])
+        self.layer = nn.ModuleList([self.layer_class(settings) for _ in range(settings.num_hidden_layers)])
 
     def forward(self, hidden_states: torch.Tensor, attention_mask: torch.Tensor | None = None) -> list[torch.Tensor]:
         """Every layer's output, in order."""

@@ -27,7 +27,7 @@ import torch
 from torch import nn
 
 from ...errors import ModelError
-from .bert import BertIntermediate, BertModel, BertOutput, BertSettings
+from .bert import BertEncoder, BertLayer, BertModel, BertSettings
 from .checkpoint import build_on_meta, load_strict, match_keys, read_config
 
 PREFIX = "mpnet."  # a checkpoint of MPNetForMaskedLM & co. holds the encoder under this prefix
@@ -118,16 +118,10 @@ class MPNetAttention(nn.Module):
         return self.LayerNorm(self.dropout(self.attn(hidden_states, bias)) + hidden_states)
 
 
-class MPNetLayer(nn.Module):
-    def __init__(self, settings: MPNetSettings):
-        super().__init__()
-        self.attention = MPNetAttention(settings)
-        self.intermediate = BertIntermediate(settings)
-        self.output = BertOutput(settings)
+class MPNetLayer(BertLayer):
+    """Attention (with the position bias and padding as one mask), then BERT's feed-forward blocks."""
 
-    def forward(self, hidden_states: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
-        attention_output = self.attention(hidden_states, bias)
-        return self.output(self.intermediate(attention_output), attention_output)
+    attention_class = MPNetAttention
 
 
 def relative_buckets(length: int, device: torch.device) -> torch.Tensor:
@@ -145,26 +139,23 @@ def relative_buckets(length: int, device: torch.device) -> torch.Tensor:
     return buckets + torch.where(n < max_exact, n, large)
 
 
-class MPNetEncoder(nn.Module):
+class MPNetEncoder(BertEncoder):
+    layer_class = MPNetLayer
+
     def __init__(self, settings: MPNetSettings):
-        super().__init__()
-        self.layer = nn.ModuleList([MPNetLayer(settings) for _ in range(settings.num_hidden_layers)])
+        super().__init__(settings)
         self.relative_attention_bias = nn.Embedding(
             settings.relative_attention_num_buckets, settings.num_attention_heads
         )
 
-    def forward(self, hidden_states: torch.Tensor, padding: torch.Tensor | None) -> list[torch.Tensor]:
-        """Every layer's output, in order; ``padding``: True at padded keys, ``(batch, key)``, or None."""
+    def forward(self, hidden_states: torch.Tensor, attention_mask: torch.Tensor | None = None) -> list[torch.Tensor]:
+        """Every layer's output, in order; ``attention_mask``: True at padded keys, ``(batch, key)``, or None."""
         length = hidden_states.shape[1]
         bias = self.relative_attention_bias(relative_buckets(length, hidden_states.device))
         bias = bias.permute(2, 0, 1).unsqueeze(0)  # (1, heads, query, key)
-        if padding is not None:
-            bias = bias.masked_fill(padding[:, None, None, :], torch.finfo(bias.dtype).min)
-        states = []
-        for layer in self.layer:
-            hidden_states = layer(hidden_states, bias)
-            states.append(hidden_states)
-        return states
+        if attention_mask is not None:
+            bias = bias.masked_fill(attention_mask[:, None, None, :], torch.finfo(bias.dtype).min)
+        return super().forward(hidden_states, bias)
 
 
 class MPNetModel(BertModel):
