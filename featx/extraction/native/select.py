@@ -55,11 +55,13 @@ def native_requested(config) -> bool:
 
 @dataclass(frozen=True)
 class Choice:
-    """The decision for one folder: ``tokenizer`` (already loaded) when native, else ``reason``."""
+    """The decision for one folder: ``tokenizer`` (already loaded) and ``model_type`` (a key of ``FAMILIES``) when
+    native, else ``reason``."""
 
     tokenizer: NativeTokenizer | None = None
     weights: Path | None = None
     reason: str = ""
+    model_type: str = ""
 
     @property
     def native(self) -> bool:
@@ -144,11 +146,11 @@ def choose(
         tokenizer = load_native_tokenizer(folder)
     except NotEquivalent as err:
         return Choice(reason=f"tokenizer: {err}")
-    return Choice(tokenizer=tokenizer, weights=folder / "model.safetensors")
+    return Choice(tokenizer=tokenizer, weights=folder / "model.safetensors", model_type=config["model_type"])
 
 
 def load(choice: Choice, folder: Path, dtype: torch.dtype):
     """``(config, tokenizer, encoder, part)`` of a native choice, as ``modeling._load_parts`` gives them."""
     assert choice.weights is not None  # a native choice names its weights
-    encoder = FAMILIES[read_config(folder)["model_type"]].load(folder, choice.weights, dtype)
+    encoder = FAMILIES[choice.model_type].load(folder, choice.weights, dtype)
     return encoder.config, choice.tokenizer, encoder, ""

@@ -36,11 +36,11 @@ MPNET_DEFAULTS = {  # MPNetTokenizer's; its mask token takes the space before it
     "pad_token": "<pad>",
     "mask_token": "<mask>",
 }
-MPNET_MASK_FLAGS = {"special": True, "normalized": False, "lstrip": True, "rstrip": False, "single_word": False}
 BERT_INPUTS = ["input_ids", "token_type_ids", "attention_mask"]
 GENERIC_INPUTS = ["input_ids", "attention_mask"]
 VERY_LARGE_INTEGER = int(1e30)  # transformers' model_max_length when the folder names none
 PLAIN_FLAGS = {"special": True, "normalized": False, "lstrip": False, "rstrip": False, "single_word": False}
+MPNET_MASK_FLAGS = {**PLAIN_FLAGS, "lstrip": True}  # MPNetTokenizer's <mask> takes the space before it
 # tokenizer_config.json keys that make transformers change the pipeline or the added tokens: not handled here
 # (add_bos_token / add_eos_token: even when false, transformers then rebuilds the post-processor from them)
 UNHANDLED = (
