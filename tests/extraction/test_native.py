@@ -10,11 +10,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-import h5py
-import numpy as np
 import pytest
 import torch
 from support.families import BY_NAME, build_family
+from support.native_files import extract_both, same_file_contents
 from support.tiny import SENTENCES, write_csv
 
 import featx
@@ -139,66 +138,26 @@ def test_onednn_packs_and_fuses_the_same_layers(minilm_path, dtype):
     assert _largest_difference(native, plain, ids, (ids != 0).long()) <= bound
 
 
-def _datasets(path: Path) -> dict[str, np.ndarray]:
-    found = {}
-    with h5py.File(path, "r") as handle:
-        handle.visititems(
-            lambda name, item: found.__setitem__(name, item[()]) if isinstance(item, h5py.Dataset) else None
-        )
-    return found
-
-
-def _attributes(path: Path) -> dict:
-    """Root attributes but the time, the implementation and (in the options) the output's name."""
-    with h5py.File(path, "r") as handle:
-        attributes = {key: value for key, value in handle.attrs.items() if key not in ("created", "implementation")}
-    attributes["options"] = {**json.loads(attributes["options"]), "output": None}
-    return attributes
-
-
-def _same_file_contents(native: Path, plain: Path, bound: float) -> None:
-    got, want = _datasets(native), _datasets(plain)
-    assert sorted(got) == sorted(want) and len(got) > 5
-    for name, value in want.items():
-        if value.dtype.kind == "f":
-            assert float(np.abs(got[name].astype(np.float64) - value).max(initial=0.0)) <= bound, name
-        else:
-            assert np.array_equal(got[name], value), name
-    assert _attributes(native) == _attributes(plain)  # fingerprint, tokenizer, options ... all the same
-
-
-def _extract_both(corpus: Path, tmp_path: Path, monkeypatch, **options) -> tuple[Path, Path]:
-    outputs = []
-    for native in ("1", "0"):
-        monkeypatch.setenv("FEATX_NATIVE", native)
-        out = tmp_path / f"native-{native}.h5"
-        featx.extract(corpus, output=out, progress=False, store_dtype="float32", **options)
-        with featx.open(out) as features:
-            assert features.attrs["implementation"] == ("native" if native == "1" else "transformers")
-        outputs.append(out)
-    return outputs[0], outputs[1]
-
-
 def test_extract_on_the_tiny_model_gives_the_same_file_with_native_on_and_off(
     tiny_model, corpus_csv, tmp_path, monkeypatch
 ):
-    native, plain = _extract_both(corpus_csv, tmp_path, monkeypatch, model=str(tiny_model), tokens=True, batch_size=4)
-    _same_file_contents(native, plain, 1e-5)
+    native, plain = extract_both(corpus_csv, tmp_path, monkeypatch, model=str(tiny_model), tokens=True, batch_size=4)
+    same_file_contents(native, plain, 1e-5)
 
 
 def test_extract_of_sentence_pairs_gives_the_same_file_with_native_on_and_off(tiny_model, tmp_path, monkeypatch):
     rows = [(a, b, "x") for (a, *_), (b, *_) in zip(SENTENCES, SENTENCES[3:] + SENTENCES[:3], strict=False)]
     corpus = write_csv(tmp_path / "pairs.csv", rows, header=("first", "second", "label"))
-    native, plain = _extract_both(
+    native, plain = extract_both(
         corpus, tmp_path, monkeypatch, model=str(tiny_model), text_col="first", text_pair_col="second", batch_size=4
     )
-    _same_file_contents(native, plain, 1e-5)
+    same_file_contents(native, plain, 1e-5)
 
 
 def test_extract_on_minilm_gives_the_same_file_with_native_on_and_off(tmp_path, monkeypatch):
     corpus = write_csv(tmp_path / "c.csv", SENTENCES[:5])
-    native, plain = _extract_both(corpus, tmp_path, monkeypatch, layers="all", poolings="all", batch_size=2)
-    _same_file_contents(native, plain, 1e-5)
+    native, plain = extract_both(corpus, tmp_path, monkeypatch, layers="all", poolings="all", batch_size=2)
+    same_file_contents(native, plain, 1e-5)
 
 
 @pytest.mark.slow

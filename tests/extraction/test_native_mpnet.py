@@ -11,13 +11,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-import h5py
-import numpy as np
 import pytest
 import torch
+from support.native_files import extract_both, same_file_contents
 from support.tiny import SENTENCES, build_tiny_mpnet, write_csv
 
-import featx
 from featx.errors import ModelError
 from featx.extraction import onednn
 from featx.extraction.modeling import load_model
@@ -158,14 +156,6 @@ def test_loaded_model_fields_match_transformers(tiny_mpnet):
     assert native.tokenizer.class_name == type(plain.tokenizer).__name__ == "MPNetTokenizer"
 
 
-def _extract(folder: Path, corpus: Path, out: Path, monkeypatch, native: str, **options):
-    monkeypatch.setenv("FEATX_NATIVE", native)
-    featx.extract(corpus, output=out, model=str(folder), progress=False, store_dtype="float32", **options)
-    with featx.open(out) as features:
-        assert features.attrs["implementation"] == ("native" if native == "1" else "transformers")
-    return out
-
-
 @pytest.mark.parametrize("pairs", [False, True], ids=["texts", "pairs"])
 def test_extract_gives_the_same_file_with_native_on_and_off(tiny_mpnet, tmp_path, monkeypatch, pairs):
     if pairs:
@@ -174,20 +164,8 @@ def test_extract_gives_the_same_file_with_native_on_and_off(tiny_mpnet, tmp_path
         options = dict(text_col="first", text_pair_col="second")
     else:
         corpus, options = write_csv(tmp_path / "c.csv", SENTENCES), dict(tokens=True)
-    files = [
-        _extract(tiny_mpnet, corpus, tmp_path / f"{flag}.h5", monkeypatch, flag, batch_size=4, **options)
-        for flag in ("1", "0")
-    ]
-    with h5py.File(files[0], "r") as native, h5py.File(files[1], "r") as plain:
-        names: list[str] = []
-        native.visit(lambda name: names.append(name) if isinstance(native[name], h5py.Dataset) else None)
-        assert names
-        for name in names:
-            got, want = native[name][()], plain[name][()]
-            if got.dtype.kind == "f":
-                np.testing.assert_allclose(got, want, atol=1e-5, rtol=1e-5, err_msg=name)
-            else:
-                assert np.array_equal(got, want), name
+    native, plain = extract_both(corpus, tmp_path, monkeypatch, model=str(tiny_mpnet), batch_size=4, **options)
+    same_file_contents(native, plain, 1e-5)
 
 
 @pytest.mark.slow
