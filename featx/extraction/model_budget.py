@@ -169,9 +169,9 @@ def count_tokens(folder: Path, texts: list[str], max_length: int, truncate: bool
 
 def model_max_length(folder: Path, size_config: dict, asked: int | None) -> int:
     """``--max-length``, checked against the model's positions (and the tokenizer's limit); else that maximum."""
-    from .model_checks import read_json
+    from .model_checks import position_limit, read_json
 
-    model_max = int(size_config.get("max_position_embeddings") or size_config.get("n_positions") or 10**6)
+    model_max = position_limit(size_config) or 10**6
     if (folder / "tokenizer_config.json").is_file():
         tokenizer_config = read_json(folder / "tokenizer_config.json")
         limit = tokenizer_config.get("model_max_length") if isinstance(tokenizer_config, dict) else None

@@ -342,7 +342,7 @@ def _load_network(
 def _max_length(config, tokenizer, max_length: int | None) -> int:
     model_max = min(
         int(getattr(tokenizer, "model_max_length", 10**6) or 10**6),
-        int(getattr(config, "max_position_embeddings", 10**6) or 10**6),
+        model_checks.position_limit(config) or 10**6,
     )
     if model_max >= 10**6:
         model_max = 512
