@@ -169,7 +169,8 @@ def count_tokens(folder: Path, texts: list[str], max_length: int, truncate: bool
 
 def model_max_length(folder: Path, size_config: dict, asked: int | None) -> int:
     """``--max-length``, checked against the model's positions (and the tokenizer's limit); else that maximum."""
-    from .model_checks import position_limit, read_json
+    from .model_checks import read_json
+    from .model_size import position_limit
 
     model_max = position_limit(size_config) or 10**6
     if (folder / "tokenizer_config.json").is_file():

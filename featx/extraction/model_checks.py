@@ -77,40 +77,6 @@ BOUNDS: dict[tuple[str, ...], tuple[int, int]] = {
     ("vocab_size",): (1, 2**24),
 }
 ENCODER_ONLY = ("T5EncoderModel", "MT5EncoderModel", "UMT5EncoderModel")
-# Encoders whose embeddings number a row's positions from the padding id + 1 (fairseq's ``make_positions``:
-# transformers' RobertaEmbeddings and its copies), so a row holds at most max_position_embeddings - (padding id + 1)
-# tokens; MPNet's embeddings use padding id 1 whatever config.json says.
-POSITIONS_PAST_PADDING = frozenset(
-    {
-        "roberta",
-        "xlm-roberta",
-        "xlm-roberta-xl",
-        "camembert",
-        "roberta-prelayernorm",
-        "data2vec-text",
-        "longformer",
-        "ibert",
-        "xmod",
-        "esm",
-        "mpnet",
-    }
-)
-FIXED_PADDING_ID = {"mpnet": 1}
-
-
-def position_limit(config) -> int | None:
-    """How many tokens one row may hold by a model's config (a ``config.json`` dict or a config object): its
-    position table less the padding offset of ``POSITIONS_PAST_PADDING``; None where it names no positions."""
-    value = config.get if isinstance(config, dict) else lambda name: getattr(config, name, None)
-    positions = next((value(name) for name in POSITIONS if isinstance(value(name), int)), None)
-    if positions is None or isinstance(positions, bool):
-        return None
-    model_type = value("model_type")
-    if model_type not in POSITIONS_PAST_PADDING:
-        return positions
-    pad = FIXED_PADDING_ID.get(model_type, value("pad_token_id"))
-    pad = pad if isinstance(pad, int) and not isinstance(pad, bool) and pad >= 0 else 1
-    return max(positions - pad - 1, 1)
 
 
 def _is_vocabulary(name: str) -> bool:

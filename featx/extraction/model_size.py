@@ -17,6 +17,9 @@ Any other ``model_type`` is approximate (``exact`` False): embeddings plus ``lay
 dominant terms of a transformer block; norms, biases and position tables are left out (well under 1% for
 models of a billion parameters, more for small ones). A checkpoint saved with its head (``*ForCausalLM``)
 also holds ``vocab x hidden`` output weights unless they are tied; featx does not load them.
+
+``position_limit``: how many tokens one row may hold, by the position table less the padding offset of the
+encoders whose positions start after the padding id (``POSITIONS_PAST_PADDING``: RoBERTa and its copies, MPNet).
 """
 
 from __future__ import annotations
@@ -152,3 +155,41 @@ def model_size(config: dict) -> ModelSize:
         decoder=decoder,
         lm_head_parameters=0 if tied or not decoder else vocab * h,
     )
+
+
+# Encoders whose embeddings number a row's positions from the padding id + 1 (fairseq's ``make_positions``:
+# transformers' RobertaEmbeddings and its copies), so a row holds at most max_position_embeddings - (padding id + 1)
+# tokens; MPNet's embeddings use padding id 1 whatever config.json says.
+POSITIONS_PAST_PADDING = frozenset(
+    {
+        "roberta",
+        "xlm-roberta",
+        "xlm-roberta-xl",
+        "camembert",
+        "roberta-prelayernorm",
+        "data2vec-text",
+        "longformer",
+        "ibert",
+        "xmod",
+        "esm",
+        "mpnet",
+    }
+)
+FIXED_PADDING_ID = {"mpnet": 1}
+
+
+def position_limit(config) -> int | None:
+    """How many tokens one row may hold by a model's config (a ``config.json`` dict or a config object): its
+    position table less the padding offset of ``POSITIONS_PAST_PADDING``; None where it names no positions."""
+    value = config.get if isinstance(config, dict) else lambda name: getattr(config, name, None)
+    positions = next(
+        (value(name) for name in ("max_position_embeddings", "n_positions") if isinstance(value(name), int)), None
+    )
+    if positions is None or isinstance(positions, bool):
+        return None
+    model_type = value("model_type")
+    if model_type not in POSITIONS_PAST_PADDING:
+        return positions
+    pad = FIXED_PADDING_ID.get(model_type, value("pad_token_id"))
+    pad = pad if isinstance(pad, int) and not isinstance(pad, bool) and pad >= 0 else 1
+    return max(positions - pad - 1, 1)

@@ -16,6 +16,7 @@ from . import model_checks
 from .devices import resolve_device, resolve_dtype, slow_precision
 from .fingerprints import weights_sha256_in_background
 from .model_files import DEFAULT_MODEL, default_model_path, weight_files
+from .model_size import position_limit
 
 PICKLE_WEIGHTS = (
     "pytorch_model.bin",
@@ -342,7 +343,7 @@ def _load_network(
 def _max_length(config, tokenizer, max_length: int | None) -> int:
     model_max = min(
         int(getattr(tokenizer, "model_max_length", 10**6) or 10**6),
-        model_checks.position_limit(config) or 10**6,
+        position_limit(config) or 10**6,
     )
     if model_max >= 10**6:
         model_max = 512

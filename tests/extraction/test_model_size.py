@@ -1,4 +1,4 @@
-"""``model_checks.position_limit``: how many tokens a row may hold, with the padding offset of RoBERTa-style
+"""``model_size.position_limit``: how many tokens a row may hold, with the padding offset of RoBERTa-style
 position embeddings (positions numbered from the padding id + 1)."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from support.tiny import write_csv
 
 import featx
 from featx.errors import InputError
-from featx.extraction.model_checks import position_limit
+from featx.extraction.model_size import position_limit
 
 
 @pytest.mark.parametrize(
