@@ -193,12 +193,12 @@ def _environment() -> dict:
 
 
 @pytest.mark.parametrize(
-    "case", ["roberta", "site", "random_init", "no_tokenizer_json", "env", "relative", "no_pooler", "decoder"]
+    "case", ["electra", "site", "random_init", "no_tokenizer_json", "env", "relative", "half_pooler", "decoder"]
 )
 def test_fallback_cases_load_through_transformers(case, tiny_model, tmp_path, monkeypatch):
     folder, options = _copy(tiny_model, tmp_path), {}
-    if case == "roberta":
-        folder = build_family(BY_NAME["roberta"], tmp_path / "roberta")
+    if case == "electra":
+        folder = build_family(BY_NAME["electra"], tmp_path / "electra")
     elif case == "random_init":
         options["random_init"] = True
     elif case == "no_tokenizer_json":
@@ -209,14 +209,29 @@ def test_fallback_cases_load_through_transformers(case, tiny_model, tmp_path, mo
         _edit_config(folder, position_embedding_type="relative_key")
     elif case == "decoder":
         _edit_config(folder, is_decoder=True)
-    elif case == "no_pooler":  # as saved by BertForMaskedLM: transformers initialises the missing pooler
-        _rewrite_weights(folder, lambda weights: {k: v for k, v in weights.items() if not k.startswith("pooler.")})
+    elif case == "half_pooler":  # a damaged pooler: not the masked-LM case (no pooler weights at all)
+        _rewrite_weights(folder, lambda weights: {k: v for k, v in weights.items() if k != "pooler.dense.bias"})
     config = featx.extraction.ExtractConfig(
         corpus="c.csv", model=str(folder), sites="hidden,ffn" if case == "site" else "hidden"
     )
     loaded = load_model(str(folder), "cpu", "float32", native=select.native_requested(config), **options)
     assert loaded.implementation == "transformers"
     assert type(loaded.model).__module__.startswith("transformers")
+
+
+def test_a_checkpoint_without_pooler_runs_natively_without_the_pooler_pooling(
+    tiny_model, corpus_csv, tmp_path, monkeypatch
+):
+    """As BertForMaskedLM saves it: the whole encoder, no pooler. transformers' path removes the pooler it would
+    initialise at random; the native encoder is built without one, and the two files are the same."""
+    folder = _copy(tiny_model, tmp_path)
+    _rewrite_weights(folder, lambda weights: {k: v for k, v in weights.items() if not k.startswith("pooler.")})
+    loaded = load_model(str(folder), "cpu", "float32", native=True)
+    assert loaded.implementation == "native" and not loaded.has_pooler
+    native, plain = extract_both(corpus_csv, tmp_path, monkeypatch, model=str(folder), batch_size=4)
+    same_file_contents(native, plain, 1e-5)
+    with featx.open(native) as features:
+        assert "pooler" not in features.poolings
 
 
 def test_the_reason_for_transformers_is_named(tiny_model, tmp_path):

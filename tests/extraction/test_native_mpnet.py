@@ -107,17 +107,21 @@ def test_onednn_packs_every_linear_and_fuses_the_feed_forward_gelu(tiny_mpnet):
     assert _largest_difference(native, _transformers_mpnet(tiny_mpnet), IDS) <= 1e-4
 
 
-def test_a_masked_lm_checkpoint_loads_its_encoder_or_goes_through_transformers(tiny_mpnet, tmp_path):
-    """MPNetForMaskedLM holds the encoder under ``mpnet.`` and no pooler: transformers initialises the missing
-    pooler, so featx leaves such a folder to transformers; with a pooler the prefixed encoder loads natively."""
+def test_a_masked_lm_checkpoint_loads_its_encoder_with_or_without_a_pooler(tiny_mpnet, tmp_path):
+    """MPNetForMaskedLM holds the encoder under ``mpnet.`` and no pooler: the native encoder is built without one
+    (transformers' path removes the pooler it would initialise); with the pooler's weights added, with it."""
+    from safetensors.torch import load_file, save_file
     from transformers import MPNetForMaskedLM
 
     folder = _copy(tiny_mpnet, tmp_path)
     MPNetForMaskedLM.from_pretrained(str(tiny_mpnet)).save_pretrained(str(folder))
     weights = [folder / "model.safetensors"]
-    assert "missing" in select.choose(folder, weights, True).reason
-    from safetensors.torch import load_file, save_file
-
+    assert select.choose(folder, weights, True).native
+    native = mpnet.load_mpnet(folder, folder / "model.safetensors", torch.float32)
+    assert native.pooler is None
+    with torch.inference_mode():
+        got = native(input_ids=IDS, attention_mask=(IDS != PAD).long(), output_hidden_states=True)
+    assert got.pooler_output is None
     state = load_file(str(folder / "model.safetensors"))
     pooler = {f"mpnet.{k}": v for k, v in load_file(str(tiny_mpnet / "model.safetensors")).items() if "pooler" in k}
     save_file({**state, **pooler}, str(folder / "model.safetensors"))

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from support.families import BY_NAME, build_family
-from support.tiny import SENTENCES, build_tiny_mpnet
+from support.tiny import SENTENCES, build_tiny_mpnet, build_tiny_roberta
 
 from featx.extraction.native.tokenizer import NativeTokenizer, NotEquivalent, load_native_tokenizer
 from featx.extraction.pairs import tokenize_pairs
@@ -46,6 +46,8 @@ def folders(tmp_path_factory, tiny_model) -> dict[str, Path]:
         "roberta-backend": built["roberta"],
         "mpnet": build_tiny_mpnet(tmp_path_factory.mktemp("mpnet")),
         "mpnet-legacy": build_tiny_mpnet(tmp_path_factory.mktemp("mpnet-legacy"), legacy=True),
+        "roberta": build_tiny_roberta(tmp_path_factory.mktemp("roberta")),
+        "roberta-legacy": build_tiny_roberta(tmp_path_factory.mktemp("roberta-legacy"), legacy=True),
     }
 
 
@@ -55,7 +57,7 @@ def _both(folder: Path):
     return load_native_tokenizer(folder), AutoTokenizer.from_pretrained(str(folder))
 
 
-NAMES = ["tiny-bert", "minilm", "bert-backend", "roberta-backend", "mpnet", "mpnet-legacy"]
+NAMES = ["tiny-bert", "minilm", "bert-backend", "roberta-backend", "mpnet", "mpnet-legacy", "roberta", "roberta-legacy"]
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -178,3 +180,43 @@ def test_an_mpnet_mask_token_without_its_lstrip_is_refused(folders, tmp_path):
     path.write_text(json.dumps({**special_map, "mask_token": {**special_map["mask_token"], "lstrip": False}}))
     with pytest.raises(NotEquivalent, match="not a plain special token"):
         load_native_tokenizer(folder)
+
+
+def _declared_mask_without_lstrip(folder: Path, tmp_path: Path) -> Path:
+    copy = _edited(folder, tmp_path)
+    path = copy / "tokenizer_config.json"
+    config = json.loads(path.read_text())
+    mask = next(key for key, entry in config["added_tokens_decoder"].items() if entry["content"] == "<mask>")
+    config["added_tokens_decoder"][mask]["lstrip"] = False
+    path.write_text(json.dumps(config))
+    return copy
+
+
+@pytest.mark.parametrize(
+    "case, match",
+    [
+        ("declared", "not as tokenizer_config.json declares"),
+        ({"add_prefix_space": True}, "pre_tokenizer"),
+        ({"trim_offsets": False}, "post_processor"),
+    ],
+)
+def test_roberta_folders_transformers_reads_otherwise_are_refused(folders, tmp_path, case, match):
+    """transformers 5's RobertaTokenizer rebuilds its pipeline from tokenizer_config.json and keeps the added
+    tokens it declares: where tokenizer.json says otherwise, transformers does tokenise otherwise."""
+    from transformers import AutoTokenizer
+
+    if case == "declared":
+        folder = _declared_mask_without_lstrip(folders["roberta-legacy"], tmp_path)
+    else:
+        folder = _edited(folders["roberta"], tmp_path, config=case)
+    with pytest.raises(NotEquivalent, match=match):
+        load_native_tokenizer(folder)
+    text = "the cat <mask> loved the film"
+    auto = AutoTokenizer.from_pretrained(str(folder))
+    if case == "declared":  # the space before <mask>
+        assert auto(text)["input_ids"] != load_native_tokenizer(folders["roberta-legacy"])(text)["input_ids"]
+    elif case == {"add_prefix_space": True}:
+        assert auto(text)["input_ids"] != load_native_tokenizer(folders["roberta"])(text)["input_ids"]
+    else:  # the same ids, but the offsets (the word alignment) keep the space before each word
+        offsets = auto("the cat loved", return_offsets_mapping=True)["offset_mapping"]
+        assert offsets[2] == (3, 7)  # " cat", where tokenizer.json's trimmed offsets give (4, 7)

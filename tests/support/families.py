@@ -324,7 +324,7 @@ FAMILIES.append(
     )
 )
 BY_NAME = {family.name: family for family in FAMILIES}
-NATIVE = ("bert", "mpnet")  # the families featx runs on its own encoders (featx/extraction/native/)
+NATIVE = ("bert", "roberta", "xlm-roberta", "mpnet")  # run on featx's own encoders (extraction/native/)
 
 
 def tokenizer_object(family: Family):

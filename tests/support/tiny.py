@@ -118,3 +118,69 @@ def build_tiny_mpnet(folder: Path, legacy: bool = False, seed: int = 0) -> Path:
     torch.manual_seed(seed)
     MPNetModel(config).eval().save_pretrained(str(folder), safe_serialization=True)
     return folder
+
+
+ROBERTA_SPECIALS = ["<s>", "<pad>", "</s>", "<unk>"]  # ids 0-3 as in roberta-base; <mask> last
+
+
+def _roberta_tokenizer_files(folder: Path, legacy: bool) -> int:
+    """A byte-level BPE trained on the tiny sentences, saved as transformers 5's ``RobertaTokenizer`` saves it or,
+    ``legacy``, as transformers 4 did (``added_tokens_decoder`` with normalised specials and an lstrip ``<mask>``,
+    the same flags in tokenizer.json, special_tokens_map.json). Returns the vocabulary size."""
+    import json
+
+    from tokenizers import ByteLevelBPETokenizer
+    from transformers import RobertaTokenizer
+
+    trainer = ByteLevelBPETokenizer()
+    texts = [row[0] for row in SENTENCES] + WORDS + ["café naïve résumé 中文"]
+    trainer.train_from_iterator(texts * 3, vocab_size=400, min_frequency=2, special_tokens=ROBERTA_SPECIALS)
+    model = json.loads(trainer._tokenizer.to_str())["model"]
+    vocabulary = {**model["vocab"], "<mask>": len(model["vocab"])}
+    merges = [tuple(merge.split(" ")) if isinstance(merge, str) else tuple(merge) for merge in model["merges"]]
+    RobertaTokenizer(vocab=vocabulary, merges=merges, model_max_length=64).save_pretrained(str(folder))
+    if legacy:
+        data = json.loads((folder / "tokenizer.json").read_text())
+        for entry in data["added_tokens"]:
+            entry.update(lstrip=True) if entry["content"] == "<mask>" else entry.update(normalized=True)
+        (folder / "tokenizer.json").write_text(json.dumps(data))
+        flags = ("content", "lstrip", "normalized", "rstrip", "single_word", "special")
+        config = json.loads((folder / "tokenizer_config.json").read_text())
+        config["added_tokens_decoder"] = {str(e["id"]): {k: e[k] for k in flags} for e in data["added_tokens"]}
+        (folder / "tokenizer_config.json").write_text(json.dumps(config))
+        mask = {"content": "<mask>", "lstrip": True, "normalized": False, "rstrip": False, "single_word": False}
+        names = dict(bos_token="<s>", cls_token="<s>", eos_token="</s>", sep_token="</s>", pad_token="<pad>")
+        special_map = {**names, "unk_token": "<unk>", "mask_token": mask}
+        (folder / "special_tokens_map.json").write_text(json.dumps(special_map))
+    return len(vocabulary)
+
+
+def build_tiny_roberta(
+    folder: Path, legacy: bool = False, head: bool = False, model_type: str = "roberta", seed: int = 0
+) -> Path:
+    """Save a seeded random RoBERTa (2 x 32, 66 positions: 64 usable) and its ``RobertaTokenizer`` into ``folder``.
+
+    ``legacy``: the tokenizer files as transformers 4 saved them; ``head``: the checkpoint of a
+    ``RobertaForMaskedLM`` (the encoder under ``roberta.``, an LM head, no pooler), as roberta-base ships;
+    ``model_type`` ``xlm-roberta``: the same network saved as an ``XLMRobertaModel``."""
+    import torch
+    import transformers
+
+    folder.mkdir(parents=True, exist_ok=True)
+    size = _roberta_tokenizer_files(folder, legacy)
+    prefix = "XLMRoberta" if model_type == "xlm-roberta" else "Roberta"
+    config = getattr(transformers, f"{prefix}Config")(
+        vocab_size=size,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=64,
+        max_position_embeddings=66,
+        pad_token_id=1,
+        type_vocab_size=1,
+        layer_norm_eps=1e-5,
+    )
+    torch.manual_seed(seed)
+    network = getattr(transformers, f"{prefix}{'ForMaskedLM' if head else 'Model'}")(config)
+    network.eval().save_pretrained(str(folder), safe_serialization=True)
+    return folder

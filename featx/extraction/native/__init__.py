@@ -1,9 +1,10 @@
-"""featx's own implementation of plain BERT and MPNet encoders, used instead of transformers where it is certainly
-equivalent (``select.py`` decides), so that an extraction never pays for importing transformers.
+"""featx's own implementation of plain BERT, MPNet and RoBERTa encoders, used instead of transformers where it is
+certainly equivalent (``select.py`` decides), so that an extraction never pays for importing transformers.
 
 ``bert.py``       the encoder in plain torch, with transformers' ``BertModel`` module names and sdpa attention
 ``mpnet.py``      the same for ``MPNetModel`` (all-mpnet-base-v2): its relative position bias as sdpa's mask
-``checkpoint.py`` what both load with: config.json, the meta-device build, strict loading from model.safetensors
+``roberta.py``    the same for ``RobertaModel`` and ``XLMRobertaModel``: BERT with positions past the padding id
+``checkpoint.py`` what all three load with: config.json, the meta-device build, strict loading from model.safetensors
 ``tokenizer.py``  a facade over ``tokenizers.Tokenizer`` with the attributes featx reads from a tokenizer
 ``select.py``     whether a request and a model folder can run natively, and why not
 ``fuse.py``       CPU fusions of the prepacked encoder (one query/key/value linear, linear + residual add)
@@ -11,4 +12,4 @@ equivalent (``select.py`` decides), so that an extraction never pays for importi
 Nothing here imports transformers; ``FEATX_NATIVE=0`` turns the native path off.
 """
 
-__all__ = ["bert", "checkpoint", "fuse", "mpnet", "select", "tokenizer"]
+__all__ = ["bert", "checkpoint", "fuse", "mpnet", "roberta", "select", "tokenizer"]

@@ -1,9 +1,11 @@
-"""What featx's own encoders (``bert.py``, ``mpnet.py``) share to load a checkpoint without transformers.
+"""What featx's own encoders (``bert.py``, ``mpnet.py``, ``roberta.py``) share to load a checkpoint without
+transformers.
 
 ``read_config``: a folder's config.json as a dict. ``build_on_meta``: a network built with parameters on the
 meta device and ``nn.init``'s fills skipped. ``match_keys``: the checkpoint's tensor names read as the
 network's (a head model's prefix such as ``bert.`` dropped, its heads left out). ``load_strict``: every
-parameter from ``model.safetensors`` by name and shape, or one ``ModelError`` naming what is missing or extra.
+parameter from ``model.safetensors`` by name and shape (the pooler may be absent: ``pooler_left_out``), or one
+``ModelError`` naming what is missing or extra.
 """
 
 from __future__ import annotations
@@ -93,6 +95,16 @@ def match_keys(
     return mapping, missing, unexpected
 
 
+def pooler_left_out(model_keys: Iterable[str], missing: list[str]) -> list[str]:
+    """``missing`` less the pooler's weights when the checkpoint has none of them: a masked-LM model's checkpoint
+    (roberta-base, some BERTs) is a whole encoder without the pooler, which featx then leaves out, as
+    transformers' path removes an untrained pooler (``model_checks``)."""
+    pooler = [key for key in model_keys if key.split(".")[0] == "pooler"]
+    if pooler and set(pooler) <= set(missing):
+        return [key for key in missing if key not in pooler]
+    return missing
+
+
 def _read_weights(
     weights: Path, mapping: dict[str, str], shapes: dict[str, torch.Size], dtype: torch.dtype
 ) -> dict[str, torch.Tensor]:
@@ -120,11 +132,17 @@ def load_strict(
 
     Strict: every parameter must be in the file under its name (prefixed or not) with its shape, and the file
     may hold nothing else of the encoder; anything else is one ``ModelError`` naming the keys (``what``: the
-    encoder in words, e.g. "12-layer BERT encoder").
+    encoder in words, e.g. "12-layer BERT encoder"). The one exception: a file without any of the pooler's
+    weights gives the encoder without its pooler (``pooler_left_out``).
     """
     shapes = {name: tensor.shape for name, tensor in model.state_dict().items()}
     try:
         mapping, missing, unexpected = match_keys(shapes, checkpoint_keys(weights), prefix, ignored)
+        kept = pooler_left_out(shapes, missing)
+        if kept != missing:  # no pooler weights in the file: the encoder without its pooler
+            model.register_module("pooler", None)
+            shapes = {name: shape for name, shape in shapes.items() if name.split(".")[0] != "pooler"}
+            missing = kept
         if missing or unexpected:
             listed = "; ".join(
                 f"{kind}: {', '.join(keys[:4])}{', ...' if len(keys) > 4 else ''}"

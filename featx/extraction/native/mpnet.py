@@ -185,7 +185,7 @@ def build(settings: MPNetSettings) -> MPNetModel:
 
 def load_mpnet(folder: Path, weights: Path, dtype: torch.dtype) -> MPNetModel:
     """The encoder of ``folder`` with every weight of ``weights`` in ``dtype``, in eval mode, on the CPU; strict,
-    as ``checkpoint.load_strict`` says (a checkpoint without the pooler goes through transformers)."""
+    as ``checkpoint.load_strict`` says (a checkpoint without the pooler gives the encoder without one)."""
     settings = MPNetSettings.from_config(read_config(folder))
     what = f"{settings.num_hidden_layers}-layer MPNet encoder"
     return load_strict(build(settings), weights, dtype, PREFIX, IGNORED_KEYS, what)

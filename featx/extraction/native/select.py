@@ -1,14 +1,15 @@
-"""The one place that decides whether a model runs on featx's own encoders (``bert.py``, ``mpnet.py``) or through
-transformers.
+"""The one place that decides whether a model runs on featx's own encoders (``bert.py``, ``mpnet.py``,
+``roberta.py``) or through transformers.
 
 Native only where it is certainly the same computation: the request needs nothing of transformers' internals
 (``native_requested``: no site besides ``hidden``, whose hooks and eager-attention switch are written for
 transformers' modules; ``FEATX_NATIVE`` not ``0``), and the folder (``choose``) is a plain BERT encoder
-(``model_type`` bert, absolute positions, no decoder or cross-attention, gelu or relu) or a plain MPNet encoder
-(``model_type`` mpnet, the same conditions), whose single ``model.safetensors`` holds exactly the encoder's
-weights by name and whose tokenizer ``AutoTokenizer`` would read exactly as ``tokenizer.json`` says
-(``tokenizer.py``). ``--trust-remote-code``, ``--random-init`` (which keeps transformers' initialisation) and
-``--device-map`` always go through transformers.
+(``model_type`` bert, absolute positions, no decoder or cross-attention, gelu or relu), or a plain MPNet or
+RoBERTa / XLM-R encoder (``model_type`` mpnet, roberta, xlm-roberta; the same conditions), whose single
+``model.safetensors`` holds exactly the encoder's weights by name (the pooler's may be absent: a masked-LM
+checkpoint, whose encoder is then built without it) and whose tokenizer ``AutoTokenizer`` would read exactly
+as ``tokenizer.json`` says (``tokenizer.py``). ``--trust-remote-code``, ``--random-init`` (which keeps
+transformers' initialisation) and ``--device-map`` always go through transformers.
 """
 
 from __future__ import annotations
@@ -22,8 +23,8 @@ from typing import Any
 import torch
 
 from ...errors import ModelError
-from . import bert, mpnet
-from .checkpoint import checkpoint_keys, read_config
+from . import bert, mpnet, roberta
+from .checkpoint import checkpoint_keys, pooler_left_out, read_config
 from .tokenizer import NativeTokenizer, NotEquivalent, load_native_tokenizer
 
 ENV = "FEATX_NATIVE"  # "0": always load through transformers
@@ -42,6 +43,8 @@ class Family:
 FAMILIES = {  # config.json's model_type -> the native encoder
     "bert": Family(bert.BertSettings, bert.build, bert.checkpoint_match, bert.load_bert),
     "mpnet": Family(mpnet.MPNetSettings, mpnet.build, mpnet.checkpoint_match, mpnet.load_mpnet),
+    "roberta": Family(roberta.RobertaSettings, roberta.build, roberta.checkpoint_match, roberta.load_roberta),
+    "xlm-roberta": Family(roberta.XLMRobertaSettings, roberta.build, roberta.checkpoint_match, roberta.load_roberta),
 }
 NATIVE, TRANSFORMERS = "native", "transformers"  # what the features file records as the implementation
 
@@ -104,6 +107,7 @@ def _weights_reason(folder: Path, weight_files: list[Path], config: dict) -> str
         _, missing, unexpected = family.checkpoint_match(model_keys, checkpoint_keys(folder / "model.safetensors"))
     except Exception as err:  # a damaged header: transformers reports it
         return f"model.safetensors is not readable ({type(err).__name__})"
+    missing = pooler_left_out(model_keys, missing)  # a masked-LM checkpoint: the encoder without its pooler
     if missing or unexpected:
         return (
             f"model.safetensors does not hold exactly the encoder's weights ({len(missing)} missing, "

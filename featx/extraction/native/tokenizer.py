@@ -19,6 +19,7 @@ from pathlib import Path
 SPECIAL_NAMES = ("bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token")
 BERT_CLASSES = ("BertTokenizer", "BertTokenizerFast")
 MPNET_CLASSES = ("MPNetTokenizer", "MPNetTokenizerFast")
+ROBERTA_CLASSES = ("RobertaTokenizer", "RobertaTokenizerFast")
 GENERIC_CLASSES = ("TokenizersBackend", "PreTrainedTokenizerFast")
 BERT_DEFAULTS = {
     "unk_token": "[UNK]",
@@ -36,6 +37,7 @@ MPNET_DEFAULTS = {  # MPNetTokenizer's; its mask token takes the space before it
     "pad_token": "<pad>",
     "mask_token": "<mask>",
 }
+ROBERTA_DEFAULTS = {**MPNET_DEFAULTS, "unk_token": "<unk>"}  # RobertaTokenizer's
 BERT_INPUTS = ["input_ids", "token_type_ids", "attention_mask"]
 GENERIC_INPUTS = ["input_ids", "attention_mask"]
 VERY_LARGE_INTEGER = int(1e30)  # transformers' model_max_length when the folder names none
@@ -51,6 +53,14 @@ UNHANDLED = (
     "model_specific_special_tokens",
 )
 PRESENCE = ("add_bos_token", "add_eos_token")
+
+
+# The class transformers 5 builds for a tokenizer_class (the recorded name); the generic ones: TokenizersBackend
+_CLASS_BUILT = {
+    **dict.fromkeys(BERT_CLASSES, "BertTokenizer"),
+    **dict.fromkeys(MPNET_CLASSES, "MPNetTokenizer"),
+    **dict.fromkeys(ROBERTA_CLASSES, "RobertaTokenizer"),
+}
 
 
 class NotEquivalent(Exception):
@@ -126,6 +136,8 @@ def _specials(config: dict, special_map: dict, class_name: str, file_json: dict)
         values = {**BERT_DEFAULTS, **values}
     elif class_name in MPNET_CLASSES:
         values = {**MPNET_DEFAULTS, **values}
+    elif class_name in ROBERTA_CLASSES:
+        values = {**ROBERTA_DEFAULTS, **values}
     elif "pad_token" not in values and isinstance(file_json.get("padding"), dict):
         values["pad_token"] = file_json["padding"].get("pad_token")
     mask_flags = MPNET_MASK_FLAGS if class_name in MPNET_CLASSES else PLAIN_FLAGS
@@ -147,15 +159,29 @@ def _flags_as_built(entry, specials: dict, mpnet: bool) -> bool:
     return all(entry.get(key, value) == value for key, value in expected.items())
 
 
-def _check_added(file_json: dict, config: dict, specials: dict, vocab: dict, mpnet: bool) -> None:
-    """Every added token special with the flags transformers gives it (``_flags_as_built``), in the vocabulary at its
-    id, and exactly those transformers would add."""
+def _as_declared(added: list, declared: dict) -> None:
+    """RobertaTokenizer keeps the added tokens ``added_tokens_decoder`` declares, with their flags (a transformers 4
+    save: ``<mask>`` with lstrip, the others normalised): each of tokenizer.json's must be declared so."""
+    flags = ("content", *PLAIN_FLAGS)
+    for entry in added:
+        want = declared.get(str(entry.get("id"))) if isinstance(entry, dict) else None
+        if not isinstance(want, dict) or any(entry.get(key) != want.get(key, PLAIN_FLAGS.get(key)) for key in flags):
+            raise NotEquivalent(f"tokenizer.json's added token {entry} is not as tokenizer_config.json declares it")
+
+
+def _check_added(file_json: dict, config: dict, specials: dict, vocab: dict, class_name: str) -> None:
+    """Every added token special with the flags transformers gives it (``_flags_as_built``, or as declared for
+    RoBERTa: ``_as_declared``), in the vocabulary at its id, and exactly those transformers would add."""
     added = file_json.get("added_tokens") or []
     declared = config.get("added_tokens_decoder")
-    for entries, where in ((added, "tokenizer.json"), (list((declared or {}).values()), "tokenizer_config.json")):
-        for entry in entries:
-            if not _flags_as_built(entry, specials, mpnet):
-                raise NotEquivalent(f"{where} has an added token that is not a plain special token ({entry})")
+    mpnet = class_name in MPNET_CLASSES
+    if class_name in ROBERTA_CLASSES and isinstance(declared, dict):
+        _as_declared(added, declared)
+    else:
+        for entries, where in ((added, "tokenizer.json"), (list((declared or {}).values()), "tokenizer_config.json")):
+            for entry in entries:
+                if not _flags_as_built(entry, specials, mpnet):
+                    raise NotEquivalent(f"{where} has an added token that is not a plain special token ({entry})")
     in_file = {entry.get("content"): entry.get("id") for entry in added}
     if any(vocab.get(content) != index for content, index in in_file.items()):
         raise NotEquivalent("tokenizer.json has added tokens outside its vocabulary")
@@ -206,6 +232,31 @@ def _check_wordpiece_pipeline(file_json: dict, config: dict, specials: dict, voc
             raise NotEquivalent(f"tokenizer.json's {part} is not the one {built} builds from the config")
 
 
+def _check_bpe_pipeline(file_json: dict, config: dict, specials: dict, vocab: dict) -> None:
+    """tokenizer.json already holds what transformers 5's RobertaTokenizer builds from its vocabulary and merges:
+    a byte-level BPE without normaliser, ``<s> A </s>`` (``</s></s> B </s>`` for a pair) by RobertaProcessing,
+    with the config's ``add_prefix_space`` and ``trim_offsets``."""
+    from tokenizers import Tokenizer, pre_tokenizers, processors
+    from tokenizers.models import BPE
+
+    cls, sep = specials["cls_token"], specials["sep_token"]
+    if cls is None or sep is None or cls not in vocab or sep not in vocab:
+        raise NotEquivalent("a RobertaTokenizer without its cls and sep tokens in the vocabulary")
+    prefix, trim = config.get("add_prefix_space", False), config.get("trim_offsets", True)
+    reference = Tokenizer(
+        BPE({}, [], dropout=None, continuing_subword_prefix="", end_of_word_suffix="", fuse_unk=False)
+    )
+    reference.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=prefix)
+    reference.post_processor = processors.RobertaProcessing((sep, vocab[sep]), (cls, vocab[cls]), trim, prefix)
+    expected = json.loads(reference.to_str())
+    model = {key: value for key, value in (file_json.get("model") or {}).items() if key not in ("vocab", "merges")}
+    if model != {key: value for key, value in expected["model"].items() if key not in ("vocab", "merges")}:
+        raise NotEquivalent(f"tokenizer.json's model is not the BPE RobertaTokenizer builds ({model})")
+    for part in ("normalizer", "pre_tokenizer", "post_processor"):
+        if file_json.get(part) != expected[part]:
+            raise NotEquivalent(f"tokenizer.json's {part} is not the one RobertaTokenizer builds from the config")
+
+
 def load_native_tokenizer(folder: Path) -> NativeTokenizer:
     """The tokenizer of ``folder``; ``NotEquivalent`` where ``AutoTokenizer`` could tokenise otherwise."""
     from tokenizers import Tokenizer
@@ -215,7 +266,7 @@ def load_native_tokenizer(folder: Path) -> NativeTokenizer:
     special_map = _read_json(folder / "special_tokens_map.json", required=False)
     file_json = _read_json(folder / "tokenizer.json")
     class_name = config.get("tokenizer_class", "BertTokenizer")
-    if class_name not in BERT_CLASSES + MPNET_CLASSES + GENERIC_CLASSES:
+    if class_name not in BERT_CLASSES + MPNET_CLASSES + ROBERTA_CLASSES + GENERIC_CLASSES:
         raise NotEquivalent(f"tokenizer class {class_name}")
     mpnet, wordpiece = class_name in MPNET_CLASSES, class_name in BERT_CLASSES + MPNET_CLASSES
     unhandled = (
@@ -231,9 +282,11 @@ def load_native_tokenizer(folder: Path) -> NativeTokenizer:
         raise NotEquivalent(f"tokenizer.json does not load ({err})") from None
     vocab = backend.get_vocab(with_added_tokens=False)
     specials = _specials(config, special_map, class_name, file_json)
-    _check_added(file_json, config, specials, vocab, mpnet)
+    _check_added(file_json, config, specials, vocab, class_name)
     if wordpiece:
         _check_wordpiece_pipeline(file_json, config, specials, vocab, mpnet)
+    elif class_name in ROBERTA_CLASSES:
+        _check_bpe_pipeline(file_json, config, specials, vocab)
     elif file_json.get("post_processor") is None:
         raise NotEquivalent("tokenizer.json has no post-processor (transformers would build one)")
     max_length = config.get("model_max_length", config.get("max_len"))
@@ -243,5 +296,5 @@ def load_native_tokenizer(folder: Path) -> NativeTokenizer:
         specials,
         VERY_LARGE_INTEGER if max_length is None else max_length,
         names,
-        "BertTokenizer" if class_name in BERT_CLASSES else "MPNetTokenizer" if mpnet else "TokenizersBackend",
+        _CLASS_BUILT.get(class_name, "TokenizersBackend"),
     )
