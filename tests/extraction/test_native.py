@@ -6,14 +6,17 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
 from support.families import BY_NAME, build_family
-from support.native_files import extract_both, same_file_contents
+from support.native_files import (
+    extract_both,
+    imports_of_an_extraction,
+    same_file_contents,
+    same_file_native_on_and_off,
+)
 from support.tiny import SENTENCES, write_csv
 
 import featx
@@ -164,32 +167,7 @@ def test_extract_on_minilm_gives_the_same_file_with_native_on_and_off(tmp_path, 
 def test_default_extraction_imports_no_transformers(tmp_path):
     """A plain extraction with the default model, in a fresh process: transformers is never imported, nor
     torch's compiler stack (torch._dynamo, sympy: about 1 s) that a meta-device fill would pull in."""
-    corpus = write_csv(tmp_path / "c.csv", SENTENCES[:3])
-    script = (
-        "import sys, featx\n"
-        f"featx.extract({str(corpus)!r}, output={str(tmp_path / 'f.h5')!r}, progress=False)\n"
-        "print(sorted(name for name in sys.modules if name.split('.')[0] in ('transformers', 'sympy')\n"
-        "             or name.startswith('torch._dynamo')))\n"
-        f"print(featx.open({str(tmp_path / 'f.h5')!r}).attrs['implementation'])\n"
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", script],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**_environment(), "FEATX_NATIVE": "1"},
-    )
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.split("\n")[:2] == ["[]", "native"]
-
-
-def _environment() -> dict:
-    """This process's environment, with this checkout's featx first on the path."""
-    import os
-
-    root = str(Path(__file__).resolve().parents[2])
-    path = os.pathsep.join(part for part in (root, os.environ.get("PYTHONPATH")) if part)
-    return {**{key: value for key, value in os.environ.items() if key != "FEATX_NATIVE"}, "PYTHONPATH": path}
+    assert imports_of_an_extraction(tmp_path) == ([], "native")
 
 
 @pytest.mark.parametrize(
@@ -219,18 +197,13 @@ def test_fallback_cases_load_through_transformers(case, tiny_model, tmp_path, mo
     assert type(loaded.model).__module__.startswith("transformers")
 
 
-def test_a_checkpoint_without_pooler_runs_natively_without_the_pooler_pooling(
-    tiny_model, corpus_csv, tmp_path, monkeypatch
-):
+def test_a_checkpoint_without_pooler_runs_natively_without_the_pooler_pooling(tiny_model, tmp_path, monkeypatch):
     """As BertForMaskedLM saves it: the whole encoder, no pooler. transformers' path removes the pooler it would
     initialise at random; the native encoder is built without one, and the two files are the same."""
     folder = _copy(tiny_model, tmp_path)
     _rewrite_weights(folder, lambda weights: {k: v for k, v in weights.items() if not k.startswith("pooler.")})
-    loaded = load_model(str(folder), "cpu", "float32", native=True)
-    assert loaded.implementation == "native" and not loaded.has_pooler
-    native, plain = extract_both(corpus_csv, tmp_path, monkeypatch, model=str(folder), batch_size=4)
-    same_file_contents(native, plain, 1e-5)
-    with featx.open(native) as features:
+    assert not load_model(str(folder), "cpu", "float32", native=True).has_pooler
+    with featx.open(same_file_native_on_and_off(folder, tmp_path, monkeypatch)) as features:
         assert "pooler" not in features.poolings
 
 

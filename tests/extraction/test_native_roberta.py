@@ -5,25 +5,25 @@ files from ``featx extract`` with the native path on and off, and no transformer
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
-from support.native_files import extract_both, same_file_contents
-from support.tiny import SENTENCES, build_tiny_roberta, write_csv
+from support.native_files import (
+    imports_of_an_extraction,
+    loaded_both_ways,
+    same_file_native_on_and_off,
+)
+from support.parity import largest_difference, padded_ids
+from support.tiny import build_tiny_roberta
 
 import featx
 from featx.extraction.modeling import load_model
 from featx.extraction.native import roberta, select
 
 PAD = 1
-IDS = torch.tensor(
-    [[0, 40, 41, 42, 43, 2, PAD, PAD], [0, 44, 2, PAD, PAD, PAD, PAD, PAD], [0, 45, 46, 47, 48, 49, 50, 2]]
-)
+IDS = padded_ids(PAD)
 
 
 @pytest.fixture(scope="module")
@@ -42,28 +42,14 @@ def _transformers(folder: Path):
     return AutoModel.from_pretrained(str(folder), dtype=torch.float32, attn_implementation="eager").eval()
 
 
-def _largest_difference(native, reference, ids: torch.Tensor) -> float:
-    """Largest absolute difference over the real tokens of every hidden state, and the pooler output if any."""
-    mask = (ids != PAD).long()
-    with torch.inference_mode():
-        got = native(input_ids=ids, attention_mask=mask, output_hidden_states=True)
-        want = reference(input_ids=ids, attention_mask=mask, output_hidden_states=True)
-    assert len(got.hidden_states) == len(want.hidden_states)
-    real = mask.bool()
-    worst = max(float((a - b)[real].abs().max()) for a, b in zip(got.hidden_states, want.hidden_states, strict=True))
-    if got.pooler_output is not None:
-        worst = max(worst, float((got.pooler_output - want.pooler_output).abs().max()))
-    return worst
-
-
 def _load(folder: Path) -> roberta.RobertaModel:
     return roberta.load_roberta(folder, folder / "model.safetensors", torch.float32)
 
 
 def test_tiny_roberta_equals_transformers_with_padding(tiny_roberta):
     native, reference = _load(tiny_roberta), _transformers(tiny_roberta)
-    assert _largest_difference(native, reference, IDS) <= 1e-5
-    assert _largest_difference(native, reference, IDS[2:]) <= 1e-5  # no padding: no mask at all
+    assert largest_difference(native, reference, IDS, PAD) <= 1e-5
+    assert largest_difference(native, reference, IDS[2:], PAD) <= 1e-5  # no padding: no mask at all
 
 
 def test_the_longest_row_reaches_the_last_position(tiny_roberta):
@@ -71,7 +57,7 @@ def test_the_longest_row_reaches_the_last_position(tiny_roberta):
     generator = torch.Generator().manual_seed(0)
     ids = torch.randint(5, 300, (2, 64), generator=generator)
     ids[:, 0], ids[0, 63], ids[1, 30], ids[1, 31:] = 0, 2, 2, PAD
-    assert _largest_difference(_load(tiny_roberta), _transformers(tiny_roberta), ids) <= 1e-5
+    assert largest_difference(_load(tiny_roberta), _transformers(tiny_roberta), ids, PAD) <= 1e-5
 
 
 def test_padding_changes_no_real_token(tiny_roberta):
@@ -91,13 +77,10 @@ def test_a_masked_lm_checkpoint_runs_natively_without_its_pooler(masked_lm, tmp_
     assert select.choose(masked_lm, [masked_lm / "model.safetensors"], True).native
     native = _load(masked_lm)
     assert native.pooler is None
-    assert _largest_difference(native, _transformers(masked_lm), IDS) <= 1e-5
+    assert largest_difference(native, _transformers(masked_lm), IDS, PAD) <= 1e-5
     loaded = load_model(str(masked_lm), "cpu", "float32", native=True)
     assert loaded.implementation == "native" and not loaded.has_pooler
-    corpus = write_csv(tmp_path / "c.csv", SENTENCES)
-    on, off = extract_both(corpus, tmp_path, monkeypatch, model=str(masked_lm), batch_size=4)
-    same_file_contents(on, off, 1e-5)
-    with featx.open(on) as features:
+    with featx.open(same_file_native_on_and_off(masked_lm, tmp_path, monkeypatch)) as features:
         assert "pooler" not in features.poolings
 
 
@@ -105,7 +88,7 @@ def test_xlm_roberta_is_the_same_network(tmp_path):
     folder = build_tiny_roberta(tmp_path / "xlmr", model_type="xlm-roberta")
     native = _load(folder)
     assert isinstance(native.config, roberta.XLMRobertaSettings)
-    assert _largest_difference(native, _transformers(folder), IDS) <= 1e-5
+    assert largest_difference(native, _transformers(folder), IDS, PAD) <= 1e-5
 
 
 def _edit_config(folder: Path, tmp_path: Path, **changes) -> Path:
@@ -131,39 +114,16 @@ def test_configs_it_cannot_be_sure_of_go_through_transformers(tiny_roberta, tmp_
 
 
 def test_loaded_model_fields_match_transformers(tiny_roberta):
-    native = load_model(str(tiny_roberta), "cpu", "float32", native=True)
-    plain = load_model(str(tiny_roberta), "cpu", "float32", native=False)
-    assert native.implementation == "native" and plain.implementation == "transformers"
-    for field in ("weights_sha256", "n_layers", "hidden_size", "max_length", "part", "causal", "has_pooler"):
-        assert getattr(native, field) == getattr(plain, field), field
+    native, plain = loaded_both_ways(tiny_roberta)
     assert native.max_length == 64  # 66 positions less the padding offset
     assert native.tokenizer.class_name == type(plain.tokenizer).__name__ == "RobertaTokenizer"
 
 
 @pytest.mark.parametrize("pairs", [False, True], ids=["texts", "pairs"])
 def test_extract_gives_the_same_file_with_native_on_and_off(tiny_roberta, tmp_path, monkeypatch, pairs):
-    if pairs:
-        rows = [(a, b, "x") for (a, *_), (b, *_) in zip(SENTENCES, SENTENCES[3:] + SENTENCES[:3], strict=False)]
-        corpus = write_csv(tmp_path / "pairs.csv", rows, header=("first", "second", "label"))
-        options = dict(text_col="first", text_pair_col="second")
-    else:
-        corpus, options = write_csv(tmp_path / "c.csv", SENTENCES), dict(tokens=True)
-    native, plain = extract_both(corpus, tmp_path, monkeypatch, model=str(tiny_roberta), batch_size=4, **options)
-    same_file_contents(native, plain, 1e-5)
+    same_file_native_on_and_off(tiny_roberta, tmp_path, monkeypatch, pairs)
 
 
 @pytest.mark.slow
 def test_extraction_of_a_roberta_folder_imports_no_transformers(masked_lm, tmp_path):
-    corpus, out = write_csv(tmp_path / "c.csv", SENTENCES[:3]), tmp_path / "f.h5"
-    script = (
-        "import sys, featx\n"
-        f"featx.extract({str(corpus)!r}, output={str(out)!r}, model={str(masked_lm)!r}, progress=False)\n"
-        "print(sorted(name for name in sys.modules if name.split('.')[0] in ('transformers', 'sympy')))\n"
-        f"print(featx.open({str(out)!r}).attrs['implementation'])\n"
-    )
-    root = str(Path(__file__).resolve().parents[2])
-    env = {key: value for key, value in os.environ.items() if key != "FEATX_NATIVE"}
-    env["PYTHONPATH"] = root
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, env=env)
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.split("\n")[:2] == ["[]", "native"]
+    assert imports_of_an_extraction(tmp_path, masked_lm) == ([], "native")

@@ -1,15 +1,21 @@
-"""The native path's file checks (tests/extraction/test_native.py, test_native_mpnet.py): one extraction with
-``FEATX_NATIVE=1`` and one with ``0``, and whether the two files hold the same features."""
+"""The native path's file checks (tests/extraction/test_native*.py): one extraction with ``FEATX_NATIVE=1`` and one
+with ``0``, whether the two files hold the same features, and what a fresh process imports to extract."""
 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import h5py
 import numpy as np
 
 import featx
+from support.tiny import SENTENCES, write_csv
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _datasets(path: Path) -> dict[str, np.ndarray]:
@@ -52,3 +58,50 @@ def extract_both(corpus: Path, tmp_path: Path, monkeypatch, **options) -> tuple[
             assert features.attrs["implementation"] == ("native" if native == "1" else "transformers")
         outputs.append(out)
     return outputs[0], outputs[1]
+
+
+def same_file_native_on_and_off(model: Path, tmp_path: Path, monkeypatch, pairs: bool = False) -> Path:
+    """The tiny sentences (with token states), or pairs of them, extracted from ``model`` with the native path on
+    and off: the same file (``same_file_contents``, 1e-5). Returns the native one."""
+    if pairs:
+        rows = [(a, b, "x") for (a, *_), (b, *_) in zip(SENTENCES, SENTENCES[3:] + SENTENCES[:3], strict=False)]
+        corpus = write_csv(tmp_path / "pairs.csv", rows, header=("first", "second", "label"))
+        options: dict = dict(text_col="first", text_pair_col="second")
+    else:
+        corpus, options = write_csv(tmp_path / "c.csv", SENTENCES), dict(tokens=True)
+    native, plain = extract_both(corpus, tmp_path, monkeypatch, model=str(model), batch_size=4, **options)
+    same_file_contents(native, plain, 1e-5)
+    return native
+
+
+def imports_of_an_extraction(tmp_path: Path, model: Path | None = None) -> tuple[list[str], str]:
+    """``featx.extract`` of three rows in a fresh process (``FEATX_NATIVE`` unset; the default model unless
+    ``model``): the modules of transformers, sympy and torch._dynamo it imported, and the recorded implementation."""
+    corpus, out = write_csv(tmp_path / "imports.csv", SENTENCES[:3]), tmp_path / "imports.h5"
+    chosen = "" if model is None else f", model={str(model)!r}"
+    script = (
+        "import sys, featx\n"
+        f"featx.extract({str(corpus)!r}, output={str(out)!r}{chosen}, progress=False)\n"
+        "print(sorted(name for name in sys.modules if name.split('.')[0] in ('transformers', 'sympy')\n"
+        "             or name.startswith('torch._dynamo')))\n"
+        f"print(featx.open({str(out)!r}).attrs['implementation'])\n"
+    )
+    env = {key: value for key, value in os.environ.items() if key != "FEATX_NATIVE"}
+    env["PYTHONPATH"] = os.pathsep.join(part for part in (str(ROOT), os.environ.get("PYTHONPATH")) if part)
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, env=env)
+    assert result.returncode == 0, result.stderr
+    modules, implementation = result.stdout.split("\n")[:2]
+    return json.loads(modules.replace("'", '"')), implementation
+
+
+def loaded_both_ways(folder: Path):
+    """``load_model`` of ``folder`` natively and through transformers (float32, CPU), with every field featx
+    reads of a loaded model the same: ``(native, plain)``."""
+    from featx.extraction.modeling import load_model
+
+    native = load_model(str(folder), "cpu", "float32", native=True)
+    plain = load_model(str(folder), "cpu", "float32", native=False)
+    assert native.implementation == "native" and plain.implementation == "transformers"
+    for field in ("weights_sha256", "n_layers", "hidden_size", "max_length", "part", "causal", "has_pooler"):
+        assert getattr(native, field) == getattr(plain, field), field
+    return native, plain

@@ -1,5 +1,6 @@
 """How far a family's features are from a plain ``transformers`` forward of each row alone (the family tests
-and ``scripts/family_parity.py``)."""
+and ``scripts/family_parity.py``), and how far featx's own encoders are from transformers' on padded rows (the
+native tests)."""
 
 from __future__ import annotations
 
@@ -40,4 +41,30 @@ def parity(summary, references) -> float:
             expected = pooled_reference(references, pooling)
             for layer in features.layers:
                 worst = max(worst, relative_error(features.features(pooling, layer), expected[:, layer]))
+    return worst
+
+
+def padded_ids(pad: int):
+    """Three rows of ``<s>``-like 0, tokens, ``</s>``-like 2: two padded with ``pad`` (3 and 5 pads), one not."""
+    import torch
+
+    return torch.tensor(
+        [[0, 40, 41, 42, 43, 2, pad, pad], [0, 44, 2, pad, pad, pad, pad, pad], [0, 45, 46, 47, 48, 49, 50, 2]]
+    )
+
+
+def largest_difference(native, reference, ids, pad: int) -> float:
+    """Largest absolute difference between two encoders' outputs for ``ids`` (``pad`` marks padding): every hidden
+    state at the real tokens, and the pooler output where the native encoder has a pooler."""
+    import torch
+
+    mask = (ids != pad).long()
+    with torch.inference_mode():
+        got = native(input_ids=ids, attention_mask=mask, output_hidden_states=True)
+        want = reference(input_ids=ids, attention_mask=mask, output_hidden_states=True)
+    assert len(got.hidden_states) == len(want.hidden_states)
+    real = mask.bool()
+    worst = max(float((a - b)[real].abs().max()) for a, b in zip(got.hidden_states, want.hidden_states, strict=True))
+    if got.pooler_output is not None:
+        worst = max(worst, float((got.pooler_output - want.pooler_output).abs().max()))
     return worst

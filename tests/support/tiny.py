@@ -79,6 +79,7 @@ def write_csv(path: Path, rows, header=("text", "sentiment", "tense", "split")) 
     return path
 
 
+TINY_SIZES = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64)
 MPNET_SPECIALS = ["<s>", "<pad>", "</s>", "<unk>", "[UNK]"]  # ids 0-4 as in all-mpnet-base-v2; <mask> last
 
 
@@ -107,14 +108,7 @@ def build_tiny_mpnet(folder: Path, legacy: bool = False, seed: int = 0) -> Path:
         (folder / "tokenizer_config.json").write_text(json.dumps(config))
         mask = {"content": "<mask>", "single_word": False, "lstrip": True, "rstrip": False, "normalized": False}
         (folder / "special_tokens_map.json").write_text(json.dumps({**names, "cls_token": "<s>", "mask_token": mask}))
-    config = MPNetConfig(
-        vocab_size=len(tokens),
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        intermediate_size=64,
-        max_position_embeddings=66,
-    )
+    config = MPNetConfig(vocab_size=len(tokens), **TINY_SIZES, max_position_embeddings=66)
     torch.manual_seed(seed)
     MPNetModel(config).eval().save_pretrained(str(folder), safe_serialization=True)
     return folder
@@ -171,10 +165,7 @@ def build_tiny_roberta(
     prefix = "XLMRoberta" if model_type == "xlm-roberta" else "Roberta"
     config = getattr(transformers, f"{prefix}Config")(
         vocab_size=size,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        intermediate_size=64,
+        **TINY_SIZES,
         max_position_embeddings=66,
         pad_token_id=1,
         type_vocab_size=1,

@@ -21,7 +21,7 @@ import torch
 from torch import nn
 
 from ...errors import ModelError
-from .checkpoint import build_on_meta, load_strict, match_keys, read_config
+from .checkpoint import build_on_meta, load_encoder, match_keys
 
 ACTIVATIONS = ("gelu", "relu")
 PREFIX = "bert."  # a checkpoint of BertForMaskedLM & co. holds the encoder under this prefix
@@ -120,8 +120,12 @@ class BertEmbeddings(nn.Module):
         self.LayerNorm = nn.LayerNorm(settings.hidden_size, eps=settings.layer_norm_eps)
         self.dropout = nn.Dropout(settings.hidden_dropout_prob)
 
+    def position_ids(self, input_ids: torch.Tensor) -> torch.Tensor:
+        """Each token's row of the position table: 0, 1, 2, ... (``roberta.RobertaEmbeddings``: past the padding)."""
+        return torch.arange(input_ids.shape[1], device=input_ids.device)[None]
+
     def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
-        position_ids = torch.arange(input_ids.shape[1], device=input_ids.device)[None]
+        position_ids = self.position_ids(input_ids)
         if token_type_ids is None:
             token_type_ids = torch.zeros(input_ids.shape, dtype=torch.long, device=input_ids.device)
         embeddings = self.word_embeddings(input_ids) + self.token_type_embeddings(token_type_ids)
@@ -307,6 +311,4 @@ def load_bert(folder: Path, weights: Path, dtype: torch.dtype) -> BertModel:
     Strict: every parameter must be in the file under its name (``bert.``-prefixed or not) with its shape, and
     the file may hold nothing else of the encoder; anything else is one ``ModelError`` naming the keys.
     """
-    settings = BertSettings.from_config(read_config(folder))
-    what = f"{settings.num_hidden_layers}-layer BERT encoder"
-    return load_strict(build(settings), weights, dtype, PREFIX, IGNORED_KEYS, what)
+    return load_encoder(folder, weights, dtype, BertSettings, build, PREFIX, IGNORED_KEYS)

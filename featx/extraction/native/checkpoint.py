@@ -5,7 +5,7 @@ transformers.
 meta device and ``nn.init``'s fills skipped. ``match_keys``: the checkpoint's tensor names read as the
 network's (a head model's prefix such as ``bert.`` dropped, its heads left out). ``load_strict``: every
 parameter from ``model.safetensors`` by name and shape (the pooler may be absent: ``pooler_left_out``), or one
-``ModelError`` naming what is missing or extra.
+``ModelError`` naming what is missing or extra. ``load_encoder``: all of it for one folder.
 """
 
 from __future__ import annotations
@@ -163,3 +163,13 @@ def load_strict(
         ) from None
     model.load_state_dict(state, strict=True, assign=True)
     return model.eval()
+
+
+def load_encoder(
+    folder: Path, weights: Path, dtype: torch.dtype, settings_class, build: Callable, prefix: str, ignored: tuple
+):
+    """A native encoder of ``folder``: ``settings_class`` (``bert.BertSettings`` or a subclass) read from
+    config.json, the network ``build`` makes of it, every weight of ``weights`` in ``dtype`` (``load_strict``)."""
+    settings = settings_class.from_config(read_config(folder))
+    what = f"{settings.num_hidden_layers}-layer {settings.label} encoder"
+    return load_strict(build(settings), weights, dtype, prefix, ignored, what)

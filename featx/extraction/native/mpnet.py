@@ -28,7 +28,7 @@ from torch import nn
 
 from ...errors import ModelError
 from .bert import BertEncoder, BertLayer, BertModel, BertSettings
-from .checkpoint import build_on_meta, load_strict, match_keys, read_config
+from .checkpoint import build_on_meta, load_encoder, match_keys
 
 PREFIX = "mpnet."  # a checkpoint of MPNetForMaskedLM & co. holds the encoder under this prefix
 IGNORED_KEYS = ("embeddings.position_ids",)  # a buffer checkpoints saved; transformers ignores it too
@@ -186,6 +186,4 @@ def build(settings: MPNetSettings) -> MPNetModel:
 def load_mpnet(folder: Path, weights: Path, dtype: torch.dtype) -> MPNetModel:
     """The encoder of ``folder`` with every weight of ``weights`` in ``dtype``, in eval mode, on the CPU; strict,
     as ``checkpoint.load_strict`` says (a checkpoint without the pooler gives the encoder without one)."""
-    settings = MPNetSettings.from_config(read_config(folder))
-    what = f"{settings.num_hidden_layers}-layer MPNet encoder"
-    return load_strict(build(settings), weights, dtype, PREFIX, IGNORED_KEYS, what)
+    return load_encoder(folder, weights, dtype, MPNetSettings, build, PREFIX, IGNORED_KEYS)

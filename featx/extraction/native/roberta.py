@@ -23,7 +23,7 @@ from torch import nn
 
 from ...errors import ModelError
 from .bert import BertEmbeddings, BertModel, BertSettings
-from .checkpoint import build_on_meta, load_strict, match_keys, read_config
+from .checkpoint import build_on_meta, load_encoder, match_keys, read_config
 
 PREFIX = "roberta."  # RobertaForMaskedLM & co. (XLM-R's too) hold the encoder under this prefix
 IGNORED_KEYS = ("embeddings.position_ids", "embeddings.token_type_ids")
@@ -67,14 +67,10 @@ class RobertaEmbeddings(BertEmbeddings):
             settings.max_position_embeddings, settings.hidden_size, padding_idx=self.padding_idx
         )
 
-    def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
+    def position_ids(self, input_ids: torch.Tensor) -> torch.Tensor:
+        """padding id + 1, + 2, ... over the real tokens; the padding id at padding (fairseq's ``make_positions``)."""
         real = input_ids.ne(self.padding_idx).int()
-        position_ids = (torch.cumsum(real, dim=1).type_as(real) * real).long() + self.padding_idx
-        if token_type_ids is None:
-            token_type_ids = torch.zeros(input_ids.shape, dtype=torch.long, device=input_ids.device)
-        embeddings = self.word_embeddings(input_ids) + self.token_type_embeddings(token_type_ids)
-        embeddings = embeddings + self.position_embeddings(position_ids)
-        return self.dropout(self.LayerNorm(embeddings))
+        return (torch.cumsum(real, dim=1).type_as(real) * real).long() + self.padding_idx
 
 
 class RobertaModel(BertModel):
@@ -97,8 +93,6 @@ def build(settings: RobertaSettings) -> RobertaModel:
 def load_roberta(folder: Path, weights: Path, dtype: torch.dtype) -> RobertaModel:
     """The encoder of ``folder`` with every weight of ``weights`` in ``dtype``, in eval mode, on the CPU; strict,
     as ``checkpoint.load_strict`` says, but for a pooler the checkpoint does not hold (then built without one)."""
-    config = read_config(folder)
-    settings_class = XLMRobertaSettings if config.get("model_type") == "xlm-roberta" else RobertaSettings
-    settings = settings_class.from_config(config)
-    what = f"{settings.num_hidden_layers}-layer {settings.label} encoder"
-    return load_strict(build(settings), weights, dtype, PREFIX, IGNORED_KEYS, what)
+    xlm = read_config(folder).get("model_type") == "xlm-roberta"
+    settings = XLMRobertaSettings if xlm else RobertaSettings
+    return load_encoder(folder, weights, dtype, settings, build, PREFIX, IGNORED_KEYS)
