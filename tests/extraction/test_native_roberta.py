@@ -33,7 +33,8 @@ def tiny_roberta(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def masked_lm(tmp_path_factory) -> Path:
-    return build_tiny_roberta(tmp_path_factory.mktemp("roberta-mlm"), legacy=True, head=True)
+    """roberta-base's layout: RobertaForMaskedLM weights, tokenizer.json without tokenizer_config.json."""
+    return build_tiny_roberta(tmp_path_factory.mktemp("roberta-mlm"), legacy=True, head=True, hub=True)
 
 
 def _transformers(folder: Path):

@@ -48,6 +48,7 @@ def folders(tmp_path_factory, tiny_model) -> dict[str, Path]:
         "mpnet-legacy": build_tiny_mpnet(tmp_path_factory.mktemp("mpnet-legacy"), legacy=True),
         "roberta": build_tiny_roberta(tmp_path_factory.mktemp("roberta")),
         "roberta-legacy": build_tiny_roberta(tmp_path_factory.mktemp("roberta-legacy"), legacy=True),
+        "roberta-hub": build_tiny_roberta(tmp_path_factory.mktemp("roberta-hub"), legacy=True, hub=True),
     }
 
 
@@ -57,7 +58,17 @@ def _both(folder: Path):
     return load_native_tokenizer(folder), AutoTokenizer.from_pretrained(str(folder))
 
 
-NAMES = ["tiny-bert", "minilm", "bert-backend", "roberta-backend", "mpnet", "mpnet-legacy", "roberta", "roberta-legacy"]
+NAMES = [
+    "tiny-bert",
+    "minilm",
+    "bert-backend",
+    "roberta-backend",
+    "mpnet",
+    "mpnet-legacy",
+    "roberta",
+    "roberta-legacy",
+    "roberta-hub",
+]
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -220,3 +231,22 @@ def test_roberta_folders_transformers_reads_otherwise_are_refused(folders, tmp_p
     else:  # the same ids, but the offsets (the word alignment) keep the space before each word
         offsets = auto("the cat loved", return_offsets_mapping=True)["offset_mapping"]
         assert offsets[2] == (3, 7)  # " cat", where tokenizer.json's trimmed offsets give (4, 7)
+
+
+@pytest.mark.parametrize(
+    "change, match",
+    [
+        ({"model_type": "xlm-roberta"}, "no tokenizer_config.json"),  # AutoTokenizer: XLMRobertaTokenizer
+        ("mask-map", "not a plain special token"),  # special_tokens_map.json disagrees with tokenizer.json
+    ],
+)
+def test_roberta_hub_folders_it_cannot_be_sure_of_are_refused(folders, tmp_path, change, match):
+    folder = _edited(folders["roberta-hub"], tmp_path)
+    if change == "mask-map":
+        mask = {"content": "<mask>", "lstrip": False, "normalized": False, "rstrip": False, "single_word": False}
+        (folder / "special_tokens_map.json").write_text(json.dumps({"mask_token": mask}))
+    else:
+        path = folder / "config.json"
+        path.write_text(json.dumps({**json.loads(path.read_text()), **change}))
+    with pytest.raises(NotEquivalent, match=match):
+        load_native_tokenizer(folder)

@@ -150,13 +150,19 @@ def _roberta_tokenizer_files(folder: Path, legacy: bool) -> int:
 
 
 def build_tiny_roberta(
-    folder: Path, legacy: bool = False, head: bool = False, model_type: str = "roberta", seed: int = 0
+    folder: Path,
+    legacy: bool = False,
+    head: bool = False,
+    model_type: str = "roberta",
+    seed: int = 0,
+    hub: bool = False,
 ) -> Path:
     """Save a seeded random RoBERTa (2 x 32, 66 positions: 64 usable) and its ``RobertaTokenizer`` into ``folder``.
 
     ``legacy``: the tokenizer files as transformers 4 saved them; ``head``: the checkpoint of a
     ``RobertaForMaskedLM`` (the encoder under ``roberta.``, an LM head, no pooler), as roberta-base ships;
-    ``model_type`` ``xlm-roberta``: the same network saved as an ``XLMRobertaModel``."""
+    ``hub`` (with ``legacy``): roberta-base's own tokenizer files, tokenizer.json without tokenizer_config.json or
+    special_tokens_map.json; ``model_type`` ``xlm-roberta``: the same network saved as an ``XLMRobertaModel``."""
     import torch
     import transformers
 
@@ -174,4 +180,7 @@ def build_tiny_roberta(
     torch.manual_seed(seed)
     network = getattr(transformers, f"{prefix}{'ForMaskedLM' if head else 'Model'}")(config)
     network.eval().save_pretrained(str(folder), safe_serialization=True)
+    if hub:
+        (folder / "tokenizer_config.json").unlink()
+        (folder / "special_tokens_map.json").unlink()
     return folder

@@ -140,10 +140,17 @@ def _specials(config: dict, special_map: dict, class_name: str, file_json: dict)
         values = {**ROBERTA_DEFAULTS, **values}
     elif "pad_token" not in values and isinstance(file_json.get("padding"), dict):
         values["pad_token"] = file_json["padding"].get("pad_token")
-    mask_flags = MPNET_MASK_FLAGS if class_name in MPNET_CLASSES else PLAIN_FLAGS
-    return {
-        name: _token(values.get(name), name, mask_flags if name == "mask_token" else None) for name in SPECIAL_NAMES
+    expected = {
+        name: MPNET_MASK_FLAGS if name == "mask_token" and class_name in MPNET_CLASSES else None for name in values
     }
+    if class_name in ROBERTA_CLASSES:  # RobertaTokenizer keeps tokenizer.json's flags: a value as an object must agree
+        in_file = {
+            entry.get("content"): entry for entry in file_json.get("added_tokens") or [] if isinstance(entry, dict)
+        }
+        for name, value in values.items():
+            entry = in_file.get(value.get("content") if isinstance(value, dict) else None)
+            expected[name] = {key: entry.get(key, flag) for key, flag in PLAIN_FLAGS.items()} if entry else None
+    return {name: _token(values.get(name), name, expected.get(name)) for name in SPECIAL_NAMES}
 
 
 def _flags_as_built(entry, specials: dict, mpnet: bool) -> bool:
@@ -177,7 +184,7 @@ def _check_added(file_json: dict, config: dict, specials: dict, vocab: dict, cla
     mpnet = class_name in MPNET_CLASSES
     if class_name in ROBERTA_CLASSES and isinstance(declared, dict):
         _as_declared(added, declared)
-    else:
+    elif class_name not in ROBERTA_CLASSES:  # RobertaTokenizer keeps tokenizer.json's own flags when none are declared
         for entries, where in ((added, "tokenizer.json"), (list((declared or {}).values()), "tokenizer_config.json")):
             for entry in entries:
                 if not _flags_as_built(entry, specials, mpnet):
@@ -257,15 +264,26 @@ def _check_bpe_pipeline(file_json: dict, config: dict, specials: dict, vocab: di
             raise NotEquivalent(f"tokenizer.json's {part} is not the one RobertaTokenizer builds from the config")
 
 
+def _roberta_hub_layout(folder: Path) -> bool:
+    """roberta-base's own files: no tokenizer_config.json, so ``AutoTokenizer`` takes ``RobertaTokenizer`` from
+    config.json's model_type, with its defaults."""
+    if (folder / "tokenizer_config.json").exists():
+        return False
+    try:
+        return json.loads((folder / "config.json").read_text(encoding="utf-8")).get("model_type") == "roberta"
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
 def load_native_tokenizer(folder: Path) -> NativeTokenizer:
     """The tokenizer of ``folder``; ``NotEquivalent`` where ``AutoTokenizer`` could tokenise otherwise."""
     from tokenizers import Tokenizer
 
     folder = Path(folder)
-    config = _read_json(folder / "tokenizer_config.json")
+    config = _read_json(folder / "tokenizer_config.json", required=not _roberta_hub_layout(folder))
     special_map = _read_json(folder / "special_tokens_map.json", required=False)
     file_json = _read_json(folder / "tokenizer.json")
-    class_name = config.get("tokenizer_class", "BertTokenizer")
+    class_name = config.get("tokenizer_class", "RobertaTokenizer" if not config else "BertTokenizer")
     if class_name not in BERT_CLASSES + MPNET_CLASSES + ROBERTA_CLASSES + GENERIC_CLASSES:
         raise NotEquivalent(f"tokenizer class {class_name}")
     mpnet, wordpiece = class_name in MPNET_CLASSES, class_name in BERT_CLASSES + MPNET_CLASSES
