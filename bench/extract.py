@@ -401,7 +401,8 @@ def main(argv=None):
     parser.add_argument(
         "--model",
         default="minilm",
-        help="minilm, bert-base-random, roberta-base-random, all-mpnet-base-v2 or all (comma-separated)",
+        help="minilm, bert-base-random, roberta-base-random, deberta-v3-base-random, all-mpnet-base-v2 or all "
+        "(comma-separated)",
     )
     parser.add_argument("--methods", default="loop,padded,pipeline,st,featx")
     parser.add_argument(

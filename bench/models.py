@@ -18,7 +18,8 @@ from pathlib import Path
 
 CACHE = Path(__file__).resolve().parent / ".cache"
 DATA = Path(os.environ.get("FEATX_BENCH_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
-NAMES = ("minilm", "bert-base-random", "roberta-base-random", "all-mpnet-base-v2")
+NAMES = ("minilm", "bert-base-random", "roberta-base-random", "deberta-v3-base-random", "all-mpnet-base-v2")
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json")
 BPE_VOCABULARY = 20_000  # trained on the bench corpora: about what they support; the model's table stays 50,265
 
 
@@ -29,8 +30,37 @@ def _bert_base(folder: Path, default: Path) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     torch.manual_seed(0)
     BertModel(BertConfig()).save_pretrained(str(folder), safe_serialization=True)  # bert-base shapes
-    for file in ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json"):
+    for file in TOKENIZER_FILES:
         shutil.copy(default / file, folder / file)  # same 30522-token uncased vocabulary
+
+
+def _deberta_v3_base(folder: Path, default: Path) -> None:
+    import torch
+    from transformers import DebertaV2Config, DebertaV2Model
+
+    folder.mkdir(parents=True, exist_ok=True)
+    config = DebertaV2Config(  # microsoft/deberta-v3-base's config.json, but for the vocabulary
+        vocab_size=30522,
+        hidden_size=768,
+        num_hidden_layers=12,
+        num_attention_heads=12,
+        intermediate_size=3072,
+        max_position_embeddings=512,
+        type_vocab_size=0,
+        relative_attention=True,
+        max_relative_positions=-1,
+        position_buckets=256,
+        norm_rel_ebd="layer_norm",
+        share_att_key=True,
+        pos_att_type=["p2c", "c2p"],
+        position_biased_input=False,
+        layer_norm_eps=1e-7,
+        pad_token_id=0,
+    )
+    torch.manual_seed(0)
+    DebertaV2Model(config).save_pretrained(str(folder), safe_serialization=True)
+    for file in TOKENIZER_FILES:
+        shutil.copy(default / file, folder / file)
 
 
 def _training_texts() -> list[str]:
@@ -71,7 +101,11 @@ def model_folder(name: str) -> Path:
         from packaged import packaged_mpnet
 
         return packaged_mpnet()
-    builders = {"bert-base-random": lambda f: _bert_base(f, default_model_path()), "roberta-base-random": _roberta_base}
+    builders = {
+        "bert-base-random": lambda f: _bert_base(f, default_model_path()),
+        "roberta-base-random": _roberta_base,
+        "deberta-v3-base-random": lambda f: _deberta_v3_base(f, default_model_path()),
+    }
     if name not in builders:
         raise SystemExit(f"unknown model {name} (one of {', '.join(NAMES)})")
     folder = CACHE / name

@@ -13,8 +13,9 @@ Public API (what the CLI and notebooks call):
 The stages, each its own module: ``corpus`` and ``word_corpus`` (the corpus checks; reading the files
 themselves is ``featx.io``'s), ``tokenize``, ``batching`` (windows and batches), ``modeling``,
 ``model_checks`` and ``model_files`` (loading, and refusing folders that would load wrong), ``devices``
-(``--device`` and ``--dtype`` for torch), ``native`` (featx's own BERT and tokenizer, used instead of transformers where
-certainly equivalent), ``onednn`` (the CPU fast path), ``pooling``, ``sites`` (hooks), ``windows``
+(``--device`` and ``--dtype`` for torch), ``native`` (featx's own BERT, MPNet and RoBERTa and tokenizer, used instead of
+transformers where certainly equivalent), ``onednn`` (the CPU fast path), ``deberta`` (DeBERTa's relative attention
+on the band of positions in use, CPU), ``pooling``, ``sites`` (hooks), ``windows``
 (``--long window``), ``runner`` (forward + on-device pooling), ``loop`` (the batch loop) and ``threads``
 (its background writer and batch prefetch), ``sharding`` and ``distributed`` (shards, torchrun).
 

@@ -9,6 +9,7 @@ import numpy as np
 import torch
 
 from ..store.schema import contrast_site
+from .deberta import band_relative_attention
 from .modeling import LoadedModel
 from .native import fuse
 from .onednn import prepack_linears
@@ -56,6 +57,7 @@ class Runner:
         # Modules read by hooks must compute what the plain model computes: never fuse them away.
         hooked = {tap.module for site in plan.hooked for tap in site.taps}
         self.packed_linears = prepack_linears(self.model, self.device, loaded.dtype, keep=hooked)
+        self.banded_attention = band_relative_attention(self.model, self.device, loaded.dtype)  # DeBERTa, CPU
         # FEATX_FUSE=1, featx's own BERT prepacked: query/key/value as one linear, residual adds in the linears.
         self.fused_blocks = fuse.fuse_bert(self.model) if fuse.requested() and not hooked else 0
         self.functions = {
