@@ -33,18 +33,17 @@ def _scale(layer: torch.Tensor, scale_factor: int) -> torch.Tensor:
 
 def _banded_bias(self, query_layer, key_layer, relative_pos, rel_embeddings, scale_factor):
     """``disentangled_attention_bias`` on the band of relative positions in use (see the module docstring)."""
-    if relative_pos is not None and relative_pos.dim() in (2, 3):
-        relative_pos = relative_pos.reshape(1, 1, *relative_pos.shape[-2:])
+    heads, length = self.num_attention_heads, query_layer.size(1)
     if (
         relative_pos is None
-        or relative_pos.dim() != 4
-        or tuple(relative_pos.shape[:2]) != (1, 1)
-        or query_layer.size(-2) != key_layer.size(-2)
+        or relative_pos.dim() not in (2, 3, 4)
+        or tuple(relative_pos.shape) != (1,) * (relative_pos.dim() - 2) + (length, length)  # one table for all rows
+        or key_layer.size(-2) != length
         or not {"c2p", "p2c"} & set(self.pos_att_type)
     ):
         return _transformers_bias(self)(self, query_layer, key_layer, relative_pos, rel_embeddings, scale_factor)
     span = self.pos_ebd_size
-    positions = relative_pos[0, 0].to(device=query_layer.device, dtype=torch.long)
+    positions = relative_pos.reshape(length, length).to(device=query_layer.device, dtype=torch.long)
     indexes = {
         "c2p": torch.clamp(positions + span, 0, span * 2 - 1),
         "p2c": torch.clamp(-positions + span, 0, span * 2 - 1),
@@ -53,7 +52,6 @@ def _banded_bias(self, query_layer, key_layer, relative_pos, rel_embeddings, sca
     low = min(int(index.min()) for index in indexes.values())
     high = max(int(index.max()) for index in indexes.values())
     band = rel_embeddings[0 : span * 2][low : high + 1].unsqueeze(0)
-    heads, length = self.num_attention_heads, query_layer.size(1)
     rows = query_layer.size(0) // heads
     score = 0
     for kind, index in indexes.items():

@@ -3,6 +3,7 @@ transformers' scores, for both ways DeBERTa configs project positions, and is ap
 
 from __future__ import annotations
 
+import contextlib
 import copy
 
 import pytest
@@ -62,3 +63,29 @@ def test_only_on_the_cpu_and_only_deberta(family_models):
     assert deberta.band_relative_attention(_deberta(), torch.device("meta"), torch.float32) == 0
     bert = BertModel.from_pretrained(str(family_models(BY_NAME["bert"]))).eval()
     assert deberta.band_relative_attention(bert, torch.device("cpu"), torch.float32) == 0
+
+
+def test_what_the_band_does_not_handle_goes_to_transformers(monkeypatch):
+    """A table per row (batch-dependent relative positions) is transformers' case: the band method hands it on."""
+    model = _deberta()
+    deberta.band_relative_attention(model, torch.device("cpu"), torch.float32)
+    attention = model.encoder.layer[0].attention.self
+    calls = []
+    original = deberta._transformers_bias(attention)
+
+    def recorded(self, *args):
+        calls.append(args[2].shape)
+        return original(self, *args)
+
+    monkeypatch.setattr(type(attention), "disentangled_attention_bias", recorded)
+    generator = torch.Generator().manual_seed(0)
+    query = torch.randn(2 * 4, 5, 8, generator=generator)
+    table = torch.randn(2 * attention.pos_ebd_size, 32, generator=generator)
+    steps = torch.arange(5)
+    per_row = (steps[:, None] - steps[None, :]).expand(2, 5, 5)
+    with torch.inference_mode():
+        attention.disentangled_attention_bias(query, query, per_row[:1], table, 3)
+        assert calls == []  # one table for all rows: the band method
+        with contextlib.suppress(RuntimeError):  # transformers' own method may refuse it: who was asked matters
+            attention.disentangled_attention_bias(query, query, per_row, table, 3)
+    assert calls == [torch.Size([2, 5, 5])]
