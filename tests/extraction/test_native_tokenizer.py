@@ -52,10 +52,15 @@ def folders(tmp_path_factory, tiny_model) -> dict[str, Path]:
     }
 
 
+def _native(folder: Path) -> NativeTokenizer:
+    """``load_native_tokenizer`` with the model_type the folder's config.json names, as ``select.choose`` passes it."""
+    return load_native_tokenizer(folder, json.loads((folder / "config.json").read_text())["model_type"])
+
+
 def _both(folder: Path):
     from transformers import AutoTokenizer
 
-    return load_native_tokenizer(folder), AutoTokenizer.from_pretrained(str(folder))
+    return _native(folder), AutoTokenizer.from_pretrained(str(folder))
 
 
 NAMES = [
@@ -119,10 +124,10 @@ def test_a_config_that_changes_the_normaliser_is_refused(folders, tmp_path):
 
     folder = _edited(folders["tiny-bert"], tmp_path, config={"do_lower_case": False})
     with pytest.raises(NotEquivalent, match="normalizer"):
-        load_native_tokenizer(folder)
+        _native(folder)
     assert (
         AutoTokenizer.from_pretrained(str(folder))("The")["input_ids"]
-        != load_native_tokenizer(folders["tiny-bert"])("The")["input_ids"]
+        != _native(folders["tiny-bert"])("The")["input_ids"]
     )  # the check matters: transformers does tokenise otherwise
 
 
@@ -172,7 +177,7 @@ def test_folders_it_cannot_be_sure_of_are_refused(folders, tmp_path, case, match
     else:
         folder = _edited(folders["tiny-bert"], tmp_path, config=case)
     with pytest.raises(NotEquivalent, match=match):
-        load_native_tokenizer(folder)
+        _native(folder)
 
 
 def test_a_missing_special_token_would_be_added_by_transformers_so_it_is_refused(folders, tmp_path):
@@ -180,7 +185,7 @@ def test_a_missing_special_token_would_be_added_by_transformers_so_it_is_refused
         folders["tiny-bert"], tmp_path, tokenizer_json=lambda data: {**data, "added_tokens": data["added_tokens"][:-1]}
     )  # no [MASK]
     with pytest.raises(NotEquivalent, match="other special tokens"):
-        load_native_tokenizer(folder)
+        _native(folder)
 
 
 def test_an_mpnet_mask_token_without_its_lstrip_is_refused(folders, tmp_path):
@@ -190,7 +195,7 @@ def test_an_mpnet_mask_token_without_its_lstrip_is_refused(folders, tmp_path):
     special_map = json.loads(path.read_text())
     path.write_text(json.dumps({**special_map, "mask_token": {**special_map["mask_token"], "lstrip": False}}))
     with pytest.raises(NotEquivalent, match="not a plain special token"):
-        load_native_tokenizer(folder)
+        _native(folder)
 
 
 def _declared_mask_without_lstrip(folder: Path, tmp_path: Path) -> Path:
@@ -221,13 +226,13 @@ def test_roberta_folders_transformers_reads_otherwise_are_refused(folders, tmp_p
     else:
         folder = _edited(folders["roberta"], tmp_path, config=case)
     with pytest.raises(NotEquivalent, match=match):
-        load_native_tokenizer(folder)
+        _native(folder)
     text = "the cat <mask> loved the film"
     auto = AutoTokenizer.from_pretrained(str(folder))
     if case == "declared":  # the space before <mask>
-        assert auto(text)["input_ids"] != load_native_tokenizer(folders["roberta-legacy"])(text)["input_ids"]
+        assert auto(text)["input_ids"] != _native(folders["roberta-legacy"])(text)["input_ids"]
     elif case == {"add_prefix_space": True}:
-        assert auto(text)["input_ids"] != load_native_tokenizer(folders["roberta"])(text)["input_ids"]
+        assert auto(text)["input_ids"] != _native(folders["roberta"])(text)["input_ids"]
     else:  # the same ids, but the offsets (the word alignment) keep the space before each word
         offsets = auto("the cat loved", return_offsets_mapping=True)["offset_mapping"]
         assert offsets[2] == (3, 7)  # " cat", where tokenizer.json's trimmed offsets give (4, 7)
@@ -249,4 +254,4 @@ def test_roberta_hub_folders_it_cannot_be_sure_of_are_refused(folders, tmp_path,
         path = folder / "config.json"
         path.write_text(json.dumps({**json.loads(path.read_text()), **change}))
     with pytest.raises(NotEquivalent, match=match):
-        load_native_tokenizer(folder)
+        _native(folder)

@@ -147,7 +147,7 @@ def choose(
     if reason:
         return Choice(reason=reason)
     try:
-        tokenizer = load_native_tokenizer(folder)
+        tokenizer = load_native_tokenizer(folder, config["model_type"])
     except NotEquivalent as err:
         return Choice(reason=f"tokenizer: {err}")
     return Choice(tokenizer=tokenizer, weights=folder / "model.safetensors", model_type=config["model_type"])

@@ -198,8 +198,17 @@ def _check_added(file_json: dict, config: dict, specials: dict, vocab: dict, cla
         raise NotEquivalent("transformers would add other special tokens than tokenizer.json holds")
 
 
-def _component(tokenizer, part: str) -> dict | None:
-    return json.loads(tokenizer.to_str()).get(part)
+def _same_pipeline(file_json: dict, reference, built: str) -> None:
+    """tokenizer.json's model settings (its vocabulary and merges aside), normaliser, pre-tokenizer and
+    post-processor are those of ``reference``, the pipeline transformers' ``built`` class makes."""
+    expected = json.loads(reference.to_str())
+    own = ("vocab", "merges")
+    model = {key: value for key, value in (file_json.get("model") or {}).items() if key not in own}
+    if model != {key: value for key, value in expected["model"].items() if key not in own}:
+        raise NotEquivalent(f"tokenizer.json's model is not the {expected['model']['type']} {built} builds ({model})")
+    for part in ("normalizer", "pre_tokenizer", "post_processor"):
+        if file_json.get(part) != expected[part]:
+            raise NotEquivalent(f"tokenizer.json's {part} is not the one {built} builds from the config")
 
 
 def _check_wordpiece_pipeline(file_json: dict, config: dict, specials: dict, vocab: dict, mpnet: bool) -> None:
@@ -230,13 +239,7 @@ def _check_wordpiece_pipeline(file_json: dict, config: dict, specials: dict, voc
             pair=f"{cls}:0 $A:0 {sep}:0 $B:1 {sep}:1",
             special_tokens=[(cls, vocab.get(cls, 2)), (sep, vocab.get(sep, 3))],
         )
-    expected = json.loads(reference.to_str())
-    model = {key: value for key, value in (file_json.get("model") or {}).items() if key != "vocab"}
-    if model != {key: value for key, value in expected["model"].items() if key != "vocab"}:
-        raise NotEquivalent(f"tokenizer.json's model is not the WordPiece {built} builds ({model})")
-    for part in ("normalizer", "pre_tokenizer", "post_processor"):
-        if file_json.get(part) != expected[part]:
-            raise NotEquivalent(f"tokenizer.json's {part} is not the one {built} builds from the config")
+    _same_pipeline(file_json, reference, built)
 
 
 def _check_bpe_pipeline(file_json: dict, config: dict, specials: dict, vocab: dict) -> None:
@@ -255,32 +258,17 @@ def _check_bpe_pipeline(file_json: dict, config: dict, specials: dict, vocab: di
     )
     reference.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=prefix)
     reference.post_processor = processors.RobertaProcessing((sep, vocab[sep]), (cls, vocab[cls]), trim, prefix)
-    expected = json.loads(reference.to_str())
-    model = {key: value for key, value in (file_json.get("model") or {}).items() if key not in ("vocab", "merges")}
-    if model != {key: value for key, value in expected["model"].items() if key not in ("vocab", "merges")}:
-        raise NotEquivalent(f"tokenizer.json's model is not the BPE RobertaTokenizer builds ({model})")
-    for part in ("normalizer", "pre_tokenizer", "post_processor"):
-        if file_json.get(part) != expected[part]:
-            raise NotEquivalent(f"tokenizer.json's {part} is not the one RobertaTokenizer builds from the config")
+    _same_pipeline(file_json, reference, "RobertaTokenizer")
 
 
-def _roberta_hub_layout(folder: Path) -> bool:
-    """roberta-base's own files: no tokenizer_config.json, so ``AutoTokenizer`` takes ``RobertaTokenizer`` from
-    config.json's model_type, with its defaults."""
-    if (folder / "tokenizer_config.json").exists():
-        return False
-    try:
-        return json.loads((folder / "config.json").read_text(encoding="utf-8")).get("model_type") == "roberta"
-    except (OSError, ValueError, AttributeError):
-        return False
-
-
-def load_native_tokenizer(folder: Path) -> NativeTokenizer:
-    """The tokenizer of ``folder``; ``NotEquivalent`` where ``AutoTokenizer`` could tokenise otherwise."""
+def load_native_tokenizer(folder: Path, model_type: str) -> NativeTokenizer:
+    """The tokenizer of ``folder`` (whose config.json says ``model_type``); ``NotEquivalent`` where
+    ``AutoTokenizer`` could tokenise otherwise. roberta-base's own files have no tokenizer_config.json:
+    ``AutoTokenizer`` then takes ``RobertaTokenizer`` from the model_type, with its defaults."""
     from tokenizers import Tokenizer
 
     folder = Path(folder)
-    config = _read_json(folder / "tokenizer_config.json", required=not _roberta_hub_layout(folder))
+    config = _read_json(folder / "tokenizer_config.json", required=model_type != "roberta")
     special_map = _read_json(folder / "special_tokens_map.json", required=False)
     file_json = _read_json(folder / "tokenizer.json")
     class_name = config.get("tokenizer_class", "RobertaTokenizer" if not config else "BertTokenizer")
