@@ -16,6 +16,7 @@ import subprocess
 import sys
 import tarfile
 import zipfile
+from collections.abc import Iterator
 from email.parser import Parser
 from importlib.metadata import version
 from pathlib import Path
@@ -82,15 +83,22 @@ def dist(tmp_path_factory) -> dict[str, Path]:
     return {"sdist": out / f"featx-{_version()}.tar.gz", "wheel": out / f"featx-{_version()}-py3-none-any.whl"}
 
 
+# torch's CPU wheel unpacks to about 1.7 GB; pip needs room for the wheel beside it.
+VENV_DISK = 3 * 1024**3
+
+
 @pytest.fixture(scope="module")
-def venv(dist, tmp_path_factory) -> Path:
-    """A clean venv with torch and the wheel installed: its ``bin`` folder."""
+def venv(dist, tmp_path_factory) -> Iterator[Path]:
+    """A clean venv with torch and the wheel installed: its ``bin`` folder, removed after the module."""
     home = tmp_path_factory.mktemp("venv")
+    free = shutil.disk_usage(home).free
+    assert free >= VENV_DISK, f"{home}: {free / 1024**3:.1f} GB free; the clean venv needs 3 GB: free some disk"
     _run([sys.executable, "-m", "venv", str(home / "venv")], cwd=home)
     torch = os.environ.get("FEATX_DIST_TORCH", f"torch=={version('torch')}")
     python = str(home / "venv" / "bin" / "python")
     _run([python, "-m", "pip", "install", "-q", "--no-compile", torch, str(dist["wheel"])], cwd=home, timeout=600)
-    return home / "venv" / "bin"
+    yield home / "venv" / "bin"
+    shutil.rmtree(home / "venv", ignore_errors=True)
 
 
 def _wheel(dist, member: str | None = None) -> list[str] | str:
