@@ -14,8 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import InputError
-from .model_size import LLAMA_LIKE, ModelSize, model_size
+from .model_size import LLAMA_LIKE, ModelSize, model_size, row_limit
 
 CHARS_PER_TOKEN = 4.0  # English text in the vocabularies of current LLMs: about 4 characters per token
 MATMUL_SECONDS = 0.25
@@ -170,18 +169,12 @@ def count_tokens(folder: Path, texts: list[str], max_length: int, truncate: bool
 def model_max_length(folder: Path, size_config: dict, asked: int | None) -> int:
     """``--max-length``, checked against the model's positions (and the tokenizer's limit); else that maximum."""
     from .model_checks import read_json
-    from .model_size import position_limit
 
-    model_max = position_limit(size_config) or 10**6
+    limit = None
     if (folder / "tokenizer_config.json").is_file():
         tokenizer_config = read_json(folder / "tokenizer_config.json")
         limit = tokenizer_config.get("model_max_length") if isinstance(tokenizer_config, dict) else None
-        if isinstance(limit, (int, float)) and 1 < limit < model_max:
-            model_max = int(limit)
-    model_max = 512 if model_max >= 10**6 else model_max
-    if asked is not None and asked > model_max:
-        raise InputError(f"--max-length {asked} exceeds the model's maximum of {model_max}")
-    return asked or model_max
+    return row_limit(size_config, limit, asked)
 
 
 def truncation_notes(size: ModelSize, blocks: int, itemsize: int) -> list[str]:

@@ -20,6 +20,8 @@ also holds ``vocab x hidden`` output weights unless they are tied; featx does no
 
 ``position_limit``: how many tokens one row may hold, by the position table less the padding offset of the
 encoders whose positions start after the padding id (``POSITIONS_PAST_PADDING``: RoBERTa and its copies, MPNet).
+``row_limit``: the tokens a row holds in a run: that, the tokenizer's limit and ``--max-length`` together; the
+loaded model and the dry-run estimate both take it from here.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import ModelError
+from ..errors import InputError, ModelError
 
 LLAMA_LIKE = ("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2")
 BERT_LIKE = ("bert", "roberta", "xlm-roberta")
@@ -193,3 +195,28 @@ def position_limit(config) -> int | None:
     pad = FIXED_PADDING_ID.get(model_type, value("pad_token_id"))
     pad = pad if isinstance(pad, int) and not isinstance(pad, bool) and pad >= 0 else 1
     return max(positions - pad - 1, 1)
+
+
+NO_LIMIT = 10**6  # a tokenizer's or a config's "no limit" (transformers writes 1e30); 512 is assumed then
+
+
+def row_limit(config, tokenizer_limit: object, asked: int | None) -> int:
+    """The tokens one row may hold: ``asked`` (``--max-length``) where given, checked against the model's
+    maximum; else that maximum, the smaller of the tokenizer's ``model_max_length`` and ``position_limit``
+    (512 where neither names one)."""
+    model_max = position_limit(config) or NO_LIMIT
+    if isinstance(tokenizer_limit, (int, float)) and not isinstance(tokenizer_limit, bool) and tokenizer_limit > 1:
+        model_max = int(min(model_max, tokenizer_limit))
+    model_max = 512 if model_max >= NO_LIMIT else model_max
+    if asked is None:
+        return model_max
+    return checked_length(asked, model_max)
+
+
+def checked_length(asked: int, model_max: int) -> int:
+    """``--max-length`` ``asked``, refused where it leaves no room for the special tokens or passes ``model_max``."""
+    if asked < 2:
+        raise InputError(f"--max-length {asked} is too small", "use at least 2 (room for the special tokens)")
+    if asked > model_max:
+        raise InputError(f"--max-length {asked} exceeds the model's maximum of {model_max}")
+    return int(asked)

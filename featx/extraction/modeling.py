@@ -16,7 +16,7 @@ from . import model_checks
 from .devices import resolve_device, resolve_dtype, slow_precision
 from .fingerprints import weights_sha256_in_background
 from .model_files import DEFAULT_MODEL, default_model_path, weight_files
-from .model_size import position_limit
+from .model_size import checked_length, row_limit
 
 PICKLE_WEIGHTS = (
     "pytorch_model.bin",
@@ -198,7 +198,7 @@ def load_model(
         dtype=torch_dtype,
         n_layers=int(getattr(config, "num_hidden_layers", getattr(config, "n_layers", 0))) + 1,
         hidden_size=int(getattr(config, "hidden_size", getattr(config, "dim", 0))),
-        max_length=_max_length(config, tokenizer, max_length),
+        max_length=row_limit(config, getattr(tokenizer, "model_max_length", None), max_length),
         part=part,
         causal=is_causal(encoder, torch_device, getattr(config, "vocab_size", None)),
         implementation=select.NATIVE if choice.native else select.TRANSFORMERS,
@@ -340,32 +340,12 @@ def _load_network(
     return network, "encoder" if encoder_decoder else ""
 
 
-def _max_length(config, tokenizer, max_length: int | None) -> int:
-    model_max = min(
-        int(getattr(tokenizer, "model_max_length", 10**6) or 10**6),
-        position_limit(config) or 10**6,
-    )
-    if model_max >= 10**6:
-        model_max = 512
-    if max_length is not None:
-        if max_length < 2:
-            raise InputError(f"--max-length {max_length} is too small", "use at least 2 (room for the special tokens)")
-        if max_length > model_max:
-            raise InputError(f"--max-length {max_length} exceeds the model's maximum of {model_max}")
-        model_max = max_length
-    return model_max
-
-
 def with_max_length(loaded: LoadedModel, max_length: int | None) -> LoadedModel:
     """``loaded`` (loaded with its own maximum) run at ``max_length`` tokens a row, checked as at load time;
     the same network and tokenizer are shared."""
     if max_length is None or max_length == loaded.max_length:
         return loaded
-    if max_length < 2:
-        raise InputError(f"--max-length {max_length} is too small", "use at least 2 (room for the special tokens)")
-    if max_length > loaded.max_length:
-        raise InputError(f"--max-length {max_length} exceeds the model's maximum of {loaded.max_length}")
-    return replace(loaded, max_length=int(max_length))
+    return replace(loaded, max_length=checked_length(max_length, loaded.max_length))
 
 
 @torch.inference_mode()

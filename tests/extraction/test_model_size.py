@@ -1,5 +1,6 @@
 """``model_size.position_limit``: how many tokens a row may hold, with the padding offset of RoBERTa-style
-position embeddings (positions numbered from the padding id + 1)."""
+position embeddings (positions numbered from the padding id + 1); ``row_limit``: that with the tokenizer's limit
+and ``--max-length``, for the loaded model and the dry-run estimate alike."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from support.tiny import write_csv
 
 import featx
 from featx.errors import InputError
-from featx.extraction.model_size import position_limit
+from featx.extraction.model_size import position_limit, row_limit
 
 
 @pytest.mark.parametrize(
@@ -41,6 +42,36 @@ def test_position_limit_of_a_config_json(config, limit):
 def test_position_limit_of_a_config_object():
     config = SimpleNamespace(model_type="roberta", max_position_embeddings=514, pad_token_id=1)
     assert position_limit(config) == 512
+
+
+ROBERTA_66 = {"model_type": "roberta", "max_position_embeddings": 66, "pad_token_id": 1}
+
+
+@pytest.mark.parametrize(
+    "config, tokenizer_limit, limit",
+    [
+        (ROBERTA_66, None, 64),
+        (ROBERTA_66, int(1e30), 64),  # transformers' "no limit"
+        (ROBERTA_66, 32, 32),
+        (ROBERTA_66, 32.0, 32),
+        (ROBERTA_66, 1, 64),  # no room for the special tokens: not a limit anyone meant
+        (ROBERTA_66, True, 64),
+        (ROBERTA_66, "128", 64),
+        ({"model_type": "t5"}, None, 512),
+        ({"model_type": "t5"}, 1024, 1024),
+    ],
+)
+def test_row_limit_takes_the_smaller_of_tokenizer_and_positions(config, tokenizer_limit, limit):
+    assert row_limit(config, tokenizer_limit, None) == limit
+    assert row_limit(config, tokenizer_limit, limit) == limit
+
+
+def test_row_limit_refuses_a_max_length_outside_the_model():
+    assert row_limit(ROBERTA_66, None, 2) == 2
+    with pytest.raises(InputError, match="exceeds the model's maximum of 64"):
+        row_limit(ROBERTA_66, None, 65)
+    with pytest.raises(InputError, match="too small"):
+        row_limit(ROBERTA_66, None, 1)
 
 
 def without_tokenizer_limit(folder):
