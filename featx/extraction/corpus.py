@@ -89,10 +89,38 @@ def cut_long_texts(corpus: Corpus, max_length: int, window: bool) -> int:
     return len(rows)
 
 
-def _semicolon_hint(header: list[str]) -> str | None:
+# Column names of sentence-pair corpora (SICK, SNLI/MNLI, GLUE's pairs, QQP) and of one text per row, for the
+# hint when --text-col names no column; the file's own spelling is what the hint shows.
+PAIR_COLUMNS = (
+    ("sentence_a", "sentence_b"),
+    ("sentence1", "sentence2"),
+    ("sentence_1", "sentence_2"),
+    ("premise", "hypothesis"),
+    ("text_a", "text_b"),
+    ("text1", "text2"),
+    ("question1", "question2"),
+    ("question", "sentence"),
+    ("query", "passage"),
+)
+TEXT_COLUMNS = ("sentence", "review", "content", "document", "body", "tweet", "utterance", "question", "comment")
+
+
+def _text_col_hint(header: list[str]) -> str:
+    """What to pass when ``--text-col`` names no column: a semicolon-separated file, a known pair of text
+    columns, a known text column, or just the option."""
     if len(header) == 1 and header[0].count(";") >= 1:
         return "the header looks semicolon-separated; save the file as comma- or tab-separated (.csv/.tsv)"
-    return None
+    spelled = {name.lower(): name for name in header}
+    for first, second in PAIR_COLUMNS:
+        if first in spelled and second in spelled:
+            return (
+                f"sentence pairs? pass --text-col {spelled[first]} --text-pair-col {spelled[second]}; "
+                "for one text per row, --text-col NAME"
+            )
+    known = [spelled[name] for name in TEXT_COLUMNS if name in spelled]
+    if known:
+        return f"pass the right one with --text-col NAME (--text-col {known[0]}?)"
+    return "pass the right one with --text-col NAME"
 
 
 def file_sha256(path: Path) -> str:
@@ -119,7 +147,7 @@ def _check_header(
     if text_col not in header:
         raise InputError(
             f"{path} has no text column '{text_col}'; columns found: {', '.join(header)}",
-            _semicolon_hint(header) or "pass the right one with --text-col NAME",
+            _text_col_hint(header),
         )
     if pair_col is not None and pair_col not in header:
         raise InputError(
@@ -210,13 +238,26 @@ def _label_notes(labels: dict[str, LabelColumn]) -> list[str]:
                 f"{value!r} {count}" if value else f"empty {count}" for value, count in column.missing.items()
             )
             notes.append(f"label '{column.name}': {column.n_missing} row(s) missing ({counts})")
-        if column.looks_continuous:
+        if _looks_like_ids(column):
+            notes.append(
+                f"label '{column.name}' looks like row ids (a distinct whole number on every row): "
+                f"pass --id-col {column.name} to name the rows by it; as a label it means nothing to probe"
+            )
+        elif column.looks_continuous:
             notes.append(
                 f"label '{column.name}' looks continuous ({len(column.names)} distinct numbers): "
                 "featx probe will fit a regression probe to it (ridge, R²) by itself; "
                 "for classes instead, probe it with --task classification --bins N"
             )
     return notes
+
+
+def _looks_like_ids(column: LabelColumn) -> bool:
+    """A column named like an id (id, idx, pair_id, sentenceID...) holding a distinct whole number on every row."""
+    name = column.name.strip().lower()
+    named = name in ("id", "idx", "index") or name.endswith(("_id", "-id", " id")) or column.name.endswith("ID")
+    every_row_distinct = column.n_missing == 0 and len(column.names) == len(column.codes) > 1
+    return named and every_row_distinct and column.numeric and all(float(v).is_integer() for v in column.names)
 
 
 def _kept_columns(rows, header: list[str], names: tuple[str, ...], path: Path) -> dict[str, list[str]]:

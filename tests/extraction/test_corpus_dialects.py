@@ -118,3 +118,35 @@ def test_continuous_column_is_flagged_with_its_values(tmp_path):
     np.testing.assert_allclose(score.values(), [i / 40 for i in range(40)], atol=1e-3)
     note = "label 'score' looks continuous (40 distinct numbers): featx probe will fit a regression probe"
     assert any(text.startswith(note) and "--task classification --bins N" in text for text in corpus.notes)
+
+
+@pytest.mark.parametrize(
+    "header, hint",
+    [
+        ("pair_id,Sentence_A,Sentence_B,score", "--text-col Sentence_A --text-pair-col Sentence_B"),
+        ("premise,hypothesis,label", "--text-col premise --text-pair-col hypothesis"),
+        ("id,review,stars", "--text-col review?"),
+        ("a;b;c", "semicolon-separated"),
+        ("words,label", "pass the right one with --text-col NAME"),
+    ],
+)
+def test_a_missing_text_column_names_the_columns_to_pass(tmp_path, header, hint):
+    width = len(header.split(","))
+    with pytest.raises(InputError) as raised:
+        read_corpus(write(tmp_path, f"{header}\n" + ",".join(["x1"] * width) + "\n"))
+    assert hint in str(raised.value.hint) and "no text column 'text'" in str(raised.value)
+
+
+def test_an_id_column_is_named_as_ids_not_a_continuous_label(tmp_path):
+    lines = ["pair_id,text,score,rank"] + [f"{i + 7},t{i},{i / 40:.3f},{i + 7}" for i in range(40)]
+    corpus = read_corpus(write(tmp_path, "\n".join(lines) + "\n"))
+    ids = [note for note in corpus.notes if note.startswith("label 'pair_id'")]
+    assert ids == [
+        "label 'pair_id' looks like row ids (a distinct whole number on every row): "
+        "pass --id-col pair_id to name the rows by it; as a label it means nothing to probe"
+    ]
+    assert any(note.startswith("label 'score' looks continuous") for note in corpus.notes)
+    assert any(note.startswith("label 'rank' looks continuous") for note in corpus.notes)  # not named as an id
+    by_id = read_corpus(write(tmp_path, "\n".join(lines) + "\n", name="d.csv"), id_col="pair_id")
+    assert by_id.ids[:2] == ["7", "8"] and "pair_id" not in by_id.labels
+    assert not any("pair_id" in note for note in by_id.notes)
