@@ -30,7 +30,7 @@ from .app import echo, main, options
     click.option("--seed", type=int, default=0, show_default=True, help="Seed of the folds and heads."),
     click.option("--balanced", is_flag=True, help="Balanced class weights."),
     click.option("--overwrite", is_flag=True, help="Replace an existing bundle."),
-    click.option("--quiet", is_flag=True, help="Do not print a line per candidate scored."),
+    click.option("--quiet", "-q", is_flag=True, help="Do not print a line per candidate scored."),
     click.option("--jobs", type=int, default=None, help="Candidates scored side by side (default: one per core)."),
 )
 def fit(
@@ -70,10 +70,10 @@ def fit(
     ),
     click.option("--device", default="auto", show_default=True, help="auto, cpu, cuda, cuda:N or mps."),
     click.option("--overwrite", is_flag=True, help="Replace an existing predictions file."),
-    click.option("--no-progress", is_flag=True, help="No progress bar."),
+    click.option("--quiet", "-q", "--no-progress", is_flag=True, help="No progress bar (as extract -q)."),
 )
 def predict(bundle, corpus, output, text_col, text_pair_col, id_col, sep, encoding, label, top_k, threshold,
-            batch_rows, batch_size, device, overwrite, no_progress):  # fmt: skip
+            batch_rows, batch_size, device, overwrite, quiet):  # fmt: skip
     """Predict every row of CORPUS (a file, or - for stdin) with the probe in BUNDLE."""
     from ..deploy import PredictConfig
     from ..deploy import predict as run_predict
@@ -81,7 +81,7 @@ def predict(bundle, corpus, output, text_col, text_pair_col, id_col, sep, encodi
     config = PredictConfig(
         bundle=bundle, corpus=corpus, output=output, text_col=text_col, text_pair_col=text_pair_col, id_col=id_col,
         sep=sep, encoding=encoding, label=label, top_k=top_k, threshold=threshold, batch_rows=batch_rows,
-        batch_size=batch_size, device=device, overwrite=overwrite, progress=not no_progress,
+        batch_size=batch_size, device=device, overwrite=overwrite, progress=not quiet,
     )  # fmt: skip
     for line in run_predict(config).summary():
         echo(line)

@@ -130,3 +130,13 @@ def test_stdin_needs_an_output(fitted, lookup):
     result = CliRunner().invoke(main, ["predict", str(fitted.path), "-", "--no-progress"], input="text\nthe cat\n")
     assert result.exit_code == 2
     assert_one_clear_error(result.output, r"reading the corpus from stdin needs -o FILE")
+
+
+@pytest.mark.parametrize("quiet", ["-q", "--quiet", "--no-progress", None])
+def test_quiet_as_in_extract_leaves_out_the_progress_bar(fitted, split_features, tmp_path, lookup, quiet):
+    corpus = split_features.parent / "corpus.csv"
+    args = ["predict", str(fitted.path), str(corpus), "-o", str(tmp_path / "p.csv")] + ([quiet] if quiet else [])
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    assert ("predict:" in result.output) is (quiet is None)
+    assert "wrote" in result.output and len(pd.read_csv(tmp_path / "p.csv")) == len(deploy_rows())
