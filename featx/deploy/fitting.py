@@ -62,6 +62,11 @@ class FitResult:
                 f"test {metric}: {self.test['score']:.4f} [95% CI {self.test['low']:.4f}, {self.test['high']:.4f}] "
                 f"on {self.test['n']} test rows; {baseline}: {self.test['baseline']:.4f}"
             )
+            if "lexical" in self.test:
+                lines.append(
+                    f"lexical baseline (TF-IDF n-grams, fitted on the training rows): {self.test['lexical']:.4f} "
+                    f"[95% CI {self.test['lexical_low']:.4f}, {self.test['lexical_high']:.4f}] on the same rows"
+                )
         else:
             lines.append("no test split: the cross-validated score is the estimate")
         if self.path is not None:
@@ -69,26 +74,56 @@ class FitResult:
         return self.notes + lines
 
 
-def _test_score(plan: FitPlan, head: Any, X_test: Any) -> dict:
-    """The test rows' metric of ``head`` with a 95% bootstrap interval, and the baseline's."""
-    config, y_test, y_train = plan.config, plan.y[plan.test], plan.y[plan.train]
-    predicted = head.predict_codes(X_test)
+def _scored(plan: FitPlan, predicted: np.ndarray) -> tuple[float, float, float]:
+    """The test rows' metric of ``predicted`` (codes or values) with its 95% bootstrap interval."""
+    config, y_test = plan.config, plan.y[plan.test]
     if plan.classes is None:
         low, high = rm.bootstrap(y_test, predicted, int(config.n_bootstrap), int(config.seed))[plan.metric]
+        return score_of(plan.metric, y_test, predicted, None), float(low), float(high)
+    k = len(plan.classes)
+    low, high = ev.bootstrap_intervals(y_test, predicted, k, int(config.n_bootstrap), int(config.seed))[plan.metric]
+    return score_of(plan.metric, y_test, predicted, k), float(low), float(high)
+
+
+def _test_score(plan: FitPlan, head: Any, X_test: Any) -> dict:
+    """The test rows' metric of ``head`` with a 95% bootstrap interval, the baseline's, and the lexical
+    baseline's with its interval (``lexical``, ``lexical_low``, ``lexical_high``; absent where the file
+    stores no texts: a note says so)."""
+    y_test, y_train = plan.y[plan.test], plan.y[plan.train]
+    score, low, high = _scored(plan, head.predict_codes(X_test))
+    if plan.classes is None:
         baseline = np.full(len(y_test), float(np.mean(y_train)))
         k = None
     else:
         k = len(plan.classes)
-        bounds = ev.bootstrap_intervals(y_test, predicted, k, int(config.n_bootstrap), int(config.seed))
-        low, high = bounds[plan.metric]
         baseline = np.full(len(y_test), int(np.argmax(np.bincount(y_train, minlength=k))))
-    return {
-        "score": score_of(plan.metric, y_test, predicted, k),
-        "low": float(low),
-        "high": float(high),
+    test = {
+        "score": score,
+        "low": low,
+        "high": high,
         "baseline": score_of(plan.metric, y_test, baseline, k),
         "n": int(len(y_test)),
     }
+    lexical = _lexical(plan)
+    if lexical is not None:
+        test["lexical"], test["lexical_low"], test["lexical_high"] = _scored(plan, lexical)
+    return test
+
+
+def _lexical(plan: FitPlan) -> np.ndarray | None:
+    """The lexical baseline's test predictions, fitted on the training rows only (as in ``featx probe``)."""
+    from ..probing import lexical_predictions
+
+    config = plan.config
+    options = {
+        "classes": plan.classes is not None,
+        "cs": tuple(config.cs),
+        "alphas": tuple(config.alphas),
+        "balanced": bool(config.balanced),
+        "seed": int(config.seed),
+    }
+    with FeatureFile(plan.path) as features:
+        return lexical_predictions(features, plan.rows, plan.y, plan.train, plan.test, options, plan.notes)
 
 
 def _options(plan: FitPlan) -> dict:

@@ -24,6 +24,7 @@ _HOMES = {
     "load_results": "results",
     "results_paths": "results",
     "ProbeTask": "tasks.base",
+    "lexical_predictions": "tasks.lexical",
 }
 
 __all__ = sorted(_HOMES)

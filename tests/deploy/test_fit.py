@@ -163,3 +163,29 @@ def test_candidates_scored_side_by_side_give_the_same_choice_and_scores(split_fe
     assert [(c.spec.name, c.pooling, c.fold_scores) for c in one.candidates] == [
         (c.spec.name, c.pooling, c.fold_scores) for c in two.candidates
     ]
+
+
+def test_the_lexical_baseline_stands_beside_the_test_score(fitted, split_features):
+    # the same rows, fold and C rule as featx probe's lexical row (this file has no dev part): the same score
+    probed = featx.probe(split_features, label="label", layers="0", poolings="mean", write=False, jobs=1)
+    lexical = probed.table[probed.table.kind == "lexical"].iloc[0]
+    assert fitted.test["lexical"] == pytest.approx(lexical.accuracy, abs=1e-12)
+    assert fitted.test["lexical_low"] <= fitted.test["lexical"] <= fitted.test["lexical_high"]
+    line = next(line for line in fitted.summary() if line.startswith("lexical baseline"))
+    assert line == (
+        f"lexical baseline (TF-IDF n-grams, fitted on the training rows): {fitted.test['lexical']:.4f} "
+        f"[95% CI {fitted.test['lexical_low']:.4f}, {fitted.test['lexical_high']:.4f}] on the same rows"
+    )
+    assert featx.load(fitted.path).info["selection"]["test"]["lexical"] == pytest.approx(lexical.accuracy)
+
+
+def test_a_file_without_texts_fits_without_the_lexical_baseline_and_says_so(split_features, tmp_path):
+    import shutil
+
+    path = tmp_path / "blank.h5"
+    shutil.copy(split_features, path)
+    with h5py.File(path, "r+") as file:
+        file["rows/text"][...] = [""] * len(file["rows/text"])
+    result = featx.fit(path, label="label", layer="0", pooling="mean", write=False, folds=3)
+    assert "lexical" not in result.test and "no texts stored: no lexical baseline" in result.notes
+    assert not any(line.startswith("lexical baseline") for line in result.summary())

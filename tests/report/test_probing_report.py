@@ -20,3 +20,38 @@ def test_many_classes_are_summarised():
     frame = frame.assign(is_best=frame["is_best"].astype(bool))
     header = format_table(frame, {**meta, "class_counts": counts, "n_labelled": 10476}).splitlines()[1]
     assert header.startswith("label 'sentiment': 10476 rows (77 classes") and len(header) < 200
+
+
+def _lexical_against(accuracy: float, p: float, significant: bool) -> str:
+    import pandas as pd
+
+    from featx.report.text.probe import versus_best
+
+    table = pd.DataFrame(
+        {
+            "kind": ["single", "single"],
+            "features": ["main", "main"],
+            "pooling": ["mean", "mean"],
+            "layer_spec": ["3", "5"],
+            "classifier": ["logreg", "logreg"],
+            "is_best": [False, True],
+            "selection_score": [0.80, 0.82],
+            "accuracy": [0.798, 0.787],
+        }
+    )
+    row = pd.Series({"accuracy": accuracy, "p_vs_best": p, "significant_vs_best": significant})
+    return versus_best(row, table, "accuracy")
+
+
+def test_the_lexical_line_says_which_side_the_test_found():
+    # against the layer chosen on the training rows (mean 5, test accuracy 0.787), not the test-best layer 3
+    ahead = _lexical_against(0.812, 0.0004, True)
+    assert ahead == (
+        "vs the best layer (mean 5, logreg) p=<.001! (paired on accuracy, one test): "
+        "the baseline is ahead of the layer by 0.025"
+    )
+    assert _lexical_against(0.700, 0.01, True).endswith(": the baseline is behind the layer by 0.087")
+    assert _lexical_against(0.790, 0.4, False).endswith(
+        "p=0.400 (paired on accuracy, one test): no difference shown (+0.003)"
+    )
+    assert _lexical_against(float("nan"), float("nan"), False).endswith("p=- (paired on accuracy, one test)")

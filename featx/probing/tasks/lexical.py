@@ -172,6 +172,26 @@ def regress_fold(texts: LexicalTexts, y, train, test, dev, alphas, seed: int) ->
     return RegressionFold(model.predict(transform(test)), alpha, time.perf_counter() - started)
 
 
+def lexical_predictions(
+    features: FeatureFile, rows: np.ndarray, y, train: np.ndarray, test: np.ndarray, options: dict, notes: list[str]
+) -> np.ndarray | None:
+    """The lexical baseline's predictions of the ``test`` positions of ``rows`` (stored rows), fitted on the
+    ``train`` positions only, C or alpha chosen there by the probes' rule: the reference ``featx fit`` prints
+    beside its test score. ``options``: ``classes`` (bool), ``cs``, ``alphas``, ``balanced``, ``seed``. None,
+    with a note, where the file stores no texts or the training texts share no n-gram."""
+    texts = read_texts(features, rows, True, notes)
+    if texts is None:
+        return None
+    seed, balanced = int(options["seed"]), bool(options["balanced"])
+    try:
+        if options["classes"]:
+            return classify_fold(texts, y, train, test, None, options["cs"], balanced, seed).predictions
+        return regress_fold(texts, y, train, test, None, options["alphas"], seed).predictions
+    except ValueError as error:  # e.g. an empty vocabulary: no n-gram in 2 training texts
+        _skipped(error, notes)
+        return None
+
+
 def _skipped(error: ValueError, notes: list[str]) -> None:
     notes.append(f"no lexical baseline: {error}")
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+import numpy as np
 import pandas as pd
 
 from .format import count, general, grid, missing, num, p_value, row_interval
@@ -93,7 +96,19 @@ def versus_best(row, table: pd.DataFrame, metric: str) -> str:
     best = singles.loc[singles[metric].idxmax()]
     where = f"{best.pooling} {best.layer_spec}, {best.classifier}"
     tested = f"paired on {test_metric}, one test" if test_metric else "paired, one test"
-    return f"vs the best layer ({where}) p={p_value(row.p_vs_best, row.significant_vs_best)} ({tested})"
+    verdict = _verdict(getattr(row, test_metric, None), best.get(test_metric), row.significant_vs_best)
+    return f"vs the best layer ({where}) p={p_value(row.p_vs_best, row.significant_vs_best)} ({tested}){verdict}"
+
+
+def _verdict(baseline: Any, layer: Any, significant: Any) -> str:
+    """What the test says in words: the baseline ahead of or behind the layer, or no difference shown."""
+    if missing(baseline) or missing(layer):
+        return ""
+    gap = float(baseline) - float(layer)
+    if isinstance(significant, (bool, np.bool_)) and significant:
+        side = "ahead of" if gap > 0 else "behind"
+        return f": the baseline is {side} the layer by {abs(gap):.3f}"
+    return f": no difference shown ({gap:+.3f})"
 
 
 def block_title(features: str, site: str, classifier: str, meta: dict) -> str:
