@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from .errors import InputError
 
 POOLINGS = ("cls", "mean", "max", "last", "pooler")
+WORD_POOLINGS = ("first", "last", "mean")  # which subword(s) of a word make its vector (word inputs)
 
 
 @dataclass(frozen=True)

@@ -36,7 +36,10 @@ from .app import echo, main, options
 def fit(
     features, label, layer, pooling, classifier, metric, output, task, folds, seed, balanced, overwrite, quiet, jobs
 ):
-    """Fit a probe on FEATURES and save it as a bundle folder (model.featx)."""
+    """Fit a probe on FEATURES and save it as a bundle folder (model.featx).
+
+    A word label (upos, deprel... of a CoNLL-U extraction) gives a word probe: one layer and word pooling
+    (first, last, mean), chosen with a sentence's words always in one fold."""
     from ..deploy import FitConfig
     from ..deploy import fit as run_fit
 
@@ -71,17 +74,28 @@ def fit(
     click.option("--device", default="auto", show_default=True, help="auto, cpu, cuda, cuda:N or mps."),
     click.option("--overwrite", is_flag=True, help="Replace an existing predictions file."),
     click.option("--quiet", "-q", "--no-progress", is_flag=True, help="No progress bar (as extract -q)."),
+    click.option(
+        "--word-format",
+        default=None,
+        help="Word probes: conllu, columns or jsonl (default: from the file, as extract; a table of texts is split "
+        "on whitespace).",
+    ),
+    click.option("--columns", default=None, help="Word probes, column files: the fields of a line, e.g. form,upos."),
 )
 def predict(bundle, corpus, output, text_col, text_pair_col, id_col, sep, encoding, label, top_k, threshold,
-            batch_rows, batch_size, device, overwrite, quiet):  # fmt: skip
-    """Predict every row of CORPUS (a file, or - for stdin) with the probe in BUNDLE."""
+            batch_rows, batch_size, device, overwrite, quiet, word_format, columns):  # fmt: skip
+    """Predict every row of CORPUS (a file, or - for stdin) with the probe in BUNDLE.
+
+    A word probe (fitted on a word label such as upos) predicts every word: of a CoNLL-U, column or JSON Lines
+    file of tokens, or of each text split on whitespace; one output line per word (id, word, form)."""
     from ..deploy import PredictConfig
     from ..deploy import predict as run_predict
 
     config = PredictConfig(
         bundle=bundle, corpus=corpus, output=output, text_col=text_col, text_pair_col=text_pair_col, id_col=id_col,
         sep=sep, encoding=encoding, label=label, top_k=top_k, threshold=threshold, batch_rows=batch_rows,
-        batch_size=batch_size, device=device, overwrite=overwrite, progress=not quiet,
+        batch_size=batch_size, device=device, overwrite=overwrite, progress=not quiet, word_format=word_format,
+        columns=columns,
     )  # fmt: skip
     for line in run_predict(config).summary():
         echo(line)

@@ -1,5 +1,6 @@
 """Deployed probes: ``fit`` (a probe trained on a features file, its layer and pooling chosen on the training
-rows), the bundle it is saved as (``load``), and ``predict`` over a corpus.
+rows; of a sentence label, or of a word label with folds by sentence), the bundle it is saved as (``load``),
+and ``predict`` over a corpus (a word probe: over every word of its sentences).
 
 Modules: ``config`` (``FitConfig``, ``PredictConfig``), ``plan`` (``FitPlan``), ``choose`` (the cross-validated
 choice), ``head`` (``Head``, the fitted arrays), ``features`` (what a head reads), ``probe`` (``Probe``),

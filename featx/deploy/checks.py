@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
-from ..selection import POOLINGS, LayerSpec
+from ..selection import POOLINGS, WORD_POOLINGS, LayerSpec
 from .config import HEADS
 from .head import ARRAYS, KIND_OF
 
@@ -122,12 +122,25 @@ def _check_fields(manifest: dict, folder: Path) -> None:
         raise _bad(folder, "a regression bundle lists class names")
     if not _is_whole(manifest.get("n_features"), 1, MAX_FEATURES):
         raise _bad(folder, f"n_features {manifest.get('n_features')!r} is not a whole number in 1..{MAX_FEATURES:,}")
+    if not isinstance(manifest.get("extraction"), dict):
+        raise _bad(folder, "its extraction settings are missing")
+    spec = layer_spec(manifest, folder)
+    if manifest.get("level", "sentence") == "word":
+        _check_word_fields(manifest, spec, folder)
+        return
+    if manifest.get("level", "sentence") != "sentence":
+        raise _bad(folder, f"unknown level {manifest.get('level')!r} (sentence or word)")
     pooling = manifest.get("pooling")
     if not isinstance(pooling, str) or not (pooling in POOLINGS or pooling.startswith(("mean_", "cls_", "span"))):
         raise _bad(folder, f"unknown pooling {pooling!r}")
-    if not isinstance(manifest.get("extraction"), dict):
-        raise _bad(folder, "its extraction settings are missing")
-    layer_spec(manifest, folder)
+
+
+def _check_word_fields(manifest: dict, spec: LayerSpec, folder: Path) -> None:
+    """A word probe: classes, one layer, a word pooling (the subword(s) that make a word's vector)."""
+    if manifest.get("pooling") not in WORD_POOLINGS:
+        raise _bad(folder, f"unknown word pooling {manifest.get('pooling')!r} ({', '.join(WORD_POOLINGS)})")
+    if spec.kind != "single" or manifest.get("task") != "classification":
+        raise _bad(folder, "a word probe reads one layer and predicts classes")
 
 
 def layer_spec(manifest: dict, folder: Path | None = None) -> LayerSpec:

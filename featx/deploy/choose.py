@@ -39,10 +39,15 @@ def score_of(metric: str, y_true: np.ndarray, predicted: np.ndarray, n_classes: 
     return float(ev.metrics_from_confusion(cm)[metric])
 
 
-def cv_folds(y: np.ndarray, n_classes: int | None, folds: int, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
-    """k folds over the training rows (positions 0..n-1): stratified for classes, fewer when a class is small."""
+def cv_folds(
+    y: np.ndarray, n_classes: int | None, folds: int, seed: int, groups: np.ndarray | None = None
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """k folds over the training rows (positions 0..n-1): stratified for classes, fewer when a class is small;
+    with ``groups`` (the sentence of each word) every group in one fold, stratified as far as groups allow."""
     from sklearn.model_selection import KFold, StratifiedKFold
 
+    if groups is not None:
+        return _group_folds(y, groups, folds, seed)
     if n_classes is None:
         return list(KFold(n_splits=folds, shuffle=True, random_state=seed).split(np.zeros(len(y))))
     counts = np.bincount(y, minlength=n_classes)
@@ -55,6 +60,24 @@ def cv_folds(y: np.ndarray, n_classes: int | None, folds: int, seed: int) -> lis
     k = min(folds, smallest)
     splitter = StratifiedKFold(n_splits=k, shuffle=True, random_state=seed)
     return list(splitter.split(np.zeros(len(y)), y))
+
+
+def _group_folds(y: np.ndarray, groups: np.ndarray, folds: int, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Stratified group k-fold: a class rarer than k items cannot be in every fold, and need not be."""
+    import warnings
+
+    from sklearn.model_selection import StratifiedGroupKFold
+
+    n_groups = len(np.unique(groups))
+    if n_groups < 2:
+        raise InputError(
+            "the training words come from a single sentence: the layer and pooling cannot be cross-validated",
+            "give more training sentences, or --layer K and --pooling P to fit without choosing",
+        )
+    splitter = StratifiedGroupKFold(n_splits=min(folds, n_groups), shuffle=True, random_state=seed)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="The least populated class")
+        return list(splitter.split(np.zeros(len(y)), y, groups))
 
 
 def take(X, rows: np.ndarray):
@@ -91,14 +114,15 @@ def score_candidate(path, spec: LayerSpec, pooling: str, rows: np.ndarray, y, cl
     from ..probing.inputs import JOB_THREADS
     from ..probing.tasks.classification_jobs import torch_threads
     from ..store import FeatureFile
-    from .features import stored_matrix
+    from .features import stored_matrix, stored_word_matrix
 
     def fit_head(X_part, y_part):
         return fit_any(options["classifier"], X_part, y_part, classes, options)
 
+    read = stored_word_matrix if options.get("level") == "word" else stored_matrix
     with threadpool_limits(limits=JOB_THREADS), torch_threads(JOB_THREADS, options["classifier"] == "mlp"):
         with FeatureFile(path) as features:
-            X = stored_matrix(features, spec, pooling, rows)
+            X = read(features, spec, pooling, rows)
         return cross_validate(X, y, classes, splits, metric, fit_head)
 
 
@@ -111,13 +135,16 @@ def choose(
     metric: str,
     options: dict,
     report: Callable[[str], None] | None = None,
+    groups: np.ndarray | None = None,
 ) -> list[Candidate]:
     """Every candidate's cross-validated score on the training rows, best first. ``rows`` are the stored
-    rows of the training part (the only ones read), ``y`` their targets; ``options`` are ``fit_head``'s
+    rows (or words, ``options["level"]`` "word") of the training part (the only ones read), ``y`` their
+    targets, ``groups`` their sentences (words: folds keep a sentence whole); ``options`` are ``fit_head``'s
     keywords, ``folds``, ``seed`` and ``jobs`` (candidates scored side by side, one process each)."""
     from ..probing.inputs import job_workers, run_jobs
 
-    splits = cv_folds(y, None if classes is None else len(classes), options["folds"], options["seed"])
+    n_classes = None if classes is None else len(classes)
+    splits = cv_folds(y, n_classes, options["folds"], options["seed"], groups)
     jobs = [(path, spec, pooling, rows, y, classes, splits, metric, options) for spec, pooling in candidates]
     workers = job_workers(options.get("jobs"), len(jobs))
     # one worker: each candidate scored (and reported) in turn; several: side by side, reported at the end

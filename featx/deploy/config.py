@@ -107,6 +107,8 @@ class PredictConfig(Options):
     device: str = "auto"
     overwrite: bool = False
     progress: bool = True
+    word_format: str | None = None  # word probes: conllu, columns or jsonl (default: from the file, as extract)
+    columns: str | None = None  # word probes, column files: the fields of a line, e.g. form,upos
 
     CONSTRAINTS: ClassVar[tuple[Check, ...]] = (
         whole("top_k", "--top-k", minimum=1, optional=True),

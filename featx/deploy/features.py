@@ -25,6 +25,13 @@ def stored_matrix(features: FeatureFile, spec: LayerSpec, pooling: str, rows: np
     return blocks[0] if len(blocks) == 1 else np.concatenate(blocks, axis=1)
 
 
+def stored_word_matrix(features: FeatureFile, spec: LayerSpec, pooling: str, words: np.ndarray | None = None) -> Any:
+    """The stored word vectors of one layer and word pooling (first, last, mean): all words, or ``words``."""
+    (layer,) = spec.layers
+    matrix = features.word_features(pooling, layer)
+    return matrix if words is None else np.ascontiguousarray(matrix[words])
+
+
 def embedded_matrix(embeddings: Any, layers: tuple[int, ...], kind: str, pooling: str, pair_mode: str | None) -> Any:
     """The same matrix from an ``Embeddings`` of ``featx.extraction.embed``: side a and side b of a separate-mode
     pair become ``[u, v, |u - v|, u * v]`` as in the features file."""
@@ -40,4 +47,4 @@ def embedded_matrix(embeddings: Any, layers: tuple[int, ...], kind: str, pooling
     return blocks[0] if len(blocks) == 1 else np.concatenate(blocks, axis=1)
 
 
-__all__ = ["embedded_matrix", "stored_matrix"]
+__all__ = ["embedded_matrix", "stored_matrix", "stored_word_matrix"]

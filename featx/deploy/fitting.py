@@ -23,9 +23,12 @@ from ..store import FeatureFile
 from .bundle import write_bundle
 from .choose import Candidate, choose, fit_any, score_of, take
 from .config import FitConfig
-from .features import stored_matrix
+from .features import stored_matrix, stored_word_matrix
 from .plan import FitPlan, resolve_fit
 from .probe import Probe
+
+# What the lexical baseline is, by the label's level: words alone, as featx probe computes them.
+LEXICAL_NAMES = {"sentence": "TF-IDF n-grams", "word": "most frequent class of each word type"}
 
 
 @dataclass
@@ -40,6 +43,23 @@ class FitResult:
     test: dict | None  # {"score", "low", "high", "baseline", "n"} on the test split; None without one
     notes: list[str] = field(default_factory=list)
 
+    def _test_lines(self) -> list[str]:
+        """The test score beside the majority class (training mean) and the lexical baseline."""
+        test, probe, metric = self.test or {}, self.probe, self.metric
+        items = "words" if probe.info.get("level") == "word" else "rows"
+        baseline = "majority class" if probe.classes is not None else "training mean"
+        lines = [
+            f"test {metric}: {test['score']:.4f} [95% CI {test['low']:.4f}, {test['high']:.4f}] "
+            f"on {test['n']} test {items}; {baseline}: {test['baseline']:.4f}"
+        ]
+        if "lexical" in test:
+            what = LEXICAL_NAMES[str(probe.info.get("level", "sentence"))]
+            lines.append(
+                f"lexical baseline ({what}, fitted on the training {items}): {test['lexical']:.4f} "
+                f"[95% CI {test['lexical_low']:.4f}, {test['lexical_high']:.4f}] on the same {items}"
+            )
+        return lines
+
     @property
     def chosen(self) -> Candidate:
         """The chosen candidate (layer spec, pooling and cross-validated score)."""
@@ -50,23 +70,18 @@ class FitResult:
         best, probe, metric = self.chosen, self.probe, self.metric
         cv = f"{best.score:.4f}" if np.isfinite(best.score) else "undefined"
         strength = "alpha" if probe.head.classifier == "ridge" else "C"
+        word = probe.info.get("level") == "word"
+        items = "words, a sentence's words in one fold" if word else "rows"
         lines = [
-            f"label '{probe.label}' ({probe.task}{'' if probe.classes is None else f', {len(probe.classes)} classes'})",
+            f"{'word ' if word else ''}label '{probe.label}' "
+            f"({probe.task}{'' if probe.classes is None else f', {len(probe.classes)} classes'})",
             f"chosen: layer {best.spec.name}, pooling {best.pooling}, {probe.head.classifier} "
-            f"({strength} {probe.head.C:g}), of {len(self.candidates)} candidate(s) by {metric} on the training rows",
-            f"cross-validated {metric} (training rows): {cv}",
+            f"({strength} {probe.head.C:g}), of {len(self.candidates)} candidate(s) by {metric} on the training "
+            f"{'words' if word else 'rows'}",
+            f"cross-validated {metric} (training {items}): {cv}",
         ]
         if self.test is not None:
-            baseline = "majority class" if probe.classes is not None else "training mean"
-            lines.append(
-                f"test {metric}: {self.test['score']:.4f} [95% CI {self.test['low']:.4f}, {self.test['high']:.4f}] "
-                f"on {self.test['n']} test rows; {baseline}: {self.test['baseline']:.4f}"
-            )
-            if "lexical" in self.test:
-                lines.append(
-                    f"lexical baseline (TF-IDF n-grams, fitted on the training rows): {self.test['lexical']:.4f} "
-                    f"[95% CI {self.test['lexical_low']:.4f}, {self.test['lexical_high']:.4f}] on the same rows"
-                )
+            lines += self._test_lines()
         else:
             lines.append("no test split: the cross-validated score is the estimate")
         if self.path is not None:
@@ -111,9 +126,16 @@ def _test_score(plan: FitPlan, head: Any, X_test: Any) -> dict:
 
 
 def _lexical(plan: FitPlan) -> np.ndarray | None:
-    """The lexical baseline's test predictions, fitted on the training rows only (as in ``featx probe``)."""
-    from ..probing import lexical_predictions
+    """The lexical baseline's test predictions, fitted on the training rows only (as in ``featx probe``):
+    TF-IDF n-grams for a sentence label, the most frequent class of each word type for a word label."""
+    from ..probing import lexical_predictions, per_type_predictions
 
+    if plan.level == "word":
+        assert plan.classes is not None
+        with FeatureFile(plan.path) as features:
+            forms = features.word_forms()
+        keys = np.array([str(forms[int(word)]).lower() for word in plan.rows], dtype=object).astype(str)
+        return per_type_predictions(keys, plan.y, plan.train, plan.test, len(plan.classes))
     config = plan.config
     options = {
         "classes": plan.classes is not None,
@@ -137,12 +159,14 @@ def _options(plan: FitPlan) -> dict:
         "alphas": tuple(config.alphas),
         "balanced": bool(config.balanced),
         "jobs": config.jobs,
+        "level": plan.level,
     }
 
 
 def _selection(plan: FitPlan, report: Callable[[str], None] | None) -> list[Candidate]:
     rows, y = plan.rows[plan.train], plan.y[plan.train]
-    return choose(plan.path, plan.candidates, rows, y, plan.classes, plan.metric, _options(plan), report)
+    groups = None if plan.groups is None else plan.groups[plan.train]
+    return choose(plan.path, plan.candidates, rows, y, plan.classes, plan.metric, _options(plan), report, groups)
 
 
 def fit(config: FitConfig | str | Path | None = None, report: Callable[[str], None] | None = None, **options: Any):
@@ -159,8 +183,9 @@ def fit(config: FitConfig | str | Path | None = None, report: Callable[[str], No
         raise InputError(f"{plan.output} already exists", "pass --overwrite to replace it, or choose another -o path")
     candidates = _selection(plan, report)
     best, opts = candidates[0], _options(plan)
+    read = stored_word_matrix if plan.level == "word" else stored_matrix
     with FeatureFile(plan.path) as features:
-        X = stored_matrix(features, best.spec, best.pooling, plan.rows)
+        X = read(features, best.spec, best.pooling, plan.rows)
     with threadpool_limits(limits=JOB_THREADS):  # small products: extra BLAS threads mostly spin
         head = fit_any(opts["classifier"], take(X, plan.train), plan.y[plan.train], plan.classes, opts)
     test = _test_score(plan, head, take(X, plan.test)) if len(plan.test) else None
@@ -190,9 +215,11 @@ def _info(plan: FitPlan, candidates: list[Candidate], test: dict | None) -> dict
 
     return {
         "label": plan.label,
+        "level": plan.level,
         "selection": {
             "metric": plan.metric,
-            "on": "cross-validation over the training rows",
+            "on": "cross-validation over the training rows"
+            + (" (words; a sentence's words in one fold)" if plan.level == "word" else ""),
             "folds": int(plan.config.folds),
             "seed": int(plan.config.seed),
             "n_train": int(len(plan.train)),

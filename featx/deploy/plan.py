@@ -63,6 +63,8 @@ class FitPlan:
     extraction: dict
     layers: list[int]  # the stored layers (the layer count the model had)
     notes: list[str] = field(default_factory=list)
+    level: str = "sentence"  # or "word": ``rows`` are then stored words, ``pooling`` a word pooling
+    groups: np.ndarray | None = None  # word level: each item's sentence (folds never split a sentence)
 
     @property
     def is_classification(self) -> bool:
@@ -152,16 +154,74 @@ def _candidates(features: FeatureFile, config: FitConfig) -> list[tuple[LayerSpe
     return [(spec, pooling) for spec in specs for pooling in poolings]
 
 
+def _wants_words(features: FeatureFile, config: FitConfig) -> bool:
+    """A word label asked for (a word label column that is no sentence label), or a file of word labels only."""
+    if not getattr(features, "has_words", False):
+        return False
+    if config.label is not None:
+        return config.label in features.word_label_columns() and config.label not in features.label_columns
+    return not features.label_columns
+
+
+def _word_label(features: FeatureFile, config: FitConfig, notes: list[str]) -> str:
+    columns = features.word_label_columns()
+    if config.label is not None:
+        return config.label
+    if not columns:
+        raise InputError(f"{features.path} has no label columns, of sentences or of words", "extract labelled data")
+    label = "upos" if "upos" in columns else columns[0]
+    notes.append(f"no --label: fitting the word label '{label}' (word labels: {', '.join(columns)})")
+    return label
+
+
+def _word_candidates(features: FeatureFile, config: FitConfig) -> list[tuple[LayerSpec, str]]:
+    specs = parse_layer_specs("all" if config.layer.strip().lower() == "auto" else config.layer, features.layers)
+    if any(spec.kind != "single" for spec in specs):
+        raise InputError(
+            f"--layer {config.layer}: a word probe reads one layer at a time",
+            "give --layer K (or auto, every stored layer, one at a time)",
+        )
+    stored = tuple(features.word_poolings())
+    return [(spec, pooling) for spec in specs for pooling in parse_poolings(_auto(config.pooling), stored)]
+
+
+def _auto(spec: str) -> str:
+    return "all" if spec.strip().lower() == "auto" else spec
+
+
+def _check_word_options(config: FitConfig, label: str) -> None:
+    if config.task == "regression" or config.classifier == "ridge":
+        raise InputError(
+            f"'{label}' is a word label, and featx fit learns word labels as classes",
+            "use --classifier logreg, svm or mlp, and leave --task out",
+        )
+
+
+def _resolve_words(config: FitConfig, path: Path, features: FeatureFile, notes: list[str]) -> FitPlan:
+    """The plan of a word label: every labelled word an item, grouped by its sentence; the sentences' split."""
+    label = _word_label(features, config, notes)
+    _check_word_options(config, label)
+    codes = features.word_labels(label)
+    rows = np.flatnonzero(codes >= 0)
+    groups = features.word_sentence()[rows]
+    train, test = _split(features, groups)
+    names = features.word_label_names(label)
+    y, classes = _classes_of_training(codes[rows].astype(np.int64), train, test, names, label)
+    candidates = _word_candidates(features, config)
+    return FitPlan(
+        config, Path(path), _output(config, Path(path)), label, "classification", classes, rows, y, train, test,
+        candidates, _metric(config, "classification"), features.fingerprint, _extraction(features),
+        list(features.layers), notes, level="word", groups=groups,
+    )  # fmt: skip
+
+
 def resolve_fit(config: FitConfig) -> FitPlan:
     """Open the features file once and decide the run (every input check before any fitting)."""
     path, using_last = given_or_last(config.features, "features")
     notes = [using_last] if using_last else []
     with FeatureFile(path) as features:
-        if getattr(features, "has_words", False) and not features.label_columns:
-            raise InputError(
-                f"{path} holds word-level labels only; featx fit learns sentence labels",
-                "extract a corpus with a sentence label column",
-            )
+        if _wants_words(features, config):
+            return _resolve_words(config, Path(path), features, notes)
         label = default_label(features, config, notes)  # type: ignore[arg-type]
         task = resolve_task(features, label, config.task).value
         if task == "regression" and config.classifier in ("logreg", "svm"):

@@ -37,15 +37,17 @@ class PredictResult:
     resumed: int = 0
     score: str | None = None  # "accuracy 0.912 on 872 labelled rows" with --label
     notes: list[str] = field(default_factory=list)
+    unit: str = "rows"  # what a prediction is of: rows, or words (a word probe)
 
     def summary(self) -> list[str]:
         """The lines ``featx predict`` prints."""
         lines = list(self.notes)
         if self.resumed:
-            lines.append(f"resumed: {self.resumed} of {self.n_rows} rows were already predicted")
+            lines.append(f"resumed: {self.resumed} of {self.n_rows} {self.unit} were already predicted")
         if self.score:
             lines.append(self.score)
-        return lines + [f"wrote {self.n_rows} predictions to {self.path}"]
+        what = "word predictions" if self.unit == "words" else "predictions"
+        return lines + [f"wrote {self.n_rows} {what} to {self.path}"]
 
 
 def _columns(config: PredictConfig, probe: Probe) -> tuple[str, str | None]:
@@ -93,7 +95,14 @@ def _key(probe: Probe, corpus: Corpus, config: PredictConfig, text_col: str, pai
         "text_col": text_col,
         "pair_col": pair_col,
         "output_kind": "scores",
+        **_word_key(probe, corpus),
     }
+
+
+def _word_key(probe: Probe, corpus: Corpus) -> dict:
+    """A word probe's part of the resume key: the level and the words counted."""
+    table: Any = corpus.words
+    return {"level": "word", "words": int(table.offsets[-1])} if probe.level == "word" else {}
 
 
 def _resume(partial: Path, key: dict, notes: list[str]) -> list[list[float]]:
@@ -132,18 +141,58 @@ def _chunk_scores(probe: Probe, texts: list[str], pairs: list[str] | None, confi
     return probe.predict_proba_features(X) if probe.head.has_proba else probe.scores_features(X)
 
 
+def _read(config: PredictConfig, probe: Probe) -> tuple[Corpus, str, str | None]:
+    """The corpus (read as ``featx extract`` reads it, every check first), its text and pair columns."""
+    if probe.level == "word":
+        return _read_words(config), "text", None
+    if config.word_format is not None or config.columns is not None:
+        raise InputError(
+            "--word-format and --columns apply to word probes, and this bundle predicts a label per text",
+            "leave them out",
+        )
+    text_col, pair_col = _columns(config, probe)
+    corpus = read_corpus(
+        str(config.corpus), text_col=text_col, id_col=config.id_col, encoding=config.encoding, sep=config.sep,
+        pair_col=pair_col,
+    )  # fmt: skip
+    return corpus, text_col, pair_col
+
+
+def _read_words(config: PredictConfig) -> Corpus:
+    """A word probe's sentences: a word input (CoNLL-U, --columns, JSON Lines of tokens) as extract reads it,
+    else a table of texts, each split on whitespace into its words."""
+    from ..extraction.treebank import word_format
+    from ..extraction.word_corpus import read_word_corpus
+    from ..extraction.word_embedding import sentences_table
+
+    if config.text_pair_col is not None:
+        raise InputError("--text-pair-col: a word probe reads one sentence per row", "leave --text-pair-col out")
+    stdin = str(config.corpus) == "-"
+    fmt = (config.word_format if stdin else word_format(config.corpus, config.word_format, config.columns)) or None
+    if fmt is not None and stdin:
+        raise InputError(f"{fmt} input is read from a file, not stdin", "give the file's path as CORPUS")
+    if fmt is not None:
+        return read_word_corpus([Path(str(config.corpus))], fmt, config.columns, config.encoding)
+    corpus = read_corpus(
+        str(config.corpus), text_col=config.text_col or "text", id_col=config.id_col, encoding=config.encoding,
+        sep=config.sep,
+    )  # fmt: skip
+    corpus.words = sentences_table([text.split() for text in corpus.texts])
+    corpus.notes.append(
+        "words: each text split on whitespace (a CoNLL-U file or JSON Lines of tokens gives the words themselves)"
+    )
+    return corpus
+
+
 def predict(config: PredictConfig | str | Path | None = None, **options: Any) -> PredictResult:
-    """Predict every row of a corpus with a bundle: ``predict("m.featx", corpus="new.csv", output="p.csv")``."""
+    """Predict every row of a corpus with a bundle: ``predict("m.featx", corpus="new.csv", output="p.csv")``;
+    a word probe predicts every word of every sentence."""
     config = PredictConfig.build(config, **options)
     if config.bundle is None or config.corpus is None:
         raise InputError("predict needs a bundle and a corpus", "featx predict model.featx CORPUS -o predictions.csv")
     probe = load(config.bundle)
     _check_options(config, probe)
-    text_col, pair_col = _columns(config, probe)
-    corpus = read_corpus(
-        config.corpus, text_col=text_col, id_col=config.id_col, encoding=config.encoding, sep=config.sep,
-        pair_col=pair_col,
-    )  # fmt: skip
+    corpus, text_col, pair_col = _read(config, probe)
     truth = check_scoring(corpus, config.label, probe)
     output = _output(config, Path(str(config.corpus)))
     if output.exists() and not config.overwrite:
@@ -152,13 +201,57 @@ def predict(config: PredictConfig | str | Path | None = None, **options: Any) ->
     notes = list(corpus.notes)
     key = _key(probe, corpus, config, text_col, pair_col)
     done = _resume(partial, key, notes)
+    if probe.level == "word" and not _ends_a_sentence(corpus, len(done)):
+        done = []  # a word run commits whole sentences: anything else is not its file
     resumed = len(done)
-    scores = _run_chunks(probe, corpus, config, partial, key, done)
-    frame = output_frame(probe, corpus.ids, np.asarray(scores, dtype=np.float64), config.top_k, config.threshold)
+    if probe.level == "word":
+        scores = _run_word_chunks(probe, corpus, config, partial, key, done)
+    else:
+        scores = _run_chunks(probe, corpus, config, partial, key, done)
+    index = _word_index(corpus) if probe.level == "word" else {"id": corpus.ids}
+    frame = output_frame(probe, index, np.asarray(scores, dtype=np.float64), config.top_k, config.threshold)
     write_frame(frame, output)
     partial.unlink(missing_ok=True)
     score = score_line(probe, frame, truth)
-    return PredictResult(output, len(corpus), resumed, score, notes)
+    if probe.level == "word":
+        notes.append(f"{len(frame)} words in {len(corpus)} sentences")
+    return PredictResult(output, len(frame), resumed, score, notes, "words" if probe.level == "word" else "rows")
+
+
+def _ends_a_sentence(corpus: Corpus, words: int) -> bool:
+    table: Any = corpus.words
+    return words in set(np.asarray(table.offsets).tolist())
+
+
+def _word_index(corpus: Corpus) -> dict[str, list]:
+    """Each word's sentence id, its position in the sentence (from 1) and its form."""
+    offsets = np.asarray(corpus.words.offsets)  # type: ignore[attr-defined]
+    counts = np.diff(offsets)
+    return {
+        "id": np.repeat(np.asarray(corpus.ids, dtype=object), counts).tolist(),
+        "word": (np.arange(int(offsets[-1])) - np.repeat(offsets[:-1], counts) + 1).tolist(),
+        "form": list(corpus.words.forms),  # type: ignore[attr-defined]
+    }
+
+
+def _run_word_chunks(probe, corpus: Corpus, config: PredictConfig, partial: Path, key: dict, done: list) -> list:
+    """A word probe's scores, ``batch_rows`` sentences a chunk; a resumed run starts at the first sentence
+    whose words the partial file does not hold (chunks end on sentences)."""
+    from tqdm.auto import tqdm
+
+    table: Any = corpus.words
+    first = int(np.searchsorted(np.asarray(table.offsets), len(done)))  # ``done`` ends on a sentence (predict)
+    scores, step = list(done), int(config.batch_rows)
+    overrides: dict[str, Any] = {"batch_size": config.batch_size, "device": config.device}
+    with tqdm(total=len(corpus), initial=first, unit="sentences", disable=not config.progress, desc="predict") as bar:
+        for start in range(first, len(corpus), step):
+            sentences = [table.sentence(row) for row in range(start, min(start + step, len(corpus)))]
+            X, _ = probe.word_features(sentences, **overrides)
+            chunk = (probe.predict_proba_features(X) if probe.head.has_proba else probe.scores_features(X)).tolist()
+            _append(partial, key, chunk, fresh=start == 0)
+            scores.extend(chunk)
+            bar.update(len(sentences))
+    return scores
 
 
 def _run_chunks(probe, corpus: Corpus, config: PredictConfig, partial: Path, key: dict, done: list) -> list:

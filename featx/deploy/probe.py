@@ -47,12 +47,18 @@ class Probe:
         return str(self.info.get("label", "label"))
 
     @property
+    def level(self) -> str:
+        """``sentence`` (one prediction per text or pair) or ``word`` (one per word of each sentence)."""
+        return str(self.info.get("level", "sentence"))
+
+    @property
     def layers(self) -> list[int]:
         """The layers whose features the probe reads."""
         return list(self.spec.layers)
 
     def __repr__(self) -> str:
         what = f"{len(self.classes)} classes" if self.classes is not None else "regression"
+        what += ", words" if self.level == "word" else ""
         return (
             f"Probe(label={self.label!r}, {what}, layer={self.spec.name}, pooling={self.pooling!r}, "
             f"classifier={self.head.classifier!r}, model={self.extraction.get('model')!r})"
@@ -157,16 +163,10 @@ class Probe:
                 "restore the original model files, or extract and fit again with this model",
             )
 
-    def features(self, texts: Any, text_pairs: Any = None, **overrides: Any) -> Any:
-        """The feature matrix of ``texts`` (and their pairs), computed as ``featx extract`` stored it: the
-        encoder runs only up to the highest layer read. ``overrides``: ``embed`` options (device, batch_size)."""
-        from ..extraction.embedding import as_texts, embed_config, encode
+    def _options(self, overrides: dict) -> dict:
+        """``embed_options`` with ``overrides``; the bundle's model folder, checked once, unless overridden."""
         from .model_ref import check_model, model_folder
 
-        text_list = as_texts(texts, "texts")
-        pairs = as_texts(text_pairs, "text_pairs") if text_pairs is not None else None
-        if self.extraction.get("pair_mode") and pairs is None:
-            raise InputError("this probe was fitted on sentence pairs", "pass text_pairs= (the second texts)")
         options = {**self.embed_options(), **overrides}
         if "model" not in overrides:
             folder = model_folder(self.extraction)
@@ -174,6 +174,22 @@ class Probe:
                 check_model(self.extraction, folder)
                 self._model_checked = True
             options["model"] = str(folder) if folder is not None else options["model"]
+        return options
+
+    def features(self, texts: Any, text_pairs: Any = None, **overrides: Any) -> Any:
+        """The feature matrix of ``texts`` (and their pairs), computed as ``featx extract`` stored it: the
+        encoder runs only up to the highest layer read. ``overrides``: ``embed`` options (device, batch_size).
+        A word probe: ``texts`` are sentences (lists of words, or strings split on whitespace), and the matrix
+        has a row per word of every sentence in turn (``word_features``)."""
+        from ..extraction.embedding import as_texts, embed_config, encode
+
+        if self.level == "word":
+            return self.word_features(texts, **overrides)[0]
+        text_list = as_texts(texts, "texts")
+        pairs = as_texts(text_pairs, "text_pairs") if text_pairs is not None else None
+        if self.extraction.get("pair_mode") and pairs is None:
+            raise InputError("this probe was fitted on sentence pairs", "pass text_pairs= (the second texts)")
+        options = self._options(overrides)
         if pairs is None:
             options.pop("pair_mode", None)
         config = embed_config(text_list, pairs, **options)
@@ -182,13 +198,41 @@ class Probe:
         mode = self.extraction.get("pair_mode")
         return embedded_matrix(embeddings, self.spec.layers, self.spec.kind, self.pooling, mode)
 
-    def predict(self, texts: Any, text_pairs: Any = None, **overrides: Any) -> np.ndarray:
-        """Predicted class names (or values) of ``texts``."""
+    def word_features(self, sentences: Any, **overrides: Any) -> tuple[np.ndarray, np.ndarray]:
+        """A word probe's ``(words, width)`` matrix of ``sentences`` (lists of words, or strings split on
+        whitespace), every word of every sentence in turn, and the word offsets (sentence ``s`` owns rows
+        ``offsets[s]:offsets[s+1]``): the vectors ``featx extract`` stores for the same words."""
+        from ..extraction.word_embedding import as_sentences, encode_words, word_config
+
+        if self.level != "word":
+            raise InputError("this probe reads sentences, not words", "use features(texts)")
+        words = as_sentences(sentences)
+        options = self._options(overrides)
+        options.pop("poolings", None)
+        options.pop("pair_mode", None)
+        config = word_config(**options, poolings="mean", word_pooling=self.pooling)
+        vectors = encode_words(self._encoder(config), config, words)
+        self._check_encoder(vectors.model.get("model_sha256"))
+        return vectors.array(self.spec.layers[0], self.pooling), vectors.word_offsets
+
+    def _per_sentence(self, values: np.ndarray, offsets: np.ndarray) -> list[np.ndarray]:
+        return [values[int(offsets[s]) : int(offsets[s + 1])] for s in range(len(offsets) - 1)]
+
+    def predict(self, texts: Any, text_pairs: Any = None, **overrides: Any) -> Any:
+        """Predicted class names (or values) of ``texts``; a word probe: a list with each sentence's array of
+        its words' classes."""
+        if self.level == "word":
+            X, offsets = self.word_features(texts, **overrides)
+            return self._per_sentence(self.predict_features(X), offsets)
         return self.predict_features(self.features(texts, text_pairs, **overrides))
 
-    def predict_proba(self, texts: Any, text_pairs: Any = None, **overrides: Any) -> np.ndarray:
-        """Class probabilities of ``texts`` (columns in ``classes`` order)."""
+    def predict_proba(self, texts: Any, text_pairs: Any = None, **overrides: Any) -> Any:
+        """Class probabilities of ``texts`` (columns in ``classes`` order); a word probe: a list with each
+        sentence's ``(words, classes)`` array."""
         self._require_proba()
+        if self.level == "word":
+            X, offsets = self.word_features(texts, **overrides)
+            return self._per_sentence(self.predict_proba_features(X), offsets)
         return self.predict_proba_features(self.features(texts, text_pairs, **overrides))
 
 

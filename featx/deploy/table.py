@@ -17,13 +17,20 @@ from .probe import Probe
 
 def check_scoring(corpus: Corpus, label: str | None, probe: Probe) -> np.ndarray | None:
     """The true values of the ``--label`` column (class codes into the probe's classes, -1 missing; or
-    floats, NaN missing); a class the probe never saw is refused."""
+    floats, NaN missing); a class the probe never saw is refused. A word probe scores against a word label
+    column of a word input (one value per word)."""
     if label is None:
         return None
-    if label not in corpus.labels:
-        found = ", ".join(corpus.labels) or "none"
-        raise InputError(f"the corpus has no label column '{label}' to score against (label columns: {found})")
-    column = corpus.labels[label]
+    words = probe.level == "word"
+    columns = dict(getattr(corpus.words, "labels", None) or {}) if words else corpus.labels
+    if label not in columns:
+        found = ", ".join(columns) or "none"
+        kind = "word label column" if words else "label column"
+        raise InputError(
+            f"the corpus has no {kind} '{label}' to score against ({kind}s: {found})",
+            "word labels come with word inputs (CoNLL-U, --columns, JSON Lines of tokens)" if words else None,
+        )
+    column = columns[label]
     codes = np.asarray(column.codes)
     if probe.classes is None:
         try:
@@ -44,9 +51,10 @@ def check_scoring(corpus: Corpus, label: str | None, probe: Probe) -> np.ndarray
     return np.array([index[column.names[c]] if c >= 0 else -1 for c in codes], dtype=np.int64)
 
 
-def output_frame(probe: Probe, ids: list[str], scores: np.ndarray, top_k: int | None, threshold: float | None):
-    """One row per corpus row: id, prediction, then the class columns (or the top k)."""
-    frame = pd.DataFrame({"id": list(ids)})
+def output_frame(probe: Probe, index: dict[str, list], scores: np.ndarray, top_k: int | None, threshold: float | None):
+    """One row per corpus row (word probes: per word): the ``index`` columns (``id``; for words also ``word``, its
+    position from 1, and ``form``), the prediction, then the class columns (or the top k)."""
+    frame = pd.DataFrame({name: list(values) for name, values in index.items()})
     if probe.classes is None:
         frame["prediction"] = scores[:, 0]
         return frame
@@ -91,11 +99,12 @@ def score_line(probe: Probe, frame: pd.DataFrame, truth: np.ndarray | None) -> s
         total = ((truth[known] - truth[known].mean()) ** 2).sum()
         r2 = 1 - residual / total if total > 0 else float("nan")
         return f"R² {r2:.4f} on {int(known.sum())} labelled rows"
+    items = "words" if probe.level == "word" else "rows"
     known = truth >= 0
     index = {name: position for position, name in enumerate(probe.classes)}
     predicted = np.array([index[name] for name in frame["prediction"]], dtype=np.int64)
     accuracy = float(np.mean(predicted[known] == truth[known])) if known.any() else float("nan")
-    return f"accuracy {accuracy:.4f} on {int(known.sum())} labelled rows"
+    return f"accuracy {accuracy:.4f} on {int(known.sum())} labelled {items}"
 
 
 __all__ = ["check_scoring", "output_frame", "score_line", "write_frame"]

@@ -8,7 +8,8 @@ Public API (what the CLI and notebooks call):
 ``estimate``        what it would cost, from the same plan (``estimation.py``)
 ``merge``           the shards of a sharded run into one file (``merge.py``)
 ``quick_up_to_date``  the no-torch answer for an unchanged request (``freshness.py``)
-``embed``       in-memory texts in, ``Embeddings`` out: the same plan, runner and loop, no file (``embedding.py``)
+``embed``       in-memory texts in, ``Embeddings`` out: the same plan, runner and loop, no file (``embedding.py``;
+                in-memory sentences of words in, word vectors out: ``word_embedding.py``)
 
 The stages, each its own module: ``corpus`` and ``word_corpus`` (the corpus checks; reading the files
 themselves is ``featx.io``'s), ``tokenize``, ``batching`` (windows and batches), ``modeling``,

@@ -95,14 +95,30 @@ def _corpus(texts: list[str], pairs: list[str] | None) -> Corpus:
 class MemorySink:
     """The batch loop's sink (``threads.Sink``) that keeps every pooled dataset in memory: ``{path: (rows, L, W)}``."""
 
-    def __init__(self, plan, n_rows: int):
+    def __init__(self, plan, n_rows: int, word_offsets: np.ndarray | None = None):
         dtype = np.dtype(plan.store_dtype)
         self.arrays = {
             path: np.zeros((n_rows, len(site.layers), site.width), dtype=dtype)
             for site in plan.sites
             for path in site.pooled_paths.values()
         }
+        # word inputs: each word vector dataset flat over the words, row r owning word_offsets[r]:word_offsets[r+1]
+        self.word_offsets = word_offsets
+        self.word_paths = set(plan.word_paths)
+        if self.word_paths and word_offsets is None:
+            raise ValueError("word vectors need the corpus's word offsets")
+        shape = (len(plan.hidden.layers), plan.hidden.width)
+        for path in plan.word_paths:
+            self.arrays[path] = np.zeros((int(word_offsets[-1]), *shape), dtype=dtype)  # type: ignore[index]
         self._rows_done = 0
+
+    def _span(self, path: str, start: int, stop: int) -> slice:
+        """Where rows ``[start, stop)`` sit in ``path``'s array: the rows, or (word vectors) their words."""
+        if path in self.word_paths:
+            offsets = self.word_offsets
+            assert offsets is not None
+            return slice(int(offsets[start]), int(offsets[stop]))
+        return slice(start, stop)
 
     @property
     def rows_done(self) -> int:
@@ -113,11 +129,11 @@ class MemorySink:
 
     def read_window(self, start: int, stop: int, values: dict[str, np.ndarray]) -> None:
         for path, buffer in values.items():
-            buffer[...] = self.arrays[path][start:stop]
+            buffer[...] = self.arrays[path][self._span(path, start, stop)]
 
     def write_window(self, start: int, stop: int, values: dict[str, np.ndarray]) -> None:
         for path, rows in values.items():
-            self.arrays[path][start:stop] = rows
+            self.arrays[path][self._span(path, start, stop)] = rows
 
     def commit(self, rows_done: int) -> None:
         self._rows_done = rows_done

@@ -25,6 +25,7 @@ _HOMES = {
     "results_paths": "results",
     "ProbeTask": "tasks.base",
     "lexical_predictions": "tasks.lexical",
+    "per_type_predictions": "tasks.word_items",
 }
 
 __all__ = sorted(_HOMES)

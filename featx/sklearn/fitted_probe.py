@@ -93,6 +93,11 @@ class FittedProbe(BaseEstimator):
                     "features as input (the width of its layer and pooling)"
                 )
             return matrix
+        if probe.level == "word":
+            raise ValueError(
+                "this bundle is a word probe: FittedProbe takes its word vectors (one row per word), not texts; "
+                "featx.load(bundle).predict(sentences) predicts the words of sentences"
+            )
         if array is not None and array.ndim == 2 and array.shape[1] == 2:
             return probe.features([str(t) for t in array[:, 0]], [str(t) for t in array[:, 1]])
         texts = [str(text) for text in (X.tolist() if hasattr(X, "tolist") else X)]

@@ -16,12 +16,12 @@ import h5py
 import numpy as np
 
 from ..errors import InputError, StoreError
+from ..selection import WORD_POOLINGS
 from . import schema as s
 from .finite import check_finite
 from .hdf5 import read_layer
 from .strings import read_strings, write_strings
 
-WORD_POOLINGS = ("first", "last", "mean")  # which subword(s) of a word make its vector
 MAX_WORD_POOLINGS = 8
 MAX_LABEL_CLASSES = 10_000_000
 

@@ -231,10 +231,15 @@ def control_labels(task: WordTask, rows: np.ndarray, seed: int) -> np.ndarray:
 def lexical_predictions(task: WordTask, train: np.ndarray, test: np.ndarray) -> np.ndarray:
     """The most frequent label of each lexical key in ``train`` only; keys never seen there get the
     training part's majority label."""
-    keys = task.keys.astype(str)
-    majority = int(np.argmax(np.bincount(task.y[train], minlength=task.n_classes)))
+    return per_type_predictions(task.keys.astype(str), task.y, train, test, task.n_classes)
+
+
+def per_type_predictions(keys: np.ndarray, y: np.ndarray, train: np.ndarray, test: np.ndarray, n_classes: int):
+    """The most frequent class of each key (a lowercased word form: its type) among the ``train`` items, for
+    the ``test`` items; a key never seen in training gets the training items' majority class."""
+    majority = int(np.argmax(np.bincount(y[train], minlength=n_classes)))
     unique, inverse = np.unique(keys[train], return_inverse=True)
-    counts = np.zeros((len(unique), task.n_classes), np.int64)
-    np.add.at(counts, (inverse, task.y[train]), 1)
+    counts = np.zeros((len(unique), n_classes), np.int64)
+    np.add.at(counts, (inverse, y[train]), 1)
     best = dict(zip(unique.tolist(), np.argmax(counts, axis=1).tolist(), strict=False))
     return np.array([best.get(key, majority) for key in keys[test]], dtype=np.int64)

@@ -1,0 +1,244 @@
+"""featx fit / predict of a word label: folds by sentence, never a test word in a fit, the word-type baseline,
+the bundle, word vectors of new sentences equal to the stored ones, predict on CoNLL-U and on plain texts."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+from support.errors import assert_one_clear_error
+from support.report_runs import treebank
+from support.tiny import write_csv
+
+import featx
+from featx.cli import main
+from featx.deploy import head as heads
+from featx.deploy.choose import cv_folds
+from featx.deploy.probe import Probe
+from featx.errors import InputError
+
+
+@pytest.fixture(scope="module")
+def words(tiny_model, tmp_path_factory):
+    """A two-file treebank (train, test) of the tiny model, its word vectors stored in float32."""
+    folder = tmp_path_factory.mktemp("words")
+    train = treebank(folder / "toy-ud-train.conllu", 40, 0, "tr")
+    test = treebank(folder / "toy-ud-test.conllu", 16, 1, "te")
+    args = [str(train), str(test), "--model", str(tiny_model), "-o", str(folder / "toy.h5"), "-q"]
+    result = CliRunner().invoke(main, ["extract", *args, "--store-dtype", "float32"])
+    assert result.exit_code == 0, result.output
+    return folder / "toy.h5", test
+
+
+@pytest.fixture(scope="module")
+def fitted(words, tmp_path_factory):
+    features, _ = words
+    output = tmp_path_factory.mktemp("bundle") / "upos.featx"
+    return featx.fit(features, label="upos", folds=3, output=output, jobs=1)
+
+
+@pytest.fixture(scope="module")
+def sentence_bundle(split_features, tmp_path_factory):
+    output = tmp_path_factory.mktemp("sentence") / "label.featx"
+    return featx.fit(split_features, label="label", layer="0", pooling="mean", folds=3, output=output).path
+
+
+def _stored(features, layer: int, pooling: str):
+    with featx.open(features) as file:
+        split = np.asarray(file.split, dtype=str)[file.word_sentence()]
+        names = np.asarray(file.word_label_names("upos"), dtype=object)
+        return file.word_features(pooling, layer), split == "test", names[file.word_labels("upos")]
+
+
+def test_a_word_label_gives_a_word_probe_chosen_on_training_words(fitted, words):
+    features, _ = words
+    probe = featx.load(fitted.path)
+    assert probe.level == "word" and probe.spec.kind == "single" and probe.pooling in ("first", "last", "mean")
+    assert len(fitted.candidates) == 3 * 3  # layers 0-2 x first, last, mean
+    X, test, truth = _stored(features, probe.spec.layers[0], probe.pooling)
+    assert fitted.test["n"] == int(test.sum())
+    assert fitted.test["score"] == pytest.approx(np.mean(probe.predict_features(X[test]) == truth[test]))
+    lines = fitted.summary()
+    assert lines[0] == "word label 'upos' (classification, 4 classes)"
+    assert any(line.startswith("lexical baseline (most frequent class of each word type") for line in lines)
+    manifest = json.loads((fitted.path / "manifest.json").read_text())
+    assert manifest["level"] == "word" and manifest["pooling"] == probe.pooling
+    assert "a sentence's words in one fold" in manifest["selection"]["on"]
+
+
+def test_the_word_type_baseline_is_the_training_words_most_frequent_tag(fitted, words):
+    features, _ = words
+    with featx.open(features) as file:
+        forms = np.array([form.lower() for form in file.word_forms()])
+        _, test, truth = _stored(features, 0, "first")
+    best = {form: pd.Series(truth[~test & (forms == form)]).mode()[0] for form in set(forms[~test])}
+    majority = pd.Series(truth[~test]).value_counts().index[0]
+    by_hand = np.mean([best.get(form, majority) == tag for form, tag in zip(forms[test], truth[test], strict=True)])
+    assert fitted.test["lexical"] == pytest.approx(by_hand)
+
+
+def test_folds_keep_every_sentence_whole():
+    rng = np.random.default_rng(0)
+    groups = np.repeat(np.arange(30), rng.integers(1, 9, size=30))
+    y = rng.integers(0, 4, size=len(groups))
+    y[0] = 5  # a class of one word: no refusal, it simply cannot be in every fold
+    folds = cv_folds(y, 6, 5, 0, groups)
+    assert len(folds) == 5
+    for train, held_out in folds:
+        assert not set(groups[train]) & set(groups[held_out])
+    assert sorted(np.concatenate([held for _, held in folds]).tolist()) == list(range(len(y)))
+
+
+def test_no_fit_ever_sees_a_test_word(words, monkeypatch):
+    features, _ = words
+    seen: list[np.ndarray] = []
+    real = heads.fit_head
+    monkeypatch.setattr(heads, "fit_head", lambda c, X, *a, **k: seen.append(X) or real(c, X, *a, **k))
+    result = featx.fit(features, label="upos", layer="1", pooling="mean", folds=3, write=False, jobs=1)
+    X, test, _ = _stored(features, 1, "mean")
+    training = {row.tobytes() for row in X[~test]}
+    assert seen and all(row.tobytes() in training for fitted_rows in seen for row in fitted_rows)
+    assert len(seen[-1]) == int((~test).sum())  # the final fit: every training word
+    assert result.chosen.spec.layers == (1,)
+
+
+def test_new_sentences_get_the_stored_word_vectors(fitted, words):
+    features, test_file = words
+    probe = featx.load(fitted.path)
+    with featx.open(features) as file:
+        offsets, forms = file.word_offsets(), file.word_forms()
+        X, test, _ = _stored(features, probe.spec.layers[0], probe.pooling)
+        sentences = [forms[offsets[s] : offsets[s + 1]] for s in range(file.n_rows)]
+    computed, word_offsets = probe.word_features(sentences)
+    assert np.array_equal(word_offsets, offsets)
+    np.testing.assert_allclose(computed, X, rtol=1e-5, atol=1e-5)
+    predicted = probe.predict([" ".join(sentences[0]), sentences[1]])
+    assert [len(tags) for tags in predicted] == [len(sentences[0]), len(sentences[1])]
+    assert list(predicted[1]) == list(probe.predict_features(computed[offsets[1] : offsets[2]]))
+    proba = probe.predict_proba([sentences[2]])
+    assert proba[0].shape == (len(sentences[2]), 4) and np.allclose(proba[0].sum(axis=1), 1.0)
+
+
+def test_predict_on_the_test_treebank_scores_what_fit_reported(fitted, words, tmp_path):
+    _, test_file = words
+    output = tmp_path / "p.csv"
+    args = ["predict", str(fitted.path), str(test_file), "-o", str(output), "--label", "upos", "-q"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    assert f"accuracy {fitted.test['score']:.4f} on {fitted.test['n']} labelled words" in result.output
+    table = pd.read_csv(output)
+    assert list(table.columns[:4]) == ["id", "word", "form", "prediction"] and len(table) == fitted.test["n"]
+    first = table[table.id == "te0"]
+    assert list(first.word) == list(range(1, len(first) + 1))
+    assert f"wrote {fitted.test['n']} word predictions" in result.output
+
+
+def test_predict_splits_plain_texts_on_whitespace(fitted, tmp_path):
+    corpus = write_csv(tmp_path / "new.csv", [("the cat sat",), ("a dog",)], header=("text",))
+    result = CliRunner().invoke(main, ["predict", str(fitted.path), str(corpus), "-o", str(tmp_path / "p.tsv"), "-q"])
+    assert result.exit_code == 0, result.output
+    assert "each text split on whitespace" in result.output
+    table = pd.read_csv(tmp_path / "p.tsv", sep="\t")
+    assert list(table.form) == ["the", "cat", "sat", "a", "dog"] and list(table.id) == [0, 0, 0, 1, 1]
+    expected = featx.load(fitted.path).predict([["the", "cat", "sat"], ["a", "dog"]])
+    assert list(table.prediction) == [*expected[0], *expected[1]]
+
+
+def test_an_interrupted_word_run_resumes_on_a_sentence(fitted, words, tmp_path, monkeypatch):
+    _, test_file = words
+    output = tmp_path / "p.csv"
+    args = ["predict", str(fitted.path), str(test_file), "-o", str(output), "--batch-rows", "5", "-q"]
+    real, calls = Probe.word_features, []
+
+    def failing(probe, sentences, **overrides):
+        calls.append(len(sentences))
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return real(probe, sentences, **overrides)
+
+    monkeypatch.setattr(Probe, "word_features", failing)
+    assert CliRunner().invoke(main, args).exit_code == 130 and not output.exists()
+    monkeypatch.setattr(Probe, "word_features", real)
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    with featx.open(words[0]) as file:
+        done = int(file.word_offsets()[40 + 10] - file.word_offsets()[40])  # the test file's first 10 sentences
+    assert f"resumed: {done} of {fitted.test['n']} words were already predicted" in result.output
+    whole = tmp_path / "whole.csv"
+    assert CliRunner().invoke(main, [*args[:3], "-o", str(whole), "-q"]).exit_code == 0
+    pd.testing.assert_frame_equal(pd.read_csv(output), pd.read_csv(whole))
+
+
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        ({"layer": "cat(0,1)"}, "a word probe reads one layer at a time"),
+        ({"classifier": "ridge"}, "featx fit learns word labels as classes"),
+        ({"task": "regression"}, "featx fit learns word labels as classes"),
+        ({"pooling": "cls"}, "pooling 'cls' is not available: choose from first, last, mean"),
+    ],
+)
+def test_word_fits_refuse_what_they_cannot_do(words, options, message):
+    with pytest.raises(InputError, match=message):
+        featx.fit(words[0], label="upos", write=False, **options)
+
+
+def test_predict_refuses_word_options_it_cannot_use(fitted, tmp_path, sentence_bundle):
+    corpus = write_csv(tmp_path / "c.csv", [("the cat", "x")], header=("text", "other"))
+    cases = [
+        ([str(fitted.path), str(corpus), "--text-pair-col", "other"], "a word probe reads one sentence per row"),
+        ([str(fitted.path), str(corpus), "--label", "other"], "no word label column 'other'"),
+        ([str(fitted.path), "-", "--word-format", "conllu"], "conllu input is read from a file, not stdin"),
+        ([str(sentence_bundle), str(corpus), "--word-format", "conllu"], "apply to word probes"),
+    ]
+    for args, message in cases:
+        result = CliRunner().invoke(main, ["predict", *args, "-o", str(tmp_path / "p.csv"), "-q"], input="text\na\n")
+        assert result.exit_code == 2, result.output
+        assert_one_clear_error(result.output, message)
+    assert not (tmp_path / "p.csv").exists()
+
+
+@pytest.mark.parametrize(
+    "sentences, message",
+    [
+        (["fine", []], r"sentences\[1\] has no words"),
+        ([["a", " "]], r"sentences\[0\] has an empty word"),
+        ([["a", 3]], r"sentences\[0\] is a list, not a list of words"),
+        ("the cat", "is a str, not a list of sentences"),
+    ],
+)
+def test_sentences_in_python_are_checked_before_the_model_runs(fitted, sentences, message):
+    with pytest.raises(InputError, match=message):
+        featx.load(fitted.path).predict(sentences)
+
+
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        ({"pooling": "cls"}, "unknown word pooling 'cls'"),
+        ({"level": "phrase"}, "unknown level 'phrase'"),
+        ({"layer_spec": {"kind": "cat", "layers": [0, 1], "name": "cat(0,1)"}}, "reads one layer"),
+    ],
+)
+def test_a_hostile_word_manifest_is_refused(fitted, tmp_path, edit, message):
+    bundle = tmp_path / "b.featx"
+    shutil.copytree(fitted.path, bundle)
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    (bundle / "manifest.json").write_text(json.dumps({**manifest, **edit}))
+    with pytest.raises(InputError, match=message):
+        featx.load(bundle)
+
+
+def test_the_scikit_learn_wrapper_takes_word_vectors_not_texts(fitted, words):
+    from featx.sklearn import FittedProbe
+
+    estimator = FittedProbe(fitted.path)
+    with pytest.raises(ValueError, match="word probe: FittedProbe takes its word vectors"):
+        estimator.predict(["the cat"])
+    probe = featx.load(fitted.path)
+    X, test, _ = _stored(words[0], probe.spec.layers[0], probe.pooling)
+    assert list(estimator.predict(X[test])) == list(probe.predict_features(X[test]))
