@@ -81,7 +81,7 @@ def save_erasers(erasers: dict[str, Eraser], path) -> None:
 
 
 def load_erasers(path) -> dict[str, Eraser]:
-    with np.load(path, allow_pickle=False) as data:  # the default, said: an .npz of plain arrays only
+    with np.load(path) as data:
         keys = sorted({name.rsplit("/", 1)[0] for name in data.files})
         return {key: Eraser("loaded", data[f"{key}/mean"], data[f"{key}/left"], data[f"{key}/right"]) for key in keys}
 
