@@ -124,12 +124,12 @@ def _check_fields(manifest: dict, folder: Path) -> None:
         raise _bad(folder, f"n_features {manifest.get('n_features')!r} is not a whole number in 1..{MAX_FEATURES:,}")
     if not isinstance(manifest.get("extraction"), dict):
         raise _bad(folder, "its extraction settings are missing")
-    spec = layer_spec(manifest, folder)
-    if manifest.get("level", "sentence") == "word":
+    spec, level = layer_spec(manifest, folder), manifest.get("level", "sentence")
+    if level == "word":
         _check_word_fields(manifest, spec, folder)
         return
-    if manifest.get("level", "sentence") != "sentence":
-        raise _bad(folder, f"unknown level {manifest.get('level')!r} (sentence or word)")
+    if level != "sentence":
+        raise _bad(folder, f"unknown level {level!r} (sentence or word)")
     pooling = manifest.get("pooling")
     if not isinstance(pooling, str) or not (pooling in POOLINGS or pooling.startswith(("mean_", "cls_", "span"))):
         raise _bad(folder, f"unknown pooling {pooling!r}")

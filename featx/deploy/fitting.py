@@ -46,14 +46,14 @@ class FitResult:
     def _test_lines(self) -> list[str]:
         """The test score beside the majority class (training mean) and the lexical baseline."""
         test, probe, metric = self.test or {}, self.probe, self.metric
-        items = "words" if probe.info.get("level") == "word" else "rows"
+        items = "words" if probe.level == "word" else "rows"
         baseline = "majority class" if probe.classes is not None else "training mean"
         lines = [
             f"test {metric}: {test['score']:.4f} [95% CI {test['low']:.4f}, {test['high']:.4f}] "
             f"on {test['n']} test {items}; {baseline}: {test['baseline']:.4f}"
         ]
         if "lexical" in test:
-            what = LEXICAL_NAMES[str(probe.info.get("level", "sentence"))]
+            what = LEXICAL_NAMES[probe.level]
             lines.append(
                 f"lexical baseline ({what}, fitted on the training {items}): {test['lexical']:.4f} "
                 f"[95% CI {test['lexical_low']:.4f}, {test['lexical_high']:.4f}] on the same {items}"
@@ -70,7 +70,7 @@ class FitResult:
         best, probe, metric = self.chosen, self.probe, self.metric
         cv = f"{best.score:.4f}" if np.isfinite(best.score) else "undefined"
         strength = "alpha" if probe.head.classifier == "ridge" else "C"
-        word = probe.info.get("level") == "word"
+        word = probe.level == "word"
         items = "words, a sentence's words in one fold" if word else "rows"
         lines = [
             f"{'word ' if word else ''}label '{probe.label}' "
@@ -128,13 +128,12 @@ def _test_score(plan: FitPlan, head: Any, X_test: Any) -> dict:
 def _lexical(plan: FitPlan) -> np.ndarray | None:
     """The lexical baseline's test predictions, fitted on the training rows only (as in ``featx probe``):
     TF-IDF n-grams for a sentence label, the most frequent class of each word type for a word label."""
-    from ..probing import lexical_predictions, per_type_predictions
+    from ..probing import lexical_predictions, per_type_predictions, word_types
 
     if plan.level == "word":
         assert plan.classes is not None
         with FeatureFile(plan.path) as features:
-            forms = features.word_forms()
-        keys = np.array([str(forms[int(word)]).lower() for word in plan.rows], dtype=object).astype(str)
+            keys = word_types(features)[plan.rows].astype(str)
         return per_type_predictions(keys, plan.y, plan.train, plan.test, len(plan.classes))
     config = plan.config
     options = {

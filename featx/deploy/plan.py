@@ -148,9 +148,14 @@ def _classes_of_training(y, train, test, names, label) -> tuple[np.ndarray, list
     return np.searchsorted(present, y), [names[code] for code in present]
 
 
+def _auto(spec: str) -> str:
+    """``--layer``/``--pooling`` as the parsers read them: ``auto`` is every stored one."""
+    return "all" if spec.strip().lower() == "auto" else spec
+
+
 def _candidates(features: FeatureFile, config: FitConfig) -> list[tuple[LayerSpec, str]]:
-    specs = parse_layer_specs("all" if config.layer.strip().lower() == "auto" else config.layer, features.layers)
-    poolings = parse_poolings("all" if config.pooling.strip().lower() == "auto" else config.pooling, features.poolings)
+    specs = parse_layer_specs(_auto(config.layer), features.layers)
+    poolings = parse_poolings(_auto(config.pooling), features.poolings)
     return [(spec, pooling) for spec in specs for pooling in poolings]
 
 
@@ -175,7 +180,7 @@ def _word_label(features: FeatureFile, config: FitConfig, notes: list[str]) -> s
 
 
 def _word_candidates(features: FeatureFile, config: FitConfig) -> list[tuple[LayerSpec, str]]:
-    specs = parse_layer_specs("all" if config.layer.strip().lower() == "auto" else config.layer, features.layers)
+    specs = parse_layer_specs(_auto(config.layer), features.layers)
     if any(spec.kind != "single" for spec in specs):
         raise InputError(
             f"--layer {config.layer}: a word probe reads one layer at a time",
@@ -183,10 +188,6 @@ def _word_candidates(features: FeatureFile, config: FitConfig) -> list[tuple[Lay
         )
     stored = tuple(features.word_poolings())
     return [(spec, pooling) for spec in specs for pooling in parse_poolings(_auto(config.pooling), stored)]
-
-
-def _auto(spec: str) -> str:
-    return "all" if spec.strip().lower() == "auto" else spec
 
 
 def _check_word_options(config: FitConfig, label: str) -> None:

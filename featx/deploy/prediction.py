@@ -14,7 +14,7 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -24,6 +24,9 @@ from .bundle import load
 from .config import PredictConfig
 from .probe import Probe
 from .table import check_scoring, output_frame, score_line, write_frame
+
+if TYPE_CHECKING:
+    from ..extraction.treebank import WordTable
 
 PARTIAL_SUFFIX = ".partial"
 
@@ -101,8 +104,16 @@ def _key(probe: Probe, corpus: Corpus, config: PredictConfig, text_col: str, pai
 
 def _word_key(probe: Probe, corpus: Corpus) -> dict:
     """A word probe's part of the resume key: the level and the words counted."""
-    table: Any = corpus.words
-    return {"level": "word", "words": int(table.offsets[-1])} if probe.level == "word" else {}
+    words = _words(probe, corpus)
+    return {"level": "word", "words": int(words.offsets[-1])} if words is not None else {}
+
+
+def _words(probe: Probe, corpus: Corpus) -> WordTable | None:
+    """The sentences' words a word probe predicts (every corpus it reads has them); None for a sentence probe."""
+    if probe.level != "word":
+        return None
+    assert corpus.words is not None, "a word probe's corpus is read with its words (_read_words)"
+    return corpus.words
 
 
 def _resume(partial: Path, key: dict, notes: list[str]) -> list[list[float]]:
@@ -132,8 +143,9 @@ def _append(partial: Path, key: dict, rows: list[list[float]], fresh: bool) -> N
         handle.write("".join(json.dumps([float(v) for v in row]) + "\n" for row in rows))
 
 
-def _chunk_scores(probe: Probe, texts: list[str], pairs: list[str] | None, config: PredictConfig) -> np.ndarray:
-    """Class probabilities (or margins, or values as one column) of one chunk of rows."""
+def _chunk_scores(probe: Probe, texts: list, pairs: list[str] | None, config: PredictConfig) -> np.ndarray:
+    """Class probabilities (or margins, or values as one column) of one chunk of rows (a word probe: of every
+    word of the chunk's sentences, ``texts`` their lists of words)."""
     overrides: dict[str, Any] = {"batch_size": config.batch_size, "device": config.device}
     X = probe.features(texts, pairs, **overrides)
     if probe.classes is None:
@@ -201,72 +213,63 @@ def predict(config: PredictConfig | str | Path | None = None, **options: Any) ->
     notes = list(corpus.notes)
     key = _key(probe, corpus, config, text_col, pair_col)
     done = _resume(partial, key, notes)
-    if probe.level == "word" and not _ends_a_sentence(corpus, len(done)):
-        done = []  # a word run commits whole sentences: anything else is not its file
+    words = _words(probe, corpus)
+    first = _first_row(words, len(done))
+    if first is None:  # a word run commits whole sentences: anything else is not its file
+        done, first = [], 0
     resumed = len(done)
-    if probe.level == "word":
-        scores = _run_word_chunks(probe, corpus, config, partial, key, done)
-    else:
-        scores = _run_chunks(probe, corpus, config, partial, key, done)
-    index = _word_index(corpus) if probe.level == "word" else {"id": corpus.ids}
+    scores = _run_chunks(probe, corpus, config, partial, key, done, first)
+    index = {"id": corpus.ids} if words is None else _word_index(words, corpus.ids)
     frame = output_frame(probe, index, np.asarray(scores, dtype=np.float64), config.top_k, config.threshold)
     write_frame(frame, output)
     partial.unlink(missing_ok=True)
     score = score_line(probe, frame, truth)
-    if probe.level == "word":
+    if words is not None:
         notes.append(f"{len(frame)} words in {len(corpus)} sentences")
-    return PredictResult(output, len(frame), resumed, score, notes, "words" if probe.level == "word" else "rows")
+    return PredictResult(output, len(frame), resumed, score, notes, "rows" if words is None else "words")
 
 
-def _ends_a_sentence(corpus: Corpus, words: int) -> bool:
-    table: Any = corpus.words
-    return words in set(np.asarray(table.offsets).tolist())
+def _first_row(words: WordTable | None, done: int) -> int | None:
+    """The row a run resumes at when ``done`` predictions are held: that row, or (a word probe, whose
+    predictions are its words) the sentence after the last whole one; None when ``done`` ends mid-sentence."""
+    if words is None:
+        return done
+    offsets = np.asarray(words.offsets)
+    row = int(np.searchsorted(offsets, done))
+    return row if row < len(offsets) and int(offsets[row]) == done else None
 
 
-def _word_index(corpus: Corpus) -> dict[str, list]:
+def _word_index(words: WordTable, ids: list[str]) -> dict[str, list]:
     """Each word's sentence id, its position in the sentence (from 1) and its form."""
-    offsets = np.asarray(corpus.words.offsets)  # type: ignore[attr-defined]
+    offsets = np.asarray(words.offsets)
     counts = np.diff(offsets)
     return {
-        "id": np.repeat(np.asarray(corpus.ids, dtype=object), counts).tolist(),
+        "id": np.repeat(np.asarray(ids, dtype=object), counts).tolist(),
         "word": (np.arange(int(offsets[-1])) - np.repeat(offsets[:-1], counts) + 1).tolist(),
-        "form": list(corpus.words.forms),  # type: ignore[attr-defined]
+        "form": list(words.forms),
     }
 
 
-def _run_word_chunks(probe, corpus: Corpus, config: PredictConfig, partial: Path, key: dict, done: list) -> list:
-    """A word probe's scores, ``batch_rows`` sentences a chunk; a resumed run starts at the first sentence
-    whose words the partial file does not hold (chunks end on sentences)."""
+def _run_chunks(probe, corpus: Corpus, config: PredictConfig, partial: Path, key: dict, done: list, first: int) -> list:
+    """The scores of rows ``first`` on, ``batch_rows`` rows (a word probe: sentences) a chunk, each chunk
+    appended to the partial file as it is done; ``done``: the scores already held."""
     from tqdm.auto import tqdm
 
-    table: Any = corpus.words
-    first = int(np.searchsorted(np.asarray(table.offsets), len(done)))  # ``done`` ends on a sentence (predict)
+    words = _words(probe, corpus)
     scores, step = list(done), int(config.batch_rows)
-    overrides: dict[str, Any] = {"batch_size": config.batch_size, "device": config.device}
-    with tqdm(total=len(corpus), initial=first, unit="sentences", disable=not config.progress, desc="predict") as bar:
+    unit = "rows" if words is None else "sentences"
+    with tqdm(total=len(corpus), initial=first, unit=unit, disable=not config.progress, desc="predict") as bar:
         for start in range(first, len(corpus), step):
-            sentences = [table.sentence(row) for row in range(start, min(start + step, len(corpus)))]
-            X, _ = probe.word_features(sentences, **overrides)
-            chunk = (probe.predict_proba_features(X) if probe.head.has_proba else probe.scores_features(X)).tolist()
-            _append(partial, key, chunk, fresh=start == 0)
-            scores.extend(chunk)
-            bar.update(len(sentences))
-    return scores
-
-
-def _run_chunks(probe, corpus: Corpus, config: PredictConfig, partial: Path, key: dict, done: list) -> list:
-    from tqdm.auto import tqdm
-
-    scores = list(done)
-    step = int(config.batch_rows)
-    with tqdm(total=len(corpus), initial=len(done), unit="rows", disable=not config.progress, desc="predict") as bar:
-        for start in range(len(done), len(corpus), step):
-            texts = corpus.texts[start : start + step]
-            pairs = corpus.pair_texts[start : start + step] if corpus.pair_texts is not None else None
+            stop = min(start + step, len(corpus))
+            if words is None:
+                texts: list = corpus.texts[start:stop]
+                pairs = corpus.pair_texts[start:stop] if corpus.pair_texts is not None else None
+            else:
+                texts, pairs = [words.sentence(row) for row in range(start, stop)], None
             chunk = _chunk_scores(probe, texts, pairs, config).tolist()
             _append(partial, key, chunk, fresh=start == 0)
             scores.extend(chunk)
-            bar.update(len(texts))
+            bar.update(stop - start)
     return scores
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import InputError
 from ..io import (
@@ -24,6 +25,9 @@ from ..io import (
     refuse_other_formats,
     unwrap_gzip,
 )
+
+if TYPE_CHECKING:
+    from .treebank import WordTable
 
 
 @dataclass
@@ -40,7 +44,7 @@ class Corpus:
     sha256: str
     skipped_rows: list[int] = field(default_factory=list)  # data row numbers (0-based) left out by --skip-empty
     notes: list[str] = field(default_factory=list)  # what the reader decided, for the user (delimiter, missing)
-    words: object | None = None  # word inputs (CoNLL-U...): the sentences' words, a ``treebank.WordTable``
+    words: WordTable | None = None  # word inputs (CoNLL-U...): the sentences' words
     pair_texts: list[str] | None = None  # sentence pairs: each row's second text (--text-pair-col)
     pair_col: str | None = None
     columns: dict[str, list[str]] = field(default_factory=dict)  # columns a --template names, as read

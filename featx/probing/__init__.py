@@ -26,6 +26,7 @@ _HOMES = {
     "ProbeTask": "tasks.base",
     "lexical_predictions": "tasks.lexical",
     "per_type_predictions": "tasks.word_items",
+    "word_types": "tasks.word_items",
 }
 
 __all__ = sorted(_HOMES)

@@ -59,7 +59,8 @@ class WordTask:
         return len(self.class_names)
 
 
-def _types(source) -> np.ndarray:
+def word_types(source) -> np.ndarray:
+    """Each word's type, the lexical key of the word-type baseline and control task: its form, lowercased."""
     return np.array([str(form).lower() for form in source.word_forms()], dtype=object)
 
 
@@ -75,7 +76,7 @@ def word_task(source, label: str) -> WordTask:
     y, names = _renumber(codes[kept], source.word_label_names(label), label)
     sentence = np.asarray(source.word_sentence(), dtype=np.int64)
     return WordTask(
-        label, Level.WORD, y, names, sentence[kept], kept, _types(source)[kept], len(codes), int(source.n_rows)
+        label, Level.WORD, y, names, sentence[kept], kept, word_types(source)[kept], len(codes), int(source.n_rows)
     )
 
 
@@ -111,7 +112,7 @@ def relation_task(source, label: str) -> WordTask:
         raise InputError(f"no word has both a head and a '{label}' label", "extract a treebank with HEAD and DEPREL")
     y, names = _renumber(codes[keep], source.word_label_names(label), label)
     sentence = np.asarray(source.word_sentence(), dtype=np.int64)
-    types = _types(source)
+    types = word_types(source)
     return WordTask(
         label,
         Level.ARC,
@@ -147,7 +148,7 @@ def attachment_task(source, seed: int) -> WordTask:
                 break
     pairs = np.concatenate([np.stack([heads, dependents], axis=1), np.asarray(negatives, np.int64).reshape(-1, 2)])
     y = np.concatenate([np.ones(len(heads), np.int64), np.zeros(len(negatives), np.int64)])
-    types = _types(source)
+    types = word_types(source)
     keys = np.array([f"{types[h]} -> {types[d]}" for h, d in pairs], dtype=object)
     return WordTask(
         HEAD_LABEL, Level.ARC, y, list(ARC_NAMES), sentence[pairs[:, 1]], pairs, keys, len(types), int(source.n_rows)
