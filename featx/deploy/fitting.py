@@ -90,13 +90,16 @@ class FitResult:
 
 
 def _scored(plan: FitPlan, predicted: np.ndarray) -> tuple[float, float, float]:
-    """The test rows' metric of ``predicted`` (codes or values) with its 95% bootstrap interval."""
+    """The test rows' metric of ``predicted`` (codes or values) with its 95% bootstrap interval: over test
+    rows, or over whole test sentences for a word label (as ``featx probe`` resamples them)."""
     config, y_test = plan.config, plan.y[plan.test]
+    n_boot, seed = int(config.n_bootstrap), int(config.seed)
     if plan.classes is None:
-        low, high = rm.bootstrap(y_test, predicted, int(config.n_bootstrap), int(config.seed))[plan.metric]
+        low, high = rm.bootstrap(y_test, predicted, n_boot, seed)[plan.metric]
         return score_of(plan.metric, y_test, predicted, None), float(low), float(high)
     k = len(plan.classes)
-    low, high = ev.bootstrap_intervals(y_test, predicted, k, int(config.n_bootstrap), int(config.seed))[plan.metric]
+    groups = None if plan.groups is None else plan.groups[plan.test]
+    low, high = ev.bootstrap_intervals(y_test, predicted, k, n_boot, seed, groups)[plan.metric]
     return score_of(plan.metric, y_test, predicted, k), float(low), float(high)
 
 

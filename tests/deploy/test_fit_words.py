@@ -20,6 +20,7 @@ from featx.deploy import head as heads
 from featx.deploy.choose import cv_folds
 from featx.deploy.probe import Probe
 from featx.errors import InputError
+from featx.probing import evaluation as ev
 
 
 @pytest.fixture(scope="module")
@@ -79,6 +80,21 @@ def test_the_word_type_baseline_is_the_training_words_most_frequent_tag(fitted, 
     majority = pd.Series(truth[~test]).value_counts().index[0]
     by_hand = np.mean([best.get(form, majority) == tag for form, tag in zip(forms[test], truth[test], strict=True)])
     assert fitted.test["lexical"] == pytest.approx(by_hand)
+
+
+def test_the_test_interval_resamples_whole_test_sentences(fitted, words):
+    features, _ = words
+    probe = featx.load(fitted.path)
+    X, test, truth = _stored(features, probe.spec.layers[0], probe.pooling)
+    with featx.open(features) as file:
+        sentence = file.word_sentence()[test]
+    codes = {name: code for code, name in enumerate(probe.classes)}
+    y = np.array([codes[tag] for tag in truth[test]])
+    predicted = np.array([codes[tag] for tag in probe.predict_features(X[test])])
+    by_sentence = ev.bootstrap_intervals(y, predicted, len(codes), 1000, 0, sentence)["accuracy"]
+    by_word = ev.bootstrap_intervals(y, predicted, len(codes), 1000, 0)["accuracy"]
+    assert (fitted.test["low"], fitted.test["high"]) == pytest.approx(by_sentence)
+    assert (fitted.test["low"], fitted.test["high"]) != pytest.approx(by_word)
 
 
 def test_folds_keep_every_sentence_whole():

@@ -14,9 +14,10 @@ import pytest
 from support.planted_words import TAGS, PlantedWords
 
 from featx.errors import InputError
+from featx.probing import evaluation as ev
 from featx.probing.config import ProbeConfig
 from featx.probing.evaluation.significance import paired_bootstrap
-from featx.probing.tasks.word_eval import item_features, sentence_bootstrap
+from featx.probing.tasks.word_eval import item_features
 from featx.probing.tasks.word_items import (
     attachment_task,
     control_labels,
@@ -139,8 +140,10 @@ def test_sentence_bootstrap_is_wider_than_a_word_bootstrap_when_errors_cluster()
     y = rng.integers(0, 3, size=len(groups))
     wrong_sentences = rng.random(60) < 0.3  # whole sentences right or wrong
     pred = np.where(wrong_sentences[groups], (y + 1) % 3, y)
-    clustered = sentence_bootstrap(y, pred, groups, 3, 500, 0)
-    independent = sentence_bootstrap(y, pred, np.arange(len(y)), 3, 500, 0)
+    clustered = ev.bootstrap_intervals(y, pred, 3, 500, 0, groups)
+    independent = ev.bootstrap_intervals(y, pred, 3, 500, 0, np.arange(len(y)))
+    by_rows = ev.bootstrap_intervals(y, pred, 3, 500, 0)
+    assert independent["accuracy"] == pytest.approx(by_rows["accuracy"], abs=0.02)  # one-word groups: rows
     accuracy = np.mean(pred == y)
     assert clustered["accuracy"][0] <= accuracy <= clustered["accuracy"][1]
     width = lambda bounds: bounds["accuracy"][1] - bounds["accuracy"][0]  # noqa: E731

@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 
 from ...selection import parse_layer_specs
-from ..tasks.word_eval import item_features, run_fold, summarise
+from ..evaluation import summarise
+from ..tasks.word_eval import item_features, run_fold
 from ..tasks.word_items import WordPlan, opened_source
 
 CURVE_BOOTSTRAP = 200

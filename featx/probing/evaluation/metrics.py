@@ -1,6 +1,6 @@
 """The metrics of a classification probe: confusion matrices, accuracy, macro-F1 and balanced accuracy,
-their 95% intervals (Student-t over folds, or a bootstrap of a fixed test split), and ``summarise``, the
-metric columns of one results row.
+their 95% intervals (Student-t over folds, or a bootstrap of a fixed test split: of its rows, or of whole
+sentences for word and arc probes), and ``summarise``, the metric columns of one results row.
 """
 
 from __future__ import annotations
@@ -47,8 +47,13 @@ def t_interval(values: ArrayLike) -> tuple[float, float, float]:
     return mean, max(0.0, mean - half), min(1.0, mean + half)
 
 
-def bootstrap_intervals(y_true, y_pred, n_classes: int, n_boot: int, seed: int) -> dict[str, tuple[float, float]]:
-    """95% percentile intervals of each metric over resamples of the fixed test set."""
+def bootstrap_intervals(
+    y_true, y_pred, n_classes: int, n_boot: int, seed: int, groups: np.ndarray | None = None
+) -> dict[str, tuple[float, float]]:
+    """95% percentile intervals of each metric over resamples of the fixed test set: of its rows, or with
+    ``groups`` (the sentence of each word or arc) of whole groups, the unit that was sampled."""
+    if groups is not None:
+        return _group_bootstrap(y_true, y_pred, groups, n_classes, n_boot, seed)
     rng = np.random.default_rng(seed)
     codes = y_true * n_classes + y_pred
     n, k2 = len(codes), n_classes * n_classes
@@ -62,11 +67,59 @@ def bootstrap_intervals(y_true, y_pred, n_classes: int, n_boot: int, seed: int) 
         values = metrics_from_confusion(cms)
         for name in intervals:
             intervals[name].append(values[name])
+    return _percentiles(intervals)
+
+
+def _percentiles(resamples: dict[str, list]) -> dict[str, tuple[float, float]]:
     out = {}
-    for name, parts in intervals.items():
+    for name, parts in resamples.items():
         resampled = np.concatenate(parts)
         out[name] = (float(np.nanpercentile(resampled, 2.5)), float(np.nanpercentile(resampled, 97.5)))
     return out
+
+
+def _group_counts(y, pred, groups, n_classes: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(G, k) true-positive, true and predicted counts per group."""
+    _, group = np.unique(groups, return_inverse=True)
+    n = int(group.max()) + 1 if len(group) else 0
+    tp, true, predicted = (np.zeros((n, n_classes)) for _ in range(3))
+    np.add.at(true, (group, y), 1)
+    np.add.at(predicted, (group, pred), 1)
+    hit = y == pred
+    np.add.at(tp, (group[hit], y[hit]), 1)
+    return tp, true, predicted
+
+
+def _count_metrics(tp, true, predicted) -> dict[str, np.ndarray]:
+    """``metrics_from_confusion``'s three scores from per-class true-positive, true and predicted counts."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        accuracy = tp.sum(axis=-1) / true.sum(axis=-1)
+        recall = np.where(true > 0, tp / true, np.nan)
+        f1 = np.where(true + predicted > 0, 2 * tp / (true + predicted), np.nan)
+        return {
+            "accuracy": accuracy,
+            "macro_f1": np.nanmean(f1, axis=-1),
+            "balanced_accuracy": np.nanmean(recall, axis=-1),
+        }
+
+
+def _group_bootstrap(y, pred, groups, n_classes: int, n_boot: int, seed: int) -> dict[str, tuple[float, float]]:
+    """The intervals over resampled whole groups: a resample's counts are its groups' counts weighted by
+    how often each was drawn, many resamples at a time."""
+    y, pred = np.asarray(y, np.int64), np.asarray(pred, np.int64)
+    tp, true, predicted = _group_counts(y, pred, groups, n_classes)
+    rng = np.random.default_rng(seed)
+    n = len(tp)
+    out: dict[str, list] = {"accuracy": [], "macro_f1": [], "balanced_accuracy": []}
+    chunk = max(1, min(n_boot, 2_000_000 // max(1, n)))
+    for start in range(0, n_boot, chunk):
+        size = min(chunk, n_boot - start)
+        drawn = (np.arange(size)[:, None] * n + rng.integers(0, n, size=(size, n))).ravel()
+        weights = np.bincount(drawn, minlength=size * n).reshape(size, n).astype(np.float64)
+        values = _count_metrics(weights @ tp, weights @ true, weights @ predicted)
+        for name in out:
+            out[name].append(values[name])
+    return _percentiles(out)
 
 
 def summarise(plan: Plan, y: np.ndarray, folds: list[FoldResult], n_classes: int, n_boot: int, seed: int) -> dict:
@@ -78,7 +131,11 @@ def summarise(plan: Plan, y: np.ndarray, folds: list[FoldResult], n_classes: int
     pooled = np.sum(per_fold, axis=0)
     pooled_metrics = metrics_from_confusion(pooled)
     if plan.is_split:
-        bounds = bootstrap_intervals(y[plan.folds[0][1]], folds[0].predictions, n_classes, n_boot, seed)
+        test = plan.folds[0][1]
+        groups = getattr(plan, "groups", None)  # word plans: resample whole test sentences
+        bounds = bootstrap_intervals(
+            y[test], folds[0].predictions, n_classes, n_boot, seed, None if groups is None else groups[test]
+        )
         for name in ("accuracy", "macro_f1", "balanced_accuracy"):
             row[name] = float(pooled_metrics[name])
             row[f"{name}_low"], row[f"{name}_high"] = bounds[name]

@@ -14,7 +14,7 @@ from .. import evaluation as ev
 from ..meta import Task
 from .base import out_of_fold
 from .classification_jobs import CONTROL_METRICS, control_scores
-from .word_eval import item_features, run_fold, summarise
+from .word_eval import item_features, run_fold
 from .word_items import WordPlan, WordTask, lexical_predictions, opened_source
 
 
@@ -71,7 +71,7 @@ def run_probe_job(source: Any, layer: int, pooling: str, inputs: WordInputs) -> 
         code = online_code(inputs, X) if inputs.mdl else None
         for classifier in inputs.classifiers:
             per_label = fit_folds(classifier, X, labels, inputs)
-            row = summarise(plan, task.y, per_label[0], task.n_classes, inputs.n_bootstrap, inputs.seed)
+            row = ev.summarise(plan, task.y, per_label[0], task.n_classes, inputs.n_bootstrap, inputs.seed)
             row["selection_score"] = inputs.scoring.selection(task.y, per_label[0])
             if inputs.y_control is not None:
                 row.update(control_scores(inputs.y_control, plan, per_label[1], task.n_classes))
@@ -134,7 +134,7 @@ def reference_rows(inputs: WordInputs) -> list[dict]:
     rows = []
     for kind, predict in (("majority", majority), ("lexical", lexical)):
         folds = [ev.FoldResult(predict(train, test)) for train, test in plan.folds]
-        row = summarise(plan, task.y, folds, task.n_classes, inputs.n_bootstrap, inputs.seed)
+        row = ev.summarise(plan, task.y, folds, task.n_classes, inputs.n_bootstrap, inputs.seed)
         rows.append(result_record(inputs, kind, kind, None, "", kind, row))
     return rows
 
