@@ -173,7 +173,7 @@ def _read(config: PredictConfig, probe: Probe) -> tuple[Corpus, str, str | None]
 def _read_words(config: PredictConfig) -> Corpus:
     """A word probe's sentences: a word input (CoNLL-U, --columns, JSON Lines of tokens) as extract reads it,
     else a table of texts, each split on whitespace into its words."""
-    from ..extraction.treebank import word_format
+    from ..extraction.treebank import check_no_table_columns, word_format
     from ..extraction.word_corpus import read_word_corpus
     from ..extraction.word_embedding import sentences_table
 
@@ -184,6 +184,7 @@ def _read_words(config: PredictConfig) -> Corpus:
     if fmt is not None and stdin:
         raise InputError(f"{fmt} input is read from a file, not stdin", "give the file's path as CORPUS")
     if fmt is not None:
+        check_no_table_columns(fmt, config.text_col, config.id_col)
         return read_word_corpus([Path(str(config.corpus))], fmt, config.columns, config.encoding)
     corpus = read_corpus(
         str(config.corpus), text_col=config.text_col or "text", id_col=config.id_col, encoding=config.encoding,

@@ -131,9 +131,25 @@ def check_word_options(config) -> str | None:
     elif config.columns:
         raise InputError(f"--columns applies to column files, not to {fmt} input", "leave --columns out")
     parse_word_poolings(config.word_pooling)
+    check_no_table_columns(fmt, None if config.text_col == "text" else config.text_col, config.id_col)
     if config.shards is not None or config.shard_index is not None:
         raise InputError("word inputs cannot be extracted in shards yet", "leave out --shards/--shard-index")
     return fmt
+
+
+def check_no_table_columns(fmt: str, text_col: str | None, id_col: str | None) -> None:
+    """Refuse ``--text-col``/``--id-col`` on a word input, which has no table columns to name: its words and
+    sentence ids come from the file itself, and an option that would be ignored is a mistake to report."""
+    given = {"conllu": "their '# sent_id' comments, else ", "jsonl": 'their "id" fields, else '}.get(fmt, "")
+    for flag, value, what in (
+        ("--text-col", text_col, "its words are the file's tokens"),
+        ("--id-col", id_col, f"its sentences are named by {given}FILE-N (the file's stem, the sentence number)"),
+    ):
+        if value is not None:
+            raise InputError(
+                f"{flag} {value!r} names a column of a table of texts; this is {fmt} input: {what}",
+                f"leave {flag} out",
+            )
 
 
 def _check_same_format(config, fmt: str) -> None:

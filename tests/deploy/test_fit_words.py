@@ -203,13 +203,16 @@ def test_word_fits_refuse_what_they_cannot_do(words, options, message):
         featx.fit(words[0], label="upos", write=False, **options)
 
 
-def test_predict_refuses_word_options_it_cannot_use(fitted, tmp_path, sentence_bundle):
+def test_predict_refuses_word_options_it_cannot_use(fitted, words, tmp_path, sentence_bundle):
+    test_file = words[1]
     corpus = write_csv(tmp_path / "c.csv", [("the cat", "x")], header=("text", "other"))
     cases = [
         ([str(fitted.path), str(corpus), "--text-pair-col", "other"], "a word probe reads one sentence per row"),
         ([str(fitted.path), str(corpus), "--label", "other"], "no word label column 'other'"),
         ([str(fitted.path), "-", "--word-format", "conllu"], "conllu input is read from a file, not stdin"),
         ([str(sentence_bundle), str(corpus), "--word-format", "conllu"], "apply to word probes"),
+        ([str(fitted.path), str(test_file), "--id-col", "sent"], "this is conllu input: its sentences are named"),
+        ([str(fitted.path), str(test_file), "--text-col", "text"], "this is conllu input: its words are the file's"),
     ]
     for args, message in cases:
         result = CliRunner().invoke(main, ["predict", *args, "-o", str(tmp_path / "p.csv"), "-q"], input="text\na\n")

@@ -168,4 +168,8 @@ def test_bad_word_options_are_refused(tmp_path):
         ExtractConfig(corpus=csv, more_corpora=(csv,))
     with pytest.raises(InputError, match="cannot be extracted in shards"):
         ExtractConfig(corpus=conllu, shards=2, shard_index=0)
+    with pytest.raises(InputError, match="--text-col 'sentence' names a column of a table of texts; this is conllu"):
+        ExtractConfig(corpus=conllu, text_col="sentence")
+    with pytest.raises(InputError, match="--id-col 'id' .* named by their '# sent_id' comments, else FILE-N"):
+        ExtractConfig(corpus=conllu, id_col="id")
     assert ExtractConfig(corpus=conllu, word_pooling="all").word_pooling == "all"
