@@ -57,7 +57,11 @@ def fit(
 @click.argument("corpus", type=click.Path(path_type=Path))
 @options(
     click.option(
-        "-o", "--output", type=click.Path(path_type=Path), default=None, help="Predictions file (.csv/.tsv/.jsonl)."
+        "-o",
+        "--output",
+        type=click.Path(path_type=Path),
+        default=None,
+        help="Predictions file (.csv/.tsv/.jsonl); - writes CSV to standard output.",
     ),
     click.option("--text-col", default=None, help="Column of the texts (default: the one the bundle was fitted on)."),
     click.option("--text-pair-col", default=None, help="Sentence pairs: the column of each row's second text."),
@@ -97,5 +101,6 @@ def predict(bundle, corpus, output, text_col, text_pair_col, id_col, sep, encodi
         batch_size=batch_size, device=device, overwrite=overwrite, progress=not quiet, word_format=word_format,
         columns=columns,
     )  # fmt: skip
-    for line in run_predict(config).summary():
-        echo(line)
+    result = run_predict(config)
+    for line in result.summary():
+        echo(line, err=result.to_stdout)  # the predictions hold standard output

@@ -5,7 +5,8 @@ The corpus is read as ``featx extract`` reads it; the texts are encoded in chunk
 beside the output whose first line is the run's key (the bundle's weights digest, the corpus's sha256 and
 the options that change the output). A run stopped part-way resumes from the rows that file holds; when every
 row is predicted the output is written through a temporary file and renamed into place, and the partial file
-removed. A run that fails leaves no output file.
+removed. A run that fails leaves no output file. ``output="-"`` writes CSV to standard output instead, at the
+end, with no partial file (nothing to resume).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from ..extraction.corpus import Corpus, read_corpus
 from .bundle import load
 from .config import PredictConfig
 from .probe import Probe
-from .table import check_scoring, output_frame, score_line, write_frame
+from .table import STDOUT, check_scoring, output_frame, score_line, write_frame
 
 if TYPE_CHECKING:
     from ..extraction.treebank import WordTable
@@ -42,15 +43,21 @@ class PredictResult:
     notes: list[str] = field(default_factory=list)
     unit: str = "rows"  # what a prediction is of: rows, or words (a word probe)
 
+    @property
+    def to_stdout(self) -> bool:
+        """Whether the predictions went to standard output (``-o -``)."""
+        return str(self.path) == STDOUT
+
     def summary(self) -> list[str]:
-        """The lines ``featx predict`` prints."""
+        """The lines ``featx predict`` prints (to standard error when the predictions hold standard output)."""
         lines = list(self.notes)
         if self.resumed:
             lines.append(f"resumed: {self.resumed} of {self.n_rows} {self.unit} were already predicted")
         if self.score:
             lines.append(self.score)
-        what = "word predictions" if self.unit == "words" else "predictions"
-        return lines + [f"wrote {self.n_rows} {what} to {self.path}"]
+        what = ("word " if self.unit == "words" else "") + ("prediction" if self.n_rows == 1 else "predictions")
+        where = "standard output" if self.to_stdout else self.path
+        return lines + [f"wrote {self.n_rows} {what} to {where}"]
 
 
 def _columns(config: PredictConfig, probe: Probe) -> tuple[str, str | None]:
@@ -85,7 +92,10 @@ def _output(config: PredictConfig, corpus: Path) -> Path:
     if config.output is not None:
         return Path(config.output)
     if str(corpus) == "-":
-        raise InputError("reading the corpus from stdin needs -o FILE", "e.g. featx predict model.featx - -o out.csv")
+        raise InputError(
+            "reading the corpus from stdin needs -o FILE (or -o - for standard output)",
+            "e.g. featx predict model.featx - -o out.csv",
+        )
     return corpus.with_name(corpus.name.split(".")[0] + ".predictions.csv")
 
 
@@ -208,12 +218,13 @@ def predict(config: PredictConfig | str | Path | None = None, **options: Any) ->
     corpus, text_col, pair_col = _read(config, probe)
     truth = check_scoring(corpus, config.label, probe)
     output = _output(config, Path(str(config.corpus)))
-    if output.exists() and not config.overwrite:
+    to_stdout = str(output) == STDOUT
+    if output.exists() and not config.overwrite and not to_stdout:
         raise InputError(f"{output} already exists", "pass --overwrite to replace it, or choose another -o path")
-    partial = output.with_name(output.name + PARTIAL_SUFFIX)
+    partial = None if to_stdout else output.with_name(output.name + PARTIAL_SUFFIX)
     notes = list(corpus.notes)
     key = _key(probe, corpus, config, text_col, pair_col)
-    done = _resume(partial, key, notes)
+    done = [] if partial is None else _resume(partial, key, notes)
     words = _words(probe, corpus)
     first = _first_row(words, len(done))
     if first is None:  # a word run commits whole sentences: anything else is not its file
@@ -223,7 +234,8 @@ def predict(config: PredictConfig | str | Path | None = None, **options: Any) ->
     index = {"id": corpus.ids} if words is None else _word_index(words, corpus.ids)
     frame = output_frame(probe, index, np.asarray(scores, dtype=np.float64), config.top_k, config.threshold)
     write_frame(frame, output)
-    partial.unlink(missing_ok=True)
+    if partial is not None:
+        partial.unlink(missing_ok=True)
     score = score_line(probe, frame, truth)
     if words is not None:
         notes.append(f"{len(frame)} words in {len(corpus)} sentences")
@@ -251,9 +263,11 @@ def _word_index(words: WordTable, ids: list[str]) -> dict[str, list]:
     }
 
 
-def _run_chunks(probe, corpus: Corpus, config: PredictConfig, partial: Path, key: dict, done: list, first: int) -> list:
+def _run_chunks(
+    probe, corpus: Corpus, config: PredictConfig, partial: Path | None, key: dict, done: list, first: int
+) -> list:
     """The scores of rows ``first`` on, ``batch_rows`` rows (a word probe: sentences) a chunk, each chunk
-    appended to the partial file as it is done; ``done``: the scores already held."""
+    appended to the partial file (if any) as it is done; ``done``: the scores already held."""
     from tqdm.auto import tqdm
 
     words = _words(probe, corpus)
@@ -268,7 +282,8 @@ def _run_chunks(probe, corpus: Corpus, config: PredictConfig, partial: Path, key
             else:
                 texts, pairs = [words.sentence(row) for row in range(start, stop)], None
             chunk = _chunk_scores(probe, texts, pairs, config).tolist()
-            _append(partial, key, chunk, fresh=start == 0)
+            if partial is not None:
+                _append(partial, key, chunk, fresh=start == 0)
             scores.extend(chunk)
             bar.update(stop - start)
     return scores

@@ -4,6 +4,7 @@ TSV, JSON Lines) atomically; and the score against a label column of the corpus 
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +14,8 @@ from ..errors import InputError
 from ..extraction.corpus import Corpus
 from ..safe_files import atomic_write_text, csv_text, neutral_cell
 from .probe import Probe
+
+STDOUT = "-"  # the output path that means standard output (CSV)
 
 
 def check_scoring(corpus: Corpus, label: str | None, probe: Probe) -> np.ndarray | None:
@@ -76,7 +79,12 @@ def output_frame(probe: Probe, index: dict[str, list], scores: np.ndarray, top_k
 
 
 def write_frame(frame: pd.DataFrame, path: Path) -> None:
-    """CSV (formula-safe cells), TSV (``.tsv``) or JSON Lines (``.jsonl``), through a temporary file."""
+    """CSV (formula-safe cells), TSV (``.tsv``) or JSON Lines (``.jsonl``), through a temporary file; CSV to
+    standard output for the path ``-``."""
+    if str(path) == STDOUT:
+        sys.stdout.write(csv_text(frame))
+        sys.stdout.flush()
+        return
     suffix = path.suffix.lower()
     if suffix == ".jsonl":
         text = frame.to_json(orient="records", lines=True, force_ascii=False)
@@ -107,4 +115,4 @@ def score_line(probe: Probe, frame: pd.DataFrame, truth: np.ndarray | None) -> s
     return f"accuracy {accuracy:.4f} on {int(known.sum())} labelled {items}"
 
 
-__all__ = ["check_scoring", "output_frame", "score_line", "write_frame"]
+__all__ = ["STDOUT", "check_scoring", "output_frame", "score_line", "write_frame"]

@@ -151,6 +151,8 @@ def test_predict_on_the_test_treebank_scores_what_fit_reported(fitted, words, tm
     first = table[table.id == "te0"]
     assert list(first.word) == list(range(1, len(first) + 1))
     assert f"wrote {fitted.test['n']} word predictions" in result.output
+    piped = CliRunner().invoke(main, [*args[:3], "-o", "-", "-q"])
+    assert piped.exit_code == 0 and piped.stdout == output.read_text() and "word predictions" in piped.stderr
 
 
 def test_predict_splits_plain_texts_on_whitespace(fitted, tmp_path):

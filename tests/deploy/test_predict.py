@@ -129,7 +129,25 @@ def test_stdin_to_tsv(fitted, split_features, tmp_path, lookup):
 def test_stdin_needs_an_output(fitted, lookup):
     result = CliRunner().invoke(main, ["predict", str(fitted.path), "-", "--no-progress"], input="text\nthe cat\n")
     assert result.exit_code == 2
-    assert_one_clear_error(result.output, r"reading the corpus from stdin needs -o FILE")
+    assert_one_clear_error(
+        result.output, r"reading the corpus from stdin needs -o FILE \(or -o - for standard output\)"
+    )
+
+
+def test_dash_writes_the_csv_to_standard_output_and_the_summary_to_standard_error(
+    fitted, split_features, tmp_path, lookup, monkeypatch
+):
+    corpus = split_features.parent / "corpus.csv"
+    assert _run(fitted.path, corpus, "-o", tmp_path / "p.csv", "--label", "label").exit_code == 0
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(
+        main, ["predict", str(fitted.path), "-", "-o", "-", "--label", "label", "-q"], input=corpus.read_text()
+    )
+    assert result.exit_code == 0, result.output
+    assert result.stdout == (tmp_path / "p.csv").read_text()  # the same table, and nothing else
+    assert "accuracy" in result.stderr
+    assert f"wrote {len(deploy_rows())} predictions to standard output" in result.stderr
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["p.csv"]  # no file named -, no partial file
 
 
 @pytest.mark.parametrize("quiet", ["-q", "--quiet", "--no-progress", None])
