@@ -185,10 +185,10 @@ class Probe:
 
         if self.level == "word":
             return self.word_features(texts, **overrides)[0]
+        if self.extraction.get("pair_mode") and text_pairs is None:
+            texts, text_pairs = _split_pairs(texts)
         text_list = as_texts(texts, "texts")
         pairs = as_texts(text_pairs, "text_pairs") if text_pairs is not None else None
-        if self.extraction.get("pair_mode") and pairs is None:
-            raise InputError("this probe was fitted on sentence pairs", "pass text_pairs= (the second texts)")
         options = self._options(overrides)
         if pairs is None:
             options.pop("pair_mode", None)
@@ -234,6 +234,23 @@ class Probe:
             X, offsets = self.word_features(texts, **overrides)
             return self._per_sentence(self.predict_proba_features(X), offsets)
         return self.predict_proba_features(self.features(texts, text_pairs, **overrides))
+
+
+def _split_pairs(items: Any) -> tuple[list, list]:
+    """The first and second texts of a pair probe's input given as ``(text, text_pair)`` items (a list of
+    tuples, or a two-column array), as sentence-transformers' cross-encoders take them."""
+    if isinstance(items, np.ndarray) and items.ndim == 2 and items.shape[1] == 2:
+        return list(items[:, 0]), list(items[:, 1])
+    if (
+        isinstance(items, (list, tuple))
+        and items
+        and all(isinstance(item, (list, tuple)) and len(item) == 2 for item in items)
+    ):
+        return [item[0] for item in items], [item[1] for item in items]
+    raise InputError(
+        "this probe was fitted on sentence pairs, and got no second texts",
+        "pass text_pairs= (the second texts), or (text, text_pair) tuples: predict([('a', 'b'), ...])",
+    )
 
 
 __all__ = ["Probe"]

@@ -4,9 +4,9 @@ Used as it is, it predicts with the bundle's head; ``fit(texts, y)`` trains a ne
 same layer spec and pooling, encoding the texts with the bundle's extraction settings (so ``clone`` plus
 ``fit`` inside ``cross_val_predict`` or ``GridSearchCV`` fits only the head, per fold). A classifier or a
 regressor, as the bundle is: ``classes_``, ``predict``, ``predict_proba`` (logreg, mlp), ``score``
-(accuracy, or R²). ``X`` is a sequence of texts, a two-column array of text pairs, or a float matrix of
-precomputed features of the bundle's layer and pooling (checked as scikit-learn checks arrays: finite, 2-D,
-real, dense, not empty, as wide as the head reads).
+(accuracy, or R²). ``X`` is a sequence of texts; for a pair probe, a two-column array or a list of
+``(text, text_pair)`` tuples; or a float matrix of precomputed features of the bundle's layer and pooling
+(checked as scikit-learn checks arrays: finite, 2-D, real, dense, not empty, as wide as the head reads).
 """
 
 from __future__ import annotations
@@ -100,6 +100,8 @@ class FittedProbe(BaseEstimator):
             )
         if array is not None and array.ndim == 2 and array.shape[1] == 2:
             return probe.features([str(t) for t in array[:, 0]], [str(t) for t in array[:, 1]])
+        if isinstance(X, (list, tuple)) and X and isinstance(X[0], (list, tuple)):
+            return probe.features(list(X))  # (text, text_pair) items: the probe splits and checks them
         texts = [str(text) for text in (X.tolist() if hasattr(X, "tolist") else X)]
         if len(texts) < minimum_rows:
             raise ValueError(f"Found {len(texts)} text(s) while a minimum of {minimum_rows} is required")

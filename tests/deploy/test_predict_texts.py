@@ -7,6 +7,7 @@ import re
 
 import numpy as np
 import pandas as pd
+import pytest
 from click.testing import CliRunner
 from support.deploy_data import deploy_rows
 from support.tiny import write_csv
@@ -14,6 +15,8 @@ from support.tiny import write_csv
 import featx
 from featx.cli import main
 from featx.deploy.features import stored_matrix
+from featx.errors import InputError
+from featx.sklearn import FittedProbe
 
 
 def test_texts_give_the_stored_features_bit_for_bit(fitted, split_features):
@@ -50,6 +53,13 @@ def test_cross_mode_pairs_from_texts(tiny_model, tmp_path):
     with featx.open(output) as features:
         stored = stored_matrix(features, probe.spec, probe.pooling)
     assert np.array_equal(probe.features([r[0] for r in rows], [r[1] for r in rows]), stored)
+    pairs = [(r[0], r[1]) for r in rows]  # (text, text_pair) items, as cross-encoders take them
+    assert np.array_equal(probe.features(pairs), stored)
+    assert list(probe.predict(pairs)) == list(probe.predict_features(stored))
+    assert list(FittedProbe(result.path).predict(pairs)) == list(probe.predict_features(stored))
+    for alone in ([r[0] for r in rows], [(r[0],) for r in rows]):
+        with pytest.raises(InputError, match="fitted on sentence pairs, and got no second texts"):
+            probe.predict(alone)
     cli = CliRunner().invoke(main, ["predict", str(result.path), str(corpus), "-o", str(tmp_path / "o.csv"),
                                     "--no-progress"])  # fmt: skip
     assert cli.exit_code == 0, cli.output
