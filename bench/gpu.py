@@ -67,12 +67,16 @@ def prepare(assets: Path) -> None:
     save_file(weights, str(minilm / "model.safetensors"), metadata={"format": "pt"})
     for name, rows in (("sst2", 872), ("agnews", 2000)):
         shutil.copy(bench_extract.corpus_csv(name, rows), assets / f"{name}.csv")
+    (assets / "ud").mkdir(exist_ok=True)  # the word-probe predict run (bench/predict_gpu.py): 5.8 MB
+    for part in ("dev", "test"):
+        shutil.copy(bench_extract.DATA / "ud_gum" / f"en_gum-ud-{part}.conllu", assets / "ud")
     print(f"prepared {assets} ({sum(f.stat().st_size for f in assets.rglob('*') if f.is_file()) / 1e6:.1f} MB)")
 
 
 def smoke_assets(work: Path) -> Path:
-    """``--smoke``: a tiny random BERT in MiniLM's place and 32 rows of data/demo.csv as both corpora, built
-    in place (no ``prepare``, no ../shared): only that every step runs, in seconds, on the CPU."""
+    """``--smoke``: a tiny random BERT in MiniLM's place, 32 rows of data/demo.csv as both corpora and as a
+    two-file treebank, built in place (no ``prepare``, no ../shared): only that every step runs, in seconds,
+    on the CPU."""
     sys.path.insert(0, str(HERE.parent / "tests"))
     from support.tiny import build_tiny_bert
 
@@ -85,6 +89,14 @@ def smoke_assets(work: Path) -> Path:
             writer = csv.writer(handle)
             writer.writerow(["text", "label"])
             writer.writerows(records)
+    (assets / "ud").mkdir()
+    for part, texts in (("dev", records[:24]), ("test", records[24:])):  # a made-up upos: long or short words
+        sentences = []
+        for number, (text, _) in enumerate(texts):
+            words = text.split()
+            lines = [f"{i}\t{w}\t_\t{'LONG' if len(w) > 4 else 'SHORT'}" + "\t_" * 6 for i, w in enumerate(words, 1)]
+            sentences.append(f"# sent_id = {part}-{number}\n" + "\n".join(lines) + "\n")
+        (assets / "ud" / f"en_gum-ud-{part}.conllu").write_text("\n".join(sentences), encoding="utf-8")
     return assets
 
 

@@ -6,7 +6,8 @@
 # sentence-transformers), solver-table.md/solver.json (bench/solver_gpu.py: the torch logistic solver against
 # the numpy one), decoder-table.md/decoder.json (bench/decoder.py: a seeded random ~1B Llama built in place,
 # bf16, with a prompt template: tokens/s, peak GPU memory, share of the matmul rate, the dry run's
-# prediction), predict-table.md/predict.json (bench/predict_gpu.py: featx predict, or why it was skipped),
+# prediction), predict-table.md/predict.json (bench/predict_gpu.py: featx predict of a sentence probe and of a
+# word probe on UD English GUM, or why it was skipped),
 # host-table.md/host.json and profile-*.txt (bench/gpu_host.py: featx's batch loop on 20,000 short texts at
 # several rows per batch, all outputs or the last layer's mean, against sentence-transformers, with a
 # cProfile of one run), and summary.md, all of them one after the other.
@@ -14,7 +15,7 @@
 # --smoke (or SMOKE=1): the same steps on the CPU with tiny models and corpora built in place, in about a
 # minute (tests/bench/test_gpu_smoke.py runs it; no timing means anything there).
 #
-# Once, on the CPU machine (needs the packaged MiniLM and ../shared/data; writes bench/.gpu/, ~45 MB, gitignored):
+# Once, on the CPU machine (needs the packaged MiniLM and ../shared/data; writes bench/.gpu/, ~51 MB, gitignored):
 #     PYTHONPATH=$PWD .venv/bin/python bench/gpu.py prepare
 # On the GPU machine (the device tool: carry ["bench/.gpu"], plus ".whl" if wheels are needed there):
 #     bash bench/gpu.sh "$OUT"
@@ -55,7 +56,7 @@ else
     # slow step cannot eat a device lease of 15 minutes, start-up included; a step cut short or failing is
     # reported in its table's place and the next one runs; 0 skips a step. On an H200 on 27 Nov 2026,
     # --no-compile: about 110 s, > 70 s (cut), 60 s, 10 s; bench/gpu_host.py on an H100 the same day: 200 s.
-    read -r T_GPU T_SOLVER T_DECODER T_PREDICT T_HOST <<< "${STEP_SECONDS:-300 150 120 60 220}"
+    read -r T_GPU T_SOLVER T_DECODER T_PREDICT T_HOST <<< "${STEP_SECONDS:-300 150 120 120 220}"
     step() {  # step SECONDS TABLE COMMAND...: run, and on a cut or a failure say so where the table goes
         local seconds=$1 name=$2 rc=0
         shift 2

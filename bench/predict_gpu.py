@@ -1,5 +1,7 @@
 """``featx predict`` on the device: a probe bundle fitted on MiniLM features of SST-2 (``featx fit``), then the
-whole ``featx predict BUNDLE CORPUS`` command timed (start-up, encoder load, forward passes, the probe).
+whole ``featx predict BUNDLE CORPUS`` command timed (start-up, encoder load, forward passes, the probe); and
+the same for a word probe (upos, fitted on UD English GUM's dev part, predicting every word of its test
+part), with the accuracy predict prints beside fit's test score.
 
     PYTHONPATH=$PWD python bench/predict_gpu.py --device cuda --out OUT      # bench/gpu.sh runs it
     PYTHONPATH=$PWD .venv/bin/python bench/predict_gpu.py --smoke --out /tmp/predict-smoke
@@ -63,7 +65,40 @@ def run(args, work: Path) -> dict:
         return {"failed": "featx predict: " + (done.stderr or done.stdout).strip().splitlines()[-1:][0]}
     with open(corpus, newline="", encoding="utf-8") as handle:
         rows = sum(1 for _ in csv.reader(handle)) - 1
-    return {"device": args.device, "rows": rows, "seconds": round(seconds, 2), "rows_per_s": rows / seconds}
+    result = {"device": args.device, "rows": rows, "seconds": round(seconds, 2), "rows_per_s": rows / seconds}
+    result["words"] = word_run(args, assets / "ud", model, work, env)
+    return result
+
+
+def word_run(args, treebank: Path, model: Path, work: Path, env: dict) -> dict:
+    """A word probe (upos, layer 2, mean) fitted on the treebank's dev part, then the whole ``featx predict``
+    of its test part timed: words/s, and the accuracy predict prints against fit's test score."""
+    import featx
+
+    dev, test = treebank / "en_gum-ud-dev.conllu", treebank / "en_gum-ud-test.conllu"
+    if not test.exists():
+        return {"skipped": f"skipped: no {test} (run `bench/gpu.py prepare` again)"}
+    features = work / "ud.h5"
+    featx.extract(dev, more_corpora=(str(test),), model=str(model), device=args.device, output=features, progress=False)
+    bundle = work / "upos"
+    fit_args = ["fit", str(features), "--label", "upos", "--layer", "2", "--pooling", "mean", "-o", str(bundle)]
+    _, fitted = featx_command(*fit_args, "--quiet", "--overwrite", env=env)
+    if fitted.returncode:
+        return {"failed": "featx fit: " + (fitted.stderr or fitted.stdout).strip().splitlines()[-1:][0]}
+    test_line = next(line for line in fitted.stdout.splitlines() if line.startswith("test accuracy"))
+    predict_args = ["predict", str(bundle), str(test), "-o", str(work / "w.csv"), "--device", args.device]
+    seconds, done = featx_command(*predict_args, "--label", "upos", "--overwrite", "--no-progress", env=env)
+    if done.returncode:
+        return {"failed": "featx predict: " + (done.stderr or done.stdout).strip().splitlines()[-1:][0]}
+    scored = next(line for line in done.stdout.splitlines() if line.startswith("accuracy"))
+    words = int(scored.split(" on ")[1].split()[0])
+    return {
+        "words": words,
+        "seconds": round(seconds, 2),
+        "words_per_s": words / seconds,
+        "predict": scored,
+        "fit": test_line.split(";")[0],
+    }
 
 
 def main(argv=None) -> None:
@@ -82,6 +117,15 @@ def main(argv=None) -> None:
             f"| featx predict | {result['device']} | {result['rows']} | {result['seconds']} "
             f"| {result['rows_per_s']:,.0f} |"
         )
+        words = result["words"]
+        if "words" in words:
+            text += (
+                f"\n| featx predict, word probe (GUM test, upos) | {result['device']} | {words['words']} words "
+                f"| {words['seconds']} | {words['words_per_s']:,.0f} words/s |\n\n"
+                f"word probe: predict's {words['predict']}; fit's {words['fit']}"
+            )
+        else:
+            text += "\n\nword probe: " + (words.get("skipped") or f"failed: {words['failed']}")
     else:
         text = result.get("skipped") or f"featx predict failed: {result['failed']}"
     print(text, flush=True)

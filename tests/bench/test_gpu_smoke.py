@@ -42,6 +42,8 @@ def test_gpu_sh_smoke_writes_every_table(tmp_path):
     assert decoder["predicted_peak_bytes"] > 0 and decoder["peak_kind"] == "process peak RSS"
     predict = json.loads((out / "predict.json").read_text())
     assert "rows" in predict or predict.get("skipped", "").startswith("skipped: featx")
+    words = predict["words"]  # the word probe: predict scores what fit reported on the same test words
+    assert words["words"] > 0 and words["predict"].split()[1] == words["fit"].split()[2]
     host = json.loads((out / "host.json").read_text())
     methods = [row["method"] for row in host]
     assert methods[0] == "sentence-transformers (256)" and all(row["steady"] > 0 for row in host)
