@@ -80,6 +80,7 @@ featx fit feats.h5 --label sentiment -o s.featx    # save the chosen probe
 featx predict s.featx new.csv -o predictions.csv   # label new texts with it
 featx erase feats.h5 --label tense --amnesic mood  # LEACE; amnesic probing
 featx neurons feats.h5 --label tense --layer 3     # rank a layer's neurons
+featx labels feats.h5                              # its label columns, counts
 featx labels add feats.h5 more_labels.csv          # store more label columns
 Python: featx.embed(texts, layer=3, pooling="mean")  # (rows, width) float32
 FEATURES or RESULTS left out: the last ones written in this folder."""

@@ -165,9 +165,33 @@ def probe(features, no_control, no_lexical, sweep, **options):
     echo(f"\nwrote {result.csv_path} and {', '.join([result.json_path.name, *extra])} ({result.meta['seconds']:.1f} s)")
 
 
-@main.group()
-def labels():
-    """Label columns of a features file."""
+class _LabelsGroup(click.Group):
+    """``featx labels FEATURES`` is ``featx labels list FEATURES``: a path where a command is expected."""
+
+    def resolve_command(self, ctx: click.Context, args: list[str]):
+        if args and args[0] not in self.commands and not args[0].startswith("-"):
+            args = ["list", *args]
+        return super().resolve_command(ctx, args)
+
+
+@main.group(cls=_LabelsGroup, invoke_without_command=True)
+@click.pass_context
+def labels(ctx: click.Context):
+    """Label columns of a features file: featx labels FEATURES lists them (default: the last extraction here),
+    featx labels add stores more."""
+    if ctx.invoked_subcommand is None:
+        ctx.invoke(labels_list)
+
+
+@labels.command("list")
+@click.argument("features", required=False, type=click.Path(path_type=Path))
+def labels_list(features):
+    """List the label columns of FEATURES (default: the last extraction here): classes and their counts, or
+    numbers and their range, missing rows, the split, and a word input's word labels."""
+    from ..probing import describe_labels
+
+    for line in describe_labels(features):
+        echo(line)
 
 
 @labels.command("add")

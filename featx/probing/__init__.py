@@ -24,6 +24,7 @@ _HOMES = {
     "load_results": "results",
     "results_paths": "results",
     "ProbeTask": "tasks.base",
+    "describe_labels": "label_summary",
     "lexical_predictions": "tasks.lexical",
     "per_type_predictions": "tasks.word_items",
     "word_types": "tasks.word_items",
