@@ -166,10 +166,12 @@ def probe(features, no_control, no_lexical, sweep, **options):
 
 
 class _LabelsGroup(click.Group):
-    """``featx labels FEATURES`` is ``featx labels list FEATURES``: a path where a command is expected."""
+    """``featx labels FEATURES`` is ``featx labels list FEATURES``: one path where a command is expected (a
+    mistyped command with its arguments, ``featx labels ad f.h5 x.csv``, stays "no such command")."""
 
     def resolve_command(self, ctx: click.Context, args: list[str]):
-        if args and args[0] not in self.commands and not args[0].startswith("-"):
+        first = args[0] if args else "-"
+        if first not in self.commands and not first.startswith("-") and (len(args) == 1 or Path(first).exists()):
             args = ["list", *args]
         return super().resolve_command(ctx, args)
 

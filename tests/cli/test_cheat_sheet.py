@@ -28,14 +28,18 @@ def _command_lines() -> list[str]:
 
 
 def _resolve(words: list[str]) -> tuple[click.Command, list[str], list[str]]:
-    """The (sub)command the words name, its name path and the arguments left for it."""
+    """The (sub)command the words name, its name path and the arguments left for it, as click resolves them
+    (``featx labels FEATURES`` is ``featx labels list FEATURES``)."""
     command: click.Command = main
     path = ["featx"]
     words = list(words[1:])
     while isinstance(command, click.Group) and words:
-        sub = command.get_command(click.Context(command), words[0])
-        assert sub is not None, f"featx has no command {' '.join([*path[1:], words[0]])!r}"
-        command, path, words = sub, [*path, words.pop(0)], words
+        try:
+            name, sub, words = command.resolve_command(click.Context(command), words)
+        except click.UsageError as error:
+            raise AssertionError(f"featx {' '.join(path[1:])}: {error.message}") from None
+        assert name is not None and sub is not None
+        command, path = sub, [*path, name]
     return command, path, words
 
 

@@ -77,10 +77,12 @@ def test_the_cli_lists_by_path_by_list_and_the_last_extraction(sentences, tmp_pa
     ]
 
 
-def test_a_missing_file_is_one_clear_error(tmp_path):
+def test_a_missing_file_is_one_clear_error_and_a_mistyped_command_stays_one(tmp_path):
     result = CliRunner().invoke(main, ["labels", str(tmp_path / "none.h5")])
     assert result.exit_code == 2
     assert_one_clear_error(result.output, "none.h5 does not exist")
+    mistyped = CliRunner().invoke(main, ["labels", "ad", str(tmp_path / "f.h5"), "more.csv"])
+    assert mistyped.exit_code == 2 and "No such command 'ad'" in mistyped.output
 
 
 def test_hostile_class_names_are_escaped_on_the_terminal(tiny_model, tmp_path):
