@@ -29,10 +29,12 @@ install: $(VENV)/.installed
 
 install-test: $(VENV)/.installed-test
 
-# The demo: extract every layer of the embedded model once, probe several label columns, plot each.
-# A label's probe is skipped when its results are newer than the features file (delete them to redo).
+# The demo: extract every layer of the embedded model once, probe several label columns, plot each; then
+# save the sentiment probe chosen on the training rows and apply it to two new texts (standard input in,
+# standard output out). A label's probe (and the bundle) is skipped when newer than the features file.
 DEMO_LABELS ?= sentiment number tense mood length_bucket
 DEMO_FEATURES := $(OUT)/demo.features.h5
+DEMO_BUNDLE := $(OUT)/sentiment.featx
 FEATX := $(VENV)/bin/featx
 
 demo: install
@@ -48,10 +50,19 @@ demo: install
 	  fi; \
 	done
 	$(FEATX) plot $(foreach label,$(DEMO_LABELS),$(OUT)/demo.features.$(label).probe.csv) --compare $(OUT)/demo.labels.png
+	@if [ -f $(DEMO_BUNDLE)/manifest.json ] && [ $(DEMO_BUNDLE)/manifest.json -nt $(DEMO_FEATURES) ]; then \
+	  echo "featx fit --label sentiment: up to date ($(DEMO_BUNDLE))"; \
+	else \
+	  echo "$(FEATX) fit $(DEMO_FEATURES) --label sentiment -q --overwrite -o $(DEMO_BUNDLE)"; \
+	  $(FEATX) fit $(DEMO_FEATURES) --label sentiment -q --overwrite -o $(DEMO_BUNDLE); \
+	fi
+	printf 'text\nThe critics loved the new film.\nThe waiter was not friendly.\n' \
+	  | $(FEATX) predict $(DEMO_BUNDLE) - -o - -q
 	@echo ""
 	@echo "features: $(DEMO_FEATURES)"
 	@echo "results:  $(OUT)/demo.features.<label>.probe.csv and .json for: $(DEMO_LABELS)"
 	@echo "figures:  $(OUT)/demo.features.<label>.probe.png and .svg; all labels together: $(OUT)/demo.labels.png"
+	@echo "probe:    $(DEMO_BUNDLE) (featx predict $(DEMO_BUNDLE) new.csv -o predictions.csv; featx.load in Python)"
 	@echo "notebook: notebooks/layerwise.ipynb reads these files (.venv/bin/pip install jupyterlab; .venv/bin/jupyter lab notebooks/)"
 
 test: install-test browser lint docs
