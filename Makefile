@@ -63,7 +63,7 @@ demo: install
 	@echo "results:  $(OUT)/demo.features.<label>.probe.csv and .json for: $(DEMO_LABELS)"
 	@echo "figures:  $(OUT)/demo.features.<label>.probe.png and .svg; all labels together: $(OUT)/demo.labels.png"
 	@echo "probe:    $(DEMO_BUNDLE) (featx predict $(DEMO_BUNDLE) new.csv -o predictions.csv; featx.load in Python)"
-	@echo "notebook: notebooks/layerwise.ipynb reads these files (.venv/bin/pip install jupyterlab; .venv/bin/jupyter lab notebooks/)"
+	@echo "notebooks: notebooks/layerwise.ipynb reads these files, notebooks/deploy.ipynb the probe (.venv/bin/pip install jupyterlab; .venv/bin/jupyter lab notebooks/)"
 
 test: install-test browser lint docs
 	$(PY) -m pytest -q

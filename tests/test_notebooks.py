@@ -13,14 +13,19 @@ import featx
 
 REPO = Path(__file__).resolve().parent.parent
 NOTEBOOK = REPO / "notebooks" / "layerwise.ipynb"
+DEPLOY = REPO / "notebooks" / "deploy.ipynb"
 
 
-def test_committed_notebook_has_no_outputs():
-    notebook = nbformat.read(NOTEBOOK, as_version=4)
+@pytest.mark.parametrize(
+    ("notebook_path", "default"),
+    [(NOTEBOOK, 'ROOT / "out" / "demo.features.h5"'), (DEPLOY, 'ROOT / "out" / "sentiment.featx"')],
+)
+def test_committed_notebook_has_no_outputs(notebook_path, default):
+    notebook = nbformat.read(notebook_path, as_version=4)
     code = [cell for cell in notebook.cells if cell.cell_type == "code"]
     assert code and all(not cell.outputs and cell.execution_count is None for cell in code)
     parameters = [cell for cell in code if "parameters" in cell.metadata.get("tags", [])]
-    assert len(parameters) == 1 and 'ROOT / "out" / "demo.features.h5"' in parameters[0].source
+    assert len(parameters) == 1 and default in parameters[0].source  # make demo's output
 
 
 @pytest.mark.slow
@@ -62,6 +67,36 @@ def test_layerwise_notebook_runs_on_tiny_model_outputs(tiny_model, tmp_path, mon
     assert sum("image/png" in output.get("data", {}) for output in outputs) == 6
     assert "paired test per layer" in text and "(random init)" in text
     assert not [output for output in outputs if output.output_type == "error"]
+
+
+@pytest.mark.slow
+def test_deploy_notebook_runs_on_a_tiny_models_bundle(tiny_model, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    rows = tiny_rows()
+    corpus = write_csv(tmp_path / "corpus.csv", rows, header=("text", "sentiment", "split"))
+    features = featx.extract(
+        corpus, model=str(tiny_model), output=tmp_path / "corpus.h5", poolings="mean", progress=False
+    ).output
+    fitted = featx.fit(features, label="sentiment", folds=3, output=tmp_path / "s.featx", jobs=1)
+    test_rows = [row for row in rows if row[2] == "test"]
+    monkeypatch.setenv("FEATX_BUNDLE", str(fitted.path))
+    monkeypatch.setenv("FEATX_CORPUS", str(corpus))
+    monkeypatch.setenv("FEATX_N_ROWS", str(len(test_rows)))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
+
+    notebook = nbformat.read(DEPLOY, as_version=4)
+    NotebookClient(
+        notebook, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+    ).execute()  # raises on any failing cell
+
+    outputs = [output for cell in notebook.cells for output in cell.get("outputs", [])]
+    text = "".join(output.get("text", "") + output.get("data", {}).get("text/plain", "") for output in outputs)
+    assert not [output for output in outputs if output.output_type == "error"]
+    assert "chosen by accuracy on cross-validation over the training rows" in text
+    assert "lexical baseline" in text and "majority class" in text
+    # every test row through the real encoder: the accuracy fit reported on them
+    assert f"sentiment: accuracy {fitted.test['score']:.3f} on {len(test_rows)} held-out rows" in text
+    assert "5-fold accuracy" in text
 
 
 @pytest.mark.parametrize("name", sorted(path.name for path in (REPO / "notebooks").glob("*.ipynb")))
