@@ -42,6 +42,8 @@ def describe_labels(path: str | Path | None = None) -> list[str]:
 def _header(features: FeatureFile) -> str:
     split = features.split
     parts = f"{features.n_rows:,} rows"
+    if features.pair_mode:
+        parts += f" of sentence pairs (second text: {features.text_pair_col}, {features.pair_mode} mode)"
     if split is not None:
         names, counts = np.unique(np.asarray(split, dtype=str), return_counts=True)
         parts += "; split: " + ", ".join(f"{name} {count:,}" for name, count in zip(names, counts, strict=True))

@@ -42,6 +42,16 @@ def test_each_column_as_probe_reads_it(sentences):
     assert not any(line.startswith("word labels") for line in lines)
 
 
+def test_a_pair_file_says_so(tiny_model, tmp_path):
+    rows = [[f"a {i}", f"b {i}", ("yes", "no")[i % 2]] for i in range(6)]
+    corpus = write_csv(tmp_path / "p.csv", rows, header=("text", "other", "same"))
+    output = tmp_path / "p.h5"
+    featx.extract(corpus, model=str(tiny_model), output=output, poolings="mean", text_pair_col="other", progress=False)
+    lines = describe_labels(output)
+    assert lines[0] == f"{output}: 6 rows of sentence pairs (second text: other, cross mode)"
+    assert lines[2].split() == ["same", "2", "classes:", "no", "3,", "yes", "3"]
+
+
 def test_word_labels_and_heads(tiny_model, tmp_path):
     conllu = treebank(tmp_path / "toy-ud-train.conllu", 12, 0, "s")
     output = tmp_path / "toy.h5"
