@@ -16,6 +16,17 @@ NOTEBOOK = REPO / "notebooks" / "layerwise.ipynb"
 DEPLOY = REPO / "notebooks" / "deploy.ipynb"
 
 
+def _executed(path: Path, folder: Path, monkeypatch) -> list:
+    """The outputs of every cell of the notebook at ``path``, run top to bottom in ``folder`` against this
+    checkout (raises on any failing cell)."""
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
+    notebook = nbformat.read(path, as_version=4)
+    NotebookClient(
+        notebook, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(folder)}}
+    ).execute()
+    return [output for cell in notebook.cells for output in cell.get("outputs", [])]
+
+
 @pytest.mark.parametrize(
     ("notebook_path", "default"),
     [(NOTEBOOK, 'ROOT / "out" / "demo.features.h5"'), (DEPLOY, 'ROOT / "out" / "sentiment.featx"')],
@@ -52,14 +63,7 @@ def test_layerwise_notebook_runs_on_tiny_model_outputs(tiny_model, tmp_path, mon
     monkeypatch.setenv("FEATX_FEATURES", str(features))
     monkeypatch.setenv("FEATX_RESULTS", str(result.csv_path))
     monkeypatch.setenv("MPLBACKEND", "module://matplotlib_inline.backend_inline")
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
-
-    notebook = nbformat.read(NOTEBOOK, as_version=4)
-    NotebookClient(
-        notebook, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
-    ).execute()  # raises on any failing cell
-
-    outputs = [output for cell in notebook.cells for output in cell.get("outputs", [])]
+    outputs = _executed(NOTEBOOK, tmp_path, monkeypatch)
     text = "".join(output.get("text", "") for output in outputs)
     assert f"results:  {result.csv_path}" in text
     assert f"best: layer {int(best.layer)}, {best.pooling} pooling, accuracy {best.accuracy:.3f}" in text
@@ -82,14 +86,7 @@ def test_deploy_notebook_runs_on_a_tiny_models_bundle(tiny_model, tmp_path, monk
     monkeypatch.setenv("FEATX_BUNDLE", str(fitted.path))
     monkeypatch.setenv("FEATX_CORPUS", str(corpus))
     monkeypatch.setenv("FEATX_N_ROWS", str(len(test_rows)))
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
-
-    notebook = nbformat.read(DEPLOY, as_version=4)
-    NotebookClient(
-        notebook, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
-    ).execute()  # raises on any failing cell
-
-    outputs = [output for cell in notebook.cells for output in cell.get("outputs", [])]
+    outputs = _executed(DEPLOY, tmp_path, monkeypatch)
     text = "".join(output.get("text", "") + output.get("data", {}).get("text/plain", "") for output in outputs)
     assert not [output for output in outputs if output.output_type == "error"]
     assert "chosen by accuracy on cross-validation over the training rows" in text
