@@ -160,12 +160,26 @@ def _candidates(features: FeatureFile, config: FitConfig) -> list[tuple[LayerSpe
 
 
 def _wants_words(features: FeatureFile, config: FitConfig) -> bool:
-    """A word label asked for (a word label column that is no sentence label), or a file of word labels only."""
+    """A word label asked for (a word label column that is no sentence label), or a file of word labels only.
+    A label a word input holds neither way is refused here, naming both kinds (and ``head``, the arcs)."""
     if not getattr(features, "has_words", False):
         return False
-    if config.label is not None:
-        return config.label in features.word_label_columns() and config.label not in features.label_columns
-    return not features.label_columns
+    if config.label is None:
+        return not features.label_columns
+    words, sentences = features.word_label_columns(), features.label_columns
+    if config.label == "head" and "head" not in words and "head" not in sentences:
+        raise InputError(
+            "'head' is the dependency arcs of a word input: featx probe --label head --arcs probes them, and "
+            "featx fit does not save arc probes",
+            f"fit a word label ({', '.join(words[:6]) or 'none stored'}), or probe the arcs with featx probe",
+        )
+    if config.label not in words and config.label not in sentences:
+        raise InputError(
+            f"{features.path} has no label column '{config.label}'; word labels: {', '.join(words) or '(none)'}; "
+            f"sentence labels: {', '.join(sentences) or '(none)'}",
+            "pick one with --label NAME (featx labels FEATURES lists them)",
+        )
+    return config.label in words and config.label not in sentences
 
 
 def _word_label(features: FeatureFile, config: FitConfig, notes: list[str]) -> str:

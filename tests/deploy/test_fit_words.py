@@ -205,6 +205,18 @@ def test_word_fits_refuse_what_they_cannot_do(words, options, message):
         featx.fit(words[0], label="upos", write=False, **options)
 
 
+@pytest.mark.parametrize(
+    "label, message",
+    [
+        ("head", "'head' is the dependency arcs of a word input: featx probe --label head --arcs probes them"),
+        ("upso", "has no label column 'upso'; word labels: upos, xpos, deprel; sentence labels: \\(none\\)"),
+    ],
+)
+def test_a_label_the_word_input_lacks_names_what_it_has(words, label, message):
+    with pytest.raises(InputError, match=message):
+        featx.fit(words[0], label=label, write=False)
+
+
 def test_predict_refuses_word_options_it_cannot_use(fitted, words, tmp_path, sentence_bundle):
     test_file = words[1]
     corpus = write_csv(tmp_path / "c.csv", [("the cat", "x")], header=("text", "other"))
