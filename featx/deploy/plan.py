@@ -14,6 +14,7 @@ from ..errors import InputError
 from ..probing import evaluation as ev
 from ..probing.labels import stored_column
 from ..probing.plan import default_label, resolve_task
+from ..probing.tasks.word_items import HEAD_LABEL
 from ..selection import LayerSpec, parse_layer_specs, parse_poolings
 from ..state import given_or_last
 from ..store import FeatureFile, schema
@@ -161,25 +162,20 @@ def _candidates(features: FeatureFile, config: FitConfig) -> list[tuple[LayerSpe
 
 def _wants_words(features: FeatureFile, config: FitConfig) -> bool:
     """A word label asked for (a word label column that is no sentence label), or a file of word labels only.
-    A label a word input holds neither way is refused here, naming both kinds (and ``head``, the arcs)."""
+    ``head`` (the arcs, as in ``probing.plan.wants_words``) is refused: fit saves no arc probes. Any other
+    missing label is the store's message, which names both kinds of label columns."""
     if not getattr(features, "has_words", False):
         return False
     if config.label is None:
         return not features.label_columns
-    words, sentences = features.word_label_columns(), features.label_columns
-    if config.label == "head" and "head" not in words and "head" not in sentences:
+    words = features.word_label_columns()
+    if config.label == HEAD_LABEL and config.label not in words and config.label not in features.label_columns:
         raise InputError(
             "'head' is the dependency arcs of a word input: featx probe --label head --arcs probes them, and "
             "featx fit does not save arc probes",
             f"fit a word label ({', '.join(words[:6]) or 'none stored'}), or probe the arcs with featx probe",
         )
-    if config.label not in words and config.label not in sentences:
-        raise InputError(
-            f"{features.path} has no label column '{config.label}'; word labels: {', '.join(words) or '(none)'}; "
-            f"sentence labels: {', '.join(sentences) or '(none)'}",
-            "pick one with --label NAME (featx labels FEATURES lists them)",
-        )
-    return config.label in words and config.label not in sentences
+    return config.label in words and config.label not in features.label_columns
 
 
 def _word_label(features: FeatureFile, config: FitConfig, notes: list[str]) -> str:

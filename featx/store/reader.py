@@ -252,9 +252,12 @@ class FeatureFile(WordAccess):
     def _label_dataset(self, column: str) -> h5py.Dataset:
         key = escape_name(column)
         if key not in self._file[s.LABELS]:
+            words = (
+                f"; word label columns: {', '.join(self.word_label_columns()) or '(none)'}" if self.has_words else ""
+            )
             raise InputError(
                 f"{self.path} has no label column '{column}'; "
-                f"label columns: {', '.join(self.label_columns) or '(none)'}",
+                f"label columns: {', '.join(self.label_columns) or '(none)'}{words}",
                 "pick one with --label NAME, or join label columns from another file with --labels FILE.csv",
             )
         return self._file[s.LABELS][key]

@@ -209,7 +209,7 @@ def test_word_fits_refuse_what_they_cannot_do(words, options, message):
     "label, message",
     [
         ("head", "'head' is the dependency arcs of a word input: featx probe --label head --arcs probes them"),
-        ("upso", "has no label column 'upso'; word labels: upos, xpos, deprel; sentence labels: \\(none\\)"),
+        ("upso", "has no label column 'upso'; label columns: \\(none\\); word label columns: upos, xpos, deprel"),
     ],
 )
 def test_a_label_the_word_input_lacks_names_what_it_has(words, label, message):
