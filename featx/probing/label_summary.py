@@ -56,9 +56,8 @@ def _classes(codes: np.ndarray, names: list[str]) -> str:
     counts = np.bincount(present, minlength=len(names)) if len(names) else np.zeros(0, np.int64)
     order = np.argsort(-counts, kind="stable")
     shown = [f"{_name(names[i])} {counts[i]:,}" for i in order[:SHOWN_CLASSES] if counts[i] > 0]
-    rest = int(np.count_nonzero(counts)) - len(shown)
-    listed = ", ".join(shown) + (f", and {rest} more" if rest > 0 else "")
     n = int(np.count_nonzero(counts))
+    listed = ", ".join(shown) + (f", and {n - len(shown)} more" if n > len(shown) else "")
     return f"{n} class{'' if n == 1 else 'es'}: {listed}"
 
 

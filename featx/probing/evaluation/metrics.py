@@ -22,12 +22,14 @@ def metrics_from_confusion(cm: np.ndarray) -> dict[str, np.ndarray]:
     predicted rows out of macro-F1 (as scikit-learn does).
     """
     cm = np.asarray(cm, dtype=np.float64)
-    tp = np.diagonal(cm, axis1=-2, axis2=-1)
-    true = cm.sum(axis=-1)
-    pred = cm.sum(axis=-2)
-    total = true.sum(axis=-1)
+    return metrics_from_counts(np.diagonal(cm, axis1=-2, axis2=-1), cm.sum(axis=-1), cm.sum(axis=-2))
+
+
+def metrics_from_counts(tp: np.ndarray, true: np.ndarray, pred: np.ndarray) -> dict[str, np.ndarray]:
+    """``metrics_from_confusion``'s scores from per-class true-positive, true and predicted counts (..., k),
+    which is all of a confusion matrix they read (a resample of groups weights its groups' counts)."""
     with np.errstate(invalid="ignore", divide="ignore"):
-        accuracy = tp.sum(axis=-1) / total
+        accuracy = tp.sum(axis=-1) / true.sum(axis=-1)
         recall = np.where(true > 0, tp / true, np.nan)
         f1 = np.where(true + pred > 0, 2 * tp / (true + pred), np.nan)
         balanced = np.nanmean(recall, axis=-1)
@@ -90,19 +92,6 @@ def _group_counts(y, pred, groups, n_classes: int) -> tuple[np.ndarray, np.ndarr
     return tp, true, predicted
 
 
-def _count_metrics(tp, true, predicted) -> dict[str, np.ndarray]:
-    """``metrics_from_confusion``'s three scores from per-class true-positive, true and predicted counts."""
-    with np.errstate(invalid="ignore", divide="ignore"):
-        accuracy = tp.sum(axis=-1) / true.sum(axis=-1)
-        recall = np.where(true > 0, tp / true, np.nan)
-        f1 = np.where(true + predicted > 0, 2 * tp / (true + predicted), np.nan)
-        return {
-            "accuracy": accuracy,
-            "macro_f1": np.nanmean(f1, axis=-1),
-            "balanced_accuracy": np.nanmean(recall, axis=-1),
-        }
-
-
 def _group_bootstrap(y, pred, groups, n_classes: int, n_boot: int, seed: int) -> dict[str, tuple[float, float]]:
     """The intervals over resampled whole groups: a resample's counts are its groups' counts weighted by
     how often each was drawn, many resamples at a time."""
@@ -116,7 +105,7 @@ def _group_bootstrap(y, pred, groups, n_classes: int, n_boot: int, seed: int) ->
         size = min(chunk, n_boot - start)
         drawn = (np.arange(size)[:, None] * n + rng.integers(0, n, size=(size, n))).ravel()
         weights = np.bincount(drawn, minlength=size * n).reshape(size, n).astype(np.float64)
-        values = _count_metrics(weights @ tp, weights @ true, weights @ predicted)
+        values = metrics_from_counts(weights @ tp, weights @ true, weights @ predicted)
         for name in out:
             out[name].append(values[name])
     return _percentiles(out)
