@@ -30,25 +30,25 @@ REPO = Path(__file__).resolve().parents[1]
 CHILD = r"""
 import json, sys, time, warnings, torch
 warnings.simplefilter("ignore", DeprecationWarning)
-from featx.extraction.batching import collate, plan_batches
-from featx.extraction.corpus import read_corpus
-from featx.extraction.modeling import load_model
-from featx.extraction.tokenize import tokenize_texts
+from featx.extraction.tokens.batching import collate, plan_batches
+from featx.extraction.inputs.corpus import read_corpus
+from featx.extraction.model.loading import load_model
+from featx.extraction.tokens.tokenize import tokenize_texts
 corpus, model, dtype, max_tokens, batch_size, max_length = sys.argv[1:7]
 loaded = load_model(model, "cpu", dtype, max_length=int(max_length))
 read = read_corpus(corpus, "text", None, False, "utf-8")
 tokenized = tokenize_texts(loaded.tokenizer, read.texts, loaded.max_length)
 try:  # featx >= the extraction package: the runner reads an ExtractionPlan
     from featx.extraction import ExtractConfig
-    from featx.extraction.plan import resolve_plan
-    from featx.extraction.runner import Runner
+    from featx.extraction.run.resolve import resolve_plan
+    from featx.extraction.forward.runner import Runner
     config = ExtractConfig(corpus=corpus, model=model, dtype=dtype, max_tokens=int(max_tokens),
                            batch_size=int(batch_size), max_length=int(max_length), progress=False)
     runner = Runner(loaded, resolve_plan(config, read.sha256, loaded))
 except ImportError:  # older checkouts
     import numpy as np
     from featx.extractor import _Runner
-    from featx.extraction.pooling import POOLING_FUNCTIONS
+    from featx.extraction.forward.pooling import POOLING_FUNCTIONS
     poolings = list(POOLING_FUNCTIONS) + (["pooler"] if loaded.has_pooler else [])
     runner = _Runner(loaded, list(range(loaded.n_layers)), poolings, False, np.float16)
 batches = [collate(tokenized, rows, 0) for rows in plan_batches(tokenized.lengths, int(max_tokens), int(batch_size))]

@@ -94,7 +94,7 @@ def measure(args, folder: Path, data: Path, log) -> dict:
     from gpu import bf16_matmul_rate
 
     import featx
-    from featx.extraction.model_size import model_size
+    from featx.extraction.model.size import model_size
 
     device = torch.device(args.device)
     config = json.loads((folder / "config.json").read_text())

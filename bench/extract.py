@@ -108,7 +108,7 @@ def matmul_rates(hidden: int, intermediate: int, rows: int = 4096, seconds: floa
     GFLOP/s, and oneDNN has no bf16 path)."""
     import torch
 
-    from featx.extraction import onednn
+    from featx.extraction.fast import onednn
 
     shapes = [(hidden, 3 * hidden), (hidden, hidden), (hidden, intermediate), (intermediate, hidden)]
     rates = {}
@@ -284,8 +284,8 @@ def run_featx_command(folder, corpus, dtype, workdir, threads):
 
 
 def count_tokens(folder, texts) -> np.ndarray:
-    from featx.extraction.modeling import load_tokenizer
-    from featx.extraction.tokenize import tokenize_texts
+    from featx.extraction.model.loading import load_tokenizer
+    from featx.extraction.tokens.tokenize import tokenize_texts
 
     return tokenize_texts(load_tokenizer(str(folder)), texts, MAX_LENGTH).lengths
 

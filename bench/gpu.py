@@ -54,7 +54,7 @@ def prepare(assets: Path) -> None:
     sys.path.insert(0, str(HERE))
     import extract as bench_extract
 
-    from featx.extraction.model_files import default_model_path
+    from featx.extraction.model.files import default_model_path
 
     source = default_model_path()
     minilm = assets / "minilm-bf16"
@@ -165,7 +165,7 @@ class Compiled:
     """
 
     def __enter__(self):
-        from featx.extraction import orchestrate
+        from featx.extraction.run import orchestrate
 
         self.onednn = os.environ.get("FEATX_ONEDNN")
         os.environ["FEATX_ONEDNN"] = "0"
@@ -287,8 +287,8 @@ def bench_case(model_name, folder, corpus_name, corpus, args, rate, work, log):
     import torch
     from transformers import AutoConfig
 
-    from featx.extraction.modeling import load_tokenizer
-    from featx.extraction.tokenize import tokenize_texts
+    from featx.extraction.model.loading import load_tokenizer
+    from featx.extraction.tokens.tokenize import tokenize_texts
 
     with open(corpus, newline="", encoding="utf-8") as handle:
         texts = [row["text"] for row in csv.DictReader(handle)]

@@ -95,8 +95,8 @@ def cases(args) -> list[tuple[str, int, str]]:
 
 
 def bench_model(name: str, folder: Path, corpus: Path, work: Path, args, log) -> list[dict]:
-    from featx.extraction.modeling import load_tokenizer
-    from featx.extraction.tokenize import tokenize_texts
+    from featx.extraction.model.loading import load_tokenizer
+    from featx.extraction.tokens.tokenize import tokenize_texts
 
     with open(corpus, newline="", encoding="utf-8") as handle:
         texts = [row["text"] for row in csv.DictReader(handle)]

@@ -80,7 +80,7 @@ def main() -> None:
     parser.add_argument("--dtype", default="bfloat16")
     args = parser.parse_args()
     import featx
-    from featx.extraction.estimation import estimate
+    from featx.extraction.dryrun.estimation import estimate
 
     started = time.perf_counter()
     build(args.folder)

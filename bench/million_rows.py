@@ -17,9 +17,9 @@ from pathlib import Path
 
 CHILD = r"""
 import json, resource, sys, time
-from featx.extraction.corpus import read_corpus
-from featx.extraction.modeling import load_tokenizer
-from featx.extraction.tokenize import tokenize_texts
+from featx.extraction.inputs.corpus import read_corpus
+from featx.extraction.model.loading import load_tokenizer
+from featx.extraction.tokens.tokenize import tokenize_texts
 tokenizer = load_tokenizer(sys.argv[2])
 base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 started = time.perf_counter()

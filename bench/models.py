@@ -93,7 +93,7 @@ def _roberta_base(folder: Path) -> None:
 
 def model_folder(name: str) -> Path:
     """The folder of bench model ``name`` (one of ``NAMES``), built or fetched on first use."""
-    from featx.extraction.modeling import default_model_path
+    from featx.extraction.model.loading import default_model_path
 
     if name == "minilm":
         return default_model_path()

@@ -37,9 +37,12 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import extract as bench_extract  # noqa: E402  (bench/extract.py: cached corpora and the bert-base-random folder)
 
-from featx.extraction import onednn  # noqa: E402
-from featx.extraction.native import bert, fuse  # noqa: E402
-from featx.extraction.native.tokenizer import load_native_tokenizer  # noqa: E402
+from featx.extraction.fast import (  # noqa: E402
+    bert,
+    fuse,
+    onednn,  # noqa: E402
+)
+from featx.extraction.fast.tokenizer import load_native_tokenizer  # noqa: E402
 
 MAX_LENGTH = 256
 

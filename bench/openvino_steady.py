@@ -111,7 +111,7 @@ def compare(args, folder, data, tokens, load_featx, torch_pass, report) -> None:
 
 def main() -> None:
     from featx.extraction import ExtractConfig, extract
-    from featx.extraction.model_files import default_model_path
+    from featx.extraction.model.files import default_model_path
 
     folder = default_model_path()
     corpus = sys.argv[1]

@@ -313,7 +313,7 @@ def main(argv=None) -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     if args.model is None:
-        from featx.extraction.model_files import default_model_path
+        from featx.extraction.model.files import default_model_path
 
         args.model = default_model_path()
     import torch

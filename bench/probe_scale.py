@@ -40,8 +40,8 @@ WINDOW_BYTES = 64 << 20
 
 def synthetic_features(rows: int, layers: int, width: int, seed: int = 0) -> Path:
     """A complete featx features file of the given shape, written through ``FeatureWriter``."""
-    from featx.extraction.corpus import read_corpus
-    from featx.extraction.tokenize import TokenizedCorpus
+    from featx.extraction.inputs.corpus import read_corpus
+    from featx.extraction.tokens.tokenize import TokenizedCorpus
     from featx.store import FeatureWriter
     from featx.store.schema import HIDDEN_SITE, SiteLayout
 

@@ -5,7 +5,7 @@
 set -u
 cd "$(dirname "$0")/.."
 PY=$PWD/.venv/bin/python
-MODEL=$($PY -c "from featx.extraction.modeling import default_model_path; print(default_model_path())" 2>/dev/null)
+MODEL=$($PY -c "from featx.extraction.model.loading import default_model_path; print(default_model_path())" 2>/dev/null)
 CORPUS=bench/.cache/sst2-872.csv
 echo "== uptime before: $(uptime)"
 echo "== steady-state batch loop (bench/ab.py), old vs new"

@@ -159,7 +159,7 @@ def checkout(rev: str) -> Path:
 
 def clear_fingerprint_cache() -> None:
     """Delete featx's weight fingerprint cache (this checkout's location rules), so a round hashes again."""
-    from featx.extraction.fingerprints import CACHE_FILE, cache_dir
+    from featx.extraction.model.fingerprints import CACHE_FILE, cache_dir
 
     (cache_dir() / CACHE_FILE).unlink(missing_ok=True)
 

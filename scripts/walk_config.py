@@ -127,7 +127,7 @@ def main() -> None:
         for a, b, kind in transitions
         if kind == "call" and (a in closure.get(b, set()) or b not in closure.get(a, set()))
     ]
-    orchestrator = args.orchestrator or "featx.extraction.orchestrate"
+    orchestrator = args.orchestrator or "featx.extraction.run.orchestrate"
     returns = sum(1 for a, b, _ in transitions if b == orchestrator and a != orchestrator)
     full_closure = {name: reachable(graph, name) for name in graph}
     cycles = [(a, b) for a in graph for b in graph[a] if a in full_closure.get(b, set())]

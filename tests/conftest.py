@@ -52,7 +52,7 @@ def corpus_csv(tmp_path) -> Path:
 
 @pytest.fixture
 def minilm_path() -> Path:
-    from featx.extraction.modeling import default_model_path
+    from featx.extraction.model.loading import default_model_path
 
     return default_model_path()
 

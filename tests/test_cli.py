@@ -26,7 +26,7 @@ def test_extract_prints_summary_and_remembers_file(tiny_model, corpus_csv, in_tm
 
 
 def test_a_slow_precision_is_one_warning_line_and_the_run_goes_on(tiny_model, corpus_csv, in_tmp, monkeypatch):
-    from featx.extraction import onednn
+    from featx.extraction.fast import onednn
 
     monkeypatch.setattr(onednn, "half_instructions", lambda _: False)
     args = ["extract", str(corpus_csv), "--model", str(tiny_model), "-q", "--dtype", "bfloat16"]

@@ -129,8 +129,9 @@ def test_hdf5_paths_are_named_only_in_the_store():
 
 
 def test_featx_native_bert_never_imports_transformers():
-    """featx's own BERT exists so that an extraction need not import transformers: none of its modules may."""
-    files = sorted((PACKAGE / "extraction" / "native").glob("*.py"))
+    """featx's own encoders (``extraction/fast/``) exist so that an extraction need not import transformers:
+    none of its modules may."""
+    files = sorted((PACKAGE / "extraction" / "fast").glob("*.py"))
     assert len(files) >= 4
     for path in files:
         for node in ast.walk(ast.parse(path.read_text())):

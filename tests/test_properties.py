@@ -10,8 +10,8 @@ import torch
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from featx.extraction.corpus import read_corpus
-from featx.extraction.pooling import cls_pool, last_pool, max_pool, mean_pool
+from featx.extraction.forward.pooling import cls_pool, last_pool, max_pool, mean_pool
+from featx.extraction.inputs.corpus import read_corpus
 from featx.io import NUMBER
 
 FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -1,51 +1,51 @@
 """Extraction: one batched forward pass over a corpus, every layer of every site pooled, streamed to HDF5.
 
-Public API (what the CLI and notebooks call):
+The public face (what the CLI, the other featx packages and notebooks import; nothing else is reached
+from outside this package):
 
-``ExtractConfig``   every option, validated once, frozen (``config.py``)
-``ExtractionPlan``  the run resolved once from the config, the corpus and the model (``plan.py``)
-``extract``         run it: single process, one shard, or a torchrun rank (``orchestrate.py``)
-``estimate``        what it would cost, from the same plan (``estimation.py``)
-``merge``           the shards of a sharded run into one file (``merge.py``)
-``quick_up_to_date``  the no-torch answer for an unchanged request (``freshness.py``)
-``embed``       in-memory texts in, ``Embeddings`` out: the same plan, runner and loop, no file (``embedding.py``;
-                in-memory sentences of words in, word vectors out: ``word_embedding.py``)
+``ExtractConfig``   every option of ``featx extract``, validated once, frozen (``config.py``)
+``ExtractionPlan``  the run resolved once from the config, the corpus and the model (``plan.py``, data only;
+                    ``run/resolve.py`` resolves it)
+``extract``         run it: single process, one shard, or a torchrun rank (``run/``)
+``estimate``        what it would cost, from the same plan (``dryrun/``)
+``merge``           the shards of a sharded run into one file (``shards/``)
+``quick_up_to_date``  the no-torch answer for an unchanged request (``run/freshness.py``)
+``embed``, ``encode_words``  in-memory texts or sentences of words in, features out, no file (``inmemory/``)
 
-The stages, each its own module: ``corpus`` and ``word_corpus`` (the corpus checks; reading the files
-themselves is ``featx.io``'s), ``tokenize``, ``batching`` (windows and batches), ``modeling``,
-``model_checks`` and ``model_files`` (loading, and refusing folders that would load wrong), ``devices``
-(``--device`` and ``--dtype`` for torch), ``native`` (featx's own BERT, MPNet and RoBERTa and tokenizer, used instead of
-transformers where certainly equivalent), ``onednn`` (the CPU fast path), ``deberta`` (DeBERTa's relative attention
-on the band of positions in use, CPU), ``pooling``, ``sites`` (hooks), ``windows``
-(``--long window``), ``runner`` (forward + on-device pooling), ``loop`` (the batch loop) and ``threads``
-(its background writer and batch prefetch), ``sharding`` and ``distributed`` (shards, torchrun).
+The layout, one kind of thing per folder; each stage reads the frozen ``config`` and ``plan`` at the top:
+
+``inputs/``   what a corpus is: tables of texts, word inputs (treebanks, column files), sentence pairs,
+              prompt templates and the token positions a prompt is read at
+``tokens/``   tokenising a corpus once, word-aware tokenisation, batches and commit blocks, ``--long window``
+``model/``    loading a model safely, checking a folder, its files, size, fingerprints, device and dtype
+``forward/``  the forward pass: runner, sentence pairs, hooked sites, poolings, word vectors, truncation
+``fast/``     featx's own BERT, MPNet and RoBERTa encoders and tokenizer, oneDNN, DeBERTa's band attention
+``run/``      resolving the plan, the extraction's entry point, the batch loop, its threads, freshness
+``shards/``   sharded runs, torchrun, merging shards
+``dryrun/``   ``--dry-run``: from a calibration, or from ``config.json`` alone for a large model
+``inmemory/`` in-memory encoding (``featx.embed``, ``featx.sklearn.HiddenStates``, ``featx predict``)
 
 Heavy modules (torch) load on first use, so ``from featx.extraction import ExtractConfig`` stays cheap.
 """
 
 from __future__ import annotations
 
-from importlib import import_module
-
+from ..lazy import lazy_exports
 from .config import ExtractConfig, ExtractSummary, make_config, output_path
-from .freshness import quick_up_to_date
+from .run.freshness import quick_up_to_date
 
-_LAZY = {
+_HOMES = {
     "ExtractionPlan": "plan",
-    "resolve_plan": "plan",
-    "extract": "orchestrate",
-    "estimate": "estimation",
-    "Estimate": "estimate_summary",
-    "merge": "merge",
-    "MergeSummary": "merge",
-    "embed": "embedding",
-    "Embeddings": "embedding",
+    "resolve_plan": "run.resolve",
+    "extract": "run.orchestrate",
+    "estimate": "dryrun.estimation",
+    "Estimate": "dryrun.summary",
+    "merge": "shards.merge",
+    "MergeSummary": "shards.merge",
+    "embed": "inmemory.sentences",
+    "Embeddings": "inmemory.sentences",
 }
 
-__all__ = ["ExtractConfig", "ExtractSummary", "make_config", "output_path", "quick_up_to_date", *_LAZY]
+__all__ = ["ExtractConfig", "ExtractSummary", "make_config", "output_path", "quick_up_to_date", *_HOMES]
 
-
-def __getattr__(name: str):
-    if name in _LAZY:
-        return getattr(import_module(f"{__name__}.{_LAZY[name]}"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__, __dir__ = lazy_exports(__name__, _HOMES, globals())

@@ -18,8 +18,8 @@ from typing import ClassVar
 from ..errors import InputError
 from ..options import Check, Options, normalise, one_of, whole
 from ..store import FeatureFile, schema
-from .model_files import DEFAULT_MODEL
-from .sharding import ShardSpec
+from .model.files import DEFAULT_MODEL
+from .shards.sharding import ShardSpec
 
 STORE_DTYPES = {"float16": "float16", "fp16": "float16", "half": "float16", "float32": "float32", "fp32": "float32"}
 COMPUTE_DTYPES = ("auto", "float32", "fp32", "float16", "fp16", "half", "bfloat16", "bf16")
@@ -79,7 +79,7 @@ def _check_encoding(config: ExtractConfig) -> None:
 
 
 def _check_sep(config: ExtractConfig) -> None:
-    from .corpus import normalise_sep
+    from .inputs.corpus import normalise_sep
 
     normalise(config, "sep", normalise_sep(config.sep))
 
@@ -134,7 +134,7 @@ def _check_device_map(config: ExtractConfig) -> None:
 
 def _check_words(config: ExtractConfig) -> None:
     """Word inputs run every sentence whole: longer ones in overlapping windows, never truncated."""
-    from .treebank import check_word_options
+    from .inputs.treebank import check_word_options
 
     normalise(config, "more_corpora", tuple(str(path) for path in config.more_corpora or ()))
     if check_word_options(config) is not None:
@@ -142,7 +142,7 @@ def _check_words(config: ExtractConfig) -> None:
 
 
 def is_word_input(config: ExtractConfig) -> bool:
-    from .treebank import word_format
+    from .inputs.treebank import word_format
 
     return config.corpus is not None and word_format(config.corpus, config.word_format, config.columns) is not None
 
@@ -152,7 +152,7 @@ def _check_shards(config: ExtractConfig) -> None:
 
 
 def _check_pair(config: ExtractConfig) -> None:
-    from .pairs import check_pair_options
+    from .inputs.pairs import check_pair_options
 
     if config.text_pair_col is not None and is_word_input(config):
         raise InputError(
@@ -163,8 +163,8 @@ def _check_pair(config: ExtractConfig) -> None:
 
 
 def _check_prompts(config: ExtractConfig) -> None:
-    from .positions import check_pool_at
-    from .templates import check_template_options
+    from .inputs.positions import check_pool_at
+    from .inputs.templates import check_template_options
 
     check_template_options(config, is_word_input)
     check_pool_at(config)
@@ -184,12 +184,14 @@ class ExtractConfig(Options):
     model: str = DEFAULT_MODEL
     text_col: str = "text"
     id_col: str | None = None
-    text_pair_col: str | None = None  # sentence pairs: the second text of each row (featx/extraction/pairs.py)
+    text_pair_col: str | None = None  # sentence pairs: the second text of each row (featx/extraction/inputs/pairs.py)
     pair_mode: str | None = None  # with text_pair_col: cross (one sequence, the default) or separate
     layers: str = "all"
     poolings: str = "all"
     tokens: bool = False
-    sites: str = "hidden"  # also record attn_out, ffn, pre_ln, attn_heads, module:NAME (featx/extraction/sites.py)
+    sites: str = (
+        "hidden"  # also record attn_out, ffn, pre_ln, attn_heads, module:NAME (featx/extraction/forward/sites.py)
+    )
     max_length: int | None = None
     long: str = "truncate"  # texts longer than max_length: truncate, or window (overlapping windows, stitched)
     stride: int | None = None  # --long window: tokens shared by consecutive windows (default: a quarter window)

@@ -23,8 +23,8 @@ TOKENS_POOLING = "tokens"  # the pooling column of attn rows: the probe pools th
 
 def check_corpus(features: FeatureFile, notes: list[str]) -> None:
     """Warn (not fail) when the corpus file changed since extraction: the stored labels may be outdated."""
-    from ..extraction.corpus import file_sha256
-    from ..extraction.word_corpus import combined_sha256
+    from ..extraction.inputs.corpus import file_sha256
+    from ..extraction.inputs.word_corpus import combined_sha256
 
     corpus_path, recorded = features.attrs.get(schema.CORPUS_PATH), features.attrs.get(schema.CORPUS_SHA256)
     if not corpus_path or not recorded or not Path(corpus_path).is_file():

@@ -159,7 +159,7 @@ class FeatureFile(WordAccess):
     # -- features --------------------------------------------------------------------------
     @property
     def sites(self) -> list[str]:
-        """Stored sites: ``hidden`` first, then e.g. ``attn_out``, ``ffn`` (see featx/extraction/sites.py)."""
+        """Stored sites: ``hidden`` first, then e.g. ``attn_out``, ``ffn`` (see featx/extraction/forward/sites.py)."""
         return [HIDDEN_SITE] + list(self._sites)
 
     def _site(self, site: str) -> dict:

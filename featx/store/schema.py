@@ -48,7 +48,7 @@ sites reads side b too.
 
 Prompts (root attrs ``template``... above): the stored texts stay the corpus's; ``pooled/at`` holds the state at
 the ``--pool-at`` token and ``pooled/span_mean``, ``span_max``, ``span_last`` pool the row's own tokens only
-(``featx/extraction/positions.py``), beside the whole-prompt poolings.
+(``featx/extraction/inputs/positions.py``), beside the whole-prompt poolings.
 
 Every site, ``hidden`` included, is a ``SiteLayout``: its datasets' paths come from ``site_pooled_path`` and
 ``site_tokens_path``. ``hidden`` keeps the top-level paths it had before other sites existed, and the ``sites``
@@ -96,7 +96,7 @@ LAYERS, POOLINGS, N_ROWS, HIDDEN_SIZE = "layers", "poolings", "n_rows", "hidden_
 STORE_DTYPE, WITH_TOKENS, SITES_ATTR = "store_dtype", "tokens", "sites"
 FINGERPRINT, REQUEST_KEY, SKIPPED_EMPTY = "fingerprint", "request_key", "skipped_empty_rows"
 OPTIONS, CREATED, MERGED_FROM = "options", "created", "merged_from"
-# Provenance attributes written by the extraction (``featx.extraction.plan.provenance``) and read back
+# Provenance attributes written by the extraction (``featx.extraction.run.resolve.provenance``) and read back
 MODEL, MODEL_PATH, MODEL_SHA256, MODEL_TYPE = "model", "model_path", "model_sha256", "model_type"
 CORPUS_PATH, CORPUS_SHA256, TEXT_COL, ID_COL = "corpus_path", "corpus_sha256", "text_col", "id_col"
 RANDOM_INIT, DEVICE, COMPUTE_DTYPE, MAX_LENGTH = "random_init", "device", "compute_dtype", "max_length"

@@ -10,7 +10,7 @@ from support.tiny import build_tiny_bert
 
 import featx
 from featx.errors import ModelError
-from featx.extraction.fingerprints import tokenizer_sha256
+from featx.extraction.model.fingerprints import tokenizer_sha256
 
 
 @pytest.fixture

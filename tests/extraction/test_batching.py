@@ -6,8 +6,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from featx.extraction.batching import collate, plan_batches, plan_windows
-from featx.extraction.tokenize import TokenizedCorpus
+from featx.extraction.tokens.batching import collate, plan_batches, plan_windows
+from featx.extraction.tokens.tokenize import TokenizedCorpus
 
 
 def _tokenized(lengths) -> TokenizedCorpus:

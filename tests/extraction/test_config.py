@@ -51,7 +51,7 @@ def test_unknown_option_names_the_known_ones():
 
 @pytest.mark.parametrize("flag, value", [("--batch-size", "0"), ("--max-tokens", "-5"), ("--commit-rows", "0")])
 def test_cli_refuses_non_positive_sizes_before_loading_anything(tmp_path, monkeypatch, flag, value):
-    from featx.extraction import modeling
+    from featx.extraction.model import loading as modeling
 
     def no_load(*args, **kwargs):
         raise AssertionError("the model was loaded before the options were checked")

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from featx.errors import InputError
-from featx.extraction.corpus import read_corpus
+from featx.extraction.inputs.corpus import read_corpus
 
 
 def write(tmp_path, content, name="c.csv"):

@@ -1,4 +1,4 @@
-"""featx/extraction/deberta.py: DeBERTa's relative attention bias on the band of positions a batch uses gives
+"""featx/extraction/fast/deberta.py: DeBERTa's relative attention bias on the band of positions a batch uses gives
 transformers' scores, for both ways DeBERTa configs project positions, and is applied only where it agrees."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 import torch
 from support.families import BY_NAME
 
-from featx.extraction import deberta
+from featx.extraction.fast import deberta
 
 
 def _deberta(**changes):

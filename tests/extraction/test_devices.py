@@ -6,8 +6,9 @@ import pytest
 import torch
 
 from featx.errors import FeatxWarning
-from featx.extraction import devices, onednn
-from featx.extraction.modeling import load_model
+from featx.extraction.fast import onednn
+from featx.extraction.model import devices
+from featx.extraction.model.loading import load_model
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])

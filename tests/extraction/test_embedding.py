@@ -129,7 +129,7 @@ BAD_INPUTS = [
 
 @pytest.mark.parametrize("texts,options,message", BAD_INPUTS, ids=[case[2][:30] for case in BAD_INPUTS])
 def test_bad_inputs_are_one_clear_error_before_loading(texts, options, message, monkeypatch):
-    from featx.extraction import modeling
+    from featx.extraction.model import loading as modeling
 
     def no_load(*args, **kwargs):
         raise AssertionError("the model was loaded before the inputs were checked")
@@ -173,8 +173,8 @@ def test_a_loaded_bf16_model_encodes_chunk_after_chunk_with_its_pooler(tiny_mode
     """``featx predict`` encodes chunk after chunk with one loaded model: the second ``Runner`` on it must not copy
     the pooler again (its linear layer is prepacked for oneDNN by then, and packed weights cannot be copied),
     and both chunks' ``pooler`` rows equal one ``embed`` of all the texts at bf16."""
-    from featx.extraction.embedding import as_texts, embed_config, encode
-    from featx.extraction.modeling import load_model
+    from featx.extraction.inmemory.sentences import as_texts, embed_config, encode
+    from featx.extraction.model.loading import load_model
 
     options = {"model": str(tiny_model), "poolings": "pooler,mean", "layers": "all", "dtype": "bfloat16"}
     options |= {"device": "cpu", "progress": False}

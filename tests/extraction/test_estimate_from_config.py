@@ -14,8 +14,8 @@ from support.tiny import SENTENCES, write_csv
 import featx
 from featx.cli import main
 from featx.errors import ModelError
-from featx.extraction import config_estimate
-from featx.extraction.model_size import model_size
+from featx.extraction.dryrun import from_config as config_estimate
+from featx.extraction.model.size import model_size
 
 # Meta-Llama-3-8B's config.json, as published (the sizes; rope settings trimmed).
 LLAMA3_8B = {
@@ -132,7 +132,7 @@ def test_a_tiny_model_from_its_config_agrees_with_the_real_run(tmp_path):
     """With a tokenizer the tokens are counted exactly; weights and file size match the loaded model's."""
     from support.families import BY_NAME, build_family
 
-    from featx.extraction.modeling import load_model
+    from featx.extraction.model.loading import load_model
 
     model = build_family(BY_NAME["llama"], tmp_path / "llama")
     corpus = write_csv(tmp_path / "c.csv", SENTENCES * 30)

@@ -10,7 +10,7 @@ from support.tiny import SENTENCES, write_csv
 
 import featx
 from featx.cli import main
-from featx.extraction import estimation
+from featx.extraction.dryrun import estimation
 
 
 @pytest.mark.parametrize("tokens", [False, True])

@@ -202,7 +202,7 @@ def test_running_out_of_gpu_memory_is_one_clear_error_and_keeps_the_rows(tiny_mo
     names the batch, the rows kept and a smaller --max-tokens; the rows committed before stay in the file."""
     import torch
 
-    from featx.extraction import runner
+    from featx.extraction.forward import runner
 
     real, calls = runner.Runner.__call__, []
 

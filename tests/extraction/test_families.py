@@ -78,8 +78,8 @@ def test_fast_path_swaps_only_what_is_safe(family, dtype, family_models):
     import torch
     import transformers
 
-    from featx.extraction import onednn
-    from featx.extraction.onednn import PackedLinear, prepack_linears
+    from featx.extraction.fast import onednn
+    from featx.extraction.fast.onednn import PackedLinear, prepack_linears
 
     torch_dtype = getattr(torch, dtype)
     if not onednn.available():
@@ -116,8 +116,8 @@ def site_reference(family, folder, texts, sites=("attn_out", "ffn", "pre_ln")):
     import transformers
     from transformers import AutoTokenizer
 
-    from featx.extraction.sites import FAMILIES as SITE_FAMILIES
-    from featx.extraction.sites import architecture_family
+    from featx.extraction.forward.sites import FAMILIES as SITE_FAMILIES
+    from featx.extraction.forward.sites import architecture_family
 
     tokenizer = AutoTokenizer.from_pretrained(str(folder))
     model = getattr(transformers, family.reference).from_pretrained(str(folder), dtype=torch.float32).eval()
@@ -195,7 +195,7 @@ def test_sharded_checkpoint_extracts_the_same_and_hashes_every_shard(family_mode
     from support.families import BY_NAME
 
     from featx.errors import ModelError
-    from featx.extraction.modeling import load_model
+    from featx.extraction.model.loading import load_model
 
     family = BY_NAME["llama"]
     single = family_models(family)

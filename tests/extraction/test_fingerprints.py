@@ -1,4 +1,4 @@
-"""The weight-fingerprint cache (featx/extraction/fingerprints.py): hits, invalidation, bad and planted caches."""
+"""The weight-fingerprint cache (featx/extraction/model/fingerprints.py): hits, invalidation, bad and planted caches."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import os
 
 import pytest
 
-from featx.extraction import fingerprints
-from featx.extraction.fingerprints import CACHE_FILE, weights_sha256
+from featx.extraction.model import fingerprints
+from featx.extraction.model.fingerprints import CACHE_FILE, weights_sha256
 
 
 @pytest.fixture

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 import featx
-import featx.extraction.orchestrate
+import featx.extraction.run.orchestrate
 from featx.extraction.config import ExtractConfig
-from featx.extraction.freshness import quick_up_to_date
+from featx.extraction.run.freshness import quick_up_to_date
 
 REPO = Path(featx.__file__).resolve().parent.parent
 
@@ -35,13 +35,13 @@ def written(model_copy, corpus_csv, tmp_path):
 
 def full_check_counter(monkeypatch) -> list:
     calls = []
-    original = featx.extraction.orchestrate.extract
+    original = featx.extraction.run.orchestrate.extract
 
     def counting(*args, **kwargs):
         calls.append(1)
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(featx.extraction.orchestrate, "extract", counting)
+    monkeypatch.setattr(featx.extraction.run.orchestrate, "extract", counting)
     return calls
 
 

@@ -29,8 +29,8 @@ import featx
 from featx.cli import main
 from featx.errors import FeatxError, IncompleteError, Interrupted, StoreError
 from featx.extraction import ExtractConfig, extract
-from featx.extraction.merge import merge
-from featx.extraction.sharding import ShardSpec, manifest_path
+from featx.extraction.shards.merge import merge
+from featx.extraction.shards.sharding import ShardSpec, manifest_path
 from featx.store import FeatureWriter, OutputLock, partial_path
 from featx.store.schema import ROW_INDEX
 
@@ -88,7 +88,7 @@ def test_shards_in_separate_processes_equal_single_process(tiny_model, corpus, t
     # transformers once: separate processes, as on separate GPUs, without paying the imports five
     # times on a small CI machine. The real `python -m featx` entry point runs in the torchrun test.
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["featx.extraction.orchestrate", "transformers"])
+    context.set_forkserver_preload(["featx.extraction.run.orchestrate", "transformers"])
     processes = []
     for count in (2, 3):
         for index in range(count):
@@ -189,7 +189,7 @@ def extract_as_rank(corpus, output, model, rank, world_size, port, report):
             "FEATX_DIST_TIMEOUT": "240",
         }
     )
-    import featx.extraction.orchestrate as orchestrate
+    import featx.extraction.run.orchestrate as orchestrate
 
     extractions, original = [], orchestrate._run
 
@@ -211,7 +211,7 @@ def run_as_ranks(corpus, output, model, tmp_path, world_size=2) -> list[dict]:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["featx.extraction.orchestrate", "transformers"])
+    context.set_forkserver_preload(["featx.extraction.run.orchestrate", "transformers"])
     reports = [tmp_path / f"rank{rank}.json" for rank in range(world_size)]
     processes = [
         context.Process(target=extract_as_rank, args=(corpus, output, model, rank, world_size, port, reports[rank]))
@@ -259,7 +259,7 @@ def extract_then_crash(corpus, output, model, count, index):
 def test_killed_shard_resumes_without_losing_or_duplicating_rows(tiny_model, corpus, tmp_path):
     output = tmp_path / "out.h5"
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["featx.extraction.orchestrate", "transformers"])
+    context.set_forkserver_preload(["featx.extraction.run.orchestrate", "transformers"])
     process = context.Process(target=extract_then_crash, args=(corpus, output, tiny_model, 2, 1))
     process.start()
     run(corpus, output, tiny_model, shards=2, shard_index=0)

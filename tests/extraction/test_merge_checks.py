@@ -10,7 +10,7 @@ from click.testing import CliRunner
 from support.shards import run_shards
 
 from featx.cli import main
-from featx.extraction.sharding import ShardSpec, manifest_path
+from featx.extraction.shards.sharding import ShardSpec, manifest_path
 
 
 def _one_line_exit_2(result) -> str:

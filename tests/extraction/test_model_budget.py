@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import torch
 
-from featx.extraction import model_budget
+from featx.extraction.dryrun import model_budget
 
 SHAPE = SimpleNamespace(hidden=32, intermediate=48)
 

@@ -16,7 +16,7 @@ from support.tiny import write_csv
 
 import featx
 from featx.errors import InputError
-from featx.extraction.model_size import position_limit, row_limit
+from featx.extraction.model.size import position_limit, row_limit
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""featx's own BERT (featx/extraction/native/bert.py, select.py): the same numbers as transformers' BertModel, the
+"""featx's own BERT (featx/extraction/fast/bert.py, select.py): the same numbers as transformers' BertModel, the
 same oneDNN packing, the same files from ``featx extract``, transformers where it is not certainly equivalent, and
 no transformers import at all on the native path."""
 
@@ -21,9 +21,8 @@ from support.tiny import SENTENCES, write_csv
 
 import featx
 from featx.errors import ModelError
-from featx.extraction import onednn
-from featx.extraction.modeling import load_model
-from featx.extraction.native import bert, checkpoint, select
+from featx.extraction.fast import bert, checkpoint, onednn, select
+from featx.extraction.model.loading import load_model
 
 IDS = torch.tensor([[2, 40, 41, 42, 43, 3, 0, 0], [2, 44, 3, 0, 0, 0, 0, 0], [2, 45, 46, 47, 48, 49, 50, 3]])
 TYPES = torch.tensor([[0, 0, 0, 1, 1, 1, 0, 0], [0, 0, 1, 0, 0, 0, 0, 0], [0, 0, 0, 0, 1, 1, 1, 1]])

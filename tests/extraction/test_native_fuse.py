@@ -1,4 +1,4 @@
-"""featx/extraction/native/fuse.py: the fused query/key/value and linear + residual blocks of featx's own BERT
+"""featx/extraction/fast/fuse.py: the fused query/key/value and linear + residual blocks of featx's own BERT
 compute what transformers' BertModel computes, are used by extraction, and are left out where they do not apply."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import pytest
 import torch
 from transformers import AutoModel
 
-from featx.extraction import ExtractConfig, extract, onednn
-from featx.extraction.native import bert, fuse
+from featx.extraction import ExtractConfig, extract
+from featx.extraction.fast import bert, fuse, onednn
 
 needs_onednn = pytest.mark.skipif(not onednn.available(), reason="this torch build has no oneDNN linear ops")
 

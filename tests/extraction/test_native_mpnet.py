@@ -1,4 +1,4 @@
-"""featx's own MPNet (featx/extraction/native/mpnet.py): the same numbers as transformers' MPNetModel (eager, its
+"""featx's own MPNet (featx/extraction/fast/mpnet.py): the same numbers as transformers' MPNetModel (eager, its
 only attention) with padding, the same files from ``featx extract`` with the native path on and off, transformers
 where the folder is not certainly equivalent, and no transformers import on the native path."""
 
@@ -19,8 +19,7 @@ from support.parity import largest_difference, padded_ids
 from support.tiny import build_tiny_mpnet
 
 from featx.errors import ModelError
-from featx.extraction import onednn
-from featx.extraction.native import mpnet, select
+from featx.extraction.fast import mpnet, onednn, select
 
 PAD = 1
 IDS = padded_ids(PAD)

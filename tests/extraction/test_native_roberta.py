@@ -1,4 +1,4 @@
-"""featx's own RoBERTa (featx/extraction/native/roberta.py): the same numbers as transformers' RobertaModel with
+"""featx's own RoBERTa (featx/extraction/fast/roberta.py): the same numbers as transformers' RobertaModel with
 padding, positions past the padding id, a masked-LM checkpoint without its pooler, XLM-R's model_type, the same
 files from ``featx extract`` with the native path on and off, and no transformers import on the native path."""
 
@@ -19,8 +19,8 @@ from support.parity import largest_difference, padded_ids
 from support.tiny import build_tiny_roberta
 
 import featx
-from featx.extraction.modeling import load_model
-from featx.extraction.native import roberta, select
+from featx.extraction.fast import roberta, select
+from featx.extraction.model.loading import load_model
 
 PAD = 1
 IDS = padded_ids(PAD)

@@ -1,4 +1,4 @@
-"""The tokenizer facade (featx/extraction/native/tokenizer.py): what featx reads of a tokenizer, and every token it
+"""The tokenizer facade (featx/extraction/fast/tokenizer.py): what featx reads of a tokenizer, and every token it
 makes (texts, pairs, pre-tokenised words), equal to ``AutoTokenizer``'s; folders it cannot be sure of refused."""
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ import pytest
 from support.families import BY_NAME, build_family
 from support.tiny import SENTENCES, build_tiny_mpnet, build_tiny_roberta
 
-from featx.extraction.native.tokenizer import NativeTokenizer, NotEquivalent, load_native_tokenizer
-from featx.extraction.pairs import tokenize_pairs
-from featx.extraction.tokenize import special_layout, tokenize_texts
-from featx.extraction.word_tokens import tokenize_words
+from featx.extraction.fast.tokenizer import NativeTokenizer, NotEquivalent, load_native_tokenizer
+from featx.extraction.inputs.pairs import tokenize_pairs
+from featx.extraction.tokens.tokenize import special_layout, tokenize_texts
+from featx.extraction.tokens.word_tokens import tokenize_words
 
 TEXTS = [row[0] for row in SENTENCES] + [
     "The CAT Loved THE Film",
@@ -36,7 +36,7 @@ ATTRIBUTES = ["model_max_length", "model_input_names"] + [
 
 @pytest.fixture(scope="module")
 def folders(tmp_path_factory, tiny_model) -> dict[str, Path]:
-    from featx.extraction.model_files import default_model_path
+    from featx.extraction.model.files import default_model_path
 
     built = {name: build_family(BY_NAME[name], tmp_path_factory.mktemp(name)) for name in ("bert", "roberta")}
     return {

@@ -2,8 +2,8 @@ import pytest
 import torch
 from transformers import AutoModel
 
-from featx.extraction import onednn
-from featx.extraction.onednn import PackedLinear, prepack_linears
+from featx.extraction.fast import onednn
+from featx.extraction.fast.onednn import PackedLinear, prepack_linears
 
 needs_onednn = pytest.mark.skipif(not onednn.available(), reason="this torch build has no oneDNN linear ops")
 

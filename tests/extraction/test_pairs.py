@@ -1,4 +1,4 @@
-"""Sentence-pair extraction (featx/extraction/pairs.py, pair_runner.py): cross mode against a plain
+"""Sentence-pair extraction (featx/extraction/inputs/pairs.py, pair_runner.py): cross mode against a plain
 ``transformers`` forward of ``tokenizer(a, b)``, separate mode against extracting each column alone."""
 
 import numpy as np
@@ -275,7 +275,7 @@ def test_a_pair_file_is_up_to_date_for_the_same_request_and_refused_for_another_
 
 @pytest.mark.parametrize("mode", ["cross", "separate"])
 def test_dry_run_estimates_a_pair_extraction(tiny_model, tmp_path, mode):
-    from featx.extraction.estimation import estimate
+    from featx.extraction.dryrun.estimation import estimate
 
     config = ExtractConfig(
         corpus=pair_csv(tmp_path / "pairs.csv"),

@@ -13,20 +13,17 @@ from support.tiny import SENTENCES, write_csv
 
 import featx
 from featx.extraction import ExtractConfig
-from featx.extraction.corpus import read_corpus
-from featx.extraction.modeling import load_model
+from featx.extraction.inputs.corpus import read_corpus
+from featx.extraction.model.loading import load_model
 from featx.extraction.plan import (
     CPU_BATCH_SIZE,
     CPU_MAX_TOKENS,
     MAX_WINDOW_ROWS,
     MIN_WINDOW_ROWS,
     WINDOW_BYTES,
-    default_batch_size,
-    default_max_tokens,
-    resolve_plan,
-    window_rows,
 )
-from featx.extraction.sharding import ShardSpec
+from featx.extraction.run.resolve import default_batch_size, default_max_tokens, resolve_plan, window_rows
+from featx.extraction.shards.sharding import ShardSpec
 from featx.store import FeatureFile
 
 
@@ -107,7 +104,7 @@ def test_the_file_is_what_the_plan_says(tiny_model, tmp_path):
 def test_pad_id_comes_from_the_tokenizer_else_eos_else_a_reserved_id():
     from types import SimpleNamespace
 
-    from featx.extraction.plan import resolve_pad
+    from featx.extraction.run.resolve import resolve_pad
 
     assert resolve_pad(SimpleNamespace(pad_token_id=5, eos_token_id=2)) == (5, "tokenizer")
     assert resolve_pad(SimpleNamespace(pad_token_id=None, eos_token_id=2)) == (2, "eos")

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 import torch
 
-from featx.extraction.pooling import cls_pool, last_pool, make_pooler_pool, max_pool, mean_pool
+from featx.extraction.forward.pooling import cls_pool, last_pool, make_pooler_pool, max_pool, mean_pool
 
 
 @pytest.fixture

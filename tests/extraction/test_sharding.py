@@ -7,9 +7,9 @@ import pytest
 from support.tiny import SENTENCES, write_csv
 
 from featx.errors import InputError, StoreError
-from featx.extraction.corpus import read_corpus
-from featx.extraction.distributed import LaunchEnv
-from featx.extraction.sharding import (
+from featx.extraction.inputs.corpus import read_corpus
+from featx.extraction.shards.distributed import LaunchEnv
+from featx.extraction.shards.sharding import (
     ShardSpec,
     assign_rows,
     make_manifest,

@@ -13,15 +13,16 @@ from transformers import AutoModel, AutoTokenizer
 import featx
 from featx.cli import main
 from featx.errors import FeatxError, InputError
-from featx.extraction import loop, modeling
-from featx.extraction.onednn import available as onednn_available
-from featx.extraction.sites import (
+from featx.extraction.fast.onednn import available as onednn_available
+from featx.extraction.forward.sites import (
     SiteRecorder,
     architecture_family,
     attention_head_features,
     parse_sites,
     resolve_sites,
 )
+from featx.extraction.model import loading as modeling
+from featx.extraction.run import loop
 
 POOLINGS = ("cls", "mean", "max", "last")
 
@@ -365,7 +366,7 @@ def test_files_without_sites_read_as_hidden(tiny_model, corpus_csv, tmp_path):
 
 
 def test_sharded_extraction_merges_sites(tiny_model, corpus_csv, tmp_path):
-    from featx.extraction.merge import merge
+    from featx.extraction.shards.merge import merge
 
     options = dict(model=str(tiny_model), progress=False, sites="ffn,attn_heads", tokens=True, store_dtype="float32")
     single = tmp_path / "single.h5"
@@ -429,7 +430,7 @@ def test_hooked_dense_records_pre_activation_values_on_every_path(
 ):
     """The CPU fast path fuses ``intermediate.dense`` with its GELU; a hook on that dense must still see what the
     plain model computes there (pre-GELU), with and without the fast path."""
-    from featx.extraction import runner as runner_module
+    from featx.extraction.forward import runner as runner_module
 
     monkeypatch.setenv("FEATX_ONEDNN", onednn)
     packed = []

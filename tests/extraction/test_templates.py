@@ -121,7 +121,7 @@ def test_the_prompt_poolings_hold_for_left_padding(prompt_models):
     import torch
     from transformers import AutoModel, AutoTokenizer
 
-    from featx.extraction.pooling import PROMPT_FUNCTIONS, prompt_masks
+    from featx.extraction.forward.pooling import PROMPT_FUNCTIONS, prompt_masks
     from featx.store import hidden_layout
 
     folder = prompt_models("llama")
@@ -157,8 +157,8 @@ def test_a_token_that_merges_template_characters_into_the_text_is_in_the_span(na
     they overlap the text, so they belong to the span; the template's ``:`` touches it and does not."""
     from transformers import AutoTokenizer
 
-    from featx.extraction.positions import tokenize_prompts
-    from featx.extraction.templates import PromptMaker
+    from featx.extraction.inputs.positions import tokenize_prompts
+    from featx.extraction.inputs.templates import PromptMaker
 
     tokenizer = AutoTokenizer.from_pretrained(str(prompt_models(name)))
     config = SimpleNamespace(template="Review: {text} ok", text_col="text", chat_template=False, system=None)

@@ -9,12 +9,12 @@ import pytest
 
 from featx.errors import InputError
 from featx.extraction import ExtractConfig
-from featx.extraction.corpus import read_corpus
-from featx.extraction.freshness import request_key
-from featx.extraction.modeling import load_model
-from featx.extraction.plan import resolve_plan
-from featx.extraction.positions import PoolAt, parse_pool_at
-from featx.extraction.templates import cli_text, parse_template
+from featx.extraction.inputs.corpus import read_corpus
+from featx.extraction.inputs.positions import PoolAt, parse_pool_at
+from featx.extraction.inputs.templates import cli_text, parse_template
+from featx.extraction.model.loading import load_model
+from featx.extraction.run.freshness import request_key
+from featx.extraction.run.resolve import resolve_plan
 
 
 def test_a_template_renders_fields_by_name_with_their_spans():

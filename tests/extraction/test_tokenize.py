@@ -2,7 +2,7 @@ import numpy as np
 from support.tiny import SENTENCES
 from transformers import AutoTokenizer
 
-from featx.extraction.tokenize import tokenize_texts
+from featx.extraction.tokens.tokenize import tokenize_texts
 
 TEXTS = [row[0] for row in SENTENCES]
 

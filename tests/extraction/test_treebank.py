@@ -10,8 +10,8 @@ import pytest
 
 from featx.errors import InputError
 from featx.extraction import ExtractConfig
-from featx.extraction.treebank import split_of
-from featx.extraction.word_corpus import read_input, read_word_corpus
+from featx.extraction.inputs.treebank import split_of
+from featx.extraction.inputs.word_corpus import read_input, read_word_corpus
 
 CONLLU = """# newdoc id = doc1
 # sent_id = s1

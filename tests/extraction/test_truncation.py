@@ -1,5 +1,5 @@
-"""The truncated forward pass (``featx/extraction/truncation.py``): a selection whose highest layer K is below the
-top runs the embeddings plus K blocks only, with the same features, bit for bit, as the full pass.
+"""The truncated forward pass (``featx/extraction/forward/truncation.py``): a selection whose highest
+layer K is below the top runs the embeddings plus K blocks only, with the same features, bit for bit, as the full pass.
 
 For every family of the zoo (2 blocks each; ``0:2`` stores layers 0 and 1, so one block runs): the stored features
 equal the full extraction's exactly and a plain transformers forward to 1e-4, the file records the blocks run, and
@@ -14,7 +14,7 @@ from support.families import BY_NAME, FAMILIES, NATIVE
 from support.parity import parity, run_family
 
 import featx
-from featx.extraction import orchestrate
+from featx.extraction.run import orchestrate
 
 TOLERANCE = 1e-4
 TEXTS_A = [
@@ -169,7 +169,7 @@ def test_a_model_whose_blocks_cannot_be_found_runs_whole():
     """No ModuleList passes the check: ``find_blocks`` says so, and the plan runs the whole model."""
     import torch
 
-    from featx.extraction.truncation import find_blocks
+    from featx.extraction.forward.truncation import find_blocks
 
     class Plain(torch.nn.Module):
         def __init__(self):

@@ -11,7 +11,7 @@ from transformers import AutoModel, AutoTokenizer
 import featx
 from featx.errors import InputError
 from featx.extraction import ExtractConfig, extract
-from featx.extraction.windows import split_row, window_starts
+from featx.extraction.tokens.long_windows import split_row, window_starts
 
 LONG = " ".join(["the cat loved the film and the dog saw new books today"] * 4)  # ~50 tokens
 MAX_POSITIONS = 16
@@ -98,7 +98,7 @@ def test_window_options_are_checked_before_the_model_runs(short_bert, long_corpu
 
 
 def test_dry_run_estimate_counts_windowed_rows(short_bert, long_corpus, tmp_path):
-    from featx.extraction.estimation import estimate
+    from featx.extraction.dryrun.estimation import estimate
 
     config = ExtractConfig(
         corpus=long_corpus, output=tmp_path / "e.h5", model=str(short_bert), long="window", stride=4, progress=False

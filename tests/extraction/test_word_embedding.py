@@ -9,8 +9,8 @@ from support.report_runs import treebank
 
 import featx
 from featx.errors import InputError
-from featx.extraction.modeling import load_configured
-from featx.extraction.word_embedding import as_sentences, encode_words, word_config
+from featx.extraction.inmemory.words import as_sentences, encode_words, word_config
+from featx.extraction.model.loading import load_configured
 
 
 @pytest.mark.parametrize("pooling", ["first", "last", "mean"])

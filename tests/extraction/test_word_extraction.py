@@ -17,7 +17,7 @@ import featx
 from featx.cli import main
 from featx.errors import InputError, StoreError
 from featx.extraction import ExtractConfig, extract
-from featx.extraction.windows import window_starts
+from featx.extraction.tokens.long_windows import window_starts
 from featx.store import partial_path
 
 # Out-of-vocabulary words (zebras, quokka, xylophones) split into one subword per letter in the tiny vocabulary.
@@ -228,7 +228,7 @@ def test_cli_reads_several_files_as_splits(tiny_model, treebank, tmp_path):
 
 @pytest.mark.parametrize("seed", range(20))
 def test_whole_words_come_from_one_window_in_order(seed):
-    from featx.extraction.windows import split_row
+    from featx.extraction.tokens.long_windows import split_row
 
     rng = np.random.default_rng(seed)
     sizes = rng.integers(1, 4, size=rng.integers(8, 30))

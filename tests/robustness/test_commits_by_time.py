@@ -103,8 +103,8 @@ def test_sigkill_at_three_random_points_inside_one_window_resumes_to_the_same_fi
 def test_work_between_commits_never_exceeds_the_interval(tiny_model, tmp_path, monkeypatch):
     """On a fake clock where every batch takes 3 s, a kill at any moment loses less than the 10 s interval:
     the work since the last committed batch finished is under 10 s whenever a commit is made."""
-    from featx.extraction import loop
-    from featx.extraction.runner import Runner
+    from featx.extraction.forward.runner import Runner
+    from featx.extraction.run import loop
 
     now = {"t": 0.0}
     monkeypatch.setattr(loop.time, "perf_counter", lambda: now["t"])
@@ -254,7 +254,7 @@ def test_sigterm_inside_featx_extract_from_python_leaves_a_resumable_file(tiny_m
 
 
 def test_featx_extract_restores_the_previous_signal_handlers(tiny_model, tmp_path, monkeypatch):
-    from featx.extraction import orchestrate
+    from featx.extraction.run import orchestrate
 
     corpus = many_rows_csv(tmp_path / "corpus.csv", 16)
     original, seen = orchestrate.extract, {}

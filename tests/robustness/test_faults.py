@@ -105,7 +105,8 @@ def test_damaged_partial_from_a_killed_creation_restarts(tiny_model, tmp_path):
 @pytest.mark.parametrize("where", ["load_model", "tokenize_texts", "collate", "write_window", "commit"])
 def test_ctrl_c_anywhere_is_a_clean_exit_130_and_resumable(tiny_model, tmp_path, monkeypatch, where):
     """KeyboardInterrupt in the main thread, the collate thread or the writer thread: one message, code 130."""
-    from featx.extraction import loop, modeling, orchestrate
+    from featx.extraction.model import loading as modeling
+    from featx.extraction.run import loop, orchestrate
 
     corpus = many_rows_csv(tmp_path / "corpus.csv", 40)
     output = tmp_path / "out.h5"

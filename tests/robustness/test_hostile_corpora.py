@@ -28,7 +28,7 @@ from support.tiny import SENTENCES, write_csv
 import featx
 from featx.cli import main
 from featx.errors import InputError
-from featx.extraction.corpus import CHARS_PER_TOKEN, WINDOW_CHARS_PER_TOKEN
+from featx.extraction.inputs.corpus import CHARS_PER_TOKEN, WINDOW_CHARS_PER_TOKEN
 from featx.probing.config import ProbeConfig
 from featx.probing.tasks.words import probe_words
 from featx.store import FeatureFile, FeatureWriter, hidden_layout, schema
@@ -247,8 +247,8 @@ def test_the_cut_keeps_every_token_of_an_ordinary_long_text(tiny_model, minilm_p
     cut text are the same ids (so features of ordinary texts are exactly as before)."""
     from transformers import AutoTokenizer
 
-    from featx.extraction.corpus import text_char_limit
-    from featx.extraction.tokenize import tokenize_texts
+    from featx.extraction.inputs.corpus import text_char_limit
+    from featx.extraction.tokens.tokenize import tokenize_texts
 
     tokenizer = AutoTokenizer.from_pretrained(str(tiny_model if model == "tiny" else minilm_path))
     texts = [" ".join(SENTENCES[i % len(SENTENCES)][0] for i in range(3000)), "the  end, " * 10_000]

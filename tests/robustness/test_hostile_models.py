@@ -262,7 +262,7 @@ def test_native_bert_refuses_a_checkpoint_without_a_weight(tiny_model, tmp_path)
     """featx's own BERT loads strictly: a missing weight is one ``ModelError`` naming it."""
     import torch
 
-    from featx.extraction.native import bert
+    from featx.extraction.fast import bert
 
     model = _hostile_copy(tiny_model, tmp_path / "model", _drop_tensors("encoder.layer.1.output.dense.weight"))
     with pytest.raises(ModelError, match=r"missing: encoder\.layer\.1\.output\.dense\.weight"):

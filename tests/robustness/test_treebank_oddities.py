@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from support.errors import assert_one_clear_error
 
 from featx.cli import main
-from featx.extraction.word_corpus import read_word_corpus
+from featx.extraction.inputs.word_corpus import read_word_corpus
 
 
 def _conllu(*rows: str, sent_id: str = "s1") -> str:

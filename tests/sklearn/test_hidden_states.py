@@ -20,7 +20,7 @@ from support.tiny import SENTENCES, build_tiny_bert
 
 from featx.errors import InputError
 from featx.extraction import embed
-from featx.extraction import modeling as extraction_modeling
+from featx.extraction.model import loading as extraction_modeling
 from featx.sklearn import HiddenStates
 from featx.sklearn import hidden_states as module
 

@@ -18,7 +18,7 @@ from support.tiny import write_csv
 import featx
 from featx.errors import IncompleteError, StoreError
 from featx.extraction import ExtractConfig, extract
-from featx.extraction.merge import merge
+from featx.extraction.shards.merge import merge
 from featx.store import (
     STRING_ESCAPE,
     FeatureFile,

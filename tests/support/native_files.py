@@ -97,7 +97,7 @@ def imports_of_an_extraction(tmp_path: Path, model: Path | None = None) -> tuple
 def loaded_both_ways(folder: Path):
     """``load_model`` of ``folder`` natively and through transformers (float32, CPU), with every field featx
     reads of a loaded model the same: ``(native, plain)``."""
-    from featx.extraction.modeling import load_model
+    from featx.extraction.model.loading import load_model
 
     native = load_model(str(folder), "cpu", "float32", native=True)
     plain = load_model(str(folder), "cpu", "float32", native=False)

@@ -72,8 +72,8 @@ class Eraser:
 def save_erasers(erasers: dict[str, Eraser], path) -> None:
     """Every eraser's affine map in one ``.npz`` (``KEY/mean``, ``KEY/left``, ``KEY/right``). This is the
     hook for a later intervention in the forward pass: the same map applies to any ``(..., d)`` states
-    (e.g. in a forward hook at a site, ``featx/extraction/sites.py``), though a pooled eraser is fitted on pooled
-    vectors, not on token states."""
+    (e.g. in a forward hook at a site, ``featx/extraction/forward/sites.py``), though a pooled eraser is
+    fitted on pooled vectors, not on token states."""
     arrays = {
         f"{key}/{part}": getattr(eraser, part) for key, eraser in erasers.items() for part in ("mean", "left", "right")
     }

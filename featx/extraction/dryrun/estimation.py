@@ -1,0 +1,247 @@
+"""``featx extract --dry-run``: what an extraction will cost, before running it.
+
+Everything but the time comes from tokenising the corpus (no forward pass): rows, tokens, truncation,
+the size of the features file for the chosen layers/poolings/dtype/token storage, and the peak memory.
+The time comes from a short calibration on the chosen device: a few batches drawn from the run's own
+batch plan (so with the corpus's own length distribution) are timed after one warm-up batch, and the
+measured seconds per padded token are applied to every planned batch. A model too large to load for an
+estimate (or a folder with only its config.json) is estimated from its config alone (``config_estimate``).
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+
+import numpy as np
+
+from .summary import Estimate, current_rss, file_sizes, human_duration, human_size
+
+CALIBRATION_BATCHES = 3
+CPU_CALIBRATION_TOKENS = 2048  # on CPU the rate per token hardly depends on batch size: time small slices
+
+
+def batch_activation_bytes(
+    max_tokens: int, n_model_layers: int, n_layers: int, hidden: int, n_heads: int, longest: int, compute_itemsize: int
+) -> int:
+    """Memory of one batch's forward pass: every hidden state (output_hidden_states), the stacked copy of
+    the chosen layers, the MLP intermediates, and one layer's attention scores (with their softmax)."""
+    hidden_states = max_tokens * hidden * compute_itemsize * (n_model_layers + n_layers + 4)
+    attention = (max_tokens // max(1, longest)) * n_heads * longest * longest * compute_itemsize * 2
+    return int(hidden_states + attention)
+
+
+def estimate(config=None, calibrate: bool = True, from_config: bool | None = None, **options) -> Estimate:
+    """The cost of ``featx.extract(config)`` without running it (the same options, the same plan).
+
+    ``from_config``: estimate from the model's ``config.json`` alone, loading no weights
+    (``model_budget``); None (the default) does so when the folder holds no weights or they are large.
+    """
+    from ..config import make_config
+    from ..inputs.word_corpus import read_input
+    from ..model.loading import load_configured
+    from ..run.resolve import resolve_plan
+    from .from_config import estimate_from_config, from_config_reason
+
+    config = make_config(config, **options)
+    reason = from_config_reason(config) if from_config is not False else None
+    if reason or from_config:
+        return estimate_from_config(config, reason or "asked for", calibrate)
+    corpus = read_input(config)  # a table of texts, or word inputs (word_corpus.py)
+    setup_started = time.perf_counter()
+    loaded = load_configured(config)
+    plan = resolve_plan(config, corpus.sha256, loaded)
+    from ..tokens.word_tokens import tokenize_input
+
+    tokenized = tokenize_input(loaded, corpus, plan)
+    setup_seconds = time.perf_counter() - setup_started  # the real run loads and tokenises the same way
+    result = _sizes(plan, corpus, tokenized, loaded)
+    if calibrate and len(corpus):
+        forward, note = _calibrate(plan, loaded, tokenized)
+        result.seconds = forward + setup_seconds
+        result.calibration = (
+            f"forward passes ~{human_duration(forward)}, model load and tokenising {setup_seconds:.1f} s; {note}"
+        )
+    return result
+
+
+def _sizes(plan, corpus, tokenized, loaded) -> Estimate:
+    """Sizes and memory of ``plan`` on the tokenised corpus; every site counted, as the writer stores it."""
+    from .model_budget import loaded_truncation_notes
+
+    n_tokens, n_rows = int(tokenized.lengths.sum()), len(corpus)
+    pooled, token_bytes, other = _file_bytes(plan, corpus, tokenized, loaded, n_rows, n_tokens)
+    model_bytes, activations = _device_bytes(plan, loaded, tokenized, n_rows)
+    window_bytes = plan.window_bytes(n_rows)
+    # The real run holds what this process holds now (model loaded, corpus tokenised), plus one batch's
+    # activations (on the GPU when there is one) and up to four windows of outputs (filled, two queued,
+    # one being written).
+    on_gpu = loaded.device.type != "cpu"
+    output = plan.output
+    directory = output.parent if output.parent.exists() else Path(".")
+    free = shutil.disk_usage(directory).free
+    result = Estimate(
+        corpus=str(plan.config.corpus),
+        output=str(output),
+        model=loaded.name,
+        device=str(loaded.device),
+        rows=n_rows,
+        tokens=n_tokens,
+        truncated_rows=int(tokenized.truncated.sum()),
+        max_length=loaded.max_length,
+        layers=plan.layers,
+        poolings=plan.poolings,
+        hidden_size=loaded.hidden_size,
+        store_dtype=plan.store_dtype,
+        with_tokens=plan.with_tokens,
+        pooled_bytes=pooled,
+        token_bytes=token_bytes,
+        other_bytes=other,
+        peak_memory_bytes=current_rss() + 4 * window_bytes + (0 if on_gpu else activations),
+        free_disk_bytes=free,
+        peak_device_bytes=model_bytes + activations if on_gpu else None,
+        windowed_rows=int((tokenized.lengths > plan.max_length).sum()) if plan.window else 0,
+    )
+    result.notes += loaded_truncation_notes(loaded, plan.layers)
+    if result.file_bytes > free:
+        what = "token-level storage" if plan.with_tokens and token_bytes > pooled else "the output"
+        result.warnings.append(
+            f"{what} needs ~{human_size(result.file_bytes)} but {directory} has only "
+            f"{human_size(free)} free; drop --tokens, choose fewer --layer, or write elsewhere with -o"
+        )
+    return result
+
+
+def _file_bytes(plan, corpus, tokenized, loaded, n_rows: int, n_tokens: int) -> tuple[int, int, int]:
+    """(pooled, token-level, everything else) bytes of the features file, every site and word vector counted."""
+    text_bytes = sum(len(text.encode("utf-8")) for text in corpus.texts)
+    id_bytes = sum(len(str(row_id).encode("utf-8")) for row_id in corpus.ids)
+    pooled, token_bytes, other = file_sizes(
+        n_rows,
+        n_tokens,
+        len(plan.layers),
+        loaded.hidden_size,
+        len(plan.poolings),
+        plan.itemsize,
+        plan.with_tokens,
+        text_bytes,
+        id_bytes,
+        len(corpus.labels),
+        corpus.split is not None,
+    )
+    for site in plan.sites[1:]:  # like hidden: own width and layers, no pooler
+        site_pooled, site_tokens, _ = file_sizes(
+            n_rows,
+            n_tokens,
+            len(site.layers),
+            site.width,
+            len(site.poolings),
+            plan.itemsize,
+            plan.with_tokens,
+            0,
+            0,
+            0,
+            False,
+        )
+        pooled += site_pooled
+        token_bytes += site_tokens - (n_tokens * 8 + (n_rows + 1) * 8 if plan.with_tokens else 0)  # ids: once
+    if plan.word_paths:  # word inputs: each word's vectors, and its form, labels, head and subword count
+        n_words = int(tokenized.word_offsets[-1])
+        pooled += n_words * plan.word_bytes()
+        other += n_words * (16 + 4 * (len(corpus.words.labels) + 2))
+    return pooled, token_bytes, other
+
+
+def _device_bytes(plan, loaded, tokenized, n_rows: int) -> tuple[int, int]:
+    """(the model's weights, one batch's activations) in bytes."""
+    import torch
+
+    compute_itemsize = torch.empty((), dtype=loaded.dtype).element_size()
+    model_bytes = sum(p.numel() * p.element_size() for p in loaded.model.parameters())
+    n_heads = int(getattr(loaded.model.config, "num_attention_heads", 12))
+    longest = min(int(tokenized.lengths.max()) if n_rows else 1, plan.max_length)  # windows are no longer
+    activations = batch_activation_bytes(
+        plan.max_tokens, loaded.n_layers, len(plan.layers), loaded.hidden_size, n_heads, longest, compute_itemsize
+    )
+    return model_bytes, activations
+
+
+def _calibrate(plan, loaded, tokenized) -> tuple[float, str]:
+    """Seconds for every planned batch, from timing a few of them (seconds per padded token), with the
+    extraction's own runner and hooks: sites besides hidden are included."""
+    import torch
+
+    from ..forward.runner import Runner
+    from ..run.loop import split_batches
+    from ..tokens.batching import collate
+
+    lengths = full_lengths = tokenized.lengths
+    batches, long_rows = split_batches(plan, lengths)
+    counted = 1.0 if batches else 0.0  # the stand-in batch below is timed, not counted
+    if not batches:  # every row is windowed: time windows of the model's length instead
+        batches = [np.arange(min(len(lengths), max(1, plan.max_tokens // plan.max_length)))]
+        tokenized = _clipped(tokenized, plan.max_length)
+        lengths = tokenized.lengths
+    pad_id = plan.pad_id
+    runner = Runner(loaded, plan)
+    seed = plan.config.seed
+
+    padded = np.array([len(batch) * int(lengths[batch].max()) for batch in batches], dtype=np.float64)
+    windowed_tokens = windowed_padded_tokens(plan, full_lengths, long_rows)
+    rng = np.random.default_rng(seed)
+    picks = rng.choice(len(batches), size=min(len(batches), CALIBRATION_BATCHES), replace=False)
+    timed = {}
+    for index in picks:
+        batch = batches[int(index)]
+        if runner.device.type == "cpu":  # rows of one batch share its padded width: keep a slice of them
+            width = int(lengths[batch].max())
+            batch = batch[: max(1, CPU_CALIBRATION_TOKENS // width)]
+        timed[int(index)] = batch
+    timed_tokens = sum(len(batch) * int(lengths[batch].max()) for batch in timed.values())
+
+    def run(index):
+        event = runner(*collate(tokenized, timed[index], pad_id))[1]  # sentence pairs add a third item
+        if event is not None:
+            event.synchronize()
+
+    elapsed = 0.0
+    with runner.hooks():
+        for index in picks:
+            run(int(index))  # warm-up per shape: first-call allocations and kernel selection are not the rate
+            started = time.perf_counter()
+            run(int(index))
+            elapsed += time.perf_counter() - started
+    total = float(elapsed / timed_tokens * (counted * padded.sum() + windowed_tokens))
+    note = (
+        f"calibrated on {len(picks)} of {len(batches)} batches ({timed_tokens:,} padded tokens): "
+        f"{timed_tokens / elapsed:,.0f} padded tokens/s on {runner.device}, {torch.get_num_threads()} threads"
+    )
+    return total, note
+
+
+def windowed_padded_tokens(plan, lengths: np.ndarray, long_rows: np.ndarray) -> float:
+    """Tokens the windows of ``--long window`` rows feed the model (overlaps and specials included)."""
+    if plan.window is None or not len(long_rows):
+        return 0.0
+    from ..tokens.long_windows import window_starts
+
+    spec = plan.window
+    specials = spec.n_lead + spec.n_trail
+    return float(
+        sum(
+            len(window_starts(int(lengths[row]) - specials, spec.budget, spec.stride)) * plan.max_length
+            for row in long_rows
+        )
+    )
+
+
+def _clipped(tokenized, max_length: int):
+    """The rows cut to ``max_length`` tokens (for timing windows of that length)."""
+    from ..tokens.tokenize import TokenizedCorpus
+
+    lengths = np.minimum(tokenized.lengths, max_length)
+    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    ids = np.concatenate([tokenized.row(i)[:max_length] for i in range(len(lengths))])
+    return TokenizedCorpus(input_ids=ids, offsets=offsets, full_lengths=tokenized.full_lengths, word_ids=None)

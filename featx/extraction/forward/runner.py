@@ -1,0 +1,194 @@
+"""``Runner``: one batch's forward pass and the on-device pooling of every site, hidden included."""
+
+from __future__ import annotations
+
+import copy
+import weakref
+
+import numpy as np
+import torch
+
+from ...store.schema import contrast_site
+from ..fast import fuse
+from ..fast.deberta import band_relative_attention
+from ..fast.onednn import prepack_linears
+from ..model.loading import LoadedModel
+from ..plan import ExtractionPlan
+from ..tokens.long_windows import split_row
+from .pair_runner import SEGMENT_FUNCTIONS, pair_inputs, takes_type_ids
+from .pooling import POOLING_FUNCTIONS, PROMPT_FUNCTIONS, make_pooler_pool, prompt_masks
+from .sites import SiteRecorder
+from .truncation import truncated_states
+from .word_pooling import pool_words
+
+# The float32 copy of each half-precision model's pooler, made once: a later Runner on the same loaded model
+# (featx.extraction.encode and featx predict build one per chunk) finds the pooler's linear layer already
+# prepacked for oneDNN, whose opaque weights cannot be copied.
+_FLOAT_POOLERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _pooler_head(loaded: LoadedModel):
+    """The model's pooler head and the dtype it runs in (float32 under bf16/fp16 compute)."""
+    pooler = getattr(loaded.model, "pooler", None)
+    if pooler is not None and loaded.dtype in (torch.bfloat16, torch.float16):
+        # At the middle layers the pooler's tanh saturates and the information sits in 1 - tanh(z),
+        # which bf16 cannot hold (its spacing below 1 is 2^-8): probes of bf16 pooler features lost
+        # 1.5-2.9 points there. The head is one small matrix product per row: run it in float32.
+        if loaded.model not in _FLOAT_POOLERS:
+            _FLOAT_POOLERS[loaded.model] = copy.deepcopy(pooler).float()
+        return _FLOAT_POOLERS[loaded.model], torch.float32
+    return pooler, None
+
+
+class Runner:
+    """Forward pass plus on-device pooling for one batch, as ``plan`` says.
+
+    Returns ``({dataset path: CPU tensor}, event)``: for every site, each pooling's ``(B, L_site, W)``
+    rows and, with ``--tokens``, the ``(real tokens, L_site, W)`` token-level states in batch order.
+    ``event`` (CUDA only) marks when the copies to the host are done. Hooks for sites besides hidden
+    are attached by ``hooks()``, after the model has been set up here.
+    """
+
+    def __init__(self, loaded: LoadedModel, plan: ExtractionPlan):
+        self.model = loaded.model
+        self.device = loaded.device
+        self.plan = plan
+        pooler, pooler_dtype = _pooler_head(loaded)
+        # Modules read by hooks must compute what the plain model computes: never fuse them away.
+        hooked = {tap.module for site in plan.hooked for tap in site.taps}
+        self.packed_linears = prepack_linears(self.model, self.device, loaded.dtype, keep=hooked)
+        self.banded_attention = band_relative_attention(self.model, self.device, loaded.dtype)  # DeBERTa, CPU
+        # FEATX_FUSE=1, featx's own BERT prepacked: query/key/value as one linear, residual adds in the linears.
+        self.fused_blocks = fuse.fuse_bert(self.model) if fuse.requested() and not hooked else 0
+        self.functions = {
+            name: (
+                make_pooler_pool(pooler, pooler_dtype)
+                if name == "pooler"
+                else POOLING_FUNCTIONS.get(name) or PROMPT_FUNCTIONS.get(name) or SEGMENT_FUNCTIONS[name]
+            )
+            for name in plan.poolings
+        }
+        self.type_ids = takes_type_ids(loaded)  # sentence pairs: whether tokenizer(a, b) hands the model type ids
+        self.store_dtype = torch.float16 if np.dtype(plan.store_dtype) == np.float16 else torch.float32
+        self.recorder: SiteRecorder | None = None
+        self.contrast_sites = {contrast_site(k) for k in range(1, len(plan.sites))}
+        tokenizer = loaded.tokenizer
+        self.special_ids = (tokenizer.cls_token_id, tokenizer.sep_token_id)
+
+    def hooks(self) -> SiteRecorder:
+        """The hooks of the sites besides hidden, as a context manager (a no-op when there are none)."""
+        self.recorder = SiteRecorder(self.model, list(self.plan.hooked))
+        return self.recorder
+
+    def _forward(
+        self, input_ids: torch.Tensor, mask: torch.Tensor, token_type_ids: torch.Tensor | None = None
+    ) -> dict[str, list[torch.Tensor]]:
+        """``{site: [(B, T, W) per stored layer]}`` of one forward pass."""
+        recorder = self.recorder if self.plan.hooked else None
+        forward_options: dict[str, object] = dict(recorder.forward_options) if recorder is not None else {}
+        if token_type_ids is not None and self.type_ids:
+            forward_options["token_type_ids"] = token_type_ids
+        inputs = {"input_ids": input_ids, "attention_mask": mask, **forward_options}
+        if self.plan.cut is not None:  # no stored layer above block K: the pass stops there (truncation.py)
+            output = None
+            hidden = truncated_states(self.model, self.plan.cut, self.plan.layers, inputs)
+        else:
+            output = self.model(**inputs, output_hidden_states=True)
+            hidden = [output.hidden_states[layer] for layer in self.plan.layers]
+        states = {self.plan.hidden.name: hidden}  # L x (B, T, H)
+        if recorder is not None:
+            states.update(recorder.take(output, input_ids, mask, self.special_ids))
+        # With --device-map the layers sit on several devices: pool where the batch is (a no-op otherwise).
+        return {site: [layer.to(self.device) for layer in layers] for site, layers in states.items()}
+
+    def _pool(
+        self,
+        states: dict[str, list[torch.Tensor]],
+        mask: torch.Tensor,
+        masks: dict | None = None,
+        word_index: torch.Tensor | None = None,
+    ):
+        """Every site's poolings; ``masks`` gives some dataset paths their own mask (sentence pairs);
+        ``word_index`` each token's word slot (word inputs)."""
+        masks = masks or {}
+        real = mask.bool() if self.plan.with_tokens else None
+        values = {}
+        if word_index is not None:  # word inputs: each word's subwords pooled into one vector per layer
+            words = pool_words(states[self.plan.hidden.name], word_index.to(self.device), self.plan.word_poolings)
+            for name, path in zip(self.plan.word_poolings, self.plan.word_paths, strict=False):
+                values[path] = words[name].to(self.store_dtype).to("cpu", non_blocking=True)
+        for site in self.plan.sites:
+            # Pool layer by layer: stacking all layers first would copy every state once more.
+            for name, path in site.pooled_paths.items():
+                used = masks.get(path, mask)
+                pooled = torch.stack([self.functions[name](layer, used) for layer in states[site.name]], dim=1)
+                values[path] = pooled.to(self.store_dtype).to("cpu", non_blocking=True)
+            if real is not None:
+                tokens = torch.stack([layer[real] for layer in states[site.name]], dim=1).to(self.store_dtype)
+                values[site.tokens_path] = tokens.to("cpu", non_blocking=True)
+        event = None
+        if self.device.type == "cuda":
+            event = torch.cuda.Event()
+            event.record()
+        return values, event
+
+    def _prompt(self, input_ids: torch.Tensor, mask: torch.Tensor, span, at, sites=None):
+        """States of a batch of prompts and the masks of its span and ``at`` poolings."""
+        span = span.to(self.device, non_blocking=True) if span is not None else None
+        at = at.to(self.device, non_blocking=True) if at is not None else None
+        sites = [site for site in self.plan.sites if site.name not in self.contrast_sites] if sites is None else sites
+        return self._forward(input_ids, mask), prompt_masks(sites, mask, span, at)
+
+    def _answer(self, answer: int, batch: tuple, states: dict, masks: dict) -> None:
+        """Answer ``answer``'s prompts (``collate``'s tuple) run and pooled into its own site, with its own masks."""
+        ids, mask, extra = batch[0].to(self.device, non_blocking=True), batch[1].to(self.device), batch[2]
+        site = next(site for site in self.plan.sites if site.name == contrast_site(answer))
+        answer_states, answer_masks = self._prompt(ids, mask, extra.get("span"), extra.get("at"), [site])
+        states[site.name] = answer_states[self.plan.hidden.name]
+        masks.update({path: answer_masks.get(path, mask) for path in site.pooled_paths.values()})
+
+    @torch.inference_mode()
+    def __call__(self, input_ids: torch.Tensor, mask: torch.Tensor, extra: dict | None = None):
+        """``extra``: a sentence pair batch's tensors (``collate``) or word inputs' ``word_index``."""
+        input_ids = input_ids.to(self.device, non_blocking=True)
+        mask = mask.to(self.device, non_blocking=True)
+        extra = dict(extra or {})
+        word_index = extra.pop("word_index", None)
+        span, at = extra.pop("span", None), extra.pop("at", None)
+        if span is not None or at is not None:  # prompts: the text's span and the --pool-at token
+            states, masks = self._prompt(input_ids, mask, span, at)
+            for answer, batch in enumerate(extra.pop("contrast", None) or [], start=1):  # --contrast: answers 1, 2...
+                self._answer(answer, batch, states, masks)
+            return self._pool(states, mask, masks, word_index)
+        if extra:  # sentence pairs: token-type ids and segment masks, or side b's own forward pass
+            states, masks = pair_inputs(self, input_ids, mask, extra)
+            return self._pool(states, mask, masks, word_index)
+        return self._pool(self._forward(input_ids, mask), mask, word_index=word_index)
+
+    @torch.inference_mode()
+    def windowed(self, row_ids: np.ndarray, word_ids: np.ndarray | None = None):
+        """One row longer than the model's maximum (``--long window``): its windows run in batches of up to
+        ``max_tokens`` tokens, each token's states taken from its most central window, then pooled over the
+        stitched row exactly like a batch of one. With ``word_ids`` (word inputs) each word's subwords all
+        come from the one window where the whole word is most central."""
+        spec = self.plan.window
+        assert spec is not None  # rows run in windows with --long window only
+        row = split_row(row_ids, spec.n_lead, spec.n_trail, spec.budget, spec.stride, word_ids)
+        width = row.input_ids.shape[1]
+        per_pass = max(1, self.plan.max_tokens // width)
+        owner = torch.from_numpy(row.owner).to(self.device)
+        position = torch.from_numpy(row.position).to(self.device)
+        pieces: dict[str, list[list[torch.Tensor]]] = {}
+        for first in range(0, row.n_windows, per_pass):
+            ids = torch.from_numpy(row.input_ids[first : first + per_pass]).to(self.device)
+            taken = (owner >= first) & (owner < first + len(ids))  # a contiguous run: owners never decrease
+            window, at = owner[taken] - first, position[taken]
+            for site, layers in self._forward(ids, torch.ones_like(ids)).items():
+                pieces.setdefault(site, []).append([layer[window, at] for layer in layers])
+        states = {
+            site: [torch.cat(parts)[None] for parts in zip(*chunks, strict=False)] for site, chunks in pieces.items()
+        }
+        word_index = None if word_ids is None else torch.from_numpy(np.asarray(word_ids, dtype=np.int64))[None]
+        return self._pool(
+            states, torch.ones((1, len(row.owner)), dtype=torch.long, device=self.device), word_index=word_index
+        )

@@ -1,0 +1,8 @@
+"""In-memory encoding: texts or sentences of words in, features out, no features file; the same plan,
+runner and loop as ``featx extract`` (``featx.embed``, ``featx.sklearn.HiddenStates``, ``featx predict``).
+
+``sentences``    ``embed`` and ``encode``: the features of in-memory texts and pairs
+``words``        ``encode_words``: the word vectors of in-memory sentences
+"""
+
+__all__ = ["sentences", "words"]

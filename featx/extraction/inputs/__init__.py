@@ -1,0 +1,12 @@
+"""What a corpus is, before any token: the inputs of ``featx extract``.
+
+``corpus``         a labelled table of texts (CSV, TSV, JSON Lines, Parquet) read into a validated ``Corpus``
+``treebank``       word inputs: CoNLL-U treebanks, column files and JSON Lines of tokens
+``word_corpus``    one ``Corpus`` of sentences from one or more word input files
+``pairs``          sentence pairs (``--text-pair-col``): options, pair tokenisation, stored layout
+``templates``      prompt templates, chat templates and ``--system``
+``prompts``        a corpus made into prompts and tokenised
+``positions``      the token a prompt is read at (``--pool-at``) and the text's own span
+"""
+
+__all__ = ["corpus", "pairs", "positions", "prompts", "templates", "treebank", "word_corpus"]

@@ -1,0 +1,336 @@
+"""Reading a labelled corpus (CSV, TSV, JSON Lines, Parquet) into a validated ``Corpus``.
+
+The format-level reading (the bytes, gzip, decoding, the delimiter, the parsers, label-column typing) is
+``featx.io``'s; this module checks what a corpus needs: the header's columns, empty texts (``--skip-empty``),
+unique ids, and which columns are labels and which the split.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ...errors import InputError
+from ...io import (
+    NUMBER,
+    LabelColumn,
+    is_stdin,
+    label_column,
+    missing_markers,
+    normalise_sep,
+    parse_table,
+    read_source,
+    refuse_other_formats,
+    unwrap_gzip,
+)
+
+if TYPE_CHECKING:
+    from .treebank import WordTable
+
+
+@dataclass
+class Corpus:
+    """Texts plus everything else that rode along in the file, in file order."""
+
+    path: Path
+    texts: list[str]
+    ids: list[str]
+    text_col: str
+    id_col: str | None
+    labels: dict[str, LabelColumn]
+    split: list[str] | None
+    sha256: str
+    skipped_rows: list[int] = field(default_factory=list)  # data row numbers (0-based) left out by --skip-empty
+    notes: list[str] = field(default_factory=list)  # what the reader decided, for the user (delimiter, missing)
+    words: WordTable | None = None  # word inputs (CoNLL-U...): the sentences' words
+    pair_texts: list[str] | None = None  # sentence pairs: each row's second text (--text-pair-col)
+    pair_col: str | None = None
+    columns: dict[str, list[str]] = field(default_factory=dict)  # columns a --template names, as read
+    attributes: dict = field(default_factory=dict)  # root attributes the input's preparation adds (the prompts')
+
+    def __len__(self) -> int:
+        return len(self.texts)
+
+
+# --long truncate keeps the first max_length tokens of a text, so the rest is cut off before tokenising: a
+# 50 MB text would otherwise be tokenised whole (gigabytes of token objects) only to keep 512 tokens. The cut is
+# CHARS_PER_TOKEN characters per token of the maximum: the tokens of common vocabularies are rarely over 20
+# characters, so the kept tokens of any ordinary text are exactly those of the whole text; only a text whose
+# first max_length tokens average over 64 characters is tokenised differently, and the file stores the cut text,
+# which is what was tokenised (its features are a plain forward pass of the stored text).
+CHARS_PER_TOKEN = 64
+# --long window runs the whole text in windows, so it is cut later: at WINDOW_CHARS_PER_TOKEN characters per token
+# of the maximum (131,072 characters for 512 tokens: some 30,000 tokens of English, 80 windows; a long article or
+# a chapter). Bounded because a windowed row's states are held whole (tokens x layers x width: 30,000 tokens of a
+# 13-layer, 768-wide model take 1.2 GB) and its tokens' windows are placed with token x window arrays.
+WINDOW_CHARS_PER_TOKEN = 256
+
+
+def text_char_limit(max_length: int, window: bool) -> int:
+    """The most characters of one text that are tokenised (see ``CHARS_PER_TOKEN``, ``WINDOW_CHARS_PER_TOKEN``)."""
+    return (WINDOW_CHARS_PER_TOKEN if window else CHARS_PER_TOKEN) * int(max_length)
+
+
+def cut_long_texts(corpus: Corpus, max_length: int, window: bool) -> int:
+    """Cut every text (both texts of a pair) to ``text_char_limit`` in place, and say so in the corpus's notes;
+    the rows cut. Texts within the limit are left exactly as read."""
+    limit = text_char_limit(max_length, window)
+    rows: set[int] = set()
+    for texts in (corpus.texts, corpus.pair_texts or []):
+        for row, text in enumerate(texts):
+            if len(text) > limit:
+                texts[row] = text[:limit]
+                rows.add(row)
+    if rows:
+        per_token = WINDOW_CHARS_PER_TOKEN if window else CHARS_PER_TOKEN
+        why = f"{per_token} per token of the {max_length}-token maximum" + (" with --long window" if window else "")
+        corpus.notes.append(
+            f"{len(rows)} row(s) had a text over {limit:,} characters, cut to that before tokenising ({why}); "
+            "the file stores the cut texts"
+        )
+    return len(rows)
+
+
+# Column names of sentence-pair corpora (SICK, SNLI/MNLI, GLUE's pairs, QQP) and of one text per row, for the
+# hint when --text-col names no column; the file's own spelling is what the hint shows.
+PAIR_COLUMNS = (
+    ("sentence_a", "sentence_b"),
+    ("sentence1", "sentence2"),
+    ("sentence_1", "sentence_2"),
+    ("premise", "hypothesis"),
+    ("text_a", "text_b"),
+    ("text1", "text2"),
+    ("question1", "question2"),
+    ("question", "sentence"),
+    ("query", "passage"),
+)
+TEXT_COLUMNS = ("sentence", "review", "content", "document", "body", "tweet", "utterance", "question", "comment")
+
+
+def _text_col_hint(header: list[str]) -> str:
+    """What to pass when ``--text-col`` names no column: a semicolon-separated file, a known pair of text
+    columns, a known text column, or just the option."""
+    if len(header) == 1 and header[0].count(";") >= 1:
+        return "the header looks semicolon-separated; save the file as comma- or tab-separated (.csv/.tsv)"
+    spelled = {name.lower(): name for name in header}
+    for first, second in PAIR_COLUMNS:
+        if first in spelled and second in spelled:
+            return (
+                f"sentence pairs? pass --text-col {spelled[first]} --text-pair-col {spelled[second]}; "
+                "for one text per row, --text-col NAME"
+            )
+    known = [spelled[name] for name in TEXT_COLUMNS if name in spelled]
+    if known:
+        return f"pass the right one with --text-col NAME (--text-col {known[0]}?)"
+    return "pass the right one with --text-col NAME"
+
+
+def file_sha256(path: Path) -> str:
+    """The sha256 of a file's bytes, read in blocks (a corpus's fingerprint, checked again for freshness)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _check_header(
+    header: list[str], path: Path, text_col: str, id_col: str | None, pair_col: str | None = None
+) -> list[str]:
+    header = [name.strip() for name in header]
+    for position, name in enumerate(header, start=1):
+        if not name:
+            raise InputError(f"{path}: column {position} of the header has no name", "give every column a name")
+    duplicates = sorted({name for name in header if header.count(name) > 1})
+    if duplicates:
+        raise InputError(
+            f"{path}: the header repeats column(s) {', '.join(duplicates)}", "give every column a unique name"
+        )
+    if text_col not in header:
+        raise InputError(
+            f"{path} has no text column '{text_col}'; columns found: {', '.join(header)}",
+            _text_col_hint(header),
+        )
+    if pair_col is not None and pair_col not in header:
+        raise InputError(
+            f"{path} has no text pair column '{pair_col}'; columns found: {', '.join(header)}",
+            "pass the column of each row's second text with --text-pair-col NAME",
+        )
+    if id_col is not None and id_col not in header:
+        raise InputError(
+            f"{path} has no id column '{id_col}'; columns found: {', '.join(header)}",
+            "pass the right one with --id-col NAME, or leave it out to number the rows",
+        )
+    return header
+
+
+def _drop_empty(
+    rows,
+    lines,
+    text_index: int,
+    path: Path,
+    text_col: str,
+    skip_empty: bool,
+    pair_index=None,
+    pair_col: str | None = None,
+):
+    """Rows kept, their lines, their data row numbers (0-based, in the file) and the skipped ones.
+
+    With a pair column, a row whose second text is empty is treated exactly like an empty text."""
+    numbers = list(range(len(rows)))
+    columns = [(text_index, text_col)] + ([(pair_index, pair_col)] if pair_index is not None else [])
+    empty = [number for number, row in enumerate(rows) if any(not row[index].strip() for index, _ in columns)]
+    if not empty:
+        return rows, lines, numbers, []
+    if not skip_empty:
+        shown = ", ".join(f"row {row} (line {lines[row]})" for row in empty[:10])
+        more = f" and {len(empty) - 10} more" if len(empty) > 10 else ""
+        named = " or ".join(f"'{name}'" for _, name in columns)
+        raise InputError(
+            f"{path}: {len(empty)} empty or whitespace-only text(s) in column {named}: {shown}{more}",
+            "fill them in, or pass --skip-empty to leave them out",
+        )
+    dropped = set(empty)
+    keep = [index for index in numbers if index not in dropped]
+    if not keep:
+        raise InputError(f"{path}: every text in column '{text_col}' is empty")
+    return [rows[i] for i in keep], [lines[i] for i in keep], keep, empty
+
+
+def _ids(rows, lines, numbers, header, path: Path, id_col: str | None) -> list[str]:
+    if id_col is None:
+        return [str(number) for number in numbers]  # the data row number in the file, skipped rows counted
+    id_index = header.index(id_col)
+    ids = [row[id_index].strip() for row in rows]
+    seen: dict[str, int] = {}
+    for position, value in enumerate(ids):
+        if not value:
+            raise InputError(
+                f"{path}: row {numbers[position]} (line {lines[position]}) has an empty id in column '{id_col}'"
+            )
+        if value in seen:
+            raise InputError(
+                f"{path}: id '{value}' appears twice in column '{id_col}' "
+                f"(line {lines[seen[value]]} and line {lines[position]})",
+                "ids must be unique; drop --id-col to number the rows instead",
+            )
+        seen[value] = position
+    return ids
+
+
+def _labels_and_split(rows, header, text_col, id_col, markers, pair_col=None):
+    split = None
+    labels: dict[str, LabelColumn] = {}
+    for position, name in enumerate(header):
+        if name in (text_col, id_col, pair_col):
+            continue
+        values = [row[position] for row in rows]
+        if name == "split":
+            split = [value.strip().lower() for value in values]
+            continue
+        labels[name] = label_column(name, values, markers)
+    return labels, split
+
+
+def _label_notes(labels: dict[str, LabelColumn]) -> list[str]:
+    notes = []
+    for column in labels.values():
+        if column.missing:
+            counts = ", ".join(
+                f"{value!r} {count}" if value else f"empty {count}" for value, count in column.missing.items()
+            )
+            notes.append(f"label '{column.name}': {column.n_missing} row(s) missing ({counts})")
+        if _looks_like_ids(column):
+            notes.append(
+                f"label '{column.name}' looks like row ids (a distinct whole number on every row): "
+                f"pass --id-col {column.name} to name the rows by it; as a label it means nothing to probe"
+            )
+        elif column.looks_continuous:
+            notes.append(
+                f"label '{column.name}' looks continuous ({len(column.names)} distinct numbers): "
+                "featx probe will fit a regression probe to it (ridge, R²) by itself; "
+                "for classes instead, probe it with --task classification --bins N"
+            )
+    return notes
+
+
+def _looks_like_ids(column: LabelColumn) -> bool:
+    """A column named like an id (id, idx, pair_id, sentenceID...) holding a distinct whole number on every row."""
+    name = column.name.strip().lower()
+    named = name in ("id", "idx", "index") or name.endswith(("_id", "-id", " id")) or column.name.endswith("ID")
+    every_row_distinct = column.n_missing == 0 and len(column.names) == len(column.codes) > 1
+    return named and every_row_distinct and column.numeric and all(float(v).is_integer() for v in column.names)
+
+
+def _kept_columns(rows, header: list[str], names: tuple[str, ...], path: Path) -> dict[str, list[str]]:
+    """The cells of the columns a ``--template`` names, as read; a clear error for a column the file lacks."""
+    missing = [name for name in names if name not in header]
+    if missing:
+        raise InputError(
+            f"--template names column(s) {', '.join(missing)} that {path} lacks; columns found: {', '.join(header)}",
+            "name columns of the corpus in the template ({text} is the --text-col column)",
+        )
+    return {name: [row[header.index(name)] for row in rows] for name in names}
+
+
+def read_corpus(
+    path: str | Path,
+    text_col: str = "text",
+    id_col: str | None = None,
+    skip_empty: bool = False,
+    encoding: str = "utf-8",
+    sep: str | None = None,
+    missing_labels: str | None = "empty",
+    pair_col: str | None = None,
+    max_bytes: int | None = None,
+    keep_cols: tuple[str, ...] = (),
+) -> Corpus:
+    """Read and validate a corpus file; every column but text/id/split becomes a candidate label.
+
+    Without ``id_col`` a row's id is its data row number in the file (0-based, the header not counted,
+    rows left out by ``skip_empty`` counted), so ids join back to the original file. A ``.gz`` file may
+    inflate to ``max_bytes`` (``--max-corpus-bytes``; None: ``featx.io``'s limits on size and ratio).
+    """
+    path = Path(path)
+    if not is_stdin(path) and not path.exists():
+        raise InputError(f"corpus file {path} does not exist")
+    if path.is_dir():
+        raise InputError(f"{path} is a directory, not a corpus file")
+    raw = read_source(path)
+    suffix, data = unwrap_gzip(raw, path, max_bytes)
+    refuse_other_formats(data, path, suffix)
+    notes: list[str] = []
+    header, rows, lines = parse_table(data, path, suffix, encoding, normalise_sep(sep), notes)
+    header = _check_header(header, path, text_col, id_col, pair_col)
+    if not rows:
+        raise InputError(f"{path} has a header but no rows", "add at least one row of text")
+    text_index = header.index(text_col)
+    pair_index = header.index(pair_col) if pair_col is not None else None
+    rows, lines, numbers, skipped = _drop_empty(
+        rows, lines, text_index, path, text_col, skip_empty, pair_index, pair_col
+    )
+    texts = [row[text_index] for row in rows]
+    if all(NUMBER.match(value) for value in texts):
+        raise InputError(
+            f"{path}: text column '{text_col}' holds only numbers; columns found: {', '.join(header)}",
+            "is --text-col the right column?",
+        )
+    ids = _ids(rows, lines, numbers, header, path, id_col)
+    labels, split = _labels_and_split(rows, header, text_col, id_col, missing_markers(missing_labels), pair_col)
+    return Corpus(
+        columns=_kept_columns(rows, header, keep_cols, path),
+        pair_texts=[row[pair_index] for row in rows] if pair_col is not None else None,
+        pair_col=pair_col,
+        path=path,
+        texts=texts,
+        ids=ids,
+        text_col=text_col,
+        id_col=id_col,
+        labels=labels,
+        split=split,
+        sha256=hashlib.sha256(raw).hexdigest(),  # the bytes read, never a second read of the path
+        skipped_rows=skipped,
+        notes=notes + _label_notes(labels),
+    )

@@ -1,0 +1,181 @@
+"""Sentence pairs (``--text-pair-col``): the options, the pair tokenisation and the stored layout.
+
+Two modes:
+
+- ``cross`` (the default): each row is one sequence in the model's own pair format, exactly what
+  ``tokenizer(a, b)`` gives (special tokens, token-type ids where the tokenizer returns them,
+  ``longest_first`` truncation to the model's maximum, counted per row). Besides the usual poolings
+  over the whole pair, ``mean_a`` and ``mean_b`` average each text's own tokens (special tokens
+  excluded; membership from the tokenizer's sequence ids, so RoBERTa-like models with a single
+  token type are served too).
+- ``separate``: each text is encoded on its own, exactly as extracting that column alone; side a is
+  stored where a plain extraction stores it, side b as the site ``pair_b`` (``schema.PAIR_B_SITE``).
+
+Torch-free (the config's validation imports it); the forward passes are in ``pair_runner.py``.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+
+from ...errors import InputError, ModelError
+from ...store import schema
+from ..tokens.tokenize import TokenizedCorpus, fast_backend, tokenize_texts
+
+PAIR_MODES = ("cross", "separate")
+SEGMENT_POOLINGS = ("mean_a", "mean_b")  # cross mode: the masked mean of each text's own tokens
+SPECIAL_SEGMENT = -1  # the segment of special tokens ([CLS], [SEP], ...)
+
+
+def check_pair_options(config) -> None:
+    """``--text-pair-col`` and ``--pair-mode``, validated with the rest of ``ExtractConfig``."""
+    pair_col, mode = config.text_pair_col, config.pair_mode
+    if pair_col is None:
+        if mode is not None:
+            raise InputError(
+                f"--pair-mode {mode} needs --text-pair-col",
+                "name the column of each row's second text, e.g. --text-pair-col sentence2",
+            )
+        return
+    if not isinstance(pair_col, str) or not pair_col.strip():
+        raise InputError("--text-pair-col is empty", "name the column of each row's second text")
+    if pair_col == config.text_col:
+        raise InputError(
+            f"--text-pair-col '{pair_col}' is the text column itself",
+            "the pair column holds each row's second text, e.g. --text-col sentence1 --text-pair-col sentence2",
+        )
+    mode = "cross" if mode is None else str(mode).strip().lower()
+    if mode not in PAIR_MODES:
+        raise InputError(
+            f"--pair-mode '{config.pair_mode}' is not understood",
+            "use cross (one sequence in the model's pair format) or separate (each text on its own)",
+        )
+    object.__setattr__(config, "pair_mode", mode)
+    _refuse_combinations(config, mode)
+
+
+def _refuse_combinations(config, mode: str) -> None:
+    if config.long == "window":
+        raise InputError(
+            "--long window does not apply to sentence pairs",
+            "leave --long out: pairs are truncated longest-first to the model's maximum",
+        )
+    if config.shards is not None or config.shard_index is not None:
+        raise InputError("--shards does not support sentence pairs yet", "extract the pair corpus in one process")
+    if mode == "separate" and config.tokens:
+        raise InputError(
+            "--tokens is stored for --pair-mode cross only",
+            "use --pair-mode cross (token segments recorded), or extract each column alone with --tokens",
+        )
+    if mode == "separate" and str(config.sites).strip().lower() != "hidden":
+        raise InputError(
+            "--site besides hidden is not supported with --pair-mode separate",
+            "leave --site out, or use --pair-mode cross",
+        )
+
+
+def pair_poolings(config, available: tuple[str, ...]) -> tuple[str, ...]:
+    """The poolings ``--pooling`` may name: cross mode adds ``mean_a`` and ``mean_b``."""
+    return tuple(available) + SEGMENT_POOLINGS if config.pair_mode == "cross" else tuple(available)
+
+
+def pair_fingerprint(config) -> dict:
+    """The pair options' part of the fingerprint: empty without a pair column (plain files keep theirs)."""
+    if config.text_pair_col is None:
+        return {}
+    return {"text_pair_col": config.text_pair_col, "pair_mode": config.pair_mode}
+
+
+def pair_b_layout(config, hidden: schema.SiteLayout) -> list[schema.SiteLayout]:
+    """Separate mode: side b's layout (every pooling and layer of hidden, as site ``pair_b``)."""
+    if config.pair_mode != "separate":
+        return []
+    return [schema.SiteLayout(schema.PAIR_B_SITE, hidden.layers, hidden.width, hidden.poolings)]
+
+
+def pair_attributes(config) -> dict:
+    """Root attributes of a pair file (none for a plain one)."""
+    if config.text_pair_col is None:
+        return {}
+    return {schema.PAIR_MODE: config.pair_mode, schema.TEXT_PAIR_COL: config.text_pair_col}
+
+
+def tokenize_corpus(
+    config, tokenizer, corpus, max_length: int, truncate: bool = True, texts_tokenizer=tokenize_texts
+) -> TokenizedCorpus:
+    """The corpus tokenised as ``config`` says: plain texts (with ``texts_tokenizer``), cross-encoded pairs,
+    or both sides apart."""
+    if config.text_pair_col is None:
+        return texts_tokenizer(tokenizer, corpus.texts, max_length, with_word_ids=config.tokens, truncate=truncate)
+    if config.pair_mode == "separate":
+        side_a = tokenize_texts(tokenizer, corpus.texts, max_length)
+        side_a.pair = tokenize_texts(tokenizer, corpus.pair_texts, max_length)
+        return side_a
+    return tokenize_pairs(tokenizer, corpus.texts, corpus.pair_texts, max_length, with_word_ids=config.tokens)
+
+
+def _pair_backends(tokenizer, max_length: int):
+    backend = fast_backend(tokenizer)
+    try:
+        n_special = backend.num_special_tokens_to_add(True)
+        backend.post_process(
+            backend.encode("a", add_special_tokens=False), backend.encode("b", add_special_tokens=False)
+        )
+    except Exception as err:  # a post-processor without a pair template
+        raise ModelError(
+            f"tokenizer {type(tokenizer).__name__} has no pair format ({err})",
+            "use a model whose tokenizer encodes text pairs, or --pair-mode separate",
+        ) from None
+    if max_length - n_special < 2:
+        raise InputError(
+            f"--max-length {max_length} leaves no room for a pair besides {n_special} special tokens",
+            "raise --max-length",
+        )
+    truncating = copy.deepcopy(backend)
+    truncating.enable_truncation(max_length, strategy="longest_first")
+    return backend, truncating
+
+
+def tokenize_pairs(
+    tokenizer,
+    texts_a: list[str],
+    texts_b: list[str],
+    max_length: int,
+    with_word_ids: bool = False,
+    chunk_size: int = 8192,
+) -> TokenizedCorpus:
+    """Cross mode: each ``(a, b)`` as ``tokenizer(a, b)`` encodes it, ``longest_first`` truncated to
+    ``max_length``; token-type ids and each token's segment (0 = a, 1 = b, -1 = special) kept."""
+    backend, truncating = _pair_backends(tokenizer, max_length)
+    n_rows = len(texts_a)
+    ids: list[int] = []
+    types: list[int] = []
+    segments: list[int] = []
+    words: list[int] = []
+    lengths = np.empty(n_rows, dtype=np.int64)
+    full = np.empty(n_rows, dtype=np.int32)
+    for start in range(0, n_rows, chunk_size):
+        pairs = list(zip(texts_a[start : start + chunk_size], texts_b[start : start + chunk_size], strict=False))
+        for offset, encoding in enumerate(backend.encode_batch(pairs, add_special_tokens=True)):
+            row = start + offset
+            full[row] = len(encoding.ids)
+            if len(encoding.ids) > max_length:
+                encoding = truncating.encode(*pairs[offset], add_special_tokens=True)
+            lengths[row] = len(encoding.ids)
+            ids.extend(encoding.ids)
+            types.extend(encoding.type_ids)
+            segments.extend(SPECIAL_SEGMENT if sequence is None else sequence for sequence in encoding.sequence_ids)
+            if with_word_ids:
+                words.extend(-1 if word is None else word for word in encoding.word_ids)
+    offsets = np.zeros(n_rows + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    return TokenizedCorpus(
+        input_ids=np.asarray(ids, dtype=np.int32),
+        offsets=offsets,
+        full_lengths=full,
+        word_ids=np.asarray(words, dtype=np.int32) if with_word_ids else None,
+        type_ids=np.asarray(types, dtype=np.int32),
+        segments=np.asarray(segments, dtype=np.int8),
+    )

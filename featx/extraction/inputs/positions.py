@@ -1,0 +1,274 @@
+"""Token positions of prompts: ``--pool-at`` (one token per row) and the text's span (``span_*`` poolings).
+
+``--pool-at`` stores, as the pooling ``at``, the state at one token of each row:
+
+- ``last``: the last token of the prompt (the last real token; the one that has read everything);
+- ``marker:M``: the token holding the last character of the last occurrence of ``M`` in the prompt, i.e. the
+  marker's own last token (``Sentiment:`` -> the ``:`` token). In a causal model its state is the one that
+  predicts what follows the marker, and it exists when the marker ends the prompt, where "the token after it"
+  would not. A row whose prompt lacks ``M`` is refused (naming the rows), or left out with
+  ``--skip-missing-marker``;
+- ``index:N``: ``N`` counts from the end when negative (``index:-1`` is the last token, ``-2`` the one before)
+  and from the start otherwise (``index:0`` is the first token, BOS where the tokenizer adds one).
+
+**Span rule.** The span poolings (``span_mean``, ``span_max``, ``span_last``) read the tokens of the row's own
+characters: a token belongs to the span when its character range (the fast tokenizer's offsets) overlaps the
+characters substituted for a field. A token that merges template characters into the text's first or last
+token (byte-level BPE's leading space ``Ġthe``, SentencePiece's ``▁the``) is therefore in the span, and a
+template token that touches the text without overlapping it (``:`` before ``" the"``) is not. Special tokens
+(BOS, chat turn markers added by the tokenizer) are never in it. Every row keeps at least one text token.
+
+Rows longer than the model's maximum are cut **in their text**, at a token boundary of the text, until the
+prompt fits; the template (and the marker, and the token ``last`` reads) stays whole. The template alone
+(every field empty) must leave room for at least one token of text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...errors import InputError
+from ..tokens.tokenize import TokenizedCorpus, fast_backend
+from .templates import uses_prompts
+
+SHOWN_ROWS = 5
+CHUNK_ROWS = 4096
+
+
+@dataclass(frozen=True)
+class PoolAt:
+    """A parsed ``--pool-at``: ``kind`` last, marker or index."""
+
+    kind: str
+    marker: str = ""
+    index: int = -1
+
+
+def parse_pool_at(spec: str) -> PoolAt:
+    hint = 'use last, marker:TEXT (e.g. marker:"Sentiment:") or index:N (-1 is the last token, 0 the first)'
+    kind, _, value = str(spec).partition(":")
+    kind = kind.strip().lower()
+    if kind == "last" and not value:
+        return PoolAt("last")
+    if kind == "marker":
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+            value = value[1:-1]
+        if not value:
+            raise InputError("--pool-at marker: names no marker", hint)
+        return PoolAt("marker", marker=value)
+    if kind == "index":
+        try:
+            return PoolAt("index", index=int(value))
+        except ValueError:
+            raise InputError(f"--pool-at {spec}: '{value}' is not a whole number", hint) from None
+    raise InputError(f"--pool-at '{spec}' is not understood", hint)
+
+
+def check_pool_at(config) -> None:
+    """``--pool-at``, ``--skip-missing-marker`` and the poolings that need a template or ``--pool-at``."""
+    from .templates import AT_POOLING, SPAN_POOLINGS
+
+    pool_at = parse_pool_at(config.pool_at) if config.pool_at is not None else None
+    if pool_at is not None and pool_at.kind == "marker" and not uses_prompts(config):
+        raise InputError(
+            f"--pool-at marker:{pool_at.marker} needs a prompt template",
+            "add --template (e.g. 'Review: {text}\\nSentiment:') or --chat-template; without one use last or index:N",
+        )
+    if config.skip_missing_marker and (pool_at is None or pool_at.kind != "marker"):
+        raise InputError("--skip-missing-marker applies to --pool-at marker:TEXT only", "leave it out")
+    if config.skip_missing_marker and (config.shards is not None or config.shard_index is not None):
+        raise InputError("--skip-missing-marker does not combine with --shards", "extract in one process")
+    named = {name.strip().lower() for name in str(config.poolings or "all").split(",")}
+    spans = sorted(named & set(SPAN_POOLINGS))
+    if spans and not uses_prompts(config):
+        raise InputError(
+            f"pooling {', '.join(spans)} reads the text's span inside a prompt, and there is no template",
+            "add --template (or --chat-template), or use mean, max or last over the whole text",
+        )
+    if AT_POOLING in named and pool_at is None:
+        raise InputError("pooling 'at' needs --pool-at", "add --pool-at last, marker:TEXT or index:N")
+
+
+def _rows_named(ids: list[str], rows) -> str:
+    shown = ", ".join(ids[row] for row in rows[:SHOWN_ROWS])
+    return shown + (f" and {len(rows) - SHOWN_ROWS} more" if len(rows) > SHOWN_ROWS else "")
+
+
+def missing_marker_rows(prompts: list[str], marker: str) -> list[int]:
+    return [row for row, prompt in enumerate(prompts) if marker not in prompt]
+
+
+def refuse_missing_marker(ids: list[str], rows: list[int], marker: str, n_rows: int) -> None:
+    raise InputError(
+        f"--pool-at marker:{marker}: the marker does not occur in the prompt of {len(rows)} of {n_rows} row(s) "
+        f"(ids {_rows_named(ids, rows)})",
+        "add --skip-missing-marker to leave those rows out, or choose a marker every prompt has",
+    )
+
+
+def span_flags(offsets: np.ndarray, special: np.ndarray, spans: list[tuple[int, int]]) -> np.ndarray:
+    """Which tokens belong to the span: their character range overlaps a field's, special tokens never."""
+    flags = np.zeros(len(offsets), dtype=bool)
+    for first, last in spans:
+        if last > first:
+            flags |= (offsets[:, 0] < last) & (offsets[:, 1] > first)
+    return flags & ~special
+
+
+def at_position(pool_at: PoolAt, prompt: str, offsets: np.ndarray, special: np.ndarray) -> int:
+    """The row's ``--pool-at`` token (-1 when the marker is absent or the index out of range)."""
+    n = len(offsets)
+    if pool_at.kind == "last":
+        return n - 1
+    if pool_at.kind == "index":
+        position = n + pool_at.index if pool_at.index < 0 else pool_at.index
+        return position if 0 <= position < n else -1
+    where = prompt.rfind(pool_at.marker)
+    if where < 0:
+        return -1
+    char = where + len(pool_at.marker) - 1
+    real = ~special & (offsets[:, 1] > offsets[:, 0])
+    covering = np.flatnonzero(real & (offsets[:, 0] <= char) & (offsets[:, 1] > char))
+    if len(covering):
+        return int(covering[-1])
+    before = np.flatnonzero(real & (offsets[:, 0] <= char))
+    return int(before[-1]) if len(before) else -1
+
+
+@dataclass
+class _Row:
+    """One row's tokens: ids, character offsets, special flags, word ids; its prompt and field spans."""
+
+    ids: list[int]
+    offsets: np.ndarray
+    special: np.ndarray
+    word_ids: list
+    prompt: str
+    spans: list[tuple[int, int]]
+    text_spans: list[int]
+
+
+def _row(encoding, rendered) -> _Row:
+    prompt, spans, text_spans = rendered
+    return _Row(
+        list(encoding.ids),
+        np.asarray(encoding.offsets, dtype=np.int64).reshape(-1, 2),
+        np.asarray(encoding.special_tokens_mask, dtype=bool),
+        [-1 if word is None else word for word in encoding.word_ids],
+        prompt,
+        spans,
+        text_spans,
+    )
+
+
+def _render_row(maker, backend, row: int, text: str) -> _Row:
+    rendered = maker.render(row, text)
+    return _row(backend.encode(rendered[0], add_special_tokens=maker.add_special_tokens), rendered)
+
+
+def _fit(maker, backend, row: int, first: _Row, max_length: int, ids: list[str]) -> _Row:
+    """Row ``row`` with its text cut at the longest token boundary that makes the prompt fit ``max_length``."""
+    text = maker.corpus.texts[row]
+    start = first.spans[first.text_spans[0]][0]
+    inside = (first.offsets[:, 0] > start) & (first.offsets[:, 0] < start + len(text)) & ~first.special
+    cuts = sorted(set((first.offsets[inside, 0] - start).tolist()))
+    low, high, best = 0, len(cuts) - 1, None
+    while low <= high:  # binary search over the cut points: the most text that fits
+        middle = (low + high) // 2
+        candidate = _render_row(maker, backend, row, text[: cuts[middle]])
+        if len(candidate.ids) <= max_length:
+            best, low = candidate, middle + 1
+        else:
+            high = middle - 1
+    if best is None:
+        raise InputError(
+            f"row {ids[row]}: the prompt's template and other fields leave no room for its text within "
+            f"{max_length} tokens",
+            "shorten the template or the other columns, or raise --max-length",
+        )
+    return best
+
+
+def check_template_fits(maker, tokenizer, max_length: int, model: str) -> None:
+    """The template alone (every field empty) must leave room for a token of text."""
+    empty = fast_backend(tokenizer).encode(maker.empty(), add_special_tokens=maker.add_special_tokens)
+    if len(empty.ids) + 1 > max_length:
+        raise InputError(
+            f"the prompt template alone is {len(empty.ids)} tokens, which leaves no room for text within "
+            f"the {max_length}-token maximum of {model}",
+            "shorten the template (or the system message), or raise --max-length up to the model's maximum",
+        )
+
+
+def tokenize_prompts(
+    maker, rendered: list, tokenizer, max_length: int, pool_at: PoolAt | None, with_word_ids: bool, ids: list[str]
+) -> TokenizedCorpus:
+    """Every row's prompt (``rendered``: ``maker.render`` of each row) tokenised, cut in its text to fit,
+    with its span flags and ``--pool-at`` token."""
+    backend = fast_backend(tokenizer)
+    n_rows = len(rendered)
+    lengths, full, at = np.empty(n_rows, np.int64), np.empty(n_rows, np.int32), np.zeros(n_rows, np.int64)
+    parts: dict[str, list] = {"ids": [], "span": [], "words": []}
+    for start in range(0, n_rows, CHUNK_ROWS):
+        chunk = rendered[start : start + CHUNK_ROWS]
+        encodings = backend.encode_batch(
+            [prompt for prompt, _, _ in chunk], add_special_tokens=maker.add_special_tokens
+        )
+        for offset, encoding in enumerate(encodings):
+            row = start + offset
+            current = _row(encoding, chunk[offset])
+            full[row] = len(current.ids)
+            if len(current.ids) > max_length:
+                current = _fit(maker, backend, row, current, max_length, ids)
+            flags = span_flags(current.offsets, current.special, current.spans)
+            if not flags.any():  # a text the tokenizer drops whole (a control character): its last token
+                flags[np.flatnonzero(~current.special)[-1:]] = True
+            if pool_at is not None:
+                at[row] = at_position(pool_at, current.prompt, current.offsets, current.special)
+            lengths[row] = len(current.ids)
+            parts["ids"].append(np.asarray(current.ids, np.int32))
+            parts["span"].append(flags.astype(np.int8))
+            if with_word_ids:
+                parts["words"].append(np.asarray(current.word_ids, np.int32))
+    _check_positions(at, ids, pool_at)
+    offsets = np.zeros(n_rows + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    return TokenizedCorpus(
+        input_ids=np.concatenate(parts["ids"]),
+        offsets=offsets,
+        full_lengths=full,
+        word_ids=np.concatenate(parts["words"]) if with_word_ids else None,
+        span=np.concatenate(parts["span"]),
+        at=at if pool_at is not None else None,
+    )
+
+
+def _check_positions(at: np.ndarray, ids: list[str], pool_at: PoolAt | None) -> None:
+    bad = np.flatnonzero(at < 0).tolist()
+    if not bad or pool_at is None:
+        return
+    if pool_at.kind == "marker":
+        raise InputError(
+            f"--pool-at marker:{pool_at.marker}: the marker lost its token in {len(bad)} row(s) "
+            f"(ids {_rows_named(ids, bad)}): it occurs only in a text that was cut to fit",
+            "put the marker in the template after the text, or raise --max-length",
+        )
+    raise InputError(
+        f"--pool-at index:{pool_at.index} is beyond {len(bad)} row(s) (ids {_rows_named(ids, bad)}), "
+        f"which have fewer tokens",
+        "use an index every row has, e.g. index:-1 (the last token)",
+    )
+
+
+def plain_positions(tokenized: TokenizedCorpus, pool_at: PoolAt, ids: list[str]) -> None:
+    """``--pool-at last`` or ``index:N`` on plain texts (no template): the position in every row."""
+    lengths = tokenized.lengths.astype(np.int64)
+    if pool_at.kind == "last":
+        at = lengths - 1
+    else:
+        at = lengths + pool_at.index if pool_at.index < 0 else np.full(len(lengths), pool_at.index, np.int64)
+        at = np.where((at >= 0) & (at < lengths), at, -1)
+    _check_positions(at, ids, pool_at)
+    tokenized.at = at

@@ -1,0 +1,10 @@
+"""Running an extraction: the plan resolved, the entry point, the batch loop and its threads.
+
+``resolve``        ``resolve_plan``: an ``ExtractionPlan`` from a config, the corpus and the model; the fingerprint
+``orchestrate``    ``extract``: single process, one shard, or a torchrun rank
+``loop``           the batch loop: commit windows, batches, results scattered into the window
+``threads``        the background writer and the batch prefetch
+``freshness``      is a features file already what this request would write (no torch)
+"""
+
+__all__ = ["freshness", "loop", "orchestrate", "resolve", "threads"]

@@ -1,0 +1,117 @@
+"""Is a features file already what ``featx extract`` would write? A quick answer, without torch.
+
+An up-to-date run used to import torch, load the model and hash its weights (5-6 s) only to find
+that the file stands. A finished file now also records a *request key*: the featx version, the
+corpus file's sha256, every extraction option as given, and the model folder's files by name, size
+and modification time. The same key means the same request on the same inputs, so the file stands
+and nothing else is loaded. Anything else (another option, a touched model file, a hub id, a machine
+where ``--device auto`` could pick a GPU) falls through to the full check in ``orchestrate.py``, which
+loads the model and compares the content fingerprint.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+from ..._version import __version__
+from ..config import ExtractConfig, ExtractSummary, output_path, summary_of
+from ..model.files import local_model_folder
+
+NOT_PART_OF_THE_REQUEST = ("output", "overwrite", "progress", "commit_seconds")
+NEW_OPTION_DEFAULTS = {
+    "long": "truncate",
+    "stride": None,
+    "device_map": None,
+    "sep": None,
+    "missing_labels": "empty",
+    "word_format": None,
+    "columns": None,
+    "word_pooling": "first,last,mean",
+    "more_corpora": (),
+    "text_pair_col": None,
+    "pair_mode": None,
+    "template": None,
+    "chat_template": False,
+    "system": None,
+    "pool_at": None,
+    "skip_missing_marker": False,
+    "contrast": None,
+}
+
+
+def _auto_may_find_an_accelerator(config: ExtractConfig) -> bool:
+    if str(config.device or "auto").lower() != "auto":
+        return False
+    return sys.platform == "darwin" or any(Path("/dev").glob("nvidia[0-9]*"))
+
+
+def request_key(config: ExtractConfig, corpus_sha256: str) -> str | None:
+    """The request key of ``config`` on a corpus with this sha256, or None where none can be made."""
+    folder = local_model_folder(config.model)
+    if folder is None or _auto_may_find_an_accelerator(config):
+        return None
+    model_files = sorted(
+        (str(path.relative_to(folder)), stat.st_size, stat.st_mtime_ns)
+        for path in folder.rglob("*")
+        if path.is_file()
+        for stat in [path.stat()]
+    )
+    options = {
+        name: str(value) if isinstance(value, Path) else value
+        for name, value in asdict(config).items()
+        if name not in NOT_PART_OF_THE_REQUEST
+    }
+    for name, default in NEW_OPTION_DEFAULTS.items():  # so files from before these options keep their key
+        if options.get(name) == default:
+            options.pop(name)
+    options["corpus"] = str(Path(config.corpus).resolve())
+    if config.more_corpora:
+        options["more_corpora"] = [str(Path(path).resolve()) for path in config.more_corpora]
+    return json.dumps(
+        {
+            "featx": __version__,
+            "corpus_sha256": corpus_sha256,
+            "model_folder": str(folder),
+            "model_files": model_files,
+            "options": options,
+        },
+        sort_keys=True,
+    )
+
+
+def quick_up_to_date(config: ExtractConfig) -> ExtractSummary | None:
+    """The up-to-date summary when the existing output was made by this very request, else None."""
+    started = time.perf_counter()
+    if (
+        config.overwrite
+        or config.shards is not None
+        or config.shard_index is not None
+        or "WORLD_SIZE" in os.environ
+        or config.corpus is None
+    ):
+        return None
+    output = output_path(config)
+    corpus = Path(config.corpus)
+    from ...io import rereadable
+
+    if not output.is_file() or not rereadable(corpus):  # a pipe is read once, by the full run only
+        return None
+    from ...store import finished_request
+
+    finished = finished_request(output)
+    if finished is None:
+        return None
+    recorded, skipped = finished
+    from ..inputs.corpus import file_sha256
+
+    if recorded != request_key(config, file_sha256(corpus)):
+        return None
+    from ...state import remember
+
+    remember("features", output)
+    return summary_of(output, "up-to-date", time.perf_counter() - started, skipped)

@@ -1,0 +1,321 @@
+"""Resolving an ``ExtractionPlan`` (``featx.extraction.plan``, the data) from an ``ExtractConfig``, the
+corpus and the loaded model: poolings, padding, ``--long window``, batch sizes and commit blocks, the
+fingerprint that decides resume and reuse, and the provenance written into the features file.
+
+Resolving a plan costs one tiny forward pass when sites besides ``hidden`` are asked for (their
+widths are measured); it never touches the output.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+import numpy as np
+
+from ..._version import __version__
+from ...errors import InputError
+from ...io import rereadable, source_name
+from ...selection import POOLINGS, parse_poolings, select_layers
+from ...store import HIDDEN_SITE, SiteLayout, hidden_layout, schema
+from ..config import ExtractConfig, is_word_input, output_path
+from ..forward.sites import measure_widths, parse_sites, resolve_sites
+from ..forward.truncation import plan_cut
+from ..inputs.pairs import pair_attributes, pair_b_layout, pair_fingerprint, pair_poolings
+from ..inputs.templates import contrast_layouts, prompt_poolings, template_fingerprint, with_pool_at
+from ..inputs.treebank import parse_word_poolings, word_format
+from ..model.devices import dtype_name
+from ..model.fingerprints import tokenizer_sha256
+from ..model.loading import LoadedModel
+from ..plan import (
+    CPU_BATCH_SIZE,
+    CPU_MAX_TOKENS,
+    DEFAULT_BATCH_SIZE,
+    DEFAULT_MAX_TOKENS,
+    MAX_WINDOW_ROWS,
+    MIN_WINDOW_ROWS,
+    WINDOW_BYTES,
+    ExtractionPlan,
+    WindowSpec,
+)
+from ..run.freshness import request_key
+from ..shards.sharding import ShardSpec
+from ..tokens.tokenize import special_layout
+
+
+def resolve_poolings(spec: str, loaded: LoadedModel, available: tuple[str, ...] = POOLINGS) -> list[str]:
+    """The poolings asked for; ``pooler`` only where the model has that head (an error if asked by name).
+
+    Of a causal (decoder-only) model the first token sees only itself, so ``cls`` would describe the
+    first token, not the text: ``all`` leaves it out and asking for it by name is refused.
+    """
+    explicit = spec is not None and spec.strip().lower() != "all"
+    poolings = parse_poolings(spec, available)
+    if loaded.causal and "cls" in poolings:
+        if explicit:
+            raise InputError(
+                f"pooling 'cls' does not fit {loaded.name}: it is a causal (decoder-only) model, whose "
+                "first token sees only itself, so its states do not depend on the text",
+                "use last (the last real token has seen the whole text) or mean",
+            )
+        poolings.remove("cls")
+    if "pooler" in poolings and not loaded.has_pooler:
+        if explicit:
+            raise InputError(
+                f"pooling 'pooler' is not available: model {loaded.name} has no pooler head",
+                "choose from cls, mean, max, last",
+            )
+        poolings.remove("pooler")
+    return poolings
+
+
+def resolve_pad(tokenizer) -> tuple[int, str]:
+    """The id that fills padding positions: the tokenizer's pad token, else its EOS, else 0 (reserved).
+
+    featx pads on the right itself, whatever the tokenizer's ``padding_side``, and masks the padding:
+    the real tokens keep their positions, and in a causal model they never see what comes after them.
+    """
+    if tokenizer.pad_token_id is not None:
+        return int(tokenizer.pad_token_id), "tokenizer"
+    if getattr(tokenizer, "eos_token_id", None) is not None:
+        return int(tokenizer.eos_token_id), "eos"
+    return 0, "reserved"
+
+
+def resolve_window(config: ExtractConfig, loaded: LoadedModel) -> WindowSpec | None:
+    """The windows of ``--long window``: the tokenizer's specials kept in each, the rest content."""
+    if config.long != "window":
+        return None
+    n_lead, n_trail = special_layout(loaded.tokenizer)
+    budget = loaded.max_length - n_lead - n_trail
+    if budget < 2:
+        raise InputError(
+            f"--long window: a window of {loaded.max_length} tokens leaves no room for text "
+            f"besides {n_lead + n_trail} special tokens",
+            "raise --max-length",
+        )
+    stride = budget // 4 if config.stride is None else int(config.stride)
+    if stride >= budget:
+        raise InputError(
+            f"--stride {stride} must be smaller than the {budget} text tokens of a window",
+            f"use --stride below {budget} (tokens shared by consecutive windows), e.g. {budget // 4}",
+        )
+    return WindowSpec(n_lead, n_trail, budget, stride)
+
+
+def default_max_tokens(config: ExtractConfig, loaded: LoadedModel) -> int:
+    """Padded tokens per batch: the option, else by device; never below one full-length row."""
+    chosen = config.max_tokens or DEFAULT_MAX_TOKENS.get(loaded.device.type, CPU_MAX_TOKENS)
+    return max(int(chosen), int(loaded.max_length))
+
+
+def default_batch_size(config: ExtractConfig, loaded: LoadedModel) -> int:
+    """Most rows per batch: the option, else by device."""
+    return int(config.batch_size or DEFAULT_BATCH_SIZE.get(loaded.device.type, CPU_BATCH_SIZE))
+
+
+def window_rows(config: ExtractConfig, row_bytes: int) -> int:
+    """Rows per commit window: ``--commit-rows``, else as many as ``WINDOW_BYTES`` holds (64 to 8192)."""
+    if config.commit_rows:
+        return int(config.commit_rows)
+    return int(max(MIN_WINDOW_ROWS, min(MAX_WINDOW_ROWS, WINDOW_BYTES // max(1, row_bytes))))
+
+
+def fingerprint(
+    config: ExtractConfig,
+    corpus_sha256: str,
+    loaded: LoadedModel,
+    layers,
+    poolings,
+    max_tokens,
+    batch_size,
+    sites,
+    window: WindowSpec | None = None,
+    word_poolings=(),
+) -> str:
+    """What the file's contents depend on; resuming or reusing requires an exact match."""
+    extra_sites = [site.name for site in sites if site.name != HIDDEN_SITE]
+    # Only named when there are sites besides hidden, so files from before sites keep their fingerprint.
+    # Likewise named only with --long window, so files written before it keep their fingerprint.
+    long = {"long": config.long, "stride": window.stride} if window is not None else {}
+    return json.dumps(
+        {
+            **({"sites": extra_sites} if extra_sites else {}),
+            **long,
+            **_reading_fingerprint(config),
+            **_words_fingerprint(config, word_poolings),
+            **pair_fingerprint(config),
+            **template_fingerprint(config, loaded),
+            "corpus_sha256": corpus_sha256,
+            "text_col": config.text_col,
+            "id_col": config.id_col,
+            "skip_empty": config.skip_empty,
+            "model_sha256": loaded.weights_sha256,
+            "random_init": config.random_init,
+            "seed": config.seed if config.random_init else None,
+            "max_length": loaded.max_length,
+            "layers": list(layers),
+            "poolings": list(poolings),
+            "tokens": config.tokens,
+            "store_dtype": config.store_dtype,
+            "compute_dtype": dtype_name(loaded.dtype),
+            "device_type": loaded.device.type,
+            "max_tokens": max_tokens,
+            "batch_size": batch_size,
+            "commit_rows": config.commit_rows,
+        },
+        sort_keys=True,
+    )
+
+
+def _reading_fingerprint(config: ExtractConfig) -> dict:
+    """How the corpus was read, named only when not the default (or when it matters), so files of plain
+    requests keep their fingerprint: a forced delimiter, other missing-label markers, and ids that count
+    skipped rows (since 0.2)."""
+    return {
+        **({"sep": config.sep} if config.sep is not None else {}),
+        **({"missing_labels": config.missing_labels} if config.missing_labels != "empty" else {}),
+        **({"ids": "data_row"} if config.skip_empty and config.id_col is None else {}),
+    }
+
+
+def _words_fingerprint(config: ExtractConfig, word_poolings) -> dict:
+    """Word inputs only: how the files were read and which word vectors are stored."""
+    if not word_poolings:
+        return {}
+    return {
+        "words": {
+            "format": word_format(config.corpus, config.word_format, config.columns),
+            "columns": config.columns,
+            "word_poolings": list(word_poolings),
+        }
+    }
+
+
+def _layouts(config: ExtractConfig, loaded: LoadedModel, layers: list[int], poolings: list[str]):
+    """Every site's layout (hidden first) and the hooked ``Site`` objects, widths measured."""
+    sites = resolve_sites(loaded.model, parse_sites(config.sites), layers, loaded.n_layers - 1)
+    if len(sites) > 1:
+        tokenizer = loaded.tokenizer
+        measure_widths(
+            loaded.model, sites, loaded.device, (tokenizer.cls_token_id, tokenizer.sep_token_id), loaded.hidden_size
+        )
+    site_poolings = tuple(name for name in poolings if name != "pooler")  # the pooler head reads hidden only
+    hooked = tuple(site for site in sites if site.name != HIDDEN_SITE)
+    layouts = [hidden_layout(layers, loaded.hidden_size, poolings)]
+    for site in hooked:
+        assert site.width is not None  # measured above
+        layouts.append(
+            SiteLayout(site.name, tuple(site.layers), int(site.width), site_poolings, tuple(site.describe()["modules"]))
+        )
+    layouts += pair_b_layout(config, layouts[0])  # --pair-mode separate: side b
+    layouts += contrast_layouts(config, layouts[0])  # --contrast: answers 1, 2, ...
+    return tuple(layouts), hooked
+
+
+def resolve_plan(
+    config: ExtractConfig, corpus_sha256: str, loaded: LoadedModel, shard: ShardSpec | None = None
+) -> ExtractionPlan:
+    """The plan of ``config`` on a corpus (by its sha256) with ``loaded``; ``shard`` for one shard's part."""
+    layers = select_layers(config.layers, loaded.n_layers)
+    available = prompt_poolings(config, pair_poolings(config, POOLINGS))  # prompts: span_*, and at with --pool-at
+    poolings = with_pool_at(config, resolve_poolings(config.poolings, loaded, available))
+    layouts, hooked = _layouts(config, loaded, layers, poolings)
+    max_tokens = default_max_tokens(config, loaded)
+    window = resolve_window(config, loaded)
+    word_poolings = tuple(parse_word_poolings(config.word_pooling)) if is_word_input(config) else ()
+    batch_size = default_batch_size(config, loaded)
+    base = fingerprint(
+        config, corpus_sha256, loaded, layers, poolings, max_tokens, batch_size, layouts, window, word_poolings
+    )
+    itemsize = np.dtype(config.store_dtype).itemsize
+    rows = window_rows(config, sum(site.row_bytes(itemsize) for site in layouts))
+    token_bytes = sum(site.token_bytes(itemsize) for site in layouts)
+    output = output_path(config)
+    pad_id, pad_source = resolve_pad(loaded.tokenizer)
+    cut = plan_cut(loaded, layers, hooked)
+    return ExtractionPlan(
+        cut=cut,
+        blocks_run=cut.blocks_run if cut is not None else loaded.n_layers - 1,
+        pad_id=pad_id,
+        pad_source=pad_source,
+        max_length=int(loaded.max_length),
+        long_inputs=config.long,
+        window=window,
+        word_poolings=word_poolings,
+        config=config,
+        output=shard.path(output) if shard else output,
+        store_dtype=config.store_dtype,
+        sites=layouts,
+        hooked=hooked,
+        max_tokens=max_tokens,
+        batch_size=batch_size,
+        window_rows=rows,
+        window_tokens=WINDOW_BYTES / token_bytes if config.tokens else None,
+        commit_seconds=float(config.commit_seconds),
+        fingerprint=shard.fingerprint(base) if shard else base,
+        base_fingerprint=base,
+        shard=shard,
+        merged_output=output if shard else None,
+    )
+
+
+def bos_added(tokenizer) -> bool:
+    """Whether the tokenizer puts its BOS token in front of every text (featx tokenises the same way)."""
+    bos = getattr(tokenizer, "bos_token_id", None)
+    if bos is None:
+        return False
+    return bool(tokenizer("a")["input_ids"][:1] == [bos])
+
+
+def device_map(config: ExtractConfig, loaded: LoadedModel) -> dict:
+    """Where ``--device-map auto`` put the model's parts (one entry when it all fits one device); {} without it."""
+    if not config.device_map:
+        return {}
+    placed = getattr(loaded.model, "hf_device_map", None) or {"": loaded.device}
+    return {name: str(where) for name, where in placed.items()}
+
+
+def provenance(plan: ExtractionPlan, corpus, loaded: LoadedModel) -> dict:
+    """The root attributes an extraction records about where its features came from."""
+    config = plan.config
+    return {
+        schema.FEATX_VERSION: __version__,
+        schema.CREATED: time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        schema.MODEL: loaded.name,
+        schema.MODEL_PATH: loaded.path,
+        schema.MODEL_SHA256: loaded.weights_sha256,
+        schema.TOKENIZER_SHA256: (tokenizer_sha256(Path(loaded.path)) or "") if loaded.path else "",
+        schema.MODEL_TYPE: getattr(loaded.model.config, "model_type", ""),
+        schema.RANDOM_INIT: bool(config.random_init),
+        schema.TOKENIZER: getattr(loaded.tokenizer, "class_name", type(loaded.tokenizer).__name__),
+        schema.MAX_LENGTH: loaded.max_length,
+        schema.COMPUTE_DTYPE: dtype_name(loaded.dtype),
+        schema.DEVICE: str(loaded.device),
+        schema.DEVICE_MAP: json.dumps(device_map(config, loaded)),
+        schema.IMPLEMENTATION: loaded.implementation,  # not in the fingerprint: both give the same features
+        schema.BLOCKS_RUN: plan.blocks_run,  # not in the fingerprint either: a truncated pass gives the same features
+        schema.CORPUS_PATH: str(Path(config.corpus).resolve())
+        if rereadable(config.corpus)
+        else source_name(config.corpus),
+        schema.CORPUS_SHA256: corpus.sha256,
+        schema.TEXT_COL: corpus.text_col,
+        schema.ID_COL: corpus.id_col or "",
+        schema.SKIPPED_EMPTY: json.dumps(corpus.skipped_rows),
+        schema.N_MODEL_LAYERS: loaded.n_layers,
+        schema.MODEL_PART: loaded.part or "model",
+        schema.CAUSAL: bool(loaded.causal),
+        schema.PAD_TOKEN_ID: plan.pad_id,
+        schema.PAD_SOURCE: plan.pad_source,
+        schema.PADDING_SIDE: "right",
+        schema.BOS_ADDED: bos_added(loaded.tokenizer),
+        schema.LONG_INPUTS: plan.long_inputs,
+        schema.STRIDE: plan.window.stride if plan.window else 0,
+        schema.FINGERPRINT: plan.fingerprint,
+        schema.REQUEST_KEY: request_key(config, corpus.sha256) or "",  # for the quick check (freshness.py)
+        **pair_attributes(config),
+        **corpus.attributes,  # the prompts' (prompts.py), when rows were made into prompts
+        schema.OPTIONS: json.dumps({k: str(v) if isinstance(v, Path) else v for k, v in asdict(config).items()}),
+    }
