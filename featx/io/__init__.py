@@ -44,6 +44,7 @@ from .tables import (
     choose_delimiter,
     normalise_sep,
     parse_table,
+    refuse_non_text,
 )
 
 __all__ = [
@@ -73,6 +74,7 @@ __all__ = [
     "normalise_sep",
     "parse_table",
     "read_source",
+    "refuse_non_text",
     "refuse_other_formats",
     "rereadable",
     "source_name",

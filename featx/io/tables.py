@@ -188,12 +188,54 @@ def _read_parquet(raw: bytes, path: Path) -> Table:
     return header, rows, list(range(1, len(rows) + 1))
 
 
+class NonTextCell(str):
+    """A cell whose value in the file was no text (a JSON number, boolean, object or list; Parquet bytes that
+    are not UTF-8): as a label its text is fine, as a text column it is refused (``refuse_non_text``)."""
+
+    kind: str = "value"
+
+
+class DecodedCell(str):
+    """A Parquet ``binary`` cell decoded as UTF-8 (a text column of them gets a note saying so)."""
+
+
+def _non_text(text: str, kind: str) -> NonTextCell:
+    cell = NonTextCell(text)
+    cell.kind = kind
+    return cell
+
+
 def _cell(value) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return ""
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return str(value)
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (bytes, bytearray)):
+        try:
+            return DecodedCell(bytes(value).decode("utf-8"))
+        except UnicodeDecodeError:
+            return _non_text(repr(bytes(value))[:60], "bytes that are not UTF-8")
+    kind = {bool: "a boolean", dict: "an object", list: "a list"}.get(type(value), f"a {type(value).__name__}")
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return _non_text(str(value), kind)
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
+        return _non_text(str(int(value)), "a number")
+    return _non_text(str(value), "a number")
+
+
+def refuse_non_text(values: list[str], lines: list[int], path: Path, column: str, notes: list[str]) -> None:
+    """Refuse a text column holding values that are not text (naming the rows); a note for UTF-8 bytes decoded."""
+    bad = [(line, value.kind) for value, line in zip(values, lines, strict=True) if isinstance(value, NonTextCell)]
+    if bad:
+        shown = ", ".join(f"line {line} ({kind})" for line, kind in bad[:10])
+        more = f" and {len(bad) - 10} more" if len(bad) > 10 else ""
+        raise InputError(
+            f"{path}: text column '{column}' holds {len(bad)} value(s) that are not text: {shown}{more}",
+            'store every text as a string (JSON "...", Parquet string); numbers, booleans, objects and lists '
+            "are not read as text",
+        )
+    if any(isinstance(value, DecodedCell) for value in values):
+        notes.append(f"{source_name(path)}: text column '{column}' is binary: its values were decoded as UTF-8")
 
 
 def _decode_source(raw: bytes, path: Path, encoding: str) -> str:

@@ -22,6 +22,7 @@ from ...io import (
     normalise_sep,
     parse_table,
     read_source,
+    refuse_non_text,
     refuse_other_formats,
     unwrap_gzip,
 )
@@ -312,6 +313,9 @@ def read_corpus(
         rows, lines, text_index, path, text_col, skip_empty, pair_index, pair_col
     )
     texts = [row[text_index] for row in rows]
+    refuse_non_text(texts, lines, path, text_col, notes)
+    if pair_index is not None:
+        refuse_non_text([row[pair_index] for row in rows], lines, path, str(pair_col), notes)
     if all(NUMBER.match(value) for value in texts):
         raise InputError(
             f"{path}: text column '{text_col}' holds only numbers; columns found: {', '.join(header)}",
