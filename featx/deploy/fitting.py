@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
-from ..extraction.model.fingerprints import tokenizer_sha256
+from ..extraction.model.fingerprints import config_sha256, tokenizer_sha256
 from ..probing import evaluation as ev
 from ..probing.evaluation import regression_metrics as rm
 from ..store import FeatureFile
@@ -200,14 +200,15 @@ def fit(config: FitConfig | str | Path | None = None, report: Callable[[str], No
 
 
 def _extraction(plan: FitPlan) -> dict:
-    """What the bundle records of the extraction; the tokenizer's sha256 as the features file recorded it at
-    extraction, else (an older file) hashed from the model folder now."""
+    """What the bundle records of the extraction; the sha256 of the tokenizer's and the config's files as the
+    features file recorded them at extraction, else (an older file) hashed from the model folder now."""
     from .model_ref import model_folder
 
     extraction = dict(plan.extraction)
-    if not extraction.get("tokenizer_sha256"):
-        folder = model_folder(extraction)
-        extraction["tokenizer_sha256"] = tokenizer_sha256(folder) if folder is not None else None
+    for name, digest in (("tokenizer_sha256", tokenizer_sha256), ("config_sha256", config_sha256)):
+        if not extraction.get(name):
+            folder = model_folder(extraction)
+            extraction[name] = digest(folder) if folder is not None else None
     return extraction
 
 

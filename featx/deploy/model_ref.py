@@ -1,6 +1,7 @@
 """Which model a bundle's features came from, and whether the model on disk is still that model: the weights'
 sha256 (as ``featx extract`` records it, ``model_sha256``) and a sha256 of the tokenizer's files (recorded by
-``featx extract`` as ``tokenizer_sha256`` since it does; for older files hashed from the model folder at fit)."""
+``featx extract`` as ``tokenizer_sha256`` since it does; for older files hashed from the model folder at fit), and
+a sha256 of its ``config.json`` and chat template files (``config_sha256``, likewise)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 
 from ..errors import ModelError
 from ..extraction.model.files import local_model_folder
-from ..extraction.model.fingerprints import tokenizer_sha256, weights_sha256
+from ..extraction.model.fingerprints import CONFIG_FILES, config_sha256, tokenizer_sha256, weights_sha256
 
 SAFETENSORS_INDEX = "model.safetensors.index.json"
 
@@ -52,6 +53,13 @@ def check_model(extraction: dict, folder: Path) -> None:
         raise ModelError(
             f"the tokenizer files in {folder} no longer match the bundle (their sha256 differs)",
             "restore the original tokenizer files, or extract and fit again with this model",
+        )
+    expected_config = extraction.get("config_sha256")
+    if expected_config and config_sha256(folder) != expected_config:
+        raise ModelError(
+            f"the model's settings in {folder} ({', '.join(CONFIG_FILES)}) no longer match the bundle "
+            "(their sha256 differs): an edited config changes every feature",
+            "restore the original config.json (and chat template), or extract and fit again with this model",
         )
 
 

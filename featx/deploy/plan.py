@@ -26,6 +26,7 @@ EXTRACTION_ATTRS = (
     schema.MODEL_PATH,
     schema.MODEL_SHA256,
     schema.TOKENIZER_SHA256,
+    schema.CONFIG_SHA256,
     schema.MODEL_TYPE,
     schema.N_MODEL_LAYERS,
     schema.TOKENIZER,

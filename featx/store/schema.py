@@ -116,6 +116,8 @@ BLOCKS_RUN = "blocks_run"  # transformer blocks each forward pass ran: fewer tha
 # sha256 over the tokenizer files of the model folder (``extraction.fingerprints.tokenizer_sha256``); "" when the
 # folder has none. Not in the features fingerprint: a bundle fitted on the file refuses a changed tokenizer.
 TOKENIZER_SHA256 = "tokenizer_sha256"
+# sha256 over the model folder's config.json and chat template files (``fingerprints.config_sha256``), likewise.
+CONFIG_SHA256 = "config_sha256"
 # Prompts (--template, --chat-template, --pool-at): the template as given (its text), its sha256, whether the
 # tokenizer's chat template wrapped it and that template's sha256, the system message, the prompt of row 0,
 # the --pool-at spec (the pooling ``at``), the span rule of ``span_*`` and the ids of rows left out for lacking

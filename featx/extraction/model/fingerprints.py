@@ -161,3 +161,20 @@ def tokenizer_sha256(folder: Path) -> str | None:
             found = True
             digest.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest() if found else None
+
+
+# The other files of a model folder that shape its features: the architecture's settings (``config.json``:
+# activation, norm epsilon, positions...) and the chat template kept beside the tokenizer. (``generation_config.json``
+# is not read: featx runs the base model and never generates.)
+CONFIG_FILES = ("config.json", "chat_template.json", "chat_template.jinja")
+
+
+def config_sha256(folder: Path) -> str | None:
+    """A sha256 over the names and bytes of ``CONFIG_FILES`` in ``folder`` (None: it has none of them)."""
+    digest, found = hashlib.sha256(), False
+    for name in CONFIG_FILES:
+        path = Path(folder) / name
+        if path.is_file():
+            found = True
+            digest.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest() if found else None

@@ -27,7 +27,7 @@ from ..inputs.pairs import pair_attributes, pair_b_layout, pair_fingerprint, pai
 from ..inputs.templates import contrast_layouts, prompt_poolings, template_fingerprint, with_pool_at
 from ..inputs.treebank import parse_word_poolings, word_format
 from ..model.devices import dtype_name
-from ..model.fingerprints import tokenizer_sha256
+from ..model.fingerprints import config_sha256, tokenizer_sha256
 from ..model.loading import LoadedModel
 from ..plan import (
     CPU_BATCH_SIZE,
@@ -288,6 +288,7 @@ def provenance(plan: ExtractionPlan, corpus, loaded: LoadedModel) -> dict:
         schema.MODEL_PATH: loaded.path,
         schema.MODEL_SHA256: loaded.weights_sha256,
         schema.TOKENIZER_SHA256: (tokenizer_sha256(Path(loaded.path)) or "") if loaded.path else "",
+        schema.CONFIG_SHA256: (config_sha256(Path(loaded.path)) or "") if loaded.path else "",
         schema.MODEL_TYPE: getattr(loaded.model.config, "model_type", ""),
         schema.RANDOM_INIT: bool(config.random_init),
         schema.TOKENIZER: getattr(loaded.tokenizer, "class_name", type(loaded.tokenizer).__name__),
