@@ -85,9 +85,12 @@ def fit(
         "on whitespace).",
     ),
     click.option("--columns", default=None, help="Word probes, column files: the fields of a line, e.g. form,upos."),
+    click.option(
+        "--trust-remote-code", is_flag=True, help="Allow the model folder's own Python code to run (never implied)."
+    ),
 )
 def predict(bundle, corpus, output, text_col, text_pair_col, id_col, sep, encoding, label, top_k, threshold,
-            batch_rows, batch_size, device, overwrite, quiet, word_format, columns):  # fmt: skip
+            batch_rows, batch_size, device, overwrite, quiet, word_format, columns, trust_remote_code):  # fmt: skip
     """Predict every row of CORPUS (a file, or - for stdin) with the probe in BUNDLE.
 
     A word probe (fitted on a word label such as upos) predicts every word: of a CoNLL-U, column or JSON Lines
@@ -99,7 +102,7 @@ def predict(bundle, corpus, output, text_col, text_pair_col, id_col, sep, encodi
         bundle=bundle, corpus=corpus, output=output, text_col=text_col, text_pair_col=text_pair_col, id_col=id_col,
         sep=sep, encoding=encoding, label=label, top_k=top_k, threshold=threshold, batch_rows=batch_rows,
         batch_size=batch_size, device=device, overwrite=overwrite, progress=not quiet, word_format=word_format,
-        columns=columns,
+        columns=columns, trust_remote_code=trust_remote_code,
     )  # fmt: skip
     result = run_predict(config)
     for line in result.summary():

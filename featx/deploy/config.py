@@ -109,6 +109,7 @@ class PredictConfig(Options):
     progress: bool = True
     word_format: str | None = None  # word probes: conllu, columns or jsonl (default: from the file, as extract)
     columns: str | None = None  # word probes, column files: the fields of a line, e.g. form,upos
+    trust_remote_code: bool = False  # run the model folder's own code (never because the bundle says so)
 
     CONSTRAINTS: ClassVar[tuple[Check, ...]] = (
         whole("top_k", "--top-k", minimum=1, optional=True),

@@ -157,6 +157,8 @@ def _chunk_scores(probe: Probe, texts: list, pairs: list[str] | None, config: Pr
     """Class probabilities (or margins, or values as one column) of one chunk of rows (a word probe: of every
     word of the chunk's sentences, ``texts`` their lists of words)."""
     overrides: dict[str, Any] = {"batch_size": config.batch_size, "device": config.device}
+    if config.trust_remote_code:  # the user's own flag, never the bundle's record
+        overrides["trust_remote_code"] = True
     X = probe.features(texts, pairs, **overrides)
     if probe.classes is None:
         return probe.scores_features(X)[:, None]

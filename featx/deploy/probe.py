@@ -118,7 +118,9 @@ class Probe:
     # -- texts -------------------------------------------------------------------------------
     def embed_options(self) -> dict:
         """The options of ``featx.extraction.embed`` that reproduce the stored features: the recorded model,
-        compute and store dtypes, max length and long-input policy, only the layers and pooling read."""
+        compute and store dtypes, max length and long-input policy, only the layers and pooling read. A bundle
+        never turns on ``trust_remote_code`` (its ``option_trust_remote_code`` is a record only): the caller
+        passes ``trust_remote_code=True`` to ``predict``/``features`` for a model with its own code."""
         x = self.extraction
         options = {
             "model": x.get("model_path") or x.get("model"),
@@ -127,7 +129,8 @@ class Probe:
             "max_length": x.get("max_length"),
             "dtype": x.get("compute_dtype") or x.get("option_dtype") or "auto",
             "store_dtype": x.get("store_dtype") or "float32",
-            "trust_remote_code": bool(x.get("option_trust_remote_code") or False),
+            # never from the bundle: remote code runs only when the caller passes trust_remote_code=True
+            "trust_remote_code": False,
             "progress": False,
         }
         if x.get("long_inputs"):
