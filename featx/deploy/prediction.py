@@ -11,6 +11,7 @@ end, with no partial file (nothing to resume).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from dataclasses import dataclass, field
@@ -100,16 +101,42 @@ def _output(config: PredictConfig, corpus: Path) -> Path:
 
 
 def _key(probe: Probe, corpus: Corpus, config: PredictConfig, text_col: str, pair_col: str | None) -> dict:
+    """What a partial file's rows depend on: the bundle (its weights and every extraction setting), the texts
+    as read (so any option that changes them, an encoding, a separator, columns, changes the key), the
+    reading options themselves and the device (its dtype may change the features)."""
     weights = probe.info.get("weights_sha256") or (probe.path and str(probe.path.resolve()))
     return {
         "bundle": weights,
+        "bundle_settings": _digest([probe.extraction, probe.spec.kind, list(probe.spec.layers), probe.pooling]),
         "corpus_sha256": corpus.sha256,
+        "texts_sha256": _texts_digest(probe, corpus),
         "rows": len(corpus),
         "text_col": text_col,
         "pair_col": pair_col,
+        "id_col": config.id_col,
+        "reading": [config.encoding, config.sep, config.word_format, config.columns],
+        "device": [config.device, bool(config.trust_remote_code)],
         "output_kind": "scores",
         **_word_key(probe, corpus),
     }
+
+
+def _digest(value: Any) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode("utf-8")).hexdigest()
+
+
+def _texts_digest(probe: Probe, corpus: Corpus) -> str:
+    """A sha256 of what is predicted: the texts and second texts read, or a word probe's words."""
+    digest = hashlib.sha256()
+    words = _words(probe, corpus)
+    parts = [corpus.texts, corpus.pair_texts or []] if words is None else [list(words.forms)]
+    for part in parts:
+        for text in part:
+            digest.update(str(text).encode("utf-8", "surrogatepass") + b"\0")
+        digest.update(b"\1")
+    if words is not None:
+        digest.update(np.asarray(words.offsets, dtype=np.int64).tobytes())
+    return digest.hexdigest()
 
 
 def _word_key(probe: Probe, corpus: Corpus) -> dict:
@@ -136,7 +163,10 @@ def _resume(partial: Path, key: dict, notes: list[str]) -> list[list[float]]:
     lines = partial.read_text(encoding="utf-8").split("\n")
     try:
         if json.loads(lines[0]) != key:
-            notes.append(f"{partial.name} was made by another bundle, corpus or options: starting again")
+            notes.append(
+                f"{partial.name} was made by another bundle, corpus or reading options (encoding, columns, device...): "
+                "its rows are not reused, starting again"
+            )
             partial.unlink()
             return []
         return [json.loads(line) for line in lines[1:] if line.endswith("]")]
