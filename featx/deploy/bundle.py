@@ -21,7 +21,7 @@ from typing import Any
 
 from .._version import __version__
 from ..errors import InputError
-from ..safe_files import NotARegularFile
+from ..safe_files import NotARegularFile, check_overwrite, is_bundle_folder
 from . import checks
 from .probe import Probe
 
@@ -68,6 +68,7 @@ def write_bundle(probe: Probe, target: Path, overwrite: bool = False) -> Path:
         raise InputError(f"{target} exists and is not a bundle folder", "choose another -o path")
     if target.exists() and not overwrite:
         raise InputError(f"{target} already exists", "pass --overwrite to replace it, or choose another -o path")
+    check_overwrite(target, "probe bundle", is_bundle_folder)
     target.parent.mkdir(parents=True, exist_ok=True)
     data = save({name: array for name, array in checks.arrays_of(probe.head).items()})
     manifest = manifest_of(probe, hashlib.sha256(data).hexdigest(), len(data))

@@ -19,6 +19,7 @@ from ..errors import InputError
 from ..extraction.model.fingerprints import config_sha256, tokenizer_sha256
 from ..probing import evaluation as ev
 from ..probing.evaluation import regression_metrics as rm
+from ..safe_files import check_overwrite, is_bundle_folder
 from ..store import FeatureFile
 from .bundle import write_bundle
 from .choose import Candidate, choose, fit_any, score_of, take
@@ -183,6 +184,8 @@ def fit(config: FitConfig | str | Path | None = None, report: Callable[[str], No
     plan = resolve_fit(FitConfig.build(config, **options))
     if plan.config.write and plan.output.exists() and not plan.config.overwrite:
         raise InputError(f"{plan.output} already exists", "pass --overwrite to replace it, or choose another -o path")
+    if plan.config.write and plan.config.overwrite:  # before any fitting: only a bundle is ever replaced
+        check_overwrite(plan.output, "probe bundle", is_bundle_folder)
     candidates = _selection(plan, report)
     best, opts = candidates[0], _options(plan)
     read = stored_word_matrix if plan.level == "word" else stored_matrix

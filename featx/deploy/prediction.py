@@ -22,6 +22,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..extraction.inputs.corpus import Corpus, read_corpus
+from ..safe_files import check_overwrite, is_predictions_file
 from .bundle import load
 from .config import PredictConfig
 from .probe import Probe
@@ -253,6 +254,8 @@ def predict(config: PredictConfig | str | Path | None = None, **options: Any) ->
     to_stdout = str(output) == STDOUT
     if output.exists() and not config.overwrite and not to_stdout:
         raise InputError(f"{output} already exists", "pass --overwrite to replace it, or choose another -o path")
+    if config.overwrite and not to_stdout:
+        check_overwrite(output, "predictions file", is_predictions_file)
     partial = None if to_stdout else output.with_name(output.name + PARTIAL_SUFFIX)
     notes = list(corpus.notes)
     key = _key(probe, corpus, config, text_col, pair_col)

@@ -15,6 +15,7 @@ import torch
 
 from ...errors import FeatxError, InputError, Interrupted, ModelError, StoreError, signal_of
 from ...io import rereadable, source_name
+from ...safe_files import check_overwrite, is_hdf5_file
 from ...state import remember
 from ...store import FeatureFile, FeatureWriter, OutputLock, partial_path, resumable
 from ...store.shards import shard_rows_match
@@ -67,6 +68,8 @@ def extract_one(config: ExtractConfig) -> ExtractSummary:
     started = time.perf_counter()
     output = output_path(config)
     check_output_dir(output)
+    if config.overwrite:  # only a features file is ever replaced
+        check_overwrite(output, "features file", is_hdf5_file)
     corpus = read_input(config)  # a table of texts, or word inputs (word_corpus.py)
     shard = ShardSpec.from_options(config.shards, config.shard_index)
     corpus_rows, shard_rows = len(corpus), None

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from ...errors import IncompleteError, InputError, Interrupted, StoreError, signal_of
+from ...safe_files import check_overwrite, is_hdf5_file
 from ...state import remember
 from ...store import FeatureFile, FeatureWriter, OutputLock, partial_path, schema
 from ...store.shards import ShardFile, copy_shards, create_merged, open_shard, shard_attrs, shard_row_index
@@ -144,6 +145,8 @@ def merge(
     output = Path(output)
     if output.suffix.lower() not in (".h5", ".hdf5"):
         raise InputError(f"{output} should end in .h5", "give the output of the sharded extraction, e.g. OUT.h5")
+    if overwrite:  # only a features file is ever replaced
+        check_overwrite(output, "features file", is_hdf5_file)
     manifest = read_manifest(output)
     if manifest is None:
         hint = (

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ...errors import InputError
+from ...safe_files import check_overwrite, is_hdf5_file
 from ...store import escape_name
 
 
@@ -19,5 +20,7 @@ def check_output(source: Path, output: Path, overwrite: bool) -> None:
         raise InputError(f"-o {output} is the source features file", "write the derived file to another path")
     if output.exists() and not overwrite:
         raise InputError(f"{output} exists", "pass --overwrite to replace it, or choose another path with -o")
+    if overwrite:  # only a features file is ever replaced
+        check_overwrite(output, "features file", is_hdf5_file)
     if not output.parent.exists():
         raise InputError(f"directory {output.parent} does not exist", "create it first, or choose another -o")
