@@ -131,7 +131,9 @@ def _check_fields(manifest: dict, folder: Path) -> None:
     if level != "sentence":
         raise _bad(folder, f"unknown level {level!r} (sentence or word)")
     pooling = manifest.get("pooling")
-    if not isinstance(pooling, str) or not (pooling in POOLINGS or pooling.startswith(("mean_", "cls_", "span"))):
+    if not isinstance(pooling, str) or not (
+        pooling in (*POOLINGS, "at") or pooling.startswith(("mean_", "cls_", "span"))
+    ):
         raise _bad(folder, f"unknown pooling {pooling!r}")
 
 

@@ -11,7 +11,7 @@ import numpy as np
 from ..probing.tasks.pairs import pooled_block, senteval
 from ..selection import LayerSpec
 from ..store import FeatureFile
-from ..store.schema import PAIR_B_SITE
+from ..store.schema import PAIR_B_SITE, contrast_site
 
 
 def stored_matrix(features: FeatureFile, spec: LayerSpec, pooling: str, rows: np.ndarray | None = None) -> Any:
@@ -32,12 +32,18 @@ def stored_word_matrix(features: FeatureFile, spec: LayerSpec, pooling: str, wor
     return matrix if words is None else np.ascontiguousarray(matrix[words])
 
 
-def embedded_matrix(embeddings: Any, layers: tuple[int, ...], kind: str, pooling: str, pair_mode: str | None) -> Any:
+def embedded_matrix(
+    embeddings: Any, layers: tuple[int, ...], kind: str, pooling: str, pair_mode: str | None, contrast: bool = False
+) -> Any:
     """The same matrix from an ``Embeddings`` of ``featx.extraction.embed``: side a and side b of a separate-mode
-    pair become ``[u, v, |u - v|, u * v]`` as in the features file."""
+    pair become ``[u, v, |u - v|, u * v]`` as in the features file; ``contrast``: answer 0's states minus
+    answer 1's (``probing.contrast.contrast_difference``)."""
     blocks = []
     for layer in layers:
-        if pair_mode == "separate":
+        if contrast:
+            first = embeddings.array(layer, pooling)
+            blocks.append(first - embeddings.array(layer, pooling, site=contrast_site(1)))
+        elif pair_mode == "separate":
             u, v = embeddings.array(layer, pooling), embeddings.array(layer, pooling, site=PAIR_B_SITE)
             blocks.append(senteval(u, v))
         else:

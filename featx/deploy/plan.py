@@ -99,10 +99,40 @@ def _extraction(features: FeatureFile) -> dict:
         options = json.loads(attrs.get(schema.OPTIONS) or "{}")
     except ValueError:
         options = {}
-    for name in ("dtype", "trust_remote_code", "long", "stride", "template"):
+    for name in ("dtype", "trust_remote_code", "long", "stride", *PROMPT_OPTIONS):
         if isinstance(options, dict) and name in options:
             out[f"option_{name}"] = _plain(options[name])
+    _check_reproducible(features, out)
     return out
+
+
+# The extraction options that make a row's prompt (templates.py): a bundle records them and predict renders
+# every new text the same way.
+PROMPT_OPTIONS = ("template", "chat_template", "system", "pool_at", "contrast")
+
+
+def _check_reproducible(features: FeatureFile, extraction: dict) -> None:
+    """Refuse, before any fitting, a features file whose features a bundle could not make again from a text:
+    prompts recorded in the file but not in its options, a template naming columns besides the text."""
+    from ..extraction.inputs.templates import ANSWER_FIELD, TEXT_FIELD, parse_template
+
+    prompted = any(features.attrs.get(name) for name in (schema.TEMPLATE, schema.CHAT_TEMPLATE, schema.POOL_AT))
+    if prompted and not any(extraction.get(f"option_{name}") for name in PROMPT_OPTIONS):
+        raise InputError(
+            f"{features.path} was extracted with prompts (--template, --chat-template or --pool-at) that its "
+            "options do not record, so a bundle could not render new texts the same way",
+            "extract again with this featx, then fit",
+        )
+    template = extraction.get("option_template")
+    if template:
+        fields = parse_template(str(template), str(extraction.get("text_col") or TEXT_FIELD)).fields
+        others = [name for name in fields if name not in (TEXT_FIELD, ANSWER_FIELD)]
+        if others:
+            raise InputError(
+                f"the template of {features.path} names column(s) {', '.join(others)} besides the text, and a "
+                "bundle predicts from a text alone",
+                "extract with a template of {text} only (e.g. 'Review: {text} Sentiment:'), then fit",
+            )
 
 
 def _plain(value):

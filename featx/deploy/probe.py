@@ -139,7 +139,7 @@ class Probe:
             options["stride"] = x["stride"]
         if x.get("pair_mode"):
             options["pair_mode"] = x["pair_mode"]
-        return options
+        return {**options, **prompt_options(x)}
 
     def _encoder(self, config: Any) -> Any:
         """The loaded model for ``config``, loaded once per probe and settings (as ``embed`` loads it)."""
@@ -199,7 +199,8 @@ class Probe:
         embeddings = encode(self._encoder(config), config, text_list, pairs)
         self._check_encoder(embeddings.model.get("model_sha256"))
         mode = self.extraction.get("pair_mode")
-        return embedded_matrix(embeddings, self.spec.layers, self.spec.kind, self.pooling, mode)
+        contrast = bool(self.extraction.get("option_contrast"))
+        return embedded_matrix(embeddings, self.spec.layers, self.spec.kind, self.pooling, mode, contrast)
 
     def word_features(self, sentences: Any, **overrides: Any) -> tuple[np.ndarray, np.ndarray]:
         """A word probe's ``(words, width)`` matrix of ``sentences`` (lists of words, or strings split on
@@ -237,6 +238,24 @@ class Probe:
             X, offsets = self.word_features(texts, **overrides)
             return self._per_sentence(self.predict_proba_features(X), offsets)
         return self.predict_proba_features(self.features(texts, text_pairs, **overrides))
+
+
+def prompt_options(extraction: dict) -> dict:
+    """The ``embed`` options that render each text into the prompt the features file stored (its template, with
+    the text field spelled ``{text}``, chat template, system message, ``--pool-at`` and ``--contrast``)."""
+    from ..extraction.inputs.templates import TEXT_FIELD, with_text_field
+
+    options: dict[str, Any] = {}
+    template = extraction.get("option_template")
+    if template:
+        options["template"] = with_text_field(str(template), str(extraction.get("text_col") or TEXT_FIELD))
+    if extraction.get("option_chat_template"):
+        options["chat_template"] = True
+        options["system"] = extraction.get("option_system")
+    for name in ("pool_at", "contrast"):
+        if extraction.get(f"option_{name}"):
+            options[name] = extraction[f"option_{name}"]
+    return options
 
 
 def _split_pairs(items: Any) -> tuple[list, list]:

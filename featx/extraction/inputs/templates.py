@@ -88,6 +88,16 @@ class Template:
         return "".join(parts), spans
 
 
+def with_text_field(text: str, text_col: str) -> str:
+    """``text`` (a template whose text field is ``{text_col}``) with that field spelled ``{text}``: the same
+    prompts for a corpus whose text column is ``text`` (featx's in-memory texts)."""
+    pieces = parse_template(text, text_col).pieces
+    escaped = (literal.replace("{", "{{").replace("}", "}}") for literal, _ in pieces)
+    return "".join(
+        lit + ("" if name is None else "{" + name + "}") for lit, (_, name) in zip(escaped, pieces, strict=True)
+    )
+
+
 def template_text(value: str) -> str:
     """The template a ``--template`` value gives: ``@FILE`` read (one trailing newline dropped), ``@@x`` is ``@x``."""
     if value.startswith("@@") or not value.startswith("@"):
