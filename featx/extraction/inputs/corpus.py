@@ -276,6 +276,13 @@ def _kept_columns(rows, header: list[str], names: tuple[str, ...], path: Path) -
     return {name: [row[header.index(name)] for row in rows] for name in names}
 
 
+def _refuse_non_texts(rows, lines, path: Path, columns, notes: list[str]) -> None:
+    """The text (and pair) columns hold text: JSON numbers, booleans, objects, lists refused (``refuse_non_text``)."""
+    for index, name in columns:
+        if index is not None:
+            refuse_non_text([row[index] for row in rows], lines, path, str(name), notes)
+
+
 def read_corpus(
     path: str | Path,
     text_col: str = "text",
@@ -313,9 +320,7 @@ def read_corpus(
         rows, lines, text_index, path, text_col, skip_empty, pair_index, pair_col
     )
     texts = [row[text_index] for row in rows]
-    refuse_non_text(texts, lines, path, text_col, notes)
-    if pair_index is not None:
-        refuse_non_text([row[pair_index] for row in rows], lines, path, str(pair_col), notes)
+    _refuse_non_texts(rows, lines, path, [(text_index, text_col), (pair_index, pair_col)], notes)
     if all(NUMBER.match(value) for value in texts):
         raise InputError(
             f"{path}: text column '{text_col}' holds only numbers; columns found: {', '.join(header)}",

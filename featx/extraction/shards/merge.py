@@ -137,6 +137,13 @@ def _check_rows(files: list[ShardFile], n_rows: int) -> list[np.ndarray]:
     return indices
 
 
+def _manifest(output: Path, overwrite: bool) -> dict | None:
+    """The shards' manifest, once ``--overwrite`` is known to replace only a features file."""
+    if overwrite:
+        check_overwrite(output, "features file", is_hdf5_file)
+    return read_manifest(output)
+
+
 def merge(
     output: str | Path, keep_shards: bool = False, overwrite: bool = False, progress: bool = False
 ) -> MergeSummary:
@@ -145,9 +152,7 @@ def merge(
     output = Path(output)
     if output.suffix.lower() not in (".h5", ".hdf5"):
         raise InputError(f"{output} should end in .h5", "give the output of the sharded extraction, e.g. OUT.h5")
-    if overwrite:  # only a features file is ever replaced
-        check_overwrite(output, "features file", is_hdf5_file)
-    manifest = read_manifest(output)
+    manifest = _manifest(output, overwrite)
     if manifest is None:
         hint = (
             f"{output} exists already (merged before?)"
