@@ -207,10 +207,10 @@ def extract(corpus, output, quiet, layers, poolings, dry_run, template, system, 
     """
     from .. import extract as run_extract
     from ..extraction import ExtractConfig
-    from ..extraction.inputs.templates import cli_text
+    from ..extraction import unescape_cli_text
 
     if template is not None and not template.startswith("@"):
-        template = cli_text(template)  # escapes typed on the command line; a file is read as it is
+        template = unescape_cli_text(template)  # escapes typed on the command line; a file is read as it is
 
     config = ExtractConfig(
         corpus=corpus[0],
@@ -220,12 +220,12 @@ def extract(corpus, output, quiet, layers, poolings, dry_run, template, system, 
         poolings=poolings,
         progress=not quiet,
         template=template,
-        system=cli_text(system),
-        pool_at=cli_text(pool_at),
+        system=unescape_cli_text(system),
+        pool_at=unescape_cli_text(pool_at),
         **options,
     )
     if dry_run:
-        from ..extraction.dryrun.estimation import estimate
+        from ..extraction import estimate
 
         echo(estimate(config).format())
         return
@@ -242,7 +242,7 @@ def extract(corpus, output, quiet, layers, poolings, dry_run, template, system, 
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 def merge(output, keep_shards, overwrite, quiet):
     """Check the shards of OUTPUT (OUTPUT.shard-I-of-N.h5) and merge them into OUTPUT in corpus order."""
-    from ..extraction.shards.merge import merge as run_merge
+    from ..extraction import merge as run_merge
 
     summary = run_merge(output, keep_shards=keep_shards, overwrite=overwrite, progress=not quiet)
     echo(summary.line())

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
-from ..extraction.model.fingerprints import tokenizer_sha256
+from ..extraction import tokenizer_sha256
 from ..probing import evaluation as ev
 from ..probing.evaluation import regression_metrics as rm
 from ..store import FeatureFile

@@ -17,30 +17,31 @@ from ..probing.plan import default_label, resolve_task
 from ..probing.tasks.word_items import HEAD_LABEL
 from ..selection import LayerSpec, parse_layer_specs, parse_poolings
 from ..state import given_or_last
-from ..store import FeatureFile, schema
+from ..store import FeatureFile
+from .. import store
 from .config import BUNDLE_SUFFIX, CLASS_METRICS, VALUE_METRICS, FitConfig
 
 # The features file's records a bundle keeps: how to run the model again on new texts.
 EXTRACTION_ATTRS = (
-    schema.MODEL,
-    schema.MODEL_PATH,
-    schema.MODEL_SHA256,
-    schema.TOKENIZER_SHA256,
-    schema.MODEL_TYPE,
-    schema.N_MODEL_LAYERS,
-    schema.TOKENIZER,
-    schema.COMPUTE_DTYPE,
-    schema.STORE_DTYPE,
-    schema.MAX_LENGTH,
-    schema.LONG_INPUTS,
-    schema.STRIDE,
-    schema.PAIR_MODE,
-    schema.TEXT_PAIR_COL,
-    schema.TEXT_COL,
-    schema.ID_COL,
-    schema.RANDOM_INIT,
-    schema.IMPLEMENTATION,
-    schema.MODEL_PART,
+    store.schema.MODEL,
+    store.schema.MODEL_PATH,
+    store.schema.MODEL_SHA256,
+    store.schema.TOKENIZER_SHA256,
+    store.schema.MODEL_TYPE,
+    store.schema.N_MODEL_LAYERS,
+    store.schema.TOKENIZER,
+    store.schema.COMPUTE_DTYPE,
+    store.schema.STORE_DTYPE,
+    store.schema.MAX_LENGTH,
+    store.schema.LONG_INPUTS,
+    store.schema.STRIDE,
+    store.schema.PAIR_MODE,
+    store.schema.TEXT_PAIR_COL,
+    store.schema.TEXT_COL,
+    store.schema.ID_COL,
+    store.schema.RANDOM_INIT,
+    store.schema.IMPLEMENTATION,
+    store.schema.MODEL_PART,
 )
 
 
@@ -95,7 +96,7 @@ def _extraction(features: FeatureFile) -> dict:
     attrs = features.attrs
     out = {name: _plain(attrs.get(name)) for name in EXTRACTION_ATTRS}
     try:
-        options = json.loads(attrs.get(schema.OPTIONS) or "{}")
+        options = json.loads(attrs.get(store.schema.OPTIONS) or "{}")
     except ValueError:
         options = {}
     for name in ("dtype", "trust_remote_code", "long", "stride", "template"):

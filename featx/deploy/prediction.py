@@ -20,14 +20,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import InputError
-from ..extraction.inputs.corpus import Corpus, read_corpus
+from ..extraction import Corpus, read_corpus
 from .bundle import load
 from .config import PredictConfig
 from .probe import Probe
 from .table import STDOUT, check_scoring, output_frame, score_line, write_frame
 
 if TYPE_CHECKING:
-    from ..extraction.inputs.treebank import WordTable
+    from ..extraction import WordTable
 
 PARTIAL_SUFFIX = ".partial"
 
@@ -183,9 +183,9 @@ def _read(config: PredictConfig, probe: Probe) -> tuple[Corpus, str, str | None]
 def _read_words(config: PredictConfig) -> Corpus:
     """A word probe's sentences: a word input (CoNLL-U, --columns, JSON Lines of tokens) as extract reads it,
     else a table of texts, each split on whitespace into its words."""
-    from ..extraction.inmemory.words import sentences_table
-    from ..extraction.inputs.treebank import check_no_table_columns, word_format
-    from ..extraction.inputs.word_corpus import read_word_corpus
+    from ..extraction import sentences_table
+    from ..extraction import check_no_table_columns, word_format
+    from ..extraction import read_word_corpus
 
     if config.text_pair_col is not None:
         raise InputError("--text-pair-col: a word probe reads one sentence per row", "leave --text-pair-col out")

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InputError
-from ..extraction.inputs.corpus import Corpus
+from ..extraction import Corpus
 from ..safe_files import atomic_write_text, csv_text, neutral_cell
 from .probe import Probe
 

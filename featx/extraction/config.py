@@ -17,7 +17,8 @@ from typing import ClassVar
 
 from ..errors import InputError
 from ..options import Check, Options, normalise, one_of, whole
-from ..store import FeatureFile, schema
+from ..store import FeatureFile
+from .. import store
 from .model.files import DEFAULT_MODEL
 from .shards.sharding import ShardSpec
 
@@ -358,8 +359,8 @@ def summary_of(path: Path, status: str, seconds: float, skipped: int) -> Extract
     with FeatureFile(path) as features:
         attrs = features.attrs
         windowed = 0
-        if str(attrs.get(schema.LONG_INPUTS, "truncate")) == "window":
-            windowed = int((features.n_kept > int(attrs[schema.MAX_LENGTH])).sum())
+        if str(attrs.get(store.schema.LONG_INPUTS, "truncate")) == "window":
+            windowed = int((features.n_kept > int(attrs[store.schema.MAX_LENGTH])).sum())
         summary = ExtractSummary(
             output=path,
             status=status,
@@ -369,24 +370,24 @@ def summary_of(path: Path, status: str, seconds: float, skipped: int) -> Extract
             skipped_empty=skipped,
             seconds=seconds,
             file_bytes=path.stat().st_size,
-            model=str(attrs.get(schema.MODEL)),
-            device=str(attrs.get(schema.DEVICE)),
-            dtype=str(attrs.get(schema.COMPUTE_DTYPE)),
+            model=str(attrs.get(store.schema.MODEL)),
+            device=str(attrs.get(store.schema.DEVICE)),
+            dtype=str(attrs.get(store.schema.COMPUTE_DTYPE)),
             layers=features.layers,
             poolings=features.poolings,
             windowed_rows=windowed,
             words=int(features.word_offsets()[-1]) if features.has_words else 0,
         )
-        if str(attrs.get(schema.MODEL_PART, "model")) == "encoder":
+        if str(attrs.get(store.schema.MODEL_PART, "model")) == "encoder":
             summary.notes.append(
                 f"{summary.model} is an encoder-decoder model: these are its encoder's states (the decoder was not run)"
             )
-        blocks, top = attrs.get(schema.BLOCKS_RUN), int(attrs.get(schema.N_MODEL_LAYERS, 0)) - 1
+        blocks, top = attrs.get(store.schema.BLOCKS_RUN), int(attrs.get(store.schema.N_MODEL_LAYERS, 0)) - 1
         if blocks is not None and int(blocks) < top:
             summary.notes.append(
                 f"ran {int(blocks)} of the model's {top} blocks: no stored layer is above layer {int(blocks)}"
             )
-        if bool(attrs.get(schema.CAUSAL, False)):
+        if bool(attrs.get(store.schema.CAUSAL, False)):
             summary.notes.append(
                 f"{summary.model} is causal (decoder-only): no cls pooling, its first token sees "
                 "only itself; last is the last real token"

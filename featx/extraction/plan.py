@@ -11,7 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..store import SiteLayout, schema
+from ..store import SiteLayout
+from .. import store
 from .config import ExtractConfig
 from .forward.sites import Site
 from .forward.truncation import Cut
@@ -85,7 +86,7 @@ class ExtractionPlan:
     @property
     def word_paths(self) -> list[str]:
         """The word-vector datasets of word inputs, in ``word_poolings`` order (none otherwise)."""
-        return [schema.word_pooled_path(name) for name in self.word_poolings]
+        return [store.schema.word_pooled_path(name) for name in self.word_poolings]
 
     def word_bytes(self) -> int:
         """Stored bytes of one word's vectors, every word pooling."""

@@ -82,9 +82,9 @@ class WordVectors:
     words of every sentence in order (sentence ``s`` owns ``word_offsets[s]:word_offsets[s+1]``)."""
 
     def __init__(self, arrays: dict, plan, word_offsets: np.ndarray, model: dict):
-        from ...store import schema
+        from ... import store
 
-        self._arrays = {name: arrays[schema.word_pooled_path(name)] for name in plan.word_poolings}
+        self._arrays = {name: arrays[store.schema.word_pooled_path(name)] for name in plan.word_poolings}
         self.layers = list(plan.hidden.layers)
         self.word_offsets = word_offsets
         self.model = model

@@ -16,8 +16,7 @@ import torch
 from ...errors import FeatxError, InputError, Interrupted, ModelError, StoreError, signal_of
 from ...io import rereadable, source_name
 from ...state import remember
-from ...store import FeatureFile, FeatureWriter, OutputLock, partial_path, resumable
-from ...store.shards import shard_rows_match
+from ...store import FeatureFile, FeatureWriter, OutputLock, partial_path, resumable, shard_rows_match
 from ..config import ExtractConfig, ExtractSummary, make_config, output_path, summary_of
 from ..forward.runner import Runner
 from ..inputs.corpus import Corpus

@@ -19,7 +19,8 @@ from ..._version import __version__
 from ...errors import InputError
 from ...io import rereadable, source_name
 from ...selection import POOLINGS, parse_poolings, select_layers
-from ...store import HIDDEN_SITE, SiteLayout, hidden_layout, schema
+from ...store import HIDDEN_SITE, SiteLayout, hidden_layout
+from ... import store
 from ..config import ExtractConfig, is_word_input, output_path
 from ..forward.sites import measure_widths, parse_sites, resolve_sites
 from ..forward.truncation import plan_cut
@@ -282,40 +283,40 @@ def provenance(plan: ExtractionPlan, corpus, loaded: LoadedModel) -> dict:
     """The root attributes an extraction records about where its features came from."""
     config = plan.config
     return {
-        schema.FEATX_VERSION: __version__,
-        schema.CREATED: time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        schema.MODEL: loaded.name,
-        schema.MODEL_PATH: loaded.path,
-        schema.MODEL_SHA256: loaded.weights_sha256,
-        schema.TOKENIZER_SHA256: (tokenizer_sha256(Path(loaded.path)) or "") if loaded.path else "",
-        schema.MODEL_TYPE: getattr(loaded.model.config, "model_type", ""),
-        schema.RANDOM_INIT: bool(config.random_init),
-        schema.TOKENIZER: getattr(loaded.tokenizer, "class_name", type(loaded.tokenizer).__name__),
-        schema.MAX_LENGTH: loaded.max_length,
-        schema.COMPUTE_DTYPE: dtype_name(loaded.dtype),
-        schema.DEVICE: str(loaded.device),
-        schema.DEVICE_MAP: json.dumps(device_map(config, loaded)),
-        schema.IMPLEMENTATION: loaded.implementation,  # not in the fingerprint: both give the same features
-        schema.BLOCKS_RUN: plan.blocks_run,  # not in the fingerprint either: a truncated pass gives the same features
-        schema.CORPUS_PATH: str(Path(config.corpus).resolve())
+        store.schema.FEATX_VERSION: __version__,
+        store.schema.CREATED: time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        store.schema.MODEL: loaded.name,
+        store.schema.MODEL_PATH: loaded.path,
+        store.schema.MODEL_SHA256: loaded.weights_sha256,
+        store.schema.TOKENIZER_SHA256: (tokenizer_sha256(Path(loaded.path)) or "") if loaded.path else "",
+        store.schema.MODEL_TYPE: getattr(loaded.model.config, "model_type", ""),
+        store.schema.RANDOM_INIT: bool(config.random_init),
+        store.schema.TOKENIZER: getattr(loaded.tokenizer, "class_name", type(loaded.tokenizer).__name__),
+        store.schema.MAX_LENGTH: loaded.max_length,
+        store.schema.COMPUTE_DTYPE: dtype_name(loaded.dtype),
+        store.schema.DEVICE: str(loaded.device),
+        store.schema.DEVICE_MAP: json.dumps(device_map(config, loaded)),
+        store.schema.IMPLEMENTATION: loaded.implementation,  # not in the fingerprint: both give the same features
+        store.schema.BLOCKS_RUN: plan.blocks_run,  # not in the fingerprint either: a truncated pass gives the same features
+        store.schema.CORPUS_PATH: str(Path(config.corpus).resolve())
         if rereadable(config.corpus)
         else source_name(config.corpus),
-        schema.CORPUS_SHA256: corpus.sha256,
-        schema.TEXT_COL: corpus.text_col,
-        schema.ID_COL: corpus.id_col or "",
-        schema.SKIPPED_EMPTY: json.dumps(corpus.skipped_rows),
-        schema.N_MODEL_LAYERS: loaded.n_layers,
-        schema.MODEL_PART: loaded.part or "model",
-        schema.CAUSAL: bool(loaded.causal),
-        schema.PAD_TOKEN_ID: plan.pad_id,
-        schema.PAD_SOURCE: plan.pad_source,
-        schema.PADDING_SIDE: "right",
-        schema.BOS_ADDED: bos_added(loaded.tokenizer),
-        schema.LONG_INPUTS: plan.long_inputs,
-        schema.STRIDE: plan.window.stride if plan.window else 0,
-        schema.FINGERPRINT: plan.fingerprint,
-        schema.REQUEST_KEY: request_key(config, corpus.sha256) or "",  # for the quick check (freshness.py)
+        store.schema.CORPUS_SHA256: corpus.sha256,
+        store.schema.TEXT_COL: corpus.text_col,
+        store.schema.ID_COL: corpus.id_col or "",
+        store.schema.SKIPPED_EMPTY: json.dumps(corpus.skipped_rows),
+        store.schema.N_MODEL_LAYERS: loaded.n_layers,
+        store.schema.MODEL_PART: loaded.part or "model",
+        store.schema.CAUSAL: bool(loaded.causal),
+        store.schema.PAD_TOKEN_ID: plan.pad_id,
+        store.schema.PAD_SOURCE: plan.pad_source,
+        store.schema.PADDING_SIDE: "right",
+        store.schema.BOS_ADDED: bos_added(loaded.tokenizer),
+        store.schema.LONG_INPUTS: plan.long_inputs,
+        store.schema.STRIDE: plan.window.stride if plan.window else 0,
+        store.schema.FINGERPRINT: plan.fingerprint,
+        store.schema.REQUEST_KEY: request_key(config, corpus.sha256) or "",  # for the quick check (freshness.py)
         **pair_attributes(config),
         **corpus.attributes,  # the prompts' (prompts.py), when rows were made into prompts
-        schema.OPTIONS: json.dumps({k: str(v) if isinstance(v, Path) else v for k, v in asdict(config).items()}),
+        store.schema.OPTIONS: json.dumps({k: str(v) if isinstance(v, Path) else v for k, v in asdict(config).items()}),
     }

@@ -292,7 +292,7 @@ def _tables(outputs) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 def erase(config: EraseConfig | str | Path, **options) -> EraseResult:
     """Erase a label from every chosen (layer, pooling) of a features file; see ``EraseConfig``."""
-    from ...store.derived import write_derived
+    from ...store import write_derived
     from .erase_paths import check_output, default_output
 
     config = EraseConfig.build(config, **options)

@@ -18,8 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ...errors import InputError
-from ...store import FeatureFile
-from ...store.schema import HIDDEN_SITE
+from ...store import HIDDEN_SITE, FeatureFile
 from .. import evaluation as ev
 from ..contrast import contrast_answers, contrast_difference
 from ..evaluation import regression_metrics as rm
