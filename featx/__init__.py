@@ -56,7 +56,7 @@ def estimate(corpus=None, **options):
 
 def explain(results=None, **options):
     """Per-example diagnostics of a probing run; see ``featx.probing.analyses.explain``."""
-    from .probing.analyses.explain import explain as _explain
+    from .probing import explain as _explain
 
     return _explain(results, **options)
 

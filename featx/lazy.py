@@ -34,7 +34,7 @@ def lazy_exports(
         module = import_module(f"{package}.{home}")
         if inner:
             return getattr(module, inner)
-        return module if home.rsplit(".", 1)[-1] == name and not hasattr(module, name) else getattr(module, name)
+        return module if home.rsplit(".", 1)[-1] == name else getattr(module, name)
 
     def __dir__() -> list[str]:  # noqa: N807
         return sorted({*known, *(eager or {})})

@@ -47,9 +47,10 @@ def erase(features, **options):
     Reports the probe's accuracy before and after per layer (the eraser fitted inside each training
     part), how much the features moved, and what other label columns lost (amnesic probing).
     """
-    from ..probing.analyses.erase import erase as run_erase
+    from ..probing import erase as run_erase
+    from ..report import format_erase
 
-    echo(run_erase(features, **options).format())
+    echo(format_erase(run_erase(features, **options)))
 
 
 @main.command()
@@ -81,6 +82,9 @@ def neurons(features, **options):
 
     A logreg probe is retrained on only the top, bottom or random 1%, 5%, 10%, 20% of the neurons.
     """
-    from ..probing.analyses.neurons import neurons as run_neurons
+    from ..probing import neurons as run_neurons
+    from ..report import format_neurons, save_neurons_figure
 
-    echo(run_neurons(features, **options).format())
+    result = run_neurons(features, **options)
+    save_neurons_figure(result)  # the data files are the probe side's, the figure the report's
+    echo(format_neurons(result))

@@ -206,8 +206,7 @@ def extract(corpus, output, quiet, layers, poolings, dry_run, template, system, 
     Under torchrun each process extracts its own shard and rank 0 merges them at the end.
     """
     from .. import extract as run_extract
-    from ..extraction import ExtractConfig
-    from ..extraction import unescape_cli_text
+    from ..extraction import ExtractConfig, unescape_cli_text
 
     if template is not None and not template.startswith("@"):
         template = unescape_cli_text(template)  # escapes typed on the command line; a file is read as it is

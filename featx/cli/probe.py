@@ -148,18 +148,21 @@ def probe(features, no_control, no_lexical, sweep, **options):
     if using_last:  # say which file before the (long) run starts
         echo(using_last)
     if sweep:
-        from ..probing.analyses.sweep import from_probe_options
+        from ..probing import sweep_from_probe_options
+        from ..report import format_sweep, save_sweep_figures
 
-        echo(from_probe_options(features, not no_control, options).format())
+        swept = sweep_from_probe_options(features, not no_control, options)
+        save_sweep_figures(swept)  # the data files are the sweep's, the figures the report's
+        echo(format_sweep(swept))
         return
     config = ProbeConfig(features=features, control=not no_control, lexical=not no_lexical, **options)
     result = run_probe(config)
     for note in result.notes:
         echo(note, err=note.startswith("warning"))
-    echo(result.format_table())
-    if result.curve is not None and not result.curve.empty:
-        from ..report.figures.learning import format_curve_table
+    from ..report import format_curve_table, format_probe
 
+    echo(format_probe(result))
+    if result.curve is not None and not result.curve.empty:
         echo("\n" + format_curve_table(result.curve))
     extra = [path.name for path in (result.predictions_path, result.curve_path) if path is not None]
     echo(f"\nwrote {result.csv_path} and {', '.join([result.json_path.name, *extra])} ({result.meta['seconds']:.1f} s)")
@@ -217,7 +220,7 @@ def labels_add(features, label_file, join, missing_labels, sep):
 
     Atomic and locked like featx extract: a second writer at the same time is refused; a FEATURES symbolic link
     is written through to its target."""
-    from ..probing.labels import add_labels
+    from ..probing import add_labels
 
     echo(add_labels(features, label_file, join, missing_labels, sep))
 
@@ -232,8 +235,8 @@ def explain(results, limit, buckets):
     Lists the rows that become right from some layer on and the rows wrong at every layer, per-class F1
     by layer, and accuracy by text length and by truncation, from the out-of-fold predictions.
     """
-    from ..probing.analyses.explain import ExplainConfig
-    from ..probing.analyses.explain import explain as run_explain
+    from ..probing import ExplainConfig
+    from ..probing import explain as run_explain
 
     config = ExplainConfig(results=results, buckets=buckets, limit=limit)
     echo(run_explain(config).format(limit=config.limit))

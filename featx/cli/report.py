@@ -58,7 +58,7 @@ def plot(results, output, metric, classifier, baseline, compare, dpi, heatmap_sc
     With no RESULTS, uses the last results written by featx probe in this directory.
     """
     use_agg()
-    from ..report.figures.plot_files import PlotConfig, plot_files
+    from ..report import PlotConfig, plot_files
     from ..state import given_or_last
 
     options = {"metric": metric, "classifier": classifier, "baseline": baseline, "compare": compare}
@@ -100,8 +100,8 @@ def compare(results, output, names, relative_depth, metric, classifier, pooling,
     Files of the same rows (e.g. a model and its --random-init baseline) are tested layer by layer.
     """
     use_agg()
-    from ..report.compare import CompareConfig
-    from ..report.compare import compare as run_compare
+    from ..report import CompareConfig
+    from ..report import compare_results as run_compare
 
     options = {"metric": metric, "classifier": classifier, "pooling": pooling, "names": names}
     config = CompareConfig(
@@ -129,8 +129,8 @@ def compare(results, output, names, relative_depth, metric, classifier, pooling,
 def similarity(features, other, output, pooling, site, dpi):
     """Linear CKA between every pair of layers of FEATURES, or of FEATURES and OTHER (the same rows)."""
     use_agg()
-    from ..report.similarity import SimilarityConfig
-    from ..report.similarity import similarity as run_similarity
+    from ..report import SimilarityConfig
+    from ..report import layer_similarity as run_similarity
 
     config = SimilarityConfig(features, other, pooling=pooling, site=site, output=output, write=True, dpi=dpi)
     result = run_similarity(config)
@@ -160,7 +160,7 @@ def report(results, output, classifier, metric):
     Reads the results of featx probe (classification, regression, pairs, words), erase, neurons or probe --sweep.
     """
     use_agg()
-    from ..report.html.page import ReportConfig, write_report
+    from ..report import ReportConfig, write_report
     from ..state import given_or_last
 
     results, using_last = given_or_last(results, "results")

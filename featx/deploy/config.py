@@ -9,7 +9,7 @@ from typing import ClassVar
 
 from ..errors import InputError
 from ..options import Check, Options, number, numbers, one_of, path_like, whole
-from ..probing.config import DEFAULT_ALPHAS, DEFAULT_CS, check_folds, check_jobs, check_seed
+from ..probing import DEFAULT_ALPHAS, DEFAULT_CS, check_folds, check_jobs, check_seed
 
 HEADS = ("logreg", "svm", "mlp", "ridge")
 CLASS_METRICS = ("accuracy", "macro_f1", "balanced_accuracy")

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ..probing.tasks.pairs import pooled_block, senteval
+from ..probing import pooled_block, senteval
 from ..selection import LayerSpec
 from ..store import PAIR_B_SITE, FeatureFile
 

@@ -10,15 +10,12 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import store
 from ..errors import InputError
-from ..probing import evaluation as ev
-from ..probing.labels import stored_column
-from ..probing.plan import default_label, resolve_task
-from ..probing.tasks.word_items import HEAD_LABEL
+from ..probing import HEAD_LABEL, TEST_VALUES, check_labels, default_label, resolve_task, stored_column
 from ..selection import LayerSpec, parse_layer_specs, parse_poolings
 from ..state import given_or_last
 from ..store import FeatureFile
-from .. import store
 from .config import BUNDLE_SUFFIX, CLASS_METRICS, VALUE_METRICS, FitConfig
 
 # The features file's records a bundle keeps: how to run the model again on new texts.
@@ -131,8 +128,8 @@ def _split(features: FeatureFile, rows: np.ndarray) -> tuple[np.ndarray, np.ndar
     if split is None:
         return np.arange(len(rows)), np.zeros(0, np.int64)
     values = np.char.lower(np.asarray(split, dtype=str)[rows])
-    test = np.flatnonzero(np.isin(values, ev.TEST_VALUES))
-    train = np.flatnonzero(~np.isin(values, ev.TEST_VALUES))
+    test = np.flatnonzero(np.isin(values, TEST_VALUES))
+    train = np.flatnonzero(~np.isin(values, TEST_VALUES))
     return train, test
 
 
@@ -146,7 +143,7 @@ def _classes_of_training(y, train, test, names, label) -> tuple[np.ndarray, list
             f"class(es) {shown} of label '{label}' appear in the test split but never in the training rows",
             "check the split column, or drop it from the corpus to fit on every row",
         )
-    ev.check_labels(np.searchsorted(present, y[train]), [names[c] for c in present], label, "the training rows")
+    check_labels(np.searchsorted(present, y[train]), [names[c] for c in present], label, "the training rows")
     return np.searchsorted(present, y), [names[code] for code in present]
 
 

@@ -183,9 +183,7 @@ def _read(config: PredictConfig, probe: Probe) -> tuple[Corpus, str, str | None]
 def _read_words(config: PredictConfig) -> Corpus:
     """A word probe's sentences: a word input (CoNLL-U, --columns, JSON Lines of tokens) as extract reads it,
     else a table of texts, each split on whitespace into its words."""
-    from ..extraction import sentences_table
-    from ..extraction import check_no_table_columns, word_format
-    from ..extraction import read_word_corpus
+    from ..extraction import check_no_table_columns, read_word_corpus, sentences_table, word_format
 
     if config.text_pair_col is not None:
         raise InputError("--text-pair-col: a word probe reads one sentence per row", "leave --text-pair-col out")

@@ -140,8 +140,7 @@ class Probe:
 
     def _encoder(self, config: Any) -> Any:
         """The loaded model for ``config``, loaded once per probe and settings (as ``embed`` loads it)."""
-        from ..extraction import native_requested
-        from ..extraction import load_model
+        from ..extraction import load_model, native_requested
 
         key = (config.model, config.device, config.dtype, config.max_length, config.trust_remote_code)
         if key not in self._encoders:

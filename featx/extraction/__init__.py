@@ -44,7 +44,7 @@ _HOMES = {
     "extract": "run.orchestrate",
     "estimate": "dryrun.estimation",
     "Estimate": "dryrun.summary",
-    "merge": "shards.merge",
+    "merge": "shards.merge:merge",
     "MergeSummary": "shards.merge",
     "embed": "inmemory.sentences",
     "Embeddings": "inmemory.sentences",
@@ -74,6 +74,15 @@ _HOMES = {
     "encode_words": "inmemory.words",
 }
 
-__all__ = ["COMPUTE_DTYPES", "STORE_DTYPES", "ExtractConfig", "ExtractSummary", "make_config", "output_path", "quick_up_to_date", *_HOMES]
+__all__ = [
+    "COMPUTE_DTYPES",
+    "STORE_DTYPES",
+    "ExtractConfig",
+    "ExtractSummary",
+    "make_config",
+    "output_path",
+    "quick_up_to_date",
+    *_HOMES,
+]
 
 __getattr__, __dir__ = lazy_exports(__name__, _HOMES, globals())

@@ -15,10 +15,10 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import ClassVar
 
+from .. import store
 from ..errors import InputError
 from ..options import Check, Options, normalise, one_of, whole
 from ..store import FeatureFile
-from .. import store
 from .model.files import DEFAULT_MODEL
 from .shards.sharding import ShardSpec
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..store import SiteLayout
 from .. import store
+from ..store import SiteLayout
 from .config import ExtractConfig
 from .forward.sites import Site
 from .forward.truncation import Cut

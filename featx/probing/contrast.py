@@ -12,8 +12,8 @@ import json
 
 import numpy as np
 
-from ..errors import InputError
 from .. import store
+from ..errors import InputError
 
 
 def contrast_answers(features) -> list[str]:

@@ -11,10 +11,10 @@ from typing import Any
 
 import numpy as np
 
+from .. import store
 from ..errors import InputError
 from ..selection import LayerSpec, parse_layer_specs
 from ..store import FeatureFile
-from .. import store
 from . import evaluation as ev
 from .config import ProbeConfig
 from .tasks.pairs import pooled_block
@@ -24,8 +24,7 @@ TOKENS_POOLING = "tokens"  # the pooling column of attn rows: the probe pools th
 
 def check_corpus(features: FeatureFile, notes: list[str]) -> None:
     """Warn (not fail) when the corpus file changed since extraction: the stored labels may be outdated."""
-    from ..extraction import file_sha256
-    from ..extraction import combined_sha256
+    from ..extraction import combined_sha256, file_sha256
 
     corpus_path, recorded = features.attrs.get(store.schema.CORPUS_PATH), features.attrs.get(store.schema.CORPUS_SHA256)
     if not corpus_path or not recorded or not Path(corpus_path).is_file():

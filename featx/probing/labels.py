@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import store
 from ..errors import InputError
 from ..io import (
     LabelColumn,
@@ -20,7 +21,6 @@ from ..io import (
     unwrap_gzip,
 )
 from ..store import FeatureFile
-from .. import store
 
 JOINS = ("id", "row")
 

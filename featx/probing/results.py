@@ -16,7 +16,7 @@ from ..errors import InputError, StoreError
 from ..safe_files import atomic_write_text, csv_text, read_csv
 from ..store import escape_name
 from .evaluation.significance import COLUMNS as SIGNIFICANCE_COLUMNS
-from .meta import ProbeMeta, Task
+from .meta import ProbeMeta
 
 # The columns that say which probe a row is: the same, in this order, for every task.
 IDENTITY_COLUMNS = [
@@ -84,6 +84,7 @@ class ProbeResult:
 
     ``table`` is the results CSV as a DataFrame and ``meta`` the JSON's metadata; ``predictions`` and ``curve``
     are the per-row predictions and learning curves (None when not made), each with its ``*_path``.
+    Its printout is the report's: ``featx.report.format_probe(result)``.
     """
 
     table: pd.DataFrame
@@ -113,30 +114,6 @@ class ProbeResult:
         if "selection_score" in rows and rows.selection_score.notna().any():
             return rows.loc[rows.selection_score.idxmax()]
         return rows.loc[rows[self.meta.get("metric") or ("accuracy" if self.meta.is_classification else "r2")].idxmax()]
-
-    def format_table(self) -> str:
-        """The printout of the run: its table (``featx.report.text``), then which row was chosen on the
-        training part and which scored best on the test rows."""
-        from .choice import selection_lines
-
-        return "\n".join([self._table_text(), "", *selection_lines(self.meta)]).rstrip("\n")
-
-    def _table_text(self) -> str:
-        from .tasks.pairs import baseline_lines
-
-        if self.meta.task is Task.REGRESSION:
-            from ..report.text.regression import format_table
-        elif self.meta.level.is_words:
-            from ..report.text.words import format_table
-        else:
-            from ..report.text.probe import format_table
-
-        text = format_table(self.table, self.meta.to_dict())
-        pair_lines = baseline_lines(self.meta)  # sentence pairs: the cosine baseline comes first
-        if not pair_lines:
-            return text
-        head, _, rest = text.partition("\n\n")
-        return "\n".join([head, "", *pair_lines, "", rest])
 
     def __repr__(self) -> str:
         return f"ProbeResult({len(self.table)} rows, label={self.meta.label!r}, written to {self.csv_path})"

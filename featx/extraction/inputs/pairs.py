@@ -20,8 +20,8 @@ import copy
 
 import numpy as np
 
-from ...errors import InputError, ModelError
 from ... import store
+from ...errors import InputError, ModelError
 from ..tokens.tokenize import TokenizedCorpus, fast_backend, tokenize_texts
 
 PAIR_MODES = ("cross", "separate")

@@ -343,8 +343,8 @@ def contrast_answers(config) -> list[str]:
 
 def contrast_layouts(config, hidden) -> list:
     """``--contrast``: the layouts of answers 1, 2, ... (answer 0's are ``hidden``'s): the same layers and poolings."""
-    from ...store import SiteLayout
     from ... import store
+    from ...store import SiteLayout
 
     if not config.contrast:
         return []

@@ -15,12 +15,12 @@ from pathlib import Path
 
 import numpy as np
 
+from ... import store
 from ..._version import __version__
 from ...errors import InputError
 from ...io import rereadable, source_name
 from ...selection import POOLINGS, parse_poolings, select_layers
 from ...store import HIDDEN_SITE, SiteLayout, hidden_layout
-from ... import store
 from ..config import ExtractConfig, is_word_input, output_path
 from ..forward.sites import measure_widths, parse_sites, resolve_sites
 from ..forward.truncation import plan_cut
@@ -297,7 +297,8 @@ def provenance(plan: ExtractionPlan, corpus, loaded: LoadedModel) -> dict:
         store.schema.DEVICE: str(loaded.device),
         store.schema.DEVICE_MAP: json.dumps(device_map(config, loaded)),
         store.schema.IMPLEMENTATION: loaded.implementation,  # not in the fingerprint: both give the same features
-        store.schema.BLOCKS_RUN: plan.blocks_run,  # not in the fingerprint either: a truncated pass gives the same features
+        # not in the fingerprint either: a truncated pass gives the same features
+        store.schema.BLOCKS_RUN: plan.blocks_run,
         store.schema.CORPUS_PATH: str(Path(config.corpus).resolve())
         if rereadable(config.corpus)
         else source_name(config.corpus),

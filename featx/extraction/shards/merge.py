@@ -15,11 +15,21 @@ from pathlib import Path
 
 import numpy as np
 
+from ... import store
 from ...errors import IncompleteError, InputError, Interrupted, StoreError, signal_of
 from ...state import remember
-from ...store import FeatureFile, FeatureWriter, OutputLock, partial_path
-from ... import store
-from ...store import ShardFile, copy_shards, create_merged, open_shard, shard_attrs, shard_row_index
+from ...store import (
+    FeatureFile,
+    FeatureWriter,
+    OutputLock,
+    ShardFile,
+    copy_shards,
+    create_merged,
+    open_shard,
+    partial_path,
+    shard_attrs,
+    shard_row_index,
+)
 from ..tokens.batching import plan_windows
 from .sharding import ShardSpec, manifest_path, read_manifest
 

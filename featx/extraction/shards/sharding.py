@@ -17,10 +17,10 @@ from pathlib import Path
 
 import numpy as np
 
+from ... import store
 from ...errors import InputError, StoreError
 from ...io import LabelColumn
 from ...safe_files import atomic_write_text, read_small_text
-from ... import store
 from ..inputs.corpus import Corpus
 
 # Bump when the assignment changes: shards made by different rules must never be merged.

@@ -114,11 +114,6 @@ class EraseResult:
     csv_path: Path | None = None
     notes: list[str] = field(default_factory=list)
 
-    def format(self) -> str:
-        from ...report.text.erase import format_erase
-
-        return format_erase(self)
-
 
 @dataclass
 class _Job:

@@ -12,6 +12,7 @@ scored on the test part, with the intervals of ``featx probe``.
 
 from __future__ import annotations
 
+import json
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -26,6 +27,7 @@ from ...options import Check, Options
 from ...selection import parse_layer_specs
 from .. import evaluation as ev
 from ..config import DEFAULT_CS, check_bootstrap, check_folds, check_jobs, check_seed
+from ..results import json_safe, results_prefix, write_table
 from ..tasks.pairs import refuse_separate_pairs
 from .target import Task, load_task, open_complete, positive, unit_fraction
 
@@ -94,11 +96,7 @@ class NeuronResult:
     per_class: pd.DataFrame  # per layer and class, the top neurons of the probe ranking
     meta: dict
     paths: list[Path] = field(default_factory=list)
-
-    def format(self) -> str:
-        from ...report.text.neurons import format_neurons
-
-        return format_neurons(self)
+    prefix: Path | None = None  # PREFIX of the files written (featx.report adds the figure PREFIX.png)
 
 
 # -- rankings --------------------------------------------------------------------------------------
@@ -268,10 +266,27 @@ def neurons(config: NeuronConfig | str | Path, **options) -> NeuronResult:
     }
     result = NeuronResult(ranking, selection, per_class, meta)
     if config.write:
-        from ...report.text.neurons import write_neurons
-
         result.paths = write_neurons(result, config.output)
     return result
+
+
+def write_neurons(result: NeuronResult, output=None) -> list[Path]:
+    """``PREFIX.csv`` (selection), ``PREFIX.ranking.csv`` and ``PREFIX.json``; the figure is the report's
+    (``featx.report.save_neurons_figure``)."""
+    prefix = result.prefix = results_prefix(result.meta["features_file"], result.meta["label"], "neurons", output)
+    paths = [Path(f"{prefix}.csv"), Path(f"{prefix}.ranking.csv"), Path(f"{prefix}.json")]
+    write_table(result.selection, paths[0])
+    write_table(result.ranking, paths[1])
+    payload = {"meta": result.meta, "selection": _records(result.selection), "per_class": _records(result.per_class)}
+    paths[2].write_text(json.dumps(payload, default=json_safe, indent=1, allow_nan=False), encoding="utf-8")
+    return paths
+
+
+def _records(table: pd.DataFrame) -> list[dict]:
+    return [
+        {key: json_safe(value) if not isinstance(value, list) else value for key, value in record.items()}
+        for record in table.to_dict("records")
+    ]
 
 
 def _run(config: NeuronConfig, task: Task, layers: list[int], fractions, listed: int) -> list:

@@ -9,10 +9,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from ... import store
 from ...errors import InputError
 from ...selection import LayerSpec, parse_layer_specs, parse_poolings
 from ...store import FeatureFile
-from ... import store
 from ..config import ProbeConfig
 from ..inputs import check_baseline, check_baseline_sites, site_plan
 from ..meta import file_meta

@@ -39,7 +39,7 @@ __all__ = ["CSP", "ReportConfig", "default_output", "render", "write_report"]
 
 def _explain(results_path):
     """The run's ``featx explain`` result (nothing written), or the reason there is none."""
-    from ...probing.analyses.explain import explain
+    from ...probing import explain
 
     try:
         return explain(results_path, write=False), None
