@@ -16,6 +16,7 @@ from support.tiny import write_csv
 import featx
 from featx.errors import InputError
 from featx.probing import ProbeConfig, load_results, probe
+from featx.report import format_probe
 from featx.state import last
 
 
@@ -149,7 +150,7 @@ def test_results_files_have_the_contract_columns_and_load_back(tiny_features, tm
     )
     assert np.allclose(table.accuracy, from_json.accuracy)
     assert table.layer.iloc[2:].notna().all() and table.layer.iloc[:2].isna().all()  # majority, lexical
-    assert "* best layer" in result.format_table()
+    assert "* best layer" in format_probe(result)
 
 
 def test_fixed_split_uses_the_test_rows_and_bootstrap_intervals(tiny_model, tmp_path):
@@ -184,7 +185,7 @@ def test_baseline_is_probed_with_the_same_folds(tiny_model, tiny_features, tmp_p
         ("main", 4),
     ]  # main: majority, lexical, 2 layers
     assert result.meta["baseline_file"] == str(baseline.resolve())
-    assert "baseline features" in result.format_table()
+    assert "baseline features" in format_probe(result)
 
 
 def test_config_refuses_bad_options():
@@ -247,7 +248,7 @@ def test_sites_are_probed_side_by_side(tiny_model, tmp_path):
     assert ffn.loc[2, "accuracy"] > 0.9 and ffn.loc[2, "is_best"] and ffn.loc[1, "accuracy"] < 0.8
     assert singles.groupby("site").is_best.sum().eq(1).all()  # one best layer per site
     assert result.meta["sites"] == ["hidden", "ffn", "attn_out"]
-    assert "logreg probe on site ffn" in result.format_table()
+    assert "logreg probe on site ffn" in format_probe(result)
     with pytest.raises(InputError, match="site 'pre_ln' is not stored .* stored sites: hidden, ffn, attn_out"):
         probe(path, sites="pre_ln", write=False)
 

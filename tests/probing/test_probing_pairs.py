@@ -17,6 +17,7 @@ from featx.probing.tasks.pairs import (
     predict_thresholds,
     senteval,
 )
+from featx.report import format_probe
 
 
 def test_senteval_feature_is_u_v_absolute_difference_and_product():
@@ -141,7 +142,7 @@ def test_the_report_and_printout_show_the_cosine_not_the_probe(separate_file, tm
     test = split == "test"
     shown = cosine_table(result.meta)
     probes = result.table[(result.table.kind == "single") & (result.table.pooling == "mean")]
-    page, text = render(result.csv_path), result.format_table()
+    page, text = render(result.csv_path), format_probe(result)
     differs = 0
     for layer, (u, v) in sides.items():
         by_hand = spearmanr(cosine(u.astype(np.float64), v.astype(np.float64))[test], y[test]).statistic
@@ -164,7 +165,7 @@ def test_every_pair_table_starts_with_the_cosine_baseline(separate_file, tmp_pat
     assert [(row["pooling"], row["layer"]) for row in rows] == [
         (p, layer) for p in ("mean", "cls") for layer in (0, 1, 2)
     ]
-    text = result.format_table()
+    text = format_probe(result)
     assert text.index("cosine baseline") < text.index("probe\n")
     assert ("Spearman" if label == "score" else "accuracy of thresholds") in text
     from featx.report.figures.curves import plot_layer_curves
