@@ -5,4 +5,8 @@ runner and loop as ``featx extract`` (``featx.embed``, ``featx.sklearn.HiddenSta
 ``words``        ``encode_words``: the word vectors of in-memory sentences
 """
 
+from ...lazy import lazy_exports
+
 __all__ = ["sentences", "words"]
+
+__getattr__, __dir__ = lazy_exports(__name__, {name: name for name in __all__})  # each module on first use

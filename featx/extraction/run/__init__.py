@@ -7,4 +7,8 @@
 ``freshness``      is a features file already what this request would write (no torch)
 """
 
+from ...lazy import lazy_exports
+
 __all__ = ["freshness", "loop", "orchestrate", "resolve", "threads"]
+
+__getattr__, __dir__ = lazy_exports(__name__, {name: name for name in __all__})  # each module on first use

@@ -6,4 +6,8 @@
 ``long_windows``    ``--long window``: overlapping windows over a text longer than the model's maximum
 """
 
+from ...lazy import lazy_exports
+
 __all__ = ["batching", "long_windows", "tokenize", "word_tokens"]
+
+__getattr__, __dir__ = lazy_exports(__name__, {name: name for name in __all__})  # each module on first use
