@@ -4,7 +4,6 @@ TSV, JSON Lines) atomically; and the score against a label column of the corpus 
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -12,10 +11,9 @@ import pandas as pd
 
 from ..errors import InputError
 from ..extraction.inputs.corpus import Corpus
-from ..safe_files import atomic_write_text, csv_text, neutral_cell
+from ..io import STDOUT, write_csv
+from ..safe_files import atomic_write_text
 from .probe import Probe
-
-STDOUT = "-"  # the output path that means standard output (CSV)
 
 
 def check_scoring(corpus: Corpus, label: str | None, probe: Probe) -> np.ndarray | None:
@@ -81,19 +79,11 @@ def output_frame(probe: Probe, index: dict[str, list], scores: np.ndarray, top_k
 def write_frame(frame: pd.DataFrame, path: Path) -> None:
     """CSV (formula-safe cells), TSV (``.tsv``) or JSON Lines (``.jsonl``), through a temporary file; CSV to
     standard output for the path ``-``."""
-    if str(path) == STDOUT:
-        sys.stdout.write(csv_text(frame))
-        sys.stdout.flush()
+    if str(path) == STDOUT or path.suffix.lower() != ".jsonl":
+        write_csv(frame, path, sep="\t" if path.suffix.lower() == ".tsv" else ",")
         return
-    suffix = path.suffix.lower()
-    if suffix == ".jsonl":
-        text = frame.to_json(orient="records", lines=True, force_ascii=False)
-        text = text if text.endswith("\n") else text + "\n"
-    elif suffix == ".tsv":
-        text = frame.map(neutral_cell).to_csv(sep="\t", index=False)
-    else:
-        text = csv_text(frame)
-    atomic_write_text(path, text)
+    text = frame.to_json(orient="records", lines=True, force_ascii=False)
+    atomic_write_text(path, text if text.endswith("\n") else text + "\n")
 
 
 def score_line(probe: Probe, frame: pd.DataFrame, truth: np.ndarray | None) -> str | None:

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from ...errors import StoreError, require_whole
-from ...safe_files import read_csv
+from ...io import read_csv
 from ..choice import chosen_layer
 
 LAYER_PREFIX = "layer_"  # the per-layer columns of a predictions file
