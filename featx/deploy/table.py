@@ -12,6 +12,7 @@ import pandas as pd
 from ..errors import InputError
 from ..extraction.inputs.corpus import Corpus
 from ..io import STDOUT, write_csv
+from ..probing import regression_metrics as rm
 from ..safe_files import atomic_write_text
 from .probe import Probe
 
@@ -93,9 +94,7 @@ def score_line(probe: Probe, frame: pd.DataFrame, truth: np.ndarray | None) -> s
     if probe.classes is None:
         known = np.isfinite(truth)
         predicted = frame["prediction"].to_numpy(dtype=np.float64)[known]
-        residual = ((truth[known] - predicted) ** 2).sum()
-        total = ((truth[known] - truth[known].mean()) ** 2).sum()
-        r2 = 1 - residual / total if total > 0 else float("nan")
+        r2 = float(rm.metrics(truth[known], predicted)["r2"]) if known.any() else float("nan")
         return f"R² {r2:.4f} on {int(known.sum())} labelled rows"
     items = "words" if probe.level == "word" else "rows"
     known = truth >= 0
