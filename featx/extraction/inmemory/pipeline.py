@@ -51,7 +51,8 @@ def memory_corpus(
 
 
 class MemorySink:
-    """The batch loop's sink (``threads.Sink``) that keeps every pooled dataset in memory: ``{path: (rows, L, W)}``."""
+    """The batch loop's sink (``threads.Sink``, written commit block by commit block) that keeps every pooled
+    dataset in memory: ``{path: (rows, L, W)}``."""
 
     def __init__(self, plan, n_rows: int, word_offsets: np.ndarray | None = None):
         dtype = np.dtype(plan.store_dtype)
@@ -82,21 +83,21 @@ class MemorySink:
     def rows_done(self) -> int:
         return self._rows_done
 
-    def batches_done(self, window_start: int) -> int:
+    def batches_done(self, block_start: int) -> int:
         return 0  # nothing to resume in memory
 
-    def read_window(self, start: int, stop: int, values: dict[str, np.ndarray]) -> None:
+    def read_block(self, start: int, stop: int, values: dict[str, np.ndarray]) -> None:
         for path, buffer in values.items():
             buffer[...] = self.arrays[path][self._span(path, start, stop)]
 
-    def write_window(self, start: int, stop: int, values: dict[str, np.ndarray]) -> None:
+    def write_block(self, start: int, stop: int, values: dict[str, np.ndarray]) -> None:
         for path, rows in values.items():
             self.arrays[path][self._span(path, start, stop)] = rows
 
     def commit(self, rows_done: int) -> None:
         self._rows_done = rows_done
 
-    def commit_batches(self, window_start: int, batches_done: int) -> None:
+    def commit_batches(self, block_start: int, batches_done: int) -> None:
         pass
 
 

@@ -19,7 +19,7 @@ from ...errors import IncompleteError, InputError, Interrupted, StoreError, sign
 from ...state import remember
 from ...store import FeatureFile, FeatureWriter, OutputLock, partial_path, schema
 from ...store.shards import ShardFile, copy_shards, create_merged, open_shard, shard_attrs, shard_row_index
-from ..tokens.batching import plan_windows
+from ..tokens.batching import plan_blocks
 from .sharding import ShardSpec, manifest_path, read_manifest
 
 
@@ -172,7 +172,7 @@ def merge(
             indices = _check_rows(files, n_rows)
             writer = _open_writer(output, files, indices, n_rows, manifest, overwrite)
             try:
-                copy_shards(writer, files, indices, plan_windows, progress)
+                copy_shards(writer, files, indices, plan_blocks, progress)
                 final = writer.finish()
             except KeyboardInterrupt as interrupt:
                 raise Interrupted(
