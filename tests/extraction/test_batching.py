@@ -1,4 +1,4 @@
-"""Windows and batches: every row exactly once, budgets kept, padding never leaks into a row."""
+"""Commit blocks and batches: every row exactly once, budgets kept, padding never leaks into a row."""
 
 from __future__ import annotations
 
