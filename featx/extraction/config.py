@@ -213,8 +213,8 @@ class ExtractConfig(Options):
     trust_remote_code: bool = False
     random_init: bool = False
     seed: int = 0
-    commit_rows: int | None = None  # rows per commit window; default sized by memory
-    # Most seconds of work between commits: a window taking longer commits its finished batches early.
+    commit_rows: int | None = None  # rows per commit block; default sized by memory
+    # Most seconds of work between commits: a commit block taking longer commits its finished batches early.
     # Changes neither the features nor the fingerprint, only how much a kill can lose.
     commit_seconds: float = 10.0
     progress: bool = True
@@ -280,7 +280,7 @@ class ExtractSummary:
     resumed_from: int = 0
     windowed_rows: int = 0  # rows longer than the model's maximum, run in overlapping windows (--long window)
     words: int = 0  # word inputs (CoNLL-U...): the words stored, one vector per word pooling and layer
-    resumed_inside: int = 0  # rows an earlier run committed inside the window after ``resumed_from`` (by time)
+    resumed_inside: int = 0  # rows an earlier run committed inside the commit block after ``resumed_from`` (by time)
     notes: list[str] = field(default_factory=list)  # extra lines for the user (e.g. the merge of shards)
     # Where the time went (0 for an up-to-date file): model load, tokenisation, and the batch loop
     # (forward, pooling, copies; writing overlaps it). ``tokens / forward_seconds`` is the steady-state rate.
@@ -309,7 +309,9 @@ class ExtractSummary:
         if self.status == "up-to-date":
             return f"up to date: {self.output} ({', '.join(parts)}, {size}); use --overwrite to recompute"
         parts += [f"{self.seconds:.1f} s", f"{self.tokens_per_second:,.0f} tokens/s", size]
-        inside = f", plus {self.resumed_inside} rows committed inside the next window" if self.resumed_inside else ""
+        inside = ""
+        if self.resumed_inside:
+            inside = f", plus {self.resumed_inside} rows committed inside the next commit block"
         resumed = f" (resumed at row {self.resumed_from}{inside})" if self.status == "resumed" else ""
         return f"wrote {self.output}{resumed}: " + ", ".join(parts)
 

@@ -27,6 +27,7 @@ _HOMES = {
     "ProbeMeta": "meta",
     "ProbeResult": "results",
     "load_results": "results",
+    "regression_metrics": "evaluation",
     "results_paths": "results",
     "ProbeTask": "tasks.base",
     "describe_labels": "label_summary",

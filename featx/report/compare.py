@@ -19,10 +19,11 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InputError
+from ..io import write_csv
 from ..options import Check, Options, normalise, whole
 from .figures.compare import plot_compare
 from .figures.style import FORMATS, RC, save
-from .files import make_folder, write_csv
+from .files import make_folder
 from .load import (
     Entry,
     check_metric,

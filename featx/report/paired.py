@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..io import read_csv
 from ..probing import SIGNIFICANCE_ALPHA, holm
-from ..safe_files import read_csv
 
 N_BOOT = 2000
 

@@ -19,9 +19,10 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InputError
+from ..io import write_csv
 from ..options import Check, Options, whole
 from .figures.style import FORMATS, RC, axes_or_new, save
-from .files import make_folder, write_csv
+from .files import make_folder
 
 CACHE_BYTES = 1 << 30  # layers are kept in memory only while the whole file fits in this
 

@@ -2,7 +2,7 @@
 
 ``schema``   the layout: every path and attribute name, ``SiteLayout`` (one stored site, hidden included)
 ``strings``  row strings stored losslessly (NUL escaped), attribute values read back as Python
-``writer``   ``FeatureWriter``: preallocated, crash-safe, committed window by window, resumable
+``writer``   ``FeatureWriter``: preallocated, crash-safe, committed block by block, resumable
 ``create``   the datasets of a new file (attributes, row metadata, labels, preallocated features)
 ``hdf5``     the HDF5 primitives under them: preallocation, flushed writes, errors as ``OSError``, chunking
 ``words``    the ``/words`` group of word inputs: written, checked, and read (``FeatureFile``'s word reads)

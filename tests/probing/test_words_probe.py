@@ -280,7 +280,7 @@ def _write_planted_file(path, source: PlantedWords) -> None:
     )
     values = {"pooled/mean": np.zeros((n_rows, len(source.layers), hidden), np.float32)}
     values.update({f"words/pooled/{p}": source.states[p] for p in ("first", "mean")})
-    writer.write_window(0, n_rows, values)
+    writer.write_block(0, n_rows, values)
     writer.commit(n_rows)
     writer.finish()
 

@@ -152,7 +152,7 @@ def _run(
     plan: ExtractionPlan, writer: FeatureWriter, tokenized: TokenizedCorpus, loaded: LoadedModel, n_rows: int
 ) -> tuple[Path, int]:
     """The batch loop into ``writer``, then the finished file and the rows an earlier run had committed
-    inside the first window; a clear error (rows kept) if it stops."""
+    inside the first commit block; a clear error (rows kept) if it stops."""
     output = plan.output
     try:
         inside = loop.run(
@@ -164,7 +164,7 @@ def _run(
         inside = writer.batches_done(done)
         writer.close()
         signum, name = signal_of(interrupt)
-        more = f" (and the first {inside} batches of the next window)" if inside else ""
+        more = f" (and the first {inside} batches of the next commit block)" if inside else ""
         raise Interrupted(
             f"interrupted ({name}): {done} of {n_rows} rows are saved in {partial_path(output)}{more}",
             "run the same featx extract command again to resume where it stopped",

@@ -31,13 +31,13 @@ from ..model.devices import dtype_name
 from ..model.fingerprints import tokenizer_sha256
 from ..model.loading import LoadedModel
 from ..plan import (
+    COMMIT_BLOCK_BYTES,
     CPU_BATCH_SIZE,
     CPU_MAX_TOKENS,
     DEFAULT_BATCH_SIZE,
     DEFAULT_MAX_TOKENS,
-    MAX_WINDOW_ROWS,
-    MIN_WINDOW_ROWS,
-    WINDOW_BYTES,
+    MAX_BLOCK_ROWS,
+    MIN_BLOCK_ROWS,
     ExtractionPlan,
     WindowSpec,
 )
@@ -117,11 +117,11 @@ def default_batch_size(config: ExtractConfig, loaded: LoadedModel) -> int:
     return int(config.batch_size or DEFAULT_BATCH_SIZE.get(loaded.device.type, CPU_BATCH_SIZE))
 
 
-def window_rows(config: ExtractConfig, row_bytes: int) -> int:
-    """Rows per commit window: ``--commit-rows``, else as many as ``WINDOW_BYTES`` holds (64 to 8192)."""
+def block_rows(config: ExtractConfig, row_bytes: int) -> int:
+    """Rows per commit block: ``--commit-rows``, else as many as ``COMMIT_BLOCK_BYTES`` holds (64 to 8192)."""
     if config.commit_rows:
         return int(config.commit_rows)
-    return int(max(MIN_WINDOW_ROWS, min(MAX_WINDOW_ROWS, WINDOW_BYTES // max(1, row_bytes))))
+    return int(max(MIN_BLOCK_ROWS, min(MAX_BLOCK_ROWS, COMMIT_BLOCK_BYTES // max(1, row_bytes))))
 
 
 def fingerprint(
@@ -232,7 +232,7 @@ def resolve_plan(
         config, corpus_sha256, loaded, layers, poolings, max_tokens, batch_size, layouts, window, word_poolings
     )
     itemsize = np.dtype(config.store_dtype).itemsize
-    rows = window_rows(config, sum(site.row_bytes(itemsize) for site in layouts))
+    rows = block_rows(config, sum(site.row_bytes(itemsize) for site in layouts))
     token_bytes = sum(site.token_bytes(itemsize) for site in layouts)
     output = output_path(config)
     pad_id, pad_source = resolve_pad(loaded.tokenizer)
@@ -253,8 +253,8 @@ def resolve_plan(
         hooked=hooked,
         max_tokens=max_tokens,
         batch_size=batch_size,
-        window_rows=rows,
-        window_tokens=WINDOW_BYTES / token_bytes if config.tokens else None,
+        block_rows=rows,
+        block_tokens=COMMIT_BLOCK_BYTES / token_bytes if config.tokens else None,
         commit_seconds=float(config.commit_seconds),
         fingerprint=shard.fingerprint(base) if shard else base,
         base_fingerprint=base,

@@ -30,7 +30,7 @@ from ...store import (
     shard_attrs,
     shard_row_index,
 )
-from ..tokens.batching import plan_windows
+from ..tokens.batching import plan_blocks
 from .sharding import ShardSpec, manifest_path, read_manifest
 
 
@@ -183,7 +183,7 @@ def merge(
             indices = _check_rows(files, n_rows)
             writer = _open_writer(output, files, indices, n_rows, manifest, overwrite)
             try:
-                copy_shards(writer, files, indices, plan_windows, progress)
+                copy_shards(writer, files, indices, plan_blocks, progress)
                 final = writer.finish()
             except KeyboardInterrupt as interrupt:
                 raise Interrupted(

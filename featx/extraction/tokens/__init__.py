@@ -2,7 +2,7 @@
 
 ``tokenize``        a whole corpus tokenised once into flat arrays
 ``word_tokens``     word inputs tokenised as their words, with each word's subwords
-``batching``        commit windows of rows in corpus order, length-sorted batches within one
+``batching``        commit blocks of rows in corpus order, length-sorted batches within one
 ``long_windows``    ``--long window``: overlapping windows over a text longer than the model's maximum
 """
 

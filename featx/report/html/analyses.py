@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 
 from ...errors import InputError, StoreError
-from ...safe_files import read_csv
+from ...io import read_csv
 from ..load import model_name
 from ..text.erase import format_erase
 from ..text.neurons import format_neurons
