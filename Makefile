@@ -99,7 +99,7 @@ browser:
 # The report of the demo's sentiment run in headless Chromium; keeps the screenshot and PDF in out/report-check/.
 report-check: install-test browser
 	@mkdir -p $(OUT)/report-check
-	FEATX_REPORT_CHECK_DIR=$(OUT)/report-check $(PY) -m pytest -q tests/report/test_report_browser.py -rs
+	FEATX_REPORT_CHECK_DIR=$(OUT)/report-check $(PY) -m pytest -q tests/report/html/test_report_browser.py -rs
 	@echo "screenshot: $(OUT)/report-check/report-screenshot.png; PDF: $(OUT)/report-check/report.pdf"
 
 # The release files: the sdist, and the wheel python -m build makes from it, in $(DIST)/. The wheel ships

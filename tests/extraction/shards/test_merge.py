@@ -34,7 +34,7 @@ from featx.extraction.shards.sharding import ShardSpec, manifest_path
 from featx.store import FeatureWriter, OutputLock, partial_path
 from featx.store.schema import ROW_INDEX
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def cli_args(corpus, output, model, *extra) -> list[str]:
