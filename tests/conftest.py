@@ -21,9 +21,19 @@ from pathlib import Path
 os.environ["MPLBACKEND"] = "Agg"
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1:
+    # pytest-xdist workers share the cores: one OpenMP thread each (and in the processes they start) instead of
+    # every worker spinning a thread per core. Set before torch is imported, which reads it once.
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import pytest  # noqa: E402  (after the environment above)
 from support.probe_data import make_tiny_features  # noqa: E402
+from support.shared_files import (  # noqa: E402
+    make_pair_features,
+    make_site_features,
+    make_template_features,
+    make_word_features,
+)
 from support.tiny import SENTENCES, build_tiny_bert, write_csv  # noqa: E402
 
 
@@ -61,6 +71,30 @@ def minilm_path() -> Path:
 def tiny_features(tiny_model, tmp_path_factory):
     """Tiny-model features of 80 rows with token states: label (2 classes) and topic (3 classes)."""
     return make_tiny_features(tmp_path_factory.mktemp("probe-data"), tiny_model)
+
+
+@pytest.fixture(scope="session")
+def pair_features(tiny_model, tmp_path_factory) -> Path:
+    """Sentence pairs in separate mode (``support.shared_files.pair_corpus``: score, same, split), float32."""
+    return make_pair_features(tmp_path_factory.mktemp("pair-features"), tiny_model)
+
+
+@pytest.fixture(scope="session")
+def word_features(tiny_model, tmp_path_factory) -> tuple[Path, Path]:
+    """``(features, test treebank)``: word vectors of a two-file toy treebank (upos, heads), float32."""
+    return make_word_features(tmp_path_factory.mktemp("word-features"), tiny_model)
+
+
+@pytest.fixture(scope="session")
+def site_features(tiny_model, tmp_path_factory) -> Path:
+    """The ``tiny_features`` rows with the hidden, ffn and attn_out sites, mean and cls pooled."""
+    return make_site_features(tmp_path_factory.mktemp("site-features"), tiny_model)
+
+
+@pytest.fixture(scope="session")
+def template_features(tiny_model, tmp_path_factory) -> Path:
+    """``SENTENCES`` through a prompt template, pooled at its marker, float32."""
+    return make_template_features(tmp_path_factory.mktemp("template-features"), tiny_model)
 
 
 @pytest.fixture

@@ -61,9 +61,9 @@ def real_runs(tiny_model, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def task_runs(tiny_model, tmp_path_factory):
+def task_runs(tiny_model, pair_features, word_features, tmp_path_factory):
     """``{kind: results path}`` for regression, pairs, words, erase, neurons and sweep (tiny real runs)."""
     folder = tmp_path_factory.mktemp("report-tasks")
     with pytest.MonkeyPatch.context() as patch:
         patch.chdir(folder)
-        return every_kind(folder, tiny_model)
+        return every_kind(folder, tiny_model, pair_features, word_features[0])
