@@ -27,11 +27,11 @@ if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1:
     os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import pytest  # noqa: E402  (after the environment above)
+from support.deploy_data import make_split_features  # noqa: E402
 from support.probe_data import make_tiny_features  # noqa: E402
 from support.shared_files import (  # noqa: E402
     make_pair_features,
     make_site_features,
-    make_template_features,
     make_word_features,
 )
 from support.tiny import SENTENCES, build_tiny_bert, write_csv  # noqa: E402
@@ -74,6 +74,13 @@ def tiny_features(tiny_model, tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def split_features(tiny_model, tmp_path_factory) -> Path:
+    """Sentences with a train/test split (label, topic, score; ``support.deploy_data``), mean and cls pooled: the
+    deploy and scikit-learn tests' file."""
+    return make_split_features(tmp_path_factory.mktemp("split-features"), tiny_model)
+
+
+@pytest.fixture(scope="session")
 def pair_features(tiny_model, tmp_path_factory) -> Path:
     """Sentence pairs in separate mode (``support.shared_files.pair_corpus``: score, same, split), float32."""
     return make_pair_features(tmp_path_factory.mktemp("pair-features"), tiny_model)
@@ -89,12 +96,6 @@ def word_features(tiny_model, tmp_path_factory) -> tuple[Path, Path]:
 def site_features(tiny_model, tmp_path_factory) -> Path:
     """The ``tiny_features`` rows with the hidden, ffn and attn_out sites, mean and cls pooled."""
     return make_site_features(tmp_path_factory.mktemp("site-features"), tiny_model)
-
-
-@pytest.fixture(scope="session")
-def template_features(tiny_model, tmp_path_factory) -> Path:
-    """``SENTENCES`` through a prompt template, pooled at its marker, float32."""
-    return make_template_features(tmp_path_factory.mktemp("template-features"), tiny_model)
 
 
 @pytest.fixture

@@ -12,10 +12,11 @@ from support.tiny import write_csv
 import featx
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def real_runs(tiny_model, tmp_path_factory):
     """``{"folder", "corpus", "features", "random", "main", "baseline"}``: paths of two features files of the
-    same rows and their results CSVs (main with --mdl and --train-sizes)."""
+    same rows and their results CSVs (main with --mdl and --train-sizes). Built once per session for the five
+    modules that read it; a test writes only a report beside the results, never into the features files."""
     folder = tmp_path_factory.mktemp("report-runs")
     corpus = write_csv(folder / "corpus.csv", tiny_rows(80), header=("text", "sentiment", "split"))
     with pytest.MonkeyPatch.context() as patch:

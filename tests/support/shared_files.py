@@ -1,6 +1,7 @@
 """The features files a test session shares, one per kind of input, each built once (per pytest-xdist worker) by
 a session fixture of the root ``conftest.py`` on the tiny random BERT: ``tiny_features`` (sentences,
-``support.probe_data``), ``pair_features``, ``word_features``, ``site_features`` and ``template_features``.
+``support.probe_data``), ``split_features`` (``support.deploy_data``), ``pair_features``, ``word_features`` and
+``site_features``. (No test extracts a templated file only to read it: the prompt tests each extract their own.)
 
 Tests read them and never change them: a test that writes into a features file copies it first
 (``copy_features``), and results go to the test's own ``tmp_path``, never beside the shared file.
@@ -18,9 +19,6 @@ import featx
 from support.probe_data import N_ROWS, make_rows
 from support.report_runs import treebank
 from support.tiny import SENTENCES, write_csv
-
-TEMPLATE = "Review: {text}\nSentiment:"
-TEMPLATE_MARKER = "Sentiment:"
 
 
 def pair_corpus(path: Path) -> Path:
@@ -73,22 +71,6 @@ def make_site_features(folder: Path, tiny_model: Path) -> Path:
     output = folder / "sites.h5"
     featx.extract(
         corpus, model=str(tiny_model), output=output, poolings="mean,cls", sites="ffn,attn_out", progress=False
-    )
-    return output
-
-
-def make_template_features(folder: Path, tiny_model: Path) -> Path:
-    """``SENTENCES`` rendered into ``TEMPLATE``, pooled at the marker, its span and the last token, in float32."""
-    corpus = write_csv(folder / "corpus.csv", SENTENCES)
-    output = folder / "prompts.h5"
-    featx.extract(
-        corpus,
-        model=str(tiny_model),
-        output=output,
-        template=TEMPLATE,
-        pool_at=f"marker:{TEMPLATE_MARKER}",
-        store_dtype="float32",
-        progress=False,
     )
     return output
 
