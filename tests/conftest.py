@@ -1,10 +1,14 @@
 """Fixtures shared by the whole suite, and the test run's environment.
 
-Layout: ``tests/`` mirrors the package (``extraction/``, ``store/``, ``probing/``, ``report/``, plus
-``robustness/`` for faults and hostile input); fixtures used by one folder only live in that folder's
-``conftest.py``; plain helpers and constants live in the ``support`` package (``tests/support/``, importable
-because pytest's ``pythonpath`` holds ``tests``) and are imported from there, never from a conftest or from
-another test module.
+Layout: ``tests/`` mirrors the package (``extraction/<subpackage>/``, ``probing/<subpackage>/``,
+``report/<subpackage>/``, ``store/``, ``deploy/``, ... plus ``robustness/`` for faults and hostile input);
+fixtures used by one folder only live in that folder's ``conftest.py``; plain helpers and constants live in the
+``support`` package (``tests/support/``, importable because pytest's ``pythonpath`` holds ``tests``) and are
+imported from there, never from a conftest or from another test module.
+
+The features files a test only reads are built once per session (per pytest-xdist worker) here, one per kind
+of input: ``tiny_features``, ``split_features``, ``pair_features``, ``word_features``, ``site_features``
+(``support.shared_files``). Never write into them: copy first (``features_copy``, ``copy_features``).
 
 Tests marked ``slow`` start other processes (``subprocess``, ``multiprocessing``, ``torchrun``, a Jupyter
 kernel), drive headless Chromium or load the MiniLM model; ``pytest -m "not slow"`` (``make test-fast``) leaves
