@@ -41,6 +41,16 @@ from support.shared_files import (  # noqa: E402
 from support.tiny import SENTENCES, build_tiny_bert, write_csv  # noqa: E402
 
 
+def pytest_collection_modifyitems(config, items):
+    """Under pytest-xdist, the modules holding slow tests go first (each kept whole, in folder order otherwise):
+    the long tests then start while the quick ones fill the gaps, instead of one worker finishing a child-process
+    test alone at the end. Only the order changes; no test depends on another's."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    slow_modules = {item.path for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.path not in slow_modules)  # stable: the order within each group is kept
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _featx_cache_dir(tmp_path_factory):
     """The weight-fingerprint cache of a test run lives in a temporary folder, never in ~/.cache."""
