@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from support.planted import plant
 from support.probe_data import N_ROWS, make_rows
+from support.shared_files import copy_features
 from support.tiny import write_csv
 
 import featx
@@ -225,10 +226,8 @@ def test_balanced_class_weights_help_a_rare_class(features_copy):
         assert weighted.balanced_accuracy >= plain.balanced_accuracy - 0.05
 
 
-def test_sites_are_probed_side_by_side(tiny_model, tmp_path):
-    corpus = write_csv(tmp_path / "corpus.csv", make_rows(N_ROWS), header=("text", "label", "topic"))
-    path = tmp_path / "sites.h5"
-    featx.extract(corpus, model=str(tiny_model), output=path, progress=False, poolings="mean,cls", sites="ffn,attn_out")
+def test_sites_are_probed_side_by_side(site_features, tmp_path):
+    path = copy_features(site_features, tmp_path)  # the planting below changes the file
     rng = np.random.default_rng(0)
     with h5py.File(path, "r+") as file:  # plant a label signal in the ffn site's layer 2 only
         y = file["labels/label"][:]
