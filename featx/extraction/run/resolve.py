@@ -154,7 +154,7 @@ def fingerprint(
             "skip_empty": config.skip_empty,
             "model_sha256": loaded.weights_sha256,
             "random_init": config.random_init,
-            "seed": config.seed if config.random_init else None,
+            "seed": config.init_seed if config.random_init else None,
             "max_length": loaded.max_length,
             "layers": list(layers),
             "poolings": list(poolings),
