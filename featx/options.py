@@ -48,6 +48,7 @@ class Flag:
     choices: tuple[str, ...] | None = None
     negate: bool = False
     old: tuple[str, ...] = ()
+    cli_default: Any = None  # the command line's own default, where it differs from the field's (None: the same)
 
     @property
     def name(self) -> str:
@@ -75,12 +76,13 @@ def option(
     choices: Iterable[str] | None = None,
     negate: bool = False,
     old: tuple[str, ...] = (),
+    cli_default: Any = None,
 ) -> Any:
     """A config field declared once: its default, and (with ``flag``) how the command line shows it."""
     if flag is None:
         return dataclasses.field(default=default)
     flags = (flag,) if isinstance(flag, str) else tuple(flag)
-    spec = Flag(flags, help, group, kind, tuple(choices) if choices is not None else None, negate, old)
+    spec = Flag(flags, help, group, kind, tuple(choices) if choices is not None else None, negate, old, cli_default)
     return dataclasses.field(default=default, metadata={OPTION: spec})
 
 

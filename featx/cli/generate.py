@@ -53,6 +53,7 @@ _KINDS = (("path", "Path"), ("int", "int"), ("float", "float"))
 def _option(item: dataclasses.Field, spec: Flag) -> click.Option:
     kind = _type(item, spec)
     default = item.default if item.default is not dataclasses.MISSING else None
+    default = spec.cli_default if spec.cli_default is not None else default
     if kind is None:  # a flag: on when given (``negate``: the field is then False)
         made = click.Option([*spec.flags, item.name], is_flag=True, help=spec.help)
     else:

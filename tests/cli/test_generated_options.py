@@ -32,7 +32,11 @@ def _generated(command: ConfigCommand) -> dict[str, click.Option]:
 
 def test_every_command_with_a_config_has_its_options_generated():
     named = {name for name, _ in CONFIGURED}
-    assert {"featx extract"} <= named
+    assert named == {
+        f"featx {name}"
+        for name in ("extract", "probe", "fit", "predict", "erase", "neurons", "explain")
+        + ("plot", "compare", "similarity", "report")
+    }
 
 
 @pytest.mark.parametrize("name, command", CONFIGURED, ids=[name for name, _ in CONFIGURED])
@@ -43,7 +47,8 @@ def test_every_field_with_a_flag_is_an_option_with_its_default_and_group(name, c
         assert list(spec.flags) == option.opts + option.secondary_opts, item.name
         assert getattr(option, GROUP) == spec.group and option.help == spec.help
         if not option.is_flag:
-            assert option.default == (None if item.default is dataclasses.MISSING else item.default), item.name
+            default = None if item.default is dataclasses.MISSING else item.default
+            assert option.default == (default if spec.cli_default is None else spec.cli_default), item.name
 
 
 @pytest.mark.parametrize("name, command", CONFIGURED, ids=[name for name, _ in CONFIGURED])
@@ -122,3 +127,50 @@ def test_embed_takes_the_config_fields_as_keywords_and_documents_them_from_the_f
         embed_options({"colour": "red"})
     for keyword in EMBED_KEYWORDS:
         assert f"    {keyword} (--" in (embed.__doc__ or ""), keyword
+
+
+def test_predict_batch_rows_is_commit_rows_with_a_warning():
+    new = _config("predict", ["b.featx", "c.csv", "--commit-rows", "16"])
+    with pytest.warns(FeatxDeprecationWarning, match=r"^--batch-rows is deprecated, use --commit-rows; --batch-rows"):
+        old = _config("predict", ["b.featx", "c.csv", "--batch-rows", "16"])
+    assert old == new and new["commit_rows"] == 16
+
+
+def test_predict_python_keyword_batch_rows_is_commit_rows_with_a_warning():
+    from featx.deploy import PredictConfig
+
+    with pytest.warns(FeatxDeprecationWarning, match=r"^batch_rows is deprecated, use commit_rows"):
+        old = PredictConfig.build("b.featx", corpus="c.csv", batch_rows=8)
+    assert old == PredictConfig.build("b.featx", corpus="c.csv", commit_rows=8)
+
+
+@pytest.mark.parametrize("command", ["probe", "fit"])
+def test_task_is_one_fixed_choice_in_probe_and_fit(command):
+    option = _generated(main.commands[command])["task"]
+    assert isinstance(option.type, click.Choice) and list(option.type.choices) == [
+        "auto",
+        "classification",
+        "regression",
+    ]
+    assert _config(command, ["f.h5", "--task", "Regression"])["task"] == "regression"
+    result = CliRunner().invoke(main, [command, "f.h5", "--task", "numbers"])
+    assert result.exit_code == 2 and "'numbers' is not one of 'auto', 'classification', 'regression'" in result.output
+
+
+@pytest.mark.parametrize("command", ["extract", "fit", "predict", "erase"])
+def test_quiet_is_accepted_by_every_long_running_command(command):
+    arguments = {"predict": ["b.featx", "c.csv"]}.get(command, ["f.h5"])
+    main.commands[command].make_context(command, [*arguments, "-q"]).close()
+    main.commands[command].make_context(command, [*arguments, "--quiet"]).close()
+
+
+@pytest.mark.parametrize("command", ["extract", "probe", "predict"])
+def test_device_means_the_torch_device_the_command_computes_on(command):
+    assert _generated(main.commands[command])["device"].help.startswith("Torch device ")
+
+
+def test_seed_seeds_folds_wherever_it_is_a_flag():
+    for name, command in CONFIGURED:
+        seed = _generated(command).get("seed")
+        if seed is not None and not seed.hidden:
+            assert "folds" in (seed.help or ""), name

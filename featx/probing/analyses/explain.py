@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from ...errors import StoreError, require_whole
-from ...options import Options, whole
+from ...options import Options, option, whole
 from ...safe_files import atomic_write_text, csv_text, read_csv
 from ..choice import chosen_layer
 from ..results import side_path
@@ -211,9 +211,9 @@ class ExplainConfig(Options):
     to add the texts, and how many rows the printed lists show."""
 
     results: str | Path | None = None
-    buckets: int = 4
+    buckets: int = option(4, flag="--buckets", help="Text-length buckets (quantiles of tokens).")
     texts: bool = True
-    limit: int = 10
+    limit: int = option(10, flag="--limit", help="Rows listed per group.")
     write: bool = True  # the confusion matrix as <stem>.confusion.csv beside the predictions
 
 
