@@ -116,6 +116,13 @@ def renamed(cls: type, options: dict[str, Any]) -> dict[str, Any]:
     return options
 
 
+def recorded(config: Any) -> dict[str, Any]:
+    """``config``'s fields as a dict, a renamed field under its first old name: what files record (the
+    options attribute of a features file, the up-to-date key) keeps the keys that 0.2.0 wrote."""
+    names = {item.name: spec.old_keywords[0] for item, spec in flagged(type(config)) if spec.old}
+    return {names.get(name, name): value for name, value in dataclasses.asdict(config).items()}
+
+
 def keyword_doc(cls: type, names: Iterable[str] | None = None, defaults: dict[str, Any] | None = None) -> str:
     """The documented keyword list of a config's fields (``names``, or every field with a flag): one line each,
     ``name`` (``--flag``, default): help, made from the fields so that it is never typed twice."""
@@ -310,6 +317,7 @@ __all__ = [
     "keyword_doc",
     "keyword_of",
     "option",
+    "recorded",
     "renamed",
     "names",
     "normalise",

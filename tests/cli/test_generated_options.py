@@ -174,3 +174,11 @@ def test_seed_seeds_folds_wherever_it_is_a_flag():
         seed = _generated(command).get("seed")
         if seed is not None and not seed.hidden:
             assert "folds" in (seed.help or ""), name
+
+
+def test_files_record_a_renamed_option_under_the_name_0_2_0_wrote():
+    from featx.extraction import make_config
+    from featx.options import recorded
+
+    record = recorded(make_config("c.csv", random_init=True, init_seed=3))
+    assert record["seed"] == 3 and "init_seed" not in record

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +17,7 @@ import numpy as np
 from ..._version import __version__
 from ...errors import InputError
 from ...io import rereadable, source_name
+from ...options import recorded
 from ...selection import POOLINGS, parse_poolings, select_layers
 from ...store import HIDDEN_SITE, SiteLayout, hidden_layout, schema
 from ..config import ExtractConfig, is_word_input, output_path
@@ -317,5 +317,5 @@ def provenance(plan: ExtractionPlan, corpus, loaded: LoadedModel) -> dict:
         schema.REQUEST_KEY: request_key(config, corpus.sha256) or "",  # for the quick check (freshness.py)
         **pair_attributes(config),
         **corpus.attributes,  # the prompts' (prompts.py), when rows were made into prompts
-        schema.OPTIONS: json.dumps({k: str(v) if isinstance(v, Path) else v for k, v in asdict(config).items()}),
+        schema.OPTIONS: json.dumps({k: str(v) if isinstance(v, Path) else v for k, v in recorded(config).items()}),
     }
