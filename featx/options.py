@@ -137,8 +137,18 @@ def keyword_doc(cls: type, names: Iterable[str] | None = None, defaults: dict[st
     return "\n".join(lines)
 
 
+class _Renaming(type):
+    """Makes a config from an old keyword of a renamed option too (``ExtractConfig(corpus, seed=1)``), with a
+    deprecation warning, as ``Options.build`` and the command line do."""
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        if kwargs and any(spec.old for _, spec in flagged(cls)):
+            kwargs = renamed(cls, kwargs)
+        return super().__call__(*args, **kwargs)
+
+
 @dataclass(frozen=True)
-class Options:
+class Options(metaclass=_Renaming):
     """Base of every command's config: frozen, and checked by its ``CONSTRAINTS`` when made."""
 
     CONSTRAINTS: ClassVar[tuple[Check, ...]] = ()

@@ -182,3 +182,11 @@ def test_files_record_a_renamed_option_under_the_name_0_2_0_wrote():
 
     record = recorded(make_config("c.csv", random_init=True, init_seed=3))
     assert record["seed"] == 3 and "init_seed" not in record
+
+
+def test_a_config_made_directly_takes_the_old_keyword_too():
+    from featx.extraction import ExtractConfig
+
+    with pytest.warns(FeatxDeprecationWarning, match="^seed is deprecated, use init_seed"):
+        old = ExtractConfig("c.csv", random_init=True, seed=2)
+    assert old == ExtractConfig("c.csv", random_init=True, init_seed=2) and old.replace(init_seed=3).init_seed == 3
