@@ -1,6 +1,6 @@
 """``featx.deploy.predict``: a bundle's predictions for every row of a corpus, written as CSV, TSV or JSON Lines.
 
-The corpus is read as ``featx extract`` reads it; the texts are encoded in chunks of ``batch_rows`` rows
+The corpus is read as ``featx extract`` reads it; the texts are encoded in chunks of ``commit_rows`` rows
 (the encoder run only up to the probe's highest layer), each chunk's predictions appended to a partial file
 beside the output whose first line is the run's key (the bundle's weights digest, the corpus's sha256 and
 the options that change the output). A run stopped part-way resumes from the rows that file holds; when every
@@ -264,12 +264,12 @@ def _word_index(words: WordTable, ids: list[str]) -> dict[str, list]:
 def _run_chunks(
     probe, corpus: Corpus, config: PredictConfig, partial: Path | None, key: dict, done: list, first: int
 ) -> list:
-    """The scores of rows ``first`` on, ``batch_rows`` rows (a word probe: sentences) a chunk, each chunk
+    """The scores of rows ``first`` on, ``commit_rows`` rows (a word probe: sentences) a chunk, each chunk
     appended to the partial file (if any) as it is done; ``done``: the scores already held."""
     from tqdm.auto import tqdm
 
     words = _words(probe, corpus)
-    scores, step = list(done), int(config.batch_rows)
+    scores, step = list(done), int(config.commit_rows)
     unit = "rows" if words is None else "sentences"
     with tqdm(total=len(corpus), initial=first, unit=unit, disable=not config.progress, desc="predict") as bar:
         for start in range(first, len(corpus), step):

@@ -145,7 +145,7 @@ class Probe:
         key = (config.model, config.device, config.dtype, config.max_length, config.trust_remote_code)
         if key not in self._encoders:
             self._encoders.clear()
-            options = (config.trust_remote_code, config.random_init, config.seed, config.max_length)
+            options = (config.trust_remote_code, config.random_init, config.init_seed, config.max_length)
             native = native_requested(config)
             self._encoders[key] = load_model(config.model, config.device, config.dtype, *options, native=native)
         return self._encoders[key]

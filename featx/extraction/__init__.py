@@ -3,7 +3,8 @@
 The public face (what the CLI, the other featx packages and notebooks import; nothing else is reached
 from outside this package):
 
-``ExtractConfig``   every option of ``featx extract``, validated once, frozen (``config.py``)
+``ExtractConfig``   every option of ``featx extract``, declared once, validated once, frozen (``config.py``;
+                    its checks in ``checks.py``, ``ExtractSummary`` in ``summary.py``)
 ``ExtractionPlan``  the run resolved once from the config, the corpus and the model (``plan.py``, data only;
                     ``run/resolve.py`` resolves it)
 ``extract``         run it: single process, one shard, or a torchrun rank (``run/``)

@@ -156,7 +156,7 @@ def test_predict_splits_plain_texts_on_whitespace(fitted, tmp_path):
 def test_an_interrupted_word_run_resumes_on_a_sentence(fitted, word_features, tmp_path, monkeypatch):
     _, test_file = word_features
     output = tmp_path / "p.csv"
-    args = ["predict", str(fitted.path), str(test_file), "-o", str(output), "--batch-rows", "5", "-q"]
+    args = ["predict", str(fitted.path), str(test_file), "-o", str(output), "--commit-rows", "5", "-q"]
     real, calls = Probe.word_features, []
 
     def failing(probe, sentences, **overrides):

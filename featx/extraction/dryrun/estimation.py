@@ -185,7 +185,7 @@ def _calibrate(plan, loaded, tokenized) -> tuple[float, str]:
         lengths = tokenized.lengths
     pad_id = plan.pad_id
     runner = Runner(loaded, plan)
-    seed = plan.config.seed
+    seed = plan.config.init_seed
 
     padded = np.array([len(batch) * int(lengths[batch].max()) for batch in batches], dtype=np.float64)
     windowed_tokens = windowed_padded_tokens(plan, full_lengths, long_rows)

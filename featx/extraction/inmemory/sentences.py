@@ -12,9 +12,9 @@ from collections.abc import Sequence
 import numpy as np
 
 from ...errors import InputError
+from ...options import keyword_doc, renamed
 from ...store import HIDDEN_SITE
 from ..config import ExtractConfig
-from ..model.files import DEFAULT_MODEL
 from .pipeline import IN_MEMORY, PAIR_COL, TEXT_COL, memory_corpus, run_in_memory
 
 
@@ -140,55 +140,61 @@ def encode(loaded, config: ExtractConfig, texts: list[str], pairs: list[str] | N
     return Embeddings(run.arrays, run.plan.sites, run.model, len(corpus))
 
 
-def embed(
-    texts,
-    *,
-    text_pairs=None,
-    model: str = DEFAULT_MODEL,
-    layers: str | int | Sequence[int] = "all",
-    poolings: str | Sequence[str] = "mean",
-    pair_mode: str | None = None,
-    max_length: int | None = None,
-    long: str = "truncate",
-    stride: int | None = None,
-    dtype: str = "auto",
-    device: str = "auto",
-    batch_size: int | None = None,
-    max_tokens: int | None = None,
-    store_dtype: str = "float32",
-    sites: str = "hidden",
-    progress: bool = False,
-    trust_remote_code: bool = False,
-    random_init: bool = False,
-    seed: int = 0,
-) -> Embeddings:
+# The keywords of ``embed``: the extraction options that make sense without a corpus file (declared once, as
+# ``ExtractConfig``'s fields), and the defaults that differ from ``featx extract``'s.
+EMBED_KEYWORDS = (
+    "model",
+    "layers",
+    "poolings",
+    "pair_mode",
+    "max_length",
+    "long",
+    "stride",
+    "dtype",
+    "device",
+    "batch_size",
+    "max_tokens",
+    "store_dtype",
+    "sites",
+    "progress",
+    "trust_remote_code",
+    "random_init",
+    "init_seed",
+)
+EMBED_DEFAULTS = {"poolings": "mean", "store_dtype": "float32", "progress": False}
+
+
+def embed_options(options: dict) -> dict:
+    """``embed``'s keywords checked (an old spelling of a renamed one taken with a warning) over its defaults;
+    ``layers`` and ``poolings`` may be lists."""
+    options = renamed(ExtractConfig, options)
+    unknown = sorted(set(options) - set(EMBED_KEYWORDS))
+    if unknown:
+        raise InputError(f"unknown embed option(s): {', '.join(unknown)}", f"embed takes: {', '.join(EMBED_KEYWORDS)}")
+    chosen = {**EMBED_DEFAULTS, **options}
+    for name in ("layers", "poolings"):
+        value = chosen.get(name)
+        if isinstance(value, (list, tuple)):
+            chosen[name] = ",".join(map(str, value))
+        elif name == "layers" and value is not None:
+            chosen[name] = str(value)
+    return chosen
+
+
+def embed(texts, *, text_pairs=None, **options) -> Embeddings:
     """The pooled features of ``texts`` (a list, numpy array, pandas Series or one-column DataFrame of str), as
     ``featx extract`` with the same options would store them, held in memory. ``text_pairs``: each text's second
-    text (sentence pairs, ``pair_mode`` cross or separate). Everything is checked before the model is loaded."""
+    text (sentence pairs, ``pair_mode`` cross or separate). Everything is checked before the model is loaded.
 
+    Keywords (``featx extract``'s options of the same name; ``layers`` and ``poolings`` may be lists):
+
+    """
     text_list = as_texts(texts, "texts")
     pair_list = as_texts(text_pairs, "text_pairs") if text_pairs is not None else None
-    config = embed_config(
-        text_list,
-        pair_list,
-        model=model,
-        layers=",".join(map(str, layers)) if isinstance(layers, (list, tuple)) else str(layers),
-        poolings=",".join(poolings) if isinstance(poolings, (list, tuple)) else poolings,
-        pair_mode=pair_mode,
-        max_length=max_length,
-        long=long,
-        stride=stride,
-        dtype=dtype,
-        device=device,
-        batch_size=batch_size,
-        max_tokens=max_tokens,
-        store_dtype=store_dtype,
-        sites=sites,
-        progress=progress,
-        trust_remote_code=trust_remote_code,
-        random_init=random_init,
-        seed=seed,
-    )
+    config = embed_config(text_list, pair_list, **{"pair_mode": None, **embed_options(options)})
     from ..model.loading import load_configured
 
     return encode(load_configured(config), config, text_list, pair_list)
+
+
+embed.__doc__ = (embed.__doc__ or "") + keyword_doc(ExtractConfig, EMBED_KEYWORDS, EMBED_DEFAULTS)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +18,7 @@ from ... import store
 from ..._version import __version__
 from ...errors import InputError
 from ...io import rereadable, source_name
+from ...options import recorded
 from ...selection import POOLINGS, parse_poolings, select_layers
 from ...store import HIDDEN_SITE, SiteLayout, hidden_layout
 from ..config import ExtractConfig, is_word_input, output_path
@@ -155,7 +155,7 @@ def fingerprint(
             "skip_empty": config.skip_empty,
             "model_sha256": loaded.weights_sha256,
             "random_init": config.random_init,
-            "seed": config.seed if config.random_init else None,
+            "seed": config.init_seed if config.random_init else None,
             "max_length": loaded.max_length,
             "layers": list(layers),
             "poolings": list(poolings),
@@ -319,5 +319,7 @@ def provenance(plan: ExtractionPlan, corpus, loaded: LoadedModel) -> dict:
         store.schema.REQUEST_KEY: request_key(config, corpus.sha256) or "",  # for the quick check (freshness.py)
         **pair_attributes(config),
         **corpus.attributes,  # the prompts' (prompts.py), when rows were made into prompts
-        store.schema.OPTIONS: json.dumps({k: str(v) if isinstance(v, Path) else v for k, v in asdict(config).items()}),
+        store.schema.OPTIONS: json.dumps(
+            {k: str(v) if isinstance(v, Path) else v for k, v in recorded(config).items()}
+        ),
     }

@@ -18,7 +18,7 @@ import pandas as pd
 
 from ...errors import StoreError, require_whole
 from ...io import read_csv, write_csv
-from ...options import Options, whole
+from ...options import Options, option, whole
 from ..choice import chosen_layer
 from ..results import side_path
 from .explain_regression import (
@@ -211,9 +211,9 @@ class ExplainConfig(Options):
     to add the texts, and how many rows the printed lists show."""
 
     results: str | Path | None = None
-    buckets: int = 4
+    buckets: int = option(4, flag="--buckets", help="Text-length buckets (quantiles of tokens).")
     texts: bool = True
-    limit: int = 10
+    limit: int = option(10, flag="--limit", help="Rows listed per group.")
     write: bool = True  # the confusion matrix as <stem>.confusion.csv beside the predictions
 
 

@@ -23,13 +23,15 @@ import numpy as np
 import pandas as pd
 
 from ...errors import InputError
-from ...options import Check, Options
+from ...options import Check, Options, option
 from ...selection import parse_layer_specs
 from .. import evaluation as ev
 from ..config import DEFAULT_CS, check_bootstrap, check_folds, check_jobs, check_seed
 from ..results import json_safe, results_prefix, write_table
 from ..tasks.pairs import refuse_separate_pairs
 from .target import Task, load_task, open_complete, positive, unit_fraction
+
+WHAT, RANKING, EVALUATION = "Label, layers and pooling", "Ranking and output", "Evaluation"
 
 FRACTIONS: tuple[float, ...] = (0.01, 0.05, 0.1, 0.2)
 RANKINGS = ("probe", "anova")
@@ -66,16 +68,33 @@ class NeuronConfig(Options):
     """Options of ``featx neurons``; frozen, checked when made."""
 
     features: str | Path
-    label: str | None = None
-    layers: str = "all"
-    pooling: str = "mean"
-    top: int | None = None  # neurons listed per ranking (default 10)
-    fraction: float | None = None  # or this share of the width (also added to the selection curve)
-    folds: int = 5
-    seed: int = 0
-    output: str | Path | None = None  # results prefix (default: beside the features file)
+    label: str | None = option(
+        None, flag="--label", group=WHAT, help="Label column (default: 'label', else the first one)."
+    )
+    layers: str = option(
+        "all", flag="--layer", group=WHAT, help="A layer (N), a list, or all (the selection curve per layer)."
+    )
+    pooling: str = option("mean", flag="--pooling", group=WHAT, help="Pooling whose vectors are ranked.")
+    top: int | None = option(None, flag="--top", group=RANKING, help="Neurons listed per ranking (default 10).")
+    fraction: float | None = option(
+        None,
+        flag="--fraction",
+        group=RANKING,
+        help="Or list this share of the layer's neurons, in (0, 1]; also added to the selection curve.",
+    )
+    folds: int = option(5, flag="--folds", group=EVALUATION, help="Cross-validation folds (when there is no split).")
+    seed: int = option(0, flag="--seed", group=EVALUATION, help="Seed of the folds, the random selections and saga.")
+    output: str | Path | None = option(
+        None,
+        flag=("-o", "--output"),
+        group=RANKING,
+        kind="str",
+        help="Results prefix (default: FEATURES stem + .LABEL.neurons).",
+    )
     n_bootstrap: int = 1000
-    jobs: int | None = None
+    jobs: int | None = option(
+        None, flag="--jobs", group=EVALUATION, help="Parallel layer jobs (default: one per core)."
+    )
     write: bool = True
 
     CONSTRAINTS: ClassVar[tuple[Check, ...]] = (
