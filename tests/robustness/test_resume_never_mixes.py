@@ -52,14 +52,14 @@ def test_a_partial_of_other_inputs_is_not_resumed(bundle, tmp_path, monkeypatch,
     output = tmp_path / "p.csv"
 
     def run(**options):
-        return predict(bundle, corpus=corpus, output=output, batch_rows=4, progress=False, **options)
+        return predict(bundle, corpus=corpus, output=output, commit_rows=4, progress=False, **options)
 
     _stopped_after_first_chunk(monkeypatch, lambda: run(**first))
     assert output.with_name("p.csv.partial").exists()
     result = run(**second)
     assert result.resumed == 0 and any("not reused" in note for note in result.notes)
     mixed = pd.read_csv(output)
-    clean = predict(bundle, corpus=corpus, output=tmp_path / "clean.csv", batch_rows=4, progress=False, **second)
+    clean = predict(bundle, corpus=corpus, output=tmp_path / "clean.csv", commit_rows=4, progress=False, **second)
     assert mixed.equals(pd.read_csv(clean.path))
 
 
@@ -68,7 +68,7 @@ def test_the_same_inputs_do_resume(bundle, tmp_path, monkeypatch):
     output = tmp_path / "p.csv"
 
     def run():
-        return predict(bundle, corpus=corpus, output=output, batch_rows=4, progress=False)
+        return predict(bundle, corpus=corpus, output=output, commit_rows=4, progress=False)
 
     _stopped_after_first_chunk(monkeypatch, run)
     assert run().resumed == 4
