@@ -88,14 +88,21 @@ def _predict(bundle: Path, corpus: Path, tmp_path: Path, *extra: str) -> subproc
 
 
 @pytest.mark.parametrize("record", [case[1] for case in BUNDLES], ids=[case[0] for case in BUNDLES])
-def test_a_bundle_never_turns_on_remote_code(fitted, tiny_model, tmp_path, record):
+def test_a_loaded_bundle_never_turns_on_remote_code(fitted, tiny_model, tmp_path, record):
+    bundle, _, marker = _hostile(fitted, tiny_model, tmp_path, record)
+    with pytest.raises(ModelError, match=REFUSED):
+        featx.load(bundle).predict(["the cat sat"])
+    assert not marker.exists()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("record", [case[1] for case in BUNDLES], ids=[case[0] for case in BUNDLES])
+def test_featx_predict_never_turns_on_remote_code(fitted, tiny_model, tmp_path, record):
+    """In a child process, as a user runs it: the refusal is one line, exit 2, and the code never ran."""
     bundle, corpus, marker = _hostile(fitted, tiny_model, tmp_path, record)
     done = _predict(bundle, corpus, tmp_path)
     assert done.returncode == 2, done.stderr
     assert REFUSED in done.stderr and "--trust-remote-code" in done.stderr and "Traceback" not in done.stderr
-    assert not marker.exists()
-    with pytest.raises(ModelError, match=REFUSED):
-        featx.load(bundle).predict(["the cat sat"])
     assert not marker.exists()
 
 
