@@ -10,7 +10,7 @@ from .app import echo, main
 from .generate import ConfigCommand, grouped_option
 
 
-@main.command(cls=ConfigCommand, config="featx.probing.analyses.erase:EraseConfig")
+@main.command(cls=ConfigCommand, config="featx.probing:EraseConfig")
 @click.argument("features", type=click.Path(path_type=Path))
 @grouped_option(
     "Output", "--quiet", "-q", is_flag=True, help="Accepted as by extract, fit and predict: erase shows no progress."
@@ -27,7 +27,7 @@ def erase(features, quiet, **options):
     echo(format_erase(run_erase(features, **options)))
 
 
-@main.command(cls=ConfigCommand, config="featx.probing.analyses.neurons:NeuronConfig")
+@main.command(cls=ConfigCommand, config="featx.probing:NeuronConfig")
 @click.argument("features", type=click.Path(path_type=Path))
 def neurons(features, **options):
     """Rank a layer's neurons for a label (elastic-net probe and ANOVA F) and validate the rankings.

@@ -10,7 +10,7 @@ from .app import echo, main
 from .generate import ConfigCommand, grouped_option
 
 
-@main.command(cls=ConfigCommand, config="featx.deploy.config:FitConfig")
+@main.command(cls=ConfigCommand, config="featx.deploy:FitConfig")
 @click.argument("features", type=click.Path(path_type=Path), required=False)
 @grouped_option("Bundle", "--quiet", "-q", is_flag=True, help="Do not print a line per candidate scored.")
 def fit(features, quiet, **options):
@@ -27,7 +27,7 @@ def fit(features, quiet, **options):
         echo(line)
 
 
-@main.command(cls=ConfigCommand, config="featx.deploy.config:PredictConfig")
+@main.command(cls=ConfigCommand, config="featx.deploy:PredictConfig")
 @click.argument("bundle", type=click.Path(path_type=Path))
 @click.argument("corpus", type=click.Path(path_type=Path))
 def predict(bundle, corpus, **options):

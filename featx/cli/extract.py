@@ -10,7 +10,7 @@ from .app import echo, main
 from .generate import ConfigCommand, grouped_option
 
 
-@main.command(cls=ConfigCommand, config="featx.extraction.config:ExtractConfig")
+@main.command(cls=ConfigCommand, config="featx.extraction:ExtractConfig")
 @click.argument("corpus", type=click.Path(path_type=Path), nargs=-1, required=True)
 @grouped_option(
     "Commits and shards",

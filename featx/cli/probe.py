@@ -10,7 +10,7 @@ from .app import echo, main
 from .generate import ConfigCommand, grouped_option
 
 
-@main.command(cls=ConfigCommand, config="featx.probing.config:ProbeConfig")
+@main.command(cls=ConfigCommand, config="featx.probing:ProbeConfig")
 @click.argument("features", required=False, type=click.Path(path_type=Path))
 @grouped_option(
     "Output and analyses",
@@ -105,7 +105,7 @@ def labels_add(features, label_file, join, missing_labels, sep):
     echo(add_labels(features, label_file, join, missing_labels, sep))
 
 
-@main.command(cls=ConfigCommand, config="featx.probing.analyses.explain:ExplainConfig")
+@main.command(cls=ConfigCommand, config="featx.probing:ExplainConfig")
 @click.argument("results", required=False, type=click.Path(path_type=Path))
 def explain(results, **options):
     """Per-example diagnostics of a probing run (default: the last one in this directory).

@@ -16,7 +16,7 @@ def _wrote(paths) -> str:
     return ", ".join(str(path) for path in paths)
 
 
-@main.command(cls=ConfigCommand, config="featx.report.figures.plot_files:PlotConfig")
+@main.command(cls=ConfigCommand, config="featx.report:PlotConfig")
 @click.argument("results", nargs=-1, type=click.Path(path_type=Path))
 def plot(results, **options):
     """Draw layer-wise curves and a layer x pooling heatmap from probe RESULTS (.probe.csv or .json).
@@ -40,7 +40,7 @@ def plot(results, **options):
         echo("wrote " + _wrote(drawn.written))
 
 
-@main.command(cls=ConfigCommand, config="featx.report.compare:CompareConfig")
+@main.command(cls=ConfigCommand, config="featx.report:CompareConfig")
 @click.argument("results", nargs=-1, required=True, type=click.Path(path_type=Path))
 def compare(results, **options):
     """Compare probe RESULTS across models, corpora, labels, sites or classifiers: one line per file.
@@ -57,7 +57,7 @@ def compare(results, **options):
     echo("\nwrote " + _wrote(result.written))
 
 
-@main.command(cls=ConfigCommand, config="featx.report.similarity:SimilarityConfig")
+@main.command(cls=ConfigCommand, config="featx.report:SimilarityConfig")
 @click.argument("features", type=click.Path(path_type=Path))
 @click.argument("other", required=False, type=click.Path(path_type=Path))
 def similarity(features, other, **options):
@@ -71,7 +71,7 @@ def similarity(features, other, **options):
     echo("\nwrote " + _wrote(result.written))
 
 
-@main.command(cls=ConfigCommand, config="featx.report.html.page:ReportConfig")
+@main.command(cls=ConfigCommand, config="featx.report:ReportConfig")
 @click.argument("results", required=False, type=click.Path(path_type=Path))
 def report(results, **options):
     """One self-contained HTML page of a results file (default: the last probing results in this directory).

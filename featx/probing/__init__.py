@@ -46,6 +46,8 @@ _HOMES = {
     "SweepResult": "analyses.sweep",
     "explain": "analyses.explain:explain",
     "ExplainConfig": "analyses.explain",
+    "EraseConfig": "analyses.erase",
+    "NeuronConfig": "analyses.neurons",
     # what featx.deploy and featx.report build on: checks, jobs, labels, evaluation, solvers
     "DEFAULT_ALPHAS": "config",
     "DEFAULT_CS": "config",

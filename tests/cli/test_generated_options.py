@@ -40,6 +40,17 @@ def test_every_command_with_a_config_has_its_options_generated():
 
 
 @pytest.mark.parametrize("name, command", CONFIGURED, ids=[name for name, _ in CONFIGURED])
+def test_a_command_names_its_config_through_the_package_face(name, command):
+    """The CLI is thin and reaches a package through its face only: ``featx.Q:Config`` with Config in
+    ``featx.Q.__all__``, never an inner module of Q."""
+    import importlib
+
+    module, config = command.config_path.split(":")
+    assert module.count(".") == 1, f"{name}: {command.config_path} reaches into an inner module"
+    assert config in importlib.import_module(module).__all__
+
+
+@pytest.mark.parametrize("name, command", CONFIGURED, ids=[name for name, _ in CONFIGURED])
 def test_every_field_with_a_flag_is_an_option_with_its_default_and_group(name, command):
     options = _generated(command)
     for item, spec in flagged(command.config):
