@@ -59,7 +59,9 @@ class ExtractSummary:
         if self.status == "up-to-date":
             return f"up to date: {self.output} ({', '.join(parts)}, {size}); use --overwrite to recompute"
         parts += [f"{self.seconds:.1f} s", f"{self.tokens_per_second:,.0f} tokens/s", size]
-        inside = f", plus {self.resumed_inside} rows committed inside the next window" if self.resumed_inside else ""
+        inside = (
+            f", plus {self.resumed_inside} rows committed inside the next commit block" if self.resumed_inside else ""
+        )
         resumed = f" (resumed at row {self.resumed_from}{inside})" if self.status == "resumed" else ""
         return f"wrote {self.output}{resumed}: " + ", ".join(parts)
 
