@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from ..errors import InputError
-from ..options import Check, Options, normalise, one_of, whole
+from ..options import MAX_SEED, Check, Options, normalise, one_of, whole
 from ..store import FeatureFile, schema
 from .model.files import DEFAULT_MODEL
 from .shards.sharding import ShardSpec
@@ -255,6 +255,7 @@ class ExtractConfig(Options):
         _check_missing_labels,
         _check_pair,
         _check_prompts,
+        whole("seed", "--seed", minimum=0, maximum=MAX_SEED),
     )
 
 
