@@ -19,6 +19,7 @@ from ..errors import InputError
 from ..extraction.model.fingerprints import tokenizer_sha256
 from ..probing import evaluation as ev
 from ..probing.evaluation import regression_metrics as rm
+from ..safe_files import check_writable, writing
 from ..store import FeatureFile
 from .bundle import write_bundle
 from .choose import Candidate, choose, fit_any, score_of, take
@@ -183,6 +184,8 @@ def fit(config: FitConfig | str | Path | None = None, report: Callable[[str], No
     plan = resolve_fit(FitConfig.build(config, **options))
     if plan.config.write and plan.output.exists() and not plan.config.overwrite:
         raise InputError(f"{plan.output} already exists", "pass --overwrite to replace it, or choose another -o path")
+    if plan.config.write:
+        check_writable(plan.output)  # before the candidates are scored, not after
     candidates = _selection(plan, report)
     best, opts = candidates[0], _options(plan)
     read = stored_word_matrix if plan.level == "word" else stored_matrix
@@ -195,7 +198,8 @@ def fit(config: FitConfig | str | Path | None = None, report: Callable[[str], No
     probe = Probe(head, best.spec, best.pooling, _extraction(plan), info)
     path = None
     if plan.config.write:
-        probe.path = path = write_bundle(probe, plan.output, overwrite=plan.config.overwrite)
+        with writing(plan.output):  # a full disk or a read-only folder: one line, no half-written bundle
+            probe.path = path = write_bundle(probe, plan.output, overwrite=plan.config.overwrite)
     return FitResult(probe, path, plan.metric, candidates, test, plan.notes)
 
 

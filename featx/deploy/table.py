@@ -82,8 +82,12 @@ def write_frame(frame: pd.DataFrame, path: Path) -> None:
     """CSV (formula-safe cells), TSV (``.tsv``) or JSON Lines (``.jsonl``), through a temporary file; CSV to
     standard output for the path ``-``."""
     if str(path) == STDOUT:
-        sys.stdout.write(csv_text(frame))
-        sys.stdout.flush()
+        try:
+            sys.stdout.write(csv_text(frame))
+            sys.stdout.flush()
+        except OSError:
+            _drop_stdout()
+            raise
         return
     suffix = path.suffix.lower()
     if suffix == ".jsonl":
@@ -94,6 +98,18 @@ def write_frame(frame: pd.DataFrame, path: Path) -> None:
     else:
         text = csv_text(frame)
     atomic_write_text(path, text)
+
+
+def _drop_stdout() -> None:
+    """After a failed write to standard output (``> /dev/full``, a closed pipe): point it at the null device, so
+    that the text still buffered is not written again, and fails again, when Python exits."""
+    import contextlib
+    import os
+
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
 
 
 def score_line(probe: Probe, frame: pd.DataFrame, truth: np.ndarray | None) -> str | None:
