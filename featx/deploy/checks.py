@@ -87,6 +87,8 @@ def parse_manifest(text: str, folder: Path) -> dict:
         manifest = json.loads(text)
     except ValueError:
         raise _bad(folder, f"{MANIFEST} is not valid JSON") from None
+    except RecursionError:
+        raise _bad(folder, f"{MANIFEST} is nested too deeply to read") from None
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         raise _bad(folder, f"{MANIFEST} is not a featx probe manifest")
     return manifest
@@ -124,6 +126,7 @@ def _check_fields(manifest: dict, folder: Path) -> None:
         raise _bad(folder, f"n_features {manifest.get('n_features')!r} is not a whole number in 1..{MAX_FEATURES:,}")
     if not isinstance(manifest.get("extraction"), dict):
         raise _bad(folder, "its extraction settings are missing")
+    _check_array_shapes(manifest.get("arrays"), folder)
     spec, level = layer_spec(manifest, folder), manifest.get("level", "sentence")
     if level == "word":
         _check_word_fields(manifest, spec, folder)
@@ -141,6 +144,16 @@ def _check_word_fields(manifest: dict, spec: LayerSpec, folder: Path) -> None:
         raise _bad(folder, f"unknown word pooling {manifest.get('pooling')!r} ({', '.join(WORD_POOLINGS)})")
     if spec.kind != "single" or manifest.get("task") != "classification":
         raise _bad(folder, "a word probe reads one layer and predicts classes")
+
+
+def _check_array_shapes(arrays: Any, folder: Path) -> None:
+    """``arrays``: each array's name and its shape, a non-empty list of whole numbers (an mlp's hidden width is
+    read from it)."""
+    if not isinstance(arrays, dict) or not all(
+        isinstance(shape, list) and shape and all(_is_whole(n, 1, MAX_FEATURES) for n in shape)
+        for shape in arrays.values()
+    ):
+        raise _bad(folder, f"its arrays field {str(arrays)[:60]!r} is not each array's name and shape")
 
 
 def layer_spec(manifest: dict, folder: Path | None = None) -> LayerSpec:

@@ -96,6 +96,11 @@ def _extra_array(arrays):
     return {**arrays, "payload": np.zeros(3, np.float32)}
 
 
+def _nest_manifest(bundle):
+    text = (bundle / "manifest.json").read_text().rstrip()
+    (bundle / "manifest.json").write_text(text[:-1] + ', "x": ' + "[" * 10**5 + "]" * 10**5 + "}")
+
+
 CASES = {
     "missing weights": (lambda b: (b / "weights.safetensors").unlink(), r"has no weights\.safetensors"),
     "missing manifest": (lambda b: (b / "manifest.json").unlink(), r"has no manifest\.json"),
@@ -115,6 +120,7 @@ CASES = {
     "an extra array": (lambda b: _rewrite_weights(b, _extra_array), r"weights\.safetensors holds .*payload"),
     "unknown head": (_set("classifier", "xgboost"), r"unknown classifier 'xgboost'"),
     "a layer spec of code": (_set("layer_spec", {"kind": "eval", "layers": [1]}), r"is not a layer or a cat"),
+    "a manifest nested 10^5 deep": (_nest_manifest, r"manifest\.json is nested too deeply to read"),
 }
 
 
@@ -152,3 +158,31 @@ def test_a_changed_model_is_refused(world, tmp_path):
         weights.write_bytes(original)
     assert result.exit_code == 2
     assert_one_clear_error(result.output, r"no longer matches the bundle: its weights' sha256 is")
+
+
+# An mlp head reads its hidden width from the manifest's ``arrays``: each malformed one is a clear refusal.
+ARRAYS = {
+    "arrays a list": ([1], r"its arrays field '\[1\]' is not each array's name and shape"),
+    "an empty shape": ({"b1": []}, r"its arrays field .* is not each array's name and shape"),
+    "a shape of text": ({"b1": ["a"]}, r"its arrays field .* is not each array's name and shape"),
+    "a shape of floats": ({"b1": [1.5]}, r"its arrays field .* is not each array's name and shape"),
+    "arrays missing": (None, r"its arrays field 'None' is not each array's name and shape"),
+}
+
+
+@pytest.fixture(scope="module")
+def mlp_bundle(world, tmp_path_factory):
+    features = world["bundle"].parent / "corpus.features.h5"
+    output = tmp_path_factory.mktemp("mlp") / "mlp.featx"
+    return featx.fit(features, label="label", layer="1", classifier="mlp", output=output, folds=2).path
+
+
+@pytest.mark.parametrize("case", sorted(ARRAYS))
+def test_a_malformed_arrays_field_is_one_clear_error(world, mlp_bundle, tmp_path, case):
+    value, pattern = ARRAYS[case]
+    bundle = tmp_path / "m.featx"
+    shutil.copytree(mlp_bundle, bundle)
+    _set("arrays", value)(bundle)
+    result = CliRunner().invoke(main, ["predict", str(bundle), str(world["corpus"]), "-o", str(tmp_path / "p.csv")])
+    assert result.exit_code == 2, result.output
+    assert_one_clear_error(result.output, pattern)
