@@ -82,6 +82,14 @@ def check_writable(path: Path, hint: str = WRITE_HINT) -> None:
             os.unlink(name)
 
 
+def sibling(path: Path, name: object) -> Path | None:
+    """The file ``name`` beside ``path``, when ``name`` is a bare file name (a results file names its predictions
+    file so); None for anything else: a name from someone else's JSON may hold ``/``, ``..`` or markup."""
+    if not isinstance(name, str) or not name or name in (".", "..") or "/" in name or "\\" in name or "\0" in name:
+        return None
+    return Path(path).with_name(name)
+
+
 def atomic_write_text(path: Path, text: str, encoding: str = "utf-8") -> None:
     """Write ``text`` to ``path`` through a fresh temporary file in its folder, then rename it into place."""
     path = Path(path)

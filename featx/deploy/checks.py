@@ -127,6 +127,7 @@ def _check_fields(manifest: dict, folder: Path) -> None:
     if not isinstance(manifest.get("extraction"), dict):
         raise _bad(folder, "its extraction settings are missing")
     _check_array_shapes(manifest.get("arrays"), folder)
+    _check_extraction(manifest["extraction"], folder)
     spec, level = layer_spec(manifest, folder), manifest.get("level", "sentence")
     if level == "word":
         _check_word_fields(manifest, spec, folder)
@@ -144,6 +145,33 @@ def _check_word_fields(manifest: dict, spec: LayerSpec, folder: Path) -> None:
         raise _bad(folder, f"unknown word pooling {manifest.get('pooling')!r} ({', '.join(WORD_POOLINGS)})")
     if spec.kind != "single" or manifest.get("task") != "classification":
         raise _bad(folder, "a word probe reads one layer and predicts classes")
+
+
+# The extraction settings predict reuses, each with what it may hold (None too: an older bundle lacks some).
+DTYPE_NAMES = ("auto", "float32", "fp32", "float16", "fp16", "half", "bfloat16", "bf16")
+EXTRACTION_CHOICES = {
+    "store_dtype": ("float16", "float32"),
+    "compute_dtype": DTYPE_NAMES,
+    "option_dtype": DTYPE_NAMES,
+    "long_inputs": ("truncate", "window"),
+    "pair_mode": ("cross", "separate"),
+}
+EXTRACTION_WHOLE = {"max_length": (2, 1 << 20), "stride": (0, 1 << 20)}
+
+
+def _check_extraction(extraction: dict, folder: Path) -> None:
+    """Each extraction setting predict passes on is one featx writes: a bad one is named as the bundle's field,
+    never as an option the user did not give."""
+    for name, choices in EXTRACTION_CHOICES.items():
+        value = extraction.get(name)
+        if value is not None and value not in choices:
+            raise _bad(folder, f"its extraction field '{name}' is {str(value)[:40]!r}, not one of {', '.join(choices)}")
+    for name, (low, high) in EXTRACTION_WHOLE.items():
+        value = extraction.get(name)
+        if value is not None and not _is_whole(value, low, high):
+            raise _bad(
+                folder, f"its extraction field '{name}' is {str(value)[:40]}, not a whole number in {low}..{high:,}"
+            )
 
 
 def _check_array_shapes(arrays: Any, folder: Path) -> None:

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from ..probing.evaluation.significance import ALPHA, holm
-from ..safe_files import read_csv
+from ..safe_files import read_csv, sibling
 
 N_BOOT = 2000
 
@@ -27,8 +27,8 @@ def predictions_path(meta: dict) -> Path | None:
     name = meta.get("predictions_file")
     if not results or not name:
         return None
-    path = Path(results).with_name(name)
-    return path if path.exists() else None
+    path = sibling(Path(results), name)
+    return path if path is not None and path.exists() else None
 
 
 def why_not_paired(meta_a: dict, meta_b: dict) -> str | None:

@@ -96,6 +96,15 @@ def _extra_array(arrays):
     return {**arrays, "payload": np.zeros(3, np.float32)}
 
 
+def _set_extraction(key, value):
+    def change(bundle):
+        manifest = _manifest(bundle)
+        manifest["extraction"][key] = value
+        _write_manifest(bundle, manifest)
+
+    return change
+
+
 def _nest_manifest(bundle):
     text = (bundle / "manifest.json").read_text().rstrip()
     (bundle / "manifest.json").write_text(text[:-1] + ', "x": ' + "[" * 10**5 + "]" * 10**5 + "}")
@@ -121,6 +130,17 @@ CASES = {
     "unknown head": (_set("classifier", "xgboost"), r"unknown classifier 'xgboost'"),
     "a layer spec of code": (_set("layer_spec", {"kind": "eval", "layers": [1]}), r"is not a layer or a cat"),
     "a manifest nested 10^5 deep": (_nest_manifest, r"manifest\.json is nested too deeply to read"),
+    "max_length 10^12": (
+        _set_extraction("max_length", 10**12),
+        r"bundle \S+: its extraction field 'max_length' is 1000000000000, not a whole number in 2\.\.1,048,576",
+    ),
+    "an unknown store_dtype": (
+        _set_extraction("store_dtype", "int3"),
+        r"its extraction field 'store_dtype' is 'int3', not one of float16, float32",
+    ),
+    "an unknown compute dtype": (_set_extraction("compute_dtype", "float7"), r"field 'compute_dtype' is 'float7'"),
+    "an unknown long-input policy": (_set_extraction("long_inputs", "explode"), r"field 'long_inputs' is 'explode'"),
+    "a negative stride": (_set_extraction("stride", -4), r"field 'stride' is -4, not a whole number"),
 }
 
 
