@@ -191,8 +191,10 @@ def fit(config: FitConfig | str | Path | None = None, report: Callable[[str], No
     read = stored_word_matrix if plan.level == "word" else stored_matrix
     with FeatureFile(plan.path) as features:
         X = read(features, best.spec, best.pooling, plan.rows)
+    dev = _dev_positions(plan, opts["classifier"], best.spec.kind)
     with threadpool_limits(limits=JOB_THREADS):  # small products: extra BLAS threads mostly spin
-        head = fit_any(opts["classifier"], take(X, plan.train), plan.y[plan.train], plan.classes, opts)
+        head = fit_any(opts["classifier"], take(X, plan.train), plan.y[plan.train], plan.classes, opts, dev)
+    plan.notes.append(_trained_on(plan, dev))
     test = _test_score(plan, head, take(X, plan.test)) if len(plan.test) else None
     info = _info(plan, candidates, test)
     probe = Probe(head, best.spec, best.pooling, _extraction(plan), info)
@@ -201,6 +203,26 @@ def fit(config: FitConfig | str | Path | None = None, report: Callable[[str], No
         with writing(plan.output):  # a full disk or a read-only folder: one line, no half-written bundle
             probe.path = path = write_bundle(probe, plan.output, overwrite=plan.config.overwrite)
     return FitResult(probe, path, plan.metric, candidates, test, plan.notes)
+
+
+def _dev_positions(plan: FitPlan, classifier: str, kind: str) -> np.ndarray | None:
+    """Positions in the training rows of the val split's rows, for a linear or ridge head on one matrix (its C
+    or alpha is chosen on them, as featx probe chooses it); None otherwise."""
+    if plan.dev is None or classifier == "mlp" or kind == "stack":
+        return None
+    return np.flatnonzero(np.isin(plan.train, plan.dev))
+
+
+def _trained_on(plan: FitPlan, dev: np.ndarray | None) -> str:
+    """Which rows the saved head was trained on: the line both featx fit and featx probe print."""
+    items = "words" if plan.level == "word" else "rows"
+    if dev is None:
+        return f"trained on {len(plan.train)} {items} (every labelled {items[:-1]} outside the test split)"
+    strength = "alpha" if plan.classes is None else "C"
+    return (
+        f"trained on the {len(plan.train) - len(dev)} train {items}, its {strength} chosen on the {len(dev)} val "
+        f"{items} (as featx probe trains)"
+    )
 
 
 def _extraction(plan: FitPlan) -> dict:
