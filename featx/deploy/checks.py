@@ -24,6 +24,7 @@ from .head import ARRAYS, KIND_OF
 FORMAT = "featx-probe"
 SCHEMA_VERSION = 1
 MANIFEST, WEIGHTS = "manifest.json", "weights.safetensors"
+MANIFEST_DIGEST = "featx_manifest_sha256"  # the key of the manifest's digest in the weights file's metadata
 MAX_MANIFEST_BYTES = 8 << 20
 MAX_WEIGHTS_BYTES = 4 << 30
 MAX_FEATURES = 1 << 21  # columns a head may read (a cat of many wide layers, SentEval pairs)
@@ -256,6 +257,33 @@ def _read_bytes(folder: Path, manifest: dict) -> bytes:
     return data
 
 
+def manifest_digest(manifest: dict) -> str:
+    """The sha256 of the manifest's content, all but its ``files`` record (which holds the weights' own digest),
+    as canonical JSON: written into the weights file's metadata, so that an edited manifest is noticed."""
+    body = {key: value for key, value in manifest.items() if key != "files"}
+    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode("utf-8")).hexdigest()
+
+
+def _weights_metadata(data: bytes) -> dict:
+    """The ``__metadata__`` of a safetensors file's header (strings only); empty when it has none."""
+    try:
+        length = int.from_bytes(data[:8], "little")
+        metadata = json.loads(data[8 : 8 + length]).get("__metadata__") or {}
+    except (ValueError, RecursionError, AttributeError):
+        return {}
+    return metadata if isinstance(metadata, dict) else {}
+
+
+def _check_digest(folder: Path, manifest: dict, data: bytes) -> None:
+    """The manifest is the one written with these weights (a bundle written before featx recorded the digest
+    has none to compare)."""
+    recorded = _weights_metadata(data).get(MANIFEST_DIGEST)
+    if recorded is not None and recorded != manifest_digest(manifest):
+        raise _bad(
+            folder, f"{MANIFEST} was changed after it was written (its content differs from the digest in {WEIGHTS})"
+        )
+
+
 def read_weights(folder: Path, manifest: dict) -> dict[str, np.ndarray]:
     """The head's arrays, after the digest, names, dtypes, shapes and values are checked."""
     from safetensors import SafetensorError
@@ -282,6 +310,7 @@ def read_weights(folder: Path, manifest: dict) -> dict[str, np.ndarray]:
     scaler = [name for name in shapes if name.endswith(("mean", "scale"))]
     if any(np.any(arrays[name] <= 0) for name in scaler if name.endswith("scale")):
         raise _bad(folder, "its scaler has a scale of zero or less")
+    _check_digest(folder, manifest, data)
     return {name: arrays[name].astype(np.float32 if name in scaler else np.float64) for name in shapes}
 
 
@@ -297,6 +326,7 @@ def check_model_now(extraction: dict) -> None:
 __all__ = [
     "FORMAT",
     "MANIFEST",
+    "MANIFEST_DIGEST",
     "MAX_MANIFEST_BYTES",
     "OWN_KEYS",
     "REFIT_HINT",
@@ -306,6 +336,7 @@ __all__ = [
     "bundle_folder",
     "check_manifest",
     "check_model_now",
+    "manifest_digest",
     "expected_shapes",
     "layer_spec",
     "parse_manifest",

@@ -141,6 +141,12 @@ CASES = {
     "an unknown compute dtype": (_set_extraction("compute_dtype", "float7"), r"field 'compute_dtype' is 'float7'"),
     "an unknown long-input policy": (_set_extraction("long_inputs", "explode"), r"field 'long_inputs' is 'explode'"),
     "a negative stride": (_set_extraction("stride", -4), r"field 'stride' is -4, not a whole number"),
+    "another layer, edited in": (
+        _set("layer_spec", {"kind": "single", "layers": [0], "name": "0"}),
+        r"manifest\.json was changed after it was written \(its content differs from the digest in weights",
+    ),
+    "another pooling, edited in": (_set("pooling", "cls"), r"manifest\.json was changed after it was written"),
+    "another class order, edited in": (_set("classes", ["pos", "neg"]), r"manifest\.json was changed after it"),
 }
 
 
