@@ -43,6 +43,7 @@ class FitResult:
     candidates: list[Candidate]
     test: dict | None  # {"score", "low", "high", "baseline", "n"} on the test split; None without one
     notes: list[str] = field(default_factory=list)
+    trained_on: str = ""  # which rows the saved head was trained on (summary's line)
 
     def _test_lines(self) -> list[str]:
         """The test score beside the majority class (training mean) and the lexical baseline."""
@@ -80,6 +81,7 @@ class FitResult:
             f"({strength} {probe.head.C:g}), of {len(self.candidates)} candidate(s) by {metric} on the training "
             f"{'words' if word else 'rows'}",
             f"cross-validated {metric} (training {items}): {cv}",
+            *([self.trained_on] if self.trained_on else []),
         ]
         if self.test is not None:
             lines += self._test_lines()
@@ -194,7 +196,6 @@ def fit(config: FitConfig | str | Path | None = None, report: Callable[[str], No
     dev = _dev_positions(plan, opts["classifier"], best.spec.kind)
     with threadpool_limits(limits=JOB_THREADS):  # small products: extra BLAS threads mostly spin
         head = fit_any(opts["classifier"], take(X, plan.train), plan.y[plan.train], plan.classes, opts, dev)
-    plan.notes.append(_trained_on(plan, dev))
     test = _test_score(plan, head, take(X, plan.test)) if len(plan.test) else None
     info = _info(plan, candidates, test)
     probe = Probe(head, best.spec, best.pooling, _extraction(plan), info)
@@ -202,7 +203,7 @@ def fit(config: FitConfig | str | Path | None = None, report: Callable[[str], No
     if plan.config.write:
         with writing(plan.output):  # a full disk or a read-only folder: one line, no half-written bundle
             probe.path = path = write_bundle(probe, plan.output, overwrite=plan.config.overwrite)
-    return FitResult(probe, path, plan.metric, candidates, test, plan.notes)
+    return FitResult(probe, path, plan.metric, candidates, test, plan.notes, _trained_on(plan, dev))
 
 
 def _dev_positions(plan: FitPlan, classifier: str, kind: str) -> np.ndarray | None:
