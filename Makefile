@@ -76,8 +76,13 @@ demo: install
 	@echo "probe:    $(DEMO_BUNDLE) (featx predict $(DEMO_BUNDLE) new.csv -o predictions.csv; featx.load in Python)"
 	@echo "notebooks: notebooks/layerwise.ipynb reads these files, notebooks/deploy.ipynb the probe (.venv/bin/pip install jupyterlab; .venv/bin/jupyter lab notebooks/)"
 
+# Two pytest-xdist workers (these machines have 2 cores; `make test WORKERS=0` runs in one process). Session
+# fixtures are built once per worker; tests of one xdist_group (e.g. the torchrun ones) share a worker.
+WORKERS ?= 2
+PYTEST := $(PY) -m pytest -q -n $(WORKERS) --dist loadgroup
+
 test: install-test browser lint docs
-	$(PY) -m pytest -q
+	$(PYTEST)
 
 # The documentation site (mkdocs.yml): built into site/ with --strict, so a broken link, a missing page or a
 # page left out of the nav fails; make test runs it, so CI does. Then the built site is checked to work
@@ -95,7 +100,7 @@ lint: install-test
 
 # The quick run: every test but the slow ones (child processes, torchrun, headless Chromium, MiniLM).
 test-fast: install-test
-	$(PY) -m pytest -q -m "not slow"
+	$(PYTEST) -m "not slow"
 
 # The report tests load the HTML report in headless Chromium. Installs Debian's chromium once when no
 # chromium binary is found (as root, or through passwordless sudo); without one those tests are skipped.
@@ -110,7 +115,7 @@ browser:
 # The report of the demo's sentiment run in headless Chromium; keeps the screenshot and PDF in out/report-check/.
 report-check: install-test browser
 	@mkdir -p $(OUT)/report-check
-	FEATX_REPORT_CHECK_DIR=$(OUT)/report-check $(PY) -m pytest -q tests/report/test_report_browser.py -rs
+	FEATX_REPORT_CHECK_DIR=$(OUT)/report-check $(PY) -m pytest -q tests/report/html/test_report_browser.py -rs
 	@echo "screenshot: $(OUT)/report-check/report-screenshot.png; PDF: $(OUT)/report-check/report.pdf"
 
 # The release files: the sdist, and the wheel python -m build makes from it, in $(DIST)/. The wheel ships

@@ -7,7 +7,7 @@
 Sizes are ROWSxLAYERSxWIDTH: 100,000 x 7 x 384 (MiniLM: embeddings + 6 layers) and 20,000 x 13 x 768
 (bert-base-sized), all 5 poolings (cls, mean, max, last, pooler) stored as float16. The files are written
 through featx's own store writer (``FeatureWriter``: the schema, chunking, commit markers and the final
-rename of a real extraction), window by window, so writing them is memory-flat too. Their values are
+rename of a real extraction), block by block, so writing them is memory-flat too. Their values are
 seeded noise plus a 4-class label signal along one random direction per class whose strength grows
 with the layer (from near chance to roughly 80% accuracy), so the solver has real work to do.
 
@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CACHE = Path(__file__).resolve().parent / ".cache" / "probe-scale"
 POOLINGS = ("cls", "mean", "max", "last", "pooler")
 N_CLASSES = 4
-WINDOW_BYTES = 64 << 20
+BLOCK_BYTES = 64 << 20
 
 
 def synthetic_features(rows: int, layers: int, width: int, seed: int = 0) -> Path:
@@ -71,16 +71,16 @@ def synthetic_features(rows: int, layers: int, width: int, seed: int = 0) -> Pat
     # later layers separate the classes better: from chance-like to ~80% (a shift of up to ~1.6 noise sd
     # along a direction of norm ~sqrt(width)); an easy signal would let the solver stop too early
     strength = np.linspace(0.005, 0.08, layers, dtype=np.float32) * np.sqrt(384 / width)
-    window = max(1, WINDOW_BYTES // (layers * width * 4))
+    block = max(1, BLOCK_BYTES // (layers * width * 4))
     try:
-        for start in range(0, rows, window):
-            stop = min(rows, start + window)
+        for start in range(0, rows, block):
+            stop = min(rows, start + block)
             signal = directions[labels[start:stop]]  # (n, width)
             values = {}
             for path in site.pooled_paths.values():
                 noise = rng.standard_normal((stop - start, layers, width), dtype=np.float32)
                 values[path] = (noise + strength[None, :, None] * signal[:, None, :]).astype(np.float16)
-            writer.write_window(start, stop, values)
+            writer.write_block(start, stop, values)
             writer.commit(stop)
         writer.finish()
     finally:

@@ -24,7 +24,7 @@ def extract(corpus=None, **options):
     summary = quick_up_to_date(config)  # the same request made this file: no torch, no model load
     if summary is not None:
         return summary
-    from .extraction.run.orchestrate import extract as _extract
+    from .extraction import extract as _extract
     from .signals import interrupts_on_termination
 
     with interrupts_on_termination():
@@ -35,7 +35,7 @@ def embed(texts, model: str = "default", layer: int = -1, pooling: str = "mean",
     """The ``(rows, width)`` float32 features of in-memory ``texts`` (a list, numpy array, pandas Series or
     one-column DataFrame) at one ``layer`` (negative: from the top) and ``pooling``, without a features file;
     ``options`` as ``featx.extraction.embed`` takes them (which returns every layer and pooling asked for)."""
-    from .extraction.inmemory.sentences import embed as _embed
+    from .extraction import embed as _embed
 
     return _embed(texts, model=model, layers=str(layer), poolings=pooling, **options).array(layer, pooling)
 
@@ -49,14 +49,14 @@ def probe(features=None, **options):
 
 def estimate(corpus=None, **options):
     """What ``extract`` would cost (rows, tokens, file size, memory, time) without running it."""
-    from .extraction.dryrun.estimation import estimate as _estimate
+    from .extraction import estimate as _estimate
 
     return _estimate(corpus, **options)
 
 
 def explain(results=None, **options):
     """Per-example diagnostics of a probing run; see ``featx.probing.analyses.explain``."""
-    from .probing.analyses.explain import explain as _explain
+    from .probing import explain as _explain
 
     return _explain(results, **options)
 

@@ -7,7 +7,9 @@ read (PEP 562), so that importing a package never pays for torch or matplotlib u
     __getattr__, __dir__ = lazy_exports(__name__, {"ExtractionPlan": "plan", "extract": "run"})
 
 A home may also name a submodule itself (``{"schema": "schema"}`` with the key equal to the module's
-name): the attribute is then that module.
+name): the attribute is then that module. ``"module:name"`` gives the face its own name for a name of the
+module (``{"format_probe": "text.probe:format_table"}``), where two inner modules use the same name for
+different things.
 """
 
 from __future__ import annotations
@@ -28,8 +30,11 @@ def lazy_exports(
         home = known.get(name)
         if home is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        home, _, inner = home.partition(":")
         module = import_module(f"{package}.{home}")
-        return module if home.rsplit(".", 1)[-1] == name and not hasattr(module, name) else getattr(module, name)
+        if inner:
+            return getattr(module, inner)
+        return module if home.rsplit(".", 1)[-1] == name else getattr(module, name)
 
     def __dir__() -> list[str]:  # noqa: N807
         return sorted({*known, *(eager or {})})

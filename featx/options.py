@@ -5,6 +5,12 @@ A command's config subclasses ``Options`` and lists its checks in ``CONSTRAINTS`
 config and raises ``InputError(message, hint)`` naming the flag the user typed. The helpers below build the
 common checks with one wording; a check that normalises a value (``"LogReg"`` -> ``"logreg"``) does so once,
 with ``normalise``, inside construction. ``dataclasses.replace`` (or ``Options.replace``) makes a checked copy.
+
+Each option is declared once, as its config field: ``option(default, flag="--max-length", help=..., group=...)``
+keeps the flag, help and help group in the field's metadata (``Flag``); the command line's options
+(``featx.cli.generate``), the Python keywords and their documentation (``keyword_doc``) come from the fields.
+A renamed option lists its old spellings (``old=("--seed",)``): they keep working, with a deprecation warning,
+until ``REMOVED_IN``; the old Python keyword is the old flag's name (``seed``).
 """
 
 from __future__ import annotations
@@ -15,15 +21,135 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
 
-from .errors import InputError
+from .errors import FeatxWarning, InputError
 
 Check = Callable[[Any], None]
 MAX_SEED = 2**32 - 1  # the largest seed numpy and scikit-learn take
 O = TypeVar("O", bound="Options")  # noqa: E741
+OPTION = "featx.option"  # the key of a field's ``Flag`` in its metadata
+REMOVED_IN = "0.3.0"  # the release that drops the old spellings of renamed options (0.2.0 is out)
+
+
+class FeatxDeprecationWarning(FeatxWarning, FutureWarning):
+    """An old spelling of a renamed option: it still works until ``REMOVED_IN`` (shown by default, as a
+    ``FutureWarning``; the CLI prints it as ``featx: warning: ...``)."""
 
 
 @dataclass(frozen=True)
-class Options:
+class Flag:
+    """How a config field shows on the command line: its flags (the first long one names it in messages), help,
+    help group, ``kind`` (flag, int, float, path, str; None: from the field's default and type), fixed
+    ``choices``, ``negate`` (a flag that sets the field to False: ``--quiet`` for ``progress``) and ``old``
+    spellings still accepted with a warning."""
+
+    flags: tuple[str, ...]
+    help: str
+    group: str | None = None
+    kind: str | None = None
+    choices: tuple[str, ...] | None = None
+    negate: bool = False
+    old: tuple[str, ...] = ()
+    cli_default: Any = None  # the command line's own default, where it differs from the field's (None: the same)
+
+    @property
+    def name(self) -> str:
+        """The flag messages name: the first long spelling."""
+        return next(flag for flag in self.flags if flag.startswith("--"))
+
+    @property
+    def old_keywords(self) -> tuple[str, ...]:
+        """The Python keywords of the old spellings (``--batch-rows`` -> ``batch_rows``)."""
+        return tuple(keyword_of(flag) for flag in self.old)
+
+
+def keyword_of(flag: str) -> str:
+    """The Python keyword of a long flag: ``--batch-rows`` -> ``batch_rows``."""
+    return flag.lstrip("-").replace("-", "_")
+
+
+def option(
+    default: Any = dataclasses.MISSING,
+    *,
+    flag: str | tuple[str, ...] | None = None,
+    help: str = "",  # noqa: A002 - click's word for it
+    group: str | None = None,
+    kind: str | None = None,
+    choices: Iterable[str] | None = None,
+    negate: bool = False,
+    old: tuple[str, ...] = (),
+    cli_default: Any = None,
+) -> Any:
+    """A config field declared once: its default, and (with ``flag``) how the command line shows it."""
+    if flag is None:
+        return dataclasses.field(default=default)
+    flags = (flag,) if isinstance(flag, str) else tuple(flag)
+    spec = Flag(flags, help, group, kind, tuple(choices) if choices is not None else None, negate, old, cli_default)
+    return dataclasses.field(default=default, metadata={OPTION: spec})
+
+
+def flag_of(item: dataclasses.Field) -> Flag | None:
+    """The ``Flag`` of a config field, or None for a field the command line does not show."""
+    return item.metadata.get(OPTION)
+
+
+def flagged(cls: type) -> list[tuple[dataclasses.Field, Flag]]:
+    """The fields of a config that have a flag, in field order, with their ``Flag``."""
+    return [(item, spec) for item in dataclasses.fields(cls) if (spec := flag_of(item)) is not None]
+
+
+def deprecation(old: str, new: str) -> str:
+    """The message of an old spelling: ``--seed is deprecated, use --init-seed; --seed will be removed in 0.3.0``."""
+    return f"{old} is deprecated, use {new}; {old} will be removed in {REMOVED_IN}"
+
+
+def renamed(cls: type, options: dict[str, Any]) -> dict[str, Any]:
+    """``options`` with each old Python keyword of ``cls`` replaced by its new one, with a deprecation warning."""
+    import warnings
+
+    options = dict(options)
+    for item, spec in flagged(cls):
+        for old in spec.old_keywords:
+            if old in options and old not in {field.name for field in dataclasses.fields(cls)}:
+                if item.name in options:
+                    raise InputError(f"{old} and {item.name} are the same option", f"give only {item.name}")
+                warnings.warn(deprecation(old, item.name), FeatxDeprecationWarning, stacklevel=3)
+                options[item.name] = options.pop(old)
+    return options
+
+
+def recorded(config: Any) -> dict[str, Any]:
+    """``config``'s fields as a dict, a renamed field under its first old name: what files record (the
+    options attribute of a features file, the up-to-date key) keeps the keys that 0.2.0 wrote."""
+    names = {item.name: spec.old_keywords[0] for item, spec in flagged(type(config)) if spec.old}
+    return {names.get(name, name): value for name, value in dataclasses.asdict(config).items()}
+
+
+def keyword_doc(cls: type, names: Iterable[str] | None = None, defaults: dict[str, Any] | None = None) -> str:
+    """The documented keyword list of a config's fields (``names``, or every field with a flag): one line each,
+    ``name`` (``--flag``, default): help, made from the fields so that it is never typed twice."""
+    chosen = set(names) if names is not None else None
+    defaults = defaults or {}
+    lines = []
+    for item, spec in flagged(cls):
+        if chosen is not None and item.name not in chosen:
+            continue
+        default = defaults.get(item.name, item.default)
+        lines.append(f"    {item.name} ({spec.name}, default {default!r}): {spec.help}")
+    return "\n".join(lines)
+
+
+class _Renaming(type):
+    """Makes a config from an old keyword of a renamed option too (``ExtractConfig(corpus, seed=1)``), with a
+    deprecation warning, as ``Options.build`` and the command line do."""
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        if kwargs and any(spec.old for _, spec in flagged(cls)):
+            kwargs = renamed(cls, kwargs)
+        return super().__call__(*args, **kwargs)
+
+
+@dataclass(frozen=True)
+class Options(metaclass=_Renaming):
     """Base of every command's config: frozen, and checked by its ``CONSTRAINTS`` when made."""
 
     CONSTRAINTS: ClassVar[tuple[Check, ...]] = ()
@@ -40,7 +166,9 @@ class Options:
     def build(cls: type[O], config: Any = None, **options: Any) -> O:
         """The config a command's Python function takes: ``config`` itself (with ``options`` replaced), or
         one made from ``options`` with ``config`` as its first field (``erase("x.h5", label="pos")``).
-        An option the config does not have is an ``InputError`` naming the known ones."""
+        An option the config does not have is an ``InputError`` naming the known ones; an old keyword of a
+        renamed option is taken with a deprecation warning."""
+        options = renamed(cls, options)
         known = [item.name for item in dataclasses.fields(cls)]
         unknown = sorted(set(options) - set(known))
         if unknown:
@@ -235,8 +363,20 @@ def path_like(name: str, what: str, hint: str) -> Check:
 
 __all__ = [
     "MAX_SEED",
+    "OPTION",
+    "REMOVED_IN",
     "Check",
+    "FeatxDeprecationWarning",
+    "Flag",
     "Options",
+    "deprecation",
+    "flag_of",
+    "flagged",
+    "keyword_doc",
+    "keyword_of",
+    "option",
+    "recorded",
+    "renamed",
     "names",
     "normalise",
     "number",

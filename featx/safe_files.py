@@ -7,10 +7,7 @@ are therefore created by ``tempfile.mkstemp`` (``O_CREAT|O_EXCL|O_NOFOLLOW``, a 
 itself, never its target). Small files read back (``.featx/last.json``, manifests) are opened with
 ``O_NOFOLLOW``, must be regular files, and are read only up to a size bound.
 
-Every CSV featx writes goes through ``csv_text``: a text cell starting with ``= + - @``, a tab or a carriage return
-(OWASP's list) gets a leading ``'`` so that a spreadsheet shows it instead of running it as a formula (class names,
-ids and label names come from the user's data). Numbers stay as they are, and so does the JSON beside a CSV (exact
-names). featx reads its own CSVs back with ``read_csv``, which takes the ``'`` off again.
+The CSV files featx writes go through ``featx.io.write_csv`` (formula-safe cells), which writes here.
 """
 
 from __future__ import annotations
@@ -133,105 +130,3 @@ def read_small_text(path: Path, max_bytes: int, encoding: str = "utf-8") -> str:
     if len(data) > max_bytes:
         raise NotARegularFile(f"{path} is larger than {max_bytes} bytes")
     return data.decode(encoding)
-
-
-# Spreadsheet formula injection (OWASP "CSV Injection"): a cell that starts with one of these is run as a formula
-# by Excel, LibreOffice and Google Sheets (``=HYPERLINK(...)``, ``+cmd|' /C calc'!A0``).
-FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
-_PLAIN_NUMBER = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
-
-
-def _needs_quote(text: str) -> bool:
-    """Whether ``text`` (after any leading quotes) starts like a formula; a plain number (``-1``, ``+2.5e3``) or a
-    lone ``-`` (featx's "none" mark) does not: no spreadsheet runs it. Counting the leading quotes makes the
-    prefix reversible (``'=x`` -> ``''=x``)."""
-    bare = text.lstrip("'")
-    return bare[:1] in FORMULA_STARTS and bare != "-" and not _PLAIN_NUMBER.fullmatch(bare)
-
-
-def neutral_cell(value):
-    """A CSV cell as featx writes it: text that a spreadsheet would run as a formula gets a leading ``'`` (shown
-    as text, never evaluated); numbers, missing values and other text unchanged. ``restored_cell`` undoes it."""
-    if isinstance(value, str) and _needs_quote(value):
-        return "'" + value
-    return value
-
-
-def restored_cell(value):
-    """The text featx had before ``neutral_cell``: reading its own CSVs gives back the original names."""
-    if isinstance(value, str) and value.startswith("'") and _needs_quote(value[1:]):
-        return value[1:]
-    return value
-
-
-def _text_positions(frame) -> list[int]:
-    """The positions of ``frame``'s columns that may hold text (not numbers or booleans)."""
-    from pandas.api.types import is_bool_dtype, is_numeric_dtype
-
-    dtypes = frame.dtypes
-    return [i for i in range(frame.shape[1]) if not (is_numeric_dtype(dtypes.iloc[i]) or is_bool_dtype(dtypes.iloc[i]))]
-
-
-def _column_mapped(column, cell, candidates):
-    """``column`` with ``cell`` applied to the cells ``candidates`` (vectorised, a superset) picks; unchanged
-    (same dtype) when none is picked, so large tables of plain names cost one pass of pandas string code."""
-    import pandas as pd
-
-    mask = candidates(column.astype("string")).fillna(False).to_numpy(dtype=bool)
-    if not mask.any():
-        return column
-    values = column.astype(object).to_numpy(copy=True)
-    values[mask] = [cell(value) for value in values[mask]]
-    mapped = pd.Series(values, index=column.index, name=column.name)
-    return mapped.astype(column.dtype) if isinstance(column.dtype, pd.StringDtype) else mapped
-
-
-def _formula_candidates(strings):
-    return strings.str.lstrip("'").str[:1].isin(list(FORMULA_STARTS))
-
-
-def _quoted_candidates(strings):
-    return strings.str.startswith("'")
-
-
-def _cells_mapped(frame, cell, candidates):
-    """``frame`` with ``cell`` applied to its text cells, column names and index labels (numbers untouched)."""
-    from pandas.api.types import is_numeric_dtype
-
-    frame = frame.copy()
-    for position in _text_positions(frame):
-        frame.isetitem(position, _column_mapped(frame.iloc[:, position], cell, candidates))
-    if frame.columns.nlevels == 1:
-        frame.columns = frame.columns.map(cell)
-    if frame.index.nlevels == 1 and not is_numeric_dtype(frame.index.dtype):
-        frame.index = frame.index.map(cell)
-    frame.index.name = cell(frame.index.name)
-    return frame
-
-
-def _has_carriage_return(frame) -> bool:
-    names = [*frame.columns, *frame.index.names]
-    if any(isinstance(name, str) and "\r" in name for name in names):
-        return True
-    return any(
-        frame.iloc[:, i].astype("string").str.contains("\r", regex=False).fillna(False).any()
-        for i in _text_positions(frame)
-    )
-
-
-def csv_text(frame, index: bool = False) -> str:
-    """``frame`` as CSV text with every text cell neutralised (``neutral_cell``): the one way featx writes CSV."""
-    import csv
-
-    frame = _cells_mapped(frame, neutral_cell, _formula_candidates)
-    # pandas leaves a cell with a carriage return unquoted (its line terminator is "\n"), which splits the row
-    # for every reader: such a table has its text cells quoted.
-    quoting = csv.QUOTE_NONNUMERIC if _has_carriage_return(frame) else csv.QUOTE_MINIMAL
-    return frame.to_csv(index=index, quoting=quoting)
-
-
-def read_csv(path, **options):
-    """``pandas.read_csv`` of a CSV featx wrote, its text cells and column names restored (``restored_cell``)."""
-    import pandas as pd
-
-    return _cells_mapped(pd.read_csv(path, **options), restored_cell, _quoted_candidates)

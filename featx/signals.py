@@ -1,9 +1,9 @@
 """SIGTERM and SIGHUP handled like Ctrl-C.
 
 ``kill``, batch schedulers, Kubernetes and ``timeout`` send SIGTERM; a closed terminal sends SIGHUP. By
-default either ends Python at once: no message, the lock left behind, queued windows lost. While
+default either ends Python at once: no message, the lock left behind, queued commit blocks lost. While
 ``interrupts_on_termination()`` is active they raise ``Terminated`` (a ``KeyboardInterrupt``) in the
-main thread instead, so every place that already handles Ctrl-C (the writer finishing its window, the
+main thread instead, so every place that already handles Ctrl-C (the writer finishing its commit block, the
 lock's release, the resume hint) handles them too; the exit code is 128 + the signal (143, 129).
 """
 

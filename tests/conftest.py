@@ -1,10 +1,14 @@
 """Fixtures shared by the whole suite, and the test run's environment.
 
-Layout: ``tests/`` mirrors the package (``extraction/``, ``store/``, ``probing/``, ``report/``, plus
-``robustness/`` for faults and hostile input); fixtures used by one folder only live in that folder's
-``conftest.py``; plain helpers and constants live in the ``support`` package (``tests/support/``, importable
-because pytest's ``pythonpath`` holds ``tests``) and are imported from there, never from a conftest or from
-another test module.
+Layout: ``tests/`` mirrors the package (``extraction/<subpackage>/``, ``probing/<subpackage>/``,
+``report/<subpackage>/``, ``store/``, ``deploy/``, ... plus ``robustness/`` for faults and hostile input);
+fixtures used by one folder only live in that folder's ``conftest.py``; plain helpers and constants live in the
+``support`` package (``tests/support/``, importable because pytest's ``pythonpath`` holds ``tests``) and are
+imported from there, never from a conftest or from another test module.
+
+The features files a test only reads are built once per session (per pytest-xdist worker) here, one per kind
+of input: ``tiny_features``, ``split_features``, ``pair_features``, ``word_features``, ``site_features``
+(``support.shared_files``). Never write into them: copy first (``features_copy``, ``copy_features``).
 
 Tests marked ``slow`` start other processes (``subprocess``, ``multiprocessing``, ``torchrun``, a Jupyter
 kernel), drive headless Chromium or load the MiniLM model; ``pytest -m "not slow"`` (``make test-fast``) leaves
@@ -21,10 +25,30 @@ from pathlib import Path
 os.environ["MPLBACKEND"] = "Agg"
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1:
+    # pytest-xdist workers share the cores: one OpenMP thread each (and in the processes they start) instead of
+    # every worker spinning a thread per core. Set before torch is imported, which reads it once.
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import pytest  # noqa: E402  (after the environment above)
+from support.deploy_data import make_split_features  # noqa: E402
 from support.probe_data import make_tiny_features  # noqa: E402
+from support.shared_files import (  # noqa: E402
+    make_pair_features,
+    make_site_features,
+    make_word_features,
+)
 from support.tiny import SENTENCES, build_tiny_bert, write_csv  # noqa: E402
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under pytest-xdist, the modules holding slow tests go first (each kept whole, in folder order otherwise):
+    the long tests then start while the quick ones fill the gaps, instead of one worker finishing a child-process
+    test alone at the end. Only the order changes; no test depends on another's."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    slow_modules = {item.path for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.path not in slow_modules)  # stable: the order within each group is kept
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -61,6 +85,31 @@ def minilm_path() -> Path:
 def tiny_features(tiny_model, tmp_path_factory):
     """Tiny-model features of 80 rows with token states: label (2 classes) and topic (3 classes)."""
     return make_tiny_features(tmp_path_factory.mktemp("probe-data"), tiny_model)
+
+
+@pytest.fixture(scope="session")
+def split_features(tiny_model, tmp_path_factory) -> Path:
+    """Sentences with a train/test split (label, topic, score; ``support.deploy_data``), mean and cls pooled: the
+    deploy and scikit-learn tests' file."""
+    return make_split_features(tmp_path_factory.mktemp("split-features"), tiny_model)
+
+
+@pytest.fixture(scope="session")
+def pair_features(tiny_model, tmp_path_factory) -> Path:
+    """Sentence pairs in separate mode (``support.shared_files.pair_corpus``: score, same, split), float32."""
+    return make_pair_features(tmp_path_factory.mktemp("pair-features"), tiny_model)
+
+
+@pytest.fixture(scope="session")
+def word_features(tiny_model, tmp_path_factory) -> tuple[Path, Path]:
+    """``(features, test treebank)``: word vectors of a two-file toy treebank (upos, heads), float32."""
+    return make_word_features(tmp_path_factory.mktemp("word-features"), tiny_model)
+
+
+@pytest.fixture(scope="session")
+def site_features(tiny_model, tmp_path_factory) -> Path:
+    """The ``tiny_features`` rows with the hidden, ffn and attn_out sites, mean and cls pooled."""
+    return make_site_features(tmp_path_factory.mktemp("site-features"), tiny_model)
 
 
 @pytest.fixture

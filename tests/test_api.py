@@ -11,11 +11,13 @@ import numpy as np
 import pytest
 from support.planted import plant
 from support.probe_data import N_ROWS, make_rows
+from support.shared_files import copy_features
 from support.tiny import write_csv
 
 import featx
 from featx.errors import InputError
 from featx.probing import ProbeConfig, load_results, probe
+from featx.report import format_probe
 from featx.state import last
 
 
@@ -149,7 +151,7 @@ def test_results_files_have_the_contract_columns_and_load_back(tiny_features, tm
     )
     assert np.allclose(table.accuracy, from_json.accuracy)
     assert table.layer.iloc[2:].notna().all() and table.layer.iloc[:2].isna().all()  # majority, lexical
-    assert "* best layer" in result.format_table()
+    assert "* best layer" in format_probe(result)
 
 
 def test_fixed_split_uses_the_test_rows_and_bootstrap_intervals(tiny_model, tmp_path):
@@ -184,7 +186,7 @@ def test_baseline_is_probed_with_the_same_folds(tiny_model, tiny_features, tmp_p
         ("main", 4),
     ]  # main: majority, lexical, 2 layers
     assert result.meta["baseline_file"] == str(baseline.resolve())
-    assert "baseline features" in result.format_table()
+    assert "baseline features" in format_probe(result)
 
 
 def test_config_refuses_bad_options():
@@ -224,10 +226,8 @@ def test_balanced_class_weights_help_a_rare_class(features_copy):
         assert weighted.balanced_accuracy >= plain.balanced_accuracy - 0.05
 
 
-def test_sites_are_probed_side_by_side(tiny_model, tmp_path):
-    corpus = write_csv(tmp_path / "corpus.csv", make_rows(N_ROWS), header=("text", "label", "topic"))
-    path = tmp_path / "sites.h5"
-    featx.extract(corpus, model=str(tiny_model), output=path, progress=False, poolings="mean,cls", sites="ffn,attn_out")
+def test_sites_are_probed_side_by_side(site_features, tmp_path):
+    path = copy_features(site_features, tmp_path)  # the planting below changes the file
     rng = np.random.default_rng(0)
     with h5py.File(path, "r+") as file:  # plant a label signal in the ffn site's layer 2 only
         y = file["labels/label"][:]
@@ -247,7 +247,7 @@ def test_sites_are_probed_side_by_side(tiny_model, tmp_path):
     assert ffn.loc[2, "accuracy"] > 0.9 and ffn.loc[2, "is_best"] and ffn.loc[1, "accuracy"] < 0.8
     assert singles.groupby("site").is_best.sum().eq(1).all()  # one best layer per site
     assert result.meta["sites"] == ["hidden", "ffn", "attn_out"]
-    assert "logreg probe on site ffn" in result.format_table()
+    assert "logreg probe on site ffn" in format_probe(result)
     with pytest.raises(InputError, match="site 'pre_ln' is not stored .* stored sites: hidden, ffn, attn_out"):
         probe(path, sites="pre_ln", write=False)
 

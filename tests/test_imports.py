@@ -143,3 +143,144 @@ def test_featx_native_bert_never_imports_transformers():
                 else []
             )
             assert not any(name.split(".")[0] == "transformers" for name in names), path.name
+
+
+# -- packages talk through their public face only ---------------------------------------------------------------
+def _sources() -> dict[str, tuple[str, bool]]:
+    """featx module -> (its source, whether it is a package's ``__init__``)."""
+    return {_name(path): (path.read_text(), path.name == "__init__.py") for path in PACKAGE.rglob("*.py")}
+
+
+def _packages(sources: dict[str, tuple[str, bool]]) -> list[str]:
+    """The top-level packages: ``featx.Q`` with an ``__init__`` (root modules such as ``featx.errors`` are none)."""
+    return sorted(name for name, (_, is_package) in sources.items() if is_package and name.count(".") == 1)
+
+
+def _unit(module: str, packages) -> str:
+    """The top-level package a module belongs to, or the module itself for a root module."""
+    top = ".".join(module.split(".")[:2])
+    return top if top in packages else module
+
+
+def _imports(module: str, source: str, is_package: bool):
+    """``(target module, imported name or None, line)`` of every import in ``source``, function-level included;
+    relative imports resolved. ``from featx.Q import x`` gives ``("featx.Q", "x")``, ``import featx.Q.x``
+    gives ``("featx.Q.x", None)``."""
+    package = module if is_package else module.rsplit(".", 1)[0]
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                parts = package.split(".")
+                base = ".".join(parts[: len(parts) - node.level + 1])
+                target = f"{base}.{node.module}" if node.module else base
+            else:
+                target = node.module or ""
+            for alias in node.names:
+                yield target, alias.name, node.lineno
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                yield alias.name, None, node.lineno
+
+
+def reach_ins(sources: dict[str, tuple[str, bool]], faces: dict[str, list[str]]) -> list[str]:
+    """Every import of one top-level package's inner module from outside it (``featx.Q.inner``, absolute or
+    relative, at any depth of the code), and every ``from featx.Q import X`` with X not in ``faces[Q]``
+    (``Q.__all__``). ``from featx import Q`` and ``import featx.Q`` are the face itself."""
+    packages = set(faces)
+    found = []
+    for module, (source, is_package) in sorted(sources.items()):
+        home = _unit(module, packages)
+        for target, name, line in _imports(module, source, is_package):
+            if target == "featx" and name is not None and f"featx.{name}" in packages:
+                continue  # from featx import Q
+            unit = _unit(target, packages)
+            if unit not in packages or unit == home:
+                continue
+            where = f"{module}:{line}"
+            if target != unit:
+                found.append(f"{where} reaches into {target}")
+            elif name is not None and name not in faces[unit]:
+                found.append(f"{where} imports {name!r}, which is not in {unit}.__all__")
+    return found
+
+
+def _faces(packages) -> dict[str, list[str]]:
+    return {package: list(importlib.import_module(package).__all__) for package in packages}
+
+
+def test_packages_import_each_other_only_through_their_face():
+    sources = _sources()
+    packages = _packages(sources)
+    assert {"featx.extraction", "featx.probing", "featx.report", "featx.store"} <= set(packages)
+    assert reach_ins(sources, _faces(packages)) == []
+
+
+def test_the_reach_in_finder_finds_them():
+    faces = {"featx.p": ["public"], "featx.q": ["face"]}
+    sources = {
+        "featx.p": ("from ._inner import public\n", True),
+        "featx.p._inner": ("public = 1\n", False),
+        "featx.q": ("from .mod import face\n", True),
+        "featx.q.mod": (
+            "from ..p import public\n"  # the face: fine
+            "from featx import p\n"  # the package itself: fine
+            "from . import face\n"  # its own package: fine
+            "from ..p._inner import public\n"  # a relative reach-in
+            "def f():\n"
+            "    from featx.p._inner import public\n"  # an absolute one, inside a function
+            "    import featx.p._inner\n"  # import of an inner module
+            "    from featx.p import hidden\n",  # a name the face does not list
+            False,
+        ),
+        "featx.errors": ("from .p._inner import public\n", False),  # a root module reaching in
+    }
+    assert reach_ins(sources, faces) == [
+        "featx.errors:1 reaches into featx.p._inner",
+        "featx.q.mod:4 reaches into featx.p._inner",
+        "featx.q.mod:6 reaches into featx.p._inner",
+        "featx.q.mod:7 reaches into featx.p._inner",
+        "featx.q.mod:8 imports 'hidden', which is not in featx.p.__all__",
+    ]
+
+
+# -- no circle between top-level packages -----------------------------------------------------------------------
+def package_graph(modules: dict[str, set[str]], packages) -> dict[str, set[str]]:
+    """The module graph folded onto top-level packages (root modules stay themselves)."""
+    graph: dict[str, set[str]] = {}
+    for module, targets in modules.items():
+        unit = _unit(module, packages)
+        graph.setdefault(unit, set()).update(_unit(target, packages) for target in targets)
+    return {unit: targets - {unit} for unit, targets in graph.items()}
+
+
+def test_no_circle_between_packages():
+    graph = package_graph(import_graph(), set(_packages(_sources())))
+    assert "featx.probing" in graph and "featx.report" in graph
+    assert find_cycle(graph) is None, " -> ".join(find_cycle(graph))
+
+
+def test_the_package_circle_finder_finds_one():
+    """probing -> report and report -> probing through different modules: no module circle, a package circle."""
+    modules = {
+        "featx.probing.results": {"featx.report.text"},
+        "featx.report.text": set(),
+        "featx.report.load": {"featx.probing.meta"},
+        "featx.probing.meta": set(),
+    }
+    assert find_cycle(modules) is None
+    graph = package_graph(modules, {"featx.probing", "featx.report"})
+    assert find_cycle(graph) == ["featx.probing", "featx.report", "featx.probing"]
+
+
+# -- every face resolves ----------------------------------------------------------------------------------------
+def _all_packages() -> list[str]:
+    return sorted(_name(path) for path in PACKAGE.rglob("__init__.py"))
+
+
+@pytest.mark.parametrize("package", _all_packages())
+def test_every_name_of_a_face_resolves(package):
+    module = importlib.import_module(package)
+    assert module.__all__, package
+    missing = [name for name in module.__all__ if getattr(module, name, None) is None]
+    assert missing == [], f"{package}.__all__ lists names it does not have: {missing}"
+    assert set(module.__all__) <= set(dir(module))

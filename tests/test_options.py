@@ -11,7 +11,23 @@ from typing import Any, ClassVar
 import pytest
 
 from featx.errors import InputError
-from featx.options import Check, Options, names, normalise, number, numbers, one_of, requires, whole
+from featx.options import (
+    Check,
+    FeatxDeprecationWarning,
+    Options,
+    flag_of,
+    flagged,
+    keyword_doc,
+    names,
+    normalise,
+    number,
+    numbers,
+    one_of,
+    option,
+    renamed,
+    requires,
+    whole,
+)
 
 
 @dataclass(frozen=True)
@@ -140,3 +156,39 @@ def test_build_takes_a_config_or_its_first_field_and_names_unknown_options():
     assert error.value.hint.startswith("the options are: size, budget, rate")
     with pytest.raises(InputError, match="--size 0"):
         Sample.build(0)
+
+
+@dataclass(frozen=True)
+class Declared(Options):
+    """Fields declared once with ``option``: a flag, its help and group, an old spelling."""
+
+    path: Any = None
+    rows: Any = option(8, flag="--rows", help="Rows per step.", group="Steps", old=("--batch-rows",))
+    progress: Any = option(True, flag=("--quiet", "-q"), negate=True, help="No progress bar.")
+    hidden: Any = option(3)
+
+
+def test_option_keeps_the_flag_in_the_field_and_none_without_one():
+    (rows, spec), (progress, quiet) = flagged(Declared)
+    assert (rows.name, rows.default, spec.name, spec.group, spec.old_keywords) == (
+        "rows",
+        8,
+        "--rows",
+        "Steps",
+        ("batch_rows",),
+    )
+    assert quiet.name == "--quiet" and quiet.negate
+    assert flag_of(dataclasses.fields(Declared)[-1]) is None and Declared().hidden == 3
+
+
+def test_an_old_keyword_is_taken_with_a_deprecation_warning_and_not_beside_the_new_one():
+    with pytest.warns(FeatxDeprecationWarning, match=r"^batch_rows is deprecated, use rows; batch_rows will be"):
+        made = Declared.build("x", batch_rows=4)
+    assert made == Declared.build("x", rows=4)
+    with pytest.raises(InputError) as error:
+        renamed(Declared, {"rows": 1, "batch_rows": 2})
+    assert (error.value.message, error.value.hint) == ("batch_rows and rows are the same option", "give only rows")
+
+
+def test_keyword_doc_is_made_from_the_fields():
+    assert keyword_doc(Declared, ["rows"], {"rows": 2}) == "    rows (--rows, default 2): Rows per step."

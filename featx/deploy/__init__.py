@@ -3,15 +3,15 @@ rows; of a sentence label, or of a word label with folds by sentence), the bundl
 and ``predict`` over a corpus (a word probe: over every word of its sentences).
 
 Modules: ``config`` (``FitConfig``, ``PredictConfig``), ``plan`` (``FitPlan``), ``choose`` (the cross-validated
-choice), ``head`` (``Head``, the fitted arrays), ``features`` (what a head reads), ``probe`` (``Probe``),
-``bundle`` and ``checks`` (writing and checking bundles), ``model_ref`` (the model's fingerprints),
-``fitting`` and ``prediction``. The names below are imported on first use, so that importing the package stays cheap.
+choice), ``head`` (``Head``, the fitted arrays, and ``fit_head``), ``features`` (what a head reads), ``probe``
+(``Probe``), ``bundle`` and ``checks`` (writing and checking bundles), ``model_ref`` (the model's fingerprints),
+``fitting`` and ``prediction``. The names below are the package's face, imported on first use, so that
+importing the package stays cheap.
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from ..lazy import lazy_exports
 
 _HOMES = {
     "FitConfig": "config",
@@ -19,6 +19,7 @@ _HOMES = {
     "FitPlan": "plan",
     "FitResult": "fitting",
     "Head": "head",
+    "fit_head": "head",
     "Probe": "probe",
     "fit": "fitting",
     "load": "bundle",
@@ -29,9 +30,4 @@ _HOMES = {
 
 __all__ = sorted(_HOMES)
 
-
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'featx.deploy' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{home}"), name)
+__getattr__, __dir__ = lazy_exports(__name__, _HOMES)

@@ -14,8 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import InputError
-from ..probing import evaluation as ev
-from ..probing.evaluation import regression_metrics as rm
+from ..probing import confusion, metrics_from_confusion, regression_scores
 from ..selection import LayerSpec
 from . import head as heads
 from .stack import fit_stack
@@ -34,9 +33,9 @@ class Candidate:
 def score_of(metric: str, y_true: np.ndarray, predicted: np.ndarray, n_classes: int | None) -> float:
     """``metric`` of predicted codes (classification) or values (regression)."""
     if n_classes is None:
-        return float(rm.metrics(y_true, predicted)[metric])
-    cm = ev.confusion(np.asarray(y_true, np.int64), np.asarray(predicted, np.int64), n_classes)
-    return float(ev.metrics_from_confusion(cm)[metric])
+        return float(regression_scores(y_true, predicted)[metric])
+    cm = confusion(np.asarray(y_true, np.int64), np.asarray(predicted, np.int64), n_classes)
+    return float(metrics_from_confusion(cm)[metric])
 
 
 def cv_folds(
@@ -112,8 +111,7 @@ def score_candidate(path, spec: LayerSpec, pooling: str, rows: np.ndarray, y, cl
     where extra threads mostly spin, badly so on a shared machine; the parallelism is across candidates."""
     from threadpoolctl import threadpool_limits
 
-    from ..probing.inputs import JOB_THREADS
-    from ..probing.tasks.classification_jobs import torch_threads
+    from ..probing import JOB_THREADS, torch_threads
     from ..store import FeatureFile
     from .features import stored_matrix, stored_word_matrix
 
@@ -142,7 +140,7 @@ def choose(
     rows (or words, ``options["level"]`` "word") of the training part (the only ones read), ``y`` their
     targets, ``groups`` their sentences (words: folds keep a sentence whole); ``options`` are ``fit_head``'s
     keywords, ``folds``, ``seed`` and ``jobs`` (candidates scored side by side, one process each)."""
-    from ..probing.inputs import job_workers, run_jobs
+    from ..probing import job_workers, run_jobs
 
     n_classes = None if classes is None else len(classes)
     splits = cv_folds(y, n_classes, options["folds"], options["seed"], groups)

@@ -8,14 +8,16 @@ from pathlib import Path
 from typing import ClassVar
 
 from ..errors import InputError
-from ..options import Check, Options, number, numbers, one_of, path_like, spelled, text, whole
-from ..probing.config import DEFAULT_ALPHAS, DEFAULT_CS, check_bootstrap, check_folds, check_jobs, check_seed
+from ..options import Check, Options, number, numbers, one_of, option, path_like, spelled, text, whole
+from ..probing import DEFAULT_ALPHAS, DEFAULT_CS, check_bootstrap, check_folds, check_jobs, check_seed
 
 HEADS = ("logreg", "svm", "mlp", "ridge")
 CLASS_METRICS = ("accuracy", "macro_f1", "balanced_accuracy")
 VALUE_METRICS = ("r2", "spearman", "pearson")
 TASKS = ("auto", "classification", "regression")
 BUNDLE_SUFFIX = ".featx"
+CHOICE, EVALUATION, BUNDLE = "Label and probe", "Evaluation", "Bundle"
+READING, PREDICTIONS, COMPUTE = "Reading the corpus", "Predictions", "Compute"
 
 
 def _check_metric(config: FitConfig) -> None:
@@ -41,22 +43,43 @@ class FitConfig(Options):
     by cross-validation on the training rows), with which head, written as a bundle folder."""
 
     features: str | Path | None = None
-    label: str | None = None  # None: "label" if stored, else the first label column
-    layer: str = "auto"  # auto (every stored layer), or what featx probe --layer takes: 3, -1, cat(-4:), stack
-    pooling: str = "auto"  # auto (every stored pooling), or one or several stored poolings
-    classifier: str = "logreg"  # logreg, svm, mlp (classification) or ridge (regression)
-    metric: str | None = None  # what the choice maximises: accuracy / r2 unless given
-    output: str | Path | None = None  # the bundle folder (default: beside the features file, .featx)
-    task: str = "auto"
-    folds: int = 5
-    seed: int = 0
-    balanced: bool = False
+    label: str | None = option(
+        None, flag="--label", group=CHOICE, help="Label column to learn (default: 'label', else the first one)."
+    )
+    layer: str = option(
+        "auto",
+        flag="--layer",
+        group=CHOICE,
+        help="auto (chosen by cross-validation on the training rows), 3, -1, cat(-4:) or a list to choose from.",
+    )
+    pooling: str = option("auto", flag="--pooling", group=CHOICE, help="auto, or one or several stored poolings.")
+    classifier: str = option(
+        "logreg", flag="--classifier", group=CHOICE, help="logreg, svm, mlp (classes) or ridge (numbers)."
+    )
+    metric: str | None = option(
+        None, flag="--metric", group=CHOICE, help="Chosen on: accuracy, macro_f1, balanced_accuracy; r2, spearman."
+    )
+    output: str | Path | None = option(  # None: beside the features file, .featx
+        None, flag=("-o", "--output"), group=BUNDLE, kind="path", help="Bundle folder to write."
+    )
+    task: str = option(
+        "auto",
+        flag="--task",
+        group=CHOICE,
+        choices=TASKS,
+        help="auto: a numeric label with many distinct values is regression (ridge, R²), else classes.",
+    )
+    folds: int = option(5, flag="--folds", group=EVALUATION, help="Cross-validation folds of the choice.")
+    seed: int = option(0, flag="--seed", group=EVALUATION, help="Seed of the folds and heads.")
+    balanced: bool = option(False, flag="--balanced", group=EVALUATION, help="Balanced class weights.")
     cs: tuple[float, ...] = DEFAULT_CS
     alphas: tuple[float, ...] = DEFAULT_ALPHAS
     n_bootstrap: int = 1000
-    overwrite: bool = False
+    overwrite: bool = option(False, flag="--overwrite", group=BUNDLE, help="Replace an existing bundle.")
     write: bool = True
-    jobs: int | None = None  # candidates scored side by side; None: one per core (at most one per candidate)
+    jobs: int | None = option(  # at most one per candidate
+        None, flag="--jobs", group=EVALUATION, help="Candidates scored side by side (default: one per core)."
+    )
 
     CONSTRAINTS: ClassVar[tuple[Check, ...]] = (
         path_like(
@@ -96,27 +119,81 @@ class PredictConfig(Options):
 
     bundle: str | Path | None = None
     corpus: str | Path | None = None  # a corpus file, or "-" for stdin
-    output: str | Path | None = None  # None: beside the corpus, .predictions.csv
-    text_col: str | None = None  # None: the bundle's text column
-    text_pair_col: str | None = None  # None: the bundle's second column (sentence pairs)
-    id_col: str | None = None
-    sep: str | None = None
-    encoding: str = "utf-8"
-    label: str | None = None  # a label column to score the predictions against
-    top_k: int | None = None
-    threshold: float | None = None
-    batch_rows: int = 1024  # rows encoded per chunk (the unit of resuming)
-    batch_size: int | None = None  # most texts per forward pass; None: featx extract's default for the device
-    device: str = "auto"
-    overwrite: bool = False
-    progress: bool = True
-    word_format: str | None = None  # word probes: conllu, columns or jsonl (default: from the file, as extract)
-    columns: str | None = None  # word probes, column files: the fields of a line, e.g. form,upos
+    output: str | Path | None = option(  # None: beside the corpus, .predictions.csv
+        None,
+        flag=("-o", "--output"),
+        group=PREDICTIONS,
+        kind="path",
+        help="Predictions file (.csv/.tsv/.jsonl); - writes CSV to standard output.",
+    )
+    text_col: str | None = option(
+        None, flag="--text-col", group=READING, help="Column of the texts (default: the one the bundle was fitted on)."
+    )
+    text_pair_col: str | None = option(
+        None, flag="--text-pair-col", group=READING, help="Sentence pairs: the column of each row's second text."
+    )
+    id_col: str | None = option(
+        None, flag="--id-col", group=READING, help="Column of unique row ids (default: row numbers)."
+    )
+    sep: str | None = option(
+        None, flag="--sep", group=READING, help="Delimiter of a delimited corpus (default: sniffed)."
+    )
+    encoding: str = option("utf-8", flag="--encoding", group=READING, help="Text encoding of the corpus.")
+    label: str | None = option(
+        None,
+        flag="--label",
+        group=PREDICTIONS,
+        help="A label column of the corpus: also print the accuracy against it.",
+    )
+    top_k: int | None = option(
+        None, flag="--top-k", group=PREDICTIONS, help="Write the K most likely classes instead of every class."
+    )
+    threshold: float | None = option(
+        None, flag="--threshold", group=PREDICTIONS, help="Binary probes: predict the second class at p >= T."
+    )
+    commit_rows: int = option(  # rows encoded per chunk, written at once
+        1024,
+        flag="--commit-rows",
+        group=COMPUTE,
+        old=("--batch-rows",),
+        help="Rows per commit (the unit of resuming), as featx extract --commit-rows.",
+    )
+    batch_size: int | None = option(  # None: featx extract's default for the device
+        None,
+        flag="--batch-size",
+        group=COMPUTE,
+        help="Most texts per forward pass (default: 256 on CPU, 16384 on GPU).",
+    )
+    device: str = option(
+        "auto",
+        flag="--device",
+        group=COMPUTE,
+        help="Torch device the model runs on: auto (a GPU when torch sees one, else the CPU), cpu, cuda, cuda:N "
+        "or mps.",
+    )
+    overwrite: bool = option(False, flag="--overwrite", group=PREDICTIONS, help="Replace an existing predictions file.")
+    progress: bool = option(
+        True,
+        flag=("--quiet", "-q", "--no-progress"),
+        negate=True,
+        group=COMPUTE,
+        help="No progress bar (as extract -q).",
+    )
+    word_format: str | None = option(
+        None,
+        flag="--word-format",
+        group=READING,
+        help="Word probes: conllu, columns or jsonl (default: from the file, as extract; a table of texts is split "
+        "on whitespace).",
+    )
+    columns: str | None = option(
+        None, flag="--columns", group=READING, help="Word probes, column files: the fields of a line, e.g. form,upos."
+    )
 
     CONSTRAINTS: ClassVar[tuple[Check, ...]] = (
         whole("top_k", "--top-k", minimum=1, optional=True),
         number("threshold", "--threshold", low=0.0, high=1.0, low_open=False, optional=True),
-        whole("batch_rows", "--batch-rows", minimum=1),
+        whole("commit_rows", "--commit-rows", minimum=1),
         whole("batch_size", "--batch-size", minimum=1, optional=True),
         _check_top_k,
     )

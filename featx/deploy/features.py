@@ -8,10 +8,9 @@ from typing import Any
 
 import numpy as np
 
-from ..probing.tasks.pairs import pooled_block, senteval
+from ..probing import pooled_block, senteval
 from ..selection import LayerSpec
-from ..store import FeatureFile
-from ..store.schema import PAIR_B_SITE
+from ..store import PAIR_B_SITE, FeatureFile
 
 
 def stored_matrix(features: FeatureFile, spec: LayerSpec, pooling: str, rows: np.ndarray | None = None) -> Any:

@@ -16,9 +16,8 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
-from ..extraction.model.fingerprints import tokenizer_sha256
-from ..probing import evaluation as ev
-from ..probing.evaluation import regression_metrics as rm
+from ..extraction import tokenizer_sha256
+from ..probing import bootstrap_intervals, regression_bootstrap
 from ..safe_files import check_writable, writing
 from ..store import FeatureFile
 from .bundle import write_bundle
@@ -98,11 +97,11 @@ def _scored(plan: FitPlan, predicted: np.ndarray) -> tuple[float, float, float]:
     config, y_test = plan.config, plan.y[plan.test]
     n_boot, seed = int(config.n_bootstrap), int(config.seed)
     if plan.classes is None:
-        low, high = rm.bootstrap(y_test, predicted, n_boot, seed)[plan.metric]
+        low, high = regression_bootstrap(y_test, predicted, n_boot, seed)[plan.metric]
         return score_of(plan.metric, y_test, predicted, None), float(low), float(high)
     k = len(plan.classes)
     groups = None if plan.groups is None else plan.groups[plan.test]
-    low, high = ev.bootstrap_intervals(y_test, predicted, k, n_boot, seed, groups)[plan.metric]
+    low, high = bootstrap_intervals(y_test, predicted, k, n_boot, seed, groups)[plan.metric]
     return score_of(plan.metric, y_test, predicted, k), float(low), float(high)
 
 
@@ -181,7 +180,7 @@ def fit(config: FitConfig | str | Path | None = None, report: Callable[[str], No
     ``write=False``). ``report`` receives a line per candidate scored."""
     from threadpoolctl import threadpool_limits
 
-    from ..probing.inputs import JOB_THREADS
+    from ..probing import JOB_THREADS
 
     plan = resolve_fit(FitConfig.build(config, **options))
     if plan.config.write and plan.output.exists() and not plan.config.overwrite:

@@ -13,8 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..probing import evaluation as ev
-from ..probing.solvers import classifiers as clf
+from ..probing import build_mlp, fit_linear, fit_scaler, inner_split, train_head
 
 # The arrays of each kind of head, besides the scaler's mean and scale.
 ARRAYS = {"linear": ("coef", "intercept"), "ridge": ("coef", "intercept"), "mlp": ("w1", "b1", "w2", "b2")}
@@ -89,7 +88,7 @@ def fit_head(
     rows = np.arange(len(X)) if dev is None or not linear else np.setdiff1d(np.arange(len(X)), dev)
     dev = dev if linear else None
     if classifier == "ridge":
-        from ..probing.solvers.ridge import fit_ridge
+        from ..probing import fit_ridge
 
         fits, scaler = fit_ridge(X, [y], rows, dev, tuple(alphas), seed)
         fit, alpha, _ = fits[0]
@@ -100,7 +99,7 @@ def fit_head(
         head = _fit_mlp(X, y, len(classes), balanced, seed)
         head.classes = list(classes)
         return head
-    model, scaler, C, _ = ev.fit_linear(classifier, X, y, rows, dev, tuple(cs), balanced, seed)
+    model, scaler, C, _ = fit_linear(classifier, X, y, rows, dev, tuple(cs), balanced, seed)
     weights = linear_weights(model, len(classes))
     return Head(classifier, scaler.mean, scaler.scale, weights, list(classes), float(C))
 
@@ -125,12 +124,12 @@ def _fit_mlp(X: np.ndarray, y: np.ndarray, n_classes: int, balanced: bool, seed:
     import torch
 
     rows = np.arange(len(X))
-    scaler = ev.fit_scaler(X, rows)
+    scaler = fit_scaler(X, rows)
     Xs = torch.from_numpy(np.ascontiguousarray(scaler(X)))
-    fit_rows, val_rows = ev.inner_split(y, rows, seed)
+    fit_rows, val_rows = inner_split(y, rows, seed)
     torch.manual_seed(seed)
-    model = clf.build_mlp(X.shape[1], n_classes)
-    clf.train_head(model, lambda r: Xs[r], np.asarray(y, np.int64), fit_rows, val_rows, n_classes, seed, balanced)
+    model = build_mlp(X.shape[1], n_classes)
+    train_head(model, lambda r: Xs[r], np.asarray(y, np.int64), fit_rows, val_rows, n_classes, seed, balanced)
     state = {key: value.detach().double().numpy() for key, value in model.state_dict().items()}
     weights = {
         "w1": state["0.weight"].T.copy(),

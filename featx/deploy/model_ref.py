@@ -8,8 +8,7 @@ import json
 from pathlib import Path
 
 from ..errors import ModelError
-from ..extraction.model.files import local_model_folder
-from ..extraction.model.fingerprints import tokenizer_sha256, weights_sha256
+from ..extraction import local_model_folder, tokenizer_sha256, weights_sha256
 
 SAFETENSORS_INDEX = "model.safetensors.index.json"
 

@@ -10,37 +10,35 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import store
 from ..errors import InputError
-from ..probing import evaluation as ev
-from ..probing.labels import stored_column
-from ..probing.plan import default_label, resolve_task
-from ..probing.tasks.word_items import HEAD_LABEL
+from ..probing import DEV_VALUES, HEAD_LABEL, TEST_VALUES, check_labels, default_label, resolve_task, stored_column
 from ..selection import LayerSpec, parse_layer_specs, parse_poolings
 from ..state import given_or_last
-from ..store import FeatureFile, schema
+from ..store import FeatureFile
 from .config import BUNDLE_SUFFIX, CLASS_METRICS, VALUE_METRICS, FitConfig
 
 # The features file's records a bundle keeps: how to run the model again on new texts.
 EXTRACTION_ATTRS = (
-    schema.MODEL,
-    schema.MODEL_PATH,
-    schema.MODEL_SHA256,
-    schema.TOKENIZER_SHA256,
-    schema.MODEL_TYPE,
-    schema.N_MODEL_LAYERS,
-    schema.TOKENIZER,
-    schema.COMPUTE_DTYPE,
-    schema.STORE_DTYPE,
-    schema.MAX_LENGTH,
-    schema.LONG_INPUTS,
-    schema.STRIDE,
-    schema.PAIR_MODE,
-    schema.TEXT_PAIR_COL,
-    schema.TEXT_COL,
-    schema.ID_COL,
-    schema.RANDOM_INIT,
-    schema.IMPLEMENTATION,
-    schema.MODEL_PART,
+    store.schema.MODEL,
+    store.schema.MODEL_PATH,
+    store.schema.MODEL_SHA256,
+    store.schema.TOKENIZER_SHA256,
+    store.schema.MODEL_TYPE,
+    store.schema.N_MODEL_LAYERS,
+    store.schema.TOKENIZER,
+    store.schema.COMPUTE_DTYPE,
+    store.schema.STORE_DTYPE,
+    store.schema.MAX_LENGTH,
+    store.schema.LONG_INPUTS,
+    store.schema.STRIDE,
+    store.schema.PAIR_MODE,
+    store.schema.TEXT_PAIR_COL,
+    store.schema.TEXT_COL,
+    store.schema.ID_COL,
+    store.schema.RANDOM_INIT,
+    store.schema.IMPLEMENTATION,
+    store.schema.MODEL_PART,
 )
 
 
@@ -98,7 +96,7 @@ def _extraction(features: FeatureFile) -> dict:
     attrs = features.attrs
     out = {name: _plain(attrs.get(name)) for name in EXTRACTION_ATTRS}
     try:
-        options = json.loads(attrs.get(schema.OPTIONS) or "{}")
+        options = json.loads(attrs.get(store.schema.OPTIONS) or "{}")
     except ValueError:
         options = {}
     for name in ("dtype", "trust_remote_code", "long", "stride", "template"):
@@ -133,8 +131,8 @@ def _split(features: FeatureFile, rows: np.ndarray) -> tuple[np.ndarray, np.ndar
     if split is None:
         return np.arange(len(rows)), np.zeros(0, np.int64)
     values = np.char.lower(np.asarray(split, dtype=str)[rows])
-    test = np.flatnonzero(np.isin(values, ev.TEST_VALUES))
-    train = np.flatnonzero(~np.isin(values, ev.TEST_VALUES))
+    test = np.flatnonzero(np.isin(values, TEST_VALUES))
+    train = np.flatnonzero(~np.isin(values, TEST_VALUES))
     return train, test
 
 
@@ -144,8 +142,8 @@ def _dev(features: FeatureFile, rows: np.ndarray) -> np.ndarray | None:
     if split is None:
         return None
     values = np.char.lower(np.asarray(split, dtype=str)[rows])
-    dev = np.flatnonzero(np.isin(values, ev.DEV_VALUES))
-    return dev if len(dev) and np.isin(values, ev.TEST_VALUES).any() else None
+    dev = np.flatnonzero(np.isin(values, DEV_VALUES))
+    return dev if len(dev) and np.isin(values, TEST_VALUES).any() else None
 
 
 def _classes_of_training(y, train, test, names, label) -> tuple[np.ndarray, list[str]]:
@@ -158,7 +156,7 @@ def _classes_of_training(y, train, test, names, label) -> tuple[np.ndarray, list
             f"class(es) {shown} of label '{label}' appear in the test split but never in the training rows",
             "check the split column, or drop it from the corpus to fit on every row",
         )
-    ev.check_labels(np.searchsorted(present, y[train]), [names[c] for c in present], label, "the training rows")
+    check_labels(np.searchsorted(present, y[train]), [names[c] for c in present], label, "the training rows")
     return np.searchsorted(present, y), [names[code] for code in present]
 
 

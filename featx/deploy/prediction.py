@@ -1,6 +1,6 @@
 """``featx.deploy.predict``: a bundle's predictions for every row of a corpus, written as CSV, TSV or JSON Lines.
 
-The corpus is read as ``featx extract`` reads it; the texts are encoded in chunks of ``batch_rows`` rows
+The corpus is read as ``featx extract`` reads it; the texts are encoded in chunks of ``commit_rows`` rows
 (the encoder run only up to the probe's highest layer), each chunk's predictions appended to a partial file
 beside the output whose first line is the run's key (the bundle's weights digest, the corpus's sha256 and
 the options that change the output). A run stopped part-way resumes from the rows that file holds; when every
@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import InputError
-from ..extraction.inputs.corpus import Corpus, read_corpus
+from ..extraction import Corpus, read_corpus
 from ..safe_files import check_writable, writing
 from .bundle import load
 from .config import PredictConfig
@@ -29,7 +29,7 @@ from .probe import Probe
 from .table import STDOUT, check_scoring, output_frame, score_line, write_frame
 
 if TYPE_CHECKING:
-    from ..extraction.inputs.treebank import WordTable
+    from ..extraction import WordTable
 
 PARTIAL_SUFFIX = ".partial"
 
@@ -199,9 +199,7 @@ def _read(config: PredictConfig, probe: Probe) -> tuple[Corpus, str, str | None]
 def _read_words(config: PredictConfig) -> Corpus:
     """A word probe's sentences: a word input (CoNLL-U, --columns, JSON Lines of tokens) as extract reads it,
     else a table of texts, each split on whitespace into its words."""
-    from ..extraction.inmemory.words import sentences_table
-    from ..extraction.inputs.treebank import check_no_table_columns, word_format
-    from ..extraction.inputs.word_corpus import read_word_corpus
+    from ..extraction import check_no_table_columns, read_word_corpus, sentences_table, word_format
 
     if config.text_pair_col is not None:
         raise InputError("--text-pair-col: a word probe reads one sentence per row", "leave --text-pair-col out")
@@ -304,12 +302,12 @@ def _word_index(words: WordTable, ids: list[str]) -> dict[str, list]:
 def _run_chunks(
     probe, corpus: Corpus, config: PredictConfig, partial: Path | None, key: dict, done: list, first: int
 ) -> list:
-    """The scores of rows ``first`` on, ``batch_rows`` rows (a word probe: sentences) a chunk, each chunk
+    """The scores of rows ``first`` on, ``commit_rows`` rows (a word probe: sentences) a chunk, each chunk
     appended to the partial file (if any) as it is done; ``done``: the scores already held."""
     from tqdm.auto import tqdm
 
     words = _words(probe, corpus)
-    scores, step = list(done), int(config.batch_rows)
+    scores, step = list(done), int(config.commit_rows)
     unit = "rows" if words is None else "sentences"
     with tqdm(total=len(corpus), initial=first, unit=unit, disable=not config.progress, desc="predict") as bar:
         for start in range(first, len(corpus), step):

@@ -147,13 +147,12 @@ class Probe:
 
     def _encoder(self, config: Any) -> Any:
         """The loaded model for ``config``, loaded once per probe and settings (as ``embed`` loads it)."""
-        from ..extraction.fast.select import native_requested
-        from ..extraction.model.loading import load_model
+        from ..extraction import load_model, native_requested
 
         key = (config.model, config.device, config.dtype, config.max_length, config.trust_remote_code)
         if key not in self._encoders:
             self._encoders.clear()
-            options = (config.trust_remote_code, config.random_init, config.seed, config.max_length)
+            options = (config.trust_remote_code, config.random_init, config.init_seed, config.max_length)
             native = native_requested(config)
             self._encoders[key] = load_model(config.model, config.device, config.dtype, *options, native=native)
         return self._encoders[key]
@@ -188,7 +187,7 @@ class Probe:
         encoder runs only up to the highest layer read. ``overrides``: ``embed`` options (device, batch_size).
         A word probe: ``texts`` are sentences (lists of words, or strings split on whitespace), and the matrix
         has a row per word of every sentence in turn (``word_features``)."""
-        from ..extraction.inmemory.sentences import as_texts, embed_config, encode
+        from ..extraction import as_texts, embed_config, encode
 
         if self.level == "word":
             return self.word_features(texts, **overrides)[0]
@@ -209,7 +208,7 @@ class Probe:
         """A word probe's ``(words, width)`` matrix of ``sentences`` (lists of words, or strings split on
         whitespace), every word of every sentence in turn, and the word offsets (sentence ``s`` owns rows
         ``offsets[s]:offsets[s+1]``): the vectors ``featx extract`` stores for the same words."""
-        from ..extraction.inmemory.words import as_sentences, encode_words, word_config
+        from ..extraction import as_sentences, encode_words, word_config
 
         if self.level != "word":
             raise InputError("this probe reads sentences, not words", "use features(texts)")

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..probing.evaluation.core import STACK_INNER_FOLDS
+from ..probing import STACK_INNER_FOLDS
 from . import head as heads
 from .head import Head, linear_weights
 

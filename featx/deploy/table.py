@@ -4,18 +4,17 @@ TSV, JSON Lines) atomically; and the score against a label column of the corpus 
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from ..errors import InputError
-from ..extraction.inputs.corpus import Corpus
-from ..safe_files import atomic_write_text, csv_text, neutral_cell
+from ..extraction import Corpus
+from ..io import STDOUT, write_csv
+from ..probing import regression_metrics as rm
+from ..safe_files import atomic_write_text
 from .probe import Probe
-
-STDOUT = "-"  # the output path that means standard output (CSV)
 
 
 def check_scoring(corpus: Corpus, label: str | None, probe: Probe) -> np.ndarray | None:
@@ -81,35 +80,11 @@ def output_frame(probe: Probe, index: dict[str, list], scores: np.ndarray, top_k
 def write_frame(frame: pd.DataFrame, path: Path) -> None:
     """CSV (formula-safe cells), TSV (``.tsv``) or JSON Lines (``.jsonl``), through a temporary file; CSV to
     standard output for the path ``-``."""
-    if str(path) == STDOUT:
-        try:
-            sys.stdout.write(csv_text(frame))
-            sys.stdout.flush()
-        except OSError:
-            _drop_stdout()
-            raise
+    if str(path) == STDOUT or path.suffix.lower() != ".jsonl":
+        write_csv(frame, path, sep="\t" if path.suffix.lower() == ".tsv" else ",")
         return
-    suffix = path.suffix.lower()
-    if suffix == ".jsonl":
-        text = frame.to_json(orient="records", lines=True, force_ascii=False)
-        text = text if text.endswith("\n") else text + "\n"
-    elif suffix == ".tsv":
-        text = frame.map(neutral_cell).to_csv(sep="\t", index=False)
-    else:
-        text = csv_text(frame)
-    atomic_write_text(path, text)
-
-
-def _drop_stdout() -> None:
-    """After a failed write to standard output (``> /dev/full``, a closed pipe): point it at the null device, so
-    that the text still buffered is not written again, and fails again, when Python exits."""
-    import contextlib
-    import os
-
-    with contextlib.suppress(OSError, ValueError, AttributeError):
-        null = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(null, sys.stdout.fileno())
-        os.close(null)
+    text = frame.to_json(orient="records", lines=True, force_ascii=False)
+    atomic_write_text(path, text if text.endswith("\n") else text + "\n")
 
 
 def score_line(probe: Probe, frame: pd.DataFrame, truth: np.ndarray | None) -> str | None:
@@ -119,9 +94,7 @@ def score_line(probe: Probe, frame: pd.DataFrame, truth: np.ndarray | None) -> s
     if probe.classes is None:
         known = np.isfinite(truth)
         predicted = frame["prediction"].to_numpy(dtype=np.float64)[known]
-        residual = ((truth[known] - predicted) ** 2).sum()
-        total = ((truth[known] - truth[known].mean()) ** 2).sum()
-        r2 = 1 - residual / total if total > 0 else float("nan")
+        r2 = float(rm.metrics(truth[known], predicted)["r2"]) if known.any() else float("nan")
         return f"R² {r2:.4f} on {int(known.sum())} labelled rows"
     items = "words" if probe.level == "word" else "rows"
     known = truth >= 0

@@ -3,7 +3,8 @@
 The public face (what the CLI, the other featx packages and notebooks import; nothing else is reached
 from outside this package):
 
-``ExtractConfig``   every option of ``featx extract``, validated once, frozen (``config.py``)
+``ExtractConfig``   every option of ``featx extract``, declared once, validated once, frozen (``config.py``;
+                    its checks in ``checks.py``, ``ExtractSummary`` in ``summary.py``)
 ``ExtractionPlan``  the run resolved once from the config, the corpus and the model (``plan.py``, data only;
                     ``run/resolve.py`` resolves it)
 ``extract``         run it: single process, one shard, or a torchrun rank (``run/``)
@@ -11,6 +12,10 @@ from outside this package):
 ``merge``           the shards of a sharded run into one file (``shards/``)
 ``quick_up_to_date``  the no-torch answer for an unchanged request (``run/freshness.py``)
 ``embed``, ``encode_words``  in-memory texts or sentences of words in, features out, no file (``inmemory/``)
+
+Below them, what ``featx.deploy`` and ``featx.sklearn`` build on: reading a corpus (``read_corpus``,
+``read_word_corpus``, ...), loading a model and its fingerprints (``load_model``, ``weights_sha256``, ...) and
+in-memory encoding (``encode``, ``encode_words`` with their configs).
 
 The layout, one kind of thing per folder; each stage reads the frozen ``config`` and ``plan`` at the top:
 
@@ -31,7 +36,7 @@ Heavy modules (torch) load on first use, so ``from featx.extraction import Extra
 from __future__ import annotations
 
 from ..lazy import lazy_exports
-from .config import ExtractConfig, ExtractSummary, make_config, output_path
+from .config import COMPUTE_DTYPES, STORE_DTYPES, ExtractConfig, ExtractSummary, make_config, output_path
 from .run.freshness import quick_up_to_date
 
 _HOMES = {
@@ -40,12 +45,45 @@ _HOMES = {
     "extract": "run.orchestrate",
     "estimate": "dryrun.estimation",
     "Estimate": "dryrun.summary",
-    "merge": "shards.merge",
+    "merge": "shards.merge:merge",
     "MergeSummary": "shards.merge",
     "embed": "inmemory.sentences",
     "Embeddings": "inmemory.sentences",
+    # what featx.deploy and featx.sklearn build on: inputs, the model, in-memory encoding
+    "Corpus": "inputs.corpus",
+    "read_corpus": "inputs.corpus",
+    "file_sha256": "inputs.corpus",
+    "WordTable": "inputs.treebank",
+    "word_format": "inputs.treebank",
+    "check_no_table_columns": "inputs.treebank",
+    "read_word_corpus": "inputs.word_corpus",
+    "combined_sha256": "inputs.word_corpus",
+    "unescape_cli_text": "inputs.templates:cli_text",
+    "DEFAULT_MODEL": "model.files",
+    "local_model_folder": "model.files",
+    "tokenizer_sha256": "model.fingerprints",
+    "weights_sha256": "model.fingerprints",
+    "load_model": "model.loading",
+    "with_max_length": "model.loading",
+    "native_requested": "fast.select",
+    "as_texts": "inmemory.sentences",
+    "embed_config": "inmemory.sentences",
+    "encode": "inmemory.sentences",
+    "as_sentences": "inmemory.words",
+    "word_config": "inmemory.words",
+    "sentences_table": "inmemory.words",
+    "encode_words": "inmemory.words",
 }
 
-__all__ = ["ExtractConfig", "ExtractSummary", "make_config", "output_path", "quick_up_to_date", *_HOMES]
+__all__ = [
+    "COMPUTE_DTYPES",
+    "STORE_DTYPES",
+    "ExtractConfig",
+    "ExtractSummary",
+    "make_config",
+    "output_path",
+    "quick_up_to_date",
+    *_HOMES,
+]
 
 __getattr__, __dir__ = lazy_exports(__name__, _HOMES, globals())

@@ -11,14 +11,15 @@ from pathlib import Path
 
 import numpy as np
 
-from ..store import SiteLayout, schema
+from .. import store
+from ..store import SiteLayout
 from .config import ExtractConfig
 from .forward.sites import Site
 from .forward.truncation import Cut
 from .shards.sharding import ShardSpec
 
-WINDOW_BYTES = 256 << 20  # host memory for one commit window of outputs
-MIN_WINDOW_ROWS, MAX_WINDOW_ROWS = 64, 8192
+COMMIT_BLOCK_BYTES = 256 << 20  # host memory for one commit block of outputs (rows written and committed together)
+MIN_BLOCK_ROWS, MAX_BLOCK_ROWS = 64, 8192
 DEFAULT_MAX_TOKENS = {"cuda": 65536}  # padded tokens per batch by device type; others: CPU_MAX_TOKENS
 # CPU: 1,024 padded tokens a batch keeps a block's activations (1,024 x 3,072 floats of a base model's MLP, 12 MB)
 # in the last-level cache; 8,192 spilled them. bench/ab.py, 27 Nov 2026 (BENCHMARKS.md): bert-base 1.34-1.70x,
@@ -52,9 +53,9 @@ class ExtractionPlan:
     hooked: tuple[Site, ...]  # the sites besides hidden, with the model modules their hooks read
     max_tokens: int
     batch_size: int
-    window_rows: int
-    window_tokens: float | None  # token budget of a window when token-level states are stored
-    commit_seconds: float  # most seconds of work between commits (inside a window, on batch boundaries)
+    block_rows: int
+    block_tokens: float | None  # token budget of a commit block when token-level states are stored
+    commit_seconds: float  # most seconds of work between commits (inside a commit block, on batch boundaries)
     fingerprint: str  # this file's: resuming or reusing requires an exact match
     base_fingerprint: str  # the whole run's (equal to ``fingerprint`` unless sharded)
     shard: ShardSpec | None = None
@@ -62,7 +63,7 @@ class ExtractionPlan:
     pad_id: int = 0  # id in the padding positions (masked: it never changes a real token's features)
     pad_source: str = "tokenizer"  # where pad_id came from: tokenizer, eos or reserved
     max_length: int = 512  # tokens one forward pass takes per row (the model's maximum or --max-length)
-    long_inputs: str = "truncate"  # or "window": longer rows run as overlapping windows (windows.py)
+    long_inputs: str = "truncate"  # or "window": longer rows run as overlapping windows (long_windows.py)
     window: WindowSpec | None = None  # the windows' shape, with --long window
     word_poolings: tuple[str, ...] = ()  # word inputs: the word vectors stored (first, last, mean subword)
     # The truncated forward (truncation.py): stop after the highest stored layer's block; None runs the whole model.
@@ -85,7 +86,7 @@ class ExtractionPlan:
     @property
     def word_paths(self) -> list[str]:
         """The word-vector datasets of word inputs, in ``word_poolings`` order (none otherwise)."""
-        return [schema.word_pooled_path(name) for name in self.word_poolings]
+        return [store.schema.word_pooled_path(name) for name in self.word_poolings]
 
     def word_bytes(self) -> int:
         """Stored bytes of one word's vectors, every word pooling."""
@@ -103,6 +104,6 @@ class ExtractionPlan:
         """Stored bytes of one row's pooled features, every site."""
         return sum(site.row_bytes(self.itemsize) for site in self.sites)
 
-    def window_bytes(self, n_rows: int) -> int:
-        """Host memory of one window of outputs on a corpus of ``n_rows`` (token states: their own budget)."""
-        return min(n_rows, self.window_rows) * self.row_bytes() + (WINDOW_BYTES if self.with_tokens else 0)
+    def block_bytes(self, n_rows: int) -> int:
+        """Host memory of one commit block of outputs on a corpus of ``n_rows`` (token states: their own budget)."""
+        return min(n_rows, self.block_rows) * self.row_bytes() + (COMMIT_BLOCK_BYTES if self.with_tokens else 0)

@@ -5,10 +5,14 @@
 ``tables``         header, rows and line numbers of CSV/TSV (delimiter sniffed), JSON Lines or Parquet; at most
                    ``MAX_COLUMNS`` columns, JSON nested too deeply refused in one line
 ``label_columns``  a column of label values typed once: codes, class names, missing markers, continuous or not
+``csv_files``      the one CSV writer (``write_csv``): formula-like cells neutralised for spreadsheets, written whole
+                   or not at all, ``-`` to standard output; ``read_csv`` reads featx's own CSVs back
 
-Only the standard library and numpy are imported here (pyarrow when a Parquet file is read).
+Only the standard library and numpy are imported here (pyarrow when a Parquet file is read, pandas when a CSV is
+written or read back).
 """
 
+from .csv_files import FORMULA_STARTS, STDOUT, WRITABLE_HINT, csv_text, neutral_cell, read_csv, restored_cell, write_csv
 from .label_columns import (
     CONTINUOUS_MIN_DISTINCT,
     CONTINUOUS_MIN_FRACTION,
@@ -51,6 +55,7 @@ __all__ = [
     "CONTINUOUS_MIN_DISTINCT",
     "CONTINUOUS_MIN_FRACTION",
     "DELIMITER_NAMES",
+    "FORMULA_STARTS",
     "GZIP_SUFFIXES",
     "MAX_COLUMNS",
     "MAX_CORPUS_BYTES",
@@ -61,20 +66,27 @@ __all__ = [
     "PANDAS_MISSING",
     "SEP_ALIASES",
     "STDIN",
+    "STDOUT",
+    "WRITABLE_HINT",
     "LabelColumn",
     "Table",
     "check_width",
     "choose_delimiter",
+    "csv_text",
     "decode_text",
     "is_stdin",
     "label_column",
     "looks_continuous",
     "missing_markers",
+    "neutral_cell",
     "normalise_sep",
     "parse_table",
+    "read_csv",
     "read_source",
     "refuse_other_formats",
     "rereadable",
+    "restored_cell",
     "source_name",
     "unwrap_gzip",
+    "write_csv",
 ]

@@ -4,17 +4,22 @@ Modules: ``api`` (``probe``, the one entry point), ``config`` (``ProbeConfig``),
 what a config resolves to against its file), ``meta`` (``ProbeMeta``, the run's typed metadata),
 ``results`` (``ProbeResult`` and the results files), ``inputs`` (input checks, jobs and workers) and
 ``labels`` (label columns). Subpackages: ``tasks`` (the ``ProbeTask`` of each kind of run), ``solvers``,
-``evaluation`` and ``analyses``.
+``evaluation`` and ``analyses`` (``erase``, ``neurons``, ``sweep``, ``explain``).
 
-The names below are imported on first use, so that importing the package stays cheap.
+Results hold data and write data files (CSV, JSON); their printouts and figures are ``featx.report``'s
+(``format_probe``, ``format_erase``, ...), so nothing here imports the report side.
+
+The names below are the package's face, the only names other featx packages import; they load on first use,
+so that importing the package stays cheap. Where two inner modules use one name for different things the
+face names them apart (``classification_plan``, ``regression_plan``).
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from ..lazy import lazy_exports
 
 _HOMES = {
+    # a probing run
     "probe": "api",
     "ProbeConfig": "config",
     "CLASSIFIERS": "config",
@@ -22,19 +27,68 @@ _HOMES = {
     "ProbeMeta": "meta",
     "ProbeResult": "results",
     "load_results": "results",
+    "regression_metrics": "evaluation",
     "results_paths": "results",
     "ProbeTask": "tasks.base",
     "describe_labels": "label_summary",
     "lexical_predictions": "tasks.lexical",
     "per_type_predictions": "tasks.word_items",
     "word_types": "tasks.word_items",
+    "add_labels": "labels",
+    "chosen_layer": "choice",
+    # the analyses: results hold data; featx.report formats them
+    "erase": "analyses.erase:erase",
+    "EraseResult": "analyses.erase",
+    "neurons": "analyses.neurons:neurons",
+    "NeuronResult": "analyses.neurons",
+    "sweep": "analyses.sweep:sweep",
+    "sweep_from_probe_options": "analyses.sweep:from_probe_options",
+    "SweepResult": "analyses.sweep",
+    "explain": "analyses.explain:explain",
+    "ExplainConfig": "analyses.explain",
+    "EraseConfig": "analyses.erase",
+    "NeuronConfig": "analyses.neurons",
+    # what featx.deploy and featx.report build on: checks, jobs, labels, evaluation, solvers
+    "DEFAULT_ALPHAS": "config",
+    "DEFAULT_CS": "config",
+    "check_bootstrap": "config",
+    "check_folds": "config",
+    "check_jobs": "config",
+    "check_seed": "config",
+    "JOB_THREADS": "inputs",
+    "job_workers": "inputs",
+    "run_jobs": "inputs",
+    "torch_threads": "tasks.classification_jobs",
+    "stored_column": "labels",
+    "default_label": "plan",
+    "resolve_task": "plan",
+    "HEAD_LABEL": "tasks.word_items",
+    "pooled_block": "tasks.pairs",
+    "senteval": "tasks.pairs",
+    "EvaluationPlan": "evaluation.plans:Plan",
+    "classification_plan": "evaluation.plans:make_plan",
+    "regression_plan": "tasks.regression:make_plan",
+    "DEV_VALUES": "evaluation.plans",
+    "TEST_VALUES": "evaluation.plans",
+    "check_labels": "evaluation.plans",
+    "inner_split": "evaluation.plans",
+    "confusion": "evaluation.metrics",
+    "metrics_from_confusion": "evaluation.metrics",
+    "bootstrap_intervals": "evaluation.metrics",
+    "regression_scores": "evaluation.regression_metrics:metrics",
+    "regression_bootstrap": "evaluation.regression_metrics:bootstrap",
+    "REGRESSION_METRICS": "evaluation.selection",
+    "Scoring": "evaluation.selection",
+    "SIGNIFICANCE_ALPHA": "evaluation.significance:ALPHA",
+    "holm": "evaluation.significance",
+    "fit_linear": "evaluation.core",
+    "fit_scaler": "evaluation.core",
+    "STACK_INNER_FOLDS": "evaluation.core",
+    "build_mlp": "solvers.classifiers",
+    "train_head": "solvers.classifiers",
+    "fit_ridge": "solvers.ridge",
 }
 
 __all__ = sorted(_HOMES)
 
-
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'featx.probing' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{home}"), name)
+__getattr__, __dir__ = lazy_exports(__name__, _HOMES)

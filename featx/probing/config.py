@@ -8,12 +8,14 @@ from pathlib import Path
 from typing import ClassVar
 
 from ..errors import InputError
-from ..options import MAX_SEED, Check, Options, names, one_of, path_like, requires, spelled, text, whole
+from ..options import MAX_SEED, Check, Options, names, one_of, option, path_like, requires, spelled, text, whole
 from .solvers.devices import check_device
 
 CLASSIFIERS = ("logreg", "svm", "mlp", "attn")
 REGRESSION_ONLY = ("ridge",)  # accepted by --classifier, refused for a classification label
 TASKS = ("auto", "classification", "regression")
+LABEL, PROBES, EVALUATION = "Label and task", "Layers, poolings and probes", "Evaluation"
+OUTPUT, COMPUTE = "Output and analyses", "Compute"
 # The L2 strengths of the ridge probe searched inside every training fold (features are standardised).
 DEFAULT_ALPHAS = (1e-2, 1e-1, 1.0, 10.0, 100.0, 1e3, 1e4, 1e5)
 # The inverse regularisation strengths searched inside every training fold (features are standardised).
@@ -116,37 +118,134 @@ class ProbeConfig(Options):
     """
 
     features: str | Path | None = None  # None: the last extraction remembered in this directory
-    label: str | None = None  # None: "label" if present, else the first label column
-    labels: str | Path | None = None  # a file of label columns joined to the stored rows (--labels)
-    join: str = "id"  # how --labels rows match stored rows: id, or row (data row numbers)
-    bins: int | None = None  # probe a numeric label as this many quantile bins
-    min_class_rows: int | None = None  # drop classes with fewer labelled rows
-    layers: str = "all"
-    poolings: str = "all"
-    sites: str | list[str] | tuple[str, ...] = "hidden"  # stored sites to probe side by side (extraction/sites.py)
-    classifiers: str | list[str] | tuple[str, ...] = "logreg"
-    folds: int = 5
-    seed: int = 0
-    balanced: bool = False
-    control: bool = True
-    lexical: bool = True  # the lexical baseline row of sentence-level runs (TF-IDF n-grams; tasks/lexical.py)
-    baseline: str | Path | None = None
-    output: str | Path | None = None  # prefix of the .csv/.json results; None: beside the features file
-    jobs: int | None = None  # parallel (layer spec x pooling) jobs; None: one per core
-    allow_partial: bool = False
+    label: str | None = option(
+        None, flag="--label", group=LABEL, help="Label column to probe (default: 'label', else the first one)."
+    )
+    labels: str | Path | None = option(
+        None,
+        flag="--labels",
+        group=LABEL,
+        kind="path",
+        help="A file of label columns (CSV/TSV/JSONL) joined to the stored rows, instead of the stored labels.",
+    )
+    join: str = option(
+        "id",
+        flag="--join",
+        group=LABEL,
+        help="How --labels rows match the stored rows: id (its id column) or row (its data row numbers).",
+    )
+    bins: int | None = option(None, flag="--bins", group=LABEL, help="Probe a numeric label as N quantile bins.")
+    min_class_rows: int | None = option(
+        None, flag="--min-class-rows", group=LABEL, help="Drop classes with fewer labelled rows (reported)."
+    )
+    layers: str = option(
+        "all",
+        flag="--layer",
+        group=PROBES,
+        help="all, 0,3,6, -4:, cat(-4:) (concatenated), stack (one probe per layer + meta classifier).",
+    )
+    poolings: str = option("all", flag="--pooling", group=PROBES, help="all or a list of the stored poolings.")
+    sites: str | list[str] | tuple[str, ...] = option(
+        "hidden",
+        flag="--site",
+        group=PROBES,
+        help="Stored sites to probe side by side, e.g. hidden,ffn,attn_out (see featx extract --site).",
+    )
+    classifiers: str | list[str] | tuple[str, ...] = option(
+        "logreg", flag="--classifier", group=PROBES, help="Any of logreg,svm,mlp,attn."
+    )
+    folds: int = option(
+        5, flag="--folds", group=EVALUATION, help="Cross-validation folds (when there is no train/test split)."
+    )
+    seed: int = option(
+        0, flag="--seed", group=EVALUATION, help="Seed of the folds, the control permutation and torch heads."
+    )
+    balanced: bool = option(False, flag="--balanced", group=EVALUATION, help="Balanced class weights.")
+    control: bool = option(
+        True, flag="--no-control", negate=True, group=EVALUATION, help="Skip the control task (permuted labels)."
+    )
+    lexical: bool = option(  # the lexical baseline row of sentence-level runs (TF-IDF n-grams; tasks/lexical.py)
+        True,
+        flag="--no-lexical",
+        negate=True,
+        group=EVALUATION,
+        help="Skip the lexical baseline of sentence labels (TF-IDF word and character n-grams).",
+    )
+    baseline: str | Path | None = option(
+        None,
+        flag="--baseline",
+        group=EVALUATION,
+        help="A second features file of the same rows (e.g. from --random-init) probed side by side.",
+    )
+    output: str | Path | None = option(  # None: beside the features file
+        None,
+        flag=("-o", "--output"),
+        group=OUTPUT,
+        kind="str",
+        help="Results prefix: writes PREFIX.csv and PREFIX.json.",
+    )
+    jobs: int | None = option(
+        None, flag="--jobs", group=COMPUTE, help="Parallel (layer spec x pooling) jobs (default: one per core)."
+    )
+    allow_partial: bool = option(
+        False, flag="--allow-partial", group=COMPUTE, help="Probe the rows written so far of an unfinished extraction."
+    )
     cs: tuple[float, ...] = DEFAULT_CS  # the C grid of logreg probes
     n_bootstrap: int = 1000
     write: bool = True
-    mdl: bool = False  # also the online (MDL) codelength per layer spec and pooling
-    train_sizes: str | list | None = None  # learning curves: fractions of each training part, or row counts
-    curve_layers: str | None = None  # layers of the learning curves (default: every single layer probed)
-    predictions: str | None = None  # "POOLING/CLASSIFIER" of the per-row predictions file (default: the best's)
+    mdl: bool = option(
+        False,
+        flag="--mdl",
+        group=OUTPUT,
+        help="Also the MDL online codelength (bits) and compression per layer and pooling.",
+    )
+    train_sizes: str | list | None = option(
+        None,
+        flag="--train-sizes",
+        group=OUTPUT,
+        help="Learning curves: fractions of each training part (0.1,0.25,0.5,1.0) or row counts; "
+        "written to PREFIX.curve.csv.",
+    )
+    curve_layers: str | None = option(
+        None, flag="--curve-layers", group=OUTPUT, help="Layers of the learning curves (default: every layer probed)."
+    )
+    predictions: str | None = option(
+        None,
+        flag="--predictions",
+        group=OUTPUT,
+        help="POOLING[/CLASSIFIER] of the per-row predictions file (default: those of the best layer).",
+    )
     progress: bool = False
-    task: str = "auto"  # classification, regression, or auto (a numeric label with many distinct values)
+    task: str = option(
+        "auto",
+        flag="--task",
+        group=LABEL,
+        choices=TASKS,
+        help="auto: a numeric label with many distinct values is regression (ridge, R²), else classes.",
+    )
     alphas: tuple[float, ...] = DEFAULT_ALPHAS  # the ridge grid of regression probes
-    arcs: bool = False  # word-level arc probes: --label deprel (relation of each arc) or head (arc or not)
-    device: str = "auto"  # where logreg probes are solved: auto (a CUDA GPU if torch sees one), cpu, cuda, cuda:N
-    metric: str | None = None  # what the best row is chosen and tested in; None: accuracy, or r2 for a number
+    arcs: bool = option(
+        False,
+        flag="--arcs",
+        group=PROBES,
+        help="Word-level arc probes: --label deprel (relation of each head-dependent pair) or --label head "
+        "(is a word pair an arc).",
+    )
+    device: str = option(
+        "auto",
+        flag="--device",
+        group=COMPUTE,
+        help="Torch device the logreg probes are solved on: auto (a CUDA GPU when torch sees one, else the CPU), "
+        "cpu, cuda or cuda:N. Only the logistic solver moves; on a GPU, jobs take turns unless --jobs is given.",
+    )
+    metric: str | None = option(
+        None,
+        flag="--metric",
+        group=EVALUATION,
+        help="What the best layer, pooling and classifier are chosen in (on the training part, never the test "
+        "rows), tested in and compared with the control and baselines in: accuracy (default), macro_f1 or "
+        "balanced_accuracy for classes; r2 (default), pearson or spearman for a number.",
+    )
 
     # Every constraint on the options, in the order they are checked.
     CONSTRAINTS: ClassVar[tuple[Check, ...]] = (

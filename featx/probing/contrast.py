@@ -12,18 +12,18 @@ import json
 
 import numpy as np
 
+from .. import store
 from ..errors import InputError
-from ..store import schema
 
 
 def contrast_answers(features) -> list[str]:
     """The answers of a ``--contrast`` file (empty for any other file)."""
-    raw = features.attrs.get(schema.CONTRAST)
+    raw = features.attrs.get(store.schema.CONTRAST)
     if not raw:
         return []
     answers = json.loads(raw)
     if not isinstance(answers, list) or len(answers) < 2 or not all(isinstance(answer, str) for answer in answers):
-        raise InputError(f"{features.path}: attribute '{schema.CONTRAST}' is not a list of answers")
+        raise InputError(f"{features.path}: attribute '{store.schema.CONTRAST}' is not a list of answers")
     return answers
 
 
@@ -37,4 +37,4 @@ def contrast_difference(features, pooling: str, layer: int) -> np.ndarray:
             "extract with two answers, e.g. --contrast 'True,False'",
         )
     first = np.asarray(features.features(pooling, layer), dtype=np.float32)
-    return first - np.asarray(features.features(pooling, layer, site=schema.contrast_site(1)), dtype=np.float32)
+    return first - np.asarray(features.features(pooling, layer, site=store.schema.contrast_site(1)), dtype=np.float32)

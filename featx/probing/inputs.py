@@ -11,9 +11,10 @@ from typing import Any
 
 import numpy as np
 
+from .. import store
 from ..errors import InputError
 from ..selection import LayerSpec, parse_layer_specs
-from ..store import FeatureFile, schema
+from ..store import FeatureFile
 from . import evaluation as ev
 from .config import ProbeConfig
 from .tasks.pairs import pooled_block
@@ -23,15 +24,14 @@ TOKENS_POOLING = "tokens"  # the pooling column of attn rows: the probe pools th
 
 def check_corpus(features: FeatureFile, notes: list[str]) -> None:
     """Warn (not fail) when the corpus file changed since extraction: the stored labels may be outdated."""
-    from ..extraction.inputs.corpus import file_sha256
-    from ..extraction.inputs.word_corpus import combined_sha256
+    from ..extraction import combined_sha256, file_sha256
 
-    corpus_path, recorded = features.attrs.get(schema.CORPUS_PATH), features.attrs.get(schema.CORPUS_SHA256)
+    corpus_path, recorded = features.attrs.get(store.schema.CORPUS_PATH), features.attrs.get(store.schema.CORPUS_SHA256)
     if not corpus_path or not recorded or not Path(corpus_path).is_file():
         return
     # Several word input files were extracted together: their digest is over all of them (word_corpus.py).
     try:
-        more = json.loads(features.attrs.get(schema.OPTIONS) or "{}").get("more_corpora") or []
+        more = json.loads(features.attrs.get(store.schema.OPTIONS) or "{}").get("more_corpora") or []
         current = combined_sha256([file_sha256(Path(path)) for path in [corpus_path, *more]])
     except (OSError, ValueError, TypeError, AttributeError):  # unreadable files or a foreign options record
         return
@@ -51,9 +51,9 @@ def check_baseline(
     if other.n_rows != main.n_rows:
         problem = f"it has {other.n_rows} rows, {main.path.name} has {main.n_rows}"
     elif (
-        main.attrs.get(schema.CORPUS_SHA256)
-        and other.attrs.get(schema.CORPUS_SHA256)
-        and main.attrs[schema.CORPUS_SHA256] != other.attrs[schema.CORPUS_SHA256]
+        main.attrs.get(store.schema.CORPUS_SHA256)
+        and other.attrs.get(store.schema.CORPUS_SHA256)
+        and main.attrs[store.schema.CORPUS_SHA256] != other.attrs[store.schema.CORPUS_SHA256]
     ):
         problem = "it was extracted from a different corpus file (corpus sha256 differs)"
     elif other.ids != main.ids:

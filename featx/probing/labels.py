@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import store
 from ..errors import InputError
 from ..io import (
     LabelColumn,
@@ -19,7 +20,7 @@ from ..io import (
     refuse_other_formats,
     unwrap_gzip,
 )
-from ..store import FeatureFile, schema
+from ..store import FeatureFile
 
 JOINS = ("id", "row")
 
@@ -84,7 +85,7 @@ def _key_of_rows(header, rows, lines, path: Path, join: str, id_col: str) -> tup
 def _check_row_count(features: FeatureFile, path: Path, n_label_rows: int) -> None:
     """With --join row, a label file longer than the corpus is refused (its rows are not the corpus rows)."""
     attrs = features.attrs
-    corpus_rows = int(attrs.get(schema.CORPUS_N_ROWS) or attrs.get(schema.N_ROWS) or len(features.ids))
+    corpus_rows = int(attrs.get(store.schema.CORPUS_N_ROWS) or attrs.get(store.schema.N_ROWS) or len(features.ids))
     if n_label_rows > corpus_rows:
         raise InputError(
             f"{path} has {n_label_rows} data rows but {features.path} has {corpus_rows} corpus rows: with --join row "
@@ -104,7 +105,7 @@ def join_labels(
         raise InputError(f"--join '{join}' is not understood", "use --join id or --join row")
     path = Path(path)
     header, rows, lines = read_label_file(path, sep)
-    stored_id_col = str(features.attrs.get(schema.ID_COL, "") or "")
+    stored_id_col = str(features.attrs.get(store.schema.ID_COL, "") or "")
     if join == "row" and stored_id_col:
         raise InputError(
             f"{features.path} has ids from column '{stored_id_col}', not row numbers",
@@ -128,7 +129,7 @@ def join_labels(
         *(
             index
             for index, name in enumerate(header)
-            if name in ("text", "split", str(features.attrs.get(schema.TEXT_COL, "text")))
+            if name in ("text", "split", str(features.attrs.get(store.schema.TEXT_COL, "text")))
         ),
     }
     markers = missing_markers(missing_labels)
@@ -233,8 +234,7 @@ def add_labels(
     removed first. A features path that is a symbolic link is written through: its target gets the columns and
     the link stays a link."""
     from ..safe_files import writing
-    from ..store import OutputLock
-    from ..store.writer import add_label_columns, remove_stale_additions
+    from ..store import OutputLock, add_label_columns, remove_stale_additions
     from .analyses.target import open_complete
 
     features_path = Path(features_path)

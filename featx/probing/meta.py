@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from ..store import schema
+from .. import store
 
-FILE_KEYS = (schema.MODEL, schema.MODEL_SHA256, schema.CORPUS_PATH, schema.CORPUS_SHA256)
+FILE_KEYS = (store.schema.MODEL, store.schema.MODEL_SHA256, store.schema.CORPUS_PATH, store.schema.CORPUS_SHA256)
 PAIR_KEYS = ("pair_mode", "pair_feature", "cosine_baseline")
 SOLVER_KEYS = ("solver", "solver_device", "solver_gpu")
 VERSION_SUFFIX = "_version"

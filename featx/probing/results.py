@@ -13,10 +13,11 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InputError, StoreError
-from ..safe_files import atomic_write_text, csv_text, read_csv
+from ..io import read_csv, write_csv
+from ..safe_files import atomic_write_text
 from ..store import escape_name
 from .evaluation.significance import COLUMNS as SIGNIFICANCE_COLUMNS
-from .meta import ProbeMeta, Task
+from .meta import ProbeMeta
 
 # The columns that say which probe a row is: the same, in this order, for every task.
 IDENTITY_COLUMNS = [
@@ -84,6 +85,7 @@ class ProbeResult:
 
     ``table`` is the results CSV as a DataFrame and ``meta`` the JSON's metadata; ``predictions`` and ``curve``
     are the per-row predictions and learning curves (None when not made), each with its ``*_path``.
+    Its printout is the report's: ``featx.report.format_probe(result)``.
     """
 
     table: pd.DataFrame
@@ -113,30 +115,6 @@ class ProbeResult:
         if "selection_score" in rows and rows.selection_score.notna().any():
             return rows.loc[rows.selection_score.idxmax()]
         return rows.loc[rows[self.meta.get("metric") or ("accuracy" if self.meta.is_classification else "r2")].idxmax()]
-
-    def format_table(self) -> str:
-        """The printout of the run: its table (``featx.report.text``), then which row was chosen on the
-        training part and which scored best on the test rows."""
-        from .choice import selection_lines
-
-        return "\n".join([self._table_text(), "", *selection_lines(self.meta)]).rstrip("\n")
-
-    def _table_text(self) -> str:
-        from .tasks.pairs import baseline_lines
-
-        if self.meta.task is Task.REGRESSION:
-            from ..report.text.regression import format_table
-        elif self.meta.level.is_words:
-            from ..report.text.words import format_table
-        else:
-            from ..report.text.probe import format_table
-
-        text = format_table(self.table, self.meta.to_dict())
-        pair_lines = baseline_lines(self.meta)  # sentence pairs: the cosine baseline comes first
-        if not pair_lines:
-            return text
-        head, _, rest = text.partition("\n\n")
-        return "\n".join([head, "", *pair_lines, "", rest])
 
     def __repr__(self) -> str:
         return f"ProbeResult({len(self.table)} rows, label={self.meta.label!r}, written to {self.csv_path})"
@@ -175,13 +153,12 @@ def side_path(csv_path: Path, kind: str) -> Path:
     return Path(csv_path).with_name(f"{stem}.{kind}.csv")
 
 
+WRITE_HINT = "choose a writable location with -o PREFIX"
+
+
 def write_table(table: pd.DataFrame, path: Path) -> None:
-    try:
-        _atomic_write(path, csv_text(table))
-    except OSError as err:
-        raise StoreError(
-            f"cannot write {path}: {err.strerror or err}", "choose a writable location with -o PREFIX"
-        ) from None
+    """A results table (predictions, curve, erasure, neurons, sweep) as CSV at ``path`` (``featx.io.write_csv``)."""
+    write_csv(table, path, hint=WRITE_HINT)
 
 
 def json_safe(value):
@@ -195,10 +172,6 @@ def json_safe(value):
     return value
 
 
-def _atomic_write(path: Path, text: str) -> None:
-    atomic_write_text(path, text)  # a fresh temporary file: never through a link planted at x.tmp
-
-
 def write_results(table: pd.DataFrame, meta: dict, csv_path: Path, json_path: Path) -> None:
     for path in (csv_path, json_path):
         if not path.parent.exists():
@@ -206,16 +179,13 @@ def write_results(table: pd.DataFrame, meta: dict, csv_path: Path, json_path: Pa
                 f"cannot write results: directory {path.parent} does not exist",
                 "create it, or choose another prefix with -o",
             )
-    try:
-        _atomic_write(csv_path, csv_text(table))
-        records = [{key: json_safe(value) for key, value in record.items()} for record in table.to_dict("records")]
-        payload = {"meta": {key: json_safe(value) for key, value in meta.items()}, "results": records}
-        _atomic_write(json_path, json.dumps(payload, indent=1, allow_nan=False))
+    write_table(table, csv_path)
+    records = [{key: json_safe(value) for key, value in record.items()} for record in table.to_dict("records")]
+    payload = {"meta": {key: json_safe(value) for key, value in meta.items()}, "results": records}
+    try:  # a fresh temporary file: never through a link planted at x.tmp
+        atomic_write_text(json_path, json.dumps(payload, indent=1, allow_nan=False))
     except OSError as err:
-        raise StoreError(
-            f"cannot write results to {csv_path.parent}: {err.strerror or err}",
-            "choose a writable location with -o PREFIX",
-        ) from None
+        raise StoreError(f"cannot write results to {json_path.parent}: {err.strerror or err}", WRITE_HINT) from None
 
 
 def write_result(result: ProbeResult, features_path: Path, label: str, output: str | Path | None) -> None:

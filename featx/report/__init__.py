@@ -4,15 +4,19 @@ Subpackages: ``text`` (the terminal tables of every command), ``figures`` (every
 shared style) and ``html`` (``featx report``). Modules: ``load`` (reading results, choosing rows),
 ``compare`` + ``paired`` (``featx compare``) and ``similarity`` (``featx similarity``, linear CKA).
 
-The names below are the notebook-facing API, imported on first use so that a command that only prints a
-table never pays for matplotlib. ``compare`` and ``similarity`` are the modules of those commands (their
-functions are ``compare.compare`` and ``similarity.similarity``): a name means one thing however it is reached.
+The names below are the package's face (the CLI, featx's other packages and notebooks import only these),
+imported on first use so that a command that only prints a table never pays for matplotlib. The printouts of
+every probing result are here (``format_probe``, ``format_erase``, ``format_neurons``, ``format_sweep``), with
+the figures written beside an analysis' data files (``save_neurons_figure``, ``save_sweep_figures``): the
+probing side holds and writes the data and never imports this package.
+
+``compare`` and ``similarity`` are the modules of those commands, kept for notebooks; their functions are
+``compare_results`` and ``layer_similarity`` here: a name means one thing however it is reached.
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from ..lazy import lazy_exports
 
 _HOMES = {
     "load_results": "load",
@@ -24,6 +28,13 @@ _HOMES = {
     "selection_note": "load",
     "layer_rows": "load",
     "references": "load",
+    "format_probe": "text.run",
+    "format_erase": "text.erase",
+    "format_neurons": "text.neurons",
+    "save_neurons_figure": "text.neurons",
+    "format_sweep": "text.sweep",
+    "save_sweep_figures": "text.sweep",
+    "format_curve_table": "figures.learning",
     "plot_layer_curves": "figures.curves",
     "plot_mdl": "figures.curves",
     "plot_per_class_f1": "figures.classes",
@@ -33,21 +44,17 @@ _HOMES = {
     "figure": "figures.plot",
     "labels_figure": "compare",
     "CompareConfig": "compare",
+    "compare_results": "compare:compare",
     "SimilarityConfig": "similarity",
+    "layer_similarity": "similarity:similarity",
     "PlotConfig": "figures.plot_files",
-    "plot_files": "figures.plot_files",
+    "plot_files": "figures.plot_files:plot_files",
     "ReportConfig": "html.page",
     "write_report": "html.page",
+    # the modules of the notebook-facing API, each the attribute of the same name
+    **{module: module for module in ("compare", "figures", "html", "load", "paired", "similarity", "text")},
 }
-_MODULES = ("compare", "figures", "html", "load", "paired", "similarity", "text")
 
-__all__ = sorted([*_HOMES, *_MODULES])
+__all__ = sorted(_HOMES)
 
-
-def __getattr__(name: str) -> Any:
-    if name in _MODULES:
-        return importlib.import_module(f"{__name__}.{name}")
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'featx.report' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{home}"), name)
+__getattr__, __dir__ = lazy_exports(__name__, _HOMES)

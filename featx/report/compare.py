@@ -19,10 +19,11 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InputError
-from ..options import Check, Options, normalise, whole
+from ..io import write_csv
+from ..options import Check, Options, normalise, option, whole
 from .figures.compare import plot_compare
 from .figures.style import FORMATS, RC, save
-from .files import make_folder, write_csv
+from .files import make_folder
 from .load import (
     Entry,
     check_metric,
@@ -231,15 +232,27 @@ class CompareConfig(Options):
     each of ``formats``), the table beside it (``.csv``) and the paired tests (``.tests.csv``)."""
 
     results: tuple = ()
-    metric: str | None = None  # None: the first file's own metric (``load.default_metric``)
-    classifier: str | None = None
-    pooling: str | None = None
-    names: Sequence[str] | str | None = None
-    relative_depth: bool = False
-    output: str | os.PathLike | None = None
+    metric: str | None = option(  # None: the first file's own metric (``load.default_metric``)
+        None, flag="--metric", help="accuracy, macro_f1, balanced_accuracy, r2, ... (default: the first file's own)."
+    )
+    classifier: str | None = option(None, flag="--classifier", help="Which probe's rows (default: each file's best).")
+    pooling: str | None = option(None, flag="--pooling", help="Which pooling's curve (default: each file's best).")
+    names: Sequence[str] | str | None = option(
+        None, flag="--names", kind="str", help="Comma-separated line names, one per RESULTS (default: what differs)."
+    )
+    relative_depth: bool = option(
+        False, flag="--relative-depth", help="x = layer / number of layers, so models of any depth line up."
+    )
+    output: str | os.PathLike | None = option(  # the command line's default: compare.png
+        None,
+        flag=("-o", "--output"),
+        kind="path",
+        cli_default=Path("compare.png"),
+        help="Figure path (.png and .svg); the table goes to the same stem + .csv, the tests to .tests.csv.",
+    )
     formats: Iterable[str] = FORMATS
-    dpi: int = 150
-    tests: bool = True
+    dpi: int = option(150, flag="--dpi", help="Resolution of the PNG.")
+    tests: bool = option(True, flag="--no-tests", negate=True, help="Skip the per-layer paired tests.")
 
     CONSTRAINTS: ClassVar[tuple[Check, ...]] = (
         lambda config: normalise(config, "results", tuple(config.results)),

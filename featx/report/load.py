@@ -69,7 +69,7 @@ class Entry:
 # -- loading -------------------------------------------------------------------------------------
 def _read_results_file(path: Path) -> tuple[pd.DataFrame, dict]:
     """Read a results CSV (meta from the JSON beside it) or JSON with featx probe's own reader."""
-    from ..probing.results import load_results as read_results
+    from ..probing import load_results as read_results
 
     try:
         return read_results(path)

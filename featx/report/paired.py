@@ -15,8 +15,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..probing.evaluation.significance import ALPHA, holm
-from ..safe_files import read_csv, sibling
+from ..io import read_csv
+from ..probing import SIGNIFICANCE_ALPHA, holm
+from ..safe_files import sibling
 
 N_BOOT = 2000
 
@@ -63,16 +64,14 @@ def _layer_columns(frame: pd.DataFrame) -> dict[int, str]:
 
 
 def _plan(meta: dict, y: np.ndarray, names: list[str] | None):
-    from ..probing.evaluation import Plan, make_plan
+    from ..probing import EvaluationPlan, classification_plan, regression_plan
 
     if meta.get("evaluation") == "split":
-        return Plan("split", [(np.arange(0), np.arange(len(y)))], [None])
+        return EvaluationPlan("split", [(np.arange(0), np.arange(len(y)))], [None])
     folds, seed = int(meta.get("folds") or 5), int(meta.get("seed") or 0)
     if names is None:  # a regression run's folds (unstratified, as the probe drew them)
-        from ..probing.tasks.regression import make_plan as regression_plan
-
         return regression_plan(y, None, folds, seed)
-    return make_plan(y, None, folds, seed, names)
+    return classification_plan(y, None, folds, seed, names)
 
 
 def _coded(a: pd.DataFrame, meta: dict, regression: bool):
@@ -88,10 +87,12 @@ def _coded(a: pd.DataFrame, meta: dict, regression: bool):
     )
 
 
-def paired_layer_tests(meta_a: dict, meta_b: dict, alpha: float = ALPHA, metric: str = "accuracy") -> pd.DataFrame:
+def paired_layer_tests(
+    meta_a: dict, meta_b: dict, alpha: float = SIGNIFICANCE_ALPHA, metric: str = "accuracy"
+) -> pd.DataFrame:
     """Per common layer: ``metric`` of a and b on the same rows (``score_a``, ``score_b``), p (the paired test
     of that metric, as between layers), Holm-adjusted p, significant."""
-    from ..probing.evaluation import REGRESSION_METRICS, Scoring
+    from ..probing import REGRESSION_METRICS, Scoring
 
     a = read_csv(predictions_path(meta_a), dtype=str, keep_default_na=False)
     b = read_csv(predictions_path(meta_b), dtype=str, keep_default_na=False)

@@ -19,9 +19,10 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InputError
-from ..options import Check, Options, whole
+from ..io import write_csv
+from ..options import Check, Options, option, whole
 from .figures.style import FORMATS, RC, axes_or_new, save
-from .files import make_folder, write_csv
+from .files import make_folder
 
 CACHE_BYTES = 1 << 30  # layers are kept in memory only while the whole file fits in this
 
@@ -119,12 +120,17 @@ class SimilarityConfig(Options):
 
     features: str | os.PathLike = ""
     other: str | os.PathLike | None = None
-    pooling: str = "mean"
-    site: str = "hidden"
-    output: str | os.PathLike | None = None
+    pooling: str = option("mean", flag="--pooling", help="Which stored pooling to compare.")
+    site: str = option("hidden", flag="--site", help="Which stored site.")
+    output: str | os.PathLike | None = option(
+        None,
+        flag=("-o", "--output"),
+        kind="path",
+        help="Figure path (.png and .svg; the matrix goes to .csv). Default: FEATURES stem + .cka.png.",
+    )
     write: bool = False
     formats: Iterable[str] = FORMATS
-    dpi: int = 150
+    dpi: int = option(150, flag="--dpi", help="Resolution of the PNG.")
 
     CONSTRAINTS: ClassVar[tuple[Check, ...]] = (whole("dpi", "--dpi", hint="give --dpi a value of at least 1"),)
 

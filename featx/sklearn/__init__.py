@@ -7,17 +7,13 @@ Each estimator is its own module, imported on first use, so ``import featx.sklea
 
 from __future__ import annotations
 
-from importlib import import_module
+from ..lazy import lazy_exports
 
-_LAZY = {
+_HOMES = {
     "FittedProbe": "fitted_probe",
     "HiddenStates": "hidden_states",
 }
 
-__all__ = [*_LAZY]
+__all__ = sorted(_HOMES)
 
-
-def __getattr__(name: str):
-    if name in _LAZY:
-        return getattr(import_module(f"{__name__}.{_LAZY[name]}"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__, __dir__ = lazy_exports(__name__, _HOMES)

@@ -21,9 +21,8 @@ from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.metaestimators import available_if
 
-from ..deploy import Probe, load
-from ..deploy.head import fit_head
-from ..probing.config import DEFAULT_ALPHAS, DEFAULT_CS
+from ..deploy import Probe, fit_head, load
+from ..probing import DEFAULT_ALPHAS, DEFAULT_CS
 
 
 class FittedProbe(BaseEstimator):

@@ -23,8 +23,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ..errors import InputError
-from ..extraction.config import COMPUTE_DTYPES, STORE_DTYPES
-from ..extraction.model.files import DEFAULT_MODEL
+from ..extraction import COMPUTE_DTYPES, DEFAULT_MODEL, STORE_DTYPES
 from ..selection import POOLINGS
 
 _ENCODERS: dict[tuple[str, str, str], object] = {}  # (model, dtype, device) -> a featx LoadedModel
@@ -34,7 +33,7 @@ _CACHE_LOCK = threading.Lock()
 
 def cached_encoder(model: str, dtype: str, device: str):
     """The loaded encoder of ``(model, dtype, device)`` (at its own maximum length), loaded on first use."""
-    from ..extraction.model.loading import load_model
+    from ..extraction import load_model
 
     key = (str(model), str(dtype), str(device))
     with _CACHE_LOCK:
@@ -99,8 +98,7 @@ class HiddenStates(TransformerMixin, BaseEstimator):
 
     def fit(self, X, y=None):
         """Validate the parameters and ``X`` (texts), load the encoder (cached) and resolve ``layer``."""
-        from ..extraction.inmemory.sentences import as_texts
-        from ..extraction.model.loading import with_max_length
+        from ..extraction import as_texts, with_max_length
 
         self._validate_params()
         as_texts(X, "X")
@@ -123,8 +121,7 @@ class HiddenStates(TransformerMixin, BaseEstimator):
 
     def transform(self, X) -> np.ndarray:
         """The ``(n, width)`` float32 features of the texts ``X`` (a list, array, Series or one-column DataFrame)."""
-        from ..extraction.inmemory.sentences import as_texts, embed_config, encode
-        from ..extraction.model.loading import with_max_length
+        from ..extraction import as_texts, embed_config, encode, with_max_length
 
         check_is_fitted(self, "layer_")
         texts = as_texts(X, "X")

@@ -2,7 +2,7 @@
 
 ``schema``   the layout: every path and attribute name, ``SiteLayout`` (one stored site, hidden included)
 ``strings``  row strings stored losslessly (NUL escaped), attribute values read back as Python
-``writer``   ``FeatureWriter``: preallocated, crash-safe, committed window by window, resumable
+``writer``   ``FeatureWriter``: preallocated, crash-safe, committed block by block, resumable
 ``create``   the datasets of a new file (attributes, row metadata, labels, preallocated features)
 ``hdf5``     the HDF5 primitives under them: preallocation, flushed writes, errors as ``OSError``, chunking
 ``words``    the ``/words`` group of word inputs: written, checked, and read (``FeatureFile``'s word reads)
@@ -11,17 +11,24 @@
 ``shards``   a shard's row index and attributes, and the copy of shards into one file (``featx merge``)
 ``finite``   the finiteness check of every block of features read
 ``lock``     ``OutputLock``: one writer per output
+
+Other packages import only the names below; ``schema`` (every path and attribute name) is exported as a
+namespace on purpose: its keys read best as ``schema.CORPUS_SHA``.
 """
 
+from . import schema
+from .derived import write_derived
 from .finite import finite_rows
-from .hdf5 import CHUNK_BYTES
+from .hdf5 import CHUNK_BYTES, allocated_rows
 from .lock import OutputLock
 from .reader import FeatureFile, finished_request, open_features
 from .schema import (
     FORMAT_NAME,
     HIDDEN_SITE,
+    PAIR_B_SITE,
     SCHEMA_VERSION,
     SiteLayout,
+    contrast_site,
     creating_path,
     escape_name,
     hidden_layout,
@@ -29,8 +36,17 @@ from .schema import (
     site_pooled_path,
     site_tokens_path,
 )
+from .shards import (
+    ShardFile,
+    copy_shards,
+    create_merged,
+    open_shard,
+    shard_attrs,
+    shard_row_index,
+    shard_rows_match,
+)
 from .strings import STRING_ESCAPE, decode_attr, read_strings, write_strings
-from .writer import FeatureWriter, resumable
+from .writer import FeatureWriter, add_label_columns, remove_stale_additions, resumable
 
 __all__ = [
     "CHUNK_BYTES",
@@ -39,9 +55,16 @@ __all__ = [
     "FeatureWriter",
     "HIDDEN_SITE",
     "OutputLock",
+    "PAIR_B_SITE",
     "SCHEMA_VERSION",
     "STRING_ESCAPE",
+    "ShardFile",
     "SiteLayout",
+    "add_label_columns",
+    "allocated_rows",
+    "contrast_site",
+    "copy_shards",
+    "create_merged",
     "creating_path",
     "decode_attr",
     "escape_name",
@@ -49,10 +72,17 @@ __all__ = [
     "finite_rows",
     "hidden_layout",
     "open_features",
+    "open_shard",
     "partial_path",
     "read_strings",
+    "remove_stale_additions",
     "resumable",
+    "schema",
+    "shard_attrs",
+    "shard_row_index",
+    "shard_rows_match",
     "site_pooled_path",
     "site_tokens_path",
+    "write_derived",
     "write_strings",
 ]

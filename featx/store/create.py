@@ -35,9 +35,9 @@ def populate(
     rows_done = preallocated(file, s.ROWS_DONE, (1,), np.int64)
     rows_done[0] = 0
     rows_done.flush()
-    window = preallocated(file, s.WINDOW_PROGRESS, (2,), np.int64)
-    window[:] = np.array([-1, 0], dtype=np.int64)
-    window.flush()
+    block = preallocated(file, s.BLOCK_PROGRESS, (2,), np.int64)
+    block[:] = np.array([-1, 0], dtype=np.int64)
+    block.flush()
 
 
 def _root_attrs(

@@ -3,7 +3,7 @@
 A features file can hold inf or NaN (a model that overflowed in float16, a damaged or hand-edited file);
 every reader of features (probes of each kind, erasure, neurons, similarity, word probes) would then fail
 late and unclearly or, worse, return a number. So each block read is checked once, where it is read, and
-only a failing block is searched for its first bad row. The extraction loop checks each window the same
+only a failing block is searched for its first bad row. The extraction loop checks each commit block the same
 way before it is written (``finite_rows``).
 
 A float is inf or NaN exactly when its exponent bits are all ones, so ``finite_rows`` reads the bits as

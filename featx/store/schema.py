@@ -36,9 +36,10 @@ Layout (schema 1)::
     /words/n_subwords      (W,) int32, tokens of each word
     root attrs (with words only): ``word_poolings`` (JSON list), ``n_words``
     /progress/rows_done    (1,) int64, rows [0, rows_done) are committed
-    /progress/window       (2,) int64, [window start, batches committed]: the first batches of the window that
-                           starts at rows_done are written too (a commit by time inside a window); ignored when
-                           its start differs from rows_done (files from before it lack it: windows only)
+    /progress/window       (2,) int64, [commit block start, batches committed]: the first batches of the commit
+                           block that starts at rows_done are written too (a commit by time inside a block);
+                           ignored when its start differs from rows_done (files from before it lack it: whole
+                           blocks only). The name is historical: commit blocks were once called windows
 
 Sentence pairs (root attrs ``pair_mode`` and ``text_pair_col``; files without them are single texts). Cross mode
 stores one sequence per pair: the poolings as usual plus ``pooled/mean_a`` and ``pooled/mean_b`` (each text's own
@@ -88,7 +89,7 @@ WORD_POOLED, WORD_LABELS = "words/pooled", "words/labels"
 WORD_POOLINGS, N_WORDS = "word_poolings", "n_words"
 PROGRESS = "progress"
 ROWS_DONE = "progress/rows_done"
-WINDOW_PROGRESS = "progress/window"
+BLOCK_PROGRESS = "progress/window"  # the commit block's progress (stored under its old name, "window")
 
 # Attributes the store itself writes or interprets
 FORMAT, SCHEMA, COMPLETE = "format", "schema_version", "complete"

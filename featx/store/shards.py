@@ -187,14 +187,14 @@ def create_merged(output: Path, files, indices, n_rows: int, fingerprint: str) -
     )
 
 
-def _blocks(writer: FeatureWriter, plan_windows) -> list[tuple[int, int]]:
+def _blocks(writer: FeatureWriter, plan_blocks) -> list[tuple[int, int]]:
     itemsize = np.dtype(str(writer.attrs[s.STORE_DTYPE])).itemsize
     row_bytes = sum(site.row_bytes(itemsize) for site in writer.sites)
     offsets = writer.token_offsets
     if offsets is None:
-        return plan_windows(writer.n_rows, int(max(1, BLOCK_BYTES // max(1, row_bytes))))
+        return plan_blocks(writer.n_rows, int(max(1, BLOCK_BYTES // max(1, row_bytes))))
     token_bytes = sum(site.token_bytes(itemsize) for site in writer.sites)
-    return plan_windows(
+    return plan_blocks(
         writer.n_rows, int(max(1, BLOCK_BYTES // max(1, row_bytes))), np.diff(offsets), BLOCK_BYTES / token_bytes
     )
 
@@ -213,7 +213,7 @@ def _finite(file, path: str, rows: slice) -> np.ndarray:
     return values
 
 
-def copy_shards(writer: FeatureWriter, files, indices, plan_windows, progress: bool = False) -> None:
+def copy_shards(writer: FeatureWriter, files, indices, plan_blocks, progress: bool = False) -> None:
     """Copy every site's features from the shards into ``writer`` block by block in corpus order,
     committing each block (an interrupted merge resumes at the last one)."""
     from tqdm.auto import tqdm
@@ -224,11 +224,11 @@ def copy_shards(writer: FeatureWriter, files, indices, plan_windows, progress: b
     shard_offsets = [file[s.TOKEN_OFFSETS][()] for file in files] if offsets is not None else None
     start_row = writer.rows_done
     with tqdm(total=writer.n_rows, initial=start_row, unit="rows", disable=not progress, desc="merge") as bar:
-        for start, stop in _blocks(writer, plan_windows):
+        for start, stop in _blocks(writer, plan_blocks):
             if stop <= start_row:
                 continue
             values = _read_block(files, indices, start, stop, row_paths, token_paths, offsets, shard_offsets)
-            writer.write_window(start, stop, values)
+            writer.write_block(start, stop, values)
             writer.commit(stop)
             bar.update(stop - start)
 

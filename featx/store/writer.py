@@ -55,9 +55,9 @@ def resumable(final_path: Path) -> bool:
 
 
 class FeatureWriter:
-    """Writes one features file window by window; see the module docstring for the guarantees.
+    """Writes one features file block by block; see the module docstring for the guarantees.
 
-    Windows are ``{dataset path: values}`` maps over every site's datasets (``SiteLayout.pooled_paths``,
+    Blocks are ``{dataset path: values}`` maps over every site's datasets (``SiteLayout.pooled_paths``,
     ``SiteLayout.tokens_path``), hidden included: pooled values are rows ``[start, stop)``, token-level
     values are those rows' tokens.
     """
@@ -73,7 +73,7 @@ class FeatureWriter:
         self._rows_done = file[s.ROWS_DONE]
         self._committed = int(self._rows_done[0])  # the marker as last written, readable after close
         self._identity = file_identity(partial_path(final_path))
-        self._window = file.get(s.WINDOW_PROGRESS)  # absent in older files
+        self._block_progress = file.get(s.BLOCK_PROGRESS)  # absent in older files
         self._row_datasets = {path: file[path] for site in self.sites for path in site.pooled_paths.values()}
         self._token_datasets = {site.tokens_path: file[site.tokens_path] for site in self.sites} if with_tokens else {}
         self._token_offsets = file[s.TOKEN_OFFSETS][()] if with_tokens else None
@@ -172,7 +172,7 @@ class FeatureWriter:
         return self.file.attrs.get(s.FINGERPRINT) == fingerprint and (not merge or s.MERGED_FROM in self.file.attrs)
 
     @as_os_error
-    def write_window(self, start: int, stop: int, values: dict[str, np.ndarray]) -> None:
+    def write_block(self, start: int, stop: int, values: dict[str, np.ndarray]) -> None:
         """Write rows ``[start, stop)`` of the datasets in ``values``; they count as committed only after ``commit``."""
         for path, data in values.items():
             if path in self._token_datasets:
@@ -187,7 +187,7 @@ class FeatureWriter:
 
     @as_os_error
     def commit(self, rows_done: int) -> None:
-        # Data first, marker second: a crash between the two only redoes the window.
+        # Data first, marker second: a crash between the two only redoes the block.
         self._flush_data()
         self._rows_done[0] = rows_done
         self._rows_done.flush()
@@ -196,33 +196,33 @@ class FeatureWriter:
         self._check_in_place()
 
     @property
-    def commits_inside_windows(self) -> bool:
-        """Whether this file can record batches committed inside a window (files from before cannot)."""
-        return self._window is not None
+    def commits_inside_blocks(self) -> bool:
+        """Whether this file can record batches committed inside a block (files from before cannot)."""
+        return self._block_progress is not None
 
     @as_os_error
-    def commit_batches(self, window_start: int, batches_done: int) -> None:
-        """Mark the first ``batches_done`` batches of the window starting at ``rows_done`` as written.
+    def commit_batches(self, block_start: int, batches_done: int) -> None:
+        """Mark the first ``batches_done`` batches of the block starting at ``rows_done`` as written.
 
-        Their rows (written with ``write_window`` before) count as committed for resuming only: readers
+        Their rows (written with ``write_block`` before) count as committed for resuming only: readers
         still see ``[0, rows_done)``. Data first, marker second, as in ``commit``.
         """
-        if self._window is None:
+        if self._block_progress is None:
             return
         self._flush_data()
-        self._window[:] = np.array([window_start, batches_done], dtype=np.int64)
-        self._window.flush()
+        self._block_progress[:] = np.array([block_start, batches_done], dtype=np.int64)
+        self._block_progress.flush()
         self.file.flush()
 
-    def batches_done(self, window_start: int) -> int:
-        """Batches of the window starting at ``window_start`` already written (0 unless it is the next one)."""
-        if self._window is None or window_start != self.rows_done:
+    def batches_done(self, block_start: int) -> int:
+        """Batches of the block starting at ``block_start`` already written (0 unless it is the next one)."""
+        if self._block_progress is None or block_start != self.rows_done:
             return 0
-        start, done = (int(value) for value in self._window[()])
-        return max(0, done) if start == window_start else 0
+        start, done = (int(value) for value in self._block_progress[()])
+        return max(0, done) if start == block_start else 0
 
-    def read_window(self, start: int, stop: int, values: dict[str, np.ndarray]) -> None:
-        """Read rows ``[start, stop)`` of the datasets in ``values`` back into those buffers (resuming a window)."""
+    def read_block(self, start: int, stop: int, values: dict[str, np.ndarray]) -> None:
+        """Read rows ``[start, stop)`` of the datasets in ``values`` back into those buffers (resuming a block)."""
         for path, out in values.items():
             if path in self._token_datasets:
                 first, last = _span(self._token_offsets, start, stop)

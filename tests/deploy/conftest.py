@@ -1,14 +1,8 @@
-"""Fixtures of the deploy tests: a split features file of the tiny model, built once per session."""
+"""Fixtures of the deploy tests: a probe fitted once per session on the root conftest's ``split_features``."""
 
 from __future__ import annotations
 
 import pytest
-from support.deploy_data import make_split_features
-
-
-@pytest.fixture(scope="session")
-def split_features(tiny_model, tmp_path_factory):
-    return make_split_features(tmp_path_factory.mktemp("deploy"), tiny_model)
 
 
 @pytest.fixture(scope="session")

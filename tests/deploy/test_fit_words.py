@@ -11,7 +11,6 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 from support.errors import assert_one_clear_error
-from support.report_runs import treebank
 from support.tiny import write_csv
 
 import featx
@@ -24,20 +23,8 @@ from featx.probing import evaluation as ev
 
 
 @pytest.fixture(scope="module")
-def words(tiny_model, tmp_path_factory):
-    """A two-file treebank (train, test) of the tiny model, its word vectors stored in float32."""
-    folder = tmp_path_factory.mktemp("words")
-    train = treebank(folder / "toy-ud-train.conllu", 40, 0, "tr")
-    test = treebank(folder / "toy-ud-test.conllu", 16, 1, "te")
-    args = [str(train), str(test), "--model", str(tiny_model), "-o", str(folder / "toy.h5"), "-q"]
-    result = CliRunner().invoke(main, ["extract", *args, "--store-dtype", "float32"])
-    assert result.exit_code == 0, result.output
-    return folder / "toy.h5", test
-
-
-@pytest.fixture(scope="module")
-def fitted(words, tmp_path_factory):
-    features, _ = words
+def fitted(word_features, tmp_path_factory):
+    features, _ = word_features
     output = tmp_path_factory.mktemp("bundle") / "upos.featx"
     return featx.fit(features, label="upos", folds=3, output=output, jobs=1)
 
@@ -55,8 +42,8 @@ def _stored(features, layer: int, pooling: str):
         return file.word_features(pooling, layer), split == "test", names[file.word_labels("upos")]
 
 
-def test_a_word_label_gives_a_word_probe_chosen_on_training_words(fitted, words):
-    features, _ = words
+def test_a_word_label_gives_a_word_probe_chosen_on_training_words(fitted, word_features):
+    features, _ = word_features
     probe = featx.load(fitted.path)
     assert probe.level == "word" and probe.spec.kind == "single" and probe.pooling in ("first", "last", "mean")
     assert len(fitted.candidates) == 3 * 3  # layers 0-2 x first, last, mean
@@ -71,8 +58,8 @@ def test_a_word_label_gives_a_word_probe_chosen_on_training_words(fitted, words)
     assert "a sentence's words in one fold" in manifest["selection"]["on"]
 
 
-def test_the_word_type_baseline_is_the_training_words_most_frequent_tag(fitted, words):
-    features, _ = words
+def test_the_word_type_baseline_is_the_training_words_most_frequent_tag(fitted, word_features):
+    features, _ = word_features
     with featx.open(features) as file:
         forms = np.array([form.lower() for form in file.word_forms()])
         _, test, truth = _stored(features, 0, "first")
@@ -82,8 +69,8 @@ def test_the_word_type_baseline_is_the_training_words_most_frequent_tag(fitted, 
     assert fitted.test["lexical"] == pytest.approx(by_hand)
 
 
-def test_the_test_interval_resamples_whole_test_sentences(fitted, words):
-    features, _ = words
+def test_the_test_interval_resamples_whole_test_sentences(fitted, word_features):
+    features, _ = word_features
     probe = featx.load(fitted.path)
     X, test, truth = _stored(features, probe.spec.layers[0], probe.pooling)
     with featx.open(features) as file:
@@ -109,8 +96,8 @@ def test_folds_keep_every_sentence_whole():
     assert sorted(np.concatenate([held for _, held in folds]).tolist()) == list(range(len(y)))
 
 
-def test_no_fit_ever_sees_a_test_word(words, monkeypatch):
-    features, _ = words
+def test_no_fit_ever_sees_a_test_word(word_features, monkeypatch):
+    features, _ = word_features
     seen: list[np.ndarray] = []
     real = heads.fit_head
     monkeypatch.setattr(heads, "fit_head", lambda c, X, *a, **k: seen.append(X) or real(c, X, *a, **k))
@@ -122,8 +109,8 @@ def test_no_fit_ever_sees_a_test_word(words, monkeypatch):
     assert result.chosen.spec.layers == (1,)
 
 
-def test_new_sentences_get_the_stored_word_vectors(fitted, words):
-    features, test_file = words
+def test_new_sentences_get_the_stored_word_vectors(fitted, word_features):
+    features, test_file = word_features
     probe = featx.load(fitted.path)
     with featx.open(features) as file:
         offsets, forms = file.word_offsets(), file.word_forms()
@@ -139,8 +126,8 @@ def test_new_sentences_get_the_stored_word_vectors(fitted, words):
     assert proba[0].shape == (len(sentences[2]), 4) and np.allclose(proba[0].sum(axis=1), 1.0)
 
 
-def test_predict_on_the_test_treebank_scores_what_fit_reported(fitted, words, tmp_path):
-    _, test_file = words
+def test_predict_on_the_test_treebank_scores_what_fit_reported(fitted, word_features, tmp_path):
+    _, test_file = word_features
     output = tmp_path / "p.csv"
     args = ["predict", str(fitted.path), str(test_file), "-o", str(output), "--label", "upos", "-q"]
     result = CliRunner().invoke(main, args)
@@ -166,10 +153,10 @@ def test_predict_splits_plain_texts_on_whitespace(fitted, tmp_path):
     assert list(table.prediction) == [*expected[0], *expected[1]]
 
 
-def test_an_interrupted_word_run_resumes_on_a_sentence(fitted, words, tmp_path, monkeypatch):
-    _, test_file = words
+def test_an_interrupted_word_run_resumes_on_a_sentence(fitted, word_features, tmp_path, monkeypatch):
+    _, test_file = word_features
     output = tmp_path / "p.csv"
-    args = ["predict", str(fitted.path), str(test_file), "-o", str(output), "--batch-rows", "5", "-q"]
+    args = ["predict", str(fitted.path), str(test_file), "-o", str(output), "--commit-rows", "5", "-q"]
     real, calls = Probe.word_features, []
 
     def failing(probe, sentences, **overrides):
@@ -183,7 +170,7 @@ def test_an_interrupted_word_run_resumes_on_a_sentence(fitted, words, tmp_path, 
     monkeypatch.setattr(Probe, "word_features", real)
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 0, result.output
-    with featx.open(words[0]) as file:
+    with featx.open(word_features[0]) as file:
         done = int(file.word_offsets()[40 + 10] - file.word_offsets()[40])  # the test file's first 10 sentences
     assert f"resumed: {done} of {fitted.test['n']} words were already predicted" in result.output
     whole = tmp_path / "whole.csv"
@@ -200,9 +187,9 @@ def test_an_interrupted_word_run_resumes_on_a_sentence(fitted, words, tmp_path, 
         ({"pooling": "cls"}, "pooling 'cls' is not available: choose from first, last, mean"),
     ],
 )
-def test_word_fits_refuse_what_they_cannot_do(words, options, message):
+def test_word_fits_refuse_what_they_cannot_do(word_features, options, message):
     with pytest.raises(InputError, match=message):
-        featx.fit(words[0], label="upos", write=False, **options)
+        featx.fit(word_features[0], label="upos", write=False, **options)
 
 
 @pytest.mark.parametrize(
@@ -212,13 +199,13 @@ def test_word_fits_refuse_what_they_cannot_do(words, options, message):
         ("upso", "has no label column 'upso'; label columns: \\(none\\); word label columns: upos, xpos, deprel"),
     ],
 )
-def test_a_label_the_word_input_lacks_names_what_it_has(words, label, message):
+def test_a_label_the_word_input_lacks_names_what_it_has(word_features, label, message):
     with pytest.raises(InputError, match=message):
-        featx.fit(words[0], label=label, write=False)
+        featx.fit(word_features[0], label=label, write=False)
 
 
-def test_predict_refuses_word_options_it_cannot_use(fitted, words, tmp_path, sentence_bundle):
-    test_file = words[1]
+def test_predict_refuses_word_options_it_cannot_use(fitted, word_features, tmp_path, sentence_bundle):
+    test_file = word_features[1]
     corpus = write_csv(tmp_path / "c.csv", [("the cat", "x")], header=("text", "other"))
     cases = [
         ([str(fitted.path), str(corpus), "--text-pair-col", "other"], "a word probe reads one sentence per row"),
@@ -266,12 +253,12 @@ def test_a_hostile_word_manifest_is_refused(fitted, tmp_path, edit, message):
         featx.load(bundle)
 
 
-def test_the_scikit_learn_wrapper_takes_word_vectors_not_texts(fitted, words):
+def test_the_scikit_learn_wrapper_takes_word_vectors_not_texts(fitted, word_features):
     from featx.sklearn import FittedProbe
 
     estimator = FittedProbe(fitted.path)
     with pytest.raises(ValueError, match="word probe: FittedProbe takes its word vectors"):
         estimator.predict(["the cat"])
     probe = featx.load(fitted.path)
-    X, test, _ = _stored(words[0], probe.spec.layers[0], probe.pooling)
+    X, test, _ = _stored(word_features[0], probe.spec.layers[0], probe.pooling)
     assert list(estimator.predict(X[test])) == list(probe.predict_features(X[test]))

@@ -28,7 +28,7 @@ def _run(*args):
 
 def test_predictions_table_and_score(fitted, split_features, tmp_path, lookup):
     corpus = split_features.parent / "corpus.csv"
-    result = _run(fitted.path, corpus, "-o", tmp_path / "p.csv", "--label", "label", "--batch-rows", "16")
+    result = _run(fitted.path, corpus, "-o", tmp_path / "p.csv", "--label", "label", "--commit-rows", "16")
     assert result.exit_code == 0, result.output
     table = pd.read_csv(tmp_path / "p.csv")
     assert list(table.columns) == ["id", "prediction", "p_neg", "p_pos"]
@@ -60,11 +60,11 @@ def test_a_failure_mid_run_writes_nothing_and_the_next_run_resumes(fitted, split
 
     monkeypatch.setattr(Probe, "features", failing)
     output = tmp_path / "p.csv"
-    result = _run(fitted.path, split_features.parent / "corpus.csv", "-o", output, "--batch-rows", "20")
+    result = _run(fitted.path, split_features.parent / "corpus.csv", "-o", output, "--commit-rows", "20")
     assert result.exit_code == 130 and not output.exists()
     assert (tmp_path / "p.csv.partial").exists()
     monkeypatch.setattr(Probe, "features", real)
-    result = _run(fitted.path, split_features.parent / "corpus.csv", "-o", output, "--batch-rows", "20")
+    result = _run(fitted.path, split_features.parent / "corpus.csv", "-o", output, "--commit-rows", "20")
     assert result.exit_code == 0, result.output
     assert "resumed: 40 of 90 rows were already predicted" in result.output
     assert len(pd.read_csv(output)) == 90 and not (tmp_path / "p.csv.partial").exists()

@@ -17,6 +17,7 @@ import featx
 from featx.cli import main
 from featx.errors import InputError
 from featx.probing.results import load_results
+from featx.report import format_probe
 
 N_ROWS = 300
 
@@ -113,8 +114,8 @@ def test_selection_never_sees_the_test_rows(tiny_model, tmp_path):
     before, after = clean.table, poisoned.table
     np.testing.assert_array_equal(before.selection_score.to_numpy(), after.selection_score.to_numpy())
     assert before.is_best.tolist() == after.is_best.tolist()
-    assert "chosen on the training part" in poisoned.format_table()
-    assert "optimism of choosing on the test rows" in poisoned.format_table()
+    assert "chosen on the training part" in format_probe(poisoned)
+    assert "optimism of choosing on the test rows" in format_probe(poisoned)
 
 
 def test_reference_rows_take_no_part_in_the_choice(tiny_model, tmp_path):
@@ -217,7 +218,7 @@ def _line_of(text: str, start: str) -> str:
 
 def test_the_printout_follows_the_chosen_metric(imbalanced, tmp_path):
     result = featx.probe(imbalanced, label="label", jobs=1, n_bootstrap=100, metric="macro_f1", output=tmp_path / "m")
-    text, table = result.format_table(), result.table
+    text, table = format_probe(result), result.table
     assert "control macro-F1" in text and "\ncontrol " not in text
     lexical = _line_of(text, "lexical baseline")
     assert "(logreg): macro-F1 " in lexical and "(paired on macro_f1, one test)" in lexical
@@ -230,7 +231,7 @@ def test_the_printout_follows_the_chosen_metric(imbalanced, tmp_path):
 def test_the_regression_printout_follows_the_chosen_metric(tiny_model, tmp_path):
     path, _, _ = _split_file(tmp_path, tiny_model)
     result = featx.probe(path, label="score", metric="spearman", jobs=1, n_bootstrap=100)
-    text, table = result.format_table(), result.table
+    text, table = format_probe(result), result.table
     assert "control Spearman" in text and "paired bootstrap of Spearman over the test rows" in text
     lexical = _line_of(text, "lexical baseline")
     assert "(ridge): Spearman " in lexical and ", R² " in lexical and "(paired on spearman, one test)" in lexical

@@ -13,7 +13,7 @@ from support.tiny import write_csv
 
 import featx
 from featx.cli import main
-from featx.state import last
+from featx.state import last, remember
 
 
 @pytest.fixture
@@ -22,12 +22,37 @@ def in_tmp(tmp_path, monkeypatch):
     return tmp_path
 
 
-@pytest.fixture
-def extracted(tiny_model, in_tmp):
-    corpus = write_csv(in_tmp / "corpus.csv", make_rows(N_ROWS), header=("text", "label", "topic"))
+def _extract_here(tiny_model, folder):
+    """``featx extract corpus.csv`` run in ``folder``: the features file beside the corpus, remembered there."""
+    corpus = write_csv(folder / "corpus.csv", make_rows(N_ROWS), header=("text", "label", "topic"))
     result = CliRunner().invoke(main, ["extract", str(corpus), "--model", str(tiny_model), "-q"])
     assert result.exit_code == 0, result.output
-    return in_tmp / "corpus.features.h5"
+    return folder / "corpus.features.h5"
+
+
+@pytest.fixture(scope="module")
+def extracted_once(tiny_model, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("probe-cli")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(folder)
+        return _extract_here(tiny_model, folder)
+
+
+@pytest.fixture
+def extracted(extracted_once, in_tmp):
+    """The module's extraction copied into the test's own directory (a test may change it) and remembered there
+    as the last extraction, as ``featx extract`` run there would have."""
+    target = in_tmp / extracted_once.name
+    shutil.copy(extracted_once, target)
+    shutil.copy(extracted_once.with_name("corpus.csv"), in_tmp / "corpus.csv")
+    remember("features", target, in_tmp)
+    return target
+
+
+@pytest.fixture
+def extracted_here(tiny_model, in_tmp):
+    """An extraction of the test's own corpus (whose path the features file records), for a test that changes it."""
+    return _extract_here(tiny_model, in_tmp)
 
 
 def invoke(*args):
@@ -58,10 +83,10 @@ def test_default_label_is_the_first_column_when_there_is_no_label(tiny_model, in
     assert f"no 'label' column; probing '{first}'" in result.output and (in_tmp / "out" / "res.csv").exists()
 
 
-def test_changed_corpus_gives_a_warning_not_an_error(extracted):
-    with open(extracted.with_name("corpus.csv"), "a") as handle:
+def test_changed_corpus_gives_a_warning_not_an_error(extracted_here):
+    with open(extracted_here.with_name("corpus.csv"), "a") as handle:
         handle.write("the cat,pos,a\n")
-    result = invoke(str(extracted), "--layer", "1", "--pooling", "mean", "--folds", "3", "--jobs", "1")
+    result = invoke(str(extracted_here), "--layer", "1", "--pooling", "mean", "--folds", "3", "--jobs", "1")
     assert result.exit_code == 0, result.output
     assert "warning:" in result.output and "labels may not match" in result.output
 

@@ -12,10 +12,11 @@ from support.tiny import write_csv
 import featx
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def real_runs(tiny_model, tmp_path_factory):
     """``{"folder", "corpus", "features", "random", "main", "baseline"}``: paths of two features files of the
-    same rows and their results CSVs (main with --mdl and --train-sizes)."""
+    same rows and their results CSVs (main with --mdl and --train-sizes). Built once per session for the five
+    modules that read it; a test writes only a report beside the results, never into the features files."""
     folder = tmp_path_factory.mktemp("report-runs")
     corpus = write_csv(folder / "corpus.csv", tiny_rows(80), header=("text", "sentiment", "split"))
     with pytest.MonkeyPatch.context() as patch:
@@ -61,9 +62,9 @@ def real_runs(tiny_model, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def task_runs(tiny_model, tmp_path_factory):
+def task_runs(tiny_model, pair_features, word_features, tmp_path_factory):
     """``{kind: results path}`` for regression, pairs, words, erase, neurons and sweep (tiny real runs)."""
     folder = tmp_path_factory.mktemp("report-tasks")
     with pytest.MonkeyPatch.context() as patch:
         patch.chdir(folder)
-        return every_kind(folder, tiny_model)
+        return every_kind(folder, tiny_model, pair_features, word_features[0])

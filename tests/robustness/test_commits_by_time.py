@@ -1,6 +1,6 @@
 """Commits by time as well as memory, and SIGTERM/SIGHUP handled like Ctrl-C.
 
-A window (the unit the memory budget sizes) may take minutes on a big model; its finished batches are
+A commit block (the unit the memory budget sizes) may take minutes on a big model; its finished batches are
 committed every ``--commit-seconds`` on batch boundaries (``progress/window``), so a kill loses at most
 that much work, and the batch plan (hence the features, bit for bit, and the fingerprint) is unchanged.
 """
@@ -32,11 +32,11 @@ from featx.store import partial_path
 
 N_ROWS = 360
 BATCH = 8
-BATCHES = N_ROWS // BATCH  # one window holds the whole corpus: only commits by time can save work
+BATCHES = N_ROWS // BATCH  # one commit block holds the whole corpus: only commits by time can save work
 
 
-def window_marker(output):
-    """``(window start, batches committed inside it)`` of ``<output>.partial`` as another process sees it."""
+def block_marker(output):
+    """``(commit block start, batches committed inside it)`` of ``<output>.partial`` as another process sees it."""
     try:
         with h5py.File(partial_path(output), "r", locking=False) as file:
             start, done = (int(value) for value in file["progress/window"][()])
@@ -46,11 +46,11 @@ def window_marker(output):
 
 
 def batches_committed(output) -> int:
-    marker = window_marker(output)
+    marker = block_marker(output)
     return marker[1] if marker and marker[0] == 0 else 0
 
 
-def one_window_args(corpus, model, output, *extra):
+def one_block_args(corpus, model, output, *extra):
     import sys
 
     return [
@@ -76,11 +76,11 @@ def one_window_args(corpus, model, output, *extra):
 
 
 @pytest.mark.slow
-def test_sigkill_at_three_random_points_inside_one_window_resumes_to_the_same_file(tiny_model, tmp_path):
+def test_sigkill_at_three_random_points_inside_one_commit_block_resumes_to_the_same_file(tiny_model, tmp_path):
     corpus = many_rows_csv(tmp_path / "corpus.csv", N_ROWS)
     reference = reference_run(corpus, tiny_model, tmp_path / "reference.h5", commit_rows=1000)
     output = tmp_path / "out.h5"
-    args = one_window_args(corpus, tiny_model, output)
+    args = one_block_args(corpus, tiny_model, output)
     seed = int.from_bytes(os.urandom(4), "little")
     targets = sorted(random.Random(seed).sample(range(2, BATCHES * 2 // 3), 3))
     landed = []
@@ -96,7 +96,7 @@ def test_sigkill_at_three_random_points_inside_one_window_resumes_to_the_same_fi
     final = subprocess.run(args, cwd=tmp_path, env=featx_env(), capture_output=True, text=True, timeout=300)
     assert final.returncode == 0, final.stderr
     assert all(landed), f"seed {seed}: the run ended before {targets}"
-    assert "resumed at row 0, plus" in final.stdout and "rows committed inside the next window" in final.stdout
+    assert "resumed at row 0, plus" in final.stdout and "rows committed inside the next commit block" in final.stdout
     assert_same_file(reference, output)
 
 
@@ -134,7 +134,7 @@ def test_work_between_commits_never_exceeds_the_interval(tiny_model, tmp_path, m
                 progress=False,
             )
         )
-    # 15 batches of 3 s = 45 s of work in one window: several commits inside it, then the window's own.
+    # 15 batches of 3 s = 45 s of work in one commit block: several commits inside it, then the block's own.
     assert len(exposed) >= 4 and max(exposed) < 10.0, exposed
 
 
@@ -173,7 +173,7 @@ def test_sigterm_and_sighup_stop_like_ctrl_c(tiny_model, tmp_path, sig, code, na
     corpus = many_rows_csv(tmp_path / "corpus.csv", N_ROWS)
     reference = reference_run(corpus, tiny_model, tmp_path / "reference.h5", commit_rows=1000)
     output = tmp_path / "out.h5"
-    args = one_window_args(corpus, tiny_model, output)
+    args = one_block_args(corpus, tiny_model, output)
     process = start(args, tmp_path)
     reached = wait_until(lambda: batches_committed(output) >= 3, process)
     process.send_signal(sig)
@@ -195,7 +195,7 @@ def test_sigterm_and_sighup_stop_like_ctrl_c(tiny_model, tmp_path, sig, code, na
 def test_sigterm_while_the_model_loads_releases_the_lock(tiny_model, tmp_path):
     corpus = many_rows_csv(tmp_path / "corpus.csv", 24)
     output = tmp_path / "out.h5"
-    process = start(one_window_args(corpus, tiny_model, output), tmp_path)
+    process = start(one_block_args(corpus, tiny_model, output), tmp_path)
     lock = output.with_name(output.name + ".lock")
     assert wait_until(lock.exists, process)
     process.send_signal(signal.SIGTERM)

@@ -16,8 +16,8 @@ from support.tiny import WORDS, write_csv
 
 import featx
 from featx.cli import main
+from featx.io import FORMULA_STARTS, csv_text, neutral_cell, read_csv, restored_cell
 from featx.report import load_results
-from featx.safe_files import FORMULA_STARTS, csv_text, neutral_cell, read_csv, restored_cell
 
 CLASSES = ['=HYPERLINK("x")', "+cmd|' /C calc'!A0", "-1", "@SUM(A1)"]
 IDS = ["=id", "+id", "-id", "@id", "id"]
@@ -63,7 +63,7 @@ def test_a_table_round_trips_with_numbers_untouched(tmp_path):
 
 
 def _dangerous(cell: str) -> bool:
-    from featx.safe_files import _PLAIN_NUMBER
+    from featx.io.csv_files import _PLAIN_NUMBER
 
     return cell[:1] in FORMULA_STARTS and cell != "-" and not _PLAIN_NUMBER.fullmatch(cell)
 

@@ -49,7 +49,7 @@ def test_random_kills_and_ctrl_c_then_rerun_equals_uninterrupted_run(tiny_model,
     args = extract_args(corpus, tiny_model, output)
     seed = int.from_bytes(os.urandom(4), "little")
     rng = random.Random(seed)
-    # Targets at least two windows apart and a third of the corpus before its end, so each run has work
+    # Targets at least two commit blocks apart and a third of the corpus before its end, so each run has work
     # left when its signal lands.
     first, second, third = (
         COMMIT_ROWS + offset + 2 * COMMIT_ROWS * k
@@ -102,7 +102,7 @@ def test_damaged_partial_from_a_killed_creation_restarts(tiny_model, tmp_path):
     assert_same_file(reference, output)
 
 
-@pytest.mark.parametrize("where", ["load_model", "tokenize_texts", "collate", "write_window", "commit"])
+@pytest.mark.parametrize("where", ["load_model", "tokenize_texts", "collate", "write_block", "commit"])
 def test_ctrl_c_anywhere_is_a_clean_exit_130_and_resumable(tiny_model, tmp_path, monkeypatch, where):
     """KeyboardInterrupt in the main thread, the collate thread or the writer thread: one message, code 130."""
     from featx.extraction.model import loading as modeling
@@ -121,7 +121,7 @@ def test_ctrl_c_anywhere_is_a_clean_exit_130_and_resumable(tiny_model, tmp_path,
 
         return wrapper
 
-    if where in ("write_window", "commit"):
+    if where in ("write_block", "commit"):
         monkeypatch.setattr(FeatureWriter, where, interrupt_on_second_call(getattr(FeatureWriter, where)))
     else:
         module = {"collate": loop, "load_model": modeling}.get(where, orchestrate)
@@ -175,7 +175,7 @@ def test_disk_full_during_a_write_keeps_old_file_and_resumes(tiny_model, tmp_pat
     output = tmp_path / "out.h5"
     reference_run(corpus, tiny_model, output, poolings="mean", tokens=False)  # an earlier, complete file
     before = hashlib.sha256(output.read_bytes()).hexdigest()
-    original = FeatureWriter.write_window
+    original = FeatureWriter.write_block
     calls = {"n": 0}
 
     def full_disk(self, *args, **kwargs):
@@ -184,7 +184,7 @@ def test_disk_full_during_a_write_keeps_old_file_and_resumes(tiny_model, tmp_pat
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
         return original(self, *args, **kwargs)
 
-    monkeypatch.setattr(FeatureWriter, "write_window", full_disk)
+    monkeypatch.setattr(FeatureWriter, "write_block", full_disk)
     cli_args = [
         "extract",
         str(corpus),
@@ -209,7 +209,7 @@ def test_disk_full_during_a_write_keeps_old_file_and_resumes(tiny_model, tmp_pat
     assert hashlib.sha256(output.read_bytes()).hexdigest() == before
     assert rows_done(output) == 2 * COMMIT_ROWS
 
-    monkeypatch.setattr(FeatureWriter, "write_window", original)  # space freed: the same command resumes
+    monkeypatch.setattr(FeatureWriter, "write_block", original)  # space freed: the same command resumes
     with single_thread_torch():
         result = CliRunner().invoke(main, cli_args)
     assert result.exit_code == 0, result.output
@@ -333,7 +333,7 @@ def test_reader_and_second_writer_during_extraction(tiny_model, tmp_path):
 
 
 def test_kill_between_marking_complete_and_renaming(tiny_model, tmp_path):
-    """The last window of a kill: ``.partial`` is complete but not yet renamed; the rerun only renames it."""
+    """The last commit block of a kill: ``.partial`` is complete but not yet renamed; the rerun only renames it."""
     corpus = many_rows_csv(tmp_path / "corpus.csv", 24)
     reference = reference_run(corpus, tiny_model, tmp_path / "reference.h5")
     output = tmp_path / "out.h5"

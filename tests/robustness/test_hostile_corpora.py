@@ -54,7 +54,7 @@ def _labelled_features(path: Path, n_rows: int, n_classes: int) -> Path:
     )
     rng = np.random.default_rng(0)
     pooled = {name: rng.normal(size=(n_rows, 2, 8)).astype(np.float32) for name in sites[0].pooled_paths.values()}
-    writer.write_window(0, n_rows, pooled)
+    writer.write_block(0, n_rows, pooled)
     writer.commit(n_rows)
     writer.finish()
     return path

@@ -1,14 +1,9 @@
-"""Fixtures of the scikit-learn tests: the deploy tests' split features file and a bundle fitted on it."""
+"""Fixtures of the scikit-learn tests: a bundle fitted on the root conftest's ``split_features`` (the deploy
+tests' file, shared with them)."""
 
 from __future__ import annotations
 
 import pytest
-from support.deploy_data import make_split_features
-
-
-@pytest.fixture(scope="module")
-def split_features(tiny_model, tmp_path_factory):
-    return make_split_features(tmp_path_factory.mktemp("sk-deploy"), tiny_model)
 
 
 @pytest.fixture(scope="module")

@@ -76,10 +76,10 @@ def write_words_file(path, commit_rows=None):
     offsets = sentences.words.offsets
     stops = [2, 4] if commit_rows is None else [commit_rows]
     start = 0
-    for stop in stops:  # two commit windows, as the extraction writes them
+    for stop in stops:  # two commit blocks, as the extraction writes them
         values = {path: v[start:stop] for path, v in rows.items()}
         values.update({path: v[offsets[start] : offsets[stop]] for path, v in words.items()})
-        writer.write_window(start, stop, values)
+        writer.write_block(start, stop, values)
         writer.commit(stop)
         start = stop
     if commit_rows is None:

@@ -1,4 +1,4 @@
-"""The native path's file checks (tests/extraction/test_native*.py): one extraction with ``FEATX_NATIVE=1`` and one
+"""The native path's file checks (tests/extraction/fast/test_native*.py): one extraction with ``FEATX_NATIVE=1`` and one
 with ``0``, whether the two files hold the same features, and what a fresh process imports to extract."""
 
 from __future__ import annotations

@@ -4,7 +4,6 @@ treebank (lexical baseline, control task, scalar mix), and ``featx erase``, ``fe
 
 from __future__ import annotations
 
-import itertools
 import random
 from pathlib import Path
 
@@ -13,7 +12,7 @@ import numpy as np
 import featx
 from support.planted_columns import make_planted
 from support.planted_words import TAGS
-from support.tiny import SENTENCES, WORDS, write_csv
+from support.tiny import WORDS, write_csv
 
 
 def treebank(path: Path, n_sentences: int, seed: int, prefix: str) -> Path:
@@ -47,41 +46,19 @@ def regression_run(folder: Path, model: Path) -> Path:
     return featx.probe(features.output, label="score", output=folder / "reg.score.probe", **options).csv_path
 
 
-def pairs_run(folder: Path, model: Path) -> Path:
-    from featx.extraction import ExtractConfig, extract
-
-    texts = [row[0] for row in SENTENCES]
-    rows = [
-        (texts[i], texts[j], "yes" if (i + j) % 2 else "no", "test" if index % 3 == 0 else "train")
-        for index, (i, j) in enumerate(itertools.combinations(range(len(texts)), 2))
-    ]
-    corpus = write_csv(folder / "pairs.csv", rows, header=("a", "b", "same", "split"))
-    config = ExtractConfig(
-        corpus=corpus,
-        output=folder / "pairs.h5",
-        model=str(model),
-        text_col="a",
-        text_pair_col="b",
-        pair_mode="separate",
-        progress=False,
-    )
-    features = extract(config).output
-    return featx.probe(features, label="same", jobs=1, n_bootstrap=50, output=folder / "pairs.same.probe").csv_path
+def pairs_run(folder: Path, pair_features: Path) -> Path:
+    """The shared sentence-pair file (separate mode, ``support.shared_files``) probed for ``same``."""
+    return featx.probe(pair_features, label="same", jobs=1, n_bootstrap=50, output=folder / "pairs.same.probe").csv_path
 
 
-def words_run(folder: Path, model: Path) -> Path:
+def words_run(folder: Path, word_features: Path) -> Path:
+    """The shared word file (a two-file toy treebank, ``support.shared_files``) probed for ``upos``."""
     from click.testing import CliRunner
 
     from featx.cli import main
 
-    train = treebank(folder / "toy-ud-train.conllu", 40, 0, "tr")
-    test = treebank(folder / "toy-ud-test.conllu", 16, 1, "te")
-    runner = CliRunner()
-    output = str(folder / "toy.h5")
-    result = runner.invoke(main, ["extract", str(train), str(test), "--model", str(model), "-o", output, "-q"])
-    assert result.exit_code == 0, result.output
-    args = ["probe", output, "--label", "upos", "--pooling", "first,mean", "--jobs", "1"]
-    result = runner.invoke(main, [*args, "-o", str(folder / "toy.upos.probe")])
+    args = ["probe", str(word_features), "--label", "upos", "--pooling", "first,mean", "--jobs", "1"]
+    result = CliRunner().invoke(main, [*args, "-o", str(folder / "toy.upos.probe")])
     assert result.exit_code == 0, result.output
     return folder / "toy.upos.probe.csv"
 
@@ -100,11 +77,12 @@ def analysis_runs(folder: Path, model: Path) -> dict[str, Path]:
     return {"erase": erased.csv_path, "neurons": folder / "c.csv", "sweep": folder / "d.sweep.csv"}
 
 
-def every_kind(folder: Path, model: Path) -> dict[str, Path]:
-    """``{kind: results path}`` for regression, pairs, words, erase, neurons and sweep."""
+def every_kind(folder: Path, model: Path, pair_features: Path, word_features: Path) -> dict[str, Path]:
+    """``{kind: results path}`` for regression, pairs, words, erase, neurons and sweep; the pair and word runs
+    probe the session's shared files, their results written in ``folder``."""
     runs = {
         "regression": regression_run(folder, model),
-        "pairs": pairs_run(folder, model),
-        "words": words_run(folder, model),
+        "pairs": pairs_run(folder, pair_features),
+        "words": words_run(folder, word_features),
     }
     return {**runs, **analysis_runs(folder, model)}

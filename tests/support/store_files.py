@@ -51,7 +51,7 @@ def write_store_file(tmp_path, n=10, commit=None, with_tokens=True):
             }
         )
     stop = commit if commit is not None else n
-    writer.write_window(
+    writer.write_block(
         0, stop, {path: v[:stop] if not path.endswith("states") else v[: 3 * stop] for path, v in values.items()}
     )
     writer.commit(stop)

@@ -6,4 +6,8 @@
 ``summary``         ``Estimate`` and the sizes both estimates share
 """
 
+from ...lazy import lazy_exports
+
 __all__ = ["estimation", "from_config", "model_budget", "summary"]
+
+__getattr__, __dir__ = lazy_exports(__name__, {name: name for name in __all__})  # each module on first use

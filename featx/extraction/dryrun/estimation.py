@@ -73,9 +73,9 @@ def _sizes(plan, corpus, tokenized, loaded) -> Estimate:
     n_tokens, n_rows = int(tokenized.lengths.sum()), len(corpus)
     pooled, token_bytes, other = _file_bytes(plan, corpus, tokenized, loaded, n_rows, n_tokens)
     model_bytes, activations = _device_bytes(plan, loaded, tokenized, n_rows)
-    window_bytes = plan.window_bytes(n_rows)
+    block_bytes = plan.block_bytes(n_rows)
     # The real run holds what this process holds now (model loaded, corpus tokenised), plus one batch's
-    # activations (on the GPU when there is one) and up to four windows of outputs (filled, two queued,
+    # activations (on the GPU when there is one) and up to four commit blocks of outputs (filled, two queued,
     # one being written).
     on_gpu = loaded.device.type != "cpu"
     output = plan.output
@@ -98,7 +98,7 @@ def _sizes(plan, corpus, tokenized, loaded) -> Estimate:
         pooled_bytes=pooled,
         token_bytes=token_bytes,
         other_bytes=other,
-        peak_memory_bytes=current_rss() + 4 * window_bytes + (0 if on_gpu else activations),
+        peak_memory_bytes=current_rss() + 4 * block_bytes + (0 if on_gpu else activations),
         free_disk_bytes=free,
         peak_device_bytes=model_bytes + activations if on_gpu else None,
         windowed_rows=int((tokenized.lengths > plan.max_length).sum()) if plan.window else 0,
@@ -185,7 +185,7 @@ def _calibrate(plan, loaded, tokenized) -> tuple[float, str]:
         lengths = tokenized.lengths
     pad_id = plan.pad_id
     runner = Runner(loaded, plan)
-    seed = plan.config.seed
+    seed = plan.config.init_seed
 
     padded = np.array([len(batch) * int(lengths[batch].max()) for batch in batches], dtype=np.float64)
     windowed_tokens = windowed_padded_tokens(plan, full_lengths, long_rows)

@@ -153,9 +153,9 @@ def estimate_from_config(config, reason: str, calibrate: bool = True):
     max_length = model_max_length(folder, read_json(folder / "config.json"), config.max_length)
     kept, full, source = _corpus_tokens(config, folder, corpus, max_length)
     layers, poolings = _layers(config, size), _poolings(config, size)
-    pooled, token_bytes, other, window = _file_parts(config, corpus, kept, size, layers, poolings)
+    pooled, token_bytes, other, block = _file_parts(config, corpus, kept, size, layers, poolings)
     budget = _budget(config, reason, size, device, dtype, itemsize, layers, kept, max_length, source)
-    host = current_rss() + 4 * window + (0 if device.type == "cuda" else budget.needed_bytes)
+    host = current_rss() + 4 * block + (0 if device.type == "cuda" else budget.needed_bytes)
     if device.type != "cuda":  # on the CPU the whole process must fit in RAM
         budget.needed_bytes = host
     directory, free = free_disk(Path(_output(config)))
@@ -210,8 +210,8 @@ def _layers(config, size: ModelSize) -> list[int]:
 
 
 def _file_parts(config, corpus, kept, size: ModelSize, layers, poolings) -> tuple[int, int, int, int]:
-    """(pooled, token-level, other) bytes of the features file, and one commit window's outputs."""
-    from ..run.resolve import window_rows
+    """(pooled, token-level, other) bytes of the features file, and one commit block's outputs."""
+    from ..run.resolve import block_rows
     from .summary import file_sizes
 
     store = np.dtype(config.store_dtype).itemsize
@@ -231,7 +231,7 @@ def _file_parts(config, corpus, kept, size: ModelSize, layers, poolings) -> tupl
         corpus.split is not None,
     )
     row_bytes = len(layers) * size.hidden * store * len(poolings)
-    return (*parts, window_rows(config, row_bytes) * row_bytes)
+    return (*parts, block_rows(config, row_bytes) * row_bytes)
 
 
 def _budget(config, reason, size, device, dtype, itemsize, layers, kept, max_length, source) -> Budget:

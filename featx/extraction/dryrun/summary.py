@@ -118,7 +118,7 @@ def file_sizes(
     Features are preallocated in whole chunks (one layer of a block of rows), so the row count is
     rounded up to a multiple of the chunk's rows.
     """
-    from ...store.hdf5 import allocated_rows
+    from ...store import allocated_rows
 
     def allocated(n: int) -> int:
         return allocated_rows(n, hidden, itemsize)

@@ -15,4 +15,8 @@ importing transformers.
 Nothing here imports transformers; ``FEATX_NATIVE=0`` turns the native path off.
 """
 
+from ...lazy import lazy_exports
+
 __all__ = ["bert", "checkpoint", "deberta", "fuse", "mpnet", "onednn", "roberta", "select", "tokenizer"]
+
+__getattr__, __dir__ = lazy_exports(__name__, {name: name for name in __all__})  # each module on first use

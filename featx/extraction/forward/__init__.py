@@ -8,4 +8,8 @@
 ``truncation``      the truncated forward: the embeddings plus the first K blocks only
 """
 
+from ...lazy import lazy_exports
+
 __all__ = ["pair_runner", "pooling", "runner", "sites", "truncation", "word_pooling"]
+
+__getattr__, __dir__ = lazy_exports(__name__, {name: name for name in __all__})  # each module on first use

@@ -12,7 +12,7 @@ import inspect
 
 import torch
 
-from ...store import schema
+from ... import store
 from .pooling import mean_pool
 
 # mean_a / mean_b are the plain masked mean, given a segment's mask instead of the whole row's.
@@ -48,8 +48,8 @@ def pair_inputs(runner, input_ids: torch.Tensor, mask: torch.Tensor, pairs: dict
     if "pair" in pairs:  # separate: side b is a batch of its own, pooled into the pair_b site
         b_ids, b_mask = (tensor.to(device, non_blocking=True) for tensor in pairs["pair"])
         states = runner._forward(input_ids, mask)
-        states[schema.PAIR_B_SITE] = runner._forward(b_ids, b_mask)[runner.plan.hidden.name]
-        side_b = next(site for site in runner.plan.sites if site.name == schema.PAIR_B_SITE)
+        states[store.schema.PAIR_B_SITE] = runner._forward(b_ids, b_mask)[runner.plan.hidden.name]
+        side_b = next(site for site in runner.plan.sites if site.name == store.schema.PAIR_B_SITE)
         return states, {path: b_mask for path in side_b.pooled_paths.values()}
     type_ids = pairs["token_type_ids"].to(device, non_blocking=True)
     segments = pairs["segments"].to(device, non_blocking=True)

@@ -8,7 +8,7 @@ import weakref
 import numpy as np
 import torch
 
-from ...store.schema import contrast_site
+from ...store import contrast_site
 from ..fast import fuse
 from ..fast.deberta import band_relative_attention
 from ..fast.onednn import prepack_linears

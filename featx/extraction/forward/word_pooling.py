@@ -50,15 +50,15 @@ def row_word_ids(plan, tokenized: TokenizedCorpus, row: int) -> np.ndarray | Non
     return word_ids[tokenized.offsets[row] : tokenized.offsets[row + 1]].astype(np.int64)
 
 
-def window_weights(plan, tokenized: TokenizedCorpus) -> tuple[np.ndarray, float]:
-    """Each row's share of a commit window's host memory (its word vectors, and token states with
-    ``--tokens``) and the budget, for ``plan_windows``: a window of long sentences closes early."""
-    from ..plan import WINDOW_BYTES
+def block_weights(plan, tokenized: TokenizedCorpus) -> tuple[np.ndarray, float]:
+    """Each row's share of a commit block's host memory (its word vectors, and token states with
+    ``--tokens``) and the budget, for ``plan_blocks``: a block of long sentences closes early."""
+    from ..plan import COMMIT_BLOCK_BYTES
 
     words = np.diff(_word_arrays(tokenized)[1]).astype(np.float64)
-    weights = words * plan.word_bytes() / WINDOW_BYTES
+    weights = words * plan.word_bytes() / COMMIT_BLOCK_BYTES
     if plan.with_tokens:
-        return weights + tokenized.lengths / plan.window_tokens, 2.0
+        return weights + tokenized.lengths / plan.block_tokens, 2.0
     return weights, 1.0
 
 

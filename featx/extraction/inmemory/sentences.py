@@ -1,28 +1,21 @@
 """``embed``: the features of in-memory texts, without a features file.
 
-The same path as ``featx extract``: an ``ExtractConfig``, the ``ExtractionPlan``, the tokenisation, the batch loop
-and the ``Runner``, with the HDF5 writer replaced by arrays in memory (``MemorySink``), so the values are bit for bit
-what ``featx extract`` with the same options stores (``store_dtype="float16"`` rounds as the file does) and the pass
-stops after the highest requested layer (``truncation.py``). ``Embeddings`` holds the result.
+The texts (and pairs) are checked as a corpus's are and run through the in-memory pipeline (``pipeline.py``: the
+plan, tokenisation, batch loop and ``Runner`` of ``featx extract``, with arrays in memory instead of the HDF5 writer),
+so the values are bit for bit what ``featx extract`` with the same options stores. ``Embeddings`` holds the result.
 """
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
-from pathlib import Path
 
 import numpy as np
 
-from ..._version import __version__
 from ...errors import InputError
+from ...options import keyword_doc, renamed
 from ...store import HIDDEN_SITE
 from ..config import ExtractConfig
-from ..inputs.corpus import Corpus
-from ..model.files import DEFAULT_MODEL
-
-IN_MEMORY = "<in-memory texts>"  # the corpus name of an embedding request: no file is read or written
-TEXT_COL, PAIR_COL = "text", "text_pair"
+from .pipeline import IN_MEMORY, PAIR_COL, TEXT_COL, memory_corpus, run_in_memory
 
 
 def _values(texts, name: str) -> list:
@@ -72,74 +65,6 @@ def as_texts(texts, name: str = "texts") -> list[str]:
             "fill them in or leave them out: each text gets one row of features",
         )
     return [str(value) for value in values]
-
-
-def _corpus(texts: list[str], pairs: list[str] | None) -> Corpus:
-    digest = hashlib.sha256()
-    for text in texts + (pairs or []):
-        digest.update(text.encode("utf-8", "surrogatepass") + b"\0")
-    return Corpus(
-        path=Path(IN_MEMORY),
-        texts=list(texts),
-        ids=[str(row) for row in range(len(texts))],
-        text_col=TEXT_COL,
-        id_col=None,
-        labels={},
-        split=None,
-        sha256=digest.hexdigest(),
-        pair_texts=list(pairs) if pairs is not None else None,
-        pair_col=PAIR_COL if pairs is not None else None,
-    )
-
-
-class MemorySink:
-    """The batch loop's sink (``threads.Sink``) that keeps every pooled dataset in memory: ``{path: (rows, L, W)}``."""
-
-    def __init__(self, plan, n_rows: int, word_offsets: np.ndarray | None = None):
-        dtype = np.dtype(plan.store_dtype)
-        self.arrays = {
-            path: np.zeros((n_rows, len(site.layers), site.width), dtype=dtype)
-            for site in plan.sites
-            for path in site.pooled_paths.values()
-        }
-        # word inputs: each word vector dataset flat over the words, row r owning word_offsets[r]:word_offsets[r+1]
-        self.word_offsets = word_offsets
-        self.word_paths = set(plan.word_paths)
-        if self.word_paths and word_offsets is None:
-            raise ValueError("word vectors need the corpus's word offsets")
-        shape = (len(plan.hidden.layers), plan.hidden.width)
-        for path in plan.word_paths:
-            self.arrays[path] = np.zeros((int(word_offsets[-1]), *shape), dtype=dtype)  # type: ignore[index]
-        self._rows_done = 0
-
-    def _span(self, path: str, start: int, stop: int) -> slice:
-        """Where rows ``[start, stop)`` sit in ``path``'s array: the rows, or (word vectors) their words."""
-        if path in self.word_paths:
-            offsets = self.word_offsets
-            assert offsets is not None
-            return slice(int(offsets[start]), int(offsets[stop]))
-        return slice(start, stop)
-
-    @property
-    def rows_done(self) -> int:
-        return self._rows_done
-
-    def batches_done(self, window_start: int) -> int:
-        return 0  # nothing to resume in memory
-
-    def read_window(self, start: int, stop: int, values: dict[str, np.ndarray]) -> None:
-        for path, buffer in values.items():
-            buffer[...] = self.arrays[path][self._span(path, start, stop)]
-
-    def write_window(self, start: int, stop: int, values: dict[str, np.ndarray]) -> None:
-        for path, rows in values.items():
-            self.arrays[path][self._span(path, start, stop)] = rows
-
-    def commit(self, rows_done: int) -> None:
-        self._rows_done = rows_done
-
-    def commit_batches(self, window_start: int, batches_done: int) -> None:
-        pass
 
 
 class Embeddings:
@@ -206,94 +131,70 @@ def embed_config(texts: list[str], pairs: list[str] | None, **options) -> Extrac
     return ExtractConfig(corpus=IN_MEMORY, text_col=TEXT_COL, **pair_options, **options)
 
 
-def model_info(loaded, plan) -> dict:
-    """What computed a set of embeddings (JSON-ready)."""
-    from ..model.devices import dtype_name
-
-    return {
-        "model": loaded.name,
-        "model_path": loaded.path,
-        "model_sha256": loaded.weights_sha256,
-        "compute_dtype": dtype_name(loaded.dtype),
-        "store_dtype": plan.store_dtype,
-        "max_length": int(loaded.max_length),
-        "long": plan.long_inputs,
-        "stride": plan.window.stride if plan.window else None,
-        "n_model_layers": int(loaded.n_layers),
-        "blocks_run": int(plan.blocks_run),
-        "implementation": loaded.implementation,
-        "causal": bool(loaded.causal),
-        "featx_version": __version__,
-    }
-
-
 def encode(loaded, config: ExtractConfig, texts: list[str], pairs: list[str] | None = None) -> Embeddings:
     """Run ``config``'s extraction of ``texts`` (and ``pairs``) with an already loaded model, into memory.
 
     ``texts`` and ``pairs`` are checked lists (``as_texts``); ``loaded.max_length`` is the length used."""
-    from ..forward.runner import Runner
-    from ..run import loop
-    from ..run.resolve import resolve_plan
-    from ..tokens.word_tokens import tokenize_input
-
-    corpus = _corpus(texts, pairs)
-    plan = resolve_plan(config, corpus.sha256, loaded)
-    tokenized = tokenize_input(loaded, corpus, plan)
-    sink = MemorySink(plan, len(corpus))
-    runner = Runner(loaded, plan)
-    loop.run(plan, sink, tokenized, runner, plan.pad_id, pin_memory=loaded.device.type == "cuda")
-    return Embeddings(sink.arrays, plan.sites, model_info(loaded, plan), len(corpus))
+    corpus = memory_corpus(texts, [*texts, *(pairs or [])], pairs=pairs)
+    run = run_in_memory(loaded, config, corpus)
+    return Embeddings(run.arrays, run.plan.sites, run.model, len(corpus))
 
 
-def embed(
-    texts,
-    *,
-    text_pairs=None,
-    model: str = DEFAULT_MODEL,
-    layers: str | int | Sequence[int] = "all",
-    poolings: str | Sequence[str] = "mean",
-    pair_mode: str | None = None,
-    max_length: int | None = None,
-    long: str = "truncate",
-    stride: int | None = None,
-    dtype: str = "auto",
-    device: str = "auto",
-    batch_size: int | None = None,
-    max_tokens: int | None = None,
-    store_dtype: str = "float32",
-    sites: str = "hidden",
-    progress: bool = False,
-    trust_remote_code: bool = False,
-    random_init: bool = False,
-    seed: int = 0,
-) -> Embeddings:
+# The keywords of ``embed``: the extraction options that make sense without a corpus file (declared once, as
+# ``ExtractConfig``'s fields), and the defaults that differ from ``featx extract``'s.
+EMBED_KEYWORDS = (
+    "model",
+    "layers",
+    "poolings",
+    "pair_mode",
+    "max_length",
+    "long",
+    "stride",
+    "dtype",
+    "device",
+    "batch_size",
+    "max_tokens",
+    "store_dtype",
+    "sites",
+    "progress",
+    "trust_remote_code",
+    "random_init",
+    "init_seed",
+)
+EMBED_DEFAULTS = {"poolings": "mean", "store_dtype": "float32", "progress": False}
+
+
+def embed_options(options: dict) -> dict:
+    """``embed``'s keywords checked (an old spelling of a renamed one taken with a warning) over its defaults;
+    ``layers`` and ``poolings`` may be lists."""
+    options = renamed(ExtractConfig, options)
+    unknown = sorted(set(options) - set(EMBED_KEYWORDS))
+    if unknown:
+        raise InputError(f"unknown embed option(s): {', '.join(unknown)}", f"embed takes: {', '.join(EMBED_KEYWORDS)}")
+    chosen = {**EMBED_DEFAULTS, **options}
+    for name in ("layers", "poolings"):
+        value = chosen.get(name)
+        if isinstance(value, (list, tuple)):
+            chosen[name] = ",".join(map(str, value))
+        elif name == "layers" and value is not None:
+            chosen[name] = str(value)
+    return chosen
+
+
+def embed(texts, *, text_pairs=None, **options) -> Embeddings:
     """The pooled features of ``texts`` (a list, numpy array, pandas Series or one-column DataFrame of str), as
     ``featx extract`` with the same options would store them, held in memory. ``text_pairs``: each text's second
-    text (sentence pairs, ``pair_mode`` cross or separate). Everything is checked before the model is loaded."""
+    text (sentence pairs, ``pair_mode`` cross or separate). Everything is checked before the model is loaded.
 
+    Keywords (``featx extract``'s options of the same name; ``layers`` and ``poolings`` may be lists):
+
+    """
     text_list = as_texts(texts, "texts")
     pair_list = as_texts(text_pairs, "text_pairs") if text_pairs is not None else None
-    config = embed_config(
-        text_list,
-        pair_list,
-        model=model,
-        layers=",".join(map(str, layers)) if isinstance(layers, (list, tuple)) else str(layers),
-        poolings=",".join(poolings) if isinstance(poolings, (list, tuple)) else poolings,
-        pair_mode=pair_mode,
-        max_length=max_length,
-        long=long,
-        stride=stride,
-        dtype=dtype,
-        device=device,
-        batch_size=batch_size,
-        max_tokens=max_tokens,
-        store_dtype=store_dtype,
-        sites=sites,
-        progress=progress,
-        trust_remote_code=trust_remote_code,
-        random_init=random_init,
-        seed=seed,
-    )
+    config = embed_config(text_list, pair_list, **{"pair_mode": None, **embed_options(options)})
     from ..model.loading import load_configured
 
     return encode(load_configured(config), config, text_list, pair_list)
+
+
+embed.__doc__ = (embed.__doc__ or "") + keyword_doc(ExtractConfig, EMBED_KEYWORDS, EMBED_DEFAULTS)

@@ -1,24 +1,19 @@
 """``encode_words``: the word vectors of in-memory sentences, without a features file.
 
-A sentence is a list of words (or a string, split on whitespace). They run as a word input does in
-``featx extract`` (pre-tokenised, every subword of every word kept, long sentences in windows), with the HDF5
-writer replaced by ``embedding.MemorySink``: the vectors are bit for bit what the features file stores for the
-same words and options, and the pass stops after the highest layer asked for. ``WordVectors`` holds them.
+A sentence is a list of words (or a string, split on whitespace). They run through the in-memory pipeline
+(``pipeline.py``) as a word input does in ``featx extract`` (pre-tokenised, every subword of every word kept, long
+sentences in windows): the vectors are bit for bit what the features file stores for the same words and options,
+and the pass stops after the highest layer asked for. ``WordVectors`` holds them.
 """
 
 from __future__ import annotations
 
-import hashlib
-from pathlib import Path
-
 import numpy as np
 
 from ...errors import InputError
-from ...store import HIDDEN_SITE
 from ..config import ExtractConfig
-from ..inputs.corpus import Corpus
 from ..inputs.treebank import WordTable
-from .sentences import IN_MEMORY, MemorySink, model_info
+from .pipeline import IN_MEMORY, memory_corpus, run_in_memory
 
 WORD_FORMAT = "jsonl"  # how an in-memory request reads: sentences of given words, as JSON Lines of tokens
 
@@ -59,32 +54,14 @@ def sentences_table(sentences: list[list[str]]) -> WordTable:
     return WordTable(offsets, forms, np.full(len(forms), -1, dtype=np.int32), {})
 
 
-def _corpus(sentences: list[list[str]]) -> Corpus:
-    digest = hashlib.sha256()
-    for words in sentences:
-        digest.update("\x1f".join(words).encode("utf-8", "surrogatepass") + b"\0")
-    corpus = Corpus(
-        path=Path(IN_MEMORY),
-        texts=[" ".join(words) for words in sentences],
-        ids=[str(row) for row in range(len(sentences))],
-        text_col="text",
-        id_col=None,
-        labels={},
-        split=None,
-        sha256=digest.hexdigest(),
-    )
-    corpus.words = sentences_table(sentences)
-    return corpus
-
-
 class WordVectors:
     """Word vectors of in-memory sentences: ``array(layer, pooling)`` is a float32 ``(words, width)`` array, the
     words of every sentence in order (sentence ``s`` owns ``word_offsets[s]:word_offsets[s+1]``)."""
 
     def __init__(self, arrays: dict, plan, word_offsets: np.ndarray, model: dict):
-        from ...store import schema
+        from ... import store
 
-        self._arrays = {name: arrays[schema.word_pooled_path(name)] for name in plan.word_poolings}
+        self._arrays = {name: arrays[store.schema.word_pooled_path(name)] for name in plan.word_poolings}
         self.layers = list(plan.hidden.layers)
         self.word_offsets = word_offsets
         self.model = model
@@ -106,21 +83,11 @@ class WordVectors:
 
 def encode_words(loaded, config: ExtractConfig, sentences: list[list[str]]) -> WordVectors:
     """Run ``config``'s extraction of checked ``sentences`` (``as_sentences``) with a loaded model, into memory."""
-    from ..forward.runner import Runner
-    from ..run import loop
-    from ..run.resolve import resolve_plan
-    from ..tokens.word_tokens import tokenize_input
-
-    corpus = _corpus(sentences)
-    plan = resolve_plan(config, corpus.sha256, loaded)
-    if HIDDEN_SITE not in [site.name for site in plan.sites] or not plan.word_poolings:
-        raise InputError("no word vectors were asked for", "give word_pooling=first, last or mean")
-    tokenized = tokenize_input(loaded, corpus, plan)
-    assert tokenized.word_offsets is not None  # word inputs have word offsets
-    sink = MemorySink(plan, len(corpus), tokenized.word_offsets)
-    runner = Runner(loaded, plan)
-    loop.run(plan, sink, tokenized, runner, plan.pad_id, pin_memory=loaded.device.type == "cuda")
-    return WordVectors(sink.arrays, plan, tokenized.word_offsets, model_info(loaded, plan))
+    keys = ["\x1f".join(words) for words in sentences]
+    corpus = memory_corpus([" ".join(words) for words in sentences], keys, words=sentences_table(sentences))
+    run = run_in_memory(loaded, config, corpus)
+    assert run.word_offsets is not None  # word inputs have word offsets
+    return WordVectors(run.arrays, run.plan, run.word_offsets, run.model)
 
 
 __all__ = ["WordVectors", "as_sentences", "encode_words", "sentences_table", "word_config"]

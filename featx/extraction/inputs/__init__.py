@@ -9,4 +9,8 @@
 ``positions``      the token a prompt is read at (``--pool-at``) and the text's own span
 """
 
+from ...lazy import lazy_exports
+
 __all__ = ["corpus", "pairs", "positions", "prompts", "templates", "treebank", "word_corpus"]
+
+__getattr__, __dir__ = lazy_exports(__name__, {name: name for name in __all__})  # each module on first use

@@ -9,7 +9,7 @@ Two modes:
   excluded; membership from the tokenizer's sequence ids, so RoBERTa-like models with a single
   token type are served too).
 - ``separate``: each text is encoded on its own, exactly as extracting that column alone; side a is
-  stored where a plain extraction stores it, side b as the site ``pair_b`` (``schema.PAIR_B_SITE``).
+  stored where a plain extraction stores it, side b as the site ``pair_b`` (``store.schema.PAIR_B_SITE``).
 
 Torch-free (the config's validation imports it); the forward passes are in ``pair_runner.py``.
 """
@@ -20,8 +20,8 @@ import copy
 
 import numpy as np
 
+from ... import store
 from ...errors import InputError, ModelError
-from ...store import schema
 from ..tokens.tokenize import TokenizedCorpus, fast_backend, tokenize_texts
 
 PAIR_MODES = ("cross", "separate")
@@ -88,18 +88,18 @@ def pair_fingerprint(config) -> dict:
     return {"text_pair_col": config.text_pair_col, "pair_mode": config.pair_mode}
 
 
-def pair_b_layout(config, hidden: schema.SiteLayout) -> list[schema.SiteLayout]:
+def pair_b_layout(config, hidden: store.schema.SiteLayout) -> list[store.schema.SiteLayout]:
     """Separate mode: side b's layout (every pooling and layer of hidden, as site ``pair_b``)."""
     if config.pair_mode != "separate":
         return []
-    return [schema.SiteLayout(schema.PAIR_B_SITE, hidden.layers, hidden.width, hidden.poolings)]
+    return [store.schema.SiteLayout(store.schema.PAIR_B_SITE, hidden.layers, hidden.width, hidden.poolings)]
 
 
 def pair_attributes(config) -> dict:
     """Root attributes of a pair file (none for a plain one)."""
     if config.text_pair_col is None:
         return {}
-    return {schema.PAIR_MODE: config.pair_mode, schema.TEXT_PAIR_COL: config.text_pair_col}
+    return {store.schema.PAIR_MODE: config.pair_mode, store.schema.TEXT_PAIR_COL: config.text_pair_col}
 
 
 def tokenize_corpus(

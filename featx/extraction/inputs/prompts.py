@@ -14,7 +14,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from ...store import schema
+from ... import store
 from ..tokens.tokenize import TokenizedCorpus
 from .positions import (
     check_template_fits,
@@ -49,7 +49,7 @@ def _skip_or_refuse(config, corpus, maker: PromptMaker, rendered: list, marker: 
         refuse_missing_marker(corpus.ids, missing, marker, len(rendered))
     left_out = [corpus.ids[row] for row in missing]
     drop_rows(corpus, missing)
-    corpus.attributes[schema.SKIPPED_MARKER] = json.dumps(left_out)
+    corpus.attributes[store.schema.SKIPPED_MARKER] = json.dumps(left_out)
     corpus.notes.append(
         f"{len(missing)} row(s) whose prompt lacks the marker {marker!r} left out (--skip-missing-marker): "
         f"ids {', '.join(left_out[:5])}{' ...' if len(left_out) > 5 else ''}"
@@ -102,15 +102,15 @@ def prompt_attributes(config, loaded, example: str | None) -> dict:
     row 0's prompt, ``--pool-at`` and the span rule."""
     chat = chat_template_of(loaded.tokenizer, loaded.name) if config.chat_template else ""
     attributes = {
-        schema.TEMPLATE: config.template or "",
-        schema.TEMPLATE_SHA256: sha256_text(config.template) if config.template else "",
-        schema.CHAT_TEMPLATE: bool(config.chat_template),
-        schema.CHAT_TEMPLATE_SHA256: sha256_text(chat) if chat else "",
-        schema.SYSTEM_MESSAGE: config.system or "",
-        schema.POOL_AT: config.pool_at or "",
-        **({schema.CONTRAST: json.dumps(contrast_answers(config))} if config.contrast else {}),
+        store.schema.TEMPLATE: config.template or "",
+        store.schema.TEMPLATE_SHA256: sha256_text(config.template) if config.template else "",
+        store.schema.CHAT_TEMPLATE: bool(config.chat_template),
+        store.schema.CHAT_TEMPLATE_SHA256: sha256_text(chat) if chat else "",
+        store.schema.SYSTEM_MESSAGE: config.system or "",
+        store.schema.POOL_AT: config.pool_at or "",
+        **({store.schema.CONTRAST: json.dumps(contrast_answers(config))} if config.contrast else {}),
     }
     if example is not None:
-        attributes[schema.PROMPT_EXAMPLE] = example
-        attributes[schema.SPAN_RULE] = "overlap"  # a token is in the span when its characters overlap the fields'
+        attributes[store.schema.PROMPT_EXAMPLE] = example
+        attributes[store.schema.SPAN_RULE] = "overlap"  # a token is in the span when its characters overlap the fields'
     return attributes

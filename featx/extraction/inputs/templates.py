@@ -17,7 +17,7 @@ the result is tokenised as ``apply_chat_template(..., tokenize=True)`` does: wit
 The **span** of a row is the characters substituted for its fields (the text and any other column), never the
 template's own characters; ``positions.py`` maps it to tokens. The stored texts stay the corpus's; the template,
 its sha256, the chat template's sha256, the system message and the rendered prompt of row 0 are stored as root
-attributes (``schema.TEMPLATE``...), and everything but row 0's example in the fingerprint (it follows from the
+attributes (``store.schema.TEMPLATE``...), and everything but row 0's example in the fingerprint (it follows from the
 rest and the corpus, and differs between the shards of one run).
 
 Torch-free: ``ExtractConfig``'s checks import it.
@@ -343,9 +343,10 @@ def contrast_answers(config) -> list[str]:
 
 def contrast_layouts(config, hidden) -> list:
     """``--contrast``: the layouts of answers 1, 2, ... (answer 0's are ``hidden``'s): the same layers and poolings."""
-    from ...store import SiteLayout, schema
+    from ... import store
+    from ...store import SiteLayout
 
     if not config.contrast:
         return []
     answers = range(1, len(contrast_answers(config)))
-    return [SiteLayout(schema.contrast_site(k), hidden.layers, hidden.width, hidden.poolings) for k in answers]
+    return [SiteLayout(store.schema.contrast_site(k), hidden.layers, hidden.width, hidden.poolings) for k in answers]

@@ -97,7 +97,7 @@ def _first_object_has_tokens(path: Path) -> bool:
 
 def parse_word_poolings(spec) -> list[str]:
     """``--word-pooling``: a comma list of first, last, mean (``all`` for the three)."""
-    from ...store.words import WORD_POOLINGS
+    from ...selection import WORD_POOLINGS
 
     text = ",".join(spec) if isinstance(spec, (list, tuple)) else str(spec or "").strip().lower()
     names = list(WORD_POOLINGS) if text == "all" else [name.strip() for name in text.split(",") if name.strip()]

@@ -8,4 +8,8 @@
 ``devices``         ``--device`` and ``--dtype`` resolved for torch
 """
 
+from ...lazy import lazy_exports
+
 __all__ = ["checks", "devices", "files", "fingerprints", "loading", "size"]
+
+__getattr__, __dir__ = lazy_exports(__name__, {name: name for name in __all__})  # each module on first use

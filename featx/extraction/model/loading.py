@@ -138,7 +138,7 @@ def load_configured(config) -> LoadedModel:
         config.dtype,
         config.trust_remote_code,
         config.random_init,
-        config.seed,
+        config.init_seed,
         config.max_length,
         config.device_map,
         native=native_requested(config),

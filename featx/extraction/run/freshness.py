@@ -15,10 +15,10 @@ import json
 import os
 import sys
 import time
-from dataclasses import asdict
 from pathlib import Path
 
 from ..._version import __version__
+from ...options import recorded
 from ..config import ExtractConfig, ExtractSummary, output_path, summary_of
 from ..model.files import local_model_folder
 
@@ -63,7 +63,7 @@ def request_key(config: ExtractConfig, corpus_sha256: str) -> str | None:
     )
     options = {
         name: str(value) if isinstance(value, Path) else value
-        for name, value in asdict(config).items()
+        for name, value in recorded(config).items()
         if name not in NOT_PART_OF_THE_REQUEST
     }
     for name, default in NEW_OPTION_DEFAULTS.items():  # so files from before these options keep their key

@@ -1,8 +1,9 @@
-"""The batch loop: windows of rows, batches within a window, results scattered into the window's host
-buffers, and a background thread that writes and commits each finished window.
+"""The batch loop: commit blocks of rows (written and committed together; ``--long window`` is another thing),
+batches within a block, results scattered into the block's host buffers, and a background thread that writes and
+commits each finished block.
 
 Collating the next batch (a thread), the forward pass (the main thread) and writing the previous
-window (another thread) overlap, so the model never waits on tokenised input or on disk; the two threads
+block (another thread) overlap, so the model never waits on tokenised input or on disk; the two threads
 are ``threads.py``'s.
 """
 
@@ -17,15 +18,15 @@ from ...store import finite_rows
 from ..forward.runner import Runner
 from ..forward.word_pooling import row_word_ids, with_word_index
 from ..plan import ExtractionPlan
-from ..tokens.batching import collate, plan_batches, plan_windows
+from ..tokens.batching import collate, plan_batches, plan_blocks
 from ..tokens.tokenize import TokenizedCorpus
 from .threads import BackgroundWriter, Sink, prefetch
 
 
-class Window:
-    """One window's host buffers, ``{dataset path: array}``, filled batch by batch in corpus order.
+class Block:
+    """One block's host buffers, ``{dataset path: array}``, filled batch by batch in corpus order.
 
-    Flat buffers (token-level states with ``--tokens``, word vectors of word inputs) hold the window rows'
+    Flat buffers (token-level states with ``--tokens``, word vectors of word inputs) hold the block rows'
     tokens or words, placed by the rows' offsets (``flat``: path -> offsets)."""
 
     def __init__(self, plan: ExtractionPlan, tokenized: TokenizedCorpus, start: int, stop: int):
@@ -52,13 +53,13 @@ class Window:
         self.token_paths: set[str] = set(self.flat)
 
     def _span(self, path: str, first: int, last: int) -> tuple[int, int]:
-        """Where window rows ``[first, last)`` sit in the flat buffer of ``path``."""
+        """Where block rows ``[first, last)`` sit in the flat buffer of ``path``."""
         offsets = self.flat[path]
         base = int(offsets[self.start])
         return int(offsets[self.start + first]) - base, int(offsets[self.start + last]) - base
 
     def store(self, positions: np.ndarray, batch: dict, event) -> None:
-        """A batch's results (``Runner`` output) into the buffers; ``positions`` are window rows."""
+        """A batch's results (``Runner`` output) into the buffers; ``positions`` are block rows."""
         if event is not None:
             event.synchronize()
         for path, values in batch.items():
@@ -68,7 +69,7 @@ class Window:
                 self.values[path][positions] = values.numpy()
 
     def _scatter(self, path: str, flat: np.ndarray, positions) -> None:
-        """A batch's real tokens or words (in batch order) into the window's flat buffer (in corpus order)."""
+        """A batch's real tokens or words (in batch order) into the block's flat buffer (in corpus order)."""
         out, cursor = self.values[path], 0
         for position in positions:
             first, last = self._span(path, int(position), int(position) + 1)
@@ -76,15 +77,15 @@ class Window:
             cursor += last - first
 
     def rows(self, first: int, last: int) -> dict[str, np.ndarray]:
-        """The buffers of window rows ``[first, last)`` (views), flat ones by the rows' tokens or words."""
+        """The buffers of block rows ``[first, last)`` (views), flat ones by the rows' tokens or words."""
         return {
             path: values[slice(*self._span(path, first, last))] if path in self.flat else values[first:last]
             for path, values in self.values.items()
         }
 
     def load(self, writer: Sink, undone: np.ndarray) -> None:
-        """Resume a window: the rows committed inside it back from the file, the others zeroed."""
-        writer.read_window(self.start, self.stop, self.values)
+        """Resume a block: the rows committed inside it back from the file, the others zeroed."""
+        writer.read_block(self.start, self.stop, self.values)
         for path, values in self.values.items():
             if path not in self.flat:
                 values[undone] = 0
@@ -100,7 +101,7 @@ class Window:
             if path in self.token_paths:
                 if not finite_rows(values).all():
                     raise StoreError(
-                        f"token-level states or word vectors in the window from row {self.start} are inf or NaN "
+                        f"token-level states or word vectors in the block from row {self.start} are inf or NaN "
                         "after casting",
                         "re-run with --store-dtype float32 --overwrite",
                     )
@@ -116,13 +117,13 @@ class Window:
                 )
 
 
-def windows(plan: ExtractionPlan, tokenized: TokenizedCorpus) -> list[tuple[int, int]]:
+def blocks(plan: ExtractionPlan, tokenized: TokenizedCorpus) -> list[tuple[int, int]]:
     lengths = tokenized.lengths if plan.with_tokens else None
-    if plan.word_paths:  # word vectors (and token states) of a window share the host memory budget
-        from ..forward.word_pooling import window_weights
+    if plan.word_paths:  # word vectors (and token states) of a block share the host memory budget
+        from ..forward.word_pooling import block_weights
 
-        return plan_windows(len(tokenized), plan.window_rows, *window_weights(plan, tokenized))
-    return plan_windows(len(tokenized), plan.window_rows, lengths, plan.window_tokens)
+        return plan_blocks(len(tokenized), plan.block_rows, *block_weights(plan, tokenized))
+    return plan_blocks(len(tokenized), plan.block_rows, lengths, plan.block_tokens)
 
 
 def split_batches(plan: ExtractionPlan, lengths: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
@@ -135,7 +136,7 @@ def split_batches(plan: ExtractionPlan, lengths: np.ndarray) -> tuple[list[np.nd
 
 
 class CommitClock:
-    """When to commit inside a window, so that a kill at any moment loses less than ``seconds`` of work.
+    """When to commit inside a block, so that a kill at any moment loses less than ``seconds`` of work.
 
     ``covered`` is when the last committed batch finished: the work since then is what a kill would
     lose. A commit is made at a batch boundary when waiting for the next one (one more batch, as long as
@@ -159,11 +160,11 @@ class CommitClock:
         self.covered = self.stored_until
 
 
-class WindowRun:
-    """One window: its batches through the model, commits by time on batch boundaries, then the whole window.
+class BlockRun:
+    """One block: its batches through the model, commits by time on batch boundaries, then the whole block.
 
-    The batch plan is the window's (a function of its rows' lengths only), so commits by time change
-    neither the features nor the fingerprint; a resumed window skips the batches committed inside it.
+    The batch plan is the block's (a function of its rows' lengths only), so commits by time change
+    neither the features nor the fingerprint; a resumed block skips the batches committed inside it.
     """
 
     def __init__(
@@ -176,27 +177,27 @@ class WindowRun:
         clock: CommitClock,
     ):
         self.plan, self.background, self.clock = plan, background, clock
-        self.window = Window(plan, tokenized, start, stop)
+        self.block = Block(plan, tokenized, start, stop)
         batches, long_rows = split_batches(plan, tokenized.batch_lengths[start:stop])
         # Rows longer than the model (--long window) come last, one per step, each split into windows.
         self.n_batched = len(batches)
         self.batches = batches + [np.array([position]) for position in long_rows]
-        self.committed = 0  # batches written and marked inside this window
+        self.committed = 0  # batches written and marked inside this block
         self.stored = 0  # batches in the buffers
-        self.fresh: list[np.ndarray] = []  # window rows stored since the last commit, batch by batch
+        self.fresh: list[np.ndarray] = []  # block rows stored since the last commit, batch by batch
 
     def resume(self, writer: Sink) -> int:
-        """Skip the batches an earlier run committed inside this window; the rows they hold."""
-        done = min(writer.batches_done(self.window.start), len(self.batches))
+        """Skip the batches an earlier run committed inside this block; the rows they hold."""
+        done = min(writer.batches_done(self.block.start), len(self.batches))
         if done:
             undone = np.concatenate(self.batches[done:]) if done < len(self.batches) else np.zeros(0, np.int64)
-            self.window.load(writer, undone)
+            self.block.load(writer, undone)
             self.committed = self.stored = done
         return int(sum(len(batch) for batch in self.batches[:done]))
 
     def store(self, pending, finished: float) -> None:
-        """A batch's results (``(positions, values, event)``), which came back at ``finished``, into the window."""
-        self.window.store(*pending)
+        """A batch's results (``(positions, values, event)``), which came back at ``finished``, into the block."""
+        self.block.store(*pending)
         self.stored += 1
         self.fresh.append(pending[0])
         self.clock.batch_stored(finished)
@@ -204,28 +205,28 @@ class WindowRun:
             self._submit(runs(np.concatenate(self.fresh)), batches=self.stored)
 
     def finish(self) -> None:
-        """Check the whole window, write what no commit inside it wrote, and commit it."""
-        self.window.check_finite(self.plan.store_dtype)
+        """Check the whole block, write what no commit inside it wrote, and commit it."""
+        self.block.check_finite(self.plan.store_dtype)
         whole = self.committed == 0 or not self.fresh  # nothing written yet (or all of it by an earlier run)
         self._submit(
-            [(0, self.window.stop - self.window.start)] if whole else runs(np.concatenate(self.fresh)), batches=None
+            [(0, self.block.stop - self.block.start)] if whole else runs(np.concatenate(self.fresh)), batches=None
         )
 
     def _submit(self, spans: list[tuple[int, int]], batches: int | None) -> None:
-        window = self.window
+        block = self.block
         if batches is not None:
             for first, last in spans:
-                window.check_finite(self.plan.store_dtype, first, last)
-        writes = [(window.start + first, window.start + last, window.rows(first, last)) for first, last in spans]
-        self.background.submit((writes, window.start, window.stop, batches))
+                block.check_finite(self.plan.store_dtype, first, last)
+        writes = [(block.start + first, block.start + last, block.rows(first, last)) for first, last in spans]
+        self.background.submit((writes, block.start, block.stop, batches))
         self.committed, self.fresh = self.stored, []
         self.clock.committed()
 
 
 def runs(positions: np.ndarray, gap: int = 32) -> list[tuple[int, int]]:
-    """Window rows ``[first, last)`` covering ``positions``: runs of rows, closer runs merged.
+    """Block rows ``[first, last)`` covering ``positions``: runs of rows, closer runs merged.
 
-    Batches run longest first, so the rows finished since a commit are scattered over the window:
+    Batches run longest first, so the rows finished since a commit are scattered over the block:
     writing only their runs (rows in the small gaps between them are written too; they are not yet
     committed, and rewritten when done) keeps a commit's cost to the rows it commits.
     """
@@ -246,9 +247,9 @@ def run(
     pad_id: int,
     pin_memory: bool = False,
 ) -> int:
-    """Extract every window after the writer's committed rows; each is committed in the background.
+    """Extract every block after the writer's committed rows; each is committed in the background.
 
-    Returns the rows an earlier run had committed inside the first window (skipped here)."""
+    Returns the rows an earlier run had committed inside the first block (skipped here)."""
     from tqdm.auto import tqdm
 
     start_row = writer.rows_done
@@ -266,15 +267,15 @@ def run(
     skipped = 0
     try:
         with runner.hooks():  # attached after the runner set the model up; off however the loop ends
-            for start, stop in windows(plan, tokenized):
+            for start, stop in blocks(plan, tokenized):
                 if stop <= start_row:
                     continue
-                current = WindowRun(plan, tokenized, start, stop, background, clock)
+                current = BlockRun(plan, tokenized, start, stop, background, clock)
                 if start == start_row:
                     skipped = current.resume(writer)
                     bar.update(skipped)
-                batches = _batches_of_window(plan, tokenized, current, start, pad_id, pin_memory)
-                _extract_window(current, batches, runner, bar, speed)
+                batches = _batches_of_block(plan, tokenized, current, start, pad_id, pin_memory)
+                _extract_block(current, batches, runner, bar, speed)
     finally:
         bar.close()
         background.close()
@@ -294,10 +295,10 @@ class _Speed:
         return f"{self.tokens / max(time.perf_counter() - self.began, 1e-9):,.0f} tok/s"
 
 
-def _batches_of_window(
-    plan: ExtractionPlan, tokenized: TokenizedCorpus, current: WindowRun, start: int, pad_id: int, pin_memory: bool
+def _batches_of_block(
+    plan: ExtractionPlan, tokenized: TokenizedCorpus, current: BlockRun, start: int, pad_id: int, pin_memory: bool
 ):
-    """The window's batches not stored yet, as ``(positions, runner arguments)``: collated batches, then
+    """The block's batches not stored yet, as ``(positions, runner arguments)``: collated batches, then
     ``--long window`` rows one at a time (the runner splits them into windows)."""
     for index in range(current.stored, len(current.batches)):
         positions = current.batches[index]
@@ -309,9 +310,9 @@ def _batches_of_window(
             yield positions, (tokenized.row(row), row_word_ids(plan, tokenized, row))
 
 
-def _extract_window(current: WindowRun, batches, runner: Runner, bar, speed: _Speed) -> None:
-    """Run the model over the window's batches (collated ahead in a thread), storing each batch's results
-    while the next one runs, then finish the window (checked and committed in the background)."""
+def _extract_block(current: BlockRun, batches, runner: Runner, bar, speed: _Speed) -> None:
+    """Run the model over the block's batches (collated ahead in a thread), storing each batch's results
+    while the next one runs, then finish the block (checked and committed in the background)."""
     pending = None
     for positions, batch in prefetch(batches):
         if isinstance(batch[0], np.ndarray):

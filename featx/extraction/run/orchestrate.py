@@ -16,8 +16,7 @@ import torch
 from ...errors import FeatxError, InputError, Interrupted, ModelError, StoreError, signal_of
 from ...io import rereadable, source_name
 from ...state import remember
-from ...store import FeatureFile, FeatureWriter, OutputLock, partial_path, resumable
-from ...store.shards import shard_rows_match
+from ...store import FeatureFile, FeatureWriter, OutputLock, partial_path, resumable, shard_rows_match
 from ..config import ExtractConfig, ExtractSummary, make_config, output_path, summary_of
 from ..forward.runner import Runner
 from ..inputs.corpus import Corpus
@@ -153,7 +152,7 @@ def _run(
     plan: ExtractionPlan, writer: FeatureWriter, tokenized: TokenizedCorpus, loaded: LoadedModel, n_rows: int
 ) -> tuple[Path, int]:
     """The batch loop into ``writer``, then the finished file and the rows an earlier run had committed
-    inside the first window; a clear error (rows kept) if it stops."""
+    inside the first commit block; a clear error (rows kept) if it stops."""
     output = plan.output
     try:
         inside = loop.run(
@@ -165,7 +164,7 @@ def _run(
         inside = writer.batches_done(done)
         writer.close()
         signum, name = signal_of(interrupt)
-        more = f" (and the first {inside} batches of the next window)" if inside else ""
+        more = f" (and the first {inside} batches of the next commit block)" if inside else ""
         raise Interrupted(
             f"interrupted ({name}): {done} of {n_rows} rows are saved in {partial_path(output)}{more}",
             "run the same featx extract command again to resume where it stopped",

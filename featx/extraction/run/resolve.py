@@ -10,16 +10,17 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
 
+from ... import store
 from ..._version import __version__
 from ...errors import InputError
 from ...io import rereadable, source_name
+from ...options import recorded
 from ...selection import POOLINGS, parse_poolings, select_layers
-from ...store import HIDDEN_SITE, SiteLayout, hidden_layout, schema
+from ...store import HIDDEN_SITE, SiteLayout, hidden_layout
 from ..config import ExtractConfig, is_word_input, output_path
 from ..forward.sites import measure_widths, parse_sites, resolve_sites
 from ..forward.truncation import plan_cut
@@ -30,13 +31,13 @@ from ..model.devices import dtype_name
 from ..model.fingerprints import tokenizer_sha256
 from ..model.loading import LoadedModel
 from ..plan import (
+    COMMIT_BLOCK_BYTES,
     CPU_BATCH_SIZE,
     CPU_MAX_TOKENS,
     DEFAULT_BATCH_SIZE,
     DEFAULT_MAX_TOKENS,
-    MAX_WINDOW_ROWS,
-    MIN_WINDOW_ROWS,
-    WINDOW_BYTES,
+    MAX_BLOCK_ROWS,
+    MIN_BLOCK_ROWS,
     ExtractionPlan,
     WindowSpec,
 )
@@ -116,11 +117,11 @@ def default_batch_size(config: ExtractConfig, loaded: LoadedModel) -> int:
     return int(config.batch_size or DEFAULT_BATCH_SIZE.get(loaded.device.type, CPU_BATCH_SIZE))
 
 
-def window_rows(config: ExtractConfig, row_bytes: int) -> int:
-    """Rows per commit window: ``--commit-rows``, else as many as ``WINDOW_BYTES`` holds (64 to 8192)."""
+def block_rows(config: ExtractConfig, row_bytes: int) -> int:
+    """Rows per commit block: ``--commit-rows``, else as many as ``COMMIT_BLOCK_BYTES`` holds (64 to 8192)."""
     if config.commit_rows:
         return int(config.commit_rows)
-    return int(max(MIN_WINDOW_ROWS, min(MAX_WINDOW_ROWS, WINDOW_BYTES // max(1, row_bytes))))
+    return int(max(MIN_BLOCK_ROWS, min(MAX_BLOCK_ROWS, COMMIT_BLOCK_BYTES // max(1, row_bytes))))
 
 
 def fingerprint(
@@ -154,7 +155,7 @@ def fingerprint(
             "skip_empty": config.skip_empty,
             "model_sha256": loaded.weights_sha256,
             "random_init": config.random_init,
-            "seed": config.seed if config.random_init else None,
+            "seed": config.init_seed if config.random_init else None,
             "max_length": loaded.max_length,
             "layers": list(layers),
             "poolings": list(poolings),
@@ -231,7 +232,7 @@ def resolve_plan(
         config, corpus_sha256, loaded, layers, poolings, max_tokens, batch_size, layouts, window, word_poolings
     )
     itemsize = np.dtype(config.store_dtype).itemsize
-    rows = window_rows(config, sum(site.row_bytes(itemsize) for site in layouts))
+    rows = block_rows(config, sum(site.row_bytes(itemsize) for site in layouts))
     token_bytes = sum(site.token_bytes(itemsize) for site in layouts)
     output = output_path(config)
     pad_id, pad_source = resolve_pad(loaded.tokenizer)
@@ -252,8 +253,8 @@ def resolve_plan(
         hooked=hooked,
         max_tokens=max_tokens,
         batch_size=batch_size,
-        window_rows=rows,
-        window_tokens=WINDOW_BYTES / token_bytes if config.tokens else None,
+        block_rows=rows,
+        block_tokens=COMMIT_BLOCK_BYTES / token_bytes if config.tokens else None,
         commit_seconds=float(config.commit_seconds),
         fingerprint=shard.fingerprint(base) if shard else base,
         base_fingerprint=base,
@@ -282,40 +283,43 @@ def provenance(plan: ExtractionPlan, corpus, loaded: LoadedModel) -> dict:
     """The root attributes an extraction records about where its features came from."""
     config = plan.config
     return {
-        schema.FEATX_VERSION: __version__,
-        schema.CREATED: time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        schema.MODEL: loaded.name,
-        schema.MODEL_PATH: loaded.path,
-        schema.MODEL_SHA256: loaded.weights_sha256,
-        schema.TOKENIZER_SHA256: (tokenizer_sha256(Path(loaded.path)) or "") if loaded.path else "",
-        schema.MODEL_TYPE: getattr(loaded.model.config, "model_type", ""),
-        schema.RANDOM_INIT: bool(config.random_init),
-        schema.TOKENIZER: getattr(loaded.tokenizer, "class_name", type(loaded.tokenizer).__name__),
-        schema.MAX_LENGTH: loaded.max_length,
-        schema.COMPUTE_DTYPE: dtype_name(loaded.dtype),
-        schema.DEVICE: str(loaded.device),
-        schema.DEVICE_MAP: json.dumps(device_map(config, loaded)),
-        schema.IMPLEMENTATION: loaded.implementation,  # not in the fingerprint: both give the same features
-        schema.BLOCKS_RUN: plan.blocks_run,  # not in the fingerprint either: a truncated pass gives the same features
-        schema.CORPUS_PATH: str(Path(config.corpus).resolve())
+        store.schema.FEATX_VERSION: __version__,
+        store.schema.CREATED: time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        store.schema.MODEL: loaded.name,
+        store.schema.MODEL_PATH: loaded.path,
+        store.schema.MODEL_SHA256: loaded.weights_sha256,
+        store.schema.TOKENIZER_SHA256: (tokenizer_sha256(Path(loaded.path)) or "") if loaded.path else "",
+        store.schema.MODEL_TYPE: getattr(loaded.model.config, "model_type", ""),
+        store.schema.RANDOM_INIT: bool(config.random_init),
+        store.schema.TOKENIZER: getattr(loaded.tokenizer, "class_name", type(loaded.tokenizer).__name__),
+        store.schema.MAX_LENGTH: loaded.max_length,
+        store.schema.COMPUTE_DTYPE: dtype_name(loaded.dtype),
+        store.schema.DEVICE: str(loaded.device),
+        store.schema.DEVICE_MAP: json.dumps(device_map(config, loaded)),
+        store.schema.IMPLEMENTATION: loaded.implementation,  # not in the fingerprint: both give the same features
+        # not in the fingerprint either: a truncated pass gives the same features
+        store.schema.BLOCKS_RUN: plan.blocks_run,
+        store.schema.CORPUS_PATH: str(Path(config.corpus).resolve())
         if rereadable(config.corpus)
         else source_name(config.corpus),
-        schema.CORPUS_SHA256: corpus.sha256,
-        schema.TEXT_COL: corpus.text_col,
-        schema.ID_COL: corpus.id_col or "",
-        schema.SKIPPED_EMPTY: json.dumps(corpus.skipped_rows),
-        schema.N_MODEL_LAYERS: loaded.n_layers,
-        schema.MODEL_PART: loaded.part or "model",
-        schema.CAUSAL: bool(loaded.causal),
-        schema.PAD_TOKEN_ID: plan.pad_id,
-        schema.PAD_SOURCE: plan.pad_source,
-        schema.PADDING_SIDE: "right",
-        schema.BOS_ADDED: bos_added(loaded.tokenizer),
-        schema.LONG_INPUTS: plan.long_inputs,
-        schema.STRIDE: plan.window.stride if plan.window else 0,
-        schema.FINGERPRINT: plan.fingerprint,
-        schema.REQUEST_KEY: request_key(config, corpus.sha256) or "",  # for the quick check (freshness.py)
+        store.schema.CORPUS_SHA256: corpus.sha256,
+        store.schema.TEXT_COL: corpus.text_col,
+        store.schema.ID_COL: corpus.id_col or "",
+        store.schema.SKIPPED_EMPTY: json.dumps(corpus.skipped_rows),
+        store.schema.N_MODEL_LAYERS: loaded.n_layers,
+        store.schema.MODEL_PART: loaded.part or "model",
+        store.schema.CAUSAL: bool(loaded.causal),
+        store.schema.PAD_TOKEN_ID: plan.pad_id,
+        store.schema.PAD_SOURCE: plan.pad_source,
+        store.schema.PADDING_SIDE: "right",
+        store.schema.BOS_ADDED: bos_added(loaded.tokenizer),
+        store.schema.LONG_INPUTS: plan.long_inputs,
+        store.schema.STRIDE: plan.window.stride if plan.window else 0,
+        store.schema.FINGERPRINT: plan.fingerprint,
+        store.schema.REQUEST_KEY: request_key(config, corpus.sha256) or "",  # for the quick check (freshness.py)
         **pair_attributes(config),
         **corpus.attributes,  # the prompts' (prompts.py), when rows were made into prompts
-        schema.OPTIONS: json.dumps({k: str(v) if isinstance(v, Path) else v for k, v in asdict(config).items()}),
+        store.schema.OPTIONS: json.dumps(
+            {k: str(v) if isinstance(v, Path) else v for k, v in recorded(config).items()}
+        ),
     }

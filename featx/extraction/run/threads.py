@@ -1,4 +1,4 @@
-"""The extraction's two helper threads: ``BackgroundWriter`` writes and commits finished windows, and
+"""The extraction's two helper threads: ``BackgroundWriter`` writes and commits finished blocks, and
 ``prefetch`` collates the next batches, so the forward pass waits on neither disk nor input."""
 
 from __future__ import annotations
@@ -11,29 +11,29 @@ import numpy as np
 
 
 class Sink(Protocol):
-    """Where the batch loop's windows go: the HDF5 ``featx.store.FeatureWriter``, or ``embed``'s arrays in memory."""
+    """Where the batch loop's blocks go: the HDF5 ``featx.store.FeatureWriter``, or ``embed``'s arrays in memory."""
 
     @property
     def rows_done(self) -> int: ...
 
-    def batches_done(self, window_start: int) -> int: ...
+    def batches_done(self, block_start: int) -> int: ...
 
-    def read_window(self, start: int, stop: int, values: dict[str, np.ndarray]) -> None: ...
+    def read_block(self, start: int, stop: int, values: dict[str, np.ndarray]) -> None: ...
 
-    def write_window(self, start: int, stop: int, values: dict[str, np.ndarray]) -> None: ...
+    def write_block(self, start: int, stop: int, values: dict[str, np.ndarray]) -> None: ...
 
     def commit(self, rows_done: int) -> None: ...
 
-    def commit_batches(self, window_start: int, batches_done: int) -> None: ...
+    def commit_batches(self, block_start: int, batches_done: int) -> None: ...
 
 
 class BackgroundWriter:
-    """Background thread that writes and commits windows so the model never waits on disk.
+    """Background thread that writes and commits blocks so the model never waits on disk.
 
-    An item is ``(writes, window_start, window_stop, batches)``: ``writes`` are ``(start, stop, values)``
-    row ranges to write, then, when ``batches is None``, every row up to ``window_stop`` is committed (the
-    whole window is in); else the first ``batches`` batches of the window at ``window_start`` are marked
-    as written (a commit by time inside a window).
+    An item is ``(writes, block_start, block_stop, batches)``: ``writes`` are ``(start, stop, values)``
+    row ranges to write, then, when ``batches is None``, every row up to ``block_stop`` is committed (the
+    whole block is in); else the first ``batches`` batches of the block at ``block_start`` are marked
+    as written (a commit by time inside a block).
     """
 
     def __init__(self, writer: Sink):
@@ -50,14 +50,14 @@ class BackgroundWriter:
                 return
             if self.error is not None:
                 continue
-            writes, window_start, window_stop, batches = item
+            writes, block_start, block_stop, batches = item
             try:
                 for start, stop, values in writes:
-                    self.writer.write_window(start, stop, values)
+                    self.writer.write_block(start, stop, values)
                 if batches is None:
-                    self.writer.commit(window_stop)
+                    self.writer.commit(block_stop)
                 else:
-                    self.writer.commit_batches(window_start, batches)
+                    self.writer.commit_batches(block_start, batches)
             except BaseException as err:  # surfaced in the main thread
                 self.error = err
 
@@ -70,8 +70,8 @@ class BackgroundWriter:
             raise self.error
 
     def close(self) -> None:
-        # Let the thread finish the window it is committing even through a (second) Ctrl-C:
-        # closing the file under it would only waste that window. The interrupt is re-raised.
+        # Let the thread finish the block it is committing even through a (second) Ctrl-C:
+        # closing the file under it would only waste that block. The interrupt is re-raised.
         interrupted = False
         sent = False
         while not sent or self.thread.is_alive():

@@ -15,11 +15,22 @@ from pathlib import Path
 
 import numpy as np
 
+from ... import store
 from ...errors import IncompleteError, InputError, Interrupted, StoreError, signal_of
 from ...state import remember
-from ...store import FeatureFile, FeatureWriter, OutputLock, partial_path, schema
-from ...store.shards import ShardFile, copy_shards, create_merged, open_shard, shard_attrs, shard_row_index
-from ..tokens.batching import plan_windows
+from ...store import (
+    FeatureFile,
+    FeatureWriter,
+    OutputLock,
+    ShardFile,
+    copy_shards,
+    create_merged,
+    open_shard,
+    partial_path,
+    shard_attrs,
+    shard_row_index,
+)
+from ..tokens.batching import plan_blocks
 from .sharding import ShardSpec, manifest_path, read_manifest
 
 
@@ -76,19 +87,19 @@ def _open_shards(output: Path, manifest: dict) -> list[ShardFile]:
 
 def _check_shard(path: Path, attrs, manifest: dict, index: int) -> None:
     attr = attrs.get
-    if attr(schema.SHARD_INDEX) != index or attr(schema.SHARD_COUNT) != manifest["shard_count"]:
+    if attr(store.schema.SHARD_INDEX) != index or attr(store.schema.SHARD_COUNT) != manifest["shard_count"]:
         raise StoreError(
             f"{path} is not shard {index} of {manifest['shard_count']} "
-            f"(its attributes say shard {attr(schema.SHARD_INDEX)} of {attr(schema.SHARD_COUNT)})",
+            f"(its attributes say shard {attr(store.schema.SHARD_INDEX)} of {attr(store.schema.SHARD_COUNT)})",
             "do not rename shard files; re-run that shard with featx extract --overwrite",
         )
     manifest_name = manifest_path(path.with_name(manifest["output"])).name
     checks = (  # shard attribute, manifest key, what differs
-        (schema.MODEL_SHA256, "model_sha256", "a different model (weights)"),
-        (schema.CORPUS_SHA256, "corpus_sha256", "a different corpus file"),
-        (schema.BASE_FINGERPRINT, "fingerprint", "different extraction options"),
-        (schema.SHARD_ASSIGNMENT, "assignment", "a different row assignment (another featx version)"),
-        (schema.CORPUS_N_ROWS, "corpus_n_rows", "a different number of corpus rows"),
+        (store.schema.MODEL_SHA256, "model_sha256", "a different model (weights)"),
+        (store.schema.CORPUS_SHA256, "corpus_sha256", "a different corpus file"),
+        (store.schema.BASE_FINGERPRINT, "fingerprint", "different extraction options"),
+        (store.schema.SHARD_ASSIGNMENT, "assignment", "a different row assignment (another featx version)"),
+        (store.schema.CORPUS_N_ROWS, "corpus_n_rows", "a different number of corpus rows"),
     )
     for attr_name, key, what in checks:
         if attr(attr_name) != manifest[key]:
@@ -172,7 +183,7 @@ def merge(
             indices = _check_rows(files, n_rows)
             writer = _open_writer(output, files, indices, n_rows, manifest, overwrite)
             try:
-                copy_shards(writer, files, indices, plan_windows, progress)
+                copy_shards(writer, files, indices, plan_blocks, progress)
                 final = writer.finish()
             except KeyboardInterrupt as interrupt:
                 raise Interrupted(

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import numpy as np
 
+from ... import store
 from ...errors import InputError, StoreError
 from ...io import LabelColumn
 from ...safe_files import atomic_write_text, read_small_text
-from ...store import schema
 from ..inputs.corpus import Corpus
 
 # Bump when the assignment changes: shards made by different rules must never be merged.
@@ -119,11 +119,11 @@ def select_rows(corpus: Corpus, shard: ShardSpec) -> tuple[Corpus, np.ndarray]:
 def shard_attributes(shard: ShardSpec, base_fingerprint: str, corpus_rows: int) -> dict:
     """The root attributes that mark a file as shard ``shard`` of a run (checked by ``featx merge``)."""
     return {
-        schema.SHARD_INDEX: shard.index,
-        schema.SHARD_COUNT: shard.count,
-        schema.SHARD_ASSIGNMENT: ASSIGNMENT,
-        schema.CORPUS_N_ROWS: int(corpus_rows),
-        schema.BASE_FINGERPRINT: base_fingerprint,
+        store.schema.SHARD_INDEX: shard.index,
+        store.schema.SHARD_COUNT: shard.count,
+        store.schema.SHARD_ASSIGNMENT: ASSIGNMENT,
+        store.schema.CORPUS_N_ROWS: int(corpus_rows),
+        store.schema.BASE_FINGERPRINT: base_fingerprint,
     }
 
 

@@ -1,4 +1,4 @@
-"""Planning work: commit windows in corpus order, length-sorted batches within a window."""
+"""Planning work: commit blocks in corpus order, length-sorted batches within a block."""
 
 from __future__ import annotations
 
@@ -8,25 +8,25 @@ import torch
 from .tokenize import TokenizedCorpus
 
 
-def plan_windows(
-    n_rows: int, rows_per_window: int, row_weights: np.ndarray | None = None, weight_budget: float | None = None
+def plan_blocks(
+    n_rows: int, rows_per_block: int, row_weights: np.ndarray | None = None, weight_budget: float | None = None
 ) -> list[tuple[int, int]]:
-    """Split ``range(n_rows)`` into contiguous windows of at most ``rows_per_window`` rows.
+    """Split ``range(n_rows)`` into contiguous blocks of at most ``rows_per_block`` rows.
 
-    A window is the unit of commit (and of resume): its rows are written together.
+    A block is the unit of commit (and of resume): its rows are written together.
     With ``row_weights``/``weight_budget`` (e.g. token counts when token-level
-    states are kept) a window also closes once its weight would exceed the budget.
+    states are kept) a block also closes once its weight would exceed the budget.
     """
-    windows, start = [], 0
+    blocks, start = [], 0
     while start < n_rows:
-        stop = min(start + rows_per_window, n_rows)
+        stop = min(start + rows_per_block, n_rows)
         if row_weights is not None and weight_budget is not None:
             cumulative = np.cumsum(row_weights[start:stop])
             fits = int(np.searchsorted(cumulative, weight_budget, side="right"))
             stop = start + max(1, min(fits, stop - start))
-        windows.append((start, stop))
+        blocks.append((start, stop))
         start = stop
-    return windows
+    return blocks
 
 
 def plan_batches(lengths: np.ndarray, max_tokens: int, batch_size: int) -> list[np.ndarray]:

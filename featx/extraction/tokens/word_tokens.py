@@ -1,7 +1,7 @@
 """Tokenising word inputs: the model sees each sentence as its words (pre-tokenised), so word
 boundaries are exact; every token keeps the index of its word (-1 for special tokens).
 
-Nothing is truncated: sentences longer than the model's maximum run in overlapping windows (``windows.py``).
+Nothing is truncated: sentences longer than the model's maximum run in overlapping windows (``long_windows.py``).
 A word the tokenizer turns into no token at all (e.g. only a control character) is refused here, before the
 first forward pass, naming its sentence.
 """

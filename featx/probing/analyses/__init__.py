@@ -3,6 +3,8 @@ explanations, MDL, learning curves and layer summaries (scalar mix)."""
 
 # The modules are the API (``erase``, ``neurons``, ``sweep`` are commands; the rest serve ``featx.probe``);
 # each is imported where it is needed, so importing the package costs nothing.
+from ...lazy import lazy_exports
+
 __all__ = [
     "curves",
     "erase",
@@ -17,3 +19,5 @@ __all__ = [
     "target",
     "word_curves",
 ]
+
+__getattr__, __dir__ = lazy_exports(__name__, {name: name for name in __all__})  # each module on first use

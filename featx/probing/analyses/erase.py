@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from ...errors import InputError
-from ...options import Check, Options
+from ...options import Check, Options, option
 from ...safe_files import atomic_write_text, check_writable, writing
 from ...selection import parse_layer_specs, parse_poolings
 from .. import evaluation as ev
@@ -29,6 +29,8 @@ from ..evaluation.significance import ALPHA, holm, paired_p_value
 from ..tasks.pairs import refuse_separate_pairs
 from .erasure import METHODS, Eraser, fit_eraser, moved, random_eraser, save_erasers
 from .target import Task, load_task, open_complete, positive
+
+WHAT, ERASURE, EVALUATION, OUTPUT = "Label, layers and poolings", "Erasure", "Evaluation", "Output"
 
 MAIN_COLUMNS = [
     "label",
@@ -82,18 +84,39 @@ class EraseConfig(Options):
     """Options of ``featx erase`` (see the README's "Beyond accuracy"); frozen, checked when made."""
 
     features: str | Path
-    label: str | None = None
-    layers: str = "all"
-    poolings: str = "mean"
-    method: str = "leace"
-    iterations: int = 50  # INLP: the most rounds
-    amnesic: str | None = "all"  # other label columns to probe before/after ("all", "a,b", None: none)
-    folds: int = 5
-    seed: int = 0
-    output: str | Path | None = None
-    overwrite: bool = False
+    label: str | None = option(
+        None, flag="--label", group=WHAT, help="Label column to erase (default: 'label', else the first one)."
+    )
+    layers: str = option("all", flag="--layer", group=WHAT, help="Layers: all, 0,3,6, -4: ...")
+    poolings: str = option("mean", flag="--pooling", group=WHAT, help="Poolings: mean, or a list, or all.")
+    method: str = option(
+        "leace",
+        flag="--method",
+        group=ERASURE,
+        choices=METHODS,
+        help="LEACE (closed form, least-squares optimal) or INLP (iterative nullspace projection).",
+    )
+    iterations: int = option(50, flag="--iterations", group=ERASURE, help="INLP: the most rounds.")
+    amnesic: str | None = option(  # None: none
+        "all",
+        flag="--amnesic",
+        group=ERASURE,
+        help="Other label columns probed before/after the erasure: all, a list, or none.",
+    )
+    folds: int = option(5, flag="--folds", group=EVALUATION, help="Cross-validation folds (when there is no split).")
+    seed: int = option(0, flag="--seed", group=EVALUATION, help="Seed of the folds and INLP's holdout.")
+    output: str | Path | None = option(
+        None,
+        flag=("-o", "--output"),
+        group=OUTPUT,
+        kind="path",
+        help="Erased features file (default: FEATURES stem + .erased-LABEL-METHOD.h5).",
+    )
+    overwrite: bool = option(False, flag="--overwrite", group=OUTPUT, help="Replace an existing output file.")
     n_bootstrap: int = 1000
-    jobs: int | None = None
+    jobs: int | None = option(
+        None, flag="--jobs", group=EVALUATION, help="Parallel (layer x pooling) jobs (default: one per core)."
+    )
     write: bool = True
 
     CONSTRAINTS: ClassVar[tuple[Check, ...]] = (
@@ -114,11 +137,6 @@ class EraseResult:
     output: Path | None = None
     csv_path: Path | None = None
     notes: list[str] = field(default_factory=list)
-
-    def format(self) -> str:
-        from ...report.text.erase import format_erase
-
-        return format_erase(self)
 
 
 @dataclass
@@ -293,7 +311,7 @@ def _tables(outputs) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 def erase(config: EraseConfig | str | Path, **options) -> EraseResult:
     """Erase a label from every chosen (layer, pooling) of a features file; see ``EraseConfig``."""
-    from ...store.derived import write_derived
+    from ...store import write_derived
     from .erase_paths import check_output, default_output
 
     config = EraseConfig.build(config, **options)

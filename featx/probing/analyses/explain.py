@@ -17,8 +17,9 @@ import numpy as np
 import pandas as pd
 
 from ...errors import StoreError, require_whole
-from ...options import Options, whole
-from ...safe_files import atomic_write_text, csv_text, read_csv, sibling
+from ...io import read_csv, write_csv
+from ...options import Options, option, whole
+from ...safe_files import sibling
 from ..choice import chosen_layer
 from ..results import side_path
 from .explain_regression import (
@@ -192,9 +193,9 @@ def _write_confusion(explanation: Explanation) -> None:
     stem = name[: -len(".predictions.csv")] if name.endswith(".predictions.csv") else Path(name).stem
     path = explanation.predictions_path.with_name(f"{stem}.confusion.csv")
     try:
-        atomic_write_text(path, csv_text(explanation.confusion, index=True))
-    except OSError as err:
-        explanation.notes.append(f"could not write {path}: {err.strerror or err}")
+        write_csv(explanation.confusion, path, index=True)
+    except StoreError as err:
+        explanation.notes.append(err.message)
         return
     explanation.confusion_path = path
 
@@ -216,9 +217,9 @@ class ExplainConfig(Options):
     to add the texts, and how many rows the printed lists show."""
 
     results: str | Path | None = None
-    buckets: int = 4
+    buckets: int = option(4, flag="--buckets", help="Text-length buckets (quantiles of tokens).")
     texts: bool = True
-    limit: int = 10
+    limit: int = option(10, flag="--limit", help="Rows listed per group.")
     write: bool = True  # the confusion matrix as <stem>.confusion.csv beside the predictions
 
 

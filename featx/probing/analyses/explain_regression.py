@@ -9,8 +9,9 @@ import numpy as np
 import pandas as pd
 
 from ...errors import StoreError, require_whole
-from ...safe_files import read_csv
+from ...io import read_csv
 from ..choice import chosen_layer
+from ..evaluation import regression_metrics as rm
 
 LAYER_PREFIX = "layer_"  # the per-layer columns of a predictions file
 
@@ -101,9 +102,8 @@ def explain_regression(path: Path, meta: dict, buckets: int, texts: bool) -> Reg
         raise StoreError(f"{path} is not a featx predictions file: it has no layer_* columns")
     predicted.columns = layers
     residual = predicted.sub(true, axis=0)
-    total = float(((true - true.mean()) ** 2).sum()) or float("nan")
-    by_layer = pd.DataFrame({"r2": 1 - (residual**2).sum() / total, "mae": residual.abs().mean()})
-    by_layer.index.name = "layer"
+    scores = rm.metrics(true, np.ascontiguousarray(predicted.to_numpy(dtype=np.float64).T))
+    by_layer = pd.DataFrame({"r2": scores["r2"], "mae": scores["mae"]}, index=pd.Index(layers, name="layer"))
     if texts:
         add_texts(frame, meta)
     best, how = chosen_layer(meta, layers, by_layer.r2)

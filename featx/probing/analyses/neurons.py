@@ -12,6 +12,7 @@ scored on the test part, with the intervals of ``featx probe``.
 
 from __future__ import annotations
 
+import json
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -22,12 +23,15 @@ import numpy as np
 import pandas as pd
 
 from ...errors import InputError
-from ...options import Check, Options
+from ...options import Check, Options, option
 from ...selection import parse_layer_specs
 from .. import evaluation as ev
 from ..config import DEFAULT_CS, check_bootstrap, check_folds, check_jobs, check_seed
+from ..results import json_safe, results_prefix, write_table
 from ..tasks.pairs import refuse_separate_pairs
 from .target import Task, load_task, open_complete, positive, unit_fraction
+
+WHAT, RANKING, EVALUATION = "Label, layers and pooling", "Ranking and output", "Evaluation"
 
 FRACTIONS: tuple[float, ...] = (0.01, 0.05, 0.1, 0.2)
 RANKINGS = ("probe", "anova")
@@ -64,16 +68,33 @@ class NeuronConfig(Options):
     """Options of ``featx neurons``; frozen, checked when made."""
 
     features: str | Path
-    label: str | None = None
-    layers: str = "all"
-    pooling: str = "mean"
-    top: int | None = None  # neurons listed per ranking (default 10)
-    fraction: float | None = None  # or this share of the width (also added to the selection curve)
-    folds: int = 5
-    seed: int = 0
-    output: str | Path | None = None  # results prefix (default: beside the features file)
+    label: str | None = option(
+        None, flag="--label", group=WHAT, help="Label column (default: 'label', else the first one)."
+    )
+    layers: str = option(
+        "all", flag="--layer", group=WHAT, help="A layer (N), a list, or all (the selection curve per layer)."
+    )
+    pooling: str = option("mean", flag="--pooling", group=WHAT, help="Pooling whose vectors are ranked.")
+    top: int | None = option(None, flag="--top", group=RANKING, help="Neurons listed per ranking (default 10).")
+    fraction: float | None = option(
+        None,
+        flag="--fraction",
+        group=RANKING,
+        help="Or list this share of the layer's neurons, in (0, 1]; also added to the selection curve.",
+    )
+    folds: int = option(5, flag="--folds", group=EVALUATION, help="Cross-validation folds (when there is no split).")
+    seed: int = option(0, flag="--seed", group=EVALUATION, help="Seed of the folds, the random selections and saga.")
+    output: str | Path | None = option(
+        None,
+        flag=("-o", "--output"),
+        group=RANKING,
+        kind="str",
+        help="Results prefix (default: FEATURES stem + .LABEL.neurons).",
+    )
     n_bootstrap: int = 1000
-    jobs: int | None = None
+    jobs: int | None = option(
+        None, flag="--jobs", group=EVALUATION, help="Parallel layer jobs (default: one per core)."
+    )
     write: bool = True
 
     CONSTRAINTS: ClassVar[tuple[Check, ...]] = (
@@ -94,11 +115,7 @@ class NeuronResult:
     per_class: pd.DataFrame  # per layer and class, the top neurons of the probe ranking
     meta: dict
     paths: list[Path] = field(default_factory=list)
-
-    def format(self) -> str:
-        from ...report.text.neurons import format_neurons
-
-        return format_neurons(self)
+    prefix: Path | None = None  # PREFIX of the files written (featx.report adds the figure PREFIX.png)
 
 
 # -- rankings --------------------------------------------------------------------------------------
@@ -268,10 +285,27 @@ def neurons(config: NeuronConfig | str | Path, **options) -> NeuronResult:
     }
     result = NeuronResult(ranking, selection, per_class, meta)
     if config.write:
-        from ...report.text.neurons import write_neurons
-
         result.paths = write_neurons(result, config.output)
     return result
+
+
+def write_neurons(result: NeuronResult, output=None) -> list[Path]:
+    """``PREFIX.csv`` (selection), ``PREFIX.ranking.csv`` and ``PREFIX.json``; the figure is the report's
+    (``featx.report.save_neurons_figure``)."""
+    prefix = result.prefix = results_prefix(result.meta["features_file"], result.meta["label"], "neurons", output)
+    paths = [Path(f"{prefix}.csv"), Path(f"{prefix}.ranking.csv"), Path(f"{prefix}.json")]
+    write_table(result.selection, paths[0])
+    write_table(result.ranking, paths[1])
+    payload = {"meta": result.meta, "selection": _records(result.selection), "per_class": _records(result.per_class)}
+    paths[2].write_text(json.dumps(payload, default=json_safe, indent=1, allow_nan=False), encoding="utf-8")
+    return paths
+
+
+def _records(table: pd.DataFrame) -> list[dict]:
+    return [
+        {key: json_safe(value) if not isinstance(value, list) else value for key, value in record.items()}
+        for record in table.to_dict("records")
+    ]
 
 
 def _run(config: NeuronConfig, task: Task, layers: list[int], fractions, listed: int) -> list:

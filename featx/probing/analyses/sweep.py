@@ -14,6 +14,7 @@ The complexity measure is the parameter count (plus the rank for linear probes).
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +28,7 @@ from ...options import Check, Options
 from ...selection import parse_layer_specs, parse_poolings
 from .. import evaluation as ev
 from ..config import DEFAULT_CS, check_bootstrap, check_folds, check_jobs, check_seed
+from ..results import json_safe, results_prefix, write_table
 from ..solvers import classifiers as clf
 from ..tasks.pairs import pooled_block
 from .target import Task, load_task, open_complete
@@ -58,11 +60,7 @@ class SweepResult:
     table: pd.DataFrame
     meta: dict
     paths: list[Path] = field(default_factory=list)
-
-    def format(self) -> str:
-        from ...report.text.sweep import format_sweep
-
-        return format_sweep(self)
+    prefix: Path | None = None  # PREFIX of the files written (featx.report adds the Pareto figures)
 
 
 @dataclass
@@ -236,10 +234,22 @@ def sweep(config: SweepConfig | str | Path | None, **options) -> SweepResult:
     }
     result = SweepResult(table, meta)
     if config.write:
-        from ...report.text.sweep import write_sweep
-
         result.paths = write_sweep(result, config.output)
     return result
+
+
+def write_sweep(result: SweepResult, output=None) -> list[Path]:
+    """``PREFIX.csv`` and ``PREFIX.json``; the Pareto figures are the report's (``featx.report.save_sweep_figures``)."""
+    prefix = results_prefix(result.meta["features_file"], result.meta["label"], "sweep", output)
+    prefix = result.prefix = Path(str(prefix) + ".sweep") if output is not None else prefix  # -o is probe's too
+    csv_path, json_path = Path(f"{prefix}.csv"), Path(f"{prefix}.json")
+    write_table(result.table, csv_path)
+    records = [{key: json_safe(value) for key, value in record.items()} for record in result.table.to_dict("records")]
+    json_path.write_text(
+        json.dumps({"meta": result.meta, "results": records}, default=json_safe, indent=1, allow_nan=False),
+        encoding="utf-8",
+    )
+    return [csv_path, json_path]
 
 
 UNUSED_PROBE_OPTIONS = (

@@ -6,13 +6,10 @@ sentence-pair feature and cosine baseline."""
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from ...lazy import lazy_exports
 
-__all__ = ["ProbeTask", "run_task"]
+_HOMES = {"ProbeTask": "base", "run_task": "base"}  # on first use: the task modules import the probing modules
 
+__all__ = sorted(_HOMES)
 
-def __getattr__(name: str) -> Any:  # imported on first use: the task modules import the probing modules
-    if name not in __all__:
-        raise AttributeError(f"module 'featx.probing.tasks' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.base"), name)
+__getattr__, __dir__ = lazy_exports(__name__, _HOMES)

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from ...errors import InputError
-from ...extraction.inputs.corpus import LabelColumn
+from ...io import LabelColumn
 from ...store import FeatureFile
 from ..config import ProbeConfig
 from ..inputs import TOKENS_POOLING

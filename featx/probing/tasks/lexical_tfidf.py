@@ -5,7 +5,7 @@ of each text's own n-gram counts and of statistics over the training texts alone
 at least ``min_df`` training texts, in sorted order), their document frequencies and the training text count.
 So the counts of all texts come from one ``CountVectorizer`` pass over a vocabulary of every text (sorted the
 same way), and each fold keeps the columns of its own training vocabulary and weights them with its own IDF:
-the same matrices as fitting the vectorizers per fold (``tests/probing/test_lexical_tfidf.py`` compares
+the same matrices as fitting the vectorizers per fold (``tests/probing/tasks/test_lexical_tfidf.py`` compares
 them), where the per-fold fit analysed each training text twice in each of 5 folds. The test rows' texts
 are counted in that one pass but never enter a fold's vocabulary, frequencies or weights.
 """

@@ -11,15 +11,13 @@ Cross-mode files probe like any file (``mean_a`` and ``mean_b`` are two more poo
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ...errors import InputError
-from ...store import FeatureFile
-from ...store.schema import HIDDEN_SITE
+from ...store import HIDDEN_SITE, FeatureFile
 from .. import evaluation as ev
 from ..contrast import contrast_answers, contrast_difference
 from ..evaluation import regression_metrics as rm
@@ -221,56 +219,3 @@ def baseline_meta(
             config.allow_partial,
         )
     return meta
-
-
-def _number(value) -> str:
-    return "-" if value is None else f"{value:.3f}"
-
-
-def _interval(value, low, high) -> str:
-    return f"{_number(value)} [{_number(low)}, {_number(high)}]"
-
-
-def baseline_lines(meta: Mapping[str, Any]) -> list[str]:
-    """The cosine-baseline block of a pair table (empty for single texts and cross-mode files)."""
-    rows = meta.get("cosine_baseline")
-    if not rows:
-        return []
-    regression = "spearman" in rows[0]
-    what = (
-        "Spearman and Pearson vs the label"
-        if regression
-        else "accuracy of thresholds on the cosine, chosen on the training part only"
-    )
-    lines = [f"cosine baseline (zero parameters: cos(u, v) of side a and side b; {what})"]
-    header = (
-        ["pooling", "layer", "Spearman [95% CI]", "Pearson"]
-        if regression
-        else ["pooling", "layer", "accuracy [95% CI]"]
-    )
-    cells = []
-    for row in rows:
-        if regression:
-            cells.append(
-                [
-                    row["pooling"],
-                    str(row["layer"]),
-                    _interval(row["spearman"], row["spearman_low"], row["spearman_high"]),
-                    _number(row["pearson"]),
-                ]
-            )
-        else:
-            cells.append(
-                [
-                    row["pooling"],
-                    str(row["layer"]),
-                    _interval(row["accuracy"], row["accuracy_low"], row["accuracy_high"]),
-                ]
-            )
-    widths = [max(len(header[i]), *(len(cell[i]) for cell in cells)) for i in range(len(header))]
-    lines += [
-        "  ".join(h.ljust(w) for h, w in zip(header, widths, strict=False)).rstrip(),
-        "  ".join("-" * w for w in widths),
-    ]
-    lines += ["  ".join(c.ljust(w) for c, w in zip(cell, widths, strict=False)).rstrip() for cell in cells]
-    return lines + [f"probe features: {meta.get('pair_feature')} per layer and pooling"]

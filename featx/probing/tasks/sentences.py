@@ -9,9 +9,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from ... import store
 from ...errors import InputError
 from ...selection import LayerSpec, parse_layer_specs, parse_poolings
-from ...store import FeatureFile, schema
+from ...store import FeatureFile
 from ..config import ProbeConfig
 from ..inputs import check_baseline, check_baseline_sites, site_plan
 from ..meta import file_meta
@@ -73,8 +74,8 @@ def read_layout(
         with FeatureFile(config.baseline, allow_partial=config.allow_partial) as other:
             check_baseline(features, other, specs, poolings, need_tokens)
             check_baseline_sites(other, sites)
-            baseline_model = other.attrs.get(schema.MODEL)
-            if other.attrs.get(schema.RANDOM_INIT):
+            baseline_model = other.attrs.get(store.schema.MODEL)
+            if other.attrs.get(store.schema.RANDOM_INIT):
                 baseline_model = f"{baseline_model} (random init)"
     return SentenceLayout(
         kept,

@@ -1,6 +1,8 @@
 """Every matplotlib figure: the ``featx plot`` figure and its panels, learning curves, the analyses'
 figures, and the shared style (palette, markers, saving)."""
 
+from ...lazy import lazy_exports
+
 __all__ = [
     "analyses",
     "classes",
@@ -16,3 +18,5 @@ __all__ = [
     "style",
     "word_panels",
 ]
+
+__getattr__, __dir__ = lazy_exports(__name__, {name: name for name in __all__})  # each module on first use

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from ...errors import StoreError
-from ...safe_files import read_csv
+from ...io import read_csv
 from .style import OKABE_ITO, RC, REFERENCE_GREY
 
 LAYER_PREFIX = "layer_"

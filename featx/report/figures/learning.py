@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from ...errors import InputError, StoreError
-from ...safe_files import read_csv
+from ...io import read_csv
 from ..text.format import num
 from .style import CYCLE, FORMATS, MARKERS, RC, axes_or_new, legend_below, save
 

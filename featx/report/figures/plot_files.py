@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from ...errors import InputError
-from ...options import Check, Options, normalise, whole
+from ...options import Check, Options, normalise, option, whole
 from ..files import make_folder
 from .heatmap import SCALES
 from .style import default_output
@@ -36,13 +36,42 @@ class PlotConfig(Options):
     folder; by default each figure goes beside its results file, same name."""
 
     results: tuple = ()
-    output: str | os.PathLike | None = None
-    metric: str | None = None  # None: each results file's own metric (``load.default_metric``)
-    classifier: str | None = None
-    baseline: str | os.PathLike | None = None
-    compare: str | os.PathLike | None = None
-    dpi: int = 150
-    heatmap_scale: str = "full"
+    output: str | os.PathLike | None = option(
+        None,
+        flag=("-o", "--output"),
+        kind="path",
+        help="Figure path (its suffix is replaced by .png and .svg), or a directory. "
+        "Default: beside each results file, same name.",
+    )
+    metric: str | None = option(  # None: each results file's own metric (``load.default_metric``)
+        None,
+        flag="--metric",
+        help="accuracy, macro_f1, balanced_accuracy, selectivity, r2, spearman, ... "
+        "(default: the metric the run chose its best layer by; accuracy, or R² for regression).",
+    )
+    classifier: str | None = option(
+        None, flag="--classifier", help="Which probe's rows to draw (default: the best row's)."
+    )
+    baseline: str | os.PathLike | None = option(
+        None,
+        flag="--baseline",
+        kind="path",
+        help="Results of a second features file (e.g. --random-init) drawn as a reference line.",
+    )
+    compare: str | os.PathLike | None = option(
+        None,
+        flag="--compare",
+        kind="path",
+        help="Also write one figure comparing all RESULTS (one label column each) to this path.",
+    )
+    dpi: int = option(150, flag="--dpi", help="Resolution of the PNG.")
+    heatmap_scale: str = option(
+        "full",
+        flag="--heatmap-scale",
+        choices=SCALES,
+        help="Heatmap colours: the cells' full min-max range (perceptually uniform), a robust range of the "
+        "informative cells (lower cells share one colour), or per-row min-max.",
+    )
 
     CONSTRAINTS: ClassVar[tuple[Check, ...]] = (
         whole("dpi", "--dpi", hint="give --dpi a value of at least 1"),

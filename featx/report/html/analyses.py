@@ -11,9 +11,14 @@ from pathlib import Path
 import pandas as pd
 
 from ...errors import InputError, StoreError
-from ...safe_files import read_csv
+from ...io import read_csv
 from ..load import model_name
+from ..text.erase import format_erase
+from ..text.neurons import format_neurons
+from ..text.sweep import format_sweep
 from .parts import notes_html, page_html, pre_html, svg_of, svg_of_figure, table_html
+
+FORMATS = {"erase": format_erase, "neurons": format_neurons, "sweep": format_sweep}  # the printout of each kind
 
 KINDS = ("probe", "erase", "neurons", "sweep")
 REQUIRED = {
@@ -90,17 +95,17 @@ def _table(records, path: Path, kind: str) -> pd.DataFrame:
 
 
 def load_analysis(path: Path, kind: str):
-    """The result object of an erase, neurons or sweep run, rebuilt from its files (its ``format()`` prints
+    """The result object of an erase, neurons or sweep run, rebuilt from its files (``FORMATS[kind]`` prints
     what the command printed)."""
     payload = _payload(path)
     meta = _dict(payload.get("meta"))
     if kind == "erase":
-        from ...probing.analyses.erase import EraseResult
+        from ...probing import EraseResult
 
         amnesic = pd.DataFrame(payload.get("amnesic") or [])
         return EraseResult(_table(payload.get("results"), path, kind), amnesic, meta, notes=meta.get("notes") or [])
     if kind == "neurons":
-        from ...probing.analyses.neurons import NeuronResult
+        from ...probing import NeuronResult
 
         ranking_path = json_path(path).with_suffix(".ranking.csv")
         try:
@@ -109,7 +114,7 @@ def load_analysis(path: Path, kind: str):
             raise StoreError(f"cannot read {ranking_path} beside {path.name} ({err})") from None
         per_class = pd.DataFrame(payload.get("per_class") or [], columns=["layer", "class", "neurons", "weights"])
         return NeuronResult(ranking, _table(payload.get("selection"), path, kind), per_class, meta)
-    from ...probing.analyses.sweep import SweepResult
+    from ...probing import SweepResult
 
     return SweepResult(_table(payload.get("results"), path, kind), meta)
 
@@ -163,7 +168,7 @@ def render_analysis(path: Path, kind: str, metric: str | None = None) -> str:
     meta = result.meta
     title = {"erase": "erasing", "neurons": "neurons for", "sweep": "probe-complexity sweep of"}[kind]
     try:  # a file edited by hand (a text where a number belongs, a missing setting) is refused in one line
-        printed, figures = result.format(), _figures(result, kind)
+        printed, figures = FORMATS[kind](result), _figures(result, kind)
     except (KeyError, ValueError, TypeError, AttributeError, IndexError) as err:
         raise StoreError(
             f"{path} is not a complete featx {kind} results file ({type(err).__name__}: {err})",

@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 import pandas as pd
 
 from ...errors import FeatxError, InputError
-from ...options import Check, Options
+from ...options import Check, Options, option
 from ..load import (
     METRIC_NAMES,
     check_metric,
@@ -39,7 +39,7 @@ __all__ = ["CSP", "ReportConfig", "default_output", "render", "write_report"]
 
 def _explain(results_path):
     """The run's ``featx explain`` result (nothing written), or the reason there is none."""
-    from ...probing.analyses.explain import explain
+    from ...probing import explain
 
     try:
         return explain(results_path, write=False), None
@@ -165,9 +165,19 @@ class ReportConfig(Options):
     ``x.probe.csv`` -> ``x.report.html``)."""
 
     results: Any = None
-    output: str | os.PathLike | None = None
-    classifier: str | None = None
-    metric: str | None = None
+    output: str | os.PathLike | None = option(
+        None,
+        flag=("-o", "--output"),
+        kind="path",
+        help="HTML file (default: beside RESULTS, x.probe.csv -> x.report.html).",
+    )
+    classifier: str | None = option(None, flag="--classifier", help="Which probe's rows (default: the best row's).")
+    metric: str | None = option(
+        None,
+        flag="--metric",
+        help="accuracy, macro_f1, balanced_accuracy, r2, spearman, ... (default: the metric the run chose its best "
+        "layer by; accuracy, or R² for regression).",
+    )
 
     CONSTRAINTS: ClassVar[tuple[Check, ...]] = (_results_path,)
 

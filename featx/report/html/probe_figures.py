@@ -127,7 +127,7 @@ def chosen_layer(meta: dict, layers: list[str], scores: pd.Series) -> tuple[str,
     """The layer of the predictions to draw and how it was chosen: the run's selection on the training part
     when it is among the predictions' layers (and of their pooling and probe), else the best of ``scores`` on
     the test rows; the rule of ``featx explain`` (``featx.probing.choice.chosen_layer``)."""
-    from ...probing.choice import chosen_layer as choose
+    from ...probing import chosen_layer as choose
 
     return choose(meta, layers, scores)
 

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from ...probing.results import json_safe, results_prefix, write_table
 from .format import best_index, chosen_how, grid, num, row_interval
 
 CHOICES = [("top", "probe"), ("top", "anova"), ("random", "-"), ("bottom", "probe"), ("bottom", "anova")]
@@ -138,26 +136,13 @@ def format_neurons(result) -> str:
     return "\n".join(lines)
 
 
-def prefix_for(meta: dict, output) -> Path:
-    return results_prefix(meta["features_file"], meta["label"], "neurons", output)
-
-
-def write_neurons(result, output=None) -> list[Path]:
-    """``PREFIX.csv`` (selection), ``PREFIX.ranking.csv``, ``PREFIX.json`` and the figure ``PREFIX.png``."""
+def save_neurons_figure(result) -> list[Path]:
+    """The selection-curve figure of a written ``NeuronResult`` (``PREFIX.png``, beside its CSV and JSON),
+    added to its ``paths``; ``featx neurons`` writes it after the data files."""
     from ..figures.analyses import save_selection_figure
 
-    prefix = prefix_for(result.meta, output)
-    paths = [Path(f"{prefix}.csv"), Path(f"{prefix}.ranking.csv"), Path(f"{prefix}.json")]
-    write_table(result.selection, paths[0])
-    write_table(result.ranking, paths[1])
-    payload = {"meta": result.meta, "selection": _records(result.selection), "per_class": _records(result.per_class)}
-    paths[2].write_text(json.dumps(payload, default=json_safe, indent=1, allow_nan=False), encoding="utf-8")
-    paths.append(save_selection_figure(result.selection, result.meta, Path(f"{prefix}.png")))
-    return paths
-
-
-def _records(table: pd.DataFrame) -> list[dict]:
-    return [
-        {key: json_safe(value) if not isinstance(value, list) else value for key, value in record.items()}
-        for record in table.to_dict("records")
-    ]
+    if result.prefix is None:
+        return []
+    figure = save_selection_figure(result.selection, result.meta, Path(f"{result.prefix}.png"))
+    result.paths.append(figure)
+    return [figure]

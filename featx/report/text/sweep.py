@@ -3,13 +3,11 @@ which layer rankings flip, and the Pareto fronts."""
 
 from __future__ import annotations
 
-import json
 from itertools import combinations
 from pathlib import Path
 
 import pandas as pd
 
-from ...probing.results import json_safe, results_prefix, write_table
 from ..figures.analyses import pareto_front
 from .format import best_index, chosen_how, grid, num, row_interval
 
@@ -122,31 +120,22 @@ def format_sweep(result) -> str:
     return "\n".join(lines)
 
 
-def prefix_for(meta: dict, output) -> Path:
-    prefix = results_prefix(meta["features_file"], meta["label"], "sweep", output)
-    return Path(str(prefix) + ".sweep") if output is not None else prefix  # -o is shared with featx probe
-
-
-def write_sweep(result, output=None) -> list[Path]:
-    """``PREFIX.csv``, ``PREFIX.json`` and the Pareto figure ``PREFIX.png`` (+ .svg)."""
+def save_sweep_figures(result) -> list[Path]:
+    """The Pareto figures of a written ``SweepResult`` (``PREFIX.png``, or one per pooling), added to its
+    ``paths``; ``featx probe --sweep`` writes them after the data files."""
     from ..figures.analyses import save_pareto_figure
 
-    prefix = prefix_for(result.meta, output)
-    csv_path, json_path = Path(f"{prefix}.csv"), Path(f"{prefix}.json")
-    write_table(result.table, csv_path)
-    records = [{key: json_safe(value) for key, value in record.items()} for record in result.table.to_dict("records")]
-    json_path.write_text(
-        json.dumps({"meta": result.meta, "results": records}, default=json_safe, indent=1, allow_nan=False),
-        encoding="utf-8",
-    )
+    if result.prefix is None:
+        return []
     poolings = result.meta["poolings"]
     figures = [
         save_pareto_figure(
             result.table,
             result.meta,
-            Path(f"{prefix}.png" if len(poolings) == 1 else f"{prefix}.{pooling}.png"),
+            Path(f"{result.prefix}.png" if len(poolings) == 1 else f"{result.prefix}.{pooling}.png"),
             pooling,
         )
         for pooling in poolings
     ]
-    return [csv_path, json_path, *figures]
+    result.paths.extend(figures)
+    return figures

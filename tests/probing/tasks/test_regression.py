@@ -13,6 +13,7 @@ import featx
 from featx.errors import InputError
 from featx.probing.results import load_results
 from featx.probing.solvers import ridge
+from featx.report import format_probe
 
 N_ROWS = 120
 
@@ -67,7 +68,7 @@ def test_planted_layer_wins_and_noise_layers_are_near_zero(score_features, tmp_p
     baseline = table[table.kind == "baseline"].iloc[0]
     assert baseline.r2 < 0.05 and baseline.classifier == "mean"
     assert singles.loc[0, "significant_vs_best"] is True
-    text = result.format_table()
+    text = format_probe(result)
     assert "R² [95% CI]" in text and "training mean" in text
     loaded, meta = load_results(result.csv_path)
     assert meta["task"] == "regression" and list(loaded.r2.round(6)) == list(table.r2.round(6))

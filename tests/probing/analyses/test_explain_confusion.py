@@ -9,8 +9,8 @@ import pandas as pd
 from click.testing import CliRunner
 
 from featx.cli import main
+from featx.io import read_csv
 from featx.probing.analyses.explain import confusion_matrix, explain
-from featx.safe_files import read_csv
 
 
 def write_case(folder, meta_extra=None):
@@ -70,14 +70,14 @@ def test_cli_explain_writes_the_csv(tmp_path):
 
 
 def test_a_folder_that_refuses_the_csv_costs_a_note(tmp_path, monkeypatch):
-    import featx.probing.analyses.explain as module
+    import featx.io.csv_files as module
 
     def refuse(path, text):
         raise PermissionError(13, "Permission denied")
 
     monkeypatch.setattr(module, "atomic_write_text", refuse)
     result = explain(write_case(tmp_path))
-    assert result.confusion_path is None and any("could not write" in note for note in result.notes)
+    assert result.confusion_path is None and any("cannot write" in note for note in result.notes)
 
 
 def write_regression_case(folder, meta_extra=None):

@@ -124,7 +124,7 @@ def test_windowed_rows_record_sites_too(short_bert, long_corpus, tmp_path):
 
 
 def test_windowed_rows_commit_by_time_and_resume_to_the_same_file(short_bert, long_corpus, tmp_path, monkeypatch):
-    """Long rows run as steps of their own after a window's batches: a commit after every step, a kill in the
+    """Long rows run as steps of their own after a commit block's batches: a commit after every step, a kill in the
     middle and a resume give the file of one uninterrupted run."""
     from featx.errors import Interrupted
     from featx.store import FeatureWriter

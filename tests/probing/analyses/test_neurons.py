@@ -11,6 +11,7 @@ from support.planted_columns import A_NEURONS, C_NEURONS
 
 from featx.cli import main
 from featx.probing.analyses.neurons import neurons, order, rank_neurons
+from featx.report import format_neurons, save_neurons_figure
 
 
 def test_both_rankings_put_the_planted_neurons_first():
@@ -36,8 +37,10 @@ def test_planted_neurons_rank_first_and_recover_the_accuracy(planted_file, tmp_p
     assert len(top) == 1 and top.accuracy.iloc[0] >= full.accuracy.iloc[0] - 0.03 and top.accuracy.iloc[0] > 0.95
     assert bottom.accuracy.iloc[0] < 0.7  # the same number of bottom-ranked neurons carries nothing
     assert {"top", "bottom", "random", "all"} == set(selection.selection)
-    assert all(path.exists() for path in result.paths) and result.paths[-1].suffix == ".png"
-    text = result.format()
+    assert all(path.exists() for path in result.paths) and [p.suffix for p in result.paths][-1] == ".json"
+    assert save_neurons_figure(result) == result.paths[-1:] and result.paths[-1].suffix == ".png"  # the report's figure
+    assert result.paths[-1].exists()
+    text = format_neurons(result)
     assert "overlap of the two rankings" in text and "selection at layer 1" in text
 
 
@@ -47,7 +50,7 @@ def test_per_class_top_neurons_of_a_multiclass_label(planted_file, tmp_path):
     assert len(per_class) == 3
     for name, neuron in zip(result.meta["classes"], C_NEURONS, strict=False):
         assert per_class.loc[name, "neurons"][0] == neuron
-    assert "top neurons per class" in result.format()
+    assert "top neurons per class" in format_neurons(result)
     payload = json.loads((tmp_path / "c.json").read_text())
     assert payload["meta"]["listed"] == 3 and len(payload["per_class"]) == 3
 

@@ -13,6 +13,7 @@ import featx
 from featx.cli import main
 from featx.probing.analyses.erase import erase
 from featx.probing.analyses.erasure import fit_inlp, fit_leace, load_erasers, moved, one_hot
+from featx.report import format_erase
 from featx.store.derived import derived_info
 
 
@@ -109,7 +110,7 @@ def test_erase_brings_every_layer_to_chance_and_keeps_the_other_label(planted_fi
     b = result.amnesic[result.amnesic.label == "b"]
     assert len(b) == 3 and (b.after > 0.9).all() and (b.change.abs() < 0.05).all() and (b.random_after > 0.9).all()
     assert set(result.amnesic.label) == {"b", "c", "d"}
-    text = result.format()
+    text = format_erase(result)
     assert "at chance" in text and "amnesic probing" in text and "erased.erase.csv" in text
 
 

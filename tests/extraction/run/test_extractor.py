@@ -226,7 +226,7 @@ def test_running_out_of_gpu_memory_is_one_clear_error_and_keeps_the_rows(tiny_mo
 
 def test_random_init_keeps_architecture(tiny_model, corpus_csv, tmp_path):
     trained = run(corpus_csv, tiny_model, tmp_path, "a.h5")
-    random = run(corpus_csv, tiny_model, tmp_path, "b.h5", random_init=True, seed=1)
+    random = run(corpus_csv, tiny_model, tmp_path, "b.h5", random_init=True, init_seed=1)
     with featx.open(trained.output) as a, featx.open(random.output) as b:
         assert b.attrs["random_init"] and b.attrs["model_sha256"].startswith("random-init:")
         assert max_abs_diff(a.features("mean", 2), b.features("mean", 2)) > 1e-2

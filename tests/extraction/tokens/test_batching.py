@@ -1,4 +1,4 @@
-"""Windows and batches: every row exactly once, budgets kept, padding never leaks into a row."""
+"""Commit blocks and batches: every row exactly once, budgets kept, padding never leaks into a row."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from featx.extraction.tokens.batching import collate, plan_batches, plan_windows
+from featx.extraction.tokens.batching import collate, plan_batches, plan_blocks
 from featx.extraction.tokens.tokenize import TokenizedCorpus
 
 
@@ -44,12 +44,12 @@ def test_batches_cover_every_row_once_within_budget(lengths, max_tokens, batch_s
     rows=st.integers(1, 20),
     tokens=st.one_of(st.none(), st.integers(30, 200)),
 )
-def test_windows_are_contiguous_and_keep_both_budgets(lengths, rows, tokens):
+def test_blocks_are_contiguous_and_keep_both_budgets(lengths, rows, tokens):
     lengths = np.array(lengths)
-    windows = plan_windows(len(lengths), rows, lengths if tokens else None, tokens)
-    assert windows[0][0] == 0 and windows[-1][1] == len(lengths)
-    assert all(a[1] == b[0] for a, b in zip(windows, windows[1:], strict=False))
-    for start, stop in windows:
+    blocks = plan_blocks(len(lengths), rows, lengths if tokens else None, tokens)
+    assert blocks[0][0] == 0 and blocks[-1][1] == len(lengths)
+    assert all(a[1] == b[0] for a, b in zip(blocks, blocks[1:], strict=False))
+    for start, stop in blocks:
         assert 1 <= stop - start <= rows
         if tokens is not None and stop - start > 1:
             assert lengths[start:stop].sum() <= tokens

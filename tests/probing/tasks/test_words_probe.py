@@ -28,6 +28,7 @@ from featx.probing.tasks.word_items import (
     word_task,
 )
 from featx.probing.tasks.words import probe_words
+from featx.report import format_probe
 
 
 def _task(source, kind):
@@ -177,7 +178,7 @@ def test_planted_layer_wins_and_noise_layers_stay_near_majority():
     summary = meta["layer_summary"]["mean"]
     assert int(np.argmax(summary["weights"])) == 2 and abs(summary["center_of_gravity"] - 2) < 0.5
     assert 1.5 < summary["expected_layer"] < 2.5
-    text = result.format_table()
+    text = format_probe(result)
     assert "center of gravity" in text and "most frequent label per word type" in text and "sentences" in text
 
 
@@ -216,7 +217,7 @@ def test_mdl_sends_whole_sentences_and_ranks_the_planted_layer_first():
     training = np.isin(source.sentence, np.flatnonzero(source.split == "train"))
     uniform = singles.loc[2, "mdl_bits"] * singles.loc[2, "mdl_compression"]
     assert uniform == pytest.approx(training.sum() * np.log2(len(TAGS)))
-    assert "sent sentence by sentence" in result.format_table()
+    assert "sent sentence by sentence" in format_probe(result)
 
 
 @pytest.mark.parametrize(
@@ -279,7 +280,7 @@ def _write_planted_file(path, source: PlantedWords) -> None:
     )
     values = {"pooled/mean": np.zeros((n_rows, len(source.layers), hidden), np.float32)}
     values.update({f"words/pooled/{p}": source.states[p] for p in ("first", "mean")})
-    writer.write_window(0, n_rows, values)
+    writer.write_block(0, n_rows, values)
     writer.commit(n_rows)
     writer.finish()
 

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from featx.probing.analyses.mdl import FRACTIONS, block_ends, held_out_splits, online_codelength, transmission_order
+from featx.report import format_probe
 
 
 def planted(n=300, d=8, strength=2.0, seed=0):
@@ -58,7 +59,7 @@ def test_probe_mdl_ranks_the_planted_layer_best(tiny_model, tmp_path):
     assert rows.mdl_compression.idxmax() == 1 and rows.mdl_bits.idxmin() == 1
     assert rows.loc[1, "mdl_compression"] > 1.2
     assert 0.8 < rows.loc[0, "mdl_compression"] < 1.1 and 0.8 < rows.loc[2, "mdl_compression"] < 1.1
-    assert "MDL bits" in result.format_table()
+    assert "MDL bits" in format_probe(result)
     from featx.probing import load_results
 
     table, meta = load_results(tmp_path / "run.csv")

@@ -22,6 +22,7 @@ from support.tiny import WORDS, write_csv
 import featx
 from featx.cli import main
 from featx.probing.results import load_results
+from featx.report import format_probe
 from featx.report.load import references
 from featx.store import FeatureFile
 
@@ -168,7 +169,7 @@ def test_regression_equals_sklearn_ridge(cv_file):
     assert (row.classifier, row.alpha) == ("ridge", 1.0)
     assert np.isfinite(row.p_vs_best)
     assert result.meta["lexical"]["classifier"] == "ridge"
-    assert "lexical baseline" in result.format_table()
+    assert "lexical baseline" in format_probe(result)
 
 
 def test_pairs_see_both_texts(pair_file):
@@ -192,7 +193,7 @@ def test_row_in_csv_json_table_and_figure_references(split_file, tmp_path):
     assert [r["layer_spec"] for r in written["results"]][:2] == ["majority", "lexical"]
     frame = load_results(result.csv_path)[0]
     assert list(frame.kind[:2]) == ["majority", "lexical"]
-    text = result.format_table()
+    text = format_probe(result)
     assert "lexical baseline (TF-IDF" in text
     assert re.search(r"vs the best layer \(mean [01], logreg\) p=", text)
     assert "lexical" not in "\n".join(line for line in text.splitlines() if line.startswith("mean"))

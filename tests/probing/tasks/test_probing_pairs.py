@@ -4,7 +4,7 @@ import itertools
 
 import numpy as np
 import pytest
-from support.tiny import SENTENCES, write_csv
+from support.shared_files import pair_corpus
 
 import featx
 from featx.extraction import ExtractConfig, extract
@@ -17,6 +17,7 @@ from featx.probing.tasks.pairs import (
     predict_thresholds,
     senteval,
 )
+from featx.report import format_probe
 
 
 def test_senteval_feature_is_u_v_absolute_difference_and_product():
@@ -66,58 +67,24 @@ def test_thresholds_are_chosen_on_the_training_part_only():
     assert cosine_class_scores(score, y, plan, 2, 200, 0)["accuracy"] == 0.0
 
 
-def _pair_corpus(path):
-    texts = [row[0] for row in SENTENCES]
-    rng = np.random.default_rng(0)
-    rows = []
-    for index, (i, j) in enumerate(itertools.combinations(range(len(texts)), 2)):
-        rows.append(
-            (
-                texts[i],
-                texts[j],
-                f"{rng.uniform(1, 5):.2f}",
-                "yes" if (i + j) % 2 else "no",
-                "test" if index % 3 == 0 else "train",
-            )
-        )
-    return write_csv(path, rows, header=("a", "b", "score", "same", "split"))
-
-
-@pytest.fixture
-def separate_file(tiny_model, tmp_path):
-    summary = extract(
-        ExtractConfig(
-            corpus=_pair_corpus(tmp_path / "pairs.csv"),
-            output=tmp_path / "sep.h5",
-            model=str(tiny_model),
-            text_col="a",
-            text_pair_col="b",
-            pair_mode="separate",
-            store_dtype="float32",
-            progress=False,
-        )
-    )
-    return summary.output
-
-
-def test_probe_reads_the_senteval_feature_of_a_separate_file(separate_file):
-    with featx.open(separate_file) as features:
+def test_probe_reads_the_senteval_feature_of_a_separate_file(pair_features):
+    with featx.open(pair_features) as features:
         u, v = features.pair_features("mean", 1)
         np.testing.assert_array_equal(pooled_block(features, "mean", 1), senteval(u, v))
         np.testing.assert_array_equal(pooled_block(features, "mean", 1, site="pair_b"), v)
 
 
-def test_regression_baseline_is_spearman_of_the_cosine_on_the_test_rows(separate_file):
+def test_regression_baseline_is_spearman_of_the_cosine_on_the_test_rows(pair_features):
     from scipy.stats import pearsonr, spearmanr
 
-    with featx.open(separate_file) as features:
+    with featx.open(pair_features) as features:
         y = features.label_values("score")
         split = np.asarray(features.split)
         u, v = (side.astype(np.float64) for side in features.pair_features("cls", 2))
     kept = np.arange(len(y))
     train, test = np.flatnonzero(split == "train"), np.flatnonzero(split == "test")
     plan = ev.Plan("split", [(train, test)], [None])
-    rows = cosine_baseline(separate_file, kept, y, plan, [2], ["cls"], None, 200, 0)
+    rows = cosine_baseline(pair_features, kept, y, plan, [2], ["cls"], None, 200, 0)
     by_hand = [
         float(np.dot(a, b) / (np.linalg.norm(a) * np.linalg.norm(b))) for a, b in zip(u[test], v[test], strict=False)
     ]
@@ -126,7 +93,7 @@ def test_regression_baseline_is_spearman_of_the_cosine_on_the_test_rows(separate
     assert rows[0]["spearman_low"] <= rows[0]["spearman"] <= rows[0]["spearman_high"]
 
 
-def test_the_report_and_printout_show_the_cosine_not_the_probe(separate_file, tmp_path):
+def test_the_report_and_printout_show_the_cosine_not_the_probe(pair_features, tmp_path):
     """The cosine rows of a regression pair run (printout, JSON, the report's table) are cos(u, v)'s own
     Spearman on the test rows, computed here by hand, and not the ridge probe's Spearman of the same cell."""
     from scipy.stats import spearmanr
@@ -134,14 +101,14 @@ def test_the_report_and_printout_show_the_cosine_not_the_probe(separate_file, tm
     from featx.report.html.page import render
     from featx.report.html.sections import cosine_table
 
-    result = featx.probe(separate_file, label="score", poolings="mean", jobs=1, output=tmp_path / "score.probe.csv")
-    with featx.open(separate_file) as features:
+    result = featx.probe(pair_features, label="score", poolings="mean", jobs=1, output=tmp_path / "score.probe.csv")
+    with featx.open(pair_features) as features:
         y, split = features.label_values("score"), np.asarray(features.split)
         sides = {layer: features.pair_features("mean", layer) for layer in (0, 1, 2)}
     test = split == "test"
     shown = cosine_table(result.meta)
     probes = result.table[(result.table.kind == "single") & (result.table.pooling == "mean")]
-    page, text = render(result.csv_path), result.format_table()
+    page, text = render(result.csv_path), format_probe(result)
     differs = 0
     for layer, (u, v) in sides.items():
         by_hand = spearmanr(cosine(u.astype(np.float64), v.astype(np.float64))[test], y[test]).statistic
@@ -155,16 +122,16 @@ def test_the_report_and_printout_show_the_cosine_not_the_probe(separate_file, tm
 
 
 @pytest.mark.parametrize("label", ["score", "same"])
-def test_every_pair_table_starts_with_the_cosine_baseline(separate_file, tmp_path, label):
+def test_every_pair_table_starts_with_the_cosine_baseline(pair_features, tmp_path, label):
     result = featx.probe(
-        separate_file, label=label, layers="all", poolings="mean,cls", jobs=1, output=tmp_path / f"{label}.probe.csv"
+        pair_features, label=label, layers="all", poolings="mean,cls", jobs=1, output=tmp_path / f"{label}.probe.csv"
     )
     rows = result.meta["cosine_baseline"]
     assert result.meta["pair_mode"] == "separate"
     assert [(row["pooling"], row["layer"]) for row in rows] == [
         (p, layer) for p in ("mean", "cls") for layer in (0, 1, 2)
     ]
-    text = result.format_table()
+    text = format_probe(result)
     assert text.index("cosine baseline") < text.index("probe\n")
     assert ("Spearman" if label == "score" else "accuracy of thresholds") in text
     from featx.report.figures.curves import plot_layer_curves
@@ -177,7 +144,7 @@ def test_every_pair_table_starts_with_the_cosine_baseline(separate_file, tmp_pat
 def test_cross_mode_files_probe_like_any_file_with_segment_poolings(tiny_model, tmp_path):
     summary = extract(
         ExtractConfig(
-            corpus=_pair_corpus(tmp_path / "pairs.csv"),
+            corpus=pair_corpus(tmp_path / "pairs.csv"),
             output=tmp_path / "cross.h5",
             model=str(tiny_model),
             text_col="a",
@@ -192,36 +159,36 @@ def test_cross_mode_files_probe_like_any_file_with_segment_poolings(tiny_model, 
     assert result.meta["pair_mode"] == "cross"
 
 
-def test_one_text_analyses_refuse_a_separate_pair_file(separate_file):
+def test_one_text_analyses_refuse_a_separate_pair_file(pair_features):
     from featx.errors import InputError
     from featx.probing.analyses.erase import erase
     from featx.probing.analyses.neurons import neurons
 
     with pytest.raises(InputError, match="sentence pairs encoded separately"):
-        neurons(separate_file, label="same", layers="1")
+        neurons(pair_features, label="same", layers="1")
     with pytest.raises(InputError, match="sentence pairs encoded separately"):
-        erase(separate_file, label="same", layers="1")
+        erase(pair_features, label="same", layers="1")
 
 
-def test_sweep_reads_the_senteval_feature_of_a_separate_file(separate_file, monkeypatch):
+def test_sweep_reads_the_senteval_feature_of_a_separate_file(pair_features, monkeypatch):
     from featx.probing.analyses import sweep
 
     widths = []
     real = sweep.probe_family
     monkeypatch.setattr(sweep, "probe_family", lambda width, n_classes: widths.append(width) or real(width, n_classes))
-    with featx.open(separate_file) as features:
+    with featx.open(pair_features) as features:
         hidden = features.hidden_size
         task = sweep.load_task(features, "same", 3, 0)
-    sweep.sweep_layer(str(separate_file), "mean", 1, task, None, 0, 50)
+    sweep.sweep_layer(str(pair_features), "mean", 1, task, None, 0, 50)
     assert widths == [4 * hidden]
 
 
-def test_explain_of_a_pair_run_shows_both_texts(separate_file, tmp_path):
+def test_explain_of_a_pair_run_shows_both_texts(pair_features, tmp_path):
     from featx.probing.analyses.explain import explain
 
-    result = featx.probe(separate_file, label="score", poolings="mean", jobs=1, output=tmp_path / "score.probe.csv")
+    result = featx.probe(pair_features, label="score", poolings="mean", jobs=1, output=tmp_path / "score.probe.csv")
     found = explain(result.csv_path, write=False)
-    with featx.open(separate_file) as features:
+    with featx.open(pair_features) as features:
         first, second = features.texts, features.pair_texts
     rows = found.largest
     assert {"text", "text_b"} <= set(rows.columns)

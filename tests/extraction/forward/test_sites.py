@@ -205,7 +205,7 @@ def test_hooks_removed_after_success_and_after_failure(tiny_model, corpus_csv, t
     assert model.config._attn_implementation == "sdpa"  # eager only while attn_heads was recorded
 
     calls = {"n": 0}
-    original = loop.Window.store
+    original = loop.Block.store
 
     def fail_on_second(*args, **kwargs):
         calls["n"] += 1
@@ -213,7 +213,7 @@ def test_hooks_removed_after_success_and_after_failure(tiny_model, corpus_csv, t
             raise RuntimeError("boom in the middle of the loop")
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(loop.Window, "store", fail_on_second)
+    monkeypatch.setattr(loop.Block, "store", fail_on_second)
     with pytest.raises(RuntimeError, match="boom"):
         featx.extract(
             corpus_csv,

@@ -94,6 +94,6 @@ def test_the_remembered_file_fallback_is_one_function(tmp_path, monkeypatch):
     remember("features", tmp_path / "f.h5")
     path, note = given_or_last(None, "features")
     assert path == (tmp_path / "f.h5").resolve() and note == f"using the last extraction in this directory: {path}"
-    package = Path(__file__).parents[1] / "featx"
+    package = Path(__file__).parents[2] / "featx"
     callers = [path for path in package.rglob("*.py") if 'last("' in path.read_text()]
     assert callers == []

@@ -44,19 +44,14 @@ def test_probe_learning_curves(tiny_model, tmp_path):
     assert full.accuracy > curve[(curve.layer == 0) & (curve.train_size == 1.0)].accuracy.iloc[0]
 
 
-def test_learning_curves_per_site(tiny_model, tmp_path):
-    from support.tiny import SENTENCES, write_csv
-
+def test_learning_curves_per_site(site_features, tmp_path):
     import featx
     from featx.report.figures.learning import plot_learning_curves
 
-    rows = [(f"{text} {k}", sentiment, tense, split) for k in range(3) for text, sentiment, tense, split in SENTENCES]
-    corpus = write_csv(tmp_path / "corpus.csv", rows)
-    path = tmp_path / "sites.h5"
-    featx.extract(corpus, model=str(tiny_model), output=path, progress=False, poolings="mean", sites="ffn")
     result = probe(
-        path,
-        label="sentiment",
+        site_features,
+        label="label",
+        poolings="mean",
         sites="hidden,ffn",
         folds=3,
         jobs=1,

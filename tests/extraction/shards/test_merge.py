@@ -34,7 +34,7 @@ from featx.extraction.shards.sharding import ShardSpec, manifest_path
 from featx.store import FeatureWriter, OutputLock, partial_path
 from featx.store.schema import ROW_INDEX
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def cli_args(corpus, output, model, *extra) -> list[str]:
@@ -150,6 +150,7 @@ def torchrun_command() -> list[str]:
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("ports")  # picks a free port then binds it: never two at once
 def test_torchrun_two_processes_write_the_merged_file(tiny_model, corpus, tmp_path):
     output = tmp_path / "out.h5"
     env = {**subprocess_env(), "FEATX_DIST_TIMEOUT": "240"}
@@ -226,6 +227,7 @@ def run_as_ranks(corpus, output, model, tmp_path, world_size=2) -> list[dict]:
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("ports")  # picks a free port then binds it: never two at once
 def test_failed_rank_blocks_the_merge_and_a_relaunch_redoes_only_that_shard(tiny_model, corpus, tmp_path):
     output = tmp_path / "out.h5"
     with OutputLock(ShardSpec(1, 2).path(output)):  # shard 1 cannot start: "another featx is writing it"
@@ -423,6 +425,7 @@ def test_merge_cli_reports_errors_without_traceback(tiny_model, corpus, tmp_path
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("ports")  # picks a free port then binds it: never two at once
 def test_torchrun_two_nodes_one_process_each(tiny_model, corpus, tmp_path):
     """Multi-node as torchrun sets it up (static rendezvous, --node-rank), both nodes on this host:
     every worker has LOCAL_RANK 0, ranks come from the node rank, rank 0 merges on the shared disk."""

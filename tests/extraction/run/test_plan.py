@@ -16,13 +16,13 @@ from featx.extraction import ExtractConfig
 from featx.extraction.inputs.corpus import read_corpus
 from featx.extraction.model.loading import load_model
 from featx.extraction.plan import (
+    COMMIT_BLOCK_BYTES,
     CPU_BATCH_SIZE,
     CPU_MAX_TOKENS,
-    MAX_WINDOW_ROWS,
-    MIN_WINDOW_ROWS,
-    WINDOW_BYTES,
+    MAX_BLOCK_ROWS,
+    MIN_BLOCK_ROWS,
 )
-from featx.extraction.run.resolve import default_batch_size, default_max_tokens, resolve_plan, window_rows
+from featx.extraction.run.resolve import block_rows, default_batch_size, default_max_tokens, resolve_plan
 from featx.extraction.shards.sharding import ShardSpec
 from featx.store import FeatureFile
 
@@ -43,14 +43,14 @@ def test_hidden_is_an_ordinary_first_site(tiny_model, corpus_csv):
         plan.max_tokens = 1
 
 
-def test_window_rows_count_every_site(tiny_model, corpus_csv):
+def test_block_rows_count_every_site(tiny_model, corpus_csv):
     hidden, _ = _plan(tiny_model, corpus_csv, store_dtype="float32")
     both, _ = _plan(tiny_model, corpus_csv, store_dtype="float32", sites="hidden,ffn")
     assert both.row_bytes() == hidden.row_bytes() + 4 * 2 * 64 * 4  # 4 poolings x 2 layers x 64 wide x 4 bytes
-    assert window_rows(both.config, both.row_bytes()) == both.window_rows
-    assert both.window_rows == max(MIN_WINDOW_ROWS, min(MAX_WINDOW_ROWS, WINDOW_BYTES // both.row_bytes()))
+    assert block_rows(both.config, both.row_bytes()) == both.block_rows
+    assert both.block_rows == max(MIN_BLOCK_ROWS, min(MAX_BLOCK_ROWS, COMMIT_BLOCK_BYTES // both.row_bytes()))
     wide = ExtractConfig(corpus=corpus_csv, commit_rows=7)
-    assert window_rows(wide, 10**9) == 7
+    assert block_rows(wide, 10**9) == 7
 
 
 def test_defaults_are_resolved_once(tiny_model, corpus_csv):

@@ -8,6 +8,7 @@ from click.testing import CliRunner
 
 from featx.cli import main
 from featx.probing.analyses.sweep import WIDTHS, probe_family, sweep
+from featx.report import format_sweep, save_sweep_figures
 from featx.report.figures.analyses import pareto_front
 from featx.report.text.sweep import flips
 
@@ -46,8 +47,10 @@ def test_rank_one_probe_reads_a_one_dimensional_signal(planted_split_file, tmp_p
     assert rank_one.params.iloc[0] < real[real.family == "logreg"].params.min()
     assert control.accuracy.max() < 0.6 and len(control) == len(real)
     assert set(real.family) == {"logreg", "rank", "mlp"}
-    assert all(path.exists() for path in result.paths) and result.paths[-1].suffix == ".png"
-    text = result.format()
+    assert all(path.exists() for path in result.paths) and [p.suffix for p in result.paths][-1] == ".json"
+    assert save_sweep_figures(result) == result.paths[-1:] and result.paths[-1].suffix == ".png"  # the report's figure
+    assert result.paths[-1].exists()
+    text = format_sweep(result)
     assert "layers best across complexities" in text and "rankings that flip" in text
 
 

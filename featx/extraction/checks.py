@@ -1,0 +1,198 @@
+"""The checks of ``ExtractConfig`` (``featx extract``'s options), in its one ``CONSTRAINTS`` table: each raises
+``InputError(message, hint)`` naming the flag the user typed. Kept free of torch, like the config."""
+
+from __future__ import annotations
+
+import codecs
+import math
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError
+from ..options import MAX_SEED, Check, normalise, one_of, whole
+from .shards.sharding import ShardSpec
+
+ExtractConfig = Any  # the checks take an ``ExtractConfig`` (config.py imports this module, not the other way)
+
+STORE_DTYPES = {"float16": "float16", "fp16": "float16", "half": "float16", "float32": "float32", "fp32": "float32"}
+COMPUTE_DTYPES = ("auto", "float32", "fp32", "float16", "fp16", "half", "bfloat16", "bf16")
+OUTPUT_SUFFIXES = (".h5", ".hdf5")
+
+
+def _size(name: str, flag: str, optional: bool = True, minimum: int = 1) -> Check:
+    """A size option: a whole number of at least ``minimum`` (or left out, when ``optional``)."""
+    hint = f"give {flag} a positive size" + (", or leave it out for the default" if optional else "")
+    return whole(name, flag, minimum=minimum, optional=optional, hint=hint)
+
+
+def _check_commit_seconds(config: ExtractConfig) -> None:
+    value = config.commit_seconds
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if not number or not math.isfinite(value) or value <= 0:
+        raise InputError(
+            f"--commit-seconds {value} must be a positive number of seconds",
+            "give --commit-seconds a positive time, e.g. 10, or leave it out for the default",
+        )
+
+
+def _check_store_dtype(config: ExtractConfig) -> None:
+    canonical = STORE_DTYPES.get(str(config.store_dtype).lower())
+    if canonical is None:
+        raise InputError(f"--store-dtype '{config.store_dtype}' is not understood", "use float16 or float32")
+    normalise(config, "store_dtype", canonical)  # normalised once, in the frozen object's own set-up
+
+
+def _check_dtype(config: ExtractConfig) -> None:
+    if str(config.dtype).lower() not in COMPUTE_DTYPES:
+        raise InputError(f"--dtype '{config.dtype}' is not understood", "use auto, float32, float16 or bfloat16")
+
+
+def _check_output(config: ExtractConfig) -> None:
+    if config.corpus is None and config.output is None:
+        return
+    if config.corpus is None:
+        raise InputError("no corpus given", "give the corpus file: featx extract CORPUS.csv")
+    if str(config.corpus) == "-" and not config.output:
+        raise InputError(
+            "a corpus read from standard input ('-') needs an output path",
+            "name the features file: featx extract - -o OUT.h5 < corpus.csv",
+        )
+    output = output_path(config)
+    if output.suffix.lower() not in OUTPUT_SUFFIXES:
+        raise InputError(f"output {output} should end in .h5", "features files are HDF5; name them like out.h5")
+
+
+def _check_encoding(config: ExtractConfig) -> None:
+    try:
+        codecs.lookup(str(config.encoding))
+    except LookupError:
+        raise InputError(
+            f"unknown encoding '{config.encoding}'", "use a Python codec name such as utf-8, utf-8-sig or latin-1"
+        ) from None
+
+
+def _check_sep(config: ExtractConfig) -> None:
+    from .inputs.corpus import normalise_sep
+
+    normalise(config, "sep", normalise_sep(config.sep))
+
+
+def _check_missing_labels(config: ExtractConfig) -> None:
+    value = config.missing_labels
+    if value is None or not isinstance(value, str) or not value.strip():
+        raise InputError(
+            "--missing-labels is empty",
+            "use empty (only empty cells), pandas (NA, null, None, nan... too) or a list, e.g. 'NA,-'",
+        )
+    normalise(config, "missing_labels", value.strip())
+
+
+def _check_text_col(config: ExtractConfig) -> None:
+    if not isinstance(config.text_col, str) or not config.text_col.strip():
+        raise InputError("--text-col is empty", "name the column that holds the texts, e.g. --text-col text")
+
+
+LONG_INPUTS = ("truncate", "window")
+
+
+def _check_long(config: ExtractConfig) -> None:
+    long = str(config.long).strip().lower()
+    if long not in LONG_INPUTS:
+        raise InputError(
+            f"--long '{config.long}' is not understood",
+            "use truncate (cut at --max-length) or window (overlapping windows over the whole text)",
+        )
+    normalise(config, "long", long)
+    if config.stride is not None and long != "window":
+        raise InputError("--stride applies to --long window only", "add --long window, or leave --stride out")
+
+
+_device_map_choice = one_of(
+    "device_map",
+    "--device-map",
+    ("auto",),
+    optional=True,
+    hint="use --device-map auto (accelerate places the layers over the GPUs, then the CPU)",
+)
+
+
+def _check_device_map(config: ExtractConfig) -> None:
+    _device_map_choice(config)
+    if config.device_map is not None and config.random_init:
+        raise InputError(
+            "--device-map places weights read from the model folder; --random-init draws new ones",
+            "leave out --device-map with --random-init",
+        )
+
+
+def _check_words(config: ExtractConfig) -> None:
+    """Word inputs run every sentence whole: longer ones in overlapping windows, never truncated."""
+    from .inputs.treebank import check_word_options
+
+    normalise(config, "more_corpora", tuple(str(path) for path in config.more_corpora or ()))
+    if check_word_options(config) is not None:
+        normalise(config, "long", "window")
+
+
+def is_word_input(config: ExtractConfig) -> bool:
+    from .inputs.treebank import word_format
+
+    return config.corpus is not None and word_format(config.corpus, config.word_format, config.columns) is not None
+
+
+def _check_shards(config: ExtractConfig) -> None:
+    ShardSpec.from_options(config.shards, config.shard_index)
+
+
+def _check_pair(config: ExtractConfig) -> None:
+    from .inputs.pairs import check_pair_options
+
+    if config.text_pair_col is not None and is_word_input(config):
+        raise InputError(
+            "--text-pair-col reads two text columns of a table; word inputs have no second text",
+            "extract the pairs from a CSV/TSV/JSONL table, or drop --text-pair-col",
+        )
+    check_pair_options(config)
+
+
+def _check_prompts(config: ExtractConfig) -> None:
+    from .inputs.positions import check_pool_at
+    from .inputs.templates import check_template_options
+
+    check_template_options(config, is_word_input)
+    check_pool_at(config)
+
+
+def output_path(config: ExtractConfig) -> Path:
+    """``--output``, or ``<corpus stem>[.random-init].features.h5`` beside the corpus."""
+    if config.output:
+        return Path(config.output)
+    corpus = Path(config.corpus)
+    tag = ".random-init" if config.random_init else ""
+    return corpus.with_name(f"{corpus.stem}{tag}.features.h5")
+
+
+# Every constraint on the options, in one table (in the spirit of scikit-learn's parameter constraints).
+CONSTRAINTS: tuple[Check, ...] = (
+    _check_text_col,
+    _check_output,
+    _check_words,
+    _check_store_dtype,
+    _check_dtype,
+    _check_encoding,
+    _size("max_tokens", "--max-tokens"),
+    _size("batch_size", "--batch-size"),
+    _size("commit_rows", "--commit-rows"),
+    _size("max_length", "--max-length", minimum=2),
+    _size("max_corpus_bytes", "--max-corpus-bytes"),
+    _check_commit_seconds,
+    _check_shards,
+    _check_long,
+    _size("stride", "--stride", minimum=0),
+    _check_device_map,
+    _check_sep,
+    _check_missing_labels,
+    _check_pair,
+    _check_prompts,
+    whole("init_seed", "--init-seed", minimum=0, maximum=MAX_SEED),
+)

@@ -1,0 +1,203 @@
+"""Every option declared once: each command's click options are made from its config's fields (flag, type,
+default, help, help group), ``--help`` lists them by group, and a renamed option's old spelling still works
+with a deprecation warning, giving the same config as the new one."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from featx.cli import main
+from featx.cli.generate import GROUP, OLD, ConfigCommand, field_values
+from featx.options import FeatxDeprecationWarning, flagged
+
+
+def _commands(group: click.Group = main, prefix: str = "featx"):
+    for name, command in sorted(group.commands.items()):
+        if isinstance(command, click.Group):
+            yield from _commands(command, f"{prefix} {name}")
+        else:
+            yield f"{prefix} {name}", command
+
+
+CONFIGURED = [(name, command) for name, command in _commands() if isinstance(command, ConfigCommand)]
+
+
+def _generated(command: ConfigCommand) -> dict[str, click.Option]:
+    return {param.name: param for param in command.params if isinstance(param, click.Option)}
+
+
+def test_every_command_with_a_config_has_its_options_generated():
+    named = {name for name, _ in CONFIGURED}
+    assert named == {
+        f"featx {name}"
+        for name in ("extract", "probe", "fit", "predict", "erase", "neurons", "explain")
+        + ("plot", "compare", "similarity", "report")
+    }
+
+
+@pytest.mark.parametrize("name, command", CONFIGURED, ids=[name for name, _ in CONFIGURED])
+def test_a_command_names_its_config_through_the_package_face(name, command):
+    """The CLI is thin and reaches a package through its face only: ``featx.Q:Config`` with Config in
+    ``featx.Q.__all__``, never an inner module of Q."""
+    import importlib
+
+    module, config = command.config_path.split(":")
+    assert module.count(".") == 1, f"{name}: {command.config_path} reaches into an inner module"
+    assert config in importlib.import_module(module).__all__
+
+
+@pytest.mark.parametrize("name, command", CONFIGURED, ids=[name for name, _ in CONFIGURED])
+def test_every_field_with_a_flag_is_an_option_with_its_default_and_group(name, command):
+    options = _generated(command)
+    for item, spec in flagged(command.config):
+        option = options[item.name]
+        assert list(spec.flags) == option.opts + option.secondary_opts, item.name
+        assert getattr(option, GROUP) == spec.group and option.help == spec.help
+        if not option.is_flag:
+            default = None if item.default is dataclasses.MISSING else item.default
+            assert option.default == (default if spec.cli_default is None else spec.cli_default), item.name
+
+
+@pytest.mark.parametrize("name, command", CONFIGURED, ids=[name for name, _ in CONFIGURED])
+def test_every_generated_option_maps_to_a_field(name, command):
+    fields = {item.name for item in dataclasses.fields(command.config)}
+    written = [param for param in command._params[: command._given] if isinstance(param, click.Option)]
+    for param in command.params:
+        if isinstance(param, click.Option) and param not in written:
+            old = getattr(param, OLD, None)
+            assert (old[0] if old else param.name) in fields, param.name
+
+
+def test_extract_help_shows_the_named_groups_in_field_order():
+    result = CliRunner().invoke(main, ["extract", "--help"])
+    assert result.exit_code == 0, result.output
+    titles = [line[:-1] for line in result.output.splitlines() if line.endswith(":") and not line.startswith(" ")]
+    assert titles == [
+        "Input and layout",
+        "Sites, length and device",
+        "Reading the corpus",
+        "Model and output",
+        "Commits and shards",
+        "Word inputs",
+        "Prompts",
+        "Other options",
+    ]
+    section = result.output.split("Commits and shards:")[1].split("\n\n")[0]
+    assert "--dry-run" in section and "--commit-rows" in section and "-q, --quiet" in section
+    assert "--seed" not in result.output.replace("--init-seed", "")  # the old spelling is hidden
+
+
+def _config(command_name: str, arguments: list[str]):
+    command = main.commands[command_name]
+    assert isinstance(command, ConfigCommand)
+    with command.make_context(command_name, arguments) as context:
+        values = field_values(command.config, context.params)
+    return {
+        name: value for name, value in values.items() if name in {f.name for f in dataclasses.fields(command.config)}
+    }
+
+
+def test_extract_seed_is_init_seed_with_a_warning():
+    new = _config("extract", ["c.csv", "--random-init", "--init-seed", "7"])
+    with pytest.warns(FeatxDeprecationWarning, match=r"^--seed is deprecated, use --init-seed; --seed will be"):
+        old = _config("extract", ["c.csv", "--random-init", "--seed", "7"])
+    assert old == new and new["init_seed"] == 7
+
+
+def test_the_cli_prints_the_deprecation_as_a_featx_warning(tmp_path):
+    result = CliRunner().invoke(main, ["extract", str(tmp_path / "missing.csv"), "--seed", "3", "-q"])
+    assert "featx: warning: --seed is deprecated, use --init-seed; --seed will be removed in 0.3.0" in result.output
+
+
+def test_extract_python_keyword_seed_is_init_seed_with_a_warning():
+    from featx.extraction import make_config
+
+    with pytest.warns(FeatxDeprecationWarning, match=r"^seed is deprecated, use init_seed; seed will be removed"):
+        old = make_config("c.csv", random_init=True, seed=5)
+    assert old == make_config("c.csv", random_init=True, init_seed=5)
+
+
+def test_the_quiet_flag_turns_progress_off():
+    assert _config("extract", ["c.csv", "-q"])["progress"] is False
+    assert _config("extract", ["c.csv"])["progress"] is True
+
+
+def test_embed_takes_the_config_fields_as_keywords_and_documents_them_from_the_fields():
+    from featx.errors import InputError
+    from featx.extraction.inmemory.sentences import EMBED_KEYWORDS, embed, embed_options
+
+    assert embed_options({"layers": [1, 2], "poolings": ("cls", "mean")})["layers"] == "1,2"
+    assert embed_options({})["store_dtype"] == "float32"  # embed's own default
+    with pytest.warns(FeatxDeprecationWarning, match="^seed is deprecated, use init_seed"):
+        assert embed_options({"seed": 4})["init_seed"] == 4
+    with pytest.raises(InputError, match=r"^unknown embed option\(s\): colour"):
+        embed_options({"colour": "red"})
+    for keyword in EMBED_KEYWORDS:
+        assert f"    {keyword} (--" in (embed.__doc__ or ""), keyword
+
+
+def test_predict_batch_rows_is_commit_rows_with_a_warning():
+    new = _config("predict", ["b.featx", "c.csv", "--commit-rows", "16"])
+    with pytest.warns(FeatxDeprecationWarning, match=r"^--batch-rows is deprecated, use --commit-rows; --batch-rows"):
+        old = _config("predict", ["b.featx", "c.csv", "--batch-rows", "16"])
+    assert old == new and new["commit_rows"] == 16
+
+
+def test_predict_python_keyword_batch_rows_is_commit_rows_with_a_warning():
+    from featx.deploy import PredictConfig
+
+    with pytest.warns(FeatxDeprecationWarning, match=r"^batch_rows is deprecated, use commit_rows"):
+        old = PredictConfig.build("b.featx", corpus="c.csv", batch_rows=8)
+    assert old == PredictConfig.build("b.featx", corpus="c.csv", commit_rows=8)
+
+
+@pytest.mark.parametrize("command", ["probe", "fit"])
+def test_task_is_one_fixed_choice_in_probe_and_fit(command):
+    option = _generated(main.commands[command])["task"]
+    assert isinstance(option.type, click.Choice) and list(option.type.choices) == [
+        "auto",
+        "classification",
+        "regression",
+    ]
+    assert _config(command, ["f.h5", "--task", "Regression"])["task"] == "regression"
+    result = CliRunner().invoke(main, [command, "f.h5", "--task", "numbers"])
+    assert result.exit_code == 2 and "'numbers' is not one of 'auto', 'classification', 'regression'" in result.output
+
+
+@pytest.mark.parametrize("command", ["extract", "fit", "predict", "erase"])
+def test_quiet_is_accepted_by_every_long_running_command(command):
+    arguments = {"predict": ["b.featx", "c.csv"]}.get(command, ["f.h5"])
+    main.commands[command].make_context(command, [*arguments, "-q"]).close()
+    main.commands[command].make_context(command, [*arguments, "--quiet"]).close()
+
+
+@pytest.mark.parametrize("command", ["extract", "probe", "predict"])
+def test_device_means_the_torch_device_the_command_computes_on(command):
+    assert _generated(main.commands[command])["device"].help.startswith("Torch device ")
+
+
+def test_seed_seeds_folds_wherever_it_is_a_flag():
+    for name, command in CONFIGURED:
+        seed = _generated(command).get("seed")
+        if seed is not None and not seed.hidden:
+            assert "folds" in (seed.help or ""), name
+
+
+def test_files_record_a_renamed_option_under_the_name_0_2_0_wrote():
+    from featx.extraction import make_config
+    from featx.options import recorded
+
+    record = recorded(make_config("c.csv", random_init=True, init_seed=3))
+    assert record["seed"] == 3 and "init_seed" not in record
+
+
+def test_a_config_made_directly_takes_the_old_keyword_too():
+    from featx.extraction import ExtractConfig
+
+    with pytest.warns(FeatxDeprecationWarning, match="^seed is deprecated, use init_seed"):
+        old = ExtractConfig("c.csv", random_init=True, seed=2)
+    assert old == ExtractConfig("c.csv", random_init=True, init_seed=2) and old.replace(init_seed=3).init_seed == 3
