@@ -49,7 +49,7 @@ REFUSED = [
     ("probe n_bootstrap=10**9", "probe", {"n_bootstrap": 10**9}, r"^n_bootstrap 1000000000 is too large"),
     ("fit seed=10**23", "fit", {"seed": 10**23}, r"^--seed 10{23} is too large: at most 4294967295"),
     ("probe seed=2**32", "probe", {"seed": 2**32}, r"^--seed 4294967296 is too large"),
-    ("extract seed=2**64", "extract", {"seed": 2**64}, r"^--seed 18446744073709551616 is too large"),
+    ("extract init_seed=2**64", "extract", {"init_seed": 2**64}, r"^--init-seed 18446744073709551616 is too large"),
 ]
 
 
@@ -60,13 +60,13 @@ def test_unnatural_types_are_one_input_error(tiny_features, tmp_path, case, comm
         getattr(featx, command)(first, **options)
 
 
-@pytest.mark.parametrize("command", ["probe", "fit", "extract"])
-def test_a_huge_seed_on_the_command_line_is_one_clear_error(tiny_features, tmp_path, command):
+@pytest.mark.parametrize(("command", "flag"), [("probe", "--seed"), ("fit", "--seed"), ("extract", "--init-seed")])
+def test_a_huge_seed_on_the_command_line_is_one_clear_error(tiny_features, tmp_path, command, flag):
     first = tmp_path / "corpus.csv" if command == "extract" else tiny_features
     extra = ["--label", "label"] if command != "extract" else []
-    result = CliRunner().invoke(main, [command, str(first), *extra, "--seed", "99999999999999999999999"])
+    result = CliRunner().invoke(main, [command, str(first), *extra, flag, "99999999999999999999999"])
     assert result.exit_code == 2, result.output
-    assert_one_clear_error(result.output, r"--seed 99999999999999999999999 is too large: at most 4294967295")
+    assert_one_clear_error(result.output, rf"{flag} 99999999999999999999999 is too large: at most 4294967295")
 
 
 # -- a fitted probe ----------------------------------------------------------------------------------------

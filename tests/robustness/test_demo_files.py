@@ -39,6 +39,7 @@ def _demo_outputs(out: Path) -> set[str]:
     return written
 
 
+@pytest.mark.slow  # runs make -n in a child process
 @pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
 def test_the_notebooks_default_files_are_written_by_make_demo(tmp_path):
     defaults = _notebook_defaults()

@@ -101,7 +101,7 @@ def _full_at_copy(monkeypatch):
 DISK_FILLS = [
     ("fit: the bundle", "fit {features} --label label --layer 1 --folds 2 -o {out}/m.featx", _full_at_bundle,
      r"{out}/m\.featx", set()),
-    ("predict: the .partial file", "predict {bundle} {corpus} -o {out}/p.csv --batch-rows 30",
+    ("predict: the .partial file", "predict {bundle} {corpus} -o {out}/p.csv --commit-rows 30",
      lambda m: fail_nth_write(m, ".partial", 2), r"{out}/p\.csv\.partial", {"p.csv.partial"}),
     ("erase: the .writing file", "erase {features} --label label --layer 1 --pooling mean -o {out}/e.h5",
      _full_at_writing, r"{out}/e\.h5", set()),
@@ -131,7 +131,7 @@ def test_a_disk_that_fills_during_the_write_is_one_clear_error(
 
 def test_a_partial_cut_by_a_full_disk_holds_whole_lines_and_resumes(world, tmp_path, monkeypatch):
     output = tmp_path / "p.csv"
-    args = ["predict", str(world["bundle"]), str(world["corpus"]), "-o", str(output), "--batch-rows", "30"]
+    args = ["predict", str(world["bundle"]), str(world["corpus"]), "-o", str(output), "--commit-rows", "30"]
     with monkeypatch.context() as patch:
         fail_nth_write(patch, ".partial", 2)
         assert CliRunner().invoke(main, args).exit_code == 2
