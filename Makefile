@@ -29,12 +29,16 @@ install: $(VENV)/.installed
 
 install-test: $(VENV)/.installed-test
 
-# The demo: extract every layer of the embedded model once, probe several label columns, plot each; then
+# The demo: extract every layer of the embedded model once, probe several label columns, plot each, probe the
+# sentiment of a random-init copy of the model (the layer-wise notebook's comparison); then
 # save the sentiment probe chosen on the training rows and apply it to two new texts (standard input in,
 # standard output out). A label's probe (and the bundle) is skipped when newer than the features file.
 DEMO_LABELS ?= sentiment number tense mood length_bucket
 DEMO_FEATURES := $(OUT)/demo.features.h5
 DEMO_BUNDLE := $(OUT)/sentiment.featx
+# The random-init baseline of the sentiment probe: what notebooks/layerwise.ipynb compares the model with.
+DEMO_RANDOM := $(OUT)/demo.random.h5
+DEMO_RANDOM_RESULTS := $(OUT)/demo.random.sentiment.probe.csv
 FEATX := $(VENV)/bin/featx
 
 demo: install
@@ -50,6 +54,13 @@ demo: install
 	  fi; \
 	done
 	$(FEATX) plot $(foreach label,$(DEMO_LABELS),$(OUT)/demo.features.$(label).probe.csv) --compare $(OUT)/demo.labels.png
+	@if [ -f $(DEMO_RANDOM_RESULTS) ] && [ $(DEMO_RANDOM_RESULTS) -nt $(DEMO_FEATURES) ]; then \
+	  echo "random-init baseline: up to date ($(DEMO_RANDOM_RESULTS))"; \
+	else \
+	  echo "$(FEATX) extract data/demo.csv --random-init -o $(DEMO_RANDOM) (the notebook's comparison)"; \
+	  $(FEATX) extract data/demo.csv --random-init -q -o $(DEMO_RANDOM); \
+	  $(FEATX) probe $(DEMO_RANDOM) --label sentiment --layer all -o $(DEMO_RANDOM_RESULTS:.csv=); \
+	fi
 	@if [ -f $(DEMO_BUNDLE)/manifest.json ] && [ $(DEMO_BUNDLE)/manifest.json -nt $(DEMO_FEATURES) ]; then \
 	  echo "featx fit --label sentiment: up to date ($(DEMO_BUNDLE))"; \
 	else \

@@ -24,6 +24,7 @@ from typing import Any, ClassVar, TypeVar
 from .errors import FeatxWarning, InputError
 
 Check = Callable[[Any], None]
+MAX_SEED = 2**32 - 1  # the largest seed numpy and scikit-learn take
 O = TypeVar("O", bound="Options")  # noqa: E741
 OPTION = "featx.option"  # the key of a field's ``Flag`` in its metadata
 REMOVED_IN = "0.3.0"  # the release that drops the old spellings of renamed options (0.2.0 is out)
@@ -193,8 +194,16 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def whole(name: str, flag: str, *, minimum: int = 1, optional: bool = False, hint: str | None = None) -> Check:
-    """``name`` is a whole number of at least ``minimum`` (or None, when ``optional``)."""
+def whole(
+    name: str,
+    flag: str,
+    *,
+    minimum: int = 1,
+    maximum: int | None = None,
+    optional: bool = False,
+    hint: str | None = None,
+) -> Check:
+    """``name`` is a whole number of at least ``minimum`` and at most ``maximum`` (or None, when ``optional``)."""
 
     def check(config: Any) -> None:
         value = getattr(config, name)
@@ -205,6 +214,44 @@ def whole(name: str, flag: str, *, minimum: int = 1, optional: bool = False, hin
                 ", or leave it out for the default" if optional else ""
             )
             raise InputError(f"{flag} {value} must be a whole number of at least {minimum}", hint or default)
+        if maximum is not None and value > maximum:
+            raise InputError(
+                f"{flag} {value} is too large: at most {maximum}",
+                f"give {flag} a whole number from {minimum} to {maximum}",
+            )
+
+    return check
+
+
+def spelled(name: str, flag: str, *, example: str) -> Check:
+    """``name`` as the text its flag takes: a str as it is, a whole number (``layer=3``) or a list or tuple of
+    whole numbers and names (``layers=[1, 2]``) joined with commas; anything else is an ``InputError``."""
+
+    def part(value: Any) -> str | None:
+        if isinstance(value, str):
+            return value
+        return str(value) if _is_whole(value) else None
+
+    def check(config: Any) -> None:
+        value = getattr(config, name)
+        if isinstance(value, str):
+            return
+        parts = [part(item) for item in value] if isinstance(value, (list, tuple)) else [part(value)]
+        if not parts or any(item is None for item in parts):
+            raise InputError(f"{flag} {value!r} is not understood: give it as text or whole numbers", example)
+        normalise(config, name, ",".join(str(item) for item in parts))
+
+    return check
+
+
+def text(name: str, flag: str, *, optional: bool = False, example: str) -> Check:
+    """``name`` is a str (a name: a label column, say), or None when ``optional``."""
+
+    def check(config: Any) -> None:
+        value = getattr(config, name)
+        if (value is None and optional) or isinstance(value, str):
+            return
+        raise InputError(f"{flag} {value!r} is not a name: give it as text", example)
 
     return check
 
@@ -315,6 +362,7 @@ def path_like(name: str, what: str, hint: str) -> Check:
 
 
 __all__ = [
+    "MAX_SEED",
     "OPTION",
     "REMOVED_IN",
     "Check",
@@ -336,5 +384,7 @@ __all__ = [
     "one_of",
     "path_like",
     "requires",
+    "spelled",
+    "text",
     "whole",
 ]

@@ -13,14 +13,79 @@ The CSV files featx writes go through ``featx.io.write_csv`` (formula-safe cells
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
+import re
 import stat
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from .errors import InputError
+from .errors import InputError, StoreError
+
+# Why a write fails, in the user's words: the causes an output folder or disk gives (anything else: its strerror).
+WRITE_REASONS = {
+    errno.ENOSPC: "the disk is full",
+    errno.EDQUOT: "the disk quota is exceeded",
+    errno.EROFS: "the file system is read-only",
+    errno.EACCES: "permission denied",
+    errno.EPERM: "permission denied",
+    errno.EFBIG: "the file is too large for this file system",
+}
+WRITE_HINT = "free disk space or choose a writable place with -o, then run the same command again"
+
+
+def write_failure(err: OSError, path: object, hint: str = WRITE_HINT) -> StoreError:
+    """The one-line error of a failed write of ``path``: what failed and why (an HDF5 error's errno too)."""
+    code = err.errno
+    if code is None:  # h5py: "... errno = 28, error message = 'No space left on device' ..."
+        found = re.search(r"errno = (\d+)", str(err))
+        code = int(found.group(1)) if found else None
+    reason = WRITE_REASONS.get(code) if code is not None else None
+    if reason is None:
+        reason = err.strerror or (os.strerror(code) if code is not None else str(err).split("\n")[0])
+    return StoreError(f"cannot write {path}: {reason}", hint)
+
+
+@contextlib.contextmanager
+def writing(path: object, hint: str = WRITE_HINT) -> Iterator[None]:
+    """Turn an ``OSError`` raised inside into ``write_failure(err, path)``: one clear line, exit 2."""
+    try:
+        yield
+    except OSError as err:
+        raise write_failure(err, path, hint) from None
+
+
+def check_writable(path: Path, hint: str = WRITE_HINT) -> None:
+    """Before expensive work: create and remove a small file in the folder that will hold ``path`` (its nearest
+    existing folder, when it is still to be made). ``os.access`` says "writable" to root even on a read-only
+    mount, so this tries it; a full disk shows only when the file's bytes are flushed, so one block is written."""
+    folder = Path(path).absolute().parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    try:
+        descriptor, name = tempfile.mkstemp(dir=folder, prefix=".featx-write-test-")
+    except OSError as err:
+        raise write_failure(err, path, hint) from None
+    try:
+        with os.fdopen(descriptor, "wb") as handle:
+            handle.write(b"\0" * 4096)
+            handle.flush()
+            os.fsync(handle.fileno())
+    except OSError as err:
+        raise write_failure(err, path, hint) from None
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(name)
+
+
+def sibling(path: Path, name: object) -> Path | None:
+    """The file ``name`` beside ``path``, when ``name`` is a bare file name (a results file names its predictions
+    file so); None for anything else: a name from someone else's JSON may hold ``/``, ``..`` or markup."""
+    if not isinstance(name, str) or not name or name in (".", "..") or "/" in name or "\\" in name or "\0" in name:
+        return None
+    return Path(path).with_name(name)
 
 
 def atomic_write_text(path: Path, text: str, encoding: str = "utf-8") -> None:

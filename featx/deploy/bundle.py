@@ -70,8 +70,10 @@ def write_bundle(probe: Probe, target: Path, overwrite: bool = False) -> Path:
         raise InputError(f"{target} already exists", "pass --overwrite to replace it, or choose another -o path")
     check_overwrite(target, "probe bundle", is_bundle_folder)
     target.parent.mkdir(parents=True, exist_ok=True)
-    data = save({name: array for name, array in checks.arrays_of(probe.head).items()})
-    manifest = manifest_of(probe, hashlib.sha256(data).hexdigest(), len(data))
+    manifest = manifest_of(probe, "", 0)  # its content, digested into the weights file; then the weights' digest
+    arrays = {name: array for name, array in checks.arrays_of(probe.head).items()}
+    data = save(arrays, metadata={checks.MANIFEST_DIGEST: checks.manifest_digest(manifest)})
+    manifest["files"] = {WEIGHTS: {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)}}
     staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp"))
     try:
         _write_new(staging, WEIGHTS, data)

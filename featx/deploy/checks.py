@@ -24,6 +24,7 @@ from .head import ARRAYS, KIND_OF
 FORMAT = "featx-probe"
 SCHEMA_VERSION = 1
 MANIFEST, WEIGHTS = "manifest.json", "weights.safetensors"
+MANIFEST_DIGEST = "featx_manifest_sha256"  # the key of the manifest's digest in the weights file's metadata
 MAX_MANIFEST_BYTES = 8 << 20
 MAX_WEIGHTS_BYTES = 4 << 30
 MAX_FEATURES = 1 << 21  # columns a head may read (a cat of many wide layers, SentEval pairs)
@@ -87,6 +88,8 @@ def parse_manifest(text: str, folder: Path) -> dict:
         manifest = json.loads(text)
     except ValueError:
         raise _bad(folder, f"{MANIFEST} is not valid JSON") from None
+    except RecursionError:
+        raise _bad(folder, f"{MANIFEST} is nested too deeply to read") from None
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         raise _bad(folder, f"{MANIFEST} is not a featx probe manifest")
     return manifest
@@ -124,6 +127,8 @@ def _check_fields(manifest: dict, folder: Path) -> None:
         raise _bad(folder, f"n_features {manifest.get('n_features')!r} is not a whole number in 1..{MAX_FEATURES:,}")
     if not isinstance(manifest.get("extraction"), dict):
         raise _bad(folder, "its extraction settings are missing")
+    _check_array_shapes(manifest.get("arrays"), folder)
+    _check_extraction(manifest["extraction"], folder)
     spec, level = layer_spec(manifest, folder), manifest.get("level", "sentence")
     if level == "word":
         _check_word_fields(manifest, spec, folder)
@@ -143,6 +148,43 @@ def _check_word_fields(manifest: dict, spec: LayerSpec, folder: Path) -> None:
         raise _bad(folder, f"unknown word pooling {manifest.get('pooling')!r} ({', '.join(WORD_POOLINGS)})")
     if spec.kind != "single" or manifest.get("task") != "classification":
         raise _bad(folder, "a word probe reads one layer and predicts classes")
+
+
+# The extraction settings predict reuses, each with what it may hold (None too: an older bundle lacks some).
+DTYPE_NAMES = ("auto", "float32", "fp32", "float16", "fp16", "half", "bfloat16", "bf16")
+EXTRACTION_CHOICES = {
+    "store_dtype": ("float16", "float32"),
+    "compute_dtype": DTYPE_NAMES,
+    "option_dtype": DTYPE_NAMES,
+    "long_inputs": ("truncate", "window"),
+    "pair_mode": ("cross", "separate"),
+}
+EXTRACTION_WHOLE = {"max_length": (2, 1 << 20), "stride": (0, 1 << 20)}
+
+
+def _check_extraction(extraction: dict, folder: Path) -> None:
+    """Each extraction setting predict passes on is one featx writes: a bad one is named as the bundle's field,
+    never as an option the user did not give."""
+    for name, choices in EXTRACTION_CHOICES.items():
+        value = extraction.get(name)
+        if value is not None and value not in choices:
+            raise _bad(folder, f"its extraction field '{name}' is {str(value)[:40]!r}, not one of {', '.join(choices)}")
+    for name, (low, high) in EXTRACTION_WHOLE.items():
+        value = extraction.get(name)
+        if value is not None and not _is_whole(value, low, high):
+            raise _bad(
+                folder, f"its extraction field '{name}' is {str(value)[:40]}, not a whole number in {low}..{high:,}"
+            )
+
+
+def _check_array_shapes(arrays: Any, folder: Path) -> None:
+    """``arrays``: each array's name and its shape, a non-empty list of whole numbers (an mlp's hidden width is
+    read from it)."""
+    if not isinstance(arrays, dict) or not all(
+        isinstance(shape, list) and shape and all(_is_whole(n, 1, MAX_FEATURES) for n in shape)
+        for shape in arrays.values()
+    ):
+        raise _bad(folder, f"its arrays field {str(arrays)[:60]!r} is not each array's name and shape")
 
 
 def layer_spec(manifest: dict, folder: Path | None = None) -> LayerSpec:
@@ -217,6 +259,33 @@ def _read_bytes(folder: Path, manifest: dict) -> bytes:
     return data
 
 
+def manifest_digest(manifest: dict) -> str:
+    """The sha256 of the manifest's content, all but its ``files`` record (which holds the weights' own digest),
+    as canonical JSON: written into the weights file's metadata, so that an edited manifest is noticed."""
+    body = {key: value for key, value in manifest.items() if key != "files"}
+    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode("utf-8")).hexdigest()
+
+
+def _weights_metadata(data: bytes) -> dict:
+    """The ``__metadata__`` of a safetensors file's header (strings only); empty when it has none."""
+    try:
+        length = int.from_bytes(data[:8], "little")
+        metadata = json.loads(data[8 : 8 + length]).get("__metadata__") or {}
+    except (ValueError, RecursionError, AttributeError):
+        return {}
+    return metadata if isinstance(metadata, dict) else {}
+
+
+def _check_digest(folder: Path, manifest: dict, data: bytes) -> None:
+    """The manifest is the one written with these weights (a bundle written before featx recorded the digest
+    has none to compare)."""
+    recorded = _weights_metadata(data).get(MANIFEST_DIGEST)
+    if recorded is not None and recorded != manifest_digest(manifest):
+        raise _bad(
+            folder, f"{MANIFEST} was changed after it was written (its content differs from the digest in {WEIGHTS})"
+        )
+
+
 def read_weights(folder: Path, manifest: dict) -> dict[str, np.ndarray]:
     """The head's arrays, after the digest, names, dtypes, shapes and values are checked."""
     from safetensors import SafetensorError
@@ -243,6 +312,7 @@ def read_weights(folder: Path, manifest: dict) -> dict[str, np.ndarray]:
     scaler = [name for name in shapes if name.endswith(("mean", "scale"))]
     if any(np.any(arrays[name] <= 0) for name in scaler if name.endswith("scale")):
         raise _bad(folder, "its scaler has a scale of zero or less")
+    _check_digest(folder, manifest, data)
     return {name: arrays[name].astype(np.float32 if name in scaler else np.float64) for name in shapes}
 
 
@@ -258,6 +328,7 @@ def check_model_now(extraction: dict) -> None:
 __all__ = [
     "FORMAT",
     "MANIFEST",
+    "MANIFEST_DIGEST",
     "MAX_MANIFEST_BYTES",
     "OWN_KEYS",
     "REFIT_HINT",
@@ -267,6 +338,7 @@ __all__ = [
     "bundle_folder",
     "check_manifest",
     "check_model_now",
+    "manifest_digest",
     "expected_shapes",
     "layer_spec",
     "parse_manifest",

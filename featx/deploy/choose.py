@@ -94,13 +94,14 @@ def cross_validate(X, y: np.ndarray, classes: list[str] | None, folds, metric: s
     return scores
 
 
-def fit_any(classifier: str, X, y: np.ndarray, classes: list[str] | None, options: dict):
-    """``head.fit_head`` on one matrix, ``stack.fit_stack`` on a stack's list of per-layer matrices."""
+def fit_any(classifier: str, X, y: np.ndarray, classes: list[str] | None, options: dict, dev=None):
+    """``head.fit_head`` on one matrix (``dev``: its fixed validation rows), ``stack.fit_stack`` on a stack's
+    list of per-layer matrices."""
     if isinstance(X, list):
         assert classes is not None, "a stack is a classification head"
         return fit_stack(classifier, X, y, classes, options["cs"], options["balanced"], options["seed"])
     return heads.fit_head(
-        classifier, X, y, classes, options["cs"], options["alphas"], options["balanced"], options["seed"]
+        classifier, X, y, classes, options["cs"], options["alphas"], options["balanced"], options["seed"], dev
     )
 
 

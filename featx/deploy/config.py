@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import ClassVar
 
 from ..errors import InputError
-from ..options import Check, Options, number, numbers, one_of, option, path_like, whole
-from ..probing import DEFAULT_ALPHAS, DEFAULT_CS, check_folds, check_jobs, check_seed
+from ..options import Check, Options, number, numbers, one_of, option, path_like, spelled, text, whole
+from ..probing import DEFAULT_ALPHAS, DEFAULT_CS, check_bootstrap, check_folds, check_jobs, check_seed
 
 HEADS = ("logreg", "svm", "mlp", "ridge")
 CLASS_METRICS = ("accuracy", "macro_f1", "balanced_accuracy")
@@ -89,6 +89,9 @@ class FitConfig(Options):
             "featx.embed(texts) gives their features, "
             "or fit featx.sklearn.HiddenStates and a scikit-learn classifier on them",
         ),
+        text("label", "label", optional=True, example="name a stored label column, e.g. label='sentiment'"),
+        spelled("layer", "layer", example="e.g. layer='auto', layer=3 or layer='cat(-4:)'"),
+        spelled("pooling", "pooling", example="e.g. pooling='auto' or pooling='mean'"),
         check_seed,
         check_folds,
         check_jobs,
@@ -96,7 +99,7 @@ class FitConfig(Options):
         one_of("task", "--task", TASKS, hint="choose classification, regression or auto"),
         numbers("cs", "--cs"),
         numbers("alphas", "--alphas"),
-        whole("n_bootstrap", "n_bootstrap", minimum=1),
+        check_bootstrap,
         _check_metric,
         _check_output,
     )

@@ -18,7 +18,7 @@ import numpy as np
 from ..errors import InputError
 from ..extraction import config_sha256, tokenizer_sha256
 from ..probing import bootstrap_intervals, regression_bootstrap
-from ..safe_files import check_overwrite, is_bundle_folder
+from ..safe_files import check_overwrite, check_writable, is_bundle_folder, writing
 from ..store import FeatureFile
 from .bundle import write_bundle
 from .choose import Candidate, choose, fit_any, score_of, take
@@ -42,6 +42,7 @@ class FitResult:
     candidates: list[Candidate]
     test: dict | None  # {"score", "low", "high", "baseline", "n"} on the test split; None without one
     notes: list[str] = field(default_factory=list)
+    trained_on: str = ""  # which rows the saved head was trained on (summary's line)
 
     def _test_lines(self) -> list[str]:
         """The test score beside the majority class (training mean) and the lexical baseline."""
@@ -79,6 +80,7 @@ class FitResult:
             f"({strength} {probe.head.C:g}), of {len(self.candidates)} candidate(s) by {metric} on the training "
             f"{'words' if word else 'rows'}",
             f"cross-validated {metric} (training {items}): {cv}",
+            *([self.trained_on] if self.trained_on else []),
         ]
         if self.test is not None:
             lines += self._test_lines()
@@ -185,20 +187,44 @@ def fit(config: FitConfig | str | Path | None = None, report: Callable[[str], No
         raise InputError(f"{plan.output} already exists", "pass --overwrite to replace it, or choose another -o path")
     if plan.config.write and plan.config.overwrite:  # before any fitting: only a bundle is ever replaced
         check_overwrite(plan.output, "probe bundle", is_bundle_folder)
+    if plan.config.write:
+        check_writable(plan.output)  # before the candidates are scored, not after
     candidates = _selection(plan, report)
     best, opts = candidates[0], _options(plan)
     read = stored_word_matrix if plan.level == "word" else stored_matrix
     with FeatureFile(plan.path) as features:
         X = read(features, best.spec, best.pooling, plan.rows)
+    dev = _dev_positions(plan, opts["classifier"], best.spec.kind)
     with threadpool_limits(limits=JOB_THREADS):  # small products: extra BLAS threads mostly spin
-        head = fit_any(opts["classifier"], take(X, plan.train), plan.y[plan.train], plan.classes, opts)
+        head = fit_any(opts["classifier"], take(X, plan.train), plan.y[plan.train], plan.classes, opts, dev)
     test = _test_score(plan, head, take(X, plan.test)) if len(plan.test) else None
     info = _info(plan, candidates, test)
     probe = Probe(head, best.spec, best.pooling, _extraction(plan), info)
     path = None
     if plan.config.write:
-        probe.path = path = write_bundle(probe, plan.output, overwrite=plan.config.overwrite)
-    return FitResult(probe, path, plan.metric, candidates, test, plan.notes)
+        with writing(plan.output):  # a full disk or a read-only folder: one line, no half-written bundle
+            probe.path = path = write_bundle(probe, plan.output, overwrite=plan.config.overwrite)
+    return FitResult(probe, path, plan.metric, candidates, test, plan.notes, _trained_on(plan, dev))
+
+
+def _dev_positions(plan: FitPlan, classifier: str, kind: str) -> np.ndarray | None:
+    """Positions in the training rows of the val split's rows, for a linear or ridge head on one matrix (its C
+    or alpha is chosen on them, as featx probe chooses it); None otherwise."""
+    if plan.dev is None or classifier == "mlp" or kind == "stack":
+        return None
+    return np.flatnonzero(np.isin(plan.train, plan.dev))
+
+
+def _trained_on(plan: FitPlan, dev: np.ndarray | None) -> str:
+    """Which rows the saved head was trained on: the line both featx fit and featx probe print."""
+    items = "words" if plan.level == "word" else "rows"
+    if dev is None:
+        return f"trained on {len(plan.train)} {items} (every labelled {items[:-1]} outside the test split)"
+    strength = "alpha" if plan.classes is None else "C"
+    return (
+        f"trained on the {len(plan.train) - len(dev)} train {items}, its {strength} chosen on the {len(dev)} val "
+        f"{items} (as featx probe trains)"
+    )
 
 
 def _extraction(plan: FitPlan) -> dict:

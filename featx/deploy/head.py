@@ -78,15 +78,19 @@ def fit_head(
     alphas,
     balanced: bool,
     seed: int,
+    dev: np.ndarray | None = None,
 ) -> Head:
     """Train a head on exactly these rows (``X``, ``y``): the scaler, the C (or alpha) search on a holdout of
-        them, then the final fit on all of them. ``classes`` None: regression (``y`` numbers), else ``y`` are codes
-    into ``classes``."""
-    rows = np.arange(len(X))
+    them, then the final fit on all of them. ``classes`` None: regression (``y`` numbers), else ``y`` are codes
+    into ``classes``. ``dev``: positions of fixed validation rows (a corpus's val split) of a linear or ridge
+    head: trained on the other rows, its C (alpha) chosen on these, as ``featx probe`` does."""
+    linear = classifier != "mlp"
+    rows = np.arange(len(X)) if dev is None or not linear else np.setdiff1d(np.arange(len(X)), dev)
+    dev = dev if linear else None
     if classifier == "ridge":
         from ..probing import fit_ridge
 
-        fits, scaler = fit_ridge(X, [y], rows, None, tuple(alphas), seed)
+        fits, scaler = fit_ridge(X, [y], rows, dev, tuple(alphas), seed)
         fit, alpha, _ = fits[0]
         weights = {"coef": np.asarray(fit.coef, np.float64), "intercept": np.asarray(fit.intercept, np.float64)}
         return Head("ridge", scaler.mean, scaler.scale, weights, None, float(alpha))
@@ -95,7 +99,7 @@ def fit_head(
         head = _fit_mlp(X, y, len(classes), balanced, seed)
         head.classes = list(classes)
         return head
-    model, scaler, C, _ = fit_linear(classifier, X, y, rows, None, tuple(cs), balanced, seed)
+    model, scaler, C, _ = fit_linear(classifier, X, y, rows, dev, tuple(cs), balanced, seed)
     weights = linear_weights(model, len(classes))
     return Head(classifier, scaler.mean, scaler.scale, weights, list(classes), float(C))
 

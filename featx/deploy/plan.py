@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import store
 from ..errors import InputError
-from ..probing import HEAD_LABEL, TEST_VALUES, check_labels, default_label, resolve_task, stored_column
+from ..probing import DEV_VALUES, HEAD_LABEL, TEST_VALUES, check_labels, default_label, resolve_task, stored_column
 from ..selection import LayerSpec, parse_layer_specs, parse_poolings
 from ..state import given_or_last
 from ..store import FeatureFile
@@ -65,6 +65,9 @@ class FitPlan:
     notes: list[str] = field(default_factory=list)
     level: str = "sentence"  # or "word": ``rows`` are then stored words, ``pooling`` a word pooling
     groups: np.ndarray | None = None  # word level: each item's sentence (folds never split a sentence)
+    # positions in ``rows`` of the val split's rows (among ``train``): a linear or ridge head is trained on the
+    # other training rows and its C (alpha) chosen on these, as featx probe does; None without a val split
+    dev: np.ndarray | None = None
 
     @property
     def is_classification(self) -> bool:
@@ -164,6 +167,16 @@ def _split(features: FeatureFile, rows: np.ndarray) -> tuple[np.ndarray, np.ndar
     test = np.flatnonzero(np.isin(values, TEST_VALUES))
     train = np.flatnonzero(~np.isin(values, TEST_VALUES))
     return train, test
+
+
+def _dev(features: FeatureFile, rows: np.ndarray) -> np.ndarray | None:
+    """Positions in ``rows`` of the val (dev) split's rows, when the file has a test split and a val split."""
+    split = features.split
+    if split is None:
+        return None
+    values = np.char.lower(np.asarray(split, dtype=str)[rows])
+    dev = np.flatnonzero(np.isin(values, DEV_VALUES))
+    return dev if len(dev) and np.isin(values, TEST_VALUES).any() else None
 
 
 def _classes_of_training(y, train, test, names, label) -> tuple[np.ndarray, list[str]]:
@@ -293,6 +306,7 @@ def resolve_fit(config: FitConfig) -> FitPlan:
             )
         extraction = _extraction(features)
         fingerprint, layers = features.fingerprint, list(features.layers)
+        dev = _dev(features, rows)
     return FitPlan(
         config,
         Path(path),
@@ -310,6 +324,7 @@ def resolve_fit(config: FitConfig) -> FitPlan:
         extraction,
         layers,
         notes,
+        dev=dev,
     )
 
 

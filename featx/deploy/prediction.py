@@ -11,6 +11,7 @@ end, with no partial file (nothing to resume).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -22,7 +23,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..extraction import Corpus, read_corpus
-from ..safe_files import check_overwrite, is_predictions_file
+from ..safe_files import check_overwrite, check_writable, is_predictions_file, writing
 from .bundle import load
 from .config import PredictConfig
 from .probe import Probe
@@ -177,11 +178,25 @@ def _resume(partial: Path, key: dict, notes: list[str]) -> list[list[float]]:
 
 
 def _append(partial: Path, key: dict, rows: list[list[float]], fresh: bool) -> None:
+    """Append a chunk's score rows; a failed write (a full disk) is cut off again, so the file holds whole
+    lines only, and is one clear error."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | (os.O_TRUNC if fresh else 0)
-    with os.fdopen(os.open(partial, flags, 0o600), "a", encoding="utf-8") as handle:
-        if fresh:
-            handle.write(json.dumps(key) + "\n")
-        handle.write("".join(json.dumps([float(v) for v in row]) + "\n" for row in rows))
+    text = (json.dumps(key) + "\n" if fresh else "") + "".join(
+        json.dumps([float(v) for v in row]) + "\n" for row in rows
+    )
+    with writing(partial):
+        descriptor = os.open(partial, flags, 0o600)
+        size = os.fstat(descriptor).st_size
+        try:
+            with os.fdopen(descriptor, "a", encoding="utf-8") as handle:
+                handle.write(text)
+        except OSError:
+            with contextlib.suppress(OSError):
+                if size:
+                    os.truncate(partial, size)
+                else:
+                    partial.unlink()
+            raise
 
 
 def _chunk_scores(probe: Probe, texts: list, pairs: list[str] | None, config: PredictConfig) -> np.ndarray:
@@ -252,6 +267,8 @@ def predict(config: PredictConfig | str | Path | None = None, **options: Any) ->
     to_stdout = str(output) == STDOUT
     if output.exists() and not config.overwrite and not to_stdout:
         raise InputError(f"{output} already exists", "pass --overwrite to replace it, or choose another -o path")
+    if not to_stdout:
+        _check_output(output, config)  # a folder, or one of this run's inputs: refused before any work
     if config.overwrite and not to_stdout:
         check_overwrite(output, "predictions file", is_predictions_file)
     partial = None if to_stdout else output.with_name(output.name + PARTIAL_SUFFIX)
@@ -266,13 +283,33 @@ def predict(config: PredictConfig | str | Path | None = None, **options: Any) ->
     scores = _run_chunks(probe, corpus, config, partial, key, done, first)
     index = {"id": corpus.ids} if words is None else _word_index(words, corpus.ids)
     frame = output_frame(probe, index, np.asarray(scores, dtype=np.float64), config.top_k, config.threshold)
-    write_frame(frame, output)
-    if partial is not None:
-        partial.unlink(missing_ok=True)
+    with writing(*(("standard output", "free disk space or send the output elsewhere") if to_stdout else (output,))):
+        write_frame(frame, output)
+        if partial is not None:
+            partial.unlink(missing_ok=True)
     score = score_line(probe, frame, truth)
     if words is not None:
         notes.append(f"{len(frame)} words in {len(corpus)} sentences")
     return PredictResult(output, len(frame), resumed, score, notes, "rows" if words is None else "words")
+
+
+def _check_output(output: Path, config: PredictConfig) -> None:
+    """Before any row is predicted: the output is a file that is none of the inputs, in a writable folder."""
+    if output.is_dir():
+        raise InputError(f"-o {output} is a folder", "-o names the predictions file, e.g. -o predictions.csv")
+    inputs = [Path(str(config.corpus)), Path(str(config.bundle))]
+    if any(_same_file(output, path) for path in inputs):
+        raise InputError(
+            f"-o {output} is an input of this run (its corpus)", "write the predictions to another file with -o"
+        )
+    check_writable(output)
+
+
+def _same_file(output: Path, path: Path) -> bool:
+    try:
+        return output.exists() and path.exists() and os.path.samefile(output, path)
+    except OSError:
+        return False
 
 
 def _first_row(words: WordTable | None, done: int) -> int | None:

@@ -64,10 +64,17 @@ class Probe:
             f"classifier={self.head.classifier!r}, model={self.extraction.get('model')!r})"
         )
 
+    def __getstate__(self) -> dict:
+        """Pickled (by a user's scikit-learn pipeline, say) without the loaded model: it is loaded again when
+        needed, and the model's files are checked again then."""
+        state = dict(self.__dict__)
+        state["_encoders"], state["_model_checked"] = {}, False
+        return state
+
     # -- precomputed features --------------------------------------------------------------
     def _checked(self, X: Any) -> Any:
         if self.spec.kind == "stack":
-            return self._checked_blocks(X)
+            return [_finite(block) for block in self._checked_blocks(X)]
         X = np.asarray(X, dtype=np.float32)
         if X.ndim != 2 or X.shape[1] != self.head.n_features:
             raise InputError(
@@ -75,7 +82,7 @@ class Probe:
                 f"(layer {self.spec.name}, pooling {self.pooling})",
                 "pass the matrix of the bundle's layer and pooling, one row per text",
             )
-        return X
+        return _finite(X)
 
     def _checked_blocks(self, blocks: Any) -> list[np.ndarray]:
         widths = [int(width) for width in getattr(self.head, "widths", [])]
@@ -255,6 +262,19 @@ def prompt_options(extraction: dict) -> dict:
         if extraction.get(f"option_{name}"):
             options[name] = extraction[f"option_{name}"]
     return options
+
+
+def _finite(X: np.ndarray) -> np.ndarray:
+    """``X`` when every value is finite; else an ``InputError`` naming the first bad rows (a probe's answer on
+    NaN or infinite features means nothing)."""
+    bad = np.flatnonzero(~np.isfinite(X).all(axis=1))
+    if len(bad):
+        shown = ", ".join(str(int(row)) for row in bad[:5]) + (", ..." if len(bad) > 5 else "")
+        raise InputError(
+            f"{len(bad)} of {len(X)} feature rows hold NaN or infinite values (rows {shown})",
+            "pass finite features: the rows of a features file featx wrote, or of probe.features(texts)",
+        )
+    return X
 
 
 def _split_pairs(items: Any) -> tuple[list, list]:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from ..options import Check, normalise, one_of, whole
+from ..options import MAX_SEED, Check, normalise, one_of, whole
 from .shards.sharding import ShardSpec
 
 ExtractConfig = Any  # the checks take an ``ExtractConfig`` (config.py imports this module, not the other way)
@@ -194,4 +194,5 @@ CONSTRAINTS: tuple[Check, ...] = (
     _check_missing_labels,
     _check_pair,
     _check_prompts,
+    whole("init_seed", "--init-seed", minimum=0, maximum=MAX_SEED),
 )

@@ -119,14 +119,30 @@ def write_csv(frame, path: str | Path, index: bool = False, sep: str = ",", hint
     standard output for ``-``; returns ``path``. A path that cannot be written is a ``StoreError`` with ``hint``."""
     text = csv_text(frame, index=index, sep=sep)
     if str(path) == STDOUT:
-        sys.stdout.write(text)
-        sys.stdout.flush()
+        try:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+        except OSError:  # ``> /dev/full``, a closed pipe: the caller says so (``featx.safe_files.writing``)
+            _drop_stdout()
+            raise
         return Path(path)
     try:
         atomic_write_text(Path(path), text)
     except OSError as err:
         raise StoreError(f"cannot write {path}: {err.strerror or err}", hint) from None
     return Path(path)
+
+
+def _drop_stdout() -> None:
+    """After a failed write to standard output (``> /dev/full``, a closed pipe): point it at the null device, so
+    that the text still buffered is not written again, and fails again, when Python exits."""
+    import contextlib
+    import os
+
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
 
 
 def read_csv(path, **options):

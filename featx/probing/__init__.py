@@ -51,6 +51,7 @@ _HOMES = {
     # what featx.deploy and featx.report build on: checks, jobs, labels, evaluation, solvers
     "DEFAULT_ALPHAS": "config",
     "DEFAULT_CS": "config",
+    "check_bootstrap": "config",
     "check_folds": "config",
     "check_jobs": "config",
     "check_seed": "config",
@@ -67,6 +68,7 @@ _HOMES = {
     "EvaluationPlan": "evaluation.plans:Plan",
     "classification_plan": "evaluation.plans:make_plan",
     "regression_plan": "tasks.regression:make_plan",
+    "DEV_VALUES": "evaluation.plans",
     "TEST_VALUES": "evaluation.plans",
     "check_labels": "evaluation.plans",
     "inner_split": "evaluation.plans",

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from ..errors import InputError
-from ..options import Check, Options, names, one_of, option, path_like, requires, whole
+from ..options import MAX_SEED, Check, Options, names, one_of, option, path_like, requires, spelled, text, whole
 from .solvers.devices import check_device
 
 CLASSIFIERS = ("logreg", "svm", "mlp", "attn")
@@ -99,8 +99,13 @@ def _at_least(minimum: int, flag: str) -> str:
 
 
 # The seed and the bootstrap size, checked alike by every probing command.
-check_seed = whole("seed", "--seed", minimum=0, hint=_at_least(0, "--seed"))
-check_bootstrap = whole("n_bootstrap", "n_bootstrap", minimum=1, hint=_at_least(1, "n_bootstrap"))
+# A seed is at most MAX_SEED (what numpy and scikit-learn take); the bootstrap holds n_bootstrap resamples of
+# the test rows at once, so it is bounded (10**5 keeps a 10,000-row test part under a few GB).
+MAX_BOOTSTRAP = 100_000
+check_seed = whole("seed", "--seed", minimum=0, maximum=MAX_SEED, hint=_at_least(0, "--seed"))
+check_bootstrap = whole(
+    "n_bootstrap", "n_bootstrap", minimum=1, maximum=MAX_BOOTSTRAP, hint=_at_least(1, "n_bootstrap")
+)
 
 
 @dataclass(frozen=True)
@@ -251,6 +256,9 @@ class ProbeConfig(Options):
             "featx.embed(texts) gives their features, "
             "or probe them with featx.sklearn.HiddenStates and a scikit-learn classifier",
         ),
+        text("label", "label", optional=True, example="name a stored label column, e.g. label='sentiment'"),
+        spelled("layers", "layers", example="e.g. layers='all', layers=3 or layers=[1, 2]"),
+        spelled("poolings", "poolings", example="e.g. poolings='mean' or poolings=['mean', 'cls']"),
         check_seed,
         check_bootstrap,
         check_folds,

@@ -233,6 +233,7 @@ def add_labels(
     second writer at the same time is refused, never silently overwritten; copies left by a killed add are
     removed first. A features path that is a symbolic link is written through: its target gets the columns and
     the link stays a link."""
+    from ..safe_files import writing
     from ..store import OutputLock, add_label_columns, remove_stale_additions
     from .analyses.target import open_complete
 
@@ -248,7 +249,8 @@ def add_labels(
                 f"{features_path} already has label column(s) {', '.join(clash)}",
                 "rename them in the label file, or probe them without storing: featx probe --labels FILE",
             )
-        add_label_columns(target, columns)
+        with writing(target, "free disk space (the file is copied beside itself) or make its folder writable"):
+            add_label_columns(target, columns)
     shown = ", ".join(
         f"{name} ({len(column.names)} classes, {column.n_missing} missing)" for name, column in columns.items()
     )

@@ -67,6 +67,11 @@ class ProbePlan:
         level: Level | None = None,
     ) -> ProbePlan:
         """The plan completed by its task (``level``: a word task's, word or arc)."""
+        if evaluation.is_split and (level or self.level) == "sentence":
+            (train, test), dev = evaluation.folds[0], evaluation.dev[0]
+            strength = "alpha" if self.task == "regression" else "C"
+            chosen = f", {strength} chosen on the {len(dev)} val rows" if dev is not None else ""
+            self.notes.append(f"trained on the {len(train)} train rows{chosen}; tested on the {len(test)} test rows")
         return replace(
             self,
             level=self.level if level is None else level,

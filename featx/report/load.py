@@ -274,9 +274,12 @@ def references(frame: pd.DataFrame, metric: str = "accuracy", classifier: str | 
         found.append(("control task (max over layers)", float(rows[control_column].max())))
     baseline = frame[(frame["features"] == "baseline") & ~frame["kind"].isin(["majority", "baseline", "lexical"])]
     if metric in baseline.columns and not baseline[metric].dropna().empty:
-        top = baseline.loc[baseline[metric].idxmax()]
+        # The row chosen on the training part, as the terminal chooses it (the best test value only for results
+        # without a selection score): one rule for the main and the baseline features.
+        top, selected = chosen_row(baseline.dropna(subset=[metric]), metric)
         where = f"layer {int(top['layer'])}" if pd.notna(top["layer"]) else str(top.get("layer_spec", ""))
-        found.append((f"baseline features (best: {where}, {top['pooling']})", float(top[metric])))
+        how = "chosen" if selected else "best"
+        found.append((f"baseline features ({how}: {where}, {top['pooling']})", float(top[metric])))
     return found
 
 

@@ -17,6 +17,7 @@ import pandas as pd
 
 from ..io import read_csv
 from ..probing import SIGNIFICANCE_ALPHA, holm
+from ..safe_files import sibling
 
 N_BOOT = 2000
 
@@ -27,8 +28,8 @@ def predictions_path(meta: dict) -> Path | None:
     name = meta.get("predictions_file")
     if not results or not name:
         return None
-    path = Path(results).with_name(name)
-    return path if path.exists() else None
+    path = sibling(Path(results), name)
+    return path if path is not None and path.exists() else None
 
 
 def why_not_paired(meta_a: dict, meta_b: dict) -> str | None:

@@ -14,6 +14,7 @@ Where a derived file goes and whether it may be written there is the caller's (`
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -22,7 +23,7 @@ from pathlib import Path
 import h5py
 import numpy as np
 
-from ..errors import StoreError
+from ..safe_files import write_failure
 from . import schema as s
 from .hdf5 import CHUNK_BYTES, write_layer
 
@@ -60,10 +61,9 @@ def write_derived(source: Path, output: Path, pooled: dict[str, dict[int, np.nda
             _write_pooled(dst, pooled, layers, int(src.attrs[s.N_ROWS]))
         os.replace(temporary, output)
     except OSError as err:
-        temporary.unlink(missing_ok=True)
-        raise StoreError(
-            f"cannot write {output}: {err.strerror or err}", "choose a writable location with -o"
-        ) from None
+        with contextlib.suppress(OSError):  # a read-only folder refuses the unlink too
+            temporary.unlink(missing_ok=True)
+        raise write_failure(err, output, "free disk space or choose a writable place with -o") from None
     return output
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TextIO
 
 from ..errors import StoreError
+from ..safe_files import write_failure
 
 
 class OutputLock:
@@ -75,14 +76,18 @@ class OutputLock:
                 except FileNotFoundError:
                     pass
                 handle.close()
-            handle.seek(0)
-            handle.truncate()
-            handle.write(f"{self.command} (pid {os.getpid()})")
-            handle.flush()
+            try:
+                handle.seek(0)
+                handle.truncate()
+                handle.write(f"{self.command} (pid {os.getpid()})")
+                handle.flush()
+            except OSError as err:  # a full disk: the holder's name cannot be written
+                raise write_failure(err, self.path, "free disk space, then run the same command again") from None
         except BaseException:  # Ctrl-C or SIGTERM while taking the lock: release (and remove) what was taken
             if self.handle is not None and not self.handle.closed:
                 self._remove_if_ours(self.handle)
-                self.handle.close()
+                with contextlib.suppress(OSError):  # closing flushes again what a full disk refused
+                    self.handle.close()
             raise
         return self
 

@@ -100,8 +100,8 @@ def _json_list(attrs: dict, key: str, path: Path, kind, limit: int) -> list:
     raw = attrs.get(key)
     try:
         value = json.loads(raw) if isinstance(raw, str) else raw
-    except ValueError:
-        _fail(path, f"attribute '{key}' is not valid JSON")
+    except (ValueError, RecursionError):
+        _fail(path, f"attribute '{key}' is not valid JSON, or nested too deeply")
     if (
         not isinstance(value, list)
         or len(value) > limit
@@ -140,12 +140,7 @@ def check_layout(file: h5py.File, path: Path, attrs: dict, rows_done: int) -> di
     for name in (s.N_TOKENS, s.N_KEPT):
         _expect(file, name, (n_rows,), "iu", path)
     _expect(file, s.TRUNCATED, (n_rows,), "biu", path)
-    if s.LABELS in file:
-        for key, dataset in file[s.LABELS].items():
-            _expect(file, f"{s.LABELS}/{key}", (n_rows,), "iu", path)
-            _json_list(dict(dataset.attrs), s.LABEL_NAMES, path, str, MAX_LABEL_CLASSES)
-            if not isinstance(dataset.attrs.get(s.LABEL_COLUMN), str):
-                _fail(path, f"label dataset '{key}' has no column name")
+    _check_labels(file, path, n_rows)
     total_tokens = None
     if with_tokens:
         _expect(file, s.TOKEN_OFFSETS, offsets_shape, "iu", path)
@@ -163,6 +158,21 @@ def check_layout(file: h5py.File, path: Path, attrs: dict, rows_done: int) -> di
     if s.WORDS in file:
         check_words(file, path, attrs, n_rows, len(layers), width)
     return {"layers": layers, "poolings": poolings, "sites": sites}
+
+
+def _check_labels(file: h5py.File, path: Path, n_rows: int) -> None:
+    """The ``labels`` group (every featx file has one, empty without label columns); each column's codes index
+    its class names (-1 = missing), whose list is at least as long as its largest code."""
+    if not isinstance(file.get(s.LABELS), h5py.Group):
+        _fail(path, f"its '{s.LABELS}' group is missing")
+    for key, dataset in file[s.LABELS].items():
+        _expect(file, f"{s.LABELS}/{key}", (n_rows,), "iu", path)
+        names = _json_list(dict(dataset.attrs), s.LABEL_NAMES, path, str, MAX_LABEL_CLASSES)
+        if not isinstance(dataset.attrs.get(s.LABEL_COLUMN), str):
+            _fail(path, f"label dataset '{key}' has no column name")
+        codes = dataset[()]
+        if len(codes) and (int(codes.min()) < -1 or int(codes.max()) >= len(names)):
+            _fail(path, f"label '{key}' has codes outside its {len(names)} class names")
 
 
 def _check_pair_rows(file: h5py.File, path: Path, n_rows: int, total_tokens: int | None) -> None:
@@ -185,7 +195,7 @@ def _sites(attrs: dict, path: Path) -> dict:
         return {}
     try:
         sites = json.loads(raw)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):
         _fail(path, f"attribute '{s.SITES_ATTR}' is not valid JSON")
     if not isinstance(sites, dict) or len(sites) > MAX_SITES:
         _fail(path, f"attribute '{s.SITES_ATTR}' is not an object of at most {MAX_SITES} sites")

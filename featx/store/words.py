@@ -138,7 +138,7 @@ def _names(dataset: h5py.Dataset, key: str, path: Path) -> list[str]:
         _fail(path, f"word label dataset '{key}' has no column name")
     try:
         names = json.loads(dataset.attrs.get(s.LABEL_NAMES))
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):
         names = None
     if not isinstance(names, list) or len(names) > MAX_LABEL_CLASSES or not all(isinstance(n, str) for n in names):
         _fail(path, f"word label dataset '{key}' has no list of class names")

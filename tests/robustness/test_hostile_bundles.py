@@ -96,6 +96,20 @@ def _extra_array(arrays):
     return {**arrays, "payload": np.zeros(3, np.float32)}
 
 
+def _set_extraction(key, value):
+    def change(bundle):
+        manifest = _manifest(bundle)
+        manifest["extraction"][key] = value
+        _write_manifest(bundle, manifest)
+
+    return change
+
+
+def _nest_manifest(bundle):
+    text = (bundle / "manifest.json").read_text().rstrip()
+    (bundle / "manifest.json").write_text(text[:-1] + ', "x": ' + "[" * 10**5 + "]" * 10**5 + "}")
+
+
 CASES = {
     "missing weights": (lambda b: (b / "weights.safetensors").unlink(), r"has no weights\.safetensors"),
     "missing manifest": (lambda b: (b / "manifest.json").unlink(), r"has no manifest\.json"),
@@ -115,6 +129,24 @@ CASES = {
     "an extra array": (lambda b: _rewrite_weights(b, _extra_array), r"weights\.safetensors holds .*payload"),
     "unknown head": (_set("classifier", "xgboost"), r"unknown classifier 'xgboost'"),
     "a layer spec of code": (_set("layer_spec", {"kind": "eval", "layers": [1]}), r"is not a layer or a cat"),
+    "a manifest nested 10^5 deep": (_nest_manifest, r"manifest\.json is nested too deeply to read"),
+    "max_length 10^12": (
+        _set_extraction("max_length", 10**12),
+        r"bundle \S+: its extraction field 'max_length' is 1000000000000, not a whole number in 2\.\.1,048,576",
+    ),
+    "an unknown store_dtype": (
+        _set_extraction("store_dtype", "int3"),
+        r"its extraction field 'store_dtype' is 'int3', not one of float16, float32",
+    ),
+    "an unknown compute dtype": (_set_extraction("compute_dtype", "float7"), r"field 'compute_dtype' is 'float7'"),
+    "an unknown long-input policy": (_set_extraction("long_inputs", "explode"), r"field 'long_inputs' is 'explode'"),
+    "a negative stride": (_set_extraction("stride", -4), r"field 'stride' is -4, not a whole number"),
+    "another layer, edited in": (
+        _set("layer_spec", {"kind": "single", "layers": [0], "name": "0"}),
+        r"manifest\.json was changed after it was written \(its content differs from the digest in weights",
+    ),
+    "another pooling, edited in": (_set("pooling", "cls"), r"manifest\.json was changed after it was written"),
+    "another class order, edited in": (_set("classes", ["pos", "neg"]), r"manifest\.json was changed after it"),
 }
 
 
@@ -152,3 +184,31 @@ def test_a_changed_model_is_refused(world, tmp_path):
         weights.write_bytes(original)
     assert result.exit_code == 2
     assert_one_clear_error(result.output, r"no longer matches the bundle: its weights' sha256 is")
+
+
+# An mlp head reads its hidden width from the manifest's ``arrays``: each malformed one is a clear refusal.
+ARRAYS = {
+    "arrays a list": ([1], r"its arrays field '\[1\]' is not each array's name and shape"),
+    "an empty shape": ({"b1": []}, r"its arrays field .* is not each array's name and shape"),
+    "a shape of text": ({"b1": ["a"]}, r"its arrays field .* is not each array's name and shape"),
+    "a shape of floats": ({"b1": [1.5]}, r"its arrays field .* is not each array's name and shape"),
+    "arrays missing": (None, r"its arrays field 'None' is not each array's name and shape"),
+}
+
+
+@pytest.fixture(scope="module")
+def mlp_bundle(world, tmp_path_factory):
+    features = world["bundle"].parent / "corpus.features.h5"
+    output = tmp_path_factory.mktemp("mlp") / "mlp.featx"
+    return featx.fit(features, label="label", layer="1", classifier="mlp", output=output, folds=2).path
+
+
+@pytest.mark.parametrize("case", sorted(ARRAYS))
+def test_a_malformed_arrays_field_is_one_clear_error(world, mlp_bundle, tmp_path, case):
+    value, pattern = ARRAYS[case]
+    bundle = tmp_path / "m.featx"
+    shutil.copytree(mlp_bundle, bundle)
+    _set("arrays", value)(bundle)
+    result = CliRunner().invoke(main, ["predict", str(bundle), str(world["corpus"]), "-o", str(tmp_path / "p.csv")])
+    assert result.exit_code == 2, result.output
+    assert_one_clear_error(result.output, pattern)

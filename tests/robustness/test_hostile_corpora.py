@@ -182,6 +182,18 @@ def _deep_jsonl(folder: Path, model: str) -> list[str]:
     return _extract(folder / "deep.jsonl")(folder, model)
 
 
+def _deep_first_line(folder: Path, model: str) -> list[str]:
+    """Nested on its first line, which featx reads to tell a file of tokens from a table."""
+    (folder / "deep.jsonl").write_text('{"x": ' + "[" * 10**5 + "]" * 10**5 + "}\n")
+    return _extract(folder / "deep.jsonl")(folder, model)
+
+
+def _deep_tokens(folder: Path, model: str) -> list[str]:
+    deep = '{"tokens": ["hi"], "x": ' + "[" * 10**5 + "]" * 10**5 + "}"
+    (folder / "deep.jsonl").write_text('{"tokens": ["hello", "world"]}\n' + deep + "\n")
+    return _extract(folder / "deep.jsonl")(folder, model)
+
+
 def _small_gzip(*extra: str):
     def make(folder: Path, model: str) -> list[str]:
         path = folder / "corpus.csv.gz"
@@ -197,6 +209,8 @@ def _few_rows_per_class(folder: Path, model: str) -> list[str]:
 
 REFUSED = [
     ("JSON Lines nested 10^5 deep", _deep_jsonl, r"deep\.jsonl: line 2 is nested too deeply to read"),
+    ("JSON Lines nested on line 1", _deep_first_line, r"deep\.jsonl: line 1 is nested too deeply to read"),
+    ("JSON Lines of tokens nested", _deep_tokens, r"deep\.jsonl, line 2: nested too deeply to read"),
     (
         "a .gz corpus over --max-corpus-bytes",
         _small_gzip("--max-corpus-bytes", "100"),

@@ -141,7 +141,30 @@ def token_offsets_past_the_states(file, tmp):
     file["tokens/offsets"][:] = offsets
 
 
+def label_codes_outside_names(file, tmp):
+    codes = file["labels/sentiment"][()]
+    codes[3] = 7  # two class names
+    file["labels/sentiment"][:] = codes
+
+
+def fewer_names_than_codes(file, tmp):
+    names = json.loads(file["labels/sentiment"].attrs["names"])
+    file["labels/sentiment"].attrs["names"] = json.dumps(names[:1])
+
+
+def labels_group_missing(file, tmp):
+    del file["labels"]
+
+
+def deeply_nested_label_names(file, tmp):
+    file["labels/sentiment"].attrs["names"] = "[" * 100_000 + "]" * 100_000
+
+
+# Label cases that ended in IndexError, KeyError or RecursionError in fit, probe and labels: each command's case.
+LABEL_CASES = [label_codes_outside_names, fewer_names_than_codes, labels_group_missing, deeply_nested_label_names]
+
 CASES = [
+    *LABEL_CASES,
     huge_declared_rows,
     huge_declared_features,
     huge_layers_attribute,
@@ -184,3 +207,19 @@ def test_hostile_file_is_one_line_exit_2(valid_file, tmp_path, mutate):
 def test_the_valid_file_opens(valid_file):
     with featx.open(valid_file) as features:
         assert features.n_rows == 40 and features.features("mean", 1).shape[0] == 40
+
+
+@pytest.mark.parametrize("command", ["fit {path} --label sentiment --layer 1", "labels {path}"], ids=["fit", "labels"])
+@pytest.mark.parametrize("mutate", LABEL_CASES, ids=[case.__name__ for case in LABEL_CASES])
+def test_hostile_labels_are_one_line_in_fit_and_labels(valid_file, tmp_path, mutate, command):
+    path = tmp_path / "hostile.h5"
+    shutil.copy(valid_file, path)
+    with h5py.File(path, "r+") as file:
+        mutate(file, tmp_path)
+    result = CliRunner().invoke(
+        main,
+        [*command.format(path=path).split(), *(["-o", str(tmp_path / "m.featx")] if command.startswith("fit") else [])],
+    )
+    assert result.exit_code == 2, result.output
+    assert result.output.startswith(f"featx: error: {path} is not a valid featx features file: "), result.output
+    assert len(result.output.strip().splitlines()) == 1, result.output

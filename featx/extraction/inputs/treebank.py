@@ -90,7 +90,7 @@ def _first_object_has_tokens(path: Path) -> bool:
                 if line.strip():
                     first = json.loads(line)
                     return isinstance(first, dict) and isinstance(first.get("tokens"), list) and "text" not in first
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # not a file of tokens: the table reader says what is wrong
         return False
     return False
 
@@ -382,5 +382,7 @@ def read_token_jsonl(path: Path, text: str) -> list[Sentence]:
             record = json.loads(line)
         except ValueError as err:
             raise InputError(f"{path}, line {number}: not valid JSON ({err})") from None
+        except RecursionError:
+            raise InputError(f"{path}, line {number}: nested too deeply to read", "flatten the records") from None
         sentences.append(_json_sentence(path, number, record))
     return sentences

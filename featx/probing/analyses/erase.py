@@ -21,6 +21,7 @@ import pandas as pd
 
 from ...errors import InputError
 from ...options import Check, Options, option
+from ...safe_files import atomic_write_text, check_writable, writing
 from ...selection import parse_layer_specs, parse_poolings
 from .. import evaluation as ev
 from ..config import DEFAULT_CS, check_bootstrap, check_folds, check_jobs, check_seed
@@ -322,6 +323,7 @@ def erase(config: EraseConfig | str | Path, **options) -> EraseResult:
     output = Path(config.output) if config.output else default_output(source, main.label, config.method)
     if config.write:
         check_output(source, output, config.overwrite)
+        check_writable(output)  # before the erasers are fitted
     outputs = _run(jobs, config)
     table, amnesic = _tables(outputs)
     settings = {
@@ -353,10 +355,11 @@ def erase(config: EraseConfig | str | Path, **options) -> EraseResult:
         for record, _, erased, _ in outputs:
             pooled[record["pooling"]][record["layer"]] = erased
         result.output = write_derived(source, output, pooled, settings)
-        result.csv_path = _write_tables(result, output)
-        save_erasers(
-            {f"{r['pooling']}/{r['layer']}": eraser for r, _, _, eraser in outputs}, _side(output, "erasers.npz")
-        )
+        with writing(output.parent):  # the tables and erasers beside it
+            result.csv_path = _write_tables(result, output)
+            save_erasers(
+                {f"{r['pooling']}/{r['layer']}": eraser for r, _, _, eraser in outputs}, _side(output, "erasers.npz")
+            )
     meta["seconds"] = round(time.perf_counter() - started, 3)
     return result
 
@@ -389,7 +392,5 @@ def _write_tables(result: EraseResult, output: Path) -> Path:
     if not result.amnesic.empty:
         write_table(result.amnesic, _side(output, "amnesic.csv"))
     payload = {"meta": result.meta, "results": _records(result.table), "amnesic": _records(result.amnesic)}
-    _side(output, "erase.json").write_text(
-        json.dumps(payload, default=json_safe, indent=1, allow_nan=False), encoding="utf-8"
-    )
+    atomic_write_text(_side(output, "erase.json"), json.dumps(payload, default=json_safe, indent=1, allow_nan=False))
     return csv_path

@@ -19,6 +19,7 @@ import pandas as pd
 from ...errors import StoreError, require_whole
 from ...io import read_csv, write_csv
 from ...options import Options, option, whole
+from ...safe_files import sibling
 from ..choice import chosen_layer
 from ..results import side_path
 from .explain_regression import (
@@ -124,7 +125,12 @@ def _resolve(results) -> tuple[Path, dict]:
         except ValueError:
             raise StoreError(f"{json_path} is not a featx probe results file") from None
     name = meta.get("predictions_file")
-    predictions = path.with_name(name) if name else side_path(path.with_suffix(".csv"), "predictions")
+    predictions = sibling(path, name) if name else side_path(path.with_suffix(".csv"), "predictions")
+    if predictions is None:
+        raise StoreError(
+            f"{json_path} names its predictions file {str(name)[:80]!r}, which is not a file name",
+            "give the .predictions.csv file itself",
+        )
     if not predictions.exists():
         raise StoreError(
             f"{path} has no per-row predictions file ({predictions.name} is missing)",
