@@ -51,14 +51,11 @@ def extract(corpus, dry_run, template, system, pool_at, **options):
         echo(note)
 
 
-@main.command()
+@main.command(cls=ConfigCommand, config="featx.extraction:MergeConfig")
 @click.argument("output", type=click.Path(path_type=Path))
-@click.option("--keep-shards", is_flag=True, help="Keep the shard files and manifest after merging.")
-@click.option("--overwrite", is_flag=True, help="Replace an existing OUTPUT made from other shards.")
-@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
-def merge(output, keep_shards, overwrite, quiet):
+def merge(output, **options):
     """Check the shards of OUTPUT (OUTPUT.shard-I-of-N.h5) and merge them into OUTPUT in corpus order."""
     from ..extraction import merge as run_merge
 
-    summary = run_merge(output, keep_shards=keep_shards, overwrite=overwrite, progress=not quiet)
+    summary = run_merge(output, **options)
     echo(summary.line())

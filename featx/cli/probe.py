@@ -79,30 +79,18 @@ def labels_list(features):
         echo(line)
 
 
-@labels.command("add")
+@labels.command("add", cls=ConfigCommand, config="featx.probing:LabelsAddConfig")
 @click.argument("features", type=click.Path(path_type=Path))
 @click.argument("label_file", type=click.Path(path_type=Path))
-@click.option(
-    "--join",
-    default="id",
-    show_default=True,
-    help="How LABEL_FILE rows match the stored rows: id (its id column) or row (its data row numbers).",
-)
-@click.option(
-    "--missing-labels",
-    default="empty",
-    show_default=True,
-    help="Label values read as missing: empty, pandas, or a comma list such as 'NA,-'.",
-)
-@click.option("--sep", default=None, help="LABEL_FILE's delimiter (default: sniffed).")
-def labels_add(features, label_file, join, missing_labels, sep):
+def labels_add(features, label_file, **options):
     """Store the label columns of LABEL_FILE in FEATURES for good, joined to its rows (no re-extraction).
 
     Atomic and locked like featx extract: a second writer at the same time is refused; a FEATURES symbolic link
     is written through to its target."""
-    from ..probing import add_labels
+    from ..probing import LabelsAddConfig, add_labels
 
-    echo(add_labels(features, label_file, join, missing_labels, sep))
+    config = LabelsAddConfig(features=features, label_file=label_file, **options)
+    echo(add_labels(config.features, config.label_file, config.join, config.missing_labels, config.sep))
 
 
 @main.command(cls=ConfigCommand, config="featx.probing:ExplainConfig")

@@ -47,6 +47,7 @@ _HOMES = {
     "Estimate": "dryrun.summary",
     "merge": "shards.merge:merge",
     "MergeSummary": "shards.merge",
+    "MergeConfig": "shards.merge",
     "embed": "inmemory.sentences",
     "Embeddings": "inmemory.sentences",
     # what featx.deploy and featx.sklearn build on: inputs, the model, in-memory encoding

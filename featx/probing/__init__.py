@@ -35,6 +35,7 @@ _HOMES = {
     "per_type_predictions": "tasks.word_items",
     "word_types": "tasks.word_items",
     "add_labels": "labels",
+    "LabelsAddConfig": "labels",
     "chosen_layer": "choice",
     # the analyses: results hold data; featx.report formats them
     "erase": "analyses.erase:erase",

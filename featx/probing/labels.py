@@ -4,7 +4,9 @@ and the split values said."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 
@@ -20,9 +22,32 @@ from ..io import (
     refuse_other_formats,
     unwrap_gzip,
 )
+from ..options import Check, Options, one_of, option
 from ..store import FeatureFile
 
 JOINS = ("id", "row")
+
+
+@dataclass(frozen=True)
+class LabelsAddConfig(Options):
+    """Every option of ``featx labels add``, declared once: the command line's flags are made from these
+    fields (``add_labels`` takes them one by one)."""
+
+    features: str | Path
+    label_file: str | Path
+    join: str = option(
+        "id",
+        flag="--join",
+        help="How LABEL_FILE rows match the stored rows: id (its id column) or row (its data row numbers).",
+    )
+    missing_labels: str = option(
+        "empty",
+        flag="--missing-labels",
+        help="Label values read as missing: empty, pandas, or a comma list such as 'NA,-'.",
+    )
+    sep: str | None = option(None, flag="--sep", help="LABEL_FILE's delimiter (default: sniffed).")
+
+    CONSTRAINTS: ClassVar[tuple[Check, ...]] = (one_of("join", "--join", JOINS, hint="use --join id or --join row"),)
 
 
 def read_label_file(path: str | Path, sep: str | None = None, encoding: str = "utf-8"):

@@ -34,7 +34,7 @@ def test_every_command_with_a_config_has_its_options_generated():
     named = {name for name, _ in CONFIGURED}
     assert named == {
         f"featx {name}"
-        for name in ("extract", "probe", "fit", "predict", "erase", "neurons", "explain")
+        for name in ("extract", "merge", "probe", "labels add", "fit", "predict", "erase", "neurons", "explain")
         + ("plot", "compare", "similarity", "report")
     }
 
@@ -201,3 +201,20 @@ def test_a_config_made_directly_takes_the_old_keyword_too():
     with pytest.warns(FeatxDeprecationWarning, match="^seed is deprecated, use init_seed"):
         old = ExtractConfig("c.csv", random_init=True, seed=2)
     assert old == ExtractConfig("c.csv", random_init=True, init_seed=2) and old.replace(init_seed=3).init_seed == 3
+
+
+def test_merge_and_labels_add_take_their_options_from_their_configs(tmp_path):
+    """``featx merge`` and ``featx labels add`` have configs too: their flags are generated, -q turns merge's
+    progress off, and a bad --join is refused by the config's constraint, naming the flag."""
+    from featx.extraction import MergeConfig
+    from featx.probing import LabelsAddConfig
+
+    merge = main.commands["merge"]
+    add = main.commands["labels"].commands["add"]
+    assert set(_generated(merge)) == {"keep_shards", "overwrite", "progress"}
+    assert set(_generated(add)) == {"join", "missing_labels", "sep"}
+    assert field_values(MergeConfig, {"output": "o.h5", "progress": True})["progress"] is False
+    assert MergeConfig("o.h5").progress is False and MergeConfig.build("o.h5", keep_shards=True).keep_shards
+    result = CliRunner().invoke(main, ["labels", "add", str(tmp_path / "f.h5"), str(tmp_path / "l.csv"), "--join", "x"])
+    assert result.exit_code == 2 and "--join 'x' is not understood" in result.output
+    assert LabelsAddConfig("f.h5", "l.csv", join=" ROW ").join == "row"

@@ -12,11 +12,13 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, ClassVar
 
 import numpy as np
 
 from ... import store
 from ...errors import IncompleteError, InputError, Interrupted, StoreError, signal_of
+from ...options import Check, Options, option, path_like
 from ...safe_files import check_overwrite, is_hdf5_file
 from ...state import remember
 from ...store import (
@@ -33,6 +35,21 @@ from ...store import (
 )
 from ..tokens.batching import plan_blocks
 from .sharding import ShardSpec, manifest_path, read_manifest
+
+
+@dataclass(frozen=True)
+class MergeConfig(Options):
+    """Every option of ``featx merge`` (and ``featx.extraction.merge``), declared once: the command line's
+    flags are made from these fields."""
+
+    output: str | Path
+    keep_shards: bool = option(False, flag="--keep-shards", help="Keep the shard files and manifest after merging.")
+    overwrite: bool = option(False, flag="--overwrite", help="Replace an existing OUTPUT made from other shards.")
+    progress: bool = option(False, flag=("--quiet", "-q"), negate=True, help="No progress bar.")
+
+    CONSTRAINTS: ClassVar[tuple[Check, ...]] = (
+        path_like("output", "featx merge takes the sharded run's output path", "give it as a path, e.g. OUT.h5"),
+    )
 
 
 @dataclass
@@ -155,11 +172,12 @@ def _manifest(output: Path, overwrite: bool) -> dict | None:
     return read_manifest(output)
 
 
-def merge(
-    output: str | Path, keep_shards: bool = False, overwrite: bool = False, progress: bool = False
-) -> MergeSummary:
-    """Check the shards of ``output`` against their manifest and write ``output`` in corpus order."""
+def merge(config: MergeConfig | str | Path, **options: Any) -> MergeSummary:
+    """Check the shards of ``output`` against their manifest and write ``output`` in corpus order
+    (``merge("OUT.h5", keep_shards=True)``, or a ``MergeConfig``)."""
     started = time.perf_counter()
+    config = MergeConfig.build(config, **options)
+    output, keep_shards, overwrite, progress = config.output, config.keep_shards, config.overwrite, config.progress
     output = Path(output)
     if output.suffix.lower() not in (".h5", ".hdf5"):
         raise InputError(f"{output} should end in .h5", "give the output of the sharded extraction, e.g. OUT.h5")
