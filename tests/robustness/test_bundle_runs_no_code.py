@@ -7,6 +7,7 @@ One row of ``BUNDLES`` per hostile bundle: the case id and how its manifest's ex
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -18,6 +19,7 @@ import pytest
 from support.deploy_data import make_split_features
 
 import featx
+from featx.deploy.checks import MANIFEST_DIGEST, manifest_digest
 from featx.errors import ModelError
 from featx.extraction.model.fingerprints import config_sha256, tokenizer_sha256, weights_sha256
 
@@ -77,8 +79,21 @@ def _hostile(fitted: Path, tiny_model: Path, tmp_path: Path, record) -> tuple[Pa
     manifest = json.loads((bundle / "manifest.json").read_text())
     extraction = manifest["extraction"]
     extraction.update(model=str(model), model_path=str(model), option_trust_remote_code=True, **record(model))
-    (bundle / "manifest.json").write_text(json.dumps(manifest))
+    _reseal(bundle, manifest)
     return bundle, fitted / "corpus.csv", marker
+
+
+def _reseal(bundle: Path, manifest: dict) -> None:
+    """Write the edited manifest with its digests made anew, as anyone who can write the bundle can: the digests
+    notice an accidental edit, they are no signature (docs/reference/bundle.md), so the remote-code rule must
+    hold on its own."""
+    from safetensors.numpy import load, save
+
+    weights = bundle / "weights.safetensors"
+    data = save(load(weights.read_bytes()), metadata={MANIFEST_DIGEST: manifest_digest(manifest)})
+    weights.write_bytes(data)
+    manifest["files"]["weights.safetensors"] = {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)}
+    (bundle / "manifest.json").write_text(json.dumps(manifest))
 
 
 def _predict(bundle: Path, corpus: Path, tmp_path: Path, *extra: str) -> subprocess.CompletedProcess:
