@@ -14,7 +14,7 @@
 """
 
 from .finite import finite_rows
-from .hdf5 import CHUNK_BYTES
+from .hdf5 import CHUNK_BYTES, open_file_count
 from .lock import OutputLock
 from .reader import FeatureFile, finished_request, open_features
 from .schema import (
@@ -49,6 +49,7 @@ __all__ = [
     "finite_rows",
     "hidden_layout",
     "open_features",
+    "open_file_count",
     "partial_path",
     "read_strings",
     "resumable",
