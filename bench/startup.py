@@ -1,13 +1,16 @@
-"""Start-up of ``featx extract``: time from process start to the first forward pass, broken down.
+"""Start-up of ``featx extract``: time from process start to the first forward pass, and to the end of the
+whole command (the write and the exit included), broken down.
 
     PYTHONPATH=$PWD python bench/startup.py                        # this checkout, 5 rounds
     PYTHONPATH=$PWD python bench/startup.py --rev 8bc0dbd --rounds 5   # that revision vs this checkout
     PYTHONPATH=$PWD python bench/startup.py --corpus data/demo.csv --rows 20 -- --dtype bfloat16
 
 Each round starts a fresh ``python`` that runs ``featx extract`` (``featx.cli``) on a small corpus (the
-first ``--rows`` rows of ``--corpus``) with the default model, and is stopped at the first forward pass
-over the corpus's rows. A sampling thread in that process looks at the main thread's stack every
-millisecond and files each sample under a phase, by the frames on the stack (first rule that matches):
+first ``--rows`` rows of ``--corpus``) with the default model, through the console command's own entry
+(``featx.cli.run``, or ``featx.cli.main`` in revisions without it), to the end of the process. A sampling
+thread in that process looks at the main thread's stack every millisecond and files each sample under a
+phase, by the frames on the stack (first rule that matches), until the first forward pass over the
+corpus's rows:
 
   imports: <package>   a module is being imported; the package is the outermost non-featx module being
                        imported (so sympy pulled in by torch counts as torch), or featx
@@ -21,9 +24,15 @@ millisecond and files each sample under a phase, by the frames on the stack (fir
   tokenising           ``tokenize_texts``
   other                everything else (argument parsing, reading the corpus, the plan, opening the file)
 
+From the first forward pass on, samples go to "after: forward" (a model's forward), "after: writing"
+(featx's store) or "after: other" (pooling, the collate thread's hand-over, closing), until the
+command returns; "after: exit" is the time from the command's return (featx's last ``atexit`` handler) to
+the end of the process as the parent sees it (interpreter teardown; ``featx.exiting`` skips most of it).
 "interpreter" is the time from the parent's ``Popen`` to the child's first Python line (interpreter
-start and ``site``). Revisions given with ``--rev`` are unpacked with ``git archive`` into a temporary
-folder and run with the same interpreter, alternating with this checkout; medians over the rounds.
+start and ``site``). "whole command" is the parent's wall time, and "CPU, whole command" the child's user
+plus system CPU time (``os.wait4``): the figure to compare on a loaded machine. Revisions given with
+``--rev`` are unpacked with ``git archive`` into a temporary folder and run with the same interpreter,
+alternating with this checkout; medians over the rounds.
 The features cache (the weight fingerprint cache) is whatever the user's is: the first round of a
 revision that caches may pay the full hash once; ``--cold`` deletes featx's fingerprint cache before
 each round.
@@ -32,6 +41,7 @@ each round.
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import os
 import statistics
@@ -45,6 +55,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 _THIS = str(Path(__file__).resolve())
 INTERVAL = 0.001
+TOTALS = ["total to first forward", "whole command", "CPU, whole command"]
 
 # (phase, predicate on (co_name, filename)) checked on every frame of a sample, innermost first
 _NAMED = [
@@ -71,8 +82,10 @@ def _package(file: str) -> str:
 
 
 def _is_model_file(file: str) -> bool:
-    """Whether a frame's file is a model's code: transformers' models, or featx's own BERT (native/)."""
-    return "/transformers/models/" in file or "/featx/extraction/native/" in file.replace("\\", "/")
+    """Whether a frame's file is a model's code: transformers' models, or featx's own network (``fast/``;
+    ``native/`` in revisions before the extraction package's subpackages)."""
+    file = file.replace("\\", "/")
+    return "/transformers/models/" in file or "/featx/extraction/native/" in file or "/featx/extraction/fast/" in file
 
 
 def classify(frames: list[tuple[str, str]]) -> str | None:
@@ -94,12 +107,29 @@ def classify(frames: list[tuple[str, str]]) -> str | None:
     return "other"
 
 
+def _after(frames: list[tuple[str, str]]) -> str:
+    """The phase of a sample taken after the first forward pass."""
+    if any(name == "forward" and _is_model_file(file) for name, file in frames):
+        return "after: forward"
+    if any("/featx/store/" in file.replace("\\", "/") for _, file in frames):
+        return "after: writing"
+    return "after: other"
+
+
 def child(argv: list[str]) -> None:
-    """Run featx's CLI in this process; a thread samples the main thread and stops at the first forward."""
+    """Run the ``featx`` command in this process to its end; a thread samples the main thread's stack, and the
+    last ``atexit`` handler (registered first) writes what it saw."""
     started = time.time()
     main_id = threading.get_ident()
-    counts: dict[str, int] = {}
+    counts: dict[str, float] = {}
+    marks: dict[str, float | None] = {"started": started, "first_forward": None}
     out = os.environ["FEATX_STARTUP_OUT"]
+
+    def report() -> None:
+        marks["returned"] = time.time()
+        Path(out).write_text(json.dumps({**marks, "phases": dict(counts)}))
+
+    atexit.register(report)
 
     def sample():
         last = time.perf_counter()
@@ -111,42 +141,45 @@ def child(argv: list[str]) -> None:
             while frame is not None:
                 frames.append((frame.f_code.co_name, frame.f_code.co_filename))
                 frame = frame.f_back
-            phase = classify(frames)
+            phase = classify(frames) if marks["first_forward"] is None else _after(frames)
             if phase is None:
-                Path(out).write_text(json.dumps({"started": started, "first_forward": time.time(), "phases": counts}))
-                os._exit(0)
+                marks["first_forward"] = time.time()
+                phase = _after(frames)
             counts[phase] = counts.get(phase, 0.0) + (now - last)
             last = now
 
     threading.Thread(target=sample, daemon=True).start()
     sys.argv = ["featx", *argv]
-    from featx.cli import main
+    import featx.cli
 
-    try:
-        main(argv, standalone_mode=False)
-    finally:
-        time.sleep(0.05)
-        Path(out).write_text(json.dumps({"started": started, "first_forward": None, "phases": counts}))
+    entry = getattr(featx.cli, "run", None)  # the console command; revisions before it: the click group
+    if entry is None:
+        featx.cli.main(argv)
+    else:
+        entry(argv)
 
 
 def run_once(root: Path, featx_args: list[str]) -> dict:
     with tempfile.TemporaryDirectory(prefix="featx-startup-") as tmp:
         out = Path(tmp) / "out.json"
         env = {**os.environ, "PYTHONPATH": str(root), "FEATX_STARTUP_OUT": str(out)}
+        command = [sys.executable, _THIS, "--child", "--", *featx_args, "-o", str(Path(tmp) / "f.h5")]
         t0 = time.time()
-        result = subprocess.run(
-            [sys.executable, _THIS, "--child", "--", *featx_args, "-o", str(Path(tmp) / "f.h5")],
-            env=env,
-            capture_output=True,
-            text=True,
-        )
-        if not out.exists():
-            raise SystemExit(f"the child wrote nothing (rc {result.returncode}):\n{result.stderr[-3000:]}")
+        process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        stderr = process.stderr.read() if process.stderr else ""
+        _, status, usage = os.wait4(process.pid, 0)
+        ended = time.time()
+        code = os.waitstatus_to_exitcode(status)
+        if not out.exists() or code != 0:
+            raise SystemExit(f"the child failed (rc {code}):\n{stderr[-3000:]}")
         data = json.loads(out.read_text())
     if data["first_forward"] is None:
-        raise SystemExit(f"no forward pass was seen (rc {result.returncode}):\n{result.stderr[-3000:]}")
+        raise SystemExit(f"no forward pass was seen (rc {code}):\n{stderr[-3000:]}")
     phases = {"interpreter": data["started"] - t0, **data["phases"]}
+    phases["after: exit"] = ended - data["returned"]
     phases["total to first forward"] = data["first_forward"] - t0
+    phases["whole command"] = ended - t0
+    phases["CPU, whole command"] = usage.ru_utime + usage.ru_stime
     return phases
 
 
@@ -189,7 +222,11 @@ def main(argv=None) -> None:
                     clear_fingerprint_cache()
                 phases = run_once(root, featx_args)
                 rounds[name].append(phases)
-                print(f"round {index} {name}: {phases['total to first forward']:.2f} s", flush=True)
+                print(
+                    f"round {index} {name}: {phases['total to first forward']:.2f} s to the first forward, "
+                    f"{phases['whole command']:.2f} s whole ({phases['CPU, whole command']:.2f} s CPU)",
+                    flush=True,
+                )
     report(rounds)
     print(f"load after: {os.getloadavg()}")
 
@@ -198,7 +235,7 @@ def report(rounds: dict[str, list[dict]]) -> None:
     names = list(rounds)
     phases = sorted(
         {phase for runs in rounds.values() for run in runs for phase in run},
-        key=lambda p: (p == "total to first forward", p == "other", p),
+        key=lambda p: (p in TOTALS, TOTALS.index(p) if p in TOTALS else 0, p.startswith("after"), p == "other", p),
     )
     print("\n| phase (median s) | " + " | ".join(names) + " |")
     print("|---|" + "---:|" * len(names))

@@ -114,7 +114,7 @@ def test_the_wheel_ships_the_package_only(dist):
     assert {"featx/__init__.py", "featx/__main__.py", "featx/cli/app.py", "featx/store/schema.py"} <= set(names)
     assert not [name for name in names if "__pycache__" in name or name.endswith((".pyc", ".h5", ".csv"))]
     entry_points = _wheel(dist, info + "entry_points.txt")
-    assert "featx = featx.cli:main" in entry_points
+    assert "featx = featx.cli:run" in entry_points
 
 
 def test_the_wheel_metadata(dist):

@@ -96,6 +96,18 @@ def main():
     """Extract every layer of an encoder once, then probe where your labels live."""
 
 
+def run(argv: list[str] | None = None) -> None:
+    """The ``featx`` console command (and ``python -m featx``): ``main``, then the process ends without the
+    interpreter's teardown once nothing is left open (``featx.exiting``: about 0.5 s of CPU after torch)."""
+    from ..exiting import exit_now
+
+    try:
+        main(argv)
+    except SystemExit as stop:
+        exit_now(stop.code)
+    exit_now(0)
+
+
 def options(*decorators: Callable[[Any], Any]) -> Callable[[Any], Any]:
     """Several click options as one decorator, listed in ``--help`` in the order given."""
 

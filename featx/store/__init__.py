@@ -19,7 +19,7 @@ namespace on purpose: its keys read best as ``schema.CORPUS_SHA``.
 from . import schema
 from .derived import write_derived
 from .finite import finite_rows
-from .hdf5 import CHUNK_BYTES, allocated_rows
+from .hdf5 import CHUNK_BYTES, allocated_rows, open_file_count
 from .lock import OutputLock
 from .reader import FeatureFile, finished_request, open_features
 from .schema import (
@@ -72,6 +72,7 @@ __all__ = [
     "finite_rows",
     "hidden_layout",
     "open_features",
+    "open_file_count",
     "open_shard",
     "partial_path",
     "read_strings",

@@ -54,6 +54,12 @@ def write_layer(dataset: h5py.Dataset, position: int, values: np.ndarray) -> Non
         dataset.write_direct(np.ascontiguousarray(values)[:, None, :], dest_sel=np.s_[:, position : position + 1, :])
 
 
+def open_file_count() -> int:
+    """How many HDF5 files this process holds open (any handle): HDF5 flushes and closes them when the
+    interpreter ends normally, so a process that ends at once (``featx.exiting``) must hold none."""
+    return int(h5py.h5f.get_obj_count(h5py.h5f.OBJ_ALL, h5py.h5f.OBJ_FILE))
+
+
 def as_os_error(method):
     """h5py reports some failed writes (a full disk) as RuntimeError; callers handle them as OSError."""
 
