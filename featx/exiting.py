@@ -49,7 +49,7 @@ def can_exit_now() -> bool:
     return True
 
 
-def exit_now(code: object = None) -> NoReturn:
+def exit_now(code: str | int | None = None) -> NoReturn:
     """End the process with ``code`` (as ``sys.exit(code)`` would) without the interpreter's teardown, when
     ``can_exit_now()``; else ``sys.exit(code)``."""
     if not can_exit_now():
