@@ -157,8 +157,22 @@ class Probe:
             self._encoders.clear()
             options = (config.trust_remote_code, config.random_init, config.init_seed, config.max_length)
             native = native_requested(config)
-            self._encoders[key] = load_model(config.model, config.device, config.dtype, *options, native=native)
+            try:
+                self._encoders[key] = load_model(config.model, config.device, config.dtype, *options, native=native)
+            except InputError as error:
+                raise self._own_length(error, config.max_length) from None
         return self._encoders[key]
+
+    def _own_length(self, error: InputError, asked: int | None) -> InputError:
+        """A ``--max-length`` refusal of the bundle's own length, said as the bundle's field (the user passed no
+        such option); any other error as it is."""
+        if not error.message.startswith("--max-length") or asked != self.extraction.get("max_length"):
+            return error
+        from .checks import REFIT_HINT
+
+        where = f"bundle {self.path}" if self.path is not None else "this probe"
+        reason = error.message.split(" ", 2)[2]  # "exceeds the model's maximum of 512", "is too small"
+        return InputError(f"{where}: its extraction field 'max_length' is {asked}, which {reason}", REFIT_HINT)
 
     def _check_encoder(self, actual: str | None) -> None:
         """Refuse features from a model other than the bundle's (its weights' sha256, as extract computed it)."""

@@ -105,6 +105,26 @@ def _set_extraction(key, value):
     return change
 
 
+def _resealed(change):
+    """``change``, then both digests made anew, as anyone who can write the bundle can (the manifest's digest
+    notices an accidental edit; it is no signature): the bundle's own checks must hold on their own."""
+
+    def edit(bundle):
+        from safetensors.numpy import load, save
+
+        from featx.deploy.checks import MANIFEST_DIGEST, manifest_digest
+
+        change(bundle)
+        manifest = _manifest(bundle)
+        arrays = dict(load((bundle / "weights.safetensors").read_bytes()))
+        data = save(arrays, metadata={MANIFEST_DIGEST: manifest_digest(manifest)})
+        (bundle / "weights.safetensors").write_bytes(data)
+        manifest["files"]["weights.safetensors"] = {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)}
+        _write_manifest(bundle, manifest)
+
+    return edit
+
+
 def _nest_manifest(bundle):
     text = (bundle / "manifest.json").read_text().rstrip()
     (bundle / "manifest.json").write_text(text[:-1] + ', "x": ' + "[" * 10**5 + "]" * 10**5 + "}")
@@ -134,6 +154,10 @@ CASES = {
         _set_extraction("max_length", 10**12),
         r"bundle \S+: its extraction field 'max_length' is 1000000000000, not a whole number in 2\.\.1,048,576",
     ),
+    "max_length above the model's own, resealed": (
+        _resealed(_set_extraction("max_length", 100_000)),
+        r"bundle \S+: its extraction field 'max_length' is 100000, which exceeds the model's maximum of \d+",
+    ),
     "an unknown store_dtype": (
         _set_extraction("store_dtype", "int3"),
         r"its extraction field 'store_dtype' is 'int3', not one of float16, float32",
@@ -156,7 +180,8 @@ def test_a_hostile_bundle_is_one_clear_error(world, tmp_path, case):
     bundle = tmp_path / "m.featx"
     shutil.copytree(world["bundle"], bundle)
     change(bundle)
-    result = CliRunner().invoke(main, ["predict", str(bundle), str(world["corpus"]), "-o", str(tmp_path / "p.csv")])
+    output = tmp_path / "p.csv"  # -q: a refusal at the model's load comes after the progress bar started
+    result = CliRunner().invoke(main, ["predict", str(bundle), str(world["corpus"]), "-o", str(output), "-q"])
     assert result.exit_code == 2, result.output
     assert_one_clear_error(result.output, pattern)
     assert not (tmp_path / "p.csv").exists()
@@ -209,6 +234,7 @@ def test_a_malformed_arrays_field_is_one_clear_error(world, mlp_bundle, tmp_path
     bundle = tmp_path / "m.featx"
     shutil.copytree(mlp_bundle, bundle)
     _set("arrays", value)(bundle)
-    result = CliRunner().invoke(main, ["predict", str(bundle), str(world["corpus"]), "-o", str(tmp_path / "p.csv")])
+    output = tmp_path / "p.csv"  # -q: a refusal at the model's load comes after the progress bar started
+    result = CliRunner().invoke(main, ["predict", str(bundle), str(world["corpus"]), "-o", str(output), "-q"])
     assert result.exit_code == 2, result.output
     assert_one_clear_error(result.output, pattern)

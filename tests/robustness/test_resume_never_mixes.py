@@ -72,3 +72,45 @@ def test_the_same_inputs_do_resume(bundle, tmp_path, monkeypatch):
 
     _stopped_after_first_chunk(monkeypatch, run)
     assert run().resumed == 4
+
+
+def _column_file(path, sentences):
+    """A column file of ``(form, tag)`` words, one sentence a block."""
+    blocks = ["\n".join(f"{form}\t{tag}" for form, tag in sentence) for sentence in sentences]
+    path.write_text("\n\n".join(blocks) + "\n", encoding="utf-8")
+    return path
+
+
+def _stopped_after_first_word_chunk(monkeypatch, run):
+    real, calls = Probe.word_features, []
+
+    def failing(self, *args, **kwargs):
+        calls.append(1)
+        if len(calls) > 1:
+            raise KeyboardInterrupt
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(Probe, "word_features", failing)
+    with pytest.raises(KeyboardInterrupt):
+        run()
+    monkeypatch.setattr(Probe, "word_features", real)
+
+
+def test_a_word_partial_of_swapped_columns_is_not_resumed(word_features, tmp_path, monkeypatch):
+    """The issue's word case: a word bundle's run stopped part-way, then run again with ``--columns`` swapped
+    (the tags read as the words): the first run's words are not reused."""
+    features, _ = word_features
+    bundle = featx.fit(features, label="upos", layer="1", pooling="mean", folds=3, output=tmp_path / "w.featx").path
+    words = [("the", "DET"), ("cat", "NOUN"), ("sat", "VERB"), ("a", "DET"), ("dog", "NOUN"), ("ran", "VERB")]
+    corpus = _column_file(tmp_path / "c.txt", [words[i % 3 : i % 3 + 3] for i in range(12)])
+    output = tmp_path / "p.csv"
+
+    def run(columns):
+        return predict(bundle, corpus=corpus, output=output, columns=columns, commit_rows=4, progress=False)
+
+    _stopped_after_first_word_chunk(monkeypatch, lambda: run("form,upos"))
+    assert output.with_name("p.csv.partial").exists()
+    result = run("upos,form")
+    assert result.resumed == 0 and any("not reused" in note for note in result.notes)
+    clean = predict(bundle, corpus=corpus, output=tmp_path / "clean.csv", columns="upos,form", progress=False)
+    assert pd.read_csv(output).equals(pd.read_csv(clean.path))
