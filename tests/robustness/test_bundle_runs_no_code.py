@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from support.custom_code import CUSTOM_CODE
 from support.deploy_data import make_split_features
 
 import featx
@@ -24,19 +25,6 @@ from featx.errors import ModelError
 from featx.extraction.model.fingerprints import config_sha256, tokenizer_sha256, weights_sha256
 
 REPO = Path(featx.__file__).resolve().parent.parent
-CUSTOM_CODE = """
-from pathlib import Path
-Path({marker!r}).write_text("custom code ran")
-from transformers import BertConfig, BertModel
-
-
-class CustomConfig(BertConfig):
-    model_type = "featx-custom-bert"
-
-
-class CustomModel(BertModel):
-    config_class = CustomConfig
-"""
 REFUSED = "ships its own Python code"
 
 

@@ -30,8 +30,10 @@ def bundle(tiny_model, tmp_path_factory):
     return featx.fit(features, label="label", layer="1", pooling="mean", folds=3, output=folder / "m.featx").path
 
 
-def _stopped_after_first_chunk(monkeypatch, run):
-    real, calls = Probe.features, []
+def _stopped_after_first_chunk(monkeypatch, run, encoder: str = "features"):
+    """``run`` stopped as Ctrl-C stops it, once its first chunk was encoded (``encoder``: the ``Probe`` method,
+    ``word_features`` for a word bundle)."""
+    real, calls = getattr(Probe, encoder), []
 
     def failing(self, *args, **kwargs):
         calls.append(1)
@@ -39,10 +41,10 @@ def _stopped_after_first_chunk(monkeypatch, run):
             raise KeyboardInterrupt
         return real(self, *args, **kwargs)
 
-    monkeypatch.setattr(Probe, "features", failing)
+    monkeypatch.setattr(Probe, encoder, failing)
     with pytest.raises(KeyboardInterrupt):
         run()
-    monkeypatch.setattr(Probe, "features", real)
+    monkeypatch.setattr(Probe, encoder, real)
 
 
 @pytest.mark.parametrize("first, second", [case[1:] for case in CHANGES], ids=[case[0] for case in CHANGES])
@@ -81,21 +83,6 @@ def _column_file(path, sentences):
     return path
 
 
-def _stopped_after_first_word_chunk(monkeypatch, run):
-    real, calls = Probe.word_features, []
-
-    def failing(self, *args, **kwargs):
-        calls.append(1)
-        if len(calls) > 1:
-            raise KeyboardInterrupt
-        return real(self, *args, **kwargs)
-
-    monkeypatch.setattr(Probe, "word_features", failing)
-    with pytest.raises(KeyboardInterrupt):
-        run()
-    monkeypatch.setattr(Probe, "word_features", real)
-
-
 def test_a_word_partial_of_swapped_columns_is_not_resumed(word_features, tmp_path, monkeypatch):
     """The issue's word case: a word bundle's run stopped part-way, then run again with ``--columns`` swapped
     (the tags read as the words): the first run's words are not reused."""
@@ -108,7 +95,7 @@ def test_a_word_partial_of_swapped_columns_is_not_resumed(word_features, tmp_pat
     def run(columns):
         return predict(bundle, corpus=corpus, output=output, columns=columns, commit_rows=4, progress=False)
 
-    _stopped_after_first_word_chunk(monkeypatch, lambda: run("form,upos"))
+    _stopped_after_first_chunk(monkeypatch, lambda: run("form,upos"), "word_features")
     assert output.with_name("p.csv.partial").exists()
     result = run("upos,form")
     assert result.resumed == 0 and any("not reused" in note for note in result.notes)

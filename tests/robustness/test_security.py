@@ -15,6 +15,7 @@ from pathlib import Path
 import h5py
 import pytest
 from click.testing import CliRunner
+from support.custom_code import CUSTOM_CODE
 
 import featx
 from featx.cli import main
@@ -57,21 +58,6 @@ def test_pickle_only_model_is_refused_through_the_cli(tiny_model, corpus_csv, tm
     assert "only pickle-based weights (pytorch_model.bin)" in result.output
     assert "unpickling can run arbitrary code" in result.output and "safe_serialization=True" in result.output
     assert not marker.exists()
-
-
-CUSTOM_CODE = """
-from pathlib import Path
-Path({marker!r}).write_text("custom code ran")
-from transformers import BertConfig, BertModel
-
-
-class CustomConfig(BertConfig):
-    model_type = "featx-custom-bert"
-
-
-class CustomModel(BertModel):
-    config_class = CustomConfig
-"""
 
 
 def _model_with_custom_code(tiny_model: Path, folder: Path, marker: Path, model_type: str) -> Path:

@@ -152,15 +152,20 @@ TOKENIZER_FILES = (
 )
 
 
-def tokenizer_sha256(folder: Path) -> str | None:
-    """A sha256 over the tokenizer files' names and bytes in ``folder`` (None: it has none of them)."""
+def files_sha256(folder: Path, names: tuple[str, ...]) -> str | None:
+    """A sha256 over the names and bytes of the files ``names`` found in ``folder`` (None: it has none of them)."""
     digest, found = hashlib.sha256(), False
-    for name in TOKENIZER_FILES:
+    for name in names:
         path = Path(folder) / name
         if path.is_file():
             found = True
             digest.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest() if found else None
+
+
+def tokenizer_sha256(folder: Path) -> str | None:
+    """A sha256 over the tokenizer files' names and bytes in ``folder`` (None: it has none of them)."""
+    return files_sha256(folder, TOKENIZER_FILES)
 
 
 # The other files of a model folder that shape its features: the architecture's settings (``config.json``:
@@ -171,10 +176,4 @@ CONFIG_FILES = ("config.json", "chat_template.json", "chat_template.jinja")
 
 def config_sha256(folder: Path) -> str | None:
     """A sha256 over the names and bytes of ``CONFIG_FILES`` in ``folder`` (None: it has none of them)."""
-    digest, found = hashlib.sha256(), False
-    for name in CONFIG_FILES:
-        path = Path(folder) / name
-        if path.is_file():
-            found = True
-            digest.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
-    return digest.hexdigest() if found else None
+    return files_sha256(folder, CONFIG_FILES)
