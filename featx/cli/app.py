@@ -6,8 +6,6 @@ from __future__ import annotations
 import re
 import sys
 import warnings
-from collections.abc import Callable
-from typing import Any
 
 import click
 
@@ -106,17 +104,6 @@ def run(argv: list[str] | None = None) -> None:
     except SystemExit as stop:
         exit_now(stop.code)
     exit_now(0)
-
-
-def options(*decorators: Callable[[Any], Any]) -> Callable[[Any], Any]:
-    """Several click options as one decorator, listed in ``--help`` in the order given."""
-
-    def apply(function: Any) -> Any:
-        for decorator in reversed(decorators):
-            function = decorator(function)
-        return function
-
-    return apply
 
 
 def use_agg() -> None:
