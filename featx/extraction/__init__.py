@@ -36,8 +36,10 @@ Heavy modules (torch) load on first use, so ``from featx.extraction import Extra
 from __future__ import annotations
 
 from ..lazy import lazy_exports
-from .config import COMPUTE_DTYPES, STORE_DTYPES, ExtractConfig, ExtractSummary, make_config, output_path
+from .checks import COMPUTE_DTYPES, STORE_DTYPES, output_path
+from .config import ExtractConfig, make_config
 from .run.freshness import quick_up_to_date
+from .summary import ExtractSummary
 
 _HOMES = {
     "ExtractionPlan": "plan",

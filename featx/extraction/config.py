@@ -17,9 +17,8 @@ from typing import ClassVar
 
 from ..errors import InputError
 from ..options import Check, Options, option, renamed
-from .checks import COMPUTE_DTYPES, CONSTRAINTS, STORE_DTYPES, is_word_input, output_path
+from .checks import CONSTRAINTS
 from .model.files import DEFAULT_MODEL
-from .summary import ExtractSummary, summary_of
 
 INPUT, SITES, READING, MODEL = "Input and layout", "Sites, length and device", "Reading the corpus", "Model and output"
 COMMITS, WORDS, PROMPTS = "Commits and shards", "Word inputs", "Prompts"
@@ -266,12 +265,6 @@ def make_config(config: ExtractConfig | str | Path | None = None, **options) -> 
 
 
 __all__ = [
-    "COMPUTE_DTYPES",
-    "STORE_DTYPES",
     "ExtractConfig",
-    "ExtractSummary",
-    "is_word_input",
     "make_config",
-    "output_path",
-    "summary_of",
 ]

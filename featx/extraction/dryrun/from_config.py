@@ -198,7 +198,7 @@ def estimate_from_config(config, reason: str, calibrate: bool = True):
 
 
 def _output(config) -> Path:
-    from ..config import output_path
+    from ..checks import output_path
 
     return output_path(config)
 

@@ -160,7 +160,7 @@ def read_word_corpus(
 
 def read_input(config) -> Corpus:
     """The corpus of an ``ExtractConfig``: a table of texts (``corpus.py``), or word input files."""
-    from ..config import is_word_input
+    from ..checks import is_word_input
     from .corpus import read_corpus
     from .templates import other_columns
     from .treebank import word_format

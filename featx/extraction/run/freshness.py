@@ -19,8 +19,10 @@ from pathlib import Path
 
 from ..._version import __version__
 from ...options import recorded
-from ..config import ExtractConfig, ExtractSummary, output_path, summary_of
+from ..checks import output_path
+from ..config import ExtractConfig
 from ..model.files import local_model_folder
+from ..summary import ExtractSummary, summary_of
 
 NOT_PART_OF_THE_REQUEST = ("output", "overwrite", "progress", "commit_seconds")
 NEW_OPTION_DEFAULTS = {

@@ -18,7 +18,8 @@ from ...io import rereadable, source_name
 from ...safe_files import check_overwrite, is_hdf5_file
 from ...state import remember
 from ...store import FeatureFile, FeatureWriter, OutputLock, partial_path, resumable, shard_rows_match
-from ..config import ExtractConfig, ExtractSummary, make_config, output_path, summary_of
+from ..checks import output_path
+from ..config import ExtractConfig, make_config
 from ..forward.runner import Runner
 from ..inputs.corpus import Corpus
 from ..inputs.word_corpus import read_input
@@ -26,6 +27,7 @@ from ..model.loading import LoadedModel, load_configured
 from ..plan import ExtractionPlan
 from ..shards.distributed import LaunchEnv
 from ..shards.sharding import ShardSpec, make_manifest, select_rows, shard_attributes, write_manifest
+from ..summary import ExtractSummary, summary_of
 from ..tokens.tokenize import TokenizedCorpus, tokenize_texts
 from ..tokens.word_tokens import tokenize_input
 from . import loop

@@ -21,7 +21,8 @@ from ...io import rereadable, source_name
 from ...options import recorded
 from ...selection import POOLINGS, parse_poolings, select_layers
 from ...store import HIDDEN_SITE, SiteLayout, hidden_layout
-from ..config import ExtractConfig, is_word_input, output_path
+from ..checks import is_word_input, output_path
+from ..config import ExtractConfig
 from ..forward.sites import measure_widths, parse_sites, resolve_sites
 from ..forward.truncation import plan_cut
 from ..inputs.pairs import pair_attributes, pair_b_layout, pair_fingerprint, pair_poolings

@@ -15,7 +15,9 @@ from datetime import timedelta
 from pathlib import Path
 
 from ...errors import FeatxError, InputError, Interrupted, StoreError
-from ..config import ExtractConfig, ExtractSummary, output_path, summary_of
+from ..checks import output_path
+from ..config import ExtractConfig
+from ..summary import ExtractSummary, summary_of
 from .merge import merge
 
 # How long finished ranks wait for the slowest one. A crashed rank never makes the others wait this
