@@ -1,7 +1,8 @@
 """The presentation side of featx: terminal tables, figures, comparisons, layer similarity and the HTML report.
 
 Subpackages: ``text`` (the terminal tables of every command), ``figures`` (every matplotlib figure and the
-shared style) and ``html`` (``featx report``). Modules: ``load`` (reading results, choosing rows),
+shared style), ``html`` (``featx report``) and ``study`` (``featx study report``: one interactive page over a
+whole study). Modules: ``load`` (reading results, choosing rows),
 ``compare`` + ``paired`` (``featx compare``) and ``similarity`` (``featx similarity``, linear CKA).
 
 The names below are the package's face (the CLI, featx's other packages and notebooks import only these),
@@ -51,8 +52,10 @@ _HOMES = {
     "plot_files": "figures.plot_files:plot_files",
     "ReportConfig": "html.page",
     "write_report": "html.page",
+    "write_study_report": "study.page",
+    "render_study_report": "study.page",
     # the modules of the notebook-facing API, each the attribute of the same name
-    **{module: module for module in ("compare", "figures", "html", "load", "paired", "similarity", "text")},
+    **{module: module for module in ("compare", "figures", "html", "load", "paired", "similarity", "study", "text")},
 }
 
 __all__ = sorted(_HOMES)
