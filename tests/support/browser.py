@@ -106,3 +106,31 @@ def console_messages(page: Path) -> list[str]:
     Chromium's own log; a featx report, which runs no script and fetches nothing, writes none."""
     done = _run(page, "--enable-logging=stderr", "--v=0", "--dump-dom")
     return [line.split("] ", 1)[-1] for line in done.stderr.splitlines() if ":CONSOLE" in line]
+
+
+def checked_load(page: Path, work: Path, script: str) -> tuple[str, list[str], list[str]]:
+    """One Chromium run of ``page`` with ``script`` added at the end of its body and its hash added to the page's
+    own Content-Security-Policy (which stays in force): the DOM after the script ran, the console messages and
+    the network requests the page made. For pages that run scripts under a hash-based ``script-src``."""
+    import base64
+    import hashlib
+
+    digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode()
+    text = page.read_text(encoding="utf-8")
+    assert text.count("script-src ") == 1, "the page's CSP names its scripts"
+    text = text.replace("script-src ", f"script-src 'sha256-{digest}' ", 1)
+    copy = work / "checked.html"
+    copy.write_text(text.replace("</body>", f"<script>{script}</script></body>"), encoding="utf-8")
+    log = work / "checked-netlog.json"
+    done = _run(copy, "--enable-logging=stderr", "--v=0", f"--log-net-log={log}", "--dump-dom")
+    console = [line.split("] ", 1)[-1] for line in done.stderr.splitlines() if ":CONSOLE" in line]
+    data = json.loads(log.read_text())
+    start = data["constants"]["logEventTypes"]["URL_REQUEST_START_JOB"]
+    requests = [
+        event["params"]["url"]
+        for event in data["events"]
+        if event["type"] == start
+        and event.get("params", {}).get("initiator") not in (None, "not an origin")
+        and not event["params"].get("url", "").startswith(("file:", "data:"))
+    ]
+    return done.stdout, console, requests

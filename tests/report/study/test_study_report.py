@@ -1,0 +1,108 @@
+"""The study report page, read as text: plotly.js embedded once and nothing fetched, the figures' data equal to
+the table's rows, the CSP naming exactly the page's scripts, and hostile names escaped everywhere."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+import json
+import re
+
+import pytest
+from conftest import HOSTILE, study_rows
+
+from featx.errors import StoreError
+from featx.report import write_study_report
+from featx.report.study import figures, table
+from featx.report.study.page import render_study_report
+
+LINKS = {
+    ("minilm", "sst2", "label"): "minilm/sst2/label.report.html",
+    (HOSTILE, "gum", "upos"): 'javascript:alert("x")',
+}
+
+
+@pytest.fixture(scope="module")
+def page() -> str:
+    summary = study_rows().groupby(["model", "corpus", "label"], as_index=False).first()
+    summary = summary[["model", "corpus", "label"]].assign(chosen_layer=3, layers_not_below="2,3", expected_layer=1.5)
+    return render_study_report(study_rows(), summary=summary, links=LINKS, title=f"study of {HOSTILE}")
+
+
+def _scripts(page: str) -> list[str]:
+    """The executable scripts (not the JSON blocks)."""
+    return re.findall(r"<script>(.*?)</script>", page, flags=re.S)
+
+
+def _figure(page: str, index: int) -> dict:
+    start = page.index(f'<script type="application/json" id="study-fig-{index}-data">')
+    body = page[page.index(">", start) + 1 : page.index("</script>", start)]
+    return json.loads(body)
+
+
+def test_plotly_js_is_embedded_once_and_nothing_is_fetched(page):
+    from plotly.offline import get_plotlyjs
+
+    scripts = _scripts(page)
+    assert len(scripts) == 2 and scripts[0] == get_plotlyjs()
+    assert page.count(get_plotlyjs()[:2000]) == 1
+    assert re.search(r"<(script|link|img|iframe)[^>]+(src|href)=", page) is None
+    policy = re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', page).group(1)
+    assert policy.startswith("default-src 'none'; script-src ")
+    hashes = re.findall(r"'sha256-([^']+)'", policy)
+    assert hashes == [base64.b64encode(hashlib.sha256(s.encode()).digest()).decode() for s in scripts]
+
+
+def test_the_figures_hold_the_tables_numbers(page):
+    rows = study_rows()
+    chosen = rows[rows.chosen]
+    heatmap = _figure(page, 0)["data"]
+    assert [trace["visible"] for trace in heatmap] == [True, False, False]  # accuracy x mean first: the chosen rows
+    shown = heatmap[0]
+    assert shown["x"] == ["minilm", html.escape(HOSTILE, quote=False).replace("$", "&#36;")]
+    assert shown["y"] == ["sst2 · label", "gum · upos"]
+    for i, (corpus, _) in enumerate((("sst2", "label"), ("gum", "upos"))):
+        for j, model in enumerate(("minilm", HOSTILE)):
+            row = chosen[(chosen.model == model) & (chosen.corpus == corpus)].iloc[0]
+            assert shown["z"][i][j] == pytest.approx(row.score)
+            assert f"{row.ci_low:.3f}, {row.ci_high:.3f}] 95%" in shown["text"][i][j]
+    assert _figure(page, 1)["data"][0]["z"][0] == [0.75, 0.75]  # layer 3 of 4
+    assert (
+        "layers not significantly below: 2,3 (relative depth 0.50 to 0.75)" in _figure(page, 1)["data"][0]["text"][0][0]
+    )
+    lines = [t for t in _figure(page, 2)["data"] if t.get("mode") == "lines+markers" and t["meta"]["combo"] == 2]
+    curve = rows[(rows.metric == "macro_f1") & (rows.model == "minilm") & (rows.corpus == "sst2")].sort_values("layer")
+    assert lines[0]["y"] == pytest.approx(curve.score.tolist()) and lines[0]["x"] == curve.relative_depth.tolist()
+    expected = [t for t in _figure(page, 3)["data"] if t["meta"]["combo"] == 0][0]
+    want = table.expected_layer(curve.layer, curve.score) / 4
+    assert expected["x"][0] == pytest.approx(want) and "study summary: E[l] = 1.5" in expected["text"][0]
+
+
+def test_hostile_names_are_escaped_in_html_json_and_links(page):
+    assert page.count("<script") == 2 + 5  # plotly.js, the page's script; 4 figures and the controls as JSON
+    assert "</script><script>alert" not in page and "<img src=x" not in page
+    assert html.escape(HOSTILE) in page  # the title and the summary table, as text
+    assert (
+        figures.label(HOSTILE)
+        == '&lt;/script&gt;&lt;script&gt;alert("m")&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt; &#36;x&#36;'
+    )
+    assert '"legendgroup":"\\u003c/script\\u003e\\u003cscript\\u003e' in page  # a raw name in JSON: < escaped
+    assert 'href="javascript:' not in page and 'href="javascript%3Aalert%28%22x%22%29"' in page
+    assert 'href="minilm/sst2/label.report.html"' in page
+
+
+def test_script_json_leaves_no_way_out_of_a_script_element():
+    from featx.report.study.page import script_json
+
+    text = script_json({"name": "</script><!-- & \u2028"})
+    assert "<" not in text and ">" not in text and "&" not in text and "\u2028" not in text
+    assert json.loads(text) == {"name": "</script><!-- & \u2028"}
+
+
+def test_write_study_report_writes_the_page(tmp_path):
+    path = write_study_report(study_rows(models=("a",), tasks=(("c", "l"),)), tmp_path / "out" / "study.html")
+    assert path == tmp_path / "out" / "study.html" and path.read_text().startswith("<!DOCTYPE html>")
+    (tmp_path / "file").write_text("")
+    with pytest.raises(StoreError, match="cannot write"):
+        write_study_report(study_rows(models=("a",), tasks=(("c", "l"),)), tmp_path / "file" / "study.html")
