@@ -2,6 +2,10 @@
 model's layer curve per task with its 95% band, and the expected layer per task. Each figure holds one set of
 traces per (metric, pooling) pair, ``meta.combo`` naming the pair; the page's controls show one pair at a time.
 
+Figures are plain plotly specs, ``{"data": [trace dicts], "layout": {...}}``: the layout goes through plotly's
+``go.Layout`` (validated, its template resolved), the traces stay dicts, since validating a study's thousand
+traces one by one takes seconds (the tests validate every trace of a page with ``go.Figure``).
+
 Every string from the study table goes through ``label`` before it reaches a figure: plotly draws text as a
 small HTML dialect (``<b>``, ``<a href>``, ``$...$`` for MathJax), so a model named ``<a href=...>`` would be
 drawn as a link; escaped, it reads as its own name."""
@@ -11,10 +15,8 @@ from __future__ import annotations
 import html
 import math
 
-import pandas as pd
-
 from ..figures.style import CYCLE
-from .table import StudyView, better, curve, expected_layer
+from .table import StudyView, better, expected_layer
 
 __all__ = ["Summary", "curves_figure", "expected_figure", "heatmap_figure", "label", "number", "row_hover"]
 
@@ -88,79 +90,72 @@ def _depth_hover(row, summary: Summary) -> str:
     return text
 
 
-def _layout(title: str, height: int, **more) -> dict:
-    return {
+def _layout(height: int, **more) -> dict:
+    import plotly.graph_objects as go
+
+    layout = {
         "template": "plotly_white",
         "font": FONT,
         "height": height,
         "margin": {"l": 10, "r": 10, "t": 40, "b": 10},
-        "title": {"text": title, "x": 0},
         "hoverlabel": {"align": "left"},
         **more,
     }
+    return go.Layout(layout).to_plotly_json()
 
 
-def heatmap_figure(view: StudyView, what: str, summary: Summary):
+def _cells(view: StudyView, combo: int) -> dict:
+    """(task, model) -> the picked row (a dict) at the ``combo``-th (metric, pooling) pair."""
+    metric, pooling = view.combos[combo]
+    rows = view.picks[(view.picks["metric"] == metric) & (view.picks["pooling"] == pooling)]
+    return {(row["task"], row["model_key"]): row for row in rows.to_dict("records")}
+
+
+def heatmap_figure(view: StudyView, what: str, summary: Summary) -> dict:
     """Task x model heatmap of the picked row's score (``what="score"``) or its relative depth (``"depth"``)."""
-    import plotly.graph_objects as go
-
-    figure = go.Figure()
+    data = []
     for combo, (metric, pooling) in enumerate(view.combos):
-        rows = view.picks[(view.picks["metric"] == metric) & (view.picks["pooling"] == pooling)]
-        cells = {(row["task"], row["model_key"]): row for _, row in rows.iterrows()}
-        z, text = [], []
-        for task in view.tasks:
-            found = [cells.get((task, model)) for model in view.models]
-            z.append(
-                _plain([math.nan if row is None else row["score" if what == "score" else "depth"] for row in found])
-            )
-            text.append(
-                [
-                    "no row" if row is None else row_hover(row) if what == "score" else _depth_hover(row, summary)
-                    for row in found
-                ]
-            )
-        figure.add_trace(
-            go.Heatmap(
-                z=z,
-                x=[label(model) for model in view.models],
-                y=[label(task) for task in view.tasks],
-                text=text,
-                hovertemplate="%{text}<extra></extra>",
-                texttemplate="%{z:.2f}",
-                hoverongaps=False,
-                colorscale="Viridis",
-                reversescale=what == "score" and better(metric) < 0,
-                zmin=0 if what == "depth" else None,
-                zmax=1 if what == "depth" else None,
-                colorbar={"title": {"text": "relative depth" if what == "depth" else label(metric)}},
-                visible=combo == view.default,
-                meta={"combo": combo, "metric": label(metric), "pooling": label(pooling)},
-            )
+        cells = _cells(view, combo)
+        found = [[cells.get((task, model)) for model in view.models] for task in view.tasks]
+        hover = row_hover if what == "score" else lambda row: _depth_hover(row, summary)
+        data.append(
+            {
+                "type": "heatmap",
+                "z": [_plain([math.nan if row is None else row[what] for row in line]) for line in found],
+                "x": [label(model) for model in view.models],
+                "y": [label(task) for task in view.tasks],
+                "text": [["no row" if row is None else hover(row) for row in line] for line in found],
+                "hovertemplate": "%{text}<extra></extra>",
+                "texttemplate": "%{z:.2f}",
+                "hoverongaps": False,
+                "colorscale": "Viridis",
+                "reversescale": what == "score" and better(metric) < 0,
+                **({"zmin": 0, "zmax": 1} if what == "depth" else {}),
+                "colorbar": {"title": {"text": "relative depth" if what == "depth" else label(metric)}},
+                "visible": combo == view.default,
+                "meta": {"combo": combo, "metric": label(metric), "pooling": label(pooling)},
+            }
         )
-    height = 160 + 44 * len(view.tasks)
-    figure.update_layout(
-        _layout("", height, xaxis={"type": "category"}, yaxis={"type": "category", "autorange": "reversed"})
-    )
-    return figure
+    axes = {"xaxis": {"type": "category"}, "yaxis": {"type": "category", "autorange": "reversed"}}
+    return {"data": data, "layout": _layout(160 + 44 * len(view.tasks), **axes)}
 
 
-def _band(go, points: pd.DataFrame, colour: str, combo: int, visible: bool, model: str):
-    bounded = points[points["ci_low"].notna() & points["ci_high"].notna()]
-    if bounded.empty:
+def _band(points: list[dict], colour: str, model: str) -> dict | None:
+    bounded = [p for p in points if p["ci_low"] == p["ci_low"] and p["ci_high"] == p["ci_high"]]
+    if not bounded:
         return None
-    return go.Scatter(
-        x=_plain(list(bounded["depth"]) + list(bounded["depth"])[::-1]),
-        y=_plain(list(bounded["ci_high"]) + list(bounded["ci_low"])[::-1]),
-        fill="toself",
-        fillcolor=colour + "33",
-        line={"width": 0},
-        hoverinfo="skip",
-        showlegend=False,
-        legendgroup=model,
-        visible=visible,
-        meta={"combo": combo, "band": True},
-    )
+    return {
+        "type": "scatter",
+        "x": _plain([p["depth"] for p in bounded] + [p["depth"] for p in bounded[::-1]]),
+        "y": _plain([p["ci_high"] for p in bounded] + [p["ci_low"] for p in bounded[::-1]]),
+        "fill": "toself",
+        "fillcolor": colour + "33",
+        "line": {"width": 0},
+        "hoverinfo": "skip",
+        "showlegend": False,
+        "legendgroup": model,
+        "meta": {"band": True},
+    }
 
 
 def _point_hover(row) -> str:
@@ -172,85 +167,85 @@ def _point_hover(row) -> str:
     )
 
 
-def _subplots(view: StudyView):
+def _line(points: list[dict], colour: str, model: str, legend: bool) -> dict:
+    return {
+        "type": "scatter",
+        "x": _plain([p["depth"] for p in points]),
+        "y": _plain([p["score"] for p in points]),
+        "text": [_point_hover(p) for p in points],
+        "hovertemplate": "%{text}<extra></extra>",
+        "mode": "lines+markers",
+        "line": {"color": colour, "width": 2},
+        "marker": {"size": 6, "color": colour},
+        "name": label(model),
+        "legendgroup": model,
+        "showlegend": legend,
+    }
+
+
+def _lexical(cells: dict, task: str, legend: bool) -> dict | None:
+    values = [row["lexical"] for (t, _), row in cells.items() if t == task and row["lexical"] == row["lexical"]]
+    if not values:
+        return None
+    return {
+        "type": "scatter",
+        "x": [0.0, 1.0],
+        "y": [float(values[0])] * 2,
+        "mode": "lines",
+        "line": {"color": "#555555", "dash": "dot", "width": 1.5},
+        "name": "lexical baseline",
+        "legendgroup": "lexical",
+        "showlegend": legend,
+        "hovertemplate": f"lexical baseline: {number(values[0])}<extra></extra>",
+    }
+
+
+def _grid(view: StudyView) -> tuple[dict, list[tuple[str, str]]]:
+    """The layout of one panel per task (two columns) and each task's (x axis, y axis) names."""
     from plotly.subplots import make_subplots
 
     columns = min(2, len(view.tasks))
     rows = math.ceil(len(view.tasks) / columns)
-    figure = make_subplots(
+    grid = make_subplots(
         rows=rows,
         cols=columns,
         subplot_titles=[label(task) for task in view.tasks],
         vertical_spacing=min(0.12, 0.5 / rows),
         horizontal_spacing=0.08,
     )
-    places = [{"row": 1 + i // columns, "col": 1 + i % columns} for i in range(len(view.tasks))]
-    figure.update_xaxes(range=[-0.03, 1.03], title_text="relative depth (layer / layers)")
-    figure.update_layout(_layout("", 120 + 300 * rows, hovermode="closest"))
-    return figure, places
+    grid.update_xaxes(range=[-0.03, 1.03], title_text="relative depth (layer / layers)")
+    axes = [
+        ("x" + ("" if i == 0 else str(i + 1)), "y" + ("" if i == 0 else str(i + 1))) for i in range(len(view.tasks))
+    ]
+    layout = grid.layout.to_plotly_json()
+    layout.pop("template", None)
+    return _layout(120 + 300 * rows, hovermode="closest", **layout), axes
 
 
-def _lexical(go, rows: pd.DataFrame, combo: int, visible: bool, shown: set):
-    lexical = rows["lexical"].dropna()
-    if lexical.empty:
-        return None
-    first = "lexical" not in shown
-    shown.add("lexical")
-    return go.Scatter(
-        x=[0.0, 1.0],
-        y=[float(lexical.iloc[0])] * 2,
-        mode="lines",
-        line={"color": "#555555", "dash": "dot", "width": 1.5},
-        name="lexical baseline",
-        legendgroup="lexical",
-        showlegend=first,
-        hovertemplate=f"lexical baseline: {number(lexical.iloc[0])}<extra></extra>",
-        visible=visible,
-        meta={"combo": combo},
-    )
-
-
-def curves_figure(view: StudyView):
+def curves_figure(view: StudyView) -> dict:
     """Per task, every model's score by relative depth with its 95% band (and the lexical baseline)."""
-    import plotly.graph_objects as go
-
-    figure, places = _subplots(view)
-    for combo, (metric, pooling) in enumerate(view.combos):
-        visible, shown = combo == view.default, set()
-        picks = view.picks[(view.picks["metric"] == metric) & (view.picks["pooling"] == pooling)]
-        for task, place in zip(view.tasks, places, strict=True):
-            rows = picks[picks["task"] == task]
-            for model_index, model in enumerate(view.models):
-                pick = rows[rows["model_key"] == model]
-                if pick.empty:
+    layout, axes = _grid(view)
+    data = []
+    for combo in range(len(view.combos)):
+        cells, shown = _cells(view, combo), set()
+        for task, (xaxis, yaxis) in zip(view.tasks, axes, strict=True):
+            traces = []
+            for index, model in enumerate(view.models):
+                pick = cells.get((task, model))
+                points = view.curve(pick) if pick is not None else []
+                if not points:
                     continue
-                points = curve(view.frame, pick.iloc[0])
-                colour = _colour(model_index)
-                band = _band(go, points, colour, combo, visible, model)
-                traces = [band] if band is not None else []
-                traces.append(
-                    go.Scatter(
-                        x=_plain(points["depth"]),
-                        y=_plain(points["score"]),
-                        text=[_point_hover(row) for _, row in points.iterrows()],
-                        hovertemplate="%{text}<extra></extra>",
-                        mode="lines+markers",
-                        line={"color": colour, "width": 2},
-                        marker={"size": 6, "color": colour},
-                        name=label(model),
-                        legendgroup=model,
-                        showlegend=model not in shown,
-                        visible=visible,
-                        meta={"combo": combo},
-                    )
-                )
+                traces += [
+                    _band(points, _colour(index), model),
+                    _line(points, _colour(index), model, model not in shown),
+                ]
                 shown.add(model)
-                for trace in traces:
-                    figure.add_trace(trace, **place)
-            lexical = _lexical(go, rows, combo, visible, shown)
-            if lexical is not None:
-                figure.add_trace(lexical, **place)
-    return figure
+            traces.append(_lexical(cells, task, "lexical" not in shown))
+            shown.add("lexical")
+            for trace in filter(None, traces):
+                meta = {**trace.pop("meta", {}), "combo": combo}
+                data.append({**trace, "xaxis": xaxis, "yaxis": yaxis, "visible": combo == view.default, "meta": meta})
+    return {"data": data, "layout": layout}
 
 
 def _expected_hover(row, value: float, summary: Summary) -> str:
@@ -265,50 +260,39 @@ def _expected_hover(row, value: float, summary: Summary) -> str:
         + f"<br>curve: {label(row['metric'])}, pooling {label(row['pooling'])}"
     )
     found = _summary_row(summary, row)
-    if found is not None and found.get("expected_layer") == found.get("expected_layer") and "expected_layer" in found:
+    if found is not None and "expected_layer" in found and found["expected_layer"] == found["expected_layer"]:
         text += f"<br>study summary: E[l] = {label(found['expected_layer'])}"
     return text
 
 
-def expected_figure(view: StudyView, summary: Summary):
+def expected_figure(view: StudyView, summary: Summary) -> dict:
     """Per task, each model's expected layer E[l] over its number of layers (``table.expected_layer``)."""
-    import plotly.graph_objects as go
-
-    figure = go.Figure()
-    for combo, (metric, pooling) in enumerate(view.combos):
-        picks = view.picks[(view.picks["metric"] == metric) & (view.picks["pooling"] == pooling)]
-        for model_index, model in enumerate(view.models):
-            rows = picks[picks["model_key"] == model]
-            if rows.empty:
+    data = []
+    for combo, (metric, _) in enumerate(view.combos):
+        cells = _cells(view, combo)
+        for index, model in enumerate(view.models):
+            rows = [cells[task, model] for task in view.tasks if (task, model) in cells]
+            if not rows:
                 continue
-            values = [expected_layer(*_layers_scores(view, row), metric) for _, row in rows.iterrows()]
-            relative = [v / r if r == r and r > 0 else math.nan for v, r in zip(values, rows["n_layers"], strict=True)]
-            figure.add_trace(
-                go.Scatter(
-                    x=_plain(relative),
-                    y=[label(task) for task in rows["task"]],
-                    text=[
-                        _expected_hover(row, v, summary) for (_, row), v in zip(rows.iterrows(), values, strict=True)
-                    ],
-                    hovertemplate="%{text}<extra></extra>",
-                    mode="markers",
-                    marker={"color": _colour(model_index), "size": 12, "line": {"width": 1, "color": "white"}},
-                    name=label(model),
-                    visible=combo == view.default,
-                    meta={"combo": combo},
-                )
+            curves = [view.curve(row) for row in rows]
+            values = [expected_layer([p["layer"] for p in c], [p["score"] for p in c], metric) for c in curves]
+            relative = [v / r["n_layers"] if r["n_layers"] > 0 else math.nan for v, r in zip(values, rows, strict=True)]
+            data.append(
+                {
+                    "type": "scatter",
+                    "x": _plain(relative),
+                    "y": [label(row["task"]) for row in rows],
+                    "text": [_expected_hover(row, v, summary) for row, v in zip(rows, values, strict=True)],
+                    "hovertemplate": "%{text}<extra></extra>",
+                    "mode": "markers",
+                    "marker": {"color": _colour(index), "size": 12, "line": {"width": 1, "color": "white"}},
+                    "name": label(model),
+                    "visible": combo == view.default,
+                    "meta": {"combo": combo},
+                }
             )
-    figure.update_layout(
-        _layout(
-            "",
-            160 + 44 * len(view.tasks),
-            xaxis={"range": [-0.03, 1.03], "title": {"text": "expected layer E[l] / number of layers"}},
-            yaxis={"type": "category", "categoryorder": "array", "categoryarray": [label(t) for t in view.tasks]},
-        )
-    )
-    return figure
-
-
-def _layers_scores(view: StudyView, row) -> tuple[list, list]:
-    points = curve(view.frame, row)
-    return list(points["layer"]), list(points["score"])
+    axes = {
+        "xaxis": {"range": [-0.03, 1.03], "title": {"text": "expected layer E[l] / number of layers"}},
+        "yaxis": {"type": "category", "categoryorder": "array", "categoryarray": [label(t) for t in view.tasks]},
+    }
+    return {"data": data, "layout": _layout(160 + 44 * len(view.tasks), **axes)}

@@ -75,8 +75,7 @@ def _summary_lookup(summary: pd.DataFrame | None) -> figures.Summary:
     return lookup
 
 
-def _figure_html(index: int, title: str, figure, how: str) -> str:
-    spec = figure.to_plotly_json()
+def _figure_html(index: int, title: str, spec: dict, how: str) -> str:
     return (
         f'<section><h2 id="figure-{index}">{html.escape(title)}</h2>\n'
         f'<div class="study-plot" id="study-fig-{index}"></div>\n'
@@ -97,7 +96,7 @@ EXPECTED_HOW = (
 )
 
 
-def _figures(study: StudyView, summary: figures.Summary) -> list[tuple[str, object, str]]:
+def _figures(study: StudyView, summary: figures.Summary) -> list[tuple[str, dict, str]]:
     return [
         (
             "Best score per task and model",

@@ -17,7 +17,7 @@ __all__ = [
     "REQUIRED",
     "StudyView",
     "better",
-    "curve",
+    "curves_of",
     "expected_layer",
     "pick_rows",
     "tidy",
@@ -98,38 +98,37 @@ def tidy(table) -> pd.DataFrame:
     return frame
 
 
-def _pick(rows: pd.DataFrame, metric: str) -> tuple[int, str]:
-    """The index of the row shown for one model x task (at one metric and pooling), and how it was picked."""
-    chosen = rows[rows["chosen"]]
-    if len(chosen):
-        return chosen.index[0], "chosen on the training part"
-    sign = better(metric)
-    for column, how in (("selection_score", "best selection score"), ("score", "best on the test rows")):
-        scored = rows[rows[column].notna()]
-        if len(scored):
-            ranked = scored.assign(_key=sign * scored[column]).sort_values(["_key", "layer"], ascending=[False, True])
-            return ranked.index[0], how
-    raise AssertionError("tidy() keeps only rows with a score")
+CELL = ["metric", "pooling", "model_key", "task"]
+HOW = ("best on the test rows", "best selection score", "chosen on the training part")
 
 
 def pick_rows(frame: pd.DataFrame) -> pd.DataFrame:
     """One row per metric x pooling x model x task: the study's chosen row where it is in that slice, else the
     row with the best selection score, else the best test score (ties: the lower layer); ``how`` says which."""
-    picked, hows = [], []
-    for (metric, _, _, _), rows in frame.groupby(["metric", "pooling", "model_key", "task"], sort=False):
-        index, how = _pick(rows, str(metric))
-        picked.append(index)
-        hows.append(how)
-    return frame.loc[picked].assign(how=hows).reset_index(drop=True)
+    sign = frame["metric"].map(better)
+    has_chosen = frame.groupby(CELL, sort=False)["chosen"].transform("any")
+    has_selection = frame.groupby(CELL, sort=False)["selection_score"].transform("count") > 0
+    value = sign * frame["selection_score"].where(has_selection, frame["score"])
+    ranked = frame.assign(_chosen=frame["chosen"], _value=value.fillna(-np.inf), _order=np.arange(len(frame)))
+    ranked = ranked.sort_values(
+        [*CELL, "_chosen", "_value", "layer", "_order"], ascending=[True] * 4 + [False, False, True, True]
+    )
+    first = ranked.groupby(CELL, sort=False).head(1).sort_values("_order")
+    level = np.where(has_chosen[first.index], 2, np.where(has_selection[first.index], 1, 0))
+    return (
+        first.drop(columns=["_chosen", "_value", "_order"]).assign(how=[HOW[i] for i in level]).reset_index(drop=True)
+    )
 
 
-def curve(frame: pd.DataFrame, pick: pd.Series) -> pd.DataFrame:
-    """The layer curve behind a picked row: the rows of its model, task, metric, pooling and classifier with
-    a layer, one per layer, by layer."""
-    same = (frame["model_key"] == pick["model_key"]) & (frame["task"] == pick["task"])
-    same &= (frame["metric"] == pick["metric"]) & (frame["pooling"] == pick["pooling"])
-    same &= (frame["classifier"] == pick["classifier"]) & frame["layer"].notna()
-    return frame[same].sort_values("layer").drop_duplicates("layer")
+def curves_of(frame: pd.DataFrame) -> dict[tuple, list[dict]]:
+    """Every layer curve in the table: (metric, pooling, model_key, task, classifier) -> its rows with a layer
+    (as dicts), one per layer, by layer."""
+    curves: dict[tuple, list[dict]] = {}
+    for record in frame[frame["layer"].notna()].sort_values("layer", kind="stable").to_dict("records"):
+        points = curves.setdefault(tuple(record[column] for column in (*CELL, "classifier")), [])
+        if not points or points[-1]["layer"] != record["layer"]:
+            points.append(record)
+    return curves
 
 
 def expected_layer(layers, scores, metric: str = "score") -> float:
@@ -137,16 +136,17 @@ def expected_layer(layers, scores, metric: str = "score") -> float:
     delta(l) = s(l) - s(l-1) is the gain of layer l on the curve s made cumulative (s(l) = the best score of
     layers 0..l, as Tenney's scalar mixes of layers 0..l are): every delta is >= 0, so E[l] lies between the
     first and the last layer. NaN when the curve has under two layers or never improves on its first layer."""
-    points = pd.DataFrame({"layer": layers, "score": scores}).dropna().sort_values("layer")
-    if len(points) < 2:
+    layers, scores = np.asarray(layers, dtype=float), np.asarray(scores, dtype=float)
+    known = ~(np.isnan(layers) | np.isnan(scores))
+    order = np.argsort(layers[known], kind="stable")
+    layers, scores = layers[known][order], scores[known][order]
+    if len(layers) < 2:
         return math.nan
-    sign = better(metric)
-    running = np.maximum.accumulate(sign * points["score"].to_numpy(dtype=float))
-    gains = np.diff(running)
+    gains = np.diff(np.maximum.accumulate(better(metric) * scores))
     total = gains.sum()
     if not total > 0:
         return math.nan
-    return float((points["layer"].to_numpy(dtype=float)[1:] * gains).sum() / total)
+    return float((layers[1:] * gains).sum() / total)
 
 
 @dataclass(frozen=True)
@@ -156,12 +156,18 @@ class StudyView:
 
     frame: pd.DataFrame
     picks: pd.DataFrame
+    curves: dict[tuple, list[dict]]
     models: list[str]
     tasks: list[str]
     metrics: list[str]
     poolings: list[str]
     combos: list[tuple[str, str]]
     default: int
+
+    def curve(self, pick) -> list[dict]:
+        """The layer curve behind a picked row (its model, task, metric, pooling and classifier): its rows, by
+        layer."""
+        return self.curves.get(tuple(pick[column] for column in (*CELL, "classifier")), [])
 
 
 def _first_by_count(values: pd.Series, order: list[str]) -> str:
@@ -183,6 +189,7 @@ def view(table) -> StudyView:
     return StudyView(
         frame,
         picks,
+        curves_of(frame),
         models,
         list(dict.fromkeys(frame["task"])),
         metrics,

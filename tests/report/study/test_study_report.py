@@ -79,6 +79,14 @@ def test_the_figures_hold_the_tables_numbers(page):
     assert expected["x"][0] == pytest.approx(want) and "study summary: E[l] = 1.5" in expected["text"][0]
 
 
+def test_every_figure_is_a_valid_plotly_figure(page):
+    import plotly.graph_objects as go
+
+    for index in range(4):
+        figure = go.Figure(_figure(page, index))  # validates every trace and layout property; raises on a typo
+        assert len(figure.data) >= 3
+
+
 def test_hostile_names_are_escaped_in_html_json_and_links(page):
     assert page.count("<script") == 2 + 5  # plotly.js, the page's script; 4 figures and the controls as JSON
     assert "</script><script>alert" not in page and "<img src=x" not in page
