@@ -21,7 +21,7 @@ from .table import StudyView, better, expected_layer
 __all__ = ["Summary", "curves_figure", "expected_figure", "heatmap_figure", "label", "number", "row_hover"]
 
 FONT = {"family": "system-ui, -apple-system, Segoe UI, Roboto, sans-serif", "size": 13}
-Summary = dict  # (model, corpus, label, seed or None) -> that row of the study's summary, as a dict
+Summary = dict  # (model, corpus, label, seed or None) -> that row of the study's summary (or that cell's link)
 
 
 def label(text) -> str:
@@ -46,7 +46,8 @@ def _colour(index: int) -> str:
     return CYCLE[index % len(CYCLE)]
 
 
-def _summary_row(summary: Summary, row) -> dict | None:
+def _summary_row(summary: Summary, row):
+    """What ``summary`` holds for the row's model, corpus, label and seed (else for no seed), or None."""
     seed = None if row["seed"] != row["seed"] else int(row["seed"])
     return summary.get((row["model"], row["corpus"], row["label"], seed)) or summary.get(
         (row["model"], row["corpus"], row["label"], None)
@@ -111,13 +112,22 @@ def _cells(view: StudyView, combo: int) -> dict:
     return {(row["task"], row["model_key"]): row for row in rows.to_dict("records")}
 
 
-def heatmap_figure(view: StudyView, what: str, summary: Summary) -> dict:
-    """Task x model heatmap of the picked row's score (``what="score"``) or its relative depth (``"depth"``)."""
-    data = []
+def _cell_link(links: Summary, row) -> str:
+    return "" if row is None else _summary_row(links, row) or ""
+
+
+def heatmap_figure(view: StudyView, what: str, summary: Summary, links: Summary | None = None) -> dict:
+    """Task x model heatmap of the picked row's score (``what="score"``) or its relative depth (``"depth"``);
+    ``links`` ((model, corpus, label, seed or None) -> URL) go in each cell's ``customdata``, for a click."""
+    data, links = [], links or {}
     for combo, (metric, pooling) in enumerate(view.combos):
         cells = _cells(view, combo)
         found = [[cells.get((task, model)) for model in view.models] for task in view.tasks]
-        hover = row_hover if what == "score" else lambda row: _depth_hover(row, summary)
+
+        def hover(row):
+            text = row_hover(row) if what == "score" else _depth_hover(row, summary)
+            return text + ("<br><i>click: this cell's own report</i>" if _cell_link(links, row) else "")
+
         data.append(
             {
                 "type": "heatmap",
@@ -125,6 +135,7 @@ def heatmap_figure(view: StudyView, what: str, summary: Summary) -> dict:
                 "x": [label(model) for model in view.models],
                 "y": [label(task) for task in view.tasks],
                 "text": [["no row" if row is None else hover(row) for row in line] for line in found],
+                "customdata": [[_cell_link(links, row) for row in line] for line in found],
                 "hovertemplate": "%{text}<extra></extra>",
                 "texttemplate": "%{z:.2f}",
                 "hoverongaps": False,
@@ -148,6 +159,7 @@ def _band(points: list[dict], colour: str, model: str) -> dict | None:
         "type": "scatter",
         "x": _plain([p["depth"] for p in bounded] + [p["depth"] for p in bounded[::-1]]),
         "y": _plain([p["ci_high"] for p in bounded] + [p["ci_low"] for p in bounded[::-1]]),
+        "mode": "lines",
         "fill": "toself",
         "fillcolor": colour + "33",
         "line": {"width": 0},
@@ -285,6 +297,8 @@ def expected_figure(view: StudyView, summary: Summary) -> dict:
                     "text": [_expected_hover(row, v, summary) for row, v in zip(rows, values, strict=True)],
                     "hovertemplate": "%{text}<extra></extra>",
                     "mode": "markers",
+                    "orientation": "h",  # with the layout's scattermode "group": one row per task, models side by side
+                    "offsetgroup": str(index),
                     "marker": {"color": _colour(index), "size": 12, "line": {"width": 1, "color": "white"}},
                     "name": label(model),
                     "visible": combo == view.default,
@@ -293,6 +307,11 @@ def expected_figure(view: StudyView, summary: Summary) -> dict:
             )
     axes = {
         "xaxis": {"range": [-0.03, 1.03], "title": {"text": "expected layer E[l] / number of layers"}},
-        "yaxis": {"type": "category", "categoryorder": "array", "categoryarray": [label(t) for t in view.tasks]},
+        "yaxis": {
+            "type": "category",
+            "categoryorder": "array",
+            "categoryarray": [label(t) for t in view.tasks],
+            "autorange": "reversed",
+        },
     }
-    return {"data": data, "layout": _layout(160 + 44 * len(view.tasks), **axes)}
+    return {"data": data, "layout": _layout(160 + 44 * len(view.tasks), scattermode="group", **axes)}

@@ -26,7 +26,7 @@ from . import figures
 from .script import SCRIPT
 from .table import StudyView, view
 
-__all__ = ["DEFAULT_TITLE", "csp", "render_study_report", "script_json", "write_study_report"]
+__all__ = ["DEFAULT_TITLE", "csp", "link_url", "render_study_report", "script_json", "write_study_report"]
 
 DEFAULT_TITLE = "featx study report"
 STYLE = """
@@ -64,6 +64,16 @@ def csp(*scripts: str) -> str:
     )
 
 
+def _link_lookup(links: Mapping | None) -> figures.Summary:
+    """(model, corpus, label, seed or None) -> URL, for the links keyed by such a tuple (3 or 4 parts)."""
+    lookup: figures.Summary = {}
+    for key, path in (links or {}).items():
+        if isinstance(key, tuple) and len(key) in (3, 4):
+            seed = key[3] if len(key) == 4 and key[3] is not None and not pd.isna(key[3]) else None
+            lookup[(str(key[0]), str(key[1]), str(key[2]), None if seed is None else int(seed))] = link_url(path)
+    return lookup
+
+
 def _summary_lookup(summary: pd.DataFrame | None) -> figures.Summary:
     if summary is None or not {"model", "corpus", "label"} <= set(summary.columns):
         return {}
@@ -96,18 +106,19 @@ EXPECTED_HOW = (
 )
 
 
-def _figures(study: StudyView, summary: figures.Summary) -> list[tuple[str, dict, str]]:
+def _figures(study: StudyView, summary: figures.Summary, links: figures.Summary) -> list[tuple[str, dict, str]]:
     return [
         (
             "Best score per task and model",
-            figures.heatmap_figure(study, "score", summary),
+            figures.heatmap_figure(study, "score", summary, links),
             "Each cell: the row the study chose on the training part for that model and task (else the best "
             "selection score, else the best test score, as the hover says), at the metric and pooling selected "
-            "above. Hover: the score with its 95% interval, its layer, pooling and probe, and the references.",
+            "above. Hover: the score with its 95% interval, its layer, pooling and probe, and the references. "
+            "Click a cell to open its own report, where the study links one.",
         ),
         (
             "Relative depth of that row",
-            figures.heatmap_figure(study, "depth", summary),
+            figures.heatmap_figure(study, "depth", summary, links),
             "Each cell: the layer of the row in the heatmap above over the model's number of layers (0 = the "
             "embeddings, 1 = the last layer). Hover: where the study summary has it, the layers not significantly "
             "below the chosen one and their depth range: a wide range reads as a flat curve, not a best layer.",
@@ -157,10 +168,14 @@ def _summary_html(summary: pd.DataFrame | None) -> str:
     )
 
 
+def link_url(path) -> str:
+    """A report's path as a relative URL: every character outside a path's plain set percent-escaped, so a
+    ``javascript:``, ``"`` or ``<`` in it reads as part of a file name."""
+    return quote(os.fspath(path).replace(os.sep, "/"), safe="/._-~")
+
+
 def _href(path) -> str:
-    """A link target as a relative URL: every character outside a path's plain set percent-escaped, so a
-    ``javascript:`` or ``"`` in it reads as part of a file name."""
-    return html.escape(quote(os.fspath(path).replace(os.sep, "/"), safe="/._-~"), quote=True)
+    return html.escape(link_url(path), quote=True)
 
 
 def _links_html(links: Mapping | None) -> str:
@@ -199,7 +214,7 @@ def render_study_report(table, *, summary=None, links=None, title: str = DEFAULT
     _check_inputs(summary, links)
     study = view(table)
     plotly_js = get_plotlyjs()
-    drawn = _figures(study, _summary_lookup(summary))
+    drawn = _figures(study, _summary_lookup(summary), _link_lookup(links))
     head = (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">\n'
         f'<meta http-equiv="Content-Security-Policy" content="{csp(plotly_js, SCRIPT)}">\n'

@@ -1,7 +1,8 @@
-"""The study page's own script (run after plotly.js): draw each figure from its JSON block, and switch every
+"""The study page's own script (run after plotly.js): draw each figure from its JSON block, switch every
 figure to the (metric, pooling) pair the two selects name by showing only the traces whose ``meta.combo`` is
-that pair's index. No inline handler, no eval: the page's Content-Security-Policy allows exactly this script
-and plotly.js, by their hashes."""
+that pair's index, and open a heatmap cell's own report on a click (its URL in ``customdata``). No inline
+handler, no eval: the page's Content-Security-Policy allows exactly this script and plotly.js, by their
+hashes."""
 
 from __future__ import annotations
 
@@ -17,6 +18,10 @@ SCRIPT = """
   for (const div of plots) {
     const spec = read(div.id + '-data');
     Plotly.newPlot(div, spec.data, spec.layout, config);
+    div.on('plotly_click', (event) => {  // a heatmap cell with its report's relative URL in customdata
+      const link = event.points.length ? event.points[0].customdata : '';
+      if (typeof link === 'string' && link) window.location.assign(link);
+    });
   }
   const metric = document.getElementById('study-metric');
   const pooling = document.getElementById('study-pooling');

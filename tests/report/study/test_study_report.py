@@ -79,6 +79,13 @@ def test_the_figures_hold_the_tables_numbers(page):
     assert expected["x"][0] == pytest.approx(want) and "study summary: E[l] = 1.5" in expected["text"][0]
 
 
+def test_heatmap_cells_carry_their_reports_link(page):
+    for index in (0, 1):
+        cells = _figure(page, index)["data"][0]
+        assert cells["customdata"] == [["minilm/sst2/label.report.html", ""], ["", "javascript%3Aalert%28%22x%22%29"]]
+        assert "click: this cell's own report" in cells["text"][0][0] and "click" not in cells["text"][0][1]
+
+
 def test_every_figure_is_a_valid_plotly_figure(page):
     import plotly.graph_objects as go
 
