@@ -54,6 +54,7 @@ _HOMES = {
     "write_report": "html.page",
     "write_study_report": "study.page",
     "render_study_report": "study.page",
+    "expected_layer": "study.table",  # Tenney et al.'s E[l]: the study summary and the study page share one definition
     # the modules of the notebook-facing API, each the attribute of the same name
     **{module: module for module in ("compare", "figures", "html", "load", "paired", "similarity", "study", "text")},
 }
