@@ -10,9 +10,9 @@ from featx.extraction.inputs.corpus import read_corpus
 TAGS = ("tr", "tr", "va", "te")
 
 
-def task_file(path, n=len(SENTENCES)):
+def task_file(path, n=None):
     """A SentEval task file of the tiny sentences: PRES/PAST labels, tags tr, tr, va, te in turn."""
-    lines = [f"{TAGS[i % 4]}\t{'PRES' if i % 2 else 'PAST'}\t{SENTENCES[i][0]}" for i in range(n)]
+    lines = [f"{TAGS[i % 4]}\t{'PRES' if i % 2 else 'PAST'}\t{SENTENCES[i][0]}" for i in range(n or len(SENTENCES))]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
 
