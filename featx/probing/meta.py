@@ -118,7 +118,7 @@ class ProbeMeta(Mapping[str, Any]):
     # regression
     target: dict[str, float] = field(default_factory=dict)
     alphas: list[float] = field(default_factory=list)
-    # sentence-level runs
+    # the --baseline features file (word-level runs: written only when given)
     baseline_file: str | None = None
     baseline_model: str | None = None
     # word-level runs
@@ -189,6 +189,8 @@ class ProbeMeta(Mapping[str, Any]):
         out["control"] = self.control
         if words:
             out.update(control_task=self.control_task, layer_summary=self.layer_summary)
+            if self.baseline_file is not None:
+                out.update(baseline_file=self.baseline_file, baseline_model=self.baseline_model)
         else:
             out["baseline_file"] = self.baseline_file
             if classes:
