@@ -61,3 +61,25 @@ def test_a_baseline_of_other_sentences_or_without_words_is_refused(word_features
     featx.extract(corpus_csv, model=str(tiny_model), output=sentences, poolings="mean", progress=False)
     with pytest.raises(InputError, match="has no word-level data"):
         featx.probe(features, label="upos", baseline=sentences, write=False)
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        (dict(offsets=lambda o: o[:-1]), "does not hold the same sentences"),
+        (dict(forms=lambda f: [*f[:-1], "other"]), "does not hold the same words: sentence 55"),
+        (dict(layers=[0, 7]), r"does not store layer\(s\) \[7\]"),
+        (dict(poolings=["first", "max"]), r"does not store word pooling\(s\) max"),
+    ],
+)
+def test_the_baseline_must_hold_the_same_words_layers_and_poolings(random_words, change, expected):
+    from types import SimpleNamespace
+
+    from featx.probing.tasks.word_baseline import check_word_baseline
+
+    with featx.FeatureFile(random_words) as opened:
+        offsets, forms = opened.word_offsets(), opened.word_forms()
+    offsets, forms = change.get("offsets", lambda o: o)(offsets), change.get("forms", lambda f: f)(forms)
+    main = SimpleNamespace(word_offsets=lambda: offsets, word_forms=lambda: forms)
+    with pytest.raises(InputError, match=expected):
+        check_word_baseline(main, random_words, change.get("layers", [0]), change.get("poolings", ["first"]), False)
