@@ -138,6 +138,7 @@ class ProbeMeta(Mapping[str, Any]):
     # the companion files, once written
     predictions_file: str | None = None
     curve_file: str | None = None
+    rows_sha256: str | None = None  # the tested rows' digest (tasks/tested_rows.py): what compare pairs files by
     extra: dict[str, Any] = field(default_factory=dict)  # keys of other (older or newer) files, kept
 
     @property
@@ -215,7 +216,7 @@ class ProbeMeta(Mapping[str, Any]):
         if self.metric:
             out.update(metric=self.metric, selected=self.selected, best_on_test=self.best_on_test)
             out["optimism"] = self.optimism
-        for key in ("predictions_file", "curve_file"):
+        for key in ("predictions_file", "curve_file", "rows_sha256"):
             if getattr(self, key) is not None:
                 out[key] = getattr(self, key)
         return {**out, **self.extra}

@@ -29,6 +29,7 @@ from ..plan import ProbePlan
 from ..results import COLUMNS, CURVE_COLUMNS, ProbeResult
 from ..solvers.devices import solver_meta
 from .base import choice_meta, mark_choices, run_task
+from .tested_rows import word_rows_sha256
 from .word_baseline import check_word_baseline
 from .word_items import (
     HEAD_LABEL,
@@ -253,6 +254,7 @@ class WordProbe:
             solver=solver_meta(device),
             predictions_for=predictions_for,
             train_sizes=self.sizes,
+            rows_sha256=word_rows_sha256(task, self.inputs.plan, self.rows.forms, self.rows.offsets),
         )
 
 
