@@ -285,6 +285,18 @@ def _refuse_non_texts(rows, lines, path: Path, columns, notes: list[str]) -> Non
             refuse_non_text([row[index] for row in rows], lines, path, str(name), notes)
 
 
+def _read_bytes(path: Path, max_bytes: int | None) -> tuple[bytes, str, bytes]:
+    """The file's bytes as read (the fingerprint's), the suffix that says the format, and the bytes to parse."""
+    if not is_stdin(path) and not path.exists():
+        raise InputError(f"corpus file {path} does not exist")
+    if path.is_dir():
+        raise InputError(f"{path} is a directory, not a corpus file")
+    raw = read_source(path)
+    suffix, data = unwrap_gzip(raw, path, max_bytes)
+    refuse_other_formats(data, path, suffix)
+    return raw, suffix, data
+
+
 def _senteval_corpus(
     raw: bytes, data: bytes, path: Path, encoding: str, skip_empty: bool, missing: str | None, keep_cols
 ) -> Corpus:
@@ -326,13 +338,7 @@ def read_corpus(
     inflate to ``max_bytes`` (``--max-corpus-bytes``; None: ``featx.io``'s limits on size and ratio).
     """
     path = Path(path)
-    if not is_stdin(path) and not path.exists():
-        raise InputError(f"corpus file {path} does not exist")
-    if path.is_dir():
-        raise InputError(f"{path} is a directory, not a corpus file")
-    raw = read_source(path)
-    suffix, data = unwrap_gzip(raw, path, max_bytes)
-    refuse_other_formats(data, path, suffix)
+    raw, suffix, data = _read_bytes(path, max_bytes)
     if is_senteval(data, suffix):
         check_senteval_options(path, text_col, id_col, pair_col, sep, keep_cols)
         return _senteval_corpus(raw, data, path, encoding, skip_empty, missing_labels, keep_cols)

@@ -41,7 +41,7 @@ def tested_positions(plan: Any) -> np.ndarray:
     return np.unique(np.concatenate([np.asarray(test, np.int64) for _, test in plan.folds]))
 
 
-def rows_sha256(key_of: Callable[[int], bytes], labels: Sequence[Any], plan: Any) -> str:
+def rows_sha256(key_of: Callable[[int], bytes], labels: Sequence[Any] | np.ndarray, plan: Any) -> str:
     """The sha256 of the tested rows' keys and labels, in order (``key_of(position)``: a row's key)."""
     digest = hashlib.sha256()
     for position in tested_positions(plan):
