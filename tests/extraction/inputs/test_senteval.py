@@ -1,3 +1,5 @@
+import gzip
+
 import numpy as np
 import pytest
 from support.tiny import SENTENCES, write_csv
@@ -25,6 +27,9 @@ def test_a_task_file_reads_as_text_label_and_split(tmp_path):
     assert corpus.labels["label"].names == ["PAST", "PRES"]
     np.testing.assert_array_equal(corpus.labels["label"].codes, [0, 1, 0, 1])
     assert "read as a SentEval task file" in corpus.notes[0] and "2 train, 1 dev, 1 test" in corpus.notes[0]
+    zipped = tmp_path / "past_present.txt.gz"
+    zipped.write_bytes(gzip.compress((tmp_path / "past_present.txt").read_bytes()))
+    assert read_corpus(zipped).texts == corpus.texts
 
 
 @pytest.mark.parametrize(
