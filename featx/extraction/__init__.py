@@ -14,8 +14,9 @@ from outside this package):
 ``embed``, ``encode_words``  in-memory texts or sentences of words in, features out, no file (``inmemory/``)
 
 Below them, what ``featx.deploy`` and ``featx.sklearn`` build on: reading a corpus (``read_corpus``,
-``read_word_corpus``, ...), loading a model and its fingerprints (``load_model``, ``weights_sha256``, ...) and
-in-memory encoding (``encode``, ``encode_words`` with their configs).
+``read_word_corpus``, ...; ``senteval_tasks``: a folder's SentEval task files, one corpus each), loading a
+model and its fingerprints (``load_model``, ``weights_sha256``, ...) and in-memory encoding (``encode``,
+``encode_words`` with their configs).
 
 The layout, one kind of thing per folder; each stage reads the frozen ``config`` and ``plan`` at the top:
 
@@ -56,6 +57,7 @@ _HOMES = {
     "Corpus": "inputs.corpus",
     "read_corpus": "inputs.corpus",
     "file_sha256": "inputs.corpus",
+    "senteval_tasks": "inputs.senteval",
     "WordTable": "inputs.treebank",
     "word_format": "inputs.treebank",
     "check_no_table_columns": "inputs.treebank",

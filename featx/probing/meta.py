@@ -118,7 +118,7 @@ class ProbeMeta(Mapping[str, Any]):
     # regression
     target: dict[str, float] = field(default_factory=dict)
     alphas: list[float] = field(default_factory=list)
-    # sentence-level runs
+    # the --baseline features file (word-level runs: written only when given)
     baseline_file: str | None = None
     baseline_model: str | None = None
     # word-level runs
@@ -138,6 +138,7 @@ class ProbeMeta(Mapping[str, Any]):
     # the companion files, once written
     predictions_file: str | None = None
     curve_file: str | None = None
+    rows_sha256: str | None = None  # the tested rows' digest (tasks/tested_rows.py): what compare pairs files by
     extra: dict[str, Any] = field(default_factory=dict)  # keys of other (older or newer) files, kept
 
     @property
@@ -189,6 +190,8 @@ class ProbeMeta(Mapping[str, Any]):
         out["control"] = self.control
         if words:
             out.update(control_task=self.control_task, layer_summary=self.layer_summary)
+            if self.baseline_file is not None:
+                out.update(baseline_file=self.baseline_file, baseline_model=self.baseline_model)
         else:
             out["baseline_file"] = self.baseline_file
             if classes:
@@ -213,7 +216,7 @@ class ProbeMeta(Mapping[str, Any]):
         if self.metric:
             out.update(metric=self.metric, selected=self.selected, best_on_test=self.best_on_test)
             out["optimism"] = self.optimism
-        for key in ("predictions_file", "curve_file"):
+        for key in ("predictions_file", "curve_file", "rows_sha256"):
             if getattr(self, key) is not None:
                 out[key] = getattr(self, key)
         return {**out, **self.extra}

@@ -32,8 +32,20 @@ def predictions_path(meta: dict) -> Path | None:
     return path if path is not None and path.exists() else None
 
 
+def same_rows(meta_a: dict, meta_b: dict) -> bool | None:
+    """Whether two runs scored the same rows by their tested rows' digests (``rows_sha256``: the rows' texts or
+    words and labels, whatever the files' names); None when either run has none (a results file of an older featx)."""
+    a, b = meta_a.get("rows_sha256"), meta_b.get("rows_sha256")
+    return None if not a or not b else a == b
+
+
 def why_not_paired(meta_a: dict, meta_b: dict) -> str | None:
-    """Why two runs cannot be tested row by row (None when they can)."""
+    """Why two runs cannot be tested row by row (None when they can). Runs that record their tested rows'
+    digest are paired on it alone, with the same evaluation (and, under cross-validation, the same folds);
+    older runs on their label column, row count and corpus."""
+    same = same_rows(meta_a, meta_b)
+    if same is not None:
+        return _why_not_same_rows(meta_a, meta_b, same)
     for key, what in (
         ("label", "label column"),
         ("evaluation", "evaluation"),
@@ -49,6 +61,20 @@ def why_not_paired(meta_a: dict, meta_b: dict) -> str | None:
         and meta_a["corpus_sha256"] != meta_b["corpus_sha256"]
     ):
         return "different corpora"
+    if predictions_path(meta_a) is None or predictions_path(meta_b) is None:
+        return "no per-row predictions file beside the results"
+    return None
+
+
+def _why_not_same_rows(meta_a: dict, meta_b: dict, same: bool) -> str | None:
+    if not same:
+        return "the tested rows differ (their texts, words or labels; rows_sha256 differs)"
+    keys = [("evaluation", "evaluation")]
+    if meta_a.get("evaluation") != "split":  # cross-validation: the folds are drawn from the seed and fold count
+        keys += [("seed", "seed"), ("folds", "folds")]
+    for key, what in keys:
+        if meta_a.get(key) != meta_b.get(key):
+            return f"different {what} ({meta_a.get(key)} vs {meta_b.get(key)})"
     if predictions_path(meta_a) is None or predictions_path(meta_b) is None:
         return "no per-row predictions file beside the results"
     return None
@@ -96,7 +122,8 @@ def paired_layer_tests(
 
     a = read_csv(predictions_path(meta_a), dtype=str, keep_default_na=False)
     b = read_csv(predictions_path(meta_b), dtype=str, keep_default_na=False)
-    if list(a["row"]) != list(b["row"]) or list(a["label"]) != list(b["label"]):
+    rows_differ = len(a) != len(b) if same_rows(meta_a, meta_b) else list(a["row"]) != list(b["row"])
+    if rows_differ or list(a["label"]) != list(b["label"]):
         raise ValueError("the two predictions files do not hold the same rows with the same labels")
     y, names, read = _coded(a, meta_a, metric in REGRESSION_METRICS)
     if names is not None and (y < 0).any():

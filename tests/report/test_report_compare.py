@@ -118,6 +118,36 @@ def test_no_paired_test_for_different_rows_says_why(tmp_path, real_runs):
     assert all(note in paired or "chosen on the training part" in note for note in result.notes)
 
 
+def test_files_of_the_same_rows_are_paired_whatever_their_names(tmp_path, real_runs, tiny_model):
+    """Another corpus file (columns reordered, the label column renamed) of the same rows: paired on its rows."""
+    from support.results import tiny_rows
+    from support.tiny import write_csv
+
+    import featx
+
+    rows = [(split, label, text) for text, label, split in tiny_rows(80)]
+    corpus = write_csv(tmp_path / "renamed.csv", rows, header=("split", "tone", "text"))
+    features = featx.extract(
+        corpus, model=str(tiny_model), output=tmp_path / "renamed.h5", poolings="mean", progress=False
+    )
+    other = featx.probe(features.output, label="tone", jobs=1, n_bootstrap=100, output=tmp_path / "renamed.probe")
+    main_meta = cmp.load_entries([real_runs["main"]])[0].meta
+    assert other.meta["rows_sha256"] == main_meta["rows_sha256"]
+    result = cmp.compare([real_runs["main"], other.csv_path])
+    assert list(result.tests["layer"]) == [0, 1, 2] and result.tests["p"].between(0, 1).all()
+    assert not [note for note in result.notes if note.startswith("no paired test")]
+
+
+def test_runs_of_different_tested_rows_are_not_paired_and_say_so():
+    from featx.report.paired import why_not_paired
+
+    a = {"rows_sha256": "a" * 64, "evaluation": "split", "label": "x"}
+    assert "the tested rows differ" in why_not_paired(a, {**a, "rows_sha256": "b" * 64})
+    assert "different folds" in why_not_paired(
+        {**a, "evaluation": "5-fold cv", "folds": 5}, {**a, "evaluation": "5-fold cv", "folds": 3}
+    )
+
+
 def test_cli_compare_writes_figure_table_and_tests(real_runs, tmp_path):
     out = tmp_path / "cmp" / "models.png"
     outcome = CliRunner().invoke(main, ["compare", str(real_runs["main"]), str(real_runs["baseline"]), "-o", str(out)])

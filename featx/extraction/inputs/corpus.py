@@ -1,4 +1,4 @@
-"""Reading a labelled corpus (CSV, TSV, JSON Lines, Parquet) into a validated ``Corpus``.
+"""Reading a labelled corpus (CSV, TSV, JSON Lines, Parquet, a SentEval task file) into a validated ``Corpus``.
 
 The format-level reading (the bytes, gzip, decoding, the delimiter, the parsers, label-column typing) is
 ``featx.io``'s; this module checks what a corpus needs: the header's columns, empty texts (``--skip-empty``),
@@ -16,6 +16,7 @@ from ...errors import InputError
 from ...io import (
     NUMBER,
     LabelColumn,
+    decode_text,
     is_stdin,
     label_column,
     missing_markers,
@@ -26,6 +27,7 @@ from ...io import (
     refuse_other_formats,
     unwrap_gzip,
 )
+from .senteval import LABEL_COLUMN, check_senteval_options, is_senteval, parse_senteval, split_note
 
 if TYPE_CHECKING:
     from .treebank import WordTable
@@ -283,6 +285,40 @@ def _refuse_non_texts(rows, lines, path: Path, columns, notes: list[str]) -> Non
             refuse_non_text([row[index] for row in rows], lines, path, str(name), notes)
 
 
+def _read_bytes(path: Path, max_bytes: int | None) -> tuple[bytes, str, bytes]:
+    """The file's bytes as read (the fingerprint's), the suffix that says the format, and the bytes to parse."""
+    if not is_stdin(path) and not path.exists():
+        raise InputError(f"corpus file {path} does not exist")
+    if path.is_dir():
+        raise InputError(f"{path} is a directory, not a corpus file")
+    raw = read_source(path)
+    suffix, data = unwrap_gzip(raw, path, max_bytes)
+    refuse_other_formats(data, path, suffix)
+    return raw, suffix, data
+
+
+def _senteval_corpus(
+    raw: bytes, data: bytes, path: Path, encoding: str, skip_empty: bool, missing: str | None, keep_cols
+) -> Corpus:
+    """A SentEval task file (``senteval.py``) as a corpus: text, ``label`` and split; ids are line numbers
+    from 0, as a CSV of the same rows numbers them."""
+    rows = parse_senteval(decode_text(data, path, encoding), path, skip_empty)
+    labels = {LABEL_COLUMN: label_column(LABEL_COLUMN, rows.labels, missing_markers(missing))}
+    return Corpus(
+        path=path,
+        texts=rows.texts,
+        ids=[str(line - 1) for line in rows.lines],
+        text_col="text",
+        id_col=None,
+        labels=labels,
+        split=rows.split,
+        sha256=hashlib.sha256(raw).hexdigest(),
+        skipped_rows=rows.skipped,
+        notes=[split_note(path, rows), *_label_notes(labels)],
+        columns={LABEL_COLUMN: rows.labels} if LABEL_COLUMN in keep_cols else {},
+    )
+
+
 def read_corpus(
     path: str | Path,
     text_col: str = "text",
@@ -302,13 +338,10 @@ def read_corpus(
     inflate to ``max_bytes`` (``--max-corpus-bytes``; None: ``featx.io``'s limits on size and ratio).
     """
     path = Path(path)
-    if not is_stdin(path) and not path.exists():
-        raise InputError(f"corpus file {path} does not exist")
-    if path.is_dir():
-        raise InputError(f"{path} is a directory, not a corpus file")
-    raw = read_source(path)
-    suffix, data = unwrap_gzip(raw, path, max_bytes)
-    refuse_other_formats(data, path, suffix)
+    raw, suffix, data = _read_bytes(path, max_bytes)
+    if is_senteval(data, suffix):
+        check_senteval_options(path, text_col, id_col, pair_col, sep, keep_cols)
+        return _senteval_corpus(raw, data, path, encoding, skip_empty, missing_labels, keep_cols)
     notes: list[str] = []
     header, rows, lines = parse_table(data, path, suffix, encoding, normalise_sep(sep), notes)
     header = _check_header(header, path, text_col, id_col, pair_col)

@@ -37,6 +37,7 @@ from .lexical import (
 )
 from .pairs import baseline_meta
 from .sentences import SentenceLayout, SitePlan, control_targets, curve_sites, read_layout, sources
+from .tested_rows import rows_sha256
 
 MIN_TEST_ROWS = 30  # below this many scored rows a probe's accuracy says little (a warning)
 
@@ -247,4 +248,7 @@ class ClassificationProbe:
             ),
             mdl=bool(config.mdl),
             train_sizes=sizes,
+            rows_sha256=rows_sha256(
+                layout.text_keys.__getitem__, np.asarray(inputs.class_names)[inputs.y], inputs.plan
+            ),
         )

@@ -37,6 +37,7 @@ from .lexical import (
 from .pairs import baseline_meta
 from .regression_jobs import CURVE_COLUMNS, RegressionInputs, mean_record, run_curve_job, run_probe_job
 from .sentences import SentenceLayout, control_targets, read_layout, sources
+from .tested_rows import rows_sha256
 
 CLASSIFIER_NAMES = {"logreg": "ridge", "ridge": "ridge", "mlp": "mlp"}
 REGRESSION_COLUMNS = [
@@ -256,4 +257,5 @@ class RegressionProbe:
             pairs=baseline_meta(config, self.plan.path, layout.kept, y, inputs.plan, layout.specs, layout.poolings),
             lexical=lexical_meta(self.texts, "ridge", table),
             **choice_meta(table, self.plan.metric),
+            rows_sha256=rows_sha256(layout.text_keys.__getitem__, y, inputs.plan),
         )

@@ -4,7 +4,7 @@ the file's model and corpus records, and the checks of a ``--baseline`` file of 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -16,6 +16,7 @@ from ...store import FeatureFile
 from ..config import ProbeConfig
 from ..inputs import check_baseline, check_baseline_sites, site_plan
 from ..meta import file_meta
+from .tested_rows import text_keys
 
 SitePlan = dict[str, tuple[list[LayerSpec], list[str]]]  # per site: its layer specs and poolings
 
@@ -34,6 +35,7 @@ class SentenceLayout:
     n_rows: int
     file: dict  # the model and corpus records
     baseline_model: str | None = None  # the --baseline file's model ("(random init)" marked)
+    text_keys: list[bytes] = field(default_factory=list)  # each kept row's text key (tested_rows.py)
 
     @property
     def kept_split(self) -> np.ndarray | None:
@@ -88,6 +90,7 @@ def read_layout(
         features.n_rows,
         file_meta(features.attrs),
         baseline_model,
+        text_keys(features.texts, features.pair_texts, kept),
     )
 
 

@@ -58,8 +58,9 @@ def fit_folds(classifier: str, X: np.ndarray, labels: list[np.ndarray], inputs: 
     return per_label
 
 
-def run_probe_job(source: Any, layer: int, pooling: str, inputs: WordInputs) -> list[dict]:
-    """The result rows of one layer and pooling, each with its out-of-fold predictions under ``_predictions``."""
+def run_probe_job(source: Any, layer: int, pooling: str, inputs: WordInputs, features: str = "main") -> list[dict]:
+    """The result rows of one layer and pooling, each with its out-of-fold predictions under ``_predictions``;
+    ``features``: ``main``, or ``baseline`` for the ``--baseline`` file's."""
     from threadpoolctl import threadpool_limits
 
     task, plan = inputs.task, inputs.plan
@@ -77,7 +78,7 @@ def run_probe_job(source: Any, layer: int, pooling: str, inputs: WordInputs) -> 
                 row.update(control_scores(inputs.y_control, plan, per_label[1], task.n_classes))
                 metric = inputs.scoring.metric
                 row["selectivity"] = row[metric] - row[f"control_{metric}"]
-            record = result_record(inputs, "single", str(layer), layer, pooling, classifier, row)
+            record = result_record(inputs, "single", str(layer), layer, pooling, classifier, row, features)
             if code is not None:
                 record["mdl_bits"], record["mdl_compression"] = code.bits, code.compression
             record["_predictions"] = out_of_fold(len(task.y), plan.folds, per_label[0], -1)
@@ -86,13 +87,20 @@ def run_probe_job(source: Any, layer: int, pooling: str, inputs: WordInputs) -> 
 
 
 def result_record(
-    inputs: WordInputs, kind: str, spec: str, layer: int | None, pooling: str, classifier: str, row: dict
+    inputs: WordInputs,
+    kind: str,
+    spec: str,
+    layer: int | None,
+    pooling: str,
+    classifier: str,
+    row: dict,
+    features: str = "main",
 ) -> dict:
     """A results-table row (with its ``level`` column) from a summary ``row``."""
     per_class = row.pop("per_class_f1")
     row.pop("layer_weights", None)
     return {
-        "features": "main",
+        "features": features,
         "site": "hidden" if kind == "single" else "",
         "label": inputs.task.label,
         "task": Task.CLASSIFICATION.value,

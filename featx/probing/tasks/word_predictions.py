@@ -23,7 +23,7 @@ def prediction_table(
 ) -> tuple[pd.DataFrame | None, str]:
     """One row per tested item (word or word pair), one column of predicted labels per layer, for the
     pooling/classifier of the best single-layer probe."""
-    singles = table[(table.kind == "single") & table.index.isin(list(predictions))]
+    singles = table[(table.kind == "single") & (table.features == "main") & table.index.isin(list(predictions))]
     if singles.empty:
         return None, ""
     best = chosen_row(singles, "accuracy")  # the row chosen on training rows

@@ -29,6 +29,8 @@ from ..plan import ProbePlan
 from ..results import COLUMNS, CURVE_COLUMNS, ProbeResult
 from ..solvers.devices import solver_meta
 from .base import choice_meta, mark_choices, run_task
+from .tested_rows import word_rows_sha256
+from .word_baseline import check_word_baseline
 from .word_items import (
     HEAD_LABEL,
     WordTask,
@@ -81,7 +83,7 @@ def word_layers(source: Any, config: ProbeConfig) -> list[int]:
 
 
 def word_classifiers(config: ProbeConfig) -> list[str]:
-    """The classifiers of a word-level run; refused: attn and ridge, --baseline and --labels."""
+    """The classifiers of a word-level run; refused: attn and ridge, and --labels."""
     chosen = config.classifier_list()
     other = [name for name in chosen if name not in WORD_CLASSIFIERS]
     if other:
@@ -89,10 +91,10 @@ def word_classifiers(config: ProbeConfig) -> list[str]:
             f"classifier {', '.join(other)} is not available for word-level probes",
             f"choose from {', '.join(WORD_CLASSIFIERS)}",
         )
-    if config.baseline is not None or config.labels is not None:
+    if config.labels is not None:
         raise InputError(
-            "--baseline and --labels are not available for word-level probes yet",
-            "leave them out; word probes report the control task, majority and lexical baselines",
+            "--labels is not available for word-level probes yet",
+            "leave it out; word labels come from the word input files (CoNLL-U, --columns, JSON Lines)",
         )
     return chosen
 
@@ -127,6 +129,7 @@ class WordProbe:
     sizes: list[float] | None
     rows: WordRows
     source: Any = None  # an open source object (tests), else the features file is opened by path
+    baseline_model: str | None = None  # the --baseline file's model ("(random init)" marked)
 
     @classmethod
     def from_plan(cls, plan: ProbePlan, source: Any = None) -> WordProbe:
@@ -143,6 +146,9 @@ class WordProbe:
             curve_at = curve_layers(opened, config, layers) if sizes else []
             offsets = np.asarray(opened.word_offsets(), np.int64)
             rows = WordRows(list(opened.ids), opened.word_forms(), offsets, file_meta(getattr(opened, "attrs", {})))
+            baseline = None
+            if config.baseline is not None:
+                baseline = check_word_baseline(opened, config.baseline, layers, poolings, plan.allow_partial)
         training = folds.folds[0][0] if folds.is_split else np.arange(len(task.y))
         inputs = WordInputs(
             task,
@@ -160,21 +166,26 @@ class WordProbe:
         specs = [str(layer) for layer in layers]
         plan = plan.resolved(task.label, classifiers, poolings, ["hidden"], specs, folds, level=task.level)
         plan = replace(plan, metric=inputs.scoring.metric)
-        return cls(plan, inputs, layers, poolings, curve_at, sizes, rows, source)
+        return cls(plan, inputs, layers, poolings, curve_at, sizes, rows, source, baseline)
 
     @property
     def solves_logistic(self) -> bool:
         return "logreg" in self.inputs.classifiers or bool(self.plan.config.mdl)
 
     def plan_jobs(self) -> list[tuple[Any, ...]]:
-        """The layer summaries (the longest jobs) first, then one job per (pooling, layer), then the
-        learning-curve points, all in one pool."""
+        """The layer summaries (the longest jobs) first, then one job per (pooling, layer) (and per baseline
+        pooling and layer), then the learning-curve points, all in one pool."""
         reference = str(self.plan.path) if self.source is None else self.source
         inputs, layers = self.inputs, self.layers
         jobs: list[tuple[Any, ...]] = [
             ("mix", reference, pooling, layers, inputs) for pooling in self.poolings if len(layers) > 1
         ]
         jobs += [("probe", reference, layer, pooling, inputs) for pooling in self.poolings for layer in layers]
+        if self.plan.config.baseline is not None:  # the same probes on the baseline's features, beside them
+            baseline = str(self.plan.config.baseline)
+            jobs += [
+                ("probe", baseline, layer, pooling, inputs, "baseline") for pooling in self.poolings for layer in layers
+            ]
         if self.sizes:
             jobs += [
                 ("curve", reference, layer, pooling, inputs, self.sizes)
@@ -238,9 +249,12 @@ class WordProbe:
             mdl=bool(config.mdl),
             control_task=CONTROL_TASKS[task.level],
             layer_summary=summaries,
+            baseline_file=str(Path(config.baseline).resolve()) if config.baseline else None,
+            baseline_model=self.baseline_model,
             solver=solver_meta(device),
             predictions_for=predictions_for,
             train_sizes=self.sizes,
+            rows_sha256=word_rows_sha256(task, self.inputs.plan, self.rows.forms, self.rows.offsets),
         )
 
 

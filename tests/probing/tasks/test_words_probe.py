@@ -226,7 +226,7 @@ def test_mdl_sends_whole_sentences_and_ranks_the_planted_layer_first():
         (dict(label="upos", classifiers="attn"), "not available for word-level"),
         (dict(label="upos", layers="cat(0,1)"), "single layers"),
         (dict(label="ner"), "no word label column 'ner'"),
-        (dict(label="upos", baseline="some.h5"), "not available for word-level"),
+        (dict(label="upos", labels="labels.csv"), "--labels is not available for word-level"),
     ],
 )
 def test_word_probe_bad_options(options, message):
