@@ -51,6 +51,8 @@ _HOMES = {
     "plot_files": "figures.plot_files:plot_files",
     "ReportConfig": "html.page",
     "write_report": "html.page",
+    "paired_test_at": "paired",
+    "why_not_paired": "paired",
     # the modules of the notebook-facing API, each the attribute of the same name
     **{module: module for module in ("compare", "figures", "html", "load", "paired", "similarity", "text")},
 }
