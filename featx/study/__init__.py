@@ -5,12 +5,12 @@
 ``load(output)``    the results table as a pandas DataFrame (its columns: ``RESULT_COLUMNS``, ``results.py``)
 ``status(study)``   each cell done, pending or failed, with its times; ``dry_run(study)`` what a run would do
 
-The modules, one concept each: ``source`` (reading the TOML, errors with file, key and line), ``options``
+The modules, one concept each: ``source`` (reading the TOML; errors with file, key and line), ``options``
 (extract and probe options by field or flag name), ``config`` (``StudyConfig``, checked whole at
-construction), ``plan`` (``StudyPlan``: the cells, data only), ``tasks`` (``Task``: one picklable call by
-dotted name with JSON-able arguments, and ``execute``), ``records`` (each cell's state, atomic JSON),
-``engines`` (the ``Engine`` protocol and ``LocalEngine``), ``results``, ``summary`` and ``compare`` (the
-tables), ``views`` (status, dry run, printouts) and ``runner`` (``run``).
+construction), ``plan`` (``StudyPlan``: the cells, data only), ``cells`` (``Task``: one picklable call by
+dotted name with JSON-able arguments), ``tasks`` (``execute`` and the cells' functions), ``records`` (each
+cell's state, atomic JSON), ``engines`` (the ``Engine`` protocol and ``LocalEngine``), ``results``,
+``summary`` and ``compare`` (the tables), ``views`` (status, dry run, printouts) and ``runner`` (``run``).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from ..lazy import lazy_exports
 _HOMES = {
     "run": "runner",
     "StudyResult": "runner",
+    "RunConfig": "runner",
     "load": "results",
     "status": "views",
     "dry_run": "views",
@@ -32,7 +33,7 @@ _HOMES = {
     "study_config": "config",
     "StudyPlan": "plan",
     "make_plan": "plan",
-    "Task": "tasks",
+    "Task": "cells",
     "execute": "tasks",
     "Engine": "engines",
     "LocalEngine": "engines",

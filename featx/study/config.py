@@ -79,7 +79,7 @@ class StudyConfig:
         if self.jobs < 1:
             raise self.source.error(("study", "jobs"), f"jobs {self.jobs} runs nothing", "give 1 or more")
         if self.engine not in ENGINES:
-            raise self.source.unknown(("study", "engine"), ENGINES, "engine")
+            raise self.source.unknown(("study", "engine"), ENGINES, "engine", str(self.engine))
         for index, corpus in enumerate(self.corpora):
             for model in self.models:
                 self.extract_config(model, corpus, check=(("corpora", index), ("models", model.entry)))

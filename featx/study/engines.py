@@ -19,7 +19,8 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wai
 from typing import Any, Protocol
 
 from ..errors import InputError
-from .tasks import Task, execute
+from .cells import Task
+from .tasks import execute
 
 Outcome = dict[str, Any]  # what ``execute`` returns: key, status, seconds, error, detail...
 OnOutcome = Callable[[Task, Outcome], None]

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .cells import EXTRACT, PROBE, Task, fingerprint
 from .config import CorpusSpec, ModelSpec, StudyConfig, study_config
-from .tasks import EXTRACT, PROBE, Task, fingerprint
 
 EXTRACT_FUNCTION = "featx.study.tasks:extract_cell"
 PROBE_FUNCTION = "featx.study.tasks:probe_cell"

@@ -21,7 +21,7 @@ from ..errors import StoreError
 from ..safe_files import NotARegularFile, atomic_write_text, read_small_text
 
 if TYPE_CHECKING:
-    from .tasks import Task
+    from .cells import Task
 
 STATE_DIR = ".study"
 MAX_STATE_BYTES = 1 << 20

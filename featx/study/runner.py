@@ -13,21 +13,41 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pandas as pd
 
 from ..io import write_csv
+from ..options import Check, Options, one_of, option, whole
 from ..store import OutputLock
+from .cells import Task
 from .compare import paired_models
+from .config import ENGINES
 from .engines import engine_named
 from .plan import StudyPlan, make_plan
 from .records import DONE, FAILED, cell_status, record_state, state_folder
 from .results import results_table, write_results
 from .summary import summarise
-from .tasks import Task
 
 Echo = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class RunConfig(Options):
+    """``featx study run``'s options: the study file and what the command line overrides of its ``[study]``."""
+
+    study: str | Path
+    jobs: int | None = option(
+        None, flag="--jobs", help="Probe worker processes (default: the study file's jobs, else 1)."
+    )
+    engine: str | None = option(
+        None, flag="--engine", choices=ENGINES, help="What runs the cells (default: the study file's, else local)."
+    )
+
+    CONSTRAINTS: ClassVar[tuple[Check, ...]] = (
+        whole("jobs", "--jobs", minimum=1, optional=True),
+        one_of("engine", "--engine", ENGINES, optional=True),
+    )
 
 
 @dataclass(frozen=True)

@@ -95,9 +95,10 @@ class Source:
         at = f"{self.path}" + (f", line {line}" if line is not None else "") if self.path is not None else "study"
         return InputError(f"{at}: {where(place)}: {message}", hint)
 
-    def unknown(self, place: Place, known: Iterable[str], what: str = "key") -> InputError:
-        """An unknown key, with the nearest known one (``difflib``) as the hint."""
-        key = str(place[-1])
+    def unknown(self, place: Place, known: Iterable[str], what: str = "key", name: str | None = None) -> InputError:
+        """An unknown key (or ``name``: a value of the key at ``place``), with the nearest known one (``difflib``)
+        as the hint."""
+        key = str(place[-1]) if name is None else name
         known = sorted(set(known))
         near = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
         hint = f"did you mean '{near[0]}'?" if near else f"the known {what}s: {', '.join(known)}"
