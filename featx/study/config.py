@@ -24,10 +24,10 @@ from typing import Any
 from ..errors import InputError
 from ..extraction import DEFAULT_MODEL, ExtractConfig
 from ..probing import ProbeConfig
+from .engines import ENGINES
 from .options import extract_fields, probe_fields
 from .source import Place, Source, check_keys, dict_source, read_study
 
-ENGINES = ("local",)  # a Ray engine joins them as another ``Engine`` (engines.py)
 TABLES = ("study", "models", "corpora", "extract", "probe")
 STUDY_KEYS = ("output", "metric", "jobs", "engine")
 MODEL_KEYS = ("name", "model", "random_init", "seeds")
@@ -79,7 +79,7 @@ class StudyConfig:
         if self.jobs < 1:
             raise self.source.error(("study", "jobs"), f"jobs {self.jobs} runs nothing", "give 1 or more")
         if self.engine not in ENGINES:
-            raise self.source.unknown(("study", "engine"), ENGINES, "engine", str(self.engine))
+            raise self.source.unknown(("study", "engine"), list(ENGINES), "engine", str(self.engine))
         for index, corpus in enumerate(self.corpora):
             for model in self.models:
                 self.extract_config(model, corpus, check=(("corpora", index), ("models", model.entry)))
@@ -190,7 +190,7 @@ def _models(source: Source, data: dict[str, Any]) -> tuple[ModelSpec, ...]:
     seen: dict[str, Place] = {}
     for index, entry in enumerate(_entries(source, data, "models")):
         own = {key: value for key, value in entry.items() if key not in MODEL_KEYS}
-        options = tuple(extract_fields(source, own, ("models", index)).items())
+        options = tuple(extract_fields(source, own, ("models", index), MODEL_KEYS).items())
         random_init = entry.get("random_init", False)
         if not isinstance(random_init, bool):
             raise source.error(("models", index, "random_init"), "random_init takes true or false")
@@ -227,7 +227,9 @@ def _corpora(source: Source, data: dict[str, Any]) -> tuple[CorpusSpec, ...]:
         name = _name(source, (*place, "name"), entry.get("name", path.name.split(".")[0]), seen)
         labels = _labels(source, (*place, "labels"), entry.get("labels", ["label"]))
         own = {key: value for key, value in entry.items() if key not in CORPUS_KEYS}
-        corpora.append(CorpusSpec(name, path.resolve(), labels, tuple(extract_fields(source, own, place).items())))
+        corpora.append(
+            CorpusSpec(name, path.resolve(), labels, tuple(extract_fields(source, own, place, CORPUS_KEYS).items()))
+        )
     return tuple(corpora)
 
 

@@ -66,13 +66,22 @@ class LocalEngine:
                     finished, _ = wait(running, return_when=FIRST_COMPLETED)
                     for future in finished:
                         index = running.pop(future)
-                        results[index] = future.result()
+                        results[index] = _outcome(future, tasks[index])
                         on_outcome(tasks[index], results[index])
             except BaseException:
                 for future in running:
                     future.cancel()
                 raise
         return [results[index] for index in range(len(tasks))]
+
+
+def _outcome(future: Future, task: Task) -> Outcome:
+    """A worker's outcome; a worker that died (killed, out of memory) fails its cell, whose state stays
+    "running" (pending for the next run)."""
+    try:
+        return future.result()
+    except Exception as err:  # noqa: BLE001 - BrokenProcessPool and its kin: the cell failed, the run goes on
+        return {"key": task.key, "status": "failed", "seconds": None, "error": f"its worker died ({err})"}
 
 
 ENGINES: dict[str, Callable[[], Engine]] = {"local": LocalEngine}

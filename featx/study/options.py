@@ -64,10 +64,15 @@ def _lists_as_text(value: Any) -> Any:
 
 
 def option_fields(
-    source: Source, table: dict[str, Any], place: Place, config: type, set_by_study: dict[str, str]
+    source: Source,
+    table: dict[str, Any],
+    place: Place,
+    config: type,
+    set_by_study: dict[str, str],
+    own_keys: tuple[str, ...] = (),
 ) -> dict[str, Any]:
-    """``table``'s options as ``config`` field values: each name known (else the nearest), none set by the
-    study, no field given twice."""
+    """``table``'s options as ``config`` field values: each name known (else the nearest, among them and the
+    table's ``own_keys``), none set by the study, no field given twice."""
     names = spellings(config)
     values: dict[str, Any] = {}
     given: dict[str, str] = {}
@@ -75,6 +80,7 @@ def option_fields(
         key = key.lstrip("-").replace("-", "_")
         if key not in names:
             known = [name for name in names if name not in set_by_study and names[name][0] not in set_by_study]
+            known += own_keys
             raise source.unknown((*place, key), known, "option")
         name, negate = names[key]
         if key in set_by_study or name in set_by_study:
@@ -91,9 +97,12 @@ def option_fields(
     return values
 
 
-def extract_fields(source: Source, table: dict[str, Any], place: Place) -> dict[str, Any]:
-    """The ``ExtractConfig`` fields of an ``[extract]`` table (or of a corpus's or model's own options)."""
-    return option_fields(source, table, place, ExtractConfig, EXTRACT_SET_BY_STUDY)
+def extract_fields(
+    source: Source, table: dict[str, Any], place: Place, own_keys: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """The ``ExtractConfig`` fields of an ``[extract]`` table (or of a corpus's or model's own options, beside
+    the entry's ``own_keys``: name, path...)."""
+    return option_fields(source, table, place, ExtractConfig, EXTRACT_SET_BY_STUDY, own_keys)
 
 
 def probe_fields(source: Source, table: dict[str, Any], place: Place) -> dict[str, Any]:

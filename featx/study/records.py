@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import socket
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -64,6 +65,7 @@ def record_state(task: Task, status: str, started: float, **fields: Any) -> dict
         "finished": now if status != RUNNING else None,
         "seconds": round(now - started, 3) if status != RUNNING else None,
         "pid": os.getpid(),
+        "host": socket.gethostname(),
         "error": fields.get("error"),
         "detail": fields.get("detail"),
     }
@@ -85,3 +87,18 @@ def cell_status(task: Task, state: dict[str, Any] | None = None) -> str:
     if state.get("status") == DONE:
         return DONE if outputs_complete(task) else PENDING
     return FAILED if state.get("status") == FAILED else PENDING
+
+
+def still_running(state: dict[str, Any]) -> bool:
+    """A "running" state whose process is alive on this machine and is not this one (else a killed or
+    interrupted run left it)."""
+    if state.get("status") != RUNNING or state.get("host") != socket.gethostname():
+        return False
+    try:
+        pid = int(state.get("pid") or 0)
+        if pid <= 0 or pid == os.getpid():
+            return False
+        os.kill(pid, 0)
+    except (OSError, ValueError, OverflowError):
+        return False
+    return True

@@ -22,8 +22,7 @@ from ..options import Check, Options, one_of, option, whole
 from ..store import OutputLock
 from .cells import Task
 from .compare import paired_models
-from .config import ENGINES
-from .engines import engine_named
+from .engines import ENGINES, engine_named
 from .plan import StudyPlan, make_plan
 from .records import DONE, FAILED, cell_status, record_state, state_folder
 from .results import results_table, write_results
@@ -41,12 +40,15 @@ class RunConfig(Options):
         None, flag="--jobs", help="Probe worker processes (default: the study file's jobs, else 1)."
     )
     engine: str | None = option(
-        None, flag="--engine", choices=ENGINES, help="What runs the cells (default: the study file's, else local)."
+        None,
+        flag="--engine",
+        choices=tuple(ENGINES),
+        help="What runs the cells (default: the study file's, else local).",
     )
 
     CONSTRAINTS: ClassVar[tuple[Check, ...]] = (
         whole("jobs", "--jobs", minimum=1, optional=True),
-        one_of("engine", "--engine", ENGINES, optional=True),
+        one_of("engine", "--engine", tuple(ENGINES), optional=True),
     )
 
 

@@ -14,7 +14,7 @@ import pandas as pd
 
 from ..errors import FeatxError
 from .plan import StudyPlan, make_plan
-from .records import DONE, PENDING, RUNNING, cell_status, read_state
+from .records import DONE, PENDING, RUNNING, cell_status, read_state, still_running
 
 if TYPE_CHECKING:
     from .runner import StudyResult
@@ -31,14 +31,16 @@ def _cells(plan: StudyPlan) -> list[tuple[Any, str]]:
 
 
 def status(study: Any) -> pd.DataFrame:
-    """Each cell of a study (a path, dict or ``StudyConfig``): done, pending or failed (pending "interrupted"
-    for a cell a killed run left running), when it started and finished, its seconds and its error."""
+    """Each cell of a study (a path, dict or ``StudyConfig``): done, pending, failed, or running (its process is
+    alive; "pending (interrupted)" when a killed run left it so), when it started and finished, its seconds and
+    its error."""
     plan = make_plan(study)
     records = []
     for cell, label in _cells(plan):
         state = read_state(cell.task.output, cell.task.key) or {}
         now = cell_status(cell.task, state or None) if state else PENDING
-        shown = "pending (interrupted)" if now == PENDING and state.get("status") == RUNNING else now
+        left = now == PENDING and state.get("status") == RUNNING
+        shown = (RUNNING if still_running(state) else "pending (interrupted)") if left else now
         records.append({
             "cell": cell.task.key, "kind": cell.task.kind, "model": cell.model.name, "corpus": cell.corpus.name,
             "label": label, "status": shown, "started": _when(state.get("started")),
@@ -57,7 +59,8 @@ def format_status(table: pd.DataFrame) -> str:
         error = f"  {row.error}" if row.error else ""
         lines.append(f"{row.cell}: {row.status}{times if row.started else ''}{error}")
     counts = table["status"].str.split(" ").str[0].value_counts()
-    lines.append(", ".join(f"{counts.get(kind, 0)} {kind}" for kind in ("done", "pending", "failed")))
+    kinds = ("done", "running", "pending", "failed") if counts.get(RUNNING) else ("done", "pending", "failed")
+    lines.append(", ".join(f"{counts.get(kind, 0)} {kind}" for kind in kinds))
     return "\n".join(lines)
 
 

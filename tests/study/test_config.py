@@ -69,6 +69,8 @@ BAD = [
     (('path = "sst2.csv"', 'path = "nope.csv"'), "[[corpora]] #1 path: corpus file", 15, "existing file"),
     (('name = "control"\nrandom_init = true\nseeds = [0, 1, 2]', 'name = "minilm"'), "duplicate name", 9, "named so"),
     (("seeds = [0, 1, 2]", "seeds = [0, 0]"), "repeat a seed", 11, None),
+    (("random_init = true", "randominit = true"), "[[models]] #2 randominit: unknown option", 10, "'random_init'"),
+    (("random_init = true", "init_seed = 3"), "'init_seed' is set by the study", 10, "[[models]] seeds"),
     (('pooling = "mean"', 'poolng = "mean"'), "[extract] poolng: unknown option 'poolng'", 20, "'pooling'"),
     (('layer = "all"', 'layr = "all"'), "[probe] layr: unknown option 'layr'", 23, "'layer'"),
     (('layer = "all"', 'label = "x"'), "'label' is set by the study", 23, "[[corpora]] labels"),
