@@ -24,6 +24,7 @@ from typing import Any
 from ..errors import InputError
 from ..extraction import DEFAULT_MODEL, ExtractConfig
 from ..probing import ProbeConfig
+from ..safe_files import refuse_unsafe_target
 from .engines import ENGINES
 from .options import extract_fields, probe_fields
 from .source import Place, Source, check_keys, dict_source, read_study
@@ -243,6 +244,10 @@ def _study_keys(source: Source, table: dict[str, Any]) -> dict[str, Any]:
     values["output"] = source.resolve(values.get("output", default_output(source)))
     if values["output"].is_symlink() or values["output"].is_file():
         raise source.error(("study", "output"), f"{values['output']} is not a folder", "name a new or study folder")
+    try:
+        refuse_unsafe_target(values["output"])  # a filesystem root, the current folder or one above it
+    except InputError as err:
+        raise source.error(("study", "output"), err.message, "name a folder of its own, e.g. out/study") from None
     return values
 
 

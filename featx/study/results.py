@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from ..errors import StoreError
+from ..errors import FeatxError, StoreError
 from ..io import write_csv
 from .records import DONE, cell_status
 
@@ -58,12 +58,16 @@ def probe_results(cell: ProbeCell) -> tuple[pd.DataFrame, dict]:
     return load_results(cell.results)
 
 
-def top_layer(features: Path) -> int:
-    """The highest hidden layer stored in a features file (the model's top layer when extracted whole)."""
+def top_layer(features: Path, layers: pd.Series) -> int:
+    """The highest hidden layer stored in a features file (the model's top layer when extracted whole); the
+    highest probed when the file cannot be read (removed since)."""
     from ..store import FeatureFile
 
-    with FeatureFile(features) as opened:
-        return max(1, max(opened.site_layers()))
+    try:
+        with FeatureFile(features) as opened:
+            return max(1, max(opened.site_layers()))
+    except (FeatxError, OSError):
+        return max(1, int(layers.max()) if len(layers) else 1)
 
 
 def _reference(frame: pd.DataFrame, kind: str, metric: str) -> float:
@@ -87,7 +91,7 @@ def cell_rows(cell: ProbeCell, features: Path, output: Path, lexical: float) -> 
     frame, meta = probe_results(cell)
     metric = str(meta.get("metric") or "accuracy")
     rows = frame[(frame["kind"] == "single") & (frame["features"] == "main")].reset_index(drop=True)
-    n_layers = top_layer(features)
+    n_layers = top_layer(features, rows["layer"])
     score = rows[metric].astype(float)
     control_column = f"control_{metric}"
     control = rows[control_column].astype(float) if control_column in rows else pd.Series(np.nan, index=rows.index)

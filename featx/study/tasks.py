@@ -47,12 +47,16 @@ def execute(task: dict[str, Any] | Task) -> dict[str, Any]:
 
 def extract_cell(options: dict[str, Any]) -> dict[str, Any]:
     """One extraction: reused when the file there was made by this very request ("up-to-date"), resumed from
-    its commits when a run was killed, else written."""
+    its commits when a run was killed, else written; a finished file of other options (the cell's own, from an
+    earlier run of a changed study) is replaced, as ``--overwrite`` replaces only a features file."""
     from ..extraction import ExtractConfig, extract, quick_up_to_date
 
     config = ExtractConfig(**options)
-    Path(config.output or "").parent.mkdir(parents=True, exist_ok=True)
-    summary = quick_up_to_date(config) or extract(config)
+    output = Path(str(config.output))
+    output.parent.mkdir(parents=True, exist_ok=True)
+    summary = quick_up_to_date(config)
+    if summary is None:
+        summary = extract(config.replace(overwrite=True) if output.is_file() else config)
     return {"status": summary.status, "rows": summary.rows, "seconds": round(summary.seconds, 3)}
 
 

@@ -85,6 +85,7 @@ BAD = [
     (('output = "out"', 'output = "out"\nengine = "rai"'), "unknown engine 'rai'", 3, None),
     (('output = "out"', 'output = "out"\ncorpus = 1'), "[study] corpus: unknown key", 3, None),
     (("[probe]", "[probe\n"), "not valid TOML", None, None),
+    (('output = "out"', 'output = "/"'), "[study] output: the output path / is a filesystem root", 2, None),
 ]
 
 

@@ -125,3 +125,18 @@ def test_two_probe_workers_give_the_same_table(done_study, tiny_model, study_cor
     result = featx.study.run(study)
     pd.testing.assert_frame_equal(result.results, done_study[1].results)
     pd.testing.assert_frame_equal(result.paired, done_study[1].paired)
+
+
+def test_changed_extract_options_redo_the_cells_they_change(tiny_model, study_corpora, tmp_path):
+    study = {
+        "study": {"output": str(tmp_path / "out")},
+        "models": [{"name": "tiny", "model": str(tiny_model)}],
+        "corpora": [{"name": "sents", "path": str(study_corpora["sents"]), "labels": ["topic"]}],
+        "extract": {"pooling": "mean"},
+        "probe": {"n_bootstrap": 100},
+    }
+    assert featx.study.run(study).results.pooling.unique().tolist() == ["mean"]
+    lines: list[str] = []
+    result = featx.study.run({**study, "extract": {"pooling": "mean,cls"}}, echo=lines.append)
+    assert lines[0].startswith("extract/tiny/sents: done") and lines[1].startswith("probe/tiny/sents/topic: done")
+    assert result.exit_code == 0 and sorted(result.results.pooling.unique()) == ["cls", "mean"]
