@@ -30,7 +30,7 @@ import contextlib
 import os
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -150,17 +150,37 @@ def write_parquet(frame: pd.DataFrame, path: Path) -> None:
         raise
 
 
-def write_results(table: pd.DataFrame, output: Path) -> tuple[Path, Path]:
-    """``OUTPUT/results.parquet`` and ``OUTPUT/results.csv``."""
+def has_parquet() -> bool:
+    """Whether pandas can write Parquet here (pyarrow: ``featx[parquet]``)."""
+    import importlib.util
+
+    return importlib.util.find_spec("pyarrow") is not None
+
+
+def write_results(table: pd.DataFrame, output: Path) -> list[Path]:
+    """``OUTPUT/results.parquet`` (where pyarrow is installed: ``featx[parquet]``) and ``OUTPUT/results.csv``."""
     parquet, csv = output / f"{RESULTS_NAME}.parquet", output / f"{RESULTS_NAME}.csv"
-    write_parquet(table, parquet)
+    written = []
+    if has_parquet():
+        write_parquet(table, parquet)
+        written.append(parquet)
+    elif parquet.is_file() and not parquet.is_symlink():
+        parquet.unlink()  # an older table must not be read as this one
     write_csv(table, csv)
-    return parquet, csv
+    return [*written, csv]
 
 
-def load(output: str | Path, **read: Any) -> pd.DataFrame:
-    """A study's results table (``OUTPUT/results.parquet``) as a pandas DataFrame."""
-    path = Path(output) / f"{RESULTS_NAME}.parquet"
-    if not path.is_file() or path.is_symlink():
-        raise StoreError(f"{path} does not exist", "run the study first: featx study run STUDY.toml")
-    return pd.read_parquet(path, **read)
+def load(output: str | Path) -> pd.DataFrame:
+    """A study's results table as a pandas DataFrame: ``OUTPUT/results.parquet``, else (written without
+    pyarrow) ``OUTPUT/results.csv`` with the same column types."""
+    folder = Path(output)
+    parquet, csv = folder / f"{RESULTS_NAME}.parquet", folder / f"{RESULTS_NAME}.csv"
+    if parquet.is_file() and not parquet.is_symlink():
+        return pd.read_parquet(parquet)
+    if not csv.is_file() or csv.is_symlink():
+        raise StoreError(f"{folder} holds no study results", "run the study first: featx study run STUDY.toml")
+    from ..io import read_csv
+
+    table = read_csv(csv, keep_default_na=True)
+    table["seed"] = table["seed"].astype("Int64")
+    return table

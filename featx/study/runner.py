@@ -63,6 +63,7 @@ class StudyResult:
     results: pd.DataFrame
     summary: pd.DataFrame
     paired: pd.DataFrame
+    written: tuple[Path, ...]
     seconds: float
 
     @property
@@ -115,16 +116,17 @@ def _blocked(plan: StudyPlan, echo: Echo) -> list[Task]:
     return ready
 
 
-def write_tables(plan: StudyPlan) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """The results table, the summary and the model-vs-model tests of every done cell, written to OUTPUT."""
+def write_tables(plan: StudyPlan) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, list[Path]]:
+    """The results table, the summary and the model-vs-model tests of every done cell, written to OUTPUT; and
+    the files written."""
     output = plan.config.output
     results = results_table(plan)
-    write_results(results, output)
+    written = write_results(results, output)
     summary = summarise(results)
-    write_csv(summary, output / "summary.csv")
+    written.append(write_csv(summary, output / "summary.csv"))
     paired = paired_models(plan, summary)
-    write_csv(paired, output / "paired.csv")
-    return results, summary, paired
+    written.append(write_csv(paired, output / "paired.csv"))
+    return results, summary, paired, written
 
 
 def run(
@@ -144,8 +146,8 @@ def run(
         state_folder(output)
         ran = _stage(plan, [cell.task for cell in plan.extractions], 1, echo)
         ran |= _stage(plan, _blocked(plan, echo), plan.config.jobs, echo)
-        results, summary, paired = write_tables(plan)
+        results, summary, paired, written = write_tables(plan)
     statuses = {task.key: cell_status(task) for task in plan.tasks}
     errors = {key: str(outcome.get("error")) for key, outcome in ran.items() if outcome["status"] == FAILED}
     seconds = time.perf_counter() - started
-    return StudyResult(plan, statuses, errors, tuple(ran), results, summary, paired, seconds)
+    return StudyResult(plan, statuses, errors, tuple(ran), results, summary, paired, tuple(written), seconds)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import math
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
@@ -154,8 +153,7 @@ def format_summary(result: StudyResult) -> str:
     for key in result.failed:
         error = result.errors.get(key) or (read_state(result.plan.config.output, key) or {}).get("error")
         lines.append(f"failed: {key}: {error}")
-    output = Path(result.plan.config.output)
     done = sum(status == DONE for status in result.statuses.values())
-    wrote = f"{output / 'results.parquet'}, results.csv, summary.csv, paired.csv"
+    wrote = ", ".join([str(path) if index == 0 else path.name for index, path in enumerate(result.written)])
     lines.append(f"{done} of {len(result.statuses)} cells done, {len(result.failed)} failed; wrote {wrote}")
     return "\n".join(lines)

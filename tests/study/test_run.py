@@ -140,3 +140,16 @@ def test_changed_extract_options_redo_the_cells_they_change(tiny_model, study_co
     result = featx.study.run({**study, "extract": {"pooling": "mean,cls"}}, echo=lines.append)
     assert lines[0].startswith("extract/tiny/sents: done") and lines[1].startswith("probe/tiny/sents/topic: done")
     assert result.exit_code == 0 and sorted(result.results.pooling.unique()) == ["cls", "mean"]
+
+
+def test_without_pyarrow_the_table_is_csv_and_loads_alike(done_study, tmp_path, monkeypatch):
+    import featx.study.results as results
+
+    table = done_study[1].results
+    (tmp_path / "results.parquet").write_bytes(b"an older table")
+    monkeypatch.setattr(results, "has_parquet", lambda: False)
+    assert results.write_results(table, tmp_path) == [tmp_path / "results.csv"]
+    assert not (tmp_path / "results.parquet").exists()
+    pd.testing.assert_frame_equal(load(tmp_path), table, check_dtype=False)
+    with pytest.raises(StoreError, match="holds no study results"):
+        load(tmp_path / "none")
