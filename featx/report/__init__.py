@@ -55,6 +55,8 @@ _HOMES = {
     "write_study_report": "study.page",
     "render_study_report": "study.page",
     "expected_layer": "study.table",  # Tenney et al.'s E[l]: the study summary and the study page share one definition
+    "paired_test_at": "paired",
+    "why_not_paired": "paired",
     # the modules of the notebook-facing API, each the attribute of the same name
     **{module: module for module in ("compare", "figures", "html", "load", "paired", "similarity", "study", "text")},
 }

@@ -113,11 +113,9 @@ def _coded(a: pd.DataFrame, meta: dict, regression: bool):
     )
 
 
-def paired_layer_tests(
-    meta_a: dict, meta_b: dict, alpha: float = SIGNIFICANCE_ALPHA, metric: str = "accuracy"
-) -> pd.DataFrame:
-    """Per common layer: ``metric`` of a and b on the same rows (``score_a``, ``score_b``), p (the paired test
-    of that metric, as between layers), Holm-adjusted p, significant."""
+def _paired_inputs(meta_a: dict, meta_b: dict, metric: str):
+    """The two runs' predictions tables, the coded labels, how to read a column, the scoring, the folds and the
+    tested rows."""
     from ..probing import REGRESSION_METRICS, Scoring
 
     a = read_csv(predictions_path(meta_a), dtype=str, keep_default_na=False)
@@ -128,10 +126,33 @@ def paired_layer_tests(
     y, names, read = _coded(a, meta_a, metric in REGRESSION_METRICS)
     if names is not None and (y < 0).any():
         raise ValueError("a label of the predictions file is not among the run's classes")
-    scoring = Scoring(metric, len(names or ()))
     plan = _plan(meta_a, y, names)
-    columns_a, columns_b = _layer_columns(a), _layer_columns(b)
     tested = plan.folds[0][1] if plan.is_split else np.arange(len(y))
+    return a, b, y, names, read, Scoring(metric, len(names or ())), plan, tested
+
+
+def paired_test_at(meta_a: dict, layer_a: int, meta_b: dict, layer_b: int, metric: str = "accuracy") -> dict:
+    """Run a at ``layer_a`` against run b at ``layer_b`` on the same rows (two models, each at its chosen layer):
+    ``score_a``, ``score_b`` and p, the paired test of ``metric`` featx uses between layers (unadjusted)."""
+    a, b, y, names, read, scoring, plan, tested = _paired_inputs(meta_a, meta_b, metric)
+    column_a, column_b = _layer_columns(a).get(int(layer_a)), _layer_columns(b).get(int(layer_b))
+    if column_a is None or column_b is None:
+        raise ValueError(f"no predictions at layer {layer_a if column_a is None else layer_b}")
+    pred_a, pred_b = read(a[column_a]), read(b[column_b])
+    if names is not None and ((pred_a < 0).any() or (pred_b < 0).any()):
+        raise ValueError("a prediction is not among the run's classes")
+    score_a, score_b = (scoring.value(y[tested], pred[tested]) for pred in (pred_a, pred_b))
+    p = scoring.p_value(plan, y, pred_a, pred_b, N_BOOT, int(meta_a.get("seed") or 0))
+    return {"score_a": score_a, "score_b": score_b, "p": p}
+
+
+def paired_layer_tests(
+    meta_a: dict, meta_b: dict, alpha: float = SIGNIFICANCE_ALPHA, metric: str = "accuracy"
+) -> pd.DataFrame:
+    """Per common layer: ``metric`` of a and b on the same rows (``score_a``, ``score_b``), p (the paired test
+    of that metric, as between layers), Holm-adjusted p, significant."""
+    a, b, y, names, read, scoring, plan, tested = _paired_inputs(meta_a, meta_b, metric)
+    columns_a, columns_b = _layer_columns(a), _layer_columns(b)
     records = []
     for layer in sorted(set(columns_a) & set(columns_b)):
         pred_a, pred_b = read(a[columns_a[layer]]), read(b[columns_b[layer]])

@@ -1,0 +1,49 @@
+"""``featx study run`` and ``featx study status``: many models x corpora x labels from one study file."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from .app import echo, main
+from .generate import ConfigCommand
+
+
+@main.group()
+def study():
+    """Studies: one TOML file names models, corpora and labels; every (model, corpus) is extracted once, every
+    label probed, resumably, into one results table (featx.study.load) and a summary."""
+
+
+@study.command("run", cls=ConfigCommand, config="featx.study:RunConfig")
+@click.argument("study_file", metavar="STUDY", type=click.Path(path_type=Path))
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Only list the cells and probes, what is done, and each pending extraction's estimated time and disk.",
+)
+def study_run(study_file, dry_run, **options):
+    """Run every cell of STUDY (a TOML file) not done yet: kill it at any moment and run it again to go on.
+    Exits 1 when a cell failed (the others are done; the summary names it)."""
+    from ..study import RunConfig, format_dry_run, format_summary, run
+    from ..study import dry_run as plan_only
+
+    config = RunConfig(study=study_file, **options)
+    if dry_run:
+        echo(format_dry_run(plan_only(config.study)))
+        return
+    result = run(config.study, jobs=config.jobs, engine=config.engine, echo=echo)
+    echo(format_summary(result))
+    if result.exit_code:
+        sys.exit(result.exit_code)
+
+
+@study.command("status")
+@click.argument("study_file", metavar="STUDY", type=click.Path(path_type=Path))
+def study_status(study_file):
+    """Each cell of STUDY: done, pending or failed, with when it started and finished, and its error."""
+    from ..study import format_status, status
+
+    echo(format_status(status(study_file)))

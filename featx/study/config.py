@@ -1,0 +1,275 @@
+"""``StudyConfig``: a study file (or dict) read once, checked whole at construction, frozen.
+
+Layout of the file (``docs/study.md``)::
+
+    [study]      output, metric, jobs, engine
+    [[models]]   name, model (a Hugging Face id or folder; default: the packaged MiniLM), random_init, seeds,
+                 and any extract option of that model's extractions
+    [[corpora]]  name, path, labels, and any extract option (text_col, sep, word_format, ...)
+    [extract]    any ``featx extract`` option shared by every extraction, by field or flag name
+    [probe]      any ``featx probe`` option shared by every probe, by field or flag name
+
+A model entry with ``seeds = [0, 1, 2]`` is one model per seed, named ``NAME-s0``, ``NAME-s1``...: with
+``random_init = true``, several random-weights controls. Every extraction's ``ExtractConfig`` and the probes'
+``ProbeConfig`` are built here, so an option either command refuses stops the study before any work.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError
+from ..extraction import DEFAULT_MODEL, ExtractConfig
+from ..probing import ProbeConfig
+from ..safe_files import refuse_unsafe_target
+from .engines import ENGINES
+from .options import extract_fields, probe_fields
+from .source import Place, Source, check_keys, dict_source, read_study
+
+TABLES = ("study", "models", "corpora", "extract", "probe")
+STUDY_KEYS = ("output", "metric", "jobs", "engine")
+MODEL_KEYS = ("name", "model", "random_init", "seeds")
+CORPUS_KEYS = ("name", "path", "labels")
+NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._\-]*$")
+FEATURES_NAME = "features.h5"  # a cell's features file: OUTPUT/<model>/<corpus>/features.h5
+Options = tuple[tuple[str, Any], ...]  # config fields as frozen pairs
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """One model of a study: its folder name, the model (id or folder), and its random-weights seed (a control
+    model) or None (its own weights); ``options``: its extract options."""
+
+    name: str
+    model: str
+    random_init: bool = False
+    seed: int | None = None
+    options: Options = ()
+    entry: int = 0  # its [[models]] table (several seeds share one)
+
+
+@dataclass(frozen=True)
+class CorpusSpec:
+    """One corpus of a study: its folder name, file, label columns and extract options."""
+
+    name: str
+    path: Path
+    labels: tuple[str, ...]
+    options: Options = ()
+
+
+@dataclass(frozen=True)
+class StudyConfig:
+    """A whole study, checked at construction: names, files, the study's own keys and every extract and probe
+    config it will run (an ``InputError`` naming the file, key and line, before any forward pass)."""
+
+    source: Source
+    output: Path
+    models: tuple[ModelSpec, ...]
+    corpora: tuple[CorpusSpec, ...]
+    metric: str | None = None
+    jobs: int = 1
+    engine: str = "local"
+    extract: Options = ()
+    probe: Options = ()
+
+    def __post_init__(self) -> None:
+        if self.jobs < 1:
+            raise self.source.error(("study", "jobs"), f"jobs {self.jobs} runs nothing", "give 1 or more")
+        if self.engine not in ENGINES:
+            raise self.source.unknown(("study", "engine"), list(ENGINES), "engine", str(self.engine))
+        for index, corpus in enumerate(self.corpora):
+            for model in self.models:
+                self.extract_config(model, corpus, check=(("corpora", index), ("models", model.entry)))
+        self.probe_config(Path(FEATURES_NAME), "label", lexical=True)
+
+    def cell_folder(self, model: ModelSpec, corpus: CorpusSpec) -> Path:
+        """``OUTPUT/<model>/<corpus>``: a cell's features file and probe results."""
+        return self.output / model.name / corpus.name
+
+    def extract_config(self, model: ModelSpec, corpus: CorpusSpec, check: tuple[Place, ...] = ()) -> ExtractConfig:
+        """The extraction of ``corpus`` by ``model``: ``[extract]``, then the corpus's, then the model's options."""
+        fields = {**dict(self.extract), **dict(corpus.options), **dict(model.options)}
+        fields.update(corpus=str(corpus.path), model=model.model, random_init=model.random_init, progress=False)
+        fields.update(output=str(self.cell_folder(model, corpus) / FEATURES_NAME), init_seed=model.seed or 0)
+        try:
+            return ExtractConfig(**fields)
+        except InputError as err:
+            raise self._blame(err, [("extract",), *check]) from None
+
+    def probe_config(self, features: Path, label: str, lexical: bool, output: Path | None = None) -> ProbeConfig:
+        """One probe of a cell: ``[probe]`` with the study's metric, label, output and lexical choice."""
+        fields = {"jobs": 1, **dict(self.probe), "metric": self.metric, "progress": False}
+        fields.update(features=str(features), label=label, lexical=lexical, output=output and str(output))
+        try:
+            return ProbeConfig(**fields)
+        except InputError as err:
+            raise self._blame(err, [("probe",), ("study",)]) from None
+
+    def _options(self, place: Place) -> Options:
+        """The options a study table gave (a dict's, whose keys have no lines)."""
+        if place == ("extract",):
+            return self.extract
+        if place == ("probe",):
+            return self.probe
+        if len(place) == 2 and place[0] == "models":
+            return next((model.options for model in self.models if model.entry == place[1]), ())
+        if len(place) == 2 and place[0] == "corpora":
+            return self.corpora[place[1]].options
+        return ()
+
+    def _blame(self, err: InputError, places: list[Place]) -> InputError:
+        """``err`` as the study's error, at the first of ``places`` whose table or key the message names."""
+        for place in places:
+            keys = self.source.lines.keys_under(place) or [name for name, _ in self._options(place)]
+            for key in keys:
+                if f"--{key.lstrip('-').replace('_', '-')} " in f"{err.message} " or f"{key} " in err.message:
+                    return self.source.error((*place, key), err.message, err.hint)
+        return self.source.error(places[0], err.message, err.hint)
+
+
+def _table(source: Source, data: dict[str, Any], name: str) -> dict[str, Any]:
+    value = data.get(name, {})
+    if not isinstance(value, dict):
+        raise source.error((name,), f"[{name}] must be a table", f"write it as [{name}] with key = value lines")
+    return value
+
+
+def _entries(source: Source, data: dict[str, Any], name: str) -> list[dict[str, Any]]:
+    value = data.get(name)
+    if not value:
+        raise source.error((name,), f"the study has no [[{name}]]", f"add at least one [[{name}]] entry")
+    if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
+        raise source.error((name,), f"{name} must be [[{name}]] tables", f"write each as a [[{name}]] table")
+    return value
+
+
+def _name(source: Source, place: Place, value: Any, seen: dict[str, Place]) -> str:
+    if not isinstance(value, str) or not NAME.match(value) or value in (".", ".."):
+        raise source.error(place, f"name {value!r} is not a folder name", "use letters, digits, '.', '_' and '-'")
+    if value in seen:
+        raise source.error(place, f"duplicate name '{value}'", f"another entry is named so ({_where(seen[value])})")
+    seen[value] = place
+    return value
+
+
+def _where(place: Place) -> str:
+    from .source import where
+
+    return where(place)
+
+
+def _model_path(source: Source, place: Place, value: Any) -> str:
+    if value in (None, "default", DEFAULT_MODEL):
+        return DEFAULT_MODEL
+    if not isinstance(value, str) or not value.strip():
+        raise source.error(place, f"model {value!r} is not a model id or folder", 'e.g. model = "./my-bert"')
+    folder = source.resolve(value)
+    if folder.is_dir():
+        return str(folder)
+    if value.startswith((".", "/", "~")) or "\\" in value:
+        raise source.error(place, f"model folder {folder} does not exist", "give an existing folder or a hub id")
+    return value
+
+
+def _seeds(source: Source, place: Place, entry: dict[str, Any]) -> list[int | None]:
+    seeds = entry.get("seeds")
+    if seeds is None:
+        return [0 if entry.get("random_init") else None]
+    if not isinstance(seeds, list) or not seeds or not all(type(s) is int and s >= 0 for s in seeds):
+        raise source.error(place, f"seeds {seeds!r} must be a list of whole numbers >= 0", "e.g. seeds = [0, 1, 2]")
+    if len(set(seeds)) != len(seeds):
+        raise source.error(place, f"seeds {seeds!r} repeat a seed", "give each seed once")
+    return list(seeds)
+
+
+def _models(source: Source, data: dict[str, Any]) -> tuple[ModelSpec, ...]:
+    models: list[ModelSpec] = []
+    seen: dict[str, Place] = {}
+    for index, entry in enumerate(_entries(source, data, "models")):
+        own = {key: value for key, value in entry.items() if key not in MODEL_KEYS}
+        options = tuple(extract_fields(source, own, ("models", index), MODEL_KEYS).items())
+        random_init = entry.get("random_init", False)
+        if not isinstance(random_init, bool):
+            raise source.error(("models", index, "random_init"), "random_init takes true or false")
+        model = _model_path(source, ("models", index, "model"), entry.get("model"))
+        seeds = _seeds(source, ("models", index, "seeds"), entry)
+        base = entry.get("name", Path(model).name if model != DEFAULT_MODEL else "minilm")
+        for seed in seeds:
+            name = base if "seeds" not in entry or not isinstance(base, str) else f"{base}-s{seed}"
+            name = _name(source, ("models", index, "name"), name, seen)
+            models.append(ModelSpec(name, model, random_init, seed if random_init else None, options, index))
+    return tuple(models)
+
+
+def _labels(source: Source, place: Place, value: Any) -> tuple[str, ...]:
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not value or not all(isinstance(item, str) and item for item in value):
+        raise source.error(place, f"labels {value!r} must name label columns", 'e.g. labels = ["label"]')
+    if len(set(value)) != len(value):
+        raise source.error(place, f"labels {value!r} repeat a column", "name each label column once")
+    return tuple(value)
+
+
+def _corpora(source: Source, data: dict[str, Any]) -> tuple[CorpusSpec, ...]:
+    corpora: list[CorpusSpec] = []
+    seen: dict[str, Place] = {}
+    for index, entry in enumerate(_entries(source, data, "corpora")):
+        place = ("corpora", index)
+        if not isinstance(entry.get("path"), str):
+            raise source.error((*place, "path"), "a corpus needs its path", 'e.g. path = "sst2.csv"')
+        path = source.resolve(entry["path"])
+        if not path.is_file():
+            raise source.error((*place, "path"), f"corpus file {path} does not exist", "give an existing file")
+        name = _name(source, (*place, "name"), entry.get("name", path.name.split(".")[0]), seen)
+        labels = _labels(source, (*place, "labels"), entry.get("labels", ["label"]))
+        own = {key: value for key, value in entry.items() if key not in CORPUS_KEYS}
+        corpora.append(
+            CorpusSpec(name, path.resolve(), labels, tuple(extract_fields(source, own, place, CORPUS_KEYS).items()))
+        )
+    return tuple(corpora)
+
+
+def _study_keys(source: Source, table: dict[str, Any]) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    for key, kind in (("metric", str), ("jobs", int), ("engine", str), ("output", str)):
+        if key in table:
+            if type(table[key]) is not kind:
+                raise source.error(("study", key), f"{key} {table[key]!r} must be {kind.__name__}")
+            values[key] = table[key]
+    values["output"] = source.resolve(values.get("output", default_output(source)))
+    if values["output"].is_symlink() or values["output"].is_file():
+        raise source.error(("study", "output"), f"{values['output']} is not a folder", "name a new or study folder")
+    try:
+        refuse_unsafe_target(values["output"])  # a filesystem root, the current folder or one above it
+    except InputError as err:
+        raise source.error(("study", "output"), err.message, "name a folder of its own, e.g. out/study") from None
+    return values
+
+
+def default_output(source: Source) -> str:
+    """A study's default output folder: ``NAME.study`` beside its file (``study`` for a dict)."""
+    return f"{source.path.stem}.study" if source.path is not None else "study"
+
+
+def study_config(study: str | Path | dict[str, Any] | StudyConfig, **overrides: Any) -> StudyConfig:
+    """The ``StudyConfig`` of a study file's path or of a dict (``overrides``: ``jobs``, ``engine`` given on the
+    command line win over the file's)."""
+    if isinstance(study, StudyConfig):
+        from dataclasses import replace
+
+        return replace(study, **{key: value for key, value in overrides.items() if value is not None})
+    data, source = (study, dict_source(study)) if isinstance(study, dict) else read_study(study)
+    check_keys(source, data, (), TABLES)
+    settings = _table(source, data, "study")
+    check_keys(source, settings, ("study",), STUDY_KEYS)
+    values = _study_keys(source, settings)
+    values.update({key: value for key, value in overrides.items() if value is not None})
+    extract = tuple(extract_fields(source, _table(source, data, "extract"), ("extract",)).items())
+    probe = tuple(probe_fields(source, _table(source, data, "probe"), ("probe",)).items())
+    return StudyConfig(source, models=_models(source, data), corpora=_corpora(source, data), extract=extract,
+                       probe=probe, **values)  # fmt: skip

@@ -1,0 +1,94 @@
+"""Engines: what runs a study's tasks. The runner hands an engine one stage at a time (every extraction, then
+every probe); the engine calls ``featx.study.tasks.execute`` on each task's ``as_dict()`` wherever it likes
+and gives back the outcomes in the tasks' order. ``execute`` records each cell's state itself, so an engine
+holds no state of its own, and every engine yields the same files and the same results table.
+
+``Engine`` is the protocol (``run(tasks, workers, on_outcome)``); ``LocalEngine`` is the default: extractions
+one at a time here (``workers`` is 1 for them: one model in memory, on the one device), probes side by side in
+``workers`` spawned processes (``concurrent.futures``; a fresh interpreter each, never a fork of one holding
+torch threads or a CUDA context). A Ray engine is one more implementation of the same two lines: submit
+``execute(task.as_dict())`` as a remote task (a GPU for extractions where the cluster has one, CPUs for
+probes), then collect the outcomes in order; register it in ``ENGINES``.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from typing import Any, Protocol
+
+from ..errors import InputError
+from .cells import Task
+from .tasks import execute
+
+Outcome = dict[str, Any]  # what ``execute`` returns: key, status, seconds, error, detail...
+OnOutcome = Callable[[Task, Outcome], None]
+
+
+class Engine(Protocol):
+    """Runs one stage of a study's tasks."""
+
+    name: str
+
+    def run(self, tasks: Sequence[Task], workers: int, on_outcome: OnOutcome) -> list[Outcome]:
+        """Call ``execute(task.as_dict())`` for every task, at most ``workers`` at a time, calling
+        ``on_outcome(task, outcome)`` as each one ends (in the order they end); return the outcomes in the
+        order of ``tasks``. An interrupt (Ctrl-C, SIGTERM) stops the stage: raise it after stopping the
+        workers."""
+        ...
+
+
+class LocalEngine:
+    """This machine: in this process for one worker, else ``workers`` spawned processes."""
+
+    name = "local"
+
+    def run(self, tasks: Sequence[Task], workers: int, on_outcome: OnOutcome) -> list[Outcome]:
+        if workers <= 1 or len(tasks) <= 1:
+            outcomes = []
+            for task in tasks:
+                outcome = execute(task.as_dict())
+                on_outcome(task, outcome)
+                outcomes.append(outcome)
+            return outcomes
+        return self._in_processes(tasks, workers, on_outcome)
+
+    def _in_processes(self, tasks: Sequence[Task], workers: int, on_outcome: OnOutcome) -> list[Outcome]:
+        context = multiprocessing.get_context("spawn")
+        results: dict[int, Outcome] = {}
+        with ProcessPoolExecutor(max_workers=min(workers, len(tasks)), mp_context=context) as pool:
+            running: dict[Future, int] = {
+                pool.submit(execute, task.as_dict()): index for index, task in enumerate(tasks)
+            }
+            try:
+                while running:
+                    finished, _ = wait(running, return_when=FIRST_COMPLETED)
+                    for future in finished:
+                        index = running.pop(future)
+                        results[index] = _outcome(future, tasks[index])
+                        on_outcome(tasks[index], results[index])
+            except BaseException:
+                for future in running:
+                    future.cancel()
+                raise
+        return [results[index] for index in range(len(tasks))]
+
+
+def _outcome(future: Future, task: Task) -> Outcome:
+    """A worker's outcome; a worker that died (killed, out of memory) fails its cell, whose state stays
+    "running" (pending for the next run)."""
+    try:
+        return future.result()
+    except Exception as err:  # noqa: BLE001 - BrokenProcessPool and its kin: the cell failed, the run goes on
+        return {"key": task.key, "status": "failed", "seconds": None, "error": f"its worker died ({err})"}
+
+
+ENGINES: dict[str, Callable[[], Engine]] = {"local": LocalEngine}
+
+
+def engine_named(name: str) -> Engine:
+    """The engine a study's ``engine`` (or ``--engine``) names."""
+    if name not in ENGINES:
+        raise InputError(f"engine '{name}' is not known", f"choose one of: {', '.join(ENGINES)}")
+    return ENGINES[name]()

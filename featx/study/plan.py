@@ -1,0 +1,142 @@
+"""``StudyPlan``: what a ``StudyConfig`` resolves to, data only: one extraction per (model, corpus), one probe per
+(model, corpus, label), and the one probe per (corpus, label) that computes its lexical baseline.
+
+Outputs of a cell live under ``OUTPUT/<model>/<corpus>/``: ``features.h5`` and, per label,
+``<label>.probe.csv`` / ``.probe.json`` / ``.predictions.csv``. The lexical baseline (TF-IDF of the texts,
+``featx probe``'s own) depends on the corpus, the label and the probe options, never on the model: the first
+model's probe of each (corpus, label) computes it, the others skip it (``--no-lexical``) and the results table
+takes it from there.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .cells import EXTRACT, PROBE, Task, fingerprint
+from .config import CorpusSpec, ModelSpec, StudyConfig, study_config
+
+EXTRACT_FUNCTION = "featx.study.tasks:extract_cell"
+PROBE_FUNCTION = "featx.study.tasks:probe_cell"
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
+
+
+def label_stem(label: str) -> str:
+    """A label's file stem: its name where it is a safe file name, else a safe spelling and a short digest."""
+    safe = _UNSAFE.sub("_", label)
+    if safe == label and label not in (".", ".."):
+        return label
+    import hashlib
+
+    return f"{safe}-{hashlib.sha256(label.encode()).hexdigest()[:8]}"
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, tuple):
+        return [_jsonable(item) for item in value]
+    return value
+
+
+def config_args(config: Any) -> dict[str, Any]:
+    """A frozen config's fields as JSON-able keywords (what a worker rebuilds the config from)."""
+    return {item.name: _jsonable(getattr(config, item.name)) for item in dataclasses.fields(config)}
+
+
+@dataclass(frozen=True)
+class ProbeCell:
+    """One (model, corpus, label) probe: its results prefix and whether it computes the lexical baseline."""
+
+    model: ModelSpec
+    corpus: CorpusSpec
+    label: str
+    prefix: Path  # OUTPUT/<model>/<corpus>/<label>.probe -> .csv, .json
+    lexical: bool
+    task: Task
+
+    @property
+    def results(self) -> Path:
+        return Path(f"{self.prefix}.csv")
+
+
+@dataclass(frozen=True)
+class ExtractionCell:
+    """One (model, corpus) extraction and its features file."""
+
+    model: ModelSpec
+    corpus: CorpusSpec
+    features: Path
+    task: Task
+
+
+@dataclass(frozen=True)
+class StudyPlan:
+    """A study decided: its config, extraction cells, probe cells, and which model's probe computes each
+    (corpus, label)'s lexical baseline."""
+
+    config: StudyConfig
+    extractions: tuple[ExtractionCell, ...]
+    probes: tuple[ProbeCell, ...]
+    lexical: tuple[tuple[str, str, str], ...]  # (corpus, label, model whose probe computes it)
+
+    @property
+    def tasks(self) -> tuple[Task, ...]:
+        return tuple(cell.task for cell in self.extractions) + tuple(cell.task for cell in self.probes)
+
+    def extraction_of(self, probe: ProbeCell) -> ExtractionCell:
+        return next(cell for cell in self.extractions if cell.task.key == probe.task.after[0])
+
+
+def _extraction(config: StudyConfig, model: ModelSpec, corpus: CorpusSpec) -> ExtractionCell:
+    extract = config.extract_config(model, corpus)
+    args = {"options": config_args(extract)}
+    features = Path(str(extract.output))
+    task = Task(
+        f"{EXTRACT}/{model.name}/{corpus.name}",
+        EXTRACT,
+        EXTRACT_FUNCTION,
+        args,
+        str(config.output),
+        (str(features),),
+        (),
+        fingerprint(EXTRACT_FUNCTION, args),
+    )
+    return ExtractionCell(model, corpus, features, task)
+
+
+def _probe(config: StudyConfig, extraction: ExtractionCell, label: str, lexical: bool) -> ProbeCell:
+    model, corpus = extraction.model, extraction.corpus
+    prefix = config.cell_folder(model, corpus) / f"{label_stem(label)}.probe"
+    probe = config.probe_config(extraction.features, label, lexical, prefix)
+    args = {"options": config_args(probe)}
+    outputs = (f"{prefix}.csv", f"{prefix}.json")
+    task = Task(
+        f"{PROBE}/{model.name}/{corpus.name}/{label}",
+        PROBE,
+        PROBE_FUNCTION,
+        args,
+        str(config.output),
+        outputs,
+        (extraction.task.key,),
+        fingerprint(PROBE_FUNCTION, args, extraction.task.fingerprint),
+    )
+    return ProbeCell(model, corpus, label, prefix, lexical, task)
+
+
+def make_plan(study: Any, **overrides: Any) -> StudyPlan:
+    """The plan of a study (a path, a dict or a ``StudyConfig``): every extraction, then every probe, in the
+    file's order (model by model, corpus by corpus, label by label)."""
+    config = study_config(study, **overrides)
+    extractions = tuple(_extraction(config, model, corpus) for model in config.models for corpus in config.corpora)
+    lexical: dict[tuple[str, str], str] = {}
+    probes = []
+    for extraction in extractions:
+        for label in extraction.corpus.labels:
+            owner = lexical.setdefault((extraction.corpus.name, label), extraction.model.name)
+            probes.append(_probe(config, extraction, label, owner == extraction.model.name))
+    triples = tuple((corpus, label, model) for (corpus, label), model in lexical.items())
+    return StudyPlan(config, extractions, tuple(probes), triples)

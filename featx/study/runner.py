@@ -1,0 +1,153 @@
+"""``featx.study.run``: a study from its file (or dict) to its results table and summary.
+
+The study is checked whole first (``StudyConfig``), then, holding a lock on OUTPUT (a second run on the same
+output is refused), every extraction not done runs (one at a time), then every probe not done whose extraction
+is (side by side over ``jobs`` workers), through the engine. A done cell is never redone ("up to date"); a
+failed one is recorded with its error and the others go on. Then the results table, the summary and the
+model-vs-model tests are written from every done cell.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pandas as pd
+
+from ..io import write_csv
+from ..options import Check, Options, one_of, option, whole
+from ..store import OutputLock
+from .cells import Task
+from .compare import paired_models
+from .engines import ENGINES, engine_named
+from .plan import StudyPlan, make_plan
+from .records import DONE, FAILED, cell_status, record_state, state_folder
+from .results import results_table, write_results
+from .summary import summarise
+
+Echo = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class RunConfig(Options):
+    """``featx study run``'s options: the study file and what the command line overrides of its ``[study]``."""
+
+    study: str | Path
+    jobs: int | None = option(
+        None, flag="--jobs", help="Probe worker processes (default: the study file's jobs, else 1)."
+    )
+    engine: str | None = option(
+        None,
+        flag="--engine",
+        choices=tuple(ENGINES),
+        help="What runs the cells (default: the study file's, else local).",
+    )
+
+    CONSTRAINTS: ClassVar[tuple[Check, ...]] = (
+        whole("jobs", "--jobs", minimum=1, optional=True),
+        one_of("engine", "--engine", tuple(ENGINES), optional=True),
+    )
+
+
+@dataclass(frozen=True)
+class StudyResult:
+    """What a run did: the plan, each cell's status at the end, and the tables written."""
+
+    plan: StudyPlan
+    statuses: dict[str, str]
+    errors: dict[str, str]
+    ran: tuple[str, ...]  # the cells run this time (the others were up to date)
+    results: pd.DataFrame
+    summary: pd.DataFrame
+    paired: pd.DataFrame
+    written: tuple[Path, ...]
+    seconds: float
+
+    @property
+    def failed(self) -> list[str]:
+        return [key for key, status in self.statuses.items() if status == FAILED]
+
+    @property
+    def exit_code(self) -> int:
+        """0 when every cell is done, 1 when any failed."""
+        return 1 if self.failed else 0
+
+
+def lock_of(output: Path) -> OutputLock:
+    """The lock a run holds on its output folder (``OUTPUT.lock`` beside it)."""
+    output.parent.mkdir(parents=True, exist_ok=True)
+    return OutputLock(output, "featx study run", "wait for it to finish (featx study status shows its cells)")
+
+
+def _line(task: Task, outcome: dict[str, Any]) -> str:
+    status, seconds = outcome["status"], outcome.get("seconds") or 0.0
+    detail = outcome.get("detail") or {}
+    said = detail.get("status") if isinstance(detail, dict) and detail.get("status") == "up-to-date" else status
+    error = f": {outcome.get('error')}" if status == FAILED else ""
+    return f"{task.key}: {said} ({seconds:.1f} s){error}"
+
+
+def _stage(plan: StudyPlan, tasks: list[Task], workers: int, echo: Echo) -> dict[str, dict[str, Any]]:
+    """Run the tasks not done yet; say "up to date" for the others. The outcomes of those run, by key."""
+    pending = []
+    for task in tasks:
+        if cell_status(task) == DONE:
+            echo(f"{task.key}: up to date")
+        else:
+            pending.append(task)
+    engine = engine_named(plan.config.engine)
+    outcomes = engine.run(pending, workers, lambda task, outcome: echo(_line(task, outcome)))
+    return {outcome["key"]: outcome for outcome in outcomes}
+
+
+def _blocked(plan: StudyPlan, echo: Echo) -> list[Task]:
+    """The probes whose extraction is done; those whose extraction failed are recorded failed."""
+    ready = []
+    for cell in plan.probes:
+        extraction = plan.extraction_of(cell).task
+        if cell_status(extraction) == DONE:
+            ready.append(cell.task)
+        elif cell_status(cell.task) != DONE:
+            outcome = record_state(cell.task, FAILED, time.time(), error=f"its extraction failed ({extraction.key})")
+            echo(_line(cell.task, outcome))
+    return ready
+
+
+def write_tables(plan: StudyPlan) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, list[Path]]:
+    """The results table, the summary and the model-vs-model tests of every done cell, written to OUTPUT; and
+    the files written."""
+    output = plan.config.output
+    results = results_table(plan)
+    written = write_results(results, output)
+    summary = summarise(results)
+    written.append(write_csv(summary, output / "summary.csv"))
+    paired = paired_models(plan, summary)
+    written.append(write_csv(paired, output / "paired.csv"))
+    return results, summary, paired, written
+
+
+def run(
+    study: str | Path | dict[str, Any] | Any,
+    jobs: int | None = None,
+    engine: str | None = None,
+    echo: Echo | None = None,
+) -> StudyResult:
+    """Run a study (a TOML file's path, a dict of the same tables, or a ``StudyConfig``): every cell not done,
+    then the results table (``featx.study.load``), ``summary.csv`` and ``paired.csv``. ``jobs`` and ``engine``
+    override the file's; ``echo`` gets one line per cell. Check ``result.exit_code``: 1 when a cell failed."""
+    echo = echo or (lambda line: None)
+    started = time.perf_counter()
+    plan = make_plan(study, jobs=jobs, engine=engine)  # the whole study checked before any work
+    output = plan.config.output
+    with lock_of(output):
+        state_folder(output)
+        ran = _stage(plan, [cell.task for cell in plan.extractions], 1, echo)
+        ran |= _stage(plan, _blocked(plan, echo), plan.config.jobs, echo)
+        results, summary, paired, written = write_tables(plan)
+    statuses = {task.key: cell_status(task) for task in plan.tasks}
+    errors = {key: str(outcome.get("error")) for key, outcome in ran.items() if outcome["status"] == FAILED}
+    seconds = time.perf_counter() - started
+    return StudyResult(plan, statuses, errors, tuple(ran), results, summary, paired, tuple(written), seconds)

@@ -1,0 +1,120 @@
+"""A study file is checked whole before any work: each bad input is one error naming the file, the key, its
+line and (for an unknown key) the nearest known one; exit 2 on the command line."""
+
+from __future__ import annotations
+
+import pytest
+from click.testing import CliRunner
+
+from featx.cli import main
+from featx.errors import InputError
+from featx.study import study_config
+
+GOOD = """\
+[study]
+output = "out"
+metric = "accuracy"
+
+[[models]]
+name = "minilm"
+
+[[models]]
+name = "control"
+random_init = true
+seeds = [0, 1, 2]
+
+[[corpora]]
+name = "sst2"
+path = "sst2.csv"
+labels = ["label"]
+text_col = "sentence"
+
+[extract]
+pooling = "mean"
+
+[probe]
+layer = "all"
+no-control = true
+"""
+
+
+@pytest.fixture
+def folder(tmp_path):
+    (tmp_path / "sst2.csv").write_text("sentence,label\na b,x\n")
+    return tmp_path
+
+
+def write(folder, text: str):
+    path = folder / "study.toml"
+    path.write_text(text)
+    return path
+
+
+def test_a_good_file_expands_seeds_and_takes_options_by_flag_or_field_name(folder):
+    config = study_config(write(folder, GOOD))
+    assert [model.name for model in config.models] == ["minilm", "control-s0", "control-s1", "control-s2"]
+    assert [model.seed for model in config.models] == [None, 0, 1, 2]
+    assert config.output == folder / "out"
+    assert dict(config.corpora[0].options) == {"text_col": "sentence"}
+    assert dict(config.probe) == {"layers": "all", "control": False}
+    extract = config.extract_config(config.models[2], config.corpora[0])
+    assert (extract.random_init, extract.init_seed, extract.poolings) == (True, 1, "mean")
+    assert extract.output == str(folder / "out" / "control-s1" / "sst2" / "features.h5")
+
+
+BAD = [
+    # (change to GOOD, words of the message, line, words of the hint)
+    (('output = "out"', 'outptu = "out"'), "[study] outptu: unknown key 'outptu'", 2, "did you mean 'output'?"),
+    (("[probe]", "[probes]"), "unknown key 'probes'", None, "did you mean 'probe'?"),
+    (('path = "sst2.csv"', 'path = "nope.csv"'), "[[corpora]] #1 path: corpus file", 15, "existing file"),
+    (('name = "control"\nrandom_init = true\nseeds = [0, 1, 2]', 'name = "minilm"'), "duplicate name", 9, "named so"),
+    (("seeds = [0, 1, 2]", "seeds = [0, 0]"), "repeat a seed", 11, None),
+    (("random_init = true", "randominit = true"), "[[models]] #2 randominit: unknown option", 10, "'random_init'"),
+    (("random_init = true", "init_seed = 3"), "'init_seed' is set by the study", 10, "[[models]] seeds"),
+    (('pooling = "mean"', 'poolng = "mean"'), "[extract] poolng: unknown option 'poolng'", 20, "'pooling'"),
+    (('layer = "all"', 'layr = "all"'), "[probe] layr: unknown option 'layr'", 23, "'layer'"),
+    (('layer = "all"', 'label = "x"'), "'label' is set by the study", 23, "[[corpora]] labels"),
+    (('pooling = "mean"', "max_length = -3"), "[extract] max_length: --max-length -3", 20, None),
+    (('layer = "all"', "folds = 1"), "[probe] folds: --folds 1 is too small", 23, None),
+    (('metric = "accuracy"', 'metric = "acuracy"'), "[study] metric: --metric acuracy is not known", 3, None),
+    (('text_col = "sentence"', "text_col = 3"), "[[corpora]] #1 text_col", 17, None),
+    (('name = "minilm"', 'name = "mini/lm"'), "name 'mini/lm' is not a folder name", 6, None),
+    (('labels = ["label"]', "labels = []"), "labels [] must name label columns", 16, None),
+    (('[[models]]\nname = "minilm"', '[[models]]\nname = "minilm"\nmodel = "./missing"'), "model folder", 7, None),
+    (('output = "out"', 'output = "out"\njobs = 0'), "[study] jobs: jobs 0 runs nothing", 3, None),
+    (('output = "out"', 'output = "out"\nengine = "rai"'), "unknown engine 'rai'", 3, None),
+    (('output = "out"', 'output = "out"\ncorpus = 1'), "[study] corpus: unknown key", 3, None),
+    (("[probe]", "[probe\n"), "not valid TOML", None, None),
+    (('output = "out"', 'output = "/"'), "[study] output: the output path / is a filesystem root", 2, None),
+]
+
+
+@pytest.mark.parametrize(("change", "words", "line", "hint"), BAD, ids=[case[1][:30] for case in BAD])
+def test_each_bad_input_is_one_error_with_file_key_and_line(folder, change, words, line, hint):
+    path = write(folder, GOOD.replace(*change))
+    with pytest.raises(InputError) as caught:
+        study_config(path)
+    assert str(path) in caught.value.message
+    assert words in caught.value.message
+    if line is not None:
+        assert f", line {line}:" in caught.value.message
+    if hint is not None:
+        assert hint in (caught.value.hint or "")
+
+
+def test_a_missing_study_file_and_a_dict_study(folder):
+    with pytest.raises(InputError, match="does not exist"):
+        study_config(folder / "none.toml")
+    study = {"models": [{"name": "m"}], "corpora": [{"path": str(folder / "sst2.csv"), "bogus": 1}]}
+    with pytest.raises(InputError, match=r"^study: \[\[corpora\]\] #1 bogus: unknown option 'bogus'"):
+        study_config(study)
+    with pytest.raises(InputError, match="the study has no"):
+        study_config({"models": [{"name": "m"}]})
+
+
+def test_the_command_line_exits_2_before_any_work(folder):
+    path = write(folder, GOOD.replace('layer = "all"', 'layr = "all"'))
+    result = CliRunner().invoke(main, ["study", "run", str(path)])
+    assert result.exit_code == 2
+    assert "line 23" in result.output and "did you mean 'layer'?" in result.output
+    assert not (folder / "out").exists()

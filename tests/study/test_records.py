@@ -1,0 +1,44 @@
+"""Each cell's state: done only for the same request with its outputs there; a running cell told apart from
+one a killed run left."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+
+from featx.study import format_status, make_plan, status
+from featx.study.records import DONE, PENDING, cell_status, record_state, state_path
+
+
+def test_states_and_status(tmp_path):
+    (tmp_path / "a.csv").write_text("text,x\nhi,1\n")
+    study = {"study": {"output": str(tmp_path / "out")}, "models": [{"name": "m"}],
+             "corpora": [{"name": "a", "path": str(tmp_path / "a.csv"), "labels": ["x", "y"]}]}  # fmt: skip
+    plan = make_plan(study)
+    extraction, first, second = (cell.task for cell in (*plan.extractions, *plan.probes))
+    record_state(extraction, "done", time.time() - 3)
+    assert cell_status(extraction) == PENDING  # its features file is not there
+    features = tmp_path / "out/m/a/features.h5"
+    features.parent.mkdir(parents=True)
+    features.write_bytes(b"")
+    assert cell_status(extraction) == DONE
+    changed = make_plan({**study, "extract": {"max_length": 16}}).extractions[0].task
+    assert cell_status(changed) == PENDING  # other options: another fingerprint
+    record_state(first, "failed", time.time(), error="no label column 'x'")
+    sleeper = subprocess.Popen(["sleep", "30"])
+    try:
+        record_state(second, "running", time.time())
+        path = state_path(second.output, second.key)
+        path.write_text(json.dumps({**json.loads(path.read_text()), "pid": sleeper.pid}))
+        shown = status(study).set_index("cell")
+        assert shown.status.tolist() == ["done", "failed", "running"]
+        assert shown.loc["probe/m/a/x", "error"] == "no label column 'x'"
+        assert "1 done, 1 running, 0 pending, 1 failed" in format_status(shown.reset_index())
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    assert status(study).status.tolist()[-1] == "pending (interrupted)"
+    features.unlink()
+    features.symlink_to(tmp_path / "a.csv")
+    assert cell_status(extraction) == PENDING  # never through a link

@@ -1,0 +1,155 @@
+"""Running a study: every cell once, a failing cell recorded while the others go on (exit 1), nothing done
+redone, an interrupted run resumed to the same table, a second run refused while one holds the output, the
+status and dry run, and the results table's columns."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+from conftest import study_dict, to_toml
+
+import featx.study
+from featx.cli import main
+from featx.errors import StoreError
+from featx.study import RESULT_COLUMNS, load, status
+
+FAILED = {"extract/tiny/bad", "extract/rand/bad", "probe/tiny/bad/label", "probe/rand/bad/label",
+          "probe/tiny/other/label", "probe/rand/other/label"}  # fmt: skip
+
+
+def test_a_study_runs_every_cell_and_records_the_failing_ones(done_study):
+    study, result, lines = done_study
+    assert len(result.statuses) == 6 + 10 and set(result.failed) == FAILED and result.exit_code == 1
+    assert (
+        "its extraction failed (extract/tiny/bad)"
+        in status(study).set_index("cell").loc["probe/tiny/bad/label", "error"]
+    )
+    assert "no label column 'label'" in result.errors["probe/rand/other/label"]
+    assert any(line.startswith("probe/rand/sents/topic: done") for line in lines)
+    table = result.results
+    assert list(table.columns) == list(RESULT_COLUMNS)
+    assert set(zip(table.model, table.corpus, table.label, strict=True)) == {
+        (model, corpus, label) for model in ("tiny", "rand") for corpus, label in
+        (("sents", "label"), ("sents", "topic"), ("other", "topic"))
+    }  # fmt: skip
+    assert len(table) == 6 * 3 and (table.groupby(["model", "corpus", "label"]).chosen.sum() == 1).all()
+    assert (table.relative_depth == table.layer / 2).all() and (table.n_layers == 2).all()
+    assert table.random_init.tolist() == [False] * 9 + [True] * 9 and table.seed.tolist()[-1] == 0
+    lexical = table.groupby(["corpus", "label"]).lexical.nunique()
+    assert (lexical == 1).all() and table.lexical.notna().all()
+    assert (table.selectivity == table.score - table.control).all()
+    pd.testing.assert_frame_equal(load(result.plan.config.output), table)
+    from featx.io import read_csv
+
+    csv = read_csv(result.plan.config.output / "results.csv")
+    assert list(csv.columns) == list(RESULT_COLUMNS) and len(csv) == len(table)
+    assert len(result.summary) == 6 and len(result.paired) == 3  # one pair per task
+    assert result.paired.p.notna().all() and (result.paired.note == "").all()
+
+
+def test_the_same_command_again_redoes_nothing_done(done_study, tmp_path):
+    study, result, _ = done_study
+    output = result.plan.config.output
+    before = {path.name: json.loads(path.read_text()) for path in (output / ".study").glob("*.json")}
+    path = tmp_path / "study.toml"
+    path.write_text(to_toml(study))
+    ran = CliRunner().invoke(main, ["study", "run", str(path)])
+    assert ran.exit_code == 1, ran.output
+    assert "extract/tiny/sents: up to date" in ran.output and "probe/rand/other/topic: up to date" in ran.output
+    assert "extract/tiny/bad: failed" in ran.output and "6 failed" in ran.output
+    after = {path.name: json.loads(path.read_text()) for path in (output / ".study").glob("*.json")}
+    done = [name for name, state in before.items() if state["status"] == "done"]
+    assert len(done) == 10 and all(after[name] == before[name] for name in done)
+    shown = CliRunner().invoke(main, ["study", "status", str(path)])
+    assert shown.exit_code == 0 and "10 done, 0 pending, 6 failed" in shown.output
+    assert "probe/tiny/sents/label: done  " in shown.output
+
+
+def test_an_interrupted_study_resumes_to_the_same_table(done_study, tiny_model, study_corpora, tmp_path, monkeypatch):
+    study = study_dict(tiny_model, study_corpora, tmp_path / "out", bad=False)
+    import featx.study.tasks as tasks
+
+    original, calls = tasks.probe_cell, []
+
+    def killed_on_the_third(options):
+        calls.append(options["label"])
+        if len(calls) == 3:
+            raise KeyboardInterrupt  # as a kill would stop it: the cell is left "running"
+        return original(options)
+
+    monkeypatch.setattr(tasks, "probe_cell", killed_on_the_third)
+    with pytest.raises(KeyboardInterrupt):
+        featx.study.run(study)
+    monkeypatch.undo()
+    shown = status(study).set_index("cell").status
+    assert shown["probe/tiny/sents/label"] == "done" and shown["probe/tiny/other/topic"] == "pending (interrupted)"
+    assert shown["probe/rand/sents/label"] == "pending"
+    lines: list[str] = []
+    result = featx.study.run(study, echo=lines.append)
+    assert lines[:6] == [f"extract/{m}/{c}: up to date" for m in ("tiny", "rand") for c in ("sents", "other")][:4] + [
+        "probe/tiny/sents/label: up to date", "probe/tiny/sents/topic: up to date"]  # fmt: skip
+    assert result.exit_code == 1 and set(result.failed) == {"probe/tiny/other/label", "probe/rand/other/label"}
+    pd.testing.assert_frame_equal(result.results, done_study[1].results)
+    pd.testing.assert_frame_equal(result.summary, done_study[1].summary)
+
+
+def test_a_second_run_is_refused_while_one_holds_the_output(done_study):
+    from featx.study.runner import lock_of
+
+    study, result, _ = done_study
+    with lock_of(result.plan.config.output), pytest.raises(StoreError, match="another featx study run .*is writing"):
+        featx.study.run(study)
+
+
+def test_dry_run_lists_what_is_done_and_estimates_the_rest(done_study, tmp_path):
+    study, _, _ = done_study
+    (tmp_path / "more.csv").write_text("text,label\n" + "".join(f"the cat {i},a\n" for i in range(8)))
+    more = {**study, "corpora": [*study["corpora"], {"name": "more", "path": str(tmp_path / "more.csv")}]}
+    table = featx.study.dry_run(more).set_index("cell")
+    assert (
+        table.loc["extract/tiny/sents", "status"] == "done" and table.loc["probe/rand/sents/topic", "status"] == "done"
+    )
+    new = table.loc["extract/rand/more"]
+    assert new["status"] == "pending" and new["rows"] == 8 and new["bytes"] > 0 and new["seconds"] > 0
+    assert table.loc["probe/tiny/more/label", "lexical"] and not table.loc["probe/rand/more/label", "lexical"]
+    text = featx.study.format_dry_run(table.reset_index())
+    assert "8 extractions and 12 probes; to run: 4 extractions" in text
+
+
+@pytest.mark.slow
+def test_two_probe_workers_give_the_same_table(done_study, tiny_model, study_corpora, tmp_path):
+    study = study_dict(tiny_model, study_corpora, tmp_path / "out", bad=False, jobs=2)
+    result = featx.study.run(study)
+    pd.testing.assert_frame_equal(result.results, done_study[1].results)
+    pd.testing.assert_frame_equal(result.paired, done_study[1].paired)
+
+
+def test_changed_extract_options_redo_the_cells_they_change(tiny_model, study_corpora, tmp_path):
+    study = {
+        "study": {"output": str(tmp_path / "out")},
+        "models": [{"name": "tiny", "model": str(tiny_model)}],
+        "corpora": [{"name": "sents", "path": str(study_corpora["sents"]), "labels": ["topic"]}],
+        "extract": {"pooling": "mean"},
+        "probe": {"n_bootstrap": 100},
+    }
+    assert featx.study.run(study).results.pooling.unique().tolist() == ["mean"]
+    lines: list[str] = []
+    result = featx.study.run({**study, "extract": {"pooling": "mean,cls"}}, echo=lines.append)
+    assert lines[0].startswith("extract/tiny/sents: done") and lines[1].startswith("probe/tiny/sents/topic: done")
+    assert result.exit_code == 0 and sorted(result.results.pooling.unique()) == ["cls", "mean"]
+
+
+def test_without_pyarrow_the_table_is_csv_and_loads_alike(done_study, tmp_path, monkeypatch):
+    import featx.study.results as results
+
+    table = done_study[1].results
+    (tmp_path / "results.parquet").write_bytes(b"an older table")
+    monkeypatch.setattr(results, "has_parquet", lambda: False)
+    assert results.write_results(table, tmp_path) == [tmp_path / "results.csv"]
+    assert not (tmp_path / "results.parquet").exists()
+    pd.testing.assert_frame_equal(load(tmp_path), table, check_dtype=False)
+    with pytest.raises(StoreError, match="holds no study results"):
+        load(tmp_path / "none")

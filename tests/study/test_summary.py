@@ -1,0 +1,59 @@
+"""The summary's figures against hand computation: the expected layer, the tied layers of a flat and of a
+peaked curve, and the gaps to the baselines and to the random-weights models."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+from featx.study import RESULT_COLUMNS, SUMMARY_COLUMNS, expected_layer, summarise
+
+
+def test_expected_layer_weights_each_layer_by_its_gain():
+    # gains 0.1 (layer 1), 0.2 (layer 2), 0 (layer 3): (1 * 0.1 + 2 * 0.2) / 0.3
+    assert expected_layer([0, 1, 2, 3], [0.5, 0.6, 0.8, 0.8]) == pytest.approx(0.5 / 0.3)
+    # on the cumulative curve (0.5, 0.7, 0.7, 0.9): a loss is no gain, and a layer's gain is over the best
+    # below it: gains 0.2, 0, 0.2 -> (1 * 0.2 + 3 * 0.2) / 0.4
+    assert expected_layer([0, 1, 2, 3], [0.5, 0.7, 0.6, 0.9]) == pytest.approx(2.0)
+    assert expected_layer([3, 0, 2, 1], [0.8, 0.5, 0.8, 0.6]) == pytest.approx(0.5 / 0.3)  # any order
+    assert math.isnan(expected_layer([0, 1, 2], [0.7, 0.7, 0.7]))  # flat: no gain, no expected layer
+    assert math.isnan(expected_layer([0, 1, 2], [0.9, 0.8, 0.7]))
+
+
+def rows(model, scores, significant, chosen, random_init=False, seed=None, lexical=0.6, control=0.5):
+    n = len(scores)
+    return pd.DataFrame({
+        "model": model, "corpus": "c", "label": "y", "random_init": random_init, "seed": seed,
+        "task": "classification", "metric": "accuracy", "site": "hidden", "layer": range(n), "n_layers": n - 1,
+        "relative_depth": [layer / (n - 1) for layer in range(n)], "pooling": "mean", "classifier": "logreg",
+        "score": scores, "ci_low": [s - 0.1 for s in scores], "ci_high": [s + 0.1 for s in scores],
+        "selection_score": scores, "chosen": [layer == chosen for layer in range(n)], "p_vs_best": 0.5,
+        "significant_vs_best": significant, "majority": 0.5, "lexical": lexical, "control": control,
+        "selectivity": [s - control for s in scores], "n_train": 30, "n_test": 10, "results": f"{model}/c/y.csv",
+    })[list(RESULT_COLUMNS)]  # fmt: skip
+
+
+def test_summary_of_a_peaked_curve_a_flat_one_and_two_random_models():
+    table = pd.concat([
+        rows("peaked", [0.5, 0.6, 0.9, 0.8, 0.85], [True, True, False, True, False], chosen=2),
+        rows("flat", [0.7, 0.71, 0.7], [False, False, False], chosen=1),
+        rows("r0", [0.5, 0.6, 0.55], [True, False, False], chosen=1, random_init=True, seed=0),
+        rows("r1", [0.5, 0.7, 0.65], [True, False, False], chosen=1, random_init=True, seed=1),
+    ], ignore_index=True)  # fmt: skip
+    summary = summarise(table).set_index("model")
+    assert list(summary.reset_index().columns) == list(SUMMARY_COLUMNS)
+    peaked, flat = summary.loc["peaked"], summary.loc["flat"]
+    assert (peaked["layer"], peaked["relative_depth"], peaked["tied_layers"], peaked["flat"]) == (2, 0.5, "2,4", False)
+    assert (flat["layer"], flat["tied_layers"], flat["flat"]) == (1, "0-2", True)
+    assert peaked["over_lexical"] == pytest.approx(0.3) and peaked["over_control"] == pytest.approx(0.4)
+    # cumulative curve 0.5, 0.6, 0.9, 0.9, 0.9: gains 0.1 (1), 0.3 (2), 0 (3: a loss), 0 (4: below layer 2's
+    # 0.9): (0.1 + 0.6) / 0.4
+    assert peaked["expected_layer"] == pytest.approx(0.7 / 0.4)
+    assert peaked["expected_depth"] == pytest.approx(1.75 / 4)
+    assert peaked["control_models"] == 2 and peaked["control_mean"] == pytest.approx(0.65)
+    assert peaked["control_sd"] == pytest.approx(0.1 / math.sqrt(2))
+    assert peaked["over_control_models"] == pytest.approx(0.25)
+    assert flat["over_control_models"] == pytest.approx(0.71 - 0.65)
+    assert math.isnan(summary.loc["r0", "over_control_models"])
