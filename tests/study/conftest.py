@@ -7,40 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from support.probe_data import make_rows
-from support.tiny import write_csv
+from support.study_files import study_dict, write_corpora
 
 import featx.study
-
-
-def write_corpora(folder: Path) -> dict[str, Path]:
-    """``sents.csv`` (label, topic; 40 rows), ``other.csv`` (topic only; 32 rows), ``bad.csv`` (no text)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    header = ("text", "label", "topic", "split")
-    sents = write_csv(folder / "sents.csv", make_rows(40, seed=1, split=True), header=header)
-    rows = [[text, topic, split] for text, _, topic, split in make_rows(32, seed=2, split=True)]
-    other = write_csv(folder / "other.csv", rows, header=("text", "topic", "split"))
-    bad = folder / "bad.csv"
-    bad.write_text("words,label\nhello,a\n")
-    return {"sents": sents, "other": other, "bad": bad}
-
-
-def study_dict(model: Path, corpora: dict[str, Path], output: Path, bad: bool = True, **study) -> dict:
-    """The test study: two models x the corpora (``other`` lacks ``label``: that probe fails; ``bad`` has no
-    text column: its extractions fail), mean pooling, every layer, a short bootstrap."""
-    entries = [
-        {"name": "sents", "path": str(corpora["sents"]), "labels": ["label", "topic"]},
-        {"name": "other", "path": str(corpora["other"]), "labels": ["topic", "label"]},
-    ]
-    if bad:
-        entries.append({"name": "bad", "path": str(corpora["bad"]), "labels": ["label"]})
-    return {
-        "study": {"output": str(output), **study},
-        "models": [{"name": "tiny", "model": str(model)}, {"name": "rand", "model": str(model), "random_init": True}],
-        "corpora": entries,
-        "extract": {"pooling": "mean"},
-        "probe": {"layer": "all", "n_bootstrap": 200},
-    }
 
 
 @pytest.fixture(scope="session")
@@ -55,24 +24,3 @@ def done_study(tiny_model, study_corpora, tmp_path_factory):
     lines: list[str] = []
     result = featx.study.run(study, echo=lines.append)
     return study, result, lines
-
-
-def _value(value) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return repr(value)
-    if isinstance(value, list):
-        return "[" + ", ".join(_value(item) for item in value) + "]"
-    return '"' + str(value).replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
-def to_toml(study: dict) -> str:
-    """The test study dict as a study file (tables, arrays of tables, plain values)."""
-    lines: list[str] = []
-    for name, table in study.items():
-        for entry in table if isinstance(table, list) else [table]:
-            lines.append(f"[[{name}]]" if isinstance(table, list) else f"[{name}]")
-            lines += [f"{key} = {_value(value)}" for key, value in entry.items()]
-            lines.append("")
-    return "\n".join(lines)

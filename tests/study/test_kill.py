@@ -13,7 +13,7 @@ import time
 
 import pandas as pd
 import pytest
-from conftest import study_dict, to_toml
+from support.study_files import study_dict, to_toml
 
 import featx.study
 

@@ -9,7 +9,7 @@ import json
 import pandas as pd
 import pytest
 from click.testing import CliRunner
-from conftest import study_dict, to_toml
+from support.study_files import study_dict, to_toml
 
 import featx.study
 from featx.cli import main

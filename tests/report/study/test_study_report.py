@@ -10,7 +10,7 @@ import json
 import re
 
 import pytest
-from conftest import HOSTILE, study_rows
+from support.study_tables import HOSTILE, study_rows
 
 from featx.errors import StoreError
 from featx.report import write_study_report

@@ -8,8 +8,8 @@ import html
 import json
 
 import pytest
-from conftest import HOSTILE, study_rows
 from support import browser
+from support.study_tables import HOSTILE, study_rows
 
 from featx.report import write_study_report
 

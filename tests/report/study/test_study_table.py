@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import HOSTILE, study_rows
+from support.study_tables import HOSTILE, study_rows
 
 from featx.errors import InputError
 from featx.report.study import table
