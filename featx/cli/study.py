@@ -1,4 +1,4 @@
-"""``featx study run`` and ``featx study status``: many models x corpora x labels from one study file."""
+"""``featx study run``, ``featx study status`` and ``featx study report``: many models x corpora x labels from one study file."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from .app import echo, main
-from .generate import ConfigCommand
+from .generate import ConfigCommand, grouped_option
 
 
 @main.group()
@@ -19,7 +19,8 @@ def study():
 
 @study.command("run", cls=ConfigCommand, config="featx.study:RunConfig")
 @click.argument("study_file", metavar="STUDY", type=click.Path(path_type=Path))
-@click.option(
+@grouped_option(
+    "Run",
     "--dry-run",
     is_flag=True,
     help="Only list the cells and probes, what is done, and each pending extraction's estimated time and disk.",
@@ -34,7 +35,7 @@ def study_run(study_file, dry_run, **options):
     if dry_run:
         echo(format_dry_run(plan_only(config.study)))
         return
-    result = run(config.study, jobs=config.jobs, engine=config.engine, echo=echo)
+    result = run(config.study, jobs=config.jobs, engine=config.engine, address=config.address, echo=echo)
     echo(format_summary(result))
     if result.exit_code:
         sys.exit(result.exit_code)
@@ -47,3 +48,14 @@ def study_status(study_file):
     from ..study import format_status, status
 
     echo(format_status(status(study_file)))
+
+
+@study.command("report")
+@click.argument("study_file", metavar="STUDY", type=click.Path(path_type=Path))
+@grouped_option("Report", "--no-cells", is_flag=True, help="Do not write (and link) each cell's own report page.")
+def study_report(study_file, no_cells):
+    """One offline, interactive page over STUDY's results (OUTPUT/report.html): task x model heatmaps, layer
+    curves on a relative-depth axis with 95% bands, expected layers, each cell's own report linked."""
+    from ..study import write_report
+
+    echo(f"study report: {write_report(study_file, cells=not no_cells, echo=echo)}")

@@ -4,13 +4,14 @@
                     ``OUTPUT/results.parquet`` (and ``.csv``), ``summary.csv`` and ``paired.csv``
 ``load(output)``    the results table as a pandas DataFrame (its columns: ``RESULT_COLUMNS``, ``results.py``)
 ``status(study)``   each cell done, pending or failed, with its times; ``dry_run(study)`` what a run would do
+``write_report(study)``   ``OUTPUT/report.html``: one interactive page over the study, linking each cell's report
 
 The modules, one concept each: ``source`` (reading the TOML; errors with file, key and line), ``options``
 (extract and probe options by field or flag name), ``config`` (``StudyConfig``, checked whole at
 construction), ``plan`` (``StudyPlan``: the cells, data only), ``cells`` (``Task``: one picklable call by
 dotted name with JSON-able arguments), ``tasks`` (``execute`` and the cells' functions), ``records`` (each
-cell's state, atomic JSON), ``engines`` (the ``Engine`` protocol and ``LocalEngine``), ``results``,
-``summary`` and ``compare`` (the tables), ``views`` (status, dry run, printouts) and ``runner`` (``run``).
+cell's state, atomic JSON), ``engines`` (the ``Engine`` protocol and ``LocalEngine``), ``ray_engine`` (``RayEngine``), ``results``,
+``summary`` and ``compare`` (the tables), ``views`` (status, dry run, printouts), ``runner`` (``run``) and ``report`` (``write_report``: the study's page).
 """
 
 from __future__ import annotations
@@ -37,6 +38,9 @@ _HOMES = {
     "execute": "tasks",
     "Engine": "engines",
     "LocalEngine": "engines",
+    "RayEngine": "ray_engine",
+    "check_address": "ray_engine",
+    "write_report": "report",
     "ENGINES": "engines",
     "RESULT_COLUMNS": "results",
     "SUMMARY_COLUMNS": "summary",

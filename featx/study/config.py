@@ -2,7 +2,7 @@
 
 Layout of the file (``docs/study.md``)::
 
-    [study]      output, metric, jobs, engine
+    [study]      output, metric, jobs, engine, address
     [[models]]   name, model (a Hugging Face id or folder; default: the packaged MiniLM), random_init, seeds,
                  and any extract option of that model's extractions
     [[corpora]]  name, path, labels, and any extract option (text_col, sep, word_format, ...)
@@ -27,10 +27,11 @@ from ..probing import ProbeConfig
 from ..safe_files import refuse_unsafe_target
 from .engines import ENGINES
 from .options import extract_fields, probe_fields
+from .ray_engine import check_address
 from .source import Place, Source, check_keys, dict_source, read_study
 
 TABLES = ("study", "models", "corpora", "extract", "probe")
-STUDY_KEYS = ("output", "metric", "jobs", "engine")
+STUDY_KEYS = ("output", "metric", "jobs", "engine", "address")
 MODEL_KEYS = ("name", "model", "random_init", "seeds")
 CORPUS_KEYS = ("name", "path", "labels")
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._\-]*$")
@@ -73,6 +74,7 @@ class StudyConfig:
     metric: str | None = None
     jobs: int = 1
     engine: str = "local"
+    address: str | None = None  # the Ray engine's cluster (HOST:PORT, "auto"); None: a local cluster
     extract: Options = ()
     probe: Options = ()
 
@@ -81,10 +83,23 @@ class StudyConfig:
             raise self.source.error(("study", "jobs"), f"jobs {self.jobs} runs nothing", "give 1 or more")
         if self.engine not in ENGINES:
             raise self.source.unknown(("study", "engine"), list(ENGINES), "engine", str(self.engine))
+        if self.address is not None and self.engine != "ray":
+            raise self.source.error(("study", "address"), f"address is for the Ray engine, not '{self.engine}'",
+                                    'add engine = "ray" (or --engine ray), or leave the address out')  # fmt: skip
         for index, corpus in enumerate(self.corpora):
             for model in self.models:
                 self.extract_config(model, corpus, check=(("corpora", index), ("models", model.entry)))
         self.probe_config(Path(FEATURES_NAME), "label", lexical=True)
+
+    def check_address(self) -> None:
+        """The Ray engine's cluster must answer: checked by ``run`` before any work starts (not by ``status``,
+        which needs no cluster)."""
+        if self.address is None:
+            return
+        try:
+            check_address(self.address)
+        except InputError as err:
+            raise self.source.error(("study", "address"), err.message, err.hint) from None
 
     def cell_folder(self, model: ModelSpec, corpus: CorpusSpec) -> Path:
         """``OUTPUT/<model>/<corpus>``: a cell's features file and probe results."""
@@ -236,7 +251,7 @@ def _corpora(source: Source, data: dict[str, Any]) -> tuple[CorpusSpec, ...]:
 
 def _study_keys(source: Source, table: dict[str, Any]) -> dict[str, Any]:
     values: dict[str, Any] = {}
-    for key, kind in (("metric", str), ("jobs", int), ("engine", str), ("output", str)):
+    for key, kind in (("metric", str), ("jobs", int), ("engine", str), ("address", str), ("output", str)):
         if key in table:
             if type(table[key]) is not kind:
                 raise source.error(("study", key), f"{key} {table[key]!r} must be {kind.__name__}")
@@ -257,8 +272,8 @@ def default_output(source: Source) -> str:
 
 
 def study_config(study: str | Path | dict[str, Any] | StudyConfig, **overrides: Any) -> StudyConfig:
-    """The ``StudyConfig`` of a study file's path or of a dict (``overrides``: ``jobs``, ``engine`` given on the
-    command line win over the file's)."""
+    """The ``StudyConfig`` of a study file's path or of a dict (``overrides``: ``jobs``, ``engine``, ``address``
+    given on the command line win over the file's)."""
     if isinstance(study, StudyConfig):
         from dataclasses import replace
 

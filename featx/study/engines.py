@@ -38,6 +38,10 @@ class Engine(Protocol):
         workers."""
         ...
 
+    def close(self) -> None:
+        """Release what the runs held (a local cluster the engine started); called once after the last stage."""
+        ...
+
 
 class LocalEngine:
     """This machine: in this process for one worker, else ``workers`` spawned processes."""
@@ -53,6 +57,9 @@ class LocalEngine:
                 outcomes.append(outcome)
             return outcomes
         return self._in_processes(tasks, workers, on_outcome)
+
+    def close(self) -> None:
+        """Nothing to release: each stage's processes end with it."""
 
     def _in_processes(self, tasks: Sequence[Task], workers: int, on_outcome: OnOutcome) -> list[Outcome]:
         context = multiprocessing.get_context("spawn")
@@ -84,11 +91,22 @@ def _outcome(future: Future, task: Task) -> Outcome:
         return {"key": task.key, "status": "failed", "seconds": None, "error": f"its worker died ({err})"}
 
 
-ENGINES: dict[str, Callable[[], Engine]] = {"local": LocalEngine}
+def _ray(address: str | None = None) -> Engine:
+    from .ray_engine import RayEngine  # Ray itself is imported only when a stage runs
+
+    return RayEngine(address)
 
 
-def engine_named(name: str) -> Engine:
-    """The engine a study's ``engine`` (or ``--engine``) names."""
+def _local(address: str | None = None) -> Engine:
+    return LocalEngine()
+
+
+# name -> factory(address): the study file's ``engine``, ``--engine`` and the runner all read this one table
+ENGINES: dict[str, Callable[..., Engine]] = {"local": _local, "ray": _ray}
+
+
+def engine_named(name: str, address: str | None = None) -> Engine:
+    """The engine a study's ``engine`` (or ``--engine``) names; ``address``: the Ray engine's cluster."""
     if name not in ENGINES:
         raise InputError(f"engine '{name}' is not known", f"choose one of: {', '.join(ENGINES)}")
-    return ENGINES[name]()
+    return ENGINES[name](address)

@@ -22,7 +22,7 @@ from ..options import Check, Options, one_of, option, whole
 from ..store import OutputLock
 from .cells import Task
 from .compare import paired_models
-from .engines import ENGINES, engine_named
+from .engines import ENGINES, Engine, engine_named
 from .plan import StudyPlan, make_plan
 from .records import DONE, FAILED, cell_status, record_state, state_folder
 from .results import results_table, write_results
@@ -44,6 +44,12 @@ class RunConfig(Options):
         flag="--engine",
         choices=tuple(ENGINES),
         help="What runs the cells (default: the study file's, else local).",
+    )
+    address: str | None = option(
+        None,
+        flag="--address",
+        help="The Ray engine's cluster, HOST:PORT of its head node or 'auto' (default: the study file's, else a "
+        "local Ray cluster for the run).",
     )
 
     CONSTRAINTS: ClassVar[tuple[Check, ...]] = (
@@ -90,7 +96,7 @@ def _line(task: Task, outcome: dict[str, Any]) -> str:
     return f"{task.key}: {said} ({seconds:.1f} s){error}"
 
 
-def _stage(plan: StudyPlan, tasks: list[Task], workers: int, echo: Echo) -> dict[str, dict[str, Any]]:
+def _stage(plan: StudyPlan, tasks: list[Task], workers: int, echo: Echo, engine: Engine) -> dict[str, dict[str, Any]]:
     """Run the tasks not done yet; say "up to date" for the others. The outcomes of those run, by key."""
     pending = []
     for task in tasks:
@@ -98,7 +104,6 @@ def _stage(plan: StudyPlan, tasks: list[Task], workers: int, echo: Echo) -> dict
             echo(f"{task.key}: up to date")
         else:
             pending.append(task)
-    engine = engine_named(plan.config.engine)
     outcomes = engine.run(pending, workers, lambda task, outcome: echo(_line(task, outcome)))
     return {outcome["key"]: outcome for outcome in outcomes}
 
@@ -134,18 +139,25 @@ def run(
     jobs: int | None = None,
     engine: str | None = None,
     echo: Echo | None = None,
+    address: str | None = None,
 ) -> StudyResult:
     """Run a study (a TOML file's path, a dict of the same tables, or a ``StudyConfig``): every cell not done,
-    then the results table (``featx.study.load``), ``summary.csv`` and ``paired.csv``. ``jobs`` and ``engine``
-    override the file's; ``echo`` gets one line per cell. Check ``result.exit_code``: 1 when a cell failed."""
+    then the results table (``featx.study.load``), ``summary.csv`` and ``paired.csv``. ``jobs``, ``engine`` and
+    ``address`` (the Ray engine's cluster) override the file's; ``echo`` gets one line per cell. Check
+    ``result.exit_code``: 1 when a cell failed."""
     echo = echo or (lambda line: None)
     started = time.perf_counter()
-    plan = make_plan(study, jobs=jobs, engine=engine)  # the whole study checked before any work
+    plan = make_plan(study, jobs=jobs, engine=engine, address=address)  # the whole study checked before any work
+    plan.config.check_address()
     output = plan.config.output
     with lock_of(output):
         state_folder(output)
-        ran = _stage(plan, [cell.task for cell in plan.extractions], 1, echo)
-        ran |= _stage(plan, _blocked(plan, echo), plan.config.jobs, echo)
+        runner = engine_named(plan.config.engine, plan.config.address)
+        try:  # extractions one at a time (one model in memory per device), then the probes side by side
+            ran = _stage(plan, [cell.task for cell in plan.extractions], 1, echo, runner)
+            ran |= _stage(plan, _blocked(plan, echo), plan.config.jobs, echo, runner)
+        finally:
+            runner.close()
         results, summary, paired, written = write_tables(plan)
     statuses = {task.key: cell_status(task) for task in plan.tasks}
     errors = {key: str(outcome.get("error")) for key, outcome in ran.items() if outcome["status"] == FAILED}

@@ -1,0 +1,135 @@
+"""The Ray engine: a study's tasks as Ray tasks, on a running cluster (``address``) or a local one.
+
+The same plan as the local engine, the same ``execute(task.as_dict())`` per task, so the same files and the
+same results table: only where the calls run differs. Extractions ask for a GPU where the cluster has one,
+probes for one CPU each; at most ``workers`` tasks are in flight at a time (``--jobs``). Every node must see
+the study's output folder and its corpora at the same paths (a shared file system), and have featx installed
+with the same version as the driver (``featx[ray]``).
+
+Ray is optional (``pip install 'featx[ray]'``); it is imported only when a study names this engine. What Ray
+ships between its processes is its own business (it pickles the task's JSON-able arguments and outcomes
+between processes it started); featx itself never unpickles a file.
+
+A local cluster is started on the loopback address (127.0.0.1), with as many CPUs as this machine has and no
+dashboard, and stopped when the run ends (``close``); a running cluster is only connected to, never stopped.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+from collections.abc import Sequence
+from typing import Any
+
+from ..errors import InputError
+from .cells import EXTRACT, Task
+from .tasks import execute
+
+Outcome = dict[str, Any]
+
+_LOCAL = ("", "local")
+_CONNECT_SECONDS = 5.0
+
+
+def ray_module() -> Any:
+    """``ray``, or a clear error naming the extra to install."""
+    try:
+        import ray
+    except ImportError as error:
+        raise InputError(
+            "the Ray engine needs Ray, which is not installed", "pip install 'featx[ray]' (or use --engine local)"
+        ) from error
+    return ray
+
+
+def check_address(address: str | None) -> None:
+    """Refuse, before any work, a cluster address that does not answer (``HOST:PORT`` or ``ray://HOST:PORT``);
+    ``None``/``"local"`` (a local cluster) and ``"auto"`` (the cluster this machine's ``ray start`` runs) pass
+    here and are checked when connecting."""
+    if address is None or address in _LOCAL or address == "auto":
+        return
+    text = address.removeprefix("ray://")
+    host, _, port = text.rpartition(":")
+    if not host or not port.isdigit():
+        raise InputError(
+            f"Ray address '{address}' is not HOST:PORT",
+            "give the head node's address as printed by `ray start --head` (e.g. 127.0.0.1:6379), or 'auto'",
+        )
+    try:
+        with socket.create_connection((host, int(port)), timeout=_CONNECT_SECONDS):
+            pass
+    except OSError as error:
+        raise InputError(
+            f"Ray address '{address}' does not answer ({error.strerror or error})",
+            "start the cluster first (`ray start --head --port PORT` on the head node), or use --engine local",
+        ) from error
+
+
+class RayEngine:
+    """Runs a stage's tasks as Ray tasks; ``address`` None or "local" starts a local cluster for the stage."""
+
+    name = "ray"
+
+    def __init__(self, address: str | None = None) -> None:
+        check_address(address)
+        self.address = None if address in _LOCAL else address
+        self._ray: Any = None
+        self._started = False
+
+    def run(self, tasks: Sequence[Task], workers: int, on_outcome: Any) -> list[Outcome]:
+        if not tasks:
+            return []
+        if self._ray is None:
+            self._ray = ray_module()
+            self._started = self._connect(self._ray)
+        return self._run(self._ray, tasks, max(1, workers), on_outcome)
+
+    def close(self) -> None:
+        """Stop the local cluster this engine started (a running cluster is left running)."""
+        if self._ray is not None and self._started:
+            self._ray.shutdown()
+        self._ray, self._started = None, False
+
+    def _connect(self, ray: Any) -> bool:
+        """Connect (or start a local cluster); True when this engine started it (and so stops it)."""
+        if ray.is_initialized():
+            return False
+        quiet = {"log_to_driver": False, "logging_level": logging.ERROR, "include_dashboard": False}
+        os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+        try:
+            if self.address is None:
+                ray.init(num_cpus=os.cpu_count() or 1, _node_ip_address="127.0.0.1", **quiet)
+            else:
+                ray.init(address=self.address, **quiet)
+        except (ConnectionError, RuntimeError, ValueError) as error:
+            where = self.address or "a local cluster"
+            raise InputError(
+                f"could not connect to Ray ({where}): {error}", "check the cluster with `ray status`"
+            ) from error
+        return True
+
+    def _run(self, ray: Any, tasks: Sequence[Task], workers: int, on_outcome: Any) -> list[Outcome]:
+        remote = ray.remote(execute)
+        gpus = float(ray.cluster_resources().get("GPU", 0))
+        queue = list(enumerate(tasks))
+        running: dict[Any, int] = {}
+        results: dict[int, Outcome] = {}
+        try:
+            while queue or running:
+                while queue and len(running) < workers:
+                    index, task = queue.pop(0)
+                    wants = {"num_cpus": 1, "max_retries": 0}
+                    if task.kind == EXTRACT and gpus >= 1:
+                        wants["num_gpus"] = 1
+                    running[remote.options(**wants).remote(task.as_dict())] = index
+                finished, _ = ray.wait(list(running), num_returns=1)
+                for reference in finished:
+                    index = running.pop(reference)
+                    results[index] = ray.get(reference)
+                    on_outcome(tasks[index], results[index])
+        except BaseException:
+            for reference in running:
+                ray.cancel(reference, force=True)
+            raise
+        return [results[index] for index in range(len(tasks))]

@@ -1,0 +1,56 @@
+"""``featx study report``: the study's one page (``OUTPUT/report.html``) over its results table and summary,
+with a link from every cell to that cell's own ``featx report`` page (written beside its probe results, and
+rewritten only when the results are newer than the page).
+
+The page itself is ``featx.report.write_study_report``'s (plotly, offline, its JavaScript embedded once); this
+module only gathers what a study wrote.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from .. import report as reporting
+from ..io import read_csv
+from .plan import make_plan
+from .results import load
+
+REPORT_NAME = "report.html"
+
+
+def _cell_pages(output: Path, table: pd.DataFrame, echo: Callable[[str], None]) -> dict[tuple, str]:
+    """(model, corpus, label, seed) -> the cell's own report, relative to OUTPUT (written when missing or older
+    than its results)."""
+    links: dict[tuple, str] = {}
+    cells = table.drop_duplicates(["model", "corpus", "label"])
+    for _, row in cells.iterrows():
+        if not isinstance(row["results"], str) or not row["results"]:
+            continue
+        results = output / row["results"]
+        page = results.with_name(results.name.removesuffix(".probe.csv") + ".report.html")
+        if not page.is_file() or page.stat().st_mtime < results.stat().st_mtime:
+            reporting.write_report(results, output=page)
+            echo(f"{row['model']}/{row['corpus']}/{row['label']}: {page.relative_to(output)}")
+        seed = None if pd.isna(row["seed"]) else int(row["seed"])
+        links[(row["model"], row["corpus"], row["label"], seed)] = page.relative_to(output).as_posix()
+    return links
+
+
+def write_report(
+    study: str | Path | dict[str, Any], cells: bool = True, echo: Callable[[str], None] | None = None
+) -> Path:
+    """Write ``OUTPUT/report.html`` for a study (its file's path or dict) from what its runs wrote so far, with
+    each cell's own report linked (``cells=False``: no per-cell pages). Returns the page's path."""
+    echo = echo or (lambda line: None)
+    config = make_plan(study).config
+    output = config.output
+    table = load(output)
+    summary_path = output / "summary.csv"
+    summary = read_csv(summary_path, keep_default_na=True) if summary_path.is_file() else None
+    links = _cell_pages(output, table, echo) if cells else None
+    title = f"featx study: {config.source.path.stem if config.source.path is not None else output.name}"
+    return reporting.write_study_report(table, output / REPORT_NAME, summary=summary, links=links, title=title)

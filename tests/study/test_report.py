@@ -1,0 +1,34 @@
+"""``featx study report``: the study's page over its results, each done cell's own report written and linked,
+and rewritten only when its results are newer."""
+
+from __future__ import annotations
+
+import re
+
+from click.testing import CliRunner
+from support.study_files import to_toml
+
+from featx.cli import main
+from featx.study import write_report
+
+
+def test_the_study_page_links_each_cells_own_report(done_study, tmp_path):
+    study, result, _ = done_study
+    output = result.plan.config.output
+    lines: list[str] = []
+    page = write_report(study, echo=lines.append)
+    assert page == output / "report.html" and page.is_file()
+    html = page.read_text()
+    cells = set(zip(result.results.model, result.results.corpus, result.results.label, strict=True))
+    own = {f"{model}/{corpus}/{label}.report.html" for model, corpus, label in cells}
+    assert own <= set(re.findall(r'href="([^"]+\.report\.html)"', html))
+    assert all((output / path).is_file() for path in own) and len(lines) == len(cells)
+    assert html.count("plotly.js v") <= 1  # the plotly bundle once, whatever the figures
+    stamps = {path: (output / path).stat().st_mtime_ns for path in own}
+    again: list[str] = []
+    write_report(study, echo=again.append)
+    assert again == [] and stamps == {path: (output / path).stat().st_mtime_ns for path in own}
+    path = tmp_path / "study.toml"
+    path.write_text(to_toml(study))
+    ran = CliRunner().invoke(main, ["study", "report", str(path), "--no-cells"])
+    assert ran.exit_code == 0 and f"study report: {page}" in ran.output, ran.output
