@@ -1,4 +1,5 @@
-"""``featx study run``, ``featx study status`` and ``featx study report``: many models x corpora x labels from one study file."""
+"""``featx study run``, ``featx study status`` and ``featx study report``: many models x corpora x labels from
+one study file."""
 
 from __future__ import annotations
 
