@@ -3,7 +3,7 @@ model's own final norm and unembedding (an MLM's head for an encoder) and scores
 label, next to featx's probe on the same rows and split.
 
 Modules: ``config`` (``LensConfig``), ``answers`` (``--answers``: parsing, the label mapping, single tokens),
-``head`` (the head read from the checkpoint, ``LensHead``), ``prepare`` (every check before a forward pass),
+``head`` (the head read from the checkpoint, ``LensHead``), ``preflight`` (``prepare``: every check before a forward pass),
 ``run`` (``lens``, ``LensResult``, the per-layer scores). The names below are the package's face; they load on
 first use so that ``import featx`` stays free of torch (not ``featx.lens``: that name is the function).
 """
@@ -23,8 +23,8 @@ _HOMES = {
     "answer_token_ids": "answers",
     "LensHead": "head",
     "load_head": "head",
-    "Prepared": "prepare",
-    "prepare": "prepare",
+    "Prepared": "preflight",
+    "prepare": "preflight",
 }
 
 __all__ = sorted(_HOMES)

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from .config import LensConfig
-from .prepare import AT_POOLING, Prepared, prepare
+from .preflight import AT_POOLING, Prepared, prepare
 
 COLUMNS = [
     "layer",
