@@ -2,8 +2,8 @@
 
 ``app`` holds the group (``main``), the entry point ``featx.cli:run`` (``main``, then the process ends
 at once: ``featx.exiting``), safe printing and the error handling; ``extract`` (extract, merge), ``probe``
-(probe, labels add, explain), ``analyses`` (erase, neurons), ``deploy`` (fit, predict), ``lens`` (lens) and ``report`` (plot,
-compare, similarity, report) add their commands to it when imported.
+(probe, labels add, explain), ``analyses`` (erase, neurons), ``deploy`` (fit, predict), ``lens`` (lens) and
+``report`` (plot, compare, similarity, report) add their commands to it when imported.
 Each command parses its flags, builds the library's config, calls it and echoes what it returns.
 """
 

@@ -7,12 +7,13 @@ from pathlib import Path
 import click
 
 from .app import echo, main
-from .generate import ConfigCommand
+from .generate import ConfigCommand, grouped_option
 
 
 @main.command(cls=ConfigCommand, config="featx.logit_lens:LensConfig")
 @click.argument("corpus", type=click.Path(path_type=Path))
-def lens(corpus, template, **options):
+@grouped_option("Model and output", "--no-figure", is_flag=True, help="Skip the figure (PREFIX.png and .svg).")
+def lens(corpus, template, no_figure, **options):
     """Read every layer at the answering position through the model's own head (the logit lens) and score the
     --answers tokens against the label, beside a probe on the same test rows: a table, a CSV and a figure.
 
@@ -25,5 +26,10 @@ def lens(corpus, template, **options):
         template = unescape_cli_text(template)
     result = run_lens(corpus, template=template, **options)
     echo(result.format())
-    for path in result.files:
+    files = list(result.files)
+    if not no_figure:
+        from ..report import save_lens_figure
+
+        files += save_lens_figure(result.table, files[0].with_suffix(".png"), f"Logit lens: {result.model}")
+    for path in files:
         echo(f"wrote {path}")

@@ -3,9 +3,10 @@ model's own final norm and unembedding (an MLM's head for an encoder) and scores
 label, next to featx's probe on the same rows and split.
 
 Modules: ``config`` (``LensConfig``), ``answers`` (``--answers``: parsing, the label mapping, single tokens),
-``head`` (the head read from the checkpoint, ``LensHead``), ``preflight`` (``prepare``: every check before a forward pass),
-``run`` (``lens``, ``LensResult``, the per-layer scores). The names below are the package's face; they load on
-first use so that ``import featx`` stays free of torch (not ``featx.lens``: that name is the function).
+``head`` (the head read from the checkpoint, ``LensHead``), ``preflight`` (``prepare``: every check before a
+forward pass), ``run`` (``lens``, ``LensResult``, the per-layer scores). The figure is ``featx.report``'s
+(``save_lens_figure``), as every figure is. The names below are the package's face; they load on first use so
+that ``import featx`` stays free of torch (the package is not ``featx.lens``: that name is the function).
 """
 
 from __future__ import annotations

@@ -56,7 +56,7 @@ class LensConfig(Options):
         flag=("-o", "--output"),
         group=RUN,
         kind="str",
-        help="Results prefix: PREFIX.csv, PREFIX.png and PREFIX.features.h5 (default: CORPUS.lens).",
+        help="Results prefix: PREFIX.csv and PREFIX.features.h5 (the command adds PREFIX.png; default CORPUS.lens).",
     )
     max_length: int | None = option(None, flag="--max-length", group=RUN, help="Token limit (default: the model's).")
     batch_size: int | None = option(None, flag="--batch-size", group=RUN, help="Rows per forward batch.")
@@ -64,7 +64,6 @@ class LensConfig(Options):
     dtype: str = option("auto", flag="--dtype", group=RUN, help="Compute dtype: auto, float32, float16, bfloat16.")
     overwrite: bool = option(False, flag="--overwrite", group=RUN, help="Replace an existing features file.")
     progress: bool = option(True, flag=("--quiet", "-q"), negate=True, group=RUN, help="No progress bar.")
-    figure: bool = option(True, flag="--no-figure", negate=True, group=RUN, help="Skip the figure.")
     n_bootstrap: int = 1000
 
     CONSTRAINTS: ClassVar[tuple[Check, ...]] = (

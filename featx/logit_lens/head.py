@@ -142,7 +142,7 @@ def _family(config: dict, model: str) -> str:
 
 
 def _missing(model: str, what: str, masked: bool) -> ModelError:
-    kind = "an MLM head" if masked else "an LM head"
+    kind = "MLM head" if masked else "LM head"
     return ModelError(
         f"{model} has no {kind}: its checkpoint stores no {what} (a randomly initialised head would read nothing)",
         "give a checkpoint saved with its head, e.g. AutoModelForMaskedLM / AutoModelForCausalLM "

@@ -79,8 +79,9 @@ def label_classes(config: LensConfig, answers: Answers) -> tuple[list[str], list
     corpus = read_corpus(config.corpus, text_col=config.text_col, id_col=config.id_col)
     column = corpus.labels.get(config.label)
     if column is None:
+        known = ", ".join(corpus.labels) or "none"
         raise InputError(
-            f"--label {config.label}: {config.corpus} has no such column (labels: {', '.join(corpus.labels) or 'none'})",
+            f"--label {config.label}: {config.corpus} has no such column (labels: {known})",
             "name the column whose values the answers stand for",
         )
     present = sorted({int(code) for code in column.codes if code >= 0})
@@ -122,6 +123,4 @@ def prepare(config: LensConfig) -> Prepared:
         progress=config.progress,
         output=str(config.prefix()) + ".features.h5",
     )
-    return Prepared(
-        name, head, answers, token_ids, pool_at, _layer_count(folder), class_names, class_answers, options
-    )
+    return Prepared(name, head, answers, token_ids, pool_at, _layer_count(folder), class_names, class_answers, options)

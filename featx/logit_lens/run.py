@@ -46,6 +46,7 @@ class LensResult:
     features: Path
     files: list[Path] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    model: str = ""
 
     def format(self) -> str:
         """The table as the command prints it."""
@@ -157,19 +158,16 @@ def lens(config: LensConfig | str | Path | None = None, **options: Any) -> LensR
     """The logit lens beside the probe: ``featx.lens("reviews.csv", template="Review: {text}\\nSentiment:",
     answers=" good, bad", label="sentiment", model="gpt2")``. Every check first (the head, the answers'
     tokens, the answering position, the label), then one extraction, the probe and the lens."""
-    from .. import extract
+    from ..extraction import extract, make_config, quick_up_to_date
     from ..io import write_csv
 
     config = LensConfig.build(config, **options)
     prepared = prepare(config)
-    summary = extract(config.corpus, **prepared.extract_options)
+    extraction = make_config(config.corpus, **prepared.extract_options)
+    summary = quick_up_to_date(extraction) or extract(extraction)  # the same request again: the file as it is
     features = Path(summary.output)
     table = lens_table(config, prepared, features)
     prefix = config.prefix()
-    files = [write_csv(table, prefix.with_name(prefix.name + ".csv"))]
-    if config.figure:
-        from ..report import save_lens_figure
-
-        files += save_lens_figure(table, prefix.with_name(prefix.name + ".png"), f"Logit lens: {prepared.model}")
+    files = [write_csv(table, prefix.with_name(prefix.name + ".csv"))]  # the figure: featx.report.save_lens_figure
     mapping = prepared.answers.describe(prepared.class_names, config.label)
-    return LensResult(table, mapping, features, files)
+    return LensResult(table, mapping, features, files, model=prepared.model)

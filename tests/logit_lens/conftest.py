@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from support.lens_models import build_with_head, lens_corpus
 
 

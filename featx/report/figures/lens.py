@@ -32,7 +32,9 @@ def plot_lens(frame: pd.DataFrame, title: str = ""):
         top.set_ylabel("test accuracy")
         top.set_title(title or "Logit lens beside the probe")
         bottom.plot(layers, frame["logit_diff"], color=OKABE_ITO["vermillion"], marker="s")
-        bottom.fill_between(layers, frame["logit_diff_low"], frame["logit_diff_high"], color=OKABE_ITO["vermillion"], alpha=0.15)
+        bottom.fill_between(
+            layers, frame["logit_diff_low"], frame["logit_diff_high"], color=OKABE_ITO["vermillion"], alpha=0.15
+        )
         bottom.axhline(0.0, color=REFERENCE_GREY, linestyle=":")
         bottom.set_ylabel("logit difference\n(correct - best other)")
         bottom.set_xlabel("layer")
