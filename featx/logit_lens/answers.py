@@ -65,7 +65,7 @@ def _shown(names: list[str]) -> str:
     return ", ".join(repr(name) for name in names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
 
 
-def parse_answers(spec: str) -> Answers:
+def parse_answers(spec: str | None) -> Answers:
     """``--answers`` parsed; refused when empty, with an empty answer, a repeat, or mixed spellings."""
     if not isinstance(spec, str) or not spec.strip(","):
         raise InputError("--answers is empty", HINT)

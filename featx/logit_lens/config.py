@@ -38,8 +38,12 @@ class LensConfig(Options):
     layer in float32; the probe is featx's logistic-regression probe on those states."""
 
     corpus: str | Path
-    answers: str = option(
-        "", flag="--answers", group=INPUT, help="Answer tokens: ' yes, no' (by class order) or 'pos= great,neg= bad'."
+    answers: str | None = option(
+        None,
+        flag="--answers",
+        kind="str",
+        group=INPUT,
+        help="Answer tokens: ' yes, no' (by class order) or 'pos= great,neg= bad'.",
     )
     template: str | None = option(
         None, flag="--template", group=INPUT, help="Prompt template with {text} (an MLM's with its [MASK])."

@@ -31,7 +31,8 @@ def _reference(folder, prompts, masked: bool):
             at = ids.index(tokenizer.mask_token_id) if masked else len(ids) - 1
             states = [hidden[0, at] for hidden in out.hidden_states]
             if masked:
-                by_hand = [model.cls(state) for state in states]
+                mlm_head = model.cls if hasattr(model, "cls") else model.lm_head
+                by_hand = [mlm_head(state) for state in states]
             else:
                 norm = model.transformer.ln_f if hasattr(model, "transformer") else model.model.norm
                 unembed = model.get_output_embeddings().weight
