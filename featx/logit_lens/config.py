@@ -55,6 +55,7 @@ class LensConfig(Options):
     layers: str = option("all", flag="--layer", group=PROBE, help="Layers read: all, 0,3,6 or -4:.")
     folds: int = option(5, flag="--folds", group=PROBE, help="Cross-validation folds when there is no split.")
     seed: int = option(0, flag="--seed", group=PROBE, help="Seed of the folds and the bootstrap.")
+    jobs: int | None = option(None, flag="--jobs", group=PROBE, help="Parallel probe jobs (default: one per core).")
     output: str | Path | None = option(
         None,
         flag=("-o", "--output"),
@@ -80,6 +81,7 @@ class LensConfig(Options):
         whole("seed", "--seed", minimum=0, maximum=MAX_SEED),
         whole("max_length", "--max-length", optional=True),
         whole("batch_size", "--batch-size", optional=True),
+        whole("jobs", "--jobs", optional=True),
         whole("n_bootstrap", "n_bootstrap", minimum=100, maximum=100_000),
     )
 

@@ -124,6 +124,7 @@ def _probe(config: LensConfig, features: Path) -> tuple[Any, pd.DataFrame]:
         task="classification",
         folds=config.folds,
         seed=config.seed,
+        jobs=config.jobs,
         control=False,
         lexical=False,
         write=False,

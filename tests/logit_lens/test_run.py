@@ -33,6 +33,7 @@ def test_the_lens_sits_beside_the_probe_on_the_test_rows(head_models, corpus, tm
         label="sentiment",
         output=str(tmp_path / "lens"),
         progress=False,
+        jobs=1,
     )
     result = featx.lens(corpus, **options)
     table = result.table
@@ -47,7 +48,9 @@ def test_the_lens_sits_beside_the_probe_on_the_test_rows(head_models, corpus, tm
     for layer, logits in lens_logits(result.features, prepared, test).items():
         hits = np.argmax(logits, axis=1) == np.array([answer[names[code]] for code in y])
         assert table.set_index("layer").loc[layer, "lens_accuracy"] == pytest.approx(hits.mean())
-    probe = featx.probe(result.features, label="sentiment", poolings="at", control=False, lexical=False, write=False)
+    probe = featx.probe(
+        result.features, label="sentiment", poolings="at", control=False, lexical=False, write=False, jobs=1
+    )
     rows = probe.table[probe.table["classifier"] == "logreg"].set_index("layer")
     np.testing.assert_allclose(table["probe_accuracy"], rows.loc[table["layer"], "accuracy"])
     assert result.mapping == "neg -> ' the', pos -> ' walk'"
