@@ -35,6 +35,8 @@ from ..errors import InputError, ModelError
 CAUSAL = {"gpt2": "layer_norm", "llama": "rms", "mistral": "rms", "qwen2": "rms", "qwen3": "rms", "gemma": "gemma"}
 MASKED = ("bert", "roberta", "xlm-roberta")
 FAMILIES = (*CAUSAL, *MASKED)
+# Whether a config without ``tie_word_embeddings`` ties its head (the transformers config classes' defaults).
+TIED_BY_DEFAULT = {"gpt2", "gemma", *MASKED}
 # Per family: the names (without and with the task model's prefix) of each tensor; the first found is read.
 _DECODER_NAMES = {
     "gpt2": {"norm": ("ln_f", "transformer.ln_f"), "embed": ("wte", "transformer.wte"), "head": ("lm_head",)},
@@ -150,12 +152,13 @@ def _missing(model: str, what: str, masked: bool) -> ModelError:
     )
 
 
-def _unembedding(reader: _Reader, names: dict, config: dict, model: str, masked: bool) -> str:
+def _unembedding(reader: _Reader, names: dict, config: dict, model: str, family: str) -> str:
+    """The unembedding's tensor name: a tied head is the stored embedding (as transformers ties it, whatever else
+    is stored), an untied one its own stored weight."""
+    masked = family in MASKED
     key = "decoder" if masked else "head"
-    stored = reader.first(names[key])
-    tied = bool(config.get("tie_word_embeddings", True))
-    if stored is None and tied:
-        stored = reader.first(names["embed"])
+    tied = bool(config.get("tie_word_embeddings", family in TIED_BY_DEFAULT))
+    stored = (reader.first(names["embed"]) if tied else None) or reader.first(names[key])
     if stored is None:
         what = f"{names[key][0]}.weight" + ("" if tied else " (and tie_word_embeddings is false)")
         raise _missing(model, what, masked)
@@ -173,7 +176,7 @@ def load_head(folder: Path, files: list[Path], model: str) -> LensHead:
     norm = reader.first(names["norm"])
     if norm is None:
         raise _missing(model, f"final norm ({names['norm'][0]}.weight)", False)
-    unembed = _unembedding(reader, names, {"tie_word_embeddings": family == "gpt2", **config}, model, False)
+    unembed = _unembedding(reader, names, config, model, family)
     bias = reader.first(names["norm"], ("bias",))
     eps = config.get("layer_norm_epsilon", 1e-5) if family == "gpt2" else config.get("rms_norm_eps", 1e-6)
     return LensHead(
@@ -196,7 +199,7 @@ def _mlm_head(reader: _Reader, family: str, config: dict, model: str) -> LensHea
     dense_bias = reader.first(names["dense"], ("bias",))
     norm_bias = reader.first(names["norm"], ("bias", "beta"))
     bias = reader.first(tuple(name.rsplit(".", 1)[0] for name in names["bias"]), ("bias",))
-    decoder = _unembedding(reader, names, config, model, True)
+    decoder = _unembedding(reader, names, config, model, family)
     width = int(config.get("hidden_size", 0))
     return LensHead(
         family,
