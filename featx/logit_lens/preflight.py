@@ -58,8 +58,8 @@ def answering_position(template: str, text_col: str, head: LensHead, tokenizer, 
     last_literal, last_field = parsed.pieces[-1]
     if last_field is not None or not last_literal.strip():
         raise InputError(
-            f"--template {template!r} has no answer position: it ends in a field, so the decoder's last token "
-            "(where the answer is predicted) would be the row's own text",
+            f"--template {template!r} has no answer position: it ends in a field (or in whitespace after one), so "
+            "the decoder's last token (where the answer is predicted) would be the row's own text",
             "end the template with the question, e.g. 'Review: {text}\\nSentiment:'",
         )
     ending = tokenizer(last_literal, add_special_tokens=True)["input_ids"]
