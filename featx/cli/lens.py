@@ -13,7 +13,7 @@ from .generate import ConfigCommand, grouped_option
 @main.command(cls=ConfigCommand, config="featx.logit_lens:LensConfig")
 @click.argument("corpus", type=click.Path(path_type=Path))
 @grouped_option("Model and output", "--no-figure", is_flag=True, help="Skip the figure (PREFIX.png and .svg).")
-def lens(corpus, template, no_figure, **options):
+def lens(corpus, template, system, no_figure, **options):
     """Read every layer at the answering position through the model's own head (the logit lens) and score the
     --answers tokens against the label, beside a probe on the same test rows: a table, a CSV and a figure.
 
@@ -24,7 +24,7 @@ def lens(corpus, template, no_figure, **options):
 
     if template is not None and not template.startswith("@"):
         template = unescape_cli_text(template)
-    result = run_lens(corpus, template=template, **options)
+    result = run_lens(corpus, template=template, system=unescape_cli_text(system), **options)
     echo(result.format())
     files = list(result.files)
     if not no_figure:

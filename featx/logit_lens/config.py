@@ -14,6 +14,8 @@ INPUT, PROBE, RUN = "Input", "Probe and evaluation", "Model and output"
 
 
 def _check_template(config) -> None:
+    if config.chat_template and config.template is None:
+        return  # the text itself is the user turn
     if not isinstance(config.template, str) or not config.template:
         raise InputError(
             "featx lens needs --template: the prompt whose answering position the lens reads",
@@ -48,6 +50,14 @@ class LensConfig(Options):
     template: str | None = option(
         None, flag="--template", group=INPUT, help="Prompt template with {text} (an MLM's with its [MASK])."
     )
+    chat_template: bool = option(
+        False,
+        flag="--chat-template",
+        group=INPUT,
+        help="Wrap the prompt (or the text) in the tokenizer's chat template; the answer follows its generation "
+        "prompt.",
+    )
+    system: str | None = option(None, flag="--system", group=INPUT, help="With --chat-template: a system message.")
     label: str = option("label", flag="--label", group=INPUT, help="Label column the answers stand for.")
     model: str = option("default", flag="--model", group=INPUT, help="Model folder or id (with its LM or MLM head).")
     text_col: str = option("text", flag="--text-col", group=INPUT, help="Column holding the texts.")

@@ -39,23 +39,18 @@ def _layer_count(folder: Path) -> int:
     raise InputError(f"{folder}/config.json names no layer count (num_hidden_layers)")
 
 
-def answering_position(template: str, text_col: str, head: LensHead, tokenizer, model: str) -> str:
-    """The ``--pool-at`` that reads the answer: an MLM's mask token in the template, a decoder's last token
-    (the template must end in its own text, e.g. ``Sentiment:``, not in a field)."""
+def answering_position(config: LensConfig, template: str | None, head: LensHead, tokenizer, model: str) -> str:
+    """The ``--pool-at`` that reads the answer: an MLM's mask token in the template; a decoder's last token, after
+    the chat template's generation prompt, or at the end of a template that ends in its own text (``Sentiment:``,
+    not a field)."""
     from ..extraction import parse_template
 
-    parsed = parse_template(template, text_col)
-    literals = "".join(literal for literal, _ in parsed.pieces)
     if head.masked:
-        mask = getattr(tokenizer, "mask_token", None)
-        if not mask or literals.count(mask) != 1:
-            raise InputError(
-                f"--template {template!r} has no answer position for the MLM {model}: it needs its mask token "
-                f"{mask!r} exactly once (where the answer goes)",
-                f"e.g. --template '{{text}} It was {mask}.'",
-            )
-        return f"marker:{mask}"
-    last_literal, last_field = parsed.pieces[-1]
+        return _mask_position(config, template, tokenizer, model)
+    if config.chat_template:
+        return "last"
+    assert template is not None, "LensConfig asks for a template without --chat-template"
+    last_literal, last_field = parse_template(template, config.text_col).pieces[-1]
     if last_field is not None or not last_literal.strip():
         raise InputError(
             f"--template {template!r} has no answer position: it ends in a field (or in whitespace after one), so "
@@ -67,9 +62,25 @@ def answering_position(template: str, text_col: str, head: LensHead, tokenizer, 
         raise InputError(
             f"the tokenizer of {model} ends every prompt with a special token, so the last token is not the "
             "answering position",
-            "use a decoder whose tokenizer adds no end-of-sequence token",
+            "use a decoder whose tokenizer adds no end-of-sequence token, or --chat-template",
         )
     return "last"
+
+
+def _mask_position(config: LensConfig, template: str | None, tokenizer, model: str) -> str:
+    from ..extraction import parse_template
+
+    mask = getattr(tokenizer, "mask_token", None)
+    if config.chat_template:
+        raise InputError(f"--chat-template is for decoders, and {model} is read through its MLM head", "leave it out")
+    literals = "".join(literal for literal, _ in parse_template(str(template), config.text_col).pieces)
+    if not mask or literals.count(mask) != 1:
+        raise InputError(
+            f"--template {template!r} has no answer position for the MLM {model}: it needs its mask token "
+            f"{mask!r} exactly once (where the answer goes)",
+            f"e.g. --template '{{text}} It was {mask}.'",
+        )
+    return f"marker:{mask}"
 
 
 def label_classes(config: LensConfig, answers: Answers) -> tuple[list[str], list[int]]:
@@ -96,21 +107,23 @@ def prepare(config: LensConfig) -> Prepared:
     from ..extraction import ExtractConfig, load_tokenizer, model_folder, weight_files
 
     answers = parse_answers(config.answers)
-    extract = ExtractConfig(
-        corpus=config.corpus, model=config.model, text_col=config.text_col, template=config.template
-    )  # checks the template (and reads @FILE) as featx extract does
+    prompts = dict(template=config.template, chat_template=config.chat_template, system=config.system)
+    extract = ExtractConfig(corpus=config.corpus, model=config.model, text_col=config.text_col, **prompts)
+    # the prompt options checked (and @FILE read) as featx extract checks them
     name, folder = model_folder(config.model)
     head = load_head(folder, weight_files(folder), name)
     tokenizer = load_tokenizer(config.model)
     token_ids = answer_token_ids(answers, tokenizer, name)
-    template = str(extract.template)
-    pool_at = answering_position(template, config.text_col, head, tokenizer, name)
+    template = extract.template
+    pool_at = answering_position(config, template, head, tokenizer, name)
     class_names, class_answers = label_classes(config, answers)
     options = dict(
         model=config.model,
         text_col=config.text_col,
         id_col=config.id_col,
         template=template,
+        chat_template=config.chat_template,
+        system=config.system,
         pool_at=pool_at,
         poolings=AT_POOLING,
         layers=config.layers,

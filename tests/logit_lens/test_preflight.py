@@ -68,3 +68,8 @@ def test_the_command_line_says_it_in_one_line_with_exit_2(head_models, corpus, t
     result = CliRunner().invoke(main, [*args, "--answers", " good, bad", "--label", "sentiment", "-q"])
     assert result.exit_code == 2
     assert_one_clear_error(result.output, r"--answers: ' good' is 3 tokens")
+
+
+def test_a_chat_template_is_for_decoders(head_models, corpus, tmp_path):
+    with pytest.raises(InputError, match=r"--chat-template is for decoders, and .* is read through its MLM head"):
+        _lens(corpus, tmp_path, head_models("bert"), template="{text} it was [MASK] .", chat_template=True)
