@@ -107,9 +107,14 @@ def prepare(config: LensConfig) -> Prepared:
     from ..extraction import ExtractConfig, load_tokenizer, model_folder, weight_files
 
     answers = parse_answers(config.answers)
-    prompts = dict(template=config.template, chat_template=config.chat_template, system=config.system)
-    extract = ExtractConfig(corpus=config.corpus, model=config.model, text_col=config.text_col, **prompts)
-    # the prompt options checked (and @FILE read) as featx extract checks them
+    extract = ExtractConfig(  # the prompt options checked (and @FILE read) as featx extract checks them
+        corpus=config.corpus,
+        model=config.model,
+        text_col=config.text_col,
+        template=config.template,
+        chat_template=config.chat_template,
+        system=config.system,
+    )
     name, folder = model_folder(config.model)
     head = load_head(folder, weight_files(folder), name)
     tokenizer = load_tokenizer(config.model)
