@@ -1,12 +1,14 @@
 """``featx.lens`` end to end: the lens and the probe scored on the same test rows, the scores as defined, the CSV
-and the figure written."""
+written; ``featx lens`` prints the same table and draws the figure."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
+from click.testing import CliRunner
 
 import featx
+from featx.cli import main
 from featx.io import read_csv
 from featx.logit_lens import score_layer
 
@@ -57,7 +59,9 @@ def test_the_lens_sits_beside_the_probe_on_the_test_rows(head_models, corpus, tm
     written = read_csv(tmp_path / "lens.csv")
     np.testing.assert_allclose(written["logit_diff"], table["logit_diff"])
     assert "probe acc" in result.format() and result.files == [tmp_path / "lens.csv"]
-    from featx.report import save_lens_figure
-
-    drawn = save_lens_figure(table, tmp_path / "lens.png", "Logit lens")
-    assert drawn == [tmp_path / "lens.png", tmp_path / "lens.svg"] and "Logit lens" in drawn[1].read_text()
+    args = ["--model", options["model"], "--template", "Review: {text}\\nSentiment:", "--answers", options["answers"]]
+    args += ["--label", "sentiment", "-o", options["output"], "-q", "--jobs", "1"]
+    again = CliRunner().invoke(main, ["lens", str(corpus), *args])  # the same features file, up to date
+    assert again.exit_code == 0, again.output
+    assert again.output.startswith(result.format() + "\n") and f"wrote {tmp_path / 'lens.svg'}" in again.output
+    assert "Logit lens" in (tmp_path / "lens.svg").read_text()  # the command draws the figure
