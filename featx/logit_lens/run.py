@@ -135,8 +135,8 @@ def _probe(config: LensConfig, features: Path) -> tuple[Any, pd.DataFrame]:
     return task, rows.set_index(rows["layer"].astype(int))
 
 
-def lens_table(config: LensConfig, prepared: Prepared, features: Path) -> pd.DataFrame:
-    """The per-layer table: the lens and the probe scored on the probe's test rows."""
+def lens_table(config: LensConfig, prepared: Prepared, features: Path) -> tuple[pd.DataFrame, list[str]]:
+    """The per-layer table, the lens and the probe scored on the probe's test rows, and the probe's notes."""
     task, probe_rows = _probe(config, features)
     inputs = task.inputs
     scored = np.concatenate([test for _, test in inputs.plan.folds])  # indices into the kept rows
@@ -152,7 +152,7 @@ def lens_table(config: LensConfig, prepared: Prepared, features: Path) -> pd.Dat
             record[f"probe_{key}"] = float(probe[key]) if probe is not None else float("nan")
         record.update(n_scored=len(scored), n_answers=len(prepared.token_ids), evaluation=inputs.plan.evaluation)
         records.append(record)
-    return pd.DataFrame.from_records(records, columns=COLUMNS)
+    return pd.DataFrame.from_records(records, columns=COLUMNS), list(task.plan.notes)
 
 
 def lens(config: LensConfig | str | Path | None = None, **options: Any) -> LensResult:
@@ -167,8 +167,9 @@ def lens(config: LensConfig | str | Path | None = None, **options: Any) -> LensR
     extraction = make_config(config.corpus, **prepared.extract_options)
     summary = quick_up_to_date(extraction) or extract(extraction)  # the same request again: the file as it is
     features = Path(summary.output)
-    table = lens_table(config, prepared, features)
+    table, notes = lens_table(config, prepared, features)
     prefix = config.prefix()
     files = [write_csv(table, prefix.with_name(prefix.name + ".csv"))]  # the figure: featx.report.save_lens_figure
     mapping = prepared.answers.describe(prepared.class_names, config.label)
-    return LensResult(table, mapping, features, files, model=prepared.model)
+    notes = [*summary.notes, *notes]
+    return LensResult(table, mapping, features, files, notes, model=prepared.model)
