@@ -60,6 +60,28 @@ _MLM_NAMES = {
 }
 
 
+class Unembedding:
+    """The unembedding matrix ``(vocab, width)`` in its safetensors file, read a row at a time: the lens of a few
+    answer tokens never holds a 128k-token vocabulary in float32; the whole matrix is read only when asked for."""
+
+    def __init__(self, path: Path, name: str):
+        self.path, self.name = path, name
+        self._full: torch.Tensor | None = None
+
+    def rows(self, token_ids: list[int] | None = None) -> torch.Tensor:
+        """The rows of ``token_ids`` (float32), or the whole matrix (read once, kept)."""
+        from safetensors import safe_open
+
+        if token_ids is None and self._full is not None:
+            return self._full
+        with safe_open(str(self.path), framework="pt") as handle:
+            if token_ids is None:
+                self._full = handle.get_tensor(self.name).to(torch.float32)
+                return self._full
+            block = handle.get_slice(self.name)
+            return torch.cat([block[index : index + 1] for index in token_ids]).to(torch.float32)
+
+
 @dataclass
 class LensHead:
     """The head's tensors (float32, on the CPU) and how to apply them; ``masked``: an MLM head."""
@@ -67,7 +89,7 @@ class LensHead:
     family: str
     norm: str  # layer_norm, rms or gemma
     eps: float
-    unembed: torch.Tensor  # (vocab, width)
+    unembed: Unembedding
     norm_weight: torch.Tensor
     norm_bias: torch.Tensor | None = None
     bias: torch.Tensor | None = None  # the MLM decoder's bias
@@ -93,13 +115,14 @@ class LensHead:
         ``last_layer``: a decoder's last hidden state, which already had the final norm."""
         hidden = hidden.to(torch.float32)
         rows = slice(None) if token_ids is None else torch.as_tensor(token_ids, dtype=torch.long)
+        weight = self.unembed.rows(token_ids)
         if self.dense is not None:
             from transformers.activations import ACT2FN
 
             hidden = ACT2FN[self.activation](torch.nn.functional.linear(hidden, *self.dense))
-            out = torch.nn.functional.linear(self.normed(hidden), self.unembed[rows])
+            out = torch.nn.functional.linear(self.normed(hidden), weight)
             return out + self.bias[rows] if self.bias is not None else out
-        return torch.nn.functional.linear(hidden if last_layer else self.normed(hidden), self.unembed[rows])
+        return torch.nn.functional.linear(hidden if last_layer else self.normed(hidden), weight)
 
 
 def _stored_names(files: list[Path]) -> dict[str, Path]:
@@ -117,7 +140,6 @@ class _Reader:
 
     def __init__(self, files: list[Path]):
         self.names = _stored_names(files)
-        self.read: dict[str, str] = {}
 
     def first(self, prefixes: tuple[str, ...], suffixes: tuple[str, ...] = ("weight",)) -> str | None:
         for prefix in prefixes:
@@ -183,7 +205,7 @@ def load_head(folder: Path, files: list[Path], model: str) -> LensHead:
         family,
         CAUSAL[family],
         float(eps),
-        reader.tensor(unembed),
+        Unembedding(reader.names[unembed], unembed),
         reader.tensor(norm),
         reader.tensor(bias) if bias is not None else None,
         tensors={"norm": norm, "unembedding": unembed},
@@ -205,7 +227,7 @@ def _mlm_head(reader: _Reader, family: str, config: dict, model: str) -> LensHea
         family,
         "layer_norm",
         float(config.get("layer_norm_eps", 1e-12)),
-        reader.tensor(decoder),
+        Unembedding(reader.names[decoder], decoder),
         reader.tensor(norm),
         reader.tensor(norm_bias) if norm_bias is not None else None,
         bias=reader.tensor(bias) if bias is not None else None,
