@@ -68,6 +68,13 @@ def fit(features=None, **options):
     return _fit(features, **options)
 
 
+def lens(corpus=None, **options):
+    """The logit lens beside the probe, per layer; see ``featx.logit_lens.LensConfig`` for the options."""
+    from .logit_lens import lens as _lens
+
+    return _lens(corpus, **options)
+
+
 def load(path):
     """The probe saved in a bundle folder (``featx fit -o model.featx``), checked before use."""
     from .deploy import load as _load
@@ -84,6 +91,7 @@ __all__ = [
     "explain",
     "extract",
     "fit",
+    "lens",
     "load",
     "open",
     "probe",

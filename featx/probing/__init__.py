@@ -21,6 +21,9 @@ from ..lazy import lazy_exports
 _HOMES = {
     # a probing run
     "probe": "api",
+    "task_for": "api",
+    "resolve_plan": "plan",
+    "run_task": "tasks.base",
     "ProbeConfig": "config",
     "CLASSIFIERS": "config",
     "ProbePlan": "plan",

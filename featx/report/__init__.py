@@ -37,6 +37,8 @@ _HOMES = {
     "save_sweep_figures": "text.sweep",
     "format_curve_table": "figures.learning",
     "plot_layer_curves": "figures.curves",
+    "plot_lens": "figures.lens",
+    "save_lens_figure": "figures.lens",
     "plot_mdl": "figures.curves",
     "plot_per_class_f1": "figures.classes",
     "plot_projection": "figures.projection",

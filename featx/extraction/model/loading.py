@@ -117,6 +117,12 @@ def _resolve_folder(model: str) -> tuple[str, Path]:
     return model, Path(folder)
 
 
+def model_folder(model: str) -> tuple[str, Path]:
+    """``--model`` as its name and its local folder (the default model's, a folder, a hub id's snapshot),
+    without network; a clear error when there is none."""
+    return _resolve_folder(model)
+
+
 def load_tokenizer(model: str = DEFAULT_MODEL, trust_remote_code: bool = False):
     from transformers import AutoTokenizer
 

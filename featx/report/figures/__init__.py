@@ -11,6 +11,7 @@ __all__ = [
     "diagnostics",
     "heatmap",
     "learning",
+    "lens",
     "pairs",
     "plot",
     "plot_files",

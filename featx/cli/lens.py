@@ -1,0 +1,35 @@
+"""``featx lens``: the logit lens beside the probe."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from .app import echo, main
+from .generate import ConfigCommand, grouped_option
+
+
+@main.command(cls=ConfigCommand, config="featx.logit_lens:LensConfig")
+@click.argument("corpus", type=click.Path(path_type=Path))
+@grouped_option("Model and output", "--no-figure", is_flag=True, help="Skip the figure (PREFIX.png and .svg).")
+def lens(corpus, template, system, no_figure, **options):
+    """Read every layer at the answering position through the model's own head (the logit lens) and score the
+    --answers tokens against the label, beside a probe on the same test rows: a table, a CSV and a figure.
+
+    Decoders read the prompt's last token; encoders with an MLM head read the template's mask token.
+    """
+    from .. import lens as run_lens
+    from ..extraction import unescape_cli_text
+
+    if template is not None and not template.startswith("@"):
+        template = unescape_cli_text(template)
+    result = run_lens(corpus, template=template, system=unescape_cli_text(system), **options)
+    echo(result.format())
+    files = list(result.files)
+    if not no_figure:
+        from ..report import save_lens_figure
+
+        files += save_lens_figure(result.table, files[0].with_suffix(".png"), f"Logit lens: {result.model}")
+    for path in files:
+        echo(f"wrote {path}")

@@ -1,0 +1,103 @@
+"""``LensConfig``: every option of ``featx lens``, frozen and checked when made (torch-free)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar
+
+from ..errors import InputError
+from ..options import MAX_SEED, Check, Options, normalise, option, path_like, text, whole
+from .answers import parse_answers
+
+INPUT, PROBE, RUN = "Input", "Probe and evaluation", "Model and output"
+
+
+def _check_template(config) -> None:
+    if config.chat_template and config.template is None:
+        return  # the text itself is the user turn
+    if not isinstance(config.template, str) or not config.template:
+        raise InputError(
+            "featx lens needs --template: the prompt whose answering position the lens reads",
+            "e.g. --template 'Review: {text}\\nSentiment:' (a decoder), 'Review: {text} It was [MASK].' (an MLM)",
+        )
+
+
+def _check_answers(config) -> None:
+    parse_answers(config.answers)
+
+
+def _check_layers(config) -> None:
+    if not isinstance(config.layers, str) or not config.layers.strip():
+        raise InputError(f"--layer {config.layers!r} is not understood", "e.g. all, 0,3,6 or -4:")
+    normalise(config, "layers", config.layers.strip())
+
+
+@dataclass(frozen=True)
+class LensConfig(Options):
+    """Options of ``featx.lens``: each field is the ``featx lens`` flag of the same name (``layers`` is
+    ``--layer``). The extraction behind it stores the answering position's states (pooling ``at``) of every
+    layer in float32; the probe is featx's logistic-regression probe on those states."""
+
+    corpus: str | Path
+    answers: str | None = option(
+        None,
+        flag="--answers",
+        kind="str",
+        group=INPUT,
+        help="Answer tokens: ' yes, no' (by class order) or 'pos= great,neg= bad'.",
+    )
+    template: str | None = option(
+        None, flag="--template", group=INPUT, help="Prompt template with {text} (an MLM's with its [MASK])."
+    )
+    chat_template: bool = option(
+        False,
+        flag="--chat-template",
+        group=INPUT,
+        help="Wrap the prompt (or the text) in the tokenizer's chat template; the answer follows its generation "
+        "prompt.",
+    )
+    system: str | None = option(None, flag="--system", group=INPUT, help="With --chat-template: a system message.")
+    label: str = option("label", flag="--label", group=INPUT, help="Label column the answers stand for.")
+    model: str = option("default", flag="--model", group=INPUT, help="Model folder or id (with its LM or MLM head).")
+    text_col: str = option("text", flag="--text-col", group=INPUT, help="Column holding the texts.")
+    id_col: str | None = option(None, flag="--id-col", group=INPUT, help="Column of unique row ids.")
+    layers: str = option("all", flag="--layer", group=PROBE, help="Layers read: all, 0,3,6 or -4:.")
+    folds: int = option(5, flag="--folds", group=PROBE, help="Cross-validation folds when there is no split.")
+    seed: int = option(0, flag="--seed", group=PROBE, help="Seed of the folds and the bootstrap.")
+    jobs: int | None = option(None, flag="--jobs", group=PROBE, help="Parallel probe jobs (default: one per core).")
+    output: str | Path | None = option(
+        None,
+        flag=("-o", "--output"),
+        group=RUN,
+        kind="str",
+        help="Results prefix: PREFIX.csv and PREFIX.features.h5 (the command adds PREFIX.png; default CORPUS.lens).",
+    )
+    max_length: int | None = option(None, flag="--max-length", group=RUN, help="Token limit (default: the model's).")
+    batch_size: int | None = option(None, flag="--batch-size", group=RUN, help="Rows per forward batch.")
+    device: str = option("auto", flag="--device", group=RUN, help="auto, cpu, cuda, cuda:N or mps.")
+    dtype: str = option("auto", flag="--dtype", group=RUN, help="Compute dtype: auto, float32, float16, bfloat16.")
+    overwrite: bool = option(False, flag="--overwrite", group=RUN, help="Replace an existing features file.")
+    progress: bool = option(True, flag=("--quiet", "-q"), negate=True, group=RUN, help="No progress bar.")
+    n_bootstrap: int = 1000
+
+    CONSTRAINTS: ClassVar[tuple[Check, ...]] = (
+        path_like("corpus", "featx.lens takes a corpus file path", "write the texts and labels to a CSV"),
+        _check_template,
+        _check_answers,
+        text("label", "--label", example="name the label column, e.g. label='sentiment'"),
+        _check_layers,
+        whole("folds", "--folds", minimum=2),
+        whole("seed", "--seed", minimum=0, maximum=MAX_SEED),
+        whole("max_length", "--max-length", optional=True),
+        whole("batch_size", "--batch-size", optional=True),
+        whole("jobs", "--jobs", optional=True),
+        whole("n_bootstrap", "n_bootstrap", minimum=100, maximum=100_000),
+    )
+
+    def prefix(self) -> Path:
+        """The results prefix: ``--output``, else the corpus path with ``.lens`` in place of its suffix."""
+        if self.output is not None:
+            return Path(self.output)
+        corpus = Path(self.corpus)
+        return corpus.with_name(corpus.name.split(".")[0] + ".lens")

@@ -1,0 +1,43 @@
+"""``--answers``: parsing, the label mapping (by order and by name) and its refusals."""
+
+from __future__ import annotations
+
+import pytest
+
+from featx.errors import InputError
+from featx.logit_lens import Answers, parse_answers
+
+
+def test_answers_keep_their_leading_spaces_in_order():
+    assert parse_answers(" yes, no") == Answers((" yes", " no"))
+    assert parse_answers(" yes, no").classes_to_answers(["neg", "pos"], "sentiment") == [0, 1]
+
+
+def test_a_mapping_names_each_class_and_its_answer():
+    answers = parse_answers("pos= great,neg= awful")
+    assert answers == Answers((" great", " awful"), ("pos", "neg"))
+    assert answers.classes_to_answers(["neg", "pos"], "sentiment") == [1, 0]
+    assert answers.describe(["neg", "pos"], "sentiment") == "neg -> ' awful', pos -> ' great'"
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("", "--answers is empty"),
+        (" yes", "gives one answer"),
+        ("pos= great, awful", "mixes LABEL=ANSWER"),
+        (" yes, yes", "repeats the answer ' yes'"),
+        ("pos= a,pos= b", "repeats the label 'pos'"),
+        (" yes,", "has an empty answer"),
+    ],
+)
+def test_bad_answers_are_refused(spec, message):
+    with pytest.raises(InputError, match=message):
+        parse_answers(spec)
+
+
+def test_answers_that_do_not_match_the_label_are_refused():
+    with pytest.raises(InputError, match=r"3 answer\(s\) by order, and label 'sentiment' has 2 class"):
+        parse_answers("a,b,c").classes_to_answers(["neg", "pos"], "sentiment")
+    with pytest.raises(InputError, match=r"names 'positive', not a class of it; leaves out class\(es\) 'pos'"):
+        parse_answers("positive=a,neg=b").classes_to_answers(["neg", "pos"], "sentiment")

@@ -1,0 +1,75 @@
+"""Bad input to ``featx lens`` is one clear error before any forward pass: answers that are not single tokens, a
+checkpoint without the head, answers that do not match the label, a template without an answer position."""
+
+from __future__ import annotations
+
+import pytest
+from click.testing import CliRunner
+from support.errors import assert_one_clear_error
+from support.families import BY_NAME, build_family
+from support.lens_models import build_with_head
+
+import featx
+from featx.cli import main
+from featx.errors import InputError, ModelError
+
+DECODER = "Review: {text}\nSentiment:"
+
+
+def _lens(corpus, tmp_path, model, **options):
+    settings = dict(template=DECODER, answers=" the, walk", label="sentiment", output=str(tmp_path / "lens"))
+    return featx.lens(corpus, model=str(model), progress=False, **{**settings, **options})
+
+
+@pytest.mark.parametrize(
+    ("options", "error", "message"),
+    [
+        ({"answers": " good, walk"}, InputError, r"' good' is 3 tokens of the .* tokenizer \(\['Ġg', 'oo', 'd'\]\)"),
+        ({"answers": "positive= the,neg= walk"}, InputError, r"names 'positive', not a class of it"),
+        ({"answers": " the, walk, a"}, InputError, r"3 answer\(s\) by order, and label 'sentiment' has 2"),
+        ({"label": "mood"}, InputError, r"--label mood: .* has no such column"),
+        ({"template": "Review: {text}"}, InputError, r"has no answer position: it ends in a field"),
+    ],
+    ids=["multi-token", "unknown-class", "count", "no-label", "no-position"],
+)
+def test_bad_input_is_refused_before_any_forward_pass(options, error, message, head_models, corpus, tmp_path):
+    with pytest.raises(error, match=message):
+        _lens(corpus, tmp_path, head_models("gpt2"), **options)
+    assert not list(tmp_path.glob("lens*"))  # nothing extracted, nothing written
+
+
+def test_a_checkpoint_without_its_lm_head_is_refused(corpus, tmp_path):
+    bare = build_family(BY_NAME["llama"], tmp_path / "llama")  # a LlamaModel: no lm_head, embeddings untied
+    with pytest.raises(ModelError, match=r"has no LM head: its checkpoint stores no lm_head.weight \(and tie_word"):
+        _lens(corpus, tmp_path, bare)
+    assert not list(tmp_path.glob("lens*"))
+
+
+def test_a_tied_head_is_the_stored_embedding(tmp_path):
+    from featx.extraction import weight_files
+    from featx.logit_lens import load_head
+
+    tied = build_with_head("qwen2", tmp_path / "qwen2", tie_word_embeddings=True)
+    head = load_head(tied, weight_files(tied), "tied")
+    assert head.tensors == {"norm": "model.norm.weight", "unembedding": "model.embed_tokens.weight"}
+    gpt2 = build_family(BY_NAME["gpt2"], tmp_path / "gpt2")  # a GPT2Model: GPT-2's head is its tied wte
+    assert load_head(gpt2, weight_files(gpt2), "gpt2").tensors["unembedding"] == "wte.weight"
+
+
+def test_an_encoder_without_its_mlm_head_or_mask_is_refused(tiny_model, head_models, corpus, tmp_path):
+    with pytest.raises(ModelError, match=r"has no MLM head: its checkpoint stores no cls.predictions"):
+        _lens(corpus, tmp_path, tiny_model, template="{text} it was [MASK] .", answers="good,bad")
+    with pytest.raises(InputError, match=r"has no answer position for the MLM .* mask token '\[MASK\]' exactly once"):
+        _lens(corpus, tmp_path, head_models("bert"), template="{text} it was good .", answers="good,bad")
+
+
+def test_the_command_line_says_it_in_one_line_with_exit_2(head_models, corpus, tmp_path):
+    args = ["lens", str(corpus), "--model", str(head_models("gpt2")), "--template", "Review: {text}\\nSentiment:"]
+    result = CliRunner().invoke(main, [*args, "--answers", " good, bad", "--label", "sentiment", "-q"])
+    assert result.exit_code == 2
+    assert_one_clear_error(result.output, r"--answers: ' good' is 3 tokens")
+
+
+def test_a_chat_template_is_for_decoders(head_models, corpus, tmp_path):
+    with pytest.raises(InputError, match=r"--chat-template is for decoders, and .* is read through its MLM head"):
+        _lens(corpus, tmp_path, head_models("bert"), template="{text} it was [MASK] .", chat_template=True)
