@@ -1,0 +1,97 @@
+"""Each edit's arithmetic from its source (``featx/extraction/edits/sources.py``) and every source that does not
+fit the model refused with one line: another model, another width, a layer it lacks, a layer outside the model,
+an unknown class. Checked against a ``ModelInfo`` (no model is loaded, so nothing can run a forward pass)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import write_erasers, zero_rank
+
+import featx
+from featx.deploy.directions import layer_directions
+from featx.errors import InputError
+from featx.extraction import ModelInfo, parse_intervention, resolve_edits
+
+
+@pytest.fixture(scope="module")
+def tiny_info(split_features) -> ModelInfo:
+    with featx.open(split_features) as features:
+        return ModelInfo("tiny", features.attrs["model_sha256"], features.hidden_size, len(features.layers))
+
+
+def one(spec: str, info: ModelInfo):
+    return resolve_edits((parse_intervention(spec, seed=3),), info)[0]
+
+
+def test_project_mean_and_steer_act_on_the_bundle_span(topic_bundle, tiny_info):
+    part = layer_directions(featx.load(topic_bundle))[1]
+    centred = part.directions - part.directions.mean(axis=1, keepdims=True)
+    X = np.random.default_rng(0).standard_normal((6, tiny_info.hidden_size))
+    projected = one(f"project:{topic_bundle}@1", tiny_info)(X)
+    assert np.abs(projected @ centred).max() < 1e-10
+    ablated = one(f"mean:{topic_bundle}@1", tiny_info)(X)
+    np.testing.assert_allclose(ablated @ centred, np.tile(part.mean @ centred, (6, 1)), atol=1e-10)
+    steer = one(f"steer:{topic_bundle}:b:2.5@1", tiny_info)
+    shift = steer(X) - X
+    np.testing.assert_allclose(np.linalg.norm(shift, axis=1), 2.5)
+    b = featx.load(topic_bundle).classes.index("b")
+    assert (shift @ part.directions)[0, b] > (shift @ part.directions)[0, [k for k in range(3) if k != b]].max()
+
+
+def test_random_directions_are_orthonormal_and_seeded(tiny_info):
+    edit = one("random:4@1", tiny_info)
+    np.testing.assert_allclose(edit.left.T @ edit.left, np.eye(4), atol=1e-12)
+    assert np.array_equal(edit.left, one("random:4@1", tiny_info).left)
+    assert not np.array_equal(edit.left, resolve_edits((parse_intervention("random:4@1", seed=4),), tiny_info)[0].left)
+
+
+def test_erasers_map_is_the_erasers_own(tmp_path, tiny_info):
+    d = tiny_info.hidden_size
+    rng = np.random.default_rng(1)
+    mean, left, right = rng.standard_normal(d), rng.standard_normal((d, 2)), rng.standard_normal((2, d))
+    path = write_erasers(tmp_path, tiny_info.weights_sha256, {1: (mean, left, right)})
+    X = rng.standard_normal((3, d))
+    np.testing.assert_allclose(one(f"erase:{path}@1", tiny_info)(X), X - ((X - mean) @ right.T) @ left.T)
+
+
+@pytest.mark.parametrize(
+    "case, message",
+    [
+        ("erase-model", "was made for model tiny, not tiny"),
+        ("erase-width", "holds vectors of width 16"),
+        ("erase-layer", "has no eraser at layer 2"),
+        ("erase-json", "is missing or unreadable"),
+        ("bundle-model", "bundle .* was made for model"),
+        ("bundle-width", "has width 64"),
+        ("bundle-layer", "reads layers \\[1\\], not 2"),
+        ("class", "does not know class 'zebra'"),
+        ("outside", "layer 9 is outside tiny, whose layers are 0..2"),
+        ("rank", "rank 40 is more than the model's width 32"),
+    ],
+)
+def test_a_source_that_does_not_fit_is_refused(case, message, tmp_path, topic_bundle, tiny_info):
+    info, d = tiny_info, tiny_info.hidden_size
+    spec = f"project:{topic_bundle}@1"
+    if case.startswith("erase"):
+        width = 16 if case == "erase-width" else d
+        sha = "0" * 64 if case == "erase-model" else info.weights_sha256
+        path = write_erasers(tmp_path, sha, {1: zero_rank(width)})
+        if case == "erase-json":
+            (tmp_path / "x.erase.json").unlink()
+        spec = f"erase:{path}@{2 if case == 'erase-layer' else 1}"
+    elif case == "bundle-model":
+        info = ModelInfo("other", "0" * 64, d, 3)
+    elif case == "bundle-width":
+        info = ModelInfo("tiny", info.weights_sha256, 64, 3)
+    elif case == "bundle-layer":
+        spec = f"mean:{topic_bundle}@2"
+    elif case == "class":
+        spec = f"steer:{topic_bundle}:zebra:1@1"
+    elif case == "outside":
+        spec = "random:2@9"
+    elif case == "rank":
+        spec = "random:40@1"
+    with pytest.raises(InputError, match=message) as error:
+        one(spec, info)
+    assert error.value.hint and "\n" not in error.value.message
