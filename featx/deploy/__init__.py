@@ -28,7 +28,6 @@ _HOMES = {
     "predict": "prediction",
     "DirectionsConfig": "directions",
     "export_directions": "directions",
-    "layer_directions": "directions",
     "PredictResult": "prediction",
 }
 

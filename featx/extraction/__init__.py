@@ -90,6 +90,8 @@ _HOMES = {
     "EditMap": "edits.sources",
     "ModelInfo": "edits.sources",
     "resolve_edits": "edits.sources",
+    "read_bundle_directions": "edits.directions",
+    "BundleDirections": "edits.directions",
     "EditHooks": "edits.hooks",
     "apply_edit": "edits.hooks",
     "edit_block_path": "edits.hooks:block_path",

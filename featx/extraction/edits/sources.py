@@ -7,7 +7,7 @@ Every edit is one affine map of a state ``x`` (a ``(d,)`` vector per token):
 - ``erase``: the eraser's own ``mean``, ``left``, ``right`` (``featx.probing.analyses.erasure``);
 - ``project``: ``left = U``, ``right = U.T``, ``mean = 0`` with ``U`` an orthonormal basis of the span of the
   bundle's class directions at layer L (centred over the classes: the span that changes its decision;
-  ``featx.deploy.directions``): the span's component is removed;
+  ``directions.py``): the span's component is removed;
 - ``mean``: the same with ``mean`` the bundle's training mean at L: the span's component is set to the mean's;
 - ``steer``: ``shift = alpha * u``, ``u`` the unit direction toward the class;
 - ``random``: ``left = Q``, ``right = Q.T``, ``mean = 0`` with ``Q`` RANK orthonormal columns drawn with the seed.
@@ -136,14 +136,13 @@ def erase_map(edit: Intervention, model: ModelInfo) -> EditMap:
 
 
 def _bundle_layer(edit: Intervention, model: ModelInfo):
-    from ...deploy import load
-    from ...deploy.directions import layer_directions
+    from .directions import read_bundle_directions
 
-    probe = load(str(edit.source))
+    probe = read_bundle_directions(str(edit.source))
     recorded = probe.extraction.get("model_sha256")
     if recorded != model.weights_sha256:
         raise _other_model(edit, "bundle", probe.extraction.get("model"), model)
-    layers = layer_directions(probe)
+    layers = probe.layers
     if edit.layer not in layers:
         raise InputError(
             f"--intervene {edit.kind}: bundle {edit.source} reads layers {sorted(layers)}, not {edit.layer}",

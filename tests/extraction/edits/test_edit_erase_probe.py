@@ -1,7 +1,8 @@
 """After ``featx erase`` at layer L, the eraser applied inside the forward pass (``--intervene erase:...@L``)
-leaves a fresh probe at layer L at chance on held-out rows: a planted label, along the widest direction of the
-layer-1 mean-pooled states, read at 0.9 or more before, at the majority class after (mean pooling is linear, so the stored pooled
-vectors are the eraser's image of the plain ones: LEACE's guarantee carries over)."""
+leaves a fresh probe at layer L at chance on held-out rows: a planted label, along the widest direction of
+the layer-1 mean-pooled states, read at 0.9 or more before, at the majority class after (mean pooling is
+linear, so the stored pooled vectors are the eraser's image of the plain ones: LEACE's guarantee carries
+over)."""
 
 from __future__ import annotations
 

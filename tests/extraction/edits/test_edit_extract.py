@@ -10,13 +10,12 @@ import json
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from conftest import write_erasers, zero_rank
+from support.edits import write_erasers, zero_rank
 
 import featx
 from featx.cli import main
-from featx.deploy.directions import layer_directions
 from featx.errors import StoreError
-from featx.extraction import ExtractConfig, extract
+from featx.extraction import ExtractConfig, extract, read_bundle_directions
 
 
 def run(corpus, model, output, **options):
@@ -68,7 +67,7 @@ def test_identity_edits_give_the_plain_features_bit_for_bit(plain, tiny_model, t
 
 def test_project_and_mean_leave_the_span_stored(plain, tiny_model, topic_bundle, tmp_path):
     corpus, plain_file = plain
-    part = layer_directions(featx.load(topic_bundle))[1]
+    part = read_bundle_directions(topic_bundle).layers[1]
     centred = part.directions - part.directions.mean(axis=1, keepdims=True)
     projected = stored(run(corpus, tiny_model, tmp_path / "p.h5", intervene=f"project:{topic_bundle}@1").output)
     ablated = stored(run(corpus, tiny_model, tmp_path / "m.h5", intervene=f"mean:{topic_bundle}@1").output)

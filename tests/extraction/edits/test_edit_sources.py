@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import write_erasers, zero_rank
+from support.edits import write_erasers, zero_rank
 
 import featx
-from featx.deploy.directions import layer_directions
 from featx.errors import InputError
-from featx.extraction import ModelInfo, parse_intervention, resolve_edits
+from featx.extraction import ModelInfo, parse_intervention, read_bundle_directions, resolve_edits
 
 
 @pytest.fixture(scope="module")
@@ -24,8 +23,27 @@ def one(spec: str, info: ModelInfo):
     return resolve_edits((parse_intervention(spec, seed=3),), info)[0]
 
 
+def test_the_bundle_directions_are_the_heads_coefficients(topic_bundle):
+    head = featx.load(topic_bundle).head
+    part = read_bundle_directions(topic_bundle).layers[1]
+    np.testing.assert_allclose(part.directions, head.weights["coef"] / head.scale[:, None].astype(np.float64))
+    np.testing.assert_array_equal(part.mean, head.mean.astype(np.float64))
+
+
+def test_a_changed_bundle_is_refused(topic_bundle, tmp_path):
+    import shutil
+
+    copy = tmp_path / "copy.featx"
+    shutil.copytree(topic_bundle, copy)
+    with open(copy / "weights.safetensors", "r+b") as handle:
+        handle.seek(-4, 2)
+        handle.write(b"\x00\x00\x80\x7f")
+    with pytest.raises(InputError, match="was changed after it was written"):
+        read_bundle_directions(copy)
+
+
 def test_project_mean_and_steer_act_on_the_bundle_span(topic_bundle, tiny_info):
-    part = layer_directions(featx.load(topic_bundle))[1]
+    part = read_bundle_directions(topic_bundle).layers[1]
     centred = part.directions - part.directions.mean(axis=1, keepdims=True)
     X = np.random.default_rng(0).standard_normal((6, tiny_info.hidden_size))
     projected = one(f"project:{topic_bundle}@1", tiny_info)(X)
