@@ -63,9 +63,9 @@ class DirectionsConfig(Options):
 
     bundle: str | Path | None = None
     output: str | Path | None = option(
-        None, flag=("-o", "--output"), help="The safetensors file to write (e.g. dirs.safetensors)."
+        None, flag=("-o", "--output"), group="Output", help="The safetensors file to write (e.g. dirs.safetensors)."
     )
-    overwrite: bool = option(False, flag="--overwrite", help="Replace an existing output file.")
+    overwrite: bool = option(False, flag="--overwrite", group="Output", help="Replace an existing output file.")
 
     CONSTRAINTS: ClassVar[tuple[Check, ...]] = (_check_output,)
 
