@@ -92,6 +92,7 @@ _HOMES = {
     "resolve_edits": "edits.sources",
     "read_bundle_directions": "edits.directions",
     "BundleDirections": "edits.directions",
+    "plan_edits": "edits.hooks",
     "EditHooks": "edits.hooks",
     "apply_edit": "edits.hooks",
     "edit_block_path": "edits.hooks:block_path",

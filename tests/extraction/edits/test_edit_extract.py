@@ -61,6 +61,7 @@ def test_identity_edits_give_the_plain_features_bit_for_bit(plain, tiny_model, t
         assert [r["kind"] for r in records] == ["steer", "erase"] and records[0]["alpha"] == 0.0
         assert records[1]["source"] == str(erasers.resolve()) and len(records[1]["source_sha256"]) == 64
         assert features.attrs["implementation"] == "transformers"  # the native path is not selected
+        assert any("native fast path is not used" in note for note in edited.notes)
         assert features.fingerprint != reference.fingerprint and '"intervene"' in features.fingerprint
         assert '"intervene"' not in reference.fingerprint
 
