@@ -6,7 +6,7 @@ model hands block ``L`` (0-based): the embeddings' output for ``L = 0``, block `
 forward pre-hook on block call ``L`` that edits its hidden-states input *in place*: block ``L`` and every block
 above compute from the edited state, and the state the model returns as ``hidden_states[L]`` (the same tensor)
 is the edited one. At ``L = N`` (the top) the last block's output is edited in place: for models with a final
-norm after the blocks (decoders, ModernBERT) the stored top layer is that norm of the edited output.
+norm after the blocks (decoders, T5's encoder, ModernBERT) the stored top layer is that norm of the edited output.
 
 Blocks are counted per call, not per module (a model-level pre-hook resets the count at every forward pass), so
 a shared block called N times (ALBERT) is edited at the right call. The edit is the same arithmetic for every
