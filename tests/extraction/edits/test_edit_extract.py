@@ -14,7 +14,7 @@ from support.edits import write_erasers, zero_rank
 
 import featx
 from featx.cli import main
-from featx.errors import StoreError
+from featx.errors import InputError, StoreError
 from featx.extraction import ExtractConfig, extract, read_bundle_directions
 
 
@@ -91,6 +91,8 @@ def test_an_edited_file_is_never_taken_for_a_plain_one(plain, tiny_model, tmp_pa
     with pytest.raises(StoreError, match="made from a different corpus, model or options"):
         run(corpus, tiny_model, edited.output)
     assert run(corpus, tiny_model, edited.output, intervene="random:2@1").status == "up-to-date"
+    with pytest.raises(InputError, match="featx predict does not make"):  # a bundle could not make them again
+        featx.fit(edited.output, label="sentiment", write=False)
     with pytest.raises(StoreError, match="made from a different corpus, model or options"):
         run(corpus, tiny_model, edited.output, intervene="random:2@1", intervene_seed=1)
 
