@@ -109,3 +109,20 @@ def test_a_source_for_another_model_is_refused_before_any_forward_pass(plain, ti
     result = CliRunner().invoke(main, [*args, "--intervene", f"erase:{erasers}@1"])
     assert result.exit_code == 2 and "Traceback" not in result.output
     assert "was made for model tiny" in result.output and "hint:" in result.output
+
+
+def test_an_edited_forward_runs_in_memory_as_in_a_file(plain, tiny_model, tmp_path):
+    """What ``featx intervene`` builds on: ``encode`` with an ``embed_config`` holding the edit, on a model loaded
+    once, gives the edited file's features."""
+    from support.tiny import SENTENCES
+
+    from featx.extraction import embed_config, encode, load_model
+
+    corpus, _ = plain
+    spec = "random:3@1"
+    edited = stored(run(corpus, tiny_model, tmp_path / "r.h5", intervene=spec).output)
+    texts = [row[0] for row in SENTENCES]
+    config = embed_config(texts, None, poolings="mean", store_dtype="float32", batch_size=4, intervene=spec)
+    embeddings = encode(load_model(str(tiny_model), device="cpu"), config, texts)
+    for layer, values in edited.items():
+        np.testing.assert_array_equal(embeddings.array(layer, "mean"), values)
