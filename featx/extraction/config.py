@@ -241,7 +241,8 @@ class ExtractConfig(Options):
         group=EDITS,
         help="Edit the hidden state of layer L for every token and recompute every layer above: erase:ERASERS@L "
         "(featx erase's .erasers.npz), project:BUNDLE@L, mean:BUNDLE@L (a featx fit bundle's class span removed, "
-        "or set to its training mean), steer:BUNDLE:CLASS:ALPHA@L or random:RANK@L; several comma-separated "
+        "or set to its training mean), steer:BUNDLE:CLASS:ALPHA@L (or FEATURES.h5:LABEL:CLASS:ALPHA@L: the "
+        "class-mean difference) or random:RANK@L; several comma-separated "
         "apply in order (docs/interventions.md).",
     )
     intervene_seed: int = option(

@@ -9,7 +9,8 @@ Every edit is one affine map of a state ``x`` (a ``(d,)`` vector per token):
   bundle's class directions at layer L (centred over the classes: the span that changes its decision;
   ``directions.py``): the span's component is removed;
 - ``mean``: the same with ``mean`` the bundle's training mean at L: the span's component is set to the mean's;
-- ``steer``: ``shift = alpha * u``, ``u`` the unit direction toward the class;
+- ``steer``: ``shift = alpha * u``, ``u`` the unit direction toward the class: the bundle head's, or the
+  class-mean difference of a features file's label (``class_mean_direction``);
 - ``random``: ``left = Q``, ``right = Q.T``, ``mean = 0`` with ``Q`` RANK orthonormal columns drawn with the seed.
 """
 
@@ -180,6 +181,53 @@ def bundle_map(edit: Intervention, model: ModelInfo) -> EditMap:
     return _affine(edit, d, basis=basis, mean=part.mean if edit.kind == "mean" else None)
 
 
+MEAN_POOLING = "mean"
+
+
+def class_mean_direction(edit: Intervention, model: ModelInfo) -> np.ndarray:
+    """The unit class-mean difference toward ``edit.target`` of a features file's ``edit.label`` at ``edit.layer``:
+    the mean-pooled vectors of the training rows (the train split, else every labelled row) of that class, minus
+    those of the other classes."""
+    from ... import store
+
+    assert edit.source is not None  # parsed with its features file
+    with store.open_features(edit.source) as features:
+        if features.attrs.get("model_sha256") != model.weights_sha256:
+            raise _other_model(edit, "features file", features.attrs.get("model"), model)
+        if edit.label not in features.label_columns or edit.layer not in features.layers:
+            raise InputError(
+                f"--intervene steer: features file {edit.source} has no label '{edit.label}' at layer {edit.layer} "
+                f"(labels: {', '.join(features.label_columns) or 'none'}; layers: {features.layers})",
+                "name a label column and a layer the file holds",
+            )
+        if MEAN_POOLING not in features.poolings:
+            raise InputError(
+                f"--intervene steer: features file {edit.source} has no mean pooling",
+                "extract it with --pooling mean (the class means are of mean-pooled vectors)",
+            )
+        codes, names = features.labels(edit.label), features.label_names(edit.label)
+        split = features.split
+        X = features.features(MEAN_POOLING, edit.layer, dtype=np.float64)
+    if edit.target not in names:
+        raise InputError(
+            f"--intervene steer: label '{edit.label}' of {edit.source} has no class '{edit.target}' "
+            f"(its classes: {', '.join(map(str, names))})",
+            "steer toward one of the label's classes",
+        )
+    train = codes >= 0
+    if split is not None and np.any(split == "train"):
+        train &= split == "train"
+    target = codes == names.index(edit.target)
+    if not np.any(train & target) or not np.any(train & ~target):
+        raise InputError(
+            f"--intervene steer: the training rows of {edit.source} lack class '{edit.target}' or every other class",
+            "use a label with training rows of several classes",
+        )
+    _check_width(edit, "features file", X.shape[1], model)
+    vector = X[train & target].mean(axis=0) - X[train & ~target].mean(axis=0)
+    return vector / max(float(np.linalg.norm(vector)), 1e-300)
+
+
 def random_map(edit: Intervention, model: ModelInfo) -> EditMap:
     """RANK orthonormal directions drawn with the seed, removed."""
     d = model.hidden_size
@@ -211,9 +259,22 @@ def resolve_edits(edits: tuple[Intervention, ...], model: ModelInfo) -> tuple[Ed
             maps.append(erase_map(edit, model))
         elif edit.kind == "random":
             maps.append(random_map(edit, model))
+        elif edit.label is not None:  # steer along a features file's class-mean difference
+            assert edit.alpha is not None
+            direction = class_mean_direction(edit, model)
+            maps.append(_affine(edit, len(direction), shift=edit.alpha * direction))
         else:
             maps.append(bundle_map(edit, model))
     return tuple(maps)
 
 
-__all__ = ["EditMap", "ModelInfo", "bundle_map", "check_layer", "erase_map", "random_map", "resolve_edits"]
+__all__ = [
+    "EditMap",
+    "ModelInfo",
+    "bundle_map",
+    "class_mean_direction",
+    "check_layer",
+    "erase_map",
+    "random_map",
+    "resolve_edits",
+]

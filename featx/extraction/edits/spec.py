@@ -5,7 +5,8 @@ One edit is ``KIND:ARGS@L``; several, comma-separated, apply in the order given 
 ``erase:ERASERS[:POOLING]@L``        a LEACE or INLP eraser of ``featx erase`` (its ``.erasers.npz``)
 ``project:BUNDLE@L``                 remove the span of a ``featx fit`` bundle's class directions at layer L
 ``mean:BUNDLE@L``                    set that span to the bundle's training mean (mean ablation)
-``steer:BUNDLE:CLASS:ALPHA@L``       add ALPHA times the unit direction toward CLASS
+``steer:BUNDLE:CLASS:ALPHA@L``       add ALPHA times the unit direction toward CLASS (the bundle's head)
+``steer:FEATURES.h5:LABEL:CLASS:ALPHA@L``  the same along the class-mean difference of a features file
 ``random:RANK@L``                    remove RANK random orthonormal directions (``--intervene-seed``): the control
 
 L is a stored layer's number (0 the embeddings' output, N the last block's). What the edit does to which
@@ -27,17 +28,19 @@ FORMS = {
     "erase": "erase:ERASERS.erasers.npz@L",
     "project": "project:BUNDLE.featx@L",
     "mean": "mean:BUNDLE.featx@L",
-    "steer": "steer:BUNDLE.featx:CLASS:ALPHA@L",
+    "steer": "steer:BUNDLE.featx:CLASS:ALPHA@L or steer:FEATURES.h5:LABEL:CLASS:ALPHA@L",
     "random": "random:RANK@L",
 }
 MAX_LAYER = 4096
+FEATURES_SUFFIXES = (".h5", ".hdf5")
 
 
 @dataclass(frozen=True)
 class Intervention:
-    """One parsed edit. ``source``: the erasers file or bundle folder (None for ``random``); ``target``: the
-    steering class (``steer``) or the erasers' pooling (``erase``, when given); ``alpha``: the steering amount;
-    ``rank``: the random directions removed; ``seed``: their seed."""
+    """One parsed edit. ``source``: the erasers file, bundle folder or features file (None for ``random``);
+    ``target``: the steering class (``steer``) or the erasers' pooling (``erase``, when given); ``alpha``: the
+    steering amount; ``rank``: the random directions removed; ``seed``: their seed; ``label``: the label column
+    of a features file steered along (its class-mean difference)."""
 
     kind: str
     layer: int
@@ -46,13 +49,20 @@ class Intervention:
     alpha: float | None = None
     rank: int | None = None
     seed: int | None = None
+    label: str | None = None  # steer from a features file: the label column whose class means give the direction
 
     def source_sha256(self) -> str | None:
-        """The sha256 of the source: the erasers file's bytes, or a bundle's manifest (which records its weights'
-        sha256, checked whenever the bundle is loaded)."""
+        """The sha256 of the source: the erasers file's bytes, a bundle's manifest (which records its weights'
+        sha256, checked whenever the bundle is loaded), or a features file's fingerprint (its corpus, model and
+        options: what its features and labels depend on; the file itself may be large)."""
         if self.source is None:
             return None
-        path = self.source / "manifest.json" if self.kind != "erase" else self.source
+        if self.label is not None:
+            from ... import store
+
+            with store.open_features(self.source) as features:
+                return hashlib.sha256(str(features.fingerprint).encode("utf-8")).hexdigest()
+        path = self.source if self.kind == "erase" or self.label is not None else self.source / "manifest.json"
         digest = hashlib.sha256()
         with open(path, "rb") as handle:
             for block in iter(lambda: handle.read(1 << 20), b""):
@@ -70,6 +80,7 @@ class Intervention:
             "alpha": self.alpha,
             "rank": self.rank,
             "seed": self.seed,
+            **({"label": self.label} if self.label is not None else {}),
         }
 
 
@@ -85,17 +96,19 @@ def _layer(text: str, kind: str, spelled: str) -> int:
     return int(spelled)
 
 
-def _source(text: str, kind: str, spelled: str) -> Path:
+def _source(text: str, kind: str, spelled: str, features: bool = False) -> Path:
     if not spelled.strip():
         raise _malformed(text, kind, "no file given")
     path = Path(spelled.strip())
-    wanted = "erasers file" if kind == "erase" else "bundle folder"
-    exists = path.is_file() if kind == "erase" else (path / "manifest.json").is_file()
+    wanted = "erasers file" if kind == "erase" else "features file" if features else "bundle folder"
+    exists = path.is_file() if kind == "erase" or features else (path / "manifest.json").is_file()
     if not exists:
         raise InputError(
             f"--intervene {kind}: {wanted} {path} does not exist",
             "featx erase writes OUT.erasers.npz beside its features file"
             if kind == "erase"
+            else "give a features file of featx extract"
+            if features
             else "featx fit writes the bundle folder (e.g. model.featx)",
         )
     return path
@@ -130,6 +143,10 @@ def parse_intervention(text: str, seed: int = 0) -> Intervention:
         if len(parts) != 3 or not parts[1].strip():
             raise _malformed(text, kind, "it needs a bundle, a class and an alpha")
         alpha = _alpha(text, parts[2])
+        source, colon, label = parts[0].rpartition(":")
+        if colon and source.lower().endswith(FEATURES_SUFFIXES):  # a class-mean difference from a features file
+            path = _source(text, kind, source, features=True)
+            return Intervention(kind, layer, path, target=parts[1].strip(), alpha=alpha, label=label.strip())
         return Intervention(kind, layer, _source(text, kind, parts[0]), target=parts[1].strip(), alpha=alpha)
     target = None
     if kind == "erase" and ":" in body and not Path(body).is_file():

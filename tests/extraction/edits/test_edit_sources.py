@@ -57,6 +57,17 @@ def test_project_mean_and_steer_act_on_the_bundle_span(topic_bundle, tiny_info):
     assert (shift @ part.directions)[0, b] > (shift @ part.directions)[0, [k for k in range(3) if k != b]].max()
 
 
+def test_steer_along_a_features_files_class_mean_difference(split_features, tiny_info):
+    with featx.open(split_features) as features:
+        X = features.features("mean", 1).astype(np.float64)
+        codes, names, split = features.labels("topic"), features.label_names("topic"), features.split
+    train, b = split == "train", codes == names.index("b")
+    want = X[train & b].mean(0) - X[train & ~b].mean(0)
+    edit = one(f"steer:{split_features}:topic:b:3@1", tiny_info)
+    np.testing.assert_allclose(edit.shift, 3 * want / np.linalg.norm(want))
+    assert edit.intervention.record()["label"] == "topic"
+
+
 def test_random_directions_are_orthonormal_and_seeded(tiny_info):
     edit = one("random:4@1", tiny_info)
     np.testing.assert_allclose(edit.left.T @ edit.left, np.eye(4), atol=1e-12)
@@ -86,9 +97,12 @@ def test_erasers_map_is_the_erasers_own(tmp_path, tiny_info):
         ("class", "does not know class 'zebra'"),
         ("outside", "layer 9 is outside tiny, whose layers are 0..2"),
         ("rank", "rank 40 is more than the model's width 32"),
+        ("features-model", "features file .* was made for model"),
+        ("features-label", "has no label 'mood' at layer 1"),
+        ("features-class", "label 'topic' of .* has no class 'zebra'"),
     ],
 )
-def test_a_source_that_does_not_fit_is_refused(case, message, tmp_path, topic_bundle, tiny_info):
+def test_a_source_that_does_not_fit_is_refused(case, message, tmp_path, topic_bundle, split_features, tiny_info):
     info, d = tiny_info, tiny_info.hidden_size
     spec = f"project:{topic_bundle}@1"
     if case.startswith("erase"):
@@ -110,6 +124,12 @@ def test_a_source_that_does_not_fit_is_refused(case, message, tmp_path, topic_bu
         spec = "random:2@9"
     elif case == "rank":
         spec = "random:40@1"
+    elif case.startswith("features"):
+        label, name = (
+            ("mood", "b") if case == "features-label" else ("topic", "zebra" if case == "features-class" else "b")
+        )
+        spec = f"steer:{split_features}:{label}:{name}:1@1"
+        info = ModelInfo("other", "0" * 64, d, 3) if case == "features-model" else info
     with pytest.raises(InputError, match=message) as error:
         one(spec, info)
     assert error.value.hint and "\n" not in error.value.message

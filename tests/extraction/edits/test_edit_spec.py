@@ -25,6 +25,10 @@ def test_each_kind_parses(tmp_path):
     several = parse_interventions(f"project:{bundle}@1, random:2@4")
     assert [edit.kind for edit in several] == ["project", "random"] and several[1].layer == 4
     assert len(parse_intervention(f"project:{bundle}@1").source_sha256()) == 64
+    features = tmp_path / "f.h5"
+    features.write_bytes(b"")
+    by_means = parse_intervention(f"steer:{features}:topic:b:2@1")
+    assert (by_means.source, by_means.label, by_means.target, by_means.alpha) == (features, "topic", "b", 2.0)
 
 
 @pytest.mark.parametrize(
@@ -41,6 +45,7 @@ def test_each_kind_parses(tmp_path):
         ("steer:{bundle}:pos:lots@1", "alpha 'lots' is not a number"),
         ("project:{missing}@1", "bundle folder .* does not exist"),
         ("erase:{missing}@1", "erasers file .* does not exist"),
+        ("steer:{missing}.h5:topic:b:1@1", "features file .* does not exist"),
         ("  ", "--intervene is empty"),
     ],
 )
