@@ -5,7 +5,8 @@ and ``predict`` over a corpus (a word probe: over every word of its sentences).
 Modules: ``config`` (``FitConfig``, ``PredictConfig``), ``plan`` (``FitPlan``), ``choose`` (the cross-validated
 choice), ``head`` (``Head``, the fitted arrays, and ``fit_head``), ``features`` (what a head reads), ``probe``
 (``Probe``), ``bundle`` and ``checks`` (writing and checking bundles), ``model_ref`` (the model's fingerprints),
-``fitting`` and ``prediction``. The names below are the package's face, imported on first use, so that
+``fitting`` and ``prediction``, ``directions`` (a linear head's per-layer directions, exported as
+safetensors). The names below are the package's face, imported on first use, so that
 importing the package stays cheap.
 """
 
@@ -25,6 +26,8 @@ _HOMES = {
     "load": "bundle",
     "write_bundle": "bundle",
     "predict": "prediction",
+    "DirectionsConfig": "directions",
+    "export_directions": "directions",
     "PredictResult": "prediction",
 }
 

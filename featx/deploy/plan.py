@@ -117,6 +117,12 @@ def _check_reproducible(features: FeatureFile, extraction: dict) -> None:
     prompts recorded in the file but not in its options, a template naming columns besides the text."""
     from ..extraction import ANSWER_FIELD, TEXT_FIELD, parse_template
 
+    if features.attrs.get(store.schema.INTERVENTION):
+        raise InputError(
+            f"{features.path} was extracted with edits inside the forward pass (--intervene), which featx predict "
+            "does not make, so a bundle fitted on it would predict from unedited features",
+            "fit on a plain extraction (and read the edited file with featx probe)",
+        )
     prompted = any(
         features.attrs.get(name) for name in (store.schema.TEMPLATE, store.schema.CHAT_TEMPLATE, store.schema.POOL_AT)
     )

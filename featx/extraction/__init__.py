@@ -29,6 +29,7 @@ The layout, one kind of thing per folder; each stage reads the frozen ``config``
 ``run/``      resolving the plan, the extraction's entry point, the batch loop, its threads, freshness
 ``shards/``   sharded runs, torchrun, merging shards
 ``dryrun/``   ``--dry-run``: from a calibration, or from ``config.json`` alone for a large model
+``edits/``    edits inside the forward pass (``--intervene``): erase, project, mean, steer, random
 ``inmemory/`` in-memory encoding (``featx.embed``, ``featx.sklearn.HiddenStates``, ``featx predict``)
 
 Heavy modules (torch) load on first use, so ``from featx.extraction import ExtractConfig`` stays cheap.
@@ -87,6 +88,19 @@ _HOMES = {
     "word_config": "inmemory.words",
     "sentences_table": "inmemory.words",
     "encode_words": "inmemory.words",
+    # edits inside the forward pass (--intervene): what featx intervene builds on
+    "Intervention": "edits.spec",
+    "parse_intervention": "edits.spec",
+    "parse_interventions": "edits.spec",
+    "EditMap": "edits.sources",
+    "ModelInfo": "edits.sources",
+    "resolve_edits": "edits.sources",
+    "read_bundle_directions": "edits.directions",
+    "BundleDirections": "edits.directions",
+    "plan_edits": "edits.hooks",
+    "EditHooks": "edits.hooks",
+    "apply_edit": "edits.hooks",
+    "edit_block_path": "edits.hooks:block_path",
 }
 
 __all__ = [

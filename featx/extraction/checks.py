@@ -163,6 +163,12 @@ def _check_prompts(config: ExtractConfig) -> None:
     check_pool_at(config)
 
 
+def _check_intervene(config: ExtractConfig) -> None:
+    from .edits.spec import check_intervene
+
+    check_intervene(config)
+
+
 def output_path(config: ExtractConfig) -> Path:
     """``--output``, or ``<corpus stem>[.random-init].features.h5`` beside the corpus."""
     if config.output:
@@ -195,4 +201,6 @@ CONSTRAINTS: tuple[Check, ...] = (
     _check_pair,
     _check_prompts,
     whole("init_seed", "--init-seed", minimum=0, maximum=MAX_SEED),
+    whole("intervene_seed", "--intervene-seed", minimum=0, maximum=MAX_SEED),
+    _check_intervene,
 )

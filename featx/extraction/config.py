@@ -22,6 +22,7 @@ from .model.files import DEFAULT_MODEL
 
 INPUT, SITES, READING, MODEL = "Input and layout", "Sites, length and device", "Reading the corpus", "Model and output"
 COMMITS, WORDS, PROMPTS = "Commits and shards", "Word inputs", "Prompts"
+EDITS = "Edits inside the forward pass"
 
 
 @dataclass(frozen=True)
@@ -232,6 +233,20 @@ class ExtractConfig(Options):
         help="Contrast pairs: answers such as 'True,False'; each prompt runs once per answer (in {answer}, else "
         "after the prompt) and every answer's states are stored (answer k>0 as site answer_k); featx probe "
         "reads the difference of the first two.",
+    )
+    # Edits inside the forward pass (edits/): recorded in the file's attributes and fingerprint
+    intervene: str | None = option(
+        None,
+        flag="--intervene",
+        group=EDITS,
+        help="Edit the hidden state of layer L for every token and recompute every layer above: erase:ERASERS@L "
+        "(featx erase's .erasers.npz), project:BUNDLE@L, mean:BUNDLE@L (a featx fit bundle's class span removed, "
+        "or set to its training mean), steer:BUNDLE:CLASS:ALPHA@L (or FEATURES.h5:LABEL:CLASS:ALPHA@L: the "
+        "class-mean difference) or random:RANK@L; several comma-separated "
+        "apply in order (docs/interventions.md).",
+    )
+    intervene_seed: int = option(
+        0, flag="--intervene-seed", group=EDITS, help="Seed of the random directions of --intervene random."
     )
 
     # Every constraint on the options, in one table (``checks.py``).

@@ -70,6 +70,9 @@ class ExtractionPlan:
     # Not in the fingerprint: the features are the same either way.
     cut: Cut | None = None
     blocks_run: int = 0  # transformer blocks each forward pass runs (all of them without a cut)
+    # --intervene: the edits inside the forward pass (edits/sources.py EditMap) and where the model's blocks are
+    edits: tuple = ()
+    edit_path: str | None = None
 
     @property
     def hidden(self) -> SiteLayout:

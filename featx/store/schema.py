@@ -113,6 +113,9 @@ PADDING_SIDE, BOS_ADDED, LONG_INPUTS, STRIDE = "padding_side", "bos_added", "lon
 PAIR_MODE, TEXT_PAIR_COL = "pair_mode", "text_pair_col"  # sentence pairs: cross or separate; the second column
 DEVICE_MAP = "device_map"  # JSON {module: device} of --device-map auto; {} when the model sat on one device
 IMPLEMENTATION = "implementation"  # what ran the model: "native" (featx's own BERT) or "transformers"
+# --intervene: JSON list of the edits made inside the forward pass (kind, layer, source and its sha256, alpha,
+# rank, seed); absent from plain extractions
+INTERVENTION = "intervention"
 BLOCKS_RUN = "blocks_run"  # transformer blocks each forward pass ran: fewer than the model's when truncated
 # sha256 over the tokenizer files of the model folder (``extraction.fingerprints.tokenizer_sha256``); "" when the
 # folder has none. Not in the features fingerprint: a bundle fitted on the file refuses a changed tokenizer.

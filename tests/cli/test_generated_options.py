@@ -34,8 +34,8 @@ def test_every_command_with_a_config_has_its_options_generated():
     named = {name for name, _ in CONFIGURED}
     assert named == {
         f"featx {name}"
-        for name in ("extract", "merge", "probe", "labels add", "fit", "predict", "erase", "neurons", "explain")
-        + ("plot", "compare", "similarity", "report", "study run", "lens")
+        for name in ("extract", "merge", "probe", "labels add", "fit", "predict", "directions", "erase", "neurons")
+        + ("explain", "plot", "compare", "similarity", "report", "study run", "lens")
     }
 
 
@@ -84,6 +84,7 @@ def test_extract_help_shows_the_named_groups_in_field_order():
         "Commits and shards",
         "Word inputs",
         "Prompts",
+        "Edits inside the forward pass",
         "Other options",
     ]
     section = result.output.split("Commits and shards:")[1].split("\n\n")[0]

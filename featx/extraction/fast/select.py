@@ -3,7 +3,8 @@
 
 Native only where it is certainly the same computation: the request needs nothing of transformers' internals
 (``native_requested``: no site besides ``hidden``, whose hooks and eager-attention switch are written for
-transformers' modules; ``FEATX_NATIVE`` not ``0``), and the folder (``choose``) is a plain BERT encoder
+transformers' modules, and no ``--intervene`` edit, whose hooks are on transformers' blocks; ``FEATX_NATIVE``
+not ``0``), and the folder (``choose``) is a plain BERT encoder
 (``model_type`` bert, absolute positions, no decoder or cross-attention, gelu or relu), or a plain MPNet or
 RoBERTa / XLM-R encoder (``model_type`` mpnet, roberta, xlm-roberta; the same conditions), whose single
 ``model.safetensors`` holds exactly the encoder's weights by name (the pooler's may be absent: a masked-LM
@@ -53,7 +54,13 @@ def native_requested(config) -> bool:
     """Whether an extraction's options allow the native path (the folder is checked by ``choose``)."""
     from ..forward.sites import HIDDEN, parse_sites
 
-    return os.environ.get(ENV, "1") != "0" and parse_sites(config.sites) == [HIDDEN]
+    # --intervene edits through hooks on transformers' blocks: never native (the edited features come from
+    # transformers' modules; featx's own encoders are not hooked)
+    return (
+        os.environ.get(ENV, "1") != "0"
+        and parse_sites(config.sites) == [HIDDEN]
+        and not getattr(config, "intervene", None)
+    )
 
 
 @dataclass(frozen=True)

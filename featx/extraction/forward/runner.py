@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import weakref
 
@@ -9,6 +10,7 @@ import numpy as np
 import torch
 
 from ...store import contrast_site
+from ..edits.hooks import EditHooks
 from ..fast import fuse
 from ..fast.deberta import band_relative_attention
 from ..fast.onednn import prepack_linears
@@ -74,11 +76,19 @@ class Runner:
         self.contrast_sites = {contrast_site(k) for k in range(1, len(plan.sites))}
         tokenizer = loaded.tokenizer
         self.special_ids = (tokenizer.cls_token_id, tokenizer.sep_token_id)
+        self.n_blocks = loaded.n_layers - 1  # block calls per full pass (the edits count them)
 
-    def hooks(self) -> SiteRecorder:
-        """The hooks of the sites besides hidden, as a context manager (a no-op when there are none)."""
+    def hooks(self):
+        """The hooks of the sites besides hidden and of the edits (``--intervene``), as a context manager (a
+        no-op when there are none)."""
         self.recorder = SiteRecorder(self.model, list(self.plan.hooked))
-        return self.recorder
+        return self._edited(self.recorder) if self.plan.edits else self.recorder
+
+    @contextlib.contextmanager
+    def _edited(self, recorder: SiteRecorder):
+        assert self.plan.edit_path is not None  # resolved with the edits
+        with EditHooks(self.model, self.plan.edit_path, self.n_blocks, self.plan.edits), recorder:
+            yield recorder
 
     def _forward(
         self, input_ids: torch.Tensor, mask: torch.Tensor, token_type_ids: torch.Tensor | None = None

@@ -43,6 +43,8 @@ NEW_OPTION_DEFAULTS = {
     "pool_at": None,
     "skip_missing_marker": False,
     "contrast": None,
+    "intervene": None,
+    "intervene_seed": 0,
 }
 
 
@@ -72,6 +74,10 @@ def request_key(config: ExtractConfig, corpus_sha256: str) -> str | None:
         if options.get(name) == default:
             options.pop(name)
     options["corpus"] = str(Path(config.corpus).resolve())
+    if config.intervene:  # the edits' files by content: a refitted eraser or bundle is another request
+        from ..edits.spec import parse_interventions
+
+        options["intervene"] = [edit.record() for edit in parse_interventions(config.intervene, config.intervene_seed)]
     if config.more_corpora:
         options["more_corpora"] = [str(Path(path).resolve()) for path in config.more_corpora]
     return json.dumps(

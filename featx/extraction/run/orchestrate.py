@@ -115,9 +115,22 @@ def extract_one(config: ExtractConfig) -> ExtractSummary:
         )
     for name, seconds in timings.items():
         setattr(summary, name, seconds)
+    summary.notes += edit_notes(plan, loaded)
     summary.notes[:0] = corpus.notes
     _note_unrereadable(config, summary)
     return summary
+
+
+def edit_notes(plan: ExtractionPlan, loaded: LoadedModel) -> list[str]:
+    """``--intervene``: what was edited, and that the model ran through transformers (the native fast path is
+    not hooked, so it is not selected with edits)."""
+    if not plan.edits:
+        return []
+    done = ", ".join(f"{edit.intervention.kind} at layer {edit.layer}" for edit in plan.edits)
+    return [
+        f"edited inside the forward pass: {done}; every layer above recomputed (attribute 'intervention'); "
+        f"the model ran through {loaded.implementation} (the native fast path is not used with --intervene)"
+    ]
 
 
 def _merged_already(

@@ -23,6 +23,7 @@ from ...selection import POOLINGS, parse_poolings, select_layers
 from ...store import HIDDEN_SITE, SiteLayout, hidden_layout
 from ..checks import is_word_input, output_path
 from ..config import ExtractConfig
+from ..edits.hooks import plan_edits
 from ..forward.sites import measure_widths, parse_sites, resolve_sites
 from ..forward.truncation import plan_cut
 from ..inputs.pairs import pair_attributes, pair_b_layout, pair_fingerprint, pair_poolings
@@ -136,6 +137,7 @@ def fingerprint(
     sites,
     window: WindowSpec | None = None,
     word_poolings=(),
+    edits=(),
 ) -> str:
     """What the file's contents depend on; resuming or reusing requires an exact match."""
     extra_sites = [site.name for site in sites if site.name != HIDDEN_SITE]
@@ -150,6 +152,7 @@ def fingerprint(
             **_words_fingerprint(config, word_poolings),
             **pair_fingerprint(config),
             **template_fingerprint(config, loaded),
+            **_edits_fingerprint(edits),
             "corpus_sha256": corpus_sha256,
             "text_col": config.text_col,
             "id_col": config.id_col,
@@ -170,6 +173,13 @@ def fingerprint(
         },
         sort_keys=True,
     )
+
+
+def _edits_fingerprint(edits) -> dict:
+    """``--intervene``: each edit's kind, layer, source's sha256 and settings (not the source's path: a moved file
+    gives the same features); named only with edits, so plain files keep their fingerprint."""
+    records = [{key: value for key, value in edit.intervention.record().items() if key != "source"} for edit in edits]
+    return {"intervene": records} if records else {}
 
 
 def _reading_fingerprint(config: ExtractConfig) -> dict:
@@ -229,8 +239,9 @@ def resolve_plan(
     window = resolve_window(config, loaded)
     word_poolings = tuple(parse_word_poolings(config.word_pooling)) if is_word_input(config) else ()
     batch_size = default_batch_size(config, loaded)
+    edits, edit_path = plan_edits(config.intervene, config.intervene_seed, loaded)
     base = fingerprint(
-        config, corpus_sha256, loaded, layers, poolings, max_tokens, batch_size, layouts, window, word_poolings
+        config, corpus_sha256, loaded, layers, poolings, max_tokens, batch_size, layouts, window, word_poolings, edits
     )
     itemsize = np.dtype(config.store_dtype).itemsize
     rows = block_rows(config, sum(site.row_bytes(itemsize) for site in layouts))
@@ -261,6 +272,8 @@ def resolve_plan(
         base_fingerprint=base,
         shard=shard,
         merged_output=output if shard else None,
+        edits=edits,
+        edit_path=edit_path,
     )
 
 
@@ -278,6 +291,13 @@ def device_map(config: ExtractConfig, loaded: LoadedModel) -> dict:
         return {}
     placed = getattr(loaded.model, "hf_device_map", None) or {"": loaded.device}
     return {name: str(where) for name, where in placed.items()}
+
+
+def edit_attributes(plan: ExtractionPlan) -> dict:
+    """``--intervene``: the edits (kind, layer, source path and sha256, alpha, rank, seed) as a JSON attribute."""
+    if not plan.edits:
+        return {}
+    return {store.schema.INTERVENTION: json.dumps([edit.intervention.record() for edit in plan.edits])}
 
 
 def provenance(plan: ExtractionPlan, corpus, loaded: LoadedModel) -> dict:
@@ -320,6 +340,7 @@ def provenance(plan: ExtractionPlan, corpus, loaded: LoadedModel) -> dict:
         store.schema.FINGERPRINT: plan.fingerprint,
         store.schema.REQUEST_KEY: request_key(config, corpus.sha256) or "",  # for the quick check (freshness.py)
         **pair_attributes(config),
+        **edit_attributes(plan),
         **corpus.attributes,  # the prompts' (prompts.py), when rows were made into prompts
         store.schema.OPTIONS: json.dumps(
             {k: str(v) if isinstance(v, Path) else v for k, v in recorded(config).items()}

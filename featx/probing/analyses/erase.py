@@ -285,6 +285,7 @@ def _plan_jobs(config: EraseConfig, notes: list[str]) -> tuple[list[_Job], dict]
         info = {
             "n_rows": features.n_rows,
             "model": features.attrs.get("model"),
+            "model_sha256": features.attrs.get("model_sha256"),
             "fingerprint": features.attrs.get("fingerprint"),
         }
     layers = [spec.layers[0] for spec in specs]
@@ -341,6 +342,7 @@ def erase(config: EraseConfig | str | Path, **options) -> EraseResult:
     meta = {
         "features_file": str(source.resolve()),
         "model": info["model"],
+        "model_sha256": info["model_sha256"],  # what featx extract --intervene erase checks the model against
         "label": main.label,
         "evaluation": main.plan.evaluation,
         "n_rows": info["n_rows"],

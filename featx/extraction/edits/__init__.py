@@ -1,0 +1,15 @@
+"""Edits inside the forward pass (``featx extract --intervene``): a state at layer L changed for every token,
+every layer above recomputed from it (docs/interventions.md).
+
+``spec``     ``Intervention`` and ``parse_intervention``: what an edit is, parsed and checked without torch
+``sources``  ``EditMap``: each edit's affine arithmetic from its erasers file, bundle or seed, checked
+             against the loaded model (``resolve_edits``)
+``directions``  a ``featx fit`` bundle's per-layer linear directions, read from its files
+``hooks``    ``EditHooks`` and ``apply_edit``: the edit applied in place by hooks on the model's blocks
+"""
+
+from ...lazy import lazy_exports
+
+__all__ = ["directions", "hooks", "sources", "spec"]
+
+__getattr__, __dir__ = lazy_exports(__name__, {name: name for name in __all__})  # each module on first use

@@ -1,0 +1,129 @@
+"""The edits applied inside the forward pass, with hooks on the model's own blocks (no model code copied).
+
+Hidden state ``L`` (the stored layer ``L``, ``output_hidden_states[L]``) is, for ``L`` below the top, what the
+model hands block ``L`` (0-based): the embeddings' output for ``L = 0``, block ``L - 1``'s output after that
+(``forward/truncation.py`` measures where the blocks are and checks exactly this). An edit at ``L < N`` is a
+forward pre-hook on block call ``L`` that edits its hidden-states input *in place*: block ``L`` and every block
+above compute from the edited state, and the state the model returns as ``hidden_states[L]`` (the same tensor)
+is the edited one. At ``L = N`` (the top) the last block's output is edited in place: for models with a final
+norm after the blocks (decoders, T5's encoder, ModernBERT) the stored top layer is that norm of the edited output.
+
+Blocks are counted per call, not per module (a model-level pre-hook resets the count at every forward pass), so
+a shared block called N times (ALBERT) is edited at the right call. The edit is the same arithmetic for every
+token of every row, padding included: a row's states never depend on its batch neighbours or on padding.
+It runs in float32 (a half-precision state is edited in float32 and rounded back).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import torch
+
+from ...errors import InputError
+from .sources import EditMap
+
+
+def _tensors(edit: EditMap, device: torch.device) -> tuple[torch.Tensor, ...]:
+    return tuple(
+        torch.as_tensor(array, dtype=torch.float32, device=device)
+        for array in (edit.mean, edit.left, edit.right, edit.shift)
+    )
+
+
+def apply_edit(x: torch.Tensor, edit: EditMap, cached: dict | None = None) -> torch.Tensor:
+    """``edit`` of the states ``x`` (``(..., d)``): ``x - ((x - mean) @ right.T) @ left.T + shift``, a new tensor
+    in ``x``'s dtype. ``cached``: a dict that keeps the edit's tensors per device between calls."""
+    key = (id(edit), x.device)
+    tensors = cached.get(key) if cached is not None else None
+    if tensors is None:
+        tensors = _tensors(edit, x.device)
+        if cached is not None:
+            cached[key] = tensors
+    mean, left, right, shift = tensors
+    states = x.float()
+    edited = states - ((states - mean) @ right.T) @ left.T + shift
+    return edited.to(x.dtype)
+
+
+def _hidden_of(args: tuple, kwargs: dict) -> torch.Tensor:
+    value = args[0] if args else kwargs.get("hidden_states")
+    if not isinstance(value, torch.Tensor):
+        raise RuntimeError("--intervene: a block was called without a hidden-states tensor")
+    return value
+
+
+class EditHooks:
+    """Context manager: the hooks of ``edits`` on ``model``'s blocks (the ``ModuleList`` at ``path``, ``n_blocks``
+    calls per pass); every hook removed on exit."""
+
+    def __init__(self, model: torch.nn.Module, path: str, n_blocks: int, edits: Iterable[EditMap]):
+        self.model, self.path, self.n_blocks = model, path, n_blocks
+        self.edits = tuple(edits)
+        self.calls = 0
+        self._handles: list = []
+        self._cached: dict = {}
+
+    def __enter__(self) -> EditHooks:
+        if not self.edits:
+            return self
+        blocks = self.model.get_submodule(self.path)
+        self._handles.append(self.model.register_forward_pre_hook(self._reset))
+        for block in dict.fromkeys(blocks):  # a shared block (ALBERT): hooked once, counted per call
+            self._handles.append(block.register_forward_pre_hook(self._before, with_kwargs=True))
+            self._handles.append(block.register_forward_hook(self._after))
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for handle in self._handles:
+            handle.remove()
+        self._handles.clear()
+        self._cached.clear()
+
+    def _reset(self, module, args) -> None:
+        self.calls = 0
+
+    def _edit_in_place(self, state: torch.Tensor, layer: int) -> None:
+        for edit in self.edits:
+            if edit.layer == layer:
+                state.copy_(apply_edit(state, edit, self._cached))
+
+    def _before(self, module, args, kwargs) -> None:
+        self._edit_in_place(_hidden_of(args, kwargs), self.calls)
+
+    def _after(self, module, args, output) -> None:
+        self.calls += 1
+        if self.calls == self.n_blocks:  # the last block's output: the top layer
+            state = output if isinstance(output, torch.Tensor) else output[0]
+            self._edit_in_place(state, self.n_blocks)
+
+
+def block_path(model: torch.nn.Module, n_blocks: int, device: torch.device) -> str:
+    """Where the model's blocks are (measured, ``truncation.find_blocks``); an ``InputError`` where unknown."""
+    from ..forward.truncation import find_blocks
+
+    path = find_blocks(model, n_blocks, device, getattr(model.config, "vocab_size", None))
+    if path is None:
+        raise InputError(
+            f"--intervene: featx cannot find the blocks of {type(model).__name__} (a list of modules called once "
+            "per layer with the hidden states), so it cannot edit inside its forward pass",
+            "use a model of a family featx knows (BERT, RoBERTa, DistilBERT, GPT-2, Llama, T5 ...)",
+        )
+    return path
+
+
+def plan_edits(intervene: str | None, seed: int, loaded) -> tuple[tuple[EditMap, ...], str | None]:
+    """The edits of ``--intervene`` on a loaded model (``LoadedModel``), checked, and the path of its blocks;
+    ``((), None)`` without edits."""
+    from .sources import ModelInfo, resolve_edits
+    from .spec import parse_interventions
+
+    edits = parse_interventions(intervene, seed)
+    if not edits:
+        return (), None
+    info = ModelInfo(str(loaded.name), str(loaded.weights_sha256), int(loaded.hidden_size), int(loaded.n_layers))
+    maps = resolve_edits(edits, info)
+    return maps, block_path(loaded.model, info.n_layers - 1, loaded.device)
+
+
+__all__ = ["EditHooks", "apply_edit", "block_path", "plan_edits"]

@@ -1,0 +1,280 @@
+"""Each ``Intervention`` made into its arithmetic, an ``EditMap``, checked against the loaded model before any
+forward pass: the layer exists, the source was made for this model, at this width, at this layer.
+
+Every edit is one affine map of a state ``x`` (a ``(d,)`` vector per token):
+``x' = x - ((x - mean) @ right.T) @ left.T + shift``, computed in float64 from float64 arrays here:
+
+- ``erase``: the eraser's own ``mean``, ``left``, ``right`` (``featx.probing.analyses.erasure``);
+- ``project``: ``left = U``, ``right = U.T``, ``mean = 0`` with ``U`` an orthonormal basis of the span of the
+  bundle's class directions at layer L (centred over the classes: the span that changes its decision;
+  ``directions.py``): the span's component is removed;
+- ``mean``: the same with ``mean`` the bundle's training mean at L: the span's component is set to the mean's;
+- ``steer``: ``shift = alpha * u``, ``u`` the unit direction toward the class: the bundle head's, or the
+  class-mean difference of a features file's label (``class_mean_direction``);
+- ``random``: ``left = Q``, ``right = Q.T``, ``mean = 0`` with ``Q`` RANK orthonormal columns drawn with the seed.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ...errors import InputError
+from .spec import Intervention
+
+SVD_TOL = 1e-10  # singular values of the (scaled) class directions below this are not a direction
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """What the checks need of the loaded model: its name, weights sha256, width and stored layers (N + 1)."""
+
+    name: str
+    weights_sha256: str
+    hidden_size: int
+    n_layers: int
+
+
+@dataclass(frozen=True)
+class EditMap:
+    """``x' = x - ((x - mean) @ right.T) @ left.T + shift`` at ``layer`` (float64 arrays)."""
+
+    intervention: Intervention
+    mean: np.ndarray  # (d,)
+    left: np.ndarray  # (d, r)
+    right: np.ndarray  # (r, d)
+    shift: np.ndarray  # (d,)
+
+    @property
+    def layer(self) -> int:
+        return self.intervention.layer
+
+    def __call__(self, X: np.ndarray) -> np.ndarray:
+        """The edit of ``(..., d)`` states, in numpy (float64)."""
+        X = np.asarray(X, np.float64)
+        return X - ((X - self.mean) @ self.right.T) @ self.left.T + self.shift
+
+
+def _affine(edit: Intervention, d: int, basis=None, mean=None, shift=None) -> EditMap:
+    basis = np.zeros((d, 0)) if basis is None else basis
+    mean = np.zeros(d) if mean is None else np.asarray(mean, np.float64)
+    shift = np.zeros(d) if shift is None else np.asarray(shift, np.float64)
+    return EditMap(edit, mean, basis, basis.T.copy(), shift)
+
+
+def _other_model(edit: Intervention, what: str, recorded: str | None, model: ModelInfo) -> InputError:
+    return InputError(
+        f"--intervene {edit.kind}: {what} {edit.source} was made for model {recorded}, not {model.name}",
+        f"extract with --model {recorded}, or make the {what} from features of {model.name}",
+    )
+
+
+def _check_width(edit: Intervention, what: str, width: int, model: ModelInfo) -> None:
+    if width != model.hidden_size:
+        raise InputError(
+            f"--intervene {edit.kind}: {what} {edit.source} holds vectors of width {width}, but {model.name}'s "
+            f"layer {edit.layer} has width {model.hidden_size}",
+            "use a file made from features of this model's hidden states",
+        )
+
+
+def _erase_meta(path: Path) -> dict:
+    stem = path.name[: -len(".erasers.npz")] if path.name.endswith(".erasers.npz") else path.stem
+    side = path.with_name(f"{stem}.erase.json")
+    try:
+        meta = json.loads(side.read_text(encoding="utf-8")).get("meta")
+    except (OSError, ValueError, AttributeError):
+        meta = None
+    if not isinstance(meta, dict):
+        raise InputError(
+            f"--intervene erase: {side} (written by featx erase beside {path.name}) is missing or unreadable, so "
+            "the model the erasers were fitted for is unknown",
+            "keep the .erase.json beside the .erasers.npz, or run featx erase again",
+        )
+    return meta
+
+
+def _read_erasers(path: Path) -> dict[str, np.ndarray]:
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            return {name: np.asarray(data[name], np.float64) for name in data.files}
+    except (OSError, ValueError, KeyError) as err:
+        raise InputError(
+            f"--intervene erase: {path} is not an erasers file of featx erase ({err})",
+            "give the .erasers.npz that featx erase wrote",
+        ) from None
+
+
+def erase_map(edit: Intervention, model: ModelInfo) -> EditMap:
+    """The eraser at ``edit.layer`` (and pooling) of a ``featx erase`` erasers file."""
+    assert edit.source is not None
+    meta = _erase_meta(edit.source)
+    recorded_sha = meta.get("model_sha256")
+    if (recorded_sha and recorded_sha != model.weights_sha256) or (
+        not recorded_sha and meta.get("model") != model.name
+    ):
+        raise _other_model(edit, "erasers file", meta.get("model"), model)
+    arrays = _read_erasers(edit.source)
+    keys = sorted({name.rsplit("/", 1)[0] for name in arrays})
+    at_layer = [key for key in keys if key.rsplit("/", 1)[-1] == str(edit.layer)]
+    if edit.target is not None:
+        at_layer = [key for key in at_layer if key.rsplit("/", 1)[0] == edit.target]
+    if len(at_layer) != 1:
+        have = ", ".join(keys) or "none"
+        raise InputError(
+            f"--intervene erase: {edit.source} has "
+            + ("no eraser" if not at_layer else "several erasers")
+            + f" at layer {edit.layer}{f' for pooling {edit.target}' if edit.target else ''} (it has {have})",
+            "pick a layer it has, or name the pooling: erase:FILE:POOLING@L",
+        )
+    key = at_layer[0]
+    mean, left, right = arrays[f"{key}/mean"], arrays[f"{key}/left"], arrays[f"{key}/right"]
+    _check_width(edit, "erasers file", len(mean), model)
+    return EditMap(edit, mean, left, right, np.zeros(len(mean)))
+
+
+def _bundle_layer(edit: Intervention, model: ModelInfo):
+    from .directions import read_bundle_directions
+
+    probe = read_bundle_directions(str(edit.source))
+    recorded = probe.extraction.get("model_sha256")
+    if recorded != model.weights_sha256:
+        raise _other_model(edit, "bundle", probe.extraction.get("model"), model)
+    layers = probe.layers
+    if edit.layer not in layers:
+        raise InputError(
+            f"--intervene {edit.kind}: bundle {edit.source} reads layers {sorted(layers)}, not {edit.layer}",
+            f"edit at a layer the bundle reads, e.g. @{min(layers)}, or fit a bundle at layer {edit.layer}",
+        )
+    part = layers[edit.layer]
+    _check_width(edit, "bundle", part.directions.shape[0], model)
+    return probe, part
+
+
+def _span(directions: np.ndarray, classes) -> np.ndarray:
+    """An orthonormal basis of the span of the class directions (centred over the classes)."""
+    if classes is not None and directions.shape[1] > 1:
+        directions = directions - directions.mean(axis=1, keepdims=True)
+    u, s, _ = np.linalg.svd(directions, full_matrices=False)
+    keep = s > SVD_TOL * max(float(s.max(initial=0.0)), 1e-300)
+    return u[:, keep]
+
+
+def bundle_map(edit: Intervention, model: ModelInfo) -> EditMap:
+    """``project``, ``mean`` or ``steer`` along a ``featx fit`` bundle's directions at ``edit.layer``."""
+    probe, part = _bundle_layer(edit, model)
+    d = part.directions.shape[0]
+    if edit.kind == "steer":
+        classes = probe.classes
+        if classes is None or edit.target not in classes:
+            known = "none: it is a regression probe" if classes is None else ", ".join(map(str, classes))
+            raise InputError(
+                f"--intervene steer: bundle {edit.source} does not know class '{edit.target}' (its classes: {known})",
+                "steer toward one of the bundle's classes",
+            )
+        assert edit.alpha is not None
+        return _affine(edit, d, shift=edit.alpha * part.toward(classes.index(edit.target)))
+    basis = _span(part.directions, probe.classes)
+    return _affine(edit, d, basis=basis, mean=part.mean if edit.kind == "mean" else None)
+
+
+MEAN_POOLING = "mean"
+
+
+def class_mean_direction(edit: Intervention, model: ModelInfo) -> np.ndarray:
+    """The unit class-mean difference toward ``edit.target`` of a features file's ``edit.label`` at ``edit.layer``:
+    the mean-pooled vectors of the training rows (the train split, else every labelled row) of that class, minus
+    those of the other classes."""
+    from ... import store
+
+    assert edit.source is not None  # parsed with its features file
+    with store.open_features(edit.source) as features:
+        if features.attrs.get("model_sha256") != model.weights_sha256:
+            raise _other_model(edit, "features file", features.attrs.get("model"), model)
+        if edit.label not in features.label_columns or edit.layer not in features.layers:
+            raise InputError(
+                f"--intervene steer: features file {edit.source} has no label '{edit.label}' at layer {edit.layer} "
+                f"(labels: {', '.join(features.label_columns) or 'none'}; layers: {features.layers})",
+                "name a label column and a layer the file holds",
+            )
+        if MEAN_POOLING not in features.poolings:
+            raise InputError(
+                f"--intervene steer: features file {edit.source} has no mean pooling",
+                "extract it with --pooling mean (the class means are of mean-pooled vectors)",
+            )
+        codes, names = features.labels(edit.label), features.label_names(edit.label)
+        split = features.split
+        X = features.features(MEAN_POOLING, edit.layer, dtype=np.float64)
+    if edit.target not in names:
+        raise InputError(
+            f"--intervene steer: label '{edit.label}' of {edit.source} has no class '{edit.target}' "
+            f"(its classes: {', '.join(map(str, names))})",
+            "steer toward one of the label's classes",
+        )
+    train = codes >= 0
+    if split is not None and np.any(split == "train"):
+        train &= split == "train"
+    target = codes == names.index(edit.target)
+    if not np.any(train & target) or not np.any(train & ~target):
+        raise InputError(
+            f"--intervene steer: the training rows of {edit.source} lack class '{edit.target}' or every other class",
+            "use a label with training rows of several classes",
+        )
+    _check_width(edit, "features file", X.shape[1], model)
+    vector = X[train & target].mean(axis=0) - X[train & ~target].mean(axis=0)
+    return vector / max(float(np.linalg.norm(vector)), 1e-300)
+
+
+def random_map(edit: Intervention, model: ModelInfo) -> EditMap:
+    """RANK orthonormal directions drawn with the seed, removed."""
+    d = model.hidden_size
+    assert edit.rank is not None
+    if edit.rank > d:
+        raise InputError(
+            f"--intervene random: rank {edit.rank} is more than the model's width {d}", f"use a rank up to {d}"
+        )
+    rng = np.random.default_rng(edit.seed)
+    basis, _ = np.linalg.qr(rng.standard_normal((d, edit.rank)))
+    return _affine(edit, d, basis=basis)
+
+
+def check_layer(edit: Intervention, model: ModelInfo) -> None:
+    if not 0 <= edit.layer < model.n_layers:
+        raise InputError(
+            f"--intervene {edit.kind}: layer {edit.layer} is outside {model.name}, whose layers are "
+            f"0..{model.n_layers - 1}",
+            f"edit at a layer from 0 (the embeddings) to {model.n_layers - 1}",
+        )
+
+
+def resolve_edits(edits: tuple[Intervention, ...], model: ModelInfo) -> tuple[EditMap, ...]:
+    """Every edit's map, each checked against ``model`` (one line, ``InputError``, before any forward pass)."""
+    maps = []
+    for edit in edits:
+        check_layer(edit, model)
+        if edit.kind == "erase":
+            maps.append(erase_map(edit, model))
+        elif edit.kind == "random":
+            maps.append(random_map(edit, model))
+        elif edit.label is not None:  # steer along a features file's class-mean difference
+            assert edit.alpha is not None
+            direction = class_mean_direction(edit, model)
+            maps.append(_affine(edit, len(direction), shift=edit.alpha * direction))
+        else:
+            maps.append(bundle_map(edit, model))
+    return tuple(maps)
+
+
+__all__ = [
+    "EditMap",
+    "ModelInfo",
+    "bundle_map",
+    "class_mean_direction",
+    "check_layer",
+    "erase_map",
+    "random_map",
+    "resolve_edits",
+]

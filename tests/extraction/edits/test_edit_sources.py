@@ -1,0 +1,135 @@
+"""Each edit's arithmetic from its source (``featx/extraction/edits/sources.py``) and every source that does not
+fit the model refused with one line: another model, another width, a layer it lacks, a layer outside the model,
+an unknown class. Checked against a ``ModelInfo`` (no model is loaded, so nothing can run a forward pass)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from support.edits import write_erasers, zero_rank
+
+import featx
+from featx.errors import InputError
+from featx.extraction import ModelInfo, parse_intervention, read_bundle_directions, resolve_edits
+
+
+@pytest.fixture(scope="module")
+def tiny_info(split_features) -> ModelInfo:
+    with featx.open(split_features) as features:
+        return ModelInfo("tiny", features.attrs["model_sha256"], features.hidden_size, len(features.layers))
+
+
+def one(spec: str, info: ModelInfo):
+    return resolve_edits((parse_intervention(spec, seed=3),), info)[0]
+
+
+def test_the_bundle_directions_are_the_heads_coefficients(topic_bundle):
+    head = featx.load(topic_bundle).head
+    part = read_bundle_directions(topic_bundle).layers[1]
+    np.testing.assert_allclose(part.directions, head.weights["coef"] / head.scale[:, None].astype(np.float64))
+    np.testing.assert_array_equal(part.mean, head.mean.astype(np.float64))
+
+
+def test_a_changed_bundle_is_refused(topic_bundle, tmp_path):
+    import shutil
+
+    copy = tmp_path / "copy.featx"
+    shutil.copytree(topic_bundle, copy)
+    with open(copy / "weights.safetensors", "r+b") as handle:
+        handle.seek(-4, 2)
+        handle.write(b"\x00\x00\x80\x7f")
+    with pytest.raises(InputError, match="was changed after it was written"):
+        read_bundle_directions(copy)
+
+
+def test_project_mean_and_steer_act_on_the_bundle_span(topic_bundle, tiny_info):
+    part = read_bundle_directions(topic_bundle).layers[1]
+    centred = part.directions - part.directions.mean(axis=1, keepdims=True)
+    X = np.random.default_rng(0).standard_normal((6, tiny_info.hidden_size))
+    projected = one(f"project:{topic_bundle}@1", tiny_info)(X)
+    assert np.abs(projected @ centred).max() < 1e-10
+    ablated = one(f"mean:{topic_bundle}@1", tiny_info)(X)
+    np.testing.assert_allclose(ablated @ centred, np.tile(part.mean @ centred, (6, 1)), atol=1e-10)
+    steer = one(f"steer:{topic_bundle}:b:2.5@1", tiny_info)
+    shift = steer(X) - X
+    np.testing.assert_allclose(np.linalg.norm(shift, axis=1), 2.5)
+    b = featx.load(topic_bundle).classes.index("b")
+    assert (shift @ part.directions)[0, b] > (shift @ part.directions)[0, [k for k in range(3) if k != b]].max()
+
+
+def test_steer_along_a_features_files_class_mean_difference(split_features, tiny_info):
+    with featx.open(split_features) as features:
+        X = features.features("mean", 1).astype(np.float64)
+        codes, names, split = features.labels("topic"), features.label_names("topic"), features.split
+    train, b = split == "train", codes == names.index("b")
+    want = X[train & b].mean(0) - X[train & ~b].mean(0)
+    edit = one(f"steer:{split_features}:topic:b:3@1", tiny_info)
+    np.testing.assert_allclose(edit.shift, 3 * want / np.linalg.norm(want))
+    assert edit.intervention.record()["label"] == "topic"
+
+
+def test_random_directions_are_orthonormal_and_seeded(tiny_info):
+    edit = one("random:4@1", tiny_info)
+    np.testing.assert_allclose(edit.left.T @ edit.left, np.eye(4), atol=1e-12)
+    assert np.array_equal(edit.left, one("random:4@1", tiny_info).left)
+    assert not np.array_equal(edit.left, resolve_edits((parse_intervention("random:4@1", seed=4),), tiny_info)[0].left)
+
+
+def test_erasers_map_is_the_erasers_own(tmp_path, tiny_info):
+    d = tiny_info.hidden_size
+    rng = np.random.default_rng(1)
+    mean, left, right = rng.standard_normal(d), rng.standard_normal((d, 2)), rng.standard_normal((2, d))
+    path = write_erasers(tmp_path, tiny_info.weights_sha256, {1: (mean, left, right)})
+    X = rng.standard_normal((3, d))
+    np.testing.assert_allclose(one(f"erase:{path}@1", tiny_info)(X), X - ((X - mean) @ right.T) @ left.T)
+
+
+@pytest.mark.parametrize(
+    "case, message",
+    [
+        ("erase-model", "was made for model tiny, not tiny"),
+        ("erase-width", "holds vectors of width 16"),
+        ("erase-layer", "has no eraser at layer 2"),
+        ("erase-json", "is missing or unreadable"),
+        ("bundle-model", "bundle .* was made for model"),
+        ("bundle-width", "has width 64"),
+        ("bundle-layer", "reads layers \\[1\\], not 2"),
+        ("class", "does not know class 'zebra'"),
+        ("outside", "layer 9 is outside tiny, whose layers are 0..2"),
+        ("rank", "rank 40 is more than the model's width 32"),
+        ("features-model", "features file .* was made for model"),
+        ("features-label", "has no label 'mood' at layer 1"),
+        ("features-class", "label 'topic' of .* has no class 'zebra'"),
+    ],
+)
+def test_a_source_that_does_not_fit_is_refused(case, message, tmp_path, topic_bundle, split_features, tiny_info):
+    info, d = tiny_info, tiny_info.hidden_size
+    spec = f"project:{topic_bundle}@1"
+    if case.startswith("erase"):
+        width = 16 if case == "erase-width" else d
+        sha = "0" * 64 if case == "erase-model" else info.weights_sha256
+        path = write_erasers(tmp_path, sha, {1: zero_rank(width)})
+        if case == "erase-json":
+            (tmp_path / "x.erase.json").unlink()
+        spec = f"erase:{path}@{2 if case == 'erase-layer' else 1}"
+    elif case == "bundle-model":
+        info = ModelInfo("other", "0" * 64, d, 3)
+    elif case == "bundle-width":
+        info = ModelInfo("tiny", info.weights_sha256, 64, 3)
+    elif case == "bundle-layer":
+        spec = f"mean:{topic_bundle}@2"
+    elif case == "class":
+        spec = f"steer:{topic_bundle}:zebra:1@1"
+    elif case == "outside":
+        spec = "random:2@9"
+    elif case == "rank":
+        spec = "random:40@1"
+    elif case.startswith("features"):
+        label, name = (
+            ("mood", "b") if case == "features-label" else ("topic", "zebra" if case == "features-class" else "b")
+        )
+        spec = f"steer:{split_features}:{label}:{name}:1@1"
+        info = ModelInfo("other", "0" * 64, d, 3) if case == "features-model" else info
+    with pytest.raises(InputError, match=message) as error:
+        one(spec, info)
+    assert error.value.hint and "\n" not in error.value.message
