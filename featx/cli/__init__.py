@@ -2,12 +2,24 @@
 
 ``app`` holds the group (``main``), the entry point ``featx.cli:run`` (``main``, then the process ends
 at once: ``featx.exiting``), safe printing and the error handling; ``extract`` (extract, merge), ``probe``
-(probe, labels add, explain), ``analyses`` (erase, neurons), ``deploy`` (fit, predict), ``directions`` and
-``report`` (plot, compare, similarity, report) add their commands to it when imported.
+(probe, labels add, explain), ``analyses`` (erase, neurons), ``deploy`` (fit, predict), ``directions``,
+``intervene`` and ``report`` (plot, compare, similarity, report) add their commands to it when imported.
 Each command parses its flags, builds the library's config, calls it and echoes what it returns.
 """
 
-from . import analyses, deploy, directions, extract, probe, report
+from . import analyses, deploy, directions, extract, intervene, probe, report
 from .app import echo, main, printable, run
 
-__all__ = ["analyses", "deploy", "directions", "echo", "extract", "main", "printable", "probe", "report", "run"]
+__all__ = [
+    "analyses",
+    "deploy",
+    "directions",
+    "echo",
+    "extract",
+    "intervene",
+    "main",
+    "printable",
+    "probe",
+    "report",
+    "run",
+]

@@ -1,0 +1,129 @@
+"""The language-modelling loss before and after an edit, where the checkpoint holds an LM head: masked-token loss for
+encoders (15% of each row's tokens masked, chosen with the seed, the same for every pass) and next-token loss for
+decoders, per row, the edit applied by the same hooks on the LM model's blocks. Whether the head is there is read
+from the checkpoint itself: transformers reports every head weight it had to initialise, and a head made up at load
+would measure nothing."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import InputError
+from .config import MASK_RATE
+from .stats import mean_interval
+
+BATCH = 16
+
+
+def lm_model(plan, forward):
+    """``(model, None)`` with the checkpoint's LM head, or ``(None, why)`` without one; with ``--loss yes``, no
+    head is an ``InputError`` (before any forward pass)."""
+    if plan.config.loss == "no":
+        return None, "not asked (--loss no)"
+    why = None
+    if plan.provenance.options.get("random_init"):
+        why = "the features come from a randomly initialised model, which has no trained LM head"
+    model = None
+    if why is None:
+        model, why = _load_head(plan, forward)
+    if model is None and plan.config.loss == "yes":
+        raise InputError(
+            f"--loss yes: {why}", "leave --loss at auto (the loss is then skipped), or use a checkpoint with an LM head"
+        )
+    return model, why
+
+
+def _load_head(plan, forward):
+    import torch
+    from transformers import AutoModelForCausalLM, AutoModelForMaskedLM
+
+    kind = AutoModelForCausalLM if plan.provenance.causal else AutoModelForMaskedLM
+    folder = str(plan.provenance.model_folder)
+    from ..extraction import quiet_load_report
+
+    try:
+        with quiet_load_report():
+            model, info = kind.from_pretrained(
+                folder, output_loading_info=True, use_safetensors=True, trust_remote_code=False, dtype=torch.float32
+            )
+    except (ValueError, OSError, KeyError) as err:
+        what = "causal" if plan.provenance.causal else "masked"
+        first = str(err).splitlines()[0][:120] if str(err) else type(err).__name__
+        return None, f"{plan.provenance.model} has no {what} LM head class ({first})"
+    missing = list(info.get("missing_keys") or [])
+    if missing:
+        return None, f"the checkpoint of {plan.provenance.model} holds no LM head weights (missing {missing[0]} ...)"
+    return model.to(forward.loaded.device).eval(), None
+
+
+def _batches(tokenizer, texts, max_length: int, causal: bool, seed: int):
+    import torch
+
+    rng = np.random.default_rng(seed)
+    for start in range(0, len(texts), BATCH):
+        enc = tokenizer(
+            list(texts[start : start + BATCH]),
+            padding=True,
+            truncation=True,
+            max_length=max_length,
+            return_tensors="pt",
+        )
+        ids, mask = enc["input_ids"], enc["attention_mask"]
+        labels = ids.clone()
+        if causal:
+            labels[mask == 0] = -100
+        else:
+            special = torch.zeros_like(mask, dtype=torch.bool)
+            for token in tokenizer.all_special_ids:
+                special |= ids == token
+            candidates = (mask == 1) & ~special
+            chosen = torch.zeros_like(candidates)
+            for row in range(len(ids)):
+                where = np.flatnonzero(candidates[row].numpy())
+                if len(where):
+                    count = max(1, round(MASK_RATE * len(where)))
+                    chosen[row, rng.choice(where, size=count, replace=False)] = True
+            labels[~chosen] = -100
+            ids = ids.masked_fill(chosen, tokenizer.mask_token_id)
+        yield ids, mask, labels
+
+
+def row_losses(plan, forward, model, maps=()) -> np.ndarray:
+    """Each row's mean loss over its masked (or predicted) tokens, with ``maps`` applied inside the pass."""
+    import torch
+
+    from ..extraction import EditHooks, edit_block_path
+
+    device, tokenizer = forward.loaded.device, forward.loaded.tokenizer
+    path = edit_block_path(model, forward.n_blocks, device)
+    causal = plan.provenance.causal
+    out = []
+    with torch.inference_mode(), EditHooks(model, path, forward.n_blocks, maps):
+        for ids, mask, labels in _batches(
+            tokenizer, forward.texts, forward.loaded.max_length, causal, plan.config.seed
+        ):
+            logits = model(input_ids=ids.to(device), attention_mask=mask.to(device)).logits.float()
+            labels = labels.to(device)
+            if causal:
+                logits, labels = logits[:, :-1], labels[:, 1:]
+            losses = torch.nn.functional.cross_entropy(
+                logits.transpose(1, 2), labels, ignore_index=-100, reduction="none"
+            )
+            counts = (labels != -100).sum(dim=1).clamp(min=1)
+            out.append((losses.sum(dim=1) / counts).cpu().numpy())
+    return np.concatenate(out) if out else np.zeros(0)
+
+
+def loss_row(plan, forward, model, edit, control) -> dict:
+    """The loss before, after and after the control (means over rows, with intervals)."""
+    from .outputs import output_record
+
+    base = row_losses(plan, forward, model)
+    values = {"before": mean_interval(base)}
+    for key, maps in (("after", (edit,)), ("control", (control,))):
+        values[key] = mean_interval(row_losses(plan, forward, model, maps))
+    name = "next-token loss" if plan.provenance.causal else "masked-token loss"
+    return output_record(name, "loss", max(plan.stored_layers), values)
+
+
+__all__ = ["lm_model", "loss_row", "row_losses"]
