@@ -85,12 +85,13 @@ def _class_mean_direction(plan: InterventionPlan, layer: int, toward: str) -> np
 def steering_directions(plan: InterventionPlan) -> tuple[np.ndarray, np.ndarray, str]:
     """The unit direction toward ``--toward`` at the edited layer, a seeded random unit direction, and where the
     first came from."""
-    from ..deploy import layer_directions
+    from ..extraction import parse_intervention, resolve_edits
 
     layer, toward, bundle = plan.at[0], str(plan.config.toward), plan.bundle
     assert bundle is not None  # checked by the config
     if layer in bundle.layers and bundle.spec.kind != "stack":
-        vector = layer_directions(bundle)[layer].toward(bundle.classes.index(toward))
+        spec = f"steer:{plan.config.bundle}:{toward}:1@{layer}"  # alpha 1: the shift is the unit direction
+        vector = resolve_edits((parse_intervention(spec),), model_info(plan))[0].shift
         source = f"the bundle's direction toward {toward} at layer {layer}"
     else:
         vector = _class_mean_direction(plan, layer, toward)
