@@ -1,4 +1,4 @@
-"""Interventions inside the forward pass as one experiment (``featx intervene``, docs/interventions.md): does the
+"""Interventions inside the forward pass as one experiment (``featx intervene``, docs/intervene.md): does the
 model use a label? Erase it (or a bundle's span) at a layer, run the model on, and probe every layer above, beside a
 random control of the same rank; the other labels, the last layer's drift, a bundle's predictions and the LM loss
 alongside. ``--edit steer``: a steering dose-response read by a bundle above the edit.

@@ -82,7 +82,7 @@ def _check_edit(config: InterveneConfig) -> None:
 
 @dataclass(frozen=True)
 class InterveneConfig(Options):
-    """Options of ``featx intervene`` (docs/interventions.md); frozen, checked when made."""
+    """Options of ``featx intervene`` (docs/intervene.md); frozen, checked when made."""
 
     features: str | Path | None = None
     label: str | None = option(
