@@ -124,7 +124,12 @@ class InterveneConfig(Options):
         help="The masked-token (encoders) or next-token (decoders) loss change: auto (where the checkpoint has an "
         "LM head), yes (refuse a checkpoint without one) or no.",
     )
-    seed: int = option(0, flag="--seed", group=RUN, help="Seed of the random control, the masks and INLP.")
+    seed: int = option(
+        0,
+        flag="--seed",
+        group=RUN,
+        help="Seed of the folds (a file without a split), the random control, the masks and INLP.",
+    )
     device: str = option("auto", flag="--device", group=RUN, help="Device of the forward passes: auto, cpu, cuda ...")
     output: str | Path | None = option(
         None,

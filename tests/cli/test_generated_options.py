@@ -36,6 +36,7 @@ def test_every_command_with_a_config_has_its_options_generated():
         f"featx {name}"
         for name in ("extract", "merge", "probe", "labels add", "fit", "predict", "erase", "neurons", "explain")
         + ("plot", "compare", "similarity", "report")
+        + ("directions", "intervene")
     }
 
 
