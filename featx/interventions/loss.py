@@ -6,6 +6,9 @@ would measure nothing."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 import numpy as np
 
 from ..errors import InputError
@@ -16,7 +19,7 @@ BATCH = 16
 
 
 def lm_model(plan, forward):
-    """``(model, None)`` with the checkpoint's LM head, or ``(None, why)`` without one; with ``--loss yes``, no
+    """``(LMHead, None)`` with the checkpoint's LM head, or ``(None, why)`` without one; with ``--loss yes``, no
     head is an ``InputError`` (before any forward pass)."""
     if plan.config.loss == "no":
         return None, "not asked (--loss no)"
@@ -53,52 +56,80 @@ def _load_head(plan, forward):
     missing = list(info.get("missing_keys") or [])
     if missing:
         return None, f"the checkpoint of {plan.provenance.model} holds no LM head weights (missing {missing[0]} ...)"
-    return model.to(forward.loaded.device).eval(), None
+    return head_of(model.to(forward.loaded.device).eval(), forward), None
+
+
+def _padded(tokenizer, texts, max_length: int):
+    """Token ids and attention mask of ``texts``, padded on the right by hand (a decoder's tokenizer may have no
+    pad token; the padded positions are masked and never scored, so the pad id does not matter)."""
+    import torch
+
+    encoded = tokenizer(list(texts), truncation=True, max_length=max_length)["input_ids"]
+    width = max(len(ids) for ids in encoded)
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    ids = torch.full((len(encoded), width), pad, dtype=torch.long)
+    mask = torch.zeros((len(encoded), width), dtype=torch.long)
+    for row, tokens in enumerate(encoded):
+        ids[row, : len(tokens)] = torch.tensor(tokens, dtype=torch.long)
+        mask[row, : len(tokens)] = 1
+    return ids, mask
+
+
+def _masked(tokenizer, ids, mask, rng):
+    """BERT's masking: 15% of each row's tokens (at least one; no special token) replaced by the mask token;
+    the labels are the original ids there and -100 elsewhere."""
+    import torch
+
+    special = torch.zeros_like(mask, dtype=torch.bool)
+    for token in tokenizer.all_special_ids:
+        special |= ids == token
+    candidates = (mask == 1) & ~special
+    chosen = torch.zeros_like(candidates)
+    for row in range(len(ids)):
+        where = np.flatnonzero(candidates[row].numpy())
+        if len(where):
+            count = max(1, round(MASK_RATE * len(where)))
+            chosen[row, rng.choice(where, size=count, replace=False)] = True
+    labels = ids.masked_fill(~chosen, -100)
+    return ids.masked_fill(chosen, tokenizer.mask_token_id), labels
 
 
 def _batches(tokenizer, texts, max_length: int, causal: bool, seed: int):
-    import torch
-
     rng = np.random.default_rng(seed)
     for start in range(0, len(texts), BATCH):
-        enc = tokenizer(
-            list(texts[start : start + BATCH]),
-            padding=True,
-            truncation=True,
-            max_length=max_length,
-            return_tensors="pt",
-        )
-        ids, mask = enc["input_ids"], enc["attention_mask"]
-        labels = ids.clone()
+        ids, mask = _padded(tokenizer, texts[start : start + BATCH], max_length)
         if causal:
-            labels[mask == 0] = -100
+            yield ids, mask, ids.masked_fill(mask == 0, -100)
         else:
-            special = torch.zeros_like(mask, dtype=torch.bool)
-            for token in tokenizer.all_special_ids:
-                special |= ids == token
-            candidates = (mask == 1) & ~special
-            chosen = torch.zeros_like(candidates)
-            for row in range(len(ids)):
-                where = np.flatnonzero(candidates[row].numpy())
-                if len(where):
-                    count = max(1, round(MASK_RATE * len(where)))
-                    chosen[row, rng.choice(where, size=count, replace=False)] = True
-            labels[~chosen] = -100
-            ids = ids.masked_fill(chosen, tokenizer.mask_token_id)
-        yield ids, mask, labels
+            inputs, labels = _masked(tokenizer, ids, mask, rng)
+            yield inputs, mask, labels
 
 
-def row_losses(plan, forward, model, maps=()) -> np.ndarray:
+@dataclass
+class LMHead:
+    """The checkpoint's LM model, where its blocks are, and its unedited per-row losses (computed once)."""
+
+    model: Any
+    path: str
+    base: np.ndarray | None = None
+
+
+def head_of(model, forward) -> LMHead:
+    from ..extraction import edit_block_path
+
+    return LMHead(model, edit_block_path(model, forward.n_blocks, forward.loaded.device))
+
+
+def row_losses(plan, forward, head: LMHead, maps=()) -> np.ndarray:
     """Each row's mean loss over its masked (or predicted) tokens, with ``maps`` applied inside the pass."""
     import torch
 
-    from ..extraction import EditHooks, edit_block_path
+    from ..extraction import EditHooks
 
     device, tokenizer = forward.loaded.device, forward.loaded.tokenizer
-    path = edit_block_path(model, forward.n_blocks, device)
-    causal = plan.provenance.causal
+    causal, model = plan.provenance.causal, head.model
     out = []
-    with torch.inference_mode(), EditHooks(model, path, forward.n_blocks, maps):
+    with torch.inference_mode(), EditHooks(model, head.path, forward.n_blocks, maps):
         for ids, mask, labels in _batches(
             tokenizer, forward.texts, forward.loaded.max_length, causal, plan.config.seed
         ):
@@ -114,16 +145,23 @@ def row_losses(plan, forward, model, maps=()) -> np.ndarray:
     return np.concatenate(out) if out else np.zeros(0)
 
 
-def loss_row(plan, forward, model, edit, control) -> dict:
-    """The loss before, after and after the control (means over rows, with intervals)."""
+def loss_row(plan, forward, head: LMHead, edit, control) -> dict:
+    """The loss before, after and after the control (means over rows, with intervals), and the paired t-tests of
+    after against before and against the control."""
+    from scipy import stats
+
     from .outputs import output_record
 
-    base = row_losses(plan, forward, model)
-    values = {"before": mean_interval(base)}
-    for key, maps in (("after", (edit,)), ("control", (control,))):
-        values[key] = mean_interval(row_losses(plan, forward, model, maps))
+    if head.base is None:
+        head.base = row_losses(plan, forward, head)
+    after, controlled = row_losses(plan, forward, head, (edit,)), row_losses(plan, forward, head, (control,))
+    values = {"before": mean_interval(head.base), "after": mean_interval(after), "control": mean_interval(controlled)}
     name = "next-token loss" if plan.provenance.causal else "masked-token loss"
-    return output_record(name, "loss", max(plan.stored_layers), values)
+    record = output_record(name, "loss", max(plan.stored_layers), values)
+    for key, other in (("p_after", head.base), ("p_control", controlled)):
+        same = np.allclose(after, other)
+        record[key] = 1.0 if same else float(stats.ttest_rel(after, other).pvalue)
+    return record
 
 
-__all__ = ["lm_model", "loss_row", "row_losses"]
+__all__ = ["LMHead", "head_of", "lm_model", "loss_row", "row_losses"]

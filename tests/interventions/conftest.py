@@ -51,3 +51,18 @@ def animal_bundle(planted_features, tmp_path_factory) -> Path:
     output = tmp_path_factory.mktemp("intervene-bundle") / "animal.featx"
     featx.fit(planted_features, label="animal", layer="2", pooling="mean", output=output, folds=3)
     return output
+
+
+def lm_features(folder: Path, family: str, model_class: str) -> Path:
+    """A tiny ``family`` model saved with its LM head (``model_class``), and its features of 40 planted rows."""
+    import dataclasses
+
+    from support.families import BY_NAME, build_family
+
+    import featx
+
+    model = build_family(dataclasses.replace(BY_NAME[family], model=model_class), folder / "model")
+    corpus = write_csv(folder / "corpus.csv", planted_rows(40), header=("text", "animal", "other", "split"))
+    output = folder / "corpus.features.h5"
+    featx.extract(corpus, model=str(model), output=output, poolings="mean", progress=False)
+    return output
