@@ -52,6 +52,14 @@ def check_bundle(bundle, config: InterveneConfig, provenance: Provenance, featur
         )
     if config.edit == "steer":
         _check_steer(bundle, config)
+    elif config.edit in ("project", "mean"):
+        outside = [layer for layer in config.at if layer not in bundle.layers]
+        if outside:
+            raise InputError(
+                f"--edit {config.edit} --at {outside[0]}: bundle {config.bundle} reads layers {bundle.layers}, so it "
+                f"has no directions at layer {outside[0]}",
+                "edit at a layer the bundle reads, or fit a bundle there (featx fit --layer)",
+            )
 
 
 def _check_steer(bundle, config: InterveneConfig) -> None:

@@ -18,9 +18,9 @@ from .stats import mean_interval
 BATCH = 16
 
 
-def lm_model(plan, forward):
-    """``(LMHead, None)`` with the checkpoint's LM head, or ``(None, why)`` without one; with ``--loss yes``, no
-    head is an ``InputError`` (before any forward pass)."""
+def lm_model(plan):
+    """``(model, None)`` with the checkpoint's LM head (on the CPU), or ``(None, why)`` without one; with ``--loss
+    yes``, no head is an ``InputError`` (before the model is run at all)."""
     if plan.config.loss == "no":
         return None, "not asked (--loss no)"
     why = None
@@ -28,7 +28,7 @@ def lm_model(plan, forward):
         why = "the features come from a randomly initialised model, which has no trained LM head"
     model = None
     if why is None:
-        model, why = _load_head(plan, forward)
+        model, why = _load_head(plan)
     if model is None and plan.config.loss == "yes":
         raise InputError(
             f"--loss yes: {why}", "leave --loss at auto (the loss is then skipped), or use a checkpoint with an LM head"
@@ -36,7 +36,7 @@ def lm_model(plan, forward):
     return model, why
 
 
-def _load_head(plan, forward):
+def _load_head(plan):
     import torch
     from transformers import AutoModelForCausalLM, AutoModelForMaskedLM
 
@@ -56,7 +56,7 @@ def _load_head(plan, forward):
     missing = list(info.get("missing_keys") or [])
     if missing:
         return None, f"the checkpoint of {plan.provenance.model} holds no LM head weights (missing {missing[0]} ...)"
-    return head_of(model.to(forward.loaded.device).eval(), forward), None
+    return model.eval(), None
 
 
 def _padded(tokenizer, texts, max_length: int):
@@ -115,8 +115,10 @@ class LMHead:
 
 
 def head_of(model, forward) -> LMHead:
+    """The LM model on the forward passes' device, with where its blocks are."""
     from ..extraction import edit_block_path
 
+    model = model.to(forward.loaded.device)
     return LMHead(model, edit_block_path(model, forward.n_blocks, forward.loaded.device))
 
 

@@ -14,8 +14,8 @@ import pandas as pd
 from ..probing import SIGNIFICANCE_ALPHA
 from ..safe_files import check_writable
 from .config import InterveneConfig
-from .edits import control_map, edit_map
-from .loss import lm_model, loss_row
+from .edits import control_map, edit_map, steering_directions
+from .loss import head_of, lm_model, loss_row
 from .outputs import bundle_rows, drift_row
 from .plan import InterventionPlan, make_plan
 from .probes import label_rows
@@ -36,12 +36,20 @@ def _holm(table: pd.DataFrame) -> pd.DataFrame:
     return table
 
 
-def _one_layer(plan: InterventionPlan, forward, base, head, layer: int, notes: list[str]) -> list[dict]:
-    edit = edit_map(plan, layer)
-    rank = int(edit.left.shape[1])
-    control = control_map(plan, layer, rank)
-    if rank == 0:
-        notes.append(f"the edit at layer {layer} has rank 0 (it removes nothing); its control is the identity")
+def _edits(plan: InterventionPlan, notes: list[str]) -> dict:
+    """Each edited layer's edit and its control (fitted or resolved before the model is loaded)."""
+    edits = {}
+    for layer in plan.at:
+        edit = edit_map(plan, layer)
+        rank = int(edit.left.shape[1])
+        if rank == 0:
+            notes.append(f"the edit at layer {layer} has rank 0 (it removes nothing); its control is the identity")
+        edits[layer] = (edit, control_map(plan, layer, rank))
+    return edits
+
+
+def _one_layer(plan: InterventionPlan, forward, base, head, layer: int, maps: tuple) -> list[dict]:
+    edit, control = maps
     edited, controlled = forward.run((edit,)), forward.run((control,))
     records = []
     for name, role in ((plan.label, "edited"), *((other, "amnesic") for other in plan.amnesic)):
@@ -51,12 +59,13 @@ def _one_layer(plan: InterventionPlan, forward, base, head, layer: int, notes: l
     if head is not None:
         records.append(loss_row(plan, forward, head, edit, control))
     for record in records:
-        record.update(edit=plan.config.edit, edit_layer=layer, rank=rank)
+        record.update(edit=plan.config.edit, edit_layer=layer, rank=int(edit.left.shape[1]))
     return records
 
 
 def intervene(config: InterveneConfig | str | None = None, **options) -> InterveneResult:
-    """Run ``featx intervene`` (see ``InterveneConfig``); ``--edit steer`` runs the steering dose-response."""
+    """Run ``featx intervene`` (see ``InterveneConfig``); ``--edit steer`` runs the steering dose-response.
+    Every input is checked, and every edit fitted or resolved, before the model is loaded."""
     from .forward import Forward
 
     config = InterveneConfig.build(config, **options)
@@ -64,17 +73,22 @@ def intervene(config: InterveneConfig | str | None = None, **options) -> Interve
     plan = make_plan(config)  # every check that needs the file, the bundle or the model's config
     if config.write:
         check_writable(plan.output.with_name(plan.output.name + ".csv"))
-    forward = Forward(plan)
     if config.edit == "steer":
         from .steering import dose_response
 
-        return _written(dose_response(plan, forward, started), config)
-    head, why = lm_model(plan, forward)
-    notes = [] if head is not None else [f"LM loss skipped: {why}"]
+        directions = steering_directions(plan)
+        return _written(dose_response(plan, Forward(plan), directions, started), config)
+    notes: list[str] = []
+    edits = _edits(plan, notes)
+    model, why = lm_model(plan)
+    if model is None:
+        notes.append(f"LM loss skipped: {why}")
+    forward = Forward(plan)
+    head = head_of(model, forward) if model is not None else None
     base = forward.run()
     records = []
     for layer in plan.at:
-        records += _one_layer(plan, forward, base, head, layer, notes)
+        records += _one_layer(plan, forward, base, head, layer, edits[layer])
     table = _holm(pd.DataFrame(records))[TABLE_COLUMNS]
     meta = _meta(plan, forward, notes, started)
     return _written(InterveneResult(table, meta, plan.output, notes), config)

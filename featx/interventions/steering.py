@@ -10,7 +10,7 @@ import time
 import numpy as np
 import pandas as pd
 
-from .edits import steer_map, steering_directions
+from .edits import steer_map
 from .forward import bundle_matrix
 from .result import STEER_COLUMNS, InterveneResult
 from .stats import mean_interval, share_interval
@@ -21,11 +21,13 @@ def _read(bundle, embeddings, column: int) -> tuple[np.ndarray, np.ndarray]:
     return np.asarray(bundle.predict_features(X)), np.asarray(bundle.scores_features(X))[:, column]
 
 
-def dose_response(plan, forward, started: float) -> InterveneResult:
+def dose_response(plan, forward, directions: tuple, started: float) -> InterveneResult:
+    """The dose-response along ``directions`` (``edits.steering_directions``: the direction, the random one and
+    where the first came from)."""
     bundle, config = plan.bundle, plan.config
     toward = str(config.toward)
     column = bundle.classes.index(toward)
-    direction, random, source = steering_directions(plan)
+    direction, random, source = directions
     predicted, score = _read(bundle, forward.run(), column)
     candidates = predicted != toward
     records = []

@@ -17,13 +17,13 @@ from featx.interventions import InterveneConfig, intervene
 
 @pytest.fixture
 def no_forward(monkeypatch):
-    """Any forward pass fails the test: every refusal must come before one."""
+    """Loading the model for the forward passes fails the test: every refusal must come before it."""
     from featx.interventions import forward
 
     def refuse(*args, **kwargs):
-        raise AssertionError("a forward pass ran before the input was refused")
+        raise AssertionError("the model was loaded for its forward passes before the input was refused")
 
-    monkeypatch.setattr(forward.Forward, "run", refuse)
+    monkeypatch.setattr(forward.Forward, "__init__", refuse)
 
 
 @pytest.mark.parametrize(
@@ -33,6 +33,7 @@ def no_forward(monkeypatch):
         ({"label": "animal", "at": "9"}, "layer 9 is outside .* whose layers are 0..2"),
         ({"label": "animal", "at": "1", "amnesic": "animal"}, "that is the edited label"),
         ({"edit": "project", "at": "1"}, "--bundle is missing"),
+        ({"edit": "project", "bundle": "B", "at": "1"}, "reads layers \\[2\\], so it has no directions at layer 1"),
         ({"edit": "steer", "bundle": "B", "at": "1,2", "toward": "dogs"}, "--edit steer edits one layer"),
         ({"edit": "steer", "bundle": "B", "at": "1", "toward": "dogs", "alphas": "0,nan"}, "nan is not a finite"),
         ({"edit": "steer", "bundle": "B", "at": "1", "toward": "dogs", "alphas": "1,inf"}, "inf is not a finite"),
