@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 import featx
-from featx.interventions import STEER_COLUMNS, TABLE_COLUMNS, intervene
+from featx.interventions import STEER_COLUMNS, TABLE_COLUMNS, format_table, intervene
 
 pytestmark = pytest.mark.slow  # the experiment runs the tiny model three times and fits a dozen probes (~5 s)
 
@@ -52,6 +52,8 @@ def test_the_table(erased_at_1):
     drift = table[table.role == "drift"].iloc[0]
     assert drift.before == 1.0 and 0 < drift.after < 1 and drift.after_low <= drift.after <= drift.after_high
     assert any("LM loss skipped" in note for note in erased_at_1.notes)
+    printed = format_table(erased_at_1)
+    assert "edit at layer 1 (rank 1):" in printed and "last-layer cosine" in printed and "LM loss skipped" in printed
 
 
 def test_the_files_are_written(erased_at_1):
@@ -73,19 +75,3 @@ def test_steering_with_alpha_zero_moves_nothing(planted_features, animal_bundle)
     assert (zero.moved == 0).all() and np.allclose(zero.score_change, 0)
     moved = table[(table.alpha == 8) & (table.direction == "probe")].iloc[0]
     assert moved.moved > 0.5 and result.meta["read_at"] == 2
-
-
-def test_the_figure_and_the_report_section(erased_at_1, tmp_path):
-    import shutil
-
-    from featx.report import save_intervention_figure
-    from featx.report.html.intervene import intervene_sections
-
-    figure = save_intervention_figure(erased_at_1.table, erased_at_1.meta, tmp_path / "x.png")
-    assert figure.stat().st_size > 0
-    features = tmp_path / "corpus.features.h5"
-    features.write_bytes(b"")  # only its name and folder matter to the section
-    shutil.copy(erased_at_1.json_path, tmp_path / "corpus.intervene-animal.json")
-    section = "\n".join(intervene_sections({"features_file": str(features)}))
-    assert "Inside the model (featx intervene)" in section and "<svg" in section and "last-layer cosine" in section
-    assert intervene_sections({"features_file": str(tmp_path / "elsewhere.h5")}) == []

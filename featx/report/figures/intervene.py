@@ -48,6 +48,7 @@ def intervention_figure(table: pd.DataFrame, meta: dict):
         fig, ax = plt.subplots(figsize=(5.5, 3.6))
         plot_steering(table, ax)
         ax.set_title(f"steering toward {meta.get('toward')} at layer {meta.get('at')}", fontsize=10)
+        fig.tight_layout()
         return fig
     layers = list(dict.fromkeys(int(layer) for layer in table.edit_layer))
     fig, axes = plt.subplots(1, len(layers), figsize=(4.2 * len(layers) + 1.2, 3.6), squeeze=False, sharey=True)
