@@ -39,6 +39,9 @@ def lm_model(plan):
 def _load_head(plan):
     import torch
     from transformers import AutoModelForCausalLM, AutoModelForMaskedLM
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # as featx's own loading does
 
     kind = AutoModelForCausalLM if plan.provenance.causal else AutoModelForMaskedLM
     folder = str(plan.provenance.model_folder)

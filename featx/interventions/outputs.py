@@ -67,4 +67,22 @@ def bundle_rows(plan, base, edited, control) -> list[dict]:
     return rows
 
 
-__all__ = ["bundle_rows", "drift_row", "output_record"]
+def reproduction_note(plan, base) -> str | None:
+    """A note when the unedited pass does not give back the stored vectors (another device or dtype, a changed
+    library): the before column is read from the file, after and control from this run's passes."""
+    top = max(plan.stored_layers)
+    with open_features(plan.features) as features:
+        stored = features.features(plan.pooling, top)
+        tolerance = 1e-2 if str(features.attrs.get("store_dtype")) in ("float16", "bfloat16") else 1e-4
+    fresh = base.array(top, plan.pooling)
+    scale = float(np.abs(stored).max()) or 1.0
+    gap = float(np.abs(fresh - stored).max()) / scale
+    if gap <= tolerance:
+        return None
+    return (
+        f"the unedited pass differs from the stored layer {top} by up to {gap:.2g} of its largest value (another "
+        "device, dtype or library version?): before is read from the file, after and control from this run"
+    )
+
+
+__all__ = ["bundle_rows", "drift_row", "output_record", "reproduction_note"]

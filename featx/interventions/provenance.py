@@ -115,6 +115,8 @@ def read_provenance(features: FeatureFile) -> Provenance:
     options = _options(features)
     _check_kind(features, options)
     _check_corpus(features)
+    if "init_seed" not in options and "seed" in options:  # files record a renamed option under its 0.2.0 name
+        options = {**options, "init_seed": options["seed"]}
     replayed = {name: options[name] for name in REPLAYED if options.get(name) is not None}
     return Provenance(
         model_folder=_model_folder(features),

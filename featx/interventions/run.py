@@ -16,7 +16,7 @@ from ..safe_files import check_writable
 from .config import InterveneConfig
 from .edits import control_map, edit_map, steering_directions
 from .loss import head_of, lm_model, loss_row
-from .outputs import bundle_rows, drift_row
+from .outputs import bundle_rows, drift_row, reproduction_note
 from .plan import InterventionPlan, make_plan
 from .probes import label_rows
 from .result import TABLE_COLUMNS, InterveneResult
@@ -86,6 +86,8 @@ def intervene(config: InterveneConfig | str | None = None, **options) -> Interve
     forward = Forward(plan)
     head = head_of(model, forward) if model is not None else None
     base = forward.run()
+    note = reproduction_note(plan, base)
+    notes += [note] if note else []
     records = []
     for layer in plan.at:
         records += _one_layer(plan, forward, base, head, layer, edits[layer])

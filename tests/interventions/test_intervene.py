@@ -52,6 +52,7 @@ def test_the_table(erased_at_1):
     drift = table[table.role == "drift"].iloc[0]
     assert drift.before == 1.0 and 0 < drift.after < 1 and drift.after_low <= drift.after <= drift.after_high
     assert any("LM loss skipped" in note for note in erased_at_1.notes)
+    assert not any("unedited pass differs" in note for note in erased_at_1.notes)  # the same rows, the same vectors
     printed = format_table(erased_at_1)
     assert "edit at layer 1 (rank 1):" in printed and "last-layer cosine" in printed and "LM loss skipped" in printed
 
