@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 import pytest
-from conftest import lm_features
+from support.interventions import lm_features
 
 from featx.interventions import intervene
 
