@@ -91,6 +91,12 @@ _HOMES = {
     "build_mlp": "solvers.classifiers",
     "train_head": "solvers.classifiers",
     "fit_ridge": "solvers.ridge",
+    # what featx.interventions builds on: one label's task, an eraser, one fold's probes and their paired test
+    "load_task": "analyses.target",
+    "fit_eraser": "analyses.erasure",
+    "run_linear_tasks": "evaluation.core",
+    "summarise": "evaluation.metrics",
+    "paired_p_value": "evaluation.significance",
 }
 
 __all__ = sorted(_HOMES)

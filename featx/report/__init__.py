@@ -43,6 +43,7 @@ _HOMES = {
     "plot_per_class_f1": "figures.classes",
     "plot_projection": "figures.projection",
     "plot_heatmap": "figures.heatmap",
+    "save_intervention_figure": "figures.intervene",
     "plot_learning_curves": "figures.learning",
     "figure": "figures.plot",
     "labels_figure": "compare",

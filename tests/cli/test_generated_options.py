@@ -35,7 +35,7 @@ def test_every_command_with_a_config_has_its_options_generated():
     assert named == {
         f"featx {name}"
         for name in ("extract", "merge", "probe", "labels add", "fit", "predict", "directions", "erase", "neurons")
-        + ("explain", "plot", "compare", "similarity", "report", "study run", "lens")
+        + ("explain", "plot", "compare", "similarity", "report", "study run", "lens", "intervene")
     }
 
 

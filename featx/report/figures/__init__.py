@@ -10,6 +10,7 @@ __all__ = [
     "curves",
     "diagnostics",
     "heatmap",
+    "intervene",
     "learning",
     "lens",
     "pairs",

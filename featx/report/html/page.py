@@ -30,6 +30,7 @@ from ..load import (
     selection_note,
 )
 from .analyses import analysis_kind, render_analysis
+from .intervene import intervene_sections
 from .parts import CSP, notes_html, page_html, table_html
 from .probe_figures import figure_sections
 from .sections import cosine_table, layer_table, reference_table, run_rows
@@ -134,6 +135,7 @@ def render_probe(results, classifier: str | None = None, metric: str | None = No
         "{figures}",
         "<h2>Per-example diagnostics (featx explain)</h2>",
         _explain_html(found, reason),
+        *intervene_sections(meta),  # featx intervene's results beside the features file
     ]
     title = f"{model_name(meta)} · label: {meta.get('label', '?')}"
     source = f"{Path(results).name} · probe: {classifier} · metric: {METRIC_NAMES.get(metric, metric)}"

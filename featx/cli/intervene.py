@@ -1,0 +1,32 @@
+"""``featx intervene``: the edit-inside-the-model experiment of a features file in one command."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from .app import echo, main
+from .generate import ConfigCommand
+
+
+@main.command(cls=ConfigCommand, config="featx.interventions:InterveneConfig")
+@click.argument("features", type=click.Path(path_type=Path))
+def intervene(features, **options):
+    """Does the model use a label? Edit FEATURES' model inside its forward pass and probe every layer above.
+
+    From the file's own provenance (model, corpus, options): erase --label at each --at layer (an eraser fitted
+    on the training rows; or a --bundle's span with --edit project|mean), run the model on, and report per layer
+    from the edit up the probe before, after and after a random control of the same rank (95% intervals, paired
+    tests Holm-adjusted), the other labels, the last layer's drift, the bundle's flips and the LM loss where the
+    checkpoint has a head. --edit steer --bundle B --toward C --alphas 0,1,2,4,8: a steering dose-response
+    (docs/intervene.md). Writes PREFIX.csv, PREFIX.json and PREFIX.png."""
+    from ..interventions import InterveneConfig, format_table
+    from ..interventions import intervene as run_intervene
+    from ..report import save_intervention_figure
+
+    result = run_intervene(InterveneConfig(features=features, **options))
+    echo(format_table(result))
+    figure = save_intervention_figure(result.table, result.meta, result.figure_path)
+    for path in (result.csv_path, result.json_path, figure):
+        echo(f"wrote {path}")

@@ -1,0 +1,82 @@
+"""A ``--bundle`` checked against the features file before any forward pass: made from this file's model, at this
+width, reading layers and a pooling the in-memory pass makes, and (``--edit steer``) knowing the class steered
+toward and reading a layer at or above the edit."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..errors import InputError
+from ..store import FeatureFile
+from .config import InterveneConfig
+from .provenance import Provenance
+
+
+def load_bundle(config: InterveneConfig):
+    """The bundle of ``--bundle`` (``featx.load``, its own checks), or None."""
+    if config.bundle is None:
+        return None
+    from ..deploy import load
+
+    path = Path(str(config.bundle))
+    if not (path / "manifest.json").is_file():
+        raise InputError(
+            f"--bundle {path} is not a featx fit bundle (no manifest.json)",
+            "give the folder featx fit wrote, e.g. model.featx",
+        )
+    return load(str(path))
+
+
+def check_bundle(bundle, config: InterveneConfig, provenance: Provenance, features: FeatureFile) -> None:
+    recorded = bundle.extraction.get("model_sha256")
+    if recorded != provenance.model_sha256:
+        raise InputError(
+            f"--bundle {config.bundle} was fitted on features of {bundle.extraction.get('model')}, not of this "
+            f"file's model {provenance.model}",
+            "fit a bundle on features of this file's model",
+        )
+    if bundle.level != "sentence":
+        raise InputError(f"--bundle {config.bundle} is a word-level probe", "give a bundle of a sentence label")
+    width = provenance.hidden_size * (len(bundle.layers) if bundle.spec.kind == "concat" else 1)
+    n_features = getattr(bundle.head, "n_features", width)
+    if bundle.spec.kind != "stack" and n_features != width:
+        raise InputError(
+            f"--bundle {config.bundle} reads vectors of width {n_features}, not this model's {width}",
+            "fit a bundle on features of this file's model",
+        )
+    if bundle.pooling not in features.poolings or any(layer not in features.layers for layer in bundle.layers):
+        raise InputError(
+            f"--bundle {config.bundle} reads layers {bundle.layers} ({bundle.pooling} pooling), which "
+            f"{features.path.name} does not all store",
+            "fit the bundle on this features file, or on one with the same layers and poolings",
+        )
+    if config.edit == "steer":
+        _check_steer(bundle, config)
+    elif config.edit in ("project", "mean"):
+        outside = [layer for layer in config.at if layer not in bundle.layers]
+        if outside:
+            raise InputError(
+                f"--edit {config.edit} --at {outside[0]}: bundle {config.bundle} reads layers {bundle.layers}, so it "
+                f"has no directions at layer {outside[0]}",
+                "edit at a layer the bundle reads, or fit a bundle there (featx fit --layer)",
+            )
+
+
+def _check_steer(bundle, config: InterveneConfig) -> None:
+    classes = bundle.classes
+    if classes is None or config.toward not in classes:
+        known = "none: it is a regression probe" if classes is None else ", ".join(map(str, classes))
+        raise InputError(
+            f"--toward {config.toward}: bundle {config.bundle} does not know that class (its classes: {known})",
+            "steer toward one of the bundle's classes",
+        )
+    layer = config.at[0]
+    if max(bundle.layers) < layer:
+        raise InputError(
+            f"--at {layer}: bundle {config.bundle} reads layers {bundle.layers}, all below the edit, which cannot "
+            "change them",
+            f"steer at or below layer {max(bundle.layers)}",
+        )
+
+
+__all__ = ["check_bundle", "load_bundle"]

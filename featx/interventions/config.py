@@ -1,0 +1,156 @@
+"""``InterveneConfig``: every option of ``featx intervene``, declared once, checked once when made, frozen.
+
+What needs only the options is checked here (``CONSTRAINTS``); what needs the features file, the bundle or the
+model's config (a label, a layer, a class) is checked by ``plan.make_plan``: every bad input is refused with one
+line before any model is loaded, let alone run.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+from ..errors import InputError
+from ..options import MAX_SEED, Check, Options, normalise, one_of, option, whole
+
+WHAT, EDIT, OUTPUTS, RUN = "Label and layers", "The edit", "The model's outputs", "Run and output"
+EDITS = ("erase", "project", "mean", "steer")
+METHODS = ("leace", "inlp")
+LOSS = ("auto", "yes", "no")
+MASK_RATE = 0.15  # the share of tokens masked for the masked-token loss (BERT's)
+
+
+def parse_layers(value: Any, flag: str = "--at") -> tuple[int, ...]:
+    """``--at 1,3`` (or a whole number, or a list of them) as a tuple of stored layer numbers."""
+    items = value if isinstance(value, (list, tuple)) else str(value).split(",")
+    layers = []
+    for item in items:
+        spelled = str(item).strip()
+        if not spelled.isdigit():
+            raise InputError(
+                f"{flag} {value!r}: '{spelled}' is not a layer number", f"e.g. {flag} 1,3 (0 the embeddings)"
+            )
+        layers.append(int(spelled))
+    if not layers:
+        raise InputError(f"{flag} is empty", f"e.g. {flag} 1,3")
+    return tuple(dict.fromkeys(layers))
+
+
+def parse_alphas(value: Any) -> tuple[float, ...]:
+    """``--alphas 0,1,2,4,8``: finite numbers (NaN and infinity refused)."""
+    items = value if isinstance(value, (list, tuple)) else str(value).split(",")
+    alphas = []
+    for item in items:
+        try:
+            alpha = float(item)
+        except (TypeError, ValueError):
+            raise InputError(f"--alphas {value!r}: '{item}' is not a number", "e.g. --alphas 0,1,2,4,8") from None
+        if not math.isfinite(alpha):
+            raise InputError(f"--alphas: {item} is not a finite number", "give finite amounts, e.g. --alphas 0,1,2,4,8")
+        alphas.append(alpha)
+    if not alphas:
+        raise InputError("--alphas is empty", "e.g. --alphas 0,1,2,4,8")
+    return tuple(alphas)
+
+
+def _check_at(config: InterveneConfig) -> None:
+    if config.at is None:
+        raise InputError("--at is missing: which layers to edit", "e.g. --at 1,3 (0 the embeddings)")
+    normalise(config, "at", parse_layers(config.at))
+
+
+def _check_alphas(config: InterveneConfig) -> None:
+    normalise(config, "alphas", parse_alphas(config.alphas))
+
+
+def _check_edit(config: InterveneConfig) -> None:
+    if config.edit in ("project", "mean", "steer") and config.bundle is None:
+        raise InputError(
+            f"--edit {config.edit} edits along a bundle's directions: --bundle is missing",
+            "give --bundle B.featx (featx fit)",
+        )
+    if config.edit == "steer":
+        if config.toward is None:
+            raise InputError("--edit steer needs --toward CLASS", "name the class to steer toward, e.g. --toward pos")
+        if len(config.at) != 1:
+            raise InputError(f"--edit steer edits one layer, not {len(config.at)}", "give one layer, e.g. --at 2")
+    elif config.toward is not None:
+        raise InputError("--toward applies to --edit steer only", "leave --toward out, or use --edit steer")
+
+
+@dataclass(frozen=True)
+class InterveneConfig(Options):
+    """Options of ``featx intervene`` (docs/intervene.md); frozen, checked when made."""
+
+    features: str | Path | None = None
+    label: str | None = option(
+        None, flag="--label", group=WHAT, help="Label column to erase (default: 'label', else the first one)."
+    )
+    at: Any = option(None, flag="--at", group=WHAT, help="Layers to edit, e.g. 1,3 (0 the embeddings' output).")
+    edit: str = option(
+        "erase",
+        flag="--edit",
+        group=EDIT,
+        choices=EDITS,
+        help="erase (an eraser of the label fitted on the training rows), project or mean (the span of --bundle's "
+        "directions removed or set to its training mean), or steer (add alpha times the direction toward --toward).",
+    )
+    method: str = option("leace", flag="--method", group=EDIT, choices=METHODS, help="--edit erase: LEACE or INLP.")
+    amnesic: str = option(
+        "all", flag="--amnesic", group=WHAT, help="Other label columns probed the same way: all, a list, or none."
+    )
+    pooling: str | None = option(
+        None, flag="--pooling", group=WHAT, help="Pooling the eraser is fitted on and the probes read (default: mean)."
+    )
+    bundle: str | Path | None = option(
+        None,
+        flag="--bundle",
+        group=EDIT,
+        kind="path",
+        help="A featx fit bundle of this file's model: its "
+        "directions for project, mean and steer; its predictions read before and after the edit.",
+    )
+    alphas: Any = option(
+        "0,1,2,4,8", flag="--alphas", group=EDIT, help="--edit steer: the amounts of the dose-response."
+    )
+    toward: str | None = option(None, flag="--toward", group=EDIT, help="--edit steer: the class steered toward.")
+    loss: str = option(
+        "auto",
+        flag="--loss",
+        group=OUTPUTS,
+        choices=LOSS,
+        help="The masked-token (encoders) or next-token (decoders) loss change: auto (where the checkpoint has an "
+        "LM head), yes (refuse a checkpoint without one) or no.",
+    )
+    seed: int = option(
+        0,
+        flag="--seed",
+        group=RUN,
+        help="Seed of the folds (a file without a split), the random control, the masks and INLP.",
+    )
+    device: str = option("auto", flag="--device", group=RUN, help="Device of the forward passes: auto, cpu, cuda ...")
+    output: str | Path | None = option(
+        None,
+        flag=("-o", "--output"),
+        group=RUN,
+        kind="path",
+        help="Prefix of the table, JSON and figure (default: FEATURES stem + .intervene-LABEL, or .steer-CLASS).",
+    )
+    n_bootstrap: int = 1000
+    write: bool = True  # the table's CSV and JSON beside the prefix
+
+    CONSTRAINTS: ClassVar[tuple[Check, ...]] = (
+        one_of("edit", "--edit", EDITS),
+        one_of("method", "--method", METHODS),
+        one_of("loss", "--loss", LOSS),
+        _check_at,
+        _check_alphas,
+        _check_edit,
+        whole("seed", "--seed", minimum=0, maximum=MAX_SEED),
+        whole("n_bootstrap", "n_bootstrap", minimum=100),
+    )
+
+
+__all__ = ["EDITS", "MASK_RATE", "InterveneConfig", "parse_alphas", "parse_layers"]

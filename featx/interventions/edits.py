@@ -1,0 +1,110 @@
+"""The edits ``featx intervene`` runs, as ``featx.extraction.EditMap``s (the arithmetic the forward pass's hooks
+apply): the eraser of the label fitted on the stored training rows (featx erase's LEACE or INLP), a bundle's span
+(``project``, ``mean``, through ``featx extract --intervene``'s own resolution), the random control of the same
+rank (seeded), and the steering directions (the bundle's at the edited layer when it reads it, else the stored
+training rows' class-mean difference) with a random direction of equal norm."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import InputError
+from ..store import open_features
+from .plan import InterventionPlan
+
+
+def model_info(plan: InterventionPlan):
+    from ..extraction import ModelInfo
+
+    p = plan.provenance
+    return ModelInfo(p.model, p.model_sha256, p.hidden_size, p.n_layers)
+
+
+def _identity(kind: str, layer: int, d: int, shift: np.ndarray | None = None):
+    from ..extraction import EditMap, Intervention
+
+    empty = np.zeros((d, 0))
+    return EditMap(
+        Intervention(kind, layer), np.zeros(d), empty, empty.T.copy(), np.zeros(d) if shift is None else shift
+    )
+
+
+def _fit_eraser(plan: InterventionPlan, layer: int):
+    from ..extraction import EditMap, Intervention
+    from ..probing import fit_eraser, load_task
+
+    config = plan.config
+    with open_features(plan.features) as features:
+        task = load_task(features, plan.label, 5, config.seed)
+        rows = task.training_rows()
+        X = features.features(plan.pooling, layer)[task.kept[rows]]
+    eraser = fit_eraser(config.method, X, task.y[rows], task.n_classes, 50, config.seed)
+    return EditMap(Intervention("erase", layer), eraser.mean, eraser.left, eraser.right, np.zeros(len(eraser.mean)))
+
+
+def edit_map(plan: InterventionPlan, layer: int):
+    """The edit at ``layer``: the fitted eraser (``--edit erase``) or the bundle's span (``project``, ``mean``)."""
+    if plan.config.edit == "erase":
+        return _fit_eraser(plan, layer)
+    from ..extraction import parse_intervention, resolve_edits
+
+    spec = f"{plan.config.edit}:{plan.config.bundle}@{layer}"
+    return resolve_edits((parse_intervention(spec),), model_info(plan))[0]
+
+
+def control_map(plan: InterventionPlan, layer: int, rank: int):
+    """``random:RANK@L`` with the run's seed (the identity for a rank-0 edit)."""
+    if rank == 0:
+        return _identity("random", layer, plan.provenance.hidden_size)
+    from ..extraction import parse_intervention, resolve_edits
+
+    return resolve_edits((parse_intervention(f"random:{rank}@{layer}", plan.config.seed),), model_info(plan))[0]
+
+
+def _class_mean_direction(plan: InterventionPlan, layer: int, toward: str) -> np.ndarray:
+    from ..probing import load_task
+
+    with open_features(plan.features) as features:
+        if plan.label not in features.label_columns:
+            raise InputError(
+                f"--edit steer at layer {layer}: the bundle does not read it and {plan.features.name} has no "
+                f"'{plan.label}' column to take the class-mean direction from",
+                "steer at a layer the bundle reads, or give a file with the bundle's label column",
+            )
+        task = load_task(features, plan.label, 5, plan.config.seed)
+        rows = task.training_rows()
+        X = features.features(plan.pooling, layer)[task.kept[rows]].astype(np.float64)
+    if toward not in task.class_names:
+        raise InputError(
+            f"--toward {toward}: no training row of '{plan.label}' has that class", "steer toward a class with rows"
+        )
+    inside = task.y[rows] == task.class_names.index(toward)
+    return X[inside].mean(axis=0) - X[~inside].mean(axis=0)
+
+
+def steering_directions(plan: InterventionPlan) -> tuple[np.ndarray, np.ndarray, str]:
+    """The unit direction toward ``--toward`` at the edited layer, a seeded random unit direction, and where the
+    first came from."""
+    from ..extraction import parse_intervention, resolve_edits
+
+    layer, toward, bundle = plan.at[0], str(plan.config.toward), plan.bundle
+    assert bundle is not None  # checked by the config
+    if layer in bundle.layers and bundle.spec.kind != "stack":
+        spec = f"steer:{plan.config.bundle}:{toward}:1@{layer}"  # alpha 1: the shift is the unit direction
+        vector = resolve_edits((parse_intervention(spec),), model_info(plan))[0].shift
+        source = f"the bundle's direction toward {toward} at layer {layer}"
+    else:
+        vector = _class_mean_direction(plan, layer, toward)
+        source = f"the class-mean difference ({toward} minus the rest) of the training rows at layer {layer}"
+    norm = float(np.linalg.norm(vector))
+    if not np.isfinite(norm) or norm == 0.0:
+        raise InputError(f"--toward {toward}: the direction at layer {layer} is zero", "steer at another layer")
+    random = np.random.default_rng(plan.config.seed).standard_normal(len(vector))
+    return vector / norm, random / np.linalg.norm(random), source
+
+
+def steer_map(plan: InterventionPlan, direction: np.ndarray, alpha: float):
+    return _identity("steer", plan.at[0], len(direction), shift=alpha * direction)
+
+
+__all__ = ["control_map", "edit_map", "model_info", "steer_map", "steering_directions"]

@@ -1,0 +1,88 @@
+"""What an edit does to the model's outputs, each against the unedited pass of the same rows: the drift of the last
+stored layer (the mean cosine of edited to unedited vectors), the bundle's predictions (the share that flip and its
+accuracy on the test rows) and the language-modelling loss (``loss.py``)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..store import open_features
+from .forward import bundle_matrix
+from .stats import cosines, mean_interval, share_interval
+
+
+def output_record(name: str, role: str, layer: int, values: dict) -> dict:
+    record: dict = {"kind": "output", "name": name, "role": role, "layer": layer, "majority": math.nan}
+    for key in ("before", "after", "control"):
+        record[key], record[f"{key}_low"], record[f"{key}_high"] = values.get(key, (math.nan,) * 3)
+    record["p_after"] = record["p_control"] = math.nan
+    return record
+
+
+def drift_row(plan, base, edited, control) -> dict:
+    """The mean cosine of the last stored layer's edited (and control) vectors to the unedited ones."""
+    top = max(plan.stored_layers)
+    reference = base.array(top, plan.pooling)
+    values = {"before": (1.0, 1.0, 1.0)}
+    for key, run in (("after", edited), ("control", control)):
+        values[key] = mean_interval(cosines(reference, run.array(top, plan.pooling)))
+    return output_record("last-layer cosine", "drift", top, values)
+
+
+def _test_rows(plan, bundle) -> tuple[np.ndarray, np.ndarray] | None:
+    """The rows the bundle's accuracy is read on (the test split, else every labelled row) and their classes."""
+    with open_features(plan.features) as features:
+        if bundle.label not in features.label_columns:
+            return None
+        codes, names = features.labels(bundle.label), features.label_names(bundle.label)
+        split = features.split
+    rows = np.flatnonzero(codes >= 0)
+    if split is not None:
+        rows = rows[np.isin(split[rows], ("test",))]
+    truth = np.asarray(names, dtype=object)[codes[rows]]
+    return rows, truth
+
+
+def bundle_rows(plan, base, edited, control) -> list[dict]:
+    """The share of the bundle's predictions that flip (after, control) and its test accuracy before and after."""
+    bundle = plan.bundle
+    if bundle is None:
+        return []
+    layer = max(bundle.layers)
+    predicted = {
+        key: bundle.predict_features(bundle_matrix(run, bundle))
+        for key, run in (("before", base), ("after", edited), ("control", control))
+    }
+    flips = {"before": (0.0, 0.0, 0.0)}
+    for key in ("after", "control"):
+        flips[key] = share_interval(predicted[key] != predicted["before"])
+    rows = [output_record(f"{bundle.label} bundle: flipped", "bundle", layer, flips)]
+    found = _test_rows(plan, bundle) if bundle.classes is not None else None
+    if found is not None and len(found[0]):
+        test, truth = found
+        accuracy = {key: share_interval(np.asarray(value)[test] == truth) for key, value in predicted.items()}
+        rows.append(output_record(f"{bundle.label} bundle: accuracy", "bundle", layer, accuracy))
+    return rows
+
+
+def reproduction_note(plan, base) -> str | None:
+    """A note when the unedited pass does not give back the stored vectors (another device or dtype, a changed
+    library): the before column is read from the file, after and control from this run's passes."""
+    top = max(plan.stored_layers)
+    with open_features(plan.features) as features:
+        stored = features.features(plan.pooling, top)
+        tolerance = 1e-2 if str(features.attrs.get("store_dtype")) in ("float16", "bfloat16") else 1e-4
+    fresh = base.array(top, plan.pooling)
+    scale = float(np.abs(stored).max()) or 1.0
+    gap = float(np.abs(fresh - stored).max()) / scale
+    if gap <= tolerance:
+        return None
+    return (
+        f"the unedited pass differs from the stored layer {top} by up to {gap:.2g} of its largest value (another "
+        "device, dtype or library version?): before is read from the file, after and control from this run"
+    )
+
+
+__all__ = ["bundle_rows", "drift_row", "output_record", "reproduction_note"]

@@ -1,0 +1,136 @@
+"""``InterventionPlan``: a ``featx intervene`` request resolved against its features file (and bundle) before
+any model is loaded: the label and the other columns, the pooling, the layers edited and the stored layers read
+above each, the bundle checked against the file's model, and the provenance to run the model again. Every bad
+input is refused here, with one line (``InputError``), before any forward pass."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError
+from ..store import FeatureFile, open_features
+from .config import InterveneConfig
+from .provenance import Provenance, read_provenance
+
+
+@dataclass(frozen=True)
+class InterventionPlan:
+    """What ``intervene`` runs (data only)."""
+
+    config: InterveneConfig
+    features: Path
+    provenance: Provenance
+    label: str
+    amnesic: tuple[str, ...]
+    pooling: str
+    at: tuple[int, ...]
+    above: dict  # edit layer -> the stored layers from it up (the probes' layers)
+    stored_layers: tuple[int, ...]
+    output: Path
+    bundle: Any = None  # the loaded ``featx.deploy.Probe``, or None
+    notes: tuple[str, ...] = ()
+
+
+def _label(features: FeatureFile, config: InterveneConfig, bundle) -> str:
+    label = config.label
+    if label is None and bundle is not None and config.edit == "steer":
+        label = bundle.label
+    if label is None:
+        columns = features.label_columns
+        if not columns:
+            raise InputError(
+                f"{features.path} has no label columns", "add a label column to the corpus and extract again"
+            )
+        return "label" if "label" in columns else columns[0]
+    if label not in features.label_columns:
+        have = ", ".join(features.label_columns) or "none"
+        raise InputError(
+            f"--label {label}: {features.path.name} has no such label column (it has: {have})",
+            "name one of its label columns",
+        )
+    return label
+
+
+def _amnesic(features: FeatureFile, config: InterveneConfig, label: str) -> tuple[str, ...]:
+    spelled = str(config.amnesic or "none").strip()
+    if spelled.lower() == "none" or config.edit == "steer":
+        return ()
+    if spelled.lower() == "all":
+        return tuple(name for name in features.label_columns if name != label)
+    names = tuple(name.strip() for name in spelled.split(",") if name.strip())
+    for name in names:
+        if name == label:
+            raise InputError(f"--amnesic {name}: that is the edited label", "name the other label columns")
+        if name not in features.label_columns:
+            raise InputError(
+                f"--amnesic {name}: {features.path.name} has no such label column",
+                "name its label columns, all, or none",
+            )
+    return names
+
+
+def _pooling(features: FeatureFile, config: InterveneConfig) -> str:
+    pooling = config.pooling or ("mean" if "mean" in features.poolings else features.poolings[0])
+    if pooling not in features.poolings:
+        raise InputError(
+            f"--pooling {pooling}: {features.path.name} stores {', '.join(features.poolings)}",
+            "choose a stored pooling",
+        )
+    return pooling
+
+
+def _check_layers(features: FeatureFile, config: InterveneConfig, provenance: Provenance) -> None:
+    for layer in config.at:
+        if layer >= provenance.n_layers:
+            raise InputError(
+                f"--at {layer}: layer {layer} is outside {provenance.model}, whose layers are "
+                f"0..{provenance.n_layers - 1}",
+                f"edit a layer from 0 (the embeddings) to {provenance.n_layers - 1}",
+            )
+        if layer not in features.layers:
+            raise InputError(
+                f"--at {layer}: {features.path.name} does not store layer {layer} (it stores {features.layers})",
+                "edit a stored layer: the eraser, the probes and the steering direction are fitted on its vectors",
+            )
+
+
+def _output(features: Path, config: InterveneConfig, label: str) -> Path:
+    if config.output is not None:
+        return Path(config.output)
+    name = features.name
+    stem = name[: -len(".features.h5")] if name.endswith(".features.h5") else Path(name).stem
+    tail = f"steer-{config.toward}" if config.edit == "steer" else f"intervene-{label}"
+    return features.with_name(f"{stem}.{tail}")
+
+
+def make_plan(config: InterveneConfig) -> InterventionPlan:
+    """The plan of ``config``: every check that needs the file, the bundle or the model's config."""
+    from .bundle_checks import check_bundle, load_bundle
+
+    path = Path(str(config.features))
+    bundle = load_bundle(config)
+    with open_features(path) as features:
+        provenance = read_provenance(features)
+        _check_layers(features, config, provenance)
+        label = _label(features, config, bundle)
+        if bundle is not None:
+            check_bundle(bundle, config, provenance, features)
+        plan = InterventionPlan(
+            config=config,
+            features=path,
+            provenance=provenance,
+            label=label,
+            amnesic=_amnesic(features, config, label),
+            pooling=_pooling(features, config),
+            at=tuple(config.at),
+            above={layer: tuple(stored for stored in features.layers if stored >= layer) for layer in config.at},
+            stored_layers=tuple(features.layers),
+            output=_output(path, config, label),
+            bundle=bundle,
+        )
+    return plan
+
+
+__all__ = ["InterventionPlan", "make_plan"]

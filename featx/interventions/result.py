@@ -1,0 +1,130 @@
+"""What ``featx intervene`` returns and writes: one table (``PREFIX.csv`` through ``featx.io.write_csv``, and
+``PREFIX.json`` with the run's settings), printed by ``format_table``; the figure is ``featx.report``'s."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+TABLE_COLUMNS = [
+    "edit",
+    "edit_layer",
+    "rank",
+    "kind",
+    "name",
+    "role",
+    "layer",
+    "majority",
+    "before",
+    "before_low",
+    "before_high",
+    "after",
+    "after_low",
+    "after_high",
+    "control",
+    "control_low",
+    "control_high",
+    "p_after",
+    "p_after_holm",
+    "p_control",
+    "p_control_holm",
+    "at_chance",
+    "significant",
+]
+STEER_COLUMNS = [
+    "alpha",
+    "direction",
+    "layer",
+    "read_at",
+    "moved",
+    "moved_low",
+    "moved_high",
+    "score_change",
+    "score_change_low",
+    "score_change_high",
+    "n_rows",
+]
+
+
+def _safe(value):
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if hasattr(value, "item"):
+        return _safe(value.item())
+    return value
+
+
+@dataclass
+class InterveneResult:
+    """The table (``TABLE_COLUMNS``, or ``STEER_COLUMNS`` for a dose-response), the run's settings and notes."""
+
+    table: pd.DataFrame
+    meta: dict
+    prefix: Path
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def csv_path(self) -> Path:
+        return self.prefix.with_name(self.prefix.name + ".csv")
+
+    @property
+    def json_path(self) -> Path:
+        return self.prefix.with_name(self.prefix.name + ".json")
+
+    @property
+    def figure_path(self) -> Path:
+        return self.prefix.with_name(self.prefix.name + ".png")
+
+    def write(self) -> list[Path]:
+        """Write the CSV and the JSON beside the prefix; returns their paths."""
+        from ..io import write_csv
+        from ..safe_files import atomic_write_text
+
+        write_csv(self.table, self.csv_path)
+        rows = [{key: _safe(value) for key, value in row.items()} for row in self.table.to_dict("records")]
+        payload = {"meta": self.meta, "results": rows}
+        atomic_write_text(self.json_path, json.dumps(payload, indent=1, allow_nan=False, default=str))
+        return [self.csv_path, self.json_path]
+
+
+def _interval(row, key: str) -> str:
+    value, low, high = row[key], row[f"{key}_low"], row[f"{key}_high"]
+    if value != value:
+        return "-"
+    return f"{value:.3f} [{low:.3f}, {high:.3f}]" if low == low else f"{value:.3f}"
+
+
+def format_table(result: InterveneResult) -> str:
+    """The table as ``featx intervene`` prints it."""
+    table = result.table
+    if "alpha" in table.columns:
+        lines = [
+            f"steering toward {result.meta.get('toward')} at layer {result.meta.get('at')}, read by the bundle "
+            f"at layer {result.meta.get('read_at')} ({result.meta.get('direction_source')})"
+        ]
+        for _, row in table.iterrows():
+            lines.append(
+                f"  alpha {row.alpha:g} {row.direction:<7} moved {_interval(row, 'moved')}  "
+                f"score change {_interval(row, 'score_change')}"
+            )
+        return "\n".join(lines)
+    lines = [
+        f"{result.meta.get('edit')} of '{result.meta.get('label')}' ({result.meta.get('pooling')} pooling); "
+        "before / after / random control, 95% intervals; p: after vs before, Holm-adjusted"
+    ]
+    for layer, group in table.groupby("edit_layer", sort=False):
+        lines.append(f"edit at layer {layer} (rank {group['rank'].iloc[0]}):")
+        for _, row in group.iterrows():
+            p = "" if row.p_after_holm != row.p_after_holm else f"  p {row.p_after_holm:.3g}"
+            lines.append(
+                f"  {row['name'][:28]:<28} L{row.layer:<3} {_interval(row, 'before'):<24} "
+                f"{_interval(row, 'after'):<24} {_interval(row, 'control'):<24}{p}"
+            )
+    return "\n".join(lines + [f"note: {note}" for note in result.notes])
+
+
+__all__ = ["STEER_COLUMNS", "TABLE_COLUMNS", "InterveneResult", "format_table"]

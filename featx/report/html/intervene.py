@@ -1,0 +1,96 @@
+"""The ``featx intervene`` section of a probe report: when the results of ``featx intervene`` (``STEM.intervene-LABEL
+.json``, ``STEM.steer-CLASS.json``) sit beside the probed features file, the report shows each one's figure and
+table after the probe's own sections (read from the JSON files; nothing of featx.interventions is imported)."""
+
+from __future__ import annotations
+
+import html
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from ..figures.intervene import intervention_figure
+from .parts import embeddable_svg, notes_html, svg_of_figure, table_html
+
+HOW = {
+    "intervene": "The edited label's probe accuracy at every stored layer from the edit up: before the edit (solid), "
+    "after it (dashed) and after removing as many random directions instead (dotted), with 95% bands. After near the "
+    "majority line at the edited layer is the eraser's guarantee; after rising again above it means the layers above "
+    "re-derive the label; the control staying near before means the fall is the label's, not any edit's.",
+    "steer": "The share of rows the bundle, read above the edit, moves toward the class as alpha grows, along the "
+    "probe's direction and along a random direction of the same norm, with 95% bands.",
+}
+SHOWN = {
+    "intervene": [
+        "edit_layer",
+        "name",
+        "role",
+        "layer",
+        "before",
+        "after",
+        "control",
+        "p_after_holm",
+        "p_control_holm",
+    ],
+    "steer": ["alpha", "direction", "moved", "moved_low", "moved_high", "score_change", "n_rows"],
+}
+
+
+def intervene_files(meta: dict) -> list[Path]:
+    """The intervene results beside the probed features file (none when it is gone)."""
+    features = meta.get("features_file") or meta.get("features")
+    if not features or not Path(str(features)).exists():
+        return []
+    path = Path(str(features))
+    stem = path.name[: -len(".features.h5")] if path.name.endswith(".features.h5") else path.stem
+    found = sorted(path.parent.glob(f"{stem}.intervene-*.json")) + sorted(path.parent.glob(f"{stem}.steer-*.json"))
+    return [item for item in found if item.is_file()]
+
+
+def _three(frame: pd.DataFrame) -> pd.DataFrame:
+    return frame.apply(
+        lambda column: column.map(lambda v: "-" if v != v else f"{v:.3f}") if column.dtype.kind == "f" else column
+    )
+
+
+def _one(path: Path, index: int) -> str:
+    try:
+        payload = json.loads(path.read_text(encoding="utf-8"))
+        meta, table = payload["meta"], pd.DataFrame(payload["results"])
+        kind = "steer" if meta.get("kind") == "steer" else "intervene"
+        table = table.astype(
+            {
+                column: float
+                for column in table.columns
+                if column not in ("edit", "kind", "name", "role", "direction", "at_chance", "significant")
+            }
+        )
+    except (OSError, ValueError, KeyError, TypeError):
+        return f'<p class="muted">{html.escape(path.name)} is not a readable featx intervene result.</p>'
+    caption = html.escape(HOW[kind])
+    svg = embeddable_svg(svg_of_figure(intervention_figure(table, meta)), f"iv{index}-")
+    title = (
+        f"steering toward {meta.get('toward')} at layer {meta.get('at')}"
+        if kind == "steer"
+        else (f"{meta.get('edit')} of '{meta.get('label')}' at layers {meta.get('at')}")
+    )
+    return "\n".join(
+        [
+            f"<h3>{html.escape(title)} ({html.escape(path.name)})</h3>",
+            f"<figure>{svg}<figcaption><strong>How to read this.</strong> {caption}</figcaption></figure>",
+            table_html(_three(table[[c for c in SHOWN[kind] if c in table.columns]])),
+            notes_html([str(note) for note in meta.get("notes") or []]),
+        ]
+    )
+
+
+def intervene_sections(meta: dict) -> list[str]:
+    """The section (a heading, then each result's figure and table), or nothing without results."""
+    files = intervene_files(meta)
+    if not files:
+        return []
+    return ["<h2>Inside the model (featx intervene)</h2>", *(_one(path, i) for i, path in enumerate(files))]
+
+
+__all__ = ["intervene_files", "intervene_sections"]

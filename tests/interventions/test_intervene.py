@@ -1,0 +1,78 @@
+"""``featx intervene`` (``featx/interventions``) on a planted label: erasing at layer L sends the probe at L to chance
+while the random control of the same rank does not; the before column is a plain probe of the original file; the
+table's columns; the steering dose-response moves nothing at alpha 0."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import featx
+from featx.interventions import STEER_COLUMNS, TABLE_COLUMNS, format_table, intervene
+
+pytestmark = pytest.mark.slow  # the experiment runs the tiny model three times and fits a dozen probes (~5 s)
+
+
+def _probe_rows(result, name: str) -> pd.DataFrame:
+    table = result.table
+    return table[(table.kind == "probe") & (table.name == name)].set_index("layer")
+
+
+def test_erasing_at_l_sends_the_probe_at_l_to_chance_and_the_control_does_not(erased_at_1):
+    at_1 = _probe_rows(erased_at_1, "animal").loc[1]
+    assert at_1.before_low > at_1.majority + 0.1  # the planted label is there before
+    assert at_1.at_chance and at_1.after_low <= at_1.majority
+    assert at_1.control_low > at_1.majority  # removing a random direction of the same rank keeps it
+    assert at_1.p_after_holm < 0.05 and at_1.p_control_holm < 0.05
+    assert erased_at_1.table["rank"].iloc[0] == 1  # LEACE of two classes removes one direction
+
+
+def test_before_is_a_plain_probe_of_the_original_file(erased_at_1, planted_features):
+    options = {
+        "poolings": "mean",
+        "layers": "1,2",
+        "classifiers": "logreg",
+        "control": False,
+        "n_bootstrap": 200,
+        "jobs": 1,
+    }
+    plain = featx.probe(planted_features, label="animal", write=False, **options).table
+    plain = plain[plain.classifier == "logreg"].dropna(subset=["layer"]).set_index("layer")
+    before = _probe_rows(erased_at_1, "animal")
+    for layer in before.index:
+        assert before.loc[layer, "before"] == plain.loc[layer, "accuracy"]
+
+
+def test_the_table(erased_at_1):
+    table = erased_at_1.table
+    assert list(table.columns) == TABLE_COLUMNS
+    assert set(table.role) == {"edited", "amnesic", "drift"}  # no bundle; the tiny BERT has no LM head
+    assert set(table[table.kind == "probe"].layer) == {1, 2}  # the stored layers from the edit up
+    drift = table[table.role == "drift"].iloc[0]
+    assert drift.before == 1.0 and 0 < drift.after < 1 and drift.after_low <= drift.after <= drift.after_high
+    assert any("LM loss skipped" in note for note in erased_at_1.notes)
+    assert not any("unedited pass differs" in note for note in erased_at_1.notes)  # the same rows, the same vectors
+    printed = format_table(erased_at_1)
+    assert "edit at layer 1 (rank 1):" in printed and "last-layer cosine" in printed and "LM loss skipped" in printed
+
+
+def test_the_files_are_written(erased_at_1):
+    import json
+
+    frame = pd.read_csv(erased_at_1.csv_path)
+    assert list(frame.columns) == TABLE_COLUMNS and len(frame) == len(erased_at_1.table)
+    payload = json.loads(erased_at_1.json_path.read_text())
+    assert payload["meta"]["label"] == "animal" and len(payload["results"]) == len(frame)
+
+
+def test_steering_with_alpha_zero_moves_nothing(planted_features, animal_bundle):
+    result = intervene(
+        planted_features, edit="steer", bundle=animal_bundle, toward="dogs", at="1", alphas="0,8", write=False
+    )
+    table = result.table
+    assert list(table.columns) == STEER_COLUMNS
+    zero = table[table.alpha == 0]
+    assert (zero.moved == 0).all() and np.allclose(zero.score_change, 0)
+    moved = table[(table.alpha == 8) & (table.direction == "probe")].iloc[0]
+    assert moved.moved > 0.5 and result.meta["read_at"] == 2

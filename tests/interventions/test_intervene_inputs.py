@@ -1,0 +1,102 @@
+"""Every bad input of ``featx intervene`` refused with one line (exit 2 on the command line) before any forward pass:
+a label the file lacks, a layer outside the model, a bundle of another model, a class the bundle does not know,
+alphas NaN or infinite, no LM head when the loss is asked for, a corpus gone or changed."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+from click.testing import CliRunner
+from support.errors import assert_one_clear_error
+
+from featx.cli import main
+from featx.errors import InputError
+from featx.interventions import InterveneConfig, intervene
+
+
+@pytest.fixture
+def no_forward(monkeypatch):
+    """Loading the model for the forward passes fails the test: every refusal must come before it."""
+    from featx.interventions import forward
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the model was loaded for its forward passes before the input was refused")
+
+    monkeypatch.setattr(forward.Forward, "__init__", refuse)
+
+
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        ({"label": "colour", "at": "1"}, "--label colour: .* has no such label column"),
+        ({"label": "animal", "at": "9"}, "layer 9 is outside .* whose layers are 0..2"),
+        ({"label": "animal", "at": "1", "amnesic": "animal"}, "that is the edited label"),
+        ({"edit": "project", "at": "1"}, "--bundle is missing"),
+        ({"edit": "project", "bundle": "B", "at": "1"}, "reads layers \\[2\\], so it has no directions at layer 1"),
+        ({"edit": "steer", "bundle": "B", "at": "1,2", "toward": "dogs"}, "--edit steer edits one layer"),
+        ({"edit": "steer", "bundle": "B", "at": "1", "toward": "dogs", "alphas": "0,nan"}, "nan is not a finite"),
+        ({"edit": "steer", "bundle": "B", "at": "1", "toward": "dogs", "alphas": "1,inf"}, "inf is not a finite"),
+        ({"edit": "steer", "bundle": "B", "at": "1", "toward": "zebra"}, "does not know that class"),
+        ({"edit": "steer", "bundle": "B", "at": "1", "toward": "dogs", "pooling": "cls"}, "stores mean"),
+        ({"at": "x"}, "'x' is not a layer number"),
+    ],
+)
+def test_a_bad_input_is_one_line_before_any_forward_pass(options, message, planted_features, animal_bundle, no_forward):
+    options = {**options, "bundle": animal_bundle} if options.get("bundle") == "B" else options
+    with pytest.raises(InputError, match=message) as error:
+        intervene(planted_features, write=False, **options)
+    assert "\n" not in error.value.message and error.value.hint
+
+
+def test_a_bundle_of_another_model_is_refused(planted_features, animal_bundle, monkeypatch, no_forward):
+    import dataclasses
+
+    import featx
+    from featx.interventions import bundle_checks
+
+    probe = featx.load(animal_bundle)
+    other = dataclasses.replace(probe, extraction={**probe.extraction, "model_sha256": "0" * 64, "model": "other"})
+    monkeypatch.setattr(bundle_checks, "load_bundle", lambda config: other)
+    with pytest.raises(InputError, match="was fitted on features of other, not of this file's model"):
+        intervene(planted_features, label="animal", at="1", bundle=animal_bundle, write=False)
+
+
+def test_no_lm_head_is_refused_when_the_loss_is_asked_for(planted_features, no_forward):
+    with pytest.raises(InputError, match="--loss yes: the checkpoint of .* holds no LM head weights"):
+        intervene(planted_features, label="animal", at="1", loss="yes", write=False)
+
+
+@pytest.mark.parametrize("change", ["gone", "changed"])
+def test_a_corpus_gone_or_changed_is_refused(change, planted_features, tmp_path, no_forward):
+    from featx.store import open_features
+
+    with open_features(planted_features) as features:
+        corpus = features.attrs["corpus_path"]
+    copy = tmp_path / "corpus.features.h5"
+    shutil.copy(planted_features, copy)
+    saved = tmp_path / "saved.csv"
+    shutil.copy(corpus, saved)
+    try:
+        if change == "gone":
+            shutil.move(corpus, tmp_path / "moved.csv")
+        else:
+            with open(corpus, "a", encoding="utf-8") as handle:
+                handle.write("one more row,cats,a,train\n")
+        with pytest.raises(InputError, match=f"corpus .* {change}" if change == "changed" else "is gone"):
+            intervene(copy, label="animal", at="1", write=False)
+    finally:
+        shutil.copy(saved, corpus)
+
+
+def test_the_command_line_exits_2_with_one_line(planted_features):
+    result = CliRunner().invoke(main, ["intervene", str(planted_features), "--label", "colour", "--at", "1"])
+    assert result.exit_code == 2
+    assert_one_clear_error(result.output, "--label colour")
+
+
+def test_the_config_checks_its_own_options():
+    with pytest.raises(InputError, match="--at is missing"):
+        InterveneConfig(features="x.h5")
+    with pytest.raises(InputError, match="--toward applies to --edit steer only"):
+        InterveneConfig(features="x.h5", at="1", toward="pos")

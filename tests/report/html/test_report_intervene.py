@@ -1,0 +1,68 @@
+"""The ``featx intervene`` section of a probe report (``featx/report/html/intervene.py``) and its figures
+(``featx/report/figures/intervene.py``), from result files written by hand in ``featx intervene``'s format."""
+
+from __future__ import annotations
+
+import json
+
+from featx.interventions import STEER_COLUMNS, TABLE_COLUMNS
+from featx.report import save_intervention_figure
+from featx.report.html.intervene import intervene_files, intervene_sections
+
+
+def _intervene_payload() -> dict:
+    rows = []
+    for layer, after in ((1, 0.5), (2, 0.7)):
+        rows.append({key: None for key in TABLE_COLUMNS})
+        rows[-1].update(edit="erase", edit_layer=1, rank=1, kind="probe", name="animal", role="edited", layer=layer,
+                        majority=0.5, before=0.9, before_low=0.8, before_high=0.95, after=after, after_low=after - 0.1,
+                        after_high=after + 0.1, control=0.9, control_low=0.8, control_high=0.95, p_after=0.01,
+                        p_after_holm=0.02, at_chance=layer == 1, significant=True)  # fmt: skip
+    drift = {key: None for key in TABLE_COLUMNS}
+    drift.update(edit="erase", edit_layer=1, rank=1, kind="output", name="last-layer cosine", role="drift", layer=2,
+                 before=1.0, after=0.99, control=0.999)  # fmt: skip
+    meta = {"kind": "intervene", "edit": "erase", "label": "animal", "at": [1], "notes": ["LM loss skipped: none"]}
+    return {"meta": meta, "results": [*rows, drift]}
+
+
+def _steer_payload() -> dict:
+    rows = [
+        dict(zip(STEER_COLUMNS, (alpha, name, 1, 2, moved, moved, moved, 0.0, 0.0, 0.0, 10), strict=True))
+        for alpha, name, moved in ((0, "probe", 0.0), (4, "probe", 0.9), (0, "random", 0.0), (4, "random", 0.1))
+    ]
+    return {"meta": {"kind": "steer", "toward": "dogs", "at": 1, "notes": []}, "results": rows}
+
+
+def test_the_section_shows_each_result_beside_the_features(tmp_path):
+    features = tmp_path / "corpus.features.h5"
+    features.write_bytes(b"")  # only its name and folder matter to the section
+    (tmp_path / "corpus.intervene-animal.json").write_text(json.dumps(_intervene_payload()))
+    (tmp_path / "corpus.steer-dogs.json").write_text(json.dumps(_steer_payload()))
+    (tmp_path / "other.intervene-animal.json").write_text("{}")  # another features file's: not shown
+    meta = {"features_file": str(features)}
+    assert [path.name for path in intervene_files(meta)] == ["corpus.intervene-animal.json", "corpus.steer-dogs.json"]
+    section = "\n".join(intervene_sections(meta))
+    assert section.startswith("<h2>Inside the model (featx intervene)</h2>")
+    assert section.count("<svg") == 2 and "last-layer cosine" in section and "steering toward dogs" in section
+    assert "LM loss skipped" in section
+
+
+def test_no_section_without_results_or_features(tmp_path):
+    assert intervene_sections({"features_file": str(tmp_path / "gone.h5")}) == []
+    assert intervene_sections({}) == []
+
+
+def test_an_unreadable_result_is_named_not_raised(tmp_path):
+    features = tmp_path / "x.h5"
+    features.write_bytes(b"")
+    (tmp_path / "x.intervene-a.json").write_text("not json")
+    assert "is not a readable featx intervene result" in "\n".join(intervene_sections({"features_file": str(features)}))
+
+
+def test_the_figures_are_written(tmp_path):
+    import pandas as pd
+
+    for payload, name in ((_intervene_payload(), "a.png"), (_steer_payload(), "b.png")):
+        table = pd.DataFrame(payload["results"]).fillna(float("nan"))
+        path = save_intervention_figure(table, payload["meta"], tmp_path / name)
+        assert path == tmp_path / name and path.stat().st_size > 1000
