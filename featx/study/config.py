@@ -5,7 +5,8 @@ Layout of the file (``docs/study.md``)::
     [study]      output, metric, jobs, engine, address
     [[models]]   name, model (a Hugging Face id or folder; default: the packaged MiniLM), random_init, seeds,
                  and any extract option of that model's extractions
-    [[corpora]]  name, path, labels, and any extract option (text_col, sep, word_format, ...)
+    [[corpora]]  name, path (or senteval: a folder of SentEval task files, one corpus each), labels, and any
+                 extract option (text_col, sep, word_format, ...)
     [extract]    any ``featx extract`` option shared by every extraction, by field or flag name
     [probe]      any ``featx probe`` option shared by every probe, by field or flag name
 
@@ -33,7 +34,7 @@ from .source import Place, Source, check_keys, dict_source, read_study
 TABLES = ("study", "models", "corpora", "extract", "probe")
 STUDY_KEYS = ("output", "metric", "jobs", "engine", "address")
 MODEL_KEYS = ("name", "model", "random_init", "seeds")
-CORPUS_KEYS = ("name", "path", "labels")
+CORPUS_KEYS = ("name", "path", "senteval", "labels")
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._\-]*$")
 FEATURES_NAME = "features.h5"  # a cell's features file: OUTPUT/<model>/<corpus>/features.h5
 Options = tuple[tuple[str, Any], ...]  # config fields as frozen pairs
@@ -235,6 +236,9 @@ def _corpora(source: Source, data: dict[str, Any]) -> tuple[CorpusSpec, ...]:
     seen: dict[str, Place] = {}
     for index, entry in enumerate(_entries(source, data, "corpora")):
         place = ("corpora", index)
+        if "senteval" in entry:
+            corpora.extend(_senteval(source, place, entry, seen))
+            continue
         if not isinstance(entry.get("path"), str):
             raise source.error((*place, "path"), "a corpus needs its path", 'e.g. path = "sst2.csv"')
         path = source.resolve(entry["path"])
@@ -242,11 +246,38 @@ def _corpora(source: Source, data: dict[str, Any]) -> tuple[CorpusSpec, ...]:
             raise source.error((*place, "path"), f"corpus file {path} does not exist", "give an existing file")
         name = _name(source, (*place, "name"), entry.get("name", path.name.split(".")[0]), seen)
         labels = _labels(source, (*place, "labels"), entry.get("labels", ["label"]))
-        own = {key: value for key, value in entry.items() if key not in CORPUS_KEYS}
-        corpora.append(
-            CorpusSpec(name, path.resolve(), labels, tuple(extract_fields(source, own, place, CORPUS_KEYS).items()))
-        )
+        own = tuple(extract_fields(source, _own(entry), place, CORPUS_KEYS).items())
+        corpora.append(CorpusSpec(name, path.resolve(), labels, own))
     return tuple(corpora)
+
+
+def _senteval(source: Source, place: Place, entry: dict[str, Any], seen: dict[str, Place]) -> list[CorpusSpec]:
+    """``senteval = "PATH"``: the SentEval probing tasks of a local folder, one corpus per task (named by its
+    file, after ``name`` and a '-' when given), or one task file; nothing is downloaded."""
+    from ..extraction import senteval_tasks
+
+    where = (*place, "senteval")
+    if "path" in entry:
+        raise source.error(where, "a corpus has a path or senteval, not both", "split it into two [[corpora]] entries")
+    if not isinstance(entry["senteval"], str):
+        raise source.error(where, "senteval must be a folder or a task file's path", 'e.g. senteval = "senteval/"')
+    target = source.resolve(entry["senteval"])
+    try:
+        tasks = senteval_tasks(target) if not target.is_file() else [(target.name.split(".")[0], target)]
+    except InputError as err:
+        raise source.error(where, err.message, err.hint) from None
+    prefix = entry.get("name")
+    labels = _labels(source, (*place, "labels"), entry.get("labels", ["label"]))
+    own = tuple(extract_fields(source, _own(entry), place, CORPUS_KEYS).items())
+    named = [(f"{prefix}-{task}" if prefix and target.is_dir() else prefix or task, path) for task, path in tasks]
+    return [
+        CorpusSpec(_name(source, (*place, "name"), name, seen), path.resolve(), labels, own) for name, path in named
+    ]
+
+
+def _own(entry: dict[str, Any]) -> dict[str, Any]:
+    """A corpus entry's extract options: its keys that are not the entry's own."""
+    return {key: value for key, value in entry.items() if key not in CORPUS_KEYS}
 
 
 def _study_keys(source: Source, table: dict[str, Any]) -> dict[str, Any]:

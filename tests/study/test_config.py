@@ -41,6 +41,10 @@ no-control = true
 @pytest.fixture
 def folder(tmp_path):
     (tmp_path / "sst2.csv").write_text("sentence,label\na b,x\n")
+    (tmp_path / "tasks").mkdir()
+    for task in ("past_present", "subj_number"):
+        (tmp_path / "tasks" / f"{task}.txt").write_text("tr\tPAST\tShe walked .\nte\tPRES\tShe walks .\n")
+    (tmp_path / "empty").mkdir()
     return tmp_path
 
 
@@ -86,6 +90,10 @@ BAD = [
     (('output = "out"', 'output = "out"\ncorpus = 1'), "[study] corpus: unknown key", 3, None),
     (("[probe]", "[probe\n"), "not valid TOML", None, None),
     (('output = "out"', 'output = "/"'), "[study] output: the output path / is a filesystem root", 2, None),
+    (('output = "out"', 'output = "out"\naddress = "127.0.0.1:1"'), "address is for the Ray engine", 3, "ray"),
+    (('path = "sst2.csv"', 'path = "sst2.csv"\nsenteval = "tasks"'), "a path or senteval, not both", 16, None),
+    (('path = "sst2.csv"', 'senteval = "none"'), "SentEval folder", 15, "task files"),
+    (('path = "sst2.csv"', 'senteval = "empty"'), "holds no SentEval task files", 15, "probing data"),
 ]
 
 
@@ -100,6 +108,18 @@ def test_each_bad_input_is_one_error_with_file_key_and_line(folder, change, word
         assert f", line {line}:" in caught.value.message
     if hint is not None:
         assert hint in (caught.value.hint or "")
+
+
+def test_a_senteval_folder_is_one_corpus_per_task_and_a_task_file_one(folder):
+    text = GOOD.replace('name = "sst2"\npath = "sst2.csv"', 'name = "se"\nsenteval = "tasks"')
+    config = study_config(write(folder, text.replace('text_col = "sentence"\n', "")))
+    assert [(corpus.name, corpus.path.name) for corpus in config.corpora] == [
+        ("se-past_present", "past_present.txt"), ("se-subj_number", "subj_number.txt")
+    ]  # fmt: skip
+    assert all(corpus.labels == ("label",) for corpus in config.corpora)
+    one = GOOD.replace('name = "sst2"\npath = "sst2.csv"', 'senteval = "tasks/subj_number.txt"')
+    config = study_config(write(folder, one.replace('text_col = "sentence"\n', "")))
+    assert [(corpus.name, corpus.path.name) for corpus in config.corpora] == [("subj_number", "subj_number.txt")]
 
 
 def test_a_missing_study_file_and_a_dict_study(folder):
