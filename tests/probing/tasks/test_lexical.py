@@ -249,3 +249,25 @@ def test_the_lexical_jobs_notes_come_back_with_its_row():
     assert probes == [[{"a": 1}], [{"b": 2}]] and record is None
     assert notes == ["earlier", "no lexical baseline: why"]
     assert take_lexical([[{"a": 1}]], notes) == ([[{"a": 1}]], None)
+
+
+def test_the_warm_started_c_path_chooses_as_fits_from_zeros_would():
+    """The C path starts each C from the previous C's weights; the validation scores, and so the C chosen,
+    are those of a fit from zeros at every C (here, on 100 texts: to the row)."""
+    from featx.probing import evaluation as ev
+    from featx.probing.tasks import lexical
+
+    rows = _rows(False)
+    texts = lexical.LexicalTexts([row[0] for row in rows])
+    y = np.array([row[1] == "pos" for row in rows], dtype=int)
+    train = np.arange(80)
+    transform = lexical.featuriser(texts, train)
+    X_train = transform(train)
+    grid = (1e-2, 1e-1, 1.0, 10.0, 100.0)
+    fit_rows, val_rows = ev.inner_split(y[train], np.arange(len(train)), 0)
+    by_hand = ev.CPath(y[train][val_rows])
+    for C in grid:
+        model = LogisticRegression(C=C, max_iter=1000).fit(X_train[fit_rows], y[train][fit_rows])
+        if not by_hand.record(C, float(np.mean(model.predict(X_train[val_rows]) == y[train][val_rows])), lambda: None):
+            break
+    assert lexical.choose_c(transform, X_train, y, train, None, grid, False, 0) == by_hand.best_c
