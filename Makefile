@@ -13,16 +13,29 @@ OUT ?= out
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 
-$(VENV)/.torch: | $(PY)
-	$(PY) -c "import torch" 2>/dev/null || $(PIP) install "$(TORCH)"
+# Packages go in through uv (PyPI's pip-compatible installer, written in Rust) when it can be installed: it
+# resolves the same versions from the same sources as pip (scripts/uv_options.py hands it pip's find-links,
+# indexes and constraints) and does not byte-compile every file it installs. A fresh `make install-test` on
+# 2 cores: 97 s of CPU with pip, 23 s with uv (creating the venv and installing uv included). Where uv is
+# missing or fails, pip installs; `make install-test UV=` uses pip alone.
+UV_VERSION ?= 0.13.9
+UV ?= $(VENV)/bin/uv
+install-with = { [ -n "$(UV)" ] && [ -x "$(UV)" ] && $(UV) pip install -q --python $(PY) $$($(PY) scripts/uv_options.py) $(1); } \
+	|| $(PIP) install $(1)
+
+$(VENV)/bin/uv: | $(PY)
+	$(PIP) install "uv==$(UV_VERSION)" || echo "could not install uv: pip installs the packages"
+
+$(VENV)/.torch: | $(PY) $(UV)
+	$(PY) -c "import torch" 2>/dev/null || $(call install-with,"$(TORCH)")
 	touch $@
 
 $(VENV)/.installed: pyproject.toml $(VENV)/.torch
-	$(PIP) install -e .
+	$(call install-with,-e .)
 	touch $@
 
 $(VENV)/.installed-test: pyproject.toml $(VENV)/.installed
-	$(PIP) install -e ".[test]"
+	$(call install-with,-e ".[test]")
 	touch $@
 
 install: $(VENV)/.installed
