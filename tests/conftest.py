@@ -40,7 +40,6 @@ from support.shared_files import (  # noqa: E402
 )
 from support.tiny import SENTENCES, build_tiny_bert, write_csv  # noqa: E402
 
-
 # Fixtures that take seconds to build, by the xdist group of the tests that use them (directly or through
 # another fixture): one worker builds each once, where the other would build it again for the tests it drew.
 # A module fixture is rebuilt on every worker that runs one of its module's tests (each test is its own unit
