@@ -40,13 +40,29 @@ from support.shared_files import (  # noqa: E402
 )
 from support.tiny import SENTENCES, build_tiny_bert, write_csv  # noqa: E402
 
+# Fixtures that take seconds to build, by the xdist group of the tests that use them (directly or through
+# another fixture): one worker builds each once, where the other would build it again for the tests it drew.
+# A module fixture is rebuilt on every worker that runs one of its module's tests (each test is its own unit
+# under --dist loadgroup), a session fixture on every worker that needs it.
+SHARED_BUILDS = {
+    "task_runs": "report-task-runs",  # six kinds of tiny real runs (tests/report/conftest.py)
+    "real_runs": "report-real-runs",  # two extractions and three probes
+    "memory_results": "hostile-corpora",  # a child process running every hostile corpus under a memory limit
+}
 
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist turns the xdist_group marks into the tests' scopes
 def pytest_collection_modifyitems(config, items):
-    """Under pytest-xdist, the modules holding slow tests go first (each kept whole, in folder order otherwise):
-    the long tests then start while the quick ones fill the gaps, instead of one worker finishing a child-process
-    test alone at the end. Only the order changes; no test depends on another's."""
+    """Under pytest-xdist, the tests sharing a slow fixture (``SHARED_BUILDS``) form one group, and the modules
+    holding slow tests go first (each kept whole, in folder order otherwise): the long tests then start while the
+    quick ones fill the gaps, instead of one worker finishing a child-process test alone at the end. Only the
+    order and the workers change; no test depends on another's."""
     if not os.environ.get("PYTEST_XDIST_WORKER"):
         return
+    for item in items:
+        group = next((SHARED_BUILDS[name] for name in item.fixturenames if name in SHARED_BUILDS), None)
+        if group is not None and item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(group))
     slow_modules = {item.path for item in items if item.get_closest_marker("slow")}
     items.sort(key=lambda item: item.path not in slow_modules)  # stable: the order within each group is kept
 

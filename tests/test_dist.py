@@ -2,15 +2,18 @@
 should, and the wheel installs into a clean venv (no system site packages, no checkout on the path) where
 ``featx --version`` and the demo run.
 
-One module-scoped build and venv serve every test here (~2 minutes on 2 busy cores, most of it pip). torch
-comes first from the same version this run uses (``torch==2.13.0+cpu``, the local CPU wheel on these
-machines; ``FEATX_DIST_TORCH`` names another requirement), so pip never resolves a CUDA torch of its own.
+One module-scoped build and venv serve every test here, and the module is one xdist group, so that one worker
+builds them once. torch comes first from the same version this run uses (``torch==2.13.0+cpu``, the local CPU
+wheel on these machines; ``FEATX_DIST_TORCH`` names another requirement), so the installer never resolves a
+CUDA torch of its own. The installer is the one ``make`` used: uv when it sits beside this Python (it links
+torch from its cache instead of unpacking 1.7 GB again), else pip.
 """
 
 from __future__ import annotations
 
 import csv
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -38,7 +41,7 @@ JUNK = [
 ]
 DEMO_ROWS = 240  # the first rows of data/demo.csv: both splits and both sentiments
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("dist")]  # one worker builds the files and the venv
 
 
 def _version() -> str:
@@ -49,8 +52,10 @@ def _version() -> str:
 
 
 def _run(command: list[str], cwd: Path, timeout: float = 300) -> str:
-    """Run outside the checkout: no PYTHONPATH, so only what was installed can be imported."""
-    env = {name: value for name, value in os.environ.items() if name not in {"PYTHONPATH", "VIRTUAL_ENV"}}
+    """Run outside the checkout: no PYTHONPATH, so only what was installed can be imported. The clean venv is
+    installed without byte-compiling; its first process writes the .pyc files the next ones read."""
+    hidden = {"PYTHONPATH", "VIRTUAL_ENV", "PYTHONDONTWRITEBYTECODE"}
+    env = {name: value for name, value in os.environ.items() if name not in hidden}
     process = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
     assert process.returncode == 0, f"{' '.join(command)}\n{process.stdout[-3000:]}\n{process.stderr[-3000:]}"
     return process.stdout
@@ -93,12 +98,24 @@ def venv(dist, tmp_path_factory) -> Iterator[Path]:
     home = tmp_path_factory.mktemp("venv")
     free = shutil.disk_usage(home).free
     assert free >= VENV_DISK, f"{home}: {free / 1024**3:.1f} GB free; the clean venv needs 3 GB: free some disk"
-    _run([sys.executable, "-m", "venv", str(home / "venv")], cwd=home)
     torch = os.environ.get("FEATX_DIST_TORCH", f"torch=={version('torch')}")
-    python = str(home / "venv" / "bin" / "python")
-    _run([python, "-m", "pip", "install", "-q", "--no-compile", torch, str(dist["wheel"])], cwd=home, timeout=600)
+    _install(home / "venv", [torch, str(dist["wheel"])], cwd=home)
     yield home / "venv" / "bin"
     shutil.rmtree(home / "venv", ignore_errors=True)
+
+
+def _install(venv: Path, requirements: list[str], cwd: Path) -> None:
+    """A clean venv (no system site packages) with ``requirements`` installed from the indexes, with uv when
+    ``make`` installed it beside this Python (the same sources as pip: scripts/uv_options.py), else with pip."""
+    uv = Path(sys.executable).parent / "uv"
+    python = str(venv / "bin" / "python")
+    if not uv.exists():
+        _run([sys.executable, "-m", "venv", str(venv)], cwd=cwd)
+        _run([python, "-m", "pip", "install", "-q", "--no-compile", *requirements], cwd=cwd, timeout=600)
+        return
+    options = shlex.split(_run([sys.executable, str(REPO / "scripts" / "uv_options.py")], cwd=cwd))
+    _run([str(uv), "venv", "-q", "--python", sys.executable, str(venv)], cwd=cwd)
+    _run([str(uv), "pip", "install", "-q", "--python", python, *options, *requirements], cwd=cwd, timeout=600)
 
 
 def _wheel(dist, member: str | None = None) -> list[str] | str:
