@@ -59,7 +59,8 @@ def _free_port() -> int:
 def _ray_cli(*args: str) -> None:
     binary = shutil.which("ray", path=os.path.dirname(sys.executable)) or "ray"
     env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0")
-    subprocess.run([binary, *args], check=True, capture_output=True, env=env, timeout=120)
+    ran = subprocess.run([binary, *args], capture_output=True, text=True, env=env, timeout=120)
+    assert ran.returncode == 0, f"ray {' '.join(args)}: {ran.stdout[-2000:]}{ran.stderr[-2000:]}"
 
 
 def test_a_two_node_cluster_gives_the_local_engines_table(local_table, tiny_model, study_corpora, tmp_path):

@@ -99,7 +99,7 @@ def _erase_meta(path: Path) -> dict:
 
 def _read_erasers(path: Path) -> dict[str, np.ndarray]:
     try:
-        with np.load(path, allow_pickle=False) as data:
+        with np.load(path) as data:  # allow_pickle is False by default: arrays only
             return {name: np.asarray(data[name], np.float64) for name in data.files}
     except (OSError, ValueError, KeyError) as err:
         raise InputError(
