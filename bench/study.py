@@ -8,7 +8,8 @@ The study: the packaged MiniLM and a random-init MiniLM x SST-2, TREC and AG New
 and ``--rows // 2`` test rows each, from ../shared/data), ``--layer all``. Each timing is of a whole
 ``featx.study.run`` in this process (the Ray rows include starting the local cluster). The probe-stage rows
 run on the study's folder with its extractions done and its probes undone (their states and results
-removed), so they time the probe stage and the tables. Run it on a quiet machine: no helpers.
+removed), so they time the probe stage and the tables. An untimed run of the commands comes first, so that
+neither side pays for filling the caches the other then reuses. Run it on a quiet machine: no helpers.
 """
 
 from __future__ import annotations
@@ -76,6 +77,7 @@ def one_by_one(paths: dict[str, Path], folder: Path) -> float:
     for model, random in (("minilm", False), ("minilm-random", True)):
         for name, path in paths.items():
             features = folder / model / f"{name}.h5"
+            features.parent.mkdir(parents=True, exist_ok=True)
             extract = [*featx, "extract", str(path), "-o", str(features), "-q"]
             subprocess.run(extract + (["--random-init"] if random else []), check=True)
             probe = [*featx, "probe", str(features), "--label", "label", "--layer", "all"]
@@ -90,13 +92,17 @@ def main() -> None:
     args = parser.parse_args()
     shutil.rmtree(args.out, ignore_errors=True)
     paths = samples(args.out / "data", args.rows)
+    one_by_one(paths, args.out / "warm-up")  # untimed: the first run of a model fills caches the later ones reuse
     figures = {"whole study, local, 1 worker (s)": timed(study(paths, args.out / "done"))}
+    print(f"whole study, local, 1 worker (s): {figures['whole study, local, 1 worker (s)']:.2f}", flush=True)
     figures["the same extract and probe commands one by one (s)"] = one_by_one(paths, args.out / "commands")
     for engine in ("local", "ray"):
         for jobs in (1, 2):
             probes_undone(args.out / "done")
             data = study(paths, args.out / "done", engine=engine, jobs=jobs)
-            figures[f"probe stage, {engine}, {jobs} worker(s) (s)"] = timed(data)
+            key = f"probe stage, {engine}, {jobs} worker(s) (s)"
+            figures[key] = timed(data)
+            print(f"{key}: {figures[key]:.2f}", flush=True)
     for engine in ("local", "ray"):
         one, two = (
             figures[f"probe stage, {engine}, 1 worker(s) (s)"],
