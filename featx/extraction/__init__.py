@@ -79,6 +79,7 @@ _HOMES = {
     "CONFIG_FILES": "model.fingerprints",
     "weights_sha256": "model.fingerprints",
     "load_model": "model.loading",
+    "load_configured": "model.loading",
     "quiet_load_report": "model.checks",
     "with_max_length": "model.loading",
     "native_requested": "fast.select",

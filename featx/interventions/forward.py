@@ -14,23 +14,14 @@ class Forward:
     """The loaded model and the in-memory extraction of the file's rows; ``run(maps)`` edits with ``maps``."""
 
     def __init__(self, plan: InterventionPlan):
-        from ..extraction import as_texts, edit_block_path, embed_config, load_model
+        from ..extraction import as_texts, edit_block_path, embed_config, load_configured
 
         with open_features(plan.features) as features:
             self.texts = as_texts(features.texts, "the file's texts")
         options = embed_options(plan.provenance, plan.config.device)
         self.config = embed_config(self.texts, None, **options)
         config = self.config
-        self.loaded = load_model(
-            config.model,
-            config.device,
-            config.dtype,
-            config.trust_remote_code,
-            config.random_init,
-            config.init_seed,
-            config.max_length,
-            native=False,  # the edits hook transformers' blocks
-        )
+        self.loaded = load_configured(config, native=False)  # the edits hook transformers' blocks
         expected = plan.provenance.model_sha256
         if expected and self.loaded.weights_sha256 != expected:
             raise ModelError(

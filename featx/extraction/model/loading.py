@@ -133,9 +133,10 @@ def load_tokenizer(model: str = DEFAULT_MODEL, trust_remote_code: bool = False):
         raise ModelError(f"cannot load the tokenizer of {name}: {err}") from None
 
 
-def load_configured(config) -> LoadedModel:
+def load_configured(config, native: bool | None = None) -> LoadedModel:
     """The model an ``ExtractConfig`` names, with its tokenizer, as every extraction loads it (extract, its dry
-    run, ``embed``): featx's own BERT where certainly equivalent (``native.select.native_requested``)."""
+    run, ``embed``): featx's own BERT where certainly equivalent (``native.select.native_requested``);
+    ``native=False``: transformers' modules whatever the config (``featx intervene`` hooks their blocks)."""
     from ..fast.select import native_requested
 
     return load_model(
@@ -147,7 +148,7 @@ def load_configured(config) -> LoadedModel:
         config.init_seed,
         config.max_length,
         config.device_map,
-        native=native_requested(config),
+        native=native_requested(config) if native is None else native,
     )
 
 
