@@ -37,13 +37,7 @@ def check_bundle(bundle, config: InterveneConfig, provenance: Provenance, featur
         )
     if bundle.level != "sentence":
         raise InputError(f"--bundle {config.bundle} is a word-level probe", "give a bundle of a sentence label")
-    width = provenance.hidden_size * (len(bundle.layers) if bundle.spec.kind == "concat" else 1)
-    n_features = getattr(bundle.head, "n_features", width)
-    if bundle.spec.kind != "stack" and n_features != width:
-        raise InputError(
-            f"--bundle {config.bundle} reads vectors of width {n_features}, not this model's {width}",
-            "fit a bundle on features of this file's model",
-        )
+    _check_width(bundle, config, provenance)
     if bundle.pooling not in features.poolings or any(layer not in features.layers for layer in bundle.layers):
         raise InputError(
             f"--bundle {config.bundle} reads layers {bundle.layers} ({bundle.pooling} pooling), which "
@@ -60,6 +54,22 @@ def check_bundle(bundle, config: InterveneConfig, provenance: Provenance, featur
                 f"has no directions at layer {outside[0]}",
                 "edit at a layer the bundle reads, or fit a bundle there (featx fit --layer)",
             )
+
+
+def _check_width(bundle, config: InterveneConfig, provenance: Provenance) -> None:
+    """The bundle reads vectors of this model's width: one layer's, the layers' side by side (concat), or one
+    layer's per part (a stack)."""
+    d = provenance.hidden_size
+    if bundle.spec.kind == "stack":
+        got, wanted = list(bundle.head.widths), [d] * len(bundle.layers)
+    else:
+        got, wanted = [int(bundle.head.n_features)], [d * (len(bundle.layers) if bundle.spec.kind == "concat" else 1)]
+    if got != wanted:
+        raise InputError(
+            f"--bundle {config.bundle} reads vectors of width {', '.join(map(str, got))}, not this model's "
+            f"{', '.join(map(str, wanted))}",
+            "fit a bundle on features of this file's model",
+        )
 
 
 def _check_steer(bundle, config: InterveneConfig) -> None:

@@ -100,3 +100,25 @@ def test_the_config_checks_its_own_options():
         InterveneConfig(features="x.h5")
     with pytest.raises(InputError, match="--toward applies to --edit steer only"):
         InterveneConfig(features="x.h5", at="1", toward="pos")
+
+
+@pytest.mark.parametrize("width", [16, 64])
+def test_a_bundle_of_another_width_is_refused(width, planted_features, animal_bundle, monkeypatch, no_forward):
+    """A bundle that records this file's model but reads vectors of another width (made from another site or
+    checkpoint of it): one line, exit 2 on the command line, before any forward pass."""
+    import dataclasses
+
+    import numpy as np
+
+    import featx
+    from featx.interventions import bundle_checks
+
+    probe = featx.load(animal_bundle)
+    head = dataclasses.replace(probe.head, mean=np.zeros(width))
+    monkeypatch.setattr(bundle_checks, "load_bundle", lambda config: dataclasses.replace(probe, head=head))
+    with pytest.raises(InputError, match=f"reads vectors of width {width}, not this model's 32"):
+        intervene(planted_features, label="animal", at="2", edit="project", bundle=animal_bundle, write=False)
+    args = ["intervene", str(planted_features), "--at", "2", "--edit", "project", "--bundle", str(animal_bundle)]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 2
+    assert_one_clear_error(result.output, f"reads vectors of width {width}")
