@@ -11,7 +11,8 @@ norm after the blocks (decoders, T5's encoder, ModernBERT) the stored top layer 
 Blocks are counted per call, not per module (a model-level pre-hook resets the count at every forward pass), so
 a shared block called N times (ALBERT) is edited at the right call. The edit is the same arithmetic for every
 token of every row, padding included: a row's states never depend on its batch neighbours or on padding.
-It runs in float32 (a half-precision state is edited in float32 and rounded back).
+It runs in float32 (a half-precision state is edited in float32 and rounded back). An edit at a site inside a
+layer (``@L:SITE``) is a hook on that site's module instead (``inner.py``).
 """
 
 from __future__ import annotations
@@ -59,12 +60,18 @@ class EditHooks:
 
     def __init__(self, model: torch.nn.Module, path: str, n_blocks: int, edits: Iterable[EditMap]):
         self.model, self.path, self.n_blocks = model, path, n_blocks
-        self.edits = tuple(edits)
+        edits = tuple(edits)
+        self.edits = tuple(edit for edit in edits if edit.intervention.site is None)  # at a layer's output
+        self.site_edits = tuple(edit for edit in edits if edit.intervention.site is not None)  # inside a layer
         self.calls = 0
         self._handles: list = []
         self._cached: dict = {}
 
     def __enter__(self) -> EditHooks:
+        if self.site_edits:
+            from .inner import site_hooks
+
+            self._handles += site_hooks(self.model, self.n_blocks, self.site_edits, self._cached)
         if not self.edits:
             return self
         blocks = self.model.get_submodule(self.path)
@@ -121,7 +128,12 @@ def plan_edits(intervene: str | None, seed: int, loaded) -> tuple[tuple[EditMap,
     edits = parse_interventions(intervene, seed)
     if not edits:
         return (), None
-    info = ModelInfo(str(loaded.name), str(loaded.weights_sha256), int(loaded.hidden_size), int(loaded.n_layers))
+    from .inner import site_widths
+
+    widths = site_widths(loaded, edits)
+    info = ModelInfo(
+        str(loaded.name), str(loaded.weights_sha256), int(loaded.hidden_size), int(loaded.n_layers), widths
+    )
     maps = resolve_edits(edits, info)
     return maps, block_path(loaded.model, info.n_layers - 1, loaded.device)
 

@@ -17,7 +17,7 @@ Every edit is one affine map of a state ``x`` (a ``(d,)`` vector per token):
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -30,12 +30,25 @@ SVD_TOL = 1e-10  # singular values of the (scaled) class directions below this a
 
 @dataclass(frozen=True)
 class ModelInfo:
-    """What the checks need of the loaded model: its name, weights sha256, width and stored layers (N + 1)."""
+    """What the checks need of the loaded model: its name, weights sha256, width and stored layers (N + 1), and
+    the width of each site inside its layers that an edit names (``inner.site_widths``)."""
 
     name: str
     weights_sha256: str
     hidden_size: int
     n_layers: int
+    site_widths: dict[str, int] = field(default_factory=dict)
+
+    def width(self, edit: Intervention) -> int:
+        """The width of the states ``edit`` changes: the hidden size, or its site's."""
+        if edit.site is None:
+            return self.hidden_size
+        if edit.site not in self.site_widths:
+            raise InputError(
+                f"--intervene {edit.kind}: featx does not know the width of site {edit.site} of {self.name}",
+                "edit the layer's output (@L without a site)",
+            )
+        return self.site_widths[edit.site]
 
 
 @dataclass(frozen=True)
@@ -73,11 +86,13 @@ def _other_model(edit: Intervention, what: str, recorded: str | None, model: Mod
 
 
 def _check_width(edit: Intervention, what: str, width: int, model: ModelInfo) -> None:
-    if width != model.hidden_size:
+    wanted = model.width(edit)
+    if width != wanted:
         raise InputError(
             f"--intervene {edit.kind}: {what} {edit.source} holds vectors of width {width}, but {model.name}'s "
-            f"layer {edit.layer} has width {model.hidden_size}",
-            "use a file made from features of this model's hidden states",
+            f"{edit.where} has width {wanted}",
+            "use a file made from features of this model's "
+            + ("hidden states" if edit.site is None else f"{edit.site} site at that layer"),
         )
 
 
@@ -230,11 +245,12 @@ def class_mean_direction(edit: Intervention, model: ModelInfo) -> np.ndarray:
 
 def random_map(edit: Intervention, model: ModelInfo) -> EditMap:
     """RANK orthonormal directions drawn with the seed, removed."""
-    d = model.hidden_size
+    d = model.width(edit)
     assert edit.rank is not None
     if edit.rank > d:
         raise InputError(
-            f"--intervene random: rank {edit.rank} is more than the model's width {d}", f"use a rank up to {d}"
+            f"--intervene random: rank {edit.rank} is more than the width {d} of {model.name}'s {edit.where}",
+            f"use a rank up to {d}",
         )
     rng = np.random.default_rng(edit.seed)
     basis, _ = np.linalg.qr(rng.standard_normal((d, edit.rank)))

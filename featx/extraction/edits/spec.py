@@ -9,8 +9,10 @@ One edit is ``KIND:ARGS@L``; several, comma-separated, apply in the order given 
 ``steer:FEATURES.h5:LABEL:CLASS:ALPHA@L``  the same along the class-mean difference of a features file
 ``random:RANK@L``                    remove RANK random orthonormal directions (``--intervene-seed``): the control
 
-L is a stored layer's number (0 the embeddings' output, N the last block's). What the edit does to which
-tensor is in ``hooks.py`` and docs/interventions.md. Model-dependent checks (width, layers, the model the
+L is a stored layer's number (0 the embeddings' output, N the last block's). ``@L:SITE`` (``SITE`` one of
+``attn_out``, ``ffn``, ``pre_ln``: the sites of ``featx extract --site``) edits that activation inside the block
+that makes layer L (L from 1), as ``--site SITE`` stores it at layer L. What the edit does to which tensor is in
+``hooks.py`` (``inner.py`` for sites) and docs/interventions.md. Model-dependent checks (width, layers, the model the
 source was made for) happen once the model is loaded, before any forward pass (``sources.py``).
 """
 
@@ -18,7 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ...errors import InputError
@@ -32,6 +34,7 @@ FORMS = {
     "random": "random:RANK@L",
 }
 MAX_LAYER = 4096
+SITES = ("attn_out", "ffn", "pre_ln")  # featx.extraction.forward.sites' named sites inside a layer
 FEATURES_SUFFIXES = (".h5", ".hdf5")
 
 
@@ -50,6 +53,12 @@ class Intervention:
     rank: int | None = None
     seed: int | None = None
     label: str | None = None  # steer from a features file: the label column whose class means give the direction
+    site: str | None = None  # an activation inside layer L (``SITES``); None: the layer's output (hidden state)
+
+    @property
+    def where(self) -> str:
+        """``layer L``, or ``layer L's SITE``: where the edit applies, in words."""
+        return f"layer {self.layer}" + (f"'s {self.site}" if self.site is not None else "")
 
     def source_sha256(self) -> str | None:
         """The sha256 of the source: the erasers file's bytes, a bundle's manifest (which records its weights'
@@ -81,6 +90,7 @@ class Intervention:
             "rank": self.rank,
             "seed": self.seed,
             **({"label": self.label} if self.label is not None else {}),
+            **({"site": self.site} if self.site is not None else {}),  # a layer edit's record is unchanged
         }
 
 
@@ -124,16 +134,27 @@ def _alpha(text: str, spelled: str) -> float:
     return alpha
 
 
-def parse_intervention(text: str, seed: int = 0) -> Intervention:
-    """One ``KIND:ARGS@L`` (see the module docstring); ``seed`` is ``random``'s."""
-    kind, colon, rest = str(text).strip().partition(":")
-    kind = kind.strip().lower()
-    if kind not in KINDS or not colon:
-        raise _malformed(text, None, f"the kind must be one of {', '.join(KINDS)}")
-    body, at, layer_text = rest.rpartition("@")
-    if not at:
-        raise _malformed(text, kind, "no @LAYER")
+def _site(text: str, kind: str, spelled: str, layer: int) -> str:
+    site = spelled.strip().lower()
+    hint = f"write @L:SITE with SITE one of {', '.join(SITES)} and L from 1, e.g. {kind}:...@2:ffn"
+    if site not in SITES:
+        raise InputError(f"--intervene '{text}': unknown site '{spelled.strip()}' (sites: {', '.join(SITES)})", hint)
+    if layer == 0:
+        raise InputError(
+            f"--intervene '{text}': site {site} is inside a layer, and layer 0 is the embeddings' output", hint
+        )
+    return site
+
+
+def _where(text: str, kind: str, spelled: str) -> tuple[int, str | None]:
+    """``L`` or ``L:SITE`` after the ``@``."""
+    layer_text, colon, site_text = spelled.partition(":")
     layer = _layer(text, kind, layer_text)
+    return layer, _site(text, kind, site_text, layer) if colon else None
+
+
+def _body(text: str, kind: str, body: str, layer: int, seed: int) -> Intervention:
+    """The edit of ``KIND:BODY@L`` (its site set by the caller)."""
     if kind == "random":
         if not body.strip().isdigit() or int(body) < 1:
             raise _malformed(text, kind, f"rank '{body}' is not a positive whole number")
@@ -155,6 +176,20 @@ def parse_intervention(text: str, seed: int = 0) -> Intervention:
     return Intervention(kind, layer, _source(text, kind, body), target=target)
 
 
+def parse_intervention(text: str, seed: int = 0) -> Intervention:
+    """One ``KIND:ARGS@L`` or ``KIND:ARGS@L:SITE`` (see the module docstring); ``seed`` is ``random``'s."""
+    kind, colon, rest = str(text).strip().partition(":")
+    kind = kind.strip().lower()
+    if kind not in KINDS or not colon:
+        raise _malformed(text, None, f"the kind must be one of {', '.join(KINDS)}")
+    body, at, where = rest.rpartition("@")
+    if not at:
+        raise _malformed(text, kind, "no @LAYER")
+    layer, site = _where(text, kind, where)
+    edit = _body(text, kind, body, layer, seed)
+    return replace(edit, site=site) if site is not None else edit
+
+
 def parse_interventions(text: str | None, seed: int = 0) -> tuple[Intervention, ...]:
     """Every edit of a comma-separated ``--intervene`` (none for None or empty)."""
     if text is None or not str(text).strip():
@@ -172,4 +207,4 @@ def check_intervene(config) -> None:
     parse_interventions(config.intervene, config.intervene_seed)
 
 
-__all__ = ["FORMS", "KINDS", "Intervention", "check_intervene", "parse_intervention", "parse_interventions"]
+__all__ = ["FORMS", "KINDS", "SITES", "Intervention", "check_intervene", "parse_intervention", "parse_interventions"]

@@ -126,7 +126,7 @@ def edit_notes(plan: ExtractionPlan, loaded: LoadedModel) -> list[str]:
     not hooked, so it is not selected with edits)."""
     if not plan.edits:
         return []
-    done = ", ".join(f"{edit.intervention.kind} at layer {edit.layer}" for edit in plan.edits)
+    done = ", ".join(f"{edit.intervention.kind} at {edit.intervention.where}" for edit in plan.edits)
     return [
         f"edited inside the forward pass: {done}; every layer above recomputed (attribute 'intervention'); "
         f"the model ran through {loaded.implementation} (the native fast path is not used with --intervene)"

@@ -31,6 +31,23 @@ def test_each_kind_parses(tmp_path):
     assert (by_means.source, by_means.label, by_means.target, by_means.alpha) == (features, "topic", "b", 2.0)
 
 
+def test_a_site_inside_a_layer_parses_and_is_recorded_only_when_given(tmp_path):
+    from featx.extraction.edits.spec import SITES
+    from featx.extraction.forward.sites import NAMED_SITES
+
+    assert set(SITES) <= set(NAMED_SITES)
+    bundle = tmp_path / "b.featx"
+    bundle.mkdir()
+    (bundle / "manifest.json").write_text("{}")
+    inside = parse_intervention(f"steer:{bundle}:pos:2@3:FFN")
+    assert (inside.layer, inside.site, inside.target, inside.alpha) == (3, "ffn", "pos", 2.0)
+    assert inside.record()["site"] == "ffn" and inside.where == "layer 3's ffn"
+    assert parse_intervention("random:4@2:attn_out", seed=1).site == "attn_out"
+    plain = parse_intervention("random:4@2", seed=1)
+    assert plain.site is None and plain.where == "layer 2"
+    assert list(plain.record()) == ["kind", "layer", "source", "source_sha256", "target", "alpha", "rank", "seed"]
+
+
 @pytest.mark.parametrize(
     "spec, message",
     [
@@ -38,7 +55,9 @@ def test_each_kind_parses(tmp_path):
         ("random:3", "no @LAYER"),
         ("random:3@x", "layer 'x' is not a layer number"),
         ("random:0@1", "rank '0' is not a positive whole number"),
-        ("random:3@1:ffn", "is not a layer number"),
+        ("random:3@1:mlp", "unknown site 'mlp' \\(sites: attn_out, ffn, pre_ln\\)"),
+        ("random:3@0:ffn", "site ffn is inside a layer, and layer 0 is the embeddings' output"),
+        ("random:3@x:ffn", "layer 'x' is not a layer number"),
         ("steer:B.featx:pos@1", "it needs a bundle, a class and an alpha"),
         ("steer:{bundle}:pos:nan@1", "alpha nan is not a finite number"),
         ("steer:{bundle}:pos:inf@1", "alpha inf is not a finite number"),
