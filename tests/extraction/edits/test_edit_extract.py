@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 from support.edits import write_erasers, zero_rank
+from support.errors import assert_one_clear_error
 
 import featx
 from featx.cli import main
@@ -126,3 +127,50 @@ def test_an_edited_forward_runs_in_memory_as_in_a_file(plain, tiny_model, tmp_pa
     embeddings = encode(load_model(str(tiny_model), device="cpu"), config, texts)
     for layer, values in edited.items():
         np.testing.assert_array_equal(embeddings.array(layer, "mean"), values)
+
+
+def _ffn_width(model) -> int:
+    return int(json.loads((model / "config.json").read_text(encoding="utf-8"))["intermediate_size"])
+
+
+def test_identity_site_edits_give_the_plain_features_bit_for_bit(plain, tiny_model, topic_bundle, tmp_path):
+    corpus, plain_file = plain
+    with featx.open(plain_file) as features:
+        sha = features.attrs["model_sha256"]
+    erasers = write_erasers(tmp_path, sha, {1: zero_rank(_ffn_width(tiny_model))})
+    spec = f"steer:{topic_bundle}:a:0@1:attn_out,erase:{erasers}@1:ffn"
+    edited = run(corpus, tiny_model, tmp_path / "identity.h5", intervene=spec)
+    want, got = stored(plain_file), stored(edited.output)
+    for layer in want:
+        np.testing.assert_array_equal(got[layer], want[layer])
+    with featx.open(edited.output) as features:
+        records = json.loads(features.attrs["intervention"])
+    assert [record["site"] for record in records] == ["attn_out", "ffn"]
+    assert any("layer 1's ffn" in note for note in edited.notes)
+
+
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ("erase:{erasers}@1:ffn", "holds vectors of width 32, but .*'s layer 1's ffn has width 64"),
+        ("random:65@1:ffn", "rank 65 is more than the width 64 of .*'s layer 1's ffn"),
+        ("random:2@3:pre_ln", "site pre_ln at layer 3 is outside the model's blocks, which make layers 1..2"),
+        ("random:2@1:ffn", "AlbertModel has no site ffn featx knows"),
+    ],
+)
+def test_a_bad_site_edit_is_refused_before_any_forward_pass(
+    spec, message, plain, tiny_model, family_models, tmp_path, monkeypatch
+):
+    from support.families import BY_NAME
+
+    from featx.extraction.forward import runner
+
+    corpus, plain_file = plain
+    with featx.open(plain_file) as features:
+        erasers = write_erasers(tmp_path, features.attrs["model_sha256"], {1: zero_rank(features.hidden_size)})
+    model = family_models(BY_NAME["albert"]) if "Albert" in message else tiny_model
+    monkeypatch.setattr(runner.Runner, "__call__", lambda *args: pytest.fail("a forward pass ran"))
+    args = ["extract", str(corpus), "--model", str(model), "-o", str(tmp_path / "e.h5")]
+    result = CliRunner().invoke(main, [*args, "--intervene", spec.format(erasers=erasers)])
+    assert result.exit_code == 2 and "Traceback" not in result.output, result.output
+    assert_one_clear_error(result.output, message)
