@@ -101,7 +101,7 @@ _HOMES = {
     "BundleDirections": "edits.directions",
     "plan_edits": "edits.hooks",
     "EditHooks": "edits.hooks",
-    "apply_edit": "edits.hooks",
+    "apply_edit": "edits.apply",
     "edit_block_path": "edits.hooks:block_path",
 }
 

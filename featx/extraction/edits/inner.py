@@ -17,6 +17,7 @@ from collections.abc import Iterable
 import torch
 
 from ...errors import InputError
+from .apply import apply_edit
 from .sources import EditMap
 from .spec import Intervention
 
@@ -75,8 +76,6 @@ def _first(value) -> torch.Tensor:
 
 
 def _input_hook(edit: EditMap, cached: dict):
-    from .hooks import apply_edit
-
     def hook(module, args) -> None:
         state = _first(args)
         state.copy_(apply_edit(state, edit, cached))
@@ -85,8 +84,6 @@ def _input_hook(edit: EditMap, cached: dict):
 
 
 def _output_hook(edit: EditMap, cached: dict):
-    from .hooks import apply_edit
-
     def hook(module, args, output):
         edited = apply_edit(_first(output), edit, cached)
         return edited if isinstance(output, torch.Tensor) else (edited, *output[1:])
