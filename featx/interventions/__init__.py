@@ -9,6 +9,7 @@ alongside. ``--edit steer``: a steering dose-response read by a bundle above the
 ``edits``       the edits as ``featx.extraction.EditMap``s: the eraser, the bundle's span, the controls, steering
 ``forward``     the model loaded once and run over the file's rows with or without edits
 ``probes``, ``outputs``, ``loss``, ``steering``  what is measured; ``result``: the table and its files
+``contrast``    the steering read through a decoder's contrast answers (``--template``, ``--answers``)
 ``run``         ``intervene``: the whole experiment
 """
 

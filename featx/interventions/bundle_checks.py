@@ -81,7 +81,7 @@ def _check_steer(bundle, config: InterveneConfig) -> None:
             "steer toward one of the bundle's classes",
         )
     layer = config.at[0]
-    if max(bundle.layers) < layer:
+    if max(bundle.layers) < layer and config.answers is None:  # with --answers, the decoder reads the steering
         raise InputError(
             f"--at {layer}: bundle {config.bundle} reads layers {bundle.layers}, all below the edit, which cannot "
             "change them",

@@ -66,7 +66,8 @@ def _check_alphas(config: InterveneConfig) -> None:
 
 
 def _check_edit(config: InterveneConfig) -> None:
-    if config.edit in ("project", "mean", "steer") and config.bundle is None:
+    steered_by_answers = config.edit == "steer" and config.answers is not None  # the class-mean direction
+    if config.edit in ("project", "mean", "steer") and config.bundle is None and not steered_by_answers:
         raise InputError(
             f"--edit {config.edit} edits along a bundle's directions: --bundle is missing",
             "give --bundle B.featx (featx fit)",
@@ -78,6 +79,24 @@ def _check_edit(config: InterveneConfig) -> None:
             raise InputError(f"--edit steer edits one layer, not {len(config.at)}", "give one layer, e.g. --at 2")
     elif config.toward is not None:
         raise InputError("--toward applies to --edit steer only", "leave --toward out, or use --edit steer")
+
+
+def _check_answers(config: InterveneConfig) -> None:
+    if config.answers is None and config.template is None:
+        return
+    if config.edit != "steer":
+        raise InputError(
+            "--answers and --template read a steering dose-response through the decoder: they apply to --edit steer",
+            "add --edit steer --toward CLASS, or leave them out",
+        )
+    if config.answers is None or config.template is None:
+        raise InputError(
+            "--answers and --template go together: the answers are read at the end of the template's prompt",
+            "give both, e.g. --template 'Review: {text} Sentiment:' --answers ' good, bad'",
+        )
+    from ..logit_lens import parse_answers
+
+    parse_answers(config.answers)
 
 
 @dataclass(frozen=True)
@@ -116,6 +135,20 @@ class InterveneConfig(Options):
         "0,1,2,4,8", flag="--alphas", group=EDIT, help="--edit steer: the amounts of the dose-response."
     )
     toward: str | None = option(None, flag="--toward", group=EDIT, help="--edit steer: the class steered toward.")
+    template: str | None = option(
+        None,
+        flag="--template",
+        group=OUTPUTS,
+        help="--edit steer on a decoder: the prompt around each row's text (e.g. 'Review: {text} Sentiment:') at "
+        "whose end --answers are read.",
+    )
+    answers: str | None = option(
+        None,
+        flag="--answers",
+        group=OUTPUTS,
+        help="--edit steer on a decoder: one single-token answer per class of the label (' good, bad', in the "
+        "label's class order, or 'pos= good,neg= bad'); the dose-response reads their logit difference.",
+    )
     loss: str = option(
         "auto",
         flag="--loss",
@@ -148,6 +181,7 @@ class InterveneConfig(Options):
         _check_at,
         _check_alphas,
         _check_edit,
+        _check_answers,
         whole("seed", "--seed", minimum=0, maximum=MAX_SEED),
         whole("n_bootstrap", "n_bootstrap", minimum=100),
     )

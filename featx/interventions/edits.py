@@ -83,13 +83,12 @@ def _class_mean_direction(plan: InterventionPlan, layer: int, toward: str) -> np
 
 
 def steering_directions(plan: InterventionPlan) -> tuple[np.ndarray, np.ndarray, str]:
-    """The unit direction toward ``--toward`` at the edited layer, a seeded random unit direction, and where the
-    first came from."""
+    """The unit direction toward ``--toward`` at the edited layer (the bundle's where it reads that layer, else the
+    training rows' class-mean difference), a seeded random unit direction, and where the first came from."""
     from ..extraction import parse_intervention, resolve_edits
 
     layer, toward, bundle = plan.at[0], str(plan.config.toward), plan.bundle
-    assert bundle is not None  # checked by the config
-    if layer in bundle.layers and bundle.spec.kind != "stack":
+    if bundle is not None and layer in bundle.layers and bundle.spec.kind != "stack":
         spec = f"steer:{plan.config.bundle}:{toward}:1@{layer}"  # alpha 1: the shift is the unit direction
         vector = resolve_edits((parse_intervention(spec),), model_info(plan))[0].shift
         source = f"the bundle's direction toward {toward} at layer {layer}"

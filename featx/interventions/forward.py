@@ -32,12 +32,13 @@ class Forward:
         self.n_blocks = int(self.loaded.n_layers) - 1
         self.block_path = edit_block_path(self.loaded.model, self.n_blocks, self.loaded.device)
 
-    def run(self, maps=()):
-        """The ``Embeddings`` of every row, with ``maps`` (``EditMap``s) applied inside the pass."""
+    def run(self, maps=(), config=None):
+        """The ``Embeddings`` of every row, with ``maps`` (``EditMap``s) applied inside the pass; ``config``: another
+        in-memory extraction of the rows than the file's (a prompt around them, ``contrast.py``)."""
         from ..extraction import EditHooks, encode
 
         with EditHooks(self.loaded.model, self.block_path, self.n_blocks, maps):
-            return encode(self.loaded, self.config, self.texts)
+            return encode(self.loaded, config or self.config, self.texts)
 
 
 def bundle_matrix(embeddings, bundle):

@@ -102,9 +102,10 @@ def format_table(result: InterveneResult) -> str:
     """The table as ``featx intervene`` prints it."""
     table = result.table
     if "alpha" in table.columns:
+        reader = result.meta.get("reader") or f"the bundle at layer {result.meta.get('read_at')}"
         lines = [
-            f"steering toward {result.meta.get('toward')} at layer {result.meta.get('at')}, read by the bundle "
-            f"at layer {result.meta.get('read_at')} ({result.meta.get('direction_source')})"
+            f"steering toward {result.meta.get('toward')} at layer {result.meta.get('at')}, read by {reader} "
+            f"({result.meta.get('direction_source')})"
         ]
         for _, row in table.iterrows():
             lines.append(

@@ -74,9 +74,13 @@ def intervene(config: InterveneConfig | str | None = None, **options) -> Interve
     if config.write:
         check_writable(plan.output.with_name(plan.output.name + ".csv"))
     if config.edit == "steer":
+        from .contrast import answer_dose_response, prepare_contrast
         from .steering import dose_response
 
+        contrast = prepare_contrast(plan)  # --answers: checked before the model is loaded
         directions = steering_directions(plan)
+        if contrast is not None:
+            return _written(answer_dose_response(plan, Forward(plan), contrast, directions, started), config)
         return _written(dose_response(plan, Forward(plan), directions, started), config)
     notes: list[str] = []
     edits = _edits(plan, notes)
