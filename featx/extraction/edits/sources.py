@@ -248,10 +248,8 @@ def random_map(edit: Intervention, model: ModelInfo) -> EditMap:
     d = model.width(edit)
     assert edit.rank is not None
     if edit.rank > d:
-        raise InputError(
-            f"--intervene random: rank {edit.rank} is more than the width {d} of {model.name}'s {edit.where}",
-            f"use a rank up to {d}",
-        )
+        what = "the model's width" if edit.site is None else f"the width of {model.name}'s {edit.where},"
+        raise InputError(f"--intervene random: rank {edit.rank} is more than {what} {d}", f"use a rank up to {d}")
     rng = np.random.default_rng(edit.seed)
     basis, _ = np.linalg.qr(rng.standard_normal((d, edit.rank)))
     return _affine(edit, d, basis=basis)

@@ -153,7 +153,7 @@ def test_identity_site_edits_give_the_plain_features_bit_for_bit(plain, tiny_mod
     "spec, message",
     [
         ("erase:{erasers}@1:ffn", "holds vectors of width 32, but .*'s layer 1's ffn has width 64"),
-        ("random:65@1:ffn", "rank 65 is more than the width 64 of .*'s layer 1's ffn"),
+        ("random:65@1:ffn", "rank 65 is more than the width of .*'s layer 1's ffn, 64"),
         ("random:2@3:pre_ln", "site pre_ln at layer 3 is outside the model's blocks, which make layers 1..2"),
         ("random:2@1:ffn", "AlbertModel has no site ffn featx knows"),
     ],
