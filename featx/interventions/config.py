@@ -19,6 +19,7 @@ WHAT, EDIT, OUTPUTS, RUN = "Label and layers", "The edit", "The model's outputs"
 EDITS = ("erase", "project", "mean", "steer")
 METHODS = ("leace", "inlp")
 LOSS = ("auto", "yes", "no")
+SITES = ("attn_out", "ffn", "pre_ln")  # featx extract --site's activations inside a layer
 MASK_RATE = 0.15  # the share of tokens masked for the masked-token loss (BERT's)
 
 
@@ -99,6 +100,24 @@ def _check_answers(config: InterveneConfig) -> None:
     parse_answers(config.answers)
 
 
+def _check_site(config: InterveneConfig) -> None:
+    if config.site is None:
+        return
+    if config.site not in SITES:
+        raise InputError(f"--site {config.site}: not a site inside a layer", f"choose from {', '.join(SITES)}")
+    if config.edit in ("project", "mean"):
+        raise InputError(
+            f"--edit {config.edit} --site {config.site}: a bundle's directions are of the layers' outputs, not of a "
+            "site inside them",
+            "use --edit erase (fitted on the stored site) or leave --site out",
+        )
+    if 0 in config.at:
+        raise InputError(
+            f"--site {config.site} --at 0: a site is inside a layer, and layer 0 is the embeddings' output",
+            "edit at layers from 1",
+        )
+
+
 @dataclass(frozen=True)
 class InterveneConfig(Options):
     """Options of ``featx intervene`` (docs/intervene.md); frozen, checked when made."""
@@ -117,6 +136,13 @@ class InterveneConfig(Options):
         "directions removed or set to its training mean), or steer (add alpha times the direction toward --toward).",
     )
     method: str = option("leace", flag="--method", group=EDIT, choices=METHODS, help="--edit erase: LEACE or INLP.")
+    site: str | None = option(
+        None,
+        flag="--site",
+        group=EDIT,
+        help="Edit this activation inside each --at layer (attn_out, ffn or pre_ln, as featx extract --site stores "
+        "it) rather than the layer's output; erase and steer fit on the file's stored site vectors.",
+    )
     amnesic: str = option(
         "all", flag="--amnesic", group=WHAT, help="Other label columns probed the same way: all, a list, or none."
     )
@@ -182,9 +208,10 @@ class InterveneConfig(Options):
         _check_alphas,
         _check_edit,
         _check_answers,
+        _check_site,
         whole("seed", "--seed", minimum=0, maximum=MAX_SEED),
         whole("n_bootstrap", "n_bootstrap", minimum=100),
     )
 
 
-__all__ = ["EDITS", "MASK_RATE", "InterveneConfig", "parse_alphas", "parse_layers"]
+__all__ = ["EDITS", "MASK_RATE", "SITES", "InterveneConfig", "parse_alphas", "parse_layers"]

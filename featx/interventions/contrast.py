@@ -167,6 +167,7 @@ def answer_dose_response(plan, forward, contrast: Contrast, directions: tuple, s
         "read_at": "answers",
         "reader": f"the answers at the end of {config.template!r} ({contrast.described})",
         "direction_source": source,
+        **({"site": config.site} if config.site else {}),
         "alphas": list(config.alphas),
         "seed": config.seed,
         "n_rows": len(forward.texts),

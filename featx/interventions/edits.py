@@ -17,15 +17,29 @@ def model_info(plan: InterventionPlan):
     from ..extraction import ModelInfo
 
     p = plan.provenance
-    return ModelInfo(p.model, p.model_sha256, p.hidden_size, p.n_layers)
+    return ModelInfo(p.model, p.model_sha256, p.hidden_size, p.n_layers, dict(plan.site_widths or {}))
 
 
-def _identity(kind: str, layer: int, d: int, shift: np.ndarray | None = None):
+def _at(plan: InterventionPlan, layer: int) -> str:
+    """``L``, or ``L:SITE`` with ``--site``: where an edit spec applies."""
+    return f"{layer}:{plan.config.site}" if plan.config.site else str(layer)
+
+
+def _stored(features, plan: InterventionPlan, layer: int) -> np.ndarray:
+    """The stored vectors the edit fits on: of layer ``layer``, or of ``--site`` in it."""
+    return features.features(plan.pooling, layer, site=plan.config.site or "hidden")
+
+
+def _identity(kind: str, layer: int, d: int, shift: np.ndarray | None = None, site: str | None = None):
     from ..extraction import EditMap, Intervention
 
     empty = np.zeros((d, 0))
     return EditMap(
-        Intervention(kind, layer), np.zeros(d), empty, empty.T.copy(), np.zeros(d) if shift is None else shift
+        Intervention(kind, layer, site=site),
+        np.zeros(d),
+        empty,
+        empty.T.copy(),
+        np.zeros(d) if shift is None else shift,
     )
 
 
@@ -37,9 +51,15 @@ def _fit_eraser(plan: InterventionPlan, layer: int):
     with open_features(plan.features) as features:
         task = load_task(features, plan.label, 5, config.seed)
         rows = task.training_rows()
-        X = features.features(plan.pooling, layer)[task.kept[rows]]
+        X = _stored(features, plan, layer)[task.kept[rows]]
     eraser = fit_eraser(config.method, X, task.y[rows], task.n_classes, 50, config.seed)
-    return EditMap(Intervention("erase", layer), eraser.mean, eraser.left, eraser.right, np.zeros(len(eraser.mean)))
+    return EditMap(
+        Intervention("erase", layer, site=config.site),
+        eraser.mean,
+        eraser.left,
+        eraser.right,
+        np.zeros(len(eraser.mean)),
+    )
 
 
 def edit_map(plan: InterventionPlan, layer: int):
@@ -54,11 +74,12 @@ def edit_map(plan: InterventionPlan, layer: int):
 
 def control_map(plan: InterventionPlan, layer: int, rank: int):
     """``random:RANK@L`` with the run's seed (the identity for a rank-0 edit)."""
-    if rank == 0:
-        return _identity("random", layer, plan.provenance.hidden_size)
     from ..extraction import parse_intervention, resolve_edits
 
-    return resolve_edits((parse_intervention(f"random:{rank}@{layer}", plan.config.seed),), model_info(plan))[0]
+    spec = parse_intervention(f"random:{max(rank, 1)}@{_at(plan, layer)}", plan.config.seed)
+    if rank == 0:
+        return _identity("random", layer, model_info(plan).width(spec), site=plan.config.site)
+    return resolve_edits((spec,), model_info(plan))[0]
 
 
 def _class_mean_direction(plan: InterventionPlan, layer: int, toward: str) -> np.ndarray:
@@ -73,7 +94,7 @@ def _class_mean_direction(plan: InterventionPlan, layer: int, toward: str) -> np
             )
         task = load_task(features, plan.label, 5, plan.config.seed)
         rows = task.training_rows()
-        X = features.features(plan.pooling, layer)[task.kept[rows]].astype(np.float64)
+        X = _stored(features, plan, layer)[task.kept[rows]].astype(np.float64)
     if toward not in task.class_names:
         raise InputError(
             f"--toward {toward}: no training row of '{plan.label}' has that class", "steer toward a class with rows"
@@ -88,13 +109,14 @@ def steering_directions(plan: InterventionPlan) -> tuple[np.ndarray, np.ndarray,
     from ..extraction import parse_intervention, resolve_edits
 
     layer, toward, bundle = plan.at[0], str(plan.config.toward), plan.bundle
-    if bundle is not None and layer in bundle.layers and bundle.spec.kind != "stack":
+    if bundle is not None and layer in bundle.layers and bundle.spec.kind != "stack" and not plan.config.site:
         spec = f"steer:{plan.config.bundle}:{toward}:1@{layer}"  # alpha 1: the shift is the unit direction
         vector = resolve_edits((parse_intervention(spec),), model_info(plan))[0].shift
         source = f"the bundle's direction toward {toward} at layer {layer}"
     else:
         vector = _class_mean_direction(plan, layer, toward)
-        source = f"the class-mean difference ({toward} minus the rest) of the training rows at layer {layer}"
+        where = f"layer {layer}" + (f"'s {plan.config.site}" if plan.config.site else "")
+        source = f"the class-mean difference ({toward} minus the rest) of the training rows at {where}"
     norm = float(np.linalg.norm(vector))
     if not np.isfinite(norm) or norm == 0.0:
         raise InputError(f"--toward {toward}: the direction at layer {layer} is zero", "steer at another layer")
@@ -103,7 +125,7 @@ def steering_directions(plan: InterventionPlan) -> tuple[np.ndarray, np.ndarray,
 
 
 def steer_map(plan: InterventionPlan, direction: np.ndarray, alpha: float):
-    return _identity("steer", plan.at[0], len(direction), shift=alpha * direction)
+    return _identity("steer", plan.at[0], len(direction), shift=alpha * direction, site=plan.config.site)
 
 
 __all__ = ["control_map", "edit_map", "model_info", "steer_map", "steering_directions"]

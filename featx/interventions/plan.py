@@ -31,6 +31,7 @@ class InterventionPlan:
     output: Path
     bundle: Any = None  # the loaded ``featx.deploy.Probe``, or None
     notes: tuple[str, ...] = ()
+    site_widths: Any = None  # --site: {site: the stored site's width}
 
 
 def _label(features: FeatureFile, config: InterveneConfig, bundle) -> str:
@@ -96,6 +97,22 @@ def _check_layers(features: FeatureFile, config: InterveneConfig, provenance: Pr
             )
 
 
+def _site_widths(features: FeatureFile, config: InterveneConfig) -> dict:
+    """``{site: width}`` of ``--site``, stored at every ``--at`` layer (what the eraser and directions fit on)."""
+    site = config.site
+    if site is None:
+        return {}
+    stored = features.site_layers(site) if site in features.sites else []
+    missing = [layer for layer in config.at if layer not in stored]
+    if missing:
+        raise InputError(
+            f"--site {site}: {features.path.name} does not store site {site} at layer {missing[0]} "
+            f"(it stores it at {stored or 'no layer'})",
+            f"extract the file with --site {site} at the layers you edit",
+        )
+    return {site: int(features.features(features.site_poolings(site)[0], stored[0], site=site).shape[1])}
+
+
 def _output(features: Path, config: InterveneConfig, label: str) -> Path:
     if config.output is not None:
         return Path(config.output)
@@ -129,6 +146,7 @@ def make_plan(config: InterveneConfig) -> InterventionPlan:
             stored_layers=tuple(features.layers),
             output=_output(path, config, label),
             bundle=bundle,
+            site_widths=_site_widths(features, config),
         )
     return plan
 

@@ -120,6 +120,7 @@ def _meta(plan: InterventionPlan, forward, notes: list[str], started: float) -> 
         "method": config.method if config.edit == "erase" else None,
         "bundle": str(config.bundle) if config.bundle is not None else None,
         "at": list(plan.at),
+        **({"site": config.site} if config.site else {}),  # a run without --site writes what it wrote before
         "pooling": plan.pooling,
         "seed": config.seed,
         "control": "random:RANK@L (RANK the edit's rank, --seed)",

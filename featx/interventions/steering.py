@@ -58,6 +58,7 @@ def dose_response(plan, forward, directions: tuple, started: float) -> Intervene
         "at": plan.at[0],
         "read_at": max(bundle.layers),
         "direction_source": source,
+        **({"site": config.site} if config.site else {}),
         "alphas": list(config.alphas),
         "seed": config.seed,
         "n_rows": len(forward.texts),

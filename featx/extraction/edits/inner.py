@@ -91,13 +91,25 @@ def _output_hook(edit: EditMap, cached: dict):
     return hook
 
 
+def _root(model: torch.nn.Module) -> torch.nn.Module:
+    """The model whose sites are named: ``model`` itself, or the base model inside a model with a head (an LM
+    model's ``transformer``, ``model`` or ``bert``: ``featx intervene``'s loss runs one)."""
+    from ..forward.sites import architecture_family
+
+    base = getattr(model, "base_model", None)
+    if architecture_family(model) is None and isinstance(base, torch.nn.Module) and base is not model:
+        return base
+    return model
+
+
 def site_hooks(model: torch.nn.Module, n_blocks: int, edits: Iterable[EditMap], cached: dict) -> list:
     """The hooks of the site ``edits`` on ``model`` (their handles, to remove); every hook removed on a failure."""
     handles: list = []
+    root = _root(model)
     try:
         for edit in edits:
-            tap = site_tap(model, edit.intervention, n_blocks)
-            module = model.get_submodule(tap.module)
+            tap = site_tap(root, edit.intervention, n_blocks)
+            module = root.get_submodule(tap.module)
             if tap.mode == "input":
                 handles.append(module.register_forward_pre_hook(_input_hook(edit, cached)))
             else:

@@ -163,3 +163,23 @@ def test_site_edit_equals_a_hand_hooked_forward(family, family_models, family_co
     for (pooling, layer), values in got.items():
         expected = pooled_reference(reference, pooling)[:, layer]
         assert relative_error(values, expected) <= TOLERANCE, (pooling, layer)
+
+
+def test_site_edits_on_a_model_with_a_head_hook_its_base_model(tmp_path):
+    """An LM model (``featx intervene``'s loss runs one) is edited at the same modules as its base model."""
+    import transformers
+    from support.lens_models import build_with_head
+
+    folder = str(build_with_head("bert", tmp_path / "mlm"))
+    with_head = transformers.BertForMaskedLM.from_pretrained(folder, dtype=torch.float32).eval()
+    bare = transformers.BertModel.from_pretrained(folder, dtype=torch.float32).eval()
+    ids, mask = _batch("right")
+    info = ModelInfo("tiny", "", bare.config.hidden_size, 3, widths(bare, ids))
+    edits = resolve_edits(parse_interventions("random:3@1:ffn", seed=0), info)
+    with EditHooks(with_head, "bert.encoder.layer", 2, edits), torch.inference_mode():
+        got = with_head.bert(input_ids=ids, attention_mask=mask, output_hidden_states=True).hidden_states
+    with EditHooks(bare, "encoder.layer", 2, edits):
+        want = _hidden(bare, ids, mask)
+    for a, b in zip(got, want, strict=True):
+        assert torch.allclose(a, b, atol=1e-6)
+    assert not torch.allclose(want[1], _hidden(bare, ids, mask)[1])
