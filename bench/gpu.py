@@ -223,7 +223,9 @@ def idle_share(folder: Path, corpus: Path, output: Path, device: str, dtype: str
         return None
     from torch.profiler import DeviceType, ProfilerActivity, profile
 
-    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+    # CUDA activity only: tracing every CPU op costs the host time per op, and in a host-bound loop that idles
+    # the GPU itself (the figures of 27 Nov 2026 were taken with CPU tracing on; bench/gpu_loop.py's are not)
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
         run_featx(folder, corpus, output, device, dtype)
     spans = sorted(
         (e.time_range.start, e.time_range.end)
