@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import os
 import weakref
 
 import numpy as np
@@ -27,6 +28,11 @@ from .word_pooling import pool_words
 # (featx.extraction.encode and featx predict build one per chunk) finds the pooler's linear layer already
 # prepacked for oneDNN, whose opaque weights cannot be copied.
 _FLOAT_POOLERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+# FEATX_COPY_STREAM=1 (CUDA only): the pooled outputs go to the host on a side stream, so that the next batch's
+# forward pass does not queue behind their copies on the compute stream. Off by default until a GPU lease
+# measures it (bench/gpu_loop.py runs the batch loop both ways).
+COPY_STREAM_ENV = "FEATX_COPY_STREAM"
 
 
 def _pooler_head(loaded: LoadedModel):
@@ -77,6 +83,8 @@ class Runner:
         tokenizer = loaded.tokenizer
         self.special_ids = (tokenizer.cls_token_id, tokenizer.sep_token_id)
         self.n_blocks = loaded.n_layers - 1  # block calls per full pass (the edits count them)
+        side = self.device.type == "cuda" and os.environ.get(COPY_STREAM_ENV, "0") == "1"
+        self.copy_stream = torch.cuda.Stream(self.device) if side else None
 
     def hooks(self):
         """The hooks of the sites besides hidden and of the edits (``--intervene``), as a context manager (a
@@ -126,21 +134,35 @@ class Runner:
         if word_index is not None:  # word inputs: each word's subwords pooled into one vector per layer
             words = pool_words(states[self.plan.hidden.name], word_index.to(self.device), self.plan.word_poolings)
             for name, path in zip(self.plan.word_poolings, self.plan.word_paths, strict=False):
-                values[path] = words[name].to(self.store_dtype).to("cpu", non_blocking=True)
+                values[path] = self._to_host(words[name].to(self.store_dtype))
         for site in self.plan.sites:
             # Pool layer by layer: stacking all layers first would copy every state once more.
             for name, path in site.pooled_paths.items():
                 used = masks.get(path, mask)
                 pooled = torch.stack([self.functions[name](layer, used) for layer in states[site.name]], dim=1)
-                values[path] = pooled.to(self.store_dtype).to("cpu", non_blocking=True)
+                values[path] = self._to_host(pooled.to(self.store_dtype))
             if real is not None:
                 tokens = torch.stack([layer[real] for layer in states[site.name]], dim=1).to(self.store_dtype)
-                values[site.tokens_path] = tokens.to("cpu", non_blocking=True)
+                values[site.tokens_path] = self._to_host(tokens)
         event = None
         if self.device.type == "cuda":
             event = torch.cuda.Event()
-            event.record()
+            event.record(self.copy_stream)  # None: the compute stream, where the copies were queued
         return values, event
+
+    def _to_host(self, value: torch.Tensor) -> torch.Tensor:
+        """One output copied to the host without blocking (on CUDA into pinned memory). With a side stream
+        (``FEATX_COPY_STREAM=1``) the copy waits only for the work queued so far, and the next batch's forward
+        pass does not wait for it."""
+        stream = self.copy_stream
+        if stream is None:
+            return value.to("cpu", non_blocking=True)
+        stream.wait_stream(torch.cuda.current_stream(self.device))
+        value.record_stream(stream)  # the allocator must not hand its memory out again before the copy is done
+        with torch.cuda.stream(stream):
+            host = torch.empty(value.shape, dtype=value.dtype, pin_memory=True)
+            host.copy_(value, non_blocking=True)
+        return host
 
     def _prompt(self, input_ids: torch.Tensor, mask: torch.Tensor, span, at, sites=None):
         """States of a batch of prompts and the masks of its span and ``at`` poolings."""
