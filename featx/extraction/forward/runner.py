@@ -15,6 +15,7 @@ from ..edits.hooks import EditHooks
 from ..fast import fuse
 from ..fast.deberta import band_relative_attention
 from ..fast.onednn import prepack_linears
+from ..fast.select import NATIVE
 from ..model.loading import LoadedModel
 from ..plan import ExtractionPlan
 from ..tokens.long_windows import split_row
@@ -83,6 +84,9 @@ class Runner:
         tokenizer = loaded.tokenizer
         self.special_ids = (tokenizer.cls_token_id, tokenizer.sep_token_id)
         self.n_blocks = loaded.n_layers - 1  # block calls per full pass (the edits count them)
+        # featx's own encoders take the host's copy of the padding mask: they check it for padding there, not on
+        # the device, whose answer would wait for every batch queued before (fast/bert.py, sdpa_mask)
+        self.host_mask = loaded.implementation == NATIVE
         side = self.device.type == "cuda" and os.environ.get(COPY_STREAM_ENV, "0") == "1"
         self.copy_stream = torch.cuda.Stream(self.device) if side else None
 
@@ -99,14 +103,20 @@ class Runner:
             yield recorder
 
     def _forward(
-        self, input_ids: torch.Tensor, mask: torch.Tensor, token_type_ids: torch.Tensor | None = None
+        self,
+        input_ids: torch.Tensor,
+        mask: torch.Tensor,
+        token_type_ids: torch.Tensor | None = None,
+        host_mask: torch.Tensor | None = None,
     ) -> dict[str, list[torch.Tensor]]:
-        """``{site: [(B, T, W) per stored layer]}`` of one forward pass."""
+        """``{site: [(B, T, W) per stored layer]}`` of one forward pass; ``host_mask``: ``mask``'s host copy, which
+        featx's own encoders take instead."""
         recorder = self.recorder if self.plan.hooked else None
         forward_options: dict[str, object] = dict(recorder.forward_options) if recorder is not None else {}
         if token_type_ids is not None and self.type_ids:
             forward_options["token_type_ids"] = token_type_ids
-        inputs = {"input_ids": input_ids, "attention_mask": mask, **forward_options}
+        model_mask = host_mask if host_mask is not None and self.host_mask else mask
+        inputs = {"input_ids": input_ids, "attention_mask": model_mask, **forward_options}
         if self.plan.cut is not None:  # no stored layer above block K: the pass stops there (truncation.py)
             output = None
             hidden = truncated_states(self.model, self.plan.cut, self.plan.layers, inputs)
@@ -183,7 +193,7 @@ class Runner:
     def __call__(self, input_ids: torch.Tensor, mask: torch.Tensor, extra: dict | None = None):
         """``extra``: a sentence pair batch's tensors (``collate``) or word inputs' ``word_index``."""
         input_ids = input_ids.to(self.device, non_blocking=True)
-        mask = mask.to(self.device, non_blocking=True)
+        host_mask, mask = mask, mask.to(self.device, non_blocking=True)
         extra = dict(extra or {})
         word_index = extra.pop("word_index", None)
         span, at = extra.pop("span", None), extra.pop("at", None)
@@ -195,7 +205,7 @@ class Runner:
         if extra:  # sentence pairs: token-type ids and segment masks, or side b's own forward pass
             states, masks = pair_inputs(self, input_ids, mask, extra)
             return self._pool(states, mask, masks, word_index)
-        return self._pool(self._forward(input_ids, mask), mask, word_index=word_index)
+        return self._pool(self._forward(input_ids, mask, host_mask=host_mask), mask, word_index=word_index)
 
     @torch.inference_mode()
     def windowed(self, row_ids: np.ndarray, word_ids: np.ndarray | None = None):
