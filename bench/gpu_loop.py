@@ -271,7 +271,8 @@ def table(rows: list[dict], tokens: int, header: str) -> str:
     lines += [
         "",
         "Phase columns: seconds summed over calls (threads overlap, so they do not add up to the loop). "
-        "GPU busy: union of kernel and copy time over the loop's wall time (CUDA-only profiler).",
+        "GPU busy: union of kernel and copy time over the loop's wall time (CUDA-only profiler over the whole "
+        "call: the model's upload, a few ms, is counted too).",
     ]
     return "\n".join(lines)
 
