@@ -8,9 +8,10 @@
 ``prepare`` writes bench/.gpu/ (carried to the GPU machine, which has no internet and no featx extras): the
 packaged MiniLM with its weights stored in bfloat16 (43 MB: the 87 MB fp32 file does not fit the 64 MiB
 that travels; every run here, the CPU fp32 reference included, uses these same weights, so parity is
-exact in meaning), its tokenizer files, and the SST-2 test (872 rows) and AG News (first 2,000 test rows)
-corpora. ``run`` builds the bert-base-sized random model (BertConfig defaults, seed 0, MiniLM's vocabulary,
-as bench/extract.py) and, for each model x corpus x dtype (float16, bfloat16):
+exact in meaning), its tokenizer files, the SST-2 test (872 rows) and AG News (first 2,000 test rows)
+corpora, and sst2big (the first 20,000 SST-2 train rows) and agnewsbig (the 7,600 AG News test rows).
+``run`` builds the bert-base-sized random model (BertConfig defaults, seed 0, MiniLM's vocabulary, as
+bench/extract.py) and, for each model x corpus x dtype (float16, bfloat16):
 
   featx           ``featx.extract`` on the device, all layers x 5 poolings to HDF5: steady = tokens over the
                   batch loop's seconds (``forward_seconds``), cmd = tokens over the whole call (load included)
@@ -67,6 +68,15 @@ def prepare(assets: Path) -> None:
     save_file(weights, str(minilm / "model.safetensors"), metadata={"format": "pt"})
     for name, rows in (("sst2", 872), ("agnews", 2000)):
         shutil.copy(bench_extract.corpus_csv(name, rows), assets / f"{name}.csv")
+    # the larger corpora of the host-bound runs (bench/gpu_host.py, bench/gpu_loop.py, bench/probe_gpu.py): the
+    # first 20,000 SST-2 train rows (short texts) and the whole AG News test split (7,600 rows)
+    for name, split, rows in (("sst2", "train", 20000), ("agnews", "test", 7600)):
+        with open(bench_extract.DATA / name / "data.csv", newline="", encoding="utf-8") as handle:
+            records = [(r["text"], r["label"]) for r in csv.DictReader(handle) if r["split"] == split][:rows]
+        with open(assets / f"{name}big.csv", "w", newline="", encoding="utf-8") as handle:
+            writer = csv.writer(handle)
+            writer.writerow(["text", "label"])
+            writer.writerows(records)
     (assets / "ud").mkdir(exist_ok=True)  # the word-probe predict run (bench/predict_gpu.py): 5.8 MB
     for part in ("dev", "test"):
         shutil.copy(bench_extract.DATA / "ud_gum" / f"en_gum-ud-{part}.conllu", assets / "ud")
@@ -213,7 +223,9 @@ def idle_share(folder: Path, corpus: Path, output: Path, device: str, dtype: str
         return None
     from torch.profiler import DeviceType, ProfilerActivity, profile
 
-    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+    # CUDA activity only: tracing every CPU op costs the host time per op, and in a host-bound loop that idles
+    # the GPU itself (the figures of 27 Nov 2026 were taken with CPU tracing on; bench/gpu_loop.py's are not)
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
         run_featx(folder, corpus, output, device, dtype)
     spans = sorted(
         (e.time_range.start, e.time_range.end)

@@ -10,7 +10,10 @@
 # word probe on UD English GUM, or why it was skipped),
 # host-table.md/host.json and profile-*.txt (bench/gpu_host.py: featx's batch loop on 20,000 short texts at
 # several rows per batch, all outputs or the last layer's mean, against sentence-transformers, with a
-# cProfile of one run), and summary.md, all of them one after the other.
+# cProfile of one run), loop-table.md/loop.json (bench/gpu_loop.py: the batch loop in bench/gpu.py's own
+# process against a fresh one, with a timeline of its phases and the GPU's busy share), probe-table.md/
+# probe.json (bench/probe_gpu.py: `featx probe --layer all --pooling all --device cuda` on 2 models x 3
+# corpus shapes), and summary.md, all of them one after the other, the lease's questions first.
 #
 # --smoke (or SMOKE=1): the same steps on the CPU with tiny models and corpora built in place, in about a
 # minute (tests/bench/test_gpu_smoke.py runs it; no timing means anything there).
@@ -20,7 +23,7 @@
 # On the GPU machine (the device tool: carry ["bench/.gpu"], plus ".whl" if wheels are needed there):
 #     bash bench/gpu.sh "$OUT"
 #     bash bench/gpu.sh "$OUT" --quick     # extra arguments go to bench/gpu.py run
-#     bash bench/gpu.sh "$OUT" --no-compile   # what fits a 15-minute lease (27 Nov 2026: about 5 minutes)
+#     bash bench/gpu.sh "$OUT" --no-compile   # the extraction step without its compile rows, which need longer
 # The GPU image has torch, transformers, sentence-transformers, h5py, click and scikit-learn; featx itself
 # travels as the working tree. Wheels in .whl/ (if any) are installed first, without network.
 set -euo pipefail
@@ -46,22 +49,29 @@ DEVICE=${FEATX_GPU_DEVICE:-cuda}
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv 2>/dev/null || echo "nvidia-smi: no NVIDIA GPU here"
 if [[ $SMOKE == 1 ]]; then
     DEVICE=cpu
+    "$PY" bench/gpu_loop.py --smoke --out "$OUT_DIR"
     "$PY" bench/gpu.py run --smoke --out "$OUT_DIR" ${ARGS[@]+"${ARGS[@]}"}
+    "$PY" bench/probe_gpu.py --smoke --out "$OUT_DIR"
     "$PY" bench/solver_gpu.py --device cpu --sizes 500x32x3 --probe-size "" --out "$OUT_DIR"
     "$PY" bench/decoder.py --smoke --out "$OUT_DIR"
     "$PY" bench/predict_gpu.py --smoke --out "$OUT_DIR"
     "$PY" bench/gpu_host.py --smoke --profile --out "$OUT_DIR"
 else
-    # Each step is time-boxed (seconds: STEP_SECONDS="extraction solver decoder predict host") so that one
-    # slow step cannot eat a device lease of 15 minutes, start-up included; a step cut short or failing is
-    # reported in its table's place and the next one runs; 0 skips a step. On an H200 on 27 Nov 2026,
-    # --no-compile: about 110 s, > 70 s (cut), 60 s, 10 s; bench/gpu_host.py on an H100 the same day: 200 s.
-    read -r T_GPU T_SOLVER T_DECODER T_PREDICT T_HOST <<< "${STEP_SECONDS:-300 150 120 120 220}"
+    # Each step is time-boxed (seconds: STEP_SECONDS="loop gpu probe host solver decoder predict", in the order
+    # run, the lease's open questions first) and no step runs past TOTAL_SECONDS (default 560) from here, so the
+    # whole script fits 10 minutes of a 15-minute lease by construction, the machine's start-up left over; a
+    # step cut short or failing is reported in its table's place and the next one runs; 0 skips a step. On an
+    # H200 on 27 Nov 2026, --no-compile: gpu about 110 s, solver > 70 s (cut), decoder 60 s, predict 10 s;
+    # bench/gpu_host.py on an H100 the same day: 200 s (here cut at its box: the loop step answers its question).
+    read -r T_LOOP T_GPU T_PROBE T_HOST T_SOLVER T_DECODER T_PREDICT <<< "${STEP_SECONDS:-90 150 110 70 50 50 40}"
+    DEADLINE=$((SECONDS + ${TOTAL_SECONDS:-560}))
     step() {  # step SECONDS TABLE COMMAND...: run, and on a cut or a failure say so where the table goes
         local seconds=$1 name=$2 rc=0
         shift 2
+        local left=$((DEADLINE - SECONDS))
+        if (( seconds > left )); then seconds=$(( left > 0 ? left : 0 )); fi
         if [[ $seconds == 0 ]]; then
-            echo "(skipped: STEP_SECONDS gave it 0 s)" > "$OUT_DIR/$name-table.md"
+            echo "(skipped: no time left for it, or STEP_SECONDS gave it 0 s)" > "$OUT_DIR/$name-table.md"
             return
         fi
         timeout "$seconds" "$@" || rc=$?
@@ -70,15 +80,17 @@ else
             [[ -s "$OUT_DIR/$name-table.md" ]] || echo "(no table: exit $rc)" > "$OUT_DIR/$name-table.md"
         fi
     }
+    step "$T_LOOP" loop "$PY" bench/gpu_loop.py --device "$DEVICE" --out "$OUT_DIR"
     step "$T_GPU" gpu "$PY" bench/gpu.py run --device "$DEVICE" --out "$OUT_DIR" ${ARGS[@]+"${ARGS[@]}"}
+    step "$T_PROBE" probe "$PY" bench/probe_gpu.py --device "$DEVICE" --budget $((T_PROBE - 15)) --out "$OUT_DIR"
+    step "$T_HOST" host "$PY" bench/gpu_host.py --device "$DEVICE" --batches 16384 --profile --out "$OUT_DIR"
     step "$T_SOLVER" solver "$PY" bench/solver_gpu.py --device "$DEVICE" --probe-timeout 60 --out "$OUT_DIR"
     step "$T_DECODER" decoder "$PY" bench/decoder.py --device "$DEVICE" --out "$OUT_DIR"
     step "$T_PREDICT" predict "$PY" bench/predict_gpu.py --device "$DEVICE" --out "$OUT_DIR"
-    step "$T_HOST" host "$PY" bench/gpu_host.py --device "$DEVICE" --profile --out "$OUT_DIR"
 fi
 {
     echo "# bench/gpu.sh on $DEVICE$([[ $SMOKE == 1 ]] && echo ' (smoke: tiny shapes, timings mean nothing)'), $(date -u +%FT%TZ)"
-    for table in gpu solver decoder predict host; do
+    for table in loop gpu probe host solver decoder predict; do
         echo
         echo "## $table"
         echo

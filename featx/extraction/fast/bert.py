@@ -247,12 +247,13 @@ class BertPooler(nn.Module):
 
 
 def sdpa_mask(attention_mask: torch.Tensor | None, length: int, device: torch.device) -> torch.Tensor | None:
-    """transformers' sdpa padding mask: None when no key is padding, else boolean ``(batch, 1, query, key)``."""
-    if attention_mask is None:
+    """transformers' sdpa padding mask: None when no key is padding, else boolean ``(batch, 1, query, key)``.
+
+    The check for padding runs where ``attention_mask`` is: featx's batch loop passes the host's copy, so that
+    a GPU's queue is not drained once a batch to answer it; the mask then goes to ``device`` without blocking."""
+    if attention_mask is None or bool(attention_mask.all()):
         return None
-    padding = attention_mask.to(device=device, dtype=torch.bool)
-    if padding.all():
-        return None
+    padding = attention_mask.to(device=device, dtype=torch.bool, non_blocking=True)
     return padding[:, None, None, :].expand(padding.shape[0], 1, length, length).contiguous()
 
 

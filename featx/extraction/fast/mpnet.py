@@ -167,10 +167,11 @@ class MPNetModel(BertModel):
 
     @staticmethod
     def encoder_mask(attention_mask: torch.Tensor | None, length: int, device: torch.device) -> torch.Tensor | None:
-        """True at padded keys, ``(batch, key)``; None when no token is padding."""
+        """True at padded keys, ``(batch, key)``; None when no token is padding (checked where the mask is, as
+        ``bert.sdpa_mask`` does)."""
         if attention_mask is None or bool(attention_mask.all()):
             return None
-        return ~attention_mask.to(device=device, dtype=torch.bool)
+        return ~attention_mask.to(device=device, dtype=torch.bool, non_blocking=True)
 
 
 def checkpoint_match(model_keys, checkpoint_keys) -> tuple[dict[str, str], list[str], list[str]]:

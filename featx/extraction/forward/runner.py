@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import os
 import weakref
 
 import numpy as np
@@ -14,6 +15,7 @@ from ..edits.hooks import EditHooks
 from ..fast import fuse
 from ..fast.deberta import band_relative_attention
 from ..fast.onednn import prepack_linears
+from ..fast.select import NATIVE
 from ..model.loading import LoadedModel
 from ..plan import ExtractionPlan
 from ..tokens.long_windows import split_row
@@ -27,6 +29,11 @@ from .word_pooling import pool_words
 # (featx.extraction.encode and featx predict build one per chunk) finds the pooler's linear layer already
 # prepacked for oneDNN, whose opaque weights cannot be copied.
 _FLOAT_POOLERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+# FEATX_COPY_STREAM=1 (CUDA only): the pooled outputs go to the host on a side stream, so that the next batch's
+# forward pass does not queue behind their copies on the compute stream. Off by default until a GPU lease
+# measures it (bench/gpu_loop.py runs the batch loop both ways).
+COPY_STREAM_ENV = "FEATX_COPY_STREAM"
 
 
 def _pooler_head(loaded: LoadedModel):
@@ -77,6 +84,11 @@ class Runner:
         tokenizer = loaded.tokenizer
         self.special_ids = (tokenizer.cls_token_id, tokenizer.sep_token_id)
         self.n_blocks = loaded.n_layers - 1  # block calls per full pass (the edits count them)
+        # featx's own encoders take the host's copy of the padding mask: they check it for padding there, not on
+        # the device, whose answer would wait for every batch queued before (fast/bert.py, sdpa_mask)
+        self.host_mask = loaded.implementation == NATIVE
+        side = self.device.type == "cuda" and os.environ.get(COPY_STREAM_ENV, "0") == "1"
+        self.copy_stream = torch.cuda.Stream(self.device) if side else None
 
     def hooks(self):
         """The hooks of the sites besides hidden and of the edits (``--intervene``), as a context manager (a
@@ -91,14 +103,20 @@ class Runner:
             yield recorder
 
     def _forward(
-        self, input_ids: torch.Tensor, mask: torch.Tensor, token_type_ids: torch.Tensor | None = None
+        self,
+        input_ids: torch.Tensor,
+        mask: torch.Tensor,
+        token_type_ids: torch.Tensor | None = None,
+        host_mask: torch.Tensor | None = None,
     ) -> dict[str, list[torch.Tensor]]:
-        """``{site: [(B, T, W) per stored layer]}`` of one forward pass."""
+        """``{site: [(B, T, W) per stored layer]}`` of one forward pass; ``host_mask``: ``mask``'s host copy, which
+        featx's own encoders take instead."""
         recorder = self.recorder if self.plan.hooked else None
         forward_options: dict[str, object] = dict(recorder.forward_options) if recorder is not None else {}
         if token_type_ids is not None and self.type_ids:
             forward_options["token_type_ids"] = token_type_ids
-        inputs = {"input_ids": input_ids, "attention_mask": mask, **forward_options}
+        model_mask = host_mask if host_mask is not None and self.host_mask else mask
+        inputs = {"input_ids": input_ids, "attention_mask": model_mask, **forward_options}
         if self.plan.cut is not None:  # no stored layer above block K: the pass stops there (truncation.py)
             output = None
             hidden = truncated_states(self.model, self.plan.cut, self.plan.layers, inputs)
@@ -126,21 +144,35 @@ class Runner:
         if word_index is not None:  # word inputs: each word's subwords pooled into one vector per layer
             words = pool_words(states[self.plan.hidden.name], word_index.to(self.device), self.plan.word_poolings)
             for name, path in zip(self.plan.word_poolings, self.plan.word_paths, strict=False):
-                values[path] = words[name].to(self.store_dtype).to("cpu", non_blocking=True)
+                values[path] = self._to_host(words[name].to(self.store_dtype))
         for site in self.plan.sites:
             # Pool layer by layer: stacking all layers first would copy every state once more.
             for name, path in site.pooled_paths.items():
                 used = masks.get(path, mask)
                 pooled = torch.stack([self.functions[name](layer, used) for layer in states[site.name]], dim=1)
-                values[path] = pooled.to(self.store_dtype).to("cpu", non_blocking=True)
+                values[path] = self._to_host(pooled.to(self.store_dtype))
             if real is not None:
                 tokens = torch.stack([layer[real] for layer in states[site.name]], dim=1).to(self.store_dtype)
-                values[site.tokens_path] = tokens.to("cpu", non_blocking=True)
+                values[site.tokens_path] = self._to_host(tokens)
         event = None
         if self.device.type == "cuda":
             event = torch.cuda.Event()
-            event.record()
+            event.record(self.copy_stream)  # None: the compute stream, where the copies were queued
         return values, event
+
+    def _to_host(self, value: torch.Tensor) -> torch.Tensor:
+        """One output copied to the host without blocking (on CUDA into pinned memory). With a side stream
+        (``FEATX_COPY_STREAM=1``) the copy waits only for the work queued so far, and the next batch's forward
+        pass does not wait for it."""
+        stream = self.copy_stream
+        if stream is None:
+            return value.to("cpu", non_blocking=True)
+        stream.wait_stream(torch.cuda.current_stream(self.device))
+        value.record_stream(stream)  # the allocator must not hand its memory out again before the copy is done
+        with torch.cuda.stream(stream):
+            host = torch.empty(value.shape, dtype=value.dtype, pin_memory=True)
+            host.copy_(value, non_blocking=True)
+        return host
 
     def _prompt(self, input_ids: torch.Tensor, mask: torch.Tensor, span, at, sites=None):
         """States of a batch of prompts and the masks of its span and ``at`` poolings."""
@@ -161,7 +193,7 @@ class Runner:
     def __call__(self, input_ids: torch.Tensor, mask: torch.Tensor, extra: dict | None = None):
         """``extra``: a sentence pair batch's tensors (``collate``) or word inputs' ``word_index``."""
         input_ids = input_ids.to(self.device, non_blocking=True)
-        mask = mask.to(self.device, non_blocking=True)
+        host_mask, mask = mask, mask.to(self.device, non_blocking=True)
         extra = dict(extra or {})
         word_index = extra.pop("word_index", None)
         span, at = extra.pop("span", None), extra.pop("at", None)
@@ -173,7 +205,7 @@ class Runner:
         if extra:  # sentence pairs: token-type ids and segment masks, or side b's own forward pass
             states, masks = pair_inputs(self, input_ids, mask, extra)
             return self._pool(states, mask, masks, word_index)
-        return self._pool(self._forward(input_ids, mask), mask, word_index=word_index)
+        return self._pool(self._forward(input_ids, mask, host_mask=host_mask), mask, word_index=word_index)
 
     @torch.inference_mode()
     def windowed(self, row_ids: np.ndarray, word_ids: np.ndarray | None = None):
