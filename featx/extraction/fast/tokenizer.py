@@ -12,7 +12,6 @@ special token would be added to it.
 
 from __future__ import annotations
 
-import copy
 import json
 from pathlib import Path
 
@@ -68,7 +67,8 @@ class NotEquivalent(Exception):
 
 
 class NativeTokenizer:
-    """The attributes and calls featx uses of a transformers tokenizer, over ``backend_tokenizer``."""
+    """The attributes and calls featx uses of a transformers tokenizer, over ``backend_tokenizer`` (a Rust
+    ``tokenizers.Tokenizer`` without truncation or padding)."""
 
     def __init__(self, backend, specials: dict, model_max_length: int, model_input_names: list[str], class_name: str):
         self.backend_tokenizer = backend
@@ -82,10 +82,7 @@ class NativeTokenizer:
 
     def __call__(self, text: str, text_pair: str | None = None) -> dict[str, list[int]]:
         """``tokenizer(text)`` without truncation or padding: the ids and masks the model takes."""
-        plain = copy.deepcopy(self.backend_tokenizer)
-        plain.no_truncation()
-        plain.no_padding()
-        encoding = plain.encode(text, text_pair, add_special_tokens=True)
+        encoding = self.backend_tokenizer.encode(text, text_pair, add_special_tokens=True)
         result = {"input_ids": list(encoding.ids)}
         if "token_type_ids" in self.model_input_names:
             result["token_type_ids"] = list(encoding.type_ids)
@@ -286,6 +283,10 @@ def load_native_tokenizer(folder: Path, model_type: str) -> NativeTokenizer:
         backend = Tokenizer.from_file(str(folder / "tokenizer.json"))
     except Exception as err:  # tokenizers' own error on a file it cannot read
         raise NotEquivalent(f"tokenizer.json does not load ({err})") from None
+    # truncation and padding from tokenizer.json never apply (featx asks for them where it wants them), and
+    # without them the backend is used as it is, never copied (tokenize._backend)
+    backend.no_truncation()
+    backend.no_padding()
     vocab = backend.get_vocab(with_added_tokens=False)
     specials = _specials(config, special_map, class_name, file_json)
     _check_added(file_json, config, specials, vocab, class_name)
