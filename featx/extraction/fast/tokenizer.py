@@ -69,7 +69,10 @@ class NotEquivalent(Exception):
 
 class NativeTokenizer:
     """The attributes and calls featx uses of a transformers tokenizer, over ``backend_tokenizer`` (a Rust
-    ``tokenizers.Tokenizer`` without truncation or padding)."""
+    ``tokenizers.Tokenizer`` without truncation or padding, which nothing changes: ``plain_backend``, so that
+    featx's tokenising uses it without a copy)."""
+
+    plain_backend = True
 
     def __init__(self, backend, specials: dict, model_max_length: int, model_input_names: list[str], class_name: str):
         self.backend_tokenizer = backend
