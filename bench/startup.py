@@ -49,6 +49,7 @@ import argparse
 import atexit
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -204,7 +205,9 @@ def run_once(root: Path, featx_args: list[str]) -> dict:
 
 
 def checkout(rev: str) -> Path:
+    """``rev`` unpacked into a temporary folder, removed when the bench ends."""
     folder = Path(tempfile.mkdtemp(prefix=f"featx-{rev}-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
     archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev], capture_output=True, check=True).stdout
     subprocess.run(["tar", "-x", "-C", str(folder)], input=archive, check=True)
     return folder
