@@ -30,7 +30,12 @@ command returns; "after: exit" is the time from the command's return (featx's la
 the end of the process as the parent sees it (interpreter teardown; ``featx.exiting`` skips most of it).
 "interpreter" is the time from the parent's ``Popen`` to the child's first Python line (interpreter
 start and ``site``). "whole command" is the parent's wall time, and "CPU, whole command" the child's user
-plus system CPU time (``os.wait4``): the figure to compare on a loaded machine. Revisions given with
+plus system CPU time (``os.wait4``): the figure to compare on a loaded machine. A second table files the
+process's CPU time (every thread's: torch's workers, the weights hash and the writer too) under the same
+phases, by the main thread's phase at each sample; the sampler's own CPU is left out of the phases and of
+its "whole command", and "after: exit" there is the CPU the process spent after the command returned. On a
+shared machine, where the wall time of every phase stretches with the load, that table says where the
+work goes. Revisions given with
 ``--rev`` are unpacked with ``git archive`` into a temporary folder and run with the same interpreter,
 alternating with this checkout; medians over the rounds.
 The features cache (the weight fingerprint cache) is whatever the user's is: the first round of a
@@ -44,6 +49,7 @@ import argparse
 import atexit
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -92,9 +98,11 @@ def classify(frames: list[tuple[str, str]]) -> str | None:
     """The phase of one stack sample (innermost frame first); None: the first forward pass has begun."""
     importing = [file for name, file in frames if name == "<module>" and file != _THIS]
     in_import = any("importlib._bootstrap" in file for _, file in frames)
-    in_causal = any(name == "is_causal" for name, _ in frames)
+    # the causal check's forward and prepack_linears' parity check (a PackedLinear's forward) are not the first
+    # forward pass over the corpus
+    in_load = any(name in ("is_causal", "prepack_linears") for name, _ in frames)
     for name, file in frames:
-        if name == "forward" and _is_model_file(file) and not in_causal:
+        if name == "forward" and _is_model_file(file) and not in_load:
             return None
     if in_import and importing:
         packages = [_package(file) for file in importing if _package(file) != "featx"]
@@ -122,17 +130,22 @@ def child(argv: list[str]) -> None:
     started = time.time()
     main_id = threading.get_ident()
     counts: dict[str, float] = {}
-    marks: dict[str, float | None] = {"started": started, "first_forward": None}
+    cpu: dict[str, float] = {}  # the process's CPU time (every thread but the sampler's) by phase
+    sampler_cpu = [0.0]
+    marks: dict[str, float | None] = {"started": started, "first_forward": None, "cpu_started": time.process_time()}
     out = os.environ["FEATX_STARTUP_OUT"]
 
     def report() -> None:
         marks["returned"] = time.time()
-        Path(out).write_text(json.dumps({**marks, "phases": dict(counts)}))
+        marks["cpu_returned"] = time.process_time()  # the sampler's own CPU included, as in the parent's figure
+        marks["cpu_sampler"] = sampler_cpu[0]
+        Path(out).write_text(json.dumps({**marks, "phases": dict(counts), "cpu": dict(cpu)}))
 
     atexit.register(report)
 
     def sample():
         last = time.perf_counter()
+        cpu_last = time.process_time()
         while True:
             time.sleep(INTERVAL)
             frame = sys._current_frames().get(main_id)
@@ -147,6 +160,10 @@ def child(argv: list[str]) -> None:
                 phase = _after(frames)
             counts[phase] = counts.get(phase, 0.0) + (now - last)
             last = now
+            sampler_cpu[0] = time.thread_time()
+            cpu_now = time.process_time() - sampler_cpu[0]
+            cpu[phase] = cpu.get(phase, 0.0) + (cpu_now - cpu_last)
+            cpu_last = cpu_now
 
     threading.Thread(target=sample, daemon=True).start()
     sys.argv = ["featx", *argv]
@@ -180,11 +197,17 @@ def run_once(root: Path, featx_args: list[str]) -> dict:
     phases["total to first forward"] = data["first_forward"] - t0
     phases["whole command"] = ended - t0
     phases["CPU, whole command"] = usage.ru_utime + usage.ru_stime
-    return phases
+    cpu = {"interpreter": data["cpu_started"], **data["cpu"]}
+    cpu["after: exit"] = phases["CPU, whole command"] - data["cpu_returned"]
+    cpu["total to first forward"] = sum(s for phase, s in cpu.items() if not phase.startswith("after"))
+    cpu["whole command"] = phases["CPU, whole command"] - data["cpu_sampler"]
+    return {**phases, **{f"CPU: {phase}": seconds for phase, seconds in cpu.items()}}
 
 
 def checkout(rev: str) -> Path:
+    """``rev`` unpacked into a temporary folder, removed when the bench ends."""
     folder = Path(tempfile.mkdtemp(prefix=f"featx-{rev}-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
     archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev], capture_output=True, check=True).stdout
     subprocess.run(["tar", "-x", "-C", str(folder)], input=archive, check=True)
     return folder
@@ -231,17 +254,25 @@ def main(argv=None) -> None:
     print(f"load after: {os.getloadavg()}")
 
 
+def _order(phase: str) -> tuple:
+    """Phases before the first forward pass, then after it ("other" last in each), then the totals."""
+    total = phase in TOTALS
+    return (total, TOTALS.index(phase) if total else 0, phase.startswith("after"), phase == "other", phase)
+
+
 def report(rounds: dict[str, list[dict]]) -> None:
+    """Two tables of medians: wall time by phase, then the process's CPU time by phase (every thread's, the
+    sampler's own excluded; the figures to compare on a shared machine)."""
     names = list(rounds)
-    phases = sorted(
-        {phase for runs in rounds.values() for run in runs for phase in run},
-        key=lambda p: (p in TOTALS, TOTALS.index(p) if p in TOTALS else 0, p.startswith("after"), p == "other", p),
-    )
-    print("\n| phase (median s) | " + " | ".join(names) + " |")
-    print("|---|" + "---:|" * len(names))
-    for phase in phases:
-        cells = [statistics.median(run.get(phase, 0.0) for run in rounds[name]) for name in names]
-        print(f"| {phase} | " + " | ".join(f"{cell:.2f}" for cell in cells) + " |")
+    found = {phase for runs in rounds.values() for run in runs for phase in run}
+    wall = sorted((p for p in found if not p.startswith("CPU: ")), key=_order)
+    cpu = sorted((p.removeprefix("CPU: ") for p in found if p.startswith("CPU: ")), key=_order)
+    for title, phases, prefix in (("phase (median s)", wall, ""), ("CPU by phase (median s)", cpu, "CPU: ")):
+        print(f"\n| {title} | " + " | ".join(names) + " |")
+        print("|---|" + "---:|" * len(names))
+        for phase in phases:
+            cells = [statistics.median(run.get(prefix + phase, 0.0) for run in rounds[name]) for name in names]
+            print(f"| {phase} | " + " | ".join(f"{cell:.2f}" for cell in cells) + " |")
 
 
 if __name__ == "__main__":

@@ -113,6 +113,19 @@ def test_config_and_quick_check_do_not_import_torch():
     assert result.stdout.strip() == "False"
 
 
+def test_help_and_labels_do_not_import_torch():
+    """``featx --help`` and ``featx labels`` (its help) answer without torch: a second of imports saved."""
+    code = (
+        "import sys\nfrom featx.cli import main\n"
+        "for args in (['--help'], ['labels']):\n"
+        "    try:\n        main(args)\n    except SystemExit:\n        pass\n"
+        "print('torch' in sys.modules)"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "Common commands" in result.stdout  # the group's help ran
+    assert result.stdout.strip().splitlines()[-1] == "False"
+
+
 def test_hdf5_paths_are_named_only_in_the_store():
     """Only featx/store names datasets and groups of the features file."""
     import re

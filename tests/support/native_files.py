@@ -74,23 +74,31 @@ def same_file_native_on_and_off(model: Path, tmp_path: Path, monkeypatch, pairs:
     return native
 
 
+# What a plain `featx extract` never needs: transformers (featx's own encoders and tokenizer), torch's compiler
+# stack (sympy, torch._dynamo: about 1 s), and what other commands use (the study's and report's plotly and
+# pandas, the probes' scikit-learn and scipy, the figures' matplotlib), each an import paid on every start.
+NOT_FOR_EXTRACT = ("transformers", "sympy", "plotly", "pandas", "sklearn", "scipy", "matplotlib")
+
+
 def imports_of_an_extraction(tmp_path: Path, model: Path | None = None) -> tuple[list[str], str]:
-    """``featx.extract`` of three rows in a fresh process (``FEATX_NATIVE`` unset; the default model unless
-    ``model``): the modules of transformers, sympy and torch._dynamo it imported, and the recorded implementation."""
+    """``featx extract`` of three rows through the command's own entry (``featx.cli.main``), in a fresh process
+    (``FEATX_NATIVE`` unset; the default model unless ``model``): the modules of ``NOT_FOR_EXTRACT`` and
+    torch._dynamo it imported, and the recorded implementation."""
     corpus, out = write_csv(tmp_path / "imports.csv", SENTENCES[:3]), tmp_path / "imports.h5"
-    chosen = "" if model is None else f", model={str(model)!r}"
+    chosen = [] if model is None else ["--model", str(model)]
     script = (
-        "import sys, featx\n"
-        f"featx.extract({str(corpus)!r}, output={str(out)!r}{chosen}, progress=False)\n"
-        "print(sorted(name for name in sys.modules if name.split('.')[0] in ('transformers', 'sympy')\n"
+        "import sys\n"
+        "from featx.cli import main\n"
+        f"main(['extract', {str(corpus)!r}, '-o', {str(out)!r}, '-q', *{chosen!r}], standalone_mode=False)\n"
+        f"print(sorted(name for name in sys.modules if name.split('.')[0] in {NOT_FOR_EXTRACT!r}\n"
         "             or name.startswith('torch._dynamo')))\n"
-        f"print(featx.open({str(out)!r}).attrs['implementation'])\n"
+        f"import featx; print(featx.open({str(out)!r}).attrs['implementation'])\n"
     )
     env = {key: value for key, value in os.environ.items() if key != "FEATX_NATIVE"}
     env["PYTHONPATH"] = os.pathsep.join(part for part in (str(ROOT), os.environ.get("PYTHONPATH")) if part)
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, env=env)
     assert result.returncode == 0, result.stderr
-    modules, implementation = result.stdout.split("\n")[:2]
+    modules, implementation = result.stdout.strip().split("\n")[-2:]  # after the command's own "wrote ..." line
     return json.loads(modules.replace("'", '"')), implementation
 
 

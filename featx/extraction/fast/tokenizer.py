@@ -12,9 +12,9 @@ special token would be added to it.
 
 from __future__ import annotations
 
-import copy
 import json
 from pathlib import Path
+from typing import overload
 
 SPECIAL_NAMES = ("bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token")
 BERT_CLASSES = ("BertTokenizer", "BertTokenizerFast")
@@ -68,7 +68,11 @@ class NotEquivalent(Exception):
 
 
 class NativeTokenizer:
-    """The attributes and calls featx uses of a transformers tokenizer, over ``backend_tokenizer``."""
+    """The attributes and calls featx uses of a transformers tokenizer, over ``backend_tokenizer`` (a Rust
+    ``tokenizers.Tokenizer`` without truncation or padding, which nothing changes: ``plain_backend``, so that
+    featx's tokenising uses it without a copy)."""
+
+    plain_backend = True
 
     def __init__(self, backend, specials: dict, model_max_length: int, model_input_names: list[str], class_name: str):
         self.backend_tokenizer = backend
@@ -82,10 +86,7 @@ class NativeTokenizer:
 
     def __call__(self, text: str, text_pair: str | None = None) -> dict[str, list[int]]:
         """``tokenizer(text)`` without truncation or padding: the ids and masks the model takes."""
-        plain = copy.deepcopy(self.backend_tokenizer)
-        plain.no_truncation()
-        plain.no_padding()
-        encoding = plain.encode(text, text_pair, add_special_tokens=True)
+        encoding = self.backend_tokenizer.encode(text, text_pair, add_special_tokens=True)
         result = {"input_ids": list(encoding.ids)}
         if "token_type_ids" in self.model_input_names:
             result["token_type_ids"] = list(encoding.type_ids)
@@ -94,6 +95,33 @@ class NativeTokenizer:
 
     def __repr__(self) -> str:
         return f"NativeTokenizer({self.class_name}, model_max_length={self.model_max_length})"
+
+
+class ModelVocab:
+    """The model's own vocabulary (added tokens aside) as the checks read it: ``get``, ``in`` and ``[]`` by
+    token, asked of the Rust model one token at a time (``get_vocab`` builds a dict of every token: ~25 ms)."""
+
+    def __init__(self, model):
+        self.model = model
+
+    @overload
+    def get(self, token: str) -> int | None: ...
+
+    @overload
+    def get(self, token: str, default: int) -> int: ...
+
+    def get(self, token: str, default: int | None = None) -> int | None:
+        index = self.model.token_to_id(token)
+        return default if index is None else index
+
+    def __contains__(self, token: str) -> bool:
+        return self.get(token) is not None
+
+    def __getitem__(self, token: str) -> int:
+        index = self.get(token)
+        if index is None:
+            raise KeyError(token)
+        return index
 
 
 def _read_json(path: Path, required: bool = True) -> dict:
@@ -176,7 +204,7 @@ def _as_declared(added: list, declared: dict) -> None:
             raise NotEquivalent(f"tokenizer.json's added token {entry} is not as tokenizer_config.json declares it")
 
 
-def _check_added(file_json: dict, config: dict, specials: dict, vocab: dict, class_name: str) -> None:
+def _check_added(file_json: dict, config: dict, specials: dict, vocab: ModelVocab, class_name: str) -> None:
     """Every added token special with the flags transformers gives it (``_flags_as_built``, or as declared for
     RoBERTa: ``_as_declared``), in the vocabulary at its id, and exactly those transformers would add."""
     added = file_json.get("added_tokens") or []
@@ -211,7 +239,7 @@ def _same_pipeline(file_json: dict, reference, built: str) -> None:
             raise NotEquivalent(f"tokenizer.json's {part} is not the one {built} builds from the config")
 
 
-def _check_wordpiece_pipeline(file_json: dict, config: dict, specials: dict, vocab: dict, mpnet: bool) -> None:
+def _check_wordpiece_pipeline(file_json: dict, config: dict, specials: dict, vocab: ModelVocab, mpnet: bool) -> None:
     """tokenizer.json already holds what transformers 5's BertTokenizer (or MPNetTokenizer: the same but for
     RoBERTa's ``<s> A </s></s> B </s>`` template) builds from the vocabulary and config."""
     from tokenizers import Tokenizer, normalizers, pre_tokenizers, processors
@@ -242,7 +270,7 @@ def _check_wordpiece_pipeline(file_json: dict, config: dict, specials: dict, voc
     _same_pipeline(file_json, reference, built)
 
 
-def _check_bpe_pipeline(file_json: dict, config: dict, specials: dict, vocab: dict) -> None:
+def _check_bpe_pipeline(file_json: dict, config: dict, specials: dict, vocab: ModelVocab) -> None:
     """tokenizer.json already holds what transformers 5's RobertaTokenizer builds from its vocabulary and merges:
     a byte-level BPE without normaliser, ``<s> A </s>`` (``</s></s> B </s>`` for a pair) by RobertaProcessing,
     with the config's ``add_prefix_space`` and ``trim_offsets``."""
@@ -286,7 +314,11 @@ def load_native_tokenizer(folder: Path, model_type: str) -> NativeTokenizer:
         backend = Tokenizer.from_file(str(folder / "tokenizer.json"))
     except Exception as err:  # tokenizers' own error on a file it cannot read
         raise NotEquivalent(f"tokenizer.json does not load ({err})") from None
-    vocab = backend.get_vocab(with_added_tokens=False)
+    # truncation and padding from tokenizer.json never apply (featx asks for them where it wants them), and
+    # without them the backend is used as it is, never copied (tokenize._backend)
+    backend.no_truncation()
+    backend.no_padding()
+    vocab = ModelVocab(backend.model)
     specials = _specials(config, special_map, class_name, file_json)
     _check_added(file_json, config, specials, vocab, class_name)
     if wordpiece:

@@ -207,7 +207,9 @@ def load_model(
         hidden_size=int(getattr(config, "hidden_size", getattr(config, "dim", 0))),
         max_length=row_limit(config, getattr(tokenizer, "model_max_length", None), max_length),
         part=part,
-        causal=is_causal(encoder, torch_device, getattr(config, "vocab_size", None)),
+        # featx's own encoders attend both ways by construction (select.choose refuses is_decoder configs):
+        # measuring it would cost a forward pass through plain, not yet prepacked, layers on every start
+        causal=False if choice.native else is_causal(encoder, torch_device, getattr(config, "vocab_size", None)),
         implementation=select.NATIVE if choice.native else select.TRANSFORMERS,
     )
 

@@ -54,10 +54,16 @@ class TokenizedCorpus:
 
 
 def _backend(tokenizer):
+    """The tokenizer's Rust backend without truncation or padding: featx's own tokenizer's as it is (it has
+    neither, and nothing changes it: ``NativeTokenizer.plain_backend``), else a copy (model folders often ship
+    truncation/padding settings, and transformers sets them on its backend per call; the copy costs about
+    40 ms on a 30k vocabulary)."""
     backend = getattr(tokenizer, "backend_tokenizer", None)
     if backend is None:
         return None
-    backend = copy.deepcopy(backend)  # model folders often ship truncation/padding settings
+    if getattr(tokenizer, "plain_backend", False) and backend.truncation is None and backend.padding is None:
+        return backend
+    backend = copy.deepcopy(backend)
     backend.no_truncation()
     backend.no_padding()
     return backend

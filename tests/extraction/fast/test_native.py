@@ -164,8 +164,9 @@ def test_extract_on_minilm_gives_the_same_file_with_native_on_and_off(tmp_path, 
 
 @pytest.mark.slow
 def test_default_extraction_imports_no_transformers(tmp_path):
-    """A plain extraction with the default model, in a fresh process: transformers is never imported, nor
-    torch's compiler stack (torch._dynamo, sympy: about 1 s) that a meta-device fill would pull in."""
+    """A plain ``featx extract`` with the default model, in a fresh process: transformers is never imported, nor
+    torch's compiler stack (torch._dynamo, sympy: about 1 s) that a meta-device fill would pull in, nor what
+    other commands use (plotly, pandas, scikit-learn, scipy, matplotlib): start-up is mostly imports."""
     assert imports_of_an_extraction(tmp_path) == ([], "native")
 
 

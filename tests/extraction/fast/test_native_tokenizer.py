@@ -14,7 +14,7 @@ from support.tiny import SENTENCES, build_tiny_mpnet, build_tiny_roberta
 
 from featx.extraction.fast.tokenizer import NativeTokenizer, NotEquivalent, load_native_tokenizer
 from featx.extraction.inputs.pairs import tokenize_pairs
-from featx.extraction.tokens.tokenize import special_layout, tokenize_texts
+from featx.extraction.tokens.tokenize import fast_backend, special_layout, tokenize_texts
 from featx.extraction.tokens.word_tokens import tokenize_words
 
 TEXTS = [row[0] for row in SENTENCES] + [
@@ -105,6 +105,20 @@ def test_texts_pairs_and_words_tokenise_the_same(folders, name):
     got, want = (tokenize_words(t, sentences, ids) for t in (native, auto))
     for field in ("input_ids", "offsets", "word_ids", "word_offsets", "n_subwords"):
         assert np.array_equal(getattr(got, field), getattr(want, field)), field
+
+
+def test_featx_tokenises_with_its_own_backend_uncopied_and_never_changes_it(folders):
+    """MiniLM's tokenizer.json sets truncation and padding: featx's tokenizer drops them at load, so tokenising
+    uses its backend as it is (no copy of the vocabulary per call), and pairs truncating at 16 leave it plain;
+    transformers' tokenizer, whose backend transformers itself reconfigures, is still copied."""
+    native, auto = _both(folders["minilm"])
+    backend = native.backend_tokenizer
+    assert fast_backend(native) is backend
+    tokenize_pairs(native, TEXTS, TEXTS[::-1], 16, with_word_ids=True)
+    tokenize_texts(native, TEXTS, 8, with_word_ids=True)
+    assert (backend.truncation, backend.padding) == (None, None)
+    assert native("a b")["input_ids"] == auto("a b")["input_ids"]
+    assert fast_backend(auto) is not auto.backend_tokenizer
 
 
 def _edited(folder: Path, tmp_path: Path, config: dict | None = None, tokenizer_json=None) -> Path:
