@@ -4,8 +4,9 @@ The module tree has transformers' attribute names (``embeddings.word_embeddings`
 self.query``, ``intermediate.intermediate_act_fn``, ``pooler.dense``, ...), so a safetensors checkpoint loads by
 name and featx's oneDNN prepacking (``onednn.py``, which reads ``dense``/``intermediate_act_fn`` and each parent's
 forward source) packs and fuses the same layers. Each forward repeats transformers' operations in the same order
-(embeddings summed word + type, then + position; the padding mask as a boolean ``(batch, 1, query, key)`` tensor,
-left out when no token is padding), so float32 results agree to rounding, bit for bit on the CPU.
+(embeddings summed word + type, then + position; the padding mask as a boolean ``(batch, 1, 1, key)`` tensor that
+sdpa broadcasts over the queries, left out when no token is padding), so float32 results agree to rounding, bit
+for bit on the CPU.
 
 Only what ``select.py`` lets through runs here: ``model_type`` bert, absolute positions, an encoder (no decoder,
 no cross-attention), ``hidden_act`` gelu (exact, erf) or relu.
@@ -247,14 +248,17 @@ class BertPooler(nn.Module):
 
 
 def sdpa_mask(attention_mask: torch.Tensor | None, length: int, device: torch.device) -> torch.Tensor | None:
-    """transformers' sdpa padding mask: None when no key is padding, else boolean ``(batch, 1, query, key)``.
+    """transformers' sdpa padding mask: None when no key is padding, else boolean ``(batch, 1, 1, key)``.
 
-    The check for padding runs where ``attention_mask`` is: featx's batch loop passes the host's copy, so that
-    a GPU's queue is not drained once a batch to answer it; the mask then goes to ``device`` without blocking."""
+    transformers expands it to ``(batch, 1, query, key)``; sdpa broadcasts the query axis itself, so the values
+    are the same, bit for bit, while each layer's sdpa call turns ``batch x key`` booleans into its additive
+    mask instead of ``batch x length x key`` (``length``, the query length, is no longer needed). The check for
+    padding runs where ``attention_mask`` is: featx's batch loop passes the host's copy, so that a GPU's queue
+    is not drained once a batch to answer it; the mask then goes to ``device`` without blocking."""
     if attention_mask is None or bool(attention_mask.all()):
         return None
     padding = attention_mask.to(device=device, dtype=torch.bool, non_blocking=True)
-    return padding[:, None, None, :].expand(padding.shape[0], 1, length, length).contiguous()
+    return padding[:, None, None, :]
 
 
 class BertModel(nn.Module):

@@ -63,3 +63,20 @@ def test_poolings_hold_for_left_padding(batch):
         left_mask[row, width - n :] = 1
     for pool in (cls_pool, mean_pool, max_pool, last_pool):
         torch.testing.assert_close(pool(left, left_mask), pool(states, mask), rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("garbage", [float("inf"), float("nan"), float("-inf")])
+def test_max_pool_ignores_non_finite_padding(batch, garbage):
+    states, mask, lengths = batch
+    dirty = states.masked_fill(~mask.bool()[:, None, :, None], garbage)
+    for row, n in enumerate(lengths):
+        np.testing.assert_array_equal(max_pool(dirty, mask)[row].numpy(), states[row, :, :n].numpy().max(axis=1))
+
+
+def test_max_pool_without_padding_and_in_bfloat16(batch):
+    states, mask, _ = batch
+    full = torch.ones_like(mask)
+    np.testing.assert_array_equal(max_pool(states, full).numpy(), states.amax(dim=-2).numpy())
+    low = max_pool(states.bfloat16(), mask)
+    assert low.dtype == torch.bfloat16
+    np.testing.assert_array_equal(low.float().numpy(), max_pool(states, mask).bfloat16().float().numpy())
