@@ -24,7 +24,7 @@ from ..errors import InputError
 from .cells import Task
 from .schedule import longest_first
 from .tasks import execute
-from .workers import share_of_cores, start_worker
+from .workers import share_of_cores, start_pool_worker
 
 Outcome = dict[str, Any]  # what ``execute`` returns: key, status, seconds, error, detail...
 OnOutcome = Callable[[Task, Outcome], None]
@@ -90,7 +90,9 @@ class LocalEngine:
         self.close()
         threads = share_of_cores(workers)
         context = multiprocessing.get_context("spawn")
-        self._pool = ProcessPoolExecutor(workers, mp_context=context, initializer=start_worker, initargs=(threads,))
+        self._pool = ProcessPoolExecutor(
+            workers, mp_context=context, initializer=start_pool_worker, initargs=(threads,)
+        )
         self._workers = workers
         for _ in range(workers):  # a pool spawns a process per call while none is idle, up to its size
             self._pool.submit(os.getpid)

@@ -16,8 +16,10 @@ share, and an extraction on Ray gets the threads the same extraction gets in the
 from __future__ import annotations
 
 import importlib
+import multiprocessing
 import os
 import sys
+import threading
 from typing import Any
 
 from .cells import EXTRACT
@@ -55,6 +57,21 @@ def start_worker(threads: int) -> int:
         importlib.import_module(module)
     limit_threads(threads)
     return os.getpid()
+
+
+def start_pool_worker(threads: int) -> None:
+    """The local engine's pool initializer: ``start_worker``, and an exit when the driver's process ends (a
+    ``kill -9`` of the run would else leave its idle workers waiting for tasks forever; a probe cut short
+    this way stays pending, redone by the next run)."""
+    parent = multiprocessing.parent_process()
+    if parent is not None:
+        threading.Thread(target=_exit_after, args=(parent,), name="featx-driver-watch", daemon=True).start()
+    start_worker(threads)
+
+
+def _exit_after(parent: Any) -> None:
+    parent.join()
+    os._exit(1)
 
 
 def run_task(task: dict[str, Any], threads: int) -> dict[str, Any]:
