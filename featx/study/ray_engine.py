@@ -1,8 +1,11 @@
 """The Ray engine: a study's tasks as Ray tasks, on a running cluster (``address``) or a local one.
 
-The same plan as the local engine, the same ``execute(task.as_dict())`` per task, so the same files and the
-same results table: only where the calls run differs. Extractions ask for a GPU where the cluster has one,
-probes for one CPU each; at most ``workers`` tasks are in flight at a time (``--jobs``). Every node must see
+The same plan as the local engine, the same ``execute(task.as_dict())`` per task (``workers.run_task``: with
+its threads set), so the same files and the same results table: only where the calls run differs. Extractions
+(one at a time) ask for a GPU where the cluster has one and every CPU of the largest node that can run them,
+with as many torch threads; probes one CPU each, one thread; at most ``workers`` tasks are in flight at a time
+(``--jobs``), the longest probes first. ``prepare`` connects before the first stage and warms one worker per
+job (the probing code imported). Every node must see
 the study's output folder and its corpora at the same paths (a shared file system), and have featx installed
 with the same version as the driver (``featx[ray]``).
 
