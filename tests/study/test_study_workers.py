@@ -6,14 +6,12 @@ from __future__ import annotations
 
 import os
 
-import pytest
 from threadpoolctl import threadpool_info
 
 from featx.study.engines import LocalEngine
 from featx.study.workers import share_of_cores
 
 
-@pytest.mark.slow
 def test_prepared_workers_use_their_share_of_the_cores():
     engine = LocalEngine()
     engine.prepare(2)
