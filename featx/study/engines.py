@@ -3,10 +3,12 @@ every probe); the engine calls ``featx.study.tasks.execute`` on each task's ``as
 and gives back the outcomes in the tasks' order. ``execute`` records each cell's state itself, so an engine
 holds no state of its own, and every engine yields the same files and the same results table.
 
-``Engine`` is the protocol (``run(tasks, workers, on_outcome)``); ``LocalEngine`` is the default: extractions
-one at a time here (``workers`` is 1 for them: one model in memory, on the one device), probes side by side in
-``workers`` spawned processes (``concurrent.futures``; a fresh interpreter each, never a fork of one holding
-torch threads or a CUDA context). A Ray engine is one more implementation of the same two lines: submit
+``Engine`` is the protocol (``prepare(workers)``, ``run(tasks, workers, on_outcome)``, ``close()``);
+``LocalEngine`` is the default: extractions one at a time here (``workers`` is 1 for them: one model in memory,
+on the one device), probes side by side in ``workers`` spawned processes (``concurrent.futures``; a fresh
+interpreter each, never a fork of one holding torch threads or a CUDA context), started by ``prepare`` before
+the extractions and handed the probes longest first (``schedule.py``), each with its share of the cores
+(``workers.py``). A Ray engine is one more implementation of the same two lines: submit
 ``execute(task.as_dict())`` as a remote task (a GPU for extractions where the cluster has one, CPUs for
 probes), then collect the outcomes in order; register it in ``ENGINES``.
 """
