@@ -72,7 +72,7 @@ class StudyResult:
     paired: pd.DataFrame
     written: tuple[Path, ...]
     seconds: float
-    stages: dict[str, float] = field(default_factory=dict)  # seconds of "extract", "probe" and "tables"
+    stages: dict[str, float] = field(default_factory=dict)  # seconds: prepare, extract, probe, close, tables
 
     @property
     def failed(self) -> list[str]:
@@ -139,14 +139,16 @@ def _cells(plan: StudyPlan, echo: Echo) -> tuple[dict[str, dict[str, Any]], dict
     runner = engine_named(plan.config.engine, plan.config.address)
     stages: dict[str, float] = {}
     try:
-        if any(cell_status(task) != DONE for task in plan.tasks):
-            runner.prepare(plan.config.jobs)
+        with _timed(stages, "prepare"):  # worker processes or a cluster started
+            if any(cell_status(task) != DONE for task in plan.tasks):
+                runner.prepare(plan.config.jobs)
         with _timed(stages, "extract"):
             ran = _stage(plan, [cell.task for cell in plan.extractions], 1, echo, runner)
         with _timed(stages, "probe"):
             ran |= _stage(plan, _blocked(plan, echo), plan.config.jobs, echo, runner)
     finally:
-        runner.close()
+        with _timed(stages, "close"):  # the workers or a local cluster stopped
+            runner.close()
     return ran, stages
 
 
