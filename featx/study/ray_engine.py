@@ -1,8 +1,11 @@
 """The Ray engine: a study's tasks as Ray tasks, on a running cluster (``address``) or a local one.
 
-The same plan as the local engine, the same ``execute(task.as_dict())`` per task, so the same files and the
-same results table: only where the calls run differs. Extractions ask for a GPU where the cluster has one,
-probes for one CPU each; at most ``workers`` tasks are in flight at a time (``--jobs``). Every node must see
+The same plan as the local engine, the same ``execute(task.as_dict())`` per task (``workers.run_task``: with
+its threads set), so the same files and the same results table: only where the calls run differs. Extractions
+(one at a time) ask for a GPU where the cluster has one and every CPU of the largest node that can run them,
+with as many torch threads; probes one CPU each, one thread; at most ``workers`` tasks are in flight at a time
+(``--jobs``), the longest probes first. ``prepare`` connects before the first stage and warms one worker per
+job (the probing code imported). Every node must see
 the study's output folder and its corpora at the same paths (a shared file system), and have featx installed
 with the same version as the driver (``featx[ray]``).
 
@@ -24,7 +27,8 @@ from typing import Any
 
 from ..errors import InputError
 from .cells import EXTRACT, Task
-from .tasks import execute
+from .schedule import longest_first
+from .workers import run_task, start_worker
 
 Outcome = dict[str, Any]
 
@@ -76,20 +80,34 @@ class RayEngine:
         self.address = None if address in _LOCAL else address
         self._ray: Any = None
         self._started = False
+        self._warming: list[Any] = []  # the warm-up tasks' references, kept until the run ends
+
+    def prepare(self, workers: int) -> None:
+        """Connect (or start the local cluster) now, and start a warm-up task for each of ``workers`` probe
+        workers (its one thread, the probing code imported; not waited for), so that the probe stage finds
+        them started."""
+        ray = self._connected()
+        warm = ray.remote(start_worker).options(num_cpus=1, max_retries=0)
+        cpus = int(ray.cluster_resources().get("CPU", 1))
+        self._warming = [warm.remote(1) for _ in range(max(1, min(workers, cpus)))]
 
     def run(self, tasks: Sequence[Task], workers: int, on_outcome: Any) -> list[Outcome]:
         if not tasks:
             return []
-        if self._ray is None:
-            self._ray = ray_module()
-            self._started = self._connect(self._ray)
-        return self._run(self._ray, tasks, max(1, workers), on_outcome)
+        return self._run(self._connected(), tasks, max(1, workers), on_outcome)
 
     def close(self) -> None:
         """Stop the local cluster this engine started (a running cluster is left running)."""
         if self._ray is not None and self._started:
             self._ray.shutdown()
-        self._ray, self._started = None, False
+        self._ray, self._started, self._warming = None, False, []
+
+    def _connected(self) -> Any:
+        """``ray``, connected (a local cluster started) at the first call."""
+        if self._ray is None:
+            self._ray = ray_module()
+            self._started = self._connect(self._ray)
+        return self._ray
 
     def _connect(self, ray: Any) -> bool:
         """Connect (or start a local cluster); True when this engine started it (and so stops it)."""
@@ -110,19 +128,17 @@ class RayEngine:
         return True
 
     def _run(self, ray: Any, tasks: Sequence[Task], workers: int, on_outcome: Any) -> list[Outcome]:
-        remote = ray.remote(execute)
+        remote = ray.remote(run_task)
         gpus = float(ray.cluster_resources().get("GPU", 0))
-        queue = list(enumerate(tasks))
+        queue = longest_first(tasks)
         running: dict[Any, int] = {}
         results: dict[int, Outcome] = {}
         try:
             while queue or running:
                 while queue and len(running) < workers:
-                    index, task = queue.pop(0)
-                    wants = {"num_cpus": 1, "max_retries": 0}
-                    if task.kind == EXTRACT and gpus >= 1:
-                        wants["num_gpus"] = 1
-                    running[remote.options(**wants).remote(task.as_dict())] = index
+                    index = queue.pop(0)
+                    wants, threads = _resources(ray, tasks[index], gpus >= 1)
+                    running[remote.options(**wants).remote(tasks[index].as_dict(), threads)] = index
                 finished, _ = ray.wait(list(running), num_returns=1)
                 for reference in finished:
                     index = running.pop(reference)
@@ -133,3 +149,16 @@ class RayEngine:
                 ray.cancel(reference, force=True)
             raise
         return [results[index] for index in range(len(tasks))]
+
+
+def _resources(ray: Any, task: Task, gpu: bool) -> tuple[dict[str, Any], int]:
+    """What a task asks of the cluster, and its threads: a probe one CPU (one thread); an extraction (one at a
+    time) a GPU where the cluster has one and every CPU of the largest node that fits it, with as many threads,
+    as the local engine's extraction has this machine's cores."""
+    if task.kind != EXTRACT:
+        return {"num_cpus": 1, "max_retries": 0}, 1
+    nodes = [node.get("Resources", {}) for node in ray.nodes() if node.get("Alive")]
+    fits = [node for node in nodes if node.get("GPU", 0) >= 1] if gpu else nodes
+    cpus = max(1, int(max((node.get("CPU", 1) for node in fits), default=1)))
+    wants = {"num_cpus": cpus, "max_retries": 0, **({"num_gpus": 1} if gpu else {})}
+    return wants, cpus

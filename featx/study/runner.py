@@ -10,8 +10,9 @@ model-vs-model tests are written from every done cell.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -71,6 +72,7 @@ class StudyResult:
     paired: pd.DataFrame
     written: tuple[Path, ...]
     seconds: float
+    stages: dict[str, float] = field(default_factory=dict)  # seconds: prepare, extract, probe, close, tables
 
     @property
     def failed(self) -> list[str]:
@@ -96,6 +98,15 @@ def _line(task: Task, outcome: dict[str, Any]) -> str:
     return f"{task.key}: {said} ({seconds:.1f} s){error}"
 
 
+@contextmanager
+def _timed(stages: dict[str, float], name: str) -> Iterator[None]:
+    started = time.perf_counter()
+    try:
+        yield
+    finally:
+        stages[name] = time.perf_counter() - started
+
+
 def _stage(plan: StudyPlan, tasks: list[Task], workers: int, echo: Echo, engine: Engine) -> dict[str, dict[str, Any]]:
     """Run the tasks not done yet; say "up to date" for the others. The outcomes of those run, by key."""
     pending = []
@@ -119,6 +130,26 @@ def _blocked(plan: StudyPlan, echo: Echo) -> list[Task]:
             outcome = record_state(cell.task, FAILED, time.time(), error=f"its extraction failed ({extraction.key})")
             echo(_line(cell.task, outcome))
     return ready
+
+
+def _cells(plan: StudyPlan, echo: Echo) -> tuple[dict[str, dict[str, Any]], dict[str, float]]:
+    """Every cell not done, through the study's engine: the extractions one at a time (one model in memory per
+    device), then the probes side by side. The outcomes of those run, by key, and each stage's seconds. The
+    engine is prepared first (the probe workers, a cluster), so that it starts beside the extractions."""
+    runner = engine_named(plan.config.engine, plan.config.address)
+    stages: dict[str, float] = {}
+    try:
+        with _timed(stages, "prepare"):  # worker processes or a cluster started
+            if any(cell_status(task) != DONE for task in plan.tasks):
+                runner.prepare(plan.config.jobs)
+        with _timed(stages, "extract"):
+            ran = _stage(plan, [cell.task for cell in plan.extractions], 1, echo, runner)
+        with _timed(stages, "probe"):
+            ran |= _stage(plan, _blocked(plan, echo), plan.config.jobs, echo, runner)
+    finally:
+        with _timed(stages, "close"):  # the workers or a local cluster stopped
+            runner.close()
+    return ran, stages
 
 
 def write_tables(plan: StudyPlan) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, list[Path]]:
@@ -152,14 +183,10 @@ def run(
     output = plan.config.output
     with lock_of(output):
         state_folder(output)
-        runner = engine_named(plan.config.engine, plan.config.address)
-        try:  # extractions one at a time (one model in memory per device), then the probes side by side
-            ran = _stage(plan, [cell.task for cell in plan.extractions], 1, echo, runner)
-            ran |= _stage(plan, _blocked(plan, echo), plan.config.jobs, echo, runner)
-        finally:
-            runner.close()
-        results, summary, paired, written = write_tables(plan)
+        ran, stages = _cells(plan, echo)
+        with _timed(stages, "tables"):
+            results, summary, paired, written = write_tables(plan)
     statuses = {task.key: cell_status(task) for task in plan.tasks}
     errors = {key: str(outcome.get("error")) for key, outcome in ran.items() if outcome["status"] == FAILED}
     seconds = time.perf_counter() - started
-    return StudyResult(plan, statuses, errors, tuple(ran), results, summary, paired, tuple(written), seconds)
+    return StudyResult(plan, statuses, errors, tuple(ran), results, summary, paired, tuple(written), seconds, stages)

@@ -23,6 +23,7 @@ FAILED = {"extract/tiny/bad", "extract/rand/bad", "probe/tiny/bad/label", "probe
 def test_a_study_runs_every_cell_and_records_the_failing_ones(done_study):
     study, result, lines = done_study
     assert len(result.statuses) == 6 + 10 and set(result.failed) == FAILED and result.exit_code == 1
+    assert set(result.stages) == {"prepare", "extract", "probe", "close", "tables"}
     assert (
         "its extraction failed (extract/tiny/bad)"
         in status(study).set_index("cell").loc["probe/tiny/bad/label", "error"]

@@ -58,3 +58,15 @@ def to_toml(study: dict) -> str:
             lines += [f"{key} = {_value(value)}" for key, value in entry.items()]
             lines.append("")
     return "\n".join(lines)
+
+
+def worker_dies(**_: object) -> dict:
+    """A study task's function that ends its worker process at once, as an out-of-memory kill would."""
+    import os
+
+    os._exit(1)
+
+
+def worker_lives(**_: object) -> dict:
+    """A study task's function that does nothing."""
+    return {}
