@@ -173,7 +173,7 @@ class ClassificationProbe:
     def _table(self, outputs: list[Any]) -> tuple[pd.DataFrame, dict]:
         """The sorted results table (best rows and significance marked) and each row's predictions."""
         config, inputs = self.plan.config, self.inputs
-        outputs, lexical = take_lexical(outputs, self.plan.notes)
+        outputs, lexical = take_lexical(outputs, self.plan.notes, self.inputs)
         records = [majority_record(inputs), *([lexical] if lexical else [])]
         records += [record for output in outputs for record in output]
         oof = [record.pop("_predictions", None) for record in records]

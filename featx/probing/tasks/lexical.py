@@ -17,6 +17,7 @@ The texts come from the features file; a file whose texts are all empty has no l
 
 from __future__ import annotations
 
+import contextlib
 import time
 import warnings
 from collections.abc import Callable
@@ -216,49 +217,61 @@ LEXICAL_JOB = FeatureJob("main", "", LayerSpec("lexical", ()), "", [])
 REFERENCE = {"site": "", "layer_spec": "lexical", "kind": "lexical", "layers": ""}
 
 
+def fold_count(plan: Any) -> int:
+    """The outer folds the baseline fits: those with their dev entry (every fold has one, None when no dev)."""
+    return min(len(plan.folds), len(plan.dev))
+
+
+def lexical_fold(texts: LexicalTexts, family: str, inputs: Any, index: int) -> Any:
+    """Outer fold ``index`` of the lexical baseline (its seed the fold's, as every fold always had)."""
+    plan = inputs.plan
+    (train, test), dev = plan.folds[index], plan.dev[index]
+    grid = inputs.cs if family == "logreg" else inputs.alphas
+    if family == "logreg":
+        return classify_fold(texts, inputs.y, train, test, dev, grid, inputs.balanced, inputs.seed + 1000 * index)
+    return regress_fold(texts, inputs.y, train, test, dev, grid, inputs.seed + 1000 * index)
+
+
+def lexical_record(family: str, folds: list[Any], inputs: Any) -> dict:
+    """The lexical reference row of a run (with ``_predictions``) from its outer folds' results, in order."""
+    plan = inputs.plan
+    if family == "logreg":
+        from .classification_jobs import result_record
+
+        row = ev.summarise(plan, inputs.y, folds, inputs.n_classes, inputs.n_bootstrap, inputs.seed)
+        row["mdl_bits"] = row["mdl_compression"] = float("nan")
+        record = result_record(LEXICAL_JOB, "logreg", row, inputs)
+        missing: Any = -1
+    else:
+        from .regression_jobs import result_record as regression_result
+
+        row = rm.summarise(plan, inputs.y, folds, inputs.n_bootstrap, inputs.seed)
+        record = regression_result(LEXICAL_JOB, "ridge", row, inputs)
+        missing = float("nan")
+    record.update(REFERENCE)
+    record["_predictions"] = out_of_fold(len(inputs.y), plan.folds, folds, missing)
+    return record
+
+
 def classification_record(texts: LexicalTexts | None, inputs: ClassificationInputs, notes: list[str]) -> dict | None:
     """The lexical reference row of a classification run (with ``_predictions``), or None."""
-    from .classification_jobs import result_record
-
-    if texts is None:
-        return None
-    plan = inputs.plan
-    try:
-        folds = [
-            classify_fold(texts, inputs.y, train, test, dev, inputs.cs, inputs.balanced, inputs.seed + 1000 * index)
-            for index, ((train, test), dev) in enumerate(zip(plan.folds, plan.dev, strict=False))
-        ]
-    except ValueError as error:  # e.g. an empty vocabulary: no n-gram in 2 training texts
-        _skipped(error, notes)
-        return None
-    row = ev.summarise(plan, inputs.y, folds, inputs.n_classes, inputs.n_bootstrap, inputs.seed)
-    row["mdl_bits"] = row["mdl_compression"] = float("nan")
-    record = result_record(LEXICAL_JOB, "logreg", row, inputs)
-    record.update(REFERENCE)
-    record["_predictions"] = out_of_fold(len(inputs.y), plan.folds, folds, -1)
-    return record
+    return _record(texts, "logreg", inputs, notes)
 
 
 def regression_record(texts: LexicalTexts | None, inputs: RegressionInputs, notes: list[str]) -> dict | None:
     """The lexical reference row of a regression run (with ``_predictions``), or None."""
-    from .regression_jobs import result_record
+    return _record(texts, "ridge", inputs, notes)
 
+
+def _record(texts: LexicalTexts | None, family: str, inputs: Any, notes: list[str]) -> dict | None:
     if texts is None:
         return None
-    plan = inputs.plan
     try:
-        folds = [
-            regress_fold(texts, inputs.y, train, test, dev, inputs.alphas, inputs.seed + 1000 * index)
-            for index, ((train, test), dev) in enumerate(zip(plan.folds, plan.dev, strict=False))
-        ]
-    except ValueError as error:
+        folds = [lexical_fold(texts, family, inputs, index) for index in range(fold_count(inputs.plan))]
+    except ValueError as error:  # e.g. an empty vocabulary: no n-gram in 2 training texts
         _skipped(error, notes)
         return None
-    row = rm.summarise(plan, inputs.y, folds, inputs.n_bootstrap, inputs.seed)
-    record = result_record(LEXICAL_JOB, "ridge", row, inputs)
-    record.update(REFERENCE)
-    record["_predictions"] = out_of_fold(len(inputs.y), plan.folds, folds, float("nan"))
-    return record
+    return lexical_record(family, folds, inputs)
 
 
 def add_lexical_test(
@@ -301,50 +314,65 @@ def add_lexical_test(
 
 @dataclass(frozen=True)
 class LexicalJob(DeviceFreeJob):
-    """The lexical baseline as one job of the run (``run_jobs``): first in the list, so that it starts at once
-    in a worker of its own and runs beside the probe jobs, where it used to run on one core after them all
-    (with a GPU: in a process of its own while the GPU's jobs take turns). ``family``: "logreg" (classes)
-    or "ridge" (a number)."""
+    """One outer fold of the lexical baseline as a job of the run (``run_jobs``): the folds' jobs come first in
+    the list, so that they start at once in the workers and run beside the probe jobs (with a GPU: in a process
+    of their own while the GPU's jobs take turns), one fold per job rather than every fold on one core.
+    ``family``: "logreg" (classes) or "ridge" (a number); ``fold``: the outer fold's index."""
 
     texts: LexicalTexts
     family: str
+    fold: int = 0
 
 
 @dataclass(frozen=True)
 class LexicalOutput:
-    """What the lexical job gives back: its reference row (None: skipped) and the notes it wrote."""
+    """What a lexical fold's job gives back: the fold's result, or the error that skips the baseline."""
 
-    record: dict | None
-    notes: list[str]
+    fold: int
+    result: Any = None
+    error: str | None = None
 
 
 def run_lexical_job(job: LexicalJob, inputs: Any) -> LexicalOutput:
-    """The lexical reference row, in a worker like the probe jobs (the same thread limit)."""
+    """One outer fold of the lexical baseline, in a worker like the probe jobs (the same thread limit)."""
     from threadpoolctl import threadpool_limits
 
-    notes: list[str] = []
-    make = classification_record if job.family == "logreg" else regression_record
     with threadpool_limits(limits=inputs.threads):
-        return LexicalOutput(make(job.texts, inputs, notes), notes)
+        try:
+            return LexicalOutput(job.fold, lexical_fold(job.texts, job.family, inputs, job.fold))
+        except ValueError as error:  # e.g. an empty vocabulary: no n-gram in 2 training texts
+            return LexicalOutput(job.fold, error=str(error))
 
 
 def run_job_or_lexical(run_probe_job: Callable[..., Any], job: tuple[Any, ...]) -> Any:
-    """One job of a sentence-level task: the lexical baseline's (``LexicalJob``) or a probe job."""
+    """One job of a sentence-level task: a lexical fold's (``LexicalJob``) or a probe job."""
     return run_lexical_job(*job) if isinstance(job[0], LexicalJob) else run_probe_job(*job)
 
 
 def with_lexical_job(jobs: list[tuple[Any, ...]], texts: LexicalTexts | None, family: str, inputs: Any) -> list:
-    """``jobs`` with the lexical job first (when the run has a lexical baseline)."""
-    return jobs if texts is None else [(LexicalJob(texts, family), inputs), *jobs]
+    """``jobs`` with the lexical baseline's jobs first, one per outer fold (when the run has the baseline). The
+    n-gram counts are taken here, once, and travel with the texts to every fold's job."""
+    if texts is None:
+        return jobs
+    with contextlib.suppress(ValueError):  # no n-gram at all: each fold's job says so (the run's note)
+        texts.counts  # noqa: B018 - counted once here, not once per fold's worker
+    folds = [(LexicalJob(texts, family, index), inputs) for index in range(fold_count(inputs.plan))]
+    return [*folds, *jobs]
 
 
-def take_lexical(outputs: list[Any], notes: list[str]) -> tuple[list[Any], dict | None]:
-    """The probe jobs' outputs and the lexical row (its notes added to ``notes``), from ``run_jobs``' outputs."""
-    lexical = [output for output in outputs if isinstance(output, LexicalOutput)]
-    for output in lexical:
-        notes.extend(output.notes)
-    record = lexical[0].record if lexical else None
-    return [output for output in outputs if not isinstance(output, LexicalOutput)], record
+def take_lexical(outputs: list[Any], notes: list[str], inputs: Any = None) -> tuple[list[Any], dict | None]:
+    """The probe jobs' outputs and the lexical row (None: no baseline, or skipped with a note), assembled from
+    its folds' outputs among ``run_jobs``' outputs."""
+    folds = sorted((output for output in outputs if isinstance(output, LexicalOutput)), key=lambda out: out.fold)
+    rest = [output for output in outputs if not isinstance(output, LexicalOutput)]
+    if not folds:
+        return rest, None
+    errors = [output.error for output in folds if output.error is not None]
+    if errors:
+        notes.append(f"no lexical baseline: {errors[0]}")
+        return rest, None
+    family = "logreg" if hasattr(inputs, "cs") else "ridge"
+    return rest, lexical_record(family, [output.result for output in folds], inputs)
 
 
 def lexical_meta(texts: LexicalTexts | None, family: str, table: pd.DataFrame) -> dict[str, Any] | None:

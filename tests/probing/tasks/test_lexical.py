@@ -8,6 +8,7 @@ import json
 import random
 import re
 import shutil
+from types import SimpleNamespace
 
 import h5py
 import numpy as np
@@ -241,11 +242,28 @@ def test_the_lexical_job_runs_beside_the_probe_jobs(split_file):
     assert (parallel.kind == "lexical").sum() == 1
 
 
-def test_the_lexical_jobs_notes_come_back_with_its_row():
+def test_the_lexical_folds_run_as_jobs_of_their_own_and_give_the_serial_row(cv_file):
+    """Under cross-validation each outer fold of the baseline is a job of its own (first in the list, spread
+    over the workers); the row assembled from them is the one a single worker gives."""
+    from featx.probing.tasks import lexical
+
+    options = {**COMMON, "folds": 4}
+    parallel = featx.probe(cv_file, label="label", cs=(0.1, 1.0), **{**options, "jobs": 2}).table
+    serial = featx.probe(cv_file, label="label", cs=(0.1, 1.0), **options).table
+    timing = [column for column in serial.columns if "seconds" in column]
+    assert parallel.drop(columns=timing).equals(serial.drop(columns=timing))
+    texts = lexical.LexicalTexts(["a b", "c d"])
+    plan = SimpleNamespace(folds=[(None, None)] * 4, dev=[None] * 4)
+    jobs = lexical.with_lexical_job([("probe",)], texts, "logreg", SimpleNamespace(plan=plan))
+    assert [job[0].fold for job in jobs[:4]] == [0, 1, 2, 3] and jobs[4] == ("probe",)
+
+
+def test_a_lexical_folds_error_comes_back_as_the_runs_note():
     from featx.probing.tasks.lexical import LexicalOutput, take_lexical
 
     notes = ["earlier"]
-    probes, record = take_lexical([[{"a": 1}], LexicalOutput(None, ["no lexical baseline: why"]), [{"b": 2}]], notes)
+    outputs = [[{"a": 1}], LexicalOutput(1, error="why"), LexicalOutput(0, result=object()), [{"b": 2}]]
+    probes, record = take_lexical(outputs, notes, SimpleNamespace(cs=(1.0,)))
     assert probes == [[{"a": 1}], [{"b": 2}]] and record is None
     assert notes == ["earlier", "no lexical baseline: why"]
     assert take_lexical([[{"a": 1}]], notes) == ([[{"a": 1}]], None)
