@@ -7,7 +7,8 @@ The convention, in the Markdown of ``docs/tutorials/*.md``:
   shown, not run; Python runs through a ``bash`` block (``python - <<'EOF'``).
 - Blocks run in page order, each in a fresh ``bash -euo pipefail``, all in one temporary folder per page that
   holds a copy of the repository's ``data/``; ``featx`` and ``python`` are this checkout's; the Hugging Face
-  hub is offline. Every block must exit 0.
+  hub is offline. Every block must exit 0. ``tests/docs/test_tutorials.py`` runs ``featx`` through a fork
+  server (``featx_server``, ``support.zygote``): the same CLI, without importing torch again per command.
 - ``<!-- docs-test: skip REASON -->`` directly above a block leaves it out; the reason is required.
 - ``<!-- docs-test: expect "TEXT" -->`` directly below a block: its output (stdout and stderr) holds TEXT.
 - ``<!-- docs-test: env NAME=VALUE -->`` anywhere on a page: NAME=VALUE is exported to every block of the
