@@ -10,6 +10,7 @@ Nothing of a command outlives it: each runs in its own forked child, and the ser
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import importlib
 import json
@@ -19,6 +20,7 @@ import runpy
 import signal
 import socket
 import sys
+import threading
 import traceback
 
 from featx.exiting import exit_code  # what sys.exit(code) makes the status
@@ -65,6 +67,12 @@ def run_command(request: dict, fds: list[int]) -> None:
     except BaseException:  # what an uncaught exception does to a fresh interpreter
         traceback.print_exc()
         code = 1
+    # What the interpreter's exit does before its teardown, in its order (featx.exiting ends a command with
+    # SystemExit where this is needed): wait for the threads that are not daemons and run threading's exit
+    # hooks (joblib's loky workers are stopped there; skipped, they would outlive the command holding its
+    # output pipes), then the atexit handlers (HDF5 files closed, temporary folders removed).
+    threading._shutdown()  # type: ignore[attr-defined]
+    atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
