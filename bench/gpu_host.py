@@ -154,7 +154,7 @@ def main(argv=None) -> None:
     work = Path(tempfile.mkdtemp(prefix="featx-host-"))
     if args.smoke:  # only that every step runs (tests/bench/test_gpu_smoke.py); no timing means anything
         args.assets, args.device, args.dtype, args.models = gpu.smoke_assets(work), "cpu", "float32", "minilm"
-        args.corpus, args.batches, args.old = args.assets / "sst2.csv", "4,16", work / "no-old-code"
+        args.corpus, args.batches, args.old = args.assets / "sst2.csv", "16", work / "no-old-code"
     args.batches = [int(batch) for batch in args.batches.split(",")]
     args.corpus = args.corpus or args.assets / "sst2big.csv"
     args.out.mkdir(parents=True, exist_ok=True)
