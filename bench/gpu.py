@@ -221,19 +221,28 @@ def idle_share(folder: Path, corpus: Path, output: Path, device: str, dtype: str
     """1 - (union of GPU kernel intervals) / (first kernel start to last kernel end), over a featx run."""
     if device == "cpu":
         return None
-    from torch.profiler import DeviceType, ProfilerActivity, profile
+    from torch.profiler import ProfilerActivity, profile
 
     # CUDA activity only: tracing every CPU op costs the host time per op, and in a host-bound loop that idles
     # the GPU itself (the figures of 27 Nov 2026 were taken with CPU tracing on; bench/gpu_loop.py's are not)
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         run_featx(folder, corpus, output, device, dtype)
+    busy, first_to_last = gpu_busy_time(prof)
+    return None if first_to_last == 0 else 1.0 - busy / first_to_last
+
+
+def gpu_busy_time(prof) -> tuple[float, float]:
+    """The union of a profile's CUDA kernel and copy intervals, and the time from the first to the last of them
+    (microseconds; (0, 0) when it holds none)."""
+    from torch.profiler import DeviceType
+
     spans = sorted(
         (e.time_range.start, e.time_range.end)
         for e in prof.events()
         if e.device_type == DeviceType.CUDA and e.time_range.end > e.time_range.start
     )
     if not spans:
-        return None
+        return 0.0, 0.0
     busy, (current_start, current_end) = 0.0, spans[0]
     for start, end in spans[1:]:
         if start > current_end:
@@ -242,7 +251,15 @@ def idle_share(folder: Path, corpus: Path, output: Path, device: str, dtype: str
         else:
             current_end = max(current_end, end)
     busy += current_end - current_start
-    return 1.0 - busy / (spans[-1][1] - spans[0][0])
+    return busy, spans[-1][1] - spans[0][0]
+
+
+def common_arguments(parser, dtype_help: str | None = None) -> None:
+    """The options every GPU bench step takes: its assets, output folder, device and dtype."""
+    parser.add_argument("--assets", type=Path, default=ASSETS)
+    parser.add_argument("--out", type=Path, default=ASSETS / "out")
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument("--dtype", default="bfloat16", help=dtype_help)
 
 
 def read_all(path: Path) -> np.ndarray:

@@ -139,10 +139,7 @@ def table(rows: list[dict], args) -> str:
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--assets", type=Path, default=gpu.ASSETS)
-    parser.add_argument("--out", type=Path, default=gpu.ASSETS / "out")
-    parser.add_argument("--device", default="cuda")
-    parser.add_argument("--dtype", default="bfloat16")
+    gpu.common_arguments(parser)
     parser.add_argument("--models", default="minilm,bert-base-random")
     parser.add_argument("--corpus", type=Path, default=None, help="default: ASSETS/sst2big.csv")
     parser.add_argument("--batches", default="256,4096,16384", help="rows per batch (--batch-size) tried")

@@ -167,25 +167,10 @@ class Timeline:
 
 def gpu_busy(prof, span: tuple[float, float] | None = None) -> dict:
     """The union of the GPU's kernel and copy intervals over (first to last) of them."""
-    from torch.profiler import DeviceType
-
-    spans = sorted(
-        (e.time_range.start, e.time_range.end)
-        for e in prof.events()
-        if e.device_type == DeviceType.CUDA and e.time_range.end > e.time_range.start
-    )
-    if not spans:
+    busy, first_to_last = gpu.gpu_busy_time(prof)
+    if first_to_last == 0:
         return {}
-    busy, (current_start, current_end) = 0.0, spans[0]
-    for start, end in spans[1:]:
-        if start > current_end:
-            busy += current_end - current_start
-            current_start, current_end = start, end
-        else:
-            current_end = max(current_end, end)
-    busy += current_end - current_start
-    first_to_last = (spans[-1][1] - spans[0][0]) / 1e6  # microseconds
-    return {"gpu_busy_seconds": busy / 1e6, "gpu_first_to_last_seconds": first_to_last}
+    return {"gpu_busy_seconds": busy / 1e6, "gpu_first_to_last_seconds": first_to_last / 1e6}
 
 
 def timed_run(folder: Path, corpus: Path, work: Path, device: str, dtype: str, profile: bool) -> dict:
@@ -279,10 +264,7 @@ def table(rows: list[dict], tokens: int, header: str) -> str:
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--assets", type=Path, default=gpu.ASSETS)
-    parser.add_argument("--out", type=Path, default=gpu.ASSETS / "out")
-    parser.add_argument("--device", default="cuda")
-    parser.add_argument("--dtype", default="bfloat16")
+    gpu.common_arguments(parser)
     parser.add_argument("--model", default="minilm", choices=["minilm", "bert-base-random"])
     parser.add_argument("--corpus", default="sst2big", help="a corpus of --assets (default sst2big, else sst2)")
     parser.add_argument("--parity-rows", type=int, default=200)

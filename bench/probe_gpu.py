@@ -76,10 +76,7 @@ def table(rows: list[dict], header: str) -> str:
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--assets", type=Path, default=gpu.ASSETS)
-    parser.add_argument("--out", type=Path, default=gpu.ASSETS / "out")
-    parser.add_argument("--device", default="cuda")
-    parser.add_argument("--dtype", default="bfloat16", help="of the extraction")
+    gpu.common_arguments(parser, dtype_help="of the extraction")
     parser.add_argument("--models", default="minilm,bert-base-random")
     parser.add_argument("--corpora", default=",".join(CORPORA))
     parser.add_argument("--run-seconds", type=float, default=60.0, help="each probe command is cut here")
