@@ -58,25 +58,6 @@ def _classes(plan) -> list[str]:
     return names
 
 
-def _check_prompt(template: str, tokenizer, model: str) -> None:
-    from ..extraction import parse_template
-
-    last_literal, last_field = parse_template(template, "text").pieces[-1]
-    if last_field is not None or not last_literal.strip():
-        raise InputError(
-            f"--template {template!r} ends in the row's text, so its last token (where the answer is read) would be "
-            "the text's own",
-            "end the template with the question, e.g. 'Review: {text} Sentiment:'",
-        )
-    ending = tokenizer(last_literal, add_special_tokens=True)["input_ids"]
-    if len(ending) > 1 and ending[-1] in set(tokenizer.all_special_ids):
-        raise InputError(
-            f"the tokenizer of {model} ends every prompt with a special token, so the last token is not where the "
-            "answer is read",
-            "use a decoder whose tokenizer adds no end-of-sequence token",
-        )
-
-
 def prepare_contrast(plan) -> Contrast | None:
     """The contrast answers of ``--answers`` checked against the model's tokenizer, head and label (None without
     ``--answers``): one line (``InputError`` or ``ModelError``) before any forward pass."""
@@ -84,7 +65,7 @@ def prepare_contrast(plan) -> Contrast | None:
     if config.answers is None:
         return None
     from ..extraction import embed_config, load_tokenizer, weight_files
-    from ..logit_lens import answer_token_ids, load_head, parse_answers
+    from ..logit_lens import answer_token_ids, check_decoder_prompt, load_head, parse_answers
 
     if not provenance.causal:
         raise InputError(
@@ -98,7 +79,7 @@ def prepare_contrast(plan) -> Contrast | None:
     head = load_head(folder, weight_files(folder), provenance.model)  # a ModelError without an LM head
     tokenizer = load_tokenizer(str(folder))
     ids = answer_token_ids(answers, tokenizer, provenance.model)
-    _check_prompt(str(config.template), tokenizer, provenance.model)
+    check_decoder_prompt(str(config.template), "text", tokenizer, provenance.model)
     top = provenance.n_layers - 1
     options = {**embed_options(provenance, config.device), "layers": str(top), "poolings": "at"}
     prompts = embed_config([], None, **options, template=config.template, pool_at="last")

@@ -26,6 +26,7 @@ _HOMES = {
     "load_head": "head",
     "Prepared": "preflight",
     "prepare": "preflight",
+    "check_decoder_prompt": "preflight",
 }
 
 __all__ = sorted(_HOMES)

@@ -43,14 +43,22 @@ def answering_position(config: LensConfig, template: str | None, head: LensHead,
     """The ``--pool-at`` that reads the answer: an MLM's mask token in the template; a decoder's last token, after
     the chat template's generation prompt, or at the end of a template that ends in its own text (``Sentiment:``,
     not a field)."""
-    from ..extraction import parse_template
 
     if head.masked:
         return _mask_position(config, template, tokenizer, model)
     if config.chat_template:
         return "last"
     assert template is not None, "LensConfig asks for a template without --chat-template"
-    last_literal, last_field = parse_template(template, config.text_col).pieces[-1]
+    check_decoder_prompt(template, config.text_col, tokenizer, model)
+    return "last"
+
+
+def check_decoder_prompt(template: str, text_col: str, tokenizer, model: str) -> None:
+    """Refuse a decoder's template whose last token is not where an answer is read: one that ends in a field
+    (the row's own text), or a tokenizer that ends every prompt with a special token."""
+    from ..extraction import parse_template
+
+    last_literal, last_field = parse_template(template, text_col).pieces[-1]
     if last_field is not None or not last_literal.strip():
         raise InputError(
             f"--template {template!r} has no answer position: it ends in a field (or in whitespace after one), so "
@@ -64,7 +72,6 @@ def answering_position(config: LensConfig, template: str | None, head: LensHead,
             "answering position",
             "use a decoder whose tokenizer adds no end-of-sequence token, or --chat-template",
         )
-    return "last"
 
 
 def _mask_position(config: LensConfig, template: str | None, tokenizer, model: str) -> str:

@@ -38,3 +38,14 @@ def animal_bundle(planted_features, tmp_path_factory) -> Path:
     output = tmp_path_factory.mktemp("intervene-bundle") / "animal.featx"
     featx.fit(planted_features, label="animal", layer="2", pooling="mean", output=output, folds=3)
     return output
+
+
+@pytest.fixture
+def no_forward(monkeypatch):
+    """Loading the model for the forward passes fails the test: every refusal must come before it."""
+    from featx.interventions import forward
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the model was loaded for its forward passes before the input was refused")
+
+    monkeypatch.setattr(forward.Forward, "__init__", refuse)

@@ -97,23 +97,13 @@ def test_the_dose_response_read_by_the_answers_equals_a_hand_computation(decoder
     assert result.meta["reader"].startswith("the answers at the end of")
 
 
-@pytest.fixture
-def no_forward(monkeypatch):
-    from featx.interventions import forward
-
-    def refuse(*args, **kwargs):
-        raise AssertionError("the model was loaded for its forward passes before the input was refused")
-
-    monkeypatch.setattr(forward.Forward, "__init__", refuse)
-
-
 @pytest.mark.parametrize(
     "options, message",
     [
         ({"answers": "pos= good,neg= the"}, "' good' is 3 tokens of the .* tokenizer"),
         ({"answers": " walk"}, "gives one answer"),
         ({"toward": "meh"}, "--toward meh: label 'sentiment' has no such class"),
-        ({"template": "Review: {text}"}, "ends in the row's text"),
+        ({"template": "Review: {text}"}, "has no answer position: it ends in a field"),
         ({"template": None}, "--answers and --template go together"),
         ({"edit": "erase", "toward": None}, "they apply to --edit steer"),
     ],

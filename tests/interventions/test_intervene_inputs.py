@@ -15,17 +15,6 @@ from featx.errors import InputError
 from featx.interventions import InterveneConfig, intervene
 
 
-@pytest.fixture
-def no_forward(monkeypatch):
-    """Loading the model for the forward passes fails the test: every refusal must come before it."""
-    from featx.interventions import forward
-
-    def refuse(*args, **kwargs):
-        raise AssertionError("the model was loaded for its forward passes before the input was refused")
-
-    monkeypatch.setattr(forward.Forward, "__init__", refuse)
-
-
 @pytest.mark.parametrize(
     "options, message",
     [
