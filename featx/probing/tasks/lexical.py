@@ -39,8 +39,6 @@ from .lexical_tfidf import CHAR_NGRAMS, MIN_DF, WORD_NGRAMS, NgramCounts, tfidf_
 
 if TYPE_CHECKING:
     from ...store import FeatureFile
-    from .classification_jobs import ClassificationInputs
-    from .regression_jobs import RegressionInputs
 
 MAX_ITER = 1000  # LogisticRegression's lbfgs iterations
 NO_TEXTS = "no texts stored: no lexical baseline"
@@ -198,7 +196,7 @@ def lexical_predictions(
         return None
 
 
-def _skipped(error: ValueError, notes: list[str]) -> None:
+def _skipped(error: ValueError | str, notes: list[str]) -> None:
     notes.append(f"no lexical baseline: {error}")
 
 
@@ -240,27 +238,6 @@ def lexical_record(family: str, folds: list[Any], inputs: Any) -> dict:
     record.update(REFERENCE)
     record["_predictions"] = out_of_fold(len(inputs.y), plan.folds, folds, missing)
     return record
-
-
-def classification_record(texts: LexicalTexts | None, inputs: ClassificationInputs, notes: list[str]) -> dict | None:
-    """The lexical reference row of a classification run (with ``_predictions``), or None."""
-    return _record(texts, "logreg", inputs, notes)
-
-
-def regression_record(texts: LexicalTexts | None, inputs: RegressionInputs, notes: list[str]) -> dict | None:
-    """The lexical reference row of a regression run (with ``_predictions``), or None."""
-    return _record(texts, "ridge", inputs, notes)
-
-
-def _record(texts: LexicalTexts | None, family: str, inputs: Any, notes: list[str]) -> dict | None:
-    if texts is None:
-        return None
-    try:
-        folds = [lexical_fold(texts, family, inputs, index) for index in range(fold_count(inputs.plan))]
-    except ValueError as error:  # e.g. an empty vocabulary: no n-gram in 2 training texts
-        _skipped(error, notes)
-        return None
-    return lexical_record(family, folds, inputs)
 
 
 def add_lexical_test(
@@ -318,6 +295,7 @@ class LexicalOutput:
     """What a lexical fold's job gives back: the fold's result, or the error that skips the baseline."""
 
     fold: int
+    family: str
     result: Any = None
     error: str | None = None
 
@@ -328,9 +306,9 @@ def run_lexical_job(job: LexicalJob, inputs: Any) -> LexicalOutput:
 
     with threadpool_limits(limits=inputs.threads):
         try:
-            return LexicalOutput(job.fold, lexical_fold(job.texts, job.family, inputs, job.fold))
+            return LexicalOutput(job.fold, job.family, lexical_fold(job.texts, job.family, inputs, job.fold))
         except ValueError as error:  # e.g. an empty vocabulary: no n-gram in 2 training texts
-            return LexicalOutput(job.fold, error=str(error))
+            return LexicalOutput(job.fold, job.family, error=str(error))
 
 
 def run_job_or_lexical(run_probe_job: Callable[..., Any], job: tuple[Any, ...]) -> Any:
@@ -358,10 +336,9 @@ def take_lexical(outputs: list[Any], notes: list[str], inputs: Any = None) -> tu
         return rest, None
     errors = [output.error for output in folds if output.error is not None]
     if errors:
-        notes.append(f"no lexical baseline: {errors[0]}")
+        _skipped(errors[0], notes)
         return rest, None
-    family = "logreg" if hasattr(inputs, "cs") else "ridge"
-    return rest, lexical_record(family, [output.result for output in folds], inputs)
+    return rest, lexical_record(folds[0].family, [output.result for output in folds], inputs)
 
 
 def lexical_meta(texts: LexicalTexts | None, family: str, table: pd.DataFrame) -> dict[str, Any] | None:

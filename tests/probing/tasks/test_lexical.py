@@ -262,8 +262,13 @@ def test_a_lexical_folds_error_comes_back_as_the_runs_note():
     from featx.probing.tasks.lexical import LexicalOutput, take_lexical
 
     notes = ["earlier"]
-    outputs = [[{"a": 1}], LexicalOutput(1, error="why"), LexicalOutput(0, result=object()), [{"b": 2}]]
-    probes, record = take_lexical(outputs, notes, SimpleNamespace(cs=(1.0,)))
+    outputs = [
+        [{"a": 1}],
+        LexicalOutput(1, "logreg", error="why"),
+        LexicalOutput(0, "logreg", result=object()),
+        [{"b": 2}],
+    ]
+    probes, record = take_lexical(outputs, notes, SimpleNamespace())
     assert probes == [[{"a": 1}], [{"b": 2}]] and record is None
     assert notes == ["earlier", "no lexical baseline: why"]
     assert take_lexical([[{"a": 1}]], notes) == ([[{"a": 1}]], None)
