@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
-from support.tutorials import DocsTestError, parse_page, run_page
+from support.tutorials import DocsTestError, featx_server, parse_page, run_page
 
 REPO = Path(__file__).resolve().parents[2]
 TUTORIALS = sorted((REPO / "docs" / "tutorials").glob("*.md"))
@@ -100,10 +103,34 @@ def test_the_runner_names_the_failing_block_and_checks_expectations(tmp_path):
         run_page(missing, REPO, tmp_path / "missing", tmp_path / "models")
 
 
+@pytest.fixture(scope="module")
+def featx_command(tmp_path_factory):
+    """The pages' ``featx``: this checkout's CLI through one fork server (``support.zygote``) per worker, so the
+    thirty-odd commands do not each import torch, transformers and scikit-learn again."""
+    with featx_server(REPO, tmp_path_factory.mktemp("featx-server")) as command:
+        yield command
+
+
+@pytest.mark.slow
+def test_the_fork_server_runs_the_cli_as_a_fresh_process_would(featx_command, tmp_path):
+    script = f"{featx_command} --version && {featx_command} probe missing.h5 --label x; echo status $?"
+    served = subprocess.run(["bash", "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    fresh = subprocess.run(
+        ["bash", "-c", script.replace(featx_command, f"{sys.executable} -m featx")],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    assert "status 2" in fresh.stdout or "status 1" in fresh.stdout
+    assert (served.stdout, served.stderr) == (fresh.stdout, fresh.stderr)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("path", TUTORIALS, ids=[path.stem for path in TUTORIALS])
-def test_tutorial_commands_run(path, tmp_path_factory):
+def test_tutorial_commands_run(path, tmp_path_factory, featx_command):
     page = parse_page(path.read_text(encoding="utf-8"), path.relative_to(REPO))
     models = tmp_path_factory.getbasetemp() / "tutorial-models"
     models.mkdir(exist_ok=True)
-    run_page(page, REPO, tmp_path_factory.mktemp(path.stem), models)
+    run_page(page, REPO, tmp_path_factory.mktemp(path.stem), models, featx=featx_command)

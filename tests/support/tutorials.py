@@ -7,7 +7,8 @@ The convention, in the Markdown of ``docs/tutorials/*.md``:
   shown, not run; Python runs through a ``bash`` block (``python - <<'EOF'``).
 - Blocks run in page order, each in a fresh ``bash -euo pipefail``, all in one temporary folder per page that
   holds a copy of the repository's ``data/``; ``featx`` and ``python`` are this checkout's; the Hugging Face
-  hub is offline. Every block must exit 0.
+  hub is offline. Every block must exit 0. ``tests/docs/test_tutorials.py`` runs ``featx`` through a fork
+  server (``featx_server``, ``support.zygote``): the same CLI, without importing torch again per command.
 - ``<!-- docs-test: skip REASON -->`` directly above a block leaves it out; the reason is required.
 - ``<!-- docs-test: expect "TEXT" -->`` directly below a block: its output (stdout and stderr) holds TEXT.
 - ``<!-- docs-test: env NAME=VALUE -->`` anywhere on a page: NAME=VALUE is exported to every block of the
@@ -24,9 +25,13 @@ import shlex
 import shutil
 import subprocess
 import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+ZYGOTE = Path(__file__).resolve().parent  # zygote.py and zygote_client.py
 RUN_LANGUAGES = ("bash", "console")
 MARKER = re.compile(r"^\s*<!--\s*docs-test:\s*(?P<verb>\S+)\s*(?P<rest>.*?)\s*-->\s*$")
 FENCE = re.compile(r"^(?P<indent>\s*)(?P<fence>`{3,})\s*(?P<language>[\w+-]*)")
@@ -193,26 +198,64 @@ def resolve(value: str, models: Path) -> str:
     return str(folder)
 
 
-def prepare(workdir: Path, repo: Path) -> dict[str, str]:
-    """The page's folder (a copy of ``data/``) and the environment its blocks run in."""
-    workdir.mkdir(parents=True, exist_ok=True)
-    shutil.copytree(repo / "data", workdir / "data", ignore=shutil.ignore_patterns("*.py", "__pycache__"))
-    shims = workdir.parent / f"{workdir.name}-bin"
-    shims.mkdir(exist_ok=True)
-    for name, command in (("featx", f'"{sys.executable}" -m featx'), ("python", f'"{sys.executable}"')):
-        shim = shims / name
-        shim.write_text(f'#!/bin/sh\nexec {command} "$@"\n')
-        shim.chmod(0o755)
+def command_env(repo: Path) -> dict[str, str]:
+    """The environment the blocks (and the ``featx`` fork server) run in: this checkout's featx, offline."""
     env = dict(os.environ)
     env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", HF_DATASETS_OFFLINE="1", MPLBACKEND="Agg")
-    env["PATH"] = f"{shims}{os.pathsep}{env.get('PATH', '')}"
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(repo), env.get("PYTHONPATH", "")]))
     return env
 
 
-def run_page(page: Page, repo: Path, workdir: Path, models: Path, timeout: float = 600) -> list[str]:
-    """Run the page's blocks in order; an AssertionError names the first block that fails. Returns the outputs."""
-    env = prepare(workdir, repo)
+def prepare(workdir: Path, repo: Path, featx: str | None = None) -> dict[str, str]:
+    """The page's folder (a copy of ``data/``) and the environment its blocks run in. ``featx`` is the command
+    the ``featx`` shim runs (default: a fresh ``python -m featx``; ``featx_server`` gives the fork server's)."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(repo / "data", workdir / "data", ignore=shutil.ignore_patterns("*.py", "__pycache__"))
+    shims = workdir.parent / f"{workdir.name}-bin"
+    shims.mkdir(exist_ok=True)
+    commands = (("featx", featx or f'"{sys.executable}" -m featx'), ("python", f'"{sys.executable}"'))
+    for name, command in commands:
+        shim = shims / name
+        shim.write_text(f'#!/bin/sh\nexec {command} "$@"\n')
+        shim.chmod(0o755)
+    env = command_env(repo)
+    env["PATH"] = f"{shims}{os.pathsep}{env.get('PATH', '')}"
+    return env
+
+
+@contextmanager
+def featx_server(repo: Path, folder: Path, timeout: float = 120) -> Iterator[str]:
+    """The fork server of ``support.zygote`` for this checkout, started in ``folder``: yields the shell command
+    that runs ``featx ARGS`` through it (the same CLI, without importing torch and the rest again per command)."""
+    socket_path = folder / "featx.sock"
+    log = open(folder / "featx-server.log", "w")  # noqa: SIM115  (closed with the server)
+    server = subprocess.Popen(
+        [sys.executable, str(ZYGOTE / "zygote.py"), "serve", str(socket_path)],
+        env=command_env(repo),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=log,
+    )
+    try:
+        deadline = time.monotonic() + timeout
+        while not socket_path.exists():
+            assert server.poll() is None, f"the featx fork server exited: {(folder / 'featx-server.log').read_text()}"
+            assert time.monotonic() < deadline, "the featx fork server did not start"
+            time.sleep(0.05)
+        client = shlex.quote(str(ZYGOTE / "zygote_client.py"))
+        yield f'"{sys.executable}" -I -S {client} {shlex.quote(str(socket_path))}'
+    finally:
+        server.kill()
+        server.wait()
+        log.close()
+
+
+def run_page(
+    page: Page, repo: Path, workdir: Path, models: Path, timeout: float = 600, featx: str | None = None
+) -> list[str]:
+    """Run the page's blocks in order; an AssertionError names the first block that fails. Returns the outputs.
+    ``featx``: the command behind the ``featx`` shim (see ``prepare``)."""
+    env = prepare(workdir, repo, featx)
     substitutes = {name: resolve(value, models) for name, value in page.env.items()}
     env.update(substitutes)
     outputs = []
