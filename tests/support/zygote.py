@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import gc
 import importlib
 import json
 import os
@@ -104,6 +105,8 @@ def serve(path: str) -> None:
     server.bind(path + ".tmp")
     server.listen(16)
     preload()
+    gc.collect()
+    gc.freeze()  # the imported objects move to a permanent generation: no collection in a child touches them
     sys.stdout.flush()
     sys.stderr.flush()
     os.rename(path + ".tmp", path)  # the socket appears once the imports are done
