@@ -116,7 +116,8 @@ lint: install-test
 	$(VENV)/bin/ruff format --check $(LINT_PATHS)
 	$(VENV)/bin/mypy featx
 
-# The quick run: every test but the slow ones (child processes, torchrun, headless Chromium, MiniLM).
+# The quick run: every test but the slow ones (child processes, torchrun, headless Chromium, MiniLM, and any test
+# that takes more than about a second of CPU with its fixtures: pyproject.toml's `slow` marker).
 test-fast: install-test
 	$(PYTEST) -m "not slow"
 

@@ -35,6 +35,7 @@ def test_planted_layer_is_found_and_control_stays_near_chance(features_copy):
     assert (rows.evaluation == "4-fold cv").all() and (rows.n_test == N_ROWS).all()
 
 
+@pytest.mark.slow
 def test_planted_layers_found_with_all_poolings_in_parallel(features_copy):
     plant(features_copy, {2: 2.0}, pooling="mean")
     plant(features_copy, {0: 2.0}, pooling="cls", seed=1)
@@ -44,6 +45,7 @@ def test_planted_layers_found_with_all_poolings_in_parallel(features_copy):
     assert result.table.control_accuracy.isna().all()
 
 
+@pytest.mark.slow
 def test_cat_stack_mlp_and_attn_run_on_tiny_model_files(tiny_features, tmp_path):
     result = probe(
         tiny_features,
@@ -69,6 +71,7 @@ def test_cat_stack_mlp_and_attn_run_on_tiny_model_files(tiny_features, tmp_path)
     assert any("stack combines linear probes only" in note for note in result.notes)
 
 
+@pytest.mark.slow
 def test_attention_probe_finds_a_planted_token(tiny_features, tmp_path):
     path = tmp_path / "tokens.h5"
     shutil.copy(tiny_features, path)
@@ -196,6 +199,7 @@ def test_config_refuses_bad_options():
         ProbeConfig(folds=1)
 
 
+@pytest.mark.slow
 def test_balanced_class_weights_help_a_rare_class(features_copy):
     with h5py.File(features_copy, "r+") as file:
         codes = np.zeros(N_ROWS, np.int32)

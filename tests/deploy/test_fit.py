@@ -21,6 +21,7 @@ def _test_rows(path):
         return np.flatnonzero(np.asarray(features.split, dtype=str) == "test")
 
 
+@pytest.mark.slow
 def test_bundle_round_trip_predicts_exactly_as_the_fitted_probe(fitted, split_features):
     loaded = featx.load(fitted.path)
     X = _stored(split_features, fitted.probe)
@@ -30,6 +31,7 @@ def test_bundle_round_trip_predicts_exactly_as_the_fitted_probe(fitted, split_fe
     assert loaded.classes == ["neg", "pos"]
 
 
+@pytest.mark.slow
 def test_the_reported_test_score_is_the_probes_accuracy_on_the_test_rows(fitted, split_features):
     test = _test_rows(split_features)
     with featx.open(split_features) as features:

@@ -58,6 +58,7 @@ def test_a_word_label_gives_a_word_probe_chosen_on_training_words(fitted, word_f
     assert "a sentence's words in one fold" in manifest["selection"]["on"]
 
 
+@pytest.mark.slow
 def test_the_word_type_baseline_is_the_training_words_most_frequent_tag(fitted, word_features):
     features, _ = word_features
     with featx.open(features) as file:

@@ -61,6 +61,7 @@ def imbalanced(tiny_model, tmp_path_factory):
     return path
 
 
+@pytest.mark.slow
 def test_metric_changes_the_best_layer(imbalanced, tmp_path):
     common = dict(label="label", jobs=1, n_bootstrap=100, control=False, lexical=False)
     by_accuracy = featx.probe(imbalanced, output=tmp_path / "acc", **common)
@@ -130,6 +131,7 @@ def test_reference_rows_take_no_part_in_the_choice(tiny_model, tmp_path):
     assert probes.is_best.sum() == 1 and probes.is_best_on_test.sum() == 1
 
 
+@pytest.mark.slow
 def test_regression_chooses_on_the_training_part_in_its_metric(tiny_model, tmp_path):
     path, _, _ = _split_file(tmp_path, tiny_model)
     with featx.FeatureFile(path) as features:
@@ -164,6 +166,7 @@ def test_a_metric_that_does_not_fit_is_refused_before_any_fit(tiny_model, tmp_pa
     assert not list(tmp_path.glob("*.probe.csv"))  # refused before the work: nothing written
 
 
+@pytest.mark.slow
 def test_word_probes_choose_on_the_training_sentences_in_their_metric():
     from support.planted_words import PlantedWords
 
@@ -183,6 +186,7 @@ def test_word_probes_choose_on_the_training_sentences_in_their_metric():
     assert table[table.kind.isin(["majority", "lexical"])].selection_score.isna().all()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("grouped", [False, True])
 def test_paired_test_in_macro_f1_is_a_plain_bootstrap_of_the_metric(grouped):
     from sklearn.metrics import f1_score
@@ -216,6 +220,7 @@ def _line_of(text: str, start: str) -> str:
     return next(line for line in text.splitlines() if line.startswith(start))
 
 
+@pytest.mark.slow
 def test_the_printout_follows_the_chosen_metric(imbalanced, tmp_path):
     result = featx.probe(imbalanced, label="label", jobs=1, n_bootstrap=100, metric="macro_f1", output=tmp_path / "m")
     text, table = format_probe(result), result.table
@@ -228,6 +233,7 @@ def test_the_printout_follows_the_chosen_metric(imbalanced, tmp_path):
     assert f"{chosen.control_macro_f1:.3f}" in row and f"{chosen.selectivity:+.3f}" in row
 
 
+@pytest.mark.slow
 def test_the_regression_printout_follows_the_chosen_metric(tiny_model, tmp_path):
     path, _, _ = _split_file(tmp_path, tiny_model)
     result = featx.probe(path, label="score", metric="spearman", jobs=1, n_bootstrap=100)

@@ -59,6 +59,7 @@ def invoke(*args):
     return CliRunner().invoke(main, ["probe", *args])
 
 
+@pytest.mark.slow
 def test_probe_without_a_path_uses_the_last_extraction(extracted):
     result = invoke("--layer", "all", "--pooling", "mean,cls", "--folds", "3", "--jobs", "1")
     assert result.exit_code == 0, result.output

@@ -77,6 +77,7 @@ def test_table_has_best_layer_pooling_interval_and_selectivity(tmp_path):
     assert table.loc[0, "selectivity"] == pytest.approx(0.83 - 0.54)
 
 
+@pytest.mark.slow
 def test_paired_tests_between_a_model_and_its_random_init(real_runs):
     result = cmp.compare([real_runs["main"], real_runs["baseline"]])
     names = [entry.name for entry in result.entries]
@@ -92,6 +93,7 @@ def test_paired_tests_between_a_model_and_its_random_init(real_runs):
     assert "paired test per layer" in text and "Holm over layers" in text and "accuracy A" in text
 
 
+@pytest.mark.slow
 def test_paired_tests_follow_the_chosen_metric(real_runs):
     from sklearn.metrics import f1_score
 
@@ -109,6 +111,7 @@ def test_paired_tests_follow_the_chosen_metric(real_runs):
         assert row.selectivity == pytest.approx(best["macro_f1"] - best["control_macro_f1"])  # in the same metric
 
 
+@pytest.mark.slow
 def test_no_paired_test_for_different_rows_says_why(tmp_path, real_runs):
     other = _write(tmp_path, "other.probe", label="sentiment")
     result = cmp.compare([real_runs["main"], other])
@@ -118,6 +121,7 @@ def test_no_paired_test_for_different_rows_says_why(tmp_path, real_runs):
     assert all(note in paired or "chosen on the training part" in note for note in result.notes)
 
 
+@pytest.mark.slow
 def test_files_of_the_same_rows_are_paired_whatever_their_names(tmp_path, real_runs, tiny_model):
     """Another corpus file (columns reordered, the label column renamed) of the same rows: paired on its rows."""
     from support.results import tiny_rows
@@ -148,6 +152,7 @@ def test_runs_of_different_tested_rows_are_not_paired_and_say_so():
     )
 
 
+@pytest.mark.slow
 def test_cli_compare_writes_figure_table_and_tests(real_runs, tmp_path):
     out = tmp_path / "cmp" / "models.png"
     outcome = CliRunner().invoke(main, ["compare", str(real_runs["main"]), str(real_runs["baseline"]), "-o", str(out)])
@@ -180,6 +185,7 @@ def test_cli_compare_errors_exit_2_in_one_line(tmp_path, args, message):
     assert not (tmp_path / "c.png").exists()
 
 
+@pytest.mark.slow
 def test_paired_tests_under_cross_validation(tiny_model, tmp_path, monkeypatch):
     """Without a split column the probes are cross-validated: the folds are rebuilt from seed and fold count."""
     from support.results import tiny_rows

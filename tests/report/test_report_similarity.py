@@ -31,6 +31,7 @@ def test_linear_cka_matches_the_gram_form_and_its_invariances():
     assert np.isnan(sim.linear_cka(np.ones((10, 3)), X[:10]))  # a constant layer has no CKA
 
 
+@pytest.mark.slow
 def test_one_file_every_pair_of_layers(real_runs):
     result = sim.similarity(real_runs["features"], pooling="mean")
     with featx.open(real_runs["features"]) as opened:
@@ -44,12 +45,14 @@ def test_one_file_every_pair_of_layers(real_runs):
     assert np.isnan(cls.matrix[0]).all()  # [CLS] at layer 0 is the same vector for every row
 
 
+@pytest.mark.slow
 def test_streaming_without_the_cache_gives_the_same_matrix(real_runs, monkeypatch):
     cached = sim.similarity(real_runs["features"], real_runs["random"]).matrix
     monkeypatch.setattr(sim, "CACHE_BYTES", 0)  # as for a file too big to hold: layers re-read one at a time
     assert sim.similarity(real_runs["features"], real_runs["random"]).matrix == pytest.approx(cached)
 
 
+@pytest.mark.slow
 def test_two_files_of_the_same_rows(real_runs):
     result = sim.similarity(real_runs["features"], real_runs["random"])
     assert result.name_b.endswith("(random init)")
@@ -57,6 +60,7 @@ def test_two_files_of_the_same_rows(real_runs):
     assert (result.matrix <= 1 + 1e-9).all() and not np.allclose(np.diag(result.matrix), 1.0)
 
 
+@pytest.mark.slow
 def test_files_of_other_rows_are_refused(real_runs, tiny_model, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     corpus = write_csv(tmp_path / "other.csv", tiny_rows(40, seed=9), header=("text", "sentiment", "split"))
@@ -67,6 +71,7 @@ def test_files_of_other_rows_are_refused(real_runs, tiny_model, tmp_path, monkey
         sim.similarity(real_runs["features"], other)
 
 
+@pytest.mark.slow
 def test_cli_similarity_writes_heatmap_and_csv(real_runs, tmp_path):
     out = tmp_path / "cka.png"
     outcome = CliRunner().invoke(
@@ -79,6 +84,7 @@ def test_cli_similarity_writes_heatmap_and_csv(real_runs, tmp_path):
     assert "linear CKA" in out.with_suffix(".svg").read_text()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "args, message",
     [

@@ -90,6 +90,7 @@ def _run(*args):
     return result.output
 
 
+@pytest.mark.slow
 def test_every_csv_is_neutralised_and_names_come_back(hostile):
     folder = hostile.parent
     fast = ("--pooling", "mean", "--jobs", "1", "--folds", "3")

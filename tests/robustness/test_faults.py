@@ -169,6 +169,7 @@ def test_ctrl_c_during_model_load_in_a_real_process(tiny_model, tmp_path):
 # -- a full disk ---------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_disk_full_during_a_write_keeps_old_file_and_resumes(tiny_model, tmp_path, monkeypatch):
     corpus = many_rows_csv(tmp_path / "corpus.csv", 60)
     reference = reference_run(corpus, tiny_model, tmp_path / "reference.h5")

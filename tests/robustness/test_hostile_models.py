@@ -219,6 +219,7 @@ def memory_results(tiny_model, corpus, tmp_path_factory) -> dict:
     return json.loads(process.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case, mutate, pattern", MEMORY, ids=[case[0] for case in MEMORY])
 def test_hostile_sizes_are_refused_within_bounded_memory(memory_results, case, mutate, pattern):
     exit_code, output, exception = memory_results[case]

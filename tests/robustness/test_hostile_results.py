@@ -36,6 +36,7 @@ def _with_name(results, tmp_path, name):
     return tmp_path / "r.csv"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("case", "name"), NAMES, ids=[row[0] for row in NAMES])
 def test_a_hostile_predictions_name_is_never_followed(results, tmp_path, case, name):
     csv = _with_name(results, tmp_path, name)

@@ -112,6 +112,7 @@ def test_refused_with_one_clear_line(features_copy, treebank_file, tmp_path, cas
 
 
 # -- now works --------------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_a_label_with_a_slash_is_probed_plotted_and_reported(features_copy, tmp_path):
     labels = labels_file(tmp_path / "slash.csv", "id,a/b", [f"{i},{'xy'[i % 2]}" for i in range(N_ROWS)])
     assert invoke("labels", "add", features_copy, labels).exit_code == 0
@@ -125,6 +126,7 @@ def test_a_label_with_a_slash_is_probed_plotted_and_reported(features_copy, tmp_
     assert (tmp_path / "feats.a%2Fb.report.html").exists() and (tmp_path / "feats.a%2Fb.probe.png").exists()
 
 
+@pytest.mark.slow
 def test_a_word_arcs_report_shows_classes_absent_from_the_test_part(treebank_file, tmp_path):
     prefix = tmp_path / "arcs"
     result = invoke("probe", treebank_file, "--arcs", "--label", "deprel", "--jobs", "1", "-o", prefix)

@@ -53,6 +53,7 @@ CASES = {  # name: (the command after FEATURES and before -o, what the line says
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(CASES))
 def test_every_reader_refuses_a_nan_with_one_line(nan_features, tmp_path, name):
     args, pattern = CASES[name]

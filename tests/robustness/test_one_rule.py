@@ -34,6 +34,7 @@ AGREEING = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("case", "fit_options", "probe_options", "column", "strength"), AGREEING, ids=[r[0] for r in AGREEING]
 )

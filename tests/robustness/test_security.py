@@ -168,6 +168,7 @@ def test_the_scanner_finds_unpickling():
     assert _unsafe_uses("from joblib import load\njoblib.load(p)") == ["joblib.load", "joblib.load"]
 
 
+@pytest.mark.slow
 def test_featx_never_unpickles_or_evaluates_anything():
     sources = sorted(PACKAGE.rglob("*.py"))
     assert len(sources) >= 10

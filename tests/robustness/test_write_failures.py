@@ -44,6 +44,7 @@ def _args(command: str, world: dict, out) -> list[str]:
     return command.format(out=out, **{key: str(value) for key, value in world.items()}).split()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("code", sorted(REASONS), ids=[errno.errorcode[code] for code in sorted(REASONS)])
 @pytest.mark.parametrize(("case", "command"), COMMANDS, ids=[row[0] for row in COMMANDS])
 def test_an_unwritable_output_folder_is_refused_before_any_work(world, tmp_path, monkeypatch, case, command, code):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from click.testing import CliRunner
 from support.study_files import to_toml
 
@@ -12,6 +13,7 @@ from featx.cli import main
 from featx.study import write_report
 
 
+@pytest.mark.slow
 def test_the_study_page_links_each_cells_own_report(done_study, tmp_path):
     study, result, _ = done_study
     output = result.plan.config.output

@@ -20,6 +20,7 @@ FAILED = {"extract/tiny/bad", "extract/rand/bad", "probe/tiny/bad/label", "probe
           "probe/tiny/other/label", "probe/rand/other/label"}  # fmt: skip
 
 
+@pytest.mark.slow
 def test_a_study_runs_every_cell_and_records_the_failing_ones(done_study):
     study, result, lines = done_study
     assert len(result.statuses) == 6 + 10 and set(result.failed) == FAILED and result.exit_code == 1
@@ -69,6 +70,7 @@ def test_the_same_command_again_redoes_nothing_done(done_study, tmp_path):
     assert "probe/tiny/sents/label: done  " in shown.output
 
 
+@pytest.mark.slow
 def test_an_interrupted_study_resumes_to_the_same_table(done_study, tiny_model, study_corpora, tmp_path, monkeypatch):
     study = study_dict(tiny_model, study_corpora, tmp_path / "out", bad=False)
     import featx.study.tasks as tasks
@@ -128,6 +130,7 @@ def test_two_probe_workers_give_the_same_table(done_study, tiny_model, study_cor
     pd.testing.assert_frame_equal(result.paired, done_study[1].paired)
 
 
+@pytest.mark.slow
 def test_changed_extract_options_redo_the_cells_they_change(tiny_model, study_corpora, tmp_path):
     study = {
         "study": {"output": str(tmp_path / "out")},

@@ -156,6 +156,7 @@ def test_extract_of_sentence_pairs_gives_the_same_file_with_native_on_and_off(ti
     same_file_contents(native, plain, 1e-5)
 
 
+@pytest.mark.slow
 def test_extract_on_minilm_gives_the_same_file_with_native_on_and_off(tmp_path, monkeypatch):
     corpus = write_csv(tmp_path / "c.csv", SENTENCES[:5])
     native, plain = extract_both(corpus, tmp_path, monkeypatch, layers="all", poolings="all", batch_size=2)

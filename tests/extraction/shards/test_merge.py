@@ -297,6 +297,7 @@ def test_interrupted_shard_resumes_in_process(tiny_model, corpus, tmp_path, monk
     assert_same_rows(output, run(corpus, tmp_path / "single.h5", tiny_model).output, exact=False)
 
 
+@pytest.mark.slow
 def test_relaunch_skips_finished_shards_and_a_finished_merge(tiny_model, corpus, tmp_path):
     output = tmp_path / "out.h5"
     first = run(corpus, output, tiny_model, shards=2, shard_index=0)

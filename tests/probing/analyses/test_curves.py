@@ -44,6 +44,7 @@ def test_probe_learning_curves(tiny_model, tmp_path):
     assert full.accuracy > curve[(curve.layer == 0) & (curve.train_size == 1.0)].accuracy.iloc[0]
 
 
+@pytest.mark.slow
 def test_learning_curves_per_site(site_features, tmp_path):
     import featx
     from featx.report.figures.learning import plot_learning_curves

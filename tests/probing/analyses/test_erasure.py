@@ -101,6 +101,7 @@ def test_inlp_iterations_reduce_accuracy_monotonically():
     np.testing.assert_allclose(basis.T @ basis, np.eye(eraser.rank), atol=1e-8)  # a true projection
 
 
+@pytest.mark.slow
 def test_erase_brings_every_layer_to_chance_and_keeps_the_other_label(planted_file, tmp_path):
     result = erase(planted_file, label="a", folds=3, output=tmp_path / "erased.h5", jobs=1)
     table = result.table
@@ -136,6 +137,7 @@ def test_erased_file_is_a_features_file_marked_derived(planted_file, tmp_path):
         np.testing.assert_allclose(erasers["mean/2"](rows), derived.features("mean", 2), atol=1e-5)
 
 
+@pytest.mark.slow
 def test_probe_and_plot_accept_the_erased_file(planted_split_file, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     runner = CliRunner()

@@ -55,6 +55,7 @@ def test_per_class_top_neurons_of_a_multiclass_label(planted_file, tmp_path):
     assert payload["meta"]["listed"] == 3 and len(payload["per_class"]) == 3
 
 
+@pytest.mark.slow
 def test_cli_all_layers_gives_a_curve_per_layer(planted_split_file, tmp_path):
     result = CliRunner().invoke(
         main,

@@ -38,6 +38,7 @@ def test_flips_name_the_reordered_layer_pairs():
     assert found["A"] == [] and found["B"] == [(1, 2)]
 
 
+@pytest.mark.slow
 def test_rank_one_probe_reads_a_one_dimensional_signal(planted_split_file, tmp_path):
     result = sweep(planted_split_file, label="d", layers="1", output=tmp_path / "d", jobs=1)
     table = result.table
@@ -54,6 +55,7 @@ def test_rank_one_probe_reads_a_one_dimensional_signal(planted_split_file, tmp_p
     assert "layers best across complexities" in text and "rankings that flip" in text
 
 
+@pytest.mark.slow
 def test_cli_probe_sweep(planted_file, tmp_path):
     result = CliRunner().invoke(
         main,

@@ -74,6 +74,7 @@ def test_batched_problems_are_solved_as_if_alone():
     assert together.converged.all()
 
 
+@pytest.mark.slow
 def test_joint_products_agree_with_the_stacked_ones_within_the_tolerance():
     # k = 17 classes, as UPOS: the shape where one (P*k, d) product is faster than P (k, d) ones
     X, y = blobs(n=3000, d=24, k=17, seed=5)

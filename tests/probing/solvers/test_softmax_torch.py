@@ -135,6 +135,7 @@ def torch_on_cpu(monkeypatch):
     return calls
 
 
+@pytest.mark.slow
 def test_a_probe_run_on_the_torch_solver_gives_the_same_table(features_copy, torch_on_cpu, monkeypatch):
     plant(features_copy, {1: 1.5}, pooling="mean")
     options = dict(poolings="mean", layers="all", folds=3, jobs=1, mdl=True, write=False)
@@ -149,6 +150,7 @@ def test_a_probe_run_on_the_torch_solver_gives_the_same_table(features_copy, tor
     np.testing.assert_allclose(on_torch.table.mdl_bits, on_numpy.table.mdl_bits, rtol=1e-4)
 
 
+@pytest.mark.slow
 def test_a_word_probe_run_on_the_torch_solver_gives_the_same_table(torch_on_cpu, monkeypatch):
     def run():
         config = ProbeConfig(features="planted", write=False, jobs=1, n_bootstrap=200, label="upos", poolings="mean")

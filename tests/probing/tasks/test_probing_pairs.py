@@ -93,6 +93,7 @@ def test_regression_baseline_is_spearman_of_the_cosine_on_the_test_rows(pair_fea
     assert rows[0]["spearman_low"] <= rows[0]["spearman"] <= rows[0]["spearman_high"]
 
 
+@pytest.mark.slow
 def test_the_report_and_printout_show_the_cosine_not_the_probe(pair_features, tmp_path):
     """The cosine rows of a regression pair run (printout, JSON, the report's table) are cos(u, v)'s own
     Spearman on the test rows, computed here by hand, and not the ridge probe's Spearman of the same cell."""

@@ -134,6 +134,7 @@ def test_mlp_head_and_concatenated_layers(score_features, tmp_path):
     assert rows.r2.notna().all() and rows.mae.gt(0).all()
 
 
+@pytest.mark.slow
 def test_cli_probe_table_and_plot_of_a_regression_label(score_features, tmp_path, monkeypatch):
     from click.testing import CliRunner
 

@@ -28,6 +28,7 @@ def random_words(word_features, tiny_model, tmp_path_factory):
     return output
 
 
+@pytest.mark.slow
 def test_the_baseline_is_probed_beside_the_model_layer_by_layer(word_features, random_words, tmp_path):
     features, _ = word_features
     result = featx.probe(

@@ -162,6 +162,7 @@ def test_paired_test_resamples_sentences():
 
 
 # -- whole runs on planted data ----------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_planted_layer_wins_and_noise_layers_stay_near_majority():
     result = _run(PlantedWords(signal={2: 3.0}), label="upos", poolings="mean")
     table, meta = result.table, result.meta
@@ -182,6 +183,7 @@ def test_planted_layer_wins_and_noise_layers_stay_near_majority():
     assert "center of gravity" in text and "most frequent label per word type" in text and "sentences" in text
 
 
+@pytest.mark.slow
 def test_scalar_mix_peaks_at_the_planted_layer_for_arcs():
     source = PlantedWords(n_sentences=150, signal={1: 3.0}, arc_signal=1, hidden=12)
     result = _run(source, label="deprel", arcs=True, poolings="first")
@@ -206,6 +208,7 @@ def test_head_arcs_cross_validated_with_svm():
     assert result.meta["class_counts"]["arc"] > 0 and np.isfinite(singles.C).all()
 
 
+@pytest.mark.slow
 def test_mdl_sends_whole_sentences_and_ranks_the_planted_layer_first():
     source = PlantedWords(n_sentences=150, signal={2: 3.0})
     result = _run(source, label="upos", poolings="mean", mdl=True)
@@ -285,6 +288,7 @@ def _write_planted_file(path, source: PlantedWords) -> None:
     writer.finish()
 
 
+@pytest.mark.slow
 def test_probe_and_plot_through_a_real_file(tmp_path, monkeypatch):
     from click.testing import CliRunner
 
@@ -399,6 +403,7 @@ def _treebank(path, n_sentences: int, seed: int, prefix: str):
     return treebank(path, n_sentences, seed, prefix)
 
 
+@pytest.mark.slow
 def test_extract_probe_plot_explain_a_treebank(tiny_model, tmp_path, monkeypatch):
     from click.testing import CliRunner
 

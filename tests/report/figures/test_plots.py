@@ -131,6 +131,7 @@ def test_projection_of_a_constant_layer_says_so(tiny_features):
     assert ax.get_xlabel() == "PC1 (0% of variance)"
 
 
+@pytest.mark.slow
 def test_real_probe_results_with_a_baseline_plot(tiny_features, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     result = featx.probe(
@@ -192,6 +193,7 @@ def test_cli_defaults_to_the_last_results(results_csv, tmp_path, monkeypatch):
     assert f"wrote {png}, {svg}" in result.output
 
 
+@pytest.mark.slow
 def test_cli_output_directory_metric_and_baseline(results_csv, tmp_path):
     out = tmp_path / "figures"  # created on demand
     baseline_frame, meta = synthetic_results(baseline=False)
@@ -241,6 +243,7 @@ def test_labels_comparison_one_line_per_label_at_its_best_pooling(tmp_path):
     assert "tiny-bert · 2 label columns · 12 rows" in (tmp_path / "labels.svg").read_text()
 
 
+@pytest.mark.slow
 def test_cli_compare_writes_one_more_figure(tmp_path):
     paths = []
     for label, peak in (("sentiment", (1, "cls")), ("number", (2, "mean"))):

@@ -62,6 +62,7 @@ def test_baseline_features_get_their_own_curve_by_layer():
     assert not [label for label in _labels(without) if label.startswith("baseline")]
 
 
+@pytest.mark.slow
 def test_every_classifier_gets_its_own_row_of_panels(tmp_path):
     frame, meta = synthetic_results(classifiers=("logreg", "svm", "mlp"))
     fig, _ = figures.figure(frame, meta, output=tmp_path / "f.png")
@@ -89,6 +90,7 @@ def test_per_class_f1_with_many_classes_highlights_the_weakest():
     assert "10 lowest-F1 classes of 77" in ax.get_legend().get_title().get_text()
 
 
+@pytest.mark.slow
 def test_cli_plot_draws_every_classifier(tmp_path):
     frame, meta = synthetic_results(classifiers=("logreg", "svm"))
     csv_path, _ = write_results(frame, meta, tmp_path / "r.probe")

@@ -67,6 +67,7 @@ def test_a_curve_file_without_curve_columns_is_a_clear_error(tmp_path):
         learning.read_curve(curve_table().iloc[:0])
 
 
+@pytest.mark.slow
 def test_probe_prints_the_curve_table(real_runs, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     outcome = CliRunner().invoke(

@@ -17,11 +17,13 @@ def page(real_runs):
     return path, path.read_text(encoding="utf-8")
 
 
+@pytest.mark.slow
 def test_written_beside_the_results(page, real_runs):
     path, _ = page
     assert path == real_runs["folder"] / "main.sentiment.report.html"
 
 
+@pytest.mark.slow
 def test_self_contained_nothing_to_fetch(page):
     _, text = page
     assert (
@@ -32,6 +34,7 @@ def test_self_contained_nothing_to_fetch(page):
     assert "<script" not in text and "<link" not in text and not re.search(r"\bsrc=", text)
 
 
+@pytest.mark.slow
 def test_every_figure_is_inline_svg_with_how_to_read_it(page):
     _, text = page
     titles = re.findall(r'<figure id="figure-\d+"><h3>([^<]+)</h3>', text)
@@ -48,6 +51,7 @@ def test_every_figure_is_inline_svg_with_how_to_read_it(page):
     assert len(ids) == len(set(ids))  # figure ids prefixed: no clash between figures
 
 
+@pytest.mark.slow
 def test_meta_layer_table_and_explain_sections(page):
     _, text = page
     assert "<h2>The run</h2>" in text and "<td>label</td><td>sentiment</td>" in text
@@ -66,6 +70,7 @@ def test_results_without_predictions_or_curves_still_make_a_page(tmp_path):
     assert "No per-example diagnostics" in text
 
 
+@pytest.mark.slow
 def test_cli_report_defaults_to_the_last_results(real_runs, tmp_path, monkeypatch):
     monkeypatch.chdir(real_runs["folder"])  # the fixture's probes ran there
     outcome = CliRunner().invoke(main, ["report", "-o", str(tmp_path / "r.html")])

@@ -75,6 +75,7 @@ def test_table_and_page_show_the_selection_and_the_optimism(tmp_path):
     assert note in text and "Highlighted: the row of each pooling selected on the training part" in text
 
 
+@pytest.mark.slow
 def test_the_runs_metric_is_the_default_everywhere(tmp_path):
     frame, meta = synthetic_results(baseline=False)
     meta["metric"] = "macro_f1"
