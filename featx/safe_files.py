@@ -21,6 +21,7 @@ import stat
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 from .errors import InputError, StoreError
 
@@ -88,19 +89,25 @@ def sibling(path: Path, name: object) -> Path | None:
     return Path(path).with_name(name)
 
 
-def atomic_write_text(path: Path, text: str, encoding: str = "utf-8") -> None:
-    """Write ``text`` to ``path`` through a fresh temporary file in its folder, then rename it into place."""
+def atomic_write(path: Path, write: Callable[[BinaryIO], object]) -> None:
+    """Call ``write`` with a fresh temporary file in ``path``'s folder (opened for binary writing), give it the
+    mode a new file gets (0644 less the umask), then rename it into place; on any failure it is removed."""
     path = Path(path)
     descriptor, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(descriptor, "w", encoding=encoding) as handle:
-            handle.write(text)
+        with os.fdopen(descriptor, "wb") as handle:
+            write(handle)
         os.chmod(tmp, 0o644 & ~_umask())
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def atomic_write_text(path: Path, text: str, encoding: str = "utf-8") -> None:
+    """Write ``text`` to ``path`` through a fresh temporary file in its folder, then rename it into place."""
+    atomic_write(path, lambda handle: handle.write(text.encode(encoding)))
 
 
 def _umask() -> int:

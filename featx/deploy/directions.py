@@ -72,26 +72,16 @@ class DirectionsConfig(Options):
 
 def export_directions(config: DirectionsConfig | str | Path, **options) -> Path:
     """Write a bundle's per-layer directions (``directions_arrays``) to a safetensors file; returns its path."""
-    import os
-    import tempfile
-
     from safetensors.numpy import save
 
     from ..extraction import read_bundle_directions
-    from ..safe_files import writing
+    from ..safe_files import atomic_write, writing
 
     config = DirectionsConfig.build(config, **options)
     output = Path(str(config.output))
     arrays, metadata = directions_arrays(read_bundle_directions(str(config.bundle)))
     with writing(output.parent):
-        descriptor, tmp = tempfile.mkstemp(dir=output.parent, prefix=f".{output.name}.", suffix=".tmp")
-        try:
-            with os.fdopen(descriptor, "wb") as handle:
-                handle.write(save(arrays, metadata=metadata))
-            os.replace(tmp, output)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        atomic_write(output, lambda handle: handle.write(save(arrays, metadata=metadata)))
     return output
 
 

@@ -26,9 +26,6 @@ Columns (``RESULT_COLUMNS``, in this order):
 
 from __future__ import annotations
 
-import contextlib
-import os
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -37,6 +34,7 @@ import pandas as pd
 
 from ..errors import FeatxError, StoreError
 from ..io import write_csv
+from ..safe_files import atomic_write
 from .records import DONE, cell_status
 
 if TYPE_CHECKING:
@@ -139,15 +137,7 @@ def results_table(plan: StudyPlan) -> pd.DataFrame:
 
 def write_parquet(frame: pd.DataFrame, path: Path) -> None:
     """``frame`` as Parquet at ``path``, through a fresh temporary file renamed into place."""
-    descriptor, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(descriptor)
-    try:
-        frame.to_parquet(tmp, index=False)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    atomic_write(path, lambda handle: frame.to_parquet(handle, index=False))
 
 
 def has_parquet() -> bool:

@@ -1,0 +1,51 @@
+"""``featx.safe_files.atomic_write``: the one way featx writes a whole file (text, the study's Parquet table,
+exported directions): a fresh temporary file renamed into place, with a new file's usual mode, and nothing left
+behind when the writer fails."""
+
+from __future__ import annotations
+
+import os
+
+import pandas as pd
+import pytest
+
+from featx.safe_files import atomic_write, atomic_write_text
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def test_a_written_file_has_a_new_files_mode_and_replaces_the_old_one(tmp_path):
+    path = tmp_path / "table.csv"
+    path.write_text("old")
+    atomic_write_text(path, "a,b\n")
+    assert path.read_text() == "a,b\n"
+    assert path.stat().st_mode & 0o777 == 0o644 & ~_umask()  # not mkstemp's 0600
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["table.csv"]
+
+
+def test_a_failing_writer_leaves_the_old_file_and_no_temporary(tmp_path):
+    path = tmp_path / "results.parquet"
+    path.write_bytes(b"old")
+
+    def fail(handle):
+        handle.write(b"half")
+        raise OSError(28, "No space left on device")
+
+    with pytest.raises(OSError, match="No space"):
+        atomic_write(path, fail)
+    assert path.read_bytes() == b"old" and sorted(p.name for p in tmp_path.iterdir()) == ["results.parquet"]
+
+
+def test_the_study_table_is_written_through_it(tmp_path):
+    pytest.importorskip("pyarrow")
+    from featx.study.results import write_parquet
+
+    frame = pd.DataFrame({"model": ["m"], "score": [0.5]})
+    path = tmp_path / "results.parquet"
+    write_parquet(frame, path)
+    assert path.stat().st_mode & 0o777 == 0o644 & ~_umask()
+    pd.testing.assert_frame_equal(pd.read_parquet(path), frame)
