@@ -395,6 +395,17 @@ def bench_one(corpus_name, model_name, args, rates, log):
     }
 
 
+def missing_packages(methods: list[str], peers: list[str]) -> list[str]:
+    """The bench extra's packages (``pip install -e '.[bench]'``) the chosen methods and peers import, not installed."""
+    import importlib.util
+
+    wanted = {"sentence_transformers": "st" in methods or "peers" in methods}
+    if "peers" in methods:
+        wanted["onnx"] = wanted["onnxruntime"] = any(peer.startswith(("onnx", "openvino")) for peer in peers)
+        wanted["openvino"] = any(peer.startswith("openvino") for peer in peers)
+    return [name for name, needed in wanted.items() if needed and importlib.util.find_spec(name) is None]
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--corpus", default="sst2", help="sst2, agnews, longtail or all (comma-separated)")
@@ -431,6 +442,12 @@ def main(argv=None):
     )
     parser.add_argument("--json", type=Path, default=None, help="also write the results here")
     args = parser.parse_args(argv)
+    missing = missing_packages(args.methods.split(","), args.peers.split(","))
+    if missing:  # before any model loads: one line, exit 2
+        parser.error(
+            f"--methods {args.methods} needs {', '.join(missing)}, not installed here: "
+            "install the bench extra (.venv/bin/pip install -e '.[bench]', or make bench), or leave st and peers out"
+        )
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     import torch
