@@ -96,11 +96,16 @@ demo: install
 WORKERS ?= 2
 PYTEST := $(PY) -m pytest -q -n $(WORKERS) --dist loadgroup
 
-# lint (ruff, mypy) and docs (mkdocs) each keep one core busy: they run side by side, each target's output kept
-# together (-O), and the suite starts when both passed.
+# The gates, lint (ruff, mypy) and docs (mkdocs), run beside the suite rather than before it: the suite leaves
+# part of the two cores idle while its tests wait on child processes, Chromium and Ray, and the gates fill it.
+# Their output (each target's kept together, -O) is shown after the suite's; make test fails if either failed.
 test: install-test browser
-	$(MAKE) --no-print-directory -j2 -Otarget lint docs
-	$(PYTEST)
+	@gates=$$(mktemp); trap 'rm -f "$$gates"' EXIT; \
+	$(MAKE) --no-print-directory -j2 -Otarget lint docs > "$$gates" 2>&1 & pid=$$!; \
+	suite=0; $(PYTEST) || suite=$$?; \
+	lint=0; wait $$pid || lint=$$?; cat "$$gates"; \
+	if [ $$lint -ne 0 ]; then echo "make test: the gates failed (lint or docs, above)"; fi; \
+	[ $$suite -eq 0 ] && [ $$lint -eq 0 ]
 
 # The documentation site (mkdocs.yml): built into site/ with --strict, so a broken link, a missing page or a
 # page left out of the nav fails; make test runs it, so CI does. Then the built site is checked to work
