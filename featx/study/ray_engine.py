@@ -15,7 +15,9 @@ ships between its processes is its own business (it pickles the task's JSON-able
 between processes it started); featx itself never unpickles a file.
 
 A local cluster is started on the loopback address (127.0.0.1), with as many CPUs as this machine has and no
-dashboard, and stopped when the run ends (``close``); a running cluster is only connected to, never stopped.
+dashboard, its idle workers kept for the run (the warmed probe workers serve the probe stage), and stopped
+when the run ends (``close``, which the runner calls beside writing the tables); a running cluster is only
+connected to, never stopped.
 """
 
 from __future__ import annotations
