@@ -211,8 +211,8 @@ def run(
     output = plan.config.output
     with lock_of(output):
         state_folder(output)
-        ran, stages, engine = _cells(plan, echo)
-        with _closing(engine, stages), _timed(stages, "tables"):
+        ran, stages, used = _cells(plan, echo)
+        with _closing(used, stages), _timed(stages, "tables"):
             results, summary, paired, written = write_tables(plan)
     statuses = {task.key: cell_status(task) for task in plan.tasks}
     errors = {key: str(outcome.get("error")) for key, outcome in ran.items() if outcome["status"] == FAILED}
