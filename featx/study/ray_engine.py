@@ -163,10 +163,11 @@ class RayEngine:
 
 def probe_share(ray: Any, workers: int) -> int:
     """A probe's CPUs and threads with ``workers`` probes in flight: the cluster's CPUs shared between them, no
-    more than its largest node has (``cores // workers`` on one machine, as the local engine's workers; two
-    probes on two CPUs: one each, never two apiece fighting over the cores)."""
+    more than its smallest node with CPUs has, so that any node fits one (``cores // workers`` on one machine,
+    as the local engine's workers; two probes on two CPUs: one each, never two apiece fighting over them)."""
     cpus = [int(node.get("Resources", {}).get("CPU", 0)) for node in ray.nodes() if node.get("Alive")]
-    return max(1, min(max(cpus, default=1), sum(cpus) // max(1, workers)))
+    cpus = [count for count in cpus if count > 0]
+    return max(1, min(min(cpus, default=1), sum(cpus) // max(1, workers)))
 
 
 def _resources(ray: Any, task: Task, gpu: bool, share: int) -> tuple[dict[str, Any], int]:
