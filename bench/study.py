@@ -92,7 +92,8 @@ def warm_ray() -> None:
     Ray's binaries and modules from disk, which every later one finds in the page cache. This process still
     imports Ray in its first Ray row, as a ``featx study run --engine ray`` command does."""
     code = (
-        "import ray; ray.init(num_cpus=1, include_dashboard=False); ray.get(ray.remote(len).remote([])); ray.shutdown()"
+        "import ray; ray.init(num_cpus=1, include_dashboard=False, _node_ip_address='127.0.0.1'); "
+        "ray.get(ray.remote(lambda: 0).remote()); ray.shutdown()"
     )
     env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0")
     subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, env=env)
