@@ -10,8 +10,9 @@ a whole ``featx.study.run`` in this process. The probe-stage rows are its ``Stud
 the engine and writing the tables: preparing the engine (starting the worker processes or the Ray cluster),
 the extractions' up-to-date checks and the probes; they run on a done study's folder with its probes undone
 (their states and results removed). The whole-study rows are the run's total (the Ray rows include starting
-and stopping the local cluster). An untimed run of the commands comes first, so that no row pays for filling
-the caches the later ones reuse. Run it on a quiet machine: no helpers.
+and stopping the local cluster). An untimed run of the commands, and an untimed start and stop of a local Ray
+cluster in a child process, come first, so that no row pays for filling the caches the later ones reuse (this
+process still imports Ray in its first Ray row). Run it on a quiet machine: no helpers.
 """
 
 from __future__ import annotations
@@ -86,6 +87,18 @@ def one_by_one(paths: dict[str, Path], folder: Path) -> float:
     return time.perf_counter() - started
 
 
+def warm_ray() -> None:
+    """A local Ray cluster started and stopped in a child process, untimed: the first cluster after a boot reads
+    Ray's binaries and modules from disk, which every later one finds in the page cache. This process still
+    imports Ray in its first Ray row, as a ``featx study run --engine ray`` command does."""
+    code = (
+        "import ray; ray.init(num_cpus=1, include_dashboard=False, _node_ip_address='127.0.0.1'); "
+        "ray.get(ray.remote(lambda: 0).remote()); ray.shutdown()"
+    )
+    env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0")
+    subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, env=env)
+
+
 def say(figures: dict[str, float], name: str, value: float) -> None:
     figures[name] = value
     print(f"{name}: {value:.2f}", flush=True)
@@ -121,6 +134,7 @@ def main() -> None:
     shutil.rmtree(args.out, ignore_errors=True)
     paths = samples(args.out / "data", args.rows)
     one_by_one(paths, args.out / "warm-up")  # untimed: the first run of a model fills caches the later ones reuse
+    warm_ray()  # untimed: the same for Ray's own files
     figures: dict[str, float] = {}
     whole_studies(paths, args.out, figures)
     probe_stages(paths, args.out / "whole-local-1", figures)

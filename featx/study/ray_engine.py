@@ -3,7 +3,8 @@
 The same plan as the local engine, the same ``execute(task.as_dict())`` per task (``workers.run_task``: with
 its threads set), so the same files and the same results table: only where the calls run differs. Extractions
 (one at a time) ask for a GPU where the cluster has one and every CPU of the largest node that can run them,
-with as many torch threads; probes one CPU each, one thread; at most ``workers`` tasks are in flight at a time
+with as many torch threads; probes their share of the CPUs (``probe_share``: ``cores // workers`` on one
+machine), with as many threads; at most ``workers`` tasks are in flight at a time
 (``--jobs``), the longest probes first. ``prepare`` connects before the first stage and warms one worker per
 job (the probing code imported). Every node must see
 the study's output folder and its corpora at the same paths (a shared file system), and have featx installed
@@ -14,7 +15,9 @@ ships between its processes is its own business (it pickles the task's JSON-able
 between processes it started); featx itself never unpickles a file.
 
 A local cluster is started on the loopback address (127.0.0.1), with as many CPUs as this machine has and no
-dashboard, and stopped when the run ends (``close``); a running cluster is only connected to, never stopped.
+dashboard, its idle workers kept for the run (the warmed probe workers serve the probe stage), and stopped
+when the run ends (``close``, which the runner calls beside writing the tables); a running cluster is only
+connected to, never stopped.
 """
 
 from __future__ import annotations
@@ -34,6 +37,10 @@ Outcome = dict[str, Any]
 
 _LOCAL = ("", "local")
 _CONNECT_SECONDS = 5.0
+# A local cluster's raylet keeps its idle workers for the run: by default it ends one idle for a second while
+# more workers than CPUs exist, so the probe workers warmed by ``prepare`` died during the extractions (a third
+# worker is started for the queued extraction) and the probe stage started and imported fresh ones.
+_LOCAL_SYSTEM = {"idle_worker_killing_time_threshold_ms": 3_600_000}
 
 
 def ray_module() -> Any:
@@ -84,12 +91,13 @@ class RayEngine:
 
     def prepare(self, workers: int) -> None:
         """Connect (or start the local cluster) now, and start a warm-up task for each of ``workers`` probe
-        workers (its one thread, the probing code imported; not waited for), so that the probe stage finds
+        workers (its share of threads, the probing code imported; not waited for), so that the probe stage finds
         them started."""
         ray = self._connected()
-        warm = ray.remote(start_worker).options(num_cpus=1, max_retries=0)
+        share = probe_share(ray, max(1, workers))
+        warm = ray.remote(start_worker).options(num_cpus=share, max_retries=0)
         cpus = int(ray.cluster_resources().get("CPU", 1))
-        self._warming = [warm.remote(1) for _ in range(max(1, min(workers, cpus)))]
+        self._warming = [warm.remote(share) for _ in range(max(1, min(workers, cpus // share)))]
 
     def run(self, tasks: Sequence[Task], workers: int, on_outcome: Any) -> list[Outcome]:
         if not tasks:
@@ -117,7 +125,8 @@ class RayEngine:
         os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
         try:
             if self.address is None:
-                ray.init(num_cpus=os.cpu_count() or 1, _node_ip_address="127.0.0.1", **quiet)
+                cpus = os.cpu_count() or 1
+                ray.init(num_cpus=cpus, _node_ip_address="127.0.0.1", _system_config=_LOCAL_SYSTEM, **quiet)
             else:
                 ray.init(address=self.address, **quiet)
         except (ConnectionError, RuntimeError, ValueError) as error:
@@ -130,6 +139,7 @@ class RayEngine:
     def _run(self, ray: Any, tasks: Sequence[Task], workers: int, on_outcome: Any) -> list[Outcome]:
         remote = ray.remote(run_task)
         gpus = float(ray.cluster_resources().get("GPU", 0))
+        share = probe_share(ray, workers)
         queue = longest_first(tasks)
         running: dict[Any, int] = {}
         results: dict[int, Outcome] = {}
@@ -137,7 +147,7 @@ class RayEngine:
             while queue or running:
                 while queue and len(running) < workers:
                     index = queue.pop(0)
-                    wants, threads = _resources(ray, tasks[index], gpus >= 1)
+                    wants, threads = _resources(ray, tasks[index], gpus >= 1, share)
                     running[remote.options(**wants).remote(tasks[index].as_dict(), threads)] = index
                 finished, _ = ray.wait(list(running), num_returns=1)
                 for reference in finished:
@@ -151,12 +161,21 @@ class RayEngine:
         return [results[index] for index in range(len(tasks))]
 
 
-def _resources(ray: Any, task: Task, gpu: bool) -> tuple[dict[str, Any], int]:
-    """What a task asks of the cluster, and its threads: a probe one CPU (one thread); an extraction (one at a
-    time) a GPU where the cluster has one and every CPU of the largest node that fits it, with as many threads,
-    as the local engine's extraction has this machine's cores."""
+def probe_share(ray: Any, workers: int) -> int:
+    """A probe's CPUs and threads with ``workers`` probes in flight: the cluster's CPUs shared between them, no
+    more than its smallest node with CPUs has, so that any node fits one (``cores // workers`` on one machine,
+    as the local engine's workers; two probes on two CPUs: one each, never two apiece fighting over them)."""
+    cpus = [int(node.get("Resources", {}).get("CPU", 0)) for node in ray.nodes() if node.get("Alive")]
+    cpus = [count for count in cpus if count > 0]
+    return max(1, min(min(cpus, default=1), sum(cpus) // max(1, workers)))
+
+
+def _resources(ray: Any, task: Task, gpu: bool, share: int) -> tuple[dict[str, Any], int]:
+    """What a task asks of the cluster, and its threads: a probe ``share`` CPUs (as many threads); an extraction
+    (one at a time) a GPU where the cluster has one and every CPU of the largest node that fits it, with as
+    many threads, as the local engine's extraction has this machine's cores."""
     if task.kind != EXTRACT:
-        return {"num_cpus": 1, "max_retries": 0}, 1
+        return {"num_cpus": share, "max_retries": 0}, share
     nodes = [node.get("Resources", {}) for node in ray.nodes() if node.get("Alive")]
     fits = [node for node in nodes if node.get("GPU", 0) >= 1] if gpu else nodes
     cpus = max(1, int(max((node.get("CPU", 1) for node in fits), default=1)))

@@ -4,11 +4,13 @@ The study is checked whole first (``StudyConfig``), then, holding a lock on OUTP
 output is refused), every extraction not done runs (one at a time), then every probe not done whose extraction
 is (side by side over ``jobs`` workers), through the engine. A done cell is never redone ("up to date"); a
 failed one is recorded with its error and the others go on. Then the results table, the summary and the
-model-vs-model tests are written from every done cell.
+model-vs-model tests are written from every done cell, while the engine stops its workers (or its local Ray
+cluster) in a thread beside them.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -72,7 +74,8 @@ class StudyResult:
     paired: pd.DataFrame
     written: tuple[Path, ...]
     seconds: float
-    stages: dict[str, float] = field(default_factory=dict)  # seconds: prepare, extract, probe, close, tables
+    stages: dict[str, float] = field(default_factory=dict)  # seconds: prepare, extract, probe, close, tables (the
+    # last two side by side)
 
     @property
     def failed(self) -> list[str]:
@@ -132,10 +135,11 @@ def _blocked(plan: StudyPlan, echo: Echo) -> list[Task]:
     return ready
 
 
-def _cells(plan: StudyPlan, echo: Echo) -> tuple[dict[str, dict[str, Any]], dict[str, float]]:
+def _cells(plan: StudyPlan, echo: Echo) -> tuple[dict[str, dict[str, Any]], dict[str, float], Engine]:
     """Every cell not done, through the study's engine: the extractions one at a time (one model in memory per
-    device), then the probes side by side. The outcomes of those run, by key, and each stage's seconds. The
-    engine is prepared first (the probe workers, a cluster), so that it starts beside the extractions."""
+    device), then the probes side by side. The outcomes of those run, by key, each stage's seconds, and the
+    engine, still to close (``_closing``; closed here when a stage raises). The engine is prepared first (the
+    probe workers, a cluster), so that it starts beside the extractions."""
     runner = engine_named(plan.config.engine, plan.config.address)
     stages: dict[str, float] = {}
     try:
@@ -146,10 +150,34 @@ def _cells(plan: StudyPlan, echo: Echo) -> tuple[dict[str, dict[str, Any]], dict
             ran = _stage(plan, [cell.task for cell in plan.extractions], 1, echo, runner)
         with _timed(stages, "probe"):
             ran |= _stage(plan, _blocked(plan, echo), plan.config.jobs, echo, runner)
-    finally:
-        with _timed(stages, "close"):  # the workers or a local cluster stopped
+    except BaseException:
+        with _timed(stages, "close"):
             runner.close()
-    return ran, stages
+        raise
+    return ran, stages, runner
+
+
+@contextmanager
+def _closing(engine: Engine, stages: dict[str, float]) -> Iterator[None]:
+    """Close the engine (stop the workers or a local cluster: mostly waiting for processes to exit) in a thread
+    beside the body (the tables), and wait for it at the end; its error, if any, is raised then."""
+    errors: list[BaseException] = []
+
+    def close() -> None:
+        try:
+            with _timed(stages, "close"):
+                engine.close()
+        except BaseException as error:  # noqa: BLE001 - raised again in the caller's thread
+            errors.append(error)
+
+    closer = threading.Thread(target=close, name="featx-engine-close")
+    closer.start()
+    try:
+        yield
+    finally:
+        closer.join()
+    if errors:
+        raise errors[0]
 
 
 def write_tables(plan: StudyPlan) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, list[Path]]:
@@ -183,8 +211,8 @@ def run(
     output = plan.config.output
     with lock_of(output):
         state_folder(output)
-        ran, stages = _cells(plan, echo)
-        with _timed(stages, "tables"):
+        ran, stages, used = _cells(plan, echo)
+        with _closing(used, stages), _timed(stages, "tables"):
             results, summary, paired, written = write_tables(plan)
     statuses = {task.key: cell_status(task) for task in plan.tasks}
     errors = {key: str(outcome.get("error")) for key, outcome in ran.items() if outcome["status"] == FAILED}
