@@ -152,13 +152,23 @@ class RayEngine:
                 finished, _ = ray.wait(list(running), num_returns=1)
                 for reference in finished:
                     index = running.pop(reference)
-                    results[index] = ray.get(reference)
+                    results[index] = _outcome(ray, reference, tasks[index])
                     on_outcome(tasks[index], results[index])
         except BaseException:
             for reference in running:
                 ray.cancel(reference, force=True)
             raise
         return [results[index] for index in range(len(tasks))]
+
+
+def _outcome(ray: Any, reference: Any, task: Task) -> Outcome:
+    """A task's outcome; a Ray worker or node that died (killed, out of memory, a lost node) fails its cell, whose
+    state stays "running" (pending for the next run), and the run goes on, as with the local engine."""
+    try:
+        return ray.get(reference)
+    except ray.exceptions.RayError as err:
+        reason = (str(err).strip().splitlines() or [type(err).__name__])[0]
+        return {"key": task.key, "status": "failed", "seconds": None, "error": f"its Ray worker died ({reason})"}
 
 
 def probe_share(ray: Any, workers: int) -> int:

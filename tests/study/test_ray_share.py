@@ -1,12 +1,13 @@
-"""A Ray probe's share of the CPUs (``probe_share``): the cluster's CPUs split between the probes in flight, never
-more than its smallest node with CPUs has (any node fits one), at least one; on one machine the same
-``cores // jobs`` as the local engine's workers."""
+"""The Ray engine without a cluster (fakes of the few Ray calls it makes). A Ray probe's share of the CPUs
+(``probe_share``): the cluster's CPUs split between the probes in flight, never more than its smallest node with
+CPUs has (any node fits one), at least one; on one machine the same ``cores // jobs`` as the local engine's
+workers. A dead Ray worker fails its cell and the others go on."""
 
 from __future__ import annotations
 
 from types import SimpleNamespace
 
-from featx.study.ray_engine import probe_share
+from featx.study.ray_engine import RayEngine, probe_share
 
 
 def _cluster(*cpus: int, dead: int = 0) -> SimpleNamespace:
@@ -26,3 +27,51 @@ def test_a_probe_fits_any_node_and_dead_or_cpu_less_nodes_count_for_nothing():
     assert probe_share(_cluster(8, 4, dead=2), 2) == 4
     assert probe_share(_cluster(0, 8, 8), 2) == 8
     assert probe_share(_cluster(), 2) == 1
+
+
+class _Died(Exception):
+    pass
+
+
+class _FakeRay:
+    """``remote``/``wait``/``get`` over outcomes given by key; ``get`` raises ``_Died`` (a RayError) for those
+    whose worker died."""
+
+    exceptions = SimpleNamespace(RayError=_Died)
+
+    def __init__(self, died: set[str]):
+        self.died = died
+        self.cancelled: list = []
+
+    def cluster_resources(self):
+        return {"CPU": 2}
+
+    def nodes(self):
+        return [{"Alive": True, "Resources": {"CPU": 2}}]
+
+    def remote(self, function):
+        class Remote:
+            def options(self, **wants):
+                return SimpleNamespace(remote=lambda task, threads: task["key"])
+
+        return Remote()
+
+    def wait(self, references, num_returns):
+        return references[:num_returns], references[num_returns:]
+
+    def get(self, key):
+        if key in self.died:
+            raise _Died(f"The worker died unexpectedly while executing {key}.\nmore lines")
+        return {"key": key, "status": "done", "seconds": 1.0}
+
+    def cancel(self, reference, force):
+        self.cancelled.append(reference)
+
+
+def test_a_dead_ray_worker_fails_its_cell_and_the_others_go_on(monkeypatch):
+    tasks = [SimpleNamespace(key=key, kind="probe", cost=1.0, as_dict=lambda key=key: {"key": key}) for key in "abc"]
+    monkeypatch.setattr("featx.study.ray_engine.longest_first", lambda tasks: list(range(len(tasks))))
+    seen: list[str] = []
+    outcomes = RayEngine(None)._run(_FakeRay({"b"}), tasks, 2, lambda task, outcome: seen.append(outcome["status"]))
+    assert [outcome["status"] for outcome in outcomes] == ["done", "failed", "done"] and len(seen) == 3
+    assert outcomes[1]["error"] == "its Ray worker died (The worker died unexpectedly while executing b.)"
