@@ -123,10 +123,15 @@ def _direction(g: np.ndarray, s_hist: np.ndarray, y_hist: np.ndarray, rho: np.nd
     """The L-BFGS search direction of every live problem (two-loop recursion, all at once), its slope,
     and which problems start afresh (no history, or a stale one restarted from steepest descent).
     ``scale``: the starting matrix as a function of vectors (a ``Preconditioner``'s), else the identity;
-    a preconditioned fresh start takes the full step, as its direction is already scaled."""
+    a preconditioned fresh start takes the full step, as its direction is already scaled.
+
+    Only the slots some live problem has filled are visited (``_depth``): an empty slot's ``rho`` is 0, so it
+    adds exact zeros to ``q`` and ``r``, and skipping it leaves every direction bit for bit the same (each new
+    C of a path starts with an empty history, so early iterations skip most of the ten)."""
     q = g.copy()
     alphas = []
-    for j in range(MEMORY):
+    depth = _depth(rho, live)
+    for j in range(depth):
         alpha = rho[live, j] * np.einsum("pd,pd->p", s_hist[live, j], q)
         q -= alpha[:, None] * y_hist[live, j]
         alphas.append(alpha)
@@ -136,7 +141,7 @@ def _direction(g: np.ndarray, s_hist: np.ndarray, y_hist: np.ndarray, rho: np.nd
     yy = np.einsum("pd,pd->p", y_hist[live, 0], scaled_y)
     gamma = np.where(fresh, 1.0, sy / np.where(yy > 0, yy, 1.0))
     r = gamma[:, None] * (q if scale is None else scale(q))
-    for j in reversed(range(MEMORY)):
+    for j in reversed(range(depth)):
         beta = rho[live, j] * np.einsum("pd,pd->p", y_hist[live, j], r)
         r += s_hist[live, j] * (alphas[j] - beta)[:, None]
     direction = -r
@@ -148,6 +153,12 @@ def _direction(g: np.ndarray, s_hist: np.ndarray, y_hist: np.ndarray, rho: np.nd
         rho[live[uphill]] = 0
         fresh = fresh | uphill
     return direction, slope, (fresh if scale is None else uphill)
+
+
+def _depth(rho: np.ndarray, problems: np.ndarray) -> int:
+    """How many history slots any of ``problems`` has filled: slots fill from the front (``_remember``) and a
+    restart empties them all, so each problem's filled slots are the first ``count_nonzero`` of its ``rho``."""
+    return int(np.count_nonzero(rho[problems], axis=1).max(initial=0))
 
 
 def _line_search(objective: _Objective, theta, loss, live, direction, slope, step):
@@ -171,13 +182,16 @@ def _line_search(objective: _Objective, theta, loss, live, direction, slope, ste
 
 
 def _remember(s_hist, y_hist, rho, ids: np.ndarray, s: np.ndarray, y: np.ndarray) -> None:
-    """Push the step pairs with positive curvature to the front of their problems' histories."""
+    """Push the step pairs with positive curvature to the front of their problems' histories. Only the filled
+    slots of the pairs move (``_depth``): beyond them ``rho`` is 0 and the pairs are never used."""
     curvature = np.einsum("pd,pd->p", s, y)
     keep = curvature > 1e-10 * np.einsum("pd,pd->p", y, y)
     update = ids[keep]
     if len(update):
-        for history in (s_hist, y_hist, rho):
-            history[update] = np.roll(history[update], 1, axis=1)
+        depth = min(_depth(rho, update), MEMORY - 1)
+        for pairs in (s_hist, y_hist):
+            pairs[update, 1 : depth + 1] = pairs[update, :depth]
+        rho[update] = np.roll(rho[update], 1, axis=1)
         s_hist[update, 0] = s[keep]
         y_hist[update, 0] = y[keep]
         rho[update, 0] = 1.0 / curvature[keep]

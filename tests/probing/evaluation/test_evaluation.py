@@ -121,3 +121,36 @@ def test_scaler_uses_only_the_rows_it_is_given():
     X = np.arange(20, dtype=np.float32).reshape(10, 2)
     scaler = ev.fit_scaler(X, np.arange(5))
     np.testing.assert_allclose(scaler.mean, X[:5].mean(axis=0))
+
+
+def _fit_recording_joint(monkeypatch, values: int, labels, X):
+    from featx.probing.solvers import softmax
+
+    calls, solve = [], getattr(softmax.solve, "original", softmax.solve)
+    monkeypatch.setattr(core, "JOINT_VALUES", values)
+
+    def recording(*args, **kwargs):
+        calls.append(bool(kwargs.get("joint", False)))
+        return solve(*args, **kwargs)
+
+    recording.original = solve  # type: ignore[attr-defined]
+    monkeypatch.setattr(softmax, "solve", recording)
+    train = np.arange(len(X) - 60)
+    return core.fit_logreg(X, labels, train, None, 3, (0.01, 0.1, 1.0), False, 0), calls
+
+
+def test_large_fits_share_the_matrix_products_and_keep_their_choices(monkeypatch):
+    from support.blobs import blobs
+
+    X, y = blobs(n=400, d=12, k=3, seed=4)
+    labels = [y, np.random.default_rng(5).permutation(y)]
+    stacked, stacked_calls = _fit_recording_joint(monkeypatch, 10**12, labels, X)
+    joint, joint_calls = _fit_recording_joint(monkeypatch, 1, labels, X)
+    single, single_calls = _fit_recording_joint(monkeypatch, 1, labels[:1], X)
+    assert not any(stacked_calls) and all(joint_calls) and not any(single_calls)  # one label vector: never joint
+    assert [C for _, _, C, _ in joint] == [C for _, _, C, _ in stacked] == [stacked[0][2], stacked[1][2]]
+    assert single[0][2] == stacked[0][2]
+    for (model_a, *_, held_a), (model_b, *_, held_b) in zip(stacked, joint, strict=True):
+        np.testing.assert_allclose(model_b.coef_, model_a.coef_, rtol=1e-3, atol=1e-4)
+        np.testing.assert_array_equal(held_a[0], held_b[0])
+        assert np.mean(held_a[1] == held_b[1]) >= 0.99

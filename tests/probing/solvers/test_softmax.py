@@ -194,3 +194,49 @@ def test_class_products_are_the_class_scores_of_every_problem(joint):
         assert products.shape == (2, k, 300) and products.flags.c_contiguous
         for p in range(2):
             np.testing.assert_allclose(products[p], weights[p] @ X.T, rtol=1e-5, atol=1e-5)
+
+
+def _full_recursion(g, s_hist, y_hist, rho):
+    """The two-loop recursion over all ``MEMORY`` slots, empty ones included (no preconditioner)."""
+    q, alphas = g.copy(), []
+    for j in range(softmax.MEMORY):
+        alpha = rho[:, j] * np.einsum("pd,pd->p", s_hist[:, j], q)
+        q -= alpha[:, None] * y_hist[:, j]
+        alphas.append(alpha)
+    sy = np.einsum("pd,pd->p", s_hist[:, 0], y_hist[:, 0])
+    yy = np.einsum("pd,pd->p", y_hist[:, 0], y_hist[:, 0])
+    gamma = np.where(rho[:, 0] == 0, 1.0, sy / np.where(yy > 0, yy, 1.0))
+    r = gamma[:, None] * q
+    for j in reversed(range(softmax.MEMORY)):
+        beta = rho[:, j] * np.einsum("pd,pd->p", y_hist[:, j], r)
+        r += s_hist[:, j] * (alphas[j] - beta)[:, None]
+    return -r
+
+
+@pytest.mark.parametrize("filled", [(0, 0), (1, 3), (3, 10), (10, 10)])
+def test_directions_skip_empty_history_slots_bit_for_bit(filled):
+    # the slots some problem has filled are visited; the others (rho 0, stale pairs left in them) add exact zeros
+    rng = np.random.default_rng(11)
+    P, size = 2, 30
+    s_hist, y_hist = rng.normal(size=(P, softmax.MEMORY, size)), rng.normal(size=(P, softmax.MEMORY, size))
+    rho = np.zeros((P, softmax.MEMORY))
+    for p, count in enumerate(filled):
+        rho[p, :count] = 1.0 / np.abs(rng.normal(size=count) + 3.0)
+    g = rng.normal(size=(P, size))
+    expected = _full_recursion(g, s_hist, y_hist, rho.copy())
+    direction, _, _ = softmax._direction(g, s_hist, y_hist, rho, np.arange(P))
+    uphill = np.einsum("pd,pd->p", expected, g) >= 0
+    np.testing.assert_array_equal(direction[~uphill], expected[~uphill])
+
+
+def test_history_pairs_move_to_the_front_and_the_oldest_drops_out():
+    rng = np.random.default_rng(12)
+    P, size = 2, 6
+    s_hist, y_hist, rho = np.zeros((P, softmax.MEMORY, size)), np.zeros((P, softmax.MEMORY, size)), np.zeros((P, 10))
+    steps = [rng.normal(size=(P, size)) for _ in range(softmax.MEMORY + 2)]
+    for s in steps:
+        softmax._remember(s_hist, y_hist, rho, np.arange(P), s, 2.0 * s)  # positive curvature: always kept
+    newest_first = np.stack(steps[::-1][: softmax.MEMORY], axis=1)
+    np.testing.assert_array_equal(s_hist, newest_first)
+    np.testing.assert_array_equal(y_hist, 2.0 * newest_first)
+    assert np.all(rho > 0)
