@@ -2,7 +2,7 @@
 (extractions and probes, 2 workers) on the Ray engine against the local one, and a whole study against the
 same extract and probe commands run one by one.
 
-    .venv/bin/python bench/study.py [--rows 400] [--out bench/.study]
+    .venv/bin/python bench/study.py [--rows 400] [--out bench/.study] [--no-commands]
 
 The study: the packaged MiniLM and a random-init MiniLM x SST-2, TREC and AG News samples (``--rows`` train
 and ``--rows // 2`` test rows each, from ../shared/data), ``--layer all``: 6 extractions, 6 probes. Each run is
@@ -104,16 +104,17 @@ def say(figures: dict[str, float], name: str, value: float) -> None:
     print(f"{name}: {value:.2f}", flush=True)
 
 
-def whole_studies(paths: dict[str, Path], out: Path, figures: dict[str, float]) -> None:
+def whole_studies(paths: dict[str, Path], out: Path, figures: dict[str, float], commands: bool = True) -> None:
     """A whole study from nothing: local with 1 worker (against the commands), local and Ray with 2."""
-    for engine, jobs in (("local", 1), ("local", 2), ("ray", 2)):
+    for engine, jobs in ((("local", 1),) if commands else ()) + (("local", 2), ("ray", 2)):
         folder = out / f"whole-{engine}-{jobs}"
         say(
             figures,
             f"whole study, {engine}, {jobs} worker(s) (s)",
             timed(study(paths, folder, engine=engine, jobs=jobs)).seconds,
         )
-    say(figures, "the same extract and probe commands one by one (s)", one_by_one(paths, out / "commands"))
+    if commands:
+        say(figures, "the same extract and probe commands one by one (s)", one_by_one(paths, out / "commands"))
 
 
 def probe_stages(paths: dict[str, Path], folder: Path, figures: dict[str, float]) -> None:
@@ -130,14 +131,23 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=400)
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / ".study")
+    parser.add_argument(
+        "--no-commands",
+        action="store_true",
+        help="leave out the commands one by one (and the 1-worker whole study compared with them): the engines "
+        "only, e.g. at a larger --rows; the untimed warm-up is then a 20-row study",
+    )
     args = parser.parse_args()
     shutil.rmtree(args.out, ignore_errors=True)
     paths = samples(args.out / "data", args.rows)
-    one_by_one(paths, args.out / "warm-up")  # untimed: the first run of a model fills caches the later ones reuse
+    if args.no_commands:  # untimed: each model's first run fills caches the later ones reuse
+        timed(study(samples(args.out / "warm-data", 20), args.out / "warm-up", engine="local", jobs=2))
+    else:
+        one_by_one(paths, args.out / "warm-up")
     warm_ray()  # untimed: the same for Ray's own files
     figures: dict[str, float] = {}
-    whole_studies(paths, args.out, figures)
-    probe_stages(paths, args.out / "whole-local-1", figures)
+    whole_studies(paths, args.out, figures, commands=not args.no_commands)
+    probe_stages(paths, args.out / ("whole-local-2" if args.no_commands else "whole-local-1"), figures)
     for engine in ("local", "ray"):
         one, two = (figures[f"probe stage, {engine}, {jobs} worker(s) (s)"] for jobs in (1, 2))
         figures[f"probe stage speed-up, {engine}, 2 workers over 1 (target >= 1.7)"] = one / two
@@ -147,9 +157,11 @@ def main() -> None:
     figures["whole study, ray / local, 2 workers (target <= 1.10)"] = (
         figures["whole study, ray, 2 worker(s) (s)"] / figures["whole study, local, 2 worker(s) (s)"]
     )
-    figures["whole study (local, 1 worker) / one by one (target <= 1.05)"] = (
-        figures["whole study, local, 1 worker(s) (s)"] / figures["the same extract and probe commands one by one (s)"]
-    )
+    if not args.no_commands:
+        figures["whole study (local, 1 worker) / one by one (target <= 1.05)"] = (
+            figures["whole study, local, 1 worker(s) (s)"]
+            / figures["the same extract and probe commands one by one (s)"]
+        )
     print()
     for name, value in figures.items():
         print(f"{name}: {value:.2f}")
