@@ -106,8 +106,7 @@ class ConfigCommand(click.Command):
 
     def __init__(self, *args: Any, config: str, **kwargs: Any) -> None:
         self.config_path = config
-        self._generated = False
-        self._given = 0
+        self.generated: list[click.Parameter] | None = None  # the config's options, once made
         self._params: list[click.Parameter] = []
         super().__init__(*args, **kwargs)
 
@@ -120,15 +119,17 @@ class ConfigCommand(click.Command):
     def params(self) -> list[click.Parameter]:
         """The parameters written by hand, then the config's options (made on first use; one list, which click
         may append to)."""
-        if not self._generated:
-            self._given = len(self._params)
-            self._params.extend(generate(self.config))
-            self._generated = True
+        if self.generated is None:
+            made: list[click.Parameter] = list(generate(self.config))
+            self.generated = made
+            self._params.extend(made)
         return self._params
 
     @params.setter
     def params(self, value: list[click.Parameter]) -> None:
-        self._params = list(value)
+        """The parameters written by hand; the config's options, if already made, stay after them."""
+        self._params = [param for param in value if param not in (self.generated or ())]
+        self._params.extend(self.generated or ())
 
     def invoke(self, ctx: click.Context) -> Any:
         ctx.params = field_values(self.config, ctx.params)
@@ -140,7 +141,7 @@ class ConfigCommand(click.Command):
         from cloup import HelpFormatter, HelpSection
 
         params = self.get_params(ctx)
-        ordered = sorted(params, key=lambda param: param not in self._params[self._given :])
+        ordered = sorted(params, key=lambda param: param not in (self.generated or ()))
         sections: dict[str | None, list[tuple[str, str]]] = {}
         for param in ordered:
             record = param.get_help_record(ctx) if isinstance(param, click.Option) else None

@@ -65,9 +65,9 @@ def test_every_field_with_a_flag_is_an_option_with_its_default_and_group(name, c
 @pytest.mark.parametrize("name, command", CONFIGURED, ids=[name for name, _ in CONFIGURED])
 def test_every_generated_option_maps_to_a_field(name, command):
     fields = {item.name for item in dataclasses.fields(command.config)}
-    written = [param for param in command._params[: command._given] if isinstance(param, click.Option)]
-    for param in command.params:
-        if isinstance(param, click.Option) and param not in written:
+    assert command.params  # the options made on first use
+    for param in command.generated:
+        if isinstance(param, click.Option):
             old = getattr(param, OLD, None)
             assert (old[0] if old else param.name) in fields, param.name
 
