@@ -93,8 +93,11 @@ demo: install
 
 # Two pytest-xdist workers (these machines have 2 cores; `make test WORKERS=0` runs in one process). Session
 # fixtures are built once per worker; tests of one xdist_group (e.g. the torchrun ones) share a worker.
+# PYTHONDONTWRITEBYTECODE is cleared for the suite: with it set, every worker compiles and assertion-rewrites each
+# test module again at collection (12.9 s of CPU against 7.6 s with the cached files) and every featx process a
+# test starts compiles featx's modules again; the __pycache__ folders it leaves are ignored by git.
 WORKERS ?= 2
-PYTEST := $(PY) -m pytest -q -n $(WORKERS) --dist loadgroup
+PYTEST := PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -n $(WORKERS) --dist loadgroup
 
 # The gates, lint (ruff, mypy) and docs (mkdocs), run beside the suite rather than before it: the suite leaves
 # part of the two cores idle while its tests wait on child processes, Chromium and Ray, and the gates fill it.
