@@ -16,7 +16,8 @@
 # corpus shapes), and summary.md, all of them one after the other, the lease's questions first.
 #
 # --smoke (or SMOKE=1): the same steps on the CPU with tiny models and corpora built in place, in about a
-# minute (tests/bench/test_gpu_smoke.py runs it; no timing means anything there).
+# minute, all in one process (bench/gpu_smoke.py; tests/bench/test_gpu_smoke.py runs it; no timing means
+# anything there).
 #
 # Once, on the CPU machine (needs the packaged MiniLM and ../shared/data; writes bench/.gpu/, ~51 MB, gitignored):
 #     PYTHONPATH=$PWD .venv/bin/python bench/gpu.py prepare
@@ -49,13 +50,7 @@ DEVICE=${FEATX_GPU_DEVICE:-cuda}
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv 2>/dev/null || echo "nvidia-smi: no NVIDIA GPU here"
 if [[ $SMOKE == 1 ]]; then
     DEVICE=cpu
-    "$PY" bench/gpu_loop.py --smoke --out "$OUT_DIR"
-    "$PY" bench/gpu.py run --smoke --out "$OUT_DIR" ${ARGS[@]+"${ARGS[@]}"}
-    "$PY" bench/probe_gpu.py --smoke --out "$OUT_DIR"
-    "$PY" bench/solver_gpu.py --device cpu --sizes 500x32x3 --probe-size "" --out "$OUT_DIR"
-    "$PY" bench/decoder.py --smoke --out "$OUT_DIR"
-    "$PY" bench/predict_gpu.py --smoke --out "$OUT_DIR"
-    "$PY" bench/gpu_host.py --smoke --profile --out "$OUT_DIR"
+    "$PY" bench/gpu_smoke.py --out "$OUT_DIR" ${ARGS[@]+"${ARGS[@]}"}  # every step below, in one process
 else
     # Each step is time-boxed (seconds: STEP_SECONDS="loop gpu probe host solver decoder predict", in the order
     # run, the lease's open questions first) and no step runs past TOTAL_SECONDS (default 560) from here, so the
