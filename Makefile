@@ -15,14 +15,16 @@ $(PY):
 
 # Packages go in through uv (PyPI's pip-compatible installer, written in Rust) when it can be installed: it
 # resolves the same versions from the same sources as pip (scripts/uv_options.py hands it pip's find-links,
-# indexes and constraints), in parallel. It byte-compiles what it installs as pip does (--compile-bytecode:
-# where PYTHONDONTWRITEBYTECODE is set, nothing else would, and every process that imports torch would
-# compile it again: 9.9 s of CPU instead of 4.2). A fresh `make install-test` on 2 cores: 97 s of CPU with
-# pip, 64 s with uv (creating the venv and installing uv included; 23 s without compiling). Where uv is
-# missing or fails, pip installs; `make install-test UV=` uses pip alone.
+# indexes and constraints), in parallel. Where uv is missing or fails, pip installs; `make install-test UV=` uses
+# pip alone. Nothing is byte-compiled at install time: compiling every installed module (torch's, every one of
+# transformers' 560 model families', the test folders') took 23 of a fresh `make install-test`'s 34 s on 2 cores
+# (10.5 s without). Instead the demo and the tests run with PYTHONDONTWRITEBYTECODE cleared (below), so each
+# module a process imports is compiled once, by the first process that needs it, and cached in the venv and in
+# the checkout's git-ignored __pycache__ folders; with it set, every process that imports torch would compile
+# it again (9.9 s of CPU instead of 4.2).
 UV_VERSION ?= 0.13.9
 UV ?= $(VENV)/bin/uv
-install-with = { [ -n "$(UV)" ] && [ -x "$(UV)" ] && $(UV) pip install -q --compile-bytecode --python $(PY) $$($(PY) scripts/uv_options.py) $(1); } \
+install-with = { [ -n "$(UV)" ] && [ -x "$(UV)" ] && $(UV) pip install -q --python $(PY) $$($(PY) scripts/uv_options.py) $(1); } \
 	|| $(PIP) install $(1)
 
 $(VENV)/bin/uv: | $(PY)
@@ -93,11 +95,13 @@ demo: install
 
 # Two pytest-xdist workers (these machines have 2 cores; `make test WORKERS=0` runs in one process). Session
 # fixtures are built once per worker; tests of one xdist_group (e.g. the torchrun ones) share a worker.
-# PYTHONDONTWRITEBYTECODE is cleared for the suite: with it set, every worker compiles and assertion-rewrites each
-# test module again at collection (12.9 s of CPU against 7.6 s with the cached files) and every featx process a
-# test starts compiles featx's modules again; the __pycache__ folders it leaves are ignored by git.
 WORKERS ?= 2
-PYTEST := PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -n $(WORKERS) --dist loadgroup
+PYTEST := $(PY) -m pytest -q -n $(WORKERS) --dist loadgroup
+
+# PYTHONDONTWRITEBYTECODE cleared (see the install note above): besides the installed packages, the suite's
+# workers then read cached, assertion-rewritten test modules at collection (7.6 s of CPU instead of 12.9 each)
+# and featx's own modules compiled once.
+demo test test-fast report-check: export PYTHONDONTWRITEBYTECODE :=
 
 # The gates, lint (ruff, mypy) and docs (mkdocs), run beside the suite rather than before it: the suite leaves
 # part of the two cores idle while its tests wait on child processes, Chromium and Ray, and the gates fill it.
