@@ -29,6 +29,11 @@ if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1:
     # pytest-xdist workers share the cores: one OpenMP thread each (and in the processes they start) instead of
     # every worker spinning a thread per core. Set before torch is imported, which reads it once.
     os.environ.setdefault("OMP_NUM_THREADS", "1")
+    # For the same reason a probe run without --jobs runs its jobs in the worker itself, not in as many joblib
+    # worker processes as the machine has cores (joblib's cpu_count reads this): each would start a fresh
+    # interpreter importing numpy, scikit-learn and featx for a few seconds of work. Tests that pass jobs=2 (or
+    # --jobs 2) still run their jobs in two processes.
+    os.environ.setdefault("LOKY_MAX_CPU_COUNT", "1")
 
 import pytest  # noqa: E402  (after the environment above)
 from support.deploy_data import make_split_features  # noqa: E402
