@@ -165,6 +165,7 @@ def test_a_word_probe_run_on_the_torch_solver_gives_the_same_table(torch_on_cpu,
 
 
 def test_on_a_gpu_jobs_take_turns_unless_jobs_is_given(monkeypatch):
+    monkeypatch.setenv("LOKY_MAX_CPU_COUNT", "4")  # a machine of 4 cores, whatever the test run sets
     monkeypatch.setattr(devices, "resolve_device", lambda device: "cuda:0")
     notes = []
     assert solver_plan(ProbeConfig(), 8, notes, solves=True) == ("cuda:0", 1)
