@@ -380,6 +380,30 @@ def build_family(family: Family, folder: Path, seed: int = 0) -> Path:
     return folder
 
 
+def reference_model(family: Family, folder: Path):
+    """The family's plain transformers model from ``folder``, float32, in eval mode (its encoder where
+    ``encoder_of``): what the parity tests compare featx with."""
+    import torch
+    import transformers
+
+    model = getattr(transformers, family.reference).from_pretrained(str(folder), dtype=torch.float32).eval()
+    return model.get_encoder() if family.encoder_of else model
+
+
+def padded_batch(side: str):
+    """Three rows of token ids of different lengths padded with id 0 on ``side`` (left or right): ``ids, mask``."""
+    import torch
+
+    rows = [[2, 10, 11, 12, 13, 14, 3], [2, 15, 16, 3], [2, 17, 3]]
+    width = max(map(len, rows))
+    ids, mask = [], []
+    for row in rows:
+        pad = [0] * (width - len(row))
+        ids.append(pad + row if side == "left" else row + pad)
+        mask.append([0] * len(pad) + [1] * len(row) if side == "left" else [1] * len(row) + [0] * len(pad))
+    return torch.tensor(ids), torch.tensor(mask)
+
+
 def reference_states(family: Family, folder: Path, texts: list[str]):
     """Per-row plain forward (no padding at all): a list of ``(layers, tokens, hidden)`` float64 arrays."""
     import torch

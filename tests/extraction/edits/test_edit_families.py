@@ -6,7 +6,7 @@ padded batches with neighbours of other lengths."""
 from __future__ import annotations
 
 import pytest
-from support.families import FAMILIES
+from support.families import FAMILIES, reference_model
 from support.parity import pooled_reference, relative_error, run_family
 from support.tiny import SENTENCES
 
@@ -45,12 +45,10 @@ def hooked_reference(family, folder, texts, edits):
     and forward hooks replacing block call k's output by ``edits[k + 1]`` of it (``x - ((x - mean) @ right.T) @
     left.T + shift``, in float32). ``hidden_states[0]`` is what the model returns, edited by hand."""
     import torch
-    import transformers
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(str(folder))
-    model = getattr(transformers, family.reference).from_pretrained(str(folder), dtype=torch.float32).eval()
-    model = model.get_encoder() if family.encoder_of else model
+    model = reference_model(family, folder)
     changes = [_change(edit) for edit in edits]
     calls = []
 

@@ -7,23 +7,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from support.families import BY_NAME
+from support.families import BY_NAME, padded_batch, reference_model
 
 from featx.extraction import EditHooks, ModelInfo, apply_edit, parse_intervention, resolve_edits
 
 BLOCKS = {"bert": "encoder.layer", "llama": "layers"}
-
-
-def _batch(side: str):
-    rows = [[2, 10, 11, 12, 13, 14, 3], [2, 15, 16, 3], [2, 17, 3]]
-    width = max(map(len, rows))
-    pad = [[0] * (width - len(row)) for row in rows]
-    ids = [(p + row) if side == "left" else (row + p) for row, p in zip(rows, pad, strict=True)]
-    mask = [
-        ([0] * len(p) + [1] * len(row)) if side == "left" else ([1] * len(row) + [0] * len(p))
-        for row, p in zip(rows, pad, strict=True)
-    ]
-    return torch.tensor(ids), torch.tensor(mask)
 
 
 def _hand_hooked(load, name, layer, edit, ids, mask):
@@ -66,18 +54,15 @@ def _hand_hooked(load, name, layer, edit, ids, mask):
 @pytest.mark.parametrize("side", ["left", "right"])
 @pytest.mark.parametrize("name", ["bert", "llama"])
 def test_edit_hooks_equal_a_hand_written_hook(name, side, family_models):
-    import transformers
-
     family = BY_NAME[name]
 
     def load():
-        folder = str(family_models(family))
-        return getattr(transformers, family.reference).from_pretrained(folder, dtype=torch.float32).eval()
+        return reference_model(family, family_models(family))
 
     model = load()
     blocks = model.get_submodule(BLOCKS[name])
     info = ModelInfo("tiny", "", model.config.hidden_size, len(blocks) + 1)
-    ids, mask = _batch(side)
+    ids, mask = padded_batch(side)
     real = mask.bool()
     for layer in range(len(blocks) + 1):
         (edit,) = resolve_edits((parse_intervention(f"random:3@{layer}", seed=layer),), info)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from support.families import BY_NAME, FAMILIES
+from support.families import BY_NAME, FAMILIES, padded_batch, reference_model
 from support.parity import pooled_reference, relative_error, run_family
 from support.tiny import SENTENCES
 
@@ -79,17 +79,6 @@ def widths(model, ids) -> dict[str, int]:
     return seen
 
 
-def _batch(side: str):
-    rows = [[2, 10, 11, 12, 13, 14, 3], [2, 15, 16, 3], [2, 17, 3]]
-    width = max(map(len, rows))
-    ids, mask = [], []
-    for row in rows:
-        pad = [0] * (width - len(row))
-        ids.append(pad + row if side == "left" else row + pad)
-        mask.append([0] * len(pad) + [1] * len(row) if side == "left" else [1] * len(row) + [0] * len(pad))
-    return torch.tensor(ids), torch.tensor(mask)
-
-
 def _hidden(model, ids, mask):
     with torch.inference_mode():
         return model(input_ids=ids, attention_mask=mask, output_hidden_states=True).hidden_states
@@ -98,16 +87,10 @@ def _hidden(model, ids, mask):
 @pytest.mark.parametrize("side", ["left", "right"])
 @pytest.mark.parametrize("name", ["bert", "llama"])
 def test_site_edit_hooks_equal_a_hand_written_hook(name, side, family_models):
-    import transformers
-
     family = BY_NAME[name]
-
-    def load():
-        folder = str(family_models(family))
-        return getattr(transformers, family.reference).from_pretrained(folder, dtype=torch.float32).eval()
-
-    model, reference = load(), load()  # featx's hooks on one, the hand-written ones on the other
-    ids, mask = _batch(side)
+    folder = family_models(family)
+    model, reference = reference_model(family, folder), reference_model(family, folder)  # featx's hooks; by hand
+    ids, mask = padded_batch(side)
     n_blocks = model.config.num_hidden_layers
     info = ModelInfo("tiny", "", model.config.hidden_size, n_blocks + 1, widths(model, ids))
     real = mask.bool()
@@ -130,12 +113,10 @@ def test_site_edit_hooks_equal_a_hand_written_hook(name, side, family_models):
 
 def hooked_reference(family, folder, texts, spec, seed):
     """Per-row plain forward with ``hand_hooks``: a list of ``(layers, tokens, hidden)`` float64 arrays."""
-    import transformers
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(str(folder))
-    model = getattr(transformers, family.reference).from_pretrained(str(folder), dtype=torch.float32).eval()
-    model = model.get_encoder() if family.encoder_of else model
+    model = reference_model(family, folder)
     probe = tokenizer(texts[0], return_tensors="pt")["input_ids"]
     info = ModelInfo("tiny", "", model.config.hidden_size, 3, widths(model, probe))
     handles = hand_hooks(model, resolve_edits(parse_interventions(spec, seed=seed), info))
@@ -173,7 +154,7 @@ def test_site_edits_on_a_model_with_a_head_hook_its_base_model(tmp_path):
     folder = str(build_with_head("bert", tmp_path / "mlm"))
     with_head = transformers.BertForMaskedLM.from_pretrained(folder, dtype=torch.float32).eval()
     bare = transformers.BertModel.from_pretrained(folder, dtype=torch.float32).eval()
-    ids, mask = _batch("right")
+    ids, mask = padded_batch("right")
     info = ModelInfo("tiny", "", bare.config.hidden_size, 3, widths(bare, ids))
     edits = resolve_edits(parse_interventions("random:3@1:ffn", seed=0), info)
     with EditHooks(with_head, "bert.encoder.layer", 2, edits), torch.inference_mode():
