@@ -26,7 +26,7 @@ from ..errors import InputError
 from .cells import Task
 from .schedule import longest_first
 from .tasks import execute
-from .workers import share_of_cores, start_pool_worker
+from .workers import share_of_cores, start_pool_worker, worker_died
 
 Outcome = dict[str, Any]  # what ``execute`` returns: key, status, seconds, error, detail...
 OnOutcome = Callable[[Task, Outcome], None]
@@ -137,7 +137,7 @@ def _outcome(future: Future, task: Task) -> Outcome:
     try:
         return future.result()
     except Exception as err:  # noqa: BLE001 - BrokenProcessPool and its kin: the cell failed, the run goes on
-        return {"key": task.key, "status": "failed", "seconds": None, "error": f"its worker died ({err})"}
+        return worker_died(task.key, str(err))
 
 
 def _ray(address: str | None = None) -> Engine:

@@ -31,7 +31,7 @@ from typing import Any
 from ..errors import InputError
 from .cells import EXTRACT, Task
 from .schedule import longest_first
-from .workers import run_task, start_worker
+from .workers import run_task, start_worker, worker_died
 
 Outcome = dict[str, Any]
 
@@ -168,7 +168,7 @@ def _outcome(ray: Any, reference: Any, task: Task) -> Outcome:
         return ray.get(reference)
     except ray.exceptions.RayError as err:
         reason = (str(err).strip().splitlines() or [type(err).__name__])[0]
-        return {"key": task.key, "status": "failed", "seconds": None, "error": f"its Ray worker died ({reason})"}
+        return worker_died(task.key, reason, "Ray")
 
 
 def probe_share(ray: Any, workers: int) -> int:

@@ -74,6 +74,13 @@ def _exit_after(parent: Any) -> None:
     os._exit(1)
 
 
+def worker_died(key: str, reason: str, engine: str = "") -> dict[str, Any]:
+    """The outcome of a cell whose worker process died under it (killed, out of memory, a lost node): failed,
+    while its state stays "running" (pending for the next run); the run goes on."""
+    worker = f"{engine} worker" if engine else "worker"
+    return {"key": key, "status": "failed", "seconds": None, "error": f"its {worker} died ({reason})"}
+
+
 def run_task(task: dict[str, Any], threads: int) -> dict[str, Any]:
     """``execute(task)`` with ``threads`` threads (what a Ray task runs): an extraction gets torch's threads set
     too, since Ray's worker started with one."""
