@@ -58,7 +58,9 @@ def _free_port() -> int:
 
 def _ray_cli(*args: str) -> None:
     binary = shutil.which("ray", path=os.path.dirname(sys.executable)) or "ray"
-    env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0")
+    # Without token authentication, which Ray turns on for `ray start` where ~/.ray/auth_token exists and then
+    # asks of every node and driver that connects by address (RAY_AUTH_MODE=token): loopback only.
+    env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0", RAY_AUTH_MODE="disabled")
     ran = subprocess.run([binary, *args], capture_output=True, text=True, env=env, timeout=120)
     assert ran.returncode == 0, f"ray {' '.join(args)}: {ran.stdout[-2000:]}{ran.stderr[-2000:]}"
 
