@@ -1,6 +1,7 @@
 """Study speed (issue 44): the probe stage with 1 and 2 workers on the local and the Ray engine, a whole study
-(extractions and probes, 2 workers) on the Ray engine against the local one, and a whole study against the
-same extract and probe commands run one by one.
+(extractions and probes, 2 workers) on the Ray engine against the local one, on a local cluster that the study
+starts and stops and on a cluster already running (``ray start --head`` here, untimed, as a Ray user runs one),
+and a whole study against the same extract and probe commands run one by one.
 
     .venv/bin/python bench/study.py [--rows 400] [--out bench/.study] [--no-commands]
 
@@ -12,7 +13,8 @@ the extractions' up-to-date checks and the probes; they run on a done study's fo
 (their states and results removed). The whole-study rows are the run's total (the Ray rows include starting
 and stopping the local cluster). An untimed run of the commands, and an untimed start and stop of a local Ray
 cluster in a child process, come first, so that no row pays for filling the caches the later ones reuse (this
-process still imports Ray in its first Ray row). Run it on a quiet machine: no helpers.
+process still imports Ray in its first Ray row). Run it on a quiet machine: no helpers, and no other Ray
+cluster (the running cluster is stopped with ``ray stop``, which stops every Ray cluster of this machine).
 """
 
 from __future__ import annotations
@@ -99,13 +101,32 @@ def warm_ray() -> None:
     subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, env=env)
 
 
+RAY_PORT = 6391
+
+
+def running_cluster() -> str:
+    """A cluster started with ``ray start --head`` (this machine's CPUs, no dashboard), as a Ray user runs one;
+    its address."""
+    ray = str(Path(sys.executable).with_name("ray"))
+    cpus = str(os.cpu_count() or 1)
+    env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0", RAY_AUTH_MODE="disabled")  # loopback only: no token asked
+    command = [ray, "start", "--head", f"--port={RAY_PORT}", f"--num-cpus={cpus}", "--include-dashboard=false"]
+    subprocess.run(command + ["--node-ip-address=127.0.0.1"], check=True, capture_output=True, env=env)
+    return f"127.0.0.1:{RAY_PORT}"
+
+
+def stop_cluster() -> None:
+    subprocess.run([str(Path(sys.executable).with_name("ray")), "stop"], check=False, capture_output=True)
+
+
 def say(figures: dict[str, float], name: str, value: float) -> None:
     figures[name] = value
     print(f"{name}: {value:.2f}", flush=True)
 
 
 def whole_studies(paths: dict[str, Path], out: Path, figures: dict[str, float], commands: bool = True) -> None:
-    """A whole study from nothing: local with 1 worker (against the commands), local and Ray with 2."""
+    """A whole study from nothing: local with 1 worker (against the commands), local and Ray with 2 (a local
+    cluster the study starts and stops), and Ray with 2 on a running cluster (started untimed)."""
     for engine, jobs in ((("local", 1),) if commands else ()) + (("local", 2), ("ray", 2)):
         folder = out / f"whole-{engine}-{jobs}"
         say(
@@ -113,6 +134,12 @@ def whole_studies(paths: dict[str, Path], out: Path, figures: dict[str, float], 
             f"whole study, {engine}, {jobs} worker(s) (s)",
             timed(study(paths, folder, engine=engine, jobs=jobs)).seconds,
         )
+    address = running_cluster()
+    try:
+        data = study(paths, out / "whole-ray-running-2", engine="ray", jobs=2, address=address)
+        say(figures, "whole study, ray on a running cluster, 2 worker(s) (s)", timed(data).seconds)
+    finally:
+        stop_cluster()
     if commands:
         say(figures, "the same extract and probe commands one by one (s)", one_by_one(paths, out / "commands"))
 
@@ -156,6 +183,10 @@ def main() -> None:
     )
     figures["whole study, ray / local, 2 workers (target <= 1.10)"] = (
         figures["whole study, ray, 2 worker(s) (s)"] / figures["whole study, local, 2 worker(s) (s)"]
+    )
+    figures["whole study, ray on a running cluster / local, 2 workers (target <= 1.10)"] = (
+        figures["whole study, ray on a running cluster, 2 worker(s) (s)"]
+        / figures["whole study, local, 2 worker(s) (s)"]
     )
     if not args.no_commands:
         figures["whole study (local, 1 worker) / one by one (target <= 1.05)"] = (
