@@ -164,6 +164,11 @@ def main() -> None:
         help="leave out the commands one by one (and the 1-worker whole study compared with them): the engines "
         "only, e.g. at a larger --rows; the untimed warm-up is then a 20-row study",
     )
+    parser.add_argument(
+        "--no-probe-stages",
+        action="store_true",
+        help="leave out the probe stage with 1 and 2 workers per engine: the whole studies only (a larger --rows)",
+    )
     args = parser.parse_args()
     shutil.rmtree(args.out, ignore_errors=True)
     paths = samples(args.out / "data", args.rows)
@@ -174,13 +179,14 @@ def main() -> None:
     warm_ray()  # untimed: the same for Ray's own files
     figures: dict[str, float] = {}
     whole_studies(paths, args.out, figures, commands=not args.no_commands)
-    probe_stages(paths, args.out / ("whole-local-2" if args.no_commands else "whole-local-1"), figures)
-    for engine in ("local", "ray"):
-        one, two = (figures[f"probe stage, {engine}, {jobs} worker(s) (s)"] for jobs in (1, 2))
-        figures[f"probe stage speed-up, {engine}, 2 workers over 1 (target >= 1.7)"] = one / two
-    figures["probe stage, ray / local, 2 workers"] = (
-        figures["probe stage, ray, 2 worker(s) (s)"] / figures["probe stage, local, 2 worker(s) (s)"]
-    )
+    if not args.no_probe_stages:
+        probe_stages(paths, args.out / ("whole-local-2" if args.no_commands else "whole-local-1"), figures)
+        for engine in ("local", "ray"):
+            one, two = (figures[f"probe stage, {engine}, {jobs} worker(s) (s)"] for jobs in (1, 2))
+            figures[f"probe stage speed-up, {engine}, 2 workers over 1 (target >= 1.7)"] = one / two
+        figures["probe stage, ray / local, 2 workers"] = (
+            figures["probe stage, ray, 2 worker(s) (s)"] / figures["probe stage, local, 2 worker(s) (s)"]
+        )
     figures["whole study, ray / local, 2 workers (target <= 1.10)"] = (
         figures["whole study, ray, 2 worker(s) (s)"] / figures["whole study, local, 2 worker(s) (s)"]
     )
