@@ -26,6 +26,11 @@ SCALER_BLOCK = 8192  # rows per block of the scaler's variance pass
 # otherwise, the real labels' fit agrees with its fit alone within rounding instead of bit for bit. Smaller fits
 # keep the stacked products, whose solutions never depend on the other problems of the batch.
 JOINT_VALUES = 1_000_000
+# Logreg fits on a matrix of at least this many values (rows x dims) start L-BFGS from the rows' second moments
+# (``softmax_problem.Preconditioner``, as the word probes at scale do): standardised hidden states are strongly
+# correlated, and on AG News (MiniLM, 6,400 x 384) the C path takes 2 to 3.5 times fewer evaluations and the
+# final fit 2 to 7 times fewer. It changes where a fit stops within its tolerance, not the optimum it solves for.
+PRECONDITION_VALUES = 1_000_000
 
 
 # -- standardisation -------------------------------------------------------------------------------
@@ -57,6 +62,14 @@ def joint_products(Xs: np.ndarray, targets: list) -> bool:
     return len(targets) > 1 and Xs.size >= JOINT_VALUES
 
 
+def preconditioner_of(X_fit: np.ndarray):
+    """The L-BFGS preconditioner of the logreg fits on ``X_fit`` (the C path's rows), or None below
+    ``PRECONDITION_VALUES`` (the plain path, bit for bit)."""
+    from ..solvers.softmax_problem import Preconditioner
+
+    return Preconditioner.from_rows(X_fit, np.float32) if X_fit.size >= PRECONDITION_VALUES else None
+
+
 def fit_logreg(X: np.ndarray, labels: list[np.ndarray], train: np.ndarray, dev, n_classes: int, cs, balanced, seed):
     """Scaler + C search + final fit for several label vectors on the same training part, solved
     together (e.g. the real labels and the control task's). Returns [(model, scaler, C, validation)] per
@@ -71,7 +84,8 @@ def fit_logreg(X: np.ndarray, labels: list[np.ndarray], train: np.ndarray, dev, 
         Xs = scaler(X[rows])
         targets = [y[rows] for y in labels]
         local_train, local_dev = np.arange(len(train)), np.arange(len(train), len(rows))
-        found = search_logreg(Xs, targets, local_train, local_dev, n_classes, cs, balanced, joint_products(Xs, targets))
+        joint, preconditioner = joint_products(Xs, targets), preconditioner_of(Xs[local_train])
+        found = search_logreg(Xs, targets, local_train, local_dev, n_classes, cs, balanced, joint, preconditioner)
         return [
             (clf.logreg_from(theta, offsets, C, balanced), scaler, C, (dev, predicted))
             for C, theta, offsets, predicted in found
@@ -87,10 +101,20 @@ def final_logreg(Xs, targets, fit_rows, val_rows, n_classes: int, cs, balanced, 
     fit on the whole training part, warm-started from the path's solution at the C chosen."""
     from ..solvers import softmax
 
-    joint = joint_products(Xs, targets)
-    found = search_logreg(Xs, targets, fit_rows, val_rows, n_classes, cs, balanced, joint)
+    joint, preconditioner = joint_products(Xs, targets), preconditioner_of(Xs[fit_rows])
+    found = search_logreg(Xs, targets, fit_rows, val_rows, n_classes, cs, balanced, joint, preconditioner)
     chosen, init = [C for C, *_ in found], [theta for _, theta, *_ in found]
-    solution = softmax.solve(Xs, targets, n_classes, chosen, balanced, init=init, tol=clf.LOGREG_TOL, joint=joint)
+    solution = softmax.solve(
+        Xs,
+        targets,
+        n_classes,
+        chosen,
+        balanced,
+        init=init,
+        tol=clf.LOGREG_TOL,
+        joint=joint,
+        preconditioner=preconditioner,
+    )
     return [
         (
             clf.logreg_from(solution.theta[p], solution.offsets[p], chosen[p], balanced),

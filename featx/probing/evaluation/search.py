@@ -81,18 +81,28 @@ def _snapshot(model, predicted: np.ndarray):
 
 
 def search_logreg(
-    Xs: np.ndarray, labels: list[np.ndarray], fit_rows, val_rows, n_classes: int, cs, balanced, joint: bool = False
+    Xs: np.ndarray,
+    labels: list[np.ndarray],
+    fit_rows,
+    val_rows,
+    n_classes: int,
+    cs,
+    balanced,
+    joint: bool = False,
+    preconditioner=None,
 ):
     """``search_c`` for logreg and several label vectors over the same rows, solved together.
 
     One C path per label vector (each with its own stopping rule); at every C the vectors still on
     their path are fitted in one batched solve (``softmax.solve``), warm-started from their last C.
     Returns (best C, theta at it, offsets, predictions of ``val_rows`` at it) per label vector.
-    ``joint``: ``softmax.solve``'s.
+    ``joint`` and ``preconditioner``: ``softmax.solve``'s.
     """
     fit = [y[fit_rows] for y in labels]
     val = [y[val_rows] for y in labels]
-    return search_logreg_on(Xs[fit_rows], fit, Xs[val_rows], val, n_classes, cs, balanced, joint=joint)
+    return search_logreg_on(
+        Xs[fit_rows], fit, Xs[val_rows], val, n_classes, cs, balanced, joint=joint, preconditioner=preconditioner
+    )
 
 
 def search_logreg_on(

@@ -81,11 +81,13 @@ class Preconditioner:
     FLOOR = 0.1
 
     @classmethod
-    def from_rows(cls, X: np.ndarray) -> Preconditioner:
+    def from_rows(cls, X: np.ndarray, dtype=np.float64) -> Preconditioner:
+        """From (at most ``ROWS`` evenly spaced) rows of ``X``; ``dtype``: that of the second moments' product
+        (float32: half the time of float64 on sentence fits, where it was a sixth of a fold's fits)."""
         rows = X[:: max(1, -(-len(X) // cls.ROWS))]
-        A = np.empty((len(rows), X.shape[1] + 1))
+        A = np.empty((len(rows), X.shape[1] + 1), dtype=dtype)
         A[:, :-1], A[:, -1] = rows, 1.0
-        e, V = np.linalg.eigh(A.T @ A / max(1, len(rows)))
+        e, V = np.linalg.eigh((A.T @ A).astype(np.float64) / max(1, len(rows)))
         return cls(V, np.maximum(e, 0.0))
 
     def apply(self, q: np.ndarray, lam: np.ndarray, k: int) -> np.ndarray:

@@ -154,3 +154,37 @@ def test_large_fits_share_the_matrix_products_and_keep_their_choices(monkeypatch
         np.testing.assert_allclose(model_b.coef_, model_a.coef_, rtol=1e-3, atol=1e-4)
         np.testing.assert_array_equal(held_a[0], held_b[0])
         assert np.mean(held_a[1] == held_b[1]) >= 0.99
+
+
+def _fit_preconditioned(monkeypatch, values: int, labels, X, dev=None):
+    from featx.probing.solvers import softmax
+
+    used, solve = [], getattr(softmax.solve, "original", softmax.solve)
+    monkeypatch.setattr(core, "PRECONDITION_VALUES", values)
+
+    def recording(*args, **kwargs):
+        used.append(kwargs.get("preconditioner") is not None)
+        return solve(*args, **kwargs)
+
+    recording.original = solve  # type: ignore[attr-defined]
+    monkeypatch.setattr(softmax, "solve", recording)
+    train = np.arange(len(X) - 60) if dev is None else np.arange(len(X) - 120)
+    return core.fit_logreg(X, labels, train, dev, 3, (0.01, 0.1, 1.0), False, 0), used
+
+
+def test_large_fits_are_preconditioned_and_solve_for_the_same_optimum(monkeypatch):
+    from support.blobs import blobs
+
+    X, y = blobs(n=400, d=12, k=3, seed=4)
+    X = X @ np.random.default_rng(6).normal(size=(12, 12))  # correlated features, as hidden states are
+    labels = [y, np.random.default_rng(5).permutation(y)]
+    for dev in (None, np.arange(len(X) - 120, len(X) - 60)):
+        plain, plain_used = _fit_preconditioned(monkeypatch, 10**12, labels, X, dev)
+        scaled, scaled_used = _fit_preconditioned(monkeypatch, 1, labels, X, dev)
+        assert plain_used and not any(plain_used) and all(scaled_used)
+        assert [C for _, _, C, _ in scaled] == [C for _, _, C, _ in plain]
+        for (model_a, *_, held_a), (model_b, *_, held_b) in zip(plain, scaled, strict=True):
+            # both stop within the gradient tolerance of one optimum: the same classes nearly everywhere
+            assert np.mean(model_a.predict(X) == model_b.predict(X)) >= 0.97
+            np.testing.assert_array_equal(held_a[0], held_b[0])
+            assert np.mean(held_a[1] == held_b[1]) >= 0.97
