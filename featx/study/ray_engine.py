@@ -5,10 +5,8 @@ its threads set), so the same files and the same results table: only where the c
 (one at a time) ask for a GPU where the cluster has one and every CPU of the largest node that can run them,
 with as many torch threads; probes their share of the CPUs (``probe_share``: ``cores // workers`` on one
 machine), with as many threads; at most ``workers`` tasks are in flight at a time
-(``--jobs``), the longest probes first. ``prepare`` connects before the first stage; the first task of a run
-goes to a worker Ray started with the cluster, and one warm-up per job follows it (the probing code imported,
-asking no CPU, so the first extraction never waits for them: they import beside it, as the local engine's pool
-does). Every node must see
+(``--jobs``), the longest probes first. ``prepare`` connects before the first stage and warms one worker per
+job (the probing code imported). Every node must see
 the study's output folder and its corpora at the same paths (a shared file system), and have featx installed
 with the same version as the driver (``featx[ray]``).
 
@@ -89,22 +87,15 @@ class RayEngine:
         self.address = None if address in _LOCAL else address
         self._ray: Any = None
         self._started = False
-        self._to_warm = 0  # probe workers to warm after the first task is submitted
         self._warming: list[Any] = []  # the warm-up tasks' references, kept until the run ends
 
     def prepare(self, workers: int) -> None:
-        """Connect (or start the local cluster) now; the first ``run`` warms a worker for each of ``workers``
-        probes once its first task is submitted (``_warm``), so that the probe stage finds them started."""
-        self._connected()
-        self._to_warm = max(1, workers)
-
-    def _warm(self, ray: Any) -> None:
-        """A warm-up task for each probe worker to come (its share of threads, the probing code imported; not
-        waited for). They ask for no CPU: imports only, so a queued extraction that asks for every CPU starts at
-        once rather than after them."""
-        workers, self._to_warm = self._to_warm, 0
-        share = probe_share(ray, workers)
-        warm = ray.remote(start_worker).options(num_cpus=0, max_retries=0)
+        """Connect (or start the local cluster) now, and start a warm-up task for each of ``workers`` probe
+        workers (its share of threads, the probing code imported; not waited for), so that the probe stage finds
+        them started."""
+        ray = self._connected()
+        share = probe_share(ray, max(1, workers))
+        warm = ray.remote(start_worker).options(num_cpus=share, max_retries=0)
         cpus = int(ray.cluster_resources().get("CPU", 1))
         self._warming = [warm.remote(share) for _ in range(max(1, min(workers, cpus // share)))]
 
@@ -117,7 +108,7 @@ class RayEngine:
         """Stop the local cluster this engine started (a running cluster is left running)."""
         if self._ray is not None and self._started:
             self._ray.shutdown()
-        self._ray, self._started, self._warming, self._to_warm = None, False, [], 0
+        self._ray, self._started, self._warming = None, False, []
 
     def _connected(self) -> Any:
         """``ray``, connected (a local cluster started) at the first call."""
@@ -160,8 +151,6 @@ class RayEngine:
                     index = queue.pop(0)
                     wants, threads = _resources(ray, tasks[index], gpus >= 1, share)
                     running[remote.options(**wants).remote(tasks[index].as_dict(), threads)] = index
-                    if self._to_warm:
-                        self._warm(ray)
                 finished, _ = ray.wait(list(running), num_returns=1)
                 for reference in finished:
                     index = running.pop(reference)

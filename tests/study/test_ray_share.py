@@ -39,10 +39,9 @@ class _FakeRay:
 
     exceptions = SimpleNamespace(RayError=_Died)
 
-    def __init__(self, died: set[str] = frozenset()):
+    def __init__(self, died: set[str]):
         self.died = died
         self.cancelled: list = []
-        self.submitted: list = []  # (function name, options) in the order submitted
 
     def cluster_resources(self):
         return {"CPU": 2}
@@ -51,15 +50,9 @@ class _FakeRay:
         return [{"Alive": True, "Resources": {"CPU": 2}}]
 
     def remote(self, function):
-        submitted = self.submitted
-
         class Remote:
             def options(self, **wants):
-                def submit(task, threads=None):
-                    submitted.append((function.__name__, wants))
-                    return task["key"] if isinstance(task, dict) else ("warm", task)
-
-                return SimpleNamespace(remote=submit)
+                return SimpleNamespace(remote=lambda task, threads: task["key"])
 
         return Remote()
 
@@ -82,18 +75,3 @@ def test_a_dead_ray_worker_fails_its_cell_and_the_others_go_on(monkeypatch):
     outcomes = RayEngine(None)._run(_FakeRay({"b"}), tasks, 2, lambda task, outcome: seen.append(outcome["status"]))
     assert [outcome["status"] for outcome in outcomes] == ["done", "failed", "done"] and len(seen) == 3
     assert outcomes[1]["error"] == "its Ray worker died (The worker died unexpectedly while executing b.)"
-
-
-def test_probe_workers_warm_after_the_first_task_and_ask_no_cpu(monkeypatch):
-    """The first task (an extraction asking every CPU) is submitted before the warm-ups, which ask for no CPU,
-    so it starts at once on a worker Ray started with the cluster; they are submitted once per run of stages."""
-    tasks = [SimpleNamespace(key=key, kind="extract", cost=1.0, as_dict=lambda key=key: {"key": key}) for key in "ab"]
-    monkeypatch.setattr("featx.study.ray_engine.longest_first", lambda tasks: list(range(len(tasks))))
-    ray, engine = _FakeRay(), RayEngine(None)
-    engine._ray = ray  # connected
-    engine.prepare(2)
-    engine.run(tasks, 1, lambda task, outcome: None)
-    engine.run(tasks, 1, lambda task, outcome: None)
-    names = [name for name, _ in ray.submitted]
-    assert names == ["run_task", "start_worker", "start_worker", "run_task", "run_task", "run_task"]
-    assert ray.submitted[0][1]["num_cpus"] == 2 and all(w["num_cpus"] == 0 for _, w in ray.submitted[1:3])
