@@ -7,6 +7,9 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+import pytest
+
+from featx.errors import InputError
 from featx.study.ray_engine import RayEngine, probe_share
 
 
@@ -75,3 +78,18 @@ def test_a_dead_ray_worker_fails_its_cell_and_the_others_go_on(monkeypatch):
     outcomes = RayEngine(None)._run(_FakeRay({"b"}), tasks, 2, lambda task, outcome: seen.append(outcome["status"]))
     assert [outcome["status"] for outcome in outcomes] == ["done", "failed", "done"] and len(seen) == 3
     assert outcomes[1]["error"] == "its Ray worker died (The worker died unexpectedly while executing b.)"
+
+
+def test_a_cluster_that_refuses_the_connection_is_one_clear_error():
+    """Ray's own ConnectionError (e.g. a cluster with token authentication and no token sent) becomes an
+    InputError naming the cluster and what it may need."""
+
+    def refuse(**kwargs):
+        raise ConnectionError("Failed to connect to Ray cluster at 192.0.2.2:6391")
+
+    ray = SimpleNamespace(is_initialized=lambda: False, init=refuse)
+    engine = RayEngine(None)
+    engine.address = "127.0.0.1:6391"  # as given (the constructor checks that it answers)
+    with pytest.raises(InputError, match=r"could not connect to Ray \(127.0.0.1:6391\)") as raised:
+        engine._connect(ray)
+    assert "RAY_AUTH_MODE=token" in raised.value.hint
