@@ -6,15 +6,17 @@ and a whole study against the same extract and probe commands run one by one.
     .venv/bin/python bench/study.py [--rows 400] [--out bench/.study] [--no-commands]
 
 The study: the packaged MiniLM and a random-init MiniLM x SST-2, TREC and AG News samples (``--rows`` train
-and ``--rows // 2`` test rows each, from ../shared/data), ``--layer all``: 6 extractions, 6 probes. Each run is
-a whole ``featx.study.run`` in this process. The probe-stage rows are its ``StudyResult.stages`` but stopping
-the engine and writing the tables: preparing the engine (starting the worker processes or the Ray cluster),
-the extractions' up-to-date checks and the probes; they run on a done study's folder with its probes undone
-(their states and results removed). The whole-study rows are the run's total (the Ray rows include starting
-and stopping the local cluster). An untimed run of the commands, and an untimed start and stop of a local Ray
-cluster in a child process, come first, so that no row pays for filling the caches the later ones reuse (this
-process still imports Ray in its first Ray row). Run it on a quiet machine: no helpers, and no other Ray
-cluster (the running cluster is stopped with ``ray stop``, which stops every Ray cluster of this machine).
+and ``--rows // 2`` test rows each, from ../shared/data; TREC's test part caps ``--rows`` at about 1,000),
+``--layer all``: 6 extractions, 6 probes. The whole-study rows are each a ``featx study run`` command in a fresh
+process, as a user runs one (its imports, the engine's start and stop, the tables; the Ray rows start and stop
+the local cluster, but for the running cluster's). The probe-stage rows are a ``featx.study.run`` in a fresh
+process too, its ``StudyResult.stages`` but stopping the engine and writing the tables: preparing the engine
+(starting the worker processes or the Ray cluster), the extractions' up-to-date checks and the probes; they run
+on a done study's folder with its probes undone (their states and results removed). An untimed run of the
+commands (or a 20-row study), and an untimed start and stop of a local Ray cluster in a child process, come
+first, so that no row pays for filling the disk caches the later ones reuse. Run it on a quiet machine: no
+helpers, and no other Ray cluster (the running cluster is stopped with ``ray stop``, which stops every Ray
+cluster of this machine).
 """
 
 from __future__ import annotations
@@ -124,24 +126,64 @@ def say(figures: dict[str, float], name: str, value: float) -> None:
     print(f"{name}: {value:.2f}", flush=True)
 
 
+def toml_of(data: dict) -> str:
+    """The study file of ``study(...)``'s dict (tables of strings, numbers, booleans and lists of strings)."""
+
+    def value(item) -> str:
+        if isinstance(item, bool):
+            return "true" if item else "false"
+        if isinstance(item, list):
+            return "[" + ", ".join(value(entry) for entry in item) + "]"
+        return json.dumps(item)  # a JSON string or number is a TOML one
+
+    lines = []
+    for name, table in data.items():
+        for entry in table if isinstance(table, list) else [table]:
+            lines.append(f"[[{name}]]" if isinstance(table, list) else f"[{name}]")
+            lines += [f"{key} = {value(item)}" for key, item in entry.items()]
+    return "\n".join(lines) + "\n"
+
+
+def command(paths: dict[str, Path], folder: Path, engine: str, jobs: int, address: str | None = None) -> float:
+    """A whole ``featx study run`` command in a fresh process (its imports, the engine's start and stop, the
+    tables), as a user runs it: its wall time."""
+    folder.mkdir(parents=True, exist_ok=True)
+    toml = folder / "study.toml"
+    toml.write_text(toml_of(study(paths, folder / "out")))
+    run = [sys.executable, "-m", "featx", "study", "run", str(toml), "--jobs", str(jobs), "--engine", engine]
+    started = time.perf_counter()
+    subprocess.run(run + (["--address", address] if address else []), check=True, capture_output=True)
+    return time.perf_counter() - started
+
+
 def whole_studies(paths: dict[str, Path], out: Path, figures: dict[str, float], commands: bool = True) -> None:
-    """A whole study from nothing: local with 1 worker (against the commands), local and Ray with 2 (a local
-    cluster the study starts and stops), and Ray with 2 on a running cluster (started untimed)."""
+    """A whole study from nothing, each a ``featx study run`` command in a fresh process: local with 1 worker
+    (against the commands), local and Ray with 2 (a local cluster the study starts and stops), and Ray with 2 on
+    a running cluster (started untimed)."""
     for engine, jobs in ((("local", 1),) if commands else ()) + (("local", 2), ("ray", 2)):
-        folder = out / f"whole-{engine}-{jobs}"
-        say(
-            figures,
-            f"whole study, {engine}, {jobs} worker(s) (s)",
-            timed(study(paths, folder, engine=engine, jobs=jobs)).seconds,
-        )
+        seconds = command(paths, out / f"whole-{engine}-{jobs}", engine, jobs)
+        say(figures, f"whole study, {engine}, {jobs} worker(s) (s)", seconds)
     address = running_cluster()
     try:
-        data = study(paths, out / "whole-ray-running-2", engine="ray", jobs=2, address=address)
-        say(figures, "whole study, ray on a running cluster, 2 worker(s) (s)", timed(data).seconds)
+        seconds = command(paths, out / "whole-ray-running-2", "ray", 2, address)
+        say(figures, "whole study, ray on a running cluster, 2 worker(s) (s)", seconds)
     finally:
         stop_cluster()
     if commands:
         say(figures, "the same extract and probe commands one by one (s)", one_by_one(paths, out / "commands"))
+
+
+STAGES = (
+    "import json, sys; import featx.study; result = featx.study.run(json.loads(sys.argv[1])); "
+    "assert result.exit_code == 0, result.errors; print(json.dumps(result.stages))"
+)
+
+
+def fresh_stages(data: dict) -> dict[str, float]:
+    """``featx.study.run(data)``'s stages (seconds), run in a fresh process: no row inherits what an earlier one
+    imported, started or left behind in this one."""
+    ran = subprocess.run([sys.executable, "-c", STAGES, json.dumps(data)], check=True, capture_output=True, text=True)
+    return json.loads(ran.stdout.strip().splitlines()[-1])
 
 
 def probe_stages(paths: dict[str, Path], folder: Path, figures: dict[str, float]) -> None:
@@ -149,8 +191,8 @@ def probe_stages(paths: dict[str, Path], folder: Path, figures: dict[str, float]
     for engine in ("local", "ray"):
         for jobs in (1, 2):
             probes_undone(folder)
-            result = timed(study(paths, folder, engine=engine, jobs=jobs))
-            stage = sum(result.stages[name] for name in ("prepare", "extract", "probe"))  # extract: checks only
+            stages = fresh_stages(study(paths, folder, engine=engine, jobs=jobs))
+            stage = sum(stages[name] for name in ("prepare", "extract", "probe"))  # extract: checks only
             say(figures, f"probe stage, {engine}, {jobs} worker(s) (s)", stage)
 
 
@@ -180,7 +222,7 @@ def main() -> None:
     figures: dict[str, float] = {}
     whole_studies(paths, args.out, figures, commands=not args.no_commands)
     if not args.no_probe_stages:
-        probe_stages(paths, args.out / ("whole-local-2" if args.no_commands else "whole-local-1"), figures)
+        probe_stages(paths, args.out / ("whole-local-2" if args.no_commands else "whole-local-1") / "out", figures)
         for engine in ("local", "ray"):
             one, two = (figures[f"probe stage, {engine}, {jobs} worker(s) (s)"] for jobs in (1, 2))
             figures[f"probe stage speed-up, {engine}, 2 workers over 1 (target >= 1.7)"] = one / two
