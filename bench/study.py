@@ -11,9 +11,9 @@ and ``--rows // 2`` test rows each, from ../shared/data; TREC's test part caps `
 ``--layer all``: 6 extractions, 6 probes. The whole-study rows are each a ``featx study run`` command in a fresh
 process, as a user runs one (its imports, the engine's start and stop, the tables; the Ray rows start and stop
 the local cluster, but for the running cluster's). The probe-stage rows are a ``featx.study.run`` in a fresh
-process too, its ``StudyResult.stages`` but stopping the engine and writing the tables: preparing the engine
-(starting the worker processes or the Ray cluster), the extractions' up-to-date checks and the probes; they run
-on a done study's folder with its probes undone (their states and results removed). An untimed run of the
+process too, on a done study's folder with its probes undone (their states and results removed): its
+``StudyResult.stages`` "extract" (the up-to-date checks) and "probe", from the engine started; the engine's
+start ("prepare": the worker processes or the Ray cluster) is a row of its own. An untimed run of the
 commands (or a 20-row study), and an untimed start and stop of a local Ray cluster in a child process, come
 first, so that no row pays for filling the disk caches the later ones reuse. Run it on a quiet machine: no
 helpers, and no other Ray cluster (the running cluster is stopped with ``ray stop``, which stops every Ray
@@ -106,21 +106,21 @@ def warm_ray() -> None:
 
 
 RAY_PORT = 6391
+RAY = str(Path(sys.executable).with_name("ray"))  # the ray command of this environment
 
 
 def running_cluster() -> str:
     """A cluster started with ``ray start --head`` (this machine's CPUs, no dashboard), as a Ray user runs one;
     its address."""
-    ray = str(Path(sys.executable).with_name("ray"))
     cpus = str(os.cpu_count() or 1)
     env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0", RAY_AUTH_MODE="disabled")  # loopback only: no token asked
-    command = [ray, "start", "--head", f"--port={RAY_PORT}", f"--num-cpus={cpus}", "--include-dashboard=false"]
+    command = [RAY, "start", "--head", f"--port={RAY_PORT}", f"--num-cpus={cpus}", "--include-dashboard=false"]
     subprocess.run(command + ["--node-ip-address=127.0.0.1"], check=True, capture_output=True, env=env)
     return f"127.0.0.1:{RAY_PORT}"
 
 
 def stop_cluster() -> None:
-    subprocess.run([str(Path(sys.executable).with_name("ray")), "stop"], check=False, capture_output=True)
+    subprocess.run([RAY, "stop"], check=False, capture_output=True)
 
 
 def say(figures: dict[str, float], name: str, value: float) -> None:
@@ -128,30 +128,12 @@ def say(figures: dict[str, float], name: str, value: float) -> None:
     print(f"{name}: {value:.2f}", flush=True)
 
 
-def toml_of(data: dict) -> str:
-    """The study file of ``study(...)``'s dict (tables of strings, numbers, booleans and lists of strings)."""
-
-    def value(item) -> str:
-        if isinstance(item, bool):
-            return "true" if item else "false"
-        if isinstance(item, list):
-            return "[" + ", ".join(value(entry) for entry in item) + "]"
-        return json.dumps(item)  # a JSON string or number is a TOML one
-
-    lines = []
-    for name, table in data.items():
-        for entry in table if isinstance(table, list) else [table]:
-            lines.append(f"[[{name}]]" if isinstance(table, list) else f"[{name}]")
-            lines += [f"{key} = {value(item)}" for key, item in entry.items()]
-    return "\n".join(lines) + "\n"
-
-
 def command(paths: dict[str, Path], folder: Path, engine: str, jobs: int, address: str | None = None) -> float:
     """A whole ``featx study run`` command in a fresh process (its imports, the engine's start and stop, the
     tables), as a user runs it: its wall time."""
     folder.mkdir(parents=True, exist_ok=True)
     toml = folder / "study.toml"
-    toml.write_text(toml_of(study(paths, folder / "out")))
+    toml.write_text(featx.study.study_toml(study(paths, folder / "out")))
     run = [sys.executable, "-m", "featx", "study", "run", str(toml), "--jobs", str(jobs), "--engine", engine]
     started = time.perf_counter()
     subprocess.run(run + (["--address", address] if address else []), check=True, capture_output=True)

@@ -5,6 +5,7 @@
 ``load(output)``    the results table as a pandas DataFrame (its columns: ``RESULT_COLUMNS``, ``results.py``)
 ``status(study)``   each cell done, pending or failed, with its times; ``dry_run(study)`` what a run would do
 ``write_report(study)``   ``OUTPUT/report.html``: one interactive page over the study, linking each cell's report
+``study_toml(study)``     a study dict as the text of a study file (what ``featx study run`` reads)
 
 The modules, one concept each: ``source`` (reading the TOML; errors with file, key and line), ``options``
 (extract and probe options by field or flag name), ``config`` (``StudyConfig``, checked whole at
@@ -50,6 +51,7 @@ _HOMES = {
     "expected_layer": "summary",
     "summarise": "summary",
     "results_table": "results",
+    "study_toml": "source",
 }
 
 __all__ = sorted(_HOMES)

@@ -1,5 +1,5 @@
 """Reading a study file: TOML through the standard library's ``tomllib``, and errors that name the file, the
-key, its line and the nearest known key.
+key, its line and the nearest known key; and ``study_toml``, a study dict written as such a file.
 
 ``tomllib`` gives no line numbers for the values it reads, so ``KeyLines`` finds each key's line in the text:
 a key is named by its place (``("models", 1, "seeds")``: the ``seeds`` key of the second ``[[models]]``
@@ -10,6 +10,7 @@ key only.
 from __future__ import annotations
 
 import difflib
+import json
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -134,6 +135,29 @@ def dict_source(data: dict[str, Any]) -> Source:
     if not isinstance(data, dict):
         raise InputError("a study is a path to a TOML file or a dict", "e.g. featx.study.run('study.toml')")
     return Source(None, Path.cwd())
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_toml_value(item) for item in value) + "]"
+    return json.dumps(str(value), ensure_ascii=False).replace("\x7f", "\\u007f")  # a TOML basic string
+
+
+def study_toml(study: dict[str, Any]) -> str:
+    """A study given as a dict (``featx.study.run``'s) as the text of a study file: its tables (``[study]``,
+    ``[probe]``...) and arrays of tables (``[[models]]``, ``[[corpora]]``) of plain values (strings, numbers,
+    booleans and lists of them), which ``featx study run`` reads back as the same dict."""
+    lines: list[str] = []
+    for name, table in study.items():
+        for entry in table if isinstance(table, list) else [table]:
+            lines.append(f"[[{name}]]" if isinstance(table, list) else f"[{name}]")
+            lines += [f"{key} = {_toml_value(value)}" for key, value in entry.items()]
+            lines.append("")
+    return "\n".join(lines)
 
 
 def check_keys(source: Source, table: dict[str, Any], place: Place, known: Sequence[str]) -> None:

@@ -138,3 +138,20 @@ def test_the_command_line_exits_2_before_any_work(folder):
     assert result.exit_code == 2
     assert "line 23" in result.output and "did you mean 'layer'?" in result.output
     assert not (folder / "out").exists()
+
+
+def test_a_study_dict_written_as_a_file_reads_back_the_same(tmp_path):
+    """``study_toml``: tables, arrays of tables and plain values, strings with quotes, backslashes, control
+    characters and non-ASCII included, read back by the study file's own reader as the same dict."""
+    from featx.study import study_toml
+    from featx.study.source import read_study
+
+    study = {
+        "study": {"output": 'out "x"\\y\n\tz\x7f é', "jobs": 2, "metric": "accuracy"},
+        "models": [{"name": "minilm"}, {"name": "minilm-random", "random_init": True, "seeds": [0, 1]}],
+        "corpora": [{"name": "sst2", "path": "sst2.csv", "labels": ["label"]}],
+        "probe": {"layer": "all", "c": 0.5},
+    }
+    path = tmp_path / "study.toml"
+    path.write_text(study_toml(study), encoding="utf-8")
+    assert read_study(path)[0] == study

@@ -39,25 +39,11 @@ def study_dict(model: Path, corpora: dict[str, Path], output: Path, bad: bool = 
     }
 
 
-def _value(value) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return repr(value)
-    if isinstance(value, list):
-        return "[" + ", ".join(_value(item) for item in value) + "]"
-    return '"' + str(value).replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
 def to_toml(study: dict) -> str:
-    """The test study dict as a study file (tables, arrays of tables, plain values)."""
-    lines: list[str] = []
-    for name, table in study.items():
-        for entry in table if isinstance(table, list) else [table]:
-            lines.append(f"[[{name}]]" if isinstance(table, list) else f"[{name}]")
-            lines += [f"{key} = {_value(value)}" for key, value in entry.items()]
-            lines.append("")
-    return "\n".join(lines)
+    """The test study dict as a study file (``featx.study.study_toml``)."""
+    from featx.study import study_toml
+
+    return study_toml(study)
 
 
 def worker_dies(**_: object) -> dict:
