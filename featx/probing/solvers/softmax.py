@@ -22,6 +22,7 @@ same L-BFGS on a GPU; ``solve`` hands over to it when a probing run solves on on
 from __future__ import annotations
 
 from functools import partial
+from typing import Any
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
@@ -38,6 +39,7 @@ from .softmax_problem import (
     class_scores,
     prepare,
 )
+from .softmax_sparse import DiagonalPreconditioner, SparseObjective, SparseRows, is_sparse
 
 
 def softmax(scores: np.ndarray) -> np.ndarray:
@@ -119,46 +121,81 @@ def class_products(X: np.ndarray, weights: np.ndarray, joint: bool = False) -> n
     return np.ascontiguousarray(np.matmul(X, weights.transpose(0, 2, 1)).transpose(0, 2, 1))
 
 
-def _direction(g: np.ndarray, s_hist: np.ndarray, y_hist: np.ndarray, rho: np.ndarray, live: np.ndarray, scale=None):
+def _direction(g: np.ndarray, history: _History, live: np.ndarray, scale=None):
     """The L-BFGS search direction of every live problem (two-loop recursion, all at once), its slope,
     and which problems start afresh (no history, or a stale one restarted from steepest descent).
     ``scale``: the starting matrix as a function of vectors (a ``Preconditioner``'s), else the identity;
     a preconditioned fresh start takes the full step, as its direction is already scaled.
 
-    Only the slots some live problem has filled are visited (``_depth``): an empty slot's ``rho`` is 0, so it
-    adds exact zeros to ``q`` and ``r``, and skipping it leaves every direction bit for bit the same (each new
-    C of a path starts with an empty history, so early iterations skip most of the ten)."""
+    Only the slots some live problem has filled are visited (``_History.depth``): an empty slot's ``rho`` is 0,
+    so it adds exact zeros to ``q`` and ``r``, and skipping it leaves every direction bit for bit the same (each
+    new C of a path starts with an empty history, so early iterations skip most of the ten)."""
     q = g.copy()
     alphas = []
-    depth = _depth(rho, live)
+    depth = history.depth(live)
     for j in range(depth):
-        alpha = rho[live, j] * np.einsum("pd,pd->p", s_hist[live, j], q)
-        q -= alpha[:, None] * y_hist[live, j]
+        s_j, y_j, rho_j = history.pair(live, j)
+        alpha = rho_j * np.einsum("pd,pd->p", s_j, q)
+        q -= alpha[:, None] * y_j
         alphas.append(alpha)
-    fresh = rho[live, 0] == 0
-    sy = np.einsum("pd,pd->p", s_hist[live, 0], y_hist[live, 0])
-    scaled_y = y_hist[live, 0] if scale is None else scale(y_hist[live, 0])
-    yy = np.einsum("pd,pd->p", y_hist[live, 0], scaled_y)
+    s_0, y_0, rho_0 = history.pair(live, 0)
+    fresh = rho_0 == 0
+    sy = np.einsum("pd,pd->p", s_0, y_0)
+    scaled_y = y_0 if scale is None else scale(y_0)
+    yy = np.einsum("pd,pd->p", y_0, scaled_y)
     gamma = np.where(fresh, 1.0, sy / np.where(yy > 0, yy, 1.0))
     r = gamma[:, None] * (q if scale is None else scale(q))
     for j in reversed(range(depth)):
-        beta = rho[live, j] * np.einsum("pd,pd->p", y_hist[live, j], r)
-        r += s_hist[live, j] * (alphas[j] - beta)[:, None]
+        s_j, y_j, rho_j = history.pair(live, j)
+        beta = rho_j * np.einsum("pd,pd->p", y_j, r)
+        r += s_j * (alphas[j] - beta)[:, None]
     direction = -r
     slope = np.einsum("pd,pd->p", direction, g)
     uphill = slope >= 0
     if uphill.any():  # a stale history: restart those problems from steepest descent
         direction[uphill] = -g[uphill]
         slope[uphill] = -np.einsum("pd,pd->p", g[uphill], g[uphill])
-        rho[live[uphill]] = 0
+        history.rho[live[uphill]] = 0
         fresh = fresh | uphill
     return direction, slope, (fresh if scale is None else uphill)
 
 
-def _depth(rho: np.ndarray, problems: np.ndarray) -> int:
-    """How many history slots any of ``problems`` has filled: slots fill from the front (``_remember``) and a
-    restart empties them all, so each problem's filled slots are the first ``count_nonzero`` of its ``rho``."""
-    return int(np.count_nonzero(rho[problems], axis=1).max(initial=0))
+class _History:
+    """The L-BFGS step pairs of P problems, ``MEMORY`` slots each: a ring per problem whose logical slot 0 is
+    the newest pair (at ``head``), so that remembering a pair writes one slot instead of moving the others
+    (on the lexical baseline's 458,000 weights, moving them was a fifth of a fit). ``rho`` 0 marks an empty
+    slot; slots fill from logical 0 and a restart empties them all, so a problem's filled slots are its first
+    ``count_nonzero(rho)``. A lone problem's pairs are read as views, never copied."""
+
+    def __init__(self, P: int, size: int):
+        self.s = np.zeros((P, MEMORY, size))
+        self.y = np.zeros((P, MEMORY, size))
+        self.rho = np.zeros((P, MEMORY))  # by physical slot
+        self.head = np.zeros(P, dtype=np.int64)  # the physical slot of each problem's newest pair
+
+    def depth(self, problems: np.ndarray) -> int:
+        """How many slots any of ``problems`` has filled: visiting only those leaves each direction the same."""
+        return int(np.count_nonzero(self.rho[problems], axis=1).max(initial=0))
+
+    def pair(self, live: np.ndarray, j: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Logical slot ``j`` of each of the ``live`` problems: ``(s, y, rho)``, (P, size), (P, size) and (P,)."""
+        slots = (self.head[live] + j) % MEMORY
+        if len(live) == 1:
+            p, slot = int(live[0]), int(slots[0])
+            return self.s[p, slot][None], self.y[p, slot][None], self.rho[p, slot : slot + 1]
+        return self.s[live, slots], self.y[live, slots], self.rho[live, slots]
+
+    def remember(self, ids: np.ndarray, s: np.ndarray, y: np.ndarray) -> None:
+        """Make the step pairs with positive curvature their problems' newest (a full ring's oldest goes)."""
+        curvature = np.einsum("pd,pd->p", s, y)
+        keep = curvature > 1e-10 * np.einsum("pd,pd->p", y, y)
+        update = ids[keep]
+        if len(update):
+            self.head[update] = (self.head[update] - 1) % MEMORY
+            slots = self.head[update]
+            self.s[update, slots] = s[keep]
+            self.y[update, slots] = y[keep]
+            self.rho[update, slots] = 1.0 / curvature[keep]
 
 
 def _line_search(objective: _Objective, theta, loss, live, direction, slope, step):
@@ -181,31 +218,13 @@ def _line_search(objective: _Objective, theta, loss, live, direction, slope, ste
     return new_loss, new_grad, searching
 
 
-def _remember(s_hist, y_hist, rho, ids: np.ndarray, s: np.ndarray, y: np.ndarray) -> None:
-    """Push the step pairs with positive curvature to the front of their problems' histories. Only the filled
-    slots of the pairs move (``_depth``): beyond them ``rho`` is 0 and the pairs are never used."""
-    curvature = np.einsum("pd,pd->p", s, y)
-    keep = curvature > 1e-10 * np.einsum("pd,pd->p", y, y)
-    update = ids[keep]
-    if len(update):
-        depth = min(_depth(rho, update), MEMORY - 1)
-        for pairs in (s_hist, y_hist):
-            pairs[update, 1 : depth + 1] = pairs[update, :depth]
-        rho[update] = np.roll(rho[update], 1, axis=1)
-        s_hist[update, 0] = s[keep]
-        y_hist[update, 0] = y[keep]
-        rho[update, 0] = 1.0 / curvature[keep]
-
-
 def _lbfgs(objective: _Objective, theta: np.ndarray, tol: float, max_iter: int, preconditioner=None):
     """Minimise every problem; evaluations of all problems still moving are batched into one call."""
     P, shape = theta.shape[0], theta.shape[1:]
     size = int(np.prod(shape))
     loss, grad = objective(theta, np.arange(P))
     grad = grad.reshape(P, size)
-    s_hist = np.zeros((P, MEMORY, size))
-    y_hist = np.zeros((P, MEMORY, size))
-    rho = np.zeros((P, MEMORY))  # 0 marks an empty slot; slot 0 is the newest pair
+    history = _History(P, size)
     n_iter = np.zeros(P, dtype=np.int64)
     converged = np.abs(grad).max(axis=1) <= tol
     active = ~converged
@@ -214,7 +233,7 @@ def _lbfgs(objective: _Objective, theta: np.ndarray, tol: float, max_iter: int, 
         if not len(live):
             break
         scale = None if preconditioner is None else partial(preconditioner.apply, lam=objective.lam[live], k=shape[1])
-        direction, slope, fresh = _direction(grad[live], s_hist, y_hist, rho, live, scale)
+        direction, slope, fresh = _direction(grad[live], history, live, scale)
         step = np.ones(len(live))
         step[fresh] = np.minimum(1.0, 1.0 / np.sqrt(np.maximum(-slope[fresh], 1e-300)))
         new_loss, new_grad, searching = _line_search(objective, theta, loss, live, direction, slope, step)
@@ -226,7 +245,7 @@ def _lbfgs(objective: _Objective, theta: np.ndarray, tol: float, max_iter: int, 
         s = step[moved, None] * direction[moved]
         y = new_grad[moved] - grad[ids]
         theta[ids] += s.reshape(len(ids), *shape)
-        _remember(s_hist, y_hist, rho, ids, s, y)
+        history.remember(ids, s, y)
         decrease = (loss[ids] - new_loss[moved]) / np.maximum(
             np.maximum(np.abs(loss[ids]), np.abs(new_loss[moved])), 1.0
         )
@@ -249,11 +268,13 @@ def solve(
     max_iter: int = 500,
     device: str | None = None,
     joint: bool = False,
-    preconditioner: Preconditioner | None = None,
+    preconditioner: Preconditioner | DiagonalPreconditioner | None = None,
 ) -> Solution:
     """Fit one softmax regression per label vector in ``labels`` (each over the rows of ``X``).
 
-    ``X``: (n, dims), standardised; ``labels``: P integer arrays with codes in ``0..n_classes-1``;
+    ``X``: (n, dims), standardised; or a scipy sparse matrix, solved in float64 on the CPU from the columns'
+    second moments (``softmax_sparse``; ``device``, ``joint`` and ``preconditioner`` do not apply);
+    ``labels``: P integer arrays with codes in ``0..n_classes-1``;
     ``Cs``: P inverse regularisation strengths; ``init``: P starting ``theta`` (None entries: zeros).
     ``device``: a torch device to solve on (``softmax_torch``); None: the one a probing run set
     (``devices.solver_device``), else this module's numpy solver on the CPU. ``joint``: the numpy solver
@@ -264,12 +285,17 @@ def solve(
     stops within ``tol`` differs from the plain path.
     """
     device = current_device() if device is None else device
-    if device is not None:
+    if device is not None and not is_sparse(X):
         from . import softmax_torch
 
         return softmax_torch.solve(X, labels, n_classes, Cs, balanced, init, tol, max_iter, device)
     problem = prepare(X, labels, n_classes, Cs, balanced, init)
-    objective = _Objective(problem.X, problem.codes, problem.weights, problem.lam, problem.offsets, joint)
+    objective: Any
+    if is_sparse(problem.X):
+        objective = SparseObjective(problem.X, problem.codes, problem.weights, problem.lam, problem.offsets)
+        preconditioner = problem.X.preconditioner
+    else:
+        objective = _Objective(problem.X, problem.codes, problem.weights, problem.lam, problem.offsets, joint)
     theta, n_iter, converged = _lbfgs(objective, problem.theta, tol, max_iter, preconditioner)
     return Solution(theta, problem.offsets, n_iter, converged)
 
@@ -278,7 +304,8 @@ class SoftmaxRegression(ClassifierMixin, BaseEstimator):
     """L2 multinomial logistic regression on featx's solver, the ``logreg`` probe.
 
     The scikit-learn ``LogisticRegression(solver="lbfgs")`` objective, in float32 arithmetic on the
-    features and float64 on the weights. ``warm_start`` starts from the previous fit's weights.
+    features and float64 on the weights; on a scipy sparse X (the lexical baseline's n-grams), float64
+    throughout. ``warm_start`` starts from the previous fit's weights.
     """
 
     def __init__(
@@ -293,7 +320,12 @@ class SoftmaxRegression(ClassifierMixin, BaseEstimator):
     def fit(self, X, y):
         from sklearn.utils.validation import check_X_y
 
-        X, y = check_X_y(X, y, dtype=np.float32)
+        if isinstance(X, SparseRows):  # prepared once for the fits that share it
+            y = np.asarray(y)
+            if y.shape != (X.shape[0],):
+                raise ValueError(f"y must hold one label per row of X ({X.shape[0]}), got shape {y.shape}")
+        else:
+            X, y = check_X_y(X, y, accept_sparse="csr", dtype=np.float64 if is_sparse(X) else np.float32)
         if self.class_weight not in (None, "balanced"):
             raise ValueError("class_weight must be None or 'balanced'")
         classes, codes = np.unique(y, return_inverse=True)
@@ -325,6 +357,9 @@ class SoftmaxRegression(ClassifierMixin, BaseEstimator):
         from sklearn.utils.validation import check_array, check_is_fitted
 
         check_is_fitted(self, "theta_")
+        if is_sparse(X):  # float64, as it was fitted
+            X = check_array(X, accept_sparse="csr", dtype=np.float64)
+            return np.asarray(X @ self.theta_[:-1]) + self.theta_[-1]
         return class_scores(check_array(X, dtype=np.float32), self.theta_)
 
     def predict_proba(self, X) -> np.ndarray:

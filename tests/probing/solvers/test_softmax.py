@@ -224,19 +224,28 @@ def test_directions_skip_empty_history_slots_bit_for_bit(filled):
         rho[p, :count] = 1.0 / np.abs(rng.normal(size=count) + 3.0)
     g = rng.normal(size=(P, size))
     expected = _full_recursion(g, s_hist, y_hist, rho.copy())
-    direction, _, _ = softmax._direction(g, s_hist, y_hist, rho, np.arange(P))
+    history = softmax._History(P, size)
+    history.s[:], history.y[:], history.rho[:] = s_hist, y_hist, rho
+    direction, _, _ = softmax._direction(g, history, np.arange(P))
     uphill = np.einsum("pd,pd->p", expected, g) >= 0
     np.testing.assert_array_equal(direction[~uphill], expected[~uphill])
+    for p in np.flatnonzero(~uphill):  # a lone problem reads its pairs as views: the same direction
+        alone, _, _ = softmax._direction(g[p : p + 1], history, np.array([p]))
+        np.testing.assert_array_equal(alone[0], expected[p])
 
 
 def test_history_pairs_move_to_the_front_and_the_oldest_drops_out():
     rng = np.random.default_rng(12)
     P, size = 2, 6
-    s_hist, y_hist, rho = np.zeros((P, softmax.MEMORY, size)), np.zeros((P, softmax.MEMORY, size)), np.zeros((P, 10))
+    history = softmax._History(P, size)
     steps = [rng.normal(size=(P, size)) for _ in range(softmax.MEMORY + 2)]
     for s in steps:
-        softmax._remember(s_hist, y_hist, rho, np.arange(P), s, 2.0 * s)  # positive curvature: always kept
-    newest_first = np.stack(steps[::-1][: softmax.MEMORY], axis=1)
-    np.testing.assert_array_equal(s_hist, newest_first)
-    np.testing.assert_array_equal(y_hist, 2.0 * newest_first)
-    assert np.all(rho > 0)
+        history.remember(np.arange(P), s, 2.0 * s)  # positive curvature: always kept
+    newest_first = steps[::-1][: softmax.MEMORY]
+    for live in (np.arange(P), np.array([1])):  # batched (gathered) and alone (views)
+        for j, step in enumerate(newest_first):
+            s_j, y_j, rho_j = history.pair(live, j)
+            np.testing.assert_array_equal(s_j, step[live])
+            np.testing.assert_array_equal(y_j, 2.0 * step[live])
+            assert np.all(rho_j > 0)
+    assert history.depth(np.arange(P)) == softmax.MEMORY
