@@ -8,8 +8,11 @@ this module, which imports neither torch nor the other solver.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+
+from .softmax_sparse import SparseRows, is_sparse
 
 MEMORY = 10  # L-BFGS history pairs
 ARMIJO = 1e-4
@@ -101,17 +104,18 @@ class Preconditioner:
 class Problem:
     """P softmax regressions over the rows of one matrix, ready for a solver."""
 
-    X: np.ndarray  # (n, d) float32, C-contiguous
+    X: Any  # (n, d) float32, C-contiguous; or a sparse X as ``softmax_sparse.SparseRows``
     codes: np.ndarray  # (P, n) int64 class codes
-    weights: np.ndarray | None  # (P, n) float32 row weights summing to 1 per problem, or None (1/n each)
+    weights: np.ndarray | None  # (P, n) row weights summing to 1 per problem (float32; float64 with a sparse X)
     lam: np.ndarray  # (P,) L2 strength on the weights (not the intercepts)
     offsets: np.ndarray  # (P, k) 0, or -inf for a class the problem never sees
     theta: np.ndarray  # (P, d + 1, k) float64 starting weights
 
 
-def prepare(X: np.ndarray, labels, n_classes: int, Cs, balanced: bool = False, init=None) -> Problem:
+def prepare(X: Any, labels, n_classes: int, Cs, balanced: bool = False, init=None) -> Problem:
     """The ``Problem`` of ``solve``'s arguments (see ``softmax.solve``); ValueError when they disagree."""
-    X = np.ascontiguousarray(X, dtype=np.float32)
+    sparse = is_sparse(X)
+    X = SparseRows.of(X) if sparse else np.ascontiguousarray(X, dtype=np.float32)
     codes = np.stack([np.asarray(y, dtype=np.int64) for y in labels])
     P, n = codes.shape
     d, k = X.shape[1], n_classes
@@ -129,7 +133,9 @@ def prepare(X: np.ndarray, labels, n_classes: int, Cs, balanced: bool = False, i
     # Two present classes: the binomial model's penalty on (w1 - w0) is half of ||w0||^2 + ||w1||^2.
     factor = np.where(present.sum(axis=1) == 2, 2.0, 1.0)
     lam = factor / (Cs * n)
-    weights = np.stack([balanced_weights(row, k) for row in codes]).astype(np.float32) if balanced else None
+    weights = np.stack([balanced_weights(row, k) for row in codes]) if balanced else None
+    if weights is not None and not sparse:
+        weights = weights.astype(np.float32)
     theta = np.zeros((P, d + 1, k))
     for p, start in enumerate(init if init is not None else [None] * P):
         if start is not None:

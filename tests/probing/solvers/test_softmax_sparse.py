@@ -1,0 +1,75 @@
+"""The sparse path of featx's softmax regression (the lexical baseline's solver): scikit-learn's optimum on a
+sparse matrix, for several classes, two classes and balanced weights; ``SparseRows`` prepared once gives the
+same fit as the matrix itself; the diagonal starting matrix changes the path, not the optimum."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import sparse
+from sklearn.linear_model import LogisticRegression
+
+from featx.probing.solvers import softmax, softmax_sparse
+
+
+def _problem(n_classes: int, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    n, d = 300, 500
+    X = sparse.random(n, d, density=0.03, random_state=seed, format="csr") * 3.0
+    truth = rng.normal(size=(d, n_classes))
+    y = np.argmax(np.asarray(X @ truth) + rng.normal(scale=0.5, size=(n, n_classes)), axis=1)
+    return X, y
+
+
+@pytest.mark.parametrize(("n_classes", "balanced", "C"), [(4, False, 10.0), (2, False, 1.0), (3, True, 0.5)])
+def test_sparse_fit_reaches_sklearns_optimum(n_classes, balanced, C):
+    X, y = _problem(n_classes)
+    weight = "balanced" if balanced else None
+    ours = softmax.SoftmaxRegression(C=C, tol=1e-10, max_iter=5000, class_weight=weight).fit(X, y)
+    reference = LogisticRegression(C=C, tol=1e-10, max_iter=5000, class_weight=weight).fit(X, y)
+    assert ours.decision_function(X).dtype == np.float64
+    np.testing.assert_allclose(
+        softmax.softmax(ours.decision_function(X)), reference.predict_proba(X), atol=1e-6, rtol=0
+    )
+    np.testing.assert_array_equal(ours.predict(X), reference.predict(X))
+
+
+def test_sparse_rows_prepared_once_fit_as_the_matrix_does():
+    X, y = _problem(4, seed=1)
+    rows = softmax_sparse.SparseRows.of(X)
+    assert softmax_sparse.SparseRows.of(rows) is rows
+    plain = softmax.SoftmaxRegression(C=2.0, tol=1e-6).fit(X, y)
+    prepared = softmax.SoftmaxRegression(C=2.0, tol=1e-6).fit(rows, y)
+    np.testing.assert_array_equal(prepared.theta_, plain.theta_)
+    X.data[:] = 0.0  # the prepared rows are a copy: later changes to the caller's matrix do not reach them
+    assert rows.rows.nnz and np.abs(rows.rows.data).sum() > 0
+    with pytest.raises(ValueError, match="one label per row"):
+        softmax.SoftmaxRegression().fit(rows, y[:-1])
+
+
+def test_warm_start_on_sparse_rows_continues_from_the_previous_fit():
+    X, y = _problem(3, seed=2)
+    model = softmax.SoftmaxRegression(C=0.1, tol=1e-6, warm_start=True).fit(X, y)
+    cold = softmax.SoftmaxRegression(C=1.0, tol=1e-6).fit(X, y)
+    model.set_params(C=1.0).fit(X, y)
+    assert model.n_iter_[0] < cold.n_iter_[0]
+    np.testing.assert_allclose(model.decision_function(X), cold.decision_function(X), atol=1e-3)
+
+
+def test_the_diagonal_starting_matrix_changes_the_path_not_the_optimum():
+    X, y = _problem(4, seed=3)
+    problem = softmax.prepare(X, [y], 4, [5.0])
+    objective = softmax_sparse.SparseObjective(problem.X, problem.codes, None, problem.lam, problem.offsets)
+    plain, _, _ = softmax._lbfgs(objective, problem.theta.copy(), 1e-9, 5000)
+    scaled, _, _ = softmax._lbfgs(objective, problem.theta.copy(), 1e-9, 5000, problem.X.preconditioner)
+    np.testing.assert_allclose(scaled, plain, atol=1e-5)
+    moments = softmax_sparse.DiagonalPreconditioner.from_rows(X).moments
+    np.testing.assert_allclose(moments[:-1], np.asarray(X.multiply(X).mean(axis=0)).ravel())
+    assert moments[-1] == 1.0  # the intercept's column of ones
+
+
+def test_a_sparse_x_is_solved_on_the_cpu_whatever_the_device(monkeypatch):
+    X, y = _problem(2, seed=4)
+    monkeypatch.setattr(softmax, "current_device", lambda: "cuda:0")  # as a GPU run sets it
+    solution = softmax.solve(X, [y], 2, [1.0], tol=1e-6)
+    assert solution.converged.all()
