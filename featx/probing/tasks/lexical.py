@@ -2,8 +2,9 @@
 
 TF-IDF over word 1-2-grams and character 2-5-grams (``char_wb``), sublinear term frequencies, n-grams
 kept when they occur in at least 2 texts; the vectorizers are fitted on each outer training part only.
-Then the probes' classifier family: scikit-learn's ``LogisticRegression`` for classes (C from the probe's
-C grid), ``Ridge`` for a number (alpha from the ridge grid), each chosen by the probes' own inner rule on
+Then the probes' classifier family: softmax regression for classes (scikit-learn's ``LogisticRegression``
+objective and stopping rule, solved by featx's L-BFGS on the sparse matrix; C from the probe's C grid),
+``Ridge`` for a number (alpha from the ridge grid), each chosen by the probes' own inner rule on
 the training rows only (the file's dev part, else the same seeded holdout of the training part; a path
 over the grid with the same stopping rule), then refitted on the whole training part. It is scored on
 exactly the probe's test rows of every outer fold, with the same metrics and intervals, as a reference
@@ -18,8 +19,8 @@ The texts come from the features file; a file whose texts are all empty has no l
 from __future__ import annotations
 
 import contextlib
+import copy
 import time
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
@@ -40,7 +41,8 @@ from .lexical_tfidf import CHAR_NGRAMS, MIN_DF, WORD_NGRAMS, NgramCounts, tfidf_
 if TYPE_CHECKING:
     from ...store import FeatureFile
 
-MAX_ITER = 1000  # LogisticRegression's lbfgs iterations
+MAX_ITER = 1000  # L-BFGS iterations per fit
+TOL = 1e-4  # the largest gradient entry at which a fit stops (LogisticRegression's default, which it was)
 NO_TEXTS = "no texts stored: no lexical baseline"
 DESCRIPTION = (
     f"TF-IDF of word {WORD_NGRAMS[0]}-{WORD_NGRAMS[1]}-grams and char_wb {CHAR_NGRAMS[0]}-{CHAR_NGRAMS[1]}-grams "
@@ -93,18 +95,12 @@ def featuriser(texts: LexicalTexts, train: np.ndarray) -> Callable[[np.ndarray],
 
 
 def logistic(C: float, balanced: bool, warm_start: bool = False):
-    from sklearn.linear_model import LogisticRegression
+    """The baseline's classifier: featx's softmax regression on the sparse TF-IDF (scikit-learn's
+    ``LogisticRegression`` lbfgs objective, its tolerance and iterations), in float64."""
+    from ..solvers.softmax import SoftmaxRegression
 
     weight = "balanced" if balanced else None
-    return LogisticRegression(C=C, max_iter=MAX_ITER, class_weight=weight, warm_start=warm_start)
-
-
-def _fit(model, X, y):
-    from sklearn.exceptions import ConvergenceWarning
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        return model.fit(X, y)
+    return SoftmaxRegression(C=C, tol=TOL, max_iter=MAX_ITER, class_weight=weight, warm_start=warm_start)
 
 
 def validation_split(transform, X_train, y, train, dev, fit_and_val):
@@ -116,34 +112,40 @@ def validation_split(transform, X_train, y, train, dev, fit_and_val):
     return X_train[fit_rows], y[train][fit_rows], X_train[val_rows], y[train][val_rows]
 
 
-def choose_c(transform, X_train, y, train, dev, cs, balanced: bool, seed: int) -> float:
+def choose_c(transform, X_train, y, train, dev, cs, balanced: bool, seed: int):
     """C by the probes' rule: the dev part, else a seeded stratified holdout of the training part; the
     path over the grid (smallest C first) with the probes' stopping rule, ties to the smaller C. Each C of
-    the path starts from the previous C's weights (a third fewer L-BFGS iterations on AG News' n-grams); the
-    fit the baseline is scored with is the caller's, from zeros at the C chosen."""
+    the path starts from the previous C's weights. Returns the C and the path's fit at it (None: a single C
+    and no dev part), from which the caller's fit on the whole training part starts."""
     if dev is None and len(cs) == 1:
-        return float(cs[0])
+        return float(cs[0]), None
     X_fit, y_fit, X_val, y_val = validation_split(
         transform, X_train, y, train, dev, lambda: ev.inner_split(y[train], np.arange(len(train)), seed)
     )
+    from ..solvers.softmax_sparse import SparseRows
+
+    rows = SparseRows.of(X_fit)  # converted once for the whole path
     path = ev.CPath(y_val)
     model = logistic(float(cs[0]), balanced, warm_start=True)
     for C in sorted(cs):
         model.set_params(C=C)
-        _fit(model, X_fit, y_fit)
-        if not path.record(C, float(np.mean(model.predict(X_val) == y_val)), lambda: None):
+        model.fit(rows, y_fit)
+        if not path.record(C, float(np.mean(model.predict(X_val) == y_val)), lambda: copy.deepcopy(model)):
             break
     assert path.best_c is not None
-    return float(path.best_c)
+    return float(path.best_c), path.best_state
 
 
 def classify_fold(texts: LexicalTexts, y, train, test, dev, cs, balanced: bool, seed: int) -> ev.FoldResult:
-    """One outer fold of the logistic lexical baseline."""
+    """One outer fold of the logistic lexical baseline: the fit on the whole training part starts from the
+    path's weights at the C chosen (its fit rows are most of those rows: a third of the iterations from
+    zeros) and stops by the same rule."""
     started = time.perf_counter()
     transform = featuriser(texts, train)
     X_train = transform(train)
-    C = choose_c(transform, X_train, y, train, dev, cs, balanced, seed)
-    model = _fit(logistic(C, balanced), X_train, y[train])
+    C, start = choose_c(transform, X_train, y, train, dev, cs, balanced, seed)
+    model = start if start is not None else logistic(C, balanced)
+    model.fit(X_train, y[train])
     return ev.FoldResult(model.predict(transform(test)), C, time.perf_counter() - started)
 
 
@@ -289,6 +291,12 @@ class LexicalJob(DeviceFreeJob):
     family: str
     fold: int = 0
 
+    def prepare(self) -> None:
+        """The n-gram counts, taken once in the run's process (every fold's job shares the texts): they then
+        travel with the texts to each fold's worker."""
+        with contextlib.suppress(ValueError):  # no n-gram at all: each fold's job says so (the run's note)
+            self.texts.counts  # noqa: B018 - a cached property
+
 
 @dataclass(frozen=True)
 class LexicalOutput:
@@ -318,11 +326,9 @@ def run_job_or_lexical(run_probe_job: Callable[..., Any], job: tuple[Any, ...]) 
 
 def with_lexical_job(jobs: list[tuple[Any, ...]], texts: LexicalTexts | None, family: str, inputs: Any) -> list:
     """``jobs`` with the lexical baseline's jobs first, one per outer fold (when the run has the baseline). The
-    n-gram counts are taken here, once, and travel with the texts to every fold's job."""
+    n-gram counts are taken once, by ``run_jobs`` (``LexicalJob.prepare``), while the workers start."""
     if texts is None:
         return jobs
-    with contextlib.suppress(ValueError):  # no n-gram at all: each fold's job says so (the run's note)
-        texts.counts  # noqa: B018 - counted once here, not once per fold's worker
     folds = [(LexicalJob(texts, family, index), inputs) for index in range(fold_count(inputs.plan))]
     return [*folds, *jobs]
 

@@ -293,4 +293,7 @@ def test_the_warm_started_c_path_chooses_as_fits_from_zeros_would():
         model = LogisticRegression(C=C, max_iter=1000).fit(X_train[fit_rows], y[train][fit_rows])
         if not by_hand.record(C, float(np.mean(model.predict(X_train[val_rows]) == y[train][val_rows])), lambda: None):
             break
-    assert lexical.choose_c(transform, X_train, y, train, None, grid, False, 0) == by_hand.best_c
+    chosen, start = lexical.choose_c(transform, X_train, y, train, None, grid, False, 0)
+    assert chosen == by_hand.best_c
+    assert chosen == start.C  # the path's fit at the C chosen, where the fit on the whole training part starts
+    np.testing.assert_array_equal(start.classes_, [0, 1])
