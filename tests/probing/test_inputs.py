@@ -1,4 +1,5 @@
-"""``run_jobs``: outputs in the jobs' order, whichever process ran each job."""
+"""``run_jobs``: outputs in the jobs' order, whichever process ran each job; device-free jobs prepared once in the
+run's process, while the workers start."""
 
 from __future__ import annotations
 
@@ -27,3 +28,32 @@ def test_without_a_device_or_with_workers_nothing_is_set_aside():
     jobs = [(Lexical(),), ("a",)]
     assert {pid for _, pid in run_jobs(_where, jobs, 1)} == {os.getpid()}
     assert [name for name, _ in run_jobs(_where, jobs, 2, device="cpu")] == ["lexical", "a"]
+
+
+class Prepared(DeviceFreeJob):
+    """A job whose ``prepare`` (in the run's process) sets what its worker reads."""
+
+    def __init__(self):
+        self.calls: list[int] = []
+
+    def prepare(self) -> None:
+        self.calls.append(os.getpid())
+
+
+def _prepared(job) -> list[int]:
+    return job.calls if isinstance(job, Prepared) else []
+
+
+def test_device_free_jobs_are_prepared_once_in_the_runs_process_before_they_travel():
+    for workers, device in ((1, None), (2, None), (1, "cpu"), (2, "cpu")):
+        jobs = [(Prepared(),), ("a",), (Prepared(),)]
+        outputs = run_jobs(_prepared, jobs, workers, device)
+        assert outputs == [[os.getpid()], [], [os.getpid()]], (workers, device)
+
+
+def test_outputs_come_back_in_the_jobs_order_whatever_went_out_first():
+    # the device-free jobs (first here) go out after the first two others, once prepared
+    jobs = [(Lexical(),), (Prepared(),), ("a",), ("b",), ("c",)]
+    outputs = run_jobs(_where, jobs, 2)
+    assert [name for name, _ in outputs][0] == "lexical" and [name for name, _ in outputs][2:] == ["a", "b", "c"]
+    assert isinstance(outputs[1][0], Prepared) and outputs[1][0].calls == [os.getpid()]
