@@ -63,8 +63,12 @@ def test_the_diagonal_starting_matrix_changes_the_path_not_the_optimum():
     plain, _, _ = softmax._lbfgs(objective, problem.theta.copy(), 1e-9, 5000)
     scaled, _, _ = softmax._lbfgs(objective, problem.theta.copy(), 1e-9, 5000, problem.X.preconditioner)
     np.testing.assert_allclose(scaled, plain, atol=1e-5)
+    X = X.tolil()
+    X[:, [0, 7, X.shape[1] - 1]] = 0.0  # empty columns, the first and last among them
+    X = X.tocsr()
     moments = softmax_sparse.DiagonalPreconditioner.from_rows(X).moments
-    np.testing.assert_allclose(moments[:-1], np.asarray(X.multiply(X).mean(axis=0)).ravel())
+    np.testing.assert_allclose(moments[:-1], np.asarray(X.multiply(X).mean(axis=0)).ravel(), rtol=1e-12)
+    assert moments[0] == moments[7] == moments[-2] == 0.0
     assert moments[-1] == 1.0  # the intercept's column of ones
 
 
