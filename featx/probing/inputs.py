@@ -201,7 +201,8 @@ def _in_workers(
     from joblib import Parallel, delayed
 
     ready = [index for index, job in enumerate(jobs) if not _device_free(job)][:workers]
-    order = ready + [index for index in range(len(jobs)) if index not in set(ready)]
+    first = set(ready)
+    order = ready + [index for index in range(len(jobs)) if index not in first]
 
     def queue():
         for index in order:
@@ -220,7 +221,8 @@ def run_jobs(
 ) -> list[Any]:
     """``function(*job)`` for every job, in order: side by side in ``workers`` processes when more than one.
     With ``device``, each job solves its logistic probes there (``devices.solver_device``); when its jobs take
-    turns there (one worker), the ``DeviceFreeJob`` ones run meanwhile in one process of their own."""
+    turns there (one worker), the ``DeviceFreeJob`` ones run meanwhile in one process of their own. Each
+    ``DeviceFreeJob`` is prepared once in this process before it goes out (``DeviceFreeJob.prepare``)."""
     if workers > 1:
         if device is not None:
             return _in_workers(_on_device, [(device, function, job) for job in jobs], workers, jobs)
