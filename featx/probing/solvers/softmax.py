@@ -22,7 +22,6 @@ same L-BFGS on a GPU; ``solve`` hands over to it when a probing run solves on on
 from __future__ import annotations
 
 from functools import partial
-from typing import Any
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
@@ -198,7 +197,7 @@ class _History:
             self.rho[update, slots] = 1.0 / curvature[keep]
 
 
-def _line_search(objective: _Objective, theta, loss, live, direction, slope, step):
+def _line_search(objective: _Objective | SparseObjective, theta, loss, live, direction, slope, step):
     """Backtracking (Armijo) line search; each round evaluates the problems still searching together.
     Returns the accepted losses and gradients, and the positions in ``live`` that found no decrease."""
     shape, size = theta.shape[1:], direction.shape[1]
@@ -218,7 +217,7 @@ def _line_search(objective: _Objective, theta, loss, live, direction, slope, ste
     return new_loss, new_grad, searching
 
 
-def _lbfgs(objective: _Objective, theta: np.ndarray, tol: float, max_iter: int, preconditioner=None):
+def _lbfgs(objective: _Objective | SparseObjective, theta: np.ndarray, tol: float, max_iter: int, preconditioner=None):
     """Minimise every problem; evaluations of all problems still moving are batched into one call."""
     P, shape = theta.shape[0], theta.shape[1:]
     size = int(np.prod(shape))
@@ -284,20 +283,28 @@ def solve(
     solver only): the same optimum in a few times fewer passes on correlated features; where the solve
     stops within ``tol`` differs from the plain path.
     """
+    if is_sparse(X):
+        return _solve_sparse(SparseRows.of(X), labels, n_classes, Cs, balanced, init, tol, max_iter)
     device = current_device() if device is None else device
-    if device is not None and not is_sparse(X):
+    if device is not None:
         from . import softmax_torch
 
         return softmax_torch.solve(X, labels, n_classes, Cs, balanced, init, tol, max_iter, device)
     problem = prepare(X, labels, n_classes, Cs, balanced, init)
-    objective: Any
-    if is_sparse(problem.X):
-        objective = SparseObjective(problem.X, problem.codes, problem.weights, problem.lam, problem.offsets)
-        preconditioner = problem.X.preconditioner
-    else:
-        objective = _Objective(problem.X, problem.codes, problem.weights, problem.lam, problem.offsets, joint)
+    objective = _Objective(problem.X, problem.codes, problem.weights, problem.lam, problem.offsets, joint)
     theta, n_iter, converged = _lbfgs(objective, problem.theta, tol, max_iter, preconditioner)
     return Solution(theta, problem.offsets, n_iter, converged)
+
+
+def _solve_sparse(rows: SparseRows, labels, n_classes: int, Cs, balanced, init, tol: float, max_iter: int) -> Solution:
+    """``solve`` on a sparse X: on its merged columns (``SparseRows``), the starts reduced to them and the
+    solutions expanded back to X's own columns."""
+    if init is not None:
+        init = [None if start is None else rows.reduce(np.asarray(start, dtype=np.float64)) for start in init]
+    problem = prepare(rows, labels, n_classes, Cs, balanced, init)
+    objective = SparseObjective(rows, problem.codes, problem.weights, problem.lam, problem.offsets)
+    theta, n_iter, converged = _lbfgs(objective, problem.theta, tol, max_iter, rows.preconditioner)
+    return Solution(np.stack([rows.expand(merged) for merged in theta]), problem.offsets, n_iter, converged)
 
 
 class SoftmaxRegression(ClassifierMixin, BaseEstimator):
@@ -335,7 +342,7 @@ class SoftmaxRegression(ClassifierMixin, BaseEstimator):
         if (
             self.warm_start
             and getattr(self, "theta_", None) is not None
-            and self.theta_.shape == (X.shape[1] + 1, len(classes))
+            and self.theta_.shape == ((X.width if isinstance(X, SparseRows) else X.shape[1]) + 1, len(classes))
             and np.array_equal(self.classes_, classes)
         ):
             init = [self.theta_]

@@ -29,26 +29,109 @@ def is_sparse(X: Any) -> bool:
 @dataclass(frozen=True)
 class SparseRows:
     """A sparse X as the solver uses it, prepared once for the fits that share it (a C path): float64 CSR and
-    CSC copies, and the columns' second moments (``DiagonalPreconditioner``). ``SoftmaxRegression.fit`` takes
-    it in place of X; the copies are the caller's to leave unchanged."""
+    CSC copies with each group of identical columns merged into one, and the columns' second moments
+    (``DiagonalPreconditioner``). ``SoftmaxRegression.fit`` takes it in place of X.
 
-    rows: Any  # CSR float64, sorted indices
-    columns: Any  # CSC float64
+    Identical columns (the same rows, the same values: the n-grams of one rare word, met in the same texts) get
+    equal weights at the optimum, so m of them solve as one column scaled by sqrt(m) whose weight is sqrt(m)
+    times each of theirs: the same objective on fewer weights (AG News' TF-IDF: 114,000 columns, 79,000 groups),
+    and from zeros the same L-BFGS path (the merge is a rotation of the weights that the gradients never leave;
+    the starting matrix keeps each original column's moment). ``reduce`` and ``expand`` map weights between the
+    two. ``width``: X's own number of columns."""
+
+    rows: Any  # CSR float64, merged columns
+    columns: Any  # CSC float64, merged columns
+    group: np.ndarray  # (width,) the merged column of each of X's columns
+    scale: np.ndarray  # (groups,) sqrt of each group's size
 
     @classmethod
     def of(cls, X: Any) -> SparseRows:
         if isinstance(X, SparseRows):
             return X
-        rows = X.tocsr().astype(np.float64)  # a copy: later changes to the caller's X do not reach it
-        return cls(rows, rows.tocsc())
+        columns = X.tocsc().astype(np.float64)  # a copy: later changes to the caller's X do not reach it
+        columns.sort_indices()
+        keep, group = identical_columns(columns)
+        scale = np.sqrt(np.bincount(group, minlength=len(keep)).astype(np.float64))
+        if len(keep) < columns.shape[1]:
+            from scipy import sparse
+
+            columns = (columns[:, keep] @ sparse.diags(scale)).tocsc()
+        return cls(columns.tocsr(), columns, group, scale)
 
     @property
     def shape(self) -> tuple[int, int]:
         return self.rows.shape
 
+    @property
+    def width(self) -> int:
+        return len(self.group)
+
     @cached_property
     def preconditioner(self) -> DiagonalPreconditioner:
-        return DiagonalPreconditioner.from_rows(self.columns)
+        merged = DiagonalPreconditioner.from_rows(self.columns).moments
+        return DiagonalPreconditioner(np.append(merged[:-1] / np.square(self.scale), merged[-1]))
+
+    def reduce(self, theta: np.ndarray) -> np.ndarray:
+        """``(width + 1, k)`` weights of X as ``(groups + 1, k)`` merged weights (a group's weights summed, over
+        sqrt(m): exact for equal weights, the projection onto them otherwise)."""
+        merged = np.empty((len(self.scale) + 1, theta.shape[1]))
+        for c in range(theta.shape[1]):
+            merged[:-1, c] = np.bincount(self.group, weights=theta[:-1, c], minlength=len(self.scale))
+        merged[:-1] /= self.scale[:, None]
+        merged[-1] = theta[-1]
+        return merged
+
+    def expand(self, merged: np.ndarray) -> np.ndarray:
+        """Merged weights as X's own: each column of a group gets the group's weight over sqrt(m)."""
+        theta = np.empty((self.width + 1, merged.shape[1]))
+        theta[:-1] = (merged[:-1] / self.scale[:, None])[self.group]
+        theta[-1] = merged[-1]
+        return theta
+
+
+_MIX = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xC2B2AE3D27D4EB4F), np.uint64(0x165667B19E3779F9))
+
+
+def identical_columns(columns: Any) -> tuple[np.ndarray, np.ndarray]:
+    """``(keep, group)`` of a CSC matrix with sorted indices: the first column of each group of identical
+    columns (the same rows and values, compared exactly), in order, and each column's group. Columns are
+    sorted by length and a 64-bit fingerprint of their entries; each candidate is then checked entry by entry
+    against its group's first column (a fingerprint collision only costs a merge)."""
+    indptr, indices, data = columns.indptr, columns.indices, columns.data
+    width, lengths = columns.shape[1], np.diff(indptr)
+    with np.errstate(over="ignore"):
+        mix = ((indices.astype(np.uint64) * _MIX[0]) ^ (data.view(np.uint64) * _MIX[1])) * _MIX[2]
+    prints = np.zeros(width, dtype=np.uint64)
+    filled = lengths > 0
+    if filled.any():
+        prints[filled] = np.add.reduceat(mix, indptr[:-1][filled])
+    order = np.lexsort((np.arange(width), prints, lengths))
+    new_run = np.ones(width, dtype=bool)
+    new_run[1:] = (lengths[order][1:] != lengths[order][:-1]) | (prints[order][1:] != prints[order][:-1])
+    first = order[np.maximum.accumulate(np.where(new_run, np.arange(width), 0))]
+    first[order] = first.copy()  # by column, not by sorted position
+    candidates = np.flatnonzero(first != np.arange(width))
+    mismatched = candidates[~_same_entries(columns, candidates, first[candidates])]
+    first[mismatched] = mismatched
+    keep, group = np.unique(first, return_inverse=True)
+    return keep, group.ravel()
+
+
+def _same_entries(columns: Any, these: np.ndarray, those: np.ndarray) -> np.ndarray:
+    """Whether each column of ``these`` equals the column of ``those`` beside it (of the same length)."""
+    lengths = np.diff(columns.indptr)[these]
+    total = int(lengths.sum())
+    if not total:
+        return np.ones(len(these), dtype=bool)
+    ends = np.cumsum(lengths)
+    ramp = np.arange(total) - np.repeat(ends - lengths, lengths)
+    left = np.repeat(columns.indptr[these], lengths) + ramp
+    right = np.repeat(columns.indptr[those], lengths) + ramp
+    equal = (columns.indices[left] == columns.indices[right]) & (columns.data[left] == columns.data[right])
+    same = np.ones(len(these), dtype=bool)
+    filled = lengths > 0
+    same[filled] = np.logical_and.reduceat(equal, (ends - lengths)[filled])
+    return same
 
 
 class SparseObjective:
@@ -123,4 +206,4 @@ class DiagonalPreconditioner:
         return (q.reshape(len(q), -1, k) * inverse[:, :, None]).reshape(q.shape)
 
 
-__all__ = ["DiagonalPreconditioner", "SparseObjective", "SparseRows", "is_sparse"]
+__all__ = ["DiagonalPreconditioner", "SparseObjective", "SparseRows", "identical_columns", "is_sparse"]

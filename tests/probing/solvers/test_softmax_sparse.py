@@ -77,3 +77,45 @@ def test_a_sparse_x_is_solved_on_the_cpu_whatever_the_device(monkeypatch):
     monkeypatch.setattr(softmax, "current_device", lambda: "cuda:0")  # as a GPU run sets it
     solution = softmax.solve(X, [y], 2, [1.0], tol=1e-6)
     assert solution.converged.all()
+
+
+def test_identical_columns_are_grouped_exactly():
+    X, _ = _problem(3, seed=5)
+    X = sparse.hstack([X, X[:, :40], X[:, 10:20] * 2.0, X[:, :40]]).tocsc()  # 80 copies, 10 scaled columns
+    X = X.tolil()
+    X[:, [3, 589]] = 0.0  # two empty columns: a group of their own
+    columns = X.tocsc()
+    columns.sort_indices()
+    keep, group = softmax_sparse.identical_columns(columns)
+    dense = columns.toarray()
+    for j in range(dense.shape[1]):  # a column and its group's first column are equal, and only then grouped
+        np.testing.assert_array_equal(dense[:, j], dense[:, keep[group[j]]])
+    assert len(np.unique(dense.T, axis=0)) == len(keep)
+    assert group[3] == group[589] and keep[group[589]] == 3
+    scaled = np.arange(540, 550)
+    assert all(keep[group[j]] == j for j in scaled)  # twice a column is not the column
+
+
+def test_a_differing_entry_of_equal_length_keeps_columns_apart():
+    columns = sparse.csc_matrix(np.array([[1.0, 1.0, 0.0], [0.0, 0.0, 1.0], [2.0, 3.0, 2.0]]))
+    same = softmax_sparse._same_entries(columns, np.array([1, 2]), np.array([0, 0]))
+    np.testing.assert_array_equal(same, [False, False])
+    keep, _ = softmax_sparse.identical_columns(columns)
+    np.testing.assert_array_equal(keep, [0, 1, 2])
+
+
+def test_merged_columns_solve_for_the_same_optimum_and_map_back():
+    X, y = _problem(4, seed=6)
+    X = sparse.hstack([X, X[:, :60], X[:, :60]]).tocsr()  # 60 columns three times over
+    rows = softmax_sparse.SparseRows.of(X)
+    assert rows.width == X.shape[1] and rows.shape[1] == X.shape[1] - 120
+    merged = np.random.default_rng(0).normal(size=(rows.shape[1] + 1, 4))
+    np.testing.assert_allclose(rows.reduce(rows.expand(merged)), merged, atol=1e-12)
+    ours = softmax.SoftmaxRegression(C=3.0, tol=1e-10, max_iter=5000).fit(X, y)
+    reference = LogisticRegression(C=3.0, tol=1e-10, max_iter=5000).fit(X, y)
+    np.testing.assert_allclose(ours.coef_, reference.coef_ - reference.coef_.mean(axis=0), atol=1e-5)
+    np.testing.assert_array_equal(ours.coef_[:, :60], ours.coef_[:, -60:])  # copies share their weight
+    warm = softmax.SoftmaxRegression(C=1.0, tol=1e-8, warm_start=True).fit(rows, y)
+    assert warm.coef_.shape == (4, X.shape[1])
+    warm.set_params(C=3.0).fit(rows, y)  # warm-started on the prepared rows: the same optimum
+    np.testing.assert_allclose(warm.coef_, ours.coef_, atol=1e-4)
