@@ -190,28 +190,37 @@ def _prepare(jobs: list[tuple[Any, ...]]) -> None:
             job[0].prepare()
 
 
+# How many jobs per worker joblib hands out at once (its ``pre_dispatch``), the rest as results come back.
+AHEAD = 2
+
+
 def _in_workers(
     function: Callable[..., Any], arguments: list[tuple[Any, ...]], workers: int, jobs: list[tuple[Any, ...]]
 ) -> list[Any]:
     """``function(*args)`` for each of ``arguments`` (those of ``jobs``, perhaps wrapped) in ``workers`` processes
-    (joblib's loky pool), outputs in the jobs' order. The first ``workers`` jobs that need no preparing go out
-    first, so that the workers start, import the probing code (about 1.3 s each) and run them while this
-    process prepares the others (``DeviceFreeJob.prepare``: the lexical baseline's n-gram counts, 2 s on
-    10,000 texts), which go out next; each job is prepared as joblib takes it from the queue."""
+    (joblib's loky pool), outputs in the jobs' order. The ``DeviceFreeJob`` ones are prepared in a thread of
+    this process (``DeviceFreeJob.prepare``: the lexical baseline's n-gram counts, 2 s on 10,000 texts) while
+    the first ``AHEAD`` jobs per worker that need no preparing go out: the workers start, import the probing code
+    (about 1.3 s each) and run those meanwhile; the prepared jobs go out next, then the rest in order."""
+    from concurrent.futures import ThreadPoolExecutor
+
     from joblib import Parallel, delayed
 
-    ready = [index for index, job in enumerate(jobs) if not _device_free(job)][:workers]
+    ready = [index for index, job in enumerate(jobs) if not _device_free(job)][: AHEAD * workers]
     first = set(ready)
     order = ready + [index for index in range(len(jobs)) if index not in first]
-
-    def queue():
-        for index in order:
-            if _device_free(jobs[index]):
-                jobs[index][0].prepare()
-            yield delayed(function)(*arguments[index])
-
     outputs: list[Any] = [None] * len(jobs)
-    for index, output in zip(order, Parallel(n_jobs=workers)(queue()), strict=True):
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="featx-prepare") as background:
+        prepared = background.submit(_prepare, jobs)
+
+        def queue():
+            for index in order:
+                if _device_free(jobs[index]):
+                    prepared.result()  # its error, if any, ends the run here
+                yield delayed(function)(*arguments[index])
+
+        results = Parallel(n_jobs=workers, pre_dispatch=f"{AHEAD} * n_jobs")(queue())
+    for index, output in zip(order, results, strict=True):
         outputs[index] = output
     return outputs
 
