@@ -202,27 +202,46 @@ def _in_workers(
     this process (``DeviceFreeJob.prepare``: the lexical baseline's n-gram counts, 2 s on 10,000 texts) while
     the first ``AHEAD`` jobs per worker that need no preparing go out: the workers start, import the probing code
     (about 1.3 s each) and run those meanwhile; the prepared jobs go out next, then the rest in order."""
-    from concurrent.futures import ThreadPoolExecutor
-
     from joblib import Parallel, delayed
 
     ready = [index for index, job in enumerate(jobs) if not _device_free(job)][: AHEAD * workers]
     first = set(ready)
     order = ready + [index for index in range(len(jobs)) if index not in first]
+    prepared = _Background(_prepare, jobs)
+
+    def queue():
+        for index in order:
+            if _device_free(jobs[index]):
+                prepared.wait()  # its error, if any, ends the run here
+            yield delayed(function)(*arguments[index])
+
     outputs: list[Any] = [None] * len(jobs)
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="featx-prepare") as background:
-        prepared = background.submit(_prepare, jobs)
-
-        def queue():
-            for index in order:
-                if _device_free(jobs[index]):
-                    prepared.result()  # its error, if any, ends the run here
-                yield delayed(function)(*arguments[index])
-
-        results = Parallel(n_jobs=workers, pre_dispatch=f"{AHEAD} * n_jobs")(queue())
-    for index, output in zip(order, results, strict=True):
+    for index, output in zip(order, Parallel(n_jobs=workers, pre_dispatch=f"{AHEAD} * n_jobs")(queue()), strict=True):
         outputs[index] = output
     return outputs
+
+
+class _Background:
+    """``work(*args)`` in a daemon thread: a Ctrl-C of the run never waits for it (as a pool's thread would be
+    waited for at exit). ``wait`` returns once it is done, or raises its error."""
+
+    def __init__(self, work: Callable[..., Any], *args: Any):
+        import threading
+
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(work, args), name="featx-prepare", daemon=True)
+        self._thread.start()
+
+    def _run(self, work: Callable[..., Any], args: tuple[Any, ...]) -> None:
+        try:
+            work(*args)
+        except BaseException as error:  # noqa: BLE001 - handed to the waiting thread
+            self._error = error
+
+    def wait(self) -> None:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
 
 
 def run_jobs(

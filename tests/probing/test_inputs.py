@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 
+import pytest
+
 from featx.probing.inputs import DeviceFreeJob, run_jobs
 
 
@@ -57,3 +59,14 @@ def test_outputs_come_back_in_the_jobs_order_whatever_went_out_first():
     outputs = run_jobs(_where, jobs, 2)
     assert [name for name, _ in outputs][0] == "lexical" and [name for name, _ in outputs][2:] == ["a", "b", "c"]
     assert isinstance(outputs[1][0], Prepared) and outputs[1][0].calls == [os.getpid()]
+
+
+class Failing(DeviceFreeJob):
+    def prepare(self) -> None:
+        raise RuntimeError("no counts for you")
+
+
+def test_a_failed_preparation_ends_the_run_with_its_error():
+    for workers in (1, 2):
+        with pytest.raises(RuntimeError, match="no counts for you"):
+            run_jobs(_where, [("a",), ("b",), ("c",), ("d",), (Failing(),), ("e",)], workers)
