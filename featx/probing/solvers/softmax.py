@@ -38,7 +38,7 @@ from .softmax_problem import (
     class_scores,
     prepare,
 )
-from .softmax_sparse import DiagonalPreconditioner, SparseObjective, SparseRows, is_sparse
+from .softmax_sparse import SparseObjective, SparseRows, is_sparse
 
 
 def softmax(scores: np.ndarray) -> np.ndarray:
@@ -267,7 +267,7 @@ def solve(
     max_iter: int = 500,
     device: str | None = None,
     joint: bool = False,
-    preconditioner: Preconditioner | DiagonalPreconditioner | None = None,
+    preconditioner: Preconditioner | None = None,
 ) -> Solution:
     """Fit one softmax regression per label vector in ``labels`` (each over the rows of ``X``).
 
@@ -301,7 +301,7 @@ def _solve_sparse(rows: SparseRows, labels, n_classes: int, Cs, balanced, init, 
     solutions expanded back to X's own columns."""
     if init is not None:
         init = [None if start is None else rows.reduce(np.asarray(start, dtype=np.float64)) for start in init]
-    problem = prepare(rows, labels, n_classes, Cs, balanced, init)
+    problem = prepare(rows, labels, n_classes, Cs, balanced, init, dense=False)
     objective = SparseObjective(rows, problem.codes, problem.weights, problem.lam, problem.offsets)
     theta, n_iter, converged = _lbfgs(objective, problem.theta, tol, max_iter, rows.preconditioner)
     return Solution(np.stack([rows.expand(merged) for merged in theta]), problem.offsets, n_iter, converged)

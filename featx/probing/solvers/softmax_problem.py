@@ -12,8 +12,6 @@ from typing import Any
 
 import numpy as np
 
-from .softmax_sparse import SparseRows, is_sparse
-
 MEMORY = 10  # L-BFGS history pairs
 ARMIJO = 1e-4
 MAX_HALVINGS = 40
@@ -112,10 +110,11 @@ class Problem:
     theta: np.ndarray  # (P, d + 1, k) float64 starting weights
 
 
-def prepare(X: Any, labels, n_classes: int, Cs, balanced: bool = False, init=None) -> Problem:
-    """The ``Problem`` of ``solve``'s arguments (see ``softmax.solve``); ValueError when they disagree."""
-    sparse = is_sparse(X)
-    X = SparseRows.of(X) if sparse else np.ascontiguousarray(X, dtype=np.float32)
+def prepare(X: Any, labels, n_classes: int, Cs, balanced: bool = False, init=None, dense: bool = True) -> Problem:
+    """The ``Problem`` of ``solve``'s arguments (see ``softmax.solve``); ValueError when they disagree.
+    ``dense``: X is made a float32 array (row weights float32); False: X is used as given, a sparse X prepared by
+    ``softmax_sparse.SparseRows`` (row weights float64)."""
+    X = np.ascontiguousarray(X, dtype=np.float32) if dense else X
     codes = np.stack([np.asarray(y, dtype=np.int64) for y in labels])
     P, n = codes.shape
     d, k = X.shape[1], n_classes
@@ -134,7 +133,7 @@ def prepare(X: Any, labels, n_classes: int, Cs, balanced: bool = False, init=Non
     factor = np.where(present.sum(axis=1) == 2, 2.0, 1.0)
     lam = factor / (Cs * n)
     weights = np.stack([balanced_weights(row, k) for row in codes]) if balanced else None
-    if weights is not None and not sparse:
+    if weights is not None and dense:
         weights = weights.astype(np.float32)
     theta = np.zeros((P, d + 1, k))
     for p, start in enumerate(init if init is not None else [None] * P):

@@ -20,6 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from .softmax_problem import Preconditioner
+
 
 def is_sparse(X: Any) -> bool:
     """Whether ``X`` is a scipy sparse matrix or array, or ``SparseRows`` (without importing scipy)."""
@@ -186,8 +188,8 @@ class DiagonalPreconditioner:
 
     moments: np.ndarray  # (d + 1,)
 
-    CURVATURE = 4.0
-    FLOOR = 0.1
+    CURVATURE = Preconditioner.CURVATURE
+    FLOOR = Preconditioner.FLOOR  # of the columns' mean moment here (standardised features' is 1)
 
     @classmethod
     def from_rows(cls, X: Any) -> DiagonalPreconditioner:

@@ -115,8 +115,9 @@ def validation_split(transform, X_train, y, train, dev, fit_and_val):
 def choose_c(transform, X_train, y, train, dev, cs, balanced: bool, seed: int):
     """C by the probes' rule: the dev part, else a seeded stratified holdout of the training part; the
     path over the grid (smallest C first) with the probes' stopping rule, ties to the smaller C. Each C of
-    the path starts from the previous C's weights. Returns the C and the path's fit at it (None: a single C
-    and no dev part), from which the caller's fit on the whole training part starts."""
+    the path starts from the previous C's weights. ``X_train``: sparse, or ``SparseRows`` with a dev part. Returns
+    the C and the path's fit at it (None: a single C and no dev part), from which the caller's fit on the whole
+    training part starts."""
     if dev is None and len(cs) == 1:
         return float(cs[0]), None
     X_fit, y_fit, X_val, y_val = validation_split(
@@ -140,9 +141,13 @@ def classify_fold(texts: LexicalTexts, y, train, test, dev, cs, balanced: bool, 
     """One outer fold of the logistic lexical baseline: the fit on the whole training part starts from the
     path's weights at the C chosen (its fit rows are most of those rows: a third of the iterations from
     zeros) and stops by the same rule."""
+    from ..solvers.softmax_sparse import SparseRows
+
     started = time.perf_counter()
     transform = featuriser(texts, train)
     X_train = transform(train)
+    if dev is not None:  # the C path fits the whole training part too: its rows are prepared once for both
+        X_train = SparseRows.of(X_train)
     C, start = choose_c(transform, X_train, y, train, dev, cs, balanced, seed)
     model = start if start is not None else logistic(C, balanced)
     model.fit(X_train, y[train])

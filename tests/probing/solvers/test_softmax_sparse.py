@@ -58,7 +58,7 @@ def test_warm_start_on_sparse_rows_continues_from_the_previous_fit():
 
 def test_the_diagonal_starting_matrix_changes_the_path_not_the_optimum():
     X, y = _problem(4, seed=3)
-    problem = softmax.prepare(X, [y], 4, [5.0])
+    problem = softmax.prepare(softmax_sparse.SparseRows.of(X), [y], 4, [5.0], dense=False)
     objective = softmax_sparse.SparseObjective(problem.X, problem.codes, None, problem.lam, problem.offsets)
     plain, _, _ = softmax._lbfgs(objective, problem.theta.copy(), 1e-9, 5000)
     scaled, _, _ = softmax._lbfgs(objective, problem.theta.copy(), 1e-9, 5000, problem.X.preconditioner)

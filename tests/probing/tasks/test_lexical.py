@@ -297,3 +297,27 @@ def test_the_warm_started_c_path_chooses_as_fits_from_zeros_would():
     assert chosen == by_hand.best_c
     assert chosen == start.C  # the path's fit at the C chosen, where the fit on the whole training part starts
     np.testing.assert_array_equal(start.classes_, [0, 1])
+
+
+def test_with_a_dev_part_the_path_and_the_final_fit_share_the_training_rows():
+    """With a dev part the C path fits the whole training part (its rows prepared once for the path and the final
+    fit): the C and the test predictions of scikit-learn fits from zeros, chosen on the dev rows."""
+    from featx.probing import evaluation as ev
+    from featx.probing.tasks import lexical
+
+    rows = _rows(False)
+    texts = lexical.LexicalTexts([row[0] for row in rows])
+    y = np.array([row[1] == "pos" for row in rows], dtype=int)
+    train, dev, test = np.arange(60), np.arange(60, 80), np.arange(80, len(rows))
+    grid = (1e-2, 1e-1, 1.0, 10.0, 100.0)
+    transform = lexical.featuriser(texts, train)
+    X_train, X_dev = transform(train), transform(dev)
+    by_hand = ev.CPath(y[dev])
+    for C in grid:
+        model = LogisticRegression(C=C, max_iter=1000).fit(X_train, y[train])
+        if not by_hand.record(C, float(np.mean(model.predict(X_dev) == y[dev])), lambda: None):
+            break
+    expected = LogisticRegression(C=by_hand.best_c, max_iter=1000).fit(X_train, y[train]).predict(transform(test))
+    result = lexical.classify_fold(texts, y, train, test, dev, grid, False, 0)
+    assert by_hand.best_c == result.C
+    np.testing.assert_array_equal(result.predictions, expected)
