@@ -98,6 +98,7 @@ _HOMES = {
     "ModelInfo": "edits.sources",
     "resolve_edits": "edits.sources",
     "read_bundle_directions": "edits.directions",
+    "known_class": "edits.directions",
     "BundleDirections": "edits.directions",
     "plan_edits": "edits.hooks",
     "EditHooks": "edits.hooks",

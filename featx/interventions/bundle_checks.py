@@ -73,13 +73,9 @@ def _check_width(bundle, config: InterveneConfig, provenance: Provenance) -> Non
 
 
 def _check_steer(bundle, config: InterveneConfig) -> None:
-    classes = bundle.classes
-    if classes is None or config.toward not in classes:
-        known = "none: it is a regression probe" if classes is None else ", ".join(map(str, classes))
-        raise InputError(
-            f"--toward {config.toward}: bundle {config.bundle} does not know that class (its classes: {known})",
-            "steer toward one of the bundle's classes",
-        )
+    from ..extraction import known_class
+
+    known_class(bundle.classes, str(config.toward), f"--toward {config.toward}", config.bundle)
     layer = config.at[0]
     if max(bundle.layers) < layer and config.answers is None:  # with --answers, the decoder reads the steering
         raise InputError(

@@ -26,7 +26,7 @@ from featx.interventions import InterveneConfig, intervene
         ({"edit": "steer", "bundle": "B", "at": "1,2", "toward": "dogs"}, "--edit steer edits one layer"),
         ({"edit": "steer", "bundle": "B", "at": "1", "toward": "dogs", "alphas": "0,nan"}, "nan is not a finite"),
         ({"edit": "steer", "bundle": "B", "at": "1", "toward": "dogs", "alphas": "1,inf"}, "inf is not a finite"),
-        ({"edit": "steer", "bundle": "B", "at": "1", "toward": "zebra"}, "does not know that class"),
+        ({"edit": "steer", "bundle": "B", "at": "1", "toward": "zebra"}, "does not know class .zebra."),
         ({"edit": "steer", "bundle": "B", "at": "1", "toward": "dogs", "pooling": "cls"}, "stores mean"),
         ({"at": "x"}, "'x' is not a layer number"),
     ],

@@ -76,6 +76,19 @@ class BundleDirections:
         return extraction if isinstance(extraction, dict) else {}
 
 
+def known_class(classes: list | None, target: str, asked: str, bundle) -> int:
+    """The position of class ``target`` among a bundle's ``classes`` (None: a regression probe), else the one
+    ``InputError`` that ``--intervene steer`` and ``featx intervene --toward`` give (``asked``: the option as
+    the user wrote it)."""
+    if classes is None or target not in classes:
+        known = "none: it is a regression probe" if classes is None else ", ".join(map(str, classes))
+        raise InputError(
+            f"{asked}: bundle {bundle} does not know class '{target}' (its classes: {known})",
+            "steer toward one of the bundle's classes",
+        )
+    return list(classes).index(target)
+
+
 def split_layers(kind: str, layers: list[int], parts: list[tuple]) -> dict[int, LayerDirections]:
     """Per-layer directions from a head's ``(mean, scale, coef)`` parts: one part per layer for a stack, else one
     part whose rows are the layers' blocks in order."""

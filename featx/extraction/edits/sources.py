@@ -183,15 +183,11 @@ def bundle_map(edit: Intervention, model: ModelInfo) -> EditMap:
     probe, part = _bundle_layer(edit, model)
     d = part.directions.shape[0]
     if edit.kind == "steer":
-        classes = probe.classes
-        if classes is None or edit.target not in classes:
-            known = "none: it is a regression probe" if classes is None else ", ".join(map(str, classes))
-            raise InputError(
-                f"--intervene steer: bundle {edit.source} does not know class '{edit.target}' (its classes: {known})",
-                "steer toward one of the bundle's classes",
-            )
-        assert edit.alpha is not None
-        return _affine(edit, d, shift=edit.alpha * part.toward(classes.index(edit.target)))
+        from .directions import known_class
+
+        assert edit.alpha is not None and edit.target is not None
+        index = known_class(probe.classes, edit.target, "--intervene steer", edit.source)
+        return _affine(edit, d, shift=edit.alpha * part.toward(index))
     basis = _span(part.directions, probe.classes)
     return _affine(edit, d, basis=basis, mean=part.mean if edit.kind == "mean" else None)
 

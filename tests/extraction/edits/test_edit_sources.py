@@ -10,7 +10,7 @@ from support.edits import write_erasers, zero_rank
 
 import featx
 from featx.errors import InputError
-from featx.extraction import ModelInfo, parse_intervention, read_bundle_directions, resolve_edits
+from featx.extraction import ModelInfo, known_class, parse_intervention, read_bundle_directions, resolve_edits
 
 
 @pytest.fixture(scope="module")
@@ -133,3 +133,15 @@ def test_a_source_that_does_not_fit_is_refused(case, message, tmp_path, topic_bu
     with pytest.raises(InputError, match=message) as error:
         one(spec, info)
     assert error.value.hint and "\n" not in error.value.message
+
+
+def test_known_class_is_the_one_check_of_a_steered_class():
+    """``known_class`` serves ``--intervene steer`` and ``featx intervene --toward`` alike: the class's position,
+    or one line naming the bundle's classes (none for a regression probe) and what to do."""
+    assert known_class(["a", "b", "c"], "c", "--toward c", "B") == 2
+    with pytest.raises(InputError) as unknown:
+        known_class(["a", "b"], "z", "--toward z", "B")
+    assert unknown.value.message == "--toward z: bundle B does not know class 'z' (its classes: a, b)"
+    with pytest.raises(InputError, match="none: it is a regression probe") as error:
+        known_class(None, "z", "--intervene steer", "B")
+    assert error.value.hint == "steer toward one of the bundle's classes"
