@@ -46,6 +46,7 @@ class BertSettings:
     max_position_embeddings: int = 512
     type_vocab_size: int = 2
     layer_norm_eps: float = 1e-12
+    initializer_range: float = 0.02  # --random-init's spread (``random_init.py``)
     pad_token_id: int | None = 0
     position_embedding_type: str = "absolute"
     model_type: str = "bert"
@@ -84,6 +85,9 @@ class BertSettings:
             raise ModelError(f"config.json of this {self.label} model has unusable sizes ({what})")
         if self.hidden_act not in ACTIVATIONS:
             raise ModelError(f"hidden_act '{self.hidden_act}' is not one featx's {self.label} implements")
+        spread = self.initializer_range
+        if spread is not None and (isinstance(spread, bool) or not isinstance(spread, int | float) or not spread >= 0):
+            raise ModelError(f"config.json of this {self.label} model has initializer_range {spread!r}, not a spread")
         pad = self.pad_token_id
         if pad is not None and (isinstance(pad, bool) or not isinstance(pad, int) or not 0 <= pad < self.vocab_size):
             raise ModelError(f"config.json of this {self.label} model has pad_token_id {pad!r} outside its vocabulary")

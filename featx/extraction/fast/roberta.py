@@ -59,13 +59,19 @@ class XLMRobertaSettings(RobertaSettings):
 
 
 class RobertaEmbeddings(BertEmbeddings):
+    """BERT's embeddings with RoBERTa's positions, built as transformers builds them, in its order (the position
+    table last): ``--random-init`` draws the weights in this order (``random_init.py``)."""
+
     def __init__(self, settings: RobertaSettings):
-        super().__init__(settings)
+        nn.Module.__init__(self)
         assert settings.pad_token_id is not None  # RobertaSettings.check
+        size = settings.hidden_size
+        self.word_embeddings = nn.Embedding(settings.vocab_size, size, padding_idx=settings.pad_token_id)
+        self.token_type_embeddings = nn.Embedding(settings.type_vocab_size, size)
+        self.LayerNorm = nn.LayerNorm(size, eps=settings.layer_norm_eps)
+        self.dropout = nn.Dropout(settings.hidden_dropout_prob)
         self.padding_idx = settings.pad_token_id
-        self.position_embeddings = nn.Embedding(
-            settings.max_position_embeddings, settings.hidden_size, padding_idx=self.padding_idx
-        )
+        self.position_embeddings = nn.Embedding(settings.max_position_embeddings, size, padding_idx=self.padding_idx)
 
     def position_ids(self, input_ids: torch.Tensor) -> torch.Tensor:
         """padding id + 1, + 2, ... over the real tokens; the padding id at padding (fairseq's ``make_positions``)."""

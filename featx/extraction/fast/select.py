@@ -9,8 +9,10 @@ not ``0``), and the folder (``choose``) is a plain BERT encoder
 RoBERTa / XLM-R encoder (``model_type`` mpnet, roberta, xlm-roberta; the same conditions), whose single
 ``model.safetensors`` holds exactly the encoder's weights by name (the pooler's may be absent: a masked-LM
 checkpoint, whose encoder is then built without it) and whose tokenizer ``AutoTokenizer`` would read exactly
-as ``tokenizer.json`` says (``tokenizer.py``). ``--trust-remote-code``, ``--random-init`` (which keeps
-transformers' initialisation) and ``--device-map`` always go through transformers.
+as ``tokenizer.json`` says (``tokenizer.py``). ``--trust-remote-code`` and ``--device-map`` always go through
+transformers. ``--random-init`` on such a folder draws the weights natively as transformers would
+(``random_init.py``: the same tensors from the same seed) and does not read the weights file, so a folder
+whose weights file is incomplete still runs natively there.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from typing import Any
 import torch
 
 from ...errors import ModelError
-from . import bert, mpnet, roberta
+from . import bert, mpnet, random_init, roberta
 from .checkpoint import checkpoint_keys, pooler_left_out, read_config
 from .tokenizer import NativeTokenizer, NotEquivalent, load_native_tokenizer
 
@@ -33,19 +35,25 @@ ENV = "FEATX_NATIVE"  # "0": always load through transformers
 
 @dataclass(frozen=True)
 class Family:
-    """One native encoder: its settings from config.json, its meta-device build, key matching and loader."""
+    """One native encoder: its settings from config.json, its meta-device build, key matching and loader, and
+    its network class (built for real, with its constructors' draws, by ``--random-init``)."""
 
     settings: type[bert.BertSettings]
     build: Callable[[Any], torch.nn.Module]
     checkpoint_match: Callable[[Iterable[str], Iterable[str]], tuple[dict[str, str], list[str], list[str]]]
     load: Callable[[Path, Path, torch.dtype], torch.nn.Module]
+    network: Callable[[Any], torch.nn.Module]
 
 
 FAMILIES = {  # config.json's model_type -> the native encoder
-    "bert": Family(bert.BertSettings, bert.build, bert.checkpoint_match, bert.load_bert),
-    "mpnet": Family(mpnet.MPNetSettings, mpnet.build, mpnet.checkpoint_match, mpnet.load_mpnet),
-    "roberta": Family(roberta.RobertaSettings, roberta.build, roberta.checkpoint_match, roberta.load_roberta),
-    "xlm-roberta": Family(roberta.XLMRobertaSettings, roberta.build, roberta.checkpoint_match, roberta.load_roberta),
+    "bert": Family(bert.BertSettings, bert.build, bert.checkpoint_match, bert.load_bert, bert.BertModel),
+    "mpnet": Family(mpnet.MPNetSettings, mpnet.build, mpnet.checkpoint_match, mpnet.load_mpnet, mpnet.MPNetModel),
+    "roberta": Family(
+        roberta.RobertaSettings, roberta.build, roberta.checkpoint_match, roberta.load_roberta, roberta.RobertaModel
+    ),
+    "xlm-roberta": Family(
+        roberta.XLMRobertaSettings, roberta.build, roberta.checkpoint_match, roberta.load_roberta, roberta.RobertaModel
+    ),
 }
 NATIVE, TRANSFORMERS = "native", "transformers"  # what the features file records as the implementation
 
@@ -72,6 +80,7 @@ class Choice:
     weights: Path | None = None
     reason: str = ""
     model_type: str = ""
+    drawn: bool = False  # --random-init: the weights are drawn (``random_init.drawn``), the weights file is not read
 
     @property
     def native(self) -> bool:
@@ -138,8 +147,6 @@ def choose(
         if not requested
         else "--trust-remote-code"
         if trust_remote_code
-        else "--random-init"
-        if random_init
         else "--device-map"
         if placement
         else ""
@@ -150,18 +157,26 @@ def choose(
         config = read_config(folder)
     except ModelError as err:
         return Choice(reason=err.message)
-    reason = _config_reason(config) or _weights_reason(folder, weight_files, config)
+    # --random-init draws every weight (``random_init.drawn``): what the weights file holds does not matter
+    reason = _config_reason(config) or ("" if random_init else _weights_reason(folder, weight_files, config))
     if reason:
         return Choice(reason=reason)
     try:
         tokenizer = load_native_tokenizer(folder, config["model_type"])
     except NotEquivalent as err:
         return Choice(reason=f"tokenizer: {err}")
-    return Choice(tokenizer=tokenizer, weights=folder / "model.safetensors", model_type=config["model_type"])
+    return Choice(
+        tokenizer=tokenizer, weights=folder / "model.safetensors", model_type=config["model_type"], drawn=random_init
+    )
 
 
-def load(choice: Choice, folder: Path, dtype: torch.dtype):
-    """``(config, tokenizer, encoder, part)`` of a native choice, as ``modeling._load_parts`` gives them."""
+def load(choice: Choice, folder: Path, dtype: torch.dtype, seed: int = 0):
+    """``(config, tokenizer, encoder, part)`` of a native choice, as ``modeling._load_parts`` gives them; a drawn
+    choice's weights drawn with ``seed`` (``random_init.drawn``), anyone else's read from its weights file."""
     assert choice.weights is not None  # a native choice names its weights
-    encoder = FAMILIES[choice.model_type].load(folder, choice.weights, dtype)
+    family = FAMILIES[choice.model_type]
+    if choice.drawn:
+        encoder = random_init.drawn(family.network, family.settings.from_config(read_config(folder)), dtype, seed)
+    else:
+        encoder = family.load(folder, choice.weights, dtype)
     return encoder.config, choice.tokenizer, encoder, ""

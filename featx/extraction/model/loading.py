@@ -185,7 +185,7 @@ def load_model(
     weights_digest = weights_sha256_in_background(weights)  # overlaps the imports and the load
     choice = select.choose(folder, weights, native, trust_remote_code, random_init, placement)
     if choice.native:
-        config, tokenizer, encoder, part = select.load(choice, folder, torch_dtype)
+        config, tokenizer, encoder, part = select.load(choice, folder, torch_dtype, seed)
     else:
         config, tokenizer, encoder, part = _load_parts(
             name, folder, torch_dtype, trust_remote_code, random_init, seed, placement

@@ -171,15 +171,11 @@ def test_default_extraction_imports_no_transformers(tmp_path):
     assert imports_of_an_extraction(tmp_path) == ([], "native")
 
 
-@pytest.mark.parametrize(
-    "case", ["electra", "site", "random_init", "no_tokenizer_json", "env", "relative", "half_pooler", "decoder"]
-)
+@pytest.mark.parametrize("case", ["electra", "site", "no_tokenizer_json", "env", "relative", "half_pooler", "decoder"])
 def test_fallback_cases_load_through_transformers(case, tiny_model, tmp_path, monkeypatch):
-    folder, options = _copy(tiny_model, tmp_path), {}
+    folder = _copy(tiny_model, tmp_path)
     if case == "electra":
         folder = build_family(BY_NAME["electra"], tmp_path / "electra")
-    elif case == "random_init":
-        options["random_init"] = True
     elif case == "no_tokenizer_json":
         (folder / "tokenizer.json").unlink()
     elif case == "env":
@@ -193,7 +189,7 @@ def test_fallback_cases_load_through_transformers(case, tiny_model, tmp_path, mo
     config = featx.extraction.ExtractConfig(
         corpus="c.csv", model=str(folder), sites="hidden,ffn" if case == "site" else "hidden"
     )
-    loaded = load_model(str(folder), "cpu", "float32", native=select.native_requested(config), **options)
+    loaded = load_model(str(folder), "cpu", "float32", native=select.native_requested(config))
     assert loaded.implementation == "transformers"
     assert type(loaded.model).__module__.startswith("transformers")
 
