@@ -46,7 +46,7 @@ class BertSettings:
     max_position_embeddings: int = 512
     type_vocab_size: int = 2
     layer_norm_eps: float = 1e-12
-    initializer_range: float = 0.02  # --random-init's spread (``random_init.py``)
+    initializer_range: float | None = 0.02  # --random-init's spread (``random_init.py``; None or 0: 0.02)
     pad_token_id: int | None = 0
     position_embedding_type: str = "absolute"
     model_type: str = "bert"

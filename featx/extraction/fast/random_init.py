@@ -47,8 +47,10 @@ def _draw(module: nn.Module, spread: float) -> None:
         if module.padding_idx is not None:
             module.weight[module.padding_idx].zero_()
     elif "LayerNorm" in type(module).__name__:
-        nn.init.ones_(module.weight)
-        nn.init.zeros_(module.bias)
+        if getattr(module, "weight", None) is not None:
+            nn.init.ones_(module.weight)
+        if getattr(module, "bias", None) is not None:
+            nn.init.zeros_(module.bias)
 
 
 @contextlib.contextmanager
