@@ -80,12 +80,14 @@ def same_file_native_on_and_off(model: Path, tmp_path: Path, monkeypatch, pairs:
 NOT_FOR_EXTRACT = ("transformers", "sympy", "plotly", "pandas", "sklearn", "scipy", "matplotlib")
 
 
-def imports_of_an_extraction(tmp_path: Path, model: Path | None = None) -> tuple[list[str], str]:
+def imports_of_an_extraction(
+    tmp_path: Path, model: Path | None = None, options: tuple[str, ...] = ()
+) -> tuple[list[str], str]:
     """``featx extract`` of three rows through the command's own entry (``featx.cli.main``), in a fresh process
-    (``FEATX_NATIVE`` unset; the default model unless ``model``): the modules of ``NOT_FOR_EXTRACT`` and
-    torch._dynamo it imported, and the recorded implementation."""
+    (``FEATX_NATIVE`` unset; the default model unless ``model``; more ``options``): the modules of
+    ``NOT_FOR_EXTRACT`` and torch._dynamo it imported, and the recorded implementation."""
     corpus, out = write_csv(tmp_path / "imports.csv", SENTENCES[:3]), tmp_path / "imports.h5"
-    chosen = [] if model is None else ["--model", str(model)]
+    chosen = ([] if model is None else ["--model", str(model)]) + list(options)
     script = (
         "import sys\n"
         "from featx.cli import main\n"

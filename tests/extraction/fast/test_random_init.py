@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 from support.families import BY_NAME, build_family
-from support.native_files import extract_both, same_file_contents
+from support.native_files import extract_both, imports_of_an_extraction, same_file_contents
 from support.tiny import SENTENCES, write_csv
 
 import featx
@@ -73,6 +73,13 @@ def test_random_init_writes_the_file_transformers_path_writes(family_folders, tm
     same_file_contents(native, plain, 1e-5)
     with featx.open(native) as features:
         assert features.attrs["random_init"]
+
+
+@pytest.mark.slow
+def test_a_random_init_extraction_imports_no_transformers(tmp_path):
+    """The point of drawing natively: ``featx extract --random-init`` with the default model, in a fresh process,
+    imports neither transformers nor torch's compiler stack, like a plain extraction."""
+    assert imports_of_an_extraction(tmp_path, options=("--random-init",)) == ([], "native")
 
 
 def test_the_weights_file_is_not_read(family_folders, tmp_path):
