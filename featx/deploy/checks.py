@@ -159,7 +159,7 @@ EXTRACTION_CHOICES = {
     "long_inputs": ("truncate", "window"),
     "pair_mode": ("cross", "separate"),
 }
-EXTRACTION_WHOLE = {"max_length": (2, 1 << 20), "stride": (0, 1 << 20)}
+EXTRACTION_WHOLE = {"max_length": (2, 1 << 20), "stride": (0, 1 << 20), "option_seed": (0, (1 << 32) - 1)}
 
 
 def _check_extraction(extraction: dict, folder: Path) -> None:
@@ -169,6 +169,10 @@ def _check_extraction(extraction: dict, folder: Path) -> None:
         value = extraction.get(name)
         if value is not None and value not in choices:
             raise _bad(folder, f"its extraction field '{name}' is {str(value)[:40]!r}, not one of {', '.join(choices)}")
+    if extraction.get("random_init") not in (None, True, False):
+        raise _bad(
+            folder, f"its extraction field 'random_init' is {str(extraction['random_init'])[:40]!r}, not true or false"
+        )
     for name, (low, high) in EXTRACTION_WHOLE.items():
         value = extraction.get(name)
         if value is not None and not _is_whole(value, low, high):

@@ -103,6 +103,8 @@ def _extraction(features: FeatureFile) -> dict:
     for name in ("dtype", "trust_remote_code", "long", "stride", *PROMPT_OPTIONS):
         if isinstance(options, dict) and name in options:
             out[f"option_{name}"] = _plain(options[name])
+    if out.get(store.schema.RANDOM_INIT) and isinstance(options, dict):  # predict draws the same random weights
+        out["option_seed"] = _plain(options.get("init_seed", options.get("seed")))
     _check_reproducible(features, out)
     return out
 

@@ -146,13 +146,29 @@ class Probe:
             options["stride"] = x["stride"]
         if x.get("pair_mode"):
             options["pair_mode"] = x["pair_mode"]
+        if x.get("random_init"):
+            options.update(random_init=True, init_seed=self._random_seed())
         return {**options, **prompt_options(x)}
+
+    def _random_seed(self) -> int:
+        """The seed of the random weights a random-init bundle was fitted on; a bundle of an older featx, which did
+        not record it, cannot be told from one of another seed (both record the same weights sha256)."""
+        seed = self.extraction.get("option_seed")
+        if seed is None:
+            where = f"bundle {self.path}" if self.path is not None else "this probe"
+            raise InputError(
+                f"{where} was fitted on features of randomly initialised weights (--random-init) and does not "
+                "record their seed, so the same weights cannot be drawn again",
+                "fit it again with this featx (featx fit on the same features file), which records the seed",
+            )
+        return int(seed)
 
     def _encoder(self, config: Any) -> Any:
         """The loaded model for ``config``, loaded once per probe and settings (as ``embed`` loads it)."""
         from ..extraction import load_model, native_requested
 
-        key = (config.model, config.device, config.dtype, config.max_length, config.trust_remote_code)
+        settings = (config.dtype, config.max_length, config.trust_remote_code, config.random_init, config.init_seed)
+        key = (config.model, config.device, *settings)
         if key not in self._encoders:
             self._encoders.clear()
             options = (config.trust_remote_code, config.random_init, config.init_seed, config.max_length)

@@ -75,3 +75,25 @@ def test_features_from_another_model_are_refused(fitted, tmp_path):
     other = build_tiny_bert(tmp_path / "other", seed=1)
     with pytest.raises(ModelError, match="is not the one it was fitted on"):
         featx.load(fitted.path).features(["the cat"], model=str(other))
+
+
+def test_a_random_init_bundle_draws_its_own_random_weights_again(tiny_model, tmp_path):
+    """A probe fitted on a random-weights control (``--random-init --init-seed 5``) records the seed, and predict
+    draws the same weights again: texts give the stored features bit for bit. A bundle of an older featx, which
+    did not record the seed, is one clear error (its weights sha256 cannot tell one seed from another)."""
+    rows = [[text, label, split] for text, label, _, _, split in deploy_rows(40)]
+    corpus = write_csv(tmp_path / "c.csv", rows, header=("text", "label", "split"))
+    output = tmp_path / "random.h5"
+    featx.extract(corpus, model=str(tiny_model), output=output, poolings="mean", random_init=True, init_seed=5,
+                  progress=False)  # fmt: skip
+    fitted = featx.fit(output, label="label", output=tmp_path / "random.featx", folds=3)
+    probe = featx.load(fitted.path)
+    assert probe.extraction["random_init"] is True and probe.extraction["option_seed"] == 5
+    with featx.open(output) as features:
+        texts, stored = features.texts, stored_matrix(features, probe.spec, probe.pooling)
+    assert np.array_equal(probe.features(texts), stored)
+    older = featx.load(fitted.path)
+    del older.extraction["option_seed"]
+    with pytest.raises(InputError, match="does not record their seed") as error:
+        older.features(texts[:2])
+    assert "featx fit" in error.value.hint

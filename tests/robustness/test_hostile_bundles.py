@@ -165,6 +165,8 @@ CASES = {
     "an unknown compute dtype": (_set_extraction("compute_dtype", "float7"), r"field 'compute_dtype' is 'float7'"),
     "an unknown long-input policy": (_set_extraction("long_inputs", "explode"), r"field 'long_inputs' is 'explode'"),
     "a negative stride": (_set_extraction("stride", -4), r"field 'stride' is -4, not a whole number"),
+    "a random_init that is not a flag": (_set_extraction("random_init", "yes"), r"field 'random_init' is 'yes'"),
+    "a negative random-init seed": (_set_extraction("option_seed", -1), r"field 'option_seed' is -1, not a whole"),
     "another layer, edited in": (
         _set("layer_spec", {"kind": "single", "layers": [0], "name": "0"}),
         r"manifest\.json was changed after it was written \(its content differs from the digest in weights",
