@@ -29,7 +29,7 @@ from .hdf5 import CHUNK_BYTES, write_layer
 
 COPIED_GROUPS = (s.ROWS, s.LABELS, s.PROGRESS)
 DROPPED_ATTRS = (s.REQUEST_KEY, s.SITES_ATTR)
-DERIVED, SOURCE_FINGERPRINT = "derived", "source_fingerprint"
+DERIVED, SOURCE_FINGERPRINT = s.DERIVED, s.SOURCE_FINGERPRINT
 
 
 def write_derived(source: Path, output: Path, pooled: dict[str, dict[int, np.ndarray]], derived: dict) -> Path:

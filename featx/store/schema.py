@@ -116,6 +116,9 @@ IMPLEMENTATION = "implementation"  # what ran the model: "native" (featx's own B
 # --intervene: JSON list of the edits made inside the forward pass (kind, layer, source and its sha256, alpha,
 # rank, seed); absent from plain extractions
 INTERVENTION = "intervention"
+# A derived file (``derived.py``: featx erase's erased features): JSON of what made it (kind, settings, source), and
+# the source's fingerprint; absent from extractions
+DERIVED, SOURCE_FINGERPRINT = "derived", "source_fingerprint"
 BLOCKS_RUN = "blocks_run"  # transformer blocks each forward pass ran: fewer than the model's when truncated
 # sha256 over the tokenizer files of the model folder (``extraction.fingerprints.tokenizer_sha256``); "" when the
 # folder has none. Not in the features fingerprint: a bundle fitted on the file refuses a changed tokenizer.

@@ -51,3 +51,17 @@ def test_an_existing_bundle_is_kept_without_overwrite(split_features, tmp_path):
     result = CliRunner().invoke(main, ["fit", str(split_features), "-o", str(output), "--layer", "1", "--quiet"])
     assert result.exit_code == 2
     assert_one_clear_error(result.output, r"m\.featx already exists")
+
+
+def test_erased_features_are_refused_before_fitting(split_features, tmp_path):
+    """featx erase's output holds features no text gives: a bundle fitted on it would predict from the original
+    features. fit refuses it in one line, naming the file to fit on instead; nothing is written."""
+    result = CliRunner().invoke(
+        main, ["erase", str(split_features), "--label", "topic", "--amnesic", "none", "-o", str(tmp_path / "e.h5")]
+    )
+    assert result.exit_code == 0, result.output
+    output = tmp_path / "m.featx"
+    result = CliRunner().invoke(main, ["fit", str(tmp_path / "e.h5"), "--label", "label", "-o", str(output), "-q"])
+    assert result.exit_code == 2, result.output
+    assert_one_clear_error(result.output, r"e\.h5 holds erasure features made from another features file.*hint: fit on")
+    assert not output.exists()
