@@ -27,7 +27,7 @@ import torch
 
 from ...errors import ModelError
 from . import bert, mpnet, random_init, roberta
-from .checkpoint import checkpoint_keys, pooler_left_out, read_config
+from .checkpoint import build_on_meta, checkpoint_keys, pooler_left_out, read_config
 from .tokenizer import NativeTokenizer, NotEquivalent, load_native_tokenizer
 
 ENV = "FEATX_NATIVE"  # "0": always load through transformers
@@ -35,24 +35,24 @@ ENV = "FEATX_NATIVE"  # "0": always load through transformers
 
 @dataclass(frozen=True)
 class Family:
-    """One native encoder: its settings from config.json, its meta-device build, key matching and loader, and
-    its network class (built for real, with its constructors' draws, by ``--random-init``)."""
+    """One native encoder: its settings from config.json, its network class, key matching and loader."""
 
     settings: type[bert.BertSettings]
-    build: Callable[[Any], torch.nn.Module]
+    network: Callable[[Any], torch.nn.Module]  # built for real (its constructors' draws) by --random-init
     checkpoint_match: Callable[[Iterable[str], Iterable[str]], tuple[dict[str, str], list[str], list[str]]]
     load: Callable[[Path, Path, torch.dtype], torch.nn.Module]
-    network: Callable[[Any], torch.nn.Module]
+
+    def build(self, settings: Any) -> torch.nn.Module:
+        """The network with its parameters on the meta device (no memory, no random init)."""
+        return build_on_meta(lambda: self.network(settings))
 
 
 FAMILIES = {  # config.json's model_type -> the native encoder
-    "bert": Family(bert.BertSettings, bert.build, bert.checkpoint_match, bert.load_bert, bert.BertModel),
-    "mpnet": Family(mpnet.MPNetSettings, mpnet.build, mpnet.checkpoint_match, mpnet.load_mpnet, mpnet.MPNetModel),
-    "roberta": Family(
-        roberta.RobertaSettings, roberta.build, roberta.checkpoint_match, roberta.load_roberta, roberta.RobertaModel
-    ),
+    "bert": Family(bert.BertSettings, bert.BertModel, bert.checkpoint_match, bert.load_bert),
+    "mpnet": Family(mpnet.MPNetSettings, mpnet.MPNetModel, mpnet.checkpoint_match, mpnet.load_mpnet),
+    "roberta": Family(roberta.RobertaSettings, roberta.RobertaModel, roberta.checkpoint_match, roberta.load_roberta),
     "xlm-roberta": Family(
-        roberta.XLMRobertaSettings, roberta.build, roberta.checkpoint_match, roberta.load_roberta, roberta.RobertaModel
+        roberta.XLMRobertaSettings, roberta.RobertaModel, roberta.checkpoint_match, roberta.load_roberta
     ),
 }
 NATIVE, TRANSFORMERS = "native", "transformers"  # what the features file records as the implementation
