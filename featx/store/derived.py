@@ -29,7 +29,6 @@ from .hdf5 import CHUNK_BYTES, write_layer
 
 COPIED_GROUPS = (s.ROWS, s.LABELS, s.PROGRESS)
 DROPPED_ATTRS = (s.REQUEST_KEY, s.SITES_ATTR)
-DERIVED, SOURCE_FINGERPRINT = s.DERIVED, s.SOURCE_FINGERPRINT
 
 
 def write_derived(source: Path, output: Path, pooled: dict[str, dict[int, np.ndarray]], derived: dict) -> Path:
@@ -51,9 +50,11 @@ def write_derived(source: Path, output: Path, pooled: dict[str, dict[int, np.nda
                 src.copy(src[name], dst, name)
             source_fingerprint = str(src.attrs.get(s.FINGERPRINT, ""))
             record = {**derived, "source": str(Path(source).resolve()), "source_fingerprint": source_fingerprint}
-            dst.attrs[DERIVED] = json.dumps(record, sort_keys=True)
-            dst.attrs[SOURCE_FINGERPRINT] = source_fingerprint
-            dst.attrs[s.FINGERPRINT] = json.dumps({"derived": hashlib.sha256(dst.attrs[DERIVED].encode()).hexdigest()})
+            dst.attrs[s.DERIVED] = json.dumps(record, sort_keys=True)
+            dst.attrs[s.SOURCE_FINGERPRINT] = source_fingerprint
+            dst.attrs[s.FINGERPRINT] = json.dumps(
+                {"derived": hashlib.sha256(dst.attrs[s.DERIVED].encode()).hexdigest()}
+            )
             dst.attrs[s.LAYERS] = json.dumps(layers)
             dst.attrs[s.POOLINGS] = json.dumps(poolings)
             dst.attrs[s.STORE_DTYPE] = "float32"
@@ -87,7 +88,7 @@ def _write_pooled(dst: h5py.File, pooled: dict, layers: list[int], n_rows: int) 
 def derived_info(path: Path) -> dict | None:
     """The ``derived`` record of a features file, or None for an extracted one."""
     with h5py.File(path, "r", locking=False) as file:
-        value = file.attrs.get(DERIVED)
+        value = file.attrs.get(s.DERIVED)
     if value is None:
         return None
     return json.loads(value.decode() if isinstance(value, bytes) else value)
