@@ -225,7 +225,21 @@ def prepare(column: LabelColumn, bins: int | None, min_class_rows: int | None, n
                 f"'{column.name}' with fewer rows: {shown}{more}"
             )
             column = LabelColumn(name=column.name, codes=codes, names=column.names)
+            _check_classes_left(column, counts, int(min_class_rows))
     return column
+
+
+def _check_classes_left(column: LabelColumn, counts: np.ndarray, min_class_rows: int) -> None:
+    """Refuse, naming --min-class-rows, a threshold that leaves fewer than two classes to probe."""
+    left = [code for code in range(len(column.names)) if counts[code] >= min_class_rows]
+    if len(left) >= 2:
+        return
+    kept = f"only one class ('{column.names[left[0]]}', {counts[left[0]]} rows)" if left else "no class"
+    second = int(np.sort(counts)[-2]) if len(counts) > 1 else 0
+    hint = f"use --min-class-rows {second} or less to keep two classes" if second else "pick another --label"
+    raise InputError(
+        f"--min-class-rows {min_class_rows} leaves {kept} of label '{column.name}'; a probe needs at least two", hint
+    )
 
 
 def split_note(plan, split: np.ndarray, kept: np.ndarray) -> str | None:

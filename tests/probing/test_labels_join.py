@@ -72,6 +72,15 @@ def test_min_class_rows_drops_and_reports(features_copy, tmp_path):
     assert any("dropped 1 class(es) of label 'valence' with fewer rows: 'rare' (2)" in note for note in result.notes)
 
 
+@pytest.mark.parametrize(("threshold", "left"), [(100, "no class"), (30, r"only one class \('a', 52 rows\)")])
+def test_min_class_rows_that_leaves_under_two_classes_names_the_option(features_copy, tmp_path, threshold, left):
+    rows = [(i, "rare" if i < 2 else ("b" if i % 3 == 0 else "a")) for i in range(N_ROWS)]  # a 52, b 26
+    path = labels_file(tmp_path, rows)
+    with pytest.raises(InputError, match=rf"--min-class-rows {threshold} leaves {left} of label 'valence'") as error:
+        featx.probe(features_copy, labels=path, min_class_rows=threshold, **FAST)
+    assert "--min-class-rows 26 or less" in error.value.hint
+
+
 def test_split_values_are_said():
     import numpy as np
 
