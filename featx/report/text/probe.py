@@ -38,7 +38,8 @@ def header_lines(table: pd.DataFrame, meta: dict) -> list[str]:
         first = (
             f"{metric_label(metric)} {row_interval(row, metric)}, " if metric != "accuracy" and metric in row else ""
         )
-        lines.append(f"majority class: {first}accuracy {row_interval(row)}, macro-F1 {num(row.macro_f1)}")
+        macro_f1 = f", macro-F1 {num(row.macro_f1)}" if metric != "macro_f1" else ""  # not twice
+        lines.append(f"majority class: {first}accuracy {row_interval(row)}{macro_f1}")
     lexical = table[table.kind == "lexical"]
     if not lexical.empty:
         row = lexical.iloc[0]

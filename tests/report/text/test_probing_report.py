@@ -22,6 +22,21 @@ def test_many_classes_are_summarised():
     assert header.startswith("label 'sentiment': 10476 rows (77 classes") and len(header) < 200
 
 
+def test_the_majority_line_names_each_score_once():
+    from featx.report.text.probe import header_lines
+
+    frame, meta = synthetic_results()
+    majority = {
+        metric: next(line for line in header_lines(frame, {**meta, "metric": metric}) if line.startswith("majority"))
+        for metric in ("accuracy", "macro_f1", "balanced_accuracy")
+    }
+    assert majority["accuracy"] == "majority class: accuracy 0.500 [-, -], macro-F1 0.330"
+    assert majority["macro_f1"] == "majority class: macro-F1 0.330 [-, -], accuracy 0.500 [-, -]"
+    assert majority["balanced_accuracy"] == (
+        "majority class: balanced accuracy 0.500 [-, -], accuracy 0.500 [-, -], macro-F1 0.330"
+    )
+
+
 def _lexical_against(accuracy: float, p: float, significant: bool) -> str:
     import pandas as pd
 
