@@ -275,6 +275,9 @@ class ProbeConfig(Options):
         whole("bins", "--bins", minimum=2, optional=True, hint=_at_least(2, "--bins")),
         whole("min_class_rows", "--min-class-rows", minimum=1, optional=True, hint=_at_least(1, "--min-class-rows")),
         _check_train_sizes,
+        requires(
+            "curve_layers", "--curve-layers", "train_sizes", "--train-sizes", hint="add --train-sizes 0.1,0.25,0.5,1.0"
+        ),
         _check_metric,
     )
 

@@ -47,6 +47,7 @@ REFUSED = [
     (ProbeConfig, {"sites": " , "}, r"^--site selects nothing$", r"e\.g\. --site hidden,ffn,attn_out"),
     (ProbeConfig, {"join": "name"}, r"^--join 'name' is not understood$", r"^use --join id or --join row$"),
     (ProbeConfig, {"join": "row"}, r"^--join applies to --labels only$", r"add --labels FILE"),
+    (ProbeConfig, {"curve_layers": "2,4"}, r"^--curve-layers applies to --train-sizes only$", r"add --train-sizes"),
     (ProbeConfig, {"bins": 1}, r"^--bins 1 must be a whole number of at least 2$", r"give --bins"),
     (ProbeConfig, {"task": "ranking"}, r"^--task ranking is not known$", r"classification, regression or auto"),
     (ProbeConfig, {"cs": ()}, r"^the C grid must hold positive values$", None),
