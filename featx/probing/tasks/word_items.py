@@ -182,11 +182,29 @@ def sentence_plan(task: WordTask, split: np.ndarray | None, folds: int, seed: in
     n_sentences = len(np.unique(groups))
     if n_sentences < folds:
         raise InputError(f"only {n_sentences} sentences for {folds} folds", f"use --folds {max(2, n_sentences)}")
+    import warnings
+
     from sklearn.model_selection import StratifiedGroupKFold
 
+    _note_rare_classes(task, folds, notes)
     splitter = StratifiedGroupKFold(n_splits=folds, shuffle=True, random_state=seed)
-    pairs = [(train, test) for train, test in splitter.split(np.zeros(len(task.y)), task.y, groups)]
+    with warnings.catch_warnings():  # said in featx's words by the note above
+        warnings.filterwarnings("ignore", message="The least populated class")
+        pairs = [(train, test) for train, test in splitter.split(np.zeros(len(task.y)), task.y, groups)]
     return WordPlan(f"{folds}-fold cv", pairs, [None] * len(pairs), groups=groups)
+
+
+def _note_rare_classes(task: WordTask, folds: int, notes: list[str]) -> None:
+    """A label with fewer items than folds cannot be in every fold's test part: a note names it (kept, as a
+    label seen only in the test part of a split is)."""
+    counts = np.bincount(task.y, minlength=task.n_classes)
+    rare = [code for code in np.argsort(counts, kind="stable") if 0 < counts[code] < folds]
+    if rare:
+        listed = ", ".join(f"{task.class_names[code]} ({counts[code]})" for code in rare[:10])
+        more = f" and {len(rare) - 10} more" if len(rare) > 10 else ""
+        notes.append(
+            f"label(s) with fewer items than the {folds} folds, so missing from some folds' test parts: {listed}{more}"
+        )
 
 
 def _check_split_classes(task: WordTask, train: np.ndarray, test: np.ndarray, notes: list[str]) -> None:

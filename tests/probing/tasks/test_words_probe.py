@@ -74,6 +74,21 @@ def test_a_split_without_train_trains_on_dev():
     assert plan.is_split and plan.dev[0] is None and "dev part" in notes[0]
 
 
+def test_a_label_rarer_than_the_folds_is_noted_not_warned_about(recwarn):
+    source = PlantedWords(n_sentences=40)
+    task = word_task(source, "upos")
+    rare = task.y[0]
+    task.y = np.where(task.y == rare, (rare + 1) % task.n_classes, task.y)
+    task.y[[0, 5]] = rare  # two items of the rare label, for 5 folds
+    notes = []
+    sentence_plan(task, None, 5, 0, notes)
+    assert not [w for w in recwarn if "least populated class" in str(w.message)]
+    assert notes == [
+        "label(s) with fewer items than the 5 folds, so missing from some folds' test parts: "
+        f"{task.class_names[rare]} (2)"
+    ]
+
+
 # -- control task and lexical baseline -------------------------------------------------------------------
 def test_word_type_control_gives_each_type_one_label():
     source = PlantedWords(n_sentences=80, n_types=30)
