@@ -32,13 +32,13 @@ def format_comparison(
             ]
             named = str(part["metric"].iloc[0]) if "metric" in part else metric
             lines += grid(
-                ["layer", f"{named} A", f"{named} B", "B - A", "p (Holm)"],
+                ["layer", f"{named} A", f"{named} B", "A - B", "p (Holm)"],  # compare.tests.csv's difference
                 [
                     [
                         str(int(r.layer)),
                         f"{r.score_a:.3f}",
                         f"{r.score_b:.3f}",
-                        f"{-r.difference:+.3f}",
+                        f"{r.difference:+.3f}",
                         p_value(r.p_holm, bool(r.significant)),
                     ]
                     for r in part.itertuples()
