@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
+from pathlib import Path
 
 import pandas as pd
 
+from ...errors import InputError
 from ..load import (
     METRIC_NAMES,
     check_metric,
@@ -54,8 +56,29 @@ def with_baseline(frame: pd.DataFrame, baseline) -> pd.DataFrame:
     if baseline is None:
         return frame
     base_frame, _ = load_results(baseline)
+    _check_same_probe(frame, base_frame, baseline)
     base_frame = base_frame[~base_frame["kind"].isin(["majority", "lexical"])].assign(features="baseline")
     return pd.concat([frame, base_frame], ignore_index=True)
+
+
+def _probed(frame: pd.DataFrame) -> tuple[str, str]:
+    """(label, task) of a results table, from its first row (``task`` is absent from older results)."""
+    first = frame.iloc[0] if len(frame) else pd.Series(dtype=object)
+    task = first.get("task")
+    return str(first.get("label", "?")), str(task) if isinstance(task, str) and task else "classification"
+
+
+def _check_same_probe(frame: pd.DataFrame, base_frame: pd.DataFrame, baseline) -> None:
+    """A baseline drawn beside a run must probe the same label as the same task (else it is a line of another
+    quantity, or, across tasks, silently no line at all)."""
+    (label, task), (base_label, base_task) = _probed(frame), _probed(base_frame)
+    if (label, task) != (base_label, base_task):
+        name = Path(baseline).name if isinstance(baseline, (str, os.PathLike)) else "the baseline results"
+        raise InputError(
+            f"--baseline {name} probes '{base_label}' ({base_task}), these results '{label}' ({task})",
+            "give the results of the same label probed on the second features file (featx probe OTHER.h5 "
+            f"--label {label}), or featx compare to set different runs side by side",
+        )
 
 
 def _draw_row(row, frame: pd.DataFrame, meta: dict, name: str, metric: str, where: str, scale: str, third):

@@ -56,7 +56,8 @@ class PlotConfig(Options):
         None,
         flag="--baseline",
         kind="path",
-        help="Results of a second features file (e.g. --random-init) drawn as a reference line.",
+        help="Results of the same label probed on a second features file (e.g. --random-init), drawn as a "
+        "reference line.",
     )
     compare: str | os.PathLike | None = option(
         None,

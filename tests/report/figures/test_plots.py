@@ -306,3 +306,18 @@ def test_the_lexical_reference_names_what_it_counts_by(level, label, key):
     frame = pd.concat([frame, lexical], ignore_index=True).assign(level=level)
     names = dict(references(load_results(frame)[0]))
     assert names[f"most frequent label per {key}"] == pytest.approx(0.6)
+
+
+def test_a_baseline_of_another_label_or_task_is_refused(tmp_path):
+    from featx.report.figures.plot import with_baseline
+
+    frame, meta = synthetic_results(label="sentiment")
+    same, _ = write_results(*synthetic_results(label="sentiment"), tmp_path / "same")
+    other, _ = write_results(*synthetic_results(label="tense"), tmp_path / "other")
+    numbers = synthetic_results(label="sentiment")[0].assign(task="regression", r2=0.3)
+    regression, _ = write_results(numbers, meta, tmp_path / "regression")
+    assert (with_baseline(frame, same)["features"] == "baseline").any()
+    with pytest.raises(InputError, match=r"--baseline other\.csv probes 'tense' \(classification\), these results "):
+        with_baseline(frame, other)
+    with pytest.raises(InputError, match=r"probes 'sentiment' \(regression\), these results 'sentiment' \(class"):
+        with_baseline(frame, regression)
