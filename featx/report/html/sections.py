@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..load import METRIC_NAMES, chosen_row, layer_rows, model_name, references
-from ..text.format import interval, missing, num
+from ..text.format import interval, missing, num, p_value
 
 REGRESSION_COLUMNS = ("r2", "spearman", "pearson", "mae")
 CLASS_COLUMNS = ("accuracy", "macro_f1", "balanced_accuracy")
@@ -117,10 +117,8 @@ def layer_table(
                 record["selection score (training part)"] = num(row.get("selection_score"))
             if "is_best_on_test" in rows.columns:
                 record["best on test"] = "yes" if str(row.get("is_best_on_test")) in ("True", "1", "true") else ""
-            p = row.get("p_vs_best_holm")
-            record["p vs best"] = (
-                "-" if missing(p) else num(p) + ("!" if row.get("significant_vs_best") is True else "")
-            )
+            # as the terminal writes it: "<.001", not 0.000999 rounded up to "0.001"
+            record["p vs best"] = p_value(row.get("p_vs_best_holm"), row.get("significant_vs_best") is True)
             records.append(record)
             best.append(index == top)
     return pd.DataFrame.from_records(records), best

@@ -176,3 +176,21 @@ def test_the_report_table_shows_the_control_in_the_runs_metric():
     assert set(table[names[0]]) == {"0.123"}
     plain, _ = layer_table(frame, "logreg", "accuracy", {**meta, "metric": "accuracy"})
     assert set(plain["control"]) == {"0.999"}
+
+
+def test_the_report_table_writes_p_values_as_the_terminal_does():
+    from featx.report.html.sections import layer_table
+    from featx.report.text.format import p_value
+
+    frame, meta = synthetic_results(baseline=False)
+    nan = float("nan")  # rows: majority, cls 0-2, mean 0-2, cat(1,2)
+    frame = frame.assign(
+        p_vs_best_holm=[nan, 0.000999, 0.0123, 0.5, nan, 0.000999, 0.2, nan],
+        significant_vs_best=[False, True, True, False, False, False, False, False],
+    )
+    table, _ = layer_table(frame, "logreg", "accuracy", meta)
+    assert list(table["p vs best"]) == ["<.001!", "0.012!", "0.500", "-", "<.001", "0.200"]
+    singles = frame[frame["kind"] == "single"]
+    assert list(table["p vs best"]) == [
+        p_value(row.p_vs_best_holm, row.significant_vs_best) for row in singles.itertuples()
+    ]
