@@ -12,6 +12,7 @@ has items on both sides, and the inner holdouts (C search, early stopping) are b
 from __future__ import annotations
 
 import contextlib
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -182,8 +183,6 @@ def sentence_plan(task: WordTask, split: np.ndarray | None, folds: int, seed: in
     n_sentences = len(np.unique(groups))
     if n_sentences < folds:
         raise InputError(f"only {n_sentences} sentences for {folds} folds", f"use --folds {max(2, n_sentences)}")
-    import warnings
-
     from sklearn.model_selection import StratifiedGroupKFold
 
     _note_rare_classes(task, folds, notes)
