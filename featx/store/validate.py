@@ -111,6 +111,23 @@ def _json_list(attrs: dict, key: str, path: Path, kind, limit: int) -> list:
     return value
 
 
+def _layer_list(attrs: dict, key: str, path: Path, whose: str = "") -> list[int]:
+    """Layer indices as featx writes them: at least 0 and in increasing order, each once (a reader maps a
+    stored position to its layer by this list, so a reordered list would label every layer's features wrongly)."""
+    layers = _json_list(attrs, key, path, int, MAX_LAYERS)
+    if any(layer < 0 for layer in layers) or any(a >= b for a, b in zip(layers, layers[1:], strict=False)):
+        _fail(path, f"{whose}attribute '{key}' is not a list of increasing layer indices from 0 ({layers[:8]})")
+    return layers
+
+
+def _pooling_list(attrs: dict, key: str, path: Path, whose: str = "") -> list[str]:
+    """Pooling names, each once (a reader finds a pooling's dataset by its name)."""
+    poolings = _json_list(attrs, key, path, str, MAX_POOLINGS)
+    if len(set(poolings)) != len(poolings):
+        _fail(path, f"{whose}attribute '{key}' names a pooling twice ({poolings})")
+    return poolings
+
+
 def _int_attr(attrs: dict, key: str, path: Path, minimum: int = 0) -> int:
     value = attrs.get(key)
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
@@ -126,8 +143,8 @@ def check_layout(file: h5py.File, path: Path, attrs: dict, rows_done: int) -> di
     n_rows = _int_attr(attrs, s.N_ROWS, path)
     if not 0 <= rows_done <= n_rows:
         _fail(path, f"{rows_done} rows marked done of {n_rows}")
-    layers = _json_list(attrs, s.LAYERS, path, int, MAX_LAYERS)
-    poolings = _json_list(attrs, s.POOLINGS, path, str, MAX_POOLINGS)
+    layers = _layer_list(attrs, s.LAYERS, path)
+    poolings = _pooling_list(attrs, s.POOLINGS, path)
     width = _int_attr(attrs, s.HIDDEN_SIZE, path, 1)
     sites = _sites(attrs, path)
     with_tokens = s.TOKEN_OFFSETS in file
@@ -202,8 +219,8 @@ def _sites(attrs: dict, path: Path) -> dict:
     for name, site in sites.items():
         if not isinstance(site, dict) or len(name) > MAX_NAME:
             _fail(path, f"site '{name[:40]}' is not described by an object")
-        _json_list(site, "layers", path, int, MAX_LAYERS)
-        _json_list(site, "poolings", path, str, MAX_POOLINGS)
+        _layer_list(site, "layers", path, f"site '{name}': ")
+        _pooling_list(site, "poolings", path, f"site '{name}': ")
         _int_attr(site, "width", path, 1)
     return sites
 

@@ -100,6 +100,24 @@ def layers_not_ints(file, tmp):
     file.attrs["layers"] = json.dumps(["a", "b"])
 
 
+def layers_out_of_order(file, tmp):  # would label layer 2's features as layer 0's
+    file.attrs["layers"] = json.dumps(sorted(json.loads(file.attrs["layers"]), reverse=True))
+
+
+def layers_repeated(file, tmp):
+    layers = json.loads(file.attrs["layers"])
+    file.attrs["layers"] = json.dumps([layers[0]] * len(layers))
+
+
+def layers_negative(file, tmp):
+    layers = json.loads(file.attrs["layers"])
+    file.attrs["layers"] = json.dumps([layer - len(layers) for layer in layers])
+
+
+def poolings_repeated(file, tmp):
+    file.attrs["poolings"] = json.dumps(["mean", "mean"])
+
+
 def bad_json_label_names(file, tmp):
     file["labels/sentiment"].attrs["names"] = "{not json"
 
@@ -176,6 +194,10 @@ CASES = [
     compressed,
     bad_json_layers,
     layers_not_ints,
+    layers_out_of_order,
+    layers_repeated,
+    layers_negative,
+    poolings_repeated,
     bad_json_label_names,
     bad_json_sites,
     wrong_feature_dtype,
