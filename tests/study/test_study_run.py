@@ -99,6 +99,34 @@ def test_an_interrupted_study_resumes_to_the_same_table(done_study, tiny_model, 
     pd.testing.assert_frame_equal(result.summary, done_study[1].summary)
 
 
+def test_ctrl_c_inside_an_extraction_stops_the_study(done_study, tiny_model, study_corpora, tmp_path, monkeypatch):
+    """featx.extract turns Ctrl-C into its Interrupted error (the rows it kept): the study stops there, the cell
+    stays pending, and no other cell runs or is failed; it was recorded as failed while the run went on."""
+    study = study_dict(tiny_model, study_corpora, tmp_path / "out", bad=False)
+    from featx.extraction.run import loop
+
+    original, calls = loop.run, []
+
+    def ctrl_c_in_the_second(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(loop, "run", ctrl_c_in_the_second)
+    lines: list[str] = []
+    with pytest.raises(KeyboardInterrupt):
+        featx.study.run(study, echo=lines.append)
+    monkeypatch.undo()
+    assert len(calls) == 2 and lines == ["extract/tiny/sents: done" + lines[0].split("done", 1)[1]]
+    shown = status(study).set_index("cell").status
+    assert shown["extract/tiny/other"] == "pending (interrupted)"
+    assert (shown.drop(["extract/tiny/sents", "extract/tiny/other"]) == "pending").all()
+    result = featx.study.run(study)
+    assert result.statuses["extract/tiny/other"] == "done"
+    pd.testing.assert_frame_equal(result.results, done_study[1].results)
+
+
 def test_a_second_run_is_refused_while_one_holds_the_output(done_study):
     from featx.study.runner import lock_of
 
