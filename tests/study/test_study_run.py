@@ -174,6 +174,40 @@ def test_changed_extract_options_redo_the_cells_they_change(tiny_model, study_co
     assert result.exit_code == 0 and sorted(result.results.pooling.unique()) == ["cls", "mean"]
 
 
+def test_an_edited_corpus_redoes_its_cells_only(tiny_model, study_corpora, tmp_path):
+    """A corpus rewritten between runs (same path, other rows) makes its extraction and probes pending; the
+    study said "up to date" and kept the old corpus's results."""
+    import shutil
+
+    corpus = shutil.copy(study_corpora["sents"], tmp_path / "sents.csv")
+    other = shutil.copy(study_corpora["other"], tmp_path / "other.csv")
+    study = {
+        "study": {"output": str(tmp_path / "out")},
+        "models": [{"name": "tiny", "model": str(tiny_model)}],
+        "corpora": [{"name": "sents", "path": str(corpus)}, {"name": "other", "path": str(other), "labels": ["topic"]}],
+        "extract": {"pooling": "mean"},
+        "probe": {"n_bootstrap": 100},
+    }
+    assert set(featx.study.run(study).results.n_train) == {30, 24}
+    rows = pd.read_csv(corpus).head(20)
+    rows.to_csv(corpus, index=False)
+    assert status(study).set_index("cell").status.to_dict() == {
+        "extract/tiny/sents": "pending", "extract/tiny/other": "done",
+        "probe/tiny/sents/label": "pending", "probe/tiny/other/topic": "done",
+    }  # fmt: skip
+    ran: list[str] = []
+    result = featx.study.run(study, echo=ran.append)
+    said = dict(line.split(": ", 1) for line in ran[:4])
+    assert {key: text.split()[0] for key, text in said.items()} == {
+        "extract/tiny/sents": "done", "extract/tiny/other": "up",
+        "probe/tiny/sents/label": "done", "probe/tiny/other/topic": "up",
+    }  # fmt: skip
+    table = result.results.set_index("corpus")
+    assert set(table.loc["sents", "n_train"]) == {(rows.split == "train").sum()} and set(
+        table.loc["other", "n_train"]
+    ) == {24}
+
+
 def test_without_pyarrow_the_table_is_csv_and_loads_alike(done_study, tmp_path, monkeypatch):
     import featx.study.results as results
 
