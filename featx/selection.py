@@ -133,6 +133,35 @@ def parse_layer_specs(spec: str, available: list[int], allow_combined: bool = Tr
     return unique
 
 
+def check_layer_spelling(spec: str | None, flag: str, allow_combined: bool = True) -> None:
+    """``spec``'s spelling as ``parse_layer_specs`` reads it, before any model or file says which layers there
+    are (whether they exist is checked then): an ``InputError`` naming ``flag`` for an item that is none of
+    ``all``, an index, a slice, ``cat(...)`` or ``stack(...)`` of them."""
+    for item in _split_top_level((spec or "all").replace(" ", "")):
+        lowered, parts = item.lower(), [item]
+        for kind in ("cat", "stack"):
+            if lowered == kind or (lowered.startswith(f"{kind}(") and lowered.endswith(")")):
+                if not allow_combined:
+                    raise InputError(
+                        f"{flag} {spec}: {kind}(...) is a probe option; extraction stores layers separately"
+                    )
+                parts = _split_top_level(item[len(kind) + 1 : -1]) if lowered != kind else []
+        for part in parts:
+            if part != "all" and not _SLICE.match(part) and not _is_index(part):
+                raise InputError(
+                    f"{flag} {spec}: layer '{part}' is not a number",
+                    "use 'all', an index like 3 or -1, a slice like -4:, or cat(-4:)",
+                )
+
+
+def _is_index(token: str) -> bool:
+    try:
+        int(token)
+    except ValueError:
+        return False
+    return True
+
+
 def select_layers(spec: str, n_layers: int) -> list[int]:
     """Layers to extract from a model with ``n_layers`` hidden-state outputs (embeddings included)."""
     specs = parse_layer_specs(spec, list(range(n_layers)), allow_combined=False)

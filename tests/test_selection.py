@@ -1,7 +1,9 @@
+import re
+
 import pytest
 
 from featx.errors import InputError
-from featx.selection import LayerSpec, parse_layer_specs, parse_poolings, select_layers
+from featx.selection import LayerSpec, check_layer_spelling, parse_layer_specs, parse_poolings, select_layers
 
 LAYERS = list(range(7))
 
@@ -52,3 +54,26 @@ def test_poolings():
     assert parse_poolings("mean, cls") == ["mean", "cls"]
     with pytest.raises(InputError, match="not available"):
         parse_poolings("median")
+
+
+@pytest.mark.parametrize("spec", ["all", "3", "-1", "+2", "2:5", "-4:", "cat(-4:)", "cat(1,3),5", "stack", "stack(1:)"])
+def test_every_layer_spelling_the_parser_reads_passes_the_spelling_check(spec):
+    check_layer_spelling(spec, "--layer")
+    parse_layer_specs(spec, list(range(13)))
+
+
+@pytest.mark.parametrize(("spec", "words"), [("1;3", "layer '1;3'"), ("cat(1,x)", "layer 'x'"), ("lats", "'lats'")])
+def test_a_misspelt_layer_is_refused_before_any_model_or_file(spec, words):
+    with pytest.raises(InputError, match=f"--layer {re.escape(spec)}: .*{re.escape(words)} is not a number"):
+        check_layer_spelling(spec, "--layer")
+
+
+def test_an_extraction_refuses_cat_and_a_misspelt_layer_or_pooling_when_made(tmp_path):
+    from featx.extraction import ExtractConfig
+
+    with pytest.raises(InputError, match="cat"):
+        ExtractConfig(corpus="c.csv", layers="cat(1,2)")
+    with pytest.raises(InputError, match="--layers 1;2"):
+        ExtractConfig(corpus="c.csv", layers="1;2")
+    with pytest.raises(InputError, match="pooling 'maen' is not available"):
+        ExtractConfig(corpus="c.csv", poolings="mean,maen")

@@ -212,6 +212,8 @@ class Probe:
             if folder is not None and not self._model_checked:
                 check_model(self.extraction, folder)
                 self._model_checked = True
+            if folder is None:
+                _refuse_a_moved_model(self.extraction)
             options["model"] = str(folder) if folder is not None else options["model"]
         return options
 
@@ -325,3 +327,20 @@ def _split_pairs(items: Any) -> tuple[list, list]:
 
 
 __all__ = ["Probe"]
+
+
+def _refuse_a_moved_model(extraction: dict) -> None:
+    """A bundle fitted on a local model folder that is gone (moved, deleted): one clear error saying where it
+    was, rather than the loader's "does not exist" for a path the user never typed."""
+    from pathlib import Path
+
+    from ..errors import ModelError
+
+    recorded = str(extraction.get("model") or "")
+    if not Path(recorded).is_absolute():
+        return  # a hub id (or the default model): the loader finds it in the cache, downloads it or says why not
+    raise ModelError(
+        f"the bundle's model folder {recorded} (where it was when the probe was fitted) is not there any more",
+        "put the model folder back at that path; from Python, pass its new place: probe.predict(texts, "
+        "model='FOLDER') (its weights are checked against the bundle's sha256)",
+    )

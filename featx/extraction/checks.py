@@ -163,6 +163,16 @@ def _check_prompts(config: ExtractConfig) -> None:
     check_pool_at(config)
 
 
+def _check_selection(config: ExtractConfig) -> None:
+    """``--layers``' spelling and ``--pooling``'s names, before the model says which layers and poolings it has."""
+    from ..selection import POOLINGS, check_layer_spelling, parse_poolings
+    from .inputs.pairs import pair_poolings
+    from .inputs.templates import prompt_poolings
+
+    check_layer_spelling(config.layers, "--layers", allow_combined=False)
+    parse_poolings(config.poolings, prompt_poolings(config, pair_poolings(config, POOLINGS)))
+
+
 def _check_intervene(config: ExtractConfig) -> None:
     from .edits.spec import check_intervene
 
@@ -200,6 +210,7 @@ CONSTRAINTS: tuple[Check, ...] = (
     _check_missing_labels,
     _check_pair,
     _check_prompts,
+    _check_selection,
     whole("init_seed", "--init-seed", minimum=0, maximum=MAX_SEED),
     whole("intervene_seed", "--intervene-seed", minimum=0, maximum=MAX_SEED),
     _check_intervene,

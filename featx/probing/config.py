@@ -9,6 +9,7 @@ from typing import ClassVar
 
 from ..errors import InputError
 from ..options import MAX_SEED, Check, Options, names, one_of, option, path_like, requires, spelled, text, whole
+from ..selection import check_layer_spelling
 from .solvers.devices import check_device
 
 CLASSIFIERS = ("logreg", "svm", "mlp", "attn")
@@ -41,6 +42,10 @@ def _positive_grid(name: str, what: str):
             raise InputError(f"{what} must hold positive values")
 
     return check
+
+
+def _check_layer_spelling(config: ProbeConfig) -> None:
+    check_layer_spelling(config.layers, "--layer")
 
 
 def _check_task(config: ProbeConfig) -> None:
@@ -259,6 +264,7 @@ class ProbeConfig(Options):
         text("label", "label", optional=True, example="name a stored label column, e.g. label='sentiment'"),
         spelled("layers", "layers", example="e.g. layers='all', layers=3 or layers=[1, 2]"),
         spelled("poolings", "poolings", example="e.g. poolings='mean' or poolings=['mean', 'cls']"),
+        _check_layer_spelling,
         check_seed,
         check_bootstrap,
         check_folds,

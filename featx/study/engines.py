@@ -26,7 +26,7 @@ from ..errors import InputError
 from .cells import Task
 from .schedule import longest_first
 from .tasks import execute
-from .workers import share_of_cores, start_pool_worker, worker_died
+from .workers import pool_execute, share_of_cores, start_pool_worker, worker_died
 
 Outcome = dict[str, Any]  # what ``execute`` returns: key, status, seconds, error, detail...
 OnOutcome = Callable[[Task, Outcome], None]
@@ -104,10 +104,10 @@ class LocalEngine:
         """``execute(task)`` in the pool; a pool broken by a worker that died (its running cells failed) is
         replaced, so that the cells after them still run."""
         try:
-            return self._start(workers).submit(execute, task.as_dict())
+            return self._start(workers).submit(pool_execute, task.as_dict())
         except BrokenProcessPool:
             self.close()
-            return self._start(workers).submit(execute, task.as_dict())
+            return self._start(workers).submit(pool_execute, task.as_dict())
 
     def _in_processes(self, tasks: Sequence[Task], workers: int, on_outcome: OnOutcome) -> list[Outcome]:
         self._start(workers)

@@ -91,9 +91,31 @@ class StudyPlan:
         return next(cell for cell in self.extractions if cell.task.key == probe.task.after[0])
 
 
-def _extraction(config: StudyConfig, model: ModelSpec, corpus: CorpusSpec) -> ExtractionCell:
+def _read(path: str, contents: dict[str, str]) -> str:
+    """What an extraction reads from ``path``, by content: a corpus file's sha256; a local model folder's files
+    by name, size and modification time (as ``featx extract``'s own up-to-date check has them); "" for a hub
+    id not on this machine. Each path once per plan (``contents``)."""
+    if path not in contents:
+        from ..extraction import file_sha256, local_model_folder
+
+        if Path(path).is_file():
+            contents[path] = file_sha256(Path(path))
+        else:
+            folder = local_model_folder(path)
+            files = [] if folder is None else sorted(
+                (str(item.relative_to(folder)), stat.st_size, stat.st_mtime_ns)
+                for item in folder.rglob("*") if item.is_file() for stat in [item.stat()]
+            )  # fmt: skip
+            contents[path] = fingerprint("model-files", {"files": files})
+    return contents[path]
+
+
+def _extraction(config: StudyConfig, model: ModelSpec, corpus: CorpusSpec, contents: dict[str, str]) -> ExtractionCell:
+    """One extraction cell; its fingerprint holds its options and what it reads by content (the corpus's bytes,
+    the model folder's files), so that an edited corpus or a changed model is pending, with every probe of it."""
     extract = config.extract_config(model, corpus)
     args = {"options": config_args(extract)}
+    inputs = (_read(str(corpus.path), contents), _read(str(extract.model), contents))
     features = Path(str(extract.output))
     task = Task(
         f"{EXTRACT}/{model.name}/{corpus.name}",
@@ -103,7 +125,7 @@ def _extraction(config: StudyConfig, model: ModelSpec, corpus: CorpusSpec) -> Ex
         str(config.output),
         (str(features),),
         (),
-        fingerprint(EXTRACT_FUNCTION, args),
+        fingerprint(EXTRACT_FUNCTION, args, *inputs),
     )
     return ExtractionCell(model, corpus, features, task)
 
@@ -131,7 +153,10 @@ def make_plan(study: Any, **overrides: Any) -> StudyPlan:
     """The plan of a study (a path, a dict or a ``StudyConfig``): every extraction, then every probe, in the
     file's order (model by model, corpus by corpus, label by label)."""
     config = study_config(study, **overrides)
-    extractions = tuple(_extraction(config, model, corpus) for model in config.models for corpus in config.corpora)
+    contents: dict[str, str] = {}
+    extractions = tuple(
+        _extraction(config, model, corpus, contents) for model in config.models for corpus in config.corpora
+    )
     lexical: dict[tuple[str, str], str] = {}
     probes = []
     for extraction in extractions:

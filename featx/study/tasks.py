@@ -9,12 +9,13 @@ and resume from commits) and ``probe_cell`` (one label of one features file; ``f
 from __future__ import annotations
 
 import importlib
+import signal
 import time
 import traceback
 from pathlib import Path
 from typing import Any
 
-from ..errors import FeatxError
+from ..errors import FeatxError, Interrupted, Terminated
 from .cells import Task
 from .records import record_state
 
@@ -29,12 +30,16 @@ def execute(task: dict[str, Any] | Task) -> dict[str, Any]:
     """Run one task and record its state (running, then done or failed, with its times and error): the outcome
     ``{"key", "status", "seconds", "error", "detail"}``. A featx error or any other failure of the cell is
     recorded and returned, never raised: the other cells go on. An interrupt stops the run (the state stays
-    "running": the next run redoes the cell, and an extraction resumes from its commits)."""
+    "running": the next run redoes the cell, and an extraction resumes from its commits); ``featx.extract``'s
+    ``Interrupted`` (a featx error saying which rows it kept) is raised again as the interrupt it was, never
+    recorded as the cell's failure while the run goes on."""
     task = task if isinstance(task, Task) else Task.from_dict(task)
     started = time.time()
     record_state(task, "running", started=started)
     try:
         detail = call(task.function, task.args)
+    except Interrupted as err:
+        raise _interrupt(err.exit_code - 128) from None
     except FeatxError as err:
         error = err.message + (f" (hint: {err.hint})" if err.hint else "")
         return record_state(task, "failed", started=started, error=error)
@@ -43,6 +48,13 @@ def execute(task: dict[str, Any] | Task) -> dict[str, Any]:
         place = f" at {Path(frames[-1].filename).name}:{frames[-1].lineno}" if frames else ""
         return record_state(task, "failed", started=started, error=f"{type(err).__name__}: {err}{place}")
     return record_state(task, "done", started=started, detail=detail)
+
+
+def _interrupt(signum: int) -> KeyboardInterrupt:
+    """The interrupt of signal ``signum``: Ctrl-C's ``KeyboardInterrupt``, else a ``Terminated``."""
+    if signum == signal.SIGINT:
+        return KeyboardInterrupt()
+    return Terminated(signum, signal.Signals(signum).name)
 
 
 def extract_cell(options: dict[str, Any]) -> dict[str, Any]:

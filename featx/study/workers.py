@@ -18,6 +18,7 @@ from __future__ import annotations
 import importlib
 import multiprocessing
 import os
+import signal
 import sys
 import threading
 from typing import Any
@@ -62,11 +63,23 @@ def start_worker(threads: int) -> int:
 def start_pool_worker(threads: int) -> None:
     """The local engine's pool initializer: ``start_worker``, and an exit when the driver's process ends (a
     ``kill -9`` of the run would else leave its idle workers waiting for tasks forever; a probe cut short
-    this way stays pending, redone by the next run)."""
+    this way stays pending, redone by the next run). Ctrl-C, which a terminal sends to every process of the
+    run, is ignored while the worker waits for a task (the driver stops the pool; an idle worker would else
+    die printing a traceback) and interrupts the task it runs (``pool_execute``)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     parent = multiprocessing.parent_process()
     if parent is not None:
         threading.Thread(target=_exit_after, args=(parent,), name="featx-driver-watch", daemon=True).start()
     start_worker(threads)
+
+
+def pool_execute(task: dict[str, Any]) -> dict[str, Any]:
+    """``execute(task)`` in a pool worker, Ctrl-C interrupting it (its cell stays pending, the driver stops)."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        return execute(task)
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _exit_after(parent: Any) -> None:

@@ -97,3 +97,25 @@ def test_a_random_init_bundle_draws_its_own_random_weights_again(tiny_model, tmp
     with pytest.raises(InputError, match="does not record their seed") as error:
         older.features(texts[:2])
     assert "featx fit" in error.value.hint
+
+
+def test_a_bundle_whose_model_folder_moved_is_one_clear_error(tmp_path):
+    """The local model folder a bundle was fitted with, moved: predict says so (it said "model folder ... does
+    not exist; give a Hugging Face id", for a path the user never typed); from Python the new place is taken,
+    checked by its weights' sha256."""
+    import shutil
+
+    from support.errors import assert_one_clear_error
+    from support.tiny import build_tiny_bert
+
+    model = build_tiny_bert(tmp_path / "bert")
+    rows = [[text, label, split] for text, label, _, _, split in deploy_rows(40)]
+    corpus = write_csv(tmp_path / "c.csv", rows, header=("text", "label", "split"))
+    featx.extract(corpus, model=str(model), output=tmp_path / "f.h5", poolings="mean", progress=False)
+    fitted = featx.fit(tmp_path / "f.h5", label="label", output=tmp_path / "m.featx", folds=3)
+    expected = featx.load(fitted.path).predict(["the cat"])
+    moved = shutil.move(model, tmp_path / "moved")
+    result = CliRunner().invoke(main, ["predict", str(fitted.path), str(corpus), "-o", "-", "-q"])
+    assert result.exit_code == 2
+    assert_one_clear_error(result.stderr, f"model folder {model} .*is not there any more.*put the model folder back")
+    assert featx.load(fitted.path).predict(["the cat"], model=str(moved)).tolist() == expected.tolist()

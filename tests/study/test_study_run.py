@@ -99,6 +99,34 @@ def test_an_interrupted_study_resumes_to_the_same_table(done_study, tiny_model, 
     pd.testing.assert_frame_equal(result.summary, done_study[1].summary)
 
 
+def test_ctrl_c_inside_an_extraction_stops_the_study(done_study, tiny_model, study_corpora, tmp_path, monkeypatch):
+    """featx.extract turns Ctrl-C into its Interrupted error (the rows it kept): the study stops there, the cell
+    stays pending, and no other cell runs or is failed; it was recorded as failed while the run went on."""
+    study = study_dict(tiny_model, study_corpora, tmp_path / "out", bad=False)
+    from featx.extraction.run import loop
+
+    original, calls = loop.run, []
+
+    def ctrl_c_in_the_second(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(loop, "run", ctrl_c_in_the_second)
+    lines: list[str] = []
+    with pytest.raises(KeyboardInterrupt):
+        featx.study.run(study, echo=lines.append)
+    monkeypatch.undo()
+    assert len(calls) == 2 and lines == ["extract/tiny/sents: done" + lines[0].split("done", 1)[1]]
+    shown = status(study).set_index("cell").status
+    assert shown["extract/tiny/other"] == "pending (interrupted)"
+    assert (shown.drop(["extract/tiny/sents", "extract/tiny/other"]) == "pending").all()
+    result = featx.study.run(study)
+    assert result.statuses["extract/tiny/other"] == "done"
+    pd.testing.assert_frame_equal(result.results, done_study[1].results)
+
+
 def test_a_second_run_is_refused_while_one_holds_the_output(done_study):
     from featx.study.runner import lock_of
 
@@ -144,6 +172,40 @@ def test_changed_extract_options_redo_the_cells_they_change(tiny_model, study_co
     result = featx.study.run({**study, "extract": {"pooling": "mean,cls"}}, echo=lines.append)
     assert lines[0].startswith("extract/tiny/sents: done") and lines[1].startswith("probe/tiny/sents/topic: done")
     assert result.exit_code == 0 and sorted(result.results.pooling.unique()) == ["cls", "mean"]
+
+
+def test_an_edited_corpus_redoes_its_cells_only(tiny_model, study_corpora, tmp_path):
+    """A corpus rewritten between runs (same path, other rows) makes its extraction and probes pending; the
+    study said "up to date" and kept the old corpus's results."""
+    import shutil
+
+    corpus = shutil.copy(study_corpora["sents"], tmp_path / "sents.csv")
+    other = shutil.copy(study_corpora["other"], tmp_path / "other.csv")
+    study = {
+        "study": {"output": str(tmp_path / "out")},
+        "models": [{"name": "tiny", "model": str(tiny_model)}],
+        "corpora": [{"name": "sents", "path": str(corpus)}, {"name": "other", "path": str(other), "labels": ["topic"]}],
+        "extract": {"pooling": "mean"},
+        "probe": {"n_bootstrap": 100},
+    }
+    assert set(featx.study.run(study).results.n_train) == {30, 24}
+    rows = pd.read_csv(corpus).head(20)
+    rows.to_csv(corpus, index=False)
+    assert status(study).set_index("cell").status.to_dict() == {
+        "extract/tiny/sents": "pending", "extract/tiny/other": "done",
+        "probe/tiny/sents/label": "pending", "probe/tiny/other/topic": "done",
+    }  # fmt: skip
+    ran: list[str] = []
+    result = featx.study.run(study, echo=ran.append)
+    said = dict(line.split(": ", 1) for line in ran[:4])
+    assert {key: text.split()[0] for key, text in said.items()} == {
+        "extract/tiny/sents": "done", "extract/tiny/other": "up",
+        "probe/tiny/sents/label": "done", "probe/tiny/other/topic": "up",
+    }  # fmt: skip
+    table = result.results.set_index("corpus")
+    assert set(table.loc["sents", "n_train"]) == {(rows.split == "train").sum()} and set(
+        table.loc["other", "n_train"]
+    ) == {24}
 
 
 def test_without_pyarrow_the_table_is_csv_and_loads_alike(done_study, tmp_path, monkeypatch):

@@ -56,3 +56,12 @@ def worker_dies(**_: object) -> dict:
 def worker_lives(**_: object) -> dict:
     """A study task's function that does nothing."""
     return {}
+
+
+def pid_after_a_moment() -> int:
+    """A worker's process id, after a short sleep (so that calls in flight spread over a pool's workers)."""
+    import os
+    import time
+
+    time.sleep(0.05)
+    return os.getpid()
