@@ -326,14 +326,9 @@ def _split_pairs(items: Any) -> tuple[list, list]:
     )
 
 
-__all__ = ["Probe"]
-
-
 def _refuse_a_moved_model(extraction: dict) -> None:
     """A bundle fitted on a local model folder that is gone (moved, deleted): one clear error saying where it
     was, rather than the loader's "does not exist" for a path the user never typed."""
-    from pathlib import Path
-
     from ..errors import ModelError
 
     recorded = str(extraction.get("model") or "")
@@ -344,3 +339,6 @@ def _refuse_a_moved_model(extraction: dict) -> None:
         "put the model folder back at that path; from Python, pass its new place: probe.predict(texts, "
         "model='FOLDER') (its weights are checked against the bundle's sha256)",
     )
+
+
+__all__ = ["Probe"]

@@ -196,9 +196,12 @@ def _seeds(source: Source, place: Place, entry: dict[str, Any]) -> list[int | No
     if seeds is None:
         return [0 if entry.get("random_init") else None]
     if not entry.get("random_init"):
-        raise source.error(place, "seeds are the random weights' seeds of a random_init model; this model keeps "
-                           "its own weights, so every seed would be the same model", "add random_init = true, or "
-                           "leave seeds out")  # fmt: skip
+        raise source.error(
+            place,
+            "seeds are the random weights' seeds of a random_init model; this model keeps its own weights, so "
+            "every seed would be the same model",
+            "add random_init = true, or leave seeds out",
+        )
     if not isinstance(seeds, list) or not seeds or not all(type(s) is int and s >= 0 for s in seeds):
         raise source.error(place, f"seeds {seeds!r} must be a list of whole numbers >= 0", "e.g. seeds = [0, 1, 2]")
     if len(set(seeds)) != len(seeds):
