@@ -119,12 +119,9 @@ def _check_reproducible(features: FeatureFile, extraction: dict) -> None:
     prompts recorded in the file but not in its options, a template naming columns besides the text."""
     from ..extraction import ANSWER_FIELD, TEXT_FIELD, parse_template
 
-    derived = features.attrs.get(store.schema.DERIVED)
-    if derived:
-        try:
-            kind = json.loads(derived).get("kind") or "derived"
-        except (ValueError, AttributeError):
-            kind = "derived"
+    derived = store.derived_record(features.attrs)
+    if derived is not None:
+        kind = derived.get("kind") or "derived"
         raise InputError(
             f"{features.path} holds {kind} features made from another features file (featx erase), which featx "
             "predict does not make from a text, so a bundle fitted on it would predict from the original features",

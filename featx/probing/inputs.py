@@ -42,6 +42,28 @@ def check_corpus(features: FeatureFile, notes: list[str]) -> None:
         )
 
 
+def note_derived(features: FeatureFile, label: str | None, notes: list[str]) -> None:
+    """Say what a derived file's features are (``featx erase``'s erased ones), and warn where its eraser was
+    fitted on every labelled row, this probe's test rows included, while it probes the erased label itself:
+    the score after the erasure is then not a held-out one (``featx erase``'s own table is)."""
+    record = store.derived_record(features.attrs)
+    if record is None:
+        return
+    erased, fit_rows = record.get("label"), record.get("fit_rows")
+    rows = "the train split" if fit_rows == "train split" else str(fit_rows)
+    what = f"features erased of label '{erased}' ({record.get('method')}, its eraser fitted on {rows})"
+    if record.get("kind") != "erasure" or not isinstance(erased, str):
+        notes.append(f"{features.path.name} holds {record.get('kind')} features made from another features file")
+    elif fit_rows == "all labelled rows" and label == erased:
+        notes.append(
+            f"warning: {features.path.name} holds {what}: the eraser saw this probe's test rows and their labels, "
+            "so these scores after the erasure are not held-out ones; featx erase's before/after table fits an "
+            "eraser on each fold's training rows"
+        )
+    else:
+        notes.append(f"{features.path.name} holds {what}")
+
+
 def check_baseline(
     main: FeatureFile, other: FeatureFile, specs: list[LayerSpec], poolings: list[str], need_tokens: bool
 ) -> None:

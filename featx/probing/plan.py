@@ -22,7 +22,7 @@ from ..state import given_or_last
 from ..store import FeatureFile
 from .config import TASKS, ProbeConfig
 from .evaluation.selection import check_metric
-from .inputs import check_corpus
+from .inputs import check_corpus, note_derived
 from .meta import Level, Task, package_versions
 from .tasks.word_items import HEAD_LABEL
 
@@ -132,6 +132,7 @@ def resolve_plan(config: ProbeConfig) -> ProbePlan:
             plan = ProbePlan(config, Path(path), Task.CLASSIFICATION, level, None, classifiers, started, notes)
             return replace(plan, metric=metric)
         label = None if config.labels is not None else default_label(features, config, notes)
+        note_derived(features, label, notes)
         task = resolve_task(features, label, config.task) if label is not None else Task.CLASSIFICATION
     metric = check_metric(config.metric, task is Task.REGRESSION, str(label or config.label or "label"))
     return replace(

@@ -17,7 +17,7 @@ namespace on purpose: its keys read best as ``schema.CORPUS_SHA``.
 """
 
 from . import schema
-from .derived import write_derived
+from .derived import derived_record, write_derived
 from .finite import finite_rows
 from .hdf5 import CHUNK_BYTES, allocated_rows, open_file_count
 from .lock import OutputLock
@@ -67,6 +67,7 @@ __all__ = [
     "create_merged",
     "creating_path",
     "decode_attr",
+    "derived_record",
     "escape_name",
     "finished_request",
     "finite_rows",

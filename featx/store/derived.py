@@ -85,10 +85,15 @@ def _write_pooled(dst: h5py.File, pooled: dict, layers: list[int], n_rows: int) 
             write_layer(dataset, position, values)
 
 
-def derived_info(path: Path) -> dict | None:
-    """The ``derived`` record of a features file, or None for an extracted one."""
-    with h5py.File(path, "r", locking=False) as file:
-        value = file.attrs.get(s.DERIVED)
+def derived_record(attrs: dict) -> dict | None:
+    """The ``derived`` record in a features file's attributes (what made it: kind, method, label, fit_rows,
+    source...), None for an extracted file; ``{"kind": "derived"}`` when the record is not a JSON object (a
+    foreign or damaged file: it is still a derived one)."""
+    value = attrs.get(s.DERIVED)
     if value is None:
         return None
-    return json.loads(value.decode() if isinstance(value, bytes) else value)
+    try:
+        record = json.loads(value.decode() if isinstance(value, bytes) else value)
+    except (ValueError, TypeError, RecursionError, UnicodeDecodeError):
+        record = None
+    return record if isinstance(record, dict) else {"kind": "derived"}

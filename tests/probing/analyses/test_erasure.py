@@ -14,7 +14,7 @@ from featx.cli import main
 from featx.probing.analyses.erase import erase
 from featx.probing.analyses.erasure import fit_inlp, fit_leace, load_erasers, moved, one_hot
 from featx.report import format_erase
-from featx.store.derived import derived_info
+from featx.store import derived_record
 
 
 def planted(n=2000, d_other=5, seed=0):
@@ -125,7 +125,7 @@ def test_erased_file_is_a_features_file_marked_derived(planted_file, tmp_path):
         np.testing.assert_array_equal(derived.labels("b"), source.labels("b"))
         assert not np.allclose(derived.features("mean", 1), source.features("mean", 1))
         fingerprint = source.attrs["fingerprint"]
-    info = derived_info(output)
+        info = derived_record(derived.attrs)
     assert info["kind"] == "erasure" and info["method"] == "inlp" and info["label"] == "a"
     assert info["source_fingerprint"] == fingerprint and all(n >= 2 for n in info["iterations"].values())
     with h5py.File(output, "r") as file:
@@ -135,6 +135,26 @@ def test_erased_file_is_a_features_file_marked_derived(planted_file, tmp_path):
     with featx.open(planted_file) as source, featx.open(output) as derived:
         rows = source.features("mean", 2)
         np.testing.assert_allclose(erasers["mean/2"](rows), derived.features("mean", 2), atol=1e-5)
+
+
+def test_probing_an_erased_file_says_what_it_holds_and_warns_where_its_eraser_saw_the_test_rows(planted_file, tmp_path):
+    output = tmp_path / "erased.h5"
+    erase(planted_file, label="a", folds=3, output=output, jobs=1, amnesic="none")  # cross-validation: all rows
+
+    def notes(label):
+        return featx.probing.resolve_plan(featx.probing.ProbeConfig(features=output, label=label)).notes
+
+    same = [note for note in notes("a") if "erased.h5 holds" in note]
+    assert len(same) == 1 and same[0].startswith("warning: erased.h5 holds features erased of label 'a' (leace, ")
+    assert "its eraser fitted on all labelled rows" in same[0] and "not held-out" in same[0]
+    other = [note for note in notes("b") if "erased.h5 holds" in note]
+    assert other == ["erased.h5 holds features erased of label 'a' (leace, its eraser fitted on all labelled rows)"]
+    assert not [note for note in notes("b") if "erased" in note and note.startswith("warning")]
+    assert not [
+        note
+        for note in featx.probing.resolve_plan(featx.probing.ProbeConfig(features=planted_file, label="a")).notes
+        if "erased" in note
+    ]
 
 
 @pytest.mark.slow
@@ -149,6 +169,8 @@ def test_probe_and_plot_accept_the_erased_file(planted_split_file, tmp_path, mon
     assert "evaluation: split" in result.output and "amnesic probing" in result.output
     probed = runner.invoke(main, ["probe", str(erased), "--label", "a", "--jobs", "1"])
     assert probed.exit_code == 0, probed.output
+    assert "erased.h5 holds features erased of label 'a' (leace, its eraser fitted on the train split)" in probed.output
+    assert "not held-out" not in probed.output  # the eraser saw the train split only
     table, _ = featx.probing.load_results(tmp_path / "erased.a.probe.csv")
     assert (table[table.kind == "single"].accuracy < 0.7).all()
     other = runner.invoke(main, ["probe", str(erased), "--label", "b", "--jobs", "1"])
