@@ -285,6 +285,17 @@ def _refuse_non_texts(rows, lines, path: Path, columns, notes: list[str]) -> Non
             refuse_non_text([row[index] for row in rows], lines, path, str(name), notes)
 
 
+def _refuse_numbers_only(rows, path: Path, header: list[str], columns) -> None:
+    """A text (or pair) column of numbers only is a wrong column name (a score, an id), not texts to encode."""
+    for index, name, flag in columns:
+        if index is not None and all(NUMBER.match(row[index]) for row in rows):
+            what = "text column" if flag == "--text-col" else "text pair column"
+            raise InputError(
+                f"{path}: {what} '{name}' holds only numbers; columns found: {', '.join(header)}",
+                f"is {flag} the right column?",
+            )
+
+
 def _read_bytes(path: Path, max_bytes: int | None) -> tuple[bytes, str, bytes]:
     """The file's bytes as read (the fingerprint's), the suffix that says the format, and the bytes to parse."""
     if not is_stdin(path) and not path.exists():
@@ -354,11 +365,9 @@ def read_corpus(
     )
     texts = [row[text_index] for row in rows]
     _refuse_non_texts(rows, lines, path, [(text_index, text_col), (pair_index, pair_col)], notes)
-    if all(NUMBER.match(value) for value in texts):
-        raise InputError(
-            f"{path}: text column '{text_col}' holds only numbers; columns found: {', '.join(header)}",
-            "is --text-col the right column?",
-        )
+    _refuse_numbers_only(
+        rows, path, header, [(text_index, text_col, "--text-col"), (pair_index, pair_col, "--text-pair-col")]
+    )
     ids = _ids(rows, lines, numbers, header, path, id_col)
     labels, split = _labels_and_split(rows, header, text_col, id_col, missing_markers(missing_labels), pair_col)
     return Corpus(
