@@ -71,6 +71,32 @@ def test_a_bad_byte_is_named_by_line_and_column(tmp_path):
         decode_text(b"ok\nab\xff\n", tmp_path / "t.csv", "utf-8")
 
 
+WIDE_TEXT = "text,label\ncaf\u00e9 au lait,1\nthe film,0\n"
+
+
+@pytest.mark.parametrize(
+    "raw, codec",
+    [
+        (WIDE_TEXT.encode("utf-16"), "utf-16"),  # a byte order mark, as spreadsheets save "Unicode text"
+        (WIDE_TEXT.encode("utf-32"), "utf-32"),
+        (WIDE_TEXT.encode("utf-16-le"), "utf-16-le"),  # no mark: a NUL after every ASCII character
+        (WIDE_TEXT.encode("utf-16-be"), "utf-16-be"),
+    ],
+)
+@pytest.mark.parametrize("encoding", ["utf-8", "latin-1"])
+def test_a_utf16_or_utf32_file_read_in_another_encoding_names_the_encoding_to_pass(tmp_path, raw, codec, encoding):
+    with pytest.raises(InputError, match=f"t.csv is {codec.upper()} text .*not {encoding}") as error:
+        decode_text(raw, tmp_path / "t.csv", encoding)
+    assert f"--encoding {codec}" in error.value.hint
+    assert decode_text(raw, tmp_path / "t.csv", codec) == WIDE_TEXT
+
+
+def test_a_byte_order_mark_is_dropped_whatever_the_codec(tmp_path):
+    raw = b"\xff\xfe" + WIDE_TEXT.encode("utf-16-le")  # utf-16-le keeps the mark as text
+    assert decode_text(raw, tmp_path / "t.csv", "utf-16-le") == WIDE_TEXT
+    assert decode_text(WIDE_TEXT.encode("utf-8-sig"), tmp_path / "t.csv", "utf-8") == WIDE_TEXT
+
+
 @pytest.mark.parametrize("sep, char", [("tab", "\t"), ("\\t", "\t"), (";", ";"), ("pipe", "|"), (None, None)])
 def test_sep_names(sep, char):
     assert normalise_sep(sep) == char
