@@ -49,6 +49,7 @@ from .tables import (
     normalise_sep,
     parse_table,
     refuse_non_text,
+    structured_note,
 )
 
 __all__ = [
@@ -89,6 +90,7 @@ __all__ = [
     "rereadable",
     "restored_cell",
     "source_name",
+    "structured_note",
     "unwrap_gzip",
     "write_csv",
 ]

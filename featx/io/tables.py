@@ -238,6 +238,27 @@ def refuse_non_text(values: list[str], lines: list[int], path: Path, column: str
         notes.append(f"{source_name(path)}: text column '{column}' is binary: its values were decoded as UTF-8")
 
 
+def structured_note(path: Path, header: list[str], rows: list[list[str]], skip) -> str | None:
+    """A note naming the columns (but ``skip``) with JSON lists or objects among their cells: a label of them is
+    their text, one class per distinct list; a ``tokens`` column of lists suggests a file of tokens (word input)."""
+    structured = ("a list", "an object")
+    names = [
+        name
+        for position, name in enumerate(header)
+        if name not in skip
+        and any(isinstance(row[position], NonTextCell) and row[position].kind in structured for row in rows)
+    ]
+    if not names:
+        return None
+    words = (
+        "; a file of tokens with word labels? --word-format jsonl reads it as word input" if "tokens" in names else ""
+    )
+    return (
+        f"{source_name(path)}: label column(s) {', '.join(names)} hold JSON lists or objects, each stored as its "
+        f"text (one class per distinct value){words}"
+    )
+
+
 def _decode_source(raw: bytes, path: Path, encoding: str) -> str:
     if not raw.strip():
         raise InputError(f"{path} is empty", "give a file with a header row, e.g. text,label, and one row per text")

@@ -25,6 +25,7 @@ from ...io import (
     read_source,
     refuse_non_text,
     refuse_other_formats,
+    structured_note,
     unwrap_gzip,
 )
 from .senteval import LABEL_COLUMN, check_senteval_options, is_senteval, parse_senteval, split_note
@@ -370,6 +371,7 @@ def read_corpus(
     )
     ids = _ids(rows, lines, numbers, header, path, id_col)
     labels, split = _labels_and_split(rows, header, text_col, id_col, missing_markers(missing_labels), pair_col)
+    notes += filter(None, [structured_note(path, header, rows, (text_col, id_col, pair_col, "split"))])
     return Corpus(
         columns=_kept_columns(rows, header, keep_cols, path),
         pair_texts=[row[pair_index] for row in rows] if pair_col is not None else None,

@@ -127,3 +127,19 @@ def test_unicode_text_kept_verbatim(tmp_path):
         writer.writerow(["text"])
         writer.writerows([[text] for text in texts])
     assert read_corpus(path).texts == texts
+
+
+def test_label_columns_of_json_lists_or_objects_are_named_in_a_note(tmp_path):
+    records = [
+        {"text": "the cat sat", "tokens": ["the", "cat", "sat"], "upos": ["DET", "NOUN", "VERB"], "label": 1},
+        {"text": "dogs bark", "tokens": ["dogs", "bark"], "upos": ["NOUN", "VERB"], "label": 0},
+    ]
+    path = write(tmp_path, "".join(json.dumps(record) + "\n" for record in records), "c.jsonl")
+    corpus = read_corpus(path)
+    assert corpus.labels["upos"].names == ["['DET', 'NOUN', 'VERB']", "['NOUN', 'VERB']"]  # one class per list
+    (note,) = [note for note in corpus.notes if "JSON lists or objects" in note]
+    assert "label column(s) tokens, upos hold" in note and "--word-format jsonl" in note
+    meta = write(tmp_path, '{"text": "hi", "meta": {"a": 1}}\n{"text": "yo", "meta": {"a": 2}}\n', "m.jsonl")
+    assert any("label column(s) meta hold" in note and "word" not in note for note in read_corpus(meta).notes)
+    plain = write(tmp_path, '{"text": "hi", "label": 1}\n{"text": "yo", "label": "x"}\n', "p.jsonl")
+    assert not any("JSON lists" in note for note in read_corpus(plain).notes)
