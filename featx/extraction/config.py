@@ -218,7 +218,7 @@ class ExtractConfig(Options):
         group=PROMPTS,
         help="Also store the state at one token per row as pooling 'at': last, marker:TEXT (the last token "
         "of TEXT's last occurrence, e.g. marker:'Sentiment:') or index:N (-1 the last token, 0 the first). "
-        "With a template, span_mean, span_max and span_last pool the text's own tokens.",
+        "(With a template, --pooling span_mean, span_max or span_last pools the text's own tokens.)",
     )
     skip_missing_marker: bool = option(
         False,
