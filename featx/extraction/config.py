@@ -119,7 +119,11 @@ class ExtractConfig(Options):
         None, flag="--batch-size", group=SITES, help="Most rows per batch (default: 256 on CPU, 16384 on GPU)."
     )
     skip_empty: bool = option(
-        False, flag="--skip-empty", group=READING, help="Leave out empty or whitespace-only texts instead of refusing."
+        False,
+        flag="--skip-empty",
+        group=READING,
+        help="Leave out empty or whitespace-only texts (zero-width and control characters count as "
+        "whitespace) instead of refusing.",
     )
     encoding: str = option("utf-8", flag="--encoding", group=READING, help="Text encoding of the corpus file.")
     sep: str | None = option(

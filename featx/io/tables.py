@@ -7,6 +7,7 @@ import csv
 import io
 import json
 import math
+import unicodedata
 from pathlib import Path
 
 from ..errors import InputError
@@ -221,6 +222,20 @@ def _cell(value) -> str:
     if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
         return _non_text(str(int(value)), "a number")
     return _non_text(str(value), "a number")
+
+
+# What a text may hold besides whitespace and still have nothing to read: control characters (``\x01``) and format
+# characters (zero-width space U+200B, soft hyphen U+00AD, joiners, a stray byte order mark), which are invisible and
+# which BERT-style tokenizers drop. A text of only these gives the model nothing but its special tokens.
+INVISIBLE = frozenset(("Cc", "Cf", "Zs", "Zl", "Zp"))
+
+
+def blank_text(text: str) -> bool:
+    """Whether ``text`` is empty for a reader: nothing but whitespace, control and format characters."""
+    stripped = text.strip()
+    if not stripped or stripped.isprintable():  # one pass in C for every ordinary text
+        return not stripped
+    return all(unicodedata.category(char) in INVISIBLE for char in stripped)
 
 
 def refuse_non_text(values: list[str], lines: list[int], path: Path, column: str, notes: list[str]) -> None:

@@ -9,6 +9,7 @@ import pytest
 from featx.errors import InputError
 from featx.io import (
     NUMBER,
+    blank_text,
     decode_text,
     label_column,
     missing_markers,
@@ -69,6 +70,24 @@ def test_unreadable_files_are_named(tmp_path, content, name, message):
 def test_a_bad_byte_is_named_by_line_and_column(tmp_path):
     with pytest.raises(InputError, match="line 2, column 3 is not valid utf-8"):
         decode_text(b"ok\nab\xff\n", tmp_path / "t.csv", "utf-8")
+
+
+@pytest.mark.parametrize(
+    "text, blank",
+    [
+        ("", True),
+        (" \t\n", True),
+        ("\u200b", True),  # zero-width space
+        ("\u00ad\ufeff\x01 \u2028", True),  # soft hyphen, a byte order mark, a control, a line separator
+        ("a", False),
+        ("\u200ba", False),
+        ("\u4e2d\u6587", False),
+        ("\U0001f600", False),
+        ("\x01x", False),
+    ],
+)
+def test_blank_text_is_nothing_but_whitespace_control_and_format_characters(text, blank):
+    assert blank_text(text) is blank
 
 
 WIDE_TEXT = "text,label\ncaf\u00e9 au lait,1\nthe film,0\n"

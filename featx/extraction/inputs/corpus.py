@@ -16,6 +16,7 @@ from ...errors import InputError
 from ...io import (
     NUMBER,
     LabelColumn,
+    blank_text,
     decode_text,
     is_stdin,
     label_column,
@@ -185,7 +186,7 @@ def _drop_empty(
     With a pair column, a row whose second text is empty is treated exactly like an empty text."""
     numbers = list(range(len(rows)))
     columns = [(text_index, text_col)] + ([(pair_index, pair_col)] if pair_index is not None else [])
-    empty = [number for number, row in enumerate(rows) if any(not row[index].strip() for index, _ in columns)]
+    empty = [number for number, row in enumerate(rows) if any(blank_text(row[index]) for index, _ in columns)]
     if not empty:
         return rows, lines, numbers, []
     if not skip_empty:

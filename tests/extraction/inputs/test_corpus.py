@@ -104,6 +104,15 @@ def test_skip_empty_reports_rows(tmp_path):
     np.testing.assert_array_equal(corpus.labels["label"].codes, [0, 0])
 
 
+def test_a_text_of_invisible_characters_only_is_empty(tmp_path):
+    """Zero-width space, soft hyphens, a control character: nothing to read, only the special tokens would run."""
+    path = write(tmp_path, "text,label\nhi,1\n\u200b,0\n\u00ad\u00ad ,1\n\x01,0\nna\u00efve\u200b,1\n")
+    with pytest.raises(InputError, match="3 empty or whitespace-only text.*row 1 .*row 2 .*row 3 "):
+        read_corpus(path)
+    corpus = read_corpus(path, skip_empty=True)
+    assert corpus.texts == ["hi", "na\u00efve\u200b"] and corpus.skipped_rows == [1, 2, 3]
+
+
 def test_duplicate_ids_are_refused(tmp_path):
     path = write(tmp_path, "id,text\nx,hi\ny,yo\nx,hey\n")
     with pytest.raises(InputError, match="id 'x' appears twice.*line 2 and line 4"):
