@@ -256,12 +256,14 @@ def refuse_non_text(values: list[str], lines: list[int], path: Path, column: str
 def structured_note(path: Path, header: list[str], rows: list[list[str]], skip) -> str | None:
     """A note naming the columns (but ``skip``) with JSON lists or objects among their cells: a label of them is
     their text, one class per distinct list; a ``tokens`` column of lists suggests a file of tokens (word input)."""
-    structured = ("a list", "an object")
+
+    def structured(cell: str) -> bool:
+        return isinstance(cell, NonTextCell) and cell.kind in ("a list", "an object")
+
     names = [
         name
         for position, name in enumerate(header)
-        if name not in skip
-        and any(isinstance(row[position], NonTextCell) and row[position].kind in structured for row in rows)
+        if name not in skip and any(structured(row[position]) for row in rows)
     ]
     if not names:
         return None
