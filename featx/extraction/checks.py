@@ -21,7 +21,8 @@ OUTPUT_SUFFIXES = (".h5", ".hdf5")
 
 def _size(name: str, flag: str, optional: bool = True, minimum: int = 1) -> Check:
     """A size option: a whole number of at least ``minimum`` (or left out, when ``optional``)."""
-    hint = f"give {flag} a positive size" + (", or leave it out for the default" if optional else "")
+    size = "a positive size" if minimum <= 1 else f"a size of at least {minimum}"
+    hint = f"give {flag} {size}" + (", or leave it out for the default" if optional else "")
     return whole(name, flag, minimum=minimum, optional=optional, hint=hint)
 
 
@@ -58,6 +59,8 @@ def _check_output(config: ExtractConfig) -> None:
             "name the features file: featx extract - -o OUT.h5 < corpus.csv",
         )
     output = output_path(config)
+    if output.name.lower() in OUTPUT_SUFFIXES:  # '.h5' alone is a hidden file without a suffix
+        raise InputError(f"output {output} has no name before its {output.name}", "name the file, like out.h5")
     if output.suffix.lower() not in OUTPUT_SUFFIXES:
         raise InputError(f"output {output} should end in .h5", "features files are HDF5; name them like out.h5")
 

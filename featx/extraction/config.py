@@ -119,7 +119,11 @@ class ExtractConfig(Options):
         None, flag="--batch-size", group=SITES, help="Most rows per batch (default: 256 on CPU, 16384 on GPU)."
     )
     skip_empty: bool = option(
-        False, flag="--skip-empty", group=READING, help="Leave out empty or whitespace-only texts instead of refusing."
+        False,
+        flag="--skip-empty",
+        group=READING,
+        help="Leave out empty or whitespace-only texts (zero-width and control characters count as "
+        "whitespace) instead of refusing.",
     )
     encoding: str = option("utf-8", flag="--encoding", group=READING, help="Text encoding of the corpus file.")
     sep: str | None = option(
@@ -218,7 +222,7 @@ class ExtractConfig(Options):
         group=PROMPTS,
         help="Also store the state at one token per row as pooling 'at': last, marker:TEXT (the last token "
         "of TEXT's last occurrence, e.g. marker:'Sentiment:') or index:N (-1 the last token, 0 the first). "
-        "With a template, span_mean, span_max and span_last pool the text's own tokens.",
+        "(With a template, --pooling span_mean, span_max or span_last pools the text's own tokens.)",
     )
     skip_missing_marker: bool = option(
         False,

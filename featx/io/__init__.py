@@ -44,11 +44,13 @@ from .tables import (
     MAX_COLUMNS,
     SEP_ALIASES,
     Table,
+    blank_text,
     check_width,
     choose_delimiter,
     normalise_sep,
     parse_table,
     refuse_non_text,
+    structured_note,
 )
 
 __all__ = [
@@ -71,6 +73,7 @@ __all__ = [
     "WRITABLE_HINT",
     "LabelColumn",
     "Table",
+    "blank_text",
     "check_width",
     "choose_delimiter",
     "csv_text",
@@ -89,6 +92,7 @@ __all__ = [
     "rereadable",
     "restored_cell",
     "source_name",
+    "structured_note",
     "unwrap_gzip",
     "write_csv",
 ]

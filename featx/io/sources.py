@@ -3,6 +3,7 @@ refused by name, and decoded to text with a message that names the line and colu
 
 from __future__ import annotations
 
+import codecs
 import os
 import stat
 import sys
@@ -143,10 +144,54 @@ def unwrap_gzip(raw: bytes, path: Path, max_bytes: int | None = None) -> tuple[s
     return suffix, raw
 
 
+# Byte order marks of the wide Unicode encodings (UTF-32's first: it begins like UTF-16 LE's), and the codec that
+# reads each file whole. Spreadsheets save "Unicode text" as UTF-16 with a mark; read as UTF-8 it fails on its first
+# byte, read as latin-1 (the usual hint for a bad byte) it gives a NUL between every two characters.
+WIDE_BOMS = (
+    (b"\xff\xfe\x00\x00", "utf-32"),
+    (b"\x00\x00\xfe\xff", "utf-32"),
+    (b"\xff\xfe", "utf-16"),
+    (b"\xfe\xff", "utf-16"),
+)
+_SAMPLE = 4096
+
+
+def wide_encoding(raw: bytes) -> str | None:
+    """The codec of a UTF-16 or UTF-32 file: by its byte order mark, else by the NUL bytes of mostly-ASCII text
+    (UTF-16 LE has them at odd offsets, BE at even ones); None for any other bytes."""
+    for mark, codec in WIDE_BOMS:
+        if raw.startswith(mark):
+            return codec
+    sample = raw[: _SAMPLE - _SAMPLE % 4]
+    if len(sample) < 4:
+        return None
+    even, odd = sample[0::2].count(0), sample[1::2].count(0)
+    half = len(sample) // 2
+    if odd > 0.6 * half and even < 0.1 * half:
+        return "utf-16-le"
+    if even > 0.6 * half and odd < 0.1 * half:
+        return "utf-16-be"
+    return None
+
+
+def _refuse_wide(raw: bytes, path: Path, encoding: str) -> None:
+    """A UTF-16/32 file read in an encoding that is not its own: one line naming the encoding to pass."""
+    codec = wide_encoding(raw)
+    if codec is None or codecs.lookup(encoding).name.startswith(("utf-16", "utf-32")):
+        return
+    how = "it starts with its byte order mark" if codec in ("utf-16", "utf-32") else "every other byte is NUL"
+    raise InputError(
+        f"{path} is {codec.upper()} text ({how}), not {encoding}", f"pass its encoding: --encoding {codec}"
+    )
+
+
 def decode_text(raw: bytes, path: Path, encoding: str) -> str:
-    """``raw`` as text in ``encoding`` (UTF-8's byte order mark dropped); a bad byte is named by line and column."""
+    """``raw`` as text in ``encoding`` (a byte order mark dropped); a bad byte is named by line and column,
+    a UTF-16 or UTF-32 file read in another encoding is named as such."""
     try:
-        return raw.decode("utf-8-sig" if encoding.lower().replace("_", "-") in ("utf-8", "utf8") else encoding)
+        _refuse_wide(raw, path, encoding)
+        codec = "utf-8-sig" if encoding.lower().replace("_", "-") in ("utf-8", "utf8") else encoding
+        return raw.decode(codec).removeprefix("\ufeff")  # a mark kept by utf-16-le and the like: not line 1's text
     except UnicodeDecodeError as err:
         line = raw.count(b"\n", 0, err.start) + 1
         column = err.start - (raw.rfind(b"\n", 0, err.start) + 1) + 1

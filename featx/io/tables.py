@@ -7,6 +7,7 @@ import csv
 import io
 import json
 import math
+import unicodedata
 from pathlib import Path
 
 from ..errors import InputError
@@ -223,6 +224,20 @@ def _cell(value) -> str:
     return _non_text(str(value), "a number")
 
 
+# What a text may hold besides whitespace and still have nothing to read: control characters (``\x01``) and format
+# characters (zero-width space U+200B, soft hyphen U+00AD, joiners, a stray byte order mark), which are invisible and
+# which BERT-style tokenizers drop. A text of only these gives the model nothing but its special tokens.
+INVISIBLE = frozenset(("Cc", "Cf", "Zs", "Zl", "Zp"))
+
+
+def blank_text(text: str) -> bool:
+    """Whether ``text`` is empty for a reader: nothing but whitespace, control and format characters."""
+    stripped = text.strip()
+    if not stripped or stripped.isprintable():  # one pass in C for every ordinary text
+        return not stripped
+    return all(unicodedata.category(char) in INVISIBLE for char in stripped)
+
+
 def refuse_non_text(values: list[str], lines: list[int], path: Path, column: str, notes: list[str]) -> None:
     """Refuse a text column holding values that are not text (naming the rows); a note for UTF-8 bytes decoded."""
     bad = [(line, value.kind) for value, line in zip(values, lines, strict=True) if isinstance(value, NonTextCell)]
@@ -236,6 +251,29 @@ def refuse_non_text(values: list[str], lines: list[int], path: Path, column: str
         )
     if any(isinstance(value, DecodedCell) for value in values):
         notes.append(f"{source_name(path)}: text column '{column}' is binary: its values were decoded as UTF-8")
+
+
+def structured_note(path: Path, header: list[str], rows: list[list[str]], skip) -> str | None:
+    """A note naming the columns (but ``skip``) with JSON lists or objects among their cells: a label of them is
+    their text, one class per distinct list; a ``tokens`` column of lists suggests a file of tokens (word input)."""
+
+    def structured(cell: str) -> bool:
+        return isinstance(cell, NonTextCell) and cell.kind in ("a list", "an object")
+
+    names = [
+        name
+        for position, name in enumerate(header)
+        if name not in skip and any(structured(row[position]) for row in rows)
+    ]
+    if not names:
+        return None
+    words = (
+        "; a file of tokens with word labels? --word-format jsonl reads it as word input" if "tokens" in names else ""
+    )
+    return (
+        f"{source_name(path)}: label column(s) {', '.join(names)} hold JSON lists or objects, each stored as its "
+        f"text (one class per distinct value){words}"
+    )
 
 
 def _decode_source(raw: bytes, path: Path, encoding: str) -> str:

@@ -22,6 +22,7 @@ BAD = [
     ({"encoding": "klingon"}, r"unknown encoding 'klingon'"),
     ({"text_col": " "}, r"--text-col is empty"),
     ({"output": "out.csv"}, r"should end in .h5"),
+    ({"output": "out/.h5"}, r"output out/\.h5 has no name before its \.h5"),
     ({"shards": 2}, r"--shards and --shard-index go together"),
     ({"shards": 2, "shard_index": 2}, r"--shard-index 2 is out of range"),
 ]
@@ -31,6 +32,15 @@ BAD = [
 def test_bad_options_are_refused_on_creation(options, message):
     with pytest.raises(InputError, match=message):
         ExtractConfig(corpus="corpus.csv", **options)
+
+
+def test_a_size_option_hint_names_its_own_minimum():
+    with pytest.raises(InputError) as error:
+        ExtractConfig(corpus="corpus.csv", max_length=1)
+    assert "a size of at least 2" in error.value.hint  # not "a positive size": 1 is positive
+    with pytest.raises(InputError) as error:
+        ExtractConfig(corpus="corpus.csv", batch_size=0)
+    assert "a positive size" in error.value.hint
 
 
 def test_config_is_frozen_and_normalised_once():

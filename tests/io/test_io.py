@@ -9,6 +9,7 @@ import pytest
 from featx.errors import InputError
 from featx.io import (
     NUMBER,
+    blank_text,
     decode_text,
     label_column,
     missing_markers,
@@ -69,6 +70,50 @@ def test_unreadable_files_are_named(tmp_path, content, name, message):
 def test_a_bad_byte_is_named_by_line_and_column(tmp_path):
     with pytest.raises(InputError, match="line 2, column 3 is not valid utf-8"):
         decode_text(b"ok\nab\xff\n", tmp_path / "t.csv", "utf-8")
+
+
+@pytest.mark.parametrize(
+    "text, blank",
+    [
+        ("", True),
+        (" \t\n", True),
+        ("\u200b", True),  # zero-width space
+        ("\u00ad\ufeff\x01 \u2028", True),  # soft hyphen, a byte order mark, a control, a line separator
+        ("a", False),
+        ("\u200ba", False),
+        ("\u4e2d\u6587", False),
+        ("\U0001f600", False),
+        ("\x01x", False),
+    ],
+)
+def test_blank_text_is_nothing_but_whitespace_control_and_format_characters(text, blank):
+    assert blank_text(text) is blank
+
+
+WIDE_TEXT = "text,label\ncaf\u00e9 au lait,1\nthe film,0\n"
+
+
+@pytest.mark.parametrize(
+    "raw, codec",
+    [
+        (WIDE_TEXT.encode("utf-16"), "utf-16"),  # a byte order mark, as spreadsheets save "Unicode text"
+        (WIDE_TEXT.encode("utf-32"), "utf-32"),
+        (WIDE_TEXT.encode("utf-16-le"), "utf-16-le"),  # no mark: a NUL after every ASCII character
+        (WIDE_TEXT.encode("utf-16-be"), "utf-16-be"),
+    ],
+)
+@pytest.mark.parametrize("encoding", ["utf-8", "latin-1"])
+def test_a_utf16_or_utf32_file_read_in_another_encoding_names_the_encoding_to_pass(tmp_path, raw, codec, encoding):
+    with pytest.raises(InputError, match=f"t.csv is {codec.upper()} text .*not {encoding}") as error:
+        decode_text(raw, tmp_path / "t.csv", encoding)
+    assert f"--encoding {codec}" in error.value.hint
+    assert decode_text(raw, tmp_path / "t.csv", codec) == WIDE_TEXT
+
+
+def test_a_byte_order_mark_is_dropped_whatever_the_codec(tmp_path):
+    raw = b"\xff\xfe" + WIDE_TEXT.encode("utf-16-le")  # utf-16-le keeps the mark as text
+    assert decode_text(raw, tmp_path / "t.csv", "utf-16-le") == WIDE_TEXT
+    assert decode_text(WIDE_TEXT.encode("utf-8-sig"), tmp_path / "t.csv", "utf-8") == WIDE_TEXT
 
 
 @pytest.mark.parametrize("sep, char", [("tab", "\t"), ("\\t", "\t"), (";", ";"), ("pipe", "|"), (None, None)])

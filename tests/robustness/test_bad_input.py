@@ -25,6 +25,7 @@ import featx
 from featx.cli import main
 from featx.errors import StoreError
 from featx.extraction import ExtractConfig, extract
+from featx.safe_files import is_hdf5_file
 
 REPO = Path(featx.__file__).resolve().parent.parent
 
@@ -124,13 +125,13 @@ REFUSED = [
         "output exists but is not HDF5",
         "text\nhi\n",
         ["@output:text"],
-        r"out\.h5 already exists and cannot be used: .*out\.h5 is not an HDF5 file.*--overwrite",
+        r"out\.h5 already exists and cannot be used: .*out\.h5 is not an HDF5 file.*hint: choose another output",
     ),
     (
         "output is another HDF5 file",
         "text\nhi\n",
         ["@output:foreign"],
-        r"cannot be used: .*is an HDF5 file but not a featx features file.*--overwrite",
+        r"cannot be used: .*is an HDF5 file but not a featx features file.*hint: pass --overwrite",
     ),
 ]
 
@@ -291,7 +292,8 @@ def test_extract_onto_an_unreadable_features_file_says_so(tiny_model, features_f
     result = CliRunner().invoke(main, ["extract", "c.csv", "--model", str(tiny_model), "-q", "-o", "bad.h5"])
     assert result.exit_code == 2, result.output
     assert_one_clear_error(result.output, r"bad\.h5 already exists and cannot be used: .*" + pattern.split(".*")[0])
-    assert "--overwrite" in result.output
+    # --overwrite is suggested only where it replaces the file (an HDF5 file, not a text or empty file)
+    assert ("pass --overwrite" in result.output) == is_hdf5_file(in_tmp / "bad.h5"), result.output
 
 
 # -- accepted and handled right ------------------------------------------------------------------

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ...errors import InputError
+from ...io import blank_text
 from ...options import keyword_doc, renamed
 from ...store import HIDDEN_SITE
 from ..config import ExtractConfig
@@ -57,7 +58,7 @@ def as_texts(texts, name: str = "texts") -> list[str]:
                 f"{name}[{position}] is {type(value).__name__} {value!r:.40}, not a string",
                 "give every text as a str (missing values: drop those rows first)",
             )
-    empty = [position for position, value in enumerate(values) if not value.strip()]
+    empty = [position for position, value in enumerate(values) if blank_text(value)]
     if empty:
         shown = ", ".join(str(position) for position in empty[:10]) + (" ..." if len(empty) > 10 else "")
         raise InputError(

@@ -16,6 +16,7 @@ from ...errors import InputError
 from ...io import (
     NUMBER,
     LabelColumn,
+    blank_text,
     decode_text,
     is_stdin,
     label_column,
@@ -25,6 +26,7 @@ from ...io import (
     read_source,
     refuse_non_text,
     refuse_other_formats,
+    structured_note,
     unwrap_gzip,
 )
 from .senteval import LABEL_COLUMN, check_senteval_options, is_senteval, parse_senteval, split_note
@@ -184,7 +186,7 @@ def _drop_empty(
     With a pair column, a row whose second text is empty is treated exactly like an empty text."""
     numbers = list(range(len(rows)))
     columns = [(text_index, text_col)] + ([(pair_index, pair_col)] if pair_index is not None else [])
-    empty = [number for number, row in enumerate(rows) if any(not row[index].strip() for index, _ in columns)]
+    empty = [number for number, row in enumerate(rows) if any(blank_text(row[index]) for index, _ in columns)]
     if not empty:
         return rows, lines, numbers, []
     if not skip_empty:
@@ -285,6 +287,17 @@ def _refuse_non_texts(rows, lines, path: Path, columns, notes: list[str]) -> Non
             refuse_non_text([row[index] for row in rows], lines, path, str(name), notes)
 
 
+def _refuse_numbers_only(rows, path: Path, header: list[str], columns) -> None:
+    """A text (or pair) column of numbers only is a wrong column name (a score, an id), not texts to encode."""
+    for index, name, flag in columns:
+        if index is not None and all(NUMBER.match(row[index]) for row in rows):
+            what = "text column" if flag == "--text-col" else "text pair column"
+            raise InputError(
+                f"{path}: {what} '{name}' holds only numbers; columns found: {', '.join(header)}",
+                f"is {flag} the right column?",
+            )
+
+
 def _read_bytes(path: Path, max_bytes: int | None) -> tuple[bytes, str, bytes]:
     """The file's bytes as read (the fingerprint's), the suffix that says the format, and the bytes to parse."""
     if not is_stdin(path) and not path.exists():
@@ -354,13 +367,12 @@ def read_corpus(
     )
     texts = [row[text_index] for row in rows]
     _refuse_non_texts(rows, lines, path, [(text_index, text_col), (pair_index, pair_col)], notes)
-    if all(NUMBER.match(value) for value in texts):
-        raise InputError(
-            f"{path}: text column '{text_col}' holds only numbers; columns found: {', '.join(header)}",
-            "is --text-col the right column?",
-        )
+    _refuse_numbers_only(
+        rows, path, header, [(text_index, text_col, "--text-col"), (pair_index, pair_col, "--text-pair-col")]
+    )
     ids = _ids(rows, lines, numbers, header, path, id_col)
     labels, split = _labels_and_split(rows, header, text_col, id_col, missing_markers(missing_labels), pair_col)
+    notes += filter(None, [structured_note(path, header, rows, (text_col, id_col, pair_col, "split"))])
     return Corpus(
         columns=_kept_columns(rows, header, keep_cols, path),
         pair_texts=[row[pair_index] for row in rows] if pair_col is not None else None,

@@ -31,7 +31,7 @@ import numpy as np
 
 from ...errors import InputError
 from ..tokens.tokenize import TokenizedCorpus, fast_backend
-from .templates import uses_prompts
+from .templates import SPAN_POOLINGS, uses_prompts
 
 SHOWN_ROWS = 5
 CHUNK_ROWS = 4096
@@ -63,6 +63,11 @@ def parse_pool_at(spec: str) -> PoolAt:
             return PoolAt("index", index=int(value))
         except ValueError:
             raise InputError(f"--pool-at {spec}: '{value}' is not a whole number", hint) from None
+    if kind in SPAN_POOLINGS and not value:
+        raise InputError(
+            f"--pool-at '{spec}': {kind} is a pooling over the text's own tokens, not one token's position",
+            f"pass it as --pooling {kind} (with --template); --pool-at takes last, marker:TEXT or index:N",
+        )
     raise InputError(f"--pool-at '{spec}' is not understood", hint)
 
 

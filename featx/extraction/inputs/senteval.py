@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...errors import InputError
+from ...io import blank_text
 
 SPLIT_TAGS = {"tr": "train", "va": "dev", "te": "test"}
 TASK_SUFFIX = ".txt"
@@ -64,7 +65,7 @@ def parse_senteval(text: str, path: Path, skip_empty: bool = False) -> SentEvalR
         tag, label, sentence = fields
         if tag not in SPLIT_TAGS:
             raise InputError(f"{path}: line {number} has the unknown split tag {tag[:20]!r}", LINE_HINT)
-        if not sentence.strip():
+        if blank_text(sentence):
             if not skip_empty:
                 raise InputError(
                     f"{path}: line {number} has an empty sentence", "fill it in, or pass --skip-empty to leave it out"

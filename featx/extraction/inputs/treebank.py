@@ -240,8 +240,7 @@ def _conllu_sentence(path: Path, first: int, lines: list[str]) -> Sentence:
     kept = [index for index, token in enumerate(tokens) if isinstance(token["id"], int)]
     words = [tokens[index] for index in kept]  # no ranges (3-4), no empty nodes (8.1)
     where = f"{path}, line {first}"
-    if [token["id"] for token in words] != list(range(1, len(words) + 1)):
-        raise InputError(f"{where}: word ids of the sentence are not 1, 2, 3... in order")
+    _check_word_ids([token["id"] for token in words], [token_lines[index] for index in kept], path)
     _check_ranges_and_feats(tokens, token_lines, len(words), path)
     sentence = Sentence(
         [str(token["form"]) for token in words],
@@ -255,6 +254,19 @@ def _conllu_sentence(path: Path, first: int, lines: list[str]) -> Sentence:
     sentence.heads = [_head(tokens[index]["head"], len(words), f"{path}, line {token_lines[index]}") for index in kept]
     sentence.roots = sum(1 for token in words if str(token["head"]) == "0")
     return sentence
+
+
+def _check_word_ids(ids: list[int], lines: list[int], path: Path) -> None:
+    """Word ids run 1, 2, 3...; the first one out of order is named by its line (most often a word 1: the next
+    sentence, with no blank line before it)."""
+    for expected, (ident, line) in enumerate(zip(ids, lines, strict=True), start=1):
+        if ident != expected:
+            restart = ident == 1
+            raise InputError(
+                f"{path}, line {line}: word id {ident} where {expected} comes next"
+                + (" (a new sentence with no blank line before it?)" if restart else ""),
+                "end every sentence with a blank line" if restart else "number a sentence's words 1, 2, 3...",
+            )
 
 
 def _check_ranges_and_feats(tokens, token_lines: list[int], n_words: int, path: Path) -> None:

@@ -71,6 +71,8 @@ def extract_one(config: ExtractConfig) -> ExtractSummary:
     check_output_dir(output)
     if config.overwrite:  # only a features file is ever replaced
         check_overwrite(output, "features file", is_hdf5_file)
+    else:
+        refuse_unusable_output(output)
     corpus = read_input(config)  # a table of texts, or word inputs (word_corpus.py)
     shard = ShardSpec.from_options(config.shards, config.shard_index)
     corpus_rows, shard_rows = len(corpus), None
@@ -210,20 +212,39 @@ def _run(
         raise
 
 
+NOT_REPLACEABLE_HINT = (
+    "choose another output with -o (--overwrite replaces only a features file featx wrote, never a folder, a link "
+    "or another file)"
+)
+REPLACEABLE_HINT = "pass --overwrite to replace it, or choose another output with -o"
+
+
+def _existing_hint(output: Path) -> str:
+    """The way out for an existing output: --overwrite only where it would replace it (``check_overwrite``)."""
+    return REPLACEABLE_HINT if not output.is_symlink() and is_hdf5_file(output) else NOT_REPLACEABLE_HINT
+
+
+def refuse_unusable_output(output: Path) -> None:
+    """Without --overwrite, an existing output that no features file can be (a folder, a file that is not HDF5,
+    a FIFO) is refused before the corpus is read or the model loaded; --overwrite would refuse it too."""
+    if not output.exists() or is_hdf5_file(output.resolve()):
+        return
+    what = "it is a folder" if output.is_dir() else f"{output} is not an HDF5 file"
+    if not output.is_dir() and not output.is_file():
+        what = f"{output} is not a regular file"
+    raise StoreError(f"{output} already exists and cannot be used: {what}", NOT_REPLACEABLE_HINT)
+
+
 def check_existing(output: Path, fingerprint: str) -> None:
     """Refuse an existing file made by another request (its fingerprint differs) or unreadable."""
     try:
         with FeatureFile(output) as existing:
             same = existing.fingerprint == fingerprint
     except FeatxError as err:
-        raise StoreError(
-            f"{output} already exists and cannot be used: {err.message}",
-            "pass --overwrite to replace it, or choose another output with -o",
-        ) from None
+        raise StoreError(f"{output} already exists and cannot be used: {err.message}", _existing_hint(output)) from None
     if not same:
         raise StoreError(
-            f"{output} already exists and was made from a different corpus, model or options",
-            "pass --overwrite to replace it, or choose another output with -o",
+            f"{output} already exists and was made from a different corpus, model or options", _existing_hint(output)
         )
 
 

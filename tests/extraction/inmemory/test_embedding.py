@@ -115,6 +115,7 @@ BAD_INPUTS = [
     (["fine", 3], {}, r"texts\[1\] is int"),
     (pd.Series(["fine", np.nan]), {}, r"texts\[1\] is float"),
     (["fine", "  ", ""], {}, r"texts: 2 empty or whitespace-only text\(s\), at position\(s\) 1, 2"),
+    (["fine", "\u200b\u00ad"], {}, r"texts: 1 empty or whitespace-only text\(s\), at position\(s\) 1"),
     (pd.DataFrame({"a": ["x"], "b": ["y"]}), {}, "texts is a table of 2 columns"),
     (np.array([["a", "b"], ["c", "d"]]), {}, r"texts is an array of shape \(2, 2\)"),
     ({"a": 1}, {}, "texts is a dict, not a list of texts"),

@@ -104,6 +104,15 @@ def test_skip_empty_reports_rows(tmp_path):
     np.testing.assert_array_equal(corpus.labels["label"].codes, [0, 0])
 
 
+def test_a_text_of_invisible_characters_only_is_empty(tmp_path):
+    """Zero-width space, soft hyphens, a control character: nothing to read, only the special tokens would run."""
+    path = write(tmp_path, "text,label\nhi,1\n\u200b,0\n\u00ad\u00ad ,1\n\x01,0\nna\u00efve\u200b,1\n")
+    with pytest.raises(InputError, match="3 empty or whitespace-only text.*row 1 .*row 2 .*row 3 "):
+        read_corpus(path)
+    corpus = read_corpus(path, skip_empty=True)
+    assert corpus.texts == ["hi", "na\u00efve\u200b"] and corpus.skipped_rows == [1, 2, 3]
+
+
 def test_duplicate_ids_are_refused(tmp_path):
     path = write(tmp_path, "id,text\nx,hi\ny,yo\nx,hey\n")
     with pytest.raises(InputError, match="id 'x' appears twice.*line 2 and line 4"):
@@ -127,3 +136,19 @@ def test_unicode_text_kept_verbatim(tmp_path):
         writer.writerow(["text"])
         writer.writerows([[text] for text in texts])
     assert read_corpus(path).texts == texts
+
+
+def test_label_columns_of_json_lists_or_objects_are_named_in_a_note(tmp_path):
+    records = [
+        {"text": "the cat sat", "tokens": ["the", "cat", "sat"], "upos": ["DET", "NOUN", "VERB"], "label": 1},
+        {"text": "dogs bark", "tokens": ["dogs", "bark"], "upos": ["NOUN", "VERB"], "label": 0},
+    ]
+    path = write(tmp_path, "".join(json.dumps(record) + "\n" for record in records), "c.jsonl")
+    corpus = read_corpus(path)
+    assert corpus.labels["upos"].names == ["['DET', 'NOUN', 'VERB']", "['NOUN', 'VERB']"]  # one class per list
+    (note,) = [note for note in corpus.notes if "JSON lists or objects" in note]
+    assert "label column(s) tokens, upos hold" in note and "--word-format jsonl" in note
+    meta = write(tmp_path, '{"text": "hi", "meta": {"a": 1}}\n{"text": "yo", "meta": {"a": 2}}\n', "m.jsonl")
+    assert any("label column(s) meta hold" in note and "word" not in note for note in read_corpus(meta).notes)
+    plain = write(tmp_path, '{"text": "hi", "label": 1}\n{"text": "yo", "label": "x"}\n', "p.jsonl")
+    assert not any("JSON lists" in note for note in read_corpus(plain).notes)

@@ -155,6 +155,7 @@ def test_plain_requests_keep_their_fingerprint(tiny_model, tmp_path):
         (dict(text_pair_col="second", pair_mode="joint"), "--pair-mode 'joint' is not understood"),
         (dict(text_pair_col="second", pair_mode="separate", tokens=True), "--tokens is stored for --pair-mode cross"),
         (dict(text_pair_col="second", long="window"), "--long window does not apply to sentence pairs"),
+        (dict(text_pair_col="score"), "text pair column 'score' holds only numbers"),
     ],
 )
 def test_bad_pair_options_are_refused_clearly(tiny_model, tmp_path, options, message):

@@ -39,6 +39,7 @@ def test_a_task_file_reads_as_text_label_and_split(tmp_path):
         ("tr\tA\tone\n\nte\tB\ttwo\n", "line 2 is empty"),
         ("tr\tA\tone\nxx\tB\ttwo\n", "line 2 has the unknown split tag 'xx'"),
         ("tr\tA\tone\nte\tB\t \n", "line 2 has an empty sentence"),
+        ("tr\tA\tone\nte\tB\t\u200b\n", "line 2 has an empty sentence"),
     ],
 )
 def test_malformed_lines_are_named(tmp_path, content, expected):

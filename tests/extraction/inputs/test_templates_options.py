@@ -45,6 +45,12 @@ def test_pool_at_forms(spec, parsed):
     assert parse_pool_at(spec) == parsed
 
 
+def test_a_span_pooling_given_as_pool_at_is_pointed_to_pooling():
+    with pytest.raises(InputError, match="span_mean is a pooling over the text's own tokens") as error:
+        parse_pool_at("span_mean")
+    assert "--pooling span_mean" in error.value.hint
+
+
 def test_a_template_file_starting_with_at_is_kept_apart_from_a_file_name(tmp_path, corpus_csv):
     (tmp_path / "t.txt").write_text("@user {text}\n", encoding="utf-8")
     config = ExtractConfig(corpus=corpus_csv, template=f"@{tmp_path / 't.txt'}")

@@ -117,7 +117,11 @@ BAD_CONLLU = {
     "a bad id": (CONLLU.replace("5\tzebras", "x\tzebras"), "line 10: not valid CoNLL-U"),
     "a bad head": (CONLLU.replace("\t4\tobj", "\tz\tobj"), "line 10: not valid CoNLL-U"),
     "a head outside": (CONLLU.replace("\t4\tobj", "\t9\tobj"), "line 10: head 9 is outside the sentence of 5"),
-    "ids out of order": (CONLLU.replace("2\twalk", "3\twalk"), "word ids of the sentence are not 1, 2, 3"),
+    "ids out of order": (CONLLU.replace("2\twalk", "3\twalk"), "line 14: word id 3 where 2 comes next\n"),
+    "no blank line between sentences": (
+        CONLLU.replace("\n\n# sent_id = s2", "\n# sent_id = s2"),
+        r"line 12: word id 1 where 6 comes next \(a new sentence with no blank line before it\?\)",
+    ),
     "a sentence without words": (CONLLU + "\n# sent_id = s3\n# text = nothing\n", "line 16: the sentence has no"),
 }
 
@@ -128,6 +132,8 @@ def test_broken_conllu_names_file_and_line(tmp_path, case):
     with pytest.raises(InputError, match=message) as error:
         read_word_corpus([write(tmp_path / "bad.conllu", text)], "conllu")
     assert "bad.conllu" in error.value.message
+    if case == "no blank line between sentences":
+        assert "blank line" in error.value.hint
 
 
 def test_bad_word_inputs_are_refused(tmp_path):

@@ -256,6 +256,46 @@ def test_output_directory_problems(tiny_model, corpus_csv, tmp_path):
         run(corpus_csv, tiny_model, tmp_path, "out.csv")
 
 
+def _foreign_hdf5(path):
+    with h5py.File(path, "w") as file:
+        file["x"] = np.arange(3)
+
+
+@pytest.mark.parametrize(
+    "make, reason",
+    [
+        (lambda path: path.mkdir(), "it is a folder"),
+        (lambda path: path.write_text("notes\n"), "is not an HDF5 file"),
+        (lambda path: path.write_bytes(b""), "is not an HDF5 file"),
+    ],
+    ids=["folder", "text file", "empty file"],
+)
+def test_an_existing_output_that_overwrite_would_refuse_is_refused_first_without_suggesting_it(
+    corpus_csv, tmp_path, make, reason
+):
+    make(tmp_path / "out.h5")
+    # The model does not exist: the output is refused before the model is looked for.
+    with pytest.raises(StoreError, match=f"out.h5 already exists and cannot be used: .*{reason}") as error:
+        run(corpus_csv, "nobody/no-such-model", tmp_path)
+    assert "pass --overwrite" not in error.value.hint and "-o" in error.value.hint
+    with pytest.raises(InputError, match="not a features file featx wrote"):
+        run(corpus_csv, "nobody/no-such-model", tmp_path, overwrite=True)
+
+
+def test_an_existing_output_is_said_replaceable_only_where_overwrite_replaces_it(tiny_model, corpus_csv, tmp_path):
+    _foreign_hdf5(tmp_path / "foreign.h5")
+    (tmp_path / "link.h5").symlink_to(tmp_path / "foreign.h5")
+    with pytest.raises(StoreError, match="link.h5 is an HDF5 file but not a featx features file") as error:
+        run(corpus_csv, tiny_model, tmp_path, "link.h5")
+    assert "pass --overwrite" not in error.value.hint
+    with pytest.raises(InputError, match="symbolic link"):
+        run(corpus_csv, tiny_model, tmp_path, "link.h5", overwrite=True)
+    with pytest.raises(StoreError, match="foreign.h5 is an HDF5 file but not a featx features file") as error:
+        run(corpus_csv, tiny_model, tmp_path, "foreign.h5")
+    assert "pass --overwrite" in error.value.hint
+    assert run(corpus_csv, tiny_model, tmp_path, "foreign.h5", overwrite=True).status == "written"
+
+
 def test_pooler_requested_for_model_without_one(tmp_path, corpus_csv):
     import torch
     from support.tiny import build_tiny_bert
