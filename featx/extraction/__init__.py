@@ -8,7 +8,8 @@ from outside this package):
 ``ExtractionPlan``  the run resolved once from the config, the corpus and the model (``plan.py``, data only;
                     ``run/resolve.py`` resolves it)
 ``extract``         run it: single process, one shard, or a torchrun rank (``run/``)
-``estimate``        what it would cost, from the same plan (``dryrun/``)
+``estimate``        what it would cost, from the same plan (``dryrun/``); ``stored_layout``: the layers and
+                    poolings it will store, from the model's ``config.json`` alone (a study checks its probes)
 ``merge``           the shards of a sharded run into one file (``shards/``)
 ``quick_up_to_date``  the no-torch answer for an unchanged request (``run/freshness.py``)
 ``embed``, ``encode_words``  in-memory texts or sentences of words in, features out, no file (``inmemory/``)
@@ -49,6 +50,7 @@ _HOMES = {
     "extract": "run.orchestrate",
     "estimate": "dryrun.estimation",
     "Estimate": "dryrun.summary",
+    "stored_layout": "dryrun.from_config",
     "merge": "shards.merge:merge",
     "MergeSummary": "shards.merge",
     "MergeConfig": "shards.merge",

@@ -125,6 +125,38 @@ class StudyConfig:
         except InputError as err:
             raise self._blame(err, [("probe",), ("study",)]) from None
 
+    def check_stored(self, model: ModelSpec, corpus: CorpusSpec) -> None:
+        """``[probe]``'s layers and poolings against what the extraction of ``corpus`` by ``model`` will store,
+        read from the model's ``config.json`` (not checkable for a hub id not on this machine): a probe that
+        cannot run is refused before any work, not after its extraction."""
+        from ..extraction import stored_layout
+        from ..selection import parse_layer_specs, parse_poolings
+
+        probe = self.probe_config(Path(FEATURES_NAME), "label", lexical=True)
+        if probe.site_list() != ["hidden"]:
+            return  # a site's layers and poolings are the site's (checked by the probe against the file)
+        try:
+            layout = stored_layout(self.extract_config(model, corpus))
+        except InputError as err:  # a pooling the model has not: the extraction's own error
+            raise self._blame(err, [("extract",), ("models", model.entry)]) from None
+        if layout is None:
+            return
+        checks = [("layer", lambda: parse_layer_specs(probe.layers, layout[0]))]
+        if layout[1] is not None:
+            checks.append(("pooling", lambda: parse_poolings(probe.poolings, layout[1])))
+        for key, check in checks:
+            try:
+                check()
+            except InputError as err:
+                message = f"model '{model.name}', corpus '{corpus.name}': {err.message}"
+                raise self.source.error(self._probe_key(key), message, err.hint) from None
+
+    def _probe_key(self, flag: str) -> Place:
+        """Where ``[probe]`` gave ``--layer`` (or ``--pooling``): as a field, a flag or either's plural."""
+        keys = self.source.lines.keys_under(("probe",)) or [name for name, _ in self.probe]
+        spelled = next((key for key in keys if key.lstrip("-").replace("-", "_").rstrip("s") == flag), None)
+        return ("probe", spelled) if spelled else ("probe",)
+
     def _options(self, place: Place) -> Options:
         """The options a study table gave (a dict's, whose keys have no lines)."""
         if place == ("extract",):

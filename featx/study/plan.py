@@ -153,6 +153,9 @@ def make_plan(study: Any, **overrides: Any) -> StudyPlan:
     """The plan of a study (a path, a dict or a ``StudyConfig``): every extraction, then every probe, in the
     file's order (model by model, corpus by corpus, label by label)."""
     config = study_config(study, **overrides)
+    for model in config.models:
+        for corpus in config.corpora:
+            config.check_stored(model, corpus)  # every probe fits what its extraction stores
     contents: dict[str, str] = {}
     extractions = tuple(
         _extraction(config, model, corpus, contents) for model in config.models for corpus in config.corpora

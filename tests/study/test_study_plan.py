@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from collections import Counter
 
+import pytest
+
+from featx.errors import InputError
 from featx.study import make_plan
 
 
@@ -38,3 +41,49 @@ def test_a_label_that_is_no_file_name_gets_a_safe_stem(tmp_path):
     study = {"models": [{"name": "m"}], "corpora": [{"path": str(tmp_path / "a.csv"), "labels": ["../x y"]}]}
     stem = make_plan(study).probes[0].prefix.name
     assert "/" not in stem and stem.startswith(".._x_y-") and stem.endswith(".probe")
+
+
+def _study(tmp_path, probe: dict, model: dict | None = None, extract: dict | None = None) -> dict:
+    (tmp_path / "a.csv").write_text("text,x\nhi,1\nho,2\n")
+    return {
+        "study": {"output": str(tmp_path / "out")},
+        "models": [model or {"name": "m"}],
+        "corpora": [{"name": "a", "path": str(tmp_path / "a.csv"), "labels": ["x"]}],
+        "extract": extract or {"pooling": "mean,cls"},
+        "probe": probe,
+    }
+
+
+@pytest.mark.parametrize(
+    ("probe", "words"),
+    [
+        ({"layer": "99"}, "[probe] layers: model 'm', corpus 'a': layer 99 is out of range: available layers are 0..2"),
+        ({"layer": "cat(1,-9)"}, "model 'm', corpus 'a': layer -9 is out of range"),
+        ({"pooling": "max"}, "[probe] poolings: model 'm', corpus 'a': pooling 'max' is not available"),
+    ],
+)
+def test_a_probe_the_stored_features_cannot_serve_is_refused_before_any_work(tmp_path, tiny_model, probe, words):
+    """Read from the model's config.json: the tiny model has 2 blocks (layers 0..2), and the extraction stores
+    mean and cls only; the probes would else fail one by one after their extractions."""
+    with pytest.raises(InputError) as caught:
+        make_plan(_study(tmp_path, probe, {"name": "m", "model": str(tiny_model)}))
+    assert words in caught.value.message and caught.value.message.startswith("study: ")
+    assert not (tmp_path / "out").exists()
+
+
+def test_probes_that_fit_the_stored_features_and_a_model_not_on_this_machine_are_planned(tmp_path, tiny_model):
+    fits = _study(tmp_path, {"layer": "cat(1,-1),0", "pooling": "cls"}, {"name": "m", "model": str(tiny_model)})
+    assert len(make_plan(fits).probes) == 1
+    elsewhere = _study(tmp_path, {"layer": "99"}, {"name": "m", "model": "nobody/not-downloaded"})
+    assert len(make_plan(elsewhere).probes) == 1  # its config.json is not here: the probe checks the file
+
+
+def test_the_study_file_names_the_probe_line(tmp_path, tiny_model):
+    from featx.study import study_toml
+
+    path = tmp_path / "study.toml"
+    path.write_text(
+        study_toml(_study(tmp_path, {"layer": "all", "pooling": "max"}, {"model": str(tiny_model)} | {"name": "m"}))
+    )
+    with pytest.raises(InputError, match=r"study\.toml, line \d+: \[probe\] pooling: model 'm'"):
+        make_plan(path)

@@ -64,6 +64,20 @@ def from_config_reason(config) -> str | None:
     return None
 
 
+def stored_layout(config) -> tuple[list[int], list[str] | None] | None:
+    """The layers and sentence poolings ``config``'s extraction will store, from its model's ``config.json``
+    alone (nothing loaded): None where that file is not on this machine (a hub id not downloaded); poolings
+    None for word inputs, whose probes read word poolings. A pooling the model has not (``cls`` on a decoder)
+    is the ``InputError`` the extraction would give."""
+    folder = _folder(config.model)
+    if folder is None:
+        return None
+    from ..checks import is_word_input
+
+    size = read_size(folder, config.trust_remote_code)
+    return _layers(config, size), None if is_word_input(config) else _poolings(config, size)
+
+
 def free_disk(output: Path) -> tuple[Path, int]:
     """(the folder the output goes to, or the working folder if it does not exist yet; its free bytes)."""
     directory = output.parent if output.parent.exists() else Path(".")
