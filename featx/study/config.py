@@ -141,15 +141,16 @@ class StudyConfig:
             raise self._blame(err, [("extract",), ("models", model.entry)]) from None
         if layout is None:
             return
-        checks = [("layer", lambda: parse_layer_specs(probe.layers, layout[0]))]
-        if layout[1] is not None:
-            checks.append(("pooling", lambda: parse_poolings(probe.poolings, layout[1])))
-        for key, check in checks:
-            try:
-                check()
-            except InputError as err:
-                message = f"model '{model.name}', corpus '{corpus.name}': {err.message}"
-                raise self.source.error(self._probe_key(key), message, err.hint) from None
+        layers, poolings = layout
+        key = "layer"
+        try:
+            parse_layer_specs(probe.layers, layers)
+            key = "pooling"
+            if poolings is not None:
+                parse_poolings(probe.poolings, poolings)
+        except InputError as err:
+            message = f"model '{model.name}', corpus '{corpus.name}': {err.message}"
+            raise self.source.error(self._probe_key(key), message, err.hint) from None
 
     def _probe_key(self, flag: str) -> Place:
         """Where ``[probe]`` gave ``--layer`` (or ``--pooling``): as a field, a flag or either's plural."""
