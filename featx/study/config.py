@@ -325,7 +325,8 @@ def _study_keys(source: Source, table: dict[str, Any]) -> dict[str, Any]:
     for key, kind in (("metric", str), ("jobs", int), ("engine", str), ("address", str), ("output", str)):
         if key in table:
             if type(table[key]) is not kind:
-                raise source.error(("study", key), f"{key} {table[key]!r} must be {kind.__name__}")
+                example = f"{key} = 2 (a whole number, no quotes)" if kind is int else f'{key} = "..." (in quotes)'
+                raise source.error(("study", key), f"{key} {table[key]!r} must be {kind.__name__}", f"write {example}")
             values[key] = table[key]
     values["output"] = source.resolve(values.get("output", default_output(source)))
     if values["output"].is_symlink() or values["output"].is_file():

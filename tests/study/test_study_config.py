@@ -90,6 +90,8 @@ BAD = [
     (('labels = ["label"]', "labels = []"), "labels [] must name label columns", 16, None),
     (('[[models]]\nname = "minilm"', '[[models]]\nname = "minilm"\nmodel = "./missing"'), "model folder", 7, None),
     (('output = "out"', 'output = "out"\njobs = 0'), "[study] jobs: jobs 0 runs nothing", 3, None),
+    (('output = "out"', 'output = "out"\njobs = "2"'), "[study] jobs: jobs '2' must be int", 3, "jobs = 2 (a whole"),
+    (('metric = "accuracy"', "metric = 1"), "[study] metric: metric 1 must be str", 3, 'metric = "..." (in quotes)'),
     (('output = "out"', 'output = "out"\nengine = "rai"'), "unknown engine 'rai'", 3, None),
     (('output = "out"', 'output = "out"\ncorpus = 1'), "[study] corpus: unknown key", 3, None),
     (("[probe]", "[probe\n"), "not valid TOML", None, None),
