@@ -4,13 +4,18 @@ refused by name, and decoded to text with a message that names the line and colu
 from __future__ import annotations
 
 import codecs
+import functools
 import os
 import stat
 import sys
 import zlib
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 from ..errors import InputError
+
+T = TypeVar("T")
 
 STDIN = "-"  # the corpus argument that reads standard input
 
@@ -36,6 +41,23 @@ def rereadable(path) -> bool:
 def source_name(path) -> str:
     """How a corpus is named in messages and in the file: ``<stdin>`` for ``-``."""
     return "<stdin>" if is_stdin(path) else str(path)
+
+
+def naming_stdin(read: Callable[..., T]) -> Callable[..., T]:
+    """``read`` (whose first argument is the path) with its errors about standard input naming it ``<stdin>``,
+    as every other message does, instead of the ``-`` its path is spelt."""
+
+    @functools.wraps(read)
+    def named(path, *args, **kwargs):
+        try:
+            return read(path, *args, **kwargs)
+        except InputError as err:
+            spelt = str(path)
+            if not is_stdin(path) or not err.message.startswith(f"{spelt}"):
+                raise
+            raise InputError(source_name(path) + err.message[len(spelt) :], err.hint) from None
+
+    return named
 
 
 def read_source(path: Path) -> bytes:

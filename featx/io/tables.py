@@ -97,7 +97,9 @@ def _parse_delimited(text: str, path: Path, delimiter: str) -> Table:
     try:
         header = next(reader)
     except StopIteration:
-        raise InputError(f"{path} is empty", "give a CSV/TSV file with a header row, e.g. text,label") from None
+        raise InputError(
+            f"{source_name(path)} is empty", "give a CSV/TSV file with a header row, e.g. text,label"
+        ) from None
     except csv.Error as err:
         raise InputError(f"{path}: the header row cannot be parsed ({err})") from None
     check_width(len(header), path)
@@ -146,7 +148,9 @@ def _read_jsonl(text: str, path: Path) -> Table:
         records.append(record)
         lines.append(number)
     if not records:
-        raise InputError(f"{path} is empty", 'give one JSON object per line, e.g. {"text": ..., "label": ...}')
+        raise InputError(
+            f"{source_name(path)} is empty", 'give one JSON object per line, e.g. {"text": ..., "label": ...}'
+        )
     try:
         rows = [[_cell(record.get(key)) for key in header] for record in records]
     except RecursionError:
@@ -278,7 +282,9 @@ def structured_note(path: Path, header: list[str], rows: list[list[str]], skip) 
 
 def _decode_source(raw: bytes, path: Path, encoding: str) -> str:
     if not raw.strip():
-        raise InputError(f"{path} is empty", "give a file with a header row, e.g. text,label, and one row per text")
+        raise InputError(
+            f"{source_name(path)} is empty", "give a file with a header row, e.g. text,label, and one row per text"
+        )
     return decode_text(raw, path, encoding)
 
 

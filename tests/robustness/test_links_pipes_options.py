@@ -143,6 +143,16 @@ def test_stdin_needs_an_output_and_a_pipe(tmp_path):
     assert result.exit_code == 2 and "needs an output path" in result.output
 
 
+@pytest.mark.parametrize(
+    ("data", "words"),
+    [("", "<stdin> is empty"), ("text,label\n", "<stdin> has a header but no rows"), ("text\n\u200b\n", "<stdin>: ")],
+)
+def test_an_empty_standard_input_is_named_stdin(tmp_path, data, words):
+    result = CliRunner().invoke(main, ["extract", "-", "-o", str(tmp_path / "out.h5")], input=data)
+    assert result.exit_code == 2 and result.output.startswith(f"featx: error: {words}"), result.output
+    assert not (tmp_path / "out.h5").exists()
+
+
 # -- every non-positive numeric option --------------------------------------------------------------
 
 NUMERIC = [

@@ -21,11 +21,13 @@ from ...io import (
     is_stdin,
     label_column,
     missing_markers,
+    naming_stdin,
     normalise_sep,
     parse_table,
     read_source,
     refuse_non_text,
     refuse_other_formats,
+    source_name,
     structured_note,
     unwrap_gzip,
 )
@@ -200,7 +202,7 @@ def _drop_empty(
     dropped = set(empty)
     keep = [index for index in numbers if index not in dropped]
     if not keep:
-        raise InputError(f"{path}: every text in column '{text_col}' is empty")
+        raise InputError(f"{source_name(path)}: every text in column '{text_col}' is empty")
     return [rows[i] for i in keep], [lines[i] for i in keep], keep, empty
 
 
@@ -332,6 +334,7 @@ def _senteval_corpus(
     )
 
 
+@naming_stdin
 def read_corpus(
     path: str | Path,
     text_col: str = "text",
@@ -359,7 +362,7 @@ def read_corpus(
     header, rows, lines = parse_table(data, path, suffix, encoding, normalise_sep(sep), notes)
     header = _check_header(header, path, text_col, id_col, pair_col)
     if not rows:
-        raise InputError(f"{path} has a header but no rows", "add at least one row of text")
+        raise InputError(f"{source_name(path)} has a header but no rows", "add at least one row of text")
     text_index = header.index(text_col)
     pair_index = header.index(pair_col) if pair_col is not None else None
     rows, lines, numbers, skipped = _drop_empty(
