@@ -98,21 +98,29 @@ def _interval(row, key: str) -> str:
     return f"{value:.3f} [{low:.3f}, {high:.3f}]" if low == low else f"{value:.3f}"
 
 
+def _format_steering(result: InterveneResult) -> str:
+    """The dose-response as printed: per alpha and direction, the moved share, the share flipped (read through
+    contrast answers) and the score change, then the run's notes."""
+    table = result.table
+    reader = result.meta.get("reader") or f"the bundle at layer {result.meta.get('read_at')}"
+    lines = [
+        f"steering toward {result.meta.get('toward')} at layer {result.meta.get('at')}, read by {reader} "
+        f"({result.meta.get('direction_source')})"
+    ]
+    for _, row in table.iterrows():
+        flipped = f"  flipped {_interval(row, 'flipped')}" if "flipped" in table.columns else ""
+        lines.append(
+            f"  alpha {row.alpha:g} {row.direction:<7} moved {_interval(row, 'moved')}{flipped}  "
+            f"score change {_interval(row, 'score_change')}"
+        )
+    return "\n".join(lines + [f"note: {note}" for note in result.notes])
+
+
 def format_table(result: InterveneResult) -> str:
     """The table as ``featx intervene`` prints it."""
     table = result.table
     if "alpha" in table.columns:
-        reader = result.meta.get("reader") or f"the bundle at layer {result.meta.get('read_at')}"
-        lines = [
-            f"steering toward {result.meta.get('toward')} at layer {result.meta.get('at')}, read by {reader} "
-            f"({result.meta.get('direction_source')})"
-        ]
-        for _, row in table.iterrows():
-            lines.append(
-                f"  alpha {row.alpha:g} {row.direction:<7} moved {_interval(row, 'moved')}  "
-                f"score change {_interval(row, 'score_change')}"
-            )
-        return "\n".join(lines)
+        return _format_steering(result)
     lines = [
         f"{result.meta.get('edit')} of '{result.meta.get('label')}' ({result.meta.get('pooling')} pooling); "
         "before / after / random control, 95% intervals; p: after vs before, Holm-adjusted"
