@@ -98,6 +98,15 @@ def _interval(row, key: str) -> str:
     return f"{value:.3f} [{low:.3f}, {high:.3f}]" if low == low else f"{value:.3f}"
 
 
+def _p_values(row) -> str:
+    """``  p AFTER / CONTROL``: a probe's Holm-adjusted paired tests, the loss's paired t-tests; "" for the rest."""
+    adjusted = row.kind == "probe"
+    after, control = (row[f"{key}_holm" if adjusted else key] for key in ("p_after", "p_control"))
+    if after != after:
+        return ""
+    return f"  p {after:.3g} / {control:.3g}"
+
+
 def _format_steering(result: InterveneResult) -> str:
     """The dose-response as printed: per alpha and direction, the moved share, the share flipped (read through
     contrast answers) and the score change, then the run's notes."""
@@ -123,12 +132,13 @@ def format_table(result: InterveneResult) -> str:
         return _format_steering(result)
     lines = [
         f"{result.meta.get('edit')} of '{result.meta.get('label')}' ({result.meta.get('pooling')} pooling); "
-        "before / after / random control, 95% intervals; p: after vs before, Holm-adjusted"
+        "before / after / random control, 95% intervals; p: after vs before / after vs control, Holm-adjusted "
+        "(the loss: paired t-tests)"
     ]
     for layer, group in table.groupby("edit_layer", sort=False):
         lines.append(f"edit at layer {layer} (rank {group['rank'].iloc[0]}):")
         for _, row in group.iterrows():
-            p = "" if row.p_after_holm != row.p_after_holm else f"  p {row.p_after_holm:.3g}"
+            p = _p_values(row)
             lines.append(
                 f"  {row['name'][:28]:<28} L{row.layer:<3} {_interval(row, 'before'):<24} "
                 f"{_interval(row, 'after'):<24} {_interval(row, 'control'):<24}{p}"

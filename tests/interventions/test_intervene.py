@@ -93,3 +93,20 @@ def test_the_steering_printout_shows_every_measure_of_the_table_and_the_notes():
     printed = format_table(InterveneResult(pd.DataFrame([row]), meta, Path("x"), [note]))
     assert "moved 0.250 [0.125, 0.500]  flipped 0.375 [0.250, 0.625]" in printed
     assert printed.endswith(f"note: {note}")
+
+
+def test_the_printout_gives_the_tests_the_csv_holds():
+    """Each printed p-value is the CSV's: a probe's Holm-adjusted tests against before and against the control, and
+    the loss row's paired t-tests (not adjusted), which the printout left out."""
+    from pathlib import Path
+
+    from featx.interventions import InterveneResult
+
+    probe = dict.fromkeys(TABLE_COLUMNS, 0.5)
+    probe.update(edit="erase", edit_layer=1, rank=1, kind="probe", name="animal", role="edited", layer=1)
+    probe.update(p_after=0.01, p_after_holm=0.02, p_control=0.03, p_control_holm=0.06)
+    loss = {**probe, "kind": "output", "name": "masked-token loss", "role": "loss", "majority": float("nan")}
+    loss.update(p_after=0.414, p_after_holm=float("nan"), p_control=0.269, p_control_holm=float("nan"))
+    meta = {"edit": "erase", "label": "animal", "pooling": "mean"}
+    printed = format_table(InterveneResult(pd.DataFrame([probe, loss]), meta, Path("x"))).splitlines()
+    assert printed[2].endswith("p 0.02 / 0.06") and printed[3].endswith("p 0.414 / 0.269")
