@@ -146,3 +146,19 @@ def test_amnesic_all_skips_an_unprobeable_column_with_a_note(constant_column_fea
     assert set(result.table[result.table.kind == "probe"].name) == {"animal", "other"}
     assert any(note.startswith("amnesic probing skips 'constant'") for note in result.notes)
     assert "amnesic probing skips 'constant'" in format_table(result)
+
+
+def test_a_bundle_of_concatenated_layers_is_accepted(planted_features, tmp_path):
+    """A ``cat(0,2)`` bundle reads the two layers side by side (twice the width): its width was compared with one
+    layer's, and every such bundle was refused as made for another model."""
+    import featx
+    from featx.interventions import InterveneConfig, make_plan
+
+    bundle = tmp_path / "cat.featx"
+    featx.fit(planted_features, label="animal", layer="cat(0,2)", pooling="mean", output=bundle, folds=3)
+    steer = dict(edit="steer", bundle=bundle, toward="dogs", at="1", alphas="0,4", write=False)
+    assert make_plan(InterveneConfig(features=planted_features, **steer)).bundle.spec.kind == "cat"
+    result = intervene(planted_features, edit="project", bundle=bundle, at="2", amnesic="none", write=False)
+    table = result.table.set_index("name")
+    assert set(table["rank"]) == {1}  # two classes: one direction, the layer-2 block of the head's coefficients
+    assert table.loc["animal bundle: flipped", "before"] == 0 and table.loc["animal bundle: accuracy", "before"] > 0.75
