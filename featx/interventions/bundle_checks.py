@@ -63,7 +63,7 @@ def _check_width(bundle, config: InterveneConfig, provenance: Provenance) -> Non
     if bundle.spec.kind == "stack":
         got, wanted = list(bundle.head.widths), [d] * len(bundle.layers)
     else:
-        got, wanted = [int(bundle.head.n_features)], [d * (len(bundle.layers) if bundle.spec.kind == "concat" else 1)]
+        got, wanted = [int(bundle.head.n_features)], [d * (len(bundle.layers) if bundle.spec.kind == "cat" else 1)]
     if got != wanted:
         raise InputError(
             f"--bundle {config.bundle} reads vectors of width {', '.join(map(str, got))}, not this model's "

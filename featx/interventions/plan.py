@@ -54,13 +54,19 @@ def _label(features: FeatureFile, config: InterveneConfig, bundle) -> str:
     return label
 
 
-def _amnesic(features: FeatureFile, config: InterveneConfig, label: str) -> tuple[str, ...]:
+def _amnesic(features: FeatureFile, config: InterveneConfig, label: str) -> tuple[tuple[str, ...], list[str]]:
+    """The other label columns probed (and the notes of those ``all`` leaves out): each must be probeable, checked
+    here, before any forward pass. ``all`` skips a column no probe can read (one class, say) with a note, as
+    ``featx erase`` does; a column named in the list is refused instead."""
     spelled = str(config.amnesic or "none").strip()
     if spelled.lower() == "none" or config.edit == "steer":
-        return ()
-    if spelled.lower() == "all":
-        return tuple(name for name in features.label_columns if name != label)
-    names = tuple(name.strip() for name in spelled.split(",") if name.strip())
+        return (), []
+    every = spelled.lower() == "all"
+    if every:
+        names: tuple[str, ...] = tuple(name for name in features.label_columns if name != label)
+    else:
+        names = tuple(name.strip() for name in spelled.split(",") if name.strip())
+    kept, notes = [], []
     for name in names:
         if name == label:
             raise InputError(f"--amnesic {name}: that is the edited label", "name the other label columns")
@@ -69,7 +75,25 @@ def _amnesic(features: FeatureFile, config: InterveneConfig, label: str) -> tupl
                 f"--amnesic {name}: {features.path.name} has no such label column",
                 "name its label columns, all, or none",
             )
-    return names
+        problem = _unprobeable(features, name, config.seed)
+        if problem is None:
+            kept.append(name)
+        elif every:
+            notes.append(f"amnesic probing skips '{name}': {problem}")
+        else:
+            raise InputError(f"--amnesic {name}: {problem}", "name other label columns, all, or none")
+    return tuple(kept), notes
+
+
+def _unprobeable(features: FeatureFile, name: str, seed: int) -> str | None:
+    """Why no probe can read label column ``name`` (one class, too few rows...), or None."""
+    from ..probing import load_task
+
+    try:
+        load_task(features, name, 5, seed)
+    except InputError as err:
+        return err.message
+    return None
 
 
 def _pooling(features: FeatureFile, config: InterveneConfig) -> str:
@@ -132,6 +156,7 @@ def make_plan(config: InterveneConfig) -> InterventionPlan:
         provenance = read_provenance(features)
         _check_layers(features, config, provenance)
         label = _label(features, config, bundle)
+        amnesic, notes = _amnesic(features, config, label)
         if bundle is not None:
             check_bundle(bundle, config, provenance, features)
         plan = InterventionPlan(
@@ -139,7 +164,7 @@ def make_plan(config: InterveneConfig) -> InterventionPlan:
             features=path,
             provenance=provenance,
             label=label,
-            amnesic=_amnesic(features, config, label),
+            amnesic=amnesic,
             pooling=_pooling(features, config),
             at=tuple(config.at),
             above={layer: tuple(stored for stored in features.layers if stored >= layer) for layer in config.at},
@@ -147,6 +172,7 @@ def make_plan(config: InterveneConfig) -> InterventionPlan:
             output=_output(path, config, label),
             bundle=bundle,
             site_widths=_site_widths(features, config),
+            notes=tuple(notes),
         )
     return plan
 

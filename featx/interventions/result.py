@@ -98,29 +98,47 @@ def _interval(row, key: str) -> str:
     return f"{value:.3f} [{low:.3f}, {high:.3f}]" if low == low else f"{value:.3f}"
 
 
+def _p_values(row) -> str:
+    """``  p AFTER / CONTROL``: a probe's Holm-adjusted paired tests, the loss's paired t-tests; "" for the rest."""
+    adjusted = row.kind == "probe"
+    after, control = (row[f"{key}_holm" if adjusted else key] for key in ("p_after", "p_control"))
+    if after != after:
+        return ""
+    return f"  p {after:.3g} / {control:.3g}"
+
+
+def _format_steering(result: InterveneResult) -> str:
+    """The dose-response as printed: per alpha and direction, the moved share, the share flipped (read through
+    contrast answers) and the score change, then the run's notes."""
+    table = result.table
+    reader = result.meta.get("reader") or f"the bundle at layer {result.meta.get('read_at')}"
+    lines = [
+        f"steering toward {result.meta.get('toward')} at layer {result.meta.get('at')}, read by {reader} "
+        f"({result.meta.get('direction_source')})"
+    ]
+    for _, row in table.iterrows():
+        flipped = f"  flipped {_interval(row, 'flipped')}" if "flipped" in table.columns else ""
+        lines.append(
+            f"  alpha {row.alpha:g} {row.direction:<7} moved {_interval(row, 'moved')}{flipped}  "
+            f"score change {_interval(row, 'score_change')}"
+        )
+    return "\n".join(lines + [f"note: {note}" for note in result.notes])
+
+
 def format_table(result: InterveneResult) -> str:
     """The table as ``featx intervene`` prints it."""
     table = result.table
     if "alpha" in table.columns:
-        reader = result.meta.get("reader") or f"the bundle at layer {result.meta.get('read_at')}"
-        lines = [
-            f"steering toward {result.meta.get('toward')} at layer {result.meta.get('at')}, read by {reader} "
-            f"({result.meta.get('direction_source')})"
-        ]
-        for _, row in table.iterrows():
-            lines.append(
-                f"  alpha {row.alpha:g} {row.direction:<7} moved {_interval(row, 'moved')}  "
-                f"score change {_interval(row, 'score_change')}"
-            )
-        return "\n".join(lines)
+        return _format_steering(result)
     lines = [
         f"{result.meta.get('edit')} of '{result.meta.get('label')}' ({result.meta.get('pooling')} pooling); "
-        "before / after / random control, 95% intervals; p: after vs before, Holm-adjusted"
+        "before / after / random control, 95% intervals; p: after vs before / after vs control, Holm-adjusted "
+        "(the loss: paired t-tests)"
     ]
     for layer, group in table.groupby("edit_layer", sort=False):
         lines.append(f"edit at layer {layer} (rank {group['rank'].iloc[0]}):")
         for _, row in group.iterrows():
-            p = "" if row.p_after_holm != row.p_after_holm else f"  p {row.p_after_holm:.3g}"
+            p = _p_values(row)
             lines.append(
                 f"  {row['name'][:28]:<28} L{row.layer:<3} {_interval(row, 'before'):<24} "
                 f"{_interval(row, 'after'):<24} {_interval(row, 'control'):<24}{p}"

@@ -76,3 +76,37 @@ def test_steering_with_alpha_zero_moves_nothing(planted_features, animal_bundle)
     assert (zero.moved == 0).all() and np.allclose(zero.score_change, 0)
     moved = table[(table.alpha == 8) & (table.direction == "probe")].iloc[0]
     assert moved.moved > 0.5 and result.meta["read_at"] == 2
+
+
+def test_the_steering_printout_shows_every_measure_of_the_table_and_the_notes():
+    """Read through contrast answers, the table's ``flipped`` share is printed beside ``moved``, with the same
+    numbers as the CSV's; the run's notes (the bundle already predicting the class for every row...) follow it."""
+    from pathlib import Path
+
+    from featx.interventions import InterveneResult
+
+    row = dict.fromkeys(STEER_COLUMNS, 0.0)
+    row.update(alpha=4.0, direction="random", layer=1, read_at="answers", n_rows=12)
+    row.update(moved=0.25, moved_low=0.125, moved_high=0.5, flipped=0.375, flipped_low=0.25, flipped_high=0.625)
+    meta = {"toward": "pos", "at": 1, "reader": "the answers", "direction_source": "the class-mean difference"}
+    note = "the bundle already predicts pos for every row: nothing can move"
+    printed = format_table(InterveneResult(pd.DataFrame([row]), meta, Path("x"), [note]))
+    assert "moved 0.250 [0.125, 0.500]  flipped 0.375 [0.250, 0.625]" in printed
+    assert printed.endswith(f"note: {note}")
+
+
+def test_the_printout_gives_the_tests_the_csv_holds():
+    """Each printed p-value is the CSV's: a probe's Holm-adjusted tests against before and against the control, and
+    the loss row's paired t-tests (not adjusted), which the printout left out."""
+    from pathlib import Path
+
+    from featx.interventions import InterveneResult
+
+    probe = dict.fromkeys(TABLE_COLUMNS, 0.5)
+    probe.update(edit="erase", edit_layer=1, rank=1, kind="probe", name="animal", role="edited", layer=1)
+    probe.update(p_after=0.01, p_after_holm=0.02, p_control=0.03, p_control_holm=0.06)
+    loss = {**probe, "kind": "output", "name": "masked-token loss", "role": "loss", "majority": float("nan")}
+    loss.update(p_after=0.414, p_after_holm=float("nan"), p_control=0.269, p_control_holm=float("nan"))
+    meta = {"edit": "erase", "label": "animal", "pooling": "mean"}
+    printed = format_table(InterveneResult(pd.DataFrame([probe, loss]), meta, Path("x"))).splitlines()
+    assert printed[2].endswith("p 0.02 / 0.06") and printed[3].endswith("p 0.414 / 0.269")

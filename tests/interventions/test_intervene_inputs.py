@@ -1,6 +1,7 @@
 """Every bad input of ``featx intervene`` refused with one line (exit 2 on the command line) before any forward pass:
 a label the file lacks, a layer outside the model, a bundle of another model, a class the bundle does not know,
-alphas NaN or infinite, no LM head when the loss is asked for, a corpus gone or changed."""
+alphas NaN or infinite, no LM head when the loss is asked for, a corpus gone or changed, an
+amnesic column no probe can read."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import shutil
 import pytest
 from click.testing import CliRunner
 from support.errors import assert_one_clear_error
+from support.interventions import planted_rows
+from support.tiny import write_csv
 
 from featx.cli import main
 from featx.errors import InputError
@@ -111,3 +114,51 @@ def test_a_bundle_of_another_width_is_refused(width, planted_features, animal_bu
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 2
     assert_one_clear_error(result.output, f"reads vectors of width {width}")
+
+
+@pytest.fixture(scope="module")
+def constant_column_features(tiny_model, tmp_path_factory):
+    """The planted rows (40) with one more label column holding a single class: no probe can read it."""
+    import featx
+
+    folder = tmp_path_factory.mktemp("constant-column")
+    rows = [[*row[:3], "same", row[3]] for row in planted_rows(40)]
+    corpus = write_csv(folder / "corpus.csv", rows, header=("text", "animal", "other", "constant", "split"))
+    output = folder / "corpus.features.h5"
+    featx.extract(corpus, model=str(tiny_model), output=output, poolings="mean", progress=False)
+    return output
+
+
+def test_an_unprobeable_column_named_in_amnesic_is_refused_before_any_forward_pass(
+    constant_column_features, no_forward
+):
+    with pytest.raises(InputError, match="--amnesic constant: .* has only one class") as error:
+        intervene(constant_column_features, label="animal", at="1", amnesic="other,constant", write=False)
+    assert "--label" not in error.value.hint
+
+
+def test_amnesic_all_skips_an_unprobeable_column_with_a_note(constant_column_features):
+    """The default (every other column) leaves out a column with one class, as featx erase does, instead of
+    failing after the three forward passes."""
+    from featx.interventions import format_table
+
+    result = intervene(constant_column_features, label="animal", at="2", n_bootstrap=100, write=False)
+    assert set(result.table[result.table.kind == "probe"].name) == {"animal", "other"}
+    assert any(note.startswith("amnesic probing skips 'constant'") for note in result.notes)
+    assert "amnesic probing skips 'constant'" in format_table(result)
+
+
+def test_a_bundle_of_concatenated_layers_is_accepted(planted_features, tmp_path):
+    """A ``cat(0,2)`` bundle reads the two layers side by side (twice the width): its width was compared with one
+    layer's, and every such bundle was refused as made for another model."""
+    import featx
+    from featx.interventions import InterveneConfig, make_plan
+
+    bundle = tmp_path / "cat.featx"
+    featx.fit(planted_features, label="animal", layer="cat(0,2)", pooling="mean", output=bundle, folds=3)
+    steer = dict(edit="steer", bundle=bundle, toward="dogs", at="1", alphas="0,4", write=False)
+    assert make_plan(InterveneConfig(features=planted_features, **steer)).bundle.spec.kind == "cat"
+    result = intervene(planted_features, edit="project", bundle=bundle, at="2", amnesic="none", write=False)
+    table = result.table.set_index("name")
+    assert set(table["rank"]) == {1}  # two classes: one direction, the layer-2 block of the head's coefficients
+    assert table.loc["animal bundle: flipped", "before"] == 0 and table.loc["animal bundle: accuracy", "before"] > 0.75

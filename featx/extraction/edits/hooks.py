@@ -117,4 +117,23 @@ def plan_edits(intervene: str | None, seed: int, loaded) -> tuple[tuple[EditMap,
     return maps, block_path(loaded.model, info.n_layers - 1, loaded.device)
 
 
-__all__ = ["EditHooks", "apply_edit", "block_path", "plan_edits"]
+def check_edits_reach(edits: Iterable[EditMap], layers: Iterable[int], site_layers: Iterable[int]) -> None:
+    """Refuse an edit that changes nothing the file stores: every stored layer below it (``layers``: the hidden
+    states'; ``site_layers``: the sites' inside the blocks). An edit of layer L's output reaches the stored layers
+    from L up and the sites of the blocks above L; an edit at a site inside block L reaches layer L and the sites
+    of block L (the later ones) and above. The file would hold the plain features under an edited name."""
+    top = max(layers, default=-1)
+    top_site = max(site_layers, default=-1)
+    for edit in edits:
+        where = edit.intervention
+        first_site = where.layer if where.site is not None else where.layer + 1
+        if top >= where.layer or top_site >= first_site:
+            continue
+        raise InputError(
+            f"--intervene: the edit at {where.where} changes nothing stored: the highest stored layer is {top}, "
+            "below the edit, so the file would hold the plain features under an edited name",
+            f"store layer {where.layer} or above too (--layers), or edit a stored layer",
+        )
+
+
+__all__ = ["EditHooks", "apply_edit", "block_path", "check_edits_reach", "plan_edits"]

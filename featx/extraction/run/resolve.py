@@ -23,7 +23,7 @@ from ...selection import POOLINGS, parse_poolings, select_layers
 from ...store import HIDDEN_SITE, SiteLayout, hidden_layout
 from ..checks import is_word_input, output_path
 from ..config import ExtractConfig
-from ..edits.hooks import plan_edits
+from ..edits.hooks import check_edits_reach, plan_edits
 from ..forward.sites import measure_widths, parse_sites, resolve_sites
 from ..forward.truncation import plan_cut
 from ..inputs.pairs import pair_attributes, pair_b_layout, pair_fingerprint, pair_poolings
@@ -240,6 +240,7 @@ def resolve_plan(
     word_poolings = tuple(parse_word_poolings(config.word_pooling)) if is_word_input(config) else ()
     batch_size = default_batch_size(config, loaded)
     edits, edit_path = plan_edits(config.intervene, config.intervene_seed, loaded)
+    check_edits_reach(edits, layers, (layer for site in hooked for layer in site.layers))
     base = fingerprint(
         config, corpus_sha256, loaded, layers, poolings, max_tokens, batch_size, layouts, window, word_poolings, edits
     )

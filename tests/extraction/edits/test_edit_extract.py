@@ -174,3 +174,33 @@ def test_a_bad_site_edit_is_refused_before_any_forward_pass(
     result = CliRunner().invoke(main, [*args, "--intervene", spec.format(erasers=erasers)])
     assert result.exit_code == 2 and "Traceback" not in result.output, result.output
     assert_one_clear_error(result.output, message)
+
+
+@pytest.mark.parametrize(
+    "options, refused",
+    [
+        (["--layers", "1", "--intervene", "random:2@2"], True),
+        (["--layers", "0", "--intervene", "random:2@1"], True),
+        (["--layers", "0", "--intervene", "random:2@1:ffn"], True),
+        (["--layers", "1", "--site", "ffn", "--intervene", "random:2@1"], False),  # the stored layer 1 is edited
+        (["--layers", "1", "--site", "ffn", "--intervene", "random:2@1:attn_out"], False),
+        (["--layers", "1,2", "--site", "ffn", "--intervene", "random:2@1"], False),  # and block 2's ffn
+    ],
+)
+def test_an_edit_above_every_stored_layer_is_refused_before_any_forward_pass(
+    options, refused, plain, tiny_model, tmp_path, monkeypatch
+):
+    """Below the top, only the blocks up to the highest stored layer run: an edit above it changed nothing, and the
+    file held the plain features recorded as edited."""
+    from featx.extraction.forward import runner
+
+    corpus, _ = plain
+    if refused:
+        monkeypatch.setattr(runner.Runner, "__call__", lambda *args: pytest.fail("a forward pass ran"))
+    args = ["extract", str(corpus), "--model", str(tiny_model), "-o", str(tmp_path / "e.h5"), "-q", *options]
+    result = CliRunner().invoke(main, args)
+    if refused:
+        assert result.exit_code == 2, result.output
+        assert_one_clear_error(result.output, "changes nothing stored: the highest stored layer is")
+    else:
+        assert result.exit_code == 0, result.output
