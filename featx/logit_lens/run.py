@@ -31,6 +31,9 @@ COLUMNS = [
     "probe_accuracy",
     "probe_accuracy_low",
     "probe_accuracy_high",
+    "majority_accuracy",
+    "majority_accuracy_low",
+    "majority_accuracy_high",
     "n_scored",
     "n_answers",
     "evaluation",
@@ -58,6 +61,10 @@ class LensResult:
                 f"  {row.probe_accuracy:.3f} [{row.probe_accuracy_low:.3f}, {row.probe_accuracy_high:.3f}]"
             )
         first = self.table.iloc[0]
+        lines.append(
+            f"majority class (the training rows' most common label, scored on the same rows): "
+            f"{first.majority_accuracy:.3f} [{first.majority_accuracy_low:.3f}, {first.majority_accuracy_high:.3f}]"
+        )
         lines.append(f"scored rows: {first.n_scored} ({first.evaluation}); both curves on the same rows")
         return "\n".join(lines + self.notes)
 
@@ -111,8 +118,9 @@ def score_layer(logits: np.ndarray, y: np.ndarray, class_answers: list[int], n_b
     }
 
 
-def _probe(config: LensConfig, features: Path) -> tuple[Any, pd.DataFrame]:
-    """featx's logreg probe of the label at the answering position, every stored layer, no files written."""
+def _probe(config: LensConfig, features: Path) -> tuple[Any, pd.DataFrame, dict[str, float]]:
+    """featx's logreg probe of the label at the answering position, every stored layer, no files written; and
+    its majority-class baseline (on the same scored rows), the line a lens accuracy must clear."""
     from ..probing import ProbeConfig, resolve_plan, run_task, task_for
 
     probe_config = ProbeConfig(
@@ -132,12 +140,14 @@ def _probe(config: LensConfig, features: Path) -> tuple[Any, pd.DataFrame]:
     task = task_for(resolve_plan(probe_config))
     table = run_task(task).table
     rows = table[(table["classifier"] == "logreg") & (table["kind"] == "single") & (table["pooling"] == AT_POOLING)]
-    return task, rows.set_index(rows["layer"].astype(int))
+    majority = table[table["kind"] == "majority"].iloc[0]
+    baseline = {f"majority_{key}": float(majority[key]) for key in ("accuracy", "accuracy_low", "accuracy_high")}
+    return task, rows.set_index(rows["layer"].astype(int)), baseline
 
 
 def lens_table(config: LensConfig, prepared: Prepared, features: Path) -> tuple[pd.DataFrame, list[str]]:
     """The per-layer table, the lens and the probe scored on the probe's test rows, and the probe's notes."""
-    task, probe_rows = _probe(config, features)
+    task, probe_rows, majority = _probe(config, features)
     inputs = task.inputs
     scored = np.concatenate([test for _, test in inputs.plan.folds])  # indices into the kept rows
     answer_of = dict(zip(prepared.class_names, prepared.class_answers, strict=True))
@@ -150,6 +160,7 @@ def lens_table(config: LensConfig, prepared: Prepared, features: Path) -> tuple[
         probe = probe_rows.loc[layer] if layer in probe_rows.index else None
         for key in ("accuracy", "accuracy_low", "accuracy_high"):
             record[f"probe_{key}"] = float(probe[key]) if probe is not None else float("nan")
+        record.update(majority)
         record.update(n_scored=len(scored), n_answers=len(prepared.token_ids), evaluation=inputs.plan.evaluation)
         records.append(record)
     return pd.DataFrame.from_records(records, columns=COLUMNS), list(task.plan.notes)

@@ -55,6 +55,15 @@ def test_the_lens_sits_beside_the_probe_on_the_test_rows(head_models, corpus, tm
     )
     rows = probe.table[probe.table["classifier"] == "logreg"].set_index("layer")
     np.testing.assert_allclose(table["probe_accuracy"], rows.loc[table["layer"], "accuracy"])
+    majority = probe.table[probe.table["kind"] == "majority"].iloc[0]
+    assert set(table["majority_accuracy"]) == {majority["accuracy"]}  # the baseline, on the same scored rows
+    train_y = stored_train_labels(result.features)
+    most = np.bincount(train_y).argmax()
+    assert majority["accuracy"] == pytest.approx(np.mean(y == most))
+    assert (
+        f"majority class (the training rows' most common label, scored on the same rows): {majority['accuracy']:.3f}"
+        in result.format()
+    )
     assert result.mapping == "neg -> ' the', pos -> ' walk'"
     written = read_csv(tmp_path / "lens.csv")
     np.testing.assert_allclose(written["logit_diff"], table["logit_diff"])
@@ -65,3 +74,8 @@ def test_the_lens_sits_beside_the_probe_on_the_test_rows(head_models, corpus, tm
     assert again.exit_code == 0, again.output
     assert again.output.startswith(result.format() + "\n") and f"wrote {tmp_path / 'lens.svg'}" in again.output
     assert "Logit lens" in (tmp_path / "lens.svg").read_text()  # the command draws the figure
+
+
+def stored_train_labels(path):
+    with featx.open(path) as stored:
+        return stored.labels("sentiment")[np.flatnonzero(stored.split == "train")]

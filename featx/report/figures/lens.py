@@ -29,6 +29,9 @@ def plot_lens(frame: pd.DataFrame, title: str = ""):
             )
         chance = 1.0 / max(int(frame["n_answers"].iloc[0]), 1)
         top.axhline(chance, color=REFERENCE_GREY, linestyle=":", label=f"chance ({chance:.2f})")
+        if "majority_accuracy" in frame.columns:  # a table written before the baseline was added has none
+            majority = float(frame["majority_accuracy"].iloc[0])
+            top.axhline(majority, color=REFERENCE_GREY, linestyle="--", label=f"majority class ({majority:.2f})")
         top.set_ylabel("test accuracy")
         top.set_title(title or "Logit lens beside the probe")
         bottom.plot(layers, frame["logit_diff"], color=OKABE_ITO["vermillion"], marker="s")
