@@ -54,12 +54,25 @@ def _label(features: FeatureFile, config: InterveneConfig, bundle) -> str:
     return label
 
 
-def _amnesic(features: FeatureFile, config: InterveneConfig, label: str) -> tuple[str, ...]:
+def _amnesic(features: FeatureFile, config: InterveneConfig, label: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The other label columns probed, and the notes of those ``all`` leaves out (a continuous number: classes
+    only here); a column named in the list that is one is refused."""
+    from ..probing import refuse_continuous
+
     spelled = str(config.amnesic or "none").strip()
     if spelled.lower() == "none" or config.edit == "steer":
-        return ()
+        return (), ()
     if spelled.lower() == "all":
-        return tuple(name for name in features.label_columns if name != label)
+        kept: list[str] = []
+        notes: list[str] = []
+        for name in (name for name in features.label_columns if name != label):
+            try:
+                refuse_continuous(features, name)
+            except InputError as err:
+                notes.append(f"amnesic probing skips '{name}': {err.message}")
+                continue
+            kept.append(name)
+        return tuple(kept), tuple(notes)
     names = tuple(name.strip() for name in spelled.split(",") if name.strip())
     for name in names:
         if name == label:
@@ -69,7 +82,8 @@ def _amnesic(features: FeatureFile, config: InterveneConfig, label: str) -> tupl
                 f"--amnesic {name}: {features.path.name} has no such label column",
                 "name its label columns, all, or none",
             )
-    return names
+        refuse_continuous(features, name)
+    return names, ()
 
 
 def _pooling(features: FeatureFile, config: InterveneConfig) -> str:
@@ -134,18 +148,20 @@ def make_plan(config: InterveneConfig) -> InterventionPlan:
         label = _label(features, config, bundle)
         if bundle is not None:
             check_bundle(bundle, config, provenance, features)
+        amnesic, notes = _amnesic(features, config, label)
         plan = InterventionPlan(
             config=config,
             features=path,
             provenance=provenance,
             label=label,
-            amnesic=_amnesic(features, config, label),
+            amnesic=amnesic,
             pooling=_pooling(features, config),
             at=tuple(config.at),
             above={layer: tuple(stored for stored in features.layers if stored >= layer) for layer in config.at},
             stored_layers=tuple(features.layers),
             output=_output(path, config, label),
             bundle=bundle,
+            notes=notes,
             site_widths=_site_widths(features, config),
         )
     return plan

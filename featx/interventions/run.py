@@ -82,7 +82,7 @@ def intervene(config: InterveneConfig | str | None = None, **options) -> Interve
         if contrast is not None:
             return _written(answer_dose_response(plan, Forward(plan), contrast, directions, started), config)
         return _written(dose_response(plan, Forward(plan), directions, started), config)
-    notes: list[str] = []
+    notes: list[str] = list(plan.notes)
     edits = _edits(plan, notes)
     model, why = lm_model(plan)
     if model is None:

@@ -111,3 +111,14 @@ def test_a_bundle_of_another_width_is_refused(width, planted_features, animal_bu
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 2
     assert_one_clear_error(result.output, f"reads vectors of width {width}")
+
+
+def test_a_continuous_label_is_refused_and_left_out_of_amnesic_all(scored_features, no_forward):
+    from featx.interventions.plan import make_plan
+
+    for options in ({"label": "score"}, {"label": "a", "amnesic": "score"}):
+        with pytest.raises(InputError, match="'score' of .* is a continuous number .* work on classes only"):
+            intervene(scored_features, at="1", write=False, **options)
+    plan = make_plan(InterveneConfig(features=scored_features, label="a", at="1", write=False))
+    assert plan.amnesic == ()
+    assert len(plan.notes) == 1 and plan.notes[0].startswith("amnesic probing skips 'score': label 'score' of ")
