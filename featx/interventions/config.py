@@ -195,7 +195,8 @@ class InterveneConfig(Options):
         flag=("-o", "--output"),
         group=RUN,
         kind="path",
-        help="Prefix of the table, JSON and figure (default: FEATURES stem + .intervene-LABEL, or .steer-CLASS).",
+        help="Prefix of the table, JSON and figure (default: FEATURES less .features.h5, + .intervene-LABEL or "
+        ".steer-CLASS).",
     )
     n_bootstrap: int = 1000
     write: bool = True  # the table's CSV and JSON beside the prefix

@@ -93,6 +93,7 @@ _HOMES = {
     "fit_ridge": "solvers.ridge",
     # what featx.interventions builds on: one label's task, an eraser, one fold's probes and their paired test
     "load_task": "analyses.target",
+    "refuse_continuous": "analyses.target",
     "fit_eraser": "analyses.erasure",
     "run_linear_tasks": "evaluation.core",
     "summarise": "evaluation.metrics",

@@ -49,3 +49,11 @@ def no_forward(monkeypatch):
         raise AssertionError("the model was loaded for its forward passes before the input was refused")
 
     monkeypatch.setattr(forward.Forward, "__init__", refuse)
+
+
+@pytest.fixture(scope="session")
+def scored_features(tiny_model, tmp_path_factory) -> Path:
+    """The tiny BERT's features of a corpus with a class column 'a' and a continuous column 'score'."""
+    from support.planted_columns import make_scored
+
+    return make_scored(tmp_path_factory.mktemp("intervene-scored"), tiny_model)

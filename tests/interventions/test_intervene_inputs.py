@@ -162,3 +162,14 @@ def test_a_bundle_of_concatenated_layers_is_accepted(planted_features, tmp_path)
     table = result.table.set_index("name")
     assert set(table["rank"]) == {1}  # two classes: one direction, the layer-2 block of the head's coefficients
     assert table.loc["animal bundle: flipped", "before"] == 0 and table.loc["animal bundle: accuracy", "before"] > 0.75
+
+
+def test_a_continuous_label_is_refused_and_left_out_of_amnesic_all(scored_features, no_forward):
+    from featx.interventions.plan import make_plan
+
+    for options in ({"label": "score"}, {"label": "a", "amnesic": "score"}):
+        with pytest.raises(InputError, match="'score' of .* is a continuous number .* work on classes only"):
+            intervene(scored_features, at="1", write=False, **options)
+    plan = make_plan(InterveneConfig(features=scored_features, label="a", at="1", write=False))
+    assert plan.amnesic == ()
+    assert len(plan.notes) == 1 and plan.notes[0].startswith("amnesic probing skips 'score': label 'score' of ")

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import pytest
-from support.planted_columns import make_planted
+from support.planted_columns import make_planted, make_scored
 
 
 @pytest.fixture(scope="session")
@@ -15,3 +15,8 @@ def planted_file(tiny_model, tmp_path_factory):
 @pytest.fixture(scope="session")
 def planted_split_file(tiny_model, tmp_path_factory):
     return make_planted(tmp_path_factory.mktemp("planted-split"), tiny_model, split=True)
+
+
+@pytest.fixture(scope="session")
+def scored_file(tiny_model, tmp_path_factory):
+    return make_scored(tmp_path_factory.mktemp("scored"), tiny_model)

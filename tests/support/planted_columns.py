@@ -48,3 +48,17 @@ def make_planted(folder, tiny_model, n_rows: int = N_ROWS, split: bool = False, 
         data[:, :, D_NEURON] += 6.0 * (codes["d"][:, None] - 1)
         file["pooled/mean"][...] = data.astype(file["pooled/mean"].dtype)
     return output
+
+
+def make_scored(folder, tiny_model, n_rows: int = 48):
+    """A tiny-model features file (a train/test split) with a class column ``a`` (neg/pos) and a continuous column
+    ``score`` (a distinct decimal per row): what erasure, neurons, the sweep and interventions must refuse."""
+    rows = [
+        [" ".join(WORDS[(i * 7 + k) % 40] for k in range(2 + i % 5)), ("neg", "pos")[i % 2], f"{0.37 * i:.2f}"]
+        + ["test" if i % 4 == 0 else "train"]
+        for i in range(n_rows)
+    ]
+    corpus = write_csv(folder / "corpus.csv", rows, header=("text", "a", "score", "split"))
+    output = folder / "corpus.features.h5"
+    featx.extract(corpus, model=str(tiny_model), output=output, poolings="mean", progress=False)
+    return output

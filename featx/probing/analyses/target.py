@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import InputError
+from ...io import looks_continuous
 from ...options import Check
 from ...store import FeatureFile
 from .. import evaluation as ev
@@ -57,6 +58,22 @@ def default_label(features: FeatureFile, label: str | None) -> str:
     return "label" if "label" in columns else columns[0]
 
 
+def refuse_continuous(features: FeatureFile, label: str) -> None:
+    """Refuse a numeric label column that looks continuous (the rule by which ``featx probe`` will not probe a
+    column as classes): erasure, neuron ranking, the sweep and interventions have classification probes only, and
+    every distinct value of such a column would be a class of its own."""
+    names = features.label_names(label)
+    labelled = int((features.labels(label) >= 0).sum())
+    if features.label_values(label) is None or not looks_continuous(names, labelled):
+        return
+    raise InputError(
+        f"label '{label}' of {features.path} is a continuous number ({len(names)} distinct values from {names[0]} "
+        f"to {names[-1]}): featx erase, featx neurons, --sweep and featx intervene work on classes only",
+        f"featx probe {features.path} --label {label} fits it by regression; for these, add a column of its "
+        "classes (e.g. quantile bins) with featx labels add",
+    )
+
+
 def load_task(features: FeatureFile, label: str | None, folds: int = 5, seed: int = 0) -> Task:
     """The probing task of one label column (``label=None``: the default column)."""
     if int(folds) < 2:
@@ -65,6 +82,7 @@ def load_task(features: FeatureFile, label: str | None, folds: int = 5, seed: in
     codes = features.labels(label)
     names = features.label_names(label)
     kept = np.flatnonzero(codes >= 0)
+    refuse_continuous(features, label)
     y = codes[kept].astype(np.int64)
     ev.check_labels(y, names, label, features.path)
     present = np.unique(y)
