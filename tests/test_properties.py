@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from featx.extraction.forward.pooling import cls_pool, last_pool, max_pool, mean_pool
 from featx.extraction.inputs.corpus import read_corpus
-from featx.io import NUMBER
+from featx.io import NUMBER, blank_text
 
 FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
@@ -25,7 +25,9 @@ labels = st.one_of(st.sampled_from(["pos", "neg", " pos ", "nan", "", "NA", "3",
 
 
 def _valid(rows) -> bool:
-    return all(text.strip() for text, _ in rows) and not all(NUMBER.match(text) for text, _ in rows)
+    """Rows the reader keeps as they are: no blank text (whitespace, control and format characters only: refused
+    as empty) and not every text a number (a wrong --text-col)."""
+    return not any(blank_text(text) for text, _ in rows) and not all(NUMBER.match(text) for text, _ in rows)
 
 
 @FAST
