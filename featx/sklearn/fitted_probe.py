@@ -44,14 +44,22 @@ class FittedProbe(BaseEstimator):
 
     # -- the probe ---------------------------------------------------------------------------
     def _probe(self) -> Probe:
+        """The probe in use: the one ``fit`` trained, else the bundle's (loaded once). Either belongs to the
+        ``bundle`` it came from: after ``set_params(bundle=...)`` the new bundle is loaded, not the old one kept."""
         probe = getattr(self, "probe_", None)
-        if probe is None:
-            if self.bundle is None:
-                raise ValueError("FittedProbe needs bundle= (a folder written by featx fit)")
-            probe = load(self.bundle)
-            self.probe_ = probe
-            self._set_classes(probe)
+        if probe is not None and _same_path(getattr(self, "_probe_bundle", None), self.bundle):
+            return probe
+        if self.bundle is None:
+            raise ValueError("FittedProbe needs bundle= (a folder written by featx fit)")
+        probe = load(self.bundle)
+        self._keep(probe)
         return probe
+
+    def _keep(self, probe: Probe, classes: np.ndarray | None = None) -> None:
+        """Use ``probe`` from now on, remembered as of the current ``bundle``."""
+        self.probe_, self._probe_bundle = probe, self.bundle
+        self.__dict__.pop("classes_", None)
+        self._set_classes(probe, classes)
 
     def _set_classes(self, probe: Probe, classes: np.ndarray | None = None) -> None:
         if probe.classes is not None:
@@ -127,8 +135,7 @@ class FittedProbe(BaseEstimator):
                 base.head.classifier, features, codes, names, DEFAULT_CS, DEFAULT_ALPHAS, bool(self.balanced), self.seed
             )
         info = {**base.info, "refit_on": int(len(y))}
-        self.probe_ = Probe(head, base.spec, base.pooling, dict(base.extraction), info)
-        self._set_classes(self.probe_, classes)
+        self._keep(Probe(head, base.spec, base.pooling, dict(base.extraction), info), classes)
         self.n_features_in_ = int(features.shape[1])
         return self
 
@@ -158,6 +165,13 @@ class FittedProbe(BaseEstimator):
         if self._probe().classes is None:
             return float(r2_score(y, predicted, sample_weight=sample_weight))
         return float(accuracy_score(np.asarray(y), predicted, sample_weight=sample_weight))
+
+
+def _same_path(a: Any, b: Any) -> bool:
+    """Whether two ``bundle`` values name the same folder (``None`` only matches ``None``)."""
+    if a is None or b is None:
+        return a is b
+    return os.fspath(a) == os.fspath(b)
 
 
 def _is_sparse(X: Any) -> bool:

@@ -156,3 +156,19 @@ def test_a_regression_bundle_has_no_predict_proba(regression_bundle):
 def test_precomputed_features_of_another_width_are_refused(bundle):
     with pytest.raises(ValueError, match=r"X has 5 features, but FittedProbe is expecting 32 features"):
         FittedProbe(bundle).predict(np.zeros((3, 5)))
+
+
+def test_set_params_to_another_bundle_predicts_and_refits_with_it(bundle, split_features, tmp_path):
+    other = featx.fit(split_features, label="label", layer="0", pooling="cls", folds=2,
+                      output=tmp_path / "other.featx").path  # fmt: skip
+    with featx.open(split_features) as features:
+        first, second = features.features("mean", 1), features.features("cls", 0)
+        y = np.asarray(features.label_names("label"), dtype=object)[features.labels("label")]
+    estimator = FittedProbe(bundle)
+    estimator.predict(first)  # the first bundle is loaded
+    estimator.set_params(bundle=other)
+    assert list(estimator.predict(second)) == list(featx.load(other).predict_features(second))
+    estimator.set_params(bundle=bundle).fit(first, y)
+    assert estimator.probe_.pooling == "mean" and estimator.probe_.spec == featx.load(bundle).spec
+    estimator.set_params(bundle=other).fit(second, y)
+    assert estimator.probe_.pooling == "cls" and estimator.probe_.spec == featx.load(other).spec
