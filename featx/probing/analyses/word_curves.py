@@ -14,9 +14,13 @@ from ..tasks.word_items import WordPlan, opened_source
 CURVE_BOOTSTRAP = 200
 
 
-def sentence_subsample(groups: np.ndarray, rows: np.ndarray, size: float, seed: int) -> np.ndarray:
+def sentence_subsample(
+    groups: np.ndarray, rows: np.ndarray, size: float, seed: int, y: np.ndarray | None = None
+) -> np.ndarray:
     """Whole sentences of ``rows``, seeded: a share of them (``size`` <= 1) or as many as hold about
-    ``size`` items (> 1); at least two sentences."""
+    ``size`` items (> 1); at least two sentences, and (given the items' labels ``y``) as many more, in the same
+    seeded order, as it takes to hold two classes in two sentences each (a probe's fit and its holdout need two
+    classes: a smaller point would stop the whole run)."""
     sentences = np.unique(groups[rows])
     rng = np.random.default_rng(seed)
     rng.shuffle(sentences)
@@ -25,14 +29,31 @@ def sentence_subsample(groups: np.ndarray, rows: np.ndarray, size: float, seed: 
     else:
         per_sentence = np.bincount(groups[rows])[sentences]
         keep = max(2, int(np.searchsorted(np.cumsum(per_sentence), size, side="left")) + 1)
+    if y is not None:
+        keep = max(keep, _two_classes(groups[rows], y[rows], sentences))
     if keep >= len(sentences):
         return rows
     return rows[np.isin(groups[rows], sentences[:keep])]
 
 
-def subsampled_plan(plan: WordPlan, size: float, seed: int) -> WordPlan:
+def _two_classes(groups: np.ndarray, y: np.ndarray, sentences: np.ndarray) -> int:
+    """How many of ``sentences`` (in their order) it takes to hold two classes found in two sentences each, so
+    that a split of the kept sentences into fit and holdout can keep both classes (all of them when no prefix
+    does)."""
+    rank = np.empty(int(groups.max()) + 1, dtype=np.int64)
+    rank[sentences] = np.arange(len(sentences))
+    item_rank = rank[groups]
+    second = []  # per class: the rank of the second sentence holding it
+    for label in np.unique(y):
+        ranks = np.unique(item_rank[y == label])
+        if len(ranks) >= 2:
+            second.append(int(ranks[1]))
+    return sorted(second)[1] + 1 if len(second) >= 2 else len(sentences)
+
+
+def subsampled_plan(plan: WordPlan, size: float, seed: int, y: np.ndarray | None = None) -> WordPlan:
     folds = [
-        (sentence_subsample(plan.groups, train, size, seed + 7 * index), test)
+        (sentence_subsample(plan.groups, train, size, seed + 7 * index, y), test)
         for index, (train, test) in enumerate(plan.folds)
     ]
     return WordPlan(plan.evaluation, folds, list(plan.dev), groups=plan.groups)
@@ -56,7 +77,7 @@ def curve_job(source, layer: int, pooling: str, shared, sizes: list[float]) -> l
     records = []
     with threadpool_limits(limits=1):
         for size in sizes:
-            plan = subsampled_plan(shared.plan, size, shared.seed)
+            plan = subsampled_plan(shared.plan, size, shared.seed, task.y)
             for classifier in shared.classifiers:
                 folds = [
                     run_fold(

@@ -411,6 +411,30 @@ def test_learning_curves_subsample_whole_training_sentences():
     assert full == pytest.approx(result.table[(result.table.layer == 1)].accuracy.iloc[0])
 
 
+def test_the_smallest_curve_point_keeps_two_classes_in_two_sentences_each():
+    """A rare label (in 8 of 60 sentences) is missing from a 2-sentence subsample: the subsample grows, in its
+    seeded order, until two classes are each in two sentences (else an SVM's search over C stops the run)."""
+    from featx.probing.analyses.word_curves import sentence_subsample
+
+    groups = np.repeat(np.arange(60), 3)
+    y = np.where(groups >= 52, 1, 0)
+    rows = np.arange(len(groups))
+    for seed in range(20):
+        plain = sentence_subsample(groups, rows, 0.01, seed)
+        grown = sentence_subsample(groups, rows, 0.01, seed, y)
+        assert set(plain).issubset(grown) and len(np.unique(groups[plain])) == 2
+        for label in (0, 1):
+            assert len(np.unique(groups[grown][y[grown] == label])) >= 2
+        shuffled = np.unique(groups)
+        np.random.default_rng(seed).shuffle(shuffled)
+        kept = len(np.unique(groups[grown]))
+        assert set(np.unique(groups[grown])) == set(shuffled[:kept])  # a prefix of the same seeded order
+        if kept > 2:  # the shortest such prefix: one sentence fewer leaves a class in one sentence at most
+            fewer = np.isin(groups, shuffled[: kept - 1])
+            assert min(len(np.unique(groups[fewer & (y == label)])) for label in (0, 1)) < 2
+    assert any(len(np.unique(y[sentence_subsample(groups, rows, 0.01, seed)])) == 1 for seed in range(20))
+
+
 # -- end to end: featx extract of a treebank, then probe, plot and explain ---------------------------------------
 def _treebank(path, n_sentences: int, seed: int, prefix: str):
     from support.report_runs import treebank
