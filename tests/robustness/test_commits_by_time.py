@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import signal
 import subprocess
 
@@ -186,8 +187,10 @@ def test_sigterm_and_sighup_stop_like_ctrl_c(tiny_model, tmp_path, sig, code, na
     no_traceback(stderr)
     assert not output.with_name("out.h5.lock").exists()  # released and removed
     assert batches_committed(output) >= 3 and not output.exists()
+    saved = re.search(r"(\d+) of \d+ rows are saved in .*\((\d+) of them committed inside the next commit", stderr)
+    assert saved is not None and saved[1] == saved[2], stderr  # the rows, not batches, of the commits inside
     final = subprocess.run(args, cwd=tmp_path, env=featx_env(), capture_output=True, text=True, timeout=300)
-    assert final.returncode == 0 and "resumed at row 0, plus" in final.stdout, final.stderr
+    assert final.returncode == 0 and f"resumed at row 0, plus {saved[1]} rows committed inside" in final.stdout
     assert_same_file(reference, output)
 
 

@@ -178,10 +178,7 @@ class BlockRun:
     ):
         self.plan, self.background, self.clock = plan, background, clock
         self.block = Block(plan, tokenized, start, stop)
-        batches, long_rows = split_batches(plan, tokenized.batch_lengths[start:stop])
-        # Rows longer than the model (--long window) come last, one per step, each split into windows.
-        self.n_batched = len(batches)
-        self.batches = batches + [np.array([position]) for position in long_rows]
+        self.batches, self.n_batched = block_batches(plan, tokenized, start, stop)
         self.committed = 0  # batches written and marked inside this block
         self.stored = 0  # batches in the buffers
         self.fresh: list[np.ndarray] = []  # block rows stored since the last commit, batch by batch
@@ -221,6 +218,24 @@ class BlockRun:
         self.background.submit((writes, block.start, block.stop, batches))
         self.committed, self.fresh = self.stored, []
         self.clock.committed()
+
+
+def block_batches(
+    plan: ExtractionPlan, tokenized: TokenizedCorpus, start: int, stop: int
+) -> tuple[list[np.ndarray], int]:
+    """The batches of the block ``[start, stop)`` (positions in it), and how many are batches of several rows:
+    rows longer than the model (``--long window``) come last, one per step, each split into windows."""
+    batches, long_rows = split_batches(plan, tokenized.batch_lengths[start:stop])
+    return batches + [np.array([position]) for position in long_rows], len(batches)
+
+
+def rows_committed_inside(plan: ExtractionPlan, tokenized: TokenizedCorpus, block_start: int, n_batches: int) -> int:
+    """The rows of the first ``n_batches`` batches of the block starting at ``block_start``: what a run committed
+    inside that block, and the next run skips."""
+    for start, stop in blocks(plan, tokenized):
+        if start == block_start:
+            return int(sum(len(batch) for batch in block_batches(plan, tokenized, start, stop)[0][:n_batches]))
+    return 0
 
 
 def runs(positions: np.ndarray, gap: int = 32) -> list[tuple[int, int]]:

@@ -181,12 +181,12 @@ def _run(
         return writer.finish(), inside
     except KeyboardInterrupt as interrupt:
         done = writer.rows_done
-        inside = writer.batches_done(done)
+        inside = loop.rows_committed_inside(plan, tokenized, done, writer.batches_done(done))
         writer.close()
         signum, name = signal_of(interrupt)
-        more = f" (and the first {inside} batches of the next commit block)" if inside else ""
+        more = f" ({inside} of them committed inside the next commit block)" if inside else ""
         raise Interrupted(
-            f"interrupted ({name}): {done} of {n_rows} rows are saved in {partial_path(output)}{more}",
+            f"interrupted ({name}): {done + inside} of {n_rows} rows are saved in {partial_path(output)}{more}",
             "run the same featx extract command again to resume where it stopped",
             signum,
         ) from None
