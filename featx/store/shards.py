@@ -149,11 +149,17 @@ def merged_rows(files, indices, n_rows: int) -> MergedRows:
     return rows
 
 
-def merged_attrs(files, fingerprint: str) -> dict:
-    """The merged file's provenance: the first shard's, without what is shard- or layout-specific."""
+def merged_attrs(files, fingerprint: str, indices=None) -> dict:
+    """The merged file's provenance: the first shard's, without what is shard- or layout-specific; the
+    prompt of row 0 (``--template``) from the shard holding corpus row 0, as a one-process run records it."""
     attrs = {
         key: value for key, value in files[0].attrs.items() if key not in s.SHARD_ATTRS and key not in s.LAYOUT_ATTRS
     }
+    holder = next(
+        (file for file, rows in zip(files, indices or [], strict=False) if (np.asarray(rows) == 0).any()), None
+    )
+    if holder is not None and s.PROMPT_EXAMPLE in holder.attrs:
+        attrs[s.PROMPT_EXAMPLE] = holder.attrs[s.PROMPT_EXAMPLE]
     options = json.loads(attrs.get(s.OPTIONS, "{}"))
     options.pop("shard_index", None)
     attrs[s.OPTIONS] = json.dumps(options)
@@ -178,7 +184,7 @@ def create_merged(output: Path, files, indices, n_rows: int, fingerprint: str) -
     rows = merged_rows(files, indices, n_rows)
     return FeatureWriter.create(
         output,
-        merged_attrs(files, fingerprint),
+        merged_attrs(files, fingerprint, indices),
         rows,
         rows,
         s.layouts_from_attrs(first.attrs),

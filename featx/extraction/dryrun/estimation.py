@@ -87,8 +87,8 @@ def _sizes(plan, corpus, tokenized, loaded) -> Estimate:
         model=loaded.name,
         device=str(loaded.device),
         rows=n_rows,
-        tokens=n_tokens,
-        truncated_rows=int(tokenized.truncated.sum()),
+        tokens=n_tokens + (int(tokenized.pair.lengths.sum()) if tokenized.pair is not None else 0),
+        truncated_rows=int(_truncated_rows(tokenized).sum()),
         max_length=loaded.max_length,
         layers=plan.layers,
         poolings=plan.poolings,
@@ -111,6 +111,13 @@ def _sizes(plan, corpus, tokenized, loaded) -> Estimate:
             f"{human_size(free)} free; drop --tokens, choose fewer --layer, or write elsewhere with -o"
         )
     return result
+
+
+def _truncated_rows(tokenized) -> np.ndarray:
+    """Rows cut to fit, as the run's summary counts them: either side of a separate-mode pair."""
+    if tokenized.pair is None:
+        return tokenized.truncated
+    return tokenized.truncated | tokenized.pair.truncated
 
 
 def _file_bytes(plan, corpus, tokenized, loaded, n_rows: int, n_tokens: int) -> tuple[int, int, int]:
@@ -176,7 +183,8 @@ def _calibrate(plan, loaded, tokenized) -> tuple[float, str]:
     from ..run.loop import split_batches
     from ..tokens.batching import collate
 
-    lengths = full_lengths = tokenized.lengths
+    # As the run batches them: a separate-mode pair or a --contrast row by its longest sequence.
+    lengths, full_lengths = tokenized.batch_lengths, tokenized.lengths
     batches, long_rows = split_batches(plan, lengths)
     counted = 1.0 if batches else 0.0  # the stand-in batch below is timed, not counted
     if not batches:  # every row is windowed: time windows of the model's length instead

@@ -335,7 +335,10 @@ def _load_network(
     def build(**extra):
         if random_init:
             torch.manual_seed(seed)
-            return cls.from_config(config, **kwargs, **extra)
+            if cls is AutoModel:
+                return cls.from_config(config, **kwargs, **extra)
+            # A concrete class (T5EncoderModel) has no from_config: _from_config is what AutoModel's calls.
+            return cls._from_config(config, dtype=torch_dtype, **extra)
         return model_checks.load_checked(cls, folder, **kwargs, **extra)
 
     try:
@@ -343,7 +346,8 @@ def _load_network(
     except ValueError as err:
         if "sdpa" not in str(err).lower() and "attn_implementation" not in str(err):
             raise
-        network = build()
+        # from_pretrained falls back to eager by itself; from_config (--random-init) would ask for sdpa again.
+        network = build(**({"attn_implementation": "eager"} if random_init else {}))
     if encoder_decoder and cls is AutoModel:
         network = network.get_encoder()
     return network, "encoder" if encoder_decoder else ""

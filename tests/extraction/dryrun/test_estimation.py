@@ -6,7 +6,7 @@ from collections import namedtuple
 
 import pytest
 from click.testing import CliRunner
-from support.tiny import SENTENCES, write_csv
+from support.tiny import SENTENCES, WORDS, write_csv
 
 import featx
 from featx.cli import main
@@ -52,3 +52,16 @@ def test_dry_run_counts_extra_sites(tiny_model, tmp_path):
     assert guess.file_bytes == pytest.approx(summary.file_bytes, rel=0.05)
     hidden_only = featx.estimate(corpus, model=str(tiny_model), output=output, calibrate=False)
     assert guess.pooled_bytes > hidden_only.pooled_bytes
+
+
+def test_dry_run_counts_both_sides_of_separate_pairs_as_the_run_does(tiny_model, tmp_path):
+    """Separate mode encodes each side on its own: the tokens and truncated rows are both sides', as the
+    run's summary counts them (side b alone is long here)."""
+    rows = [(text, f"{text} " + " ".join(WORDS[: 4 + index]), "pos") for index, (text, *_) in enumerate(SENTENCES)]
+    corpus = write_csv(tmp_path / "pairs.csv", rows, header=("first", "second", "label"))
+    options = dict(model=str(tiny_model), text_col="first", text_pair_col="second", pair_mode="separate", max_length=12)
+    output = tmp_path / "pairs.h5"
+    guess = featx.estimate(corpus, output=output, calibrate=False, **options)
+    summary = featx.extract(corpus, output=output, progress=False, **options)
+    assert summary.truncated_rows > 0
+    assert guess.tokens == summary.tokens and guess.truncated_rows == summary.truncated_rows
