@@ -176,9 +176,10 @@ def _render_row(maker, backend, row: int, text: str) -> _Row:
 def _fit(maker, backend, row: int, first: _Row, max_length: int, ids: list[str]) -> _Row:
     """Row ``row`` with its text cut at the longest token boundary that makes the prompt fit ``max_length``."""
     text = maker.corpus.texts[row]
-    start = first.spans[first.text_spans[0]][0]
-    inside = (first.offsets[:, 0] > start) & (first.offsets[:, 0] < start + len(text)) & ~first.special
-    cuts = sorted(set((first.offsets[inside, 0] - start).tolist()))
+    start, stop = first.spans[first.text_spans[0]]
+    skipped = max(0, text.find(first.prompt[start:stop]))  # leading whitespace a trimming chat template dropped
+    inside = (first.offsets[:, 0] > start) & (first.offsets[:, 0] < stop) & ~first.special
+    cuts = sorted(set((first.offsets[inside, 0] - start + skipped).tolist()))
     low, high, best = 0, len(cuts) - 1, None
     while low <= high:  # binary search over the cut points: the most text that fits
         middle = (low + high) // 2

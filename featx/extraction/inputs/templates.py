@@ -208,8 +208,10 @@ def chat_template_of(tokenizer, model: str) -> str:
 _SENTINEL = "\ue000featx-user-turn\ue000"  # a private-use marker: where the user turn goes
 
 
-def chat_renderer(tokenizer, model: str, system: str | None) -> Callable[[str], tuple[str, int]]:
-    """A function of the user turn giving the chat prompt and where in it the user turn starts."""
+def chat_renderer(tokenizer, model: str, system: str | None) -> Callable[[str], tuple[str, int, tuple[int, int]]]:
+    """A function of the user turn giving the chat prompt, where in it the user turn starts, and which characters
+    of the user turn it holds: all of them, or (a template that trims the message, as Llama 3's and Gemma's do)
+    those between its leading and trailing whitespace."""
     chat_template_of(tokenizer, model)
 
     def prompt_of(user: str) -> str:
@@ -225,18 +227,25 @@ def chat_renderer(tokenizer, model: str, system: str | None) -> Callable[[str], 
 
     prefix = prompt_of(_SENTINEL).split(_SENTINEL)[0]
 
-    def render(user: str) -> tuple[str, int]:
+    def render(user: str) -> tuple[str, int, tuple[int, int]]:
         prompt = prompt_of(user)
+        whole = (0, len(user))
         if prompt.startswith(prefix) and prompt.startswith(user, len(prefix)):
-            return prompt, len(prefix)
-        start = prompt.find(user, len(os.path.commonprefix([prefix, prompt])))
-        if start < 0 or not user:
+            return prompt, len(prefix), whole
+        begin = len(os.path.commonprefix([prefix, prompt]))
+        start = prompt.find(user, begin) if user else -1
+        if start >= 0:
+            return prompt, start, whole
+        trimmed = user.strip()  # `| trim` in the template: the message's own characters, without its edges
+        found = prompt.find(trimmed, begin) if trimmed else -1
+        if found < 0:
             raise InputError(
                 f"--chat-template: the chat template of {model} changes the user message, so its text "
                 "cannot be located in the prompt",
                 "use --template without --chat-template (and write the model's turn markers into it)",
             )
-        return prompt, start
+        lead = len(user) - len(user.lstrip())
+        return prompt, found - lead, (lead, lead + len(trimmed))
 
     return render
 
@@ -276,8 +285,8 @@ class PromptMaker:
         else:
             user, spans, names = values[TEXT_FIELD], [(0, len(values[TEXT_FIELD]))], [TEXT_FIELD]
         if self.chat is not None:
-            user_prompt, start = self.chat(user)
-            spans = [(start + first, start + last) for first, last in spans]
+            user_prompt, start, (low, high) = self.chat(user)
+            spans = [(start + max(first, low), start + max(min(last, high), low)) for first, last in spans]
             user = user_prompt
         if self.answer is not None:  # an answer is no part of the row's own span
             spans = [span for span, name in zip(spans, names, strict=True) if name != ANSWER_FIELD]

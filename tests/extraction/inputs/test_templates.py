@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from support.families import FAMILIES, build_family
 from support.parity import relative_error
-from support.prompt_models import add_chat_template, build_sentencepiece_llama, prompt_reference
+from support.prompt_models import CHATML, add_chat_template, build_sentencepiece_llama, prompt_reference
 from support.tiny import SENTENCES, write_csv
 
 import featx
@@ -196,6 +196,46 @@ def test_a_chat_template_renders_what_apply_chat_template_gives(prompt_models, c
         assert int(features.n_kept[0]) == len(ids)
         for pooling in ("last", "span_mean", "span_max", "span_last"):
             assert _worst(features, reference, pooling)[0] <= TOLERANCE, pooling
+
+
+TRIMMING_CHATML = CHATML.replace("{{ message['content'] }}", "{{ message['content'] | trim }}")  # as Llama 3's
+
+
+@pytest.mark.parametrize("template", [None, "{text} ok"])
+def test_a_chat_template_that_trims_the_message_reads_the_text_it_kept(prompt_models, tmp_path, template):
+    """Llama 3's and Gemma's chat templates `| trim` the user message: a row whose text has leading or trailing
+    whitespace was refused ("changes the user message"). Its span is now the text's characters the prompt holds,
+    and the features equal a plain forward of apply_chat_template's prompt."""
+    import shutil
+
+    from transformers import AutoTokenizer
+
+    folder = add_chat_template(shutil.copytree(prompt_models("qwen2"), tmp_path / "qwen2"), TRIMMING_CHATML)
+    tokenizer = AutoTokenizer.from_pretrained(str(folder))
+    rows = [(f"  {text} " if index % 2 else f"{text}\n", *rest) for index, (text, *rest) in enumerate(SENTENCES[:4])]
+    corpus = write_csv(tmp_path / "edges.csv", rows)
+    summary = _extract(folder, corpus, tmp_path / "trim.h5", template=template, chat_template=True)
+    users = [(template or "{text}").replace("{text}", row[0]) for row in rows]
+    prompts = [
+        tokenizer.apply_chat_template([{"role": "user", "content": user}], tokenize=False, add_generation_prompt=True)
+        for user in users
+    ]
+    kept = [row[0].lstrip() if template else row[0].strip() for row in rows]  # whitespace inside the message stays
+    spans = [(prompt.index(text), prompt.index(text) + len(text)) for prompt, text in zip(prompts, kept, strict=True)]
+    reference = prompt_reference(folder, prompts, spans, None, add_special_tokens=False)
+    with featx.open(summary.output) as features:
+        for pooling in ("last", "span_mean", "span_max", "span_last"):
+            assert _worst(features, reference, pooling)[0] <= TOLERANCE, pooling
+    if template is None:  # the message trimmed is the text stripped: the same prompts, cut at the same token
+        stripped = write_csv(tmp_path / "stripped.csv", [(row[0].strip(), *row[1:]) for row in rows])
+        options = dict(chat_template=True, max_length=20)
+        cut = _extract(folder, corpus, tmp_path / "cut.h5", **options)
+        plain = _extract(folder, stripped, tmp_path / "plain.h5", **options)
+        with featx.open(cut.output) as features, featx.open(plain.output) as expected:
+            assert features.truncated.any() and (features.n_kept <= 20).all()
+            np.testing.assert_array_equal(features.n_kept, expected.n_kept)
+            for pooling in ("last", "span_mean"):
+                np.testing.assert_allclose(features.features(pooling, 2), expected.features(pooling, 2), atol=1e-6)
 
 
 def test_rows_too_long_are_cut_in_their_text_and_keep_the_template(prompt_models, corpus, tmp_path):
