@@ -97,7 +97,7 @@ def atomic_write(path: Path, write: Callable[[BinaryIO], object]) -> None:
     try:
         with os.fdopen(descriptor, "wb") as handle:
             write(handle)
-        os.chmod(tmp, 0o644 & ~_umask())
+        os.chmod(tmp, new_file_mode())
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -110,10 +110,12 @@ def atomic_write_text(path: Path, text: str, encoding: str = "utf-8") -> None:
     atomic_write(path, lambda handle: handle.write(text.encode(encoding)))
 
 
-def _umask() -> int:
+def new_file_mode() -> int:
+    """The mode featx gives a file it made with ``mkstemp`` (0600) before renaming it into place: 0644 less
+    the umask, as a plain new file."""
     mask = os.umask(0)
     os.umask(mask)
-    return mask
+    return 0o644 & ~mask
 
 
 class NotARegularFile(OSError):

@@ -18,29 +18,37 @@ import contextlib
 import hashlib
 import json
 import os
+import tempfile
 from pathlib import Path
 
 import h5py
 import numpy as np
 
-from ..safe_files import write_failure
+from ..safe_files import new_file_mode, write_failure
 from . import schema as s
 from .hdf5 import CHUNK_BYTES, write_layer
 
 COPIED_GROUPS = (s.ROWS, s.LABELS, s.PROGRESS)
 DROPPED_ATTRS = (s.REQUEST_KEY, s.SITES_ATTR)
+WRITE_HINT = "free disk space or choose a writable place with -o"
 
 
 def write_derived(source: Path, output: Path, pooled: dict[str, dict[int, np.ndarray]], derived: dict) -> Path:
     """Write ``output``: ``source``'s rows/labels/attrs with ``pooled[pooling][layer]`` as its features.
 
-    Every pooling must give the same layers. Written to a temporary name and renamed when complete.
+    Every pooling must give the same layers. Written to a fresh temporary file in ``output``'s folder
+    (``tempfile.mkstemp``: a random name, never a link planted there) and renamed when complete.
     """
     poolings = list(pooled)
     layers = sorted(next(iter(pooled.values())))
     if any(sorted(by_layer) != layers for by_layer in pooled.values()):
         raise ValueError("every pooling of a derived file must have the same layers")
-    temporary = output.with_name(output.name + ".writing")
+    try:
+        descriptor, temporary_name = tempfile.mkstemp(dir=output.parent, prefix=f".{output.name}.", suffix=".writing")
+    except OSError as err:
+        raise write_failure(err, output, WRITE_HINT) from None
+    os.close(descriptor)
+    temporary = Path(temporary_name)
     try:
         with h5py.File(source, "r", locking=False) as src, h5py.File(temporary, "w") as dst:
             for key, value in src.attrs.items():
@@ -60,11 +68,14 @@ def write_derived(source: Path, output: Path, pooled: dict[str, dict[int, np.nda
             dst.attrs[s.STORE_DTYPE] = "float32"
             dst.attrs[s.WITH_TOKENS] = False
             _write_pooled(dst, pooled, layers, int(src.attrs[s.N_ROWS]))
+        os.chmod(temporary, new_file_mode())  # not mkstemp's 0600
         os.replace(temporary, output)
-    except OSError as err:
+    except BaseException as err:
         with contextlib.suppress(OSError):  # a read-only folder refuses the unlink too
             temporary.unlink(missing_ok=True)
-        raise write_failure(err, output, "free disk space or choose a writable place with -o") from None
+        if isinstance(err, OSError):
+            raise write_failure(err, output, WRITE_HINT) from None
+        raise
     return output
 
 

@@ -1,0 +1,34 @@
+"""Symbolic links planted at the names the analyses and reports write (``featx erase``'s temporary file and its
+erasers, ``featx neurons``/``sweep``'s JSON, figures): never written through, the link's target left as it was."""
+
+from __future__ import annotations
+
+import pytest
+from support.planted_columns import make_planted
+
+from featx.probing import erase
+
+VICTIM = b"precious data owned by someone else\n"
+
+
+@pytest.fixture(scope="module")
+def planted(tiny_model, tmp_path_factory):
+    return make_planted(tmp_path_factory.mktemp("links-at-outputs"), tiny_model)
+
+
+@pytest.fixture
+def victim(tmp_path):
+    path = tmp_path / "victim.txt"
+    path.write_bytes(VICTIM)
+    return path
+
+
+def test_erase_never_writes_through_a_link_at_its_temporary_name(planted, tmp_path, victim):
+    output = tmp_path / "erased.h5"
+    output.with_name("erased.h5.writing").symlink_to(victim)
+    erase(planted, label="a", folds=3, output=output, jobs=1, amnesic="none")
+    assert victim.read_bytes() == VICTIM
+    assert output.is_file() and not output.is_symlink()
+    assert output.read_bytes()[:8] == b"\x89HDF\r\n\x1a\n"
+    assert {path.name for path in tmp_path.iterdir()} >= {"erased.h5", "erased.erase.json", "erased.h5.writing"}
+    assert not [path.name for path in tmp_path.iterdir() if path.name.startswith(".")]  # no temporary left
