@@ -3,10 +3,13 @@ erasers, ``featx neurons``/``sweep``'s JSON, figures): never written through, th
 
 from __future__ import annotations
 
+import json
+
+import numpy as np
 import pytest
 from support.planted_columns import make_planted
 
-from featx.probing import erase
+from featx.probing import erase, neurons, sweep
 
 VICTIM = b"precious data owned by someone else\n"
 
@@ -32,3 +35,28 @@ def test_erase_never_writes_through_a_link_at_its_temporary_name(planted, tmp_pa
     assert output.read_bytes()[:8] == b"\x89HDF\r\n\x1a\n"
     assert {path.name for path in tmp_path.iterdir()} >= {"erased.h5", "erased.erase.json", "erased.h5.writing"}
     assert not [path.name for path in tmp_path.iterdir() if path.name.startswith(".")]  # no temporary left
+
+
+def test_erase_never_writes_its_erasers_through_a_link(planted, tmp_path, victim):
+    output = tmp_path / "erased.h5"
+    erasers = output.with_name("erased.erasers.npz")
+    erasers.symlink_to(victim)
+    erase(planted, label="a", folds=3, output=output, jobs=1, amnesic="none")
+    assert victim.read_bytes() == VICTIM
+    assert erasers.is_file() and not erasers.is_symlink()
+    with np.load(erasers) as data:
+        assert {"mean/1/left", "mean/1/mean", "mean/1/right"} <= set(data.files)
+
+
+@pytest.mark.parametrize("kind", ["neurons", "sweep"])
+def test_an_analysis_never_writes_its_json_through_a_link(planted, tmp_path, victim, kind):
+    prefix = tmp_path / "a"
+    json_path = tmp_path / ("a.json" if kind == "neurons" else "a.sweep.json")
+    json_path.symlink_to(victim)
+    if kind == "neurons":
+        neurons(planted, label="a", layers="1", folds=3, output=prefix, jobs=1)
+    else:
+        sweep(planted, label="a", layers="1", output=prefix, jobs=1)
+    assert victim.read_bytes() == VICTIM
+    assert json_path.is_file() and not json_path.is_symlink()
+    assert json.loads(json_path.read_text())["meta"]["label"] == "a"

@@ -21,10 +21,12 @@ in such a dimension, which a standardizing probe scales up to unit variance and 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
 from ...errors import InputError
+from ...safe_files import atomic_write
 from .. import evaluation as ev
 from ..solvers import classifiers as clf
 
@@ -77,7 +79,7 @@ def save_erasers(erasers: dict[str, Eraser], path) -> None:
     arrays = {
         f"{key}/{part}": getattr(eraser, part) for key, eraser in erasers.items() for part in ("mean", "left", "right")
     }
-    np.savez(path, **arrays)
+    atomic_write(Path(path), lambda handle: np.savez(handle, **arrays))  # never through a link planted there
 
 
 def load_erasers(path) -> dict[str, Eraser]:

@@ -24,6 +24,7 @@ import pandas as pd
 
 from ...errors import InputError
 from ...options import Check, Options, option
+from ...safe_files import atomic_write_text
 from ...selection import parse_layer_specs
 from .. import evaluation as ev
 from ..config import DEFAULT_CS, check_bootstrap, check_folds, check_jobs, check_seed
@@ -297,7 +298,7 @@ def write_neurons(result: NeuronResult, output=None) -> list[Path]:
     write_table(result.selection, paths[0])
     write_table(result.ranking, paths[1])
     payload = {"meta": result.meta, "selection": _records(result.selection), "per_class": _records(result.per_class)}
-    paths[2].write_text(json.dumps(payload, default=json_safe, indent=1, allow_nan=False), encoding="utf-8")
+    atomic_write_text(paths[2], json.dumps(payload, default=json_safe, indent=1, allow_nan=False))
     return paths
 
 

@@ -25,6 +25,7 @@ import pandas as pd
 
 from ...errors import InputError
 from ...options import Check, Options
+from ...safe_files import atomic_write_text
 from ...selection import parse_layer_specs, parse_poolings
 from .. import evaluation as ev
 from ..config import DEFAULT_CS, check_bootstrap, check_folds, check_jobs, check_seed
@@ -245,9 +246,8 @@ def write_sweep(result: SweepResult, output=None) -> list[Path]:
     csv_path, json_path = Path(f"{prefix}.csv"), Path(f"{prefix}.json")
     write_table(result.table, csv_path)
     records = [{key: json_safe(value) for key, value in record.items()} for record in result.table.to_dict("records")]
-    json_path.write_text(
-        json.dumps({"meta": result.meta, "results": records}, default=json_safe, indent=1, allow_nan=False),
-        encoding="utf-8",
+    atomic_write_text(
+        json_path, json.dumps({"meta": result.meta, "results": records}, default=json_safe, indent=1, allow_nan=False)
     )
     return [csv_path, json_path]
 
