@@ -10,6 +10,8 @@ import pytest
 from support.planted_columns import make_planted
 
 from featx.probing import erase, neurons, sweep
+from featx.report import save_neurons_figure
+from featx.report.figures import style
 
 VICTIM = b"precious data owned by someone else\n"
 
@@ -60,3 +62,20 @@ def test_an_analysis_never_writes_its_json_through_a_link(planted, tmp_path, vic
     assert victim.read_bytes() == VICTIM
     assert json_path.is_file() and not json_path.is_symlink()
     assert json.loads(json_path.read_text())["meta"]["label"] == "a"
+
+
+def test_a_figure_is_never_written_through_a_link(planted, tmp_path, victim):
+    result = neurons(planted, label="a", layers="1", folds=3, output=tmp_path / "a", jobs=1)
+    for name in ("a.png", "a.svg"):
+        (tmp_path / name).symlink_to(victim)
+    save_neurons_figure(result)
+    ax = style.axes_or_new(None)
+    ax.plot([0, 1], [1, 0])
+    for name in ("b.png", "b.svg"):
+        (tmp_path / name).symlink_to(victim)
+    assert style.save(ax.figure, tmp_path / "b.png") == [tmp_path / "b.png", tmp_path / "b.svg"]
+    assert victim.read_bytes() == VICTIM
+    for name in ("a", "b"):
+        png, svg = tmp_path / f"{name}.png", tmp_path / f"{name}.svg"
+        assert not png.is_symlink() and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert not svg.is_symlink() and "<svg" in svg.read_text(encoding="utf-8")

@@ -45,9 +45,11 @@ def _grid(n: int, plt, width: float = 4.0, height: float = 3.2):
 
 
 def _save(fig, output: Path, dpi: int = 150) -> Path:
+    from .style import write_figure
+
     output = Path(output)
-    fig.savefig(output.with_suffix(".png"), dpi=dpi, bbox_inches="tight")
-    fig.savefig(output.with_suffix(".svg"), bbox_inches="tight")
+    write_figure(fig, output.with_suffix(".png"), dpi=dpi, bbox_inches="tight")
+    write_figure(fig, output.with_suffix(".svg"), bbox_inches="tight")
     return output.with_suffix(".png")
 
 

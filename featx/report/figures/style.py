@@ -125,11 +125,19 @@ def save(fig, output: str | os.PathLike, formats: Iterable[str] = FORMATS, dpi: 
         extension = extension.lstrip(".")
         target = Path(output).with_suffix(f".{extension}")
         try:
-            fig.savefig(target, dpi=dpi, metadata={"Date": None} if extension == "svg" else None)
+            write_figure(fig, target, dpi=dpi, metadata={"Date": None} if extension == "svg" else None)
         except OSError as err:
             raise StoreError(f"cannot write {target}: {err}", "check the directory exists and is writable") from None
         written.append(target)
     return written
+
+
+def write_figure(fig, target: Path, **options: Any) -> None:
+    """``fig.savefig(target, **options)``, its format the suffix's, through ``atomic_write`` (a fresh temporary
+    file renamed into place): ``savefig`` would open the name itself and write through a link planted there."""
+    from ...safe_files import atomic_write
+
+    atomic_write(target, lambda handle: fig.savefig(handle, format=target.suffix.lstrip("."), **options))
 
 
 def svg_text(fig) -> str:
