@@ -130,13 +130,14 @@ def read_small_text(path: Path, max_bytes: int, encoding: str = "utf-8") -> str:
         if err.errno == getattr(os, "ELOOP", 40):
             raise NotARegularFile(f"{path} is a symbolic link") from None
         raise
+    info = os.fstat(descriptor)
+    if not stat.S_ISREG(info.st_mode):  # before fdopen, which refuses a folder with an OSError of its own
+        os.close(descriptor)
+        raise NotARegularFile(f"{path} is not a regular file")
     with os.fdopen(descriptor, "rb") as handle:
-        info = os.fstat(handle.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            raise NotARegularFile(f"{path} is not a regular file")
         if info.st_size > max_bytes:
             raise NotARegularFile(f"{path} is larger than {max_bytes} bytes")
-        data = handle.read(max_bytes + 1)
+        data = handle.read(info.st_size + 1)  # not max_bytes + 1: a buffer of that size would be allocated
     if len(data) > max_bytes:
         raise NotARegularFile(f"{path} is larger than {max_bytes} bytes")
     return data.decode(encoding)

@@ -23,7 +23,14 @@ import numpy as np
 
 from ..errors import InputError
 from ..extraction import Corpus, read_corpus
-from ..safe_files import check_overwrite, check_writable, is_predictions_file, writing
+from ..safe_files import (
+    NotARegularFile,
+    check_overwrite,
+    check_writable,
+    is_predictions_file,
+    read_small_text,
+    writing,
+)
 from .bundle import load
 from .config import PredictConfig
 from .probe import Probe
@@ -33,6 +40,7 @@ if TYPE_CHECKING:
     from ..extraction import WordTable
 
 PARTIAL_SUFFIX = ".partial"
+MAX_PARTIAL_BYTES = 1 << 40  # its own file of score rows: no bound but the disk's
 
 
 @dataclass
@@ -162,7 +170,13 @@ def _resume(partial: Path, key: dict, notes: list[str]) -> list[list[float]]:
         return []
     if not partial.exists():
         return []
-    lines = partial.read_text(encoding="utf-8").split("\n")
+    try:  # never blocks on a FIFO planted there, never reads a folder
+        lines = read_small_text(partial, MAX_PARTIAL_BYTES).split("\n")
+    except (NotARegularFile, UnicodeDecodeError) as err:
+        raise InputError(
+            f"{partial} is not the partial predictions file featx predict writes ({err})",
+            "remove it, or choose another -o path",
+        ) from None
     try:
         if json.loads(lines[0]) != key:
             notes.append(

@@ -70,6 +70,18 @@ def test_a_failure_mid_run_writes_nothing_and_the_next_run_resumes(fitted, split
     assert len(pd.read_csv(output)) == 90 and not (tmp_path / "p.csv.partial").exists()
 
 
+@pytest.mark.parametrize("kind", ["fifo", "folder"])
+def test_a_partial_file_that_is_no_file_is_one_clear_error_not_a_hang(fitted, split_features, tmp_path, lookup, kind):
+    """A FIFO planted at OUT.partial would block a plain read for ever; a folder there failed with a traceback."""
+    import os
+
+    partial = tmp_path / "p.csv.partial"
+    os.mkfifo(partial) if kind == "fifo" else partial.mkdir()
+    result = _run(fitted.path, split_features.parent / "corpus.csv", "-o", tmp_path / "p.csv")
+    assert_one_clear_error(result.output, "is not the partial predictions file featx predict writes")
+    assert result.exit_code == 2 and not (tmp_path / "p.csv").exists()
+
+
 def _corpus(tmp_path, rows, header=("text", "label")):
     return write_csv(tmp_path / "c.csv", rows, header=header)
 

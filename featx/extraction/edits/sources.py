@@ -17,13 +17,18 @@ Every edit is one affine map of a state ``x`` (a ``(d,)`` vector per token):
 from __future__ import annotations
 
 import json
+import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from ...errors import InputError
+from ...safe_files import NotARegularFile, read_small_text
 from .spec import Intervention
+
+MAX_ERASE_JSON_BYTES = 64 << 20  # featx erase's .erase.json: its meta and one row per layer and pooling
+MAX_ERASERS_BYTES = 16 << 30  # every eraser of an .erasers.npz, as declared by its zip entries
 
 SVD_TOL = 1e-10  # singular values of the (scaled) class directions below this are not a direction
 
@@ -99,9 +104,9 @@ def _check_width(edit: Intervention, what: str, width: int, model: ModelInfo) ->
 def _erase_meta(path: Path) -> dict:
     stem = path.name[: -len(".erasers.npz")] if path.name.endswith(".erasers.npz") else path.stem
     side = path.with_name(f"{stem}.erase.json")
-    try:
-        meta = json.loads(side.read_text(encoding="utf-8")).get("meta")
-    except (OSError, ValueError, AttributeError):
+    try:  # a regular file of bounded size: never a link's target, never a FIFO to block on
+        meta = json.loads(read_small_text(side, MAX_ERASE_JSON_BYTES)).get("meta")
+    except (OSError, ValueError, AttributeError, RecursionError):
         meta = None
     if not isinstance(meta, dict):
         raise InputError(
@@ -113,10 +118,17 @@ def _erase_meta(path: Path) -> dict:
 
 
 def _read_erasers(path: Path) -> dict[str, np.ndarray]:
+    """The arrays of an erasers file: a regular file (not a FIFO to block on), a zip of ``.npy`` arrays whose
+    declared sizes are bounded before any is inflated, never unpickled."""
     try:
+        if not path.is_file():
+            raise NotARegularFile(f"{path} is not a regular file")
         with np.load(path) as data:  # allow_pickle is False by default: arrays only
+            declared = sum(info.file_size for info in data.zip.infolist())
+            if declared > MAX_ERASERS_BYTES:
+                raise NotARegularFile(f"its arrays declare {declared:,} bytes, more than {MAX_ERASERS_BYTES:,}")
             return {name: np.asarray(data[name], np.float64) for name in data.files}
-    except (OSError, ValueError, KeyError) as err:
+    except (OSError, ValueError, KeyError, AttributeError, zipfile.BadZipFile) as err:
         raise InputError(
             f"--intervene erase: {path} is not an erasers file of featx erase ({err})",
             "give the .erasers.npz that featx erase wrote",

@@ -84,6 +84,28 @@ def test_erasers_map_is_the_erasers_own(tmp_path, tiny_info):
     np.testing.assert_allclose(one(f"erase:{path}@1", tiny_info)(X), X - ((X - mean) @ right.T) @ left.T)
 
 
+@pytest.mark.parametrize("planted", ["erasers", "json"])
+def test_an_erasers_file_or_its_json_as_a_fifo_is_refused_without_blocking(tmp_path, tiny_info, planted):
+    import os
+
+    path = write_erasers(tmp_path, tiny_info.weights_sha256, {1: zero_rank(tiny_info.hidden_size)})
+    target = path if planted == "erasers" else tmp_path / "x.erase.json"
+    target.unlink()
+    os.mkfifo(target)
+    message = "erasers file .* does not exist" if planted == "erasers" else "is missing or unreadable"
+    with pytest.raises(InputError, match=message):
+        one(f"erase:{path}@1", tiny_info)
+
+
+def test_an_erasers_file_declaring_more_than_the_bound_is_refused_before_inflating(tmp_path, tiny_info, monkeypatch):
+    from featx.extraction.edits import sources
+
+    path = write_erasers(tmp_path, tiny_info.weights_sha256, {1: zero_rank(tiny_info.hidden_size)})
+    monkeypatch.setattr(sources, "MAX_ERASERS_BYTES", 100)
+    with pytest.raises(InputError, match=r"its arrays declare [\d,]+ bytes, more than 100"):
+        one(f"erase:{path}@1", tiny_info)
+
+
 @pytest.mark.parametrize(
     "case, message",
     [
