@@ -6,10 +6,12 @@ from __future__ import annotations
 import dataclasses
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
 
+from featx.checks import names, number, numbers, one_of, path_like, requires, whole
 from featx.errors import InputError
 from featx.options import (
     Check,
@@ -18,15 +20,9 @@ from featx.options import (
     flag_of,
     flagged,
     keyword_doc,
-    names,
     normalise,
-    number,
-    numbers,
-    one_of,
     option,
     renamed,
-    requires,
-    whole,
 )
 
 
@@ -192,3 +188,40 @@ def test_an_old_keyword_is_taken_with_a_deprecation_warning_and_not_beside_the_n
 
 def test_keyword_doc_is_made_from_the_fields():
     assert keyword_doc(Declared, ["rows"], {"rows": 2}) == "    rows (--rows, default 2): Rows per step."
+
+
+def test_numpy_numbers_are_taken_and_stored_as_python_ones():
+    import numpy as np
+
+    sample = Sample(size=np.int64(3), rate=np.float32(0.5), budget=np.int32(0))
+    assert (sample.size, sample.rate, sample.budget) == (3, 0.5, 0)
+    assert type(sample.size) is int and type(sample.rate) is float and type(sample.budget) is int
+    with pytest.raises(InputError, match="^--size True must be a whole number"):
+        Sample(size=np.True_)
+
+
+@dataclass(frozen=True)
+class Files(Options):
+    source: Any
+    target: Any = option(None, flag=("-o", "--output"))
+    CONSTRAINTS: ClassVar[tuple[Check, ...]] = (path_like("source", "target"),)
+
+
+def test_a_config_made_directly_names_an_unknown_or_missing_option():
+    with pytest.raises(InputError) as error:
+        Sample(colour="red")
+    assert (error.value.message, error.value.hint.split(",")[0]) == (
+        "unknown option(s) of Sample: colour",
+        "the options are: size",
+    )
+    with pytest.raises(InputError, match=r"^Files needs source\n"):
+        Files(target="x")
+    assert Files("a.h5").source == "a.h5" and Files.build(Files("a.h5"), target="b.h5").target == "b.h5"
+
+
+def test_path_like_refuses_what_is_not_a_path_naming_the_flag():
+    assert Files(source=Path("a.h5"), target="b.h5").target == "b.h5"
+    with pytest.raises(InputError, match=r"^--output takes a path, not a list \(\[.b.h5.\]\)\n"):
+        Files("a.h5", target=["b.h5"])
+    with pytest.raises(InputError, match=r"^source takes a path, not a NoneType"):
+        Files(None)  # a field without a default, not typed as optional: None is not a path

@@ -89,8 +89,7 @@ def labels_add(features, label_file, **options):
     is written through to its target."""
     from ..probing import LabelsAddConfig, add_labels
 
-    config = LabelsAddConfig(features=features, label_file=label_file, **options)
-    echo(add_labels(config.features, config.label_file, config.join, config.missing_labels, config.sep))
+    echo(add_labels(LabelsAddConfig(features=features, label_file=label_file, **options)))
 
 
 @main.command(cls=ConfigCommand, config="featx.probing:ExplainConfig")

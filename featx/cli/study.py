@@ -36,7 +36,7 @@ def study_run(study_file, dry_run, **options):
     if dry_run:
         echo(format_dry_run(plan_only(config.study)))
         return
-    result = run(config.study, jobs=config.jobs, engine=config.engine, address=config.address, echo=echo)
+    result = run(config, echo=echo)
     echo(format_summary(result))
     if result.exit_code:
         sys.exit(result.exit_code)

@@ -131,6 +131,8 @@ def load(path: str | os.PathLike) -> Probe:
     """The probe saved in the bundle folder ``path``, every file checked first (``checks``)."""
     from ..safe_files import read_small_text
 
+    if not isinstance(path, (str, os.PathLike)):
+        raise InputError(f"featx.load takes a bundle folder's path, not a {type(path).__name__}", checks.FOLDER_HINT)
     folder = checks.bundle_folder(Path(path))
     try:
         text = read_small_text(folder / MANIFEST, checks.MAX_MANIFEST_BYTES)

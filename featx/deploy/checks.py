@@ -56,12 +56,15 @@ def _bad(folder: Path, what: str, hint: str = REFIT_HINT) -> InputError:
     return InputError(f"bundle {folder}: {what}", hint)
 
 
+FOLDER_HINT = "give the folder featx fit wrote (-o model.featx)"
+
+
 def bundle_folder(path: Path) -> Path:
     """``path`` if it is a real folder holding exactly a bundle's files (as regular files, not links)."""
     try:
         info = os.lstat(path)
     except OSError:
-        raise InputError(f"bundle {path} does not exist", "give the folder featx fit wrote (-o model.featx)") from None
+        raise InputError(f"bundle {path} does not exist", FOLDER_HINT) from None
     if stat.S_ISLNK(info.st_mode):
         raise _bad(path, "is a symbolic link; featx reads bundles only from real folders", "pass the real folder")
     if not stat.S_ISDIR(info.st_mode):
@@ -330,6 +333,7 @@ def check_model_now(extraction: dict) -> None:
 
 
 __all__ = [
+    "FOLDER_HINT",
     "FORMAT",
     "MANIFEST",
     "MANIFEST_DIGEST",

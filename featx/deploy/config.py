@@ -7,8 +7,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
+from ..checks import number, numbers, one_of, path_like, spelled, text, whole
 from ..errors import InputError
-from ..options import Check, Options, number, numbers, one_of, option, path_like, spelled, text, whole
+from ..options import Check, Options, option
 from ..probing import DEFAULT_ALPHAS, DEFAULT_CS, check_bootstrap, check_folds, check_jobs, check_seed
 
 HEADS = ("logreg", "svm", "mlp", "ridge")
@@ -84,11 +85,12 @@ class FitConfig(Options):
     CONSTRAINTS: ClassVar[tuple[Check, ...]] = (
         path_like(
             "features",
-            "featx.fit takes a features file path (the .h5 file featx extract writes)",
-            "featx.extract(corpus, output='feats.h5') writes one from a corpus file; in-memory texts: "
+            what="featx.fit takes a features file path (the .h5 file featx extract writes)",
+            hint="featx.extract(corpus, output='feats.h5') writes one from a corpus file; in-memory texts: "
             "featx.embed(texts) gives their features, "
             "or fit featx.sklearn.HiddenStates and a scikit-learn classifier on them",
         ),
+        path_like("output"),
         text("label", "label", optional=True, example="name a stored label column, e.g. label='sentiment'"),
         spelled("layer", "layer", example="e.g. layer='auto', layer=3 or layer='cat(-4:)'"),
         spelled("pooling", "pooling", example="e.g. pooling='auto' or pooling='mean'"),
@@ -197,6 +199,7 @@ class PredictConfig(Options):
     )
 
     CONSTRAINTS: ClassVar[tuple[Check, ...]] = (
+        path_like("bundle", "corpus", "output"),
         whole("top_k", "--top-k", minimum=1, optional=True),
         number("threshold", "--threshold", low=0.0, high=1.0, low_open=False, optional=True),
         whole("commit_rows", "--commit-rows", minimum=1),

@@ -13,6 +13,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from ..checks import path_like
 from ..errors import InputError
 from ..options import Check, Options, option
 
@@ -67,7 +68,10 @@ class DirectionsConfig(Options):
     )
     overwrite: bool = option(False, flag="--overwrite", group="Output", help="Replace an existing output file.")
 
-    CONSTRAINTS: ClassVar[tuple[Check, ...]] = (_check_output,)
+    CONSTRAINTS: ClassVar[tuple[Check, ...]] = (
+        path_like("bundle", "output"),
+        _check_output,
+    )
 
 
 def export_directions(config: DirectionsConfig | str | Path, **options) -> Path:

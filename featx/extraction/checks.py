@@ -8,8 +8,9 @@ import math
 from pathlib import Path
 from typing import Any
 
+from ..checks import one_of, path_like, spelled, whole
 from ..errors import InputError
-from ..options import MAX_SEED, Check, normalise, one_of, whole
+from ..options import MAX_SEED, Check, normalise
 from .shards.sharding import ShardSpec
 
 ExtractConfig = Any  # the checks take an ``ExtractConfig`` (config.py imports this module, not the other way)
@@ -193,6 +194,7 @@ def output_path(config: ExtractConfig) -> Path:
 
 # Every constraint on the options, in one table (in the spirit of scikit-learn's parameter constraints).
 CONSTRAINTS: tuple[Check, ...] = (
+    path_like("corpus", "output", "model"),
     _check_text_col,
     _check_output,
     _check_words,
@@ -213,6 +215,8 @@ CONSTRAINTS: tuple[Check, ...] = (
     _check_missing_labels,
     _check_pair,
     _check_prompts,
+    spelled("layers", "--layers", example="e.g. layers='all', layers=3 or layers=[0, 6]"),
+    spelled("poolings", "--pooling", example="e.g. poolings='mean' or poolings=['mean', 'cls']"),
     _check_selection,
     whole("init_seed", "--init-seed", minimum=0, maximum=MAX_SEED),
     whole("intervene_seed", "--intervene-seed", minimum=0, maximum=MAX_SEED),

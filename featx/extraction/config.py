@@ -278,6 +278,8 @@ def make_config(config: ExtractConfig | str | Path | None = None, **options) -> 
         )
     if isinstance(config, (str, Path)):
         return ExtractConfig(corpus=config, **options)
+    if config is None and options.get("corpus") is None:
+        raise InputError("no corpus given", "give the corpus file: featx.extract('corpus.csv')")
     if config is None:
         return ExtractConfig(**options)
     return ExtractConfig(**{**asdict(config), **options}) if options else config

@@ -12,8 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
+from ..checks import one_of, path_like, whole
 from ..errors import InputError
-from ..options import MAX_SEED, Check, Options, normalise, one_of, option, whole
+from ..options import MAX_SEED, Check, Options, normalise, option
 
 WHAT, EDIT, OUTPUTS, RUN = "Label and layers", "The edit", "The model's outputs", "Run and output"
 EDITS = ("erase", "project", "mean", "steer")
@@ -202,6 +203,7 @@ class InterveneConfig(Options):
     write: bool = True  # the table's CSV and JSON beside the prefix
 
     CONSTRAINTS: ClassVar[tuple[Check, ...]] = (
+        path_like("features", "bundle", "output"),
         one_of("edit", "--edit", EDITS),
         one_of("method", "--method", METHODS),
         one_of("loss", "--loss", LOSS),

@@ -6,8 +6,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
+from ..checks import path_like, text, whole
 from ..errors import InputError
-from ..options import MAX_SEED, Check, Options, normalise, option, path_like, text, whole
+from ..options import MAX_SEED, Check, Options, normalise, option
 from .answers import parse_answers
 
 INPUT, PROBE, RUN = "Input", "Probe and evaluation", "Model and output"
@@ -82,7 +83,8 @@ class LensConfig(Options):
     n_bootstrap: int = 1000
 
     CONSTRAINTS: ClassVar[tuple[Check, ...]] = (
-        path_like("corpus", "featx.lens takes a corpus file path", "write the texts and labels to a CSV"),
+        path_like("corpus", what="featx.lens takes a corpus file path", hint="write the texts and labels to a CSV"),
+        path_like("output"),
         _check_template,
         _check_answers,
         text("label", "--label", example="name the label column, e.g. label='sentiment'"),

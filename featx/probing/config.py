@@ -7,8 +7,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
+from ..checks import names, one_of, path_like, requires, spelled, text, whole
 from ..errors import InputError
-from ..options import MAX_SEED, Check, Options, names, one_of, option, path_like, requires, spelled, text, whole
+from ..options import MAX_SEED, Check, Options, option
 from ..selection import check_layer_spelling
 from .solvers.devices import check_device
 
@@ -256,11 +257,12 @@ class ProbeConfig(Options):
     CONSTRAINTS: ClassVar[tuple[Check, ...]] = (
         path_like(
             "features",
-            "featx.probe takes a features file path (the .h5 file featx extract writes)",
-            "featx.extract(corpus, output='feats.h5') writes one from a corpus file; in-memory texts: "
+            what="featx.probe takes a features file path (the .h5 file featx extract writes)",
+            hint="featx.extract(corpus, output='feats.h5') writes one from a corpus file; in-memory texts: "
             "featx.embed(texts) gives their features, "
             "or probe them with featx.sklearn.HiddenStates and a scikit-learn classifier",
         ),
+        path_like("labels", "baseline", "output"),
         text("label", "label", optional=True, example="name a stored label column, e.g. label='sentiment'"),
         spelled("layers", "layers", example="e.g. layers='all', layers=3 or layers=[1, 2]"),
         spelled("poolings", "poolings", example="e.g. poolings='mean' or poolings=['mean', 'cls']"),

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
 from .. import store
+from ..checks import one_of, path_like
 from ..errors import InputError
 from ..io import (
     LabelColumn,
@@ -22,7 +23,7 @@ from ..io import (
     refuse_other_formats,
     unwrap_gzip,
 )
-from ..options import Check, Options, one_of, option
+from ..options import Check, Options, option
 from ..store import FeatureFile
 
 JOINS = ("id", "row")
@@ -47,7 +48,10 @@ class LabelsAddConfig(Options):
     )
     sep: str | None = option(None, flag="--sep", help="LABEL_FILE's delimiter (default: sniffed).")
 
-    CONSTRAINTS: ClassVar[tuple[Check, ...]] = (one_of("join", "--join", JOINS, hint="use --join id or --join row"),)
+    CONSTRAINTS: ClassVar[tuple[Check, ...]] = (
+        path_like("features", "label_file"),
+        one_of("join", "--join", JOINS, hint="use --join id or --join row"),
+    )
 
 
 def read_label_file(path: str | Path, sep: str | None = None, encoding: str = "utf-8"):
@@ -122,12 +126,10 @@ def _check_row_count(features: FeatureFile, path: Path, n_label_rows: int) -> No
 def join_labels(
     features: FeatureFile, path: str | Path, join: str = "id", missing_labels: str = "empty", sep: str | None = None
 ) -> dict[str, LabelColumn]:
-    """The label columns of ``path`` in the stored row order; every stored row must match exactly once."""
+    """The label columns of ``path`` in the stored row order; every stored row must match exactly once. ``join``
+    is checked by the caller's config (``ProbeConfig``, ``LabelsAddConfig``): id or row."""
     from ..io import missing_markers
 
-    join = str(join).strip().lower()
-    if join not in JOINS:
-        raise InputError(f"--join '{join}' is not understood", "use --join id or --join row")
     path = Path(path)
     header, rows, lines = read_label_file(path, sep)
     stored_id_col = str(features.attrs.get(store.schema.ID_COL, "") or "")
@@ -258,15 +260,10 @@ def split_note(plan, split: np.ndarray, kept: np.ndarray) -> str | None:
     return "split: " + "; ".join(parts)
 
 
-def add_labels(
-    features_path: str | Path,
-    labels_path: str | Path,
-    join: str = "id",
-    missing_labels: str = "empty",
-    sep: str | None = None,
-) -> str:
-    """``featx labels add``: store the label columns of ``labels_path`` in the features file for good
-    (atomically); returns the line to show.
+def add_labels(config: LabelsAddConfig | str | Path, label_file: str | Path | None = None, **options: Any) -> str:
+    """``featx labels add``: store the label columns of ``label_file`` in the features file for good
+    (atomically); returns the line to show. ``config`` is a ``LabelsAddConfig``, or the features file's path
+    with ``label_file`` and ``options`` (``join``, ``missing_labels``, ``sep``) its other fields, checked first.
 
     The whole read-check-write holds the features file's ``OutputLock`` (the one ``featx extract`` takes), so a
     second writer at the same time is refused, never silently overwritten; copies left by a killed add are
@@ -276,7 +273,9 @@ def add_labels(
     from ..store import OutputLock, add_label_columns, remove_stale_additions
     from .analyses.target import open_complete
 
-    features_path = Path(features_path)
+    config = LabelsAddConfig.build(config, **({"label_file": label_file} if label_file is not None else {}), **options)
+    features_path, labels_path = Path(config.features), config.label_file
+    join, missing_labels, sep = config.join, config.missing_labels, config.sep
     target = features_path.resolve() if features_path.is_symlink() else features_path
     with OutputLock(target, "featx labels add", "wait for it to finish, then run featx labels add again"):
         remove_stale_additions(target)

@@ -18,12 +18,13 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 import pandas as pd
 
+from ..checks import path_like, whole
 from ..errors import InputError
 from ..io import write_csv
-from ..options import Check, Options, normalise, option, whole
+from ..options import Check, Options, normalise, option
 from .figures.compare import plot_compare
 from .figures.style import FORMATS, RC, save
-from .files import make_folder
+from .files import make_folder, results_files
 from .load import (
     Entry,
     check_metric,
@@ -255,7 +256,8 @@ class CompareConfig(Options):
     tests: bool = option(True, flag="--no-tests", negate=True, help="Skip the per-layer paired tests.")
 
     CONSTRAINTS: ClassVar[tuple[Check, ...]] = (
-        lambda config: normalise(config, "results", tuple(config.results)),
+        path_like("output"),
+        results_files,
         lambda config: normalise(config, "names", split_names(config.names)),
         lambda config: check_names(config.names, len(config.results)) if config.results else None,
         whole("dpi", "--dpi", hint="give --dpi a value of at least 1"),
@@ -270,11 +272,11 @@ def split_names(names: Sequence[str] | str | None) -> list[str] | None:
 
 
 def compare(sources: Iterable | CompareConfig, **options: Any) -> Comparison:
-    """Compare results files: the figure, the table and the paired tests, written beside ``output`` when
-    it is given (see ``CompareConfig``; ``options`` are its fields)."""
+    """Compare results files (a list of paths, or a ``CompareConfig``): the figure, the table and the paired tests,
+    written beside ``output`` when it is given (see ``CompareConfig``; ``options`` are its fields)."""
     import matplotlib.pyplot as plt
 
-    config = sources if isinstance(sources, CompareConfig) else CompareConfig(results=tuple(sources), **options)
+    config = CompareConfig.build(sources, **options)
     names = list(config.names) if config.names is not None else None
     entries = load_entries(list(config.results), config.metric, config.classifier, config.pooling, names)
     metric = entries[0].metric

@@ -18,9 +18,10 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
+from ..checks import path_like, whole
 from ..errors import InputError
 from ..io import write_csv
-from ..options import Check, Options, option, whole
+from ..options import Check, Options, option
 from .figures.style import FORMATS, RC, axes_or_new, save
 from .files import make_folder
 
@@ -118,7 +119,7 @@ class SimilarityConfig(Options):
     """What ``featx similarity`` compares and where it writes (``output``: the figure, its suffix replaced
     by each of ``formats``, and the matrix at ``.csv``; default ``FEATURES stem [.vs. OTHER stem] .cka.png``)."""
 
-    features: str | os.PathLike = ""
+    features: str | os.PathLike
     other: str | os.PathLike | None = None
     pooling: str = option("mean", flag="--pooling", help="Which stored pooling to compare.")
     site: str = option("hidden", flag="--site", help="Which stored site.")
@@ -132,7 +133,10 @@ class SimilarityConfig(Options):
     formats: Iterable[str] = FORMATS
     dpi: int = option(150, flag="--dpi", help="Resolution of the PNG.")
 
-    CONSTRAINTS: ClassVar[tuple[Check, ...]] = (whole("dpi", "--dpi", hint="give --dpi a value of at least 1"),)
+    CONSTRAINTS: ClassVar[tuple[Check, ...]] = (
+        path_like("features", "other", "output"),
+        whole("dpi", "--dpi", hint="give --dpi a value of at least 1"),
+    )
 
 
 def default_output(features: str | os.PathLike, other: str | os.PathLike | None = None) -> Path:
@@ -152,7 +156,7 @@ def similarity(features, other=None, **options: Any) -> Similarity:
     ``write=True``, beside ``features``) the figure and the matrix are written and listed in ``written``.
     ``features`` may also be a whole ``SimilarityConfig``.
     """
-    config = features if isinstance(features, SimilarityConfig) else SimilarityConfig(features, other, **options)
+    config = SimilarityConfig.build(features, **({"other": other} if other is not None else {}), **options)
     result = _similarity(config.features, config.other, config.pooling, config.site)
     if config.output is not None or config.write:
         result.written = write_similarity(

@@ -17,6 +17,7 @@ A model entry with ``seeds = [0, 1, 2]`` is one model per seed, named ``NAME-s0`
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -343,9 +344,19 @@ def default_output(source: Source) -> str:
     return f"{source.path.stem}.study" if source.path is not None else "study"
 
 
+def check_study(study: Any) -> None:
+    """A study is given as a file's path, a dict of its tables or a ``StudyConfig``; anything else is refused."""
+    if not isinstance(study, (str, os.PathLike, dict, StudyConfig)):
+        raise InputError(
+            f"a study is a path to a TOML file, a dict or a StudyConfig, not a {type(study).__name__}",
+            "e.g. featx.study.run('study.toml')",
+        )
+
+
 def study_config(study: str | Path | dict[str, Any] | StudyConfig, **overrides: Any) -> StudyConfig:
     """The ``StudyConfig`` of a study file's path or of a dict (``overrides``: ``jobs``, ``engine``, ``address``
     given on the command line win over the file's)."""
+    check_study(study)
     if isinstance(study, StudyConfig):
         from dataclasses import replace
 

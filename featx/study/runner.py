@@ -20,11 +20,13 @@ from typing import Any, ClassVar
 
 import pandas as pd
 
+from ..checks import one_of, whole
 from ..io import write_csv
-from ..options import Check, Options, one_of, option, whole
+from ..options import Check, Options, option
 from ..store import OutputLock
 from .cells import Task
 from .compare import paired_models
+from .config import check_study
 from .engines import ENGINES, Engine, engine_named
 from .plan import StudyPlan, make_plan
 from .records import DONE, FAILED, cell_status, record_state, state_folder
@@ -36,9 +38,10 @@ Echo = Callable[[str], None]
 
 @dataclass(frozen=True)
 class RunConfig(Options):
-    """``featx study run``'s options: the study file and what the command line overrides of its ``[study]``."""
+    """``featx study run``'s options: the study (a file's path; in Python also a dict of its tables or a
+    ``StudyConfig``) and what the command line overrides of its ``[study]``."""
 
-    study: str | Path
+    study: str | Path | dict[str, Any]
     jobs: int | None = option(
         None, flag="--jobs", help="Probe worker processes (default: the study file's jobs, else 1)."
     )
@@ -56,6 +59,7 @@ class RunConfig(Options):
     )
 
     CONSTRAINTS: ClassVar[tuple[Check, ...]] = (
+        lambda config: check_study(config.study),
         whole("jobs", "--jobs", minimum=1, optional=True),
         one_of("engine", "--engine", tuple(ENGINES), optional=True),
     )
@@ -199,14 +203,21 @@ def run(
     engine: str | None = None,
     echo: Echo | None = None,
     address: str | None = None,
+    **options: Any,
 ) -> StudyResult:
-    """Run a study (a TOML file's path, a dict of the same tables, or a ``StudyConfig``): every cell not done,
-    then the results table (``featx.study.load``), ``summary.csv`` and ``paired.csv``. ``jobs``, ``engine`` and
-    ``address`` (the Ray engine's cluster) override the file's; ``echo`` gets one line per cell. Check
-    ``result.exit_code``: 1 when a cell failed."""
+    """Run a study (a TOML file's path, a dict of the same tables, a ``StudyConfig``, or a ``RunConfig``): every
+    cell not done, then the results table (``featx.study.load``), ``summary.csv`` and ``paired.csv``. ``jobs``,
+    ``engine`` and ``address`` (the Ray engine's cluster) override the file's; ``echo`` gets one line per cell.
+    Another keyword is an ``InputError`` naming ``RunConfig``'s. Check ``result.exit_code``: 1 when a cell
+    failed."""
+    given = {
+        name: value for name, value in (("jobs", jobs), ("engine", engine), ("address", address)) if value is not None
+    }
+    config = RunConfig.build(study, **given, **options)
     echo = echo or (lambda line: None)
     started = time.perf_counter()
-    plan = make_plan(study, jobs=jobs, engine=engine, address=address)  # the whole study checked before any work
+    overrides = {"jobs": config.jobs, "engine": config.engine, "address": config.address}
+    plan = make_plan(config.study, **overrides)  # the whole study checked before any work
     plan.config.check_address()
     output = plan.config.output
     with lock_of(output):

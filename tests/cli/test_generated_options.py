@@ -219,3 +219,37 @@ def test_merge_and_labels_add_take_their_options_from_their_configs(tmp_path):
     result = CliRunner().invoke(main, ["labels", "add", str(tmp_path / "f.h5"), str(tmp_path / "l.csv"), "--join", "x"])
     assert result.exit_code == 2 and "--join 'x' is not understood" in result.output
     assert LabelsAddConfig("f.h5", "l.csv", join=" ROW ").join == "row"
+
+
+# The options a config needs besides its path fields to be made at all (the others are left at their defaults).
+NEEDED = {
+    "InterveneConfig": {"at": "1"},
+    "LensConfig": {"corpus": "c.csv", "template": "Review: {text} Sentiment:", "answers": "good,bad"},
+    "ReportConfig": {"results": "r.probe.csv"},
+    "DirectionsConfig": {"output": "d.safetensors"},
+}
+
+
+def _path_fields(config: type) -> list[str]:
+    return [item.name for item in dataclasses.fields(config) if "Path" in str(item.type)]
+
+
+@pytest.mark.parametrize("name, command", CONFIGURED, ids=[name for name, _ in CONFIGURED])
+def test_every_path_option_refuses_what_is_not_a_path_naming_it(name, command, tmp_path, monkeypatch):
+    """A Python caller's list or number where a config takes a path is an InputError naming the flag (or the keyword
+    of a field without one) when the config is made: never a TypeError from deep inside a run, nor accepted."""
+    from featx.errors import InputError
+
+    monkeypatch.chdir(tmp_path)
+    config = command.config
+    required = {item.name: "x.h5" for item in dataclasses.fields(config) if item.default is dataclasses.MISSING}
+    base = {**required, **NEEDED.get(config.__name__, {})}
+    config(**base)  # the base is a good config
+    assert _path_fields(config), name
+    specs = {item.name: spec for item, spec in flagged(config)}
+    for field in _path_fields(config):
+        for wrong in (["a.h5"], 3):
+            with pytest.raises(InputError) as error:
+                config(**{**base, field: wrong})
+            named = specs[field].name if field in specs else field
+            assert named in error.value.message or type(wrong).__name__ in error.value.message, (field, error.value)

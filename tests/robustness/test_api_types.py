@@ -97,3 +97,67 @@ def test_non_finite_feature_rows_are_refused(bundle, method, value):
     X[2, 3] = value
     with pytest.raises(InputError, match=r"^1 of 4 feature rows hold NaN or infinite values \(rows 2\)"):
         getattr(probe, method)(X)
+
+
+# -- every Python entry point of a command: its config's keywords, nothing else --------------------------------
+def _entry_points():
+    import featx.deploy
+    import featx.extraction
+    import featx.interventions
+    import featx.probing
+    import featx.report
+    import featx.study
+
+    def plot(first, **options):
+        return list(featx.report.plot_files(first, **options))
+
+    return {  # name: (the function, whether a list is its first argument's right type)
+        "featx.extract": (featx.extract, False),
+        "featx.estimate": (featx.estimate, False),
+        "featx.probe": (featx.probe, False),
+        "featx.fit": (featx.fit, False),
+        "featx.explain": (featx.explain, False),
+        "featx.lens": (featx.lens, False),
+        "featx.embed": (featx.embed, True),
+        "featx.load": (featx.load, False),
+        "featx.extraction.merge": (featx.extraction.merge, False),
+        "featx.deploy.predict": (featx.deploy.predict, False),
+        "featx.deploy.export_directions": (featx.deploy.export_directions, False),
+        "featx.probing.erase": (featx.probing.erase, False),
+        "featx.probing.neurons": (featx.probing.neurons, False),
+        "featx.probing.add_labels": (featx.probing.add_labels, False),
+        "featx.interventions.intervene": (featx.interventions.intervene, False),
+        "featx.report.compare_results": (featx.report.compare_results, True),
+        "featx.report.layer_similarity": (featx.report.layer_similarity, False),
+        "featx.report.write_report": (featx.report.write_report, False),
+        "featx.report.plot_files": (plot, True),
+        "featx.study.run": (featx.study.run, False),
+        "featx.study.status": (featx.study.status, False),
+    }
+
+
+ENTRY_POINTS = _entry_points()
+TAKES_KEYWORDS = [name for name in ENTRY_POINTS if name not in ("featx.load", "featx.study.status")]
+
+
+@pytest.mark.parametrize("name", TAKES_KEYWORDS)
+def test_an_unknown_keyword_is_an_input_error_naming_it(name, tmp_path, monkeypatch):
+    """A mistyped keyword (``colour=``) is one InputError naming it, before any file is read: never a TypeError."""
+    monkeypatch.chdir(tmp_path)
+    function, _ = ENTRY_POINTS[name]
+    with pytest.raises(InputError) as error:
+        function(["a text"] if name == "featx.embed" else "x.h5", colour="red")
+    assert "colour" in error.value.message, error.value
+
+
+@pytest.mark.parametrize("name", list(ENTRY_POINTS))
+def test_a_first_argument_of_the_wrong_type_is_an_input_error(name, tmp_path, monkeypatch):
+    """A number, None or (where one path is taken) a list as the first argument is one InputError, before any file
+    is read: never a TypeError or an AttributeError from inside."""
+    monkeypatch.chdir(tmp_path)
+    function, takes_a_list = ENTRY_POINTS[name]
+    for wrong in [3, None] + ([] if takes_a_list else [["a.h5", "b.h5"]]):
+        if wrong is None and name in ("featx.probe", "featx.explain", "featx.report.plot_files", "featx.fit"):
+            continue  # None: the last file written in this folder (none here: a StoreError saying so)
+        with pytest.raises(InputError):
+            function(wrong)

@@ -17,8 +17,9 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ... import store
+from ...checks import path_like
 from ...errors import IncompleteError, InputError, Interrupted, StoreError, signal_of
-from ...options import Check, Options, option, path_like
+from ...options import Check, Options, option
 from ...safe_files import check_overwrite, is_hdf5_file
 from ...state import remember
 from ...store import (
@@ -48,7 +49,9 @@ class MergeConfig(Options):
     progress: bool = option(False, flag=("--quiet", "-q"), negate=True, help="No progress bar.")
 
     CONSTRAINTS: ClassVar[tuple[Check, ...]] = (
-        path_like("output", "featx merge takes the sharded run's output path", "give it as a path, e.g. OUT.h5"),
+        path_like(
+            "output", what="featx merge takes the sharded run's output path", hint="give it as a path, e.g. OUT.h5"
+        ),
     )
 
 

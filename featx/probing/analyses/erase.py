@@ -19,6 +19,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
+from ...checks import path_like
 from ...errors import InputError
 from ...options import Check, Options, option
 from ...safe_files import atomic_write_text, check_writable, writing
@@ -120,6 +121,7 @@ class EraseConfig(Options):
     write: bool = True
 
     CONSTRAINTS: ClassVar[tuple[Check, ...]] = (
+        path_like("features", "output"),
         _check_method,
         positive("iterations", "--iterations", hint="give --iterations a whole number of rounds, e.g. 50"),
         check_folds,

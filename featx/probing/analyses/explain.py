@@ -16,9 +16,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ...checks import path_like, whole
 from ...errors import StoreError, require_whole
 from ...io import read_csv, write_csv
-from ...options import Options, option, whole
+from ...options import Options, option
 from ...safe_files import sibling
 from ..choice import chosen_layer
 from ..results import side_path
@@ -223,7 +224,7 @@ class ExplainConfig(Options):
     write: bool = True  # the confusion matrix as <stem>.confusion.csv beside the predictions
 
 
-ExplainConfig.CONSTRAINTS = (whole("buckets", "--buckets"), whole("limit", "--limit"))
+ExplainConfig.CONSTRAINTS = (path_like("results"), whole("buckets", "--buckets"), whole("limit", "--limit"))
 
 
 def explain(config: ExplainConfig | str | Path | None = None, **options: object) -> Explanation | RegressionExplanation:

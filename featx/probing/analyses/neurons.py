@@ -22,6 +22,7 @@ from typing import ClassVar
 import numpy as np
 import pandas as pd
 
+from ...checks import path_like
 from ...errors import InputError
 from ...options import Check, Options, option
 from ...safe_files import atomic_write_text
@@ -99,6 +100,7 @@ class NeuronConfig(Options):
     write: bool = True
 
     CONSTRAINTS: ClassVar[tuple[Check, ...]] = (
+        path_like("features", "output"),
         positive("top", "--top", optional=True, hint="give --top a number of neurons, e.g. 10"),
         unit_fraction("fraction", "--fraction"),
         _top_or_fraction,

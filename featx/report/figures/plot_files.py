@@ -7,11 +7,12 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
+from ...checks import path_like, whole
 from ...errors import InputError
-from ...options import Check, Options, normalise, option, whole
-from ..files import make_folder
+from ...options import Check, Options, normalise, option
+from ..files import make_folder, results_files
 from .heatmap import SCALES
 from .style import default_output
 
@@ -75,7 +76,9 @@ class PlotConfig(Options):
     )
 
     CONSTRAINTS: ClassVar[tuple[Check, ...]] = (
+        path_like("output", "baseline", "compare"),
         whole("dpi", "--dpi", hint="give --dpi a value of at least 1"),
+        results_files,
         lambda config: normalise(config, "results", tuple(Path(path) for path in config.results)),
         _one_figure_per_output,
         _known_scale,
@@ -103,14 +106,16 @@ def figure_path(results: Path, output: str | os.PathLike | None) -> Path:
     return target
 
 
-def plot_files(config: PlotConfig) -> Iterator[Drawn]:
-    """Draw and write each results file's figure, then the comparison figure; yields each as it is written."""
+def plot_files(config: PlotConfig | str | os.PathLike | list, **options: Any) -> Iterator[Drawn]:
+    """Draw and write each results file's figure, then the comparison figure; yields each as it is written.
+    ``config`` is a ``PlotConfig``, or its ``results`` (a path or a list of paths) with ``options`` its fields."""
     import matplotlib.pyplot as plt
 
     from ..compare import labels_figure
     from .learning import format_curve_table, is_curve_file, learning_figure
     from .plot import figure
 
+    config = PlotConfig.build(config, **options)
     for path in config.results:
         target = figure_path(path, config.output)
         if is_curve_file(path):  # featx probe --train-sizes writes X.curve.csv

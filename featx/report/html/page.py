@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 
 import pandas as pd
 
+from ...checks import path_like
 from ...errors import FeatxError, InputError
 from ...options import Check, Options, option
 from ..load import (
@@ -181,15 +182,17 @@ class ReportConfig(Options):
         "layer by; accuracy, or R² for regression).",
     )
 
-    CONSTRAINTS: ClassVar[tuple[Check, ...]] = (_results_path,)
+    CONSTRAINTS: ClassVar[tuple[Check, ...]] = (
+        path_like("output"),
+        _results_path,
+    )
 
 
-def write_report(
-    results, output: str | os.PathLike | None = None, classifier: str | None = None, metric: str | None = None
-) -> Path:
+def write_report(results, output: str | os.PathLike | None = None, **options: Any) -> Path:
     """Write the report page (default: beside the results, ``x.probe.csv`` -> ``x.report.html``); ``results``
-    may also be a whole ``ReportConfig``. Returns the page's path."""
-    config = results if isinstance(results, ReportConfig) else ReportConfig(results, output, classifier, metric)
+    may also be a whole ``ReportConfig``, ``options`` its other fields (``classifier``, ``metric``). Returns the
+    page's path."""
+    config = ReportConfig.build(results, **({"output": output} if output is not None else {}), **options)
     path = Path(config.output) if config.output is not None else default_output(Path(config.results))
     page = render(config.results, config.classifier, config.metric)
     try:

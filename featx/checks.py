@@ -1,0 +1,201 @@
+"""The check builders of a config's ``CONSTRAINTS`` table (``featx.options``): each makes a check that raises
+``InputError(message, hint)`` naming the flag the user typed, with one wording for each kind of option (a whole
+number, a number, a choice, names, a path...); a check that normalises a value (``"LogReg"`` -> ``"logreg"``,
+numpy's ``int64`` -> ``int``) does so once, with ``normalise``, inside construction."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+from collections.abc import Iterable
+from numbers import Integral, Real
+from typing import Any
+
+from .errors import InputError
+from .options import Check, flag_of, normalise
+
+
+def _is_whole(value: Any) -> bool:  # numpy's integers too (stored as int), never a bool
+    return isinstance(value, Integral) and not isinstance(value, bool)
+
+
+def _is_number(value: Any) -> bool:  # numpy's numbers too (stored as float)
+    return isinstance(value, Real) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def whole(
+    name: str,
+    flag: str,
+    *,
+    minimum: int = 1,
+    maximum: int | None = None,
+    optional: bool = False,
+    hint: str | None = None,
+) -> Check:
+    """``name`` is a whole number of at least ``minimum`` and at most ``maximum`` (or None, when ``optional``)."""
+
+    def check(config: Any) -> None:
+        value = getattr(config, name)
+        if value is None and optional:
+            return
+        if not _is_whole(value) or value < minimum:
+            default = f"give {flag} a whole number of at least {minimum}"
+            default += ", or leave it out for the default" if optional else ""
+            raise InputError(f"{flag} {value} must be a whole number of at least {minimum}", hint or default)
+        if maximum is not None and value > maximum:
+            raise InputError(
+                f"{flag} {value} is too large: at most {maximum}",
+                f"give {flag} a whole number from {minimum} to {maximum}",
+            )
+        normalise(config, name, int(value))  # numpy's int64 as Python's int
+
+    return check
+
+
+def spelled(name: str, flag: str, *, example: str) -> Check:
+    """``name`` as the text its flag takes: a str as it is, a whole number (``layer=3``) or a list or tuple of
+    whole numbers and names (``layers=[1, 2]``) joined with commas; anything else is an ``InputError``."""
+
+    def part(value: Any) -> str | None:
+        return value if isinstance(value, str) else str(int(value)) if _is_whole(value) else None
+
+    def check(config: Any) -> None:
+        value = getattr(config, name)
+        if isinstance(value, str):
+            return
+        parts = [part(item) for item in value] if isinstance(value, (list, tuple)) else [part(value)]
+        if not parts or any(item is None for item in parts):
+            raise InputError(f"{flag} {value!r} is not understood: give it as text or whole numbers", example)
+        normalise(config, name, ",".join(str(item) for item in parts))
+
+    return check
+
+
+def text(name: str, flag: str, *, optional: bool = False, example: str) -> Check:
+    """``name`` is a str (a name: a label column, say), or None when ``optional``."""
+
+    def check(config: Any) -> None:
+        value = getattr(config, name)
+        if (value is None and optional) or isinstance(value, str):
+            return
+        raise InputError(f"{flag} {value!r} is not a name: give it as text", example)
+
+    return check
+
+
+def number(
+    name: str,
+    flag: str,
+    *,
+    low: float = 0.0,
+    high: float | None = None,
+    low_open: bool = True,
+    optional: bool = False,
+    hint: str | None = None,
+) -> Check:
+    """``name`` is a finite number above ``low`` (at least ``low`` unless ``low_open``), at most ``high``."""
+
+    def check(config: Any) -> None:
+        value = getattr(config, name)
+        if value is None and optional:
+            return
+        too_low = _is_number(value) and (value <= low if low_open else value < low)
+        too_high = _is_number(value) and high is not None and value > high
+        if not _is_number(value) or too_low or too_high:
+            bound = f"{'above' if low_open else 'at least'} {low:g}" + (
+                f" and at most {high:g}" if high is not None else ""
+            )
+            raise InputError(f"{flag} {value} must be a number {bound}", hint or f"give {flag} a number {bound}")
+        if not isinstance(value, (int, float)):
+            normalise(config, name, float(value))  # numpy's float32 as Python's float
+
+    return check
+
+
+def numbers(name: str, flag: str, *, hint: str | None = None) -> Check:
+    """``name`` is a non-empty sequence of finite positive numbers (a grid of C or alpha)."""
+
+    def check(config: Any) -> None:
+        values = getattr(config, name)
+        try:
+            good = len(values) > 0 and all(_is_number(float(v)) and float(v) > 0 for v in values)
+        except (TypeError, ValueError):
+            good = False
+        if not good:
+            raise InputError(f"{flag} must hold positive numbers (got {values!r})", hint or f"e.g. {flag} 0.1,1,10")
+        normalise(config, name, tuple(float(v) for v in values))
+
+    return check
+
+
+def one_of(name: str, flag: str, choices: Iterable[str], *, optional: bool = False, hint: str | None = None) -> Check:
+    """``name`` is one of ``choices`` (case-insensitive, spaces around ignored; stored lower-case)."""
+    allowed = tuple(choices)
+
+    def check(config: Any) -> None:
+        value = getattr(config, name)
+        if value is None and optional:
+            return
+        spelled = str(value).strip().lower()
+        if spelled not in allowed:
+            raise InputError(f"{flag} '{value}' is not understood", hint or f"choose one of: {', '.join(allowed)}")
+        normalise(config, name, spelled)
+
+    return check
+
+
+def names(name: str, flag: str, *, choices: Iterable[str] | None = None, example: str = "") -> Check:
+    """``name`` is a comma-separated string or a sequence of names, stored as a tuple without repeats;
+    each one of ``choices`` when given."""
+    allowed = tuple(choices) if choices is not None else None
+
+    def check(config: Any) -> None:
+        value = getattr(config, name)
+        parts = value if isinstance(value, (list, tuple)) else str(value).split(",")
+        chosen = tuple(dict.fromkeys(str(part).strip() for part in parts if str(part).strip()))
+        if allowed is not None:
+            chosen = tuple(dict.fromkeys(part.lower() for part in chosen))
+            unknown = [part for part in chosen if part not in allowed]
+            if unknown:
+                raise InputError(f"{flag} '{unknown[0]}' is not available", f"choose from {', '.join(allowed)}")
+        if not chosen:
+            raise InputError(f"{flag} selects nothing", example or f"choose from {', '.join(allowed or ())}")
+        normalise(config, name, chosen)
+
+    return check
+
+
+def requires(
+    name: str, flag: str, other: str, other_flag: str, *, default: Any = None, hint: str | None = None
+) -> Check:
+    """``name`` differs from ``default`` only together with ``other`` (e.g. ``--join`` needs ``--labels``)."""
+
+    def check(config: Any) -> None:
+        if getattr(config, name) != default and getattr(config, other) is None:
+            raise InputError(f"{flag} applies to {other_flag} only", hint or f"add {other_flag}, or leave {flag} out")
+
+    return check
+
+
+def path_like(*fields: str, what: str | None = None, hint: str | None = None) -> Check:
+    """Each of ``fields`` is a path (a ``str`` or ``os.PathLike``) or None: a list, a number or a DataFrame is refused
+    before any file is read, naming the flag (the Python keyword of a field without one), or saying ``what`` (e.g.
+    "featx.probe takes a features file path") with ``hint``."""
+
+    def check(config: Any) -> None:
+        for item in dataclasses.fields(config):
+            value, required = (
+                getattr(config, item.name),
+                item.default is dataclasses.MISSING and "None" not in str(item.type),
+            )
+            if item.name in fields and (value is not None or required) and not isinstance(value, (str, os.PathLike)):
+                named = spec.name if (spec := flag_of(item)) is not None else item.name
+                kind = type(value).__name__
+                message = f"{what}, not a {kind}" if what else f"{named} takes a path, not a {kind} ({value!r:.60})"
+                raise InputError(message, hint or f"give {named} one path, as a str or a pathlib.Path")
+
+    return check
+
+
+__all__ = ["names", "number", "numbers", "one_of", "path_like", "requires", "spelled", "text", "whole"]
