@@ -163,10 +163,29 @@ def chosen_row(rows: pd.DataFrame, metric: str, meta: dict | None = None) -> tup
     if "selection_score" in rows.columns and metric == selected_by:
         scores = pd.to_numeric(rows["selection_score"], errors="coerce")
         if scores.notna().any():
+            recorded = _recorded_choice(rows, scores, (meta or {}).get("selected"))
+            if recorded is not None:  # a tie on the selection score is broken as the run broke it
+                return recorded, True
             ranked = rows.assign(_score=scores).dropna(subset=["_score"])
             ranked = ranked.sort_values(["_score", "layer"], ascending=[False, True], kind="stable")
             return ranked.iloc[0].drop(labels="_score"), True
     return best_row(rows, metric), False
+
+
+def _recorded_choice(rows: pd.DataFrame, scores: pd.Series, selected: object) -> pd.Series | None:
+    """The row of ``rows`` the run recorded as chosen (the JSON meta's ``selected``) when it is among them with
+    the best selection score; else None."""
+    if not isinstance(selected, dict):
+        return None
+    pooling = rows["probe_pooling"] if "probe_pooling" in rows.columns else rows["pooling"]  # several sites
+    same = (pooling == selected.get("pooling")) & (rows["classifier"] == selected.get("classifier"))
+    same &= rows["layer"] == selected.get("layer")
+    if "site" in rows.columns and selected.get("site") is not None:
+        same &= rows["site"] == selected.get("site")
+    if "features" in rows.columns:
+        same &= rows["features"] == selected.get("features", "main")
+    found = rows[same & (scores == scores.max())]
+    return found.iloc[0] if len(found) == 1 else None
 
 
 def selection_note(meta: dict, metric: str) -> str | None:
