@@ -26,6 +26,15 @@ def echo(text: object = "", err: bool = False) -> None:
     click.echo(printable(text), err=err)
 
 
+def note(text: str) -> None:
+    """A line a run reports besides its result: on stdout, but a ``warning: ...`` one as ``featx: warning: ...``
+    on stderr, as featx's warnings are shown."""
+    if text.startswith("warning: "):
+        echo(f"featx: {text}", err=True)
+    else:
+        echo(text)
+
+
 def fail(error: FeatxError) -> None:
     """The error's message and hint on stderr, then exit with its code."""
     echo(f"featx: error: {error.message}", err=True)
