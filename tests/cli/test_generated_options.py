@@ -219,3 +219,15 @@ def test_merge_and_labels_add_take_their_options_from_their_configs(tmp_path):
     result = CliRunner().invoke(main, ["labels", "add", str(tmp_path / "f.h5"), str(tmp_path / "l.csv"), "--join", "x"])
     assert result.exit_code == 2 and "--join 'x' is not understood" in result.output
     assert LabelsAddConfig("f.h5", "l.csv", join=" ROW ").join == "row"
+
+
+@pytest.mark.parametrize("terminal", [False, True])
+def test_a_progress_bar_only_on_a_terminal(tiny_model, corpus_csv, tmp_path, monkeypatch, terminal):
+    """Standard error into a pipe or a log file gets no progress bar (no carriage returns); a terminal does."""
+    from featx.cli import generate
+
+    monkeypatch.setattr(generate, "_on_terminal", lambda stream: terminal)
+    args = ["extract", str(corpus_csv), "--model", str(tiny_model), "-o", str(tmp_path / "f.h5")]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    assert ("extract: 100%" in result.stderr) is terminal and ("\r" in result.stderr) is terminal
