@@ -114,6 +114,7 @@ def _edit_attr(path, key, value):
         ("baseline-rows", "does not hold the same rows"),
         ("attn-without-tokens", "token-level states"),
         ("no-features", "no extraction is remembered"),
+        ("labels-for-label", "hint: to probe a stored label column, use --label topic (singular)"),
     ],
 )
 def test_errors_exit_2_with_a_clear_message(extracted, tmp_path, case, message):
@@ -138,6 +139,8 @@ def test_errors_exit_2_with_a_clear_message(extracted, tmp_path, case, message):
         args += ["--baseline", str(baseline)]
     elif case == "attn-without-tokens":
         args += ["--classifier", "attn"]
+    elif case == "labels-for-label":
+        args += ["--labels", "topic"]
     elif case == "no-features":
         shutil.rmtree(tmp_path / ".featx")
         args = ["--jobs", "1"]
