@@ -73,3 +73,11 @@ def test_a_correlation_metric_says_the_training_mean_has_none(split_features, tm
     result = CliRunner().invoke(main, [*args, "--layer", "1", "-o", str(tmp_path / "s.featx")])
     assert result.exit_code == 0, result.output
     assert "; training mean: no spearman (a constant prediction)" in result.output and "nan" not in result.output
+
+
+def test_the_help_names_every_metric_fit_accepts_and_the_default_bundle():
+    from featx.deploy.config import CLASS_METRICS, VALUE_METRICS
+
+    shown = " ".join(CliRunner().invoke(main, ["fit", "--help"]).output.split())
+    assert all(metric in shown for metric in CLASS_METRICS + VALUE_METRICS)
+    assert "Bundle folder to write (default: FEATURES less .features.h5, + .featx, beside it)." in shown
