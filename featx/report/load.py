@@ -80,6 +80,17 @@ def _read_results_file(path: Path) -> tuple[pd.DataFrame, dict]:
         ) from None
 
 
+def result_files(path: str | os.PathLike) -> list[Path]:
+    """The files reading the results at ``path`` may open, which an output must never replace: its CSV and
+    JSON, and beside them its per-row predictions, learning curve, amnesic table (erase) or ranking (neurons)."""
+    path = Path(path)
+    pair = [path.with_suffix(".csv"), path.with_suffix(".json")]
+    name = pair[0].name
+    stem = next(name[: -len(end)] for end in (".probe.csv", ".erase.csv", ".csv") if name.endswith(end))
+    sides = (".predictions.csv", ".curve.csv", ".amnesic.csv", ".ranking.csv")
+    return [path, *pair, *(path.with_name(stem + end) for end in sides)]
+
+
 def load_results(source, meta: dict | None = None) -> tuple[pd.DataFrame, dict]:
     """``(table, meta)`` from a results path, a DataFrame, or a ``(DataFrame, meta)`` pair.
 

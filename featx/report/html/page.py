@@ -19,6 +19,7 @@ import pandas as pd
 
 from ...errors import FeatxError, InputError
 from ...options import Check, Options, option
+from ...safe_files import refuse_inputs
 from ..load import (
     METRIC_NAMES,
     check_metric,
@@ -27,6 +28,7 @@ from ..load import (
     layer_rows,
     load_results,
     model_name,
+    result_files,
     selection_note,
 )
 from .analyses import analysis_kind, render_analysis
@@ -191,6 +193,7 @@ def write_report(
     may also be a whole ``ReportConfig``. Returns the page's path."""
     config = results if isinstance(results, ReportConfig) else ReportConfig(results, output, classifier, metric)
     path = Path(config.output) if config.output is not None else default_output(Path(config.results))
+    refuse_inputs([path], result_files(config.results))
     page = render(config.results, config.classifier, config.metric)
     try:
         from ...safe_files import atomic_write_text
