@@ -150,6 +150,16 @@ def test_errors_exit_2_with_a_clear_message(extracted, tmp_path, case, message):
     assert message in result.output
 
 
+def test_a_results_prefix_never_replaces_the_corpus_it_came_from(extracted_here, in_tmp):
+    """-o corpus would write corpus.csv, the corpus the features file records (read for its digest): refused
+    before any probe runs, the corpus intact."""
+    corpus = in_tmp / "corpus.csv"
+    before = corpus.read_bytes()
+    result = invoke(str(extracted_here), "--layer", "1", "--pooling", "mean", "--jobs", "1", "-o", "corpus")
+    assert result.exit_code == 2 and "-o would write corpus.csv, which this run reads" in result.output
+    assert corpus.read_bytes() == before and not (in_tmp / "corpus.json").exists()
+
+
 def test_allow_partial_probes_the_rows_written(extracted):
     _edit_attr(extracted, "complete", False)
     result = invoke(
