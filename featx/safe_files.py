@@ -169,7 +169,7 @@ def refuse_inputs(outputs: Iterable[str | os.PathLike], inputs: Iterable[str | o
             with contextlib.suppress(OSError):
                 if output.exists() and os.path.samefile(output, source):
                     raise InputError(
-                        f"-o would write {output}, which this run reads ({source}): not replaced",
+                        f"-o would write {output}, which is an input of this run ({source}): not replaced",
                         "choose an output path that names none of the inputs",
                     )
 

@@ -59,6 +59,6 @@ def test_an_output_that_is_an_input_is_refused_however_its_path_is_spelled(tmp_p
     (tmp_path / "r.probe.csv").write_text("a\n")
     (tmp_path / "link.csv").symlink_to(tmp_path / "r.probe.csv")
     for spelled in ("r.probe.csv", "./r.probe.csv", "link.csv", str(tmp_path / "r.probe.csv")):
-        with pytest.raises(InputError, match=r"-o would write .*, which this run reads"):
+        with pytest.raises(InputError, match=r"-o would write .*, which is an input of this run"):
             refuse_inputs(["new.png", spelled], [tmp_path / "r.probe.csv", None])
     refuse_inputs(["new.png", "new.csv"], [tmp_path / "r.probe.csv", tmp_path / "absent.json"])  # none is an input

@@ -156,7 +156,7 @@ def test_a_results_prefix_never_replaces_the_corpus_it_came_from(extracted_here,
     corpus = in_tmp / "corpus.csv"
     before = corpus.read_bytes()
     result = invoke(str(extracted_here), "--layer", "1", "--pooling", "mean", "--jobs", "1", "-o", "corpus")
-    assert result.exit_code == 2 and "-o would write corpus.csv, which this run reads" in result.output
+    assert result.exit_code == 2 and "-o would write corpus.csv, which is an input of this run" in result.output
     assert corpus.read_bytes() == before and not (in_tmp / "corpus.json").exists()
 
 

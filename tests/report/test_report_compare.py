@@ -41,7 +41,7 @@ def test_an_output_beside_the_results_never_replaces_them(tmp_path, output):
     (tmp_path / "a.label.predictions.csv").write_text("row,id,label,layer_0\n")
     before = {path: path.read_bytes() for path in tmp_path.iterdir()}
     result = CliRunner().invoke(main, ["compare", str(first), str(second), "-o", str(tmp_path / output)])
-    assert result.exit_code == 2 and "which this run reads" in result.output
+    assert result.exit_code == 2 and "which is an input of this run" in result.output
     assert {path: path.read_bytes() for path in tmp_path.iterdir()} == before
 
 

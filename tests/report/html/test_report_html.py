@@ -76,7 +76,8 @@ def test_the_page_never_replaces_the_results_it_reads(tmp_path, output):
     csv_path, json_path = write_results(frame, meta, tmp_path / "r.probe")
     before = csv_path.read_bytes(), json_path.read_bytes()
     outcome = CliRunner().invoke(main, ["report", str(csv_path), "-o", str(tmp_path / output)])
-    assert outcome.exit_code == 2 and f"-o would write {tmp_path / output}, which this run reads" in outcome.output
+    assert outcome.exit_code == 2
+    assert f"-o would write {tmp_path / output}, which is an input of this run" in outcome.output
     assert (csv_path.read_bytes(), json_path.read_bytes()) == before
 
 
