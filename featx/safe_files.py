@@ -19,7 +19,7 @@ import os
 import re
 import stat
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
@@ -161,6 +161,20 @@ def refuse_unsafe_target(path: str | os.PathLike) -> None:
         raise InputError(
             f"the output path {path} is the current folder or a folder above it", "name a new file or folder with -o"
         )
+
+
+def refuse_inputs(outputs: Iterable[str | os.PathLike], inputs: Iterable[str | os.PathLike | None]) -> None:
+    """Refuse, before anything is written, an output that is one of the files the run reads (the same file,
+    through links or another spelling of its path): ``-o`` must never replace an input."""
+    sources = [Path(source) for source in inputs if source is not None and os.path.isfile(source)]
+    for output in map(Path, outputs):
+        for source in sources:
+            with contextlib.suppress(OSError):
+                if output.exists() and os.path.samefile(output, source):
+                    raise InputError(
+                        f"-o would write {output}, which is an input of this run ({source}): not replaced",
+                        "choose an output path that names none of the inputs",
+                    )
 
 
 def check_overwrite(path: str | os.PathLike, what: str, own: Callable[[Path], bool]) -> None:

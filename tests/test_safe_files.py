@@ -49,3 +49,16 @@ def test_the_study_table_is_written_through_it(tmp_path):
     write_parquet(frame, path)
     assert path.stat().st_mode & 0o777 == 0o644 & ~_umask()
     pd.testing.assert_frame_equal(pd.read_parquet(path), frame)
+
+
+def test_an_output_that_is_an_input_is_refused_however_its_path_is_spelled(tmp_path, monkeypatch):
+    from featx.errors import InputError
+    from featx.safe_files import refuse_inputs
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "r.probe.csv").write_text("a\n")
+    (tmp_path / "link.csv").symlink_to(tmp_path / "r.probe.csv")
+    for spelled in ("r.probe.csv", "./r.probe.csv", "link.csv", str(tmp_path / "r.probe.csv")):
+        with pytest.raises(InputError, match=r"-o would write .*, which is an input of this run"):
+            refuse_inputs(["new.png", spelled], [tmp_path / "r.probe.csv", None])
+    refuse_inputs(["new.png", "new.csv"], [tmp_path / "r.probe.csv", tmp_path / "absent.json"])  # none is an input

@@ -26,6 +26,15 @@ def echo(text: object = "", err: bool = False) -> None:
     click.echo(printable(text), err=err)
 
 
+def note(text: str) -> None:
+    """A line a run reports besides its result: on stdout, but a ``warning: ...`` one as ``featx: warning: ...``
+    on stderr, as featx's warnings are shown."""
+    if text.startswith("warning: "):
+        echo(f"featx: {text}", err=True)
+    else:
+        echo(text)
+
+
 def fail(error: FeatxError) -> None:
     """The error's message and hint on stderr, then exit with its code."""
     echo(f"featx: error: {error.message}", err=True)
@@ -42,9 +51,28 @@ def _show_warning(message, category, filename, lineno, file=None, line=None, _de
         _default(message, category, filename, lineno, file, line)
 
 
+_NO_ARGS = getattr(click.exceptions, "NoArgsIsHelpError", ())  # click >= 8.2
+
+
+def fail_usage(error: click.UsageError) -> None:
+    """A command line click cannot parse (a mistyped command or flag, a value outside an option's choices) as
+    featx's own errors are shown: ``featx: error: <click's message>`` and a hint at the command's help; exit 2."""
+    if isinstance(error, _NO_ARGS):  # a bare ``featx`` or ``featx study``: its help, as click shows it
+        error.show()
+        sys.exit(error.exit_code)
+    path = error.ctx.command_path if error.ctx is not None else "featx"
+    fail(FeatxError(error.format_message(), f"see '{path} --help'"))
+
+
 class FeatxGroup(click.Group):
-    """Turns featx's own errors and Ctrl-C into one clear message and an exit code, never a traceback, and its
-    warnings into one line each."""
+    """Turns featx's own errors, command lines it cannot parse and Ctrl-C into one clear message and an exit
+    code, never a traceback, and its warnings into one line each."""
+
+    def make_context(self, info_name, args, parent=None, **extra):
+        try:
+            return super().make_context(info_name, args, parent=parent, **extra)
+        except click.UsageError as error:  # the group's own options (featx --bogus)
+            fail_usage(error)
 
     def invoke(self, ctx):
         from ..signals import interrupts_on_termination
@@ -56,6 +84,8 @@ class FeatxGroup(click.Group):
                 return super().invoke(ctx)
         except FeatxError as error:
             fail(error)
+        except click.UsageError as error:  # a command's (featx prob, featx probe --layr 3)
+            fail_usage(error)
         except KeyboardInterrupt as interrupt:
             signum, name = signal_of(interrupt)
             echo(f"featx: interrupted ({name}); committed work is kept: run the same command again to resume", err=True)
@@ -100,7 +130,7 @@ def run(argv: list[str] | None = None) -> None:
     from ..exiting import exit_now
 
     try:
-        main(argv)
+        main(argv, prog_name="featx")  # python -m featx too: its help and messages name the command as typed
     except SystemExit as stop:
         exit_now(stop.code)
     exit_now(0)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from .app import echo, main
+from .app import echo, main, note
 from .generate import ConfigCommand, grouped_option
 
 
@@ -47,8 +47,8 @@ def extract(corpus, dry_run, template, system, pool_at, **options):
         return
     summary = run_extract(config)  # featx.extract: the quick up-to-date check first, torch only if needed
     echo(summary.line())
-    for note in summary.notes:
-        echo(note)
+    for line in summary.notes:
+        note(line)
 
 
 @main.command(cls=ConfigCommand, config="featx.extraction:MergeConfig")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import sys
 import warnings
 from pathlib import Path
 from typing import Any
@@ -100,6 +101,14 @@ def field_values(config: type, params: dict[str, Any]) -> dict[str, Any]:
     return values
 
 
+def _on_terminal(stream: Any) -> bool:
+    """Whether ``stream`` is a terminal (a closed or missing stream is not)."""
+    try:
+        return bool(stream is not None and stream.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
 class ConfigCommand(click.Command):
     """A command whose options are its config's fields (``config``: ``"module:Class"``, imported on first use),
     after the parameters written by hand (its arguments). The callback gets the config's field values."""
@@ -133,6 +142,8 @@ class ConfigCommand(click.Command):
 
     def invoke(self, ctx: click.Context) -> Any:
         ctx.params = field_values(self.config, ctx.params)
+        if ctx.params.get("progress") and not _on_terminal(sys.stderr):
+            ctx.params["progress"] = False  # a bar only where someone watches: never into a pipe or a log file
         return super().invoke(ctx)
 
     def format_options(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:

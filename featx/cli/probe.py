@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from .app import echo, main
+from .app import echo, main, note
 from .generate import ConfigCommand, grouped_option
 
 
@@ -37,8 +37,8 @@ def probe(features, sweep, **options):
         echo(format_sweep(swept))
         return
     result = run_probe(ProbeConfig(features=features, **options))
-    for note in result.notes:
-        echo(note, err=note.startswith("warning"))
+    for line in result.notes:
+        note(line)
     from ..report import format_curve_table, format_probe
 
     echo(format_probe(result))

@@ -58,10 +58,18 @@ class FitConfig(Options):
         "logreg", flag="--classifier", group=CHOICE, help="logreg, svm, mlp (classes) or ridge (numbers)."
     )
     metric: str | None = option(
-        None, flag="--metric", group=CHOICE, help="Chosen on: accuracy, macro_f1, balanced_accuracy; r2, spearman."
+        None,
+        flag="--metric",
+        group=CHOICE,
+        help="Chosen on: accuracy (default), macro_f1 or balanced_accuracy for classes; r2 (default), pearson or "
+        "spearman for a number.",
     )
     output: str | Path | None = option(  # None: beside the features file, .featx
-        None, flag=("-o", "--output"), group=BUNDLE, kind="path", help="Bundle folder to write."
+        None,
+        flag=("-o", "--output"),
+        group=BUNDLE,
+        kind="path",
+        help="Bundle folder to write (default: FEATURES less .features.h5, + .featx, beside it).",
     )
     task: str = option(
         "auto",

@@ -49,9 +49,11 @@ class FitResult:
         test, probe, metric = self.test or {}, self.probe, self.metric
         items = "words" if probe.level == "word" else "rows"
         baseline = "majority class" if probe.classes is not None else "training mean"
+        reference = test["baseline"]
+        shown = f"{reference:.4f}" if reference == reference else f"no {metric} (a constant prediction)"  # NaN
         lines = [
             f"test {metric}: {test['score']:.4f} [95% CI {test['low']:.4f}, {test['high']:.4f}] "
-            f"on {test['n']} test {items}; {baseline}: {test['baseline']:.4f}"
+            f"on {test['n']} test {items}; {baseline}: {shown}"
         ]
         if "lexical" in test:
             what = LEXICAL_NAMES[probe.level]

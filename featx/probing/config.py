@@ -78,6 +78,16 @@ def _check_arcs(config: ProbeConfig) -> None:
         raise InputError("--arcs probes the stored word labels, not --labels", "leave --labels out")
 
 
+def _check_labels_file(config: ProbeConfig) -> None:
+    """``--labels sentiment`` (a column name, where ``--label`` was meant) is refused as what it likely is."""
+    given = config.labels
+    if isinstance(given, (str, Path)) and not Path(given).suffix and not Path(given).exists():
+        raise InputError(
+            f"--labels {given}: no such label file (--labels joins a file of label columns)",
+            f"to probe a stored label column, use --label {given} (singular)",
+        )
+
+
 def _check_train_sizes(config: ProbeConfig) -> None:
     if config.train_sizes is not None:
         from .analyses.curves import parse_train_sizes
@@ -279,6 +289,7 @@ class ProbeConfig(Options):
         _check_device,
         one_of("join", "--join", ("id", "row"), hint="use --join id or --join row"),
         _check_arcs,
+        _check_labels_file,
         requires("join", "--join", "labels", "--labels", default="id", hint="add --labels FILE, or leave --join out"),
         whole("bins", "--bins", minimum=2, optional=True, hint=_at_least(2, "--bins")),
         whole("min_class_rows", "--min-class-rows", minimum=1, optional=True, hint=_at_least(1, "--min-class-rows")),

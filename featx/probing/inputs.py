@@ -42,6 +42,20 @@ def check_corpus(features: FeatureFile, notes: list[str]) -> None:
         )
 
 
+def check_outputs(features: FeatureFile, config: ProbeConfig) -> None:
+    """Before any probe runs: ``-o PREFIX`` names none of the files the run reads (the features file, the
+    corpus it was extracted from, read for its digest, the ``--labels`` and ``--baseline`` files)."""
+    if config.output is None:
+        return
+    from ..safe_files import refuse_inputs
+    from .results import results_paths, side_path
+
+    csv_path, json_path = results_paths(features.path, "", config.output)
+    outputs = [csv_path, json_path, side_path(csv_path, "predictions"), side_path(csv_path, "curve")]
+    corpus = features.attrs.get(store.schema.CORPUS_PATH)
+    refuse_inputs(outputs, [features.path, corpus or None, config.labels, config.baseline])
+
+
 def note_derived(features: FeatureFile, label: str | None, notes: list[str]) -> None:
     """Say what a derived file's features are (``featx erase``'s erased ones), and warn where its eraser was
     fitted on every labelled row, this probe's test rows included, while it probes the erased label itself:

@@ -290,7 +290,9 @@ def add_labels(config: LabelsAddConfig | str | Path, label_file: str | Path | No
         with writing(target, "free disk space (the file is copied beside itself) or make its folder writable"):
             add_label_columns(target, columns)
     shown = ", ".join(
-        f"{name} ({len(column.names)} classes, {column.n_missing} missing)" for name, column in columns.items()
+        f"{name} ({'numbers: ' if column.looks_continuous else ''}{len(column.names)} "
+        f"{'distinct' if column.looks_continuous else 'classes'}, {column.n_missing} missing)"
+        for name, column in columns.items()
     )
     through = f" (through the link to {target})" if target != features_path else ""
     return f"added to {features_path}{through}: {shown}"

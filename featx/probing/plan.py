@@ -22,7 +22,7 @@ from ..state import given_or_last
 from ..store import FeatureFile
 from .config import TASKS, ProbeConfig
 from .evaluation.selection import check_metric
-from .inputs import check_corpus, note_derived
+from .inputs import check_corpus, check_outputs, note_derived
 from .meta import Level, Task, package_versions
 from .tasks.word_items import HEAD_LABEL
 
@@ -126,6 +126,7 @@ def resolve_plan(config: ProbeConfig) -> ProbePlan:
         if not features.complete:
             notes.append(f"warning: {path} is incomplete; probing the {features.n_rows} rows written so far")
         check_corpus(features, notes)
+        check_outputs(features, config)
         if config.labels is None and wants_words(features, config):  # a word-level label, or --arcs
             level = Level.ARC if config.arcs else Level.WORD
             metric = check_metric(config.metric, False, str(config.label or "the word label"))

@@ -227,6 +227,12 @@ def _normalise(table: pd.DataFrame) -> pd.DataFrame:
     return table
 
 
+NOT_PROBE_RESULTS_HINT = (
+    "give the .probe.csv or .probe.json of featx probe; featx report also reads the results of erase, neurons "
+    "and probe --sweep"
+)
+
+
 def load_results(path: str | Path) -> tuple[pd.DataFrame, dict]:
     """``(DataFrame, meta)`` from a ``.probe.csv`` or ``.probe.json`` (meta comes from the JSON beside a CSV)."""
     path = Path(path)
@@ -246,5 +252,8 @@ def load_results(path: str | Path) -> tuple[pd.DataFrame, dict]:
     metric = "r2" if "task" in table and (table["task"] == "regression").any() else "accuracy"
     missing = [column for column in ("features", "layer_spec", "pooling", "classifier", metric) if column not in table]
     if missing:
-        raise StoreError(f"{path} is not a featx probe results file: columns {', '.join(missing)} are missing")
+        raise StoreError(
+            f"{path} is not a featx probe results file: columns {', '.join(missing)} are missing",
+            NOT_PROBE_RESULTS_HINT,
+        )
     return _normalise(table), meta

@@ -22,6 +22,7 @@ from ..checks import path_like, whole
 from ..errors import InputError
 from ..io import write_csv
 from ..options import Check, Options, normalise, option
+from ..safe_files import refuse_inputs
 from .figures.compare import plot_compare
 from .figures.style import FORMATS, RC, save
 from .files import make_folder, results_files
@@ -34,6 +35,7 @@ from .load import (
     layer_rows,
     load_results,
     model_name,
+    result_files,
     selection_note,
 )
 from .paired import paired_layer_tests, why_not_paired
@@ -311,6 +313,9 @@ class Comparison:
         import matplotlib.pyplot as plt
 
         output = Path(output)
+        figures = [output.with_suffix("." + extension.lstrip(".")) for extension in formats]
+        tables = [output.with_suffix(".csv"), output.with_suffix(".tests.csv")]
+        refuse_inputs([*figures, *tables], [read for entry in self.entries for read in result_files(entry.source)])
         make_folder(output.parent)
         with plt.rc_context(RC):
             written = save(self.figure, output, formats, dpi)

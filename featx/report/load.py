@@ -80,6 +80,17 @@ def _read_results_file(path: Path) -> tuple[pd.DataFrame, dict]:
         ) from None
 
 
+def result_files(path: str | os.PathLike) -> list[Path]:
+    """The files reading the results at ``path`` may open, which an output must never replace: its CSV and
+    JSON, and beside them its per-row predictions, learning curve, amnesic table (erase) or ranking (neurons)."""
+    path = Path(path)
+    pair = [path.with_suffix(".csv"), path.with_suffix(".json")]
+    name = pair[0].name
+    stem = next(name[: -len(end)] for end in (".probe.csv", ".erase.csv", ".csv") if name.endswith(end))
+    sides = (".predictions.csv", ".curve.csv", ".amnesic.csv", ".ranking.csv")
+    return [path, *pair, *(path.with_name(stem + end) for end in sides)]
+
+
 def load_results(source, meta: dict | None = None) -> tuple[pd.DataFrame, dict]:
     """``(table, meta)`` from a results path, a DataFrame, or a ``(DataFrame, meta)`` pair.
 
@@ -163,10 +174,29 @@ def chosen_row(rows: pd.DataFrame, metric: str, meta: dict | None = None) -> tup
     if "selection_score" in rows.columns and metric == selected_by:
         scores = pd.to_numeric(rows["selection_score"], errors="coerce")
         if scores.notna().any():
+            recorded = _recorded_choice(rows, scores, (meta or {}).get("selected"))
+            if recorded is not None:  # a tie on the selection score is broken as the run broke it
+                return recorded, True
             ranked = rows.assign(_score=scores).dropna(subset=["_score"])
             ranked = ranked.sort_values(["_score", "layer"], ascending=[False, True], kind="stable")
             return ranked.iloc[0].drop(labels="_score"), True
     return best_row(rows, metric), False
+
+
+def _recorded_choice(rows: pd.DataFrame, scores: pd.Series, selected: object) -> pd.Series | None:
+    """The row of ``rows`` the run recorded as chosen (the JSON meta's ``selected``) when it is among them with
+    the best selection score; else None."""
+    if not isinstance(selected, dict):
+        return None
+    pooling = rows["probe_pooling"] if "probe_pooling" in rows.columns else rows["pooling"]  # several sites
+    same = (pooling == selected.get("pooling")) & (rows["classifier"] == selected.get("classifier"))
+    same &= rows["layer"] == selected.get("layer")
+    if "site" in rows.columns and selected.get("site") is not None:
+        same &= rows["site"] == selected.get("site")
+    if "features" in rows.columns:
+        same &= rows["features"] == selected.get("features", "main")
+    found = rows[same & (scores == scores.max())]
+    return found.iloc[0] if len(found) == 1 else None
 
 
 def selection_note(meta: dict, metric: str) -> str | None:

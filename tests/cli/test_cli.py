@@ -97,3 +97,47 @@ def test_the_remembered_file_fallback_is_one_function(tmp_path, monkeypatch):
     package = Path(__file__).parents[2] / "featx"
     callers = [path for path in package.rglob("*.py") if 'last("' in path.read_text()]
     assert callers == []
+
+
+def test_a_probe_warning_is_a_featx_warning_line_on_stderr(tiny_model, corpus_csv, in_tmp):
+    extracted = CliRunner().invoke(main, ["extract", str(corpus_csv), "--model", str(tiny_model), "-q", "-o", "c.h5"])
+    assert extracted.exit_code == 0, extracted.output
+    args = ["probe", "c.h5", "--label", "sentiment", "--layer", "1", "--pooling", "mean", "--no-control"]
+    result = CliRunner().invoke(main, [*args, "--no-lexical", "--jobs", "1"])  # a few test rows: a warning
+    assert result.exit_code == 0, result.output
+    assert "featx: warning: only " in result.stderr and "test rows" in result.stderr
+    assert "too coarse" not in result.stdout
+
+
+def test_an_extract_warning_goes_to_stderr_not_to_the_summary(tiny_model, in_tmp):
+    sentence = "# sent_id = twin\n1\tThe\t_\tDET\t_\t_\t0\tdep\t_\t_\n2\tcat\t_\tNOUN\t_\t_\t0\tdep\t_\t_\n\n"
+    (in_tmp / "a.conllu").write_text(sentence)
+    result = CliRunner().invoke(main, ["extract", "a.conllu", "--model", str(tiny_model), "-q", "-o", "a.h5"])
+    assert result.exit_code == 0, result.output
+    assert result.stderr.startswith("featx: warning: 1 sentence(s) have several roots (head 0), first twin")
+    assert result.stdout.startswith("wrote") and "several roots" not in result.stdout
+
+
+@pytest.mark.parametrize(
+    "args, message, where",
+    [
+        (["prob", "f.h5"], "No such command 'prob'. Did you mean 'probe'?", "featx"),
+        (["probe", "f.h5", "--layr", "3"], "No such option '--layr'. (Did you mean one of: ", "featx probe"),
+        (["probe", "--task", "clasification"], "'clasification' is not one of 'auto', 'classification'", "featx probe"),
+        (["labels", "ad", "f.h5", "l.csv"], "No such command 'ad'. Did you mean 'add'?", "featx labels"),
+        (["study", "run"], "Missing argument 'STUDY'.", "featx study run"),
+        (["--bogus"], "No such option '--bogus'.", "featx"),
+    ],
+)
+def test_a_command_line_click_cannot_parse_is_a_featx_error(args, message, where):
+    result = CliRunner().invoke(main, args, prog_name="featx")
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith("featx: error: ") and result.stderr.count("\n") == 2
+    assert message in result.stderr and result.stderr.endswith(f"  hint: see '{where} --help'\n")
+    assert result.stdout == "" and "Usage:" not in result.output
+
+
+def test_a_bare_group_still_shows_its_help():
+    result = CliRunner().invoke(main, ["study"], prog_name="featx")
+    assert result.exit_code == 2 and "Usage: featx study [OPTIONS] COMMAND" in result.output
+    assert "featx: error" not in result.output

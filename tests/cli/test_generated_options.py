@@ -253,3 +253,15 @@ def test_every_path_option_refuses_what_is_not_a_path_naming_it(name, command, t
                 config(**{**base, field: wrong})
             named = specs[field].name if field in specs else field
             assert named in error.value.message or type(wrong).__name__ in error.value.message, (field, error.value)
+
+
+@pytest.mark.parametrize("terminal", [False, True])
+def test_a_progress_bar_only_on_a_terminal(tiny_model, corpus_csv, tmp_path, monkeypatch, terminal):
+    """Standard error into a pipe or a log file gets no progress bar (no carriage returns); a terminal does."""
+    from featx.cli import generate
+
+    monkeypatch.setattr(generate, "_on_terminal", lambda stream: terminal)
+    args = ["extract", str(corpus_csv), "--model", str(tiny_model), "-o", str(tmp_path / "f.h5")]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    assert ("extract: 100%" in result.stderr) is terminal and ("\r" in result.stderr) is terminal

@@ -65,3 +65,19 @@ def test_erased_features_are_refused_before_fitting(split_features, tmp_path):
     assert result.exit_code == 2, result.output
     assert_one_clear_error(result.output, r"e\.h5 holds erasure features made from another features file.*hint: fit on")
     assert not output.exists()
+
+
+def test_a_correlation_metric_says_the_training_mean_has_none(split_features, tmp_path):
+    """A constant prediction has no correlation: the summary says so rather than printing nan."""
+    args = ["fit", str(split_features), "--label", "score", "--metric", "spearman", "--pooling", "mean", "-q"]
+    result = CliRunner().invoke(main, [*args, "--layer", "1", "-o", str(tmp_path / "s.featx")])
+    assert result.exit_code == 0, result.output
+    assert "; training mean: no spearman (a constant prediction)" in result.output and "nan" not in result.output
+
+
+def test_the_help_names_every_metric_fit_accepts_and_the_default_bundle():
+    from featx.deploy.config import CLASS_METRICS, VALUE_METRICS
+
+    shown = " ".join(CliRunner().invoke(main, ["fit", "--help"]).output.split())
+    assert all(metric in shown for metric in CLASS_METRICS + VALUE_METRICS)
+    assert "Bundle folder to write (default: FEATURES less .features.h5, + .featx, beside it)." in shown

@@ -103,6 +103,7 @@ def test_labels_add_stores_columns_for_good(features_copy, tmp_path):
     result = CliRunner().invoke(main, ["labels", "add", str(features_copy), str(path)])
     assert result.exit_code == 0, result.output
     assert "added to" in result.output and "mood (2 classes, 0 missing)" in result.output
+    assert f"score (numbers: {N_ROWS} distinct, 0 missing)" in result.output  # a score, as featx labels lists it
     with featx.open(features_copy) as features:
         assert features.label_columns == ["label", "topic", "score", "mood"]
         assert features.label_names("mood") == ["x", "y"]

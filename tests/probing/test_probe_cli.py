@@ -114,6 +114,7 @@ def _edit_attr(path, key, value):
         ("baseline-rows", "does not hold the same rows"),
         ("attn-without-tokens", "token-level states"),
         ("no-features", "no extraction is remembered"),
+        ("labels-for-label", "hint: to probe a stored label column, use --label topic (singular)"),
     ],
 )
 def test_errors_exit_2_with_a_clear_message(extracted, tmp_path, case, message):
@@ -138,6 +139,8 @@ def test_errors_exit_2_with_a_clear_message(extracted, tmp_path, case, message):
         args += ["--baseline", str(baseline)]
     elif case == "attn-without-tokens":
         args += ["--classifier", "attn"]
+    elif case == "labels-for-label":
+        args += ["--labels", "topic"]
     elif case == "no-features":
         shutil.rmtree(tmp_path / ".featx")
         args = ["--jobs", "1"]
@@ -145,6 +148,16 @@ def test_errors_exit_2_with_a_clear_message(extracted, tmp_path, case, message):
     assert result.exit_code == 2, result.output
     assert result.output.startswith("featx: error:") and "Traceback" not in result.output
     assert message in result.output
+
+
+def test_a_results_prefix_never_replaces_the_corpus_it_came_from(extracted_here, in_tmp):
+    """-o corpus would write corpus.csv, the corpus the features file records (read for its digest): refused
+    before any probe runs, the corpus intact."""
+    corpus = in_tmp / "corpus.csv"
+    before = corpus.read_bytes()
+    result = invoke(str(extracted_here), "--layer", "1", "--pooling", "mean", "--jobs", "1", "-o", "corpus")
+    assert result.exit_code == 2 and "-o would write corpus.csv, which is an input of this run" in result.output
+    assert corpus.read_bytes() == before and not (in_tmp / "corpus.json").exists()
 
 
 def test_allow_partial_probes_the_rows_written(extracted):

@@ -32,6 +32,19 @@ def _legend(ax):
     return [text.get_text() for text in ax.get_legend().get_texts()]
 
 
+@pytest.mark.parametrize("output", ["a.label.probe.png", "a.label.predictions.png"])
+def test_an_output_beside_the_results_never_replaces_them(tmp_path, output):
+    """-o a.label.probe.png would write its table over a.label.probe.csv, the results it reads (and
+    a.label.predictions.png over their per-row predictions): refused before anything is written."""
+    first = _write(tmp_path, "a.label.probe", label="a")
+    second = _write(tmp_path, "b.label.probe", label="b")
+    (tmp_path / "a.label.predictions.csv").write_text("row,id,label,layer_0\n")
+    before = {path: path.read_bytes() for path in tmp_path.iterdir()}
+    result = CliRunner().invoke(main, ["compare", str(first), str(second), "-o", str(tmp_path / output)])
+    assert result.exit_code == 2 and "which is an input of this run" in result.output
+    assert {path: path.read_bytes() for path in tmp_path.iterdir()} == before
+
+
 def test_lines_are_named_by_the_corpus_when_corpora_differ(tmp_path):
     paths = [
         _write(tmp_path, f"{corpus}.label.probe", label="label", meta={"corpus_path": f"/data/{corpus}/data.csv"})

@@ -22,7 +22,7 @@ from ...io import read_csv, write_csv
 from ...options import Options, option
 from ...safe_files import sibling
 from ..choice import chosen_layer
-from ..results import side_path
+from ..results import load_results, side_path
 from .explain_regression import (
     LAYER_PREFIX,
     TEXT_COLUMNS,
@@ -133,6 +133,7 @@ def _resolve(results) -> tuple[Path, dict]:
             "give the .predictions.csv file itself",
         )
     if not predictions.exists():
+        load_results(path)  # another command's results (featx erase's...): say so, not "run featx probe again"
         raise StoreError(
             f"{path} has no per-row predictions file ({predictions.name} is missing)",
             "run featx probe again with this featx version: it writes the predictions beside the results",

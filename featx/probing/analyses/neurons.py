@@ -22,10 +22,11 @@ from typing import ClassVar
 import numpy as np
 import pandas as pd
 
+from ... import store
 from ...checks import path_like
 from ...errors import InputError
 from ...options import Check, Options, option
-from ...safe_files import atomic_write_text
+from ...safe_files import atomic_write_text, refuse_inputs
 from ...selection import parse_layer_specs
 from .. import evaluation as ev
 from ..config import DEFAULT_CS, check_bootstrap, check_folds, check_jobs, check_seed
@@ -252,12 +253,22 @@ def _listed(config: NeuronConfig, width: int) -> tuple[int, tuple[float, ...]]:
     return min(top, width), FRACTIONS
 
 
+def _check_outputs(config: NeuronConfig, features) -> None:
+    """``-o PREFIX`` names neither the features file nor the corpus it was extracted from (a user's file)."""
+    if not config.write or config.output is None:
+        return
+    prefix = results_prefix(features.path, "", "neurons", config.output)
+    outputs = [Path(f"{prefix}{end}") for end in (".csv", ".ranking.csv", ".json", ".png", ".svg")]
+    refuse_inputs(outputs, [features.path, features.attrs.get(store.schema.CORPUS_PATH) or None])
+
+
 def neurons(config: NeuronConfig | str | Path, **options) -> NeuronResult:
     """Rank and validate the neurons of the chosen layers; see ``NeuronConfig``."""
     config = NeuronConfig.build(config, **options)
     started = time.perf_counter()
     with open_complete(config.features) as features:
         refuse_separate_pairs(features, "neurons")
+        _check_outputs(config, features)
         task = load_task(features, config.label, config.folds, config.seed)
         specs = parse_layer_specs(str(config.layers), features.layers, allow_combined=False)
         if config.pooling not in features.poolings:

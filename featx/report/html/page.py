@@ -20,6 +20,7 @@ import pandas as pd
 from ...checks import path_like
 from ...errors import FeatxError, InputError
 from ...options import Check, Options, option
+from ...safe_files import refuse_inputs
 from ..load import (
     METRIC_NAMES,
     check_metric,
@@ -28,6 +29,7 @@ from ..load import (
     layer_rows,
     load_results,
     model_name,
+    result_files,
     selection_note,
 )
 from .analyses import analysis_kind, render_analysis
@@ -194,6 +196,7 @@ def write_report(results, output: str | os.PathLike | None = None, **options: An
     page's path."""
     config = ReportConfig.build(results, **({"output": output} if output is not None else {}), **options)
     path = Path(config.output) if config.output is not None else default_output(Path(config.results))
+    refuse_inputs([path], result_files(config.results))
     page = render(config.results, config.classifier, config.metric)
     try:
         from ...safe_files import atomic_write_text

@@ -67,6 +67,17 @@ def test_missing_predictions_is_a_clear_error(tmp_path):
     assert output.exit_code == 2 and "featx: error:" in output.output
 
 
+def test_another_commands_results_are_named_as_such_not_an_old_probe(tmp_path):
+    """featx erase's table (no predictions beside it either) is not a probe's: the hint names what explain reads,
+    not "run featx probe again with this featx version"."""
+    erased = tmp_path / "x.erased-label-leace.erase.csv"
+    erased.write_text("label,method,pooling,layer,rank,before,after\nlabel,leace,mean,0,1,0.9,0.5\n")
+    output = CliRunner().invoke(main, ["explain", str(erased)])
+    assert output.exit_code == 2 and "is not a featx probe results file" in output.output
+    assert "hint: give the .probe.csv or .probe.json of featx probe" in output.output
+    assert "run featx probe again" not in output.output
+
+
 def test_length_buckets_cover_every_row():
     buckets = length_buckets(pd.Series([3, 4, 5, 8, 12, 20, 40, 41]), 4)
     assert buckets.notna().all() and buckets.nunique() == 4

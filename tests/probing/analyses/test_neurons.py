@@ -107,3 +107,16 @@ def test_not_a_features_file_is_refused(tmp_path):
     path.write_bytes(b"\x89HDF\r\n\x1a\n" + b"\0" * 100)
     result = CliRunner().invoke(main, ["neurons", str(path), "--label", "a"])
     assert result.exit_code == 2 and "featx: error:" in result.output and "Traceback" not in result.output
+
+
+def test_a_prefix_naming_the_corpus_is_refused_before_ranking(tiny_model, tmp_path):
+    """-o corpus would write corpus.csv over the corpus the features file was extracted from."""
+    from support.planted_columns import make_planted
+
+    features = make_planted(tmp_path, tiny_model)
+    corpus = tmp_path / "corpus.csv"
+    before = corpus.read_bytes()
+    args = ["neurons", str(features), "--label", "a", "--layer", "1", "--jobs", "1", "-o", str(tmp_path / "corpus")]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 2 and "which is an input of this run" in result.output
+    assert corpus.read_bytes() == before and not (tmp_path / "corpus.json").exists()

@@ -70,6 +70,17 @@ def test_results_without_predictions_or_curves_still_make_a_page(tmp_path):
     assert "No per-example diagnostics" in text
 
 
+@pytest.mark.parametrize("output", ["r.probe.csv", "r.probe.json"])
+def test_the_page_never_replaces_the_results_it_reads(tmp_path, output):
+    frame, meta = synthetic_results()
+    csv_path, json_path = write_results(frame, meta, tmp_path / "r.probe")
+    before = csv_path.read_bytes(), json_path.read_bytes()
+    outcome = CliRunner().invoke(main, ["report", str(csv_path), "-o", str(tmp_path / output)])
+    assert outcome.exit_code == 2
+    assert f"-o would write {tmp_path / output}, which is an input of this run" in outcome.output
+    assert (csv_path.read_bytes(), json_path.read_bytes()) == before
+
+
 @pytest.mark.slow
 def test_cli_report_defaults_to_the_last_results(real_runs, tmp_path, monkeypatch):
     monkeypatch.chdir(real_runs["folder"])  # the fixture's probes ran there

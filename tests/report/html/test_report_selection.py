@@ -55,6 +55,21 @@ def test_the_star_marks_the_row_selected_on_the_training_part():
     assert chosen_row(layer_rows(frame), "macro_f1", meta)[1] is False  # selected by accuracy, not macro-F1
 
 
+def test_a_tie_on_the_selection_score_goes_to_the_row_the_run_chose():
+    """Two poolings' rows share the best selection score: the run chose cls/layer 2 (its first pooling), and the
+    star (and compare, report, plot: chosen_row) is on that row, not on the lower layer of another pooling."""
+    frame, meta = selected_results()
+    single = frame["kind"] == "single"
+    frame.loc[single & (frame["pooling"] == "cls") & (frame["layer"] == 2), "selection_score"] = 0.9
+    meta["selected"] = {"features": "main", "site": "hidden", "layer": 2, "pooling": "cls", "classifier": "logreg"}
+    row, selected = chosen_row(layer_rows(frame), "accuracy", meta)
+    assert selected and (row["pooling"], int(row["layer"])) == ("cls", 2)
+    assert _star(plot_layer_curves(frame, meta)).get_xdata()[0] == 2
+    mean_rows = layer_rows(frame)[lambda rows: rows["pooling"] == "mean"]
+    row, selected = chosen_row(mean_rows, "accuracy", meta)  # the chosen row is not among these: their best
+    assert selected and (row["pooling"], int(row["layer"])) == ("mean", 1)
+
+
 def test_without_selection_fields_the_star_is_the_best_on_test():
     frame, meta = synthetic_results(baseline=False)
     ax = plot_layer_curves(frame, meta)
