@@ -163,7 +163,10 @@ def test_dash_writes_the_csv_to_standard_output_and_the_summary_to_standard_erro
 
 
 @pytest.mark.parametrize("quiet", ["-q", "--quiet", "--no-progress", None])
-def test_quiet_as_in_extract_leaves_out_the_progress_bar(fitted, split_features, tmp_path, lookup, quiet):
+def test_quiet_as_in_extract_leaves_out_the_progress_bar(fitted, split_features, tmp_path, lookup, quiet, monkeypatch):
+    from featx.cli import generate
+
+    monkeypatch.setattr(generate, "_on_terminal", lambda stream: True)  # a bar is drawn on a terminal only
     corpus = split_features.parent / "corpus.csv"
     args = ["predict", str(fitted.path), str(corpus), "-o", str(tmp_path / "p.csv")] + ([quiet] if quiet else [])
     result = CliRunner().invoke(main, args)

@@ -82,7 +82,9 @@ def test_the_configs_are_frozen_and_copies_are_checked_again(config):
 
 
 def test_probe_config_normalises_classifiers_and_sites_once():
-    config = ProbeConfig(classifiers="LogReg, svm,logreg", sites=["hidden", "ffn", "hidden"], join=" ROW ", labels="x")
+    config = ProbeConfig(
+        classifiers="LogReg, svm,logreg", sites=["hidden", "ffn", "hidden"], join=" ROW ", labels="x.csv"
+    )
     assert config.classifiers == ("logreg", "svm") and config.classifier_list() == ["logreg", "svm"]
     assert config.sites == ("hidden", "ffn") and config.site_list() == ["hidden", "ffn"]
     assert config.join == "row"
