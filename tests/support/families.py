@@ -418,6 +418,14 @@ def reference_states(family: Family, folder: Path, texts: list[str]):
     )
     if family.encoder_of:
         model = model.get_encoder()
+    return per_row_states(model, tokenizer, texts)
+
+
+def per_row_states(model, tokenizer, texts: list[str]):
+    """``model``'s hidden states of each text alone (no padding): a list of ``(tokens, layers, hidden)`` float64
+    arrays."""
+    import torch
+
     out = []
     with torch.no_grad():
         for text in texts:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from support.families import BY_NAME
+from support.families import BY_NAME, per_row_states
 from support.parity import parity, run_family
 from support.tiny import SENTENCES
 
@@ -26,15 +26,7 @@ def random_reference(folder, seed: int) -> list[np.ndarray]:
     tokenizer = AutoTokenizer.from_pretrained(str(folder))
     torch.manual_seed(seed)
     model = AutoModel.from_config(AutoConfig.from_pretrained(str(folder)), attn_implementation="eager").eval()
-    out = []
-    with torch.no_grad():
-        for text in TEXTS:
-            encoded = tokenizer(text, return_tensors="pt")
-            hidden = model(
-                input_ids=encoded["input_ids"], attention_mask=encoded["attention_mask"], output_hidden_states=True
-            ).hidden_states
-            out.append(torch.stack(hidden, 1)[0].double().numpy())
-    return out
+    return per_row_states(model, tokenizer, TEXTS)
 
 
 def test_random_deberta_is_the_model_from_config_draws(family_models, family_corpus, tmp_path):
