@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from ..checks import names, one_of, path_like, requires, spelled, text, whole
 from ..errors import InputError
@@ -13,6 +13,20 @@ from ..options import MAX_SEED, Check, Options, option
 from ..selection import check_layer_spelling
 from .solvers.devices import check_device
 
+JOINS = ("id", "row")  # how a file of label columns matches the stored rows
+
+
+def join_option(group: str | None = None) -> Any:
+    """``--join``, declared once for ``featx probe --labels`` and ``featx labels add``."""
+    return option(
+        "id",
+        flag="--join",
+        group=group,
+        help="How the label file's rows match the stored rows: id (its id column) or row (its data row numbers).",
+    )
+
+
+check_join = one_of("join", "--join", JOINS, hint="use --join id or --join row")
 CLASSIFIERS = ("logreg", "svm", "mlp", "attn")
 REGRESSION_ONLY = ("ridge",)  # accepted by --classifier, refused for a classification label
 TASKS = ("auto", "classification", "regression")
@@ -144,12 +158,7 @@ class ProbeConfig(Options):
         kind="path",
         help="A file of label columns (CSV/TSV/JSONL) joined to the stored rows, instead of the stored labels.",
     )
-    join: str = option(
-        "id",
-        flag="--join",
-        group=LABEL,
-        help="How --labels rows match the stored rows: id (its id column) or row (its data row numbers).",
-    )
+    join: str = join_option(LABEL)
     bins: int | None = option(None, flag="--bins", group=LABEL, help="Probe a numeric label as N quantile bins.")
     min_class_rows: int | None = option(
         None, flag="--min-class-rows", group=LABEL, help="Drop classes with fewer labelled rows (reported)."
@@ -287,7 +296,7 @@ class ProbeConfig(Options):
         _check_classifiers,
         names("sites", "--site", example="e.g. --site hidden,ffn,attn_out"),
         _check_device,
-        one_of("join", "--join", ("id", "row"), hint="use --join id or --join row"),
+        check_join,
         _check_arcs,
         _check_labels_file,
         requires("join", "--join", "labels", "--labels", default="id", hint="add --labels FILE, or leave --join out"),

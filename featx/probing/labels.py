@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .. import store
-from ..checks import one_of, path_like
+from ..checks import path_like
 from ..errors import InputError
 from ..io import (
     LabelColumn,
@@ -25,8 +25,7 @@ from ..io import (
 )
 from ..options import Check, Options, option
 from ..store import FeatureFile
-
-JOINS = ("id", "row")
+from .config import check_join, join_option
 
 
 @dataclass(frozen=True)
@@ -36,11 +35,7 @@ class LabelsAddConfig(Options):
 
     features: str | Path
     label_file: str | Path
-    join: str = option(
-        "id",
-        flag="--join",
-        help="How LABEL_FILE rows match the stored rows: id (its id column) or row (its data row numbers).",
-    )
+    join: str = join_option()
     missing_labels: str = option(
         "empty",
         flag="--missing-labels",
@@ -50,7 +45,7 @@ class LabelsAddConfig(Options):
 
     CONSTRAINTS: ClassVar[tuple[Check, ...]] = (
         path_like("features", "label_file"),
-        one_of("join", "--join", JOINS, hint="use --join id or --join row"),
+        check_join,
     )
 
 

@@ -131,3 +131,23 @@ def test_interrupted_labels_add_leaves_the_file_unchanged(features_copy, tmp_pat
     assert result.exit_code != 0 and calls == ["one", "two"]
     assert features_copy.read_bytes() == before
     assert sorted(p.name for p in features_copy.parent.iterdir() if p.name.startswith(".feats")) == []
+
+
+def test_join_is_declared_once_for_probe_and_labels_add():
+    """``--join`` of ``featx probe --labels`` and of ``featx labels add``: one declaration, one check."""
+    import dataclasses
+
+    from featx.options import flag_of
+    from featx.probing import LabelsAddConfig, ProbeConfig
+
+    probe, add = (
+        {item.name: item for item in dataclasses.fields(cls)}["join"] for cls in (ProbeConfig, LabelsAddConfig)
+    )
+    assert probe.default == add.default == "id"
+    assert flag_of(probe).flags == flag_of(add).flags and flag_of(probe).help == flag_of(add).help
+    for make in (
+        lambda: ProbeConfig(join="rows", labels="l.csv"),
+        lambda: LabelsAddConfig("f.h5", "l.csv", join="rows"),
+    ):
+        with pytest.raises(InputError, match="--join 'rows' is not understood"):
+            make()
