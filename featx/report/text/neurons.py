@@ -137,12 +137,13 @@ def format_neurons(result) -> str:
 
 
 def save_neurons_figure(result) -> list[Path]:
-    """The selection-curve figure of a written ``NeuronResult`` (``PREFIX.png``, beside its CSV and JSON),
+    """The selection-curve figure of a written ``NeuronResult`` (``PREFIX.png`` and ``.svg``, beside its CSV and JSON),
     added to its ``paths``; ``featx neurons`` writes it after the data files."""
     from ..figures.analyses import save_selection_figure
 
     if result.prefix is None:
         return []
     figure = save_selection_figure(result.selection, result.meta, Path(f"{result.prefix}.png"))
-    result.paths.append(figure)
-    return [figure]
+    written = [figure, figure.with_suffix(".svg")]  # both formats, as every featx figure
+    result.paths.extend(written)
+    return written

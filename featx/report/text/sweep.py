@@ -137,5 +137,6 @@ def save_sweep_figures(result) -> list[Path]:
         )
         for pooling in poolings
     ]
+    figures = [path for figure in figures for path in (figure, figure.with_suffix(".svg"))]  # both formats
     result.paths.extend(figures)
     return figures

@@ -38,8 +38,10 @@ def test_planted_neurons_rank_first_and_recover_the_accuracy(planted_file, tmp_p
     assert bottom.accuracy.iloc[0] < 0.7  # the same number of bottom-ranked neurons carries nothing
     assert {"top", "bottom", "random", "all"} == set(selection.selection)
     assert all(path.exists() for path in result.paths) and [p.suffix for p in result.paths][-1] == ".json"
-    assert save_neurons_figure(result) == result.paths[-1:] and result.paths[-1].suffix == ".png"  # the report's figure
-    assert result.paths[-1].exists()
+    assert save_neurons_figure(result) == result.paths[-2:]  # the report's figure, in both formats
+    assert [path.suffix for path in result.paths[-2:]] == [".png", ".svg"] and all(
+        p.exists() for p in result.paths[-2:]
+    )
     text = format_neurons(result)
     assert "overlap of the two rankings" in text and "selection at layer 1" in text
 

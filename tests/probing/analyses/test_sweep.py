@@ -49,8 +49,10 @@ def test_rank_one_probe_reads_a_one_dimensional_signal(planted_split_file, tmp_p
     assert control.accuracy.max() < 0.6 and len(control) == len(real)
     assert set(real.family) == {"logreg", "rank", "mlp"}
     assert all(path.exists() for path in result.paths) and [p.suffix for p in result.paths][-1] == ".json"
-    assert save_sweep_figures(result) == result.paths[-1:] and result.paths[-1].suffix == ".png"  # the report's figure
-    assert result.paths[-1].exists()
+    assert save_sweep_figures(result) == result.paths[-2:]  # the report's figure, in both formats
+    assert [path.suffix for path in result.paths[-2:]] == [".png", ".svg"] and all(
+        p.exists() for p in result.paths[-2:]
+    )
     text = format_sweep(result)
     assert "layers best across complexities" in text and "rankings that flip" in text
 
