@@ -98,7 +98,8 @@ def explain(results, **options):
     """Per-example diagnostics of a probing run (default: the last one in this directory).
 
     Lists the rows that become right from some layer on and the rows wrong at every layer, per-class F1
-    by layer, and accuracy by text length and by truncation, from the out-of-fold predictions.
+    by layer, and accuracy by text length and by truncation, from the out-of-fold predictions. Writes the
+    best layer's confusion matrix (class labels) beside the predictions as STEM.confusion.csv.
     """
     from ..probing import ExplainConfig
     from ..probing import explain as run_explain
