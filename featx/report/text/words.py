@@ -56,14 +56,17 @@ def footer(meta: dict) -> list[str]:
             f"  {pooling:<6} center of gravity {summary['center_of_gravity']:.2f}, expected layer {expected_text}; "
             f"mix accuracy {summary['mix_accuracy']:.3f}; weights {_weights_text(summary)}"
         )
+        layers = summary.get("layers") or range(len(summary["cumulative_accuracy"]))
         lines.append(
-            "         cumulative accuracy (layers 0..l): "
-            + " ".join(f"{value:.3f}" for value in summary["cumulative_accuracy"])
+            "         cumulative accuracy (the probed layers up to l mixed), l: "
+            + "  ".join(
+                f"{layer}: {value:.3f}" for layer, value in zip(layers, summary["cumulative_accuracy"], strict=False)
+            )
             + (" (sentences sampled to fit memory)" if summary.get("sampled") else "")
         )
     lines.append(
         "  center of gravity = sum of l x mix weight; expected layer = sum of l x gain(l) / sum of gains, "
-        "gain(l) = accuracy(0..l) - accuracy(0..l-1)"
+        "gain(l) = accuracy(up to l) - accuracy(up to the probed layer before l)"
     )
     return lines
 

@@ -22,3 +22,11 @@ def test_a_split_run_names_the_training_part():
 def test_a_cross_validated_run_names_the_first_fold():
     lines = footer({"evaluation": "5-fold cv", "layer_summary": {"first": SUMMARY}})
     assert "scalar-mix probe on the first fold's training part, scored on its test part" in lines[1]
+
+
+def test_the_cumulative_accuracies_name_the_probed_layers():
+    """Layers 3 and 6 probed: each cumulative accuracy is named by its layer, not read as layers 0..l."""
+    summary = {**SUMMARY, "layers": [3, 6]}
+    lines = footer({"evaluation": "split", "layer_summary": {"first": summary}})
+    assert "cumulative accuracy (the probed layers up to l mixed), l: 3: 0.800  6: 0.900" in "\n".join(lines)
+    assert "0..l" not in "\n".join(lines)
