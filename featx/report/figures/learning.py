@@ -158,8 +158,16 @@ def format_curve_table(curve, max_groups: int = 4) -> str:
         name = " · ".join(str(value) for value in (group if isinstance(group, tuple) else (group,)))
         lines += [
             f"learning curve ({name}): {'R²' if metric == 'r2' else 'accuracy'} by training size "
-            f"({'fraction' if key == 'train_size' else 'rows'})",
+            f"({_size_unit(sizes) if key == 'train_size' else 'rows'})",
             "  ".join(h.ljust(w) for h, w in zip(header, widths, strict=False)).rstrip(),
         ]
         lines += ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=False)).rstrip() for row in rows]
     return "\n".join(lines)
+
+
+def _size_unit(sizes) -> str:
+    """How ``--train-sizes`` values read: a size up to 1 is a fraction of the training part, above 1 a row count."""
+    fractions, counts = any(size <= 1 for size in sizes), any(size > 1 for size in sizes)
+    if fractions and counts:
+        return "a fraction up to 1, a number of rows above 1"
+    return "rows" if counts else "fraction"

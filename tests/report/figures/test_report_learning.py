@@ -93,3 +93,19 @@ def test_probe_prints_the_curve_table(real_runs, tmp_path, monkeypatch):
     assert "learning curve (hidden · mean · logreg): accuracy by training size (fraction)" in outcome.output
     table = outcome.output.split("accuracy by training size (fraction)")[1].splitlines()
     assert table[1].split() == ["layer", "0.5", "1"] and [row.split()[0] for row in table[2:4]] == ["1", "2"]
+
+
+def test_the_table_says_how_mixed_sizes_read():
+    """``--train-sizes 0.5,200,1.0``: fractions and a row count in one table; the header says which is which."""
+    import pandas as pd
+
+    from featx.report import format_curve_table
+
+    rows = [
+        {"site": "hidden", "pooling": "mean", "classifier": "logreg", "layer_spec": "1", "train_size": size,
+         "n_train": n, "accuracy": accuracy}
+        for size, n, accuracy in ((0.5, 100, 0.7), (200.0, 200, 0.8), (1.0, 400, 0.9))
+    ]  # fmt: skip
+    lines = format_curve_table(pd.DataFrame(rows)).splitlines()
+    assert lines[0].endswith("by training size (a fraction up to 1, a number of rows above 1)")
+    assert lines[1].split() == ["layer", "0.5", "1", "200"]
