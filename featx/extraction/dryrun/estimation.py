@@ -48,10 +48,10 @@ def estimate(config=None, calibrate: bool = True, from_config: bool | None = Non
     reason = from_config_reason(config) if from_config is not False else None
     if reason or from_config:
         return estimate_from_config(config, reason or "asked for", calibrate)
-    corpus = read_input(config)  # a table of texts, or word inputs (word_corpus.py)
+    corpus, shard = shard_input(config, read_input(config))  # a table of texts or word inputs; a shard's rows
     setup_started = time.perf_counter()
     loaded = load_configured(config)
-    plan = resolve_plan(config, corpus.sha256, loaded)
+    plan = resolve_plan(config, corpus.sha256, loaded, shard)
     from ..tokens.word_tokens import tokenize_input
 
     tokenized = tokenize_input(loaded, corpus, plan)
@@ -64,6 +64,15 @@ def estimate(config=None, calibrate: bool = True, from_config: bool | None = Non
             f"forward passes ~{human_duration(forward)}, model load and tokenising {setup_seconds:.1f} s; {note}"
         )
     return result
+
+
+def shard_input(config, corpus):
+    """``corpus`` and the shard of ``--shards N --shard-index I``: that shard's rows, which its run extracts (the
+    whole corpus and None without ``--shards``)."""
+    from ..shards.sharding import ShardSpec, select_rows
+
+    shard = ShardSpec.from_options(config.shards, config.shard_index)
+    return (corpus, None) if shard is None else (select_rows(corpus, shard)[0], shard)
 
 
 def _sizes(plan, corpus, tokenized, loaded) -> Estimate:

@@ -156,13 +156,14 @@ def estimate_from_config(config, reason: str, calibrate: bool = True):
     ``budget`` holds the model's side, its ``seconds`` a lower bound from a timed matmul (``calibrate``)."""
     from ..inputs.word_corpus import read_input
     from ..model.checks import read_json
+    from .estimation import shard_input
     from .summary import Estimate, current_rss, human_size
 
     folder = _folder(config.model)
     if folder is None:
         raise InputError(f"--model {config.model}: no config.json to estimate from", "give a local model folder")
     size = read_size(folder, config.trust_remote_code)
-    corpus = read_input(config)
+    corpus = shard_input(config, read_input(config))[0]  # a shard's rows with --shards
     device, dtype, itemsize = _device_and_itemsize(config)
     max_length = model_max_length(folder, read_json(folder / "config.json"), config.max_length)
     kept, full, source = _corpus_tokens(config, folder, corpus, max_length)

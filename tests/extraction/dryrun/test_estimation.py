@@ -65,3 +65,14 @@ def test_dry_run_counts_both_sides_of_separate_pairs_as_the_run_does(tiny_model,
     summary = featx.extract(corpus, output=output, progress=False, **options)
     assert summary.truncated_rows > 0
     assert guess.tokens == summary.tokens and guess.truncated_rows == summary.truncated_rows
+
+
+def test_a_shards_dry_run_estimates_that_shards_rows(tiny_model, tmp_path):
+    """``--shards 3 --shard-index 1 --dry-run`` estimates what that shard's run extracts, not the whole corpus."""
+    corpus = write_csv(tmp_path / "c.csv", SENTENCES * 5)
+    output = tmp_path / "c.h5"
+    options = dict(model=str(tiny_model), output=output, shards=3, shard_index=1)
+    guess = featx.estimate(corpus, calibrate=False, **options)
+    summary = featx.extract(corpus, progress=False, **options)
+    whole = featx.estimate(corpus, model=str(tiny_model), output=output, calibrate=False)
+    assert guess.rows == summary.rows < whole.rows and guess.tokens == summary.tokens
