@@ -30,11 +30,24 @@ SHOWN = {
         "before",
         "after",
         "control",
-        "p_after_holm",
-        "p_control_holm",
+        "p after",
+        "p control",
     ],
-    "steer": ["alpha", "direction", "moved", "moved_low", "moved_high", "score_change", "n_rows"],
+    "steer": ["alpha", "direction", "moved", "moved_low", "moved_high", "flipped", "score_change", "n_rows"],
 }
+
+
+def _with_p_values(table: pd.DataFrame) -> pd.DataFrame:
+    """``p after`` and ``p control`` as the printout gives them: a probe's Holm-adjusted paired tests, the loss
+    row's paired t-tests (which have no Holm column)."""
+    if "p_after" not in table.columns:
+        return table
+    probe = table["kind"] == "probe" if "kind" in table.columns else pd.Series(True, index=table.index)
+    table = table.copy()
+    for name, key in (("p after", "p_after"), ("p control", "p_control")):
+        adjusted = table[f"{key}_holm"] if f"{key}_holm" in table.columns else table[key]
+        table[name] = adjusted.where(probe, table[key])
+    return table
 
 
 def intervene_files(meta: dict) -> list[Path]:
@@ -68,7 +81,7 @@ def _one(path: Path, index: int) -> str:
         )
     except (OSError, ValueError, KeyError, TypeError):
         return f'<p class="muted">{html.escape(path.name)} is not a readable featx intervene result.</p>'
-    caption = html.escape(HOW[kind])
+    caption, shown = html.escape(HOW[kind]), _with_p_values(table)
     svg = embeddable_svg(svg_of_figure(intervention_figure(table, meta)), f"iv{index}-")
     title = (
         f"steering toward {meta.get('toward')} at layer {meta.get('at')}"
@@ -79,7 +92,7 @@ def _one(path: Path, index: int) -> str:
         [
             f"<h3>{html.escape(title)} ({html.escape(path.name)})</h3>",
             f"<figure>{svg}<figcaption><strong>How to read this.</strong> {caption}</figcaption></figure>",
-            table_html(_three(table[[c for c in SHOWN[kind] if c in table.columns]])),
+            table_html(_three(shown[[c for c in SHOWN[kind] if c in shown.columns]])),
             notes_html([str(note) for note in meta.get("notes") or []]),
         ]
     )

@@ -66,3 +66,19 @@ def test_the_figures_are_written(tmp_path):
         table = pd.DataFrame(payload["results"]).fillna(float("nan"))
         path = save_intervention_figure(table, payload["meta"], tmp_path / name)
         assert path == tmp_path / name and path.stat().st_size > 1000
+
+
+def test_the_table_gives_the_loss_rows_paired_tests_and_the_probes_holm_ones(tmp_path):
+    """As the printout: a probe row's Holm-adjusted p, the LM loss row's paired t-test p (it has no Holm column)."""
+    payload = _intervene_payload()
+    loss = {key: None for key in TABLE_COLUMNS}
+    loss.update(edit="erase", edit_layer=1, rank=1, kind="output", name="LM loss", role="loss", layer=2, before=3.1,
+                after=3.4, control=3.15, p_after=0.0123, p_control=0.0456)  # fmt: skip
+    payload["results"].append(loss)
+    features = tmp_path / "corpus.features.h5"
+    features.write_bytes(b"")
+    (tmp_path / "corpus.intervene-animal.json").write_text(json.dumps(payload))
+    section = "\n".join(intervene_sections({"features_file": str(features)}))
+    assert "p after" in section and "p control" in section
+    assert "0.012" in section and "0.046" in section  # the loss row's tests
+    assert "0.020" in section  # a probe row's Holm-adjusted p, not its raw 0.010
