@@ -42,7 +42,7 @@ def estimate(config=None, calibrate: bool = True, from_config: bool | None = Non
     from ..inputs.word_corpus import read_input
     from ..model.loading import load_configured
     from ..run.resolve import resolve_plan
-    from .from_config import estimate_from_config, from_config_reason
+    from .from_config import estimate_from_config, from_config_reason, shard_input
 
     config = make_config(config, **options)
     reason = from_config_reason(config) if from_config is not False else None
@@ -64,15 +64,6 @@ def estimate(config=None, calibrate: bool = True, from_config: bool | None = Non
             f"forward passes ~{human_duration(forward)}, model load and tokenising {setup_seconds:.1f} s; {note}"
         )
     return result
-
-
-def shard_input(config, corpus):
-    """``corpus`` and the shard of ``--shards N --shard-index I``: that shard's rows, which its run extracts (the
-    whole corpus and None without ``--shards``)."""
-    from ..shards.sharding import ShardSpec, select_rows
-
-    shard = ShardSpec.from_options(config.shards, config.shard_index)
-    return (corpus, None) if shard is None else (select_rows(corpus, shard)[0], shard)
 
 
 def _sizes(plan, corpus, tokenized, loaded) -> Estimate:

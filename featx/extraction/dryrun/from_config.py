@@ -78,6 +78,15 @@ def stored_layout(config) -> tuple[list[int], list[str] | None] | None:
     return _layers(config, size), None if is_word_input(config) else _poolings(config, size)
 
 
+def shard_input(config, corpus):
+    """``corpus`` and the shard of ``--shards N --shard-index I``: that shard's rows, which its run extracts (the
+    whole corpus and None without ``--shards``)."""
+    from ..shards.sharding import ShardSpec, select_rows
+
+    shard = ShardSpec.from_options(config.shards, config.shard_index)
+    return (corpus, None) if shard is None else (select_rows(corpus, shard)[0], shard)
+
+
 def free_disk(output: Path) -> tuple[Path, int]:
     """(the folder the output goes to, or the working folder if it does not exist yet; its free bytes)."""
     directory = output.parent if output.parent.exists() else Path(".")
@@ -156,7 +165,6 @@ def estimate_from_config(config, reason: str, calibrate: bool = True):
     ``budget`` holds the model's side, its ``seconds`` a lower bound from a timed matmul (``calibrate``)."""
     from ..inputs.word_corpus import read_input
     from ..model.checks import read_json
-    from .estimation import shard_input
     from .summary import Estimate, current_rss, human_size
 
     folder = _folder(config.model)
