@@ -169,12 +169,20 @@ def refuse_inputs(outputs: Iterable[str | os.PathLike], inputs: Iterable[str | o
     sources = [Path(source) for source in inputs if source is not None and os.path.isfile(source)]
     for output in map(Path, outputs):
         for source in sources:
-            with contextlib.suppress(OSError):
-                if output.exists() and os.path.samefile(output, source):
-                    raise InputError(
-                        f"-o would write {output}, which is an input of this run ({source}): not replaced",
-                        "choose an output path that names none of the inputs",
-                    )
+            if same_file(output, source):
+                raise InputError(
+                    f"-o would write {output}, which is an input of this run ({source}): not replaced",
+                    "choose an output path that names none of the inputs",
+                )
+
+
+def same_file(path: Path, other: Path) -> bool:
+    """Whether two existing paths name one file (through links or another spelling); False when either is
+    missing or unreadable."""
+    try:
+        return path.exists() and other.exists() and os.path.samefile(path, other)
+    except OSError:
+        return False
 
 
 def check_overwrite(path: str | os.PathLike, what: str, own: Callable[[Path], bool]) -> None:

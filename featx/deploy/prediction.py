@@ -29,6 +29,7 @@ from ..safe_files import (
     check_writable,
     is_predictions_file,
     read_small_text,
+    same_file,
     writing,
 )
 from .bundle import load
@@ -312,18 +313,11 @@ def _check_output(output: Path, config: PredictConfig) -> None:
     if output.is_dir():
         raise InputError(f"-o {output} is a folder", "-o names the predictions file, e.g. -o predictions.csv")
     inputs = [Path(str(config.corpus)), Path(str(config.bundle))]
-    if any(_same_file(output, path) for path in inputs):
+    if any(same_file(output, path) for path in inputs):
         raise InputError(
             f"-o {output} is an input of this run (its corpus)", "write the predictions to another file with -o"
         )
     check_writable(output)
-
-
-def _same_file(output: Path, path: Path) -> bool:
-    try:
-        return output.exists() and path.exists() and os.path.samefile(output, path)
-    except OSError:
-        return False
 
 
 def _first_row(words: WordTable | None, done: int) -> int | None:
