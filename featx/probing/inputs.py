@@ -52,8 +52,14 @@ def check_outputs(features: FeatureFile, config: ProbeConfig) -> None:
 
     csv_path, json_path = results_paths(features.path, "", config.output)
     outputs = [csv_path, json_path, side_path(csv_path, "predictions"), side_path(csv_path, "curve")]
+    refuse_inputs(outputs, [*read_files(features), config.labels, config.baseline])
+
+
+def read_files(features: FeatureFile) -> list[Path]:
+    """The user's files a run on ``features`` reads, which no output may replace: the features file, and the
+    corpus it was extracted from when that is still there (read for its digest)."""
     corpus = features.attrs.get(store.schema.CORPUS_PATH)
-    refuse_inputs(outputs, [features.path, corpus or None, config.labels, config.baseline])
+    return [features.path, *([Path(str(corpus))] if corpus else [])]
 
 
 def note_derived(features: FeatureFile, label: str | None, notes: list[str]) -> None:

@@ -22,7 +22,6 @@ from typing import ClassVar
 import numpy as np
 import pandas as pd
 
-from ... import store
 from ...checks import path_like
 from ...errors import InputError
 from ...options import Check, Options, option
@@ -259,7 +258,9 @@ def _check_outputs(config: NeuronConfig, features) -> None:
         return
     prefix = results_prefix(features.path, "", "neurons", config.output)
     outputs = [Path(f"{prefix}{end}") for end in (".csv", ".ranking.csv", ".json", ".png", ".svg")]
-    refuse_inputs(outputs, [features.path, features.attrs.get(store.schema.CORPUS_PATH) or None])
+    from ..inputs import read_files
+
+    refuse_inputs(outputs, read_files(features))
 
 
 def neurons(config: NeuronConfig | str | Path, **options) -> NeuronResult:
