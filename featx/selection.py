@@ -99,31 +99,47 @@ def _split_top_level(spec: str) -> list[str]:
     return [item.strip() for item in items if item.strip()]
 
 
+def _feature_sets(spec: str) -> list[tuple[str, str, list[str]]]:
+    """``spec`` (spaces removed) as its feature sets, each ``(kind, the item as written, the items it names)``:
+    ``single`` items, ``cat(...)``, and ``stack`` / ``stack(...)`` (bare ``stack`` names every layer)."""
+    sets = []
+    for item in _split_top_level(spec):
+        lowered = item.lower()
+        if lowered.startswith("cat(") and lowered.endswith(")"):
+            sets.append(("cat", item, _split_top_level(item[4:-1])))
+        elif lowered == "stack" or (lowered.startswith("stack(") and lowered.endswith(")")):
+            sets.append(("stack", item, _split_top_level(item[6:-1]) if lowered != "stack" else ["all"]))
+        else:
+            sets.append(("single", item, [item]))
+    return sets
+
+
+_COMBINED_ONLY_IN_PROBES = {
+    "cat": "cat(...) is a probe option; extraction stores layers separately",
+    "stack": "stack is a probe option; extraction stores layers separately",
+}
+_NAMES_NO_LAYERS = {
+    "cat": ("concatenates no layers", "name them, e.g. cat(-4:) or cat(2,3)"),
+    "stack": ("stacks no layers", "name them, e.g. stack(1:) or stack"),
+}
+
+
 def parse_layer_specs(spec: str, available: list[int], allow_combined: bool = True) -> list[LayerSpec]:
     """Parse a ``--layer`` value into feature sets over the ``available`` layer indices."""
     spec = (spec or "all").replace(" ", "")
     available = sorted(available)
     specs: list[LayerSpec] = []
-    for item in _split_top_level(spec):
-        lowered = item.lower()
-        if lowered.startswith("cat(") and lowered.endswith(")"):
-            if not allow_combined:
-                raise InputError("cat(...) is a probe option; extraction stores layers separately")
-            inner = _split_top_level(item[4:-1])
-            layers = [layer for part in inner for layer in _expand_item(part, available)]
-            if not layers:
-                raise InputError(f"--layer '{item}' concatenates no layers", "name them, e.g. cat(-4:) or cat(2,3)")
-            specs.append(LayerSpec("cat", tuple(layers)))
-        elif lowered == "stack" or (lowered.startswith("stack(") and lowered.endswith(")")):
-            if not allow_combined:
-                raise InputError("stack is a probe option; extraction stores layers separately")
-            inner = _split_top_level(item[6:-1]) if lowered != "stack" else ["all"]
-            layers = [layer for part in inner for layer in _expand_item(part, available)]
-            if not layers:
-                raise InputError(f"--layer '{item}' stacks no layers", "name them, e.g. stack(1:) or stack")
-            specs.append(LayerSpec("stack", tuple(layers)))
+    for kind, item, parts in _feature_sets(spec):
+        if kind != "single" and not allow_combined:
+            raise InputError(_COMBINED_ONLY_IN_PROBES[kind])
+        layers = [layer for part in parts for layer in _expand_item(part, available)]
+        if kind == "single":
+            specs.extend(LayerSpec("single", (layer,)) for layer in layers)
+        elif not layers:
+            what, hint = _NAMES_NO_LAYERS[kind]
+            raise InputError(f"--layer '{item}' {what}", hint)
         else:
-            specs.extend(LayerSpec("single", (layer,)) for layer in _expand_item(item, available))
+            specs.append(LayerSpec(kind, tuple(layers)))
     if not specs:
         raise InputError(f"--layer '{spec}' selects nothing")
     unique: list[LayerSpec] = []
@@ -137,15 +153,9 @@ def check_layer_spelling(spec: str | None, flag: str, allow_combined: bool = Tru
     """``spec``'s spelling as ``parse_layer_specs`` reads it, before any model or file says which layers there
     are (whether they exist is checked then): an ``InputError`` naming ``flag`` for an item that is none of
     ``all``, an index, a slice, ``cat(...)`` or ``stack(...)`` of them."""
-    for item in _split_top_level((spec or "all").replace(" ", "")):
-        lowered, parts = item.lower(), [item]
-        for kind in ("cat", "stack"):
-            if lowered == kind or (lowered.startswith(f"{kind}(") and lowered.endswith(")")):
-                if not allow_combined:
-                    raise InputError(
-                        f"{flag} {spec}: {kind}(...) is a probe option; extraction stores layers separately"
-                    )
-                parts = _split_top_level(item[len(kind) + 1 : -1]) if lowered != kind else []
+    for kind, _, parts in _feature_sets((spec or "all").replace(" ", "")):
+        if kind != "single" and not allow_combined:
+            raise InputError(f"{flag} {spec}: {kind}(...) is a probe option; extraction stores layers separately")
         for part in parts:
             if part != "all" and not _SLICE.match(part) and not _is_index(part):
                 raise InputError(
