@@ -51,6 +51,7 @@ _HOMES = {
     "estimate": "dryrun.estimation",
     "Estimate": "dryrun.summary",
     "stored_layout": "dryrun.from_config",
+    "model_folder_files": "run.freshness",
     "merge": "shards.merge:merge",
     "MergeSummary": "shards.merge",
     "MergeConfig": "shards.merge",

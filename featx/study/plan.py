@@ -96,16 +96,13 @@ def _read(path: str, contents: dict[str, str]) -> str:
     by name, size and modification time (as ``featx extract``'s own up-to-date check has them); "" for a hub
     id not on this machine. Each path once per plan (``contents``)."""
     if path not in contents:
-        from ..extraction import file_sha256, local_model_folder
+        from ..extraction import file_sha256, local_model_folder, model_folder_files
 
         if Path(path).is_file():
             contents[path] = file_sha256(Path(path))
         else:
             folder = local_model_folder(path)
-            files = [] if folder is None else sorted(
-                (str(item.relative_to(folder)), stat.st_size, stat.st_mtime_ns)
-                for item in folder.rglob("*") if item.is_file() for stat in [item.stat()]
-            )  # fmt: skip
+            files = [] if folder is None else model_folder_files(folder)
             contents[path] = fingerprint("model-files", {"files": files})
     return contents[path]
 

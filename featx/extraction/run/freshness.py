@@ -54,17 +54,23 @@ def _auto_may_find_an_accelerator(config: ExtractConfig) -> bool:
     return sys.platform == "darwin" or any(Path("/dev").glob("nvidia[0-9]*"))
 
 
-def request_key(config: ExtractConfig, corpus_sha256: str) -> str | None:
-    """The request key of ``config`` on a corpus with this sha256, or None where none can be made."""
-    folder = local_model_folder(config.model)
-    if folder is None or _auto_may_find_an_accelerator(config):
-        return None
-    model_files = sorted(
+def model_folder_files(folder: Path) -> list[tuple[str, int, int]]:
+    """A local model folder's files as a request is keyed on them: ``(relative name, size, mtime_ns)``, sorted
+    (a changed or replaced file changes the key without its bytes being read)."""
+    return sorted(
         (str(path.relative_to(folder)), stat.st_size, stat.st_mtime_ns)
         for path in folder.rglob("*")
         if path.is_file()
         for stat in [path.stat()]
     )
+
+
+def request_key(config: ExtractConfig, corpus_sha256: str) -> str | None:
+    """The request key of ``config`` on a corpus with this sha256, or None where none can be made."""
+    folder = local_model_folder(config.model)
+    if folder is None or _auto_may_find_an_accelerator(config):
+        return None
+    model_files = model_folder_files(folder)
     options = {
         name: str(value) if isinstance(value, Path) else value
         for name, value in recorded(config).items()
