@@ -126,10 +126,10 @@ class StudyConfig:
         except InputError as err:
             raise self._blame(err, [("probe",), ("study",)]) from None
 
-    def check_stored(self, model: ModelSpec, corpus: CorpusSpec) -> None:
-        """``[probe]``'s layers and poolings against what the extraction of ``corpus`` by ``model`` will store,
-        read from the model's ``config.json`` (not checkable for a hub id not on this machine): a probe that
-        cannot run is refused before any work, not after its extraction."""
+    def check_stored(self, model: ModelSpec, corpus: CorpusSpec, extract: ExtractConfig) -> None:
+        """``[probe]``'s layers and poolings against what ``extract`` (the extraction of ``corpus`` by ``model``)
+        will store, read from the model's ``config.json`` (not checkable for a hub id not on this machine): a probe
+        that cannot run is refused before any work, not after its extraction."""
         from ..extraction import stored_layout
         from ..selection import parse_layer_specs, parse_poolings
 
@@ -137,7 +137,7 @@ class StudyConfig:
         if probe.site_list() != ["hidden"]:
             return  # a site's layers and poolings are the site's (checked by the probe against the file)
         try:
-            layout = stored_layout(self.extract_config(model, corpus))
+            layout = stored_layout(extract)
         except InputError as err:  # a pooling the model has not: the extraction's own error
             raise self._blame(err, [("extract",), ("models", model.entry)]) from None
         if layout is None:

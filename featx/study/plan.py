@@ -111,6 +111,7 @@ def _extraction(config: StudyConfig, model: ModelSpec, corpus: CorpusSpec, conte
     """One extraction cell; its fingerprint holds its options and what it reads by content (the corpus's bytes,
     the model folder's files), so that an edited corpus or a changed model is pending, with every probe of it."""
     extract = config.extract_config(model, corpus)
+    config.check_stored(model, corpus, extract)  # every probe fits what this extraction stores
     args = {"options": config_args(extract)}
     inputs = (_read(str(corpus.path), contents), _read(str(extract.model), contents))
     features = Path(str(extract.output))
@@ -150,9 +151,6 @@ def make_plan(study: Any, **overrides: Any) -> StudyPlan:
     """The plan of a study (a path, a dict or a ``StudyConfig``): every extraction, then every probe, in the
     file's order (model by model, corpus by corpus, label by label)."""
     config = study_config(study, **overrides)
-    for model in config.models:
-        for corpus in config.corpora:
-            config.check_stored(model, corpus)  # every probe fits what its extraction stores
     contents: dict[str, str] = {}
     extractions = tuple(
         _extraction(config, model, corpus, contents) for model in config.models for corpus in config.corpora
