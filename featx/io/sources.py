@@ -53,7 +53,7 @@ def naming_stdin(read: Callable[..., T]) -> Callable[..., T]:
             return read(path, *args, **kwargs)
         except InputError as err:
             spelt = str(path)
-            if not is_stdin(path) or not err.message.startswith(f"{spelt}"):
+            if not is_stdin(path) or not err.message.startswith(spelt):
                 raise
             raise InputError(source_name(path) + err.message[len(spelt) :], err.hint) from None
 
