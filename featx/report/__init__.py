@@ -46,7 +46,7 @@ _HOMES = {
     "save_intervention_figure": "figures.intervene",
     "plot_learning_curves": "figures.learning",
     "figure": "figures.plot",
-    "labels_figure": "compare",
+    "labels_figure": "labels",
     "CompareConfig": "compare",
     "compare_results": "compare:compare",
     "SimilarityConfig": "similarity",
@@ -61,7 +61,10 @@ _HOMES = {
     "paired_test_at": "paired",
     "why_not_paired": "paired",
     # the modules of the notebook-facing API, each the attribute of the same name
-    **{module: module for module in ("compare", "figures", "html", "load", "paired", "similarity", "study", "text")},
+    **{
+        module: module
+        for module in ("compare", "figures", "html", "labels", "load", "paired", "similarity", "study", "text")
+    },
 }
 
 __all__ = sorted(_HOMES)

@@ -34,6 +34,7 @@ from .load import (
     default_metric,
     layer_rows,
     load_results,
+    main_metric,
     model_name,
     result_files,
     selection_note,
@@ -93,9 +94,11 @@ def load_entries(
 ) -> list[Entry]:
     """Results files (anything ``load_results`` takes) as comparison entries, each named; ``metric`` None is
     the first file's own (``default_metric``)."""
-    entries = []
+    entries: list[Entry] = []
     for index, source in enumerate(sources):
         frame, meta = load_results(source)
+        if entries:
+            _check_same_task(entries[0], frame, meta, index)
         metric = metric or default_metric(frame, meta)
         check_metric(frame, metric)
         chosen = classifier or default_classifier(frame)
@@ -125,8 +128,26 @@ def load_entries(
         )
     if not entries:
         raise InputError("no results to compare", "give two or more .probe.csv files")
-    _name(entries, names)
+    name_entries(entries, names)
     return entries
+
+
+def task_of(frame: pd.DataFrame) -> str:
+    """``regression`` for results of a continuous label (R², no accuracy), else ``classification``."""
+    return "regression" if main_metric(frame) == "r2" else "classification"
+
+
+def _check_same_task(first: Entry, frame: pd.DataFrame, meta: dict, index: int) -> None:
+    """One comparison is drawn in one metric: a regression file beside classification ones (or the reverse)
+    would be a line of another quantity (R² against accuracy), so it is refused, naming both files."""
+    task, first_task = task_of(frame), task_of(first.frame)
+    if task != first_task:
+        where = Path(str(meta.get("results_path") or f"results {index + 1}")).name
+        raise InputError(
+            f"{where} holds {task} results ({main_metric(frame)}), {Path(first.source).name} {first_task} "
+            f"results ({main_metric(first.frame)}): one comparison is drawn in one metric",
+            "compare results of one task at a time; featx plot A B --compare draws each task in a panel of its own",
+        )
 
 
 def differing_fields(entries: list[Entry]) -> list[str]:
@@ -142,7 +163,8 @@ def check_names(names: Sequence[str] | None, n_files: int) -> None:
         )
 
 
-def _name(entries: list[Entry], names: list[str] | None) -> None:
+def name_entries(entries: list[Entry], names: list[str] | None) -> None:
+    """Name each entry: by ``names``, else by the fields that differ between the files (else their file names)."""
     if names is not None:
         check_names(names, len(entries))
         for entry, name in zip(entries, names, strict=False):
@@ -329,32 +351,3 @@ class Comparison:
         import matplotlib.pyplot as plt
 
         plt.close(self.figure)
-
-
-# -- the figure featx plot --compare drew before comparisons had their own command -------------
-def plot_labels(
-    results: Iterable, ax=None, metric: str | None = None, classifier: str | None = None, title: bool | str = True
-):
-    """Several results files (e.g. one per label column) in one panel: ``plot_compare`` without tests."""
-    entries = load_entries(list(results), metric, classifier)
-    return plot_compare(entries, ax=ax, metric=entries[0].metric, title=title)
-
-
-def labels_figure(
-    results: Iterable,
-    metric: str | None = None,
-    classifier: str | None = None,
-    output: str | os.PathLike | None = None,
-    formats: Iterable[str] = FORMATS,
-    dpi: int = 150,
-):
-    """``compare``'s figure as ``(figure, written)``: what ``featx plot --compare`` writes (no tables)."""
-    import matplotlib.pyplot as plt
-
-    result = compare(results, metric=metric, classifier=classifier)
-    written = []
-    if output is not None:
-        make_folder(Path(output).parent)
-        with plt.rc_context(RC):
-            written = save(result.figure, output, formats, dpi)
-    return result.figure, written

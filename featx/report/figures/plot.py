@@ -106,6 +106,23 @@ def _draw_row(row, frame: pd.DataFrame, meta: dict, name: str, metric: str, wher
         plot_mix_weights(meta, ax=row[2])
 
 
+def _prepared(results, meta: dict | None, metric: str | None, baseline) -> tuple[pd.DataFrame, dict, str]:
+    """The table (with the baseline's rows), its meta and the metric ``figure`` draws, all checked."""
+    frame, meta = load_results(results, meta)
+    frame = with_baseline(frame, baseline)
+    metric = metric or default_metric(frame, meta)  # the run's own metric, else accuracy or R²
+    check_metric(frame, metric)
+    return frame, meta, metric
+
+
+def check_figure(results, metric: str | None = None, classifier: str | None = None, baseline=None) -> None:
+    """Raise what ``figure`` would refuse about its input (a results file it cannot read, a baseline of another
+    label, a metric or classifier the results lack) without drawing: ``featx plot`` checks every file first."""
+    frame, _, _ = _prepared(results, None, metric, baseline)
+    if classifier:
+        layer_rows(frame, classifier)
+
+
 def figure(
     results,
     meta: dict | None = None,
@@ -128,10 +145,7 @@ def figure(
     """
     import matplotlib.pyplot as plt
 
-    frame, meta = load_results(results, meta)
-    frame = with_baseline(frame, baseline)
-    metric = metric or default_metric(frame, meta)  # the run's own metric, else accuracy or R²
-    check_metric(frame, metric)
+    frame, meta, metric = _prepared(results, meta, metric, baseline)
     chosen = [classifier] if classifier else (classifiers_of(frame) or [default_classifier(frame)])
     mdl = has_mdl(frame)
     mixes = bool(layer_summaries(meta))  # word-level runs: the scalar-mix weights

@@ -14,7 +14,7 @@ from ...errors import InputError
 from ...options import Check, Options, normalise, option
 from ..files import make_folder, results_files
 from .heatmap import SCALES
-from .style import default_output
+from .style import FORMATS, RC, default_output, save
 
 
 def _one_figure_per_output(config: PlotConfig) -> None:
@@ -97,49 +97,93 @@ class Drawn:
 
 def figure_path(results: Path, output: str | os.PathLike | None) -> Path:
     """Where the figure of ``results`` goes: beside it, into the folder ``output``, or at ``output``."""
+    target = _target(results, output)
+    if output is not None:
+        make_folder(target.parent)
+    return target
+
+
+def _target(results: Path, output: str | os.PathLike | None) -> Path:
     target = default_output(results)
     if output is None:
         return target
     output = Path(output)
-    target = output / target.name if (output.is_dir() or not output.suffix) else output
-    make_folder(target.parent)
-    return target
+    return output / target.name if (output.is_dir() or not output.suffix) else output
+
+
+def _check_all(config: PlotConfig) -> None:
+    """Everything ``plot_files`` would refuse, before it writes a figure: each results file (a learning-curve
+    file, or results with the metric, classifier and baseline asked for) and where the comparison goes."""
+    from .learning import is_curve_file, read_curve
+    from .plot import check_figure
+
+    for path in config.results:
+        if is_curve_file(path):
+            read_curve(path)
+        else:
+            check_figure(path, config.metric, config.classifier, config.baseline)
+    if config.compare is not None:
+        ours = {
+            _target(path, config.output).with_suffix(f".{extension}")
+            for path in config.results
+            for extension in FORMATS
+        }
+        theirs = {Path(config.compare).with_suffix(f".{extension}") for extension in FORMATS}
+        if ours & theirs:
+            raise InputError(
+                f"--compare {config.compare} would overwrite the figure of one of the results files",
+                "give --compare a name of its own, e.g. --compare labels.png",
+            )
+
+
+def _draw(path: Path, config: PlotConfig) -> Drawn:
+    """Draw and write the figure of one results file (a learning-curve figure for a ``.curve.csv``)."""
+    import matplotlib.pyplot as plt
+
+    from .learning import format_curve_table, is_curve_file, learning_figure
+    from .plot import figure
+
+    target = figure_path(path, config.output)
+    if is_curve_file(path):  # featx probe --train-sizes writes X.curve.csv
+        fig, written = learning_figure(path, output=target, dpi=config.dpi)
+        drawn = Drawn(path, written, format_curve_table(path))
+    else:
+        fig, written = figure(
+            path,
+            metric=config.metric,
+            classifier=config.classifier,
+            output=target,
+            dpi=config.dpi,
+            baseline=config.baseline,
+            scale=config.heatmap_scale,
+        )
+        drawn = Drawn(path, written)
+    plt.close(fig)
+    return drawn
 
 
 def plot_files(config: PlotConfig | str | os.PathLike | list, **options: Any) -> Iterator[Drawn]:
     """Draw and write each results file's figure, then the comparison figure; yields each as it is written.
-    ``config`` is a ``PlotConfig``, or its ``results`` (a path or a list of paths) with ``options`` its fields."""
+    ``config`` is a ``PlotConfig``, or its ``results`` (a path or a list of paths) with ``options`` its fields.
+    Every file and the comparison are read and checked (the comparison drawn) before the first figure is written."""
     import matplotlib.pyplot as plt
 
-    from ..compare import labels_figure
-    from .learning import format_curve_table, is_curve_file, learning_figure
-    from .plot import figure
+    from ..labels import labels_panels
 
     config = PlotConfig.build(config, **options)
-    for path in config.results:
-        target = figure_path(path, config.output)
-        if is_curve_file(path):  # featx probe --train-sizes writes X.curve.csv
-            fig, written = learning_figure(path, output=target, dpi=config.dpi)
-            drawn = Drawn(path, written, format_curve_table(path))
-        else:
-            fig, written = figure(
-                path,
-                metric=config.metric,
-                classifier=config.classifier,
-                output=target,
-                dpi=config.dpi,
-                baseline=config.baseline,
-                scale=config.heatmap_scale,
-            )
-            drawn = Drawn(path, written)
-        plt.close(fig)
-        yield drawn
-    if config.compare is not None:
-        fig, written = labels_figure(
-            config.results, metric=config.metric, classifier=config.classifier, output=config.compare, dpi=config.dpi
-        )
-        plt.close(fig)
-        yield Drawn(Path(config.compare), written, comparison=True)
+    _check_all(config)
+    compare = Path(config.compare) if config.compare is not None else None
+    comparison = labels_panels(config.results, config.metric, config.classifier) if compare is not None else None
+    try:
+        for path in config.results:
+            yield _draw(path, config)
+        if compare is not None and comparison is not None:
+            make_folder(compare.parent)
+            with plt.rc_context(RC):
+                yield Drawn(compare, save(comparison, compare, FORMATS, config.dpi), comparison=True)
+    finally:
+        if comparison is not None:
+            plt.close(comparison)
 
 
 __all__ = ["Drawn", "PlotConfig", "figure_path", "plot_files"]

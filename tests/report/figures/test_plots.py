@@ -12,12 +12,12 @@ from support.tiny import write_csv
 import featx
 from featx.cli import main
 from featx.errors import InputError, StoreError
-from featx.report.compare import labels_figure, plot_labels
 from featx.report.figures.classes import plot_per_class_f1
 from featx.report.figures.curves import plot_layer_curves
 from featx.report.figures.heatmap import plot_heatmap
 from featx.report.figures.plot import figure
 from featx.report.figures.projection import plot_projection
+from featx.report.labels import labels_figure, plot_labels
 from featx.report.load import best_row, layer_rows, load_results, references
 from featx.state import remember
 
@@ -321,3 +321,50 @@ def test_a_baseline_of_another_label_or_task_is_refused(tmp_path):
         with_baseline(frame, other)
     with pytest.raises(InputError, match=r"probes 'sentiment' \(regression\), these results 'sentiment' \(class"):
         with_baseline(frame, regression)
+
+
+def _regression_results(label="score"):
+    """``synthetic_results`` as a regression label's results: R² where accuracy was, no class metrics."""
+    frame, meta = synthetic_results(label=label, baseline=False)
+    frame = frame.drop(columns=["macro_f1", "balanced_accuracy", "control_accuracy", "per_class_f1"])
+    frame = frame.drop(columns=[c for c in frame.columns if c.startswith(("macro_f1_", "balanced_accuracy_"))])
+    frame = frame.rename(columns=lambda c: c.replace("accuracy", "r2")).assign(task="regression")
+    return frame, {key: value for key, value in meta.items() if key != "label_names"}
+
+
+@pytest.mark.slow
+def test_cli_compare_of_a_classification_and_a_regression_draws_a_panel_per_task(tmp_path):
+    classes, _ = write_results(*synthetic_results(label="sentiment"), tmp_path / "x.sentiment.probe")
+    numbers, _ = write_results(*_regression_results(), tmp_path / "x.score.probe")
+    result = CliRunner().invoke(main, ["plot", str(classes), str(numbers), "--compare", str(tmp_path / "both.png")])
+    assert result.exit_code == 0, result.output
+    svg = (tmp_path / "both.svg").read_text()
+    assert "classification: accuracy by layer" in svg and "regression: R² by layer" in svg
+    assert (tmp_path / "x.sentiment.probe.png").exists() and (tmp_path / "x.score.probe.png").exists()
+
+
+def test_compare_refuses_a_regression_beside_classification_results_naming_both(tmp_path):
+    classes, _ = write_results(*synthetic_results(label="sentiment"), tmp_path / "x.sentiment.probe")
+    numbers, _ = write_results(*_regression_results(), tmp_path / "x.score.probe")
+    with pytest.raises(InputError, match=r"x\.score\.probe\.csv holds regression results \(r2\), x\.sentiment"):
+        featx.report.compare_results([classes, numbers])
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--compare", "cmp.png", "--metric", "macro_f1"], "metric 'macro_f1' is not in these results"),
+        (["--classifier", "svm"], "no single-layer results for classifier 'svm'"),
+        (["--compare", "x.sentiment.probe.png"], "would overwrite the figure of one of the results files"),
+    ],
+)
+def test_cli_plot_checks_every_file_before_it_writes_a_figure(tmp_path, monkeypatch, args, message):
+    monkeypatch.chdir(tmp_path)
+    first, _ = write_results(
+        *synthetic_results(label="sentiment", classifiers=("logreg", "svm")), tmp_path / "x.sentiment.probe"
+    )
+    second, _ = write_results(*_regression_results(), tmp_path / "x.score.probe")
+    result = CliRunner().invoke(main, ["plot", first.name, second.name, *args])
+    assert result.exit_code == 2, result.output
+    assert message in result.output and "Traceback" not in result.output
+    assert not list(tmp_path.glob("*.png")) and not list(tmp_path.glob("*.svg"))

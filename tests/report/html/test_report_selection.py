@@ -9,12 +9,13 @@ from click.testing import CliRunner
 from support.results import synthetic_results, write_results
 
 from featx.cli import main
-from featx.report.compare import compare, labels_figure
+from featx.report.compare import compare
 from featx.report.figures.classes import plot_per_class_f1
 from featx.report.figures.curves import plot_layer_curves
 from featx.report.figures.plot import figure
 from featx.report.html import page as html
 from featx.report.html.sections import layer_table
+from featx.report.labels import labels_figure
 from featx.report.load import chosen_row, default_metric, layer_rows, selection_note
 
 
