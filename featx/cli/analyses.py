@@ -7,15 +7,12 @@ from pathlib import Path
 import click
 
 from .app import echo, main
-from .generate import ConfigCommand, grouped_option
+from .generate import ConfigCommand
 
 
 @main.command(cls=ConfigCommand, config="featx.probing:EraseConfig")
 @click.argument("features", type=click.Path(path_type=Path))
-@grouped_option(
-    "Output", "--quiet", "-q", is_flag=True, help="Accepted as by extract, fit and predict: erase shows no progress."
-)
-def erase(features, quiet, **options):
+def erase(features, **options):
     """Erase a label linearly from FEATURES per layer and pooling; write the erased features file.
 
     Reports the probe's accuracy before and after per layer (the eraser fitted inside each training

@@ -237,7 +237,11 @@ AHEAD = 2
 
 
 def _in_workers(
-    function: Callable[..., Any], arguments: list[tuple[Any, ...]], workers: int, jobs: list[tuple[Any, ...]]
+    function: Callable[..., Any],
+    arguments: list[tuple[Any, ...]],
+    workers: int,
+    jobs: list[tuple[Any, ...]],
+    done: Callable[[], None] | None = None,
 ) -> list[Any]:
     """``function(*args)`` for each of ``arguments`` (those of ``jobs``, perhaps wrapped) in ``workers`` processes
     (joblib's loky pool), outputs in the jobs' order. The ``DeviceFreeJob`` ones are prepared in a thread of
@@ -258,8 +262,11 @@ def _in_workers(
             yield delayed(function)(*arguments[index])
 
     outputs: list[Any] = [None] * len(jobs)
-    for index, output in zip(order, Parallel(n_jobs=workers, pre_dispatch=f"{AHEAD} * n_jobs")(queue()), strict=True):
+    parallel = Parallel(n_jobs=workers, pre_dispatch=f"{AHEAD} * n_jobs", return_as="generator")
+    for index, output in zip(order, parallel(queue()), strict=True):
         outputs[index] = output
+        if done is not None:
+            done()
     return outputs
 
 
@@ -287,22 +294,36 @@ class _Background:
 
 
 def run_jobs(
-    function: Callable[..., Any], jobs: list[tuple[Any, ...]], workers: int, device: str | None = None
+    function: Callable[..., Any],
+    jobs: list[tuple[Any, ...]],
+    workers: int,
+    device: str | None = None,
+    done: Callable[[], None] | None = None,
 ) -> list[Any]:
     """``function(*job)`` for every job, in order: side by side in ``workers`` processes when more than one.
     With ``device``, each job solves its logistic probes there (``devices.solver_device``); when its jobs take
     turns there (one worker), the ``DeviceFreeJob`` ones run meanwhile in one process of their own. Each
-    ``DeviceFreeJob`` is prepared once in this process before it goes out (``DeviceFreeJob.prepare``)."""
+    ``DeviceFreeJob`` is prepared once in this process before it goes out (``DeviceFreeJob.prepare``).
+    ``done`` (a progress bar's step) is called as each job's output comes back (at the end, beside a device)."""
     if workers > 1:
         if device is not None:
-            return _in_workers(_on_device, [(device, function, job) for job in jobs], workers, jobs)
-        return _in_workers(function, jobs, workers, jobs)
+            return _in_workers(_on_device, [(device, function, job) for job in jobs], workers, jobs, done)
+        return _in_workers(function, jobs, workers, jobs, done)
     _prepare(jobs)
     if device is not None and any(_device_free(job) for job in jobs):
-        return _beside_device(function, jobs, device)
+        outputs = _beside_device(function, jobs, device)
+        if done is not None:
+            for _ in outputs:
+                done()
+        return outputs
     if device is not None:
         function, jobs = _on_device, [(device, function, job) for job in jobs]
-    return [function(*job) for job in jobs]
+    outputs = []
+    for job in jobs:
+        outputs.append(function(*job))
+        if done is not None:
+            done()
+    return outputs
 
 
 def _beside_device(function: Callable[..., Any], jobs: list[tuple[Any, ...]], device: str) -> list[Any]:

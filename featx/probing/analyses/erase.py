@@ -119,6 +119,9 @@ class EraseConfig(Options):
         None, flag="--jobs", group=EVALUATION, help="Parallel (layer x pooling) jobs (default: one per core)."
     )
     write: bool = True
+    progress: bool = option(
+        True, flag=("--quiet", "-q"), negate=True, group=OUTPUT, help="No progress bar (as extract -q)."
+    )
 
     CONSTRAINTS: ClassVar[tuple[Check, ...]] = (
         path_like("features", "output"),
@@ -369,9 +372,12 @@ def erase(config: EraseConfig | str | Path, **options) -> EraseResult:
 
 
 def _run(jobs: list[_Job], config: EraseConfig) -> list:
+    from tqdm.auto import tqdm
+
     from ..inputs import job_workers, run_jobs
 
-    return run_jobs(_run_job, [(job,) for job in jobs], job_workers(config.jobs, len(jobs)))
+    with tqdm(total=len(jobs), unit="layer", disable=not config.progress, desc="erase") as bar:
+        return run_jobs(_run_job, [(job,) for job in jobs], job_workers(config.jobs, len(jobs)), done=bar.update)
 
 
 def _side(output: Path, suffix: str) -> Path:

@@ -265,3 +265,18 @@ def test_an_unfinished_extraction_is_refused_with_a_fitting_hint(planted_file, t
     result = CliRunner().invoke(main, ["erase", str(tmp_path / "p.h5"), "--label", "a"])
     assert result.exit_code == 2 and "incomplete" in result.output
     assert "--allow-partial" not in result.output and "featx extract" in result.output
+
+
+@pytest.mark.slow
+def test_erase_shows_a_progress_bar_that_quiet_turns_off(planted_file, tmp_path, capfd):
+    options = dict(label="a", folds=3, jobs=1, amnesic="none", write=False)
+    erase(planted_file, **options)
+    assert "erase: 100%" in capfd.readouterr().err  # one step per layer x pooling, on stderr
+    erase(planted_file, progress=False, **options)
+    assert "erase" not in capfd.readouterr().err
+    from featx.cli.generate import field_values
+
+    command = main.commands["erase"]
+    for quiet in ("-q", "--quiet"):
+        with command.make_context("erase", [str(planted_file), quiet]) as context:
+            assert field_values(command.config, context.params)["progress"] is False
