@@ -23,6 +23,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..extraction import Corpus, read_corpus
+from ..io import corpus_stem
 from ..safe_files import (
     NotARegularFile,
     check_overwrite,
@@ -108,7 +109,7 @@ def _output(config: PredictConfig, corpus: Path) -> Path:
             "reading the corpus from stdin needs -o FILE (or -o - for standard output)",
             "e.g. featx predict model.featx - -o out.csv",
         )
-    return corpus.with_name(corpus.name.split(".")[0] + ".predictions.csv")
+    return corpus.with_name(corpus_stem(corpus) + ".predictions.csv")
 
 
 def _key(probe: Probe, corpus: Corpus, config: PredictConfig, text_col: str, pair_col: str | None) -> dict:

@@ -10,6 +10,7 @@ from typing import Any
 
 from ..checks import one_of, path_like, spelled, whole
 from ..errors import InputError
+from ..io import corpus_stem
 from ..options import MAX_SEED, Check, normalise
 from .shards.sharding import ShardSpec
 
@@ -189,7 +190,7 @@ def output_path(config: ExtractConfig) -> Path:
         return Path(config.output)
     corpus = Path(config.corpus)
     tag = ".random-init" if config.random_init else ""
-    return corpus.with_name(f"{corpus.stem}{tag}.features.h5")
+    return corpus.with_name(f"{corpus_stem(corpus)}{tag}.features.h5")
 
 
 # Every constraint on the options, in one table (in the spirit of scikit-learn's parameter constraints).

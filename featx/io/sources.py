@@ -97,6 +97,15 @@ def refuse_other_formats(raw: bytes, path: Path, suffix: str) -> None:
 GZIP_SUFFIXES = (".csv", ".tsv", ".jsonl", ".ndjson", ".json", ".txt")
 
 
+def corpus_stem(path: str | os.PathLike) -> str:
+    """A corpus file's name less its format suffix and a ``.gz`` after it, the stem of every default output name
+    made from a corpus (``x.csv.gz`` and ``x.csv`` -> ``x``; ``reviews.2024.csv`` -> ``reviews.2024``)."""
+    name = Path(path).name
+    if name.lower().endswith(".gz") and len(name) > 3:
+        name = name[:-3]
+    return Path(name).stem or name
+
+
 # A gzip corpus is inflated in blocks with a running check, so a small file that inflates to gigabytes (a
 # "gzip bomb") is refused after a few MiB instead of filling memory: at most MAX_CORPUS_BYTES (2 GiB, a tenth
 # of a 24 GiB machine: the rows parsed from it take several times that again) and, once past the first

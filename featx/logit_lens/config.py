@@ -8,6 +8,7 @@ from typing import ClassVar
 
 from ..checks import path_like, text, whole
 from ..errors import InputError
+from ..io import corpus_stem
 from ..options import MAX_SEED, Check, Options, normalise, option
 from .answers import parse_answers
 
@@ -102,4 +103,4 @@ class LensConfig(Options):
         if self.output is not None:
             return Path(self.output)
         corpus = Path(self.corpus)
-        return corpus.with_name(corpus.name.split(".")[0] + ".lens")
+        return corpus.with_name(corpus_stem(corpus) + ".lens")

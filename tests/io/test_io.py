@@ -10,6 +10,7 @@ from featx.errors import InputError
 from featx.io import (
     NUMBER,
     blank_text,
+    corpus_stem,
     decode_text,
     label_column,
     missing_markers,
@@ -127,3 +128,28 @@ def test_a_label_column_is_typed_once():
     assert column.codes.tolist() == [1, 0, -1, -1, 1] and column.missing == {"": 1, "NA": 1}
     assert np.isnan(column.values()[2]) and column.values()[0] == 10.0
     assert NUMBER.match("-1.5e3") and not NUMBER.match("1,5")
+
+
+@pytest.mark.parametrize(
+    "name, stem",
+    [("x.csv", "x"), ("x.csv.gz", "x"), ("x.JSONL.GZ", "x"), ("reviews.2024.csv", "reviews.2024"), ("x", "x")],
+)
+def test_corpus_stem_drops_the_format_suffix_and_a_gz_after_it(name, stem):
+    assert corpus_stem(f"data/{name}") == stem
+
+
+@pytest.mark.parametrize("name, stem", [("x.csv", "x"), ("x.csv.gz", "x"), ("r.2024.csv.gz", "r.2024")])
+def test_every_default_output_named_from_a_corpus_drops_its_gz_and_format_suffix(tmp_path, name, stem):
+    from types import SimpleNamespace
+
+    from featx.deploy.prediction import _output
+    from featx.extraction import make_config
+    from featx.extraction.checks import output_path
+    from featx.logit_lens.config import LensConfig
+
+    corpus = tmp_path / name
+    assert output_path(make_config(str(corpus))) == tmp_path / f"{stem}.features.h5"
+    assert output_path(make_config(str(corpus), random_init=True)) == tmp_path / f"{stem}.random-init.features.h5"
+    assert _output(SimpleNamespace(output=None), corpus) == tmp_path / f"{stem}.predictions.csv"
+    lens = LensConfig(corpus=str(corpus), template="{text} is", answers=" yes, no")
+    assert lens.prefix() == tmp_path / f"{stem}.lens"
