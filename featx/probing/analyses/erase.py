@@ -22,7 +22,7 @@ import pandas as pd
 from ...checks import path_like
 from ...errors import InputError
 from ...options import Check, Options, option
-from ...safe_files import atomic_write_text, check_writable, writing
+from ...safe_files import check_writable, writing
 from ...selection import parse_layer_specs, parse_poolings
 from .. import evaluation as ev
 from ..config import DEFAULT_CS, check_bootstrap, check_folds, check_jobs, check_seed
@@ -318,7 +318,7 @@ def _tables(outputs) -> tuple[pd.DataFrame, pd.DataFrame]:
 def erase(config: EraseConfig | str | Path, **options) -> EraseResult:
     """Erase a label from every chosen (layer, pooling) of a features file; see ``EraseConfig``."""
     from ...store import write_derived
-    from .erase_paths import check_output, default_output
+    from .erase_paths import check_output, default_output, side_file, write_tables
 
     config = EraseConfig.build(config, **options)
     started = time.perf_counter()
@@ -363,9 +363,10 @@ def erase(config: EraseConfig | str | Path, **options) -> EraseResult:
             pooled[record["pooling"]][record["layer"]] = erased
         result.output = write_derived(source, output, pooled, settings)
         with writing(output.parent):  # the tables and erasers beside it
-            result.csv_path = _write_tables(result, output)
+            result.csv_path = write_tables(result, output)
             save_erasers(
-                {f"{r['pooling']}/{r['layer']}": eraser for r, _, _, eraser in outputs}, _side(output, "erasers.npz")
+                {f"{r['pooling']}/{r['layer']}": eraser for r, _, _, eraser in outputs},
+                side_file(output, "erasers.npz"),
             )
     meta["seconds"] = round(time.perf_counter() - started, 3)
     return result
@@ -378,29 +379,3 @@ def _run(jobs: list[_Job], config: EraseConfig) -> list:
 
     with tqdm(total=len(jobs), unit="layer", disable=not config.progress, desc="erase") as bar:
         return run_jobs(_run_job, [(job,) for job in jobs], job_workers(config.jobs, len(jobs)), done=bar.update)
-
-
-def _side(output: Path, suffix: str) -> Path:
-    """``erased.h5`` -> ``erased.<suffix>``: the summary files beside the erased features."""
-    stem = output.name[: -len(output.suffix)] if output.suffix else output.name
-    return output.with_name(f"{stem}.{suffix}")
-
-
-def _records(table: pd.DataFrame) -> list[dict]:
-    from ..results import json_safe
-
-    return [{key: json_safe(value) for key, value in record.items()} for record in table.to_dict("records")]
-
-
-def _write_tables(result: EraseResult, output: Path) -> Path:
-    import json
-
-    from ..results import json_safe, write_table
-
-    csv_path = _side(output, "erase.csv")
-    write_table(result.table, csv_path)
-    if not result.amnesic.empty:
-        write_table(result.amnesic, _side(output, "amnesic.csv"))
-    payload = {"meta": result.meta, "results": _records(result.table), "amnesic": _records(result.amnesic)}
-    atomic_write_text(_side(output, "erase.json"), json.dumps(payload, default=json_safe, indent=1, allow_nan=False))
-    return csv_path

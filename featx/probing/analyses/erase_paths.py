@@ -1,11 +1,15 @@
-"""Where a derived features file (``featx erase``) is written, and whether it may be written there."""
+"""Where a derived features file (``featx erase``) is written, whether it may be written there, and the tables
+written beside it."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+import pandas as pd
+
 from ...errors import InputError
-from ...safe_files import check_overwrite, is_hdf5_file
+from ...safe_files import atomic_write_text, check_overwrite, is_hdf5_file
 from ...store import escape_name
 
 
@@ -24,3 +28,31 @@ def check_output(source: Path, output: Path, overwrite: bool) -> None:
         check_overwrite(output, "features file", is_hdf5_file)
     if not output.parent.exists():
         raise InputError(f"directory {output.parent} does not exist", "create it first, or choose another -o")
+
+
+def side_file(output: Path, suffix: str) -> Path:
+    """``erased.h5`` -> ``erased.<suffix>``: the summary files beside the erased features."""
+    stem = output.name[: -len(output.suffix)] if output.suffix else output.name
+    return output.with_name(f"{stem}.{suffix}")
+
+
+def _records(table: pd.DataFrame) -> list[dict]:
+    from ..results import json_safe
+
+    return [{key: json_safe(value) for key, value in record.items()} for record in table.to_dict("records")]
+
+
+def write_tables(result, output: Path) -> Path:
+    """An ``EraseResult``'s tables beside the erased file: ``.erase.csv`` (returned), ``.amnesic.csv`` and
+    ``.erase.json``."""
+    from ..results import json_safe, write_table
+
+    csv_path = side_file(output, "erase.csv")
+    write_table(result.table, csv_path)
+    if not result.amnesic.empty:
+        write_table(result.amnesic, side_file(output, "amnesic.csv"))
+    payload = {"meta": result.meta, "results": _records(result.table), "amnesic": _records(result.amnesic)}
+    atomic_write_text(
+        side_file(output, "erase.json"), json.dumps(payload, default=json_safe, indent=1, allow_nan=False)
+    )
+    return csv_path
