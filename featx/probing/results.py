@@ -256,4 +256,42 @@ def load_results(path: str | Path) -> tuple[pd.DataFrame, dict]:
             f"{path} is not a featx probe results file: columns {', '.join(missing)} are missing",
             NOT_PROBE_RESULTS_HINT,
         )
-    return _normalise(table), meta
+    return _normalise(_numbers(table, path)), meta
+
+
+# The number columns a figure, report or comparison computes with (also as control_X, X_low and X_high).
+NUMBER_COLUMNS = (
+    "accuracy",
+    "macro_f1",
+    "balanced_accuracy",
+    "r2",
+    "spearman",
+    "pearson",
+    "mae",
+    "selectivity",
+    "selection_score",
+    "mdl_bits",
+    "mdl_compression",
+    "n_train",
+    "n_test",
+)
+
+
+def _numbers(table: pd.DataFrame, path: Path) -> pd.DataFrame:
+    """The number columns as numbers; a cell that is not one (a results file edited by hand or damaged) is refused
+    naming its column and row, not left to fail deep inside a figure."""
+    for column in table.columns:
+        base = str(column).removeprefix("control_").removesuffix("_low").removesuffix("_high")
+        if base not in NUMBER_COLUMNS or pd.api.types.is_numeric_dtype(table[column]):
+            continue
+        values = pd.to_numeric(table[column], errors="coerce")
+        given = table[column].notna() & (table[column].astype(str).str.strip() != "")
+        bad = (values.isna() & given).to_numpy().nonzero()[0]
+        if len(bad):
+            cell = str(table[column].iloc[bad[0]])[:40]
+            raise StoreError(
+                f"{path} is damaged: column '{column}' holds {cell!r} in results row {bad[0] + 1}, not a number",
+                "write it again with featx probe, or correct that cell",
+            )
+        table[column] = values
+    return table

@@ -181,6 +181,18 @@ def test_not_a_results_file(tmp_path):
         load_results(tmp_path / "nope.probe.csv")
 
 
+def test_a_results_file_with_a_cell_that_is_not_a_number_is_one_clear_error(tmp_path):
+    frame, meta = synthetic_results()
+    frame["accuracy"] = frame["accuracy"].astype(object)
+    frame.loc[3, "accuracy"] = "abc"  # edited by hand
+    path, _ = write_results(frame, meta, tmp_path / "x.probe")
+    with pytest.raises(StoreError, match=r"column 'accuracy' holds 'abc' in results row 4, not a number"):
+        load_results(path)
+    result = CliRunner().invoke(main, ["plot", str(path)])
+    assert result.exit_code == 2 and "holds 'abc'" in result.output and "Traceback" not in result.output
+    assert not list(tmp_path.glob("*.png"))
+
+
 # -- the command ---------------------------------------------------------------------------------
 def test_cli_defaults_to_the_last_results(results_csv, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
