@@ -29,7 +29,7 @@ from .compare import paired_models
 from .config import check_study
 from .engines import ENGINES, Engine, engine_named
 from .plan import StudyPlan, make_plan
-from .records import DONE, FAILED, cell_status, record_state, state_folder
+from .records import DONE, FAILED, cell_folders, cell_status, record_state, state_folder
 from .results import results_table, write_results
 from .summary import summarise
 
@@ -222,6 +222,8 @@ def run(
     output = plan.config.output
     with lock_of(output):
         state_folder(output)
+        for task in plan.tasks:  # a link planted at a model's or a cell's folder: refused before any work
+            cell_folders(task, make=False)
         ran, stages, used = _cells(plan, echo)
         with _closing(used, stages), _timed(stages, "tables"):
             results, summary, paired, written = write_tables(plan)

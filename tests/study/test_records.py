@@ -42,3 +42,20 @@ def test_states_and_status(tmp_path):
     features.unlink()
     features.symlink_to(tmp_path / "a.csv")
     assert cell_status(extraction) == PENDING  # never through a link
+
+
+def test_a_link_planted_at_a_cell_folder_fails_that_cell_and_nothing_is_written_through_it(
+    tiny_model, study_corpora, tmp_path
+):
+    from support.study_files import study_dict
+
+    from featx.study import execute
+
+    plan = make_plan(study_dict(tiny_model, study_corpora, tmp_path / "out", bad=False))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (tmp_path / "out/tiny").mkdir(parents=True)
+    (tmp_path / "out/tiny/sents").symlink_to(elsewhere)  # planted while the run went on (after its checks)
+    outcome = execute(plan.extractions[0].task)
+    assert outcome["status"] == "failed" and "out/tiny/sents is a symbolic link" in outcome["error"]
+    assert list(elsewhere.iterdir()) == []

@@ -219,3 +219,16 @@ def test_without_pyarrow_the_table_is_csv_and_loads_alike(done_study, tmp_path, 
     pd.testing.assert_frame_equal(load(tmp_path), table, check_dtype=False)
     with pytest.raises(StoreError, match="holds no study results"):
         load(tmp_path / "none")
+
+
+def test_a_link_planted_in_the_output_folder_is_refused_before_any_work(tiny_model, study_corpora, tmp_path):
+    study = study_dict(tiny_model, study_corpora, tmp_path / "out", bad=False)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out/rand").symlink_to(elsewhere)
+    path = tmp_path / "study.toml"
+    path.write_text(to_toml(study))
+    ran = CliRunner().invoke(main, ["study", "run", str(path)])
+    assert ran.exit_code == 2 and "featx: error: " in ran.output and "out/rand is a symbolic link" in ran.output
+    assert list(elsewhere.iterdir()) == [] and not (tmp_path / "out/tiny").exists()  # no cell ran
