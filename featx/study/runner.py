@@ -21,6 +21,7 @@ from typing import Any, ClassVar
 import pandas as pd
 
 from ..checks import one_of, whole
+from ..extraction import remembered_digests
 from ..io import write_csv
 from ..options import Check, Options, option
 from ..store import OutputLock
@@ -215,6 +216,11 @@ def run(
     }
     config = RunConfig.build(study, **given, **options)
     echo = echo or (lambda line: None)
+    with remembered_digests():  # each corpus hashed once in this run: its plan, every probe's freshness check
+        return _run(config, echo)
+
+
+def _run(config: RunConfig, echo: Echo) -> StudyResult:
     started = time.perf_counter()
     overrides = {"jobs": config.jobs, "engine": config.engine, "address": config.address}
     plan = make_plan(config.study, **overrides)  # the whole study checked before any work

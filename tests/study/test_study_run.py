@@ -9,7 +9,7 @@ import json
 import pandas as pd
 import pytest
 from click.testing import CliRunner
-from support.study_files import study_dict, to_toml
+from support.study_files import study_dict, to_toml, write_corpora
 
 import featx.study
 from featx.cli import main
@@ -232,3 +232,32 @@ def test_a_link_planted_in_the_output_folder_is_refused_before_any_work(tiny_mod
     ran = CliRunner().invoke(main, ["study", "run", str(path)])
     assert ran.exit_code == 2 and "featx: error: " in ran.output and "out/rand is a symbolic link" in ran.output
     assert list(elsewhere.iterdir()) == [] and not (tmp_path / "out/tiny").exists()  # no cell ran
+
+
+@pytest.mark.slow
+def test_a_run_hashes_each_corpus_once_and_an_edited_corpus_redoes_its_cells(tiny_model, tmp_path, monkeypatch):
+    import featx.extraction.inputs.digests as digests
+
+    corpora = write_corpora(tmp_path / "corpora")
+    study = study_dict(tiny_model, corpora, tmp_path / "out", bad=False)
+    reads: list[str] = []
+    original = digests.hash_file
+
+    def counted(path):
+        reads.append(str(path))
+        return original(path)
+
+    monkeypatch.setattr(digests, "hash_file", counted)
+    featx.study.run(study)  # 2 models x 2 corpora x 2 labels: a plan and 8 probes' freshness checks read them
+    assert sorted(reads) == sorted(str(corpora[name]) for name in ("other", "sents"))
+    with corpora["sents"].open("a") as handle:
+        handle.write("one more sentence,pos,a,train\n")
+    reads.clear()
+    lines: list[str] = []
+    result = featx.study.run(study, echo=lines.append)
+    assert sorted(reads) == sorted(str(corpora[name]) for name in ("other", "sents"))
+    redone = {line.split(":")[0] for line in lines if ": done" in line}
+    kept = {line.split(":")[0] for line in lines if ": up to date" in line}
+    assert {"extract/tiny/sents", "extract/rand/sents", "probe/tiny/sents/label", "probe/rand/sents/topic"} <= redone
+    assert {"extract/tiny/other", "extract/rand/other", "probe/tiny/other/topic", "probe/rand/other/topic"} <= kept
+    assert result.results.query("corpus == 'sents'").n_train.max() > 0
