@@ -100,6 +100,11 @@ BAD = [
     (('path = "sst2.csv"', 'path = "sst2.csv"\nsenteval = "tasks"'), "a path or senteval, not both", 16, None),
     (('path = "sst2.csv"', 'senteval = "none"'), "SentEval folder", 15, "task files"),
     (('path = "sst2.csv"', 'senteval = "empty"'), "holds no SentEval task files", 15, "probing data"),
+    (('output = "out"', 'output = "o\\u0000ut"'), "[study] output: path 'o\\x00ut' holds a NUL", 2, "remove it"),
+    (('output = "out"', 'output = "~nosuchuser-featx/out"'), "[study] output: path ~nosuchuser", 2, "spell it out"),
+    (('path = "sst2.csv"', 'path = "~nosuchuser-featx/a.csv"'), "[[corpora]] #1 path: path ~nosuchuser", 15, None),
+    (('name = "minilm"', 'name = "minilm"\nmodel = "~nosuchuser-featx/m"'), "#1 model: path ~nosuchuser", 7, None),
+    (('path = "sst2.csv"', 'senteval = "~nosuchuser-featx/t"'), "#1 senteval: path ~nosuchuser", 15, None),
 ]
 
 
