@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError
+from ..errors import InputError, ModelError
 from ..extraction import DEFAULT_MODEL, ExtractConfig
 from ..probing import ProbeConfig
 from ..safe_files import refuse_unsafe_target
@@ -140,6 +140,8 @@ class StudyConfig:
             layout = stored_layout(extract)
         except InputError as err:  # a pooling the model has not: the extraction's own error
             raise self._blame(err, [("extract",), ("models", model.entry)]) from None
+        except ModelError as err:  # a damaged model folder: said at its [[models]] entry
+            raise self.source.error(("models", model.entry, "model"), err.message, err.hint) from None
         if layout is None:
             return
         layers, poolings = layout

@@ -8,7 +8,7 @@ from click.testing import CliRunner
 
 from featx.cli import main
 from featx.errors import InputError
-from featx.study import study_config
+from featx.study import make_plan, study_config
 
 GOOD = """\
 [study]
@@ -166,3 +166,19 @@ def test_a_study_dict_written_as_a_file_reads_back_the_same(tmp_path):
     path = tmp_path / "study.toml"
     path.write_text(study_toml(study), encoding="utf-8")
     assert read_study(path)[0] == study
+
+
+@pytest.mark.parametrize("damage", ["weights", "config"])
+def test_a_damaged_model_folder_is_refused_at_its_models_entry(folder, tiny_model, damage):
+    import shutil
+
+    broken = folder / "broken"
+    shutil.copytree(tiny_model, broken)
+    if damage == "weights":
+        (broken / "model.safetensors").write_bytes((tiny_model / "model.safetensors").read_bytes()[:100])
+    else:
+        (broken / "config.json").write_text("{not json")
+    path = write(folder, GOOD.replace('[[models]]\nname = "minilm"', '[[models]]\nname = "minilm"\nmodel = "broken"'))
+    with pytest.raises(InputError) as caught:
+        make_plan(path)  # before any work, as featx study run, status and --dry-run start
+    assert f"{path}, line 7: [[models]] #1 model: " in caught.value.message and "broken" in caught.value.message
