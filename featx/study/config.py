@@ -338,6 +338,9 @@ def _study_keys(source: Source, table: dict[str, Any]) -> dict[str, Any]:
         refuse_unsafe_target(values["output"])  # a filesystem root, the current folder or one above it
     except InputError as err:
         raise source.error(("study", "output"), err.message, "name a folder of its own, e.g. out/study") from None
+    if source.path is not None and source.folder.resolve().is_relative_to(values["output"].resolve()):
+        message = f"the output path {values['output']} is the study file's own folder or a folder above it"
+        raise source.error(("study", "output"), message, "name a folder of its own, e.g. out/study")
     return values
 
 

@@ -96,6 +96,8 @@ BAD = [
     (('output = "out"', 'output = "out"\ncorpus = 1'), "[study] corpus: unknown key", 3, None),
     (("[probe]", "[probe\n"), "not valid TOML", None, None),
     (('output = "out"', 'output = "/"'), "[study] output: the output path / is a filesystem root", 2, None),
+    (('output = "out"', 'output = "."'), "[study] output: the output path", 2, "a folder of its own"),
+    (('output = "out"', 'output = "out/../.."'), "is the study file's own folder or a folder above it", 2, None),
     (('output = "out"', 'output = "out"\naddress = "127.0.0.1:1"'), "address is for the Ray engine", 3, "ray"),
     (('path = "sst2.csv"', 'path = "sst2.csv"\nsenteval = "tasks"'), "a path or senteval, not both", 16, None),
     (('path = "sst2.csv"', 'senteval = "none"'), "SentEval folder", 15, "task files"),
