@@ -7,6 +7,8 @@ import json
 import subprocess
 import time
 
+import pytest
+
 from featx.study import format_status, make_plan, status
 from featx.study.records import DONE, PENDING, cell_status, record_state, state_path
 
@@ -44,6 +46,7 @@ def test_states_and_status(tmp_path):
     assert cell_status(extraction) == PENDING  # never through a link
 
 
+@pytest.mark.slow
 def test_a_link_planted_at_a_cell_folder_fails_that_cell_and_nothing_is_written_through_it(
     tiny_model, study_corpora, tmp_path
 ):

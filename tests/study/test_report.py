@@ -36,6 +36,7 @@ def test_the_study_page_links_each_cells_own_report(done_study, tmp_path):
     assert ran.exit_code == 0 and f"study report: {page}" in ran.output, ran.output
 
 
+@pytest.mark.slow
 def test_no_cells_page_is_written_through_a_link_planted_at_a_cell_folder(done_study, tmp_path):
     import shutil
 
