@@ -118,6 +118,38 @@ def new_file_mode() -> int:
     return 0o644 & ~mask
 
 
+LINK_HINT = "remove the link (someone may have planted it), or choose another output folder"
+
+
+def real_folder(folder: Path, below: Path, make: bool = True, hint: str = LINK_HINT) -> Path:
+    """Make ``folder`` and each missing folder between it and ``below`` (an ancestor, the user's own choice, not
+    checked), one at a time, never through a symbolic link: every one of them that is a link, or not a folder,
+    is refused (a ``StoreError`` naming it), so that nothing featx writes there lands in a link's target.
+    ``make=False``: only check those that exist (before any work), making none."""
+    folder, below = Path(folder), Path(below)
+    current = below
+    for part in folder.relative_to(below).parts:
+        current = current / part
+        try:
+            if make:
+                os.mkdir(current)
+        except FileExistsError:
+            pass  # a folder made before (checked below), or what is there instead
+        except OSError as err:
+            raise write_failure(err, current) from None
+        try:
+            info = os.lstat(current)
+        except FileNotFoundError as err:
+            if make:  # removed as it was made
+                raise write_failure(err, current) from None
+            break  # to be made by the run
+        if stat.S_ISLNK(info.st_mode):
+            raise StoreError(f"{current} is a symbolic link; featx refuses to write through it", hint)
+        if not stat.S_ISDIR(info.st_mode):
+            raise StoreError(f"{current} is not a folder", "move it away, or choose another output folder")
+    return folder
+
+
 class NotARegularFile(OSError):
     """The path is a link, a device, a FIFO or a directory, or larger than allowed."""
 

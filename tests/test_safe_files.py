@@ -62,3 +62,19 @@ def test_an_output_that_is_an_input_is_refused_however_its_path_is_spelled(tmp_p
         with pytest.raises(InputError, match=r"-o would write .*, which is an input of this run"):
             refuse_inputs(["new.png", spelled], [tmp_path / "r.probe.csv", None])
     refuse_inputs(["new.png", "new.csv"], [tmp_path / "r.probe.csv", tmp_path / "absent.json"])  # none is an input
+
+
+def test_a_folder_is_made_below_its_base_never_through_a_link(tmp_path):
+    from featx.errors import StoreError
+    from featx.safe_files import real_folder
+
+    assert real_folder(tmp_path / "out/m/c", tmp_path).is_dir()
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "out/n").symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(StoreError, match=r"out/n is a symbolic link; featx refuses to write through it"):
+        real_folder(tmp_path / "out/n/c", tmp_path)
+    (tmp_path / "out/f").write_text("")
+    with pytest.raises(StoreError, match=r"out/f is not a folder"):
+        real_folder(tmp_path / "out/f/c", tmp_path, make=False)
+    real_folder(tmp_path / "out/new/c", tmp_path, make=False)  # only checked: nothing made
+    assert not (tmp_path / "out/new").exists() and list((tmp_path / "elsewhere").iterdir()) == []

@@ -60,7 +60,8 @@ _HOMES = {
     # what featx.deploy and featx.sklearn build on: inputs, the model, in-memory encoding
     "Corpus": "inputs.corpus",
     "read_corpus": "inputs.corpus",
-    "file_sha256": "inputs.corpus",
+    "file_sha256": "inputs.digests",
+    "remembered_digests": "inputs.digests",
     "senteval_tasks": "inputs.senteval",
     "WordTable": "inputs.treebank",
     "word_format": "inputs.treebank",

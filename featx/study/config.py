@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError
+from ..errors import InputError, ModelError
 from ..extraction import DEFAULT_MODEL, ExtractConfig
 from ..probing import ProbeConfig
 from ..safe_files import refuse_unsafe_target
@@ -140,6 +140,8 @@ class StudyConfig:
             layout = stored_layout(extract)
         except InputError as err:  # a pooling the model has not: the extraction's own error
             raise self._blame(err, [("extract",), ("models", model.entry)]) from None
+        except ModelError as err:  # a damaged model folder: said at its [[models]] entry
+            raise self.source.error(("models", model.entry, "model"), err.message, err.hint) from None
         if layout is None:
             return
         layers, poolings = layout
@@ -217,7 +219,7 @@ def _model_path(source: Source, place: Place, value: Any) -> str:
         return DEFAULT_MODEL
     if not isinstance(value, str) or not value.strip():
         raise source.error(place, f"model {value!r} is not a model id or folder", 'e.g. model = "./my-bert"')
-    folder = source.resolve(value)
+    folder = source.resolve(value, place)
     if folder.is_dir():
         return str(folder)
     if value.startswith((".", "/", "~")) or "\\" in value:
@@ -282,7 +284,7 @@ def _corpora(source: Source, data: dict[str, Any]) -> tuple[CorpusSpec, ...]:
             continue
         if not isinstance(entry.get("path"), str):
             raise source.error((*place, "path"), "a corpus needs its path", 'e.g. path = "sst2.csv"')
-        path = source.resolve(entry["path"])
+        path = source.resolve(entry["path"], (*place, "path"))
         if not path.is_file():
             raise source.error((*place, "path"), f"corpus file {path} does not exist", "give an existing file")
         name = _name(source, (*place, "name"), entry.get("name", path.name.split(".")[0]), seen)
@@ -302,7 +304,7 @@ def _senteval(source: Source, place: Place, entry: dict[str, Any], seen: dict[st
         raise source.error(where, "a corpus has a path or senteval, not both", "split it into two [[corpora]] entries")
     if not isinstance(entry["senteval"], str):
         raise source.error(where, "senteval must be a folder or a task file's path", 'e.g. senteval = "senteval/"')
-    target = source.resolve(entry["senteval"])
+    target = source.resolve(entry["senteval"], where)
     try:
         tasks = senteval_tasks(target) if not target.is_file() else [(target.name.split(".")[0], target)]
     except InputError as err:
@@ -329,13 +331,16 @@ def _study_keys(source: Source, table: dict[str, Any]) -> dict[str, Any]:
                 example = f"{key} = 2 (a whole number, no quotes)" if kind is int else f'{key} = "..." (in quotes)'
                 raise source.error(("study", key), f"{key} {table[key]!r} must be {kind.__name__}", f"write {example}")
             values[key] = table[key]
-    values["output"] = source.resolve(values.get("output", default_output(source)))
+    values["output"] = source.resolve(values.get("output", default_output(source)), ("study", "output"))
     if values["output"].is_symlink() or values["output"].is_file():
         raise source.error(("study", "output"), f"{values['output']} is not a folder", "name a new or study folder")
     try:
         refuse_unsafe_target(values["output"])  # a filesystem root, the current folder or one above it
     except InputError as err:
         raise source.error(("study", "output"), err.message, "name a folder of its own, e.g. out/study") from None
+    if source.path is not None and source.folder.resolve().is_relative_to(values["output"].resolve()):
+        message = f"the output path {values['output']} is the study file's own folder or a folder above it"
+        raise source.error(("study", "output"), message, "name a folder of its own, e.g. out/study")
     return values
 
 

@@ -18,8 +18,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import StoreError
-from ..safe_files import NotARegularFile, atomic_write_text, read_small_text
+from ..safe_files import NotARegularFile, atomic_write_text, read_small_text, real_folder
 
 if TYPE_CHECKING:
     from .cells import Task
@@ -30,12 +29,17 @@ DONE, FAILED, RUNNING, PENDING = "done", "failed", "running", "pending"
 
 
 def state_folder(output: str | Path) -> Path:
-    """``OUTPUT/.study``, made when missing; a link there is refused (states are never written through one)."""
-    folder = Path(output) / STATE_DIR
-    if folder.is_symlink():
-        raise StoreError(f"{folder} is a symbolic link; featx refuses to write through it", "remove the link")
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
+    """``OUTPUT/.study``, made when missing; a link at OUTPUT or there is refused (states are never written
+    through one)."""
+    return real_folder(Path(output) / STATE_DIR, Path(output).parent)
+
+
+def cell_folders(task: Task, make: bool = True) -> None:
+    """The folders of ``task``'s outputs under the study's OUTPUT, made when missing (``make``) and never through
+    a symbolic link: a link planted at OUTPUT, at a model's or a cell's folder is refused (a ``StoreError``)."""
+    below = Path(task.output).parent
+    for folder in dict.fromkeys(Path(path).parent for path in task.outputs):
+        real_folder(folder, below, make=make)
 
 
 def state_path(output: str | Path, key: str) -> Path:

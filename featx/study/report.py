@@ -16,6 +16,7 @@ import pandas as pd
 
 from .. import report as reporting
 from ..io import read_csv
+from ..safe_files import real_folder
 from .plan import make_plan
 from .results import load
 
@@ -32,6 +33,7 @@ def _cell_pages(output: Path, table: pd.DataFrame, echo: Callable[[str], None]) 
             continue
         results = output / row["results"]
         page = results.with_name(results.name.removesuffix(".probe.csv") + ".report.html")
+        real_folder(page.parent, output.parent, make=False)  # never written through a link planted there
         if not page.is_file() or page.stat().st_mtime < results.stat().st_mtime:
             reporting.write_report(results, output=page)
             echo(f"{row['model']}/{row['corpus']}/{row['label']}: {page.relative_to(output)}")

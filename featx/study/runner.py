@@ -21,6 +21,7 @@ from typing import Any, ClassVar
 import pandas as pd
 
 from ..checks import one_of, whole
+from ..extraction import remembered_digests
 from ..io import write_csv
 from ..options import Check, Options, option
 from ..store import OutputLock
@@ -29,7 +30,7 @@ from .compare import paired_models
 from .config import check_study
 from .engines import ENGINES, Engine, engine_named
 from .plan import StudyPlan, make_plan
-from .records import DONE, FAILED, cell_status, record_state, state_folder
+from .records import DONE, FAILED, cell_folders, cell_status, record_state, state_folder
 from .results import results_table, write_results
 from .summary import summarise
 
@@ -215,6 +216,11 @@ def run(
     }
     config = RunConfig.build(study, **given, **options)
     echo = echo or (lambda line: None)
+    with remembered_digests():  # each corpus hashed once in this run: its plan, every probe's freshness check
+        return _run(config, echo)
+
+
+def _run(config: RunConfig, echo: Echo) -> StudyResult:
     started = time.perf_counter()
     overrides = {"jobs": config.jobs, "engine": config.engine, "address": config.address}
     plan = make_plan(config.study, **overrides)  # the whole study checked before any work
@@ -222,6 +228,8 @@ def run(
     output = plan.config.output
     with lock_of(output):
         state_folder(output)
+        for task in plan.tasks:  # a link planted at a model's or a cell's folder: refused before any work
+            cell_folders(task, make=False)
         ran, stages, used = _cells(plan, echo)
         with _closing(used, stages), _timed(stages, "tables"):
             results, summary, paired, written = write_tables(plan)

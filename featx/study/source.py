@@ -105,9 +105,15 @@ class Source:
         hint = f"did you mean '{near[0]}'?" if near else f"the known {what}s: {', '.join(known)}"
         return self.error(place, f"unknown {what} '{key}'", hint)
 
-    def resolve(self, value: str | Path) -> Path:
-        """A path of the study, relative to the study file's folder (a dict's: the current folder)."""
-        path = Path(value).expanduser()
+    def resolve(self, value: str | Path, place: Place = ()) -> Path:
+        """A path of the study (the key at ``place``), relative to the study file's folder (a dict's: the current
+        folder); one no file can have (a NUL character, an unknown user's ``~``) is an ``InputError``."""
+        if "\0" in str(value):
+            raise self.error(place, f"path {str(value)!r} holds a NUL character", "no path can hold one: remove it")
+        try:
+            path = Path(value).expanduser()
+        except RuntimeError:  # ~name of a user this machine does not know
+            raise self.error(place, f"path {value}: no home folder is known for its '~'", "spell it out") from None
         return path if path.is_absolute() else self.folder / path
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from ..errors import FeatxError, Interrupted, Terminated
 from .cells import Task
-from .records import record_state
+from .records import cell_folders, record_state
 
 
 def call(function: str, args: dict[str, Any]) -> dict[str, Any]:
@@ -37,6 +37,7 @@ def execute(task: dict[str, Any] | Task) -> dict[str, Any]:
     started = time.time()
     record_state(task, "running", started=started)
     try:
+        cell_folders(task)  # never through a link planted at a cell's folder since the run checked them
         detail = call(task.function, task.args)
     except Interrupted as err:
         raise _interrupt(err.exit_code - 128) from None

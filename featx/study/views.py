@@ -22,7 +22,14 @@ STATUS_COLUMNS = ("cell", "kind", "model", "corpus", "label", "status", "started
 
 
 def _when(stamp: Any) -> str:
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(stamp)) if isinstance(stamp, (int, float)) else ""
+    """A state's Unix time as local date and time; "" for anything else (a state is read from a file anyone
+    may have edited: a string, a time out of range)."""
+    if not isinstance(stamp, (int, float)) or isinstance(stamp, bool):
+        return ""
+    try:
+        return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(stamp))
+    except (OverflowError, OSError, ValueError):
+        return ""
 
 
 def _cells(plan: StudyPlan) -> list[tuple[Any, str]]:

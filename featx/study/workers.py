@@ -15,6 +15,7 @@ share, and an extraction on Ray gets the threads the same extraction gets in the
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import multiprocessing
 import os
@@ -23,9 +24,11 @@ import sys
 import threading
 from typing import Any
 
+from ..extraction import remembered_digests
 from .cells import EXTRACT
 from .tasks import execute
 
+_LIFETIME = contextlib.ExitStack()  # what a pool worker holds until it exits
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 WARM_MODULES = ("featx.study.tasks", "featx.probing", "featx.probing.tasks.classification")
 
@@ -67,6 +70,7 @@ def start_pool_worker(threads: int) -> None:
     run, is ignored while the worker waits for a task (the driver stops the pool; an idle worker would else
     die printing a traceback) and interrupts the task it runs (``pool_execute``)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _LIFETIME.enter_context(remembered_digests())  # the pool lives one run: each corpus hashed once per worker
     parent = multiprocessing.parent_process()
     if parent is not None:
         threading.Thread(target=_exit_after, args=(parent,), name="featx-driver-watch", daemon=True).start()

@@ -7,6 +7,8 @@ import json
 import subprocess
 import time
 
+import pytest
+
 from featx.study import format_status, make_plan, status
 from featx.study.records import DONE, PENDING, cell_status, record_state, state_path
 
@@ -42,3 +44,36 @@ def test_states_and_status(tmp_path):
     features.unlink()
     features.symlink_to(tmp_path / "a.csv")
     assert cell_status(extraction) == PENDING  # never through a link
+
+
+@pytest.mark.slow
+def test_a_link_planted_at_a_cell_folder_fails_that_cell_and_nothing_is_written_through_it(
+    tiny_model, study_corpora, tmp_path
+):
+    from support.study_files import study_dict
+
+    from featx.study import execute
+
+    plan = make_plan(study_dict(tiny_model, study_corpora, tmp_path / "out", bad=False))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (tmp_path / "out/tiny").mkdir(parents=True)
+    (tmp_path / "out/tiny/sents").symlink_to(elsewhere)  # planted while the run went on (after its checks)
+    outcome = execute(plan.extractions[0].task)
+    assert outcome["status"] == "failed" and "out/tiny/sents is a symbolic link" in outcome["error"]
+    assert list(elsewhere.iterdir()) == []
+
+
+def test_a_state_edited_by_hand_shows_no_time_it_cannot_read(tmp_path):
+    (tmp_path / "a.csv").write_text("text,x\nhi,1\n")
+    study = {"study": {"output": str(tmp_path / "out")}, "models": [{"name": "m"}],
+             "corpora": [{"name": "a", "path": str(tmp_path / "a.csv"), "labels": ["x"]}]}  # fmt: skip
+    extraction, probe = make_plan(study).tasks
+    record_state(extraction, "failed", time.time(), error="boom")
+    record_state(probe, "failed", time.time(), error="boom")
+    for task, started in ((extraction, 1e300), (probe, "yesterday")):
+        path = state_path(task.output, task.key)
+        path.write_text(json.dumps({**json.loads(path.read_text()), "started": started, "finished": -1e300}))
+    shown = status(study)
+    assert shown.status.tolist() == ["failed", "failed"] and shown.started.tolist() == ["", ""]
+    assert shown.finished.tolist() == ["", ""] and "0 done, 0 pending, 2 failed" in format_status(shown)

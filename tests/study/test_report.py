@@ -34,3 +34,22 @@ def test_the_study_page_links_each_cells_own_report(done_study, tmp_path):
     path.write_text(to_toml(study))
     ran = CliRunner().invoke(main, ["study", "report", str(path), "--no-cells"])
     assert ran.exit_code == 0 and f"study report: {page}" in ran.output, ran.output
+
+
+@pytest.mark.slow
+def test_no_cells_page_is_written_through_a_link_planted_at_a_cell_folder(done_study, tmp_path):
+    import shutil
+
+    from featx.errors import StoreError
+
+    study, result, _ = done_study
+    output = tmp_path / "out"
+    shutil.copytree(result.plan.config.output, output)
+    for page in output.rglob("*.report.html"):
+        page.unlink()
+    elsewhere = tmp_path / "elsewhere"
+    (output / "tiny/sents").rename(elsewhere)
+    (output / "tiny/sents").symlink_to(elsewhere)
+    with pytest.raises(StoreError, match="out/tiny/sents is a symbolic link"):
+        write_report({**study, "study": {**study["study"], "output": str(output)}})
+    assert list(output.rglob("*.report.html")) == []

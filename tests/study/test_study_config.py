@@ -8,7 +8,7 @@ from click.testing import CliRunner
 
 from featx.cli import main
 from featx.errors import InputError
-from featx.study import study_config
+from featx.study import make_plan, study_config
 
 GOOD = """\
 [study]
@@ -96,10 +96,17 @@ BAD = [
     (('output = "out"', 'output = "out"\ncorpus = 1'), "[study] corpus: unknown key", 3, None),
     (("[probe]", "[probe\n"), "not valid TOML", None, None),
     (('output = "out"', 'output = "/"'), "[study] output: the output path / is a filesystem root", 2, None),
+    (('output = "out"', 'output = "."'), "[study] output: the output path", 2, "a folder of its own"),
+    (('output = "out"', 'output = "out/../.."'), "is the study file's own folder or a folder above it", 2, None),
     (('output = "out"', 'output = "out"\naddress = "127.0.0.1:1"'), "address is for the Ray engine", 3, "ray"),
     (('path = "sst2.csv"', 'path = "sst2.csv"\nsenteval = "tasks"'), "a path or senteval, not both", 16, None),
     (('path = "sst2.csv"', 'senteval = "none"'), "SentEval folder", 15, "task files"),
     (('path = "sst2.csv"', 'senteval = "empty"'), "holds no SentEval task files", 15, "probing data"),
+    (('output = "out"', 'output = "o\\u0000ut"'), "[study] output: path 'o\\x00ut' holds a NUL", 2, "remove it"),
+    (('output = "out"', 'output = "~nosuchuser-featx/out"'), "[study] output: path ~nosuchuser", 2, "spell it out"),
+    (('path = "sst2.csv"', 'path = "~nosuchuser-featx/a.csv"'), "[[corpora]] #1 path: path ~nosuchuser", 15, None),
+    (('name = "minilm"', 'name = "minilm"\nmodel = "~nosuchuser-featx/m"'), "#1 model: path ~nosuchuser", 7, None),
+    (('path = "sst2.csv"', 'senteval = "~nosuchuser-featx/t"'), "#1 senteval: path ~nosuchuser", 15, None),
 ]
 
 
@@ -161,3 +168,19 @@ def test_a_study_dict_written_as_a_file_reads_back_the_same(tmp_path):
     path = tmp_path / "study.toml"
     path.write_text(study_toml(study), encoding="utf-8")
     assert read_study(path)[0] == study
+
+
+@pytest.mark.parametrize("damage", ["weights", "config"])
+def test_a_damaged_model_folder_is_refused_at_its_models_entry(folder, tiny_model, damage):
+    import shutil
+
+    broken = folder / "broken"
+    shutil.copytree(tiny_model, broken)
+    if damage == "weights":
+        (broken / "model.safetensors").write_bytes((tiny_model / "model.safetensors").read_bytes()[:100])
+    else:
+        (broken / "config.json").write_text("{not json")
+    path = write(folder, GOOD.replace('[[models]]\nname = "minilm"', '[[models]]\nname = "minilm"\nmodel = "broken"'))
+    with pytest.raises(InputError) as caught:
+        make_plan(path)  # before any work, as featx study run, status and --dry-run start
+    assert f"{path}, line 7: [[models]] #1 model: " in caught.value.message and "broken" in caught.value.message

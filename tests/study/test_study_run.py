@@ -9,7 +9,7 @@ import json
 import pandas as pd
 import pytest
 from click.testing import CliRunner
-from support.study_files import study_dict, to_toml
+from support.study_files import study_dict, to_toml, write_corpora
 
 import featx.study
 from featx.cli import main
@@ -219,3 +219,45 @@ def test_without_pyarrow_the_table_is_csv_and_loads_alike(done_study, tmp_path, 
     pd.testing.assert_frame_equal(load(tmp_path), table, check_dtype=False)
     with pytest.raises(StoreError, match="holds no study results"):
         load(tmp_path / "none")
+
+
+def test_a_link_planted_in_the_output_folder_is_refused_before_any_work(tiny_model, study_corpora, tmp_path):
+    study = study_dict(tiny_model, study_corpora, tmp_path / "out", bad=False)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out/rand").symlink_to(elsewhere)
+    path = tmp_path / "study.toml"
+    path.write_text(to_toml(study))
+    ran = CliRunner().invoke(main, ["study", "run", str(path)])
+    assert ran.exit_code == 2 and "featx: error: " in ran.output and "out/rand is a symbolic link" in ran.output
+    assert list(elsewhere.iterdir()) == [] and not (tmp_path / "out/tiny").exists()  # no cell ran
+
+
+@pytest.mark.slow
+def test_a_run_hashes_each_corpus_once_and_an_edited_corpus_redoes_its_cells(tiny_model, tmp_path, monkeypatch):
+    import featx.extraction.inputs.digests as digests
+
+    corpora = write_corpora(tmp_path / "corpora")
+    study = study_dict(tiny_model, corpora, tmp_path / "out", bad=False)
+    reads: list[str] = []
+    original = digests.hash_file
+
+    def counted(path):
+        reads.append(str(path))
+        return original(path)
+
+    monkeypatch.setattr(digests, "hash_file", counted)
+    featx.study.run(study)  # 2 models x 2 corpora x 2 labels: a plan and 8 probes' freshness checks read them
+    assert sorted(reads) == sorted(str(corpora[name]) for name in ("other", "sents"))
+    with corpora["sents"].open("a") as handle:
+        handle.write("one more sentence,pos,a,train\n")
+    reads.clear()
+    lines: list[str] = []
+    result = featx.study.run(study, echo=lines.append)
+    assert sorted(reads) == sorted(str(corpora[name]) for name in ("other", "sents"))
+    redone = {line.split(":")[0] for line in lines if ": done" in line}
+    kept = {line.split(":")[0] for line in lines if ": up to date" in line}
+    assert {"extract/tiny/sents", "extract/rand/sents", "probe/tiny/sents/label", "probe/rand/sents/topic"} <= redone
+    assert {"extract/tiny/other", "extract/rand/other", "probe/tiny/other/topic", "probe/rand/other/topic"} <= kept
+    assert result.results.query("corpus == 'sents'").n_train.max() > 0

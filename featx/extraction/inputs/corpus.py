@@ -134,15 +134,6 @@ def _text_col_hint(header: list[str]) -> str:
     return "pass the right one with --text-col NAME"
 
 
-def file_sha256(path: Path) -> str:
-    """The sha256 of a file's bytes, read in blocks (a corpus's fingerprint, checked again for freshness)."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def _check_header(
     header: list[str], path: Path, text_col: str, id_col: str | None, pair_col: str | None = None
 ) -> list[str]:

@@ -121,7 +121,7 @@ def quick_up_to_date(config: ExtractConfig) -> ExtractSummary | None:
     if finished is None:
         return None
     recorded, skipped = finished
-    from ..inputs.corpus import file_sha256
+    from ..inputs.digests import file_sha256
 
     if recorded != request_key(config, file_sha256(corpus)):
         return None
