@@ -43,6 +43,10 @@ class StoreError(FeatxError):
     """A features or results file is missing, stale, incomplete or not featx's."""
 
 
+class NonFiniteError(StoreError):
+    """A forward pass gave inf or NaN features (float16 overflow; an edit too large for the model's arithmetic)."""
+
+
 class IncompleteError(StoreError):
     """The features file has not been written to the end (yet)."""
 

@@ -21,6 +21,7 @@ EDITS = ("erase", "project", "mean", "steer")
 METHODS = ("leace", "inlp")
 LOSS = ("auto", "yes", "no")
 SITES = ("attn_out", "ffn", "pre_ln")  # featx extract --site's activations inside a layer
+FLOAT32_MAX = 3.4028234663852886e38  # the largest finite float32
 MASK_RATE = 0.15  # the share of tokens masked for the masked-token loss (BERT's)
 
 
@@ -51,6 +52,11 @@ def parse_alphas(value: Any) -> tuple[float, ...]:
             raise InputError(f"--alphas {value!r}: '{item}' is not a number", "e.g. --alphas 0,1,2,4,8") from None
         if not math.isfinite(alpha):
             raise InputError(f"--alphas: {item} is not a finite number", "give finite amounts, e.g. --alphas 0,1,2,4,8")
+        if abs(alpha) > FLOAT32_MAX:  # the shift is added to float32 states: it would be inf there
+            raise InputError(
+                f"--alphas: {item} is beyond float32's range (±{FLOAT32_MAX:.3g}), the states it is added to",
+                "give smaller amounts, e.g. --alphas 0,1,2,4,8",
+            )
         alphas.append(alpha)
     if not alphas:
         raise InputError("--alphas is empty", "e.g. --alphas 0,1,2,4,8")

@@ -24,7 +24,7 @@ import pandas as pd
 
 from ..errors import InputError
 from ..store import open_features
-from .edits import steer_map
+from .edits import run_steered
 from .provenance import embed_options
 from .result import STEER_COLUMNS, InterveneResult
 from .stats import mean_interval, share_interval
@@ -95,11 +95,16 @@ def prepare_contrast(plan) -> Contrast | None:
     )
 
 
-def answer_logits(forward, contrast: Contrast, maps=()) -> np.ndarray:
-    """Each row's logits of the classes' answers ``(rows, classes)`` at the prompt's last token, ``maps`` applied."""
+def answer_logits(forward, contrast: Contrast, steered=None) -> np.ndarray:
+    """Each row's logits of the classes' answers ``(rows, classes)`` at the prompt's last token, unedited or
+    ``steered`` (``(plan, direction, alpha)``)."""
     import torch
 
-    embeddings = forward.run(maps, contrast.config)
+    if steered is None:
+        embeddings = forward.run((), contrast.config)
+    else:
+        plan, direction, alpha = steered
+        embeddings = run_steered(plan, forward, direction, alpha, contrast.config)
     states = torch.as_tensor(np.asarray(embeddings.array(contrast.top, "at"), np.float32))
     with torch.inference_mode():
         logits = contrast.head.logits(states, last_layer=True, token_ids=list(contrast.token_ids))
@@ -135,7 +140,7 @@ def answer_dose_response(plan, forward, contrast: Contrast, directions: tuple, s
     records = []
     for alpha in config.alphas:
         for name, vector in (("probe", direction), ("random", random)):
-            after = answer_logits(forward, contrast, (steer_map(plan, vector, alpha),))
+            after = answer_logits(forward, contrast, (plan, vector, alpha))
             records.append(_record(alpha, name, plan.at[0], before, after, contrast.column))
     meta = {
         "kind": "steer",

@@ -128,4 +128,25 @@ def steer_map(plan: InterventionPlan, direction: np.ndarray, alpha: float):
     return _identity("steer", plan.at[0], len(direction), shift=alpha * direction, site=plan.config.site)
 
 
-__all__ = ["control_map", "edit_map", "model_info", "steer_map", "steering_directions"]
+def unit_shift(layer: int, d: int):
+    """A shift of layer ``layer``'s output by a seeded random unit vector (``Forward.top_after_norm``'s probe)."""
+    vector = np.random.default_rng(0).standard_normal(d)
+    return _identity("steer", layer, d, shift=vector / np.linalg.norm(vector))
+
+
+def run_steered(plan: InterventionPlan, forward, direction: np.ndarray, alpha: float, config=None):
+    """``forward.run`` with ``alpha`` times the unit ``direction`` added at the edited layer; an alpha too large for
+    the model's arithmetic (every state above the edit inf or NaN) is one line naming it, not a storage error."""
+    from ..errors import NonFiniteError
+
+    try:
+        return forward.run((steer_map(plan, direction, alpha),), config)
+    except NonFiniteError:
+        raise InputError(
+            f"--edit steer: steering toward {plan.config.toward} at layer {plan.at[0]} with alpha {alpha:g} made the "
+            "model's states inf or NaN (more than its arithmetic can carry)",
+            "give smaller --alphas: the unedited pass is finite",
+        ) from None
+
+
+__all__ = ["control_map", "edit_map", "model_info", "run_steered", "steer_map", "steering_directions", "unit_shift"]

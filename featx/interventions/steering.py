@@ -10,7 +10,7 @@ import time
 import numpy as np
 import pandas as pd
 
-from .edits import steer_map
+from .edits import run_steered
 from .forward import bundle_matrix
 from .result import STEER_COLUMNS, InterveneResult
 from .stats import mean_interval, share_interval
@@ -33,7 +33,7 @@ def dose_response(plan, forward, directions: tuple, started: float) -> Intervene
     records = []
     for alpha in config.alphas:
         for name, vector in (("probe", direction), ("random", random)):
-            after, after_score = _read(bundle, forward.run((steer_map(plan, vector, alpha),)), column)
+            after, after_score = _read(bundle, run_steered(plan, forward, vector, alpha), column)
             moved = share_interval(after[candidates] == toward, int(candidates.sum()))
             change = mean_interval(after_score - score)
             records.append(

@@ -29,6 +29,7 @@ from featx.interventions import InterveneConfig, intervene
         ({"edit": "steer", "bundle": "B", "at": "1,2", "toward": "dogs"}, "--edit steer edits one layer"),
         ({"edit": "steer", "bundle": "B", "at": "1", "toward": "dogs", "alphas": "0,nan"}, "nan is not a finite"),
         ({"edit": "steer", "bundle": "B", "at": "1", "toward": "dogs", "alphas": "1,inf"}, "inf is not a finite"),
+        ({"edit": "steer", "bundle": "B", "at": "1", "toward": "dogs", "alphas": "1,-1e300"}, "beyond float32's"),
         ({"edit": "steer", "bundle": "B", "at": "1", "toward": "zebra"}, "does not know class .zebra."),
         ({"edit": "steer", "bundle": "B", "at": "1", "toward": "dogs", "pooling": "cls"}, "stores mean"),
         ({"at": "x"}, "'x' is not a layer number"),
@@ -39,6 +40,20 @@ def test_a_bad_input_is_one_line_before_any_forward_pass(options, message, plant
     with pytest.raises(InputError, match=message) as error:
         intervene(planted_features, write=False, **options)
     assert "\n" not in error.value.message and error.value.hint
+
+
+def test_an_alpha_that_overflows_the_model_is_one_line_naming_it(planted_features, animal_bundle, tmp_path):
+    """A steering amount the model's float32 arithmetic cannot carry (1e30: attention and LayerNorm square it) makes
+    every state above the edit inf or NaN; that is said of the alpha, with no hint about float16 storage, and nothing
+    is written."""
+    output = tmp_path / "steered"
+    message = r"steering toward dogs at layer 1 with alpha 1e\+30 made .* inf or NaN"
+    with pytest.raises(InputError, match=message) as error:
+        intervene(
+            planted_features, edit="steer", bundle=animal_bundle, toward="dogs", at="1", alphas="0,1e30", output=output
+        )
+    assert "\n" not in error.value.message and "--alphas" in error.value.hint and "float16" not in error.value.hint
+    assert not list(tmp_path.iterdir())
 
 
 def test_a_bundle_of_another_model_is_refused(planted_features, animal_bundle, monkeypatch, no_forward):

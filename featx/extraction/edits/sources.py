@@ -157,10 +157,30 @@ def erase_map(edit: Intervention, model: ModelInfo) -> EditMap:
             + f" at layer {edit.layer}{f' for pooling {edit.target}' if edit.target else ''} (it has {have})",
             "pick a layer it has, or name the pooling: erase:FILE:POOLING@L",
         )
-    key = at_layer[0]
-    mean, left, right = arrays[f"{key}/mean"], arrays[f"{key}/left"], arrays[f"{key}/right"]
+    mean, left, right = _eraser_arrays(edit, arrays, at_layer[0])
     _check_width(edit, "erasers file", len(mean), model)
     return EditMap(edit, mean, left, right, np.zeros(len(mean)))
+
+
+def _eraser_arrays(edit: Intervention, arrays: dict[str, np.ndarray], key: str) -> tuple[np.ndarray, ...]:
+    """The ``mean``, ``left`` and ``right`` of eraser ``key``, refused with one line unless they are all there, of
+    shapes ``(d,)``, ``(d, r)`` and ``(r, d)``, and finite (the file is untrusted: a torch shape error mid-run, or
+    inf and NaN in every state above the edit, otherwise)."""
+    hint = "give the .erasers.npz that featx erase wrote, or run featx erase again"
+    for name in ("mean", "left", "right"):
+        if f"{key}/{name}" not in arrays:
+            raise InputError(f"--intervene erase: the eraser {key} of {edit.source} lacks its {name} array", hint)
+    mean, left, right = (arrays[f"{key}/{name}"] for name in ("mean", "left", "right"))
+    d = mean.shape[0] if mean.ndim == 1 else -1
+    if left.ndim != 2 or right.ndim != 2 or left.shape[0] != d or right.shape != (left.shape[1], d):
+        raise InputError(
+            f"--intervene erase: the eraser {key} of {edit.source} has arrays of shapes that do not fit together: "
+            f"mean {mean.shape}, left {left.shape}, right {right.shape} (wanted (d,), (d, r), (r, d))",
+            hint,
+        )
+    if not all(np.isfinite(values).all() for values in (mean, left, right)):
+        raise InputError(f"--intervene erase: the eraser {key} of {edit.source} holds inf or NaN", hint)
+    return mean, left, right
 
 
 def _bundle_layer(edit: Intervention, model: ModelInfo):

@@ -13,7 +13,7 @@ import time
 
 import numpy as np
 
-from ...errors import StoreError
+from ...errors import NonFiniteError
 from ...store import finite_rows
 from ..forward.runner import Runner
 from ..forward.word_pooling import row_word_ids, with_word_index
@@ -100,7 +100,7 @@ class Block:
         for path, values in rows_first:
             if path in self.token_paths:
                 if not finite_rows(values).all():
-                    raise StoreError(
+                    raise NonFiniteError(
                         f"token-level states or word vectors in the block from row {self.start} are inf or NaN "
                         "after casting",
                         "re-run with --store-dtype float32 --overwrite",
@@ -110,7 +110,7 @@ class Block:
             if not finite.all():
                 row = self.start + first + int(np.argmin(finite))
                 name = path.rsplit("/", 1)[-1]
-                raise StoreError(
+                raise NonFiniteError(
                     f"'{name}' features of row {row} are inf or NaN after casting to {store_dtype}",
                     "values beyond float16's range (±65504)? re-run with --store-dtype float32 --overwrite; "
                     "with --dtype float16, try --dtype float32 or bfloat16",

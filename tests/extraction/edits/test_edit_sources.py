@@ -107,6 +107,30 @@ def test_an_erasers_file_declaring_more_than_the_bound_is_refused_before_inflati
 
 
 @pytest.mark.parametrize(
+    "arrays, message",
+    [
+        ({"left": np.ones((16, 1))}, r"left \(16, 1\), right \(1, 32\)"),
+        ({"right": np.ones((2, 32))}, r"left \(32, 1\), right \(2, 32\)"),
+        ({"mean": np.zeros((32, 1))}, r"mean \(32, 1\)"),
+        ({"left": np.full((32, 1), np.nan)}, "holds inf or NaN"),
+        ({"mean": np.full(32, np.inf)}, "holds inf or NaN"),
+        ({"left": None}, "lacks its left array"),
+    ],
+    ids=["left-width", "right-rank", "mean-2d", "nan", "inf", "missing"],
+)
+def test_a_malformed_eraser_is_one_line_not_a_traceback(arrays, message, tmp_path, tiny_info):
+    """An erasers file is untrusted: arrays of shapes that do not fit one another (or the model), inf or NaN, or a
+    missing array are refused before any forward pass, not a torch shape error mid-run."""
+    d = tiny_info.hidden_size
+    parts = {"mean": np.zeros(d), "left": np.ones((d, 1)) / d, "right": np.ones((1, d)) / d, **arrays}
+    path = write_erasers(tmp_path, tiny_info.weights_sha256, {1: zero_rank(d)})  # and its .erase.json
+    np.savez(path, **{f"mean/1/{name}": value for name, value in parts.items() if value is not None})
+    with pytest.raises(InputError, match=message) as error:
+        one(f"erase:{path}@1", tiny_info)
+    assert error.value.hint and "\n" not in error.value.message
+
+
+@pytest.mark.parametrize(
     "case, message",
     [
         ("erase-model", "was made for model tiny, not tiny"),
