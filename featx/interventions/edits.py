@@ -128,12 +128,6 @@ def steer_map(plan: InterventionPlan, direction: np.ndarray, alpha: float):
     return _identity("steer", plan.at[0], len(direction), shift=alpha * direction, site=plan.config.site)
 
 
-def unit_shift(layer: int, d: int):
-    """A shift of layer ``layer``'s output by a seeded random unit vector (``Forward.top_after_norm``'s probe)."""
-    vector = np.random.default_rng(0).standard_normal(d)
-    return _identity("steer", layer, d, shift=vector / np.linalg.norm(vector))
-
-
 def run_steered(plan: InterventionPlan, forward, direction: np.ndarray, alpha: float, config=None):
     """``forward.run`` with ``alpha`` times the unit ``direction`` added at the edited layer; an alpha too large for
     the model's arithmetic (every state above the edit inf or NaN) is one line naming it, not a storage error."""
@@ -149,4 +143,4 @@ def run_steered(plan: InterventionPlan, forward, direction: np.ndarray, alpha: f
         ) from None
 
 
-__all__ = ["control_map", "edit_map", "model_info", "run_steered", "steer_map", "steering_directions", "unit_shift"]
+__all__ = ["control_map", "edit_map", "model_info", "run_steered", "steer_map", "steering_directions"]

@@ -32,22 +32,6 @@ class Forward:
         self.n_blocks = int(self.loaded.n_layers) - 1
         self.block_path = edit_block_path(self.loaded.model, self.n_blocks, self.loaded.device)
 
-    def top_after_norm(self, base, pooling: str) -> bool:
-        """Whether the stored top layer is a norm of the last block's output (a decoder's, T5's or ModernBERT's final
-        norm) rather than that output itself: measured on the first row, whose top vector a shift of the last
-        block's output moves by exactly the shift only when no norm follows (``base``: the unedited pass)."""
-        import numpy as np
-
-        from ..extraction import EditHooks, encode
-        from .edits import unit_shift
-
-        top = self.n_blocks
-        edit = unit_shift(top, int(base.array(top, pooling).shape[1]))
-        with EditHooks(self.loaded.model, self.block_path, self.n_blocks, (edit,)):
-            shifted = encode(self.loaded, self.config, self.texts[:1]).array(top, pooling)[0]
-        moved = np.asarray(shifted, np.float64) - np.asarray(base.array(top, pooling)[0], np.float64)
-        return not np.allclose(moved, edit.shift, atol=1e-3)
-
     def run(self, maps=(), config=None):
         """The ``Embeddings`` of every row, with ``maps`` (``EditMap``s) applied inside the pass; ``config``: another
         in-memory extraction of the rows than the file's (a prompt around them, ``contrast.py``)."""

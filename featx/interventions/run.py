@@ -48,19 +48,6 @@ def _edits(plan: InterventionPlan, notes: list[str]) -> dict:
     return edits
 
 
-def _top_note(plan: InterventionPlan, forward, base) -> list[str]:
-    """A note when an edit is at the top layer of a model that stores it after a final norm (decoders, T5, ModernBERT):
-    the edit applies to the last block's output, before the norm, not to the vectors it was made from."""
-    top = forward.n_blocks
-    if plan.config.site or top not in plan.at or not forward.top_after_norm(base, plan.pooling):
-        return []
-    return [
-        f"layer {top} is stored after the model's final norm, which the edit at layer {top} precedes: the edit, made "
-        f"from the stored (normed) vectors, is applied before the norm, so the probe at layer {top} need not read at "
-        "chance; edit below the top layer to edit what the probes read"
-    ]
-
-
 def _one_layer(plan: InterventionPlan, forward, base, head, layer: int, maps: tuple) -> list[dict]:
     edit, control = maps
     edited, controlled = forward.run((edit,)), forward.run((control,))
@@ -105,7 +92,6 @@ def intervene(config: InterveneConfig | str | None = None, **options) -> Interve
     base = forward.run()
     note = reproduction_note(plan, base)
     notes += [note] if note else []
-    notes += _top_note(plan, forward, base)
     records = []
     for layer in plan.at:
         records += _one_layer(plan, forward, base, head, layer, edits[layer])

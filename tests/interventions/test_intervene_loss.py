@@ -1,7 +1,6 @@
 """The LM loss rows of ``featx intervene`` where the checkpoint holds an LM head: the masked-token loss of a tiny BERT
 saved with its masked-LM head, the next-token loss of a tiny GPT-2 saved with its LM head (the unedited loss checked
-against transformers' own loss of each row alone); and the note of an edit at the top layer of a decoder, which its
-final norm follows."""
+against transformers' own loss of each row alone)."""
 
 from __future__ import annotations
 
@@ -47,19 +46,3 @@ def test_next_token_loss_of_a_decoder_matches_transformers(tmp_path):
             ids = tokenizer(text, return_tensors="pt")["input_ids"]
             losses.append(float(model(input_ids=ids, labels=ids).loss))
     assert row.before == pytest.approx(np.mean(losses), rel=1e-4)
-
-
-def test_an_edit_at_the_top_of_a_decoder_says_the_final_norm_follows_it(tmp_path, planted_features):
-    """A decoder's stored top layer is its final norm of the last block's output, which the edit precedes: the eraser
-    fitted on the stored (normed) vectors is applied before the norm there, so at-chance is not its guarantee at that
-    layer; the run says so. A BERT's top layer is the last block's output itself: no such note."""
-    decoder = lm_features(tmp_path, "gpt2", "GPT2LMHeadModel")
-    result = intervene(decoder, label="animal", at="1,2", amnesic="none", loss="no", n_bootstrap=100, write=False)
-    assert [note for note in result.notes if "final norm" in note] == [
-        "layer 2 is stored after the model's final norm, which the edit at layer 2 precedes: the edit, made from the "
-        "stored (normed) vectors, is applied before the norm, so the probe at layer 2 need not read at chance; edit "
-        "below the top layer to edit what the probes read"
-    ]
-    options = dict(label="animal", at="2", amnesic="none", loss="no", n_bootstrap=100, write=False)
-    encoder = intervene(planted_features, **options)
-    assert not [note for note in encoder.notes if "final norm" in note] and encoder.notes
