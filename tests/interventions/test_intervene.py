@@ -110,3 +110,15 @@ def test_the_printout_gives_the_tests_the_csv_holds():
     meta = {"edit": "erase", "label": "animal", "pooling": "mean"}
     printed = format_table(InterveneResult(pd.DataFrame([probe, loss]), meta, Path("x"))).splitlines()
     assert printed[2].endswith("p 0.02 / 0.06") and printed[3].endswith("p 0.414 / 0.269")
+
+
+def test_erasing_at_the_top_of_a_decoder_sends_its_probe_to_chance(tmp_path):
+    """A decoder stores its top layer after its final norm; the eraser, fitted on those stored vectors, is applied
+    to them (not to the last block's output before the norm), so the probe at the top reads at chance there too."""
+    from support.interventions import lm_features
+
+    features = lm_features(tmp_path, "llama", "LlamaForCausalLM", n_rows=300)
+    result = intervene(features, label="animal", at="2", amnesic="none", loss="no", n_bootstrap=200, write=False)
+    top = _probe_rows(result, "animal").loc[2]
+    assert top.before_low > top.majority + 0.1
+    assert top.at_chance and top.after_low <= top.majority

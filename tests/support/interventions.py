@@ -23,15 +23,15 @@ def planted_rows(n: int = N_ROWS) -> list[list[str]]:
     return rows
 
 
-def lm_features(folder: Path, family: str, model_class: str) -> Path:
-    """A tiny ``family`` model saved with its LM head (``model_class``), and its features of 40 planted rows."""
+def lm_features(folder: Path, family: str, model_class: str, n_rows: int = 40) -> Path:
+    """A tiny ``family`` model saved with its LM head (``model_class``), and its features of ``n_rows`` planted rows."""
     import dataclasses
 
     import featx
     from support.families import BY_NAME, build_family
 
     model = build_family(dataclasses.replace(BY_NAME[family], model=model_class), folder / "model")
-    corpus = write_csv(folder / "corpus.csv", planted_rows(40), header=("text", "animal", "other", "split"))
+    corpus = write_csv(folder / "corpus.csv", planted_rows(n_rows), header=("text", "animal", "other", "split"))
     output = folder / "corpus.features.h5"
     featx.extract(corpus, model=str(model), output=output, poolings="mean", progress=False)
     return output

@@ -5,8 +5,10 @@ model hands block ``L`` (0-based): the embeddings' output for ``L = 0``, block `
 (``forward/truncation.py`` measures where the blocks are and checks exactly this). An edit at ``L < N`` is a
 forward pre-hook on block call ``L`` that edits its hidden-states input *in place*: block ``L`` and every block
 above compute from the edited state, and the state the model returns as ``hidden_states[L]`` (the same tensor)
-is the edited one. At ``L = N`` (the top) the last block's output is edited in place: for models with a final
-norm after the blocks (decoders, T5's encoder, ModernBERT) the stored top layer is that norm of the edited output.
+is the edited one. At ``L = N`` (the top) the edit applies to the stored top layer itself: the last block's
+output, or, for models that norm it before returning it (decoders, T5's encoder, ModernBERT: ``final_norm``),
+that norm's output, so that an eraser or a direction made from the stored top-layer vectors edits those vectors
+(and what an LM head reads), not the state before the norm.
 
 Blocks are counted per call, not per module (a model-level pre-hook resets the count at every forward pass), so
 a shared block called N times (ALBERT) is edited at the right call. The edit is the same arithmetic for every
@@ -43,6 +45,7 @@ class EditHooks:
         self.edits = tuple(edit for edit in edits if edit.intervention.site is None)  # at a layer's output
         self.site_edits = tuple(edit for edit in edits if edit.intervention.site is not None)  # inside a layer
         self.calls = 0
+        self._norm: torch.nn.Module | None = None  # the final norm, where the top layer is edited
         self._handles: list = []
         self._cached: dict = {}
 
@@ -58,6 +61,10 @@ class EditHooks:
         for block in dict.fromkeys(blocks):  # a shared block (ALBERT): hooked once, counted per call
             self._handles.append(block.register_forward_pre_hook(self._before, with_kwargs=True))
             self._handles.append(block.register_forward_hook(self._after))
+        if any(edit.layer == self.n_blocks for edit in self.edits):
+            self._norm = final_norm(self.model, self.path)
+            if self._norm is not None:
+                self._handles.append(self._norm.register_forward_hook(self._after_norm))
         return self
 
     def __exit__(self, *exc) -> None:
@@ -79,9 +86,31 @@ class EditHooks:
 
     def _after(self, module, args, output) -> None:
         self.calls += 1
-        if self.calls == self.n_blocks:  # the last block's output: the top layer
+        if self.calls == self.n_blocks and self._norm is None:  # the last block's output: the top layer
             state = output if isinstance(output, torch.Tensor) else output[0]
             self._edit_in_place(state, self.n_blocks)
+
+    def _after_norm(self, module, args, output) -> None:
+        self._edit_in_place(output if isinstance(output, torch.Tensor) else output[0], self.n_blocks)
+
+
+# The names transformers gives the norm a model applies to its last block's output before returning it (the
+# stored top layer): Llama, Mistral, Qwen2, Gemma ``norm``; GPT-2 ``ln_f``; T5 ``final_layer_norm``; ModernBERT
+# ``final_norm``; mBART's encoder ``layer_norm``. It sits beside the list of blocks.
+FINAL_NORMS = ("norm", "ln_f", "final_layer_norm", "final_norm", "layer_norm", "norm_f")
+
+
+def final_norm(model: torch.nn.Module, path: str) -> torch.nn.Module | None:
+    """The norm ``model`` applies to the output of its blocks (the ``ModuleList`` at ``path``) before returning it
+    as the top hidden state, found beside the blocks; None for models that return the last block's output itself
+    (BERT, RoBERTa, DistilBERT, ALBERT, BART's encoder). tests/extraction/edits checks, for every family, that an
+    edit at the top equals the same edit of the stored top layer."""
+    parent = model.get_submodule(path.rpartition(".")[0])
+    for name in FINAL_NORMS:
+        module = parent._modules.get(name)
+        if module is not None:
+            return module
+    return None
 
 
 def block_path(model: torch.nn.Module, n_blocks: int, device: torch.device) -> str:
@@ -136,4 +165,4 @@ def check_edits_reach(edits: Iterable[EditMap], layers: Iterable[int], site_laye
         )
 
 
-__all__ = ["EditHooks", "apply_edit", "block_path", "check_edits_reach", "plan_edits"]
+__all__ = ["EditHooks", "apply_edit", "block_path", "check_edits_reach", "final_norm", "plan_edits"]

@@ -152,7 +152,7 @@ def fingerprint(
             **_words_fingerprint(config, word_poolings),
             **pair_fingerprint(config),
             **template_fingerprint(config, loaded),
-            **_edits_fingerprint(edits),
+            **_edits_fingerprint(edits, int(loaded.n_layers) - 1),
             "corpus_sha256": corpus_sha256,
             "text_col": config.text_col,
             "id_col": config.id_col,
@@ -175,11 +175,14 @@ def fingerprint(
     )
 
 
-def _edits_fingerprint(edits) -> dict:
+def _edits_fingerprint(edits, top: int) -> dict:
     """``--intervene``: each edit's kind, layer, source's sha256 and settings (not the source's path: a moved file
-    gives the same features); named only with edits, so plain files keep their fingerprint."""
+    gives the same features); named only with edits, so plain files keep their fingerprint. An edit at the
+    ``top`` layer is marked as acting on the stored top layer (after a final norm), as it does after 0.2.0:
+    files from before, which edited a decoder's last block before its norm, are not resumed or reused."""
     records = [{key: value for key, value in edit.intervention.record().items() if key != "source"} for edit in edits]
-    return {"intervene": records} if records else {}
+    at_top = any(edit.intervention.layer == top and edit.intervention.site is None for edit in edits)
+    return {"intervene": records, **({"top_edit": "stored top layer"} if at_top else {})} if records else {}
 
 
 def _reading_fingerprint(config: ExtractConfig) -> dict:

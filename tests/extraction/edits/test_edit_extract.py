@@ -204,3 +204,16 @@ def test_an_edit_above_every_stored_layer_is_refused_before_any_forward_pass(
         assert_one_clear_error(result.output, "changes nothing stored: the highest stored layer is")
     else:
         assert result.exit_code == 0, result.output
+
+
+def test_an_edit_at_the_top_is_marked_in_the_fingerprint(plain, tiny_model, tmp_path):
+    """An edit at the top layer acts on the stored top layer (after a decoder's final norm); the fingerprint says so,
+    so a file from before, whose top edit preceded the norm, is not resumed or reused as the same edit."""
+    import json
+
+    corpus, _ = plain
+    fingerprints = {}
+    for layer in (1, 2):
+        with featx.open(run(corpus, tiny_model, tmp_path / f"at{layer}.h5", intervene=f"random:2@{layer}").output) as f:
+            fingerprints[layer] = json.loads(f.attrs["fingerprint"])
+    assert fingerprints[2]["top_edit"] == "stored top layer" and "top_edit" not in fingerprints[1]

@@ -1,7 +1,8 @@
 """Every family of the zoo: edits through ``featx extract --intervene`` at the embeddings, the middle layer and
 the top equal a plain transformers forward of each row alone with hand-written hooks doing the same arithmetic
-(replacing block 0's input and each block's output), within 1e-5 at every stored layer; featx's rows run in
-padded batches with neighbours of other lengths."""
+(replacing block 0's input and each block's output below the top), the top edit being the same arithmetic on
+the stored top layer (after the final norm of decoders, T5 and ModernBERT), within 1e-5 at every stored layer;
+featx's rows run in padded batches with neighbours of other lengths."""
 
 from __future__ import annotations
 
@@ -43,7 +44,8 @@ def _change(edit):
 def hooked_reference(family, folder, texts, edits):
     """Per-row plain forward with hand-written hooks: a pre-hook replacing block 0's input by ``edits[0]`` of it,
     and forward hooks replacing block call k's output by ``edits[k + 1]`` of it (``x - ((x - mean) @ right.T) @
-    left.T + shift``, in float32). ``hidden_states[0]`` is what the model returns, edited by hand."""
+    left.T + shift``, in float32) below the top. ``hidden_states[0]`` and the top state are what the model
+    returns, edited by hand: the top edit acts on the stored top layer, whatever norm made it."""
     import torch
     from transformers import AutoTokenizer
 
@@ -61,6 +63,8 @@ def hooked_reference(family, folder, texts, edits):
 
     def after(module, args, output):
         calls.append(1)
+        if len(calls) == len(edits) - 1:  # the top: the stored state is edited below, after any final norm
+            return None
         x = output if isinstance(output, torch.Tensor) else output[0]
         edited = changes[len(calls)](x)
         return edited if isinstance(output, torch.Tensor) else (edited, *output[1:])
@@ -74,6 +78,7 @@ def hooked_reference(family, folder, texts, edits):
             calls.clear()
             hidden = list(model(**tokenizer(text, return_tensors="pt"), output_hidden_states=True).hidden_states)
             hidden[0] = changes[0](hidden[0])
+            hidden[-1] = changes[-1](hidden[-1])  # nothing in the base model reads the top state after it
             states.append(torch.stack(hidden, 1)[0].double().numpy())
     for handle in handles:
         handle.remove()

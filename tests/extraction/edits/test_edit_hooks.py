@@ -1,6 +1,7 @@
 """``EditHooks`` on a plain transformers model (``featx/extraction/edits/hooks.py``): at the embeddings (L = 0),
-a middle layer and the top (L = N), on a batch padded on the left and on the right with rows of other lengths,
-the edited states equal a hand-written hook's doing the same arithmetic, at every real token."""
+a middle layer and the top (L = N: the stored top layer itself, after Llama's final norm), on a batch padded on
+the left and on the right with rows of other lengths, the edited states equal a hand-written hook's doing the
+same arithmetic, at every real token."""
 
 from __future__ import annotations
 
@@ -27,6 +28,10 @@ def _hand_hooked(load, name, layer, edit, ids, mask):
     def change(x):
         return x - ((x - mean) @ right.T) @ left.T + shift
 
+    if layer == len(blocks):  # the top: the stored state itself (after a final norm), which nothing reads after
+        hidden = list(_plain(model, ids, mask))
+        hidden[-1] = change(hidden[-1])
+        return hidden
     if layer == 0:
 
         def hook(module, args, kwargs):
