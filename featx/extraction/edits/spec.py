@@ -9,11 +9,12 @@ One edit is ``KIND:ARGS@L``; several, comma-separated, apply in the order given 
 ``steer:FEATURES.h5:LABEL:CLASS:ALPHA@L``  the same along the class-mean difference of a features file
 ``random:RANK@L``                    remove RANK random orthonormal directions (``--intervene-seed``): the control
 
-L is a stored layer's number (0 the embeddings' output, N the top: the last block's, after any final norm). ``@L:SITE`` (``SITE`` one of
-``attn_out``, ``ffn``, ``pre_ln``: the sites of ``featx extract --site``) edits that activation inside the block
-that makes layer L (L from 1), as ``--site SITE`` stores it at layer L. What the edit does to which tensor is in
-``hooks.py`` (``inner.py`` for sites) and docs/interventions.md. Model-dependent checks (width, layers, the model the
-source was made for) happen once the model is loaded, before any forward pass (``sources.py``).
+L is a stored layer's number (0 the embeddings' output, N the top: the last block's, after any final norm).
+``@L:SITE`` (``SITE`` one of ``attn_out``, ``ffn``, ``pre_ln``: the sites of ``featx extract --site``) edits that
+activation inside the block that makes layer L (L from 1), as ``--site SITE`` stores it at layer L. What the edit
+does to which tensor is in ``hooks.py`` (``inner.py`` for sites) and docs/interventions.md. Model-dependent
+checks (width, layers, the model the source was made for) happen once the model is loaded, before any forward
+pass (``sources.py``).
 """
 
 from __future__ import annotations
