@@ -143,7 +143,8 @@ def resolve_plan(config: ProbeConfig) -> ProbePlan:
 
 def _task_of(features: FeatureFile, label: str | None, config: ProbeConfig) -> Task:
     """The task of a sentence label: ``--bins`` makes classes of a number (a continuous column too, which ``auto``
-    would probe as a number), and cannot go with ``--task regression``."""
+    would probe as a number), and cannot go with ``--task regression``; a ``--labels`` file's column (``label``
+    None) is probed as classes."""
     if config.bins is not None:
         if str(config.task or "auto").lower() == Task.REGRESSION:
             raise InputError(
@@ -151,6 +152,13 @@ def _task_of(features: FeatureFile, label: str | None, config: ProbeConfig) -> T
                 "leave out --bins for a regression probe, or --task regression to probe the bins as classes",
             )
         return Task.CLASSIFICATION
+    if label is None and str(config.task or "auto").lower() == Task.REGRESSION:  # a --labels file's column
+        raise InputError(
+            f"--task regression probes a stored label column; the columns of {config.labels} (--labels) are "
+            "probed as classes",
+            f"store them first (featx labels add {features.path} {config.labels}), then probe the column with "
+            "--label NAME --task regression",
+        )
     return resolve_task(features, label, config.task) if label is not None else Task.CLASSIFICATION
 
 
