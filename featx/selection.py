@@ -132,7 +132,8 @@ def parse_layer_specs(spec: str, available: list[int], allow_combined: bool = Tr
     for kind, item, parts in _feature_sets(spec):
         if kind != "single" and not allow_combined:
             raise InputError(_COMBINED_ONLY_IN_PROBES[kind])
-        layers = [layer for part in parts for layer in _expand_item(part, available)]
+        # a layer named twice (cat(4,4), cat(-2:,6)) is one block of the feature set, in the order first named
+        layers = list(dict.fromkeys(layer for part in parts for layer in _expand_item(part, available)))
         if kind == "single":
             specs.extend(LayerSpec("single", (layer,)) for layer in layers)
         elif not layers:

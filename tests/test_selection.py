@@ -21,6 +21,11 @@ LAYERS = list(range(7))
         ("stack", [LayerSpec("stack", tuple(range(7)))]),
         ("stack(1:3)", [LayerSpec("stack", (1, 2))]),
         ("3,3", [LayerSpec("single", (3,))]),
+        # a layer named twice in one feature set is one block of it: cat(4,4) concatenated layer 4 with itself
+        # (half the L2 penalty of layer 4's probe, reported as a feature set of its own), stack(1,1) stacked it twice
+        ("cat(4,4)", [LayerSpec("cat", (4,))]),
+        ("cat(-2:,6)", [LayerSpec("cat", (5, 6))]),
+        ("stack(1,1,2)", [LayerSpec("stack", (1, 2))]),
     ],
 )
 def test_layer_specs(spec, expected):

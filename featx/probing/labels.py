@@ -197,8 +197,14 @@ def binned(column: LabelColumn, bins: int) -> LabelColumn:
     return LabelColumn(name=column.name, codes=codes, names=names)
 
 
-def prepare(column: LabelColumn, bins: int | None, min_class_rows: int | None, notes: list[str]) -> LabelColumn:
-    """The column to probe as classes: binned when asked, refused when it looks continuous, rare classes dropped."""
+NUMBER_HINT = "bin it into classes with --bins N (quantiles), or probe it with a regression probe"
+
+
+def prepare(
+    column: LabelColumn, bins: int | None, min_class_rows: int | None, notes: list[str], number_hint: str = NUMBER_HINT
+) -> LabelColumn:
+    """The column to probe as classes: binned when asked, refused when it looks continuous (``number_hint``: what
+    to do instead), rare classes dropped."""
     if bins is not None:
         column = binned(column, bins)
         notes.append(f"label '{column.name}' in {len(column.names)} quantile bins: {', '.join(column.names)}")
@@ -207,7 +213,7 @@ def prepare(column: LabelColumn, bins: int | None, min_class_rows: int | None, n
         raise InputError(
             f"label '{column.name}' looks continuous ({len(column.names)} distinct numbers from {low} "
             f"to {high}); probing it as classes would make {len(column.names)} classes",
-            "bin it into classes with --bins N (quantiles), or probe it with a regression probe",
+            number_hint,
         )
     if min_class_rows:
         counts = np.bincount(column.codes[column.codes >= 0], minlength=len(column.names))

@@ -134,11 +134,32 @@ def resolve_plan(config: ProbeConfig) -> ProbePlan:
             return replace(plan, metric=metric)
         label = None if config.labels is not None else default_label(features, config, notes)
         note_derived(features, label, notes)
-        task = resolve_task(features, label, config.task) if label is not None else Task.CLASSIFICATION
+        task = _task_of(features, label, config)
     metric = check_metric(config.metric, task is Task.REGRESSION, str(label or config.label or "label"))
     return replace(
         ProbePlan(config, Path(path), task, Level.SENTENCE, label, classifiers, started, notes), metric=metric
     )
+
+
+def _task_of(features: FeatureFile, label: str | None, config: ProbeConfig) -> Task:
+    """The task of a sentence label: ``--bins`` makes classes of a number (a continuous column too, which ``auto``
+    would probe as a number), and cannot go with ``--task regression``; a ``--labels`` file's column (``label``
+    None) is probed as classes."""
+    if config.bins is not None:
+        if str(config.task or "auto").lower() == Task.REGRESSION:
+            raise InputError(
+                f"--bins {config.bins} makes classes of the label, and --task regression probes its number",
+                "leave out --bins for a regression probe, or --task regression to probe the bins as classes",
+            )
+        return Task.CLASSIFICATION
+    if label is None and str(config.task or "auto").lower() == Task.REGRESSION:  # a --labels file's column
+        raise InputError(
+            f"--task regression probes a stored label column; the columns of {config.labels} (--labels) are "
+            "probed as classes",
+            f"store them first (featx labels add {features.path} {config.labels}), then probe the column with "
+            "--label NAME --task regression",
+        )
+    return resolve_task(features, label, config.task) if label is not None else Task.CLASSIFICATION
 
 
 def default_label(features: FeatureFile, config: ProbeConfig, notes: list[str]) -> str:

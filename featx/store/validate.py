@@ -190,6 +190,24 @@ def _check_labels(file: h5py.File, path: Path, n_rows: int) -> None:
         codes = dataset[()]
         if len(codes) and (int(codes.min()) < -1 or int(codes.max()) >= len(names)):
             _fail(path, f"label '{key}' has codes outside its {len(names)} class names")
+    _check_label_values(file, path, n_rows)
+
+
+def _check_label_values(file: h5py.File, path: Path, n_rows: int) -> None:
+    """The ``label_values`` group, where present (a continuous label's float value per row): one float vector of
+    the rows per column, as featx writes it."""
+    if s.LABEL_VALUES not in file:
+        return
+    if not isinstance(file[s.LABEL_VALUES], h5py.Group):
+        _fail(path, f"'{s.LABEL_VALUES}' is not a group")
+    for key, dataset in file[s.LABEL_VALUES].items():
+        name = f"{s.LABEL_VALUES}/{key}"
+        if not isinstance(dataset, h5py.Dataset):
+            _fail(path, f"'{name}' is not a dataset")
+        if tuple(dataset.shape) != (n_rows,):
+            _fail(path, f"dataset '{name}' has shape {dataset.shape}, expected {(n_rows,)}")
+        if dataset.dtype not in (*FEATURE_DTYPES, np.dtype("float64")):
+            _fail(path, f"dataset '{name}' has dtype {dataset.dtype}, which featx does not write there")
 
 
 def _check_pair_rows(file: h5py.File, path: Path, n_rows: int, total_tokens: int | None) -> None:

@@ -65,6 +65,18 @@ def test_continuous_label_is_refused_then_binned(features_copy, tmp_path):
     assert any("in 4 quantile bins" in note for note in result.notes)
 
 
+def test_a_joined_number_is_not_sent_to_a_regression_probe_it_cannot_have(features_copy, tmp_path):
+    """A --labels file's columns are probed as classes: --task regression of one was refused with "looks
+    continuous ... or probe it with a regression probe" (what was asked); it now says to store the column first."""
+    path = labels_file(tmp_path, [(i, f"{i / N_ROWS:.3f}") for i in range(N_ROWS)], header="id,score")
+    with pytest.raises(InputError, match=r"--task regression probes a stored label column") as caught:
+        featx.probe(features_copy, labels=path, label="score", task="regression", **FAST)
+    assert f"featx labels add {features_copy} {path}" in caught.value.hint
+    with pytest.raises(InputError, match=r"looks continuous") as caught:
+        featx.probe(features_copy, labels=path, label="score", **FAST)
+    assert "featx labels add" in caught.value.hint and "--label score" in caught.value.hint
+
+
 def test_min_class_rows_drops_and_reports(features_copy, tmp_path):
     rows = [(i, "rare" if i < 2 else ("a", "b")[i % 2]) for i in range(N_ROWS)]
     result = featx.probe(features_copy, labels=labels_file(tmp_path, rows), min_class_rows=3, **FAST)

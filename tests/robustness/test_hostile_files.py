@@ -178,11 +178,31 @@ def deeply_nested_label_names(file, tmp):
     file["labels/sentiment"].attrs["names"] = "[" * 100_000 + "]" * 100_000
 
 
+def label_values_a_group(file, tmp):  # a continuous label's values: a group where one vector belongs
+    file.create_group("label_values/sentiment")
+
+
+def label_values_strings(file, tmp):
+    file.create_dataset("label_values/sentiment", data=np.array([b"a"] * file.attrs["n_rows"]))
+
+
+def label_values_short(file, tmp):  # read as the first rows' values: the label of every later row was lost
+    file.create_dataset("label_values/sentiment", data=np.zeros(10))
+
+
+def label_values_two_columns(file, tmp):
+    file.create_dataset("label_values/sentiment", data=np.zeros((file.attrs["n_rows"], 2)))
+
+
 # Label cases that ended in IndexError, KeyError or RecursionError in fit, probe and labels: each command's case.
 LABEL_CASES = [label_codes_outside_names, fewer_names_than_codes, labels_group_missing, deeply_nested_label_names]
 
 CASES = [
     *LABEL_CASES,
+    label_values_a_group,
+    label_values_strings,
+    label_values_short,
+    label_values_two_columns,
     huge_declared_rows,
     huge_declared_features,
     huge_layers_attribute,

@@ -30,7 +30,11 @@ def label_column(features: FeatureFile, config: ProbeConfig, notes: list[str], l
             "pick one with --label NAME",
         )
     notes.append(f"labels from {config.labels} (joined by {config.join}): probing '{label}'")
-    return prepare(columns[label], config.bins, config.min_class_rows, notes)
+    number_hint = (
+        f"bin it into classes with --bins N (quantiles), or store it (featx labels add {features.path} "
+        f"{config.labels}) and probe it with --label {label}, a regression probe"
+    )
+    return prepare(columns[label], config.bins, config.min_class_rows, notes, number_hint)
 
 
 def check_predictions_choice(choice: str | None, poolings: list[str], classifiers: list[str]) -> None:

@@ -6,7 +6,7 @@ Then the probes' classifier family: softmax regression for classes (scikit-learn
 objective and stopping rule, solved by featx's L-BFGS on the sparse matrix; C from the probe's C grid),
 ``Ridge`` for a number (alpha from the ridge grid), each chosen by the probes' own inner rule on
 the training rows only (the file's dev part, else the same seeded holdout of the training part; a path
-over the grid with the same stopping rule), then refitted on the whole training part. It is scored on
+over the whole grid), then refitted on the whole training part. It is scored on
 exactly the probe's test rows of every outer fold, with the same metrics and intervals, as a reference
 row (``kind`` and ``layer_spec`` "lexical", ``classifier`` its family) with a paired test against the best
 layer (``p_vs_best``: one test, no adjustment).
@@ -114,10 +114,12 @@ def validation_split(transform, X_train, y, train, dev, fit_and_val):
 
 def choose_c(transform, X_train, y, train, dev, cs, balanced: bool, seed: int):
     """C by the probes' rule: the dev part, else a seeded stratified holdout of the training part; the
-    path over the grid (smallest C first) with the probes' stopping rule, ties to the smaller C. Each C of
-    the path starts from the previous C's weights. ``X_train``: sparse, or ``SparseRows`` with a dev part. Returns
-    the C and the path's fit at it (None: a single C and no dev part), from which the caller's fit on the whole
-    training part starts."""
+    path over the whole grid (smallest C first), ties to the smaller C. Each C of the path starts from the
+    previous C's weights. Unlike the probes' paths it never stops early: TF-IDF rows are not standardised,
+    so the strongly regularised end of the grid is a flat stretch whose near-tied intercepts can beat the
+    holdout's majority class by chance, and a stopping rule would stop there, short of the Cs that fit.
+    ``X_train``: sparse, or ``SparseRows`` with a dev part. Returns the C and the path's fit at it (None: a
+    single C and no dev part), from which the caller's fit on the whole training part starts."""
     if dev is None and len(cs) == 1:
         return float(cs[0]), None
     X_fit, y_fit, X_val, y_val = validation_split(
@@ -131,8 +133,7 @@ def choose_c(transform, X_train, y, train, dev, cs, balanced: bool, seed: int):
     for C in sorted(cs):
         model.set_params(C=C)
         model.fit(rows, y_fit)
-        if not path.record(C, float(np.mean(model.predict(X_val) == y_val)), lambda: copy.deepcopy(model)):
-            break
+        path.record(C, float(np.mean(model.predict(X_val) == y_val)), lambda: copy.deepcopy(model))
     assert path.best_c is not None
     return float(path.best_c), path.best_state
 

@@ -14,7 +14,7 @@ from .probe import format_table as format_probe_table
 
 def _what(meta: dict) -> str:
     if meta.get("level") == "arc":
-        return "gold arcs and as many non-arc word pairs" if meta.get("label") == "head" else "(head, dependent) arcs"
+        return "word pairs (gold arcs and non-arc pairs)" if meta.get("label") == "head" else "(head, dependent) arcs"
     return "words"
 
 

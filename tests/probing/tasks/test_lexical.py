@@ -291,8 +291,7 @@ def test_the_warm_started_c_path_chooses_as_fits_from_zeros_would():
     by_hand = ev.CPath(y[train][val_rows])
     for C in grid:
         model = LogisticRegression(C=C, max_iter=1000).fit(X_train[fit_rows], y[train][fit_rows])
-        if not by_hand.record(C, float(np.mean(model.predict(X_train[val_rows]) == y[train][val_rows])), lambda: None):
-            break
+        by_hand.record(C, float(np.mean(model.predict(X_train[val_rows]) == y[train][val_rows])), lambda: None)
     chosen, start = lexical.choose_c(transform, X_train, y, train, None, grid, False, 0)
     assert chosen == by_hand.best_c
     assert chosen == start.C  # the path's fit at the C chosen, where the fit on the whole training part starts
@@ -315,9 +314,40 @@ def test_with_a_dev_part_the_path_and_the_final_fit_share_the_training_rows():
     by_hand = ev.CPath(y[dev])
     for C in grid:
         model = LogisticRegression(C=C, max_iter=1000).fit(X_train, y[train])
-        if not by_hand.record(C, float(np.mean(model.predict(X_dev) == y[dev])), lambda: None):
-            break
+        by_hand.record(C, float(np.mean(model.predict(X_dev) == y[dev])), lambda: None)
     expected = LogisticRegression(C=by_hand.best_c, max_iter=1000).fit(X_train, y[train]).predict(transform(test))
     result = lexical.classify_fold(texts, y, train, test, dev, grid, False, 0)
     assert by_hand.best_c == result.C
     np.testing.assert_array_equal(result.predictions, expected)
+
+
+def test_the_c_path_walks_the_whole_grid_past_a_flat_strongly_regularised_stretch():
+    """TF-IDF rows are not standardised: at the small Cs of the probes' grid the fits are a flat stretch whose
+    near-tied intercepts beat the holdout's majority class by chance (0.61 here, the majority 0.33), and a
+    stopping rule stopped the path there, leaving a baseline near the majority class. The path walks the whole
+    grid and chooses where scikit-learn's fits from zeros score best on the holdout (ties to the smaller C)."""
+    from featx.probing import evaluation as ev
+    from featx.probing.tasks import lexical
+
+    rng = random.Random(0)
+    texts, labels = [], []
+    for i in range(90):
+        label = i % 3 if i < 86 else i % 2
+        words = [rng.choice(WORDS[:-4]) for _ in range(rng.randint(3, 8))]
+        words.insert(rng.randint(0, len(words)), ("good", "awful", "plan")[label])
+        texts.append(" ".join(words))
+        labels.append(label)
+    y, train = np.array(labels), np.arange(90)
+    lexical_texts = lexical.LexicalTexts(texts)
+    transform = lexical.featuriser(lexical_texts, train)
+    X_train = transform(train)
+    grid = (1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0)
+    fit_rows, val_rows = ev.inner_split(y, train, 0)
+    scores = [
+        np.mean(LogisticRegression(C=C, max_iter=1000).fit(X_train[fit_rows], y[fit_rows]).predict(X_train[val_rows])
+                == y[val_rows])
+        for C in grid
+    ]  # fmt: skip
+    assert scores[0] == scores[1] == scores[2] < max(scores)  # the flat stretch, then better Cs
+    chosen, start = lexical.choose_c(transform, X_train, y, train, None, grid, False, 0)
+    assert chosen == grid[int(np.argmax(scores))] == start.C

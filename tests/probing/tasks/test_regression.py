@@ -118,6 +118,16 @@ def test_task_is_chosen_from_the_column_and_can_be_forced(score_features, tmp_pa
         featx.probe(score_features, label="score", classifiers="svm", write=False)
 
 
+def test_bins_make_classes_of_a_continuous_label_and_refuse_task_regression(score_features):
+    """--bins on a continuous column (which auto probes as a number) probes its quantile bins as classes: it was
+    silently left out, and the run was a regression probe."""
+    result = featx.probe(score_features, label="score", bins=3, jobs=1, n_bootstrap=50, write=False, layers="0")
+    assert set(result.table.task) == {"classification"}
+    assert len(result.meta["label_names"]) == 3 and any("in 3 quantile bins" in note for note in result.notes)
+    with pytest.raises(InputError, match="--bins 3 makes classes.*--task regression"):
+        featx.probe(score_features, label="score", bins=3, task="regression", write=False)
+
+
 def test_mlp_head_and_concatenated_layers(score_features, tmp_path):
     result = featx.probe(
         score_features,

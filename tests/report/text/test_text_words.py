@@ -1,7 +1,7 @@
 """The word-level table's layer summaries say where the scalar mix was fitted: the training part under a
 train/test split, the first fold's training part under cross-validation."""
 
-from featx.report.text.words import footer
+from featx.report.text.words import footer, header
 
 SUMMARY = {
     "layers": [0, 1],
@@ -30,3 +30,13 @@ def test_the_cumulative_accuracies_name_the_probed_layers():
     lines = footer({"evaluation": "split", "layer_summary": {"first": summary}})
     assert "cumulative accuracy (the probed layers up to l mixed), l: 3: 0.800  6: 0.900" in "\n".join(lines)
     assert "0..l" not in "\n".join(lines)
+
+
+def test_an_attachment_run_counts_its_word_pairs_not_gold_arcs():
+    """--label head --arcs: the items are the gold arcs and the sampled non-arc pairs together; the header read
+    "4999 gold arcs and as many non-arc word pairs" for 2,501 arcs and 2,498 non-arcs."""
+    meta = {"level": "arc", "label": "head", "n_labelled": 4999, "n_sentences": 79,
+            "class_counts": {"no-arc": 2498, "arc": 2501}, "evaluation": "5-fold cv", "seed": 0}  # fmt: skip
+    line = header(meta)[1]
+    assert ": 4999 word pairs (gold arcs and non-arc pairs) in 79 sentences (" in line
+    assert "gold arcs and as many" not in line
