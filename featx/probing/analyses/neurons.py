@@ -50,6 +50,7 @@ SELECTION_COLUMNS = [
     "accuracy",
     "accuracy_low",
     "accuracy_high",
+    "majority",
     "macro_f1",
     "n_train",
     "n_test",
@@ -186,9 +187,11 @@ def selection_curve(X: np.ndarray, task: Task, fractions, seed: int, n_boot: int
                     "logreg", X[:, neurons], [task.y], train, test, dev, task.n_classes, DEFAULT_CS, False, fold_seed
                 )[0]
             )
+    # The majority class of each training part on its test part: the accuracy a probe of no neuron reaches.
+    majority = ev.summarise(task.plan, task.y, task.majority(), task.n_classes, n_boot, seed)["accuracy"]
     records = []
     for (selection, ranking, fraction), folds in per_choice.items():
-        row = ev.summarise(task.plan, task.y, folds, task.n_classes, n_boot, seed)
+        row = {**ev.summarise(task.plan, task.y, folds, task.n_classes, n_boot, seed), "majority": majority}
         records.append(
             {
                 "fraction": fraction,

@@ -54,7 +54,8 @@ def _save(fig, output: Path, dpi: int = 150) -> Path:
 
 
 def plot_selection(selection: pd.DataFrame, layer: int, ax) -> None:
-    """Accuracy against the share of neurons kept: top/bottom of each ranking, random, and all neurons."""
+    """Accuracy against the share of neurons kept: top/bottom of each ranking, random, all neurons, and the
+    majority class."""
     rows = selection[selection.layer == layer]
     for (choice, ranking), part in rows[rows.selection != "all"].groupby(["selection", "ranking"], sort=False):
         name = choice if ranking == "-" else f"{choice} {ranking}"
@@ -73,6 +74,8 @@ def plot_selection(selection: pd.DataFrame, layer: int, ax) -> None:
     full = rows[rows.selection == "all"].iloc[0]
     ax.axhline(full.accuracy, color="black", linewidth=1, label=f"all {int(full.k)} neurons")
     ax.axhspan(full.accuracy_low, full.accuracy_high, color="black", alpha=0.08)
+    if "majority" in rows and pd.notna(full.majority):
+        ax.axhline(float(full.majority), color="#666666", linestyle=":", linewidth=1.4, label="majority class")
     ax.set_xscale("log")
     ticks = sorted(set(rows.fraction[rows.selection != "all"] * 100))
     ax.set_xticks(ticks, [f"{tick:g}" for tick in ticks])

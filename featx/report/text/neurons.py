@@ -88,8 +88,14 @@ def _selection_lines(result, layer) -> list[str]:
             "part) [95% CI]"
         ]
         + grid(header, table)
-        + [f"all {int(full.k)} neurons: {row_interval(full)}"]
+        + [f"all {int(full.k)} neurons: {row_interval(full)}{_majority(full)}"]
     )
+
+
+def _majority(row: pd.Series) -> str:
+    """The majority class beside the probes (results written before it have no such column)."""
+    value = row.get("majority")
+    return "" if value is None or pd.isna(value) else f"; majority class: {num(value)}"
 
 
 def _layers_lines(result) -> list[str]:
@@ -115,7 +121,9 @@ def _layers_lines(result) -> list[str]:
         f"random {fraction:g}",
         "top 5 neurons (probe)",
     ]
-    return ["across layers (selection curve per layer in the figure):"] + grid(header, table)
+    lines = ["across layers (selection curve per layer in the figure):"] + grid(header, table)
+    majority = _majority(_all(selection, result.meta["layers"][0])).removeprefix("; ")
+    return lines + ([majority] if majority else [])
 
 
 def format_neurons(result) -> str:

@@ -44,6 +44,18 @@ def test_planted_neurons_rank_first_and_recover_the_accuracy(planted_file, tmp_p
     )
     text = format_neurons(result)
     assert "overlap of the two rankings" in text and "selection at layer 1" in text
+    # The majority class of each training part, scored on its test part, stands beside every probe.
+    import pandas as pd
+
+    import featx
+
+    with featx.open(planted_file) as features:
+        counts = np.unique(np.asarray(features.labels("a")), return_counts=True)[1]
+    share = counts.max() / counts.sum()
+    majority = selection.majority.iloc[0]
+    assert selection.majority.nunique() == 1 and majority <= share + 1e-9 and majority > share - 0.1
+    assert f"majority class: {majority:.3f}" in text
+    assert list(pd.read_csv(tmp_path / "a.csv").majority.unique()) == [majority]
 
 
 def test_per_class_top_neurons_of_a_multiclass_label(planted_file, tmp_path):
