@@ -187,10 +187,21 @@ def _check_labels(file: h5py.File, path: Path, n_rows: int) -> None:
         names = _json_list(dict(dataset.attrs), s.LABEL_NAMES, path, str, MAX_LABEL_CLASSES)
         if not isinstance(dataset.attrs.get(s.LABEL_COLUMN), str):
             _fail(path, f"label dataset '{key}' has no column name")
+        if len(set(names)) < len(names):  # featx writes each class once: a repeat would merge two in every table
+            _fail(path, f"label '{key}' names class {_first_repeat(names)!r} more than once")
         codes = dataset[()]
         if len(codes) and (int(codes.min()) < -1 or int(codes.max()) >= len(names)):
             _fail(path, f"label '{key}' has codes outside its {len(names)} class names")
     _check_label_values(file, path, n_rows)
+
+
+def _first_repeat(names: list[str]) -> str:
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            return name
+        seen.add(name)
+    return ""
 
 
 def _check_label_values(file: h5py.File, path: Path, n_rows: int) -> None:

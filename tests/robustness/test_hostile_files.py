@@ -170,6 +170,11 @@ def fewer_names_than_codes(file, tmp):
     file["labels/sentiment"].attrs["names"] = json.dumps(names[:1])
 
 
+def repeated_class_names(file, tmp):  # two classes under one name: every table would merge them
+    names = json.loads(file["labels/sentiment"].attrs["names"])
+    file["labels/sentiment"].attrs["names"] = json.dumps([names[0]] * len(names))
+
+
 def labels_group_missing(file, tmp):
     del file["labels"]
 
@@ -203,6 +208,7 @@ CASES = [
     label_values_strings,
     label_values_short,
     label_values_two_columns,
+    repeated_class_names,
     huge_declared_rows,
     huge_declared_features,
     huge_layers_attribute,
