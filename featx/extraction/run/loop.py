@@ -93,8 +93,9 @@ class Block:
             for position in undone:
                 values[slice(*self._span(path, int(position), int(position) + 1))] = 0
 
-    def check_finite(self, store_dtype: str, first: int = 0, last: int | None = None) -> None:
-        """Refuse inf/NaN (float16 overflow) in rows ``[first, last)`` before they are written."""
+    def check_finite(self, store_dtype: str, first: int = 0, last: int | None = None, edited: bool = False) -> None:
+        """Refuse inf/NaN (float16 overflow, an edit too large) in rows ``[first, last)`` before they are written."""
+        hint = non_finite_hint(store_dtype, edited)
         last = self.stop - self.start if last is None else last
         rows_first = sorted(self.rows(first, last).items(), key=lambda item: item[0] in self.token_paths)
         for path, values in rows_first:
@@ -103,7 +104,7 @@ class Block:
                     raise NonFiniteError(
                         f"token-level states or word vectors in the block from row {self.start} are inf or NaN "
                         "after casting",
-                        "re-run with --store-dtype float32 --overwrite",
+                        hint,
                     )
                 continue
             finite = finite_rows(values)
@@ -111,10 +112,18 @@ class Block:
                 row = self.start + first + int(np.argmin(finite))
                 name = path.rsplit("/", 1)[-1]
                 raise NonFiniteError(
-                    f"'{name}' features of row {row} are inf or NaN after casting to {store_dtype}",
-                    "values beyond float16's range (±65504)? re-run with --store-dtype float32 --overwrite; "
-                    "with --dtype float16, try --dtype float32 or bfloat16",
+                    f"'{name}' features of row {row} are inf or NaN after casting to {store_dtype}", hint
                 )
+
+
+def non_finite_hint(store_dtype: str, edited: bool) -> str:
+    """What to try when a row's states are inf or NaN: a smaller edit (``--intervene``), float32 storage (float16
+    holds at most ±65504), or another compute dtype than float16."""
+    hints = ["an --intervene edit may push the states out of range: give a smaller steer amount"] if edited else []
+    if store_dtype == "float16":
+        hints.append("values beyond float16's range (±65504)? re-run with --store-dtype float32 --overwrite")
+    hints.append("with --dtype float16, try --dtype float32 or bfloat16")
+    return "; ".join(hints)
 
 
 def blocks(plan: ExtractionPlan, tokenized: TokenizedCorpus) -> list[tuple[int, int]]:
@@ -203,7 +212,7 @@ class BlockRun:
 
     def finish(self) -> None:
         """Check the whole block, write what no commit inside it wrote, and commit it."""
-        self.block.check_finite(self.plan.store_dtype)
+        self.block.check_finite(self.plan.store_dtype, edited=bool(self.plan.edits))
         whole = self.committed == 0 or not self.fresh  # nothing written yet (or all of it by an earlier run)
         self._submit(
             [(0, self.block.stop - self.block.start)] if whole else runs(np.concatenate(self.fresh)), batches=None
@@ -213,7 +222,7 @@ class BlockRun:
         block = self.block
         if batches is not None:
             for first, last in spans:
-                block.check_finite(self.plan.store_dtype, first, last)
+                block.check_finite(self.plan.store_dtype, first, last, edited=bool(self.plan.edits))
         writes = [(block.start + first, block.start + last, block.rows(first, last)) for first, last in spans]
         self.background.submit((writes, block.start, block.stop, batches))
         self.committed, self.fresh = self.stored, []

@@ -217,3 +217,13 @@ def test_an_edit_at_the_top_is_marked_in_the_fingerprint(plain, tiny_model, tmp_
         with featx.open(run(corpus, tiny_model, tmp_path / f"at{layer}.h5", intervene=f"random:2@{layer}").output) as f:
             fingerprints[layer] = json.loads(f.attrs["fingerprint"])
     assert fingerprints[2]["top_edit"] == "stored top layer" and "top_edit" not in fingerprints[1]
+
+
+def test_a_steer_too_large_for_the_states_names_the_edit_not_float16_storage(plain, tiny_model, topic_bundle, tmp_path):
+    """A steer whose amount overflows float32 inside the layers above: the hint says the edit may be too large, and
+    says nothing of float16 storage when the file stores float32."""
+    corpus, _ = plain
+    with pytest.raises(StoreError, match="inf or NaN") as caught:
+        run(corpus, tiny_model, tmp_path / "huge.h5", intervene=f"steer:{topic_bundle}:b:1e38@1")
+    assert "give a smaller steer amount" in caught.value.hint and "float16's range" not in caught.value.hint
+    assert not (tmp_path / "huge.h5").exists()
