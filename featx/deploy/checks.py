@@ -314,13 +314,22 @@ def read_weights(folder: Path, manifest: dict) -> dict[str, np.ndarray]:
             raise _bad(folder, f"array '{name}' has dtype {array.dtype}; only float32 and float64 are read")
         if array.shape != shape:
             raise _bad(folder, f"array '{name}' has shape {array.shape}, the manifest needs {shape}")
-        if not np.all(np.isfinite(array)):
+        if not np.all(np.isfinite(array) | _never_predicted(manifest, name, array)):
             raise _bad(folder, f"array '{name}' holds NaN or infinite values")
     scaler = [name for name in shapes if name.endswith(("mean", "scale"))]
     if any(np.any(arrays[name] <= 0) for name in scaler if name.endswith("scale")):
         raise _bad(folder, "its scaler has a scale of zero or less")
     _check_digest(folder, manifest, data)
     return {name: arrays[name].astype(np.float32 if name in scaler else np.float64) for name in shapes}
+
+
+def _never_predicted(manifest: dict, name: str, array: np.ndarray) -> np.ndarray:
+    """Where ``array`` may hold minus infinity: the intercept of a class a linear classifier never saw in its
+    training rows (``head.linear_weights``), so that it is never predicted; at least one class must be finite."""
+    if manifest["classifier"] not in ("logreg", "svm") or not name.endswith("intercept"):
+        return np.zeros(array.shape, dtype=bool)
+    absent = np.isneginf(array)
+    return absent if not absent.all() else np.zeros(array.shape, dtype=bool)
 
 
 def check_model_now(extraction: dict) -> None:
