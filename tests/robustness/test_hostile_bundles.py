@@ -172,6 +172,10 @@ CASES = {
         r"manifest\.json was changed after it was written \(its content differs from the digest in weights",
     ),
     "another pooling, edited in": (_set("pooling", "cls"), r"manifest\.json was changed after it was written"),
+    "a model name too long for a path, resealed": (
+        _resealed(lambda b: (_set_extraction("model", "x" * 300)(b), _set_extraction("model_path", "y" * 300)(b))),
+        r"--model y{80}\.\.\. is not a usable name \(File name too long\)",
+    ),
     "another class order, edited in": (_set("classes", ["pos", "neg"]), r"manifest\.json was changed after it"),
 }
 
