@@ -100,9 +100,18 @@ def _check_options(config: PredictConfig, probe: Probe) -> None:
         raise InputError("--top-k applies to class labels, and this bundle predicts values", "leave --top-k out")
 
 
+OUTPUT_SUFFIXES = (".csv", ".tsv", ".jsonl")
+
+
 def _output(config: PredictConfig, corpus: Path) -> Path:
     if config.output is not None:
-        return Path(config.output)
+        output = Path(config.output)
+        if str(output) != STDOUT and output.suffix.lower() not in OUTPUT_SUFFIXES:
+            raise InputError(
+                f"-o {output}: featx predict writes .csv, .tsv or .jsonl (by the file's ending)",
+                f"name the predictions file with one of them, e.g. -o {output.with_suffix('.csv').name}",
+            )
+        return output
     if str(corpus) == "-":
         raise InputError(
             "reading the corpus from stdin needs -o FILE (or -o - for standard output)",

@@ -173,3 +173,12 @@ def test_quiet_as_in_extract_leaves_out_the_progress_bar(fitted, split_features,
     assert result.exit_code == 0, result.output
     assert ("predict:" in result.output) is (quiet is None)
     assert "wrote" in result.output and len(pd.read_csv(tmp_path / "p.csv")) == len(deploy_rows())
+
+
+@pytest.mark.parametrize("name", ["p.parquet", "p.json", "p.xlsx", "predictions"])
+def test_an_output_of_another_format_is_refused_before_any_row(fitted, split_features, tmp_path, name, monkeypatch):
+    monkeypatch.setattr(Probe, "features", lambda *a, **k: pytest.fail("no row is predicted"))
+    result = _run(fitted.path, split_features.parent / "corpus.csv", "-o", tmp_path / name)
+    assert result.exit_code == 2, result.output
+    assert_one_clear_error(result.output, r"writes \.csv, \.tsv or \.jsonl")
+    assert list(tmp_path.iterdir()) == []
