@@ -105,13 +105,7 @@ OUTPUT_SUFFIXES = (".csv", ".tsv", ".jsonl")
 
 def _output(config: PredictConfig, corpus: Path) -> Path:
     if config.output is not None:
-        output = Path(config.output)
-        if str(output) != STDOUT and output.suffix.lower() not in OUTPUT_SUFFIXES:
-            raise InputError(
-                f"-o {output}: featx predict writes .csv, .tsv or .jsonl (by the file's ending)",
-                f"name the predictions file with one of them, e.g. -o {output.with_suffix('.csv').name}",
-            )
-        return output
+        return Path(config.output)
     if str(corpus) == "-":
         raise InputError(
             "reading the corpus from stdin needs -o FILE (or -o - for standard output)",
@@ -321,6 +315,11 @@ def _check_output(output: Path, config: PredictConfig) -> None:
     """Before any row is predicted: the output is a file that is none of the inputs, in a writable folder."""
     if output.is_dir():
         raise InputError(f"-o {output} is a folder", "-o names the predictions file, e.g. -o predictions.csv")
+    if output.suffix.lower() not in OUTPUT_SUFFIXES:
+        raise InputError(
+            f"-o {output}: featx predict writes .csv, .tsv or .jsonl (by the file's ending)",
+            f"name the predictions file with one of them, e.g. -o {output.with_suffix('.csv').name}",
+        )
     inputs = [Path(str(config.corpus)), Path(str(config.bundle))]
     if any(same_file(output, path) for path in inputs):
         raise InputError(
