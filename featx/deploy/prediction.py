@@ -315,6 +315,12 @@ def _check_output(output: Path, config: PredictConfig) -> None:
     """Before any row is predicted: the output is a file that is none of the inputs, in a writable folder."""
     if output.is_dir():
         raise InputError(f"-o {output} is a folder", "-o names the predictions file, e.g. -o predictions.csv")
+    folder = output.absolute().parent
+    if not folder.is_dir():
+        what = "is not a folder" if folder.exists() else "does not exist"
+        raise InputError(
+            f"-o {output}: its output folder {output.parent} {what}", "create it first, or choose another -o path"
+        )
     if output.suffix.lower() not in OUTPUT_SUFFIXES:
         raise InputError(
             f"-o {output}: featx predict writes .csv, .tsv or .jsonl (by the file's ending)",

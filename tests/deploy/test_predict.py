@@ -182,3 +182,11 @@ def test_an_output_of_another_format_is_refused_before_any_row(fitted, split_fea
     assert result.exit_code == 2, result.output
     assert_one_clear_error(result.output, r"writes \.csv, \.tsv or \.jsonl")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_an_output_in_a_missing_folder_is_refused_before_any_row(fitted, split_features, tmp_path, monkeypatch):
+    monkeypatch.setattr(Probe, "features", lambda *a, **k: pytest.fail("no row is predicted"))
+    result = _run(fitted.path, split_features.parent / "corpus.csv", "-o", tmp_path / "missing" / "p.csv")
+    assert result.exit_code == 2, result.output
+    assert_one_clear_error(result.output, r"output folder \S+missing does not exist")
+    assert list(tmp_path.iterdir()) == []
