@@ -239,11 +239,23 @@ def _read(config: PredictConfig, probe: Probe) -> tuple[Corpus, str, str | None]
             "leave them out",
         )
     text_col, pair_col = _columns(config, probe)
-    corpus = read_corpus(
-        str(config.corpus), text_col=text_col, id_col=config.id_col, encoding=config.encoding, sep=config.sep,
-        pair_col=pair_col,
-    )  # fmt: skip
-    return corpus, text_col, pair_col
+    return _read_table(config, text_col, pair_col), text_col, pair_col
+
+
+def _read_table(config: PredictConfig, text_col: str, pair_col: str | None = None) -> Corpus:
+    """The corpus table, read as ``featx extract`` reads it; an empty text is refused with predict's own advice
+    (every row gets a prediction, and predict has no ``--skip-empty``)."""
+    try:
+        return read_corpus(
+            str(config.corpus), text_col=text_col, id_col=config.id_col, encoding=config.encoding, sep=config.sep,
+            pair_col=pair_col,
+        )  # fmt: skip
+    except InputError as error:
+        if "--skip-empty" not in (error.hint or ""):
+            raise
+        raise InputError(
+            error.message, "fill them in, or leave those rows out: predict writes one prediction per row"
+        ) from None
 
 
 def _read_words(config: PredictConfig) -> Corpus:
@@ -260,10 +272,7 @@ def _read_words(config: PredictConfig) -> Corpus:
     if fmt is not None:
         check_no_table_columns(fmt, config.text_col, config.id_col)
         return read_word_corpus([Path(str(config.corpus))], fmt, config.columns, config.encoding)
-    corpus = read_corpus(
-        str(config.corpus), text_col=config.text_col or "text", id_col=config.id_col, encoding=config.encoding,
-        sep=config.sep,
-    )  # fmt: skip
+    corpus = _read_table(config, config.text_col or "text")
     corpus.words = sentences_table([text.split() for text in corpus.texts])
     corpus.notes.append(
         "words: each text split on whitespace (a CoNLL-U file or JSON Lines of tokens gives the words themselves)"

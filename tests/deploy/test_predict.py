@@ -100,6 +100,11 @@ BAD = {
         ["--label", "gold"],
         r"no label column 'gold'",
     ),
+    "an empty text": (
+        lambda t: _corpus(t, [["the cat", "pos"], ["  ", "neg"]]),
+        [],
+        r"1 empty or whitespace-only text\(s\) in column 'text': row 1 .* hint: fill them in, or leave those rows out",
+    ),
     "zero batch size": (lambda t: _corpus(t, [["the cat", "pos"]]), ["--batch-size", "0"], r"--batch-size 0 must be"),
     "pair column on single texts": (
         lambda t: _corpus(t, [["the cat", "pos"]]),
