@@ -163,6 +163,11 @@ EXTRACTION_CHOICES = {
     "pair_mode": ("cross", "separate"),
 }
 EXTRACTION_WHOLE = {"max_length": (2, 1 << 20), "stride": (0, 1 << 20), "option_seed": (0, (1 << 32) - 1)}
+# The extraction settings that are texts when present (a model's name or folder, columns, the prompt's parts).
+EXTRACTION_TEXTS = (
+    "model", "model_path", "text_col", "text_pair_col", "option_template", "option_system", "option_pool_at",
+    "option_contrast",
+)  # fmt: skip
 
 
 def _check_extraction(extraction: dict, folder: Path) -> None:
@@ -182,6 +187,32 @@ def _check_extraction(extraction: dict, folder: Path) -> None:
             raise _bad(
                 folder, f"its extraction field '{name}' is {str(value)[:40]}, not a whole number in {low}..{high:,}"
             )
+    for name in EXTRACTION_TEXTS:
+        value = extraction.get(name)
+        if value is not None and not isinstance(value, str):
+            raise _bad(folder, f"its extraction field '{name}' is {str(value)[:40]}, not a text")
+    _check_template(extraction, folder)
+
+
+def _check_template(extraction: dict, folder: Path) -> None:
+    """A recorded template renders a text alone (its text field, and the answer of ``--contrast``): ``featx fit``
+    refuses any other, so one naming other columns was edited in."""
+    from ..extraction import ANSWER_FIELD, TEXT_FIELD, parse_template
+
+    template = extraction.get("option_template")
+    if not template:
+        return
+    try:
+        fields = parse_template(str(template), str(extraction.get("text_col") or TEXT_FIELD)).fields
+    except InputError as error:
+        raise _bad(folder, f"its extraction field 'option_template' is not a template: {error.message}") from None
+    others = [name for name in fields if name not in (TEXT_FIELD, ANSWER_FIELD)]
+    if others:
+        raise _bad(
+            folder,
+            f"its extraction field 'option_template' names column(s) {', '.join(others)[:80]} besides the text "
+            "(a bundle predicts from a text alone)",
+        )
 
 
 def _check_array_shapes(arrays: Any, folder: Path) -> None:
@@ -314,13 +345,22 @@ def read_weights(folder: Path, manifest: dict) -> dict[str, np.ndarray]:
             raise _bad(folder, f"array '{name}' has dtype {array.dtype}; only float32 and float64 are read")
         if array.shape != shape:
             raise _bad(folder, f"array '{name}' has shape {array.shape}, the manifest needs {shape}")
-        if not np.all(np.isfinite(array)):
+        if not np.all(np.isfinite(array) | _never_predicted(manifest, name, array)):
             raise _bad(folder, f"array '{name}' holds NaN or infinite values")
     scaler = [name for name in shapes if name.endswith(("mean", "scale"))]
     if any(np.any(arrays[name] <= 0) for name in scaler if name.endswith("scale")):
         raise _bad(folder, "its scaler has a scale of zero or less")
     _check_digest(folder, manifest, data)
     return {name: arrays[name].astype(np.float32 if name in scaler else np.float64) for name in shapes}
+
+
+def _never_predicted(manifest: dict, name: str, array: np.ndarray) -> np.ndarray:
+    """Where ``array`` may hold minus infinity: the intercept of a class a linear classifier never saw in its
+    training rows (``head.linear_weights``), so that it is never predicted; at least one class must be finite."""
+    if manifest["classifier"] not in ("logreg", "svm") or not name.endswith("intercept"):
+        return np.zeros(array.shape, dtype=bool)
+    absent = np.isneginf(array)
+    return absent if not absent.all() else np.zeros(array.shape, dtype=bool)
 
 
 def check_model_now(extraction: dict) -> None:

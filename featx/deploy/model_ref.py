@@ -30,9 +30,19 @@ def model_folder(extraction: dict) -> Path | None:
     """The local folder of the bundle's model: its recorded path if it is still there, else what its name
     resolves to (the default model's folder, a local folder), else None."""
     recorded = extraction.get("model_path")
-    if recorded and Path(str(recorded)).is_dir():
+    if recorded and _is_folder(Path(str(recorded))):
         return Path(str(recorded))
-    return local_model_folder(extraction.get("model"))
+    try:
+        return local_model_folder(extraction.get("model"))
+    except OSError:  # a name no file system takes (too long): no local folder, the loader says what it is
+        return None
+
+
+def _is_folder(path: Path) -> bool:
+    try:
+        return path.is_dir()
+    except OSError:  # a name too long for the file system
+        return False
 
 
 def check_model(extraction: dict, folder: Path) -> None:

@@ -101,6 +101,9 @@ def _check_options(config: PredictConfig, probe: Probe) -> None:
         raise InputError("--top-k applies to class labels, and this bundle predicts values", "leave --top-k out")
 
 
+OUTPUT_SUFFIXES = (".csv", ".tsv", ".jsonl")
+
+
 def _output(config: PredictConfig, corpus: Path) -> Path:
     if config.output is not None:
         return Path(config.output)
@@ -237,11 +240,23 @@ def _read(config: PredictConfig, probe: Probe) -> tuple[Corpus, str, str | None]
             "leave them out",
         )
     text_col, pair_col = _columns(config, probe)
-    corpus = read_corpus(
-        str(config.corpus), text_col=text_col, id_col=config.id_col, encoding=config.encoding, sep=config.sep,
-        pair_col=pair_col,
-    )  # fmt: skip
-    return corpus, text_col, pair_col
+    return _read_table(config, text_col, pair_col), text_col, pair_col
+
+
+def _read_table(config: PredictConfig, text_col: str, pair_col: str | None = None) -> Corpus:
+    """The corpus table, read as ``featx extract`` reads it; an empty text is refused with predict's own advice
+    (every row gets a prediction, and predict has no ``--skip-empty``)."""
+    try:
+        return read_corpus(
+            str(config.corpus), text_col=text_col, id_col=config.id_col, encoding=config.encoding, sep=config.sep,
+            pair_col=pair_col,
+        )  # fmt: skip
+    except InputError as error:
+        if "--skip-empty" not in (error.hint or ""):
+            raise
+        raise InputError(
+            error.message, "fill them in, or leave those rows out: predict writes one prediction per row"
+        ) from None
 
 
 def _read_words(config: PredictConfig) -> Corpus:
@@ -258,10 +273,7 @@ def _read_words(config: PredictConfig) -> Corpus:
     if fmt is not None:
         check_no_table_columns(fmt, config.text_col, config.id_col)
         return read_word_corpus([Path(str(config.corpus))], fmt, config.columns, config.encoding)
-    corpus = read_corpus(
-        str(config.corpus), text_col=config.text_col or "text", id_col=config.id_col, encoding=config.encoding,
-        sep=config.sep,
-    )  # fmt: skip
+    corpus = _read_table(config, config.text_col or "text")
     corpus.words = sentences_table([text.split() for text in corpus.texts])
     corpus.notes.append(
         "words: each text split on whitespace (a CoNLL-U file or JSON Lines of tokens gives the words themselves)"
@@ -313,6 +325,17 @@ def _check_output(output: Path, config: PredictConfig) -> None:
     """Before any row is predicted: the output is a file that is none of the inputs, in a writable folder."""
     if output.is_dir():
         raise InputError(f"-o {output} is a folder", "-o names the predictions file, e.g. -o predictions.csv")
+    folder = output.absolute().parent
+    if not folder.is_dir():
+        what = "is not a folder" if folder.exists() else "does not exist"
+        raise InputError(
+            f"-o {output}: its output folder {output.parent} {what}", "create it first, or choose another -o path"
+        )
+    if output.suffix.lower() not in OUTPUT_SUFFIXES:
+        raise InputError(
+            f"-o {output}: featx predict writes .csv, .tsv or .jsonl (by the file's ending)",
+            f"name the predictions file with one of them, e.g. -o {output.with_suffix('.csv').name}",
+        )
     inputs = [Path(str(config.corpus)), Path(str(config.bundle))]
     if any(same_file(output, path) for path in inputs):
         raise InputError(

@@ -191,3 +191,25 @@ def test_a_file_without_texts_fits_without_the_lexical_baseline_and_says_so(spli
     result = featx.fit(path, label="label", layer="0", pooling="mean", write=False, folds=3)
     assert "lexical" not in result.test and "no texts stored: no lexical baseline" in result.notes
     assert not any(line.startswith("lexical baseline") for line in result.summary())
+
+
+def test_a_class_only_in_the_val_rows_gives_a_bundle_that_loads_and_never_predicts_it(tiny_model, tmp_path):
+    from support.deploy_data import deploy_rows
+    from support.tiny import write_csv
+
+    rows = []
+    for i, (text, label, _, _, split) in enumerate(deploy_rows(60)):
+        if split == "train" and i % 4 == 1:
+            split, label = "val", ("rare" if i % 8 == 1 else label)
+        rows.append([text, label, split])
+    corpus = write_csv(tmp_path / "val.csv", rows, header=("text", "label", "split"))
+    features = tmp_path / "val.h5"
+    featx.extract(corpus, model=str(tiny_model), output=features, layers="1", poolings="mean", progress=False)
+    result = featx.fit(features, label="label", output=tmp_path / "val.featx", folds=2)
+    assert result.probe.classes == ["neg", "pos", "rare"]  # 'rare' is in the val rows only: never trained on
+    loaded = featx.load(result.path)
+    assert np.isneginf(loaded.head.weights["intercept"]).tolist() == [False, False, True]
+    X = _stored(features, loaded)
+    assert np.array_equal(loaded.predict_features(X), result.probe.predict_features(X))
+    assert "rare" not in set(loaded.predict_features(X))
+    assert np.allclose(loaded.predict_proba_features(X)[:, 2], 0.0)

@@ -51,3 +51,10 @@ def test_a_file_without_the_record_is_hashed_from_the_model_folder_at_fit(own_mo
     fitted = featx.fit(path, label="label", layer="1", pooling="mean", folds=3, write=False)
     assert fitted.probe.extraction["tokenizer_sha256"] == tokenizer_sha256(own_model)
     assert fitted.probe.predict(["the cat sat"]).shape == (1,)
+
+
+def test_a_recorded_model_path_too_long_for_a_path_falls_back_to_the_models_name(tiny_model):
+    from featx.deploy.model_ref import model_folder
+
+    assert model_folder({"model_path": "y" * 300, "model": str(tiny_model)}) == tiny_model.resolve()
+    assert model_folder({"model_path": "y" * 300, "model": "x" * 300}) is None

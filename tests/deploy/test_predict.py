@@ -100,6 +100,11 @@ BAD = {
         ["--label", "gold"],
         r"no label column 'gold'",
     ),
+    "an empty text": (
+        lambda t: _corpus(t, [["the cat", "pos"], ["  ", "neg"]]),
+        [],
+        r"1 empty or whitespace-only text\(s\) in column 'text': row 1 .* hint: fill them in, or leave those rows out",
+    ),
     "zero batch size": (lambda t: _corpus(t, [["the cat", "pos"]]), ["--batch-size", "0"], r"--batch-size 0 must be"),
     "pair column on single texts": (
         lambda t: _corpus(t, [["the cat", "pos"]]),
@@ -173,3 +178,20 @@ def test_quiet_as_in_extract_leaves_out_the_progress_bar(fitted, split_features,
     assert result.exit_code == 0, result.output
     assert ("predict:" in result.output) is (quiet is None)
     assert "wrote" in result.output and len(pd.read_csv(tmp_path / "p.csv")) == len(deploy_rows())
+
+
+@pytest.mark.parametrize("name", ["p.parquet", "p.json", "p.xlsx", "predictions"])
+def test_an_output_of_another_format_is_refused_before_any_row(fitted, split_features, tmp_path, name, monkeypatch):
+    monkeypatch.setattr(Probe, "features", lambda *a, **k: pytest.fail("no row is predicted"))
+    result = _run(fitted.path, split_features.parent / "corpus.csv", "-o", tmp_path / name)
+    assert result.exit_code == 2, result.output
+    assert_one_clear_error(result.output, r"writes \.csv, \.tsv or \.jsonl")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_output_in_a_missing_folder_is_refused_before_any_row(fitted, split_features, tmp_path, monkeypatch):
+    monkeypatch.setattr(Probe, "features", lambda *a, **k: pytest.fail("no row is predicted"))
+    result = _run(fitted.path, split_features.parent / "corpus.csv", "-o", tmp_path / "missing" / "p.csv")
+    assert result.exit_code == 2, result.output
+    assert_one_clear_error(result.output, r"output folder \S+missing does not exist")
+    assert list(tmp_path.iterdir()) == []

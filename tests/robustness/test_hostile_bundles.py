@@ -172,6 +172,22 @@ CASES = {
         r"manifest\.json was changed after it was written \(its content differs from the digest in weights",
     ),
     "another pooling, edited in": (_set("pooling", "cls"), r"manifest\.json was changed after it was written"),
+    "a model named by a number, resealed": (
+        _resealed(lambda b: (_set_extraction("model", 3)(b), _set_extraction("model_path", None)(b))),
+        r"its extraction field 'model' is 3, not a text",
+    ),
+    "a model path of a list, resealed": (
+        _resealed(_set_extraction("model_path", ["/tmp"])),
+        r"its extraction field 'model_path' is \['/tmp'\], not a text",
+    ),
+    "a model name too long for a path, resealed": (
+        _resealed(lambda b: (_set_extraction("model", "x" * 300)(b), _set_extraction("model_path", "y" * 300)(b))),
+        r"--model y{80}\.\.\. is not a usable name \(File name too long\)",
+    ),
+    "a template naming another column, resealed": (
+        _resealed(_set_extraction("option_template", "Review: {text} ({topic})")),
+        r"its extraction field 'option_template' names column\(s\) topic besides the text",
+    ),
     "another class order, edited in": (_set("classes", ["pos", "neg"]), r"manifest\.json was changed after it"),
 }
 

@@ -95,7 +95,7 @@ CASES = [
     ("fit_filesystem_root", _fit("/"), "is a filesystem root"),
     ("fit_current_folder", _fit("."), "the output path is empty \\(or the current folder\\)"),
     ("fit_parent_folder", _fit(".."), "is the current folder or a folder above it"),
-    ("predict_user_file", _predict(lambda root: _user_file(root, "p")), _not_ours("file", "predictions file")),
+    ("predict_user_file", _predict(lambda root: _user_file(root, "notes.csv")), _not_ours("file", "predictions file")),
     ("predict_folder", _predict(_user_folder), "is a folder"),  # predict says first that -o names a file
     ("extract_user_file", _extract(lambda root: _user_file(root, "o.h5")), _not_ours("file", "features file")),
     ("extract_folder", _extract(lambda root: _user_folder(root).rename(root / "d.h5")), _not_ours("folder", FEATURES)),

@@ -86,12 +86,19 @@ def _custom_code(folder: Path) -> list[str]:
     return modules
 
 
+MODEL_HINT = "give a local model folder, or a Hugging Face id like org/name"
+
+
 def _resolve_folder(model: str) -> tuple[str, Path]:
     """Map ``--model`` (default, a folder, or a hub id) to a local folder, without network."""
     if model in (None, "", DEFAULT_MODEL):
         return "default:all-MiniLM-L6-v2", default_model_path()
     candidate = Path(model).expanduser()
-    if candidate.exists():
+    try:
+        exists = candidate.exists()
+    except OSError as err:  # a name the file system cannot take (too long): neither a folder nor a hub id
+        raise ModelError(f"--model {model[:80]}... is not a usable name ({err.strerror})", MODEL_HINT) from None
+    if exists:
         if not candidate.is_dir():
             raise ModelError(f"--model {model} is a file; give the model's folder")
         return model, candidate.resolve()

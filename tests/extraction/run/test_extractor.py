@@ -249,6 +249,11 @@ def test_unknown_hub_id_suggests_local_folder(corpus_csv, tmp_path):
         )
 
 
+def test_a_model_name_too_long_for_a_path_is_one_clear_error(corpus_csv, tmp_path):
+    with pytest.raises(ModelError, match=r"is not a usable name \(File name too long\)"):
+        extract(ExtractConfig(corpus=corpus_csv, output=tmp_path / "o.h5", model="m" * 300, progress=False))
+
+
 def test_output_directory_problems(tiny_model, corpus_csv, tmp_path):
     with pytest.raises(InputError, match="does not exist"):
         run(corpus_csv, tiny_model, tmp_path, "missing/out.h5")
