@@ -11,10 +11,8 @@ end, with no partial file (nothing to resume).
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,16 +23,15 @@ from ..errors import InputError
 from ..extraction import Corpus, read_corpus
 from ..io import corpus_stem
 from ..safe_files import (
-    NotARegularFile,
     check_overwrite,
     check_writable,
     is_predictions_file,
-    read_small_text,
     same_file,
     writing,
 )
 from .bundle import load
 from .config import PredictConfig
+from .partial import append, resume
 from .probe import Probe
 from .table import STDOUT, check_scoring, output_frame, score_line, write_frame
 
@@ -42,7 +39,6 @@ if TYPE_CHECKING:
     from ..extraction import WordTable
 
 PARTIAL_SUFFIX = ".partial"
-MAX_PARTIAL_BYTES = 1 << 40  # its own file of score rows: no bound but the disk's
 
 
 @dataclass
@@ -168,56 +164,6 @@ def _words(probe: Probe, corpus: Corpus) -> WordTable | None:
     return corpus.words
 
 
-def _resume(partial: Path, key: dict, notes: list[str]) -> list[list[float]]:
-    """The rows a previous run with the same key predicted (their score rows); a stale file is dropped."""
-    if partial.is_symlink():
-        partial.unlink()
-        return []
-    if not partial.exists():
-        return []
-    try:  # never blocks on a FIFO planted there, never reads a folder
-        lines = read_small_text(partial, MAX_PARTIAL_BYTES).split("\n")
-    except (NotARegularFile, UnicodeDecodeError) as err:
-        raise InputError(
-            f"{partial} is not the partial predictions file featx predict writes ({err})",
-            "remove it, or choose another -o path",
-        ) from None
-    try:
-        if json.loads(lines[0]) != key:
-            notes.append(
-                f"{partial.name} was made by another bundle, corpus or reading options (encoding, columns, device...): "
-                "its rows are not reused, starting again"
-            )
-            partial.unlink()
-            return []
-        return [json.loads(line) for line in lines[1:] if line.endswith("]")]
-    except (ValueError, IndexError):
-        partial.unlink()
-        return []
-
-
-def _append(partial: Path, key: dict, rows: list[list[float]], fresh: bool) -> None:
-    """Append a chunk's score rows; a failed write (a full disk) is cut off again, so the file holds whole
-    lines only, and is one clear error."""
-    flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | (os.O_TRUNC if fresh else 0)
-    text = (json.dumps(key) + "\n" if fresh else "") + "".join(
-        json.dumps([float(v) for v in row]) + "\n" for row in rows
-    )
-    with writing(partial):
-        descriptor = os.open(partial, flags, 0o600)
-        size = os.fstat(descriptor).st_size
-        try:
-            with os.fdopen(descriptor, "a", encoding="utf-8") as handle:
-                handle.write(text)
-        except OSError:
-            with contextlib.suppress(OSError):
-                if size:
-                    os.truncate(partial, size)
-                else:
-                    partial.unlink()
-            raise
-
-
 def _chunk_scores(probe: Probe, texts: list, pairs: list[str] | None, config: PredictConfig) -> np.ndarray:
     """Class probabilities (or margins, or values as one column) of one chunk of rows (a word probe: of every
     word of the chunk's sentences, ``texts`` their lists of words)."""
@@ -302,7 +248,7 @@ def predict(config: PredictConfig | str | Path | None = None, **options: Any) ->
     partial = None if to_stdout else output.with_name(output.name + PARTIAL_SUFFIX)
     notes = list(corpus.notes)
     key = _key(probe, corpus, config, text_col, pair_col)
-    done = [] if partial is None else _resume(partial, key, notes)
+    done = [] if partial is None else resume(partial, key, notes)
     words = _words(probe, corpus)
     first = _first_row(words, len(done))
     if first is None:  # a word run commits whole sentences: anything else is not its file
@@ -385,7 +331,7 @@ def _run_chunks(
                 texts, pairs = [words.sentence(row) for row in range(start, stop)], None
             chunk = _chunk_scores(probe, texts, pairs, config).tolist()
             if partial is not None:
-                _append(partial, key, chunk, fresh=start == 0)
+                append(partial, key, chunk, fresh=start == 0)
             scores.extend(chunk)
             bar.update(stop - start)
     return scores

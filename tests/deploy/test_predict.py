@@ -70,6 +70,43 @@ def test_a_failure_mid_run_writes_nothing_and_the_next_run_resumes(fitted, split
     assert len(pd.read_csv(output)) == 90 and not (tmp_path / "p.csv.partial").exists()
 
 
+def test_a_line_cut_by_a_kill_is_dropped_before_the_next_run_appends(fitted, split_features, tmp_path, monkeypatch):
+    """A kill in the middle of a write leaves a partial line at the end of OUT.partial; a resumed run dropped it
+    when reading but appended after it, gluing its first line onto the cut one, so a second resume threw every
+    saved row away. The cut line is now cut off the file before anything is appended."""
+    real = stored_lookup(split_features)
+    calls = []
+
+    def failing_at(n):
+        def failing(probe, texts, text_pairs=None, **overrides):
+            calls.append(len(texts))
+            if len(calls) == n:
+                raise KeyboardInterrupt
+            return real(probe, texts, text_pairs, **overrides)
+
+        return failing
+
+    corpus, output = split_features.parent / "corpus.csv", tmp_path / "p.csv"
+    partial = tmp_path / "p.csv.partial"
+    monkeypatch.setattr(Probe, "features", failing_at(3))
+    assert _run(fitted.path, corpus, "-o", output, "--commit-rows", "20").exit_code == 130
+    text = partial.read_text()
+    partial.write_text(text[: len(text) - 7])  # the last of the 40 saved rows cut mid-line
+    calls.clear()
+    monkeypatch.setattr(Probe, "features", failing_at(2))
+    result = _run(fitted.path, corpus, "-o", output, "--commit-rows", "20")
+    assert result.exit_code == 130 and partial.read_text().endswith("\n")
+    calls.clear()
+    monkeypatch.setattr(Probe, "features", real)
+    result = _run(fitted.path, corpus, "-o", output, "--commit-rows", "20")
+    assert result.exit_code == 0, result.output
+    assert "resumed: 59 of 90 rows were already predicted" in result.output  # 39 whole rows, then 20 more
+    monkeypatch.setattr(Probe, "features", real)
+    plain = tmp_path / "plain.csv"
+    assert _run(fitted.path, corpus, "-o", plain).exit_code == 0
+    assert pd.read_csv(output).equals(pd.read_csv(plain))
+
+
 @pytest.mark.parametrize("kind", ["fifo", "folder"])
 def test_a_partial_file_that_is_no_file_is_one_clear_error_not_a_hang(fitted, split_features, tmp_path, lookup, kind):
     """A FIFO planted at OUT.partial would block a plain read for ever; a folder there failed with a traceback."""
