@@ -36,7 +36,7 @@ from .lexical import (
 )
 from .pairs import baseline_meta
 from .regression_jobs import CURVE_COLUMNS, RegressionInputs, mean_record, run_curve_job, run_probe_job
-from .sentences import SentenceLayout, control_targets, read_layout, sources
+from .sentences import SentenceLayout, control_targets, read_groups, read_layout, sources
 from .tested_rows import rows_sha256
 
 CLASSIFIER_NAMES = {"logreg": "ridge", "ridge": "ridge", "mlp": "mlp"}
@@ -147,9 +147,10 @@ class RegressionProbe:
                     "pick another column with --label NAME",
                 )
             layout = read_layout(features, config, kept, notes, need_tokens=False)
+            groups = read_groups(features, config, kept, label, notes)
             texts = read_texts(features, kept, bool(config.lexical), notes)
         y = values[kept]
-        folds = make_plan(y, layout.kept_split, int(config.folds), int(config.seed))
+        folds = make_plan(y, layout.kept_split, int(config.folds), int(config.seed), groups)
         inputs = RegressionInputs(
             config.allow_partial,
             kept,
