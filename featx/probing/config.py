@@ -92,6 +92,21 @@ def _check_arcs(config: ProbeConfig) -> None:
         raise InputError("--arcs probes the stored word labels, not --labels", "leave --labels out")
 
 
+def _check_group(config: ProbeConfig) -> None:
+    """``--group`` names another column than the label, of sentence rows (word probes fold by sentence)."""
+    if config.group is None:
+        return
+    if not str(config.group).strip():
+        raise InputError("--group is empty", "name a label column whose values are the groups, e.g. --group doc")
+    if config.label is not None and config.group == config.label:
+        raise InputError(
+            f"--group {config.group} is the label probed: every group would hold one class",
+            "group by another column (a document, a speaker, a shared sentence), or leave out --group",
+        )
+    if config.arcs:
+        raise InputError("--group applies to sentence labels: arc probes already fold by sentence", "leave out --group")
+
+
 def _check_labels_file(config: ProbeConfig) -> None:
     """``--labels sentiment`` (a column name, where ``--label`` was meant) is refused as what it likely is."""
     given = config.labels
@@ -186,6 +201,14 @@ class ProbeConfig(Options):
         0, flag="--seed", group=EVALUATION, help="Seed of the folds, the control permutation and torch heads."
     )
     balanced: bool = option(False, flag="--balanced", group=EVALUATION, help="Balanced class weights.")
+    group: str | None = option(
+        None,
+        flag="--group",
+        group=EVALUATION,
+        help="A label column naming groups of rows to keep together (a document, a speaker, the sentence several "
+        "pairs share): the folds, the holdouts that choose C and the bootstrap resamples take whole groups, and a "
+        "train/test split with a group on both sides is refused.",
+    )
     control: bool = option(
         True, flag="--no-control", negate=True, group=EVALUATION, help="Skip the control task (permuted labels)."
     )
@@ -298,6 +321,8 @@ class ProbeConfig(Options):
         _check_device,
         check_join,
         _check_arcs,
+        text("group", "--group", optional=True, example="name a label column of groups, e.g. group='doc'"),
+        _check_group,
         _check_labels_file,
         requires("join", "--join", "labels", "--labels", default="id", hint="add --labels FILE, or leave --join out"),
         whole("bins", "--bins", minimum=2, optional=True, hint=_at_least(2, "--bins")),

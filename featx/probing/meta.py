@@ -107,6 +107,8 @@ class ProbeMeta(Mapping[str, Any]):
     predictions_for: str = ""
     mdl: bool = False
     train_sizes: list[float] | None = None
+    group: str | None = None  # --group: the column whose groups the folds, holdouts and resamples keep whole
+    n_groups: int | None = None
     file: dict[str, Any] = field(default_factory=dict)  # model and corpus records of the features file
     versions: dict[str, str | None] = field(default_factory=dict)
     solver: dict[str, str] = field(default_factory=dict)  # where the logistic probes were solved
@@ -176,6 +178,7 @@ class ProbeMeta(Mapping[str, Any]):
         out: dict[str, Any] = {
             "evaluation": self.evaluation,
             "folds": self.folds,
+            **({"group": self.group, "n_groups": self.n_groups} if self.group is not None else {}),
             "n_dev": self.n_dev,
             "seed": self.seed,
             "classifiers": self.classifiers,

@@ -94,6 +94,7 @@ class ProbePlan:
             "label": self.label,
             "evaluation": evaluation.evaluation,
             "folds": int(config.folds) if not evaluation.is_split else None,
+            **_group_fields(config, evaluation),
             "n_dev": int(len(evaluation.dev[0])) if evaluation.is_split and evaluation.dev[0] is not None else 0,
             "seed": int(config.seed),
             "classifiers": list(self.classifiers),
@@ -106,6 +107,13 @@ class ProbePlan:
             "versions": package_versions(),
             "notes": list(self.notes),
         }
+
+
+def _group_fields(config: ProbeConfig, evaluation: Plan) -> dict[str, Any]:
+    """``group`` and ``n_groups`` of a run with ``--group`` (nothing without: word runs' sentences are their own)."""
+    if config.group is None or evaluation.groups is None:
+        return {}
+    return {"group": str(config.group), "n_groups": int(len(np.unique(evaluation.groups)))}
 
 
 def probe_config(config: ProbeConfig | str | Path | None = None, **options: Any) -> ProbeConfig:
@@ -128,6 +136,12 @@ def resolve_plan(config: ProbeConfig) -> ProbePlan:
         check_corpus(features, notes)
         check_outputs(features, config)
         if config.labels is None and wants_words(features, config):  # a word-level label, or --arcs
+            if config.group is not None:
+                raise InputError(
+                    f"--group applies to sentence labels, and '{config.label}' is a word label: word probes "
+                    "already fold, hold out and resample by whole sentence",
+                    "leave out --group",
+                )
             level = Level.ARC if config.arcs else Level.WORD
             metric = check_metric(config.metric, False, str(config.label or "the word label"))
             plan = ProbePlan(config, Path(path), Task.CLASSIFICATION, level, None, classifiers, started, notes)

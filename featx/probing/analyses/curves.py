@@ -51,5 +51,16 @@ def subsample(y: np.ndarray, rows: np.ndarray, size: float, seed: int) -> np.nda
 
 
 def subsampled_plan(plan: Plan, y: np.ndarray, size: float, seed: int) -> Plan:
-    folds = [(subsample(y, train, size, seed + 7 * index), test) for index, (train, test) in enumerate(plan.folds)]
-    return Plan(plan.evaluation, folds, list(plan.dev))
+    """``plan`` with each training part subsampled (seeded per fold); a grouped plan (``--group``) keeps whole
+    groups, as many as make up ``size``, and its groups, so the inner holdouts stay by group."""
+    if plan.groups is not None:
+        from .word_curves import sentence_subsample
+
+        groups = plan.groups
+        folds = [
+            (sentence_subsample(groups, train, size, seed + 7 * index, y), test)
+            for index, (train, test) in enumerate(plan.folds)
+        ]
+    else:
+        folds = [(subsample(y, train, size, seed + 7 * index), test) for index, (train, test) in enumerate(plan.folds)]
+    return Plan(plan.evaluation, folds, list(plan.dev), plan.groups)

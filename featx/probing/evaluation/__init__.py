@@ -20,6 +20,7 @@ from .core import (
     run_mlp,
     run_stack,
 )
+from .groups import Groups, check_group_count, group_holdout, grouped_folds
 from .metrics import bootstrap_intervals, confusion, metrics_from_confusion, summarise, t_interval
 from .plans import (
     DEV_VALUES,
@@ -29,8 +30,10 @@ from .plans import (
     FoldResult,
     Plan,
     check_labels,
+    grouped,
     inner_split,
     make_plan,
+    split_parts,
 )
 from .search import PATH_PATIENCE, PATH_TOL, CPath, search_c, search_logreg
 from .selection import CLASSIFICATION_METRICS, METRICS, REGRESSION_METRICS, Scoring, check_metric
@@ -50,10 +53,12 @@ __all__ = [
     "TRAIN_VALUES",
     "CPath",
     "FoldResult",
+    "Groups",
     "Plan",
     "Scaler",
     "TokenBatches",
     "bootstrap_intervals",
+    "check_group_count",
     "check_labels",
     "confusion",
     "core",
@@ -61,6 +66,10 @@ __all__ = [
     "fit_logreg",
     "final_logreg",
     "fit_scaler",
+    "group_holdout",
+    "grouped",
+    "grouped_folds",
+    "groups",
     "inner_split",
     "make_plan",
     "metrics",
@@ -75,6 +84,7 @@ __all__ = [
     "search",
     "search_c",
     "search_logreg",
+    "split_parts",
     "significance",
     "summarise",
     "t_interval",

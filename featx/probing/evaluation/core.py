@@ -70,13 +70,16 @@ def preconditioner_of(X_fit: np.ndarray):
     return Preconditioner.from_rows(X_fit, np.float32) if X_fit.size >= PRECONDITION_VALUES else None
 
 
-def fit_logreg(X: np.ndarray, labels: list[np.ndarray], train: np.ndarray, dev, n_classes: int, cs, balanced, seed):
+def fit_logreg(
+    X: np.ndarray, labels: list[np.ndarray], train: np.ndarray, dev, n_classes: int, cs, balanced, seed, groups=None
+):
     """Scaler + C search + final fit for several label vectors on the same training part, solved
     together (e.g. the real labels and the control task's). Returns [(model, scaler, C, validation)] per
     vector, ``validation`` the (rows, predictions) of the dev rows or of the inner holdout at that C.
 
-    The inner holdout is stratified on the first vector's labels and shared by all of them; it is drawn
-    even for a single C, whose holdout score is what the best layer is chosen on.
+    The inner holdout is stratified on the first vector's labels and shared by all of them (with ``groups``,
+    the group of every row, whole groups held out); it is drawn even for a single C, whose holdout score is
+    what the best layer is chosen on.
     """
     scaler = fit_scaler(X, train)
     if dev is not None:
@@ -92,7 +95,7 @@ def fit_logreg(X: np.ndarray, labels: list[np.ndarray], train: np.ndarray, dev, 
         ]
     Xs = scaler(X[train])
     targets = [y[train] for y in labels]
-    fit_rows, val_rows = inner_split(targets[0], np.arange(len(train)), seed)
+    fit_rows, val_rows = inner_split(targets[0], np.arange(len(train)), seed, _within(groups, train))
     return final_logreg(Xs, targets, fit_rows, val_rows, n_classes, cs, balanced, scaler, train)
 
 
@@ -126,10 +129,15 @@ def final_logreg(Xs, targets, fit_rows, val_rows, n_classes: int, cs, balanced, 
     ]
 
 
-def fit_linear(name: str, X: np.ndarray, y: np.ndarray, train: np.ndarray, dev, cs, balanced, seed):
+def _within(groups: np.ndarray | None, rows: np.ndarray) -> np.ndarray | None:
+    """The groups of ``rows`` (None: no groups)."""
+    return None if groups is None else groups[rows]
+
+
+def fit_linear(name: str, X: np.ndarray, y: np.ndarray, train: np.ndarray, dev, cs, balanced, seed, groups=None):
     """Scaler + C search + final fit, all on the training part; returns (model, scaler, C, validation)."""
     if name == "logreg":
-        return fit_logreg(X, [y], train, dev, int(y.max()) + 1, cs, balanced, seed)[0]
+        return fit_logreg(X, [y], train, dev, int(y.max()) + 1, cs, balanced, seed, groups)[0]
     scaler = fit_scaler(X, train)
     if dev is not None:
         rows = np.concatenate([train, dev])
@@ -139,21 +147,21 @@ def fit_linear(name: str, X: np.ndarray, y: np.ndarray, train: np.ndarray, dev, 
         return model, scaler, C, (dev, predicted)
     Xs = scaler(X[train])
     y_train = y[train]
-    fit_rows, val_rows = inner_split(y_train, np.arange(len(train)), seed)
+    fit_rows, val_rows = inner_split(y_train, np.arange(len(train)), seed, _within(groups, train))
     C, model, predicted = search_c(name, Xs, y_train, fit_rows, val_rows, cs, balanced, seed)
     clf.fit_quietly(model, Xs, y_train)  # the final fit on the whole training part
     return model, scaler, C, (train[val_rows], predicted)
 
 
 # -- one outer fold --------------------------------------------------------------------------------
-def run_linear_tasks(name, X, labels, train, test, dev, n_classes, cs, balanced, seed) -> list[FoldResult]:
+def run_linear_tasks(name, X, labels, train, test, dev, n_classes, cs, balanced, seed, groups=None) -> list[FoldResult]:
     """One outer fold for each label vector in ``labels``; logreg solves them together, and each
     result's ``fit_seconds`` is its share of the joint time."""
     started = time.perf_counter()
     if name == "logreg":
-        fitted = fit_logreg(X, labels, train, dev, n_classes, cs, balanced, seed)
+        fitted = fit_logreg(X, labels, train, dev, n_classes, cs, balanced, seed, groups)
     else:
-        fitted = [fit_linear(name, X, y, train, dev, cs, balanced, seed) for y in labels]
+        fitted = [fit_linear(name, X, y, train, dev, cs, balanced, seed, groups) for y in labels]
     X_test = fitted[0][1](X[test])  # one scaler: the training part is the same for every vector
     predictions = [model.predict(X_test) for model, *_ in fitted]
     seconds = (time.perf_counter() - started) / len(labels)
@@ -163,23 +171,23 @@ def run_linear_tasks(name, X, labels, train, test, dev, n_classes, cs, balanced,
     ]
 
 
-def run_stack(name, blocks: list[np.ndarray], y, train, test, dev, n_classes, cs, balanced, seed) -> FoldResult:
-    """One probe per layer; a logistic meta-classifier on their out-of-fold scores (training part only)."""
+def run_stack(
+    name, blocks: list[np.ndarray], y, train, test, dev, n_classes, cs, balanced, seed, groups=None
+) -> FoldResult:
+    """One probe per layer; a logistic meta-classifier on their out-of-fold scores (training part only;
+    with ``groups``, folded by whole group)."""
     from sklearn.linear_model import LogisticRegression
-    from sklearn.model_selection import StratifiedKFold
 
     started = time.perf_counter()
     train_scores, test_scores, chosen = [], [], []
-    counts = np.bincount(y[train], minlength=n_classes)
-    inner_folds = int(min(STACK_INNER_FOLDS, counts[counts > 0].min()))
+    inner_folds = _stack_folds(y, train, n_classes, groups)
     for X in blocks:
-        model, scaler, C, _ = fit_linear(name, X, y, train, dev, cs, balanced, seed)
+        model, scaler, C, _ = fit_linear(name, X, y, train, dev, cs, balanced, seed, groups)
         chosen.append(C)
         test_scores.append(clf.linear_scores(model, scaler(X[test]), n_classes))
         oof = np.zeros((len(train), n_classes))
         if inner_folds >= 2:
-            splitter = StratifiedKFold(n_splits=inner_folds, shuffle=True, random_state=seed)
-            for fit_idx, val_idx in splitter.split(np.zeros(len(train)), y[train]):
+            for fit_idx, val_idx in _stack_splits(y, train, inner_folds, seed, groups):
                 inner = clf.make_linear(name, C, balanced, seed)
                 inner_scaler = fit_scaler(X, train[fit_idx])
                 clf.fit_quietly(inner, inner_scaler(X[train[fit_idx]]), y[train[fit_idx]])
@@ -193,30 +201,52 @@ def run_stack(name, blocks: list[np.ndarray], y, train, test, dev, n_classes, cs
     predictions = meta.predict(np.concatenate(test_scores, axis=1))
     per_block = np.abs(meta.coef_).reshape(meta.coef_.shape[0], len(blocks), n_classes).sum(axis=(0, 2))
     weights = per_block / per_block.sum() if per_block.sum() > 0 else np.full(len(blocks), 1 / len(blocks))
-    validation = _stack_validation(meta, np.concatenate(train_scores, axis=1), y, train, inner_folds, seed)
+    validation = _stack_validation(meta, np.concatenate(train_scores, axis=1), y, train, inner_folds, seed, groups)
     C = float(np.exp(np.mean(np.log(chosen))))
     return FoldResult(predictions, C, time.perf_counter() - started, weights, validation)
 
 
-def _stack_validation(meta, scores: np.ndarray, y: np.ndarray, train: np.ndarray, inner_folds: int, seed: int):
+def _stack_folds(y: np.ndarray, train: np.ndarray, n_classes: int, groups: np.ndarray | None) -> int:
+    """How many inner folds the stacked probe's out-of-fold scores take (below 2: none)."""
+    counts = np.bincount(y[train], minlength=n_classes)
+    folds = int(min(STACK_INNER_FOLDS, counts[counts > 0].min()))
+    return folds if groups is None else min(folds, len(np.unique(groups[train])))
+
+
+def _stack_splits(y: np.ndarray, train: np.ndarray, inner_folds: int, seed: int, groups: np.ndarray | None) -> list:
+    """The stacked probe's inner folds of the training part (positions in it), by whole group with ``groups``."""
+    import warnings
+
+    from sklearn.model_selection import StratifiedGroupKFold, StratifiedKFold
+
+    if groups is None:
+        splitter = StratifiedKFold(n_splits=inner_folds, shuffle=True, random_state=seed)
+        return list(splitter.split(np.zeros(len(train)), y[train]))
+    grouped = StratifiedGroupKFold(n_splits=inner_folds, shuffle=True, random_state=seed)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="The least populated class")
+        return list(grouped.split(np.zeros(len(train)), y[train], groups[train]))
+
+
+def _stack_validation(meta, scores, y: np.ndarray, train: np.ndarray, inner_folds: int, seed: int, groups=None):
     """The stacked probe's held-out predictions of its training part: the meta-classifier cross-validated
     over the layers' out-of-fold scores (None when the training part is too small to fold)."""
     from sklearn.base import clone
-    from sklearn.model_selection import StratifiedKFold, cross_val_predict
+    from sklearn.model_selection import cross_val_predict
 
     if inner_folds < 2:
         return None
-    splitter = StratifiedKFold(n_splits=inner_folds, shuffle=True, random_state=seed)
-    return train, cross_val_predict(clone(meta), scores, y[train], cv=splitter)
+    splits = _stack_splits(y, train, inner_folds, seed, groups)
+    return train, cross_val_predict(clone(meta), scores, y[train], cv=splits)
 
 
-def run_mlp(X, y, train, test, dev, n_classes, balanced, seed) -> FoldResult:
+def run_mlp(X, y, train, test, dev, n_classes, balanced, seed, groups=None) -> FoldResult:
     import torch
 
     started = time.perf_counter()
     scaler = fit_scaler(X, train)
     Xs = torch.from_numpy(np.ascontiguousarray(scaler(X)))
-    fit_rows, val_rows = (train, dev) if dev is not None else inner_split(y, train, seed)
+    fit_rows, val_rows = (train, dev) if dev is not None else inner_split(y, train, seed, groups)
     torch.manual_seed(seed)
     model = clf.build_mlp(X.shape[1], n_classes)
     clf.train_head(model, lambda rows: Xs[rows], y, fit_rows, val_rows, n_classes, seed, balanced)
@@ -257,12 +287,12 @@ class TokenBatches:
         return torch.from_numpy(batch), torch.from_numpy(mask)
 
 
-def run_attention(tokens: TokenBatches, y, train, test, dev, n_classes, balanced, seed) -> FoldResult:
+def run_attention(tokens: TokenBatches, y, train, test, dev, n_classes, balanced, seed, groups=None) -> FoldResult:
     import torch
 
     started = time.perf_counter()
     tokens.fit_scaler(train)
-    fit_rows, val_rows = (train, dev) if dev is not None else inner_split(y, train, seed)
+    fit_rows, val_rows = (train, dev) if dev is not None else inner_split(y, train, seed, groups)
     torch.manual_seed(seed)
     model = clf.build_attention(tokens.states.shape[1], n_classes)
     clf.train_head(model, tokens, y, fit_rows, val_rows, n_classes, seed, balanced, lr=2e-3)

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ...errors import InputError
+from .groups import Groups, check_group_count, check_split_groups, check_training_groups, group_holdout, grouped_folds
 
 TRAIN_VALUES = ("train",)
 DEV_VALUES = ("dev", "validation", "valid", "val")
@@ -20,11 +21,13 @@ INNER_HOLDOUT = 0.2  # share of a training part held out to choose C / stop earl
 # -- outer plan ------------------------------------------------------------------------------------
 @dataclass
 class Plan:
-    """The outer evaluation: (train, test) row indices per fold, optionally a fixed dev part per fold."""
+    """The outer evaluation: (train, test) row indices per fold, optionally a fixed dev part per fold, and
+    the group of every row when rows are kept together (``--group``: folds, holdouts and resamples by group)."""
 
     evaluation: str  # "split" or "<k>-fold cv"
     folds: list[tuple[np.ndarray, np.ndarray]]
     dev: list[np.ndarray | None] = field(default_factory=list)
+    groups: np.ndarray | None = None
 
     @property
     def is_split(self) -> bool:
@@ -70,17 +73,20 @@ def _check_class_count(classes: int, rows: int, column: str, path) -> None:
 
 
 def make_plan(
-    y: np.ndarray, split: np.ndarray | None, folds: int, seed: int, names: list[str], column: str = "label"
+    y: np.ndarray,
+    split: np.ndarray | None,
+    folds: int,
+    seed: int,
+    names: list[str],
+    column: str = "label",
+    groups: Groups | None = None,
 ) -> Plan:
-    """A fixed train/test split when the rows carry one, else seeded stratified k-fold."""
+    """A fixed train/test split when the rows carry one, else seeded stratified k-fold (by whole ``groups``)."""
     if split is not None:
-        values = np.char.lower(np.asarray(split, dtype=str))
-        train = np.flatnonzero(np.isin(values, TRAIN_VALUES))
-        test = np.flatnonzero(np.isin(values, TEST_VALUES))
-        dev = np.flatnonzero(np.isin(values, DEV_VALUES))
+        train, test, dev = split_parts(split)
         if len(train) and len(test):
             _check_split_classes(y, train, test, names, column)
-            return Plan("split", [(train, test)], [dev if len(dev) else None])
+            return grouped(Plan("split", [(train, test)], [dev if len(dev) else None]), groups)
     counts = np.bincount(y, minlength=len(names))
     present = np.flatnonzero(counts)
     smallest = present[np.argmin(counts[present])]
@@ -92,11 +98,35 @@ def make_plan(
             if counts[smallest] >= 2
             else "a class with a single row cannot be cross-validated; add rows or drop that class",
         )
+    if groups is not None:
+        check_group_count(groups, folds)
+        pairs = grouped_folds(y, groups, folds, seed, stratified=True)
+        return grouped(Plan(f"{folds}-fold cv by {groups.column}", pairs, [None] * len(pairs)), groups)
     from sklearn.model_selection import StratifiedKFold
 
     splitter = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed)
     pairs = [(train, test) for train, test in splitter.split(np.zeros(len(y)), y)]
     return Plan(f"{folds}-fold cv", pairs, [None] * len(pairs))
+
+
+def split_parts(split: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The (train, test, dev) rows of a split column (values matched case-blind)."""
+    values = np.char.lower(np.asarray(split, dtype=str))
+    parts = (TRAIN_VALUES, TEST_VALUES, DEV_VALUES)
+    train, test, dev = (np.flatnonzero(np.isin(values, part)) for part in parts)
+    return train, test, dev
+
+
+def grouped(plan: Plan, groups: Groups | None) -> Plan:
+    """``plan`` with the group of every row (None: rows are their own units), its split checked for a group
+    on both sides of the test rows and its training parts for two groups to choose C on."""
+    if groups is None:
+        return plan
+    if plan.is_split:
+        check_split_groups(groups, plan.folds[0][0], plan.folds[0][1], plan.dev[0])
+    check_training_groups(groups, plan.folds, plan.dev)
+    plan.groups = groups.codes
+    return plan
 
 
 def _check_split_classes(y, train, test, names, column) -> None:
@@ -111,8 +141,14 @@ def _check_split_classes(y, train, test, names, column) -> None:
         )
 
 
-def inner_split(y: np.ndarray, rows: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """A stratified (when possible) holdout of the training rows: (fit rows, validation rows)."""
+def inner_split(
+    y: np.ndarray, rows: np.ndarray, seed: int, groups: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """A stratified (when possible) holdout of the training rows: (fit rows, validation rows); with ``groups``
+    (the group of every row, indexed as ``y``), whole groups are held out."""
+    if groups is not None:
+        fit, val = group_holdout(groups[rows], seed, y[rows])
+        return rows[fit], rows[val]
     from sklearn.model_selection import ShuffleSplit, StratifiedShuffleSplit
 
     n_val = max(1, int(round(INNER_HOLDOUT * len(rows))))

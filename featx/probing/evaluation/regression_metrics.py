@@ -47,15 +47,19 @@ def metrics(y_true: np.ndarray, y_pred: np.ndarray) -> dict[str, np.ndarray]:
     }
 
 
-def bootstrap(y_true, y_pred, n_boot: int, seed: int) -> dict[str, tuple[float, float]]:
+def bootstrap(y_true, y_pred, n_boot: int, seed: int, groups=None) -> dict[str, tuple[float, float]]:
+    """95% percentile intervals of every metric over resamples of the rows (with ``groups``, of whole groups)."""
     rng = np.random.default_rng(seed)
     n = len(y_true)
     chunk = max(1, min(n_boot, 2_000_000 // max(1, n)))
     parts: dict[str, list] = {name: [] for name in METRICS}
-    for start in range(0, n_boot, chunk):
-        rows = rng.integers(0, n, size=(min(chunk, n_boot - start), n))
-        for name, values in metrics(y_true[rows], y_pred[rows]).items():
-            parts[name].append(values)
+    if groups is not None:
+        _group_resamples(y_true, y_pred, groups, n_boot, rng, parts)
+    else:
+        for start in range(0, n_boot, chunk):
+            rows = rng.integers(0, n, size=(min(chunk, n_boot - start), n))
+            for name, values in metrics(y_true[rows], y_pred[rows]).items():
+                parts[name].append(values)
     out = {}
     for name, chunks in parts.items():
         values = np.concatenate(chunks)
@@ -66,6 +70,17 @@ def bootstrap(y_true, y_pred, n_boot: int, seed: int) -> dict[str, tuple[float, 
             else (float("nan"), float("nan"))
         )
     return out
+
+
+def _group_resamples(y_true, y_pred, groups, n_boot: int, rng, parts: dict[str, list]) -> None:
+    """The metrics of ``n_boot`` resamples of whole groups (a group drawn k times counts its rows k times)."""
+    unit = np.unique(groups, return_inverse=True)[1]
+    n_units, positions = int(unit.max()) + 1, np.arange(len(unit))
+    for _ in range(n_boot):
+        counts = np.bincount(rng.integers(0, n_units, n_units), minlength=n_units)
+        rows = np.repeat(positions, counts[unit])
+        for name, value in metrics(y_true[rows], y_pred[rows]).items():
+            parts[name].append(np.atleast_1d(value))
 
 
 def t_interval(values) -> tuple[float, float, float]:
@@ -88,7 +103,8 @@ def summarise(plan, y: np.ndarray, folds, n_boot: int, seed: int) -> dict:
     if plan.is_split:
         test = plan.folds[0][1]
         point = metrics(y[test], folds[0].predictions)
-        bounds = bootstrap(y[test], folds[0].predictions, n_boot, seed)
+        groups = getattr(plan, "groups", None)  # --group: resample whole test groups
+        bounds = bootstrap(y[test], folds[0].predictions, n_boot, seed, None if groups is None else groups[test])
         for name in METRICS:
             row[name] = float(point[name])
             row[f"{name}_low"], row[f"{name}_high"] = bounds[name]

@@ -70,14 +70,17 @@ def choose_alphas(X_fit, Y_fit, X_val, Y_val, alphas) -> tuple[list[float], np.n
     return [alpha for _, alpha in best], predicted
 
 
-def holdout(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+def holdout(n: int, seed: int, groups: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Positions (fit, validation) of a seeded holdout of ``n`` rows (with ``groups``, of whole groups)."""
+    if groups is not None:
+        return ev.group_holdout(groups, seed)
     rng = np.random.default_rng(seed)
     order = rng.permutation(n)
     n_val = max(1, int(round(ev.INNER_HOLDOUT * n)))
     return np.sort(order[n_val:]), np.sort(order[:n_val])
 
 
-def fit_ridge(X: np.ndarray, targets: list[np.ndarray], train: np.ndarray, dev, alphas, seed: int):
+def fit_ridge(X: np.ndarray, targets: list[np.ndarray], train: np.ndarray, dev, alphas, seed: int, groups=None):
     """Scaler + alpha search + refit on ``train`` for each target vector: [(RidgeFit, alpha, validation)],
     scaler; ``validation`` the (rows, predictions) of the dev rows or the inner holdout at that alpha (the
     holdout is drawn even for a single alpha: the best layer is chosen on it)."""
@@ -89,7 +92,7 @@ def fit_ridge(X: np.ndarray, targets: list[np.ndarray], train: np.ndarray, dev, 
         chosen, predicted = choose_alphas(Xs, Y, scaler(X[dev]), Y_dev, alphas)
         val_rows = dev
     else:
-        fit_rows, local = holdout(len(train), seed)
+        fit_rows, local = holdout(len(train), seed, None if groups is None else groups[train])
         chosen, predicted = choose_alphas(Xs[fit_rows], Y[fit_rows], Xs[local], Y[local], alphas)
         val_rows = train[local]
     path = RidgePath(Xs, Y)  # the final fit on the whole training part
@@ -101,16 +104,16 @@ def fit_ridge(X: np.ndarray, targets: list[np.ndarray], train: np.ndarray, dev, 
     return fits, scaler
 
 
-def run_ridge(X, targets: list[np.ndarray], train, test, dev, alphas, seed) -> list[RegressionFold]:
-    """One outer fold for each target vector."""
+def run_ridge(X, targets: list[np.ndarray], train, test, dev, alphas, seed, groups=None) -> list[RegressionFold]:
+    """One outer fold for each target vector (``groups``: the group of every row, held out whole)."""
     started = time.perf_counter()
-    fits, scaler = fit_ridge(X, targets, train, dev, alphas, seed)
+    fits, scaler = fit_ridge(X, targets, train, dev, alphas, seed, groups)
     X_test = scaler(X[test])
     seconds = (time.perf_counter() - started) / len(targets)
     return [RegressionFold(fit.predict(X_test)[:, 0], alpha, seconds, held) for fit, alpha, held in fits]
 
 
-def run_mlp(X, y, train, test, dev, seed) -> RegressionFold:
+def run_mlp(X, y, train, test, dev, seed, groups=None) -> RegressionFold:
     """An MLP regression head: one hidden layer of 256, early-stopped on a holdout of the training part,
     targets standardised with the training part's mean and deviation. L2 10: on SICK relatedness (MiniLM
     layer 4, its test split) it gave R² 0.59 against 0.45 with L2 1e-3, and permuted-target R² -0.21
@@ -124,7 +127,7 @@ def run_mlp(X, y, train, test, dev, seed) -> RegressionFold:
     if dev is not None:
         validation = (dev, predict(dev))
     else:
-        fit_rows, local = holdout(len(train), seed)
+        fit_rows, local = holdout(len(train), seed, None if groups is None else groups[train])
         validation = (train[local], _mlp_head(X, y, train[fit_rows], seed)(train[local]))
     return RegressionFold(predict(test), float("nan"), time.perf_counter() - started, validation)
 

@@ -36,19 +36,24 @@ from .lexical import (
     with_lexical_job,
 )
 from .pairs import baseline_meta
-from .sentences import SentenceLayout, SitePlan, control_targets, curve_sites, read_layout, sources
+from .sentences import SentenceLayout, SitePlan, control_targets, curve_sites, read_groups, read_layout, sources
 from .tested_rows import rows_sha256
 
 MIN_TEST_ROWS = 30  # below this many scored rows a probe's accuracy says little (a warning)
 
 
 def evaluation_plan(
-    y: np.ndarray, layout: SentenceLayout, plan: ProbePlan, label: str, class_names: list[str]
+    y: np.ndarray,
+    layout: SentenceLayout,
+    plan: ProbePlan,
+    label: str,
+    class_names: list[str],
+    groups: ev.Groups | None = None,
 ) -> ev.Plan:
-    """The outer folds of the run (the file's split, else stratified k-fold), with its notes."""
+    """The outer folds of the run (the file's split, else stratified k-fold; by whole ``groups``), with its notes."""
     config, notes = plan.config, plan.notes
     split, kept = layout.split, layout.kept
-    folds = ev.make_plan(y, layout.kept_split, int(config.folds), config.seed, class_names, label)
+    folds = ev.make_plan(y, layout.kept_split, int(config.folds), config.seed, class_names, label, groups)
     note = split_note(folds, split, kept) if split is not None else None
     if note is not None:
         notes.append(note)
@@ -92,6 +97,7 @@ class ClassificationProbe:
             y = column.codes[kept].astype(np.int64)
             ev.check_labels(y, column.names, column.name, plan.path)
             layout = read_layout(features, config, kept, notes, "attn" in classifiers)
+            groups = read_groups(features, config, kept, column.name, notes)
             curves = curve_sites(features, config, layout.sites) if config.train_sizes is not None else {}
             texts = read_texts(features, kept, bool(config.lexical), notes)
         check_predictions_choice(config.predictions, layout.poolings, classifiers)
@@ -99,7 +105,7 @@ class ClassificationProbe:
         present = np.unique(y)
         class_names = [column.names[code] for code in present]
         y = np.searchsorted(present, y)
-        folds = evaluation_plan(y, layout, plan, column.name, class_names)
+        folds = evaluation_plan(y, layout, plan, column.name, class_names, groups)
         inputs = ClassificationInputs(
             config.allow_partial,
             kept,

@@ -51,7 +51,17 @@ def fit_folds(
         seed = inputs.seed + 1000 * index
         if kind != "stack" and classifier in clf.LINEAR:
             fold = ev.run_linear_tasks(
-                classifier, data, labels, train, test, dev, inputs.n_classes, inputs.cs, inputs.balanced, seed
+                classifier,
+                data,
+                labels,
+                train,
+                test,
+                dev,
+                inputs.n_classes,
+                inputs.cs,
+                inputs.balanced,
+                seed,
+                inputs.plan.groups,
             )
         else:
             fold = [fit_fold(classifier, data, y, train, test, dev, inputs, seed) for y in labels]
@@ -70,13 +80,13 @@ def fit_fold(
     inputs: ClassificationInputs,
     seed: int,
 ) -> ev.FoldResult:
-    """One fold of a non-linear (mlp, attn) or stacked probe."""
-    n_classes, balanced = inputs.n_classes, inputs.balanced
+    """One fold of a non-linear (mlp, attn) or stacked probe (held-out parts by whole group, when grouped)."""
+    n_classes, balanced, groups = inputs.n_classes, inputs.balanced, inputs.plan.groups
     if classifier == "attn":
-        return ev.run_attention(data, y, train, test, dev, n_classes, balanced, seed)
+        return ev.run_attention(data, y, train, test, dev, n_classes, balanced, seed, groups)
     if classifier == "mlp":
-        return ev.run_mlp(data, y, train, test, dev, n_classes, balanced, seed)
-    return ev.run_stack(classifier, data, y, train, test, dev, n_classes, inputs.cs, balanced, seed)
+        return ev.run_mlp(data, y, train, test, dev, n_classes, balanced, seed, groups)
+    return ev.run_stack(classifier, data, y, train, test, dev, n_classes, inputs.cs, balanced, seed, groups)
 
 
 def run_probe_job(job: FeatureJob, inputs: ClassificationInputs) -> list[dict]:
@@ -133,7 +143,8 @@ def online_code(job: FeatureJob, data: Any, inputs: ClassificationInputs) -> Any
 
     if job.pooling == TOKENS_POOLING or job.spec.kind == "stack":
         return None
-    return online_codelength(data, inputs.y, inputs.n_classes, coded_rows(inputs.plan), inputs.seed, inputs.cs)
+    plan, y = inputs.plan, inputs.y
+    return online_codelength(data, y, inputs.n_classes, coded_rows(plan), inputs.seed, inputs.cs, groups=plan.groups)
 
 
 def run_curve_job(job: FeatureJob, inputs: ClassificationInputs, sizes: list[float]) -> list[dict]:

@@ -112,7 +112,7 @@ def validation_split(transform, X_train, y, train, dev, fit_and_val):
     return X_train[fit_rows], y[train][fit_rows], X_train[val_rows], y[train][val_rows]
 
 
-def choose_c(transform, X_train, y, train, dev, cs, balanced: bool, seed: int):
+def choose_c(transform, X_train, y, train, dev, cs, balanced: bool, seed: int, groups=None):
     """C by the probes' rule: the dev part, else a seeded stratified holdout of the training part; the
     path over the whole grid (smallest C first), ties to the smaller C. Each C of the path starts from the
     previous C's weights. Unlike the probes' paths it never stops early: TF-IDF rows are not standardised,
@@ -122,9 +122,11 @@ def choose_c(transform, X_train, y, train, dev, cs, balanced: bool, seed: int):
     single C and no dev part), from which the caller's fit on the whole training part starts."""
     if dev is None and len(cs) == 1:
         return float(cs[0]), None
-    X_fit, y_fit, X_val, y_val = validation_split(
-        transform, X_train, y, train, dev, lambda: ev.inner_split(y[train], np.arange(len(train)), seed)
-    )
+
+    def holdout_rows():
+        return ev.inner_split(y[train], np.arange(len(train)), seed, _of(groups, train))
+
+    X_fit, y_fit, X_val, y_val = validation_split(transform, X_train, y, train, dev, holdout_rows)
     from ..solvers.softmax_sparse import SparseRows
 
     rows = SparseRows.of(X_fit)  # converted once for the whole path
@@ -138,7 +140,13 @@ def choose_c(transform, X_train, y, train, dev, cs, balanced: bool, seed: int):
     return float(path.best_c), path.best_state
 
 
-def classify_fold(texts: LexicalTexts, y, train, test, dev, cs, balanced: bool, seed: int) -> ev.FoldResult:
+def _of(groups: np.ndarray | None, rows: np.ndarray) -> np.ndarray | None:
+    return None if groups is None else groups[rows]
+
+
+def classify_fold(
+    texts: LexicalTexts, y, train, test, dev, cs, balanced: bool, seed: int, groups=None
+) -> ev.FoldResult:
     """One outer fold of the logistic lexical baseline: the fit on the whole training part starts from the
     path's weights at the C chosen (its fit rows are most of those rows: a third of the iterations from
     zeros) and stops by the same rule."""
@@ -149,20 +157,22 @@ def classify_fold(texts: LexicalTexts, y, train, test, dev, cs, balanced: bool, 
     X_train = transform(train)
     if dev is not None:  # the C path fits the whole training part too: its rows are prepared once for both
         X_train = SparseRows.of(X_train)
-    C, start = choose_c(transform, X_train, y, train, dev, cs, balanced, seed)
+    C, start = choose_c(transform, X_train, y, train, dev, cs, balanced, seed, groups)
     model = start if start is not None else logistic(C, balanced)
     model.fit(X_train, y[train])
     return ev.FoldResult(model.predict(transform(test)), C, time.perf_counter() - started)
 
 
-def choose_alpha(transform, X_train, y, train, dev, alphas, seed: int) -> float:
+def choose_alpha(transform, X_train, y, train, dev, alphas, seed: int, groups=None) -> float:
     """alpha by the ridge probes' rule: the dev part, else the same seeded holdout; the smallest
     validation MSE, ties to the larger alpha."""
     from sklearn.linear_model import Ridge
 
     if len(alphas) == 1:
         return float(alphas[0])
-    X_fit, y_fit, X_val, y_val = validation_split(transform, X_train, y, train, dev, lambda: holdout(len(train), seed))
+    X_fit, y_fit, X_val, y_val = validation_split(
+        transform, X_train, y, train, dev, lambda: holdout(len(train), seed, _of(groups, train))
+    )
     best, chosen = np.inf, float(alphas[0])
     for alpha in sorted(alphas, reverse=True):
         error = float(np.mean((Ridge(alpha=alpha).fit(X_fit, y_fit).predict(X_val) - y_val) ** 2))
@@ -171,7 +181,7 @@ def choose_alpha(transform, X_train, y, train, dev, alphas, seed: int) -> float:
     return chosen
 
 
-def regress_fold(texts: LexicalTexts, y, train, test, dev, alphas, seed: int) -> RegressionFold:
+def regress_fold(texts: LexicalTexts, y, train, test, dev, alphas, seed: int, groups=None) -> RegressionFold:
     """One outer fold of the ridge lexical baseline."""
     from sklearn.linear_model import Ridge
 
@@ -179,7 +189,7 @@ def regress_fold(texts: LexicalTexts, y, train, test, dev, alphas, seed: int) ->
     y = np.asarray(y, dtype=np.float64)
     transform = featuriser(texts, train)
     X_train = transform(train)
-    alpha = choose_alpha(transform, X_train, y, train, dev, alphas, seed)
+    alpha = choose_alpha(transform, X_train, y, train, dev, alphas, seed, groups)
     model = Ridge(alpha=alpha).fit(X_train, y[train])
     return RegressionFold(model.predict(transform(test)), alpha, time.perf_counter() - started)
 
@@ -221,10 +231,10 @@ def lexical_fold(texts: LexicalTexts, family: str, inputs: Any, index: int) -> A
     """Outer fold ``index`` of the lexical baseline (its seed the fold's, as every fold always had)."""
     plan = inputs.plan
     (train, test), dev = plan.folds[index], plan.dev[index]
-    grid = inputs.cs if family == "logreg" else inputs.alphas
+    grid, seed, groups = inputs.cs if family == "logreg" else inputs.alphas, inputs.seed + 1000 * index, plan.groups
     if family == "logreg":
-        return classify_fold(texts, inputs.y, train, test, dev, grid, inputs.balanced, inputs.seed + 1000 * index)
-    return regress_fold(texts, inputs.y, train, test, dev, grid, inputs.seed + 1000 * index)
+        return classify_fold(texts, inputs.y, train, test, dev, grid, inputs.balanced, seed, groups)
+    return regress_fold(texts, inputs.y, train, test, dev, grid, seed, groups)
 
 
 def lexical_record(family: str, folds: list[Any], inputs: Any) -> dict:

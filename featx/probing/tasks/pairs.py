@@ -127,7 +127,8 @@ def _regression_scores(score: np.ndarray, y: np.ndarray, plan, n_boot: int, seed
     if plan.is_split:
         test = plan.folds[0][1]
         values = rm.metrics(y[test], score[test])
-        bounds = rm.bootstrap(y[test], score[test], n_boot, seed)
+        groups = getattr(plan, "groups", None)
+        bounds = rm.bootstrap(y[test], score[test], n_boot, seed, None if groups is None else groups[test])
         for name in ("spearman", "pearson"):
             out[name], (out[f"{name}_low"], out[f"{name}_high"]) = float(values[name]), bounds[name]
         return out
@@ -145,7 +146,9 @@ def cosine_class_scores(score: np.ndarray, y: np.ndarray, plan, n_classes: int, 
         predictions.append(predict_thresholds(score[test], order, thresholds))
     if plan.is_split:
         test = plan.folds[0][1]
-        low, high = ev.bootstrap_intervals(y[test], predictions[0], n_classes, n_boot, seed)["accuracy"]
+        groups = getattr(plan, "groups", None)
+        tested = None if groups is None else groups[test]
+        low, high = ev.bootstrap_intervals(y[test], predictions[0], n_classes, n_boot, seed, tested)["accuracy"]
         return {"accuracy": float((predictions[0] == y[test]).mean()), "accuracy_low": low, "accuracy_high": high}
     mean, low, high = ev.t_interval(
         np.asarray([float((p == y[test]).mean()) for p, (_, test) in zip(predictions, plan.folds, strict=False)])

@@ -36,7 +36,7 @@ from .lexical import (
 )
 from .pairs import baseline_meta
 from .regression_jobs import CURVE_COLUMNS, RegressionInputs, mean_record, run_curve_job, run_probe_job
-from .sentences import SentenceLayout, control_targets, read_layout, sources
+from .sentences import SentenceLayout, control_targets, read_groups, read_layout, sources
 from .tested_rows import rows_sha256
 
 CLASSIFIER_NAMES = {"logreg": "ridge", "ridge": "ridge", "mlp": "mlp"}
@@ -73,21 +73,25 @@ def regression_classifiers(config: ProbeConfig) -> list[str]:
     return chosen
 
 
-def make_plan(values: np.ndarray, split: np.ndarray | None, folds: int, seed: int) -> ev.Plan:
-    """The file's train/test split when both parts have rows, else seeded (unstratified) k-fold."""
+def make_plan(
+    values: np.ndarray, split: np.ndarray | None, folds: int, seed: int, groups: ev.Groups | None = None
+) -> ev.Plan:
+    """The file's train/test split when both parts have rows, else seeded (unstratified) k-fold (by whole
+    ``groups``)."""
     from sklearn.model_selection import KFold
 
     if split is not None:
-        lowered = np.char.lower(np.asarray(split, dtype=str))
-        train = np.flatnonzero(np.isin(lowered, ev.TRAIN_VALUES))
-        test = np.flatnonzero(np.isin(lowered, ev.TEST_VALUES))
-        dev = np.flatnonzero(np.isin(lowered, ev.DEV_VALUES))
+        train, test, dev = ev.split_parts(split)
         if len(train) >= 2 and len(test) >= 2:
-            return ev.Plan("split", [(train, test)], [dev if len(dev) else None])
+            return ev.grouped(ev.Plan("split", [(train, test)], [dev if len(dev) else None]), groups)
     if len(values) < 2 * folds:
         raise InputError(
             f"only {len(values)} labelled rows for {folds}-fold cross-validation", "use fewer folds or more data"
         )
+    if groups is not None:
+        ev.check_group_count(groups, folds)
+        pairs = ev.grouped_folds(values, groups, folds, seed, stratified=False)
+        return ev.grouped(ev.Plan(f"{folds}-fold cv by {groups.column}", pairs, [None] * len(pairs)), groups)
     pairs = list(KFold(n_splits=folds, shuffle=True, random_state=seed).split(np.zeros(len(values))))
     return ev.Plan(f"{folds}-fold cv", pairs, [None] * len(pairs))
 
@@ -143,9 +147,10 @@ class RegressionProbe:
                     "pick another column with --label NAME",
                 )
             layout = read_layout(features, config, kept, notes, need_tokens=False)
+            groups = read_groups(features, config, kept, label, notes)
             texts = read_texts(features, kept, bool(config.lexical), notes)
         y = values[kept]
-        folds = make_plan(y, layout.kept_split, int(config.folds), int(config.seed))
+        folds = make_plan(y, layout.kept_split, int(config.folds), int(config.seed), groups)
         inputs = RegressionInputs(
             config.allow_partial,
             kept,

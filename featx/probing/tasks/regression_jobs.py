@@ -60,9 +60,9 @@ def fit_folds(classifier: str, data: Any, targets: list[np.ndarray], inputs: Reg
     for index, ((train, test), dev) in enumerate(zip(inputs.plan.folds, inputs.plan.dev, strict=False)):
         seed = inputs.seed + 1000 * index
         if classifier == "ridge":
-            fold = ridge.run_ridge(data, targets, train, test, dev, inputs.alphas, seed)
+            fold = ridge.run_ridge(data, targets, train, test, dev, inputs.alphas, seed, inputs.plan.groups)
         else:
-            fold = [ridge.run_mlp(data, y, train, test, dev, seed) for y in targets]
+            fold = [ridge.run_mlp(data, y, train, test, dev, seed, inputs.plan.groups) for y in targets]
         for per_target, result in zip(results, fold, strict=False):
             per_target.append(result)
     return results

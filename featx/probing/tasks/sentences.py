@@ -13,6 +13,7 @@ from ... import store
 from ...errors import InputError
 from ...selection import LayerSpec, parse_layer_specs, parse_poolings
 from ...store import FeatureFile
+from .. import evaluation as ev
 from ..config import ProbeConfig
 from ..inputs import check_baseline, check_baseline_sites, site_plan
 from ..meta import file_meta
@@ -120,3 +121,61 @@ def sources(config: ProbeConfig, path: object) -> list[tuple[str, str]]:
 def control_targets(y: np.ndarray, config: ProbeConfig) -> np.ndarray | None:
     """The control task's targets: the labels permuted with a seeded draw (None without ``--control``)."""
     return np.random.default_rng(config.seed + 7919).permutation(y) if config.control else None
+
+
+def read_groups(
+    features: FeatureFile, config: ProbeConfig, kept: np.ndarray, label: str, notes: list[str]
+) -> ev.Groups | None:
+    """The group of every probed row (``--group COLUMN``: a stored label column, or one of the ``--labels``
+    file's), or None without ``--group``; a group column that is the label or misses a probed row's group is
+    refused before any probe is fitted."""
+    name = config.group
+    if name is None:
+        return None
+    if name == label:
+        raise InputError(
+            f"--group {name} is the label probed: every group would hold one class",
+            "group by another column (a document, a speaker, a shared sentence), or leave out --group",
+        )
+    codes, names = _group_column(features, config, name)
+    codes = codes[kept]
+    missing = np.flatnonzero(codes < 0)
+    if len(missing):
+        example = np.asarray(features.ids, dtype=object)[kept[missing[0]]]
+        raise InputError(
+            f"--group {name}: {len(missing)} of the {len(kept)} labelled rows have no group (e.g. the row with id "
+            f"'{example}')",
+            "give every labelled row a group (a row alone can be a group of its own), or leave out --group",
+        )
+    present, inverse = np.unique(codes, return_inverse=True)
+    groups = ev.Groups(name, inverse.astype(np.int64), [names[int(code)] for code in present])
+    notes.append(
+        f"rows kept together by --group {name} ({groups.count} groups): the folds, the holdouts that choose C "
+        "and the bootstrap resamples take whole groups"
+    )
+    return groups
+
+
+def _group_column(features: FeatureFile, config: ProbeConfig, name: str) -> tuple[np.ndarray, list[str]]:
+    """The codes (-1: missing) of every stored row of the group column and the value of each code."""
+    from ..labels import join_labels, stored_column
+
+    if name in features.label_columns:
+        column = stored_column(features, name)
+    elif config.labels is not None and name in (joined := join_labels(features, config.labels, config.join)):
+        column = joined[name]
+    else:
+        where = f"{features.path} or {config.labels}" if config.labels is not None else str(features.path)
+        raise InputError(
+            f"--group {name}: no label column '{name}' in {where}; label columns: "
+            f"{', '.join(features.label_columns) or '(none)'}",
+            "name a column whose values are the groups, or store one first (featx labels add FEATURES FILE)",
+        )
+    codes = np.asarray(column.codes)
+    if codes.dtype.kind == "f":  # a numeric column stored as its values (NaN: missing)
+        finite = np.isfinite(codes)
+        values, inverse = np.unique(codes[finite], return_inverse=True)
+        coded = np.full(len(codes), -1, np.int64)
+        coded[finite] = inverse
+        return coded, [format(value, "g") for value in values]
+    return codes.astype(np.int64), list(column.names)

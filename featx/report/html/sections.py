@@ -60,6 +60,7 @@ def run_rows(meta: dict) -> list[tuple[str, str]]:
         ("rows", meta.get("n_rows")),
         ("sentences", meta.get("n_sentences")),
         ("evaluation", meta.get("evaluation")),
+        ("grouped by", _grouping(meta)),
         ("metric", meta.get("metric")),
         ("seed", meta.get("seed")),
         ("classifiers", ", ".join(meta.get("classifiers") or []) or None),
@@ -70,6 +71,16 @@ def run_rows(meta: dict) -> list[tuple[str, str]]:
         ("seconds", meta.get("seconds")),
     ]
     return [(name, str(value)) for name, value in rows if value not in (None, "")]
+
+
+def _grouping(meta) -> str | None:
+    """How a ``--group`` run kept its rows together (None: it did not)."""
+    if not meta.get("group"):
+        return None
+    return (
+        f"{meta['group']} ({meta.get('n_groups')} groups): folds, C holdouts and bootstrap resamples keep each "
+        "group whole"
+    )
 
 
 def _value(row: pd.Series, column: str) -> str:

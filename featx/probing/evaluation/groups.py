@@ -1,0 +1,123 @@
+"""Rows that must stay together (``featx probe --group COLUMN``: a document, a speaker, the sentence several
+pairs share): the outer folds by whole groups, a split checked for groups on both sides of it, and the inner
+holdouts (C, alpha, early stopping) by whole groups.
+
+Rows of one group share more than their label (a topic, a voice, a sentence): a probe fitted on some of them
+and scored on others scores what it memorised of the group. So no group is ever on both sides of a fit and a
+score: not across the outer folds, not across a training part's holdout.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...errors import InputError
+
+INNER_FOLDS = 5  # a training part's groups are dealt into this many parts; one is held out (about 20%)
+
+
+@dataclass(frozen=True)
+class Groups:
+    """The group of every probed row: ``codes`` 0..k-1 (per labelled row), ``names`` the value of each code."""
+
+    column: str
+    codes: np.ndarray
+    names: list[str]
+
+    @property
+    def count(self) -> int:
+        return len(self.names)
+
+    def name_of(self, rows: np.ndarray) -> str:
+        """The name of the group of the first of ``rows`` (for messages)."""
+        return self.names[int(self.codes[rows[0]])]
+
+
+def check_group_count(groups: Groups, folds: int) -> None:
+    """Cross-validation by group needs more groups than folds (each training part holds two or more)."""
+    if groups.count <= folds:
+        raise InputError(
+            f"--group {groups.column}: only {groups.count} group(s) of the labelled rows for {folds} folds; "
+            "cross-validation by group needs more groups than folds (every training part must hold two, "
+            "one to fit and one to choose C on)",
+            f"use fewer folds (--folds {max(2, groups.count - 1)})"
+            if groups.count >= 3
+            else "group by a finer column, or leave out --group",
+        )
+
+
+def grouped_folds(y: np.ndarray, groups: Groups, folds: int, seed: int, stratified: bool) -> list:
+    """Seeded k-fold over whole groups: stratified by class as far as whole groups allow (``stratified``), else
+    the groups dealt in a seeded order, each to the fold with the fewest rows so far."""
+    codes = groups.codes
+    if stratified:
+        from sklearn.model_selection import StratifiedGroupKFold
+
+        splitter = StratifiedGroupKFold(n_splits=folds, shuffle=True, random_state=seed)
+        with warnings.catch_warnings():  # a class rarer than the folds: checked before, in featx's words
+            warnings.filterwarnings("ignore", message="The least populated class")
+            return [(train, test) for train, test in splitter.split(np.zeros(len(y)), y, codes)]
+    sizes = np.bincount(codes, minlength=groups.count)
+    fold_of, filled = np.zeros(groups.count, np.int64), np.zeros(folds, np.int64)
+    for code in np.random.default_rng(seed).permutation(groups.count):
+        fold_of[code] = int(np.argmin(filled))
+        filled[fold_of[code]] += sizes[code]
+    rows = np.arange(len(codes))
+    return [(rows[fold_of[codes] != k], rows[fold_of[codes] == k]) for k in range(folds)]
+
+
+def check_split_groups(groups: Groups, train: np.ndarray, test: np.ndarray, dev: np.ndarray | None) -> None:
+    """Refuse a split with a group on both sides of the test rows: its test rows would be scored by a probe
+    that saw (train) or chose C on (dev) other rows of the same group."""
+    test_groups = np.unique(groups.codes[test])
+    for part, rows in (("train", train), ("dev", dev)):
+        if rows is None or not len(rows):
+            continue
+        shared = np.intersect1d(test_groups, groups.codes[rows])
+        if len(shared):
+            example = groups.names[int(shared[0])]
+            raise InputError(
+                f"--group {groups.column}: {len(shared)} group(s) have rows in both the {part} and the test split, "
+                f"e.g. '{example}'; the test score would count what the probe memorised of them",
+                "put every group in one split part (or drop the split column to cross-validate by group), "
+                "or leave out --group",
+            )
+
+
+def check_training_groups(groups: Groups, pairs: list, dev: list) -> None:
+    """Every training part that chooses C on a holdout of itself holds two groups or more."""
+    for (train, _), held in zip(pairs, dev, strict=False):
+        if held is None and len(np.unique(groups.codes[train])) < 2:
+            raise InputError(
+                f"--group {groups.column}: a training part holds a single group ('{groups.name_of(train)}'), "
+                "so C cannot be chosen on other groups than those fitted",
+                "give the training part more groups, or add a dev split part",
+            )
+
+
+def group_holdout(codes: np.ndarray, seed: int, y: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Positions (fit, validation) of rows whose groups are ``codes``: about 1/``INNER_FOLDS`` of the groups held
+    out whole, stratified by ``y`` as far as whole groups allow (``y`` None: groups drawn at random)."""
+    unique = np.unique(codes)
+    if len(unique) < 2:
+        raise InputError(
+            "a training part holds a single group: C cannot be chosen on other groups than those fitted",
+            "give the training part more groups, or leave out --group",
+        )
+    positions = np.arange(len(codes))
+    parts = min(INNER_FOLDS, len(unique))
+    if y is not None:
+        from sklearn.model_selection import StratifiedGroupKFold
+
+        splitter = StratifiedGroupKFold(n_splits=parts, shuffle=True, random_state=seed)
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="The least populated class")
+            fit, val = next(splitter.split(positions, y, codes))
+        return np.sort(fit), np.sort(val)
+    rng = np.random.default_rng(seed)
+    held = rng.choice(unique, size=max(1, int(round(len(unique) / parts))), replace=False)
+    is_val = np.isin(codes, held)
+    return positions[~is_val], positions[is_val]
