@@ -67,6 +67,8 @@ _HOMES = {
     "default_label": "plan",
     "resolve_task": "plan",
     "HEAD_LABEL": "tasks.word_items",
+    "WordPlan": "tasks.word_items",
+    "sentence_folds": "tasks.word_items",
     "pooled_block": "tasks.pairs",
     "senteval": "tasks.pairs",
     "EvaluationPlan": "evaluation.plans:Plan",

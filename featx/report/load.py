@@ -255,11 +255,13 @@ def layer_rows(frame: pd.DataFrame, classifier: str | None = None, features: str
     rows = frame[(frame["features"] == features) & (frame["kind"] == "single") & (frame["classifier"] == classifier)]
     if rows.empty and features == "main":
         known = sorted(set(frame.loc[frame["kind"] == "single", "classifier"]))
-        raise InputError(
-            f"no single-layer results for classifier '{classifier}'",
-            f"classifiers in these results: {', '.join(known) or '(none)'}; "
-            "probe with --layer all to get per-layer rows",
+        hint = (
+            f"classifiers in these results: {', '.join(known)}; choose one with --classifier, or probe with "
+            f"--classifier {classifier} to add it"
+            if known
+            else "these results have no single-layer rows: probe with --layer all to get per-layer rows"
         )
+        raise InputError(f"no single-layer results for classifier '{classifier}'", hint)
     rows = rows.dropna(subset=["layer"]).sort_values(["layer"], kind="stable")
     if "site" in rows.columns and rows["site"].nunique() > 1:
         # Several sites: each (site, pooling) is its own series, named in the "pooling" column that

@@ -20,6 +20,7 @@ from ..probing import SIGNIFICANCE_ALPHA, holm
 from ..safe_files import sibling
 
 N_BOOT = 2000
+WORD_LEVELS = ("word", "arc")  # a results file's ``level`` whose items are words of sentences
 
 
 def predictions_path(meta: dict) -> Path | None:
@@ -89,12 +90,20 @@ def _layer_columns(frame: pd.DataFrame) -> dict[int, str]:
     return out
 
 
-def _plan(meta: dict, y: np.ndarray, names: list[str] | None):
-    from ..probing import EvaluationPlan, classification_plan, regression_plan
+def _plan(meta: dict, y: np.ndarray, names: list[str] | None, sentences: np.ndarray | None = None):
+    """The run's evaluation over the predictions file's rows; a word-level run's items carry their
+    ``sentences``, so its folds and resamples keep each sentence whole, as the probe's did."""
+    from ..probing import EvaluationPlan, WordPlan, classification_plan, regression_plan, sentence_folds
 
     if meta.get("evaluation") == "split":
-        return EvaluationPlan("split", [(np.arange(0), np.arange(len(y)))], [None])
+        tested = [(np.arange(0), np.arange(len(y)))]
+        if sentences is None:
+            return EvaluationPlan("split", tested, [None])
+        return WordPlan("split", tested, [None], groups=sentences)
     folds, seed = int(meta.get("folds") or 5), int(meta.get("seed") or 0)
+    if sentences is not None:
+        pairs = sentence_folds(y, sentences, folds, seed)
+        return WordPlan(f"{folds}-fold cv", pairs, [None] * len(pairs), groups=sentences)
     if names is None:  # a regression run's folds (unstratified, as the probe drew them)
         return regression_plan(y, None, folds, seed)
     return classification_plan(y, None, folds, seed, names)
@@ -126,7 +135,8 @@ def _paired_inputs(meta_a: dict, meta_b: dict, metric: str):
     y, names, read = _coded(a, meta_a, metric in REGRESSION_METRICS)
     if names is not None and (y < 0).any():
         raise ValueError("a label of the predictions file is not among the run's classes")
-    plan = _plan(meta_a, y, names)
+    sentences = a["row"].astype(int).to_numpy() if meta_a.get("level") in WORD_LEVELS else None
+    plan = _plan(meta_a, y, names, sentences)
     tested = plan.folds[0][1] if plan.is_split else np.arange(len(y))
     return a, b, y, names, read, Scoring(metric, len(names or ())), plan, tested
 

@@ -183,14 +183,21 @@ def sentence_plan(task: WordTask, split: np.ndarray | None, folds: int, seed: in
     n_sentences = len(np.unique(groups))
     if n_sentences < folds:
         raise InputError(f"only {n_sentences} sentences for {folds} folds", f"use --folds {max(2, n_sentences)}")
+    _note_rare_classes(task, folds, notes)
+    pairs = sentence_folds(task.y, groups, folds, seed)
+    return WordPlan(f"{folds}-fold cv", pairs, [None] * len(pairs), groups=groups)
+
+
+def sentence_folds(y: np.ndarray, groups: np.ndarray, folds: int, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Seeded k-fold (train, test) item indices over the sentences ``groups``, stratified by ``y`` as far as whole
+    sentences allow: a word probe's folds without a split, rebuilt from its seed by the paired tests between
+    runs. A class rarer than the folds is kept (missing from some folds' test parts)."""
     from sklearn.model_selection import StratifiedGroupKFold
 
-    _note_rare_classes(task, folds, notes)
     splitter = StratifiedGroupKFold(n_splits=folds, shuffle=True, random_state=seed)
-    with warnings.catch_warnings():  # said in featx's words by the note above
+    with warnings.catch_warnings():  # said in featx's words by a note where the probe runs
         warnings.filterwarnings("ignore", message="The least populated class")
-        pairs = [(train, test) for train, test in splitter.split(np.zeros(len(task.y)), task.y, groups)]
-    return WordPlan(f"{folds}-fold cv", pairs, [None] * len(pairs), groups=groups)
+        return [(train, test) for train, test in splitter.split(np.zeros(len(y)), y, groups)]
 
 
 def _note_rare_classes(task: WordTask, folds: int, notes: list[str]) -> None:

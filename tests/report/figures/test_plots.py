@@ -380,3 +380,12 @@ def test_cli_plot_checks_every_file_before_it_writes_a_figure(tmp_path, monkeypa
     assert result.exit_code == 2, result.output
     assert message in result.output and "Traceback" not in result.output
     assert not list(tmp_path.glob("*.png")) and not list(tmp_path.glob("*.svg"))
+
+
+def test_a_classifier_the_results_lack_is_named_with_the_ones_they_hold_and_how_to_add_it(tmp_path):
+    results, _ = write_results(*synthetic_results(label="sentiment"), tmp_path / "x.sentiment.probe")
+    result = CliRunner().invoke(main, ["plot", str(results), "--classifier", "mlp"])
+    assert result.exit_code == 2, result.output
+    assert "no single-layer results for classifier 'mlp'" in result.output
+    assert "classifiers in these results: logreg" in result.output
+    assert "--classifier mlp" in result.output and "--layer all" not in result.output
