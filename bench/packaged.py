@@ -19,7 +19,7 @@ import tempfile
 import zipfile
 from pathlib import Path, PurePosixPath
 
-from featx.extraction.inputs.corpus import file_sha256
+from featx.extraction import file_sha256
 
 CACHE = Path(__file__).resolve().parent / ".cache"
 NAME = "all-mpnet-base-v2"
