@@ -6,7 +6,9 @@ same layer spec and pooling, encoding the texts with the bundle's extraction set
 regressor, as the bundle is: ``classes_``, ``predict``, ``predict_proba`` (logreg, mlp), ``score``
 (accuracy, or R²). ``X`` is a sequence of texts; for a pair probe, a two-column array or a list of
 ``(text, text_pair)`` tuples; or a float matrix of precomputed features of the bundle's layer and pooling
-(checked as scikit-learn checks arrays: finite, 2-D, real, dense, not empty, as wide as the head reads).
+(checked as scikit-learn checks arrays: finite, 2-D, real, dense, not empty, as wide as the head reads). A
+stacked bundle (``--layer 'stack(...)'``) reads one matrix per layer: its features as a list of those matrices (as
+``Probe.features`` gives them) or side by side in one matrix, split by the layers' widths; a refit fits a stack.
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.metaestimators import available_if
 
-from ..deploy import Probe, fit_head, load
+from ..deploy import Probe, load
+from ..deploy.choose import fit_any
 from ..probing import DEFAULT_ALPHAS, DEFAULT_CS
 
 
@@ -86,14 +89,18 @@ class FittedProbe(BaseEstimator):
         except Exception:  # an unloadable bundle: scikit-learn only asks for its tags here
             return "classification"
 
-    def _features(self, X: Any, minimum_rows: int = 1) -> np.ndarray:
+    def _features(self, X: Any, minimum_rows: int = 1) -> np.ndarray | list[np.ndarray]:
         """The head's input: ``X`` itself when it is a numeric matrix (validated), else the texts' features."""
         from sklearn.utils.validation import check_array
 
         probe = self._probe()
+        if _is_blocks(X):
+            return _layer_blocks(X, probe, minimum_rows)
         array = None if isinstance(X, (list, tuple)) or _is_sparse(X) else np.asarray(X)
         if _is_sparse(X) or (array is not None and array.dtype.kind in "fiucb"):
             matrix = check_array(X, dtype=np.float32, ensure_min_samples=minimum_rows)
+            if probe.spec.kind == "stack":
+                return _split_stack(matrix, probe)
             if minimum_rows == 1 and matrix.shape[1] != probe.head.n_features:
                 raise ValueError(
                     f"X has {matrix.shape[1]} features, but FittedProbe is expecting {probe.head.n_features} "
@@ -121,22 +128,22 @@ class FittedProbe(BaseEstimator):
         base = self._probe()
         y = _targets(y, base.classes is None)
         features = self._features(X, minimum_rows=2)
-        if len(features) != len(y):
-            raise ValueError(f"X has {len(features)} rows but y has {len(y)}")
+        blocks = features if isinstance(features, list) else [features]  # a stack's layers, else one matrix
+        if len(blocks[0]) != len(y):
+            raise ValueError(f"X has {len(blocks[0])} rows but y has {len(y)}")
+        options = {"cs": DEFAULT_CS, "alphas": DEFAULT_ALPHAS, "balanced": bool(self.balanced), "seed": self.seed}
         if base.classes is None:
-            head = fit_head("ridge", features, y.astype(np.float64), None, DEFAULT_CS, DEFAULT_ALPHAS, False, self.seed)
+            head = fit_any("ridge", features, y.astype(np.float64), None, {**options, "balanced": False})
             classes = None
         else:
             classes, codes = np.unique(y, return_inverse=True)
             if len(classes) < 2:
                 raise ValueError(f"y has 1 class ({classes[0]!r}): a classifier needs at least 2")
             names = [str(value) for value in classes]
-            head = fit_head(
-                base.head.classifier, features, codes, names, DEFAULT_CS, DEFAULT_ALPHAS, bool(self.balanced), self.seed
-            )
+            head = fit_any(base.head.classifier, features, codes, names, options)  # fit_stack for a stack's blocks
         info = {**base.info, "refit_on": int(len(y))}
         self._keep(Probe(head, base.spec, base.pooling, dict(base.extraction), info), classes)
-        self.n_features_in_ = int(features.shape[1])
+        self.n_features_in_ = int(sum(block.shape[1] for block in blocks))
         return self
 
     def predict(self, X: Any) -> np.ndarray:
@@ -178,6 +185,44 @@ def _is_sparse(X: Any) -> bool:
     from scipy import sparse
 
     return bool(sparse.issparse(X))
+
+
+def _is_blocks(X: Any) -> bool:
+    """Whether ``X`` is a list (or tuple) of matrices: a stacked probe's features, one matrix per layer."""
+    return isinstance(X, (list, tuple)) and len(X) > 0 and all(isinstance(x, np.ndarray) and x.ndim == 2 for x in X)
+
+
+def _layer_blocks(X: Any, probe: Probe, minimum_rows: int) -> list[np.ndarray]:
+    """A stacked probe's list of per-layer matrices, each checked as a matrix is and as wide as its layer."""
+    from sklearn.utils.validation import check_array
+
+    if probe.spec.kind != "stack":
+        raise ValueError(
+            f"X is a list of {len(X)} matrices, but FittedProbe reads one matrix of {probe.head.n_features} "
+            f"features (layer {probe.spec.name}): only a stacked bundle reads one matrix per layer"
+        )
+    widths = [int(width) for width in probe.head.widths]
+    blocks = [check_array(block, dtype=np.float32, ensure_min_samples=minimum_rows) for block in X]
+    if [block.shape[1] for block in blocks] != widths:
+        raise ValueError(
+            f"X is {len(blocks)} matrices of {[block.shape[1] for block in blocks]} features, but FittedProbe is "
+            f"expecting {len(widths)} of {widths} features, one per stacked layer {list(probe.spec.layers)}"
+        )
+    if len({len(block) for block in blocks}) > 1:
+        rows = [len(block) for block in blocks]
+        raise ValueError(f"the layers' matrices have {rows} rows: each needs one row per text")
+    return blocks
+
+
+def _split_stack(matrix: np.ndarray, probe: Probe) -> list[np.ndarray]:
+    """One matrix of a stack's layers side by side, split into the per-layer matrices its head reads."""
+    widths = [int(width) for width in probe.head.widths]
+    if matrix.shape[1] != sum(widths):
+        raise ValueError(
+            f"X has {matrix.shape[1]} features, but FittedProbe is expecting {sum(widths)} features as input "
+            f"(its stacked layers {list(probe.spec.layers)} side by side, {'+'.join(map(str, widths))} columns)"
+        )
+    return np.split(matrix, np.cumsum(widths)[:-1], axis=1)
 
 
 def _targets(y: Any, regression: bool) -> np.ndarray:

@@ -172,3 +172,104 @@ def test_set_params_to_another_bundle_predicts_and_refits_with_it(bundle, split_
     assert estimator.probe_.pooling == "mean" and estimator.probe_.spec == featx.load(bundle).spec
     estimator.set_params(bundle=other).fit(second, y)
     assert estimator.probe_.pooling == "cls" and estimator.probe_.spec == featx.load(other).spec
+
+
+# A stacked bundle (--layer stack: one probe per layer and a meta-classifier) reads one matrix per layer.
+@pytest.fixture(scope="module")
+def stack_bundle(split_features, tmp_path_factory):
+    return featx.fit(split_features, label="label", layer="stack", pooling="mean", folds=2,
+                     output=tmp_path_factory.mktemp("sk-stack") / "s.featx").path  # fmt: skip
+
+
+def _layer_matrices(split_features, layers):
+    with featx.open(split_features) as features:
+        return [features.features("mean", layer) for layer in layers]
+
+
+def test_a_stacked_bundle_refits_a_stack_on_texts(stack_bundle, texts_and_labels):
+    texts, labels = texts_and_labels
+    estimator = FittedProbe(stack_bundle, seed=2).fit(texts, labels)
+    assert estimator.probe_.head.kind == "stack" and estimator.probe_.head.widths == [32, 32, 32]
+    assert estimator.n_features_in_ == 96 and list(estimator.classes_) == ["neg", "pos"]
+    assert set(estimator.predict(texts)) <= {"neg", "pos"}
+    assert np.allclose(estimator.predict_proba(texts).sum(axis=1), 1.0)
+    assert estimator.decision_function(texts).shape == (len(texts),)
+    assert 0 <= estimator.score(texts, labels) <= 1
+    scores = cross_val_score(clone(estimator), np.asarray(texts, dtype=object), labels.astype(object), cv=3)
+    assert len(scores) == 3 and np.all((scores >= 0) & (scores <= 1))
+
+
+def test_a_stacked_bundle_reads_its_layers_side_by_side_or_as_a_list(stack_bundle, split_features):
+    blocks = _layer_matrices(split_features, (0, 1, 2))
+    side_by_side = np.concatenate(blocks, axis=1)
+    probe, estimator = featx.load(stack_bundle), FittedProbe(stack_bundle)
+    assert list(estimator.predict(side_by_side)) == list(probe.predict_features(blocks))
+    assert list(estimator.predict(blocks)) == list(probe.predict_features(blocks))
+    assert np.array_equal(estimator.predict_proba(side_by_side), probe.predict_proba_features(blocks))
+    scores = probe.scores_features(blocks)
+    assert np.array_equal(estimator.decision_function(side_by_side), scores[:, 1] - scores[:, 0])
+
+
+def test_a_stacked_bundle_refit_on_a_matrix_stays_a_stack(stack_bundle, split_features, texts_and_labels):
+    texts, labels = texts_and_labels
+    side_by_side = np.concatenate(_layer_matrices(split_features, (0, 1, 2)), axis=1)
+    estimator = FittedProbe(stack_bundle).fit(side_by_side, labels)
+    assert estimator.probe_.head.kind == "stack" and estimator.n_features_in_ == 96
+    assert list(estimator.predict(texts)) == list(estimator.predict(side_by_side))  # texts read the same layers
+
+
+@pytest.mark.parametrize(
+    ("X", "message"),
+    [
+        (
+            np.zeros((3, 40)),
+            r"X has 40 features, but FittedProbe is expecting 96 .*stacked layers \[0, 1, 2\] side by "
+            r"side, 32\+32\+32 columns",
+        ),
+        (
+            [np.zeros((3, 32)), np.zeros((3, 32))],
+            r"X is 2 matrices of \[32, 32\] features, but FittedProbe is "
+            r"expecting 3 of \[32, 32, 32\] features, one per stacked layer \[0, 1, 2\]",
+        ),
+        ([np.zeros((3, 32)), np.zeros((2, 32)), np.zeros((3, 32))], r"the layers' matrices have \[3, 2, 3\] rows"),
+    ],
+)
+def test_a_stacked_bundles_features_of_other_shapes_are_refused(stack_bundle, X, message):
+    with pytest.raises(ValueError, match=message):
+        FittedProbe(stack_bundle).predict(X)
+
+
+def test_a_list_of_matrices_is_refused_by_a_bundle_of_one_matrix(bundle):
+    with pytest.raises(ValueError, match=r"X is a list of 2 matrices, but FittedProbe reads one matrix of 32 "):
+        FittedProbe(bundle).predict([np.zeros((3, 16)), np.zeros((3, 16))])
+
+
+# The checks that do not fit random matrices of their own widths (a stack reads its layers' widths only).
+STACK_APPLICABLE = [
+    "check_estimator_cloneable",
+    "check_estimator_repr",
+    "check_estimators_empty_data_messages",
+    "check_get_params_invariance",
+    "check_no_attributes_set_in_init",
+    "check_param_validation",
+    "check_parameters_default_constructible",
+    "check_requires_y_none",
+    "check_set_params",
+]
+
+
+@pytest.mark.parametrize("check", STACK_APPLICABLE)
+def test_estimator_checks_that_apply_to_a_stacked_bundle(check, stack_bundle):
+    from sklearn.utils import estimator_checks
+
+    getattr(estimator_checks, check)("FittedProbe", FittedProbe(stack_bundle))
+
+
+def test_a_concatenation_bundle_refits_and_reads_its_matrix(split_features, texts_and_labels, tmp_path):
+    texts, labels = texts_and_labels
+    path = featx.fit(split_features, label="label", layer="cat(1,2)", pooling="mean", folds=2,
+                     output=tmp_path / "c.featx").path  # fmt: skip
+    side_by_side = np.concatenate(_layer_matrices(split_features, (1, 2)), axis=1)
+    assert list(FittedProbe(path).predict(side_by_side)) == list(featx.load(path).predict(texts))
+    estimator = FittedProbe(path).fit(texts, labels)
+    assert estimator.n_features_in_ == 64 and list(estimator.predict(texts)) == list(estimator.predict(side_by_side))
