@@ -3,7 +3,9 @@
 Each candidate is scored by k-fold cross-validation over the training rows (stratified by class for a class
 label; a row is one text or one pair, so a fold never splits a pair): in every fold a head is trained by
 ``head.fit_head`` on that fold's training part (its C or alpha chosen on a holdout of that part) and scored
-on the held-out part. The test split's rows are never read here. Ties keep the earlier candidate.
+on the held-out part. With ``--group COLUMN`` the folds, and every head's holdout inside them, take whole
+groups (``featx.probing``'s group k-fold and holdouts). The test split's rows are never read here. Ties keep
+the earlier candidate.
 """
 
 from __future__ import annotations
@@ -14,7 +16,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import InputError
-from ..probing import confusion, metrics_from_confusion, regression_scores
+from ..probing import (
+    Groups,
+    check_group_count,
+    check_training_groups,
+    confusion,
+    grouped_folds,
+    metrics_from_confusion,
+    regression_scores,
+)
 from ..selection import LayerSpec
 from . import head as heads
 from .stack import fit_stack
@@ -39,16 +49,29 @@ def score_of(metric: str, y_true: np.ndarray, predicted: np.ndarray, n_classes: 
 
 
 def cv_folds(
-    y: np.ndarray, n_classes: int | None, folds: int, seed: int, groups: np.ndarray | None = None
+    y: np.ndarray, n_classes: int | None, folds: int, seed: int, groups: np.ndarray | Groups | None = None
 ) -> list[tuple[np.ndarray, np.ndarray]]:
     """k folds over the training rows (positions 0..n-1): stratified for classes, fewer when a class is small;
-    with ``groups`` (the sentence of each word) every group in one fold, stratified as far as groups allow."""
+    with ``groups`` (the sentence of each word) every group in one fold, stratified as far as groups allow;
+    with ``--group``'s ``Groups``, featx probe's group k-fold (regression: groups dealt to folds by size)."""
     from sklearn.model_selection import KFold, StratifiedKFold
 
-    if groups is not None:
+    if isinstance(groups, np.ndarray):
         return _group_folds(y, groups, folds, seed)
+    k = folds if n_classes is None else _class_folds(y, n_classes, folds)
+    if groups is not None:
+        check_group_count(groups, k)
+        pairs = grouped_folds(y, groups, k, seed, stratified=n_classes is not None)
+        check_training_groups(groups, pairs, [None] * len(pairs))
+        return pairs
     if n_classes is None:
-        return list(KFold(n_splits=folds, shuffle=True, random_state=seed).split(np.zeros(len(y))))
+        return list(KFold(n_splits=k, shuffle=True, random_state=seed).split(np.zeros(len(y))))
+    splitter = StratifiedKFold(n_splits=k, shuffle=True, random_state=seed)
+    return list(splitter.split(np.zeros(len(y)), y))
+
+
+def _class_folds(y: np.ndarray, n_classes: int, folds: int) -> int:
+    """The folds a class label allows: at most the rows of its smallest class (a single row is refused)."""
     counts = np.bincount(y, minlength=n_classes)
     smallest = int(counts[counts > 0].min())
     if smallest < 2:
@@ -56,9 +79,7 @@ def cv_folds(
             "a class has a single training row: the layer and pooling cannot be cross-validated",
             "add rows of that class, or give --layer K and --pooling P to fit without choosing",
         )
-    k = min(folds, smallest)
-    splitter = StratifiedKFold(n_splits=k, shuffle=True, random_state=seed)
-    return list(splitter.split(np.zeros(len(y)), y))
+    return min(folds, smallest)
 
 
 def _group_folds(y: np.ndarray, groups: np.ndarray, folds: int, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -84,28 +105,33 @@ def take(X, rows: np.ndarray):
     return [block[rows] for block in X] if isinstance(X, list) else X[rows]
 
 
-def cross_validate(X, y: np.ndarray, classes: list[str] | None, folds, metric: str, fit_head) -> list[float]:
-    """The score of each fold: a head trained on the fold's training part, scored on the rest."""
+def cross_validate(
+    X, y: np.ndarray, classes: list[str] | None, folds, metric: str, fit_head, groups: np.ndarray | None = None
+) -> list[float]:
+    """The score of each fold: a head trained on the fold's training part (``groups``: its rows' groups, which
+    its holdouts keep whole), scored on the rest."""
     scores = []
     for fit_rows, val_rows in folds:
-        head = fit_head(take(X, fit_rows), y[fit_rows])
+        head = fit_head(take(X, fit_rows), y[fit_rows], None if groups is None else groups[fit_rows])
         predicted = head.predict_codes(take(X, val_rows))
         scores.append(score_of(metric, y[val_rows], predicted, None if classes is None else len(classes)))
     return scores
 
 
-def fit_any(classifier: str, X, y: np.ndarray, classes: list[str] | None, options: dict, dev=None):
+def fit_any(classifier: str, X, y: np.ndarray, classes: list[str] | None, options: dict, dev=None, groups=None):
     """``head.fit_head`` on one matrix (``dev``: its fixed validation rows), ``stack.fit_stack`` on a stack's
-    list of per-layer matrices."""
+    list of per-layer matrices; ``groups``: each row's group (``--group``), held out whole."""
     if isinstance(X, list):
         assert classes is not None, "a stack is a classification head"
-        return fit_stack(classifier, X, y, classes, options["cs"], options["balanced"], options["seed"])
+        return fit_stack(classifier, X, y, classes, options["cs"], options["balanced"], options["seed"], groups)
     return heads.fit_head(
-        classifier, X, y, classes, options["cs"], options["alphas"], options["balanced"], options["seed"], dev
+        classifier, X, y, classes, options["cs"], options["alphas"], options["balanced"], options["seed"], dev, groups
     )
 
 
-def score_candidate(path, spec: LayerSpec, pooling: str, rows: np.ndarray, y, classes, splits, metric, options):
+def score_candidate(
+    path, spec: LayerSpec, pooling: str, rows: np.ndarray, y, classes, splits, metric, options, groups=None
+):
     """One candidate's per-fold scores: its training rows read from the features file at ``path`` (and only
     theirs), one BLAS (and torch) thread, as ``featx probe``'s jobs run: these are small matrix products
     where extra threads mostly spin, badly so on a shared machine; the parallelism is across candidates."""
@@ -115,14 +141,14 @@ def score_candidate(path, spec: LayerSpec, pooling: str, rows: np.ndarray, y, cl
     from ..store import FeatureFile
     from .features import stored_matrix, stored_word_matrix
 
-    def fit_head(X_part, y_part):
-        return fit_any(options["classifier"], X_part, y_part, classes, options)
+    def fit_head(X_part, y_part, groups_part):
+        return fit_any(options["classifier"], X_part, y_part, classes, options, groups=groups_part)
 
     read = stored_word_matrix if options.get("level") == "word" else stored_matrix
     with threadpool_limits(limits=JOB_THREADS), torch_threads(JOB_THREADS, options["classifier"] == "mlp"):
         with FeatureFile(path) as features:
             X = read(features, spec, pooling, rows)
-        return cross_validate(X, y, classes, splits, metric, fit_head)
+        return cross_validate(X, y, classes, splits, metric, fit_head, groups)
 
 
 def choose(
@@ -134,17 +160,19 @@ def choose(
     metric: str,
     options: dict,
     report: Callable[[str], None] | None = None,
-    groups: np.ndarray | None = None,
+    groups: np.ndarray | Groups | None = None,
 ) -> list[Candidate]:
     """Every candidate's cross-validated score on the training rows, best first. ``rows`` are the stored
     rows (or words, ``options["level"]`` "word") of the training part (the only ones read), ``y`` their
-    targets, ``groups`` their sentences (words: folds keep a sentence whole); ``options`` are ``fit_head``'s
+    targets, ``groups`` their sentences (words: folds keep a sentence whole) or ``--group``'s ``Groups`` (folds
+    and every head's holdouts keep a group whole); ``options`` are ``fit_head``'s
     keywords, ``folds``, ``seed`` and ``jobs`` (candidates scored side by side, one process each)."""
     from ..probing import job_workers, run_jobs
 
     n_classes = None if classes is None else len(classes)
     splits = cv_folds(y, n_classes, options["folds"], options["seed"], groups)
-    jobs = [(path, spec, pooling, rows, y, classes, splits, metric, options) for spec, pooling in candidates]
+    inner = groups.codes if isinstance(groups, Groups) else None  # words: holdouts as before, by word
+    jobs = [(path, spec, pooling, rows, y, classes, splits, metric, options, inner) for spec, pooling in candidates]
     workers = job_workers(options.get("jobs"), len(jobs))
     # one worker: each candidate scored (and reported) in turn; several: side by side, reported at the end
     all_scores = run_jobs(score_candidate, jobs, workers) if workers > 1 else (score_candidate(*job) for job in jobs)

@@ -10,7 +10,16 @@ from typing import ClassVar
 from ..checks import number, numbers, one_of, path_like, spelled, text, whole
 from ..errors import InputError
 from ..options import Check, Options, option
-from ..probing import DEFAULT_ALPHAS, DEFAULT_CS, check_bootstrap, check_folds, check_jobs, check_seed
+from ..probing import (
+    DEFAULT_ALPHAS,
+    DEFAULT_CS,
+    check_bootstrap,
+    check_folds,
+    check_group,
+    check_jobs,
+    check_seed,
+    group_option,
+)
 
 HEADS = ("logreg", "svm", "mlp", "ridge")
 CLASS_METRICS = ("accuracy", "macro_f1", "balanced_accuracy")
@@ -81,6 +90,7 @@ class FitConfig(Options):
     folds: int = option(5, flag="--folds", group=EVALUATION, help="Cross-validation folds of the choice.")
     seed: int = option(0, flag="--seed", group=EVALUATION, help="Seed of the folds and heads.")
     balanced: bool = option(False, flag="--balanced", group=EVALUATION, help="Balanced class weights.")
+    group: str | None = group_option(EVALUATION)
     cs: tuple[float, ...] = DEFAULT_CS
     alphas: tuple[float, ...] = DEFAULT_ALPHAS
     n_bootstrap: int = 1000
@@ -105,6 +115,7 @@ class FitConfig(Options):
         check_seed,
         check_folds,
         check_jobs,
+        check_group,
         one_of("classifier", "--classifier", HEADS),
         one_of("task", "--task", TASKS, hint="choose classification, regression or auto"),
         numbers("cs", "--cs"),

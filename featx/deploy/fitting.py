@@ -43,6 +43,7 @@ class FitResult:
     test: dict | None  # {"score", "low", "high", "baseline", "n"} on the test split; None without one
     notes: list[str] = field(default_factory=list)
     trained_on: str = ""  # which rows the saved head was trained on (summary's line)
+    group: str | None = None  # --group: the column whose groups every choice kept whole
 
     def _test_lines(self) -> list[str]:
         """The test score beside the majority class (training mean) and the lexical baseline."""
@@ -75,6 +76,8 @@ class FitResult:
         strength = "alpha" if probe.head.classifier == "ridge" else "C"
         word = probe.level == "word"
         items = "words, a sentence's words in one fold" if word else "rows"
+        if self.group is not None:
+            items = f"rows, a {self.group} group's rows in one fold"
         lines = [
             f"{'word ' if word else ''}label '{probe.label}' "
             f"({probe.task}{'' if probe.classes is None else f', {len(probe.classes)} classes'})",
@@ -95,14 +98,15 @@ class FitResult:
 
 def _scored(plan: FitPlan, predicted: np.ndarray) -> tuple[float, float, float]:
     """The test rows' metric of ``predicted`` (codes or values) with its 95% bootstrap interval: over test
-    rows, or over whole test sentences for a word label (as ``featx probe`` resamples them)."""
+    rows, or over whole test sentences for a word label, or whole groups with ``--group`` (as ``featx probe``
+    resamples them)."""
     config, y_test = plan.config, plan.y[plan.test]
     n_boot, seed = int(config.n_bootstrap), int(config.seed)
+    groups = None if plan.groups is None else plan.groups[plan.test]
     if plan.classes is None:
-        low, high = regression_bootstrap(y_test, predicted, n_boot, seed)[plan.metric]
+        low, high = regression_bootstrap(y_test, predicted, n_boot, seed, groups)[plan.metric]
         return score_of(plan.metric, y_test, predicted, None), float(low), float(high)
     k = len(plan.classes)
-    groups = None if plan.groups is None else plan.groups[plan.test]
     low, high = bootstrap_intervals(y_test, predicted, k, n_boot, seed, groups)[plan.metric]
     return score_of(plan.metric, y_test, predicted, k), float(low), float(high)
 
@@ -149,6 +153,7 @@ def _lexical(plan: FitPlan) -> np.ndarray | None:
         "alphas": tuple(config.alphas),
         "balanced": bool(config.balanced),
         "seed": int(config.seed),
+        "groups": _holdout_groups(plan),
     }
     with FeatureFile(plan.path) as features:
         return lexical_predictions(features, plan.rows, plan.y, plan.train, plan.test, options, plan.notes)
@@ -169,9 +174,17 @@ def _options(plan: FitPlan) -> dict:
     }
 
 
+def _holdout_groups(plan: FitPlan) -> np.ndarray | None:
+    """``--group``'s group of every row of ``plan.rows``, which the holdouts that choose C or alpha (or stop
+    an mlp early) keep whole; None without ``--group`` (a word label's holdouts are drawn by word)."""
+    return None if plan.grouping is None else plan.grouping.codes
+
+
 def _selection(plan: FitPlan, report: Callable[[str], None] | None) -> list[Candidate]:
     rows, y = plan.rows[plan.train], plan.y[plan.train]
-    groups = None if plan.groups is None else plan.groups[plan.train]
+    groups: Any = None if plan.groups is None else plan.groups[plan.train]
+    if plan.grouping is not None:
+        groups = plan.grouping.take(plan.train)
     return choose(plan.path, plan.candidates, rows, y, plan.classes, plan.metric, _options(plan), report, groups)
 
 
@@ -198,7 +211,9 @@ def fit(config: FitConfig | str | Path | None = None, report: Callable[[str], No
         X = read(features, best.spec, best.pooling, plan.rows)
     dev = _dev_positions(plan, opts["classifier"], best.spec.kind)
     with threadpool_limits(limits=JOB_THREADS):  # small products: extra BLAS threads mostly spin
-        head = fit_any(opts["classifier"], take(X, plan.train), plan.y[plan.train], plan.classes, opts, dev)
+        holdout = _holdout_groups(plan)
+        groups = None if holdout is None else holdout[plan.train]
+        head = fit_any(opts["classifier"], take(X, plan.train), plan.y[plan.train], plan.classes, opts, dev, groups)
     test = _test_score(plan, head, take(X, plan.test)) if len(plan.test) else None
     info = _info(plan, candidates, test)
     probe = Probe(head, best.spec, best.pooling, _extraction(plan), info)
@@ -206,7 +221,8 @@ def fit(config: FitConfig | str | Path | None = None, report: Callable[[str], No
     if plan.config.write:
         with writing(plan.output):  # a full disk or a read-only folder: one line, no half-written bundle
             probe.path = path = write_bundle(probe, plan.output, overwrite=plan.config.overwrite)
-    return FitResult(probe, path, plan.metric, candidates, test, plan.notes, _trained_on(plan, dev))
+    grouped = None if plan.grouping is None else plan.grouping.column
+    return FitResult(probe, path, plan.metric, candidates, test, plan.notes, _trained_on(plan, dev), grouped)
 
 
 def _dev_positions(plan: FitPlan, classifier: str, kind: str) -> np.ndarray | None:
@@ -242,6 +258,22 @@ def _extraction(plan: FitPlan) -> dict:
     return extraction
 
 
+def _kept_together(plan: FitPlan) -> str:
+    """What the choice's folds keep whole: a word label's sentences, ``--group``'s groups, or nothing."""
+    if plan.level == "word":
+        return " (words; a sentence's words in one fold)"
+    if plan.grouping is not None:
+        return f" (by whole groups of {plan.grouping.column}: folds and holdouts never split a group)"
+    return ""
+
+
+def _group_fields(plan: FitPlan) -> dict:
+    """``group`` and ``n_groups`` (the groups of the training rows) of a fit with ``--group``; nothing without."""
+    if plan.grouping is None:
+        return {}
+    return {"group": plan.grouping.column, "n_groups": plan.grouping.take(plan.train).count}
+
+
 def _info(plan: FitPlan, candidates: list[Candidate], test: dict | None) -> dict:
     def number(value):
         return float(value) if value is not None and np.isfinite(value) else None
@@ -251,8 +283,8 @@ def _info(plan: FitPlan, candidates: list[Candidate], test: dict | None) -> dict
         "level": plan.level,
         "selection": {
             "metric": plan.metric,
-            "on": "cross-validation over the training rows"
-            + (" (words; a sentence's words in one fold)" if plan.level == "word" else ""),
+            "on": "cross-validation over the training rows" + _kept_together(plan),
+            **_group_fields(plan),
             "folds": int(plan.config.folds),
             "seed": int(plan.config.seed),
             "n_train": int(len(plan.train)),

@@ -79,27 +79,29 @@ def fit_head(
     balanced: bool,
     seed: int,
     dev: np.ndarray | None = None,
+    groups: np.ndarray | None = None,
 ) -> Head:
     """Train a head on exactly these rows (``X``, ``y``): the scaler, the C (or alpha) search on a holdout of
     them, then the final fit on all of them. ``classes`` None: regression (``y`` numbers), else ``y`` are codes
     into ``classes``. ``dev``: positions of fixed validation rows (a corpus's val split) of a linear or ridge
-    head: trained on the other rows, its C (alpha) chosen on these, as ``featx probe`` does."""
+    head: trained on the other rows, its C (alpha) chosen on these, as ``featx probe`` does. ``groups``: each
+    row's group (``--group``): the holdout that chooses C (alpha), or early-stops an mlp, takes whole groups."""
     linear = classifier != "mlp"
     rows = np.arange(len(X)) if dev is None or not linear else np.setdiff1d(np.arange(len(X)), dev)
     dev = dev if linear else None
     if classifier == "ridge":
         from ..probing import fit_ridge
 
-        fits, scaler = fit_ridge(X, [y], rows, dev, tuple(alphas), seed)
+        fits, scaler = fit_ridge(X, [y], rows, dev, tuple(alphas), seed, groups)
         fit, alpha, _ = fits[0]
         weights = {"coef": np.asarray(fit.coef, np.float64), "intercept": np.asarray(fit.intercept, np.float64)}
         return Head("ridge", scaler.mean, scaler.scale, weights, None, float(alpha))
     assert classes is not None
     if classifier == "mlp":
-        head = _fit_mlp(X, y, len(classes), balanced, seed)
+        head = _fit_mlp(X, y, len(classes), balanced, seed, groups)
         head.classes = list(classes)
         return head
-    model, scaler, C, _ = fit_linear(classifier, X, y, rows, dev, tuple(cs), balanced, seed)
+    model, scaler, C, _ = fit_linear(classifier, X, y, rows, dev, tuple(cs), balanced, seed, groups)
     weights = linear_weights(model, len(classes))
     return Head(classifier, scaler.mean, scaler.scale, weights, list(classes), float(C))
 
@@ -119,14 +121,15 @@ def linear_weights(model, n_classes: int) -> dict[str, np.ndarray]:
     return {"coef": full_coef, "intercept": full_intercept}
 
 
-def _fit_mlp(X: np.ndarray, y: np.ndarray, n_classes: int, balanced: bool, seed: int) -> Head:
-    """The probes' MLP head (``classifiers.build_mlp``), early-stopped on a holdout of these rows."""
+def _fit_mlp(X: np.ndarray, y: np.ndarray, n_classes: int, balanced: bool, seed: int, groups=None) -> Head:
+    """The probes' MLP head (``classifiers.build_mlp``), early-stopped on a holdout of these rows (of whole
+    groups with ``groups``)."""
     import torch
 
     rows = np.arange(len(X))
     scaler = fit_scaler(X, rows)
     Xs = torch.from_numpy(np.ascontiguousarray(scaler(X)))
-    fit_rows, val_rows = inner_split(y, rows, seed)
+    fit_rows, val_rows = inner_split(y, rows, seed, groups)
     torch.manual_seed(seed)
     model = build_mlp(X.shape[1], n_classes)
     train_head(model, lambda r: Xs[r], np.asarray(y, np.int64), fit_rows, val_rows, n_classes, seed, balanced)

@@ -12,7 +12,20 @@ import numpy as np
 
 from .. import store
 from ..errors import InputError
-from ..probing import DEV_VALUES, HEAD_LABEL, TEST_VALUES, check_labels, default_label, resolve_task, stored_column
+from ..probing import (
+    DEV_VALUES,
+    HEAD_LABEL,
+    TEST_VALUES,
+    Groups,
+    check_group_count,
+    check_labels,
+    check_split_groups,
+    default_label,
+    group_rows,
+    refuse_word_group,
+    resolve_task,
+    stored_column,
+)
 from ..selection import LayerSpec, parse_layer_specs, parse_poolings
 from ..state import given_or_last
 from ..store import FeatureFile
@@ -64,7 +77,9 @@ class FitPlan:
     layers: list[int]  # the stored layers (the layer count the model had)
     notes: list[str] = field(default_factory=list)
     level: str = "sentence"  # or "word": ``rows`` are then stored words, ``pooling`` a word pooling
-    groups: np.ndarray | None = None  # word level: each item's sentence (folds never split a sentence)
+    # word level: each item's sentence (folds never split a sentence); --group: each row's group's code
+    groups: np.ndarray | None = None
+    grouping: Groups | None = None  # --group COLUMN: the groups of ``rows`` that no choice ever splits
     # positions in ``rows`` of the val split's rows (among ``train``): a linear or ridge head is trained on the
     # other training rows and its C (alpha) chosen on these, as featx probe does; None without a val split
     dev: np.ndarray | None = None
@@ -209,6 +224,21 @@ def _classes_of_training(y, train, test, names, label) -> tuple[np.ndarray, list
     return np.searchsorted(present, y), [names[code] for code in present]
 
 
+def _grouping(features: FeatureFile, config: FitConfig, rows: np.ndarray, label: str, parts, notes) -> Groups | None:
+    """``--group COLUMN``'s group of every labelled row (None without it), read and checked as featx probe
+    reads and checks it: a test split sharing a group with the training (or val) rows is refused, and so are
+    as few training groups as folds."""
+    if config.group is None:
+        return None
+    grouping = group_rows(features, config.group, rows, label, notes)
+    train, test, dev = parts
+    if len(test):
+        fitted = train if dev is None else np.setdiff1d(train, dev)
+        check_split_groups(grouping, fitted, test, dev)
+    check_group_count(grouping.take(train), int(config.folds))
+    return grouping
+
+
 def _auto(spec: str) -> str:
     """``--layer``/``--pooling`` as the parsers read them: ``auto`` is every stored one."""
     return "all" if spec.strip().lower() == "auto" else spec
@@ -271,6 +301,8 @@ def _check_word_options(config: FitConfig, label: str) -> None:
 def _resolve_words(config: FitConfig, path: Path, features: FeatureFile, notes: list[str]) -> FitPlan:
     """The plan of a word label: every labelled word an item, grouped by its sentence; the sentences' split."""
     label = _word_label(features, config, notes)
+    if config.group is not None:
+        refuse_word_group(label)
     _check_word_options(config, label)
     codes = features.word_labels(label)
     rows = np.flatnonzero(codes >= 0)
@@ -323,6 +355,7 @@ def resolve_fit(config: FitConfig) -> FitPlan:
         extraction = _extraction(features)
         fingerprint, layers = features.fingerprint, list(features.layers)
         dev = _dev(features, rows)
+        grouping = _grouping(features, config, rows, label, (train, test, dev), notes)
     return FitPlan(
         config,
         Path(path),
@@ -340,6 +373,8 @@ def resolve_fit(config: FitConfig) -> FitPlan:
         extraction,
         layers,
         notes,
+        groups=None if grouping is None else grouping.codes,
+        grouping=grouping,
         dev=dev,
     )
 

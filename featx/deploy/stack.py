@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..probing import STACK_INNER_FOLDS
+from ..probing import stack_folds, stack_splits
 from . import head as heads
 from .head import Head, linear_weights
 
@@ -70,22 +70,35 @@ def layer_scores(part: Head, X: np.ndarray) -> np.ndarray:
     return np.nan_to_num(scores, neginf=0.0)
 
 
-def fit_stack(classifier: str, blocks: list[np.ndarray], y, classes: list[str], cs, balanced: bool, seed: int):
-    """One ``fit_head`` per layer on these rows; the meta-classifier on their out-of-fold scores."""
+def _held_whole(groups: np.ndarray | None, rows: np.ndarray) -> np.ndarray | None:
+    """The groups of an inner fold's rows, for its holdout (at the layer's C it chooses nothing, so a fold of a
+    single group, whose holdout cannot be of whole groups, draws it by row)."""
+    if groups is None or len(np.unique(groups[rows])) < 2:
+        return None
+    return groups[rows]
+
+
+def fit_stack(
+    classifier: str, blocks: list[np.ndarray], y, classes: list[str], cs, balanced: bool, seed: int, groups=None
+):
+    """One ``fit_head`` per layer on these rows; the meta-classifier on their out-of-fold scores (the probes'
+    inner folds of the stack: by whole group with ``groups``, each row's group)."""
     from sklearn.linear_model import LogisticRegression
-    from sklearn.model_selection import StratifiedKFold
 
     k = len(classes)
-    counts = np.bincount(y, minlength=k)
-    folds = int(min(STACK_INNER_FOLDS, counts[counts > 0].min()))
+    rows = np.arange(len(y))
+    folds = stack_folds(y, rows, k, groups)
+    splits = stack_splits(y, rows, folds, seed, groups) if folds >= 2 else []
     parts, oof_blocks = [], []
     for X in blocks:
-        parts.append(heads.fit_head(classifier, X, y, classes, cs, (), balanced, seed))
+        parts.append(heads.fit_head(classifier, X, y, classes, cs, (), balanced, seed, groups=groups))
         oof = np.zeros((len(y), k))
         if folds >= 2:
-            splitter = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed)
-            for fit_rows, val_rows in splitter.split(np.zeros(len(y)), y):
-                inner = heads.fit_head(classifier, X[fit_rows], y[fit_rows], classes, [parts[-1].C], (), balanced, seed)
+            for fit_rows, val_rows in splits:
+                inner = heads.fit_head(
+                    classifier, X[fit_rows], y[fit_rows], classes, [parts[-1].C], (), balanced, seed, None,
+                    _held_whole(groups, fit_rows),
+                )  # fmt: skip
                 oof[val_rows] = layer_scores(inner, X[val_rows])
         else:
             oof = layer_scores(parts[-1], X)

@@ -27,6 +27,48 @@ def join_option(group: str | None = None) -> Any:
 
 
 check_join = one_of("join", "--join", JOINS, hint="use --join id or --join row")
+
+
+def group_option(group: str | None = None) -> Any:
+    """``--group``, declared once for ``featx probe`` and ``featx fit``."""
+    return option(
+        None,
+        flag="--group",
+        group=group,
+        help="A label column naming groups of rows to keep together (a document, a speaker, the sentence several "
+        "pairs share): the folds, the holdouts that choose C and the bootstrap resamples take whole groups, and a "
+        "train/test split with a group on both sides is refused.",
+    )
+
+
+def check_group(config) -> None:
+    """``--group`` is a name, not empty, and another column than the label (shared by probe and fit)."""
+    text("group", "--group", optional=True, example="name a label column of groups, e.g. group='doc'")(config)
+    if config.group is None:
+        return
+    if not str(config.group).strip():
+        raise InputError("--group is empty", "name a label column whose values are the groups, e.g. --group doc")
+    if config.label is not None and config.group == config.label:
+        refuse_group_label(config.group)
+
+
+def refuse_group_label(group: str) -> None:
+    """``--group`` naming the label itself: every group would hold one class."""
+    raise InputError(
+        f"--group {group} is the label probed: every group would hold one class",
+        "group by another column (a document, a speaker, a shared sentence), or leave out --group",
+    )
+
+
+def refuse_word_group(label: object) -> None:
+    """``--group`` with a word label: word probes group by sentence already."""
+    raise InputError(
+        f"--group applies to sentence labels, and '{label}' is a word label: word probes "
+        "already fold, hold out and resample by whole sentence",
+        "leave out --group",
+    )
+
+
 CLASSIFIERS = ("logreg", "svm", "mlp", "attn")
 REGRESSION_ONLY = ("ridge",)  # accepted by --classifier, refused for a classification label
 TASKS = ("auto", "classification", "regression")
@@ -94,16 +136,8 @@ def _check_arcs(config: ProbeConfig) -> None:
 
 def _check_group(config: ProbeConfig) -> None:
     """``--group`` names another column than the label, of sentence rows (word probes fold by sentence)."""
-    if config.group is None:
-        return
-    if not str(config.group).strip():
-        raise InputError("--group is empty", "name a label column whose values are the groups, e.g. --group doc")
-    if config.label is not None and config.group == config.label:
-        raise InputError(
-            f"--group {config.group} is the label probed: every group would hold one class",
-            "group by another column (a document, a speaker, a shared sentence), or leave out --group",
-        )
-    if config.arcs:
+    check_group(config)
+    if config.group is not None and config.arcs:
         raise InputError("--group applies to sentence labels: arc probes already fold by sentence", "leave out --group")
 
 
@@ -201,14 +235,7 @@ class ProbeConfig(Options):
         0, flag="--seed", group=EVALUATION, help="Seed of the folds, the control permutation and torch heads."
     )
     balanced: bool = option(False, flag="--balanced", group=EVALUATION, help="Balanced class weights.")
-    group: str | None = option(
-        None,
-        flag="--group",
-        group=EVALUATION,
-        help="A label column naming groups of rows to keep together (a document, a speaker, the sentence several "
-        "pairs share): the folds, the holdouts that choose C and the bootstrap resamples take whole groups, and a "
-        "train/test split with a group on both sides is refused.",
-    )
+    group: str | None = group_option(EVALUATION)
     control: bool = option(
         True, flag="--no-control", negate=True, group=EVALUATION, help="Skip the control task (permuted labels)."
     )
@@ -321,7 +348,6 @@ class ProbeConfig(Options):
         _check_device,
         check_join,
         _check_arcs,
-        text("group", "--group", optional=True, example="name a label column of groups, e.g. group='doc'"),
         _check_group,
         _check_labels_file,
         requires("join", "--join", "labels", "--labels", default="id", hint="add --labels FILE, or leave --join out"),

@@ -20,7 +20,7 @@ import numpy as np
 from ..errors import InputError
 from ..state import given_or_last
 from ..store import FeatureFile
-from .config import TASKS, ProbeConfig
+from .config import TASKS, ProbeConfig, refuse_word_group
 from .evaluation.selection import check_metric
 from .inputs import check_corpus, check_outputs, note_derived
 from .meta import Level, Task, package_versions
@@ -137,11 +137,7 @@ def resolve_plan(config: ProbeConfig) -> ProbePlan:
         check_outputs(features, config)
         if config.labels is None and wants_words(features, config):  # a word-level label, or --arcs
             if config.group is not None:
-                raise InputError(
-                    f"--group applies to sentence labels, and '{config.label}' is a word label: word probes "
-                    "already fold, hold out and resample by whole sentence",
-                    "leave out --group",
-                )
+                refuse_word_group(config.label)
             level = Level.ARC if config.arcs else Level.WORD
             metric = check_metric(config.metric, False, str(config.label or "the word label"))
             plan = ProbePlan(config, Path(path), Task.CLASSIFICATION, level, None, classifiers, started, notes)

@@ -3,7 +3,9 @@ group is a near-duplicate of the group's own random vector, and the label is the
 of that vector. A probe that sees other rows of a test row's group scores high by memorising the group; by
 whole groups it is at chance. Columns: ``text``, ``label`` (neg/pos, one per group), ``doc`` (the group),
 ``score`` (a number per group), ``partial`` (``doc`` with one row's group left empty), and with ``split`` a
-split column keeping groups whole (``leaky_split``: one group ``d1`` in both train and test)."""
+split column keeping groups whole (``leaky_split``: one group ``d1`` in both train and test).
+``plant_layer_choice`` then gives the layers different stories: the spurious group signal in one, a genuine
+label signal in another (what ``featx fit --group`` must choose between)."""
 
 from __future__ import annotations
 
@@ -48,3 +50,19 @@ def _plant(path, seed: int) -> None:
         centres = noise.standard_normal((N_GROUPS, shape[1], shape[2]))
         data = centres[group] + 0.05 * noise.standard_normal(shape)
         file["pooled/mean"][...] = data.astype(file["pooled/mean"].dtype)
+
+
+def plant_layer_choice(path, seed: int = 0) -> None:
+    """Layer 1 holds the groups' spurious vectors (as ``_plant``), layer 2 a genuine but noisy label signal
+    (one direction, the row's class sign, plus row noise), layer 0 noise only: cross-validation that splits
+    groups prefers layer 1, by whole groups layer 2."""
+    noise = np.random.default_rng(seed + 1)
+    with h5py.File(path, "r+") as file:
+        dataset = file["pooled/mean"]
+        rows, _, width = dataset.shape
+        sign = 2.0 * file["labels/label"][:].astype(np.float64) - 1.0
+        group = np.repeat(np.arange(N_GROUPS), PER_GROUP)
+        data = noise.standard_normal(dataset.shape)
+        data[:, 1] = noise.standard_normal((N_GROUPS, width))[group] + 0.05 * noise.standard_normal((rows, width))
+        data[:, 2, 0] += 1.5 * sign
+        dataset[...] = data.astype(dataset.dtype)

@@ -180,14 +180,14 @@ def run_stack(
 
     started = time.perf_counter()
     train_scores, test_scores, chosen = [], [], []
-    inner_folds = _stack_folds(y, train, n_classes, groups)
+    inner_folds = stack_folds(y, train, n_classes, groups)
     for X in blocks:
         model, scaler, C, _ = fit_linear(name, X, y, train, dev, cs, balanced, seed, groups)
         chosen.append(C)
         test_scores.append(clf.linear_scores(model, scaler(X[test]), n_classes))
         oof = np.zeros((len(train), n_classes))
         if inner_folds >= 2:
-            for fit_idx, val_idx in _stack_splits(y, train, inner_folds, seed, groups):
+            for fit_idx, val_idx in stack_splits(y, train, inner_folds, seed, groups):
                 inner = clf.make_linear(name, C, balanced, seed)
                 inner_scaler = fit_scaler(X, train[fit_idx])
                 clf.fit_quietly(inner, inner_scaler(X[train[fit_idx]]), y[train[fit_idx]])
@@ -206,14 +206,14 @@ def run_stack(
     return FoldResult(predictions, C, time.perf_counter() - started, weights, validation)
 
 
-def _stack_folds(y: np.ndarray, train: np.ndarray, n_classes: int, groups: np.ndarray | None) -> int:
+def stack_folds(y: np.ndarray, train: np.ndarray, n_classes: int, groups: np.ndarray | None) -> int:
     """How many inner folds the stacked probe's out-of-fold scores take (below 2: none)."""
     counts = np.bincount(y[train], minlength=n_classes)
     folds = int(min(STACK_INNER_FOLDS, counts[counts > 0].min()))
     return folds if groups is None else min(folds, len(np.unique(groups[train])))
 
 
-def _stack_splits(y: np.ndarray, train: np.ndarray, inner_folds: int, seed: int, groups: np.ndarray | None) -> list:
+def stack_splits(y: np.ndarray, train: np.ndarray, inner_folds: int, seed: int, groups: np.ndarray | None) -> list:
     """The stacked probe's inner folds of the training part (positions in it), by whole group with ``groups``."""
     import warnings
 
@@ -236,7 +236,7 @@ def _stack_validation(meta, scores, y: np.ndarray, train: np.ndarray, inner_fold
 
     if inner_folds < 2:
         return None
-    splits = _stack_splits(y, train, inner_folds, seed, groups)
+    splits = stack_splits(y, train, inner_folds, seed, groups)
     return train, cross_val_predict(clone(meta), scores, y[train], cv=splits)
 
 

@@ -31,6 +31,11 @@ class Groups:
     def count(self) -> int:
         return len(self.names)
 
+    def take(self, rows: np.ndarray) -> Groups:
+        """The groups of these rows only (positions into ``codes``), coded 0..k-1 over the groups they hold."""
+        present, inverse = np.unique(self.codes[rows], return_inverse=True)
+        return Groups(self.column, inverse.astype(np.int64), [self.names[int(code)] for code in present])
+
     def name_of(self, rows: np.ndarray) -> str:
         """The name of the group of the first of ``rows`` (for messages)."""
         return self.names[int(self.codes[rows[0]])]

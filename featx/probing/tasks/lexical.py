@@ -199,16 +199,17 @@ def lexical_predictions(
 ) -> np.ndarray | None:
     """The lexical baseline's predictions of the ``test`` positions of ``rows`` (stored rows), fitted on the
     ``train`` positions only, C or alpha chosen there by the probes' rule: the reference ``featx fit`` prints
-    beside its test score. ``options``: ``classes`` (bool), ``cs``, ``alphas``, ``balanced``, ``seed``. None,
-    with a note, where the file stores no texts or the training texts share no n-gram."""
+    beside its test score. ``options``: ``classes`` (bool), ``cs``, ``alphas``, ``balanced``, ``seed``, and
+    ``groups`` (each row's group, held out whole; optional). None, with a note, where the file stores no texts
+    or the training texts share no n-gram."""
     texts = read_texts(features, rows, True, notes)
     if texts is None:
         return None
-    seed, balanced = int(options["seed"]), bool(options["balanced"])
+    seed, balanced, groups = int(options["seed"]), bool(options["balanced"]), options.get("groups")
     try:
         if options["classes"]:
-            return classify_fold(texts, y, train, test, None, options["cs"], balanced, seed).predictions
-        return regress_fold(texts, y, train, test, None, options["alphas"], seed).predictions
+            return classify_fold(texts, y, train, test, None, options["cs"], balanced, seed, groups).predictions
+        return regress_fold(texts, y, train, test, None, options["alphas"], seed, groups).predictions
     except ValueError as error:  # e.g. an empty vocabulary: no n-gram in 2 training texts
         _skipped(error, notes)
         return None

@@ -5,6 +5,7 @@ the file's model and corpus records, and the checks of a ``--baseline`` file of 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -14,7 +15,7 @@ from ...errors import InputError
 from ...selection import LayerSpec, parse_layer_specs, parse_poolings
 from ...store import FeatureFile
 from .. import evaluation as ev
-from ..config import ProbeConfig
+from ..config import ProbeConfig, refuse_group_label
 from ..inputs import check_baseline, check_baseline_sites, site_plan
 from ..meta import file_meta
 from .tested_rows import text_keys
@@ -127,17 +128,27 @@ def read_groups(
     features: FeatureFile, config: ProbeConfig, kept: np.ndarray, label: str, notes: list[str]
 ) -> ev.Groups | None:
     """The group of every probed row (``--group COLUMN``: a stored label column, or one of the ``--labels``
-    file's), or None without ``--group``; a group column that is the label or misses a probed row's group is
-    refused before any probe is fitted."""
-    name = config.group
-    if name is None:
+    file's), or None without ``--group``."""
+    if config.group is None:
         return None
+    return group_rows(features, config.group, kept, label, notes, config.labels, config.join)
+
+
+def group_rows(
+    features: FeatureFile,
+    name: str,
+    kept: np.ndarray,
+    label: str,
+    notes: list[str],
+    labels: str | Path | None = None,
+    join: str = "id",
+) -> ev.Groups:
+    """The group of every row of ``kept`` (stored rows) by the label column ``name`` (stored, or of the file of
+    label columns ``labels`` joined by ``join``); a group column that is the label or misses a kept row's
+    group is refused before any probe is fitted (shared by ``featx probe`` and ``featx fit``)."""
     if name == label:
-        raise InputError(
-            f"--group {name} is the label probed: every group would hold one class",
-            "group by another column (a document, a speaker, a shared sentence), or leave out --group",
-        )
-    codes, names = _group_column(features, config, name)
+        refuse_group_label(name)
+    codes, names = _group_column(features, name, labels, join)
     codes = codes[kept]
     missing = np.flatnonzero(codes < 0)
     if len(missing):
@@ -156,16 +167,18 @@ def read_groups(
     return groups
 
 
-def _group_column(features: FeatureFile, config: ProbeConfig, name: str) -> tuple[np.ndarray, list[str]]:
+def _group_column(
+    features: FeatureFile, name: str, labels: str | Path | None, join: str
+) -> tuple[np.ndarray, list[str]]:
     """The codes (-1: missing) of every stored row of the group column and the value of each code."""
     from ..labels import join_labels, stored_column
 
     if name in features.label_columns:
         column = stored_column(features, name)
-    elif config.labels is not None and name in (joined := join_labels(features, config.labels, config.join)):
+    elif labels is not None and name in (joined := join_labels(features, labels, join)):
         column = joined[name]
     else:
-        where = f"{features.path} or {config.labels}" if config.labels is not None else str(features.path)
+        where = f"{features.path} or {labels}" if labels is not None else str(features.path)
         raise InputError(
             f"--group {name}: no label column '{name}' in {where}; label columns: "
             f"{', '.join(features.label_columns) or '(none)'}",
