@@ -23,6 +23,7 @@ _HOMES = {
     "fit_head": "head",
     "Probe": "probe",
     "fit": "fitting",
+    "fit_any": "choose",
     "load": "bundle",
     "write_bundle": "bundle",
     "predict": "prediction",

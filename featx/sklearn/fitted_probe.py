@@ -23,8 +23,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.metaestimators import available_if
 
-from ..deploy import Probe, load
-from ..deploy.choose import fit_any
+from ..deploy import Probe, fit_any, load
 from ..probing import DEFAULT_ALPHAS, DEFAULT_CS
 
 
