@@ -226,7 +226,7 @@ class ProbeConfig(Options):
         help="Stored sites to probe side by side, e.g. hidden,ffn,attn_out (see featx extract --site).",
     )
     classifiers: str | list[str] | tuple[str, ...] = option(
-        "logreg", flag="--classifier", group=PROBES, help="Any of logreg,svm,mlp,attn."
+        "logreg", flag="--classifier", group=PROBES, help="Any of logreg,svm,mlp,attn; ridge for a continuous label."
     )
     folds: int = option(
         5, flag="--folds", group=EVALUATION, help="Cross-validation folds (when there is no train/test split)."
