@@ -20,6 +20,16 @@ from support.tiny import WORDS, write_csv
 N_GROUPS, PER_GROUP = 24, 5
 
 
+# Group columns probe and fit refuse (one check, shared), each with its message: an unknown column, a labelled row
+# without a group, no more groups than folds, the label itself.
+BAD_GROUPS = [
+    (dict(group="topic"), "--group topic: no label column 'topic'"),
+    (dict(group="partial"), "--group partial: 1 of the 120 labelled rows have no group"),
+    (dict(group="doc", folds=24), "only 24 group"),
+    (dict(group="label"), "--group label is the label probed"),
+]
+
+
 def make_grouped(folder, tiny_model, split: bool = False, leaky_split: bool = False, seed: int = 0):
     rng = random.Random(seed)
     rows = []

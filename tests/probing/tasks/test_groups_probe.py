@@ -10,7 +10,7 @@ import h5py
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from support.planted_groups import make_grouped
+from support.planted_groups import BAD_GROUPS, make_grouped
 
 import featx
 from featx.cli import main
@@ -90,12 +90,7 @@ def test_a_split_with_a_group_in_train_and_test_is_refused(leaky_split_file):
 
 @pytest.mark.parametrize(
     ("options", "message"),
-    [
-        (dict(group="topic"), "--group topic: no label column 'topic'"),
-        (dict(group="partial"), "--group partial: 1 of the 120 labelled rows have no group"),
-        (dict(group="doc", folds=24), "only 24 group"),
-        (dict(group="label"), "--group label is the label probed"),
-    ],
+    BAD_GROUPS,
 )
 def test_bad_group_columns_are_refused_before_fitting(grouped_file, options, message):
     with pytest.raises(InputError, match=message):
