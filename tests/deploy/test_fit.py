@@ -159,6 +159,7 @@ def test_separate_pairs_from_texts_match_the_stored_pair_feature(tiny_model, tmp
     assert np.array_equal(probe.features([r[0] for r in rows], [r[1] for r in rows]), stored)
 
 
+@pytest.mark.slow  # job workers in processes (~3 s)
 def test_candidates_scored_side_by_side_give_the_same_choice_and_scores(split_features):
     one = featx.fit(split_features, label="label", folds=3, write=False, jobs=1)
     two = featx.fit(split_features, label="label", folds=3, write=False, jobs=2)

@@ -50,7 +50,7 @@ def test_erase_never_writes_its_erasers_through_a_link(planted, tmp_path, victim
         assert {"mean/1/left", "mean/1/mean", "mean/1/right"} <= set(data.files)
 
 
-@pytest.mark.parametrize("kind", ["neurons", "sweep"])
+@pytest.mark.parametrize("kind", ["neurons", pytest.param("sweep", marks=pytest.mark.slow)])  # sweep: ~3 s
 def test_an_analysis_never_writes_its_json_through_a_link(planted, tmp_path, victim, kind):
     prefix = tmp_path / "a"
     json_path = tmp_path / ("a.json" if kind == "neurons" else "a.sweep.json")

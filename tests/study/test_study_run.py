@@ -99,6 +99,7 @@ def test_an_interrupted_study_resumes_to_the_same_table(done_study, tiny_model, 
     pd.testing.assert_frame_equal(result.summary, done_study[1].summary)
 
 
+@pytest.mark.slow  # a study's extraction stopped, then run again (~2 s)
 def test_ctrl_c_inside_an_extraction_stops_the_study(done_study, tiny_model, study_corpora, tmp_path, monkeypatch):
     """featx.extract turns Ctrl-C into its Interrupted error (the rows it kept): the study stops there, the cell
     stays pending, and no other cell runs or is failed; it was recorded as failed while the run went on."""

@@ -231,6 +231,7 @@ def test_word_level_runs_keep_their_own_baseline_name():
     assert references(frame, "accuracy")[0][0] == "most frequent label per word type"
 
 
+@pytest.mark.slow  # job workers in processes (~2 s)
 def test_the_lexical_job_runs_beside_the_probe_jobs(split_file):
     """With two workers the lexical baseline is a job of its own (first, so it starts at once); the table is
     the one a single worker gives, the baseline's row included."""
