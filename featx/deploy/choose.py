@@ -24,6 +24,7 @@ from ..probing import (
     grouped_folds,
     metrics_from_confusion,
     regression_scores,
+    stratified_group_splits,
 )
 from ..selection import LayerSpec
 from . import head as heads
@@ -84,20 +85,13 @@ def _class_folds(y: np.ndarray, n_classes: int, folds: int) -> int:
 
 def _group_folds(y: np.ndarray, groups: np.ndarray, folds: int, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
     """Stratified group k-fold: a class rarer than k items cannot be in every fold, and need not be."""
-    import warnings
-
-    from sklearn.model_selection import StratifiedGroupKFold
-
     n_groups = len(np.unique(groups))
     if n_groups < 2:
         raise InputError(
             "the training words come from a single sentence: the layer and pooling cannot be cross-validated",
             "give more training sentences, or --layer K and --pooling P to fit without choosing",
         )
-    splitter = StratifiedGroupKFold(n_splits=min(folds, n_groups), shuffle=True, random_state=seed)
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="The least populated class")
-        return list(splitter.split(np.zeros(len(y)), y, groups))
+    return stratified_group_splits(y, groups, min(folds, n_groups), seed)
 
 
 def take(X, rows: np.ndarray):

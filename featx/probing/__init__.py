@@ -98,6 +98,7 @@ _HOMES = {
     "check_split_groups": "evaluation.groups",
     "check_training_groups": "evaluation.groups",
     "grouped_folds": "evaluation.groups",
+    "stratified_group_splits": "evaluation.groups",
     "group_rows": "tasks.sentences",
     "group_option": "config",
     "check_group": "config",

@@ -20,7 +20,7 @@ from .core import (
     run_mlp,
     run_stack,
 )
-from .groups import Groups, check_group_count, group_holdout, grouped_folds
+from .groups import Groups, check_group_count, group_holdout, grouped_folds, stratified_group_splits
 from .metrics import bootstrap_intervals, confusion, metrics_from_confusion, summarise, t_interval
 from .plans import (
     DEV_VALUES,
@@ -69,6 +69,7 @@ __all__ = [
     "group_holdout",
     "grouped",
     "grouped_folds",
+    "stratified_group_splits",
     "groups",
     "inner_split",
     "make_plan",

@@ -13,6 +13,7 @@ import time
 import numpy as np
 
 from ..solvers import classifiers as clf
+from .groups import stratified_group_splits
 from .plans import FoldResult, inner_split
 from .search import search_c, search_logreg
 
@@ -215,17 +216,12 @@ def stack_folds(y: np.ndarray, train: np.ndarray, n_classes: int, groups: np.nda
 
 def stack_splits(y: np.ndarray, train: np.ndarray, inner_folds: int, seed: int, groups: np.ndarray | None) -> list:
     """The stacked probe's inner folds of the training part (positions in it), by whole group with ``groups``."""
-    import warnings
-
-    from sklearn.model_selection import StratifiedGroupKFold, StratifiedKFold
+    from sklearn.model_selection import StratifiedKFold
 
     if groups is None:
         splitter = StratifiedKFold(n_splits=inner_folds, shuffle=True, random_state=seed)
         return list(splitter.split(np.zeros(len(train)), y[train]))
-    grouped = StratifiedGroupKFold(n_splits=inner_folds, shuffle=True, random_state=seed)
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="The least populated class")
-        return list(grouped.split(np.zeros(len(train)), y[train], groups[train]))
+    return stratified_group_splits(y[train], groups[train], inner_folds, seed)
 
 
 def _stack_validation(meta, scores, y: np.ndarray, train: np.ndarray, inner_folds: int, seed: int, groups=None):

@@ -54,17 +54,28 @@ def check_group_count(groups: Groups, folds: int) -> None:
         )
 
 
+def stratified_group_splits(
+    y: np.ndarray, codes: np.ndarray, n_splits: int, seed: int
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Seeded stratified group k-fold (scikit-learn's ``StratifiedGroupKFold``, shuffled): ``n_splits`` (train,
+    test) position pairs, every group (``codes``) on one side, stratified by ``y`` as far as whole groups allow.
+    A class rarer than the splits is kept, without scikit-learn's warning: the callers say it in featx's words
+    (or check it) where it matters. Every grouped fold of featx is drawn here: ``--group``'s folds and holdouts,
+    a word probe's sentence folds, the stacked probe's inner folds, ``featx fit``'s."""
+    from sklearn.model_selection import StratifiedGroupKFold
+
+    splitter = StratifiedGroupKFold(n_splits=n_splits, shuffle=True, random_state=seed)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="The least populated class")
+        return list(splitter.split(np.zeros(len(y)), y, codes))
+
+
 def grouped_folds(y: np.ndarray, groups: Groups, folds: int, seed: int, stratified: bool) -> list:
     """Seeded k-fold over whole groups: stratified by class as far as whole groups allow (``stratified``), else
     the groups dealt in a seeded order, each to the fold with the fewest rows so far."""
     codes = groups.codes
-    if stratified:
-        from sklearn.model_selection import StratifiedGroupKFold
-
-        splitter = StratifiedGroupKFold(n_splits=folds, shuffle=True, random_state=seed)
-        with warnings.catch_warnings():  # a class rarer than the folds: checked before, in featx's words
-            warnings.filterwarnings("ignore", message="The least populated class")
-            return [(train, test) for train, test in splitter.split(np.zeros(len(y)), y, codes)]
+    if stratified:  # a class rarer than the folds: checked before, in featx's words
+        return stratified_group_splits(y, codes, folds, seed)
     sizes = np.bincount(codes, minlength=groups.count)
     fold_of, filled = np.zeros(groups.count, np.int64), np.zeros(folds, np.int64)
     for code in np.random.default_rng(seed).permutation(groups.count):
@@ -115,12 +126,7 @@ def group_holdout(codes: np.ndarray, seed: int, y: np.ndarray | None = None) -> 
     positions = np.arange(len(codes))
     parts = min(INNER_FOLDS, len(unique))
     if y is not None:
-        from sklearn.model_selection import StratifiedGroupKFold
-
-        splitter = StratifiedGroupKFold(n_splits=parts, shuffle=True, random_state=seed)
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message="The least populated class")
-            fit, val = next(splitter.split(positions, y, codes))
+        fit, val = stratified_group_splits(y, codes, parts, seed)[0]
         return np.sort(fit), np.sort(val)
     rng = np.random.default_rng(seed)
     held = rng.choice(unique, size=max(1, int(round(len(unique) / parts))), replace=False)

@@ -12,7 +12,6 @@ has items on both sides, and the inner holdouts (C search, early stopping) are b
 from __future__ import annotations
 
 import contextlib
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -191,13 +190,9 @@ def sentence_plan(task: WordTask, split: np.ndarray | None, folds: int, seed: in
 def sentence_folds(y: np.ndarray, groups: np.ndarray, folds: int, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
     """Seeded k-fold (train, test) item indices over the sentences ``groups``, stratified by ``y`` as far as whole
     sentences allow: a word probe's folds without a split, rebuilt from its seed by the paired tests between
-    runs. A class rarer than the folds is kept (missing from some folds' test parts)."""
-    from sklearn.model_selection import StratifiedGroupKFold
-
-    splitter = StratifiedGroupKFold(n_splits=folds, shuffle=True, random_state=seed)
-    with warnings.catch_warnings():  # said in featx's words by a note where the probe runs
-        warnings.filterwarnings("ignore", message="The least populated class")
-        return [(train, test) for train, test in splitter.split(np.zeros(len(y)), y, groups)]
+    runs. A class rarer than the folds is kept (missing from some folds' test parts: a note where the probe
+    runs says so)."""
+    return ev.stratified_group_splits(y, groups, folds, seed)
 
 
 def _note_rare_classes(task: WordTask, folds: int, notes: list[str]) -> None:
