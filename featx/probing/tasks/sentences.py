@@ -158,8 +158,7 @@ def group_rows(
             f"'{example}')",
             "give every labelled row a group (a row alone can be a group of its own), or leave out --group",
         )
-    present, inverse = np.unique(codes, return_inverse=True)
-    groups = ev.Groups(name, inverse.astype(np.int64), [names[int(code)] for code in present])
+    groups = ev.Groups(name, codes, names).take(np.arange(len(codes)))  # coded 0..k-1 over the groups present
     notes.append(
         f"rows kept together by --group {name} ({groups.count} groups): the folds, the holdouts that choose C "
         "and the bootstrap resamples take whole groups"
