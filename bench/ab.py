@@ -7,6 +7,10 @@ A root is a folder (a checkout) or a git commit of this repository: a commit is 
 ``git worktree add --detach`` into a temporary folder for the run and removed afterwards, so an old
 commit runs its own code and the current tree needs no old import paths.
 
+The model runs as ``featx extract`` would run it: on featx's own encoder where that checkout has one and the
+folder qualifies (``FEATX_NATIVE=0`` in ``--env``: through transformers); each round says which. (Before 29 Nov 2026
+this script always loaded through transformers.)
+
 Each variant runs in its own process (fresh imports from its root), variants alternate round by round so
 that machine load hits them alike, and the best round counts. Besides wall-clock tokens/s it prints tokens
 per CPU-second of the process (all threads), steadier when other jobs share the cores. Timed: the same
@@ -35,7 +39,11 @@ from featx.extraction.inputs.corpus import read_corpus
 from featx.extraction.model.loading import load_model
 from featx.extraction.tokens.tokenize import tokenize_texts
 corpus, model, dtype, max_tokens, batch_size, max_length = sys.argv[1:7]
-loaded = load_model(model, "cpu", dtype, max_length=int(max_length))
+# featx's own encoders where `featx extract` would run them (FEATX_NATIVE=0: transformers), in checkouts that have them
+import inspect, os
+native = "native" in inspect.signature(load_model).parameters and os.environ.get("FEATX_NATIVE", "1") != "0"
+loaded = load_model(model, "cpu", dtype, max_length=int(max_length), **({"native": True} if native else {}))
+implementation = type(loaded.model).__module__.split(".")[0]
 read = read_corpus(corpus, "text", None, False, "utf-8")
 tokenized = tokenize_texts(loaded.tokenizer, read.texts, loaded.max_length)
 try:  # featx >= the extraction package: the runner reads an ExtractionPlan
@@ -61,7 +69,7 @@ for ids, mask in batches:
 seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
 tokens = int(tokenized.lengths.sum())
 rates = {"tokens_per_second": tokens / seconds, "tokens_per_cpu_second": tokens / cpu}
-print(json.dumps({**rates, "batches": len(batches)}))
+print(json.dumps({**rates, "batches": len(batches), "implementation": implementation}))
 """
 
 
@@ -138,7 +146,7 @@ def run_rounds(args, columns: dict, n: int) -> None:
             label = " ".join(f"{k}={columns[k][i]}" for k in columns if columns[k][i])
             print(
                 f"round {round_} [{label}] {rate:,.0f} tokens/s, {cpu_rate:,.0f} per CPU-second "
-                f"(load {os.getloadavg()[0]:.2f})",
+                f"({measured.get('implementation', 'transformers')}; load {os.getloadavg()[0]:.2f})",
                 flush=True,
             )
     for i in range(n):
