@@ -11,6 +11,7 @@ importing transformers.
 ``random_init.py`` ``--random-init``'s weights drawn as transformers' ``from_config`` draws them, bit for bit
 ``fuse.py``       CPU fusions of the prepacked encoder (one query/key/value linear, linear + residual add)
 ``onednn.py``     CPU linear layers through oneDNN with weights reordered once (prepacked)
+``packing.py``    a padded batch's blocks run on its real tokens only (CPU), attention alone padded
 ``deberta.py``    DeBERTa-v2/v3's disentangled attention on the band of relative positions in use (CPU)
 
 Nothing here imports transformers; ``FEATX_NATIVE=0`` turns the native path off.
@@ -25,6 +26,7 @@ __all__ = [
     "fuse",
     "mpnet",
     "onednn",
+    "packing",
     "random_init",
     "roberta",
     "select",

@@ -6,7 +6,9 @@ name and featx's oneDNN prepacking (``onednn.py``, which reads ``dense``/``inter
 forward source) packs and fuses the same layers. Each forward repeats transformers' operations in the same order
 (embeddings summed word + type, then + position; the padding mask as a boolean ``(batch, 1, 1, key)`` tensor that
 sdpa broadcasts over the queries, left out when no token is padding), so float32 results agree to rounding, bit
-for bit on the CPU.
+for bit on the CPU for a batch run padded. A batch with enough padding runs its blocks on the real tokens only
+(``packing.py``): the same products on fewer rows, so the real tokens' states agree to rounding (a few 1e-7) and
+the padded positions of a block's output are zeros, which no pooling or token store reads.
 
 Only what ``select.py`` lets through runs here: ``model_type`` bert, absolute positions, an encoder (no decoder,
 no cross-attention), ``hidden_act`` gelu (exact, erf) or relu.
@@ -23,6 +25,7 @@ from torch import nn
 
 from ...errors import ModelError
 from .checkpoint import build_on_meta, load_encoder, match_keys
+from .packing import Packing, plan_packing
 
 ACTIVATIONS = ("gelu", "relu")
 PREFIX = "bert."  # a checkpoint of BertForMaskedLM & co. holds the encoder under this prefix
@@ -150,12 +153,12 @@ class BertSelfAttention(nn.Module):
         self.value = nn.Linear(settings.hidden_size, self.all_head_size)
         self.dropout = nn.Dropout(settings.attention_probs_dropout_prob)
 
-    def forward(self, hidden_states: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
-        input_shape = hidden_states.shape[:-1]
-        hidden_shape = (*input_shape, -1, self.attention_head_size)
-        query = self.query(hidden_states).view(*hidden_shape).transpose(1, 2)
-        key = self.key(hidden_states).view(*hidden_shape).transpose(1, 2)
-        value = self.value(hidden_states).view(*hidden_shape).transpose(1, 2)
+    def forward(
+        self, hidden_states: torch.Tensor, attention_mask: torch.Tensor | None = None, packing: Packing | None = None
+    ) -> torch.Tensor:
+        query = split_heads(self.query(hidden_states), self.attention_head_size, packing)
+        key = split_heads(self.key(hidden_states), self.attention_head_size, packing)
+        value = split_heads(self.value(hidden_states), self.attention_head_size, packing)
         context = nn.functional.scaled_dot_product_attention(
             query,
             key,
@@ -165,8 +168,24 @@ class BertSelfAttention(nn.Module):
             scale=self.scaling,
             is_causal=False,
         )
-        context = context.transpose(1, 2).contiguous()
-        return context.reshape(*input_shape, -1).contiguous()
+        return merge_heads(context, packing)
+
+
+def split_heads(states: torch.Tensor, head_size: int, packing: Packing | None) -> torch.Tensor:
+    """A query, key or value ``(B, L, width)`` as ``(B, heads, L, head_size)`` views; a packed one
+    ``(tokens, width)`` is first put back in the padded layout (``packing.Packing.pad``), which attention needs."""
+    if packing is not None:
+        states = packing.pad(states)
+    return states.view(*states.shape[:-1], -1, head_size).transpose(1, 2)
+
+
+def merge_heads(context: torch.Tensor, packing: Packing | None) -> torch.Tensor:
+    """Attention's ``(B, heads, L, head_size)`` output as ``(B, L, width)``, or, packed, the real tokens'
+    ``(tokens, width)``."""
+    context = context.transpose(1, 2)
+    if packing is not None:
+        return packing.pack(context).flatten(1)
+    return context.contiguous().reshape(*context.shape[:2], -1).contiguous()
 
 
 class BertAttention(nn.Module):
@@ -175,8 +194,10 @@ class BertAttention(nn.Module):
         self.self = BertSelfAttention(settings)
         self.output = BertSelfOutput(settings)
 
-    def forward(self, hidden_states: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
-        return self.output(self.self(hidden_states, attention_mask), hidden_states)
+    def forward(
+        self, hidden_states: torch.Tensor, attention_mask: torch.Tensor | None = None, packing: Packing | None = None
+    ) -> torch.Tensor:
+        return self.output(self.self(hidden_states, attention_mask, packing), hidden_states)
 
 
 class BertIntermediate(nn.Module):
@@ -220,9 +241,15 @@ class BertLayer(nn.Module):
         self.intermediate = BertIntermediate(settings)
         self.output = BertOutput(settings)
 
-    def forward(self, hidden_states: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
-        attention_output = self.attention(hidden_states, attention_mask)
-        return self.output(self.intermediate(attention_output), attention_output)
+    def forward(
+        self, hidden_states: torch.Tensor, attention_mask: torch.Tensor | None = None, packing: Packing | None = None
+    ) -> torch.Tensor:
+        """``(B, L, width)`` in and out; with ``packing``, the block runs on the real tokens only (``packing.py``)."""
+        if packing is None:
+            attention_output = self.attention(hidden_states, attention_mask)
+            return self.output(self.intermediate(attention_output), attention_output)
+        attention_output = self.attention(packing.enter(hidden_states), attention_mask, packing)
+        return packing.leave(self.output(self.intermediate(attention_output), attention_output))
 
 
 class BertEncoder(nn.Module):
@@ -232,11 +259,13 @@ class BertEncoder(nn.Module):
         super().__init__()
         self.layer = nn.ModuleList([self.layer_class(settings) for _ in range(settings.num_hidden_layers)])
 
-    def forward(self, hidden_states: torch.Tensor, attention_mask: torch.Tensor | None = None) -> list[torch.Tensor]:
-        """Every layer's output, in order."""
+    def forward(
+        self, hidden_states: torch.Tensor, attention_mask: torch.Tensor | None = None, packing: Packing | None = None
+    ) -> list[torch.Tensor]:
+        """Every layer's output, in order; ``packing``: the layers run on the real tokens only (``packing.py``)."""
         states = []
         for layer in self.layer:
-            hidden_states = layer(hidden_states, attention_mask)
+            hidden_states = layer(hidden_states, attention_mask, packing)
             states.append(hidden_states)
         return states
 
@@ -297,7 +326,8 @@ class BertModel(nn.Module):
     ) -> EncoderOutput:
         embedding_output = self.embeddings(input_ids, token_type_ids)
         mask = self.encoder_mask(attention_mask, input_ids.shape[1], embedding_output.device)
-        states = self.encoder(embedding_output, mask)
+        packing = None if mask is None else plan_packing(self.encoder.layer, attention_mask, embedding_output.device)
+        states = self.encoder(embedding_output, mask, packing)
         last = states[-1] if states else embedding_output
         pooled = self.pooler(last) if self.pooler is not None else None
         hidden_states = (embedding_output, *states) if output_hidden_states else None

@@ -26,6 +26,7 @@ import torch
 from torch import nn
 
 from . import bert, onednn
+from .packing import Packing
 
 
 class FusedSelfAttention(nn.Module):
@@ -40,15 +41,19 @@ class FusedSelfAttention(nn.Module):
         self.packed = torch.ops.mkldnn._reorder_linear_weight(weight, onednn.BATCH_HINT)
         self.bias = torch.cat([part.bias for part in parts])
 
-    def forward(self, hidden_states: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
-        batch, length = hidden_states.shape[:2]
+    def forward(
+        self, hidden_states: torch.Tensor, attention_mask: torch.Tensor | None = None, packing: Packing | None = None
+    ) -> torch.Tensor:
         qkv = torch.ops.mkldnn._linear_pointwise(hidden_states, self.packed, self.bias, "none", [], "")
+        if packing is not None:  # the real tokens only: attention needs the padded layout (``packing.py``)
+            qkv = packing.pad(qkv)
+        batch, length = qkv.shape[:2]
         # (B, T, 3, heads, d) -> three (B, heads, T, d) views, no copies
         query, key, value = qkv.view(batch, length, 3, self.num_attention_heads, -1).permute(2, 0, 3, 1, 4)
         context = nn.functional.scaled_dot_product_attention(
             query, key, value, attn_mask=attention_mask, scale=self.scaling
         )
-        return context.transpose(1, 2).reshape(batch, length, -1)
+        return bert.merge_heads(context, packing)
 
 
 class FusedOutput(nn.Module):

@@ -27,8 +27,9 @@ import torch
 from torch import nn
 
 from ...errors import ModelError
-from .bert import BertEncoder, BertLayer, BertModel, BertSettings
+from .bert import BertEncoder, BertLayer, BertModel, BertSettings, merge_heads, split_heads
 from .checkpoint import build_on_meta, load_encoder, match_keys
+from .packing import Packing
 
 PREFIX = "mpnet."  # a checkpoint of MPNetForMaskedLM & co. holds the encoder under this prefix
 IGNORED_KEYS = ("embeddings.position_ids",)  # a buffer checkpoints saved; transformers ignores it too
@@ -88,13 +89,12 @@ class MPNetSelfAttention(nn.Module):
         self.o = nn.Linear(settings.hidden_size, settings.hidden_size)
         self.dropout = nn.Dropout(settings.attention_probs_dropout_prob)
 
-    def forward(self, hidden_states: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
-        """``bias``: the position bias plus the padding mask, ``(batch or 1, heads, query, key)``."""
-        input_shape = hidden_states.shape[:-1]
-        hidden_shape = (*input_shape, -1, self.attention_head_size)
-        q = self.q(hidden_states).view(hidden_shape).transpose(1, 2)
-        k = self.k(hidden_states).view(hidden_shape).transpose(1, 2)
-        v = self.v(hidden_states).view(hidden_shape).transpose(1, 2)
+    def forward(self, hidden_states: torch.Tensor, bias: torch.Tensor, packing: Packing | None = None) -> torch.Tensor:
+        """``bias``: the position bias plus the padding mask, ``(batch or 1, heads, query, key)``; ``packing``: the
+        hidden states are the real tokens only (``bert.BertEncoder``)."""
+        q = split_heads(self.q(hidden_states), self.attention_head_size, packing)
+        k = split_heads(self.k(hidden_states), self.attention_head_size, packing)
+        v = split_heads(self.v(hidden_states), self.attention_head_size, packing)
         context = nn.functional.scaled_dot_product_attention(
             q,
             k,
@@ -103,8 +103,7 @@ class MPNetSelfAttention(nn.Module):
             dropout_p=self.dropout.p if self.training else 0.0,
             scale=1 / math.sqrt(self.attention_head_size),
         )
-        context = context.transpose(1, 2).contiguous().reshape(*input_shape, -1)
-        return self.o(context)
+        return self.o(merge_heads(context, packing))
 
 
 class MPNetAttention(nn.Module):
@@ -114,8 +113,8 @@ class MPNetAttention(nn.Module):
         self.LayerNorm = nn.LayerNorm(settings.hidden_size, eps=settings.layer_norm_eps)
         self.dropout = nn.Dropout(settings.hidden_dropout_prob)
 
-    def forward(self, hidden_states: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
-        return self.LayerNorm(self.dropout(self.attn(hidden_states, bias)) + hidden_states)
+    def forward(self, hidden_states: torch.Tensor, bias: torch.Tensor, packing: Packing | None = None) -> torch.Tensor:
+        return self.LayerNorm(self.dropout(self.attn(hidden_states, bias, packing)) + hidden_states)
 
 
 class MPNetLayer(BertLayer):
@@ -148,14 +147,17 @@ class MPNetEncoder(BertEncoder):
             settings.relative_attention_num_buckets, settings.num_attention_heads
         )
 
-    def forward(self, hidden_states: torch.Tensor, attention_mask: torch.Tensor | None = None) -> list[torch.Tensor]:
-        """Every layer's output, in order; ``attention_mask``: True at padded keys, ``(batch, key)``, or None."""
+    def forward(
+        self, hidden_states: torch.Tensor, attention_mask: torch.Tensor | None = None, packing: Packing | None = None
+    ) -> list[torch.Tensor]:
+        """Every layer's output, in order; ``attention_mask``: True at padded keys, ``(batch, key)``, or None;
+        ``packing``: as ``bert.BertEncoder`` takes it."""
         length = hidden_states.shape[1]
         bias = self.relative_attention_bias(relative_buckets(length, hidden_states.device))
         bias = bias.permute(2, 0, 1).unsqueeze(0)  # (1, heads, query, key)
         if attention_mask is not None:
             bias = bias.masked_fill(attention_mask[:, None, None, :], torch.finfo(bias.dtype).min)
-        return super().forward(hidden_states, bias)
+        return super().forward(hidden_states, bias, packing)
 
 
 class MPNetModel(BertModel):

@@ -35,15 +35,18 @@ def _transformers_bert(folder, dtype=torch.float32):
 
 
 def _largest_difference(native, reference, ids, mask, **extra) -> float:
-    """Largest absolute difference over every hidden state and the pooler output of one forward pass each."""
+    """Largest absolute difference over every hidden state (at the real tokens: a padded position is no feature,
+    and featx's encoders leave it zero where they pack the batch, ``fast/packing.py``) and the pooler output of
+    one forward pass each."""
     with torch.inference_mode():
         got = native(input_ids=ids, attention_mask=mask, output_hidden_states=True, **extra)
         want = reference(input_ids=ids, attention_mask=mask, output_hidden_states=True, **extra)
     assert len(got.hidden_states) == len(want.hidden_states)
+    real = mask.bool()
     pairs = [
-        *zip(got.hidden_states, want.hidden_states, strict=False),
+        *((a[real], b[real]) for a, b in zip(got.hidden_states, want.hidden_states, strict=False)),
         (got.pooler_output, want.pooler_output),
-        (got.last_hidden_state, want.last_hidden_state),
+        (got.last_hidden_state[real], want.last_hidden_state[real]),
     ]
     return max(float((a.float() - b.float()).abs().max()) for a, b in pairs)
 
