@@ -7,8 +7,9 @@ forward source) packs and fuses the same layers. Each forward repeats transforme
 (embeddings summed word + type, then + position; the padding mask as a boolean ``(batch, 1, 1, key)`` tensor that
 sdpa broadcasts over the queries, left out when no token is padding), so float32 results agree to rounding, bit
 for bit on the CPU for a batch run padded. A batch with enough padding runs its blocks on the real tokens only
-(``packing.py``): the same products on fewer rows, so the real tokens' states agree to rounding (a few 1e-7) and
-the padded positions of a block's output are zeros, which no pooling or token store reads.
+(``packing.py``): the same products on fewer rows, so the real tokens' states are the same (bit for bit on the CPUs
+measured; to float rounding in general) and the padded positions of a block's output are zeros, which no pooling
+or token store reads.
 
 Only what ``select.py`` lets through runs here: ``model_type`` bert, absolute positions, an encoder (no decoder,
 no cross-attention), ``hidden_act`` gelu (exact, erf) or relu.
