@@ -232,3 +232,15 @@ def test_an_output_in_a_missing_folder_is_refused_before_any_row(fitted, split_f
     assert result.exit_code == 2, result.output
     assert_one_clear_error(result.output, r"output folder \S+missing does not exist")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_predict_does_not_print_what_the_reader_noticed_of_label_columns(fitted, split_features, tmp_path, lookup):
+    table = pd.read_csv(split_features.parent / "corpus.csv")
+    table["score"] = [f"{row / 7:.4f}" for row in range(len(table))]  # a continuous number: extract's note
+    corpus = tmp_path / "scored.csv"
+    table.to_csv(corpus, index=False)
+    assert any("looks continuous" in note for note in featx.extraction.read_corpus(corpus).label_notes)
+    result = _run(fitted.path, corpus, "-o", tmp_path / "p.csv")
+    assert result.exit_code == 0, result.output
+    assert "looks continuous" not in result.output and "regression" not in result.output
+    assert len(pd.read_csv(tmp_path / "p.csv")) == len(table)

@@ -50,7 +50,10 @@ class Corpus:
     split: list[str] | None
     sha256: str
     skipped_rows: list[int] = field(default_factory=list)  # data row numbers (0-based) left out by --skip-empty
-    notes: list[str] = field(default_factory=list)  # what the reader decided, for the user (delimiter, missing)
+    notes: list[str] = field(default_factory=list)  # what the reader decided, for the user (delimiter, cut texts)
+    # what it noticed of the label columns (missing rows, row ids, a continuous number), for the commands that
+    # store or probe labels: extract prints them, predict (which reads no label to store) does not
+    label_notes: list[str] = field(default_factory=list)
     words: WordTable | None = None  # word inputs (CoNLL-U...): the sentences' words
     pair_texts: list[str] | None = None  # sentence pairs: each row's second text (--text-pair-col)
     pair_col: str | None = None
@@ -320,7 +323,8 @@ def _senteval_corpus(
         split=rows.split,
         sha256=hashlib.sha256(raw).hexdigest(),
         skipped_rows=rows.skipped,
-        notes=[split_note(path, rows), *_label_notes(labels)],
+        notes=[split_note(path, rows)],
+        label_notes=_label_notes(labels),
         columns={LABEL_COLUMN: rows.labels} if LABEL_COLUMN in keep_cols else {},
     )
 
@@ -380,5 +384,6 @@ def read_corpus(
         split=split,
         sha256=hashlib.sha256(raw).hexdigest(),  # the bytes read, never a second read of the path
         skipped_rows=skipped,
-        notes=notes + _label_notes(labels),
+        notes=notes,
+        label_notes=_label_notes(labels),
     )

@@ -90,7 +90,7 @@ def extract_one(config: ExtractConfig) -> ExtractSummary:
             check_existing(plan.output, plan.fingerprint)
             remember("features", plan.output)
             summary = summary_of(plan.output, "up-to-date", time.perf_counter() - started, len(corpus.skipped_rows))
-            summary.notes[:0] = corpus.notes
+            summary.notes[:0] = corpus.notes + corpus.label_notes
             _note_unrereadable(config, summary)
             return summary
         timings = {"load_seconds": time.perf_counter() - load_started}
@@ -118,7 +118,7 @@ def extract_one(config: ExtractConfig) -> ExtractSummary:
     for name, seconds in timings.items():
         setattr(summary, name, seconds)
     summary.notes += edit_notes(plan, loaded)
-    summary.notes[:0] = corpus.notes
+    summary.notes[:0] = corpus.notes + corpus.label_notes
     _note_unrereadable(config, summary)
     return summary
 

@@ -107,7 +107,8 @@ def test_a_class_named_none_is_kept_by_default_and_missing_is_named(tmp_path):
     assert pandas.names == ["pos"] and pandas.missing == {"None": 1, "NA": 1, "": 1, "null": 1}
     listed = read_corpus(path, missing_labels="NA, null")
     assert listed.labels["label"].names == ["None", "pos"]
-    assert listed.notes == ["label 'label': 3 row(s) missing ('NA' 1, empty 1, 'null' 1)"]
+    assert listed.label_notes == ["label 'label': 3 row(s) missing ('NA' 1, empty 1, 'null' 1)"]
+    assert listed.notes == []  # what it noticed of the labels is kept apart: predict does not print it
 
 
 def test_continuous_column_is_flagged_with_its_values(tmp_path):
@@ -117,7 +118,7 @@ def test_continuous_column_is_flagged_with_its_values(tmp_path):
     assert score.looks_continuous and not stars.looks_continuous
     np.testing.assert_allclose(score.values(), [i / 40 for i in range(40)], atol=1e-3)
     note = "label 'score' looks continuous (40 distinct numbers): featx probe will fit a regression probe"
-    assert any(text.startswith(note) and "--task classification --bins N" in text for text in corpus.notes)
+    assert any(text.startswith(note) and "--task classification --bins N" in text for text in corpus.label_notes)
 
 
 @pytest.mark.parametrize(
@@ -140,13 +141,13 @@ def test_a_missing_text_column_names_the_columns_to_pass(tmp_path, header, hint)
 def test_an_id_column_is_named_as_ids_not_a_continuous_label(tmp_path):
     lines = ["pair_id,text,score,rank"] + [f"{i + 7},t{i},{i / 40:.3f},{i + 7}" for i in range(40)]
     corpus = read_corpus(write(tmp_path, "\n".join(lines) + "\n"))
-    ids = [note for note in corpus.notes if note.startswith("label 'pair_id'")]
+    ids = [note for note in corpus.label_notes if note.startswith("label 'pair_id'")]
     assert ids == [
         "label 'pair_id' looks like row ids (a distinct whole number on every row): "
         "pass --id-col pair_id to name the rows by it; as a label it means nothing to probe"
     ]
-    assert any(note.startswith("label 'score' looks continuous") for note in corpus.notes)
-    assert any(note.startswith("label 'rank' looks continuous") for note in corpus.notes)  # not named as an id
+    assert any(note.startswith("label 'score' looks continuous") for note in corpus.label_notes)
+    assert any(note.startswith("label 'rank' looks continuous") for note in corpus.label_notes)  # not named as an id
     by_id = read_corpus(write(tmp_path, "\n".join(lines) + "\n", name="d.csv"), id_col="pair_id")
     assert by_id.ids[:2] == ["7", "8"] and "pair_id" not in by_id.labels
-    assert not any("pair_id" in note for note in by_id.notes)
+    assert not any("pair_id" in note for note in by_id.notes + by_id.label_notes)

@@ -324,3 +324,10 @@ def test_summary_says_where_the_time_went(tiny_model, corpus_csv, tmp_path):
     assert summary.as_dict()["forward_seconds"] == summary.forward_seconds
     again = run(corpus_csv, tiny_model, tmp_path)
     assert again.status == "up-to-date" and again.forward_seconds == 0.0
+
+
+def test_extract_says_what_the_reader_noticed_of_its_label_columns(tiny_model, tmp_path):
+    corpus = tmp_path / "labelled.csv"
+    corpus.write_text("text,label\n" + "".join(f"{text},{'pos' if i % 3 else ''}\n" for i, text in enumerate(TEXTS)))
+    summary = run(corpus, tiny_model, tmp_path)
+    assert any(note.startswith("label 'label':") and "row(s) missing" in note for note in summary.notes)
