@@ -86,18 +86,23 @@ def grouped_folds(y: np.ndarray, groups: Groups, folds: int, seed: int, stratifi
 
 
 def check_split_groups(groups: Groups, train: np.ndarray, test: np.ndarray, dev: np.ndarray | None) -> None:
-    """Refuse a split with a group on both sides of the test rows: its test rows would be scored by a probe
-    that saw (train) or chose C on (dev) other rows of the same group."""
-    test_groups = np.unique(groups.codes[test])
-    for part, rows in (("train", train), ("dev", dev)):
-        if rows is None or not len(rows):
+    """Refuse a split with a group in two of its parts: test rows scored by a probe that saw (train) or chose C on
+    (dev) other rows of the same group, or C chosen on dev rows whose groups the probe was fitted on."""
+    parts = (("train", train, "test", test), ("dev", dev, "test", test), ("train", train, "dev", dev))
+    for first, rows, second, others in parts:
+        if rows is None or others is None or not len(rows) or not len(others):
             continue
-        shared = np.intersect1d(test_groups, groups.codes[rows])
+        shared = np.intersect1d(np.unique(groups.codes[others]), groups.codes[rows])
         if len(shared):
             example = groups.names[int(shared[0])]
+            why = (
+                "the test score would count what the probe memorised of them"
+                if second == "test"
+                else "C would be chosen on rows the probe memorised through their group"
+            )
             raise InputError(
-                f"--group {groups.column}: {len(shared)} group(s) have rows in both the {part} and the test split, "
-                f"e.g. '{example}'; the test score would count what the probe memorised of them",
+                f"--group {groups.column}: {len(shared)} group(s) have rows in both the {first} and the {second} "
+                f"split, e.g. '{example}'; {why}",
                 "put every group in one split part (or drop the split column to cross-validate by group), "
                 "or leave out --group",
             )

@@ -82,6 +82,18 @@ def test_a_dev_part_sharing_a_group_with_test_is_refused():
         ev.make_plan(y, split, 5, 0, ["a", "b"], "label", groups)
 
 
+def test_a_dev_part_sharing_a_group_with_train_is_refused():
+    groups = _groups([4, 4, 4, 4])
+    y = (np.arange(16) % 2).astype(np.int64)
+    split = np.array(["train"] * 4 + ["dev"] * 4 + ["test"] * 8, dtype=object)
+    split[4] = "train"  # a row of g1 in train, the rest of g1 in dev: C would be chosen on what was memorised
+    with pytest.raises(InputError, match="both the train and the dev split, e.g. 'g1'.*C would be chosen"):
+        ev.make_plan(y, split, 5, 0, ["a", "b"], "label", groups)
+    split[4] = "dev"
+    plan = ev.make_plan(y, split, 5, 0, ["a", "b"], "label", groups)
+    assert plan.dev[0] is not None and len(plan.dev[0]) == 4
+
+
 def test_the_c_holdout_takes_whole_groups():
     rng = np.random.default_rng(0)
     groups = _groups([5] * 30)
