@@ -27,9 +27,10 @@ from ...selection import parse_layer_specs, parse_poolings
 from .. import evaluation as ev
 from ..config import DEFAULT_CS, check_bootstrap, check_folds, check_jobs, check_seed
 from ..evaluation.significance import ALPHA, holm, paired_p_value
+from ..inputs import open_complete
 from ..tasks.pairs import refuse_separate_pairs
 from .erasure import METHODS, Eraser, fit_eraser, moved, random_eraser, save_erasers
-from .target import Task, load_task, open_complete, positive
+from .target import Task, load_task, positive
 
 WHAT, ERASURE, EVALUATION, OUTPUT = "Label, layers and poolings", "Erasure", "Evaluation", "Output"
 

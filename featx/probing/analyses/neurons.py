@@ -29,9 +29,10 @@ from ...safe_files import atomic_write_text, refuse_inputs
 from ...selection import parse_layer_specs
 from .. import evaluation as ev
 from ..config import DEFAULT_CS, check_bootstrap, check_folds, check_jobs, check_seed
+from ..inputs import open_complete
 from ..results import json_safe, results_prefix, write_table
 from ..tasks.pairs import refuse_separate_pairs
-from .target import Task, load_task, open_complete, positive, unit_fraction
+from .target import Task, load_task, positive, unit_fraction
 
 WHAT, RANKING, EVALUATION = "Label, layers and pooling", "Ranking and output", "Evaluation"
 

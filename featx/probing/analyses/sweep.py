@@ -29,10 +29,11 @@ from ...safe_files import atomic_write_text
 from ...selection import parse_layer_specs, parse_poolings
 from .. import evaluation as ev
 from ..config import DEFAULT_CS, check_bootstrap, check_folds, check_jobs, check_seed
+from ..inputs import open_complete
 from ..results import json_safe, results_prefix, write_table
 from ..solvers import classifiers as clf
 from ..tasks.pairs import pooled_block
-from .target import Task, load_task, open_complete
+from .target import Task, load_task
 
 RANKS = (1, 2, 4, 8, 16, 32)
 WIDTHS = (4, 16, 64, 256)

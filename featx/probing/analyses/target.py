@@ -8,7 +8,6 @@ Used by erasure, neuron ranking and the complexity sweep.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -91,18 +90,6 @@ def load_task(features: FeatureFile, label: str | None, folds: int = 5, seed: in
     split = features.split
     plan = ev.make_plan(y, split[kept] if split is not None else None, int(folds), seed, class_names, label)
     return Task(label, kept, y, class_names, plan)
-
-
-def open_complete(path: str | Path) -> FeatureFile:
-    """A complete features file (these analyses refuse a partial one: the derived outputs must be whole)."""
-    from ...errors import IncompleteError
-
-    try:
-        return FeatureFile(Path(path))
-    except IncompleteError as err:
-        raise IncompleteError(
-            err.message, "finish the extraction first: run the same featx extract command again"
-        ) from None
 
 
 def positive(name: str, flag: str, *, hint: str, optional: bool = False) -> Check:
