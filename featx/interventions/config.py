@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 from ..checks import one_of, path_like, whole
 from ..errors import InputError
 from ..options import MAX_SEED, Check, Options, normalise, option
+from ..probing import check_group, group_option
 
 WHAT, EDIT, OUTPUTS, RUN = "Label and layers", "The edit", "The model's outputs", "Run and output"
 EDITS = ("erase", "project", "mean", "steer")
@@ -87,6 +88,17 @@ def _check_edit(config: InterveneConfig) -> None:
             raise InputError(f"--edit steer edits one layer, not {len(config.at)}", "give one layer, e.g. --at 2")
     elif config.toward is not None:
         raise InputError("--toward applies to --edit steer only", "leave --toward out, or use --edit steer")
+
+
+def _check_group(config: InterveneConfig) -> None:
+    """``--group`` as probe's (a name, not the label); it groups the probes' folds, and ``--edit steer`` has none."""
+    check_group(config)
+    if config.group is not None and config.edit == "steer":
+        raise InputError(
+            "--group keeps groups whole in the folds of the probes read before and after an edit: "
+            "--edit steer fits no probe by folds",
+            "leave --group out, or use --edit erase, project or mean",
+        )
 
 
 def _check_answers(config: InterveneConfig) -> None:
@@ -196,6 +208,7 @@ class InterveneConfig(Options):
         group=RUN,
         help="Seed of the folds (a file without a split), the random control, the masks and INLP.",
     )
+    group: str | None = group_option(RUN)  # the probes' folds and C holdouts, INLP's holdout
     device: str = option("auto", flag="--device", group=RUN, help="Device of the forward passes: auto, cpu, cuda ...")
     output: str | Path | None = option(
         None,
@@ -218,6 +231,7 @@ class InterveneConfig(Options):
         _check_edit,
         _check_answers,
         _check_site,
+        _check_group,
         whole("seed", "--seed", minimum=0, maximum=MAX_SEED),
         whole("n_bootstrap", "n_bootstrap", minimum=100),
     )

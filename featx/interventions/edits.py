@@ -49,10 +49,11 @@ def _fit_eraser(plan: InterventionPlan, layer: int):
 
     config = plan.config
     with open_features(plan.features) as features:
-        task = load_task(features, plan.label, 5, config.seed)
+        task = load_task(features, plan.label, 5, config.seed, config.group)
         rows = task.training_rows()
         X = _stored(features, plan, layer)[task.kept[rows]]
-    eraser = fit_eraser(config.method, X, task.y[rows], task.n_classes, 50, config.seed)
+    groups = None if task.plan.groups is None else task.plan.groups[rows]  # --group: INLP holds out whole groups
+    eraser = fit_eraser(config.method, X, task.y[rows], task.n_classes, 50, config.seed, groups)
     return EditMap(
         Intervention("erase", layer, site=config.site),
         eraser.mean,

@@ -32,6 +32,7 @@ class InterventionPlan:
     bundle: Any = None  # the loaded ``featx.deploy.Probe``, or None
     notes: tuple[str, ...] = ()
     site_widths: Any = None  # --site: {site: the stored site's width}
+    n_groups: int | None = None  # --group: the groups of the label's rows
 
 
 def _label(features: FeatureFile, config: InterveneConfig, bundle) -> str:
@@ -75,7 +76,7 @@ def _amnesic(features: FeatureFile, config: InterveneConfig, label: str) -> tupl
                 f"--amnesic {name}: {features.path.name} has no such label column",
                 "name its label columns, all, or none",
             )
-        problem = _unprobeable(features, name, config.seed)
+        problem = _unprobeable(features, name, config.seed, config.group)
         if problem is None:
             kept.append(name)
         elif every:
@@ -85,15 +86,27 @@ def _amnesic(features: FeatureFile, config: InterveneConfig, label: str) -> tupl
     return tuple(kept), notes
 
 
-def _unprobeable(features: FeatureFile, name: str, seed: int) -> str | None:
-    """Why no probe can read label column ``name`` (one class, too few rows...), or None."""
+def _unprobeable(features: FeatureFile, name: str, seed: int, group: str | None = None) -> str | None:
+    """Why no probe can read label column ``name`` (one class, too few rows, rows ``--group`` cannot fold...), or
+    None."""
     from ..probing import load_task
 
     try:
-        load_task(features, name, 5, seed)
+        load_task(features, name, 5, seed, group)
     except InputError as err:
         return err.message
     return None
+
+
+def _group_count(features: FeatureFile, config: InterveneConfig, label: str, notes: list[str]) -> int | None:
+    """``--group``: the label's rows grouped and checked as ``featx probe --group`` checks them (an unknown column,
+    a row without a group, a split with a group on both sides...), before any forward pass; the groups' count."""
+    if config.group is None:
+        return None
+    from ..probing import load_task
+
+    groups = load_task(features, label, 5, config.seed, config.group, notes).groups
+    return None if groups is None else groups.count
 
 
 def _pooling(features: FeatureFile, config: InterveneConfig) -> str:
@@ -157,6 +170,7 @@ def make_plan(config: InterveneConfig) -> InterventionPlan:
         _check_layers(features, config, provenance)
         label = _label(features, config, bundle)
         amnesic, notes = _amnesic(features, config, label)
+        n_groups = _group_count(features, config, label, notes)
         if bundle is not None:
             check_bundle(bundle, config, provenance, features)
         plan = InterventionPlan(
@@ -173,6 +187,7 @@ def make_plan(config: InterveneConfig) -> InterventionPlan:
             bundle=bundle,
             site_widths=_site_widths(features, config),
             notes=tuple(notes),
+            n_groups=n_groups,
         )
     return plan
 

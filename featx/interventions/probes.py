@@ -1,7 +1,8 @@
 """The probes of ``featx intervene``: per label and stored layer at or above the edit, a logreg probe trained on the
 training rows and scored on the test rows (the file's split; its folds without one, as ``featx probe``) of the
 original vectors (before), the edited pass's (after) and the random control's, with 95% intervals and paired tests
-of after against before and after against the control (``featx.probing``'s own evaluation)."""
+of after against before and after against the control (``featx.probing``'s own evaluation; with ``--group``, the
+folds, the C holdouts and the resamples by whole groups)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,9 @@ def _fold_results(task, X: np.ndarray, seed: int) -> list:
     for index, ((train, test), dev) in enumerate(zip(task.plan.folds, task.plan.dev, strict=False)):
         fold_seed = seed + 1000 * index
         results.append(
-            run_linear_tasks("logreg", X, [task.y], train, test, dev, task.n_classes, DEFAULT_CS, False, fold_seed)[0]
+            run_linear_tasks(
+                "logreg", X, [task.y], train, test, dev, task.n_classes, DEFAULT_CS, False, fold_seed, task.plan.groups
+            )[0]
         )
     return results
 
@@ -47,7 +50,7 @@ def label_rows(plan, name: str, role: str, layers, edited, control) -> list[dict
     n_boot, seed = config.n_bootstrap, config.seed
     records = []
     with open_features(plan.features) as features:
-        task = load_task(features, name, 5, seed)
+        task = load_task(features, name, 5, seed, config.group)
         stored = {layer: features.features(plan.pooling, layer)[task.kept] for layer in layers}
     for layer in layers:
         matrices = {

@@ -30,7 +30,8 @@ check_join = one_of("join", "--join", JOINS, hint="use --join id or --join row")
 
 
 def group_option(group: str | None = None) -> Any:
-    """``--group``, declared once for ``featx probe`` and ``featx fit``."""
+    """``--group``, declared once for ``featx probe`` (and its ``--sweep``), ``featx fit``, ``featx erase``,
+    ``featx neurons`` and ``featx intervene``."""
     return option(
         None,
         flag="--group",
@@ -42,7 +43,8 @@ def group_option(group: str | None = None) -> Any:
 
 
 def check_group(config) -> None:
-    """``--group`` is a name, not empty, and another column than the label (shared by probe and fit)."""
+    """``--group`` is a name, not empty, and another column than the label (shared by probe, the sweep, fit,
+    erase, neurons and intervene)."""
     text("group", "--group", optional=True, example="name a label column of groups, e.g. group='doc'")(config)
     if config.group is None:
         return

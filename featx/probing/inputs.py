@@ -362,3 +362,16 @@ def solver_plan(config: ProbeConfig, n_jobs: int, notes: list[str], solves: bool
         notes.append(f"logreg probes are solved on {device}: one job at a time (--jobs N runs N side by side)")
         workers = 1
     return device, workers
+
+
+def open_complete(path: str | Path) -> FeatureFile:
+    """A complete features file (erasure, neuron ranking, the sweep and ``featx labels add`` refuse a partial one:
+    the derived outputs must be whole)."""
+    from ..errors import IncompleteError
+
+    try:
+        return FeatureFile(Path(path))
+    except IncompleteError as err:
+        raise IncompleteError(
+            err.message, "finish the extraction first: run the same featx extract command again"
+        ) from None

@@ -272,7 +272,7 @@ def add_labels(config: LabelsAddConfig | str | Path, label_file: str | Path | No
     the link stays a link."""
     from ..safe_files import writing
     from ..store import OutputLock, add_label_columns, remove_stale_additions
-    from .analyses.target import open_complete
+    from .inputs import open_complete
 
     config = LabelsAddConfig.build(config, **({"label_file": label_file} if label_file is not None else {}), **options)
     features_path, labels_path = Path(config.features), config.label_file

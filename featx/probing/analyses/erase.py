@@ -25,11 +25,12 @@ from ...options import Check, Options, option
 from ...safe_files import check_writable, writing
 from ...selection import parse_layer_specs, parse_poolings
 from .. import evaluation as ev
-from ..config import DEFAULT_CS, check_bootstrap, check_folds, check_jobs, check_seed
+from ..config import DEFAULT_CS, check_bootstrap, check_folds, check_group, check_jobs, check_seed, group_option
 from ..evaluation.significance import ALPHA, holm, paired_p_value
+from ..inputs import open_complete
 from ..tasks.pairs import refuse_separate_pairs
 from .erasure import METHODS, Eraser, fit_eraser, moved, random_eraser, save_erasers
-from .target import Task, load_task, open_complete, positive
+from .target import Task, load_task, positive
 
 WHAT, ERASURE, EVALUATION, OUTPUT = "Label, layers and poolings", "Erasure", "Evaluation", "Output"
 
@@ -106,6 +107,7 @@ class EraseConfig(Options):
     )
     folds: int = option(5, flag="--folds", group=EVALUATION, help="Cross-validation folds (when there is no split).")
     seed: int = option(0, flag="--seed", group=EVALUATION, help="Seed of the folds and INLP's holdout.")
+    group: str | None = group_option(EVALUATION)  # also INLP's holdout, of every eraser fitted inside a fold
     output: str | Path | None = option(
         None,
         flag=("-o", "--output"),
@@ -131,6 +133,7 @@ class EraseConfig(Options):
         check_seed,
         check_bootstrap,
         check_jobs,
+        check_group,
     )
 
 
@@ -153,6 +156,7 @@ class _Job:
     others: list[Task]
     l_codes: np.ndarray  # the erased label's class codes (main task's numbering) per file row, -1 missing
     config: EraseConfig
+    g_codes: np.ndarray | None = None  # --group: the group code (main task's numbering) per file row, -1 missing
 
 
 def _summary(task: Task, folds: list[ev.FoldResult], n_boot: int, seed: int) -> tuple[float, float, float]:
@@ -176,6 +180,7 @@ def _before_after(
     before: list[ev.FoldResult] = []
     after: list[ev.FoldResult] = []
     control: list[ev.FoldResult] = []
+    groups = task.plan.groups  # --group: the probes' holdouts that choose C take whole groups
     for index, ((train, test), dev) in enumerate(zip(task.plan.folds, task.plan.dev, strict=False)):
         seed = job.config.seed + 1000 * index
         fit_rows = train[codes[train] >= 0]
@@ -186,17 +191,20 @@ def _before_after(
         for store, data in versions:
             store.append(
                 ev.run_linear_tasks(
-                    "logreg", data, [task.y], train, test, dev, task.n_classes, DEFAULT_CS, False, seed
+                    "logreg", data, [task.y], train, test, dev, task.n_classes, DEFAULT_CS, False, seed, groups
                 )[0]
             )
     return before, after, control
 
 
 def _eraser(job: _Job, file_rows: np.ndarray, X: np.ndarray, codes: np.ndarray, n_codes: int, cache: dict):
-    """The eraser fitted on these file rows (cached: a split's folds share their training rows)."""
+    """The eraser fitted on these file rows (cached: a split's folds share their training rows); with
+    ``--group``, INLP's holdout of them takes whole groups."""
     key = np.sort(file_rows).tobytes()
     if key not in cache:
-        cache[key] = fit_eraser(job.config.method, X, codes, n_codes, job.config.iterations, job.config.seed)
+        groups = None if job.g_codes is None else job.g_codes[file_rows]
+        config = job.config
+        cache[key] = fit_eraser(config.method, X, codes, n_codes, config.iterations, config.seed, groups)
     return cache[key]
 
 
@@ -270,7 +278,7 @@ def _other_tasks(features, main: Task, config: EraseConfig, notes: list[str]) ->
     tasks = []
     for name in names:
         try:
-            tasks.append(load_task(features, name, config.folds, config.seed))
+            tasks.append(load_task(features, name, config.folds, config.seed, config.group))
         except InputError as err:
             if str(config.amnesic).lower() != "all":
                 raise
@@ -281,12 +289,13 @@ def _other_tasks(features, main: Task, config: EraseConfig, notes: list[str]) ->
 def _plan_jobs(config: EraseConfig, notes: list[str]) -> tuple[list[_Job], dict]:
     with open_complete(config.features) as features:
         refuse_separate_pairs(features, "erase")
-        main = load_task(features, config.label, config.folds, config.seed)
+        main = load_task(features, config.label, config.folds, config.seed, config.group, notes)
         specs = parse_layer_specs(config.layers, features.layers, allow_combined=False)
         poolings = parse_poolings(config.poolings, features.poolings)
         others = _other_tasks(features, main, config, notes)
         codes = np.full(features.n_rows, -1, dtype=np.int64)
         codes[main.kept] = main.y
+        groups = main.file_groups(features.n_rows)
         info = {
             "n_rows": features.n_rows,
             "model": features.attrs.get("model"),
@@ -295,7 +304,7 @@ def _plan_jobs(config: EraseConfig, notes: list[str]) -> tuple[list[_Job], dict]
         }
     layers = [spec.layers[0] for spec in specs]
     jobs = [
-        _Job(str(config.features), layer, pooling, main, others, codes, config)
+        _Job(str(config.features), layer, pooling, main, others, codes, config, groups)
         for pooling in poolings
         for layer in layers
     ]
@@ -350,6 +359,7 @@ def erase(config: EraseConfig | str | Path, **options) -> EraseResult:
         "model_sha256": info["model_sha256"],  # what featx extract --intervene erase checks the model against
         "label": main.label,
         "evaluation": main.plan.evaluation,
+        **main.group_meta(),
         "n_rows": info["n_rows"],
         "classes": main.class_names,
         "amnesic_labels": [task.label for task in info["others"]],

@@ -7,7 +7,8 @@ Two rankings of a layer's neurons, each fitted on training rows only (standardis
 
 Validation by selection: per training part, each ranking is refitted, and a logreg probe (its own C
 search) is retrained on only the top, the bottom or a random k neurons (k = fraction x width) and
-scored on the test part, with the intervals of ``featx probe``.
+scored on the test part, with the intervals of ``featx probe``. With ``--group``, the folds, the probes'
+holdouts that choose C and the intervals' resamples take whole groups, as ``featx probe --group``'s.
 """
 
 from __future__ import annotations
@@ -28,10 +29,11 @@ from ...options import Check, Options, option
 from ...safe_files import atomic_write_text, refuse_inputs
 from ...selection import parse_layer_specs
 from .. import evaluation as ev
-from ..config import DEFAULT_CS, check_bootstrap, check_folds, check_jobs, check_seed
+from ..config import DEFAULT_CS, check_bootstrap, check_folds, check_group, check_jobs, check_seed, group_option
+from ..inputs import open_complete
 from ..results import json_safe, results_prefix, write_table
 from ..tasks.pairs import refuse_separate_pairs
-from .target import Task, load_task, open_complete, positive, unit_fraction
+from .target import Task, load_task, positive, unit_fraction
 
 WHAT, RANKING, EVALUATION = "Label, layers and pooling", "Ranking and output", "Evaluation"
 
@@ -87,6 +89,7 @@ class NeuronConfig(Options):
     )
     folds: int = option(5, flag="--folds", group=EVALUATION, help="Cross-validation folds (when there is no split).")
     seed: int = option(0, flag="--seed", group=EVALUATION, help="Seed of the folds, the random selections and saga.")
+    group: str | None = group_option(EVALUATION)
     output: str | Path | None = option(
         None,
         flag=("-o", "--output"),
@@ -109,6 +112,7 @@ class NeuronConfig(Options):
         check_seed,
         check_bootstrap,
         check_jobs,
+        check_group,
     )
 
 
@@ -174,6 +178,7 @@ def selection_curve(X: np.ndarray, task: Task, fractions, seed: int, n_boot: int
     """Accuracy of logreg probes retrained on selected neurons (rankings refitted per training part)."""
     per_choice: dict[tuple, list[ev.FoldResult]] = {}
     sizes: dict[tuple, int] = {}
+    k, groups = task.n_classes, task.plan.groups  # --group: the holdouts that choose C take whole groups
     for index, ((train, test), dev) in enumerate(zip(task.plan.folds, task.plan.dev, strict=False)):
         fold_seed = seed + 1000 * index
         scores = rank_neurons(X, task.y, train, fold_seed)
@@ -184,7 +189,7 @@ def selection_curve(X: np.ndarray, task: Task, fractions, seed: int, n_boot: int
             sizes[key] = len(neurons)
             per_choice.setdefault(key, []).append(
                 ev.run_linear_tasks(
-                    "logreg", X[:, neurons], [task.y], train, test, dev, task.n_classes, DEFAULT_CS, False, fold_seed
+                    "logreg", X[:, neurons], [task.y], train, test, dev, k, DEFAULT_CS, False, fold_seed, groups
                 )[0]
             )
     # The majority class of each training part on its test part: the accuracy a probe of no neuron reaches.
@@ -273,7 +278,7 @@ def neurons(config: NeuronConfig | str | Path, **options) -> NeuronResult:
     with open_complete(config.features) as features:
         refuse_separate_pairs(features, "neurons")
         _check_outputs(config, features)
-        task = load_task(features, config.label, config.folds, config.seed)
+        task = load_task(features, config.label, config.folds, config.seed, config.group)
         specs = parse_layer_specs(str(config.layers), features.layers, allow_combined=False)
         if config.pooling not in features.poolings:
             raise InputError(
@@ -297,6 +302,7 @@ def neurons(config: NeuronConfig | str | Path, **options) -> NeuronResult:
         "fractions": list(fractions),
         "classes": task.class_names,
         "evaluation": task.plan.evaluation,
+        **task.group_meta(),
         "elastic_net": {"C": ELASTIC_C, "l1_ratio": L1_RATIO},
         "seed": config.seed,
         "seconds": round(time.perf_counter() - started, 3),

@@ -9,7 +9,9 @@ fitted on training parts only), and each also on the control task (permuted labe
   ... below classes - 1 (a softmax over k classes has rank k - 1 at most, which is the full probe);
 - ``mlp``: dense -> ReLU -> dropout -> dense of widths 4, 16, 64, 256.
 
-The complexity measure is the parameter count (plus the rank for linear probes).
+The complexity measure is the parameter count (plus the rank for linear probes). With ``--group``, the
+folds, every holdout of a training part (the logreg probes' and the early stopping's) and the intervals'
+resamples take whole groups, as ``featx probe --group``'s.
 """
 
 from __future__ import annotations
@@ -28,11 +30,12 @@ from ...options import Check, Options
 from ...safe_files import atomic_write_text
 from ...selection import parse_layer_specs, parse_poolings
 from .. import evaluation as ev
-from ..config import DEFAULT_CS, check_bootstrap, check_folds, check_jobs, check_seed
+from ..config import DEFAULT_CS, check_bootstrap, check_folds, check_group, check_jobs, check_seed
+from ..inputs import open_complete
 from ..results import json_safe, results_prefix, write_table
 from ..solvers import classifiers as clf
 from ..tasks.pairs import pooled_block
-from .target import Task, load_task, open_complete
+from .target import Task, load_task
 
 RANKS = (1, 2, 4, 8, 16, 32)
 WIDTHS = (4, 16, 64, 256)
@@ -90,10 +93,10 @@ def _low_rank(d: int, r: int, k: int):
     return torch.nn.Sequential(torch.nn.Linear(d, r, bias=False), torch.nn.Linear(r, k))
 
 
-def _fit_torch(probe: _Probe, Xs, y, train, test, dev, k, seed) -> np.ndarray:
+def _fit_torch(probe: _Probe, Xs, y, train, test, dev, k, seed, groups=None) -> np.ndarray:
     import torch
 
-    fit_rows, val_rows = (train, dev) if dev is not None else ev.inner_split(y, train, seed)
+    fit_rows, val_rows = (train, dev) if dev is not None else ev.inner_split(y, train, seed, groups)
     torch.manual_seed(seed)
     d = Xs.shape[1]
     model = _low_rank(d, int(probe.rank), k) if probe.family == "rank" else clf.build_mlp(d, k, hidden=int(probe.width))
@@ -103,14 +106,15 @@ def _fit_torch(probe: _Probe, Xs, y, train, test, dev, k, seed) -> np.ndarray:
     return clf.head_scores(model, lambda rows: Xs[rows], test).argmax(axis=1)
 
 
-def _fold(X, labels, probes, train, test, dev, k, seed) -> dict[tuple[int, str], np.ndarray]:
-    """Test predictions of every probe for every label vector (0 = real, 1 = control) on one fold."""
+def _fold(X, labels, probes, train, test, dev, k, seed, groups=None) -> dict[tuple[int, str], np.ndarray]:
+    """Test predictions of every probe for every label vector (0 = real, 1 = control) on one fold; ``groups``
+    (``--group``: the group of every row), the holdouts of the training part take whole groups."""
     import torch
 
     out = {}
     for probe in probes:
         if probe.family == "logreg":
-            results = ev.run_linear_tasks("logreg", X, labels, train, test, dev, k, (probe.C,), False, seed)
+            results = ev.run_linear_tasks("logreg", X, labels, train, test, dev, k, (probe.C,), False, seed, groups)
             for t, result in enumerate(results):
                 out[(t, probe.setting)] = result.predictions
     scaler = ev.fit_scaler(X, train)
@@ -118,7 +122,7 @@ def _fold(X, labels, probes, train, test, dev, k, seed) -> dict[tuple[int, str],
     for probe in probes:
         if probe.family != "logreg":
             for t, y in enumerate(labels):
-                out[(t, probe.setting)] = _fit_torch(probe, Xs, y, train, test, dev, k, seed)
+                out[(t, probe.setting)] = _fit_torch(probe, Xs, y, train, test, dev, k, seed, groups)
     return out
 
 
@@ -135,7 +139,7 @@ def sweep_layer(path: str, pooling: str, layer: int, task: Task, y_control, seed
             probes = probe_family(X.shape[1], task.n_classes)
             labels = [task.y] + ([y_control] if y_control is not None else [])
             folds = [
-                _fold(X, labels, probes, train, test, dev, task.n_classes, seed + 1000 * i)
+                _fold(X, labels, probes, train, test, dev, task.n_classes, seed + 1000 * i, task.plan.groups)
                 for i, ((train, test), dev) in enumerate(zip(task.plan.folds, task.plan.dev, strict=False))
             ]
     finally:
@@ -180,19 +184,27 @@ class SweepConfig(Options):
     poolings: str | None = None
     folds: int = 5
     seed: int = 0
+    group: str | None = None  # featx probe's --group (ProbeConfig declares the flag)
     control: bool = True  # also every probe on the control task (permuted labels)
     jobs: int | None = None
     output: str | Path | None = None  # results prefix (default: beside the features file)
     n_bootstrap: int = 1000
     write: bool = True
 
-    CONSTRAINTS: ClassVar[tuple[Check, ...]] = (_check_features, check_folds, check_seed, check_bootstrap, check_jobs)
+    CONSTRAINTS: ClassVar[tuple[Check, ...]] = (
+        _check_features,
+        check_folds,
+        check_seed,
+        check_bootstrap,
+        check_jobs,
+        check_group,
+    )
 
 
 def _sweep_jobs(config: SweepConfig) -> tuple[Task, list[tuple], dict]:
     """The task, one job per (pooling, layer), and what the meta records of the file."""
     with open_complete(str(config.features)) as file:
-        task = load_task(file, config.label, config.folds, config.seed)
+        task = load_task(file, config.label, config.folds, config.seed, config.group)
         specs = parse_layer_specs(str(config.layers), file.layers)
         poolings = config.poolings
         if poolings is None or poolings == "all":  # one pooling unless asked: the sweep is many probes per layer
@@ -226,6 +238,7 @@ def sweep(config: SweepConfig | str | Path | None, **options) -> SweepResult:
         "poolings": info["poolings"],
         "classes": task.class_names,
         "evaluation": task.plan.evaluation,
+        **task.group_meta(),
         "seed": config.seed,
         "control": config.control,
         "cs": list(DEFAULT_CS),
@@ -283,7 +296,7 @@ def from_probe_options(features, control: bool, options: dict) -> SweepResult:
             "--sweep is classification-only: it has no regression probes yet",
             "run featx probe --task regression without --sweep",
         )
-    keep = ("label", "layers", "poolings", "folds", "seed", "jobs", "output")
+    keep = ("label", "layers", "poolings", "folds", "seed", "group", "jobs", "output")
     return sweep(SweepConfig(features, control=control, **{key: options[key] for key in keep if key in options}))
 
 

@@ -1,14 +1,14 @@
 """One label column of a features file made ready to probe: its rows, class codes and evaluation plan.
 
 The same rules as ``featx.probe``: rows with a missing label are left out, classes are renumbered to
-those present, and the plan is the file's train/test split when it has one, else seeded k-fold.
-Used by erasure, neuron ranking and the complexity sweep.
+those present, and the plan is the file's train/test split when it has one, else seeded k-fold; with a group
+column (``--group``), the folds take whole groups and a split with a group on both sides is refused, as probe's.
+Used by erasure, neuron ranking, the complexity sweep and ``featx intervene``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -18,6 +18,7 @@ from ...io import looks_continuous
 from ...options import Check
 from ...store import FeatureFile
 from .. import evaluation as ev
+from ..tasks.sentences import group_rows
 
 
 @dataclass
@@ -27,10 +28,23 @@ class Task:
     y: np.ndarray  # class codes 0..k-1 of those rows
     class_names: list[str]
     plan: ev.Plan
+    groups: ev.Groups | None = None  # --group: the group of every labelled row (``plan.groups`` holds its codes)
 
     @property
     def n_classes(self) -> int:
         return len(self.class_names)
+
+    def file_groups(self, n_rows: int) -> np.ndarray | None:
+        """The group code of every row of the file (-1: a row not probed); None without groups."""
+        if self.groups is None:
+            return None
+        codes = np.full(n_rows, -1, dtype=np.int64)
+        codes[self.kept] = self.groups.codes
+        return codes
+
+    def group_meta(self) -> dict:
+        """``group`` and ``n_groups`` for a results file's meta, as featx probe records them (empty without)."""
+        return {} if self.groups is None else {"group": self.groups.column, "n_groups": self.groups.count}
 
     def majority(self) -> list[ev.FoldResult]:
         return [ev.run_majority(self.y, train, test, self.n_classes) for train, test in self.plan.folds]
@@ -74,8 +88,17 @@ def refuse_continuous(features: FeatureFile, label: str) -> None:
     )
 
 
-def load_task(features: FeatureFile, label: str | None, folds: int = 5, seed: int = 0) -> Task:
-    """The probing task of one label column (``label=None``: the default column)."""
+def load_task(
+    features: FeatureFile,
+    label: str | None,
+    folds: int = 5,
+    seed: int = 0,
+    group: str | None = None,
+    notes: list[str] | None = None,
+) -> Task:
+    """The probing task of one label column (``label=None``: the default column); with ``group`` (a stored label
+    column, ``--group``), its rows kept together as ``featx probe --group`` keeps them (the note said goes to
+    ``notes``)."""
     if int(folds) < 2:
         raise InputError(f"--folds {folds} is too small", "use at least 2 folds (default 5)")
     label = default_label(features, label)
@@ -88,21 +111,10 @@ def load_task(features: FeatureFile, label: str | None, folds: int = 5, seed: in
     present = np.unique(y)
     class_names = [names[code] for code in present]
     y = np.searchsorted(present, y)
+    groups = None if group is None else group_rows(features, group, kept, label, [] if notes is None else notes)
     split = features.split
-    plan = ev.make_plan(y, split[kept] if split is not None else None, int(folds), seed, class_names, label)
-    return Task(label, kept, y, class_names, plan)
-
-
-def open_complete(path: str | Path) -> FeatureFile:
-    """A complete features file (these analyses refuse a partial one: the derived outputs must be whole)."""
-    from ...errors import IncompleteError
-
-    try:
-        return FeatureFile(Path(path))
-    except IncompleteError as err:
-        raise IncompleteError(
-            err.message, "finish the extraction first: run the same featx extract command again"
-        ) from None
+    plan = ev.make_plan(y, split[kept] if split is not None else None, int(folds), seed, class_names, label, groups)
+    return Task(label, kept, y, class_names, plan, groups)
 
 
 def positive(name: str, flag: str, *, hint: str, optional: bool = False) -> Check:

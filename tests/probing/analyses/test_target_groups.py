@@ -1,0 +1,180 @@
+"""``--group COLUMN`` for ``featx erase``, ``featx neurons`` and ``featx probe --sweep`` (``analyses.target``), on rows
+planted to share a spurious signal within their groups (``support.planted_groups``): every outer fold, every holdout
+drawn from a training part (the C search, INLP's, the sweep's early stopping) and so every score keeps groups whole;
+the group column is checked as ``featx probe --group`` checks it, and recorded in the results' meta."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from support.planted_groups import BAD_GROUPS, make_grouped
+
+import featx.probing
+from featx.cli import main
+from featx.errors import InputError
+from featx.probing import EraseConfig, NeuronConfig, evaluation
+from featx.probing.analyses.sweep import SweepConfig
+from featx.probing.evaluation import core
+
+QUICK = dict(layers="1", jobs=1, n_bootstrap=200)
+
+
+def run_erase(path, **options):
+    return featx.probing.erase(path, label="label", amnesic="none", write=False, **QUICK, **options)
+
+
+def run_neurons(path, **options):
+    return featx.probing.neurons(path, label="label", write=False, **QUICK, **options)
+
+
+def run_sweep(path, **options):
+    return featx.probing.sweep(path, label="label", control=False, write=False, **QUICK, **options)
+
+
+COMMANDS = {"erase": run_erase, "neurons": run_neurons, "sweep": run_sweep}
+
+
+@pytest.fixture(scope="module")
+def grouped_file(tiny_model, tmp_path_factory):
+    return make_grouped(tmp_path_factory.mktemp("analyses-grouped"), tiny_model)
+
+
+@pytest.fixture(scope="module")
+def leaky_split_file(tiny_model, tmp_path_factory):
+    return make_grouped(tmp_path_factory.mktemp("analyses-leaky"), tiny_model, leaky_split=True)
+
+
+@pytest.fixture(scope="module")
+def topic_file(grouped_file, tmp_path_factory):
+    """The grouped file with a second label, ``topic``, that alternates within every group (amnesic probing)."""
+    folder = tmp_path_factory.mktemp("analyses-topic")
+    path = shutil.copy(grouped_file, folder / "topic.h5")
+    labels = folder / "topic.csv"
+    labels.write_text("row,topic\n" + "".join(f"{i},{('a', 'b')[i % 2]}\n" for i in range(120)))
+    featx.probing.add_labels(path, labels, join="row")
+    return path
+
+
+class Spy:
+    """Every outer fold (``run_linear_tasks``) and every holdout of a training part (``inner_split``, by the C
+    search and by INLP and the sweep's torch probes) drawn during a run, each with the groups it was given."""
+
+    def __init__(self, monkeypatch):
+        self.folds: list[tuple] = []
+        self.holdouts: list[tuple] = []
+        original_fits, original_split = evaluation.run_linear_tasks, evaluation.inner_split
+
+        def fits(name, X, labels, train, test, dev, n_classes, cs, balanced, seed, groups=None):
+            self.folds.append((train, test, groups))
+            return original_fits(name, X, labels, train, test, dev, n_classes, cs, balanced, seed, groups)
+
+        def split(y, rows, seed, groups=None):
+            fit, val = original_split(y, rows, seed, groups)
+            self.holdouts.append((fit, val, groups))
+            return fit, val
+
+        monkeypatch.setattr(evaluation, "run_linear_tasks", fits)
+        monkeypatch.setattr(evaluation, "inner_split", split)  # INLP's and the sweep's torch probes'
+        monkeypatch.setattr(core, "inner_split", split)  # the C search of every logreg probe
+
+    def check_whole_groups(self, n_groups: int) -> None:
+        assert self.folds and self.holdouts
+        for train, test, groups in self.folds:
+            assert groups is not None and len(np.unique(groups)) == n_groups
+            assert not len(np.intersect1d(groups[train], groups[test]))  # no group on both sides of a fold
+        for fit, val, groups in self.holdouts:
+            assert groups is not None and len(val) and len(fit)
+            assert not len(np.intersect1d(groups[fit], groups[val]))  # held out by whole groups
+
+
+@pytest.mark.parametrize(
+    ("command", "options"),
+    [("erase", {}), ("erase", {"method": "inlp"}), ("neurons", {}), ("sweep", {})],
+    ids=["erase-leace", "erase-inlp", "neurons", "sweep"],
+)
+def test_every_fold_and_holdout_keeps_groups_whole(grouped_file, monkeypatch, command, options):
+    spy = Spy(monkeypatch)
+    result = COMMANDS[command](grouped_file, group="doc", **options)
+    spy.check_whole_groups(24)
+    if command == "erase" and options:
+        assert len(spy.holdouts) > len(spy.folds)  # INLP's holdouts besides the C search's
+    assert result.meta["evaluation"] == "5-fold cv by doc"
+    assert (result.meta["group"], result.meta["n_groups"]) == ("doc", 24)
+
+
+def test_without_group_the_folds_are_not_grouped(grouped_file, monkeypatch):
+    spy = Spy(monkeypatch)
+    result = run_erase(grouped_file)
+    assert all(groups is None for *_, groups in spy.folds + spy.holdouts)
+    assert result.meta["evaluation"] == "5-fold cv" and "group" not in result.meta
+
+
+def test_amnesic_probing_keeps_groups_whole_too(topic_file, monkeypatch):
+    spy = Spy(monkeypatch)
+    result = featx.probing.erase(
+        topic_file, label="label", method="inlp", amnesic="topic", group="doc", write=False, **QUICK
+    )
+    assert list(result.amnesic.label) == ["topic"]
+    spy.check_whole_groups(24)
+    assert len(spy.folds) == 5 * 2 + 5 * 3  # the erased label before/after, topic before/after/random control
+    assert any("--group doc (24 groups)" in note for note in result.notes)
+
+
+def test_grouped_scores_do_not_count_memorised_groups(grouped_file):
+    ungrouped, grouped = (run_erase(grouped_file, **group) for group in ({}, {"group": "doc"}))
+    assert ungrouped.table.before.iloc[0] > 0.95  # near-duplicates of every test row were fitted
+    assert grouped.table.before.iloc[0] < 0.75  # the label is the group's, independent of its vector
+    ungrouped, grouped = (run_neurons(grouped_file, **group) for group in ({}, {"group": "doc"}))
+    every = [result.selection[result.selection.selection == "all"].accuracy.iloc[0] for result in (ungrouped, grouped)]
+    assert every[0] > 0.95 and every[1] < 0.75
+    assert set(grouped.selection.evaluation) == {"5-fold cv by doc"}  # the CSV's column says it per row
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+@pytest.mark.parametrize(("options", "message"), BAD_GROUPS, ids=[case[0]["group"] for case in BAD_GROUPS])
+def test_bad_group_columns_are_refused_before_fitting(grouped_file, command, options, message):
+    with pytest.raises(InputError, match=message) as error:
+        COMMANDS[command](grouped_file, **options)
+    if options["group"] == "topic":  # the columns that could be groups are named
+        assert "label columns: label, doc, score, partial" in error.value.message
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_a_split_with_a_group_in_train_and_test_is_refused_as_probe_refuses_it(leaky_split_file, command):
+    with pytest.raises(InputError, match="1 group\\(s\\) have rows in both the train and the test split, e.g. 'd1'"):
+        COMMANDS[command](leaky_split_file, group="doc")
+
+
+@pytest.mark.parametrize("config", [EraseConfig, NeuronConfig, SweepConfig])
+def test_the_group_equal_to_the_label_or_empty_is_refused_when_made(config):
+    with pytest.raises(InputError, match="--group topic is the label probed: every group would hold one class"):
+        config(features="x.h5", label="topic", group="topic")
+    with pytest.raises(InputError, match="--group is empty"):
+        config(features="x.h5", group=" ")
+    assert config(features="x.h5", label="topic", group="doc").group == "doc"
+
+
+@pytest.mark.parametrize(
+    ("args", "written"),
+    [
+        (["erase", "--amnesic", "none", "-o", "{out}.h5"], "{out}.erase.json"),
+        (["neurons", "-o", "{out}"], "{out}.json"),
+        (["probe", "--sweep", "--no-control", "-o", "{out}"], "{out}.sweep.json"),
+    ],
+    ids=["erase", "neurons", "sweep"],
+)
+def test_the_cli_flag_is_listed_and_groups_the_folds(grouped_file, tmp_path, args, written):
+    assert "--group" in CliRunner().invoke(main, [args[0], "--help"]).output
+    out = str(tmp_path / "grouped")
+    command = [args[0], str(grouped_file), *(arg.format(out=out) for arg in args[1:])]
+    result = CliRunner().invoke(main, [*command, "--label", "label", "--group", "doc", "--layer", "1", "--jobs", "1"])
+    assert result.exit_code == 0, result.output
+    meta = json.loads(Path(written.format(out=out)).read_text())["meta"]
+    assert (meta["group"], meta["n_groups"], meta["evaluation"]) == ("doc", 24, "5-fold cv by doc")
+    refused = CliRunner().invoke(main, [*command, "--group", "nope"])
+    assert refused.exit_code == 2 and "featx: error: --group nope: no label column 'nope'" in refused.output
