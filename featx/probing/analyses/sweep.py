@@ -265,27 +265,35 @@ def write_sweep(result: SweepResult, output=None) -> list[Path]:
     return [csv_path, json_path]
 
 
-UNUSED_PROBE_OPTIONS = (
-    "baseline",
-    "mdl",
-    "train_sizes",
-    "curve_layers",
-    "predictions",
-    "balanced",
-    "allow_partial",
-    "metric",
-)
+# What ``featx probe --sweep`` takes of the probe command's options; any other set to a value of its own is refused
+# (the sweep would otherwise run without it, silently), except a bar, a baseline it has not, and --device/--task
+# (checked first: the CPU, classification).
+SWEEP_OPTIONS = ("label", "layers", "poolings", "folds", "seed", "group", "jobs", "output", "n_bootstrap", "write")
+NO_EFFECT = ("progress", "lexical", "device", "task")
+
+
+def _not_taken(options: dict) -> list[str]:
+    """The flags of the probe options in ``options`` that the sweep does not use and that differ from probe's
+    defaults (an unknown keyword is named as it was given)."""
+    from dataclasses import MISSING, fields
+
+    from ...options import flag_of
+    from ..config import ProbeConfig
+
+    known = {item.name: item for item in fields(ProbeConfig)}
+    names = []
+    for name, value in options.items():
+        item = known.get(name)
+        if name in SWEEP_OPTIONS or name in NO_EFFECT:
+            continue
+        if item is None or item.default is MISSING or value != item.default:
+            spec = None if item is None else flag_of(item)
+            names.append(spec.name if spec is not None else name)
+    return names
 
 
 def from_probe_options(features, control: bool, options: dict) -> SweepResult:
     """``featx probe --sweep``: the sweep with the probe command's options, refusing those it does not use."""
-    clash = [name for name in UNUSED_PROBE_OPTIONS if options.get(name)]
-    if clash or options.get("classifiers", "logreg") != "logreg" or options.get("sites", "hidden") != "hidden":
-        shown = ", ".join("--" + name.replace("_", "-") for name in clash) or "--classifier/--site"
-        raise InputError(
-            f"--sweep runs its own family of probes on the hidden states; it does not take {shown}",
-            "run featx probe without --sweep for those",
-        )
     if str(options.get("device") or "auto").strip().lower() not in ("auto", "cpu"):
         raise InputError(
             f"--sweep runs on the CPU; it does not take --device {options['device']}",
@@ -296,8 +304,14 @@ def from_probe_options(features, control: bool, options: dict) -> SweepResult:
             "--sweep is classification-only: it has no regression probes yet",
             "run featx probe --task regression without --sweep",
         )
-    keep = ("label", "layers", "poolings", "folds", "seed", "group", "jobs", "output")
-    return sweep(SweepConfig(features, control=control, **{key: options[key] for key in keep if key in options}))
+    clash = _not_taken(options)
+    if clash:
+        raise InputError(
+            f"--sweep runs its own family of probes on the hidden states; it does not take {', '.join(clash)}",
+            "run featx probe without --sweep for those",
+        )
+    taken = {key: options[key] for key in SWEEP_OPTIONS if key in options}
+    return sweep(SweepConfig(features, control=control, **taken))
 
 
 def _run(jobs_list: list, jobs: int | None) -> list:

@@ -94,6 +94,11 @@ def test_cli_probe_sweep(planted_file, tmp_path):
         (["--label", "a", "--folds", "1"], "--folds 1 is too small"),
         (["--label", "a", "--mdl"], "it does not take --mdl"),
         (["--label", "a", "--classifier", "mlp"], "it does not take --classifier"),
+        # options the sweep used to drop silently
+        (["--label", "a", "--bins", "3"], "it does not take --bins"),
+        (["--label", "a", "--min-class-rows", "2"], "it does not take --min-class-rows"),
+        (["--label", "a", "--arcs"], "it does not take --arcs"),
+        (["--label", "a", "--site", "hidden,ffn"], "it does not take --site"),
     ],
 )
 def test_bad_input_is_one_clear_error(planted_file, tmp_path, args, pattern):
@@ -107,3 +112,19 @@ def test_not_a_features_file_is_refused(tmp_path):
     path.write_text("not hdf5")
     result = CliRunner().invoke(main, ["probe", str(path), "--sweep"])
     assert result.exit_code == 2 and "is not an HDF5 file" in result.output and "Traceback" not in result.output
+
+
+def test_the_python_call_refuses_what_the_sweep_does_not_use_and_passes_on_what_it_does(planted_file, monkeypatch):
+    from featx.errors import InputError
+    from featx.probing import sweep_from_probe_options
+    from featx.probing.analyses import sweep as module
+
+    with pytest.raises(InputError, match="does not take --labels, --join"):
+        sweep_from_probe_options(planted_file, True, {"label": "a", "labels": "more.csv", "join": "doc"})
+    with pytest.raises(InputError, match="does not take nonsense"):
+        sweep_from_probe_options(planted_file, True, {"label": "a", "nonsense": 1})
+    seen = {}
+    monkeypatch.setattr(module, "sweep", lambda config: seen.setdefault("config", config))
+    sweep_from_probe_options(planted_file, False, {"label": "a", "n_bootstrap": 50, "write": False, "lexical": False})
+    config = seen["config"]
+    assert (config.n_bootstrap, config.write, config.control, config.label) == (50, False, False, "a")
