@@ -53,6 +53,7 @@ SHARED_BUILDS = {
     "task_runs": "report-task-runs",  # six kinds of tiny real runs (tests/report/conftest.py)
     "real_runs": "report-real-runs",  # two extractions and three probes
     "memory_results": "hostile-corpora",  # a child process running every hostile corpus under a memory limit
+    "served_commands": "tutorials",  # the fork server behind the tutorials' featx and python (tests/docs)
 }
 
 

@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 from support.tutorials import DocsTestError, featx_server, parse_page, run_page
 
+import featx
+
 REPO = Path(__file__).resolve().parents[2]
 TUTORIALS = sorted((REPO / "docs" / "tutorials").glob("*.md"))
 
@@ -104,33 +106,65 @@ def test_the_runner_names_the_failing_block_and_checks_expectations(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def featx_command(tmp_path_factory):
-    """The pages' ``featx``: this checkout's CLI through one fork server (``support.zygote``) per worker, so the
-    thirty-odd commands do not each import torch, transformers and scikit-learn again."""
-    with featx_server(REPO, tmp_path_factory.mktemp("featx-server")) as command:
-        yield command
+def served_commands(tmp_path_factory):
+    """The pages' ``featx`` and ``python -``: this checkout's CLI and interpreter through one fork server
+    (``support.zygote``), so the thirty-odd commands do not each import torch, transformers and scikit-learn
+    again. The tests using it are one xdist group (the root conftest's ``SHARED_BUILDS``): one server a run."""
+    with featx_server(REPO, tmp_path_factory.mktemp("featx-server")) as commands:
+        yield commands
+
+
+def _served_and_fresh(script: str, served: str, fresh: str, folder: Path) -> tuple[list[str], list[str]]:
+    """``script`` run by bash with ``served`` for COMMAND, then with ``fresh``: [stdout, stderr] of each."""
+    runs = []
+    for command in (served, fresh):
+        done = subprocess.run(
+            ["bash", "-c", script.replace("COMMAND", command)],
+            cwd=folder,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+        )
+        runs.append([done.stdout, done.stderr])
+    return runs[0], runs[1]
+
+
+STDIN_SCRIPT = """COMMAND - <<'END'
+import sys
+import featx
+print(sys.argv, __name__, repr(sys.path[0]), featx.__version__)
+print("to stderr", file=sys.stderr)
+sys.exit(3)
+END
+echo status $?
+"""
 
 
 @pytest.mark.slow
-def test_the_fork_server_runs_the_cli_as_a_fresh_process_would(featx_command, tmp_path):
-    script = f"{featx_command} --version && {featx_command} probe missing.h5 --label x; echo status $?"
-    served = subprocess.run(["bash", "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=120)
-    fresh = subprocess.run(
-        ["bash", "-c", script.replace(featx_command, f"{sys.executable} -m featx")],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-    )
-    assert "status 2" in fresh.stdout or "status 1" in fresh.stdout
-    assert (served.stdout, served.stderr) == (fresh.stdout, fresh.stderr)
+def test_the_fork_server_runs_the_cli_as_a_fresh_process_would(served_commands, tmp_path):
+    script = "COMMAND --version && COMMAND probe missing.h5 --label x; echo status $?"
+    served, fresh = _served_and_fresh(script, served_commands["featx"], f"{sys.executable} -m featx", tmp_path)
+    assert "status 2" in fresh[0] or "status 1" in fresh[0]
+    assert served == fresh
+
+
+@pytest.mark.slow
+def test_the_fork_server_runs_a_stdin_script_as_a_fresh_python_would(served_commands, tmp_path):
+    served, fresh = _served_and_fresh(STDIN_SCRIPT, served_commands["python"], sys.executable, tmp_path)
+    assert fresh == [f"['-'] __main__ '' {featx.__version__}\nstatus 3\n", "to stderr\n"]
+    assert served == fresh
+    failing = "COMMAND - <<'END'\nprint('before')\n1 / 0\nEND\necho status $?\n"
+    served, fresh = _served_and_fresh(failing, served_commands["python"], sys.executable, tmp_path)
+    assert served[0] == fresh[0] == "before\nstatus 1\n"
+    for stderr in (served[1], fresh[1]):
+        assert 'File "<stdin>", line 2' in stderr and stderr.endswith("ZeroDivisionError: division by zero\n")
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("path", TUTORIALS, ids=[path.stem for path in TUTORIALS])
-def test_tutorial_commands_run(path, tmp_path_factory, featx_command):
+def test_tutorial_commands_run(path, tmp_path_factory, served_commands):
     page = parse_page(path.read_text(encoding="utf-8"), path.relative_to(REPO))
     models = tmp_path_factory.getbasetemp() / "tutorial-models"
     models.mkdir(exist_ok=True)
-    run_page(page, REPO, tmp_path_factory.mktemp(path.stem), models, featx=featx_command)
+    run_page(page, REPO, tmp_path_factory.mktemp(path.stem), models, served=served_commands)

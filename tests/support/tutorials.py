@@ -7,8 +7,9 @@ The convention, in the Markdown of ``docs/tutorials/*.md``:
   shown, not run; Python runs through a ``bash`` block (``python - <<'EOF'``).
 - Blocks run in page order, each in a fresh ``bash -euo pipefail``, all in one temporary folder per page that
   holds a copy of the repository's ``data/``; ``featx`` and ``python`` are this checkout's; the Hugging Face
-  hub is offline. Every block must exit 0. ``tests/docs/test_tutorials.py`` runs ``featx`` through a fork
-  server (``featx_server``, ``support.zygote``): the same CLI, without importing torch again per command.
+  hub is offline. Every block must exit 0. ``tests/docs/test_tutorials.py`` runs ``featx``, and ``python -``
+  (a script on standard input), through a fork server (``featx_server``, ``support.zygote``): the same CLI and
+  interpreter, without importing torch again per command; ``python`` with other arguments starts afresh.
 - ``<!-- docs-test: skip REASON -->`` directly above a block leaves it out; the reason is required.
 - ``<!-- docs-test: expect "TEXT" -->`` directly below a block: its output (stdout and stderr) holds TEXT.
 - ``<!-- docs-test: env NAME=VALUE -->`` anywhere on a page: NAME=VALUE is exported to every block of the
@@ -206,17 +207,20 @@ def command_env(repo: Path) -> dict[str, str]:
     return env
 
 
-def prepare(workdir: Path, repo: Path, featx: str | None = None) -> dict[str, str]:
-    """The page's folder (a copy of ``data/``) and the environment its blocks run in. ``featx`` is the command
-    the ``featx`` shim runs (default: a fresh ``python -m featx``; ``featx_server`` gives the fork server's)."""
+def prepare(workdir: Path, repo: Path, served: dict[str, str] | None = None) -> dict[str, str]:
+    """The page's folder (a copy of ``data/``) and the environment its blocks run in. ``served``: the commands
+    ``featx_server`` gives, which the ``featx`` shim and a ``python -`` run instead of a fresh process (default:
+    a fresh ``python -m featx`` and ``python``)."""
     workdir.mkdir(parents=True, exist_ok=True)
     shutil.copytree(repo / "data", workdir / "data", ignore=shutil.ignore_patterns("*.py", "__pycache__"))
     shims = workdir.parent / f"{workdir.name}-bin"
     shims.mkdir(exist_ok=True)
-    commands = (("featx", featx or f'"{sys.executable}" -m featx'), ("python", f'"{sys.executable}"'))
-    for name, command in commands:
+    python = f'"{sys.executable}"'
+    featx = served["featx"] if served else f"{python} -m featx"
+    stdin_script = f'if [ "$#" -eq 1 ] && [ "$1" = - ]; then exec {served["python"]} -; fi\n' if served else ""
+    for name, body in (("featx", f'exec {featx} "$@"\n'), ("python", f'{stdin_script}exec {python} "$@"\n')):
         shim = shims / name
-        shim.write_text(f'#!/bin/sh\nexec {command} "$@"\n')
+        shim.write_text(f"#!/bin/sh\n{body}")
         shim.chmod(0o755)
     env = command_env(repo)
     env["PATH"] = f"{shims}{os.pathsep}{env.get('PATH', '')}"
@@ -224,9 +228,10 @@ def prepare(workdir: Path, repo: Path, featx: str | None = None) -> dict[str, st
 
 
 @contextmanager
-def featx_server(repo: Path, folder: Path, timeout: float = 120) -> Iterator[str]:
-    """The fork server of ``support.zygote`` for this checkout, started in ``folder``: yields the shell command
-    that runs ``featx ARGS`` through it (the same CLI, without importing torch and the rest again per command)."""
+def featx_server(repo: Path, folder: Path, timeout: float = 120) -> Iterator[dict[str, str]]:
+    """The fork server of ``support.zygote`` for this checkout, started in ``folder``: yields the shell commands
+    that run ``featx ARGS`` and ``python -`` through it, as ``{"featx": ..., "python": ...}`` (the same CLI and
+    interpreter, without importing torch and the rest again per command)."""
     socket_path = folder / "featx.sock"
     log = open(folder / "featx-server.log", "w")  # noqa: SIM115  (closed with the server)
     server = subprocess.Popen(
@@ -243,7 +248,8 @@ def featx_server(repo: Path, folder: Path, timeout: float = 120) -> Iterator[str
             assert time.monotonic() < deadline, "the featx fork server did not start"
             time.sleep(0.05)
         client = shlex.quote(str(ZYGOTE / "zygote_client.py"))
-        yield f'"{sys.executable}" -I -S {client} {shlex.quote(str(socket_path))}'
+        client_command = f'"{sys.executable}" -I -S {client} {shlex.quote(str(socket_path))}'
+        yield {program: f"{client_command} {program}" for program in ("featx", "python")}
     finally:
         server.kill()
         server.wait()
@@ -251,11 +257,11 @@ def featx_server(repo: Path, folder: Path, timeout: float = 120) -> Iterator[str
 
 
 def run_page(
-    page: Page, repo: Path, workdir: Path, models: Path, timeout: float = 600, featx: str | None = None
+    page: Page, repo: Path, workdir: Path, models: Path, timeout: float = 600, served: dict[str, str] | None = None
 ) -> list[str]:
     """Run the page's blocks in order; an AssertionError names the first block that fails. Returns the outputs.
-    ``featx``: the command behind the ``featx`` shim (see ``prepare``)."""
-    env = prepare(workdir, repo, featx)
+    ``served``: the fork server's commands behind the ``featx`` and ``python -`` shims (see ``prepare``)."""
+    env = prepare(workdir, repo, served)
     substitutes = {name: resolve(value, models) for name, value in page.env.items()}
     env.update(substitutes)
     outputs = []

@@ -1,16 +1,19 @@
-"""A fork server for the ``featx`` command of the documentation tests: the same CLI, without a fresh interpreter
-importing torch, transformers and scikit-learn for every command of a tutorial (about 3.5 s of CPU each).
+"""A fork server for the ``featx`` command (and ``python -``) of the documentation tests: the same CLI, without a
+fresh interpreter importing torch, transformers and scikit-learn for every command of a tutorial (about 3.5 s
+of CPU each).
 
 ``python zygote.py serve SOCKET`` imports every ``featx`` module (and so its dependencies) once, then serves on a
 Unix socket: a client (``zygote_client.py``, started as the ``featx`` shim) sends its arguments, working folder
 and environment, and passes its standard input, output and error; the server forks, and the child runs
-``python -m featx`` (``runpy``) with them exactly as a fresh process would, then sends back its exit status.
+``python -m featx`` (``runpy``) with them exactly as a fresh process would, then sends back its exit status. A
+``python`` request runs the script on its standard input as ``python -`` would, as ``__main__``.
 Nothing of a command outlives it: each runs in its own forked child, and the server itself never runs one.
 """
 
 from __future__ import annotations
 
 import atexit
+import builtins
 import contextlib
 import gc
 import importlib
@@ -23,6 +26,7 @@ import socket
 import sys
 import threading
 import traceback
+import types
 
 from featx.exiting import exit_code  # what sys.exit(code) makes the status
 
@@ -51,17 +55,32 @@ def receive(conn: socket.socket) -> tuple[dict, list[int]]:
     return json.loads(body), fds
 
 
+def run_stdin_script() -> None:
+    """What ``python -`` runs: the script on standard input, as a fresh ``__main__`` module, with the working
+    folder first on ``sys.path``."""
+    main = types.ModuleType("__main__")
+    main.__builtins__ = builtins  # type: ignore[attr-defined]
+    sys.modules["__main__"] = main
+    sys.path[0] = ""
+    exec(compile(sys.stdin.read(), "<stdin>", "exec"), main.__dict__)
+
+
 def run_command(request: dict, fds: list[int]) -> None:
-    """In the forked child: become the client's ``python -m featx ARGS`` process (``featx.cli.run`` ends it)."""
+    """In the forked child: become the client's ``python -m featx ARGS`` process (``featx.cli.run`` ends it), or
+    its ``python -`` process."""
     for target, fd in zip((0, 1, 2), fds, strict=True):
         os.dup2(fd, target)
         os.close(fd)
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(request["env"])
-    sys.argv = [request["argv0"], *request["argv"]]
+    python = request["argv0"] == "python"
+    sys.argv = request["argv"] if python else [request["argv0"], *request["argv"]]
     try:
-        runpy.run_module("featx", run_name="__main__", alter_sys=True)
+        if python:
+            run_stdin_script()
+        else:
+            runpy.run_module("featx", run_name="__main__", alter_sys=True)
         code = 0
     except SystemExit as stop:
         code = exit_code(stop.code)

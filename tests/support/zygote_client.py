@@ -1,7 +1,7 @@
-"""The ``featx`` shim of the documentation tests: ``python -I -S zygote_client.py SOCKET ARGS...`` hands ARGS, the
-working folder, the environment and its standard streams to the fork server (``zygote.py``), which runs
-``python -m featx ARGS`` with them, and exits with that command's status. It imports nothing outside the
-standard library, so it starts in milliseconds."""
+"""The ``featx`` shim of the documentation tests: ``python -I -S zygote_client.py SOCKET featx ARGS...`` hands ARGS,
+the working folder, the environment and its standard streams to the fork server (``zygote.py``), which runs
+``python -m featx ARGS`` with them (``SOCKET python -``: ``python -``), and exits with that command's status.
+It imports nothing outside the standard library, so it starts in milliseconds."""
 
 import json
 import os
@@ -12,8 +12,8 @@ HEADER = 16
 
 
 def main() -> int:
-    path, argv = sys.argv[1], sys.argv[2:]
-    body = json.dumps({"argv0": "featx", "argv": argv, "cwd": os.getcwd(), "env": dict(os.environ)}).encode()
+    path, program, argv = sys.argv[1], sys.argv[2], sys.argv[3:]
+    body = json.dumps({"argv0": program, "argv": argv, "cwd": os.getcwd(), "env": dict(os.environ)}).encode()
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
         conn.connect(path)
         socket.send_fds(conn, [str(len(body)).rjust(HEADER).encode()], [0, 1, 2])
