@@ -88,8 +88,27 @@ class OutputLock:
                 self._remove_if_ours(self.handle)
                 with contextlib.suppress(OSError):  # closing flushes again what a full disk refused
                     self.handle.close()
+            else:  # interrupted inside ``_open``, after it may have created the file: no handle to tell by
+                self._remove_if_unheld()
             raise
         return self
+
+    def _remove_if_unheld(self) -> None:
+        """Unlink the lock file if no process holds its lock (one this run created before a signal cut ``_open``
+        short, or a dead run's): opened again without creating it or following a link, locked without waiting,
+        and unlinked only if it is still the file at the path. A file another run holds is left alone."""
+        try:
+            descriptor = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except OSError:
+            return
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            if os.stat(self.path).st_ino == os.fstat(descriptor).st_ino:
+                self.path.unlink()
+        except OSError:
+            pass
+        finally:
+            os.close(descriptor)
 
     def _remove_if_ours(self, handle: TextIO) -> None:
         """Unlink the lock file if this process holds its lock (taking it again on the same open file

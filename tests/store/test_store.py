@@ -208,6 +208,46 @@ def test_an_interrupt_while_the_lock_is_taken_removes_its_file(tmp_path, monkeyp
         assert (tmp_path / "out.h5.lock").read_text() == f"featx extract (pid {__import__('os').getpid()})"
 
 
+def _open_then_interrupt(monkeypatch):
+    """Make ``OutputLock._open`` create the file, then be cut short by a signal before it returns a handle."""
+    import os
+
+    from featx.store import OutputLock
+
+    def open_then_interrupt(self):
+        os.close(os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644))
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(OutputLock, "_open", open_then_interrupt)
+
+
+def test_a_signal_inside_open_after_the_file_was_created_leaves_no_lock_file(tmp_path, monkeypatch):
+    """SIGTERM/Ctrl-C after ``_open`` created the lock file but before any handle to it was kept (the window a
+    robustness test hit under load: the file stayed behind after exit 143)."""
+    from featx.store import OutputLock
+
+    output = tmp_path / "out.h5"
+    _open_then_interrupt(monkeypatch)
+    with pytest.raises(KeyboardInterrupt):
+        OutputLock(output).__enter__()
+    assert not (tmp_path / "out.h5.lock").exists()
+
+
+def test_a_signal_inside_open_leaves_a_lock_file_another_run_holds(tmp_path, monkeypatch):
+    import fcntl
+
+    from featx.store import OutputLock
+
+    output = tmp_path / "out.h5"
+    lock = tmp_path / "out.h5.lock"
+    with open(lock, "w") as other:  # another run's lock: a separate open file description holding the flock
+        fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        _open_then_interrupt(monkeypatch)
+        with pytest.raises(KeyboardInterrupt):
+            OutputLock(output).__enter__()
+        assert lock.exists()
+
+
 @pytest.mark.slow
 def test_a_lock_held_by_another_process_is_never_removed_by_the_one_refused(tmp_path):
     import subprocess
