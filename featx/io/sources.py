@@ -139,7 +139,9 @@ def _inflate(raw: bytes, path: Path, limit: int | None) -> bytes:
                 position += len(pending)
             out += inflater.decompress(pending, _BLOCK)
             pending = inflater.unconsumed_tail
-            _check_inflated(len(out), position - len(pending), path, cap, limit is None)
+            # the bytes after a member's end (``unused_data``) are the next members': not read yet
+            read = position - len(pending) - len(inflater.unused_data)
+            _check_inflated(len(out), read, path, cap, limit is None)
         position -= len(inflater.unused_data)
     return bytes(out)
 

@@ -37,6 +37,19 @@ def test_a_gzipped_csv_reads_like_the_plain_one(tmp_path):
     assert read(plain) == read(packed) == ((["id", "text"], [["1", "a, b"], ["2", "c"]], [2, 4]), [])
 
 
+def test_a_bomb_of_many_small_gzip_members_is_refused_as_early_as_one_member(tmp_path):
+    """A bomb split into many members used to count the members not yet inflated as read (they sit after the first
+    member's end in the same block), so it was refused only at 100 times the whole file, not 100 times what was
+    read so far."""
+    member = gzip.compress(b"x,y\n" * 2**18)  # 1 MiB of rows in about 1 KiB
+    path = tmp_path / "bomb.csv.gz"
+    path.write_bytes(member * 300)  # 300 MiB in about 300 KiB: refused after RATIO_FREE_BYTES (16 MiB)
+    with pytest.raises(InputError, match="refused as a likely gzip bomb") as raised:
+        unwrap_gzip(path.read_bytes(), path)
+    gave = int(str(raised.value).split(" bytes gave ")[1].split(")")[0].replace(",", ""))
+    assert gave <= 18 * 2**20  # about 17 members in: not 100 x 300 KiB = 30 MiB
+
+
 def test_a_sniffed_delimiter_is_said_in_the_notes(tmp_path):
     path = tmp_path / "t.csv"
     path.write_text("id;text\n1;a\n2;b\n")
