@@ -8,7 +8,8 @@ imported from there, never from a conftest or from another test module.
 
 The features files a test only reads are built once per session (per pytest-xdist worker) here, one per kind
 of input: ``tiny_features``, ``split_features``, ``pair_features``, ``word_features``, ``site_features``
-(``support.shared_files``). Never write into them: copy first (``features_copy``, ``copy_features``).
+(``support.shared_files``), and the planted groups of the ``--group`` tests (``grouped_file``,
+``leaky_split_file``). Never write into them: copy first (``features_copy``, ``copy_features``).
 
 Tests marked ``slow`` start other processes (``subprocess``, ``multiprocessing``, ``torchrun``, a Jupyter
 kernel), drive headless Chromium or load the MiniLM model; ``pytest -m "not slow"`` (``make test-fast``) leaves
@@ -37,6 +38,7 @@ if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1:
 
 import pytest  # noqa: E402  (after the environment above)
 from support.deploy_data import make_split_features  # noqa: E402
+from support.planted_groups import make_grouped  # noqa: E402
 from support.probe_data import make_tiny_features  # noqa: E402
 from support.shared_files import (  # noqa: E402
     make_pair_features,
@@ -140,3 +142,16 @@ def features_copy(tiny_features, tmp_path):
     target = tmp_path / "feats.h5"
     shutil.copy(tiny_features, target)
     return target
+
+
+@pytest.fixture(scope="session")
+def grouped_file(tiny_model, tmp_path_factory) -> Path:
+    """Planted labels whose rows come in documents (``support.planted_groups``): the ``--group`` tests of probe,
+    fit, erase, neurons, the sweep and intervene read it (never write into it)."""
+    return make_grouped(tmp_path_factory.mktemp("grouped"), tiny_model)
+
+
+@pytest.fixture(scope="session")
+def leaky_split_file(tiny_model, tmp_path_factory) -> Path:
+    """The same with a train/test split that puts a document on both sides (refused under ``--group``)."""
+    return make_grouped(tmp_path_factory.mktemp("leaky-split"), tiny_model, leaky_split=True)

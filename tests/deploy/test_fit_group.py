@@ -25,20 +25,10 @@ QUICK = dict(write=False, jobs=1, n_bootstrap=200)
 
 
 @pytest.fixture(scope="module")
-def grouped_file(tiny_model, tmp_path_factory):
-    return make_grouped(tmp_path_factory.mktemp("fit-grouped"), tiny_model)
-
-
-@pytest.fixture(scope="module")
 def layered_file(tiny_model, tmp_path_factory):
     path = make_grouped(tmp_path_factory.mktemp("fit-layered"), tiny_model)
     plant_layer_choice(path)
     return path
-
-
-@pytest.fixture(scope="module")
-def leaky_split_file(tiny_model, tmp_path_factory):
-    return make_grouped(tmp_path_factory.mktemp("fit-leaky"), tiny_model, leaky_split=True)
 
 
 def test_the_grouped_choice_is_not_fooled_by_memorised_groups(layered_file):

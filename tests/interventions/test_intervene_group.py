@@ -7,7 +7,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from support.planted_groups import make_grouped
 
 import featx.probing
 from featx.cli import main
@@ -17,16 +16,6 @@ from featx.probing import evaluation
 from featx.probing.evaluation import core
 
 QUICK = dict(label="label", at="1", amnesic="none", loss="no", n_bootstrap=200, write=False)
-
-
-@pytest.fixture(scope="module")
-def grouped_file(tiny_model, tmp_path_factory):
-    return make_grouped(tmp_path_factory.mktemp("intervene-grouped"), tiny_model)
-
-
-@pytest.fixture(scope="module")
-def leaky_split_file(tiny_model, tmp_path_factory):
-    return make_grouped(tmp_path_factory.mktemp("intervene-leaky"), tiny_model, leaky_split=True)
 
 
 def test_the_probes_and_inlp_keep_groups_whole(grouped_file, monkeypatch):

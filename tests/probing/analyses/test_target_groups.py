@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from support.planted_groups import BAD_GROUPS, make_grouped
+from support.planted_groups import BAD_GROUPS
 
 import featx.probing
 from featx.cli import main
@@ -37,16 +37,6 @@ def run_sweep(path, **options):
 
 
 COMMANDS = {"erase": run_erase, "neurons": run_neurons, "sweep": run_sweep}
-
-
-@pytest.fixture(scope="module")
-def grouped_file(tiny_model, tmp_path_factory):
-    return make_grouped(tmp_path_factory.mktemp("analyses-grouped"), tiny_model)
-
-
-@pytest.fixture(scope="module")
-def leaky_split_file(tiny_model, tmp_path_factory):
-    return make_grouped(tmp_path_factory.mktemp("analyses-leaky"), tiny_model, leaky_split=True)
 
 
 @pytest.fixture(scope="module")

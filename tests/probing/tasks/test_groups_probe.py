@@ -22,18 +22,8 @@ QUICK = dict(layers="1", lexical=False, write=False, jobs=1, n_bootstrap=200)
 
 
 @pytest.fixture(scope="module")
-def grouped_file(tiny_model, tmp_path_factory):
-    return make_grouped(tmp_path_factory.mktemp("grouped"), tiny_model)
-
-
-@pytest.fixture(scope="module")
 def grouped_split_file(tiny_model, tmp_path_factory):
     return make_grouped(tmp_path_factory.mktemp("grouped-split"), tiny_model, split=True)
-
-
-@pytest.fixture(scope="module")
-def leaky_split_file(tiny_model, tmp_path_factory):
-    return make_grouped(tmp_path_factory.mktemp("leaky-split"), tiny_model, leaky_split=True)
 
 
 def _probe_row(result):
