@@ -249,8 +249,8 @@ class BertLayer(nn.Module):
         if packing is None:
             attention_output = self.attention(hidden_states, attention_mask)
             return self.output(self.intermediate(attention_output), attention_output)
-        attention_output = self.attention(packing.enter(hidden_states), attention_mask, packing)
-        return packing.leave(self.output(self.intermediate(attention_output), attention_output))
+        attention_output = self.attention(packing.pack(hidden_states), attention_mask, packing)
+        return packing.pad(self.output(self.intermediate(attention_output), attention_output))
 
 
 class BertEncoder(nn.Module):

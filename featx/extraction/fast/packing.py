@@ -6,9 +6,8 @@ real ones (the linears are 85-95% of a CPU forward pass) and are thrown away. ``
 tokens out as one ``(tokens, width)`` matrix inside each block: the block's per-token layers run on it, attention
 alone sees the padded ``(B, heads, L, d)`` layout (the query, key and value scattered into it, the context gathered
 back), and the block's output leaves it padded, with zeros at the padded positions. So a block takes and gives
-``(B, L, width)`` as before, and a hook on a block (the truncated forward's pre-hooks) sees what it always saw; the
-packed rows a block gives are handed to the next block directly when nothing replaced its output in between
-(``enter``/``leave``), so a pass packs once.
+``(B, L, width)`` as before, and a hook on a block (the truncated forward's pre-hooks) sees, and may change, what
+it always saw: each block gathers its rows from the padded input it is handed.
 
 The features are those of the padded pass: each real token's rows go through the same products, with the same
 keys masked out of attention (bit for bit for MiniLM, bert-base and all-mpnet-base-v2 on AVX-512 and with oneDNN
@@ -43,7 +42,6 @@ class Packing:
         # computed from the host's mask, then handed to the device without waiting
         self.index = real.nonzero().squeeze(1).to(device, non_blocking=True)
         self.holes = (~real).nonzero().squeeze(1).to(device, non_blocking=True)
-        self._left: tuple[torch.Tensor, torch.Tensor] | None = None  # the last block's (padded, packed) output
 
     @property
     def tokens(self) -> int:
@@ -59,19 +57,6 @@ class Packing:
         out.index_copy_(0, self.index, packed)
         out.index_fill_(0, self.holes, 0)  # only the holes are written twice: no full zero fill first
         return out.view(self.batch, self.length, *packed.shape[1:])
-
-    def enter(self, padded: torch.Tensor) -> torch.Tensor:
-        """A block's padded input as the packed rows it runs on: the previous block's own packed output when
-        ``padded`` is what ``leave`` gave it (no second gather), else gathered (``pack``)."""
-        if self._left is not None and self._left[0] is padded:
-            return self._left[1]
-        return self.pack(padded)
-
-    def leave(self, packed: torch.Tensor) -> torch.Tensor:
-        """A block's packed output, padded (``pad``); both are kept for the next block's ``enter``."""
-        padded = self.pad(packed)
-        self._left = (padded, packed)
-        return padded
 
 
 def _hooked_inside(blocks: Iterable[torch.nn.Module]) -> bool:

@@ -41,15 +41,6 @@ def test_pack_and_pad_round_trip_with_zeros_at_the_holes():
     assert not back[~MASK.bool()].any()  # zeros, not what the memory held
 
 
-def test_a_block_takes_the_previous_blocks_packed_rows_unless_its_input_was_replaced():
-    plan = packing.Packing(MASK, torch.device("cpu"))
-    rows = torch.randn(5, 3)
-    padded = plan.leave(rows)
-    assert plan.enter(padded) is rows  # handed on: no second gather
-    replaced = padded + 1  # e.g. a hook on the block returned another tensor
-    torch.testing.assert_close(plan.enter(replaced), rows + 1)
-
-
 def test_when_a_batch_is_packed(monkeypatch):
     blocks = torch.nn.ModuleList([torch.nn.Sequential(torch.nn.Linear(3, 3))])
     cpu = torch.device("cpu")
@@ -111,6 +102,30 @@ def test_packed_pass_gives_the_padded_passs_features(encoders, family, monkeypat
                 assert not got[~real].any()
             got, want = got[real], want[real]
         torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
+
+
+def test_a_hook_on_a_block_that_changes_its_output_in_place_is_honoured(encoders, monkeypatch):
+    """Each block gathers its rows from the padded input it is handed, so a hook on a block (which sees the padded
+    layout) may change that tensor in place and the next block computes from the changed values."""
+    model, pad = encoders["bert"]
+    ids = padded_ids(pad)
+    ids[:, 0] = 2
+    mask = (ids != pad).long()
+    shift = torch.linspace(-1, 1, model.config.hidden_size)
+    handle = model.encoder.layer[0].register_forward_hook(lambda module, args, out: out.add_(shift))
+    try:
+        made = _counting(monkeypatch)
+        packed = _states(model, ids, mask)
+        assert made, "a hook on a block must not turn packing off"
+        monkeypatch.setenv(packing.ENV, "0")
+        padded = _states(model, ids, mask)
+    finally:
+        handle.remove()
+    real = mask.bool()
+    for got, want in zip(packed[2:-1], padded[2:-1], strict=True):  # the blocks after the hooked one
+        torch.testing.assert_close(got[real], want[real], atol=1e-5, rtol=1e-5)
+    unhooked = _states(model, ids, mask)
+    assert not torch.allclose(unhooked[2][real], packed[2][real], atol=1e-3)  # the hook did change them
 
 
 @pytest.mark.skipif(not onednn.available(), reason="this torch build has no oneDNN linear ops")
