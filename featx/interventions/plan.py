@@ -32,7 +32,7 @@ class InterventionPlan:
     bundle: Any = None  # the loaded ``featx.deploy.Probe``, or None
     notes: tuple[str, ...] = ()
     site_widths: Any = None  # --site: {site: the stored site's width}
-    n_groups: int | None = None  # --group: the groups of the label's rows
+    group_meta: Any = None  # --group: ``{"group", "n_groups"}`` of the label's rows, as featx probe's meta records
 
 
 def _label(features: FeatureFile, config: InterveneConfig, bundle) -> str:
@@ -98,15 +98,15 @@ def _unprobeable(features: FeatureFile, name: str, seed: int, group: str | None 
     return None
 
 
-def _group_count(features: FeatureFile, config: InterveneConfig, label: str, notes: list[str]) -> int | None:
+def _group_meta(features: FeatureFile, config: InterveneConfig, label: str, notes: list[str]) -> dict:
     """``--group``: the label's rows grouped and checked as ``featx probe --group`` checks them (an unknown column,
-    a row without a group, a split with a group on both sides...), before any forward pass; the groups' count."""
+    a row without a group, a split with a group on both sides...), before any forward pass; the meta's
+    ``group``/``n_groups`` (empty without ``--group``)."""
     if config.group is None:
-        return None
+        return {}
     from ..probing import load_task
 
-    groups = load_task(features, label, 5, config.seed, config.group, notes).groups
-    return None if groups is None else groups.count
+    return load_task(features, label, 5, config.seed, config.group, notes).group_meta()
 
 
 def _pooling(features: FeatureFile, config: InterveneConfig) -> str:
@@ -170,7 +170,7 @@ def make_plan(config: InterveneConfig) -> InterventionPlan:
         _check_layers(features, config, provenance)
         label = _label(features, config, bundle)
         amnesic, notes = _amnesic(features, config, label)
-        n_groups = _group_count(features, config, label, notes)
+        group_meta = _group_meta(features, config, label, notes)
         if bundle is not None:
             check_bundle(bundle, config, provenance, features)
         plan = InterventionPlan(
@@ -187,7 +187,7 @@ def make_plan(config: InterveneConfig) -> InterventionPlan:
             bundle=bundle,
             site_widths=_site_widths(features, config),
             notes=tuple(notes),
-            n_groups=n_groups,
+            group_meta=group_meta,
         )
     return plan
 

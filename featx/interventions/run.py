@@ -123,7 +123,7 @@ def _meta(plan: InterventionPlan, forward, notes: list[str], started: float) -> 
         **({"site": config.site} if config.site else {}),  # a run without --site writes what it wrote before
         "pooling": plan.pooling,
         "seed": config.seed,
-        **({"group": config.group, "n_groups": plan.n_groups} if config.group else {}),  # as featx probe's meta
+        **(plan.group_meta or {}),  # --group: as featx probe's meta
         "control": "random:RANK@L (RANK the edit's rank, --seed)",
         "implementation": forward.loaded.implementation,
         "n_rows": len(forward.texts),
