@@ -95,27 +95,24 @@ class OutputLock:
 
     def _remove_if_unheld(self) -> None:
         """Unlink the lock file if no process holds its lock (one this run created before a signal cut ``_open``
-        short, or a dead run's): opened again without creating it or following a link, locked without waiting,
-        and unlinked only if it is still the file at the path. A file another run holds is left alone."""
+        short, or a dead run's): opened again without creating it or following a link, then ``_remove_if_ours``
+        on that descriptor, whose lock no other process can hold. A file another run holds is left alone."""
         try:
             descriptor = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
         except OSError:
             return
         try:
-            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            if os.stat(self.path).st_ino == os.fstat(descriptor).st_ino:
-                self.path.unlink()
-        except OSError:
-            pass
+            self._remove_if_ours(descriptor)
         finally:
             os.close(descriptor)
 
-    def _remove_if_ours(self, handle: TextIO) -> None:
-        """Unlink the lock file if this process holds its lock (taking it again on the same open file
-        succeeds only then: another holder makes it fail) and it is still the file at the path."""
+    def _remove_if_ours(self, handle: TextIO | int) -> None:
+        """Unlink the lock file if this open file (or descriptor) holds its lock (taking it again on the same open
+        file succeeds only then: another holder makes it fail) and it is still the file at the path."""
+        descriptor = handle if isinstance(handle, int) else handle.fileno()
         try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            if os.stat(self.path).st_ino == os.fstat(handle.fileno()).st_ino:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            if os.stat(self.path).st_ino == os.fstat(descriptor).st_ino:
                 self.path.unlink()
         except OSError:
             pass
