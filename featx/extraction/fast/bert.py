@@ -246,11 +246,10 @@ class BertLayer(nn.Module):
         self, hidden_states: torch.Tensor, attention_mask: torch.Tensor | None = None, packing: Packing | None = None
     ) -> torch.Tensor:
         """``(B, L, width)`` in and out; with ``packing``, the block runs on the real tokens only (``packing.py``)."""
-        if packing is None:
-            attention_output = self.attention(hidden_states, attention_mask)
-            return self.output(self.intermediate(attention_output), attention_output)
-        attention_output = self.attention(packing.pack(hidden_states), attention_mask, packing)
-        return packing.pad(self.output(self.intermediate(attention_output), attention_output))
+        rows = hidden_states if packing is None else packing.pack(hidden_states)
+        attention_output = self.attention(rows, attention_mask, packing)
+        output = self.output(self.intermediate(attention_output), attention_output)
+        return output if packing is None else packing.pad(output)
 
 
 class BertEncoder(nn.Module):
