@@ -165,7 +165,7 @@ def choose(
 
     n_classes = None if classes is None else len(classes)
     splits = cv_folds(y, n_classes, options["folds"], options["seed"], groups)
-    inner = groups.codes if isinstance(groups, Groups) else None  # words: holdouts as before, by word
+    inner = groups.codes if isinstance(groups, Groups) else groups  # the heads' holdouts: whole groups (sentences)
     jobs = [(path, spec, pooling, rows, y, classes, splits, metric, options, inner) for spec, pooling in candidates]
     workers = job_workers(options.get("jobs"), len(jobs))
     # one worker: each candidate scored (and reported) in turn; several: side by side, reported at the end

@@ -102,7 +102,7 @@ def _scored(plan: FitPlan, predicted: np.ndarray) -> tuple[float, float, float]:
     resamples them)."""
     config, y_test = plan.config, plan.y[plan.test]
     n_boot, seed = int(config.n_bootstrap), int(config.seed)
-    groups = None if plan.groups is None else plan.groups[plan.test]
+    groups = None if plan.grouping is None else plan.grouping.codes[plan.test]
     if plan.classes is None:
         low, high = regression_bootstrap(y_test, predicted, n_boot, seed, groups)[plan.metric]
         return score_of(plan.metric, y_test, predicted, None), float(low), float(high)
@@ -175,16 +175,16 @@ def _options(plan: FitPlan) -> dict:
 
 
 def _holdout_groups(plan: FitPlan) -> np.ndarray | None:
-    """``--group``'s group of every row of ``plan.rows``, which the holdouts that choose C or alpha (or stop
-    an mlp early) keep whole; None without ``--group`` (a word label's holdouts are drawn by word)."""
+    """The group of every row of ``plan.rows`` (a word's sentence, or ``--group``'s group), which the holdouts
+    that choose C or alpha (or stop an mlp early) keep whole; None: rows held out one by one."""
     return None if plan.grouping is None else plan.grouping.codes
 
 
 def _selection(plan: FitPlan, report: Callable[[str], None] | None) -> list[Candidate]:
     rows, y = plan.rows[plan.train], plan.y[plan.train]
-    groups: Any = None if plan.groups is None else plan.groups[plan.train]
-    if plan.grouping is not None:
-        groups = plan.grouping.take(plan.train)
+    groups: Any = None
+    if plan.grouping is not None:  # words: their sentences (word folds); --group: its groups (probe's group k-fold)
+        groups = plan.grouping.codes[plan.train] if plan.level == "word" else plan.grouping.take(plan.train)
     return choose(plan.path, plan.candidates, rows, y, plan.classes, plan.metric, _options(plan), report, groups)
 
 
@@ -221,7 +221,7 @@ def fit(config: FitConfig | str | Path | None = None, report: Callable[[str], No
     if plan.config.write:
         with writing(plan.output):  # a full disk or a read-only folder: one line, no half-written bundle
             probe.path = path = write_bundle(probe, plan.output, overwrite=plan.config.overwrite)
-    grouped = None if plan.grouping is None else plan.grouping.column
+    grouped = None if plan.config.group is None else plan.config.group
     return FitResult(probe, path, plan.metric, candidates, test, plan.notes, _trained_on(plan, dev), grouped)
 
 
@@ -261,7 +261,7 @@ def _extraction(plan: FitPlan) -> dict:
 def _kept_together(plan: FitPlan) -> str:
     """What the choice's folds keep whole: a word label's sentences, ``--group``'s groups, or nothing."""
     if plan.level == "word":
-        return " (words; a sentence's words in one fold)"
+        return " (words; a sentence's words in one fold and on one side of every holdout)"
     if plan.grouping is not None:
         return f" (by whole groups of {plan.grouping.column}: folds and holdouts never split a group)"
     return ""
@@ -269,7 +269,7 @@ def _kept_together(plan: FitPlan) -> str:
 
 def _group_fields(plan: FitPlan) -> dict:
     """``group`` and ``n_groups`` (the groups of the training rows) of a fit with ``--group``; nothing without."""
-    if plan.grouping is None:
+    if plan.grouping is None or plan.config.group is None:
         return {}
     return {"group": plan.grouping.column, "n_groups": plan.grouping.take(plan.train).count}
 

@@ -77,9 +77,9 @@ class FitPlan:
     layers: list[int]  # the stored layers (the layer count the model had)
     notes: list[str] = field(default_factory=list)
     level: str = "sentence"  # or "word": ``rows`` are then stored words, ``pooling`` a word pooling
-    # word level: each item's sentence (folds never split a sentence); --group: each row's group's code
-    groups: np.ndarray | None = None
-    grouping: Groups | None = None  # --group COLUMN: the groups of ``rows`` that no choice ever splits
+    # the groups of ``rows`` that no fold, holdout or resample ever splits: a word label's sentences, or
+    # --group COLUMN's groups (``config.group`` says which); None: rows are drawn one by one
+    grouping: Groups | None = None
     # positions in ``rows`` of the val split's rows (among ``train``): a linear or ridge head is trained on the
     # other training rows and its C (alpha) chosen on these, as featx probe does; None without a val split
     dev: np.ndarray | None = None
@@ -306,16 +306,22 @@ def _resolve_words(config: FitConfig, path: Path, features: FeatureFile, notes: 
     _check_word_options(config, label)
     codes = features.word_labels(label)
     rows = np.flatnonzero(codes >= 0)
-    groups = features.word_sentence()[rows]
-    train, test = _split(features, groups)
+    sentences = features.word_sentence()[rows]
+    train, test = _split(features, sentences)
     names = features.word_label_names(label)
     y, classes = _classes_of_training(codes[rows].astype(np.int64), train, test, names, label)
     candidates = _word_candidates(features, config)
     return FitPlan(
         config, Path(path), _output(config, Path(path)), label, "classification", classes, rows, y, train, test,
         candidates, _metric(config, "classification"), features.fingerprint, _extraction(features),
-        list(features.layers), notes, level="word", groups=groups,
+        list(features.layers), notes, level="word", grouping=_sentence_groups(sentences),
     )  # fmt: skip
+
+
+def _sentence_groups(sentences: np.ndarray) -> Groups:
+    """A word label's grouping: each word's sentence (numbered as stored), which no choice ever splits."""
+    present, codes = np.unique(sentences, return_inverse=True)
+    return Groups("sentence", codes.astype(np.int64), [str(int(number)) for number in present])
 
 
 def resolve_fit(config: FitConfig) -> FitPlan:
@@ -373,7 +379,6 @@ def resolve_fit(config: FitConfig) -> FitPlan:
         extraction,
         layers,
         notes,
-        groups=None if grouping is None else grouping.codes,
         grouping=grouping,
         dev=dev,
     )

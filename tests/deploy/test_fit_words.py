@@ -110,6 +110,36 @@ def test_no_fit_ever_sees_a_test_word(word_features, monkeypatch):
     assert result.chosen.spec.layers == (1,)
 
 
+@pytest.mark.parametrize("classifier", ["logreg", "mlp"])
+def test_every_holdout_keeps_a_sentence_whole(word_features, monkeypatch, classifier):
+    """The holdouts that choose C (or stop an mlp early), in the folds and for the final head, hold out whole
+    training sentences, as featx probe's word probes do: never a word whose sentence-mates were fitted on."""
+    from featx.probing.evaluation import core
+
+    features, _ = word_features
+    splits: list[tuple] = []
+
+    def spy(real):
+        def inner_split(y, rows, seed, groups=None):
+            fit_rows, val_rows = real(y, rows, seed, groups)
+            splits.append((groups, fit_rows, val_rows))
+            return fit_rows, val_rows
+
+        return inner_split
+
+    monkeypatch.setattr(core, "inner_split", spy(core.inner_split))
+    monkeypatch.setattr(heads, "inner_split", spy(heads.inner_split))
+    featx.fit(features, label="upos", layer="1", pooling="mean", folds=3, classifier=classifier, write=False, jobs=1)
+    with featx.open(features) as file:
+        sentence = file.word_sentence()[file.word_labels("upos") >= 0]
+        training = sentence[~np.isin(sentence, np.flatnonzero(np.asarray(file.split, dtype=str) == "test"))]
+    assert len(splits) == 3 + 1  # one holdout per fold and one for the final head
+    for groups, fit_rows, val_rows in splits:
+        assert groups is not None and not set(groups[fit_rows]) & set(groups[val_rows])
+    final = splits[-1][0]  # the final head's words, in order: their sentences' codes
+    assert len(final) == len(training) and np.array_equal(np.unique(training, return_inverse=True)[1], final)
+
+
 def test_new_sentences_get_the_stored_word_vectors(fitted, word_features):
     features, test_file = word_features
     probe = featx.load(fitted.path)
