@@ -59,7 +59,7 @@ def _edits(plan: InterventionPlan, tasks: dict, notes: list[str]) -> dict[int, L
         if ranks != [found.rank]:
             notes.append(
                 f"at layer {layer} the folds' erasers remove {_spelled(ranks)} direction(s): the rank column ("
-                f"{found.rank}) is that of the eraser fitted on every training row, which the drift, bundle and loss "
+                f"{found.rank}) is that of the eraser fitted on the training rows, which the drift, bundle and loss "
                 "rows read"
             )
     if plan.config.edit == "erase" and not tasks[plan.label].plan.is_split:
