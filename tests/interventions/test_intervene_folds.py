@@ -2,7 +2,8 @@
 without a split) each fold's after probes read a pass edited by an eraser fitted on that fold's training rows only,
 as ``featx erase`` fits its eraser inside every training part (the amnesic labels on their own folds, with the edited
 label's values; with ``--group``, folds of whole groups); a split file still runs one edited pass, its eraser fitted
-on the train split, that every probe reads, and gives the table it gave."""
+on the train split, that every probe reads, and gives the table it gave. A bundle's span (``--edit project|mean``)
+is featx fit's, fitted on its own rows: a note says when those are the rows the probes are scored on."""
 
 from __future__ import annotations
 
@@ -13,8 +14,7 @@ import featx
 import featx.probing
 from featx.interventions import forward, intervene
 
-pytestmark = pytest.mark.slow  # each run: a dozen passes of the tiny BERT and up to 30 probe fits (~1 s)
-
+SLOW = pytest.mark.slow  # each run: a dozen passes of the tiny BERT and up to 30 probe fits (~1 s)
 QUICK = dict(at="2", loss="no", n_bootstrap=100, write=False)  # the top layer: one layer of probes
 
 
@@ -82,6 +82,7 @@ def _tasks(path, names, group=None) -> dict:
         return {name: featx.probing.load_task(features, name, 5, 0, group) for name in names}
 
 
+@SLOW
 @pytest.mark.parametrize("grouped", [False, True], ids=["folds", "group"])
 def test_no_fold_is_scored_on_rows_its_eraser_saw(grouped, request, monkeypatch):
     """Without --group: the label and the amnesic 'topic' of ``tiny_features`` (80 rows, no split); with --group
@@ -124,6 +125,7 @@ def _check_fold_passes(spy: Spy) -> None:
             assert gap <= 1e-4 * scale
 
 
+@SLOW
 def test_a_split_file_runs_one_edited_pass_and_the_table_it_gave(erased_at_1, planted_features):
     """The planted file has a split: one eraser, fitted on the train split, one edited and one control pass, every
     probe (the label's and the amnesic 'other') reading them: the after and control columns are those of a probe
@@ -154,3 +156,26 @@ def test_a_split_file_runs_one_edited_pass_and_the_table_it_gave(erased_at_1, pl
                 row = summarise(task.plan, task.y, fold, 2, 200, 0)
                 got = table.loc[(name, layer), [key, f"{key}_low", f"{key}_high"]].to_numpy(float)
                 np.testing.assert_allclose(got, [row["accuracy"], row["accuracy_low"], row["accuracy_high"]])
+
+
+def test_a_bundle_fitted_on_the_scored_rows_is_said_in_a_note(tiny_features, planted_features):
+    """``--edit project|mean`` with a bundle featx fit made from this file's corpus (the fingerprints' corpus sha256)
+    when the file has no split: the bundle saw every labelled row, the rows the probes after the edit are scored
+    on. Not said of another corpus, of a file with a split (its test rows are not the bundle's), nor of --edit
+    erase (whose erasers are fitted per fold)."""
+    from types import SimpleNamespace
+
+    from featx.interventions import InterveneConfig
+    from featx.interventions.bundle_checks import seen_rows_note
+
+    def bundle(fingerprint):
+        return SimpleNamespace(info={"features_file": {"fingerprint": fingerprint}})
+
+    for path, said in ((tiny_features, True), (planted_features, False)):
+        project = InterveneConfig(features=path, edit="project", bundle="b.featx", at="1")
+        with featx.open(path) as features:
+            note = seen_rows_note(bundle(features.fingerprint), project, features)
+            assert (note is not None and "scored on" in note and "no split" in note) == said
+            assert seen_rows_note(bundle('{"corpus_sha256": "another"}'), project, features) is None
+            erase = InterveneConfig(features=path, at="1", bundle="b.featx")
+            assert seen_rows_note(bundle(features.fingerprint), erase, features) is None
