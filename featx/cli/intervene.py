@@ -16,7 +16,8 @@ def intervene(features, **options):
     """Does the model use a label? Edit FEATURES' model inside its forward pass and probe every layer above.
 
     From the file's own provenance (model, corpus, options): erase --label at each --at layer (an eraser fitted
-    on the training rows; or a --bundle's span with --edit project|mean), run the model on, and report per layer
+    on the training rows, and without a split one per fold, fitted on its training rows, for the probes scored on
+    that fold; or a --bundle's span with --edit project|mean), run the model on, and report per layer
     from the edit up the probe before, after and after a random control of the same rank (95% intervals, paired
     tests Holm-adjusted), the other labels, the last layer's drift, the bundle's flips and the LM loss where the
     checkpoint has a head. --edit steer --bundle B --toward C --alphas 0,1,2,4,8: a steering dose-response

@@ -7,6 +7,7 @@ alongside. ``--edit steer``: a steering dose-response read by a bundle above the
 ``provenance``  the features file's model, corpus and options, read back and checked
 ``plan``        ``InterventionPlan``: the request resolved against the file and bundle (every bad input refused)
 ``edits``       the edits as ``featx.extraction.EditMap``s: the eraser, the bundle's span, the controls, steering
+``passes``      which edited pass each probe's fold reads (under cross-validation, its own fold's eraser)
 ``forward``     the model loaded once and run over the file's rows with or without edits
 ``probes``, ``outputs``, ``loss``, ``steering``  what is measured; ``result``: the table and its files
 ``contrast``    the steering read through a decoder's contrast answers (``--template``, ``--answers``)

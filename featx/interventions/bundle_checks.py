@@ -56,6 +56,35 @@ def check_bundle(bundle, config: InterveneConfig, provenance: Provenance, featur
             )
 
 
+def _corpus(fingerprint) -> str | None:
+    """The corpus's sha256 a features file's fingerprint records (the fingerprint itself when it cannot be read)."""
+    import json
+
+    try:
+        recorded = json.loads(fingerprint)
+    except (TypeError, ValueError):
+        return fingerprint
+    return recorded.get("corpus_sha256", fingerprint) if isinstance(recorded, dict) else fingerprint
+
+
+def seen_rows_note(bundle, config: InterveneConfig, features: FeatureFile) -> str | None:
+    """``--edit project|mean`` with a bundle ``featx fit`` made from this file's corpus (the fingerprints' corpus
+    sha256) when the file has no split: the bundle was fitted on every labelled row, so the probes after the edit are
+    scored on rows the removed directions were fitted on. Said in a note (not refused: bundles stay as featx fit
+    makes them); with a split the bundle's rows and the probes' test rows are apart, and a bundle of another corpus
+    cannot be told apart from one of overlapping rows (docs/intervene.md)."""
+    recorded = _corpus((bundle.info.get("features_file") or {}).get("fingerprint"))
+    if config.edit not in ("project", "mean") or features.split is not None:
+        return None
+    if recorded is None or recorded != _corpus(features.fingerprint):
+        return None
+    return (
+        f"--bundle {config.bundle} was fitted (featx fit) on this file's corpus, and the file has no split: its "
+        "directions were fitted on every labelled row, the rows the after and control probes are scored on, so after "
+        "may read lower than on rows it never saw (fit the bundle on a file with a train/test split to avoid this)"
+    )
+
+
 def _check_width(bundle, config: InterveneConfig, provenance: Provenance) -> None:
     """The bundle reads vectors of this model's width: one layer's, the layers' side by side (concat), or one
     layer's per part (a stack)."""
@@ -85,4 +114,4 @@ def _check_steer(bundle, config: InterveneConfig) -> None:
         )
 
 
-__all__ = ["check_bundle", "load_bundle"]
+__all__ = ["check_bundle", "load_bundle", "seen_rows_note"]

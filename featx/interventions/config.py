@@ -151,7 +151,8 @@ class InterveneConfig(Options):
         flag="--edit",
         group=EDIT,
         choices=EDITS,
-        help="erase (an eraser of the label fitted on the training rows), project or mean (the span of --bundle's "
+        help="erase (an eraser of the label fitted on the training rows; without a split, one per fold on its "
+        "training rows for the probes), project or mean (the span of --bundle's "
         "directions removed or set to its training mean), or steer (add alpha times the direction toward --toward).",
     )
     method: str = option("leace", flag="--method", group=EDIT, choices=METHODS, help="--edit erase: LEACE or INLP.")

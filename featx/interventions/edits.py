@@ -1,8 +1,8 @@
 """The edits ``featx intervene`` runs, as ``featx.extraction.EditMap``s (the arithmetic the forward pass's hooks
-apply): the eraser of the label fitted on the stored training rows (featx erase's LEACE or INLP), a bundle's span
-(``project``, ``mean``, through ``featx extract --intervene``'s own resolution), the random control of the same
-rank (seeded), and the steering directions (the bundle's at the edited layer when it reads it, else the stored
-training rows' class-mean difference) with a random direction of equal norm."""
+apply): the eraser of the label fitted on given stored rows (featx erase's LEACE or INLP; which rows: ``passes.py``),
+a bundle's span (``project``, ``mean``, through ``featx extract --intervene``'s own resolution), the random control
+of the same rank (seeded), and the steering directions (the bundle's at the edited layer when it reads it, else the
+stored training rows' class-mean difference) with a random direction of equal norm."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ def _at(plan: InterventionPlan, layer: int) -> str:
     return f"{layer}:{plan.config.site}" if plan.config.site else str(layer)
 
 
-def _stored(features, plan: InterventionPlan, layer: int) -> np.ndarray:
+def stored(features, plan: InterventionPlan, layer: int) -> np.ndarray:
     """The stored vectors the edit fits on: of layer ``layer``, or of ``--site`` in it."""
     return features.features(plan.pooling, layer, site=plan.config.site or "hidden")
 
@@ -43,17 +43,16 @@ def _identity(kind: str, layer: int, d: int, shift: np.ndarray | None = None, si
     )
 
 
-def _fit_eraser(plan: InterventionPlan, layer: int):
+def erase_map(plan: InterventionPlan, layer: int, X: np.ndarray, y: np.ndarray, n_classes: int, groups=None):
+    """The eraser (``--method``) of the label's class codes ``y`` fitted on the stored rows ``X`` of ``layer``, as an
+    ``EditMap``; ``groups`` (``--group``): INLP's holdout takes whole groups. No rows: the identity."""
     from ..extraction import EditMap, Intervention
-    from ..probing import fit_eraser, load_task
+    from ..probing import fit_eraser
 
     config = plan.config
-    with open_features(plan.features) as features:
-        task = load_task(features, plan.label, 5, config.seed, config.group)
-        rows = task.training_rows()
-        X = _stored(features, plan, layer)[task.kept[rows]]
-    groups = None if task.plan.groups is None else task.plan.groups[rows]  # --group: INLP holds out whole groups
-    eraser = fit_eraser(config.method, X, task.y[rows], task.n_classes, 50, config.seed, groups)
+    if not len(y):
+        return _identity("erase", layer, X.shape[1], site=config.site)
+    eraser = fit_eraser(config.method, X, y, n_classes, 50, config.seed, groups)
     return EditMap(
         Intervention("erase", layer, site=config.site),
         eraser.mean,
@@ -63,8 +62,23 @@ def _fit_eraser(plan: InterventionPlan, layer: int):
     )
 
 
+def _fit_eraser(plan: InterventionPlan, layer: int):
+    """The eraser a user would apply: fitted on the label's ``training_rows()`` (the train split; every labelled row
+    without one)."""
+    from ..probing import load_task
+
+    config = plan.config
+    with open_features(plan.features) as features:
+        task = load_task(features, plan.label, 5, config.seed, config.group)
+        rows = task.training_rows()
+        X = stored(features, plan, layer)[task.kept[rows]]
+    groups = None if task.plan.groups is None else task.plan.groups[rows]  # --group: INLP holds out whole groups
+    return erase_map(plan, layer, X, task.y[rows], task.n_classes, groups)
+
+
 def edit_map(plan: InterventionPlan, layer: int):
-    """The edit at ``layer``: the fitted eraser (``--edit erase``) or the bundle's span (``project``, ``mean``)."""
+    """The edit at ``layer`` a user would apply: the eraser fitted on the training rows (``--edit erase``) or the
+    bundle's span (``project``, ``mean``). The probes' folds read erasers of their own (``passes.py``)."""
     if plan.config.edit == "erase":
         return _fit_eraser(plan, layer)
     from ..extraction import parse_intervention, resolve_edits
@@ -95,7 +109,7 @@ def _class_mean_direction(plan: InterventionPlan, layer: int, toward: str) -> np
             )
         task = load_task(features, plan.label, 5, plan.config.seed)
         rows = task.training_rows()
-        X = _stored(features, plan, layer)[task.kept[rows]].astype(np.float64)
+        X = stored(features, plan, layer)[task.kept[rows]].astype(np.float64)
     if toward not in task.class_names:
         raise InputError(
             f"--toward {toward}: no training row of '{plan.label}' has that class", "steer toward a class with rows"
@@ -144,4 +158,13 @@ def run_steered(plan: InterventionPlan, forward, direction: np.ndarray, alpha: f
         ) from None
 
 
-__all__ = ["control_map", "edit_map", "model_info", "run_steered", "steer_map", "steering_directions"]
+__all__ = [
+    "control_map",
+    "edit_map",
+    "erase_map",
+    "model_info",
+    "run_steered",
+    "steer_map",
+    "steering_directions",
+    "stored",
+]

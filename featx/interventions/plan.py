@@ -161,7 +161,7 @@ def _output(features: Path, config: InterveneConfig, label: str) -> Path:
 
 def make_plan(config: InterveneConfig) -> InterventionPlan:
     """The plan of ``config``: every check that needs the file, the bundle or the model's config."""
-    from .bundle_checks import check_bundle, load_bundle
+    from .bundle_checks import check_bundle, load_bundle, seen_rows_note
 
     path = Path(str(config.features))
     bundle = load_bundle(config)
@@ -173,6 +173,8 @@ def make_plan(config: InterveneConfig) -> InterventionPlan:
         group_meta = _group_meta(features, config, label, notes)
         if bundle is not None:
             check_bundle(bundle, config, provenance, features)
+            seen = seen_rows_note(bundle, config, features)
+            notes += [seen] if seen else []
         plan = InterventionPlan(
             config=config,
             features=path,

@@ -1,9 +1,10 @@
-"""``intervene``: the whole experiment of ``featx intervene`` in one call. Per edited layer: the edit (fitted or
-taken from the bundle) and the random control of its rank, one unedited, one edited and one control pass over the
-file's rows, then the table: the label's and the other columns' probes at every stored layer from the edit up
-(before, after, control; paired tests Holm-adjusted per label and edit over the layers), the last layer's drift,
-the bundle's flips and accuracy, and the LM loss where the checkpoint has a head. ``--edit steer`` runs the
-dose-response instead (``steering.py``)."""
+"""``intervene``: the whole experiment of ``featx intervene`` in one call. Per edited layer: the edits (fitted or
+taken from the bundle; under cross-validation one eraser per fold, ``passes.py``) and the random controls of their
+ranks, one unedited pass over the file's rows and one per distinct edit and control, then the table: the label's and
+the other columns' probes at every stored layer from the edit up (before, after, control, each fold reading its own
+eraser's pass; paired tests Holm-adjusted per label and edit over the layers), the last layer's drift, the bundle's
+flips and accuracy, and the LM loss where the checkpoint has a head (these three read the eraser of the training
+rows). ``--edit steer`` runs the dose-response instead (``steering.py``)."""
 
 from __future__ import annotations
 
@@ -14,11 +15,12 @@ import pandas as pd
 from ..probing import SIGNIFICANCE_ALPHA
 from ..safe_files import check_writable
 from .config import InterveneConfig
-from .edits import control_map, edit_map, steering_directions
+from .edits import steering_directions
 from .loss import head_of, lm_model, loss_row
 from .outputs import bundle_rows, drift_row, reproduction_note
+from .passes import LayerEdits, layer_edits
 from .plan import InterventionPlan, make_plan
-from .probes import label_rows
+from .probes import LabelProbes
 from .result import TABLE_COLUMNS, InterveneResult
 
 
@@ -36,30 +38,69 @@ def _holm(table: pd.DataFrame) -> pd.DataFrame:
     return table
 
 
-def _edits(plan: InterventionPlan, notes: list[str]) -> dict:
-    """Each edited layer's edit and its control (fitted or resolved before the model is loaded)."""
+def _tasks(plan: InterventionPlan) -> dict:
+    """The probed labels' tasks (their folds), the edited label's first: what the probes and the erasers share."""
+    from ..probing import load_task
+    from ..store import open_features
+
+    config = plan.config
+    with open_features(plan.features) as features:
+        return {name: load_task(features, name, 5, config.seed, config.group) for name in (plan.label, *plan.amnesic)}
+
+
+def _edits(plan: InterventionPlan, tasks: dict, notes: list[str]) -> dict[int, LayerEdits]:
+    """Each edited layer's edits, every eraser fitted (and every control resolved) before the model is loaded."""
     edits = {}
     for layer in plan.at:
-        edit = edit_map(plan, layer)
-        rank = int(edit.left.shape[1])
-        if rank == 0:
+        edits[layer] = found = layer_edits(plan, layer, tasks)
+        if found.rank == 0:
             notes.append(f"the edit at layer {layer} has rank 0 (it removes nothing); its control is the identity")
-        edits[layer] = (edit, control_map(plan, layer, rank))
+        ranks = found.fold_ranks()
+        if ranks != [found.rank]:
+            notes.append(
+                f"at layer {layer} the folds' erasers remove {_spelled(ranks)} direction(s): the rank column ("
+                f"{found.rank}) is that of the eraser fitted on the training rows, which the drift, bundle and loss "
+                "rows read"
+            )
+    if plan.config.edit == "erase" and not tasks[plan.label].plan.is_split:
+        counts = ", ".join(f"{len(found.erasers)} at layer {layer}" for layer, found in edits.items())
+        notes.append(
+            "the file has no split: each fold's after and control probes read a pass edited by an eraser fitted on "
+            f"that fold's training rows only (edited passes: {counts}; one per distinct eraser of the folds, and one "
+            "of the eraser of every labelled row, which the drift, bundle and loss rows read)"
+        )
     return edits
 
 
-def _one_layer(plan: InterventionPlan, forward, base, head, layer: int, maps: tuple) -> list[dict]:
-    edit, control = maps
-    edited, controlled = forward.run((edit,)), forward.run((control,))
-    records = []
-    for name, role in ((plan.label, "edited"), *((other, "amnesic") for other in plan.amnesic)):
-        records += label_rows(plan, name, role, plan.above[layer], edited, controlled)
+def _spelled(ranks: list[int]) -> str:
+    return str(ranks[0]) if len(ranks) == 1 else f"{ranks[0]} to {ranks[-1]}"
+
+
+def _passes(forward, maps: dict, readers, probes: dict, key: str, kept):
+    """One pass per edit of ``maps``, each scoring the folds that read it (``readers``); the pass of ``kept``."""
+    found = None
+    for name, edit in maps.items():
+        run = forward.run((edit,))
+        for label, folds in readers(name).items():
+            probes[label].score(key, run, folds)
+        if name == kept:
+            found = run
+    return found
+
+
+def _one_layer(plan: InterventionPlan, forward, base, head, tasks: dict, edits: LayerEdits) -> list[dict]:
+    layer = edits.layer
+    roles = {name: "edited" if name == plan.label else "amnesic" for name in tasks}
+    probes = {name: LabelProbes(plan, task, roles[name], plan.above[layer]) for name, task in tasks.items()}
+    edited = _passes(forward, edits.erasers, edits.readers, probes, "after", edits.key)
+    controlled = _passes(forward, edits.controls, edits.control_readers, probes, "control", edits.rank)
+    records = [record for probe in probes.values() for record in probe.records()]
     records.append(drift_row(plan, base, edited, controlled))
     records += bundle_rows(plan, base, edited, controlled)
     if head is not None:
-        records.append(loss_row(plan, forward, head, edit, control))
+        records.append(loss_row(plan, forward, head, edits.edit, edits.controls[edits.rank]))
     for record in records:
-        record.update(edit=plan.config.edit, edit_layer=layer, rank=int(edit.left.shape[1]))
+        record.update(edit=plan.config.edit, edit_layer=layer, rank=edits.rank)
     return records
 
 
@@ -83,7 +124,8 @@ def intervene(config: InterveneConfig | str | None = None, **options) -> Interve
             return _written(answer_dose_response(plan, Forward(plan), contrast, directions, started), config)
         return _written(dose_response(plan, Forward(plan), directions, started), config)
     notes: list[str] = list(plan.notes)
-    edits = _edits(plan, notes)
+    tasks = _tasks(plan)
+    edits = _edits(plan, tasks, notes)
     model, why = lm_model(plan)
     if model is None:
         notes.append(f"LM loss skipped: {why}")
@@ -94,9 +136,9 @@ def intervene(config: InterveneConfig | str | None = None, **options) -> Interve
     notes += [note] if note else []
     records = []
     for layer in plan.at:
-        records += _one_layer(plan, forward, base, head, layer, edits[layer])
+        records += _one_layer(plan, forward, base, head, tasks, edits[layer])
     table = _holm(pd.DataFrame(records))[TABLE_COLUMNS]
-    meta = _meta(plan, forward, notes, started)
+    meta = _meta(plan, forward, notes, started, edits)
     return _written(InterveneResult(table, meta, plan.output, notes), config)
 
 
@@ -106,7 +148,7 @@ def _written(result: InterveneResult, config: InterveneConfig) -> InterveneResul
     return result
 
 
-def _meta(plan: InterventionPlan, forward, notes: list[str], started: float) -> dict:
+def _meta(plan: InterventionPlan, forward, notes: list[str], started: float, edits: dict[int, LayerEdits]) -> dict:
     config = plan.config
     return {
         "kind": "intervene",
@@ -127,6 +169,11 @@ def _meta(plan: InterventionPlan, forward, notes: list[str], started: float) -> 
         "control": "random:RANK@L (RANK the edit's rank, --seed)",
         "implementation": forward.loaded.implementation,
         "n_rows": len(forward.texts),
+        "passes": {  # the model's passes over the file's rows, every edited layer's together (the LM loss's aside)
+            "unedited": 1,
+            "edited": sum(len(found.erasers) for found in edits.values()),
+            "control": sum(len(found.controls) for found in edits.values()),
+        },
         "notes": notes,
         "seconds": round(time.perf_counter() - started, 3),
     }
