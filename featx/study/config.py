@@ -25,6 +25,7 @@ from typing import Any
 
 from ..errors import InputError, ModelError
 from ..extraction import DEFAULT_MODEL, ExtractConfig
+from ..io import corpus_name
 from ..probing import ProbeConfig
 from ..safe_files import refuse_unsafe_target
 from .engines import ENGINES
@@ -199,11 +200,15 @@ def _entries(source: Source, data: dict[str, Any], name: str) -> list[dict[str, 
     return value
 
 
-def _name(source: Source, place: Place, value: Any, seen: dict[str, Place]) -> str:
+def _name(source: Source, place: Place, value: Any, seen: dict[str, Place], derived: bool = False) -> str:
+    """An entry's folder name, checked; ``derived``: made from its file's name (a corpus given no ``name``)."""
+    named = 'add name = "..." to this entry' if derived else "use letters, digits, '.', '_' and '-'"
     if not isinstance(value, str) or not NAME.match(value) or value in (".", ".."):
-        raise source.error(place, f"name {value!r} is not a folder name", "use letters, digits, '.', '_' and '-'")
+        raise source.error(place, f"name {value!r} is not a folder name", named)
     if value in seen:
-        raise source.error(place, f"duplicate name '{value}'", f"another entry is named so ({_where(seen[value])})")
+        what = f"duplicate name '{value}'" + (" (from its file's name)" if derived else "")
+        instead = '; name them apart: add name = "..." to this entry' if derived else ""
+        raise source.error(place, what, f"another entry is named so ({_where(seen[value])}){instead}")
     seen[value] = place
     return value
 
@@ -287,7 +292,7 @@ def _corpora(source: Source, data: dict[str, Any]) -> tuple[CorpusSpec, ...]:
         path = source.resolve(entry["path"], (*place, "path"))
         if not path.is_file():
             raise source.error((*place, "path"), f"corpus file {path} does not exist", "give an existing file")
-        name = _name(source, (*place, "name"), entry.get("name", path.name.split(".")[0]), seen)
+        name = _name(source, (*place, "name"), entry.get("name", corpus_name(path)), seen, "name" not in entry)
         labels = _labels(source, (*place, "labels"), entry.get("labels", ["label"]))
         own = tuple(extract_fields(source, _own(entry), place, CORPUS_KEYS).items())
         corpora.append(CorpusSpec(name, path.resolve(), labels, own))
@@ -306,7 +311,7 @@ def _senteval(source: Source, place: Place, entry: dict[str, Any], seen: dict[st
         raise source.error(where, "senteval must be a folder or a task file's path", 'e.g. senteval = "senteval/"')
     target = source.resolve(entry["senteval"], where)
     try:
-        tasks = senteval_tasks(target) if not target.is_file() else [(target.name.split(".")[0], target)]
+        tasks = senteval_tasks(target) if not target.is_file() else [(corpus_name(target), target)]
     except InputError as err:
         raise source.error(where, err.message, err.hint) from None
     prefix = entry.get("name")
@@ -314,7 +319,8 @@ def _senteval(source: Source, place: Place, entry: dict[str, Any], seen: dict[st
     own = tuple(extract_fields(source, _own(entry), place, CORPUS_KEYS).items())
     named = [(f"{prefix}-{task}" if prefix and target.is_dir() else prefix or task, path) for task, path in tasks]
     return [
-        CorpusSpec(_name(source, (*place, "name"), name, seen), path.resolve(), labels, own) for name, path in named
+        CorpusSpec(_name(source, (*place, "name"), name, seen, not prefix), path.resolve(), labels, own)
+        for name, path in named
     ]
 
 

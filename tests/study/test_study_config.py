@@ -135,6 +135,24 @@ def test_a_senteval_folder_is_one_corpus_per_task_and_a_task_file_one(folder):
     assert [(corpus.name, corpus.path.name) for corpus in config.corpora] == [("subj_number", "subj_number.txt")]
 
 
+def test_a_corpus_is_named_after_its_file_less_its_format_suffix_and_same_names_are_refused(folder):
+    """``agnews.train.csv`` and ``agnews.test.csv`` are two corpora (their names were both ``agnews``, refused as
+    a duplicate); ``sst2.csv.gz`` is ``sst2``; a SentEval task file keeps its dots too. Two files whose names
+    differ only in their format are still refused as one name, with the hint to name them."""
+    for name in ("agnews.train.csv", "agnews.test.csv", "sst2.csv.gz", "sst2.tsv"):
+        (folder / name).write_text("sentence,label\na b,x\n")
+    (folder / "subj_number.v2.txt").write_text("tr\tPAST\tShe walked .\nte\tPRES\tShe walks .\n")
+    entries = [{"path": str(folder / name)} for name in ("agnews.train.csv", "agnews.test.csv", "sst2.csv.gz")]
+    study = {"models": [{"name": "m"}], "corpora": [*entries, {"senteval": str(folder / "subj_number.v2.txt")}]}
+    names = [corpus.name for corpus in study_config(study).corpora]
+    assert names == ["agnews.train", "agnews.test", "sst2", "subj_number.v2"]
+    study["corpora"] = [{"path": str(folder / "sst2.csv.gz")}, {"path": str(folder / "sst2.tsv")}]
+    duplicate = r"\[\[corpora\]\] #2 name: duplicate name 'sst2' \(from its file's name\)"
+    with pytest.raises(InputError, match=duplicate) as caught:
+        study_config(study)
+    assert "[[corpora]] #1 name" in caught.value.hint and 'add name = "..."' in caught.value.hint
+
+
 def test_a_missing_study_file_and_a_dict_study(folder):
     with pytest.raises(InputError, match="does not exist"):
         study_config(folder / "none.toml")
