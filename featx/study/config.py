@@ -5,8 +5,8 @@ Layout of the file (``docs/study.md``)::
     [study]      output, metric, jobs, engine, address
     [[models]]   name, model (a Hugging Face id or folder; default: the packaged MiniLM), random_init, seeds,
                  and any extract option of that model's extractions
-    [[corpora]]  name, path (or senteval: a folder of SentEval task files, one corpus each), labels, and any
-                 extract option (text_col, sep, word_format, ...)
+    [[corpora]]  name, path (or senteval: a folder of SentEval task files, one corpus each), labels, group (a
+                 column of groups its probes keep whole), and any extract option (text_col, sep, word_format, ...)
     [extract]    any ``featx extract`` option shared by every extraction, by field or flag name
     [probe]      any ``featx probe`` option shared by every probe, by field or flag name
 
@@ -29,6 +29,7 @@ from ..io import corpus_name
 from ..probing import ProbeConfig
 from ..safe_files import refuse_unsafe_target
 from .engines import ENGINES
+from .groups import check_group_column, entry_group
 from .options import extract_fields, probe_fields
 from .ray_engine import check_address
 from .source import Place, Source, check_keys, dict_source, read_study
@@ -36,7 +37,7 @@ from .source import Place, Source, check_keys, dict_source, read_study
 TABLES = ("study", "models", "corpora", "extract", "probe")
 STUDY_KEYS = ("output", "metric", "jobs", "engine", "address")
 MODEL_KEYS = ("name", "model", "random_init", "seeds")
-CORPUS_KEYS = ("name", "path", "senteval", "labels")
+CORPUS_KEYS = ("name", "path", "senteval", "labels", "group")
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._\-]*$")
 FEATURES_NAME = "features.h5"  # a cell's features file: OUTPUT/<model>/<corpus>/features.h5
 Options = tuple[tuple[str, Any], ...]  # config fields as frozen pairs
@@ -57,12 +58,15 @@ class ModelSpec:
 
 @dataclass(frozen=True)
 class CorpusSpec:
-    """One corpus of a study: its folder name, file, label columns and extract options."""
+    """One corpus of a study: its folder name, file, label columns, extract options, and its group column (its
+    probes keep its groups whole, ``featx probe --group``; None: none)."""
 
     name: str
     path: Path
     labels: tuple[str, ...]
     options: Options = ()
+    group: str | None = None
+    entry: int = 0  # its [[corpora]] table (a SentEval folder's tasks share one)
 
 
 @dataclass(frozen=True)
@@ -89,9 +93,14 @@ class StudyConfig:
         if self.address is not None and self.engine != "ray":
             raise self.source.error(("study", "address"), f"address is for the Ray engine, not '{self.engine}'",
                                     'add engine = "ray" (or --engine ray), or leave the address out')  # fmt: skip
-        for index, corpus in enumerate(self.corpora):
+        for corpus in self.corpora:
             for model in self.models:
-                self.extract_config(model, corpus, check=(("corpora", index), ("models", model.entry)))
+                self.extract_config(model, corpus, check=(("corpora", corpus.entry), ("models", model.entry)))
+            if corpus.group is not None:  # read from the corpus file: refused before any extraction
+                extract = self.extract_config(self.models[0], corpus)
+                check_group_column(
+                    self.source, ("corpora", corpus.entry, "group"), corpus.group, corpus.labels, extract
+                )
         self.probe_config(Path(FEATURES_NAME), "label", lexical=True)
 
     def check_address(self) -> None:
@@ -118,9 +127,12 @@ class StudyConfig:
         except InputError as err:
             raise self._blame(err, [("extract",), *check]) from None
 
-    def probe_config(self, features: Path, label: str, lexical: bool, output: Path | None = None) -> ProbeConfig:
-        """One probe of a cell: ``[probe]`` with the study's metric, label, output and lexical choice."""
-        fields = {"jobs": 1, **dict(self.probe), "metric": self.metric, "progress": False}
+    def probe_config(
+        self, features: Path, label: str, lexical: bool, output: Path | None = None, group: str | None = None
+    ) -> ProbeConfig:
+        """One probe of a cell: ``[probe]`` with the study's metric, label, output, lexical choice and its corpus's
+        group column (``--group``)."""
+        fields = {"jobs": 1, **dict(self.probe), "metric": self.metric, "progress": False, "group": group}
         fields.update(features=str(features), label=label, lexical=lexical, output=output and str(output))
         try:
             return ProbeConfig(**fields)
@@ -295,7 +307,8 @@ def _corpora(source: Source, data: dict[str, Any]) -> tuple[CorpusSpec, ...]:
         name = _name(source, (*place, "name"), entry.get("name", corpus_name(path)), seen, "name" not in entry)
         labels = _labels(source, (*place, "labels"), entry.get("labels", ["label"]))
         own = tuple(extract_fields(source, _own(entry), place, CORPUS_KEYS).items())
-        corpora.append(CorpusSpec(name, path.resolve(), labels, own))
+        group = entry_group(source, place, entry, labels)
+        corpora.append(CorpusSpec(name, path.resolve(), labels, own, group, index))
     return tuple(corpora)
 
 
@@ -317,9 +330,12 @@ def _senteval(source: Source, place: Place, entry: dict[str, Any], seen: dict[st
     prefix = entry.get("name")
     labels = _labels(source, (*place, "labels"), entry.get("labels", ["label"]))
     own = tuple(extract_fields(source, _own(entry), place, CORPUS_KEYS).items())
+    group = entry_group(source, place, entry, labels)
     named = [(f"{prefix}-{task}" if prefix and target.is_dir() else prefix or task, path) for task, path in tasks]
     return [
-        CorpusSpec(_name(source, (*place, "name"), name, seen, not prefix), path.resolve(), labels, own)
+        CorpusSpec(
+            _name(source, (*place, "name"), name, seen, not prefix), path.resolve(), labels, own, group, place[1]
+        )
         for name, path in named
     ]
 
