@@ -14,10 +14,11 @@ from outside this package):
 ``quick_up_to_date``  the no-torch answer for an unchanged request (``run/freshness.py``)
 ``embed``, ``encode_words``  in-memory texts or sentences of words in, features out, no file (``inmemory/``)
 
-Below them, what ``featx.deploy`` and ``featx.sklearn`` build on: reading a corpus (``read_corpus``,
-``read_word_corpus``, ...; ``senteval_tasks``: a folder's SentEval task files, one corpus each), loading a
-model and its fingerprints (``load_model``, ``weights_sha256``, ...) and in-memory encoding (``encode``,
-``encode_words`` with their configs).
+Below them, what ``featx.deploy``, ``featx.sklearn`` and ``featx.study`` build on: reading a corpus
+(``read_corpus``, ``read_word_corpus``, ``read_input``: an ``ExtractConfig``'s corpus as its extraction reads it,
+...; ``senteval_tasks``: a folder's SentEval task files, one corpus each), loading a model and its fingerprints
+(``load_model``, ``weights_sha256``, ...) and in-memory encoding (``encode``, ``encode_words`` with their
+configs).
 
 The layout, one kind of thing per folder; each stage reads the frozen ``config`` and ``plan`` at the top:
 
@@ -60,6 +61,7 @@ _HOMES = {
     # what featx.deploy and featx.sklearn build on: inputs, the model, in-memory encoding
     "Corpus": "inputs.corpus",
     "read_corpus": "inputs.corpus",
+    "read_input": "inputs.word_corpus",
     "file_sha256": "inputs.digests",
     "remembered_digests": "inputs.digests",
     "senteval_tasks": "inputs.senteval",

@@ -97,6 +97,24 @@ def refuse_other_formats(raw: bytes, path: Path, suffix: str) -> None:
 GZIP_SUFFIXES = (".csv", ".tsv", ".jsonl", ".ndjson", ".json", ".txt")
 
 
+# The suffixes that name a corpus's format: the tables read here (a ``.gz`` may follow any but Parquet's) and the
+# word inputs ``featx.extraction`` reads as CoNLL-U.
+TABLE_SUFFIXES = (*GZIP_SUFFIXES, ".parquet")
+CONLLU_SUFFIXES = (".conllu", ".conll-u")
+CORPUS_SUFFIXES = (*TABLE_SUFFIXES, *CONLLU_SUFFIXES)
+
+
+def corpus_name(path: str | os.PathLike) -> str:
+    """A corpus file's name less the format suffix featx reads it by (``CORPUS_SUFFIXES``, any case) and the
+    ``.gz`` after a table's, every other dot kept: ``agnews.train.csv`` -> ``agnews.train``, ``sst2.csv.gz`` ->
+    ``sst2``, ``notes.v2`` -> ``notes.v2`` (what a study names a corpus by when its entry gives no name)."""
+    name = Path(path).name
+    if name.lower().endswith(".gz") and name[:-3].lower().endswith(GZIP_SUFFIXES):
+        name = name[:-3]
+    suffix = next((end for end in CORPUS_SUFFIXES if name.lower().endswith(end) and len(name) > len(end)), "")
+    return name[: len(name) - len(suffix)]
+
+
 def corpus_stem(path: str | os.PathLike) -> str:
     """A corpus file's name less its format suffix and a ``.gz`` after it, the stem of every default output name
     made from a corpus (``x.csv.gz`` and ``x.csv`` -> ``x``; ``reviews.2024.csv`` -> ``reviews.2024``)."""

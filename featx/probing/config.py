@@ -27,6 +27,9 @@ def join_option(group: str | None = None) -> Any:
 
 
 check_join = one_of("join", "--join", JOINS, hint="use --join id or --join row")
+check_join_needs_labels = requires(
+    "join", "--join", "labels", "--labels", default="id", hint="add --labels FILE, or leave --join out"
+)
 
 
 def group_option(group: str | None = None) -> Any:
@@ -143,8 +146,9 @@ def _check_group(config: ProbeConfig) -> None:
         raise InputError("--group applies to sentence labels: arc probes already fold by sentence", "leave out --group")
 
 
-def _check_labels_file(config: ProbeConfig) -> None:
-    """``--labels sentiment`` (a column name, where ``--label`` was meant) is refused as what it likely is."""
+def check_labels_file(config) -> None:
+    """``--labels sentiment`` (a column name, where ``--label`` was meant) is refused as what it likely is
+    (shared by probe and its ``--sweep``)."""
     given = config.labels
     if isinstance(given, (str, Path)) and not Path(given).suffix and not Path(given).exists():
         raise InputError(
@@ -351,8 +355,8 @@ class ProbeConfig(Options):
         check_join,
         _check_arcs,
         _check_group,
-        _check_labels_file,
-        requires("join", "--join", "labels", "--labels", default="id", hint="add --labels FILE, or leave --join out"),
+        check_labels_file,
+        check_join_needs_labels,
         whole("bins", "--bins", minimum=2, optional=True, hint=_at_least(2, "--bins")),
         whole("min_class_rows", "--min-class-rows", minimum=1, optional=True, hint=_at_least(1, "--min-class-rows")),
         _check_train_sizes,

@@ -165,6 +165,22 @@ def join_labels(
     return columns
 
 
+def joined_label(
+    features: FeatureFile, path: str | Path, join: str, label: str | None, notes: list[str]
+) -> LabelColumn:
+    """The column ``label`` (None: ``label``, else the first) of a file of label columns joined to the stored
+    rows, said in ``notes``: what ``featx probe --labels FILE`` and its ``--sweep`` probe."""
+    columns = join_labels(features, path, join)
+    names = list(columns)
+    label = label or ("label" if "label" in columns else names[0])
+    if label not in columns:
+        raise InputError(
+            f"{path} has no label column '{label}'; label columns: {', '.join(names)}", "pick one with --label NAME"
+        )
+    notes.append(f"labels from {path} (joined by {join}): probing '{label}'")
+    return columns[label]
+
+
 def stored_column(features: FeatureFile, label: str) -> LabelColumn:
     codes = features.labels(label)
     return _label_column_from(label, codes, features.label_names(label))

@@ -4,7 +4,9 @@ baseline), per layer, from their per-row predictions files (``X.predictions.csv`
 The tests are those featx uses between layers (``featx.probing.evaluation.significance``): a paired bootstrap
 over the test rows with a fixed split, the corrected resampled t-test over the same folds with
 cross-validation (the folds are rebuilt from the run's seed and fold count, as the probe built them),
-Holm-adjusted over the layers of one comparison.
+Holm-adjusted over the layers of one comparison. A ``--group`` run's rows carry their group (the predictions
+file's ``group`` column): its folds are rebuilt by whole groups and its bootstrap resamples whole groups, as
+the probe's were.
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ def why_not_paired(meta_a: dict, meta_b: dict) -> str | None:
     for key, what in (
         ("label", "label column"),
         ("evaluation", "evaluation"),
+        ("group", "group column"),
         ("seed", "seed"),
         ("folds", "folds"),
         ("n_rows", "row count"),
@@ -70,7 +73,7 @@ def why_not_paired(meta_a: dict, meta_b: dict) -> str | None:
 def _why_not_same_rows(meta_a: dict, meta_b: dict, same: bool) -> str | None:
     if not same:
         return "the tested rows differ (their texts, words or labels; rows_sha256 differs)"
-    keys = [("evaluation", "evaluation")]
+    keys = [("evaluation", "evaluation"), ("group", "group column")]  # --group: the folds and resamples' unit
     if meta_a.get("evaluation") != "split":  # cross-validation: the folds are drawn from the seed and fold count
         keys += [("seed", "seed"), ("folds", "folds")]
     for key, what in keys:
@@ -90,23 +93,42 @@ def _layer_columns(frame: pd.DataFrame) -> dict[int, str]:
     return out
 
 
-def _plan(meta: dict, y: np.ndarray, names: list[str] | None, sentences: np.ndarray | None = None):
+def run_groups(meta: dict, frame: pd.DataFrame):
+    """The groups of a ``--group`` run's predictions rows (its file's ``group`` column), coded as the probe coded
+    them, so that its folds are drawn again as they were (None: the run kept no groups)."""
+    from ..io import label_column
+    from ..probing import Groups
+
+    column = meta.get("group")
+    if not column:
+        return None
+    values = label_column(str(column), list(frame["group"])) if "group" in frame else None
+    if values is None or (values.codes < 0).any():
+        raise ValueError(
+            f"the run kept groups of '{column}' whole (--group), and its predictions file does not give every "
+            "row's group to draw its folds again by (a file of an older featx: run featx probe again)"
+        )
+    return Groups(str(column), values.codes, values.names).take(np.arange(len(frame)))
+
+
+def _plan(meta: dict, y: np.ndarray, names: list[str] | None, sentences: np.ndarray | None = None, groups=None):
     """The run's evaluation over the predictions file's rows; a word-level run's items carry their
-    ``sentences``, so its folds and resamples keep each sentence whole, as the probe's did."""
+    ``sentences``, and a ``--group`` run's rows their ``groups`` (``run_groups``), so its folds and resamples
+    keep each sentence or group whole, as the probe's did."""
     from ..probing import EvaluationPlan, WordPlan, classification_plan, regression_plan, sentence_folds
 
     if meta.get("evaluation") == "split":
         tested = [(np.arange(0), np.arange(len(y)))]
         if sentences is None:
-            return EvaluationPlan("split", tested, [None])
+            return EvaluationPlan("split", tested, [None], None if groups is None else groups.codes)
         return WordPlan("split", tested, [None], groups=sentences)
     folds, seed = int(meta.get("folds") or 5), int(meta.get("seed") or 0)
     if sentences is not None:
         pairs = sentence_folds(y, sentences, folds, seed)
         return WordPlan(f"{folds}-fold cv", pairs, [None] * len(pairs), groups=sentences)
     if names is None:  # a regression run's folds (unstratified, as the probe drew them)
-        return regression_plan(y, None, folds, seed)
-    return classification_plan(y, None, folds, seed, names)
+        return regression_plan(y, None, folds, seed, groups)
+    return classification_plan(y, None, folds, seed, names, str(meta.get("label") or "label"), groups)
 
 
 def _coded(a: pd.DataFrame, meta: dict, regression: bool):
@@ -136,7 +158,7 @@ def _paired_inputs(meta_a: dict, meta_b: dict, metric: str):
     if names is not None and (y < 0).any():
         raise ValueError("a label of the predictions file is not among the run's classes")
     sentences = a["row"].astype(int).to_numpy() if meta_a.get("level") in WORD_LEVELS else None
-    plan = _plan(meta_a, y, names, sentences)
+    plan = _plan(meta_a, y, names, sentences, run_groups(meta_a, a))
     tested = plan.folds[0][1] if plan.is_split else np.arange(len(y))
     return a, b, y, names, read, Scoring(metric, len(names or ())), plan, tested
 

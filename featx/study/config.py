@@ -5,8 +5,8 @@ Layout of the file (``docs/study.md``)::
     [study]      output, metric, jobs, engine, address
     [[models]]   name, model (a Hugging Face id or folder; default: the packaged MiniLM), random_init, seeds,
                  and any extract option of that model's extractions
-    [[corpora]]  name, path (or senteval: a folder of SentEval task files, one corpus each), labels, and any
-                 extract option (text_col, sep, word_format, ...)
+    [[corpora]]  name, path (or senteval: a folder of SentEval task files, one corpus each), labels, group (a
+                 column of groups its probes keep whole), and any extract option (text_col, sep, word_format, ...)
     [extract]    any ``featx extract`` option shared by every extraction, by field or flag name
     [probe]      any ``featx probe`` option shared by every probe, by field or flag name
 
@@ -25,9 +25,11 @@ from typing import Any
 
 from ..errors import InputError, ModelError
 from ..extraction import DEFAULT_MODEL, ExtractConfig
+from ..io import corpus_name
 from ..probing import ProbeConfig
 from ..safe_files import refuse_unsafe_target
 from .engines import ENGINES
+from .groups import check_group_column, entry_group
 from .options import extract_fields, probe_fields
 from .ray_engine import check_address
 from .source import Place, Source, check_keys, dict_source, read_study
@@ -35,7 +37,7 @@ from .source import Place, Source, check_keys, dict_source, read_study
 TABLES = ("study", "models", "corpora", "extract", "probe")
 STUDY_KEYS = ("output", "metric", "jobs", "engine", "address")
 MODEL_KEYS = ("name", "model", "random_init", "seeds")
-CORPUS_KEYS = ("name", "path", "senteval", "labels")
+CORPUS_KEYS = ("name", "path", "senteval", "labels", "group")
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._\-]*$")
 FEATURES_NAME = "features.h5"  # a cell's features file: OUTPUT/<model>/<corpus>/features.h5
 Options = tuple[tuple[str, Any], ...]  # config fields as frozen pairs
@@ -56,12 +58,15 @@ class ModelSpec:
 
 @dataclass(frozen=True)
 class CorpusSpec:
-    """One corpus of a study: its folder name, file, label columns and extract options."""
+    """One corpus of a study: its folder name, file, label columns, extract options, and its group column (its
+    probes keep its groups whole, ``featx probe --group``; None: none)."""
 
     name: str
     path: Path
     labels: tuple[str, ...]
     options: Options = ()
+    group: str | None = None
+    entry: int = 0  # its [[corpora]] table (a SentEval folder's tasks share one)
 
 
 @dataclass(frozen=True)
@@ -88,9 +93,14 @@ class StudyConfig:
         if self.address is not None and self.engine != "ray":
             raise self.source.error(("study", "address"), f"address is for the Ray engine, not '{self.engine}'",
                                     'add engine = "ray" (or --engine ray), or leave the address out')  # fmt: skip
-        for index, corpus in enumerate(self.corpora):
+        for corpus in self.corpora:
             for model in self.models:
-                self.extract_config(model, corpus, check=(("corpora", index), ("models", model.entry)))
+                self.extract_config(model, corpus, check=(("corpora", corpus.entry), ("models", model.entry)))
+            if corpus.group is not None:  # read from the corpus file: refused before any extraction
+                extract = self.extract_config(self.models[0], corpus)
+                check_group_column(
+                    self.source, ("corpora", corpus.entry, "group"), corpus.group, corpus.labels, extract
+                )
         self.probe_config(Path(FEATURES_NAME), "label", lexical=True)
 
     def check_address(self) -> None:
@@ -117,9 +127,12 @@ class StudyConfig:
         except InputError as err:
             raise self._blame(err, [("extract",), *check]) from None
 
-    def probe_config(self, features: Path, label: str, lexical: bool, output: Path | None = None) -> ProbeConfig:
-        """One probe of a cell: ``[probe]`` with the study's metric, label, output and lexical choice."""
-        fields = {"jobs": 1, **dict(self.probe), "metric": self.metric, "progress": False}
+    def probe_config(
+        self, features: Path, label: str, lexical: bool, output: Path | None = None, group: str | None = None
+    ) -> ProbeConfig:
+        """One probe of a cell: ``[probe]`` with the study's metric, label, output, lexical choice and its corpus's
+        group column (``--group``)."""
+        fields = {"jobs": 1, **dict(self.probe), "metric": self.metric, "progress": False, "group": group}
         fields.update(features=str(features), label=label, lexical=lexical, output=output and str(output))
         try:
             return ProbeConfig(**fields)
@@ -199,11 +212,15 @@ def _entries(source: Source, data: dict[str, Any], name: str) -> list[dict[str, 
     return value
 
 
-def _name(source: Source, place: Place, value: Any, seen: dict[str, Place]) -> str:
+def _name(source: Source, place: Place, value: Any, seen: dict[str, Place], derived: bool = False) -> str:
+    """An entry's folder name, checked; ``derived``: made from its file's name (a corpus given no ``name``)."""
+    named = 'add name = "..." to this entry' if derived else "use letters, digits, '.', '_' and '-'"
     if not isinstance(value, str) or not NAME.match(value) or value in (".", ".."):
-        raise source.error(place, f"name {value!r} is not a folder name", "use letters, digits, '.', '_' and '-'")
+        raise source.error(place, f"name {value!r} is not a folder name", named)
     if value in seen:
-        raise source.error(place, f"duplicate name '{value}'", f"another entry is named so ({_where(seen[value])})")
+        what = f"duplicate name '{value}'" + (" (from its file's name)" if derived else "")
+        instead = '; name them apart: add name = "..." to this entry' if derived else ""
+        raise source.error(place, what, f"another entry is named so ({_where(seen[value])}){instead}")
     seen[value] = place
     return value
 
@@ -287,10 +304,11 @@ def _corpora(source: Source, data: dict[str, Any]) -> tuple[CorpusSpec, ...]:
         path = source.resolve(entry["path"], (*place, "path"))
         if not path.is_file():
             raise source.error((*place, "path"), f"corpus file {path} does not exist", "give an existing file")
-        name = _name(source, (*place, "name"), entry.get("name", path.name.split(".")[0]), seen)
+        name = _name(source, (*place, "name"), entry.get("name", corpus_name(path)), seen, "name" not in entry)
         labels = _labels(source, (*place, "labels"), entry.get("labels", ["label"]))
         own = tuple(extract_fields(source, _own(entry), place, CORPUS_KEYS).items())
-        corpora.append(CorpusSpec(name, path.resolve(), labels, own))
+        group = entry_group(source, place, entry, labels)
+        corpora.append(CorpusSpec(name, path.resolve(), labels, own, group, index))
     return tuple(corpora)
 
 
@@ -306,15 +324,19 @@ def _senteval(source: Source, place: Place, entry: dict[str, Any], seen: dict[st
         raise source.error(where, "senteval must be a folder or a task file's path", 'e.g. senteval = "senteval/"')
     target = source.resolve(entry["senteval"], where)
     try:
-        tasks = senteval_tasks(target) if not target.is_file() else [(target.name.split(".")[0], target)]
+        tasks = senteval_tasks(target) if not target.is_file() else [(corpus_name(target), target)]
     except InputError as err:
         raise source.error(where, err.message, err.hint) from None
     prefix = entry.get("name")
     labels = _labels(source, (*place, "labels"), entry.get("labels", ["label"]))
     own = tuple(extract_fields(source, _own(entry), place, CORPUS_KEYS).items())
+    group = entry_group(source, place, entry, labels)
     named = [(f"{prefix}-{task}" if prefix and target.is_dir() else prefix or task, path) for task, path in tasks]
     return [
-        CorpusSpec(_name(source, (*place, "name"), name, seen), path.resolve(), labels, own) for name, path in named
+        CorpusSpec(
+            _name(source, (*place, "name"), name, seen, not prefix), path.resolve(), labels, own, group, place[1]
+        )
+        for name, path in named
     ]
 
 

@@ -39,6 +39,7 @@ PROBE_SET_BY_STUDY = {
     "baseline": "a [[models]] entry with random_init = true (a control model)",
     "write": "nothing: a study writes every probe's results",
     "progress": "nothing: a study prints one line per cell",
+    "group": "a corpus's group column: [[corpora]] group (a corpus's own, not every corpus's)",
     "lexical": "nothing: the lexical baseline runs once per corpus and label",
     "no_lexical": "nothing: the lexical baseline runs once per corpus and label",
 }

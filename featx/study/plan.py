@@ -131,7 +131,7 @@ def _extraction(config: StudyConfig, model: ModelSpec, corpus: CorpusSpec, conte
 def _probe(config: StudyConfig, extraction: ExtractionCell, label: str, lexical: bool) -> ProbeCell:
     model, corpus = extraction.model, extraction.corpus
     prefix = config.cell_folder(model, corpus) / f"{label_stem(label)}.probe"
-    probe = config.probe_config(extraction.features, label, lexical, prefix)
+    probe = config.probe_config(extraction.features, label, lexical, prefix, corpus.group)
     args = {"options": config_args(probe)}
     outputs = (f"{prefix}.csv", f"{prefix}.json")
     task = Task(

@@ -5,6 +5,8 @@ that is done. ``load(OUTPUT)`` reads it back as a pandas DataFrame.
 Columns (``RESULT_COLUMNS``, in this order):
 
 ``model``, ``corpus``, ``label``    the cell (names from the study file)
+``group``                           the corpus's group column (``[[corpora]] group``), whose groups the probe's
+                                    folds, holdouts and resamples kept whole; empty for a corpus without one
 ``random_init``, ``seed``           a random-weights control model, and its weights' seed (else seed is empty)
 ``task``, ``metric``                classification or regression; the metric every score is in (the study's
                                     metric, else the probe's default: accuracy, or r2 for a number)
@@ -42,7 +44,7 @@ if TYPE_CHECKING:
 
 RESULTS_NAME = "results"
 RESULT_COLUMNS = (
-    "model", "corpus", "label", "random_init", "seed", "task", "metric", "site", "layer", "n_layers",
+    "model", "corpus", "label", "group", "random_init", "seed", "task", "metric", "site", "layer", "n_layers",
     "relative_depth", "pooling", "classifier", "score", "ci_low", "ci_high", "selection_score", "chosen",
     "p_vs_best", "significant_vs_best", "majority", "lexical", "control", "selectivity", "n_train", "n_test",
     "results",
@@ -96,7 +98,8 @@ def cell_rows(cell: ProbeCell, features: Path, output: Path, lexical: float) -> 
     table = pd.DataFrame({"site": rows["site"], "layer": rows["layer"].astype(int), "pooling": rows["pooling"]})
     table["classifier"] = rows["classifier"]
     table = table.assign(
-        model=cell.model.name, corpus=cell.corpus.name, label=cell.label, random_init=cell.model.random_init,
+        model=cell.model.name, corpus=cell.corpus.name, label=cell.label, group=meta.get("group") or None,
+        random_init=cell.model.random_init,
         seed=cell.model.seed, task=str(rows["task"].iloc[0]) if len(rows) else "", metric=metric,
         n_layers=n_layers, relative_depth=rows["layer"].astype(float) / n_layers, score=score,
         ci_low=rows[f"{metric}_low"].astype(float), ci_high=rows[f"{metric}_high"].astype(float),
@@ -132,6 +135,7 @@ def results_table(plan: StudyPlan) -> pd.DataFrame:
         return pd.DataFrame(columns=list(RESULT_COLUMNS))
     table = pd.concat(parts, ignore_index=True)
     table["seed"] = table["seed"].astype("Int64")
+    table["group"] = table["group"].astype("string")  # empty where the corpus has no group column
     return table
 
 
@@ -173,4 +177,6 @@ def load(output: str | Path) -> pd.DataFrame:
 
     table = read_csv(csv, keep_default_na=True)
     table["seed"] = table["seed"].astype("Int64")
+    if "group" in table:  # a table of an older featx has none
+        table["group"] = table["group"].astype("string")
     return table

@@ -3,6 +3,8 @@
 Columns (``SUMMARY_COLUMNS``):
 
 ``model``, ``corpus``, ``label``, ``metric``, ``random_init``, ``seed``
+``group``            the corpus's group column (``[[corpora]] group``; empty without one): the probe's folds,
+                     holdouts and resamples kept its groups whole
 ``layer``, ``pooling``, ``classifier``, ``site``   the row chosen on the training part
 ``n_layers``, ``relative_depth``   its depth (layer / n_layers)
 ``score``, ``ci_low``, ``ci_high`` its test score and 95% interval
@@ -30,7 +32,7 @@ import numpy as np
 import pandas as pd
 
 SUMMARY_COLUMNS = (
-    "model", "corpus", "label", "metric", "random_init", "seed", "site", "layer", "pooling", "classifier",
+    "model", "corpus", "label", "group", "metric", "random_init", "seed", "site", "layer", "pooling", "classifier",
     "n_layers", "relative_depth", "score", "ci_low", "ci_high", "tied_layers", "flat", "lexical", "over_lexical",
     "control", "over_control", "expected_layer", "expected_depth", "control_models", "control_mean", "control_sd",
     "over_control_models",
@@ -72,6 +74,7 @@ def cell_summary(rows: pd.DataFrame) -> dict | None:
     tied = curve[~curve["significant_vs_best"].astype(bool)]["layer"]
     expected = expected_layer(curve["layer"], curve["score"], str(chosen["metric"]))
     line = {key: chosen[key] for key in ("model", "corpus", "label", "metric", "random_init", "seed", "site")}
+    line["group"] = chosen["group"] if "group" in chosen and isinstance(chosen["group"], str) else None
     line.update({key: chosen[key] for key in ("layer", "pooling", "classifier", "n_layers", "relative_depth")})
     line.update({key: chosen[key] for key in ("score", "ci_low", "ci_high", "lexical", "control")})
     line.update(

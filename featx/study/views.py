@@ -143,8 +143,9 @@ def format_summary(result: StudyResult) -> str:
     for row in result.summary.to_dict("records"):
         tied = "flat: every layer tied" if row["flat"] else f"tied: {row['tied_layers']}"
         controls = f", over {row['control_models']} random models {_number(row['over_control_models'])}"
+        grouped = f" (grouped by {row['group']})" if isinstance(row.get("group"), str) and row["group"] else ""
         lines.append(
-            f"{row['model']} {row['corpus']}/{row['label']}: layer {row['layer']} ({row['pooling']}, depth "
+            f"{row['model']} {row['corpus']}/{row['label']}{grouped}: layer {row['layer']} ({row['pooling']}, depth "
             f"{_number(row['relative_depth'], 2)}; {tied}) {row['metric']} {_number(row['score'])} "
             f"[{_number(row['ci_low'])}, {_number(row['ci_high'])}], over lexical {_number(row['over_lexical'])}, "
             f"over control {_number(row['over_control'])}, E[layer] {_number(row['expected_layer'], 2)}"

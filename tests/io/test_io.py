@@ -10,6 +10,7 @@ from featx.errors import InputError
 from featx.io import (
     NUMBER,
     blank_text,
+    corpus_name,
     corpus_stem,
     decode_text,
     label_column,
@@ -149,6 +150,20 @@ def test_a_label_column_is_typed_once():
 )
 def test_corpus_stem_drops_the_format_suffix_and_a_gz_after_it(name, stem):
     assert corpus_stem(f"data/{name}") == stem
+
+
+@pytest.mark.parametrize(
+    "name, named",
+    [
+        *[("agnews.train.csv", "agnews.train"), ("agnews.test.TSV", "agnews.test"), ("sst2.csv.gz", "sst2")],
+        *[("ud.en.conllu", "ud.en"), ("x.parquet", "x"), ("past.v2.txt", "past.v2"), ("y.jsonl.gz", "y")],
+        *[("notes.v2", "notes.v2"), ("x.parquet.gz", "x.parquet.gz"), ("z.gz", "z.gz"), (".csv", ".csv")],
+    ],
+)
+def test_corpus_name_drops_only_a_known_format_suffix_and_a_gz_after_a_table_format(name, named):
+    """A study's corpus named after its file: the name less the suffix featx reads it by, every other dot kept (a
+    ``.gz`` after Parquet or alone is no format featx reads, so it stays)."""
+    assert corpus_name(f"data/{name}") == named
 
 
 @pytest.mark.parametrize("name, stem", [("x.csv", "x"), ("x.csv.gz", "x"), ("r.2024.csv.gz", "r.2024")])

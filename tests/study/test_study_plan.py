@@ -87,3 +87,32 @@ def test_the_study_file_names_the_probe_line(tmp_path, tiny_model):
     )
     with pytest.raises(InputError, match=r"study\.toml, line \d+: \[probe\] pooling: model 'm'"):
         make_plan(path)
+
+
+def test_a_corpus_group_goes_to_every_probe_of_it_and_its_change_makes_only_those_pending(tmp_path):
+    """``[[corpora]] group``: every model's probe of that corpus (the one computing the lexical baseline too) runs
+    with ``--group``; another corpus's do not. The group is part of those probes' fingerprints, so changing it
+    makes them pending (their extractions, which store every column, and the other corpus's cells stay done)."""
+    (tmp_path / "a.csv").write_text("text,x,doc,other\nhi,1,d1,o1\nho,2,d2,o1\n")
+    (tmp_path / "b.csv").write_text("text,x\nhi,1\n")
+    corpora = [
+        {"name": "a", "path": str(tmp_path / "a.csv"), "labels": ["x"]},
+        {"name": "b", "path": str(tmp_path / "b.csv")},
+    ]
+    study = {"models": [{"name": "m1"}, {"name": "m2"}], "corpora": corpora}
+    plans = {}
+    for group in (None, "doc", "other"):
+        corpora[0] = {key: value for key, value in corpora[0].items() if key != "group"}
+        corpora[0] |= {"group": group} if group else {}
+        plans[group] = make_plan(study)
+    grouped = plans["doc"]
+    assert {(cell.corpus.name, cell.lexical, cell.task.args["options"]["group"]) for cell in grouped.probes} == {
+        ("a", True, "doc"), ("a", False, "doc"), ("b", True, None), ("b", False, None)
+    }  # fmt: skip
+    for changed in (plans[None], plans["other"]):
+        differ = {cell.task.key for cell, was in zip(changed.probes, grouped.probes, strict=True)
+                  if cell.task.fingerprint != was.task.fingerprint}  # fmt: skip
+        assert differ == {"probe/m1/a/x", "probe/m2/a/x"}
+        assert [cell.task.fingerprint for cell in changed.extractions] == [
+            cell.task.fingerprint for cell in grouped.extractions
+        ]

@@ -52,6 +52,39 @@ def test_a_study_runs_every_cell_and_records_the_failing_ones(done_study):
     assert result.paired.p.notna().all() and (result.paired.note == "").all()
 
 
+@pytest.mark.slow
+def test_a_grouped_corpus_keeps_its_groups_whole_in_every_probe_and_says_so(done_study):
+    """``sents`` is grouped by ``doc`` (``[[corpora]] group``), ``other`` is not: each sents probe (every model's,
+    the lexical baseline's) ran with --group doc, the predictions give each row's group (the paired tests draw
+    the groups again from them), and the table, the summary and the printout say which corpora are grouped."""
+    study, result, _ = done_study
+    output = result.plan.config.output
+    for model in ("tiny", "rand"):
+        for label in ("label", "topic"):
+            meta = json.loads((output / model / "sents" / f"{label}.probe.json").read_text())["meta"]
+            assert (meta["group"], meta["n_groups"], meta["evaluation"]) == ("doc", 15, "split")
+        assert "group" not in json.loads((output / model / "other" / "topic.probe.json").read_text())["meta"]
+        assert "group" in pd.read_csv(output / model / "sents" / "label.predictions.csv").columns
+    groups = result.results.groupby("corpus").group.unique().to_dict()
+    assert list(groups["sents"]) == ["doc"] and pd.isna(groups["other"]).all()
+    assert result.summary.set_index(["model", "corpus", "label"]).group.fillna("").to_dict() == {
+        (model, corpus, label): "doc" if corpus == "sents" else ""
+        for model in ("tiny", "rand") for corpus, label in (("sents", "label"), ("sents", "topic"), ("other", "topic"))
+    }  # fmt: skip
+    printed = featx.study.format_summary(result)
+    assert "tiny sents/label (grouped by doc): layer" in printed and "tiny other/topic: layer" in printed
+    assert (result.paired.note == "").all()  # the grouped tasks' pairs tested, on their groups
+
+
+def test_a_changed_group_makes_that_corpus_probes_pending_and_nothing_else(done_study):
+    study, _, _ = done_study
+    corpora = [{**entry, "group": "topic", "labels": ["label"]} if entry["name"] == "sents" else entry
+               for entry in study["corpora"]]  # fmt: skip
+    shown = status({**study, "corpora": corpora}).set_index("cell").status
+    assert shown["probe/tiny/sents/label"] == shown["probe/rand/sents/label"] == "pending"
+    assert shown["extract/tiny/sents"] == shown["probe/tiny/other/topic"] == "done"
+
+
 def test_the_same_command_again_redoes_nothing_done(done_study, tmp_path):
     study, result, _ = done_study
     output = result.plan.config.output
@@ -252,7 +285,7 @@ def test_a_run_hashes_each_corpus_once_and_an_edited_corpus_redoes_its_cells(tin
     featx.study.run(study)  # 2 models x 2 corpora x 2 labels: a plan and 8 probes' freshness checks read them
     assert sorted(reads) == sorted(str(corpora[name]) for name in ("other", "sents"))
     with corpora["sents"].open("a") as handle:
-        handle.write("one more sentence,pos,a,train\n")
+        handle.write("one more sentence,pos,a,train,r99\n")
     reads.clear()
     lines: list[str] = []
     result = featx.study.run(study, echo=lines.append)

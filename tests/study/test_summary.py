@@ -25,7 +25,7 @@ def test_expected_layer_weights_each_layer_by_its_gain():
 def rows(model, scores, significant, chosen, random_init=False, seed=None, lexical=0.6, control=0.5):
     n = len(scores)
     return pd.DataFrame({
-        "model": model, "corpus": "c", "label": "y", "random_init": random_init, "seed": seed,
+        "model": model, "corpus": "c", "label": "y", "group": None, "random_init": random_init, "seed": seed,
         "task": "classification", "metric": "accuracy", "site": "hidden", "layer": range(n), "n_layers": n - 1,
         "relative_depth": [layer / (n - 1) for layer in range(n)], "pooling": "mean", "classifier": "logreg",
         "score": scores, "ci_low": [s - 0.1 for s in scores], "ci_high": [s + 0.1 for s in scores],

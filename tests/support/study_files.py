@@ -10,10 +10,14 @@ from support.tiny import write_csv
 
 
 def write_corpora(folder: Path) -> dict[str, Path]:
-    """``sents.csv`` (label, topic; 40 rows), ``other.csv`` (topic only; 32 rows), ``bad.csv`` (no text)."""
+    """``sents.csv`` (label, topic; 40 rows in 15 documents, ``doc``, each on one side of the split), ``other.csv``
+    (topic only; 32 rows), ``bad.csv`` (no text)."""
     folder.mkdir(parents=True, exist_ok=True)
-    header = ("text", "label", "topic", "split")
-    sents = write_csv(folder / "sents.csv", make_rows(40, seed=1, split=True), header=header)
+    header = ("text", "label", "topic", "split", "doc")
+    rows = [
+        [*row, f"t{i // 8}" if i % 4 == 0 else f"r{i // 4}"] for i, row in enumerate(make_rows(40, seed=1, split=True))
+    ]
+    sents = write_csv(folder / "sents.csv", rows, header=header)
     rows = [[text, topic, split] for text, _, topic, split in make_rows(32, seed=2, split=True)]
     other = write_csv(folder / "other.csv", rows, header=("text", "topic", "split"))
     bad = folder / "bad.csv"
@@ -22,10 +26,11 @@ def write_corpora(folder: Path) -> dict[str, Path]:
 
 
 def study_dict(model: Path, corpora: dict[str, Path], output: Path, bad: bool = True, **study) -> dict:
-    """The test study: two models x the corpora (``other`` lacks ``label``: that probe fails; ``bad`` has no
-    text column: its extractions fail), mean pooling, every layer, a short bootstrap."""
+    """The test study: two models x the corpora (``sents`` grouped by ``doc``: its probes keep each document
+    whole; ``other`` lacks ``label``: that probe fails; ``bad`` has no text column: its extractions fail), mean
+    pooling, every layer, a short bootstrap."""
     entries = [
-        {"name": "sents", "path": str(corpora["sents"]), "labels": ["label", "topic"]},
+        {"name": "sents", "path": str(corpora["sents"]), "labels": ["label", "topic"], "group": "doc"},
         {"name": "other", "path": str(corpora["other"]), "labels": ["topic", "label"]},
     ]
     if bad:

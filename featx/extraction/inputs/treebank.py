@@ -28,10 +28,9 @@ from pathlib import Path
 import numpy as np
 
 from ...errors import InputError
-from ...io import LabelColumn
+from ...io import CONLLU_SUFFIXES, LabelColumn
 
 WORD_FORMATS = ("conllu", "columns", "jsonl")
-CONLLU_SUFFIXES = (".conllu", ".conll-u")
 JSONL_SUFFIXES = (".jsonl", ".ndjson")
 SPLIT_NAMES = re.compile(r"(?<![a-z])(train|dev|test)(?![a-z])")
 HEAD = "head"

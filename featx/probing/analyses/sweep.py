@@ -11,7 +11,9 @@ fitted on training parts only), and each also on the control task (permuted labe
 
 The complexity measure is the parameter count (plus the rank for linear probes). With ``--group``, the
 folds, every holdout of a training part (the logreg probes' and the early stopping's) and the intervals'
-resamples take whole groups, as ``featx probe --group``'s.
+resamples take whole groups, as ``featx probe --group``'s. With ``--labels FILE`` (and ``--join``), the label
+probed (and a ``--group`` column the features file lacks) comes from that file, joined to the stored rows by
+``featx probe --labels``'s own code (``load_task``).
 """
 
 from __future__ import annotations
@@ -25,12 +27,23 @@ from typing import ClassVar
 import numpy as np
 import pandas as pd
 
+from ...checks import path_like
 from ...errors import InputError
 from ...options import Check, Options
 from ...safe_files import atomic_write_text
 from ...selection import parse_layer_specs, parse_poolings
 from .. import evaluation as ev
-from ..config import DEFAULT_CS, check_bootstrap, check_folds, check_group, check_jobs, check_seed
+from ..config import (
+    DEFAULT_CS,
+    check_bootstrap,
+    check_folds,
+    check_group,
+    check_jobs,
+    check_join,
+    check_join_needs_labels,
+    check_labels_file,
+    check_seed,
+)
 from ..inputs import open_complete
 from ..results import json_safe, results_prefix, write_table
 from ..solvers import classifiers as clf
@@ -180,6 +193,8 @@ class SweepConfig(Options):
 
     features: str | Path | None
     label: str | None = None
+    labels: str | Path | None = None  # featx probe's --labels: a file of label columns joined to the stored rows
+    join: str = "id"  # and its --join (ProbeConfig declares both flags)
     layers: str = "all"
     poolings: str | None = None
     folds: int = 5
@@ -193,6 +208,10 @@ class SweepConfig(Options):
 
     CONSTRAINTS: ClassVar[tuple[Check, ...]] = (
         _check_features,
+        path_like("labels"),
+        check_labels_file,
+        check_join,
+        check_join_needs_labels,
         check_folds,
         check_seed,
         check_bootstrap,
@@ -201,10 +220,10 @@ class SweepConfig(Options):
     )
 
 
-def _sweep_jobs(config: SweepConfig) -> tuple[Task, list[tuple], dict]:
+def _sweep_jobs(config: SweepConfig, notes: list[str]) -> tuple[Task, list[tuple], dict]:
     """The task, one job per (pooling, layer), and what the meta records of the file."""
     with open_complete(str(config.features)) as file:
-        task = load_task(file, config.label, config.folds, config.seed, config.group)
+        task = load_task(file, config.label, config.folds, config.seed, config.group, notes, config.labels, config.join)
         specs = parse_layer_specs(str(config.layers), file.layers)
         poolings = config.poolings
         if poolings is None or poolings == "all":  # one pooling unless asked: the sweep is many probes per layer
@@ -228,12 +247,14 @@ def sweep(config: SweepConfig | str | Path | None, **options) -> SweepResult:
     ``SweepConfig`` (``sweep("x.h5", label="pos", layers="0,6")``)."""
     config = SweepConfig.build(config, **options)
     started = time.perf_counter()
-    task, jobs_list, info = _sweep_jobs(config)
+    notes: list[str] = []
+    task, jobs_list, info = _sweep_jobs(config, notes)
     table = pd.DataFrame([r for records in _run(jobs_list, config.jobs) for r in records], columns=COLUMNS)
     meta = {
         "features_file": str(Path(str(config.features)).resolve()),
         "model": info["model"],
         "label": task.label,
+        **({"labels_file": str(config.labels), "join": config.join} if config.labels is not None else {}),
         "layers": info["layers"],
         "poolings": info["poolings"],
         "classes": task.class_names,
@@ -245,6 +266,7 @@ def sweep(config: SweepConfig | str | Path | None, **options) -> SweepResult:
         "ranks": list(RANKS),
         "widths": list(WIDTHS),
         "seconds": round(time.perf_counter() - started, 3),
+        "notes": notes,
     }
     result = SweepResult(table, meta)
     if config.write:
@@ -268,7 +290,10 @@ def write_sweep(result: SweepResult, output=None) -> list[Path]:
 # What ``featx probe --sweep`` takes of the probe command's options; any other set to a value of its own is refused
 # (the sweep would otherwise run without it, silently), except a bar, a baseline it has not, and --device/--task
 # (checked first: the CPU, classification).
-SWEEP_OPTIONS = ("label", "layers", "poolings", "folds", "seed", "group", "jobs", "output", "n_bootstrap", "write")
+SWEEP_OPTIONS = (
+    *("label", "labels", "join", "layers", "poolings", "folds", "seed", "group", "jobs", "output", "n_bootstrap"),
+    "write",
+)
 NO_EFFECT = ("progress", "lexical", "device", "task")
 
 

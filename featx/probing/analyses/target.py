@@ -1,4 +1,5 @@
-"""One label column of a features file made ready to probe: its rows, class codes and evaluation plan.
+"""One label column of a features file (or of a ``--labels`` file joined to it) made ready to probe: its rows,
+class codes and evaluation plan.
 
 The same rules as ``featx.probe``: rows with a missing label are left out, classes are renumbered to
 those present, and the plan is the file's train/test split when it has one, else seeded k-fold; with a group
@@ -9,7 +10,8 @@ Used by erasure, neuron ranking, the complexity sweep and ``featx intervene``.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import Any, NoReturn
 
 import numpy as np
 
@@ -80,12 +82,36 @@ def refuse_continuous(features: FeatureFile, label: str) -> None:
     labelled = int((features.labels(label) >= 0).sum())
     if features.label_values(label) is None or not looks_continuous(names, labelled):
         return
+    _continuous(f"label '{label}' of {features.path}", names, f"featx probe {features.path} --label {label}")
+
+
+def _continuous(what: str, names: list[str], regression: str) -> NoReturn:
     raise InputError(
-        f"label '{label}' of {features.path} is a continuous number ({len(names)} distinct values from {names[0]} "
-        f"to {names[-1]}): featx erase, featx neurons, --sweep and featx intervene work on classes only",
-        f"featx probe {features.path} --label {label} fits it by regression; for these, add a column of its "
-        "classes (e.g. quantile bins) with featx labels add",
+        f"{what} is a continuous number ({len(names)} distinct values from {names[0]} to {names[-1]}): featx "
+        "erase, featx neurons, --sweep and featx intervene work on classes only",
+        f"{regression} fits it by regression; for these, add a column of its classes (e.g. quantile bins) with "
+        "featx labels add",
     )
+
+
+def _label_codes(
+    features: FeatureFile, label: str | None, labels: str | Path | None, join: str, notes: list[str]
+) -> tuple[str, np.ndarray, list[str]]:
+    """The label probed, the class code of every stored row (-1: missing) and the class names: a stored column,
+    or with ``labels`` one of that file's, joined to the stored rows as ``featx probe --labels`` joins it."""
+    if labels is None:
+        label = default_label(features, label)
+        refuse_continuous(features, label)
+        return label, features.labels(label), features.label_names(label)
+    from ..labels import joined_label
+
+    column = joined_label(features, labels, join, label, notes)
+    if column.looks_continuous:
+        stored = (
+            f"stored (featx labels add {features.path} {labels}), featx probe {features.path} --label {column.name}"
+        )
+        _continuous(f"label '{column.name}' of {labels}", column.names, stored)
+    return column.name, np.asarray(column.codes), column.names
 
 
 def load_task(
@@ -95,23 +121,24 @@ def load_task(
     seed: int = 0,
     group: str | None = None,
     notes: list[str] | None = None,
+    labels: str | Path | None = None,
+    join: str = "id",
 ) -> Task:
-    """The probing task of one label column (``label=None``: the default column); with ``group`` (a stored label
-    column, ``--group``), its rows kept together as ``featx probe --group`` keeps them (the note said goes to
-    ``notes``)."""
+    """The probing task of one label column (``label=None``: the default column); with ``labels`` (a file of label
+    columns, ``--labels``), that file's column, joined by ``join`` as ``featx probe --labels`` joins it; with
+    ``group`` (a stored label column or one of the ``labels`` file's, ``--group``), its rows kept together as
+    ``featx probe --group`` keeps them (the notes said go to ``notes``)."""
     if int(folds) < 2:
         raise InputError(f"--folds {folds} is too small", "use at least 2 folds (default 5)")
-    label = default_label(features, label)
-    codes = features.labels(label)
-    names = features.label_names(label)
+    notes = [] if notes is None else notes
+    label, codes, names = _label_codes(features, label, labels, join, notes)
     kept = np.flatnonzero(codes >= 0)
-    refuse_continuous(features, label)
     y = codes[kept].astype(np.int64)
     ev.check_labels(y, names, label, features.path)
     present = np.unique(y)
     class_names = [names[code] for code in present]
     y = np.searchsorted(present, y)
-    groups = None if group is None else group_rows(features, group, kept, label, [] if notes is None else notes)
+    groups = None if group is None else group_rows(features, group, kept, label, notes, labels, join)
     split = features.split
     plan = ev.make_plan(y, split[kept] if split is not None else None, int(folds), seed, class_names, label, groups)
     return Task(label, kept, y, class_names, plan, groups)

@@ -97,7 +97,7 @@ class ClassificationProbe:
             y = column.codes[kept].astype(np.int64)
             ev.check_labels(y, column.names, column.name, plan.path)
             layout = read_layout(features, config, kept, notes, "attn" in classifiers)
-            groups = read_groups(features, config, kept, column.name, notes)
+            groups, layout = read_groups(features, config, layout, column.name, notes)
             curves = curve_sites(features, config, layout.sites) if config.train_sizes is not None else {}
             texts = read_texts(features, kept, bool(config.lexical), notes)
         check_predictions_choice(config.predictions, layout.poolings, classifiers)

@@ -12,7 +12,7 @@ from ...io import LabelColumn
 from ...store import FeatureFile
 from ..config import ProbeConfig
 from ..inputs import TOKENS_POOLING
-from ..labels import join_labels, prepare, stored_column
+from ..labels import joined_label, prepare, stored_column
 
 
 def label_column(features: FeatureFile, config: ProbeConfig, notes: list[str], label: str | None) -> LabelColumn:
@@ -21,20 +21,12 @@ def label_column(features: FeatureFile, config: ProbeConfig, notes: list[str], l
     if config.labels is None:
         assert label is not None, "a stored label column is chosen by the plan"
         return prepare(stored_column(features, label), config.bins, config.min_class_rows, notes)
-    columns = join_labels(features, config.labels, config.join)
-    names = list(columns)
-    label = config.label or ("label" if "label" in columns else names[0])
-    if label not in columns:
-        raise InputError(
-            f"{config.labels} has no label column '{label}'; label columns: {', '.join(names)}",
-            "pick one with --label NAME",
-        )
-    notes.append(f"labels from {config.labels} (joined by {config.join}): probing '{label}'")
+    column = joined_label(features, config.labels, config.join, config.label, notes)
     number_hint = (
         f"bin it into classes with --bins N (quantiles), or store it (featx labels add {features.path} "
-        f"{config.labels}) and probe it with --label {label}, a regression probe"
+        f"{config.labels}) and probe it with --label {column.name}, a regression probe"
     )
-    return prepare(columns[label], config.bins, config.min_class_rows, notes, number_hint)
+    return prepare(column, config.bins, config.min_class_rows, notes, number_hint)
 
 
 def check_predictions_choice(choice: str | None, poolings: list[str], classifiers: list[str]) -> None:

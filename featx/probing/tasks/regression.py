@@ -147,7 +147,7 @@ class RegressionProbe:
                     "pick another column with --label NAME",
                 )
             layout = read_layout(features, config, kept, notes, need_tokens=False)
-            groups = read_groups(features, config, kept, label, notes)
+            groups, layout = read_groups(features, config, layout, label, notes)
             texts = read_texts(features, kept, bool(config.lexical), notes)
         y = values[kept]
         folds = make_plan(y, layout.kept_split, int(config.folds), int(config.seed), groups)

@@ -4,7 +4,7 @@ the file's model and corpus records, and the checks of a ``--baseline`` file of 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -33,7 +33,7 @@ class SentenceLayout:
     poolings: list[str]
     sites: SitePlan
     layers: list[int]  # the stored hidden layers
-    row_info: pd.DataFrame  # row, id, n_tokens, truncated (and split) of the kept rows
+    row_info: pd.DataFrame  # row, id, n_tokens, truncated (and split; group with --group) of the kept rows
     n_rows: int
     file: dict  # the model and corpus records
     baseline_model: str | None = None  # the --baseline file's model ("(random init)" marked)
@@ -125,13 +125,16 @@ def control_targets(y: np.ndarray, config: ProbeConfig) -> np.ndarray | None:
 
 
 def read_groups(
-    features: FeatureFile, config: ProbeConfig, kept: np.ndarray, label: str, notes: list[str]
-) -> ev.Groups | None:
+    features: FeatureFile, config: ProbeConfig, layout: SentenceLayout, label: str, notes: list[str]
+) -> tuple[ev.Groups | None, SentenceLayout]:
     """The group of every probed row (``--group COLUMN``: a stored label column, or one of the ``--labels``
-    file's), or None without ``--group``."""
+    file's), or None without ``--group``; and ``layout`` whose per-row information holds each row's group (the
+    predictions file's ``group`` column, which a paired test between runs rebuilds the run's folds by)."""
     if config.group is None:
-        return None
-    return group_rows(features, config.group, kept, label, notes, config.labels, config.join)
+        return None, layout
+    groups = group_rows(features, config.group, layout.kept, label, notes, config.labels, config.join)
+    names = np.asarray(groups.names, dtype=object)
+    return groups, replace(layout, row_info=layout.row_info.assign(group=names[groups.codes]))
 
 
 def group_rows(

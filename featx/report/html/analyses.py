@@ -17,6 +17,7 @@ from ..text.erase import format_erase
 from ..text.neurons import format_neurons
 from ..text.sweep import format_sweep
 from .parts import notes_html, page_html, pre_html, svg_of, svg_of_figure, table_html
+from .sections import grouping
 
 FORMATS = {"erase": format_erase, "neurons": format_neurons, "sweep": format_sweep}  # the printout of each kind
 
@@ -128,6 +129,7 @@ def _settings_rows(meta: dict) -> pd.DataFrame:
         ("classes", ", ".join(map(str, meta.get("classes") or [])) or None),
         ("rows", meta.get("n_rows")),
         ("evaluation", meta.get("evaluation")),
+        ("grouped by", grouping(meta)),
         ("method", settings.get("method")),
         ("eraser fitted on", settings.get("fit_rows")),
         ("pooling", meta.get("pooling") or ", ".join(meta.get("poolings") or settings.get("poolings") or [])),

@@ -12,6 +12,7 @@ import pandas as pd
 
 from ..figures.intervene import intervention_figure
 from .parts import embeddable_svg, notes_html, svg_of_figure, table_html
+from .sections import grouping
 
 HOW = {
     "intervene": "The edited label's probe accuracy at every stored layer from the edit up: before the edit (solid), "
@@ -88,9 +89,11 @@ def _one(path: Path, index: int) -> str:
         if kind == "steer"
         else (f"{meta.get('edit')} of '{meta.get('label')}' at layers {meta.get('at')}")
     )
+    grouped = grouping(meta)
     return "\n".join(
         [
             f"<h3>{html.escape(title)} ({html.escape(path.name)})</h3>",
+            *([f'<p class="muted">grouped by {html.escape(grouped)}</p>'] if grouped else []),
             f"<figure>{svg}<figcaption><strong>How to read this.</strong> {caption}</figcaption></figure>",
             table_html(_three(shown[[c for c in SHOWN[kind] if c in shown.columns]])),
             notes_html([str(note) for note in meta.get("notes") or []]),

@@ -60,7 +60,7 @@ def run_rows(meta: dict) -> list[tuple[str, str]]:
         ("rows", meta.get("n_rows")),
         ("sentences", meta.get("n_sentences")),
         ("evaluation", meta.get("evaluation")),
-        ("grouped by", _grouping(meta)),
+        ("grouped by", grouping(meta)),
         ("metric", meta.get("metric")),
         ("seed", meta.get("seed")),
         ("classifiers", ", ".join(meta.get("classifiers") or []) or None),
@@ -73,13 +73,14 @@ def run_rows(meta: dict) -> list[tuple[str, str]]:
     return [(name, str(value)) for name, value in rows if value not in (None, "")]
 
 
-def _grouping(meta) -> str | None:
-    """How a ``--group`` run kept its rows together (None: it did not)."""
+def grouping(meta: dict) -> str | None:
+    """How a ``--group`` run kept its rows together, from its meta's ``group`` and ``n_groups`` (None: it did
+    not): the "grouped by" row of every page of a run that can take ``--group`` (probe, erase, neurons, sweep)."""
     if not meta.get("group"):
         return None
     return (
-        f"{meta['group']} ({meta.get('n_groups')} groups): folds, C holdouts and bootstrap resamples keep each "
-        "group whole"
+        f"{meta['group']} ({meta.get('n_groups')} groups): the folds, the holdouts of each training part and the "
+        "bootstrap resamples keep each group whole"
     )
 
 

@@ -161,10 +161,26 @@ def _summary_html(summary: pd.DataFrame | None) -> str:
     shown = summary.apply(
         lambda column: column.map(lambda v: "-" if v != v else f"{v:.3f}") if column.dtype.kind == "f" else column
     )
+    shown = shown.astype(object).where(shown.notna(), "-")  # an empty text cell (a corpus without group)
     return (
         '<section><h2>Summary</h2>\n<p class="muted">The study\'s own summary, per model and task: the chosen layer, '
         "the layers not significantly below it, its relative depth, the gains over the lexical baseline and the "
         "control, and the expected layer.</p>\n" + table_html(shown) + "</section>"
+    )
+
+
+def _grouped_html(table: pd.DataFrame) -> str:
+    """Which corpora kept groups of rows whole (``[[corpora]] group``: the results table's ``group``), if any."""
+    if "group" not in table.columns:
+        return ""
+    pairs = table[["corpus", "group"]].dropna().astype(str).drop_duplicates()
+    pairs = pairs[pairs["group"] != ""]
+    if pairs.empty:
+        return ""
+    named = ", ".join(f"{corpus} by {group}" for corpus, group in zip(pairs["corpus"], pairs["group"], strict=True))
+    return (
+        f'<p class="muted">Grouped corpora: {html.escape(named)}. Their probes\' folds, holdouts and bootstrap '
+        "resamples, and the model-vs-model tests, keep each group of rows whole.</p>"
     )
 
 
@@ -226,6 +242,7 @@ def render_study_report(table, *, summary=None, links=None, title: str = DEFAULT
         f"<h1>{html.escape(title)}</h1>",
         f'<p class="muted">{counts} · featx {html.escape(__version__)} · plotly.js {get_plotlyjs_version()}, '
         "embedded: the page opens offline.</p>",
+        _grouped_html(table),
         _controls(study),
         *(_figure_html(i, name, figure, how) for i, (name, figure, how) in enumerate(drawn)),
         _summary_html(summary),

@@ -115,6 +115,8 @@ def format_sweep(result) -> str:
             f"rankings that flip: {len(changed)} of {len(flipped)} probes reorder some layers"
             + (f" ({', '.join(changed)})" if changed else "")
         )
+    notes = [str(note) for note in meta.get("notes") or []]  # the labels file joined, the groups kept whole
+    lines += [""] + [f"note: {note}" for note in notes] if notes else []
     if result.paths:
         lines += ["", "wrote " + ", ".join(str(path) for path in result.paths)]
     return "\n".join(lines)

@@ -119,8 +119,12 @@ def test_the_python_call_refuses_what_the_sweep_does_not_use_and_passes_on_what_
     from featx.probing import sweep_from_probe_options
     from featx.probing.analyses import sweep as module
 
-    with pytest.raises(InputError, match="does not take --labels, --join"):
+    with pytest.raises(InputError, match="does not take --bins, --mdl"):
+        sweep_from_probe_options(planted_file, True, {"label": "a", "bins": 3, "mdl": True, "labels": "more.csv"})
+    with pytest.raises(InputError, match="--join 'doc' is not understood"):  # the sweep's, checked as probe's
         sweep_from_probe_options(planted_file, True, {"label": "a", "labels": "more.csv", "join": "doc"})
+    with pytest.raises(InputError, match="--join applies to --labels only"):
+        sweep_from_probe_options(planted_file, True, {"label": "a", "join": "row"})
     with pytest.raises(InputError, match="does not take nonsense"):
         sweep_from_probe_options(planted_file, True, {"label": "a", "nonsense": 1})
     seen = {}

@@ -166,5 +166,28 @@ def test_the_cli_flag_is_listed_and_groups_the_folds(grouped_file, tmp_path, arg
     assert result.exit_code == 0, result.output
     meta = json.loads(Path(written.format(out=out)).read_text())["meta"]
     assert (meta["group"], meta["n_groups"], meta["evaluation"]) == ("doc", 24, "5-fold cv by doc")
+    if args[0] != "neurons":  # erase's printout and the sweep's say it (featx neurons prints no notes)
+        assert "note: rows kept together by --group doc (24 groups)" in result.output
     refused = CliRunner().invoke(main, [*command, "--group", "nope"])
     assert refused.exit_code == 2 and "featx: error: --group nope: no label column 'nope'" in refused.output
+
+
+def test_the_sweep_joins_a_labels_file_as_probe_does_and_groups_by_its_column(grouped_file, tmp_path, monkeypatch):
+    """``featx probe --sweep --labels FILE --join row``: the label probed and a ``--group`` column the features file
+    lacks come from FILE, joined by probe's own code; every fold and holdout keeps that column's groups whole."""
+    labels = tmp_path / "more.csv"
+    labels.write_text("row,topic,source\n" + "".join(f"{i},{('a', 'b')[i % 2]},s{i // 10}\n" for i in range(120)))
+    spy = Spy(monkeypatch)
+    options = {"labels": labels, "join": "row", "label": "topic", "group": "source", "folds": 2, "layers": "1"}
+    result = featx.probing.sweep_from_probe_options(
+        grouped_file, False, {**options, "jobs": 1, "n_bootstrap": 100, "write": False}
+    )
+    spy.check_whole_groups(12)
+    meta = result.meta
+    assert (meta["label"], meta["classes"], meta["group"], meta["n_groups"]) == ("topic", ["a", "b"], "source", 12)
+    assert (meta["labels_file"], meta["join"], meta["evaluation"]) == (str(labels), "row", "2-fold cv by source")
+    assert f"labels from {labels} (joined by row): probing 'topic'" in meta["notes"]
+    assert any("rows kept together by --group source (12 groups)" in note for note in meta["notes"])
+    labels.write_text("row,amount\n" + "".join(f"{i},{0.37 * i:.2f}\n" for i in range(120)))
+    with pytest.raises(InputError, match=f"label 'amount' of {labels} is a continuous number"):  # as a stored one
+        featx.probing.sweep(grouped_file, labels=labels, join="row", label="amount", write=False)

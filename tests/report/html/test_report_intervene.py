@@ -47,6 +47,18 @@ def test_the_section_shows_each_result_beside_the_features(tmp_path):
     assert "LM loss skipped" in section
 
 
+def test_a_grouped_result_says_so_as_the_probe_page_does(tmp_path):
+    from featx.report.html.sections import grouping
+
+    features = tmp_path / "corpus.features.h5"
+    features.write_bytes(b"")
+    payload = _intervene_payload()
+    payload["meta"].update(group="doc", n_groups=24)
+    (tmp_path / "corpus.intervene-animal.json").write_text(json.dumps(payload))
+    section = "\n".join(intervene_sections({"features_file": str(features)}))
+    assert f'<p class="muted">grouped by {grouping(payload["meta"])}</p>' in section
+
+
 def test_no_section_without_results_or_features(tmp_path):
     assert intervene_sections({"features_file": str(tmp_path / "gone.h5")}) == []
     assert intervene_sections({}) == []

@@ -110,17 +110,45 @@ def test_the_console_detector_sees_a_blocked_fetch(tmp_path):
     assert len(messages) == 1 and "violates the following Content Security Policy directive" in messages[0]
 
 
-def _copy_erase(task_runs, tmp_path, change):
+STEMS = {"erase": ("erased", "erased.erase.json"), "neurons": ("c", "c.json"), "sweep": ("d", "d.sweep.json")}
+
+
+def _copy_analysis(task_runs, tmp_path, kind, change):
+    """A copy of an analysis run's files (its results CSV, JSON and any other ``STEM.*`` file) with ``change``
+    made to its JSON; the copied results file."""
     import json
     import shutil
 
-    source = task_runs["erase"]
-    for suffix in (".erase.csv", ".erase.json"):
-        shutil.copy(source.with_name("erased" + suffix), tmp_path / ("erased" + suffix))
-    payload = json.loads((tmp_path / "erased.erase.json").read_text())
+    stem, payload_name = STEMS[kind]
+    for source in task_runs[kind].parent.glob(f"{stem}.*"):
+        shutil.copy(source, tmp_path / source.name)
+    payload = json.loads((tmp_path / payload_name).read_text())
     change(payload)
-    (tmp_path / "erased.erase.json").write_text(json.dumps(payload))
-    return tmp_path / "erased.erase.csv"
+    (tmp_path / payload_name).write_text(json.dumps(payload))
+    return tmp_path / task_runs[kind].name
+
+
+def _copy_erase(task_runs, tmp_path, change):
+    return _copy_analysis(task_runs, tmp_path, "erase", change)
+
+
+@pytest.mark.parametrize("kind", sorted(STEMS))
+def test_an_analysis_run_with_group_says_so_as_the_probe_page_does(pages, task_runs, tmp_path, kind):
+    """erase, neurons and the sweep record ``group``/``n_groups`` as probe does; their pages show the probe
+    page's "grouped by" row (``sections.grouping``, one helper), and say nothing of groups without them."""
+    from featx.report.html.sections import grouping, run_rows
+
+    meta = {"group": "doc", "n_groups": 24}
+    path = _copy_analysis(task_runs, tmp_path, kind, lambda payload: payload["meta"].update(meta))
+    text = html.write_report(path).read_text(encoding="utf-8")
+    said = grouping(meta)
+    assert (
+        said is not None
+        and said.startswith("doc (24 groups): the folds")
+        and dict(run_rows(meta))["grouped by"] == said
+    )
+    assert f"<td>grouped by</td><td>{said}</td>" in text
+    assert "grouped by" not in pages[kind].read_text(encoding="utf-8")
 
 
 def test_hostile_names_in_an_analysis_file_are_escaped(task_runs, tmp_path):

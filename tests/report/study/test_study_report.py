@@ -9,6 +9,7 @@ import html
 import json
 import re
 
+import pandas as pd
 import pytest
 from support.study_tables import HOSTILE, study_rows
 
@@ -113,6 +114,20 @@ def test_script_json_leaves_no_way_out_of_a_script_element():
     text = script_json({"name": "</script><!-- & \u2028"})
     assert "<" not in text and ">" not in text and "&" not in text and "\u2028" not in text
     assert json.loads(text) == {"name": "</script><!-- & \u2028"}
+
+
+def test_the_page_names_the_grouped_corpora_and_shows_a_missing_group_as_a_dash(page):
+    """A study whose ``[[corpora]]`` give a group column (the results table's ``group``): the page names each
+    grouped corpus and its column; the summary shows an ungrouped corpus's empty group as "-", not "nan"."""
+    rows = study_rows()
+    rows["group"] = pd.Series([HOSTILE if corpus == "sst2" else None for corpus in rows.corpus], dtype="string")
+    summary = rows.groupby(["model", "corpus", "label"], as_index=False, sort=False).first()[
+        ["model", "corpus", "group"]
+    ]
+    grouped = render_study_report(rows, summary=summary.astype({"group": object}))
+    assert f"Grouped corpora: sst2 by {html.escape(HOSTILE)}. Their probes" in grouped
+    assert "<td>nan</td>" not in grouped and "<td>gum</td><td>-</td>" in grouped
+    assert "Grouped corpora" not in page  # a table without a group column: nothing said
 
 
 def test_write_study_report_writes_the_page(tmp_path):
