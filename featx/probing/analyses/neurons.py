@@ -275,10 +275,11 @@ def neurons(config: NeuronConfig | str | Path, **options) -> NeuronResult:
     """Rank and validate the neurons of the chosen layers; see ``NeuronConfig``."""
     config = NeuronConfig.build(config, **options)
     started = time.perf_counter()
+    notes: list[str] = []
     with open_complete(config.features) as features:
         refuse_separate_pairs(features, "neurons")
         _check_outputs(config, features)
-        task = load_task(features, config.label, config.folds, config.seed, config.group)
+        task = load_task(features, config.label, config.folds, config.seed, config.group, notes)
         specs = parse_layer_specs(str(config.layers), features.layers, allow_combined=False)
         if config.pooling not in features.poolings:
             raise InputError(
@@ -305,6 +306,7 @@ def neurons(config: NeuronConfig | str | Path, **options) -> NeuronResult:
         **task.group_meta(),
         "elastic_net": {"C": ELASTIC_C, "l1_ratio": L1_RATIO},
         "seed": config.seed,
+        "notes": notes,
         "seconds": round(time.perf_counter() - started, 3),
     }
     result = NeuronResult(ranking, selection, per_class, meta)

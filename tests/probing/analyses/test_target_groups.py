@@ -95,6 +95,10 @@ def test_every_fold_and_holdout_keeps_groups_whole(grouped_file, monkeypatch, co
         assert len(spy.holdouts) > len(spy.folds)  # INLP's holdouts besides the C search's
     assert result.meta["evaluation"] == "5-fold cv by doc"
     assert (result.meta["group"], result.meta["n_groups"]) == ("doc", 24)
+    if command == "neurons":  # its printout says so, as erase's and the sweep's do
+        from featx.report import format_neurons
+
+        assert "note: rows kept together by --group doc (24 groups)" in format_neurons(result)
 
 
 def test_without_group_the_folds_are_not_grouped(grouped_file, monkeypatch):
