@@ -108,6 +108,8 @@ class ProbeMeta(Mapping[str, Any]):
     mdl: bool = False
     train_sizes: list[float] | None = None
     group: str | None = None  # --group: the column whose groups the folds, holdouts and resamples keep whole
+    labels_file: str | None = None  # --labels: the file of label columns joined to the stored rows (by ``join``)
+    join: str | None = None
     n_groups: int | None = None
     file: dict[str, Any] = field(default_factory=dict)  # model and corpus records of the features file
     versions: dict[str, str | None] = field(default_factory=dict)
@@ -154,6 +156,8 @@ class ProbeMeta(Mapping[str, Any]):
         if not classes:
             out["task"] = self.task.value
         out["label"] = self.label
+        if self.labels_file is not None:
+            out.update(labels_file=self.labels_file, join=self.join)
         if words:
             out["level"] = self.level.value
         if classes:

@@ -95,6 +95,7 @@ class ProbePlan:
             "evaluation": evaluation.evaluation,
             "folds": int(config.folds) if not evaluation.is_split else None,
             **_group_fields(config, evaluation),
+            **({"labels_file": str(config.labels), "join": config.join} if config.labels is not None else {}),
             "n_dev": int(len(evaluation.dev[0])) if evaluation.is_split and evaluation.dev[0] is not None else 0,
             "seed": int(config.seed),
             "classifiers": list(self.classifiers),

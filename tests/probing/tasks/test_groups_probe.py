@@ -69,6 +69,7 @@ def test_the_group_column_can_come_from_a_labels_file(grouped_file, tmp_path):
     labels.write_text("row,topic,source\n" + "".join(f"{i},{('a', 'b')[i % 2]},s{i // 10}\n" for i in range(n_rows)))
     result = featx.probe(grouped_file, labels=labels, join="row", label="topic", group="source", **QUICK)
     assert (result.meta.to_dict()["group"], result.meta.to_dict()["n_groups"]) == ("source", n_rows // 10)
+    assert (result.meta.to_dict()["labels_file"], result.meta.to_dict()["join"]) == (str(labels), "row")
     stored = featx.probe(grouped_file, labels=labels, join="row", label="topic", group="doc", **QUICK)
     assert stored.meta.to_dict()["n_groups"] == 24  # a stored column groups the rows of a --labels label too
 
