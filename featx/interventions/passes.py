@@ -4,8 +4,9 @@ test rows while fitting, nor while choosing a layer, pooling, C or eraser; ``fea
 every training part of the evaluation plan for the same reason):
 
 - ``--edit erase``, a file with a split: one eraser, fitted on the train split, edits one pass that every probe
-  reads (no probe scores a train row).
-- ``--edit erase`` under cross-validation (no split): each fold of each probed label's plan has an eraser fitted
+  scored on the test split reads (no such probe scores a train row).
+- ``--edit erase`` under cross-validation (no split; or a label cross-validated beside a split, an amnesic label
+  with no labelled test row, whose folds score train rows): each fold of such a label's plan has an eraser fitted
   on that fold's training rows (an amnesic label's: those of them with a value of the edited label, with those
   values, as featx erase fits it; with ``--group``, the folds and INLP's holdout keep groups whole), and one pass
   runs per distinct eraser (keyed by its sorted fitting rows: the same rows, one fit, one pass).
@@ -105,11 +106,18 @@ def _erasers(plan: InterventionPlan, layer: int, tasks: dict) -> LayerEdits:
     key = fitted(main.kept[main.training_rows()])
     folds = {}
     for name, task in tasks.items():
-        if main.plan.is_split:  # the eraser of the train split saw no test row
+        if shares_split(main, task):  # the eraser of the train split saw no row this label's probes score
             folds[name] = [key] * len(task.plan.folds)
         else:
             folds[name] = [fitted(_fit_rows(task, train, codes)) for train, _ in task.plan.folds]
     return LayerEdits(layer, key, erasers, folds)
+
+
+def shares_split(main, task) -> bool:
+    """Whether ``task``'s probes may read the pass of the eraser fitted on the train split: both its plan and the
+    edited label's are the file's split, so it scores test rows only. A label with no labelled test row is
+    cross-validated over train rows, every one of which that eraser saw."""
+    return bool(main.plan.is_split and task.plan.is_split)
 
 
 def _fit_rows(task, train: np.ndarray, codes: np.ndarray) -> np.ndarray:
@@ -118,4 +126,4 @@ def _fit_rows(task, train: np.ndarray, codes: np.ndarray) -> np.ndarray:
     return rows[codes[rows] >= 0]
 
 
-__all__ = ["BUNDLE_KEY", "LayerEdits", "layer_edits", "rank_of"]
+__all__ = ["BUNDLE_KEY", "LayerEdits", "layer_edits", "rank_of", "shares_split"]

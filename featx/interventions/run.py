@@ -18,7 +18,7 @@ from .config import InterveneConfig
 from .edits import steering_directions
 from .loss import head_of, lm_model, loss_row
 from .outputs import bundle_rows, drift_row, reproduction_note
-from .passes import LayerEdits, layer_edits
+from .passes import LayerEdits, layer_edits, shares_split
 from .plan import InterventionPlan, make_plan
 from .probes import LabelProbes
 from .result import TABLE_COLUMNS, InterveneResult
@@ -62,14 +62,30 @@ def _edits(plan: InterventionPlan, tasks: dict, notes: list[str]) -> dict[int, L
                 f"{found.rank}) is that of the eraser fitted on the training rows, which the drift, bundle and loss "
                 "rows read"
             )
-    if plan.config.edit == "erase" and not tasks[plan.label].plan.is_split:
-        counts = ", ".join(f"{len(found.erasers)} at layer {layer}" for layer, found in edits.items())
-        notes.append(
+    if plan.config.edit == "erase":
+        notes += _fold_notes(plan, tasks, edits)
+    return edits
+
+
+def _fold_notes(plan: InterventionPlan, tasks: dict, edits: dict[int, LayerEdits]) -> list[str]:
+    """What ``--edit erase`` fitted per fold: every label's folds without a split, or those of the labels
+    cross-validated beside the split (no labelled test row)."""
+    counts = ", ".join(f"{len(found.erasers)} at layer {layer}" for layer, found in edits.items())
+    main = tasks[plan.label]
+    if not main.plan.is_split:
+        return [
             "the file has no split: each fold's after and control probes read a pass edited by an eraser fitted on "
             f"that fold's training rows only (edited passes: {counts}; one per distinct eraser of the folds, and one "
             "of the eraser of every labelled row, which the drift, bundle and loss rows read)"
-        )
-    return edits
+        ]
+    crossed = [name for name, task in tasks.items() if not shares_split(main, task)]
+    if not crossed:
+        return []
+    return [
+        f"{', '.join(repr(name) for name in crossed)}: no labelled test row, so cross-validated over train rows (the "
+        "rows the train split's eraser was fitted on): each fold's after and control probes read a pass edited by an "
+        f"eraser fitted on that fold's training rows only (edited passes: {counts})"
+    ]
 
 
 def _spelled(ranks: list[int]) -> str:

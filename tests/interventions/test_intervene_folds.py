@@ -179,3 +179,43 @@ def test_a_bundle_fitted_on_the_scored_rows_is_said_in_a_note(tiny_features, pla
             assert seen_rows_note(bundle('{"corpus_sha256": "another"}'), project, features) is None
             erase = InterveneConfig(features=path, at="1", bundle="b.featx")
             assert seen_rows_note(bundle(features.fingerprint), erase, features) is None
+
+
+def test_an_amnesic_label_cross_validated_beside_a_split_gets_erasers_of_its_own(
+    planted_features, tmp_path, monkeypatch
+):
+    """The planted file has a split, and 'trainonly' ('other' on the train rows, missing on the test rows) has no
+    labelled test row: its probes are cross-validated over train rows, every one of which the train split's eraser
+    saw. Its folds read erasers fitted on their own training rows (a note says so); the edited label's probe, on
+    the split, still reads the one eraser of the train split."""
+    import shutil
+
+    from featx.interventions import InterveneConfig, make_plan
+    from featx.interventions.run import _edits
+
+    path = tmp_path / "feats.h5"
+    shutil.copy(planted_features, path)
+    with featx.open(path) as features:
+        ids, split = list(features.ids), np.asarray(features.split)
+        other = np.asarray(features.label_names("other"))[features.labels("other")]
+    labels = tmp_path / "labels.csv"
+    labels.write_text(
+        "id,trainonly\n"
+        + "".join(f"{i},{o if s == 'train' else ''}\n" for i, o, s in zip(ids, other, split, strict=True))
+    )
+    featx.probing.add_labels(path, labels)
+    spy = Spy(monkeypatch, path)
+    plan = make_plan(InterveneConfig(features=path, label="animal", amnesic="trainonly", at="2", write=False))
+    tasks = _tasks(path, ("animal", "trainonly"))
+    assert tasks["animal"].plan.is_split and not tasks["trainonly"].plan.is_split
+    notes: list[str] = []
+    edits = _edits(plan, tasks, notes)[2]
+    for name, keys in edits.folds.items():
+        for index, key in enumerate(keys):
+            _, fitted = spy.eraser_of(edits.erasers[key])
+            scored = tasks[name].kept[tasks[name].plan.folds[index][1]]
+            assert not np.intersect1d(fitted, scored).size  # the leak: the train split's eraser saw them all
+    assert edits.folds["animal"] == [edits.key]  # the split's own eraser, fitted on the train split
+    np.testing.assert_array_equal(spy.eraser_of(edits.edit)[1], np.flatnonzero(split == "train"))
+    assert len(set(edits.folds["trainonly"])) == 5
+    assert any(note.startswith("'trainonly': no labelled test row") for note in notes)
