@@ -50,17 +50,18 @@ def subsample(y: np.ndarray, rows: np.ndarray, size: float, seed: int) -> np.nda
     return np.sort(chosen)
 
 
-def subsampled_plan(plan: Plan, y: np.ndarray, size: float, seed: int) -> Plan:
-    """``plan`` with each training part subsampled (seeded per fold); a grouped plan (``--group``) keeps whole
-    groups, as many as make up ``size``, and its groups, so the inner holdouts stay by group."""
-    if plan.groups is not None:
-        from .word_curves import sentence_subsample
+def subsampled_plan(plan: Plan, y: np.ndarray, size: float, seed: int, strata=None) -> Plan:
+    """``plan`` with each training part subsampled (seeded per fold), stratified by ``y`` (classes), or with
+    ``strata`` by ``strata(y, train)``: each row's stratum drawn from the training part ``train`` alone (a number's
+    quantile bins, whose edges a test row never moves); a grouped plan (``--group``) keeps whole groups, as many
+    as make up ``size``, and its groups, so the inner holdouts stay by group."""
+    folds = []
+    for index, (train, test) in enumerate(plan.folds):
+        labels = y if strata is None else strata(y, train)
+        if plan.groups is not None:
+            from .word_curves import sentence_subsample
 
-        groups = plan.groups
-        folds = [
-            (sentence_subsample(groups, train, size, seed + 7 * index, y), test)
-            for index, (train, test) in enumerate(plan.folds)
-        ]
-    else:
-        folds = [(subsample(y, train, size, seed + 7 * index), test) for index, (train, test) in enumerate(plan.folds)]
+            folds.append((sentence_subsample(plan.groups, train, size, seed + 7 * index, labels), test))
+        else:
+            folds.append((subsample(labels, train, size, seed + 7 * index), test))
     return Plan(plan.evaluation, folds, list(plan.dev), plan.groups)

@@ -34,7 +34,7 @@ CURVE_COLUMNS = [
     "spearman",
     "evaluation",
 ]
-STRATA = 5  # learning curves subsample each training part stratified by quantile bins of the target
+STRATA = 5  # learning curves subsample each training part stratified by quantile bins of its targets
 
 
 @dataclass(frozen=True)
@@ -102,20 +102,25 @@ def run_probe_job(job: FeatureJob, inputs: RegressionInputs) -> list[dict]:
     return records
 
 
+def training_strata(y: np.ndarray, train: np.ndarray) -> np.ndarray:
+    """Every row's quantile bin of the target (``STRATA`` bins), the edges drawn from the training part ``train``
+    alone: what a learning curve subsamples that part by (the test rows' targets never move an edge)."""
+    edges = np.quantile(y[train], np.linspace(0, 1, STRATA + 1)[1:-1])
+    return np.searchsorted(edges, y, side="right")
+
+
 def run_curve_job(job: FeatureJob, inputs: RegressionInputs, sizes: list[float]) -> list[dict]:
     """Learning-curve points of one job: the same outer folds, each training part subsampled (stratified
-    by quantile bins of the target), the test part unchanged."""
+    by quantile bins of its own targets, ``training_strata``), the test part unchanged."""
     from threadpoolctl import threadpool_limits
 
     from ..analyses.curves import subsampled_plan
 
-    edges = np.quantile(inputs.y, np.linspace(0, 1, STRATA + 1)[1:-1])
-    strata = np.searchsorted(edges, inputs.y, side="right")
     records = []
     with threadpool_limits(limits=inputs.threads):
         data = load_job_features(job, inputs.kept, inputs.allow_partial)
         for size in sizes:
-            plan = subsampled_plan(inputs.plan, strata, size, inputs.seed)
+            plan = subsampled_plan(inputs.plan, inputs.y, size, inputs.seed, training_strata)
             for classifier in job.classifiers:
                 folds = fit_folds(classifier, data, [inputs.y], replace(inputs, plan=plan))[0]
                 row = rm.summarise(plan, inputs.y, folds, min(inputs.n_bootstrap, 200), inputs.seed)

@@ -268,3 +268,31 @@ def test_sweep_refuses_a_forced_regression(score_features):
 
     with pytest.raises(InputError, match="classification-only"):
         from_probe_options(score_features, True, {"label": "score", "task": "regression"})
+
+
+def test_learning_curves_stratify_each_training_part_by_its_own_quantiles(score_features, monkeypatch):
+    """A regression curve subsamples each training part stratified by quantile bins of the target: bins whose edges
+    come from that training part alone. Here every test row's target lies above every training row's, so bins
+    drawn from all the rows (the test rows' targets moving the edges) would put the training rows in other bins."""
+    from featx.probing import evaluation as ev
+    from featx.probing.analyses import curves
+    from featx.probing.inputs import FeatureJob
+    from featx.probing.tasks import regression_jobs
+    from featx.selection import LayerSpec
+
+    rng = np.random.default_rng(0)
+    train, test = np.arange(80), np.arange(80, 100)
+    y = np.concatenate([rng.uniform(0, 1, len(train)), rng.uniform(100, 101, len(test))])
+    plan = ev.Plan("split", [(train, test)], [None])
+    inputs = regression_jobs.RegressionInputs(False, np.arange(100), y, None, plan, "score", (1.0,), 0, 20, 1)
+    seen, subsample = [], curves.subsample
+    monkeypatch.setattr(
+        curves, "subsample", lambda labels, rows, *rest: seen.append((labels, rows)) or subsample(labels, rows, *rest)
+    )
+    job = FeatureJob("main", str(score_features), LayerSpec("1", (1,)), "mean", ["ridge"])
+    regression_jobs.run_curve_job(job, inputs, [0.5])
+    ((labels, rows),) = seen
+    np.testing.assert_array_equal(rows, train)
+    edges = np.quantile(y[train], [0.2, 0.4, 0.6, 0.8])
+    np.testing.assert_array_equal(labels[train], np.searchsorted(edges, y[train], side="right"))
+    assert np.bincount(labels[train]).tolist() == [16] * 5  # five bins of the training part, even
