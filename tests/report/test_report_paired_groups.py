@@ -68,3 +68,21 @@ def test_a_grouped_split_resamples_whole_groups():
     plan = _plan(meta, np.zeros(5, int), ["a", "b"], None, groups)
     assert plan.is_split and list(plan.groups) == list(groups.codes) and len(set(plan.groups)) == 3
     assert plan.groups[0] == plan.groups[2] and plan.groups[1] == plan.groups[4]
+
+
+@pytest.mark.slow
+def test_a_grouped_regression_run_is_tested_on_its_own_folds_of_whole_groups(grouped_file, tmp_path):
+    """The same for a regression label: no doc on both sides of a rebuilt fold, and each layer's mean r2 over
+    those folds is the score the probe reported."""
+    result = featx.probe(
+        grouped_file, label="score", group="doc", output=tmp_path / "run", **{**QUICK, "layers": "1,2"}
+    )
+    meta = load_results(result.csv_path)[1]
+    frame, _, y, _, read, scoring, plan, _ = _paired_inputs(meta, meta, "r2")
+    groups = run_groups(meta, read_csv(predictions_path(meta), dtype=str, keep_default_na=False)).codes
+    assert plan.evaluation == "5-fold cv by doc"
+    assert all(not len(np.intersect1d(groups[train], groups[test])) for train, test in plan.folds)
+    singles = result.table[(result.table.kind == "single") & (result.table.classifier != "majority")]
+    for _, row in singles.iterrows():
+        predicted = read(frame[f"layer_{row.layer_spec}"])
+        assert np.mean([scoring.value(y[test], predicted[test]) for _, test in plan.folds]) == pytest.approx(row.r2)
