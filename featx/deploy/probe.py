@@ -4,6 +4,8 @@ extraction settings, only up to its highest layer) or from precomputed features.
 
 from __future__ import annotations
 
+import re
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -179,6 +181,18 @@ class Probe:
                 raise self._own_length(error, config.max_length) from None
         return self._encoders[key]
 
+    @contextmanager
+    def bundle_settings(self, overrides: dict):
+        """Refusals of the settings this bundle made (while they are checked and the model loads) said as its
+        extraction fields: the user typed no ``--pool-at`` or ``--model``; the caller's ``overrides`` as they are."""
+        from ..errors import ModelError
+
+        try:
+            yield
+        except (InputError, ModelError) as error:
+            where = f"bundle {self.path}" if self.path is not None else "this probe"
+            raise as_bundle_field(error, self.extraction, where, overrides) from None
+
     def _own_length(self, error: InputError, asked: int | None) -> InputError:
         """A ``--max-length`` refusal of the bundle's own length, said as the bundle's field (the user passed no
         such option); any other error as it is."""
@@ -222,7 +236,7 @@ class Probe:
         encoder runs only up to the highest layer read. ``overrides``: ``embed`` options (device, batch_size).
         A word probe: ``texts`` are sentences (lists of words, or strings split on whitespace), and the matrix
         has a row per word of every sentence in turn (``word_features``)."""
-        from ..extraction import as_texts, embed_config, encode
+        from ..extraction import as_texts, chat_template_of, embed_config, encode
 
         if self.level == "word":
             return self.word_features(texts, **overrides)[0]
@@ -230,11 +244,15 @@ class Probe:
             texts, text_pairs = _split_pairs(texts)
         text_list = as_texts(texts, "texts")
         pairs = as_texts(text_pairs, "text_pairs") if text_pairs is not None else None
-        options = self._options(overrides)
-        if pairs is None:
-            options.pop("pair_mode", None)
-        config = embed_config(text_list, pairs, **options)
-        embeddings = encode(self._encoder(config), config, text_list, pairs)
+        with self.bundle_settings(overrides):
+            options = self._options(overrides)
+            if pairs is None:
+                options.pop("pair_mode", None)
+            config = embed_config(text_list, pairs, **options)
+            encoder = self._encoder(config)
+            if config.chat_template:  # a recorded chat template needs one in this model's tokenizer
+                chat_template_of(encoder.tokenizer, config.model)
+        embeddings = encode(encoder, config, text_list, pairs)
         self._check_encoder(embeddings.model.get("model_sha256"))
         mode = self.extraction.get("pair_mode")
         contrast = bool(self.extraction.get("option_contrast"))
@@ -249,11 +267,13 @@ class Probe:
         if self.level != "word":
             raise InputError("this probe reads sentences, not words", "use features(texts)")
         words = as_sentences(sentences)
-        options = self._options(overrides)
-        options.pop("poolings", None)
-        options.pop("pair_mode", None)
-        config = word_config(**options, poolings="mean", word_pooling=self.pooling)
-        vectors = encode_words(self._encoder(config), config, words)
+        with self.bundle_settings(overrides):
+            options = self._options(overrides)
+            options.pop("poolings", None)
+            options.pop("pair_mode", None)
+            config = word_config(**options, poolings="mean", word_pooling=self.pooling)
+            encoder = self._encoder(config)
+        vectors = encode_words(encoder, config, words)
         self._check_encoder(vectors.model.get("model_sha256"))
         return vectors.array(self.spec.layers[0], self.pooling), vectors.word_offsets
 
@@ -276,6 +296,39 @@ class Probe:
             X, offsets = self.word_features(texts, **overrides)
             return self._per_sentence(self.predict_proba_features(X), offsets)
         return self.predict_proba_features(self.features(texts, text_pairs, **overrides))
+
+
+# The embed options a bundle's extraction fields set, by the flag featx extract's checks name them with: a refusal of
+# one of them, when the caller did not pass that option, is said as the bundle's field (the user typed no such flag).
+FLAG_FIELDS = {
+    "--model": ("model_path", "model"),
+    "--dtype": ("compute_dtype", "option_dtype"),
+    "--long": ("long_inputs",),
+    "--stride": ("stride",),
+    "--pair-mode": ("pair_mode",),
+    "--template": ("option_template",),
+    "--chat-template": ("option_chat_template",),
+    "--system": ("option_system",),
+    "--pool-at": ("option_pool_at",),
+    "--contrast": ("option_contrast",),
+}
+
+
+def as_bundle_field(error: Any, extraction: dict, where: str, overrides: dict) -> Any:
+    """``error`` of the embed settings a bundle made, said as the bundle's extraction field when it names a flag
+    the bundle set (and ``overrides``, the caller's own options, did not); any other error as it is."""
+    from .checks import REFIT_HINT
+
+    flag = re.match(r"--[a-z][a-z-]*", error.message)
+    if flag is None or flag.group() not in FLAG_FIELDS or flag.group()[2:].replace("-", "_") in overrides:
+        return error
+    field = next((name for name in FLAG_FIELDS[flag.group()] if extraction.get(name) not in (None, "")), None)
+    if field is None:
+        return error
+    shown = str(extraction[field])
+    shown = shown if len(shown) <= 40 else shown[:40] + "..."
+    message = f"{where}: its extraction field '{field}' ({shown!r}) cannot be used: {error.message}"
+    return type(error)(message, REFIT_HINT)  # an InputError or a ModelError, as it was
 
 
 def prompt_options(extraction: dict) -> dict:

@@ -75,6 +75,7 @@ _HOMES = {
     "ANSWER_FIELD": "inputs.templates",
     "parse_template": "inputs.templates",
     "with_text_field": "inputs.templates",
+    "chat_template_of": "inputs.templates",
     "DEFAULT_MODEL": "model.files",
     "local_model_folder": "model.files",
     "weight_files": "model.files",

@@ -58,3 +58,26 @@ def test_a_recorded_model_path_too_long_for_a_path_falls_back_to_the_models_name
 
     assert model_folder({"model_path": "y" * 300, "model": str(tiny_model)}) == tiny_model.resolve()
     assert model_folder({"model_path": "y" * 300, "model": "x" * 300}) is None
+
+
+def test_a_refusal_of_a_bundles_setting_is_said_as_its_field_unless_the_caller_gave_it():
+    from featx.deploy.probe import as_bundle_field
+    from featx.errors import InputError, ModelError
+
+    extraction = {"option_pool_at": "bogus", "model_path": "/gone/model", "model": "m"}
+    error = InputError("--pool-at 'bogus' is not understood", "use last")
+    said = as_bundle_field(error, extraction, "bundle b.featx", {})
+    assert type(said) is InputError
+    assert said.message == (
+        "bundle b.featx: its extraction field 'option_pool_at' ('bogus') cannot be used: --pool-at 'bogus' is not "
+        "understood"
+    )
+    assert as_bundle_field(error, extraction, "bundle b.featx", {"pool_at": "bogus"}) is error  # the caller's own
+    model = ModelError("--model /gone/model is not a usable name", "give a folder")
+    assert type(as_bundle_field(model, extraction, "b", {})) is ModelError  # the same kind of error, reworded
+    assert "field 'model_path'" in as_bundle_field(model, extraction, "b", {}).message
+    other = InputError("--layer 9 is not stored")  # an option no bundle field sets
+    assert as_bundle_field(other, extraction, "b", {}) is other
+    assert as_bundle_field(InputError("--contrast 'x' needs two answers"), extraction, "b", {}).message.startswith(
+        "--contrast"
+    )  # a flag the bundle did not set

@@ -182,7 +182,21 @@ CASES = {
     ),
     "a model name too long for a path, resealed": (
         _resealed(lambda b: (_set_extraction("model", "x" * 300)(b), _set_extraction("model_path", "y" * 300)(b))),
-        r"--model y{80}\.\.\. is not a usable name \(File name too long\)",
+        r"its extraction field 'model_path' \('y{40}\.\.\.'\) cannot be used: --model y{80}\.\.\. is not a usable "
+        r"name \(File name too long\)",
+    ),
+    # refusals of featx extract's own checks, said as the bundle's field: the user typed no such flag
+    "a pool-at featx cannot read, resealed": (
+        _resealed(_set_extraction("option_pool_at", "bogus")),
+        r"its extraction field 'option_pool_at' \('bogus'\) cannot be used: --pool-at 'bogus' is not understood",
+    ),
+    "a contrast of one answer, resealed": (
+        _resealed(_set_extraction("option_contrast", "yes")),
+        r"its extraction field 'option_contrast' \('yes'\) cannot be used: --contrast 'yes' needs at least two",
+    ),
+    "a chat template this model's tokenizer lacks, resealed": (
+        _resealed(_set_extraction("option_chat_template", True)),
+        r"its extraction field 'option_chat_template' \('True'\) cannot be used: --chat-template: the tokenizer",
     ),
     "a template naming another column, resealed": (
         _resealed(_set_extraction("option_template", "Review: {text} ({topic})")),
