@@ -13,7 +13,7 @@ import numpy as np
 
 from ..errors import InputError
 from .config import MASK_RATE
-from .stats import mean_interval
+from .stats import mean_interval, paired_p_value
 
 BATCH = 16
 
@@ -152,20 +152,20 @@ def row_losses(plan, forward, head: LMHead, maps=()) -> np.ndarray:
 
 def loss_row(plan, forward, head: LMHead, edit, control) -> dict:
     """The loss before, after and after the control (means over rows, with intervals), and the paired t-tests of
-    after against before and against the control."""
-    from scipy import stats
-
+    after against before and against the control (with ``--group``, both by whole groups)."""
     from .outputs import output_record
 
     if head.base is None:
         head.base = row_losses(plan, forward, head)
     after, controlled = row_losses(plan, forward, head, (edit,)), row_losses(plan, forward, head, (control,))
-    values = {"before": mean_interval(head.base), "after": mean_interval(after), "control": mean_interval(controlled)}
+    groups = plan.row_groups
+    values = {key: mean_interval(losses, groups) for key, losses in (("before", head.base), ("after", after))}
+    values["control"] = mean_interval(controlled, groups)
     name = "next-token loss" if plan.provenance.causal else "masked-token loss"
     record = output_record(name, "loss", max(plan.stored_layers), values)
     for key, other in (("p_after", head.base), ("p_control", controlled)):
         same = np.allclose(after, other)
-        record[key] = 1.0 if same else float(stats.ttest_rel(after, other).pvalue)
+        record[key] = 1.0 if same else paired_p_value(after, other, groups)
     return record
 
 

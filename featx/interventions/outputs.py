@@ -22,12 +22,13 @@ def output_record(name: str, role: str, layer: int, values: dict) -> dict:
 
 
 def drift_row(plan, base, edited, control) -> dict:
-    """The mean cosine of the last stored layer's edited (and control) vectors to the unedited ones."""
+    """The mean cosine of the last stored layer's edited (and control) vectors to the unedited ones (with
+    ``--group``, its interval by whole groups)."""
     top = max(plan.stored_layers)
     reference = base.array(top, plan.pooling)
     values = {"before": (1.0, 1.0, 1.0)}
     for key, run in (("after", edited), ("control", control)):
-        values[key] = mean_interval(cosines(reference, run.array(top, plan.pooling)))
+        values[key] = mean_interval(cosines(reference, run.array(top, plan.pooling)), plan.row_groups)
     return output_record("last-layer cosine", "drift", top, values)
 
 
@@ -46,7 +47,8 @@ def _test_rows(plan, bundle) -> tuple[np.ndarray, np.ndarray] | None:
 
 
 def bundle_rows(plan, base, edited, control) -> list[dict]:
-    """The share of the bundle's predictions that flip (after, control) and its test accuracy before and after."""
+    """The share of the bundle's predictions that flip (after, control) and its test accuracy before and after
+    (with ``--group``, their intervals by whole groups)."""
     bundle = plan.bundle
     if bundle is None:
         return []
@@ -57,12 +59,15 @@ def bundle_rows(plan, base, edited, control) -> list[dict]:
     }
     flips = {"before": (0.0, 0.0, 0.0)}
     for key in ("after", "control"):
-        flips[key] = share_interval(predicted[key] != predicted["before"])
+        flips[key] = share_interval(predicted[key] != predicted["before"], groups=plan.row_groups)
     rows = [output_record(f"{bundle.label} bundle: flipped", "bundle", layer, flips)]
     found = _test_rows(plan, bundle) if bundle.classes is not None else None
     if found is not None and len(found[0]):
         test, truth = found
-        accuracy = {key: share_interval(np.asarray(value)[test] == truth) for key, value in predicted.items()}
+        groups = None if plan.row_groups is None else plan.row_groups[test]
+        accuracy = {
+            key: share_interval(np.asarray(value)[test] == truth, groups=groups) for key, value in predicted.items()
+        }
         rows.append(output_record(f"{bundle.label} bundle: accuracy", "bundle", layer, accuracy))
     return rows
 

@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from ..errors import InputError
 from ..store import FeatureFile, open_features
 from .config import InterveneConfig
@@ -33,6 +35,7 @@ class InterventionPlan:
     notes: tuple[str, ...] = ()
     site_widths: Any = None  # --site: {site: the stored site's width}
     group_meta: Any = None  # --group: ``{"group", "n_groups"}`` of the label's rows, as featx probe's meta records
+    row_groups: Any = None  # --group: a group code per row of the file (the drift, bundle and loss rows' units)
 
 
 def _label(features: FeatureFile, config: InterveneConfig, bundle) -> str:
@@ -109,6 +112,27 @@ def _group_meta(features: FeatureFile, config: InterveneConfig, label: str, note
     return load_task(features, label, 5, config.seed, config.group, notes).group_meta()
 
 
+def _row_groups(features: FeatureFile, config: InterveneConfig, notes: list[str]) -> np.ndarray | None:
+    """``--group``: the group of every row of the file, the unit of the drift, bundle and loss rows' intervals and
+    tests, which read every row (labelled or not); a row without a group (never one of the label's, which
+    ``_group_meta`` checked) is a group of its own. None without ``--group``."""
+    if config.group is None:
+        return None
+    from ..probing import group_codes
+
+    codes = np.asarray(group_codes(features, config.group), np.int64).copy()
+    missing = codes < 0
+    codes[missing] = codes.max(initial=-1) + 1 + np.arange(int(missing.sum()))
+    alone = f", {int(missing.sum())} row(s) without a group each one of its own" if missing.any() else ""
+    notes.append(
+        f"the drift, bundle and loss rows' intervals and the loss's paired tests take the groups of --group "
+        f"{config.group} as their units ({len(np.unique(codes))} groups over the file's {len(codes)} rows{alone}): "
+        "the means' standard errors cluster-robust (t with groups - 1 degrees of freedom), the shares' Wilson "
+        "intervals at the groups' effective sample size"
+    )
+    return codes
+
+
 def _pooling(features: FeatureFile, config: InterveneConfig) -> str:
     pooling = config.pooling or ("mean" if "mean" in features.poolings else features.poolings[0])
     if pooling not in features.poolings:
@@ -171,6 +195,7 @@ def make_plan(config: InterveneConfig) -> InterventionPlan:
         label = _label(features, config, bundle)
         amnesic, notes = _amnesic(features, config, label)
         group_meta = _group_meta(features, config, label, notes)
+        row_groups = _row_groups(features, config, notes)
         if bundle is not None:
             check_bundle(bundle, config, provenance, features)
             seen = seen_rows_note(bundle, config, features)
@@ -190,6 +215,7 @@ def make_plan(config: InterveneConfig) -> InterventionPlan:
             site_widths=_site_widths(features, config),
             notes=tuple(notes),
             group_meta=group_meta,
+            row_groups=row_groups,
         )
     return plan
 

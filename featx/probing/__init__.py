@@ -100,6 +100,7 @@ _HOMES = {
     "grouped_folds": "evaluation.groups",
     "stratified_group_splits": "evaluation.groups",
     "group_rows": "tasks.sentences",
+    "group_codes": "tasks.sentences",
     "group_option": "config",
     "check_group": "config",
     "refuse_word_group": "config",

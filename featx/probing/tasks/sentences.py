@@ -169,6 +169,13 @@ def group_rows(
     return groups
 
 
+def group_codes(features: FeatureFile, name: str) -> np.ndarray:
+    """A code per group of every stored row by the stored label column ``name`` (-1: a row without a group, which
+    ``group_rows`` refuses among the labelled rows; ``featx intervene --group`` counts it a group of its own where
+    it reads every row of the file)."""
+    return _group_column(features, name, None, "id")[0]
+
+
 def _group_column(
     features: FeatureFile, name: str, labels: str | Path | None, join: str
 ) -> tuple[np.ndarray, list[str]]:
