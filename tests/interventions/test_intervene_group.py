@@ -71,3 +71,145 @@ def test_steering_has_no_folds_to_group():
 
 def test_the_cli_lists_the_flag():
     assert "--group" in CliRunner().invoke(main, ["intervene", "--help"]).output
+
+
+def _recorded(monkeypatch, module, name: str) -> list:
+    """The arguments of every call of ``module.name`` (still called)."""
+    calls: list = []
+    original = getattr(module, name)
+
+    def record(*args, **kwargs):
+        calls.append((args, kwargs))
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(module, name, record)
+    return calls
+
+
+def _drift(result) -> list[tuple[float, float, float]]:
+    row = result.table[result.table.role == "drift"].iloc[0]
+    return [(row[key], row[f"{key}_low"], row[f"{key}_high"]) for key in ("after", "control")]
+
+
+@pytest.mark.slow  # two runs of the experiment (~3 s)
+def test_the_drift_is_read_by_whole_groups_and_a_row_without_a_group_is_its_own(grouped_file, tmp_path, monkeypatch):
+    import shutil
+
+    import h5py
+
+    from featx.interventions import outputs, stats
+
+    path = tmp_path / "unlabelled.features.h5"
+    shutil.copy(grouped_file, path)
+    with h5py.File(path, "r+") as file:
+        file["labels/label"][15] = -1  # the row 'partial' leaves without a group, unlabelled: not refused
+    calls = _recorded(monkeypatch, outputs, "mean_interval")
+    grouped = intervene(path, group="partial", **QUICK)
+    plain = intervene(path, **QUICK)
+    documents = np.repeat(np.arange(24), 5)
+    expected = documents.copy()
+    expected[15] = 24  # alone, beside d3's other four rows
+    for (values, groups), got in zip(((call[0][0], call[0][1]) for call in calls[:2]), _drift(grouped), strict=True):
+        assert np.array_equal(groups[:, None] == groups[None, :], expected[:, None] == expected[None, :])
+        assert got == stats.mean_interval(values, expected)
+        rowwise = stats.mean_interval(values)
+        assert got[0] == rowwise[0] and got[1:] != rowwise[1:]  # the same mean, another interval
+    assert any(
+        "(25 groups over the file's 120 rows, 1 row(s) without a group each one of its own)" in note
+        for note in grouped.notes
+    )
+    for (values, groups), got in zip(((call[0][0], call[0][1]) for call in calls[2:]), _drift(plain), strict=True):
+        assert groups is None and got == stats.mean_interval(values)
+    assert not any("take the groups of --group" in note for note in plain.notes)
+
+
+class _Bundle:
+    """A bundle of 'label' at layer 1 that predicts what its planted predictions say for each pass's matrix."""
+
+    label, layers, pooling, classes = "label", [1], "mean", ["neg", "pos"]
+    spec = type("Spec", (), {"kind": "single"})()
+
+    def __init__(self, predictions: dict):
+        self.predictions = predictions
+
+    def predict_features(self, matrix):
+        return self.predictions[float(matrix[0, 0])]
+
+
+def _pass(tag: float, n: int = 120):
+    from types import SimpleNamespace
+
+    return SimpleNamespace(array=lambda layer, pooling: np.full((n, 2), tag))
+
+
+def test_the_bundle_rows_share_by_whole_groups(grouped_file):
+    from types import SimpleNamespace
+
+    from featx.interventions.outputs import bundle_rows
+    from featx.interventions.stats import share_interval
+    from featx.store import open_features
+
+    with open_features(grouped_file) as features:
+        truth = np.asarray(features.label_names("label"), dtype=object)[features.labels("label")]
+    documents = np.repeat(np.arange(24), 5)
+    rng = np.random.default_rng(0)
+    flipped = (rng.random(24) < 0.3)[documents]  # the edit flips whole documents
+    after = np.where(flipped, np.where(truth == "pos", "neg", "pos"), truth).astype(object)
+    control = np.where(rng.random(120) < 0.05, np.where(truth == "pos", "neg", "pos"), truth).astype(object)
+    bundle = _Bundle({0.0: truth, 1.0: after, 2.0: control})
+    rows = {}
+    for groups in (documents, None):
+        plan = SimpleNamespace(bundle=bundle, features=grouped_file, row_groups=groups)
+        rows[groups is None] = bundle_rows(plan, _pass(0.0), _pass(1.0), _pass(2.0))
+    grouped, plain = rows[False], rows[True]
+    assert [row["name"] for row in grouped] == ["label bundle: flipped", "label bundle: accuracy"]
+    for key, hits in (("after", after != truth), ("control", control != truth)):
+        got = (grouped[0][key], grouped[0][f"{key}_low"], grouped[0][f"{key}_high"])
+        assert got == share_interval(hits, groups=documents)
+        assert (plain[0][key], plain[0][f"{key}_low"], plain[0][f"{key}_high"]) == share_interval(hits)
+    assert grouped[0]["after_high"] - grouped[0]["after_low"] > 1.5 * (plain[0]["after_high"] - plain[0]["after_low"])
+    assert (grouped[1]["after"], grouped[1]["after_low"]) == share_interval(after == truth, groups=documents)[:2]
+    assert (plain[1]["after"], plain[1]["after_low"]) == share_interval(after == truth)[:2]
+
+
+def test_the_loss_and_its_paired_tests_by_whole_groups(monkeypatch):
+    from types import SimpleNamespace
+
+    from scipy import stats as scipy_stats
+
+    from featx.interventions import loss
+    from featx.interventions.stats import mean_interval, paired_p_value
+
+    documents = np.repeat(np.arange(12), 5)
+    rng = np.random.default_rng(1)
+    base = 3 + rng.standard_normal(12)[documents] + 0.1 * rng.standard_normal(60)
+    after = base + 0.3 + 0.5 * rng.standard_normal(12)[documents] + 0.05 * rng.standard_normal(60)
+    control = base + 0.02 * rng.standard_normal(60)
+    monkeypatch.setattr(
+        loss, "row_losses", lambda plan, forward, head, maps=(): {(): base, ("e",): after}.get(maps, control)
+    )
+    records = {}
+    for groups in (documents, None):
+        plan = SimpleNamespace(row_groups=groups, provenance=SimpleNamespace(causal=False), stored_layers=(0, 1, 2))
+        records[groups is None] = loss.loss_row(plan, None, loss.LMHead(None, ""), "e", "c")
+    grouped, plain = records[False], records[True]
+    for key, values in (("before", base), ("after", after), ("control", control)):
+        assert (grouped[key], grouped[f"{key}_low"], grouped[f"{key}_high"]) == mean_interval(values, documents)
+        assert (plain[key], plain[f"{key}_low"], plain[f"{key}_high"]) == mean_interval(values)
+    assert grouped["p_after"] == paired_p_value(after, base, documents)
+    assert grouped["p_control"] == paired_p_value(after, control, documents)
+    assert plain["p_after"] == scipy_stats.ttest_rel(after, base).pvalue  # as before --group existed
+    assert grouped["p_after"] > 10 * plain["p_after"]
+
+
+def test_steering_and_its_answers_refuse_a_group():
+    with pytest.raises(InputError, match="--edit steer fits no probe by folds"):
+        InterveneConfig(
+            features="x.h5",
+            edit="steer",
+            toward="pos",
+            at="1",
+            template="Review: {text} Sentiment:",
+            answers=" good, bad",
+            group="doc",
+        )

@@ -118,7 +118,7 @@ def _old_share_interval(hits, total=None):
 
 def test_without_groups_and_with_one_row_per_group_every_number_is_the_row_wise_one():
     rng = np.random.default_rng(5)
-    for trial in range(300):
+    for trial in range(120):
         n = int(rng.integers(0, 200))
         values = rng.standard_normal(n) * rng.exponential(3.0) + 50 * rng.standard_normal()
         if n and trial % 5 == 0:
