@@ -130,10 +130,12 @@ def format_table(result: InterveneResult) -> str:
     table = result.table
     if "alpha" in table.columns:
         return _format_steering(result)
+    grouped = result.meta.get("group")
+    by = f"; by whole groups of {grouped}" if grouped else ""  # --group: every interval and test takes whole groups
     lines = [
         f"{result.meta.get('edit')} of '{result.meta.get('label')}' ({result.meta.get('pooling')} pooling); "
         "before / after / random control, 95% intervals; p: after vs before / after vs control, Holm-adjusted "
-        "(the loss: paired t-tests)"
+        f"(the loss: paired t-tests){by}"
     ]
     for layer, group in table.groupby("edit_layer", sort=False):
         lines.append(f"edit at layer {layer} (rank {group['rank'].iloc[0]}):")

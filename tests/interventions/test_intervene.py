@@ -110,6 +110,9 @@ def test_the_printout_gives_the_tests_the_csv_holds():
     meta = {"edit": "erase", "label": "animal", "pooling": "mean"}
     printed = format_table(InterveneResult(pd.DataFrame([probe, loss]), meta, Path("x"))).splitlines()
     assert printed[2].endswith("p 0.02 / 0.06") and printed[3].endswith("p 0.414 / 0.269")
+    assert printed[0].endswith("(the loss: paired t-tests)")
+    grouped = format_table(InterveneResult(pd.DataFrame([probe, loss]), {**meta, "group": "doc"}, Path("x")))
+    assert grouped.splitlines()[0].endswith("(the loss: paired t-tests); by whole groups of doc")  # --group's
 
 
 def test_erasing_at_the_top_of_a_decoder_sends_its_probe_to_chance(tmp_path):
