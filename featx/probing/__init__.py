@@ -88,6 +88,7 @@ _HOMES = {
     "SIGNIFICANCE_ALPHA": "evaluation.significance:ALPHA",
     "holm": "evaluation.significance",
     "fit_linear": "evaluation.core",
+    "fit_mlp": "evaluation.core",
     "fit_scaler": "evaluation.core",
     "STACK_INNER_FOLDS": "evaluation.core",
     "stack_folds": "evaluation.core",

@@ -127,8 +127,7 @@ def test_every_holdout_keeps_a_sentence_whole(word_features, monkeypatch, classi
 
         return inner_split
 
-    monkeypatch.setattr(core, "inner_split", spy(core.inner_split))
-    monkeypatch.setattr(heads, "inner_split", spy(heads.inner_split))
+    monkeypatch.setattr(core, "inner_split", spy(core.inner_split))  # the C holdout and the mlp's (core.fit_mlp)
     featx.fit(features, label="upos", layer="1", pooling="mean", folds=3, classifier=classifier, write=False, jobs=1)
     with featx.open(features) as file:
         sentence = file.word_sentence()[file.word_labels("upos") >= 0]
