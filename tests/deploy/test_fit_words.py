@@ -139,6 +139,21 @@ def test_every_holdout_keeps_a_sentence_whole(word_features, monkeypatch, classi
     assert len(final) == len(training) and np.array_equal(np.unique(training, return_inverse=True)[1], final)
 
 
+@pytest.mark.parametrize("classifier", ["logreg", "svm", "mlp"])
+def test_without_a_val_split_fit_and_probe_hold_out_the_same_sentences(word_features, classifier):
+    """featx probe's word probes and featx fit's word heads choose C (stop an mlp) on one holdout of whole
+    training sentences, stratified by tag (``evaluation.inner_split``): the same head, the same test score. The
+    probe drew an unstratified sentence holdout of its own before."""
+    features, _ = word_features
+    fitted = featx.fit(features, label="upos", layer="1", pooling="mean", folds=3, classifier=classifier, write=False)
+    probed = featx.probe(
+        features, label="upos", layers="1", poolings="mean", classifiers=classifier, control=False, write=False, jobs=1
+    )
+    row = probed.table[(probed.table["kind"] == "single") & (probed.table["layer"] == 1)].iloc[0]
+    assert fitted.test["score"] == pytest.approx(float(row["accuracy"]), abs=1e-9)
+    assert fitted.probe.head.C == pytest.approx(float(row["C"])) or classifier == "mlp"
+
+
 def test_new_sentences_get_the_stored_word_vectors(fitted, word_features):
     features, test_file = word_features
     probe = featx.load(fitted.path)
