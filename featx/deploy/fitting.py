@@ -222,7 +222,8 @@ def fit(config: FitConfig | str | Path | None = None, report: Callable[[str], No
         with writing(plan.output):  # a full disk or a read-only folder: one line, no half-written bundle
             probe.path = path = write_bundle(probe, plan.output, overwrite=plan.config.overwrite)
     grouped = None if plan.config.group is None else plan.config.group
-    return FitResult(probe, path, plan.metric, candidates, test, plan.notes, _trained_on(plan, dev, opts["classifier"]), grouped)
+    trained_on = _trained_on(plan, dev, opts["classifier"])
+    return FitResult(probe, path, plan.metric, candidates, test, plan.notes, trained_on, grouped)
 
 
 def _dev_positions(plan: FitPlan, kind: str) -> np.ndarray | None:
@@ -238,11 +239,10 @@ def _trained_on(plan: FitPlan, dev: np.ndarray | None, classifier: str) -> str:
     items = "words" if plan.level == "word" else "rows"
     if dev is None:
         return f"trained on {len(plan.train)} {items} (every labelled {items[:-1]} outside the test split)"
-    if classifier == "mlp":
-        chosen = "early-stopped"
-    else:
-        chosen = f"its {'alpha' if plan.classes is None else 'C'} chosen"
-    sentences = f" of {len(np.unique(plan.grouping.codes[plan.dev]))} sentences" if plan.level == "word" else ""
+    chosen = "early-stopped" if classifier == "mlp" else f"its {'alpha' if plan.classes is None else 'C'} chosen"
+    sentences = ""
+    if plan.level == "word" and plan.grouping is not None and plan.dev is not None:  # a word's sentence
+        sentences = f" of {len(np.unique(plan.grouping.codes[plan.dev]))} sentences"
     return (
         f"trained on the {len(plan.train) - len(dev)} train {items}, {chosen} on the {len(dev)} val "
         f"{items}{sentences} (as featx probe trains)"

@@ -103,10 +103,9 @@ def test_an_mlp_head_early_stops_on_the_val_rows_as_probe_does(val_rows, monkeyp
         split = np.asarray(file.split, dtype=str)
     training = split[split != "test"]
     assert np.array_equal(heads_fitted[-1][1], np.flatnonzero(training == "val")) and len(holdouts) == 3
-    assert (
-        f"trained on the {int((split == 'train').sum())} train rows, early-stopped on the {int((split == 'val').sum())} "
-        "val rows (as featx probe trains)"
-    ) in fitted.summary()
+    n_train, n_val = int((split == "train").sum()), int((split == "val").sum())
+    trained = f"trained on the {n_train} train rows, early-stopped on the {n_val} val rows (as featx probe trains)"
+    assert trained in fitted.summary()
     probed = featx.probe(
         val_rows, label="label", layers="1", poolings="mean", classifiers="mlp", control=False, write=False, jobs=1
     )

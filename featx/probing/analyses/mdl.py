@@ -101,7 +101,7 @@ def held_out_splits(y: np.ndarray, seed: int, groups: np.ndarray | None = None) 
 
 def _group_splits(y: np.ndarray, groups: np.ndarray, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
     """The holdouts of ``held_out_splits`` drawn by group: 3 group folds of small sets, one ~20% of the
-    groups held out of large ones."""
+    groups held out of large ones (``evaluation.inner_split``: stratified as far as whole groups allow)."""
     rows = np.arange(len(y))
     unique = np.unique(groups)
     if len(unique) < 3:
