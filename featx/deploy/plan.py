@@ -16,6 +16,7 @@ from ..probing import (
     DEV_VALUES,
     HEAD_LABEL,
     TEST_VALUES,
+    TRAIN_VALUES,
     Groups,
     check_group_count,
     check_labels,
@@ -203,13 +204,15 @@ def _split(features: FeatureFile, rows: np.ndarray) -> tuple[np.ndarray, np.ndar
 
 def _dev(features: FeatureFile, rows: np.ndarray) -> np.ndarray | None:
     """Positions in ``rows`` (stored rows; a word label's: each word's sentence) of the val (dev) split's rows,
-    when the file has a test split and a val split."""
+    when the file has a train, a val and a test split. Without a train part the val rows are the training rows
+    (as featx probe's word probes train on a dev part then): None, the C chosen on a holdout of them."""
     split = features.split
     if split is None:
         return None
     values = np.char.lower(np.asarray(split, dtype=str)[rows])
     dev = np.flatnonzero(np.isin(values, DEV_VALUES))
-    return dev if len(dev) and np.isin(values, TEST_VALUES).any() else None
+    parts = np.isin(values, TEST_VALUES).any() and np.isin(values, TRAIN_VALUES).any()
+    return dev if len(dev) and parts else None
 
 
 def _classes_of_training(y, train, test, names, label) -> tuple[np.ndarray, list[str]]:

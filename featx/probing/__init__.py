@@ -76,6 +76,7 @@ _HOMES = {
     "regression_plan": "tasks.regression:make_plan",
     "DEV_VALUES": "evaluation.plans",
     "TEST_VALUES": "evaluation.plans",
+    "TRAIN_VALUES": "evaluation.plans",
     "check_labels": "evaluation.plans",
     "inner_split": "evaluation.plans",
     "confusion": "evaluation.metrics",

@@ -134,3 +134,20 @@ def test_without_a_val_split_an_mlp_head_is_the_one_fitted_before():
     expected = clf.head_scores(model, lambda r: Xs[r], rows).argmax(axis=1)
     assert np.array_equal(head.predict_codes(X), expected)
     np.testing.assert_allclose(head.weights["w1"], model.state_dict()["0.weight"].double().numpy().T)
+
+
+@pytest.mark.parametrize("level", ["word", "sentence"])
+def test_a_val_part_without_a_train_part_is_the_training_part(word_features, split_features, tmp_path, level):
+    """A split of val and test only (a treebank's dev and test files): the val rows are the training rows, their C
+    from a holdout of them, as featx probe's word probes train on a dev part. C was chosen on every training row
+    and fitted on none (a sentence label: ZeroDivisionError)."""
+    path = copy_features(word_features[0] if level == "word" else split_features, tmp_path)
+    with h5py.File(path, "r+") as file:
+        split = file["rows/split"]
+        values = [value.decode() if isinstance(value, bytes) else value for value in split[:]]
+        for row in [row for row, value in enumerate(values) if value == "train"]:
+            split[row] = "dev"
+    label = "upos" if level == "word" else "label"
+    fitted = featx.fit(path, label=label, layer="1", pooling="mean", folds=3, write=False)
+    assert fitted.probe.info["selection"]["n_val"] is None
+    assert any(line.startswith("trained on ") and "outside the test split" in line for line in fitted.summary())
