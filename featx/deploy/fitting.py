@@ -209,39 +209,43 @@ def fit(config: FitConfig | str | Path | None = None, report: Callable[[str], No
     read = stored_word_matrix if plan.level == "word" else stored_matrix
     with FeatureFile(plan.path) as features:
         X = read(features, best.spec, best.pooling, plan.rows)
-    dev = _dev_positions(plan, opts["classifier"], best.spec.kind)
+    dev = _dev_positions(plan, best.spec.kind)
     with threadpool_limits(limits=JOB_THREADS):  # small products: extra BLAS threads mostly spin
         holdout = _holdout_groups(plan)
         groups = None if holdout is None else holdout[plan.train]
         head = fit_any(opts["classifier"], take(X, plan.train), plan.y[plan.train], plan.classes, opts, dev, groups)
     test = _test_score(plan, head, take(X, plan.test)) if len(plan.test) else None
-    info = _info(plan, candidates, test)
+    info = _info(plan, candidates, test, dev)
     probe = Probe(head, best.spec, best.pooling, _extraction(plan), info)
     path = None
     if plan.config.write:
         with writing(plan.output):  # a full disk or a read-only folder: one line, no half-written bundle
             probe.path = path = write_bundle(probe, plan.output, overwrite=plan.config.overwrite)
     grouped = None if plan.config.group is None else plan.config.group
-    return FitResult(probe, path, plan.metric, candidates, test, plan.notes, _trained_on(plan, dev), grouped)
+    trained_on = _trained_on(plan, dev, opts["classifier"])
+    return FitResult(probe, path, plan.metric, candidates, test, plan.notes, trained_on, grouped)
 
 
-def _dev_positions(plan: FitPlan, classifier: str, kind: str) -> np.ndarray | None:
-    """Positions in the training rows of the val split's rows, for a linear or ridge head on one matrix (its C
-    or alpha is chosen on them, as featx probe chooses it); None otherwise."""
-    if plan.dev is None or classifier == "mlp" or kind == "stack":
+def _dev_positions(plan: FitPlan, kind: str) -> np.ndarray | None:
+    """Positions in the training rows (words) of the val split's, for a head on one matrix: its C or alpha is
+    chosen, or an mlp early-stopped, on them, as featx probe does; None without a val split, or for a stack."""
+    if plan.dev is None or kind == "stack":
         return None
     return np.flatnonzero(np.isin(plan.train, plan.dev))
 
 
-def _trained_on(plan: FitPlan, dev: np.ndarray | None) -> str:
+def _trained_on(plan: FitPlan, dev: np.ndarray | None, classifier: str) -> str:
     """Which rows the saved head was trained on: the line both featx fit and featx probe print."""
     items = "words" if plan.level == "word" else "rows"
     if dev is None:
         return f"trained on {len(plan.train)} {items} (every labelled {items[:-1]} outside the test split)"
-    strength = "alpha" if plan.classes is None else "C"
+    chosen = "early-stopped" if classifier == "mlp" else f"its {'alpha' if plan.classes is None else 'C'} chosen"
+    sentences = ""
+    if plan.level == "word" and plan.grouping is not None and plan.dev is not None:  # a word's sentence
+        sentences = f" of {len(np.unique(plan.grouping.codes[plan.dev]))} sentences"
     return (
-        f"trained on the {len(plan.train) - len(dev)} train {items}, its {strength} chosen on the {len(dev)} val "
-        f"{items} (as featx probe trains)"
+        f"trained on the {len(plan.train) - len(dev)} train {items}, {chosen} on the {len(dev)} val "
+        f"{items}{sentences} (as featx probe trains)"
     )
 
 
@@ -274,7 +278,7 @@ def _group_fields(plan: FitPlan) -> dict:
     return {"group": plan.grouping.column, "n_groups": plan.grouping.take(plan.train).count}
 
 
-def _info(plan: FitPlan, candidates: list[Candidate], test: dict | None) -> dict:
+def _info(plan: FitPlan, candidates: list[Candidate], test: dict | None, dev: np.ndarray | None) -> dict:
     def number(value):
         return float(value) if value is not None and np.isfinite(value) else None
 
@@ -288,6 +292,7 @@ def _info(plan: FitPlan, candidates: list[Candidate], test: dict | None) -> dict
             "folds": int(plan.config.folds),
             "seed": int(plan.config.seed),
             "n_train": int(len(plan.train)),
+            "n_val": None if dev is None else int(len(dev)),  # the final head's C (alpha, mlp stopping) chosen on
             "cv_score": number(candidates[0].score),
             "candidates": [{"layer": c.spec.name, "pooling": c.pooling, "score": number(c.score)} for c in candidates],
             "test": None if test is None else {key: number(value) for key, value in test.items()},

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..probing import build_mlp, fit_linear, fit_scaler, inner_split, train_head
+from ..probing import fit_linear, fit_mlp
 
 # The arrays of each kind of head, besides the scaler's mean and scale.
 ARRAYS = {"linear": ("coef", "intercept"), "ridge": ("coef", "intercept"), "mlp": ("w1", "b1", "w2", "b2")}
@@ -83,12 +83,11 @@ def fit_head(
 ) -> Head:
     """Train a head on exactly these rows (``X``, ``y``): the scaler, the C (or alpha) search on a holdout of
     them, then the final fit on all of them. ``classes`` None: regression (``y`` numbers), else ``y`` are codes
-    into ``classes``. ``dev``: positions of fixed validation rows (a corpus's val split) of a linear or ridge
-    head: trained on the other rows, its C (alpha) chosen on these, as ``featx probe`` does. ``groups``: each
-    row's group (``--group``): the holdout that chooses C (alpha), or early-stops an mlp, takes whole groups."""
-    linear = classifier != "mlp"
-    rows = np.arange(len(X)) if dev is None or not linear else np.setdiff1d(np.arange(len(X)), dev)
-    dev = dev if linear else None
+    into ``classes``. ``dev``: positions of fixed validation rows (a corpus's val split): the head is trained on
+    the other rows and its C (alpha) chosen, or an mlp early-stopped, on these, as ``featx probe`` does.
+    ``groups``: each row's group (``--group``, a word's sentence): without ``dev``, the holdout that chooses C
+    (alpha), or early-stops an mlp, takes whole groups."""
+    rows = np.arange(len(X)) if dev is None else np.setdiff1d(np.arange(len(X)), dev)
     if classifier == "ridge":
         from ..probing import fit_ridge
 
@@ -98,7 +97,7 @@ def fit_head(
         return Head("ridge", scaler.mean, scaler.scale, weights, None, float(alpha))
     assert classes is not None
     if classifier == "mlp":
-        head = _fit_mlp(X, y, len(classes), balanced, seed, groups)
+        head = _fit_mlp(X, y, rows, dev, len(classes), balanced, seed, groups)
         head.classes = list(classes)
         return head
     model, scaler, C, _ = fit_linear(classifier, X, y, rows, dev, tuple(cs), balanced, seed, groups)
@@ -121,18 +120,11 @@ def linear_weights(model, n_classes: int) -> dict[str, np.ndarray]:
     return {"coef": full_coef, "intercept": full_intercept}
 
 
-def _fit_mlp(X: np.ndarray, y: np.ndarray, n_classes: int, balanced: bool, seed: int, groups=None) -> Head:
-    """The probes' MLP head (``classifiers.build_mlp``), early-stopped on a holdout of these rows (of whole
-    groups with ``groups``)."""
-    import torch
-
-    rows = np.arange(len(X))
-    scaler = fit_scaler(X, rows)
-    Xs = torch.from_numpy(np.ascontiguousarray(scaler(X)))
-    fit_rows, val_rows = inner_split(y, rows, seed, groups)
-    torch.manual_seed(seed)
-    model = build_mlp(X.shape[1], n_classes)
-    train_head(model, lambda r: Xs[r], np.asarray(y, np.int64), fit_rows, val_rows, n_classes, seed, balanced)
+def _fit_mlp(X: np.ndarray, y: np.ndarray, rows, dev, n_classes: int, balanced: bool, seed: int, groups=None) -> Head:
+    """The probes' MLP head (``evaluation.fit_mlp``, as ``featx probe`` fits it): trained on ``rows``,
+    early-stopped on the ``dev`` rows (the val split) when given, else on a holdout of ``rows`` (of whole groups
+    with ``groups``)."""
+    model, scaler, _, _ = fit_mlp(X, np.asarray(y, np.int64), rows, dev, n_classes, balanced, seed, groups)
     state = {key: value.detach().double().numpy() for key, value in model.state_dict().items()}
     weights = {
         "w1": state["0.weight"].T.copy(),

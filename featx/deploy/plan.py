@@ -16,6 +16,7 @@ from ..probing import (
     DEV_VALUES,
     HEAD_LABEL,
     TEST_VALUES,
+    TRAIN_VALUES,
     Groups,
     check_group_count,
     check_labels,
@@ -80,8 +81,9 @@ class FitPlan:
     # the groups of ``rows`` that no fold, holdout or resample ever splits: a word label's sentences, or
     # --group COLUMN's groups (``config.group`` says which); None: rows are drawn one by one
     grouping: Groups | None = None
-    # positions in ``rows`` of the val split's rows (among ``train``): a linear or ridge head is trained on the
-    # other training rows and its C (alpha) chosen on these, as featx probe does; None without a val split
+    # positions in ``rows`` of the val split's rows (a word label: the val sentences' words; among ``train``): the
+    # final head is trained on the other training rows and its C (alpha) chosen, or its mlp early-stopped, on
+    # these, as featx probe does; None without a val split
     dev: np.ndarray | None = None
 
     @property
@@ -201,13 +203,16 @@ def _split(features: FeatureFile, rows: np.ndarray) -> tuple[np.ndarray, np.ndar
 
 
 def _dev(features: FeatureFile, rows: np.ndarray) -> np.ndarray | None:
-    """Positions in ``rows`` of the val (dev) split's rows, when the file has a test split and a val split."""
+    """Positions in ``rows`` (stored rows; a word label's: each word's sentence) of the val (dev) split's rows,
+    when the file has a train, a val and a test split. Without a train part the val rows are the training rows
+    (as featx probe's word probes train on a dev part then): None, the C chosen on a holdout of them."""
     split = features.split
     if split is None:
         return None
     values = np.char.lower(np.asarray(split, dtype=str)[rows])
     dev = np.flatnonzero(np.isin(values, DEV_VALUES))
-    return dev if len(dev) and np.isin(values, TEST_VALUES).any() else None
+    parts = np.isin(values, TEST_VALUES).any() and np.isin(values, TRAIN_VALUES).any()
+    return dev if len(dev) and parts else None
 
 
 def _classes_of_training(y, train, test, names, label) -> tuple[np.ndarray, list[str]]:
@@ -299,7 +304,8 @@ def _check_word_options(config: FitConfig, label: str) -> None:
 
 
 def _resolve_words(config: FitConfig, path: Path, features: FeatureFile, notes: list[str]) -> FitPlan:
-    """The plan of a word label: every labelled word an item, grouped by its sentence; the sentences' split."""
+    """The plan of a word label: every labelled word an item, grouped by its sentence; the sentences' split, whose
+    val sentences (``_dev``) choose the final head's C, or early-stop its mlp, as featx probe's word probes do."""
     label = _word_label(features, config, notes)
     if config.group is not None:
         refuse_word_group(label)
@@ -311,10 +317,11 @@ def _resolve_words(config: FitConfig, path: Path, features: FeatureFile, notes: 
     names = features.word_label_names(label)
     y, classes = _classes_of_training(codes[rows].astype(np.int64), train, test, names, label)
     candidates = _word_candidates(features, config)
+    dev = _dev(features, sentences)  # the val sentences' words
     return FitPlan(
         config, Path(path), _output(config, Path(path)), label, "classification", classes, rows, y, train, test,
         candidates, _metric(config, "classification"), features.fingerprint, _extraction(features),
-        list(features.layers), notes, level="word", grouping=_sentence_groups(sentences),
+        list(features.layers), notes, level="word", grouping=_sentence_groups(sentences), dev=dev,
     )  # fmt: skip
 
 

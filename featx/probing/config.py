@@ -214,7 +214,12 @@ class ProbeConfig(Options):
         help="A file of label columns (CSV/TSV/JSONL) joined to the stored rows, instead of the stored labels.",
     )
     join: str = join_option(LABEL)
-    bins: int | None = option(None, flag="--bins", group=LABEL, help="Probe a numeric label as N quantile bins.")
+    bins: int | None = option(
+        None,
+        flag="--bins",
+        group=LABEL,
+        help="Probe a numeric label as N quantile bins (under a split, of its train and val rows' values).",
+    )
     min_class_rows: int | None = option(
         None, flag="--min-class-rows", group=LABEL, help="Drop classes with fewer labelled rows (reported)."
     )

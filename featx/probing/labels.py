@@ -26,6 +26,7 @@ from ..io import (
 from ..options import Check, Options, option
 from ..store import FeatureFile
 from .config import check_join, join_option
+from .evaluation import split_parts
 
 
 @dataclass(frozen=True)
@@ -193,8 +194,33 @@ def _label_column_from(name: str, codes: np.ndarray, names: list[str]) -> LabelC
     return LabelColumn(name=name, codes=np.asarray(codes), names=list(names), numeric=numeric)
 
 
-def binned(column: LabelColumn, bins: int) -> LabelColumn:
-    """Quantile bins of a numeric column: ``bins`` classes (fewer when quantiles coincide)."""
+@dataclass(frozen=True)
+class Bins:
+    """``--bins``' class edges and the rows whose values drew them: the meta's ``bins``."""
+
+    edges: list[float]
+    rows: str  # "train and val" (a split's non-test rows) or "every labelled row" (cross-validation)
+    n_rows: int  # how many rows' values drew the edges
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"edges": self.edges, "rows": self.rows, "n_rows": self.n_rows}
+
+
+def bin_rows(present: np.ndarray, split: np.ndarray | None) -> tuple[np.ndarray, str]:
+    """The rows (of ``present``, the rows with a value) whose values draw ``--bins``' edges: under a split with
+    train and test rows, its train and val rows only (a test row's value never moves an edge); else (no split:
+    cross-validation) every row with a value, since the bins then define the label's classes for every fold."""
+    if split is not None:
+        train, test, dev = split_parts(np.asarray(split, dtype=object)[present])
+        if len(train) and len(test):
+            return present[np.sort(np.concatenate([train, dev]))], "train and val"
+    return present, "every labelled row"
+
+
+def binned(column: LabelColumn, bins: int, split: np.ndarray | None = None) -> tuple[LabelColumn, Bins]:
+    """Quantile bins of a numeric column: ``bins`` classes (fewer when quantiles coincide), their edges the
+    quantiles of the rows ``bin_rows`` picks by the stored rows' ``split`` (None: every row with a value). A value
+    beyond the outer edges (a test row's) falls in the first or the last bin."""
     if not column.numeric:
         raise InputError(
             f"--bins needs a numeric label; '{column.name}' has values such as '{column.names[0]}'",
@@ -202,7 +228,8 @@ def binned(column: LabelColumn, bins: int) -> LabelColumn:
         )
     values = column.values()
     present = ~np.isnan(values)
-    edges = np.unique(np.quantile(values[present], np.linspace(0, 1, int(bins) + 1)))
+    drawn, rows = bin_rows(np.flatnonzero(present), split)
+    edges = np.unique(np.quantile(values[drawn], np.linspace(0, 1, int(bins) + 1)))
     inner = edges[1:-1]
     codes = np.full(len(values), -1, dtype=np.int32)
     codes[present] = np.searchsorted(inner, values[present], side="right")
@@ -210,20 +237,32 @@ def binned(column: LabelColumn, bins: int) -> LabelColumn:
     names = [
         f"[{bounds[i]:.4g}, {bounds[i + 1]:.4g}{']' if i == len(bounds) - 2 else ')'}" for i in range(len(bounds) - 1)
     ]
-    return LabelColumn(name=column.name, codes=codes, names=names)
+    found = Bins([float(edge) for edge in edges], rows, int(len(drawn)))
+    return LabelColumn(name=column.name, codes=codes, names=names), found
 
 
 NUMBER_HINT = "bin it into classes with --bins N (quantiles), or probe it with a regression probe"
 
 
 def prepare(
-    column: LabelColumn, bins: int | None, min_class_rows: int | None, notes: list[str], number_hint: str = NUMBER_HINT
-) -> LabelColumn:
-    """The column to probe as classes: binned when asked, refused when it looks continuous (``number_hint``: what
-    to do instead), rare classes dropped."""
+    column: LabelColumn,
+    bins: int | None,
+    min_class_rows: int | None,
+    notes: list[str],
+    number_hint: str = NUMBER_HINT,
+    split: np.ndarray | None = None,
+) -> tuple[LabelColumn, Bins | None]:
+    """The column to probe as classes (and its ``--bins`` edges, None without): binned when asked (the edges from
+    the train and val rows of the stored rows' ``split``, ``bin_rows``), refused when it looks continuous
+    (``number_hint``: what to do instead), rare classes dropped."""
+    found = None
     if bins is not None:
-        column = binned(column, bins)
-        notes.append(f"label '{column.name}' in {len(column.names)} quantile bins: {', '.join(column.names)}")
+        column, found = binned(column, bins, split)
+        drawn = f"the {found.rows} rows" if found.rows == "train and val" else found.rows
+        notes.append(
+            f"label '{column.name}' in {len(column.names)} quantile bins (edges from {drawn}, {found.n_rows}): "
+            f"{', '.join(column.names)}"
+        )
     elif column.numeric and looks_continuous(column.names, int((column.codes >= 0).sum())):
         low, high = column.names[0], column.names[-1]
         raise InputError(
@@ -231,6 +270,11 @@ def prepare(
             f"to {high}); probing it as classes would make {len(column.names)} classes",
             number_hint,
         )
+    return _rare_dropped(column, min_class_rows, notes), found
+
+
+def _rare_dropped(column: LabelColumn, min_class_rows: int | None, notes: list[str]) -> LabelColumn:
+    """``column`` without its classes of fewer than ``--min-class-rows`` rows (said in a note)."""
     if min_class_rows:
         counts = np.bincount(column.codes[column.codes >= 0], minlength=len(column.names))
         rare = [code for code in range(len(column.names)) if 0 < counts[code] < int(min_class_rows)]

@@ -119,6 +119,7 @@ class ProbeMeta(Mapping[str, Any]):
     class_counts: dict[str, int] = field(default_factory=dict)
     cs: list[float] = field(default_factory=list)
     balanced: bool = False
+    bins: dict[str, Any] | None = None  # --bins: the edges and the rows whose values drew them (labels.Bins)
     # regression
     target: dict[str, float] = field(default_factory=dict)
     alphas: list[float] = field(default_factory=list)
@@ -162,6 +163,8 @@ class ProbeMeta(Mapping[str, Any]):
             out["level"] = self.level.value
         if classes:
             out.update(label_names=self.label_names, class_counts=self.class_counts)
+            if self.bins is not None:
+                out["bins"] = self.bins
         else:
             out["target"] = self.target
         out.update(n_rows=self.n_rows, n_labelled=self.n_labelled, n_missing_labels=self.n_missing_labels)

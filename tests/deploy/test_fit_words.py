@@ -127,8 +127,7 @@ def test_every_holdout_keeps_a_sentence_whole(word_features, monkeypatch, classi
 
         return inner_split
 
-    monkeypatch.setattr(core, "inner_split", spy(core.inner_split))
-    monkeypatch.setattr(heads, "inner_split", spy(heads.inner_split))
+    monkeypatch.setattr(core, "inner_split", spy(core.inner_split))  # the C holdout and the mlp's (core.fit_mlp)
     featx.fit(features, label="upos", layer="1", pooling="mean", folds=3, classifier=classifier, write=False, jobs=1)
     with featx.open(features) as file:
         sentence = file.word_sentence()[file.word_labels("upos") >= 0]
@@ -138,6 +137,22 @@ def test_every_holdout_keeps_a_sentence_whole(word_features, monkeypatch, classi
         assert groups is not None and not set(groups[fit_rows]) & set(groups[val_rows])
     final = splits[-1][0]  # the final head's words, in order: their sentences' codes
     assert len(final) == len(training) and np.array_equal(np.unique(training, return_inverse=True)[1], final)
+
+
+@pytest.mark.parametrize("classifier", ["logreg", "svm", "mlp"])
+def test_without_a_val_split_fit_and_probe_hold_out_the_same_sentences(word_features, classifier):
+    """featx probe's word probes and featx fit's word heads choose C (stop an mlp) on one holdout of whole
+    training sentences, stratified by tag (``evaluation.inner_split``): the same head, the same test score. The
+    probe drew an unstratified sentence holdout of its own before."""
+    features, _ = word_features
+    fitted = featx.fit(features, label="upos", layer="1", pooling="mean", folds=3, classifier=classifier, write=False)
+    probed = featx.probe(
+        features, label="upos", layers="1", poolings="mean", classifiers=classifier, control=False, write=False, jobs=1
+    )
+    row = probed.table[(probed.table["kind"] == "single") & (probed.table["layer"] == 1)].iloc[0]
+    assert fitted.test["score"] == pytest.approx(float(row["accuracy"]), abs=1e-9)
+    if classifier != "mlp":  # the same C, chosen on the same holdout
+        assert float(row["C"]) == pytest.approx(fitted.probe.head.C)
 
 
 def test_new_sentences_get_the_stored_word_vectors(fitted, word_features):

@@ -22,7 +22,6 @@ import numpy as np
 
 from .. import evaluation as ev
 from ..solvers import classifiers as clf
-from ..tasks.word_items import inner_split_by_sentence
 
 FRACTIONS = (0.001, 0.002, 0.004, 0.008, 0.016, 0.032, 0.0625, 0.125, 0.25, 0.5, 1.0)
 MIX = 1e-4  # share of the uniform distribution mixed into the probe's: a class it never saw costs ~log2(K/MIX) bits
@@ -102,13 +101,13 @@ def held_out_splits(y: np.ndarray, seed: int, groups: np.ndarray | None = None) 
 
 def _group_splits(y: np.ndarray, groups: np.ndarray, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
     """The holdouts of ``held_out_splits`` drawn by group: 3 group folds of small sets, one ~20% of the
-    groups held out of large ones."""
+    groups held out of large ones (``evaluation.inner_split``: stratified as far as whole groups allow)."""
     rows = np.arange(len(y))
     unique = np.unique(groups)
     if len(unique) < 3:
         return []
     if len(y) >= SMALL_ROWS:
-        splits = [inner_split_by_sentence(groups, rows, seed)]
+        splits = [ev.inner_split(y, rows, seed, groups)]
     else:
         rng = np.random.default_rng(seed)
         fold_of = dict(zip(rng.permutation(unique).tolist(), np.arange(len(unique)) % 3, strict=False))

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..tasks.word_items import WordPlan, WordTask, inner_split_by_sentence
+from .. import evaluation as ev
+from ..tasks.word_items import WordPlan, WordTask
 
 MIX_BUDGET = 200_000_000  # float16 values of (words x layers x hidden) held for the layer summaries
 MIN_GAIN = 0.005  # total accuracy gained over layer 0 below which no expected layer is reported
@@ -52,7 +53,7 @@ def load_mix_data(
     lengths = np.diff(offsets)
     (train, test), dev = plan.folds[0], plan.dev[0]
     if dev is None:
-        train, dev = inner_split_by_sentence(task.groups, train, seed)
+        train, dev = ev.inner_split(task.y, train, seed, task.groups)
     fit_rows = np.concatenate([train, dev])
     rng = np.random.default_rng(seed + 31)
     first = source.word_features(pooling, layers[0], dtype=np.float16)

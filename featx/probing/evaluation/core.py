@@ -236,16 +236,24 @@ def _stack_validation(meta, scores, y: np.ndarray, train: np.ndarray, inner_fold
     return train, cross_val_predict(clone(meta), scores, y[train], cv=splits)
 
 
-def run_mlp(X, y, train, test, dev, n_classes, balanced, seed, groups=None) -> FoldResult:
+def fit_mlp(X, y, train, dev, n_classes, balanced, seed, groups=None):
+    """The MLP probe of ``featx probe`` and ``featx fit``: the scaler on ``train``, trained on ``train`` and
+    early-stopped on the ``dev`` rows when there are some, else on a holdout of ``train`` (``inner_split``; of
+    whole ``groups``). Returns (model, scaler, standardised rows as a tensor, validation rows)."""
     import torch
 
-    started = time.perf_counter()
     scaler = fit_scaler(X, train)
     Xs = torch.from_numpy(np.ascontiguousarray(scaler(X)))
     fit_rows, val_rows = (train, dev) if dev is not None else inner_split(y, train, seed, groups)
     torch.manual_seed(seed)
     model = clf.build_mlp(X.shape[1], n_classes)
     clf.train_head(model, lambda rows: Xs[rows], y, fit_rows, val_rows, n_classes, seed, balanced)
+    return model, scaler, Xs, val_rows
+
+
+def run_mlp(X, y, train, test, dev, n_classes, balanced, seed, groups=None) -> FoldResult:
+    started = time.perf_counter()
+    model, _, Xs, val_rows = fit_mlp(X, y, train, dev, n_classes, balanced, seed, groups)
     predictions = clf.head_scores(model, lambda rows: Xs[rows], test).argmax(axis=1)
     held_out = clf.head_scores(model, lambda rows: Xs[rows], val_rows).argmax(axis=1)
     return FoldResult(predictions, float("nan"), time.perf_counter() - started, validation=(val_rows, held_out))

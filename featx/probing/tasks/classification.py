@@ -18,7 +18,7 @@ from ...store import FeatureFile
 from .. import evaluation as ev
 from ..evaluation.significance import add_significance
 from ..inputs import JOB_THREADS, TOKENS_POOLING, FeatureJob, run_jobs
-from ..labels import split_note
+from ..labels import Bins, split_note
 from ..meta import ProbeMeta
 from ..plan import ProbePlan
 from ..results import COLUMNS, CURVE_COLUMNS, ProbeResult
@@ -82,12 +82,13 @@ class ClassificationProbe:
     inputs: ClassificationInputs
     curve_sites: SitePlan  # the learning curves' specs and poolings per site (empty: no curves)
     texts: LexicalTexts | None = None  # the lexical baseline's texts (None: --no-lexical, or none stored)
+    bins: Bins | None = None  # --bins' edges and the rows that drew them (None without --bins)
 
     @classmethod
     def from_plan(cls, plan: ProbePlan) -> ClassificationProbe:
         config, notes, classifiers = plan.config, plan.notes, list(plan.classifiers)
         with FeatureFile(plan.path, allow_partial=plan.allow_partial) as features:
-            column = label_column(features, config, notes, plan.label)
+            column, bins = label_column(features, config, notes, plan.label)
             if "ridge" in classifiers:
                 raise InputError(
                     f"ridge is a regression probe, and '{column.name}' is probed as classes",
@@ -125,7 +126,7 @@ class ClassificationProbe:
         )
         specs = [spec.name for spec in layout.specs]
         plan = plan.resolved(column.name, classifiers, layout.poolings, list(layout.sites), specs, folds)
-        return cls(plan, layout, inputs, curves, texts)
+        return cls(plan, layout, inputs, curves, texts, bins)
 
     @property
     def solves_logistic(self) -> bool:
@@ -233,6 +234,7 @@ class ClassificationProbe:
             file=layout.file,
             label_names=inputs.class_names,
             class_counts={name: int(count) for name, count in zip(inputs.class_names, counts, strict=False)},
+            bins=None if self.bins is None else self.bins.to_dict(),
             n_rows=int(layout.n_rows),
             n_labelled=int(len(inputs.y)),
             n_missing_labels=int(layout.n_rows - len(inputs.y)),

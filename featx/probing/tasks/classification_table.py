@@ -12,21 +12,25 @@ from ...io import LabelColumn
 from ...store import FeatureFile
 from ..config import ProbeConfig
 from ..inputs import TOKENS_POOLING
-from ..labels import joined_label, prepare, stored_column
+from ..labels import Bins, joined_label, prepare, stored_column
 
 
-def label_column(features: FeatureFile, config: ProbeConfig, notes: list[str], label: str | None) -> LabelColumn:
+def label_column(
+    features: FeatureFile, config: ProbeConfig, notes: list[str], label: str | None
+) -> tuple[LabelColumn, Bins | None]:
     """The label column to probe (``label``: the stored column chosen by the plan): stored, or joined from
-    ``--labels``; binned / rare classes dropped as asked."""
+    ``--labels``; binned (the edges from the split's train and val rows, ``labels.bin_rows``) / rare classes
+    dropped as asked; with its ``--bins`` edges (None without)."""
+    split = features.split
     if config.labels is None:
         assert label is not None, "a stored label column is chosen by the plan"
-        return prepare(stored_column(features, label), config.bins, config.min_class_rows, notes)
+        return prepare(stored_column(features, label), config.bins, config.min_class_rows, notes, split=split)
     column = joined_label(features, config.labels, config.join, config.label, notes)
     number_hint = (
         f"bin it into classes with --bins N (quantiles), or store it (featx labels add {features.path} "
         f"{config.labels}) and probe it with --label {column.name}, a regression probe"
     )
-    return prepare(column, config.bins, config.min_class_rows, notes, number_hint)
+    return prepare(column, config.bins, config.min_class_rows, notes, number_hint, split)
 
 
 def check_predictions_choice(choice: str | None, poolings: list[str], classifiers: list[str]) -> None:

@@ -10,7 +10,7 @@ import numpy as np
 
 from .. import evaluation as ev
 from .word_fit import fit_logreg_words, standardised
-from .word_items import WordTask, inner_split_by_sentence
+from .word_items import WordTask
 
 
 def item_features(task: WordTask, layer_states: np.ndarray) -> np.ndarray:
@@ -48,8 +48,8 @@ def run_fold(
             ev.FoldResult(model.predict(X_test), C, seconds, validation=validation)
             for model, _, C, validation in fitted
         ]
-    if dev is None:  # svm's C search and the MLP's early stopping hold out whole training sentences
-        train, dev = inner_split_by_sentence(groups, train, seed)
+    if dev is None:  # svm's C search and the MLP's early stopping hold out whole training sentences, stratified
+        train, dev = ev.inner_split(labels[0], train, seed, groups)  # as featx fit's word heads do
     results = []
     for y in labels:
         begun = time.perf_counter()

@@ -26,7 +26,6 @@ from .. import evaluation as ev
 from ..evaluation.search import search_logreg_on
 from ..solvers import classifiers as clf
 from ..solvers.softmax_problem import Preconditioner, null_model
-from .word_items import inner_split_by_sentence
 
 SEARCH_ITEMS = 40_000  # the C path fits on at most this many items (whole training sentences, sampled)
 
@@ -68,7 +67,7 @@ def fit_logreg_words(X, labels, train, dev, groups, n_classes: int, cs, balanced
     Xs = standardised(X, train, scaler)
     targets = [y[train] for y in labels]
     if dev is None:
-        fit_rows, val_rows = inner_split_by_sentence(groups[train], np.arange(len(train)), seed)
+        fit_rows, val_rows = ev.inner_split(targets[0], np.arange(len(train)), seed, groups[train])
         X_val, val_targets, held_out = Xs[val_rows], [y[val_rows] for y in targets], train[val_rows]
     else:
         fit_rows = np.arange(len(train))

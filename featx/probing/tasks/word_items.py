@@ -221,20 +221,6 @@ def _check_split_classes(task: WordTask, train: np.ndarray, test: np.ndarray, no
         notes.append(f"label(s) never seen in the training part, counted as errors in the test part: {listed}")
 
 
-def inner_split_by_sentence(groups: np.ndarray, rows: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """A holdout of about ``INNER_HOLDOUT`` of the training sentences: (fit rows, validation rows)."""
-    sentences = np.unique(groups[rows])
-    rng = np.random.default_rng(seed)
-    n_val = max(1, int(round(ev.INNER_HOLDOUT * len(sentences))))
-    held = (
-        rng.choice(sentences, size=min(n_val, len(sentences) - 1), replace=False)
-        if len(sentences) > 1
-        else np.zeros(0, sentences.dtype)
-    )
-    is_val = np.isin(groups[rows], held)
-    return rows[~is_val], rows[is_val]
-
-
 # -- control task and lexical baseline ---------------------------------------------------------------------
 def control_labels(task: WordTask, rows: np.ndarray, seed: int) -> np.ndarray:
     """Hewitt & Liang's control task: each lexical key (word type; for arcs the dependent's type, or the

@@ -21,7 +21,6 @@ from featx.probing.tasks.word_eval import item_features
 from featx.probing.tasks.word_items import (
     attachment_task,
     control_labels,
-    inner_split_by_sentence,
     lexical_predictions,
     relation_task,
     sentence_plan,
@@ -55,7 +54,7 @@ def test_folds_and_inner_holdouts_never_split_a_sentence(kind, split):
     covered = np.zeros(len(task.y), int)
     for train, test in plan.folds:
         assert not set(task.groups[train]) & set(task.groups[test])
-        fit, val = inner_split_by_sentence(task.groups, train, 3)
+        fit, val = ev.inner_split(task.y, train, 3, task.groups)
         assert not set(task.groups[fit]) & set(task.groups[val]) and len(val) and len(fit)
         assert sorted(np.concatenate([fit, val])) == sorted(train)
         covered[test] += 1

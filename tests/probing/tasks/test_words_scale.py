@@ -14,7 +14,6 @@ from featx.probing.solvers import classifiers as clf
 from featx.probing.solvers import softmax
 from featx.probing.tasks import word_fit
 from featx.probing.tasks.word_fit import fit_logreg_words, rows_of, sample_sentences, standardised
-from featx.probing.tasks.word_items import inner_split_by_sentence
 
 CS = (1e-3, 1e-2, 1e-1, 1.0)
 
@@ -37,7 +36,7 @@ def _old_fit(X, labels, train, groups, k, seed):
     scaler = ev.fit_scaler(X, train)
     Xs = scaler(X[train])
     targets = [y[train] for y in labels]
-    fit_rows, val_rows = inner_split_by_sentence(groups[train], np.arange(len(train)), seed)
+    fit_rows, val_rows = ev.inner_split(targets[0], np.arange(len(train)), seed, groups[train])
     found = ev.search_logreg(Xs, targets, fit_rows, val_rows, k, CS, False)
     chosen, init = [C for C, *_ in found], [theta for _, theta, *_ in found]
     solution = softmax.solve(Xs, targets, k, chosen, False, init=init, tol=clf.LOGREG_TOL)

@@ -1,0 +1,66 @@
+"""--bins' edges: drawn from a split's train and val rows only (a test row's value never moves an edge), from
+every labelled row under cross-validation, and recorded in the meta."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import featx
+from featx.io import LabelColumn
+from featx.probing.labels import binned
+
+FAST = dict(layers="0", poolings="mean", jobs=1, control=False, n_bootstrap=10, write=False, folds=3)
+
+
+def _numbers(values) -> LabelColumn:
+    names = sorted({f"{value:g}" for value in values}, key=float)
+    codes = np.array([names.index(f"{value:g}") for value in values], np.int32)
+    return LabelColumn(name="score", codes=codes, names=names, numeric=True)
+
+
+def test_a_splits_bins_are_the_quantiles_of_its_train_and_val_rows():
+    rng = np.random.default_rng(0)
+    split = np.array(["train", "val", "test", "train", "TEST"] * 20, dtype=object)
+    values = np.round(rng.uniform(0, 10, size=len(split)), 2)
+    is_test = np.char.lower(split.astype(str)) == "test"
+    values[is_test] += 100  # the test rows' values shifted: every-row quantiles would differ
+    column, bins = binned(_numbers(values), 4, split)
+    expected = np.quantile(values[~is_test], np.linspace(0, 1, 5))
+    np.testing.assert_allclose(bins.edges, expected)
+    assert (bins.rows, bins.n_rows) == ("train and val", int((~is_test).sum()))
+    assert not np.allclose(bins.edges, np.quantile(values, np.linspace(0, 1, 5)))
+    moved = values.copy()
+    moved[is_test] = rng.uniform(-50, 500, size=int(is_test.sum()))  # other test values: the same edges
+    assert binned(_numbers(moved), 4, split)[1].edges == bins.edges
+    assert set(column.codes[is_test]) == {3}  # beyond the highest edge: the last bin
+
+
+def test_without_a_test_part_every_labelled_row_draws_the_bins():
+    values = np.arange(40, dtype=float)
+    for split in (None, np.array(["train"] * 30 + ["val"] * 10, dtype=object)):
+        _, bins = binned(_numbers(values), 4, split)
+        np.testing.assert_allclose(bins.edges, np.quantile(values, np.linspace(0, 1, 5)))
+        assert (bins.rows, bins.n_rows) == ("every labelled row", 40)
+
+
+def test_a_probe_records_the_edges_drawn_from_the_training_rows(split_features, tmp_path):
+    with featx.open(split_features) as features:
+        is_test = np.asarray(features.split, dtype=str) == "test"
+    values = np.arange(len(is_test)) % 17 + np.where(is_test, 50.0, 0.0)
+    path = tmp_path / "scores.csv"
+    path.write_text("value\n" + "".join(f"{value:g}\n" for value in values))
+    result = featx.probe(split_features, labels=path, join="row", bins=3, **FAST)
+    recorded = result.meta.to_dict()["bins"]
+    assert recorded["rows"] == "train and val" and recorded["n_rows"] == int((~is_test).sum())
+    np.testing.assert_allclose(recorded["edges"], np.quantile(values[~is_test], np.linspace(0, 1, 4)))
+    assert any("edges from the train and val rows" in note for note in result.notes)
+
+
+def test_cross_validation_bins_every_labelled_row(features_copy, tmp_path):
+    path = tmp_path / "scores.csv"
+    path.write_text("value\n" + "".join(f"{i % 13}\n" for i in range(80)))
+    result = featx.probe(features_copy, labels=path, join="row", bins=3, **FAST)
+    assert result.meta.to_dict()["bins"]["rows"] == "every labelled row"
+    with pytest.raises(KeyError):
+        featx.probe(features_copy, label="label", **FAST).meta.to_dict()["bins"]
