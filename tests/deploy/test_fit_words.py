@@ -140,19 +140,34 @@ def test_every_holdout_keeps_a_sentence_whole(word_features, monkeypatch, classi
 
 
 @pytest.mark.parametrize("classifier", ["logreg", "svm", "mlp"])
-def test_without_a_val_split_fit_and_probe_hold_out_the_same_sentences(word_features, classifier):
+def test_without_a_val_split_fit_and_probe_hold_out_the_same_sentences(word_features, classifier, monkeypatch):
     """featx probe's word probes and featx fit's word heads choose C (stop an mlp) on one holdout of whole
-    training sentences, stratified by tag (``evaluation.inner_split``): the same head, the same test score. The
+    training sentences, stratified by tag (``evaluation.inner_split``): the same holdout, so for logreg the same
+    C and test score (an svm's or mlp's final fit is not the same code in both, and need not converge alike). The
     probe drew an unstratified sentence holdout of its own before."""
+    from featx.probing.evaluation import groups
+
+    drawn: list[tuple[np.ndarray, np.ndarray]] = []
+    real = groups.stratified_holdout
+
+    def spy(y, codes, parts, seed):
+        held = real(y, codes, parts, seed)
+        drawn.append((np.asarray(codes)[held], np.asarray(codes)[~held]))
+        return held
+
+    monkeypatch.setattr(groups, "stratified_holdout", spy)
     features, _ = word_features
     fitted = featx.fit(features, label="upos", layer="1", pooling="mean", folds=3, classifier=classifier, write=False)
+    final = drawn[-1]  # the final head's holdout, drawn on every training word
+    drawn.clear()
     probed = featx.probe(
         features, label="upos", layers="1", poolings="mean", classifiers=classifier, control=False, write=False, jobs=1
     )
-    row = probed.table[(probed.table["kind"] == "single") & (probed.table["layer"] == 1)].iloc[0]
-    assert fitted.test["score"] == pytest.approx(float(row["accuracy"]), abs=1e-9)
-    if classifier != "mlp":  # the same C, chosen on the same holdout
+    assert len(drawn) == 1 and all(np.array_equal(a, b) for a, b in zip(drawn[0], final, strict=True))
+    if classifier == "logreg":  # the same C, chosen on the same holdout, and the same head
+        row = probed.table[(probed.table["kind"] == "single") & (probed.table["layer"] == 1)].iloc[0]
         assert float(row["C"]) == pytest.approx(fitted.probe.head.C)
+        assert fitted.test["score"] == pytest.approx(float(row["accuracy"]), abs=1e-9)
 
 
 def test_new_sentences_get_the_stored_word_vectors(fitted, word_features):

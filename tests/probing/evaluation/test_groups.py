@@ -145,3 +145,24 @@ def test_split_bootstrap_intervals_resample_whole_groups():
     plain = ev.bootstrap_intervals(labels, predicted, 2, 300, 0)["accuracy"]
     by_group = ev.bootstrap_intervals(labels, predicted, 2, 300, 0, codes)["accuracy"]
     assert by_group[1] - by_group[0] > 2 * (plain[1] - plain[0])
+
+
+def test_the_stratified_holdout_takes_whole_groups_and_about_a_fifth_of_every_class():
+    rng = np.random.default_rng(0)
+    codes = np.repeat(np.arange(3000), rng.integers(3, 30, size=3000))
+    shares = np.r_[np.full(10, 0.09), 0.003, 0.097]
+    y = rng.choice(12, size=len(codes), p=shares / shares.sum())
+    fit, val = ev.group_holdout(codes, 0, y)
+    assert not set(codes[fit]) & set(codes[val]) and len(fit) + len(val) == len(codes)
+    held = np.bincount(y[val], minlength=12) / np.bincount(y, minlength=12)
+    assert np.all(np.abs(held - 0.2) < 0.03), held  # the rare class (about 0.3% of the rows) too
+    again = ev.group_holdout(codes, 0, 11 - y)  # the same rows, their classes coded the other way round
+    assert np.array_equal(again[1], val)
+    assert not np.array_equal(ev.group_holdout(codes, 1, y)[1], val)  # seeded
+
+
+def test_the_stratified_holdout_of_few_groups_holds_one_out_and_keeps_one():
+    for count in (2, 3, 5):
+        codes = np.repeat(np.arange(count), 4)
+        fit, val = ev.group_holdout(codes, 0, np.tile([0, 1], 2 * count))
+        assert len(np.unique(codes[val])) >= 1 and len(np.unique(codes[fit])) >= 1
