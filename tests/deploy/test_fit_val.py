@@ -14,16 +14,21 @@ from featx.deploy import head as heads
 from featx.probing.evaluation import core
 
 
-@pytest.fixture(scope="module")
-def val_words(word_features, tmp_path_factory):
-    """The toy treebank's features with every fourth training sentence moved to a val split."""
-    path = copy_features(word_features[0], tmp_path_factory.mktemp("val-words"))
+def _with_val(source, folder, every: int):
+    """A copy of ``source`` with every ``every``-th training row (sentence) moved to a val split."""
+    path = copy_features(source, folder)
     with h5py.File(path, "r+") as file:
         split = file["rows/split"]
         values = [value.decode() if isinstance(value, bytes) else value for value in split[:]]
-        for row in [row for row, value in enumerate(values) if value == "train"][::4]:
+        for row in [row for row, value in enumerate(values) if value == "train"][::every]:
             split[row] = "val"
     return path
+
+
+@pytest.fixture(scope="module")
+def val_words(word_features, tmp_path_factory):
+    """The toy treebank's features with every fourth training sentence moved to a val split."""
+    return _with_val(word_features[0], tmp_path_factory.mktemp("val-words"), 4)
 
 
 def _spied(monkeypatch) -> tuple[list, list]:
@@ -87,13 +92,7 @@ def test_without_a_val_split_a_word_head_holds_out_sentences_as_before(word_feat
 @pytest.fixture(scope="module")
 def val_rows(split_features, tmp_path_factory):
     """The deploy tests' sentences with every third training row moved to a val split."""
-    path = copy_features(split_features, tmp_path_factory.mktemp("val-rows"))
-    with h5py.File(path, "r+") as file:
-        split = file["rows/split"]
-        values = [value.decode() if isinstance(value, bytes) else value for value in split[:]]
-        for row in [row for row, value in enumerate(values) if value == "train"][::3]:
-            split[row] = "val"
-    return path
+    return _with_val(split_features, tmp_path_factory.mktemp("val-rows"), 3)
 
 
 def test_an_mlp_head_early_stops_on_the_val_rows_as_probe_does(val_rows, monkeypatch):
