@@ -62,25 +62,9 @@ def erase_map(plan: InterventionPlan, layer: int, X: np.ndarray, y: np.ndarray, 
     )
 
 
-def _fit_eraser(plan: InterventionPlan, layer: int):
-    """The eraser a user would apply: fitted on the label's ``training_rows()`` (the train split; every labelled row
-    without one)."""
-    from ..probing import load_task
-
-    config = plan.config
-    with open_features(plan.features) as features:
-        task = load_task(features, plan.label, 5, config.seed, config.group)
-        rows = task.training_rows()
-        X = stored(features, plan, layer)[task.kept[rows]]
-    groups = None if task.plan.groups is None else task.plan.groups[rows]  # --group: INLP holds out whole groups
-    return erase_map(plan, layer, X, task.y[rows], task.n_classes, groups)
-
-
 def edit_map(plan: InterventionPlan, layer: int):
-    """The edit at ``layer`` a user would apply: the eraser fitted on the training rows (``--edit erase``) or the
-    bundle's span (``project``, ``mean``). The probes' folds read erasers of their own (``passes.py``)."""
-    if plan.config.edit == "erase":
-        return _fit_eraser(plan, layer)
+    """The bundle's span at ``layer`` (``--edit project`` or ``mean``); ``--edit erase``'s erasers are fitted in
+    ``passes.py`` (``erase_map`` on each fold's rows and on the training rows)."""
     from ..extraction import parse_intervention, resolve_edits
 
     spec = f"{plan.config.edit}:{plan.config.bundle}@{layer}"

@@ -26,8 +26,9 @@ def site_file(tiny_model, tmp_path_factory):
 @pytest.mark.slow  # ~4 s: three passes of the tiny BERT and the probes
 def test_erase_at_a_site_inside_the_layer(site_file):
     from featx.interventions.config import InterveneConfig
-    from featx.interventions.edits import control_map, edit_map
+    from featx.interventions.passes import layer_edits
     from featx.interventions.plan import make_plan
+    from featx.probing import load_task
 
     options = dict(label="animal", at="1", amnesic="none", loss="no", write=False, n_bootstrap=200)
     result = intervene(site_file, site="ffn", **options)
@@ -38,7 +39,10 @@ def test_erase_at_a_site_inside_the_layer(site_file):
     drift = result.table[result.table.role == "drift"].iloc[0]
     assert drift.after < 1.0 - 1e-7 and drift.control < 1.0 - 1e-7  # the layers above computed from the edited ffn
     plan = make_plan(InterveneConfig(features=site_file, site="ffn", **options))
-    edit, control = edit_map(plan, 1), control_map(plan, 1, 1)
+    with featx.open(site_file) as features:
+        tasks = {"animal": load_task(features, "animal", 5, plan.config.seed)}
+    edits = layer_edits(plan, 1, tasks)
+    edit, control = edits.edit, edits.controls[edits.rank]
     with featx.open(site_file) as features:
         width = features.features("mean", 1, site="ffn").shape[1]
     assert edit.intervention.site == control.intervention.site == "ffn" and edit.mean.shape == (width,)
