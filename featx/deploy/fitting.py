@@ -221,9 +221,8 @@ def fit(config: FitConfig | str | Path | None = None, report: Callable[[str], No
     if plan.config.write:
         with writing(plan.output):  # a full disk or a read-only folder: one line, no half-written bundle
             probe.path = path = write_bundle(probe, plan.output, overwrite=plan.config.overwrite)
-    grouped = None if plan.config.group is None else plan.config.group
     trained_on = _trained_on(plan, dev, opts["classifier"])
-    return FitResult(probe, path, plan.metric, candidates, test, plan.notes, trained_on, grouped)
+    return FitResult(probe, path, plan.metric, candidates, test, plan.notes, trained_on, plan.config.group)
 
 
 def _dev_positions(plan: FitPlan, kind: str) -> np.ndarray | None:

@@ -48,8 +48,9 @@ class LabelProbes:
         n_folds, seed = len(task.plan.folds), plan.config.seed
         with open_features(plan.features) as features:
             stored = {layer: features.features(plan.pooling, layer)[task.kept] for layer in self.layers}
-        empty = {layer: [None] * n_folds for layer in self.layers}
-        self.folds: dict[str, dict[int, list]] = {key: {k: list(v) for k, v in empty.items()} for key in PROBE_FIELDS}
+        self.folds: dict[str, dict[int, list]] = {
+            key: {layer: [None] * n_folds for layer in self.layers} for key in PROBE_FIELDS
+        }
         for layer in self.layers:
             self.folds["before"][layer] = [_fold_result(task, stored[layer], k, seed) for k in range(n_folds)]
 
