@@ -72,20 +72,21 @@ class LayerEdits:
         return {name: folds for name, folds in found.items() if folds}
 
 
-def layer_edits(plan: InterventionPlan, layer: int, tasks: dict) -> LayerEdits:
-    """The edits of ``layer`` for the probed labels' ``tasks`` (``featx.probing.load_task``, the edited label's
-    first), every eraser fitted: nothing here needs the model."""
+def layer_edits(plan: InterventionPlan, layer: int) -> LayerEdits:
+    """The edits of ``layer`` for the probed labels' tasks (``plan.tasks``, loaded by ``make_plan``, the edited
+    label's first), every eraser fitted: nothing here needs the model."""
     if plan.config.edit == "erase":
-        edits = _erasers(plan, layer, tasks)
+        edits = _erasers(plan, layer)
     else:
-        folds = {name: [BUNDLE_KEY] * len(task.plan.folds) for name, task in tasks.items()}
+        folds = {name: [BUNDLE_KEY] * len(task.plan.folds) for name, task in plan.tasks.items()}
         edits = LayerEdits(layer, BUNDLE_KEY, {BUNDLE_KEY: edit_map(plan, layer)}, folds)
     ranks = sorted({edits.rank, *edits.fold_ranks()})
     edits.controls = {rank: control_map(plan, layer, rank) for rank in ranks}
     return edits
 
 
-def _erasers(plan: InterventionPlan, layer: int, tasks: dict) -> LayerEdits:
+def _erasers(plan: InterventionPlan, layer: int) -> LayerEdits:
+    tasks = plan.tasks
     main = tasks[plan.label]
     with open_features(plan.features) as features:
         X = stored(features, plan, layer)

@@ -1,12 +1,15 @@
 """``InterventionPlan``: a ``featx intervene`` request resolved against its features file (and bundle) before
-any model is loaded: the label and the other columns, the pooling, the layers edited and the stored layers read
-above each, the bundle checked against the file's model, and the provenance to run the model again. Every bad
-input is refused here, with one line (``InputError``), before any forward pass."""
+any model is loaded: the label and the other columns (their tasks loaded once, here, and carried: rows, class codes
+and folds), the pooling, the layers edited and the stored layers read above each, the bundle checked against the
+file's model, and the provenance to run the model again. Every bad input is refused here, with one line
+(``InputError``), before any forward pass."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -36,6 +39,9 @@ class InterventionPlan:
     site_widths: Any = None  # --site: {site: the stored site's width}
     group_meta: Any = None  # --group: ``{"group", "n_groups"}`` of the label's rows, as featx probe's meta records
     row_groups: Any = None  # --group: a group code per row of the file (the drift, bundle and loss rows' units)
+    # the probed labels' tasks (``featx.probing.load_task``: rows, class codes, folds), the edited label's first,
+    # loaded once, here, where they are checked; none under --edit steer, which probes no label
+    tasks: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
 
 
 def _label(features: FeatureFile, config: InterveneConfig, bundle) -> str:
@@ -58,19 +64,19 @@ def _label(features: FeatureFile, config: InterveneConfig, bundle) -> str:
     return label
 
 
-def _amnesic(features: FeatureFile, config: InterveneConfig, label: str) -> tuple[tuple[str, ...], list[str]]:
-    """The other label columns probed (and the notes of those ``all`` leaves out): each must be probeable, checked
-    here, before any forward pass. ``all`` skips a column no probe can read (one class, say) with a note, as
-    ``featx erase`` does; a column named in the list is refused instead."""
+def _amnesic(features: FeatureFile, config: InterveneConfig, label: str) -> tuple[dict, list[str]]:
+    """The other label columns probed, their tasks loaded (and the notes of those ``all`` leaves out): each must be
+    probeable, checked here, before any forward pass. ``all`` skips a column no probe can read (one class, say) with
+    a note, as ``featx erase`` does; a column named in the list is refused instead."""
     spelled = str(config.amnesic or "none").strip()
-    if spelled.lower() == "none" or config.edit == "steer":
-        return (), []
+    if spelled.lower() == "none":
+        return {}, []
     every = spelled.lower() == "all"
     if every:
         names: tuple[str, ...] = tuple(name for name in features.label_columns if name != label)
     else:
         names = tuple(name.strip() for name in spelled.split(",") if name.strip())
-    kept, notes = [], []
+    kept, notes = {}, []
     for name in names:
         if name == label:
             raise InputError(f"--amnesic {name}: that is the edited label", "name the other label columns")
@@ -79,43 +85,45 @@ def _amnesic(features: FeatureFile, config: InterveneConfig, label: str) -> tupl
                 f"--amnesic {name}: {features.path.name} has no such label column",
                 "name its label columns, all, or none",
             )
-        problem = _unprobeable(features, name, config.seed, config.group)
-        if problem is None:
-            kept.append(name)
+        task = _probeable(features, name, config)
+        if not isinstance(task, str):
+            kept[name] = task
         elif every:
-            notes.append(f"amnesic probing skips '{name}': {problem}")
+            notes.append(f"amnesic probing skips '{name}': {task}")
         else:
-            raise InputError(f"--amnesic {name}: {problem}", "name other label columns, all, or none")
-    return tuple(kept), notes
+            raise InputError(f"--amnesic {name}: {task}", "name other label columns, all, or none")
+    return kept, notes
 
 
-def _unprobeable(features: FeatureFile, name: str, seed: int, group: str | None = None) -> str | None:
-    """Why no probe can read label column ``name`` (one class, too few rows, rows ``--group`` cannot fold...), or
-    None."""
+def _probeable(features: FeatureFile, name: str, config: InterveneConfig):
+    """The task of label column ``name``, or why no probe can read it (one class, too few rows, rows ``--group``
+    cannot fold...)."""
     from ..probing import load_task
 
     try:
-        load_task(features, name, 5, seed, group)
+        return load_task(features, name, 5, config.seed, config.group)
     except InputError as err:
         return err.message
-    return None
 
 
-def _group_meta(features: FeatureFile, config: InterveneConfig, label: str, notes: list[str]) -> dict:
-    """``--group``: the label's rows grouped and checked as ``featx probe --group`` checks them (an unknown column,
-    a row without a group, a split with a group on both sides...), before any forward pass; the meta's
-    ``group``/``n_groups`` (empty without ``--group``)."""
-    if config.group is None:
-        return {}
+def _tasks(features: FeatureFile, config: InterveneConfig, label: str, notes: list[str]) -> dict:
+    """The probed labels' tasks, the edited label's first, each loaded once (the erasers, the probes and the folds'
+    passes share them); the edited label refused as ``featx probe`` refuses it (one class; with ``--group``: an
+    unknown column, a row without a group, a split with a group on both sides...). ``--edit steer`` probes none
+    (nor takes ``--group``: its config refuses it)."""
     from ..probing import load_task
 
-    return load_task(features, label, 5, config.seed, config.group, notes).group_meta()
+    if config.edit == "steer":
+        return {}
+    amnesic, skipped = _amnesic(features, config, label)
+    notes += skipped
+    return {label: load_task(features, label, 5, config.seed, config.group, notes), **amnesic}
 
 
 def _row_groups(features: FeatureFile, config: InterveneConfig, notes: list[str]) -> np.ndarray | None:
     """``--group``: the group of every row of the file, the unit of the drift, bundle and loss rows' intervals and
     tests, which read every row (labelled or not); a row without a group (never one of the label's, which
-    ``_group_meta`` checked) is a group of its own. None without ``--group``."""
+    ``_tasks`` checked) is a group of its own. None without ``--group``."""
     if config.group is None:
         return None
     from ..probing import group_codes
@@ -193,8 +201,8 @@ def make_plan(config: InterveneConfig) -> InterventionPlan:
         provenance = read_provenance(features)
         _check_layers(features, config, provenance)
         label = _label(features, config, bundle)
-        amnesic, notes = _amnesic(features, config, label)
-        group_meta = _group_meta(features, config, label, notes)
+        notes: list[str] = []
+        tasks = _tasks(features, config, label, notes)
         row_groups = _row_groups(features, config, notes)
         if bundle is not None:
             check_bundle(bundle, config, provenance, features)
@@ -205,7 +213,7 @@ def make_plan(config: InterveneConfig) -> InterventionPlan:
             features=path,
             provenance=provenance,
             label=label,
-            amnesic=amnesic,
+            amnesic=tuple(name for name in tasks if name != label),
             pooling=_pooling(features, config),
             at=tuple(config.at),
             above={layer: tuple(stored for stored in features.layers if stored >= layer) for layer in config.at},
@@ -214,8 +222,9 @@ def make_plan(config: InterveneConfig) -> InterventionPlan:
             bundle=bundle,
             site_widths=_site_widths(features, config),
             notes=tuple(notes),
-            group_meta=group_meta,
+            group_meta=tasks[label].group_meta() if tasks else {},
             row_groups=row_groups,
+            tasks=MappingProxyType(tasks),
         )
     return plan
 

@@ -38,21 +38,11 @@ def _holm(table: pd.DataFrame) -> pd.DataFrame:
     return table
 
 
-def _tasks(plan: InterventionPlan) -> dict:
-    """The probed labels' tasks (their folds), the edited label's first: what the probes and the erasers share."""
-    from ..probing import load_task
-    from ..store import open_features
-
-    config = plan.config
-    with open_features(plan.features) as features:
-        return {name: load_task(features, name, 5, config.seed, config.group) for name in (plan.label, *plan.amnesic)}
-
-
-def _edits(plan: InterventionPlan, tasks: dict, notes: list[str]) -> dict[int, LayerEdits]:
+def _edits(plan: InterventionPlan, notes: list[str]) -> dict[int, LayerEdits]:
     """Each edited layer's edits, every eraser fitted (and every control resolved) before the model is loaded."""
     edits = {}
     for layer in plan.at:
-        edits[layer] = found = layer_edits(plan, layer, tasks)
+        edits[layer] = found = layer_edits(plan, layer)
         if found.rank == 0:
             notes.append(f"the edit at layer {layer} has rank 0 (it removes nothing); its control is the identity")
         ranks = found.fold_ranks()
@@ -63,14 +53,15 @@ def _edits(plan: InterventionPlan, tasks: dict, notes: list[str]) -> dict[int, L
                 "rows read"
             )
     if plan.config.edit == "erase":
-        notes += _fold_notes(plan, tasks, edits)
+        notes += _fold_notes(plan, edits)
     return edits
 
 
-def _fold_notes(plan: InterventionPlan, tasks: dict, edits: dict[int, LayerEdits]) -> list[str]:
+def _fold_notes(plan: InterventionPlan, edits: dict[int, LayerEdits]) -> list[str]:
     """What ``--edit erase`` fitted per fold: every label's folds without a split, or those of the labels
     cross-validated beside the split (no labelled test row)."""
     counts = ", ".join(f"{len(found.erasers)} at layer {layer}" for layer, found in edits.items())
+    tasks = plan.tasks
     main = tasks[plan.label]
     if not main.plan.is_split:
         return [
@@ -104,10 +95,10 @@ def _passes(forward, maps: dict, readers, probes: dict, key: str, kept):
     return found
 
 
-def _one_layer(plan: InterventionPlan, forward, base, head, tasks: dict, edits: LayerEdits) -> list[dict]:
+def _one_layer(plan: InterventionPlan, forward, base, head, edits: LayerEdits) -> list[dict]:
     layer = edits.layer
-    roles = {name: "edited" if name == plan.label else "amnesic" for name in tasks}
-    probes = {name: LabelProbes(plan, task, roles[name], plan.above[layer]) for name, task in tasks.items()}
+    roles = {name: "edited" if name == plan.label else "amnesic" for name in plan.tasks}
+    probes = {name: LabelProbes(plan, task, roles[name], plan.above[layer]) for name, task in plan.tasks.items()}
     edited = _passes(forward, edits.erasers, edits.readers, probes, "after", edits.key)
     controlled = _passes(forward, edits.controls, edits.control_readers, probes, "control", edits.rank)
     records = [record for probe in probes.values() for record in probe.records()]
@@ -140,8 +131,7 @@ def intervene(config: InterveneConfig | str | None = None, **options) -> Interve
             return _written(answer_dose_response(plan, Forward(plan), contrast, directions, started), config)
         return _written(dose_response(plan, Forward(plan), directions, started), config)
     notes: list[str] = list(plan.notes)
-    tasks = _tasks(plan)
-    edits = _edits(plan, tasks, notes)
+    edits = _edits(plan, notes)  # the probed labels' tasks: plan.tasks, loaded once by make_plan
     model, why = lm_model(plan)
     if model is None:
         notes.append(f"LM loss skipped: {why}")
@@ -152,7 +142,7 @@ def intervene(config: InterveneConfig | str | None = None, **options) -> Interve
     notes += [note] if note else []
     records = []
     for layer in plan.at:
-        records += _one_layer(plan, forward, base, head, tasks, edits[layer])
+        records += _one_layer(plan, forward, base, head, edits[layer])
     table = _holm(pd.DataFrame(records))[TABLE_COLUMNS]
     meta = _meta(plan, forward, notes, started, edits)
     return _written(InterveneResult(table, meta, plan.output, notes), config)

@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 import featx
+import featx.probing
 from featx.interventions import STEER_COLUMNS, TABLE_COLUMNS, format_table, intervene
 
 pytestmark = pytest.mark.slow  # the experiment runs the tiny model three times and fits a dozen probes (~5 s)
@@ -64,6 +65,36 @@ def test_the_files_are_written(erased_at_1):
     assert list(frame.columns) == TABLE_COLUMNS and len(frame) == len(erased_at_1.table)
     payload = json.loads(erased_at_1.json_path.read_text())
     assert payload["meta"]["label"] == "animal" and len(payload["results"]) == len(frame)
+
+
+@pytest.mark.parametrize("grouped", [False, True], ids=["split", "group"])
+def test_each_label_is_loaded_once_before_the_model(grouped, request, monkeypatch):
+    """``make_plan`` loads the task of every label column it checks (the edited one, each amnesic one, those
+    ``--amnesic all`` skips) and carries those it probes (``plan.tasks``): the erasers, the folds' passes and the
+    probes read them, so no column is loaded twice, nor after the model."""
+    from featx.interventions import forward
+
+    calls: list[str] = []
+    load_task, init = featx.probing.load_task, forward.Forward.__init__
+
+    def counted(features, name, *args, **kwargs):
+        calls.append(name)
+        return load_task(features, name, *args, **kwargs)
+
+    def loaded(self, plan):
+        calls.append("the model")
+        init(self, plan)
+
+    monkeypatch.setattr(featx.probing, "load_task", counted)  # what the interventions import
+    monkeypatch.setattr(forward.Forward, "__init__", loaded)
+    path = request.getfixturevalue("grouped_file" if grouped else "planted_features")
+    label, options = ("label", {"group": "doc"}) if grouped else ("animal", {})
+    result = intervene(path, label=label, at="2", loss="no", n_bootstrap=100, write=False, **options)
+    with featx.open(path) as features:
+        columns = sorted(features.label_columns)
+    assert sorted(calls[:-1]) == columns and calls[-1] == "the model"
+    probed = set(result.table[result.table.kind == "probe"].name)
+    assert label in probed and probed <= set(columns)
 
 
 def test_steering_with_alpha_zero_moves_nothing(planted_features, animal_bundle):

@@ -206,10 +206,10 @@ def test_an_amnesic_label_cross_validated_beside_a_split_gets_erasers_of_its_own
     featx.probing.add_labels(path, labels)
     spy = Spy(monkeypatch, path)
     plan = make_plan(InterveneConfig(features=path, label="animal", amnesic="trainonly", at="2", write=False))
-    tasks = _tasks(path, ("animal", "trainonly"))
+    tasks = plan.tasks
     assert tasks["animal"].plan.is_split and not tasks["trainonly"].plan.is_split
     notes: list[str] = []
-    edits = _edits(plan, tasks, notes)[2]
+    edits = _edits(plan, notes)[2]
     for name, keys in edits.folds.items():
         for index, key in enumerate(keys):
             _, fitted = spy.eraser_of(edits.erasers[key])

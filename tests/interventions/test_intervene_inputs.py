@@ -152,6 +152,14 @@ def test_an_unprobeable_column_named_in_amnesic_is_refused_before_any_forward_pa
     assert "--label" not in error.value.hint
 
 
+def test_an_unprobeable_edited_label_is_refused_by_the_plan(constant_column_features, no_forward):
+    """The edited label's task is loaded, and refused, where the plan checks the other columns."""
+    from featx.interventions import make_plan
+
+    with pytest.raises(InputError, match="label column 'constant' of .* has only one class"):
+        make_plan(InterveneConfig(features=constant_column_features, label="constant", at="1", write=False))
+
+
 def test_amnesic_all_skips_an_unprobeable_column_with_a_note(constant_column_features):
     """The default (every other column) leaves out a column with one class, as featx erase does, instead of
     failing after the three forward passes."""

@@ -28,7 +28,6 @@ def test_erase_at_a_site_inside_the_layer(site_file):
     from featx.interventions.config import InterveneConfig
     from featx.interventions.passes import layer_edits
     from featx.interventions.plan import make_plan
-    from featx.probing import load_task
 
     options = dict(label="animal", at="1", amnesic="none", loss="no", write=False, n_bootstrap=200)
     result = intervene(site_file, site="ffn", **options)
@@ -39,9 +38,7 @@ def test_erase_at_a_site_inside_the_layer(site_file):
     drift = result.table[result.table.role == "drift"].iloc[0]
     assert drift.after < 1.0 - 1e-7 and drift.control < 1.0 - 1e-7  # the layers above computed from the edited ffn
     plan = make_plan(InterveneConfig(features=site_file, site="ffn", **options))
-    with featx.open(site_file) as features:
-        tasks = {"animal": load_task(features, "animal", 5, plan.config.seed)}
-    edits = layer_edits(plan, 1, tasks)
+    edits = layer_edits(plan, 1)
     edit, control = edits.edit, edits.controls[edits.rank]
     with featx.open(site_file) as features:
         width = features.features("mean", 1, site="ffn").shape[1]
