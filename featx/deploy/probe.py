@@ -175,16 +175,14 @@ class Probe:
             self._encoders.clear()
             options = (config.trust_remote_code, config.random_init, config.init_seed, config.max_length)
             native = native_requested(config)
-            try:
-                self._encoders[key] = load_model(config.model, config.device, config.dtype, *options, native=native)
-            except InputError as error:
-                raise self._own_length(error, config.max_length) from None
+            self._encoders[key] = load_model(config.model, config.device, config.dtype, *options, native=native)
         return self._encoders[key]
 
     @contextmanager
     def bundle_settings(self, overrides: dict):
         """Refusals of the settings this bundle made (while they are checked and the model loads) said as its
-        extraction fields: the user typed no ``--pool-at`` or ``--model``; the caller's ``overrides`` as they are."""
+        extraction fields (``as_bundle_field``): the user typed no ``--pool-at``, ``--max-length`` or ``--model``;
+        the caller's ``overrides`` as they are."""
         from ..errors import ModelError
 
         try:
@@ -192,17 +190,6 @@ class Probe:
         except (InputError, ModelError) as error:
             where = f"bundle {self.path}" if self.path is not None else "this probe"
             raise as_bundle_field(error, self.extraction, where, overrides) from None
-
-    def _own_length(self, error: InputError, asked: int | None) -> InputError:
-        """A ``--max-length`` refusal of the bundle's own length, said as the bundle's field (the user passed no
-        such option); any other error as it is."""
-        if not error.message.startswith("--max-length") or asked != self.extraction.get("max_length"):
-            return error
-        from .checks import REFIT_HINT
-
-        where = f"bundle {self.path}" if self.path is not None else "this probe"
-        reason = error.message.split(" ", 2)[2]  # "exceeds the model's maximum of 512", "is too small"
-        return InputError(f"{where}: its extraction field 'max_length' is {asked}, which {reason}", REFIT_HINT)
 
     def _check_encoder(self, actual: str | None) -> None:
         """Refuse features from a model other than the bundle's (its weights' sha256, as extract computed it)."""
@@ -303,6 +290,7 @@ class Probe:
 FLAG_FIELDS = {
     "--model": ("model_path", "model"),
     "--dtype": ("compute_dtype", "option_dtype"),
+    "--max-length": ("max_length",),
     "--long": ("long_inputs",),
     "--stride": ("stride",),
     "--pair-mode": ("pair_mode",),

@@ -81,3 +81,18 @@ def test_a_refusal_of_a_bundles_setting_is_said_as_its_field_unless_the_caller_g
     assert as_bundle_field(InputError("--contrast 'x' needs two answers"), extraction, "b", {}).message.startswith(
         "--contrast"
     )  # a flag the bundle did not set
+
+
+def test_a_bundles_max_length_is_refused_as_every_other_setting():
+    """The model's refusal of the bundle's own max_length reads as any other stored setting's (one mechanism)."""
+    from featx.deploy.probe import as_bundle_field
+    from featx.errors import InputError
+
+    error = InputError("--max-length 100000 exceeds the model's maximum of 512")
+    said = as_bundle_field(error, {"max_length": 100000}, "bundle b.featx", {})
+    assert said.message == (
+        "bundle b.featx: its extraction field 'max_length' ('100000') cannot be used: --max-length 100000 exceeds "
+        "the model's maximum of 512"
+    )
+    assert as_bundle_field(error, {"max_length": 100000}, "b", {"max_length": 100000}) is error  # the caller's own
+    assert as_bundle_field(error, {"max_length": None}, "b", {}) is error  # the model's own length: no field set

@@ -156,7 +156,8 @@ CASES = {
     ),
     "max_length above the model's own, resealed": (
         _resealed(_set_extraction("max_length", 100_000)),
-        r"bundle \S+: its extraction field 'max_length' is 100000, which exceeds the model's maximum of \d+",
+        r"bundle \S+: its extraction field 'max_length' \('100000'\) cannot be used: --max-length 100000 exceeds the "
+        r"model's maximum of \d+",
     ),
     "an unknown store_dtype": (
         _set_extraction("store_dtype", "int3"),
