@@ -225,7 +225,10 @@ def _split_stack(matrix: np.ndarray, probe: Probe) -> list[np.ndarray]:
 
 
 def _targets(y: Any, regression: bool) -> np.ndarray:
-    """``y`` as a 1-D array, checked as scikit-learn checks targets (a column vector is raveled, with a warning)."""
+    """``y`` as a 1-D array, checked as scikit-learn's estimators check targets (``check_X_y``): a column vector
+    raveled, with a warning; NaN or infinity refused before the classes' type is read (``type_of_target`` casts the
+    values to integers first, a RuntimeWarning on NaN and inf, and cannot sort a missing value among strings)."""
+    from sklearn.utils import assert_all_finite
     from sklearn.utils.multiclass import check_classification_targets
     from sklearn.utils.validation import column_or_1d
 
@@ -234,9 +237,13 @@ def _targets(y: Any, regression: bool) -> np.ndarray:
     y = column_or_1d(y, warn=True)
     if regression:
         y = np.asarray(y, dtype=np.float64)
-        if not np.isfinite(y).all():
-            raise ValueError("Input y contains NaN or infinity: a regression probe needs finite targets")
-    else:
+    try:
+        assert_all_finite(y, input_name="y")
+    except ValueError as error:
+        what = "a value" if regression else "a class"
+        said = str(error).rstrip(".")
+        raise ValueError(f"{said}: FittedProbe needs {what} for every row; leave out the rows without one") from None
+    if not regression:
         check_classification_targets(y)
     return y
 

@@ -3,7 +3,10 @@ in by the stored features of the same texts (``support.deploy_data.stored_lookup
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
+import pandas as pd
 import pytest
 from sklearn.base import clone, is_classifier, is_regressor
 from sklearn.metrics import accuracy_score, f1_score
@@ -145,6 +148,27 @@ def test_classifier_and_regressor_specific_checks(bundle, regression_bundle):
     estimator_checks.check_classifiers_regression_target("FittedProbe", FittedProbe(bundle))
     estimator_checks.check_classifier_data_not_an_array("FittedProbe", FittedProbe(bundle))
     estimator_checks.check_regressor_data_not_an_array("FittedProbe", FittedProbe(regression_bundle))
+
+
+@pytest.mark.parametrize(
+    "y, message",
+    [
+        (np.full(10, np.nan), r"^Input y contains NaN: FittedProbe needs a class for every row"),
+        (np.full(10, np.inf), r"^Input y contains infinity .*\): FittedProbe needs a class for every row"),
+        (pd.Series(["neg", None] * 5), r"^Input contains NaN: FittedProbe needs a class for every row"),
+    ],
+)
+def test_a_target_without_a_value_is_refused_before_its_classes_are_read(bundle, regression_bundle, y, message):
+    """scikit-learn's check_supervised_y_no_nan passes on the ValueError alone; its type_of_target, read first,
+    cast NaN and inf to integers (a RuntimeWarning) and failed to sort a missing value among strings (TypeError)."""
+    X = np.random.default_rng(0).standard_normal((10, 32))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        with pytest.raises(ValueError, match=message):
+            FittedProbe(bundle).fit(X, y)
+        if y.dtype.kind == "f":
+            with pytest.raises(ValueError, match=message.replace("a class", "a value")):
+                FittedProbe(regression_bundle).fit(X, y)
 
 
 def test_a_regression_bundle_has_no_predict_proba(regression_bundle):
