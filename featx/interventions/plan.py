@@ -16,6 +16,8 @@ from ..store import FeatureFile, open_features
 from .config import InterveneConfig
 from .provenance import Provenance, read_provenance
 
+FOLDS = 5  # the label's folds without a split (featx probe's default): the probes', erasers' and steering's
+
 
 @dataclass(frozen=True)
 class InterventionPlan:
@@ -95,7 +97,7 @@ def _unprobeable(features: FeatureFile, name: str, seed: int, group: str | None 
     from ..probing import load_task
 
     try:
-        load_task(features, name, 5, seed, group)
+        load_task(features, name, FOLDS, seed, group)
     except InputError as err:
         return err.message
     return None
@@ -109,13 +111,13 @@ def _group_meta(features: FeatureFile, config: InterveneConfig, label: str, note
         return {}
     from ..probing import load_task
 
-    return load_task(features, label, 5, config.seed, config.group, notes).group_meta()
+    return load_task(features, label, FOLDS, config.seed, config.group, notes).group_meta()
 
 
 def _row_groups(features: FeatureFile, config: InterveneConfig, notes: list[str]) -> np.ndarray | None:
     """``--group``: the group of every row of the file, the unit of the drift, bundle and loss rows' intervals and
-    tests, which read every row (labelled or not); a row without a group (never one of the label's, which
-    ``_group_meta`` checked) is a group of its own. None without ``--group``."""
+    tests, which read every row (labelled or not), and of the steering dose-response's; a row without a group (never
+    one of the label's, which ``_group_meta`` checked) is a group of its own. None without ``--group``."""
     if config.group is None:
         return None
     from ..probing import group_codes
@@ -124,11 +126,15 @@ def _row_groups(features: FeatureFile, config: InterveneConfig, notes: list[str]
     missing = codes < 0
     codes[missing] = codes.max(initial=-1) + 1 + np.arange(int(missing.sum()))
     alone = f", {int(missing.sum())} row(s) without a group each one of its own" if missing.any() else ""
+    what = (
+        "the dose-response's intervals"
+        if config.edit == "steer"
+        else "the drift, bundle and loss rows' intervals and the loss's paired tests"
+    )
     notes.append(
-        f"the drift, bundle and loss rows' intervals and the loss's paired tests take the groups of --group "
-        f"{config.group} as their units ({len(np.unique(codes))} groups over the file's {len(codes)} rows{alone}): "
-        "the means' standard errors cluster-robust (t with groups - 1 degrees of freedom), the shares' Wilson "
-        "intervals at the groups' effective sample size"
+        f"{what} take the groups of --group {config.group} as their units ({len(np.unique(codes))} groups over the "
+        f"file's {len(codes)} rows{alone}): the means' standard errors cluster-robust (t with groups - 1 degrees of "
+        "freedom), the shares' Wilson intervals at the groups' effective sample size"
     )
     return codes
 
@@ -220,4 +226,4 @@ def make_plan(config: InterveneConfig) -> InterventionPlan:
     return plan
 
 
-__all__ = ["InterventionPlan", "make_plan"]
+__all__ = ["FOLDS", "InterventionPlan", "make_plan"]
