@@ -142,7 +142,8 @@ class InterveneConfig(Options):
         choices=EDITS,
         help="erase (an eraser of the label fitted on the training rows; without a split, one per fold on its "
         "training rows for the probes), project or mean (the span of --bundle's "
-        "directions removed or set to its training mean), or steer (add alpha times the direction toward --toward).",
+        "directions removed or set to its training mean), or steer (add alpha times the direction toward --toward: "
+        "the bundle's, or a class-mean difference measured only on rows it was not computed from).",
     )
     method: str = option("leace", flag="--method", group=EDIT, choices=METHODS, help="--edit erase: LEACE or INLP.")
     site: str | None = option(
