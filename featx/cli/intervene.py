@@ -21,7 +21,9 @@ def intervene(features, **options):
     from the edit up the probe before, after and after a random control of the same rank (95% intervals, paired
     tests Holm-adjusted), the other labels, the last layer's drift, the bundle's flips and the LM loss where the
     checkpoint has a head. --edit steer --bundle B --toward C --alphas 0,1,2,4,8: a steering dose-response
-    (docs/intervene.md). Writes PREFIX.csv, PREFIX.json and PREFIX.png."""
+    (a class-mean direction is measured only on rows it was not computed from: the test split's, or without a
+    split each fold's rows along the other folds' direction; docs/intervene.md). Writes PREFIX.csv, PREFIX.json
+    and PREFIX.png."""
     from ..interventions import InterveneConfig, format_table
     from ..interventions import intervene as run_intervene
     from ..report import save_intervention_figure

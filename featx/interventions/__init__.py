@@ -9,6 +9,7 @@ alongside. ``--edit steer``: a steering dose-response read by a bundle above the
 ``edits``       the edits as ``featx.extraction.EditMap``s: the eraser, the bundle's span, the controls, steering
 ``passes``      which edited pass each probe's fold reads (under cross-validation, its own fold's eraser)
 ``forward``     the model loaded once and run over the file's rows with or without edits
+``steer_rows``  which rows each steering direction is computed from and steers (never a row it was computed from)
 ``probes``, ``outputs``, ``loss``, ``steering``  what is measured; ``result``: the table and its files
 ``contrast``    the steering read through a decoder's contrast answers (``--template``, ``--answers``)
 ``run``         ``intervene``: the whole experiment

@@ -67,16 +67,33 @@ def _corpus(fingerprint) -> str | None:
     return recorded.get("corpus_sha256", fingerprint) if isinstance(recorded, dict) else fingerprint
 
 
+def reads_steered_layer(bundle, config: InterveneConfig) -> bool:
+    """``--edit steer`` steers along the bundle's own direction: the bundle reads the edited layer by itself (not a
+    stack) and no ``--site`` is edited. Otherwise the direction is a class-mean difference (``steer_rows.py``)."""
+    return bundle is not None and config.at[0] in bundle.layers and bundle.spec.kind != "stack" and not config.site
+
+
 def seen_rows_note(bundle, config: InterveneConfig, features: FeatureFile) -> str | None:
-    """``--edit project|mean`` with a bundle ``featx fit`` made from this file's corpus (the fingerprints' corpus
-    sha256) when the file has no split: the bundle was fitted on every labelled row, so the probes after the edit are
-    scored on rows the removed directions were fitted on. Said in a note (not refused: bundles stay as featx fit
-    makes them); with a split the bundle's rows and the probes' test rows are apart, and a bundle of another corpus
-    cannot be told apart from one of overlapping rows (docs/intervene.md)."""
+    """A note when a bundle ``featx fit`` made from this file's corpus (the fingerprints' corpus sha256) edits rows
+    it was fitted on (not refused: bundles stay as featx fit makes them; a bundle of another corpus cannot be told
+    apart from one of overlapping rows, docs/intervene.md):
+
+    - ``--edit project|mean`` when the file has no split: the bundle was fitted on every labelled row, so the probes
+      after the edit are scored on rows the removed directions were fitted on (with a split the bundle's rows and
+      the probes' test rows are apart);
+    - ``--edit steer`` along the bundle's own direction (``reads_steered_layer``), which steers every row of the
+      file: its training rows among them, with a split or without."""
     recorded = _corpus((bundle.info.get("features_file") or {}).get("fingerprint"))
-    if config.edit not in ("project", "mean") or features.split is not None:
-        return None
     if recorded is None or recorded != _corpus(features.fingerprint):
+        return None
+    if config.edit == "steer" and reads_steered_layer(bundle, config):
+        return (
+            f"--bundle {config.bundle} was fitted (featx fit) on this file's corpus: its direction toward "
+            f"{config.toward} was fitted on its training rows, which are among the rows the dose-response is "
+            "measured on (every row of the file); steer at a layer the bundle does not read for a class-mean direction "
+            "never measured on its own rows, or fit the bundle on another corpus"
+        )
+    if config.edit not in ("project", "mean") or features.split is not None:
         return None
     return (
         f"--bundle {config.bundle} was fitted (featx fit) on this file's corpus, and the file has no split: its "
@@ -114,4 +131,4 @@ def _check_steer(bundle, config: InterveneConfig) -> None:
         )
 
 
-__all__ = ["check_bundle", "load_bundle", "seen_rows_note"]
+__all__ = ["check_bundle", "load_bundle", "reads_steered_layer", "seen_rows_note"]

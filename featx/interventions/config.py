@@ -90,17 +90,6 @@ def _check_edit(config: InterveneConfig) -> None:
         raise InputError("--toward applies to --edit steer only", "leave --toward out, or use --edit steer")
 
 
-def _check_group(config: InterveneConfig) -> None:
-    """``--group`` as probe's (a name, not the label); it groups the probes' folds, and ``--edit steer`` has none."""
-    check_group(config)
-    if config.group is not None and config.edit == "steer":
-        raise InputError(
-            "--group keeps groups whole in the folds of the probes read before and after an edit: "
-            "--edit steer fits no probe by folds",
-            "leave --group out, or use --edit erase, project or mean",
-        )
-
-
 def _check_answers(config: InterveneConfig) -> None:
     if config.answers is None and config.template is None:
         return
@@ -153,7 +142,8 @@ class InterveneConfig(Options):
         choices=EDITS,
         help="erase (an eraser of the label fitted on the training rows; without a split, one per fold on its "
         "training rows for the probes), project or mean (the span of --bundle's "
-        "directions removed or set to its training mean), or steer (add alpha times the direction toward --toward).",
+        "directions removed or set to its training mean), or steer (add alpha times the direction toward --toward: "
+        "the bundle's, or a class-mean difference measured only on rows it was not computed from).",
     )
     method: str = option("leace", flag="--method", group=EDIT, choices=METHODS, help="--edit erase: LEACE or INLP.")
     site: str | None = option(
@@ -232,7 +222,7 @@ class InterveneConfig(Options):
         _check_edit,
         _check_answers,
         _check_site,
-        _check_group,
+        check_group,  # --group as probe's: the probes', erasers' and steering directions' folds, the intervals
         whole("seed", "--seed", minimum=0, maximum=MAX_SEED),
         whole("n_bootstrap", "n_bootstrap", minimum=100),
     )

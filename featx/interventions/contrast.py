@@ -9,13 +9,14 @@ and per alpha, with the steering direction and with a seeded random direction of
   answer is that class's after;
 - ``score_change``: the mean change of the logit difference, with its 95% Student-t interval.
 
-The answers, the head and the prompt are checked before any forward pass (``prepare_contrast``). Alpha 0 moves
-nothing by construction (the logits are the unedited pass's, bit for bit).
+The rows measured, and the direction each is steered along, are ``steer_rows.py``'s (never a row the direction was
+computed from); with ``--group`` the intervals are by whole groups. The answers, the head and the prompt are
+checked before any forward pass (``prepare_contrast``). Alpha 0 moves nothing by construction (the logits are the
+unedited pass's, bit for bit: each part's rows run in the same batches).
 """
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,8 +29,11 @@ from .edits import run_steered
 from .provenance import embed_options
 from .result import STEER_COLUMNS, InterveneResult
 from .stats import mean_interval, share_interval
+from .steer_rows import Steering
+from .steering import steer_meta
 
 ANSWER_COLUMNS = [*STEER_COLUMNS, "flipped", "flipped_low", "flipped_high"]
+CHANGE = ("score_change", "score_change_low", "score_change_high")
 
 
 @dataclass(frozen=True)
@@ -95,16 +99,16 @@ def prepare_contrast(plan) -> Contrast | None:
     )
 
 
-def answer_logits(forward, contrast: Contrast, steered=None) -> np.ndarray:
-    """Each row's logits of the classes' answers ``(rows, classes)`` at the prompt's last token, unedited or
-    ``steered`` (``(plan, direction, alpha)``)."""
+def answer_logits(forward, contrast: Contrast, steered=None, rows=None) -> np.ndarray:
+    """Each row's (each of the file ``rows``', default every row's) logits of the classes' answers ``(rows,
+    classes)`` at the prompt's last token, unedited or ``steered`` (``(plan, direction, alpha)``)."""
     import torch
 
     if steered is None:
-        embeddings = forward.run((), contrast.config)
+        embeddings = forward.run((), contrast.config, rows)
     else:
         plan, direction, alpha = steered
-        embeddings = run_steered(plan, forward, direction, alpha, contrast.config)
+        embeddings = run_steered(plan, forward, direction, alpha, contrast.config, rows)
     states = torch.as_tensor(np.asarray(embeddings.array(contrast.top, "at"), np.float32))
     with torch.inference_mode():
         logits = contrast.head.logits(states, last_layer=True, token_ids=list(contrast.token_ids))
@@ -116,51 +120,47 @@ def logit_difference(logits: np.ndarray, column: int) -> np.ndarray:
     return logits[:, column] - np.delete(logits, column, axis=1).mean(axis=1)
 
 
-def _record(alpha: float, name: str, layer: int, before: np.ndarray, after: np.ndarray, column: int) -> dict:
+def _record(alpha: float, name: str, layer: int, before: np.ndarray, after: np.ndarray, column: int, groups) -> dict:
     rise = logit_difference(after, column) - logit_difference(before, column)
     candidates = before.argmax(axis=1) != column
-    flipped = share_interval((after.argmax(axis=1) == column)[candidates], int(candidates.sum()))
+    held = None if groups is None else groups[candidates]
+    flipped = share_interval((after.argmax(axis=1) == column)[candidates], groups=held)
     return {
         "alpha": alpha,
         "direction": name,
         "layer": layer,
         "read_at": "answers",
-        **dict(zip(("moved", "moved_low", "moved_high"), share_interval(rise > 0), strict=True)),
-        **dict(zip(("score_change", "score_change_low", "score_change_high"), mean_interval(rise), strict=True)),
+        **dict(zip(("moved", "moved_low", "moved_high"), share_interval(rise > 0, groups=groups), strict=True)),
+        **dict(zip(CHANGE, mean_interval(rise, groups), strict=True)),
         "n_rows": len(rise),
         **dict(zip(("flipped", "flipped_low", "flipped_high"), flipped, strict=True)),
     }
 
 
-def answer_dose_response(plan, forward, contrast: Contrast, directions: tuple, started: float) -> InterveneResult:
-    """The dose-response along ``directions`` (``edits.steering_directions``) read through the answers."""
+def answer_dose_response(plan, forward, contrast: Contrast, steering: Steering, started: float) -> InterveneResult:
+    """The dose-response of ``steering`` (``steer_rows.steering_rows``: each part's rows along its direction, and
+    the random one) read through the answers."""
     config = plan.config
-    direction, random, source = directions
-    before = answer_logits(forward, contrast)
+    groups = steering.groups(plan)
+    before = steering.gather(lambda rows, _: answer_logits(forward, contrast, rows=rows))
     records = []
     for alpha in config.alphas:
-        for name, vector in (("probe", direction), ("random", random)):
-            after = answer_logits(forward, contrast, (plan, vector, alpha))
-            records.append(_record(alpha, name, plan.at[0], before, after, contrast.column))
-    meta = {
-        "kind": "steer",
-        "features_file": str(plan.features.resolve()),
-        "model": plan.provenance.model,
+        for name in ("probe", "random"):
+
+            def read(rows, vector, alpha=alpha):
+                return answer_logits(forward, contrast, (plan, vector, alpha), rows)
+
+            after = steering.gather(read, name)
+            records.append(_record(alpha, name, plan.at[0], before, after, contrast.column, groups))
+    reader = {
         "bundle": str(config.bundle) if config.bundle is not None else None,
         "label": plan.label,
-        "toward": str(config.toward),
-        "at": plan.at[0],
         "read_at": "answers",
         "reader": f"the answers at the end of {config.template!r} ({contrast.described})",
-        "direction_source": source,
-        **({"site": config.site} if config.site else {}),
-        "alphas": list(config.alphas),
-        "seed": config.seed,
-        "n_rows": len(forward.texts),
-        "notes": [],
-        "seconds": round(time.perf_counter() - started, 3),
     }
-    return InterveneResult(pd.DataFrame(records, columns=ANSWER_COLUMNS), meta, plan.output, [])
+    notes = [*plan.notes, *steering.notes]
+    meta = steer_meta(plan, steering, started, notes, reader)
+    return InterveneResult(pd.DataFrame(records, columns=ANSWER_COLUMNS), meta, plan.output, notes)
 
 
 __all__ = [

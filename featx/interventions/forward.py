@@ -32,13 +32,15 @@ class Forward:
         self.n_blocks = int(self.loaded.n_layers) - 1
         self.block_path = edit_block_path(self.loaded.model, self.n_blocks, self.loaded.device)
 
-    def run(self, maps=(), config=None):
-        """The ``Embeddings`` of every row, with ``maps`` (``EditMap``s) applied inside the pass; ``config``: another
-        in-memory extraction of the rows than the file's (a prompt around them, ``contrast.py``)."""
+    def run(self, maps=(), config=None, rows=None):
+        """The ``Embeddings`` of every row (of the file rows ``rows``, in their order), with ``maps`` (``EditMap``s)
+        applied inside the pass; ``config``: another in-memory extraction of the rows than the file's (a prompt
+        around them, ``contrast.py``)."""
         from ..extraction import EditHooks, encode
 
+        texts = self.texts if rows is None else [self.texts[int(row)] for row in rows]
         with EditHooks(self.loaded.model, self.block_path, self.n_blocks, maps):
-            return encode(self.loaded, config or self.config, self.texts)
+            return encode(self.loaded, config or self.config, texts)
 
 
 def bundle_matrix(embeddings, bundle):

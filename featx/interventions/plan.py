@@ -19,6 +19,8 @@ from ..store import FeatureFile, open_features
 from .config import InterveneConfig
 from .provenance import Provenance, read_provenance
 
+FOLDS = 5  # the label's folds without a split (featx probe's default): the probes', erasers' and steering's
+
 
 @dataclass(frozen=True)
 class InterventionPlan:
@@ -101,29 +103,31 @@ def _probeable(features: FeatureFile, name: str, config: InterveneConfig):
     from ..probing import load_task
 
     try:
-        return load_task(features, name, 5, config.seed, config.group)
+        return load_task(features, name, FOLDS, config.seed, config.group)
     except InputError as err:
         return err.message
 
 
-def _tasks(features: FeatureFile, config: InterveneConfig, label: str, notes: list[str]) -> dict:
-    """The probed labels' tasks, the edited label's first, each loaded once (the erasers, the probes and the folds'
-    passes share them); the edited label refused as ``featx probe`` refuses it (one class; with ``--group``: an
-    unknown column, a row without a group, a split with a group on both sides...). ``--edit steer`` probes none
-    (nor takes ``--group``: its config refuses it)."""
+def _tasks(features: FeatureFile, config: InterveneConfig, label: str, bundle, notes: list[str]) -> dict:
+    """The probed labels' tasks, the edited label's first, each loaded once (the erasers, the probes, the folds'
+    passes and the steering folds share them); the edited label refused as ``featx probe`` refuses it (one class;
+    with ``--group``: an unknown column, a row without a group, a split with a group on both sides...).
+    ``--edit steer`` probes no other label, and needs the label's rows only for the class-mean direction's folds or
+    ``--group``: steering along the bundle's own direction loads none."""
     from ..probing import load_task
+    from .bundle_checks import reads_steered_layer
 
-    if config.edit == "steer":
+    if config.edit == "steer" and config.group is None and reads_steered_layer(bundle, config):
         return {}
-    amnesic, skipped = _amnesic(features, config, label)
+    amnesic, skipped = _amnesic(features, config, label) if config.edit != "steer" else ({}, [])
     notes += skipped
-    return {label: load_task(features, label, 5, config.seed, config.group, notes), **amnesic}
+    return {label: load_task(features, label, FOLDS, config.seed, config.group, notes), **amnesic}
 
 
 def _row_groups(features: FeatureFile, config: InterveneConfig, notes: list[str]) -> np.ndarray | None:
     """``--group``: the group of every row of the file, the unit of the drift, bundle and loss rows' intervals and
-    tests, which read every row (labelled or not); a row without a group (never one of the label's, which
-    ``_tasks`` checked) is a group of its own. None without ``--group``."""
+    tests, which read every row (labelled or not), and of the steering dose-response's; a row without a group (never
+    one of the label's, which ``_tasks`` checked) is a group of its own. None without ``--group``."""
     if config.group is None:
         return None
     from ..probing import group_codes
@@ -132,11 +136,15 @@ def _row_groups(features: FeatureFile, config: InterveneConfig, notes: list[str]
     missing = codes < 0
     codes[missing] = codes.max(initial=-1) + 1 + np.arange(int(missing.sum()))
     alone = f", {int(missing.sum())} row(s) without a group each one of its own" if missing.any() else ""
+    what = (
+        "the dose-response's intervals"
+        if config.edit == "steer"
+        else "the drift, bundle and loss rows' intervals and the loss's paired tests"
+    )
     notes.append(
-        f"the drift, bundle and loss rows' intervals and the loss's paired tests take the groups of --group "
-        f"{config.group} as their units ({len(np.unique(codes))} groups over the file's {len(codes)} rows{alone}): "
-        "the means' standard errors cluster-robust (t with groups - 1 degrees of freedom), the shares' Wilson "
-        "intervals at the groups' effective sample size"
+        f"{what} take the groups of --group {config.group} as their units ({len(np.unique(codes))} groups over the "
+        f"file's {len(codes)} rows{alone}): the means' standard errors cluster-robust (t with groups - 1 degrees of "
+        "freedom), the shares' Wilson intervals at the groups' effective sample size"
     )
     return codes
 
@@ -202,7 +210,7 @@ def make_plan(config: InterveneConfig) -> InterventionPlan:
         _check_layers(features, config, provenance)
         label = _label(features, config, bundle)
         notes: list[str] = []
-        tasks = _tasks(features, config, label, notes)
+        tasks = _tasks(features, config, label, bundle, notes)
         row_groups = _row_groups(features, config, notes)
         if bundle is not None:
             check_bundle(bundle, config, provenance, features)
@@ -229,4 +237,4 @@ def make_plan(config: InterveneConfig) -> InterventionPlan:
     return plan
 
 
-__all__ = ["InterventionPlan", "make_plan"]
+__all__ = ["FOLDS", "InterventionPlan", "make_plan"]

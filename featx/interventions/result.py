@@ -108,13 +108,16 @@ def _p_values(row) -> str:
 
 
 def _format_steering(result: InterveneResult) -> str:
-    """The dose-response as printed: per alpha and direction, the moved share, the share flipped (read through
-    contrast answers) and the score change, then the run's notes."""
-    table = result.table
-    reader = result.meta.get("reader") or f"the bundle at layer {result.meta.get('read_at')}"
+    """The dose-response as printed: where the direction came from and which rows are measured, then per alpha and
+    direction the moved share, the share flipped (read through contrast answers) and the score change, then the
+    run's notes."""
+    table, meta = result.table, result.meta
+    reader = meta.get("reader") or f"the bundle at layer {meta.get('read_at')}"
+    measured = f"; measured on {meta['measured_rows']}" if meta.get("measured_rows") else ""
+    by = f"; by whole groups of {meta['group']}" if meta.get("group") else ""  # as erase's header says it
     lines = [
-        f"steering toward {result.meta.get('toward')} at layer {result.meta.get('at')}, read by {reader} "
-        f"({result.meta.get('direction_source')})"
+        f"steering toward {meta.get('toward')} at layer {meta.get('at')}, read by {reader} "
+        f"({meta.get('direction_source')}){measured}; probe / random direction, 95% intervals{by}"
     ]
     for _, row in table.iterrows():
         flipped = f"  flipped {_interval(row, 'flipped')}" if "flipped" in table.columns else ""

@@ -4,7 +4,8 @@ ranks, one unedited pass over the file's rows and one per distinct edit and cont
 the other columns' probes at every stored layer from the edit up (before, after, control, each fold reading its own
 eraser's pass; paired tests Holm-adjusted per label and edit over the layers), the last layer's drift, the bundle's
 flips and accuracy, and the LM loss where the checkpoint has a head (these three read the eraser of the training
-rows). ``--edit steer`` runs the dose-response instead (``steering.py``)."""
+rows). ``--edit steer`` runs the dose-response instead (``steering.py``; its rows and directions: ``steer_rows.py``,
+never measured on a row its direction was computed from)."""
 
 from __future__ import annotations
 
@@ -15,13 +16,13 @@ import pandas as pd
 from ..probing import SIGNIFICANCE_ALPHA
 from ..safe_files import check_writable
 from .config import InterveneConfig
-from .edits import steering_directions
 from .loss import head_of, lm_model, loss_row
 from .outputs import bundle_rows, drift_row, reproduction_note
 from .passes import LayerEdits, layer_edits, shares_split
 from .plan import InterventionPlan, make_plan
 from .probes import LabelProbes
 from .result import TABLE_COLUMNS, InterveneResult
+from .steer_rows import steering_rows
 
 
 def _holm(table: pd.DataFrame) -> pd.DataFrame:
@@ -126,10 +127,10 @@ def intervene(config: InterveneConfig | str | None = None, **options) -> Interve
         from .steering import dose_response
 
         contrast = prepare_contrast(plan)  # --answers: checked before the model is loaded
-        directions = steering_directions(plan)
+        steering = steering_rows(plan)  # every direction computed, on rows apart from those it steers
         if contrast is not None:
-            return _written(answer_dose_response(plan, Forward(plan), contrast, directions, started), config)
-        return _written(dose_response(plan, Forward(plan), directions, started), config)
+            return _written(answer_dose_response(plan, Forward(plan), contrast, steering, started), config)
+        return _written(dose_response(plan, Forward(plan), steering, started), config)
     notes: list[str] = list(plan.notes)
     edits = _edits(plan, notes)  # the probed labels' tasks: plan.tasks, loaded once by make_plan
     model, why = lm_model(plan)

@@ -1,8 +1,8 @@
 """``featx intervene --edit steer --template T --answers A`` on a tiny GPT-2 with its LM head: per alpha, the share
 of rows whose answer logit difference rose, the share flipped to the class's answer and the mean change, for the
-class-mean direction and a random one of equal norm, equal a hand computation (each prompt run alone through
-transformers' own LM model with a hand-written hook adding alpha times the direction to block 0's output); bad
-input refused with one line before any forward pass."""
+class-mean direction of the train split and a random one of equal norm, measured on the test split's rows, equal a
+hand computation (each prompt run alone through transformers' own LM model with a hand-written hook adding alpha
+times the direction to block 0's output); bad input refused with one line before any forward pass."""
 
 from __future__ import annotations
 
@@ -11,8 +11,10 @@ import pytest
 from click.testing import CliRunner
 from support.errors import assert_one_clear_error
 from support.lens_models import build_with_head, lens_corpus
+from support.tiny import SENTENCES, write_csv
 
 import featx
+import featx.probing
 from featx.cli import main
 from featx.errors import FeatxError
 from featx.interventions import intervene
@@ -31,12 +33,15 @@ def decoder_features(tmp_path_factory):
     return model, output
 
 
-def _direction(features_path, layer: int, toward: str) -> np.ndarray:
+def _direction(features_path, layer: int, toward: str) -> tuple[np.ndarray, list[str]]:
+    """The unit class-mean difference of the train split's rows, and the test split's texts: the only rows the
+    dose-response is measured on (never one the direction was computed from)."""
     with featx.open(features_path) as features:
         X = features.features("mean", layer).astype(np.float64)
         codes, names = features.labels("sentiment"), features.label_names("sentiment")
         train = (codes >= 0) & (features.split == "train")
-        texts = list(features.texts)
+        test = (codes >= 0) & (features.split == "test")
+        texts = [text for text, kept in zip(features.texts, test, strict=True) if kept]
     inside = codes == names.index(toward)
     vector = X[train & inside].mean(axis=0) - X[train & ~inside].mean(axis=0)
     return vector / np.linalg.norm(vector), texts
@@ -95,6 +100,8 @@ def test_the_dose_response_read_by_the_answers_equals_a_hand_computation(decoder
             assert row.flipped == pytest.approx(np.mean(after[candidates].argmax(axis=1) == 1))
     assert set(table.loc[0.0, "moved"]) == {0.0} and set(table.loc[0.0, "score_change"]) == {0.0}
     assert result.meta["reader"].startswith("the answers at the end of")
+    assert set(table.n_rows) == {len(texts)} == {result.meta["n_rows"]}  # the test split's 4 of the 12 rows
+    assert result.meta["direction_source"].endswith("of the train split's rows")
 
 
 @pytest.mark.parametrize(
@@ -141,3 +148,37 @@ def test_answers_on_an_encoder_are_refused(planted_features, no_forward):
             answers=" a, b",
             template="{text} Is:",
         )
+
+
+@pytest.mark.slow  # ~3 s: the tiny decoder's passes fold by fold and the hand computation
+def test_without_a_split_each_fold_is_read_along_the_other_folds_direction(decoder_features, tmp_path):
+    """The decoder's corpus without its split column (12 rows): each of ``--edit erase``'s 5 folds is steered along
+    the class-mean difference of the other folds' rows; the answers' dose-response equals the hand computation of
+    every fold's rows with its own direction."""
+    model, _ = decoder_features
+    corpus = write_csv(tmp_path / "corpus.csv", [row[:3] for row in SENTENCES], header=("text", "sentiment", "tense"))
+    path = tmp_path / "corpus.features.h5"
+    featx.extract(corpus, model=str(model), output=path, poolings="mean", store_dtype="float32", progress=False)
+    options = dict(label="sentiment", edit="steer", at="1", toward="pos", answers=ANSWERS, template=TEMPLATE)
+    result = intervene(path, alphas="8", write=False, **options)
+    with featx.open(path) as features:
+        task = featx.probing.load_task(features, "sentiment", 5, 0)
+        X = features.features("mean", 1).astype(np.float64)
+        texts = list(features.texts)
+    pos = np.asarray(task.class_names)[task.y] == "pos"
+    rises = {"probe": [], "random": []}
+    rng = np.random.default_rng(0).standard_normal(X.shape[1])
+    for train, test in task.plan.folds:  # the fold's direction: its training rows' class means, never its own rows
+        vector = X[task.kept[train][pos[train]]].mean(axis=0) - X[task.kept[train][~pos[train]]].mean(axis=0)
+        fold_texts = [texts[row] for row in task.kept[test]]
+        before = _hand_logits(model, fold_texts, np.zeros(len(vector)))
+        for name, unit in (("probe", vector / np.linalg.norm(vector)), ("random", rng / np.linalg.norm(rng))):
+            after = _hand_logits(model, fold_texts, 8.0 * unit)
+            rises[name].append((after[:, 1] - after[:, 0]) - (before[:, 1] - before[:, 0]))
+    table = result.table.set_index("direction")
+    for name, parts in rises.items():
+        rise = np.concatenate(parts)
+        assert table.loc[name, "score_change"] == pytest.approx(rise.mean(), abs=1e-4)
+        assert table.loc[name, "moved"] == pytest.approx(np.mean(rise > 1e-6))
+    assert result.meta["n_rows"] == 12 and result.meta["runs_per_pass"] == 5
+    assert "of the other folds' rows (5 folds)" in result.meta["direction_source"]

@@ -61,9 +61,11 @@ def test_a_bad_group_is_refused_before_any_forward_pass(
         intervene(grouped_file if path == "grouped" else leaky_split_file, group=group, **QUICK)
 
 
-def test_steering_has_no_folds_to_group():
-    with pytest.raises(InputError, match="--edit steer fits no probe by folds"):
-        InterveneConfig(features="x.h5", edit="steer", toward="pos", at="1", bundle="b.featx", group="doc")
+def test_steering_takes_a_group_for_its_folds_and_intervals():
+    """``--edit steer``'s class-mean direction is cross-fitted on folds of whole groups without a split, and its
+    intervals take the groups as units (tests/interventions/test_intervene_steer_rows.py)."""
+    steer = InterveneConfig(features="x.h5", edit="steer", toward="pos", at="1", bundle="b.featx", group="doc")
+    assert steer.group == "doc"
     assert InterveneConfig(features="x.h5", label="label", at="1", group="doc").group == "doc"
     with pytest.raises(InputError, match="--group label is the label probed"):
         InterveneConfig(features="x.h5", label="label", at="1", group="label")
@@ -202,14 +204,14 @@ def test_the_loss_and_its_paired_tests_by_whole_groups(monkeypatch):
     assert grouped["p_after"] > 10 * plain["p_after"]
 
 
-def test_steering_and_its_answers_refuse_a_group():
-    with pytest.raises(InputError, match="--edit steer fits no probe by folds"):
-        InterveneConfig(
-            features="x.h5",
-            edit="steer",
-            toward="pos",
-            at="1",
-            template="Review: {text} Sentiment:",
-            answers=" good, bad",
-            group="doc",
-        )
+def test_steering_read_through_the_answers_takes_a_group():
+    config = InterveneConfig(
+        features="x.h5",
+        edit="steer",
+        toward="pos",
+        at="1",
+        template="Review: {text} Sentiment:",
+        answers=" good, bad",
+        group="doc",
+    )
+    assert config.group == "doc"
