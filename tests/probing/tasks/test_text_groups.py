@@ -158,7 +158,9 @@ def test_reserved_names_mean_the_texts_even_beside_a_label_column_of_that_name(c
 def test_erase_and_the_cli_take_the_text_names(chain_pairs, tiny_model, tmp_path):
     path, _ = chain_pairs
     cross, _ = make_chains(tmp_path / "cross", tiny_model, pair_mode="cross")  # erase reads one vector per row
-    erased = erase(cross, label="label", group="@texts", amnesic="none", write=False, layers="1", jobs=1, n_bootstrap=100)
+    erased = erase(
+        cross, label="label", group="@texts", amnesic="none", write=False, layers="1", jobs=1, n_bootstrap=100
+    )
     assert (erased.meta["group"], erased.meta["n_groups"]) == ("@texts", 20)
     prefix = tmp_path / "cli"
     args = ["probe", str(path), "--label", "label", "--layer", "1", "--jobs", "1", "--no-lexical"]
