@@ -117,7 +117,7 @@ def _group_column(
 
 def unknown_group(features: FeatureFile, name: str, labels: str | Path | None) -> InputError:
     """``--group NAME`` naming neither a label column nor the texts (``@txt``: a misspelt reserved name)."""
-    texts = ", ".join(TEXT_GROUPS if features.pair_texts is not None else ("@text", "@texts"))
+    texts = ", ".join(TEXT_GROUPS if features.pair_mode is not None else ("@text", "@texts"))
     if name.startswith("@"):
         return InputError(
             f"--group {name}: '{name}' is not a name of the texts (and no label column)",
@@ -135,18 +135,16 @@ def unknown_group(features: FeatureFile, name: str, labels: str | Path | None) -
 def text_groups(features: FeatureFile, name: str) -> tuple[np.ndarray, list[str]]:
     """The code of every stored row's group by the reserved name ``name`` and each group's name: its first row's
     number. ``@text_pair`` on a file of single texts is refused."""
-    texts, pairs = features.texts, features.pair_texts
-    if name == "@text_pair" and pairs is None:
-        raise InputError(
-            f"--group @text_pair: {features.path} holds single texts, not sentence pairs",
-            "group by the texts with @text (or @texts), or extract the pairs with featx extract --text-pair-col",
-        )
-    if name == "@text":
-        roots = first_rows(texts)
-    elif name == "@text_pair":
+    pairs = features.pair_texts
+    if name == "@text_pair":
+        if pairs is None:
+            raise InputError(
+                f"--group @text_pair: {features.path} holds single texts, not sentence pairs",
+                "group by the texts with @text (or @texts), or extract the pairs with featx extract --text-pair-col",
+            )
         roots = first_rows(pairs)
     else:
-        roots = component_rows(texts, pairs)
+        roots = first_rows(features.texts) if name == "@text" else component_rows(features.texts, pairs)
     firsts, codes = np.unique(roots, return_inverse=True)
     return codes.astype(np.int64).reshape(-1), [str(int(row)) for row in firsts]
 
