@@ -8,8 +8,9 @@ imported from there, never from a conftest or from another test module.
 
 The features files a test only reads are built once per session (per pytest-xdist worker) here, one per kind
 of input: ``tiny_features``, ``split_features``, ``pair_features``, ``word_features``, ``site_features``
-(``support.shared_files``), and the planted groups of the ``--group`` tests (``grouped_file``,
-``leaky_split_file``). Never write into them: copy first (``features_copy``, ``copy_features``).
+(``support.shared_files``), the planted groups of the ``--group`` tests (``grouped_file``,
+``leaky_split_file``) and the pairs sharing sentences of ``--group @texts`` (``chain_pairs``, ``small_pairs``).
+Never write into them: copy first (``features_copy``, ``copy_features``).
 
 Tests marked ``slow`` start other processes (``subprocess``, ``multiprocessing``, ``torchrun``, a Jupyter
 kernel), drive headless Chromium or load the MiniLM model; ``pytest -m "not slow"`` (``make test-fast``) leaves
@@ -39,6 +40,7 @@ if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1:
 import pytest  # noqa: E402  (after the environment above)
 from support.deploy_data import make_split_features  # noqa: E402
 from support.planted_groups import make_grouped  # noqa: E402
+from support.planted_pairs import make_chains, make_small  # noqa: E402
 from support.probe_data import make_tiny_features  # noqa: E402
 from support.shared_files import (  # noqa: E402
     make_pair_features,
@@ -155,3 +157,16 @@ def grouped_file(tiny_model, tmp_path_factory) -> Path:
 def leaky_split_file(tiny_model, tmp_path_factory) -> Path:
     """The same with a train/test split that puts a document on both sides (refused under ``--group``)."""
     return make_grouped(tmp_path_factory.mktemp("leaky-split"), tiny_model, leaky_split=True)
+
+
+@pytest.fixture(scope="session")
+def chain_pairs(tiny_model, tmp_path_factory):
+    """``(features, chain of each row)``: 60 pairs in 20 chains linked by shared sentences, shuffled, no split
+    (``support.planted_pairs``): the ``--group @texts`` tests of probe, fit and the paired tests read it."""
+    return make_chains(tmp_path_factory.mktemp("chain-pairs"), tiny_model)
+
+
+@pytest.fixture(scope="session")
+def small_pairs(tiny_model, tmp_path_factory) -> Path:
+    """``support.planted_pairs.SMALL``: nine cross-encoded pairs whose groups of each text name are written out."""
+    return make_small(tmp_path_factory.mktemp("small-pairs"), tiny_model)

@@ -23,6 +23,7 @@ from ..probing import (
     check_split_groups,
     default_label,
     group_rows,
+    note_shared_texts,
     refuse_word_group,
     resolve_task,
     stored_column,
@@ -232,8 +233,9 @@ def _classes_of_training(y, train, test, names, label) -> tuple[np.ndarray, list
 def _grouping(features: FeatureFile, config: FitConfig, rows: np.ndarray, label: str, parts, notes) -> Groups | None:
     """``--group COLUMN``'s group of every labelled row (None without it), read and checked as featx probe
     reads and checks it: a test split sharing a group with the training (or val) rows is refused, and so are
-    as few training groups as folds."""
+    as few training groups as folds. Without it, a note where a pair file's rows share sentences."""
     if config.group is None:
+        note_shared_texts(features, rows, notes)
         return None
     grouping = group_rows(features, config.group, rows, label, notes)
     train, test, dev = parts

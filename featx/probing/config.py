@@ -32,6 +32,10 @@ check_join_needs_labels = requires(
 )
 
 
+# ``--group``'s reserved names: the rows' stored texts, never a label column's (tasks/groups.py reads them).
+TEXT_GROUPS = ("@text", "@text_pair", "@texts")
+
+
 def group_option(group: str | None = None) -> Any:
     """``--group``, declared once for ``featx probe`` (and its ``--sweep``), ``featx fit``, ``featx erase``,
     ``featx neurons`` and ``featx intervene``."""
@@ -39,9 +43,11 @@ def group_option(group: str | None = None) -> Any:
         None,
         flag="--group",
         group=group,
-        help="A label column naming groups of rows to keep together (a document, a speaker, the sentence several "
-        "pairs share): the folds, the holdouts that choose C and the bootstrap resamples take whole groups, and a "
-        "train/test split with a group on both sides is refused.",
+        help="A label column naming groups of rows to keep together (a document, a speaker), or the stored texts: "
+        "@text (rows with the same text), @text_pair (pairs with the same second text), @texts (pairs sharing any "
+        "sentence, as text a or b, linked in chains; on single texts as @text). These names always mean the "
+        "texts, even beside a label column of that name. The folds, the holdouts that choose C and the bootstrap "
+        "resamples take whole groups, and a train/test split with a group on both sides is refused.",
     )
 
 
@@ -53,7 +59,7 @@ def check_group(config) -> None:
         return
     if not str(config.group).strip():
         raise InputError("--group is empty", "name a label column whose values are the groups, e.g. --group doc")
-    if config.label is not None and config.group == config.label:
+    if config.label is not None and config.group == config.label and config.group not in TEXT_GROUPS:
         refuse_group_label(config.group)
 
 

@@ -6,7 +6,7 @@ Layout of the file (``docs/study.md``)::
     [[models]]   name, model (a Hugging Face id or folder; default: the packaged MiniLM), random_init, seeds,
                  and any extract option of that model's extractions
     [[corpora]]  name, path (or senteval: a folder of SentEval task files, one corpus each), labels, group (a
-                 column of groups its probes keep whole), and any extract option (text_col, sep, word_format, ...)
+                 column of groups its probes keep whole, or @text, @text_pair, @texts), and any extract option
     [extract]    any ``featx extract`` option shared by every extraction, by field or flag name
     [probe]      any ``featx probe`` option shared by every probe, by field or flag name
 
@@ -29,7 +29,7 @@ from ..io import corpus_name
 from ..probing import ProbeConfig
 from ..safe_files import refuse_unsafe_target
 from .engines import ENGINES
-from .groups import check_group_column, entry_group
+from .groups import entry_group
 from .options import extract_fields, probe_fields
 from .ray_engine import check_address
 from .source import Place, Source, check_keys, dict_source, read_study
@@ -72,7 +72,8 @@ class CorpusSpec:
 @dataclass(frozen=True)
 class StudyConfig:
     """A whole study, checked at construction: names, files, the study's own keys and every extract and probe
-    config it will run (an ``InputError`` naming the file, key and line, before any forward pass)."""
+    config it will run (an ``InputError`` naming the file, key and line, before any forward pass); the corpora's
+    group columns, which need their files read, by ``groups.check_groups``."""
 
     source: Source
     output: Path
@@ -96,11 +97,6 @@ class StudyConfig:
         for corpus in self.corpora:
             for model in self.models:
                 self.extract_config(model, corpus, check=(("corpora", corpus.entry), ("models", model.entry)))
-            if corpus.group is not None:  # read from the corpus file: refused before any extraction
-                extract = self.extract_config(self.models[0], corpus)
-                check_group_column(
-                    self.source, ("corpora", corpus.entry, "group"), corpus.group, corpus.labels, extract
-                )
         self.probe_config(Path(FEATURES_NAME), "label", lexical=True)
 
     def check_address(self) -> None:

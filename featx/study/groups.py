@@ -2,10 +2,13 @@
 the sentence several pairs share). A group column is a property of a corpus, not of every corpus, so it is given
 per ``[[corpora]]`` entry, never in ``[probe]``; each probe of that corpus (every model's, the one that computes
 the lexical baseline, the control task) then keeps the groups whole, as ``featx probe --group COLUMN`` does, and
-the paired tests between models draw those same folds again.
+the paired tests between models draw those same folds again. ``group`` may also be one of the names of the texts
+(``@text``, ``@text_pair``, ``@texts``: ``featx.probing.TEXT_GROUPS``), passed through to the probes as it is.
 
-The column is read from the corpus file itself when the study is checked (``check_group_column``), before any
-extraction: a corpus without it, or whose labelled rows lack a group, is refused at its entry's ``group`` key.
+A label column is read from the corpus file itself by ``check_group_column``, which ``check_groups`` calls for
+``study run`` (and its dry run) before any extraction, not for ``study status`` or ``study report``: a corpus
+without it, or whose labelled rows lack a group, is refused at its entry's ``group`` key. A name of the texts
+reads no file: ``@text_pair`` is refused for a corpus without a pair column (``text_pair_col``).
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import InputError
+from ..probing import TEXT_GROUPS
 from .source import Place, Source
 
 
@@ -24,8 +28,12 @@ def entry_group(source: Source, place: Place, entry: dict[str, Any], labels: tup
     if group is None:
         return None
     if not isinstance(group, str) or not group.strip():
-        raise source.error(where, f"group {group!r} must name a label column of the corpus", 'e.g. group = "doc"')
-    if group in labels:
+        raise source.error(
+            where,
+            f"group {group!r} must name a label column of the corpus or its texts ({', '.join(TEXT_GROUPS)})",
+            'e.g. group = "doc", or group = "@texts" for the pairs sharing a sentence',
+        )
+    if group in labels and group not in TEXT_GROUPS:
         raise source.error(
             where,
             f"group '{group}' is also one of the corpus's labels: probed, every group would hold one class",
@@ -34,23 +42,37 @@ def entry_group(source: Source, place: Place, entry: dict[str, Any], labels: tup
     return group
 
 
+def check_groups(config: Any) -> None:
+    """Each corpus's ``group`` of a ``StudyConfig`` (``check_group_column``): checked by ``run`` (and its dry run)
+    before any extraction, not by ``status`` or ``report``, which read no corpus."""
+    for corpus in config.corpora:
+        if corpus.group is not None:
+            extract = config.extract_config(config.models[0], corpus)
+            check_group_column(config.source, ("corpora", corpus.entry, "group"), corpus.group, corpus.labels, extract)
+
+
 def check_group_column(source: Source, place: Place, group: str, labels: tuple[str, ...], extract: Any) -> None:
     """The group column of a corpus, read from the corpus file (``extract``: its extraction's ``ExtractConfig``):
     one of its label columns, and a group for every row labelled by a label the study probes that the corpus
-    has (a label it lacks fails its own probe, as without a group)."""
-    from ..extraction import read_input
-
-    try:
-        corpus = read_input(extract)
-    except InputError as err:
-        raise source.error(place, f"its group column cannot be checked: {err.message}", err.hint) from None
-    columns = corpus.labels
+    has (a label it lacks fails its own probe, as without a group). A name of the texts reads no file:
+    ``@text_pair`` needs the corpus's pair column."""
+    if group in TEXT_GROUPS:
+        if group == "@text_pair" and not extract.text_pair_col:
+            raise source.error(
+                place,
+                f"group @text_pair groups by the second text of a pair, and corpus {extract.corpus} has single texts",
+                "group by @text or @texts, or name the pair column with text_pair_col",
+            )
+        return
+    columns = _label_columns(source, place, extract)
     if group not in columns:
         named = ", ".join(columns) or "(none)"
+        texts = ", ".join(TEXT_GROUPS if extract.text_pair_col else ("@text", "@texts"))
         raise source.error(
             place,
             f"corpus {extract.corpus} has no label column '{group}' to group by; its label columns: {named}",
-            "name a column of the corpus whose values are the groups (not its text, id or split column)",
+            f"name a column of the corpus whose values are the groups (not its text, id or split column), or "
+            f"group by its texts with {texts}",
         )
     codes = columns[group].codes
     for label in (name for name in labels if name in columns):
@@ -62,3 +84,13 @@ def check_group_column(source: Source, place: Place, group: str, labels: tuple[s
                 f"{missing} of the {int(labelled.sum())} rows of {extract.corpus} labelled '{label}' have no group",
                 "give every labelled row a group (a row alone can be a group of its own), or leave out group",
             )
+
+
+def _label_columns(source: Source, place: Place, extract: Any) -> dict[str, Any]:
+    """The label columns of the corpus file that ``extract`` reads (read whole)."""
+    from ..extraction import read_input
+
+    try:
+        return read_input(extract).labels
+    except InputError as err:
+        raise source.error(place, f"its group column cannot be checked: {err.message}", err.hint) from None

@@ -29,6 +29,7 @@ from .cells import Task
 from .compare import paired_models
 from .config import check_study
 from .engines import ENGINES, Engine, engine_named
+from .groups import check_groups
 from .plan import StudyPlan, make_plan
 from .records import DONE, FAILED, cell_folders, cell_status, record_state, state_folder
 from .results import results_table, write_results
@@ -224,6 +225,7 @@ def _run(config: RunConfig, echo: Echo) -> StudyResult:
     started = time.perf_counter()
     overrides = {"jobs": config.jobs, "engine": config.engine, "address": config.address}
     plan = make_plan(config.study, **overrides)  # the whole study checked before any work
+    check_groups(plan.config)  # the grouped corpora's files read
     plan.config.check_address()
     output = plan.config.output
     with lock_of(output):

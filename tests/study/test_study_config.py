@@ -8,7 +8,7 @@ from click.testing import CliRunner
 
 from featx.cli import main
 from featx.errors import InputError
-from featx.study import make_plan, study_config, study_toml
+from featx.study import make_plan, study_config
 
 GOOD = """\
 [study]
@@ -107,16 +107,10 @@ BAD = [
     (('path = "sst2.csv"', 'path = "~nosuchuser-featx/a.csv"'), "[[corpora]] #1 path: path ~nosuchuser", 15, None),
     (('name = "minilm"', 'name = "minilm"\nmodel = "~nosuchuser-featx/m"'), "#1 model: path ~nosuchuser", 7, None),
     (('path = "sst2.csv"', 'senteval = "~nosuchuser-featx/t"'), "#1 senteval: path ~nosuchuser", 15, None),
-    # a group column is a corpus's: given per [[corpora]], read from the corpus file before any extraction
+    # a group column is a corpus's: given per [[corpora]] (read from the corpus file by study run: test_study_groups)
     (('layer = "all"', 'group = "doc"'), "[probe] group: 'group' is set by the study", 23, "[[corpora]] group"),
     (("labels = [", 'group = "label"\nlabels = ['), "group 'label' is also one of the corpus's labels", 16, None),
-    (("labels = [", "group = 3\nlabels = ["), "[[corpora]] #1 group: group 3 must name a label column", 16, None),
-    (
-        ("labels = [", 'group = "doc"\nlabels = ['),
-        "[[corpora]] #1 group: corpus",
-        16,
-        "name a column of the corpus whose values are the groups",
-    ),  # fmt: skip
+    (("labels = [", "group = 3\nlabels = ["), "[[corpora]] #1 group: group 3 must name a label column", 16, "@texts"),
 ]
 
 
@@ -161,33 +155,6 @@ def test_a_corpus_is_named_after_its_file_less_its_format_suffix_and_same_names_
     with pytest.raises(InputError, match=duplicate) as caught:
         study_config(study)
     assert "[[corpora]] #1 name" in caught.value.hint and 'add name = "..."' in caught.value.hint
-
-
-def test_a_corpus_group_column_is_read_from_its_file_before_any_extraction(folder):
-    """``[[corpora]] group``: each probe of that corpus takes it (``--group``), the others none; a corpus without
-    the column, or with a labelled row without a group, is refused before the first model runs."""
-    (folder / "docs.csv").write_text("text,label,doc\na b,x,d1\nc d,y,d1\ne f,x,\n")
-    study = {
-        "study": {"output": str(folder / "out")},
-        "models": [{"name": "m"}],
-        "corpora": [
-            {"path": str(folder / "docs.csv"), "group": "doc"},
-            {"path": str(folder / "sst2.csv"), "text_col": "sentence"},
-        ],
-    }
-    with pytest.raises(InputError, match=r"#1 group: 1 of the 3 rows of .*docs.csv labelled 'label' have no group"):
-        study_config(study)
-    (folder / "docs.csv").write_text("text,label,doc\na b,x,d1\nc d,y,d1\ne f,x,d2\n")
-    config = study_config(study)
-    assert [(corpus.name, corpus.group) for corpus in config.corpora] == [("docs", "doc"), ("sst2", None)]
-    study["corpora"][1]["group"] = "doc"  # sst2.csv has no doc column
-    path = write(folder, study_toml(study))
-    ran = CliRunner().invoke(main, ["study", "run", str(path)])
-    assert ran.exit_code == 2 and "[[corpora]] #2 group: corpus" in ran.output and "no label column 'doc'" in ran.output
-    assert "its label columns: label" in ran.output and not (folder / "out").exists()
-    senteval = {**study, "corpora": [{"senteval": str(folder / "tasks"), "group": "doc"}]}
-    with pytest.raises(InputError, match="#1 group: corpus .*past_present.txt has no label column 'doc'"):
-        study_config(senteval)  # a SentEval task file has no column but its label
 
 
 def test_a_missing_study_file_and_a_dict_study(folder):

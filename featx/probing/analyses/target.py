@@ -20,7 +20,7 @@ from ...io import looks_continuous
 from ...options import Check
 from ...store import FeatureFile
 from .. import evaluation as ev
-from ..tasks.sentences import group_rows
+from ..tasks.groups import group_rows
 
 
 @dataclass

@@ -26,6 +26,7 @@ from ..solvers.devices import solver_meta
 from .base import choice_meta, mark_choices, row_order
 from .classification_jobs import ClassificationInputs, majority_record, run_curve_job, run_probe_job
 from .classification_table import check_predictions_choice, label_column, prediction_table
+from .groups import read_groups
 from .lexical import (
     LexicalTexts,
     add_lexical_test,
@@ -36,7 +37,7 @@ from .lexical import (
     with_lexical_job,
 )
 from .pairs import baseline_meta
-from .sentences import SentenceLayout, SitePlan, control_targets, curve_sites, read_groups, read_layout, sources
+from .sentences import SentenceLayout, SitePlan, control_targets, curve_sites, read_layout, sources
 from .tested_rows import rows_sha256
 
 MIN_TEST_ROWS = 30  # below this many scored rows a probe's accuracy says little (a warning)

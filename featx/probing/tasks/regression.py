@@ -25,6 +25,7 @@ from ..plan import ProbePlan
 from ..results import IDENTITY_COLUMNS, ProbeResult
 from .base import choice_meta, mark_choices, row_order
 from .classification_table import chosen_row
+from .groups import read_groups
 from .lexical import (
     LexicalTexts,
     add_lexical_test,
@@ -36,7 +37,7 @@ from .lexical import (
 )
 from .pairs import baseline_meta
 from .regression_jobs import CURVE_COLUMNS, RegressionInputs, mean_record, run_curve_job, run_probe_job
-from .sentences import SentenceLayout, control_targets, read_groups, read_layout, sources
+from .sentences import SentenceLayout, control_targets, read_layout, sources
 from .tested_rows import rows_sha256
 
 CLASSIFIER_NAMES = {"logreg": "ridge", "ridge": "ridge", "mlp": "mlp"}

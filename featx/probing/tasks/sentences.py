@@ -4,8 +4,7 @@ the file's model and corpus records, and the checks of a ``--baseline`` file of 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
-from pathlib import Path
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -14,8 +13,7 @@ from ... import store
 from ...errors import InputError
 from ...selection import LayerSpec, parse_layer_specs, parse_poolings
 from ...store import FeatureFile
-from .. import evaluation as ev
-from ..config import ProbeConfig, refuse_group_label
+from ..config import ProbeConfig
 from ..inputs import check_baseline, check_baseline_sites, site_plan
 from ..meta import file_meta
 from .tested_rows import text_keys
@@ -122,82 +120,3 @@ def sources(config: ProbeConfig, path: object) -> list[tuple[str, str]]:
 def control_targets(y: np.ndarray, config: ProbeConfig) -> np.ndarray | None:
     """The control task's targets: the labels permuted with a seeded draw (None without ``--control``)."""
     return np.random.default_rng(config.seed + 7919).permutation(y) if config.control else None
-
-
-def read_groups(
-    features: FeatureFile, config: ProbeConfig, layout: SentenceLayout, label: str, notes: list[str]
-) -> tuple[ev.Groups | None, SentenceLayout]:
-    """The group of every probed row (``--group COLUMN``: a stored label column, or one of the ``--labels``
-    file's), or None without ``--group``; and ``layout`` whose per-row information holds each row's group (the
-    predictions file's ``group`` column, which a paired test between runs rebuilds the run's folds by)."""
-    if config.group is None:
-        return None, layout
-    groups = group_rows(features, config.group, layout.kept, label, notes, config.labels, config.join)
-    names = np.asarray(groups.names, dtype=object)
-    return groups, replace(layout, row_info=layout.row_info.assign(group=names[groups.codes]))
-
-
-def group_rows(
-    features: FeatureFile,
-    name: str,
-    kept: np.ndarray,
-    label: str,
-    notes: list[str],
-    labels: str | Path | None = None,
-    join: str = "id",
-) -> ev.Groups:
-    """The group of every row of ``kept`` (stored rows) by the label column ``name`` (stored, or of the file of
-    label columns ``labels`` joined by ``join``); a group column that is the label or misses a kept row's
-    group is refused before any probe is fitted (shared by ``featx probe`` and ``featx fit``)."""
-    if name == label:
-        refuse_group_label(name)
-    codes, names = _group_column(features, name, labels, join)
-    codes = codes[kept]
-    missing = np.flatnonzero(codes < 0)
-    if len(missing):
-        example = np.asarray(features.ids, dtype=object)[kept[missing[0]]]
-        raise InputError(
-            f"--group {name}: {len(missing)} of the {len(kept)} labelled rows have no group (e.g. the row with id "
-            f"'{example}')",
-            "give every labelled row a group (a row alone can be a group of its own), or leave out --group",
-        )
-    groups = ev.Groups(name, codes, names).take(np.arange(len(codes)))  # coded 0..k-1 over the groups present
-    notes.append(
-        f"rows kept together by --group {name} ({groups.count} groups): the folds, the holdouts that choose C "
-        "and the bootstrap resamples take whole groups"
-    )
-    return groups
-
-
-def group_codes(features: FeatureFile, name: str) -> np.ndarray:
-    """A code per group of every stored row by the stored label column ``name`` (-1: a row without a group, which
-    ``group_rows`` refuses among the labelled rows; ``featx intervene --group`` counts it a group of its own where
-    it reads every row of the file)."""
-    return _group_column(features, name, None, "id")[0]
-
-
-def _group_column(
-    features: FeatureFile, name: str, labels: str | Path | None, join: str
-) -> tuple[np.ndarray, list[str]]:
-    """The codes (-1: missing) of every stored row of the group column and the value of each code."""
-    from ..labels import join_labels, stored_column
-
-    if name in features.label_columns:
-        column = stored_column(features, name)
-    elif labels is not None and name in (joined := join_labels(features, labels, join)):
-        column = joined[name]
-    else:
-        where = f"{features.path} or {labels}" if labels is not None else str(features.path)
-        raise InputError(
-            f"--group {name}: no label column '{name}' in {where}; label columns: "
-            f"{', '.join(features.label_columns) or '(none)'}",
-            "name a column whose values are the groups, or store one first (featx labels add FEATURES FILE)",
-        )
-    codes = np.asarray(column.codes)
-    if codes.dtype.kind == "f":  # a numeric column stored as its values (NaN: missing)
-        finite = np.isfinite(codes)
-        values, inverse = np.unique(codes[finite], return_inverse=True)
-        coded = np.full(len(codes), -1, np.int64)
-        coded[finite] = inverse
-        return coded, [format(value, "g") for value in values]
-    return codes.astype(np.int64), list(column.names)

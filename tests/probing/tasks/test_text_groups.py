@@ -1,0 +1,171 @@
+"""``--group @text``, ``@text_pair`` and ``@texts`` (``tasks.groups``): groups read from the stored texts, compared
+exactly; ``@texts`` joins pairs linked by shared sentences in chains, and no fold, holdout or split ever splits such
+a chain; a pair file probed without ``--group`` says how many of its sentences its rows share; a misspelt name, or
+``@text_pair`` of single texts, is one clear error (``support.planted_pairs``)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from support.planted_pairs import SMALL_GROUPS, SMALL_SHARED, chain_first_rows, make_chains
+
+import featx
+from featx.cli import main
+from featx.errors import InputError
+from featx.probing import TEXT_GROUPS, ProbeConfig, add_labels, erase, evaluation, group_codes, group_rows
+from featx.probing.evaluation import core
+from featx.probing.tasks.groups import text_groups
+from featx.store import FeatureFile
+
+QUICK = dict(layers="1", lexical=False, write=False, jobs=1, n_bootstrap=100)
+
+
+def _partition(codes) -> set[frozenset[int]]:
+    """The rows of each group, whatever the groups' codes."""
+    codes = np.asarray(codes)
+    return {frozenset(np.flatnonzero(codes == code).tolist()) for code in np.unique(codes)}
+
+
+@pytest.mark.parametrize("name", TEXT_GROUPS)
+def test_each_text_name_groups_the_small_pairs_as_written_out(small_pairs, name):
+    expected = np.asarray(SMALL_GROUPS[name])
+    with FeatureFile(small_pairs) as features:
+        codes = group_codes(features, name)
+        coded, names = text_groups(features, name)
+        notes: list[str] = []
+        groups = group_rows(features, name, np.arange(9), "label", notes)
+    assert _partition(codes) == _partition(expected)
+    assert [names[code] for code in coded] == [str(row) for row in expected]  # each named by its first row
+    assert names == sorted(names, key=int)  # coded in the order of their first rows, as the names read back
+    assert groups.count == len(set(expected)) and notes == [
+        f"rows kept together by --group {name} ({groups.count} groups): the folds, the holdouts that choose C and "
+        "the bootstrap resamples take whole groups"
+    ]
+
+
+def test_single_texts_group_by_text_and_refuse_the_second_text(tiny_features):
+    with FeatureFile(tiny_features) as features:
+        texts = features.texts
+        assert np.array_equal(group_codes(features, "@texts"), group_codes(features, "@text"))
+        assert _partition(group_codes(features, "@text")) == _partition([texts.index(text) for text in texts])
+        with pytest.raises(InputError, match="--group @text_pair: .* holds single texts, not sentence pairs") as err:
+            group_codes(features, "@text_pair")
+    assert "@text" in err.value.hint
+
+
+@pytest.mark.parametrize("path", ["small_pairs", "tiny_features"])
+def test_a_misspelt_text_name_is_refused_with_the_names(request, path):
+    pairs = path == "small_pairs"
+    with pytest.raises(InputError, match="--group @txt: '@txt' is not a name of the texts") as err:
+        featx.probe(request.getfixturevalue(path), label="label", group="@txt", **QUICK)
+    assert err.value.hint == f"group by the texts with {'@text, @text_pair, @texts' if pairs else '@text, @texts'}, " \
+        "or name a label column"  # fmt: skip
+    with pytest.raises(InputError, match="no label column 'doc'") as err:
+        featx.probe(request.getfixturevalue(path), label="label", group="doc", **QUICK)
+    assert "group by the texts with @text" in err.value.hint
+
+
+class FoldSpy:
+    """Every outer fold and every holdout of a training part drawn during a run, with the groups it was given."""
+
+    def __init__(self, monkeypatch):
+        self.folds: list[tuple] = []
+        self.holdouts: list[tuple] = []
+        fits, split = evaluation.run_linear_tasks, core.inner_split
+
+        def spy_fits(name, X, labels, train, test, dev, n_classes, cs, balanced, seed, groups=None):
+            self.folds.append((train, test, groups))
+            return fits(name, X, labels, train, test, dev, n_classes, cs, balanced, seed, groups)
+
+        def spy_split(y, rows, seed, groups=None):
+            fit, val = split(y, rows, seed, groups)
+            self.holdouts.append((fit, val, groups))  # the groups of the fold's training rows
+            return fit, val
+
+        monkeypatch.setattr(evaluation, "run_linear_tasks", spy_fits)
+        monkeypatch.setattr(core, "inner_split", spy_split)
+
+
+def test_the_folds_and_holdouts_never_split_a_chain(chain_pairs, monkeypatch):
+    """Every labelled row is probed (positions are rows): no chain on both sides of an outer fold, and none on
+    both sides of a holdout that chooses C inside a fold's training rows."""
+    path, chains = chain_pairs
+    spy = FoldSpy(monkeypatch)
+    result = featx.probe(path, label="label", group="@texts", **QUICK)
+    assert len(spy.folds) == 5 and spy.holdouts
+    for train, test, groups in spy.folds:
+        assert not set(chains[train]) & set(chains[test])
+        assert _partition(groups) == _partition(chains)  # the chains, given to the C search of the fold too
+    for fit, val, groups in spy.holdouts:
+        assert groups is not None and len(fit) and len(val)
+        assert not set(groups[fit]) & set(groups[val])
+    meta = result.meta.to_dict()
+    assert (meta["group"], meta["n_groups"], meta["evaluation"]) == ("@texts", 20, "5-fold cv by @texts")
+    assert list(result.predictions["group"]) == [str(row) for row in chain_first_rows(chains)[result.predictions.row]]
+    assert not any("occur in more than one of the" in note for note in result.notes)
+
+
+def test_without_group_plain_folds_split_chains_and_the_note_says_so(chain_pairs, monkeypatch):
+    path, chains = chain_pairs
+    spy = FoldSpy(monkeypatch)
+    result = featx.probe(path, label="label", **QUICK)
+    assert any(set(chains[train]) & set(chains[test]) for train, test, _ in spy.folds)  # what @texts prevents
+    note = (
+        "40 sentence(s) occur in more than one of the 60 pairs (as text a or b): folds or a split can put pairs "
+        "sharing a sentence on both sides, and score what the probe memorised of it; --group @texts keeps every "
+        "pair sharing a sentence with another in one group"
+    )  # each chain of n pairs shares its n - 1 inner sentences: 60 pairs in 20 chains
+    assert note in result.notes and note in result.meta.to_dict()["notes"]
+    assert sum("occur in more than one of the" in line for line in result.notes) == 1
+    regression = featx.probe(path, label="score", **QUICK)
+    assert note in regression.notes
+
+
+def test_the_note_counts_the_small_pairs_and_single_texts_get_none(small_pairs, tiny_features):
+    result = featx.probe(small_pairs, label="score", task="regression", folds=2, **QUICK)
+    assert any(note.startswith(f"{SMALL_SHARED} sentence(s) occur in more than one of the 9 pairs") for note in
+               result.notes)  # fmt: skip
+    single = featx.probe(tiny_features, label="label", **QUICK)
+    assert not any("occur in more than one of the" in note for note in single.notes)
+
+
+def test_a_split_with_a_chain_on_both_sides_is_refused_and_a_clean_one_is_probed(tiny_model, tmp_path):
+    leaky, _ = make_chains(tmp_path / "leaky", tiny_model, split="leaky")
+    with pytest.raises(InputError, match="both the train and the test split"):
+        featx.probe(leaky, label="label", group="@texts", **QUICK)
+    clean, chains = make_chains(tmp_path / "clean", tiny_model, split="clean")
+    result = featx.probe(clean, label="label", group="@texts", **QUICK)
+    assert result.meta.to_dict()["evaluation"] == "split"
+    assert set(result.predictions.row) == set(np.flatnonzero(chains % 4 == 0))  # the test rows: whole chains
+
+
+def test_reserved_names_mean_the_texts_even_beside_a_label_column_of_that_name(chain_pairs, tmp_path):
+    path, chains = chain_pairs
+    copy = tmp_path / "named.h5"
+    copy.write_bytes(path.read_bytes())
+    labels = tmp_path / "named.csv"
+    labels.write_text("row,@texts\n" + "".join(f"{row},{row % 2}\n" for row in range(len(chains))))
+    add_labels(copy, labels, join="row")
+    result = featx.probe(copy, label="label", group="@texts", **QUICK)
+    assert result.meta.to_dict()["n_groups"] == 20  # the chains, not the column's two values
+    assert any("the label column '@texts' is not read: this name means the texts" in note for note in result.notes)
+    assert ProbeConfig(label="@texts", group="@texts").group == "@texts"  # not "the label itself"
+
+
+def test_erase_and_the_cli_take_the_text_names(chain_pairs, tiny_model, tmp_path):
+    path, _ = chain_pairs
+    cross, _ = make_chains(tmp_path / "cross", tiny_model, pair_mode="cross")  # erase reads one vector per row
+    erased = erase(
+        cross, label="label", group="@texts", amnesic="none", write=False, layers="1", jobs=1, n_bootstrap=100
+    )
+    assert (erased.meta["group"], erased.meta["n_groups"]) == ("@texts", 20)
+    prefix = tmp_path / "cli"
+    args = ["probe", str(path), "--label", "label", "--layer", "1", "--jobs", "1", "--no-lexical"]
+    ran = CliRunner().invoke(main, [*args, "--group", "@text_pair", "-o", str(prefix)])
+    assert ran.exit_code == 0, ran.output
+    assert json.loads(prefix.with_suffix(".json").read_text())["meta"]["group"] == "@text_pair"
+    refused = CliRunner().invoke(main, [*args, "--group", "@txt"])
+    assert refused.exit_code == 2 and "featx: error: --group @txt: '@txt' is not a name of the texts" in refused.output
