@@ -64,3 +64,23 @@ def test_cross_validation_bins_every_labelled_row(features_copy, tmp_path):
     assert result.meta.to_dict()["bins"]["rows"] == "every labelled row"
     with pytest.raises(KeyError):
         featx.probe(features_copy, label="label", **FAST).meta.to_dict()["bins"]
+
+
+@pytest.mark.parametrize("options", [dict(label="upos"), dict(label="deprel", arcs=True), dict(arcs=True)])
+def test_bins_with_a_word_label_is_refused_before_any_fitting(word_features, monkeypatch, options):
+    """--bins bins a numeric sentence label; a word label's tags are classes already. It was silently ignored."""
+    from click.testing import CliRunner
+
+    from featx.cli import main
+    from featx.errors import InputError
+    from featx.probing.tasks import words
+
+    monkeypatch.setattr(words.WordProbe, "from_plan", lambda *a, **k: pytest.fail("a word task was built"))
+    path, _ = word_features
+    with pytest.raises(InputError, match="--bins 4 makes quantile classes of a numeric sentence label") as error:
+        featx.probe(path, bins=4, **options, write=False)
+    assert "is a word label" in error.value.message and "leave out --bins" in error.value.hint
+    flags = (["--label", options["label"]] if "label" in options else []) + (["--arcs"] if "arcs" in options else [])
+    result = CliRunner().invoke(main, ["probe", str(path), *flags, "--bins", "4"])
+    assert result.exit_code == 2 and "--bins 4 makes quantile classes" in result.output
+    assert "Traceback" not in result.output
