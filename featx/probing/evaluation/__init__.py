@@ -35,6 +35,7 @@ from .plans import (
     inner_split,
     make_plan,
     split_parts,
+    tuned_on,
 )
 from .search import PATH_PATIENCE, PATH_TOL, CPath, search_c, search_logreg
 from .selection import CLASSIFICATION_METRICS, METRICS, REGRESSION_METRICS, Scoring, check_metric
@@ -91,4 +92,5 @@ __all__ = [
     "significance",
     "summarise",
     "t_interval",
+    "tuned_on",
 ]

@@ -161,6 +161,30 @@ def inner_split(
     return rows[np.sort(fit)], rows[np.sort(val)]
 
 
+# What held-out rows (a val split's, or a holdout of a training part) tune in each kind of probe.
+TUNED = {
+    "logreg": "C chosen",
+    "svm": "C chosen",
+    "ridge": "alpha chosen",
+    "mlp": "early-stopped",
+    "attn": "early-stopped",
+}
+
+
+def tuned_on(classifiers, regression: bool = False) -> str:
+    """What held-out rows do for ``classifiers``, as a note says it: ``C chosen`` (logreg, svm, a stack's layers),
+    ``alpha chosen`` (ridge), ``early-stopped`` (mlp, attn); a regression mlp early-stops on a holdout of its own
+    training rows, so the held-out rows only score it (``scored``). Several kinds name their classifiers:
+    ``C chosen (logreg, svm) and early-stopped (mlp)``."""
+    kinds: dict[str, list[str]] = {}
+    for name in classifiers:
+        kind = "scored" if regression and name == "mlp" else TUNED.get(str(name), "C chosen")
+        kinds.setdefault(kind, []).append(str(name))
+    if len(kinds) == 1:
+        return next(iter(kinds))
+    return " and ".join(f"{kind} ({', '.join(names)})" for kind, names in kinds.items())
+
+
 @dataclass
 class FoldResult:
     """What one outer fold of a probe gives: its test predictions, the C chosen, the fit time, for a

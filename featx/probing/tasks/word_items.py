@@ -156,9 +156,11 @@ def attachment_task(source, seed: int) -> WordTask:
 
 
 # -- the plan by sentence ------------------------------------------------------------------------------
-def sentence_plan(task: WordTask, split: np.ndarray | None, folds: int, seed: int, notes: list[str]) -> WordPlan:
-    """The file's split by sentence (train, else dev, trains; dev picks C when train is there; test scores),
-    else seeded k-fold over sentences, stratified as far as whole sentences allow."""
+def sentence_plan(
+    task: WordTask, split: np.ndarray | None, folds: int, seed: int, notes: list[str], classifiers=("logreg",)
+) -> WordPlan:
+    """The file's split by sentence (train, else dev, trains; dev picks C, or early-stops the mlp, when train is
+    there; test scores), else seeded k-fold over sentences, stratified as far as whole sentences allow."""
     groups = task.groups
     if split is not None:
         values = np.char.lower(np.asarray(split, dtype=str))[groups]
@@ -168,7 +170,8 @@ def sentence_plan(task: WordTask, split: np.ndarray | None, folds: int, seed: in
         if not len(train) and len(dev) and len(test):
             notes.append(
                 f"the split has no train part: the dev part ({len(np.unique(groups[dev]))} sentences) "
-                "trains the probes (C chosen inside it), the test part scores them"
+                f"trains the probes ({ev.tuned_on(classifiers)} on a holdout of its sentences), the test part "
+                "scores them"
             )
             train, dev = dev, np.zeros(0, np.int64)
         if len(train) and len(test):

@@ -141,7 +141,7 @@ class WordProbe:
             task = build_task(opened, config, notes)
             layers = word_layers(opened, config)
             poolings = parse_poolings(config.poolings, opened.word_poolings())
-            folds = sentence_plan(task, opened.split, int(config.folds), int(config.seed), notes)
+            folds = sentence_plan(task, opened.split, int(config.folds), int(config.seed), notes, classifiers)
             sizes = parse_train_sizes(config.train_sizes) if config.train_sizes is not None else None
             curve_at = curve_layers(opened, config, layers) if sizes else []
             offsets = np.asarray(opened.word_offsets(), np.int64)
