@@ -109,6 +109,7 @@ _HOMES = {
     "build_mlp": "solvers.classifiers",
     "train_head": "solvers.classifiers",
     "fit_ridge": "solvers.ridge",
+    "fit_word_head": "tasks.word_eval",
     # what featx.interventions builds on: one label's task, an eraser, one fold's probes and their paired test
     "load_task": "analyses.target",
     "refuse_continuous": "analyses.target",

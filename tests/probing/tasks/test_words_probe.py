@@ -88,6 +88,34 @@ def test_a_label_rarer_than_the_folds_is_noted_not_warned_about(recwarn):
     ]
 
 
+def test_an_svm_or_mlp_word_head_is_scaled_on_its_whole_training_part():
+    """``fit_word_head`` (featx probe's word probes and featx fit's word heads): without val words, the holdout that
+    chooses the svm's C or stops the mlp takes whole sentences, the scaler is fitted on every training item, and
+    the svm is refitted on all of them at that C. The probe held the sentences out before the scaler and kept the
+    svm fitted on the rest."""
+    from featx.probing import fit_word_head
+    from featx.probing.solvers import classifiers as clf
+    from featx.probing.tasks.word_eval import word_head_predictions
+
+    rng = np.random.default_rng(0)
+    groups = np.repeat(np.arange(40), 5)
+    y = rng.integers(0, 3, size=len(groups))
+    X = (rng.standard_normal((len(groups), 8)) + y[:, None]).astype(np.float32)
+    train = np.arange(150)  # the last 10 sentences are the test part
+    for name in ("svm", "mlp"):
+        model, scaler, C, (held, _) = fit_word_head(name, X, y, train, None, 3, (0.01, 1.0), False, 0, groups)
+        np.testing.assert_allclose(scaler.mean, X[train].mean(axis=0), rtol=1e-5, atol=1e-6)
+        assert len(held) and set(held) <= set(train) and not set(groups[held]) & set(groups[np.setdiff1d(train, held)])
+        assert len(word_head_predictions(model, scaler, X, np.arange(150, 200))) == 50
+        if name == "svm":
+            whole = clf.fit_quietly(clf.make_linear("svm", C, False, 0), scaler(X[train]), y[train])
+            np.testing.assert_allclose(model.coef_, whole.coef_)
+        else:
+            assert np.isnan(C)
+    with pytest.raises(ValueError, match="svm and mlp"):
+        fit_word_head("logreg", X, y, train, None, 3, (1.0,), False, 0, groups)
+
+
 # -- control task and lexical baseline -------------------------------------------------------------------
 def test_word_type_control_gives_each_type_one_label():
     source = PlantedWords(n_sentences=80, n_types=30)
