@@ -79,6 +79,7 @@ _HOMES = {
     "TRAIN_VALUES": "evaluation.plans",
     "check_labels": "evaluation.plans",
     "inner_split": "evaluation.plans",
+    "usable_split": "evaluation.plans",
     "confusion": "evaluation.metrics",
     "metrics_from_confusion": "evaluation.metrics",
     "bootstrap_intervals": "evaluation.metrics",

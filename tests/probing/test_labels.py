@@ -84,3 +84,26 @@ def test_bins_with_a_word_label_is_refused_before_any_fitting(word_features, mon
     result = CliRunner().invoke(main, ["probe", str(path), *flags, "--bins", "4"])
     assert result.exit_code == 2 and "--bins 4 makes quantile classes" in result.output
     assert "Traceback" not in result.output
+
+
+def test_rows_of_another_split_value_are_left_out_before_the_bins_are_drawn(split_features, tmp_path):
+    """A stored or a joined label alike: the rows of a split value featx does not use count as missing labels,
+    their values never draw a bin edge, and one note names them; the regression probe leaves them out too."""
+    from support.shared_files import resplit
+
+    path = resplit(split_features, tmp_path, lambda split: np.where(np.arange(len(split)) % 7 == 1, "extra", split))
+    with featx.open(path) as features:
+        split = np.asarray(features.split, dtype=str)
+    extra = split == "extra"
+    values = np.arange(len(split)) % 17 + np.where(extra, 1000.0, 0.0)  # the extra rows' values would move the edges
+    scores = tmp_path / "scores.csv"
+    scores.write_text("value\n" + "".join(f"{value:g}\n" for value in values))
+    note = f"{int(extra.sum())} rows with split 'extra' left out: split values other than train, val"
+    result = featx.probe(path, labels=scores, join="row", bins=3, **FAST)
+    assert sum(entry.startswith(note) for entry in result.notes) == 1
+    assert result.meta.to_dict()["n_labelled"] == int((~extra).sum())
+    drawn = ~extra & (split != "test")
+    np.testing.assert_allclose(result.meta.to_dict()["bins"]["edges"], np.quantile(values[drawn], [0, 1 / 3, 2 / 3, 1]))
+    regression = featx.probe(path, label="score", task="regression", **FAST)
+    assert regression.meta.to_dict()["n_labelled"] == int((~extra).sum())
+    assert sum(entry.startswith(note) for entry in regression.notes) == 1

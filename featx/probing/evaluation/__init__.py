@@ -36,6 +36,7 @@ from .plans import (
     make_plan,
     split_parts,
     tuned_on,
+    usable_split,
 )
 from .search import PATH_PATIENCE, PATH_TOL, CPath, search_c, search_logreg
 from .selection import CLASSIFICATION_METRICS, METRICS, REGRESSION_METRICS, Scoring, check_metric
@@ -93,4 +94,5 @@ __all__ = [
     "summarise",
     "t_interval",
     "tuned_on",
+    "usable_split",
 ]

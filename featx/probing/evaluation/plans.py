@@ -117,6 +117,44 @@ def split_parts(split: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return train, test, dev
 
 
+# The split values a probe uses, as a note names them: train, val (and its other spellings) and test.
+USED_SPLITS = f"train, val ({', '.join(value for value in DEV_VALUES if value != 'val')}) and test"
+SPLIT_HINT = (
+    "name each row's split train, val (or dev) or test (a treebank's files: ...-train.conllu, ...-dev.conllu, "
+    "...-test.conllu), or extract without a split column to cross-validate over every row"
+)
+
+
+def usable_split(values: np.ndarray, items: str = "rows", source: object = "the features file"):
+    """Which of the items whose split ``values`` are given have one a probe uses (train, val and its aliases, test;
+    case-blind): featx probe and featx fit leave the others out of fitting and scoring alike. Returns the mask and
+    a note naming the other values with their counts (None when every value is used), e.g. ``2 rows with split
+    'holdout' left out: split values other than train, val (dev, validation, valid) and test are not used``.
+    ``items`` names what is counted (rows, words, word pairs). No usable value at all: an ``InputError``."""
+    given = np.asarray(values, dtype=object).astype(str)
+    usable = np.isin(np.char.lower(given), TRAIN_VALUES + DEV_VALUES + TEST_VALUES)  # as ``split_parts`` reads them
+    if usable.all():
+        return usable, None
+    found, counts = np.unique(given[~usable], return_counts=True)
+    order = np.argsort(-counts, kind="stable")
+    listed = [f"{int(counts[i]):,} {_items(items, int(counts[i]))} with split {str(found[i])!r}" for i in order[:4]]
+    if len(order) > 4:
+        rest = int(counts[order[4:]].sum())
+        others = len(order) - 4
+        listed.append(f"{rest:,} {_items(items, rest)} with {others} other {_items('values', others)}")
+    shown = ", ".join(listed[:-1]) + (" and " if len(listed) > 1 else "") + listed[-1]
+    if not usable.any():
+        raise InputError(
+            f"no {items[:-1]} of {source} has a split value featx uses ({USED_SPLITS}): {shown}", SPLIT_HINT
+        )
+    return usable, f"{shown} left out: split values other than {USED_SPLITS} are not used"
+
+
+def _items(items: str, count: int) -> str:
+    """``items`` (a plural in -s) as many as ``count``."""
+    return items if count != 1 else items[:-1]
+
+
 def grouped(plan: Plan, groups: Groups | None) -> Plan:
     """``plan`` with the group of every row (None: rows are their own units), its split checked for a group
     on both sides of the test rows and its training parts for two groups to choose C on."""

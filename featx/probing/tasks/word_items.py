@@ -12,7 +12,7 @@ has items on both sides, and the inner holdouts (C search, early stopping) are b
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -153,6 +153,22 @@ def attachment_task(source, seed: int) -> WordTask:
     return WordTask(
         HEAD_LABEL, Level.ARC, y, list(ARC_NAMES), sentence[pairs[:, 1]], pairs, keys, len(types), int(source.n_rows)
     )
+
+
+def items_in_split(task: WordTask, split: np.ndarray | None, notes: list[str], source: object = "the file") -> WordTask:
+    """``task`` without the items of sentences whose split value is none of train, val (its aliases) and test, said
+    in a note (``evaluation.usable_split``; featx fit leaves those words out alike); an ``InputError`` when no
+    sentence of an item has a usable value. No split column: ``task``."""
+    if split is None:
+        return task
+    items = "words" if task.level is Level.WORD else "word pairs"
+    usable, note = ev.usable_split(np.asarray(split, dtype=object)[task.groups], items, source)
+    if note is None:
+        return task
+    notes.append(note)
+    keep = np.flatnonzero(usable)
+    y, names = _renumber(task.y[keep], task.class_names, task.label)
+    return replace(task, y=y, class_names=names, groups=task.groups[keep], words=task.words[keep], keys=task.keys[keep])
 
 
 # -- the plan by sentence ------------------------------------------------------------------------------

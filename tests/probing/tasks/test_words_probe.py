@@ -21,6 +21,7 @@ from featx.probing.tasks.word_eval import item_features
 from featx.probing.tasks.word_items import (
     attachment_task,
     control_labels,
+    items_in_split,
     lexical_predictions,
     relation_task,
     sentence_plan,
@@ -114,6 +115,30 @@ def test_an_svm_or_mlp_word_head_is_scaled_on_its_whole_training_part():
             assert np.isnan(C)
     with pytest.raises(ValueError, match="svm and mlp"):
         fit_word_head("logreg", X, y, train, None, 3, (1.0,), False, 0, groups)
+
+
+def test_sentences_of_another_split_value_are_left_out_of_the_items():
+    """As featx fit leaves their words out: no fold, holdout or test part sees them; one note names them."""
+    source = PlantedWords(n_sentences=40)
+    split = np.asarray(source.split, dtype=object).copy()
+    split[::5] = "holdout"
+    source.split = split
+    task = word_task(source, "upos")
+    notes: list[str] = []
+    kept = items_in_split(task, split, notes, "planted")
+    left = np.isin(task.groups, np.flatnonzero(split == "holdout"))
+    assert np.array_equal(kept.groups, task.groups[~left]) and np.array_equal(kept.words, task.words[~left])
+    assert notes == [
+        f"{int(left.sum())} words with split 'holdout' left out: split values other than train, val (dev, "
+        "validation, valid) and test are not used"
+    ]
+    arcs: list[str] = []
+    items_in_split(relation_task(source, "deprel"), split, arcs, "planted")
+    assert arcs[0].split(" ", 1)[1].startswith("word pairs with split 'holdout' left out")
+    result = _run(source, label="upos", layers="1", poolings="mean")
+    assert notes[0] in result.notes and result.meta["n_sentences"] == int((split != "holdout").sum())
+    with pytest.raises(InputError, match="no word of planted has a split value featx uses"):
+        items_in_split(task, np.full(len(split), "other", dtype=object), [], "planted")
 
 
 # -- control task and lexical baseline -------------------------------------------------------------------
