@@ -118,9 +118,9 @@ def fit_any(classifier: str, X, y: np.ndarray, classes: list[str] | None, option
     if isinstance(X, list):
         assert classes is not None, "a stack is a classification head"
         return fit_stack(classifier, X, y, classes, options["cs"], options["balanced"], options["seed"], groups)
-    return heads.fit_head(
-        classifier, X, y, classes, options["cs"], options["alphas"], options["balanced"], options["seed"], dev, groups
-    )
+    cs, alphas, balanced, seed = options["cs"], options["alphas"], options["balanced"], options["seed"]
+    level = options.get("level", "sentence")
+    return heads.fit_head(classifier, X, y, classes, cs, alphas, balanced, seed, dev, groups, level=level)
 
 
 def score_candidate(

@@ -74,6 +74,7 @@ class FitResult:
         best, probe, metric = self.chosen, self.probe, self.metric
         cv = f"{best.score:.4f}" if np.isfinite(best.score) else "undefined"
         strength = "alpha" if probe.head.classifier == "ridge" else "C"
+        tuned = "early-stopped" if probe.head.classifier == "mlp" else f"{strength} {probe.head.C:g}"  # no C: 'C nan'
         word = probe.level == "word"
         items = "words, a sentence's words in one fold" if word else "rows"
         if self.group is not None:
@@ -82,7 +83,7 @@ class FitResult:
             f"{'word ' if word else ''}label '{probe.label}' "
             f"({probe.task}{'' if probe.classes is None else f', {len(probe.classes)} classes'})",
             f"chosen: layer {best.spec.name}, pooling {best.pooling}, {probe.head.classifier} "
-            f"({strength} {probe.head.C:g}), of {len(self.candidates)} candidate(s) by {metric} on the training "
+            f"({tuned}), of {len(self.candidates)} candidate(s) by {metric} on the training "
             f"{'words' if word else 'rows'}",
             f"cross-validated {metric} (training {items}): {cv}",
             *([self.trained_on] if self.trained_on else []),

@@ -80,14 +80,19 @@ def fit_head(
     seed: int,
     dev: np.ndarray | None = None,
     groups: np.ndarray | None = None,
+    level: str = "sentence",
 ) -> Head:
     """Train a head on exactly these rows (``X``, ``y``): the scaler, the C (or alpha) search on a holdout of
     them, then the final fit on all of them. ``classes`` None: regression (``y`` numbers), else ``y`` are codes
     into ``classes``. ``dev``: positions of fixed validation rows (a corpus's val split): the head is trained on
     the other rows and its C (alpha) chosen, or an mlp early-stopped, on these, as ``featx probe`` does.
     ``groups``: each row's group (``--group``, a word's sentence): without ``dev``, the holdout that chooses C
-    (alpha), or early-stops an mlp, takes whole groups."""
+    (alpha), or early-stops an mlp, takes whole groups. ``level`` "word": an svm or mlp word head is fitted by
+    ``featx probe``'s word probes' own function (``probing.fit_word_head``)."""
     rows = np.arange(len(X)) if dev is None else np.setdiff1d(np.arange(len(X)), dev)
+    if level == "word" and classifier in ("svm", "mlp"):
+        assert classes is not None
+        return _word_head(classifier, X, y, rows, dev, list(classes), cs, balanced, seed, groups)
     if classifier == "ridge":
         from ..probing import fit_ridge
 
@@ -103,6 +108,17 @@ def fit_head(
     model, scaler, C, _ = fit_linear(classifier, X, y, rows, dev, tuple(cs), balanced, seed, groups)
     weights = linear_weights(model, len(classes))
     return Head(classifier, scaler.mean, scaler.scale, weights, list(classes), float(C))
+
+
+def _word_head(classifier: str, X, y, rows, dev, classes: list[str], cs, balanced: bool, seed: int, groups) -> Head:
+    """An svm or mlp word head, fitted as ``featx probe`` fits its word probes (``probing.fit_word_head``)."""
+    from ..probing import fit_word_head
+
+    y = np.asarray(y, np.int64)
+    model, scaler, C, _ = fit_word_head(classifier, X, y, rows, dev, len(classes), tuple(cs), balanced, seed, groups)
+    if classifier == "mlp":
+        return Head("mlp", scaler.mean, scaler.scale, mlp_weights(model), classes)
+    return Head(classifier, scaler.mean, scaler.scale, linear_weights(model, len(classes)), classes, float(C))
 
 
 def linear_weights(model, n_classes: int) -> dict[str, np.ndarray]:
@@ -125,14 +141,18 @@ def _fit_mlp(X: np.ndarray, y: np.ndarray, rows, dev, n_classes: int, balanced: 
     early-stopped on the ``dev`` rows (the val split) when given, else on a holdout of ``rows`` (of whole groups
     with ``groups``)."""
     model, scaler, _, _ = fit_mlp(X, np.asarray(y, np.int64), rows, dev, n_classes, balanced, seed, groups)
+    return Head("mlp", scaler.mean, scaler.scale, mlp_weights(model), None)
+
+
+def mlp_weights(model) -> dict[str, np.ndarray]:
+    """The arrays of a trained mlp probe (``probing.build_mlp``: linear, relu, dropout, linear), float64."""
     state = {key: value.detach().double().numpy() for key, value in model.state_dict().items()}
-    weights = {
+    return {
         "w1": state["0.weight"].T.copy(),
         "b1": state["0.bias"],
         "w2": state["3.weight"].T.copy(),
         "b2": state["3.bias"],
     }
-    return Head("mlp", scaler.mean, scaler.scale, weights, None)
 
 
 __all__ = ["ARRAYS", "KIND_OF", "Head", "fit_head", "linear_weights"]

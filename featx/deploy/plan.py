@@ -13,13 +13,9 @@ import numpy as np
 from .. import store
 from ..errors import InputError
 from ..probing import (
-    DEV_VALUES,
     HEAD_LABEL,
-    TEST_VALUES,
-    TRAIN_VALUES,
     Groups,
     check_group_count,
-    check_labels,
     check_split_groups,
     default_label,
     group_rows,
@@ -32,6 +28,7 @@ from ..selection import LayerSpec, parse_layer_specs, parse_poolings
 from ..state import given_or_last
 from ..store import FeatureFile
 from .config import BUNDLE_SUFFIX, CLASS_METRICS, VALUE_METRICS, FitConfig
+from .rows import classes_of_training, dev_rows, kept_in_split, split_rows
 
 # The features file's records a bundle keeps: how to run the model again on new texts.
 EXTRACTION_ATTRS = (
@@ -70,7 +67,9 @@ class FitPlan:
     classes: list[str] | None  # the class names (classification)
     rows: np.ndarray  # the stored rows used (labelled)
     y: np.ndarray  # their class codes (into ``classes``) or values
-    train: np.ndarray  # positions in ``rows`` of the training rows (every labelled row not in the test split)
+    # positions in ``rows`` of the training rows (every labelled row in the train or val split, or every one without
+    # a split column); ``rows`` leaves out those whose split value featx does not use (``_in_split``)
+    train: np.ndarray
     test: np.ndarray  # positions in ``rows`` of the test split's rows (empty: no split)
     candidates: list[tuple[LayerSpec, str]]
     metric: str
@@ -193,43 +192,6 @@ def _targets(features: FeatureFile, label: str, task: str) -> tuple[np.ndarray, 
     return rows, column.codes[rows].astype(np.int64), list(column.names)
 
 
-def _split(features: FeatureFile, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    split = features.split
-    if split is None:
-        return np.arange(len(rows)), np.zeros(0, np.int64)
-    values = np.char.lower(np.asarray(split, dtype=str)[rows])
-    test = np.flatnonzero(np.isin(values, TEST_VALUES))
-    train = np.flatnonzero(~np.isin(values, TEST_VALUES))
-    return train, test
-
-
-def _dev(features: FeatureFile, rows: np.ndarray) -> np.ndarray | None:
-    """Positions in ``rows`` (stored rows; a word label's: each word's sentence) of the val (dev) split's rows,
-    when the file has a train, a val and a test split. Without a train part the val rows are the training rows
-    (as featx probe's word probes train on a dev part then): None, the C chosen on a holdout of them."""
-    split = features.split
-    if split is None:
-        return None
-    values = np.char.lower(np.asarray(split, dtype=str)[rows])
-    dev = np.flatnonzero(np.isin(values, DEV_VALUES))
-    parts = np.isin(values, TEST_VALUES).any() and np.isin(values, TRAIN_VALUES).any()
-    return dev if len(dev) and parts else None
-
-
-def _classes_of_training(y, train, test, names, label) -> tuple[np.ndarray, list[str]]:
-    """Codes renumbered over the classes the training rows hold; a test class never trained on is refused."""
-    present = np.unique(y[train])
-    unseen = sorted(set(np.unique(y[test]).tolist()) - set(present.tolist()))
-    if unseen:
-        shown = ", ".join(f"'{names[code]}'" for code in unseen[:5])
-        raise InputError(
-            f"class(es) {shown} of label '{label}' appear in the test split but never in the training rows",
-            "check the split column, or drop it from the corpus to fit on every row",
-        )
-    check_labels(np.searchsorted(present, y[train]), [names[c] for c in present], label, "the training rows")
-    return np.searchsorted(present, y), [names[code] for code in present]
-
-
 def _grouping(features: FeatureFile, config: FitConfig, rows: np.ndarray, label: str, parts, notes) -> Groups | None:
     """``--group COLUMN``'s group of every labelled row (None without it), read and checked as featx probe
     reads and checks it: a test split sharing a group with the training (or val) rows is refused, and so are
@@ -315,11 +277,13 @@ def _resolve_words(config: FitConfig, path: Path, features: FeatureFile, notes: 
     codes = features.word_labels(label)
     rows = np.flatnonzero(codes >= 0)
     sentences = features.word_sentence()[rows]
-    train, test = _split(features, sentences)
+    kept = kept_in_split(features, sentences, notes, "words")
+    rows, sentences = rows[kept], sentences[kept]
+    train, test = split_rows(features, sentences)
     names = features.word_label_names(label)
-    y, classes = _classes_of_training(codes[rows].astype(np.int64), train, test, names, label)
+    y, classes = classes_of_training(codes[rows].astype(np.int64), train, test, names, label)
     candidates = _word_candidates(features, config)
-    dev = _dev(features, sentences)  # the val sentences' words
+    dev = dev_rows(features, sentences)  # the val sentences' words
     return FitPlan(
         config, Path(path), _output(config, Path(path)), label, "classification", classes, rows, y, train, test,
         candidates, _metric(config, "classification"), features.fingerprint, _extraction(features),
@@ -355,10 +319,12 @@ def resolve_fit(config: FitConfig) -> FitPlan:
                 "use --classifier logreg, or --task regression for a numeric label",
             )
         rows, y, names = _targets(features, label, task)
-        train, test = _split(features, rows)
+        kept = kept_in_split(features, rows, notes)
+        rows, y = rows[kept], y[kept]
+        train, test = split_rows(features, rows)
         classes = None
         if names is not None:
-            y, classes = _classes_of_training(y, train, test, names, label)
+            y, classes = classes_of_training(y, train, test, names, label)
         elif len(train) < 2 * int(config.folds):
             raise InputError(f"only {len(train)} labelled training rows for {config.folds}-fold cross-validation")
         candidates = _candidates(features, config)
@@ -369,7 +335,7 @@ def resolve_fit(config: FitConfig) -> FitPlan:
             )
         extraction = _extraction(features)
         fingerprint, layers = features.fingerprint, list(features.layers)
-        dev = _dev(features, rows)
+        dev = dev_rows(features, rows)
         grouping = _grouping(features, config, rows, label, (train, test, dev), notes)
     return FitPlan(
         config,

@@ -79,6 +79,7 @@ _HOMES = {
     "TRAIN_VALUES": "evaluation.plans",
     "check_labels": "evaluation.plans",
     "inner_split": "evaluation.plans",
+    "usable_split": "evaluation.plans",
     "confusion": "evaluation.metrics",
     "metrics_from_confusion": "evaluation.metrics",
     "bootstrap_intervals": "evaluation.metrics",
@@ -111,6 +112,7 @@ _HOMES = {
     "build_mlp": "solvers.classifiers",
     "train_head": "solvers.classifiers",
     "fit_ridge": "solvers.ridge",
+    "fit_word_head": "tasks.word_eval",
     # what featx.interventions builds on: one label's task, an eraser, one fold's probes and their paired test
     "load_task": "analyses.target",
     "refuse_continuous": "analyses.target",

@@ -80,6 +80,16 @@ def refuse_word_group(label: object) -> None:
     )
 
 
+def refuse_word_bins(label: object, bins: object) -> None:
+    """``--bins`` with a word label (or ``--arcs``): a word label's tags are classes already, never binned."""
+    what = "the label probed" if label is None else f"'{label}'"
+    raise InputError(
+        f"--bins {bins} makes quantile classes of a numeric sentence label, and {what} is a word label, "
+        "whose tags are classes already: word probes never bin",
+        "leave out --bins (to bin a number of each sentence, name its sentence label column with --label)",
+    )
+
+
 CLASSIFIERS = ("logreg", "svm", "mlp", "attn")
 REGRESSION_ONLY = ("ridge",)  # accepted by --classifier, refused for a classification label
 TASKS = ("auto", "classification", "regression")
@@ -224,7 +234,8 @@ class ProbeConfig(Options):
         None,
         flag="--bins",
         group=LABEL,
-        help="Probe a numeric label as N quantile bins (under a split, of its train and val rows' values).",
+        help="Probe a numeric sentence label as N quantile bins (under a split, of its train and val rows' values); "
+        "refused for a word label.",
     )
     min_class_rows: int | None = option(
         None, flag="--min-class-rows", group=LABEL, help="Drop classes with fewer labelled rows (reported)."

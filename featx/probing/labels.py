@@ -4,7 +4,7 @@ and the split values said."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -26,7 +26,7 @@ from ..io import (
 from ..options import Check, Options, option
 from ..store import FeatureFile
 from .config import check_join, join_option
-from .evaluation import split_parts
+from .evaluation import split_parts, usable_split
 
 
 @dataclass(frozen=True)
@@ -303,6 +303,31 @@ def _check_classes_left(column: LabelColumn, counts: np.ndarray, min_class_rows:
     raise InputError(
         f"--min-class-rows {min_class_rows} leaves {kept} of label '{column.name}'; a probe needs at least two", hint
     )
+
+
+def in_split(present: np.ndarray, split: np.ndarray | None, notes: list[str], source: object) -> np.ndarray:
+    """``present`` (a mask of the stored rows a probe would use: those with a label) less the rows whose split value
+    is none of train, val (its aliases) and test, said in a note (``evaluation.usable_split``; featx fit leaves
+    them out alike); when no such row has a usable value, the split is not used (every row kept, said in the note).
+    No split column: ``present``."""
+    if split is None:
+        return present
+    rows = np.flatnonzero(present)
+    usable, note = usable_split(np.asarray(split, dtype=object)[rows], "rows", source)
+    if note is None:
+        return present
+    notes.append(note)
+    kept = np.array(present, dtype=bool)
+    kept[rows[~usable]] = False
+    return kept
+
+
+def column_in_split(column: LabelColumn, split: np.ndarray | None, notes: list[str], source: object) -> LabelColumn:
+    """``column`` with the rows ``in_split`` leaves out missing (their code -1)."""
+    kept = in_split(column.codes >= 0, split, notes, source)
+    if kept.sum() == (column.codes >= 0).sum():
+        return column
+    return replace(column, codes=np.where(kept, column.codes, -1).astype(column.codes.dtype))
 
 
 def split_note(plan, split: np.ndarray, kept: np.ndarray) -> str | None:

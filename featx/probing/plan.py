@@ -20,7 +20,8 @@ import numpy as np
 from ..errors import InputError
 from ..state import given_or_last
 from ..store import FeatureFile
-from .config import TASKS, ProbeConfig, refuse_word_group
+from .config import TASKS, ProbeConfig, refuse_word_bins, refuse_word_group
+from .evaluation import tuned_on
 from .evaluation.selection import check_metric
 from .inputs import check_corpus, check_outputs, note_derived
 from .meta import Level, Task, package_versions
@@ -67,11 +68,9 @@ class ProbePlan:
         level: Level | None = None,
     ) -> ProbePlan:
         """The plan completed by its task (``level``: a word task's, word or arc)."""
-        if evaluation.is_split and (level or self.level) == "sentence":
-            (train, test), dev = evaluation.folds[0], evaluation.dev[0]
-            strength = "alpha" if self.task == "regression" else "C"
-            chosen = f", {strength} chosen on the {len(dev)} val rows" if dev is not None else ""
-            self.notes.append(f"trained on the {len(train)} train rows{chosen}; tested on the {len(test)} test rows")
+        note = trained_note(evaluation, classifiers, self.task, level or self.level)
+        if note is not None:
+            self.notes.append(note)
         return replace(
             self,
             level=self.level if level is None else level,
@@ -110,6 +109,25 @@ class ProbePlan:
         }
 
 
+ITEMS = {Level.SENTENCE: "rows", Level.WORD: "words", Level.ARC: "word pairs"}  # what a level's probes score
+
+
+def trained_note(evaluation: Plan, classifiers: list[str], task: Task, level: Level) -> str | None:
+    """Under a split, which rows trained and tested the probes and what the val rows did for them (C chosen, alpha
+    chosen, early-stopped: ``evaluation.tuned_on``); a word probe's only with val words (None: no note)."""
+    if not evaluation.is_split:
+        return None
+    (train, test), dev = evaluation.folds[0], evaluation.dev[0]
+    if dev is None and level != Level.SENTENCE:
+        return None
+    items, regression = ITEMS[Level(level)], task == Task.REGRESSION
+    held = ""
+    if dev is not None:
+        own = f" (the mlp early-stops on a holdout of the train {items})" if regression and "mlp" in classifiers else ""
+        held = f", {tuned_on(classifiers, regression)} on the {len(dev)} val {items}{own}"
+    return f"trained on the {len(train)} train {items}{held}; tested on the {len(test)} test {items}"
+
+
 def _group_fields(config: ProbeConfig, evaluation: Plan) -> dict[str, Any]:
     """``group`` and ``n_groups`` of a run with ``--group`` (nothing without: word runs' sentences are their own)."""
     if config.group is None or evaluation.groups is None:
@@ -139,6 +157,8 @@ def resolve_plan(config: ProbeConfig) -> ProbePlan:
         if config.labels is None and wants_words(features, config):  # a word-level label, or --arcs
             if config.group is not None:
                 refuse_word_group(config.label)
+            if config.bins is not None:
+                refuse_word_bins(config.label, config.bins)
             level = Level.ARC if config.arcs else Level.WORD
             metric = check_metric(config.metric, False, str(config.label or "the word label"))
             plan = ProbePlan(config, Path(path), Task.CLASSIFICATION, level, None, classifiers, started, notes)

@@ -105,6 +105,7 @@ def test_an_mlp_head_early_stops_on_the_val_rows_as_probe_does(val_rows, monkeyp
     n_train, n_val = int((split == "train").sum()), int((split == "val").sum())
     trained = f"trained on the {n_train} train rows, early-stopped on the {n_val} val rows (as featx probe trains)"
     assert trained in fitted.summary()
+    assert any(", mlp (early-stopped), of 1 candidate(s)" in line for line in fitted.summary())  # it said "C nan"
     probed = featx.probe(
         val_rows, label="label", layers="1", poolings="mean", classifiers="mlp", control=False, write=False, jobs=1
     )

@@ -142,10 +142,12 @@ def test_every_holdout_keeps_a_sentence_whole(word_features, monkeypatch, classi
 @pytest.mark.parametrize("classifier", ["logreg", "svm", "mlp"])
 def test_without_a_val_split_fit_and_probe_hold_out_the_same_sentences(word_features, classifier, monkeypatch):
     """featx probe's word probes and featx fit's word heads choose C (stop an mlp) on one holdout of whole
-    training sentences, stratified by tag (``evaluation.inner_split``): the same holdout, so for logreg the same
-    C and test score (an svm's or mlp's final fit is not the same code in both, and need not converge alike). The
-    probe drew an unstratified sentence holdout of its own before."""
+    training sentences, stratified by tag (``evaluation.inner_split``): the same holdout, so the same C and the same
+    head, predicting the same tags of the test words. An svm's or mlp's final fit was other code in each (the probe
+    held the sentences out before the scaler and never refitted the svm on the whole training part): one function
+    fits both now (``probing.fit_word_head``). The probe drew an unstratified sentence holdout of its own before."""
     from featx.probing.evaluation import groups
+    from featx.probing.tasks import word_eval
 
     drawn: list[tuple[np.ndarray, np.ndarray]] = []
     real = groups.stratified_holdout
@@ -156,6 +158,14 @@ def test_without_a_val_split_fit_and_probe_hold_out_the_same_sentences(word_feat
         return held
 
     monkeypatch.setattr(groups, "stratified_holdout", spy)
+    fits: list[tuple[bytes, int]] = []  # every svm or mlp word head's training words (their vectors) and seed
+    real_fit = word_eval.fit_word_head
+
+    def fit_word_head(name, X, y, train, dev, *args):
+        fits.append((np.ascontiguousarray(X[train]).tobytes(), args[-2]))
+        return real_fit(name, X, y, train, dev, *args)
+
+    monkeypatch.setattr(word_eval, "fit_word_head", fit_word_head)
     features, _ = word_features
     fitted = featx.fit(features, label="upos", layer="1", pooling="mean", folds=3, classifier=classifier, write=False)
     final = drawn[-1]  # the final head's holdout, drawn on every training word
@@ -164,10 +174,16 @@ def test_without_a_val_split_fit_and_probe_hold_out_the_same_sentences(word_feat
         features, label="upos", layers="1", poolings="mean", classifiers=classifier, control=False, write=False, jobs=1
     )
     assert len(drawn) == 1 and all(np.array_equal(a, b) for a, b in zip(drawn[0], final, strict=True))
-    if classifier == "logreg":  # the same C, chosen on the same holdout, and the same head
-        row = probed.table[(probed.table["kind"] == "single") & (probed.table["layer"] == 1)].iloc[0]
+    row = probed.table[(probed.table["kind"] == "single") & (probed.table["layer"] == 1)].iloc[0]
+    if classifier == "mlp":
+        assert np.isnan(float(row["C"])) and np.isnan(fitted.probe.head.C)
+    else:  # the same C, chosen on the same holdout
         assert float(row["C"]) == pytest.approx(fitted.probe.head.C)
-        assert fitted.test["score"] == pytest.approx(float(row["accuracy"]), abs=1e-9)
+    assert fitted.test["score"] == pytest.approx(float(row["accuracy"]), abs=1e-9)
+    X, test, _ = _stored(features, 1, "mean")  # every word here is labelled: the probe's items in stored order
+    assert list(probed.predictions["layer_1"]) == list(fitted.probe.predict_features(X[test]))
+    if classifier != "logreg":  # fit's 3 folds and final head, then the probe's one fold: one function, same words
+        assert len(fits) == 3 + 1 + 1 and fits[-1] == fits[-2] and fits[-1][0] == X[~test].tobytes()
 
 
 def test_new_sentences_get_the_stored_word_vectors(fitted, word_features):

@@ -64,3 +64,46 @@ def test_cross_validation_bins_every_labelled_row(features_copy, tmp_path):
     assert result.meta.to_dict()["bins"]["rows"] == "every labelled row"
     with pytest.raises(KeyError):
         featx.probe(features_copy, label="label", **FAST).meta.to_dict()["bins"]
+
+
+@pytest.mark.parametrize("options", [dict(label="upos"), dict(label="deprel", arcs=True), dict(arcs=True)])
+def test_bins_with_a_word_label_is_refused_before_any_fitting(word_features, monkeypatch, options):
+    """--bins bins a numeric sentence label; a word label's tags are classes already. It was silently ignored."""
+    from click.testing import CliRunner
+
+    from featx.cli import main
+    from featx.errors import InputError
+    from featx.probing.tasks import words
+
+    monkeypatch.setattr(words.WordProbe, "from_plan", lambda *a, **k: pytest.fail("a word task was built"))
+    path, _ = word_features
+    with pytest.raises(InputError, match="--bins 4 makes quantile classes of a numeric sentence label") as error:
+        featx.probe(path, bins=4, **options, write=False)
+    assert "is a word label" in error.value.message and "leave out --bins" in error.value.hint
+    flags = (["--label", options["label"]] if "label" in options else []) + (["--arcs"] if "arcs" in options else [])
+    result = CliRunner().invoke(main, ["probe", str(path), *flags, "--bins", "4"])
+    assert result.exit_code == 2 and "--bins 4 makes quantile classes" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_rows_of_another_split_value_are_left_out_before_the_bins_are_drawn(split_features, tmp_path):
+    """A stored or a joined label alike: the rows of a split value featx does not use count as missing labels,
+    their values never draw a bin edge, and one note names them; the regression probe leaves them out too."""
+    from support.shared_files import resplit
+
+    path = resplit(split_features, tmp_path, lambda split: np.where(np.arange(len(split)) % 7 == 1, "extra", split))
+    with featx.open(path) as features:
+        split = np.asarray(features.split, dtype=str)
+    extra = split == "extra"
+    values = np.arange(len(split)) % 17 + np.where(extra, 1000.0, 0.0)  # the extra rows' values would move the edges
+    scores = tmp_path / "scores.csv"
+    scores.write_text("value\n" + "".join(f"{value:g}\n" for value in values))
+    note = f"{int(extra.sum())} rows with split 'extra' left out: split values other than train, val"
+    result = featx.probe(path, labels=scores, join="row", bins=3, **FAST)
+    assert sum(entry.startswith(note) for entry in result.notes) == 1
+    assert result.meta.to_dict()["n_labelled"] == int((~extra).sum())
+    drawn = ~extra & (split != "test")
+    np.testing.assert_allclose(result.meta.to_dict()["bins"]["edges"], np.quantile(values[drawn], [0, 1 / 3, 2 / 3, 1]))
+    regression = featx.probe(path, label="score", task="regression", **FAST)
+    assert regression.meta.to_dict()["n_labelled"] == int((~extra).sum())
+    assert sum(entry.startswith(note) for entry in regression.notes) == 1

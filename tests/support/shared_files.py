@@ -78,3 +78,18 @@ def make_site_features(folder: Path, tiny_model: Path) -> Path:
 def copy_features(shared: Path, folder: Path) -> Path:
     """A copy of a shared features file in ``folder``, for a test that changes it."""
     return Path(shutil.copy(shared, folder / shared.name))
+
+
+def resplit(shared: Path, folder: Path, values) -> Path:
+    """A copy of a shared features file in ``folder`` whose stored rows' split values are ``values(split)``: a
+    function of the stored values (a numpy array of strings, of dtype object) giving the new ones."""
+    import h5py
+
+    path = copy_features(shared, folder)
+    with h5py.File(path, "r+") as file:
+        split = file["rows/split"]
+        stored = np.array([value.decode() if isinstance(value, bytes) else value for value in split[:]], dtype=object)
+        for row, value in enumerate(values(stored.copy())):
+            if value != stored[row]:
+                split[row] = str(value)
+    return path

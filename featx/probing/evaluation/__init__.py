@@ -35,6 +35,8 @@ from .plans import (
     inner_split,
     make_plan,
     split_parts,
+    tuned_on,
+    usable_split,
 )
 from .search import PATH_PATIENCE, PATH_TOL, CPath, search_c, search_logreg
 from .selection import CLASSIFICATION_METRICS, METRICS, REGRESSION_METRICS, Scoring, check_metric
@@ -91,4 +93,6 @@ __all__ = [
     "significance",
     "summarise",
     "t_interval",
+    "tuned_on",
+    "usable_split",
 ]

@@ -117,6 +117,44 @@ def split_parts(split: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return train, test, dev
 
 
+# The split values a probe uses, as a note names them: train, val (and its other spellings) and test.
+USED_SPLITS = f"train, val ({', '.join(value for value in DEV_VALUES if value != 'val')}) and test"
+
+
+def usable_split(values: np.ndarray, items: str = "rows", source: object = "the features file"):
+    """Which of the items whose split ``values`` are given have one a probe uses (train, val and its aliases, test;
+    case-blind): featx probe and featx fit leave the others out of fitting and scoring alike. Returns the mask and
+    a note naming the other values with their counts (None when every value is used), e.g. ``2 rows with split
+    'holdout' left out: split values other than train, val (dev, validation, valid) and test are not used``.
+    ``items`` names what is counted (rows, words, word pairs). No usable value at all (e.g. treebank files named
+    neither train, dev nor test, each its stem): the split is not used, every item kept and cross-validated, as
+    without a split column, said in the note."""
+    given = np.asarray(values, dtype=object).astype(str)
+    usable = np.isin(np.char.lower(given), TRAIN_VALUES + DEV_VALUES + TEST_VALUES)  # as ``split_parts`` reads them
+    if usable.all():
+        return usable, None
+    found, counts = np.unique(given[~usable], return_counts=True)
+    order = np.argsort(-counts, kind="stable")
+    listed = [f"{int(counts[i]):,} {_items(items, int(counts[i]))} with split {str(found[i])!r}" for i in order[:4]]
+    if len(order) > 4:
+        rest = int(counts[order[4:]].sum())
+        others = len(order) - 4
+        listed.append(f"{rest:,} {_items(items, rest)} with {others} other {_items('values', others)}")
+    shown = ", ".join(listed[:-1]) + (" and " if len(listed) > 1 else "") + listed[-1]
+    if not usable.any():
+        return np.ones(len(given), bool), (
+            f"no {items[:-1]} of {source} has a split value featx uses ({USED_SPLITS}): {shown}; the split is not "
+            f"used, every {items[:-1]} cross-validated as without one (to use it, name each row's split train, val or "
+            "test; a treebank's files: ...-train.conllu, ...-dev.conllu, ...-test.conllu)"
+        )
+    return usable, f"{shown} left out: split values other than {USED_SPLITS} are not used"
+
+
+def _items(items: str, count: int) -> str:
+    """``items`` (a plural in -s) as many as ``count``."""
+    return items if count != 1 else items[:-1]
+
+
 def grouped(plan: Plan, groups: Groups | None) -> Plan:
     """``plan`` with the group of every row (None: rows are their own units), its split checked for a group
     on both sides of the test rows and its training parts for two groups to choose C on."""
@@ -159,6 +197,30 @@ def inner_split(
         splitter = ShuffleSplit(n_splits=1, test_size=n_val, random_state=seed)
     fit, val = next(splitter.split(np.zeros(len(rows)), y[rows]))
     return rows[np.sort(fit)], rows[np.sort(val)]
+
+
+# What held-out rows (a val split's, or a holdout of a training part) tune in each kind of probe.
+TUNED = {
+    "logreg": "C chosen",
+    "svm": "C chosen",
+    "ridge": "alpha chosen",
+    "mlp": "early-stopped",
+    "attn": "early-stopped",
+}
+
+
+def tuned_on(classifiers, regression: bool = False) -> str:
+    """What held-out rows do for ``classifiers``, as a note says it: ``C chosen`` (logreg, svm, a stack's layers),
+    ``alpha chosen`` (ridge), ``early-stopped`` (mlp, attn); a regression mlp early-stops on a holdout of its own
+    training rows, so the held-out rows only score it (``scored``). Several kinds name their classifiers:
+    ``C chosen (logreg, svm) and early-stopped (mlp)``."""
+    kinds: dict[str, list[str]] = {}
+    for name in classifiers:
+        kind = "scored" if regression and name == "mlp" else TUNED.get(str(name), "C chosen")
+        kinds.setdefault(kind, []).append(str(name))
+    if len(kinds) == 1:
+        return next(iter(kinds))
+    return " and ".join(f"{kind} ({', '.join(names)})" for kind, names in kinds.items())
 
 
 @dataclass

@@ -12,20 +12,24 @@ from ...io import LabelColumn
 from ...store import FeatureFile
 from ..config import ProbeConfig
 from ..inputs import TOKENS_POOLING
-from ..labels import Bins, joined_label, prepare, stored_column
+from ..labels import Bins, column_in_split, joined_label, prepare, stored_column
 
 
 def label_column(
     features: FeatureFile, config: ProbeConfig, notes: list[str], label: str | None
 ) -> tuple[LabelColumn, Bins | None]:
     """The label column to probe (``label``: the stored column chosen by the plan): stored, or joined from
-    ``--labels``; binned (the edges from the split's train and val rows, ``labels.bin_rows``) / rare classes
-    dropped as asked; with its ``--bins`` edges (None without)."""
+    ``--labels``; without the rows of a split value featx does not use (``labels.in_split``); binned (the edges
+    from the split's train and val rows, ``labels.bin_rows``) / rare classes dropped as asked; with its ``--bins``
+    edges (None without)."""
     split = features.split
     if config.labels is None:
         assert label is not None, "a stored label column is chosen by the plan"
-        return prepare(stored_column(features, label), config.bins, config.min_class_rows, notes, split=split)
-    column = joined_label(features, config.labels, config.join, config.label, notes)
+        column = column_in_split(stored_column(features, label), split, notes, features.path)
+        return prepare(column, config.bins, config.min_class_rows, notes, split=split)
+    column = column_in_split(
+        joined_label(features, config.labels, config.join, config.label, notes), split, notes, features.path
+    )
     number_hint = (
         f"bin it into classes with --bins N (quantiles), or store it (featx labels add {features.path} "
         f"{config.labels}) and probe it with --label {column.name}, a regression probe"

@@ -20,6 +20,7 @@ from .. import evaluation as ev
 from ..config import ProbeConfig
 from ..evaluation import regression_metrics as rm
 from ..inputs import JOB_THREADS, FeatureJob, run_jobs
+from ..labels import in_split
 from ..meta import ProbeMeta
 from ..plan import ProbePlan
 from ..results import IDENTITY_COLUMNS, ProbeResult
@@ -141,7 +142,7 @@ class RegressionProbe:
             values = features.label_values(label)
             if values is None:  # the plan sends numeric columns only (plan.resolve_task)
                 raise InputError(f"label column '{label}' is not numeric", "drop --task regression")
-            kept = np.flatnonzero(np.isfinite(values))
+            kept = np.flatnonzero(in_split(np.isfinite(values), features.split, notes, plan.path))
             if len(kept) < 4 or len(np.unique(values[kept])) < 2:
                 raise InputError(
                     f"label column '{label}' of {plan.path} has too few distinct values to regress on",

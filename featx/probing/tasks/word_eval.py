@@ -9,6 +9,7 @@ import time
 import numpy as np
 
 from .. import evaluation as ev
+from ..solvers import classifiers as clf
 from .word_fit import fit_logreg_words, standardised
 from .word_items import WordTask
 
@@ -48,16 +49,39 @@ def run_fold(
             ev.FoldResult(model.predict(X_test), C, seconds, validation=validation)
             for model, _, C, validation in fitted
         ]
-    if dev is None:  # svm's C search and the MLP's early stopping hold out whole training sentences, stratified
-        train, dev = ev.inner_split(labels[0], train, seed, groups)  # as featx fit's word heads do
     results = []
     for y in labels:
         begun = time.perf_counter()
-        if classifier == "mlp":
-            result = ev.run_mlp(X, y, train, test, dev, n_classes, balanced, seed)
-        else:
-            model, scaler, C, validation = ev.fit_linear(classifier, X, y, train, dev, cs, balanced, seed)
-            result = ev.FoldResult(model.predict(scaler(X[test])), C, 0.0, validation=validation)
-        result.fit_seconds = time.perf_counter() - begun
-        results.append(result)
+        parts = (train, dev, n_classes, cs, balanced, seed, groups)
+        model, scaler, C, validation = fit_word_head(classifier, X, y, *parts)
+        predictions = word_head_predictions(model, scaler, X, test)
+        results.append(ev.FoldResult(predictions, C, time.perf_counter() - begun, validation=validation))
     return results
+
+
+def fit_word_head(classifier: str, X, y, train, dev, n_classes: int, cs, balanced: bool, seed: int, groups):
+    """An svm or mlp word probe fitted on the items ``train`` of ``X``: featx probe's word probes and featx fit's word
+    heads both fit through here, so that one holdout and one C give one head. The scaler is fitted on ``train``; an
+    svm's C is chosen, or the mlp early-stopped, on the ``dev`` items (the val sentences' words) when given, else on
+    a holdout of whole training sentences (``groups``: each item's sentence; ``evaluation.inner_split``, stratified
+    by class as far as whole sentences allow); the svm is then refitted on the whole of ``train`` at that C (the mlp
+    keeps the weights of its best epoch). Returns ``(model, scaler, C, validation)`` as ``evaluation.fit_linear``:
+    the mlp's model is its torch module, its C NaN; ``validation`` the held-out items and their predictions.
+    (A logreg word probe batches the real labels and the control task's: ``word_fit.fit_logreg_words``.)"""
+    if classifier == "mlp":
+        model, scaler, Xs, val_rows = ev.fit_mlp(X, y, train, dev, n_classes, balanced, seed, groups)
+        held_out = clf.head_scores(model, lambda rows: Xs[rows], val_rows).argmax(axis=1)
+        return model, scaler, float("nan"), (val_rows, held_out)
+    if classifier != "svm":
+        raise ValueError(f"fit_word_head fits svm and mlp word probes, not {classifier!r}")
+    return ev.fit_linear(classifier, X, y, train, dev, cs, balanced, seed, groups)
+
+
+def word_head_predictions(model, scaler: ev.Scaler, X: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """The class codes ``fit_word_head``'s model predicts for the items ``rows`` of ``X``."""
+    if not hasattr(model, "predict"):  # the mlp's torch module
+        import torch
+
+        inputs = lambda batch: torch.from_numpy(np.ascontiguousarray(scaler(X[batch])))  # noqa: E731
+        return clf.head_scores(model, inputs, rows).argmax(axis=1)
+    return model.predict(scaler(X[rows]))

@@ -12,7 +12,7 @@ has items on both sides, and the inner holdouts (C search, early stopping) are b
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -155,10 +155,30 @@ def attachment_task(source, seed: int) -> WordTask:
     )
 
 
+def items_in_split(task: WordTask, split: np.ndarray | None, notes: list[str], source: object = "the file") -> WordTask:
+    """``task`` without the items of sentences whose split value is none of train, val (its aliases) and test, said
+    in a note (``evaluation.usable_split``; featx fit leaves those words out alike); when no sentence of an item
+    has a usable value, the split is not used (``task``, said in the note). No split column: ``task``."""
+    if split is None:
+        return task
+    items = "words" if task.level is Level.WORD else "word pairs"
+    usable, note = ev.usable_split(np.asarray(split, dtype=object)[task.groups], items, source)
+    if note is None:
+        return task
+    notes.append(note)
+    if usable.all():
+        return task
+    keep = np.flatnonzero(usable)
+    y, names = _renumber(task.y[keep], task.class_names, task.label)
+    return replace(task, y=y, class_names=names, groups=task.groups[keep], words=task.words[keep], keys=task.keys[keep])
+
+
 # -- the plan by sentence ------------------------------------------------------------------------------
-def sentence_plan(task: WordTask, split: np.ndarray | None, folds: int, seed: int, notes: list[str]) -> WordPlan:
-    """The file's split by sentence (train, else dev, trains; dev picks C when train is there; test scores),
-    else seeded k-fold over sentences, stratified as far as whole sentences allow."""
+def sentence_plan(
+    task: WordTask, split: np.ndarray | None, folds: int, seed: int, notes: list[str], classifiers=("logreg",)
+) -> WordPlan:
+    """The file's split by sentence (train, else dev, trains; dev picks C, or early-stops the mlp, when train is
+    there; test scores), else seeded k-fold over sentences, stratified as far as whole sentences allow."""
     groups = task.groups
     if split is not None:
         values = np.char.lower(np.asarray(split, dtype=str))[groups]
@@ -168,7 +188,8 @@ def sentence_plan(task: WordTask, split: np.ndarray | None, folds: int, seed: in
         if not len(train) and len(dev) and len(test):
             notes.append(
                 f"the split has no train part: the dev part ({len(np.unique(groups[dev]))} sentences) "
-                "trains the probes (C chosen inside it), the test part scores them"
+                f"trains the probes ({ev.tuned_on(classifiers)} on a holdout of its sentences), the test part "
+                "scores them"
             )
             train, dev = dev, np.zeros(0, np.int64)
         if len(train) and len(test):

@@ -36,6 +36,7 @@ from .word_items import (
     WordTask,
     attachment_task,
     control_labels,
+    items_in_split,
     opened_source,
     relation_task,
     sentence_plan,
@@ -138,10 +139,10 @@ class WordProbe:
         with opened_source(path if source is None else source, plan.allow_partial) as opened:
             if not getattr(opened, "has_words", False):
                 raise InputError(f"{path} has no word-level data", "extract a treebank: featx extract treebank.conllu")
-            task = build_task(opened, config, notes)
+            task = items_in_split(build_task(opened, config, notes), opened.split, notes, path)
             layers = word_layers(opened, config)
             poolings = parse_poolings(config.poolings, opened.word_poolings())
-            folds = sentence_plan(task, opened.split, int(config.folds), int(config.seed), notes)
+            folds = sentence_plan(task, opened.split, int(config.folds), int(config.seed), notes, classifiers)
             sizes = parse_train_sizes(config.train_sizes) if config.train_sizes is not None else None
             curve_at = curve_layers(opened, config, layers) if sizes else []
             offsets = np.asarray(opened.word_offsets(), np.int64)

@@ -188,3 +188,23 @@ def test_large_fits_are_preconditioned_and_solve_for_the_same_optimum(monkeypatc
             assert np.mean(model_a.predict(X) == model_b.predict(X)) >= 0.97
             np.testing.assert_array_equal(held_a[0], held_b[0])
             assert np.mean(held_a[1] == held_b[1]) >= 0.97
+
+
+def test_split_values_other_than_train_val_and_test_are_named_with_their_counts():
+    values = np.array(["train", "holdout", "TEST", "holdout", "dev", "", "Validation", "valid", "val"], dtype=object)
+    usable, note = ev.usable_split(values)
+    assert usable.tolist() == [True, False, True, False, True, False, True, True, True]
+    assert note == (
+        "2 rows with split 'holdout' and 1 row with split '' left out: split values other than train, "
+        "val (dev, validation, valid) and test are not used"
+    )
+    assert ev.usable_split(np.array(["train", "test", "dev"], dtype=object)) == (pytest.approx([1, 1, 1]), None)
+    many = np.array(["train", "a", "b", "c", "d", "e", "e", "f"], dtype=object)
+    assert ev.usable_split(many, "words")[1].startswith(
+        "2 words with split 'e', 1 word with split 'a', 1 word with split 'b', 1 word with split 'c' and 2 words "
+        "with 2 other values left out"
+    )
+    usable, note = ev.usable_split(np.array(["a", "b", "b"], dtype=object), "rows", "f.h5")
+    assert usable.all()  # no usable value: the split is not used (treebank files named by their stems)
+    assert note.startswith("no row of f.h5 has a split value featx uses (train, val (dev, validation, valid) and ")
+    assert "2 rows with split 'b' and 1 row with split 'a'; the split is not used, every row cross-validated" in note

@@ -21,6 +21,7 @@ from featx.probing.tasks.word_eval import item_features
 from featx.probing.tasks.word_items import (
     attachment_task,
     control_labels,
+    items_in_split,
     lexical_predictions,
     relation_task,
     sentence_plan,
@@ -86,6 +87,61 @@ def test_a_label_rarer_than_the_folds_is_noted_not_warned_about(recwarn):
         "label(s) with fewer items than the 5 folds, so missing from some folds' test parts: "
         f"{task.class_names[rare]} (2)"
     ]
+
+
+def test_an_svm_or_mlp_word_head_is_scaled_on_its_whole_training_part():
+    """``fit_word_head`` (featx probe's word probes and featx fit's word heads): without val words, the holdout that
+    chooses the svm's C or stops the mlp takes whole sentences, the scaler is fitted on every training item, and
+    the svm is refitted on all of them at that C. The probe held the sentences out before the scaler and kept the
+    svm fitted on the rest."""
+    from featx.probing import fit_word_head
+    from featx.probing.solvers import classifiers as clf
+    from featx.probing.tasks.word_eval import word_head_predictions
+
+    rng = np.random.default_rng(0)
+    groups = np.repeat(np.arange(40), 5)
+    y = rng.integers(0, 3, size=len(groups))
+    X = (rng.standard_normal((len(groups), 8)) + y[:, None]).astype(np.float32)
+    train = np.arange(150)  # the last 10 sentences are the test part
+    for name in ("svm", "mlp"):
+        model, scaler, C, (held, _) = fit_word_head(name, X, y, train, None, 3, (0.01, 1.0), False, 0, groups)
+        np.testing.assert_allclose(scaler.mean, X[train].mean(axis=0), rtol=1e-5, atol=1e-6)
+        assert len(held) and set(held) <= set(train) and not set(groups[held]) & set(groups[np.setdiff1d(train, held)])
+        assert len(word_head_predictions(model, scaler, X, np.arange(150, 200))) == 50
+        if name == "svm":
+            whole = clf.fit_quietly(clf.make_linear("svm", C, False, 0), scaler(X[train]), y[train])
+            np.testing.assert_allclose(model.coef_, whole.coef_)
+        else:
+            assert np.isnan(C)
+    with pytest.raises(ValueError, match="svm and mlp"):
+        fit_word_head("logreg", X, y, train, None, 3, (1.0,), False, 0, groups)
+
+
+def test_sentences_of_another_split_value_are_left_out_of_the_items():
+    """As featx fit leaves their words out: no fold, holdout or test part sees them; one note names them."""
+    source = PlantedWords(n_sentences=40)
+    split = np.asarray(source.split, dtype=object).copy()
+    split[::5] = "holdout"
+    source.split = split
+    task = word_task(source, "upos")
+    notes: list[str] = []
+    kept = items_in_split(task, split, notes, "planted")
+    left = np.isin(task.groups, np.flatnonzero(split == "holdout"))
+    assert np.array_equal(kept.groups, task.groups[~left]) and np.array_equal(kept.words, task.words[~left])
+    assert notes == [
+        f"{int(left.sum())} words with split 'holdout' left out: split values other than train, val (dev, "
+        "validation, valid) and test are not used"
+    ]
+    arcs: list[str] = []
+    items_in_split(relation_task(source, "deprel"), split, arcs, "planted")
+    assert arcs[0].split(" ", 1)[1].startswith("word pairs with split 'holdout' left out")
+    result = _run(source, label="upos", layers="1", poolings="mean")
+    assert notes[0] in result.notes and result.meta["n_sentences"] == int((split != "holdout").sum())
+    unused: list[str] = []  # no usable value (treebank files named by their stems): every word kept, CV
+    assert items_in_split(task, np.full(len(split), "other", dtype=object), unused, "planted") is task
+    assert (
+        unused[0].startswith("no word of planted has a split value featx uses") and "the split is not used" in unused[0]
+    )
 
 
 # -- control task and lexical baseline -------------------------------------------------------------------
