@@ -1,7 +1,8 @@
 """One label column of a features file (or of a ``--labels`` file joined to it) made ready to probe: its rows,
 class codes and evaluation plan.
 
-The same rules as ``featx.probe``: rows with a missing label are left out, classes are renumbered to
+The same rules as ``featx.probe``: rows with a missing label, or of a split value featx does not use
+(``labels.in_split``: none of train, val and test, said in a note), are left out, classes are renumbered to
 those present, and the plan is the file's train/test split when it has one, else seeded k-fold; with a group
 column (``--group``), the folds take whole groups and a split with a group on both sides is refused, as probe's.
 Used by erasure, neuron ranking, the complexity sweep and ``featx intervene``.
@@ -20,6 +21,7 @@ from ...io import looks_continuous
 from ...options import Check
 from ...store import FeatureFile
 from .. import evaluation as ev
+from ..labels import in_split
 from ..tasks.groups import group_rows
 
 
@@ -132,7 +134,7 @@ def load_task(
         raise InputError(f"--folds {folds} is too small", "use at least 2 folds (default 5)")
     notes = [] if notes is None else notes
     label, codes, names = _label_codes(features, label, labels, join, notes)
-    kept = np.flatnonzero(codes >= 0)
+    kept = np.flatnonzero(in_split(codes >= 0, features.split, notes, features.path))  # as featx probe keeps them
     y = codes[kept].astype(np.int64)
     ev.check_labels(y, names, label, features.path)
     present = np.unique(y)

@@ -41,3 +41,34 @@ def test_load_task_refuses_it_and_takes_the_class_column(scored_file):
         with pytest.raises(featx.errors.InputError, match=CONTINUOUS.replace("(", r"\(").replace(")", r"\)")):
             featx.probing.load_task(features, "score")
         assert featx.probing.load_task(features, "a").class_names == ["neg", "pos"]
+
+
+def test_load_task_leaves_out_rows_of_a_split_value_featx_does_not_use(split_features, tmp_path):
+    """erase, neurons, the sweep and intervene read a label through ``load_task``: as featx probe and featx fit,
+    rows whose split is none of train, val and test are in no fold and no training part, said in a note."""
+    import numpy as np
+    from support.shared_files import resplit
+
+    from featx.store import open_features
+
+    def holdout(split):
+        out = split.copy()
+        out[np.flatnonzero(split == "train")[::3]] = "holdout"
+        return out
+
+    path = resplit(split_features, tmp_path, holdout)
+    notes: list[str] = []
+    with open_features(path) as features:
+        split = np.asarray(features.split, dtype=str)
+        task = featx.probing.load_task(features, "label", notes=notes)
+    left = np.flatnonzero(split == "holdout")
+    assert len(left) and not np.isin(left, task.kept).any()
+    assert len(task.kept) == int((split != "holdout").sum())
+    train, test = task.plan.folds[0]
+    assert set(split[task.kept[train]]) == {"train"} and set(split[task.kept[test]]) == {"test"}
+    assert notes == [
+        f"{len(left)} rows with split 'holdout' left out: split values other than train, val (dev, "
+        "validation, valid) and test are not used"
+    ]
+    erased = featx.probing.erase(path, label="label", layers="1", output=tmp_path / "erased.h5", jobs=1)
+    assert notes[0] in erased.notes
