@@ -20,7 +20,7 @@ import numpy as np
 from ..errors import InputError
 from ..state import given_or_last
 from ..store import FeatureFile
-from .config import TASKS, ProbeConfig, refuse_word_bins, refuse_word_group
+from .config import TASKS, ProbeConfig, ignored_for_words, refuse_word_group
 from .evaluation import tuned_on
 from .evaluation.selection import check_metric
 from .inputs import check_corpus, check_outputs, note_derived
@@ -157,8 +157,7 @@ def resolve_plan(config: ProbeConfig) -> ProbePlan:
         if config.labels is None and wants_words(features, config):  # a word-level label, or --arcs
             if config.group is not None:
                 refuse_word_group(config.label)
-            if config.bins is not None:
-                refuse_word_bins(config.label, config.bins)
+            notes += ignored_for_words(config)  # --bins, --min-class-rows, --task regression
             level = Level.ARC if config.arcs else Level.WORD
             metric = check_metric(config.metric, False, str(config.label or "the word label"))
             plan = ProbePlan(config, Path(path), Task.CLASSIFICATION, level, None, classifiers, started, notes)

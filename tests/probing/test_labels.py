@@ -66,26 +66,6 @@ def test_cross_validation_bins_every_labelled_row(features_copy, tmp_path):
         featx.probe(features_copy, label="label", **FAST).meta.to_dict()["bins"]
 
 
-@pytest.mark.parametrize("options", [dict(label="upos"), dict(label="deprel", arcs=True), dict(arcs=True)])
-def test_bins_with_a_word_label_is_refused_before_any_fitting(word_features, monkeypatch, options):
-    """--bins bins a numeric sentence label; a word label's tags are classes already. It was silently ignored."""
-    from click.testing import CliRunner
-
-    from featx.cli import main
-    from featx.errors import InputError
-    from featx.probing.tasks import words
-
-    monkeypatch.setattr(words.WordProbe, "from_plan", lambda *a, **k: pytest.fail("a word task was built"))
-    path, _ = word_features
-    with pytest.raises(InputError, match="--bins 4 makes quantile classes of a numeric sentence label") as error:
-        featx.probe(path, bins=4, **options, write=False)
-    assert "is a word label" in error.value.message and "leave out --bins" in error.value.hint
-    flags = (["--label", options["label"]] if "label" in options else []) + (["--arcs"] if "arcs" in options else [])
-    result = CliRunner().invoke(main, ["probe", str(path), *flags, "--bins", "4"])
-    assert result.exit_code == 2 and "--bins 4 makes quantile classes" in result.output
-    assert "Traceback" not in result.output
-
-
 def test_rows_of_another_split_value_are_left_out_before_the_bins_are_drawn(split_features, tmp_path):
     """A stored or a joined label alike: the rows of a split value featx does not use count as missing labels,
     their values never draw a bin edge, and one note names them; the regression probe leaves them out too."""
@@ -107,3 +87,39 @@ def test_rows_of_another_split_value_are_left_out_before_the_bins_are_drawn(spli
     regression = featx.probe(path, label="score", task="regression", **FAST)
     assert regression.meta.to_dict()["n_labelled"] == int((~extra).sum())
     assert sum(entry.startswith(note) for entry in regression.notes) == 1
+
+
+@pytest.mark.parametrize(
+    ("options", "said"),
+    [
+        (dict(label="upos", bins=4), ["--bins 4 ignored: it applies to a sentence label, and 'upos' is a word label"]),
+        (dict(label="deprel", arcs=True, bins=4), ["--bins 4 ignored: it applies to a sentence label, and 'deprel'"]),
+        (
+            dict(label="upos", min_class_rows=3, task="regression"),
+            ["--min-class-rows 3 ignored: it applies to a sentence label", "--task regression ignored: it applies"],
+        ),
+    ],
+    ids=["bins", "arcs-bins", "min-class-rows-and-task"],
+)
+def test_a_sentence_labels_options_with_a_word_label_are_said_ignored(word_features, options, said, tmp_path):
+    """--bins, --min-class-rows and --task regression shape a sentence label; a word label's tags are classes
+    already. They were silently ignored; now a note says so (a study's [probe] gives them to a treebank's labels
+    too, so they are not refused). The word probe is the same as without them."""
+    from click.testing import CliRunner
+
+    from featx.cli import main
+
+    path, _ = word_features
+    base = dict(layers="1", poolings="mean", classifiers="logreg", write=False)
+    given = featx.probe(path, **options, **base)
+    plain = featx.probe(path, label=options["label"], arcs=options.get("arcs", False), **base)
+    for start in said:
+        assert sum(note.startswith(start) for note in given.notes) == 1, given.notes
+    assert not any("ignored: it applies to a sentence label" in note for note in plain.notes)
+    columns = ["layer", "pooling", "accuracy"]
+    assert given.table[columns].equals(plain.table[columns])
+    if "bins" in options:
+        flags = ["--label", options["label"], *(["--arcs"] if options.get("arcs") else []), "--bins", "4"]
+        out = tmp_path / "cli"
+        result = CliRunner().invoke(main, ["probe", str(path), *flags, "--layer", "1", "--pooling", "mean", "-o", out])
+        assert result.exit_code == 0 and "--bins 4 ignored" in result.output, result.output
