@@ -80,32 +80,6 @@ def refuse_word_group(label: object) -> None:
     )
 
 
-def ignored_for_words(config) -> list[str]:
-    """The notes of the sentence label's options a word label (or ``--arcs``) does not use, which were ignored
-    silently: ``--bins`` (a word label's tags are classes already), ``--min-class-rows`` (it drops a sentence
-    label's rare classes; a word probe keeps every tag its training words hold) and ``--task regression``. Notes,
-    not refusals: a study's ``[probe]`` table gives them to every label of every corpus, a treebank's too."""
-    what = "the label probed" if config.label is None else f"'{config.label}'"
-    given = [
-        (config.bins is not None, f"--bins {config.bins}", "its tags are classes already: word probes never bin"),
-        (
-            config.min_class_rows is not None,
-            f"--min-class-rows {config.min_class_rows}",
-            "a word probe keeps every tag of its training words",
-        ),
-        (
-            str(config.task or "auto").lower() == "regression",
-            "--task regression",
-            "its tags are classes: word probes are classifiers",
-        ),
-    ]
-    return [
-        f"{flag} ignored: it applies to a sentence label, and {what} is a word label ({why})"
-        for wanted, flag, why in given
-        if wanted
-    ]
-
-
 CLASSIFIERS = ("logreg", "svm", "mlp", "attn")
 REGRESSION_ONLY = ("ridge",)  # accepted by --classifier, refused for a classification label
 TASKS = ("auto", "classification", "regression")

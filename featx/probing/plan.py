@@ -20,7 +20,7 @@ import numpy as np
 from ..errors import InputError
 from ..state import given_or_last
 from ..store import FeatureFile
-from .config import TASKS, ProbeConfig, ignored_for_words, refuse_word_group
+from .config import TASKS, ProbeConfig, refuse_word_group
 from .evaluation import tuned_on
 from .evaluation.selection import check_metric
 from .inputs import check_corpus, check_outputs, note_derived
@@ -140,6 +140,32 @@ def probe_config(config: ProbeConfig | str | Path | None = None, **options: Any)
     alone; never changes a given config (options make a checked copy); an unknown option is an
     ``InputError`` naming the known ones."""
     return ProbeConfig.build(config, **options)
+
+
+def ignored_for_words(config) -> list[str]:
+    """The notes of the sentence label's options a word label (or ``--arcs``) does not use, which were ignored
+    silently: ``--bins`` (a word label's tags are classes already), ``--min-class-rows`` (it drops a sentence
+    label's rare classes; a word probe keeps every tag its training words hold) and ``--task regression``. Notes,
+    not refusals: a study's ``[probe]`` table gives them to every label of every corpus, a treebank's too."""
+    what = "the label probed" if config.label is None else f"'{config.label}'"
+    given = [
+        (config.bins is not None, f"--bins {config.bins}", "its tags are classes already: word probes never bin"),
+        (
+            config.min_class_rows is not None,
+            f"--min-class-rows {config.min_class_rows}",
+            "a word probe keeps every tag of its training words",
+        ),
+        (
+            str(config.task or "auto").lower() == "regression",
+            "--task regression",
+            "its tags are classes: word probes are classifiers",
+        ),
+    ]
+    return [
+        f"{flag} ignored: it applies to a sentence label, and {what} is a word label ({why})"
+        for wanted, flag, why in given
+        if wanted
+    ]
 
 
 def resolve_plan(config: ProbeConfig) -> ProbePlan:

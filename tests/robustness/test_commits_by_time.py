@@ -18,6 +18,7 @@ import pytest
 from support.faults import (
     assert_same_file,
     featx_env,
+    finish,
     many_rows_csv,
     no_traceback,
     reference_run,
@@ -178,7 +179,7 @@ def test_sigterm_and_sighup_stop_like_ctrl_c(tiny_model, tmp_path, sig, code, na
     process = start(args, tmp_path)
     reached = wait_until(lambda: batches_committed(output) >= 3, process)
     process.send_signal(sig)
-    _, stderr = process.communicate(timeout=120)
+    _, stderr = finish(process, 120)
     if not reached:
         pytest.skip("the run finished before the signal could land")
     assert process.returncode == code, stderr
@@ -202,7 +203,7 @@ def test_sigterm_while_the_model_loads_releases_the_lock(tiny_model, tmp_path):
     lock = output.with_name(output.name + ".lock")
     assert wait_until(lock.exists, process)
     process.send_signal(signal.SIGTERM)
-    _, stderr = process.communicate(timeout=60)
+    _, stderr = finish(process, 60)
     assert process.returncode == 143, stderr
     assert "SIGTERM" in stderr and "run the same" in stderr
     no_traceback(stderr)
@@ -235,7 +236,7 @@ def test_sigterm_inside_featx_extract_from_python_leaves_a_resumable_file(tiny_m
     process = start([sys.executable, "-c", script, str(corpus), str(tiny_model), str(output)], tmp_path)
     reached = wait_until(lambda: batches_committed(output) >= 3, process)
     process.send_signal(signal.SIGTERM)
-    _, stderr = process.communicate(timeout=120)
+    _, stderr = finish(process, 120)
     if not reached:
         pytest.skip("the run finished before the signal could land")
     assert process.returncode == 3 and "stopped 143 interrupted (SIGTERM)" in stderr, stderr  # one clear error

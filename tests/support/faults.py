@@ -41,6 +41,7 @@ def featx_env() -> dict:
         "OMP_NUM_THREADS": "1",
         "HF_HUB_OFFLINE": "1",
         "TOKENIZERS_PARALLELISM": "false",
+        "PYTHONFAULTHANDLER": "1",  # a child that hangs can be made to print every thread's stack (``finish``)
     }
 
 
@@ -82,6 +83,20 @@ def start(args: list[str], cwd: Path) -> subprocess.Popen:
         text=True,
         preexec_fn=_default_signals,
     )
+
+
+def finish(process: subprocess.Popen, timeout: float) -> tuple[str, str]:
+    """``process.communicate(timeout=timeout)``; a child still running then is sent SIGABRT, on which Python's
+    fault handler (``featx_env``) prints every thread's stack, and the test fails with those stacks: a hang after
+    a signal says where it hung instead of only that it timed out."""
+    try:
+        return process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.send_signal(signal.SIGABRT)
+        _, stderr = process.communicate(timeout=60)
+        raise AssertionError(
+            f"the child did not exit within {timeout:g} s; its threads when aborted:\n{stderr[-8000:]}"
+        ) from None
 
 
 def rows_done(output: Path) -> int | None:
