@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
+
 from ..errors import InputError
 from ..store import FeatureFile
 from .config import InterveneConfig
@@ -81,12 +83,14 @@ def seen_rows_note(bundle, config: InterveneConfig, features: FeatureFile) -> st
     - ``--edit project|mean`` when the file has no split: the bundle was fitted on every labelled row, so the probes
       after the edit are scored on rows the removed directions were fitted on (with a split the bundle's rows and
       the probes' test rows are apart);
-    - ``--edit steer`` along the bundle's own direction (``reads_steered_layer``), which steers every row of the
-      file: its training rows among them, with a split or without."""
+    - ``--edit steer`` along the bundle's own direction (``reads_steered_layer``) on a file without test rows, whose
+      every row is steered: its training rows among them (with a test split only the test rows are)."""
     recorded = _corpus((bundle.info.get("features_file") or {}).get("fingerprint"))
     if recorded is None or recorded != _corpus(features.fingerprint):
         return None
     if config.edit == "steer" and reads_steered_layer(bundle, config):
+        if _has_test_rows(features):
+            return None
         return (
             f"--bundle {config.bundle} was fitted (featx fit) on this file's corpus: its direction toward "
             f"{config.toward} was fitted on its training rows, which are among the rows the dose-response is "
@@ -129,6 +133,13 @@ def _check_steer(bundle, config: InterveneConfig) -> None:
             "change them",
             f"steer at or below layer {max(bundle.layers)}",
         )
+
+
+def _has_test_rows(features: FeatureFile) -> bool:
+    from ..probing import TEST_VALUES
+
+    split = features.split
+    return split is not None and bool(np.isin(np.char.lower(np.asarray(split, dtype=str)), TEST_VALUES).any())
 
 
 __all__ = ["check_bundle", "load_bundle", "reads_steered_layer", "seen_rows_note"]

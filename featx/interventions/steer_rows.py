@@ -3,8 +3,9 @@ it steers (the steering counterpart of ``passes.py``). The dose-response is neve
 direction it was steered along was computed from (featx's rule: probes never see test rows while fitting):
 
 - The bundle's own direction (the bundle reads the edited layer, without ``--site``): ``featx fit``'s, fitted on its
-  own rows; it steers every row of the file, as it always did (``bundle_checks.seen_rows_note`` says when the bundle
-  was fitted on this file's corpus, so that its training rows are among them).
+  own rows; it steers the test split's rows of a file with one (never a row featx fit trained it on), else every
+  row (``bundle_checks.seen_rows_note`` says when the bundle was fitted on this file's corpus, so that its training
+  rows are among them).
 - Otherwise the class-mean difference (``--toward`` minus the rest) of the stored vectors at the edited layer (or its
   ``--site``) of the label's rows, on the folds ``--edit erase`` uses (``InterventionPlan.tasks``: ``FOLDS``,
   ``--seed``, ``--group``):
@@ -91,13 +92,31 @@ def steering_rows(plan: InterventionPlan) -> Steering:
     """The parts of the dose-response of ``plan`` (module docstring), every direction computed: nothing here needs
     the model."""
     if reads_steered_layer(plan.bundle, plan.config):
-        layer, toward = plan.at[0], plan.config.toward
-        with open_features(plan.features) as features:
-            every = np.arange(features.n_rows)
-        direction = _unit(bundle_direction(plan), plan)
-        source = f"the bundle's direction toward {toward} at layer {layer}"
-        return Steering(((every, direction),), _random(plan, len(direction)), source, f"every row ({len(every)})")
+        return _bundle_steering(plan)
     return _class_means(plan)
+
+
+def _bundle_steering(plan: InterventionPlan) -> Steering:
+    """Along the bundle's own direction: a file with a test split measures its test rows only (``featx fit`` never
+    trains on them, so a bundle fitted on this file's corpus never steers its own rows); without one, every row
+    (``bundle_checks.seen_rows_note`` says when those include the bundle's training rows)."""
+    from ..probing import TEST_VALUES
+
+    layer, toward = plan.at[0], plan.config.toward
+    with open_features(plan.features) as features:
+        split = features.split
+        rows = np.arange(features.n_rows)
+    direction = _unit(bundle_direction(plan), plan)
+    source = f"the bundle's direction toward {toward} at layer {layer}"
+    test = rows if split is None else rows[np.isin(np.char.lower(np.asarray(split, dtype=str)), TEST_VALUES)]
+    if split is None or not len(test):
+        return Steering(((rows, direction),), _random(plan, len(direction)), source, f"every row ({len(rows)})")
+    note = (
+        f"the file has a split: the dose-response along the bundle's direction is measured on the test split's "
+        f"{len(test)} rows only (featx fit never trains a bundle on a test row)"
+    )
+    measured = f"the test split's rows ({len(test)})"
+    return Steering(((test, direction),), _random(plan, len(direction)), source, measured, (note,))
 
 
 def _direction(X: np.ndarray, inside: np.ndarray, rows: np.ndarray, plan: InterventionPlan, what: str) -> np.ndarray:

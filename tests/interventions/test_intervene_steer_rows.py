@@ -2,8 +2,9 @@
 from. The class-mean direction (the bundle does not read the edited layer): with a split, that of the train split's
 rows, measured on the test split's rows only; without one, cross-fitted on ``--edit erase``'s folds (``--group``:
 of whole groups), each fold's rows run through the model once per alpha and direction along the class-mean
-difference of the other folds' rows, beside one seeded random direction. The bundle's own direction steers every
-row, as it always did, with a note when the bundle was fitted on this file's corpus."""
+difference of the other folds' rows, beside one seeded random direction. The bundle's own direction steers the test
+split's rows of a file with one (featx fit never trains on them), else every row, with a note when the bundle was
+fitted on this file's corpus."""
 
 from __future__ import annotations
 
@@ -165,19 +166,36 @@ def test_grouped_intervals_take_the_groups_of_the_measured_rows(grouped_file, gr
     assert any(note.startswith("the dose-response's intervals take the groups of --group doc") for note in result.notes)
 
 
-def test_the_bundles_own_direction_steers_every_row(planted_features, tmp_path):
-    """A bundle reading the edited layer: its direction, every row of the file (as before), and a note that it was
-    fitted on this file's corpus (its training rows are among those measured)."""
+def test_the_bundles_own_direction_steers_the_test_rows_of_a_split(planted_features, tmp_path):
+    """A bundle reading the edited layer: its direction, and with the file's split only the test split's rows
+    (featx fit never trained the bundle on them); no note of rows it was fitted on."""
     from featx.interventions.edits import bundle_direction
 
     bundle = _bundle(planted_features, tmp_path, "animal", "1")
     plan = make_plan(InterveneConfig(features=planted_features, bundle=bundle, **STEER))
+    with featx.open(planted_features) as features:
+        test = np.flatnonzero(np.asarray(features.split) == "test")
     steering = steering_rows(plan)
     ((rows, direction),) = steering.parts
-    np.testing.assert_array_equal(rows, np.arange(80))
+    np.testing.assert_array_equal(rows, test)
     shift = bundle_direction(plan)
     np.testing.assert_allclose(direction, shift / np.linalg.norm(shift))
-    assert steering.source == "the bundle's direction toward dogs at layer 1" and steering.notes == ()
+    assert steering.source == "the bundle's direction toward dogs at layer 1"
+    assert steering.measured == "the test split's rows (32)"
+    assert steering.notes[0].startswith("the file has a split: the dose-response along the bundle's direction")
+    assert not any("fitted (featx fit) on this file's corpus" in note for note in plan.notes)
+
+
+def test_the_bundles_own_direction_steers_every_row_without_a_split(unsplit, tmp_path):
+    """No split: every row of the file, and a note that the bundle was fitted on this file's corpus (its training
+    rows are among those measured)."""
+    path, _ = unsplit
+    bundle = _bundle(path, tmp_path, "animal", "1")
+    plan = make_plan(InterveneConfig(features=path, bundle=bundle, **STEER))
+    steering = steering_rows(plan)
+    ((rows, _),) = steering.parts
+    np.testing.assert_array_equal(rows, np.arange(80))
+    assert steering.measured == "every row (80)" and steering.notes == ()
     assert any("fitted (featx fit) on this file's corpus: its direction toward dogs" in note for note in plan.notes)
 
 
@@ -195,21 +213,21 @@ def test_which_direction_steers():
 
 
 @SLOW
-def test_the_bundle_path_is_a_plain_steered_pass_of_every_row(planted_features, tmp_path):
-    """The bundle's own direction: the dose-response of every row's pass, by hand (``Forward.run`` of the whole
-    file with the steering edit), number for number."""
+def test_the_bundle_path_is_a_plain_steered_pass_of_the_test_rows(planted_features, tmp_path):
+    """The bundle's own direction: the dose-response of the test rows' pass, by hand (``Forward.run`` of those rows
+    with the steering edit), number for number."""
     from featx.interventions.edits import steer_map
     from featx.interventions.forward import Forward, bundle_matrix
 
     bundle_path = _bundle(planted_features, tmp_path, "animal", "1")
     result = intervene(planted_features, bundle=bundle_path, **STEER)
     plan = make_plan(InterveneConfig(features=planted_features, bundle=bundle_path, **STEER))
-    ((_, direction),) = steering_rows(plan).parts
+    ((test, direction),) = steering_rows(plan).parts
     model, bundle = Forward(plan), plan.bundle
     column = bundle.classes.index("dogs")
 
     def read(maps=()):
-        X = bundle_matrix(model.run(maps), bundle)
+        X = bundle_matrix(model.run(maps, rows=test), bundle)
         return np.asarray(bundle.predict_features(X)), np.asarray(bundle.scores_features(X))[:, column]
 
     predicted, score = read()
@@ -221,7 +239,7 @@ def test_the_bundle_path_is_a_plain_steered_pass_of_every_row(planted_features, 
         assert row.moved == pytest.approx(np.mean(after[candidates] == "dogs"))
         assert row.score_change == pytest.approx(np.mean(after_score - score), abs=1e-9)
         assert row.n_rows == candidates.sum()
-    assert result.meta["n_rows"] == 80 and result.meta["runs_per_pass"] == 1
+    assert len(test) == 32 and result.meta["n_rows"] == 32 and result.meta["runs_per_pass"] == 1
 
 
 @SLOW
