@@ -33,6 +33,7 @@ import argparse
 import csv
 import json
 import os
+import shlex
 import shutil
 import sys
 import tempfile
@@ -299,6 +300,14 @@ def run_st(folder: Path, texts: list[str], device: str, dtype: str, batch: int, 
 def cosine_min(a: np.ndarray, b: np.ndarray) -> float:
     a, b = a.astype(np.float64), b.astype(np.float64)
     return float(((a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)).min())
+
+
+def python_command() -> list[str]:
+    """How a step starts the child Python whose run it times (``-c CODE ...`` or ``-m featx ...``): a fresh
+    ``sys.executable``, or the command in ``FEATX_BENCH_PYTHON``, which tests/bench/test_gpu_smoke.py sets to the
+    test run's fork server (tests/support/zygote.py: the same interpreter with this checkout's featx already
+    imported, so that the smoke's ten children do not each import torch again; timings mean nothing there)."""
+    return shlex.split(os.environ.get("FEATX_BENCH_PYTHON", "")) or [sys.executable]
 
 
 def subset(corpus: Path, rows: int, out: Path) -> Path:

@@ -76,8 +76,10 @@ def featx_run(code: Path, folder: Path, corpus: Path, work: Path, args, batch: i
     if profile:
         options["profile"] = str(profile)
     env = {**os.environ, "PYTHONPATH": f"{code}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    # another featx (--old) needs a fresh interpreter: a forking python_command has this checkout's imported
+    python = gpu.python_command() if code == HERE.parent else [sys.executable]
     done = subprocess.run(
-        [sys.executable, "-c", CHILD, json.dumps(options)], cwd=work, env=env, capture_output=True, text=True
+        [*python, "-c", CHILD, json.dumps(options)], cwd=work, env=env, capture_output=True, text=True
     )
     (work / "run.h5").unlink(missing_ok=True)
     line = next((line for line in done.stdout.splitlines() if line.startswith("RESULT ")), None)

@@ -231,7 +231,10 @@ def fresh_run(folder: Path, corpus: Path, work: Path, args, cpu_first: bool) -> 
         "parity": str(gpu.subset(corpus, args.parity_rows, work / "parity.csv")),
     }
     done = subprocess.run(
-        [sys.executable, "-c", CHILD, json.dumps(options), str(HERE)], capture_output=True, text=True, check=False
+        [*gpu.python_command(), "-c", CHILD, json.dumps(options), str(HERE)],
+        capture_output=True,
+        text=True,
+        check=False,
     )
     line = next((line for line in done.stdout.splitlines() if line.startswith("RESULT ")), None)
     if line is None:

@@ -2,7 +2,9 @@
 them on a GPU, through its module's ``main`` on the CPU with tiny models built in place (each step's own
 ``--smoke``). One interpreter imports torch, transformers and sentence-transformers once for the seven steps
 instead of once per step; what a step times in child processes (fresh-process runs, ``featx`` commands) still
-runs in child processes. No timing means anything here (tests/bench/test_gpu_smoke.py checks the tables).
+runs in child processes (started by ``gpu.python_command``: ``FEATX_BENCH_PYTHON`` if set, else a fresh
+``sys.executable``). No timing means anything here (tests/bench/test_gpu_smoke.py checks the tables, with this
+process and its children run by the test run's fork server).
 
     PYTHONPATH=$PWD python bench/gpu_smoke.py --out DIR [more arguments for bench/gpu.py run]
 """

@@ -28,10 +28,13 @@ ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(ROOT))
 
+import gpu  # noqa: E402  (bench/gpu.py: the smoke's assets, how a child Python starts)
+
 
 def featx_command(*args: str, env: dict) -> tuple[float, subprocess.CompletedProcess]:
     started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "featx", *args], capture_output=True, text=True, env=env, check=False)
+    command = [*gpu.python_command(), "-m", "featx", *args]
+    done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
     return time.perf_counter() - started, done
 
 
@@ -44,12 +47,7 @@ def run(args, work: Path) -> dict:
     if missing:
         named = " and ".join(f"featx {name}" for name in missing)
         return {"skipped": f"skipped: {named} {'does' if len(missing) == 1 else 'do'} not exist in this checkout"}
-    if args.smoke:
-        from gpu import smoke_assets
-
-        assets = smoke_assets(work)
-    else:
-        assets = args.assets
+    assets = gpu.smoke_assets(work) if args.smoke else args.assets
     model, corpus = assets / "minilm-bf16", assets / "sst2.csv"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     features = work / "sst2.h5"

@@ -33,7 +33,7 @@ CORPORA = ("sst2", "agnews", "agnewsbig")
 
 def probe_once(features: Path, device: str, out: Path, seconds: float, extra: list[str]) -> tuple[float, str]:
     """Wall seconds of one whole ``featx probe`` command, and how it ended ("ok", "cut", "exit N")."""
-    command = [sys.executable, "-m", "featx", "probe", str(features), "--layer", "all", "--pooling", "all"]
+    command = [*gpu.python_command(), "-m", "featx", "probe", str(features), "--layer", "all", "--pooling", "all"]
     command += ["--device", device, "-o", str(out), *extra]
     start = time.perf_counter()
     try:

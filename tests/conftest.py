@@ -11,6 +11,8 @@ of input: ``tiny_features``, ``split_features``, ``pair_features``, ``word_featu
 (``support.shared_files``), the planted groups of the ``--group`` tests (``grouped_file``,
 ``leaky_split_file``) and the pairs sharing sentences of ``--group @texts`` (``chain_pairs``, ``small_pairs``).
 Never write into them: copy first (``features_copy``, ``copy_features``).
+``served_commands`` is one per run, not per worker: the fork server that runs ``featx`` and ``python`` without
+importing torch again per command (the tutorials, ``bench/gpu.sh --smoke``).
 
 Tests marked ``slow`` start other processes (``subprocess``, ``multiprocessing``, ``torchrun``, a Jupyter
 kernel), drive headless Chromium or load the MiniLM model; ``pytest -m "not slow"`` (``make test-fast``) leaves
@@ -48,6 +50,9 @@ from support.shared_files import (  # noqa: E402
     make_word_features,
 )
 from support.tiny import SENTENCES, build_tiny_bert, write_csv  # noqa: E402
+from support.tutorials import run_server  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
 
 # Fixtures that take seconds to build, by the xdist group of the tests that use them (directly or through
 # another fixture): one worker builds each once, where the other would build it again for the tests it drew.
@@ -57,7 +62,6 @@ SHARED_BUILDS = {
     "task_runs": "report-task-runs",  # six kinds of tiny real runs (tests/report/conftest.py)
     "real_runs": "report-real-runs",  # two extractions and three probes
     "memory_results": "hostile-corpora",  # a child process running every hostile corpus under a memory limit
-    "served_commands": "tutorials",  # the fork server behind the tutorials' featx and python (tests/docs)
 }
 
 
@@ -87,6 +91,18 @@ def _featx_cache_dir(tmp_path_factory):
         os.environ.pop("FEATX_CACHE_DIR", None)
     else:
         os.environ["FEATX_CACHE_DIR"] = previous
+
+
+@pytest.fixture(scope="session")
+def served_commands(tmp_path_factory) -> dict[str, str]:
+    """``featx`` and ``python`` (``-``, ``-c``, ``-m``, a script) of this checkout through the test run's one fork
+    server (``support.zygote``), so that the commands of the tutorials (tests/docs) and of ``bench/gpu.sh --smoke``
+    (tests/bench) do not each import torch, transformers and scikit-learn again: ``{"featx": ..., "python": ...}``,
+    shell commands. The pytest-xdist workers share it (the first to ask starts it, in the run's folder above
+    theirs), so the tests using it need no common worker; it ends with the run."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    root = tmp_path_factory.getbasetemp().parent if worker else tmp_path_factory.getbasetemp()
+    return run_server(REPO, root / "featx-server", watch=os.getppid() if worker else os.getpid())
 
 
 @pytest.fixture(scope="session")

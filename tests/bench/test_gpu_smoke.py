@@ -1,13 +1,15 @@
 """``bash bench/gpu.sh OUT --smoke``: every step of the GPU benchmark runs on the CPU with tiny models built in
 place and writes its tables, so the script does not rot between sessions that have a GPU. No timing is
-checked: only that each step ran and wrote what it says."""
+checked: only that each step ran and wrote what it says. Its Python (gpu.sh's ``PYTHON``) and the children whose
+runs the steps time (``python -c`` extractions, ``python -m featx`` fit, predict and probe: ``FEATX_BENCH_PYTHON``,
+bench/gpu.py's ``python_command``) run through the test run's fork server: the same code, without importing
+torch, transformers and featx eleven times."""
 
 from __future__ import annotations
 
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,9 +18,12 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.slow
-def test_gpu_sh_smoke_writes_every_table(tmp_path):
+def test_gpu_sh_smoke_writes_every_table(tmp_path, served_commands):
     out = tmp_path / "out"
-    env = {**os.environ, "PYTHON": sys.executable, "PYTHONPATH": str(REPO)}
+    python = tmp_path / "python"  # one word, as gpu.sh's "$PY" takes it
+    python.write_text(f'#!/bin/sh\nexec {served_commands["python"]} "$@"\n')
+    python.chmod(0o755)
+    env = {**os.environ, "PYTHON": str(python), "FEATX_BENCH_PYTHON": str(python), "PYTHONPATH": str(REPO)}
     env.pop("OUT", None)
     done = subprocess.run(
         ["bash", str(REPO / "bench" / "gpu.sh"), str(out), "--smoke"],

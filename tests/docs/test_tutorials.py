@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from support.tutorials import DocsTestError, featx_server, parse_page, run_page
+from support.tutorials import RUN_SERVERS, DocsTestError, parse_page, run_page, run_server
 
 import featx
 
@@ -105,15 +105,6 @@ def test_the_runner_names_the_failing_block_and_checks_expectations(tmp_path):
         run_page(missing, REPO, tmp_path / "missing", tmp_path / "models")
 
 
-@pytest.fixture(scope="module")
-def served_commands(tmp_path_factory):
-    """The pages' ``featx`` and ``python -``: this checkout's CLI and interpreter through one fork server
-    (``support.zygote``), so the thirty-odd commands do not each import torch, transformers and scikit-learn
-    again. The tests using it are one xdist group (the root conftest's ``SHARED_BUILDS``): one server a run."""
-    with featx_server(REPO, tmp_path_factory.mktemp("featx-server")) as commands:
-        yield commands
-
-
 def _served_and_fresh(script: str, served: str, fresh: str, folder: Path) -> tuple[list[str], list[str]]:
     """``script`` run by bash with ``served`` for COMMAND, then with ``fresh``: [stdout, stderr] of each."""
     runs = []
@@ -159,6 +150,59 @@ def test_the_fork_server_runs_a_stdin_script_as_a_fresh_python_would(served_comm
     assert served[0] == fresh[0] == "before\nstatus 1\n"
     for stderr in (served[1], fresh[1]):
         assert 'File "<stdin>", line 2' in stderr and stderr.endswith("ZeroDivisionError: division by zero\n")
+
+
+ARGV_SCRIPT = """COMMAND -c 'import sys; print(sys.argv, __name__, repr(sys.path[0])); sys.exit(4)' a b; echo status $?
+COMMAND -m argv_module x; echo status $?
+COMMAND argv_module.py y; echo status $?
+echo '{"b": 1, "a": [2]}' | COMMAND -m json.tool --sort-keys; echo status $?
+"""
+
+
+@pytest.mark.slow
+def test_the_fork_server_runs_python_c_m_and_a_script_as_a_fresh_python_would(served_commands, tmp_path):
+    (tmp_path / "argv_module.py").write_text("import sys\nprint(sys.argv, __name__, sys.path[0])")
+    served, fresh = _served_and_fresh(ARGV_SCRIPT, served_commands["python"], sys.executable, tmp_path)
+    assert fresh[0] == (
+        f"['-c', 'a', 'b'] __main__ ''\nstatus 4\n['{tmp_path}/argv_module.py', 'x'] __main__ {tmp_path}\nstatus 0\n"
+        f"['argv_module.py', 'y'] __main__ {tmp_path}\nstatus 0\n"
+        '{\n    "a": [\n        2\n    ],\n    "b": 1\n}\nstatus 0\n'
+    )
+    assert served == fresh
+    failing = "COMMAND -c 'print(1)\nraise ValueError(2)'; echo status $?"
+    served, fresh = _served_and_fresh(failing, served_commands["python"], sys.executable, tmp_path)
+    assert served[0] == fresh[0] == "1\nstatus 1\n"
+    for stderr in (served[1], fresh[1]):
+        assert 'File "<string>", line 2' in stderr and stderr.endswith("ValueError: 2\n")
+
+
+@pytest.mark.slow
+def test_a_run_shares_one_fork_server_that_ends_with_the_run(tmp_path):
+    run = subprocess.Popen(["sleep", "600"])  # in the place of the run's pytest, which the server watches
+    started = len(RUN_SERVERS)
+    try:
+        commands = run_server(REPO, tmp_path / "server", watch=run.pid, bare=True)
+        assert run_server(REPO, tmp_path / "server", watch=run.pid, bare=True) == commands  # the second asker's
+        assert len(RUN_SERVERS) == started + 1
+        done = subprocess.run(
+            f"{commands['python']} -c 'print(6 * 7)'", shell=True, capture_output=True, text=True, timeout=120
+        )
+        assert done.stdout == "42\n"
+    finally:
+        run.kill()
+        run.wait()
+    assert RUN_SERVERS[-1].wait(timeout=120) == 0  # it ended when the process it watches did
+
+
+def test_without_process_descriptors_the_server_looks_at_the_watched_process_every_second(monkeypatch):
+    from support import zygote
+
+    ended = subprocess.Popen(["true"])
+    ended.wait()  # reaped: its pid names no process now
+    assert zygote.watching(None) == ([], None)  # nothing watched
+    monkeypatch.delattr(os, "pidfd_open", raising=False)
+    assert zygote.watching(os.getpid()) == ([], 1.0)
+    assert zygote.alive(os.getpid()) and not zygote.alive(ended.pid)
 
 
 @pytest.mark.slow

@@ -8,8 +8,9 @@ The convention, in the Markdown of ``docs/tutorials/*.md``:
 - Blocks run in page order, each in a fresh ``bash -euo pipefail``, all in one temporary folder per page that
   holds a copy of the repository's ``data/``; ``featx`` and ``python`` are this checkout's; the Hugging Face
   hub is offline. Every block must exit 0. ``tests/docs/test_tutorials.py`` runs ``featx``, and ``python -``
-  (a script on standard input), through a fork server (``featx_server``, ``support.zygote``): the same CLI and
-  interpreter, without importing torch again per command; ``python`` with other arguments starts afresh.
+  (a script on standard input), through the test run's fork server (``run_server``, ``support.zygote``): the
+  same CLI and interpreter, without importing torch again per command; ``python`` with other arguments starts
+  afresh.
 - ``<!-- docs-test: skip REASON -->`` directly above a block leaves it out; the reason is required.
 - ``<!-- docs-test: expect "TEXT" -->`` directly below a block: its output (stdout and stderr) holds TEXT.
 - ``<!-- docs-test: env NAME=VALUE -->`` anywhere on a page: NAME=VALUE is exported to every block of the
@@ -20,6 +21,7 @@ The convention, in the Markdown of ``docs/tutorials/*.md``:
 
 from __future__ import annotations
 
+import fcntl
 import os
 import re
 import shlex
@@ -27,8 +29,6 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -209,8 +209,8 @@ def command_env(repo: Path) -> dict[str, str]:
 
 def prepare(workdir: Path, repo: Path, served: dict[str, str] | None = None) -> dict[str, str]:
     """The page's folder (a copy of ``data/``) and the environment its blocks run in. ``served``: the commands
-    ``featx_server`` gives, which the ``featx`` shim and a ``python -`` run instead of a fresh process (default:
-    a fresh ``python -m featx`` and ``python``)."""
+    of a fork server (``run_server``), which the ``featx`` shim and a ``python -`` run instead of a fresh process
+    (default: a fresh ``python -m featx`` and ``python``)."""
     workdir.mkdir(parents=True, exist_ok=True)
     shutil.copytree(repo / "data", workdir / "data", ignore=shutil.ignore_patterns("*.py", "__pycache__"))
     shims = workdir.parent / f"{workdir.name}-bin"
@@ -227,33 +227,59 @@ def prepare(workdir: Path, repo: Path, served: dict[str, str] | None = None) -> 
     return env
 
 
-@contextmanager
-def featx_server(repo: Path, folder: Path, timeout: float = 120) -> Iterator[dict[str, str]]:
-    """The fork server of ``support.zygote`` for this checkout, started in ``folder``: yields the shell commands
-    that run ``featx ARGS`` and ``python -`` through it, as ``{"featx": ..., "python": ...}`` (the same CLI and
-    interpreter, without importing torch and the rest again per command)."""
+def start_server(
+    repo: Path, folder: Path, watch: int | None = None, bare: bool = False, timeout: float = 120
+) -> tuple[subprocess.Popen, dict[str, str]]:
+    """The fork server of ``support.zygote`` for this checkout, started in ``folder`` (its socket and its log
+    there; with ``watch``, it ends when process ``watch`` does; ``bare``: nothing preloaded): the process, and
+    the shell commands that run ``featx ARGS`` and ``python -`` (``-c CODE``, ``-m MODULE``, ``SCRIPT``) through
+    it, as ``{"featx": ..., "python": ...}`` (the same CLI and interpreter, without importing torch and the rest
+    again per command)."""
     socket_path = folder / "featx.sock"
-    log = open(folder / "featx-server.log", "w")  # noqa: SIM115  (closed with the server)
-    server = subprocess.Popen(
-        [sys.executable, str(ZYGOTE / "zygote.py"), "serve", str(socket_path)],
-        env=command_env(repo),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=log,
-    )
+    options = [*([str(watch)] if watch else []), *(["--bare"] if bare else [])]
+    with open(folder / "featx-server.log", "w") as log:  # the server keeps its own descriptor
+        server = subprocess.Popen(
+            [sys.executable, str(ZYGOTE / "zygote.py"), "serve", str(socket_path), *options],
+            env=command_env(repo),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=log,
+        )
     try:
         deadline = time.monotonic() + timeout
         while not socket_path.exists():
             assert server.poll() is None, f"the featx fork server exited: {(folder / 'featx-server.log').read_text()}"
             assert time.monotonic() < deadline, "the featx fork server did not start"
             time.sleep(0.05)
-        client = shlex.quote(str(ZYGOTE / "zygote_client.py"))
-        client_command = f'"{sys.executable}" -I -S {client} {shlex.quote(str(socket_path))}'
-        yield {program: f"{client_command} {program}" for program in ("featx", "python")}
-    finally:
+    except BaseException:
         server.kill()
         server.wait()
-        log.close()
+        raise
+    return server, served_commands(socket_path)
+
+
+def served_commands(socket_path: Path) -> dict[str, str]:
+    """The shell commands of the server listening at ``socket_path`` (see ``start_server``)."""
+    client = shlex.quote(str(ZYGOTE / "zygote_client.py"))
+    client_command = f'"{sys.executable}" -I -S {client} {shlex.quote(str(socket_path))}'
+    return {program: f"{client_command} {program}" for program in ("featx", "python")}
+
+
+RUN_SERVERS: list[subprocess.Popen] = []  # the shared servers this process started (they end with the run)
+
+
+def run_server(repo: Path, folder: Path, watch: int, bare: bool = False) -> dict[str, str]:
+    """The commands of the one fork server of a test run, which ``folder`` (a folder every process of the run
+    sees) holds: the first process to ask starts it, under a lock, and the others use it; it ends itself when
+    process ``watch`` (the run's pytest, the pytest-xdist workers' parent) does. ``bare``: see ``start_server``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / "server.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if (folder / "featx.sock").exists():
+            return served_commands(folder / "featx.sock")
+        server, commands = start_server(repo, folder, watch, bare)
+        RUN_SERVERS.append(server)
+        return commands
 
 
 def run_page(

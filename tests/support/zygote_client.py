@@ -1,6 +1,7 @@
 """The ``featx`` shim of the documentation tests: ``python -I -S zygote_client.py SOCKET featx ARGS...`` hands ARGS,
 the working folder, the environment and its standard streams to the fork server (``zygote.py``), which runs
-``python -m featx ARGS`` with them (``SOCKET python -``: ``python -``), and exits with that command's status.
+``python -m featx ARGS`` with them (``SOCKET python -``, ``-c CODE ...``, ``-m MODULE ...``, ``SCRIPT ...``: that
+``python`` command), and exits with that command's status.
 It imports nothing outside the standard library, so it starts in milliseconds."""
 
 import json
