@@ -1,5 +1,12 @@
 """The extraction's two helper threads: ``BackgroundWriter`` writes and commits finished blocks, and
-``prefetch`` collates the next batches, so the forward pass waits on neither disk nor input."""
+``prefetch`` collates the next batches, so the forward pass waits on neither disk nor input.
+
+Both wait on their queues with a timeout (``POLL_SECONDS``), never for good. A Ctrl-C, SIGTERM or SIGHUP raises
+in the main thread wherever it is, and one that lands inside ``queue.Queue``'s ``notify`` (between waking a
+waiter and removing it from the condition's list) leaves a stale waiter behind: the next ``notify`` wakes that one
+and the thread really waiting sleeps on. A thread that waited for good then hung the interrupted run at its exit
+(the writer asleep beside the ``None`` that closes it, the main thread joining it); a timed wait wakes anyway,
+removes its own stale waiter and looks at the queue again."""
 
 from __future__ import annotations
 
@@ -8,6 +15,8 @@ import threading
 from typing import Protocol
 
 import numpy as np
+
+POLL_SECONDS = 0.25  # the longest a helper thread sleeps on a wake-up an interrupt made it miss
 
 
 class Sink(Protocol):
@@ -45,7 +54,10 @@ class BackgroundWriter:
 
     def _run(self) -> None:
         while True:
-            item = self.queue.get()
+            try:
+                item = self.queue.get(timeout=POLL_SECONDS)
+            except queue.Empty:
+                continue
             if item is None:
                 return
             if self.error is not None:
@@ -92,21 +104,32 @@ def prefetch(iterable, depth: int = 2):
     done = object()
     stop = threading.Event()
 
+    def put(item) -> bool:
+        while not stop.is_set():
+            try:
+                items.put(item, timeout=POLL_SECONDS)
+                return True
+            except queue.Full:
+                continue
+        return False
+
     def produce():
         try:
             for item in iterable:
-                if stop.is_set():
+                if not put(item):
                     return
-                items.put(item)
         except BaseException as err:
-            items.put(err)
-        items.put(done)
+            put(err)
+        put(done)
 
     thread = threading.Thread(target=produce, name="featx-collate", daemon=True)
     thread.start()
     try:
         while True:
-            item = items.get()
+            try:
+                item = items.get(timeout=POLL_SECONDS)
+            except queue.Empty:
+                continue
             if item is done:
                 return
             if isinstance(item, BaseException):
