@@ -89,7 +89,7 @@ def seen_rows_note(bundle, config: InterveneConfig, features: FeatureFile) -> st
     if recorded is None or recorded != _corpus(features.fingerprint):
         return None
     if config.edit == "steer" and reads_steered_layer(bundle, config):
-        if _has_test_rows(features):
+        if len(split_test_rows(features)):
             return None
         return (
             f"--bundle {config.bundle} was fitted (featx fit) on this file's corpus: its direction toward "
@@ -135,11 +135,12 @@ def _check_steer(bundle, config: InterveneConfig) -> None:
         )
 
 
-def _has_test_rows(features: FeatureFile) -> bool:
-    from ..probing import TEST_VALUES
+def split_test_rows(features: FeatureFile) -> np.ndarray:
+    """The file rows of its test split (``probing.split_parts``, as probe and fit read it; none without a split)."""
+    from ..probing import split_parts
 
     split = features.split
-    return split is not None and bool(np.isin(np.char.lower(np.asarray(split, dtype=str)), TEST_VALUES).any())
+    return np.zeros(0, np.int64) if split is None else split_parts(split)[1]
 
 
-__all__ = ["check_bundle", "load_bundle", "reads_steered_layer", "seen_rows_note"]
+__all__ = ["check_bundle", "load_bundle", "reads_steered_layer", "seen_rows_note", "split_test_rows"]

@@ -30,10 +30,9 @@ from .provenance import embed_options
 from .result import STEER_COLUMNS, InterveneResult
 from .stats import mean_interval, share_interval
 from .steer_rows import Steering
-from .steering import steer_meta
+from .steering import steer_meta, steer_record
 
 ANSWER_COLUMNS = [*STEER_COLUMNS, "flipped", "flipped_low", "flipped_high"]
-CHANGE = ("score_change", "score_change_low", "score_change_high")
 
 
 @dataclass(frozen=True)
@@ -125,14 +124,9 @@ def _record(alpha: float, name: str, layer: int, before: np.ndarray, after: np.n
     candidates = before.argmax(axis=1) != column
     held = None if groups is None else groups[candidates]
     flipped = share_interval((after.argmax(axis=1) == column)[candidates], groups=held)
+    moved, change = share_interval(rise > 0, groups=groups), mean_interval(rise, groups)
     return {
-        "alpha": alpha,
-        "direction": name,
-        "layer": layer,
-        "read_at": "answers",
-        **dict(zip(("moved", "moved_low", "moved_high"), share_interval(rise > 0, groups=groups), strict=True)),
-        **dict(zip(CHANGE, mean_interval(rise, groups), strict=True)),
-        "n_rows": len(rise),
+        **steer_record(alpha, name, layer, "answers", moved, change, len(rise)),
         **dict(zip(("flipped", "flipped_low", "flipped_high"), flipped, strict=True)),
     }
 

@@ -9,6 +9,7 @@ import math
 import numpy as np
 
 from ..store import open_features
+from .bundle_checks import split_test_rows
 from .forward import bundle_matrix
 from .stats import cosines, mean_interval, share_interval
 
@@ -38,10 +39,10 @@ def _test_rows(plan, bundle) -> tuple[np.ndarray, np.ndarray] | None:
         if bundle.label not in features.label_columns:
             return None
         codes, names = features.labels(bundle.label), features.label_names(bundle.label)
-        split = features.split
+        test = split_test_rows(features) if features.split is not None else None
     rows = np.flatnonzero(codes >= 0)
-    if split is not None:
-        rows = rows[np.isin(split[rows], ("test",))]
+    if test is not None:
+        rows = np.intersect1d(rows, test)  # the test split's, read as probe reads it (case-blind)
     truth = np.asarray(names, dtype=object)[codes[rows]]
     return rows, truth
 

@@ -35,7 +35,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..store import open_features
-from .bundle_checks import reads_steered_layer
+from .bundle_checks import reads_steered_layer, split_test_rows
 from .edits import bundle_direction, stored
 from .plan import InterventionPlan
 
@@ -100,16 +100,12 @@ def _bundle_steering(plan: InterventionPlan) -> Steering:
     """Along the bundle's own direction: a file with a test split measures its test rows only (``featx fit`` never
     trains on them, so a bundle fitted on this file's corpus never steers its own rows); without one, every row
     (``bundle_checks.seen_rows_note`` says when those include the bundle's training rows)."""
-    from ..probing import TEST_VALUES
-
     layer, toward = plan.at[0], plan.config.toward
     with open_features(plan.features) as features:
-        split = features.split
-        rows = np.arange(features.n_rows)
+        rows, test = np.arange(features.n_rows), split_test_rows(features)
     direction = _unit(bundle_direction(plan), plan)
     source = f"the bundle's direction toward {toward} at layer {layer}"
-    test = rows if split is None else rows[np.isin(np.char.lower(np.asarray(split, dtype=str)), TEST_VALUES)]
-    if split is None or not len(test):
+    if not len(test):
         return Steering(((rows, direction),), _random(plan, len(direction)), source, f"every row ({len(rows)})")
     note = (
         f"the file has a split: the dose-response along the bundle's direction is measured on the test split's "

@@ -58,6 +58,19 @@ def steer_meta(plan, steering: Steering, started: float, notes: list[str], reade
     }
 
 
+def steer_record(alpha: float, name: str, layer: int, read_at, moved, change, n_rows: int) -> dict:
+    """One row of a dose-response (``STEER_COLUMNS``): ``moved`` and ``change`` are (value, low, high)."""
+    return {
+        "alpha": alpha,
+        "direction": name,
+        "layer": layer,
+        "read_at": read_at,
+        **dict(zip(("moved", "moved_low", "moved_high"), moved, strict=True)),
+        **dict(zip(("score_change", "score_change_low", "score_change_high"), change, strict=True)),
+        "n_rows": n_rows,
+    }
+
+
 def dose_response(plan, forward, steering: Steering, started: float) -> InterveneResult:
     """The dose-response of ``steering`` (``steer_rows.steering_rows``: each part's rows along its direction, and
     the random one) read by the bundle."""
@@ -75,15 +88,7 @@ def dose_response(plan, forward, steering: Steering, started: float) -> Interven
             moved = share_interval(after[candidates] == toward, groups=held)
             change = mean_interval(after_score - score, groups)
             records.append(
-                {
-                    "alpha": alpha,
-                    "direction": name,
-                    "layer": plan.at[0],
-                    "read_at": max(bundle.layers),
-                    **dict(zip(("moved", "moved_low", "moved_high"), moved, strict=True)),
-                    **dict(zip(("score_change", "score_change_low", "score_change_high"), change, strict=True)),
-                    "n_rows": int(candidates.sum()),
-                }
+                steer_record(alpha, name, plan.at[0], max(bundle.layers), moved, change, int(candidates.sum()))
             )
     nothing = [] if candidates.any() else [f"the bundle already predicts {toward} for every row: nothing can move"]
     notes = [*plan.notes, *steering.notes, *nothing]
@@ -92,4 +97,4 @@ def dose_response(plan, forward, steering: Steering, started: float) -> Interven
     return InterveneResult(pd.DataFrame(records, columns=STEER_COLUMNS), meta, plan.output, notes)
 
 
-__all__ = ["dose_response", "steer_meta"]
+__all__ = ["dose_response", "steer_meta", "steer_record"]

@@ -80,6 +80,7 @@ _HOMES = {
     "check_labels": "evaluation.plans",
     "inner_split": "evaluation.plans",
     "usable_split": "evaluation.plans",
+    "split_parts": "evaluation.plans",
     "confusion": "evaluation.metrics",
     "metrics_from_confusion": "evaluation.metrics",
     "bootstrap_intervals": "evaluation.metrics",
