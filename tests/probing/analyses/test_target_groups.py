@@ -9,17 +9,16 @@ import json
 import shutil
 from pathlib import Path
 
-import numpy as np
 import pytest
 from click.testing import CliRunner
+from support.fold_spy import FoldSpy
 from support.planted_groups import BAD_GROUPS
 
 import featx.probing
 from featx.cli import main
 from featx.errors import InputError
-from featx.probing import EraseConfig, NeuronConfig, evaluation
+from featx.probing import EraseConfig, NeuronConfig
 from featx.probing.analyses.sweep import SweepConfig
-from featx.probing.evaluation import core
 
 QUICK = dict(layers="1", jobs=1, n_bootstrap=200)
 
@@ -50,45 +49,13 @@ def topic_file(grouped_file, tmp_path_factory):
     return path
 
 
-class Spy:
-    """Every outer fold (``run_linear_tasks``) and every holdout of a training part (``inner_split``, by the C
-    search and by INLP and the sweep's torch probes) drawn during a run, each with the groups it was given."""
-
-    def __init__(self, monkeypatch):
-        self.folds: list[tuple] = []
-        self.holdouts: list[tuple] = []
-        original_fits, original_split = evaluation.run_linear_tasks, evaluation.inner_split
-
-        def fits(name, X, labels, train, test, dev, n_classes, cs, balanced, seed, groups=None):
-            self.folds.append((train, test, groups))
-            return original_fits(name, X, labels, train, test, dev, n_classes, cs, balanced, seed, groups)
-
-        def split(y, rows, seed, groups=None):
-            fit, val = original_split(y, rows, seed, groups)
-            self.holdouts.append((fit, val, groups))
-            return fit, val
-
-        monkeypatch.setattr(evaluation, "run_linear_tasks", fits)
-        monkeypatch.setattr(evaluation, "inner_split", split)  # INLP's and the sweep's torch probes'
-        monkeypatch.setattr(core, "inner_split", split)  # the C search of every logreg probe
-
-    def check_whole_groups(self, n_groups: int) -> None:
-        assert self.folds and self.holdouts
-        for train, test, groups in self.folds:
-            assert groups is not None and len(np.unique(groups)) == n_groups
-            assert not len(np.intersect1d(groups[train], groups[test]))  # no group on both sides of a fold
-        for fit, val, groups in self.holdouts:
-            assert groups is not None and len(val) and len(fit)
-            assert not len(np.intersect1d(groups[fit], groups[val]))  # held out by whole groups
-
-
 @pytest.mark.parametrize(
     ("command", "options"),
     [("erase", {}), ("erase", {"method": "inlp"}), ("neurons", {}), ("sweep", {})],
     ids=["erase-leace", "erase-inlp", "neurons", "sweep"],
 )
 def test_every_fold_and_holdout_keeps_groups_whole(grouped_file, monkeypatch, command, options):
-    spy = Spy(monkeypatch)
+    spy = FoldSpy(monkeypatch)
     result = COMMANDS[command](grouped_file, group="doc", **options)
     spy.check_whole_groups(24)
     if command == "erase" and options:
@@ -102,14 +69,14 @@ def test_every_fold_and_holdout_keeps_groups_whole(grouped_file, monkeypatch, co
 
 
 def test_without_group_the_folds_are_not_grouped(grouped_file, monkeypatch):
-    spy = Spy(monkeypatch)
+    spy = FoldSpy(monkeypatch)
     result = run_erase(grouped_file)
     assert all(groups is None for *_, groups in spy.folds + spy.holdouts)
     assert result.meta["evaluation"] == "5-fold cv" and "group" not in result.meta
 
 
 def test_amnesic_probing_keeps_groups_whole_too(topic_file, monkeypatch):
-    spy = Spy(monkeypatch)
+    spy = FoldSpy(monkeypatch)
     result = featx.probing.erase(
         topic_file, label="label", method="inlp", amnesic="topic", group="doc", write=False, **QUICK
     )
@@ -181,7 +148,7 @@ def test_the_sweep_joins_a_labels_file_as_probe_does_and_groups_by_its_column(gr
     lacks come from FILE, joined by probe's own code; every fold and holdout keeps that column's groups whole."""
     labels = tmp_path / "more.csv"
     labels.write_text("row,topic,source\n" + "".join(f"{i},{('a', 'b')[i % 2]},s{i // 10}\n" for i in range(120)))
-    spy = Spy(monkeypatch)
+    spy = FoldSpy(monkeypatch)
     options = {"labels": labels, "join": "row", "label": "topic", "group": "source", "folds": 2, "layers": "1"}
     result = featx.probing.sweep_from_probe_options(
         grouped_file, False, {**options, "jobs": 1, "n_bootstrap": 100, "write": False}

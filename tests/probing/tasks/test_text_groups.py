@@ -10,13 +10,13 @@ import json
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from support.fold_spy import FoldSpy
 from support.planted_pairs import SMALL_GROUPS, SMALL_SHARED, chain_first_rows, make_chains
 
 import featx
 from featx.cli import main
 from featx.errors import InputError
-from featx.probing import TEXT_GROUPS, ProbeConfig, add_labels, erase, evaluation, group_codes, group_rows
-from featx.probing.evaluation import core
+from featx.probing import TEXT_GROUPS, ProbeConfig, add_labels, erase, group_codes, group_rows
 from featx.probing.tasks.groups import text_groups
 from featx.store import FeatureFile
 
@@ -66,27 +66,6 @@ def test_a_misspelt_text_name_is_refused_with_the_names(request, path):
     with pytest.raises(InputError, match="no label column 'doc'") as err:
         featx.probe(request.getfixturevalue(path), label="label", group="doc", **QUICK)
     assert "group by the texts with @text" in err.value.hint
-
-
-class FoldSpy:
-    """Every outer fold and every holdout of a training part drawn during a run, with the groups it was given."""
-
-    def __init__(self, monkeypatch):
-        self.folds: list[tuple] = []
-        self.holdouts: list[tuple] = []
-        fits, split = evaluation.run_linear_tasks, core.inner_split
-
-        def spy_fits(name, X, labels, train, test, dev, n_classes, cs, balanced, seed, groups=None):
-            self.folds.append((train, test, groups))
-            return fits(name, X, labels, train, test, dev, n_classes, cs, balanced, seed, groups)
-
-        def spy_split(y, rows, seed, groups=None):
-            fit, val = split(y, rows, seed, groups)
-            self.holdouts.append((fit, val, groups))  # the groups of the fold's training rows
-            return fit, val
-
-        monkeypatch.setattr(evaluation, "run_linear_tasks", spy_fits)
-        monkeypatch.setattr(core, "inner_split", spy_split)
 
 
 def test_the_folds_and_holdouts_never_split_a_chain(chain_pairs, monkeypatch):
