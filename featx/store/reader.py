@@ -54,10 +54,15 @@ def _opened(actual: Path) -> h5py.File:
     """A regular HDF5 file, opened read-only."""
     if not actual.is_file():  # a FIFO or device would block or never end
         raise StoreError(f"{actual} is not a regular file", "give a features file written by featx extract")
-    if not h5py.is_hdf5(actual):
-        raise StoreError(f"{actual} is not an HDF5 file", "give a features file written by featx extract")
     try:
+        if not h5py.is_hdf5(actual) and actual.exists():  # gone since: h5py.File's FileNotFoundError, below
+            raise StoreError(f"{actual} is not an HDF5 file", "give a features file written by featx extract")
         return h5py.File(actual, "r", locking=False)
+    except FileNotFoundError:  # renamed (a .partial finished into place) or removed since it was found
+        raise StoreError(
+            f"{actual} was moved or removed while it was being opened",
+            "open it again: a finished extraction renames its .partial file into place",
+        ) from None
     except (OSError, KeyError, ValueError) as err:
         raise StoreError(
             f"{actual} cannot be read; it looks damaged ({err})", "run featx extract again with --overwrite"

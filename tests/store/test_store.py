@@ -113,6 +113,30 @@ def test_partial_file_shows_only_its_committed_rows(tmp_path):
     writer.close()
 
 
+@pytest.mark.parametrize("when", ["is_hdf5", "File"])
+def test_a_partial_renamed_into_place_while_it_is_opened_is_a_store_error(tmp_path, monkeypatch, when):
+    """A reader that found ``out.h5.partial`` as the extraction renamed it into place: the file is gone by the time
+    h5py looks. Said as a StoreError (a reader retries), never h5py's FileNotFoundError (seen in a suite run of
+    tests/robustness/test_faults.py's reader beside a writer)."""
+    from featx.store import reader
+
+    path, _ = write_store_file(tmp_path, commit=4)
+    partial = partial_path(path)
+    real = getattr(reader.h5py, when)
+
+    def renamed_first(name, *args, **kwargs):
+        if partial.exists():
+            partial.rename(path)
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(reader.h5py, when, renamed_first)
+    if when == "File":  # is_hdf5 looks first, and reads the .partial still there
+        monkeypatch.setattr(reader.h5py, "is_hdf5", lambda name: True)
+    with pytest.raises(StoreError, match=r"f\.h5\.partial was moved or removed while it was being opened") as error:
+        FeatureFile(path, allow_partial=True)
+    assert "open it again" in error.value.hint and path.exists()
+
+
 def test_an_hdf5_file_that_is_not_ours_is_refused(tmp_path):
     import h5py
 
