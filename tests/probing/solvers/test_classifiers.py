@@ -27,3 +27,39 @@ def test_train_head_takes_read_only_labels_silently_and_learns_a_planted_signal(
     scores = clf.head_scores(model, lambda rows: Xt[rows], test)
     assert np.mean(scores.argmax(axis=1) == y[test]) > 0.9  # chance is 1/3
     assert not y.flags.writeable  # the caller's array is untouched
+
+
+def test_adam_is_torch_optims_adam_bit_for_bit():
+    """The written-out Adam gives torch.optim.Adam's parameters exactly, weight decay and a frozen tensor included."""
+    batches = [torch.randn(16, 6, generator=torch.Generator().manual_seed(i)) for i in range(25)]
+    models = []
+    for optimizer_class in (torch.optim.Adam, clf.Adam):
+        torch.manual_seed(0)
+        model = clf.build_mlp(6, 3, hidden=8, dropout=0.0)
+        model[0].bias.requires_grad_(False)
+        optimizer = optimizer_class(model.parameters(), lr=3e-3, weight_decay=1e-4)
+        for batch in batches:
+            optimizer.zero_grad()
+            model(batch).logsumexp(dim=1).mean().backward()
+            optimizer.step()
+        models.append(model)
+    for (name, ours), theirs in zip(models[1].state_dict().items(), models[0].state_dict().values(), strict=True):
+        assert torch.equal(ours, theirs), name
+
+
+def test_training_a_head_imports_neither_torch_optim_nor_dynamo(monkeypatch):
+    """torch.optim's first optimizer imports torch._dynamo (about 1 s per command); train_head needs neither."""
+    import builtins
+
+    seen, real_import = [], builtins.__import__
+
+    def spy(name, *args, **kwargs):
+        if name.startswith(("torch._dynamo", "torch.optim")):
+            seen.append(name)
+        return real_import(name, *args, **kwargs)
+
+    y = np.arange(60) % 2
+    X = torch.randn(60, 4, generator=torch.Generator().manual_seed(0))
+    monkeypatch.setattr(builtins, "__import__", spy)
+    clf.train_head(clf.build_mlp(4, 2, hidden=4), lambda rows: X[rows], y, np.arange(40), np.arange(40, 60), 2, 0)
+    assert seen == []
