@@ -91,6 +91,7 @@ def predict_arcs(probe, sentences: Any, heads: Any = None, proba: bool = False, 
         raise InputError("this relation labeller labels given (head, dependent) arcs, and got no heads", NO_HEADS_HINT)
     pairs = gold_arcs(offsets, flat_heads(heads, offsets))
     scores = relation_scores(probe, states, pairs)
+    out: np.ndarray
     if proba:
         out = np.full((len(states), len(probe.classes)), np.nan)
         out[pairs[:, 1]] = scores

@@ -19,7 +19,7 @@ import numpy as np
 from ..errors import InputError
 from ..selection import POOLINGS, WORD_POOLINGS, LayerSpec
 from .config import HEADS
-from .extraction_checks import check_extraction
+from .extraction_checks import REFIT_HINT, check_extraction
 from .head import ARRAYS, KIND_OF
 
 FORMAT = "featx-probe"
@@ -32,7 +32,6 @@ MAX_FEATURES = 1 << 21  # columns a head may read (a cat of many wide layers, Se
 MAX_CLASSES = 10_000
 MAX_HIDDEN = 1 << 16
 PICKLE_SUFFIXES = (".pkl", ".pickle", ".joblib", ".npy", ".npz", ".pt", ".pth", ".bin", ".ckpt")
-REFIT_HINT = "fit the probe again with featx fit (a bundle is written by featx only)"
 # The manifest keys ``manifest_of`` writes itself; the others are the probe's ``info``.
 OWN_KEYS = (
     "format", "schema_version", "task", "classes", "layer_spec", "pooling", "classifier", "C", "alpha",

@@ -8,10 +8,10 @@ from pathlib import Path
 
 from ..errors import InputError
 
+REFIT_HINT = "fit the probe again with featx fit (a bundle is written by featx only)"
+
 
 def bad(folder: Path, what: str) -> InputError:
-    from .checks import REFIT_HINT
-
     return InputError(f"bundle {folder}: {what}", REFIT_HINT)
 
 
@@ -81,4 +81,11 @@ def _check_template(extraction: dict, folder: Path) -> None:
         )
 
 
-__all__ = ["DTYPE_NAMES", "EXTRACTION_CHOICES", "EXTRACTION_TEXTS", "EXTRACTION_WHOLE", "check_extraction"]
+__all__ = [
+    "REFIT_HINT",
+    "DTYPE_NAMES",
+    "EXTRACTION_CHOICES",
+    "EXTRACTION_TEXTS",
+    "EXTRACTION_WHOLE",
+    "check_extraction",
+]
