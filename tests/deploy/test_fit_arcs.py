@@ -194,6 +194,16 @@ def test_arc_fits_refuse_what_they_cannot_do(word_features, options, message):
         featx.fit(word_features[0], arcs=True, write=False, **options)
 
 
+def test_an_arc_bundle_gives_no_layer_directions_and_no_text_estimator(relation, tmp_path):
+    from featx.deploy import export_directions
+    from featx.sklearn import FittedProbe
+
+    with pytest.raises(InputError, match="an arc probe reads .* which is no direction in a layer's space"):
+        export_directions(None, bundle=relation.path, output=tmp_path / "d.safetensors")
+    with pytest.raises(ValueError, match=r"arc probe: FittedProbe takes its \[h_head, h_dep, h_head \* h_dep\] rows"):
+        FittedProbe(relation.path).predict(["the cat"])
+
+
 def test_arcs_need_word_data(split_features):
     with pytest.raises(InputError, match="--arcs needs word-level data"):
         featx.fit(split_features, label="label", arcs=True, write=False)
