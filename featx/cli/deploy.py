@@ -17,7 +17,8 @@ def fit(features, quiet, **options):
     """Fit a probe on FEATURES and save it as a bundle folder (model.featx).
 
     A word label (upos, deprel... of a CoNLL-U extraction) gives a word probe: one layer and word pooling
-    (first, last, mean), chosen with a sentence's words always in one fold."""
+    (first, last, mean), chosen with a sentence's words always in one fold. With --arcs: --label deprel saves a
+    relation labeller of (head, dependent) arcs, --label head a head selector (chosen by attachment score)."""
     from ..deploy import FitConfig
     from ..deploy import fit as run_fit
 
@@ -34,7 +35,9 @@ def predict(bundle, corpus, **options):
     """Predict every row of CORPUS (a file, or - for stdin) with the probe in BUNDLE.
 
     A word probe (fitted on a word label such as upos) predicts every word: of a CoNLL-U, column or JSON Lines
-    file of tokens, or of each text split on whitespace; one output line per word (id, word, form)."""
+    file of tokens, or of each text split on whitespace; one output line per word (id, word, form). An arc
+    relation labeller labels each gold arc of an input with heads (CoNLL-U); a head selector writes each
+    word's predicted head (0 the root)."""
     from ..deploy import PredictConfig
     from ..deploy import predict as run_predict
 

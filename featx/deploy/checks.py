@@ -19,6 +19,7 @@ import numpy as np
 from ..errors import InputError
 from ..selection import POOLINGS, WORD_POOLINGS, LayerSpec
 from .config import HEADS
+from .extraction_checks import REFIT_HINT, check_extraction
 from .head import ARRAYS, KIND_OF
 
 FORMAT = "featx-probe"
@@ -31,7 +32,6 @@ MAX_FEATURES = 1 << 21  # columns a head may read (a cat of many wide layers, Se
 MAX_CLASSES = 10_000
 MAX_HIDDEN = 1 << 16
 PICKLE_SUFFIXES = (".pkl", ".pickle", ".joblib", ".npy", ".npz", ".pt", ".pth", ".bin", ".ckpt")
-REFIT_HINT = "fit the probe again with featx fit (a bundle is written by featx only)"
 # The manifest keys ``manifest_of`` writes itself; the others are the probe's ``info``.
 OWN_KEYS = (
     "format", "schema_version", "task", "classes", "layer_spec", "pooling", "classifier", "C", "alpha",
@@ -131,13 +131,17 @@ def _check_fields(manifest: dict, folder: Path) -> None:
     if not isinstance(manifest.get("extraction"), dict):
         raise _bad(folder, "its extraction settings are missing")
     _check_array_shapes(manifest.get("arrays"), folder)
-    _check_extraction(manifest["extraction"], folder)
+    check_extraction(manifest["extraction"], folder)
     spec, level = layer_spec(manifest, folder), manifest.get("level", "sentence")
-    if level == "word":
+    if level != "arc" and "arcs" in manifest:
+        raise _bad(folder, f"a {level} probe with an arcs field")
+    if level in ("word", "arc"):
         _check_word_fields(manifest, spec, folder)
+        if level == "arc":
+            _check_arc_fields(manifest, folder)
         return
     if level != "sentence":
-        raise _bad(folder, f"unknown level {level!r} (sentence or word)")
+        raise _bad(folder, f"unknown level {level!r} (sentence, word or arc)")
     pooling = manifest.get("pooling")
     if not isinstance(pooling, str) or not (
         pooling in (*POOLINGS, "at") or pooling.startswith(("mean_", "cls_", "span"))
@@ -153,66 +157,16 @@ def _check_word_fields(manifest: dict, spec: LayerSpec, folder: Path) -> None:
         raise _bad(folder, "a word probe reads one layer and predicts classes")
 
 
-# The extraction settings predict reuses, each with what it may hold (None too: an older bundle lacks some).
-DTYPE_NAMES = ("auto", "float32", "fp32", "float16", "fp16", "half", "bfloat16", "bf16")
-EXTRACTION_CHOICES = {
-    "store_dtype": ("float16", "float32"),
-    "compute_dtype": DTYPE_NAMES,
-    "option_dtype": DTYPE_NAMES,
-    "long_inputs": ("truncate", "window"),
-    "pair_mode": ("cross", "separate"),
-}
-EXTRACTION_WHOLE = {"max_length": (2, 1 << 20), "stride": (0, 1 << 20), "option_seed": (0, (1 << 32) - 1)}
-# The extraction settings that are texts when present (a model's name or folder, columns, the prompt's parts).
-EXTRACTION_TEXTS = (
-    "model", "model_path", "text_col", "text_pair_col", "option_template", "option_system", "option_pool_at",
-    "option_contrast",
-)  # fmt: skip
-
-
-def _check_extraction(extraction: dict, folder: Path) -> None:
-    """Each extraction setting predict passes on is one featx writes: a bad one is named as the bundle's field,
-    never as an option the user did not give."""
-    for name, choices in EXTRACTION_CHOICES.items():
-        value = extraction.get(name)
-        if value is not None and value not in choices:
-            raise _bad(folder, f"its extraction field '{name}' is {str(value)[:40]!r}, not one of {', '.join(choices)}")
-    if extraction.get("random_init") not in (None, True, False):
-        raise _bad(
-            folder, f"its extraction field 'random_init' is {str(extraction['random_init'])[:40]!r}, not true or false"
-        )
-    for name, (low, high) in EXTRACTION_WHOLE.items():
-        value = extraction.get(name)
-        if value is not None and not _is_whole(value, low, high):
-            raise _bad(
-                folder, f"its extraction field '{name}' is {str(value)[:40]}, not a whole number in {low}..{high:,}"
-            )
-    for name in EXTRACTION_TEXTS:
-        value = extraction.get(name)
-        if value is not None and not isinstance(value, str):
-            raise _bad(folder, f"its extraction field '{name}' is {str(value)[:40]}, not a text")
-    _check_template(extraction, folder)
-
-
-def _check_template(extraction: dict, folder: Path) -> None:
-    """A recorded template renders a text alone (its text field, and the answer of ``--contrast``): ``featx fit``
-    refuses any other, so one naming other columns was edited in."""
-    from ..extraction import ANSWER_FIELD, TEXT_FIELD, parse_template
-
-    template = extraction.get("option_template")
-    if not template:
-        return
-    try:
-        fields = parse_template(str(template), str(extraction.get("text_col") or TEXT_FIELD)).fields
-    except InputError as error:
-        raise _bad(folder, f"its extraction field 'option_template' is not a template: {error.message}") from None
-    others = [name for name in fields if name not in (TEXT_FIELD, ANSWER_FIELD)]
-    if others:
-        raise _bad(
-            folder,
-            f"its extraction field 'option_template' names column(s) {', '.join(others)[:80]} besides the text "
-            "(a bundle predicts from a text alone)",
-        )
+def _check_arc_fields(manifest: dict, folder: Path) -> None:
+    """An arc probe reads ``[h_head, h_dep, h_head * h_dep]`` (three word vectors' widths); a head selector scores
+    pairs as arcs or not (classes no-arc, arc)."""
+    arcs = manifest.get("arcs")
+    if arcs not in ("relation", "head"):
+        raise _bad(folder, f"unknown arcs {str(arcs)[:40]!r} (relation or head)")
+    if manifest["n_features"] % 3:
+        raise _bad(folder, f"n_features {manifest['n_features']} is not three word vectors' widths (an arc probe)")
+    if arcs == "head" and manifest.get("classes") != ["no-arc", "arc"]:
+        raise _bad(folder, "a head selector's classes are no-arc and arc")
 
 
 def _check_array_shapes(arrays: Any, folder: Path) -> None:

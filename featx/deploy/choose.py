@@ -133,16 +133,32 @@ def score_candidate(
 
     from ..probing import JOB_THREADS, torch_threads
     from ..store import FeatureFile
-    from .features import stored_matrix, stored_word_matrix
+    from .features import matrix_reader
 
     def fit_head(X_part, y_part, groups_part):
         return fit_any(options["classifier"], X_part, y_part, classes, options, groups=groups_part)
 
-    read = stored_word_matrix if options.get("level") == "word" else stored_matrix
+    read = matrix_reader(options.get("level", "sentence"))
     with threadpool_limits(limits=JOB_THREADS), torch_threads(JOB_THREADS, options["classifier"] == "mlp"):
         with FeatureFile(path) as features:
             X = read(features, spec, pooling, rows)
         return cross_validate(X, y, classes, splits, metric, fit_head, groups)
+
+
+def fit_options(plan) -> dict:
+    """The options of every head a ``FitPlan`` fits (``fit_any``'s, ``folds``, ``seed`` and ``jobs``)."""
+    config = plan.config
+    classifier = "ridge" if plan.classes is None else config.classifier
+    return {
+        "classifier": classifier,
+        "folds": int(config.folds),
+        "seed": int(config.seed),
+        "cs": tuple(config.cs),
+        "alphas": tuple(config.alphas),
+        "balanced": bool(config.balanced),
+        "jobs": config.jobs,
+        "level": plan.level,
+    }
 
 
 def choose(
@@ -180,4 +196,14 @@ def choose(
     return [scored[i] for i in order]
 
 
-__all__ = ["Candidate", "choose", "cross_validate", "cv_folds", "fit_any", "score_candidate", "score_of", "take"]
+__all__ = [
+    "Candidate",
+    "choose",
+    "cross_validate",
+    "cv_folds",
+    "fit_any",
+    "fit_options",
+    "score_candidate",
+    "score_of",
+    "take",
+]

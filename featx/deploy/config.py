@@ -63,6 +63,13 @@ class FitConfig(Options):
         help="auto (chosen by cross-validation on the training rows), 3, -1, cat(-4:) or a list to choose from.",
     )
     pooling: str = option("auto", flag="--pooling", group=CHOICE, help="auto, or one or several stored poolings.")
+    arcs: bool = option(
+        False,
+        flag="--arcs",
+        group=CHOICE,
+        help="Word inputs: fit pairs of words. --label deprel: a relation labeller of (head, dependent) arcs; "
+        "--label head: a head selector (each word's head, or the root).",
+    )
     classifier: str = option(
         "logreg", flag="--classifier", group=CHOICE, help="logreg, svm, mlp (classes) or ridge (numbers)."
     )

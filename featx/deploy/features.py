@@ -31,6 +31,20 @@ def stored_word_matrix(features: FeatureFile, spec: LayerSpec, pooling: str, wor
     return matrix if words is None else np.ascontiguousarray(matrix[words])
 
 
+def stored_arc_matrix(features: FeatureFile, spec: LayerSpec, pooling: str, pairs: np.ndarray) -> np.ndarray:
+    """``[h_head, h_dep, h_head * h_dep]`` of the ``(n, 2)`` word ``pairs`` from one stored layer and word pooling,
+    as ``featx probe --arcs`` builds them (``probing.arc_features``)."""
+    from ..probing import arc_features
+
+    (layer,) = spec.layers
+    return arc_features(features.word_features(pooling, layer), pairs)
+
+
+def matrix_reader(level: str):
+    """The function that reads a plan's rows of one candidate: stored rows, words or word pairs (arcs)."""
+    return {"word": stored_word_matrix, "arc": stored_arc_matrix}.get(level, stored_matrix)
+
+
 def embedded_matrix(
     embeddings: Any, layers: tuple[int, ...], kind: str, pooling: str, pair_mode: str | None, contrast: bool = False
 ) -> Any:
@@ -52,4 +66,4 @@ def embedded_matrix(
     return blocks[0] if len(blocks) == 1 else np.concatenate(blocks, axis=1)
 
 
-__all__ = ["embedded_matrix", "stored_matrix", "stored_word_matrix"]
+__all__ = ["embedded_matrix", "matrix_reader", "stored_arc_matrix", "stored_matrix", "stored_word_matrix"]

@@ -20,15 +20,23 @@ from ..extraction import config_sha256, tokenizer_sha256
 from ..probing import bootstrap_intervals, regression_bootstrap
 from ..safe_files import check_overwrite, check_writable, is_bundle_folder, writing
 from ..store import FeatureFile
+from .arc_plan import SELECTOR, resolve_arc_fit
+from .attach import choose_heads, head_test, head_test_lines
 from .bundle import write_bundle
-from .choose import Candidate, choose, fit_any, score_of, take
+from .choose import Candidate, choose, fit_any, fit_options, score_of, take
 from .config import FitConfig
-from .features import stored_matrix, stored_word_matrix
+from .features import matrix_reader
 from .plan import FitPlan, resolve_fit
 from .probe import Probe
 
 # What the lexical baseline is, by the label's level: words alone, as featx probe computes them.
-LEXICAL_NAMES = {"sentence": "TF-IDF n-grams", "word": "most frequent class of each word type"}
+LEXICAL_NAMES = {
+    "sentence": "TF-IDF n-grams",
+    "word": "most frequent class of each word type",
+    "arc": "most frequent relation of each dependent's word type",
+}
+# What a plan's items are called, by level.
+ITEMS = {"sentence": "rows", "word": "words", "arc": "arcs"}
 
 
 @dataclass
@@ -48,7 +56,9 @@ class FitResult:
     def _test_lines(self) -> list[str]:
         """The test score beside the majority class (training mean) and the lexical baseline."""
         test, probe, metric = self.test or {}, self.probe, self.metric
-        items = "words" if probe.level == "word" else "rows"
+        if probe.arcs == SELECTOR:
+            return head_test_lines(test)
+        items = ITEMS[probe.level]
         baseline = "majority class" if probe.classes is not None else "training mean"
         reference = test["baseline"]
         shown = f"{reference:.4f}" if reference == reference else f"no {metric} (a constant prediction)"  # NaN
@@ -75,16 +85,16 @@ class FitResult:
         cv = f"{best.score:.4f}" if np.isfinite(best.score) else "undefined"
         strength = "alpha" if probe.head.classifier == "ridge" else "C"
         tuned = "early-stopped" if probe.head.classifier == "mlp" else f"{strength} {probe.head.C:g}"  # no C: 'C nan'
-        word = probe.level == "word"
-        items = "words, a sentence's words in one fold" if word else "rows"
+        unit = "sentences" if probe.arcs == SELECTOR else ITEMS[probe.level]
+        items = f"{unit}, a sentence's {unit} in one fold" if probe.level != "sentence" else "rows"
+        if probe.arcs == SELECTOR:
+            items = "sentences, a sentence's word pairs and words in one fold"
         if self.group is not None:
             items = f"rows, a {self.group} group's rows in one fold"
         lines = [
-            f"{'word ' if word else ''}label '{probe.label}' "
-            f"({probe.task}{'' if probe.classes is None else f', {len(probe.classes)} classes'})",
+            _what(probe),
             f"chosen: layer {best.spec.name}, pooling {best.pooling}, {probe.head.classifier} "
-            f"({tuned}), of {len(self.candidates)} candidate(s) by {metric} on the training "
-            f"{'words' if word else 'rows'}",
+            f"({tuned}), of {len(self.candidates)} candidate(s) by {metric} on the training {unit}",
             f"cross-validated {metric} (training {items}): {cv}",
             *([self.trained_on] if self.trained_on else []),
         ]
@@ -97,25 +107,37 @@ class FitResult:
         return self.notes + lines
 
 
-def _scored(plan: FitPlan, predicted: np.ndarray) -> tuple[float, float, float]:
+def _what(probe: Probe) -> str:
+    """The first line of featx fit's summary: which label, at which level, with which classes."""
+    classes = "" if probe.classes is None else f", {len(probe.classes)} classes"
+    if probe.arcs == SELECTOR:
+        return f"arc label '{probe.label}' (a head selector: each word's head among its sentence's words and the root)"
+    if probe.arcs is not None:
+        return f"arc label '{probe.label}' (a relation labeller of (head, dependent) arcs{classes})"
+    return f"{'word ' if probe.level == 'word' else ''}label '{probe.label}' ({probe.task}{classes})"
+
+
+def _scored(plan: FitPlan, predicted: np.ndarray, metric: str | None = None) -> tuple[float, float, float]:
     """The test rows' metric of ``predicted`` (codes or values) with its 95% bootstrap interval: over test
     rows, or over whole test sentences for a word label, or whole groups with ``--group`` (as ``featx probe``
     resamples them)."""
-    config, y_test = plan.config, plan.y[plan.test]
+    config, y_test, metric = plan.config, plan.y[plan.test], metric or plan.metric
     n_boot, seed = int(config.n_bootstrap), int(config.seed)
     groups = None if plan.grouping is None else plan.grouping.codes[plan.test]
     if plan.classes is None:
-        low, high = regression_bootstrap(y_test, predicted, n_boot, seed, groups)[plan.metric]
-        return score_of(plan.metric, y_test, predicted, None), float(low), float(high)
+        low, high = regression_bootstrap(y_test, predicted, n_boot, seed, groups)[metric]
+        return score_of(metric, y_test, predicted, None), float(low), float(high)
     k = len(plan.classes)
-    low, high = bootstrap_intervals(y_test, predicted, k, n_boot, seed, groups)[plan.metric]
-    return score_of(plan.metric, y_test, predicted, k), float(low), float(high)
+    low, high = bootstrap_intervals(y_test, predicted, k, n_boot, seed, groups)[metric]
+    return score_of(metric, y_test, predicted, k), float(low), float(high)
 
 
-def _test_score(plan: FitPlan, head: Any, X_test: Any) -> dict:
+def _test_score(plan: FitPlan, head: Any, X_test: Any, best: Candidate) -> dict:
     """The test rows' metric of ``head`` with a 95% bootstrap interval, the baseline's, and the lexical
     baseline's with its interval (``lexical``, ``lexical_low``, ``lexical_high``; absent where the file
-    stores no texts: a note says so)."""
+    stores no texts: a note says so). A head selector: its test UAS and baselines (``attach.head_test``)."""
+    if plan.arcs == SELECTOR:
+        return head_test(plan, head, best.spec, best.pooling, _scored(plan, head.predict_codes(X_test), "accuracy"))
     y_test, y_train = plan.y[plan.test], plan.y[plan.train]
     score, low, high = _scored(plan, head.predict_codes(X_test))
     if plan.classes is None:
@@ -142,10 +164,10 @@ def _lexical(plan: FitPlan) -> np.ndarray | None:
     TF-IDF n-grams for a sentence label, the most frequent class of each word type for a word label."""
     from ..probing import lexical_predictions, per_type_predictions, word_types
 
-    if plan.level == "word":
+    if plan.level in ("word", "arc"):  # an arc: its dependent's type, as featx probe keys it
         assert plan.classes is not None
         with FeatureFile(plan.path) as features:
-            keys = word_types(features)[plan.rows].astype(str)
+            keys = word_types(features)[plan.rows if plan.level == "word" else plan.rows[:, 1]].astype(str)
         return per_type_predictions(keys, plan.y, plan.train, plan.test, len(plan.classes))
     config = plan.config
     options = {
@@ -160,21 +182,6 @@ def _lexical(plan: FitPlan) -> np.ndarray | None:
         return lexical_predictions(features, plan.rows, plan.y, plan.train, plan.test, options, plan.notes)
 
 
-def _options(plan: FitPlan) -> dict:
-    config = plan.config
-    classifier = "ridge" if plan.classes is None else config.classifier
-    return {
-        "classifier": classifier,
-        "folds": int(config.folds),
-        "seed": int(config.seed),
-        "cs": tuple(config.cs),
-        "alphas": tuple(config.alphas),
-        "balanced": bool(config.balanced),
-        "jobs": config.jobs,
-        "level": plan.level,
-    }
-
-
 def _holdout_groups(plan: FitPlan) -> np.ndarray | None:
     """The group of every row of ``plan.rows`` (a word's sentence, or ``--group``'s group), which the holdouts
     that choose C or alpha (or stop an mlp early) keep whole; None: rows held out one by one."""
@@ -185,8 +192,8 @@ def _selection(plan: FitPlan, report: Callable[[str], None] | None) -> list[Cand
     rows, y = plan.rows[plan.train], plan.y[plan.train]
     groups: Any = None
     if plan.grouping is not None:  # words: their sentences (word folds); --group: its groups (probe's group k-fold)
-        groups = plan.grouping.codes[plan.train] if plan.level == "word" else plan.grouping.take(plan.train)
-    return choose(plan.path, plan.candidates, rows, y, plan.classes, plan.metric, _options(plan), report, groups)
+        groups = plan.grouping.codes[plan.train] if plan.level != "sentence" else plan.grouping.take(plan.train)
+    return choose(plan.path, plan.candidates, rows, y, plan.classes, plan.metric, fit_options(plan), report, groups)
 
 
 def fit(config: FitConfig | str | Path | None = None, report: Callable[[str], None] | None = None, **options: Any):
@@ -198,16 +205,17 @@ def fit(config: FitConfig | str | Path | None = None, report: Callable[[str], No
 
     from ..probing import JOB_THREADS
 
-    plan = resolve_fit(FitConfig.build(config, **options))
+    config = FitConfig.build(config, **options)
+    plan = resolve_arc_fit(config) if config.arcs else resolve_fit(config)
     if plan.config.write and plan.output.exists() and not plan.config.overwrite:
         raise InputError(f"{plan.output} already exists", "pass --overwrite to replace it, or choose another -o path")
     if plan.config.write and plan.config.overwrite:  # before any fitting: only a bundle is ever replaced
         check_overwrite(plan.output, "probe bundle", is_bundle_folder)
     if plan.config.write:
         check_writable(plan.output)  # before the candidates are scored, not after
-    candidates = _selection(plan, report)
-    best, opts = candidates[0], _options(plan)
-    read = stored_word_matrix if plan.level == "word" else stored_matrix
+    candidates = choose_heads(plan, report) if plan.arcs == SELECTOR else _selection(plan, report)
+    best, opts = candidates[0], fit_options(plan)
+    read = matrix_reader(plan.level)
     with FeatureFile(plan.path) as features:
         X = read(features, best.spec, best.pooling, plan.rows)
     dev = _dev_positions(plan, best.spec.kind)
@@ -215,7 +223,7 @@ def fit(config: FitConfig | str | Path | None = None, report: Callable[[str], No
         holdout = _holdout_groups(plan)
         groups = None if holdout is None else holdout[plan.train]
         head = fit_any(opts["classifier"], take(X, plan.train), plan.y[plan.train], plan.classes, opts, dev, groups)
-    test = _test_score(plan, head, take(X, plan.test)) if len(plan.test) else None
+    test = _test_score(plan, head, take(X, plan.test), best) if len(plan.test) else None
     info = _info(plan, candidates, test, dev)
     probe = Probe(head, best.spec, best.pooling, _extraction(plan), info)
     path = None
@@ -236,12 +244,12 @@ def _dev_positions(plan: FitPlan, kind: str) -> np.ndarray | None:
 
 def _trained_on(plan: FitPlan, dev: np.ndarray | None, classifier: str) -> str:
     """Which rows the saved head was trained on: the line both featx fit and featx probe print."""
-    items = "words" if plan.level == "word" else "rows"
+    items = "word pairs" if plan.arcs == SELECTOR else ITEMS[plan.level]
     if dev is None:
         return f"trained on {len(plan.train)} {items} (every labelled {items[:-1]} outside the test split)"
     chosen = "early-stopped" if classifier == "mlp" else f"its {'alpha' if plan.classes is None else 'C'} chosen"
     sentences = ""
-    if plan.level == "word" and plan.grouping is not None and plan.dev is not None:  # a word's sentence
+    if plan.level != "sentence" and plan.grouping is not None and plan.dev is not None:  # a word's sentence
         sentences = f" of {len(np.unique(plan.grouping.codes[plan.dev]))} sentences"
     return (
         f"trained on the {len(plan.train) - len(dev)} train {items}, {chosen} on the {len(dev)} val "
@@ -264,8 +272,9 @@ def _extraction(plan: FitPlan) -> dict:
 
 def _kept_together(plan: FitPlan) -> str:
     """What the choice's folds keep whole: a word label's sentences, ``--group``'s groups, or nothing."""
-    if plan.level == "word":
-        return " (words; a sentence's words in one fold and on one side of every holdout)"
+    if plan.level != "sentence":
+        unit = "word pairs" if plan.arcs == SELECTOR else ITEMS[plan.level]
+        return f" ({unit}; a sentence's {unit} in one fold and on one side of every holdout)"
     if plan.grouping is not None:
         return f" (by whole groups of {plan.grouping.column}: folds and holdouts never split a group)"
     return ""
@@ -285,6 +294,7 @@ def _info(plan: FitPlan, candidates: list[Candidate], test: dict | None, dev: np
     return {
         "label": plan.label,
         "level": plan.level,
+        **({"arcs": plan.arcs} if plan.arcs is not None else {}),
         "selection": {
             "metric": plan.metric,
             "on": "cross-validation over the training rows" + _kept_together(plan),

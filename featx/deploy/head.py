@@ -87,10 +87,10 @@ def fit_head(
     into ``classes``. ``dev``: positions of fixed validation rows (a corpus's val split): the head is trained on
     the other rows and its C (alpha) chosen, or an mlp early-stopped, on these, as ``featx probe`` does.
     ``groups``: each row's group (``--group``, a word's sentence): without ``dev``, the holdout that chooses C
-    (alpha), or early-stops an mlp, takes whole groups. ``level`` "word": an svm or mlp word head is fitted by
+    (alpha), or early-stops an mlp, takes whole groups. ``level`` "word" or "arc": an svm or mlp head is fitted by
     ``featx probe``'s word probes' own function (``probing.fit_word_head``)."""
     rows = np.arange(len(X)) if dev is None else np.setdiff1d(np.arange(len(X)), dev)
-    if level == "word" and classifier in ("svm", "mlp"):
+    if level in ("word", "arc") and classifier in ("svm", "mlp"):
         assert classes is not None
         return _word_head(classifier, X, y, rows, dev, list(classes), cs, balanced, seed, groups)
     if classifier == "ridge":

@@ -85,20 +85,23 @@ class FitPlan:
     # final head is trained on the other training rows and its C (alpha) chosen, or its mlp early-stopped, on
     # these, as featx probe does; None without a val split
     dev: np.ndarray | None = None
+    # --arcs (level "arc"): "relation" (a relation labeller of gold arcs) or "head" (a head selector); ``rows``
+    # are then ``(n, 2)`` (head, dependent) word indices (``arc_plan``)
+    arcs: str | None = None
 
     @property
     def is_classification(self) -> bool:
         return self.classes is not None
 
 
-def _output(config: FitConfig, path: Path) -> Path:
+def output_of(config: FitConfig, path: Path) -> Path:
     if config.output is not None:
         return Path(config.output)
     stem = path.name[: -len(".features.h5")] if path.name.endswith(".features.h5") else path.stem
     return path.with_name(stem + BUNDLE_SUFFIX)
 
 
-def _metric(config: FitConfig, task: str) -> str:
+def metric_of(config: FitConfig, task: str) -> str:
     allowed = CLASS_METRICS if task == "classification" else VALUE_METRICS
     if config.metric is None:
         return allowed[0]
@@ -110,7 +113,7 @@ def _metric(config: FitConfig, task: str) -> str:
     return config.metric
 
 
-def _extraction(features: FeatureFile) -> dict:
+def extraction_of(features: FeatureFile) -> dict:
     attrs = features.attrs
     out = {name: _plain(attrs.get(name)) for name in EXTRACTION_ATTRS}
     try:
@@ -221,7 +224,7 @@ def _candidates(features: FeatureFile, config: FitConfig) -> list[tuple[LayerSpe
 
 def _wants_words(features: FeatureFile, config: FitConfig) -> bool:
     """A word label asked for (a word label column that is no sentence label), or a file of word labels only.
-    ``head`` (the arcs, as in ``probing.plan.wants_words``) is refused: fit saves no arc probes. Any other
+    ``head`` without ``--arcs`` (the arcs, as in ``probing.plan.wants_words``) is refused. Any other
     missing label is the store's message, which names both kinds of label columns."""
     if not getattr(features, "has_words", False):
         return False
@@ -230,9 +233,8 @@ def _wants_words(features: FeatureFile, config: FitConfig) -> bool:
     words = features.word_label_columns()
     if config.label == HEAD_LABEL and config.label not in words and config.label not in features.label_columns:
         raise InputError(
-            "'head' is the dependency arcs of a word input: featx probe --label head --arcs probes them, and "
-            "featx fit does not save arc probes",
-            f"fit a word label ({', '.join(words[:6]) or 'none stored'}), or probe the arcs with featx probe",
+            "'head' is the dependency arcs of a word input, fitted as a head selector with --arcs",
+            "add --arcs: featx fit FEATURES --label head --arcs",
         )
     return config.label in words and config.label not in features.label_columns
 
@@ -248,7 +250,7 @@ def _word_label(features: FeatureFile, config: FitConfig, notes: list[str]) -> s
     return label
 
 
-def _word_candidates(features: FeatureFile, config: FitConfig) -> list[tuple[LayerSpec, str]]:
+def word_candidates(features: FeatureFile, config: FitConfig) -> list[tuple[LayerSpec, str]]:
     specs = parse_layer_specs(_auto(config.layer), features.layers)
     if any(spec.kind != "single" for spec in specs):
         raise InputError(
@@ -259,7 +261,7 @@ def _word_candidates(features: FeatureFile, config: FitConfig) -> list[tuple[Lay
     return [(spec, pooling) for spec in specs for pooling in parse_poolings(_auto(config.pooling), stored)]
 
 
-def _check_word_options(config: FitConfig, label: str) -> None:
+def check_word_options(config: FitConfig, label: str) -> None:
     if config.task == "regression" or config.classifier == "ridge":
         raise InputError(
             f"'{label}' is a word label, and featx fit learns word labels as classes",
@@ -273,7 +275,7 @@ def _resolve_words(config: FitConfig, path: Path, features: FeatureFile, notes: 
     label = _word_label(features, config, notes)
     if config.group is not None:
         refuse_word_group(label)
-    _check_word_options(config, label)
+    check_word_options(config, label)
     codes = features.word_labels(label)
     rows = np.flatnonzero(codes >= 0)
     sentences = features.word_sentence()[rows]
@@ -282,16 +284,16 @@ def _resolve_words(config: FitConfig, path: Path, features: FeatureFile, notes: 
     train, test = split_rows(features, sentences)
     names = features.word_label_names(label)
     y, classes = classes_of_training(codes[rows].astype(np.int64), train, test, names, label)
-    candidates = _word_candidates(features, config)
+    candidates = word_candidates(features, config)
     dev = dev_rows(features, sentences)  # the val sentences' words
     return FitPlan(
-        config, Path(path), _output(config, Path(path)), label, "classification", classes, rows, y, train, test,
-        candidates, _metric(config, "classification"), features.fingerprint, _extraction(features),
-        list(features.layers), notes, level="word", grouping=_sentence_groups(sentences), dev=dev,
+        config, Path(path), output_of(config, Path(path)), label, "classification", classes, rows, y, train, test,
+        candidates, metric_of(config, "classification"), features.fingerprint, extraction_of(features),
+        list(features.layers), notes, level="word", grouping=sentence_groups(sentences), dev=dev,
     )  # fmt: skip
 
 
-def _sentence_groups(sentences: np.ndarray) -> Groups:
+def sentence_groups(sentences: np.ndarray) -> Groups:
     """A word label's grouping: each word's sentence (numbered as stored), which no choice ever splits."""
     present, codes = np.unique(sentences, return_inverse=True)
     return Groups("sentence", codes.astype(np.int64), [str(int(number)) for number in present])
@@ -333,14 +335,14 @@ def resolve_fit(config: FitConfig) -> FitPlan:
                 "stack combines linear probes of a class label (logreg or svm)",
                 "use --classifier logreg or svm on a class label, or a single layer or cat(...)",
             )
-        extraction = _extraction(features)
+        extraction = extraction_of(features)
         fingerprint, layers = features.fingerprint, list(features.layers)
         dev = dev_rows(features, rows)
         grouping = _grouping(features, config, rows, label, (train, test, dev), notes)
     return FitPlan(
         config,
         Path(path),
-        _output(config, Path(path)),
+        output_of(config, Path(path)),
         label,
         task,
         classes,
@@ -349,7 +351,7 @@ def resolve_fit(config: FitConfig) -> FitPlan:
         train,
         test,
         candidates,
-        _metric(config, task),
+        metric_of(config, task),
         fingerprint,
         extraction,
         layers,
@@ -359,4 +361,14 @@ def resolve_fit(config: FitConfig) -> FitPlan:
     )
 
 
-__all__ = ["EXTRACTION_ATTRS", "FitPlan", "resolve_fit"]
+__all__ = [
+    "EXTRACTION_ATTRS",
+    "FitPlan",
+    "check_word_options",
+    "extraction_of",
+    "metric_of",
+    "output_of",
+    "resolve_fit",
+    "sentence_groups",
+    "word_candidates",
+]

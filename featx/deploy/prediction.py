@@ -29,6 +29,8 @@ from ..safe_files import (
     same_file,
     writing,
 )
+from .arc_plan import SELECTOR
+from .arc_predict import arc_frame, arc_index, arc_score_line, arc_truth, check_arc_input, chunk_scores, item_offsets
 from .bundle import load
 from .config import PredictConfig
 from .partial import append, resume
@@ -64,7 +66,9 @@ class PredictResult:
             lines.append(f"resumed: {self.resumed} of {self.n_rows} {self.unit} were already predicted")
         if self.score:
             lines.append(self.score)
-        what = ("word " if self.unit == "words" else "") + ("prediction" if self.n_rows == 1 else "predictions")
+        what = {"words": "word ", "arcs": "arc "}.get(self.unit, "") + (
+            "prediction" if self.n_rows == 1 else "predictions"
+        )
         where = "standard output" if self.to_stdout else self.path
         return lines + [f"wrote {self.n_rows} {what} to {where}"]
 
@@ -151,14 +155,16 @@ def _texts_digest(probe: Probe, corpus: Corpus) -> str:
 
 
 def _word_key(probe: Probe, corpus: Corpus) -> dict:
-    """A word probe's part of the resume key: the level and the words counted."""
+    """A word or arc probe's part of the resume key: the level (and kind of arcs) and the words counted."""
     words = _words(probe, corpus)
-    return {"level": "word", "words": int(words.offsets[-1])} if words is not None else {}
+    if words is None:
+        return {}
+    return {"level": probe.level, "arcs": probe.arcs, "words": int(words.offsets[-1])}
 
 
 def _words(probe: Probe, corpus: Corpus) -> WordTable | None:
     """The sentences' words a word probe predicts (every corpus it reads has them); None for a sentence probe."""
-    if probe.level != "word":
+    if probe.level not in ("word", "arc"):
         return None
     assert corpus.words is not None, "a word probe's corpus is read with its words (_read_words)"
     return corpus.words
@@ -178,7 +184,7 @@ def _chunk_scores(probe: Probe, texts: list, pairs: list[str] | None, config: Pr
 
 def _read(config: PredictConfig, probe: Probe) -> tuple[Corpus, str, str | None]:
     """The corpus (read as ``featx extract`` reads it, every check first), its text and pair columns."""
-    if probe.level == "word":
+    if probe.level in ("word", "arc"):
         return _read_words(config), "text", None
     if config.word_format is not None or config.columns is not None:
         raise InputError(
@@ -236,7 +242,11 @@ def predict(config: PredictConfig | str | Path | None = None, **options: Any) ->
     probe = load(config.bundle)
     _check_options(config, probe)
     corpus, text_col, pair_col = _read(config, probe)
-    truth = check_scoring(corpus, config.label, probe)
+    if probe.level == "arc":
+        check_arc_input(probe, corpus.words, config.corpus, config)
+        truth = arc_truth(probe, corpus.words, config.label)
+    else:
+        truth = check_scoring(corpus, config.label, probe)
     output = _output(config, Path(str(config.corpus)))
     to_stdout = str(output) == STDOUT
     if output.exists() and not config.overwrite and not to_stdout:
@@ -250,21 +260,35 @@ def predict(config: PredictConfig | str | Path | None = None, **options: Any) ->
     key = _key(probe, corpus, config, text_col, pair_col)
     done = [] if partial is None else resume(partial, key, notes)
     words = _words(probe, corpus)
-    first = _first_row(words, len(done))
+    first = _first_row(None if words is None else _item_offsets(probe, words), len(done))
     if first is None:  # a word run commits whole sentences: anything else is not its file
         done, first = [], 0
     resumed = len(done)
     scores = _run_chunks(probe, corpus, config, partial, key, done, first)
-    index = {"id": corpus.ids} if words is None else _word_index(words, corpus.ids)
-    frame = output_frame(probe, index, np.asarray(scores, dtype=np.float64), config.top_k, config.threshold)
+    frame = _frame(probe, words, corpus.ids, np.asarray(scores, dtype=np.float64), config)
     with writing(*(("standard output", "free disk space or send the output elsewhere") if to_stdout else (output,))):
         write_frame(frame, output)
         if partial is not None:
             partial.unlink(missing_ok=True)
-    score = score_line(probe, frame, truth)
+    score = arc_score_line(probe, frame, truth) if probe.level == "arc" else score_line(probe, frame, truth)
+    unit = "rows" if words is None else ("arcs" if probe.level == "arc" and probe.arcs != SELECTOR else "words")
     if words is not None:
-        notes.append(f"{len(frame)} words in {len(corpus)} sentences")
-    return PredictResult(output, len(frame), resumed, score, notes, "rows" if words is None else "words")
+        notes.append(f"{len(frame)} {unit} in {len(corpus)} sentences")
+    return PredictResult(output, len(frame), resumed, score, notes, unit)
+
+
+def _item_offsets(probe: Probe, words: WordTable) -> np.ndarray:
+    """Where each sentence's predictions start: its words, or (a relation labeller) its arcs."""
+    return item_offsets(probe, words) if probe.level == "arc" else np.asarray(words.offsets)
+
+
+def _frame(probe: Probe, words: WordTable | None, ids: list[str], scores: np.ndarray, config: PredictConfig):
+    """The predictions table: one row per corpus row, word, or arc."""
+    if probe.level == "arc":
+        assert words is not None
+        return arc_frame(probe, arc_index(probe, words, ids), scores, words, config.top_k, config.threshold)
+    index = {"id": ids} if words is None else _word_index(words, ids)
+    return output_frame(probe, index, scores, config.top_k, config.threshold)
 
 
 def _check_output(output: Path, config: PredictConfig) -> None:
@@ -290,12 +314,13 @@ def _check_output(output: Path, config: PredictConfig) -> None:
     check_writable(output)
 
 
-def _first_row(words: WordTable | None, done: int) -> int | None:
-    """The row a run resumes at when ``done`` predictions are held: that row, or (a word probe, whose
-    predictions are its words) the sentence after the last whole one; None when ``done`` ends mid-sentence."""
-    if words is None:
+def _first_row(item_offsets: np.ndarray | None, done: int) -> int | None:
+    """The row a run resumes at when ``done`` predictions are held: that row, or (a word or arc probe, whose
+    predictions are its words or arcs, sentence ``s``'s from ``item_offsets[s]``) the sentence after the last whole
+    one; None when ``done`` ends mid-sentence."""
+    if item_offsets is None:
         return done
-    offsets = np.asarray(words.offsets)
+    offsets = np.asarray(item_offsets)
     row = int(np.searchsorted(offsets, done))
     return row if row < len(offsets) and int(offsets[row]) == done else None
 
@@ -311,6 +336,22 @@ def _word_index(words: WordTable, ids: list[str]) -> dict[str, list]:
     }
 
 
+def _chunk(probe: Probe, corpus: Corpus, config: PredictConfig, start: int, stop: int) -> list:
+    """The score rows of rows (sentences) ``start:stop``."""
+    words = _words(probe, corpus)
+    if probe.level == "arc":
+        overrides: dict[str, Any] = {"batch_size": config.batch_size, "device": config.device}
+        if config.trust_remote_code:  # the user's own flag, never the bundle's record
+            overrides["trust_remote_code"] = True
+        return chunk_scores(probe, words, start, stop, overrides)
+    if words is None:
+        texts: list = corpus.texts[start:stop]
+        pairs = corpus.pair_texts[start:stop] if corpus.pair_texts is not None else None
+    else:
+        texts, pairs = [words.sentence(row) for row in range(start, stop)], None
+    return _chunk_scores(probe, texts, pairs, config).tolist()
+
+
 def _run_chunks(
     probe, corpus: Corpus, config: PredictConfig, partial: Path | None, key: dict, done: list, first: int
 ) -> list:
@@ -324,12 +365,7 @@ def _run_chunks(
     with tqdm(total=len(corpus), initial=first, unit=unit, disable=not config.progress, desc="predict") as bar:
         for start in range(first, len(corpus), step):
             stop = min(start + step, len(corpus))
-            if words is None:
-                texts: list = corpus.texts[start:stop]
-                pairs = corpus.pair_texts[start:stop] if corpus.pair_texts is not None else None
-            else:
-                texts, pairs = [words.sentence(row) for row in range(start, stop)], None
-            chunk = _chunk_scores(probe, texts, pairs, config).tolist()
+            chunk = _chunk(probe, corpus, config, start, stop)
             if partial is not None:
                 append(partial, key, chunk, fresh=start == 0)
             scores.extend(chunk)

@@ -54,13 +54,19 @@ class Probe:
         return str(self.info.get("level", "sentence"))
 
     @property
+    def arcs(self) -> str | None:
+        """An arc probe's kind: ``relation`` (labels given arcs) or ``head`` (selects heads); else None."""
+        arcs = self.info.get("arcs")
+        return None if arcs is None else str(arcs)
+
+    @property
     def layers(self) -> list[int]:
         """The layers whose features the probe reads."""
         return list(self.spec.layers)
 
     def __repr__(self) -> str:
         what = f"{len(self.classes)} classes" if self.classes is not None else "regression"
-        what += ", words" if self.level == "word" else ""
+        what += ", words" if self.level == "word" else (f", arcs ({self.arcs})" if self.level == "arc" else "")
         return (
             f"Probe(label={self.label!r}, {what}, layer={self.spec.name}, pooling={self.pooling!r}, "
             f"classifier={self.head.classifier!r}, model={self.extraction.get('model')!r})"
@@ -225,7 +231,7 @@ class Probe:
         has a row per word of every sentence in turn (``word_features``)."""
         from ..extraction import as_texts, chat_template_of, embed_config, encode
 
-        if self.level == "word":
+        if self.level in ("word", "arc"):
             return self.word_features(texts, **overrides)[0]
         if self.extraction.get("pair_mode") and text_pairs is None:
             texts, text_pairs = _split_pairs(texts)
@@ -251,7 +257,7 @@ class Probe:
         ``offsets[s]:offsets[s+1]``): the vectors ``featx extract`` stores for the same words."""
         from ..extraction import as_sentences, encode_words, word_config
 
-        if self.level != "word":
+        if self.level not in ("word", "arc"):
             raise InputError("this probe reads sentences, not words", "use features(texts)")
         words = as_sentences(sentences)
         with self.bundle_settings(overrides):
@@ -267,18 +273,27 @@ class Probe:
     def _per_sentence(self, values: np.ndarray, offsets: np.ndarray) -> list[np.ndarray]:
         return [values[int(offsets[s]) : int(offsets[s + 1])] for s in range(len(offsets) - 1)]
 
-    def predict(self, texts: Any, text_pairs: Any = None, **overrides: Any) -> Any:
+    def predict(self, texts: Any, text_pairs: Any = None, heads: Any = None, **overrides: Any) -> Any:
         """Predicted class names (or values) of ``texts``; a word probe: a list with each sentence's array of
-        its words' classes."""
+        its words' classes; an arc probe: each sentence's heads, or the relations of the arcs of ``heads``
+        (``arc_probe.predict_arcs``)."""
+        if self.level == "arc":
+            from .arc_probe import predict_arcs
+
+            return predict_arcs(self, texts, heads, **overrides)
         if self.level == "word":
             X, offsets = self.word_features(texts, **overrides)
             return self._per_sentence(self.predict_features(X), offsets)
         return self.predict_features(self.features(texts, text_pairs, **overrides))
 
-    def predict_proba(self, texts: Any, text_pairs: Any = None, **overrides: Any) -> Any:
+    def predict_proba(self, texts: Any, text_pairs: Any = None, heads: Any = None, **overrides: Any) -> Any:
         """Class probabilities of ``texts`` (columns in ``classes`` order); a word probe: a list with each
-        sentence's ``(words, classes)`` array."""
+        sentence's ``(words, classes)`` array; a relation labeller: of the arcs of ``heads`` (NaN: a root's word)."""
         self._require_proba()
+        if self.level == "arc":
+            from .arc_probe import predict_arcs
+
+            return predict_arcs(self, texts, heads, proba=True, **overrides)
         if self.level == "word":
             X, offsets = self.word_features(texts, **overrides)
             return self._per_sentence(self.predict_proba_features(X), offsets)

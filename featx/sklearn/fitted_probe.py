@@ -106,9 +106,12 @@ class FittedProbe(BaseEstimator):
                     "features as input (the width of its layer and pooling)"
                 )
             return matrix
-        if probe.level == "word":
+        if probe.level in ("word", "arc"):
+            what = (
+                "word vectors (one row per word)" if probe.level == "word" else "[h_head, h_dep, h_head * h_dep] rows"
+            )
             raise ValueError(
-                "this bundle is a word probe: FittedProbe takes its word vectors (one row per word), not texts; "
+                f"this bundle is a {probe.level} probe: FittedProbe takes its {what}, not texts; "
                 "featx.load(bundle).predict(sentences) predicts the words of sentences"
             )
         if array is not None and array.ndim == 2 and array.shape[1] == 2:

@@ -272,7 +272,7 @@ def test_word_fits_refuse_what_they_cannot_do(word_features, options, message):
 @pytest.mark.parametrize(
     "label, message",
     [
-        ("head", "'head' is the dependency arcs of a word input: featx probe --label head --arcs probes them"),
+        ("head", "'head' is the dependency arcs of a word input, fitted as a head selector with --arcs"),
         ("upso", "has no label column 'upso'; label columns: \\(none\\); word label columns: upos, xpos, deprel"),
     ],
 )

@@ -120,6 +120,12 @@ def _manifest(folder: Path) -> dict:
     spec = manifest.get("layer_spec") if isinstance(manifest, dict) else None
     if not isinstance(spec, dict) or not isinstance(spec.get("layers"), list) or not spec["layers"]:
         raise _bad(folder, f"{MANIFEST} has no layer spec")
+    if manifest.get("level") == "arc":
+        raise InputError(
+            f"bundle {folder}: an arc probe reads [h_head, h_dep, h_head * h_dep] of word pairs, which is no "
+            "direction in a layer's space",
+            "use the bundle of a sentence or word label",
+        )
     if manifest.get("classifier") not in LINEAR:
         raise InputError(
             f"bundle {folder}: its {manifest.get('classifier')} head has no linear directions",

@@ -21,8 +21,16 @@ def item_features(task: WordTask, layer_states: np.ndarray) -> np.ndarray:
         if len(task.words) == len(layer_states) and np.array_equal(task.words, np.arange(len(layer_states))):
             return np.ascontiguousarray(layer_states, dtype=np.float32)  # every word is an item: no copy
         return np.ascontiguousarray(layer_states[task.words], dtype=np.float32)
-    head = layer_states[task.words[:, 0]].astype(np.float32)
-    dependent = layer_states[task.words[:, 1]].astype(np.float32)
+    return arc_features(layer_states, task.words)
+
+
+def arc_features(layer_states: np.ndarray, pairs: np.ndarray) -> np.ndarray:
+    """``[h_head, h_dep, h_head * h_dep]`` (float32) of each ``(head, dependent)`` pair of word indices into
+    ``layer_states`` (a pair of a word with itself: the root as its head): what an arc probe reads, in featx
+    probe and in featx fit's and featx predict's arc bundles alike."""
+    pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+    head = np.asarray(layer_states[pairs[:, 0]], dtype=np.float32)
+    dependent = np.asarray(layer_states[pairs[:, 1]], dtype=np.float32)
     return np.concatenate([head, dependent, head * dependent], axis=1)
 
 

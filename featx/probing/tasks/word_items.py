@@ -23,6 +23,7 @@ from ..meta import Level
 
 HEAD_LABEL = "head"  # --label head --arcs: is this word pair an arc?
 ARC_NAMES = ["no-arc", "arc"]
+ROOT = "<root>"  # the head of a root word, in the lexical keys of head candidates
 
 
 def opened_source(source, allow_partial: bool = False):
@@ -126,33 +127,52 @@ def relation_task(source, label: str) -> WordTask:
     )
 
 
+def gold_attachments(offsets: np.ndarray, heads: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(dependents, heads)`` global word indices of every word whose attachment is known: a word with a head
+    gets that word, a root word (head -1) gets itself (the root, written as the word paired with itself), the
+    latter only in a sentence with at least one arc (a sentence without one has no tree: its heads are unknown).
+    ``offsets``: sentence ``s`` owns words ``offsets[s]:offsets[s+1]``; ``heads``: 0-based within the sentence."""
+    offsets, heads = np.asarray(offsets, np.int64), np.asarray(heads, np.int64)
+    sentence = np.repeat(np.arange(len(offsets) - 1), np.diff(offsets))
+    start, stop = offsets[sentence], offsets[sentence + 1]
+    arc = (heads >= 0) & (start + heads < stop)  # a head index past its sentence: unusable
+    has_tree = np.bincount(sentence[arc], minlength=len(offsets) - 1) > 0
+    root = (heads == -1) & has_tree[sentence]
+    dependents = np.flatnonzero(arc | root)
+    words = np.arange(len(heads))
+    head_words = np.where(arc, start + heads, words)[dependents]
+    return dependents, head_words
+
+
 def attachment_task(source, seed: int) -> WordTask:
-    """``--label head --arcs``: gold arcs (label ``arc``) and as many non-arcs (``no-arc``), each negative a
-    random ordered pair of distinct words of the same sentence that is not an arc (seeded)."""
-    heads, dependents = _arcs(source)
+    """``--label head --arcs``: for every word of a sentence with a tree, its gold pair (head, word) labelled
+    ``arc`` (a root word paired with itself: the root), and one other candidate pair labelled ``no-arc``: another
+    word of the sentence, or the word itself when it is not the root, drawn uniformly (seeded). The candidates are
+    those ``featx fit --label head --arcs``'s head selector chooses among."""
+    offsets = np.asarray(source.word_offsets(), dtype=np.int64)
+    dependents, heads = gold_attachments(offsets, np.asarray(source.word_heads(), dtype=np.int64))
     if not len(dependents):
         raise InputError("no word has a head", "extract a treebank with a HEAD column (CoNLL-U)")
-    offsets = np.asarray(source.word_offsets(), dtype=np.int64)
     sentence = np.asarray(source.word_sentence(), dtype=np.int64)
-    gold = set(zip(heads.tolist(), dependents.tolist(), strict=False))
     rng = np.random.default_rng(seed + 4099)
     negatives = []
-    for dependent in dependents.tolist():
-        start, stop = offsets[sentence[dependent]], offsets[sentence[dependent] + 1]
-        if stop - start < 3:  # a two-word sentence has no non-arc pair besides the reversed arc
+    for dependent, head in zip(dependents.tolist(), heads.tolist(), strict=True):
+        start, stop = int(offsets[sentence[dependent]]), int(offsets[sentence[dependent] + 1])
+        if stop - start < 2:  # a one-word sentence: its root is its only candidate
             continue
-        for _ in range(20):  # rejection sampling; a pair is an arc with small probability
-            pair = tuple(int(v) for v in rng.choice(np.arange(start, stop), size=2, replace=False))
-            if pair not in gold:
-                negatives.append(pair)
-                break
+        other = start + int(rng.integers(stop - start - 1))
+        negatives.append((other + (other >= head), dependent))  # every candidate but the gold head, uniformly
     pairs = np.concatenate([np.stack([heads, dependents], axis=1), np.asarray(negatives, np.int64).reshape(-1, 2)])
     y = np.concatenate([np.ones(len(heads), np.int64), np.zeros(len(negatives), np.int64)])
     types = word_types(source)
-    keys = np.array([f"{types[h]} -> {types[d]}" for h, d in pairs], dtype=object)
+    keys = np.array([f"{_head_type(types, h, d)} -> {types[d]}" for h, d in pairs], dtype=object)
     return WordTask(
         HEAD_LABEL, Level.ARC, y, list(ARC_NAMES), sentence[pairs[:, 1]], pairs, keys, len(types), int(source.n_rows)
     )
+
+
+def _head_type(types: np.ndarray, head: int, dependent: int) -> str:
+    return ROOT if head == dependent else str(types[head])
 
 
 def items_in_split(task: WordTask, split: np.ndarray | None, notes: list[str], source: object = "the file") -> WordTask:

@@ -1,10 +1,11 @@
 """``featx probe`` on word-level labels: one probe per layer and word pooling, folds by sentence.
 
 ``featx probe feats.h5 --label upos`` (a word label column), ``--label deprel --arcs`` (the relation of each
-(head, dependent) pair from ``[h_head, h_dep, h_head * h_dep]``) and ``--label head --arcs`` (arc or not,
-balanced negatives within the sentence). Beside the probes: the majority class, the most frequent label of
-each word type (fitted on the training part), the word-type control task (Hewitt & Liang 2019) and the
-Tenney layer summaries (scalar mix, expected layer). Features stream from the file one layer at a time.
+(head, dependent) pair from ``[h_head, h_dep, h_head * h_dep]``) and ``--label head --arcs`` (arc or not: each
+word's gold head, a root word paired with itself, and one other candidate of its sentence). Beside the probes: the
+majority class, the most frequent label of each word type (fitted on the training part), the word-type control
+task (Hewitt & Liang 2019) and the Tenney layer summaries (scalar mix, expected layer). Features stream from the
+file one layer at a time.
 """
 
 from __future__ import annotations

@@ -193,14 +193,18 @@ def test_arc_items_and_features_come_from_the_right_pair():
     assert len(task.y) == int(np.sum(source.heads >= 0))  # every non-root word once
 
 
-def test_attachment_negatives_are_balanced_in_sentence_and_never_arcs():
+def test_attachment_pairs_are_each_words_gold_head_and_one_other_candidate():
+    """Every word of a sentence with a tree gives its gold pair (a root word paired with itself: the root) and one
+    other candidate of its sentence (another word, or itself when it is not the root), never its gold head."""
     source = PlantedWords(n_sentences=50)
     task = attachment_task(source, seed=1)
-    gold = {(int(source.offsets[source.sentence[d]] + source.heads[d]), d) for d in np.flatnonzero(source.heads >= 0)}
-    negatives = task.words[task.y == 0]
-    assert abs(len(negatives) - np.sum(task.y == 1)) <= np.sum(np.diff(source.offsets) < 3)
-    assert all((int(h), int(d)) not in gold and h != d for h, d in negatives)
+    starts = source.offsets[source.sentence]
+    gold = {(int(starts[d] + source.heads[d]) if source.heads[d] >= 0 else int(d), int(d)) for d in range(len(starts))}
+    positives, negatives = task.words[task.y == 1], task.words[task.y == 0]
+    assert {(int(h), int(d)) for h, d in positives} == gold  # every word once, the roots as self-pairs
+    assert len(negatives) == len(gold) and all((int(h), int(d)) not in gold for h, d in negatives)
     assert np.all(source.sentence[negatives[:, 0]] == source.sentence[negatives[:, 1]])
+    assert np.any(negatives[:, 0] == negatives[:, 1])  # "this word is the root" is a candidate of a non-root word
     np.testing.assert_array_equal(task.words, attachment_task(source, seed=1).words)
 
 

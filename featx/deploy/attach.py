@@ -1,0 +1,193 @@
+"""The head selector of ``featx fit --label head --arcs``: a pair scorer (the binary arc probe of ``featx probe
+--label head --arcs``, fitted on the same pairs) that scores, for each word, every candidate head in its sentence
+(every other word, and the word itself standing for the root); the predicted head is the best-scoring one.
+
+Its layer and pooling are chosen by the unlabelled attachment score (UAS: the share of words given their gold
+head) of k-fold cross-validation over the training sentences, a sentence's pairs and words in one fold. Its test
+UAS stands beside two baselines fitted on the training words only: each word's most frequent head offset in
+training that fits its sentence (the root as offset 0), and the nearest word on the side heads lie on most often
+in training (a word at that edge of its sentence: the root).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..probing import arc_features, bootstrap_intervals, gold_attachments
+from ..selection import LayerSpec
+from .choose import Candidate, cv_folds, fit_any, fit_options
+
+BLOCK_PAIRS = 16_384  # candidate pairs scored in one matrix product
+
+
+def arc_margins(head, X: np.ndarray) -> np.ndarray:
+    """How strongly each pair is an arc: the score of ``arc`` minus that of ``no-arc`` (a log-odds for logreg and
+    mlp, the margin for svm)."""
+    scores = head.scores(X)
+    arc = list(head.classes).index("arc")
+    return scores[:, arc] - scores[:, 1 - arc]
+
+
+def select_heads(head, states: np.ndarray, offsets: np.ndarray, dependents: np.ndarray) -> tuple[np.ndarray, ...]:
+    """The predicted head (a word index; the dependent itself: the root) of each of ``dependents`` (word indices,
+    ``offsets`` their sentences' bounds), the best-scoring of every word of its sentence, and that margin."""
+    offsets, dependents = np.asarray(offsets, np.int64), np.asarray(dependents, np.int64)
+    sentence_of = np.searchsorted(offsets, dependents, side="right") - 1
+    heads, margins = np.empty(len(dependents), np.int64), np.empty(len(dependents), np.float64)
+    order = np.argsort(sentence_of, kind="stable")
+    bounds = np.flatnonzero(np.diff(sentence_of[order])) + 1
+    for at in np.split(order, bounds) if len(order) else []:
+        candidates = np.arange(offsets[sentence_of[at[0]]], offsets[sentence_of[at[0]] + 1])
+        per_block = max(1, BLOCK_PAIRS // len(candidates))
+        for block in np.array_split(at, -(-len(at) // per_block)):
+            words = dependents[block]
+            pairs = np.stack([np.repeat(candidates, len(words)), np.tile(words, len(candidates))], axis=1)
+            scored = arc_margins(head, arc_features(states, pairs)).reshape(len(candidates), len(words))
+            best = np.argmax(scored, axis=0)
+            heads[block], margins[block] = candidates[best], scored[best, np.arange(len(words))]
+    return heads, margins
+
+
+def attached_in(offsets: np.ndarray, heads: np.ndarray, sentences: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(dependents, gold heads)`` of the words of ``sentences`` whose attachment is known (``gold_attachments``)."""
+    dependents, gold = gold_attachments(offsets, heads)
+    inside = np.isin(np.searchsorted(offsets, dependents, side="right") - 1, sentences)
+    return dependents[inside], gold[inside]
+
+
+def score_head_candidate(path, spec: LayerSpec, pooling: str, pairs, y, classes, splits, options, groups) -> list:
+    """One candidate's UAS in each fold: the pair scorer fitted on the fold's training pairs (its holdout of whole
+    sentences), every word of the held-out sentences given its best-scoring candidate head."""
+    from threadpoolctl import threadpool_limits
+
+    from ..probing import JOB_THREADS, torch_threads
+    from ..store import FeatureFile
+
+    with threadpool_limits(limits=JOB_THREADS), torch_threads(JOB_THREADS, options["classifier"] == "mlp"):
+        with FeatureFile(path) as features:
+            states = features.word_features(pooling, spec.layers[0])
+            offsets, heads = np.asarray(features.word_offsets(), np.int64), features.word_heads()
+        X = arc_features(states, pairs)
+        scores = []
+        for fit_rows, val_rows in splits:
+            head = fit_any(options["classifier"], X[fit_rows], y[fit_rows], classes, options, groups=groups[fit_rows])
+            held = np.unique(np.searchsorted(offsets, pairs[val_rows, 1], side="right") - 1)
+            dependents, gold = attached_in(offsets, heads, held)
+            scores.append(float(np.mean(select_heads(head, states, offsets, dependents)[0] == gold)))
+        return scores
+
+
+def choose_heads(plan, report=None) -> list[Candidate]:
+    """Every candidate's cross-validated UAS on the training sentences, best first (ties: the earlier one)."""
+    from ..probing import job_workers, run_jobs
+
+    options = fit_options(plan)
+    pairs, y, groups = plan.rows[plan.train], plan.y[plan.train], plan.grouping.codes[plan.train]
+    splits = cv_folds(y, len(plan.classes), options["folds"], options["seed"], groups)
+    common = (pairs, y, plan.classes, splits, options, groups)
+    jobs = [(plan.path, spec, pooling, *common) for spec, pooling in plan.candidates]
+    workers = job_workers(options.get("jobs"), len(jobs))
+    score = score_head_candidate
+    every = run_jobs(score, jobs, workers) if workers > 1 else (score(*job) for job in jobs)
+    scored = []
+    for number, ((spec, pooling), fold_scores) in enumerate(zip(plan.candidates, every, strict=True), 1):
+        scored.append(Candidate(spec, pooling, float(np.mean(fold_scores)), tuple(fold_scores)))
+        if report is not None:
+            report(f"[{number}/{len(plan.candidates)}] layer {spec.name} {pooling}: uas {scored[-1].score:.4f}")
+    order = sorted(range(len(scored)), key=lambda i: (-scored[i].score, i))
+    return [scored[i] for i in order]
+
+
+# -- baselines, fitted on the training words only -------------------------------------------------------------
+def offset_baseline(train: tuple, test: tuple, offsets: np.ndarray) -> np.ndarray:
+    """Each test word's head by the most frequent offset (head - word; 0 the root) among the training words that
+    fits inside its sentence (the root always does). ``train``, ``test``: ``(dependents, heads)``."""
+    values, counts = np.unique(train[1] - train[0], return_counts=True)
+    ranked = values[np.argsort(-counts, kind="stable")]
+    dependents = test[0]
+    sentence = np.searchsorted(offsets, dependents, side="right") - 1
+    start, stop = offsets[sentence], offsets[sentence + 1]
+    chosen = dependents.copy()  # the root when no training offset fits
+    for offset in ranked[::-1]:  # the most frequent last, so it wins wherever it fits
+        target = dependents + offset
+        fits = (target >= start) & (target < stop)
+        chosen[fits] = target[fits]
+    return chosen
+
+
+def neighbour_baseline(train: tuple, test: tuple, offsets: np.ndarray) -> tuple[np.ndarray, str]:
+    """Each test word's nearest word on the side (left or right) most training heads lie on; the root at that
+    edge of the sentence. Returns the heads and the side."""
+    side = -1 if np.sum(train[1] < train[0]) >= np.sum(train[1] > train[0]) else 1
+    dependents = test[0]
+    sentence = np.searchsorted(offsets, dependents, side="right") - 1
+    target = dependents + side
+    inside = (target >= offsets[sentence]) & (target < offsets[sentence + 1])
+    return np.where(inside, target, dependents), "left" if side < 0 else "right"
+
+
+def uas_interval(right: np.ndarray, sentences: np.ndarray, n_bootstrap: int, seed: int) -> tuple[float, float, float]:
+    """UAS of the words marked ``right`` with its 95% bootstrap interval over whole sentences."""
+    wrong = (~np.asarray(right, bool)).astype(np.int64)
+    low, high = bootstrap_intervals(np.zeros(len(wrong), np.int64), wrong, 2, n_bootstrap, seed, sentences)["accuracy"]
+    return float(np.mean(right)), float(low), float(high)
+
+
+def head_test(plan, head, spec: LayerSpec, pooling: str, pair_score: tuple) -> dict:
+    """The test sentences' UAS (every word of theirs with a known attachment) with its interval, beside the two
+    baselines fitted on the training sentences' words, and the pair scorer's accuracy on the test pairs (``pair_score``:
+    score, low, high; the figure featx probe --label head --arcs gives) beside their majority class."""
+    from ..store import FeatureFile
+
+    with FeatureFile(plan.path) as features:
+        states = features.word_features(pooling, spec.layers[0])
+        offsets, heads = np.asarray(features.word_offsets(), np.int64), features.word_heads()
+    sentence_of = np.searchsorted(offsets, plan.rows[:, 1], side="right") - 1
+    train = attached_in(offsets, heads, np.unique(sentence_of[plan.train]))
+    test = attached_in(offsets, heads, np.unique(sentence_of[plan.test]))
+    sentences = np.searchsorted(offsets, test[0], side="right") - 1
+    boot = (int(plan.config.n_bootstrap), int(plan.config.seed))
+    predicted = select_heads(head, states, offsets, test[0])[0]
+    neighbour, side = neighbour_baseline(train, test, offsets)
+    y_test, y_train = plan.y[plan.test], plan.y[plan.train]
+    out = dict(zip(("score", "low", "high"), uas_interval(predicted == test[1], sentences, *boot), strict=True))
+    out.update(n=int(len(test[0])), sentences=int(len(np.unique(sentences))))
+    for name, heads_of in (("offset", offset_baseline(train, test, offsets)), (f"{side}_neighbour", neighbour)):
+        values = uas_interval(heads_of == test[1], sentences, *boot)
+        out.update({name: values[0], f"{name}_low": values[1], f"{name}_high": values[2]})
+    majority = int(np.argmax(np.bincount(y_train, minlength=2)))
+    out.update(pairs=pair_score[0], pairs_low=pair_score[1], pairs_high=pair_score[2], pairs_n=int(len(y_test)))
+    out["baseline"] = float(np.mean(y_test == majority))  # the pairs' majority class
+    return out
+
+
+def head_test_lines(test: dict) -> list[str]:
+    """What featx fit prints of a head selector's test."""
+    side = "left" if "left_neighbour" in test else "right"
+    neighbour = f"{side}_neighbour"
+
+    def shown(key: str) -> str:
+        low, high = ("low", "high") if key == "score" else (f"{key}_low", f"{key}_high")
+        return f"{test[key]:.4f} [95% CI {test[low]:.4f}, {test[high]:.4f}]"
+
+    return [
+        f"test UAS: {shown('score')} on {test['n']} test words of {test['sentences']} sentences "
+        "(each word's best-scoring head among every word of its sentence and the root)",
+        f"baselines fitted on the training words: most frequent head offset {shown('offset')}; nearest word to the "
+        f"{side} (the side most heads lie on; the root at the sentence's edge) {shown(neighbour)}",
+        f"test pair accuracy (arc or not, the pairs featx probe --label head --arcs scores): {shown('pairs')} on "
+        f"{test['pairs_n']} pairs; majority class: {test['baseline']:.4f}",
+    ]
+
+
+__all__ = [
+    "arc_margins",
+    "attached_in",
+    "choose_heads",
+    "head_test",
+    "head_test_lines",
+    "neighbour_baseline",
+    "offset_baseline",
+    "select_heads",
+    "uas_interval",
+]

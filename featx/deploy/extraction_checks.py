@@ -1,0 +1,91 @@
+"""The checks of a bundle's extraction settings (``manifest["extraction"]``), which ``featx predict`` passes on to
+the model: each one featx writes, of the kind it writes, a bad one named as the bundle's field (never as an option
+the user did not give)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..errors import InputError
+
+REFIT_HINT = "fit the probe again with featx fit (a bundle is written by featx only)"
+
+
+def bad(folder: Path, what: str) -> InputError:
+    return InputError(f"bundle {folder}: {what}", REFIT_HINT)
+
+
+def _is_whole(value, low: int, high: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
+
+
+# The extraction settings predict reuses, each with what it may hold (None too: an older bundle lacks some).
+DTYPE_NAMES = ("auto", "float32", "fp32", "float16", "fp16", "half", "bfloat16", "bf16")
+EXTRACTION_CHOICES = {
+    "store_dtype": ("float16", "float32"),
+    "compute_dtype": DTYPE_NAMES,
+    "option_dtype": DTYPE_NAMES,
+    "long_inputs": ("truncate", "window"),
+    "pair_mode": ("cross", "separate"),
+}
+EXTRACTION_WHOLE = {"max_length": (2, 1 << 20), "stride": (0, 1 << 20), "option_seed": (0, (1 << 32) - 1)}
+# The extraction settings that are texts when present (a model's name or folder, columns, the prompt's parts).
+EXTRACTION_TEXTS = (
+    "model", "model_path", "text_col", "text_pair_col", "option_template", "option_system", "option_pool_at",
+    "option_contrast",
+)  # fmt: skip
+
+
+def check_extraction(extraction: dict, folder: Path) -> None:
+    """Each extraction setting predict passes on is one featx writes: a bad one is named as the bundle's field,
+    never as an option the user did not give."""
+    for name, choices in EXTRACTION_CHOICES.items():
+        value = extraction.get(name)
+        if value is not None and value not in choices:
+            raise bad(folder, f"its extraction field '{name}' is {str(value)[:40]!r}, not one of {', '.join(choices)}")
+    if extraction.get("random_init") not in (None, True, False):
+        raise bad(
+            folder, f"its extraction field 'random_init' is {str(extraction['random_init'])[:40]!r}, not true or false"
+        )
+    for name, (low, high) in EXTRACTION_WHOLE.items():
+        value = extraction.get(name)
+        if value is not None and not _is_whole(value, low, high):
+            raise bad(
+                folder, f"its extraction field '{name}' is {str(value)[:40]}, not a whole number in {low}..{high:,}"
+            )
+    for name in EXTRACTION_TEXTS:
+        value = extraction.get(name)
+        if value is not None and not isinstance(value, str):
+            raise bad(folder, f"its extraction field '{name}' is {str(value)[:40]}, not a text")
+    _check_template(extraction, folder)
+
+
+def _check_template(extraction: dict, folder: Path) -> None:
+    """A recorded template renders a text alone (its text field, and the answer of ``--contrast``): ``featx fit``
+    refuses any other, so one naming other columns was edited in."""
+    from ..extraction import ANSWER_FIELD, TEXT_FIELD, parse_template
+
+    template = extraction.get("option_template")
+    if not template:
+        return
+    try:
+        fields = parse_template(str(template), str(extraction.get("text_col") or TEXT_FIELD)).fields
+    except InputError as error:
+        raise bad(folder, f"its extraction field 'option_template' is not a template: {error.message}") from None
+    others = [name for name in fields if name not in (TEXT_FIELD, ANSWER_FIELD)]
+    if others:
+        raise bad(
+            folder,
+            f"its extraction field 'option_template' names column(s) {', '.join(others)[:80]} besides the text "
+            "(a bundle predicts from a text alone)",
+        )
+
+
+__all__ = [
+    "REFIT_HINT",
+    "DTYPE_NAMES",
+    "EXTRACTION_CHOICES",
+    "EXTRACTION_TEXTS",
+    "EXTRACTION_WHOLE",
+    "check_extraction",
+]
