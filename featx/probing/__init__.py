@@ -40,6 +40,7 @@ _HOMES = {
     "add_labels": "labels",
     "LabelsAddConfig": "labels",
     "chosen_layer": "choice",
+    "baseline_rivals": "choice",
     # the analyses: results hold data; featx.report formats them
     "erase": "analyses.erase:erase",
     "EraseResult": "analyses.erase",
