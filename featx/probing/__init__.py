@@ -89,6 +89,7 @@ _HOMES = {
     "regression_bootstrap": "evaluation.regression_metrics:bootstrap",
     "REGRESSION_METRICS": "evaluation.selection",
     "Scoring": "evaluation.selection",
+    "fold_mean": "evaluation.selection",
     "SIGNIFICANCE_ALPHA": "evaluation.significance:ALPHA",
     "holm": "evaluation.significance",
     "fit_linear": "evaluation.core",
