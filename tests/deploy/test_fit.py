@@ -226,6 +226,8 @@ def test_candidates_whose_fold_scores_tie_but_for_float_rounding_go_to_the_earli
     monkeypatch.setattr(choosing, "score_candidate", lambda path, spec, *rest: np.array(folds[spec.name]))
     candidates = [(LayerSpec("single", (layer,)), "cls") for layer in (3, 5)]
     y = np.arange(30) % 2
-    scored = choosing.choose("f.h5", candidates, np.arange(30), y, ["a", "b"], "accuracy", {"folds": 3, "seed": 0})
+    scored = choosing.choose(
+        "f.h5", candidates, np.arange(30), y, ["a", "b"], "accuracy", {"folds": 3, "seed": 0, "jobs": 1}
+    )
     assert [candidate.spec.name for candidate in scored] == ["3", "5"]
     assert scored[0].score == scored[1].score == 0.55
