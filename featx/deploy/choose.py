@@ -21,6 +21,7 @@ from ..probing import (
     check_group_count,
     check_training_groups,
     confusion,
+    fold_mean,
     grouped_folds,
     metrics_from_confusion,
     regression_scores,
@@ -188,7 +189,8 @@ def choose(
     all_scores = run_jobs(score_candidate, jobs, workers) if workers > 1 else (score_candidate(*job) for job in jobs)
     scored = []
     for number, ((spec, pooling), fold_scores) in enumerate(zip(candidates, all_scores, strict=True), 1):
-        mean = float(np.nanmean(fold_scores)) if np.isfinite(fold_scores).any() else float("-inf")
+        finite = np.asarray(fold_scores, dtype=float)[np.isfinite(fold_scores)]
+        mean = fold_mean(finite) if len(finite) else float("-inf")  # rounded: equal but for float rounding ties
         scored.append(Candidate(spec, pooling, mean, tuple(fold_scores)))
         if report is not None:
             report(f"[{number}/{len(candidates)}] layer {spec.name} {pooling}: {metric} {mean:.4f}")

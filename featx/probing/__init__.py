@@ -40,6 +40,7 @@ _HOMES = {
     "add_labels": "labels",
     "LabelsAddConfig": "labels",
     "chosen_layer": "choice",
+    "baseline_rivals": "choice",
     # the analyses: results hold data; featx.report formats them
     "erase": "analyses.erase:erase",
     "EraseResult": "analyses.erase",
@@ -93,6 +94,7 @@ _HOMES = {
     "regression_bootstrap": "evaluation.regression_metrics:bootstrap",
     "REGRESSION_METRICS": "evaluation.selection",
     "Scoring": "evaluation.selection",
+    "fold_mean": "evaluation.selection",
     "SIGNIFICANCE_ALPHA": "evaluation.significance:ALPHA",
     "holm": "evaluation.significance",
     "fit_linear": "evaluation.core",

@@ -4,10 +4,24 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 CHOSEN_ON_TRAINING = "chosen on the training part"
 BEST_ON_TEST = "best on the test rows"
+LAYER_KINDS = ("single", "cat", "stack")  # the rows of probes; the others (majority, lexical) are references
+
+
+def baseline_rivals(table: pd.DataFrame) -> pd.DataFrame:
+    """The rows a baseline's paired test looks among for the chosen row: the main features' hidden-state single
+    layers, or in a run of ``cat(...)`` or ``stack`` specs only (whose chosen row is one of them), those."""
+    rows = table[(table.features == "main") & table.kind.isin(LAYER_KINDS)]
+    if "site" in rows:
+        rows = rows[rows.site == "hidden"]
+    singles = rows[rows.kind == "single"]
+    return singles if not singles.empty else rows
 
 
 def chosen_layer(meta: Mapping[str, Any], layers: Sequence[str], scores: Mapping[str, float]) -> tuple[str, str]:

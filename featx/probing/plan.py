@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import InputError
+from ..selection import parse_layer_specs
 from ..state import given_or_last
 from ..store import FeatureFile
 from .config import TASKS, ProbeConfig, refuse_word_group
@@ -191,10 +192,25 @@ def resolve_plan(config: ProbeConfig) -> ProbePlan:
         label = None if config.labels is not None else default_label(features, config, notes)
         note_derived(features, label, notes)
         task = _task_of(features, label, config)
+        if task is Task.REGRESSION:
+            _refuse_stack_only(config, features.site_layers(), str(label))
     metric = check_metric(config.metric, task is Task.REGRESSION, str(label or config.label or "label"))
     return replace(
         ProbePlan(config, Path(path), task, Level.SENTENCE, label, classifiers, started, notes), metric=metric
     )
+
+
+def _refuse_stack_only(config: ProbeConfig, layers: list[int], label: str) -> None:
+    """``--layer stack`` alone on a number: stack is a classification meta-probe, so nothing would be probed."""
+    if "stack" not in str(config.layers):
+        return
+    specs = parse_layer_specs(str(config.layers), layers)
+    if all(spec.kind == "stack" for spec in specs):
+        raise InputError(
+            f"--layer {config.layers}: stack combines linear probes of a class label, and '{label}' is probed as a "
+            "number (regression), so nothing is left to probe",
+            "combine layers with cat(...), e.g. --layer 'cat(-4:)', or probe classes of it with --bins N",
+        )
 
 
 def _task_of(features: FeatureFile, label: str | None, config: ProbeConfig) -> Task:

@@ -55,17 +55,31 @@ FIELD_PLURALS = {
 }
 
 
-def _random_init(meta: dict) -> bool:
+def _file_attrs(meta: dict) -> dict:
+    """The attributes of the results' features file; empty when it was moved, removed or damaged since."""
     path = meta.get("features_file")
     if not path or not Path(path).exists():
-        return False
+        return {}
     try:
         from ..store import open_features
 
         with open_features(path) as opened:
-            return bool(opened.attrs.get("random_init"))
-    except Exception:  # noqa: BLE001 - a moved or damaged features file only loses the "(random init)" tag
-        return False
+            return dict(opened.attrs)
+    except Exception:  # noqa: BLE001 - a moved or damaged file only loses the "(random init)" tag and the depth
+        return {}
+
+
+def _random_init(meta: dict) -> bool:
+    return bool(_file_attrs(meta).get("random_init"))
+
+
+def top_layer(meta: dict, rows: pd.DataFrame) -> int:
+    """The model's top layer, what ``--relative-depth`` divides by: from the features file's record of the
+    model (its hidden states less the embeddings), so that a run of a few layers keeps their depth; the
+    highest layer probed when the file cannot be read."""
+    probed = max(1, int(rows["layer"].max()))
+    recorded = pd.to_numeric(pd.Series([_file_attrs(meta).get("n_model_layers")]), errors="coerce").iloc[0]
+    return max(probed, int(recorded) - 1) if pd.notna(recorded) else probed
 
 
 def _fields(frame: pd.DataFrame, meta: dict, classifier: str, site: str) -> dict:
@@ -121,7 +135,7 @@ def load_entries(
                 _fields(frame, meta, chosen, site),
                 rows=rows,
                 best=best,
-                n_layers=max(1, int(rows["layer"].max())),
+                n_layers=top_layer(meta, rows),
                 metric=metric,
                 selected=selected,
             )

@@ -214,3 +214,20 @@ def test_a_class_only_in_the_val_rows_gives_a_bundle_that_loads_and_never_predic
     assert np.array_equal(loaded.predict_features(X), result.probe.predict_features(X))
     assert "rare" not in set(loaded.predict_features(X))
     assert np.allclose(loaded.predict_proba_features(X)[:, 2], 0.0)
+
+
+def test_candidates_whose_fold_scores_tie_but_for_float_rounding_go_to_the_earlier_one(monkeypatch):
+    """Fold scores (0.5, 0.5, 0.65) and (0.55, 0.55, 0.55) both average 0.55 (np.mean: 0.5499999999999999 and
+    0.55): the earlier candidate comes first, as an exact tie does."""
+    from featx.deploy import choose as choosing
+    from featx.selection import LayerSpec
+
+    folds = {"3": [0.5, 0.5, 0.65], "5": [0.55, 0.55, 0.55]}
+    monkeypatch.setattr(choosing, "score_candidate", lambda path, spec, *rest: np.array(folds[spec.name]))
+    candidates = [(LayerSpec("single", (layer,)), "cls") for layer in (3, 5)]
+    y = np.arange(30) % 2
+    scored = choosing.choose(
+        "f.h5", candidates, np.arange(30), y, ["a", "b"], "accuracy", {"folds": 3, "seed": 0, "jobs": 1}
+    )
+    assert [candidate.spec.name for candidate in scored] == ["3", "5"]
+    assert scored[0].score == scored[1].score == 0.55

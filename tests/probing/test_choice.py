@@ -5,6 +5,7 @@ of the test rows, and test rows poisoned without moving the choice."""
 from __future__ import annotations
 
 import random
+from types import SimpleNamespace
 
 import h5py
 import numpy as np
@@ -244,3 +245,20 @@ def test_the_regression_printout_follows_the_chosen_metric(tiny_model, tmp_path)
     for row in table[table.kind == "single"].itertuples():
         line = next(line for line in text.splitlines() if line.split()[:2] == [row.pooling, str(row.layer_spec)])
         assert f"{row.control_spearman:.3f}" in line.split() or f"{row.control_spearman + 0.0:.3f}" in line
+
+
+def _fold(y: np.ndarray, right: int) -> SimpleNamespace:
+    """A training part's holdout of 20 rows whose probe gets ``right`` of them."""
+    rows = np.arange(20)
+    return SimpleNamespace(validation=(rows, np.where(rows < right, y[rows], 1 - y[rows])))
+
+
+def test_selection_scores_equal_but_for_float_rounding_are_equal():
+    """Accuracies (0.5, 0.5, 0.65) and (0.55, 0.55, 0.55) both average 0.55, but np.mean gives the first
+    0.5499999999999999: the tie went to the later layer, against "ties go to the earliest layer"."""
+    from featx.probing import evaluation as ev
+
+    y, scoring = np.zeros(20, dtype=int), ev.Scoring("accuracy", 2)
+    early = scoring.selection(y, [_fold(y, 10), _fold(y, 10), _fold(y, 13)])
+    late = scoring.selection(y, [_fold(y, 11), _fold(y, 11), _fold(y, 11)])
+    assert early == late == 0.55

@@ -229,3 +229,15 @@ def test_paired_tests_under_cross_validation(tiny_model, tmp_path, monkeypatch):
     assert len(result.tests) == 3 and result.tests["p"].between(0, 1).all()
     same = cmp.compare([paths[0], paths[0]], names=["a", "b"]).tests
     assert (same["p"] == 1.0).all() and (same["difference"] == 0).all()  # a file against itself: no difference
+
+
+def test_relative_depth_divides_by_the_model_s_layers_not_the_highest_probed(tmp_path, tiny_features):
+    """A run that probed layers 0 and 1 of the 2-layer tiny model: its layer 1 is half-way up the model (0.5),
+    not at its top (1.0, what the highest probed layer made it); a moved features file falls back to that."""
+    probed, moved = (
+        _write(tmp_path, f"{name}.probe", layers=range(2), peak=(1, "mean"), meta={"features_file": str(path)})
+        for name, path in (("low", tiny_features), ("moved", "/gone/f.h5"))
+    )
+    table = cmp.compare([probed, moved], relative_depth=True, tests=False).table
+    assert list(table["best_layer"]) == [1, 1]
+    assert list(table["n_layers"]) == [2, 1] and list(table["relative_depth"]) == [0.5, 1.0]

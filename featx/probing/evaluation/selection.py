@@ -22,6 +22,14 @@ CLASSIFICATION_METRICS = ("accuracy", "macro_f1", "balanced_accuracy")
 REGRESSION_METRICS = ("r2", "pearson", "spearman")
 METRICS = CLASSIFICATION_METRICS + REGRESSION_METRICS
 CONFUSION_CELLS = 4_000_000  # per-unit confusion counts held at once by the paired bootstrap (else row by row)
+SCORE_DECIMALS = 12  # a mean over folds that a choice compares, rounded: means equal but for float rounding tie
+
+
+def fold_mean(values) -> float:
+    """The mean of fold scores that a choice compares (``selection_score``, featx fit's candidates), rounded to
+    ``SCORE_DECIMALS``: accuracies (0.5, 0.5, 0.65) and (0.55, 0.55, 0.55) both give 0.55, so they tie and the
+    tie goes to the earlier row as documented (np.mean gives the first 0.5499999999999999)."""
+    return round(float(np.mean(values)), SCORE_DECIMALS)
 
 
 def check_metric(metric: str | None, regression: bool, label: str = "") -> str:
@@ -65,7 +73,7 @@ class Scoring:
         parts = [fold.validation for fold in folds if getattr(fold, "validation", None) is not None]
         values = [self.value(y[rows], predicted) for rows, predicted in parts]
         finite = [value for value in values if np.isfinite(value)]
-        return float(np.mean(finite)) if finite and len(parts) == len(folds) else float("nan")
+        return fold_mean(finite) if finite and len(parts) == len(folds) else float("nan")
 
     def over_folds(self, y: np.ndarray, plan, folds: list) -> float:
         """The mean over the outer folds of the metric on their test rows (the control task's score)."""

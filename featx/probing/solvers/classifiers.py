@@ -42,9 +42,10 @@ def make_linear(name: str, C: float, balanced: bool, seed: int):
     if name == "svm":
         from sklearn.svm import LinearSVC
 
-        # Primal coordinate descent (dual=False) is the fast choice for n_rows >> dims, which probing is.
+        # Primal coordinate descent is the fast choice for n_rows > dims, the dual for fewer rows than dims
+        # (300 TREC rows of 384 dims: 9 s a row in the primal, 2 s in the dual); "auto" picks by the shape.
         return LinearSVC(
-            C=C, dual=False, tol=1e-4, max_iter=2000, random_state=seed, class_weight="balanced" if balanced else None
+            C=C, dual="auto", tol=1e-4, max_iter=2000, random_state=seed, class_weight="balanced" if balanced else None
         )
     raise ValueError(f"not a linear probe: {name}")
 

@@ -31,6 +31,7 @@ import pandas as pd
 
 from ...selection import LayerSpec
 from .. import evaluation as ev
+from ..choice import baseline_rivals
 from ..evaluation import regression_metrics as rm
 from ..evaluation import significance
 from ..inputs import DeviceFreeJob, FeatureJob
@@ -272,12 +273,10 @@ def add_lexical_test(
 ) -> pd.DataFrame:
     """The lexical row's ``p_vs_best``: a paired test (as between layers, ``p_value`` when given, e.g. in the
     run's metric) against the best single layer of the main features' hidden states, the one chosen on
-    training rows (``is_best`` and the best ``selection_score``); one test, so ``p_vs_best_holm`` is the
-    same p."""
+    training rows (``is_best`` and the best ``selection_score``); in a run of ``cat(...)`` or ``stack`` specs
+    only, against the chosen one of those. One test, so ``p_vs_best_holm`` is the same p."""
     lexical = [index for index in table.index[table.kind == "lexical"] if index in predictions]
-    singles = table[(table.kind == "single") & (table.features == "main") & table.index.isin(list(predictions))]
-    if "site" in singles:
-        singles = singles[singles.site == "hidden"]
+    singles = baseline_rivals(table[table.index.isin(list(predictions))])
     if "selection_score" in singles:
         singles = singles[singles.is_best & singles.selection_score.notna()]
         key = "selection_score"

@@ -83,12 +83,13 @@ LEXICAL_NAME = "lexical baseline (TF-IDF word 1-2-grams + char 2-5-grams)"
 
 
 def versus_best(row, table: pd.DataFrame, metric: str) -> str:
-    """The lexical row's paired test against the best single layer of the main hidden states (one test,
-    no adjustment), in ``metric``, the run's chosen metric."""
+    """The lexical row's paired test against the best single layer of the main hidden states (in a run of
+    ``cat(...)`` or ``stack`` specs only, the chosen one of those; one test, no adjustment), in ``metric``,
+    the run's chosen metric."""
+    from ...probing import baseline_rivals
+
     test_metric = metric
-    singles = table[(table.kind == "single") & (table.features == "main")]
-    if "site" in singles:
-        singles = singles[singles.site == "hidden"]
+    singles = baseline_rivals(table)
     if "selection_score" in singles and singles.selection_score.notna().any():  # the row chosen on training rows
         singles = singles[singles.is_best & singles.selection_score.notna()]
         metric = "selection_score"

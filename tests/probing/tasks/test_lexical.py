@@ -156,6 +156,16 @@ def test_c_is_chosen_from_the_grid_on_the_training_part(split_file):
     assert row.accuracy == pytest.approx(float(np.mean(model.predict(X_test) == y[test])), abs=1e-12)
 
 
+@pytest.mark.parametrize("layers", ["cat(0,1)", "stack"])
+def test_a_run_of_combined_layers_only_tests_the_lexical_row_against_its_chosen_row(split_file, layers):
+    """Without a single layer the chosen row is a cat(...) or stack row: the lexical row is tested against it
+    (it was left untested, "no layer to compare with", beside a chosen row and its test score)."""
+    result = featx.probe(split_file, label="label", cs=(1.0,), **{**COMMON, "layers": layers})
+    row, chosen = _lexical(result), result.table[result.table.is_best]
+    assert len(chosen) == 1 and np.isfinite(row.p_vs_best) and row.p_vs_best_holm == row.p_vs_best
+    assert f"vs the best layer (mean {chosen.layer_spec.iloc[0]}, logreg) p=" in format_probe(result)
+
+
 def test_regression_equals_sklearn_ridge(cv_file):
     result = featx.probe(cv_file, label="score", task="regression", alphas=(1.0,), folds=3, **COMMON)
     row = _lexical(result)

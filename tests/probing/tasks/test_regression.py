@@ -128,6 +128,19 @@ def test_bins_make_classes_of_a_continuous_label_and_refuse_task_regression(scor
         featx.probe(score_features, label="score", bins=3, task="regression", write=False)
 
 
+def test_stack_alone_on_a_number_is_refused_before_any_fit(score_features):
+    """--layer stack on a number was skipped with a note, and the run wrote results of its baselines only (beside
+    other specs stack is still skipped with that note)."""
+    from click.testing import CliRunner
+    from support.errors import assert_one_clear_error
+
+    from featx.cli import main
+
+    out = CliRunner().invoke(main, ["probe", str(score_features), "--label", "score", "--layer", "stack"])
+    assert out.exit_code == 2
+    assert_one_clear_error(out.output, r"--layer stack: stack combines linear probes of a class label.*cat\(")
+
+
 def test_mlp_head_and_concatenated_layers(score_features, tmp_path):
     result = featx.probe(
         score_features,
