@@ -33,6 +33,8 @@ from featx.interventions import InterveneConfig, intervene
         ({"edit": "steer", "bundle": "B", "at": "1", "toward": "zebra"}, "does not know class .zebra."),
         ({"edit": "steer", "bundle": "B", "at": "1", "toward": "dogs", "pooling": "cls"}, "stores mean"),
         ({"at": "x"}, "'x' is not a layer number"),
+        ({"label": "animal", "at": "1", "alphas": "1,2"}, "--alphas applies to --edit steer only"),  # not ignored
+        ({"edit": "project", "bundle": "B", "at": "2", "method": "inlp"}, "--method applies to --edit erase only"),
     ],
 )
 def test_a_bad_input_is_one_line_before_any_forward_pass(options, message, planted_features, animal_bundle, no_forward):
