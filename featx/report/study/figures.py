@@ -89,7 +89,7 @@ def _same_curve(found: dict, row) -> bool:
 
 def _span_numbers(spans: str) -> list[int]:
     """The layers of a summary's ``tied_layers`` text ("0-2,4" -> [0, 1, 2, 4]); [] for anything else."""
-    numbers = []
+    numbers: list[int] = []
     for part in spans.replace(";", ",").split(","):
         low, _, high = part.strip().partition("-")
         if not (low.isdigit() and (high.isdigit() or not high)):
