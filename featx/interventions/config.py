@@ -24,6 +24,7 @@ LOSS = ("auto", "yes", "no")
 SITES = ("attn_out", "ffn", "pre_ln")  # featx extract --site's activations inside a layer
 FLOAT32_MAX = 3.4028234663852886e38  # the largest finite float32
 MASK_RATE = 0.15  # the share of tokens masked for the masked-token loss (BERT's)
+DEFAULT_ALPHAS = "0,1,2,4,8"  # --edit steer's dose-response; another --alphas without --edit steer is refused
 
 
 def parse_layers(value: Any, flag: str = "--at") -> tuple[int, ...]:
@@ -88,6 +89,13 @@ def _check_edit(config: InterveneConfig) -> None:
             raise InputError(f"--edit steer edits one layer, not {len(config.at)}", "give one layer, e.g. --at 2")
     elif config.toward is not None:
         raise InputError("--toward applies to --edit steer only", "leave --toward out, or use --edit steer")
+    elif config.alphas != parse_alphas(DEFAULT_ALPHAS):
+        raise InputError("--alphas applies to --edit steer only", "leave --alphas out, or use --edit steer")
+    if config.edit != "erase" and config.method != "leace":
+        raise InputError(
+            f"--method applies to --edit erase only: --edit {config.edit} fits no eraser",
+            "leave --method out, or use --edit erase",
+        )
 
 
 def _check_answers(config: InterveneConfig) -> None:
@@ -168,7 +176,7 @@ class InterveneConfig(Options):
         "directions for project, mean and steer; its predictions read before and after the edit.",
     )
     alphas: Any = option(
-        "0,1,2,4,8", flag="--alphas", group=EDIT, help="--edit steer: the amounts of the dose-response."
+        DEFAULT_ALPHAS, flag="--alphas", group=EDIT, help="--edit steer: the amounts of the dose-response."
     )
     toward: str | None = option(None, flag="--toward", group=EDIT, help="--edit steer: the class steered toward.")
     template: str | None = option(

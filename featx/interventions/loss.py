@@ -56,7 +56,7 @@ def _load_head(plan):
         what = "causal" if plan.provenance.causal else "masked"
         first = str(err).splitlines()[0][:120] if str(err) else type(err).__name__
         return None, f"{plan.provenance.model} has no {what} LM head class ({first})"
-    missing = list(info.get("missing_keys") or [])
+    missing = sorted(info.get("missing_keys") or [])  # a set: its order changes with the hash seed
     if missing:
         return None, f"the checkpoint of {plan.provenance.model} holds no LM head weights (missing {missing[0]} ...)"
     return model.eval(), None

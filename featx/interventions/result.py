@@ -107,6 +107,13 @@ def _p_values(row) -> str:
     return f"  p {after:.3g} / {control:.3g}"
 
 
+def _majority(row) -> str:
+    """``  majority M`` beside a probe row (``: after at chance`` when the after interval reaches it); "" else."""
+    if row.kind != "probe" or row.majority != row.majority:
+        return ""
+    return f"  majority {row.majority:.3f}" + (": after at chance" if bool(row.at_chance) else "")
+
+
 def _format_steering(result: InterveneResult) -> str:
     """The dose-response as printed: where the direction came from and which rows are measured, then per alpha and
     direction the moved share, the share flipped (read through contrast answers) and the score change, then the
@@ -138,12 +145,12 @@ def format_table(result: InterveneResult) -> str:
     lines = [
         f"{result.meta.get('edit')} of '{result.meta.get('label')}' ({result.meta.get('pooling')} pooling); "
         "before / after / random control, 95% intervals; p: after vs before / after vs control, Holm-adjusted "
-        f"(the loss: paired t-tests){by}"
+        f"(the loss: paired t-tests); majority: the majority class on the probes' test rows{by}"
     ]
     for layer, group in table.groupby("edit_layer", sort=False):
         lines.append(f"edit at layer {layer} (rank {group['rank'].iloc[0]}):")
         for _, row in group.iterrows():
-            p = _p_values(row)
+            p = _p_values(row) + _majority(row)
             lines.append(
                 f"  {row['name'][:28]:<28} L{row.layer:<3} {_interval(row, 'before'):<24} "
                 f"{_interval(row, 'after'):<24} {_interval(row, 'control'):<24}{p}"

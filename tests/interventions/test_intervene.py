@@ -135,15 +135,18 @@ def test_the_printout_gives_the_tests_the_csv_holds():
 
     probe = dict.fromkeys(TABLE_COLUMNS, 0.5)
     probe.update(edit="erase", edit_layer=1, rank=1, kind="probe", name="animal", role="edited", layer=1)
-    probe.update(p_after=0.01, p_after_holm=0.02, p_control=0.03, p_control_holm=0.06)
+    probe.update(p_after=0.01, p_after_holm=0.02, p_control=0.03, p_control_holm=0.06, majority=0.4, at_chance=False)
     loss = {**probe, "kind": "output", "name": "masked-token loss", "role": "loss", "majority": float("nan")}
     loss.update(p_after=0.414, p_after_holm=float("nan"), p_control=0.269, p_control_holm=float("nan"))
+    at_chance = {**probe, "layer": 2, "after": 0.41, "at_chance": True}
     meta = {"edit": "erase", "label": "animal", "pooling": "mean"}
-    printed = format_table(InterveneResult(pd.DataFrame([probe, loss]), meta, Path("x"))).splitlines()
-    assert printed[2].endswith("p 0.02 / 0.06") and printed[3].endswith("p 0.414 / 0.269")
-    assert printed[0].endswith("(the loss: paired t-tests)")
+    printed = format_table(InterveneResult(pd.DataFrame([probe, at_chance, loss]), meta, Path("x"))).splitlines()
+    assert printed[2].endswith("p 0.02 / 0.06  majority 0.400") and printed[4].endswith("p 0.414 / 0.269")
+    # each probe row beside its majority-class baseline, which the CSV held and the printout left out
+    assert printed[3].endswith("p 0.02 / 0.06  majority 0.400: after at chance")
+    assert printed[0].endswith("(the loss: paired t-tests); majority: the majority class on the probes' test rows")
     grouped = format_table(InterveneResult(pd.DataFrame([probe, loss]), {**meta, "group": "doc"}, Path("x")))
-    assert grouped.splitlines()[0].endswith("(the loss: paired t-tests); by whole groups of doc")  # --group's
+    assert grouped.splitlines()[0].endswith("test rows; by whole groups of doc")  # --group's
 
 
 def test_erasing_at_the_top_of_a_decoder_sends_its_probe_to_chance(tmp_path):

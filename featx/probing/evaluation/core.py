@@ -19,6 +19,9 @@ from .search import search_c, search_logreg
 
 STACK_INNER_FOLDS = 3
 SCALER_BLOCK = 8192  # rows per block of the scaler's variance pass
+# A feature whose standard deviation is under this times the root mean square of every value is float32
+# rounding noise (about 8 ulps of the values' size), scaled as a constant one (``Scaler``).
+ROUNDING_SPREAD = 1e-6
 # Logreg fits of several label vectors (the real labels and the control task's) on a matrix of at least this
 # many values (rows x dims) evaluate them with one matrix product per pass over it (``softmax.solve(joint=True)``):
 # a thin product is bound by reading the matrix, so two problems cost about one (AG News, MiniLM, 6,400 x 384,
@@ -36,7 +39,11 @@ PRECONDITION_VALUES = 1_000_000
 
 # -- standardisation -------------------------------------------------------------------------------
 class Scaler:
-    """Per-feature standardisation fitted on given rows only (float32, constant features kept at 0)."""
+    """Per-feature standardisation fitted on given rows only (float32, constant features kept at 0). A feature
+    whose spread is float32 rounding noise (a standard deviation under ``ROUNDING_SPREAD`` times the root mean
+    square of all the values) counts as constant: MiniLM's top layer has a dimension that is 0 or -1.19e-7 (std
+    1.3e-8 beside 0.27 for the layer), which, standardised, became a feature of several units, and a probe's
+    weight on it, divided by 1.3e-8 in the model's space, a direction along that axis alone."""
 
     def __init__(self, X: np.ndarray):
         # Mean, then variance about it, in float64 over blocks of rows: no float64 copy of the whole of X.
@@ -46,7 +53,8 @@ class Scaler:
             block = X[start : start + SCALER_BLOCK] - mean
             squares += np.einsum("ij,ij->j", block, block)
         std = np.sqrt(squares / max(len(X), 1))
-        std[std < 1e-12] = 1.0
+        rms = float(np.sqrt(np.mean(std**2 + mean**2))) if std.size else 0.0
+        std[std < max(1e-12, ROUNDING_SPREAD * rms)] = 1.0
         self.mean = mean.astype(np.float32)
         self.scale = std.astype(np.float32)
 

@@ -80,11 +80,29 @@ def row_hover(row) -> str:
     return "<br>".join(lines)
 
 
+def _same_curve(found: dict, row) -> bool:
+    """Whether a summary line was computed on the row's curve: its pooling, classifier and metric, where the
+    summary names them."""
+    named = [key for key in ("pooling", "classifier", "metric") if isinstance(found.get(key), str)]
+    return all(found[key] == row[key] for key in named)
+
+
+def _span_numbers(spans: str) -> list[int]:
+    """The layers of a summary's ``tied_layers`` text ("0-2,4" -> [0, 1, 2, 4]); [] for anything else."""
+    numbers: list[int] = []
+    for part in spans.replace(";", ",").split(","):
+        low, _, high = part.strip().partition("-")
+        if not (low.isdigit() and (high.isdigit() or not high)):
+            return []
+        numbers += range(int(low), int(high or low) + 1)
+    return numbers
+
+
 def _depth_hover(row, summary: Summary) -> str:
     text = row_hover(row)
     found = _summary_row(summary, row) if row["how"] == "chosen on the training part" else None
-    layers = str((found or {}).get("layers_not_below") or "")
-    numbers = [float(part) for part in layers.replace(";", ",").split(",") if part.strip().lstrip("-").isdigit()]
+    layers = str((found or {}).get("tied_layers") or "")
+    numbers = _span_numbers(layers)
     if numbers and row["n_layers"] == row["n_layers"] and row["n_layers"] > 0:
         low, high = min(numbers) / row["n_layers"], max(numbers) / row["n_layers"]
         text += f"<br>layers not significantly below: {label(layers)} (relative depth {low:.2f} to {high:.2f})"
@@ -272,8 +290,8 @@ def _expected_hover(row, value: float, summary: Summary) -> str:
         + f"<br>curve: {label(row['metric'])}, pooling {label(row['pooling'])}"
     )
     found = _summary_row(summary, row)
-    if found is not None and "expected_layer" in found and found["expected_layer"] == found["expected_layer"]:
-        text += f"<br>study summary: E[l] = {label(found['expected_layer'])}"
+    if found is not None and _same_curve(found, row) and found.get("expected_layer") == found.get("expected_layer"):
+        text += f"<br>study summary: E[l] = {number(found['expected_layer'], 2)}"
     return text
 
 

@@ -208,3 +208,19 @@ def test_split_values_other_than_train_val_and_test_are_named_with_their_counts(
     assert usable.all()  # no usable value: the split is not used (treebank files named by their stems)
     assert note.startswith("no row of f.h5 has a split value featx uses (train, val (dev, validation, valid) and ")
     assert "2 rows with split 'b' and 1 row with split 'a'; the split is not used, every row cross-validated" in note
+
+
+def test_a_feature_of_float_rounding_noise_is_constant_to_the_scaler():
+    """MiniLM's top layer has a dimension that is zero up to one float32 ulp (0 or -1.19e-7, std 1.3e-8 against
+    0.27 for the layer's values): standardised, that noise became a feature of several units, and a probe's
+    weight on it, divided by 1.3e-8 in the model's space, made a bundle's direction that axis and its score move
+    by millions when steered. Rounding noise is a constant feature: scale 1, as an exactly constant one."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(0, 0.3, (240, 6)).astype(np.float32)
+    X[:, 2] = np.where(rng.random(240) < 0.5, 0.0, -1.1920929e-07)  # zero up to one ulp
+    X[:, 4] = 0.5  # exactly constant
+    X[:, 5] *= 1e-3  # small but real: kept
+    scaler = ev.Scaler(X)
+    assert scaler.scale[2] == 1.0 and scaler.scale[4] == 1.0
+    assert scaler.scale[5] == pytest.approx(X[:, 5].std(), rel=1e-4) and scaler.scale[0] == pytest.approx(0.3, rel=0.2)
+    assert np.abs(scaler(X)[:, 2]).max() < 1e-6

@@ -27,7 +27,7 @@ LINKS = {
 @pytest.fixture(scope="module")
 def page() -> str:
     summary = study_rows().groupby(["model", "corpus", "label"], as_index=False).first()
-    summary = summary[["model", "corpus", "label"]].assign(chosen_layer=3, layers_not_below="2,3", expected_layer=1.5)
+    summary = summary[["model", "corpus", "label"]].assign(chosen_layer=3, tied_layers="2,3", expected_layer=1.5)
     return render_study_report(study_rows(), summary=summary, links=LINKS, title=f"study of {HOSTILE}")
 
 
@@ -77,7 +77,26 @@ def test_the_figures_hold_the_tables_numbers(page):
     assert lines[0]["y"] == pytest.approx(curve.score.tolist()) and lines[0]["x"] == curve.relative_depth.tolist()
     expected = [t for t in _figure(page, 3)["data"] if t["meta"]["combo"] == 0][0]
     want = table.expected_layer(curve.layer, curve.score) / 4
-    assert expected["x"][0] == pytest.approx(want) and "study summary: E[l] = 1.5" in expected["text"][0]
+    assert expected["x"][0] == pytest.approx(want) and "study summary: E[l] = 1.50" in expected["text"][0]
+
+
+def test_the_hovers_read_the_summary_featx_study_writes():
+    """The summary ``featx study run`` writes (``featx.study.summarise``): the depth hover names its
+    ``tied_layers`` spans ("2-3"), and the expected-layer hover gives its E[l] only on the curve it was computed
+    on (the chosen pooling and classifier, at the study's metric), never beside another pooling's E[l]."""
+    from featx.study import summarise
+
+    rows = study_rows().assign(site="hidden", group=None, p_vs_best=0.5)
+    rows["significant_vs_best"] = ~rows.layer.isin([2, 3])
+    summary = summarise(rows[rows.metric == "accuracy"])
+    assert set(summary.tied_layers) == {"2-3"}
+    page = render_study_report(rows, summary=summary)
+    depth = _figure(page, 1)["data"][0]["text"][0][0]
+    assert "layers not significantly below: 2-3 (relative depth 0.50 to 0.75)" in depth
+    expected = {t["meta"]["combo"]: t["text"][0] for t in _figure(page, 3)["data"] if t["name"] == "minilm"}
+    e_mean = table.expected_layer(range(5), rows[(rows.model == "minilm") & (rows.pooling == "mean")].score[:5])
+    assert f"study summary: E[l] = {e_mean:.2f}" in expected[0]  # accuracy x mean: the summary's own curve
+    assert "study summary" not in expected[1] and "study summary" not in expected[2]  # cls; macro-F1
 
 
 def test_heatmap_cells_carry_their_reports_link(page):
