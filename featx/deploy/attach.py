@@ -77,13 +77,15 @@ def score_head_candidate(path, spec: LayerSpec, pooling: str, pairs, y, classes,
         return scores
 
 
-def choose_heads(plan, report=None) -> list[Candidate]:
-    """Every candidate's cross-validated UAS on the training sentences, best first (ties: the earlier one)."""
+def choose_heads(plan, report=None, splits=None) -> list[Candidate]:
+    """Every candidate's cross-validated UAS on the training sentences, best first (ties: the earlier one);
+    ``splits``: the folds over the training pairs (drawn here, a sentence's pairs in one fold, when not given)."""
     from ..probing import job_workers, run_jobs
 
     options = fit_options(plan)
     pairs, y, groups = plan.rows[plan.train], plan.y[plan.train], plan.grouping.codes[plan.train]
-    splits = cv_folds(y, len(plan.classes), options["folds"], options["seed"], groups)
+    if splits is None:
+        splits = cv_folds(y, len(plan.classes), options["folds"], options["seed"], groups)
     common = (pairs, y, plan.classes, splits, options, groups)
     jobs = [(plan.path, spec, pooling, *common) for spec, pooling in plan.candidates]
     workers = job_workers(options.get("jobs"), len(jobs))

@@ -172,16 +172,19 @@ def choose(
     options: dict,
     report: Callable[[str], None] | None = None,
     groups: np.ndarray | Groups | None = None,
+    splits: list[tuple[np.ndarray, np.ndarray]] | None = None,
 ) -> list[Candidate]:
     """Every candidate's cross-validated score on the training rows, best first. ``rows`` are the stored
     rows (or words, ``options["level"]`` "word") of the training part (the only ones read), ``y`` their
     targets, ``groups`` their sentences (words: folds keep a sentence whole) or ``--group``'s ``Groups`` (folds
     and every head's holdouts keep a group whole); ``options`` are ``fit_head``'s
-    keywords, ``folds``, ``seed`` and ``jobs`` (candidates scored side by side, one process each)."""
+    keywords, ``folds``, ``seed`` and ``jobs`` (candidates scored side by side, one process each); ``splits``: the
+    folds (``cv_folds``' over these rows and groups, drawn here when not given)."""
     from ..probing import job_workers, run_jobs
 
     n_classes = None if classes is None else len(classes)
-    splits = cv_folds(y, n_classes, options["folds"], options["seed"], groups)
+    if splits is None:
+        splits = cv_folds(y, n_classes, options["folds"], options["seed"], groups)
     inner = groups.codes if isinstance(groups, Groups) else groups  # the heads' holdouts: whole groups (sentences)
     jobs = [(path, spec, pooling, rows, y, classes, splits, metric, options, inner) for spec, pooling in candidates]
     workers = job_workers(options.get("jobs"), len(jobs))

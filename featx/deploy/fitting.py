@@ -3,7 +3,9 @@
 The layer spec and pooling (``auto``: every stored one) are chosen by cross-validation on the training rows
 (``choose``); the chosen head is then trained on every training row (its C or alpha chosen on a holdout of
 them) and, when the file has a test split, scored once on the test rows, with a 95% bootstrap interval,
-beside the majority class (or the training mean). The test rows are read only for that score.
+beside the majority class (or the training mean) and the lexical baseline. The test rows are read only for that
+score. Without a test split the cross-validated score is the estimate, and it stands beside the same baselines
+cross-validated over the very folds the candidates were scored on (``cv_baselines``).
 """
 
 from __future__ import annotations
@@ -25,16 +27,19 @@ from .attach import choose_heads, head_test, head_test_lines
 from .bundle import write_bundle
 from .choose import Candidate, choose, fit_any, fit_options, score_of, take
 from .config import FitConfig
+from .cv_baselines import (
+    LEXICAL_NAMES,
+    choice_groups,
+    cv_baseline_text,
+    cv_baselines,
+    lexical_options,
+    selection_folds,
+    word_keys,
+)
 from .features import matrix_reader
 from .plan import FitPlan, resolve_fit
 from .probe import Probe
 
-# What the lexical baseline is, by the label's level: words alone, as featx probe computes them.
-LEXICAL_NAMES = {
-    "sentence": "TF-IDF n-grams",
-    "word": "most frequent class of each word type",
-    "arc": "most frequent relation of each dependent's word type",
-}
 # What a plan's items are called, by level.
 ITEMS = {"sentence": "rows", "word": "words", "arc": "arcs"}
 
@@ -42,7 +47,8 @@ ITEMS = {"sentence": "rows", "word": "words", "arc": "arcs"}
 @dataclass
 class FitResult:
     """What ``fit`` gives back: the probe (also written to ``path`` unless ``write=False``), the candidates'
-    cross-validated scores (best first), the test score with its interval, and notes."""
+    cross-validated scores (best first), the test score with its interval (without test rows: the baselines'
+    scores over the same folds, ``cv_baselines``), and notes."""
 
     probe: Probe
     path: Path | None
@@ -52,6 +58,7 @@ class FitResult:
     notes: list[str] = field(default_factory=list)
     trained_on: str = ""  # which rows the saved head was trained on (summary's line)
     group: str | None = None  # --group: the column whose groups every choice kept whole
+    cv_baselines: dict | None = None  # without a test split: the baselines over the candidates' folds
 
     def _test_lines(self) -> list[str]:
         """The test score beside the majority class (training mean) and the lexical baseline."""
@@ -74,6 +81,12 @@ class FitResult:
             )
         return lines
 
+    def _cv_beside(self) -> str:
+        """The baselines over the same folds, after the cross-validated score (without a test split only)."""
+        if self.test is not None or self.cv_baselines is None:
+            return ""
+        return "; " + cv_baseline_text(self.probe, self.cv_baselines, self.metric)
+
     @property
     def chosen(self) -> Candidate:
         """The chosen candidate (layer spec, pooling and cross-validated score)."""
@@ -95,7 +108,7 @@ class FitResult:
             _what(probe),
             f"chosen: layer {best.spec.name}, pooling {best.pooling}, {probe.head.classifier} "
             f"({tuned}), of {len(self.candidates)} candidate(s) by {metric} on the training {unit}",
-            f"cross-validated {metric} (training {items}): {cv}",
+            f"cross-validated {metric} (training {items}): {cv}" + self._cv_beside(),
             *([self.trained_on] if self.trained_on else []),
         ]
         if self.test is not None:
@@ -162,22 +175,13 @@ def _test_score(plan: FitPlan, head: Any, X_test: Any, best: Candidate) -> dict:
 def _lexical(plan: FitPlan) -> np.ndarray | None:
     """The lexical baseline's test predictions, fitted on the training rows only (as in ``featx probe``):
     TF-IDF n-grams for a sentence label, the most frequent class of each word type for a word label."""
-    from ..probing import lexical_predictions, per_type_predictions, word_types
+    from ..probing import lexical_predictions, per_type_predictions
 
     if plan.level in ("word", "arc"):  # an arc: its dependent's type, as featx probe keys it
         assert plan.classes is not None
-        with FeatureFile(plan.path) as features:
-            keys = word_types(features)[plan.rows if plan.level == "word" else plan.rows[:, 1]].astype(str)
+        keys = word_keys(plan, plan.rows)
         return per_type_predictions(keys, plan.y, plan.train, plan.test, len(plan.classes))
-    config = plan.config
-    options = {
-        "classes": plan.classes is not None,
-        "cs": tuple(config.cs),
-        "alphas": tuple(config.alphas),
-        "balanced": bool(config.balanced),
-        "seed": int(config.seed),
-        "groups": _holdout_groups(plan),
-    }
+    options = lexical_options(plan, _holdout_groups(plan))
     with FeatureFile(plan.path) as features:
         return lexical_predictions(features, plan.rows, plan.y, plan.train, plan.test, options, plan.notes)
 
@@ -188,12 +192,11 @@ def _holdout_groups(plan: FitPlan) -> np.ndarray | None:
     return None if plan.grouping is None else plan.grouping.codes
 
 
-def _selection(plan: FitPlan, report: Callable[[str], None] | None) -> list[Candidate]:
-    rows, y = plan.rows[plan.train], plan.y[plan.train]
-    groups: Any = None
-    if plan.grouping is not None:  # words: their sentences (word folds); --group: its groups (probe's group k-fold)
-        groups = plan.grouping.codes[plan.train] if plan.level != "sentence" else plan.grouping.take(plan.train)
-    return choose(plan.path, plan.candidates, rows, y, plan.classes, plan.metric, fit_options(plan), report, groups)
+def _selection(plan: FitPlan, report: Callable[[str], None] | None, folds: list) -> list[Candidate]:
+    """Every candidate's score over ``folds``; words: their sentences kept whole, --group: its groups."""
+    rows, y, groups = plan.rows[plan.train], plan.y[plan.train], choice_groups(plan)
+    options = fit_options(plan)
+    return choose(plan.path, plan.candidates, rows, y, plan.classes, plan.metric, options, report, groups, folds)
 
 
 def fit(config: FitConfig | str | Path | None = None, report: Callable[[str], None] | None = None, **options: Any):
@@ -213,7 +216,8 @@ def fit(config: FitConfig | str | Path | None = None, report: Callable[[str], No
         check_overwrite(plan.output, "probe bundle", is_bundle_folder)
     if plan.config.write:
         check_writable(plan.output)  # before the candidates are scored, not after
-    candidates = choose_heads(plan, report) if plan.arcs == SELECTOR else _selection(plan, report)
+    folds = selection_folds(plan)  # the candidates' folds, and the baselines' without a test split
+    candidates = choose_heads(plan, report, folds) if plan.arcs == SELECTOR else _selection(plan, report, folds)
     best, opts = candidates[0], fit_options(plan)
     read = matrix_reader(plan.level)
     with FeatureFile(plan.path) as features:
@@ -224,14 +228,15 @@ def fit(config: FitConfig | str | Path | None = None, report: Callable[[str], No
         groups = None if holdout is None else holdout[plan.train]
         head = fit_any(opts["classifier"], take(X, plan.train), plan.y[plan.train], plan.classes, opts, dev, groups)
     test = _test_score(plan, head, take(X, plan.test), best) if len(plan.test) else None
-    info = _info(plan, candidates, test, dev)
+    cv = cv_baselines(plan, folds) if test is None else None
+    info = _info(plan, candidates, test, dev, cv)
     probe = Probe(head, best.spec, best.pooling, _extraction(plan), info)
     path = None
     if plan.config.write:
         with writing(plan.output):  # a full disk or a read-only folder: one line, no half-written bundle
             probe.path = path = write_bundle(probe, plan.output, overwrite=plan.config.overwrite)
     trained_on = _trained_on(plan, dev, opts["classifier"])
-    return FitResult(probe, path, plan.metric, candidates, test, plan.notes, trained_on, plan.config.group)
+    return FitResult(probe, path, plan.metric, candidates, test, plan.notes, trained_on, plan.config.group, cv)
 
 
 def _dev_positions(plan: FitPlan, kind: str) -> np.ndarray | None:
@@ -287,7 +292,7 @@ def _group_fields(plan: FitPlan) -> dict:
     return {"group": plan.grouping.column, "n_groups": plan.grouping.take(plan.train).count}
 
 
-def _info(plan: FitPlan, candidates: list[Candidate], test: dict | None, dev: np.ndarray | None) -> dict:
+def _info(plan: FitPlan, candidates: list[Candidate], test: dict | None, dev: np.ndarray | None, cv=None) -> dict:
     def number(value):
         return float(value) if value is not None and np.isfinite(value) else None
 
@@ -306,6 +311,7 @@ def _info(plan: FitPlan, candidates: list[Candidate], test: dict | None, dev: np
             "cv_score": number(candidates[0].score),
             "candidates": [{"layer": c.spec.name, "pooling": c.pooling, "score": number(c.score)} for c in candidates],
             "test": None if test is None else {key: number(value) for key, value in test.items()},
+            **({"cv_baselines": cv} if cv is not None else {}),  # without a test split: scored over the same folds
         },
         "features_file": {"path": str(plan.path.resolve()), "fingerprint": plan.fingerprint},
     }

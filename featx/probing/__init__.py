@@ -35,6 +35,7 @@ _HOMES = {
     "ProbeTask": "tasks.base",
     "describe_labels": "label_summary",
     "lexical_predictions": "tasks.lexical",
+    "lexical_fold_predictions": "tasks.lexical",
     "per_type_predictions": "tasks.word_items",
     "word_types": "tasks.word_items",
     "add_labels": "labels",

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 import featx
 from featx.cli import main
-from featx.deploy import choose
+from featx.deploy import cv_baselines
 from featx.errors import InputError
 
 QUICK = dict(write=False, jobs=1, n_bootstrap=100, layer="1", pooling="mean")
@@ -29,8 +29,8 @@ def test_the_choice_folds_never_split_a_chain_and_the_bundle_records_the_name(ch
         drawn.append((pairs, groups))
         return pairs
 
-    original = choose.cv_folds
-    monkeypatch.setattr(choose, "cv_folds", spy)
+    original = cv_baselines.cv_folds  # the folds the candidates (and, without a test split, the baselines) use
+    monkeypatch.setattr(cv_baselines, "cv_folds", spy)
     result = featx.fit(path, label="label", group="@texts", **QUICK)
     assert drawn
     for pairs, groups in drawn:  # no split: the training rows are every row, in order

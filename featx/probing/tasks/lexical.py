@@ -203,17 +203,34 @@ def lexical_predictions(
     beside its test score. ``options``: ``classes`` (bool), ``cs``, ``alphas``, ``balanced``, ``seed``, and
     ``groups`` (each row's group, held out whole; optional). None, with a note, where the file stores no texts
     or the training texts share no n-gram."""
+    every = lexical_fold_predictions(features, rows, y, [(train, test)], options, notes)
+    return None if every is None else every[0]
+
+
+def lexical_fold_predictions(
+    features: FeatureFile, rows: np.ndarray, y, folds: list, options: dict, notes: list[str]
+) -> list[np.ndarray] | None:
+    """``lexical_predictions`` of each of ``folds`` (``(train, test)`` positions of ``rows``): every fold's
+    TF-IDF and C (alpha) fitted on its own training part only, the texts read and their n-grams counted once.
+    The cross-validated reference ``featx fit`` prints beside its cross-validated score without a test split.
+    None, with a note, where the file stores no texts or a fold's training texts share no n-gram."""
     texts = read_texts(features, rows, True, notes)
     if texts is None:
         return None
     seed, balanced, groups = int(options["seed"]), bool(options["balanced"]), options.get("groups")
+    out = []
     try:
-        if options["classes"]:
-            return classify_fold(texts, y, train, test, None, options["cs"], balanced, seed, groups).predictions
-        return regress_fold(texts, y, train, test, None, options["alphas"], seed, groups).predictions
+        for train, test in folds:
+            if options["classes"]:
+                out.append(
+                    classify_fold(texts, y, train, test, None, options["cs"], balanced, seed, groups).predictions
+                )
+            else:
+                out.append(regress_fold(texts, y, train, test, None, options["alphas"], seed, groups).predictions)
     except ValueError as error:  # e.g. an empty vocabulary: no n-gram in 2 training texts
         _skipped(error, notes)
         return None
+    return out
 
 
 def _skipped(error: ValueError | str, notes: list[str]) -> None:
