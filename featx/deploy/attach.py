@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..probing import arc_features, bootstrap_intervals, gold_attachments
+from ..probing import arc_features, bootstrap_intervals, fold_mean, gold_attachments
 from ..selection import LayerSpec
 from .choose import Candidate, cv_folds, fit_any, fit_options
 
@@ -93,7 +93,7 @@ def choose_heads(plan, report=None, splits=None) -> list[Candidate]:
     every = run_jobs(score, jobs, workers) if workers > 1 else (score(*job) for job in jobs)
     scored = []
     for number, ((spec, pooling), fold_scores) in enumerate(zip(plan.candidates, every, strict=True), 1):
-        scored.append(Candidate(spec, pooling, float(np.mean(fold_scores)), tuple(fold_scores)))
+        scored.append(Candidate(spec, pooling, fold_mean(fold_scores), tuple(fold_scores)))  # ties: the earlier one
         if report is not None:
             report(f"[{number}/{len(plan.candidates)}] layer {spec.name} {pooling}: uas {scored[-1].score:.4f}")
     order = sorted(range(len(scored)), key=lambda i: (-scored[i].score, i))

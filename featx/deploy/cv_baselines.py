@@ -124,7 +124,7 @@ def _head_baselines(plan, folds: Folds) -> dict:
         neighbour.append(float(np.mean(nearest == test[1])))
         sides.add(side)
     name = f"{sides.pop()}_neighbour" if len(sides) == 1 else "neighbour"
-    return {"folds": len(folds), "offset": _finite(float(np.mean(offset))), name: _finite(float(np.mean(neighbour)))}
+    return {"folds": len(folds), "offset": _finite(fold_mean(offset)), name: _finite(fold_mean(neighbour))}
 
 
 def _finite(value: float) -> float | None:

@@ -226,3 +226,26 @@ def test_a_hostile_arc_manifest_is_refused(selector, tmp_path, edit, message):
     (bundle / "manifest.json").write_text(json.dumps({**manifest, **edit}))
     with pytest.raises(InputError, match=message):
         featx.load(bundle)
+
+
+def test_a_head_selectors_fold_means_equal_but_for_rounding_tie_to_the_earlier_candidate(monkeypatch):
+    """(0.5, 0.5, 0.65) and (0.55, 0.55, 0.55) are the same UAS: the earlier candidate wins, as fit's others do."""
+    from types import SimpleNamespace
+
+    from featx.deploy import attach
+
+    folds = {"early": [0.5, 0.5, 0.65], "late": [0.55, 0.55, 0.55]}
+    monkeypatch.setattr(attach, "fit_options", lambda plan: {"folds": 3, "seed": 0, "jobs": 1})
+    monkeypatch.setattr(attach, "cv_folds", lambda *args: [])
+    monkeypatch.setattr(attach, "score_head_candidate", lambda path, spec, *rest: folds[spec])
+    plan = SimpleNamespace(
+        rows=np.zeros((4, 2), np.int64),
+        y=np.arange(4) % 2,
+        train=np.arange(4),
+        classes=["no-arc", "arc"],
+        grouping=SimpleNamespace(codes=np.zeros(4, np.int64)),
+        candidates=[("early", "mean"), ("late", "mean")],
+        path=None,
+    )
+    assert np.mean(folds["early"]) < np.mean(folds["late"])  # unrounded, the later one would win
+    assert [candidate.spec for candidate in attach.choose_heads(plan)] == ["early", "late"]
