@@ -108,6 +108,42 @@ def test_featx_embed_gives_one_array(tiny_model):
     np.testing.assert_array_equal(featx.embed(TEXTS, model=str(tiny_model), layer=1), mean)
 
 
+def test_featx_embed_gives_the_site_it_is_asked_for(tiny_model):
+    """``site=`` picks the array; ``sites=`` (the plural of featx.extraction.embed) is refused, never ignored."""
+    whole = embed(TEXTS, model=str(tiny_model), layers="1", sites="ffn")
+    ffn = featx.embed(TEXTS, model=str(tiny_model), layer=1, site="ffn")
+    np.testing.assert_array_equal(ffn, whole.array(1, "mean", site="ffn"))
+    assert ffn.shape[1] != whole.array(1, "mean").shape[1]  # the intermediate's width, not the hidden state's
+
+
+ONE_ARRAY_REFUSED = [
+    ({"layers": "all"}, "featx.embed takes one layer=, not layers="),
+    ({"poolings": "cls"}, "featx.embed takes one pooling=, not poolings="),
+    ({"sites": "ffn"}, "featx.embed takes one site=, not sites="),
+    ({"layer": "all"}, "layer='all' is not one layer"),
+    ({"layer": [1, 2]}, r"layer=\[1, 2\] is not one layer"),
+    ({"layer": True}, "layer=True is not one layer"),
+    ({"pooling": "mean,cls"}, "pooling='mean,cls' is not one pooling"),
+    ({"pooling": ["mean"]}, r"pooling=\['mean'\] is not one pooling"),
+    ({"site": "hidden,ffn"}, "site='hidden,ffn' is not one site"),
+]
+
+
+@pytest.mark.parametrize("options,message", ONE_ARRAY_REFUSED, ids=[case[1][:30] for case in ONE_ARRAY_REFUSED])
+def test_featx_embed_refuses_several_before_loading(options, message, monkeypatch):
+    """One InputError before the model loads, never a TypeError, a ValueError after the forward pass, or a
+    keyword ignored."""
+    from featx.extraction.model import loading as modeling
+
+    def no_load(*args, **kwargs):
+        raise AssertionError("the model was loaded before the inputs were checked")
+
+    monkeypatch.setattr(modeling, "load_model", no_load)
+    with pytest.raises(InputError, match=message) as error:
+        featx.embed(["a text"], model="no/such-model", **options)
+    assert "featx.extraction.embed" in error.value.hint
+
+
 BAD_INPUTS = [
     ([], {}, "texts is empty"),
     ("one text", {}, "texts is a single string"),
