@@ -219,6 +219,11 @@ def _layouts(config: ExtractConfig, loaded: LoadedModel, layers: list[int], pool
         )
     site_poolings = tuple(name for name in poolings if name != "pooler")  # the pooler head reads hidden only
     hooked = tuple(site for site in sites if site.name != HIDDEN_SITE)
+    if hooked and not site_poolings and not config.tokens:
+        raise InputError(
+            f"--site {hooked[0].name} would store nothing: the pooling pooler reads hidden only",
+            "add a pooling for the site, e.g. --pooling pooler,mean, or --tokens for its token states",
+        )
     layouts = [hidden_layout(layers, loaded.hidden_size, poolings)]
     for site in hooked:
         assert site.width is not None  # measured above
