@@ -95,9 +95,9 @@ def resolve_window(config: ExtractConfig, loaded: LoadedModel) -> WindowSpec | N
     budget = loaded.max_length - n_lead - n_trail
     if budget < 2:
         raise InputError(
-            f"--long window: a window of {loaded.max_length} tokens leaves no room for text "
-            f"besides {n_lead + n_trail} special tokens",
-            "raise --max-length",
+            f"--long window: a window of {loaded.max_length} tokens leaves {max(budget, 0)} token"
+            f"{'' if budget == 1 else 's'} for text besides {n_lead + n_trail} special tokens; windows need 2",
+            f"raise --max-length to at least {n_lead + n_trail + 2}",
         )
     stride = budget // 4 if config.stride is None else int(config.stride)
     if stride >= budget:
