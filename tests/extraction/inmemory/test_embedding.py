@@ -194,6 +194,17 @@ def test_extract_refuses_in_memory_texts_clearly(texts):
     assert "featx.embed" in error.value.hint
 
 
+def test_extract_of_a_list_of_files_names_more_corpora(tmp_path):
+    """The CLI's ``featx extract a.conllu b.conllu`` is ``featx.extract(a, more_corpora=[b])``: a list of files
+    names that, not featx.embed (which the hint of in-memory texts says)."""
+    files = [tmp_path / "g-train.conllu", tmp_path / "g-test.conllu"]
+    for path in files:
+        path.write_text("1\tHi\t_\tINTJ\t_\t_\t0\troot\t_\t_\n\n", encoding="utf-8")
+    with pytest.raises(InputError, match="featx.extract takes a corpus file path") as error:
+        featx.extract([str(files[0]), files[1]], model="default")
+    assert "more_corpora=" in error.value.hint and "featx.embed" not in error.value.hint
+
+
 def test_embed_long_window_equals_extract(tiny_model, tmp_path):
     """``long="window"``: rows longer than ``max_length`` run as overlapping windows, in memory as in the file."""
     corpus = write_csv(tmp_path / "corpus.csv", SENTENCES)
