@@ -110,10 +110,10 @@ def test_featx_embed_gives_one_array(tiny_model):
 
 def test_featx_embed_gives_the_site_it_is_asked_for(tiny_model):
     """``site=`` picks the array; ``sites=`` (the plural of featx.extraction.embed) is refused, never ignored."""
-    whole = embed(TEXTS, model=str(tiny_model), layers="1", sites="ffn")
-    ffn = featx.embed(TEXTS, model=str(tiny_model), layer=1, site="ffn")
-    np.testing.assert_array_equal(ffn, whole.array(1, "mean", site="ffn"))
-    assert ffn.shape[1] != whole.array(1, "mean").shape[1]  # the intermediate's width, not the hidden state's
+    whole = embed(TEXTS[:2], model=str(tiny_model), layers="1", poolings="max", sites="ffn")
+    ffn = featx.embed(TEXTS[:2], model=str(tiny_model), layer=1, pooling="max", site="ffn")
+    np.testing.assert_array_equal(ffn, whole.array(1, "max", site="ffn"))
+    assert ffn.shape[1] != whole.array(1, "max").shape[1]  # the intermediate's width, not the hidden state's
 
 
 ONE_ARRAY_REFUSED = [
