@@ -31,13 +31,14 @@ def extract(corpus=None, **options):
         return _extract(config)
 
 
-def embed(texts, model: str = "default", layer: int = -1, pooling: str = "mean", **options):
+def embed(texts, model: str = "default", layer: int = -1, pooling: str = "mean", site: str = "hidden", **options):
     """The ``(rows, width)`` float32 features of in-memory ``texts`` (a list, numpy array, pandas Series or
-    one-column DataFrame) at one ``layer`` (negative: from the top) and ``pooling``, without a features file;
-    ``options`` as ``featx.extraction.embed`` takes them (which returns every layer and pooling asked for)."""
-    from .extraction import embed as _embed
+    one-column DataFrame) at one ``layer`` (negative: from the top), ``pooling`` and ``site`` (``hidden``, or one
+    inside the layer such as ``ffn``), without a features file; ``options`` as ``featx.extraction.embed`` takes
+    them (which returns every layer, pooling and site asked for: ``layers=``, ``poolings=``, ``sites=``)."""
+    from .extraction import embed_one
 
-    return _embed(texts, model=model, layers=str(layer), poolings=pooling, **options).array(layer, pooling)
+    return embed_one(texts, model=model, layer=layer, pooling=pooling, site=site, **options)
 
 
 def probe(features=None, **options):

@@ -57,6 +57,7 @@ _HOMES = {
     "MergeSummary": "shards.merge",
     "MergeConfig": "shards.merge",
     "embed": "inmemory.sentences",
+    "embed_one": "inmemory.sentences",
     "Embeddings": "inmemory.sentences",
     # what featx.deploy and featx.sklearn build on: inputs, the model, in-memory encoding
     "Corpus": "inputs.corpus",

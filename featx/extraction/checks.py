@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import codecs
+import dataclasses
 import math
 from pathlib import Path
 from typing import Any
@@ -137,6 +138,16 @@ def _check_words(config: ExtractConfig) -> None:
     normalise(config, "more_corpora", tuple(str(path) for path in config.more_corpora or ()))
     if check_word_options(config) is not None:
         normalise(config, "long", "window")
+    elif config.word_pooling != _default(config, "word_pooling"):  # a table has no word vectors: it would be ignored
+        raise InputError(
+            "--word-pooling applies to word inputs (CoNLL-U, --columns files, JSON Lines of tokens), "
+            "not to a table of texts",
+            "leave --word-pooling out (--pooling chooses a text's poolings), or give a word input",
+        )
+
+
+def _default(config: ExtractConfig, name: str) -> Any:
+    return next(each.default for each in dataclasses.fields(config) if each.name == name)
 
 
 def is_word_input(config: ExtractConfig) -> bool:

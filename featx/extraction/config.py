@@ -257,6 +257,12 @@ class ExtractConfig(Options):
     CONSTRAINTS: ClassVar[tuple[Check, ...]] = CONSTRAINTS
 
 
+def _all_files(value) -> bool:
+    """Whether ``value`` is a list or tuple of paths of existing files (the CLI's several CORPUS arguments)."""
+    items = value if isinstance(value, (list, tuple)) else []
+    return bool(items) and all(isinstance(item, (str, os.PathLike)) and os.path.isfile(item) for item in items)
+
+
 def make_config(config: ExtractConfig | str | Path | None = None, **options) -> ExtractConfig:
     """An ``ExtractConfig`` from a corpus path and options, or a config with some options replaced (an old
     keyword of a renamed option, ``seed``, is taken with a deprecation warning)."""
@@ -273,7 +279,9 @@ def make_config(config: ExtractConfig | str | Path | None = None, **options) -> 
     if config is not None and not isinstance(config, (str, Path, ExtractConfig)):
         raise InputError(
             f"featx.extract takes a corpus file path (or an ExtractConfig), not a {type(config).__name__}",
-            "featx.embed(texts, ...) takes in-memory texts and returns their features as an array "
+            "several word input files make one features file as featx.extract(first, more_corpora=[the others])"
+            if _all_files(config)
+            else "featx.embed(texts, ...) takes in-memory texts and returns their features as an array "
             "(featx.extraction.embed: every layer and pooling); or write the texts to a CSV and extract that",
         )
     if isinstance(config, (str, Path)):

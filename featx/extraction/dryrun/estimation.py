@@ -154,8 +154,10 @@ def _file_bytes(plan, corpus, tokenized, loaded, n_rows: int, n_tokens: int) -> 
         pooled += site_pooled
         token_bytes += site_tokens - (n_tokens * 8 + (n_rows + 1) * 8 if plan.with_tokens else 0)  # ids: once
     if plan.word_paths:  # word inputs: each word's vectors, and its form, labels, head and subword count
-        n_words = int(tokenized.word_offsets[-1])
-        pooled += n_words * plan.word_bytes()
+        from ...store import allocated_rows
+
+        n_words = int(tokenized.word_offsets[-1])  # stored in whole chunks, like the pooled rows
+        pooled += allocated_rows(n_words, plan.hidden.width, plan.itemsize) * plan.word_bytes()
         other += n_words * (16 + 4 * (len(corpus.words.labels) + 2))
     return pooled, token_bytes, other
 

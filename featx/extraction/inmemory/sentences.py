@@ -199,3 +199,30 @@ def embed(texts, *, text_pairs=None, **options) -> Embeddings:
 
 
 embed.__doc__ = (embed.__doc__ or "") + keyword_doc(ExtractConfig, EMBED_KEYWORDS, EMBED_DEFAULTS)
+
+
+def _one(name: str, value, is_one: bool, example: str) -> None:
+    if not is_one:
+        raise InputError(
+            f"{name}={value!r} is not one {name}: featx.embed returns one array",
+            f"give one, e.g. {name}={example}; for several, featx.extraction.embed(texts, {name}s=...) returns "
+            "them all (its .array(layer, pooling, site) gives each)",
+        )
+
+
+def embed_one(texts, *, layer=-1, pooling: str = "mean", site: str = HIDDEN_SITE, **options) -> np.ndarray:
+    """``featx.embed``: the ``(rows, width)`` float32 features of one ``layer``, ``pooling`` and ``site``, each
+    checked to be one (``layers=``, ``poolings=`` and ``sites=`` are ``embed``'s) before the model loads."""
+    for name in ("layer", "pooling", "site"):
+        if f"{name}s" in options:
+            raise InputError(
+                f"featx.embed takes one {name}=, not {name}s=",
+                f"give {name}=...; for several, featx.extraction.embed(texts, {name}s=...) returns them all",
+            )
+    whole = isinstance(layer, (int, np.integer)) or (isinstance(layer, str) and layer.strip().lstrip("-").isdigit())
+    _one("layer", layer, whole and not isinstance(layer, bool), "3 or layer=-1 (the top)")
+    _one("pooling", pooling, isinstance(pooling, str) and "," not in pooling, "'mean'")
+    _one("site", site, isinstance(site, str) and "," not in site, "'ffn'")
+    sites = {} if site == HIDDEN_SITE else {"sites": site}
+    embedded = embed(texts, layers=str(int(layer)), poolings=pooling, **sites, **options)
+    return embedded.array(int(layer), pooling, site=site)

@@ -182,10 +182,10 @@ def _refuse_combinations(config, word_input: bool) -> None:
             f"{flag} does not combine with --text-pair-col",
             "name both columns in the template instead, e.g. --template '{premise} ... {hypothesis}'",
         )
+    if word_input:  # before --long: a word input's long is always window, which no one typed
+        raise InputError(f"{flag} applies to tables of texts, not word inputs", "extract the table of texts")
     if config.long == "window":
         raise InputError(f"{flag} does not combine with --long window", "leave --long out: the text is cut to fit")
-    if word_input:
-        raise InputError(f"{flag} applies to tables of texts, not word inputs", "extract the table of texts")
 
 
 def _chat_messages(system: str | None, user: str) -> list[dict]:

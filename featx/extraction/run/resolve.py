@@ -95,9 +95,9 @@ def resolve_window(config: ExtractConfig, loaded: LoadedModel) -> WindowSpec | N
     budget = loaded.max_length - n_lead - n_trail
     if budget < 2:
         raise InputError(
-            f"--long window: a window of {loaded.max_length} tokens leaves no room for text "
-            f"besides {n_lead + n_trail} special tokens",
-            "raise --max-length",
+            f"--long window: a window of {loaded.max_length} tokens leaves {max(budget, 0)} token"
+            f"{'' if budget == 1 else 's'} for text besides {n_lead + n_trail} special tokens; windows need 2",
+            f"raise --max-length to at least {n_lead + n_trail + 2}",
         )
     stride = budget // 4 if config.stride is None else int(config.stride)
     if stride >= budget:
@@ -219,6 +219,11 @@ def _layouts(config: ExtractConfig, loaded: LoadedModel, layers: list[int], pool
         )
     site_poolings = tuple(name for name in poolings if name != "pooler")  # the pooler head reads hidden only
     hooked = tuple(site for site in sites if site.name != HIDDEN_SITE)
+    if hooked and not site_poolings and not config.tokens:
+        raise InputError(
+            f"--site {hooked[0].name} would store nothing: the pooling pooler reads hidden only",
+            "add a pooling for the site, e.g. --pooling pooler,mean, or --tokens for its token states",
+        )
     layouts = [hidden_layout(layers, loaded.hidden_size, poolings)]
     for site in hooked:
         assert site.width is not None  # measured above

@@ -108,6 +108,42 @@ def test_featx_embed_gives_one_array(tiny_model):
     np.testing.assert_array_equal(featx.embed(TEXTS, model=str(tiny_model), layer=1), mean)
 
 
+def test_featx_embed_gives_the_site_it_is_asked_for(tiny_model):
+    """``site=`` picks the array; ``sites=`` (the plural of featx.extraction.embed) is refused, never ignored."""
+    whole = embed(TEXTS[:2], model=str(tiny_model), layers="1", poolings="max", sites="ffn")
+    ffn = featx.embed(TEXTS[:2], model=str(tiny_model), layer=1, pooling="max", site="ffn")
+    np.testing.assert_array_equal(ffn, whole.array(1, "max", site="ffn"))
+    assert ffn.shape[1] != whole.array(1, "max").shape[1]  # the intermediate's width, not the hidden state's
+
+
+ONE_ARRAY_REFUSED = [
+    ({"layers": "all"}, "featx.embed takes one layer=, not layers="),
+    ({"poolings": "cls"}, "featx.embed takes one pooling=, not poolings="),
+    ({"sites": "ffn"}, "featx.embed takes one site=, not sites="),
+    ({"layer": "all"}, "layer='all' is not one layer"),
+    ({"layer": [1, 2]}, r"layer=\[1, 2\] is not one layer"),
+    ({"layer": True}, "layer=True is not one layer"),
+    ({"pooling": "mean,cls"}, "pooling='mean,cls' is not one pooling"),
+    ({"pooling": ["mean"]}, r"pooling=\['mean'\] is not one pooling"),
+    ({"site": "hidden,ffn"}, "site='hidden,ffn' is not one site"),
+]
+
+
+@pytest.mark.parametrize("options,message", ONE_ARRAY_REFUSED, ids=[case[1][:30] for case in ONE_ARRAY_REFUSED])
+def test_featx_embed_refuses_several_before_loading(options, message, monkeypatch):
+    """One InputError before the model loads, never a TypeError, a ValueError after the forward pass, or a
+    keyword ignored."""
+    from featx.extraction.model import loading as modeling
+
+    def no_load(*args, **kwargs):
+        raise AssertionError("the model was loaded before the inputs were checked")
+
+    monkeypatch.setattr(modeling, "load_model", no_load)
+    with pytest.raises(InputError, match=message) as error:
+        featx.embed(["a text"], model="no/such-model", **options)
+    assert "featx.extraction.embed" in error.value.hint
+
+
 BAD_INPUTS = [
     ([], {}, "texts is empty"),
     ("one text", {}, "texts is a single string"),
@@ -156,6 +192,17 @@ def test_extract_refuses_in_memory_texts_clearly(texts):
     with pytest.raises(InputError, match="featx.extract takes a corpus file path") as error:
         featx.extract(texts, model="default")
     assert "featx.embed" in error.value.hint
+
+
+def test_extract_of_a_list_of_files_names_more_corpora(tmp_path):
+    """The CLI's ``featx extract a.conllu b.conllu`` is ``featx.extract(a, more_corpora=[b])``: a list of files
+    names that, not featx.embed (which the hint of in-memory texts says)."""
+    files = [tmp_path / "g-train.conllu", tmp_path / "g-test.conllu"]
+    for path in files:
+        path.write_text("1\tHi\t_\tINTJ\t_\t_\t0\troot\t_\t_\n\n", encoding="utf-8")
+    with pytest.raises(InputError, match="featx.extract takes a corpus file path") as error:
+        featx.extract([str(files[0]), files[1]], model="default")
+    assert "more_corpora=" in error.value.hint and "featx.embed" not in error.value.hint
 
 
 def test_embed_long_window_equals_extract(tiny_model, tmp_path):

@@ -178,4 +178,8 @@ def test_bad_word_options_are_refused(tmp_path):
         ExtractConfig(corpus=conllu, text_col="sentence")
     with pytest.raises(InputError, match="--id-col 'id' .* named by their '# sent_id' comments, else FILE-N"):
         ExtractConfig(corpus=conllu, id_col="id")
+    with pytest.raises(InputError, match="--template applies to tables of texts, not word inputs"):
+        ExtractConfig(corpus=conllu, template="Sentence: {text}")  # not '--long window', which no one typed
+    with pytest.raises(InputError, match="--word-pooling applies to word inputs .* not to a table of texts"):
+        ExtractConfig(corpus=csv, word_pooling="first")  # would be ignored: a table has no word vectors
     assert ExtractConfig(corpus=conllu, word_pooling="all").word_pooling == "all"

@@ -95,6 +95,8 @@ def test_window_options_are_checked_before_the_model_runs(short_bert, long_corpu
         ExtractConfig(corpus=long_corpus, stride=4)
     with pytest.raises(InputError, match="--stride 14 must be smaller than the 14 text tokens"):
         run(long_corpus, short_bert, tmp_path / "x.h5", long="window", stride=14)
+    with pytest.raises(InputError, match="a window of 3 tokens leaves 1 token for text besides 2 special tokens"):
+        run(long_corpus, short_bert, tmp_path / "x.h5", long="window", max_length=3)  # said: no room for text
 
 
 def test_dry_run_estimate_counts_windowed_rows(short_bert, long_corpus, tmp_path):
