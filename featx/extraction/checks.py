@@ -195,6 +195,25 @@ def _check_intervene(config: ExtractConfig) -> None:
     check_intervene(config)
 
 
+def _check_seeds(config: ExtractConfig) -> None:
+    """A seed given for randomness the run does not have would be ignored: refused instead."""
+    if config.init_seed and not config.random_init:
+        raise InputError(
+            f"--init-seed {config.init_seed} seeds the random weights of --random-init, and this run keeps the "
+            "model's own weights",
+            "add --random-init for a random-weights control, or leave --init-seed out",
+        )
+    if config.intervene_seed:
+        from .edits.spec import parse_interventions
+
+        if not any(edit.kind == "random" for edit in parse_interventions(config.intervene, config.intervene_seed)):
+            raise InputError(
+                f"--intervene-seed {config.intervene_seed} seeds the directions of --intervene random:RANK@L, and "
+                "this run has no random edit",
+                "add a random edit (e.g. --intervene random:8@3), or leave --intervene-seed out",
+            )
+
+
 def output_path(config: ExtractConfig) -> Path:
     """``--output``, or ``<corpus stem>[.random-init].features.h5`` beside the corpus."""
     if config.output:
@@ -233,4 +252,5 @@ CONSTRAINTS: tuple[Check, ...] = (
     whole("init_seed", "--init-seed", minimum=0, maximum=MAX_SEED),
     whole("intervene_seed", "--intervene-seed", minimum=0, maximum=MAX_SEED),
     _check_intervene,
+    _check_seeds,
 )

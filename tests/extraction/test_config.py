@@ -25,7 +25,17 @@ BAD = [
     ({"output": "out/.h5"}, r"output out/\.h5 has no name before its \.h5"),
     ({"shards": 2}, r"--shards and --shard-index go together"),
     ({"shards": 2, "shard_index": 2}, r"--shard-index 2 is out of range"),
+    ({"init_seed": 3}, r"^--init-seed 3 seeds the random weights of --random-init, and this run keeps the model's own"),
+    (
+        {"intervene_seed": 2},
+        r"^--intervene-seed 2 seeds the directions of --intervene random:RANK@L, and this run has no",
+    ),
 ]
+
+
+def test_the_seeds_are_taken_where_their_randomness_is():
+    assert ExtractConfig(corpus="corpus.csv", random_init=True, init_seed=3).init_seed == 3
+    assert ExtractConfig(corpus="corpus.csv", intervene="random:2@1", intervene_seed=2).intervene_seed == 2
 
 
 @pytest.mark.parametrize("options, message", BAD, ids=[next(iter(options)) for options, _ in BAD])
