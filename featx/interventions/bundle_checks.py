@@ -83,19 +83,28 @@ def seen_rows_note(bundle, config: InterveneConfig, features: FeatureFile) -> st
     - ``--edit project|mean`` when the file has no split: the bundle was fitted on every labelled row, so the probes
       after the edit are scored on rows the removed directions were fitted on (with a split the bundle's rows and
       the probes' test rows are apart);
-    - ``--edit steer`` along the bundle's own direction (``reads_steered_layer``) on a file without test rows, whose
-      every row is steered: its training rows among them (with a test split only the test rows are)."""
+    - ``--edit steer`` on a file without test rows, whose every (labelled) row is measured: along the bundle's own
+      direction (``reads_steered_layer``), its training rows are steered; along a class-mean direction, cross-fitted
+      so never computed from the rows it steers, the bundle that reads the dose-response still scores the rows it
+      was trained on (with a test split only the test rows are measured)."""
     recorded = _corpus((bundle.info.get("features_file") or {}).get("fingerprint"))
     if recorded is None or recorded != _corpus(features.fingerprint):
         return None
-    if config.edit == "steer" and reads_steered_layer(bundle, config):
+    if config.edit == "steer":
         if len(split_test_rows(features)):
             return None
+        fitted = f"--bundle {config.bundle} was fitted (featx fit) on this file's corpus"
+        if not reads_steered_layer(bundle, config):
+            return (
+                f"{fitted}: the class-mean direction is cross-fitted (never computed from the rows it steers), but "
+                "the bundle whose score reads the dose-response was fitted on the rows the dose-response is measured "
+                "on (every labelled row of the file), so its scores are of rows it saw; give the file a test split, "
+                "or fit the bundle on another corpus"
+            )
         return (
-            f"--bundle {config.bundle} was fitted (featx fit) on this file's corpus: its direction toward "
-            f"{config.toward} was fitted on its training rows, which are among the rows the dose-response is "
-            "measured on (every row of the file); steer at a layer the bundle does not read for a class-mean direction "
-            "never measured on its own rows, or fit the bundle on another corpus"
+            f"{fitted}: its direction toward {config.toward} was fitted on its training rows, which are among the "
+            "rows the dose-response is measured on (every row of the file); give the file a test split, or fit the "
+            "bundle on another corpus"
         )
     if config.edit not in ("project", "mean") or features.split is not None:
         return None

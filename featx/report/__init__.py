@@ -49,6 +49,7 @@ _HOMES = {
     "labels_figure": "labels",
     "CompareConfig": "compare",
     "compare_results": "compare:compare",
+    "model_top_layer": "compare",  # what a relative depth divides by: featx compare and a study's table share it
     "SimilarityConfig": "similarity",
     "layer_similarity": "similarity:similarity",
     "PlotConfig": "figures.plot_files",

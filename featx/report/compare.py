@@ -57,7 +57,11 @@ FIELD_PLURALS = {
 
 def _file_attrs(meta: dict) -> dict:
     """The attributes of the results' features file; empty when it was moved, removed or damaged since."""
-    path = meta.get("features_file")
+    return _features_attrs(meta.get("features_file"))
+
+
+def _features_attrs(path: str | Path | None) -> dict:
+    """The attributes of a features file; empty when there is none, or it was moved, removed or damaged since."""
     if not path or not Path(path).exists():
         return {}
     try:
@@ -73,13 +77,20 @@ def _random_init(meta: dict) -> bool:
     return bool(_file_attrs(meta).get("random_init"))
 
 
+def model_top_layer(features_file: str | Path | None, layers: Iterable[int] | pd.Series) -> int:
+    """The model's top layer, what a relative depth divides by (``featx compare --relative-depth``, a study's
+    ``n_layers``): from the features file's record of the model (its hidden states less the embeddings), so that
+    a file of a few layers keeps their depth; the highest of the probed ``layers`` when the file cannot be read
+    or records none."""
+    probed_layers = pd.Series(list(layers), dtype=float).dropna()
+    probed = max(1, int(probed_layers.max())) if len(probed_layers) else 1
+    recorded = pd.to_numeric(pd.Series([_features_attrs(features_file).get("n_model_layers")]), errors="coerce")
+    return max(probed, int(recorded.iloc[0]) - 1) if pd.notna(recorded.iloc[0]) else probed
+
+
 def top_layer(meta: dict, rows: pd.DataFrame) -> int:
-    """The model's top layer, what ``--relative-depth`` divides by: from the features file's record of the
-    model (its hidden states less the embeddings), so that a run of a few layers keeps their depth; the
-    highest layer probed when the file cannot be read."""
-    probed = max(1, int(rows["layer"].max()))
-    recorded = pd.to_numeric(pd.Series([_file_attrs(meta).get("n_model_layers")]), errors="coerce").iloc[0]
-    return max(probed, int(recorded) - 1) if pd.notna(recorded) else probed
+    """The top layer of the model of one results file's rows (``model_top_layer``)."""
+    return model_top_layer(meta.get("features_file"), rows["layer"])
 
 
 def _fields(frame: pd.DataFrame, meta: dict, classifier: str, site: str) -> dict:

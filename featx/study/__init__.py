@@ -7,13 +7,13 @@
 ``write_report(study)``   ``OUTPUT/report.html``: one interactive page over the study, linking each cell's report
 ``study_toml(study)``     a study dict as the text of a study file (what ``featx study run`` reads)
 
-The modules, one concept each: ``source`` (reading the TOML; errors with file, key and line), ``options``
-(extract and probe options by field or flag name), ``config`` (``StudyConfig``, checked whole at
-construction), ``groups`` (a corpus's ``group``, its corpus file read by ``run``), ``plan`` (``StudyPlan``: the
-cells, data only), ``cells`` (``Task``: one picklable call by dotted name with JSON-able arguments), ``tasks``
-(``execute`` and the cells' functions), ``records`` (each cell's state, atomic JSON), ``engines`` (the
-``Engine`` protocol and ``LocalEngine``), ``ray_engine`` (``RayEngine``), ``results``, ``summary`` and
-``compare`` (the tables), ``views`` (status, dry run, printouts), ``runner`` (``run``) and ``report``
+The modules, one concept each: ``source`` (reading the TOML; errors with file, key and line), ``options`` (extract
+and probe options by field or flag name), ``config`` (``StudyConfig``, checked whole at construction), ``groups``
+(a corpus's ``group``), ``columns`` (each corpus file read by ``run``: its labels and group), ``plan``
+(``StudyPlan``: the cells, data only), ``cells`` (``Task``: one picklable call by dotted name with JSON-able
+arguments), ``tasks`` (``execute`` and the cells' functions), ``records`` (each cell's state, atomic JSON),
+``engines`` (the ``Engine`` protocol and ``LocalEngine``), ``ray_engine`` (``RayEngine``), ``results``, ``summary``
+and ``compare`` (the tables), ``views`` (status, dry run, printouts), ``runner`` (``run``) and ``report``
 (``write_report``: the study's page).
 """
 

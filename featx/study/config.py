@@ -73,7 +73,7 @@ class CorpusSpec:
 class StudyConfig:
     """A whole study, checked at construction: names, files, the study's own keys and every extract and probe
     config it will run (an ``InputError`` naming the file, key and line, before any forward pass); the corpora's
-    group columns, which need their files read, by ``groups.check_groups``."""
+    label and group columns, which need their files read, by ``columns.check_corpora``."""
 
     source: Source
     output: Path

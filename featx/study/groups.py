@@ -5,17 +5,17 @@ the lexical baseline, the control task) then keeps the groups whole, as ``featx 
 the paired tests between models draw those same folds again. ``group`` may also be one of the names of the texts
 (``@text``, ``@text_pair``, ``@texts``: ``featx.probing.TEXT_GROUPS``), passed through to the probes as it is.
 
-A label column is read from the corpus file itself by ``check_group_column``, which ``check_groups`` calls for
-``study run`` (and its dry run) before any extraction, not for ``study status`` or ``study report``: a corpus
-without it, or whose labelled rows lack a group, is refused at its entry's ``group`` key. A name of the texts
-reads no file: ``@text_pair`` is refused for a corpus without a pair column (``text_pair_col``).
+A label column is checked against the corpus file's columns by ``check_group_column``, which
+``columns.check_corpora`` calls for ``study run`` (and its dry run) before any extraction, not for ``study status``
+or ``study report``: a corpus without it, or whose labelled rows lack a group, is refused at its entry's ``group``
+key. A name of the texts needs no column: ``@text_pair`` is refused for a corpus without a pair column
+(``text_pair_col``).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..errors import InputError
 from ..probing import TEXT_GROUPS
 from .source import Place, Source
 
@@ -42,20 +42,12 @@ def entry_group(source: Source, place: Place, entry: dict[str, Any], labels: tup
     return group
 
 
-def check_groups(config: Any) -> None:
-    """Each corpus's ``group`` of a ``StudyConfig`` (``check_group_column``): checked by ``run`` (and its dry run)
-    before any extraction, not by ``status`` or ``report``, which read no corpus."""
-    for corpus in config.corpora:
-        if corpus.group is not None:
-            extract = config.extract_config(config.models[0], corpus)
-            check_group_column(config.source, ("corpora", corpus.entry, "group"), corpus.group, corpus.labels, extract)
-
-
-def check_group_column(source: Source, place: Place, group: str, labels: tuple[str, ...], extract: Any) -> None:
-    """The group column of a corpus, read from the corpus file (``extract``: its extraction's ``ExtractConfig``):
-    one of its label columns, and a group for every row labelled by a label the study probes that the corpus
-    has (a label it lacks fails its own probe, as without a group). A name of the texts reads no file:
-    ``@text_pair`` needs the corpus's pair column."""
+def check_group_column(
+    source: Source, place: Place, group: str, labels: tuple[str, ...], extract: Any, columns: dict[str, Any]
+) -> None:
+    """The group column of a corpus (``extract``: its extraction's ``ExtractConfig``; ``columns``: the label
+    columns of its file, as read): one of its label columns, and a group for every row labelled by a label the
+    study probes. A name of the texts needs no column: ``@text_pair`` needs the corpus's pair column."""
     if group in TEXT_GROUPS:
         if group == "@text_pair" and not extract.text_pair_col:
             raise source.error(
@@ -64,7 +56,6 @@ def check_group_column(source: Source, place: Place, group: str, labels: tuple[s
                 "group by @text or @texts, or name the pair column with text_pair_col",
             )
         return
-    columns = _label_columns(source, place, extract)
     if group not in columns:
         named = ", ".join(columns) or "(none)"
         texts = ", ".join(TEXT_GROUPS if extract.text_pair_col else ("@text", "@texts"))
@@ -84,13 +75,3 @@ def check_group_column(source: Source, place: Place, group: str, labels: tuple[s
                 f"{missing} of the {int(labelled.sum())} rows of {extract.corpus} labelled '{label}' have no group",
                 "give every labelled row a group (a row alone can be a group of its own), or leave out group",
             )
-
-
-def _label_columns(source: Source, place: Place, extract: Any) -> dict[str, Any]:
-    """The label columns of the corpus file that ``extract`` reads (read whole)."""
-    from ..extraction import read_input
-
-    try:
-        return read_input(extract).labels
-    except InputError as err:
-        raise source.error(place, f"its group column cannot be checked: {err.message}", err.hint) from None

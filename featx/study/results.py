@@ -11,8 +11,10 @@ Columns (``RESULT_COLUMNS``, in this order):
 ``task``, ``metric``                classification or regression; the metric every score is in (the study's
                                     metric, else the probe's default: accuracy, or r2 for a number)
 ``site``, ``layer``, ``pooling``, ``classifier``   the probe (single layers of each stored site)
-``n_layers``, ``relative_depth``    the model's top layer (the highest stored in the features file; layer 0 is
-                                    the embeddings) and layer / n_layers, so models of any depth share an axis
+``n_layers``, ``relative_depth``    the model's top layer (its layers as the features file records them, as
+                                    ``featx compare --relative-depth`` reads them, even of a file of some
+                                    layers; layer 0 is the embeddings) and layer / n_layers, so models of any
+                                    depth share an axis
 ``score``, ``ci_low``, ``ci_high``  the test score and its 95% bootstrap interval
 ``selection_score``                 the score on the training part the choice is made by (never the test rows)
 ``chosen``                          the one row of the cell chosen on the training part (``featx probe``'s)
@@ -34,7 +36,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from ..errors import FeatxError, StoreError
+from ..errors import StoreError
 from ..io import write_csv
 from ..safe_files import atomic_write
 from .records import DONE, cell_status
@@ -59,15 +61,12 @@ def probe_results(cell: ProbeCell) -> tuple[pd.DataFrame, dict]:
 
 
 def top_layer(features: Path, layers: pd.Series) -> int:
-    """The highest hidden layer stored in a features file (the model's top layer when extracted whole); the
-    highest probed when the file cannot be read (removed since)."""
-    from ..store import FeatureFile
+    """The model's top layer, what ``relative_depth`` divides by: ``featx compare``'s rule
+    (``featx.report.model_top_layer``: the features file's record of the model's layers, so that a file of some
+    layers keeps their depth; the highest probed layer when the file cannot be read, removed since)."""
+    from ..report import model_top_layer
 
-    try:
-        with FeatureFile(features) as opened:
-            return max(1, max(opened.site_layers()))
-    except (FeatxError, OSError):
-        return max(1, int(layers.max()) if len(layers) else 1)
+    return model_top_layer(features, layers)
 
 
 def _reference(frame: pd.DataFrame, kind: str, metric: str) -> float:

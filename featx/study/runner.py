@@ -26,10 +26,10 @@ from ..io import write_csv
 from ..options import Check, Options, option
 from ..store import OutputLock
 from .cells import Task
+from .columns import check_corpora
 from .compare import paired_models
 from .config import check_study
 from .engines import ENGINES, Engine, engine_named
-from .groups import check_groups
 from .plan import StudyPlan, make_plan
 from .records import DONE, FAILED, cell_folders, cell_status, record_state, state_folder
 from .results import results_table, write_results
@@ -225,7 +225,7 @@ def _run(config: RunConfig, echo: Echo) -> StudyResult:
     started = time.perf_counter()
     overrides = {"jobs": config.jobs, "engine": config.engine, "address": config.address}
     plan = make_plan(config.study, **overrides)  # the whole study checked before any work
-    check_groups(plan.config)  # the grouped corpora's files read
+    check_corpora(plan.config)  # every corpus file read: its labels, its group column
     plan.config.check_address()
     output = plan.config.output
     with lock_of(output):

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from ..errors import FeatxError
-from .groups import check_groups
+from .columns import check_corpora
 from .plan import StudyPlan, make_plan
 from .records import DONE, PENDING, RUNNING, cell_status, read_state, still_running
 
@@ -85,7 +85,7 @@ def dry_run(study: Any) -> pd.DataFrame:
     """The cells of a study and what a run would do: done cells, and for each pending extraction its estimated
     seconds and file bytes (``featx.extraction.estimate``: a short calibration run of the model)."""
     plan = make_plan(study)
-    check_groups(plan.config)  # as run checks them, before any calibration run of a model
+    check_corpora(plan.config)  # as run checks them, before any calibration run of a model
     records = []
     for cell, label in _cells(plan):
         now = cell_status(cell.task)

@@ -199,6 +199,20 @@ def test_the_bundles_own_direction_steers_every_row_without_a_split(unsplit, tmp
     assert any("fitted (featx fit) on this file's corpus: its direction toward dogs" in note for note in plan.notes)
 
 
+def test_a_class_mean_direction_read_by_a_bundle_fitted_on_the_measured_rows_says_so(
+    unsplit, planted_features, animal_bundle
+):
+    """No split: the class-mean direction is cross-fitted, but the bundle whose score reads the dose-response was
+    fitted (featx fit) on this file's corpus, every measured row among its training rows: a note says so, as for the
+    bundle's own direction. With a test split, the measured rows are test rows the bundle never saw: no note."""
+    path, bundle = unsplit
+    plan = make_plan(InterveneConfig(features=path, bundle=bundle, **STEER))
+    seen = [note for note in plan.notes if "fitted (featx fit) on this file's corpus" in note]
+    assert len(seen) == 1 and "cross-fitted" in seen[0] and "the rows the dose-response is measured on" in seen[0]
+    split = make_plan(InterveneConfig(features=planted_features, bundle=animal_bundle, **STEER))
+    assert not any("fitted (featx fit) on this file's corpus" in note for note in split.notes)
+
+
 def test_which_direction_steers():
     from featx.interventions.bundle_checks import reads_steered_layer
 

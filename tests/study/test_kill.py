@@ -35,7 +35,7 @@ def test_killed_at_a_random_cell_then_run_again(done_study, tiny_model, study_co
     output = tmp_path / "out"
     path = tmp_path / "study.toml"
     path.write_text(to_toml(study_dict(tiny_model, study_corpora, output, bad=False)))
-    cells = random.Random(os.getpid()).randint(1, 9)  # of the 12 cells
+    cells = random.Random(os.getpid()).randint(1, 9)  # of the 10 cells
     command = [sys.executable, "-m", "featx", "study", "run", str(path)]
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 120

@@ -1,6 +1,6 @@
 """``[[corpora]] group``: a label column, read from the corpus file by ``study run`` (and its dry run) before any
 extraction, never by ``study status`` or ``study report``; or a name of the texts (``@text``, ``@text_pair``,
-``@texts``), which reads no file (``@text_pair`` needs the corpus's pair column) and goes to every probe of that
+``@texts``), which needs no column (``@text_pair`` needs the corpus's pair column) and goes to every probe of that
 corpus as ``--group``."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import featx.study
 from featx.cli import main
 from featx.errors import InputError
 from featx.study import dry_run, make_plan, status, study_config, study_toml
-from featx.study.groups import check_groups
+from featx.study.columns import check_corpora
 
 STUDY = """\
 [study]
@@ -70,7 +70,7 @@ def test_a_group_column_missing_from_its_corpus_is_one_error_with_file_key_and_l
     path = _write(folder, "doc")
     config = study_config(path)  # made without reading the corpus
     with pytest.raises(InputError) as caught:
-        check_groups(config)
+        check_corpora(config)
     message = caught.value.message
     assert str(path) in message and f", line {GROUP_LINE}:" in message and "[[corpora]] #1 group: corpus" in message
     assert "name a column of the corpus whose values are the groups" in caught.value.hint
@@ -90,10 +90,10 @@ def test_a_corpus_group_column_is_read_by_run_before_any_extraction(folder):
         ],
     }
     with pytest.raises(InputError, match=r"#1 group: 1 of the 3 rows of .*docs.csv labelled 'label' have no group"):
-        check_groups(study_config(study))
+        check_corpora(study_config(study))
     (folder / "docs.csv").write_text("text,label,doc\na b,x,d1\nc d,y,d1\ne f,x,d2\n")
     config = study_config(study)
-    check_groups(config)
+    check_corpora(config)
     assert [(corpus.name, corpus.group) for corpus in config.corpora] == [("docs", "doc"), ("sst2", None)]
     study["corpora"][1]["group"] = "doc"  # sst2.csv has no doc column
     path = folder / "study.toml"
@@ -103,7 +103,7 @@ def test_a_corpus_group_column_is_read_by_run_before_any_extraction(folder):
     assert "its label columns: label" in ran.output and not (folder / "out").exists()
     senteval = {**study, "corpora": [{"senteval": str(folder / "tasks"), "group": "doc"}]}
     with pytest.raises(InputError, match="#1 group: corpus .*past_present.txt has no label column 'doc'"):
-        check_groups(study_config(senteval))  # a SentEval task file has no column but its label
+        check_corpora(study_config(senteval))  # a SentEval task file has no column but its label
 
 
 def test_status_and_report_plans_read_no_corpus_for_its_groups(folder, monkeypatch):
@@ -121,27 +121,27 @@ def test_status_and_report_plans_read_no_corpus_for_its_groups(folder, monkeypat
 
 
 @pytest.mark.parametrize("group", ["@text", "@texts"])
-def test_a_text_name_reads_no_corpus_and_goes_to_every_probe(folder, monkeypatch, group):
+def test_a_text_name_needs_no_column_and_goes_to_every_probe(folder, monkeypatch, group):
     reads = Reads(monkeypatch)
     plan = make_plan(_write(folder, group))
-    check_groups(plan.config)
-    assert reads.paths == []
+    check_corpora(plan.config)
+    assert reads.paths == [str(folder / "sst2.csv")]  # once, for its labels (columns.check_corpora)
     assert [cell.task.args["options"]["group"] for cell in plan.probes] == [group]
 
 
 def test_the_second_text_needs_the_pair_column_and_a_misspelt_name_is_refused(folder):
     with pytest.raises(InputError) as caught:
-        check_groups(study_config(_write(folder, "@text_pair")))
+        check_corpora(study_config(_write(folder, "@text_pair")))
     assert f", line {GROUP_LINE}: [[corpora]] #1 group: group @text_pair" in caught.value.message
     assert "corpus" in caught.value.message and "has single texts" in caught.value.message
     assert "text_pair_col" in caught.value.hint
     pairs = {"study": {"output": str(folder / "out")}, "models": [{"name": "m"}],
              "corpora": [{"path": str(folder / "pairs.csv"), "text_col": "a", "text_pair_col": "b",
                           "group": "@text_pair"}]}  # fmt: skip
-    check_groups(study_config(pairs))
+    check_corpora(study_config(pairs))
     pairs["corpora"][0]["group"] = "@txt"
     with pytest.raises(InputError, match="no label column '@txt'") as caught:
-        check_groups(study_config(pairs))
+        check_corpora(study_config(pairs))
     assert "group by its texts with @text, @text_pair, @texts" in caught.value.hint
 
 

@@ -27,11 +27,11 @@ def write_corpora(folder: Path) -> dict[str, Path]:
 
 def study_dict(model: Path, corpora: dict[str, Path], output: Path, bad: bool = True, **study) -> dict:
     """The test study: two models x the corpora (``sents`` grouped by ``doc``: its probes keep each document
-    whole; ``other`` lacks ``label``: that probe fails; ``bad`` has no text column: its extractions fail), mean
-    pooling, every layer, a short bootstrap."""
+    whole; ``other`` has only ``topic``; ``bad`` has no text column: its extractions fail), mean pooling, every
+    layer, a short bootstrap. (A label a corpus lacks is refused before any cell runs: ``test_study_columns``.)"""
     entries = [
         {"name": "sents", "path": str(corpora["sents"]), "labels": ["label", "topic"], "group": "doc"},
-        {"name": "other", "path": str(corpora["other"]), "labels": ["topic", "label"]},
+        {"name": "other", "path": str(corpora["other"]), "labels": ["topic"]},
     ]
     if bad:
         entries.append({"name": "bad", "path": str(corpora["bad"]), "labels": ["label"]})

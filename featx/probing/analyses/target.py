@@ -22,7 +22,7 @@ from ...options import Check
 from ...store import FeatureFile
 from .. import evaluation as ev
 from ..labels import in_split
-from ..tasks.groups import group_rows
+from ..tasks.groups import group_rows, note_shared_texts
 
 
 @dataclass
@@ -129,7 +129,8 @@ def load_task(
     """The probing task of one label column (``label=None``: the default column); with ``labels`` (a file of label
     columns, ``--labels``), that file's column, joined by ``join`` as ``featx probe --labels`` joins it; with
     ``group`` (a stored label column or one of the ``labels`` file's, ``--group``), its rows kept together as
-    ``featx probe --group`` keeps them (the notes said go to ``notes``)."""
+    ``featx probe --group`` keeps them; without it, a pair file's note of the sentences its rows share
+    (``note_shared_texts``; the notes said go to ``notes``)."""
     if int(folds) < 2:
         raise InputError(f"--folds {folds} is too small", "use at least 2 folds (default 5)")
     notes = [] if notes is None else notes
@@ -140,6 +141,8 @@ def load_task(
     present = np.unique(y)
     class_names = [names[code] for code in present]
     y = np.searchsorted(present, y)
+    if group is None:  # a pair file whose rows share sentences: said as featx probe and featx fit say it
+        note_shared_texts(features, kept, notes)
     groups = None if group is None else group_rows(features, group, kept, label, notes, labels, join)
     split = features.split
     plan = ev.make_plan(y, split[kept] if split is not None else None, int(folds), seed, class_names, label, groups)

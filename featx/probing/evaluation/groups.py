@@ -17,15 +17,22 @@ import numpy as np
 from ...errors import InputError
 
 INNER_FOLDS = 5  # a training part's groups are dealt into this many parts; one is held out (about 20%)
+MAX_ROWS = 5  # a message names this many rows of a group in each part
 
 
 @dataclass(frozen=True)
 class Groups:
-    """The group of every probed row: ``codes`` 0..k-1 (per labelled row), ``names`` the value of each code."""
+    """The group of every probed row: ``codes`` 0..k-1 (per labelled row), ``names`` the value of each code.
+    For messages only: ``shown``, what a user finds each group by where its name is not that (a group of the texts
+    is named by its first row's number: ``the text "..."``), and ``rows`` / ``ids``, each probed row's row number
+    in the features file and its id."""
 
     column: str
     codes: np.ndarray
     names: list[str]
+    shown: list[str] | None = None
+    rows: np.ndarray | None = None
+    ids: np.ndarray | None = None
 
     @property
     def count(self) -> int:
@@ -34,11 +41,40 @@ class Groups:
     def take(self, rows: np.ndarray) -> Groups:
         """The groups of these rows only (positions into ``codes``), coded 0..k-1 over the groups they hold."""
         present, inverse = np.unique(self.codes[rows], return_inverse=True)
-        return Groups(self.column, inverse.astype(np.int64), [self.names[int(code)] for code in present])
+        kept = [int(code) for code in present]
+        return Groups(
+            self.column,
+            inverse.astype(np.int64),
+            [self.names[code] for code in kept],
+            None if self.shown is None else [self.shown[code] for code in kept],
+            None if self.rows is None else self.rows[rows],
+            None if self.ids is None else self.ids[rows],
+        )
 
     def name_of(self, rows: np.ndarray) -> str:
-        """The name of the group of the first of ``rows`` (for messages)."""
-        return self.names[int(self.codes[rows[0]])]
+        """The group of the first of ``rows`` as a user finds it (for messages)."""
+        return self.described(int(self.codes[rows[0]]))
+
+    def described(self, code: int) -> str:
+        """The group ``code`` as a user finds it: its ``shown`` text, else its name in quotes."""
+        return self.shown[code] if self.shown is not None else f"'{self.names[code]}'"
+
+    def located(self, code: int, parts: tuple[tuple[str, np.ndarray], ...]) -> str:
+        """Where the rows of group ``code`` lie in each of ``parts`` (name, positions) that holds some: ``train: rows
+        0, 1; test: row 2`` by row number in the features file (and id, where ids are not the row numbers); the
+        first ``MAX_ROWS`` of each part."""
+        if self.rows is None:
+            return ""
+        said = []
+        for part, positions in parts:
+            mine = positions[self.codes[positions] == code]
+            if len(mine):
+                rows = [str(int(row)) for row in self.rows[mine[:MAX_ROWS]]]
+                more = ", ..." if len(mine) > MAX_ROWS else ""
+                ids = [str(value) for value in self.ids[mine[:MAX_ROWS]]] if self.ids is not None else rows
+                named = f" (ids {', '.join(ids)}{more})" if ids != rows else ""
+                said.append(f"{part}: row{'s' if len(mine) > 1 else ''} {', '.join(rows)}{more}{named}")
+        return f" ({'; '.join(said)})" if said else ""
 
 
 def check_group_count(groups: Groups, folds: int) -> None:
@@ -94,7 +130,8 @@ def check_split_groups(groups: Groups, train: np.ndarray, test: np.ndarray, dev:
             continue
         shared = np.intersect1d(np.unique(groups.codes[others]), groups.codes[rows])
         if len(shared):
-            example = groups.names[int(shared[0])]
+            code = int(shared[0])
+            example = groups.described(code) + groups.located(code, ((first, rows), (second, others)))
             why = (
                 "the test score would count what the probe memorised of them"
                 if second == "test"
@@ -102,7 +139,7 @@ def check_split_groups(groups: Groups, train: np.ndarray, test: np.ndarray, dev:
             )
             raise InputError(
                 f"--group {groups.column}: {len(shared)} group(s) have rows in both the {first} and the {second} "
-                f"split, e.g. '{example}'; {why}",
+                f"split, e.g. {example}; {why}",
                 "put every group in one split part (or drop the split column to cross-validate by group), "
                 "or leave out --group",
             )
@@ -113,7 +150,7 @@ def check_training_groups(groups: Groups, pairs: list, dev: list) -> None:
     for (train, _), held in zip(pairs, dev, strict=False):
         if held is None and len(np.unique(groups.codes[train])) < 2:
             raise InputError(
-                f"--group {groups.column}: a training part holds a single group ('{groups.name_of(train)}'), "
+                f"--group {groups.column}: a training part holds a single group ({groups.name_of(train)}), "
                 "so C cannot be chosen on other groups than those fitted",
                 "give the training part more groups, or add a dev split part",
             )

@@ -33,6 +33,8 @@ from .sentences import SentenceLayout
 if TYPE_CHECKING:
     from ...store import FeatureFile
 
+SHOWN_CHARS = 60  # a group's text is named in a message by this many characters of it at most
+
 
 def read_groups(
     features: FeatureFile, config: ProbeConfig, layout: SentenceLayout, label: str, notes: list[str]
@@ -74,7 +76,9 @@ def group_rows(
             f"'{example}')",
             "give every labelled row a group (a row alone can be a group of its own), or leave out --group",
         )
-    groups = ev.Groups(name, codes, names).take(np.arange(len(codes)))  # coded 0..k-1 over the groups present
+    shown = text_group_names(features, name, names) if name in TEXT_GROUPS else None
+    ids = np.asarray(features.ids, dtype=object)[kept]
+    groups = ev.Groups(name, codes, names, shown, np.asarray(kept), ids).take(np.arange(len(codes)))  # coded 0..k-1
     shadowed = name in TEXT_GROUPS and name in features.label_columns
     aside = f"; the label column '{name}' is not read: this name means the texts" if shadowed else ""
     notes.append(
@@ -147,6 +151,30 @@ def text_groups(features: FeatureFile, name: str) -> tuple[np.ndarray, list[str]
         roots = first_rows(features.texts) if name == "@text" else component_rows(features.texts, pairs)
     firsts, codes = np.unique(roots, return_inverse=True)
     return codes.astype(np.int64).reshape(-1), [str(int(row)) for row in firsts]
+
+
+def text_group_names(features: FeatureFile, name: str, names: list[str]) -> list[str]:
+    """Each group of the texts (``names``: its first row's number) as a user finds it in messages: by its text
+    (``@text``), its second text (``@text_pair``), or its first pair's texts (``@texts`` of pairs), quoted."""
+    pairs = features.pair_texts
+    firsts = [int(row) for row in names]
+    if name == "@text_pair" and pairs is not None:
+        return [f"the second text {quoted_text(pairs[row])}" for row in firsts]
+    if name == "@texts" and pairs is not None:
+        return [
+            f"the pairs sharing sentences with {quoted_text(features.texts[row])} / {quoted_text(pairs[row])}"
+            for row in firsts
+        ]
+    return [f"the text {quoted_text(features.texts[row])}" for row in firsts]
+
+
+def quoted_text(text: str, width: int = SHOWN_CHARS) -> str:
+    """``text`` in double quotes for a message, its quotes, backslashes and control characters escaped (JSON's
+    escapes), cut to ``width`` characters with a '…'."""
+    import json
+
+    cut = text if len(text) <= width else text[: width - 1].rstrip() + "…"
+    return json.dumps(cut, ensure_ascii=False)
 
 
 def first_rows(values: list[str]) -> np.ndarray:

@@ -16,11 +16,21 @@ from support.planted_pairs import SMALL_GROUPS, SMALL_SHARED, chain_first_rows, 
 import featx
 from featx.cli import main
 from featx.errors import InputError
-from featx.probing import TEXT_GROUPS, ProbeConfig, add_labels, erase, group_codes, group_rows
-from featx.probing.tasks.groups import text_groups
+from featx.probing import (
+    TEXT_GROUPS,
+    ProbeConfig,
+    add_labels,
+    check_split_groups,
+    erase,
+    group_codes,
+    group_rows,
+    load_task,
+)
+from featx.probing.tasks.groups import quoted_text, text_groups
 from featx.store import FeatureFile
 
 QUICK = dict(layers="1", lexical=False, write=False, jobs=1, n_bootstrap=100)
+SHARED = "sentence(s) occur in more than one of the 60 pairs (as text a or b)"  # the chains' note
 
 
 def _partition(codes) -> set[frozenset[int]]:
@@ -141,6 +151,9 @@ def test_erase_and_the_cli_take_the_text_names(chain_pairs, tiny_model, tmp_path
         cross, label="label", group="@texts", amnesic="none", write=False, layers="1", jobs=1, n_bootstrap=100
     )
     assert (erased.meta["group"], erased.meta["n_groups"]) == ("@texts", 20)
+    erase_args = ["erase", str(cross), "--label", "label", "--layer", "1", "--jobs", "1", "--amnesic", "none"]
+    printed = CliRunner().invoke(main, [*erase_args, "-o", str(tmp_path / "erased.h5")])
+    assert printed.exit_code == 0 and SHARED in printed.output, printed.output  # without --group: the note
     prefix = tmp_path / "cli"
     args = ["probe", str(path), "--label", "label", "--layer", "1", "--jobs", "1", "--no-lexical"]
     ran = CliRunner().invoke(main, [*args, "--group", "@text_pair", "-o", str(prefix)])
@@ -148,3 +161,42 @@ def test_erase_and_the_cli_take_the_text_names(chain_pairs, tiny_model, tmp_path
     assert json.loads(prefix.with_suffix(".json").read_text())["meta"]["group"] == "@text_pair"
     refused = CliRunner().invoke(main, [*args, "--group", "@txt"])
     assert refused.exit_code == 2 and "featx: error: --group @txt: '@txt' is not a name of the texts" in refused.output
+
+
+def test_erase_neurons_and_sweep_note_the_shared_sentences_as_probe_does(chain_pairs):
+    """Their task (``load_task``, which erase, neurons and the sweep read) says the pair file's note of ``featx
+    probe`` and ``featx fit`` (``note_shared_texts``), once; not with --group (``featx erase`` prints it: below)."""
+    path, _ = chain_pairs
+    with FeatureFile(path) as features:
+        notes: list[str] = []
+        load_task(features, "label", notes=notes)
+        grouped: list[str] = []
+        load_task(features, "label", group="@texts", notes=grouped)
+    assert sum(SHARED in note for note in notes) == 1 and "--group @texts keeps" in notes[-1]
+    assert not any(SHARED in note for note in grouped)
+
+
+@pytest.mark.parametrize(
+    ("name", "train", "test", "named"),
+    [
+        ("@text", [0, 2, 3], [1], 'e.g. the text "the cat" (train: row 0; test: row 1)'),
+        ("@text_pair", [0, 1], [2], 'e.g. the second text "the dog" (train: row 0; test: row 2)'),
+        ("@texts", [0, 1, 4], [2, 3, 5],
+         'e.g. the pairs sharing sentences with "the cat" / "the dog" (train: rows 0, 1; test: rows 2, 3)'),
+    ],
+)  # fmt: skip
+def test_a_text_group_on_both_sides_of_a_split_is_named_by_its_text_and_rows(small_pairs, name, train, test, named):
+    with FeatureFile(small_pairs) as features:
+        groups = group_rows(features, name, np.arange(9), "label", [])
+    with pytest.raises(InputError) as caught:
+        check_split_groups(groups, np.asarray(train), np.asarray(test), None)
+    assert f"--group {name}: " in caught.value.message and named in caught.value.message, caught.value.message
+    assert "e.g. '" not in caught.value.message  # not by its first row's number
+
+
+def test_a_group_text_is_shortened_and_quoted_safely():
+    text = 'a "quoted" line\nand \x1b[31m' + "long " * 30
+    shown = quoted_text(text)
+    assert shown.startswith('"a \\"quoted\\" line\\nand \\u001b[31m') and shown.endswith('…"')
+    assert len(json.loads(shown)) == 60  # the text cut to 60 characters, before its escapes
+    assert quoted_text("Ünïcode") == '"Ünïcode"'

@@ -1,0 +1,63 @@
+"""A corpus's label columns, read from its file by ``study run`` (and its dry run) before any extraction: a label
+the study names that a corpus lacks is one error at that corpus's ``labels`` key, naming the corpus, the label and
+the columns it has (not a failed probe after its extraction ran); an unreadable corpus is left to its extraction
+cell, which fails with the reader's error."""
+
+from __future__ import annotations
+
+import pytest
+from click.testing import CliRunner
+
+import featx.study
+from featx.cli import main
+from featx.errors import InputError
+from featx.study import study_config, study_toml
+from featx.study.columns import check_corpora
+
+
+@pytest.fixture
+def study(tmp_path):
+    (tmp_path / "sents.csv").write_text("text,label,topic\na b,x,t\nc d,y,u\n")
+    (tmp_path / "other.csv").write_text("text,topic,mood\na b,t,m\nc d,u,n\n")
+    (tmp_path / "bad.csv").write_text("words,label\nhello,a\n")  # no text column: its extraction fails
+    (tmp_path / "gum.conllu").write_text("# text = The cat\n1\tThe\tthe\tDET\t_\t_\t2\tdet\t_\t_\n"
+                                         "2\tcat\tcat\tNOUN\t_\t_\t0\troot\t_\t_\n\n")  # fmt: skip
+    return {
+        "study": {"output": str(tmp_path / "out")},
+        "models": [{"name": "m"}],
+        "corpora": [
+            {"path": str(tmp_path / "sents.csv"), "labels": ["label", "topic"]},
+            {"path": str(tmp_path / "bad.csv")},
+            {"path": str(tmp_path / "gum.conllu"), "labels": ["upos"]},
+            {"path": str(tmp_path / "other.csv"), "labels": ["topic", "label"]},
+        ],
+    }
+
+
+def test_a_label_a_corpus_lacks_is_refused_at_its_labels_key_before_any_extraction(study, tmp_path, monkeypatch):
+    with pytest.raises(InputError) as caught:
+        check_corpora(study_config(study))
+    message = caught.value.message
+    assert message.startswith("study: [[corpora]] #4 labels: corpus ")
+    assert "other.csv has no label column 'label'" in message
+    assert message.endswith("its label columns: topic, mood")
+    assert "take 'label' out of this corpus's labels" in caught.value.hint
+    path = tmp_path / "study.toml"
+    path.write_text(study_toml(study))
+    monkeypatch.setattr(featx.study.tasks, "extract_cell", lambda options: pytest.fail("an extraction ran"))
+    for command in (["study", "run", str(path)], ["study", "run", str(path), "--dry-run"]):
+        ran = CliRunner().invoke(main, command)
+        assert ran.exit_code == 2 and "line 20: [[corpora]] #4 labels: corpus" in ran.output, ran.output
+        assert "has no label column 'label'" in ran.output and not (tmp_path / "out").exists()
+
+
+def test_word_labels_count_and_an_unreadable_corpus_is_left_to_its_extraction(study):
+    study["corpora"][3]["labels"] = ["topic", "mood"]
+    check_corpora(study_config(study))  # bad.csv: its extraction cell fails with the reader's error
+    study["corpora"][2]["labels"] = ["upos", "feats.Tense"]
+    with pytest.raises(InputError) as caught:
+        check_corpora(study_config(study))
+    assert "#3 labels: corpus " in caught.value.message and "gum.conllu has no label column 'feats.Tense'" in (
+        caught.value.message
+    )
+    assert "its label columns: (none); word label columns: upos, xpos, deprel" in caught.value.message
