@@ -18,6 +18,7 @@ def in_tmp(tmp_path, monkeypatch):
     return tmp_path
 
 
+@pytest.mark.slow
 def test_extract_prints_summary_and_remembers_file(tiny_model, corpus_csv, in_tmp):
     result = CliRunner().invoke(main, ["extract", str(corpus_csv), "--model", str(tiny_model), "-q"])
     assert result.exit_code == 0, result.output
@@ -25,6 +26,7 @@ def test_extract_prints_summary_and_remembers_file(tiny_model, corpus_csv, in_tm
     assert last("features") == (corpus_csv.parent / "corpus.features.h5").resolve()
 
 
+@pytest.mark.slow
 def test_a_slow_precision_is_one_warning_line_and_the_run_goes_on(tiny_model, corpus_csv, in_tmp, monkeypatch):
     from featx.extraction.fast import onednn
 

@@ -31,6 +31,7 @@ def layered_file(tiny_model, tmp_path_factory):
     return path
 
 
+@pytest.mark.slow
 def test_the_grouped_choice_is_not_fooled_by_memorised_groups(layered_file):
     ungrouped = featx.fit(layered_file, label="label", **QUICK)
     grouped = featx.fit(layered_file, label="label", group="doc", **QUICK)

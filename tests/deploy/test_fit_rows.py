@@ -73,6 +73,7 @@ def test_without_a_test_part_both_cross_validate_over_the_usable_rows_only(split
     assert note in fitted.summary() and note in probed.notes
 
 
+@pytest.mark.slow
 def test_a_split_without_one_usable_value_is_not_used_by_either(split_features, tmp_path):
     """Treebank files named neither train, dev nor test get their stems as split values: both cross-validate over
     every row, as they did, and say why the split is not used."""

@@ -42,6 +42,7 @@ def _stored(features, layer: int, pooling: str):
         return file.word_features(pooling, layer), split == "test", names[file.word_labels("upos")]
 
 
+@pytest.mark.slow
 def test_a_word_label_gives_a_word_probe_chosen_on_training_words(fitted, word_features):
     features, _ = word_features
     probe = featx.load(fitted.path)
@@ -70,6 +71,7 @@ def test_the_word_type_baseline_is_the_training_words_most_frequent_tag(fitted, 
     assert fitted.test["lexical"] == pytest.approx(by_hand)
 
 
+@pytest.mark.slow
 def test_the_test_interval_resamples_whole_test_sentences(fitted, word_features):
     features, _ = word_features
     probe = featx.load(fitted.path)
@@ -140,6 +142,7 @@ def test_every_holdout_keeps_a_sentence_whole(word_features, monkeypatch, classi
 
 
 @pytest.mark.parametrize("classifier", ["logreg", "svm", "mlp"])
+@pytest.mark.slow
 def test_without_a_val_split_fit_and_probe_hold_out_the_same_sentences(word_features, classifier, monkeypatch):
     """featx probe's word probes and featx fit's word heads choose C (stop an mlp) on one holdout of whole
     training sentences, stratified by tag (``evaluation.inner_split``): the same holdout, so the same C and the same

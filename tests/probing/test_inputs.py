@@ -46,6 +46,7 @@ def _prepared(job) -> list[int]:
     return job.calls if isinstance(job, Prepared) else []
 
 
+@pytest.mark.slow
 def test_device_free_jobs_are_prepared_once_in_the_runs_process_before_they_travel():
     for workers, device in ((1, None), (2, None), (1, "cpu"), (2, "cpu")):
         jobs = [(Prepared(),), ("a",), (Prepared(),)]

@@ -3,11 +3,14 @@ file's header; a probe whose features cannot be read costs nothing and keeps its
 
 from __future__ import annotations
 
+import pytest
+
 from featx.study.cells import EXTRACT
 from featx.study.schedule import expected_cost, longest_first
 from featx.study.workers import share_of_cores
 
 
+@pytest.mark.slow  # the done_study fixture: a whole study (~1.8 s)
 def test_probes_go_longest_first(done_study):
     _, result, _ = done_study
     tasks = [cell.task for cell in result.plan.probes]

@@ -75,6 +75,7 @@ def test_a_grouped_corpus_keeps_its_groups_whole_in_every_probe_and_says_so(done
     assert (result.paired.note == "").all()  # the grouped tasks' pairs tested, on their groups
 
 
+@pytest.mark.slow
 def test_a_changed_group_makes_that_corpus_probes_pending_and_nothing_else(done_study):
     study, _, _ = done_study
     corpora = [{**entry, "group": "topic", "labels": ["label"]} if entry["name"] == "sents" else entry
@@ -84,6 +85,7 @@ def test_a_changed_group_makes_that_corpus_probes_pending_and_nothing_else(done_
     assert shown["extract/tiny/sents"] == shown["probe/tiny/other/topic"] == "done"
 
 
+@pytest.mark.slow  # the done_study fixture: a whole study (~1.8 s)
 def test_the_same_command_again_redoes_nothing_done(done_study, tmp_path):
     study, result, _ = done_study
     output = result.plan.config.output
@@ -160,6 +162,7 @@ def test_ctrl_c_inside_an_extraction_stops_the_study(done_study, tiny_model, stu
     pd.testing.assert_frame_equal(result.results, done_study[1].results)
 
 
+@pytest.mark.slow
 def test_a_second_run_is_refused_while_one_holds_the_output(done_study):
     from featx.study.runner import lock_of
 
@@ -168,6 +171,7 @@ def test_a_second_run_is_refused_while_one_holds_the_output(done_study):
         featx.study.run(study)
 
 
+@pytest.mark.slow  # the done_study fixture: a whole study (~1.8 s)
 def test_dry_run_lists_what_is_done_and_estimates_the_rest(done_study, tmp_path):
     study, _, _ = done_study
     (tmp_path / "more.csv").write_text("text,label\n" + "".join(f"the cat {i},a\n" for i in range(8)))
@@ -207,6 +211,7 @@ def test_changed_extract_options_redo_the_cells_they_change(tiny_model, study_co
     assert result.exit_code == 0 and sorted(result.results.pooling.unique()) == ["cls", "mean"]
 
 
+@pytest.mark.slow
 def test_an_edited_corpus_redoes_its_cells_only(tiny_model, study_corpora, tmp_path):
     """A corpus rewritten between runs (same path, other rows) makes its extraction and probes pending; the
     study said "up to date" and kept the old corpus's results."""
@@ -241,6 +246,7 @@ def test_an_edited_corpus_redoes_its_cells_only(tiny_model, study_corpora, tmp_p
     ) == {24}
 
 
+@pytest.mark.slow  # the done_study fixture: a whole study (~1.8 s)
 def test_without_pyarrow_the_table_is_csv_and_loads_alike(done_study, tmp_path, monkeypatch):
     import featx.study.results as results
 

@@ -54,6 +54,7 @@ def topic_file(grouped_file, tmp_path_factory):
     [("erase", {}), ("erase", {"method": "inlp"}), ("neurons", {}), ("sweep", {})],
     ids=["erase-leace", "erase-inlp", "neurons", "sweep"],
 )
+@pytest.mark.slow
 def test_every_fold_and_holdout_keeps_groups_whole(grouped_file, monkeypatch, command, options):
     spy = FoldSpy(monkeypatch)
     result = COMMANDS[command](grouped_file, group="doc", **options)
@@ -86,6 +87,7 @@ def test_amnesic_probing_keeps_groups_whole_too(topic_file, monkeypatch):
     assert any("--group doc (24 groups)" in note for note in result.notes)
 
 
+@pytest.mark.slow
 def test_grouped_scores_do_not_count_memorised_groups(grouped_file):
     ungrouped, grouped = (run_erase(grouped_file, **group) for group in ({}, {"group": "doc"}))
     assert ungrouped.table.before.iloc[0] > 0.95  # near-duplicates of every test row were fitted
@@ -129,6 +131,7 @@ def test_the_group_equal_to_the_label_or_empty_is_refused_when_made(config):
     ],
     ids=["erase", "neurons", "sweep"],
 )
+@pytest.mark.slow
 def test_the_cli_flag_is_listed_and_groups_the_folds(grouped_file, tmp_path, args, written):
     assert "--group" in CliRunner().invoke(main, [args[0], "--help"]).output
     out = str(tmp_path / "grouped")

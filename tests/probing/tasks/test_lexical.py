@@ -253,6 +253,7 @@ def test_the_lexical_job_runs_beside_the_probe_jobs(split_file):
     assert (parallel.kind == "lexical").sum() == 1
 
 
+@pytest.mark.slow
 def test_the_lexical_folds_run_as_jobs_of_their_own_and_give_the_serial_row(cv_file):
     """Under cross-validation each outer fold of the baseline is a job of its own (first in the list, spread
     over the workers); the row assembled from them is the one a single worker gives."""

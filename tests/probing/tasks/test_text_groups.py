@@ -113,6 +113,7 @@ def test_without_group_plain_folds_split_chains_and_the_note_says_so(chain_pairs
     assert note in regression.notes
 
 
+@pytest.mark.slow
 def test_the_note_counts_the_small_pairs_and_single_texts_get_none(small_pairs, tiny_features):
     result = featx.probe(small_pairs, label="score", task="regression", folds=2, **QUICK)
     assert any(note.startswith(f"{SMALL_SHARED} sentence(s) occur in more than one of the 9 pairs") for note in

@@ -23,6 +23,7 @@ def _labels(ax):
     return {line.get_label(): line for line in ax.get_lines()}
 
 
+@pytest.mark.slow
 def test_legend_stays_inside_the_figure_with_a_baseline_and_long_names(tmp_path):
     frame, meta = synthetic_results(poolings=("cls", "mean", "max", "last", "pooler"))
     meta["model"] = "sentence-transformers/paraphrase-multilingual-mpnet-base-v2"

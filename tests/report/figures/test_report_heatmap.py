@@ -66,6 +66,7 @@ def test_row_scale_colours_each_row_by_its_own_range():
     assert "within each row" in ax.get_title(loc="left")
 
 
+@pytest.mark.slow
 def test_unknown_scale_is_an_input_error(tmp_path):
     frame, meta = synthetic_results()
     with pytest.raises(InputError, match="heatmap scale 'log'"):
