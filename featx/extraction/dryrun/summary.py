@@ -57,7 +57,8 @@ class Estimate:
         """The report ``featx extract --dry-run`` prints."""
         lines = [
             f"dry run: {self.corpus} -> {self.output} (nothing written)",
-            f"model {self.model} on {self.device}: {len(self.layers)} layers x {self.hidden_size} dims, "
+            f"model {self.model} on {self.device}: {len(self.layers)} layer{'s' * (len(self.layers) != 1)} x "
+            f"{self.hidden_size} dims, "
             f"poolings {', '.join(self.poolings)}, stored as {self.store_dtype}"
             + (", with token-level states" if self.with_tokens else ""),
             f"rows {self.rows:,}, tokens {self.tokens:,} (max length {self.max_length}, "

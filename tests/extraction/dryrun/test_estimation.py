@@ -32,7 +32,10 @@ def test_cli_dry_run_prints_the_estimate_and_a_calibrated_time(tiny_model, tmp_p
     assert result.exit_code == 0, result.output
     assert "rows 12," in result.output and "output size" in result.output and "peak memory" in result.output
     assert "expected time" in result.output and "calibrated on" in result.output
+    assert "3 layers x 32 dims" in result.output  # the tiny model: embeddings + 2 blocks, 32 wide
     assert not (tmp_path / "c.features.h5").exists()
+    one = CliRunner().invoke(main, ["extract", str(corpus), "--model", str(tiny_model), "--layers", "1", "--dry-run"])
+    assert ": 1 layer x 32 dims" in one.output, one.output
 
 
 def test_warns_when_the_output_would_not_fit_on_disk(tiny_model, tmp_path, monkeypatch):
