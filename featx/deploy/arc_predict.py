@@ -14,8 +14,8 @@ import pandas as pd
 from ..errors import InputError
 from ..probing import gold_attachments
 from .arc_plan import SELECTOR
-from .arc_probe import NO_HEADS_HINT, gold_arcs, predicted_heads, relation_scores
-from .table import output_frame
+from .arc_probe import NO_HEADS_HINT, gold_arcs, predicted_heads, relation_scores, word_positions
+from .table import fitted_codes, output_frame, score_line
 
 
 def check_arc_input(probe, words, corpus: Any, config: Any) -> None:
@@ -55,11 +55,6 @@ def chunk_scores(probe, words, start: int, stop: int, overrides: dict) -> list:
     return relation_scores(probe, states, pairs).tolist()
 
 
-def _positions(offsets: np.ndarray, words: np.ndarray) -> np.ndarray:
-    """Each word's position in its sentence, from 1."""
-    return words - offsets[np.searchsorted(offsets, words, side="right") - 1] + 1
-
-
 def arc_index(probe, words, ids: list[str]) -> dict[str, list]:
     """The id columns of the output: each item's sentence id, its word's position and form; a relation labeller's
     arc also its head's position and form."""
@@ -72,11 +67,11 @@ def arc_index(probe, words, ids: list[str]) -> dict[str, list]:
     sentence = np.searchsorted(offsets, dependents, side="right") - 1
     index = {
         "id": np.asarray(ids, dtype=object)[sentence].tolist(),
-        "word": _positions(offsets, dependents).tolist(),
+        "word": word_positions(offsets, dependents).tolist(),
         "form": forms[dependents].tolist(),
     }
     if probe.arcs != SELECTOR:
-        index.update(head=_positions(offsets, pairs[:, 0]).tolist(), head_form=forms[pairs[:, 0]].tolist())
+        index.update(head=word_positions(offsets, pairs[:, 0]).tolist(), head_form=forms[pairs[:, 0]].tolist())
     return index
 
 
@@ -109,7 +104,7 @@ def arc_truth(probe, words, label: str | None) -> np.ndarray | None:
         offsets = np.asarray(words.offsets, np.int64)
         dependents, gold = gold_attachments(offsets, words.heads)
         truth = np.full(int(offsets[-1]), -1, np.int64)
-        truth[dependents] = np.where(gold == dependents, 0, _positions(offsets, gold))
+        truth[dependents] = np.where(gold == dependents, 0, word_positions(offsets, gold))
         return truth
     columns = dict(words.labels or {})
     if label not in columns:
@@ -118,16 +113,15 @@ def arc_truth(probe, words, label: str | None) -> np.ndarray | None:
             f"the corpus has no word label column '{label}' to score against (word label columns: {found})"
         )
     column, dependents = columns[label], gold_arcs(words.offsets, words.heads)[:, 1]
-    codes = np.asarray(column.codes)[dependents]
-    index = {name: position for position, name in enumerate(probe.classes)}
-    unseen = sorted({column.names[c] for c in codes if c >= 0} - set(index))
-    if unseen:
-        raise InputError(
+
+    def refuse(unseen: list[str]) -> InputError:
+        return InputError(
             f"label column '{label}' holds relation(s) {', '.join(repr(n) for n in unseen[:5])} on arcs that the "
             f"labeller never saw when it was fitted (its classes: {', '.join(probe.classes[:10])})",
             "score only arcs of the fitted relations, or fit again with these labels",
         )
-    return np.array([index[column.names[c]] if c >= 0 else -1 for c in codes], dtype=np.int64)
+
+    return fitted_codes(column, np.asarray(column.codes)[dependents], probe.classes, refuse)
 
 
 def arc_score_line(probe, frame: pd.DataFrame, truth: np.ndarray | None) -> str | None:
@@ -139,10 +133,7 @@ def arc_score_line(probe, frame: pd.DataFrame, truth: np.ndarray | None) -> str 
         right = frame["prediction"].to_numpy(np.int64)[known] == truth[known]
         uas = float(np.mean(right)) if known.any() else float("nan")
         return f"UAS {uas:.4f} on {int(known.sum())} words with a gold head"
-    index = {name: position for position, name in enumerate(probe.classes)}
-    predicted = np.array([index[name] for name in frame["prediction"]], dtype=np.int64)
-    accuracy = float(np.mean(predicted[known] == truth[known])) if known.any() else float("nan")
-    return f"accuracy {accuracy:.4f} on {int(known.sum())} labelled arcs"
+    return score_line(probe, frame, truth)
 
 
 __all__ = ["arc_frame", "arc_index", "arc_score_line", "arc_truth", "check_arc_input", "chunk_scores", "item_offsets"]

@@ -70,9 +70,12 @@ def predicted_heads(probe, states: np.ndarray, offsets: np.ndarray) -> tuple[np.
             "pass the word vectors of the bundle's layer and word pooling",
         )
     heads, margins = select_heads(probe.head, states, offsets, words)
-    sentence = np.searchsorted(offsets, words, side="right") - 1
-    positions = np.where(heads == words, 0, heads - offsets[sentence] + 1)
-    return positions, margins
+    return np.where(heads == words, 0, word_positions(offsets, heads)), margins
+
+
+def word_positions(offsets: np.ndarray, words: np.ndarray) -> np.ndarray:
+    """Each of ``words`` (word indices) as its position in its sentence, from 1."""
+    return words - offsets[np.searchsorted(offsets, words, side="right") - 1] + 1
 
 
 def predict_arcs(probe, sentences: Any, heads: Any = None, proba: bool = False, **overrides: Any) -> list:
@@ -101,4 +104,12 @@ def predict_arcs(probe, sentences: Any, heads: Any = None, proba: bool = False, 
     return [out[part] for part in per_sentence]
 
 
-__all__ = ["NO_HEADS_HINT", "flat_heads", "gold_arcs", "predict_arcs", "predicted_heads", "relation_scores"]
+__all__ = [
+    "NO_HEADS_HINT",
+    "flat_heads",
+    "gold_arcs",
+    "predict_arcs",
+    "predicted_heads",
+    "relation_scores",
+    "word_positions",
+]

@@ -40,16 +40,26 @@ def check_scoring(corpus: Corpus, label: str | None, probe: Probe) -> np.ndarray
         except ValueError:
             raise InputError(f"label column '{label}' is not numeric; this probe predicts numbers") from None
         return values
-    index = {name: position for position, name in enumerate(probe.classes)}
-    used = sorted({column.names[c] for c in codes if c >= 0})
-    unseen = [name for name in used if name not in index]
-    if unseen:
+    classes = probe.classes
+
+    def refuse(unseen: list[str]) -> InputError:
         shown = ", ".join(f"'{name}'" for name in unseen[:5])
-        raise InputError(
+        return InputError(
             f"label column '{label}' holds label(s) {shown} that the probe never saw when it was fitted "
-            f"(its classes: {', '.join(probe.classes[:10])})",
+            f"(its classes: {', '.join(classes[:10])})",
             "score only rows of the fitted classes, or fit again with these labels",
         )
+
+    return fitted_codes(column, codes, classes, refuse)
+
+
+def fitted_codes(column, codes: np.ndarray, classes: list[str], refuse) -> np.ndarray:
+    """``codes`` of a label ``column`` as positions in a probe's ``classes`` (-1 missing); the names it never saw,
+    sorted, are refused with the ``InputError`` that ``refuse(unseen)`` gives."""
+    index = {name: position for position, name in enumerate(classes)}
+    unseen = sorted({column.names[c] for c in codes if c >= 0} - set(index))
+    if unseen:
+        raise refuse(unseen)
     return np.array([index[column.names[c]] if c >= 0 else -1 for c in codes], dtype=np.int64)
 
 
@@ -96,7 +106,7 @@ def score_line(probe: Probe, frame: pd.DataFrame, truth: np.ndarray | None) -> s
         predicted = frame["prediction"].to_numpy(dtype=np.float64)[known]
         r2 = float(rm.metrics(truth[known], predicted)["r2"]) if known.any() else float("nan")
         return f"R² {r2:.4f} on {int(known.sum())} labelled rows"
-    items = "words" if probe.level == "word" else "rows"
+    items = {"word": "words", "arc": "arcs"}.get(probe.level, "rows")
     known = truth >= 0
     index = {name: position for position, name in enumerate(probe.classes)}
     predicted = np.array([index[name] for name in frame["prediction"]], dtype=np.int64)
@@ -104,4 +114,4 @@ def score_line(probe: Probe, frame: pd.DataFrame, truth: np.ndarray | None) -> s
     return f"accuracy {accuracy:.4f} on {int(known.sum())} labelled {items}"
 
 
-__all__ = ["STDOUT", "check_scoring", "output_frame", "score_line", "write_frame"]
+__all__ = ["STDOUT", "check_scoring", "fitted_codes", "output_frame", "score_line", "write_frame"]
