@@ -99,11 +99,12 @@ class FitResult:
         strength = "alpha" if probe.head.classifier == "ridge" else "C"
         tuned = "early-stopped" if probe.head.classifier == "mlp" else f"{strength} {probe.head.C:g}"  # no C: 'C nan'
         unit = "sentences" if probe.arcs == SELECTOR else ITEMS[probe.level]
-        items = f"{unit}, a sentence's {unit} in one fold" if probe.level != "sentence" else "rows"
-        if probe.arcs == SELECTOR:
-            items = "sentences, a sentence's word pairs and words in one fold"
         if self.group is not None:
             items = f"rows, a {self.group} group's rows in one fold"
+        elif probe.arcs == SELECTOR:
+            items = "sentences, a sentence's word pairs and words in one fold"
+        else:
+            items = f"{unit}, a sentence's {unit} in one fold" if probe.level != "sentence" else "rows"
         lines = [
             _what(probe),
             f"chosen: layer {best.spec.name}, pooling {best.pooling}, {probe.head.classifier} "
