@@ -170,13 +170,18 @@ def _words(probe: Probe, corpus: Corpus) -> WordTable | None:
     return corpus.words
 
 
-def _chunk_scores(probe: Probe, texts: list, pairs: list[str] | None, config: PredictConfig) -> np.ndarray:
-    """Class probabilities (or margins, or values as one column) of one chunk of rows (a word probe: of every
-    word of the chunk's sentences, ``texts`` their lists of words)."""
+def _overrides(config: PredictConfig) -> dict[str, Any]:
+    """The extraction settings a prediction takes from the user rather than the bundle."""
     overrides: dict[str, Any] = {"batch_size": config.batch_size, "device": config.device}
     if config.trust_remote_code:  # the user's own flag, never the bundle's record
         overrides["trust_remote_code"] = True
-    X = probe.features(texts, pairs, **overrides)
+    return overrides
+
+
+def _chunk_scores(probe: Probe, texts: list, pairs: list[str] | None, config: PredictConfig) -> np.ndarray:
+    """Class probabilities (or margins, or values as one column) of one chunk of rows (a word probe: of every
+    word of the chunk's sentences, ``texts`` their lists of words)."""
+    X = probe.features(texts, pairs, **_overrides(config))
     if probe.classes is None:
         return probe.scores_features(X)[:, None]
     return probe.predict_proba_features(X) if probe.head.has_proba else probe.scores_features(X)
@@ -340,10 +345,7 @@ def _chunk(probe: Probe, corpus: Corpus, config: PredictConfig, start: int, stop
     """The score rows of rows (sentences) ``start:stop``."""
     words = _words(probe, corpus)
     if probe.level == "arc":
-        overrides: dict[str, Any] = {"batch_size": config.batch_size, "device": config.device}
-        if config.trust_remote_code:  # the user's own flag, never the bundle's record
-            overrides["trust_remote_code"] = True
-        return chunk_scores(probe, words, start, stop, overrides)
+        return chunk_scores(probe, words, start, stop, _overrides(config))
     if words is None:
         texts: list = corpus.texts[start:stop]
         pairs = corpus.pair_texts[start:stop] if corpus.pair_texts is not None else None
