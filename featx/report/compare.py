@@ -55,11 +55,6 @@ FIELD_PLURALS = {
 }
 
 
-def _file_attrs(meta: dict) -> dict:
-    """The attributes of the results' features file; empty when it was moved, removed or damaged since."""
-    return _features_attrs(meta.get("features_file"))
-
-
 def _features_attrs(path: str | Path | None) -> dict:
     """The attributes of a features file; empty when there is none, or it was moved, removed or damaged since."""
     if not path or not Path(path).exists():
@@ -73,28 +68,25 @@ def _features_attrs(path: str | Path | None) -> dict:
         return {}
 
 
-def _random_init(meta: dict) -> bool:
-    return bool(_file_attrs(meta).get("random_init"))
-
-
 def model_top_layer(features_file: str | Path | None, layers: Iterable[int] | pd.Series) -> int:
     """The model's top layer, what a relative depth divides by (``featx compare --relative-depth``, a study's
     ``n_layers``): from the features file's record of the model (its hidden states less the embeddings), so that
     a file of a few layers keeps their depth; the highest of the probed ``layers`` when the file cannot be read
     or records none."""
+    return _top_layer(_features_attrs(features_file), layers)
+
+
+def _top_layer(attrs: dict, layers: Iterable[int] | pd.Series) -> int:
+    """``model_top_layer`` from the features file's ``attrs`` already read."""
     probed_layers = pd.Series(list(layers), dtype=float).dropna()
     probed = max(1, int(probed_layers.max())) if len(probed_layers) else 1
-    recorded = pd.to_numeric(pd.Series([_features_attrs(features_file).get("n_model_layers")]), errors="coerce")
+    recorded = pd.to_numeric(pd.Series([attrs.get("n_model_layers")]), errors="coerce")
     return max(probed, int(recorded.iloc[0]) - 1) if pd.notna(recorded.iloc[0]) else probed
 
 
-def top_layer(meta: dict, rows: pd.DataFrame) -> int:
-    """The top layer of the model of one results file's rows (``model_top_layer``)."""
-    return model_top_layer(meta.get("features_file"), rows["layer"])
-
-
-def _fields(frame: pd.DataFrame, meta: dict, classifier: str, site: str) -> dict:
-    model = model_name(meta) + (" (random init)" if _random_init(meta) else "")
+def _fields(frame: pd.DataFrame, meta: dict, classifier: str, site: str, attrs: dict) -> dict:
+    """An entry's fields; ``attrs``: its features file's attributes (``_features_attrs``)."""
+    model = model_name(meta) + (" (random init)" if attrs.get("random_init") else "")
     corpus = meta.get("corpus_path") or meta.get("features_file") or meta.get("features") or ""
     label = meta.get("label") or (frame["label"].iloc[0] if "label" in frame.columns and len(frame) else "")
     return {"model": model, "corpus": str(corpus), "label": str(label), "site": site, "classifier": classifier}
@@ -138,15 +130,16 @@ def load_entries(
         rows = rows[rows["pooling"] == (pooling or best["pooling"])]
         best, selected = chosen_row(rows, metric, meta)
         source_name = str(meta.get("results_path") or f"results {index + 1}")
+        attrs = _features_attrs(meta.get("features_file"))  # read once: the random-init tag and the model's depth
         entries.append(
             Entry(
                 frame,
                 meta,
                 source_name,
-                _fields(frame, meta, chosen, site),
+                _fields(frame, meta, chosen, site, attrs),
                 rows=rows,
                 best=best,
-                n_layers=top_layer(meta, rows),
+                n_layers=_top_layer(attrs, rows["layer"]),
                 metric=metric,
                 selected=selected,
             )
