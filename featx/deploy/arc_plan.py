@@ -55,7 +55,7 @@ def resolve_arcs(config: FitConfig, path: Path, features: FeatureFile, notes: li
     label = arc_label(features, config, notes)
     _check_arc_options(config, label)
     selector = label == HEAD_LABEL
-    task = attachment_task(features, int(config.seed)) if selector else relation_task(features, label)
+    task = attachment_task(features, int(config.seed), notes) if selector else relation_task(features, label, notes)
     kept = kept_in_split(features, task.groups, notes, "word pairs" if selector else "arcs")
     pairs, sentences = task.words[kept], task.groups[kept]
     train, test = split_rows(features, sentences)

@@ -13,14 +13,16 @@ import pandas as pd
 
 from ..errors import InputError
 from ..probing import gold_attachments
+from ..store import HEAD_UNKNOWN
 from .arc_plan import SELECTOR
 from .arc_probe import NO_HEADS_HINT, gold_arcs, predicted_heads, relation_scores, word_positions
 from .table import fitted_codes, output_frame, score_line
 
 
-def check_arc_input(probe, words, corpus: Any, config: Any) -> None:
+def check_arc_input(probe, words, corpus: Any, config: Any, notes: list[str]) -> None:
     """Before the model runs: a head selector takes no --top-k or --threshold (it writes one head per word); a
-    relation labeller needs gold heads, so an input without a single arc is refused."""
+    relation labeller needs gold heads, so an input without a single arc is refused, and its words whose head is
+    unknown ('_') have no arc to label: how many, said in ``notes``."""
     if probe.arcs == SELECTOR and (config.top_k is not None or config.threshold is not None):
         raise InputError(
             f"{'--top-k' if config.top_k is not None else '--threshold'}: a head selector writes each word's "
@@ -32,6 +34,9 @@ def check_arc_input(probe, words, corpus: Any, config: Any) -> None:
             f"this bundle labels the relation of gold (head, dependent) arcs, and {corpus} gives no heads",
             NO_HEADS_HINT,
         )
+    unknown = int(np.count_nonzero(np.asarray(words.heads) == HEAD_UNKNOWN))
+    if probe.arcs != SELECTOR and unknown:
+        notes.append(f"{unknown:,} word(s) with an unknown head ('_', or none given) have no gold arc: no line")
 
 
 def item_offsets(probe, words) -> np.ndarray:

@@ -248,7 +248,7 @@ def predict(config: PredictConfig | str | Path | None = None, **options: Any) ->
     _check_options(config, probe)
     corpus, text_col, pair_col = _read(config, probe)
     if probe.level == "arc":
-        check_arc_input(probe, corpus.words, config.corpus, config)
+        check_arc_input(probe, corpus.words, config.corpus, config, corpus.notes)
         truth = arc_truth(probe, corpus.words, config.label)
     else:
         truth = check_scoring(corpus, config.label, probe)

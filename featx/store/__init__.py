@@ -24,6 +24,8 @@ from .lock import OutputLock
 from .reader import FeatureFile, finished_request, open_features
 from .schema import (
     FORMAT_NAME,
+    HEAD_ROOT,
+    HEAD_UNKNOWN,
     HIDDEN_SITE,
     PAIR_B_SITE,
     SCHEMA_VERSION,
@@ -53,6 +55,8 @@ __all__ = [
     "FORMAT_NAME",
     "FeatureFile",
     "FeatureWriter",
+    "HEAD_ROOT",
+    "HEAD_UNKNOWN",
     "HIDDEN_SITE",
     "OutputLock",
     "PAIR_B_SITE",

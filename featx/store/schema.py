@@ -86,6 +86,9 @@ SITES = "sites"
 WORDS = "words"
 WORD_OFFSETS, WORD_FORM, WORD_HEAD, WORD_N_SUBWORDS = "words/offsets", "words/form", "words/head", "words/n_subwords"
 WORD_POOLED, WORD_LABELS = "words/pooled", "words/labels"
+# words/head: the 0-based index of the head within its sentence, else the root or unknown (no head given: '_' in
+# CoNLL-U, or no head column); files written before unknown had its own value have -1 for both
+HEAD_ROOT, HEAD_UNKNOWN = -1, -2
 WORD_POOLINGS, N_WORDS = "word_poolings", "n_words"
 PROGRESS = "progress"
 ROWS_DONE = "progress/rows_done"

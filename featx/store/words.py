@@ -116,8 +116,8 @@ def check_words(file: h5py.File, path: Path, attrs: dict, n_rows: int, n_layers:
     _dataset(file, s.WORD_FORM, (n_words,), "OSU", path)
     heads = _dataset(file, s.WORD_HEAD, (n_words,), "i", path)[()].astype(np.int64)
     lengths = np.repeat(np.diff(offsets), np.diff(offsets))
-    if np.any(heads < -1) or np.any(heads >= lengths):
-        bad = int(np.flatnonzero((heads < -1) | (heads >= lengths))[0])
+    if np.any(heads < s.HEAD_UNKNOWN) or np.any(heads >= lengths):
+        bad = int(np.flatnonzero((heads < s.HEAD_UNKNOWN) | (heads >= lengths))[0])
         _fail(path, f"word {bad} has head {int(heads[bad])}, outside its sentence of {int(lengths[bad])} words")
     subwords = _dataset(file, s.WORD_N_SUBWORDS, (n_words,), "iu", path)[()]
     if np.any(subwords < 1):
@@ -234,7 +234,9 @@ class WordAccess:
         return list(json.loads(self._word_label(column).attrs[s.LABEL_NAMES]))
 
     def word_heads(self) -> np.ndarray:
-        """``(n_words,)`` int32: each word's head as a 0-based index within its sentence, -1 root or unknown."""
+        """``(n_words,)`` int32: each word's head as a 0-based index within its sentence; ``HEAD_ROOT`` (-1) for a
+        root word, ``HEAD_UNKNOWN`` (-2) where the input gave no head ('_', or no head column). An arc is a value
+        >= 0. Files written before -2 existed have -1 for an unknown head too."""
         self._require_words()
         return self._file[s.WORD_HEAD][: self._n_words()].astype(np.int32)
 

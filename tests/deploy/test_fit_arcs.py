@@ -148,6 +148,22 @@ def test_predict_labels_each_gold_arc_and_scores_what_fit_reported(relation, wor
     assert list(labelled[np.array(given) > 0]) == list(first.prediction) and labelled[given.index(0)] is None
 
 
+def test_predict_gives_no_arc_to_a_word_with_an_unknown_head(relation, word_features, tmp_path):
+    """A '_' head is no head: its word has no gold arc (no line, a note counts it), never an arc from the root."""
+    block = word_features[1].read_text().split("\n\n")[0].split("\n")  # the test file's first sentence
+    words = [number for number, line in enumerate(block) if line.count("\t") == 9]
+    first = next(number for number in words if block[number].split("\t")[6] != "0")
+    fields = block[first].split("\t")
+    block[first] = "\t".join([*fields[:6], "_", *fields[7:]])
+    corpus = tmp_path / "unknown.conllu"
+    corpus.write_text("\n".join(block) + "\n\n", encoding="utf-8")
+    result = CliRunner().invoke(main, ["predict", str(relation.path), str(corpus), "-o", str(tmp_path / "p.csv")])
+    assert result.exit_code == 0, result.output
+    assert "1 word(s) with an unknown head ('_', or none given) have no gold arc: no line" in result.output
+    table = pd.read_csv(tmp_path / "p.csv")
+    assert len(table) == len(words) - 2 and fields[1] not in set(table.form)  # less the root's word and this one
+
+
 def test_predict_selects_every_words_head_and_scores_its_uas(selector, word_features, tmp_path):
     output = tmp_path / "heads.csv"
     args = ["predict", str(selector.path), str(word_features[1]), "-o", str(output), "--label", "head", "-q"]

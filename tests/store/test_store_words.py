@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from featx.errors import InputError, StoreError
-from featx.store import FeatureFile, FeatureWriter, hidden_layout, schema
+from featx.store import HEAD_UNKNOWN, FeatureFile, FeatureWriter, hidden_layout, schema
 
 SENTENCE_WORDS = [3, 1, 4, 2]  # words of each of the four sentences
 
@@ -31,6 +31,7 @@ class _Sentences:
         offsets = np.r_[0, np.cumsum(SENTENCE_WORDS)].astype(np.int64)
         n_words = int(offsets[-1])
         heads = np.concatenate([np.r_[-1, np.zeros(k - 1, np.int32)] for k in SENTENCE_WORDS]).astype(np.int32)
+        heads[-1] = HEAD_UNKNOWN  # a word whose head the input did not give ('_'), stored apart from the root
         self.words = SimpleNamespace(
             offsets=offsets,
             forms=[f"w{i}" for i in range(n_words)],
@@ -151,7 +152,7 @@ HOSTILE = {
         _replace("words/head", np.r_[np.full(9, -1), 2].astype(np.int32)),
         "word 9 has head 2, outside its sentence of 2 words",
     ),
-    "a head below -1": (_replace("words/head", np.full(10, -2, np.int32)), "outside its sentence"),
+    "a head below -2 (unknown)": (_replace("words/head", np.full(10, -3, np.int32)), "outside its sentence"),
     "word vectors of another width": (
         _replace("words/pooled/first", np.zeros((10, 2, 5), np.float32)),
         "words/pooled/first",

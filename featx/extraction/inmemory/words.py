@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import InputError
+from ...store import HEAD_UNKNOWN
 from ..config import ExtractConfig
 from ..inputs.treebank import WordTable
 from .pipeline import IN_MEMORY, memory_corpus, run_in_memory
@@ -51,7 +52,7 @@ def sentences_table(sentences: list[list[str]]) -> WordTable:
     """The ``WordTable`` of sentences given as lists of words: no heads, no labels."""
     offsets = np.r_[0, np.cumsum([len(words) for words in sentences])].astype(np.int64)
     forms = [word for words in sentences for word in words]
-    return WordTable(offsets, forms, np.full(len(forms), -1, dtype=np.int32), {})
+    return WordTable(offsets, forms, np.full(len(forms), HEAD_UNKNOWN, dtype=np.int32), {})
 
 
 class WordVectors:

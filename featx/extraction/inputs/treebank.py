@@ -5,7 +5,7 @@
   (``3-4``) are not words (their parts are), empty nodes (``8.1``) are skipped, ``# text`` is the row's text
   (else the words joined by spaces) and ``# sent_id`` its id. Word labels: ``upos``, ``xpos``, ``deprel``
   and one ``feats.<Feature>`` column per feature seen (``feats.Number``...); ``_`` is missing. The head
-  becomes the 0-based index of the head word within the sentence (-1 for the root).
+  becomes the 0-based index of the head word within the sentence (``HEAD_ROOT`` for 0, ``HEAD_UNKNOWN`` for ``_``).
 * Column files (``--columns form,upos,ner``): one word per line, fields split by tabs (else whitespace),
   a blank line between sentences, ``-DOCSTART-`` lines skipped; ``form`` is required, ``_`` skips a field,
   ``head`` is read like CoNLL-U's (1-based, 0 = root).
@@ -29,6 +29,7 @@ import numpy as np
 
 from ...errors import InputError
 from ...io import CONLLU_SUFFIXES, LabelColumn
+from ...store import HEAD_ROOT, HEAD_UNKNOWN
 
 WORD_FORMATS = ("conllu", "columns", "jsonl")
 JSONL_SUFFIXES = (".jsonl", ".ndjson")
@@ -43,7 +44,7 @@ class Sentence:
 
     forms: list[str]
     labels: dict[str, list[str]] = field(default_factory=dict)
-    heads: list[int] | None = None  # 0-based index of each word's head in the sentence, -1 root/unknown
+    heads: list[int] | None = None  # 0-based index of each word's head in the sentence, or HEAD_ROOT/HEAD_UNKNOWN
     text: str | None = None
     sent_id: str | None = None
     sentence_labels: dict[str, str] = field(default_factory=dict)
@@ -304,16 +305,16 @@ def _value(value) -> str:
 
 
 def _head(value, n_words: int, where: str) -> int:
-    """A CoNLL head (1-based, 0 = root, '_' unknown) as the 0-based index in the sentence (-1: root/unknown)."""
+    """A CoNLL head (1-based, 0 = root, '_' unknown) as the 0-based index in the sentence, else HEAD_ROOT/_UNKNOWN."""
     if value is None or value == "_" or value == "":
-        return -1
+        return HEAD_UNKNOWN
     try:
         head = int(value)
     except (TypeError, ValueError):
         raise InputError(f"{where}: head '{value}' is not a word number") from None
     if not 0 <= head <= n_words:
         raise InputError(f"{where}: head {head} is outside the sentence of {n_words} words")
-    return head - 1
+    return head - 1 if head else HEAD_ROOT
 
 
 def read_conllu(path: Path, text: str) -> list[Sentence]:

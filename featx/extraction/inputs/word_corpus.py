@@ -13,6 +13,7 @@ import numpy as np
 
 from ...errors import InputError
 from ...io import decode_text, label_column, missing_markers
+from ...store import HEAD_UNKNOWN
 from .corpus import Corpus
 from .treebank import (
     Sentence,
@@ -88,7 +89,7 @@ def _word_table(sentences: list[Sentence], markers: frozenset[str]) -> WordTable
         labels[name] = label_column(name, values, markers)
     heads = np.concatenate(
         [
-            np.asarray(sentence.heads if sentence.heads is not None else [-1] * len(sentence.forms), dtype=np.int32)
+            np.asarray(sentence.heads if sentence.heads is not None else [HEAD_UNKNOWN] * len(sentence.forms), np.int32)
             for sentence in sentences
         ]
     )

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from ...errors import InputError
+from ...store import HEAD_ROOT, HEAD_UNKNOWN
 from .. import evaluation as ev
 from ..meta import Level
 
@@ -87,6 +88,17 @@ def _renumber(codes: np.ndarray, names: list[str], label: str) -> tuple[np.ndarr
     return np.searchsorted(present, codes), [names[code] for code in present]
 
 
+def unknown_heads_note(heads: np.ndarray, notes: list[str] | None) -> None:
+    """A note of how many words have an unknown head (``HEAD_UNKNOWN``: '_' in CoNLL-U, or no head given): they
+    are no arc's dependent and no word's gold attachment, so the arc items leave them out."""
+    unknown = int(np.count_nonzero(np.asarray(heads) == HEAD_UNKNOWN))
+    if unknown and notes is not None:
+        notes.append(
+            f"{unknown:,} word(s) with an unknown head ('_', or none given) left out of the arc items "
+            "(still candidate heads of the other words of their sentence)"
+        )
+
+
 def _arcs(source) -> tuple[np.ndarray, np.ndarray]:
     """``(heads, dependents)`` global word indices of every gold arc (root and unknown heads left out)."""
     offsets = np.asarray(source.word_offsets(), dtype=np.int64)
@@ -98,14 +110,16 @@ def _arcs(source) -> tuple[np.ndarray, np.ndarray]:
     return head_words[inside], dependents[inside]
 
 
-def relation_task(source, label: str) -> WordTask:
-    """``--label deprel --arcs``: each gold (head, dependent) pair, labelled with its dependent's relation."""
+def relation_task(source, label: str, notes: list[str] | None = None) -> WordTask:
+    """``--label deprel --arcs``: each gold (head, dependent) pair, labelled with its dependent's relation (a word
+    with an unknown head is no dependent: how many, said in ``notes``)."""
     if label not in source.word_label_columns():
         raise InputError(
             f"no word label column '{label}' to classify arcs by",
             f"word label columns: {', '.join(source.word_label_columns())}; or --label head --arcs",
         )
     heads, dependents = _arcs(source)
+    unknown_heads_note(source.word_heads(), notes)
     codes = np.asarray(source.word_labels(label), dtype=np.int64)[dependents]
     keep = codes >= 0
     heads, dependents = heads[keep], dependents[keep]
@@ -129,28 +143,31 @@ def relation_task(source, label: str) -> WordTask:
 
 def gold_attachments(offsets: np.ndarray, heads: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(dependents, heads)`` global word indices of every word whose attachment is known: a word with a head
-    gets that word, a root word (head -1) gets itself (the root, written as the word paired with itself), the
-    latter only in a sentence with at least one arc (a sentence without one has no tree: its heads are unknown).
+    gets that word, a root word (``HEAD_ROOT``) gets itself (the root, written as the word paired with itself), the
+    latter only in a sentence with at least one arc (a sentence without one has no tree: in files written before
+    ``HEAD_UNKNOWN`` existed, -1 also meant unknown). A word with an unknown head (``HEAD_UNKNOWN``) is left out.
     ``offsets``: sentence ``s`` owns words ``offsets[s]:offsets[s+1]``; ``heads``: 0-based within the sentence."""
     offsets, heads = np.asarray(offsets, np.int64), np.asarray(heads, np.int64)
     sentence = np.repeat(np.arange(len(offsets) - 1), np.diff(offsets))
     start, stop = offsets[sentence], offsets[sentence + 1]
     arc = (heads >= 0) & (start + heads < stop)  # a head index past its sentence: unusable
     has_tree = np.bincount(sentence[arc], minlength=len(offsets) - 1) > 0
-    root = (heads == -1) & has_tree[sentence]
+    root = (heads == HEAD_ROOT) & has_tree[sentence]
     dependents = np.flatnonzero(arc | root)
     words = np.arange(len(heads))
     head_words = np.where(arc, start + heads, words)[dependents]
     return dependents, head_words
 
 
-def attachment_task(source, seed: int) -> WordTask:
+def attachment_task(source, seed: int, notes: list[str] | None = None) -> WordTask:
     """``--label head --arcs``: for every word of a sentence with a tree, its gold pair (head, word) labelled
     ``arc`` (a root word paired with itself: the root), and one other candidate pair labelled ``no-arc``: another
     word of the sentence, or the word itself when it is not the root, drawn uniformly (seeded). The candidates are
-    those ``featx fit --label head --arcs``'s head selector chooses among."""
+    those ``featx fit --label head --arcs``'s head selector chooses among. A word with an unknown head has no gold
+    pair (how many, said in ``notes``)."""
     offsets = np.asarray(source.word_offsets(), dtype=np.int64)
     dependents, heads = gold_attachments(offsets, np.asarray(source.word_heads(), dtype=np.int64))
+    unknown_heads_note(source.word_heads(), notes)
     if not len(dependents):
         raise InputError("no word has a head", "extract a treebank with a HEAD column (CoNLL-U)")
     sentence = np.asarray(source.word_sentence(), dtype=np.int64)

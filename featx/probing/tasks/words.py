@@ -68,7 +68,9 @@ def build_task(source: Any, config: ProbeConfig, notes: list[str] | None = None)
     if config.arcs:
         if label is None:
             label = "deprel" if "deprel" in source.word_label_columns() else HEAD_LABEL
-        return attachment_task(source, int(config.seed)) if label == HEAD_LABEL else relation_task(source, label)
+        if label == HEAD_LABEL:
+            return attachment_task(source, int(config.seed), notes)
+        return relation_task(source, label, notes)
     assert label is not None  # the default word label is chosen above
     return word_task(source, label)
 

@@ -12,6 +12,7 @@ from featx.errors import InputError
 from featx.extraction import ExtractConfig
 from featx.extraction.inputs.treebank import split_of
 from featx.extraction.inputs.word_corpus import read_input, read_word_corpus
+from featx.store import HEAD_ROOT, HEAD_UNKNOWN
 
 CONLLU = """# newdoc id = doc1
 # sent_id = s1
@@ -59,6 +60,18 @@ def test_conllu_words_labels_and_heads(tmp_path):
     assert {"xpos", "deprel", "feats.Case", "feats.Tense", "feats.Mood", "feats.VerbForm"} <= set(words.labels)
 
 
+def test_an_unknown_head_is_stored_apart_from_the_root(tmp_path):
+    """'_' in HEAD is no head given: HEAD_UNKNOWN, never HEAD_ROOT, so the arc items leave the word out instead of
+    pairing it with the root; a JSON Lines sentence without a head list has unknown heads too."""
+    from featx.probing import gold_attachments
+
+    text = CONLLU.replace("Number=Plur\t4\tobj", "Number=Plur\t_\tobj")
+    words = read_word_corpus([write(tmp_path / "u.conllu", text)], "conllu").words
+    np.testing.assert_array_equal(words.heads, [3, 3, 3, HEAD_ROOT, HEAD_UNKNOWN, 1, HEAD_ROOT])
+    dependents, heads = gold_attachments(words.offsets, words.heads)
+    assert dependents.tolist() == [0, 1, 2, 3, 5, 6] and heads.tolist() == [3, 3, 3, 3, 6, 6]  # zebras left out
+
+
 def test_a_byte_order_mark_and_windows_line_ends_are_read(tmp_path):
     path = tmp_path / "bom.conllu"
     path.write_bytes(b"\xef\xbb\xbf" + CONLLU.replace("\n", "\r\n").encode("utf-8"))
@@ -93,7 +106,7 @@ def test_json_lines_of_tokens(tmp_path):
     corpus = read_input(config)  # chosen because the first object has a "tokens" list and no "text"
     assert corpus.words.forms == ["The", "cat", "Dogs"] and corpus.ids == ["x1", "x2"]
     np.testing.assert_array_equal(corpus.words.labels["upos"].codes, [0, 1, -1])
-    np.testing.assert_array_equal(corpus.words.heads, [1, -1, -1])
+    np.testing.assert_array_equal(corpus.words.heads, [1, HEAD_ROOT, HEAD_UNKNOWN])  # "Dogs": no head list
     assert corpus.labels["topic"].names == ["pets"] and corpus.split == ["t", "test"]
 
 

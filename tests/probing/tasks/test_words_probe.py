@@ -29,6 +29,7 @@ from featx.probing.tasks.word_items import (
 )
 from featx.probing.tasks.words import probe_words
 from featx.report import format_probe
+from featx.store import HEAD_UNKNOWN
 
 
 def _task(source, kind):
@@ -206,6 +207,25 @@ def test_attachment_pairs_are_each_words_gold_head_and_one_other_candidate():
     assert np.all(source.sentence[negatives[:, 0]] == source.sentence[negatives[:, 1]])
     assert np.any(negatives[:, 0] == negatives[:, 1])  # "this word is the root" is a candidate of a non-root word
     np.testing.assert_array_equal(task.words, attachment_task(source, seed=1).words)
+
+
+@pytest.mark.parametrize("kind", ["deprel", "head"])
+def test_words_with_unknown_heads_are_no_arc_items_and_a_note_counts_them(kind):
+    """A word whose head is unknown is no dependent of a relation item and has no gold pair (never the root's)."""
+    source = PlantedWords(n_sentences=20)
+    unknown = np.flatnonzero(source.heads >= 0)[:3]
+    source.heads[unknown] = HEAD_UNKNOWN
+    notes: list[str] = []
+    if kind == "head":
+        task = attachment_task(source, 0, notes)
+        gold = task.words[task.y == 1]
+        assert len(gold) == len(source.heads) - 3  # every other word once, the roots as self-pairs
+    else:
+        task = relation_task(source, "deprel", notes)
+        gold = task.words
+        assert len(gold) == int(np.sum(source.heads >= 0))
+    assert not set(unknown.tolist()) & set(gold[:, 1].tolist())
+    assert any(note.startswith("3 word(s) with an unknown head") for note in notes), notes
 
 
 # -- intervals and tests over sentences -----------------------------------------------------------------------
