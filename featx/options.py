@@ -12,6 +12,11 @@ keeps the flag, help and help group in the field's metadata (``Flag``); the comm
 (``featx.cli.generate``), the Python keywords and their documentation (``keyword_doc``) come from the fields.
 A renamed option lists its old spellings (``old=("--seed",)``): they keep working, with a deprecation warning,
 until ``REMOVED_IN``; the old Python keyword is the old flag's name (``seed``).
+
+A list-like option (layers, poolings, sites, classifiers, label columns... given as a comma list) is declared
+``listed=True``; one rule, checked before any config's ``CONSTRAINTS`` (``refuse_empty_lists``), refuses its empty
+value (``--layer ''``, ``layers=[]``) on every command instead of reading it as a default: None, or leaving the
+option out, is how to ask for the default.
 """
 
 from __future__ import annotations
@@ -50,6 +55,7 @@ class Flag:
     negate: bool = False
     old: tuple[str, ...] = ()
     cli_default: Any = None  # the command line's own default, where it differs from the field's (None: the same)
+    listed: bool = False  # a comma list (or a Python list): an empty one is refused (``refuse_empty_lists``)
 
     @property
     def name(self) -> str:
@@ -78,12 +84,15 @@ def option(
     negate: bool = False,
     old: tuple[str, ...] = (),
     cli_default: Any = None,
+    listed: bool = False,
 ) -> Any:
     """A config field declared once: its default, and (with ``flag``) how the command line shows it."""
     if flag is None:
         return dataclasses.field(default=default)
     flags = (flag,) if isinstance(flag, str) else tuple(flag)
-    spec = Flag(flags, help, group, kind, tuple(choices) if choices is not None else None, negate, old, cli_default)
+    spec = Flag(
+        flags, help, group, kind, tuple(choices) if choices is not None else None, negate, old, cli_default, listed
+    )
     return dataclasses.field(default=default, metadata={OPTION: spec})
 
 
@@ -150,6 +159,27 @@ def refuse_unknown(cls: type, options: dict[str, Any], positional: int = 0) -> l
     return known
 
 
+def _empty(value: Any) -> bool:
+    """A list-like option's value that names nothing: blank text or commas only, or an empty list or tuple."""
+    if isinstance(value, str):
+        return not any(part.strip() for part in value.split(","))
+    return isinstance(value, (list, tuple)) and not value
+
+
+def refuse_empty_lists(config: Any) -> None:
+    """The one rule of every ``listed`` option: an empty value is an ``InputError`` naming the flag, on every
+    command alike (an empty ``--layer`` had meant all layers, an empty ``--site`` hidden, an empty ``--pooling``
+    was refused). None (the option left out) keeps the default."""
+    for item, spec in flagged(type(config)):
+        if spec.listed and _empty(getattr(config, item.name)):
+            default = spec.cli_default if spec.cli_default is not None else item.default
+            shown = f" ({default})" if isinstance(default, str) else ""
+            raise InputError(
+                f"{spec.name} {getattr(config, item.name)!r} is empty: it takes one value or a comma list",
+                f"give {spec.name} at least one value, or leave it out for its default{shown}",
+            )
+
+
 class _Renaming(type):
     """Makes a config from an old keyword of a renamed option too (``ExtractConfig(corpus, seed=1)``), with a
     deprecation warning, as ``Options.build`` and the command line do; an unknown keyword is an ``InputError``."""
@@ -168,6 +198,7 @@ class Options(metaclass=_Renaming):
     CONSTRAINTS: ClassVar[tuple[Check, ...]] = ()
 
     def __post_init__(self) -> None:
+        refuse_empty_lists(self)
         for check in type(self).CONSTRAINTS:
             check(self)
 
@@ -208,6 +239,7 @@ __all__ = [
     "keyword_of",
     "option",
     "recorded",
+    "refuse_empty_lists",
     "refuse_unknown",
     "renamed",
     "normalise",

@@ -225,3 +225,76 @@ def test_path_like_refuses_what_is_not_a_path_naming_the_flag():
         Files("a.h5", target=["b.h5"])
     with pytest.raises(InputError, match=r"^source takes a path, not a NoneType"):
         Files(None)  # a field without a default, not typed as optional: None is not a path
+
+
+def _listed_options() -> list[tuple[type, str, str]]:
+    """``(config, field, flag)`` of every list-like option of every command (``listed=True``)."""
+    from featx.deploy import FitConfig, PredictConfig
+    from featx.extraction import ExtractConfig
+    from featx.interventions.config import InterveneConfig
+    from featx.logit_lens.config import LensConfig
+    from featx.probing.analyses.erase import EraseConfig
+    from featx.probing.analyses.neurons import NeuronConfig
+    from featx.probing.config import ProbeConfig
+    from featx.report.compare import CompareConfig
+
+    configs = (ExtractConfig, ProbeConfig, FitConfig, PredictConfig, EraseConfig, NeuronConfig, InterveneConfig)
+    return [
+        (cls, item.name, spec.name)
+        for cls in (*configs, LensConfig, CompareConfig)
+        for item, spec in flagged(cls)
+        if spec.listed
+    ]
+
+
+LISTED = _listed_options()
+
+
+def test_the_list_like_options_of_the_commands_are_declared_listed():
+    flags = {(cls.__name__, flag) for cls, _, flag in LISTED}
+    for command in ("ExtractConfig", "ProbeConfig"):
+        assert {(command, "--layer"), (command, "--pooling"), (command, "--site")} <= flags
+    assert {("FitConfig", "--layer"), ("EraseConfig", "--amnesic"), ("CompareConfig", "--names")} <= flags
+
+
+@pytest.mark.parametrize("cls, name, flag", LISTED, ids=[f"{cls.__name__}-{flag}" for cls, _, flag in LISTED])
+@pytest.mark.parametrize("empty", ["", " , ", []])
+def test_an_empty_list_option_is_refused_by_one_rule(cls, name, flag, empty):
+    """``--layer ''`` had meant all layers, ``--site ''`` hidden, ``--pooling ''`` was refused: now every list-like
+    option of every command refuses an empty value alike, before any other check."""
+    first = dataclasses.fields(cls)[0].name
+    with pytest.raises(InputError) as error:
+        cls(**{first: "x.h5", name: empty})
+    assert error.value.message.startswith(f"{flag} ") and "is empty: it takes one value or a comma list" in str(
+        error.value.message
+    )
+    assert error.value.hint.startswith(f"give {flag} at least one value, or leave it out for its default")
+
+
+def test_the_empty_rule_names_the_default_and_leaves_none_alone():
+    @dataclass(frozen=True)
+    class Listed(Options):
+        layers: Any = option("all", flag="--layer", listed=True, help="Layers.")
+        plain: Any = option("", flag="--plain", help="Not a list.")
+
+    with pytest.raises(InputError) as error:
+        Listed(layers="")
+    assert (error.value.message, error.value.hint) == (
+        "--layer '' is empty: it takes one value or a comma list",
+        "give --layer at least one value, or leave it out for its default (all)",
+    )
+    assert Listed(layers=None).layers is None and Listed(plain="").plain == ""
+
+
+def test_the_cli_refuses_an_empty_layer_site_or_pooling_before_any_work(tmp_path):
+    from click.testing import CliRunner
+
+    from featx.cli import main
+
+    corpus = tmp_path / "c.csv"
+    corpus.write_text("text,label\na,x\nb,y\n", encoding="utf-8")
+    for command in (["extract", str(corpus), "--dry-run"], ["probe", str(tmp_path / "missing.h5")]):
+        for flag in ("--layer", "--site", "--pooling"):
+            result = CliRunner().invoke(main, [*command, flag, ""])
+            assert result.exit_code == 2, result.output
+            assert f"featx: error: {flag} '' is empty" in result.output

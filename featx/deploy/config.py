@@ -59,10 +59,13 @@ class FitConfig(Options):
     layer: str = option(
         "auto",
         flag="--layer",
+        listed=True,
         group=CHOICE,
         help="auto (chosen by cross-validation on the training rows), 3, -1, cat(-4:) or a list to choose from.",
     )
-    pooling: str = option("auto", flag="--pooling", group=CHOICE, help="auto, or one or several stored poolings.")
+    pooling: str = option(
+        "auto", flag="--pooling", listed=True, group=CHOICE, help="auto, or one or several stored poolings."
+    )
     arcs: bool = option(
         False,
         flag="--arcs",
@@ -215,7 +218,11 @@ class PredictConfig(Options):
         "on whitespace).",
     )
     columns: str | None = option(
-        None, flag="--columns", group=READING, help="Word probes, column files: the fields of a line, e.g. form,upos."
+        None,
+        flag="--columns",
+        listed=True,
+        group=READING,
+        help="Word probes, column files: the fields of a line, e.g. form,upos.",
     )
     trust_remote_code: bool = option(  # never because the bundle says so
         False,

@@ -63,12 +63,14 @@ class ExtractConfig(Options):
     layers: str = option(
         "all",
         flag=("--layer", "--layers"),
+        listed=True,
         group=INPUT,
         help="Layers to store: all, 0,3,6, -4: ... (below the top layer, only the blocks up to the highest one run)",
     )
     poolings: str = option(
         "all",
         flag="--pooling",
+        listed=True,
         group=INPUT,
         help="all or a list of cls,mean,max,last,pooler (sentence pairs, cross mode: also mean_a,mean_b).",
     )
@@ -76,6 +78,7 @@ class ExtractConfig(Options):
     sites: str = option(
         "hidden",
         flag="--site",
+        listed=True,
         group=SITES,
         help="Activations to store: hidden,attn_out,ffn,pre_ln,attn_heads or module:NAME (hidden always).",
     )
@@ -187,12 +190,14 @@ class ExtractConfig(Options):
     columns: str | None = option(
         None,
         flag="--columns",
+        listed=True,
         group=WORDS,
         help="Column files: the fields of a line, e.g. form,upos,ner (_ skips one).",
     )
     word_pooling: str = option(
         "first,last,mean",
         flag="--word-pooling",
+        listed=True,
         group=WORDS,
         help="Word inputs: the subword(s) that make a word's vector, any of first,last,mean.",
     )
@@ -233,6 +238,7 @@ class ExtractConfig(Options):
     contrast: str | None = option(
         None,
         flag="--contrast",
+        listed=True,
         group=PROMPTS,
         help="Contrast pairs: answers such as 'True,False'; each prompt runs once per answer (in {answer}, else "
         "after the prompt) and every answer's states are stored (answer k>0 as site answer_k); featx probe "

@@ -142,7 +142,9 @@ class InterveneConfig(Options):
     label: str | None = option(
         None, flag="--label", group=WHAT, help="Label column to erase (default: 'label', else the first one)."
     )
-    at: Any = option(None, flag="--at", group=WHAT, help="Layers to edit, e.g. 1,3 (0 the embeddings' output).")
+    at: Any = option(
+        None, flag="--at", listed=True, group=WHAT, help="Layers to edit, e.g. 1,3 (0 the embeddings' output)."
+    )
     edit: str = option(
         "erase",
         flag="--edit",
@@ -162,7 +164,11 @@ class InterveneConfig(Options):
         "it) rather than the layer's output; erase and steer fit on the file's stored site vectors.",
     )
     amnesic: str = option(
-        "all", flag="--amnesic", group=WHAT, help="Other label columns probed the same way: all, a list, or none."
+        "all",
+        flag="--amnesic",
+        listed=True,
+        group=WHAT,
+        help="Other label columns probed the same way: all, a list, or none.",
     )
     pooling: str | None = option(
         None, flag="--pooling", group=WHAT, help="Pooling the eraser is fitted on and the probes read (default: mean)."
@@ -176,7 +182,7 @@ class InterveneConfig(Options):
         "directions for project, mean and steer; its predictions read before and after the edit.",
     )
     alphas: Any = option(
-        DEFAULT_ALPHAS, flag="--alphas", group=EDIT, help="--edit steer: the amounts of the dose-response."
+        DEFAULT_ALPHAS, flag="--alphas", listed=True, group=EDIT, help="--edit steer: the amounts of the dose-response."
     )
     toward: str | None = option(None, flag="--toward", group=EDIT, help="--edit steer: the class steered toward.")
     template: str | None = option(

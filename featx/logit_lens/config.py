@@ -64,7 +64,7 @@ class LensConfig(Options):
     model: str = option("default", flag="--model", group=INPUT, help="Model folder or id (with its LM or MLM head).")
     text_col: str = option("text", flag="--text-col", group=INPUT, help="Column holding the texts.")
     id_col: str | None = option(None, flag="--id-col", group=INPUT, help="Column of unique row ids.")
-    layers: str = option("all", flag="--layer", group=PROBE, help="Layers read: all, 0,3,6 or -4:.")
+    layers: str = option("all", flag="--layer", listed=True, group=PROBE, help="Layers read: all, 0,3,6 or -4:.")
     folds: int = option(5, flag="--folds", group=PROBE, help="Cross-validation folds when there is no split.")
     seed: int = option(0, flag="--seed", group=PROBE, help="Seed of the folds and the bootstrap.")
     jobs: int | None = option(None, flag="--jobs", group=PROBE, help="Parallel probe jobs (default: one per core).")

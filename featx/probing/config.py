@@ -233,18 +233,26 @@ class ProbeConfig(Options):
     layers: str = option(
         "all",
         flag="--layer",
+        listed=True,
         group=PROBES,
         help="all, 0,3,6, -4:, cat(-4:) (concatenated), stack (one probe per layer + meta classifier).",
     )
-    poolings: str = option("all", flag="--pooling", group=PROBES, help="all or a list of the stored poolings.")
+    poolings: str = option(
+        "all", flag="--pooling", listed=True, group=PROBES, help="all or a list of the stored poolings."
+    )
     sites: str | list[str] | tuple[str, ...] = option(
         "hidden",
         flag="--site",
+        listed=True,
         group=PROBES,
         help="Stored sites to probe side by side, e.g. hidden,ffn,attn_out (see featx extract --site).",
     )
     classifiers: str | list[str] | tuple[str, ...] = option(
-        "logreg", flag="--classifier", group=PROBES, help="Any of logreg,svm,mlp,attn; ridge for a continuous label."
+        "logreg",
+        flag="--classifier",
+        listed=True,
+        group=PROBES,
+        help="Any of logreg,svm,mlp,attn; ridge for a continuous label.",
     )
     folds: int = option(
         5, flag="--folds", group=EVALUATION, help="Cross-validation folds (when there is no train/test split)."
@@ -295,12 +303,17 @@ class ProbeConfig(Options):
     train_sizes: str | list | None = option(
         None,
         flag="--train-sizes",
+        listed=True,
         group=OUTPUT,
         help="Learning curves: fractions of each training part (0.1,0.25,0.5,1.0) or row counts; "
         "written to PREFIX.curve.csv.",
     )
     curve_layers: str | None = option(
-        None, flag="--curve-layers", group=OUTPUT, help="Layers of the learning curves (default: every layer probed)."
+        None,
+        flag="--curve-layers",
+        listed=True,
+        group=OUTPUT,
+        help="Layers of the learning curves (default: every layer probed).",
     )
     predictions: str | None = option(
         None,

@@ -281,7 +281,11 @@ class CompareConfig(Options):
     classifier: str | None = option(None, flag="--classifier", help="Which probe's rows (default: each file's best).")
     pooling: str | None = option(None, flag="--pooling", help="Which pooling's curve (default: each file's best).")
     names: Sequence[str] | str | None = option(
-        None, flag="--names", kind="str", help="Comma-separated line names, one per RESULTS (default: what differs)."
+        None,
+        flag="--names",
+        listed=True,
+        kind="str",
+        help="Comma-separated line names, one per RESULTS (default: what differs).",
     )
     relative_depth: bool = option(
         False, flag="--relative-depth", help="x = layer / number of layers, so models of any depth line up."

@@ -89,8 +89,8 @@ class EraseConfig(Options):
     label: str | None = option(
         None, flag="--label", group=WHAT, help="Label column to erase (default: 'label', else the first one)."
     )
-    layers: str = option("all", flag="--layer", group=WHAT, help="Layers: all, 0,3,6, -4: ...")
-    poolings: str = option("mean", flag="--pooling", group=WHAT, help="Poolings: mean, or a list, or all.")
+    layers: str = option("all", flag="--layer", listed=True, group=WHAT, help="Layers: all, 0,3,6, -4: ...")
+    poolings: str = option("mean", flag="--pooling", listed=True, group=WHAT, help="Poolings: mean, or a list, or all.")
     method: str = option(
         "leace",
         flag="--method",
@@ -102,6 +102,7 @@ class EraseConfig(Options):
     amnesic: str | None = option(  # None: none
         "all",
         flag="--amnesic",
+        listed=True,
         group=ERASURE,
         help="Other label columns probed before/after the erasure: all, a list, or none.",
     )

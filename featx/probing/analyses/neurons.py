@@ -77,7 +77,11 @@ class NeuronConfig(Options):
         None, flag="--label", group=WHAT, help="Label column (default: 'label', else the first one)."
     )
     layers: str = option(
-        "all", flag="--layer", group=WHAT, help="A layer (N), a list, or all (the selection curve per layer)."
+        "all",
+        flag="--layer",
+        listed=True,
+        group=WHAT,
+        help="A layer (N), a list, or all (the selection curve per layer).",
     )
     pooling: str = option("mean", flag="--pooling", group=WHAT, help="Pooling whose vectors are ranked.")
     top: int | None = option(None, flag="--top", group=RANKING, help="Neurons listed per ranking (default 10).")
