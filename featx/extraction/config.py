@@ -86,7 +86,8 @@ class ExtractConfig(Options):
         None,
         flag="--max-length",
         group=SITES,
-        help="Truncate texts to this many tokens (default: the model's maximum).",
+        help="Truncate texts to this many tokens, special tokens included (default: the model's maximum; at least its "
+        "special tokens plus one, e.g. 3 for [CLS] .. [SEP]).",
     )
     long: str = option(
         "truncate",

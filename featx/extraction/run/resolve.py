@@ -87,6 +87,19 @@ def resolve_pad(tokenizer) -> tuple[int, str]:
     return 0, "reserved"
 
 
+def check_room(loaded: LoadedModel) -> None:
+    """A row of ``max_length`` tokens holds the tokenizer's special tokens and at least one word-piece: a shorter
+    ``--max-length`` is refused before any forward pass, naming this tokenizer's minimum (else every row would run
+    as special tokens only; sentence pairs are checked for both texts when tokenised, also before the model runs)."""
+    n_special = sum(special_layout(loaded.tokenizer))
+    if loaded.max_length < n_special + 1:
+        raise InputError(
+            f"--max-length {loaded.max_length} leaves no room for text: this tokenizer adds {n_special} special "
+            f"token{'' if n_special == 1 else 's'} to every row",
+            f"use --max-length {n_special + 1} or more (the special tokens and one word-piece)",
+        )
+
+
 def resolve_window(config: ExtractConfig, loaded: LoadedModel) -> WindowSpec | None:
     """The windows of ``--long window``: the tokenizer's specials kept in each, the rest content."""
     if config.long != "window":
@@ -244,6 +257,7 @@ def resolve_plan(
     poolings = with_pool_at(config, resolve_poolings(config.poolings, loaded, available))
     layouts, hooked = _layouts(config, loaded, layers, poolings)
     max_tokens = default_max_tokens(config, loaded)
+    check_room(loaded)
     window = resolve_window(config, loaded)
     word_poolings = tuple(parse_word_poolings(config.word_pooling)) if is_word_input(config) else ()
     batch_size = default_batch_size(config, loaded)

@@ -12,9 +12,10 @@ import torch
 from support.tiny import SENTENCES, write_csv
 
 import featx
+from featx.errors import InputError
 from featx.extraction import ExtractConfig
 from featx.extraction.inputs.corpus import read_corpus
-from featx.extraction.model.loading import load_model
+from featx.extraction.model.loading import load_model, with_max_length
 from featx.extraction.plan import (
     COMMIT_BLOCK_BYTES,
     CPU_BATCH_SIZE,
@@ -22,7 +23,7 @@ from featx.extraction.plan import (
     MAX_BLOCK_ROWS,
     MIN_BLOCK_ROWS,
 )
-from featx.extraction.run.resolve import block_rows, default_batch_size, default_max_tokens, resolve_plan
+from featx.extraction.run.resolve import block_rows, check_room, default_batch_size, default_max_tokens, resolve_plan
 from featx.extraction.shards.sharding import ShardSpec
 from featx.store import FeatureFile
 
@@ -41,6 +42,22 @@ def test_hidden_is_an_ordinary_first_site(tiny_model, corpus_csv):
     assert plan.sites[2].width == 3 * 4 and [site.name for site in plan.hooked] == ["ffn", "attn_heads"]
     with pytest.raises(dataclasses.FrozenInstanceError):
         plan.max_tokens = 1
+
+
+def test_a_max_length_without_room_for_one_word_piece_is_refused_before_any_forward_pass(
+    tiny_model, corpus_csv, tmp_path
+):
+    """[CLS] .. [SEP] take two of the tiny BERT's tokens: --max-length 2 leaves none for text (refused, naming the
+    minimum, 3, before the model runs: no file written); 3 holds one word-piece."""
+    output = tmp_path / "out.h5"
+    with pytest.raises(InputError) as error:
+        featx.extract(corpus_csv, model=str(tiny_model), output=output, max_length=2, progress=False, device="cpu")
+    assert error.value.message == (
+        "--max-length 2 leaves no room for text: this tokenizer adds 2 special tokens to every row"
+    )
+    assert error.value.hint.startswith("use --max-length 3 or more") and not output.exists()
+    loaded = load_model(str(tiny_model), "cpu", "float32")
+    check_room(with_max_length(loaded, 3))  # the minimum passes
 
 
 def test_block_rows_count_every_site(tiny_model, corpus_csv):
