@@ -128,6 +128,7 @@ class NeuronResult:
     meta: dict
     paths: list[Path] = field(default_factory=list)
     prefix: Path | None = None  # PREFIX of the files written (featx.report adds the figure PREFIX.png)
+    notes: list[str] = field(default_factory=list)  # what the CLI prints after the tables (also meta["notes"])
 
 
 # -- rankings --------------------------------------------------------------------------------------
@@ -313,7 +314,7 @@ def neurons(config: NeuronConfig | str | Path, **options) -> NeuronResult:
         "notes": notes,
         "seconds": round(time.perf_counter() - started, 3),
     }
-    result = NeuronResult(ranking, selection, per_class, meta)
+    result = NeuronResult(ranking, selection, per_class, meta, notes=notes)
     if config.write:
         result.paths = write_neurons(result, config.output)
     return result

@@ -114,7 +114,8 @@ def load_analysis(path: Path, kind: str):
         except (ValueError, OSError) as err:
             raise StoreError(f"cannot read {ranking_path} beside {path.name} ({err})") from None
         per_class = pd.DataFrame(payload.get("per_class") or [], columns=["layer", "class", "neurons", "weights"])
-        return NeuronResult(ranking, _table(payload.get("selection"), path, kind), per_class, meta)
+        selection = _table(payload.get("selection"), path, kind)
+        return NeuronResult(ranking, selection, per_class, meta, notes=[str(note) for note in meta.get("notes") or []])
     from ...probing import SweepResult
 
     return SweepResult(_table(payload.get("results"), path, kind), meta)

@@ -139,8 +139,7 @@ def format_neurons(result) -> str:
         how = chosen_how(result.selection[result.selection.selection == "all"])
         lines += _layers_lines(result) + ["", f"best layer (all neurons): {best} ({how})", ""]
     lines += _ranking_lines(result, best) + [""] + _selection_lines(result, best)
-    notes = [str(note) for note in result.meta.get("notes") or []]  # a result read back from its JSON has them
-    lines += [""] + [f"note: {note}" for note in notes] if notes else []
+    lines += [""] + [f"note: {note}" for note in result.notes] if result.notes else []
     if result.paths:
         lines += ["", "wrote " + ", ".join(str(path) for path in result.paths)]
     return "\n".join(lines)

@@ -67,6 +67,10 @@ def test_per_class_top_neurons_of_a_multiclass_label(planted_file, tmp_path):
     assert "top neurons per class" in format_neurons(result)
     payload = json.loads((tmp_path / "c.json").read_text())
     assert payload["meta"]["listed"] == 3 and len(payload["per_class"]) == 3
+    # the library result carries the notes the CLI prints (as other results do), and the CLI prints them from there
+    assert result.notes == payload["meta"]["notes"] == []
+    result.notes.append("a note of this test")
+    assert format_neurons(result).splitlines()[-4:-2] == ["", "note: a note of this test"]  # then what it wrote
 
 
 @pytest.mark.slow

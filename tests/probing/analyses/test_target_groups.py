@@ -67,6 +67,7 @@ def test_every_fold_and_holdout_keeps_groups_whole(grouped_file, monkeypatch, co
         from featx.report import format_neurons
 
         assert "note: rows kept together by --group doc (24 groups)" in format_neurons(result)
+        assert any("--group doc (24 groups)" in note for note in result.notes)  # the library's result has it too
 
 
 def test_without_group_the_folds_are_not_grouped(grouped_file, monkeypatch):
