@@ -72,7 +72,10 @@ class ExtractConfig(Options):
         flag="--pooling",
         listed=True,
         group=INPUT,
-        help="all or a list of cls,mean,max,last,pooler (sentence pairs, cross mode: also mean_a,mean_b).",
+        help="all or a list of cls,mean,max,last,pooler (sentence pairs, cross mode: also mean_a,mean_b). With "
+        "--template or --chat-template also span_mean, span_max, span_last: the mean, the element-wise max and the "
+        "last token's state over the row's own text tokens in the prompt (tokens whose characters overlap the "
+        "text; template and special tokens excluded); with --pool-at also at.",
     )
     tokens: bool = option(False, flag="--tokens", group=INPUT, help="Also store token-level states (large).")
     sites: str = option(
@@ -228,7 +231,7 @@ class ExtractConfig(Options):
         group=PROMPTS,
         help="Also store the state at one token per row as pooling 'at': last, marker:TEXT (the last token "
         "of TEXT's last occurrence, e.g. marker:'Sentiment:') or index:N (-1 the last token, 0 the first). "
-        "(With a template, --pooling span_mean, span_max or span_last pools the text's own tokens.)",
+        "To pool the text's own tokens instead, see --pooling span_*.",
     )
     skip_missing_marker: bool = option(
         False,

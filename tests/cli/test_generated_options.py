@@ -265,3 +265,17 @@ def test_a_progress_bar_only_on_a_terminal(tiny_model, corpus_csv, tmp_path, mon
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 0, result.output
     assert ("extract: 100%" in result.stderr) is terminal and ("\r" in result.stderr) is terminal
+
+
+def test_the_span_poolings_are_described_where_they_are_chosen():
+    """``span_*`` are values of ``--pooling``: its help names each with what it computes over which tokens and what
+    it needs; ``--pool-at`` (one token's state) points there instead of describing them loosely."""
+    from featx.extraction import ExtractConfig
+    from featx.extraction.inputs.templates import SPAN_POOLINGS
+
+    helps = {item.name: spec.help for item, spec in flagged(ExtractConfig)}
+    pooling = helps["poolings"]
+    assert all(name in pooling for name in SPAN_POOLINGS) and "--template or --chat-template" in pooling
+    assert "the mean, the element-wise max and the last token's state over the row's own text tokens" in pooling
+    assert "template and special tokens excluded" in pooling
+    assert "span_mean" not in helps["pool_at"] and "--pooling span_*" in helps["pool_at"]
