@@ -41,6 +41,7 @@ from .words import word_layers
 
 DEFAULT_RANK = 64
 METRICS = {"distance": ("uuas", "dspr"), "depth": ("root_accuracy", "nspr")}
+SHOWN = {"uuas": "UUAS", "dspr": "DSpr", "root_accuracy": "root accuracy", "nspr": "NSpr"}
 SELECTED_BY = {"distance": 0, "depth": 1}  # the measure a layer is chosen in: UUAS, NSpr (the steadier of two)
 BASELINES = {
     "distance": ("chain", "linear chain: each word attached to its neighbour (distance |i - j|)"),
@@ -272,7 +273,8 @@ def _meta(config, inputs: StructuralInputs, file, layers, poolings, table, notes
         "n_words": int(tree.sentences.lengths.sum()),
         "punctuation": tree.punctuation,
         "metrics": list(METRICS[mode]),
-        "selected_by": f"{METRICS[mode][SELECTED_BY[mode]]} on the training sentences held out for early stopping",
+        "selection_metric": METRICS[mode][SELECTED_BY[mode]],
+        "selected_by": f"{SHOWN[METRICS[mode][SELECTED_BY[mode]]]} of the training sentences held out to stop early",
         "baseline": BASELINES[mode][1],
         "selected": _choice(table, "is_best", mode),
         "best_on_test": _choice(table, "is_best_on_test", mode),

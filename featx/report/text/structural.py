@@ -36,7 +36,7 @@ def _choice_line(table: pd.DataFrame, meta: dict, baseline: pd.Series) -> list[s
     ]
     if not best.empty and best.index[0] != chosen.index[0]:
         other = best.iloc[0]
-        name = meta["selected_by"].split()[0]
+        name = meta["selection_metric"]
         lines.append(
             f"best on the test sentences (not a fair choice): layer {other.layer}, {other.pooling}, "
             f"{NAMES.get(name, name)} {num(other[name])}"
