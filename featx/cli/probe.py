@@ -36,6 +36,9 @@ def probe(features, sweep, **options):
         save_sweep_figures(swept)  # the data files are the sweep's, the figures the report's
         echo(format_sweep(swept))
         return
+    if options.get("structural") is not None:
+        _structural(ProbeConfig(features=features, **options))
+        return
     result = run_probe(ProbeConfig(features=features, **options))
     for line in result.notes:
         note(line)
@@ -46,6 +49,19 @@ def probe(features, sweep, **options):
         echo("\n" + format_curve_table(result.curve))
     extra = [path.name for path in (result.predictions_path, result.curve_path) if path is not None]
     echo(f"\nwrote {result.csv_path} and {', '.join([result.json_path.name, *extra])} ({result.meta['seconds']:.1f} s)")
+
+
+def _structural(config) -> None:
+    """``featx probe --structural distance|depth``: the structural probes' table and files."""
+    from ..probing import structural_probe
+    from ..report import format_structural
+
+    result = structural_probe(config)
+    for line in result.notes:
+        note(line)
+    echo(format_structural(result))
+    if result.csv_path is not None and result.json_path is not None:
+        echo(f"\nwrote {result.csv_path} and {result.json_path.name} ({result.meta['seconds']:.1f} s)")
 
 
 class _LabelsGroup(click.Group):

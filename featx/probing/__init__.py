@@ -41,6 +41,8 @@ _HOMES = {
     "add_labels": "labels",
     "LabelsAddConfig": "labels",
     "chosen_layer": "choice",
+    "structural_probe": "tasks.structural",
+    "StructuralResult": "tasks.structural",
     "baseline_rivals": "choice",
     # the analyses: results hold data; featx.report formats them
     "erase": "analyses.erase:erase",

@@ -23,8 +23,15 @@ def probe(config: ProbeConfig | str | Path | None = None, **options: Any) -> Pro
     Takes a ``ProbeConfig`` or its fields as keywords; returns a ``ProbeResult`` whose ``table``
     is the results DataFrame (also written as CSV and JSON unless ``write=False``).
     """
-    plan = resolve_plan(probe_config(config, **options))
-    return run_task(task_for(plan))
+    config = probe_config(config, **options)
+    if config.structural is not None:
+        from ..errors import InputError
+
+        raise InputError(
+            "featx.probe runs label probes; a structural probe has a result of its own",
+            f"featx.probing.structural_probe(features, structural='{config.structural}') runs it",
+        )
+    return run_task(task_for(resolve_plan(config)))
 
 
 def task_for(plan: ProbePlan) -> ProbeTask:

@@ -12,6 +12,7 @@ from ..errors import InputError
 from ..options import MAX_SEED, Check, Options, option
 from ..selection import check_layer_spelling
 from .solvers.devices import check_device
+from .tasks.structural_checks import STRUCTURAL_MODES, check_structural
 
 JOINS = ("id", "row")  # how a file of label columns matches the stored rows
 
@@ -352,6 +353,15 @@ class ProbeConfig(Options):
         "rows), tested in and compared with the control and baselines in: accuracy (default), macro_f1 or "
         "balanced_accuracy for classes; r2 (default), pearson or spearman for a number.",
     )
+    structural: str | None = option(
+        None,
+        flag="--structural",
+        group=PROBES,
+        choices=STRUCTURAL_MODES,
+        help="Instead of a label: structural probes of the stored dependency trees (Hewitt & Manning 2019), distance "
+        "(UUAS, DSpr; beside the linear chain) or depth (root accuracy, NSpr; beside word position).",
+    )
+    rank: int | None = option(None, flag="--rank", group=PROBES, help="Rank of a structural probe (default 64).")
 
     # Every constraint on the options, in the order they are checked.
     CONSTRAINTS: ClassVar[tuple[Check, ...]] = (
@@ -389,6 +399,7 @@ class ProbeConfig(Options):
             "curve_layers", "--curve-layers", "train_sizes", "--train-sizes", hint="add --train-sizes 0.1,0.25,0.5,1.0"
         ),
         _check_metric,
+        check_structural,
     )
 
     def classifier_list(self) -> list[str]:

@@ -34,6 +34,7 @@ _HOMES = {
     "format_neurons": "text.neurons",
     "save_neurons_figure": "text.neurons",
     "format_sweep": "text.sweep",
+    "format_structural": "text.structural",
     "save_sweep_figures": "text.sweep",
     "format_curve_table": "figures.learning",
     "plot_layer_curves": "figures.curves",
