@@ -25,8 +25,8 @@ from ..io import (
 )
 from ..options import Check, Options, option
 from ..store import FeatureFile
-from .config import check_join, join_option
 from .evaluation import split_parts, usable_split
+from .shared_options import check_join, join_option
 
 
 @dataclass(frozen=True)

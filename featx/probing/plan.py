@@ -21,11 +21,12 @@ from ..errors import InputError
 from ..selection import parse_layer_specs
 from ..state import given_or_last
 from ..store import FeatureFile
-from .config import TASKS, ProbeConfig, refuse_word_group
+from .config import TASKS, ProbeConfig
 from .evaluation import tuned_on
 from .evaluation.selection import check_metric
 from .inputs import check_corpus, check_outputs, note_derived
 from .meta import Level, Task, package_versions
+from .shared_options import refuse_word_group
 from .tasks.word_items import HEAD_LABEL
 
 MIN_DISTINCT = 10  # a numeric column with at least this many distinct values is probed as regression

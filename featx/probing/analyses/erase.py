@@ -25,9 +25,10 @@ from ...options import Check, Options, option
 from ...safe_files import check_writable, writing
 from ...selection import parse_layer_specs, parse_poolings
 from .. import evaluation as ev
-from ..config import DEFAULT_CS, check_bootstrap, check_folds, check_group, check_jobs, check_seed, group_option
+from ..config import DEFAULT_CS, check_bootstrap, check_folds, check_jobs, check_seed
 from ..evaluation.significance import ALPHA, holm, paired_p_value
 from ..inputs import open_complete
+from ..shared_options import check_group, group_option
 from ..tasks.pairs import refuse_separate_pairs
 from .erasure import METHODS, Eraser, fit_eraser, moved, random_eraser, save_erasers
 from .target import Task, load_task, positive

@@ -29,9 +29,10 @@ from ...options import Check, Options, option
 from ...safe_files import atomic_write_text, refuse_inputs
 from ...selection import parse_layer_specs
 from .. import evaluation as ev
-from ..config import DEFAULT_CS, check_bootstrap, check_folds, check_group, check_jobs, check_seed, group_option
+from ..config import DEFAULT_CS, check_bootstrap, check_folds, check_jobs, check_seed
 from ..inputs import open_complete
 from ..results import json_safe, results_prefix, write_table
+from ..shared_options import check_group, group_option
 from ..tasks.pairs import refuse_separate_pairs
 from .target import Task, load_task, positive, unit_fraction
 

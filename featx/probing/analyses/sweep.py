@@ -33,19 +33,10 @@ from ...options import Check, Options
 from ...safe_files import atomic_write_text
 from ...selection import parse_layer_specs, parse_poolings
 from .. import evaluation as ev
-from ..config import (
-    DEFAULT_CS,
-    check_bootstrap,
-    check_folds,
-    check_group,
-    check_jobs,
-    check_join,
-    check_join_needs_labels,
-    check_labels_file,
-    check_seed,
-)
+from ..config import DEFAULT_CS, check_bootstrap, check_folds, check_jobs, check_labels_file, check_seed
 from ..inputs import open_complete
 from ..results import json_safe, results_prefix, write_table
+from ..shared_options import check_group, check_join, check_join_needs_labels
 from ..solvers import classifiers as clf
 from ..tasks.pairs import pooled_block
 from .target import Task, load_task

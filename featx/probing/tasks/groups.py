@@ -27,7 +27,8 @@ import numpy as np
 
 from ...errors import InputError
 from .. import evaluation as ev
-from ..config import TEXT_GROUPS, ProbeConfig, refuse_group_label
+from ..config import ProbeConfig
+from ..shared_options import TEXT_GROUPS, refuse_group_label
 from .sentences import SentenceLayout
 
 if TYPE_CHECKING:

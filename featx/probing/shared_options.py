@@ -1,0 +1,76 @@
+"""Options declared once and shared by several commands: ``--join`` (``featx probe --labels``, ``featx labels
+add``) and ``--group`` (probe, its ``--sweep``, fit, erase, neurons, intervene), with their checks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..checks import one_of, requires, text
+from ..errors import InputError
+from ..options import option
+
+JOINS = ("id", "row")  # how a file of label columns matches the stored rows
+
+
+def join_option(group: str | None = None) -> Any:
+    """``--join``, declared once for ``featx probe --labels`` and ``featx labels add``."""
+    return option(
+        "id",
+        flag="--join",
+        group=group,
+        help="How the label file's rows match the stored rows: id (its id column) or row (its data row numbers).",
+    )
+
+
+check_join = one_of("join", "--join", JOINS, hint="use --join id or --join row")
+check_join_needs_labels = requires(
+    "join", "--join", "labels", "--labels", default="id", hint="add --labels FILE, or leave --join out"
+)
+
+
+# ``--group``'s reserved names: the rows' stored texts, never a label column's (tasks/groups.py reads them).
+TEXT_GROUPS = ("@text", "@text_pair", "@texts")
+
+
+def group_option(group: str | None = None) -> Any:
+    """``--group``, declared once for ``featx probe`` (and its ``--sweep``), ``featx fit``, ``featx erase``,
+    ``featx neurons`` and ``featx intervene``."""
+    return option(
+        None,
+        flag="--group",
+        group=group,
+        help="A label column naming groups of rows to keep together (a document, a speaker), or the stored texts: "
+        "@text (rows with the same text), @text_pair (pairs with the same second text), @texts (pairs sharing any "
+        "sentence, as text a or b, linked in chains; on single texts as @text). These names always mean the "
+        "texts, even beside a label column of that name. The folds, the holdouts that choose C and the bootstrap "
+        "resamples take whole groups, and a train/test split with a group on both sides is refused.",
+    )
+
+
+def check_group(config) -> None:
+    """``--group`` is a name, not empty, and another column than the label (shared by probe, the sweep, fit,
+    erase, neurons and intervene)."""
+    text("group", "--group", optional=True, example="name a label column of groups, e.g. group='doc'")(config)
+    if config.group is None:
+        return
+    if not str(config.group).strip():
+        raise InputError("--group is empty", "name a label column whose values are the groups, e.g. --group doc")
+    if config.label is not None and config.group == config.label and config.group not in TEXT_GROUPS:
+        refuse_group_label(config.group)
+
+
+def refuse_group_label(group: str) -> None:
+    """``--group`` naming the label itself: every group would hold one class."""
+    raise InputError(
+        f"--group {group} is the label probed: every group would hold one class",
+        "group by another column (a document, a speaker, a shared sentence), or leave out --group",
+    )
+
+
+def refuse_word_group(label: object) -> None:
+    """``--group`` with a word label: word probes group by sentence already."""
+    raise InputError(
+        f"--group applies to sentence labels, and '{label}' is a word label: word probes "
+        "already fold, hold out and resample by whole sentence",
+        "leave out --group",
+    )
