@@ -4,7 +4,9 @@ Everything is synthetic, from a small hand-written grammar (standard library onl
 be redistributed with featx under its licence and every label is known exactly:
 
 - ``pairs.csv``: 240 sentence pairs with ``sentence_a``, ``sentence_b``, ``entailment`` (entailment,
-  neutral, contradiction; 80 each), ``relatedness`` (1.0 to 5.0) and ``split`` (192 train, 48 test).
+  neutral, contradiction; 80 each), ``relatedness`` (1.0 to 5.0) and ``split`` (192 train, 48 test). The split
+  takes whole groups of pairs linked by a shared sentence (featx's ``--group @texts``), so no sentence is in
+  both train and test pairs; it is drawn from its own generator (seed 11).
 - ``treebank-train.conllu`` (200 sentences) and ``treebank-test.conllu`` (80): UD-style sentences with UPOS,
   XPOS, FEATS (Number, Tense, Definite, ...), HEAD and DEPREL; some word forms are nouns in one sentence and
   verbs in another (``shows``, ``walks``, ``plays``), so a word's tag is not always its most frequent one.
@@ -54,21 +56,56 @@ def pair(kind: str, rng: random.Random) -> tuple[str, str, float]:
     return a, b, round(score, 1)
 
 
-def write_pairs(path: Path, rng: random.Random, n_per_kind: int = 80) -> None:
+def write_pairs(path: Path, rng: random.Random, n_per_kind: int = 80, split_seed: int = 11) -> None:
     kinds = ["entailment", "neutral", "contradiction"] * n_per_kind
     rng.shuffle(kinds)
-    splits = ["train"] * (len(kinds) * 4 // 5) + ["test"] * (len(kinds) // 5)
-    rng.shuffle(splits)
+    # The split used to be shuffled here, pair by pair, which put pairs sharing a sentence on both sides. The
+    # shuffle is kept only for its draws: ``rng`` goes on to build the treebank, which must not change.
+    rng.shuffle(["train"] * (len(kinds) * 4 // 5) + ["test"] * (len(kinds) // 5))
     seen: set[tuple[str, str]] = set()
+    pairs = []
+    for kind in kinds:
+        a, b, score = pair(kind, rng)
+        while (a, b) in seen:
+            a, b, score = pair(kind, rng)
+        seen.add((a, b))
+        pairs.append((a, b, score, kind))
+    splits = split_by_groups([(a, b) for a, b, *_ in pairs], len(kinds) // 5, random.Random(split_seed))
     with path.open("w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle, lineterminator="\n")
         writer.writerow(["pair_id", "sentence_a", "sentence_b", "relatedness", "entailment", "split"])
-        for number, (kind, split) in enumerate(zip(kinds, splits, strict=True), start=1):
-            a, b, score = pair(kind, rng)
-            while (a, b) in seen:
-                a, b, score = pair(kind, rng)
-            seen.add((a, b))
+        for number, ((a, b, score, kind), split) in enumerate(zip(pairs, splits, strict=True), start=1):
             writer.writerow([number, a, b, f"{score:.1f}", kind, split])
+
+
+def split_by_groups(pairs: list[tuple[str, str]], n_test: int, rng: random.Random) -> list[str]:
+    """``train`` or ``test`` for every pair, whole groups at a time: a group is the pairs linked by a shared
+    sentence, as sentence a or b, in chains (featx's ``--group @texts``). The groups, in a random order, go to
+    ``test`` while they fit in ``n_test`` pairs, the rest to ``train``."""
+    parent = list(range(len(pairs)))
+
+    def root(row: int) -> int:
+        while parent[row] != row:
+            parent[row] = parent[parent[row]]
+            row = parent[row]
+        return row
+
+    first: dict[str, int] = {}  # each sentence's first pair
+    for row, (a, b) in enumerate(pairs):
+        for sentence in (a, b):
+            parent[root(row)] = root(first.setdefault(sentence, row))
+    groups: dict[int, list[int]] = {}
+    for row in range(len(pairs)):
+        groups.setdefault(root(row), []).append(row)
+    order = list(groups.values())  # in the order of their first pairs
+    rng.shuffle(order)
+    splits, left = ["train"] * len(pairs), n_test
+    for rows in order:
+        if len(rows) <= left:
+            left -= len(rows)
+            for row in rows:
+                splits[row] = "test"
+    return splits
 
 
 # (form, upos, xpos, feats) of the words the treebank's sentences are built from

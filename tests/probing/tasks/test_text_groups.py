@@ -5,7 +5,9 @@ a chain; a pair file probed without ``--group`` says how many of its sentences i
 
 from __future__ import annotations
 
+import csv
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -26,9 +28,10 @@ from featx.probing import (
     group_rows,
     load_task,
 )
-from featx.probing.tasks.groups import quoted_text, text_groups
+from featx.probing.tasks.groups import component_rows, quoted_text, text_groups
 from featx.store import FeatureFile
 
+REPO = Path(__file__).resolve().parents[3]
 QUICK = dict(layers="1", lexical=False, write=False, jobs=1, n_bootstrap=100)
 SHARED = "sentence(s) occur in more than one of the 60 pairs (as text a or b)"  # the chains' note
 
@@ -201,3 +204,15 @@ def test_a_group_text_is_shortened_and_quoted_safely():
     assert shown.startswith('"a \\"quoted\\" line\\nand \\u001b[31m') and shown.endswith('…"')
     assert len(json.loads(shown)) == 60  # the text cut to 60 characters, before its escapes
     assert quoted_text("Ünïcode") == '"Ünïcode"'
+
+
+def test_the_bundled_pairs_split_keeps_every_group_of_shared_sentences_on_one_side():
+    """``data/pairs.csv`` (the sentence-pairs tutorial's): no ``@texts`` group has pairs in train and in test."""
+    with open(REPO / "data" / "pairs.csv", newline="", encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    first = component_rows([row["sentence_a"] for row in rows], [row["sentence_b"] for row in rows])
+    sides: dict[int, set[str]] = {}
+    for group, row in zip(first.tolist(), rows, strict=True):
+        sides.setdefault(group, set()).add(row["split"])
+    assert [group for group, split in sides.items() if len(split) > 1] == []
+    assert len(sides) == 76 and [row["split"] for row in rows].count("test") == 48 and len(rows) == 240
