@@ -2,7 +2,7 @@
 
 Subpackages: ``text`` (the terminal tables of every command), ``figures`` (every matplotlib figure and the
 shared style), ``html`` (``featx report``) and ``study`` (``featx study report``: one interactive page over a
-whole study). Modules: ``load`` (reading results, choosing rows),
+whole study). Modules: ``load`` (reading results, choosing rows), ``structural`` (reading structural probe results),
 ``compare`` + ``paired`` (``featx compare``) and ``similarity`` (``featx similarity``, linear CKA).
 
 The names below are the package's face (the CLI, featx's other packages and notebooks import only these),
@@ -29,6 +29,8 @@ _HOMES = {
     "selection_note": "load",
     "layer_rows": "load",
     "references": "load",
+    "load_structural": "structural",
+    "StructuralResults": "structural",
     "format_probe": "text.run",
     "format_erase": "text.erase",
     "format_neurons": "text.neurons",
@@ -44,6 +46,8 @@ _HOMES = {
     "plot_per_class_f1": "figures.classes",
     "plot_projection": "figures.projection",
     "plot_heatmap": "figures.heatmap",
+    "plot_structural": "figures.structural",
+    "structural_figure": "figures.structural",
     "save_intervention_figure": "figures.intervene",
     "plot_learning_curves": "figures.learning",
     "figure": "figures.plot",
@@ -65,7 +69,18 @@ _HOMES = {
     # the modules of the notebook-facing API, each the attribute of the same name
     **{
         module: module
-        for module in ("compare", "figures", "html", "labels", "load", "paired", "similarity", "study", "text")
+        for module in (
+            "compare",
+            "figures",
+            "html",
+            "labels",
+            "load",
+            "paired",
+            "similarity",
+            "structural",
+            "study",
+            "text",
+        )
     },
 }
 

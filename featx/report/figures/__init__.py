@@ -1,5 +1,5 @@
 """Every matplotlib figure: the ``featx plot`` figure and its panels, learning curves, the analyses'
-figures, and the shared style (palette, markers, saving)."""
+figures, the structural probes' figure, and the shared style (palette, markers, saving)."""
 
 from ...lazy import lazy_exports
 
@@ -17,6 +17,7 @@ __all__ = [
     "plot",
     "plot_files",
     "projection",
+    "structural",
     "style",
     "word_panels",
 ]

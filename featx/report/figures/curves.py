@@ -41,14 +41,14 @@ def plot_layer_curves(
     frame, meta, classifier, rows = layer_results(frame, meta, metric, classifier)
     with plt.rc_context(RC):
         ax = axes_or_new(ax)
-        core, hollow_drawn = _draw_series(ax, rows, metric)
+        core, hollow_drawn = draw_series(ax, rows, metric)
         values = _draw_baseline_curve(ax, frame, rows, metric, classifier)
         values += draw_cosine_baseline(ax, meta, rows, metric)  # sentence pairs (separate mode)
         control, drawn = _draw_control_curve(ax, rows, metric)
         found = [
             ref for ref in references(frame, metric, classifier) if not (drawn and ref[0].startswith("control task"))
         ]
-        values += control + _draw_references(ax, found, sorted(set(rows["layer"].astype(int))))
+        values += control + draw_references(ax, found, sorted(set(rows["layer"].astype(int))))
         best = _star_best(ax, rows, metric, meta)
         mark_layer_summary(ax, meta, str(best.get("probe_pooling", best["pooling"])))  # word-level runs only
         if hollow_drawn:
@@ -62,7 +62,7 @@ def plot_layer_curves(
                 markeredgecolor=REFERENCE_GREY,
                 label="hollow: not significantly below its pooling's best",
             )
-        _finish_layer_axes(ax, rows, core, values, metric)
+        finish_layer_axes(ax, rows, core, values, metric)
         if legend:
             legend_below(ax)
         if title:
@@ -72,7 +72,7 @@ def plot_layer_curves(
     return ax
 
 
-def _draw_series(ax, rows: pd.DataFrame, metric: str) -> tuple[list[float], bool]:
+def draw_series(ax, rows: pd.DataFrame, metric: str) -> tuple[list[float], bool]:
     """One line per pooling (or site) with its 95% band; returns the values drawn and whether any hollow
     "like the best" markers were drawn."""
     values: list[float] = []
@@ -109,22 +109,26 @@ def _star_best(ax, rows: pd.DataFrame, metric: str, meta: dict | None = None) ->
     """A star on the chosen (layer, pooling): the one selected on the training part when the run recorded a
     selection score, else the best on the test rows (the legend says which); returns its row."""
     best, selected = chosen_row(rows, metric, meta)
-    how = "selected on the training part" if selected else "best on the test rows"
+    star_row(ax, best, metric, "selected on the training part" if selected else "best on the test rows")
+    return best
+
+
+def star_row(ax, row: pd.Series, metric: str, how: str) -> None:
+    """The star of a chosen row at its (layer, ``metric``), its legend entry saying ``how`` it was chosen."""
     ax.plot(
-        [int(best["layer"])],
-        [float(best[metric])],
+        [int(row["layer"])],
+        [float(row[metric])],
         marker="*",
         markersize=17,
         color=OKABE_ITO["black"],
         markerfacecolor=OKABE_ITO["yellow"],
         linestyle="none",
         zorder=4,
-        label=f"{how}: layer {int(best['layer'])}, {best['pooling']} ({float(best[metric]):.3f})",
+        label=f"{how}: layer {int(row['layer'])}, {row['pooling']} ({float(row[metric]):.3f})",
     )
-    return best
 
 
-def _finish_layer_axes(ax, rows: pd.DataFrame, core: list[float], values: list[float], metric: str) -> None:
+def finish_layer_axes(ax, rows: pd.DataFrame, core: list[float], values: list[float], metric: str) -> None:
     """Layer ticks, y limits from the data (at most a little above 1), labels and grid.
 
     The limits hold the curves and their bands (``core``) and every reference or extra curve (``values``) close
@@ -190,7 +194,7 @@ def _mark_like_best(ax, part: pd.DataFrame, layers, y, colour, marker) -> bool:
     return True
 
 
-def _draw_references(ax, found: list[tuple[str, float]], layers: list[int]) -> list[float]:
+def draw_references(ax, found: list[tuple[str, float]], layers: list[int]) -> list[float]:
     """Horizontal reference lines; one that coincides with an earlier one gets markers and says so."""
     styles = ["--", ":", "-.", (0, (5, 1, 1, 1, 1, 1))]
     drawn: list[tuple[str, float]] = []

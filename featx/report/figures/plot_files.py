@@ -1,5 +1,6 @@
-"""What ``featx plot`` writes: one figure per results file (a learning-curve figure for a ``.curve.csv``),
-named beside the results or under ``-o``, and with ``compare`` one figure of all the files."""
+"""What ``featx plot`` writes: one figure per results file (a learning-curve figure for a ``.curve.csv``, the
+measures by layer for structural probe results), named beside the results or under ``-o``, and with ``compare`` one
+figure of all the files."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from ...checks import path_like, whole
 from ...errors import InputError
 from ...options import Check, Options, normalise, option
 from ..files import make_folder, results_files
+from ..structural import is_structural
 from .heatmap import SCALES
 from .style import FORMATS, RC, default_output, save
 
@@ -120,6 +122,8 @@ def _check_all(config: PlotConfig) -> None:
     for path in config.results:
         if is_curve_file(path):
             read_curve(path)
+        elif is_structural(path):
+            _check_structural(path, config)
         else:
             check_figure(path, config.metric, config.classifier, config.baseline)
     if config.compare is not None:
@@ -136,6 +140,31 @@ def _check_all(config: PlotConfig) -> None:
             )
 
 
+def _check_structural(path: Path, config: PlotConfig) -> None:
+    """Structural results, checked (``load_structural``) with the options that apply to them: ``--metric`` one of
+    their two measures; no classifier, baseline file, heatmap or comparison (their baseline is in the file)."""
+    from .structural import check_measure, structural_results
+
+    given = [
+        flag
+        for flag, value in (
+            ("--classifier", config.classifier),
+            ("--baseline", config.baseline),
+            ("--compare", config.compare),
+            ("--heatmap-scale", None if config.heatmap_scale == "full" else config.heatmap_scale),
+        )
+        if value is not None
+    ]
+    if given:
+        raise InputError(
+            f"{' and '.join(given)} {'does' if len(given) == 1 else 'do'} not apply to the structural probe results "
+            f"{path.name}",
+            "a structural figure draws its measures by layer beside the baseline its file holds; leave "
+            f"{' and '.join(given)} out, or give label probe results",
+        )
+    check_measure(structural_results(path), config.metric)
+
+
 def _draw(path: Path, config: PlotConfig) -> Drawn:
     """Draw and write the figure of one results file (a learning-curve figure for a ``.curve.csv``)."""
     import matplotlib.pyplot as plt
@@ -147,6 +176,11 @@ def _draw(path: Path, config: PlotConfig) -> Drawn:
     if is_curve_file(path):  # featx probe --train-sizes writes X.curve.csv
         fig, written = learning_figure(path, output=target, dpi=config.dpi)
         drawn = Drawn(path, written, format_curve_table(path))
+    elif is_structural(path):  # featx probe --structural writes X.<mode>.structural.csv/.json
+        from .structural import structural_figure
+
+        fig, written = structural_figure(path, config.metric, output=target, dpi=config.dpi)
+        drawn = Drawn(path, written)
     else:
         fig, written = figure(
             path,

@@ -1,6 +1,6 @@
 """``featx report``: one self-contained HTML page per results file, whatever wrote it: ``featx probe``
-(classification, regression, sentence pairs, word-level labels), ``featx erase``, ``featx neurons`` or a
-probe-complexity sweep (``featx probe --sweep``).
+(classification, regression, sentence pairs, word-level labels), ``featx erase``, ``featx neurons``, a
+probe-complexity sweep (``featx probe --sweep``) or structural probes (``featx probe --structural``).
 
 Figures are inline SVG (text stays text), the styles are inline, and the page carries a
 Content-Security-Policy that forbids every fetch (``default-src 'none'``), so it opens offline and
@@ -32,11 +32,13 @@ from ..load import (
     result_files,
     selection_note,
 )
+from ..structural import is_structural
 from .analyses import analysis_kind, render_analysis
 from .intervene import intervene_sections
 from .parts import CSP, notes_html, page_html, table_html
 from .probe_figures import figure_sections
 from .sections import cosine_table, layer_table, reference_table, run_rows
+from .structural import render_structural
 
 __all__ = ["CSP", "ReportConfig", "default_output", "render", "write_report"]
 
@@ -152,6 +154,8 @@ def render(results, classifier: str | None = None, metric: str | None = None) ->
     matplotlib.use("Agg", force=False)
     if not isinstance(results, (str, os.PathLike)):
         raise InputError("featx report needs a results file path", "give the .probe.csv written by featx probe")
+    if is_structural(results):  # featx probe --structural: its own page
+        return render_structural(Path(results), classifier, metric)
     kind = analysis_kind(Path(results))
     if kind != "probe":
         return render_analysis(Path(results), kind, metric)

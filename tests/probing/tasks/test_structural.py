@@ -26,7 +26,7 @@ from featx.probing.tasks.structural_trees import (
     tree_depths,
     tree_distances,
 )
-from featx.report import format_structural
+from featx.report import format_structural, load_structural
 
 
 def test_tree_distances_and_depths_from_heads():
@@ -126,10 +126,10 @@ def test_no_training_sentence_of_a_fold_is_a_test_sentence(split):
 
 
 @pytest.mark.parametrize("mode", ["distance", "depth"])
-def test_a_probe_reads_planted_trees_exactly(mode):
-    source = PlantedTrees()
+def test_a_probe_reads_planted_trees_exactly(mode, tmp_path):
+    source, output = PlantedTrees(), tmp_path / f"planted.{mode}.structural"
     result = structural_probe(
-        "planted", source=source, structural=mode, poolings="mean", write=False, jobs=1, n_bootstrap=50
+        "planted", source=source, structural=mode, poolings="mean", output=output, jobs=1, n_bootstrap=50
     )
     table, first = result.table, {"distance": "uuas", "depth": "root_accuracy"}[mode]
     exact, noise = (table[(table.kind == "probe") & (table.layer == layer)].iloc[0] for layer in (1, 0))
@@ -138,6 +138,9 @@ def test_a_probe_reads_planted_trees_exactly(mode):
     assert any("rank 64 is above" in line for line in result.notes)
     assert result.meta["selected"]["layer"] == 1
     assert "baseline" in format_structural(result)
+    read = load_structural(result.csv_path)  # the files featx plot and featx report read back
+    assert read.mode == mode and len(read.probes) == 2 and read.chosen["layer"] == 1
+    assert read.baseline[first] == table[first].iloc[0]
 
 
 def test_heads_that_are_not_a_tree_are_skipped_and_counted():
