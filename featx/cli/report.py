@@ -21,6 +21,8 @@ def _wrote(paths) -> str:
 def plot(results, **options):
     """Draw layer-wise curves and a layer x pooling heatmap from probe RESULTS (.probe.csv or .json).
 
+    Structural probe results (.structural.json or .csv) get each measure by layer beside their baseline.
+
     With no RESULTS, uses the last results written by featx probe in this directory.
     """
     use_agg()
@@ -76,7 +78,8 @@ def similarity(features, other, **options):
 def report(results, **options):
     """One self-contained HTML page of a results file (default: the last probing results in this directory).
 
-    Reads the results of featx probe (classification, regression, pairs, words), erase, neurons or probe --sweep.
+    Reads the results of featx probe (classification, regression, pairs, words, --structural), erase, neurons or
+    probe --sweep.
     """
     use_agg()
     from ..report import ReportConfig, write_report

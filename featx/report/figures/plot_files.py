@@ -50,7 +50,8 @@ class PlotConfig(Options):
         None,
         flag="--metric",
         help="accuracy, macro_f1, balanced_accuracy, selectivity, r2, spearman, ... "
-        "(default: the metric the run chose its best layer by; accuracy, or R² for regression).",
+        "(default: the metric the run chose its best layer by; accuracy, or R² for regression). Structural "
+        "results: uuas, dspr, root_accuracy or nspr draws that measure only (default: both).",
     )
     classifier: str | None = option(
         None, flag="--classifier", help="Which probe's rows to draw (default: the best row's)."
