@@ -21,7 +21,7 @@ import stat
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from .errors import InputError, StoreError
 
@@ -152,6 +152,17 @@ def real_folder(folder: Path, below: Path, make: bool = True, hint: str = LINK_H
 
 class NotARegularFile(OSError):
     """The path is a link, a device, a FIFO or a directory, or larger than allowed."""
+
+
+def loads_json(text: str | bytes) -> Any:
+    """``json.loads`` of untrusted text: a document nested too deeply for the parser (``[[[[...``, a few
+    hundred kilobytes are enough) is a ``json.JSONDecodeError``, the ``ValueError`` every reader of a file already
+    turns into its message, not a ``RecursionError`` that ends the command in a traceback."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        doc = text if isinstance(text, str) else ""
+        raise json.JSONDecodeError("nested too deeply to read", doc, 0) from None
 
 
 def read_small_text(path: Path, max_bytes: int, encoding: str = "utf-8") -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .safe_files import NotARegularFile, atomic_write_text, read_small_text
+from .safe_files import NotARegularFile, atomic_write_text, loads_json, read_small_text
 
 STATE_DIR = ".featx"
 STATE_FILE = "last.json"
@@ -28,7 +28,7 @@ def check_state(directory: Path | None = None) -> tuple[dict, str | None]:
     """
     path = _state_path(directory)
     try:
-        state = json.loads(read_small_text(path, MAX_STATE_BYTES))
+        state = loads_json(read_small_text(path, MAX_STATE_BYTES))
     except FileNotFoundError:
         return {}, None
     except NotARegularFile as err:

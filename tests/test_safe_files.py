@@ -78,3 +78,15 @@ def test_a_folder_is_made_below_its_base_never_through_a_link(tmp_path):
         real_folder(tmp_path / "out/f/c", tmp_path, make=False)
     real_folder(tmp_path / "out/new/c", tmp_path, make=False)  # only checked: nothing made
     assert not (tmp_path / "out/new").exists() and list((tmp_path / "elsewhere").iterdir()) == []
+
+
+def test_loads_json_turns_a_recursion_error_into_a_json_error():
+    import json
+
+    from featx.safe_files import loads_json
+
+    assert loads_json('{"a": [1, 2]}') == {"a": [1, 2]}
+    assert loads_json(b"[[1]]") == [[1]]
+    for text in ("[" * 200_000 + "]" * 200_000, ("{" + '"a":') * 100_000 + "1" + "}" * 100_000):
+        with pytest.raises(json.JSONDecodeError, match="nested too deeply"):
+            loads_json(text)

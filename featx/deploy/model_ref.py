@@ -5,11 +5,11 @@ a sha256 of its ``config.json`` and chat template files (``config_sha256``, like
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from ..errors import ModelError
 from ..extraction import CONFIG_FILES, config_sha256, local_model_folder, tokenizer_sha256, weights_sha256
+from ..safe_files import loads_json
 
 SAFETENSORS_INDEX = "model.safetensors.index.json"
 
@@ -20,7 +20,7 @@ def weight_files(folder: Path) -> list[Path]:
     if not index.is_file():
         return sorted(folder.glob("*.safetensors"))
     try:
-        names = sorted(set(json.loads(index.read_text(encoding="utf-8"))["weight_map"].values()))
+        names = sorted(set(loads_json(index.read_text(encoding="utf-8"))["weight_map"].values()))
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         raise ModelError(f"{index} is not a readable safetensors index", "re-save the model folder") from None
     return [folder / name for name in names]

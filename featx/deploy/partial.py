@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 
 from ..errors import InputError
-from ..safe_files import NotARegularFile, read_small_text, writing
+from ..safe_files import NotARegularFile, loads_json, read_small_text, writing
 
 MAX_PARTIAL_BYTES = 1 << 40  # its own file of score rows: no bound but the disk's
 
@@ -37,14 +37,14 @@ def resume(partial: Path, key: dict, notes: list[str]) -> list[list[float]]:
             os.close(descriptor)
     lines = whole.split("\n")[:-1]
     try:
-        if json.loads(lines[0]) != key:
+        if loads_json(lines[0]) != key:
             notes.append(
                 f"{partial.name} was made by another bundle, corpus or reading options (encoding, columns, device...): "
                 "its rows are not reused, starting again"
             )
             partial.unlink()
             return []
-        return [json.loads(line) for line in lines[1:]]
+        return [loads_json(line) for line in lines[1:]]
     except (ValueError, IndexError):
         partial.unlink()
         return []

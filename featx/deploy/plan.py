@@ -4,7 +4,6 @@ extraction settings the bundle needs to recompute features from texts."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,6 +23,7 @@ from ..probing import (
     resolve_task,
     stored_column,
 )
+from ..safe_files import loads_json
 from ..selection import LayerSpec, parse_layer_specs, parse_poolings
 from ..state import given_or_last
 from ..store import FeatureFile
@@ -117,7 +117,7 @@ def extraction_of(features: FeatureFile) -> dict:
     attrs = features.attrs
     out = {name: _plain(attrs.get(name)) for name in EXTRACTION_ATTRS}
     try:
-        options = json.loads(attrs.get(store.schema.OPTIONS) or "{}")
+        options = loads_json(attrs.get(store.schema.OPTIONS) or "{}")
     except ValueError:
         options = {}
     for name in ("dtype", "trust_remote_code", "long", "stride", *PROMPT_OPTIONS):

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import InputError
+from ..safe_files import loads_json
 from ..store import FeatureFile
 from .config import InterveneConfig
 from .provenance import Provenance
@@ -60,10 +61,9 @@ def check_bundle(bundle, config: InterveneConfig, provenance: Provenance, featur
 
 def _corpus(fingerprint) -> str | None:
     """The corpus's sha256 a features file's fingerprint records (the fingerprint itself when it cannot be read)."""
-    import json
 
     try:
-        recorded = json.loads(fingerprint)
+        recorded = loads_json(fingerprint)
     except (TypeError, ValueError):
         return fingerprint
     return recorded.get("corpus_sha256", fingerprint) if isinstance(recorded, dict) else fingerprint

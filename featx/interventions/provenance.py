@@ -6,11 +6,11 @@ pairs, word vectors, prompts)."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import InputError, ModelError
+from ..safe_files import loads_json
 from ..store import FeatureFile
 
 # The recorded extraction options that change a vector, passed again to the in-memory pass (``embed``'s keywords).
@@ -53,7 +53,7 @@ class Provenance:
 
 def _options(features: FeatureFile) -> dict:
     try:
-        options = json.loads(features.attrs.get("options") or "{}")
+        options = loads_json(features.attrs.get("options") or "{}")
     except ValueError:
         options = None
     if not isinstance(options, dict) or not options:

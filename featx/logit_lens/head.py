@@ -24,13 +24,13 @@ reads every layer alike (an encoder has no final norm outside its layers).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
 
 from ..errors import InputError, ModelError
+from ..safe_files import loads_json
 
 CAUSAL = {"gpt2": "layer_norm", "llama": "rms", "mistral": "rms", "qwen2": "rms", "qwen3": "rms", "gemma": "gemma"}
 MASKED = ("bert", "roberta", "xlm-roberta")
@@ -189,7 +189,7 @@ def _unembedding(reader: _Reader, names: dict, config: dict, model: str, family:
 
 def load_head(folder: Path, files: list[Path], model: str) -> LensHead:
     """The head of the checkpoint in ``folder`` (weights ``files``), or a clear error when it has none."""
-    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    config = loads_json((folder / "config.json").read_text(encoding="utf-8"))
     family = _family(config, model)
     reader = _Reader(files)
     if family in MASKED:

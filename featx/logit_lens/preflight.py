@@ -3,11 +3,11 @@ answering position and the label's classes against the answers."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import InputError
+from ..safe_files import loads_json
 from .answers import Answers, answer_token_ids, parse_answers
 from .config import LensConfig
 from .head import LensHead, load_head
@@ -32,7 +32,7 @@ class Prepared:
 
 
 def _layer_count(folder: Path) -> int:
-    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    config = loads_json((folder / "config.json").read_text(encoding="utf-8"))
     for key in ("num_hidden_layers", "n_layer"):
         if isinstance(config.get(key), int):
             return int(config[key])

@@ -8,12 +8,11 @@ unsupervised consistency objective) is not implemented.
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 
 from .. import store
 from ..errors import InputError
+from ..safe_files import loads_json
 
 
 def contrast_answers(features) -> list[str]:
@@ -21,7 +20,7 @@ def contrast_answers(features) -> list[str]:
     raw = features.attrs.get(store.schema.CONTRAST)
     if not raw:
         return []
-    answers = json.loads(raw)
+    answers = loads_json(raw)
     if not isinstance(answers, list) or len(answers) < 2 or not all(isinstance(answer, str) for answer in answers):
         raise InputError(f"{features.path}: attribute '{store.schema.CONTRAST}' is not a list of answers")
     return answers

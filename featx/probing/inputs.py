@@ -3,7 +3,6 @@ and how their features are loaded, and where and how many side by side the jobs 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,6 +12,7 @@ import numpy as np
 
 from .. import store
 from ..errors import InputError
+from ..safe_files import loads_json
 from ..selection import LayerSpec, parse_layer_specs
 from ..store import FeatureFile
 from . import evaluation as ev
@@ -31,7 +31,7 @@ def check_corpus(features: FeatureFile, notes: list[str]) -> None:
         return
     # Several word input files were extracted together: their digest is over all of them (word_corpus.py).
     try:
-        more = json.loads(features.attrs.get(store.schema.OPTIONS) or "{}").get("more_corpora") or []
+        more = loads_json(features.attrs.get(store.schema.OPTIONS) or "{}").get("more_corpora") or []
         current = combined_sha256([file_sha256(Path(path)) for path in [corpus_path, *more]])
     except (OSError, ValueError, TypeError, AttributeError):  # unreadable files or a foreign options record
         return

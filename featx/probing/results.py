@@ -14,7 +14,7 @@ import pandas as pd
 
 from ..errors import InputError, StoreError
 from ..io import read_csv, write_csv
-from ..safe_files import atomic_write_text
+from ..safe_files import atomic_write_text, loads_json
 from ..store import escape_name
 from .evaluation.significance import COLUMNS as SIGNIFICANCE_COLUMNS
 from .meta import ProbeMeta
@@ -240,13 +240,13 @@ def load_results(path: str | Path) -> tuple[pd.DataFrame, dict]:
         raise StoreError(f"results file {path} does not exist", "create it with featx probe")
     try:
         if path.suffix == ".json":
-            payload = json.loads(path.read_text(encoding="utf-8"))
+            payload = loads_json(path.read_text(encoding="utf-8"))
             table = pd.DataFrame(payload["results"])
             meta = payload.get("meta", {})
         else:
             table = read_csv(path, keep_default_na=True)
             sibling = path.with_suffix(".json")
-            meta = json.loads(sibling.read_text(encoding="utf-8")).get("meta", {}) if sibling.exists() else {}
+            meta = loads_json(sibling.read_text(encoding="utf-8")).get("meta", {}) if sibling.exists() else {}
     except (ValueError, KeyError, OSError) as err:
         raise StoreError(f"{path} is not a featx probe results file ({err})") from None
     metric = "r2" if "task" in table and (table["task"] == "regression").any() else "accuracy"

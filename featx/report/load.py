@@ -13,7 +13,6 @@ compared per layer: one line per site, or per site × pooling when there are sev
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +20,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..errors import InputError, StoreError
+from ..safe_files import loads_json
 from .figures.style import SITE_LINESTYLES
 
 METRICS = (
@@ -139,7 +139,7 @@ def _as_dict(value) -> dict:
         return value
     if isinstance(value, str) and value.strip():
         try:
-            parsed = json.loads(value)
+            parsed = loads_json(value)
             return parsed if isinstance(parsed, dict) else {}
         except ValueError:
             return {}

@@ -6,7 +6,6 @@ committed-row marker) before use, and nothing in it is ever unpickled.
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
@@ -14,6 +13,7 @@ import h5py
 import numpy as np
 
 from ..errors import IncompleteError, InputError, StoreError
+from ..safe_files import loads_json
 from . import schema as s
 from .finite import check_finite
 from .hdf5 import read_layer
@@ -273,7 +273,7 @@ class FeatureFile(WordAccess):
 
     def label_names(self, column: str) -> list[str]:
         """The class names of a label column, indexed by the codes ``labels`` returns."""
-        return json.loads(self._label_dataset(column).attrs[s.LABEL_NAMES])
+        return loads_json(self._label_dataset(column).attrs[s.LABEL_NAMES])
 
     def label_values(self, column: str) -> np.ndarray | None:
         """The float values of a numeric label column (NaN = missing), else None.
@@ -392,7 +392,7 @@ def finished_request(path: Path) -> tuple[str, int] | None:
         with h5py.File(path, "r") as file:
             recorded = file.attrs.get(s.REQUEST_KEY)
             complete = bool(file.attrs.get(s.COMPLETE, False))
-            skipped = len(json.loads(file.attrs.get(s.SKIPPED_EMPTY, "[]")))
+            skipped = len(loads_json(file.attrs.get(s.SKIPPED_EMPTY, "[]")))
     except (OSError, ValueError, KeyError, TypeError):
         return None
     if not recorded or not complete:

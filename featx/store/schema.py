@@ -62,6 +62,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..safe_files import loads_json
+
 SCHEMA_VERSION = 1
 FORMAT_NAME = "featx-features"
 PARTIAL_SUFFIX = ".partial"
@@ -243,8 +245,8 @@ def layouts_from_attrs(attrs) -> list[SiteLayout]:
         value = attrs.get(name, default)
         return value.decode() if isinstance(value, bytes) else value
 
-    layouts = [hidden_layout(json.loads(attr(LAYERS)), int(attr(HIDDEN_SIZE)), json.loads(attr(POOLINGS)))]
-    for name, site in (json.loads(attr(SITES_ATTR)) if attr(SITES_ATTR) else {}).items():
+    layouts = [hidden_layout(loads_json(attr(LAYERS)), int(attr(HIDDEN_SIZE)), loads_json(attr(POOLINGS)))]
+    for name, site in (loads_json(attr(SITES_ATTR)) if attr(SITES_ATTR) else {}).items():
         layouts.append(
             SiteLayout(
                 name, tuple(site["layers"]), int(site["width"]), tuple(site["poolings"]), tuple(site.get("modules", ()))

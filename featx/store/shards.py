@@ -19,6 +19,7 @@ import h5py
 import numpy as np
 
 from ..errors import StoreError
+from ..safe_files import loads_json
 from . import schema as s
 from .finite import finite_rows
 from .reader import FeatureFile
@@ -119,9 +120,9 @@ def _labels(files, indices, n_rows: int) -> dict[str, StoredLabels]:
     first = files[0]
     for key in first[s.LABELS]:
         dataset = first[s.LABELS][key]
-        column, names = str(dataset.attrs[s.LABEL_COLUMN]), json.loads(dataset.attrs[s.LABEL_NAMES])
+        column, names = str(dataset.attrs[s.LABEL_COLUMN]), loads_json(dataset.attrs[s.LABEL_NAMES])
         for file in files[1:]:
-            if key not in file[s.LABELS] or json.loads(file[s.LABELS][key].attrs[s.LABEL_NAMES]) != names:
+            if key not in file[s.LABELS] or loads_json(file[s.LABELS][key].attrs[s.LABEL_NAMES]) != names:
                 raise StoreError(f"{file.filename} has other label classes in column '{column}' than the first shard")
         labels[column] = StoredLabels(column, _gather(files, indices, n_rows, s.label_path(column)), names)
     return labels
@@ -160,7 +161,7 @@ def merged_attrs(files, fingerprint: str, indices=None) -> dict:
     )
     if holder is not None and s.PROMPT_EXAMPLE in holder.attrs:
         attrs[s.PROMPT_EXAMPLE] = holder.attrs[s.PROMPT_EXAMPLE]
-    options = json.loads(attrs.get(s.OPTIONS, "{}"))
+    options = loads_json(attrs.get(s.OPTIONS, "{}"))
     options.pop("shard_index", None)
     attrs[s.OPTIONS] = json.dumps(options)
     attrs[s.FINGERPRINT] = fingerprint

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import json
 import os
 import re
 from pathlib import Path
@@ -23,6 +22,7 @@ import h5py
 import numpy as np
 
 from ..errors import StoreError
+from ..safe_files import loads_json
 from . import schema as s
 from .create import populate, write_label
 from .hdf5 import (
@@ -78,7 +78,7 @@ class FeatureWriter:
         self._token_datasets = {site.tokens_path: file[site.tokens_path] for site in self.sites} if with_tokens else {}
         self._token_offsets = file[s.TOKEN_OFFSETS][()] if with_tokens else None
         # Word inputs: word vectors are written by their rows' words, like token states by their tokens.
-        word_paths = word_value_paths(json.loads(file.attrs[s.WORD_POOLINGS])) if s.WORDS in file else []
+        word_paths = word_value_paths(loads_json(file.attrs[s.WORD_POOLINGS])) if s.WORDS in file else []
         self._word_datasets = {path: file[path] for path in word_paths}
         self._word_offsets = file[s.WORD_OFFSETS][()] if word_paths else None
 

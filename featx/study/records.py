@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..safe_files import NotARegularFile, atomic_write_text, read_small_text, real_folder
+from ..safe_files import NotARegularFile, atomic_write_text, loads_json, read_small_text, real_folder
 
 if TYPE_CHECKING:
     from .cells import Task
@@ -51,7 +51,7 @@ def state_path(output: str | Path, key: str) -> Path:
 def read_state(output: str | Path, key: str) -> dict[str, Any] | None:
     """The recorded state of cell ``key``, or None (none yet, or not a state featx wrote)."""
     try:
-        state = json.loads(read_small_text(state_path(output, key), MAX_STATE_BYTES))
+        state = loads_json(read_small_text(state_path(output, key), MAX_STATE_BYTES))
     except (FileNotFoundError, NotARegularFile, ValueError, OSError):
         return None
     return state if isinstance(state, dict) and state.get("key") == key else None

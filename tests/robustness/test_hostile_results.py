@@ -47,3 +47,27 @@ def test_a_hostile_predictions_name_is_never_followed(results, tmp_path, case, n
     explain = CliRunner().invoke(main, ["explain", str(csv)])
     assert explain.exit_code == 2, explain.output
     assert_one_clear_error(explain.output, r"r\.json names its predictions file .*, which is not a file name")
+
+
+DEEP = "[" * 200_000 + "]" * 200_000  # deeper than Python's JSON parser can recurse
+
+
+@pytest.mark.parametrize(
+    ("command", "name"),
+    [
+        (["report"], "deep.probe.json"),
+        (["plot"], "deep.probe.json"),
+        (["explain"], "deep.probe.json"),
+        (["report"], "deep.structural.json"),
+    ],
+    ids=["report", "plot", "explain", "structural report"],
+)
+def test_a_json_nested_too_deeply_is_refused_not_a_recursion_error(tmp_path, command, name):
+    path = tmp_path / name
+    path.write_text(DEEP)
+    out = ["-o", str(tmp_path / "out.html")] if command[0] == "report" else []
+    out = ["-o", str(tmp_path / "out.png")] if command[0] == "plot" else out
+    result = CliRunner().invoke(main, [*command, str(path), *out])
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output and not isinstance(result.exception, RecursionError)
+    assert_one_clear_error(result.output, rf"{name}.* not (a )?featx")

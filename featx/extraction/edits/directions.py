@@ -19,7 +19,6 @@ the manifest's record, the arrays' names, shapes and values checked before use.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from ...errors import InputError
+from ...safe_files import loads_json
 
 MANIFEST, WEIGHTS = "manifest.json", "weights.safetensors"
 MAX_MANIFEST_BYTES = 8 << 20
@@ -114,7 +114,7 @@ def _manifest(folder: Path) -> dict:
     from ...safe_files import NotARegularFile, read_small_text
 
     try:
-        manifest = json.loads(read_small_text(folder / MANIFEST, MAX_MANIFEST_BYTES))
+        manifest = loads_json(read_small_text(folder / MANIFEST, MAX_MANIFEST_BYTES))
     except (NotARegularFile, OSError, UnicodeDecodeError, ValueError) as err:
         raise _bad(folder, f"{MANIFEST} cannot be read ({err})") from None
     spec = manifest.get("layer_spec") if isinstance(manifest, dict) else None

@@ -11,7 +11,6 @@ parameter from ``model.safetensors`` by name and shape (the pooler may be absent
 from __future__ import annotations
 
 import contextlib
-import json
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TypeVar
@@ -20,6 +19,7 @@ import torch
 from torch import nn
 
 from ...errors import ModelError
+from ...safe_files import loads_json
 
 INIT_FUNCTIONS = ("normal_", "uniform_", "kaiming_uniform_", "ones_", "zeros_")
 ENCODER_PARTS = ("embeddings", "encoder", "pooler")  # the first name of every encoder weight
@@ -29,7 +29,7 @@ Network = TypeVar("Network", bound=nn.Module)
 
 def read_config(folder: Path) -> dict:
     try:
-        config = json.loads((Path(folder) / "config.json").read_text(encoding="utf-8"))
+        config = loads_json((Path(folder) / "config.json").read_text(encoding="utf-8"))
     except (OSError, ValueError) as err:
         raise ModelError(f"cannot read {Path(folder) / 'config.json'}: {err}") from None
     if not isinstance(config, dict):

@@ -12,9 +12,10 @@ special token would be added to it.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import overload
+
+from ...safe_files import loads_json
 
 SPECIAL_NAMES = ("bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token")
 BERT_CLASSES = ("BertTokenizer", "BertTokenizerFast")
@@ -130,7 +131,7 @@ def _read_json(path: Path, required: bool = True) -> dict:
             raise NotEquivalent(f"no {path.name}")
         return {}
     try:
-        value = json.loads(path.read_text(encoding="utf-8"))
+        value = loads_json(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as err:
         raise NotEquivalent(f"{path.name} is not readable JSON ({err})") from None
     if not isinstance(value, dict):
@@ -229,7 +230,7 @@ def _check_added(file_json: dict, config: dict, specials: dict, vocab: ModelVoca
 def _same_pipeline(file_json: dict, reference, built: str) -> None:
     """tokenizer.json's model settings (its vocabulary and merges aside), normaliser, pre-tokenizer and
     post-processor are those of ``reference``, the pipeline transformers' ``built`` class makes."""
-    expected = json.loads(reference.to_str())
+    expected = loads_json(reference.to_str())
     own = ("vocab", "merges")
     model = {key: value for key, value in (file_json.get("model") or {}).items() if key not in own}
     if model != {key: value for key, value in expected["model"].items() if key not in own}:

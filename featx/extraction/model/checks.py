@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import ModelError
+from ...safe_files import loads_json
 
 CONFIG_LIMIT = 10 * 2**20
 VOCABULARY_LIMIT = 100 * 2**20
@@ -134,7 +135,7 @@ def read_json(path: Path) -> Any:
     """The JSON in ``path``, read only after ``check_file`` (so never a device or a huge file)."""
     check_file(path, model_roots(path.parent), _limit(path.name))
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return loads_json(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as err:
         raise ModelError(f"cannot read {path}: {err}", "check that the model folder is complete") from None
 
@@ -181,7 +182,7 @@ def safetensors_shapes(files: list[Path]) -> dict[str, tuple[int, ...]]:
                 (length,) = struct.unpack("<Q", handle.read(8))
                 if length > HEADER_LIMIT:
                     raise ValueError(f"a header of {length} bytes")
-                header = json.loads(handle.read(length))
+                header = loads_json(handle.read(length))
             tensors = {key: entry for key, entry in header.items() if key != "__metadata__"}
             shapes.update({key: tuple(int(size) for size in entry["shape"]) for key, entry in tensors.items()})
             end = 8 + length + max((int(entry["data_offsets"][1]) for entry in tensors.values()), default=0)

@@ -24,7 +24,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from ...safe_files import NotARegularFile, atomic_write_text, read_small_text
+from ...safe_files import NotARegularFile, atomic_write_text, loads_json, read_small_text
 
 CACHE_FILE = "weights-fingerprints.json"
 CACHE_VERSION = 1
@@ -65,7 +65,7 @@ def identity_key(files: list[Path]) -> str:
 def read_cache(path: Path) -> dict[str, str]:
     """The cached digests by identity key; empty when the file is absent, unreadable or not featx's."""
     try:
-        data = json.loads(read_small_text(path, MAX_CACHE_BYTES))
+        data = loads_json(read_small_text(path, MAX_CACHE_BYTES))
     except (OSError, NotARegularFile, ValueError, UnicodeDecodeError):
         return {}
     if not isinstance(data, dict) or data.get("version") != CACHE_VERSION or not isinstance(data.get("entries"), dict):

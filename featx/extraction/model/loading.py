@@ -12,6 +12,7 @@ from typing import Any
 import torch
 
 from ...errors import FeatxError, FeatxWarning, InputError, ModelError
+from ...safe_files import loads_json
 from . import checks as model_checks
 from .devices import resolve_device, resolve_dtype, slow_precision
 from .files import DEFAULT_MODEL, default_model_path, weight_files
@@ -67,12 +68,11 @@ def _check_folder(folder: Path) -> list[Path]:
 
 def _custom_code(folder: Path) -> list[str]:
     """The Python modules a model folder asks transformers to import (``auto_map`` entries)."""
-    import json
 
     modules = []
     for name in ("config.json", "tokenizer_config.json"):
         try:
-            config = json.loads((folder / name).read_text(encoding="utf-8"))
+            config = loads_json((folder / name).read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
         auto_map = config.get("auto_map") if isinstance(config, dict) else None

@@ -15,6 +15,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from ...errors import FeatxError, InputError, Interrupted, StoreError
+from ...safe_files import loads_json
 from ..checks import output_path
 from ..config import ExtractConfig
 from ..summary import ExtractSummary, summary_of
@@ -179,7 +180,7 @@ def _all_gather_json(item: dict, world_size: int, group=None) -> list[dict]:
     gathered = [torch.zeros(longest, dtype=torch.uint8) for _ in range(world_size)]
     dist.all_gather(gathered, padded, group=group)
     return [
-        json.loads(bytes(buffer[: int(size.item())].tolist())) for buffer, size in zip(gathered, sizes, strict=False)
+        loads_json(bytes(buffer[: int(size.item())].tolist())) for buffer, size in zip(gathered, sizes, strict=False)
     ]
 
 

@@ -20,7 +20,7 @@ import numpy as np
 from ... import store
 from ...errors import InputError, StoreError
 from ...io import LabelColumn
-from ...safe_files import atomic_write_text, read_small_text
+from ...safe_files import atomic_write_text, loads_json, read_small_text
 from ..inputs.corpus import Corpus
 
 # Bump when the assignment changes: shards made by different rules must never be merged.
@@ -154,7 +154,7 @@ def make_manifest(
 def read_manifest(output: Path) -> dict | None:
     path = manifest_path(output)
     try:
-        manifest = json.loads(read_small_text(path, MAX_MANIFEST_BYTES))
+        manifest = loads_json(read_small_text(path, MAX_MANIFEST_BYTES))
     except FileNotFoundError:
         return None
     except (OSError, ValueError) as err:

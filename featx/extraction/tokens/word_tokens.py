@@ -13,6 +13,7 @@ import json
 import numpy as np
 
 from ...errors import InputError
+from ...safe_files import loads_json
 from .tokenize import TokenizedCorpus, fast_backend
 
 
@@ -32,7 +33,7 @@ def marks_spaces(backend) -> bool:
     "cat"): every word but the first then gets its space back, so the tokens are those of the words joined
     by spaces, as in the sentence's text."""
     try:
-        pre_tokenizer = json.loads(backend.to_str()).get("pre_tokenizer")
+        pre_tokenizer = loads_json(backend.to_str()).get("pre_tokenizer")
     except (ValueError, AttributeError):
         return False
     return '"ByteLevel"' in json.dumps(pre_tokenizer)

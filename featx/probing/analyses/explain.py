@@ -9,7 +9,6 @@ beside the predictions as ``<stem>.<label>.confusion.csv``).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,7 +19,7 @@ from ...checks import path_like, whole
 from ...errors import StoreError, require_whole
 from ...io import read_csv, write_csv
 from ...options import Options, option
-from ...safe_files import sibling
+from ...safe_files import loads_json, sibling
 from ..choice import chosen_layer
 from ..results import load_results, side_path
 from .explain_regression import (
@@ -116,13 +115,13 @@ def _resolve(results) -> tuple[Path, dict]:
     if path.name.endswith(".predictions.csv"):
         stem = path.name[: -len(".predictions.csv")]
         json_path = path.with_name(stem + ".probe.json")
-        meta = json.loads(json_path.read_text(encoding="utf-8")).get("meta", {}) if json_path.exists() else {}
+        meta = loads_json(json_path.read_text(encoding="utf-8")).get("meta", {}) if json_path.exists() else {}
         return path, meta
     json_path = path.with_suffix(".json")
     meta = {}
     if json_path.exists():
         try:
-            meta = json.loads(json_path.read_text(encoding="utf-8")).get("meta", {})
+            meta = loads_json(json_path.read_text(encoding="utf-8")).get("meta", {})
         except ValueError:
             raise StoreError(f"{json_path} is not a featx probe results file") from None
     name = meta.get("predictions_file")

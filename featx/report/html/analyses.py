@@ -5,13 +5,13 @@ settings, its figures and the tables ``featx`` prints for it."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pandas as pd
 
 from ...errors import InputError, StoreError
 from ...io import read_csv
+from ...safe_files import loads_json
 from ..load import model_name
 from ..text.erase import format_erase
 from ..text.neurons import format_neurons
@@ -57,7 +57,7 @@ def _payload(path: Path) -> dict:
     if not target.exists():
         return {}
     try:
-        payload = json.loads(target.read_text(encoding="utf-8"))
+        payload = loads_json(target.read_text(encoding="utf-8"))
     except (ValueError, OSError):
         return {}
     return payload if isinstance(payload, dict) else {}

@@ -5,11 +5,11 @@ table after the probe's own sections (read from the JSON files; nothing of featx
 from __future__ import annotations
 
 import html
-import json
 from pathlib import Path
 
 import pandas as pd
 
+from ...safe_files import loads_json
 from ..figures.intervene import intervention_figure
 from .parts import embeddable_svg, notes_html, svg_of_figure, table_html
 from .sections import grouping
@@ -70,7 +70,7 @@ def _three(frame: pd.DataFrame) -> pd.DataFrame:
 
 def _one(path: Path, index: int) -> str:
     try:
-        payload = json.loads(path.read_text(encoding="utf-8"))
+        payload = loads_json(path.read_text(encoding="utf-8"))
         meta, table = payload["meta"], pd.DataFrame(payload["results"])
         kind = "steer" if meta.get("kind") == "steer" else "intervene"
         table = table.astype(

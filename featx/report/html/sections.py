@@ -3,11 +3,11 @@ metric (the chosen row of each pooling highlighted), the reference values and a 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pandas as pd
 
+from ...safe_files import loads_json
 from ..load import METRIC_NAMES, chosen_row, layer_rows, model_name, references
 from ..text.format import interval, missing, num, p_value
 
@@ -27,7 +27,7 @@ def corpus_files(meta: dict) -> list[str]:
         from ...store import open_features
 
         with open_features(path) as opened:
-            options = json.loads(opened.attrs.get("options") or "{}")
+            options = loads_json(opened.attrs.get("options") or "{}")
         more = options.get("more_corpora") or []
     except Exception:  # noqa: BLE001 - a moved or foreign features file only loses the other file names
         return files
