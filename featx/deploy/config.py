@@ -193,7 +193,8 @@ class PredictConfig(Options):
         None,
         flag="--batch-size",
         group=COMPUTE,
-        help="Most texts per forward pass (default: 256 on CPU, 16384 on GPU).",
+        help="Most sequences per forward pass: texts, or windows of long texts when the bundle's features were "
+        "extracted with --long window (default: 256 on CPU, 16384 on GPU).",
     )
     device: str = option(
         "auto",

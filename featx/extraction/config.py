@@ -123,7 +123,11 @@ class ExtractConfig(Options):
         None, flag="--max-tokens", group=SITES, help="Padded tokens per batch (default: 1024 on CPU, 65536 on GPU)."
     )
     batch_size: int | None = option(
-        None, flag="--batch-size", group=SITES, help="Most rows per batch (default: 256 on CPU, 16384 on GPU)."
+        None,
+        flag="--batch-size",
+        group=SITES,
+        help="Most sequences per forward pass: rows, or with --long window windows, of one or several long texts "
+        "(default: 256 on CPU, 16384 on GPU).",
     )
     skip_empty: bool = option(
         False,

@@ -25,9 +25,10 @@ DEFAULT_MAX_TOKENS = {"cuda": 65536}  # padded tokens per batch by device type; 
 # in the last-level cache; 8,192 spilled them. bench/ab.py, 27 Nov 2026 (BENCHMARKS.md): bert-base 1.34-1.70x,
 # MiniLM 1.16-1.17x the batch loop of 8,192, and within 4% of the best size tried (512 to 8,192) on each corpus.
 CPU_MAX_TOKENS = 1024
-# Most rows per batch by device type; others: 256. On a GPU the 65,536 tokens should bind: 256 rows of short texts
-# starved it. bench/gpu_host.py, H100, 27 Nov 2026 (BENCHMARKS.md), 20,000 SST-2 rows, bf16: 16,384 rows ran the
-# batch loop 2.3x (MiniLM) and 1.6x (bert-base-sized) faster than 256, and faster than 4,096.
+# Most rows (with --long window: windows) per batch by device type; others: 256. On a GPU the 65,536 tokens should
+# bind: 256 rows of short texts starved it. bench/gpu_host.py, H100, 27 Nov 2026 (BENCHMARKS.md), 20,000 SST-2
+# rows, bf16: 16,384 rows ran the batch loop 2.3x (MiniLM) and 1.6x (bert-base-sized) faster than 256, and faster
+# than 4,096.
 DEFAULT_BATCH_SIZE = {"cuda": 16384}
 CPU_BATCH_SIZE = 256
 

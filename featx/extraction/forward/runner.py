@@ -18,7 +18,7 @@ from ..fast.onednn import prepack_linears
 from ..fast.select import NATIVE
 from ..model.loading import LoadedModel
 from ..plan import ExtractionPlan
-from ..tokens.long_windows import split_row
+from ..tokens.long_windows import WindowGroup, window_passes, windows_per_pass
 from .pair_runner import SEGMENT_FUNCTIONS, pair_inputs, takes_type_ids
 from .pooling import POOLING_FUNCTIONS, PROMPT_FUNCTIONS, make_pooler_pool, prompt_masks
 from .sites import SiteRecorder
@@ -136,29 +136,47 @@ class Runner:
         masks: dict | None = None,
         word_index: torch.Tensor | None = None,
     ):
-        """Every site's poolings; ``masks`` gives some dataset paths their own mask (sentence pairs);
-        ``word_index`` each token's word slot (word inputs)."""
+        """Every site's poolings, copied to the host, and the event that marks the copies done (``_host``)."""
+        return self._host(self._pooled(states, mask, masks, word_index))
+
+    def _pooled(
+        self,
+        states: dict[str, list[torch.Tensor]],
+        mask: torch.Tensor,
+        masks: dict | None = None,
+        word_index: torch.Tensor | None = None,
+    ) -> dict[str, torch.Tensor]:
+        """Every site's poolings on the device, in the store's dtype; ``masks`` gives some dataset paths their own
+        mask (sentence pairs); ``word_index`` each token's word slot (word inputs)."""
         masks = masks or {}
         real = mask.bool() if self.plan.with_tokens else None
         values = {}
         if word_index is not None:  # word inputs: each word's subwords pooled into one vector per layer
             words = pool_words(states[self.plan.hidden.name], word_index.to(self.device), self.plan.word_poolings)
             for name, path in zip(self.plan.word_poolings, self.plan.word_paths, strict=False):
-                values[path] = self._to_host(words[name].to(self.store_dtype))
+                values[path] = words[name].to(self.store_dtype)
         for site in self.plan.sites:
             # Pool layer by layer: stacking all layers first would copy every state once more.
             for name, path in site.pooled_paths.items():
                 used = masks.get(path, mask)
                 pooled = torch.stack([self.functions[name](layer, used) for layer in states[site.name]], dim=1)
-                values[path] = self._to_host(pooled.to(self.store_dtype))
+                values[path] = pooled.to(self.store_dtype)
             if real is not None:
                 tokens = torch.stack([layer[real] for layer in states[site.name]], dim=1).to(self.store_dtype)
-                values[site.tokens_path] = self._to_host(tokens)
-        event = None
-        if self.device.type == "cuda":
-            event = torch.cuda.Event()
-            event.record(self.copy_stream)  # None: the compute stream, where the copies were queued
-        return values, event
+                values[site.tokens_path] = tokens
+        return values
+
+    def _host(self, values: dict[str, torch.Tensor]):
+        """``values`` copied to the host (``_to_host``) and, on CUDA, the event that marks the copies done."""
+        return {path: self._to_host(value) for path, value in values.items()}, self._copies_done()
+
+    def _copies_done(self):
+        """On CUDA, an event recorded after every copy queued so far (None elsewhere)."""
+        if self.device.type != "cuda":
+            return None
+        event = torch.cuda.Event()
+        event.record(self.copy_stream)  # None: the compute stream, where the copies were queued
+        return event
 
     def _to_host(self, value: torch.Tensor) -> torch.Tensor:
         """One output copied to the host without blocking (on CUDA into pinned memory). With a side stream
@@ -208,29 +226,38 @@ class Runner:
         return self._pool(self._forward(input_ids, mask, host_mask=host_mask), mask, word_index=word_index)
 
     @torch.inference_mode()
-    def windowed(self, row_ids: np.ndarray, word_ids: np.ndarray | None = None):
-        """One row longer than the model's maximum (``--long window``): its windows run in batches of up to
-        ``max_tokens`` tokens, each token's states taken from its most central window, then pooled over the
-        stitched row exactly like a batch of one. With ``word_ids`` (word inputs) each word's subwords all
-        come from the one window where the whole word is most central."""
-        spec = self.plan.window
-        assert spec is not None  # rows run in windows with --long window only
-        row = split_row(row_ids, spec.n_lead, spec.n_trail, spec.budget, spec.stride, word_ids)
-        width = row.input_ids.shape[1]
-        per_pass = max(1, self.plan.max_tokens // width)
-        owner = torch.from_numpy(row.owner).to(self.device)
-        position = torch.from_numpy(row.position).to(self.device)
-        pieces: dict[str, list[list[torch.Tensor]]] = {}
-        for first in range(0, row.n_windows, per_pass):
-            ids = torch.from_numpy(row.input_ids[first : first + per_pass]).to(self.device)
-            taken = (owner >= first) & (owner < first + len(ids))  # a contiguous run: owners never decrease
-            window, at = owner[taken] - first, position[taken]
-            for site, layers in self._forward(ids, torch.ones_like(ids)).items():
-                pieces.setdefault(site, []).append([layer[window, at] for layer in layers])
+    def windowed(self, group: WindowGroup):
+        """A step of rows longer than the model's maximum (``--long window``, ``long_windows.window_groups``): the
+        windows of all its rows run back to back in passes of ``windows_per_pass`` windows, a pass holding windows
+        of several rows; each token's states are taken from its most central window, and each row, once its last
+        window is through, is pooled over its stitched states exactly like a batch of one. Returns
+        ``({path: [one host tensor per row]}, event)``, the rows in the step's order. With word ids (word inputs)
+        each word's subwords all come from the one window where the whole word is most central."""
+        windows = np.concatenate([row.input_ids for row in group.rows])
+        per_pass = windows_per_pass(self.plan.max_tokens, self.plan.batch_size, windows.shape[1])
+        pieces: list[dict[str, list[list[torch.Tensor]]]] = [{} for _ in group.rows]
+        values: dict[str, list[torch.Tensor]] = {}
+        for step in window_passes(group.rows, per_pass):
+            ids = torch.from_numpy(windows[step.first : step.last]).to(self.device)
+            states = self._forward(ids, torch.ones_like(ids))
+            for index, window, at in step.takes:
+                window, at = torch.from_numpy(window).to(self.device), torch.from_numpy(at).to(self.device)
+                for site, layers in states.items():
+                    pieces[index].setdefault(site, []).append([layer[window, at] for layer in layers])
+            del states
+            for index in step.done:
+                row = self._stitched_row(pieces[index], group.word_ids[index], len(group.rows[index].owner))
+                pieces[index] = {}  # its states are pooled: free them before the next pass
+                for path, value in row.items():
+                    values.setdefault(path, []).append(self._to_host(value))
+        return values, self._copies_done()
+
+    def _stitched_row(self, pieces: dict, word_ids: np.ndarray | None, n_tokens: int) -> dict[str, torch.Tensor]:
+        """One windowed row's poolings (on the device) from its stitched token states, ``{site: [per pass: [per
+        layer: (tokens, W)]]}``."""
         states = {
             site: [torch.cat(parts)[None] for parts in zip(*chunks, strict=False)] for site, chunks in pieces.items()
         }
         word_index = None if word_ids is None else torch.from_numpy(np.asarray(word_ids, dtype=np.int64))[None]
-        return self._pool(
-            states, torch.ones((1, len(row.owner)), dtype=torch.long, device=self.device), word_index=word_index
-        )
+        mask = torch.ones((1, n_tokens), dtype=torch.long, device=self.device)
+        return self._pooled(states, mask, word_index=word_index)

@@ -1,6 +1,6 @@
 """The batch loop: commit blocks of rows (written and committed together; ``--long window`` is another thing),
-batches within a block, results scattered into the block's host buffers, and a background thread that writes and
-commits each finished block.
+batches within a block (``--long window``'s long rows last, in steps whose windows share forward passes), results
+scattered into the block's host buffers, and a background thread that writes and commits each finished block.
 
 Collating the next batch (a thread), the forward pass (the main thread) and writing the previous
 block (another thread) overlap, so the model never waits on tokenised input or on disk; the two threads
@@ -19,6 +19,7 @@ from ..forward.runner import Runner
 from ..forward.word_pooling import row_word_ids, with_word_index
 from ..plan import ExtractionPlan
 from ..tokens.batching import collate, plan_batches, plan_blocks
+from ..tokens.long_windows import WindowGroup, split_row, window_counts, window_groups, windows_per_pass
 from ..tokens.tokenize import TokenizedCorpus
 from .threads import BackgroundWriter, Sink, prefetch
 
@@ -63,10 +64,12 @@ class Block:
         if event is not None:
             event.synchronize()
         for path, values in batch.items():
+            # a --long window step gives one tensor per row (runner.windowed), in the order of positions
+            array = np.concatenate([value.numpy() for value in values]) if isinstance(values, list) else values.numpy()
             if path in self.flat:
-                self._scatter(path, values.numpy(), positions)
+                self._scatter(path, array, positions)
             else:
-                self.values[path][positions] = values.numpy()
+                self.values[path][positions] = array
 
     def _scatter(self, path: str, flat: np.ndarray, positions) -> None:
         """A batch's real tokens or words (in batch order) into the block's flat buffer (in corpus order)."""
@@ -136,7 +139,7 @@ def blocks(plan: ExtractionPlan, tokenized: TokenizedCorpus) -> list[tuple[int, 
 
 
 def split_batches(plan: ExtractionPlan, lengths: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
-    """Batches of the rows that fit the model, and (``--long window``) the longer rows, each run alone."""
+    """Batches of the rows that fit the model, and (``--long window``) the longer rows, run in windows."""
     if plan.window is None:
         return plan_batches(lengths, plan.max_tokens, plan.batch_size), np.zeros(0, dtype=np.int64)
     fits = np.flatnonzero(lengths <= plan.max_length)
@@ -232,10 +235,18 @@ class BlockRun:
 def block_batches(
     plan: ExtractionPlan, tokenized: TokenizedCorpus, start: int, stop: int
 ) -> tuple[list[np.ndarray], int]:
-    """The batches of the block ``[start, stop)`` (positions in it), and how many are batches of several rows:
-    rows longer than the model (``--long window``) come last, one per step, each split into windows."""
-    batches, long_rows = split_batches(plan, tokenized.batch_lengths[start:stop])
-    return batches + [np.array([position]) for position in long_rows], len(batches)
+    """The batches of the block ``[start, stop)`` (positions in it), and how many are collated batches: rows longer
+    than the model (``--long window``) come last, in steps whose windows share forward passes
+    (``long_windows.window_groups``)."""
+    lengths = tokenized.batch_lengths[start:stop]
+    batches, long_rows = split_batches(plan, lengths)
+    if not len(long_rows):
+        return batches, len(batches)
+    spec = plan.window
+    assert spec is not None  # long rows run in windows with --long window only
+    counts = window_counts(lengths[long_rows], spec.n_lead, spec.n_trail, spec.budget, spec.stride)
+    per_pass = windows_per_pass(plan.max_tokens, plan.batch_size, plan.max_length)
+    return batches + [long_rows[group] for group in window_groups(counts, per_pass)], len(batches)
 
 
 def rows_committed_inside(plan: ExtractionPlan, tokenized: TokenizedCorpus, block_start: int, n_batches: int) -> int:
@@ -322,16 +333,27 @@ class _Speed:
 def _batches_of_block(
     plan: ExtractionPlan, tokenized: TokenizedCorpus, current: BlockRun, start: int, pad_id: int, pin_memory: bool
 ):
-    """The block's batches not stored yet, as ``(positions, runner arguments)``: collated batches, then
-    ``--long window`` rows one at a time (the runner splits them into windows)."""
+    """The block's batches not stored yet, as ``(positions, runner arguments)``: collated batches, then the
+    ``--long window`` steps, their rows split into windows."""
     for index in range(current.stored, len(current.batches)):
         positions = current.batches[index]
         if index < current.n_batched:
             batch = collate(tokenized, positions + start, pad_id, pin_memory=pin_memory)
             yield positions, with_word_index(plan, tokenized, positions + start, batch)
-        else:  # --long window: one row, split into windows by the runner
-            row = start + int(positions[0])
-            yield positions, (tokenized.row(row), row_word_ids(plan, tokenized, row))
+        else:  # --long window: a step of long rows, whose windows the runner runs across rows
+            yield positions, window_group(plan, tokenized, positions + start)
+
+
+def window_group(plan: ExtractionPlan, tokenized: TokenizedCorpus, rows: np.ndarray) -> WindowGroup:
+    """Corpus ``rows`` (longer than the model) split into their windows, with their word ids for word inputs."""
+    spec = plan.window
+    assert spec is not None  # rows run in windows with --long window only
+    words = [row_word_ids(plan, tokenized, int(row)) for row in rows]
+    split = [
+        split_row(tokenized.row(int(row)), spec.n_lead, spec.n_trail, spec.budget, spec.stride, word_ids)
+        for row, word_ids in zip(rows, words, strict=True)
+    ]
+    return WindowGroup(split, words)
 
 
 def _extract_block(current: BlockRun, batches, runner: Runner, bar, speed: _Speed) -> None:
@@ -339,8 +361,8 @@ def _extract_block(current: BlockRun, batches, runner: Runner, bar, speed: _Spee
     while the next one runs, then finish the block (checked and committed in the background)."""
     pending = None
     for positions, batch in prefetch(batches):
-        if isinstance(batch[0], np.ndarray):
-            result, n_tokens = (positions, *runner.windowed(*batch)), len(batch[0])
+        if isinstance(batch, WindowGroup):
+            result, n_tokens = (positions, *runner.windowed(batch)), batch.n_tokens
         else:
             result, n_tokens = (positions, *runner(*batch)), int(batch[1].sum())
         if pending is not None:  # consume the previous batch while this one runs on the GPU

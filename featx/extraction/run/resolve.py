@@ -128,7 +128,7 @@ def default_max_tokens(config: ExtractConfig, loaded: LoadedModel) -> int:
 
 
 def default_batch_size(config: ExtractConfig, loaded: LoadedModel) -> int:
-    """Most rows per batch: the option, else by device."""
+    """Most sequences (rows, or --long window windows) per forward pass: the option, else by device."""
     return int(config.batch_size or DEFAULT_BATCH_SIZE.get(loaded.device.type, CPU_BATCH_SIZE))
 
 

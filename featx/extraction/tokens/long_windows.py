@@ -8,13 +8,22 @@ window's edges; the earlier window on a tie); the lead specials come from the fi
 specials from the last. The stitched sequence has exactly the row's tokens, so poolings over it pool
 over the whole text: ``mean``/``max`` over every real token, ``cls``/``pooler`` from the first window,
 ``last`` from the last.
+
+Long rows share forward passes (``window_groups``): a commit block's long rows, most windows first, are grouped
+into steps of up to ``GROUP_PASSES`` passes of ``windows_per_pass`` windows; a step's windows run back to back, a
+pass holding windows of several rows, and each row is stitched and pooled alone as soon as its last window is
+through (``window_passes`` says which tokens each pass gives to which row). A step is the loop's batch: a row is
+committed only with its whole step, so every row's windows are all done when it is written.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
+
+GROUP_PASSES = 4  # the most forward passes of windows in one step of the batch loop (one commit unit)
 
 
 @dataclass(frozen=True)
@@ -78,3 +87,81 @@ def word_owners(score: np.ndarray, words: np.ndarray, token_owner: np.ndarray) -
     sizes = np.diff(np.r_[starts, len(words)])
     owner = np.where(np.repeat(whole, sizes), np.repeat(best, sizes), token_owner)
     return owner if np.all(np.diff(owner) >= 0) else token_owner
+
+
+@dataclass(frozen=True)
+class WindowGroup:
+    """One step of long rows: each row's windows and, for word inputs, its word ids (else None)."""
+
+    rows: list[WindowedRow]
+    word_ids: list[np.ndarray | None]
+
+    @property
+    def n_tokens(self) -> int:
+        return int(sum(len(row.owner) for row in self.rows))
+
+
+@dataclass(frozen=True)
+class WindowPass:
+    """The windows ``[first, last)`` of a step (all its rows' windows in row order) run in one forward pass;
+    ``takes``: ``(row, window in the pass, position)`` of the tokens each row takes from it; ``done``: the rows
+    whose last window is in it."""
+
+    first: int
+    last: int
+    takes: list[tuple[int, np.ndarray, np.ndarray]]
+    done: list[int]
+
+
+def windows_per_pass(max_tokens: int, batch_size: int, width: int) -> int:
+    """Windows in one forward pass: at most ``batch_size`` sequences and ``max_tokens`` tokens (at least one)."""
+    return max(1, min(batch_size, max_tokens // max(1, width)))
+
+
+def window_counts(lengths: np.ndarray, n_lead: int, n_trail: int, budget: int, stride: int) -> np.ndarray:
+    """The windows each row of ``lengths`` tokens (specials included) runs as."""
+    return np.asarray(
+        [len(window_starts(int(length) - n_lead - n_trail, budget, stride)) for length in lengths], dtype=np.int64
+    )
+
+
+def window_groups(counts: np.ndarray, per_pass: int, passes: int = GROUP_PASSES) -> list[np.ndarray]:
+    """Steps of the rows with ``counts`` windows (their positions), most windows first (a stable sort: the plan is
+    a function of the counts only, as resume needs). A step closes when its windows fill whole passes, or before a
+    row would take it past ``passes`` full passes; a row with more windows runs as a step of its own."""
+    order = np.argsort(-np.asarray(counts), kind="mergesort")
+    cap = per_pass * passes
+    groups: list[np.ndarray] = []
+    current: list[int] = []
+    total = 0
+    for position in order:
+        n = int(counts[position])
+        if current and total + n > cap:
+            groups.append(np.asarray(current, dtype=np.int64))
+            current, total = [], 0
+        current.append(int(position))
+        total += n
+        if total % per_pass == 0 or total >= cap:
+            groups.append(np.asarray(current, dtype=np.int64))
+            current, total = [], 0
+    if current:
+        groups.append(np.asarray(current, dtype=np.int64))
+    return groups
+
+
+def window_passes(rows: list[WindowedRow], per_pass: int) -> Iterator[WindowPass]:
+    """The forward passes of a step's windows, ``per_pass`` at a time across its rows, and what each row takes."""
+    firsts = np.cumsum([0] + [row.n_windows for row in rows])
+    total = int(firsts[-1])
+    for first in range(0, total, per_pass):
+        last = min(first + per_pass, total)
+        takes, done = [], []
+        for index, row in enumerate(rows):
+            if firsts[index + 1] <= first or firsts[index] >= last:
+                continue
+            owner = row.owner + firsts[index]  # the step's window of each of the row's tokens
+            taken = (owner >= first) & (owner < last)  # a contiguous run: owners never decrease
+            takes.append((index, owner[taken] - first, row.position[taken]))
+            if firsts[index + 1] <= last:
+                done.append(index)
+        yield WindowPass(first, last, takes, done)

@@ -11,7 +11,14 @@ from transformers import AutoModel, AutoTokenizer
 import featx
 from featx.errors import InputError
 from featx.extraction import ExtractConfig, extract
-from featx.extraction.tokens.long_windows import split_row, window_starts
+from featx.extraction.tokens.long_windows import (
+    GROUP_PASSES,
+    split_row,
+    window_counts,
+    window_groups,
+    window_passes,
+    window_starts,
+)
 
 LONG = " ".join(["the cat loved the film and the dog saw new books today"] * 4)  # ~50 tokens
 MAX_POSITIONS = 16
@@ -149,6 +156,122 @@ def test_windowed_rows_commit_by_time_and_resume_to_the_same_file(short_bert, lo
     monkeypatch.setattr(FeatureWriter, "commit_batches", original)
     resumed = run(long_corpus, short_bert, tmp_path / "resumed.h5", **options)
     assert resumed.status == "resumed" and resumed.windowed_rows == whole.windowed_rows == 2
+    with featx.open(whole.output) as a, featx.open(resumed.output) as b:
+        for pooling in a.poolings:
+            for layer in a.layers:
+                np.testing.assert_array_equal(a.features(pooling, layer), b.features(pooling, layer))
+        np.testing.assert_array_equal(a.token_states(2), b.token_states(2))
+
+
+@pytest.mark.parametrize(
+    "counts,per_pass", [([4, 4, 4, 5, 5, 5], 3), ([8, 8, 8], 4), ([9] * 20, 4), ([40, 3, 2, 1, 7], 4), ([1], 1)]
+)
+def test_long_rows_share_passes_in_steps_of_whole_rows(counts, per_pass):
+    counts = np.asarray(counts)
+    groups = window_groups(counts, per_pass)
+    np.testing.assert_array_equal(np.sort(np.concatenate(groups)), np.arange(len(counts)))  # each row once
+    cap = per_pass * GROUP_PASSES
+    for group in groups:  # at most GROUP_PASSES passes, unless one row alone needs more
+        assert counts[group].sum() <= cap or len(group) == 1
+    assert [int(counts[group[0]]) for group in groups] == sorted((int(counts[g[0]]) for g in groups), reverse=True)
+    if len(counts) == 3:  # rows that fill whole passes by themselves run as before: one step each
+        assert [len(group) for group in groups] == [1, 1, 1]
+
+
+def test_each_pass_gives_each_row_its_own_stitched_tokens():
+    rows = [split_row(np.r_[1, np.arange(100, 100 + n), 2], 1, 1, 7, 2) for n in (30, 8, 19)]
+    taken: list[list[np.ndarray]] = [[] for _ in rows]
+    windows = np.concatenate([row.input_ids for row in rows])
+    done = []
+    for step in window_passes(rows, 3):
+        assert step.last - step.first <= 3
+        for index, window, at in step.takes:
+            taken[index].append(windows[step.first : step.last][window, at])
+        done += step.done
+    assert done == [0, 1, 2]  # each row done once, in order, as its last window goes through
+    for row, pieces in zip(rows, taken, strict=True):
+        np.testing.assert_array_equal(np.concatenate(pieces), row.input_ids[row.owner, row.position])
+
+
+STEPS = dict(long="window", stride=2, tokens=True, commit_seconds=1e-9, batch_size=3)  # 3 windows a pass
+
+
+def long_rows(n):
+    """``n`` long rows (4 or 5 windows of 16 tokens with --stride 2; with ``STEPS``, 7 rows run in steps of 2, 3
+    and 2 rows, whose passes hold windows of two rows)."""
+    extra = ["", " blue", " the cat", " blue cat saw the film", " the dog saw the film and the cat loved", " new"]
+    return [(LONG + text, "pos" if i % 2 else "neg", "past", "train") for i, text in enumerate([*extra, " blue blue"])][
+        :n
+    ]
+
+
+@pytest.fixture(scope="module")
+def steps_run(short_bert, tmp_path_factory):
+    """Two short rows and 7 long ones run uninterrupted with ``STEPS``, by ``short_bert`` with a tokenizer that
+    pads on the left (featx pads rows itself, on the right): ``(corpus, model, summary)``."""
+    import json
+    import shutil
+
+    folder = tmp_path_factory.mktemp("steps")
+    model = shutil.copytree(short_bert, folder / "left-bert")
+    config = json.loads((model / "tokenizer_config.json").read_text())
+    (model / "tokenizer_config.json").write_text(json.dumps({**config, "padding_side": "left"}))
+    corpus = write_csv(folder / "long.csv", SENTENCES[:2] + long_rows(7))
+    return corpus, model, run(corpus, model, folder / "whole.h5", **STEPS)
+
+
+def test_a_long_row_has_the_same_features_alone_and_among_others(short_bert, steps_run, tmp_path):
+    """A long row whose windows share passes with its neighbours' has the features of the row extracted alone,
+    whatever the tokenizer's padding side."""
+    _, _, among = steps_run
+    alone = run(write_csv(tmp_path / "alone.csv", long_rows(2)[1:]), short_bert, tmp_path / "alone.h5", **STEPS)
+    with featx.open(among.output) as among_file, featx.open(alone.output) as alone_file:
+        counts = window_counts(among_file.n_kept[2:], 1, 1, MAX_POSITIONS - 2, 2)
+        step = list(next(group for group in window_groups(counts, 3) if 1 in group))  # row 3 is long row 1
+        bounds = np.cumsum(np.r_[0, counts[step]])[step.index(1) :][:2]  # its first window, the next row's first
+        assert (bounds % 3 != 0).any()  # a pass of 3 windows holds some of its windows and a neighbour's
+        assert among_file.n_kept[3] == alone_file.n_kept[0] > MAX_POSITIONS
+        first, last = among_file.token_offsets[3], among_file.token_offsets[4]
+        for layer in among_file.layers:
+            for pooling in among_file.poolings:
+                np.testing.assert_allclose(
+                    among_file.features(pooling, layer)[3], alone_file.features(pooling, layer)[0], atol=1e-6, rtol=0
+                )
+            np.testing.assert_allclose(
+                among_file.token_states(layer)[first:last], alone_file.token_states(layer), atol=1e-6, rtol=0
+            )
+
+
+def test_a_kill_inside_a_step_of_long_rows_resumes_to_the_same_file(steps_run, tmp_path, monkeypatch):
+    """A kill in the middle of the third step of long rows, in a pass holding windows of two rows, leaves only
+    whole steps committed (the short rows' batch and the first step, committed by time once the next had run), and
+    the resumed file, which reads the first step's rows back, is the uninterrupted one."""
+    import h5py
+
+    from featx.errors import Interrupted
+    from featx.extraction.forward import runner
+    from featx.store import partial_path
+
+    corpus, model, whole = steps_run
+    real, steps = runner.window_passes, []
+
+    def killed_in_third_step(rows, per_pass):
+        steps.append(len(rows))
+        for number, step in enumerate(real(rows, per_pass)):
+            if len(steps) == 3 and number == 1:
+                assert len(rows) > 1 and len(step.takes) > 1  # a pass holding windows of two rows
+                raise KeyboardInterrupt
+            yield step
+
+    monkeypatch.setattr(runner, "window_passes", killed_in_third_step)
+    output = tmp_path / "resumed.h5"
+    with pytest.raises(Interrupted):
+        run(corpus, model, output, **STEPS)
+    with h5py.File(partial_path(output), "r") as partial:  # [commit block start, batches committed inside it]
+        assert partial["progress/window"][()].tolist() == [0, 2]
+    monkeypatch.undo()
+    resumed = run(corpus, model, output, **STEPS)
+    assert resumed.status == "resumed"
     with featx.open(whole.output) as a, featx.open(resumed.output) as b:
         for pooling in a.poolings:
             for layer in a.layers:
