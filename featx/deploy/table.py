@@ -152,7 +152,7 @@ def fitted_corpus_note(probe: Probe, corpus: Corpus, frame: pd.DataFrame, truth:
     cv = selection.get("cv_score")
     told = f"; featx fit's cross-validated {selection.get('metric')}: {cv:.4f}" if isinstance(cv, float) else ""
     items = {"word": "words", "arc": "arcs"}.get(probe.level, "rows")
-    return f"{fitted}, and its {items} that trained it are among the scored ones: the score above is not held out{told}"
+    return f"{fitted}: its training {items} are among the scored ones, so the score above is not held out{told}"
 
 
 def fitted_corpus_sha256(probe: Probe) -> str | None:

@@ -272,3 +272,21 @@ def test_a_score_on_the_corpus_the_probe_was_fitted_on_says_so_and_scores_its_te
     assert f"on {n_test} labelled rows; most frequent class among them ('{top}'): {counts.max() / n_test:.4f}" in (
         result.output
     )
+
+
+def test_without_test_rows_the_note_points_to_the_cross_validated_score(fitted, split_features):
+    from featx.deploy.table import fitted_corpus_note
+    from featx.extraction import read_corpus
+
+    corpus = read_corpus(split_features.parent / "corpus.csv")
+    corpus.split = None  # as a corpus without a split column: every labelled row trained the probe
+    frame = pd.DataFrame({"prediction": ["neg"] * len(corpus)})
+    truth = np.zeros(len(corpus), dtype=np.int64)
+    note = fitted_corpus_note(fitted.probe, corpus, frame, truth)
+    cv = fitted.probe.info["selection"]["cv_score"]
+    assert note == (
+        "the probe was fitted (featx fit) on this corpus: its training rows are among the scored ones, so the score "
+        f"above is not held out; featx fit's cross-validated accuracy: {cv:.4f}"
+    )
+    corpus.sha256 = "0" * 64  # another corpus file: nothing to say
+    assert fitted_corpus_note(fitted.probe, corpus, frame, truth) is None
