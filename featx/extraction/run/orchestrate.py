@@ -117,10 +117,21 @@ def extract_one(config: ExtractConfig) -> ExtractSummary:
         )
     for name, seconds in timings.items():
         setattr(summary, name, seconds)
-    summary.notes += edit_notes(plan, loaded)
+    summary.notes += edit_notes(plan, loaded) + max_tokens_notes(plan)
     summary.notes[:0] = corpus.notes + corpus.label_notes
     _note_unrereadable(config, summary)
     return summary
+
+
+def max_tokens_notes(plan: ExtractionPlan) -> list[str]:
+    """``--max-tokens`` below one row of the longest length, which a batch must hold: the budget was raised."""
+    asked = plan.config.max_tokens
+    if not asked or int(asked) >= plan.max_tokens:
+        return []
+    return [
+        f"--max-tokens {asked} is below one row of the longest length ({plan.max_tokens} tokens): batches hold up "
+        f"to {plan.max_tokens} padded tokens (a shorter --max-length lowers it)"
+    ]
 
 
 def edit_notes(plan: ExtractionPlan, loaded: LoadedModel) -> list[str]:

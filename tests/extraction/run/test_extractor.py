@@ -33,6 +33,10 @@ def test_features_do_not_depend_on_batch_neighbours(tiny_model, corpus_csv, tmp_
     one = run(corpus_csv, tiny_model, tmp_path, "one.h5", batch_size=1)
     many = run(corpus_csv, tiny_model, tmp_path, "many.h5", batch_size=64)
     tight = run(corpus_csv, tiny_model, tmp_path, "tight.h5", batch_size=64, max_tokens=64)
+    # below one full-length row (the tiny model's 64 tokens) the budget is raised to it, and the run says so
+    low = run(corpus_csv, tiny_model, tmp_path, "low.h5", max_tokens=8)
+    assert "--max-tokens 8 is below one row of the longest length (64 tokens): batches hold up to 64" in low.notes[0]
+    assert not [note for note in tight.notes if "--max-tokens" in note]
     with featx.open(one.output) as a, featx.open(many.output) as b, featx.open(tight.output) as c:
         for pooling in a.poolings:
             for layer in a.layers:
