@@ -35,7 +35,9 @@ def embed(texts, model: str = "default", layer: int = -1, pooling: str = "mean",
     """The ``(rows, width)`` float32 features of in-memory ``texts`` (a list, numpy array, pandas Series or
     one-column DataFrame) at one ``layer`` (negative: from the top), ``pooling`` and ``site`` (``hidden``, or one
     inside the layer such as ``ffn``), without a features file; ``options`` as ``featx.extraction.embed`` takes
-    them (which returns every layer, pooling and site asked for: ``layers=``, ``poolings=``, ``sites=``)."""
+    them (which returns every layer, pooling and site asked for: ``layers=``, ``poolings=``, ``sites=``, and both
+    sides of ``pair_mode="separate"`` pairs, which featx.embed refuses); ``text_pairs=`` the second texts of
+    cross-encoded pairs."""
     from .extraction import embed_one
 
     return embed_one(texts, model=model, layer=layer, pooling=pooling, site=site, **options)

@@ -35,7 +35,7 @@ from .bundle import load
 from .config import PredictConfig
 from .partial import append, resume
 from .probe import Probe
-from .table import STDOUT, check_scoring, output_frame, score_line, write_frame
+from .table import STDOUT, check_scoring, fitted_corpus_note, output_frame, score_line, write_frame
 
 if TYPE_CHECKING:
     from ..extraction import WordTable
@@ -53,6 +53,8 @@ class PredictResult:
     score: str | None = None  # "accuracy 0.912 on 872 labelled rows" with --label
     notes: list[str] = field(default_factory=list)
     unit: str = "rows"  # what a prediction is of: rows, or words (a word probe)
+    # under the score: the corpus is the one the probe was fitted on, so the score is not held out
+    score_note: str | None = None
 
     @property
     def to_stdout(self) -> bool:
@@ -66,6 +68,8 @@ class PredictResult:
             lines.append(f"resumed: {self.resumed} of {self.n_rows} {self.unit} were already predicted")
         if self.score:
             lines.append(self.score)
+        if self.score_note:
+            lines.append(self.score_note)
         what = {"words": "word ", "arcs": "arc "}.get(self.unit, "") + (
             "prediction" if self.n_rows == 1 else "predictions"
         )
@@ -279,7 +283,8 @@ def predict(config: PredictConfig | str | Path | None = None, **options: Any) ->
     unit = "rows" if words is None else ("arcs" if probe.level == "arc" and probe.arcs != SELECTOR else "words")
     if words is not None:
         notes.append(f"{len(frame)} {unit} in {len(corpus)} sentences")
-    return PredictResult(output, len(frame), resumed, score, notes, unit)
+    seen = fitted_corpus_note(probe, corpus, frame, truth if probe.level != "arc" else None)
+    return PredictResult(output, len(frame), resumed, score, notes, unit, seen)
 
 
 def _item_offsets(probe: Probe, words: WordTable) -> np.ndarray:

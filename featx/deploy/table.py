@@ -13,6 +13,7 @@ from ..errors import InputError
 from ..extraction import Corpus
 from ..io import STDOUT, write_csv
 from ..probing import regression_metrics as rm
+from ..probing import split_parts
 from ..safe_files import atomic_write_text
 from .probe import Probe
 
@@ -98,20 +99,80 @@ def write_frame(frame: pd.DataFrame, path: Path) -> None:
 
 
 def score_line(probe: Probe, frame: pd.DataFrame, truth: np.ndarray | None) -> str | None:
-    """Accuracy (or R²) of the predictions on the rows whose ``--label`` is present."""
+    """Accuracy (or R²) of the predictions on the items whose ``--label`` is present, beside a constant
+    prediction's: the most frequent class among them (R²: 0 is their own mean)."""
     if truth is None:
         return None
+    return _score(probe, frame, truth, np.arange(len(truth)))
+
+
+def _score(probe: Probe, frame: pd.DataFrame, truth: np.ndarray, rows: np.ndarray) -> str:
+    """``score_line`` of the items ``rows`` (positions in ``frame`` and ``truth``)."""
+    items = {"word": "words", "arc": "arcs"}.get(probe.level, "rows")
+    truth = truth[rows]
     if probe.classes is None:
         known = np.isfinite(truth)
-        predicted = frame["prediction"].to_numpy(dtype=np.float64)[known]
+        predicted = frame["prediction"].to_numpy(dtype=np.float64)[rows][known]
         r2 = float(rm.metrics(truth[known], predicted)["r2"]) if known.any() else float("nan")
-        return f"R² {r2:.4f} on {int(known.sum())} labelled rows"
-    items = {"word": "words", "arc": "arcs"}.get(probe.level, "rows")
+        return f"R² {r2:.4f} on {int(known.sum())} labelled {items} (0: predicting their own mean)"
     known = truth >= 0
     index = {name: position for position, name in enumerate(probe.classes)}
-    predicted = np.array([index[name] for name in frame["prediction"]], dtype=np.int64)
-    accuracy = float(np.mean(predicted[known] == truth[known])) if known.any() else float("nan")
-    return f"accuracy {accuracy:.4f} on {int(known.sum())} labelled {items}"
+    predicted = np.array([index[name] for name in frame["prediction"]], dtype=np.int64)[rows]
+    if not known.any():
+        return f"accuracy nan on 0 labelled {items}"
+    accuracy = float(np.mean(predicted[known] == truth[known]))
+    counts = np.bincount(truth[known], minlength=len(probe.classes))
+    top = int(np.argmax(counts))  # the first class on a tie
+    return (
+        f"accuracy {accuracy:.4f} on {int(known.sum())} labelled {items}; most frequent class among them "
+        f"({probe.classes[top]!r}): {counts[top] / known.sum():.4f}"
+    )
 
 
-__all__ = ["STDOUT", "check_scoring", "fitted_codes", "output_frame", "score_line", "write_frame"]
+def fitted_corpus_note(probe: Probe, corpus: Corpus, frame: pd.DataFrame, truth: np.ndarray | None) -> str | None:
+    """A note under the score when ``corpus`` is the very corpus file the probe was fitted on (its sha256 is the
+    one the bundle's features file recorded): the score then mixes the rows that trained the probe with held-out
+    ones. A sentence probe's corpus with a test split also gets the score of its test-split rows alone, which is
+    featx fit's test score; otherwise the note points to featx fit's cross-validated score. A probe fitted on
+    another file of the same rows cannot be told apart (nothing is said then)."""
+    if truth is None or fitted_corpus_sha256(probe) != corpus.sha256:
+        return None
+    fitted = "the probe was fitted (featx fit) on this corpus"
+    labelled = np.isfinite(truth) if probe.classes is None else truth >= 0
+    if probe.level == "sentence" and corpus.split is not None:
+        train, test, dev = split_parts(np.asarray(corpus.split, dtype=object))
+        trained = int(labelled[np.union1d(train, dev)].sum())
+        tested = test[labelled[test]]
+        if len(tested):
+            return (
+                f"{fitted}: {trained} of these {int(labelled.sum())} labelled rows trained it, so the score above is "
+                f"not held out; its {len(tested)} test-split rows alone: {_score(probe, frame, truth, tested)}"
+            )
+    selection = probe.info.get("selection") or {}
+    cv = selection.get("cv_score")
+    told = f"; featx fit's cross-validated {selection.get('metric')}: {cv:.4f}" if isinstance(cv, float) else ""
+    items = {"word": "words", "arc": "arcs"}.get(probe.level, "rows")
+    return f"{fitted}: its training {items} are among the scored ones, so the score above is not held out{told}"
+
+
+def fitted_corpus_sha256(probe: Probe) -> str | None:
+    """The sha256 of the corpus file whose features the probe was fitted on, as its bundle records it."""
+    import json
+
+    try:
+        recorded = json.loads((probe.info.get("features_file") or {}).get("fingerprint") or "")
+    except (TypeError, ValueError):
+        return None
+    return recorded.get("corpus_sha256") if isinstance(recorded, dict) else None
+
+
+__all__ = [
+    "STDOUT",
+    "check_scoring",
+    "fitted_codes",
+    "fitted_corpus_note",
+    "fitted_corpus_sha256",
+    "output_frame",
+    "score_line",
+    "write_frame",
+]

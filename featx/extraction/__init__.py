@@ -75,6 +75,7 @@ _HOMES = {
     "TEXT_FIELD": "inputs.templates",
     "ANSWER_FIELD": "inputs.templates",
     "parse_template": "inputs.templates",
+    "prompted_label_note": "inputs.templates",
     "with_text_field": "inputs.templates",
     "chat_template_of": "inputs.templates",
     "DEFAULT_MODEL": "model.files",

@@ -120,7 +120,10 @@ class ExtractConfig(Options):
     dtype: str = option("auto", flag="--dtype", group=SITES, help="Compute dtype: auto, float32, float16, bfloat16.")
     store_dtype: str = option("float16", flag="--store-dtype", group=SITES, help="Stored features: float16 or float32.")
     max_tokens: int | None = option(
-        None, flag="--max-tokens", group=SITES, help="Padded tokens per batch (default: 1024 on CPU, 65536 on GPU)."
+        None,
+        flag="--max-tokens",
+        group=SITES,
+        help="Padded tokens per batch (default: 1024 on CPU, 65536 on GPU; at least one row of --max-length).",
     )
     batch_size: int | None = option(
         None,

@@ -244,3 +244,49 @@ def test_predict_does_not_print_what_the_reader_noticed_of_label_columns(fitted,
     assert result.exit_code == 0, result.output
     assert "looks continuous" not in result.output and "regression" not in result.output
     assert len(pd.read_csv(tmp_path / "p.csv")) == len(table)
+
+
+def test_a_score_on_the_corpus_the_probe_was_fitted_on_says_so_and_scores_its_test_rows_alone(
+    fitted, split_features, tmp_path, lookup
+):
+    # The bundle's own corpus: most of its labelled rows trained the probe, so its accuracy is no held-out figure;
+    # the note gives the test-split rows' score, which is featx fit's test score.
+    result = _run(fitted.path, split_features.parent / "corpus.csv", "-o", tmp_path / "p.csv", "--label", "label")
+    assert result.exit_code == 0, result.output
+    table = pd.read_csv(split_features.parent / "corpus.csv")
+    n_train, n_test = int((table.split == "train").sum()), int((table.split == "test").sum())
+    assert f"the probe was fitted (featx fit) on this corpus: {n_train} of these {len(table)} labelled rows" in (
+        result.output
+    )
+    assert f"its {n_test} test-split rows alone: accuracy {fitted.test['score']:.4f} on {n_test} labelled rows" in (
+        result.output
+    )
+    # Rows it never saw (another file): no such note, and the score stands beside the constant prediction's.
+    held_out = tmp_path / "held_out.csv"
+    table[table.split == "test"].to_csv(held_out, index=False)
+    result = _run(fitted.path, held_out, "-o", tmp_path / "q.csv", "--label", "label")
+    assert result.exit_code == 0, result.output
+    assert "fitted (featx fit) on this corpus" not in result.output
+    counts = table[table.split == "test"].label.value_counts()
+    top = sorted(name for name, count in counts.items() if count == counts.max())[0]  # a tie: the first class
+    assert f"on {n_test} labelled rows; most frequent class among them ('{top}'): {counts.max() / n_test:.4f}" in (
+        result.output
+    )
+
+
+def test_without_test_rows_the_note_points_to_the_cross_validated_score(fitted, split_features):
+    from featx.deploy.table import fitted_corpus_note
+    from featx.extraction import read_corpus
+
+    corpus = read_corpus(split_features.parent / "corpus.csv")
+    corpus.split = None  # as a corpus without a split column: every labelled row trained the probe
+    frame = pd.DataFrame({"prediction": ["neg"] * len(corpus)})
+    truth = np.zeros(len(corpus), dtype=np.int64)
+    note = fitted_corpus_note(fitted.probe, corpus, frame, truth)
+    cv = fitted.probe.info["selection"]["cv_score"]
+    assert note == (
+        "the probe was fitted (featx fit) on this corpus: its training rows are among the scored ones, so the score "
+        f"above is not held out; featx fit's cross-validated accuracy: {cv:.4f}"
+    )
+    corpus.sha256 = "0" * 64  # another corpus file: nothing to say
+    assert fitted_corpus_note(fitted.probe, corpus, frame, truth) is None

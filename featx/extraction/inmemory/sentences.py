@@ -99,7 +99,8 @@ class Embeddings:
         if layout is None:
             raise InputError(f"site '{site}' was not embedded", f"these embeddings hold {', '.join(self._layouts)}")
         top = int(self.model["n_model_layers"])
-        resolved = int(layer) + top if int(layer) < 0 else int(layer)
+        number = _layer_number(layer)
+        resolved = number + top if number < 0 else number
         if resolved not in layout.layers:
             raise InputError(
                 f"layer {layer} was not embedded: these embeddings hold layers {', '.join(map(str, layout.layers))}",
@@ -117,6 +118,20 @@ class Embeddings:
         return (
             f"Embeddings({self.rows} rows, layers {self.layers}, poolings {self.poolings}, model {self.model['model']})"
         )
+
+
+def _layer_number(layer) -> int:
+    """``array``'s layer as a whole number (an int, numpy integer or digits); anything else (a pooling name given
+    first, as ``FeatureFile.features(pooling, layer)`` takes them, or 1.5) is refused, never cut to a number."""
+    if isinstance(layer, (int, np.integer)) and not isinstance(layer, bool):
+        return int(layer)
+    if isinstance(layer, str) and layer.strip().lstrip("-").isdigit():
+        return int(layer)
+    raise InputError(
+        f"layer {layer!r} is not a layer number",
+        "Embeddings.array(layer, pooling, site) takes the layer first (FeatureFile.features takes the pooling first), "
+        "e.g. array(3, 'mean')",
+    )
 
 
 def embed_config(texts: list[str], pairs: list[str] | None, **options) -> ExtractConfig:
@@ -223,6 +238,12 @@ def embed_one(texts, *, layer=-1, pooling: str = "mean", site: str = HIDDEN_SITE
     _one("layer", layer, whole and not isinstance(layer, bool), "3 or layer=-1 (the top)")
     _one("pooling", pooling, isinstance(pooling, str) and "," not in pooling, "'mean'")
     _one("site", site, isinstance(site, str) and "," not in site, "'ffn'")
+    if options.get("text_pairs") is not None and options.get("pair_mode") == "separate":
+        raise InputError(
+            "featx.embed returns one array, and pair_mode='separate' encodes two arrays (each text and its pair alone)",
+            "featx.extraction.embed(texts, text_pairs=..., pair_mode='separate') gives both: its .array(layer, "
+            "pooling) is the first texts', .array(layer, pooling, site='pair_b') the second texts'",
+        )
     sites = {} if site == HIDDEN_SITE else {"sites": site}
     embedded = embed(texts, layers=str(int(layer)), poolings=pooling, **sites, **options)
     return embedded.array(int(layer), pooling, site=site)

@@ -146,6 +146,23 @@ def parse_template(text: str, text_col: str = TEXT_FIELD) -> Template:
     return template
 
 
+def prompted_label_note(template: str | None, text_col: str, label: str) -> str | None:
+    """A note when a ``--template`` (as a features file records it) writes the label column ``label`` into every
+    prompt: a probe of it reads its answer in the prompt, whatever the model computes."""
+    if not template:
+        return None
+    try:
+        fields = parse_template(template_text(template), text_col or TEXT_FIELD).fields
+    except InputError:  # a file of another featx: nothing to say
+        return None
+    if label not in fields:
+        return None
+    return (
+        f"--template writes the column '{label}' into every prompt: a probe of '{label}' reads its answer in the "
+        "prompt, so its score says nothing of what the model computes; leave it out of the template to probe it"
+    )
+
+
 def other_columns(config) -> tuple[str, ...]:
     """The corpus columns a template names besides the text column (read as they are, kept for rendering)."""
     if not config.template:

@@ -163,11 +163,11 @@ def read_input(config) -> Corpus:
     """The corpus of an ``ExtractConfig``: a table of texts (``corpus.py``), or word input files."""
     from ..checks import is_word_input
     from .corpus import read_corpus
-    from .templates import other_columns
+    from .templates import other_columns, prompted_label_note
     from .treebank import word_format
 
     if not is_word_input(config):
-        return read_corpus(
+        corpus = read_corpus(
             config.corpus,
             config.text_col,
             config.id_col,
@@ -179,6 +179,9 @@ def read_input(config) -> Corpus:
             max_bytes=config.max_corpus_bytes,
             keep_cols=other_columns(config),
         )
+        notes = (prompted_label_note(config.template, config.text_col, label) for label in corpus.labels)
+        corpus.label_notes += [note for note in notes if note]
+        return corpus
     fmt = word_format(config.corpus, config.word_format, config.columns)
     assert fmt is not None  # is_word_input: a word format was given or recognised
     return read_word_corpus(

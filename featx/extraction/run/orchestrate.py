@@ -7,12 +7,14 @@ already what the plan would write, tokenise, open (or resume) the writer, run th
 
 from __future__ import annotations
 
+import json
 import tempfile
 import time
 from pathlib import Path
 
 import torch
 
+from ... import store
 from ...errors import FeatxError, InputError, Interrupted, ModelError, StoreError, signal_of
 from ...io import rereadable, source_name
 from ...safe_files import check_overwrite, is_hdf5_file
@@ -117,10 +119,21 @@ def extract_one(config: ExtractConfig) -> ExtractSummary:
         )
     for name, seconds in timings.items():
         setattr(summary, name, seconds)
-    summary.notes += edit_notes(plan, loaded)
+    summary.notes += edit_notes(plan, loaded) + max_tokens_notes(plan)
     summary.notes[:0] = corpus.notes + corpus.label_notes
     _note_unrereadable(config, summary)
     return summary
+
+
+def max_tokens_notes(plan: ExtractionPlan) -> list[str]:
+    """``--max-tokens`` below one row of the longest length, which a batch must hold: the budget was raised."""
+    asked = plan.config.max_tokens
+    if not asked or int(asked) >= plan.max_tokens:
+        return []
+    return [
+        f"--max-tokens {asked} is below one row of the longest length ({plan.max_tokens} tokens): batches hold up "
+        f"to {plan.max_tokens} padded tokens (a shorter --max-length lowers it)"
+    ]
 
 
 def edit_notes(plan: ExtractionPlan, loaded: LoadedModel) -> list[str]:
@@ -219,6 +232,43 @@ NOT_REPLACEABLE_HINT = (
 REPLACEABLE_HINT = "pass --overwrite to replace it, or choose another output with -o"
 
 
+# What a fingerprint's keys stand for, where the key is not the option's name; hashes are named, never shown.
+FINGERPRINT_NAMES = {"corpus_sha256": "the corpus file's content", "model_sha256": "the model's weights"}
+SHOWN_VALUE_CHARS = 80
+
+
+def fingerprint_difference(recorded, wanted: str) -> str:
+    """``": NAME (the file's A, this command's B), ..."``: what differs between a file's fingerprint and the one
+    this command would write (both JSON objects; nested ones compared key by key), or ``""`` where either cannot
+    be read. A sha256 or a long value is named without its values."""
+    try:
+        old, new = json.loads(recorded), json.loads(wanted)
+    except (TypeError, ValueError):
+        return ""
+    if not isinstance(old, dict) or not isinstance(new, dict):
+        return ""
+
+    def differences(a: dict, b: dict, prefix: str = "") -> list[str]:
+        found = []
+        for key in sorted(set(a) | set(b), key=lambda name: (name not in FINGERPRINT_NAMES, name)):
+            left, right = a.get(key), b.get(key)
+            if left == right:
+                continue
+            if isinstance(left, dict) and isinstance(right, dict):
+                found += differences(left, right, f"{prefix}{key}.")
+                continue
+            name = FINGERPRINT_NAMES.get(key, prefix + key)
+            shown = [repr(value) if value is not None else "none" for value in (left, right)]
+            if key.endswith("sha256") or max(map(len, shown)) > SHOWN_VALUE_CHARS:
+                found.append(name)
+            else:
+                found.append(f"{name} (the file's {shown[0]}, this command's {shown[1]})")
+        return found
+
+    found = differences(old, new)
+    return ": " + ", ".join(found) if found else ""
+
+
 def _existing_hint(output: Path) -> str:
     """The way out for an existing output: --overwrite only where it would replace it (``check_overwrite``)."""
     return REPLACEABLE_HINT if not output.is_symlink() and is_hdf5_file(output) else NOT_REPLACEABLE_HINT
@@ -239,12 +289,15 @@ def check_existing(output: Path, fingerprint: str) -> None:
     """Refuse an existing file made by another request (its fingerprint differs) or unreadable."""
     try:
         with FeatureFile(output) as existing:
-            same = existing.fingerprint == fingerprint
+            recorded = existing.fingerprint
+            same = recorded == fingerprint
     except FeatxError as err:
         raise StoreError(f"{output} already exists and cannot be used: {err.message}", _existing_hint(output)) from None
     if not same:
         raise StoreError(
-            f"{output} already exists and was made from a different corpus, model or options", _existing_hint(output)
+            f"{output} already exists and was made from a different corpus, model or options"
+            f"{fingerprint_difference(recorded, fingerprint)}",
+            _existing_hint(output),
         )
 
 
@@ -271,10 +324,12 @@ def open_writer(
                     "pass --overwrite to start this shard over",
                 )
             return writer
+        recorded = writer.attrs.get(store.schema.FINGERPRINT)
         writer.close()
         if not plan.config.overwrite:
             raise StoreError(
-                f"{partial_path(output)} holds an unfinished extraction with a different corpus, model or options",
+                f"{partial_path(output)} holds an unfinished extraction with a different corpus, model or options"
+                f"{fingerprint_difference(recorded, plan.fingerprint)}",
                 "run the original command to resume it, or pass --overwrite to start over",
             )
     attrs = provenance(plan, corpus, loaded)

@@ -126,6 +126,8 @@ ONE_ARRAY_REFUSED = [
     ({"pooling": "mean,cls"}, "pooling='mean,cls' is not one pooling"),
     ({"pooling": ["mean"]}, r"pooling=\['mean'\] is not one pooling"),
     ({"site": "hidden,ffn"}, "site='hidden,ffn' is not one site"),
+    # separate pairs are two arrays (side a, side b): one of them alone was returned, side b dropped
+    ({"text_pairs": ["another text"], "pair_mode": "separate"}, "pair_mode='separate' encodes two arrays"),
 ]
 
 
@@ -185,6 +187,12 @@ def test_array_of_what_was_not_embedded_is_refused(tiny_model):
         embeddings.array(1, "cls")
     with pytest.raises(InputError, match="site 'ffn' was not embedded"):
         embeddings.array(1, "mean", site="ffn")
+    # FeatureFile.features takes (pooling, layer): the same order here was a raw ValueError; 1.5 was layer 1
+    for layer in ("mean", 1.5, None):
+        with pytest.raises(InputError, match=f"layer {layer!r} is not a layer number") as error:
+            embeddings.array(layer, "mean")
+        assert "array(layer, pooling" in error.value.hint
+    np.testing.assert_array_equal(embeddings.array("1", "mean"), embeddings.array(np.int64(1), "mean"))
 
 
 @pytest.mark.parametrize("texts", [["a text"], pd.Series(["a text"]), np.array(["a text"])])

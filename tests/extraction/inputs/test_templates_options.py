@@ -74,3 +74,24 @@ def test_a_run_without_prompts_keeps_its_fingerprint_and_request_key(tiny_model,
     assert templated[0].fingerprint != templated[1].fingerprint != plain.fingerprint
     assert json.loads(templated[0].fingerprint)["prompt"]["template_sha256"]
     assert templated[0].poolings[-3:] == ["span_mean", "span_max", "span_last"]
+
+
+def test_a_template_that_writes_a_label_into_the_prompt_is_noted(corpus_csv):
+    """'{text} ({sentiment})' hands every prompt its label: a probe of it scores 1.0 on any model (TREC, MiniLM:
+    1.000 against the words' 0.683), which extract now says beside its other label notes."""
+    from featx.extraction import prompted_label_note, read_input
+
+    corpus = read_input(ExtractConfig(corpus=corpus_csv, template="{text} ({sentiment})"))
+    noted = [note for note in corpus.label_notes if "--template writes" in note]
+    assert noted == [
+        "--template writes the column 'sentiment' into every prompt: a probe of 'sentiment' reads its answer in the "
+        "prompt, so its score says nothing of what the model computes; leave it out of the template to probe it"
+    ]
+    assert not [
+        note
+        for note in read_input(ExtractConfig(corpus=corpus_csv, template="A {text}")).label_notes
+        if "--template" in note
+    ]
+    assert prompted_label_note("@@x {review}: {tense}", "review", "tense")  # as a file records a template
+    assert prompted_label_note("{review}: {tense}", "review", "review") is None  # the text is no label
+    assert prompted_label_note("", "text", "tense") is None

@@ -33,6 +33,10 @@ def test_features_do_not_depend_on_batch_neighbours(tiny_model, corpus_csv, tmp_
     one = run(corpus_csv, tiny_model, tmp_path, "one.h5", batch_size=1)
     many = run(corpus_csv, tiny_model, tmp_path, "many.h5", batch_size=64)
     tight = run(corpus_csv, tiny_model, tmp_path, "tight.h5", batch_size=64, max_tokens=64)
+    # below one full-length row (the tiny model's 64 tokens) the budget is raised to it, and the run says so
+    low = run(corpus_csv, tiny_model, tmp_path, "low.h5", max_tokens=8)
+    assert "--max-tokens 8 is below one row of the longest length (64 tokens): batches hold up to 64" in low.notes[0]
+    assert not [note for note in tight.notes if "--max-tokens" in note]
     with featx.open(one.output) as a, featx.open(many.output) as b, featx.open(tight.output) as c:
         for pooling in a.poolings:
             for layer in a.layers:
@@ -165,15 +169,19 @@ def test_same_command_twice_is_up_to_date(tiny_model, corpus_csv, tmp_path):
 
 def test_different_options_refuse_without_overwrite(tiny_model, corpus_csv, tmp_path):
     run(corpus_csv, tiny_model, tmp_path)
-    with pytest.raises(StoreError, match="different corpus, model or options"):
+    # the error names what differs, the file's value and this command's (it said only "corpus, model or options")
+    with pytest.raises(StoreError, match=r"different corpus, model or options: poolings \(the file's") as error:
         run(corpus_csv, tiny_model, tmp_path, poolings="mean")
+    assert "['cls', 'mean', 'max', 'last', 'pooler'], this command's ['mean'])" in error.value.message
+    with pytest.raises(StoreError, match=r"options: max_length \(the file's 64, this command's 8\)\n"):
+        run(corpus_csv, tiny_model, tmp_path, max_length=8)
     assert run(corpus_csv, tiny_model, tmp_path, poolings="mean", overwrite=True).status == "written"
 
 
 def test_changed_corpus_refuses_without_overwrite(tiny_model, corpus_csv, tmp_path):
     run(corpus_csv, tiny_model, tmp_path)
     write_csv(corpus_csv, SENTENCES[:-1])
-    with pytest.raises(StoreError, match="different corpus"):
+    with pytest.raises(StoreError, match="different corpus, model or options: the corpus file's content\n"):
         run(corpus_csv, tiny_model, tmp_path)
 
 
@@ -185,6 +193,8 @@ def test_resume_after_interruption_equals_uninterrupted_run(tiny_model, corpus_c
     monkeypatch.undo()
     output = tmp_path / "out.h5"
     assert not output.exists() and partial_path(output).exists()
+    with pytest.raises(StoreError, match=r"unfinished extraction with .* options: commit_rows \(the file's 3, this"):
+        run(corpus_csv, tiny_model, tmp_path, "out.h5", commit_rows=4, tokens=True)
     with pytest.raises(StoreError, match="incomplete"):
         featx.open(output)
     with featx.open(output, allow_partial=True) as partial:
