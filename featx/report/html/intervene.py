@@ -86,9 +86,8 @@ def _cells(frame: pd.DataFrame) -> pd.DataFrame:
             out[column] = frame[column].map(num)
     if "at_chance" in frame.columns:
         probe = frame["kind"] == "probe" if "kind" in frame.columns else pd.Series(True, index=frame.index)
-        out["after at chance"] = [
-            "yes" if is_probe and value is True else "" for is_probe, value in zip(probe, frame["at_chance"], strict=True)
-        ]
+        chance = zip(probe, frame["at_chance"], strict=True)
+        out["after at chance"] = ["yes" if is_probe and value is True else "" for is_probe, value in chance]
     return out
 
 
