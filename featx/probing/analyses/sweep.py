@@ -45,7 +45,7 @@ from ..config import (
     check_seed,
 )
 from ..inputs import open_complete
-from ..results import json_safe, results_prefix, write_table
+from ..results import check_prefix, json_safe, results_prefix, write_table
 from ..solvers import classifiers as clf
 from ..tasks.pairs import pooled_block
 from .target import Task, load_task
@@ -232,6 +232,8 @@ def _sweep_jobs(config: SweepConfig, notes: list[str]) -> tuple[Task, list[tuple
         model = file.attrs.get("model")
     if any(spec.kind != "single" for spec in specs):
         raise InputError("--sweep probes single layers only", "give --layer all, a list or a slice, without cat/stack")
+    if config.write and config.output is not None:  # as write_sweep names it, checked before the probes
+        check_prefix(config.output, Path(f"{results_prefix(config.features, '', 'sweep', config.output)}.sweep.csv"))
     seed = config.seed
     y_control = np.random.default_rng(seed + 7919).permutation(task.y) if config.control else None
     jobs = [
