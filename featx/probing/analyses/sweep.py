@@ -233,7 +233,8 @@ def _sweep_jobs(config: SweepConfig, notes: list[str]) -> tuple[Task, list[tuple
     if any(spec.kind != "single" for spec in specs):
         raise InputError("--sweep probes single layers only", "give --layer all, a list or a slice, without cat/stack")
     if config.write and config.output is not None:  # as write_sweep names it, checked before the probes
-        check_prefix(config.output, Path(f"{results_prefix(config.features, '', 'sweep', config.output)}.sweep.csv"))
+        prefix = results_prefix(Path(str(config.features)), "", "sweep", config.output)
+        check_prefix(config.output, Path(f"{prefix}.sweep.csv"))
     seed = config.seed
     y_control = np.random.default_rng(seed + 7919).permutation(task.y) if config.control else None
     jobs = [
