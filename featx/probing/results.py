@@ -169,7 +169,7 @@ def check_prefix(output: str | Path, first: Path) -> None:
             f"give a prefix inside it, e.g. -o {Path(output) / 'run1'}",
         )
     if not first.parent.is_dir():
-        raise InputError(f"-o {output}: the folder {first.parent} does not exist", f"create it, or {WRITE_HINT}")
+        raise InputError(f"-o {output}: the directory {first.parent} does not exist", f"create it, or {WRITE_HINT}")
     check_writable(first)
 
 
