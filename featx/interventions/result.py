@@ -104,7 +104,12 @@ def _p_values(row) -> str:
     after, control = (row[f"{key}_holm" if adjusted else key] for key in ("p_after", "p_control"))
     if after != after:
         return ""
-    return f"  p {after:.3g} / {control:.3g}"
+    return f"  p {_p(after)} / {_p(control)}"
+
+
+def _p(value: float) -> str:
+    """A p-value as every featx table writes it: three decimals, ``<.001`` below 0.001 (not ``0.00999``)."""
+    return "-" if value != value else "<.001" if value < 0.001 else f"{value:.3f}"
 
 
 def _majority(row) -> str:

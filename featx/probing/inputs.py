@@ -48,9 +48,10 @@ def check_outputs(features: FeatureFile, config: ProbeConfig) -> None:
     if config.output is None:
         return
     from ..safe_files import refuse_inputs
-    from .results import results_paths, side_path
+    from .results import check_prefix, results_paths, side_path
 
     csv_path, json_path = results_paths(features.path, "", config.output)
+    check_prefix(config.output, csv_path)
     outputs = [csv_path, json_path, side_path(csv_path, "predictions"), side_path(csv_path, "curve")]
     refuse_inputs(outputs, [*read_files(features), config.labels, config.baseline])
 

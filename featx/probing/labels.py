@@ -230,6 +230,8 @@ def binned(column: LabelColumn, bins: int, split: np.ndarray | None = None) -> t
     present = ~np.isnan(values)
     drawn, rows = bin_rows(np.flatnonzero(present), split)
     edges = np.unique(np.quantile(values[drawn], np.linspace(0, 1, int(bins) + 1)))
+    if len(edges) < 3:
+        _refuse_one_bin(column, bins, values[drawn])
     inner = edges[1:-1]
     codes = np.full(len(values), -1, dtype=np.int32)
     codes[present] = np.searchsorted(inner, values[present], side="right")
@@ -239,6 +241,18 @@ def binned(column: LabelColumn, bins: int, split: np.ndarray | None = None) -> t
     ]
     found = Bins([float(edge) for edge in edges], rows, int(len(drawn)))
     return LabelColumn(name=column.name, codes=codes, names=names), found
+
+
+def _refuse_one_bin(column: LabelColumn, bins: int, drawn: np.ndarray) -> None:
+    """``--bins`` whose quantiles coincide into a single bin (a 0/1 column, mostly one value): refused, naming the
+    values, rather than probed as a label of one class."""
+    distinct = np.unique(drawn)
+    shown = ", ".join(f"{value:g}" for value in distinct[:5]) + (", ..." if len(distinct) > 5 else "")
+    raise InputError(
+        f"--bins {bins}: the quantiles of label '{column.name}' coincide, so its values make one bin "
+        f"({len(distinct)} distinct values ({shown}))",
+        "probe it as classes without --bins" if len(distinct) > 1 else "pick another column with --label NAME",
+    )
 
 
 NUMBER_HINT = "bin it into classes with --bins N (quantiles), or probe it with a regression probe"

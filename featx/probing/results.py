@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -14,7 +15,7 @@ import pandas as pd
 
 from ..errors import InputError, StoreError
 from ..io import read_csv, write_csv
-from ..safe_files import atomic_write_text, loads_json
+from ..safe_files import atomic_write_text, check_writable, loads_json
 from ..store import escape_name
 from .evaluation.significance import COLUMNS as SIGNIFICANCE_COLUMNS
 from .meta import ProbeMeta
@@ -154,6 +155,22 @@ def side_path(csv_path: Path, kind: str) -> Path:
 
 
 WRITE_HINT = "choose a writable location with -o PREFIX"
+
+
+def check_prefix(output: str | Path, first: Path) -> None:
+    """Before any probe runs: ``-o PREFIX`` names a prefix (``''`` is ``.`` as a path, which would write ``..csv``
+    into this folder) in a folder that exists and takes a file (``first``, the first file written), rather than
+    failing once every probe has run."""
+    if not str(output).strip():
+        raise InputError("-o '' names no results prefix", "give -o a prefix such as out/run1, or leave -o out")
+    if str(output).endswith(("/", os.sep)) or Path(output).is_dir():  # -o out/ wrote out.csv beside the folder
+        raise InputError(
+            f"-o {output} is a folder, and -o takes a results prefix",
+            f"give a prefix inside it, e.g. -o {Path(output) / 'run1'}",
+        )
+    if not first.parent.is_dir():
+        raise InputError(f"-o {output}: the directory {first.parent} does not exist", f"create it, or {WRITE_HINT}")
+    check_writable(first)
 
 
 def write_table(table: pd.DataFrame, path: Path) -> None:

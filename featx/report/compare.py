@@ -207,8 +207,18 @@ def _selectivity(best: pd.Series, metric: str) -> float:
     return float(best.get("selectivity", np.nan))
 
 
+def _reference(frame: pd.DataFrame, kinds: tuple[str, ...], metric: str) -> float:
+    """The run's reference row of ``kinds`` (its own features'), in ``metric``; NaN where the run has none."""
+    rows = frame[frame["kind"].isin(kinds)]
+    if "features" in rows.columns:
+        rows = rows[rows["features"].isin(["main", ""]) | rows["features"].isna()]
+    values = pd.to_numeric(rows[metric], errors="coerce").dropna() if metric in rows.columns else pd.Series([])
+    return float(values.iloc[0]) if len(values) else float("nan")
+
+
 def comparison_table(entries: list[Entry], metric: str = "accuracy") -> pd.DataFrame:
-    """One row per file: best layer (and relative depth), pooling, metric with its interval, selectivity."""
+    """One row per file: best layer (and relative depth), pooling, metric with its interval, beside the run's
+    majority class (a number's training mean) and lexical baseline, and its selectivity."""
     records = []
     for entry in entries:
         best = entry.best
@@ -223,6 +233,8 @@ def comparison_table(entries: list[Entry], metric: str = "accuracy") -> pd.DataF
                 metric: float(best[metric]),
                 f"{metric}_low": float(best.get(f"{metric}_low", np.nan)),
                 f"{metric}_high": float(best.get(f"{metric}_high", np.nan)),
+                "majority": _reference(entry.frame, ("majority", "baseline"), metric),
+                "lexical": _reference(entry.frame, ("lexical",), metric),
                 "selectivity": _selectivity(best, metric),
                 "n_rows": entry.meta.get("n_rows"),
                 "results": entry.source,

@@ -106,6 +106,21 @@ def extract_fields(
     return option_fields(source, table, place, ExtractConfig, EXTRACT_SET_BY_STUDY, own_keys)
 
 
+# ``featx probe`` flags that run another analysis instead of the probes, which no ``ProbeConfig`` field holds: a
+# study's [probe] table naming one is told so, not offered the nearest field ('sweep': "did you mean 'seed'?").
+PROBE_NOT_IN_STUDY = {
+    "sweep": (
+        "a study runs featx probe's probes, not its --sweep",
+        "run featx probe OUTPUT/<model>/<corpus>/features.h5 --label LABEL --sweep on a cell's features file",
+    ),
+}
+
+
 def probe_fields(source: Source, table: dict[str, Any], place: Place) -> dict[str, Any]:
     """The ``ProbeConfig`` fields of a ``[probe]`` table."""
+    for key in table:
+        name = key.lstrip("-").replace("-", "_")
+        if name in PROBE_NOT_IN_STUDY:
+            message, hint = PROBE_NOT_IN_STUDY[name]
+            raise source.error((*place, key), message, hint)
     return option_fields(source, table, place, ProbeConfig, PROBE_SET_BY_STUDY)

@@ -139,11 +139,13 @@ def test_the_printout_gives_the_tests_the_csv_holds():
     loss = {**probe, "kind": "output", "name": "masked-token loss", "role": "loss", "majority": float("nan")}
     loss.update(p_after=0.414, p_after_holm=float("nan"), p_control=0.269, p_control_holm=float("nan"))
     at_chance = {**probe, "layer": 2, "after": 0.41, "at_chance": True}
+    tiny = {**probe, "layer": 3, "p_after_holm": 0.0004, "p_control_holm": 0.00999}
     meta = {"edit": "erase", "label": "animal", "pooling": "mean"}
-    printed = format_table(InterveneResult(pd.DataFrame([probe, at_chance, loss]), meta, Path("x"))).splitlines()
-    assert printed[2].endswith("p 0.02 / 0.06  majority 0.400") and printed[4].endswith("p 0.414 / 0.269")
+    printed = format_table(InterveneResult(pd.DataFrame([probe, at_chance, loss, tiny]), meta, Path("x"))).splitlines()
+    assert printed[2].endswith("p 0.020 / 0.060  majority 0.400") and printed[4].endswith("p 0.414 / 0.269")
     # each probe row beside its majority-class baseline, which the CSV held and the printout left out
-    assert printed[3].endswith("p 0.02 / 0.06  majority 0.400: after at chance")
+    assert printed[3].endswith("p 0.020 / 0.060  majority 0.400: after at chance")
+    assert printed[5].endswith("p <.001 / 0.010  majority 0.400")  # as every featx table writes a p, not 0.00999
     assert printed[0].endswith("(the loss: paired t-tests); majority: the majority class on the probes' test rows")
     grouped = format_table(InterveneResult(pd.DataFrame([probe, loss]), {**meta, "group": "doc"}, Path("x")))
     assert grouped.splitlines()[0].endswith("test rows; by whole groups of doc")  # --group's

@@ -71,3 +71,33 @@ def test_a_failed_preparation_ends_the_run_with_its_error():
     for workers in (1, 2):
         with pytest.raises(RuntimeError, match="no counts for you"):
             run_jobs(_where, [("a",), ("b",), ("c",), ("d",), (Failing(),), ("e",)], workers)
+
+
+@pytest.mark.parametrize("command", ["probe", "sweep", "neurons"])
+@pytest.mark.parametrize("output", ["nodir/x", "", "sub/", "sub"])
+def test_a_results_prefix_that_cannot_be_written_is_refused_before_any_probe(
+    tiny_features, tmp_path, monkeypatch, output, command
+):
+    """``featx probe -o nodir/x`` (and ``--sweep``, ``featx neurons``) failed after every probe had run ("cannot
+    write nodir/x.predictions.csv"), ``-o ''`` wrote ``..csv``, ``..json`` and ``..predictions.csv`` into the
+    working folder and ``-o sub/`` wrote ``sub.csv`` beside the folder: each is refused before the first fit."""
+    import featx
+    from featx.errors import InputError
+    from featx.probing import plan
+    from featx.probing.analyses import neurons, sweep
+
+    def no_probe(*args, **kwargs):
+        raise AssertionError("a probe ran")
+
+    monkeypatch.setattr(plan, "check_metric", no_probe)  # past probe's checks: its probes
+    monkeypatch.setattr(sweep, "_run", no_probe)
+    monkeypatch.setattr(neurons, "_run", no_probe)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "sub").mkdir()  # -o sub/ wrote sub.csv beside the folder
+    run = {"probe": featx.probe, "sweep": featx.probing.sweep, "neurons": featx.probing.neurons}[command]
+    with pytest.raises(InputError) as caught:
+        run(tiny_features, label="label", layers="0", output=output)
+    assert "-o" in caught.value.message and "-o" in caught.value.hint
+    assert ("nodir" in caught.value.message) == (output == "nodir/x")
+    assert ("is a folder" in caught.value.message) == output.startswith("sub")
+    assert [path.name for path in tmp_path.iterdir()] == ["sub"] and not any((tmp_path / "sub").iterdir())

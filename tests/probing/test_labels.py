@@ -123,3 +123,16 @@ def test_a_sentence_labels_options_with_a_word_label_are_said_ignored(word_featu
         out = tmp_path / "cli"
         result = CliRunner().invoke(main, ["probe", str(path), *flags, "--layer", "1", "--pooling", "mean", "-o", out])
         assert result.exit_code == 0 and "--bins 4 ignored" in result.output, result.output
+
+
+def test_bins_that_collapse_into_one_are_refused_naming_the_values():
+    """A 0/1 column (SST-2's label) binned in 3: its quantiles are 0, 0, 1, 1, one bin '[0, 1]'; the probe said
+    "only one class ('[0, 1]' in all 400 labelled rows)". It is refused at --bins, naming the few values."""
+    from featx.errors import InputError
+
+    values = np.array([0.0] * 17 + [1.0] * 23)
+    for bins in (2, 3):
+        with pytest.raises(InputError) as caught:
+            binned(_numbers(values), bins, None)
+        assert f"--bins {bins}" in caught.value.message and "one bin" in caught.value.message
+        assert "2 distinct values (0, 1)" in caught.value.message and "without --bins" in caught.value.hint

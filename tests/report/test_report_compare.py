@@ -88,6 +88,14 @@ def test_table_has_best_layer_pooling_interval_and_selectivity(tmp_path):
     assert list(table["pooling"]) == ["mean", "cls"] and list(table["best_layer"]) == [2, 1]
     assert table.loc[0, "accuracy"] == pytest.approx(0.83) and table.loc[0, "accuracy_low"] == pytest.approx(0.78)
     assert table.loc[0, "selectivity"] == pytest.approx(0.83 - 0.54)
+    # each score beside its file's majority class (and lexical baseline, where the run fitted one): a TREC run's
+    # 0.81 and an SST-2 run's 0.80 read alike without their 0.10 and 0.53
+    assert list(table["majority"]) == [0.5, 0.5] and table["lexical"].isna().all()
+    from featx.report.text.compare import format_comparison
+
+    printed = format_comparison(table, None, []).splitlines()
+    assert printed[0].split()[-3:] == ["majority", "lexical", "select."]
+    assert printed[2].split()[-3:] == ["0.500", "-", "+0.290"]
 
 
 @pytest.mark.slow

@@ -81,6 +81,12 @@ BAD = [
     (("random_init = true", "init_seed = 3"), "'init_seed' is set by the study", 10, "[[models]] seeds"),
     (('pooling = "mean"', 'poolng = "mean"'), "[extract] poolng: unknown option 'poolng'", 20, "'pooling'"),
     (('layer = "all"', 'layr = "all"'), "[probe] layr: unknown option 'layr'", 23, "'layer'"),
+    (
+        ('layer = "all"', "sweep = true"),
+        "[probe] sweep: a study runs featx probe's probes, not its --sweep",
+        23,
+        "--sweep on a cell's features file",
+    ),  # not "unknown option 'sweep'", "did you mean 'seed'?"
     (('layer = "all"', 'label = "x"'), "'label' is set by the study", 23, "[[corpora]] labels"),
     (('pooling = "mean"', "max_length = -3"), "[extract] max_length: --max-length -3", 20, None),
     (('layer = "all"', "folds = 1"), "[probe] folds: --folds 1 is too small", 23, None),

@@ -31,7 +31,7 @@ from ...selection import parse_layer_specs
 from .. import evaluation as ev
 from ..config import DEFAULT_CS, check_bootstrap, check_folds, check_jobs, check_seed
 from ..inputs import open_complete
-from ..results import json_safe, results_prefix, write_table
+from ..results import check_prefix, json_safe, results_prefix, write_table
 from ..shared_options import check_group, group_option
 from ..tasks.pairs import refuse_separate_pairs
 from .target import Task, load_task, positive, unit_fraction
@@ -272,6 +272,7 @@ def _check_outputs(config: NeuronConfig, features) -> None:
         return
     prefix = results_prefix(features.path, "", "neurons", config.output)
     outputs = [Path(f"{prefix}{end}") for end in (".csv", ".ranking.csv", ".json", ".png", ".svg")]
+    check_prefix(config.output, outputs[0])
     from ..inputs import read_files
 
     refuse_inputs(outputs, read_files(features))

@@ -35,7 +35,7 @@ from ...selection import parse_layer_specs, parse_poolings
 from .. import evaluation as ev
 from ..config import DEFAULT_CS, check_bootstrap, check_folds, check_jobs, check_labels_file, check_seed
 from ..inputs import open_complete
-from ..results import json_safe, results_prefix, write_table
+from ..results import check_prefix, json_safe, results_prefix, write_table
 from ..shared_options import check_group, check_join, check_join_needs_labels
 from ..solvers import classifiers as clf
 from ..tasks.pairs import pooled_block
@@ -223,6 +223,9 @@ def _sweep_jobs(config: SweepConfig, notes: list[str]) -> tuple[Task, list[tuple
         model = file.attrs.get("model")
     if any(spec.kind != "single" for spec in specs):
         raise InputError("--sweep probes single layers only", "give --layer all, a list or a slice, without cat/stack")
+    if config.write and config.output is not None:  # as write_sweep names it, checked before the probes
+        prefix = results_prefix(Path(str(config.features)), "", "sweep", config.output)
+        check_prefix(config.output, Path(f"{prefix}.sweep.csv"))
     seed = config.seed
     y_control = np.random.default_rng(seed + 7919).permutation(task.y) if config.control else None
     jobs = [

@@ -222,12 +222,49 @@ def shared_sentences(texts: list[str], pairs: list[str], rows: np.ndarray) -> in
     return int((counts > 1).sum())
 
 
+def repeated_texts(texts: list[str], split: np.ndarray | None, rows: np.ndarray) -> tuple[int, int, int | None]:
+    """Copies of single texts among ``rows``: (distinct texts, rows holding them, test rows or None). Under a split
+    with train and test rows, the test rows whose text a train or val row also holds (copies inside one part are
+    harmless); else the texts on more than one row, which folds can put on both sides."""
+    picked = np.asarray(rows, np.int64)
+    if len(picked) == 0:
+        return 0, 0, None
+    code = np.unique(np.asarray([texts[i] for i in picked], dtype=object), return_inverse=True)[1].reshape(-1)
+    train, test, dev = ev.split_parts(np.asarray(split, dtype=object)[picked]) if split is not None else ((),) * 3
+    if len(train) and len(test):
+        seen = np.isin(code[test], code[np.concatenate([train, dev])])
+        return len(np.unique(code[test][seen])), int(seen.sum()), len(test)
+    counts = np.bincount(code)
+    return int((counts > 1).sum()), int(counts[counts > 1].sum()), None
+
+
+def _note_repeated_texts(features: FeatureFile, rows: np.ndarray, notes: list[str]) -> None:
+    """The note of a file of single texts whose ``rows`` repeat a text across what folds or the split separate."""
+    texts, copies, tested = repeated_texts(features.texts, features.split, rows)
+    if not texts:
+        return
+    if tested is None:
+        notes.append(
+            f"{texts} text(s) occur on more than one of the {len(rows)} rows ({copies} rows in all): folds can put "
+            "copies of one text on both sides, and score what the probe memorised of it; --group @text keeps the "
+            "rows of each text in one group"
+        )
+    else:
+        notes.append(
+            f"{copies} of the {tested} test rows have a text that a train or val row also has ({texts} distinct "
+            "text(s)): their scores count what the probe memorised of it; --group @text names them (and refuses "
+            "such a split)"
+        )
+
+
 def note_shared_texts(features: FeatureFile, rows: np.ndarray, notes: list[str]) -> None:
-    """The note of a sentence-pair file probed or fitted without ``--group`` whose ``rows`` share sentences:
-    folds (or a split) can then put pairs of one sentence on both sides; ``--group @texts`` keeps them together.
-    Nothing for single texts."""
+    """The note of a file probed or fitted without ``--group`` whose ``rows`` share texts: for sentence pairs, the
+    sentences several pairs share (folds or a split can put pairs of one sentence on both sides; ``--group @texts``
+    keeps them together); for single texts, the copies of a text that folds, or the split, put on both sides
+    (``--group @text``)."""
     pairs = features.pair_texts
     if pairs is None:
+        _note_repeated_texts(features, rows, notes)
         return
     shared = shared_sentences(features.texts, pairs, rows)
     if shared:

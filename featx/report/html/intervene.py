@@ -11,6 +11,7 @@ import pandas as pd
 
 from ...safe_files import loads_json
 from ..figures.intervene import intervention_figure
+from ..text.format import interval, num, p_value
 from .parts import embeddable_svg, notes_html, svg_of_figure, table_html
 from .sections import grouping
 
@@ -28,14 +29,18 @@ SHOWN = {
         "name",
         "role",
         "layer",
+        "majority",
         "before",
         "after",
         "control",
         "p after",
         "p control",
+        "after at chance",
     ],
     "steer": ["alpha", "direction", "moved", "moved_low", "moved_high", "flipped", "score_change", "n_rows"],
 }
+WHOLE = ("edit_layer", "layer", "rank", "n_rows", "read_at", "alpha")  # layers, counts, alphas: 2, not 2.000
+INTERVALS = ("before", "after", "control")  # a value with its 95% interval, as the printout gives it
 
 
 def _with_p_values(table: pd.DataFrame) -> pd.DataFrame:
@@ -62,10 +67,28 @@ def intervene_files(meta: dict) -> list[Path]:
     return [item for item in found if item.is_file()]
 
 
-def _three(frame: pd.DataFrame) -> pd.DataFrame:
-    return frame.apply(
-        lambda column: column.map(lambda v: "-" if v != v else f"{v:.3f}") if column.dtype.kind == "f" else column
-    )
+def _cells(frame: pd.DataFrame) -> pd.DataFrame:
+    """The table as text, as the printout writes it: layers and counts whole, ``before``, ``after`` and ``control``
+    with their intervals, p-values as ``<.001`` below 0.001, ``after at chance`` as yes or blank (a probe row's, read
+    against its ``majority``), other numbers to three decimals; ``-`` where missing."""
+    out = frame.copy()
+    for column in frame.columns:
+        if column in WHOLE:
+            out[column] = frame[column].map(lambda v: "-" if v != v else f"{v:g}")
+        elif column in INTERVALS and f"{column}_low" in frame.columns:
+            out[column] = [
+                num(v) if low != low else interval(v, low, high)
+                for v, low, high in zip(frame[column], frame[f"{column}_low"], frame[f"{column}_high"], strict=True)
+            ]
+        elif column.startswith("p "):
+            out[column] = frame[column].map(p_value)
+        elif frame[column].dtype.kind == "f":
+            out[column] = frame[column].map(num)
+    if "at_chance" in frame.columns:
+        probe = frame["kind"] == "probe" if "kind" in frame.columns else pd.Series(True, index=frame.index)
+        chance = zip(probe, frame["at_chance"], strict=True)
+        out["after at chance"] = ["yes" if is_probe and value is True else "" for is_probe, value in chance]
+    return out
 
 
 def _one(path: Path, index: int) -> str:
@@ -82,7 +105,7 @@ def _one(path: Path, index: int) -> str:
         )
     except (OSError, ValueError, KeyError, TypeError):
         return f'<p class="muted">{html.escape(path.name)} is not a readable featx intervene result.</p>'
-    caption, shown = html.escape(HOW[kind]), _with_p_values(table)
+    caption, cells = html.escape(HOW[kind]), _cells(_with_p_values(table))
     svg = embeddable_svg(svg_of_figure(intervention_figure(table, meta)), f"iv{index}-")
     title = (
         f"steering toward {meta.get('toward')} at layer {meta.get('at')}"
@@ -95,7 +118,7 @@ def _one(path: Path, index: int) -> str:
             f"<h3>{html.escape(title)} ({html.escape(path.name)})</h3>",
             *([f'<p class="muted">grouped by {html.escape(grouped)}</p>'] if grouped else []),
             f"<figure>{svg}<figcaption><strong>How to read this.</strong> {caption}</figcaption></figure>",
-            table_html(_three(shown[[c for c in SHOWN[kind] if c in shown.columns]])),
+            table_html(cells[[c for c in SHOWN[kind] if c in cells.columns]]),
             notes_html([str(note) for note in meta.get("notes") or []]),
         ]
     )

@@ -194,12 +194,21 @@ def _href(path) -> str:
     return html.escape(link_url(path), quote=True)
 
 
+def _cell_name(key) -> str:
+    """A link's key as the page names the cell: ``model · corpus · label``, and ``· seed N`` where the key has a seed
+    (``featx study report`` keys a trained model's cell with the seed None)."""
+    if not isinstance(key, tuple):
+        return str(key)
+    parts = [str(part) for part in key[:3]] + [f"seed {part}" for part in key[3:] if part is not None]
+    return " · ".join(parts)
+
+
 def _links_html(links: Mapping | None) -> str:
     if not links:
         return ""
     rows = []
     for key, path in sorted(links.items(), key=lambda item: str(item[0])):
-        cell = " · ".join(str(part) for part in key) if isinstance(key, tuple) else str(key)
+        cell = _cell_name(key)
         rows.append(
             f'<tr><td>{html.escape(cell)}</td><td><a href="{_href(path)}">{html.escape(os.fspath(path))}</a></td></tr>'
         )

@@ -11,7 +11,8 @@ def format_comparison(
     table: pd.DataFrame, tests: pd.DataFrame | None, notes: list[str], metric: str = "accuracy"
 ) -> str:
     """The terminal text of ``featx compare``: one line per file, then the per-layer paired tests."""
-    header = ["name", "best layer", "depth", "pooling", f"{metric} [95% CI]", "select."]
+    majority = "train mean" if metric in ("r2", "pearson", "spearman", "mae") else "majority"  # a number's baseline
+    header = ["name", "best layer", "depth", "pooling", f"{metric} [95% CI]", majority, "lexical", "select."]
     rows = [
         [
             str(r["name"]),
@@ -19,6 +20,8 @@ def format_comparison(
             f"{r['relative_depth']:.2f}",
             str(r["pooling"]),
             row_interval(r, metric),
+            num(r.get("majority")),  # each score beside its own run's baselines (corpora and labels differ)
+            num(r.get("lexical")),
             num(r["selectivity"], signed=True),
         ]
         for _, r in table.iterrows()

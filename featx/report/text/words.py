@@ -78,15 +78,11 @@ def format_table(table: pd.DataFrame, meta: dict) -> str:
     lexical = table[table.kind == "lexical"]
     majority_at = next((i for i, line in enumerate(body) if line.startswith("majority class")), None)
     extra = []
+    key = (  # what the lexical baseline and the control task key their labels by
+        "word type" if meta.get("level") != "arc" else "dependent type" if meta.get("label") != "head" else "type pair"
+    )
     if not lexical.empty:
         row = lexical.iloc[0]
-        key = (
-            "word type"
-            if meta.get("level") != "arc"
-            else "dependent type"
-            if meta.get("label") != "head"
-            else "type pair"
-        )
         extra.append(
             f"most frequent label per {key} (train only; unseen: majority): accuracy {row_interval(row)}, "
             f"macro-F1 {num(row.macro_f1)}"
@@ -96,7 +92,10 @@ def format_table(table: pd.DataFrame, meta: dict) -> str:
     else:
         lines += extra
     body = [
-        line.replace("control = same probe on permuted labels", "control = same probe on the word-type control task")
+        line.replace(
+            "control = same probe on permuted labels",
+            f"control = same probe on the {key.replace(' ', '-')} control task",
+        )
         .replace("paired bootstrap over the test rows", "paired bootstrap over the test sentences")
         .replace("labels (Voita & Titov 2020)", "labels, sent sentence by sentence (Voita & Titov 2020)")
         for line in body

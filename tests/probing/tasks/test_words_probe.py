@@ -300,6 +300,9 @@ def test_head_arcs_cross_validated_with_svm():
     singles = result.table[result.table.kind == "single"]
     assert result.meta["evaluation"] == "3-fold cv" and list(singles.classifier) == ["svm", "svm"]
     assert result.meta["class_counts"]["arc"] > 0 and np.isfinite(singles.C).all()
+    # the control task of a head probe keys its labels by the pair of word types, as its baseline does
+    assert "control = same probe on the type-pair control task" in format_probe(result)
+    assert "word-type control" not in format_probe(result)
 
 
 @pytest.mark.slow

@@ -94,3 +94,25 @@ def test_the_table_gives_the_loss_rows_paired_tests_and_the_probes_holm_ones(tmp
     assert "p after" in section and "p control" in section
     assert "0.012" in section and "0.046" in section  # the loss row's tests
     assert "0.020" in section  # a probe row's Holm-adjusted p, not its raw 0.010
+
+
+def test_each_probe_row_stands_beside_its_majority_class_with_whole_layers(tmp_path):
+    """As the printout's ``majority M: after at chance``: the table gives each probe row its majority class and
+    whether the after interval reaches it; layers read as layers (2, not 2.000), a tiny p as ``<.001``."""
+    import re
+
+    payload = _intervene_payload()
+    payload["results"][1]["p_after_holm"] = 0.0004
+    features = tmp_path / "corpus.features.h5"
+    features.write_bytes(b"")
+    (tmp_path / "corpus.intervene-animal.json").write_text(json.dumps(payload))
+    section = "\n".join(intervene_sections({"features_file": str(features)}))
+    table = section[section.index("<table") :]
+    assert "<th>majority</th>" in table and "<th>after at chance</th>" in table
+    rows = re.findall(r"<tr>(.*?)</tr>", table)[1:]
+    cells = [re.findall(r"<td[^>]*>(.*?)</td>", row) for row in rows]
+    assert [row[:2] for row in cells] == [["1", "animal"], ["1", "animal"], ["1", "last-layer cosine"]]
+    assert [row[3] for row in cells] == ["1", "2", "2"] and "2.000" not in table
+    assert [row[4] for row in cells] == ["0.500", "0.500", "-"]  # the drift row has no majority class
+    assert [row[-1] for row in cells] == ["yes", "", ""]
+    assert "&lt;.001" in table and "0.000<" not in table

@@ -155,3 +155,13 @@ def test_write_study_report_writes_the_page(tmp_path):
     (tmp_path / "file").write_text("")
     with pytest.raises(StoreError, match="cannot write"):
         write_study_report(study_rows(models=("a",), tasks=(("c", "l"),)), tmp_path / "file" / "study.html")
+
+
+def test_the_cell_list_names_a_seed_and_no_missing_one():
+    """``featx study report``'s links are keyed (model, corpus, label, seed or None): a trained model's cell reads
+    ``minilm · sst2 · label``, not ``... · None``; a random-weights model's names its seed."""
+    from featx.report.study.page import _links_html
+
+    links = {("minilm", "sst2", "label", None): "a.html", ("minilm-random-s1", "sst2", "label", 1): "b.html"}
+    cells = re.findall(r"<tr><td>(.*?)</td>", _links_html(links))
+    assert cells == ["minilm · sst2 · label", "minilm-random-s1 · sst2 · label · seed 1"]
