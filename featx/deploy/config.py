@@ -175,7 +175,8 @@ class PredictConfig(Options):
         flag="--label",
         group=PREDICTIONS,
         help="A label column of the corpus: also print the accuracy (R²) against it, beside the most frequent "
-        "class's; on the corpus the probe was fitted on, also its test-split rows' alone.",
+        "class's (a head selector, --label head: its UAS beside its fit's baselines); on the corpus the probe was "
+        "fitted on, a note, and its test-split rows' score alone.",
     )
     top_k: int | None = option(
         None, flag="--top-k", group=PREDICTIONS, help="Write the K most likely classes instead of every class."

@@ -23,7 +23,7 @@ from ..probing import bootstrap_intervals, regression_bootstrap
 from ..safe_files import check_overwrite, check_writable, is_bundle_folder, writing
 from ..store import FeatureFile
 from .arc_plan import SELECTOR, resolve_arc_fit
-from .attach import choose_heads, head_test, head_test_lines
+from .attach import choose_heads, head_test, head_test_lines, training_baselines
 from .bundle import write_bundle
 from .choose import Candidate, choose, fit_any, fit_options, score_of, take
 from .config import FitConfig
@@ -314,6 +314,8 @@ def _info(plan: FitPlan, candidates: list[Candidate], test: dict | None, dev: np
             "test": None if test is None else {key: number(value) for key, value in test.items()},
             **({"cv_baselines": cv} if cv is not None else {}),  # without a test split: scored over the same folds
         },
+        # a head selector: its baselines as fitted on the training words, which featx predict applies to its input
+        **({"head_baselines": training_baselines(plan)} if plan.arcs == SELECTOR else {}),
         "features_file": {"path": str(plan.path.resolve()), "fingerprint": plan.fingerprint},
     }
 

@@ -279,11 +279,11 @@ def predict(config: PredictConfig | str | Path | None = None, **options: Any) ->
         write_frame(frame, output)
         if partial is not None:
             partial.unlink(missing_ok=True)
-    score = arc_score_line(probe, frame, truth) if probe.level == "arc" else score_line(probe, frame, truth)
+    score = arc_score_line(probe, frame, truth, words) if probe.level == "arc" else score_line(probe, frame, truth)
     unit = "rows" if words is None else ("arcs" if probe.level == "arc" and probe.arcs != SELECTOR else "words")
     if words is not None:
         notes.append(f"{len(frame)} {unit} in {len(corpus)} sentences")
-    seen = fitted_corpus_note(probe, corpus, frame, truth if probe.level != "arc" else None)
+    seen = fitted_corpus_note(probe, corpus, frame, truth)
     return PredictResult(output, len(frame), resumed, score, notes, unit, seen)
 
 
