@@ -19,7 +19,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..extraction import config_sha256, tokenizer_sha256
-from ..probing import bootstrap_intervals, regression_bootstrap
+from ..probing import bootstrap_intervals, few_val_note, regression_bootstrap
 from ..safe_files import check_overwrite, check_writable, is_bundle_folder, writing
 from ..store import FeatureFile
 from .arc_plan import SELECTOR, resolve_arc_fit
@@ -224,6 +224,7 @@ def fit(config: FitConfig | str | Path | None = None, report: Callable[[str], No
     with FeatureFile(plan.path) as features:
         X = read(features, best.spec, best.pooling, plan.rows)
     dev = _dev_positions(plan, best.spec.kind)
+    _note_few_val(plan, dev, opts["classifier"])
     with threadpool_limits(limits=JOB_THREADS):  # small products: extra BLAS threads mostly spin
         holdout = _holdout_groups(plan)
         groups = None if holdout is None else holdout[plan.train]
@@ -246,6 +247,19 @@ def _dev_positions(plan: FitPlan, kind: str) -> np.ndarray | None:
     if plan.dev is None or kind == "stack":
         return None
     return np.flatnonzero(np.isin(plan.train, plan.dev))
+
+
+def _note_few_val(plan: FitPlan, dev: np.ndarray | None, classifier: str) -> None:
+    """A note when the val rows that choose the saved head's C or alpha (or stop its mlp) are too few to trust
+    (``probing.few_val_note``: its threshold, and per class for a sentence label's classes)."""
+    if dev is None:
+        return
+    chosen = {"mlp": "early stop", "ridge": "alpha"}.get(classifier, "C")
+    items = "word pairs" if plan.arcs == SELECTOR else ITEMS[plan.level]
+    names = plan.classes if plan.level == "sentence" else None
+    note = few_val_note(plan.y, plan.train, plan.train[dev], f"the saved head's {chosen}", items, names)
+    if note is not None:
+        plan.notes.append(note)
 
 
 def _trained_on(plan: FitPlan, dev: np.ndarray | None, classifier: str) -> str:
