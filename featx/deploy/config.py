@@ -164,7 +164,10 @@ class PredictConfig(Options):
         None, flag="--text-pair-col", group=READING, help="Sentence pairs: the column of each row's second text."
     )
     id_col: str | None = option(
-        None, flag="--id-col", group=READING, help="Column of unique row ids (default: row numbers)."
+        None,
+        flag="--id-col",
+        group=READING,
+        help="Column of unique row ids (default: the bundle's id column when the corpus has it, else row numbers).",
     )
     sep: str | None = option(
         None, flag="--sep", group=READING, help="Delimiter of a delimited corpus (default: sniffed)."

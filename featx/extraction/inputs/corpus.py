@@ -341,11 +341,13 @@ def read_corpus(
     pair_col: str | None = None,
     max_bytes: int | None = None,
     keep_cols: tuple[str, ...] = (),
+    default_id_col: str | None = None,
 ) -> Corpus:
     """Read and validate a corpus file; every column but text/id/split becomes a candidate label.
 
     Without ``id_col`` a row's id is its data row number in the file (0-based, the header not counted,
-    rows left out by ``skip_empty`` counted), so ids join back to the original file. A ``.gz`` file may
+    rows left out by ``skip_empty`` counted), so ids join back to the original file; ``default_id_col`` (featx
+    predict: the bundle's id column) is the id column instead when the table has it. A ``.gz`` file may
     inflate to ``max_bytes`` (``--max-corpus-bytes``; None: ``featx.io``'s limits on size and ratio).
     """
     path = Path(path)
@@ -355,6 +357,8 @@ def read_corpus(
         return _senteval_corpus(raw, data, path, encoding, skip_empty, missing_labels, keep_cols)
     notes: list[str] = []
     header, rows, lines = parse_table(data, path, suffix, encoding, normalise_sep(sep), notes)
+    if id_col is None and default_id_col and default_id_col in header and default_id_col not in (text_col, pair_col):
+        id_col = default_id_col
     header = _check_header(header, path, text_col, id_col, pair_col)
     if not rows:
         raise InputError(f"{source_name(path)} has a header but no rows", "add at least one row of text")
