@@ -101,7 +101,7 @@ def test_too_few_val_rows_to_choose_on_are_noted_by_fit_and_probe(split_features
     chosen = "the probes' C and the row chosen on the training part"
     assert f"only 3 val rows (1 of class 'pos') chose {chosen}{after}" in probed.notes
     ridge = featx.fit(path, label="score", layer="1", pooling="mean", folds=3, write=False)
-    assert f"only 3 val rows chose the saved head's alpha: a choice on so few is unreliable (featx notes under " in (
+    assert "only 3 val rows chose the saved head's alpha: a choice on so few is unreliable (featx notes under " in (
         "\n".join(ridge.summary())
     )
 
