@@ -24,7 +24,7 @@ from ..store import FeatureFile
 from .config import TASKS, ProbeConfig
 from .evaluation import few_val_note, tuned_on
 from .evaluation.selection import check_metric
-from .inputs import check_corpus, check_outputs, note_derived
+from .inputs import check_corpus, check_outputs, note_derived, note_prompted
 from .meta import Level, Task, package_versions
 from .shared_options import refuse_word_group
 from .tasks.word_items import HEAD_LABEL
@@ -214,6 +214,7 @@ def resolve_plan(config: ProbeConfig) -> ProbePlan:
             return replace(plan, metric=metric)
         label = None if config.labels is not None else default_label(features, config, notes)
         note_derived(features, label, notes)
+        note_prompted(features, label, notes)  # a --template that writes the label into every prompt
         task = _task_of(features, label, config)
         if task is Task.REGRESSION:
             _refuse_stack_only(config, features.site_layers(), str(label))
