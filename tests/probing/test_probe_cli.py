@@ -169,7 +169,6 @@ def test_allow_partial_probes_the_rows_written(extracted):
     assert "incomplete" in result.output
 
 
-
 def test_probing_a_label_the_template_wrote_into_every_prompt_repeats_extracts_warning(features_copy):
     """A file extracted with --template '{text} (type {label})': extract noted that the label is in every prompt;
     featx probe --label label printed its accuracy 1.000 without a word, and now repeats the warning among the
