@@ -179,6 +179,16 @@ def select_layers(spec: str, n_layers: int) -> list[int]:
     return sorted({layer for item in specs for layer in item.layers})
 
 
+# Cross-encoded pairs' own poolings (each text's own tokens' mean), and what to use where a file has none.
+SEGMENT_POOLING_NAMES = ("mean_a", "mean_b")
+SEGMENT_HINT = (
+    "mean_a and mean_b (the mean over each text's own tokens) exist only for sentence pairs encoded as one "
+    "sequence (featx extract --text-pair-col COL --pair-mode cross); in --pair-mode separate each text is encoded "
+    "alone: probes read the pair feature [u, v, |u-v|, u*v] of a pooling such as mean, and featx probe "
+    "--site pair_b probes text b's vectors alone"
+)
+
+
 def parse_poolings(spec: str | None, available: tuple[str, ...] | list[str] = POOLINGS) -> list[str]:
     """Parse ``--pooling`` (``all`` or a comma list) against the available pooling names."""
     if spec is None or spec.strip().lower() == "all":
@@ -190,6 +200,7 @@ def parse_poolings(spec: str | None, available: tuple[str, ...] | list[str] = PO
         if name not in available:
             raise InputError(
                 f"pooling '{name}' is not available: choose from {', '.join(available)}",
+                SEGMENT_HINT if name in SEGMENT_POOLING_NAMES else None,
             )
         if name not in chosen:
             chosen.append(name)

@@ -59,6 +59,13 @@ def test_poolings():
     assert parse_poolings("mean, cls") == ["mean", "cls"]
     with pytest.raises(InputError, match="not available"):
         parse_poolings("median")
+    # a cross-encoded pair's own pooling asked of a file without it: the hint says where it exists, and what else
+    with pytest.raises(InputError, match="pooling 'mean_a' is not available") as refused:
+        parse_poolings("mean,mean_a")
+    assert "only for sentence pairs encoded as one sequence (featx extract --text-pair-col COL --pair-mode cross)" in (
+        refused.value.hint
+    )
+    assert "featx probe --site pair_b probes text b's vectors alone" in refused.value.hint
 
 
 @pytest.mark.parametrize("spec", ["all", "3", "-1", "+2", "2:5", "-4:", "cat(-4:)", "cat(1,3),5", "stack", "stack(1:)"])

@@ -16,6 +16,7 @@ from ..probing import gold_attachments
 from ..store import HEAD_UNKNOWN
 from .arc_plan import SELECTOR
 from .arc_probe import NO_HEADS_HINT, gold_arcs, predicted_heads, relation_scores, word_positions
+from .attach import neighbour_heads, offset_heads
 from .table import fitted_codes, output_frame, score_line
 
 
@@ -129,16 +130,49 @@ def arc_truth(probe, words, label: str | None) -> np.ndarray | None:
     return fitted_codes(column, np.asarray(column.codes)[dependents], probe.classes, refuse)
 
 
-def arc_score_line(probe, frame: pd.DataFrame, truth: np.ndarray | None) -> str | None:
-    """Accuracy of a relation labeller on the labelled arcs, or a head selector's UAS on the words with a gold head."""
+def arc_score_line(probe, frame: pd.DataFrame, truth: np.ndarray | None, words=None) -> str | None:
+    """Accuracy of a relation labeller on the labelled arcs (beside their most frequent relation), or a head
+    selector's UAS on the words with a gold head beside the two baselines its fit used (``head_baseline_line``)."""
     if truth is None:
         return None
     known = truth >= 0
     if probe.arcs == SELECTOR:
         right = frame["prediction"].to_numpy(np.int64)[known] == truth[known]
         uas = float(np.mean(right)) if known.any() else float("nan")
-        return f"UAS {uas:.4f} on {int(known.sum())} words with a gold head"
+        return f"UAS {uas:.4f} on {int(known.sum())} words with a gold head" + head_baseline_line(probe, words)
     return score_line(probe, frame, truth)
 
 
-__all__ = ["arc_frame", "arc_index", "arc_score_line", "arc_truth", "check_arc_input", "chunk_scores", "item_offsets"]
+def head_baseline_line(probe, words) -> str:
+    """The baselines of a head selector's fit (``head_baselines`` of its bundle: the training words' most frequent
+    head offset that fits, and the nearest word on their heads' side) applied to ``words``' words with a gold head,
+    after the UAS; a bundle of an earlier featx records none, and the line says so."""
+    fitted = probe.info.get("head_baselines")
+    if not isinstance(fitted, dict) or words is None:
+        return " (no baseline beside it: this bundle, from an earlier featx, records none; fit it again to get them)"
+    offsets = np.asarray(words.offsets, np.int64)
+    dependents, gold = gold_attachments(offsets, words.heads)
+    if not len(dependents):
+        return ""
+
+    def uas(heads: np.ndarray) -> str:
+        return f"{float(np.mean(heads == gold)):.4f}"
+
+    side = fitted["side"]
+    return (
+        f"; baselines fitted on the bundle's training words: most frequent head offset "
+        f"{uas(offset_heads(fitted['offsets'], dependents, offsets))}, nearest word to the {side} (the root at the "
+        f"sentence's edge) {uas(neighbour_heads(side, dependents, offsets))}"
+    )
+
+
+__all__ = [
+    "arc_frame",
+    "arc_index",
+    "arc_score_line",
+    "arc_truth",
+    "check_arc_input",
+    "chunk_scores",
+    "head_baseline_line",
+    "item_offsets",
+]

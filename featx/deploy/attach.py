@@ -101,31 +101,61 @@ def choose_heads(plan, report=None, splits=None) -> list[Candidate]:
 
 
 # -- baselines, fitted on the training words only -------------------------------------------------------------
-def offset_baseline(train: tuple, test: tuple, offsets: np.ndarray) -> np.ndarray:
-    """Each test word's head by the most frequent offset (head - word; 0 the root) among the training words that
-    fits inside its sentence (the root always does). ``train``, ``test``: ``(dependents, heads)``."""
-    values, counts = np.unique(train[1] - train[0], return_counts=True)
+def head_baseline_fit(train: tuple) -> dict:
+    """What the two baselines learn from the training words ``train`` (``(dependents, heads)``), as a bundle
+    records it: ``offsets``, every head offset (head - word; 0 the root) seen, most frequent first (ties: the
+    smaller), and ``side``, the side most heads lie on (``left`` on a tie)."""
+    values, counts = np.unique(np.asarray(train[1]) - np.asarray(train[0]), return_counts=True)
     ranked = values[np.argsort(-counts, kind="stable")]
-    dependents = test[0]
+    left = np.sum(train[1] < train[0]) >= np.sum(train[1] > train[0])
+    return {"offsets": [int(value) for value in ranked], "side": "left" if left else "right"}
+
+
+def offset_heads(ranked, dependents: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """Each of ``dependents``' head by the first of the ``ranked`` offsets that fits inside its sentence (the
+    dependent itself, the root, when none does)."""
+    dependents = np.asarray(dependents, np.int64)
     sentence = np.searchsorted(offsets, dependents, side="right") - 1
     start, stop = offsets[sentence], offsets[sentence + 1]
     chosen = dependents.copy()  # the root when no training offset fits
-    for offset in ranked[::-1]:  # the most frequent last, so it wins wherever it fits
+    for offset in np.asarray(ranked, np.int64)[::-1]:  # the most frequent last, so it wins wherever it fits
         target = dependents + offset
         fits = (target >= start) & (target < stop)
         chosen[fits] = target[fits]
     return chosen
 
 
+def neighbour_heads(side: str, dependents: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """Each of ``dependents``' nearest word on ``side`` (left or right); the root at that edge of the sentence."""
+    dependents = np.asarray(dependents, np.int64)
+    sentence = np.searchsorted(offsets, dependents, side="right") - 1
+    target = dependents + (-1 if side == "left" else 1)
+    inside = (target >= offsets[sentence]) & (target < offsets[sentence + 1])
+    return np.where(inside, target, dependents)
+
+
+def offset_baseline(train: tuple, test: tuple, offsets: np.ndarray) -> np.ndarray:
+    """Each test word's head by the most frequent offset (head - word; 0 the root) among the training words that
+    fits inside its sentence (the root always does). ``train``, ``test``: ``(dependents, heads)``."""
+    return offset_heads(head_baseline_fit(train)["offsets"], test[0], offsets)
+
+
 def neighbour_baseline(train: tuple, test: tuple, offsets: np.ndarray) -> tuple[np.ndarray, str]:
     """Each test word's nearest word on the side (left or right) most training heads lie on; the root at that
     edge of the sentence. Returns the heads and the side."""
-    side = -1 if np.sum(train[1] < train[0]) >= np.sum(train[1] > train[0]) else 1
-    dependents = test[0]
-    sentence = np.searchsorted(offsets, dependents, side="right") - 1
-    target = dependents + side
-    inside = (target >= offsets[sentence]) & (target < offsets[sentence + 1])
-    return np.where(inside, target, dependents), "left" if side < 0 else "right"
+    side = head_baseline_fit(train)["side"]
+    return neighbour_heads(side, test[0], offsets), side
+
+
+def training_baselines(plan) -> dict:
+    """``head_baseline_fit`` of the training sentences' words of a head selector's ``plan``: what ``featx
+    predict`` applies to a new input's words to stand its UAS beside the same two baselines."""
+    from ..store import FeatureFile
+
+    with FeatureFile(plan.path) as features:
+        offsets, heads = np.asarray(features.word_offsets(), np.int64), features.word_heads()
+    sentence_of = np.searchsorted(offsets, plan.rows[plan.train][:, 1], side="right") - 1
+    return head_baseline_fit(attached_in(offsets, heads, np.unique(sentence_of)))
 
 
 def uas_interval(right: np.ndarray, sentences: np.ndarray, n_bootstrap: int, seed: int) -> tuple[float, float, float]:
@@ -186,10 +216,14 @@ __all__ = [
     "arc_margins",
     "attached_in",
     "choose_heads",
+    "head_baseline_fit",
     "head_test",
     "head_test_lines",
     "neighbour_baseline",
+    "neighbour_heads",
     "offset_baseline",
+    "offset_heads",
     "select_heads",
+    "training_baselines",
     "uas_interval",
 ]

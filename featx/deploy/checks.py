@@ -167,6 +167,16 @@ def _check_arc_fields(manifest: dict, folder: Path) -> None:
         raise _bad(folder, f"n_features {manifest['n_features']} is not three word vectors' widths (an arc probe)")
     if arcs == "head" and manifest.get("classes") != ["no-arc", "arc"]:
         raise _bad(folder, "a head selector's classes are no-arc and arc")
+    baselines = manifest.get("head_baselines")  # absent in the head selectors of an earlier featx
+    if baselines is not None and (
+        arcs != "head"
+        or not isinstance(baselines, dict)
+        or baselines.get("side") not in ("left", "right")
+        or not isinstance(baselines.get("offsets"), list)
+        or len(baselines["offsets"]) > MAX_FEATURES
+        or not all(_is_whole(offset, -MAX_FEATURES, MAX_FEATURES) for offset in baselines["offsets"])
+    ):
+        raise _bad(folder, f"its head_baselines {str(baselines)[:60]!r} are not a head selector's offsets and side")
 
 
 def _check_array_shapes(arrays: Any, folder: Path) -> None:

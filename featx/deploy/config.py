@@ -164,7 +164,10 @@ class PredictConfig(Options):
         None, flag="--text-pair-col", group=READING, help="Sentence pairs: the column of each row's second text."
     )
     id_col: str | None = option(
-        None, flag="--id-col", group=READING, help="Column of unique row ids (default: row numbers)."
+        None,
+        flag="--id-col",
+        group=READING,
+        help="Column of unique row ids (default: the bundle's id column when the corpus has it, else row numbers).",
     )
     sep: str | None = option(
         None, flag="--sep", group=READING, help="Delimiter of a delimited corpus (default: sniffed)."
@@ -175,7 +178,8 @@ class PredictConfig(Options):
         flag="--label",
         group=PREDICTIONS,
         help="A label column of the corpus: also print the accuracy (R²) against it, beside the most frequent "
-        "class's; on the corpus the probe was fitted on, also its test-split rows' alone.",
+        "class's (a head selector, --label head: its UAS beside its fit's baselines); on the corpus the probe was "
+        "fitted on, a note, and its test-split rows' score alone.",
     )
     top_k: int | None = option(
         None, flag="--top-k", group=PREDICTIONS, help="Write the K most likely classes instead of every class."

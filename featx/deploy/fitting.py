@@ -19,11 +19,11 @@ import numpy as np
 
 from ..errors import InputError
 from ..extraction import config_sha256, tokenizer_sha256
-from ..probing import bootstrap_intervals, regression_bootstrap
+from ..probing import bootstrap_intervals, few_val_note, regression_bootstrap
 from ..safe_files import check_overwrite, check_writable, is_bundle_folder, writing
 from ..store import FeatureFile
 from .arc_plan import SELECTOR, resolve_arc_fit
-from .attach import choose_heads, head_test, head_test_lines
+from .attach import choose_heads, head_test, head_test_lines, training_baselines
 from .bundle import write_bundle
 from .choose import Candidate, choose, fit_any, fit_options, score_of, take
 from .config import FitConfig
@@ -224,6 +224,7 @@ def fit(config: FitConfig | str | Path | None = None, report: Callable[[str], No
     with FeatureFile(plan.path) as features:
         X = read(features, best.spec, best.pooling, plan.rows)
     dev = _dev_positions(plan, best.spec.kind)
+    _note_few_val(plan, dev, opts["classifier"])
     with threadpool_limits(limits=JOB_THREADS):  # small products: extra BLAS threads mostly spin
         holdout = _holdout_groups(plan)
         groups = None if holdout is None else holdout[plan.train]
@@ -246,6 +247,19 @@ def _dev_positions(plan: FitPlan, kind: str) -> np.ndarray | None:
     if plan.dev is None or kind == "stack":
         return None
     return np.flatnonzero(np.isin(plan.train, plan.dev))
+
+
+def _note_few_val(plan: FitPlan, dev: np.ndarray | None, classifier: str) -> None:
+    """A note when the val rows that choose the saved head's C or alpha (or stop its mlp) are too few to trust
+    (``probing.few_val_note``: its threshold, and per class for a sentence label's classes)."""
+    if dev is None:
+        return
+    chosen = {"mlp": "early stop", "ridge": "alpha"}.get(classifier, "C")
+    items = "word pairs" if plan.arcs == SELECTOR else ITEMS[plan.level]
+    names = plan.classes if plan.level == "sentence" else None
+    note = few_val_note(plan.y, plan.train, plan.train[dev], f"the saved head's {chosen}", items, names)
+    if note is not None:
+        plan.notes.append(note)
 
 
 def _trained_on(plan: FitPlan, dev: np.ndarray | None, classifier: str) -> str:
@@ -314,6 +328,8 @@ def _info(plan: FitPlan, candidates: list[Candidate], test: dict | None, dev: np
             "test": None if test is None else {key: number(value) for key, value in test.items()},
             **({"cv_baselines": cv} if cv is not None else {}),  # without a test split: scored over the same folds
         },
+        # a head selector: its baselines as fitted on the training words, which featx predict applies to its input
+        **({"head_baselines": training_baselines(plan)} if plan.arcs == SELECTOR else {}),
         "features_file": {"path": str(plan.path.resolve()), "fingerprint": plan.fingerprint},
     }
 

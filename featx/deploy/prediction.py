@@ -132,7 +132,7 @@ def _key(probe: Probe, corpus: Corpus, config: PredictConfig, text_col: str, pai
         "rows": len(corpus),
         "text_col": text_col,
         "pair_col": pair_col,
-        "id_col": config.id_col,
+        "id_col": corpus.id_col,
         "reading": [config.encoding, config.sep, config.word_format, config.columns],
         "device": [config.device, bool(config.trust_remote_code)],
         "output_kind": "scores",
@@ -194,23 +194,24 @@ def _chunk_scores(probe: Probe, texts: list, pairs: list[str] | None, config: Pr
 def _read(config: PredictConfig, probe: Probe) -> tuple[Corpus, str, str | None]:
     """The corpus (read as ``featx extract`` reads it, every check first), its text and pair columns."""
     if probe.level in ("word", "arc"):
-        return _read_words(config), "text", None
+        return _read_words(config, probe), "text", None
     if config.word_format is not None or config.columns is not None:
         raise InputError(
             "--word-format and --columns apply to word probes, and this bundle predicts a label per text",
             "leave them out",
         )
     text_col, pair_col = _columns(config, probe)
-    return _read_table(config, text_col, pair_col), text_col, pair_col
+    return _read_table(config, probe, text_col, pair_col), text_col, pair_col
 
 
-def _read_table(config: PredictConfig, text_col: str, pair_col: str | None = None) -> Corpus:
-    """The corpus table, read as ``featx extract`` reads it; an empty text is refused with predict's own advice
-    (every row gets a prediction, and predict has no ``--skip-empty``)."""
+def _read_table(config: PredictConfig, probe: Probe, text_col: str, pair_col: str | None = None) -> Corpus:
+    """The corpus table, read as ``featx extract`` reads it, its ids from ``--id-col``, else from the bundle's id
+    column when the table has it, else row numbers; an empty text is refused with predict's own advice (every row
+    gets a prediction, and predict has no ``--skip-empty``)."""
     try:
         return read_corpus(
             str(config.corpus), text_col=text_col, id_col=config.id_col, encoding=config.encoding, sep=config.sep,
-            pair_col=pair_col,
+            pair_col=pair_col, default_id_col=str(probe.extraction.get("id_col") or "") or None,
         )  # fmt: skip
     except InputError as error:
         if "--skip-empty" not in (error.hint or ""):
@@ -220,7 +221,7 @@ def _read_table(config: PredictConfig, text_col: str, pair_col: str | None = Non
         ) from None
 
 
-def _read_words(config: PredictConfig) -> Corpus:
+def _read_words(config: PredictConfig, probe: Probe) -> Corpus:
     """A word probe's sentences: a word input (CoNLL-U, --columns, JSON Lines of tokens) as extract reads it,
     else a table of texts, each split on whitespace into its words."""
     from ..extraction import check_no_table_columns, read_word_corpus, sentences_table, word_format
@@ -234,7 +235,7 @@ def _read_words(config: PredictConfig) -> Corpus:
     if fmt is not None:
         check_no_table_columns(fmt, config.text_col, config.id_col)
         return read_word_corpus([Path(str(config.corpus))], fmt, config.columns, config.encoding)
-    corpus = _read_table(config, config.text_col or "text")
+    corpus = _read_table(config, probe, config.text_col or "text")
     corpus.words = sentences_table([text.split() for text in corpus.texts])
     corpus.notes.append(
         "words: each text split on whitespace (a CoNLL-U file or JSON Lines of tokens gives the words themselves)"
@@ -279,11 +280,11 @@ def predict(config: PredictConfig | str | Path | None = None, **options: Any) ->
         write_frame(frame, output)
         if partial is not None:
             partial.unlink(missing_ok=True)
-    score = arc_score_line(probe, frame, truth) if probe.level == "arc" else score_line(probe, frame, truth)
+    score = arc_score_line(probe, frame, truth, words) if probe.level == "arc" else score_line(probe, frame, truth)
     unit = "rows" if words is None else ("arcs" if probe.level == "arc" and probe.arcs != SELECTOR else "words")
     if words is not None:
         notes.append(f"{len(frame)} {unit} in {len(corpus)} sentences")
-    seen = fitted_corpus_note(probe, corpus, frame, truth if probe.level != "arc" else None)
+    seen = fitted_corpus_note(probe, corpus, frame, truth)
     return PredictResult(output, len(frame), resumed, score, notes, unit, seen)
 
 

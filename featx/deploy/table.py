@@ -151,7 +151,7 @@ def fitted_corpus_note(probe: Probe, corpus: Corpus, frame: pd.DataFrame, truth:
     selection = probe.info.get("selection") or {}
     cv = selection.get("cv_score")
     told = f"; featx fit's cross-validated {selection.get('metric')}: {cv:.4f}" if isinstance(cv, float) else ""
-    items = {"word": "words", "arc": "arcs"}.get(probe.level, "rows")
+    items = {"word": "words", "arc": "words" if probe.arcs == "head" else "arcs"}.get(probe.level, "rows")
     return f"{fitted}: its training {items} are among the scored ones, so the score above is not held out{told}"
 
 

@@ -85,6 +85,23 @@ def note_derived(features: FeatureFile, label: str | None, notes: list[str]) -> 
         notes.append(f"{features.path.name} holds {what}")
 
 
+def note_prompted(features: FeatureFile, label: str | None, notes: list[str]) -> None:
+    """Warn, as ``featx extract`` did, when the file's ``--template`` (its root attribute, else its recorded
+    options') writes the probed label column into every prompt (``extraction.prompted_label_note``): its score
+    would read as a finding."""
+    from ..extraction import prompted_label_note
+
+    try:
+        options = loads_json(features.attrs.get(store.schema.OPTIONS) or "{}")
+        template = features.attrs.get(store.schema.TEMPLATE) or options.get("template")
+    except (ValueError, TypeError, AttributeError):  # a foreign options record: nothing to say
+        return
+    text_col = str(features.attrs.get(store.schema.TEXT_COL) or "text")
+    note = prompted_label_note(template, text_col, label) if isinstance(template, str) and label else None
+    if note is not None:
+        notes.append(f"warning: {note}")
+
+
 def check_baseline(
     main: FeatureFile, other: FeatureFile, specs: list[LayerSpec], poolings: list[str], need_tokens: bool
 ) -> None:

@@ -22,9 +22,9 @@ from ..selection import parse_layer_specs
 from ..state import given_or_last
 from ..store import FeatureFile
 from .config import TASKS, ProbeConfig
-from .evaluation import tuned_on
+from .evaluation import few_val_note, tuned_on
 from .evaluation.selection import check_metric
-from .inputs import check_corpus, check_outputs, note_derived
+from .inputs import check_corpus, check_outputs, note_derived, note_prompted
 from .meta import Level, Task, package_versions
 from .shared_options import refuse_word_group
 from .tasks.word_items import HEAD_LABEL
@@ -68,11 +68,14 @@ class ProbePlan:
         layer_specs: list[str],
         evaluation: Plan,
         level: Level | None = None,
+        y: np.ndarray | None = None,
+        names: list[str] | None = None,
     ) -> ProbePlan:
-        """The plan completed by its task (``level``: a word task's, word or arc)."""
+        """The plan completed by its task (``level``: a word task's, word or arc; ``y``: the labels the folds index,
+        ``names`` a sentence label's class names, for the note on too few val rows)."""
         note = trained_note(evaluation, classifiers, self.task, level or self.level)
-        if note is not None:
-            self.notes.append(note)
+        few = None if y is None else few_val(evaluation, classifiers, self.task, level or self.level, y, names)
+        self.notes.extend(line for line in (note, few) if line is not None)
         return replace(
             self,
             level=self.level if level is None else level,
@@ -128,6 +131,25 @@ def trained_note(evaluation: Plan, classifiers: list[str], task: Task, level: Le
         own = f" (the mlp early-stops on a holdout of the train {items})" if regression and "mlp" in classifiers else ""
         held = f", {tuned_on(classifiers, regression)} on the {len(dev)} val {items}{own}"
     return f"trained on the {len(train)} train {items}{held}; tested on the {len(test)} test {items}"
+
+
+# What val rows choose in each kind of probe, as the note on too few of them says it (a regression mlp early-stops
+# on its own training rows: the val rows only score it).
+CHOSEN_ON_VAL = {"logreg": "C", "svm": "C", "ridge": "alpha", "mlp": "early stop", "attn": "early stop"}
+
+
+def few_val(evaluation: Plan, classifiers: list[str], task: Task, level: Level, y: np.ndarray, names) -> str | None:
+    """Under a split with val rows, a note when they are too few to choose on (``evaluation.few_val_note``): they
+    choose the probes' C, alpha or early stop and score the row chosen on the training part."""
+    if not evaluation.is_split or evaluation.dev[0] is None:
+        return None
+    regression = task == Task.REGRESSION
+    kinds = {CHOSEN_ON_VAL.get(str(name), "C") for name in classifiers if not (regression and name == "mlp")}
+    what = " or ".join(sorted(kinds))
+    chosen = f"the probes' {what} and the row chosen on the training part" if what else "the row chosen"
+    items = ITEMS[Level(level)]
+    given = names if Level(level) == Level.SENTENCE and not regression else None
+    return few_val_note(y, evaluation.folds[0][0], evaluation.dev[0], chosen, items, given)
 
 
 def _group_fields(config: ProbeConfig, evaluation: Plan) -> dict[str, Any]:
@@ -192,6 +214,7 @@ def resolve_plan(config: ProbeConfig) -> ProbePlan:
             return replace(plan, metric=metric)
         label = None if config.labels is not None else default_label(features, config, notes)
         note_derived(features, label, notes)
+        note_prompted(features, label, notes)  # a --template that writes the label into every prompt
         task = _task_of(features, label, config)
         if task is Task.REGRESSION:
             _refuse_stack_only(config, features.site_layers(), str(label))

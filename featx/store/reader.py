@@ -16,7 +16,7 @@ from ..errors import IncompleteError, InputError, StoreError
 from ..safe_files import loads_json
 from . import schema as s
 from .finite import check_finite
-from .hdf5 import read_layer
+from .hdf5 import read_layer, token_states_dtype
 from .schema import HIDDEN_SITE, escape_name, partial_path, site_pooled_path, site_tokens_path
 from .strings import decode_attr, read_strings
 from .validate import check_layout, check_structure
@@ -372,7 +372,7 @@ class FeatureFile(WordAccess):
 
     def token_states(self, layer: int, dtype=np.float32, site: str = HIDDEN_SITE) -> np.ndarray:
         """``(total_tokens, width)`` states of one layer for all committed rows (slice with ``token_offsets``)."""
-        position = self._layer_position(layer, site)
+        dtype, position = token_states_dtype(dtype, layer), self._layer_position(layer, site)  # (0, 4): refused
         total = int(self.token_offsets[-1])  # token_offsets checks that the file has token states
         states = read_layer(self._file[site_tokens_path(site)], position, total)
         layer = self.site_layers(site)[position]

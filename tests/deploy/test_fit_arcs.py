@@ -170,9 +170,42 @@ def test_predict_selects_every_words_head_and_scores_its_uas(selector, word_feat
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 0, result.output
     assert f"UAS {selector.test['score']:.4f} on {selector.test['n']} words with a gold head" in result.output
+    # beside the baselines fit used, fitted on its training words: on the test file, fit's own test baselines
+    side = "left" if "left_neighbour" in selector.test else "right"
+    assert (
+        f"; baselines fitted on the bundle's training words: most frequent head offset {selector.test['offset']:.4f}, "
+        f"nearest word to the {side} (the root at the sentence's edge) {selector.test[f'{side}_neighbour']:.4f}"
+    ) in " ".join(result.output.split())
+    assert "fitted (featx fit) on this corpus" not in result.output  # the test file is not the fitted corpus
     table = pd.read_csv(output)
     assert list(table.columns) == ["id", "word", "form", "prediction", "head_form", "score_arc"]
     assert (table.head_form[table.prediction == 0] == "ROOT").all() and len(table) == selector.test["n"]
+
+
+def test_a_head_selectors_uas_on_its_own_corpus_says_so_and_an_older_bundles_says_it_has_no_baseline(
+    selector, word_features, tmp_path, monkeypatch
+):
+    from featx.deploy import arc_predict, table
+    from featx.extraction import read_word_corpus
+
+    words = read_word_corpus([word_features[1]], "conllu", None, "utf-8").words
+    monkeypatch.setattr(table, "fitted_corpus_sha256", lambda probe: featx.extraction.file_sha256(word_features[1]))
+    args = ["predict", str(selector.path), str(word_features[1]), "-o", str(tmp_path / "h.csv"), "--label", "head"]
+    result = CliRunner().invoke(main, [*args, "-q"])
+    assert result.exit_code == 0, result.output
+    cv = selector.probe.info["selection"]["cv_score"]
+    assert (
+        "the probe was fitted (featx fit) on this corpus: its training words are among the scored ones, so the score "
+        f"above is not held out; featx fit's cross-validated uas: {cv:.4f}"
+    ) in " ".join(result.output.split())
+    older = featx.load(selector.path)
+    del older.info["head_baselines"]  # as a head selector of an earlier featx, which recorded none
+    frame = pd.read_csv(tmp_path / "h.csv")
+    truth = arc_predict.arc_truth(older, words, "head")
+    assert arc_predict.arc_score_line(older, frame, truth, words) == (
+        f"UAS {selector.test['score']:.4f} on {selector.test['n']} words with a gold head (no baseline beside it: "
+        "this bundle, from an earlier featx, records none; fit it again to get them)"
+    )
 
 
 def test_predict_refuses_what_an_arc_bundle_cannot_do(relation, selector, tmp_path):
@@ -233,6 +266,8 @@ def test_arcs_need_word_data(split_features):
         ({"n_features": 97}, "not three word vectors' widths"),
         ({"classes": ["arc", "no-arc"]}, "a head selector's classes are no-arc and arc"),
         ({"pooling": "cls"}, "unknown word pooling 'cls'"),
+        ({"head_baselines": {"offsets": [1, "x"], "side": "left"}}, "not a head selector's offsets and side"),
+        ({"head_baselines": {"offsets": [1], "side": "up"}}, "not a head selector's offsets and side"),
     ],
 )
 def test_a_hostile_arc_manifest_is_refused(selector, tmp_path, edit, message):

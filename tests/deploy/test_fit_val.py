@@ -14,13 +14,14 @@ from featx.deploy import head as heads
 from featx.probing.evaluation import core
 
 
-def _with_val(source, folder, every: int):
-    """A copy of ``source`` with every ``every``-th training row (sentence) moved to a val split."""
+def _with_val(source, folder, every: int, limit: int | None = None):
+    """A copy of ``source`` with every ``every``-th training row (sentence) moved to a val split (the first
+    ``limit`` of them)."""
     path = copy_features(source, folder)
     with h5py.File(path, "r+") as file:
         split = file["rows/split"]
         values = [value.decode() if isinstance(value, bytes) else value for value in split[:]]
-        for row in [row for row, value in enumerate(values) if value == "train"][::every]:
+        for row in [row for row, value in enumerate(values) if value == "train"][::every][:limit]:
             split[row] = "val"
     return path
 
@@ -79,6 +80,30 @@ def test_a_word_label_takes_its_c_from_the_val_sentences_as_probe_does(val_words
     )
     row = probed.table[(probed.table["kind"] == "single") & (probed.table["layer"] == 1)].iloc[0]
     assert fitted.test["score"] == pytest.approx(float(row["accuracy"]), abs=1e-9)
+    # enough val words (well over MIN_VAL_ROWS): no note on too few
+    assert not any("val words chose" in line for line in [*fitted.summary(), *probed.notes])
+
+
+def test_too_few_val_rows_to_choose_on_are_noted_by_fit_and_probe(split_features, tmp_path):
+    """Three val rows chose C without a word: fit and probe now say the choice is unreliable, and what to do."""
+    from featx.probing import MIN_VAL_PER_CLASS, MIN_VAL_ROWS
+
+    path = _with_val(split_features, tmp_path, 1, limit=3)  # training rows 1 (pos), 2 and 4 (neg)
+    after = (
+        f": a choice on so few is unreliable (featx notes under {MIN_VAL_ROWS} val rows, or under {MIN_VAL_PER_CLASS} "
+        "of a class); add val rows, or mark them train so that a holdout of the train rows chooses instead"
+    )
+    fitted = featx.fit(path, label="label", layer="1", pooling="mean", folds=3, write=False)
+    assert f"only 3 val rows (1 of class 'pos') chose the saved head's C{after}" in fitted.summary()
+    probed = featx.probe(
+        path, label="label", layers="1", poolings="mean", classifiers="logreg", control=False, write=False, jobs=1
+    )
+    chosen = "the probes' C and the row chosen on the training part"
+    assert f"only 3 val rows (1 of class 'pos') chose {chosen}{after}" in probed.notes
+    ridge = featx.fit(path, label="score", layer="1", pooling="mean", folds=3, write=False)
+    assert "only 3 val rows chose the saved head's alpha: a choice on so few is unreliable (featx notes under " in (
+        "\n".join(ridge.summary())
+    )
 
 
 def test_without_a_val_split_a_word_head_holds_out_sentences_as_before(word_features, monkeypatch):

@@ -290,3 +290,27 @@ def test_without_test_rows_the_note_points_to_the_cross_validated_score(fitted, 
     )
     corpus.sha256 = "0" * 64  # another corpus file: nothing to say
     assert fitted_corpus_note(fitted.probe, corpus, frame, truth) is None
+
+
+def test_predict_takes_the_bundles_id_column_when_the_corpus_has_it(fitted, split_features, tmp_path, monkeypatch):
+    """A bundle fitted on a features file extracted with --id-col pair_id: predict's ids come from pair_id by
+    default (they were row numbers); --id-col still wins, and a corpus without the column keeps row numbers."""
+    from featx.deploy import prediction
+
+    probe = featx.load(fitted.path)
+    probe.extraction["id_col"] = "pair_id"  # as a bundle of such a file records it
+    monkeypatch.setattr(prediction, "load", lambda path: probe)
+    monkeypatch.setattr(Probe, "features", stored_lookup(split_features))
+    table = pd.read_csv(split_features.parent / "corpus.csv").head(6)
+    table["pair_id"], table["other"] = [f"p{i}" for i in range(6)], [f"o{i}" for i in range(6)]
+    with_ids = tmp_path / "with_ids.csv"
+    table.to_csv(with_ids, index=False)
+    table.drop(columns=["pair_id"]).to_csv(tmp_path / "without.csv", index=False)
+    for corpus, extra, ids in [
+        (with_ids, [], [f"p{i}" for i in range(6)]),
+        (with_ids, ["--id-col", "other"], [f"o{i}" for i in range(6)]),
+        (tmp_path / "without.csv", [], [str(i) for i in range(6)]),
+    ]:
+        result = _run(fitted.path, corpus, "-o", tmp_path / "p.csv", "--overwrite", *extra)
+        assert result.exit_code == 0, result.output
+        assert list(pd.read_csv(tmp_path / "p.csv", dtype=str).id) == ids

@@ -167,3 +167,26 @@ def test_allow_partial_probes_the_rows_written(extracted):
     )
     assert result.exit_code == 0, result.output
     assert "incomplete" in result.output
+
+
+def test_probing_a_label_the_template_wrote_into_every_prompt_repeats_extracts_warning(features_copy):
+    """A file extracted with --template '{text} (type {label})': extract noted that the label is in every prompt;
+    featx probe --label label printed its accuracy 1.000 without a word, and now repeats the warning among the
+    notes it prints (read from the options the file records); another label gets none."""
+    import json
+
+    from featx.extraction import prompted_label_note
+    from featx.probing.plan import probe_config, resolve_plan
+    from featx.store import schema
+
+    with h5py.File(features_copy, "r+") as file:
+        options = json.loads(file.attrs[schema.OPTIONS])
+        file.attrs[schema.OPTIONS] = json.dumps({**options, "template": "{text} (type {label})"})
+    warning = prompted_label_note("{text} (type {label})", "text", "label")
+    assert warning and f"warning: {warning}" in resolve_plan(probe_config(features_copy, label="label")).notes
+    assert not [note for note in resolve_plan(probe_config(features_copy, label="topic")).notes if "--template" in note]
+    with h5py.File(features_copy, "r+") as file:  # the template as the file's own attribute records it
+        file.attrs[schema.OPTIONS] = json.dumps(options)
+        file.attrs[schema.TEMPLATE] = "{text} (type {topic})"
+    note = prompted_label_note("{text} (type {topic})", "text", "topic")
+    assert note and f"warning: {note}" in resolve_plan(probe_config(features_copy, label="topic")).notes

@@ -16,7 +16,7 @@ from support.store_files import write_store_file
 from support.tiny import write_csv
 
 import featx
-from featx.errors import IncompleteError, StoreError
+from featx.errors import IncompleteError, InputError, StoreError
 from featx.extraction import ExtractConfig, extract
 from featx.extraction.shards.merge import merge
 from featx.store import (
@@ -97,6 +97,12 @@ def test_layout_and_attributes_of_a_written_file(tmp_path):
         np.testing.assert_array_equal(features.features("mean", 2, site="ffn"), values["sites/ffn/pooled/mean"][:, 0])
         np.testing.assert_array_equal(features.token_states(2, site="ffn"), values["sites/ffn/tokens/states"][:, 0])
         assert features.label_columns == ["y"] and features.texts[3] == "text 3"
+        # the second positional argument is the dtype: rows read as one get a clear error, not numpy's TypeError
+        assert features.token_states(2, np.float16, "ffn").dtype == np.float16
+        for wrong in (4, "rows", np.int64):
+            with pytest.raises(InputError, match=r"token_states\(2, .*\): the second argument is the dtype") as err:
+                features.token_states(2, wrong)
+            assert "call token_states(layer, dtype=numpy.float32, site='hidden')" in err.value.hint
 
 
 def test_partial_file_shows_only_its_committed_rows(tmp_path):

@@ -329,6 +329,13 @@ def _senteval_corpus(
     )
 
 
+def _id_column(header: list[str], id_col: str | None, default: str | None, texts: tuple) -> str | None:
+    """``id_col``, else ``default`` where the header has it as a column other than the texts', else None."""
+    if id_col is None and default and default in header and default not in texts:
+        return default
+    return id_col
+
+
 @naming_stdin
 def read_corpus(
     path: str | Path,
@@ -341,13 +348,13 @@ def read_corpus(
     pair_col: str | None = None,
     max_bytes: int | None = None,
     keep_cols: tuple[str, ...] = (),
+    default_id_col: str | None = None,
 ) -> Corpus:
     """Read and validate a corpus file; every column but text/id/split becomes a candidate label.
 
-    Without ``id_col`` a row's id is its data row number in the file (0-based, the header not counted,
-    rows left out by ``skip_empty`` counted), so ids join back to the original file. A ``.gz`` file may
-    inflate to ``max_bytes`` (``--max-corpus-bytes``; None: ``featx.io``'s limits on size and ratio).
-    """
+    Without ``id_col`` a row's id is ``default_id_col``'s value where the table has it (featx predict: the bundle's
+    id column), else its data row number (0-based, the header not counted, rows left out by ``skip_empty`` counted),
+    which joins back to the file. A ``.gz`` file may inflate to ``max_bytes`` (None: ``featx.io``'s limits)."""
     path = Path(path)
     raw, suffix, data = _read_bytes(path, max_bytes)
     if is_senteval(data, suffix):
@@ -355,6 +362,7 @@ def read_corpus(
         return _senteval_corpus(raw, data, path, encoding, skip_empty, missing_labels, keep_cols)
     notes: list[str] = []
     header, rows, lines = parse_table(data, path, suffix, encoding, normalise_sep(sep), notes)
+    id_col = _id_column(header, id_col, default_id_col, (text_col, pair_col))
     header = _check_header(header, path, text_col, id_col, pair_col)
     if not rows:
         raise InputError(f"{source_name(path)} has a header but no rows", "add at least one row of text")

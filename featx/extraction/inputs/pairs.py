@@ -22,10 +22,11 @@ import numpy as np
 
 from ... import store
 from ...errors import InputError, ModelError
+from ...selection import SEGMENT_POOLING_NAMES
 from ..tokens.tokenize import TokenizedCorpus, fast_backend, tokenize_texts
 
 PAIR_MODES = ("cross", "separate")
-SEGMENT_POOLINGS = ("mean_a", "mean_b")  # cross mode: the masked mean of each text's own tokens
+SEGMENT_POOLINGS = SEGMENT_POOLING_NAMES  # cross mode: the masked mean of each text's own tokens
 SPECIAL_SEGMENT = -1  # the segment of special tokens ([CLS], [SEP], ...)
 
 

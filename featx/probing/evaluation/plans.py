@@ -223,6 +223,38 @@ def tuned_on(classifiers, regression: bool = False) -> str:
     return " and ".join(f"{kind} ({', '.join(names)})" for kind, names in kinds.items())
 
 
+# Fewer val rows than MIN_VAL_ROWS (a sentence label's classes: fewer than MIN_VAL_PER_CLASS of one of the training
+# classes) choose C, alpha or an early stop (and featx probe's row) on too little to trust: a note says so.
+MIN_VAL_ROWS = 30
+MIN_VAL_PER_CLASS = 5
+
+
+def few_val_note(
+    y: np.ndarray, train: np.ndarray, dev: np.ndarray | None, chosen: str, items: str = "rows", names=None
+) -> str | None:
+    """A note when the val rows ``dev`` (positions in ``y``, among or beside ``train``) that choose ``chosen`` (e.g.
+    ``the saved head's C``) are too few: under ``MIN_VAL_ROWS``, or (``names``: the class names
+    of a classifier's codes ``y``) under ``MIN_VAL_PER_CLASS`` of a class the training rows hold; None otherwise."""
+    if dev is None or not len(dev):
+        return None
+    n, short = len(dev), ""
+    if names is not None:
+        trained = np.setdiff1d(np.unique(np.asarray(y)[train]), [-1])
+        counts = np.array([np.count_nonzero(np.asarray(y)[dev] == code) for code in trained])
+        if len(counts) and counts.min() < MIN_VAL_PER_CLASS:
+            rarest = int(np.argmin(counts))
+            short = f" ({int(counts[rarest])} of class {str(names[trained[rarest]])!r})"
+    if n >= MIN_VAL_ROWS and not short:
+        return None
+    under = f"under {MIN_VAL_ROWS} val {items}" + (
+        f", or under {MIN_VAL_PER_CLASS} of a class" if names is not None else ""
+    )
+    return (
+        f"only {n} val {_items(items, n)}{short} chose {chosen}: a choice on so few is unreliable (featx notes "
+        f"{under}); add val {items}, or mark them train so that a holdout of the train {items} chooses instead"
+    )
+
+
 @dataclass
 class FoldResult:
     """What one outer fold of a probe gives: its test predictions, the C chosen, the fit time, for a

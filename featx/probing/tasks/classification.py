@@ -126,7 +126,9 @@ class ClassificationProbe:
             ev.Scoring(plan.metric, len(class_names)),
         )
         specs = [spec.name for spec in layout.specs]
-        plan = plan.resolved(column.name, classifiers, layout.poolings, list(layout.sites), specs, folds)
+        plan = plan.resolved(
+            column.name, classifiers, layout.poolings, list(layout.sites), specs, folds, y=y, names=class_names
+        )
         return cls(plan, layout, inputs, curves, texts, bins)
 
     @property

@@ -167,7 +167,7 @@ class RegressionProbe:
             ev.Scoring(plan.metric),
         )
         specs = [spec.name for spec in layout.specs]
-        plan = plan.resolved(label, classifiers, layout.poolings, list(layout.sites), specs, folds)
+        plan = plan.resolved(label, classifiers, layout.poolings, list(layout.sites), specs, folds, y=y)
         return cls(plan, layout, inputs, texts)
 
     @property

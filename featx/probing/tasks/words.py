@@ -168,7 +168,7 @@ class WordProbe:
             ev.Scoring(ev.check_metric(config.metric, False, task.label), task.n_classes),
         )
         specs = [str(layer) for layer in layers]
-        plan = plan.resolved(task.label, classifiers, poolings, ["hidden"], specs, folds, level=task.level)
+        plan = plan.resolved(task.label, classifiers, poolings, ["hidden"], specs, folds, level=task.level, y=task.y)
         plan = replace(plan, metric=inputs.scoring.metric)
         return cls(plan, inputs, layers, poolings, curve_at, sizes, rows, source, baseline)
 

@@ -160,6 +160,22 @@ def test_cross_mode_files_probe_like_any_file_with_segment_poolings(tiny_model, 
     assert result.meta["pair_mode"] == "cross"
 
 
+@pytest.mark.parametrize("command", ["probe", "fit"])
+def test_a_segment_pooling_of_a_separate_pair_file_is_refused_with_the_hint(pair_features, tmp_path, command):
+    """--pooling mean_a of a separate-mode file said only "not available": it now says mean_a is a cross-encoded
+    pair's, and that this file's probes read both texts (or text b alone with --site pair_b)."""
+    from click.testing import CliRunner
+    from support.errors import assert_one_clear_error
+
+    from featx.cli import main
+
+    args = [command, str(pair_features), "--label", "score", "--pooling", "mean_a", "-o", str(tmp_path / "out")]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 2, result.output
+    assert_one_clear_error(result.output, "pooling 'mean_a' is not available")
+    assert "--pair-mode cross" in result.output and "--site pair_b" in result.output
+
+
 def test_one_text_analyses_refuse_a_separate_pair_file(pair_features):
     from featx.errors import InputError
     from featx.probing.analyses.erase import erase
