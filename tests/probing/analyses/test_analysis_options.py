@@ -44,7 +44,7 @@ REFUSED = [
     (SweepConfig, {"seed": -2}, r"^--seed -2 must be a whole number of at least 0$", r"give --seed"),
     (SweepConfig, {"n_bootstrap": -1}, r"^n_bootstrap -1 must be", r"give n_bootstrap"),
     (ProbeConfig, {"classifiers": "logreg,tree"}, r"^classifier 'tree' is not available", None),
-    (ProbeConfig, {"sites": " , "}, r"^--site selects nothing$", r"e\.g\. --site hidden,ffn,attn_out"),
+    (ProbeConfig, {"sites": " , "}, r"^--site ' , ' is empty: it takes one value or a comma list$", r"give --site at"),
     (ProbeConfig, {"join": "name"}, r"^--join 'name' is not understood$", r"^use --join id or --join row$"),
     (ProbeConfig, {"join": "row"}, r"^--join applies to --labels only$", r"add --labels FILE"),
     (ProbeConfig, {"curve_layers": "2,4"}, r"^--curve-layers applies to --train-sizes only$", r"add --train-sizes"),
