@@ -5,7 +5,8 @@ The plan is the run's own (``run.loop.blocks`` and ``block_batches``: steps of w
 ``long_windows.windows_per_pass`` windows a pass, the last pass of a step often part-full). The time comes from
 running a few long rows' real windows through ``Runner.windowed``, as the run does (every window of the model's
 full length, so attention's cost, quadratic in length, is the windows' and not the short rows'; stitching and
-pooling included), after one warm-up step; the seconds per window are applied to every planned window.
+pooling included), in a few samples after a warm-up; the median sample's seconds per window are applied to every
+planned window.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import time
 
 import numpy as np
 
-WINDOW_CALIBRATION_PASSES = 3  # the timed windows fill at least this many passes (on a CPU, of CPU_WINDOW_TOKENS)
+WINDOW_SAMPLES = 3  # timed samples of long rows, each filling a pass (on a CPU, of CPU_WINDOW_TOKENS at most)
 CPU_WINDOW_TOKENS = 2048  # on a CPU the cost per window hardly depends on the windows a pass holds
 
 
@@ -39,8 +40,10 @@ def planned_passes(plan, tokenized) -> np.ndarray:
 
 
 def time_windows(plan, runner, tokenized, long_rows: np.ndarray, rng) -> tuple[float, int]:
-    """(seconds per window, windows timed): whole long rows (drawn with ``rng``) run as the run runs a step of
-    them, after a warm-up step of the first of them. Call inside ``runner.hooks()``."""
+    """(seconds per window, windows timed): ``WINDOW_SAMPLES`` samples of whole long rows (drawn with ``rng``),
+    each filling at least one pass, run as the run runs a step of them, after a warm-up run of the first; the
+    median sample counts, so that a moment's load on a shared machine does not make the estimate. Call inside
+    ``runner.hooks()``."""
     from ..run.loop import window_group
     from ..tokens.long_windows import window_counts, windows_per_pass
 
@@ -50,14 +53,19 @@ def time_windows(plan, runner, tokenized, long_rows: np.ndarray, rng) -> tuple[f
         per_pass = min(per_pass, max(1, CPU_WINDOW_TOKENS // plan.max_length))
     order = rng.permutation(long_rows)
     counts = window_counts(tokenized.batch_lengths[order], spec.n_lead, spec.n_trail, spec.budget, spec.stride)
-    n_rows = int(np.searchsorted(np.cumsum(counts), WINDOW_CALIBRATION_PASSES * per_pass)) + 1
-    rows = order[: min(n_rows, len(order))]
-    _run(runner, window_group(plan, tokenized, rows[:1]))  # warm-up: first-call allocations are not the rate
-    started = time.perf_counter()
-    _run(runner, window_group(plan, tokenized, rows))
-    elapsed = time.perf_counter() - started
-    n_windows = int(counts[: len(rows)].sum())
-    return elapsed / n_windows, n_windows
+    samples: list[tuple[np.ndarray, int]] = []
+    first = 0
+    while first < len(order) and len(samples) < WINDOW_SAMPLES:
+        last = first + int(np.searchsorted(np.cumsum(counts[first:]), per_pass)) + 1  # rows filling a pass
+        samples.append((order[first:last], int(counts[first:last].sum())))
+        first = last
+    _run(runner, window_group(plan, tokenized, samples[0][0]))  # warm-up: first-call allocations are not the rate
+    seconds = []
+    for rows, n_windows in samples:
+        started = time.perf_counter()
+        _run(runner, window_group(plan, tokenized, rows))
+        seconds.append((time.perf_counter() - started) / n_windows)
+    return float(np.median(seconds)), sum(n for _, n in samples)
 
 
 def _run(runner, group) -> None:
