@@ -4,8 +4,10 @@ Everything but the time comes from tokenising the corpus (no forward pass): rows
 the size of the features file for the chosen layers/poolings/dtype/token storage, and the peak memory.
 The time comes from a short calibration on the chosen device: a few batches drawn from the run's own
 batch plan (so with the corpus's own length distribution) are timed after one warm-up batch, and the
-measured seconds per padded token are applied to every planned batch. A model too large to load for an
-estimate (or a folder with only its config.json) is estimated from its config alone (``config_estimate``).
+measured seconds per padded token are applied to every planned batch; with ``--long window`` the windows of
+longer rows are planned and timed as the run runs them (``windows``), apart from the batches. A model too
+large to load for an estimate (or a folder with only its config.json) is estimated from its config alone
+(``config_estimate``).
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ def estimate(config=None, calibrate: bool = True, from_config: bool | None = Non
     from ..model.loading import load_configured
     from ..run.resolve import resolve_plan
     from .from_config import estimate_from_config, from_config_reason, shard_input
+    from .windows import planned_passes
 
     config = make_config(config, **options)
     reason = from_config_reason(config) if from_config is not False else None
@@ -57,8 +60,10 @@ def estimate(config=None, calibrate: bool = True, from_config: bool | None = Non
     tokenized = tokenize_input(loaded, corpus, plan)
     setup_seconds = time.perf_counter() - setup_started  # the real run loads and tokenises the same way
     result = _sizes(plan, corpus, tokenized, loaded)
+    passes = planned_passes(plan, tokenized)  # --long window: the windows of each pass the run makes
+    result.windows, result.window_passes = int(passes.sum()), len(passes)
     if calibrate and len(corpus):
-        forward, note = _calibrate(plan, loaded, tokenized)
+        forward, note = _calibrate(plan, loaded, tokenized, passes)
         result.seconds = forward + setup_seconds
         result.calibration = (
             f"forward passes ~{human_duration(forward)}, model load and tokenising {setup_seconds:.1f} s; {note}"
@@ -176,30 +181,39 @@ def _device_bytes(plan, loaded, tokenized, n_rows: int) -> tuple[int, int]:
     return model_bytes, activations
 
 
-def _calibrate(plan, loaded, tokenized) -> tuple[float, str]:
-    """Seconds for every planned batch, from timing a few of them (seconds per padded token), with the
-    extraction's own runner and hooks: sites besides hidden are included."""
+def _calibrate(plan, loaded, tokenized, passes: np.ndarray) -> tuple[float, str]:
+    """Seconds for every planned forward pass, from timing a few of them with the extraction's own runner and
+    hooks (sites besides hidden included): the rows that fit the model by seconds per padded token of a few of
+    their batches, the windows of longer rows (``--long window``) by seconds per window of a few of those rows
+    run as the run runs them (``windows``)."""
     import torch
 
     from ..forward.runner import Runner
     from ..run.loop import split_batches
-    from ..tokens.batching import collate
+    from .windows import time_windows
 
     # As the run batches them: a separate-mode pair or a --contrast row by its longest sequence.
-    lengths, full_lengths = tokenized.batch_lengths, tokenized.lengths
-    batches, long_rows = split_batches(plan, lengths)
-    counted = 1.0 if batches else 0.0  # the stand-in batch below is timed, not counted
-    if not batches:  # every row is windowed: time windows of the model's length instead
-        batches = [np.arange(min(len(lengths), max(1, plan.max_tokens // plan.max_length)))]
-        tokenized = _clipped(tokenized, plan.max_length)
-        lengths = tokenized.lengths
-    pad_id = plan.pad_id
+    batches, long_rows = split_batches(plan, tokenized.batch_lengths)
     runner = Runner(loaded, plan)
-    seed = plan.config.init_seed
+    rng = np.random.default_rng(plan.config.init_seed)
+    total, notes = 0.0, []
+    with runner.hooks():
+        if batches:
+            seconds, note = _time_batches(plan, runner, tokenized, batches, rng)
+            total, notes = total + seconds, [note]
+        if len(long_rows):
+            per_window, timed = time_windows(plan, runner, tokenized, long_rows, rng)
+            total += per_window * float(passes.sum())
+            notes.append(f"windows calibrated on {timed:,} of {int(passes.sum()):,}: {per_window:.3g} s a window")
+    return total, "; ".join(notes) + f" on {runner.device}, {torch.get_num_threads()} threads"
 
+
+def _time_batches(plan, runner, tokenized, batches, rng) -> tuple[float, str]:
+    """Seconds for every batch of rows that fit the model, from a few of them (seconds per padded token)."""
+    from ..tokens.batching import collate
+
+    lengths, pad_id = tokenized.batch_lengths, plan.pad_id
     padded = np.array([len(batch) * int(lengths[batch].max()) for batch in batches], dtype=np.float64)
-    windowed_tokens = windowed_padded_tokens(plan, full_lengths, long_rows)
-    rng = np.random.default_rng(seed)
     picks = rng.choice(len(batches), size=min(len(batches), CALIBRATION_BATCHES), replace=False)
     timed = {}
     for index in picks:
@@ -216,42 +230,13 @@ def _calibrate(plan, loaded, tokenized) -> tuple[float, str]:
             event.synchronize()
 
     elapsed = 0.0
-    with runner.hooks():
-        for index in picks:
-            run(int(index))  # warm-up per shape: first-call allocations and kernel selection are not the rate
-            started = time.perf_counter()
-            run(int(index))
-            elapsed += time.perf_counter() - started
-    total = float(elapsed / timed_tokens * (counted * padded.sum() + windowed_tokens))
+    for index in picks:
+        run(int(index))  # warm-up per shape: first-call allocations and kernel selection are not the rate
+        started = time.perf_counter()
+        run(int(index))
+        elapsed += time.perf_counter() - started
     note = (
         f"calibrated on {len(picks)} of {len(batches)} batches ({timed_tokens:,} padded tokens): "
-        f"{timed_tokens / elapsed:,.0f} padded tokens/s on {runner.device}, {torch.get_num_threads()} threads"
+        f"{timed_tokens / elapsed:,.0f} padded tokens/s"
     )
-    return total, note
-
-
-def windowed_padded_tokens(plan, lengths: np.ndarray, long_rows: np.ndarray) -> float:
-    """Tokens the windows of ``--long window`` rows feed the model (overlaps and specials included)."""
-    if plan.window is None or not len(long_rows):
-        return 0.0
-    from ..tokens.long_windows import window_starts
-
-    spec = plan.window
-    specials = spec.n_lead + spec.n_trail
-    return float(
-        sum(
-            len(window_starts(int(lengths[row]) - specials, spec.budget, spec.stride)) * plan.max_length
-            for row in long_rows
-        )
-    )
-
-
-def _clipped(tokenized, max_length: int):
-    """The rows cut to ``max_length`` tokens (for timing windows of that length)."""
-    from ..tokens.tokenize import TokenizedCorpus
-
-    lengths = np.minimum(tokenized.lengths, max_length)
-    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    ids = np.concatenate([tokenized.row(i)[:max_length] for i in range(len(lengths))])
-    return TokenizedCorpus(input_ids=ids, offsets=offsets, full_lengths=tokenized.full_lengths, word_ids=None)
+    return float(elapsed / timed_tokens * padded.sum()), note

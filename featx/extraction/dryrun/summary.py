@@ -42,6 +42,8 @@ class Estimate:
     calibration: str = ""
     warnings: list[str] = field(default_factory=list)
     windowed_rows: int = 0  # --long window: rows longer than max_length, run as overlapping windows
+    windows: int = 0  # ... and the windows they run as, in window_passes forward passes (as the run plans them)
+    window_passes: int = 0
     notes: list[str] = field(default_factory=list)  # said after the figures, before the warnings
     budget: Any = None  # a ``model_budget.Budget`` when estimated from config.json alone (a large model)
 
@@ -64,6 +66,7 @@ class Estimate:
             f"rows {self.rows:,}, tokens {self.tokens:,} (max length {self.max_length}, "
             f"{self.truncated_rows:,} rows truncated"
             + (f", {self.windowed_rows:,} run in overlapping windows" if self.windowed_rows else "")
+            + (f": {self.windows:,} windows in {self.window_passes:,} forward passes" if self.windows else "")
             + ")",
             f"output size ~{human_size(self.file_bytes)} (pooled {human_size(self.pooled_bytes)}"
             + (f", token-level {human_size(self.token_bytes)}" if self.with_tokens else "")

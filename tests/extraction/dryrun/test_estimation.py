@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections import namedtuple
 
 import pytest
@@ -96,3 +97,47 @@ def test_dry_run_counts_the_word_vectors_whole_chunks(tiny_model, tmp_path, monk
     summary = featx.extract(corpus, progress=False, **options)
     assert summary.words == n_words
     assert guess.file_bytes == pytest.approx(summary.file_bytes, rel=0.05)
+
+
+def test_long_window_estimate_plans_the_runs_windows_and_times_them_at_full_length(tiny_model, tmp_path, monkeypatch):
+    """``--long window``: the estimate counts the windows and forward passes the run makes (at most ``--batch-size``
+    windows a pass, several texts' windows sharing one, a step's last pass part-full), and its calibration times
+    real windows of the model's length as the run runs them, not the short rows' batches alone."""
+    import torch
+
+    from featx.extraction.forward import runner
+
+    text = " ".join(WORDS[:40])
+    rows = [*SENTENCES[:3]] + [
+        (" ".join([text] * (1 + n % 3)) + f" {WORDS[n]}", "pos", "past", "train") for n in range(5)
+    ]
+    corpus = write_csv(tmp_path / "long.csv", rows)
+    options = dict(model=str(tiny_model), long="window", max_length=16, stride=2, batch_size=3, poolings="mean")
+    real, passes = runner.window_passes, []
+
+    def recorded(group_rows, per_pass):
+        for step in real(group_rows, per_pass):
+            passes.append(step.last - step.first)
+            yield step
+
+    monkeypatch.setattr(runner, "window_passes", recorded)
+    featx.extract(corpus, output=tmp_path / "long.h5", progress=False, **options)
+    ran, passes[:] = list(passes), []
+    planned = featx.estimate(corpus, output=tmp_path / "e.h5", calibrate=False, **options)
+    assert not passes and planned.windowed_rows == 5 and max(ran) == 3 and min(ran) < 3
+    assert (planned.windows, planned.window_passes) == (sum(ran), len(ran))
+    assert f"5 run in overlapping windows: {sum(ran)} windows in {len(ran)} forward passes" in planned.format()
+
+    widths, forward = [], runner.Runner._forward
+
+    def measured(self, input_ids: torch.Tensor, *args, **kwargs):
+        widths.append(input_ids.shape[1])
+        return forward(self, input_ids, *args, **kwargs)
+
+    monkeypatch.setattr(runner.Runner, "_forward", measured)
+    timed = featx.estimate(corpus, output=tmp_path / "e.h5", **options)
+    window_widths = widths[len(widths) - len(passes) :]  # the window passes come after the short rows' batches
+    assert passes and window_widths == [16] * len(passes) and max(widths[: -len(passes)]) < 16
+    timed_windows = int(re.search(r"windows calibrated on (\d+) of (\d+)", timed.calibration).group(1))
+    assert f"of {sum(ran)}:" in timed.calibration and sum(passes) > timed_windows >= 3  # and a warm-up
+    assert timed.seconds > 0
