@@ -26,6 +26,7 @@ def test_device_free_jobs_run_in_a_process_of_their_own_while_the_device_jobs_ta
     assert pids["a"] == pids["b"] == pids["c"] == os.getpid() and pids["lexical"] != os.getpid()
 
 
+@pytest.mark.slow  # over a second of CPU (worker processes / a figure of several sites)
 def test_without_a_device_or_with_workers_nothing_is_set_aside():
     jobs = [(Lexical(),), ("a",)]
     assert {pid for _, pid in run_jobs(_where, jobs, 1)} == {os.getpid()}
@@ -54,6 +55,7 @@ def test_device_free_jobs_are_prepared_once_in_the_runs_process_before_they_trav
         assert outputs == [[os.getpid()], [], [os.getpid()]], (workers, device)
 
 
+@pytest.mark.slow  # over a second of CPU (worker processes / a figure of several sites)
 def test_outputs_come_back_in_the_jobs_order_whatever_went_out_first():
     # the device-free jobs (first here) go out after the first two others, once prepared
     jobs = [(Lexical(),), (Prepared(),), ("a",), ("b",), ("c",)]

@@ -293,6 +293,7 @@ def test_sites_one_line_per_site_and_pooling():
     assert heat.get_ylabel() == "site · pooling"
 
 
+@pytest.mark.slow  # over a second of CPU (worker processes / a figure of several sites)
 def test_sites_with_one_pooling_one_line_per_site(tmp_path):
     frame, meta = synthetic_results(poolings=("mean",))
     frame = _with_sites(frame, ("hidden", "ffn", "attn_out"))
