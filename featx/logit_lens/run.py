@@ -136,6 +136,7 @@ def _probe(config: LensConfig, features: Path) -> tuple[Any, pd.DataFrame, dict[
         control=False,
         lexical=False,
         write=False,
+        has_group=False,  # featx lens has no --group: its notes name none
     )
     task = task_for(resolve_plan(probe_config))
     table = run_task(task).table

@@ -235,6 +235,7 @@ class ProbeConfig(Options):
     cs: tuple[float, ...] = DEFAULT_CS  # the C grid of logreg probes
     n_bootstrap: int = 1000
     write: bool = True
+    has_group: bool = True  # False: a caller without --group (featx lens); the repeated-text note names none
     mdl: bool = option(
         False,
         flag="--mdl",

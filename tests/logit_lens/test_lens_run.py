@@ -79,3 +79,23 @@ def test_the_lens_sits_beside_the_probe_on_the_test_rows(head_models, corpus, tm
 def stored_train_labels(path):
     with featx.open(path) as stored:
         return stored.labels("sentiment")[np.flatnonzero(stored.split == "train")]
+
+
+def test_the_lens_probe_says_it_has_no_group(monkeypatch, tmp_path):
+    """``featx lens`` has no ``--group``: its probe's config says so, and the repeated-text note it prints then
+    names none (tests/probing/tasks/test_text_groups.py)."""
+    import featx.probing
+    from featx.logit_lens import LensConfig
+    from featx.logit_lens.run import _probe
+
+    seen = []
+
+    def resolve(config):
+        seen.append(config)
+        raise RuntimeError("stop before the probe")
+
+    monkeypatch.setattr(featx.probing, "resolve_plan", resolve)
+    config = LensConfig(tmp_path / "corpus.csv", template="{text} is", answers="neg= the,pos= walk")
+    with pytest.raises(RuntimeError, match="stop before the probe"):
+        _probe(config, tmp_path / "features.h5")
+    assert [probe.has_group for probe in seen] == [False] and seen[0].group is None

@@ -34,6 +34,8 @@ from .sentences import SentenceLayout
 if TYPE_CHECKING:
     from ...store import FeatureFile
 
+# The remedy a note names where the command has no --group (featx lens): the corpus itself.
+NO_GROUP = "leave the repeated texts out of the corpus to score without them"
 SHOWN_CHARS = 60  # a group's text is named in a message by this many characters of it at most
 
 
@@ -45,7 +47,7 @@ def read_groups(
     whose per-row information holds each row's group (the predictions file's ``group`` column, which a paired
     test between runs rebuilds the run's folds by)."""
     if config.group is None:
-        note_shared_texts(features, layout.kept, notes)
+        note_shared_texts(features, layout.kept, notes, has_group=config.has_group)
         return None, layout
     groups = group_rows(features, config.group, layout.kept, label, notes, config.labels, config.join)
     names = np.asarray(groups.names, dtype=object)
@@ -238,38 +240,40 @@ def repeated_texts(texts: list[str], split: np.ndarray | None, rows: np.ndarray)
     return int((counts > 1).sum()), int(counts[counts > 1].sum()), None
 
 
-def _note_repeated_texts(features: FeatureFile, rows: np.ndarray, notes: list[str]) -> None:
+def _note_repeated_texts(features: FeatureFile, rows: np.ndarray, notes: list[str], has_group: bool) -> None:
     """The note of a file of single texts whose ``rows`` repeat a text across what folds or the split separate."""
     texts, copies, tested = repeated_texts(features.texts, features.split, rows)
     if not texts:
         return
     if tested is None:
+        remedy = "--group @text keeps the rows of each text in one group" if has_group else NO_GROUP
         notes.append(
             f"{texts} text(s) occur on more than one of the {len(rows)} rows ({copies} rows in all): folds can put "
-            "copies of one text on both sides, and score what the probe memorised of it; --group @text keeps the "
-            "rows of each text in one group"
+            f"copies of one text on both sides, and score what the probe memorised of it; {remedy}"
         )
     else:
+        remedy = "--group @text names them (and refuses such a split)" if has_group else NO_GROUP
         notes.append(
             f"{copies} of the {tested} test rows have a text that a train or val row also has ({texts} distinct "
-            "text(s)): their scores count what the probe memorised of it; --group @text names them (and refuses "
-            "such a split)"
+            f"text(s)): their scores count what the probe memorised of it; {remedy}"
         )
 
 
-def note_shared_texts(features: FeatureFile, rows: np.ndarray, notes: list[str]) -> None:
+def note_shared_texts(features: FeatureFile, rows: np.ndarray, notes: list[str], has_group: bool = True) -> None:
     """The note of a file probed or fitted without ``--group`` whose ``rows`` share texts: for sentence pairs, the
     sentences several pairs share (folds or a split can put pairs of one sentence on both sides; ``--group @texts``
     keeps them together); for single texts, the copies of a text that folds, or the split, put on both sides
-    (``--group @text``)."""
+    (``--group @text``). ``has_group=False``: the caller's command has no ``--group`` (``featx lens``), and the
+    note names none (``NO_GROUP`` instead)."""
     pairs = features.pair_texts
     if pairs is None:
-        _note_repeated_texts(features, rows, notes)
+        _note_repeated_texts(features, rows, notes, has_group)
         return
     shared = shared_sentences(features.texts, pairs, rows)
     if shared:
+        remedy = "--group @texts keeps every pair sharing a sentence with another in one group"
         notes.append(
             f"{shared} sentence(s) occur in more than one of the {len(rows)} pairs (as text a or b): folds or a "
-            "split can put pairs sharing a sentence on both sides, and score what the probe memorised of it; "
-            "--group @texts keeps every pair sharing a sentence with another in one group"
+            f"split can put pairs sharing a sentence on both sides, and score what the probe memorised of it; "
+            f"{remedy if has_group else NO_GROUP}"
         )

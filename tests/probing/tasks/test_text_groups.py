@@ -28,7 +28,7 @@ from featx.probing import (
     group_rows,
     load_task,
 )
-from featx.probing.tasks.groups import component_rows, quoted_text, text_groups
+from featx.probing.tasks.groups import NO_GROUP, component_rows, quoted_text, read_groups, text_groups
 from featx.store import FeatureFile
 
 REPO = Path(__file__).resolve().parents[3]
@@ -251,3 +251,21 @@ def test_single_texts_that_recur_get_the_note_that_pairs_get():
     assert notes == ["1 of the 4 test rows have a text that a train or val row also has (1 distinct text(s)): "
                      "their scores count what the probe memorised of it; --group @text names them (and refuses "
                      "such a split)"]  # fmt: skip
+
+
+def test_the_note_of_a_command_without_group_names_no_group():
+    """``featx lens`` probes beside its lens (folds, or a split) and said the note's ``--group @text``, an option it
+    lacks: a caller without ``--group`` (``ProbeConfig(has_group=False)``) gets the note with the corpus as remedy."""
+    from types import SimpleNamespace
+
+    texts = ["a", "b", "a", "c", "a", "b", "d", "e"]
+    split = np.array(["train", "train", "test", "train", "test", "dev", "test", "test"], dtype=object)
+    pairs = ["x", "y", "x", "z", "w", "v", "u", "t"]
+    files = [(texts, None, None), (texts, None, split), (pairs, texts, None)]  # folds, a split, pairs
+    config = ProbeConfig("unused.h5", has_group=False)
+    for shown, pair_texts, parts in files:
+        features = SimpleNamespace(texts=shown, pair_texts=pair_texts, split=parts)
+        notes: list[str] = []
+        groups, _ = read_groups(features, config, SimpleNamespace(kept=np.arange(8)), "label", notes)
+        assert groups is None and len(notes) == 1 and "--group" not in notes[0], notes
+        assert notes[0].endswith(f"memorised of it; {NO_GROUP}"), notes
