@@ -117,7 +117,8 @@ def _name(opened) -> str:
 @dataclass(frozen=True)
 class SimilarityConfig(Options):
     """What ``featx similarity`` compares and where it writes (``output``: the figure, its suffix replaced
-    by each of ``formats``, and the matrix at ``.csv``; default ``FEATURES stem [.vs. OTHER stem] .cka.png``)."""
+    by each of ``formats``, and the matrix at ``.csv``; default ``FEATURES stem [.vs. OTHER stem]
+    .POOLING.SITE.cka.png``, so runs of another pooling or site do not overwrite each other)."""
 
     features: str | os.PathLike
     other: str | os.PathLike | None = None
@@ -127,7 +128,7 @@ class SimilarityConfig(Options):
         None,
         flag=("-o", "--output"),
         kind="path",
-        help="Figure path (.png and .svg; the matrix goes to .csv). Default: FEATURES stem + .cka.png.",
+        help="Figure path (.png and .svg; the matrix goes to .csv). Default: FEATURES stem + .POOLING.SITE.cka.png.",
     )
     write: bool = False
     formats: Iterable[str] = FORMATS
@@ -139,14 +140,17 @@ class SimilarityConfig(Options):
     )
 
 
-def default_output(features: str | os.PathLike, other: str | os.PathLike | None = None) -> Path:
-    """``FEATURES stem + .cka.png``, or ``FEATURES stem + .vs. + OTHER stem + .cka.png``, beside FEATURES."""
+def default_output(
+    features: str | os.PathLike, other: str | os.PathLike | None = None, *, pooling: str, site: str
+) -> Path:
+    """``FEATURES stem + .POOLING.SITE.cka.png``, or ``FEATURES stem + .vs. + OTHER stem + .POOLING.SITE.cka.png``,
+    beside FEATURES: runs of another pooling or site write files of their own."""
     features = Path(features)
     stem = features.name[: -len(features.suffix)] if features.suffix else features.name
     if other is not None:
         other = Path(other)
         stem += ".vs." + (other.name[: -len(other.suffix)] if other.suffix else other.name)
-    return features.with_name(stem + ".cka.png")
+    return features.with_name(f"{stem}.{pooling}.{site}.cka.png")
 
 
 def similarity(features, other=None, **options: Any) -> Similarity:
@@ -159,9 +163,9 @@ def similarity(features, other=None, **options: Any) -> Similarity:
     config = SimilarityConfig.build(features, **({"other": other} if other is not None else {}), **options)
     result = _similarity(config.features, config.other, config.pooling, config.site)
     if config.output is not None or config.write:
-        result.written = write_similarity(
-            result, config.output or default_output(config.features, config.other), config.formats, config.dpi
-        )
+        named = default_output(config.features, config.other, pooling=config.pooling, site=config.site)
+        output = config.output or named
+        result.written = write_similarity(result, output, config.formats, config.dpi)
     return result
 
 

@@ -84,6 +84,24 @@ def test_cli_similarity_writes_heatmap_and_csv(real_runs, tmp_path):
     assert "linear CKA" in out.with_suffix(".svg").read_text()
 
 
+def test_the_default_names_say_the_pooling_and_the_site(real_runs, tmp_path):
+    """Without -o, a run of another --pooling (or --site) wrote the same FEATURES stem + .cka.png, overwriting
+    the first run's figure and matrix; the name now holds both (-o still wins)."""
+    import shutil
+
+    features = shutil.copy(real_runs["features"], tmp_path / "corpus.features.h5")  # the fixture's folder untouched
+    written = {
+        pooling: sim.similarity(features, pooling=pooling, write=True, formats=("png",)).written
+        for pooling in ("mean", "cls")
+    }
+    for pooling, files in written.items():
+        figure = tmp_path / f"corpus.features.{pooling}.hidden.cka.png"
+        assert files == [figure, figure.with_suffix(".csv")]
+        assert all(path.exists() for path in files)
+    chosen = tmp_path / "mine.png"
+    assert sim.similarity(features, pooling="cls", output=chosen, formats=("png",)).written[0] == chosen
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "args, message",
