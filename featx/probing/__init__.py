@@ -78,6 +78,8 @@ _HOMES = {
     "arc_features": "tasks.word_eval",
     "WordPlan": "tasks.word_items",
     "sentence_folds": "tasks.word_items",
+    "run_groups": "tasks.redraw",  # a finished run's folds drawn again (featx compare, featx explain)
+    "run_plan": "tasks.redraw",
     "pooled_block": "tasks.pairs",
     "senteval": "tasks.pairs",
     "EvaluationPlan": "evaluation.plans:Plan",

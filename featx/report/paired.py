@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from ..io import read_csv
-from ..probing import SIGNIFICANCE_ALPHA, holm
+from ..probing import SIGNIFICANCE_ALPHA, holm, run_groups, run_plan
 from ..safe_files import sibling
 
 N_BOOT = 2000
@@ -93,44 +93,6 @@ def _layer_columns(frame: pd.DataFrame) -> dict[int, str]:
     return out
 
 
-def run_groups(meta: dict, frame: pd.DataFrame):
-    """The groups of a ``--group`` run's predictions rows (its file's ``group`` column), coded as the probe coded
-    them, so that its folds are drawn again as they were (None: the run kept no groups)."""
-    from ..io import label_column
-    from ..probing import Groups
-
-    column = meta.get("group")
-    if not column:
-        return None
-    values = label_column(str(column), list(frame["group"])) if "group" in frame else None
-    if values is None or (values.codes < 0).any():
-        raise ValueError(
-            f"the run kept groups of '{column}' whole (--group), and its predictions file does not give every "
-            "row's group to draw its folds again by (a file of an older featx: run featx probe again)"
-        )
-    return Groups(str(column), values.codes, values.names).take(np.arange(len(frame)))
-
-
-def _plan(meta: dict, y: np.ndarray, names: list[str] | None, sentences: np.ndarray | None = None, groups=None):
-    """The run's evaluation over the predictions file's rows; a word-level run's items carry their
-    ``sentences``, and a ``--group`` run's rows their ``groups`` (``run_groups``), so its folds and resamples
-    keep each sentence or group whole, as the probe's did."""
-    from ..probing import EvaluationPlan, WordPlan, classification_plan, regression_plan, sentence_folds
-
-    if meta.get("evaluation") == "split":
-        tested = [(np.arange(0), np.arange(len(y)))]
-        if sentences is None:
-            return EvaluationPlan("split", tested, [None], None if groups is None else groups.codes)
-        return WordPlan("split", tested, [None], groups=sentences)
-    folds, seed = int(meta.get("folds") or 5), int(meta.get("seed") or 0)
-    if sentences is not None:
-        pairs = sentence_folds(y, sentences, folds, seed)
-        return WordPlan(f"{folds}-fold cv", pairs, [None] * len(pairs), groups=sentences)
-    if names is None:  # a regression run's folds (unstratified, as the probe drew them)
-        return regression_plan(y, None, folds, seed, groups)
-    return classification_plan(y, None, folds, seed, names, str(meta.get("label") or "label"), groups)
-
-
 def _coded(a: pd.DataFrame, meta: dict, regression: bool):
     """The labels as the probe scored them (numbers, or class codes 0..k-1) and how to read a predictions column."""
     if regression:
@@ -158,7 +120,7 @@ def _paired_inputs(meta_a: dict, meta_b: dict, metric: str):
     if names is not None and (y < 0).any():
         raise ValueError("a label of the predictions file is not among the run's classes")
     sentences = a["row"].astype(int).to_numpy() if meta_a.get("level") in WORD_LEVELS else None
-    plan = _plan(meta_a, y, names, sentences, run_groups(meta_a, a))
+    plan = run_plan(meta_a, y, names, sentences, run_groups(meta_a, a))
     tested = plan.folds[0][1] if plan.is_split else np.arange(len(y))
     return a, b, y, names, read, Scoring(metric, len(names or ())), plan, tested
 

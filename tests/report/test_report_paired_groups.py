@@ -10,8 +10,9 @@ import pytest
 
 import featx
 from featx.io import read_csv
+from featx.probing import run_groups, run_plan
 from featx.report import load_results
-from featx.report.paired import _paired_inputs, _plan, paired_test_at, predictions_path, run_groups, why_not_paired
+from featx.report.paired import _paired_inputs, paired_test_at, predictions_path, why_not_paired
 from featx.store import FeatureFile
 
 QUICK = dict(layers="all", lexical=False, control=False, jobs=1, n_bootstrap=100)
@@ -65,7 +66,7 @@ def test_a_grouped_split_resamples_whole_groups():
     frame = pd.DataFrame({"group": ["d2", "d1", "d2", "d10", "d1"]})
     meta = {"evaluation": "split", "group": "doc"}
     groups = run_groups(meta, frame)
-    plan = _plan(meta, np.zeros(5, int), ["a", "b"], None, groups)
+    plan = run_plan(meta, np.zeros(5, int), ["a", "b"], None, groups)
     assert plan.is_split and list(plan.groups) == list(groups.codes) and len(set(plan.groups)) == 3
     assert plan.groups[0] == plan.groups[2] and plan.groups[1] == plan.groups[4]
 

@@ -47,7 +47,7 @@ def test_word_runs_under_cross_validation_with_a_class_rarer_than_the_folds_are_
 
 
 def test_the_folds_of_a_word_run_keep_each_sentence_whole(tmp_path):
-    from featx.report.paired import _plan
+    from featx.probing import run_plan as _plan
 
     meta, _ = _word_runs(tmp_path, "5-fold cv", 5)
     frame = pd.read_csv(tmp_path / "a.upos.predictions.csv")
@@ -61,7 +61,7 @@ def test_the_folds_of_a_word_run_keep_each_sentence_whole(tmp_path):
 
 
 def test_a_word_run_on_a_split_resamples_whole_sentences(tmp_path):
-    from featx.report.paired import _plan
+    from featx.probing import run_plan as _plan
 
     meta, _ = _word_runs(tmp_path, "split", None)
     frame = pd.read_csv(tmp_path / "a.upos.predictions.csv")

@@ -11,6 +11,7 @@ __all__ = [
     "erase_paths",
     "erasure",
     "explain",
+    "explain_baseline",
     "explain_regression",
     "mdl",
     "neurons",

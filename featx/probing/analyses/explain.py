@@ -22,6 +22,7 @@ from ...options import Options, option
 from ...safe_files import loads_json, sibling
 from ..choice import chosen_layer
 from ..results import load_results, side_path
+from .explain_baseline import baseline_line
 from .explain_regression import (
     LAYER_PREFIX,
     TEXT_COLUMNS,
@@ -53,6 +54,7 @@ class Explanation:
     confusion_layer: str = ""  # that layer
     confusion_how: str = ""  # how it was chosen: on the training part, or the best on the test rows
     confusion_path: Path | None = None  # the CSV written
+    baseline: str = ""  # the majority class's accuracy on the same rows, and where it comes from
 
     def format(self, limit: int = 10) -> str:
         require_whole(limit, "--limit")
@@ -63,6 +65,8 @@ class Explanation:
         ]
         accuracy = self.correct.mean()
         lines.append("accuracy by layer: " + "  ".join(f"{layer} {accuracy[layer]:.3f}" for layer in self.layers))
+        if self.baseline:
+            lines.append(self.baseline)
         lines += ["", f"rows right from some layer on ({len(self.flips)}; first layer from which they stay right):"]
         lines += _rows(self.flips, ["first_right_layer"], limit)
         lines += ["", f"rows wrong at every layer ({len(self.always_wrong)}):"]
@@ -105,8 +109,9 @@ def _rows(frame: pd.DataFrame, extra: list[str], limit: int) -> list[str]:
     return out
 
 
-def _resolve(results) -> tuple[Path, dict]:
-    """The predictions CSV and the run's metadata from a results CSV/JSON or a predictions CSV."""
+def _resolve(results) -> tuple[Path, dict, Path | None]:
+    """The predictions CSV, the run's metadata and its results file from a results CSV/JSON or a predictions
+    CSV."""
     from ...state import given_or_last
 
     path, _ = given_or_last(results, "results")
@@ -115,8 +120,9 @@ def _resolve(results) -> tuple[Path, dict]:
     if path.name.endswith(".predictions.csv"):
         stem = path.name[: -len(".predictions.csv")]
         json_path = path.with_name(stem + ".probe.json")
-        meta = loads_json(json_path.read_text(encoding="utf-8")).get("meta", {}) if json_path.exists() else {}
-        return path, meta
+        if not json_path.exists():
+            return path, {}, None
+        return path, loads_json(json_path.read_text(encoding="utf-8")).get("meta", {}), json_path
     json_path = path.with_suffix(".json")
     meta = {}
     if json_path.exists():
@@ -137,7 +143,7 @@ def _resolve(results) -> tuple[Path, dict]:
             f"{path} has no per-row predictions file ({predictions.name} is missing)",
             "run featx probe again with this featx version: it writes the predictions beside the results",
         )
-    return predictions, meta
+    return predictions, meta, path
 
 
 def _f1(true: np.ndarray, predicted: np.ndarray, name: str) -> float:
@@ -232,9 +238,11 @@ def explain(config: ExplainConfig | str | Path | None = None, **options: object)
     ``ExplainConfig`` or its fields as keywords."""
     chosen = ExplainConfig.build(config, **options)
     buckets, texts = chosen.buckets, chosen.texts
-    path, meta = _resolve(chosen.results)
-    if meta.get("task") == "regression":
-        return explain_regression(path, meta, buckets, texts)
+    path, meta, results = _resolve(chosen.results)
+    regression = meta.get("task") == "regression"
+    baseline = baseline_line(meta, path, results, regression)
+    if regression:
+        return explain_regression(path, meta, buckets, texts, baseline)
     frame, layers = _read_predictions(path)
     predicted = frame[[LAYER_PREFIX + layer for layer in layers]].astype(str)
     predicted.columns = layers
@@ -279,6 +287,7 @@ def explain(config: ExplainConfig | str | Path | None = None, **options: object)
         confusion_matrix(true, predicted[layer], list(meta.get("label_names") or classes)),
         layer,
         how,
+        baseline=baseline,
     )
     if chosen.write:
         _write_confusion(found)

@@ -40,6 +40,7 @@ class RegressionExplanation:
     by_length: pd.DataFrame  # length bucket x layers: MAE (with row counts)
     best: str = ""  # the layer of the largest residuals: chosen on the training part, else the best test R²
     best_how: str = ""  # how it was picked (featx.probing.choice.chosen_layer)
+    baseline: str = ""  # the training mean's R² on the same rows, and where it comes from
 
     def format(self, limit: int = 10) -> str:
         require_whole(limit, "--limit")
@@ -49,6 +50,7 @@ class RegressionExplanation:
             "",
             "R² and MAE by layer:",
             self.by_layer.T.to_string(float_format=lambda v: f"{v:.3f}"),
+            *([self.baseline] if self.baseline else []),
             "",
             f"largest residuals (prediction - label) at layer {self.best} ({self.best_how}), by layer:",
         ]
@@ -90,7 +92,7 @@ def add_texts(frame: pd.DataFrame, meta: dict) -> None:
             frame[column] = [values[i] if 0 <= i < len(values) else "" for i in rows]
 
 
-def explain_regression(path: Path, meta: dict, buckets: int, texts: bool) -> RegressionExplanation:
+def explain_regression(path: Path, meta: dict, buckets: int, texts: bool, baseline: str = "") -> RegressionExplanation:
     try:
         frame = read_csv(path, dtype={"id": str}, keep_default_na=False)
         layers = [column[len(LAYER_PREFIX) :] for column in frame.columns if column.startswith(LAYER_PREFIX)]
@@ -122,4 +124,6 @@ def explain_regression(path: Path, meta: dict, buckets: int, texts: bool) -> Reg
     by_length.insert(0, "rows", errors.groupby(groups.values, observed=True).size())
     by_length.index.name = "tokens"
     label, predictions_for = str(meta.get("label", "")), str(meta.get("predictions_for", ""))
-    return RegressionExplanation(path, label, predictions_for, layers, by_layer, largest, by_length, best, how)
+    return RegressionExplanation(
+        path, label, predictions_for, layers, by_layer, largest, by_length, best, how, baseline
+    )

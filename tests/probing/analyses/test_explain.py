@@ -115,3 +115,26 @@ def test_predictions_choice_is_checked_before_probing(tiny_model, tmp_path):
         list(result.predictions.columns[-2:]) == ["layer_0", "layer_1"]
         and result.meta["predictions_for"] == "mean/logreg"
     )
+
+
+@pytest.mark.parametrize("evaluation", ["split", "2-fold cv"])
+def test_accuracy_stands_beside_the_majority_baseline_on_the_same_rows(tmp_path, evaluation):
+    """A split run: the results table's majority row (scored on these test rows); k-fold: each fold's training
+    majority pooled over the out-of-fold rows. By hand: 6 of 8 rows are 'a', and every training part of two
+    stratified folds holds 3 'a' and 1 'b', so the pooled majority is 6/8; the split's table row says 0.625."""
+    labels = ["a"] * 6 + ["b"] * 2
+    frame = pd.DataFrame(
+        {"row": range(8), "id": [f"r{i}" for i in range(8)], "label": labels, "n_tokens": range(4, 12)}
+        | {"truncated": [False] * 8, "layer_0": ["a"] * 8, "layer_1": ["b"] * 8}
+    )
+    path = tmp_path / "c.label.predictions.csv"
+    frame.to_csv(path, index=False)
+    meta = {"label": "label", "predictions_for": "mean/logreg", "predictions_file": path.name}
+    meta |= {"evaluation": "split"} if evaluation == "split" else {"evaluation": evaluation, "folds": 2, "seed": 0}
+    majority = {"features": "main", "layer_spec": "majority", "pooling": "", "classifier": "majority"}
+    results = [majority | {"accuracy": 0.625}]
+    (tmp_path / "c.label.probe.json").write_text(json.dumps({"meta": meta, "results": results}))
+    text = explain(tmp_path / "c.label.probe.json", write=False).format()
+    by_hand = 0.625 if evaluation == "split" else 6 / 8
+    assert f"accuracy by layer: 0 0.750  1 0.250\nbaseline: majority class accuracy {by_hand:.3f} (" in text
+    assert ("on these same test rows" if evaluation == "split" else "pooled over the out-of-fold rows") in text
