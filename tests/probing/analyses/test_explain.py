@@ -138,3 +138,36 @@ def test_accuracy_stands_beside_the_majority_baseline_on_the_same_rows(tmp_path,
     by_hand = 0.625 if evaluation == "split" else 6 / 8
     assert f"accuracy by layer: 0 0.750  1 0.250\nbaseline: majority class accuracy {by_hand:.3f} (" in text
     assert ("on these same test rows" if evaluation == "split" else "pooled over the out-of-fold rows") in text
+
+
+@pytest.mark.parametrize("evaluation", ["split", "3-fold cv"])
+def test_r2_stands_beside_the_training_mean_on_the_same_rows(tmp_path, evaluation):
+    """A number: a split run prints the results table's ``train mean`` row; a k-fold run pools each fold's
+    training mean over the out-of-fold rows, computed here by hand over the folds the run drew (never a fold's
+    own test rows in its mean)."""
+    from featx.probing import run_plan
+
+    y = np.array([1.0, 2.0, 4.0, 3.0, 5.0, 0.5, 2.5, 4.5, 1.5])
+    frame = pd.DataFrame(
+        {"row": range(9), "id": [f"r{i}" for i in range(9)], "label": y, "n_tokens": range(4, 13)}
+        | {"truncated": [False] * 9, "layer_0": y + 0.5, "layer_1": y[::-1]}
+    )
+    path = tmp_path / "s.score.predictions.csv"
+    frame.to_csv(path, index=False)
+    meta = {"label": "score", "task": "regression", "predictions_for": "mean/ridge", "predictions_file": path.name}
+    meta |= {"evaluation": "split"} if evaluation == "split" else {"evaluation": evaluation, "folds": 3, "seed": 4}
+    reference = {"features": "main", "layer_spec": "train mean", "pooling": "", "classifier": "train mean"}
+    reference |= {"r2": -0.04, "accuracy": None}
+    (tmp_path / "s.score.probe.json").write_text(json.dumps({"meta": meta, "results": [reference]}))
+    text = explain(tmp_path / "s.score.probe.json", write=False).format()
+    if evaluation == "split":
+        assert "baseline: the training mean's R² -0.040 (the results table's train mean row" in text
+        return
+    predicted = np.empty_like(y)
+    folds = run_plan(meta, y, None).folds
+    for train, test in folds:
+        assert not set(train) & set(test)
+        predicted[test] = y[train].mean()
+    assert sorted(np.concatenate([test for _, test in folds]).tolist()) == list(range(9))
+    by_hand = 1 - ((y - predicted) ** 2).sum() / ((y - y.mean()) ** 2).sum()
+    assert f"baseline: the training mean's R² {by_hand:.3f} (each fold's training part fitted it, pooled" in text
