@@ -247,8 +247,8 @@ class ProbeConfig(Options):
         flag="--train-sizes",
         listed=True,
         group=OUTPUT,
-        help="Learning curves: fractions of each training part (0.1,0.25,0.5,1.0) or row counts; "
-        "written to PREFIX.curve.csv.",
+        help="Learning curves: fractions of each training part (0.1,0.25,0.5,1.0) or row counts; each size beside "
+        "its baseline (the majority class or training mean on the same rows); written to PREFIX.curve.csv.",
     )
     curve_layers: str | None = option(
         None,

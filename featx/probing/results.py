@@ -76,6 +76,7 @@ CURVE_COLUMNS = [
     "accuracy_low",
     "accuracy_high",
     "macro_f1",
+    "baseline",
     "evaluation",
 ]
 

@@ -16,8 +16,6 @@ from pathlib import Path
 import h5py
 import numpy as np
 
-from ..errors import InputError
-
 CHUNK_BYTES = 1 << 20
 
 
@@ -151,20 +149,3 @@ def allocated_rows(n_rows: int, width: int, itemsize: int) -> int:
     """Rows a feature dataset of ``n_rows`` takes on disk: whole chunks (one layer of a block of rows)."""
     chunk = row_chunks(n_rows, width * itemsize)
     return -(-n_rows // chunk) * chunk if n_rows else 0
-
-
-def token_states_dtype(dtype, layer) -> np.dtype:
-    """``FeatureFile.token_states``' ``dtype`` as a numpy float dtype; anything else (a row number read as a dtype:
-    ``token_states(0, 4)``) an ``InputError`` naming the expected call."""
-    try:
-        checked = np.dtype(dtype)
-    except TypeError:
-        checked = None
-    if checked is None or checked.kind != "f" or isinstance(dtype, (bool, int, float)):
-        raise InputError(
-            f"token_states({layer!r}, {dtype!r}): the second argument is the dtype of the states returned (a float "
-            f"type such as numpy.float32), not {dtype!r}",
-            "call token_states(layer, dtype=numpy.float32, site='hidden'): it returns every committed row's tokens "
-            "of that layer; row r's are states[token_offsets[r]:token_offsets[r + 1]]",
-        )
-    return checked

@@ -15,8 +15,9 @@ import numpy as np
 from ..errors import IncompleteError, InputError, StoreError
 from ..safe_files import loads_json
 from . import schema as s
+from .calls import checked_call
 from .finite import check_finite
-from .hdf5 import read_layer, token_states_dtype
+from .hdf5 import read_layer
 from .schema import HIDDEN_SITE, escape_name, partial_path, site_pooled_path, site_tokens_path
 from .strings import decode_attr, read_strings
 from .validate import check_layout, check_structure
@@ -69,8 +70,8 @@ def _opened(actual: Path) -> h5py.File:
         ) from None
 
 
-def _of(site: str) -> str:
-    return "" if site == HIDDEN_SITE else f" of site '{site}'"
+def _of(site: str, word: str = "of") -> str:
+    return "" if site == HIDDEN_SITE else f" {word} site '{site}'"
 
 
 def _checked(file: h5py.File, actual: Path) -> tuple[dict, int, dict]:
@@ -194,13 +195,12 @@ class FeatureFile(WordAccess):
         if layer < 0:
             layer += max(self.layers) + 1
         if layer not in layers:
-            where = "" if site == HIDDEN_SITE else f" for site '{site}'"
-            raise InputError(f"layer {layer} is not stored{where} in {self.path}; stored layers: {layers}")
+            raise InputError(f"layer {layer} is not stored{_of(site, 'for')} in {self.path}; stored layers: {layers}")
         return layers.index(layer)
 
     def features(self, pooling: str, layer: int, dtype=np.float32, site: str = HIDDEN_SITE) -> np.ndarray:
         """``(n_rows, width)`` features of one pooling at one layer of a site; reads only that layer."""
-        poolings = self.site_poolings(site)
+        dtype, poolings = checked_call("features", dtype, pooling, layer), self.site_poolings(site)
         if pooling not in poolings:
             where = "" if site == HIDDEN_SITE else f" for site '{site}'"
             raise InputError(f"pooling '{pooling}' is not stored{where} in {self.path}; stored: {', '.join(poolings)}")
@@ -211,6 +211,7 @@ class FeatureFile(WordAccess):
 
     def concatenated(self, pooling: str, layers: list[int], dtype=np.float32, site: str = HIDDEN_SITE) -> np.ndarray:
         """``(n_rows, width * len(layers))``: the "concatenate the last four layers" feature set."""
+        dtype = checked_call("concatenated", dtype, pooling, layers)  # ('mean', 3) or ('mean', [3], 5): refused
         return np.concatenate([self.features(pooling, layer, dtype, site) for layer in layers], axis=1)
 
     # -- rows ------------------------------------------------------------------------------
@@ -322,8 +323,7 @@ class FeatureFile(WordAccess):
 
     @property
     def pair_truncated(self) -> np.ndarray:
-        """Separate mode: whether side b was truncated (all False otherwise; ``truncated`` is side a's or the
-        pair's)."""
+        """Separate mode: was side b truncated (all False otherwise; ``truncated`` is side a's or the pair's)."""
         if s.PAIR_N_KEPT not in self._file:
             return np.zeros(self.n_rows, dtype=bool)
         return self._file[s.PAIR_N_TOKENS][: self.n_rows] > self.pair_n_kept
@@ -372,7 +372,7 @@ class FeatureFile(WordAccess):
 
     def token_states(self, layer: int, dtype=np.float32, site: str = HIDDEN_SITE) -> np.ndarray:
         """``(total_tokens, width)`` states of one layer for all committed rows (slice with ``token_offsets``)."""
-        dtype, position = token_states_dtype(dtype, layer), self._layer_position(layer, site)  # (0, 4): refused
+        dtype, position = checked_call("token_states", dtype, layer), self._layer_position(layer, site)
         total = int(self.token_offsets[-1])  # token_offsets checks that the file has token states
         states = read_layer(self._file[site_tokens_path(site)], position, total)
         layer = self.site_layers(site)[position]

@@ -4,6 +4,7 @@ through extraction and through the merge of shards."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -103,6 +104,20 @@ def test_layout_and_attributes_of_a_written_file(tmp_path):
             with pytest.raises(InputError, match=r"token_states\(2, .*\): the second argument is the dtype") as err:
                 features.token_states(2, wrong)
             assert "call token_states(layer, dtype=numpy.float32, site='hidden')" in err.value.hint
+        # features and concatenated: the same check (featx.store.calls), arguments in another order or one too many
+        assert features.features("mean", 2, np.float16, "ffn").dtype == np.float16
+        assert features.concatenated("cls", [0, np.int64(2)], dtype=np.float64).shape == (10, 8)
+        for call, args, wrong in [
+            ("features", ("mean", 2, 5), r"the third argument is the dtype of the features returned .*, not 5"),
+            ("features", (2, "mean"), r"the first argument is the pooling .*, not 2"),
+            ("features", ("mean", "2"), r"the second argument is the layer .*, not '2'"),
+            ("concatenated", ("mean", [2], 5), r"the third argument is the dtype"),
+            ("concatenated", ("mean", 2), r"the second argument is the layers .*, not 2"),
+            ("concatenated", (2, [0, 2]), r"the first argument is the pooling"),
+        ]:
+            with pytest.raises(InputError, match=re.escape(f"{call}({', '.join(map(repr, args))}): ") + wrong) as err:
+                getattr(features, call)(*args)
+            assert err.value.hint.startswith(f"call {call}(pooling, ")
 
 
 def test_partial_file_shows_only_its_committed_rows(tmp_path):

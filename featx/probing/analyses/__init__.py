@@ -6,6 +6,7 @@ explanations, MDL, learning curves and layer summaries (scalar mix)."""
 from ...lazy import lazy_exports
 
 __all__ = [
+    "curve_baselines",
     "curves",
     "erase",
     "erase_paths",

@@ -2,6 +2,8 @@
 
 Each fold's training part is subsampled (stratified where every class can keep a row, seeded by the
 fold), the test part is unchanged, so the points of one curve differ only in how much data the probe saw.
+Each point stands beside its baseline (``curve_baselines``): the majority class, or for a number the training mean,
+fitted on the same subsampled training rows and scored on the same test rows.
 """
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ from ...selection import parse_layer_specs
 from ..evaluation import summarise
 from ..tasks.word_eval import item_features, run_fold
 from ..tasks.word_items import WordPlan, opened_source
+from .curve_baselines import curve_baseline
 
 CURVE_BOOTSTRAP = 200
 
@@ -78,6 +79,7 @@ def curve_job(source, layer: int, pooling: str, shared, sizes: list[float]) -> l
     with threadpool_limits(limits=1):
         for size in sizes:
             plan = subsampled_plan(shared.plan, size, shared.seed, task.y)
+            baseline = curve_baseline(plan, task.y, task.n_classes)  # the majority class on the same items
             for classifier in shared.classifiers:
                 folds = [
                     run_fold(
@@ -113,6 +115,7 @@ def curve_job(source, layer: int, pooling: str, shared, sizes: list[float]) -> l
                         "accuracy_low": row["accuracy_low"],
                         "accuracy_high": row["accuracy_high"],
                         "macro_f1": row["macro_f1"],
+                        "baseline": baseline,
                         "evaluation": plan.evaluation,
                     }
                 )

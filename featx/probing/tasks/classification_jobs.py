@@ -151,6 +151,7 @@ def run_curve_job(job: FeatureJob, inputs: ClassificationInputs, sizes: list[flo
     """Learning-curve points of one job: the same outer folds, each training part subsampled."""
     from threadpoolctl import threadpool_limits
 
+    from ..analyses.curve_baselines import curve_baseline
     from ..analyses.curves import subsampled_plan
 
     records = []
@@ -158,6 +159,7 @@ def run_curve_job(job: FeatureJob, inputs: ClassificationInputs, sizes: list[flo
         data = load_job_features(job, inputs.kept, inputs.allow_partial)
         for size in sizes:
             plan = subsampled_plan(inputs.plan, inputs.y, size, inputs.seed)
+            baseline = curve_baseline(plan, inputs.y, inputs.n_classes)  # the majority class on the same rows
             sub = replace(inputs, plan=plan)
             for classifier in job.classifiers:
                 folds = fit_folds(classifier, job.spec.kind, data, [inputs.y], sub)[0]
@@ -174,6 +176,7 @@ def run_curve_job(job: FeatureJob, inputs: ClassificationInputs, sizes: list[flo
                         "train_size": size,
                         **{key: row[key] for key in ("n_train", "accuracy", "accuracy_low", "accuracy_high")},
                         "macro_f1": row["macro_f1"],
+                        "baseline": baseline,
                         "evaluation": plan.evaluation,
                     }
                 )

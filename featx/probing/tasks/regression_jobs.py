@@ -32,6 +32,7 @@ CURVE_COLUMNS = [
     "r2_low",
     "r2_high",
     "spearman",
+    "baseline",
     "evaluation",
 ]
 STRATA = 5  # learning curves subsample each training part stratified by quantile bins of its targets
@@ -114,6 +115,7 @@ def run_curve_job(job: FeatureJob, inputs: RegressionInputs, sizes: list[float])
     by quantile bins of its own targets, ``training_strata``), the test part unchanged."""
     from threadpoolctl import threadpool_limits
 
+    from ..analyses.curve_baselines import curve_baseline
     from ..analyses.curves import subsampled_plan
 
     records = []
@@ -121,6 +123,7 @@ def run_curve_job(job: FeatureJob, inputs: RegressionInputs, sizes: list[float])
         data = load_job_features(job, inputs.kept, inputs.allow_partial)
         for size in sizes:
             plan = subsampled_plan(inputs.plan, inputs.y, size, inputs.seed, training_strata)
+            baseline = curve_baseline(plan, inputs.y)  # the training mean's R² on the same rows
             for classifier in job.classifiers:
                 folds = fit_folds(classifier, data, [inputs.y], replace(inputs, plan=plan))[0]
                 row = rm.summarise(plan, inputs.y, folds, min(inputs.n_bootstrap, 200), inputs.seed)
@@ -136,6 +139,7 @@ def run_curve_job(job: FeatureJob, inputs: RegressionInputs, sizes: list[float])
                         "classifier": classifier,
                         "train_size": size,
                         "evaluation": plan.evaluation,
+                        "baseline": baseline,
                         **{key: row[key] for key in CURVE_COLUMNS if key in row},
                     }
                 )

@@ -136,7 +136,9 @@ def learning_figure(
 
 
 def format_curve_table(curve, max_groups: int = 4) -> str:
-    """Accuracy by training-set size, one line per (site, layer, pooling, classifier): what the probe prints."""
+    """Accuracy by training-set size, one line per (site, layer, pooling, classifier), and under them each size's
+    baseline (the majority class, or the training mean's R², on the same rows; files written before the ``baseline``
+    column print none): what the probe prints."""
     curve = read_curve(curve)
     sizes = sorted(set(curve["train_size"])) if "train_size" in curve.columns else sorted(set(curve["n_train"]))
     key = "train_size" if "train_size" in curve.columns else "n_train"
@@ -154,6 +156,9 @@ def format_curve_table(curve, max_groups: int = 4) -> str:
         for spec, block in part.groupby("layer_spec", sort=False):
             values = dict(zip(block[key], block[metric], strict=False))
             rows.append([str(spec)] + [num(values.get(size)) for size in sizes])
+        if "baseline" in part.columns:  # the same for every layer of a size: the same subsampled rows
+            values = dict(zip(part[key], part["baseline"], strict=False))
+            rows.append(["train mean" if metric == "r2" else "majority"] + [num(values.get(size)) for size in sizes])
         widths = [max(len(header[i]), *(len(row[i]) for row in rows)) for i in range(len(header))]
         name = " · ".join(str(value) for value in (group if isinstance(group, tuple) else (group,)))
         lines += [

@@ -9,6 +9,8 @@ import pytest
 from featx.errors import InputError
 from featx.probing import probe
 from featx.probing.analyses.curves import parse_train_sizes, subsample
+from featx.report.figures.learning import format_curve_table
+from featx.report.text.format import num
 
 
 def test_parse_train_sizes():
@@ -42,6 +44,14 @@ def test_probe_learning_curves(tiny_model, tmp_path):
     assert full.accuracy == pytest.approx(single.accuracy)  # the same folds, the whole training part
     assert curve[curve.train_size == 0.25].n_train.max() < full.n_train
     assert full.accuracy > curve[(curve.layer == 0) & (curve.train_size == 1.0)].accuracy.iloc[0]
+    # each point's baseline: the majority class fitted on the same subsampled rows (the whole part: the table's)
+    majority = result.table[result.table.kind == "majority"].accuracy.iloc[0]
+    assert curve[curve.train_size == 1.0].baseline.tolist() == pytest.approx([majority, majority])
+    small = curve[curve.train_size == 0.25].baseline
+    assert small.notna().all() and small.nunique() == 1  # one subsample per size, whatever the layer
+    printed = format_curve_table(curve).splitlines()
+    assert printed[-1].split() == ["majority", num(small.iloc[0]), num(majority)]
+    assert "majority" not in format_curve_table(curve.drop(columns="baseline"))  # curve files written before it
 
 
 @pytest.mark.slow

@@ -271,7 +271,11 @@ def test_learning_curves_of_a_regression_label(score_features, tmp_path):
     top = curve[(curve.layer_spec == "1") & (curve.train_size == 1.0)].r2.iloc[0]
     assert top == pytest.approx(result.table[result.table.layer_spec == "1"].r2.iloc[0])
     assert curve[curve.layer_spec == "1"].n_train.is_monotonic_increasing
-    assert "R² by training size" in format_curve_table(result.curve_path)
+    mean = result.table[result.table.layer_spec == "train mean"].r2.iloc[0]  # the training mean on the same rows
+    assert curve[curve.train_size == 1.0].baseline.tolist() == pytest.approx([mean, mean])
+    assert curve.baseline.notna().all() and (curve.baseline <= 0).all()  # R² of a mean: at most 0 on held-out rows
+    printed = format_curve_table(result.curve_path)
+    assert "R² by training size" in printed and printed.splitlines()[-1].startswith("train mean ")
     _, written = learning_figure(result.curve_path, output=tmp_path / "curve.png", formats=("png",))
     assert written and written[0].stat().st_size > 0
 

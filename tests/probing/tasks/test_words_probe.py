@@ -491,6 +491,8 @@ def test_learning_curves_subsample_whole_training_sentences():
     assert list(curve.train_size) == [0.2, 1.0, 0.2, 1.0] and curve.n_train.iloc[0] < curve.n_train.iloc[1]
     full = curve[(curve.layer == 1) & (curve.train_size == 1.0)].accuracy.iloc[0]
     assert full == pytest.approx(result.table[(result.table.layer == 1)].accuracy.iloc[0])
+    majority = result.table[result.table.layer_spec == "majority"].accuracy.iloc[0]  # fitted on the same items
+    assert curve[curve.train_size == 1.0].baseline.tolist() == pytest.approx([majority, majority])
 
 
 def test_the_smallest_curve_point_keeps_two_classes_in_two_sentences_each():
