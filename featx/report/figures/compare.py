@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from ..load import METRIC_NAMES, Entry, references
-from .style import CYCLE, MARKERS, OKABE_ITO, RC, axes_or_new, legend_below
+from .style import CYCLE, MARKERS, OKABE_ITO, RC, axes_or_new, legend_below, ring
 
 
 def _x(entry: Entry, layers, relative_depth: bool):
@@ -123,15 +123,5 @@ def _ring_significant(ax, entry: Entry, tests: pd.DataFrame, metric: str, relati
         return False
     values = dict(zip(entry.rows["layer"].astype(int), entry.rows[metric].astype(float), strict=False))
     layers = [int(layer) for layer in mine["layer"] if int(layer) in values]
-    ax.plot(
-        _x(entry, layers, relative_depth),
-        [values[layer] for layer in layers],
-        marker="o",
-        markersize=11,
-        markerfacecolor="none",
-        markeredgecolor=OKABE_ITO["black"],
-        markeredgewidth=1.4,
-        linestyle="none",
-        zorder=5,
-    )
+    ring(ax, _x(entry, layers, relative_depth), [values[layer] for layer in layers], size=11, width=1.4, zorder=5)
     return bool(layers)

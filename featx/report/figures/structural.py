@@ -13,7 +13,7 @@ from ...errors import InputError
 from ..load import model_name
 from ..structural import MEASURE_NAMES, StructuralResults, load_structural
 from .curves import draw_references, draw_series, finish_layer_axes, star_row
-from .style import FORMATS, OKABE_ITO, RC, REFERENCE_GREY, axes_or_new, legend_below, save
+from .style import FORMATS, RC, REFERENCE_GREY, axes_or_new, legend_below, ring, save
 
 
 def plain(text: object) -> str:
@@ -90,15 +90,12 @@ def _mark_choices(ax, results: StructuralResults, measure: str) -> None:
         return
     if chosen is not None and (best["layer"], best["pooling"]) == (chosen["layer"], chosen["pooling"]):
         return
-    ax.plot(
+    ring(
+        ax,
         [int(best["layer"])],
         [float(best[measure])],
-        marker="o",
-        markersize=14,
-        markerfacecolor="none",
-        markeredgecolor=OKABE_ITO["black"],
-        markeredgewidth=1.6,
-        linestyle="none",
+        size=14,
+        width=1.6,
         zorder=4,
         label=f"best on the test sentences ({MEASURE_NAMES[results.selection_measure]}; not a fair choice): "
         f"layer {int(best['layer'])}, {plain(best['pooling'])}",
