@@ -157,10 +157,10 @@ def fitted_corpus_note(probe: Probe, corpus: Corpus, frame: pd.DataFrame, truth:
 
 def fitted_corpus_sha256(probe: Probe) -> str | None:
     """The sha256 of the corpus file whose features the probe was fitted on, as its bundle records it."""
-    import json
+    from ..safe_files import loads_json
 
     try:
-        recorded = json.loads((probe.info.get("features_file") or {}).get("fingerprint") or "")
+        recorded = loads_json((probe.info.get("features_file") or {}).get("fingerprint") or "")
     except (TypeError, ValueError):
         return None
     return recorded.get("corpus_sha256") if isinstance(recorded, dict) else None

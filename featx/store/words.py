@@ -16,6 +16,7 @@ import h5py
 import numpy as np
 
 from ..errors import InputError, StoreError
+from ..safe_files import loads_json
 from ..selection import WORD_POOLINGS
 from . import schema as s
 from .finite import check_finite
@@ -91,7 +92,7 @@ def _dataset(file: h5py.File, name: str, shape: tuple, kinds: str, path: Path) -
 def _poolings(attrs: dict, path: Path) -> list[str]:
     raw = attrs.get(s.WORD_POOLINGS)
     try:
-        value = json.loads(raw) if isinstance(raw, str) else None
+        value = loads_json(raw) if isinstance(raw, str) else None
     except ValueError:
         value = None
     if (

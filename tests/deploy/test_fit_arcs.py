@@ -300,3 +300,16 @@ def test_a_head_selectors_fold_means_equal_but_for_rounding_tie_to_the_earlier_c
     )
     assert np.mean(folds["early"]) < np.mean(folds["late"])  # unrounded, the later one would win
     assert [candidate.spec for candidate in attach.choose_heads(plan)] == ["early", "late"]
+
+
+def test_a_bundle_fingerprint_nested_too_deeply_names_no_fitted_corpus():
+    """The bundle's recorded features-file fingerprint is untrusted: nested too deeply for the JSON parser, it
+    names no fitted corpus (as an unreadable one), never a RecursionError."""
+    from types import SimpleNamespace
+
+    from featx.deploy.table import fitted_corpus_sha256
+
+    deep = SimpleNamespace(info={"features_file": {"fingerprint": "[" * 200_000 + "]" * 200_000}})
+    assert fitted_corpus_sha256(deep) is None
+    fine = SimpleNamespace(info={"features_file": {"fingerprint": '{"corpus_sha256": "ab"}'}})
+    assert fitted_corpus_sha256(fine) == "ab"

@@ -7,7 +7,6 @@ already what the plan would write, tokenise, open (or resume) the writer, run th
 
 from __future__ import annotations
 
-import json
 import tempfile
 import time
 from pathlib import Path
@@ -17,7 +16,7 @@ import torch
 from ... import store
 from ...errors import FeatxError, InputError, Interrupted, ModelError, StoreError, signal_of
 from ...io import rereadable, source_name
-from ...safe_files import check_overwrite, is_hdf5_file
+from ...safe_files import check_overwrite, is_hdf5_file, loads_json
 from ...state import remember
 from ...store import FeatureFile, FeatureWriter, OutputLock, partial_path, resumable, shard_rows_match
 from ..checks import output_path
@@ -242,7 +241,7 @@ def fingerprint_difference(recorded, wanted: str) -> str:
     this command would write (both JSON objects; nested ones compared key by key), or ``""`` where either cannot
     be read. A sha256 or a long value is named without its values."""
     try:
-        old, new = json.loads(recorded), json.loads(wanted)
+        old, new = loads_json(recorded), loads_json(wanted)
     except (TypeError, ValueError):
         return ""
     if not isinstance(old, dict) or not isinstance(new, dict):

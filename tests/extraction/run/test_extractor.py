@@ -341,3 +341,15 @@ def test_extract_says_what_the_reader_noticed_of_its_label_columns(tiny_model, t
     corpus.write_text("text,label\n" + "".join(f"{text},{'pos' if i % 3 else ''}\n" for i, text in enumerate(TEXTS)))
     summary = run(corpus, tiny_model, tmp_path)
     assert any(note.startswith("label 'label':") and "row(s) missing" in note for note in summary.notes)
+
+
+def test_a_fingerprint_nested_too_deeply_is_not_compared_and_not_a_traceback():
+    """A features file's recorded fingerprint is untrusted: one nested too deeply for the JSON parser leaves the
+    refusal without its list of differences, as an unreadable one does (no RecursionError)."""
+    from featx.extraction.run.orchestrate import fingerprint_difference
+
+    deep = "[" * 200_000 + "]" * 200_000
+    assert fingerprint_difference(deep, '{"batch_size": 4}') == ""
+    assert fingerprint_difference('{"batch_size": 4}', '{"batch_size": 8}') == (
+        ": batch_size (the file's 4, this command's 8)"
+    )
