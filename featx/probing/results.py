@@ -246,8 +246,8 @@ def _normalise(table: pd.DataFrame) -> pd.DataFrame:
 
 
 NOT_PROBE_RESULTS_HINT = (
-    "give the .probe.csv or .probe.json of featx probe; featx report also reads the results of erase, neurons "
-    "and probe --sweep"
+    "give the .probe.csv or .probe.json of featx probe; featx report also reads the results of erase, neurons, "
+    "probe --sweep and probe --structural"
 )
 
 

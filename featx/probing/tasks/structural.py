@@ -213,7 +213,7 @@ def structural_probe(config: ProbeConfig | str | Path | None = None, source: Any
     Takes a ``ProbeConfig`` (with ``structural`` set) or its fields as keywords; ``source``: an open object with
     ``FeatureFile``'s word methods instead of the file (tests). Returns a ``StructuralResult``, whose table is also
     written as CSV and JSON unless ``write=False``."""
-    from ...state import given_or_last
+    from ...state import given_or_last, remember
     from ..inputs import job_workers, run_jobs
     from ..plan import probe_config
 
@@ -237,6 +237,8 @@ def structural_probe(config: ProbeConfig | str | Path | None = None, source: Any
         prefix = results_prefix(Path(str(config.features)), inputs.mode, "structural", config.output)
         result.csv_path, result.json_path = Path(f"{prefix}.csv"), Path(f"{prefix}.json")
         write_results(table, meta, result.csv_path, result.json_path)
+        if source is None:
+            remember("results", result.csv_path)  # featx plot / featx report with no path draw this run
     return result
 
 

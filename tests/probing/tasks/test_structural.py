@@ -184,3 +184,18 @@ def test_the_command_writes_its_table(word_features, tmp_path):
     assert written["meta"]["structural"] == "depth" and written["meta"]["evaluation"] == "split"
     assert {row["kind"] for row in written["results"]} == {"position", "probe"}
     assert (tmp_path / "toy.depth.csv").exists()
+
+
+def test_the_run_is_remembered_for_plot_and_report(word_features, tmp_path, monkeypatch):
+    features, _ = word_features
+    monkeypatch.chdir(tmp_path)
+    args = [str(features), "--structural", "distance", "--layer", "0", "--pooling", "mean", "--jobs", "1"]
+    assert CliRunner().invoke(main, ["probe", *args, "-o", "toy.distance"]).exit_code == 0
+    last = json.loads((tmp_path / ".featx" / "last.json").read_text())
+    assert last["results"].endswith("toy.distance.csv")
+    plotted = CliRunner().invoke(main, ["plot"])  # no path: the structural run just written
+    assert plotted.exit_code == 0, plotted.output
+    assert "using the last probing run" in plotted.output and (tmp_path / "toy.distance.png").exists()
+    explained = CliRunner().invoke(main, ["explain"])  # per-example diagnostics are not a structural measure
+    assert explained.exit_code != 0 and "Traceback" not in explained.output, explained.output
+    assert "structural" in explained.output
