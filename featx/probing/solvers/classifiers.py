@@ -1,4 +1,5 @@
-"""The probes: linear models from scikit-learn and two small torch heads (MLP, attention pooling).
+"""The probes: linear models (featx's own solvers of scikit-learn's objectives) and two small torch heads (MLP,
+attention pooling).
 
 Every probe here is fitted on already standardised features; the scaler, the choice of C and the
 early stopping all live in ``evaluation`` and only ever see the training part of a fold.
@@ -40,12 +41,17 @@ def make_linear(name: str, C: float, balanced: bool, seed: int):
             C=C, tol=LOGREG_TOL, max_iter=500, warm_start=True, class_weight="balanced" if balanced else None
         )
     if name == "svm":
-        from sklearn.svm import LinearSVC
+        from .svm import SquaredHingeSVC
 
-        # Primal coordinate descent is the fast choice for n_rows > dims, the dual for fewer rows than dims
-        # (300 TREC rows of 384 dims: 9 s a row in the primal, 2 s in the dual); "auto" picks by the shape.
-        return LinearSVC(
-            C=C, dual="auto", tol=1e-4, max_iter=2000, random_state=seed, class_weight="balanced" if balanced else None
+        # LinearSVC's objective, solved by featx's Newton method (``svm.py``): liblinear took seconds to minutes
+        # at the large Cs of a C search; warm-started along the C path like logreg.
+        return SquaredHingeSVC(
+            C=C,
+            tol=1e-4,
+            max_iter=1000,
+            class_weight="balanced" if balanced else None,
+            warm_start=True,
+            random_state=seed,
         )
     raise ValueError(f"not a linear probe: {name}")
 

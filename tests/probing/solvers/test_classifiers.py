@@ -65,16 +65,20 @@ def test_training_a_head_imports_neither_torch_optim_nor_dynamo(monkeypatch):
     assert seen == []
 
 
-def test_the_svm_probe_of_rows_fewer_than_dimensions_is_solved_in_the_dual():
-    """300 TREC rows of 384 dims took 9 s per svm row (primal coordinate descent: hundreds of passes at C >= 1,
-    2000 without converging at C = 10): with fewer rows than dimensions the dual converges in a few passes; with
-    more rows the primal is kept, as before (the same coefficients as scikit-learn's dual=False)."""
+def test_the_svm_probe_converges_where_liblinear_did_not():
+    """300 TREC rows of 384 dims took 9 s per svm row in liblinear's primal (hundreds of passes at C >= 1, 2000
+    without converging at C = 10): featx's Newton solver converges in tens of iterations at C = 10, on rows
+    fewer than dimensions and on more rows than dimensions, to liblinear's objective or below."""
     from sklearn.svm import LinearSVC
+
+    from featx.probing.solvers.svm import SquaredHingeSVC
 
     rng = np.random.default_rng(0)
     wide = rng.normal(size=(60, 300)).astype(np.float32)
     model = clf.fit_quietly(clf.make_linear("svm", 10.0, False, 0), wide, np.arange(60) % 3)
-    assert model.n_iter_ < 100 and (model.predict(wide) == np.arange(60) % 3).all()
+    assert isinstance(model, SquaredHingeSVC) and model.n_iter_ < 100
+    assert (model.predict(wide) == np.arange(60) % 3).all()
     tall, y = rng.normal(size=(300, 20)).astype(np.float32), np.arange(300) % 3
-    primal = LinearSVC(C=1.0, dual=False, tol=1e-4, max_iter=2000, random_state=0).fit(tall, y)
-    np.testing.assert_array_equal(clf.make_linear("svm", 1.0, False, 0).fit(tall, y).coef_, primal.coef_)
+    ours = clf.fit_quietly(clf.make_linear("svm", 10.0, False, 0), tall, y)
+    primal = clf.fit_quietly(LinearSVC(C=10.0, dual=False, tol=1e-4, max_iter=2000, random_state=0), tall, y)
+    assert ours.n_iter_ < 100 and np.mean(ours.predict(tall) == primal.predict(tall)) >= 0.99

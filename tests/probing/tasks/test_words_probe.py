@@ -111,7 +111,7 @@ def test_an_svm_or_mlp_word_head_is_scaled_on_its_whole_training_part():
         assert len(word_head_predictions(model, scaler, X, np.arange(150, 200))) == 50
         if name == "svm":
             whole = clf.fit_quietly(clf.make_linear("svm", C, False, 0), scaler(X[train]), y[train])
-            np.testing.assert_allclose(model.coef_, whole.coef_)
+            np.testing.assert_allclose(model.coef_, whole.coef_, atol=1e-3)  # warm-started from the path's fit
         else:
             assert np.isnan(C)
     with pytest.raises(ValueError, match="svm and mlp"):

@@ -1,0 +1,65 @@
+"""The svm probe's own solver (``featx.probing.solvers.svm``): scikit-learn's ``LinearSVC`` objective, reached at
+least as closely as liblinear reaches it, with the same predictions and attributes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.svm import LinearSVC
+
+from featx.probing.solvers.svm import SquaredHingeSVC, _loss
+
+
+def _objective(model, X, y, C, class_weight) -> float:
+    """LinearSVC's objective (liblinear's weighting) at ``model``'s coefficients."""
+    codes = np.searchsorted(model.classes_, y)
+    targets, row_c = SquaredHingeSVC(C=C, class_weight=class_weight)._problems(codes, len(model.classes_))
+    params = np.vstack([np.asarray(model.coef_).T, np.asarray(model.intercept_)[None, :]])
+    margins = 1.0 - targets * (X @ params[:-1] + params[-1])
+    return float(_loss(params, margins, row_c).sum())
+
+
+def _data(n_classes: int, seed: int = 0, n: int = 120, d: int = 10):
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(size=(n_classes, d))
+    y = rng.choice(n_classes, size=n, p=np.linspace(1, 2, n_classes) / np.linspace(1, 2, n_classes).sum())
+    X = centres[y] + rng.normal(scale=1.5, size=(n, d))
+    return (X - X.mean(0)) / X.std(0), np.array(["a", "b", "c", "d"])[y]
+
+
+@pytest.mark.parametrize("n_classes", [2, 3, 4])
+@pytest.mark.parametrize("class_weight", [None, "balanced"])
+@pytest.mark.parametrize("C", [0.01, 1.0])
+def test_the_objective_of_linearsvc_at_least_as_low(n_classes, class_weight, C):
+    X, y = _data(n_classes)
+    reference = LinearSVC(C=C, tol=1e-8, max_iter=100_000, class_weight=class_weight, dual=True).fit(X, y)
+    ours = SquaredHingeSVC(C=C, tol=1e-8, class_weight=class_weight).fit(X, y)
+    assert list(ours.classes_) == list(reference.classes_)
+    assert ours.coef_.shape == reference.coef_.shape and ours.intercept_.shape == reference.intercept_.shape
+    mine, theirs = _objective(ours, X, y, C, class_weight), _objective(reference, X, y, C, class_weight)
+    assert mine <= theirs * (1 + 1e-7)
+    np.testing.assert_allclose(ours.coef_, reference.coef_, atol=1e-4 * max(1.0, np.abs(reference.coef_).max()))
+    assert np.array_equal(ours.predict(X), reference.predict(X))
+    np.testing.assert_allclose(ours.decision_function(X), reference.decision_function(X), atol=1e-3)
+
+
+def test_a_warm_start_reaches_the_same_weights_and_clones_keep_the_settings():
+    X, y = _data(3, seed=1)
+    cold = SquaredHingeSVC(C=1.0, tol=1e-8).fit(X, y)
+    warm = SquaredHingeSVC(C=0.01, tol=1e-8, warm_start=True).fit(X, y)
+    warm.set_params(C=1.0).fit(X, y)
+    np.testing.assert_allclose(warm.coef_, cold.coef_, atol=1e-6)
+    assert warm.n_iter_ <= cold.n_iter_
+    copy = clone(warm)
+    assert copy.get_params() == warm.get_params() and not hasattr(copy, "coef_")
+    other = SquaredHingeSVC(C=1.0, tol=1e-8, warm_start=True).fit(X[:, :5], y)  # another width: a cold start
+    np.testing.assert_allclose(other.coef_, SquaredHingeSVC(C=1.0, tol=1e-8).fit(X[:, :5], y).coef_, atol=1e-9)
+
+
+def test_one_class_is_refused_and_non_convergence_warns():
+    X, y = _data(2)
+    with pytest.raises(ValueError, match="at least 2 classes"):
+        SquaredHingeSVC().fit(X, np.zeros(len(X)))
+    with pytest.warns(UserWarning, match="not converged"):
+        SquaredHingeSVC(C=100.0, tol=1e-12, max_iter=1).fit(X, y)
