@@ -84,6 +84,18 @@ def test_strings_that_are_not_utf8_are_a_store_error(tmp_path, name, read):
         getattr(features, read)
 
 
+@pytest.mark.parametrize("name", [schema.CORPUS_PATH, schema.MODEL, schema.TEXT_COL, schema.FINGERPRINT])
+@pytest.mark.parametrize("value", [-1, 2.5, True])
+def test_a_text_attribute_that_is_not_text_is_a_store_error(tmp_path, name, value):
+    """Provenance attributes featx writes as text are read as paths and names (featx probe opened the recorded
+    corpus path, and a number there ended in a TypeError traceback): another type is refused at open."""
+    path, _ = write_store_file(tmp_path)
+    with h5py.File(path, "r+") as file:
+        file.attrs[name] = value
+    with pytest.raises(StoreError, match=f"attribute '{name}' is {value!r}, not text"):
+        FeatureFile(path)
+
+
 # -- layout, attributes, partial reads, old files ------------------------------------------------------
 
 DATA = Path(__file__).resolve().parents[1] / "data"
