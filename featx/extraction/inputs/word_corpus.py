@@ -97,6 +97,16 @@ def _word_table(sentences: list[Sentence], markers: frozenset[str]) -> WordTable
     return WordTable(offsets=offsets, forms=forms, heads=heads, labels=labels)
 
 
+def _refuse_repeats(paths: list[Path]) -> None:
+    """One file named twice (a shell glob and its name, say) would give each of its sentences twice."""
+    seen: set[Path] = set()
+    for path in paths:
+        resolved = path.resolve()
+        if resolved in seen:
+            raise InputError(f"{path} is given twice", "name each input file once")
+        seen.add(resolved)
+
+
 def combined_sha256(digests: list[str]) -> str:
     """The corpus digest of several input files (one file: its own sha256)."""
     return digests[0] if len(digests) == 1 else hashlib.sha256(" ".join(digests).encode()).hexdigest()
@@ -111,6 +121,7 @@ def read_word_corpus(
 ) -> Corpus:
     """Read and check every file (before any model is loaded) into one ``Corpus`` with ``words``."""
     paths = [Path(path) for path in paths]
+    _refuse_repeats(paths)
     sentences, stems, splits, digests = [], [], [], []
     for path in paths:
         read, raw = _read_file(path, fmt, columns, encoding)

@@ -170,6 +170,11 @@ def test_bad_word_inputs_are_refused(tmp_path):
         read_word_corpus([twice], "conllu")
     with pytest.raises(InputError, match="does not exist"):
         read_word_corpus([tmp_path / "missing.conllu"], "conllu")
+    # one file given twice: its sentences without ids were numbered on (train-1..4), each read twice, silently
+    train = write(tmp_path / "train.jsonl", json.dumps({"tokens": ["a", "b"]}) + "\n" + json.dumps({"tokens": ["c"]}))
+    with pytest.raises(InputError, match=r"train.jsonl is given twice") as error:
+        read_word_corpus([train, tmp_path / "." / "train.jsonl"], "jsonl")
+    assert "once" in error.value.hint
 
 
 def test_bad_word_options_are_refused(tmp_path):
