@@ -29,7 +29,10 @@ from .treebank import (
 
 def _read_file(path: Path, fmt: str, columns: str | None, encoding: str) -> tuple[list[Sentence], bytes]:
     if not path.is_file():
-        raise InputError(f"input file {path} does not exist" if not path.exists() else f"{path} is not a file")
+        raise InputError(
+            f"input file {path} does not exist" if not path.exists() else f"{path} is not a file",
+            "give the path of a word input file (CoNLL-U, a --columns file, JSON Lines of tokens)",
+        )
     raw = path.read_bytes()
     text = decode_text(raw, path, encoding).removeprefix("\ufeff")  # a byte order mark is not part of line 1
     if fmt == "conllu":
