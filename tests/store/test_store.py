@@ -80,7 +80,10 @@ def test_strings_that_are_not_utf8_are_a_store_error(tmp_path, name, read):
         if name in file:
             del file[name]
         file.create_dataset(name, data=np.array([b"\xff\xfe"] * 10, dtype=object), dtype=h5py.string_dtype("utf-8"))
-    with FeatureFile(path) as features, pytest.raises(StoreError, match=f"f.h5: dataset '{name}' holds text that is not UTF-8"):
+    with (
+        FeatureFile(path) as features,
+        pytest.raises(StoreError, match=f"f.h5: dataset '{name}' holds text that is not UTF-8"),
+    ):
         getattr(features, read)
 
 
