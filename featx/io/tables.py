@@ -159,6 +159,7 @@ def _read_jsonl(text: str, path: Path) -> Table:
 
 
 NESTING_HINT = "flatten the records: a corpus cell is a text, a label or an id"
+JSON_LINES_HINT = 'JSON Lines hold one object per line, e.g. {"text": "...", "label": "..."}'
 
 
 def _json_record(line: str, path: Path, number: int) -> dict:
@@ -166,11 +167,11 @@ def _json_record(line: str, path: Path, number: int) -> dict:
     try:
         record = json.loads(line)
     except json.JSONDecodeError as err:
-        raise InputError(f"{path}: line {number} is not valid JSON ({err.msg})") from None
+        raise InputError(f"{path}: line {number} is not valid JSON ({err.msg})", JSON_LINES_HINT) from None
     except RecursionError:
         raise InputError(f"{path}: line {number} is nested too deeply to read", NESTING_HINT) from None
     if not isinstance(record, dict):
-        raise InputError(f"{path}: line {number} is not a JSON object")
+        raise InputError(f"{path}: line {number} is not a JSON object", JSON_LINES_HINT)
     return record
 
 

@@ -76,8 +76,8 @@ def _sentence_column(features: FeatureFile, name: str) -> str:
     codes, names = np.asarray(features.labels(name)), features.label_names(name)
     values = features.label_values(name)
     present = int(np.count_nonzero(codes >= 0))
-    if values is not None and looks_continuous(names, present):
-        known = values[np.isfinite(values)]
+    known = values[np.isfinite(values)] if values is not None else np.zeros(0)
+    if known.size and looks_continuous(names, present):  # no known number (another writer's file): its classes
         text = (
             f"numbers: {len(np.unique(known)):,} distinct, {known.min():g} to {known.max():g}, mean {known.mean():.4g} "
             "(a regression: ridge, R²)"

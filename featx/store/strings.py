@@ -10,6 +10,7 @@ from collections.abc import Iterable
 import h5py
 import numpy as np
 
+from ..errors import StoreError
 from .schema import ESCAPED
 
 STRING_ESCAPE = "\uffff"  # a Unicode noncharacter: in practice never in real text
@@ -48,7 +49,13 @@ def decode_attr(value):
 
 def read_strings(dataset: h5py.Dataset, stop: int | None = None) -> list[str]:
     """The strings of a dataset written by ``write_strings`` (escapes undone), first ``stop`` rows."""
-    values = [value.decode() if isinstance(value, bytes) else value for value in dataset[:stop]]
+    try:
+        values = [value.decode() if isinstance(value, bytes) else value for value in dataset[:stop]]
+    except UnicodeDecodeError as err:  # featx writes UTF-8: another writer's bytes, or damage
+        raise StoreError(
+            f"{dataset.file.filename}: dataset '{dataset.name.lstrip('/')}' holds text that is not UTF-8 ({err})",
+            "the file is damaged or was not written by featx: run featx extract again with --overwrite",
+        ) from None
     if dataset.attrs.get(ESCAPED, False):
         values = [_ESCAPED.sub(lambda m: "\x00" if m.group(1) == "0" else STRING_ESCAPE, value) for value in values]
     return values

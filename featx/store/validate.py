@@ -33,6 +33,13 @@ MAX_SITES = 256
 MAX_LABEL_CLASSES = 10_000_000
 MAX_NAME = 1024
 FEATURE_DTYPES = (np.dtype("float16"), np.dtype("float32"))
+# Provenance attributes featx writes as text, where present: readers use them as paths, names and JSON
+TEXT_ATTRS = (
+    s.MODEL, s.MODEL_PATH, s.MODEL_SHA256, s.MODEL_TYPE, s.CORPUS_PATH, s.CORPUS_SHA256, s.TEXT_COL, s.ID_COL,
+    s.TEXT_PAIR_COL, s.PAIR_MODE, s.TOKENIZER, s.TOKENIZER_SHA256, s.CONFIG_SHA256, s.STORE_DTYPE, s.COMPUTE_DTYPE,
+    s.DEVICE, s.FEATX_VERSION, s.FINGERPRINT, s.REQUEST_KEY, s.OPTIONS, s.CREATED, s.MODEL_PART, s.PADDING_SIDE,
+    s.PAD_SOURCE, s.LONG_INPUTS, s.IMPLEMENTATION, s.TEMPLATE, s.SYSTEM_MESSAGE, s.POOL_AT, s.PROMPT_EXAMPLE,
+)  # fmt: skip
 
 
 def _fail(path: Path, what: str) -> NoReturn:
@@ -140,6 +147,9 @@ def check_layout(file: h5py.File, path: Path, attrs: dict, rows_done: int) -> di
     for key, value in attrs.items():  # variable-length strings live in the file's heap: bounded after reading
         if isinstance(value, (str, bytes)) and len(value) > MAX_ATTRIBUTE_BYTES:
             _fail(path, f"attribute '{key}' is too large ({len(value):,} characters)")
+    for key in TEXT_ATTRS:
+        if key in attrs and not isinstance(attrs[key], str):
+            _fail(path, f"attribute '{key}' is {attrs[key]!r}, not text")
     n_rows = _int_attr(attrs, s.N_ROWS, path)
     if not 0 <= rows_done <= n_rows:
         _fail(path, f"{rows_done} rows marked done of {n_rows}")

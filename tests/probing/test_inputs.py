@@ -103,3 +103,16 @@ def test_a_results_prefix_that_cannot_be_written_is_refused_before_any_probe(
     assert ("nodir" in caught.value.message) == (output == "nodir/x")
     assert ("is a folder" in caught.value.message) == output.startswith("sub")
     assert [path.name for path in tmp_path.iterdir()] == ["sub"] and not any((tmp_path / "sub").iterdir())
+
+
+def test_a_recorded_corpus_path_too_long_for_the_system_is_no_traceback(tmp_path):
+    """A hostile or foreign features file's ``corpus_path`` longer than a file name may be: the corpus check (a
+    warning when the corpus changed) finds no corpus there, as for any missing one, not an OSError traceback."""
+    from types import SimpleNamespace
+
+    from featx.probing.inputs import check_corpus
+
+    features = SimpleNamespace(attrs={"corpus_path": "a" * 5000, "corpus_sha256": "0" * 64}, path=tmp_path / "f.h5")
+    notes: list[str] = []
+    check_corpus(features, notes)
+    assert notes == []

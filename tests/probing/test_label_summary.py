@@ -42,6 +42,21 @@ def test_each_column_as_probe_reads_it(sentences):
     assert not any(line.startswith("word labels") for line in lines)
 
 
+def test_numbers_of_which_none_is_known_are_listed_as_classes(sentences, tmp_path):
+    """A file whose stored numbers of a continuous-looking column are all missing (NaN; another writer's file):
+    the column is listed by its classes, as featx probe reads it then, not a traceback of an empty minimum."""
+    import shutil
+
+    import h5py
+
+    copy = tmp_path / "nan.h5"
+    shutil.copy(sentences, copy)
+    with h5py.File(copy, "r+") as file:
+        file["label_values/score"][...] = np.nan
+    score = next(line for line in describe_labels(copy) if line.strip().startswith("score"))
+    assert "40 classes" in score and "numbers" not in score
+
+
 def test_a_pair_file_says_so(tiny_model, tmp_path):
     rows = [[f"a {i}", f"b {i}", ("yes", "no")[i % 2]] for i in range(6)]
     corpus = write_csv(tmp_path / "p.csv", rows, header=("text", "other", "same"))

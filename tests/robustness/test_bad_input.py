@@ -107,7 +107,13 @@ REFUSED = [
     ("empty id", "id,text\nx,hi\n,yo\n", ["--id-col", "id"], r"row 1 \(line 3\) has an empty id in column 'id'"),
     ("corpus is a directory", None, ["@dir"], r"is a directory, not a corpus file"),
     ("corpus missing", None, [], r"corpus file .*c\.csv does not exist"),
-    ("bad JSON line", '{"text": "hi"}\n{"text": oops}\n', ["@jsonl"], r"c\.jsonl: line 2 is not valid JSON"),
+    ("bad JSON line", '{"text": "hi"}\n{"text": oops}\n', ["@jsonl"], r"c\.jsonl: line 2 is not valid JSON.*hint: "),
+    (
+        "JSON line not an object",
+        '{"text": "hi"}\n[1, 2]\n',
+        ["@jsonl"],
+        r"c\.jsonl: line 2 is not a JSON object.*hint: ",
+    ),
     (
         "output in a missing directory",
         "text\nhi\n",

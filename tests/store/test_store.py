@@ -71,6 +71,34 @@ def test_nul_in_texts_and_ids_is_kept_through_extract_and_merge(tiny_model, tmp_
         assert features.texts == [text for text, _, _ in rows] and features.ids == [i for _, _, i in rows]
 
 
+@pytest.mark.parametrize("name, read", [("rows/text", "texts"), ("rows/id", "ids"), ("rows/split", "split")])
+def test_strings_that_are_not_utf8_are_a_store_error(tmp_path, name, read):
+    """A hostile file's string dataset with bytes that are not UTF-8: one StoreError naming the file and the
+    dataset, as for any other damage, not a UnicodeDecodeError (featx probe and featx labels read these)."""
+    path, _ = write_store_file(tmp_path)
+    with h5py.File(path, "r+") as file:
+        if name in file:
+            del file[name]
+        file.create_dataset(name, data=np.array([b"\xff\xfe"] * 10, dtype=object), dtype=h5py.string_dtype("utf-8"))
+    with (
+        FeatureFile(path) as features,
+        pytest.raises(StoreError, match=f"f.h5: dataset '{name}' holds text that is not UTF-8"),
+    ):
+        getattr(features, read)
+
+
+@pytest.mark.parametrize("name", [schema.CORPUS_PATH, schema.MODEL, schema.TEXT_COL, schema.FINGERPRINT])
+@pytest.mark.parametrize("value", [-1, 2.5, True])
+def test_a_text_attribute_that_is_not_text_is_a_store_error(tmp_path, name, value):
+    """Provenance attributes featx writes as text are read as paths and names (featx probe opened the recorded
+    corpus path, and a number there ended in a TypeError traceback): another type is refused at open."""
+    path, _ = write_store_file(tmp_path)
+    with h5py.File(path, "r+") as file:
+        file.attrs[name] = value
+    with pytest.raises(StoreError, match=f"attribute '{name}' is {value!r}, not text"):
+        FeatureFile(path)
+
+
 # -- layout, attributes, partial reads, old files ------------------------------------------------------
 
 DATA = Path(__file__).resolve().parents[1] / "data"

@@ -36,6 +36,7 @@ JSONL_SUFFIXES = (".jsonl", ".ndjson")
 SPLIT_NAMES = re.compile(r"(?<![a-z])(train|dev|test)(?![a-z])")
 HEAD = "head"
 SENTENCE_COMMENT = re.compile(r"#\s*(sent_id|text)\s*=")  # a block with one of these is a sentence
+HEAD_HINT = "HEAD is the number of the word's head in its sentence (1, 2, ...), 0 for the root, _ when unknown"
 
 
 @dataclass
@@ -311,9 +312,9 @@ def _head(value, n_words: int, where: str) -> int:
     try:
         head = int(value)
     except (TypeError, ValueError):
-        raise InputError(f"{where}: head '{value}' is not a word number") from None
+        raise InputError(f"{where}: head '{value}' is not a word number", HEAD_HINT) from None
     if not 0 <= head <= n_words:
-        raise InputError(f"{where}: head {head} is outside the sentence of {n_words} words")
+        raise InputError(f"{where}: head {head} is outside the sentence of {n_words} words", HEAD_HINT)
     return head - 1 if head else HEAD_ROOT
 
 
@@ -322,10 +323,7 @@ def read_conllu(path: Path, text: str) -> list[Sentence]:
     for first, lines in _blocks(text):
         if all(line.startswith("#") and not SENTENCE_COMMENT.match(line) for line in lines):
             continue  # comments between sentences (# newdoc, notes): not a sentence
-        sentence = _conllu_sentence(path, first, lines)
-        if not sentence.forms:
-            raise InputError(f"{path}, line {first}: the sentence has no words")
-        sentences.append(sentence)
+        sentences.append(_conllu_sentence(path, first, lines))  # one without words: word_corpus refuses it
     return sentences
 
 

@@ -29,7 +29,10 @@ from .treebank import (
 
 def _read_file(path: Path, fmt: str, columns: str | None, encoding: str) -> tuple[list[Sentence], bytes]:
     if not path.is_file():
-        raise InputError(f"input file {path} does not exist" if not path.exists() else f"{path} is not a file")
+        raise InputError(
+            f"input file {path} does not exist" if not path.exists() else f"{path} is not a file",
+            "give the path of a word input file (CoNLL-U, a --columns file, JSON Lines of tokens)",
+        )
     raw = path.read_bytes()
     text = decode_text(raw, path, encoding).removeprefix("\ufeff")  # a byte order mark is not part of line 1
     if fmt == "conllu":
@@ -97,6 +100,16 @@ def _word_table(sentences: list[Sentence], markers: frozenset[str]) -> WordTable
     return WordTable(offsets=offsets, forms=forms, heads=heads, labels=labels)
 
 
+def _refuse_repeats(paths: list[Path]) -> None:
+    """One file named twice (a shell glob and its name, say) would give each of its sentences twice."""
+    seen: set[Path] = set()
+    for path in paths:
+        resolved = path.resolve()
+        if resolved in seen:
+            raise InputError(f"{path} is given twice", "name each input file once")
+        seen.add(resolved)
+
+
 def combined_sha256(digests: list[str]) -> str:
     """The corpus digest of several input files (one file: its own sha256)."""
     return digests[0] if len(digests) == 1 else hashlib.sha256(" ".join(digests).encode()).hexdigest()
@@ -111,6 +124,7 @@ def read_word_corpus(
 ) -> Corpus:
     """Read and check every file (before any model is loaded) into one ``Corpus`` with ``words``."""
     paths = [Path(path) for path in paths]
+    _refuse_repeats(paths)
     sentences, stems, splits, digests = [], [], [], []
     for path in paths:
         read, raw = _read_file(path, fmt, columns, encoding)

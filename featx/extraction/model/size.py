@@ -218,5 +218,8 @@ def checked_length(asked: int, model_max: int) -> int:
     if asked < 2:
         raise InputError(f"--max-length {asked} is too small", "use at least 2 (room for the special tokens)")
     if asked > model_max:
-        raise InputError(f"--max-length {asked} exceeds the model's maximum of {model_max}")
+        raise InputError(
+            f"--max-length {asked} exceeds the model's maximum of {model_max}",
+            f"use --max-length {model_max} or less, or --long window to keep every token of longer texts",
+        )
     return int(asked)

@@ -144,7 +144,7 @@ def test_broken_conllu_names_file_and_line(tmp_path, case):
     text, message = BAD_CONLLU[case]
     with pytest.raises(InputError, match=message) as error:
         read_word_corpus([write(tmp_path / "bad.conllu", text)], "conllu")
-    assert "bad.conllu" in error.value.message
+    assert "bad.conllu" in error.value.message and error.value.hint  # every refusal says what to do
     if case == "no blank line between sentences":
         assert "blank line" in error.value.hint
 
@@ -168,8 +168,14 @@ def test_bad_word_inputs_are_refused(tmp_path):
     twice = write(tmp_path / "twice.conllu", CONLLU + "\n" + CONLLU)
     with pytest.raises(InputError, match="sentence id 's1' appears twice"):
         read_word_corpus([twice], "conllu")
-    with pytest.raises(InputError, match="does not exist"):
+    with pytest.raises(InputError, match="does not exist") as error:
         read_word_corpus([tmp_path / "missing.conllu"], "conllu")
+    assert error.value.hint
+    # one file given twice: its sentences without ids were numbered on (train-1..4), each read twice, silently
+    train = write(tmp_path / "train.jsonl", json.dumps({"tokens": ["a", "b"]}) + "\n" + json.dumps({"tokens": ["c"]}))
+    with pytest.raises(InputError, match=r"train.jsonl is given twice") as error:
+        read_word_corpus([train, tmp_path / "." / "train.jsonl"], "jsonl")
+    assert "once" in error.value.hint
 
 
 def test_bad_word_options_are_refused(tmp_path):

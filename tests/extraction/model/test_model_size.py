@@ -68,8 +68,9 @@ def test_row_limit_takes_the_smaller_of_tokenizer_and_positions(config, tokenize
 
 def test_row_limit_refuses_a_max_length_outside_the_model():
     assert row_limit(ROBERTA_66, None, 2) == 2
-    with pytest.raises(InputError, match="exceeds the model's maximum of 64"):
+    with pytest.raises(InputError, match="exceeds the model's maximum of 64") as error:
         row_limit(ROBERTA_66, None, 65)
+    assert "--max-length 64" in error.value.hint
     with pytest.raises(InputError, match="too small"):
         row_limit(ROBERTA_66, None, 1)
 
