@@ -144,6 +144,8 @@ def format_summary(result: StudyResult) -> str:
     lines = []
     for row in result.summary.to_dict("records"):
         tied = "flat: every layer tied" if row["flat"] else f"tied: {row['tied_layers']}"
+        if isinstance(row.get("above_layers"), str) and row["above_layers"]:
+            tied += f"; significantly above it on the test rows: {row['above_layers']}"
         controls = f", over {row['control_models']} random models {_number(row['over_control_models'])}"
         grouped = f" (grouped by {row['group']})" if isinstance(row.get("group"), str) and row["group"] else ""
         lines.append(

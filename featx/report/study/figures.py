@@ -105,7 +105,10 @@ def _depth_hover(row, summary: Summary) -> str:
     numbers = _span_numbers(layers)
     if numbers and row["n_layers"] == row["n_layers"] and row["n_layers"] > 0:
         low, high = min(numbers) / row["n_layers"], max(numbers) / row["n_layers"]
-        text += f"<br>layers not significantly below: {label(layers)} (relative depth {low:.2f} to {high:.2f})"
+        text += f"<br>layers not significantly different: {label(layers)} (relative depth {low:.2f} to {high:.2f})"
+    above = str((found or {}).get("above_layers") or "")
+    if _span_numbers(above):
+        text += f"<br>layers significantly above it on the test rows: {label(above)}"
     return text
 
 

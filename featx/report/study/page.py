@@ -121,7 +121,8 @@ def _figures(study: StudyView, summary: figures.Summary, links: figures.Summary)
             figures.heatmap_figure(study, "depth", summary, links),
             "Each cell: the layer of the row in the heatmap above over the model's number of layers (0 = the "
             "embeddings, 1 = the last layer). Hover: where the study summary has it, the layers not significantly "
-            "below the chosen one and their depth range: a wide range reads as a flat curve, not a best layer.",
+            "different from the chosen one and their depth range (a wide range reads as a flat curve, not a best "
+            "layer), and those significantly above it on the test rows, which the choice on the training part missed.",
         ),
         (
             "Layer curves",
@@ -164,7 +165,7 @@ def _summary_html(summary: pd.DataFrame | None) -> str:
     shown = shown.astype(object).where(shown.notna(), "-")  # an empty text cell (a corpus without group)
     return (
         '<section><h2>Summary</h2>\n<p class="muted">The study\'s own summary, per model and task: the chosen layer, '
-        "the layers not significantly below it, its relative depth, the gains over the lexical baseline and the "
+        "the layers not significantly different from it and those significantly above it, its relative depth, the gains over the lexical baseline and the "
         "control, and the expected layer.</p>\n" + table_html(shown) + "</section>"
     )
 
