@@ -151,7 +151,8 @@ def format_summary(result: StudyResult) -> str:
         lines.append(
             f"{row['model']} {row['corpus']}/{row['label']}{grouped}: layer {row['layer']} ({row['pooling']}, depth "
             f"{_number(row['relative_depth'], 2)}; {tied}) {row['metric']} {_number(row['score'])} "
-            f"[{_number(row['ci_low'])}, {_number(row['ci_high'])}], over lexical {_number(row['over_lexical'])}, "
+            f"[{_number(row['ci_low'])}, {_number(row['ci_high'])}], over majority {_number(row['over_majority'])}, "
+            f"over lexical {_number(row['over_lexical'])}, "
             f"over control {_number(row['over_control'])}, E[layer] {_number(row['expected_layer'], 2)}"
             + (controls if row["control_models"] and not row["random_init"] else "")
         )

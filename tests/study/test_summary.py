@@ -77,3 +77,21 @@ def test_layers_significantly_above_the_chosen_one_are_named_not_counted_below_i
         summary, paired, failed, statuses, written = summarise(table), pd.DataFrame(columns=["corpus"]), [], {}, []
 
     assert "tied: 1-2; significantly above it on the test rows: 3)" in format_summary(Result())
+
+
+def test_the_summary_stands_beside_the_majority_baseline_too():
+    """A task's chance level differs (TREC's majority class 0.108, SST-2's 0.550): the summary and its printout
+    give the majority-class (or training-mean) baseline beside the lexical one and the control."""
+    table = rows("m", [0.5, 0.9, 0.6], [True, False, True], chosen=1)
+    table["majority"] = 0.108
+    summary = summarise(table)
+    assert summary.iloc[0]["majority"] == pytest.approx(0.108)
+    assert summary.iloc[0]["over_majority"] == pytest.approx(0.9 - 0.108)
+
+    from featx.study.views import format_summary
+
+    class Result:
+        paired, failed, statuses, written = pd.DataFrame(columns=["corpus"]), [], {}, []
+
+    Result.summary = summary
+    assert "accuracy 0.900 [0.800, 1.000], over majority 0.792, over lexical 0.300," in format_summary(Result())

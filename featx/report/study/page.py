@@ -165,8 +165,10 @@ def _summary_html(summary: pd.DataFrame | None) -> str:
     shown = shown.astype(object).where(shown.notna(), "-")  # an empty text cell (a corpus without group)
     return (
         '<section><h2>Summary</h2>\n<p class="muted">The study\'s own summary, per model and task: the chosen layer, '
-        "the layers not significantly different from it and those significantly above it, its relative depth, the gains over the lexical baseline and the "
-        "control, and the expected layer.</p>\n" + table_html(shown) + "</section>"
+        "the layers not significantly different from it and those significantly above it, its relative depth, the "
+        "gains over the majority and lexical baselines and the control, and the expected layer.</p>\n"
+        + table_html(shown)
+        + "</section>"
     )
 
 

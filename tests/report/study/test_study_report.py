@@ -70,7 +70,8 @@ def test_the_figures_hold_the_tables_numbers(page):
             assert f"{row.ci_low:.3f}, {row.ci_high:.3f}] 95%" in shown["text"][i][j]
     assert _figure(page, 1)["data"][0]["z"][0] == [0.75, 0.75]  # layer 3 of 4
     assert (
-        "layers not significantly different: 2,3 (relative depth 0.50 to 0.75)" in _figure(page, 1)["data"][0]["text"][0][0]
+        "layers not significantly different: 2,3 (relative depth 0.50 to 0.75)"
+        in _figure(page, 1)["data"][0]["text"][0][0]
     )
     lines = [t for t in _figure(page, 2)["data"] if t.get("mode") == "lines+markers" and t["meta"]["combo"] == 2]
     curve = rows[(rows.metric == "macro_f1") & (rows.model == "minilm") & (rows.corpus == "sst2")].sort_values("layer")
