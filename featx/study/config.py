@@ -350,8 +350,16 @@ def _study_keys(source: Source, table: dict[str, Any]) -> dict[str, Any]:
                 raise source.error(("study", key), f"{key} {table[key]!r} must be {kind.__name__}", f"write {example}")
             values[key] = table[key]
     values["output"] = source.resolve(values.get("output", default_output(source)), ("study", "output"))
-    if values["output"].is_symlink() or values["output"].is_file():
-        raise source.error(("study", "output"), f"{values['output']} is not a folder", "name a new or study folder")
+    if values["output"].is_symlink():  # nothing is written through a link: OUTPUT is named as the folder itself
+        raise source.error(
+            ("study", "output"),
+            f"{values['output']} is a symbolic link; featx refuses to write through it",
+            f"name the folder it points to instead: output = {str(values['output'].resolve())!r}",
+        )
+    if values["output"].exists() and not values["output"].is_dir():
+        raise source.error(
+            ("study", "output"), f"{values['output']} is a file, not a folder", "name a new or study folder"
+        )
     try:
         refuse_unsafe_target(values["output"])  # a filesystem root, the current folder or one above it
     except InputError as err:
