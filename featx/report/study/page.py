@@ -129,7 +129,8 @@ def _figures(study: StudyView, summary: figures.Summary, links: figures.Summary)
             figures.curves_figure(study),
             "Per task, every model's score at each layer, on a relative-depth axis so that models of different "
             "depth line up, with its 95% interval as a band (where the table has one); dotted: the lexical "
-            "baseline. Click a legend entry to hide or show a model.",
+            "baseline; dashed: the majority class (for a number, the training mean). Hover: a point's score and "
+            "its row's baselines. Click a legend entry to hide or show a model.",
         ),
         ("Expected layer", figures.expected_figure(study, summary), EXPECTED_HOW),
     ]

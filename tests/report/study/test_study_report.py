@@ -166,3 +166,15 @@ def test_the_cell_list_names_a_seed_and_no_missing_one():
     links = {("minilm", "sst2", "label", None): "a.html", ("minilm-random-s1", "sst2", "label", 1): "b.html"}
     cells = re.findall(r"<tr><td>(.*?)</td>", _links_html(links))
     assert cells == ["minilm · sst2 · label", "minilm-random-s1 · sst2 · label · seed 1"]
+
+
+def test_each_layer_curve_stands_beside_the_majority_and_lexical_baselines(page):
+    """Per task, the curves panel draws the majority class (or training mean) dotted beside the lexical baseline,
+    and each point's hover gives its row's baselines (majority, lexical; control and selectivity where the table
+    has them): TREC's 0.55 at a layer reads apart from a majority of 0.11, SST-2's beside 0.55."""
+    traces = [t for t in _figure(page, 2)["data"] if t["meta"]["combo"] == 0]
+    baselines = {t["name"]: t for t in traces if t.get("mode") == "lines" and "name" in t}  # not the bands
+    assert baselines["majority baseline"]["y"] == [0.5, 0.5] and baselines["lexical baseline"]["y"] == [0.7, 0.7]
+    assert sum(t.get("name") == "majority baseline" for t in traces) == 2  # one per task panel
+    point = next(t for t in traces if t.get("mode") == "lines+markers")["text"][0]
+    assert "majority 0.500 · lexical 0.700" in point and "control" not in point  # NaN: left out
