@@ -120,6 +120,8 @@ _HOMES = {
     "stratified_group_splits": "evaluation.groups",
     "group_rows": "tasks.groups",
     "group_codes": "tasks.groups",
+    "text_groups": "tasks.groups",  # featx study checks a corpus's groups of its texts against its split
+    "text_group_names": "tasks.groups",
     "note_shared_texts": "tasks.groups",
     "TEXT_GROUPS": "shared_options",
     "group_option": "shared_options",

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..probing import TEXT_GROUPS
-from .groups import check_group_column
+from .groups import check_group_column, check_group_split
 from .source import Place, Source
 
 
@@ -36,6 +36,8 @@ def check_corpora(config: Any) -> None:
         check_label_columns(config.source, ("corpora", corpus.entry, "labels"), corpus.labels, extract, read)
         if corpus.group is not None:
             check_group_column(config.source, group_place, corpus.group, corpus.labels, extract, read.labels)
+            if dict(config.probe).get("min_class_rows") is None:  # else the probes may drop some of the rows
+                check_group_split(config.source, group_place, corpus.group, corpus.labels, extract, read)
 
 
 def check_label_columns(source: Source, place: Place, labels: tuple[str, ...], extract: Any, read: Any) -> None:

@@ -27,12 +27,11 @@ from ..errors import InputError, ModelError
 from ..extraction import DEFAULT_MODEL, ExtractConfig
 from ..io import corpus_name
 from ..probing import ProbeConfig
-from ..safe_files import refuse_unsafe_target
 from .engines import ENGINES
 from .groups import entry_group
 from .options import extract_fields, probe_fields
 from .ray_engine import check_address
-from .source import Place, Source, check_keys, dict_source, read_study
+from .source import Place, Source, check_keys, check_output, dict_source, read_study
 
 TABLES = ("study", "models", "corpora", "extract", "probe")
 STUDY_KEYS = ("output", "metric", "jobs", "engine", "address")
@@ -349,16 +348,7 @@ def _study_keys(source: Source, table: dict[str, Any]) -> dict[str, Any]:
                 example = f"{key} = 2 (a whole number, no quotes)" if kind is int else f'{key} = "..." (in quotes)'
                 raise source.error(("study", key), f"{key} {table[key]!r} must be {kind.__name__}", f"write {example}")
             values[key] = table[key]
-    values["output"] = source.resolve(values.get("output", default_output(source)), ("study", "output"))
-    if values["output"].is_symlink() or values["output"].is_file():
-        raise source.error(("study", "output"), f"{values['output']} is not a folder", "name a new or study folder")
-    try:
-        refuse_unsafe_target(values["output"])  # a filesystem root, the current folder or one above it
-    except InputError as err:
-        raise source.error(("study", "output"), err.message, "name a folder of its own, e.g. out/study") from None
-    if source.path is not None and source.folder.resolve().is_relative_to(values["output"].resolve()):
-        message = f"the output path {values['output']} is the study file's own folder or a folder above it"
-        raise source.error(("study", "output"), message, "name a folder of its own, e.g. out/study")
+    values["output"] = check_output(source, values.get("output", default_output(source)))
     return values
 
 

@@ -9,13 +9,18 @@ A label column is checked against the corpus file's columns by ``check_group_col
 ``columns.check_corpora`` calls for ``study run`` (and its dry run) before any extraction, not for ``study status``
 or ``study report``: a corpus without it, or whose labelled rows lack a group, is refused at its entry's ``group``
 key. A name of the texts needs no column: ``@text_pair`` is refused for a corpus without a pair column
-(``text_pair_col``).
+(``text_pair_col``). Then ``check_group_split`` refuses, as each probe would after every extraction, a group with
+rows in two parts of the corpus's split (train, dev, test) among the rows of a probed label.
 """
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
+import numpy as np
+
+from ..errors import InputError
 from ..probing import TEXT_GROUPS
 from .source import Place, Source
 
@@ -75,3 +80,32 @@ def check_group_column(
                 f"{missing} of the {int(labelled.sum())} rows of {extract.corpus} labelled '{label}' have no group",
                 "give every labelled row a group (a row alone can be a group of its own), or leave out group",
             )
+
+
+def check_group_split(
+    source: Source, place: Place, group: str, labels: tuple[str, ...], extract: Any, read: Any
+) -> None:
+    """A corpus ``read`` (``featx.extraction.read_input``'s) with a split of train and test rows: no group with
+    rows in two of its parts among the rows of each probed label, as ``featx probe --group`` refuses
+    (``featx.probing.check_split_groups``), here before any extraction; a word corpus is left to its probes."""
+    from .. import probing
+
+    if read.split is None or read.words is not None:
+        return
+    if group in TEXT_GROUPS:
+        texts = SimpleNamespace(texts=read.texts, pair_texts=read.pair_texts, path=extract.corpus)
+        codes, names = probing.text_groups(texts, group)
+        shown: list[str] | None = probing.text_group_names(texts, group, names)
+    else:
+        codes, names, shown = np.asarray(read.labels[group].codes), list(read.labels[group].names), None
+    everyone = probing.Groups(group, codes, names, shown, np.arange(len(codes)), np.asarray(read.ids, dtype=object))
+    split = np.asarray(read.split, dtype=object).astype(str)
+    for label in (name for name in labels if name in read.labels):
+        kept = np.flatnonzero((np.asarray(read.labels[label].codes) >= 0) & (codes >= 0))
+        train, test, dev = probing.split_parts(split[kept])
+        if not (len(train) and len(test)):
+            continue  # cross-validated by group
+        try:
+            probing.check_split_groups(everyone.take(kept), train, test, dev if len(dev) else None)
+        except InputError as err:
+            raise source.error(place, f"corpus {extract.corpus}, label '{label}': {err.message}", err.hint) from None

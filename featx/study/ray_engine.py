@@ -14,8 +14,9 @@ Ray is optional (``pip install 'featx[ray]'``); it is imported only when a study
 ships between its processes is its own business (it pickles the task's JSON-able arguments and outcomes
 between processes it started); featx itself never unpickles a file.
 
-A local cluster is started on the loopback address (127.0.0.1), with as many CPUs as this machine has and no
-dashboard, its idle workers kept for the run (the warmed probe workers serve the probe stage), and stopped
+A local cluster is started on the loopback address (127.0.0.1), a new one even where ``RAY_ADDRESS`` or an
+earlier ``ray start`` on this machine names another (Ray's ``address="local"``), with as many CPUs as this machine
+has and no dashboard, its idle workers kept for the run (the warmed probe workers serve the probe stage), and stopped
 when the run ends (``close``, which the runner calls beside writing the tables); a running cluster is only
 connected to, never stopped.
 """
@@ -124,9 +125,10 @@ class RayEngine:
         quiet = {"log_to_driver": False, "logging_level": logging.ERROR, "include_dashboard": False}
         os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
         try:
-            if self.address is None:
+            if self.address is None:  # "local": a new cluster, not RAY_ADDRESS's or the last `ray start`'s
                 cpus = os.cpu_count() or 1
-                ray.init(num_cpus=cpus, _node_ip_address="127.0.0.1", _system_config=_LOCAL_SYSTEM, **quiet)
+                local = {"address": "local", "num_cpus": cpus, "_node_ip_address": "127.0.0.1"}
+                ray.init(**local, _system_config=_LOCAL_SYSTEM, **quiet)
             else:
                 ray.init(address=self.address, **quiet)
         except (ConnectionError, RuntimeError, ValueError) as error:

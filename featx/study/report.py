@@ -15,6 +15,7 @@ from typing import Any
 import pandas as pd
 
 from .. import report as reporting
+from ..errors import InputError
 from ..io import read_csv
 from ..safe_files import real_folder
 from .plan import make_plan
@@ -51,6 +52,12 @@ def write_report(
     config = make_plan(study).config
     output = config.output
     table = load(output)
+    if table.empty:  # a run whose every probe failed, or none ran yet
+        raise InputError(
+            f"no probe of the study is done yet: {output} holds an empty results table",
+            f"featx study status {config.source.path or 'STUDY'} shows each cell and the error of a failed one; fix "
+            "it and run the study again",
+        )
     summary_path = output / "summary.csv"
     summary = read_csv(summary_path, keep_default_na=True) if summary_path.is_file() else None
     links = _cell_pages(output, table, echo) if cells else None

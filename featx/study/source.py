@@ -20,7 +20,7 @@ from typing import Any
 import tomllib
 
 from ..errors import InputError
-from ..safe_files import NotARegularFile, read_small_text
+from ..safe_files import NotARegularFile, read_small_text, refuse_unsafe_target
 
 MAX_STUDY_BYTES = 4 << 20  # a study file is a few hundred lines; anything larger is not one
 Place = tuple[Any, ...]  # ("study", "output"), ("models", 0, "name"), ("probe", "layer")
@@ -171,3 +171,23 @@ def check_keys(source: Source, table: dict[str, Any], place: Place, known: Seque
     for key in table:
         if key not in known:
             raise source.unknown((*place, key), known)
+
+
+def check_output(source: Source, value: str) -> Path:
+    """The ``[study] output`` folder, resolved from the file's folder: not a link (nothing is written through
+    one: OUTPUT is named as the folder itself), not a file, not a filesystem root, the current folder or one
+    above it, nor the study file's own folder or one above it."""
+    where, own = ("study", "output"), "name a folder of its own, e.g. out/study"
+    output = source.resolve(value, where)
+    if output.is_symlink():
+        link = f"{output} is a symbolic link; featx refuses to write through it"
+        raise source.error(where, link, f"name the folder it points to instead: output = {str(output.resolve())!r}")
+    if output.exists() and not output.is_dir():
+        raise source.error(where, f"{output} is a file, not a folder", "name a new or study folder")
+    try:
+        refuse_unsafe_target(output)  # a filesystem root, the current folder or one above it
+    except InputError as err:
+        raise source.error(where, err.message, own) from None
+    if source.path is not None and source.folder.resolve().is_relative_to(output.resolve()):
+        raise source.error(where, f"the output path {output} is the study file's own folder or a folder above it", own)
+    return output

@@ -8,9 +8,12 @@ Columns (``SUMMARY_COLUMNS``):
 ``layer``, ``pooling``, ``classifier``, ``site``   the row chosen on the training part
 ``n_layers``, ``relative_depth``   its depth (layer / n_layers)
 ``score``, ``ci_low``, ``ci_high`` its test score and 95% interval
-``tied_layers``      the layers of that pooling and classifier not significantly below it (the paired test on the
-                     same test rows, Holm-adjusted over the layers: ``p_vs_best``), as text ("2-4,6")
+``tied_layers``      the layers of that pooling and classifier not significantly different from it (the paired test
+                     on the same test rows, Holm-adjusted over the layers: ``p_vs_best``), as text ("2-4,6")
+``above_layers``     the layers of that pooling and classifier significantly above it on the test rows: the
+                     choice, made on the training part, missed them (empty when none)
 ``flat``             true when every layer is tied: the curve is flat, and no layer stands out
+``majority``, ``over_majority``   the majority-class baseline (for a number, the training mean) and score - it
 ``lexical``, ``over_lexical``   the lexical baseline and score - lexical
 ``control``, ``over_control``   the control task's score at the chosen row and score - control (selectivity)
 ``expected_layer``, ``expected_depth``   Tenney et al. (2019)'s expected layer of the task's curve, and / n_layers
@@ -33,9 +36,9 @@ import pandas as pd
 
 SUMMARY_COLUMNS = (
     "model", "corpus", "label", "group", "metric", "random_init", "seed", "site", "layer", "pooling", "classifier",
-    "n_layers", "relative_depth", "score", "ci_low", "ci_high", "tied_layers", "flat", "lexical", "over_lexical",
-    "control", "over_control", "expected_layer", "expected_depth", "control_models", "control_mean", "control_sd",
-    "over_control_models",
+    "n_layers", "relative_depth", "score", "ci_low", "ci_high", "tied_layers", "above_layers", "flat", "majority",
+    "over_majority", "lexical", "over_lexical", "control", "over_control", "expected_layer", "expected_depth",
+    "control_models", "control_mean", "control_sd", "over_control_models",
 )  # fmt: skip
 CELL = ["model", "corpus", "label"]
 
@@ -71,15 +74,19 @@ def cell_summary(rows: pd.DataFrame) -> dict | None:
         return None
     chosen = chosen_rows.iloc[0]
     curve = _curve(rows, chosen)
-    tied = curve[~curve["significant_vs_best"].astype(bool)]["layer"]
+    significant = curve["significant_vs_best"].astype(bool)
+    tied = curve[~significant]["layer"]
+    above = curve[significant & (curve["score"] > chosen["score"])]["layer"]  # every probe metric: larger is better
     expected = expected_layer(curve["layer"], curve["score"], str(chosen["metric"]))
     line = {key: chosen[key] for key in ("model", "corpus", "label", "metric", "random_init", "seed", "site")}
     line["group"] = chosen["group"] if "group" in chosen and isinstance(chosen["group"], str) else None
     line.update({key: chosen[key] for key in ("layer", "pooling", "classifier", "n_layers", "relative_depth")})
-    line.update({key: chosen[key] for key in ("score", "ci_low", "ci_high", "lexical", "control")})
+    line.update({key: chosen[key] for key in ("score", "ci_low", "ci_high", "majority", "lexical", "control")})
     line.update(
         tied_layers=spans(tied),
+        above_layers=spans(above),
         flat=len(curve) > 1 and len(tied) == len(curve),
+        over_majority=chosen["score"] - chosen["majority"],
         over_lexical=chosen["score"] - chosen["lexical"],
         over_control=chosen["score"] - chosen["control"],
         expected_layer=expected,

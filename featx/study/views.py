@@ -144,12 +144,15 @@ def format_summary(result: StudyResult) -> str:
     lines = []
     for row in result.summary.to_dict("records"):
         tied = "flat: every layer tied" if row["flat"] else f"tied: {row['tied_layers']}"
+        if isinstance(row.get("above_layers"), str) and row["above_layers"]:
+            tied += f"; significantly above it on the test rows: {row['above_layers']}"
         controls = f", over {row['control_models']} random models {_number(row['over_control_models'])}"
         grouped = f" (grouped by {row['group']})" if isinstance(row.get("group"), str) and row["group"] else ""
         lines.append(
             f"{row['model']} {row['corpus']}/{row['label']}{grouped}: layer {row['layer']} ({row['pooling']}, depth "
             f"{_number(row['relative_depth'], 2)}; {tied}) {row['metric']} {_number(row['score'])} "
-            f"[{_number(row['ci_low'])}, {_number(row['ci_high'])}], over lexical {_number(row['over_lexical'])}, "
+            f"[{_number(row['ci_low'])}, {_number(row['ci_high'])}], over majority {_number(row['over_majority'])}, "
+            f"over lexical {_number(row['over_lexical'])}, "
             f"over control {_number(row['over_control'])}, E[layer] {_number(row['expected_layer'], 2)}"
             + (controls if row["control_models"] and not row["random_init"] else "")
         )

@@ -93,3 +93,16 @@ def test_a_cluster_that_refuses_the_connection_is_one_clear_error():
     with pytest.raises(InputError, match=r"could not connect to Ray \(127.0.0.1:6391\)") as raised:
         engine._connect(ray)
     assert "RAY_AUTH_MODE=token" in raised.value.hint
+
+
+def test_the_local_cluster_is_a_new_one_whatever_ray_start_left_on_this_machine(monkeypatch):
+    """Without an address the engine starts a cluster of its own for the run: Ray's ``init`` without an address
+    joins the cluster named by ``RAY_ADDRESS`` or by the last ``ray start`` on this machine (its
+    /tmp/ray/ray_current_cluster, left behind by a cluster that died too), and with ``num_cpus`` refuses it
+    ("When connecting to an existing cluster, num_cpus and num_gpus must not be provided"); ``address="local"``
+    is Ray's "start a new local instance, even if there is already one"."""
+    calls: list[dict] = []
+    ray = SimpleNamespace(is_initialized=lambda: False, init=lambda **kwargs: calls.append(kwargs))
+    monkeypatch.setenv("RAY_ADDRESS", "192.0.2.2:6390")
+    assert RayEngine(None)._connect(ray) is True  # started here: stopped at the end of the run
+    assert calls[0]["address"] == "local" and calls[0]["_node_ip_address"] == "127.0.0.1"

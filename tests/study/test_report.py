@@ -54,3 +54,19 @@ def test_no_cells_page_is_written_through_a_link_planted_at_a_cell_folder(done_s
     with pytest.raises(StoreError, match="out/tiny/sents is a symbolic link"):
         write_report({**study, "study": {**study["study"], "output": str(output)}})
     assert list(output.rglob("*.report.html")) == []
+
+
+def test_a_study_whose_probes_all_failed_says_so_not_run_it_first(tmp_path):
+    """A study that ran but whose every probe failed (a group split across train and test, say) writes an empty
+    results table: its report names the failed cells' place (``featx study status``), not "run the study first"."""
+    from featx.errors import InputError
+    from featx.study import RESULT_COLUMNS
+
+    (tmp_path / "c.csv").write_text("text,label\na b,x\nc d,y\n")
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "results.csv").write_text(",".join(RESULT_COLUMNS) + "\n")
+    study = {"study": {"output": str(tmp_path / "out")}, "models": [{"name": "m"}],
+             "corpora": [{"path": str(tmp_path / "c.csv")}]}  # fmt: skip
+    with pytest.raises(InputError, match="no probe of the study is done") as caught:
+        write_report(study)
+    assert "featx study status" in caught.value.hint and "run the study first" not in caught.value.hint

@@ -45,6 +45,7 @@ def folder(tmp_path):
     for task in ("past_present", "subj_number"):
         (tmp_path / "tasks" / f"{task}.txt").write_text("tr\tPAST\tShe walked .\nte\tPRES\tShe walks .\n")
     (tmp_path / "empty").mkdir()
+    (tmp_path / "linked").symlink_to(tmp_path / "empty")
     return tmp_path
 
 
@@ -104,6 +105,9 @@ BAD = [
     (('output = "out"', 'output = "/"'), "[study] output: the output path / is a filesystem root", 2, None),
     (('output = "out"', 'output = "."'), "[study] output: the output path", 2, "a folder of its own"),
     (('output = "out"', 'output = "out/../.."'), "is the study file's own folder or a folder above it", 2, None),
+    # not "is not a folder": a link to one is refused as a link (nothing is written through one), naming its target
+    (('output = "out"', 'output = "linked"'), "linked is a symbolic link; featx refuses to write", 2, "empty"),
+    (('output = "out"', 'output = "sst2.csv"'), "sst2.csv is a file, not a folder", 2, "a new or study folder"),
     (('output = "out"', 'output = "out"\naddress = "127.0.0.1:1"'), "address is for the Ray engine", 3, "ray"),
     (('path = "sst2.csv"', 'path = "sst2.csv"\nsenteval = "tasks"'), "a path or senteval, not both", 16, None),
     (('path = "sst2.csv"', 'senteval = "none"'), "SentEval folder", 15, "task files"),

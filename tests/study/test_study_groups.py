@@ -179,3 +179,29 @@ def test_a_study_groups_a_pair_corpus_by_its_shared_sentences(tiny_model, tmp_pa
         assert list(predictions["group"]) == list(chain_first_rows(chains)[predictions["row"]])
     assert set(result.results.group) == {"@texts"}
     assert len(result.paired) and (result.paired.note == "").all()
+
+
+@pytest.mark.parametrize("group", ["doc", "@texts"])
+def test_a_group_on_both_sides_of_the_split_is_refused_before_any_extraction(folder, group):
+    """Each probe refuses a split with a group in two of its parts (``featx.probing.check_split_groups``): the
+    study checks it as it reads the corpus, not after extracting it with every model (SICK's own split puts
+    pairs sharing a sentence in train and test: ``group = "@texts"`` failed each probe after every extraction).
+    A row whose label is missing or whose split is another value is in no part; without a test part the probes
+    cross-validate by group, and nothing is refused."""
+    rows = ["the cat,the dog,x,d1,train", "the dog,a film,y,d1,test", "sun,rain,x,d2,train", "moon,star,y,d3,test"]
+    corpus = {"path": str(folder / "pairs.csv"), "text_col": "a", "text_pair_col": "b", "group": group}
+    study = {"study": {"output": str(folder / "out")}, "models": [{"name": "m"}], "corpora": [corpus]}
+
+    def check(second: str):
+        (folder / "pairs.csv").write_text("\n".join(["a,b,label,doc,split", rows[0], second, *rows[2:]]) + "\n")
+        check_corpora(study_config(study))
+
+    with pytest.raises(InputError) as caught:
+        check(rows[1])
+    assert "#1 group: corpus" in caught.value.message and "pairs.csv" in caught.value.message
+    assert "1 group(s) have rows in both the train and the test split" in caught.value.message
+    assert "(train: row 0; test: row 1)" in caught.value.message and "put every group in one" in caught.value.hint
+    for second in ("the dog,a film,,d1,test", "the dog,a film,y,d1,holdout", "the dog,a film,y,d1,train"):
+        check(second)
+    rows[3] = "moon,star,y,d3,dev"
+    check("the dog,a film,y,d1,dev")  # no test part: cross-validated by group

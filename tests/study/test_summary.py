@@ -57,3 +57,41 @@ def test_summary_of_a_peaked_curve_a_flat_one_and_two_random_models():
     assert peaked["over_control_models"] == pytest.approx(0.25)
     assert flat["over_control_models"] == pytest.approx(0.71 - 0.65)
     assert math.isnan(summary.loc["r0", "over_control_models"])
+
+
+def test_layers_significantly_above_the_chosen_one_are_named_not_counted_below_it():
+    """The choice is made on the training part, the paired tests on the test rows: a layer the choice missed
+    that scores significantly above the chosen one on the test rows is not "tied", nor below it: the summary
+    names it in ``above_layers`` (TREC, 120 training rows: layer 2 chosen, layers 3-5 significantly above it),
+    and the printout says so, so that "tied: 2" does not read as "layer 2 stands out"."""
+    table = rows("m", [0.5, 0.6, 0.55, 0.8, 0.75], [True, False, False, True, True], chosen=2)
+    table.loc[4, "score"] = 0.3  # layer 4 significantly below, layer 3 significantly above
+    line = summarise(table).iloc[0]
+    assert (line["layer"], line["tied_layers"], line["above_layers"], line["flat"]) == (2, "1-2", "3", False)
+    peaked = summarise(rows("p", [0.5, 0.9, 0.6], [True, False, True], chosen=1)).iloc[0]
+    assert (peaked["tied_layers"], peaked["above_layers"]) == ("1", "")
+
+    from featx.study.views import format_summary
+
+    class Result:
+        summary, paired, failed, statuses, written = summarise(table), pd.DataFrame(columns=["corpus"]), [], {}, []
+
+    assert "tied: 1-2; significantly above it on the test rows: 3)" in format_summary(Result())
+
+
+def test_the_summary_stands_beside_the_majority_baseline_too():
+    """A task's chance level differs (TREC's majority class 0.108, SST-2's 0.550): the summary and its printout
+    give the majority-class (or training-mean) baseline beside the lexical one and the control."""
+    table = rows("m", [0.5, 0.9, 0.6], [True, False, True], chosen=1)
+    table["majority"] = 0.108
+    summary = summarise(table)
+    assert summary.iloc[0]["majority"] == pytest.approx(0.108)
+    assert summary.iloc[0]["over_majority"] == pytest.approx(0.9 - 0.108)
+
+    from featx.study.views import format_summary
+
+    class Result:
+        paired, failed, statuses, written = pd.DataFrame(columns=["corpus"]), [], {}, []
+
+    Result.summary = summary
+    assert "accuracy 0.900 [0.800, 1.000], over majority 0.792, over lexical 0.300," in format_summary(Result())

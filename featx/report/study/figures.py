@@ -70,14 +70,16 @@ def row_hover(row) -> str:
         f"pooling {label(row['pooling'])}" + (f" · probe {label(row['classifier'])}" if row["classifier"] else ""),
         str(row["how"]),
     ]
-    references = [
-        f"{name} {number(row[name])}"
-        for name in ("majority", "lexical", "control", "selectivity")
-        if row[name] == row[name]
-    ]
+    references = _references(row)
     if references:
-        lines.append(" · ".join(references))
+        lines.append(references)
     return "<br>".join(lines)
+
+
+def _references(row) -> str:
+    """The row's baselines as hover text, ``majority 0.550 · lexical 0.558 · ...``, those the table has."""
+    names = ("majority", "lexical", "control", "selectivity")
+    return " · ".join(f"{name} {number(row[name])}" for name in names if row[name] == row[name])
 
 
 def _same_curve(found: dict, row) -> bool:
@@ -105,7 +107,10 @@ def _depth_hover(row, summary: Summary) -> str:
     numbers = _span_numbers(layers)
     if numbers and row["n_layers"] == row["n_layers"] and row["n_layers"] > 0:
         low, high = min(numbers) / row["n_layers"], max(numbers) / row["n_layers"]
-        text += f"<br>layers not significantly below: {label(layers)} (relative depth {low:.2f} to {high:.2f})"
+        text += f"<br>layers not significantly different: {label(layers)} (relative depth {low:.2f} to {high:.2f})"
+    above = str((found or {}).get("above_layers") or "")
+    if _span_numbers(above):
+        text += f"<br>layers significantly above it on the test rows: {label(above)}"
     return text
 
 
@@ -190,10 +195,11 @@ def _band(points: list[dict], colour: str, model: str) -> dict | None:
 
 def _point_hover(row) -> str:
     interval = f" [{number(row['ci_low'])}, {number(row['ci_high'])}]"
+    references = _references(row)
     return (
         f"<b>{label(row['model_key'])}</b> · {label(row['task'])}<br>layer {_layer(row['layer'])} of "
         f"{_layer(row['n_layers'])} (relative depth {number(row['depth'], 2)})<br>"
-        f"{label(row['metric'])}: {number(row['score'])}{interval} 95%"
+        f"{label(row['metric'])}: {number(row['score'])}{interval} 95%" + (f"<br>{references}" if references else "")
     )
 
 
@@ -213,20 +219,28 @@ def _line(points: list[dict], colour: str, model: str, legend: bool) -> dict:
     }
 
 
-def _lexical(cells: dict, task: str, legend: bool) -> dict | None:
-    values = [row["lexical"] for (t, _), row in cells.items() if t == task and row["lexical"] == row["lexical"]]
+BASELINES = {  # the table's column -> the dotted line's name, colour and dash, and its hover
+    "lexical": ("lexical baseline", "#555555", "dot", "lexical baseline"),
+    "majority": ("majority baseline", "#999999", "dash", "majority class (for a number, the training mean)"),
+}
+
+
+def _baseline(cells: dict, task: str, column: str, legend: bool) -> dict | None:
+    """The task's ``column`` baseline (the same for every model of a task) as a dotted line across the panel."""
+    values = [row[column] for (t, _), row in cells.items() if t == task and row[column] == row[column]]
     if not values:
         return None
+    name, colour, dash, said = BASELINES[column]
     return {
         "type": "scatter",
         "x": [0.0, 1.0],
         "y": [float(values[0])] * 2,
         "mode": "lines",
-        "line": {"color": "#555555", "dash": "dot", "width": 1.5},
-        "name": "lexical baseline",
-        "legendgroup": "lexical",
+        "line": {"color": colour, "dash": dash, "width": 1.5},
+        "name": name,
+        "legendgroup": column,
         "showlegend": legend,
-        "hovertemplate": f"lexical baseline: {number(values[0])}<extra></extra>",
+        "hovertemplate": f"{said}: {number(values[0])}<extra></extra>",
     }
 
 
@@ -253,7 +267,8 @@ def _grid(view: StudyView) -> tuple[dict, list[tuple[str, str]]]:
 
 
 def curves_figure(view: StudyView) -> dict:
-    """Per task, every model's score by relative depth with its 95% band (and the lexical baseline)."""
+    """Per task, every model's score by relative depth with its 95% band (and the lexical and majority
+    baselines)."""
     layout, axes = _grid(view)
     data = []
     for combo in range(len(view.combos)):
@@ -270,8 +285,9 @@ def curves_figure(view: StudyView) -> dict:
                     _line(points, _colour(index), model, model not in shown),
                 ]
                 shown.add(model)
-            traces.append(_lexical(cells, task, "lexical" not in shown))
-            shown.add("lexical")
+            for column in BASELINES:
+                traces.append(_baseline(cells, task, column, column not in shown))
+                shown.add(column)
             for trace in filter(None, traces):
                 meta = {**trace.pop("meta", {}), "combo": combo}
                 data.append({**trace, "xaxis": xaxis, "yaxis": yaxis, "visible": combo == view.default, "meta": meta})

@@ -121,14 +121,16 @@ def _figures(study: StudyView, summary: figures.Summary, links: figures.Summary)
             figures.heatmap_figure(study, "depth", summary, links),
             "Each cell: the layer of the row in the heatmap above over the model's number of layers (0 = the "
             "embeddings, 1 = the last layer). Hover: where the study summary has it, the layers not significantly "
-            "below the chosen one and their depth range: a wide range reads as a flat curve, not a best layer.",
+            "different from the chosen one and their depth range (a wide range reads as a flat curve, not a best "
+            "layer), and those significantly above it on the test rows, which the choice on the training part missed.",
         ),
         (
             "Layer curves",
             figures.curves_figure(study),
             "Per task, every model's score at each layer, on a relative-depth axis so that models of different "
             "depth line up, with its 95% interval as a band (where the table has one); dotted: the lexical "
-            "baseline. Click a legend entry to hide or show a model.",
+            "baseline; dashed: the majority class (for a number, the training mean). Hover: a point's score and "
+            "its row's baselines. Click a legend entry to hide or show a model.",
         ),
         ("Expected layer", figures.expected_figure(study, summary), EXPECTED_HOW),
     ]
@@ -164,8 +166,10 @@ def _summary_html(summary: pd.DataFrame | None) -> str:
     shown = shown.astype(object).where(shown.notna(), "-")  # an empty text cell (a corpus without group)
     return (
         '<section><h2>Summary</h2>\n<p class="muted">The study\'s own summary, per model and task: the chosen layer, '
-        "the layers not significantly below it, its relative depth, the gains over the lexical baseline and the "
-        "control, and the expected layer.</p>\n" + table_html(shown) + "</section>"
+        "the layers not significantly different from it and those significantly above it, its relative depth, the "
+        "gains over the majority and lexical baselines and the control, and the expected layer.</p>\n"
+        + table_html(shown)
+        + "</section>"
     )
 
 

@@ -70,7 +70,8 @@ def test_the_figures_hold_the_tables_numbers(page):
             assert f"{row.ci_low:.3f}, {row.ci_high:.3f}] 95%" in shown["text"][i][j]
     assert _figure(page, 1)["data"][0]["z"][0] == [0.75, 0.75]  # layer 3 of 4
     assert (
-        "layers not significantly below: 2,3 (relative depth 0.50 to 0.75)" in _figure(page, 1)["data"][0]["text"][0][0]
+        "layers not significantly different: 2,3 (relative depth 0.50 to 0.75)"
+        in _figure(page, 1)["data"][0]["text"][0][0]
     )
     lines = [t for t in _figure(page, 2)["data"] if t.get("mode") == "lines+markers" and t["meta"]["combo"] == 2]
     curve = rows[(rows.metric == "macro_f1") & (rows.model == "minilm") & (rows.corpus == "sst2")].sort_values("layer")
@@ -92,7 +93,7 @@ def test_the_hovers_read_the_summary_featx_study_writes():
     assert set(summary.tied_layers) == {"2-3"}
     page = render_study_report(rows, summary=summary)
     depth = _figure(page, 1)["data"][0]["text"][0][0]
-    assert "layers not significantly below: 2-3 (relative depth 0.50 to 0.75)" in depth
+    assert "layers not significantly different: 2-3 (relative depth 0.50 to 0.75)" in depth
     expected = {t["meta"]["combo"]: t["text"][0] for t in _figure(page, 3)["data"] if t["name"] == "minilm"}
     e_mean = table.expected_layer(range(5), rows[(rows.model == "minilm") & (rows.pooling == "mean")].score[:5])
     assert f"study summary: E[l] = {e_mean:.2f}" in expected[0]  # accuracy x mean: the summary's own curve
@@ -165,3 +166,15 @@ def test_the_cell_list_names_a_seed_and_no_missing_one():
     links = {("minilm", "sst2", "label", None): "a.html", ("minilm-random-s1", "sst2", "label", 1): "b.html"}
     cells = re.findall(r"<tr><td>(.*?)</td>", _links_html(links))
     assert cells == ["minilm · sst2 · label", "minilm-random-s1 · sst2 · label · seed 1"]
+
+
+def test_each_layer_curve_stands_beside_the_majority_and_lexical_baselines(page):
+    """Per task, the curves panel draws the majority class (or training mean) dotted beside the lexical baseline,
+    and each point's hover gives its row's baselines (majority, lexical; control and selectivity where the table
+    has them): TREC's 0.55 at a layer reads apart from a majority of 0.11, SST-2's beside 0.55."""
+    traces = [t for t in _figure(page, 2)["data"] if t["meta"]["combo"] == 0]
+    baselines = {t["name"]: t for t in traces if t.get("mode") == "lines" and "name" in t}  # not the bands
+    assert baselines["majority baseline"]["y"] == [0.5, 0.5] and baselines["lexical baseline"]["y"] == [0.7, 0.7]
+    assert sum(t.get("name") == "majority baseline" for t in traces) == 2  # one per task panel
+    point = next(t for t in traces if t.get("mode") == "lines+markers")["text"][0]
+    assert "majority 0.500 · lexical 0.700" in point and "control" not in point  # NaN: left out
