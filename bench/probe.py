@@ -1,10 +1,12 @@
-"""Benchmark of ``featx probe``: all layers x all poolings x logreg, 5-fold CV with C search, against a
-plain per-(layer, pooling) loop of ``LogisticRegressionCV`` (scaler + nested 5-fold CV, sklearn defaults).
+"""Benchmark of ``featx probe``: all layers x all poolings x logreg (or svm), 5-fold CV with C search, against a
+plain per-(layer, pooling) loop of ``LogisticRegressionCV`` (scaler + nested 5-fold CV, sklearn defaults), or for
+``--classifier svm`` of ``GridSearchCV(LinearSVC)`` over featx's C grid (scaler + nested 5-fold CV).
 
     python bench/probe.py                      # 10,000 AG News rows, default model, cached in bench/.cache/
     python bench/probe.py FEATURES.h5          # any features file
     python bench/probe.py --reference-sets all # time the reference on all 35 sets (slow)
     python bench/probe.py --reference-sets 0   # featx probe alone (the probe-speed case of BENCHMARKS.md)
+    python bench/probe.py --rows 2000 --classifier svm --reference-sets 2   # the svm probe
 
 featx probe runs as ``featx probe FEATURES --layer all --pooling all`` does: the control task and the lexical
 baseline (TF-IDF n-grams, a job of its own beside the layer jobs) included; its CPU time (user + sys of the
@@ -67,22 +69,32 @@ def load() -> str:
     return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
 
 
-def reference(X: np.ndarray, y: np.ndarray, folds: int, seed: int) -> float:
-    """Plain nested CV: StandardScaler + LogisticRegressionCV(Cs=10, cv=5) in each outer fold."""
-    from sklearn.linear_model import LogisticRegressionCV
+def reference(X: np.ndarray, y: np.ndarray, folds: int, seed: int, classifier: str = "logreg") -> float:
+    """Plain nested CV: StandardScaler + LogisticRegressionCV(Cs=10, cv=5) in each outer fold, or for svm
+    StandardScaler + GridSearchCV(LinearSVC, featx's C grid, cv=5)."""
     from sklearn.model_selection import StratifiedKFold
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
 
     scores = []
     for train, test in StratifiedKFold(folds, shuffle=True, random_state=seed).split(X, y):
-        model = make_pipeline(
-            StandardScaler(),
-            LogisticRegressionCV(Cs=10, cv=5, l1_ratios=(0.0,), use_legacy_attributes=False, scoring="accuracy"),
-        )
+        model = make_pipeline(StandardScaler(), _reference_model(classifier))
         model.fit(X[train], y[train])
         scores.append(float(np.mean(model.predict(X[test]) == y[test])))
     return float(np.mean(scores))
+
+
+def _reference_model(classifier: str):
+    if classifier == "svm":
+        from sklearn.model_selection import GridSearchCV
+        from sklearn.svm import LinearSVC
+
+        from featx.probing.config import DEFAULT_CS
+
+        return GridSearchCV(LinearSVC(), {"C": list(DEFAULT_CS)}, cv=5, scoring="accuracy")
+    from sklearn.linear_model import LogisticRegressionCV
+
+    return LogisticRegressionCV(Cs=10, cv=5, l1_ratios=(0.0,), use_legacy_attributes=False, scoring="accuracy")
 
 
 def main() -> None:
@@ -91,6 +103,7 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=10_000)
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--folds", type=int, default=5)
+    parser.add_argument("--classifier", choices=("logreg", "svm"), default="logreg")
     parser.add_argument(
         "--reference-sets",
         default="3",
@@ -108,7 +121,7 @@ def main() -> None:
     cpu_start = cpu_seconds()
     started = time.perf_counter()
     result = featx.probe(
-        path, layers="all", poolings="all", classifiers="logreg", folds=args.folds, jobs=args.jobs, write=False
+        path, layers="all", poolings="all", classifiers=args.classifier, folds=args.folds, jobs=args.jobs, write=False
     )
     ours_seconds = time.perf_counter() - started
     ours_cpu = cpu_seconds() - cpu_start  # the loky workers are still alive here, so they are counted
@@ -121,8 +134,8 @@ def main() -> None:
         f"lexical baseline fit {lexical.fit_seconds.iloc[0]:.0f} s" if len(lexical) else "no lexical baseline"
     )
     print(
-        f"featx probe: {n_sets} sets (layers x poolings), {args.folds}-fold CV with C search, control task and "
-        f"lexical baseline included ({lexical_note}), jobs={args.jobs}: {ours_seconds:.1f} s wall, "
+        f"featx probe ({args.classifier}): {n_sets} sets (layers x poolings), {args.folds}-fold CV with C search, "
+        f"control task and lexical baseline included ({lexical_note}), jobs={args.jobs}: {ours_seconds:.1f} s wall, "
         f"{ours_cpu:.0f} s CPU (user + sys, workers included)"
     )
     if args.reference_sets == "0":
@@ -141,7 +154,7 @@ def main() -> None:
             # One BLAS thread, as featx's workers use: on a loaded machine, default BLAS threads spin
             # and would make the reference look far slower than it is.
             with threadpool_limits(1):
-                accuracy = reference(X, y, args.folds, 0)
+                accuracy = reference(X, y, args.folds, 0, args.classifier)
             ref_seconds.append(time.perf_counter() - t)
             ref_cpu.append(time.process_time() - c)
             ours = table[(table.pooling == pooling) & (table.layer == layer)].iloc[0]

@@ -41,7 +41,7 @@ def plot_layer_curves(
     frame, meta, classifier, rows = layer_results(frame, meta, metric, classifier)
     with plt.rc_context(RC):
         ax = axes_or_new(ax)
-        core, hollow_drawn = draw_series(ax, rows, metric)
+        core, marks = draw_series(ax, rows, metric)
         values = _draw_baseline_curve(ax, frame, rows, metric, classifier)
         values += draw_cosine_baseline(ax, meta, rows, metric)  # sentence pairs (separate mode)
         control, drawn = _draw_control_curve(ax, rows, metric)
@@ -51,17 +51,7 @@ def plot_layer_curves(
         values += control + draw_references(ax, found, sorted(set(rows["layer"].astype(int))))
         best = _star_best(ax, rows, metric, meta)
         mark_layer_summary(ax, meta, str(best.get("probe_pooling", best["pooling"])))  # word-level runs only
-        if hollow_drawn:
-            ax.plot(
-                [],
-                [],
-                marker="o",
-                markersize=7,
-                linestyle="none",
-                markerfacecolor="white",
-                markeredgecolor=REFERENCE_GREY,
-                label="hollow: not significantly below its pooling's best",
-            )
+        _legend_marks(ax, marks)
         finish_layer_axes(ax, rows, core, values, metric)
         if legend:
             legend_below(ax)
@@ -72,11 +62,11 @@ def plot_layer_curves(
     return ax
 
 
-def draw_series(ax, rows: pd.DataFrame, metric: str) -> tuple[list[float], bool]:
-    """One line per pooling (or site) with its 95% band; returns the values drawn and whether any hollow
-    "like the best" markers were drawn."""
+def draw_series(ax, rows: pd.DataFrame, metric: str) -> tuple[list[float], set[str]]:
+    """One line per pooling (or site) with its 95% band; returns the values drawn and the kinds of significance
+    marks drawn ("like" hollow markers, "above" triangles: ``_mark_like_best``)."""
     values: list[float] = []
-    hollow_drawn = False
+    marks: set[str] = set()
     sites = list(dict.fromkeys(rows["site"])) if "site" in rows.columns else []
     for index, pooling in enumerate(poolings_of(rows)):
         part = rows[rows["pooling"] == pooling]
@@ -95,14 +85,14 @@ def draw_series(ax, rows: pd.DataFrame, metric: str) -> tuple[list[float], bool]
             linestyle=series_linestyle(part, sites),
         )
         if metric == "accuracy":
-            hollow_drawn |= _mark_like_best(ax, part, layers, y, colour, marker)
+            marks |= _mark_like_best(ax, part, layers, y, colour, marker)
         low, high = f"{metric}_low", f"{metric}_high"
         if low in part.columns and high in part.columns and part[[low, high]].notna().all().all():
             lo, hi = part[low].astype(float).to_numpy(), part[high].astype(float).to_numpy()
             ax.fill_between(layers, lo, hi, color=colour, alpha=0.15, linewidth=0, zorder=2)
             values += list(lo) + list(hi)
         values += list(y[np.isfinite(y)])
-    return values, hollow_drawn
+    return values, marks
 
 
 def _star_best(ax, rows: pd.DataFrame, metric: str, meta: dict | None = None) -> pd.Series:
@@ -171,27 +161,80 @@ def _mark_off_axis(ax, bottom: float, top: float) -> None:
             line.set_label(f"{label} (partly off the axis)")
 
 
-def _mark_like_best(ax, part: pd.DataFrame, layers, y, colour, marker) -> bool:
-    """Hollow markers on the layers whose accuracy is not significantly below the pooling's best
-    (``significant_vs_best`` False after Holm, the best itself included). True if any were drawn."""
-    if "significant_vs_best" not in part.columns:
-        return False
-    like_best = part["significant_vs_best"].map(lambda v: v is False or v is np.False_ or str(v) == "False")
-    like_best = like_best.to_numpy(bool)
-    if part["significant_vs_best"].isna().all() or not like_best.any():
-        return False
-    ax.plot(
-        layers[like_best],
-        y[like_best],
-        marker=marker,
-        markersize=8,
-        linestyle="none",
-        markerfacecolor="white",
-        markeredgecolor=colour,
-        markeredgewidth=1.8,
-        zorder=3.5,
+def _mark_like_best(ax, part: pd.DataFrame, layers, y, colour, marker) -> set[str]:
+    """Hollow markers on the layers whose accuracy is not significantly different from the layer chosen for the
+    pooling (``significant_vs_best`` False after Holm, the chosen one included), and an upward triangle above the
+    layers significantly better than it on the test rows (the test is two-sided: a choice the training part got
+    wrong must not read as a clear winner). Returns the kinds drawn ("like", "above")."""
+    if "significant_vs_best" not in part.columns or part["significant_vs_best"].isna().all():
+        return set()
+    flags = part["significant_vs_best"].map(
+        lambda v: (
+            "like"
+            if v is False or v is np.False_ or str(v) == "False"
+            else "differ"
+            if v is True or v is np.True_ or str(v) == "True"
+            else ""
+        )
     )
-    return True
+    like_best = (flags == "like").to_numpy(bool)
+    chosen = like_best & part["p_vs_best"].isna().to_numpy(bool) if "p_vs_best" in part.columns else like_best
+    drawn: set[str] = set()
+    if like_best.any():
+        ax.plot(
+            layers[like_best],
+            y[like_best],
+            marker=marker,
+            markersize=8,
+            linestyle="none",
+            markerfacecolor="white",
+            markeredgecolor=colour,
+            markeredgewidth=1.8,
+            zorder=3.5,
+        )
+        drawn.add("like")
+    if chosen.sum() == 1:
+        above = (flags == "differ").to_numpy(bool) & (y > y[chosen][0])
+        if above.any():
+            ax.plot(
+                layers[above],
+                y[above],
+                marker="^",
+                markersize=11,
+                linestyle="none",
+                markerfacecolor="none",
+                markeredgecolor=colour,
+                markeredgewidth=1.6,
+                zorder=3.6,
+            )
+            drawn.add("above")
+    return drawn
+
+
+def _legend_marks(ax, marks: set[str]) -> None:
+    """The legend entries of ``_mark_like_best``'s marks."""
+    if "like" in marks:
+        ax.plot(
+            [],
+            [],
+            marker="o",
+            markersize=7,
+            linestyle="none",
+            markerfacecolor="white",
+            markeredgecolor=REFERENCE_GREY,
+            label="hollow: not significantly different from its pooling's chosen layer",
+        )
+    if "above" in marks:
+        ax.plot(
+            [],
+            [],
+            marker="^",
+            markersize=9,
+            linestyle="none",
+            markerfacecolor="none",
+            markeredgecolor=REFERENCE_GREY,
+            label="triangle: significantly above its pooling's chosen layer (test rows)",
+        )
 
 
 def draw_references(ax, found: list[tuple[str, float]], layers: list[int]) -> list[float]:

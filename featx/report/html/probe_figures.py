@@ -49,7 +49,8 @@ def curves_how(metric: str, meta: dict) -> str:
         "baseline, baseline features); the grey dash-dot curve with + markers is the control task at the chosen "
         "pooling, or a flat dash-dot line its maximum over layers when the legend says so (the same probe on "
         "control labels: what probe capacity alone reaches), so selectivity is the gap to it. "
-        f"{star}hollow markers are layers not significantly below their pooling's best.{extra}"
+        f"{star}hollow markers are layers not significantly different from their pooling's chosen layer (paired test "
+        f"on the test rows, Holm-adjusted); a triangle marks a layer significantly above it.{extra}"
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -40,6 +41,24 @@ def _hollow_layers(ax):
 def test_layer_curves_mark_layers_not_significantly_below_the_best():
     assert _hollow_layers(plot_layer_curves(table())) == [1, 2]
     assert _hollow_layers(plot_layer_curves(table(significance=False))) == []
+
+
+def test_a_layer_significantly_above_the_chosen_one_gets_a_triangle_not_a_filled_marker():
+    """The paired test against the pooling's chosen layer is two-sided: a layer significantly better on the test
+    rows (a choice the training part got wrong) must not read like one significantly below it."""
+    frame = pd.concat([table(), table().iloc[[2]]], ignore_index=True)
+    frame["layer"], frame["layer_spec"] = [0, 1, 2, 3], ["0", "1", "2", "3"]
+    frame["accuracy"] = [0.6, 0.8, 0.9, 0.7]
+    frame["p_vs_best"] = [0.001, np.nan, 0.002, 0.01]
+    frame["significant_vs_best"] = [True, False, True, True]
+    ax = plot_layer_curves(frame)
+    assert _hollow_layers(ax) == [1]
+    triangles = [line for line in ax.lines if line.get_marker() == "^" and len(line.get_xdata())]
+    assert [list(line.get_xdata()) for line in triangles] == [[2]]
+    labels = [line.get_label() for line in ax.lines]
+    assert any(label.startswith("triangle: significantly above") for label in labels)
+    assert _hollow_layers(plot_layer_curves(table())) == [1, 2]  # no p_vs_best column: no triangle
+    assert not any(line.get_marker() == "^" for line in plot_layer_curves(table()).lines)
 
 
 def test_mdl_panel_and_the_figure_gets_a_third_panel(tmp_path):
