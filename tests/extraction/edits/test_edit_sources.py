@@ -172,8 +172,11 @@ def test_an_erasers_file_declaring_more_than_the_bound_is_refused_before_inflati
         ({"left": np.full((32, 1), np.nan)}, "holds inf or NaN"),
         ({"mean": np.full(32, np.inf)}, "holds inf or NaN"),
         ({"left": None}, "lacks its left array"),
+        ({"mean": np.zeros(32) + 1j}, r"mean/1/mean is an array of complex128, not of real numbers"),
+        ({"right": np.zeros((1, 32), [("a", "f8")])}, r"mean/1/right is an array of \[\('a', '<f8'\)\], not of"),
+        ({"left": np.full((32, 1), "0.1")}, r"mean/1/left is an array of <U3, not of real numbers"),
     ],
-    ids=["left-width", "right-rank", "mean-2d", "nan", "inf", "missing"],
+    ids=["left-width", "right-rank", "mean-2d", "nan", "inf", "missing", "complex", "structured", "text"],
 )
 def test_a_malformed_eraser_is_one_line_not_a_traceback(arrays, message, tmp_path, tiny_info):
     """An erasers file is untrusted: arrays of shapes that do not fit one another (or the model), inf or NaN, or a
