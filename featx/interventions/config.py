@@ -77,7 +77,13 @@ def _check_alphas(config: InterveneConfig) -> None:
 
 def _check_edit(config: InterveneConfig) -> None:
     steered_by_answers = config.edit == "steer" and config.answers is not None  # the class-mean direction
-    if config.edit in ("project", "mean", "steer") and config.bundle is None and not steered_by_answers:
+    if config.edit == "steer" and config.bundle is None and not steered_by_answers:
+        raise InputError(
+            "--edit steer reads its dose-response through a bundle's predictions (--bundle, missing) or, on a decoder, "
+            "through the answers of --template and --answers",
+            "give --bundle B.featx (featx fit), or --template and --answers",
+        )
+    if config.edit in ("project", "mean") and config.bundle is None:
         raise InputError(
             f"--edit {config.edit} edits along a bundle's directions: --bundle is missing",
             "give --bundle B.featx (featx fit)",

@@ -25,6 +25,7 @@ from featx.interventions import InterveneConfig, intervene
         ({"label": "animal", "at": "9"}, "layer 9 is outside .* whose layers are 0..2"),
         ({"label": "animal", "at": "1", "amnesic": "animal"}, "that is the edited label"),
         ({"edit": "project", "at": "1"}, "--bundle is missing"),
+        ({"edit": "steer", "at": "1", "toward": "dogs"}, "steer reads its dose-response through a bundle's .* or"),
         ({"edit": "project", "bundle": "B", "at": "1"}, "reads layers \\[2\\], so it has no directions at layer 1"),
         ({"edit": "steer", "bundle": "B", "at": "1,2", "toward": "dogs"}, "--edit steer edits one layer"),
         ({"edit": "steer", "bundle": "B", "at": "1", "toward": "dogs", "alphas": "0,nan"}, "nan is not a finite"),

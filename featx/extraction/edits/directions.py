@@ -161,16 +161,46 @@ def read_bundle_directions(path: str | Path) -> BundleDirections:
     folder = Path(path)
     manifest = _manifest(folder)
     arrays = _weights(folder, manifest)
-    kind, layers = manifest["layer_spec"].get("kind"), [int(layer) for layer in manifest["layer_spec"]["layers"]]
+    kind, layers = manifest["layer_spec"].get("kind"), _layer_numbers(folder, manifest["layer_spec"])
     prefixes = [f"layer{i}." for i in range(len(layers))] if kind == "stack" else [""]
     names = [f"{prefix}{name}" for prefix in prefixes for name in ("mean", "scale", "coef")]
     missing = [name for name in names if name not in arrays]
     if missing:
         raise _bad(folder, f"{WEIGHTS} lacks {', '.join(missing)}")
-    parts = [tuple(arrays[f"{prefix}{name}"] for name in ("mean", "scale", "coef")) for prefix in prefixes]
-    if any(len(mean) != len(scale) or len(coef) != len(mean) or np.any(scale <= 0) for mean, scale, coef in parts):
-        raise _bad(folder, "its scaler and coefficients do not fit together")
+    classes = manifest.get("classes")
+    k = len(classes) if isinstance(classes, list) else 1
+    parts = [_part(folder, arrays, prefix, k, 1 if kind == "stack" else len(layers)) for prefix in prefixes]
     return BundleDirections(folder, manifest, split_layers(str(kind), layers, parts))
+
+
+def _layer_numbers(folder: Path, spec: dict) -> list[int]:
+    """The layer spec's layers, numbers as featx fit writes them, of a kind it writes; else one line (the manifest
+    is untrusted: ``int()`` of a text or an object would be a traceback)."""
+    layers = spec["layers"]
+    if not all(isinstance(layer, int) and not isinstance(layer, bool) and layer >= 0 for layer in layers):
+        raise _bad(folder, f"{MANIFEST}'s layer spec: its layers {str(layers)[:80]} are not layer numbers")
+    if spec.get("kind") not in ("single", "cat", "stack"):
+        kind = str(spec.get("kind"))[:40]
+        raise _bad(folder, f"{MANIFEST}'s layer spec is of kind {kind!r}, not single, cat or stack")
+    return [int(layer) for layer in layers]
+
+
+def _part(folder: Path, arrays: dict[str, np.ndarray], prefix: str, k: int, n_layers: int) -> tuple[np.ndarray, ...]:
+    """A head's ``(mean, scale, coef)`` (of one layer of a stack, ``prefix``), checked as untrusted: float arrays of
+    shapes ``(d,)``, ``(d,)`` and ``(d, k)`` (``k`` the manifest's classes, 1 for a regression; a regression's coef
+    may be ``(d,)``), ``d`` a whole number of ``n_layers`` blocks, every scale positive."""
+    mean, scale, coef = (arrays[f"{prefix}{name}"] for name in ("mean", "scale", "coef"))
+    d = mean.shape[0] if mean.ndim == 1 else 0
+    wanted = {"mean": (d,), "scale": (d,), "coef": (d, k)}
+    for name, array in (("mean", mean), ("scale", scale), ("coef", coef)):
+        if array.dtype.kind != "f":
+            raise _bad(folder, f"{WEIGHTS}'s array '{prefix}{name}' has dtype {array.dtype}, not a float")
+        if array.shape != wanted[name] and not (name == "coef" and k == 1 and array.shape == (d,)):
+            shape = str(wanted[name]) if d else "(d,) with d > 0"
+            raise _bad(folder, f"{WEIGHTS}'s array '{prefix}{name}' has shape {array.shape}, not {shape}")
+    if d % n_layers or np.any(scale <= 0):
+        raise _bad(folder, "its scaler and coefficients do not fit together")
+    return mean, scale, coef
 
 
 __all__ = ["BundleDirections", "LayerDirections", "read_bundle_directions", "split_layers"]

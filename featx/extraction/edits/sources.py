@@ -127,12 +127,19 @@ def _read_erasers(path: Path) -> dict[str, np.ndarray]:
             declared = sum(info.file_size for info in data.zip.infolist())
             if declared > MAX_ERASERS_BYTES:
                 raise NotARegularFile(f"its arrays declare {declared:,} bytes, more than {MAX_ERASERS_BYTES:,}")
-            return {name: np.asarray(data[name], np.float64) for name in data.files}
+            arrays = {name: data[name] for name in data.files}
     except (OSError, ValueError, KeyError, AttributeError, zipfile.BadZipFile) as err:
         raise InputError(
             f"--intervene erase: {path} is not an erasers file of featx erase ({err})",
             "give the .erasers.npz that featx erase wrote",
         ) from None
+    for name, array in arrays.items():  # a cast would drop an imaginary part, or read numbers out of texts
+        if array.dtype.kind not in "fiub":
+            raise InputError(
+                f"--intervene erase: {path}'s {name} is an array of {array.dtype}, not of real numbers",
+                "give the .erasers.npz that featx erase wrote",
+            )
+    return {name: np.asarray(array, np.float64) for name, array in arrays.items()}
 
 
 def erase_map(edit: Intervention, model: ModelInfo) -> EditMap:

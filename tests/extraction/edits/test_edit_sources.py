@@ -42,6 +42,63 @@ def test_a_changed_bundle_is_refused(topic_bundle, tmp_path):
         read_bundle_directions(copy)
 
 
+def _forged(bundle, tmp_path, arrays=None, spec=None):
+    """A copy of ``bundle`` with ``arrays`` replaced and the manifest's layer spec updated with ``spec``, the
+    weights' digest made anew (as anyone who can write the bundle can): the reader's own checks must hold."""
+    import hashlib
+    import json
+    import shutil
+
+    from safetensors.numpy import load, save
+
+    copy = tmp_path / "forged.featx"
+    shutil.copytree(bundle, copy)
+    manifest = json.loads((copy / "manifest.json").read_text())
+    data = save({**load((copy / "weights.safetensors").read_bytes()), **(arrays or {})})
+    (copy / "weights.safetensors").write_bytes(data)
+    manifest["files"]["weights.safetensors"] = {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)}
+    manifest["layer_spec"].update(spec or {})
+    (copy / "manifest.json").write_text(json.dumps(manifest))
+    return copy
+
+
+@pytest.mark.parametrize(
+    "arrays, spec, message",
+    [
+        ({"mean": np.array(1.0, np.float32)}, None, r"'mean' has shape \(\), not \(d,\) with d > 0"),
+        ({"scale": np.ones((32, 1), np.float32)}, None, r"'scale' has shape \(32, 1\), not \(32,\)"),
+        ({"coef": np.ones(32, np.float32)}, None, r"'coef' has shape \(32,\), not \(32, 3\)"),
+        ({"coef": np.ones((32, 5), np.float32)}, None, r"'coef' has shape \(32, 5\), not \(32, 3\)"),
+        ({"mean": np.zeros(32, np.int64)}, None, "'mean' has dtype int64, not a float"),
+        (None, {"layers": ["x"]}, r"its layers \['x'\] are not layer numbers"),
+        (None, {"layers": [{"a": 1}]}, r"its layers \[\{'a': 1\}\] are not layer numbers"),
+        (None, {"layers": [True]}, r"its layers \[True\] are not layer numbers"),
+        (None, {"kind": "eval"}, "layer spec is of kind 'eval', not single, cat or stack"),
+    ],
+    ids=[
+        "scalar-mean",
+        "2d-scale",
+        "1d-coef",
+        "coef-classes",
+        "int-mean",
+        "layer-text",
+        "layer-object",
+        "layer-bool",
+        "kind",
+    ],
+)
+def test_a_forged_bundle_is_one_line_not_a_traceback(arrays, spec, message, topic_bundle, tmp_path, tiny_info):
+    """A bundle is untrusted: arrays whose shapes do not fit the manifest (a scalar mean, a coef of another number
+    of classes), or a layer spec of no layer numbers, with a consistent sha256, are refused by the directions'
+    reader (``--intervene project|mean|steer``, ``featx directions``) with one line, not a TypeError or IndexError."""
+    forged = _forged(topic_bundle, tmp_path, arrays, spec)
+    with pytest.raises(InputError, match=message) as error:
+        read_bundle_directions(forged)
+    assert error.value.hint and "\n" not in error.value.message
+    with pytest.raises(InputError, match=message):
+        one(f"steer:{forged}:b:1@1", tiny_info)
+
+
 def test_project_mean_and_steer_act_on_the_bundle_span(topic_bundle, tiny_info):
     part = read_bundle_directions(topic_bundle).layers[1]
     centred = part.directions - part.directions.mean(axis=1, keepdims=True)
@@ -115,8 +172,11 @@ def test_an_erasers_file_declaring_more_than_the_bound_is_refused_before_inflati
         ({"left": np.full((32, 1), np.nan)}, "holds inf or NaN"),
         ({"mean": np.full(32, np.inf)}, "holds inf or NaN"),
         ({"left": None}, "lacks its left array"),
+        ({"mean": np.zeros(32) + 1j}, r"mean/1/mean is an array of complex128, not of real numbers"),
+        ({"right": np.zeros((1, 32), [("a", "f8")])}, r"mean/1/right is an array of \[\('a', '<f8'\)\], not of"),
+        ({"left": np.full((32, 1), "0.1")}, r"mean/1/left is an array of <U3, not of real numbers"),
     ],
-    ids=["left-width", "right-rank", "mean-2d", "nan", "inf", "missing"],
+    ids=["left-width", "right-rank", "mean-2d", "nan", "inf", "missing", "complex", "structured", "text"],
 )
 def test_a_malformed_eraser_is_one_line_not_a_traceback(arrays, message, tmp_path, tiny_info):
     """An erasers file is untrusted: arrays of shapes that do not fit one another (or the model), inf or NaN, or a
