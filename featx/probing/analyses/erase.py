@@ -6,7 +6,8 @@ test row while fitting (eraser, scaler or C). The written file's eraser is fitte
 rows (the train split; every labelled row under cross-validation) and applied to every row.
 Amnesic probing: the same before/after for each other label column, its eraser fitted on that
 column's training parts (with the erased label's values), with paired tests, Holm-adjusted per label,
-and a control (Elazar et al. 2021): the accuracy after removing as many random directions instead.
+and a control (Elazar et al. 2021): the accuracy after removing as many random directions instead; the erased
+label's own table has the same control (``random_after``), so a drop that rank alone explains shows.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ MAIN_COLUMNS = [
     "after",
     "after_low",
     "after_high",
+    "random_after",
     "at_chance",
     "p",
     "p_holm",
@@ -218,7 +220,9 @@ def _run_job(job: _Job) -> tuple[dict, list[dict], np.ndarray, Eraser]:
         X = features.features(job.pooling, job.layer)
     with threadpool_limits(limits=1):
         cache: dict = {}
-        before, after, _ = _before_after(job, main, X[main.kept], main.y, main.n_classes, cache)
+        before, after, control = _before_after(
+            job, main, X[main.kept], main.y, main.n_classes, cache, random_control=True
+        )
         rows = main.training_rows()
         final = _eraser(job, main.kept[rows], X[main.kept][rows], main.y[rows], main.n_classes, cache)
         erased = final(X)
@@ -237,6 +241,7 @@ def _run_job(job: _Job) -> tuple[dict, list[dict], np.ndarray, Eraser]:
         record["majority"] = _summary(main, main.majority(), config.n_bootstrap, config.seed)[0]
         _put(record, "before", _summary(main, before, config.n_bootstrap, config.seed))
         _put(record, "after", _summary(main, after, config.n_bootstrap, config.seed))
+        record["random_after"] = _summary(main, control, config.n_bootstrap, config.seed)[0]  # as many random dirs
         record["at_chance"] = bool(record["after_low"] <= record["majority"] + 1e-9)
         amnesic = [_amnesic(job, other, X, cache) for other in job.others]
     return record, amnesic, erased, final

@@ -107,8 +107,8 @@ def save_selection_figure(selection: pd.DataFrame, meta: dict, output: Path) -> 
 
 
 def plot_erasure(table: pd.DataFrame, ax) -> None:
-    """The erased label's accuracy by layer before (solid) and after (dashed) the erasure, one colour per
-    pooling, 95% bands, the majority class dotted."""
+    """The erased label's accuracy by layer before (solid) and after (dashed) the erasure, and after removing as
+    many random directions (dotted, faint), one colour per pooling, 95% bands, the majority class dotted grey."""
     palette = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00"]
     for index, (pooling, part) in enumerate(table.groupby("pooling", sort=False)):
         part = part.sort_values("layer")
@@ -117,6 +117,10 @@ def plot_erasure(table: pd.DataFrame, ax) -> None:
             ax.plot(part.layer, part[when], color=colour, linestyle=style, marker=marker, label=f"{pooling}: {when}")
             ax.fill_between(
                 part.layer, part[f"{when}_low"], part[f"{when}_high"], color=colour, alpha=0.12, linewidth=0
+            )
+        if "random_after" in part and part.random_after.notna().any():  # files written before the control: none
+            ax.plot(
+                part.layer, part.random_after, color=colour, linestyle=":", alpha=0.7, label=f"{pooling}: random dirs"
             )
     majority = table.majority.dropna()
     if not majority.empty:

@@ -30,7 +30,8 @@ REQUIRED = {
 HOW = {
     "erase": "The erased label's probe accuracy by layer before (solid) and after (dashed) the erasure, with 95% "
     "bands; the eraser is fitted on each training part only. Erased layers should fall to the majority class "
-    "(dotted).",
+    "(dotted grey), and well below the accuracy after removing as many random directions (faint dotted, the "
+    "control): a drop the random removal shows too is the rank, not the label.",
     "amnesic": "The other label columns before (solid) and after (dashed) the erasure, and after removing as many "
     "random directions (dotted): a label that drops more than with random directions used the erased one.",
     "neurons": "Accuracy of a logreg probe retrained on only the top, bottom or random share of a layer's neurons "

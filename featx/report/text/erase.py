@@ -79,6 +79,7 @@ def format_erase(result) -> str:
         "majority",
         "before [95% CI]",
         "after [95% CI]",
+        "random dirs",
         "at chance",
         "p (Holm)",
         "rank",
@@ -92,6 +93,7 @@ def format_erase(result) -> str:
             num(row.majority),
             row_interval(row, "before"),
             row_interval(row, "after"),
+            num(row.random_after) if pd.notna(row.get("random_after")) else "-",  # files written before it: -
             "yes" if row.at_chance else "NO",
             p_value(row.p_holm, bool(row.p_holm < 0.05)),
             str(row["rank"]),
@@ -102,8 +104,9 @@ def format_erase(result) -> str:
     lines += grid(header, _separated(table, "pooling", cells))
     lines += [
         "",
-        "at chance = the after-interval reaches the majority class; p = paired test before vs after; "
-        "moved = mean squared change / total variance",
+        "random dirs = accuracy after removing as many random directions instead (the control); at chance = the "
+        "after-interval reaches the majority class; p = paired test before vs after; moved = mean squared change / "
+        "total variance",
     ]
     if not result.amnesic.empty:
         lines += amnesic_lines(result)

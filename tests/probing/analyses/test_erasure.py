@@ -108,11 +108,12 @@ def test_erase_brings_every_layer_to_chance_and_keeps_the_other_label(planted_fi
     assert list(table.layer) == [0, 1, 2] and (table.before > 0.9).all()
     assert table.at_chance.all() and (table.after < 0.7).all()
     assert (table.p_holm < 0.05).all() and (table["rank"] == 1).all() and (table.moved > 0).all()
+    assert (table.random_after > 0.9).all()  # one random direction leaves the planted one: the control
     b = result.amnesic[result.amnesic.label == "b"]
     assert len(b) == 3 and (b.after > 0.9).all() and (b.change.abs() < 0.05).all() and (b.random_after > 0.9).all()
     assert set(result.amnesic.label) == {"b", "c", "d"}
     text = format_erase(result)
-    assert "at chance" in text and "amnesic probing" in text and "erased.erase.csv" in text
+    assert "at chance" in text and "random dirs" in text and "amnesic probing" in text and "erased.erase.csv" in text
 
 
 def test_erased_file_is_a_features_file_marked_derived(planted_file, tmp_path):
