@@ -24,6 +24,7 @@ from .label_columns import (
     label_column,
     looks_continuous,
     missing_markers,
+    odd_cells,
 )
 from .sources import (
     COMPRESSED,
@@ -93,6 +94,7 @@ __all__ = [
     "label_column",
     "looks_continuous",
     "missing_markers",
+    "odd_cells",
     "naming_stdin",
     "neutral_cell",
     "normalise_sep",

@@ -26,6 +26,24 @@ def looks_continuous(names: list[str], present: int) -> bool:
     return decimals or len(names) > CONTINUOUS_MIN_FRACTION * present
 
 
+NEARLY_NUMERIC_SHARE = 0.05  # non-number cells in at most this share of a score's labelled rows: a typo, not classes
+
+
+def odd_cells(names: list[str], codes: np.ndarray) -> list[tuple[str, int]]:
+    """The values (and their rows) that keep a score from being numbers: non-empty only when the other values
+    look continuous and these fill at most ``NEARLY_NUMERIC_SHARE`` of the labelled rows (``inf``, ``?``, a typo);
+    read as classes, such a column would make one class per distinct number."""
+    others = [code for code, name in enumerate(names) if not NUMBER.match(name)]
+    if not others or len(others) == len(names):
+        return []
+    counts = np.bincount(codes[codes >= 0], minlength=len(names))
+    odd_rows, labelled = int(counts[others].sum()), int(counts.sum())
+    numbers = sorted((name for name in names if NUMBER.match(name)), key=float)
+    if odd_rows > NEARLY_NUMERIC_SHARE * labelled or not looks_continuous(numbers, labelled - odd_rows):
+        return []
+    return [(names[code], int(counts[code])) for code in others]
+
+
 @dataclass
 class LabelColumn:
     """A candidate label: integer codes per row (-1 = missing) and the class names."""

@@ -119,7 +119,7 @@ class ProbeMeta(Mapping[str, Any]):
     class_counts: dict[str, int] = field(default_factory=dict)
     cs: list[float] = field(default_factory=list)
     balanced: bool = False
-    bins: dict[str, Any] | None = None  # --bins: the edges and the rows whose values drew them (labels.Bins)
+    bins: dict[str, Any] | None = None  # --bins: the edges and the rows whose values drew them (label_classes.Bins)
     # regression
     target: dict[str, float] = field(default_factory=dict)
     alphas: list[float] = field(default_factory=list)

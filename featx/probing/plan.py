@@ -290,7 +290,8 @@ def resolve_task(features: FeatureFile, label: str, task: str) -> Task:
         if values is None:
             raise InputError(
                 f"label column '{label}' is not numeric: it cannot be probed as regression",
-                "drop --task regression to probe it as classes",
+                "drop --task regression to probe it as classes; if a few of its cells are not numbers (a typo, "
+                "'inf'), fix them, or extract again with --missing-labels VALUE to leave them unlabelled",
             )
         return Task.REGRESSION
     numeric = values is not None and len(np.unique(values[np.isfinite(values)])) >= MIN_DISTINCT

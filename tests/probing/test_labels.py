@@ -8,7 +8,7 @@ import pytest
 
 import featx
 from featx.io import LabelColumn
-from featx.probing.labels import binned
+from featx.probing.label_classes import binned
 
 FAST = dict(layers="0", poolings="mean", jobs=1, control=False, n_bootstrap=10, write=False, folds=3)
 

@@ -23,6 +23,7 @@ from ...io import (
     missing_markers,
     naming_stdin,
     normalise_sep,
+    odd_cells,
     parse_table,
     read_source,
     refuse_non_text,
@@ -254,6 +255,8 @@ def _label_notes(labels: dict[str, LabelColumn]) -> list[str]:
                 "featx probe will fit a regression probe to it (ridge, R²) by itself; "
                 "for classes instead, probe it with --task classification --bins N"
             )
+        elif odd := ", ".join(f"{value!r} ({count})" for value, count in odd_cells(column.names, column.codes)):
+            notes.append(f"label '{column.name}' holds numbers except {odd}: mark those missing (--missing-labels)")
     return notes
 
 

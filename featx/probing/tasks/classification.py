@@ -18,7 +18,8 @@ from ...store import FeatureFile
 from .. import evaluation as ev
 from ..evaluation.significance import add_significance
 from ..inputs import JOB_THREADS, TOKENS_POOLING, FeatureJob, run_jobs
-from ..labels import Bins, split_note
+from ..label_classes import Bins
+from ..labels import split_note
 from ..meta import ProbeMeta
 from ..plan import ProbePlan
 from ..results import COLUMNS, CURVE_COLUMNS, ProbeResult

@@ -12,7 +12,8 @@ from ...io import LabelColumn
 from ...store import FeatureFile
 from ..config import ProbeConfig
 from ..inputs import TOKENS_POOLING
-from ..labels import Bins, column_in_split, joined_label, prepare, stored_column
+from ..label_classes import Bins, prepare
+from ..labels import column_in_split, joined_label, stored_column
 
 
 def label_column(

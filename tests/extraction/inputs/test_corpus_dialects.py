@@ -121,6 +121,15 @@ def test_continuous_column_is_flagged_with_its_values(tmp_path):
     assert any(text.startswith(note) and "--task classification --bins N" in text for text in corpus.label_notes)
 
 
+def test_a_score_with_a_cell_that_is_not_a_number_is_noted_before_the_forward_pass(tmp_path):
+    lines = ["text,score"] + [f"t{i},{'inf' if i == 4 else f'{i / 40:.3f}'}" for i in range(40)]
+    corpus = read_corpus(write(tmp_path, "\n".join(lines) + "\n"))
+    assert not corpus.labels["score"].numeric
+    assert "label 'score' holds numbers except 'inf' (1): mark those missing (--missing-labels)" in corpus.label_notes
+    fixed = read_corpus(write(tmp_path, "\n".join(lines) + "\n"), missing_labels="inf")
+    assert fixed.labels["score"].looks_continuous and fixed.labels["score"].n_missing == 1
+
+
 @pytest.mark.parametrize(
     "header, hint",
     [
