@@ -9,6 +9,7 @@ import json
 import math
 import unicodedata
 from pathlib import Path
+from typing import Any
 
 from ..errors import InputError
 from .sources import decode_text, source_name
@@ -162,10 +163,28 @@ NESTING_HINT = "flatten the records: a corpus cell is a text, a label or an id"
 JSON_LINES_HINT = 'JSON Lines hold one object per line, e.g. {"text": "...", "label": "..."}'
 
 
+class _RepeatedKey(ValueError):
+    """A JSON object naming one key twice (``{"text": "a", "text": "b"}``)."""
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict:
+    record: dict = {}
+    for key, value in pairs:
+        if key in record:
+            raise _RepeatedKey(key)
+        record[key] = value
+    return record
+
+
 def _json_record(line: str, path: Path, number: int) -> dict:
     """One JSON Lines record; nesting deeper than Python's JSON reader follows is one line, not a traceback."""
     try:
-        record = json.loads(line)
+        record = json.loads(line, object_pairs_hook=_unique_keys)
+    except _RepeatedKey as err:
+        raise InputError(
+            f"{path}: line {number} names key {str(err)[:80]!r} twice; JSON readers keep one of the two values",
+            "give each key once per record",
+        ) from None
     except json.JSONDecodeError as err:
         raise InputError(f"{path}: line {number} is not valid JSON ({err.msg})", JSON_LINES_HINT) from None
     except RecursionError:

@@ -115,6 +115,12 @@ REFUSED = [
         r"c\.jsonl: line 2 is not a JSON object.*hint: ",
     ),
     (
+        "JSON line naming a key twice",
+        '{"text": "hi"}\n{"text": "a", "label": "x", "text": "b"}\n',
+        ["@jsonl"],
+        r"c\.jsonl: line 2 names key 'text' twice.*hint: give each key once",
+    ),
+    (
         "output in a missing directory",
         "text\nhi\n",
         ["-o", "no/such/dir/out.h5"],
