@@ -96,7 +96,9 @@ def share_interval(hits, total: int | None = None, groups=None) -> tuple[float, 
     size = float(n) if n != len(hits) else _effective_size(hits, _units(hits, groups)[1])
     centre = (p + Z95**2 / (2 * size)) / (1 + Z95**2 / size)
     half = Z95 * math.sqrt(p * (1 - p) / size + Z95**2 / (4 * size * size)) / (1 + Z95**2 / size)
-    return p, max(0.0, centre - half), min(1.0, centre + half)
+    low = 0.0 if p == 0.0 else max(0.0, centre - half)  # exactly: rounding left 1.4e-17 in the written files
+    high = 1.0 if p == 1.0 else min(1.0, centre + half)
+    return p, low, high
 
 
 def paired_p_value(a, b, groups=None) -> float:

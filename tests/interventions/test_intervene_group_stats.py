@@ -134,3 +134,11 @@ def test_without_groups_and_with_one_row_per_group_every_number_is_the_row_wise_
         if n > 2:
             other = values + rng.standard_normal(n)
             np.testing.assert_equal(paired_p_value(values, other), stats.ttest_rel(values, other).pvalue)
+
+
+def test_a_share_of_none_or_all_has_its_interval_end_exactly_at_the_bound():
+    """Wilson's lower end at p = 0 is 0 exactly; float rounding wrote 1.387779e-17 into the steering CSV."""
+    for n in (7, 60, 361):
+        none, every = share_interval(np.zeros(n, bool)), share_interval(np.ones(n, bool))
+        assert none[0] == none[1] == 0.0 and 0 < none[2] < 1
+        assert every[0] == every[2] == 1.0 and 0 < every[1] < 1
