@@ -113,7 +113,8 @@ def _old_share_interval(hits, total=None):
     if n == 0:
         return math.nan, math.nan, math.nan
     p = float(hits.sum()) / n
-    return (p, *_wilson(p, n))
+    low, high = _wilson(p, n)
+    return p, 0.0 if p == 0 else low, 1.0 if p == 1 else high  # the ends at a share of none or all: exact
 
 
 def test_without_groups_and_with_one_row_per_group_every_number_is_the_row_wise_one():
