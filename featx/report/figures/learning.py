@@ -131,7 +131,7 @@ def _draw_baseline(ax, part: pd.DataFrame, metric: str) -> None:
         markersize=8,
         linewidth=1.4,
         label=f"{name}, same training rows",
-        zorder=1.5,
+        zorder=2.5,  # over the curves: a layer at chance (layer 0's cls) would otherwise hide it
     )
 
 
