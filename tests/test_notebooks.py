@@ -66,6 +66,8 @@ def test_layerwise_notebook_runs_on_tiny_model_outputs(tiny_model, tmp_path, mon
     outputs = _executed(NOTEBOOK, tmp_path, monkeypatch)
     text = "".join(output.get("text", "") for output in outputs)
     assert f"results:  {result.csv_path}" in text
+    tables = "".join(output.get("data", {}).get("text/plain", "") for output in outputs)
+    assert "majority" in tables and "lexical" in tables  # the chosen rows beside both references
     assert f"best: layer {int(best.layer)}, {best.pooling} pooling, accuracy {best.accuracy:.3f}" in text
     # curves, heatmap, F1, PCA, the two-model comparison and its CKA heatmap
     assert sum("image/png" in output.get("data", {}) for output in outputs) == 6

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import stat
 from pathlib import Path
@@ -228,12 +229,29 @@ def _stack_shapes(manifest: dict, k: int) -> dict[str, tuple[int, ...]]:
         raise InputError("its stack's per-layer widths are missing or do not match its layers", REFIT_HINT)
     if manifest["classifier"] not in ("logreg", "svm") or sum(widths) != manifest["n_features"]:
         raise InputError("its stack is not of linear probes of n_features columns", REFIT_HINT)
+    _check_layer_cs(manifest.get("layer_cs"), len(widths))
     shapes: dict[str, tuple[int, ...]] = {}
     for i, width in enumerate([*widths, len(widths) * k]):
         prefix = f"layer{i}" if i < len(widths) else "meta"
         shapes.update({f"{prefix}.mean": (width,), f"{prefix}.scale": (width,)})
         shapes.update({f"{prefix}.coef": (width, k), f"{prefix}.intercept": (k,)})
     return shapes
+
+
+def _check_layer_cs(strengths: Any, n_layers: int) -> None:
+    """A stack's ``layer_cs``, each layer's probe's C (absent in a hand-made bundle): one number above 0 per layer,
+    else the stack would be built of fewer parts than its layers."""
+    if strengths is None:
+        return
+    if (
+        not isinstance(strengths, list)
+        or len(strengths) != n_layers
+        or not all(
+            isinstance(c, (int, float)) and not isinstance(c, bool) and math.isfinite(c) and c > 0 for c in strengths
+        )
+    ):
+        shown = repr(strengths) if len(repr(strengths)) <= 40 else repr(strengths)[:37] + "..."
+        raise InputError(f"its stack's layer_cs {shown} is not one C above 0 per layer", REFIT_HINT)
 
 
 def expected_shapes(manifest: dict) -> dict[str, tuple[int, ...]]:
@@ -298,7 +316,10 @@ def read_weights(folder: Path, manifest: dict) -> dict[str, np.ndarray]:
         arrays = load_safetensors(data)
     except (SafetensorError, ValueError, TypeError, OverflowError):
         raise _bad(folder, f"{WEIGHTS} is not a safetensors file") from None
-    shapes = expected_shapes(manifest)
+    try:
+        shapes = expected_shapes(manifest)
+    except InputError as err:  # a stack's widths or layer_cs: said of the bundle, as every other refusal
+        raise _bad(folder, err.message, err.hint or REFIT_HINT) from None
     if manifest["classifier"] == "mlp" and not 1 <= shapes["b1"][0] <= MAX_HIDDEN:
         raise _bad(folder, f"its mlp hidden width {shapes['b1'][0]} is out of range 1..{MAX_HIDDEN}")
     if sorted(arrays) != sorted(shapes):

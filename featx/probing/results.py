@@ -18,7 +18,7 @@ from ..io import read_csv, write_csv
 from ..safe_files import atomic_write_text, check_writable, loads_json
 from ..store import escape_name
 from .evaluation.significance import COLUMNS as SIGNIFICANCE_COLUMNS
-from .meta import ProbeMeta
+from .meta import ProbeMeta, checked_meta
 
 # The columns that say which probe a row is: the same, in this order, for every task.
 IDENTITY_COLUMNS = [
@@ -259,12 +259,12 @@ def load_results(path: str | Path) -> tuple[pd.DataFrame, dict]:
     try:
         if path.suffix == ".json":
             payload = loads_json(path.read_text(encoding="utf-8"))
+            meta = results_meta(payload, path)
             table = pd.DataFrame(payload["results"])
-            meta = payload.get("meta", {})
         else:
             table = read_csv(path, keep_default_na=True)
             sibling = path.with_suffix(".json")
-            meta = loads_json(sibling.read_text(encoding="utf-8")).get("meta", {}) if sibling.exists() else {}
+            meta = read_meta(sibling) if sibling.exists() else {}
     except (ValueError, KeyError, OSError) as err:
         raise StoreError(f"{path} is not a featx probe results file ({err})") from None
     metric = "r2" if "task" in table and (table["task"] == "regression").any() else "accuracy"
@@ -275,6 +275,18 @@ def load_results(path: str | Path) -> tuple[pd.DataFrame, dict]:
             NOT_PROBE_RESULTS_HINT,
         )
     return _normalise(_numbers(table, path)), meta
+
+
+def read_meta(json_path: Path) -> dict:
+    """The checked ``meta`` of the results JSON at ``json_path`` (ValueError: not JSON; StoreError: not results)."""
+    return results_meta(loads_json(json_path.read_text(encoding="utf-8")), json_path)
+
+
+def results_meta(payload, where: Path) -> dict:
+    """The ``meta`` of a results JSON's ``payload``, its fields checked (``checked_meta``); {} where it has none."""
+    if not isinstance(payload, dict):
+        raise StoreError(f"{where} is not a featx probe results file (not a JSON object)", NOT_PROBE_RESULTS_HINT)
+    return checked_meta(payload.get("meta", {}), where)
 
 
 # The number columns a figure, report or comparison computes with (also as control_X, X_low and X_high).

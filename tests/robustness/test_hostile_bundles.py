@@ -271,3 +271,24 @@ def test_a_malformed_arrays_field_is_one_clear_error(world, mlp_bundle, tmp_path
     result = CliRunner().invoke(main, ["predict", str(bundle), str(world["corpus"]), "-o", str(output), "-q"])
     assert result.exit_code == 2, result.output
     assert_one_clear_error(result.output, pattern)
+
+
+@pytest.fixture(scope="module")
+def stack_bundle(world, tmp_path_factory):
+    features = world["bundle"].parent / "corpus.features.h5"
+    output = tmp_path_factory.mktemp("stack") / "stack.featx"
+    return featx.fit(features, label="label", layer="stack", output=output, folds=2).path
+
+
+@pytest.mark.parametrize("value", [3, "x", {"a": 1}, [0.1], [0.1, "x", 1.0], [True, 1.0, 1.0], [-1.0, 1.0, 1.0]])
+def test_a_stacks_layer_cs_of_another_shape_is_one_clear_error(stack_bundle, tmp_path, value):
+    """A stack's ``layer_cs`` (each layer's probe's C), resealed to another type or length, is refused at load; a
+    list shorter than the layers once dropped layers from the stack."""
+    from featx.errors import InputError
+
+    assert len(featx.load(stack_bundle).head.parts) == 3  # layers 0, 1 and 2 of the tiny model
+    bundle = tmp_path / "m.featx"
+    shutil.copytree(stack_bundle, bundle)
+    _resealed(_set("layer_cs", value))(bundle)
+    with pytest.raises(InputError, match=r"bundle \S+m\.featx: its stack's layer_cs .* is not one C above 0 per layer"):
+        featx.load(bundle)

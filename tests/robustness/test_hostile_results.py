@@ -71,3 +71,40 @@ def test_a_json_nested_too_deeply_is_refused_not_a_recursion_error(tmp_path, com
     assert result.exit_code == 2, result.output
     assert "Traceback" not in result.output and not isinstance(result.exception, RecursionError)
     assert_one_clear_error(result.output, rf"{name}.* not (a )?featx")
+
+
+HOSTILE_META = [
+    ("label_names", 5, "a list"),
+    ("class_counts", [1, 2], "an object"),
+    ("features_file", ["/tmp"], "a text"),
+    ("n_rows", "many", "a whole number"),
+    ("seed", {"a": 1}, "a whole number"),
+    ("poolings", 3, "a list"),
+    ("notes", 7, "a list"),
+    ("metric", ["accuracy"], "a text"),
+    ("cosine_baseline", {"mean": 1}, "a list"),
+    ("cosine_baseline", [{"layer": 1}], "a list"),
+]
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "wanted"), HOSTILE_META, ids=[f"{key}={value!r}" for key, value, _ in HOSTILE_META]
+)
+def test_a_meta_field_of_another_type_is_one_clear_error(tmp_path, key, value, wanted):
+    """A results JSON whose meta holds a field of another JSON type (edited by hand, or someone else's file) is
+    refused naming the field by every command that reads it, never a TypeError inside a figure or a table."""
+    from support.results import synthetic_results, write_results
+
+    frame, meta = synthetic_results()
+    csv_path, json_path = write_results(frame, {**meta, key: value}, tmp_path / "r.probe")
+    pattern = rf"r\.probe\.json: its meta field '{key}' is .*, not {wanted}"
+    for command in (["report", "-o", str(tmp_path / "r.html")], ["plot"], ["explain"], ["compare", str(csv_path)]):
+        for path in (csv_path, json_path):
+            outcome = CliRunner().invoke(main, [command[0], str(path), *command[1:]])
+            assert outcome.exit_code == 2, (command, outcome.output)
+            assert_one_clear_error(outcome.output, pattern)
+    payload = json.loads(json_path.read_text())
+    for wrapped in ([payload], {**payload, "meta": 5}):  # the file or its meta not a JSON object
+        json_path.write_text(json.dumps(wrapped))
+        outcome = CliRunner().invoke(main, ["explain", str(csv_path)])
+        assert outcome.exit_code == 2 and "Traceback" not in outcome.output, outcome.output

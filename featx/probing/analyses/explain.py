@@ -19,9 +19,9 @@ from ...checks import path_like, whole
 from ...errors import StoreError, require_whole
 from ...io import read_csv, write_csv
 from ...options import Options, option
-from ...safe_files import loads_json, sibling
+from ...safe_files import sibling
 from ..choice import chosen_layer
-from ..results import load_results, side_path
+from ..results import load_results, read_meta, side_path
 from .explain_baseline import baseline_line
 from .explain_regression import (
     LAYER_PREFIX,
@@ -109,6 +109,13 @@ def _rows(frame: pd.DataFrame, extra: list[str], limit: int) -> list[str]:
     return out
 
 
+def _meta(json_path: Path) -> dict:
+    try:
+        return read_meta(json_path)
+    except ValueError:
+        raise StoreError(f"{json_path} is not a featx probe results file") from None
+
+
 def _resolve(results) -> tuple[Path, dict, Path | None]:
     """The predictions CSV, the run's metadata and its results file from a results CSV/JSON or a predictions
     CSV."""
@@ -122,8 +129,9 @@ def _resolve(results) -> tuple[Path, dict, Path | None]:
         json_path = path.with_name(stem + ".probe.json")
         if not json_path.exists():
             return path, {}, None
-        return path, loads_json(json_path.read_text(encoding="utf-8")).get("meta", {}), json_path
+        return path, _meta(json_path), json_path
     json_path = path.with_suffix(".json")
+<<<<<<< HEAD
     meta = {}
     if json_path.exists():
         try:
@@ -136,6 +144,9 @@ def _resolve(results) -> tuple[Path, dict, Path | None]:
             "per-row predictions to explain",
             "featx plot and featx report read them; featx explain reads the results of a label's featx probe",
         )
+=======
+    meta = _meta(json_path) if json_path.exists() else {}
+>>>>>>> s15-deploy
     name = meta.get("predictions_file")
     predictions = sibling(path, name) if name else side_path(path.with_suffix(".csv"), "predictions")
     if predictions is None:

@@ -12,7 +12,7 @@ import pandas as pd
 from ...errors import InputError, StoreError
 from ...io import read_csv
 from ..text.format import num
-from .style import CYCLE, FORMATS, MARKERS, RC, axes_or_new, legend_below, save
+from .style import CYCLE, FORMATS, MARKERS, RC, REFERENCE_GREY, axes_or_new, legend_below, save
 
 CURVE_REQUIRED = ("layer_spec", "pooling", "classifier", "n_train")
 
@@ -97,6 +97,7 @@ def plot_learning_curves(
                     alpha=0.12,
                     linewidth=0,
                 )
+        _draw_baseline(ax, part, metric)
         ax.set_xscale("log")
         ax.set_xlabel("training rows (per fold)")
         ax.set_ylabel("R²" if metric == "r2" else "accuracy")
@@ -109,6 +110,29 @@ def plot_learning_curves(
                 title if isinstance(title, str) else f"learning curves ({where}{pooling}, {classifier})", loc="left"
             )
     return ax
+
+
+def _draw_baseline(ax, part: pd.DataFrame, metric: str) -> None:
+    """Each training size's baseline (the ``baseline`` column: the majority class, for a number the training mean's
+    R², fitted on the same subsampled rows), one grey dashed line; curve files from before the column draw none."""
+    if "baseline" not in part.columns:
+        return
+    values = pd.to_numeric(part["baseline"], errors="coerce")
+    base = values.groupby(part["n_train"]).mean().dropna().sort_index()  # one value per size: the same rows
+    if base.empty:
+        return
+    name = "training mean (R²)" if metric == "r2" else "majority class"
+    ax.plot(
+        base.index,
+        base.to_numpy(),
+        color=REFERENCE_GREY,
+        linestyle="--",
+        marker="+",
+        markersize=8,
+        linewidth=1.4,
+        label=f"{name}, same training rows",
+        zorder=2.5,  # over the curves: a layer at chance (layer 0's cls) would otherwise hide it
+    )
 
 
 def learning_figure(

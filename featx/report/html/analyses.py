@@ -16,7 +16,7 @@ from ..load import model_name
 from ..text.erase import format_erase
 from ..text.neurons import format_neurons
 from ..text.sweep import format_sweep
-from .parts import notes_html, page_html, pre_html, svg_of, svg_of_figure, table_html
+from .parts import FIGURES, notes_html, page_html, pre_html, svg_of, svg_of_figure, table_html
 from .sections import grouping
 
 FORMATS = {"erase": format_erase, "neurons": format_neurons, "sweep": format_sweep}  # the printout of each kind
@@ -183,7 +183,7 @@ def render_analysis(path: Path, kind: str, metric: str | None = None) -> str:
         table_html(_settings_rows(meta)),
         notes_html([str(note) for note in meta.get("notes") or []]),
         "<h2>Figures</h2>",
-        "{figures}",
+        FIGURES,
         f"<h2>Tables (as featx {kind if kind != 'sweep' else 'probe --sweep'} prints them)</h2>",
         pre_html(printed),
     ]

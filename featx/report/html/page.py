@@ -35,7 +35,7 @@ from ..load import (
 from ..structural import is_structural
 from .analyses import analysis_kind, render_analysis
 from .intervene import intervene_sections
-from .parts import CSP, notes_html, page_html, table_html
+from .parts import CSP, FIGURES, notes_html, page_html, table_html
 from .probe_figures import figure_sections
 from .sections import cosine_table, layer_table, reference_table, run_rows
 from .structural import render_structural
@@ -137,7 +137,7 @@ def render_probe(results, classifier: str | None = None, metric: str | None = No
         notes_html([str(note) for note in meta.get("notes") or []]),
         *_layer_sections(frame, meta, classifier, metric),
         "<h2>Figures</h2>",
-        "{figures}",
+        FIGURES,
         "<h2>Per-example diagnostics (featx explain)</h2>",
         _explain_html(found, reason),
         *intervene_sections(meta),  # featx intervene's results beside the features file

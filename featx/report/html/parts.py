@@ -94,16 +94,25 @@ def svg_of_figure(fig) -> str:
         plt.close(fig)
 
 
+class _FiguresPlace(str):
+    """The type of :data:`FIGURES` alone: a section is the figures' place by its type, never by its text."""
+
+
+FIGURES = _FiguresPlace("{figures}")
+"""The section of a page that ``page_html`` replaces by the figures. Only this object is replaced: a label, a note
+or a model name that reads ``{figures}`` is shown as written."""
+
+
 def page_html(title: str, source: str, sections: list[str], figures: list[tuple[str, str, str]]) -> str:
     """The whole page: a heading, what it was made from (``source``), a navigation bar over the figures, the
-    ``sections`` (HTML, in order; ``{figures}`` in one of them is replaced by the figures)."""
+    ``sections`` (HTML, in order; the one that is :data:`FIGURES` is replaced by the figures)."""
     nav = " ".join(f'<a href="#figure-{i}">{html.escape(name)}</a>' for i, (name, _, _) in enumerate(figures))
     drawn = "\n".join(figure_html(i, name, svg, how) for i, (name, svg, how) in enumerate(figures))
     body = [
         f"<h1>featx report: {html.escape(title)}</h1>",
         f'<p class="muted">{html.escape(source)} · featx {html.escape(__version__)}</p>',
         f"<nav>{nav}</nav>",
-        *(section.replace("{figures}", drawn) for section in sections),
+        *(drawn if isinstance(section, _FiguresPlace) else section for section in sections),
     ]
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">\n'
@@ -129,6 +138,7 @@ def pre_html(text: str) -> str:
 
 __all__ = [
     "CSP",
+    "FIGURES",
     "STYLE",
     "embeddable_svg",
     "figure_html",

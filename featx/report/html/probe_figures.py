@@ -64,7 +64,8 @@ HOW = {
     "mdl": "Minimum description length of the labels given the features (online code, Voita & Titov 2020), as "
     "compression over the uniform code: 1 (dashed) means the features say nothing about the label.",
     "learning": "The metric against the number of training rows (log scale) for a few layers: a layer whose curve "
-    "rises earlier holds the label in a form that needs less data to read out.",
+    "rises earlier holds the label in a form that needs less data to read out. The grey dashed line with + markers "
+    "is each size's baseline (the majority class, for a number the training mean) fitted on the same training rows.",
     "mix": "Scalar mix (Tenney et al. 2019): softmax weights of one probe over all layers; the dotted line is "
     "the center of gravity (sum of layer × weight), the dashed line the uniform weight.",
     "confusion": "Rows are the true classes, columns the predicted ones, at the layer named in the title; each "

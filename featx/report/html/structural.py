@@ -14,7 +14,7 @@ from ...errors import InputError
 from ..load import model_name
 from ..structural import MEASURE_NAMES, StructuralResults, load_structural
 from ..text.format import interval, missing, num
-from .parts import notes_html, page_html, svg_of_figure, table_html
+from .parts import FIGURES, notes_html, page_html, svg_of_figure, table_html
 
 CHOSEN = "chosen (training sentences)"
 BEST_ON_TEST = "best on test"
@@ -146,7 +146,7 @@ def render_structural(path: Path, classifier: str | None = None, metric: str | N
         f'<p class="muted">Highlighted: the row chosen on the training sentences. The first row is the baseline, '
         f"{html.escape(results.baseline_name)}; the − columns are each row's difference to it.</p>",
         "<h2>Figures</h2>",
-        "{figures}",
+        FIGURES,
     ]
     title = f"{model_name({'model': results.model})} · structural probe: {results.mode}"
     names = " and ".join(MEASURE_NAMES[name] for name in results.measures)

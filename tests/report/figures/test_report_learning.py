@@ -109,3 +109,18 @@ def test_the_table_says_how_mixed_sizes_read():
     lines = format_curve_table(pd.DataFrame(rows)).splitlines()
     assert lines[0].endswith("by training size (a fraction up to 1, a number of rows above 1)")
     assert lines[1].split() == ["layer", "0.5", "1", "200"]
+
+
+@pytest.mark.parametrize("metric, name", [("accuracy", "majority class"), ("r2", "training mean")])
+def test_the_curves_draw_each_sizes_baseline(metric, name):
+    curve = curve_table().assign(baseline=[0.5, 0.55, 0.5, 0.55])
+    if metric == "r2":
+        curve = curve.rename(columns=lambda column: column.replace("accuracy", "r2"))
+    ax = learning.plot_learning_curves(curve)
+    lines = {line.get_label(): line for line in ax.get_lines()}
+    baseline = next(line for label, line in lines.items() if label.startswith(name))
+    assert list(baseline.get_xdata()) == [20, 40] and list(baseline.get_ydata()) == [0.5, 0.55]
+    assert not any(
+        label.startswith(name)
+        for label in (line.get_label() for line in learning.plot_learning_curves(curve_table()).get_lines())
+    )

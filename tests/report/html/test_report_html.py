@@ -110,3 +110,13 @@ def test_cli_report_errors_exit_2(tmp_path, monkeypatch, args, message):
     assert outcome.exit_code == 2, outcome.output
     assert message in outcome.output and "Traceback" not in outcome.output
     assert not (tmp_path / "x.html").exists()
+
+
+def test_untrusted_strings_are_escaped_and_never_become_the_figures(tmp_path):
+    hostile = "{figures}<script>alert(1)</script>"
+    frame, meta = synthetic_results(label=hostile, names=(hostile, "pos"), model=hostile)
+    meta["notes"] = [hostile]
+    csv_path, _ = write_results(frame, meta, tmp_path / "r.probe")
+    text = html.write_report(csv_path, tmp_path / "r.html").read_text()
+    assert "<script" not in text and "&lt;script&gt;" in text
+    assert text.count("<svg") == 3 and text.count("{figures}") >= 3  # the notes, title and model shown as written
