@@ -131,22 +131,13 @@ def _resolve(results) -> tuple[Path, dict, Path | None]:
             return path, {}, None
         return path, _meta(json_path), json_path
     json_path = path.with_suffix(".json")
-<<<<<<< HEAD
-    meta = {}
-    if json_path.exists():
-        try:
-            meta = loads_json(json_path.read_text(encoding="utf-8")).get("meta", {})
-        except ValueError:
-            raise StoreError(f"{json_path} is not a featx probe results file") from None
-    if isinstance(meta, dict) and meta.get("structural"):
+    meta = _meta(json_path) if json_path.exists() else {}
+    if meta.get("structural"):
         raise StoreError(
             f"{path} holds structural probe results (--structural {str(meta['structural'])[:20]}), which have no "
             "per-row predictions to explain",
             "featx plot and featx report read them; featx explain reads the results of a label's featx probe",
         )
-=======
-    meta = _meta(json_path) if json_path.exists() else {}
->>>>>>> s15-deploy
     name = meta.get("predictions_file")
     predictions = sibling(path, name) if name else side_path(path.with_suffix(".csv"), "predictions")
     if predictions is None:
