@@ -84,7 +84,7 @@ def test_amnesic_probing_keeps_groups_whole_too(topic_file, monkeypatch):
     )
     assert list(result.amnesic.label) == ["topic"]
     spy.check_whole_groups(24)
-    assert len(spy.folds) == 5 * 2 + 5 * 3  # the erased label before/after, topic before/after/random control
+    assert len(spy.folds) == 5 * 3 + 5 * 3  # the erased label and topic: before, after, random control
     assert any("--group doc (24 groups)" in note for note in result.notes)
 
 
