@@ -186,6 +186,7 @@ def test_the_command_writes_its_table(word_features, tmp_path):
     assert (tmp_path / "toy.depth.csv").exists()
 
 
+@pytest.mark.slow
 def test_the_run_is_remembered_for_plot_and_report(word_features, tmp_path, monkeypatch):
     features, _ = word_features
     monkeypatch.chdir(tmp_path)
