@@ -25,6 +25,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 CG_TOL = 0.1  # each Newton step solved to a residual of a tenth of the gradient (liblinear's TRON uses the same)
 ARMIJO = 1e-2
 MAX_HALVINGS = 30
+ROUNDING = 1e-14  # a step that lowers the objective by less than this share of it is rounding: the problem is done
 
 
 class SquaredHingeSVC(ClassifierMixin, BaseEstimator):
@@ -157,6 +158,7 @@ def _line_search(params, margins, step, gradient, targets, row_c, X):
     slope = np.sum(gradient * step, axis=0)
     t = np.ones(step.shape[1])
     searching = slope < 0
+    trial = before
     for _ in range(MAX_HALVINGS):
         trial = _loss(params + t * step, margins - t * moved, row_c)
         accepted = trial <= before + ARMIJO * t * slope
@@ -165,4 +167,5 @@ def _line_search(params, margins, step, gradient, targets, row_c, X):
             break
         t = np.where(searching, t / 2, t)
     t = np.where((slope < 0) & ~searching, t, 0.0)  # a problem with no accepted step stays where it is
-    return params + t * step, margins - t * moved, t > 0
+    gained = before - trial > ROUNDING * np.abs(before)  # a decrease float64 can still tell from rounding
+    return params + t * step, margins - t * moved, (t > 0) & gained
