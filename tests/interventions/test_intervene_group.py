@@ -18,6 +18,7 @@ from featx.probing.evaluation import core
 QUICK = dict(label="label", at="1", amnesic="none", loss="no", n_bootstrap=200, write=False)
 
 
+@pytest.mark.slow
 def test_the_probes_and_inlp_keep_groups_whole(grouped_file, monkeypatch):
     folds, holdouts = [], []
     original_fits, original_split = evaluation.run_linear_tasks, evaluation.inner_split

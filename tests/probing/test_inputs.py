@@ -69,6 +69,7 @@ class Failing(DeviceFreeJob):
         raise RuntimeError("no counts for you")
 
 
+@pytest.mark.slow
 def test_a_failed_preparation_ends_the_run_with_its_error():
     for workers in (1, 2):
         with pytest.raises(RuntimeError, match="no counts for you"):

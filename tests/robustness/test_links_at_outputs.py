@@ -64,6 +64,7 @@ def test_an_analysis_never_writes_its_json_through_a_link(planted, tmp_path, vic
     assert json.loads(json_path.read_text())["meta"]["label"] == "a"
 
 
+@pytest.mark.slow
 def test_a_figure_is_never_written_through_a_link(planted, tmp_path, victim):
     result = neurons(planted, label="a", layers="1", folds=3, output=tmp_path / "a", jobs=1)
     for name in ("a.png", "a.svg"):

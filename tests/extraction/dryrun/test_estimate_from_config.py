@@ -117,6 +117,7 @@ def test_an_8b_config_alone_is_estimated_without_weights(llama_8b, tmp_path, mon
     assert any(warning.startswith("the model does not fit: ") for warning in tight.warnings)
 
 
+@pytest.mark.slow
 def test_cli_dry_run_of_an_8b_config_writes_nothing(llama_8b, tmp_path, monkeypatch):
     corpus = write_csv(tmp_path / "c.csv", SENTENCES)
     _room(monkeypatch, 80)

@@ -25,6 +25,7 @@ def test_both_rankings_put_the_planted_neurons_first():
     assert scores["weights"].shape == (2, 40)
 
 
+@pytest.mark.slow
 def test_planted_neurons_rank_first_and_recover_the_accuracy(planted_file, tmp_path):
     result = neurons(planted_file, label="a", layers="1", folds=3, output=tmp_path / "a", jobs=1)
     ranking = result.ranking

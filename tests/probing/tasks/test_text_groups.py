@@ -148,6 +148,7 @@ def test_reserved_names_mean_the_texts_even_beside_a_label_column_of_that_name(c
     assert ProbeConfig(label="@texts", group="@texts").group == "@texts"  # not "the label itself"
 
 
+@pytest.mark.slow
 def test_erase_and_the_cli_take_the_text_names(chain_pairs, tiny_model, tmp_path):
     path, _ = chain_pairs
     cross, _ = make_chains(tmp_path / "cross", tiny_model, pair_mode="cross")  # erase reads one vector per row

@@ -45,6 +45,7 @@ def test_curve_table_lists_accuracy_by_size_per_layer():
     assert lines[2].split() == ["1", "0.700", "0.900"] and lines[3].split() == ["2", "0.600", "0.800"]
 
 
+@pytest.mark.slow
 def test_cli_plot_of_a_curve_file_draws_learning_curves(tmp_path):
     path = tmp_path / "x.tense.curve.csv"
     curve_table().to_csv(path, index=False)

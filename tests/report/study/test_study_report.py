@@ -81,6 +81,7 @@ def test_the_figures_hold_the_tables_numbers(page):
     assert expected["x"][0] == pytest.approx(want) and "study summary: E[l] = 1.50" in expected["text"][0]
 
 
+@pytest.mark.slow
 def test_the_hovers_read_the_summary_featx_study_writes():
     """The summary ``featx study run`` writes (``featx.study.summarise``): the depth hover names its
     ``tied_layers`` spans ("2-3"), and the expected-layer hover gives its E[l] only on the curve it was computed
