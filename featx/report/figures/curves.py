@@ -179,62 +179,50 @@ def _mark_like_best(ax, part: pd.DataFrame, layers, y, colour, marker) -> set[st
     )
     like_best = (flags == "like").to_numpy(bool)
     chosen = like_best & part["p_vs_best"].isna().to_numpy(bool) if "p_vs_best" in part.columns else like_best
-    drawn: set[str] = set()
-    if like_best.any():
-        ax.plot(
-            layers[like_best],
-            y[like_best],
-            marker=marker,
-            markersize=8,
-            linestyle="none",
-            markerfacecolor="white",
-            markeredgecolor=colour,
-            markeredgewidth=1.8,
-            zorder=3.5,
-        )
-        drawn.add("like")
+    above = np.zeros(len(flags), bool)
     if chosen.sum() == 1:
         above = (flags == "differ").to_numpy(bool) & (y > y[chosen][0])
-        if above.any():
+    drawn: set[str] = set()
+    for kind, rows, shape, size, face, edge in (
+        ("like", like_best, marker, 8, "white", 1.8),
+        ("above", above, "^", 11, "none", 1.6),
+    ):
+        if rows.any():
             ax.plot(
-                layers[above],
-                y[above],
-                marker="^",
-                markersize=11,
+                layers[rows],
+                y[rows],
+                marker=shape,
+                markersize=size,
                 linestyle="none",
-                markerfacecolor="none",
+                markerfacecolor=face,
                 markeredgecolor=colour,
-                markeredgewidth=1.6,
-                zorder=3.6,
+                markeredgewidth=edge,
+                zorder=3.5,
             )
-            drawn.add("above")
+            drawn.add(kind)
     return drawn
+
+
+MARK_LEGEND = {  # kind -> (marker, size, face, label) of ``_mark_like_best``'s marks in the legend
+    "like": ("o", 7, "white", "hollow: not significantly different from its pooling's chosen layer"),
+    "above": ("^", 9, "none", "triangle: significantly above its pooling's chosen layer (test rows)"),
+}
 
 
 def _legend_marks(ax, marks: set[str]) -> None:
     """The legend entries of ``_mark_like_best``'s marks."""
-    if "like" in marks:
-        ax.plot(
-            [],
-            [],
-            marker="o",
-            markersize=7,
-            linestyle="none",
-            markerfacecolor="white",
-            markeredgecolor=REFERENCE_GREY,
-            label="hollow: not significantly different from its pooling's chosen layer",
-        )
-    if "above" in marks:
-        ax.plot(
-            [],
-            [],
-            marker="^",
-            markersize=9,
-            linestyle="none",
-            markerfacecolor="none",
-            markeredgecolor=REFERENCE_GREY,
-            label="triangle: significantly above its pooling's chosen layer (test rows)",
-        )
+    for kind, (marker, size, face, label) in MARK_LEGEND.items():
+        if kind in marks:
+            ax.plot(
+                [],
+                [],
+                marker=marker,
+                markersize=size,
+                linestyle="none",
+                markerfacecolor=face,
+                markeredgecolor=REFERENCE_GREY,
+                label=label,
+            )
 
 
 def draw_references(ax, found: list[tuple[str, float]], layers: list[int]) -> list[float]:
