@@ -7,8 +7,9 @@ at the large Cs of a C search: on 534 TREC rows of 384 dimensions the primal too
 (2,000 iterations, unconverged), the dual 2 minutes on 5,952 rows with permuted labels (the control task). Here
 every class's problem is solved at once, as a matrix of weights, by a generalised Newton method (the squared
 hinge has a piecewise-constant Hessian: ``I + 2 X^T D X``, D the active rows' weights), its steps by conjugate
-gradients on Hessian-vector products (two dense matrix products for all classes), and a backtracking line search
-along ``X S`` (no further products). A C path warm-starts each fit from the previous C's weights.
+gradients on Hessian-vector products (two dense matrix products for all classes, over the rows active in some
+problem), preconditioned by the Gram matrix, and a backtracking line search along ``X S`` (no further products).
+A C path warm-starts each fit from the previous C's weights.
 
 Stopping rule: liblinear's primal one, per class, ``||g|| <= tol * max(min(pos, neg), 1) / n * ||g(0)||``.
 Class weights as liblinear's: in a one-vs-rest problem, the class's rows get ``C * weight[class]``, the other rows
@@ -21,6 +22,8 @@ import warnings
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
+
+from .softmax_problem import balanced_weights
 
 CG_TOL = 0.1  # each Newton step solved to a residual of a tenth of the gradient (liblinear's TRON uses the same)
 ARMIJO = 1e-2
@@ -54,18 +57,16 @@ class SquaredHingeSVC(ClassifierMixin, BaseEstimator):
 
     def _problems(self, codes: np.ndarray, n_classes: int) -> tuple[np.ndarray, np.ndarray]:
         """(targets: ±1 per row and problem, each row's C per problem)."""
-        weights = np.ones(n_classes)
-        if self.class_weight == "balanced":
-            counts = np.bincount(codes, minlength=n_classes)
-            weights = len(codes) / (n_classes * counts)
-        elif isinstance(self.class_weight, dict):
+        if self.class_weight not in (None, "balanced"):
             raise ValueError("class_weight: only None or 'balanced'")
+        own = np.ones(len(codes))  # each row's weight, its class's: n / (k * count) when balanced
+        if self.class_weight == "balanced":
+            own = len(codes) * balanced_weights(codes, n_classes)
         C = float(self.C)
         if n_classes == 2:
-            positive = codes == 1
-            return np.where(positive, 1.0, -1.0)[:, None], (C * weights[codes])[:, None]
+            return np.where(codes == 1, 1.0, -1.0)[:, None], (C * own)[:, None]
         positive = codes[:, None] == np.arange(n_classes)[None, :]
-        return np.where(positive, 1.0, -1.0), np.where(positive, C * weights[None, :], C)
+        return np.where(positive, 1.0, -1.0), np.where(positive, C * own[:, None], C)
 
     def _start(self, n_features: int, n_problems: int, classes: np.ndarray) -> np.ndarray:
         """The starting weights ((d + 1) x problems): the previous fit's when warm-starting the same classes."""
