@@ -168,20 +168,10 @@ def _mark_like_best(ax, part: pd.DataFrame, layers, y, colour, marker) -> set[st
     wrong must not read as a clear winner). Returns the kinds drawn ("like", "above")."""
     if "significant_vs_best" not in part.columns or part["significant_vs_best"].isna().all():
         return set()
-    flags = part["significant_vs_best"].map(
-        lambda v: (
-            "like"
-            if v is False or v is np.False_ or str(v) == "False"
-            else "differ"
-            if v is True or v is np.True_ or str(v) == "True"
-            else ""
-        )
-    )
-    like_best = (flags == "like").to_numpy(bool)
+    flags = part["significant_vs_best"].map(str)  # True/False, numpy's, or read back from a CSV as text
+    like_best, differ = flags.eq("False").to_numpy(), flags.eq("True").to_numpy()
     chosen = like_best & part["p_vs_best"].isna().to_numpy(bool) if "p_vs_best" in part.columns else like_best
-    above = np.zeros(len(flags), bool)
-    if chosen.sum() == 1:
-        above = (flags == "differ").to_numpy(bool) & (y > y[chosen][0])
+    above = differ & (y > y[chosen][0]) if chosen.sum() == 1 else np.zeros(len(flags), bool)
     drawn: set[str] = set()
     for kind, rows, shape, size, face, edge in (
         ("like", like_best, marker, 8, "white", 1.8),
