@@ -7,8 +7,8 @@ at the large Cs of a C search: on 534 TREC rows of 384 dimensions the primal too
 (2,000 iterations, unconverged), the dual 2 minutes on 5,952 rows with permuted labels (the control task). Here
 every class's problem is solved at once, as a matrix of weights, by a generalised Newton method (the squared
 hinge has a piecewise-constant Hessian: ``I + 2 X^T D X``, D the active rows' weights), its steps by conjugate
-gradients on Hessian-vector products (two dense matrix products for all classes, over the rows active in some
-problem), preconditioned by the Gram matrix, and a backtracking line search along ``X S`` (no further products).
+gradients preconditioned by the Gram matrix or, once those cost more, by each problem's exact Hessian
+(``svm_newton``), and a backtracking line search along ``X S`` (no further products).
 A C path warm-starts each fit from the previous C's weights.
 
 Stopping rule: liblinear's primal one, per class, ``||g|| <= tol * max(min(pos, neg), 1) / n * ||g(0)||``.
@@ -24,8 +24,8 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 
 from .softmax_problem import balanced_weights
+from .svm_newton import Grams, backward, forward, newton_step
 
-CG_TOL = 0.1  # each Newton step solved to a residual of a tenth of the gradient (liblinear's TRON uses the same)
 ARMIJO = 1e-2
 MAX_HALVINGS = 30
 ROUNDING = 1e-14  # a step that lowers the objective by less than this share of it is rounding: the problem is done
@@ -90,14 +90,6 @@ class SquaredHingeSVC(ClassifierMixin, BaseEstimator):
         return self.classes_[picked]
 
 
-def _forward(X: np.ndarray, params: np.ndarray) -> np.ndarray:
-    return X @ params[:-1] + params[-1]
-
-
-def _backward(X: np.ndarray, residual: np.ndarray) -> np.ndarray:
-    return np.vstack([X.T @ residual, residual.sum(axis=0)[None, :]])
-
-
 def _loss(params: np.ndarray, margins: np.ndarray, row_c: np.ndarray) -> np.ndarray:
     """Each problem's objective, from its weights and margins ``1 - y z``."""
     return 0.5 * np.sum(params * params, axis=0) + np.sum(row_c * np.square(np.maximum(margins, 0.0)), axis=0)
@@ -107,21 +99,21 @@ def solve(X, targets, row_c, params, tol: float, max_iter: int) -> tuple[np.ndar
     """Minimise every problem's ``0.5 ||p||^2 + sum_i c_i max(0, 1 - y_i (x_i w + b))^2`` from ``params``;
     returns the weights ((d + 1) x problems, the intercept last) and the Newton iterations taken."""
     params = params.copy()
-    margins = 1.0 - targets * _forward(X, params)
+    margins = 1.0 - targets * forward(X, params)
     n = len(X)
     positives = np.sum(targets > 0, axis=0)
     scale = np.maximum(np.minimum(positives, n - positives), 1) / n
-    first = np.linalg.norm(_backward(X, -2.0 * row_c * targets), axis=0)  # the gradient at zero
-    gram = _gram_spectrum(X)
+    first = np.linalg.norm(backward(X, -2.0 * row_c * targets), axis=0)  # the gradient at zero
+    grams = Grams(X, row_c)
     iteration, stalled = 0, np.zeros(targets.shape[1], dtype=bool)
     for iteration in range(1, max_iter + 1):
         active = margins > 0
-        gradient = params - 2.0 * _backward(X, row_c * targets * margins * active)
+        gradient = params - 2.0 * backward(X, row_c * targets * margins * active)
         todo = (np.linalg.norm(gradient, axis=0) > tol * scale * first) & ~stalled
         if not todo.any():
             return params, iteration - 1
         curvature = 2.0 * row_c * active * todo  # problems done take no step
-        step = _newton_step(X, curvature, np.where(todo, gradient, 0.0), gram)
+        step = newton_step(X, curvature, np.where(todo, gradient, 0.0), grams)
         params, margins, moved = _line_search(params, margins, step, gradient, targets, row_c, X)
         stalled |= todo & ~moved  # no decrease left above rounding: as close as float64 gets
     from sklearn.exceptions import ConvergenceWarning
@@ -130,54 +122,10 @@ def solve(X, targets, row_c, params, tol: float, max_iter: int) -> tuple[np.ndar
     return params, iteration
 
 
-def _gram_spectrum(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The eigenvectors and eigenvalues of ``[X 1]^T [X 1]``: the preconditioner's, computed once a fit."""
-    first = np.vstack([X.T @ X, X.sum(axis=0)[None, :]])
-    last = np.append(X.sum(axis=0), float(len(X)))[:, None]
-    values, vectors = np.linalg.eigh(np.hstack([first, last]))
-    return vectors, np.maximum(values, 0.0)
-
-
-def _newton_step(X: np.ndarray, curvature: np.ndarray, gradient: np.ndarray, gram) -> np.ndarray:
-    """Preconditioned conjugate gradients on ``(I + X^T D X) s = -g``, every problem at once, each to ``CG_TOL`` of
-    its gradient. The preconditioner of a problem is ``I + m X^T X`` (m: the mean of its D), applied through the
-    Gram matrix's eigenvectors: at large C the system's conditioning grows with C, and plain conjugate gradients
-    took hundreds of products a step."""
-    vectors, values = gram
-    damping = 1.0 + values[:, None] * curvature.mean(axis=0)[None, :]
-    rows = curvature.any(axis=1)  # the rows active in some problem: at large C few are, and only they weigh
-    if not rows.all():
-        X, curvature = X[rows], curvature[rows]
-
-    def precondition(residual: np.ndarray) -> np.ndarray:
-        return vectors @ ((vectors.T @ residual) / damping)
-
-    step = np.zeros_like(gradient)
-    residual = -gradient
-    limit = (CG_TOL**2) * np.sum(residual * residual, axis=0)
-    solved = precondition(residual)
-    direction = solved.copy()
-    rz = np.sum(residual * solved, axis=0)
-    for _ in range(gradient.shape[0]):
-        running = np.sum(residual * residual, axis=0) > limit
-        if not running.any():
-            break
-        product = direction + _backward(X, curvature * _forward(X, direction))
-        denominator = np.sum(direction * product, axis=0)
-        alpha = np.where(running, rz / np.where(denominator > 0, denominator, 1.0), 0.0)
-        step += alpha * direction
-        residual -= alpha * product
-        solved = precondition(residual)
-        new_rz = np.sum(residual * solved, axis=0)
-        direction = solved + np.where(running, new_rz / np.where(rz > 0, rz, 1.0), 0.0) * direction
-        rz = new_rz
-    return step
-
-
 def _line_search(params, margins, step, gradient, targets, row_c, X):
     """Backtracking (Armijo) along ``step`` for every problem; the margins move by ``-y X s`` (one product).
     Returns the new weights and margins, and which problems moved."""
-    moved = targets * _forward(X, step)
+    moved = targets * forward(X, step)
     before = _loss(params, margins, row_c)
     slope = np.sum(gradient * step, axis=0)
     t = np.ones(step.shape[1])

@@ -8,7 +8,9 @@ import pytest
 from sklearn.base import clone
 from sklearn.svm import LinearSVC
 
+from featx.probing.solvers import svm_newton
 from featx.probing.solvers.svm import SquaredHingeSVC, _loss
+from featx.probing.solvers.svm_newton import Grams
 
 
 def _objective(model, X, y, C, class_weight) -> float:
@@ -63,3 +65,45 @@ def test_one_class_is_refused_and_non_convergence_warns():
         SquaredHingeSVC().fit(X, np.zeros(len(X)))
     with pytest.warns(UserWarning, match="not converged"):
         SquaredHingeSVC(C=100.0, tol=1e-12, max_iter=1).fit(X, y)
+
+
+@pytest.mark.parametrize("class_weight", [None, "balanced"])
+@pytest.mark.parametrize("inside", [0.2, 0.9])
+def test_the_exact_hessian_from_the_groups_grams_is_the_hessian(class_weight, inside):
+    """``I + [X 1]^T D [X 1]`` built from the rows inside the margin (few inside) or from the row groups' Grams less
+    the rows outside it (most inside), with balanced weights making a group of each class."""
+    X, y = _data(3, seed=2)
+    codes = np.searchsorted(np.unique(y), y)
+    targets, row_c = SquaredHingeSVC(C=0.5, class_weight=class_weight)._problems(codes, 3)
+    active = np.random.default_rng(3).random(row_c.shape) < inside
+    curvature = 2.0 * row_c * active
+    grams = Grams(X, row_c)
+    ones = np.hstack([X, np.ones((len(X), 1))])
+    for problem in range(3):
+        expected = np.eye(ones.shape[1]) + ones.T @ (ones * curvature[:, problem, None])
+        np.testing.assert_allclose(grams.hessian(X, curvature, problem), expected, rtol=1e-10, atol=1e-9)
+
+
+@pytest.mark.parametrize("class_weight", [None, "balanced"])
+@pytest.mark.parametrize("exact_steps", ["every", "first"])
+def test_exact_newton_steps_reach_the_same_weights(monkeypatch, class_weight, exact_steps):
+    """Steps by the exact Hessian (no budget for conjugate gradients: every step, or the first, the later ones by
+    conjugate gradients preconditioned by its factorisation): the weights conjugate gradients alone reach, and
+    LinearSVC's predictions."""
+    X, y = _data(4, seed=4)
+    alone = SquaredHingeSVC(C=10.0, tol=1e-8, class_weight=class_weight).fit(X, y)
+    budgets, calls = Grams.budgets, []
+
+    def no_budget(self, curvature, rows):
+        calls.append(rows)
+        first = exact_steps == "every" or len(calls) == 1
+        return np.zeros(curvature.shape[1]) if first else budgets(self, curvature, rows)
+
+    monkeypatch.setattr(svm_newton, "MIN_CG", 0)
+    monkeypatch.setattr(Grams, "budgets", no_budget)
+    exact = SquaredHingeSVC(C=10.0, tol=1e-8, class_weight=class_weight).fit(X, y)
+    assert len(calls) == exact.n_iter_ > 1
+    np.testing.assert_allclose(exact.coef_, alone.coef_, atol=1e-5 * max(1.0, np.abs(alone.coef_).max()))
+    reference = LinearSVC(C=10.0, tol=1e-8, max_iter=100_000, class_weight=class_weight, dual=True).fit(X, y)
+    assert np.array_equal(exact.predict(X), reference.predict(X))
+    assert _objective(exact, X, y, 10.0, class_weight) <= _objective(reference, X, y, 10.0, class_weight) * (1 + 1e-7)
