@@ -56,6 +56,24 @@ def test_the_layer_selected_on_the_training_part_is_used_when_recorded(tmp_path)
     assert other.confusion_layer == "1"  # a selection of another pooling does not name these predictions' layer
 
 
+def test_the_predictions_own_layer_chosen_on_the_training_part_is_used_when_the_run_chose_elsewhere(tmp_path):
+    """The run's choice is another site's layer (or a cat, or another pooling): the layer chosen on the training
+    part among these predictions' own layers (``predictions_layer``, written by featx probe) is shown; a file
+    written without it falls back to the best on the test rows, so labelled, never to another site's layer."""
+    selected = {"site": "ffn", "layer_spec": "2", "layer": 2, "pooling": "mean", "classifier": "logreg"}
+    selected |= {"features": "main", "selection_score": 0.9}
+    old = explain(write_case(tmp_path, {"selected": selected}), write=False)
+    assert old.confusion_layer == "1" and old.confusion_how == "best on the test rows"
+    new = explain(write_case(tmp_path, {"selected": selected, "predictions_layer": "0"}), write=False)
+    assert new.confusion_layer == "0" and new.confusion_how == "chosen on the training part among mean/logreg's layers"
+    assert "confusion matrix at layer 0 (chosen on the training part among mean/logreg's layers;" in new.format()
+    same = {**selected, "site": "hidden", "layer_spec": "0", "layer": 0}
+    both = explain(write_case(tmp_path, {"selected": same, "predictions_layer": "0"}), write=False)
+    assert both.confusion_how == "chosen on the training part"  # the run's own choice: said as before
+    unknown = explain(write_case(tmp_path, {"predictions_layer": "7"}), write=False)
+    assert unknown.confusion_layer == "1" and unknown.confusion_how == "best on the test rows"
+
+
 def test_every_predicted_class_is_a_column_even_one_never_true():
     table = confusion_matrix(pd.Series(["a", "a", "b"]), pd.Series(["a", "c", "b"]), ["a", "b"])
     assert table.index.tolist() == ["a", "b", "c"] and table.columns.tolist() == ["a", "b", "c"]
