@@ -127,3 +127,20 @@ def test_regression_residuals_follow_the_choice_on_the_training_part(tmp_path):
     chosen = explain(write_regression_case(tmp_path, {"selected": selected}), texts=False)
     assert chosen.best == "1" and "at layer 1 (chosen on the training part)" in chosen.format()
     assert chosen.largest.iloc[0]["id"] in ("r0", "r3")  # the largest residuals of layer 1, not of layer 0
+
+
+def test_the_predictions_of_a_run_written_with_o_find_their_results(tmp_path):
+    """``featx probe -o run`` writes run.csv, run.json and run.predictions.csv: explain given the predictions file
+    reads run.json (its label, baseline row and choice), as it reads <stem>.probe.json; a run.json of
+    something else is left alone."""
+    write_case(tmp_path, {"predictions_layer": "2"})
+    (tmp_path / "c.label.probe.json").rename(tmp_path / "run.json")
+    path = (tmp_path / "c.label.predictions.csv").rename(tmp_path / "run.predictions.csv")
+    meta = json.loads((tmp_path / "run.json").read_text())
+    meta["meta"]["predictions_file"] = path.name
+    (tmp_path / "run.json").write_text(json.dumps(meta))
+    found = explain(path, write=False)
+    assert found.label == "label" and found.confusion_layer == "2" and found.confusion_how.startswith("chosen on")
+    (tmp_path / "run.json").write_text(json.dumps({"something": "else"}))
+    other = explain(path, write=False)
+    assert other.label == "" and other.confusion_how == "best on the test rows"
