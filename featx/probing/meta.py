@@ -32,6 +32,7 @@ VERSION_SUFFIX = "_version"
 TEXT, WHOLE, LIST, OBJECT = (str, "a text"), (int, "a whole number"), (list, "a list"), (dict, "an object")
 FIELD_TYPES: dict[str, tuple[type, str]] = {
     **dict.fromkeys(("features_file", "label", "task", "level", "evaluation", "metric", "pair_mode"), TEXT),
+    **dict.fromkeys(("predictions_for", "predictions_layer"), TEXT),
     **dict.fromkeys(("n_rows", "n_labelled", "n_missing_labels", "n_dev", "n_sentences", "n_words"), WHOLE),
     **dict.fromkeys(("seed", "folds", "n_groups"), WHOLE),
     **dict.fromkeys(("label_names", "classifiers", "poolings", "sites", "layer_specs", "notes"), LIST),
@@ -151,6 +152,8 @@ class ProbeMeta(Mapping[str, Any]):
     seconds: float
     notes: list[str]
     predictions_for: str = ""
+    # the layer chosen on training rows among the predictions file's own (hidden-state single) layers
+    predictions_layer: str | None = None
     mdl: bool = False
     train_sizes: list[float] | None = None
     group: str | None = None  # --group: the column whose groups the folds, holdouts and resamples keep whole
@@ -263,6 +266,7 @@ class ProbeMeta(Mapping[str, Any]):
             **{f"{name}{VERSION_SUFFIX}": value for name, value in self.versions.items()},
             "notes": self.notes,
             "predictions_for": self.predictions_for,
+            **({"predictions_layer": self.predictions_layer} if self.predictions_layer is not None else {}),
             **self.pairs,
             "mdl": self.mdl,
             "train_sizes": self.train_sizes,

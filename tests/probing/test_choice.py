@@ -262,3 +262,27 @@ def test_selection_scores_equal_but_for_float_rounding_are_equal():
     early = scoring.selection(y, [_fold(y, 10), _fold(y, 10), _fold(y, 13)])
     late = scoring.selection(y, [_fold(y, 11), _fold(y, 11), _fold(y, 11)])
     assert early == late == 0.55
+
+
+def test_the_predictions_layer_is_chosen_on_the_training_part_among_their_own_layers():
+    """The run's choice is the ffn site's layer 1 (best selection score overall); the predictions file holds the
+    hidden mean/logreg layers, whose own choice on the training part is layer 0 (layer 1 is best on the test
+    rows): ``predictions_layer`` records 0, never the best on test nor another site's layer."""
+    import pandas as pd
+
+    from featx.probing.tasks.base import choice_meta, mark_choices
+
+    rows = [("", "majority", "", "majority", np.nan, 0.5)]
+    rows += [("hidden", "single", "0", "mean", 0.8, 0.7), ("hidden", "single", "1", "mean", 0.7, 0.9)]
+    rows += [("ffn", "single", "0", "mean", 0.6, 0.6), ("ffn", "single", "1", "mean", 0.95, 0.8)]
+    rows += [("hidden", "cat", "cat(0,1)", "mean", 0.99, 0.85)]
+    table = pd.DataFrame(rows, columns=["site", "kind", "layer_spec", "pooling", "selection_score", "accuracy"])
+    table = table.assign(features="main", classifier=table.kind.map({"majority": "majority"}).fillna("logreg"))
+    table["layer"] = pd.to_numeric(table.layer_spec, errors="coerce")
+    table = mark_choices(table, "accuracy", ("majority",))
+    meta = choice_meta(table, "accuracy", "mean/logreg")
+    assert meta["selected"]["site"] == "ffn" and meta["predictions_layer"] == "0"
+    assert choice_meta(table, "accuracy", "cls/logreg")["predictions_layer"] is None  # no such rows
+    assert choice_meta(table, "accuracy")["predictions_layer"] is None  # no predictions written
+    no_scores = mark_choices(table.assign(selection_score=np.nan), "accuracy", ("majority",))
+    assert choice_meta(no_scores, "accuracy", "mean/logreg")["predictions_layer"] is None

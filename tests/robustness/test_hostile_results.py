@@ -82,6 +82,7 @@ HOSTILE_META = [
     ("poolings", 3, "a list"),
     ("notes", 7, "a list"),
     ("metric", ["accuracy"], "a text"),
+    ("predictions_layer", 3, "a text"),
     ("cosine_baseline", {"mean": 1}, "a list"),
     ("cosine_baseline", [{"layer": 1}], "a list"),
 ]

@@ -14,9 +14,17 @@ TAGS = ["NOUN", "VERB", "PUNCT"]
 
 
 class PlantedTrees:
-    def __init__(self, n_sentences: int = 40, layers: int = 2, exact_layer: int = 1, split: bool = True, seed: int = 0):
+    def __init__(
+        self,
+        n_sentences: int = 40,
+        layers: int = 2,
+        exact_layer: int = 1,
+        split: bool = True,
+        seed: int = 0,
+        lengths: tuple[int, int] = (5, 10),
+    ):
         rng = np.random.default_rng(seed)
-        lengths = rng.integers(5, 10, size=n_sentences)
+        lengths = rng.integers(*lengths, size=n_sentences)  # each sentence's words, from lengths[0] to lengths[1] - 1
         self.offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
         n, hidden = int(self.offsets[-1]), int(lengths.max())
         self.heads = np.full(n, -1, np.int32)

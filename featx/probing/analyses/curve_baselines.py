@@ -1,11 +1,12 @@
 """The baseline beside each learning-curve point (sentence and word curves alike): the majority class, or for a
-number the training mean, fitted on the point's subsampled training rows and scored on its test rows."""
+number the training mean, fitted on the point's subsampled training rows and scored on its test rows: the probe
+table's reference row (``evaluation.baseline_guess``, the one definition of both)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..evaluation import Scoring, run_majority
+from ..evaluation import Scoring, baseline_guess
 
 
 def curve_baseline(plan, y: np.ndarray, n_classes: int | None = None) -> float:
@@ -13,12 +14,8 @@ def curve_baseline(plan, y: np.ndarray, n_classes: int | None = None) -> float:
     number (``n_classes`` None), the training mean's R², each fitted on ``plan``'s (subsampled) training parts and
     scored on its test parts as the point's probe is (the mean over the outer folds, NaN folds left out, as the
     point's own score)."""
-    if n_classes is None:  # as solvers.ridge.run_mean (importing it: a circle through probing.config)
-        scoring = Scoring("r2")
-        predicted = [np.full(len(test), float(np.mean(np.asarray(y, np.float64)[train]))) for train, test in plan.folds]
-    else:
-        scoring = Scoring("accuracy", n_classes)
-        predicted = [run_majority(y, train, test, n_classes).predictions for train, test in plan.folds]
+    scoring = Scoring("r2") if n_classes is None else Scoring("accuracy", n_classes)
+    predicted = [baseline_guess(y, train, test, n_classes) for train, test in plan.folds]
     values = [scoring.value(y[test], guess) for (_, test), guess in zip(plan.folds, predicted, strict=True)]
     finite = [value for value in values if np.isfinite(value)]
     return float(np.mean(finite)) if finite else float("nan")

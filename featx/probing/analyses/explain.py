@@ -19,9 +19,9 @@ from ...checks import path_like, whole
 from ...errors import StoreError, require_whole
 from ...io import read_csv, write_csv
 from ...options import Options, option
-from ...safe_files import sibling
+from ...safe_files import loads_json, sibling
 from ..choice import chosen_layer
-from ..results import load_results, read_meta, side_path
+from ..results import load_results, read_meta, results_meta, side_path
 from .explain_baseline import baseline_line
 from .explain_regression import (
     LAYER_PREFIX,
@@ -116,6 +116,19 @@ def _meta(json_path: Path) -> dict:
         raise StoreError(f"{json_path} is not a featx probe results file") from None
 
 
+def _named_results(predictions: Path, json_path: Path) -> tuple[dict, Path | None]:
+    """The meta and path of ``json_path`` (a run written with ``-o PREFIX``: PREFIX.json beside
+    PREFIX.predictions.csv) when it is a results file naming ``predictions`` as its predictions; else nothing."""
+    try:
+        payload = loads_json(json_path.read_text(encoding="utf-8")) if json_path.exists() else None
+    except (ValueError, OSError):
+        return {}, None
+    meta = payload.get("meta") if isinstance(payload, dict) else None
+    if not isinstance(meta, dict) or meta.get("predictions_file") != predictions.name:
+        return {}, None
+    return results_meta(payload, json_path), json_path  # its fields checked as any results file's
+
+
 def _resolve(results) -> tuple[Path, dict, Path | None]:
     """The predictions CSV, the run's metadata and its results file from a results CSV/JSON or a predictions
     CSV."""
@@ -127,9 +140,9 @@ def _resolve(results) -> tuple[Path, dict, Path | None]:
     if path.name.endswith(".predictions.csv"):
         stem = path.name[: -len(".predictions.csv")]
         json_path = path.with_name(stem + ".probe.json")
-        if not json_path.exists():
-            return path, {}, None
-        return path, _meta(json_path), json_path
+        if json_path.exists():
+            return path, _meta(json_path), json_path
+        return (path, *_named_results(path, path.with_name(stem + ".json")))
     json_path = path.with_suffix(".json")
     meta = _meta(json_path) if json_path.exists() else {}
     if meta.get("structural"):

@@ -18,6 +18,7 @@ import pandas as pd
 
 from ...errors import FeatxError, StoreError
 from ...io import read_csv
+from ..evaluation import baseline_guess
 from ..evaluation import regression_metrics as rm
 from ..results import load_results
 from ..tasks.redraw import run_groups, run_plan
@@ -55,8 +56,7 @@ def pooled_majority(meta: dict, path: Path) -> float:
         raise ValueError("a label of the predictions file is not among the run's classes")
     hits = 0
     for train, test in _plan(meta, frame, y, names).folds:
-        majority = int(np.argmax(np.bincount(y[train], minlength=len(names))))
-        hits += int((y[test] == majority).sum())
+        hits += int((y[test] == baseline_guess(y, train, test, len(names))).sum())
     return hits / len(y)
 
 
@@ -66,7 +66,7 @@ def pooled_mean_r2(meta: dict, path: Path) -> float:
     y = frame["label"].astype(float).to_numpy()
     predicted = np.empty_like(y)
     for train, test in _plan(meta, frame, y, None).folds:
-        predicted[test] = y[train].mean()
+        predicted[test] = baseline_guess(y, train, test)
     return float(rm.metrics(y, predicted[None, :])["r2"][0])
 
 

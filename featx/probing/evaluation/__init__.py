@@ -10,6 +10,7 @@ Callers use the package as one namespace (``from ..probing import evaluation as 
 from .core import (
     Scaler,
     TokenBatches,
+    baseline_guess,
     final_logreg,
     fit_linear,
     fit_logreg,
@@ -65,6 +66,7 @@ __all__ = [
     "Plan",
     "Scaler",
     "TokenBatches",
+    "baseline_guess",
     "bootstrap_intervals",
     "check_group_count",
     "check_labels",

@@ -313,6 +313,15 @@ def run_attention(tokens: TokenBatches, y, train, test, dev, n_classes, balanced
     return FoldResult(predictions, float("nan"), time.perf_counter() - started, validation=(val_rows, held_out))
 
 
+def baseline_guess(y, train, test, n_classes: int | None = None) -> np.ndarray:
+    """The zero-parameter baseline's prediction of every ``test`` row: the majority class of the ``train`` rows
+    (the first on a tie) of ``n_classes`` classes, or for a number (``n_classes`` None) their mean. The one
+    definition behind the probe tables' ``majority`` / ``train mean`` rows and the learning curves' baselines."""
+    if n_classes is None:
+        return np.full(len(test), float(np.mean(np.asarray(y, dtype=np.float64)[train])))
+    return np.full(len(test), int(np.argmax(np.bincount(y[train], minlength=n_classes))))
+
+
 def run_majority(y, train, test, n_classes) -> FoldResult:
-    counts = np.bincount(y[train], minlength=n_classes)
-    return FoldResult(np.full(len(test), int(np.argmax(counts))))
+    """The majority-class reference of one fold (``baseline_guess``)."""
+    return FoldResult(baseline_guess(y, train, test, n_classes))

@@ -93,10 +93,21 @@ def _number(value: Any) -> float | None:
     return None if value is None or pd.isna(value) else float(value)
 
 
-def choice_meta(table: pd.DataFrame, metric: str) -> dict[str, Any]:
+def predictions_layer(table: pd.DataFrame, predictions_for: str) -> str | None:
+    """The layer spec chosen on training rows (``is_best``, by ``selection_score``) among the hidden-state single
+    layers of the predictions file's pooling/classifier (``predictions_for``); None without such a row."""
+    pooling, _, classifier = predictions_for.partition("/")
+    rows = table[(table.features == "main") & (table.kind == "single") & (table.site == "hidden")]
+    rows = rows[(rows.pooling == pooling) & (rows.classifier == classifier) & rows.is_best]
+    rows = rows[rows.selection_score.notna()]
+    return str(rows.layer_spec.iloc[0]) if len(rows) == 1 else None
+
+
+def choice_meta(table: pd.DataFrame, metric: str, predictions_for: str = "") -> dict[str, Any]:
     """The JSON meta's ``metric``, ``selected`` (the main features' row chosen on training rows over every
-    site, pooling and classifier), ``best_on_test`` (the row with the best test score) and ``optimism``
-    (best-on-test minus selected test score; None when either is missing)."""
+    site, pooling and classifier), ``best_on_test`` (the row with the best test score), ``optimism``
+    (best-on-test minus selected test score; None when either is missing) and ``predictions_layer`` (the layer
+    chosen on training rows among the predictions file's own layers, which ``featx explain`` shows)."""
     main = table[table.features == "main"]
     chosen = main[main.is_best & main.selection_score.notna()]
     on_test = main[main.is_best_on_test & main[metric].notna()]
@@ -105,7 +116,14 @@ def choice_meta(table: pd.DataFrame, metric: str) -> dict[str, Any]:
     optimism = None
     if selected is not None and best is not None and selected["test_score"] is not None:
         optimism = float(best["test_score"] - selected["test_score"])
-    return {"metric": metric, "selected": selected, "best_on_test": best, "optimism": optimism}
+    chosen_layer = predictions_layer(table, predictions_for) if predictions_for else None
+    return {
+        "metric": metric,
+        "selected": selected,
+        "best_on_test": best,
+        "optimism": optimism,
+        "predictions_layer": chosen_layer,
+    }
 
 
 def out_of_fold(n_items: int, folds: list[tuple[np.ndarray, np.ndarray]], results: list, fill: float) -> np.ndarray:

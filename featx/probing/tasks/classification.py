@@ -178,7 +178,11 @@ class ClassificationProbe:
         )
         curve, sizes = self._curves(device, workers)
         meta = self._meta(device, workers, predictions_for, sizes)
-        meta = replace(meta, lexical=lexical_meta(self.texts, "logreg", table), **choice_meta(table, self.plan.metric))
+        meta = replace(
+            meta,
+            lexical=lexical_meta(self.texts, "logreg", table),
+            **choice_meta(table, self.plan.metric, predictions_for),
+        )
         return ProbeResult(table, meta, notes=list(self.plan.notes), predictions=frame, curve=curve)
 
     def _table(self, outputs: list[Any]) -> tuple[pd.DataFrame, dict]:

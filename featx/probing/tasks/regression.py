@@ -263,6 +263,6 @@ class RegressionProbe:
             train_sizes=sizes,
             pairs=baseline_meta(config, self.plan.path, layout.kept, y, inputs.plan, layout.specs, layout.poolings),
             lexical=lexical_meta(self.texts, "ridge", table),
-            **choice_meta(table, self.plan.metric),
+            **choice_meta(table, self.plan.metric, predictions_for),
             rows_sha256=rows_sha256(layout.text_keys.__getitem__, y, inputs.plan),
         )

@@ -35,7 +35,7 @@ from ..results import json_safe, results_prefix, write_results
 from .classification_jobs import torch_threads
 from .structural_fit import FittedProbe, fit_probe
 from .structural_plan import SentenceFolds, Treebank, read_trees, sentence_folds
-from .structural_trees import bootstrap_scores, depth_stats, distance_stats, scores
+from .structural_trees import MIN_SENTENCES, SPEARMAN_LENGTHS, bootstrap_scores, depth_stats, distance_stats, scores
 from .word_items import opened_source
 from .words import word_layers
 
@@ -187,6 +187,36 @@ def mark_choices(table: pd.DataFrame, mode: str) -> pd.DataFrame:
     return table
 
 
+def _scored_counts(inputs: StructuralInputs) -> tuple[int, int]:
+    """How many test sentences can score each measure (the gold side of ``structural_trees.scored_sentences``):
+    with two scored words (UUAS) or a scored root (root accuracy), and of those, the ones of 5 to 50 words."""
+    tree, tested = inputs.treebank, inputs.plan.tested.tolist()
+    pairs = [int(tree.keep[k].sum()) >= 2 for k in tested]
+    rooted = [bool(tree.keep[k][tree.depths[k] == 0].any()) for k in tested]
+    low, high = SPEARMAN_LENGTHS
+    spearman = [ok and low <= int(tree.sentences.lengths[k]) <= high for k, ok in zip(tested, pairs, strict=True)]
+    return sum(pairs if inputs.mode == "distance" else rooted), sum(spearman)
+
+
+def measure_notes(table: pd.DataFrame, inputs: StructuralInputs) -> list[str]:
+    """Why a measure has no value, or a value without its interval (fewer than ``MIN_SENTENCES`` test sentences
+    score it: resamples of one sentence cannot vary), in the rows of ``table``."""
+    unit = "two scored (non-punctuation) words" if inputs.mode == "distance" else "a scored (non-punctuation) root"
+    low, high = SPEARMAN_LENGTHS
+    reasons = (f"has {unit}", f"has {low} to {high} words, the lengths it averages over (Hewitt & Manning 2019)")
+    notes = []
+    for name, count, reason in zip(METRICS[inputs.mode], _scored_counts(inputs), reasons, strict=True):
+        values, lows = table[name], table[f"{name}_low"]
+        if values.isna().all():
+            notes.append(f"{SHOWN[name]}: no value: no test sentence {reason}")
+        elif (values.notna() & lows.isna()).any():
+            notes.append(
+                f"{SHOWN[name]}: no 95% interval: {count} test sentence{'s' * (count != 1)} {reason.split(',')[0]}, "
+                f"and an interval resamples whole sentences (it needs {MIN_SENTENCES})"
+            )
+    return notes
+
+
 def _resolve(config: ProbeConfig, source: Any, notes: list[str]) -> tuple[StructuralInputs, list, list, dict]:
     """The inputs, layers, poolings and file records of a run, read from its features file (or ``source``)."""
     mode = str(config.structural)
@@ -231,6 +261,7 @@ def structural_probe(config: ProbeConfig | str | Path | None = None, source: Any
     rows = run_jobs(probe_job, [(*job, inputs) for job in jobs], job_workers(config.jobs, len(jobs)))
     table = pd.DataFrame([baseline_row(inputs), *rows])
     table = mark_choices(table.astype({"layer": "Int64", "rank": "Int64"}), inputs.mode)
+    notes += measure_notes(table, inputs)
     meta = _meta(config, inputs, file, layers, poolings, table, notes, started)
     result = StructuralResult(table, meta, notes)
     if config.write:

@@ -27,6 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 SPEARMAN_LENGTHS = (5, 50)  # DSpr and NSpr average over the sentence lengths in this range, as the paper
+MIN_SENTENCES = 2  # an interval resamples whole sentences: below two scored ones it could not vary (none is given)
 STATS = ("length", "hits", "total", "spearman", "n_spearman")
 
 
@@ -150,28 +151,42 @@ def scores(stats: np.ndarray, weights: np.ndarray | None = None) -> tuple[float,
     total = float(w @ stats[:, 2])
     attachment = float(w @ stats[:, 1]) / total if total > 0 else float("nan")
     lengths = stats[:, 0].astype(np.int64)
-    low, high = SPEARMAN_LENGTHS
-    inside = (lengths >= low) & (lengths <= high) & (w > 0) & (stats[:, 4] > 0)
+    inside = _in_spearman(stats) & (w > 0)
     if not inside.any():
         return attachment, float("nan")
+    high = SPEARMAN_LENGTHS[1]
     sums = np.bincount(lengths[inside], weights=(w * stats[:, 3])[inside], minlength=high + 1)
     counts = np.bincount(lengths[inside], weights=(w * stats[:, 4])[inside], minlength=high + 1)
     present = counts > 0
     return attachment, float(np.mean(sums[present] / counts[present]))
 
 
+def _in_spearman(stats: np.ndarray) -> np.ndarray:
+    """The sentences the Spearman measure averages: of 5 to 50 words, with a correlation scored."""
+    lengths = stats[:, 0].astype(np.int64)
+    low, high = SPEARMAN_LENGTHS
+    return (lengths >= low) & (lengths <= high) & (stats[:, 4] > 0)
+
+
+def scored_sentences(stats: np.ndarray) -> tuple[int, int]:
+    """How many sentences of a stats table each measure of ``scores`` is computed from: those with a gold edge
+    (UUAS) or a scored root (root accuracy), and those the Spearman measure averages (``_in_spearman``)."""
+    return int(np.count_nonzero(stats[:, 2] > 0)), int(np.count_nonzero(_in_spearman(stats)))
+
+
 def bootstrap_scores(stats: np.ndarray, n_bootstrap: int, seed: int) -> tuple[tuple[float, float], ...]:
     """The 95% percentile intervals ``((low, high), (low, high))`` of ``scores`` over resamples of whole
-    sentences (seeded)."""
+    sentences (seeded); NaN for a measure computed from fewer than ``MIN_SENTENCES`` sentences, whose resamples
+    could not vary (a zero-width interval from one sentence would read as certainty)."""
     rng = np.random.default_rng(seed + 3571)
     n = len(stats)
     draws = np.array([scores(stats, np.bincount(rng.integers(0, n, n), minlength=n)) for _ in range(n_bootstrap)])
     out = []
-    for column in range(2):
-        values = draws[:, column][np.isfinite(draws[:, column])]
+    for column, units in enumerate(scored_sentences(stats)):
+        values = draws[:, column][np.isfinite(draws[:, column])] if len(draws) else np.zeros(0)
         out.append(
             (float(np.percentile(values, 2.5)), float(np.percentile(values, 97.5)))
-            if len(values)
+            if len(values) and units >= MIN_SENTENCES
             else (float("nan"),) * 2
         )
     return tuple(out)  # type: ignore[return-value]

@@ -232,7 +232,9 @@ class WordProbe:
         frame, predictions_for = prediction_table(
             table, predictions, inputs.task, inputs.plan, rows.ids, rows.forms, rows.offsets
         )
-        meta = replace(self._meta(summaries, device, workers, predictions_for), **choice_meta(table, metric))
+        meta = replace(
+            self._meta(summaries, device, workers, predictions_for), **choice_meta(table, metric, predictions_for)
+        )
         return ProbeResult(table, meta, notes=list(self.plan.notes), predictions=frame, curve=curve)
 
     def _meta(self, summaries: dict, device: str | None, workers: int, predictions_for: str) -> ProbeMeta:

@@ -85,3 +85,37 @@ def test_learning_curves_per_site(site_features, tmp_path):
     assert "ffn" not in plot_learning_curves(curve).get_title(loc="left")  # hidden by default
     with pytest.raises(featx.FeatxError, match="no learning curves for site 'pre_ln'"):
         plot_learning_curves(curve, site="pre_ln")
+
+
+@pytest.mark.parametrize("regression", [False, True])
+@pytest.mark.parametrize("evaluation", ["split", "3-fold cv"])
+def test_the_curve_baseline_is_the_tables_baseline_on_the_same_plan(regression, evaluation):
+    """One definition of the zero-parameter baseline (``evaluation.baseline_guess``: the training part's majority
+    class, or for a number its mean) behind the probe table's reference row and each learning-curve point; on
+    the same plan (a split, or folds) the curve's value is the table row's, to the last bit."""
+    from featx.probing import evaluation as ev
+    from featx.probing.analyses.curve_baselines import curve_baseline
+    from featx.probing.evaluation import regression_metrics as rm
+    from featx.probing.solvers.ridge import run_mean
+
+    rng = np.random.default_rng(0)
+    y = rng.normal(3.0, 1.0, 60) if regression else rng.choice(3, 60, p=[0.5, 0.3, 0.2])
+    split = np.array(["train"] * 40 + ["test"] * 20, dtype=object)
+    strata = (y > 3).astype(int) if regression else y
+    plan = ev.make_plan(strata, split if evaluation == "split" else None, 3, 0, ["a", "b", "c"])
+    if regression:
+        folds = [run_mean(y, train, test) for train, test in plan.folds]
+        assert all(
+            np.array_equal(fold.predictions, ev.baseline_guess(y, train, test))
+            for fold, (train, test) in zip(folds, plan.folds, strict=True)
+        )
+        table = rm.summarise(plan, y, folds, 100, 0)["r2"]
+        assert curve_baseline(plan, y) == table
+    else:
+        folds = [ev.run_majority(y, train, test, 3) for train, test in plan.folds]
+        assert all(
+            np.array_equal(fold.predictions, ev.baseline_guess(y, train, test, 3))
+            for fold, (train, test) in zip(folds, plan.folds, strict=True)
+        )
+        table = ev.summarise(plan, y, folds, 3, 100, 0)["accuracy"]
+        assert curve_baseline(plan, y, 3) == table

@@ -115,6 +115,8 @@ def test_predictions_choice_is_checked_before_probing(tiny_model, tmp_path):
         list(result.predictions.columns[-2:]) == ["layer_0", "layer_1"]
         and result.meta["predictions_for"] == "mean/logreg"
     )
+    rows = result.table[(result.table.kind == "single") & (result.table.pooling == "mean")]
+    assert result.meta["predictions_layer"] == rows.loc[rows.is_best, "layer_spec"].item()  # chosen on training rows
 
 
 @pytest.mark.parametrize("evaluation", ["split", "2-fold cv"])

@@ -56,6 +56,24 @@ def test_the_layer_selected_on_the_training_part_is_used_when_recorded(tmp_path)
     assert other.confusion_layer == "1"  # a selection of another pooling does not name these predictions' layer
 
 
+def test_the_predictions_own_layer_chosen_on_the_training_part_is_used_when_the_run_chose_elsewhere(tmp_path):
+    """The run's choice is another site's layer (or a cat, or another pooling): the layer chosen on the training
+    part among these predictions' own layers (``predictions_layer``, written by featx probe) is shown; a file
+    written without it falls back to the best on the test rows, so labelled, never to another site's layer."""
+    selected = {"site": "ffn", "layer_spec": "2", "layer": 2, "pooling": "mean", "classifier": "logreg"}
+    selected |= {"features": "main", "selection_score": 0.9}
+    old = explain(write_case(tmp_path, {"selected": selected}), write=False)
+    assert old.confusion_layer == "1" and old.confusion_how == "best on the test rows"
+    new = explain(write_case(tmp_path, {"selected": selected, "predictions_layer": "0"}), write=False)
+    assert new.confusion_layer == "0" and new.confusion_how == "chosen on the training part among mean/logreg's layers"
+    assert "confusion matrix at layer 0 (chosen on the training part among mean/logreg's layers;" in new.format()
+    same = {**selected, "site": "hidden", "layer_spec": "0", "layer": 0}
+    both = explain(write_case(tmp_path, {"selected": same, "predictions_layer": "0"}), write=False)
+    assert both.confusion_how == "chosen on the training part"  # the run's own choice: said as before
+    unknown = explain(write_case(tmp_path, {"predictions_layer": "7"}), write=False)
+    assert unknown.confusion_layer == "1" and unknown.confusion_how == "best on the test rows"
+
+
 def test_every_predicted_class_is_a_column_even_one_never_true():
     table = confusion_matrix(pd.Series(["a", "a", "b"]), pd.Series(["a", "c", "b"]), ["a", "b"])
     assert table.index.tolist() == ["a", "b", "c"] and table.columns.tolist() == ["a", "b", "c"]
@@ -109,3 +127,20 @@ def test_regression_residuals_follow_the_choice_on_the_training_part(tmp_path):
     chosen = explain(write_regression_case(tmp_path, {"selected": selected}), texts=False)
     assert chosen.best == "1" and "at layer 1 (chosen on the training part)" in chosen.format()
     assert chosen.largest.iloc[0]["id"] in ("r0", "r3")  # the largest residuals of layer 1, not of layer 0
+
+
+def test_the_predictions_of_a_run_written_with_o_find_their_results(tmp_path):
+    """``featx probe -o run`` writes run.csv, run.json and run.predictions.csv: explain given the predictions file
+    reads run.json (its label, baseline row and choice), as it reads <stem>.probe.json; a run.json of
+    something else is left alone."""
+    write_case(tmp_path, {"predictions_layer": "2"})
+    (tmp_path / "c.label.probe.json").rename(tmp_path / "run.json")
+    path = (tmp_path / "c.label.predictions.csv").rename(tmp_path / "run.predictions.csv")
+    meta = json.loads((tmp_path / "run.json").read_text())
+    meta["meta"]["predictions_file"] = path.name
+    (tmp_path / "run.json").write_text(json.dumps(meta))
+    found = explain(path, write=False)
+    assert found.label == "label" and found.confusion_layer == "2" and found.confusion_how.startswith("chosen on")
+    (tmp_path / "run.json").write_text(json.dumps({"something": "else"}))
+    other = explain(path, write=False)
+    assert other.label == "" and other.confusion_how == "best on the test rows"

@@ -107,6 +107,63 @@ def test_root_accuracy_and_nspr_against_hand_computations():
     assert np.isnan(scores(np.array([short]))[1]) and scores(np.array([short]))[0] == 1.0
 
 
+def _random_stats(rng, n: int, low: int, high: int, perfect: bool) -> np.ndarray:
+    """``n`` sentences' stats rows of ``low`` to ``high - 1`` words, every edge found and rho 1 when ``perfect``."""
+    rows = []
+    for length in rng.integers(low, high, n).tolist():
+        total = length - 1
+        hits = total if perfect else int(rng.integers(0, total + 1))
+        rho = np.ones(length) if perfect else rng.uniform(-1, 1, length)
+        rows.append((length, hits, total, rho.sum(), length))
+    return np.asarray(rows, np.float64).reshape(-1, 5)
+
+
+@pytest.mark.parametrize("perfect", [False, True], ids=["random", "exactly 1"])
+@pytest.mark.parametrize("n", [1, 2, 3, 8])
+@pytest.mark.parametrize("lengths", [(2, 3), (2, 8), (5, 9)], ids=["all 2 words", "mixed", "5 to 8 words"])
+def test_intervals_hold_their_point_or_are_absent(n, lengths, perfect):
+    """Over few sentences, short ones (outside DSpr's 5 to 50 words) and scores of exactly 1 (or 0): each interval
+    lies in the measure's range around its point, or is NaN, never a zero-width interval resampled from one
+    sentence (UUAS, DSpr) and never with a warning."""
+    import warnings
+
+    from featx.probing.tasks.structural_trees import bootstrap_scores
+
+    stats = _random_stats(np.random.default_rng(n), n, *lengths, perfect)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        points, bounds = scores(stats), bootstrap_scores(stats, 200, 0)
+    counted = [int((stats[:, 2] > 0).sum()), int(((stats[:, 0] >= 5) & (stats[:, 4] > 0)).sum())]
+    for point, (low, high), bound, units in zip(points, bounds, (0.0, -1.0), counted, strict=True):
+        if np.isnan(point) or units < 2:
+            assert np.isnan(low) and np.isnan(high)  # no value, or one sentence to resample: no interval
+            continue
+        assert bound <= low <= point <= high <= 1.0
+    zero = stats.copy()
+    zero[:, 1] = 0  # no edge found: UUAS exactly 0
+    uuas, (low, high) = scores(zero)[0], bootstrap_scores(zero, 200, 0)[0]
+    assert uuas == 0.0 and ((low, high) == (0.0, 0.0) if counted[0] >= 2 else np.isnan(low))
+
+
+@pytest.mark.parametrize("mode", ["distance", "depth"])
+def test_a_measure_without_a_value_or_an_interval_says_why(mode):
+    """Two-word sentences only, one of them tested: DSpr/NSpr have no value (no sentence of 5 to 50 words) and
+    UUAS/root accuracy no interval (one test sentence); the notes say both, the rows hold NaN, not [x, x]."""
+    source = PlantedTrees(n_sentences=8, lengths=(2, 3))
+    source.split = np.array(["train"] * 7 + ["test"], dtype=object)
+    result = structural_probe("planted", source=source, structural=mode, poolings="mean", write=False, jobs=1)
+    first, second = {"distance": ("uuas", "dspr"), "depth": ("root_accuracy", "nspr")}[mode]
+    table = result.table
+    assert table[first].notna().all() and table[f"{first}_low"].isna().all() and table[f"{first}_high"].isna().all()
+    assert table[[second, f"{second}_low", f"{second}_high"]].isna().all().all()
+    shown = {"uuas": "UUAS", "root_accuracy": "root accuracy", "dspr": "DSpr", "nspr": "NSpr"}
+    assert any(
+        note.startswith(f"{shown[first]}: no 95% interval") and "1 test sentence" in note for note in result.notes
+    )
+    assert any(note.startswith(f"{shown[second]}: no value") and "5 to 50 words" in note for note in result.notes)
+    assert result.meta["notes"] == result.notes
+
+
 @pytest.mark.parametrize("split", [True, False])
 def test_no_training_sentence_of_a_fold_is_a_test_sentence(split):
     source = PlantedTrees(n_sentences=30, split=split)
