@@ -18,6 +18,7 @@ Class weights as liblinear's: in a one-vs-rest problem, the class's rows get ``C
 
 from __future__ import annotations
 
+import hashlib
 import warnings
 
 import numpy as np
@@ -50,7 +51,8 @@ class SquaredHingeSVC(ClassifierMixin, BaseEstimator):
             raise ValueError(f"the svm probe needs at least 2 classes in the data, got {len(classes)}")
         targets, row_c = self._problems(codes, len(classes))
         start = self._start(X.shape[1], targets.shape[1], classes)
-        params, iterations = solve(X, targets, row_c, start, float(self.tol), int(self.max_iter))
+        grams = self._grams(X, row_c)
+        params, iterations = solve(X, targets, row_c, start, float(self.tol), int(self.max_iter), grams)
         self.classes_, self.n_features_in_, self.n_iter_ = classes, X.shape[1], iterations
         self.coef_, self.intercept_ = params[:-1].T.copy(), params[-1].copy()
         return self
@@ -67,6 +69,19 @@ class SquaredHingeSVC(ClassifierMixin, BaseEstimator):
             return np.where(codes == 1, 1.0, -1.0)[:, None], (C * own)[:, None]
         positive = codes[:, None] == np.arange(n_classes)[None, :]
         return np.where(positive, 1.0, -1.0), np.where(positive, C * own[:, None], C)
+
+    def _grams(self, X: np.ndarray, row_c: np.ndarray) -> Grams:
+        """The fit's Gram matrices, reused from the previous fit on the same rows (a C path fits the same rows at
+        each C: the rows' Grams and the eigendecomposition cost ``n d^2 + d^3`` a fit)."""
+        digest = hashlib.blake2b(np.ascontiguousarray(X).data, digest_size=16)
+        digest.update(np.ascontiguousarray(row_c / float(self.C)).data)
+        key = (X.shape, row_c.shape, digest.hexdigest())
+        cached = getattr(self, "_grams_cache", None)
+        if cached is not None and cached[0] == key:
+            return cached[1].fresh()
+        grams = Grams(X, row_c)
+        self._grams_cache = (key, grams)
+        return grams
 
     def _start(self, n_features: int, n_problems: int, classes: np.ndarray) -> np.ndarray:
         """The starting weights ((d + 1) x problems): the previous fit's when warm-starting the same classes."""
@@ -95,7 +110,7 @@ def _loss(params: np.ndarray, margins: np.ndarray, row_c: np.ndarray) -> np.ndar
     return 0.5 * np.sum(params * params, axis=0) + np.sum(row_c * np.square(np.maximum(margins, 0.0)), axis=0)
 
 
-def solve(X, targets, row_c, params, tol: float, max_iter: int) -> tuple[np.ndarray, int]:
+def solve(X, targets, row_c, params, tol: float, max_iter: int, grams: Grams | None = None) -> tuple[np.ndarray, int]:
     """Minimise every problem's ``0.5 ||p||^2 + sum_i c_i max(0, 1 - y_i (x_i w + b))^2`` from ``params``;
     returns the weights ((d + 1) x problems, the intercept last) and the Newton iterations taken."""
     params = params.copy()
@@ -104,7 +119,7 @@ def solve(X, targets, row_c, params, tol: float, max_iter: int) -> tuple[np.ndar
     positives = np.sum(targets > 0, axis=0)
     scale = np.maximum(np.minimum(positives, n - positives), 1) / n
     first = np.linalg.norm(backward(X, -2.0 * row_c * targets), axis=0)  # the gradient at zero
-    grams = Grams(X, row_c)
+    grams = Grams(X, row_c) if grams is None else grams
     iteration, stalled = 0, np.zeros(targets.shape[1], dtype=bool)
     for iteration in range(1, max_iter + 1):
         active = margins > 0

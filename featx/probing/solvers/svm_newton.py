@@ -55,6 +55,13 @@ class Grams:
         self.values = np.maximum(values, 0.0)
         self.factors: list[tuple | None] = [None] * row_c.shape[1]
 
+    def fresh(self) -> Grams:
+        """The same Grams for another fit of the same rows (another C): without the factorised Hessians."""
+        copy = object.__new__(Grams)
+        copy.__dict__.update(self.__dict__)
+        copy.factors = [None] * len(self.factors)
+        return copy
+
     def budgets(self, curvature: np.ndarray, rows: int) -> np.ndarray:
         """Each problem's exact step in conjugate-gradient products of ``rows`` rows: its Hessian (built from the
         rows inside or outside its margin, the fewer) and the factorisation, over two products' flops."""

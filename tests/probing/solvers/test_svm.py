@@ -107,3 +107,29 @@ def test_exact_newton_steps_reach_the_same_weights(monkeypatch, class_weight, ex
     reference = LinearSVC(C=10.0, tol=1e-8, max_iter=100_000, class_weight=class_weight, dual=True).fit(X, y)
     assert np.array_equal(exact.predict(X), reference.predict(X))
     assert _objective(exact, X, y, 10.0, class_weight) <= _objective(reference, X, y, 10.0, class_weight) * (1 + 1e-7)
+
+
+def test_a_c_path_reuses_the_grams_of_the_same_rows_only(monkeypatch):
+    """The rows' Grams are computed once along a C path (the same rows, another C), again for other rows or
+    weights; each fit starts without the previous fit's factorised Hessians, and reaches the cold fit's weights."""
+    built = []
+    real = Grams.__init__
+
+    def counting(self, X, row_c):
+        built.append(len(X))
+        real(self, X, row_c)
+
+    monkeypatch.setattr(Grams, "__init__", counting)
+    X, y = _data(3, seed=5)
+    model = SquaredHingeSVC(C=0.01, tol=1e-8, warm_start=True)
+    for C in (0.01, 0.1, 1.0):
+        model.set_params(C=C).fit(X.copy(), y)
+    assert built == [len(X)]
+    np.testing.assert_allclose(model.coef_, SquaredHingeSVC(C=1.0, tol=1e-8).fit(X, y).coef_, atol=1e-6)
+    assert built == [len(X)] * 2  # the cold fit's own
+    model.fit(X[:-1], y[:-1])
+    model.set_params(class_weight="balanced").fit(X[:-1], y[:-1])
+    assert built == [len(X)] * 2 + [len(X) - 1] * 2
+    grams = model._grams_cache[1]
+    grams.factors[0] = ("stale", True)
+    assert grams.fresh().factors == [None] * 3 and grams.fresh().vectors is grams.vectors
