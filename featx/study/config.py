@@ -31,6 +31,7 @@ from .engines import ENGINES
 from .groups import entry_group
 from .options import extract_fields, probe_fields
 from .ray_engine import check_address
+from .repeats import check_repeats
 from .source import Place, Source, check_keys, check_output, dict_source, read_study
 
 TABLES = ("study", "models", "corpora", "extract", "probe")
@@ -97,6 +98,7 @@ class StudyConfig:
             for model in self.models:
                 self.extract_config(model, corpus, check=(("corpora", corpus.entry), ("models", model.entry)))
         self.probe_config(Path(FEATURES_NAME), "label", lexical=True)
+        check_repeats(self)  # a model or corpus given twice: its cells would run twice
 
     def check_address(self) -> None:
         """The Ray engine's cluster must answer: checked by ``run`` before any work starts (not by ``status``,
