@@ -61,8 +61,8 @@ def check_repeats(config: StudyConfig) -> None:
             raise config.source.error(("models", model.entry, "name"), message, HINT)
     corpora: dict[tuple[Any, ...], CorpusSpec] = {}
     for corpus in config.corpora:
-        key = (corpus.group, *(_request(config, model, corpus) for model in config.models))
-        found = corpora.setdefault(key, corpus)
+        extractions: tuple[Any, ...] = (corpus.group, *(_request(config, model, corpus) for model in config.models))
+        found = corpora.setdefault(extractions, corpus)
         if found is not corpus:
             ours, theirs = where(("corpora", corpus.entry)), where(("corpora", found.entry))
             same = f"{ours} repeats {theirs}: {corpus.path}, the same options"
