@@ -299,8 +299,8 @@ def _corpora(source: Source, data: dict[str, Any]) -> tuple[CorpusSpec, ...]:
         if not isinstance(entry.get("path"), str):
             raise source.error((*place, "path"), "a corpus needs its path", 'e.g. path = "sst2.csv"')
         path = source.resolve(entry["path"], (*place, "path"))
-        if not path.is_file():
-            raise source.error((*place, "path"), f"corpus file {path} does not exist", "give an existing file")
+        if path.exists() and not path.is_file():  # a missing file: its extractions done need it no longer
+            raise source.error((*place, "path"), f"corpus path {path} is not a file", "give a corpus file")
         name = _name(source, (*place, "name"), entry.get("name", corpus_name(path)), seen, "name" not in entry)
         labels = _labels(source, (*place, "labels"), entry.get("labels", ["label"]))
         own = tuple(extract_fields(source, _own(entry), place, CORPUS_KEYS).items())

@@ -30,6 +30,7 @@ from .columns import check_corpora
 from .compare import paired_models
 from .config import check_study
 from .engines import ENGINES, Engine, engine_named
+from .missing import check_missing
 from .plan import StudyPlan, make_plan
 from .records import DONE, FAILED, cell_folders, cell_status, record_state, state_folder
 from .results import results_table, write_results
@@ -225,6 +226,7 @@ def _run(config: RunConfig, echo: Echo) -> StudyResult:
     started = time.perf_counter()
     overrides = {"jobs": config.jobs, "engine": config.engine, "address": config.address}
     plan = make_plan(config.study, **overrides)  # the whole study checked before any work
+    check_missing(plan)  # a corpus file gone that an extraction not done reads
     check_corpora(plan.config)  # every corpus file read: its labels, its group column
     plan.config.check_address()
     output = plan.config.output
