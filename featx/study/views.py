@@ -147,7 +147,8 @@ def _number(value: Any, digits: int = 3) -> str:
 
 def format_summary(result: StudyResult) -> str:
     """The printed end of a run: per model and task the chosen layer, the tied layers, the gains over the
-    baselines and the expected layer; then the model-vs-model tests; then the failed cells."""
+    baselines and the expected layer; then the model-vs-model tests; then each probe's warnings; then the failed
+    cells."""
     lines = []
     for row in result.summary.to_dict("records"):
         tied = "flat: every layer tied" if row["flat"] else f"tied: {row['tied_layers']}"
@@ -170,6 +171,7 @@ def format_summary(result: StudyResult) -> str:
             f"{row['corpus']}/{row['label']}: {row['model_a']} (layer {row['layer_a']}) - {row['model_b']} "
             f"(layer {row['layer_b']}) = {_number(row['difference'])}{note}"
         )
+    lines.extend(result.warnings)  # each probe's own warnings: a figure that means little says so here too
     for key in result.failed:
         error = result.errors.get(key) or (read_state(result.plan.config.output, key) or {}).get("error")
         lines.append(f"failed: {key}: {error}")

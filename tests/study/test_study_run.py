@@ -75,6 +75,18 @@ def test_a_grouped_corpus_keeps_its_groups_whole_in_every_probe_and_says_so(done
     assert (result.paired.note == "").all()  # the grouped tasks' pairs tested, on their groups
 
 
+@pytest.mark.slow  # the done_study fixture: a whole study (~1.8 s)
+def test_the_printed_summary_carries_each_probes_warnings(done_study):
+    """featx probe warns where a figure means little (here: a test split of a few rows, which still gives
+    "significant" paired tests); the study's printout says so too, per cell, not only each probe's JSON."""
+    _, result, _ = done_study
+    printed = featx.study.format_summary(result)
+    meta = json.loads((result.plan.config.output / "tiny" / "sents" / "label.probe.json").read_text())["meta"]
+    warned = [note for note in meta["notes"] if note.startswith("warning: only")]
+    assert warned and f"warning: tiny sents/label: {warned[0].removeprefix('warning: ')}" in printed
+    assert result.warnings == tuple(line for line in printed.splitlines() if line.startswith("warning: "))
+
+
 @pytest.mark.slow
 def test_a_changed_group_makes_that_corpus_probes_pending_and_nothing_else(done_study):
     study, _, _ = done_study
