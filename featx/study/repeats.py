@@ -15,13 +15,16 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, TypeAlias
 
 from ..extraction import DEFAULT_MODEL
 from .source import where
 
-if TYPE_CHECKING:
-    from .config import CorpusSpec, ModelSpec, StudyConfig
+# The config's types are ``config.py``'s (``StudyConfig``, ``ModelSpec``, ``CorpusSpec``), which calls this module
+# while it checks itself: named as Any here, so that neither module imports the other both ways.
+StudyConfig: TypeAlias = Any
+ModelSpec: TypeAlias = Any
+CorpusSpec: TypeAlias = Any
 
 # Fields of an extraction that do not change what it writes (nor the study's cell): where it writes, and how often
 # it commits.
