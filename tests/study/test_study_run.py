@@ -174,6 +174,34 @@ def test_ctrl_c_inside_an_extraction_stops_the_study(done_study, tiny_model, stu
     pd.testing.assert_frame_equal(result.results, done_study[1].results)
 
 
+@pytest.mark.slow  # two extractions of 32 rows by the tiny model (~1 s)
+def test_an_extraction_killed_then_given_other_options_starts_over(tiny_model, study_corpora, tmp_path, monkeypatch):
+    """A study killed inside an extraction leaves its unfinished file; the study file then edited (another
+    max_length) makes the cell pending, and its run starts that file over: a study cannot pass --overwrite (it is
+    set by the study), so the cell failed on every run with "run the original command to resume it, or pass
+    --overwrite" until the file was removed by hand (the same options resume it: the test above)."""
+    from support.helpers import interrupt_after_commits
+
+    from featx.extraction import ExtractConfig
+    from featx.study.plan import config_args
+    from featx.study.tasks import extract_cell
+
+    output = tmp_path / "features.h5"
+    options = {"model": str(tiny_model), "output": str(output), "poolings": "mean", "progress": False}
+    killed = ExtractConfig(corpus=str(study_corpora["other"]), commit_rows=8, **options)
+    interrupt_after_commits(monkeypatch, 1)
+    with pytest.raises(Exception, match="interrupted"):
+        extract_cell(config_args(killed))
+    monkeypatch.undo()
+    assert not output.exists() and output.with_name("features.h5.partial").is_file()
+    done = extract_cell(config_args(killed.replace(max_length=16)))
+    assert done["status"] != "up-to-date" and done["rows"] == 32
+    from featx.store import open_features
+
+    with open_features(output) as features:
+        assert features.n_rows == 32
+
+
 @pytest.mark.slow
 def test_a_second_run_is_refused_while_one_holds_the_output(done_study):
     from featx.study.runner import lock_of
