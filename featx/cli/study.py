@@ -45,7 +45,8 @@ def study_run(study_file, dry_run, **options):
 @study.command("status")
 @click.argument("study_file", metavar="STUDY", type=click.Path(path_type=Path))
 def study_status(study_file):
-    """Each cell of STUDY: done, pending or failed, with when it started and finished, and its error."""
+    """Each cell of STUDY: done, pending or failed, with when it started and finished, and its error; no corpus
+    file is read (a missing one is named, with the extractions not done that study run would need it for)."""
     from ..study import format_status, status
 
     echo(format_status(status(study_file)))

@@ -9,7 +9,8 @@
 
 The modules, one concept each: ``source`` (reading the TOML; errors with file, key and line), ``options`` (extract
 and probe options by field or flag name), ``config`` (``StudyConfig``, checked whole at construction), ``groups``
-(a corpus's ``group``), ``columns`` (each corpus file read by ``run``: its labels and group), ``plan``
+(a corpus's ``group``), ``repeats`` (a model or corpus given twice), ``columns`` (each corpus file read by
+``run``: its labels and group), ``missing`` (a corpus file gone: what still needs it), ``plan``
 (``StudyPlan``: the cells, data only), ``cells`` (``Task``: one picklable call by dotted name with JSON-able
 arguments), ``tasks`` (``execute`` and the cells' functions), ``records`` (each cell's state, atomic JSON),
 ``engines`` (the ``Engine`` protocol and ``LocalEngine``), ``ray_engine`` (``RayEngine``), ``results``, ``summary``

@@ -24,6 +24,8 @@ def check_corpora(config: Any) -> None:
     from ..extraction import read_input
 
     for corpus in config.corpora:
+        if not corpus.path.exists():  # gone, its extractions done (else missing.check_missing refused the run)
+            continue
         extract = config.extract_config(config.models[0], corpus)
         group_place = ("corpora", corpus.entry, "group")
         try:

@@ -31,6 +31,7 @@ from .engines import ENGINES
 from .groups import entry_group
 from .options import extract_fields, probe_fields
 from .ray_engine import check_address
+from .repeats import check_repeats
 from .source import Place, Source, check_keys, check_output, dict_source, read_study
 
 TABLES = ("study", "models", "corpora", "extract", "probe")
@@ -97,6 +98,7 @@ class StudyConfig:
             for model in self.models:
                 self.extract_config(model, corpus, check=(("corpora", corpus.entry), ("models", model.entry)))
         self.probe_config(Path(FEATURES_NAME), "label", lexical=True)
+        check_repeats(self)  # a model or corpus given twice: its cells would run twice
 
     def check_address(self) -> None:
         """The Ray engine's cluster must answer: checked by ``run`` before any work starts (not by ``status``,
@@ -297,8 +299,8 @@ def _corpora(source: Source, data: dict[str, Any]) -> tuple[CorpusSpec, ...]:
         if not isinstance(entry.get("path"), str):
             raise source.error((*place, "path"), "a corpus needs its path", 'e.g. path = "sst2.csv"')
         path = source.resolve(entry["path"], (*place, "path"))
-        if not path.is_file():
-            raise source.error((*place, "path"), f"corpus file {path} does not exist", "give an existing file")
+        if path.exists() and not path.is_file():  # a missing file: its extractions done need it no longer
+            raise source.error((*place, "path"), f"corpus path {path} is not a file", "give a corpus file")
         name = _name(source, (*place, "name"), entry.get("name", corpus_name(path)), seen, "name" not in entry)
         labels = _labels(source, (*place, "labels"), entry.get("labels", ["label"]))
         own = tuple(extract_fields(source, _own(entry), place, CORPUS_KEYS).items())

@@ -107,14 +107,30 @@ def _read(path: str, contents: dict[str, str]) -> str:
     return contents[path]
 
 
+def recorded_corpus(features: Path) -> str:
+    """A gone corpus file's sha256 as the cell's finished features file records it (what its extraction read),
+    so that the cell stays done while nothing else changed; "missing" when no such file records one."""
+    from ..errors import FeatxError
+    from ..store import open_features, schema
+
+    try:
+        with open_features(features) as opened:
+            recorded = opened.attrs.get(schema.CORPUS_SHA256)
+    except (FeatxError, OSError, ValueError):
+        return "missing"
+    return str(recorded) if recorded else "missing"
+
+
 def _extraction(config: StudyConfig, model: ModelSpec, corpus: CorpusSpec, contents: dict[str, str]) -> ExtractionCell:
     """One extraction cell; its fingerprint holds its options and what it reads by content (the corpus's bytes,
-    the model folder's files), so that an edited corpus or a changed model is pending, with every probe of it."""
+    the model folder's files), so that an edited corpus or a changed model is pending, with every probe of it. A
+    corpus file gone counts as the bytes the cell's features file recorded (``recorded_corpus``)."""
     extract = config.extract_config(model, corpus)
     config.check_stored(model, corpus, extract)  # every probe fits what this extraction stores
     args = {"options": config_args(extract)}
-    inputs = (_read(str(corpus.path), contents), _read(str(extract.model), contents))
     features = Path(str(extract.output))
+    read = _read(str(corpus.path), contents) if corpus.path.is_file() else recorded_corpus(features)
+    inputs = (read, _read(str(extract.model), contents))
     task = Task(
         f"{EXTRACT}/{model.name}/{corpus.name}",
         EXTRACT,

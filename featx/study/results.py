@@ -121,6 +121,21 @@ def lexical_scores(plan: StudyPlan) -> dict[tuple[str, str], float]:
     return scores
 
 
+def probe_warnings(plan: StudyPlan) -> tuple[str, ...]:
+    """The warnings of every done probe (the notes of its meta that featx probe starts with "warning: ": a test
+    split of a few rows, a corpus changed since its extraction...), as "warning: MODEL CORPUS/LABEL: ..." lines, so
+    that the study's printout says what each probe's own would."""
+    lines = []
+    for cell in plan.probes:
+        if cell_status(cell.task) != DONE:
+            continue
+        notes = probe_results(cell)[1].get("notes")
+        for note in notes if isinstance(notes, list) else []:
+            if isinstance(note, str) and note.startswith("warning: "):
+                lines.append(f"warning: {cell.model.name} {cell.corpus.name}/{cell.label}: {note[len('warning: ') :]}")
+    return tuple(lines)
+
+
 def results_table(plan: StudyPlan) -> pd.DataFrame:
     """Every done probe's rows, in the plan's order (the same table whatever the engine or the jobs)."""
     lexical = lexical_scores(plan)

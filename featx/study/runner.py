@@ -30,9 +30,10 @@ from .columns import check_corpora
 from .compare import paired_models
 from .config import check_study
 from .engines import ENGINES, Engine, engine_named
+from .missing import check_missing
 from .plan import StudyPlan, make_plan
 from .records import DONE, FAILED, cell_folders, cell_status, record_state, state_folder
-from .results import results_table, write_results
+from .results import probe_warnings, results_table, write_results
 from .summary import summarise
 
 Echo = Callable[[str], None]
@@ -82,6 +83,7 @@ class StudyResult:
     seconds: float
     stages: dict[str, float] = field(default_factory=dict)  # seconds: prepare, extract, probe, close, tables (the
     # last two side by side)
+    warnings: tuple[str, ...] = ()  # each done probe's warnings ("warning: MODEL CORPUS/LABEL: ..."), printed too
 
     @property
     def failed(self) -> list[str]:
@@ -225,6 +227,7 @@ def _run(config: RunConfig, echo: Echo) -> StudyResult:
     started = time.perf_counter()
     overrides = {"jobs": config.jobs, "engine": config.engine, "address": config.address}
     plan = make_plan(config.study, **overrides)  # the whole study checked before any work
+    check_missing(plan)  # a corpus file gone that an extraction not done reads
     check_corpora(plan.config)  # every corpus file read: its labels, its group column
     plan.config.check_address()
     output = plan.config.output
@@ -235,7 +238,10 @@ def _run(config: RunConfig, echo: Echo) -> StudyResult:
         ran, stages, used = _cells(plan, echo)
         with _closing(used, stages), _timed(stages, "tables"):
             results, summary, paired, written = write_tables(plan)
+            warnings = probe_warnings(plan)
     statuses = {task.key: cell_status(task) for task in plan.tasks}
     errors = {key: str(outcome.get("error")) for key, outcome in ran.items() if outcome["status"] == FAILED}
     seconds = time.perf_counter() - started
-    return StudyResult(plan, statuses, errors, tuple(ran), results, summary, paired, tuple(written), seconds, stages)
+    return StudyResult(
+        plan, statuses, errors, tuple(ran), results, summary, paired, tuple(written), seconds, stages, warnings
+    )

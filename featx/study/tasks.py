@@ -60,16 +60,19 @@ def _interrupt(signum: int) -> KeyboardInterrupt:
 
 def extract_cell(options: dict[str, Any]) -> dict[str, Any]:
     """One extraction: reused when the file there was made by this very request ("up-to-date"), resumed from
-    its commits when a run was killed, else written; a finished file of other options (the cell's own, from an
-    earlier run of a changed study) is replaced, as ``--overwrite`` replaces only a features file."""
+    its commits when a run was killed, else written; a finished or unfinished file of other options (the cell's
+    own, from an earlier run of a changed study, which cannot pass ``--overwrite``) is replaced, as
+    ``--overwrite`` replaces only a features file (and still resumes an unfinished one of this very request)."""
     from ..extraction import ExtractConfig, extract, quick_up_to_date
+    from ..store import partial_path
 
     config = ExtractConfig(**options)
     output = Path(str(config.output))
     output.parent.mkdir(parents=True, exist_ok=True)
     summary = quick_up_to_date(config)
     if summary is None:
-        summary = extract(config.replace(overwrite=True) if output.is_file() else config)
+        earlier = output.is_file() or partial_path(output).is_file()
+        summary = extract(config.replace(overwrite=True) if earlier else config)
     return {"status": summary.status, "rows": summary.rows, "seconds": round(summary.seconds, 3)}
 
 

@@ -13,6 +13,7 @@ import pandas as pd
 
 from ..errors import FeatxError
 from .columns import check_corpora
+from .missing import check_missing, missing_lines
 from .plan import StudyPlan, make_plan
 from .records import DONE, PENDING, RUNNING, cell_status, read_state, still_running
 
@@ -39,8 +40,9 @@ def _cells(plan: StudyPlan) -> list[tuple[Any, str]]:
 
 def status(study: Any) -> pd.DataFrame:
     """Each cell of a study (a path, dict or ``StudyConfig``): done, pending, failed, or running (its process is
-    alive; "pending (interrupted)" when a killed run left it so), when it started and finished, its seconds and
-    its error."""
+    alive; "pending (interrupted)" when a killed run left it so; "pending (corpus file missing)" for an
+    extraction whose corpus file is gone), when it started and finished, its seconds and its error. No corpus
+    file is read: a gone one is named in ``table.attrs["missing"]`` (with what a run would still need it for)."""
     plan = make_plan(study)
     records = []
     for cell, label in _cells(plan):
@@ -48,13 +50,17 @@ def status(study: Any) -> pd.DataFrame:
         now = cell_status(cell.task, state or None) if state else PENDING
         left = now == PENDING and state.get("status") == RUNNING
         shown = (RUNNING if still_running(state) else "pending (interrupted)") if left else now
+        if shown == PENDING and cell.task.kind == "extract" and not cell.corpus.path.is_file():
+            shown = "pending (corpus file missing)"
         records.append({
             "cell": cell.task.key, "kind": cell.task.kind, "model": cell.model.name, "corpus": cell.corpus.name,
             "label": label, "status": shown, "started": _when(state.get("started")),
             "finished": _when(state.get("finished")) if now != PENDING else "",
             "seconds": state.get("seconds") if now != PENDING else None, "error": state.get("error") or "",
         })  # fmt: skip
-    return pd.DataFrame.from_records(records, columns=list(STATUS_COLUMNS))
+    table = pd.DataFrame.from_records(records, columns=list(STATUS_COLUMNS))
+    table.attrs["missing"] = missing_lines(plan)  # corpus files gone: what a run would still need them for
+    return table
 
 
 def format_status(table: pd.DataFrame) -> str:
@@ -68,7 +74,7 @@ def format_status(table: pd.DataFrame) -> str:
     counts = table["status"].str.split(" ").str[0].value_counts()
     kinds = ("done", "running", "pending", "failed") if counts.get(RUNNING) else ("done", "pending", "failed")
     lines.append(", ".join(f"{counts.get(kind, 0)} {kind}" for kind in kinds))
-    return "\n".join(lines)
+    return "\n".join([*lines, *table.attrs.get("missing", [])])
 
 
 def _estimate(config: Any) -> dict[str, Any]:
@@ -85,7 +91,8 @@ def dry_run(study: Any) -> pd.DataFrame:
     """The cells of a study and what a run would do: done cells, and for each pending extraction its estimated
     seconds and file bytes (``featx.extraction.estimate``: a short calibration run of the model)."""
     plan = make_plan(study)
-    check_corpora(plan.config)  # as run checks them, before any calibration run of a model
+    check_missing(plan)  # as run checks them, before any calibration run of a model
+    check_corpora(plan.config)
     records = []
     for cell, label in _cells(plan):
         now = cell_status(cell.task)
@@ -140,7 +147,8 @@ def _number(value: Any, digits: int = 3) -> str:
 
 def format_summary(result: StudyResult) -> str:
     """The printed end of a run: per model and task the chosen layer, the tied layers, the gains over the
-    baselines and the expected layer; then the model-vs-model tests; then the failed cells."""
+    baselines and the expected layer; then the model-vs-model tests; then each probe's warnings; then the failed
+    cells."""
     lines = []
     for row in result.summary.to_dict("records"):
         tied = "flat: every layer tied" if row["flat"] else f"tied: {row['tied_layers']}"
@@ -163,6 +171,7 @@ def format_summary(result: StudyResult) -> str:
             f"{row['corpus']}/{row['label']}: {row['model_a']} (layer {row['layer_a']}) - {row['model_b']} "
             f"(layer {row['layer_b']}) = {_number(row['difference'])}{note}"
         )
+    lines.extend(result.warnings)  # each probe's own warnings: a figure that means little says so here too
     for key in result.failed:
         error = result.errors.get(key) or (read_state(result.plan.config.output, key) or {}).get("error")
         lines.append(f"failed: {key}: {error}")

@@ -71,7 +71,8 @@ BAD = [
     # (change to GOOD, words of the message, line, words of the hint)
     (('output = "out"', 'outptu = "out"'), "[study] outptu: unknown key 'outptu'", 2, "did you mean 'output'?"),
     (("[probe]", "[probes]"), "unknown key 'probes'", None, "did you mean 'probe'?"),
-    (('path = "sst2.csv"', 'path = "nope.csv"'), "[[corpora]] #1 path: corpus file", 15, "existing file"),
+    # a missing corpus file is refused by study run while an extraction of it is not done (test_missing_corpus)
+    (('path = "sst2.csv"', 'path = "tasks"'), "[[corpora]] #1 path: corpus path", 15, "give a corpus file"),
     (('name = "control"\nrandom_init = true\nseeds = [0, 1, 2]', 'name = "minilm"'), "duplicate name", 9, "named so"),
     (("seeds = [0, 1, 2]", "seeds = [0, 0]"), "repeat a seed", 11, None),
     (("random_init = true\n", ""), "seeds are the random weights' seeds", 10, "random_init = true"),
@@ -135,6 +136,43 @@ def test_each_bad_input_is_one_error_with_file_key_and_line(folder, change, word
         assert f", line {line}:" in caught.value.message
     if hint is not None:
         assert hint in (caught.value.hint or "")
+
+
+AGAIN_MODEL = '[[models]]\nname = "again"\n'
+AGAIN_CORPUS = '[[corpora]]\nname = "again"\npath = "./sst2.csv"\nlabels = ["label"]\ntext_col = "sentence"\n'
+REPEATS = [
+    # (entry added before [[corpora]] or at the end, the error's words (None: accepted), its line)
+    (AGAIN_MODEL, "[[models]] #3 name: [[models]] #3 repeats [[models]] #1: the packaged default model", 14),
+    (AGAIN_MODEL + 'model = "default"\npooling = "mean"\n', "#3 repeats [[models]] #1", 14),  # [extract]'s own
+    (AGAIN_MODEL + "max_length = 64\n", None, None),  # another extraction: not a repeat
+    (
+        AGAIN_MODEL + "random_init = true\nseeds = [5, 2]\n",
+        "#3 name: [[models]] #3 (seed 2) repeats [[models]] #2 (seed 2)",
+        14,
+    ),
+    (AGAIN_MODEL + "random_init = true\nseeds = [5]\n", None, None),
+    (AGAIN_CORPUS, "[[corpora]] #2 name: [[corpora]] #2 repeats [[corpora]] #1: ", 23),
+    (AGAIN_CORPUS.replace('["label"]', '["other"]'), "[[corpora]] #2 repeats [[corpora]] #1", 23),
+    (AGAIN_CORPUS + "max_length = 64\n", None, None),
+    (AGAIN_CORPUS.replace('"sentence"', '"label"'), None, None),
+]
+
+
+@pytest.mark.parametrize(("entry", "words", "line"), REPEATS)
+def test_a_model_or_corpus_given_twice_is_refused_naming_both_entries(folder, entry, words, line):
+    """Two [[models]] (or [[corpora]]) entries whose extractions would be the very same (the same model or file,
+    the same effective options, the same seed) would be extracted and probed twice: refused before any work,
+    naming both entries; one that changes the features (an option, a seed) is another model."""
+    where = "[[corpora]]" if entry.startswith("[[models]]") else "[probe]"
+    text = GOOD.replace(where, f"{entry}\n{where}")
+    if words is None:
+        study_config(write(folder, text))
+        return
+    path = write(folder, text)
+    with pytest.raises(InputError) as caught:
+        study_config(path)
+    assert f"{path}, line {line}: " in caught.value.message and words in caught.value.message
+    assert "remove one" in caught.value.hint and "max_length" in caught.value.hint
 
 
 def test_a_senteval_folder_is_one_corpus_per_task_and_a_task_file_one(folder):

@@ -16,7 +16,11 @@ def test_lexical_once_per_corpus_and_label(tmp_path):
         (tmp_path / f"{name}.csv").write_text("text,x,y\nhi,1,2\n")
     study = {
         "study": {"output": str(tmp_path / "out")},
-        "models": [{"name": "m1"}, {"name": "m2"}, {"name": "r", "random_init": True, "seeds": [0, 1]}],
+        "models": [
+            {"name": "m1"},
+            {"name": "m2", "max_length": 64},
+            {"name": "r", "random_init": True, "seeds": [0, 1]},
+        ],
         "corpora": [
             {"name": "a", "path": str(tmp_path / "a.csv"), "labels": ["x", "y"]},
             {"name": "b", "path": str(tmp_path / "b.csv"), "labels": "x"},
@@ -99,7 +103,7 @@ def test_a_corpus_group_goes_to_every_probe_of_it_and_its_change_makes_only_thos
         {"name": "a", "path": str(tmp_path / "a.csv"), "labels": ["x"]},
         {"name": "b", "path": str(tmp_path / "b.csv")},
     ]
-    study = {"models": [{"name": "m1"}, {"name": "m2"}], "corpora": corpora}
+    study = {"models": [{"name": "m1"}, {"name": "m2", "random_init": True}], "corpora": corpora}
     plans = {}
     for group in (None, "doc", "other"):
         corpora[0] = {key: value for key, value in corpora[0].items() if key != "group"}

@@ -75,6 +75,18 @@ def test_a_grouped_corpus_keeps_its_groups_whole_in_every_probe_and_says_so(done
     assert (result.paired.note == "").all()  # the grouped tasks' pairs tested, on their groups
 
 
+@pytest.mark.slow  # the done_study fixture: a whole study (~1.8 s)
+def test_the_printed_summary_carries_each_probes_warnings(done_study):
+    """featx probe warns where a figure means little (here: a test split of a few rows, which still gives
+    "significant" paired tests); the study's printout says so too, per cell, not only each probe's JSON."""
+    _, result, _ = done_study
+    printed = featx.study.format_summary(result)
+    meta = json.loads((result.plan.config.output / "tiny" / "sents" / "label.probe.json").read_text())["meta"]
+    warned = [note for note in meta["notes"] if note.startswith("warning: only")]
+    assert warned and f"warning: tiny sents/label: {warned[0].removeprefix('warning: ')}" in printed
+    assert result.warnings == tuple(line for line in printed.splitlines() if line.startswith("warning: "))
+
+
 @pytest.mark.slow
 def test_a_changed_group_makes_that_corpus_probes_pending_and_nothing_else(done_study):
     study, _, _ = done_study
@@ -160,6 +172,34 @@ def test_ctrl_c_inside_an_extraction_stops_the_study(done_study, tiny_model, stu
     result = featx.study.run(study)
     assert result.statuses["extract/tiny/other"] == "done"
     pd.testing.assert_frame_equal(result.results, done_study[1].results)
+
+
+@pytest.mark.slow  # two extractions of 32 rows by the tiny model (~1 s)
+def test_an_extraction_killed_then_given_other_options_starts_over(tiny_model, study_corpora, tmp_path, monkeypatch):
+    """A study killed inside an extraction leaves its unfinished file; the study file then edited (another
+    max_length) makes the cell pending, and its run starts that file over: a study cannot pass --overwrite (it is
+    set by the study), so the cell failed on every run with "run the original command to resume it, or pass
+    --overwrite" until the file was removed by hand (the same options resume it: the test above)."""
+    from support.helpers import interrupt_after_commits
+
+    from featx.extraction import ExtractConfig
+    from featx.study.plan import config_args
+    from featx.study.tasks import extract_cell
+
+    output = tmp_path / "features.h5"
+    options = {"model": str(tiny_model), "output": str(output), "poolings": "mean", "progress": False}
+    killed = ExtractConfig(corpus=str(study_corpora["other"]), commit_rows=8, **options)
+    interrupt_after_commits(monkeypatch, 1)
+    with pytest.raises(Exception, match="interrupted"):
+        extract_cell(config_args(killed))
+    monkeypatch.undo()
+    assert not output.exists() and output.with_name("features.h5.partial").is_file()
+    done = extract_cell(config_args(killed.replace(max_length=16)))
+    assert done["status"] != "up-to-date" and done["rows"] == 32
+    from featx.store import open_features
+
+    with open_features(output) as features:
+        assert features.n_rows == 32
 
 
 @pytest.mark.slow

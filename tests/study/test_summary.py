@@ -75,6 +75,7 @@ def test_layers_significantly_above_the_chosen_one_are_named_not_counted_below_i
 
     class Result:
         summary, paired, failed, statuses, written = summarise(table), pd.DataFrame(columns=["corpus"]), [], {}, []
+        warnings = ()
 
     assert "tied: 1-2; significantly above it on the test rows: 3)" in format_summary(Result())
 
@@ -91,7 +92,7 @@ def test_the_summary_stands_beside_the_majority_baseline_too():
     from featx.study.views import format_summary
 
     class Result:
-        paired, failed, statuses, written = pd.DataFrame(columns=["corpus"]), [], {}, []
+        paired, failed, statuses, written, warnings = pd.DataFrame(columns=["corpus"]), [], {}, [], ()
 
     Result.summary = summary
     assert "accuracy 0.900 [0.800, 1.000], over majority 0.792, over lexical 0.300," in format_summary(Result())
