@@ -18,17 +18,19 @@ def extract(corpus=None, **options):
     thread: ``featx.errors.Terminated`` (a ``KeyboardInterrupt``) is raised with the committed rows kept
     and the lock released, so the same call resumes; the previous handlers are restored afterwards.
     """
-    from .extraction import make_config, quick_up_to_date
+    from .extraction import ExtractConfig, make_config, quick_up_to_date
+    from .options import keywords_of
 
-    config = make_config(corpus, **options)
-    summary = quick_up_to_date(config)  # the same request made this file: no torch, no model load
-    if summary is not None:
-        return summary
-    from .extraction import extract as _extract
-    from .signals import interrupts_on_termination
+    with keywords_of(ExtractConfig):  # an error names the keyword given (batch_size), not the flag (--batch-size)
+        config = make_config(corpus, **options)
+        summary = quick_up_to_date(config)  # the same request made this file: no torch, no model load
+        if summary is not None:
+            return summary
+        from .extraction import extract as _extract
+        from .signals import interrupts_on_termination
 
-    with interrupts_on_termination():
-        return _extract(config)
+        with interrupts_on_termination():
+            return _extract(config)
 
 
 def embed(texts, model: str = "default", layer: int = -1, pooling: str = "mean", site: str = "hidden", **options):
@@ -38,9 +40,11 @@ def embed(texts, model: str = "default", layer: int = -1, pooling: str = "mean",
     them (which returns every layer, pooling and site asked for: ``layers=``, ``poolings=``, ``sites=``, and both
     sides of ``pair_mode="separate"`` pairs, which featx.embed refuses); ``text_pairs=`` the second texts of
     cross-encoded pairs."""
-    from .extraction import embed_one
+    from .extraction import ExtractConfig, embed_one
+    from .options import keywords_of
 
-    return embed_one(texts, model=model, layer=layer, pooling=pooling, site=site, **options)
+    with keywords_of(ExtractConfig):
+        return embed_one(texts, model=model, layer=layer, pooling=pooling, site=site, **options)
 
 
 def probe(features=None, **options):
@@ -52,9 +56,12 @@ def probe(features=None, **options):
 
 def estimate(corpus=None, **options):
     """What ``extract`` would cost (rows, tokens, file size, memory, time) without running it."""
+    from .extraction import ExtractConfig
     from .extraction import estimate as _estimate
+    from .options import keywords_of
 
-    return _estimate(corpus, **options)
+    with keywords_of(ExtractConfig):
+        return _estimate(corpus, **options)
 
 
 def explain(results=None, **options):

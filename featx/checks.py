@@ -1,5 +1,7 @@
 """The check builders of a config's ``CONSTRAINTS`` table (``featx.options``): each makes a check that raises
-``InputError(message, hint)`` naming the flag the user typed, with one wording for each kind of option (a whole
+``InputError(message, hint)`` naming the option as the user gave it (``--size 0`` on the command line, ``size=0``
+from Python: ``featx.options.spoken_value``; ``flag`` is the field's own when it has one), with one wording for
+each kind of option (a whole
 number, a number, a choice, names, a path...); a check that normalises a value (``"LogReg"`` -> ``"logreg"``,
 numpy's ``int64`` -> ``int``) does so once, with ``normalise``, inside construction."""
 
@@ -13,7 +15,7 @@ from numbers import Integral, Real
 from typing import Any
 
 from .errors import InputError
-from .options import Check, flag_of, normalise
+from .options import Check, flag_of, normalise, spoken, spoken_value
 
 
 def _is_whole(value: Any) -> bool:  # numpy's integers too (stored as int), never a bool
@@ -39,14 +41,15 @@ def whole(
         value = getattr(config, name)
         if value is None and optional:
             return
+        named, given = spoken(config, name, flag), spoken_value(config, name, value, flag)
         if not _is_whole(value) or value < minimum:
-            default = f"give {flag} a whole number of at least {minimum}"
+            default = f"give {named} a whole number of at least {minimum}"
             default += ", or leave it out for the default" if optional else ""
-            raise InputError(f"{flag} {value} must be a whole number of at least {minimum}", hint or default)
+            raise InputError(f"{given} must be a whole number of at least {minimum}", hint or default)
         if maximum is not None and value > maximum:
             raise InputError(
-                f"{flag} {value} is too large: at most {maximum}",
-                f"give {flag} a whole number from {minimum} to {maximum}",
+                f"{given} is too large: at most {maximum}",
+                f"give {named} a whole number from {minimum} to {maximum}",
             )
         normalise(config, name, int(value))  # numpy's int64 as Python's int
 
@@ -66,7 +69,8 @@ def spelled(name: str, flag: str, *, example: str) -> Check:
             return
         parts = [part(item) for item in value] if isinstance(value, (list, tuple)) else [part(value)]
         if not parts or any(item is None for item in parts):
-            raise InputError(f"{flag} {value!r} is not understood: give it as text or whole numbers", example)
+            given = spoken_value(config, name, value, flag, shown=repr(value))
+            raise InputError(f"{given} is not understood: give it as text or whole numbers", example)
         normalise(config, name, ",".join(str(item) for item in parts))
 
     return check
@@ -79,7 +83,9 @@ def text(name: str, flag: str, *, optional: bool = False, example: str) -> Check
         value = getattr(config, name)
         if (value is None and optional) or isinstance(value, str):
             return
-        raise InputError(f"{flag} {value!r} is not a name: give it as text", example)
+        raise InputError(
+            f"{spoken_value(config, name, value, flag, shown=repr(value))} is not a name: give it as text", example
+        )
 
     return check
 
@@ -106,7 +112,8 @@ def number(
             bound = f"{'above' if low_open else 'at least'} {low:g}" + (
                 f" and at most {high:g}" if high is not None else ""
             )
-            raise InputError(f"{flag} {value} must be a number {bound}", hint or f"give {flag} a number {bound}")
+            named, given = spoken(config, name, flag), spoken_value(config, name, value, flag)
+            raise InputError(f"{given} must be a number {bound}", hint or f"give {named} a number {bound}")
         if not isinstance(value, (int, float)):
             normalise(config, name, float(value))  # numpy's float32 as Python's float
 
@@ -123,7 +130,9 @@ def numbers(name: str, flag: str, *, hint: str | None = None) -> Check:
         except (TypeError, ValueError):
             good = False
         if not good:
-            raise InputError(f"{flag} must hold positive numbers (got {values!r})", hint or f"e.g. {flag} 0.1,1,10")
+            named = spoken(config, name, flag)
+            example = f"e.g. {flag} 0.1,1,10" if named.startswith("-") else f"e.g. {name}=(0.1, 1, 10)"
+            raise InputError(f"{named} must hold positive numbers (got {values!r})", hint or example)
         normalise(config, name, tuple(float(v) for v in values))
 
     return check
@@ -139,7 +148,8 @@ def one_of(name: str, flag: str, choices: Iterable[str], *, optional: bool = Fal
             return
         spelled = str(value).strip().lower()
         if spelled not in allowed:
-            raise InputError(f"{flag} '{value}' is not understood", hint or f"choose one of: {', '.join(allowed)}")
+            given = spoken_value(config, name, value, flag, shown=f"'{value}'")
+            raise InputError(f"{given} is not understood", hint or f"choose one of: {', '.join(allowed)}")
         normalise(config, name, spelled)
 
     return check
@@ -158,9 +168,11 @@ def names(name: str, flag: str, *, choices: Iterable[str] | None = None, example
             chosen = tuple(dict.fromkeys(part.lower() for part in chosen))
             unknown = [part for part in chosen if part not in allowed]
             if unknown:
-                raise InputError(f"{flag} '{unknown[0]}' is not available", f"choose from {', '.join(allowed)}")
+                given = spoken_value(config, name, unknown[0], flag, shown=f"'{unknown[0]}'")
+                raise InputError(f"{given} is not available", f"choose from {', '.join(allowed)}")
         if not chosen:
-            raise InputError(f"{flag} selects nothing", example or f"choose from {', '.join(allowed or ())}")
+            named = spoken(config, name, flag)
+            raise InputError(f"{named} selects nothing", example or f"choose from {', '.join(allowed or ())}")
         normalise(config, name, chosen)
 
     return check
@@ -173,7 +185,8 @@ def requires(
 
     def check(config: Any) -> None:
         if getattr(config, name) != default and getattr(config, other) is None:
-            raise InputError(f"{flag} applies to {other_flag} only", hint or f"add {other_flag}, or leave {flag} out")
+            named, needed = spoken(config, name, flag), spoken(config, other, other_flag)
+            raise InputError(f"{named} applies to {needed} only", hint or f"add {needed}, or leave {named} out")
 
     return check
 
@@ -190,7 +203,7 @@ def path_like(*fields: str, what: str | None = None, hint: str | None = None) ->
                 item.default is dataclasses.MISSING and "None" not in str(item.type),
             )
             if item.name in fields and (value is not None or required) and not isinstance(value, (str, os.PathLike)):
-                named = spec.name if (spec := flag_of(item)) is not None else item.name
+                named = spoken(config, item.name) if flag_of(item) is not None else item.name
                 kind = type(value).__name__
                 message = f"{what}, not a {kind}" if what else f"{named} takes a path, not a {kind} ({value!r:.60})"
                 raise InputError(message, hint or f"give {named} one path, as a str or a pathlib.Path")

@@ -13,6 +13,13 @@ keeps the flag, help and help group in the field's metadata (``Flag``); the comm
 A renamed option lists its old spellings (``old=("--seed",)``): they keep working, with a deprecation warning,
 until ``REMOVED_IN``; the old Python keyword is the old flag's name (``seed``).
 
+A violation names the option as its caller wrote it: the flag on the command line (``--batch-size 0``), the
+keyword from Python (``batch_size=0``). The CLI runs its commands inside ``command_line()``, featx's Python entry
+points (``featx.embed``, ``featx.extract``...) inside ``keywords_of(Config)``; a check phrases an option with
+``spoken`` and ``spoken_value``, and whatever flag of the config a message still names (a hint written as text, a
+check deeper in the package, an error found while running) is reworded for the Python caller by ``for_caller``;
+each option is still declared once, as its field. A caller that says neither (a config made directly) reads flags.
+
 A list-like option (layers, poolings, sites, classifiers, label columns... given as a comma list) is declared
 ``listed=True``; one rule, checked before any config's ``CONSTRAINTS`` (``refuse_empty_lists``), refuses its empty
 value (``--layer ''``, ``layers=[]``) on every command instead of reading it as a default: None, or leaving the
@@ -22,18 +29,22 @@ option out, is how to ask for the default.
 from __future__ import annotations
 
 import dataclasses
+import re
 import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
 
-from .errors import FeatxWarning, InputError
+from .errors import FeatxError, FeatxWarning, InputError
 
 Check = Callable[[Any], None]
 MAX_SEED = 2**32 - 1  # the largest seed numpy and scikit-learn take
 O = TypeVar("O", bound="Options")  # noqa: E741
 OPTION = "featx.option"  # the key of a field's ``Flag`` in its metadata
 REMOVED_IN = "0.3.0"  # the release that drops the old spellings of renamed options (0.2.0 is out)
+_CALLER: ContextVar[str | None] = ContextVar("featx_caller", default=None)  # "cli" or "python" (keywords_of)
 
 
 class FeatxDeprecationWarning(FeatxWarning, FutureWarning):
@@ -106,6 +117,92 @@ def flagged(cls: type) -> list[tuple[dataclasses.Field, Flag]]:
     return [(item, spec) for item in dataclasses.fields(cls) if (spec := flag_of(item)) is not None]
 
 
+@contextmanager
+def command_line() -> Iterator[None]:
+    """Messages raised inside name options as flags (``--batch-size``): the CLI runs each command in it, and a
+    Python entry point called by a command (``featx extract`` calls ``featx.extract``) keeps it."""
+    token = _CALLER.set("cli")
+    try:
+        yield
+    finally:
+        _CALLER.reset(token)
+
+
+def on_command_line() -> bool:
+    """Whether messages name flags: not inside a Python entry point (``keywords_of``) called from Python."""
+    return _CALLER.get() != "python"
+
+
+def _field(config: Any, name: str) -> dataclasses.Field | None:
+    if not dataclasses.is_dataclass(config):
+        return None
+    return next((item for item in dataclasses.fields(config) if item.name == name), None)
+
+
+def spoken(config: Any, name: str, flag: str | None = None) -> str:
+    """How the caller names option ``name`` of ``config`` (a config or its class): on the command line its flag
+    (the field's, else ``flag``: ``--batch-size``), from Python its keyword (the field's name: ``batch_size``)."""
+    if not on_command_line():
+        return name
+    spec = flag_of(item) if (item := _field(config, name)) is not None else None
+    return spec.name if spec is not None else flag or name
+
+
+def spoken_value(config: Any, name: str, value: Any, flag: str | None = None, *, shown: str | None = None) -> str:
+    """Option ``name`` with ``value`` as the caller gave it: ``--batch-size 0`` on the command line (``shown``: the
+    value as the message shows it there, ``'x'`` say), ``batch_size=0`` from Python."""
+    if not on_command_line():
+        plain = value.item() if type(value).__module__ == "numpy" and hasattr(value, "item") else value
+        return f"{name}={plain!r}"  # numpy's True_ or int64(3) as Python spells them
+    return f"{spoken(config, name, flag)} {value if shown is None else shown}"
+
+
+def _keywords(cls: type) -> dict[str, str]:
+    """Each long flag of ``cls`` (old spellings too) and the Python keyword it stands for (an on/off flag with its
+    value: ``--random-init``: ``random_init=True``, ``--quiet``: ``progress=False``)."""
+    table = {}
+    for item, spec in flagged(cls):
+        switch = f"={not spec.negate}" if isinstance(item.default, bool) else ""
+        for flag in spec.flags:
+            if flag.startswith("--"):
+                table[flag] = item.name + switch
+        table.update({old: keyword_of(old) for old in spec.old})
+    return table
+
+
+def for_caller(error: FeatxError, cls: type) -> FeatxError:
+    """``error`` as its caller reads it: as it is on the command line; from Python, each flag of ``cls`` its message
+    and hint still name replaced by the keyword (``--stride applies to --long window`` -> ``stride applies to long
+    window``). Reworded in place (its type and traceback kept) and returned."""
+    table = _keywords(cls) if dataclasses.is_dataclass(cls) and not on_command_line() else {}
+    if not table:
+        return error
+    flags = "|".join(re.escape(flag) for flag in sorted(table, key=len, reverse=True))
+    pattern = re.compile(rf"(?<![\w-])({flags})(?![\w-])")
+
+    def reword(text: str) -> str:
+        return pattern.sub(lambda found: table[found.group(1)], text)
+
+    error.message, error.hint = reword(error.message), None if error.hint is None else reword(error.hint)
+    error.args = (error.message if error.hint is None else f"{error.message}\n  hint: {error.hint}",)
+    return error
+
+
+@contextmanager
+def keywords_of(cls: type) -> Iterator[None]:
+    """A Python entry point (``featx.embed``) of config ``cls``: errors raised inside name its keywords instead of
+    its flags (``spoken``, ``for_caller``), what a run finds wrong after its config was made (a column the corpus
+    lacks) as well; called by the command line (inside ``command_line()``), they keep the flags."""
+    token = _CALLER.set(_CALLER.get() or "python")
+    try:
+        yield
+    except FeatxError as error:
+        for_caller(error, cls)
+        raise
+    finally:
+        _CALLER.reset(token)
+
+
 def deprecation(old: str, new: str) -> str:
     """The message of an old spelling: ``--seed is deprecated, use --init-seed; --seed will be removed in 0.3.0``."""
     return f"{old} is deprecated, use {new}; {old} will be removed in {REMOVED_IN}"
@@ -174,9 +271,11 @@ def refuse_empty_lists(config: Any) -> None:
         if spec.listed and _empty(getattr(config, item.name)):
             default = spec.cli_default if spec.cli_default is not None else item.default
             shown = f" ({default})" if isinstance(default, str) else ""
+            value, named = getattr(config, item.name), spoken(config, item.name)
             raise InputError(
-                f"{spec.name} {getattr(config, item.name)!r} is empty: it takes one value or a comma list",
-                f"give {spec.name} at least one value, or leave it out for its default{shown}",
+                f"{spoken_value(config, item.name, value, shown=repr(value))} is empty: it takes one value or a "
+                "comma list",
+                f"give {named} at least one value, or leave it out for its default{shown}",
             )
 
 
@@ -198,9 +297,13 @@ class Options(metaclass=_Renaming):
     CONSTRAINTS: ClassVar[tuple[Check, ...]] = ()
 
     def __post_init__(self) -> None:
-        refuse_empty_lists(self)
-        for check in type(self).CONSTRAINTS:
-            check(self)
+        try:
+            refuse_empty_lists(self)
+            for check in type(self).CONSTRAINTS:
+                check(self)
+        except FeatxError as error:
+            for_caller(error, type(self))  # a flag a check's text names: the keyword, for a Python caller
+            raise
 
     def replace(self: O, **changes: Any) -> O:
         """A copy with ``changes``, checked again."""
@@ -232,15 +335,21 @@ __all__ = [
     "FeatxDeprecationWarning",
     "Flag",
     "Options",
+    "command_line",
     "deprecation",
     "flag_of",
     "flagged",
+    "for_caller",
     "keyword_doc",
     "keyword_of",
+    "keywords_of",
+    "on_command_line",
     "option",
     "recorded",
     "refuse_empty_lists",
     "refuse_unknown",
     "renamed",
     "normalise",
+    "spoken",
+    "spoken_value",
 ]

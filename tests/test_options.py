@@ -17,9 +17,11 @@ from featx.options import (
     Check,
     FeatxDeprecationWarning,
     Options,
+    command_line,
     flag_of,
     flagged,
     keyword_doc,
+    keywords_of,
     normalise,
     option,
     renamed,
@@ -86,9 +88,33 @@ REFUSED = [
 
 @pytest.mark.parametrize("options, message, hint", REFUSED, ids=[repr(case[0]) for case in REFUSED])
 def test_every_builder_refuses_with_one_message_and_a_hint(options, message, hint):
-    with pytest.raises(InputError) as error:
+    with pytest.raises(InputError) as error, command_line():  # the command line's wording: the flags
         Sample(**options)
     assert error.value.hint is not None
+    assert re.search(message, error.value.message), error.value.message
+    assert re.search(hint, error.value.hint), error.value.hint
+
+
+# The same violations from Python: the keyword the caller gave, with its value as Python spells it.
+FROM_PYTHON = [
+    ({"size": 0}, r"^size=0 must be a whole number of at least 1$", r"^give size a whole number of at least 1$"),
+    ({"budget": -1}, r"^budget=-1 must be a whole number of at least 0$", r"^give budget a whole number"),
+    ({"rate": 1.5}, r"^rate=1.5 must be a number above 0 and at most 1$", r"^give rate a number above 0"),
+    ({"grid": ()}, r"^grid must hold positive numbers \(got \(\)\)$", r"^e\.g\. grid=\(0\.1, 1, 10\)$"),
+    ({"method": "pca"}, r"^method='pca' is not understood$", r"^choose one of: leace, inlp$"),
+    ({"kind": "c"}, r"^kind='c' is not understood$", r"^use --kind a or --kind b$"),
+    ({"parts": " , "}, r"^parts selects nothing$", r"^e\.g\. --part a,b$"),
+    ({"picked": "z"}, r"^picked='z' is not available$", r"^choose from x, y$"),
+    ({"join": "x"}, r"^join applies to labels only$", r"^add labels, or leave join out$"),
+]
+
+
+@pytest.mark.parametrize("options, message, hint", FROM_PYTHON, ids=[repr(case[0]) for case in FROM_PYTHON])
+def test_a_python_caller_reads_the_keyword_it_gave(options, message, hint):
+    """Inside a Python entry point (``keywords_of``) every builder names the field, which is the keyword; a flag
+    written into a hint by hand is reworded only where the field declares it (``Sample``'s fields have none)."""
+    with pytest.raises(InputError) as error, keywords_of(Sample):
+        Sample(**options)
     assert re.search(message, error.value.message), error.value.message
     assert re.search(hint, error.value.hint), error.value.hint
 
@@ -221,7 +247,12 @@ def test_a_config_made_directly_names_an_unknown_or_missing_option():
 
 def test_path_like_refuses_what_is_not_a_path_naming_the_flag():
     assert Files(source=Path("a.h5"), target="b.h5").target == "b.h5"
-    with pytest.raises(InputError, match=r"^--output takes a path, not a list \(\[.b.h5.\]\)\n"):
+    with pytest.raises(InputError, match=r"^--output takes a path, not a list \(\[.b.h5.\]\)\n"), command_line():
+        Files("a.h5", target=["b.h5"])
+    with (
+        pytest.raises(InputError, match=r"^target takes a path, not a list .*\n  hint: give target one"),
+        keywords_of(Files),
+    ):
         Files("a.h5", target=["b.h5"])
     with pytest.raises(InputError, match=r"^source takes a path, not a NoneType"):
         Files(None)  # a field without a default, not typed as optional: None is not a path
@@ -263,7 +294,7 @@ def test_an_empty_list_option_is_refused_by_one_rule(cls, name, flag, empty):
     """``--layer ''`` had meant all layers, ``--site ''`` hidden, ``--pooling ''`` was refused: now every list-like
     option of every command refuses an empty value alike, before any other check."""
     first = dataclasses.fields(cls)[0].name
-    with pytest.raises(InputError) as error:
+    with pytest.raises(InputError) as error, command_line():
         cls(**{first: "x.h5", name: empty})
     assert error.value.message.startswith(f"{flag} ") and "is empty: it takes one value or a comma list" in str(
         error.value.message
@@ -277,11 +308,17 @@ def test_the_empty_rule_names_the_default_and_leaves_none_alone():
         layers: Any = option("all", flag="--layer", listed=True, help="Layers.")
         plain: Any = option("", flag="--plain", help="Not a list.")
 
-    with pytest.raises(InputError) as error:
+    with pytest.raises(InputError) as error, command_line():
         Listed(layers="")
     assert (error.value.message, error.value.hint) == (
         "--layer '' is empty: it takes one value or a comma list",
         "give --layer at least one value, or leave it out for its default (all)",
+    )
+    with pytest.raises(InputError) as error, keywords_of(Listed):
+        Listed(layers=[])
+    assert (error.value.message, error.value.hint) == (
+        "layers=[] is empty: it takes one value or a comma list",
+        "give layers at least one value, or leave it out for its default (all)",
     )
     assert Listed(layers=None).layers is None and Listed(plain="").plain == ""
 

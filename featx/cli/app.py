@@ -11,6 +11,7 @@ import click
 
 from .._version import __version__
 from ..errors import FeatxError, FeatxWarning, signal_of
+from ..options import command_line
 
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
@@ -78,7 +79,8 @@ class FeatxGroup(click.Group):
         from ..signals import interrupts_on_termination
 
         try:
-            with interrupts_on_termination(), warnings.catch_warnings():  # SIGTERM/SIGHUP: like Ctrl-C (143/129)
+            # SIGTERM/SIGHUP: like Ctrl-C (143/129); messages name options as flags (command_line)
+            with interrupts_on_termination(), warnings.catch_warnings(), command_line():
                 warnings.simplefilter("always", FeatxWarning)
                 warnings.showwarning = _show_warning
                 return super().invoke(ctx)

@@ -1,5 +1,7 @@
 """The checks of ``ExtractConfig`` (``featx extract``'s options), in its one ``CONSTRAINTS`` table: each raises
-``InputError(message, hint)`` naming the flag the user typed. Kept free of torch, like the config."""
+``InputError(message, hint)`` naming the option as the user gave it (``featx.options.spoken_value``: the flag on
+the command line, the keyword from Python; a flag left in a message's text is reworded for Python when the config is
+made). Kept free of torch, like the config."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ from typing import Any
 from ..checks import one_of, path_like, spelled, whole
 from ..errors import InputError
 from ..io import corpus_stem
-from ..options import MAX_SEED, Check, normalise
+from ..options import MAX_SEED, Check, normalise, spoken, spoken_value
 from .shards.sharding import ShardSpec
 
 ExtractConfig = Any  # the checks take an ``ExtractConfig`` (config.py imports this module, not the other way)
@@ -22,11 +24,15 @@ COMPUTE_DTYPES = ("auto", "float32", "fp32", "float16", "fp16", "half", "bfloat1
 OUTPUT_SUFFIXES = (".h5", ".hdf5")
 
 
-def _size(name: str, flag: str, optional: bool = True, minimum: int = 1) -> Check:
+def _size(name: str, optional: bool = True, minimum: int = 1) -> Check:
     """A size option: a whole number of at least ``minimum`` (or left out, when ``optional``)."""
     size = "a positive size" if minimum <= 1 else f"a size of at least {minimum}"
-    hint = f"give {flag} {size}" + (", or leave it out for the default" if optional else "")
-    return whole(name, flag, minimum=minimum, optional=optional, hint=hint)
+
+    def check(config: ExtractConfig) -> None:
+        hint = f"give {spoken(config, name)} {size}" + (", or leave it out for the default" if optional else "")
+        whole(name, spoken(config, name), minimum=minimum, optional=optional, hint=hint)(config)
+
+    return check
 
 
 def _check_commit_seconds(config: ExtractConfig) -> None:
@@ -34,21 +40,23 @@ def _check_commit_seconds(config: ExtractConfig) -> None:
     number = isinstance(value, (int, float)) and not isinstance(value, bool)
     if not number or not math.isfinite(value) or value <= 0:
         raise InputError(
-            f"--commit-seconds {value} must be a positive number of seconds",
-            "give --commit-seconds a positive time, e.g. 10, or leave it out for the default",
+            f"{spoken_value(config, 'commit_seconds', value)} must be a positive number of seconds",
+            f"give {spoken(config, 'commit_seconds')} a positive time, e.g. 10, or leave it out for the default",
         )
 
 
 def _check_store_dtype(config: ExtractConfig) -> None:
     canonical = STORE_DTYPES.get(str(config.store_dtype).lower())
     if canonical is None:
-        raise InputError(f"--store-dtype '{config.store_dtype}' is not understood", "use float16 or float32")
+        given = spoken_value(config, "store_dtype", config.store_dtype, shown=f"'{config.store_dtype}'")
+        raise InputError(f"{given} is not understood", "use float16 or float32")
     normalise(config, "store_dtype", canonical)  # normalised once, in the frozen object's own set-up
 
 
 def _check_dtype(config: ExtractConfig) -> None:
     if str(config.dtype).lower() not in COMPUTE_DTYPES:
-        raise InputError(f"--dtype '{config.dtype}' is not understood", "use auto, float32, float16 or bfloat16")
+        given = spoken_value(config, "dtype", config.dtype, shown=f"'{config.dtype}'")
+        raise InputError(f"{given} is not understood", "use auto, float32, float16 or bfloat16")
 
 
 def _check_output(config: ExtractConfig) -> None:
@@ -95,7 +103,10 @@ def _check_missing_labels(config: ExtractConfig) -> None:
 
 def _check_text_col(config: ExtractConfig) -> None:
     if not isinstance(config.text_col, str) or not config.text_col.strip():
-        raise InputError("--text-col is empty", "name the column that holds the texts, e.g. --text-col text")
+        example = spoken_value(config, "text_col", "text")
+        raise InputError(
+            f"{spoken(config, 'text_col')} is empty", f"name the column that holds the texts, e.g. {example}"
+        )
 
 
 LONG_INPUTS = ("truncate", "window")
@@ -105,12 +116,13 @@ def _check_long(config: ExtractConfig) -> None:
     long = str(config.long).strip().lower()
     if long not in LONG_INPUTS:
         raise InputError(
-            f"--long '{config.long}' is not understood",
+            f"{spoken_value(config, 'long', config.long, shown=repr(config.long))} is not understood",
             "use truncate (cut at --max-length) or window (overlapping windows over the whole text)",
         )
     normalise(config, "long", long)
     if config.stride is not None and long != "window":
-        raise InputError("--stride applies to --long window only", "add --long window, or leave --stride out")
+        window, stride = spoken_value(config, "long", "window"), spoken(config, "stride")
+        raise InputError(f"{stride} applies to {window} only", f"add {window}, or leave {stride} out")
 
 
 _device_map_choice = one_of(
@@ -199,7 +211,8 @@ def _check_seeds(config: ExtractConfig) -> None:
     """A seed given for randomness the run does not have would be ignored: refused instead."""
     if config.init_seed and not config.random_init:
         raise InputError(
-            f"--init-seed {config.init_seed} seeds the random weights of --random-init, and this run keeps the "
+            f"{spoken_value(config, 'init_seed', config.init_seed)}"
+            " seeds the random weights of --random-init, and this run keeps the "
             "model's own weights",
             "add --random-init for a random-weights control, or leave --init-seed out",
         )
@@ -208,7 +221,8 @@ def _check_seeds(config: ExtractConfig) -> None:
 
         if not any(edit.kind == "random" for edit in parse_interventions(config.intervene, config.intervene_seed)):
             raise InputError(
-                f"--intervene-seed {config.intervene_seed} seeds the directions of --intervene random:RANK@L, and "
+                f"{spoken_value(config, 'intervene_seed', config.intervene_seed)}"
+                " seeds the directions of --intervene random:RANK@L, and "
                 "this run has no random edit",
                 "add a random edit (e.g. --intervene random:8@3), or leave --intervene-seed out",
             )
@@ -232,15 +246,15 @@ CONSTRAINTS: tuple[Check, ...] = (
     _check_store_dtype,
     _check_dtype,
     _check_encoding,
-    _size("max_tokens", "--max-tokens"),
-    _size("batch_size", "--batch-size"),
-    _size("commit_rows", "--commit-rows"),
-    _size("max_length", "--max-length", minimum=2),
-    _size("max_corpus_bytes", "--max-corpus-bytes"),
+    _size("max_tokens"),
+    _size("batch_size"),
+    _size("commit_rows"),
+    _size("max_length", minimum=2),
+    _size("max_corpus_bytes"),
     _check_commit_seconds,
     _check_shards,
     _check_long,
-    _size("stride", "--stride", minimum=0),
+    _size("stride", minimum=0),
     _check_device_map,
     _check_sep,
     _check_missing_labels,

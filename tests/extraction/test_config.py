@@ -7,9 +7,11 @@ import dataclasses
 import pytest
 from click.testing import CliRunner
 
+import featx
 from featx.cli import main
 from featx.errors import InputError
 from featx.extraction import ExtractConfig, make_config
+from featx.options import command_line
 
 BAD = [
     ({"batch_size": 0}, r"--batch-size 0 must be a whole number of at least 1"),
@@ -40,8 +42,73 @@ def test_the_seeds_are_taken_where_their_randomness_is():
 
 @pytest.mark.parametrize("options, message", BAD, ids=[next(iter(options)) for options, _ in BAD])
 def test_bad_options_are_refused_on_creation(options, message):
-    with pytest.raises(InputError, match=message):
+    with pytest.raises(InputError, match=message), command_line():  # worded for the command line
         ExtractConfig(corpus="corpus.csv", **options)
+
+
+# One violation each, as a Python caller reads it (the keyword it gave, the value as Python spells it) and as the
+# command line prints it (the flag): the builders' own wording, a hand-written check's, a flag left in a check's text.
+PHRASED = [
+    (
+        {"batch_size": 0},
+        "batch_size=0 must be a whole number of at least 1",
+        ["--batch-size", "0"],
+        "--batch-size 0 must",
+    ),
+    (
+        {"max_length": 1},
+        "max_length=1 must be a whole number of at least 2",
+        ["--max-length", "1"],
+        "--max-length 1 must",
+    ),
+    (
+        {"store_dtype": "int8"},
+        "store_dtype='int8' is not understood",
+        ["--store-dtype", "int8"],
+        "--store-dtype 'int8'",
+    ),
+    ({"dtype": "f64"}, "dtype='f64' is not understood", ["--dtype", "f64"], "--dtype 'f64' is not understood"),
+    (
+        {"stride": 4},
+        "stride applies to long='window' only",
+        ["--stride", "4"],
+        "--stride applies to --long window only",
+    ),
+    (
+        {"init_seed": 3},
+        "init_seed=3 seeds the random weights of random_init=True,",
+        ["--init-seed", "3"],
+        "--init-seed 3 seeds the random weights of --random-init,",
+    ),
+]
+
+
+@pytest.mark.parametrize("options, python, flags, cli", PHRASED, ids=[next(iter(case[0])) for case in PHRASED])
+def test_a_violation_names_what_the_caller_gave(tmp_path, options, python, flags, cli):
+    """featx.embed and featx.extract name the keyword (``batch_size=0``), featx extract the flag (``--batch-size 0``),
+    from the one constraints table; neither wording leaks into the other."""
+    for call in (lambda: featx.embed(["a text"], **options), lambda: featx.extract("c.csv", **options)):
+        with pytest.raises(InputError) as error:
+            call()
+        assert str(error.value).startswith(python) and "--" not in str(error.value), str(error.value)
+    corpus = tmp_path / "c.csv"
+    corpus.write_text("text\nhello\n")
+    result = CliRunner().invoke(main, ["extract", str(corpus), "--dry-run", *flags])
+    assert result.exit_code == 2 and result.output.startswith(f"featx: error: {cli}"), result.output
+
+
+def test_an_error_found_after_the_config_names_the_keyword_from_python(tmp_path):
+    """A column the corpus lacks is found while reading it, after the config was made: its hint names
+    ``text_col='sentence'`` from Python, ``--text-col sentence`` on the command line."""
+    corpus = tmp_path / "c.csv"
+    corpus.write_text("sentence,label\nhello,1\n")
+    with pytest.raises(InputError, match="has no text column 'text'") as error:
+        featx.extract(corpus, output=tmp_path / "c.h5")
+    assert error.value.hint == "pass the right one with text_col='NAME' (text_col='sentence'?)"
+    result = CliRunner().invoke(main, ["extract", str(corpus), "-o", str(tmp_path / "c.h5")])
+    assert result.exit_code == 2 and "hint: pass the right one with --text-col NAME (--text-col sentence?)" in (
+        result.output
+    ), result.output
 
 
 def test_a_size_option_hint_names_its_own_minimum():

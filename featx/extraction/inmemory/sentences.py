@@ -13,7 +13,7 @@ import numpy as np
 
 from ...errors import InputError
 from ...io import blank_text
-from ...options import keyword_doc, renamed
+from ...options import keyword_doc, keywords_of, renamed
 from ...store import HIDDEN_SITE
 from ..config import ExtractConfig
 from .pipeline import IN_MEMORY, PAIR_COL, TEXT_COL, memory_corpus, run_in_memory
@@ -205,12 +205,13 @@ def embed(texts, *, text_pairs=None, **options) -> Embeddings:
     Keywords (``featx extract``'s options of the same name; ``layers`` and ``poolings`` may be lists):
 
     """
-    text_list = as_texts(texts, "texts")
-    pair_list = as_texts(text_pairs, "text_pairs") if text_pairs is not None else None
-    config = embed_config(text_list, pair_list, **{"pair_mode": None, **embed_options(options)})
-    from ..model.loading import load_configured
+    with keywords_of(ExtractConfig):  # an error names the keyword given (batch_size=0), not the flag
+        text_list = as_texts(texts, "texts")
+        pair_list = as_texts(text_pairs, "text_pairs") if text_pairs is not None else None
+        config = embed_config(text_list, pair_list, **{"pair_mode": None, **embed_options(options)})
+        from ..model.loading import load_configured
 
-    return encode(load_configured(config), config, text_list, pair_list)
+        return encode(load_configured(config), config, text_list, pair_list)
 
 
 embed.__doc__ = (embed.__doc__ or "") + keyword_doc(ExtractConfig, EMBED_KEYWORDS, EMBED_DEFAULTS)

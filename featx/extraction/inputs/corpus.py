@@ -32,6 +32,7 @@ from ...io import (
     structured_note,
     unwrap_gzip,
 )
+from .column_hints import text_col_hint
 from .senteval import LABEL_COLUMN, check_senteval_options, is_senteval, parse_senteval, split_note
 
 if TYPE_CHECKING:
@@ -104,40 +105,6 @@ def cut_long_texts(corpus: Corpus, max_length: int, window: bool) -> int:
     return len(rows)
 
 
-# Column names of sentence-pair corpora (SICK, SNLI/MNLI, GLUE's pairs, QQP) and of one text per row, for the
-# hint when --text-col names no column; the file's own spelling is what the hint shows.
-PAIR_COLUMNS = (
-    ("sentence_a", "sentence_b"),
-    ("sentence1", "sentence2"),
-    ("sentence_1", "sentence_2"),
-    ("premise", "hypothesis"),
-    ("text_a", "text_b"),
-    ("text1", "text2"),
-    ("question1", "question2"),
-    ("question", "sentence"),
-    ("query", "passage"),
-)
-TEXT_COLUMNS = ("sentence", "review", "content", "document", "body", "tweet", "utterance", "question", "comment")
-
-
-def _text_col_hint(header: list[str]) -> str:
-    """What to pass when ``--text-col`` names no column: a semicolon-separated file, a known pair of text
-    columns, a known text column, or just the option."""
-    if len(header) == 1 and header[0].count(";") >= 1:
-        return "the header looks semicolon-separated; save the file as comma- or tab-separated (.csv/.tsv)"
-    spelled = {name.lower(): name for name in header}
-    for first, second in PAIR_COLUMNS:
-        if first in spelled and second in spelled:
-            return (
-                f"sentence pairs? pass --text-col {spelled[first]} --text-pair-col {spelled[second]}; "
-                "for one text per row, --text-col NAME"
-            )
-    known = [spelled[name] for name in TEXT_COLUMNS if name in spelled]
-    if known:
-        return f"pass the right one with --text-col NAME (--text-col {known[0]}?)"
-    return "pass the right one with --text-col NAME"
-
-
 def _check_header(
     header: list[str], path: Path, text_col: str, id_col: str | None, pair_col: str | None = None
 ) -> list[str]:
@@ -153,7 +120,7 @@ def _check_header(
     if text_col not in header:
         raise InputError(
             f"{path} has no text column '{text_col}'; columns found: {', '.join(header)}",
-            _text_col_hint(header),
+            text_col_hint(header),
         )
     if pair_col is not None and pair_col not in header:
         raise InputError(
