@@ -289,7 +289,7 @@ def make_config(config: ExtractConfig | str | Path | None = None, **options) -> 
     if unknown:
         raise InputError(
             f"unknown extraction option(s): {', '.join(unknown)}",
-            f"see featx.ExtractConfig for the options: {', '.join(sorted(known))}",
+            f"see featx.extraction.ExtractConfig for the options: {', '.join(sorted(known))}",
         )
     if isinstance(config, os.PathLike):
         config = Path(config)

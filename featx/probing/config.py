@@ -224,7 +224,8 @@ class ProbeConfig(Options):
         flag=("-o", "--output"),
         group=OUTPUT,
         kind="str",
-        help="Results prefix: writes PREFIX.csv and PREFIX.json.",
+        help="Results prefix: writes PREFIX.csv, PREFIX.json and PREFIX.predictions.csv (default: FEATURES stem + "
+        ".LABEL.probe.csv and .json, and .LABEL.predictions.csv).",
     )
     jobs: int | None = option(
         None, flag="--jobs", group=COMPUTE, help="Parallel (layer spec x pooling) jobs (default: one per core)."

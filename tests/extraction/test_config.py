@@ -132,8 +132,9 @@ def test_config_is_frozen_and_normalised_once():
 
 
 def test_unknown_option_names_the_known_ones():
-    with pytest.raises(InputError, match="unknown extraction option.*: batchsize"):
+    with pytest.raises(InputError, match="unknown extraction option.*: batchsize") as raised:
         make_config("corpus.csv", batchsize=8)
+    assert "see featx.extraction.ExtractConfig for the options: " in raised.value.hint  # an importable name
 
 
 @pytest.mark.parametrize("flag, value", [("--batch-size", "0"), ("--max-tokens", "-5"), ("--commit-rows", "0")])

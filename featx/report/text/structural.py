@@ -53,7 +53,7 @@ def format_structural(result: Any) -> str:
     lines.append(f"baseline, {meta['baseline']}: {_measures(baseline, metrics)}")
     lines.append("")
     probes = table[table.kind == "probe"]
-    header = ["pooling", "layer", *(f"{NAMES[name]} [95% CI]" for name in metrics), "select.", "epochs", "fit s"]
+    header = ["pooling", "layer", *(f"{NAMES[name]} [95% CI]" for name in metrics), "selection", "epochs", "fit s"]
     rows = []
     for row in probes.itertuples():
         layer = f"{row.layer}{' *' if row.is_best else ''}"

@@ -194,7 +194,9 @@ def test_a_probe_reads_planted_trees_exactly(mode, tmp_path):
     assert table.kind.iloc[0] == {"distance": "chain", "depth": "position"}[mode]
     assert any("rank 64 is above" in line for line in result.notes)
     assert result.meta["selected"]["layer"] == 1
-    assert "baseline" in format_structural(result)
+    printed = format_structural(result)
+    assert "baseline" in printed
+    assert "selection  epochs" in printed and "select." not in printed  # not the selectivity of the label probes
     read = load_structural(result.csv_path)  # the files featx plot and featx report read back
     assert read.mode == mode and len(read.probes) == 2 and read.chosen["layer"] == 1
     assert read.baseline[first] == table[first].iloc[0]
