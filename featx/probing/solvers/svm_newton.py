@@ -24,6 +24,7 @@ import numpy as np
 
 CG_TOL = 0.1  # each Newton step solved to a residual of a tenth of the gradient (liblinear's TRON uses the same)
 MIN_CG = 10  # conjugate gradients always get this many products before the exact step is considered
+FACTOR_BYTES = 512 * 2**20  # the exact steps' factorised Hessians of all problems kept within this (else CG only)
 
 
 def forward(X: np.ndarray, params: np.ndarray) -> np.ndarray:
@@ -64,8 +65,11 @@ class Grams:
 
     def budgets(self, curvature: np.ndarray, rows: int) -> np.ndarray:
         """Each problem's exact step in conjugate-gradient products of ``rows`` rows: its Hessian (built from the
-        rows inside or outside its margin, the fewer) and the factorisation, over two products' flops."""
+        rows inside or outside its margin, the fewer) and the factorisation, over two products' flops; no exact
+        steps (an infinite budget) where every problem's factorisation would not fit in ``FACTOR_BYTES``."""
         size = self.vectors.shape[0]
+        if 8 * size * size * len(self.factors) > FACTOR_BYTES:  # 17 classes of 4,096 dimensions: 2.3 GB
+            return np.full(curvature.shape[1], np.inf)
         active = np.count_nonzero(curvature, axis=0)
         flops = 2.0 * np.minimum(active, curvature.shape[0] - active) * size * size + size**3 / 3.0
         return flops / (4.0 * max(rows, 1) * size)

@@ -133,3 +133,17 @@ def test_a_c_path_reuses_the_grams_of_the_same_rows_only(monkeypatch):
     grams = model._grams_cache[1]
     grams.factors[0] = ("stale", True)
     assert grams.fresh().factors == [None] * 3 and grams.fresh().vectors is grams.vectors
+
+
+def test_no_exact_steps_where_the_factorisations_would_not_fit(monkeypatch):
+    """Every problem's factorised Hessian is kept: where they would pass ``FACTOR_BYTES`` (wide features, many
+    classes), conjugate gradients run to the end instead, and reach the same weights."""
+    X, y = _data(4, seed=6)
+    grams = Grams(X, np.ones((len(X), 4)))
+    assert np.all(np.isfinite(grams.budgets(np.ones((len(X), 4)), len(X))))
+    monkeypatch.setattr(svm_newton, "FACTOR_BYTES", 8 * 11 * 11 * 4 - 1)  # 10 dimensions and the intercept
+    assert np.all(np.isinf(grams.budgets(np.ones((len(X), 4)), len(X))))
+    monkeypatch.setattr(svm_newton, "MIN_CG", 0)
+    wide = SquaredHingeSVC(C=10.0, tol=1e-8).fit(X, y)
+    monkeypatch.undo()
+    np.testing.assert_allclose(wide.coef_, SquaredHingeSVC(C=10.0, tol=1e-8).fit(X, y).coef_, atol=1e-5)
