@@ -365,12 +365,12 @@ def _run_chunks(
 ) -> list:
     """The scores of rows ``first`` on, ``commit_rows`` rows (a word probe: sentences) a chunk, each chunk
     appended to the partial file (if any) as it is done; ``done``: the scores already held."""
-    from tqdm.auto import tqdm
+    from ..progress import progress_bar
 
     words = _words(probe, corpus)
     scores, step = list(done), int(config.commit_rows)
     unit = "rows" if words is None else "sentences"
-    with tqdm(total=len(corpus), initial=first, unit=unit, disable=not config.progress, desc="predict") as bar:
+    with progress_bar(total=len(corpus), initial=first, unit=unit, disable=not config.progress, desc="predict") as bar:
         for start in range(first, len(corpus), step):
             stop = min(start + step, len(corpus))
             chunk = _chunk(probe, corpus, config, start, stop)
