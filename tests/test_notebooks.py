@@ -73,6 +73,7 @@ def test_layerwise_notebook_runs_on_tiny_model_outputs(tiny_model, tmp_path, mon
     assert sum("image/png" in output.get("data", {}) for output in outputs) == 6
     assert "paired test per layer" in text and "(random init)" in text
     assert not [output for output in outputs if output.output_type == "error"]
+    assert not [output["text"] for output in outputs if output.get("name") == "stderr"]
 
 
 @pytest.mark.slow
@@ -91,6 +92,7 @@ def test_deploy_notebook_runs_on_a_tiny_models_bundle(tiny_model, tmp_path, monk
     outputs = _executed(DEPLOY, tmp_path, monkeypatch)
     text = "".join(output.get("text", "") + output.get("data", {}).get("text/plain", "") for output in outputs)
     assert not [output for output in outputs if output.output_type == "error"]
+    assert not [output["text"] for output in outputs if output.get("name") == "stderr"]  # no warning, no bar
     assert "chosen by accuracy on cross-validation over the training rows" in text
     assert "lexical baseline" in text and "majority class" in text
     # every test row through the real encoder: the accuracy fit reported on them

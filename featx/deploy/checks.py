@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from ..bundle_fields import check_field_types
 from ..errors import InputError
 from ..selection import POOLINGS, WORD_POOLINGS, LayerSpec
 from .config import HEADS
@@ -115,6 +116,7 @@ def _is_whole(value, low: int, high: int) -> bool:
 
 
 def _check_fields(manifest: dict, folder: Path) -> None:
+    check_field_types(manifest, f"bundle {folder}", REFIT_HINT)  # each field's JSON type, then their values
     classifier, task, classes = manifest.get("classifier"), manifest.get("task"), manifest.get("classes")
     if classifier not in HEADS:
         raise _bad(folder, f"unknown classifier {classifier!r}")

@@ -136,6 +136,14 @@ class FitConfig(Options):
     )
 
 
+def _check_row_ids(config: PredictConfig) -> None:
+    if config.row_ids and config.id_col is not None:
+        raise InputError(
+            "--row-ids and --id-col cannot be combined",
+            "--id-col names the column of the ids, --row-ids numbers the rows: keep one",
+        )
+
+
 def _check_top_k(config: PredictConfig) -> None:
     if config.top_k is not None and config.threshold is not None:
         raise InputError(
@@ -168,6 +176,12 @@ class PredictConfig(Options):
         flag="--id-col",
         group=READING,
         help="Column of unique row ids (default: the bundle's id column when the corpus has it, else row numbers).",
+    )
+    row_ids: bool = option(
+        False,
+        flag="--row-ids",
+        group=READING,
+        help="Ids are the data row numbers (0-based), even when the corpus has the bundle's id column.",
     )
     sep: str | None = option(
         None, flag="--sep", group=READING, help="Delimiter of a delimited corpus (default: sniffed)."
@@ -244,6 +258,7 @@ class PredictConfig(Options):
         whole("commit_rows", "--commit-rows", minimum=1),
         whole("batch_size", "--batch-size", minimum=1, optional=True),
         _check_top_k,
+        _check_row_ids,
     )
 
 

@@ -29,34 +29,21 @@ EXTRACTION_CHOICES = {
     "pair_mode": ("cross", "separate"),
 }
 EXTRACTION_WHOLE = {"max_length": (2, 1 << 20), "stride": (0, 1 << 20), "option_seed": (0, (1 << 32) - 1)}
-# The extraction settings that are texts when present (a model's name or folder, columns, the prompt's parts).
-EXTRACTION_TEXTS = (
-    "model", "model_path", "text_col", "text_pair_col", "option_template", "option_system", "option_pool_at",
-    "option_contrast",
-)  # fmt: skip
 
 
 def check_extraction(extraction: dict, folder: Path) -> None:
     """Each extraction setting predict passes on is one featx writes: a bad one is named as the bundle's field,
-    never as an option the user did not give."""
+    never as an option the user did not give (each field's JSON type is checked before, ``featx.bundle_fields``)."""
     for name, choices in EXTRACTION_CHOICES.items():
         value = extraction.get(name)
         if value is not None and value not in choices:
             raise bad(folder, f"its extraction field '{name}' is {str(value)[:40]!r}, not one of {', '.join(choices)}")
-    if extraction.get("random_init") not in (None, True, False):
-        raise bad(
-            folder, f"its extraction field 'random_init' is {str(extraction['random_init'])[:40]!r}, not true or false"
-        )
     for name, (low, high) in EXTRACTION_WHOLE.items():
         value = extraction.get(name)
         if value is not None and not _is_whole(value, low, high):
             raise bad(
                 folder, f"its extraction field '{name}' is {str(value)[:40]}, not a whole number in {low}..{high:,}"
             )
-    for name in EXTRACTION_TEXTS:
-        value = extraction.get(name)
-        if value is not None and not isinstance(value, str):
-            raise bad(folder, f"its extraction field '{name}' is {str(value)[:40]}, not a text")
     _check_template(extraction, folder)
 
 
@@ -85,7 +72,6 @@ __all__ = [
     "REFIT_HINT",
     "DTYPE_NAMES",
     "EXTRACTION_CHOICES",
-    "EXTRACTION_TEXTS",
     "EXTRACTION_WHOLE",
     "check_extraction",
 ]

@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from ..extraction import WordTable
 
 PARTIAL_SUFFIX = ".partial"
+ID_ERRORS = ("appears twice", "has an empty id")  # read_corpus's refusals of an id column's values
 
 
 @dataclass
@@ -205,20 +206,27 @@ def _read(config: PredictConfig, probe: Probe) -> tuple[Corpus, str, str | None]
 
 
 def _read_table(config: PredictConfig, probe: Probe, text_col: str, pair_col: str | None = None) -> Corpus:
-    """The corpus table, read as ``featx extract`` reads it, its ids from ``--id-col``, else from the bundle's id
-    column when the table has it, else row numbers; an empty text is refused with predict's own advice (every row
-    gets a prediction, and predict has no ``--skip-empty``)."""
+    """The corpus table, read as ``featx extract`` reads it, its ids from ``--id-col``, else (without
+    ``--row-ids``) from the bundle's id column when the table has it, else row numbers; an empty text is refused
+    with predict's own advice (every row gets a prediction, and predict has no ``--skip-empty``), and a repeated or
+    empty id of the bundle's id column with the options that choose other ids."""
+    default = None if config.row_ids or config.id_col else (str(probe.extraction.get("id_col") or "") or None)
     try:
         return read_corpus(
             str(config.corpus), text_col=text_col, id_col=config.id_col, encoding=config.encoding, sep=config.sep,
-            pair_col=pair_col, default_id_col=str(probe.extraction.get("id_col") or "") or None,
+            pair_col=pair_col, default_id_col=default,
         )  # fmt: skip
     except InputError as error:
-        if "--skip-empty" not in (error.hint or ""):
+        if "--skip-empty" in (error.hint or ""):
+            hint = "fill them in, or leave those rows out: predict writes one prediction per row"
+        elif default is not None and any(f"{what} in column '{default}'" in error.message for what in ID_ERRORS):
+            hint = (
+                f"the ids come from the bundle's id column '{default}': pass --row-ids to number the rows instead, "
+                "or --id-col to name another column"
+            )
+        else:
             raise
-        raise InputError(
-            error.message, "fill them in, or leave those rows out: predict writes one prediction per row"
-        ) from None
+        raise InputError(error.message, hint) from None
 
 
 def _read_words(config: PredictConfig, probe: Probe) -> Corpus:
@@ -234,6 +242,12 @@ def _read_words(config: PredictConfig, probe: Probe) -> Corpus:
         raise InputError(f"{fmt} input is read from a file, not stdin", "give the file's path as CORPUS")
     if fmt is not None:
         check_no_table_columns(fmt, config.text_col, config.id_col)
+        if config.row_ids:
+            raise InputError(
+                f"--row-ids numbers the rows of a table of texts; this is {fmt} input, whose sentences are named by "
+                "the file itself",
+                "leave --row-ids out",
+            )
         return read_word_corpus([Path(str(config.corpus))], fmt, config.columns, config.encoding)
     corpus = _read_table(config, probe, config.text_col or "text")
     corpus.words = sentences_table([text.split() for text in corpus.texts])
@@ -365,12 +379,12 @@ def _run_chunks(
 ) -> list:
     """The scores of rows ``first`` on, ``commit_rows`` rows (a word probe: sentences) a chunk, each chunk
     appended to the partial file (if any) as it is done; ``done``: the scores already held."""
-    from tqdm.auto import tqdm
+    from ..progress import progress_bar
 
     words = _words(probe, corpus)
     scores, step = list(done), int(config.commit_rows)
     unit = "rows" if words is None else "sentences"
-    with tqdm(total=len(corpus), initial=first, unit=unit, disable=not config.progress, desc="predict") as bar:
+    with progress_bar(total=len(corpus), initial=first, unit=unit, disable=not config.progress, desc="predict") as bar:
         for start in range(first, len(corpus), step):
             stop = min(start + step, len(corpus))
             chunk = _chunk(probe, corpus, config, start, stop)

@@ -178,11 +178,20 @@ def _check_inflated(size: int, read: int, path: Path, cap: int, ratio: bool) -> 
         )
 
 
+def _stdin_format(raw: bytes) -> str:
+    """The suffix of standard input's format, which has no name to say it: Parquet by its magic bytes, JSON Lines
+    by a first object, else "" (a delimited table, or a JSON array ``refuse_other_formats`` names)."""
+    if raw.startswith(b"PAR1"):
+        return ".parquet"
+    return ".jsonl" if raw.lstrip()[:1] == b"{" else ""
+
+
 def unwrap_gzip(raw: bytes, path: Path, max_bytes: int | None = None) -> tuple[str, bytes]:
-    """The suffix that says the format, and the bytes to parse: ``x.csv.gz`` is read as ``x.csv``.
+    """The suffix that says the format (standard input's: ``_stdin_format``), and the bytes to parse: ``x.csv.gz`` is
+    read as ``x.csv``.
 
     Inflated with the limits above (``max_bytes``: ``--max-corpus-bytes``; None for the defaults)."""
-    suffix = "" if is_stdin(path) else path.suffix.lower()
+    suffix = _stdin_format(raw) if is_stdin(path) else path.suffix.lower()
     if suffix == ".gz" and raw.startswith(b"\x1f\x8b"):
         inner = Path(path.stem).suffix.lower()
         if inner in GZIP_SUFFIXES:

@@ -223,14 +223,14 @@ def _finite(file, path: str, rows: slice) -> np.ndarray:
 def copy_shards(writer: FeatureWriter, files, indices, plan_blocks, progress: bool = False) -> None:
     """Copy every site's features from the shards into ``writer`` block by block in corpus order,
     committing each block (an interrupted merge resumes at the last one)."""
-    from tqdm.auto import tqdm
+    from ..progress import progress_bar
 
     offsets = writer.token_offsets
     row_paths = [path for site in writer.sites for path in site.pooled_paths.values()]
     token_paths = [site.tokens_path for site in writer.sites] if offsets is not None else []
     shard_offsets = [file[s.TOKEN_OFFSETS][()] for file in files] if offsets is not None else None
     start_row = writer.rows_done
-    with tqdm(total=writer.n_rows, initial=start_row, unit="rows", disable=not progress, desc="merge") as bar:
+    with progress_bar(total=writer.n_rows, initial=start_row, unit="rows", disable=not progress, desc="merge") as bar:
         for start, stop in _blocks(writer, plan_blocks):
             if stop <= start_row:
                 continue

@@ -293,6 +293,7 @@ def test_predict_refuses_word_options_it_cannot_use(fitted, word_features, tmp_p
         ([str(fitted.path), "-", "--word-format", "conllu"], "conllu input is read from a file, not stdin"),
         ([str(sentence_bundle), str(corpus), "--word-format", "conllu"], "apply to word probes"),
         ([str(fitted.path), str(test_file), "--id-col", "sent"], "this is conllu input: its sentences are named"),
+        ([str(fitted.path), str(test_file), "--row-ids"], "--row-ids numbers the rows of a table of texts; this is co"),
         ([str(fitted.path), str(test_file), "--text-col", "text"], "this is conllu input: its words are the file's"),
     ]
     for args, message in cases:

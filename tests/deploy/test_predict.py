@@ -294,7 +294,8 @@ def test_without_test_rows_the_note_points_to_the_cross_validated_score(fitted, 
 
 def test_predict_takes_the_bundles_id_column_when_the_corpus_has_it(fitted, split_features, tmp_path, monkeypatch):
     """A bundle fitted on a features file extracted with --id-col pair_id: predict's ids come from pair_id by
-    default (they were row numbers); --id-col still wins, and a corpus without the column keeps row numbers."""
+    default (they were row numbers); --id-col still wins, --row-ids numbers the rows though the column is there, and a
+    corpus without the column keeps row numbers. Repeated ids in the bundle's column point to --row-ids."""
     from featx.deploy import prediction
 
     probe = featx.load(fitted.path)
@@ -309,8 +310,22 @@ def test_predict_takes_the_bundles_id_column_when_the_corpus_has_it(fitted, spli
     for corpus, extra, ids in [
         (with_ids, [], [f"p{i}" for i in range(6)]),
         (with_ids, ["--id-col", "other"], [f"o{i}" for i in range(6)]),
+        (with_ids, ["--row-ids"], [str(i) for i in range(6)]),
         (tmp_path / "without.csv", [], [str(i) for i in range(6)]),
+        (tmp_path / "without.csv", ["--row-ids"], [str(i) for i in range(6)]),
     ]:
         result = _run(fitted.path, corpus, "-o", tmp_path / "p.csv", "--overwrite", *extra)
         assert result.exit_code == 0, result.output
         assert list(pd.read_csv(tmp_path / "p.csv", dtype=str).id) == ids
+    table.assign(pair_id="p").to_csv(with_ids, index=False)  # one id for every row: not ids of rows
+    result = _run(fitted.path, with_ids, "-o", tmp_path / "q.csv")
+    assert result.exit_code == 2
+    assert_one_clear_error(
+        result.output,
+        r"id 'p' appears twice in column 'pair_id' .* hint: the ids come from the bundle's id column 'pair_id': pass "
+        r"--row-ids to number the rows instead, or --id-col to name another column",
+    )
+    assert _run(fitted.path, with_ids, "-o", tmp_path / "q.csv", "--row-ids").exit_code == 0
+    result = _run(fitted.path, with_ids, "-o", tmp_path / "r.csv", "--row-ids", "--id-col", "other")
+    assert result.exit_code == 2
+    assert_one_clear_error(result.output, r"--row-ids and --id-col cannot be combined")

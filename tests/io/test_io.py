@@ -181,3 +181,16 @@ def test_every_default_output_named_from_a_corpus_drops_its_gz_and_format_suffix
     assert _output(SimpleNamespace(output=None), corpus) == tmp_path / f"{stem}.predictions.csv"
     lens = LensConfig(corpus=str(corpus), template="{text} is", answers=" yes, no")
     assert lens.prefix() == tmp_path / f"{stem}.lens"
+
+
+def test_standard_input_of_json_lines_or_parquet_is_read_as_such():
+    """Standard input has no name to say its format: JSON Lines (a first object) and Parquet (its magic bytes) are
+    known by their first bytes, as a JSON array already is, instead of read as a CSV whose header is an object (or
+    decoded as text: "not valid utf-8 ... pass --encoding latin-1")."""
+    stdin = __import__("pathlib").Path("-")
+    lines = b'\n {"text": "a warm film", "label": "1"}\n{"text": "awful", "label": "0"}\n'
+    assert unwrap_gzip(lines, stdin) == (".jsonl", lines)
+    header, rows, _ = parse_table(lines, stdin, ".jsonl", "utf-8", None, [])
+    assert header == ["text", "label"] and rows == [["a warm film", "1"], ["awful", "0"]]
+    assert unwrap_gzip(b"PAR1\x15\x04" + b"\x00" * 16 + b"PAR1", stdin)[0] == ".parquet"  # a Parquet file's ends
+    assert unwrap_gzip(b"text\n{not json}\n", stdin)[0] == ""  # a CSV whose first line is its header

@@ -175,11 +175,11 @@ CASES = {
     "another pooling, edited in": (_set("pooling", "cls"), r"manifest\.json was changed after it was written"),
     "a model named by a number, resealed": (
         _resealed(lambda b: (_set_extraction("model", 3)(b), _set_extraction("model_path", None)(b))),
-        r"its extraction field 'model' is 3, not a text",
+        r"its extraction field 'model' is 3 \(a number\), not a text",
     ),
     "a model path of a list, resealed": (
         _resealed(_set_extraction("model_path", ["/tmp"])),
-        r"its extraction field 'model_path' is \['/tmp'\], not a text",
+        r"its extraction field 'model_path' is \['/tmp'\] \(a list\), not a text",
     ),
     "a model name too long for a path, resealed": (
         _resealed(lambda b: (_set_extraction("model", "x" * 300)(b), _set_extraction("model_path", "y" * 300)(b))),

@@ -285,11 +285,11 @@ def run(
     """Extract every block after the writer's committed rows; each is committed in the background.
 
     Returns the rows an earlier run had committed inside the first block (skipped here)."""
-    from tqdm.auto import tqdm
+    from ...progress import progress_bar
 
     start_row = writer.rows_done
     background = BackgroundWriter(writer)
-    bar = tqdm(
+    bar = progress_bar(
         total=len(tokenized),
         initial=start_row,
         unit="rows",

@@ -390,9 +390,8 @@ def erase(config: EraseConfig | str | Path, **options) -> EraseResult:
 
 
 def _run(jobs: list[_Job], config: EraseConfig) -> list:
-    from tqdm.auto import tqdm
-
+    from ...progress import progress_bar
     from ..inputs import job_workers, run_jobs
 
-    with tqdm(total=len(jobs), unit="layer", disable=not config.progress, desc="erase") as bar:
+    with progress_bar(total=len(jobs), unit="layer", disable=not config.progress, desc="erase") as bar:
         return run_jobs(_run_job, [(job,) for job in jobs], job_workers(config.jobs, len(jobs)), done=bar.update)
