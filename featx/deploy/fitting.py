@@ -98,6 +98,8 @@ class FitResult:
         cv = f"{best.score:.4f}" if np.isfinite(best.score) else "undefined"
         strength = "alpha" if probe.head.classifier == "ridge" else "C"
         tuned = "early-stopped" if probe.head.classifier == "mlp" else f"{strength} {probe.head.C:g}"  # no C: 'C nan'
+        if probe.spec.kind == "stack":  # not a grid value: as short as one, and named
+            tuned = f"C {probe.head.C:.2g}, the geometric mean of the layers' C"
         unit = "sentences" if probe.arcs == SELECTOR else ITEMS[probe.level]
         if self.group is not None:
             items = f"rows, a {self.group} group's rows in one fold"

@@ -26,6 +26,13 @@ MEASURES = {"distance": ("uuas", "dspr"), "depth": ("root_accuracy", "nspr")}
 SELECTED_BY = {"distance": "uuas", "depth": "nspr"}  # the measure a run chooses its layer in
 BASELINES = {"distance": ("chain", "linear chain"), "depth": ("position", "word position")}
 MEASURE_NAMES = {"uuas": "UUAS", "dspr": "DSpr", "root_accuracy": "root accuracy", "nspr": "NSpr"}
+NO_CHOICE = {  # why no layer was chosen (no held-out training sentence scores the selection measure), and what to do
+    "distance": "no held-out training sentence has two scored (non-punctuation) words, which UUAS needs; give "
+    "sentences of two words or more",
+    "depth": "NSpr, the measure a depth probe is chosen in, averages over sentences of 5 to 50 words (Hewitt & "
+    "Manning 2019), and no held-out training sentence has 5 to 50 words; give a treebank with sentences of 5 to 50 "
+    "words, or use --structural distance (chosen in UUAS, which needs two words)",
+}
 LONGEST_NAME = 200  # a pooling name longer than this is not one featx wrote
 HINT = "give the .structural.json (or .csv) written by featx probe --structural, or run it again to rewrite it"
 
@@ -73,6 +80,11 @@ class StructuralResults:
         file = self.meta.get("file")
         model = file.get("model") if isinstance(file, dict) else None
         return str(model if model is not None else self.meta.get("model") or "model")
+
+
+def no_choice_reason(mode: str) -> str:
+    """Why a structural run of ``mode`` chose no layer, and what to do, for the printout and the report."""
+    return f"no layer could be chosen: {NO_CHOICE.get(mode, 'no held-out training sentence was scored')}"
 
 
 def _marked(rows: pd.DataFrame, column: str) -> pd.Series | None:

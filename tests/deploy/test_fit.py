@@ -136,6 +136,10 @@ def test_the_weighted_stack_round_trips(split_features, tmp_path):
     assert isinstance(X, list) and len(X) == 3
     assert np.array_equal(loaded.predict_proba_features(X), result.probe.predict_proba_features(X))
     assert np.allclose(loaded.predict_proba_features(X).sum(axis=1), 1.0)
+    for part, c in zip(result.probe.head.parts, (0.01, 0.1, 0.72), strict=True):
+        part.C = c  # layers that chose different C: the stack's C is their geometric mean, 0.0896...
+    chosen = next(line for line in result.summary() if line.startswith("chosen:"))
+    assert "(C 0.09, the geometric mean of the layers' C)" in chosen, chosen
 
 
 def test_a_stack_of_a_number_is_refused(split_features):

@@ -129,8 +129,10 @@ def _read_erasers(path: Path) -> dict[str, np.ndarray]:
                 raise NotARegularFile(f"its arrays declare {declared:,} bytes, more than {MAX_ERASERS_BYTES:,}")
             arrays = {name: data[name] for name in data.files}
     except (OSError, ValueError, KeyError, AttributeError, zipfile.BadZipFile) as err:
+        # numpy refuses a pickle (or an array of objects) and advises allow_pickle, which featx never gives
+        why = "it holds pickled Python objects, which featx never loads" if "pickle" in str(err) else str(err)
         raise InputError(
-            f"--intervene erase: {path} is not an erasers file of featx erase ({err})",
+            f"--intervene erase: {path} is not an erasers file of featx erase ({why})",
             "give the .erasers.npz that featx erase wrote",
         ) from None
     for name, array in arrays.items():  # a cast would drop an imaginary part, or read numbers out of texts

@@ -12,7 +12,7 @@ import pandas as pd
 
 from ...errors import InputError
 from ..load import model_name
-from ..structural import MEASURE_NAMES, StructuralResults, load_structural
+from ..structural import MEASURE_NAMES, StructuralResults, load_structural, no_choice_reason
 from ..text.format import interval, missing, num
 from .parts import FIGURES, notes_html, page_html, svg_of_figure, table_html
 
@@ -93,7 +93,8 @@ def choice_note(results: StructuralResults) -> str:
     """The chosen row against the baseline, and the best on the test sentences when it differs (plain text)."""
     chosen, best, measure = results.chosen, results.best_on_test, results.selection_measure
     if chosen is None:
-        return "No layer could be chosen: no held-out training sentence was scored."
+        reason = no_choice_reason(results.mode)
+        return f"{reason[0].upper()}{reason[1:]}."
     shown = ", ".join(
         f"{MEASURE_NAMES[name]} {interval(chosen[name], chosen[f'{name}_low'], chosen[f'{name}_high'])} against "
         f"the {results.baseline_name}'s {num(results.baseline[name])}"

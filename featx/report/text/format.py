@@ -38,9 +38,10 @@ def row_interval(row: Any, name: str = "accuracy") -> str:
     return interval(getattr(row, name), getattr(row, f"{name}_low"), getattr(row, f"{name}_high"))
 
 
-def general(value: Any) -> str:
-    """A hyperparameter as short as it reads (``0.1``, ``1e+03``), or ``-``."""
-    return "-" if missing(value) else f"{value:g}"
+def general(value: Any, digits: int = 6) -> str:
+    """A hyperparameter as short as it reads (``0.1``, ``1e+03``), to at most ``digits`` significant digits, or
+    ``-``."""
+    return "-" if missing(value) else f"{value:.{digits}g}"
 
 
 def count(value: Any) -> str:

@@ -10,6 +10,7 @@ import pandas as pd
 from .format import count, general, grid, missing, num, p_value, row_interval
 
 MAX_LISTED_CLASSES = 10
+STACK_C_DIGITS = 2  # a stack row's C is the geometric mean of its layers' chosen C: printed as short as a grid value
 
 
 def class_counts_text(counts: dict) -> str:
@@ -134,7 +135,7 @@ def _cells(row, metric: str, with_mdl: bool, with_tests: bool) -> list[str]:
         num(row.balanced_accuracy),
         num(control_value(row, metric, "accuracy")),
         num(row.selectivity, signed=True),
-        general(row.C),
+        general(row.C, STACK_C_DIGITS if row.kind == "stack" else 6),  # stack: a geometric mean, not a grid value
         f"{row.fit_seconds:.1f}",
     ]
     if with_mdl:

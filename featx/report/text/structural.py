@@ -7,6 +7,7 @@ from typing import Any
 
 import pandas as pd
 
+from ..structural import no_choice_reason
 from .format import grid, num, row_interval
 
 NAMES = {"uuas": "UUAS", "dspr": "DSpr", "root_accuracy": "root acc.", "nspr": "NSpr"}
@@ -28,7 +29,7 @@ def _choice_line(table: pd.DataFrame, meta: dict, baseline: pd.Series) -> list[s
     metrics = meta["metrics"]
     chosen, best = table[table.is_best], table[table.is_best_on_test]
     if chosen.empty:
-        return ["no layer could be chosen: no held-out training sentence was scored"]
+        return [no_choice_reason(str(meta.get("structural")))]
     row = chosen.iloc[0]
     lines = [
         f"chosen on the training sentences ({meta['selected_by']}): layer {row.layer}, {row.pooling}: "

@@ -251,3 +251,31 @@ def test_known_class_is_the_one_check_of_a_steered_class():
     with pytest.raises(InputError, match="none: it is a regression probe") as error:
         known_class(None, "z", "--intervene steer", "B")
     assert error.value.hint == "steer toward one of the bundle's classes"
+
+
+class _Payload:
+    """Unpickling this writes a marker file: proof that something was unpickled."""
+
+    def __init__(self, marker):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return (exec, (f"open({self.marker!r}, 'w').write('unpickled')",))
+
+
+@pytest.mark.parametrize("kind", ["pickle", "object array"])
+def test_a_pickled_erasers_file_is_refused_never_unpickled(kind, tmp_path, tiny_info):
+    """A pickle named .erasers.npz, or an .npz holding an array of Python objects: refused as a pickle featx never
+    loads, without numpy's advice to load it with allow_pickle (a flag featx has not, for a file that can run
+    code), and nothing is unpickled."""
+    import pickle
+
+    marker = tmp_path / "unpickled"
+    path = write_erasers(tmp_path, tiny_info.weights_sha256, {1: zero_rank(tiny_info.hidden_size)})
+    if kind == "pickle":
+        path.write_bytes(pickle.dumps(_Payload(marker)))
+    else:
+        np.savez(path, **{"mean/1/mean": np.array([_Payload(marker)], dtype=object)})
+    with pytest.raises(InputError, match="it holds pickled Python objects, which featx never loads") as error:
+        one(f"erase:{path}@1", tiny_info)
+    assert "allow_pickle" not in str(error.value) and not marker.exists()

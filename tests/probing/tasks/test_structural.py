@@ -27,6 +27,7 @@ from featx.probing.tasks.structural_trees import (
     tree_distances,
 )
 from featx.report import format_structural, load_structural
+from featx.report.html.structural import choice_note
 
 
 def test_tree_distances_and_depths_from_heads():
@@ -146,12 +147,13 @@ def test_intervals_hold_their_point_or_are_absent(n, lengths, perfect):
 
 
 @pytest.mark.parametrize("mode", ["distance", "depth"])
-def test_a_measure_without_a_value_or_an_interval_says_why(mode):
+def test_a_measure_without_a_value_or_an_interval_says_why(mode, tmp_path):
     """Two-word sentences only, one of them tested: DSpr/NSpr have no value (no sentence of 5 to 50 words) and
     UUAS/root accuracy no interval (one test sentence); the notes say both, the rows hold NaN, not [x, x]."""
     source = PlantedTrees(n_sentences=8, lengths=(2, 3))
     source.split = np.array(["train"] * 7 + ["test"], dtype=object)
-    result = structural_probe("planted", source=source, structural=mode, poolings="mean", write=False, jobs=1)
+    output = tmp_path / "short"
+    result = structural_probe("planted", source=source, structural=mode, poolings="mean", output=output, jobs=1)
     first, second = {"distance": ("uuas", "dspr"), "depth": ("root_accuracy", "nspr")}[mode]
     table = result.table
     assert table[first].notna().all() and table[f"{first}_low"].isna().all() and table[f"{first}_high"].isna().all()
@@ -162,6 +164,12 @@ def test_a_measure_without_a_value_or_an_interval_says_why(mode):
     )
     assert any(note.startswith(f"{shown[second]}: no value") and "5 to 50 words" in note for note in result.notes)
     assert result.meta["notes"] == result.notes
+    if mode == "depth":  # chosen in NSpr, which no held-out sentence scores: the printout says why and what to do
+        printed = format_structural(result)
+        assert (
+            "no layer could be chosen" in printed and "5 to 50 words" in printed and "--structural distance" in printed
+        )
+        assert "5 to 50 words" in choice_note(load_structural(result.json_path))  # and so does featx report
 
 
 @pytest.mark.parametrize("split", [True, False])

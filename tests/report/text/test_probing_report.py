@@ -70,3 +70,18 @@ def test_the_lexical_line_says_which_side_the_test_found():
         "p=0.400 (paired on accuracy, one test): no difference shown (+0.003)"
     )
     assert _lexical_against(float("nan"), float("nan"), False).endswith("p=- (paired on accuracy, one test)")
+
+
+def test_the_stack_rows_c_reads_as_short_as_the_others():
+    """A stack row's C is the geometric mean of its layers' chosen C (0.01, 0.1, 0.72 -> 0.0896...): printed to
+    two significant digits, as short as the grid values of the other rows (the results file keeps it whole)."""
+    frame, meta = synthetic_results()
+    stack = frame.index[frame["kind"] == "cat"][0]
+    mean = float((0.01 * 0.1 * 0.72) ** (1 / 3))
+    frame.loc[stack, ["kind", "layer_spec", "C"]] = ["stack", "stack(0,1,2)", mean]
+    frame = frame.assign(is_best=frame["is_best"].astype(bool))
+    lines = format_table(frame, meta).splitlines()
+    row = next(line for line in lines if "stack(0,1,2)" in line)
+    assert " 0.09 " in row and f"{mean:g}" not in row
+    singles = [line.split()[-2] for line in lines if line.endswith(" 0.0")]  # fit s 0.0: the main single rows
+    assert singles == ["1"] * 6  # the single rows' grid value C 1, as before
