@@ -40,6 +40,7 @@ def check_bundle(bundle, config: InterveneConfig, provenance: Provenance, featur
         )
     if bundle.level != "sentence":
         raise InputError(f"--bundle {config.bundle} is a word-level probe", "give a bundle of a sentence label")
+    _check_input_kind(bundle, config)
     _check_width(bundle, config, provenance)
     if bundle.pooling not in features.poolings or any(layer not in features.layers for layer in bundle.layers):
         raise InputError(
@@ -56,6 +57,30 @@ def check_bundle(bundle, config: InterveneConfig, provenance: Provenance, featur
                 f"--edit {config.edit} --at {outside[0]}: bundle {config.bundle} reads layers {bundle.layers}, so it "
                 f"has no directions at layer {outside[0]}",
                 "edit at a layer the bundle reads, or fit a bundle there (featx fit --layer)",
+            )
+
+
+# What a bundle's features may have been made of that the edited pass never is (the pass re-reads single texts as
+# they are: ``provenance.NOT_REPLAYED`` refuses a features file of any of these): the recorded option, and what it is.
+OTHER_INPUTS = {
+    "pair_mode": "sentence pairs",
+    "option_template": "prompts (--template)",
+    "option_chat_template": "prompts (--chat-template)",
+    "option_pool_at": "prompts (--pool-at)",
+    "option_contrast": "contrast answers (--contrast)",
+}
+
+
+def _check_input_kind(bundle, config: InterveneConfig) -> None:
+    """A bundle fitted on vectors of another kind of input (sentence pairs, prompts) reads directions the edited
+    single texts do not have: its flips and steering would be measured on inputs it was never made for."""
+    for option, what in OTHER_INPUTS.items():
+        value = bundle.extraction.get(option)
+        if value not in (None, False, "", "none"):
+            raise InputError(
+                f"--bundle {config.bundle} was fitted on features of {what} ({option.removeprefix('option_')} "
+                f"{value!r}); featx intervene edits single texts as they are",
+                "fit a bundle on features of single texts of this model (featx fit on this features file)",
             )
 
 

@@ -72,6 +72,33 @@ def test_a_bundle_of_another_model_is_refused(planted_features, animal_bundle, m
         intervene(planted_features, label="animal", at="1", bundle=animal_bundle, write=False)
 
 
+@pytest.mark.parametrize(
+    "option, value, what",
+    [
+        ("pair_mode", "cross", "sentence pairs"),
+        ("option_template", "Review: {text}", "prompts"),
+        ("option_chat_template", True, "prompts"),
+        ("option_pool_at", "last", "prompts"),
+        ("option_contrast", "yes|no", "contrast answers"),
+    ],
+)
+def test_a_bundle_of_another_kind_of_input_is_refused(
+    option, value, what, planted_features, animal_bundle, monkeypatch, no_forward
+):
+    """A bundle fitted on sentence pairs or prompts reads directions the edited single texts do not have."""
+    import dataclasses
+
+    import featx
+    from featx.interventions import bundle_checks
+
+    probe = featx.load(animal_bundle)
+    assert all(probe.extraction.get(key) in (None, False) for key in bundle_checks.OTHER_INPUTS)
+    other = dataclasses.replace(probe, extraction={**probe.extraction, option: value})
+    monkeypatch.setattr(bundle_checks, "load_bundle", lambda config: other)
+    with pytest.raises(InputError, match=f"was fitted on features of {what} .*edits single texts as they are"):
+        intervene(planted_features, label="animal", at="2", edit="project", bundle=animal_bundle, write=False)
+
+
 def test_no_lm_head_is_refused_when_the_loss_is_asked_for(planted_features, no_forward):
     with pytest.raises(InputError, match="--loss yes: the checkpoint of .* holds no LM head weights") as error:
         intervene(planted_features, label="animal", at="1", loss="yes", write=False)
