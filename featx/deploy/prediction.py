@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import InputError
-from ..extraction import Corpus, read_corpus
+from ..extraction import Corpus
 from ..io import corpus_stem
 from ..safe_files import (
     check_overwrite,
@@ -34,6 +34,7 @@ from .arc_predict import arc_frame, arc_index, arc_score_line, arc_truth, check_
 from .bundle import load
 from .config import PredictConfig
 from .partial import append, resume
+from .predict_inputs import read_input
 from .probe import Probe
 from .table import STDOUT, check_scoring, fitted_corpus_note, output_frame, score_line, write_frame
 
@@ -41,7 +42,6 @@ if TYPE_CHECKING:
     from ..extraction import WordTable
 
 PARTIAL_SUFFIX = ".partial"
-ID_ERRORS = ("appears twice", "has an empty id")  # read_corpus's refusals of an id column's values
 
 
 @dataclass
@@ -76,21 +76,6 @@ class PredictResult:
         )
         where = "standard output" if self.to_stdout else self.path
         return lines + [f"wrote {self.n_rows} {what} to {where}"]
-
-
-def _columns(config: PredictConfig, probe: Probe) -> tuple[str, str | None]:
-    extraction = probe.extraction
-    text_col = config.text_col or extraction.get("text_col") or "text"
-    pair_col = None
-    if extraction.get("pair_mode"):
-        pair_col = config.text_pair_col or extraction.get("text_pair_col")
-        if not pair_col:
-            raise InputError(
-                "this bundle was fitted on sentence pairs", "name the second text's column with --text-pair-col"
-            )
-    elif config.text_pair_col:
-        raise InputError("--text-pair-col: this bundle was fitted on single texts", "leave --text-pair-col out")
-    return str(text_col), pair_col
 
 
 def _check_options(config: PredictConfig, probe: Probe) -> None:
@@ -171,7 +156,7 @@ def _words(probe: Probe, corpus: Corpus) -> WordTable | None:
     """The sentences' words a word probe predicts (every corpus it reads has them); None for a sentence probe."""
     if probe.level not in ("word", "arc"):
         return None
-    assert corpus.words is not None, "a word probe's corpus is read with its words (_read_words)"
+    assert corpus.words is not None, "a word probe's corpus is read with its words (predict_inputs.read_input)"
     return corpus.words
 
 
@@ -192,71 +177,6 @@ def _chunk_scores(probe: Probe, texts: list, pairs: list[str] | None, config: Pr
     return probe.predict_proba_features(X) if probe.head.has_proba else probe.scores_features(X)
 
 
-def _read(config: PredictConfig, probe: Probe) -> tuple[Corpus, str, str | None]:
-    """The corpus (read as ``featx extract`` reads it, every check first), its text and pair columns."""
-    if probe.level in ("word", "arc"):
-        return _read_words(config, probe), "text", None
-    if config.word_format is not None or config.columns is not None:
-        raise InputError(
-            "--word-format and --columns apply to word probes, and this bundle predicts a label per text",
-            "leave them out",
-        )
-    text_col, pair_col = _columns(config, probe)
-    return _read_table(config, probe, text_col, pair_col), text_col, pair_col
-
-
-def _read_table(config: PredictConfig, probe: Probe, text_col: str, pair_col: str | None = None) -> Corpus:
-    """The corpus table, read as ``featx extract`` reads it, its ids from ``--id-col``, else (without
-    ``--row-ids``) from the bundle's id column when the table has it, else row numbers; an empty text is refused
-    with predict's own advice (every row gets a prediction, and predict has no ``--skip-empty``), and a repeated or
-    empty id of the bundle's id column with the options that choose other ids."""
-    default = None if config.row_ids or config.id_col else (str(probe.extraction.get("id_col") or "") or None)
-    try:
-        return read_corpus(
-            str(config.corpus), text_col=text_col, id_col=config.id_col, encoding=config.encoding, sep=config.sep,
-            pair_col=pair_col, default_id_col=default,
-        )  # fmt: skip
-    except InputError as error:
-        if "--skip-empty" in (error.hint or ""):
-            hint = "fill them in, or leave those rows out: predict writes one prediction per row"
-        elif default is not None and any(f"{what} in column '{default}'" in error.message for what in ID_ERRORS):
-            hint = (
-                f"the ids come from the bundle's id column '{default}': pass --row-ids to number the rows instead, "
-                "or --id-col to name another column"
-            )
-        else:
-            raise
-        raise InputError(error.message, hint) from None
-
-
-def _read_words(config: PredictConfig, probe: Probe) -> Corpus:
-    """A word probe's sentences: a word input (CoNLL-U, --columns, JSON Lines of tokens) as extract reads it,
-    else a table of texts, each split on whitespace into its words."""
-    from ..extraction import check_no_table_columns, read_word_corpus, sentences_table, word_format
-
-    if config.text_pair_col is not None:
-        raise InputError("--text-pair-col: a word probe reads one sentence per row", "leave --text-pair-col out")
-    stdin = str(config.corpus) == "-"
-    fmt = (config.word_format if stdin else word_format(config.corpus, config.word_format, config.columns)) or None
-    if fmt is not None and stdin:
-        raise InputError(f"{fmt} input is read from a file, not stdin", "give the file's path as CORPUS")
-    if fmt is not None:
-        check_no_table_columns(fmt, config.text_col, config.id_col)
-        if config.row_ids:
-            raise InputError(
-                f"--row-ids numbers the rows of a table of texts; this is {fmt} input, whose sentences are named by "
-                "the file itself",
-                "leave --row-ids out",
-            )
-        return read_word_corpus([Path(str(config.corpus))], fmt, config.columns, config.encoding)
-    corpus = _read_table(config, probe, config.text_col or "text")
-    corpus.words = sentences_table([text.split() for text in corpus.texts])
-    corpus.notes.append(
-        "words: each text split on whitespace (a CoNLL-U file or JSON Lines of tokens gives the words themselves)"
-    )
-    return corpus
-
-
 def predict(config: PredictConfig | str | Path | None = None, **options: Any) -> PredictResult:
     """Predict every row of a corpus with a bundle: ``predict("m.featx", corpus="new.csv", output="p.csv")``;
     a word probe predicts every word of every sentence."""
@@ -265,7 +185,7 @@ def predict(config: PredictConfig | str | Path | None = None, **options: Any) ->
         raise InputError("predict needs a bundle and a corpus", "featx predict model.featx CORPUS -o predictions.csv")
     probe = load(config.bundle)
     _check_options(config, probe)
-    corpus, text_col, pair_col = _read(config, probe)
+    corpus, text_col, pair_col = read_input(config, probe)
     if probe.level == "arc":
         check_arc_input(probe, corpus.words, config.corpus, config, corpus.notes)
         truth = arc_truth(probe, corpus.words, config.label)

@@ -126,6 +126,12 @@ def _corpus(tmp_path, rows, header=("text", "label")):
 BAD = {
     "missing text column": (lambda t: _corpus(t, [["x", "pos"]], ("words", "label")), [], r"has no text column 'text'"),
     "empty corpus": (lambda t: _corpus(t, []), [], r"has a header but no rows"),
+    "a pairs corpus for a single-text bundle": (  # not extract's advice to read both columns as pairs
+        lambda t: _corpus(t, [["a cat", "a dog", "pos"]], ("sentence_A", "sentence_B", "label")),
+        [],
+        r"has no text column 'text'.* hint: this bundle was fitted on single texts: name the column to read with "
+        r"--text-col NAME",
+    ),
     "unseen labels": (
         lambda t: _corpus(t, [["the cat", "pos"], ["a dog", "meh"]]),
         ["--label", "label"],
