@@ -255,7 +255,7 @@ def test_the_regression_printout_follows_the_chosen_metric(tiny_model, tmp_path)
     path, _, _ = _split_file(tmp_path, tiny_model)
     result = featx.probe(path, label="score", metric="spearman", jobs=1, n_bootstrap=100)
     text, table = format_probe(result), result.table
-    assert "control Spearman" in text and "paired bootstrap of Spearman over the test rows" in text
+    assert "control Spearman" in text and "paired permutation test of Spearman over the test rows" in text
     lexical = _line_of(text, "lexical baseline")
     assert "(ridge): Spearman " in lexical and ", R² " in lexical and "(paired on spearman, one test)" in lexical
     for row in table[table.kind == "single"].itertuples():
