@@ -1,12 +1,12 @@
 """Paired tests between two results files of the same rows (two models, or a model and its random-init
 baseline), per layer, from their per-row predictions files (``X.predictions.csv``).
 
-The tests are those featx uses between layers (``featx.probing.evaluation.significance``): a paired bootstrap
-over the test rows with a fixed split, the corrected resampled t-test over the same folds with
-cross-validation (the folds are rebuilt from the run's seed and fold count, as the probe built them),
-Holm-adjusted over the layers of one comparison. A ``--group`` run's rows carry their group (the predictions
-file's ``group`` column): its folds are rebuilt by whole groups and its bootstrap resamples whole groups, as
-the probe's were.
+The tests are those featx uses between layers (``featx.probing.evaluation.significance``): with a fixed split
+an exact paired randomisation test over the test rows (McNemar's exact test for accuracy, valid at every n),
+the corrected resampled t-test over the same folds with cross-validation (the folds are rebuilt from the run's
+seed and fold count, as the probe built them), Holm-adjusted over the layers of one comparison. A ``--group``
+run's rows carry their group (the predictions file's ``group`` column): its folds are rebuilt by whole groups
+and its paired test flips (or swaps) whole groups, as the probe's did.
 """
 
 from __future__ import annotations

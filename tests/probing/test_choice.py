@@ -187,34 +187,50 @@ def test_word_probes_choose_on_the_training_sentences_in_their_metric():
     assert table[table.kind.isin(["majority", "lexical"])].selection_score.isna().all()
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("grouped", [False, True])
-def test_paired_test_in_macro_f1_is_a_plain_bootstrap_of_the_metric(grouped):
+def test_paired_test_in_macro_f1_swaps_the_two_predictions_of_a_row_or_group(grouped):
+    """Macro-F1 is no sum over rows: the paired permutation test swaps a's and b's predictions of a unit; with
+    few differing units every pattern is scored (exact), as scikit-learn's metric scores each."""
+    import itertools
+
     from sklearn.metrics import f1_score
 
     from featx.probing import evaluation as ev
 
     rng = np.random.default_rng(0)
-    y = rng.integers(0, 3, 400)
-    pred_a = np.where(rng.random(400) < 0.8, y, rng.integers(0, 3, 400))
-    pred_b = np.where(rng.random(400) < 0.7, y, rng.integers(0, 3, 400))
-    groups = np.repeat(np.arange(100), 4) if grouped else np.arange(400)
-    plan = ev.Plan("split", [(np.arange(0), np.arange(400))], [None])
+    y = rng.integers(0, 3, 40)
+    pred_a = y.copy()
+    pred_b = y.copy()
+    differing = rng.choice(40, 6, replace=False)  # b wrong on 5 of them, a on 1
+    pred_b[differing[:5]] = (y[differing[:5]] + 1) % 3
+    pred_a[differing[5:]] = (y[differing[5:]] + 2) % 3
+    groups = np.arange(40) // 2 if grouped else np.arange(40)
+    plan = ev.Plan("split", [(np.arange(0), np.arange(40))], [None])
     plan.groups = groups  # word plans carry each item's sentence
     p = ev.Scoring("macro_f1", 3).p_value(plan, y, pred_a, pred_b, 300, 7)
 
-    def f1(rows, pred):
-        return f1_score(y[rows], pred[rows], average="macro")
+    def f1(pred):
+        return f1_score(y, pred, average="macro")
 
-    observed, draws, differences = f1(np.arange(400), pred_a) - f1(np.arange(400), pred_b), np.random.default_rng(7), []
-    for _ in range(300):  # resample whole groups, as scikit-learn's metric sees the resampled rows
-        counts = np.bincount(
-            draws.integers(0, 100 if grouped else 400, 100 if grouped else 400), minlength=len(set(groups))
-        )
-        rows = np.repeat(np.arange(400), counts[groups])
-        differences.append(f1(rows, pred_a) - f1(rows, pred_b))
-    extreme = np.count_nonzero(np.abs(np.array(differences) - observed) >= abs(observed) - 1e-12)
-    assert p == pytest.approx((extreme + 1) / 301) and p < 0.05
+    units = np.unique(groups[pred_a != pred_b])
+    observed, extreme = f1(pred_a) - f1(pred_b), 0
+    for pattern in itertools.product([False, True], repeat=len(units)):
+        swap = np.isin(groups, units[list(pattern)])
+        difference = f1(np.where(swap, pred_b, pred_a)) - f1(np.where(swap, pred_a, pred_b))
+        extreme += abs(difference) >= abs(observed) - 1e-12
+    assert p == pytest.approx(extreme / 2 ** len(units)) and 2 / 2 ** len(units) <= p < 1
+
+
+def test_one_differing_row_is_never_significant_in_any_metric():
+    from featx.probing import evaluation as ev
+
+    y = np.array([0, 1, 2, 0, 1, 2, 0, 1])
+    plan = ev.Plan("split", [(np.arange(0), np.arange(8))], [None])
+    for metric in ("accuracy", "macro_f1", "balanced_accuracy"):
+        assert ev.Scoring(metric, 3).p_value(plan, y, y, np.r_[y[:7], 2], 2000, 0) == 1.0
+    values = np.linspace(0, 1, 8)
+    for metric in ("r2", "pearson", "spearman"):
+        assert ev.Scoring(metric).p_value(plan, values, values, np.r_[values[:7], 0.3], 2000, 0) == 1.0
 
 
 def _line_of(text: str, start: str) -> str:
@@ -239,7 +255,7 @@ def test_the_regression_printout_follows_the_chosen_metric(tiny_model, tmp_path)
     path, _, _ = _split_file(tmp_path, tiny_model)
     result = featx.probe(path, label="score", metric="spearman", jobs=1, n_bootstrap=100)
     text, table = format_probe(result), result.table
-    assert "control Spearman" in text and "paired bootstrap of Spearman over the test rows" in text
+    assert "control Spearman" in text and "paired permutation test of Spearman over the test rows" in text
     lexical = _line_of(text, "lexical baseline")
     assert "(ridge): Spearman " in lexical and ", R² " in lexical and "(paired on spearman, one test)" in lexical
     for row in table[table.kind == "single"].itertuples():

@@ -84,13 +84,12 @@ def test_empty_cat_is_refused(small_split_file):
     one_error(CliRunner().invoke(main, ["probe", str(small_split_file), "--layer", "cat()"]), "concatenates no layers")
 
 
-def test_a_three_row_test_set_warns(small_split_file):
-    result = CliRunner().invoke(
-        main,
-        ["probe", str(small_split_file), "--label", "sentiment", "--layer", "1", "--pooling", "mean", "--no-control"],
-    )
+@pytest.mark.parametrize(("metric", "scores"), [("accuracy", "accuracies"), ("macro_f1", "macro-F1 scores")])
+def test_a_three_row_test_set_warns_in_the_runs_metric(small_split_file, metric, scores):
+    args = ["--label", "sentiment", "--layer", "1", "--pooling", "mean", "--no-control", "--metric", metric]
+    result = CliRunner().invoke(main, ["probe", str(small_split_file), *args])
     assert result.exit_code == 0, result.output
-    assert "warning: only 3 test rows" in result.output
+    assert f"warning: only 3 test rows: {scores} and their intervals are too coarse" in result.output
 
 
 @pytest.mark.parametrize("what", ["the file", "its directory"])

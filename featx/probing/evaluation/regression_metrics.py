@@ -4,8 +4,8 @@ R² (against the test rows' own mean, as scikit-learn's ``r2_score``), Pearson r
 mean absolute error: ``metrics`` is featx's one set of regression metrics (probe rows, fit's choice, explain's
 by-layer table and predict's score line; elsewhere as ``featx.probing.regression_metrics``). A fixed split:
 percentile bootstrap over the test rows; k-fold: the mean over folds with a Student-t interval. Paired tests use
-the same test rows (split: paired bootstrap of the squared errors) or the same folds (k-fold: the corrected
-resampled t-test on per-fold MSE), Holm-adjusted per family as for accuracy.
+the same test rows (split: the paired sign-flip test of the squared errors) or the same folds (k-fold: the
+corrected resampled t-test on per-fold MSE), Holm-adjusted per family as for accuracy.
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ from .metrics import confusion, metrics_from_confusion
 CLASSIFICATION_METRICS = ("accuracy", "macro_f1", "balanced_accuracy")
 REGRESSION_METRICS = ("r2", "pearson", "spearman")
 METRICS = CLASSIFICATION_METRICS + REGRESSION_METRICS
-CONFUSION_CELLS = 4_000_000  # per-unit confusion counts held at once by the paired bootstrap (else row by row)
+CONFUSION_CELLS = 4_000_000  # per-unit confusion shifts held at once by the paired permutation test (else row by row)
 SCORE_DECIMALS = 12  # a mean over folds that a choice compares, rounded: means equal but for float rounding tie
 
 
@@ -83,8 +83,10 @@ class Scoring:
 
     def p_value(self, plan, y: np.ndarray, pred_a: np.ndarray, pred_b: np.ndarray, n_boot: int, seed: int) -> float:
         """The paired test of a against b on the same test rows, in this metric (predictions per labelled
-        row): per fold under k-fold (corrected resampled t-test), else a paired bootstrap of the test rows
-        (whole sentences for word probes)."""
+        row): per fold under k-fold (corrected resampled t-test), else a paired randomisation test over the test
+        rows (whole sentences for word probes, groups with ``--group``): accuracy and R² are sums over rows,
+        so the rows' differences flip sign (``significance.paired_sign_flip``: McNemar's exact test for
+        accuracy); the other metrics swap a's and b's predictions of a row (``_swap_test``)."""
         if self.metric == "accuracy":
             return significance.paired_p_value(plan, y, pred_a, pred_b, n_boot, seed)
         if self.metric == "r2":  # on the same rows R² differences are squared-error differences
@@ -97,48 +99,60 @@ class Scoring:
             return significance.corrected_t_test(scores_a, scores_b, n_train, n_test)
         test = plan.folds[0][1]
         groups = getattr(plan, "groups", None)
-        return self._bootstrap(
-            y[test], pred_a[test], pred_b[test], n_boot, seed, None if groups is None else groups[test]
-        )
+        groups = None if groups is None else groups[test]
+        return self._swap_test(y[test], pred_a[test], pred_b[test], n_boot, seed, groups)
 
-    def _bootstrap(self, y, pred_a, pred_b, n_boot: int, seed: int, groups) -> float:
-        """Two-sided p-value of metric(a) - metric(b) over resamples of the rows (or of whole ``groups``),
-        by the shift method of ``significance.paired_bootstrap``."""
+    def _swap_test(self, y, pred_a, pred_b, n_boot: int, seed: int, groups) -> float:
+        """Two-sided p-value of metric(a) - metric(b) from the paired permutation test: under the null a's and b's
+        predictions of a row (or of a whole group) are exchangeable, so each unit's two predictions are swapped
+        or not. Every pattern of the units where a and b differ is scored (``significance.sign_patterns``), else
+        ``n_boot`` random ones with the Monte Carlo (b + 1) / (B + 1); swapping elsewhere changes nothing."""
         observed = self.value(y, pred_a) - self.value(y, pred_b)
         if np.array_equal(pred_a, pred_b) or not np.isfinite(observed):
             return 1.0
-        rng = np.random.default_rng(seed)
-        unit = np.unique(groups, return_inverse=True)[1] if groups is not None else np.arange(len(y))
-        n_units = int(unit.max()) + 1
-        if self.regression or n_units * self.n_classes**2 > CONFUSION_CELLS:
-            differences = self._resampled_rows(y, pred_a, pred_b, unit, n_units, n_boot, rng)
-        else:
-            differences = self._resampled_confusions(y, pred_a, pred_b, unit, n_units, n_boot, rng)
-        differences = differences[np.isfinite(differences)]
-        extreme = np.count_nonzero(np.abs(differences - observed) >= abs(observed) - 1e-12)
-        return float((extreme + 1) / (len(differences) + 1))
-
-    def _resampled_rows(self, y, pred_a, pred_b, unit, n_units: int, n_boot: int, rng) -> np.ndarray:
-        """The metric difference of each resample, the resampled rows gathered one resample at a time."""
-        positions, differences = np.arange(len(y)), np.empty(n_boot)
-        for b in range(n_boot):
-            counts = np.bincount(rng.integers(0, n_units, n_units), minlength=n_units)
-            rows = np.repeat(positions, counts[unit])
-            differences[b] = self.value(y[rows], pred_a[rows]) - self.value(y[rows], pred_b[rows])
-        return differences
-
-    def _resampled_confusions(self, y, pred_a, pred_b, unit, n_units: int, n_boot: int, rng) -> np.ndarray:
-        """The metric difference of each resample from per-unit confusion counts (a resample's confusion
-        matrix is its units' counts weighted by how often each was drawn), many resamples at a time."""
+        unit = np.unique(groups, return_inverse=True)[1].ravel() if groups is not None else np.arange(len(y))
+        differing = np.unique(unit[pred_a != pred_b])
+        position = np.full(int(unit.max()) + 1, -1)
+        position[differing] = np.arange(len(differing))
+        row_unit, m = position[unit], len(differing)  # each row's swapped unit (-1: never swapped)
         k2 = self.n_classes**2
-        cells = [np.zeros((n_units, k2)) for _ in range(2)]
-        for cell, pred in zip(cells, (pred_a, pred_b), strict=True):
-            np.add.at(cell, (unit, np.asarray(y, np.int64) * self.n_classes + np.asarray(pred, np.int64)), 1.0)
-        parts, chunk = [], max(1, CONFUSION_CELLS // max(n_units, k2))
-        for start in range(0, n_boot, chunk):
-            size = min(chunk, n_boot - start)
-            drawn = (np.arange(size)[:, None] * n_units + rng.integers(0, n_units, (size, n_units))).ravel()
-            weights = np.bincount(drawn, minlength=size * n_units).reshape(size, n_units).astype(np.float64)
-            a, b = ((weights @ cell).reshape(size, self.n_classes, self.n_classes) for cell in cells)
-            parts.append(metrics_from_confusion(a)[self.metric] - metrics_from_confusion(b)[self.metric])
-        return np.concatenate(parts)
+        by_confusion = not self.regression and m * k2 <= CONFUSION_CELLS
+        width, most = (k2, significance.EXACT_UNITS) if by_confusion else (len(y), _exact_rows(n_boot))
+        exact, chunks = significance.sign_patterns(m, n_boot, seed, width, most)
+        swapped = self._swapped_confusions if by_confusion else self._swapped_rows
+        extreme = total = 0
+        for patterns in chunks:
+            differences = swapped(y, pred_a, pred_b, row_unit, patterns)
+            differences = differences[np.isfinite(differences)]
+            extreme += int(np.count_nonzero(np.abs(differences) >= abs(observed) - 1e-12))
+            total += len(differences)
+        return significance.randomisation_p(extreme, total, exact) if total else 1.0
+
+    def _swapped_rows(self, y, pred_a, pred_b, row_unit, patterns) -> np.ndarray:
+        """The metric difference of each pattern from its swapped predictions: a regression metric over a (patterns,
+        rows) stack at once, a classification metric one pattern at a time."""
+        swap = (row_unit >= 0)[None, :] & (patterns[:, np.maximum(row_unit, 0)] == 1)
+        a, b = np.where(swap, pred_b, pred_a), np.where(swap, pred_a, pred_b)
+        if self.regression:
+            return rm.metrics(y, a)[self.metric] - rm.metrics(y, b)[self.metric]
+        return np.array([self.value(y, row_a) - self.value(y, row_b) for row_a, row_b in zip(a, b, strict=True)])
+
+    def _swapped_confusions(self, y, pred_a, pred_b, row_unit, patterns) -> np.ndarray:
+        """The metric difference of each pattern from confusion counts: swapping unit u moves a's confusion matrix
+        by u's (b - a) cells and b's by the opposite, many patterns at a time."""
+        k, m = self.n_classes, patterns.shape[1]
+        cell_a = np.asarray(y, np.int64) * k + np.asarray(pred_a, np.int64)
+        cell_b = np.asarray(y, np.int64) * k + np.asarray(pred_b, np.int64)
+        base_a, base_b = (np.bincount(cell, minlength=k * k).astype(np.float64) for cell in (cell_a, cell_b))
+        moved = np.zeros((m, k * k))
+        rows = row_unit >= 0
+        np.add.at(moved, (row_unit[rows], cell_b[rows]), 1.0)
+        np.add.at(moved, (row_unit[rows], cell_a[rows]), -1.0)
+        shift = patterns.astype(np.float64) @ moved
+        a, b = ((base + sign * shift).reshape(-1, k, k) for base, sign in ((base_a, 1.0), (base_b, -1.0)))
+        return metrics_from_confusion(a)[self.metric] - metrics_from_confusion(b)[self.metric]
+
+
+def _exact_rows(n_boot: int) -> int:
+    """The most units whose every swap pattern is scored one by one: 2^m within ``n_boot`` (and ``EXACT_UNITS``)."""
+    return min(significance.EXACT_UNITS, max(int(np.log2(max(n_boot, 1))), 0))

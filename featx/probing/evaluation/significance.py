@@ -1,10 +1,21 @@
 """Paired tests between layers: is layer a really better than layer b on the same rows?
 
 - k-fold cross-validation: the corrected resampled t-test of Nadeau & Bengio (2003) on the per-fold
-  accuracy differences (the same folds for both layers); the variance is inflated by n_test/n_train
-  because the training parts of the folds overlap.
-- a fixed train/test split: a paired bootstrap over the test rows (both layers' predictions on the
-  same resampled rows); two-sided p-value of the observed accuracy difference (shift method).
+  differences (the same folds for both layers); the variance is inflated by n_test/n_train because the
+  training parts of the folds overlap. Folds that all differ by the same amount (zero variance) leave the t
+  statistic undefined; they get the exact sign test over the k folds instead (p = 2^(1-k) when every fold
+  favours the same side, 0.0625 at 5 folds): k agreeing folds show no more than that.
+- a fixed train/test split: a paired randomisation (sign-flip) test over the test rows. Under the null
+  hypothesis each row's difference (a's per-row score minus b's) is as likely to have the opposite sign;
+  the two-sided p-value is the share of sign patterns whose summed difference is at least as far from 0 as
+  the observed one. For correctness (accuracy) this is McNemar's exact test,
+  p = min(1, 2 * P(Binomial(n01 + n10, 1/2) <= min(n01, n10))) over the rows only one of a and b gets right,
+  valid at every n (1 differing row: p = 1; 5 rows all favouring a: p = 2/32). With ``groups`` (the sentence
+  of each word, ``--group``) each group's summed difference is flipped as one unit. Up to ``EXACT_UNITS``
+  units with a non-zero difference every pattern is enumerated (an exact p); beyond, ``n_boot`` random
+  patterns (seeded) give the Monte Carlo p-value (b + 1) / (B + 1), which is never below 1 / (B + 1).
+  Metrics that are no per-row sum (macro-F1, balanced accuracy, Pearson, Spearman) are tested by
+  ``selection.Scoring``: the same randomisation, swapping a's and b's predictions of a row (or group).
 
 Within each features/pooling/classifier group, the best-vs-others tests and the adjacent-layer tests
 each form one family, corrected with Holm's step-down method at ``ALPHA``.
@@ -16,6 +27,8 @@ import numpy as np
 import pandas as pd
 
 ALPHA = 0.05
+EXACT_UNITS = 16  # up to this many units with a non-zero difference: all 2^m sign patterns are enumerated
+PATTERN_CELLS = 2_000_000  # units x patterns held at once by a randomisation test
 COLUMNS = [
     "p_vs_best",
     "p_vs_best_holm",
@@ -28,8 +41,20 @@ COLUMNS = [
 ]
 
 
+def mcnemar_exact(n01: int, n10: int) -> float:
+    """Two-sided p-value of McNemar's exact test (the sign test): ``n01`` units favour one side, ``n10`` the
+    other, each side equally likely under the null; min(1, 2 * P(Binomial(n01 + n10, 1/2) <= min(n01, n10)))."""
+    from scipy import stats
+
+    n = int(n01) + int(n10)
+    if n == 0:
+        return 1.0
+    return float(min(1.0, 2.0 * stats.binom.cdf(min(int(n01), int(n10)), n, 0.5)))
+
+
 def corrected_t_test(scores_a, scores_b, n_train: float, n_test: float) -> float:
-    """Two-sided p-value of the Nadeau-Bengio corrected resampled t-test on paired fold scores."""
+    """Two-sided p-value of the Nadeau-Bengio corrected resampled t-test on paired fold scores; folds that all
+    differ by the same amount (zero variance: no t statistic) get the exact sign test over the folds."""
     from scipy import stats
 
     diff = np.asarray(scores_a, dtype=np.float64) - np.asarray(scores_b, dtype=np.float64)
@@ -37,51 +62,56 @@ def corrected_t_test(scores_a, scores_b, n_train: float, n_test: float) -> float
     mean = float(diff.mean())
     variance = float(diff.var(ddof=1)) if k > 1 else 0.0
     if variance <= 1e-15:
-        return 1.0 if abs(mean) <= 1e-12 else 0.0
+        if abs(mean) <= 1e-12:
+            return 1.0
+        return mcnemar_exact(int(np.count_nonzero(diff > 1e-12)), int(np.count_nonzero(diff < -1e-12)))
     t = mean / np.sqrt((1.0 / k + n_test / n_train) * variance)
     return float(2 * stats.t.sf(abs(t), k - 1))
 
 
-def paired_bootstrap(
-    correct_a: np.ndarray, correct_b: np.ndarray, n_boot: int = 2000, seed: int = 0, groups: np.ndarray | None = None
-) -> float:
-    """Two-sided p-value of accuracy(a) - accuracy(b) from a paired bootstrap over the same test rows;
-    with ``groups`` (e.g. the sentence of each word), whole groups are resampled."""
-    diff = np.asarray(correct_a, dtype=np.float64) - np.asarray(correct_b, dtype=np.float64)
-    observed = float(diff.mean())
-    if not np.any(diff):
-        return 1.0
+def sign_patterns(m: int, n_boot: int, seed: int, width: int = 0, exact_units: int = EXACT_UNITS):
+    """The 0/1 patterns (which of ``m`` units are flipped, or swapped) of a paired randomisation test, in chunks of
+    at most ``PATTERN_CELLS`` cells (a pattern costing max(m, ``width``)): ``(exact, chunks)``, every one of the
+    2^m patterns when m <= ``exact_units`` (exact), else ``n_boot`` random ones drawn with ``seed``."""
+    rows = max(1, PATTERN_CELLS // max(m, width, 1))
+    if m <= exact_units:
+        codes, bits = np.arange(2**m), np.arange(m)
+        return True, (((codes[i : i + rows, None] >> bits) & 1).astype(np.int8) for i in range(0, len(codes), rows))
     rng = np.random.default_rng(seed)
+    return False, (rng.integers(0, 2, size=(min(rows, n_boot - i), m), dtype=np.int8) for i in range(0, n_boot, rows))
+
+
+def randomisation_p(extreme: int, total: int, exact: bool) -> float:
+    """The p-value of ``extreme`` patterns at least as far from 0 as the observed one among ``total``: their share
+    when every pattern was enumerated, else the Monte Carlo (b + 1) / (B + 1)."""
+    return float(extreme / total) if exact else float((extreme + 1) / (total + 1))
+
+
+def paired_sign_flip(
+    score_a: np.ndarray, score_b: np.ndarray, n_boot: int = 2000, seed: int = 0, groups: np.ndarray | None = None
+) -> float:
+    """Two-sided p-value of mean(score_a) - mean(score_b) on the same rows (per-row scores, e.g. correctness)
+    from the paired sign-flip randomisation test; with ``groups`` (e.g. the sentence of each word) each group's
+    summed difference flips as one unit. Units whose differences all have one size (correctness over rows) get
+    McNemar's exact test; else every pattern up to ``EXACT_UNITS`` units, or ``n_boot`` random ones (seeded)."""
+    diff = np.asarray(score_a, dtype=np.float64) - np.asarray(score_b, dtype=np.float64)
     if groups is not None:
-        return _paired_group_bootstrap(diff, groups, observed, n_boot, rng)
-    n = len(diff)
-    means = np.concatenate(
-        [diff[rng.integers(0, n, size=(size, n))].mean(axis=1) for size in _chunks(n_boot, max(1, 2_000_000 // n))]
-    )
-    # Shift the bootstrap distribution to the null (mean 0): how often is a difference this large?
-    extreme = np.count_nonzero(np.abs(means - observed) >= abs(observed) - 1e-12)
-    return float((extreme + 1) / (n_boot + 1))
-
-
-def _paired_group_bootstrap(diff: np.ndarray, groups: np.ndarray, observed: float, n_boot: int, rng) -> float:
-    """``paired_bootstrap`` resampling whole groups: each resample's difference is its summed row
-    differences over its row count (the accuracy difference of the resampled rows)."""
-    _, group = np.unique(groups, return_inverse=True)
-    sums, sizes = np.bincount(group, weights=diff), np.bincount(group).astype(np.float64)
-    n = len(sums)
-    means = []
-    for size in _chunks(n_boot, max(1, 2_000_000 // n)):
-        drawn = (np.arange(size)[:, None] * n + rng.integers(0, n, size=(size, n))).ravel()
-        counts = np.bincount(drawn, minlength=size * n).reshape(size, n)
-        means.append((counts @ sums) / (counts @ sizes))
-    extreme = np.count_nonzero(np.abs(np.concatenate(means) - observed) >= abs(observed) - 1e-12)
-    return float((extreme + 1) / (n_boot + 1))
-
-
-def _chunks(total: int, size: int):
-    while total > 0:
-        yield min(size, total)
-        total -= size
+        diff = np.bincount(np.unique(groups, return_inverse=True)[1].ravel(), weights=diff).astype(np.float64)
+    scale = float(np.abs(diff).sum())
+    units = diff[np.abs(diff) > 1e-12 * max(scale, 1.0)]
+    if not len(units):
+        return 1.0
+    sizes = np.abs(units)
+    if sizes.max() - sizes.min() <= 1e-9 * sizes.max():  # +-c each: the sum's null distribution is binomial
+        return mcnemar_exact(int(np.count_nonzero(units > 0)), int(np.count_nonzero(units < 0)))
+    observed, tolerance = abs(float(units.sum())), 1e-9 * scale
+    extreme, total = 0, 0
+    exact, chunks = sign_patterns(len(units), n_boot, seed)
+    for patterns in chunks:
+        flipped = patterns.astype(np.float64) @ units  # the sum of the flipped units, before flipping
+        extreme += int(np.count_nonzero(np.abs(units.sum() - 2 * flipped) >= observed - tolerance))
+        total += len(flipped)
+    return randomisation_p(extreme, total, exact)
 
 
 def holm(pvalues) -> np.ndarray:
@@ -110,12 +140,13 @@ def paired_p_value(
 ) -> float:
     """The paired test that fits the evaluation ``plan``; predictions are per labelled row (-1 = none).
 
-    ``score(pred, y)`` gives each test row's score (higher is better): correctness by default; regression
-    passes the negative squared error."""
+    ``score(pred, y)`` gives each test row's score (higher is better): correctness by default (McNemar's exact
+    test on a split); regression passes the negative squared error (R² differences on the same rows are its
+    sums). ``n_boot``: the random sign patterns when too many units differ to enumerate them all."""
     if plan.is_split:
         test = plan.folds[0][1]
-        groups = getattr(plan, "groups", None)  # word-level plans: resample whole sentences
-        return paired_bootstrap(
+        groups = getattr(plan, "groups", None)  # word-level plans: flip whole sentences
+        return paired_sign_flip(
             score(pred_a[test], y[test]),
             score(pred_b[test], y[test]),
             n_boot,

@@ -183,6 +183,16 @@ def _metric(meta: dict) -> str:
     return meta.get("metric") or "accuracy"
 
 
+def split_test(metric: str, unit: str = "rows") -> str:
+    """The paired test between layers on a split's test ``unit`` (rows, groups, sentences), as the legend names it."""
+    if metric == "accuracy" and unit == "rows":
+        return "McNemar's exact test over the test rows"
+    if metric in ("accuracy", "r2"):
+        what = "of squared errors " if metric == "r2" else ""
+        return f"paired sign-flip test {what}over the test {unit} (each one's difference flipped whole)"
+    return f"paired permutation test of {metric_label(metric)} over the test {unit} (a's and b's predictions swapped)"
+
+
 def _footer(meta: dict, with_mdl: bool, with_tests: bool) -> list[str]:
     lines = [
         "",
@@ -196,7 +206,7 @@ def _footer(meta: dict, with_mdl: bool, with_tests: bool) -> list[str]:
         )
     if with_tests:
         test = (
-            "paired bootstrap over the test rows"
+            split_test(_metric(meta), "groups" if meta.get("group") else "rows")
             if meta.get("evaluation") == "split"
             else "corrected resampled t-test over the folds (Nadeau & Bengio)"
         )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from .format import general, grid, interval, num, p_value
-from .probe import LEXICAL_NAME, block_title, control_value, metric_label, pooling_rows, versus_best
+from .probe import LEXICAL_NAME, block_title, control_value, metric_label, pooling_rows, split_test, versus_best
 
 
 def _cells(row, metric: str) -> list[str]:
@@ -83,7 +83,7 @@ def format_table(table: pd.DataFrame, meta: dict) -> str:
         lines += ["", block_title(features, site, classifier, {}), *_block(block, metric)]
     on_errors = metric == "r2"  # on the same rows R² differences are squared-error differences
     test = (
-        f"paired bootstrap of {'squared errors' if on_errors else metric_label(metric)} over the test rows"
+        split_test(metric, "groups" if meta.get("group") else "rows")
         if meta.get("evaluation") == "split"
         else f"corrected resampled t-test of per-fold {'MSE' if on_errors else metric_label(metric)} (Nadeau & Bengio)"
     )

@@ -8,7 +8,7 @@ import math
 import pandas as pd
 
 from .format import num, row_interval
-from .probe import class_counts_text
+from .probe import class_counts_text, split_test
 from .probe import format_table as format_probe_table
 
 
@@ -96,7 +96,8 @@ def format_table(table: pd.DataFrame, meta: dict) -> str:
             "control = same probe on permuted labels",
             f"control = same probe on the {key.replace(' ', '-')} control task",
         )
-        .replace("paired bootstrap over the test rows", "paired bootstrap over the test sentences")
+        .replace("McNemar's exact test over the test rows", split_test("accuracy", "sentences"))
+        .replace("over the test rows (", "over the test sentences (")
         .replace("labels (Voita & Titov 2020)", "labels, sent sentence by sentence (Voita & Titov 2020)")
         for line in body
     ]

@@ -1,4 +1,5 @@
-"""Paired tests between layers: identical layers never differ, a planted one does, Holm is monotone."""
+"""Paired tests between layers: identical layers never differ, a planted one does, the tests are exact (valid at
+every n: McNemar's exact test on rows, a sign-flip randomisation over groups), Holm is monotone."""
 
 from __future__ import annotations
 
@@ -7,7 +8,13 @@ import pandas as pd
 import pytest
 
 from featx.probing import evaluation as ev
-from featx.probing.evaluation.significance import add_significance, corrected_t_test, holm, paired_bootstrap
+from featx.probing.evaluation.significance import (
+    add_significance,
+    corrected_t_test,
+    holm,
+    mcnemar_exact,
+    paired_sign_flip,
+)
 
 
 def test_holm_matches_the_step_down_definition():
@@ -19,7 +26,7 @@ def test_holm_matches_the_step_down_definition():
 def test_identical_predictions_are_never_different():
     rng = np.random.default_rng(0)
     correct = rng.random(300) < 0.7
-    assert paired_bootstrap(correct, correct) == 1.0
+    assert paired_sign_flip(correct, correct) == 1.0
     scores = rng.random(5)
     assert corrected_t_test(scores, scores, 400, 100) == 1.0
 
@@ -28,14 +35,83 @@ def test_a_clearly_better_layer_is_different_and_a_slightly_noisy_copy_is_not():
     rng = np.random.default_rng(1)
     good = rng.random(400) < 0.9
     bad = rng.random(400) < 0.6
-    assert paired_bootstrap(good, bad, seed=0) < 0.01
+    assert paired_sign_flip(good, bad, seed=0) < 0.01
     flipped = good.copy()  # as many rows flip one way as the other: same accuracy, different rows
     flipped[np.flatnonzero(good)[:5]] = False
     flipped[np.flatnonzero(~good)[:5]] = True
-    assert paired_bootstrap(good, flipped, seed=0) > 0.5
+    assert paired_sign_flip(good, flipped, seed=0) > 0.5
     flipped[np.flatnonzero(good)[5:7]] = False  # two more errors: not enough evidence
-    assert paired_bootstrap(good, flipped, seed=0) > 0.05
+    assert paired_sign_flip(good, flipped, seed=0) > 0.05
     assert corrected_t_test([0.9, 0.91, 0.89, 0.92, 0.9], [0.6, 0.62, 0.58, 0.61, 0.6], 400, 100) < 0.01
+
+
+@pytest.mark.parametrize(("n01", "n10"), [(0, 1), (1, 0), (5, 0), (0, 6), (3, 10), (20, 35), (50, 50), (7, 1)])
+def test_mcnemar_exact_is_the_binomial_sign_test(n01, n10):
+    from scipy import stats
+
+    assert mcnemar_exact(n01, n10) == pytest.approx(stats.binomtest(n01, n01 + n10, 0.5).pvalue, rel=1e-12)
+    a = np.r_[np.ones(n01, bool), np.zeros(n10, bool), np.ones(4, bool)]  # 4 rows both get right: no evidence
+    b = np.r_[np.zeros(n01, bool), np.ones(n10, bool), np.ones(4, bool)]
+    assert paired_sign_flip(a, b) == pytest.approx(mcnemar_exact(n01, n10), rel=1e-12)
+
+
+def test_few_differing_rows_are_never_significant():
+    assert paired_sign_flip(np.array([True]), np.array([False])) == 1.0  # one test row: p = 1, not 1/(B+1)
+    rows = np.r_[np.ones(5, bool), np.zeros(20, bool)]
+    assert paired_sign_flip(rows, np.zeros(25, bool)) == pytest.approx(2 / 32)  # 5 rows all for a: 0.0625
+    assert paired_sign_flip(np.zeros(25, bool), rows) == pytest.approx(2 / 32)
+
+
+def _shift_bootstrap(diff, n_boot, seed):
+    """The paired bootstrap featx used before (shift method): a reference for large n only."""
+    rng = np.random.default_rng(seed)
+    means = diff[rng.integers(0, len(diff), size=(n_boot, len(diff)))].mean(axis=1)
+    observed = diff.mean()
+    return (np.count_nonzero(np.abs(means - observed) >= abs(observed) - 1e-12) + 1) / (n_boot + 1)
+
+
+@pytest.mark.parametrize("gap", [10, 20, 30, 40])
+def test_at_large_n_the_exact_test_agrees_with_the_bootstrap(gap):
+    rng = np.random.default_rng(4)
+    a = rng.random(2000) < 0.8
+    b = a.copy()
+    b[rng.choice(np.flatnonzero(a), 100, replace=False)] = False  # 100 rows only a gets right
+    b[rng.choice(np.flatnonzero(~a), 100 - gap, replace=False)] = True  # and 100 - gap only b does
+    reference = _shift_bootstrap(a.astype(float) - b, 2000, 0)  # 0.50, 0.15, 0.028, 0.0025
+    assert 0.001 < reference < 0.6
+    assert paired_sign_flip(a, b) == pytest.approx(reference, rel=0.25, abs=0.002)
+
+
+def test_groups_flip_as_units_exactly_on_a_planted_case():
+    groups = np.repeat(np.arange(6), 3)  # 6 sentences of 3 words; a is ahead in 4 of them
+    a, b = np.ones(18, bool), np.ones(18, bool)
+    b[[0, 1, 3, 6, 9, 10, 11]] = False  # per-sentence differences a - b: 2, 1, 1, 3, 0, 0
+    a[12] = False  # sentence 4: -1
+    # 5 non-zero sentence sums (2, 1, 1, 3, -1), observed total 6 of at most 8: |total| >= 6 leaves at most one
+    # sum of size 1 against the others, 4 patterns each way, 8 of the 32
+    sums = np.array([2, 1, 1, 3, -1])
+    signs = np.array(np.meshgrid(*[[-1, 1]] * 5)).reshape(5, -1).T
+    expected = np.mean(np.abs(signs @ sums) >= 6)
+    assert expected == pytest.approx(8 / 32)
+    assert paired_sign_flip(a, b, groups=groups) == pytest.approx(expected)
+    assert paired_sign_flip(a, b, groups=groups) > paired_sign_flip(a, b)  # words alone overstate the evidence
+
+
+def test_many_groups_are_a_seeded_monte_carlo_never_below_its_floor():
+    rng = np.random.default_rng(5)
+    groups = np.repeat(np.arange(300), 4)
+    a = rng.random(1200) < 0.8
+    b = np.where(rng.random(1200) < 0.9, a, ~a)
+    p = paired_sign_flip(a, b, 999, 3, groups)
+    assert p == paired_sign_flip(a, b, 999, 3, groups) and p >= 1 / 1000
+    a[:200] = True  # a clearly ahead: the floor (b + 1) / (B + 1), never 0
+    assert paired_sign_flip(a, b, 999, 3, groups) == pytest.approx(1 / 1000)
+
+
+def test_folds_that_all_differ_alike_get_the_sign_test_not_p_zero():
+    assert corrected_t_test([0.91] * 5, [0.90] * 5, 400, 100) == pytest.approx(2 / 32)  # 2^(1-k)
+    assert corrected_t_test([0.90] * 10, [0.91] * 10, 900, 100) == pytest.approx(2 / 1024)
+    assert corrected_t_test([0.9], [0.8], 400, 100) == 1.0  # one fold shows nothing
 
 
 def _table(accuracies):

@@ -16,7 +16,7 @@ from support.planted_words import TAGS, PlantedWords
 from featx.errors import InputError
 from featx.probing import evaluation as ev
 from featx.probing.config import ProbeConfig
-from featx.probing.evaluation.significance import paired_bootstrap
+from featx.probing.evaluation.significance import paired_sign_flip
 from featx.probing.tasks.word_eval import item_features
 from featx.probing.tasks.word_items import (
     attachment_task,
@@ -248,11 +248,11 @@ def test_sentence_bootstrap_is_wider_than_a_word_bootstrap_when_errors_cluster()
 def test_paired_test_resamples_sentences():
     groups = np.repeat(np.arange(40), 5)
     a = np.ones(200, bool)
-    assert paired_bootstrap(a, a, 500, 0, groups) == 1.0
+    assert paired_sign_flip(a, a, 500, 0, groups) == 1.0
     b = a.copy()
-    b[:5] = False  # one sentence differs: not significant when sentences are the unit
-    assert paired_bootstrap(a, b, 500, 0, groups) > 0.2
-    assert paired_bootstrap(a, b, 500, 0, None) < 0.1  # a word-level bootstrap would call it significant
+    b[:10] = False  # two sentences differ: 10 words, but only two units when sentences are the unit
+    assert paired_sign_flip(a, b, 500, 0, groups) == 0.5  # 2 of the 4 sign patterns as extreme
+    assert paired_sign_flip(a, b, 500, 0, None) < 0.01  # words as independent rows would call it significant
 
 
 # -- whole runs on planted data ----------------------------------------------------------------------------------
