@@ -18,7 +18,7 @@ from ... import store
 from ..._version import __version__
 from ...errors import InputError
 from ...io import rereadable, source_name
-from ...options import recorded
+from ...options import recorded, spoken_value
 from ...selection import POOLINGS, parse_poolings, select_layers
 from ...store import HIDDEN_SITE, SiteLayout, hidden_layout
 from ..checks import is_word_input, output_path
@@ -94,9 +94,10 @@ def check_room(loaded: LoadedModel) -> None:
     n_special = sum(special_layout(loaded.tokenizer))
     if loaded.max_length < n_special + 1:
         raise InputError(
-            f"--max-length {loaded.max_length} leaves no room for text: this tokenizer adds {n_special} special "
-            f"token{'' if n_special == 1 else 's'} to every row",
-            f"use --max-length {n_special + 1} or more (the special tokens and one word-piece)",
+            f"{spoken_value(ExtractConfig, 'max_length', loaded.max_length)} leaves no room for text: this tokenizer "
+            f"adds {n_special} special token{'' if n_special == 1 else 's'} to every row",
+            f"use {spoken_value(ExtractConfig, 'max_length', n_special + 1)} or more (the special tokens and one "
+            "word-piece)",
         )
 
 

@@ -52,12 +52,20 @@ def test_a_max_length_without_room_for_one_word_piece_is_refused_before_any_forw
     output = tmp_path / "out.h5"
     with pytest.raises(InputError) as error:
         featx.extract(corpus_csv, model=str(tiny_model), output=output, max_length=2, progress=False, device="cpu")
-    assert error.value.message == (
-        "--max-length 2 leaves no room for text: this tokenizer adds 2 special tokens to every row"
+    assert error.value.message == (  # featx.extract's keyword, as the caller wrote it; --max-length 2 on the CLI
+        "max_length=2 leaves no room for text: this tokenizer adds 2 special tokens to every row"
     )
-    assert error.value.hint.startswith("use --max-length 3 or more") and not output.exists()
+    assert error.value.hint.startswith("use max_length=3 or more") and not output.exists()
     loaded = load_model(str(tiny_model), "cpu", "float32")
     check_room(with_max_length(loaded, 3))  # the minimum passes
+    from click.testing import CliRunner
+
+    from featx.cli import main
+
+    args = ["extract", str(corpus_csv), "--model", str(tiny_model), "-o", str(output), "--max-length", "2", "-q"]
+    result = CliRunner().invoke(main, args)  # the command line names the flag
+    assert result.exit_code == 2 and "--max-length 2 leaves no room for text" in result.output
+    assert "use --max-length 3 or more" in result.output and not output.exists()
 
 
 def test_block_rows_count_every_site(tiny_model, corpus_csv):
