@@ -103,6 +103,7 @@ def test_max_pool_over_concatenated_layers_equals_concatenated_max_pools(tiny_fe
         np.testing.assert_array_equal(max_of_cat, stored[row])  # so cat(...) of stored max pools is exact
 
 
+@pytest.mark.slow
 def test_results_files_have_the_contract_columns_and_load_back(tiny_features, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     path = tmp_path / "feats.h5"
@@ -179,6 +180,7 @@ def test_missing_labels_are_left_out_and_counted(features_copy):
     assert result.table.iloc[1].n_test == N_ROWS - 6
 
 
+@pytest.mark.slow
 def test_baseline_is_probed_with_the_same_folds(tiny_model, tiny_features, tmp_path):
     corpus = tiny_features.parent / "corpus.csv"
     baseline = tmp_path / "random.h5"
@@ -230,6 +232,7 @@ def test_balanced_class_weights_help_a_rare_class(features_copy):
         assert weighted.balanced_accuracy >= plain.balanced_accuracy - 0.05
 
 
+@pytest.mark.slow
 def test_sites_are_probed_side_by_side(site_features, tmp_path):
     path = copy_features(site_features, tmp_path)  # the planting below changes the file
     rng = np.random.default_rng(0)

@@ -78,6 +78,7 @@ def _cases(manifest):
                 yield place, name, value
 
 
+@pytest.mark.slow
 def test_every_field_of_another_type_is_refused_at_load(bundle, tmp_path):
     """Every place of the manifest, resealed with each wrong JSON type: ``featx.load`` raises one ``InputError``
     (its value checks or the field-type table), and nothing else."""

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import h5py
+import pytest
 
 from featx.exiting import can_exit_now, exit_code
 
@@ -43,6 +44,7 @@ def test_exit_now_runs_atexit_flushes_and_keeps_the_code():
     assert (result.returncode, result.stdout, result.stderr) == (3, "unflushed atexit ran", "err")
 
 
+@pytest.mark.slow
 def test_a_running_thread_that_is_no_daemon_gets_the_normal_exit():
     code = (
         "import threading, time\n"

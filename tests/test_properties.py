@@ -6,6 +6,7 @@ import csv
 import json
 
 import numpy as np
+import pytest
 import torch
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
@@ -30,6 +31,7 @@ def _valid(rows) -> bool:
     return not any(blank_text(text) for text, _ in rows) and not all(NUMBER.match(text) for text, _ in rows)
 
 
+@pytest.mark.slow
 @FAST
 @given(
     rows=st.lists(st.tuples(texts, labels), min_size=1, max_size=15),

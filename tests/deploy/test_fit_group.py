@@ -52,6 +52,7 @@ def test_grouped_regression_scores_are_not_memorised(grouped_file):
     assert ungrouped.chosen.score > 0.9 and grouped.chosen.score < 0.5
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("label", "classifier", "layer"),
     [("label", "logreg", "1"), ("label", "svm", "stack"), ("label", "mlp", "1"), ("score", "ridge", "1")],

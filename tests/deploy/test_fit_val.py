@@ -60,6 +60,7 @@ def _val_words(path) -> tuple[np.ndarray, np.ndarray, int]:
     return split[sentence], sentence, int((split == "val").sum())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("classifier", ["logreg", "mlp"])
 def test_a_word_label_takes_its_c_from_the_val_sentences_as_probe_does(val_words, monkeypatch, classifier):
     heads_fitted, holdouts = _spied(monkeypatch)

@@ -112,6 +112,7 @@ def test_no_fit_ever_sees_a_test_word(word_features, monkeypatch):
     assert result.chosen.spec.layers == (1,)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("classifier", ["logreg", "mlp"])
 def test_every_holdout_keeps_a_sentence_whole(word_features, monkeypatch, classifier):
     """The holdouts that choose C (or stop an mlp early), in the folds and for the final head, hold out whole

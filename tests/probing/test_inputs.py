@@ -18,6 +18,7 @@ def _where(job) -> tuple[str, int]:
     return getattr(job, "name", job), os.getpid()
 
 
+@pytest.mark.slow
 def test_device_free_jobs_run_in_a_process_of_their_own_while_the_device_jobs_take_turns():
     jobs = [(Lexical(),), ("a",), ("b",), ("c",)]
     outputs = run_jobs(_where, jobs, 1, device="cpu")

@@ -57,6 +57,7 @@ def test_a_probe_records_the_edges_drawn_from_the_training_rows(split_features, 
     assert any("edges from the train and val rows" in note for note in result.notes)
 
 
+@pytest.mark.slow
 def test_cross_validation_bins_every_labelled_row(features_copy, tmp_path):
     path = tmp_path / "scores.csv"
     path.write_text("value\n" + "".join(f"{i % 13}\n" for i in range(80)))

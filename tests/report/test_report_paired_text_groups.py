@@ -15,6 +15,7 @@ from featx.report.paired import _paired_inputs, paired_test_at, predictions_path
 QUICK = dict(layers="all", lexical=False, control=False, jobs=1, n_bootstrap=100)
 
 
+@pytest.mark.slow
 def test_a_texts_grouped_run_is_tested_on_its_own_folds(chain_pairs, tmp_path):
     path, chains = chain_pairs
     result = featx.probe(path, label="label", group="@texts", output=tmp_path / "texts", **QUICK)

@@ -84,6 +84,7 @@ def test_cli_similarity_writes_heatmap_and_csv(real_runs, tmp_path):
     assert "linear CKA" in out.with_suffix(".svg").read_text()
 
 
+@pytest.mark.slow
 def test_the_default_names_say_the_pooling_and_the_site(real_runs, tmp_path):
     """Without -o, a run of another --pooling (or --site) wrote the same FEATURES stem + .cka.png, overwriting
     the first run's figure and matrix; the name now holds both (-o still wins)."""

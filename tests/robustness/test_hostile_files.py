@@ -236,6 +236,7 @@ CASES = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mutate", CASES, ids=[case.__name__ for case in CASES])
 def test_hostile_file_is_one_line_exit_2(valid_file, tmp_path, mutate):
     path = tmp_path / "hostile.h5"

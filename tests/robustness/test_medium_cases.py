@@ -139,6 +139,7 @@ def test_a_word_arcs_report_shows_classes_absent_from_the_test_part(treebank_fil
     assert "Per-class F1 by layer" in (tmp_path / "arcs.html").read_text()
 
 
+@pytest.mark.slow
 def test_allow_partial_probes_the_committed_sentences_of_a_word_level_file(treebank_file, tmp_path):
     partial = shutil.copy(treebank_file, tmp_path / "partial.h5")
     with h5py.File(partial, "r+") as file:

@@ -282,6 +282,7 @@ STACK_APPLICABLE = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("check", STACK_APPLICABLE)
 def test_estimator_checks_that_apply_to_a_stacked_bundle(check, stack_bundle):
     from sklearn.utils import estimator_checks

@@ -33,6 +33,7 @@ from featx.store import (
 TRICKY = ["\x00", STRING_ESCAPE, STRING_ESCAPE + "0", STRING_ESCAPE + "e", "\x000", "a", "\ufffd", "é", " "]
 
 
+@pytest.mark.slow
 @settings(max_examples=80, deadline=None)
 @given(
     values=st.lists(

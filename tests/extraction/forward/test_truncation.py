@@ -128,6 +128,7 @@ def test_transformers_bert_path_truncates_too(family_models, family_corpus, tmp_
         assert int(features.attrs["blocks_run"]) == 1
 
 
+@pytest.mark.slow
 def test_minilm_native_runs_three_of_six_blocks(minilm_path, family_corpus, tmp_path, monkeypatch):
     """The packaged MiniLM (6 blocks) on the native path: ``1,3`` runs 3 blocks; features equal the full pass's."""
     full = run_family(minilm_path, family_corpus, tmp_path / "full.h5", poolings="mean,cls,pooler")

@@ -297,6 +297,7 @@ def test_an_existing_output_that_overwrite_would_refuse_is_refused_first_without
         run(corpus_csv, "nobody/no-such-model", tmp_path, overwrite=True)
 
 
+@pytest.mark.slow
 def test_an_existing_output_is_said_replaceable_only_where_overwrite_replaces_it(tiny_model, corpus_csv, tmp_path):
     _foreign_hdf5(tmp_path / "foreign.h5")
     (tmp_path / "link.h5").symlink_to(tmp_path / "foreign.h5")

@@ -126,6 +126,7 @@ def test_shards_in_separate_processes_equal_single_process(tiny_model, corpus, t
         assert not ShardSpec(0, count).path(output).exists() and not manifest_path(output).exists()
 
 
+@pytest.mark.slow
 def test_same_batches_give_identical_features(tiny_model, corpus, tmp_path):
     single = run(corpus, tmp_path / "single.h5", tiny_model, batch_size=1).output
     output = tmp_path / "out.h5"

@@ -31,6 +31,7 @@ def test_subsample_is_stratified_seeded_and_inside_the_rows():
     assert len(subsample(y, rows, 3, seed=0)) == 4  # at least two rows of each class
 
 
+@pytest.mark.slow
 def test_probe_learning_curves(tiny_model, tmp_path):
     from support.planted import make_features, plant
 

@@ -116,6 +116,7 @@ def test_erase_brings_every_layer_to_chance_and_keeps_the_other_label(planted_fi
     assert "at chance" in text and "random dirs" in text and "amnesic probing" in text and "erased.erase.csv" in text
 
 
+@pytest.mark.slow
 def test_erased_file_is_a_features_file_marked_derived(planted_file, tmp_path):
     output = tmp_path / "erased.h5"
     erase(planted_file, label="a", method="inlp", folds=3, output=output, jobs=1, amnesic="none")
@@ -211,6 +212,7 @@ def test_not_a_features_file_and_clobbering_are_refused(planted_file, tmp_path):
     assert refused.exit_code == 2 and "--overwrite" in refused.output
 
 
+@pytest.mark.slow
 def test_derived_file_drops_token_states_and_other_sites(tiny_model, tmp_path):
     from support.tiny import SENTENCES, write_csv
 

@@ -85,6 +85,7 @@ def test_live_dimensions_are_the_varying_ones():
     assert fit_eraser("leace", np.ones((10, 3)), np.arange(10) % 2, 2).rank == 0  # nothing varies: no edit
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method, label", [("leace", "a"), ("inlp", "a"), ("leace", "c"), ("inlp", "c")])
 def test_a_standardized_probe_is_at_chance_on_every_erased_layer(planted_file, tmp_path, method, label):
     source = shutil.copy(planted_file, tmp_path / "constants.h5")

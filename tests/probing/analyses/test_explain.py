@@ -83,6 +83,7 @@ def test_length_buckets_cover_every_row():
     assert buckets.notna().all() and buckets.nunique() == 4
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("split", [False, True])
 def test_probe_writes_out_of_fold_predictions_that_explain_reads(tiny_model, tmp_path, split):
     from support.planted import make_features, plant

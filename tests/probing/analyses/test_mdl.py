@@ -47,6 +47,7 @@ def test_codelength_is_deterministic_for_a_seed_and_uses_only_given_rows():
     assert online_codelength(other, y, 3, rows, seed=1).bits == pytest.approx(first.bits)
 
 
+@pytest.mark.slow
 def test_probe_mdl_ranks_the_planted_layer_best(tiny_model, tmp_path):
     from support.planted import make_features, plant
 

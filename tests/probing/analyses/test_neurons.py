@@ -59,6 +59,7 @@ def test_planted_neurons_rank_first_and_recover_the_accuracy(planted_file, tmp_p
     assert list(pd.read_csv(tmp_path / "a.csv").majority.unique()) == [majority]
 
 
+@pytest.mark.slow
 def test_per_class_top_neurons_of_a_multiclass_label(planted_file, tmp_path):
     result = neurons(planted_file, label="c", layers="2", top=3, folds=3, output=tmp_path / "c", jobs=1)
     per_class = result.per_class.set_index("class")

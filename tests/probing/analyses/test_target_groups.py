@@ -77,6 +77,7 @@ def test_without_group_the_folds_are_not_grouped(grouped_file, monkeypatch):
     assert result.meta["evaluation"] == "5-fold cv" and "group" not in result.meta
 
 
+@pytest.mark.slow
 def test_amnesic_probing_keeps_groups_whole_too(topic_file, monkeypatch):
     spy = FoldSpy(monkeypatch)
     result = featx.probing.erase(

@@ -6,6 +6,7 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
+import pytest
 
 from featx.probing.solvers import ridge
 
@@ -32,6 +33,7 @@ def test_without_groups_the_head_is_scikit_learns_early_stopped_mlp():
     np.testing.assert_allclose(got, model.predict(scaler(X[test])) * scale + mean, rtol=1e-6, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_with_groups_early_stopping_holds_out_whole_groups(monkeypatch):
     X, y, groups = _data()
     drawn = []

@@ -122,6 +122,7 @@ def test_the_report_and_printout_show_the_cosine_not_the_probe(pair_features, tm
     assert "Cosine baseline (sentence pairs)" in page
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("label", ["score", "same"])
 def test_every_pair_table_starts_with_the_cosine_baseline(pair_features, tmp_path, label):
     result = featx.probe(

@@ -141,6 +141,7 @@ def test_stack_alone_on_a_number_is_refused_before_any_fit(score_features):
     assert_one_clear_error(out.output, r"--layer stack: stack combines linear probes of a class label.*cat\(")
 
 
+@pytest.mark.slow
 def test_mlp_head_and_concatenated_layers(score_features, tmp_path):
     result = featx.probe(
         score_features,
@@ -250,6 +251,7 @@ def test_a_split_file_with_a_random_baseline_probes_both(tiny_model, tmp_path):
     assert (result.table.n_test == 15).all() and result.table.r2_low.le(result.table.r2_high).all()
 
 
+@pytest.mark.slow
 def test_learning_curves_of_a_regression_label(score_features, tmp_path):
     from featx.report.figures.learning import format_curve_table, learning_figure
 

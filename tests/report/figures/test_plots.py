@@ -152,6 +152,7 @@ def test_real_probe_results_with_a_baseline_plot(tiny_features, tmp_path, monkey
     assert "label: sentiment" in svg
 
 
+@pytest.mark.slow
 def test_figure_writes_png_and_svg_with_title(results_csv, tmp_path):
     fig, written = figure(results_csv, output=tmp_path / "fig.png")
     assert written == [tmp_path / "fig.png", tmp_path / "fig.svg"]
@@ -194,6 +195,7 @@ def test_a_results_file_with_a_cell_that_is_not_a_number_is_one_clear_error(tmp_
 
 
 # -- the command ---------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_cli_defaults_to_the_last_results(results_csv, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     remember("results", results_csv)

@@ -61,6 +61,7 @@ def test_a_layer_significantly_above_the_chosen_one_gets_a_triangle_not_a_filled
     assert not any(line.get_marker() == "^" for line in plot_layer_curves(table()).lines)
 
 
+@pytest.mark.slow
 def test_mdl_panel_and_the_figure_gets_a_third_panel(tmp_path):
     ax = plot_mdl(table())
     assert list(ax.lines[0].get_ydata()) == [1.0, 2.5, 2.3]

@@ -33,6 +33,7 @@ def _cell_colours(ax):
     return image.to_rgba(image.get_array())
 
 
+@pytest.mark.slow
 def test_robust_scale_ignores_the_at_chance_cell():
     frame, meta = banking_like()
     ax = heatmap.plot_heatmap(frame, meta, scale="robust")

@@ -112,6 +112,7 @@ def test_cli_report_errors_exit_2(tmp_path, monkeypatch, args, message):
     assert not (tmp_path / "x.html").exists()
 
 
+@pytest.mark.slow
 def test_untrusted_strings_are_escaped_and_never_become_the_figures(tmp_path):
     hostile = "{figures}<script>alert(1)</script>"
     frame, meta = synthetic_results(label=hostile, names=(hostile, "pos"), model=hostile)
