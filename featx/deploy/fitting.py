@@ -19,7 +19,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..extraction import config_sha256, tokenizer_sha256
-from ..probing import bootstrap_intervals, few_val_note, regression_bootstrap
+from ..probing import bootstrap_intervals, few_scored_note, few_val_note, regression_bootstrap
 from ..safe_files import check_overwrite, check_writable, is_bundle_folder, writing
 from ..store import FeatureFile
 from .arc_plan import SELECTOR, resolve_arc_fit
@@ -73,6 +73,9 @@ class FitResult:
             f"test {metric}: {test['score']:.4f} [95% CI {test['low']:.4f}, {test['high']:.4f}] "
             f"on {test['n']} test {items}; {baseline}: {shown}"
         ]
+        warning = few_scored_note(int(test["n"]), True, metric, items)
+        if warning is not None:  # featx probe's warning, beside the score it is about
+            lines.append(warning)
         if "lexical" in test:
             what = LEXICAL_NAMES[probe.level]
             lines.append(

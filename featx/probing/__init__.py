@@ -93,6 +93,8 @@ _HOMES = {
     "usable_split": "evaluation.plans",
     "split_parts": "evaluation.plans",
     "few_val_note": "evaluation.plans",
+    "few_scored_note": "evaluation.plans",
+    "MIN_TEST_ROWS": "evaluation.plans",
     "MIN_VAL_ROWS": "evaluation.plans",
     "MIN_VAL_PER_CLASS": "evaluation.plans",
     "confusion": "evaluation.metrics",

@@ -92,6 +92,17 @@ def test_a_three_row_test_set_warns_in_the_runs_metric(small_split_file, metric,
     assert f"warning: only 3 test rows: {scores} and their intervals are too coarse" in result.output
 
 
+def test_fit_warns_of_a_three_row_test_set_beside_its_score(small_split_file, tmp_path):
+    """featx fit's test score on 3 rows gets featx probe's warning, under the score it is about."""
+    args = ["fit", str(small_split_file), "--label", "sentiment", "--layer", "1", "--pooling", "mean"]
+    result = CliRunner().invoke(main, [*args, "-o", str(tmp_path / "small.featx")])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    score = next(i for i, line in enumerate(lines) if line.startswith("test accuracy:"))
+    assert " on 3 test rows;" in lines[score]
+    assert lines[score + 1].startswith("warning: only 3 test rows: accuracies and their intervals are too coarse")
+
+
 @pytest.mark.parametrize("what", ["the file", "its directory"])
 def test_output_removed_during_the_run_is_one_message(tiny_model, tmp_path, monkeypatch, what):
     corpus = many_rows_csv(tmp_path / "corpus.csv", 40)

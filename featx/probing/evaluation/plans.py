@@ -255,6 +255,27 @@ def few_val_note(
     )
 
 
+# Fewer scored rows than MIN_TEST_ROWS (a split's test rows; every row scored over the folds under cross-validation)
+# give a score and interval too coarse to mean much: a warning says so (featx probe's and featx fit's).
+MIN_TEST_ROWS = 30
+SCORES_OF = {"accuracy": "accuracies", "macro_f1": "macro-F1 scores", "balanced_accuracy": "balanced accuracies"}
+
+
+def few_scored_note(scored: int, is_split: bool, metric: str, items: str = "rows") -> str | None:
+    """The warning when only ``scored`` rows (``items``) are scored, under ``MIN_TEST_ROWS``; None otherwise."""
+    if scored >= MIN_TEST_ROWS:
+        return None
+    what = f"test {items}" if is_split else f"{items} scored over all folds"
+    share = f"{1 / max(scored, 1):.2f}"
+    moves = f"each {items[:-1] if items.endswith('s') else items} moves accuracy by {share}"
+    if metric != "accuracy":
+        moves = f"each {items[:-1] if items.endswith('s') else items} is {share} of them"
+    return (
+        f"warning: only {scored} {what}: {SCORES_OF.get(metric, metric)} and their intervals are too coarse to mean "
+        f"much ({moves}); use at least {MIN_TEST_ROWS}"
+    )
+
+
 @dataclass
 class FoldResult:
     """What one outer fold of a probe gives: its test predictions, the C chosen, the fit time, for a

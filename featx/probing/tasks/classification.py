@@ -41,9 +41,6 @@ from .pairs import baseline_meta
 from .sentences import SentenceLayout, SitePlan, control_targets, curve_sites, read_layout, sources
 from .tested_rows import rows_sha256
 
-MIN_TEST_ROWS = 30  # below this many scored rows a probe's score says little (a warning)
-SCORES_OF = {"accuracy": "accuracies", "macro_f1": "macro-F1 scores", "balanced_accuracy": "balanced accuracies"}
-
 
 def evaluation_plan(
     y: np.ndarray,
@@ -67,14 +64,9 @@ def evaluation_plan(
             f"cross-validating with {config.folds} folds instead"
         )
     scored = sum(len(test) for _, test in folds.folds)  # the test rows of a split; every row under cv
-    if scored < MIN_TEST_ROWS:
-        what = "test rows" if folds.is_split else "rows scored over all folds"
-        share = f"{1 / max(scored, 1):.2f}"
-        moves = f"each row moves accuracy by {share}" if plan.metric == "accuracy" else f"each row is {share} of them"
-        notes.append(
-            f"warning: only {scored} {what}: {SCORES_OF.get(plan.metric, plan.metric)} and their intervals are too "
-            f"coarse to mean much ({moves}); use at least {MIN_TEST_ROWS}"
-        )
+    warning = ev.few_scored_note(scored, folds.is_split, plan.metric)
+    if warning is not None:
+        notes.append(warning)
     return folds
 
 
