@@ -150,10 +150,13 @@ def spoken(config: Any, name: str, flag: str | None = None) -> str:
 
 def spoken_value(config: Any, name: str, value: Any, flag: str | None = None, *, shown: str | None = None) -> str:
     """Option ``name`` with ``value`` as the caller gave it: ``--batch-size 0`` on the command line (``shown``: the
-    value as the message shows it there, ``'x'`` say), ``batch_size=0`` from Python."""
+    value as the message shows it there, ``'x'`` say), ``batch_size=0`` from Python. An on/off option (a field
+    whose default is a bool) is its flag alone on the command line: ``--tokens`` for ``tokens=True``."""
     if not on_command_line():
         plain = value.item() if type(value).__module__ == "numpy" and hasattr(value, "item") else value
         return f"{name}={plain!r}"  # numpy's True_ or int64(3) as Python spells them
+    if isinstance(value, bool) and shown is None and isinstance(getattr(_field(config, name), "default", None), bool):
+        return spoken(config, name, flag)
     return f"{spoken(config, name, flag)} {value if shown is None else shown}"
 
 

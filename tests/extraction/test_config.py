@@ -80,6 +80,50 @@ PHRASED = [
         ["--init-seed", "3"],
         "--init-seed 3 seeds the random weights of --random-init,",
     ),
+    # the pairs, pool_at and template checks phrase each option with its value for the caller
+    (
+        {"text_pair_col": "b", "pair_mode": "both"},
+        "pair_mode='both' is not understood",
+        ["--text-pair-col", "b", "--pair-mode", "both"],
+        "--pair-mode 'both' is not understood",
+    ),
+    (
+        {"text_pair_col": "b", "pair_mode": "separate", "tokens": True},
+        "tokens=True is stored for pair_mode='cross' only\n  hint: use pair_mode='cross'",
+        ["--text-pair-col", "b", "--pair-mode", "separate", "--tokens"],
+        "--tokens is stored for --pair-mode cross only\n  hint: use --pair-mode cross",
+    ),
+    (
+        {"poolings": "at"},
+        "pooling 'at' needs pool_at\n  hint: add pool_at='last' (or 'marker:TEXT', 'index:N')",
+        ["--pooling", "at"],
+        "pooling 'at' needs --pool-at\n  hint: add --pool-at last, marker:TEXT or index:N",
+    ),
+    ({"pool_at": "x"}, "pool_at='x' is not understood", ["--pool-at", "x"], "--pool-at 'x' is not understood"),
+    (
+        {"skip_missing_marker": True},
+        "skip_missing_marker=True applies to pool_at='marker:TEXT' only",
+        ["--skip-missing-marker"],
+        "--skip-missing-marker applies to --pool-at marker:TEXT only",
+    ),
+    (
+        {"pool_at": "last", "long": "window"},
+        "pool_at does not combine with long='window'",
+        ["--pool-at", "last", "--long", "window"],
+        "--pool-at does not combine with --long window",
+    ),
+    (
+        {"template": "{x}"},
+        "template has no {text} field",
+        ["--template", "{x}"],
+        "--template has no {text} field",
+    ),
+    (
+        {"template": "{text}", "contrast": "yes"},
+        "contrast='yes' needs at least two",
+        ["--template", "{text}", "--contrast", "yes"],
+        "--contrast 'yes' needs at least two",
+    ),
 ]
 
 
@@ -90,6 +134,8 @@ def test_a_violation_names_what_the_caller_gave(tmp_path, options, python, flags
     for call in (lambda: featx.embed(["a text"], **options), lambda: featx.extract("c.csv", **options)):
         with pytest.raises(InputError) as error:
             call()
+        if str(error.value).startswith(("unknown embed option", "featx.embed takes")):  # featx.extract's only
+            continue
         assert str(error.value).startswith(python) and "--" not in str(error.value), str(error.value)
     corpus = tmp_path / "c.csv"
     corpus.write_text("text\nhello\n")

@@ -32,6 +32,7 @@ from ...io import (
     structured_note,
     unwrap_gzip,
 )
+from ...options import spoken_value
 from .column_hints import text_col_hint
 from .senteval import LABEL_COLUMN, check_senteval_options, is_senteval, parse_senteval, split_note
 
@@ -125,12 +126,14 @@ def _check_header(
     if pair_col is not None and pair_col not in header:
         raise InputError(
             f"{path} has no text pair column '{pair_col}'; columns found: {', '.join(header)}",
-            "pass the column of each row's second text with --text-pair-col NAME",
+            "pass the column of each row's second text with "
+            + spoken_value(None, "text_pair_col", "NAME", "--text-pair-col"),
         )
     if id_col is not None and id_col not in header:
         raise InputError(
             f"{path} has no id column '{id_col}'; columns found: {', '.join(header)}",
-            "pass the right one with --id-col NAME, or leave it out to number the rows",
+            f"pass the right one with {spoken_value(None, 'id_col', 'NAME', '--id-col')}, or leave it out to number "
+            "the rows",
         )
     return header
 

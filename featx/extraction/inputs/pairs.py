@@ -22,6 +22,7 @@ import numpy as np
 
 from ... import store
 from ...errors import InputError, ModelError
+from ...options import on_command_line, spoken, spoken_value
 from ...selection import SEGMENT_POOLING_NAMES
 from ..tokens.tokenize import TokenizedCorpus, fast_backend, tokenize_texts
 
@@ -36,21 +37,24 @@ def check_pair_options(config) -> None:
     if pair_col is None:
         if mode is not None:
             raise InputError(
-                f"--pair-mode {mode} needs --text-pair-col",
-                "name the column of each row's second text, e.g. --text-pair-col sentence2",
+                f"{spoken_value(config, 'pair_mode', mode)} needs {spoken(config, 'text_pair_col')}",
+                f"name the column of each row's second text, e.g. {spoken_value(config, 'text_pair_col', 'sentence2')}",
             )
         return
     if not isinstance(pair_col, str) or not pair_col.strip():
-        raise InputError("--text-pair-col is empty", "name the column of each row's second text")
+        raise InputError(f"{spoken(config, 'text_pair_col')} is empty", "name the column of each row's second text")
     if pair_col == config.text_col:
         raise InputError(
-            f"--text-pair-col '{pair_col}' is the text column itself",
-            "the pair column holds each row's second text, e.g. --text-col sentence1 --text-pair-col sentence2",
+            f"{spoken_value(config, 'text_pair_col', pair_col, shown=repr(pair_col))} is the text column itself",
+            "the pair column holds each row's second text, e.g. "
+            + (" " if on_command_line() else ", ").join(
+                (spoken_value(config, "text_col", "sentence1"), spoken_value(config, "text_pair_col", "sentence2"))
+            ),
         )
     mode = "cross" if mode is None else str(mode).strip().lower()
     if mode not in PAIR_MODES:
         raise InputError(
-            f"--pair-mode '{config.pair_mode}' is not understood",
+            f"{spoken_value(config, 'pair_mode', config.pair_mode, shown=repr(config.pair_mode))} is not understood",
             "use cross (one sequence in the model's pair format) or separate (each text on its own)",
         )
     object.__setattr__(config, "pair_mode", mode)
@@ -58,22 +62,23 @@ def check_pair_options(config) -> None:
 
 
 def _refuse_combinations(config, mode: str) -> None:
+    cross, separate = spoken_value(config, "pair_mode", "cross"), spoken_value(config, "pair_mode", "separate")
     if config.long == "window":
         raise InputError(
-            "--long window does not apply to sentence pairs",
-            "leave --long out: pairs are truncated longest-first to the model's maximum",
+            f"{spoken_value(config, 'long', 'window')} does not apply to sentence pairs",
+            f"leave {spoken(config, 'long')} out: pairs are truncated longest-first to the model's maximum",
         )
     if config.shards is not None or config.shard_index is not None:
         raise InputError("--shards does not support sentence pairs yet", "extract the pair corpus in one process")
     if mode == "separate" and config.tokens:
         raise InputError(
-            "--tokens is stored for --pair-mode cross only",
-            "use --pair-mode cross (token segments recorded), or extract each column alone with --tokens",
+            f"{(tokens := spoken_value(config, 'tokens', True))} is stored for {cross} only",
+            f"use {cross} (token segments recorded), or extract each column alone with {tokens}",
         )
     if mode == "separate" and str(config.sites).strip().lower() != "hidden":
         raise InputError(
-            "--site besides hidden is not supported with --pair-mode separate",
-            "leave --site out, or use --pair-mode cross",
+            f"{spoken(config, 'sites')} besides hidden is not supported with {separate}",
+            f"leave {spoken(config, 'sites')} out, or use {cross}",
         )
 
 

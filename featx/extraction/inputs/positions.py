@@ -26,10 +26,12 @@ prompt fits; the template (and the marker, and the token ``last`` reads) stays w
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from ...errors import InputError
+from ...options import on_command_line, spoken, spoken_value
 from ..tokens.tokenize import TokenizedCorpus, fast_backend
 from .templates import SPAN_POOLINGS, uses_prompts
 
@@ -46,6 +48,11 @@ class PoolAt:
     index: int = -1
 
 
+def _pool_at(value: Any, shown: str | None = None) -> str:
+    """``--pool-at VALUE`` on the command line, ``pool_at='VALUE'`` from Python."""
+    return spoken_value(None, "pool_at", value, "--pool-at", shown=shown)
+
+
 def parse_pool_at(spec: str) -> PoolAt:
     hint = 'use last, marker:TEXT (e.g. marker:"Sentiment:") or index:N (-1 is the last token, 0 the first)'
     kind, _, value = str(spec).partition(":")
@@ -56,19 +63,21 @@ def parse_pool_at(spec: str) -> PoolAt:
         if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
             value = value[1:-1]
         if not value:
-            raise InputError("--pool-at marker: names no marker", hint)
+            raise InputError(f"{_pool_at(spec, 'marker:')} names no marker", hint)
         return PoolAt("marker", marker=value)
     if kind == "index":
         try:
             return PoolAt("index", index=int(value))
         except ValueError:
-            raise InputError(f"--pool-at {spec}: '{value}' is not a whole number", hint) from None
+            raise InputError(f"{_pool_at(spec)}: '{value}' is not a whole number", hint) from None
     if kind in SPAN_POOLINGS and not value:
         raise InputError(
-            f"--pool-at '{spec}': {kind} is a pooling over the text's own tokens, not one token's position",
-            f"pass it as --pooling {kind} (with --template); --pool-at takes last, marker:TEXT or index:N",
+            f"{_pool_at(spec, repr(spec))}: {kind} is a pooling over the text's own tokens, not one token's position",
+            f"pass it as {spoken_value(None, 'poolings', kind, '--pooling')} "
+            f"(with {spoken(None, 'template', '--template')}); "
+            f"{spoken(None, 'pool_at', '--pool-at')} takes last, marker:TEXT or index:N",
         )
-    raise InputError(f"--pool-at '{spec}' is not understood", hint)
+    raise InputError(f"{_pool_at(spec, repr(spec))} is not understood", hint)
 
 
 def check_pool_at(config) -> None:
@@ -78,11 +87,14 @@ def check_pool_at(config) -> None:
     pool_at = parse_pool_at(config.pool_at) if config.pool_at is not None else None
     if pool_at is not None and pool_at.kind == "marker" and not uses_prompts(config):
         raise InputError(
-            f"--pool-at marker:{pool_at.marker} needs a prompt template",
+            f"{_pool_at(f'marker:{pool_at.marker}')} needs a prompt template",
             "add --template (e.g. 'Review: {text}\\nSentiment:') or --chat-template; without one use last or index:N",
         )
     if config.skip_missing_marker and (pool_at is None or pool_at.kind != "marker"):
-        raise InputError("--skip-missing-marker applies to --pool-at marker:TEXT only", "leave it out")
+        raise InputError(
+            f"{spoken_value(config, 'skip_missing_marker', True)} applies to {_pool_at('marker:TEXT')} only",
+            "leave it out",
+        )
     if config.skip_missing_marker and (config.shards is not None or config.shard_index is not None):
         raise InputError("--skip-missing-marker does not combine with --shards", "extract in one process")
     named = {name.strip().lower() for name in str(config.poolings or "all").split(",")}
@@ -93,7 +105,8 @@ def check_pool_at(config) -> None:
             "add --template (or --chat-template), or use mean, max or last over the whole text",
         )
     if AT_POOLING in named and pool_at is None:
-        raise InputError("pooling 'at' needs --pool-at", "add --pool-at last, marker:TEXT or index:N")
+        others = ", marker:TEXT or index:N" if on_command_line() else " (or 'marker:TEXT', 'index:N')"
+        raise InputError(f"pooling 'at' needs {spoken(config, 'pool_at')}", f"add {_pool_at('last')}{others}")
 
 
 def _rows_named(ids: list[str], rows) -> str:
@@ -107,7 +120,7 @@ def missing_marker_rows(prompts: list[str], marker: str) -> list[int]:
 
 def refuse_missing_marker(ids: list[str], rows: list[int], marker: str, n_rows: int) -> None:
     raise InputError(
-        f"--pool-at marker:{marker}: the marker does not occur in the prompt of {len(rows)} of {n_rows} row(s) "
+        f"{_pool_at(f'marker:{marker}')}: the marker does not occur in the prompt of {len(rows)} of {n_rows} row(s) "
         f"(ids {_rows_named(ids, rows)})",
         "add --skip-missing-marker to leave those rows out, or choose a marker every prompt has",
     )
@@ -257,12 +270,12 @@ def _check_positions(at: np.ndarray, ids: list[str], pool_at: PoolAt | None) -> 
         return
     if pool_at.kind == "marker":
         raise InputError(
-            f"--pool-at marker:{pool_at.marker}: the marker lost its token in {len(bad)} row(s) "
+            f"{_pool_at(f'marker:{pool_at.marker}')}: the marker lost its token in {len(bad)} row(s) "
             f"(ids {_rows_named(ids, bad)}): it occurs only in a text that was cut to fit",
             "put the marker in the template after the text, or raise --max-length",
         )
     raise InputError(
-        f"--pool-at index:{pool_at.index} is beyond {len(bad)} row(s) (ids {_rows_named(ids, bad)}), "
+        f"{_pool_at(f'index:{pool_at.index}')} is beyond {len(bad)} row(s) (ids {_rows_named(ids, bad)}), "
         f"which have fewer tokens",
         "use an index every row has, e.g. index:-1 (the last token)",
     )

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import InputError
-from ...options import normalise
+from ...options import normalise, spoken, spoken_value
 
 MAX_TEMPLATE_BYTES = 1 << 16
 TEXT_FIELD = "text"
@@ -102,22 +102,22 @@ def template_text(value: str) -> str:
     """The template a ``--template`` value gives: ``@FILE`` read (one trailing newline dropped), ``@@x`` is ``@x``."""
     if value.startswith("@@") or not value.startswith("@"):
         return value[1:] if value.startswith("@@") else value
-    path = Path(value[1:]).expanduser()
+    path, named = Path(value[1:]).expanduser(), spoken_value(None, "template", value, "--template")
     try:
         if not path.is_file():
             raise InputError(
-                f"--template {value}: {path} is not a file",
+                f"{named}: {path} is not a file",
                 "give the template itself, or @FILE naming a file that holds it (@@ for a literal @)",
             )
         raw = path.read_bytes()[: MAX_TEMPLATE_BYTES + 1]
     except OSError as err:
-        raise InputError(f"--template {value}: {path} cannot be read ({err.strerror or err})") from None
+        raise InputError(f"{named}: {path} cannot be read ({err.strerror or err})") from None
     if len(raw) > MAX_TEMPLATE_BYTES:
-        raise InputError(f"--template {value}: {path} is over {MAX_TEMPLATE_BYTES} bytes", "is it the right file?")
+        raise InputError(f"{named}: {path} is over {MAX_TEMPLATE_BYTES} bytes", "is it the right file?")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
-        raise InputError(f"--template {value}: {path} is not UTF-8 text", "save the template as UTF-8") from None
+        raise InputError(f"{named}: {path} is not UTF-8 text", "save the template as UTF-8") from None
     return text[:-2] if text.endswith("\r\n") else text[:-1] if text.endswith("\n") else text
 
 
@@ -193,16 +193,20 @@ def check_template_options(config, is_word_input: Callable[[Any], bool]) -> None
 
 
 def _refuse_combinations(config, word_input: bool) -> None:
-    flag = "--template" if config.template else "--chat-template" if config.chat_template else "--pool-at"
+    flag = spoken(config, "template" if config.template else "chat_template" if config.chat_template else "pool_at")
     if config.text_pair_col is not None:
         raise InputError(
-            f"{flag} does not combine with --text-pair-col",
-            "name both columns in the template instead, e.g. --template '{premise} ... {hypothesis}'",
+            f"{flag} does not combine with {spoken(config, 'text_pair_col')}",
+            "name both columns in the template instead, e.g. "
+            + spoken_value(config, "template", "{premise} ... {hypothesis}", shown="'{premise} ... {hypothesis}'"),
         )
     if word_input:  # before --long: a word input's long is always window, which no one typed
         raise InputError(f"{flag} applies to tables of texts, not word inputs", "extract the table of texts")
     if config.long == "window":
-        raise InputError(f"{flag} does not combine with --long window", "leave --long out: the text is cut to fit")
+        raise InputError(
+            f"{flag} does not combine with {spoken_value(config, 'long', 'window')}",
+            f"leave {spoken(config, 'long')} out: the text is cut to fit",
+        )
 
 
 def _chat_messages(system: str | None, user: str) -> list[dict]:
@@ -361,13 +365,17 @@ def contrast_answers(config) -> list[str]:
     answers = [answer.strip() for answer in str(config.contrast).split(",")]
     if len(answers) < 2 or not all(answers) or len(set(answers)) < len(answers):
         raise InputError(
-            f"--contrast '{config.contrast}' needs at least two distinct, non-empty answers",
-            "give the answers comma-separated, e.g. --contrast 'True,False' or --contrast 'positive,negative'",
+            f"{spoken_value(config, 'contrast', config.contrast, shown=repr(config.contrast))} needs at least two "
+            "distinct, non-empty answers",
+            "give the answers comma-separated, e.g. "
+            + " or ".join(
+                spoken_value(config, "contrast", each, shown=repr(each)) for each in ("True,False", "positive,negative")
+            ),
         )
     if config.tokens or str(config.sites).strip().lower() != "hidden":
         raise InputError(
             "--contrast stores each answer's pooled hidden states only",
-            "leave out --tokens and --site with --contrast",
+            f"leave out {spoken(config, 'tokens')} and {spoken(config, 'sites')} with {spoken(config, 'contrast')}",
         )
     if not uses_prompts(config):
         raise InputError(

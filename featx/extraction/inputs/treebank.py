@@ -29,6 +29,7 @@ import numpy as np
 
 from ...errors import InputError
 from ...io import CONLLU_SUFFIXES, LabelColumn
+from ...options import spoken_value
 from ...store import HEAD_ROOT, HEAD_UNKNOWN
 
 WORD_FORMATS = ("conllu", "columns", "jsonl")
@@ -105,7 +106,7 @@ def parse_word_poolings(spec) -> list[str]:
     unknown = [name for name in names if name not in WORD_POOLINGS]
     if not names or unknown or len(set(names)) != len(names):
         raise InputError(
-            f"--word-pooling '{spec}' is not understood",
+            f"{spoken_value(None, 'word_pooling', spec, '--word-pooling', shown=repr(spec))} is not understood",
             f"use a comma list of {', '.join(WORD_POOLINGS)} (default: all three), e.g. first,mean",
         )
     return names
@@ -116,7 +117,7 @@ def check_word_options(config) -> str | None:
     fmt = word_format(config.corpus, config.word_format, config.columns) if config.corpus is not None else None
     if config.word_format is not None and config.word_format not in WORD_FORMATS:
         raise InputError(
-            f"--word-format '{config.word_format}' is not understood",
+            f"{spoken_value(config, 'word_format', fmt_ := config.word_format, shown=repr(fmt_))} is not understood",
             'use conllu, columns (with --columns) or jsonl (one {"tokens": [...]} per line)',
         )
     if fmt is None:
@@ -175,14 +176,15 @@ def split_of(path: Path) -> str:
 
 def parse_columns(spec: str | None) -> list[str]:
     names = [name.strip() for name in str(spec or "").split(",")]
+    given = spoken_value(None, "columns", spec, "--columns", shown=repr(spec))  # --columns 'x', columns='x'
     if not spec or "form" not in names or any(not name for name in names):
         raise InputError(
-            f"--columns '{spec}' must name every field of a line, one of them 'form'",
-            "e.g. --columns form,upos,ner (use _ for a field to skip)",
+            f"{given} must name every field of a line, one of them 'form'",
+            f"e.g. {spoken_value(None, 'columns', 'form,upos,ner', '--columns')} (use _ for a field to skip)",
         )
     named = [name for name in names if name != "_"]
     if len(set(named)) != len(named):
-        raise InputError(f"--columns '{spec}' names a field twice", "give every field its own name")
+        raise InputError(f"{given} names a field twice", "give every field its own name")
     return names
 
 

@@ -14,6 +14,7 @@ import time
 import numpy as np
 
 from ...errors import NonFiniteError
+from ...options import spoken_value
 from ...store import finite_rows
 from ..forward.runner import Runner
 from ..forward.word_pooling import row_word_ids, with_word_index
@@ -119,13 +120,20 @@ class Block:
                 )
 
 
+def _say(name: str, value, flag: str) -> str:
+    from ..config import ExtractConfig
+
+    return spoken_value(ExtractConfig, name, value, flag)
+
+
 def non_finite_hint(store_dtype: str, edited: bool) -> str:
     """What to try when a row's states are inf or NaN: a smaller edit (``--intervene``), float32 storage (float16
     holds at most ±65504), or another compute dtype than float16."""
     hints = ["an --intervene edit may push the states out of range: give a smaller steer amount"] if edited else []
     if store_dtype == "float16":
-        hints.append("values beyond float16's range (±65504)? re-run with --store-dtype float32 --overwrite")
-    hints.append("with --dtype float16, try --dtype float32 or bfloat16")
+        again = f"{_say('store_dtype', 'float32', '--store-dtype')} {_say('overwrite', True, '--overwrite')}"
+        hints.append(f"values beyond float16's range (±65504)? re-run with {again}")
+    hints.append(f"with {_say('dtype', 'float16', '--dtype')}, try {_say('dtype', 'float32', '--dtype')} or bfloat16")
     return "; ".join(hints)
 
 

@@ -16,6 +16,7 @@ import torch
 from ... import store
 from ...errors import FeatxError, InputError, Interrupted, ModelError, StoreError, signal_of
 from ...io import rereadable, source_name
+from ...options import on_command_line, spoken_value
 from ...safe_files import check_overwrite, is_hdf5_file, loads_json
 from ...state import remember
 from ...store import FeatureFile, FeatureWriter, OutputLock, partial_path, resumable, shard_rows_match
@@ -199,7 +200,9 @@ def _run(
         more = f" ({inside} of them committed inside the next commit block)" if inside else ""
         raise Interrupted(
             f"interrupted ({name}): {done + inside} of {n_rows} rows are saved in {partial_path(output)}{more}",
-            "run the same featx extract command again to resume where it stopped",
+            "run the same featx extract command again to resume where it stopped"
+            if on_command_line()
+            else "call featx.extract again with the same options to resume where it stopped",
             signum,
         ) from None
     except OSError as err:
@@ -216,8 +219,11 @@ def _run(
         raise ModelError(
             f"{loaded.device} ran out of memory on a batch of at most {plan.max_tokens:,} padded tokens and "
             f"{plan.batch_size:,} rows; {done} of {n_rows} rows are saved in {partial_path(output)}",
-            f"run again with smaller batches, e.g. --max-tokens {smaller} --overwrite (the saved rows resume only "
-            "with the same options, which would run out again); featx extract --dry-run estimates the peak",
+            f"run again with smaller batches, e.g. {spoken_value(plan.config, 'max_tokens', smaller)} "
+            f"{spoken_value(plan.config, 'overwrite', True)} (the saved rows resume only with the same options, "
+            "which would run out again); "
+            + ("featx extract --dry-run" if on_command_line() else "featx.estimate(...)")
+            + " estimates the peak",
         ) from None
     except BaseException:
         writer.close()

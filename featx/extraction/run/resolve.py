@@ -235,8 +235,10 @@ def _layouts(config: ExtractConfig, loaded: LoadedModel, layers: list[int], pool
     hooked = tuple(site for site in sites if site.name != HIDDEN_SITE)
     if hooked and not site_poolings and not config.tokens:
         raise InputError(
-            f"--site {hooked[0].name} would store nothing: the pooling pooler reads hidden only",
-            "add a pooling for the site, e.g. --pooling pooler,mean, or --tokens for its token states",
+            f"{spoken_value(config, 'sites', hooked[0].name)} would store nothing: "
+            "the pooling pooler reads hidden only",
+            f"add a pooling for the site, e.g. {spoken_value(config, 'poolings', 'pooler,mean')}, or "
+            f"{spoken_value(config, 'tokens', True)} for its token states",
         )
     layouts = [hidden_layout(layers, loaded.hidden_size, poolings)]
     for site in hooked:

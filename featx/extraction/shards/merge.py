@@ -19,7 +19,7 @@ import numpy as np
 from ... import store
 from ...checks import path_like
 from ...errors import IncompleteError, InputError, Interrupted, StoreError, signal_of
-from ...options import Check, Options, option
+from ...options import Check, Options, on_command_line, option
 from ...safe_files import check_overwrite, is_hdf5_file
 from ...state import remember
 from ...store import (
@@ -106,13 +106,23 @@ def _open_shards(output: Path, manifest: dict) -> list[ShardFile]:
     return files
 
 
+def _extract_again(elided: bool = False) -> str:
+    """The command that re-runs a shard as its caller gives it: ``featx extract --overwrite`` on the command line,
+    ``featx.extract(..., overwrite=True)`` from Python (not a flag reworded into ``featx extract overwrite=True``)."""
+    return (
+        f"featx extract{' ...' if elided else ''} --overwrite"
+        if on_command_line()
+        else "featx.extract(..., overwrite=True)"
+    )
+
+
 def _check_shard(path: Path, attrs, manifest: dict, index: int) -> None:
     attr = attrs.get
     if attr(store.schema.SHARD_INDEX) != index or attr(store.schema.SHARD_COUNT) != manifest["shard_count"]:
         raise StoreError(
             f"{path} is not shard {index} of {manifest['shard_count']} "
             f"(its attributes say shard {attr(store.schema.SHARD_INDEX)} of {attr(store.schema.SHARD_COUNT)})",
-            "do not rename shard files; re-run that shard with featx extract --overwrite",
+            f"do not rename shard files; re-run that shard with {_extract_again()}",
         )
     manifest_name = manifest_path(path.with_name(manifest["output"])).name
     checks = (  # shard attribute, manifest key, what differs
@@ -127,7 +137,7 @@ def _check_shard(path: Path, attrs, manifest: dict, index: int) -> None:
             raise StoreError(
                 f"shard {index} ({path.name}) was made from {what} than the sharded run in {manifest_name}",
                 "re-run that shard with the same corpus, model and options as the rest "
-                "(featx extract ... --overwrite), then merge again",
+                f"({_extract_again(elided=True)}), then merge again",
             )
 
 
@@ -139,14 +149,14 @@ def _check_rows(files: list[ShardFile], n_rows: int) -> list[np.ndarray]:
         if index is None:
             raise StoreError(
                 f"{file.filename} does not say which corpus rows it holds",
-                "re-run that shard with featx extract --overwrite",
+                f"re-run that shard with {_extract_again()}",
             )
         if len(index) and (index.min() < 0 or index.max() >= n_rows):
             raise StoreError(f"{file.filename} holds row {int(index.max())}, but the corpus has {n_rows} rows")
         if len(index) > 1 and not (np.diff(index) > 0).all():
             raise StoreError(
                 f"{file.filename} lists its corpus rows out of order or twice",
-                "re-run that shard with featx extract --overwrite",
+                f"re-run that shard with {_extract_again()}",
             )
         indices.append(index)
     counts = np.bincount(np.concatenate(indices), minlength=n_rows) if n_rows else np.zeros(0, np.int64)
@@ -156,14 +166,14 @@ def _check_rows(files: list[ShardFile], n_rows: int) -> list[np.ndarray]:
         holders = [Path(files[k].filename).name for k, index in enumerate(indices) if row in set(index.tolist())]
         raise StoreError(
             f"{len(duplicated)} corpus row(s) are in more than one shard, e.g. row {row} in {' and '.join(holders)}",
-            "the shards come from different sharded runs; re-run the odd ones with featx extract --overwrite",
+            f"the shards come from different sharded runs; re-run the odd ones with {_extract_again()}",
         )
     missing = np.flatnonzero(counts == 0)
     if len(missing):
         shown = ", ".join(str(int(row)) for row in missing[:10]) + (" ..." if len(missing) > 10 else "")
         raise StoreError(
             f"{len(missing)} corpus row(s) are in no shard: {shown}",
-            "the shards come from different sharded runs; re-run them with featx extract --overwrite",
+            f"the shards come from different sharded runs; re-run them with {_extract_again()}",
         )
     return indices
 

@@ -20,6 +20,7 @@ import numpy as np
 from ... import store
 from ...errors import InputError, StoreError
 from ...io import LabelColumn
+from ...options import on_command_line
 from ...safe_files import atomic_write_text, loads_json, read_small_text
 from ..inputs.corpus import Corpus
 
@@ -160,7 +161,7 @@ def read_manifest(output: Path) -> dict | None:
     except (OSError, ValueError) as err:
         raise StoreError(
             f"the shard manifest {path} cannot be read ({err})",
-            "re-run the sharded featx extract with --overwrite to rewrite it",
+            f"re-run the sharded {_EXTRACT_AGAIN[on_command_line()]} to rewrite it",
         ) from None
     if not isinstance(manifest, dict) or manifest.get("format") != MANIFEST_FORMAT:
         raise StoreError(f"{path} is not a featx shard manifest")
@@ -169,6 +170,7 @@ def read_manifest(output: Path) -> dict | None:
 
 
 MAX_MANIFEST_BYTES = 1 << 20
+_EXTRACT_AGAIN = {True: "featx extract with --overwrite", False: "featx.extract with overwrite=True"}  # CLI, Python
 MAX_SHARDS = 100_000
 
 
@@ -178,7 +180,7 @@ def _check_manifest(path: Path, manifest: dict) -> None:
     def bad(what: str) -> StoreError:
         return StoreError(
             f"the shard manifest {path} is not valid: {what}",
-            "re-run the sharded featx extract with --overwrite to rewrite it",
+            f"re-run the sharded {_EXTRACT_AGAIN[on_command_line()]} to rewrite it",
         )
 
     name = manifest.get("output")
