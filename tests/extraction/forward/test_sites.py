@@ -264,11 +264,15 @@ def test_unknown_site_is_a_clear_error(tiny_model, corpus_csv, tmp_path):
         featx.extract(
             corpus_csv, model=str(tiny_model), output=tmp_path / "p.h5", progress=False, sites="module:pooler"
         )
-    with pytest.raises(InputError, match="^sites ffn would store nothing: the pooling pooler reads hidden only"):
+    with pytest.raises(InputError, match="^sites='ffn' would store nothing: the pooling pooler reads hidden only"):
         featx.extract(  # was h5py's KeyError: the site's group was never created
             corpus_csv, model=str(tiny_model), output=tmp_path / "q.h5", progress=False, sites="ffn", poolings="pooler"
         )
     assert not list(tmp_path.glob("q.h5*"))
+    args = ["extract", str(corpus_csv), "--model", str(tiny_model), "-o", str(tmp_path / "q.h5"), "-q"]
+    result = CliRunner().invoke(main, [*args, "--site", "ffn", "--pooling", "pooler"])  # the flags on the CLI
+    assert result.exit_code == 2 and "--site ffn would store nothing" in result.output
+    assert "--pooling pooler,mean" in result.output and not list(tmp_path.glob("q.h5*"))
 
 
 def test_unknown_architecture_names_available_sites():

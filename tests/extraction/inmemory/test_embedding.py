@@ -160,7 +160,7 @@ BAD_INPUTS = [
     (["a", "b"], {"text_pairs": ["c"]}, "text_pairs has 1 texts but texts has 2"),
     (["a"], {"text_pairs": [""]}, "text_pairs: 1 empty"),
     (["a"], {"pair_mode": "separate"}, "pair_mode applies to sentence pairs only"),
-    (["a"], {"text_pairs": ["b"], "pair_mode": "both"}, "^pair_mode 'both' is not understood"),
+    (["a"], {"text_pairs": ["b"], "pair_mode": "both"}, "^pair_mode='both' is not understood"),
     (["a"], {"batch_size": 0}, "^batch_size=0 must be a whole number"),
     (["a"], {"store_dtype": "int8"}, "^store_dtype='int8' is not understood"),
 ]
