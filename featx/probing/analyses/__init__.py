@@ -15,6 +15,7 @@ __all__ = [
     "explain_baseline",
     "explain_regression",
     "mdl",
+    "neuron_selection",
     "neurons",
     "scalar_mix",
     "sweep",

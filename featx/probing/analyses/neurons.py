@@ -6,8 +6,9 @@ Two rankings of a layer's neurons, each fitted on training rows only (standardis
 - ``anova``: probe-free, the ANOVA F statistic of each neuron against the label.
 
 Validation by selection: per training part, each ranking is refitted, and a logreg probe (its own C
-search) is retrained on only the top, the bottom or a random k neurons (k = fraction x width) and
-scored on the test part, with the intervals of ``featx probe``. With ``--group``, the folds, the probes'
+search) is retrained on only the top, the bottom or a random k neurons (k = fraction x width; the random
+baseline the mean of ``RANDOM_DRAWS`` draws) and scored on the test part, with the intervals of ``featx probe``
+and a paired test of each top k against the random k (``neuron_selection``). With ``--group``, the folds, the probes'
 holdouts that choose C and the intervals' resamples take whole groups, as ``featx probe --group``'s.
 """
 
@@ -29,36 +30,19 @@ from ...options import Check, Options, option
 from ...safe_files import atomic_write_text, refuse_inputs
 from ...selection import parse_layer_specs
 from .. import evaluation as ev
-from ..config import DEFAULT_CS, check_bootstrap, check_folds, check_jobs, check_seed
+from ..config import check_bootstrap, check_folds, check_jobs, check_seed
 from ..inputs import open_complete
 from ..results import check_prefix, json_safe, results_prefix, write_table
 from ..shared_options import check_group, group_option
 from ..tasks.pairs import refuse_separate_pairs
+from .neuron_selection import RANDOM_DRAWS, RANKINGS, SELECTION_COLUMNS, order, selection_curve
 from .target import Task, load_task, positive, unit_fraction
 
 WHAT, RANKING, EVALUATION = "Label, layers and pooling", "Ranking and output", "Evaluation"
 
 FRACTIONS: tuple[float, ...] = (0.01, 0.05, 0.1, 0.2)
-RANKINGS = ("probe", "anova")
 ELASTIC_C = 0.1  # inverse regularisation of the elastic-net ranking probe (standardised features)
 L1_RATIO = 0.5
-SELECTION_COLUMNS = [
-    "label",
-    "pooling",
-    "layer",
-    "fraction",
-    "k",
-    "selection",
-    "ranking",
-    "accuracy",
-    "accuracy_low",
-    "accuracy_high",
-    "majority",
-    "macro_f1",
-    "n_train",
-    "n_test",
-    "evaluation",
-]
 
 
 def _top_or_fraction(config: NeuronConfig) -> None:
@@ -162,59 +146,6 @@ def rank_neurons(X: np.ndarray, y: np.ndarray, rows: np.ndarray, seed: int) -> d
     return {"probe": np.abs(weights).sum(axis=0), "anova": f_values, "weights": weights}
 
 
-def order(scores: np.ndarray) -> np.ndarray:
-    """Neuron indices from most to least important (ties: lower index first)."""
-    return np.lexsort((np.arange(len(scores)), -scores))
-
-
-# -- selection ---------------------------------------------------------------------------------------
-def _selections(scores: dict, width: int, fractions, rng) -> list[tuple[str, str, float, np.ndarray]]:
-    out = []
-    orders = {name: order(scores[name]) for name in RANKINGS}
-    for fraction in fractions:
-        k = max(1, int(round(fraction * width)))
-        out.append(("random", "-", fraction, np.sort(rng.choice(width, k, replace=False))))
-        for name in RANKINGS:
-            out.append(("top", name, fraction, np.sort(orders[name][:k])))
-            out.append(("bottom", name, fraction, np.sort(orders[name][-k:])))
-    return out
-
-
-def selection_curve(X: np.ndarray, task: Task, fractions, seed: int, n_boot: int) -> list[dict]:
-    """Accuracy of logreg probes retrained on selected neurons (rankings refitted per training part)."""
-    per_choice: dict[tuple, list[ev.FoldResult]] = {}
-    sizes: dict[tuple, int] = {}
-    k, groups = task.n_classes, task.plan.groups  # --group: the holdouts that choose C take whole groups
-    for index, ((train, test), dev) in enumerate(zip(task.plan.folds, task.plan.dev, strict=False)):
-        fold_seed = seed + 1000 * index
-        scores = rank_neurons(X, task.y, train, fold_seed)
-        choices = _selections(scores, X.shape[1], fractions, np.random.default_rng(fold_seed))
-        choices.append(("all", "-", 1.0, np.arange(X.shape[1])))
-        for selection, ranking, fraction, neurons in choices:
-            key = (selection, ranking, fraction)
-            sizes[key] = len(neurons)
-            per_choice.setdefault(key, []).append(
-                ev.run_linear_tasks(
-                    "logreg", X[:, neurons], [task.y], train, test, dev, k, DEFAULT_CS, False, fold_seed, groups
-                )[0]
-            )
-    # The majority class of each training part on its test part: the accuracy a probe of no neuron reaches.
-    majority = ev.summarise(task.plan, task.y, task.majority(), task.n_classes, n_boot, seed)["accuracy"]
-    records = []
-    for (selection, ranking, fraction), folds in per_choice.items():
-        row = {**ev.summarise(task.plan, task.y, folds, task.n_classes, n_boot, seed), "majority": majority}
-        records.append(
-            {
-                "fraction": fraction,
-                "k": sizes[(selection, ranking, fraction)],
-                "selection": selection,
-                "ranking": ranking,
-                **{key: row[key] for key in SELECTION_COLUMNS if key in row},
-            }
-        )
-    return records
-
-
 # -- one layer -----------------------------------------------------------------------------------------
 def _ranking_table(scores: dict, layer: int) -> pd.DataFrame:
     table = pd.DataFrame(
@@ -251,7 +182,9 @@ def _run_layer(path: str, pooling: str, layer: int, task: Task, fractions, liste
         with open_complete(path) as features:
             X = features.features(pooling, layer)[task.kept]
         scores = rank_neurons(X, task.y, task.training_rows(), config.seed)
-        records = selection_curve(X, task, fractions, config.seed, config.n_bootstrap)
+        records = selection_curve(
+            X, task, lambda rows, seed: rank_neurons(X, task.y, rows, seed), fractions, config.seed, config.n_bootstrap
+        )
     for record in records:
         record.update(label=task.label, pooling=pooling, layer=layer, evaluation=task.plan.evaluation)
     return _ranking_table(scores, layer), records, _per_class(scores["weights"], task, layer, listed)
@@ -312,6 +245,8 @@ def neurons(config: NeuronConfig | str | Path, **options) -> NeuronResult:
         "evaluation": task.plan.evaluation,
         **task.group_meta(),
         "elastic_net": {"C": ELASTIC_C, "l1_ratio": L1_RATIO},
+        "rankings": list(RANKINGS),
+        "random_draws": RANDOM_DRAWS,
         "seed": config.seed,
         "notes": notes,
         "seconds": round(time.perf_counter() - started, 3),

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .format import best_index, chosen_how, grid, num, row_interval
+from .format import best_index, chosen_how, grid, num, p_value, row_interval
 
 CHOICES = [("top", "probe"), ("top", "anova"), ("random", "-"), ("bottom", "probe"), ("bottom", "anova")]
 
@@ -73,14 +73,28 @@ def _ranking_lines(result, layer) -> list[str]:
     return lines
 
 
+def _p_cell(cell: pd.Series | None) -> str:
+    """The Holm-adjusted p of a top k against the random k (``!``: significant); ``-`` in results without it."""
+    if cell is None or "p_vs_random_holm" not in cell:
+        return "-"
+    return p_value(cell["p_vs_random_holm"], cell.get("significant_vs_random"))
+
+
+def _random_header(result) -> str:
+    draws = result.meta.get("random_draws")
+    return f"random (mean of {draws})" if draws and draws > 1 else "random"
+
+
 def _selection_lines(result, layer) -> list[str]:
     selection = result.selection
-    header = ["fraction", "k", *[f"{s} ({r})" if r != "-" else s for s, r in CHOICES]]
+    names = [_random_header(result) if s == "random" else f"{s} ({r})" for s, r in CHOICES]
+    header = ["fraction", "k", *names, "p vs random (probe)", "p vs random (anova)"]
     table = []
     for fraction in result.meta["fractions"]:
         cells = [_cell(selection, layer, fraction, choice) for choice in CHOICES]
         k = next(int(c.k) for c in cells if c is not None)
-        table.append([f"{fraction:g}", str(k), *[row_interval(c) if c is not None else "-" for c in cells]])
+        intervals = [row_interval(c) if c is not None else "-" for c in cells]
+        table.append([f"{fraction:g}", str(k), *intervals, _p_cell(cells[0]), _p_cell(cells[1])])
     full = _all(selection, layer)
     return (
         [
@@ -89,7 +103,18 @@ def _selection_lines(result, layer) -> list[str]:
         ]
         + grid(header, table)
         + [f"all {int(full.k)} neurons: {row_interval(full)}{_majority(full)}"]
+        + _p_note(result)
     )
+
+
+def _p_note(result) -> list[str]:
+    if "p_vs_random_holm" not in result.selection:
+        return []
+    test = "corrected resampled t-test over the folds" if "cv" in result.meta["evaluation"] else "paired sign-flip test"
+    return [
+        f"p: top k against the random k on the same test rows ({test}), Holm over the layer's top-k tests; "
+        "! = significant at 0.05"
+    ]
 
 
 def _majority(row: pd.Series) -> str:

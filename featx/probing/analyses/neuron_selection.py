@@ -1,0 +1,173 @@
+"""Validation of ``featx neurons``' rankings by selection: probes retrained on only k neurons.
+
+Per training part each ranking is refitted, and a logreg probe (its own C search on the training part) is
+retrained on only the top, the bottom or a random k neurons, then scored on the test part. The random
+baseline is the mean of ``RANDOM_DRAWS`` random sets per training part (one seeded generator per part, from
+the run's seed), so one lucky or unlucky draw does not decide it; its interval is over the test rows (a
+split: each row's copies resampled together) or over the folds, as the other columns'. Each top k is tested
+against the random k on the same test rows by the paired test of ``featx probe`` (a split: the sign-flip
+randomisation test of each row's correctness against its mean correctness over the draws; folds: the
+corrected resampled t-test), Holm-corrected over one layer's top-k tests. No test row ranks or chooses.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from .. import evaluation as ev
+from ..config import DEFAULT_CS
+from ..evaluation import significance
+from .target import Task
+
+RANKINGS = ("probe", "anova")
+RANDOM_DRAWS = 10  # random k-neuron sets per training part; their mean is the random baseline
+SELECTION_COLUMNS = [
+    "label",
+    "pooling",
+    "layer",
+    "fraction",
+    "k",
+    "selection",
+    "ranking",
+    "accuracy",
+    "accuracy_low",
+    "accuracy_high",
+    "majority",
+    "macro_f1",
+    "n_train",
+    "n_test",
+    "draws",
+    "p_vs_random",
+    "p_vs_random_holm",
+    "significant_vs_random",
+    "evaluation",
+]
+
+
+def order(scores: np.ndarray) -> np.ndarray:
+    """Neuron indices from most to least important (ties: lower index first)."""
+    return np.lexsort((np.arange(len(scores)), -scores))
+
+
+def selections(scores: dict, width: int, fractions, rng, draws: int = RANDOM_DRAWS) -> list[tuple]:
+    """(selection, ranking, fraction, neuron sets): ``draws`` random sets of k, then the top and bottom k of each
+    ranking (one set each) per fraction; ``rng`` is the training part's seeded generator."""
+    out = []
+    orders = {name: order(scores[name]) for name in RANKINGS}
+    for fraction in fractions:
+        k = max(1, int(round(fraction * width)))
+        randoms = [np.sort(rng.choice(width, k, replace=False)) for _ in range(draws)]
+        out.append(("random", "-", fraction, randoms))
+        for name in RANKINGS:
+            out.append(("top", name, fraction, [np.sort(orders[name][:k])]))
+            out.append(("bottom", name, fraction, [np.sort(orders[name][-k:])]))
+    return out
+
+
+def summarise_draws(task: Task, per_fold: list[list[ev.FoldResult]], n_boot: int, seed: int) -> dict:
+    """The metric columns of a choice whose folds hold one or several draws each: several draws are scored as
+    the mean over them (the draws' predictions stacked on copies of the fold's test rows; a split's interval
+    resamples each test row with its copies, as one group)."""
+    plan, draws = task.plan, len(per_fold[0])
+    if draws == 1:
+        return ev.summarise(plan, task.y, [results[0] for results in per_fold], task.n_classes, n_boot, seed)
+    groups = plan.groups if plan.groups is not None or not plan.is_split else np.arange(len(task.y))
+    stacked = replace(plan, folds=[(train, np.tile(test, draws)) for train, test in plan.folds], groups=groups)
+    folds = [
+        ev.FoldResult(
+            np.concatenate([result.predictions for result in results]),
+            C=float(np.median([result.C for result in results])),
+            fit_seconds=float(sum(result.fit_seconds for result in results)),
+        )
+        for results in per_fold
+    ]
+    row = ev.summarise(stacked, task.y, folds, task.n_classes, n_boot, seed)
+    row["n_test"] = int(sum(len(test) for _, test in plan.folds))
+    return row
+
+
+def row_scores(task: Task, per_fold: list[list[ev.FoldResult]]) -> np.ndarray:
+    """Each labelled row's correctness on its test part, averaged over the draws (NaN: never a test row)."""
+    scores = np.full(len(task.y), np.nan)
+    for (_, test), results in zip(task.plan.folds, per_fold, strict=False):
+        scores[test] = np.mean([result.predictions == task.y[test] for result in results], axis=0)
+    return scores
+
+
+def _as_score(pred: np.ndarray, y: np.ndarray) -> np.ndarray:
+    return pred  # the per-row scores are passed as the predictions
+
+
+def compare_with_random(task: Task, per_choice: dict, n_boot: int, seed: int) -> dict[tuple, dict]:
+    """Each top-k choice against the random k of its fraction on the same test rows (paired test), with Holm's
+    correction over the tests: key -> p_vs_random, p_vs_random_holm, significant_vs_random."""
+    keys = [key for key in per_choice if key[0] == "top" and ("random", "-", key[2]) in per_choice]
+    p_values = [
+        significance.paired_p_value(
+            task.plan,
+            task.y,
+            row_scores(task, per_choice[key]),
+            row_scores(task, per_choice[("random", "-", key[2])]),
+            n_boot,
+            seed,
+            _as_score,
+        )
+        for key in keys
+    ]
+    adjusted = significance.holm(p_values)
+    return {
+        key: {"p_vs_random": p, "p_vs_random_holm": a, "significant_vs_random": bool(a < significance.ALPHA)}
+        for key, p, a in zip(keys, p_values, adjusted, strict=False)
+    }
+
+
+def fit_choices(X: np.ndarray, task: Task, rank, fractions, seed: int, draws: int = RANDOM_DRAWS):
+    """Per choice, per fold, the FoldResult of each of its neuron sets, and each choice's k; ``rank(rows, seed)``
+    scores the neurons from the training rows ``rows`` only."""
+    per_choice: dict[tuple, list[list[ev.FoldResult]]] = {}
+    sizes: dict[tuple, int] = {}
+    k, groups = task.n_classes, task.plan.groups  # --group: the holdouts that choose C take whole groups
+    for index, ((train, test), dev) in enumerate(zip(task.plan.folds, task.plan.dev, strict=False)):
+        fold_seed = seed + 1000 * index
+        scores = rank(train, fold_seed)
+        choices = selections(scores, X.shape[1], fractions, np.random.default_rng(fold_seed), draws)
+        choices.append(("all", "-", 1.0, [np.arange(X.shape[1])]))
+        for selection, ranking, fraction, sets in choices:
+            key = (selection, ranking, fraction)
+            sizes[key] = len(sets[0])
+            per_choice.setdefault(key, []).append(
+                [
+                    ev.run_linear_tasks(
+                        "logreg", X[:, neurons], [task.y], train, test, dev, k, DEFAULT_CS, False, fold_seed, groups
+                    )[0]
+                    for neurons in sets
+                ]
+            )
+    return per_choice, sizes
+
+
+def selection_curve(X: np.ndarray, task: Task, rank, fractions, seed: int, n_boot: int) -> list[dict]:
+    """Accuracy of logreg probes retrained on selected neurons (rankings refitted per training part), each top k
+    tested against the random k."""
+    per_choice, sizes = fit_choices(X, task, rank, fractions, seed)
+    tests = compare_with_random(task, per_choice, n_boot, seed)
+    # The majority class of each training part on its test part: the accuracy a probe of no neuron reaches.
+    majority = ev.summarise(task.plan, task.y, task.majority(), task.n_classes, n_boot, seed)["accuracy"]
+    records = []
+    for key, per_fold in per_choice.items():
+        row = {**summarise_draws(task, per_fold, n_boot, seed), "majority": majority}
+        selection, ranking, fraction = key
+        records.append(
+            {
+                "fraction": fraction,
+                "k": sizes[key],
+                "selection": selection,
+                "ranking": ranking,
+                **{column: row[column] for column in SELECTION_COLUMNS if column in row},
+                "draws": len(per_fold[0]),
+                **tests.get(key, {}),
+            }
+        )
+    return records
