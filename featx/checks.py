@@ -15,7 +15,7 @@ from numbers import Integral, Real
 from typing import Any
 
 from .errors import InputError
-from .options import Check, flag_of, normalise, spoken, spoken_value
+from .options import Check, flag_of, normalise, on_command_line, spoken, spoken_value
 
 
 def _is_whole(value: Any) -> bool:  # numpy's integers too (stored as int), never a bool
@@ -131,7 +131,7 @@ def numbers(name: str, flag: str, *, hint: str | None = None) -> Check:
             good = False
         if not good:
             named = spoken(config, name, flag)
-            example = f"e.g. {flag} 0.1,1,10" if named.startswith("-") else f"e.g. {name}=(0.1, 1, 10)"
+            example = f"e.g. {named} 0.1,1,10" if on_command_line() else f"e.g. {name}=(0.1, 1, 10)"
             raise InputError(f"{named} must hold positive numbers (got {values!r})", hint or example)
         normalise(config, name, tuple(float(v) for v in values))
 
