@@ -14,7 +14,7 @@ from ...store import contrast_site
 from ..edits.hooks import EditHooks
 from ..fast import fuse
 from ..fast.deberta import band_relative_attention
-from ..fast.onednn import prepack_linears
+from ..fast.onednn import min_packed_elements, prepack_linears
 from ..fast.select import NATIVE
 from ..model.loading import LoadedModel
 from ..plan import ExtractionPlan
@@ -65,7 +65,9 @@ class Runner:
         pooler, pooler_dtype = _pooler_head(loaded)
         # Modules read by hooks must compute what the plain model computes: never fuse them away.
         hooked = {tap.module for site in plan.hooked for tap in site.taps}
-        self.packed_linears = prepack_linears(self.model, self.device, loaded.dtype, keep=hooked)
+        self.packed_linears = prepack_linears(
+            self.model, self.device, loaded.dtype, keep=hooked, min_elements=min_packed_elements()
+        )
         self.banded_attention = band_relative_attention(self.model, self.device, loaded.dtype)  # DeBERTa, CPU
         # FEATX_FUSE=1, featx's own BERT prepacked: query/key/value as one linear, residual adds in the linears.
         self.fused_blocks = fuse.fuse_bert(self.model) if fuse.requested() and not hooked else 0

@@ -106,6 +106,7 @@ def test_extraction_runs_fused_and_stores_transformers_features(tiny_model, corp
     original = fuse.fuse_bert
     monkeypatch.setattr(fuse, "fuse_bert", lambda model: fused_counts.append(original(model)) or fused_counts[-1])
     monkeypatch.setenv(fuse.ENV, "1")
+    monkeypatch.setenv("FEATX_ONEDNN", "1")  # the tiny model's linears are below the size a run packs by default
     native = extract(ExtractConfig(corpus=str(corpus_csv), output=str(tmp_path / "n.h5"), model=str(tiny_model)))
     assert fused_counts and fused_counts[0] > 0
     monkeypatch.setenv("FEATX_NATIVE", "0")

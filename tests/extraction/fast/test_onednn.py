@@ -50,3 +50,31 @@ def test_left_alone_where_it_does_not_apply(tiny_model, monkeypatch):
     model = _bert(tiny_model)
     assert prepack_linears(model, torch.device("cpu"), torch.float32) == 0
     assert any(type(m) is torch.nn.Linear for m in model.modules())
+
+
+@needs_onednn
+def test_a_run_packs_only_linears_of_a_real_encoders_size(tiny_model, monkeypatch):
+    """Below 128 x 128 weights (tiny random models only), packing and oneDNN's per-shape kernels cost more than
+    they save: a run leaves such linears plain, unless FEATX_ONEDNN=1 asks for every linear."""
+    from transformers import BertConfig, BertModel
+
+    monkeypatch.delenv("FEATX_ONEDNN", raising=False)
+    assert onednn.min_packed_elements() == 128 * 128
+    tiny = _bert(tiny_model)  # 32 wide: nothing to pack, the model untouched
+    assert prepack_linears(tiny, torch.device("cpu"), torch.float32, min_elements=onednn.min_packed_elements()) == 0
+    assert any(type(m) is torch.nn.Linear for m in tiny.modules())
+    settings = dict(vocab_size=30, hidden_size=128, num_hidden_layers=1, num_attention_heads=2, intermediate_size=96)
+    small = BertModel(BertConfig(**settings)).eval()  # 128 x 128 attention linears packed; 128 x 96 ones not
+    swapped = prepack_linears(small, torch.device("cpu"), torch.float32, min_elements=onednn.min_packed_elements())
+    assert swapped == 5  # query, key, value, attention output, pooler
+    assert {
+        type(m).__name__ for m in (small.encoder.layer[0].intermediate.dense, small.encoder.layer[0].output.dense)
+    } == {"Linear"}
+    monkeypatch.setenv("FEATX_ONEDNN", "1")
+    assert onednn.min_packed_elements() == 0
+    assert (
+        prepack_linears(
+            _bert(tiny_model), torch.device("cpu"), torch.float32, min_elements=onednn.min_packed_elements()
+        )
+        > 0
+    )
