@@ -61,12 +61,12 @@ def plot_selection(selection: pd.DataFrame, layer: int, ax) -> None:
         name = choice if ranking == "-" else f"{choice} {ranking}"
         part = part.sort_values("fraction")
         errors = [part.accuracy - part.accuracy_low, part.accuracy_high - part.accuracy]
-        draws = part["draws"].max() if "draws" in part else None  # files written before --draws: none
+        draws = float(part["draws"].max()) if "draws" in part else float("nan")  # files before the draws: none
         ax.errorbar(
             part.fraction * 100,
             part.accuracy,
             yerr=np.clip(np.nan_to_num(errors), 0, None),
-            label=f"{name} (mean of {int(draws)})" if choice == "random" and pd.notna(draws) and draws > 1 else name,
+            label=f"{name} (mean of {draws:g})" if choice == "random" and draws > 1 else name,
             color=COLOURS[name],
             marker=MARKERS[name],
             capsize=3,
