@@ -30,8 +30,9 @@ def neurons(features, **options):
     """Rank a layer's neurons for a label (elastic-net probe and ANOVA F) and validate the rankings.
 
     A logreg probe is retrained on only the top, bottom or random 1%, 5%, 10%, 20% of the neurons, the
-    rankings refitted on each training part; the random baseline is the mean of 10 random draws per part,
-    and each top k is tested against the random k on the same test rows (paired test, Holm; ! marks p < 0.05).
+    rankings refitted on each training part; the random baseline is the mean of --draws random draws per part
+    (10 by default), and each top k is tested against the random k on the same test rows (paired test, Holm;
+    ! marks p < 0.05).
     """
     from ..probing import neurons as run_neurons
     from ..report import format_neurons, save_neurons_figure

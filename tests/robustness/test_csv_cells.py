@@ -99,7 +99,7 @@ def test_every_csv_is_neutralised_and_names_come_back(hostile):
     results = folder / "f.=cmd.probe.csv"
     _run("compare", results, folder / "f.-topic.probe.csv", "--names", "=A,-B", "-o", folder / "cmp.png")
     _run("erase", hostile, "--label", "=cmd", "--pooling", "mean", "--jobs", "1", "-o", folder / "erased.h5")
-    _run("neurons", hostile, "--label", "=cmd", "--layer", "1", "--jobs", "1")
+    _run("neurons", hostile, "--label", "=cmd", "--layer", "1", "--jobs", "1", "--draws", "2")
     written = sorted(path for path in folder.glob("*.csv") if path.name != "corpus.csv")
     assert len(written) >= 9, written
     for path in written:

@@ -56,7 +56,7 @@ def test_an_analysis_never_writes_its_json_through_a_link(planted, tmp_path, vic
     json_path = tmp_path / ("a.json" if kind == "neurons" else "a.sweep.json")
     json_path.symlink_to(victim)
     if kind == "neurons":
-        neurons(planted, label="a", layers="1", folds=3, output=prefix, jobs=1)
+        neurons(planted, label="a", layers="1", folds=3, output=prefix, jobs=1, draws=2)
     else:
         sweep(planted, label="a", layers="1", output=prefix, jobs=1)
     assert victim.read_bytes() == VICTIM
@@ -66,7 +66,7 @@ def test_an_analysis_never_writes_its_json_through_a_link(planted, tmp_path, vic
 
 @pytest.mark.slow
 def test_a_figure_is_never_written_through_a_link(planted, tmp_path, victim):
-    result = neurons(planted, label="a", layers="1", folds=3, output=tmp_path / "a", jobs=1)
+    result = neurons(planted, label="a", layers="1", folds=3, output=tmp_path / "a", jobs=1, draws=2)
     for name in ("a.png", "a.svg"):
         (tmp_path / name).symlink_to(victim)
     save_neurons_figure(result)

@@ -48,7 +48,7 @@ CASES = {  # name: (the command after FEATURES and before -o, what the line says
     "sweep": (["probe", "{features}", "--sweep", "--jobs", "1"], POOLED),
     "train sizes": (["probe", "{features}", "--train-sizes", "0.5,1", "--jobs", "1"], POOLED),
     "erase": (["erase", "{features}", "--label", "label"], POOLED),
-    "neurons": (["neurons", "{features}", "--label", "label"], POOLED),
+    "neurons": (["neurons", "{features}", "--label", "label", "--draws", "2"], POOLED),
     "similarity": (["similarity", "{features}"], POOLED),
 }
 

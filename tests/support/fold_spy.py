@@ -10,17 +10,23 @@ from featx.probing.evaluation import core
 
 
 class FoldSpy:
-    """Every outer fold (``run_linear_tasks``) and every holdout of a training part (``inner_split``: the C search
-    of every logreg probe, INLP's and the sweep's torch probes) drawn during a run, each with its groups."""
+    """Every outer fold (``run_linear_tasks``, ``run_logreg_sets``) and every holdout of a training part
+    (``inner_split``: the C search of every logreg probe, INLP's and the sweep's torch probes) drawn during a run, each
+    with its groups."""
 
     def __init__(self, monkeypatch):
         self.folds: list[tuple] = []
         self.holdouts: list[tuple] = []
         original_fits, original_split = evaluation.run_linear_tasks, evaluation.inner_split
+        original_sets = evaluation.run_logreg_sets
 
         def fits(name, X, labels, train, test, dev, n_classes, cs, balanced, seed, groups=None):
             self.folds.append((train, test, groups))
             return original_fits(name, X, labels, train, test, dev, n_classes, cs, balanced, seed, groups)
+
+        def sets(X, column_sets, y, train, test, dev, n_classes, cs, balanced, seed, groups=None, holdout=None):
+            self.folds.append((train, test, groups))  # featx neurons' sets of k neurons (holdout: inner_split's)
+            return original_sets(X, column_sets, y, train, test, dev, n_classes, cs, balanced, seed, groups, holdout)
 
         def split(y, rows, seed, groups=None):
             fit, val = original_split(y, rows, seed, groups)
@@ -28,6 +34,7 @@ class FoldSpy:
             return fit, val
 
         monkeypatch.setattr(evaluation, "run_linear_tasks", fits)
+        monkeypatch.setattr(evaluation, "run_logreg_sets", sets)
         monkeypatch.setattr(evaluation, "inner_split", split)  # INLP's and the sweep's torch probes'
         monkeypatch.setattr(core, "inner_split", split)  # the C search of every logreg probe
 

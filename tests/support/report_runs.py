@@ -72,7 +72,7 @@ def analysis_runs(folder: Path, model: Path) -> dict[str, Path]:
     (folder / "planted").mkdir()
     planted = make_planted(folder / "planted", model, n_rows=120)
     erased = erase(planted, label="a", folds=3, output=folder / "erased.h5", jobs=1, amnesic="b")
-    neurons(planted, label="c", layers="all", folds=3, output=folder / "c", jobs=1)
+    neurons(planted, label="c", layers="all", folds=3, output=folder / "c", jobs=1, draws=2)  # 2 draws: cheaper
     sweep(planted, label="d", layers="1,2", folds=3, output=folder / "d", jobs=1)
     return {"erase": erased.csv_path, "neurons": folder / "c.csv", "sweep": folder / "d.sweep.csv"}
 

@@ -2,12 +2,16 @@
 
 Per training part each ranking is refitted, and a logreg probe (its own C search on the training part) is
 retrained on only the top, the bottom or a random k neurons, then scored on the test part. The random
-baseline is the mean of ``RANDOM_DRAWS`` random sets per training part (one seeded generator per part, from
-the run's seed), so one lucky or unlucky draw does not decide it; its interval is over the test rows (a
+baseline is the mean of ``draws`` random sets per training part (``--draws``, default ``RANDOM_DRAWS``; one
+seeded generator per part, from the run's seed), so one lucky or unlucky draw does not decide it; its interval is
+over the test rows (a
 split: each row's copies resampled together) or over the folds, as the other columns'. Each top k is tested
 against the random k on the same test rows by the paired test of ``featx probe`` (a split: the sign-flip
 randomisation test of each row's correctness against its mean correctness over the draws; folds: the
 corrected resampled t-test), Holm-corrected over one layer's top-k tests. No test row ranks or chooses.
+
+The probes of one training part on k neurons (the draws, the top and bottom k of each ranking) are solved together
+(``evaluation.run_logreg_sets``), sharing the part's inner holdout: the same C and scores as one fit at a time.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from ..evaluation import significance
 from .target import Task
 
 RANKINGS = ("probe", "anova")
-RANDOM_DRAWS = 10  # random k-neuron sets per training part; their mean is the random baseline
+RANDOM_DRAWS = 10  # the default of --draws: random k-neuron sets per training part, whose mean is the baseline
 SELECTION_COLUMNS = [
     "label",
     "pooling",
@@ -128,30 +132,57 @@ def fit_choices(X: np.ndarray, task: Task, rank, fractions, seed: int, draws: in
     scores the neurons from the training rows ``rows`` only."""
     per_choice: dict[tuple, list[list[ev.FoldResult]]] = {}
     sizes: dict[tuple, int] = {}
-    k, groups = task.n_classes, task.plan.groups  # --group: the holdouts that choose C take whole groups
     for index, ((train, test), dev) in enumerate(zip(task.plan.folds, task.plan.dev, strict=False)):
         fold_seed = seed + 1000 * index
         scores = rank(train, fold_seed)
         choices = selections(scores, X.shape[1], fractions, np.random.default_rng(fold_seed), draws)
         choices.append(("all", "-", 1.0, [np.arange(X.shape[1])]))
-        for selection, ranking, fraction, sets in choices:
-            key = (selection, ranking, fraction)
-            sizes[key] = len(sets[0])
-            per_choice.setdefault(key, []).append(
-                [
-                    ev.run_linear_tasks(
-                        "logreg", X[:, neurons], [task.y], train, test, dev, k, DEFAULT_CS, False, fold_seed, groups
-                    )[0]
-                    for neurons in sets
-                ]
-            )
+        results = _fit_fold(X, task, [sets for *_, sets in choices], train, test, dev, fold_seed)
+        for (selection, ranking, fraction, sets), fitted in zip(choices, results, strict=True):
+            sizes[(selection, ranking, fraction)] = len(sets[0])
+            per_choice.setdefault((selection, ranking, fraction), []).append(fitted)
     return per_choice, sizes
 
 
-def selection_curve(X: np.ndarray, task: Task, rank, fractions, seed: int, n_boot: int) -> list[dict]:
+def _fit_fold(X: np.ndarray, task: Task, choices: list[list], train, test, dev, seed: int) -> list[list]:
+    """The FoldResult of every neuron set of ``choices`` (lists of sets) on one outer fold: a logreg probe each, its
+    C chosen on the fold's inner holdout (drawn once, whole groups with ``--group``) or its dev rows; the sets of
+    one size solved together."""
+    groups = task.plan.groups  # --group: the holdouts that choose C take whole groups
+    holdout = None
+    if dev is None:
+        holdout = ev.inner_split(task.y[train], np.arange(len(train)), seed, None if groups is None else groups[train])
+    by_size: dict[int, list[tuple[int, int]]] = {}
+    for c, sets in enumerate(choices):
+        for s, neurons in enumerate(sets):
+            by_size.setdefault(len(neurons), []).append((c, s))
+    results: list[list] = [[None] * len(sets) for sets in choices]
+    for members in by_size.values():
+        fitted = ev.run_logreg_sets(
+            X,
+            [choices[c][s] for c, s in members],
+            task.y,
+            train,
+            test,
+            dev,
+            task.n_classes,
+            DEFAULT_CS,
+            False,
+            seed,
+            groups,
+            holdout,
+        )
+        for (c, s), result in zip(members, fitted, strict=True):
+            results[c][s] = result
+    return results
+
+
+def selection_curve(
+    X: np.ndarray, task: Task, rank, fractions, seed: int, n_boot: int, draws: int = RANDOM_DRAWS
+) -> list[dict]:
     """Accuracy of logreg probes retrained on selected neurons (rankings refitted per training part), each top k
-    tested against the random k."""
-    per_choice, sizes = fit_choices(X, task, rank, fractions, seed)
+    tested against the random k (the mean of ``draws`` random sets)."""
+    per_choice, sizes = fit_choices(X, task, rank, fractions, seed, draws)
     tests = compare_with_random(task, per_choice, n_boot, seed)
     # The majority class of each training part on its test part: the accuracy a probe of no neuron reaches.
     majority = ev.summarise(task.plan, task.y, task.majority(), task.n_classes, n_boot, seed)["accuracy"]

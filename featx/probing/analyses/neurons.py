@@ -7,9 +7,10 @@ Two rankings of a layer's neurons, each fitted on training rows only (standardis
 
 Validation by selection: per training part, each ranking is refitted, and a logreg probe (its own C
 search) is retrained on only the top, the bottom or a random k neurons (k = fraction x width; the random
-baseline the mean of ``RANDOM_DRAWS`` draws) and scored on the test part, with the intervals of ``featx probe``
-and a paired test of each top k against the random k (``neuron_selection``). With ``--group``, the folds, the probes'
-holdouts that choose C and the intervals' resamples take whole groups, as ``featx probe --group``'s.
+baseline the mean of ``--draws`` draws, 10 by default) and scored on the test part, with the intervals of
+``featx probe`` and a paired test of each top k against the random k (``neuron_selection``). With ``--group``, the
+folds, the probes' holdouts that choose C and the intervals' resamples take whole groups, as ``featx probe
+--group``'s.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from typing import ClassVar
 import numpy as np
 import pandas as pd
 
-from ...checks import path_like
+from ...checks import path_like, whole
 from ...errors import InputError
 from ...options import Check, Options, option
 from ...safe_files import atomic_write_text, refuse_inputs
@@ -78,6 +79,12 @@ class NeuronConfig(Options):
     )
     folds: int = option(5, flag="--folds", group=EVALUATION, help="Cross-validation folds (when there is no split).")
     seed: int = option(0, flag="--seed", group=EVALUATION, help="Seed of the folds, the random selections and saga.")
+    draws: int = option(
+        RANDOM_DRAWS,
+        flag="--draws",
+        group=EVALUATION,
+        help="Random sets of k neurons drawn per training part; the random baseline is their mean accuracy.",
+    )
     group: str | None = group_option(EVALUATION)
     output: str | Path | None = option(
         None,
@@ -99,6 +106,7 @@ class NeuronConfig(Options):
         _top_or_fraction,
         check_folds,
         check_seed,
+        whole("draws", "--draws", hint="give --draws a whole number of random draws, e.g. 10 (the default) or 2"),
         check_bootstrap,
         check_jobs,
         check_group,
@@ -183,7 +191,13 @@ def _run_layer(path: str, pooling: str, layer: int, task: Task, fractions, liste
             X = features.features(pooling, layer)[task.kept]
         scores = rank_neurons(X, task.y, task.training_rows(), config.seed)
         records = selection_curve(
-            X, task, lambda rows, seed: rank_neurons(X, task.y, rows, seed), fractions, config.seed, config.n_bootstrap
+            X,
+            task,
+            lambda rows, seed: rank_neurons(X, task.y, rows, seed),
+            fractions,
+            config.seed,
+            config.n_bootstrap,
+            config.draws,
         )
     for record in records:
         record.update(label=task.label, pooling=pooling, layer=layer, evaluation=task.plan.evaluation)
@@ -246,7 +260,7 @@ def neurons(config: NeuronConfig | str | Path, **options) -> NeuronResult:
         **task.group_meta(),
         "elastic_net": {"C": ELASTIC_C, "l1_ratio": L1_RATIO},
         "rankings": list(RANKINGS),
-        "random_draws": RANDOM_DRAWS,
+        "random_draws": config.draws,
         "seed": config.seed,
         "notes": notes,
         "seconds": round(time.perf_counter() - started, 3),

@@ -1,12 +1,14 @@
 """How probes are evaluated, in four steps: the outer plan and its inner holdouts (``plans``), the inner
 search over C (``search``), the fits and scores of one outer fold (``core``), and the metrics with their
-intervals (``metrics``); beside them the regression metrics (``regression_metrics``) and the paired tests
-between layers (``significance``).
+intervals (``metrics``); beside them the regression metrics (``regression_metrics``), the paired tests
+between layers (``significance``) and logreg probes on several column sets of one fold solved together
+(``column_sets``).
 
 Callers use the package as one namespace (``from ..probing import evaluation as ev``; ``ev.make_plan``,
 ``ev.run_linear_tasks``, ``ev.summarise``); numpy only at import, scikit-learn and torch when a probe runs.
 """
 
+from .column_sets import run_logreg_sets
 from .core import (
     Scaler,
     TokenBatches,
@@ -73,6 +75,7 @@ __all__ = [
     "bootstrap_intervals",
     "check_group_count",
     "check_labels",
+    "column_sets",
     "confusion",
     "core",
     "fit_linear",
@@ -93,6 +96,7 @@ __all__ = [
     "regression_metrics",
     "run_attention",
     "run_linear_tasks",
+    "run_logreg_sets",
     "run_majority",
     "run_mlp",
     "run_stack",

@@ -120,7 +120,7 @@ def search_logreg_on(
     """``search_logreg`` on a fit matrix and a validation matrix given apart (standardised, the rows of a
     training part only): what ``search_logreg`` returns, for callers that hold out or sample their own rows.
     ``start``: the first C's starting weights per label vector (None: zeros); ``joint`` and ``preconditioner``:
-    ``softmax.solve``'s."""
+    ``softmax.solve``'s. Stacked ``(P, n, d)`` matrices give each label vector its own (``softmax.solve``)."""
     from ..solvers import softmax
 
     paths = [CPath(y) for y in val_labels]
@@ -130,7 +130,7 @@ def search_logreg_on(
         if not live:
             break
         solution = softmax.solve(
-            X_fit,
+            X_fit if X_fit.ndim == 2 or len(live) == len(X_fit) else X_fit[live],
             [fit_labels[t] for t in live],
             n_classes,
             [C] * len(live),
@@ -143,7 +143,7 @@ def search_logreg_on(
         still = []
         for j, t in enumerate(live):
             current[t] = solution.theta[j]
-            predicted = np.argmax(solution.scores(X_val, j), axis=1)
+            predicted = np.argmax(solution.scores(X_val if X_val.ndim == 2 else X_val[t], j), axis=1)
             score = float(np.mean(predicted == val_labels[t]))
             if paths[t].record(C, score, partial(_solution_at, solution, j, predicted)):
                 still.append(t)

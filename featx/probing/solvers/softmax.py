@@ -49,8 +49,8 @@ def softmax(scores: np.ndarray) -> np.ndarray:
 
 
 class _Objective:
-    """Loss and gradient of P problems sharing ``X``; rows of the class-score matrix are contiguous in
-    the rows of X, so the reductions over classes are plain vector operations."""
+    """Loss and gradient of P problems sharing ``X`` (or each with its own: a stacked ``(P, n, d)`` X); rows of the
+    class-score matrix are contiguous in the rows of X, so the reductions over classes are plain vector operations."""
 
     def __init__(
         self,
@@ -63,7 +63,8 @@ class _Objective:
     ):
         self.X = X
         self.joint = joint  # one (P*k, d) product per pass over X instead of P (k, d) products
-        self.n, self.d = X.shape
+        self.n, self.d = X.shape[-2:]
+        self.stacked = X.ndim == 3  # problem p's rows are X[p]: the same products, one matrix each
         self.codes = codes  # (P, n) class codes
         self.weights = weights  # (P, n) summing to 1 per problem, or None (1/n each)
         self.lam = lam  # (P,) L2 strength on the weights
@@ -74,6 +75,8 @@ class _Objective:
 
     def __call__(self, theta: np.ndarray, problems: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         X, n, d = self.X, self.n, self.d
+        if self.stacked and len(problems) < len(X):
+            X = X[problems]  # the matrices of the problems evaluated (in order: every caller's ids ascend)
         P, _, k = theta.shape
         weights = np.ascontiguousarray(theta[:, :d, :].transpose(0, 2, 1), dtype=np.float32)  # (P, k, d)
         scores3 = class_products(X, weights, self.joint)
@@ -104,7 +107,8 @@ class _Objective:
 
 
 def class_products(X: np.ndarray, weights: np.ndarray, joint: bool = False) -> np.ndarray:
-    """The ``(P, k, n)`` class scores ``weights @ X.T`` of ``weights`` ``(P, k, d)`` over the rows of ``X``.
+    """The ``(P, k, n)`` class scores ``weights @ X.T`` of ``weights`` ``(P, k, d)`` over the rows of ``X`` (a
+    stacked ``(P, n, d)`` X: each problem's own rows, the same product per problem).
 
     One matrix product per problem (a stacked matmul), back to back while X is still in cache, so that a
     problem's rounding never depends on the others; ``joint``: one (P*k, d) product, which fills the BLAS
@@ -272,7 +276,10 @@ def solve(
     """Fit one softmax regression per label vector in ``labels`` (each over the rows of ``X``).
 
     ``X``: (n, dims), standardised; or a scipy sparse matrix, solved in float64 on the CPU from the columns'
-    second moments (``softmax_sparse``; ``device``, ``joint`` and ``preconditioner`` do not apply);
+    second moments (``softmax_sparse``; ``device``, ``joint`` and ``preconditioner`` do not apply); or stacked,
+    (P, n, dims), a matrix per label vector of the same shape (the numpy solver batches problems on different
+    columns of the same rows as it batches those of one matrix, each solution bit for bit the one it gets alone;
+    ``joint`` and ``preconditioner`` do not apply; on a ``device`` each problem is solved alone);
     ``labels``: P integer arrays with codes in ``0..n_classes-1``;
     ``Cs``: P inverse regularisation strengths; ``init``: P starting ``theta`` (None entries: zeros).
     ``device``: a torch device to solve on (``softmax_torch``); None: the one a probing run set
@@ -286,6 +293,8 @@ def solve(
     if is_sparse(X):
         return _solve_sparse(SparseRows.of(X), labels, n_classes, Cs, balanced, init, tol, max_iter)
     device = current_device() if device is None else device
+    if np.ndim(X) == 3 and (device is not None or joint or preconditioner is not None):
+        return _solve_each(X, labels, n_classes, Cs, balanced, init, tol, max_iter, device, joint, preconditioner)
     if device is not None:
         from . import softmax_torch
 
@@ -294,6 +303,14 @@ def solve(
     objective = _Objective(problem.X, problem.codes, problem.weights, problem.lam, problem.offsets, joint)
     theta, n_iter, converged = _lbfgs(objective, problem.theta, tol, max_iter, preconditioner)
     return Solution(theta, problem.offsets, n_iter, converged)
+
+
+def _solve_each(X, labels, n_classes: int, Cs, balanced, init, *options) -> Solution:
+    """``solve`` on a stacked X, each problem alone on its own matrix (as a device or preconditioner needs)."""
+    starts = init if init is not None else [None] * len(labels)
+    alone = [solve(X[p], [labels[p]], n_classes, [Cs[p]], balanced, [starts[p]], *options) for p in range(len(Cs))]
+    fields = ("theta", "offsets", "n_iter", "converged")
+    return Solution(*(np.concatenate([getattr(one, name) for one in alone]) for name in fields))
 
 
 def _solve_sparse(rows: SparseRows, labels, n_classes: int, Cs, balanced, init, tol: float, max_iter: int) -> Solution:

@@ -102,7 +102,7 @@ class Preconditioner:
 class Problem:
     """P softmax regressions over the rows of one matrix, ready for a solver."""
 
-    X: Any  # (n, d) float32, C-contiguous; or a sparse X as ``softmax_sparse.SparseRows``
+    X: Any  # (n, d) float32, C-contiguous (or (P, n, d): a matrix per problem); or a sparse X as ``SparseRows``
     codes: np.ndarray  # (P, n) int64 class codes
     weights: np.ndarray | None  # (P, n) row weights summing to 1 per problem (float32; float64 with a sparse X)
     lam: np.ndarray  # (P,) L2 strength on the weights (not the intercepts)
@@ -117,12 +117,14 @@ def prepare(X: Any, labels, n_classes: int, Cs, balanced: bool = False, init=Non
     X = np.ascontiguousarray(X, dtype=np.float32) if dense else X
     codes = np.stack([np.asarray(y, dtype=np.int64) for y in labels])
     P, n = codes.shape
-    d, k = X.shape[1], n_classes
+    (rows, d), k = X.shape[-2:], n_classes
     Cs = np.asarray(Cs, dtype=np.float64)
-    if n != X.shape[0] or Cs.shape != (P,) or (init is not None and len(init) != P):
+    if len(X.shape) == 3 and X.shape[0] != P:
+        raise ValueError(f"{P} label vectors need {P} stacked matrices, got {X.shape[0]}")
+    if n != rows or Cs.shape != (P,) or (init is not None and len(init) != P):
         raise ValueError(
-            f"{P} label vectors of {n} rows need {X.shape[0]} rows of X, {P} Cs and {P} starts; "
-            f"got {X.shape[0]} rows, {Cs.size} Cs" + ("" if init is None else f", {len(init)} starts")
+            f"{P} label vectors of {n} rows need {rows} rows of X, {P} Cs and {P} starts; "
+            f"got {rows} rows, {Cs.size} Cs" + ("" if init is None else f", {len(init)} starts")
         )
     if codes.size and (codes.min() < 0 or codes.max() >= k):
         raise ValueError(f"class codes must lie in 0..{k - 1}")

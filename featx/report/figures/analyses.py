@@ -54,18 +54,19 @@ def _save(fig, output: Path, dpi: int = 150) -> Path:
 
 
 def plot_selection(selection: pd.DataFrame, layer: int, ax) -> None:
-    """Accuracy against the share of neurons kept: top/bottom of each ranking, random, all neurons, and the
-    majority class."""
+    """Accuracy against the share of neurons kept: top/bottom of each ranking, random (the mean of its draws), all
+    neurons, and the majority class."""
     rows = selection[selection.layer == layer]
     for (choice, ranking), part in rows[rows.selection != "all"].groupby(["selection", "ranking"], sort=False):
         name = choice if ranking == "-" else f"{choice} {ranking}"
         part = part.sort_values("fraction")
         errors = [part.accuracy - part.accuracy_low, part.accuracy_high - part.accuracy]
+        draws = float(part["draws"].max()) if "draws" in part else float("nan")  # files before the draws: none
         ax.errorbar(
             part.fraction * 100,
             part.accuracy,
             yerr=np.clip(np.nan_to_num(errors), 0, None),
-            label=name,
+            label=f"{name} (mean of {draws:g})" if choice == "random" and draws > 1 else name,
             color=COLOURS[name],
             marker=MARKERS[name],
             capsize=3,

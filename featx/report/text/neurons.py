@@ -80,9 +80,10 @@ def _p_cell(cell: pd.Series | None) -> str:
     return p_value(cell["p_vs_random_holm"], cell.get("significant_vs_random"))
 
 
-def _random_header(result) -> str:
+def _random_header(result, name: str = "random") -> str:
+    """``name`` of the random baseline, with the number of draws it is the mean of (``--draws``)."""
     draws = result.meta.get("random_draws")
-    return f"random (mean of {draws})" if draws and draws > 1 else "random"
+    return f"{name} (mean of {draws})" if draws and draws > 1 else name
 
 
 def _selection_lines(result, layer) -> list[str]:
@@ -107,14 +108,15 @@ def _selection_lines(result, layer) -> list[str]:
     )
 
 
-def _p_note(result) -> list[str]:
+def _p_note(result, layers: bool = False) -> list[str]:
+    """What the p columns test: of the layer's table, or (``layers``) of the across-layers table."""
     if "p_vs_random_holm" not in result.selection:
         return []
     test = "corrected resampled t-test over the folds" if "cv" in result.meta["evaluation"] else "paired sign-flip test"
-    return [
-        f"p: top k against the random k on the same test rows ({test}), Holm over the layer's top-k tests; "
-        "! = significant at 0.05"
-    ]
+    draws = result.meta.get("random_draws")
+    random = f"the random k (mean of {draws} draws)" if draws and draws > 1 else "the random k"
+    over = "each layer's top-k tests, as in the layer's table" if layers else "the layer's top-k tests"
+    return [f"p: top k against {random} on the same test rows ({test}), Holm over {over}; ! = significant at 0.05"]
 
 
 def _majority(row: pd.Series) -> str:
@@ -135,6 +137,8 @@ def _layers_lines(result) -> list[str]:
                 str(layer),
                 row_interval(_all(selection, layer)),
                 *[row_interval(c) for c in cells],
+                _p_cell(cells[0]),
+                _p_cell(cells[1]),
                 ", ".join(map(str, top)),
             ]
         )
@@ -143,12 +147,14 @@ def _layers_lines(result) -> list[str]:
         "all neurons",
         f"top {fraction:g} (probe)",
         f"top {fraction:g} (anova)",
-        f"random {fraction:g}",
+        _random_header(result, f"random {fraction:g}"),
+        "p vs random (probe)",
+        "p vs random (anova)",
         "top 5 neurons (probe)",
     ]
     lines = ["across layers (selection curve per layer in the figure):"] + grid(header, table)
     majority = _majority(_all(selection, result.meta["layers"][0])).removeprefix("; ")
-    return lines + ([majority] if majority else [])
+    return lines + ([majority] if majority else []) + _p_note(result, layers=True)
 
 
 def format_neurons(result) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import re
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -39,6 +40,10 @@ REFUSED = [
     (NeuronConfig, {"top": 3, "fraction": 0.1}, r"^give --top or --fraction, not both$", r"--top N lists"),
     (NeuronConfig, {"folds": 0}, r"^--folds 0 is too small$", r"at least 2 folds"),
     (NeuronConfig, {"jobs": 0}, r"^--jobs 0 runs nothing$", r"positive number"),
+    (NeuronConfig, {"draws": 0}, r"^--draws 0 must be a whole number of at least 1$", r"give --draws a whole number"),
+    (NeuronConfig, {"draws": -2}, r"^--draws -2 must be a whole number of at least 1$", r"e\.g\. 10 \(the default\)"),
+    (NeuronConfig, {"draws": 2.5}, r"^--draws 2\.5 must be a whole number of at least 1$", r"give --draws"),
+    (NeuronConfig, {"draws": True}, r"^--draws True must be a whole number of at least 1$", r"give --draws"),
     (SweepConfig, {"features": None}, r"needs the features file", r"featx probe FEATURES\.h5 --sweep"),
     (SweepConfig, {"folds": 1}, r"^--folds 1 is too small$", r"at least 2 folds"),
     (SweepConfig, {"seed": -2}, r"^--seed -2 must be a whole number of at least 0$", r"give --seed"),
@@ -93,6 +98,8 @@ def test_probe_config_normalises_classifiers_and_sites_once():
 def test_neuron_config_accepts_the_edges():
     assert NeuronConfig(features=MISSING, fraction=1).fraction == 1
     assert NeuronConfig(features=MISSING, top=1).top == 1
+    assert NeuronConfig(features=MISSING, draws=1).draws == 1 and NeuronConfig(features=MISSING).draws == 10
+    assert type(NeuronConfig(features=MISSING, draws=np.int64(3)).draws) is int  # numpy's int64 as Python's int
 
 
 @pytest.mark.parametrize(
@@ -102,6 +109,8 @@ def test_neuron_config_accepts_the_edges():
         ("erase", ["--folds", "1"], "--folds 1 is too small"),
         ("neurons", ["--fraction", "2"], "--fraction 2 is outside (0, 1]"),
         ("neurons", ["--jobs", "0"], "--jobs 0 runs nothing"),
+        ("neurons", ["--draws", "0"], "--draws 0 must be a whole number of at least 1"),
+        ("neurons", ["--draws", "-1"], "--draws -1 must be a whole number of at least 1"),
         ("probe", ["--sweep", "--seed", "-1"], "--seed -1 must be a whole number of at least 0"),
     ],
 )

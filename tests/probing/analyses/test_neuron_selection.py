@@ -27,7 +27,7 @@ def _planted(informative: bool, n: int = 240, width: int = 20):
     return X, y
 
 
-def _curve(X, y, split: bool, seen: list | None = None):
+def _curve(X, y, split: bool, seen: list | None = None, draws: int = RANDOM_DRAWS):
     task = _task(y, split)
 
     def rank(rows, seed):
@@ -35,7 +35,7 @@ def _curve(X, y, split: bool, seen: list | None = None):
             seen.append(rows)
         return rank_neurons(X, y, rows, seed)
 
-    return task, {(r["selection"], r["ranking"]): r for r in selection_curve(X, task, rank, (0.1,), 0, 200)}
+    return task, {(r["selection"], r["ranking"]): r for r in selection_curve(X, task, rank, (0.1,), 0, 200, draws)}
 
 
 @pytest.mark.parametrize("split", [True, pytest.param(False, marks=pytest.mark.slow)])  # 5 folds: 0.7 s
@@ -57,7 +57,8 @@ def test_top_k_beats_the_mean_of_random_draws_significantly(split):
 
 def test_an_uninformative_label_is_not_significant():
     X, y = _planted(informative=False)
-    _, rows = _curve(X, y, split=True)
+    _, rows = _curve(X, y, split=True, draws=3)
+    assert rows[("random", "-")]["draws"] == 3  # --draws
     for ranking in ("probe", "anova"):
         assert rows[("top", ranking)]["p_vs_random_holm"] > 0.05
         assert rows[("top", ranking)]["significant_vs_random"] is False

@@ -12,6 +12,7 @@ from support.planted_columns import A_NEURONS, C_NEURONS
 from featx.cli import main
 from featx.probing.analyses.neurons import neurons, order, rank_neurons
 from featx.report import format_neurons, save_neurons_figure
+from featx.report.text.format import p_value
 
 
 def test_both_rankings_put_the_planted_neurons_first():
@@ -38,6 +39,8 @@ def test_planted_neurons_rank_first_and_recover_the_accuracy(planted_file, tmp_p
     assert len(top) == 1 and top.accuracy.iloc[0] >= full.accuracy.iloc[0] - 0.03 and top.accuracy.iloc[0] > 0.95
     assert bottom.accuracy.iloc[0] < 0.7  # the same number of bottom-ranked neurons carries nothing
     assert {"top", "bottom", "random", "all"} == set(selection.selection)
+    # the default number of random draws (the other neuron tests ask for 2): recorded, and each random row's mean
+    assert result.meta["random_draws"] == 10 and set(selection[selection.selection == "random"].draws) == {10}
     assert all(path.exists() for path in result.paths) and [p.suffix for p in result.paths][-1] == ".json"
     assert save_neurons_figure(result) == result.paths[-2:]  # the report's figure, in both formats
     assert [path.suffix for path in result.paths[-2:]] == [".png", ".svg"] and all(
@@ -61,7 +64,7 @@ def test_planted_neurons_rank_first_and_recover_the_accuracy(planted_file, tmp_p
 
 @pytest.mark.slow
 def test_per_class_top_neurons_of_a_multiclass_label(planted_file, tmp_path):
-    result = neurons(planted_file, label="c", layers="2", top=3, folds=3, output=tmp_path / "c", jobs=1)
+    result = neurons(planted_file, label="c", layers="2", top=3, folds=3, output=tmp_path / "c", jobs=1, draws=2)
     per_class = result.per_class.set_index("class")
     assert len(per_class) == 3
     for name, neuron in zip(result.meta["classes"], C_NEURONS, strict=False):
@@ -92,6 +95,8 @@ def test_cli_all_layers_gives_a_curve_per_layer(planted_split_file, tmp_path):
             str(tmp_path / "n"),
             "--jobs",
             "1",
+            "--draws",
+            "3",
         ],
     )
     assert result.exit_code == 0, result.output
@@ -100,7 +105,22 @@ def test_cli_all_layers_gives_a_curve_per_layer(planted_split_file, tmp_path):
 
     selection = pd.read_csv(tmp_path / "n.csv")
     assert sorted(selection.layer.unique()) == [0, 1, 2] and np.isclose(selection.fraction, 0.1).any()
-    assert (tmp_path / "n.png").stat().st_size > 0 and (tmp_path / "n.svg").exists()
+    # --draws: the random rows' mean of 3 draws, recorded in the meta and said where the baseline is shown
+    assert set(selection[selection.selection == "random"].draws) == {3}
+    assert json.loads((tmp_path / "n.json").read_text())["meta"]["random_draws"] == 3
+    assert "random (mean of 3)" in result.output and "the random k (mean of 3 draws)" in result.output
+    # the across-layers table: each layer's Holm-adjusted p of top 5% against random 5%, as in its own table
+    lines = result.output.splitlines()
+    header = lines.index(next(line for line in lines if line.startswith("layer  all neurons")))
+    assert "random 0.05 (mean of 3)  p vs random (probe)  p vs random (anova)" in lines[header]
+    top = selection[(selection.selection == "top") & np.isclose(selection.fraction, 0.05)]
+    for layer, line in zip((0, 1, 2), lines[header + 2 : header + 5], strict=True):
+        cells = line.split()
+        expected = [top[(top.layer == layer) & (top.ranking == name)].iloc[0] for name in ("probe", "anova")]
+        shown = [p_value(row.p_vs_random_holm, bool(row.significant_vs_random)) for row in expected]
+        assert cells[0] == str(layer) and cells[-7:-5] == shown, line
+    assert "Holm over each layer's top-k tests, as in the layer's table" in result.output
+    assert (tmp_path / "n.png").stat().st_size > 0 and "random (mean of 3)" in (tmp_path / "n.svg").read_text()
 
 
 @pytest.mark.parametrize(

@@ -28,7 +28,7 @@ def run_erase(path, **options):
 
 
 def run_neurons(path, **options):
-    return featx.probing.neurons(path, label="label", write=False, **QUICK, **options)
+    return featx.probing.neurons(path, label="label", write=False, draws=2, **QUICK, **options)  # 2 draws: cheaper
 
 
 def run_sweep(path, **options):
@@ -128,7 +128,7 @@ def test_the_group_equal_to_the_label_or_empty_is_refused_when_made(config):
     ("args", "written"),
     [
         (["erase", "--amnesic", "none", "-o", "{out}.h5"], "{out}.erase.json"),
-        (["neurons", "-o", "{out}"], "{out}.json"),
+        (["neurons", "--draws", "2", "-o", "{out}"], "{out}.json"),
         (["probe", "--sweep", "--no-control", "-o", "{out}"], "{out}.sweep.json"),
     ],
     ids=["erase", "neurons", "sweep"],

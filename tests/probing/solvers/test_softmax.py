@@ -74,6 +74,23 @@ def test_batched_problems_are_solved_as_if_alone():
     assert together.converged.all()
 
 
+@pytest.mark.parametrize("joint", [False, True])  # True: no joint product over several matrices, each alone
+def test_problems_on_matrices_of_their_own_are_solved_as_if_alone(joint):
+    """A stacked (P, n, d) X: problem p on X[p] (``featx neurons``' column sets of one size), bit for bit its solve
+    alone, including when the batch shrinks to the problems still moving."""
+    X, y = blobs(n=200, k=3, seed=4)
+    blocks = np.stack([X[:, [0, 1, 2]], X[:, [3, 7, 9]], X[:, [11, 4, 2]]])
+    Cs, starts = [0.1, 1.0, 100.0], [None, np.full((4, 3), 0.01), None]
+    together = softmax.solve(blocks, [y, y, y[::-1]], 3, Cs, init=starts, joint=joint)
+    for p, labels in enumerate((y, y, y[::-1])):
+        alone = softmax.solve(blocks[p], [labels], 3, [Cs[p]], init=[starts[p]])
+        assert together.n_iter[p] == alone.n_iter[0]
+        np.testing.assert_array_equal(together.theta[p], alone.theta[0])
+    assert len(set(together.n_iter)) > 1  # the batch did shrink
+    with pytest.raises(ValueError, match="3 label vectors need 3 stacked matrices, got 2"):
+        softmax.solve(blocks[:2], [y, y, y], 3, Cs)
+
+
 @pytest.mark.slow
 def test_joint_products_agree_with_the_stacked_ones_within_the_tolerance():
     # k = 17 classes, as UPOS: the shape where one (P*k, d) product is faster than P (k, d) ones
