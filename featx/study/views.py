@@ -15,7 +15,7 @@ from ..errors import FeatxError
 from .columns import check_corpora
 from .missing import check_missing, missing_lines
 from .plan import StudyPlan, make_plan
-from .records import DONE, PENDING, RUNNING, cell_status, read_state, still_running
+from .records import DONE, FAILED, PENDING, RUNNING, cell_status, read_state, still_running
 
 if TYPE_CHECKING:
     from .runner import StudyResult
@@ -40,9 +40,10 @@ def _cells(plan: StudyPlan) -> list[tuple[Any, str]]:
 
 def status(study: Any) -> pd.DataFrame:
     """Each cell of a study (a path, dict or ``StudyConfig``): done, pending, failed, or running (its process is
-    alive; "pending (interrupted)" when a killed run left it so; "pending (corpus file missing)" for an
-    extraction whose corpus file is gone), when it started and finished, its seconds and its error. No corpus
-    file is read: a gone one is named in ``table.attrs["missing"]`` (with what a run would still need it for)."""
+    alive; "pending (interrupted)" when a killed run left it so; "pending (corpus file missing)" or "failed
+    (corpus file missing)" for an extraction not done whose corpus file is gone: a failed one keeps its recorded
+    error, its probes theirs), when it started and finished, its seconds and its error. No corpus file is read:
+    a gone one is named in ``table.attrs["missing"]`` (with what a run would still need it for)."""
     plan = make_plan(study)
     records = []
     for cell, label in _cells(plan):
@@ -50,8 +51,8 @@ def status(study: Any) -> pd.DataFrame:
         now = cell_status(cell.task, state or None) if state else PENDING
         left = now == PENDING and state.get("status") == RUNNING
         shown = (RUNNING if still_running(state) else "pending (interrupted)") if left else now
-        if shown == PENDING and cell.task.kind == "extract" and not cell.corpus.path.is_file():
-            shown = "pending (corpus file missing)"
+        if shown in (PENDING, FAILED) and cell.task.kind == "extract" and not cell.corpus.path.is_file():
+            shown = f"{shown} (corpus file missing)"  # a run needs the file again for it
         records.append({
             "cell": cell.task.key, "kind": cell.task.kind, "model": cell.model.name, "corpus": cell.corpus.name,
             "label": label, "status": shown, "started": _when(state.get("started")),
