@@ -78,11 +78,11 @@ def format_status(table: pd.DataFrame) -> str:
     return "\n".join([*lines, *table.attrs.get("missing", [])])
 
 
-def _estimate(config: Any) -> dict[str, Any]:
+def _estimate(config: Any, models: Any) -> dict[str, Any]:
     from ..extraction import estimate
 
     try:
-        found = estimate(config)
+        found = estimate(config, models=models)
     except FeatxError as err:
         return {"error": err.message}
     return {"seconds": found.seconds, "bytes": found.file_bytes, "rows": found.rows}
@@ -90,16 +90,20 @@ def _estimate(config: Any) -> dict[str, Any]:
 
 def dry_run(study: Any) -> pd.DataFrame:
     """The cells of a study and what a run would do: done cells, and for each pending extraction its estimated
-    seconds and file bytes (``featx.extraction.estimate``: a short calibration run of the model)."""
+    seconds and file bytes (``featx.extraction.estimate``: a short calibration run of the model, each model
+    loaded once for its corpora: ``LoadedModels``)."""
+    from ..extraction import LoadedModels
+
     plan = make_plan(study)
     check_missing(plan)  # as run checks them, before any calibration run of a model
     check_corpora(plan.config)
+    models = LoadedModels()  # the extractions come model by model: each loaded once
     records = []
     for cell, label in _cells(plan):
         now = cell_status(cell.task)
         record = {"cell": cell.task.key, "kind": cell.task.kind, "label": label, "status": now}
         if cell.task.kind == "extract" and now != DONE:
-            record.update(_estimate(plan.config.extract_config(cell.model, cell.corpus)))
+            record.update(_estimate(plan.config.extract_config(cell.model, cell.corpus), models))
         if cell.task.kind == "probe":
             record["lexical"] = bool(cell.lexical)
         records.append(record)
