@@ -36,12 +36,12 @@ def batch_activation_bytes(
 
 
 class LoadedModels:
-    """The model of the last ``estimate``, kept for the next estimate that loads the very same (a study's dry run
-    estimates each model over its corpora one after the other): each model is loaded once, the one before it let
-    go first (one model in memory, as a run holds). The estimate that loaded it counts the load's seconds (with
-    the imports of a first load, as its run's first extraction pays them); the next ones of that model count
-    none, where their runs load it again (what a reload costs, a fraction of a second once its code is imported,
-    is not measured). A model that failed to load fails the same way again, without another try."""
+    """The model of the last ``estimate``, kept for the next estimate that loads and prepares the very same (a
+    study's dry run estimates each model over its corpora one after the other): each model is loaded once, the one
+    before it let go first (one model in memory, as a run holds). The estimate that loaded it counts the load's
+    seconds (with the imports of a first load, as its run's first extraction pays them); the next ones of that model
+    count none, where their runs load it again (what a reload costs, a fraction of a second once its code is
+    imported, is not measured). A model that failed to load fails the same way again, without another try."""
 
     def __init__(self) -> None:
         self._key: tuple | None = None
@@ -55,9 +55,12 @@ class LoadedModels:
         from ..fast.select import native_requested
         from ..model import loading
 
+        # What loads it, and what prepares it in place (a Runner packs its linears, keeping the modules its sites'
+        # hooks read on those layers, and an intervention's, unfused): a model is kept only for the very same.
         key = (
             config.model, config.device, config.dtype, config.trust_remote_code, config.random_init,
-            config.init_seed, config.max_length, config.device_map, native_requested(config),
+            config.init_seed, config.max_length, config.device_map, native_requested(config), config.sites,
+            config.layers, config.intervene,
         )  # fmt: skip
         if key == self._key:
             if self._error is not None:

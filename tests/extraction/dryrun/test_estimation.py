@@ -145,7 +145,8 @@ def test_long_window_estimate_plans_the_runs_windows_and_times_them_at_full_leng
 
 def test_estimates_sharing_loaded_models_load_each_model_once(tiny_model, tmp_path, monkeypatch):
     """``LoadedModels`` (a study's dry run): the same load kept for the next estimate, whatever its corpus or
-    other options; another model (random weights) loaded; a model that fails to load fails again untried."""
+    poolings; another model (random weights), or the same prepared otherwise (a Runner keeps hooked modules
+    unfused: other sites), loaded again; a model that fails to load fails again untried."""
     from featx.errors import ModelError
     from featx.extraction import ExtractConfig, LoadedModels
     from featx.extraction.model import loading
@@ -157,14 +158,15 @@ def test_estimates_sharing_loaded_models_load_each_model_once(tiny_model, tmp_pa
     models = LoadedModels()
     config = ExtractConfig(corpus=str(corpus), model=str(tiny_model))
     first, seconds = models.load(config)
-    kept, none = models.load(config.replace(corpus=str(other), layers="1"))
+    kept, none = models.load(config.replace(corpus=str(other), poolings="cls"))
     assert kept is first and seconds > 0 and none is None and len(loads) == 1
     alone = featx.estimate(other, model=str(tiny_model), calibrate=False)
     shared = featx.estimate(other, model=str(tiny_model), calibrate=False, models=models)
     assert (shared.rows, shared.tokens, shared.file_bytes) == (alone.rows, alone.tokens, alone.file_bytes)
     assert len(loads) == 2 and models.load(config.replace(random_init=True))[0] is not first and len(loads) == 3
+    assert models.load(config.replace(sites="hidden,ffn"))[1] is not None and len(loads) == 4
     (tmp_path / "empty").mkdir()
     for _ in range(2):
         with pytest.raises(ModelError, match="no config.json"):
             models.load(config.replace(model=str(tmp_path / "empty")))
-    assert len(loads) == 4
+    assert len(loads) == 5
