@@ -51,6 +51,7 @@ _HOMES = {
     "extract": "run.orchestrate",
     "estimate": "dryrun.estimation",
     "Estimate": "dryrun.summary",
+    "LoadedModels": "dryrun.estimation",
     "stored_layout": "dryrun.from_config",
     "model_folder_files": "run.freshness",
     "merge": "shards.merge:merge",

@@ -17,7 +17,9 @@ EXTRACT, PROBE = "extract", "probe"
 class Task:
     """One cell's work: ``function`` (``"featx.study.tasks:probe_cell"``) called with ``args`` (JSON-able), in
     study ``output``; done when its state says so with this ``fingerprint`` and every one of ``outputs`` is a
-    file. ``after``: the keys of the tasks it needs done first (a probe: its extraction)."""
+    file. ``after``: the keys of the tasks it needs done first (a probe: its extraction). ``corpus_sha256``: an
+    extraction's corpus by content, as its fingerprint took it, kept in its state (``records.record_state``), so
+    that a failed cell whose corpus file is gone since is still that cell (``plan.gone_corpus``)."""
 
     key: str  # "extract/minilm/sst2", "probe/minilm/sst2/label"
     kind: str  # EXTRACT or PROBE
@@ -27,6 +29,7 @@ class Task:
     outputs: tuple[str, ...] = ()
     after: tuple[str, ...] = ()
     fingerprint: str = ""
+    corpus_sha256: str = ""
 
     def as_dict(self) -> dict[str, Any]:
         """The task as JSON-able data (what an engine ships to a worker)."""
@@ -39,6 +42,7 @@ class Task:
             "outputs": list(self.outputs),
             "after": list(self.after),
             "fingerprint": self.fingerprint,
+            "corpus_sha256": self.corpus_sha256,
         }
 
     @classmethod

@@ -22,6 +22,7 @@ from .config import CorpusSpec, ModelSpec, StudyConfig, study_config
 EXTRACT_FUNCTION = "featx.study.tasks:extract_cell"
 PROBE_FUNCTION = "featx.study.tasks:probe_cell"
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
+_SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
 def label_stem(label: str) -> str:
@@ -121,18 +122,35 @@ def recorded_corpus(features: Path) -> str:
     return str(recorded) if recorded else "missing"
 
 
+def gone_corpus(output: Path, key: str, features: Path) -> str:
+    """What extraction ``key`` read from its corpus file, gone since: the sha256 its finished features file
+    records (``recorded_corpus``: a done cell stays done), else the one its failed run's state recorded (a failed
+    cell stays failed, with its error); "missing" when neither says (the cell is pending and needs the file)."""
+    from .records import FAILED, read_state
+
+    recorded = recorded_corpus(features)
+    if recorded != "missing":
+        return recorded
+    state = read_state(output, key) or {}
+    digest = state.get("corpus_sha256")
+    if state.get("status") == FAILED and isinstance(digest, str) and _SHA256.fullmatch(digest):
+        return digest
+    return "missing"
+
+
 def _extraction(config: StudyConfig, model: ModelSpec, corpus: CorpusSpec, contents: dict[str, str]) -> ExtractionCell:
     """One extraction cell; its fingerprint holds its options and what it reads by content (the corpus's bytes,
     the model folder's files), so that an edited corpus or a changed model is pending, with every probe of it. A
-    corpus file gone counts as the bytes the cell's features file recorded (``recorded_corpus``)."""
+    corpus file gone counts as the bytes the cell's features file, or its failed run, recorded (``gone_corpus``)."""
     extract = config.extract_config(model, corpus)
     config.check_stored(model, corpus, extract)  # every probe fits what this extraction stores
     args = {"options": config_args(extract)}
     features = Path(str(extract.output))
-    read = _read(str(corpus.path), contents) if corpus.path.is_file() else recorded_corpus(features)
+    key = f"{EXTRACT}/{model.name}/{corpus.name}"
+    read = _read(str(corpus.path), contents) if corpus.path.is_file() else gone_corpus(config.output, key, features)
     inputs = (read, _read(str(extract.model), contents))
     task = Task(
-        f"{EXTRACT}/{model.name}/{corpus.name}",
+        key,
         EXTRACT,
         EXTRACT_FUNCTION,
         args,
@@ -140,6 +158,7 @@ def _extraction(config: StudyConfig, model: ModelSpec, corpus: CorpusSpec, conte
         (str(features),),
         (),
         fingerprint(EXTRACT_FUNCTION, args, *inputs),
+        read if read != "missing" else "",
     )
     return ExtractionCell(model, corpus, features, task)
 

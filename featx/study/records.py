@@ -3,7 +3,9 @@ temporary file renamed into place: ``featx.safe_files``), read back without foll
 bound; never pickle.
 
 A state holds the cell's ``key``, ``status`` (running, done or failed), ``fingerprint``, times (``started``,
-``finished`` as Unix seconds, ``seconds``), ``error`` and the ``detail`` its function returned. A cell is done
+``finished`` as Unix seconds, ``seconds``), ``error``, the ``detail`` its function returned and, for an
+extraction, the ``corpus_sha256`` its fingerprint took (what keeps a failed cell failed once its corpus file is
+gone: ``plan.gone_corpus``). A cell is done
 only when its state says done with the task's fingerprint and every output file is there: a state from a
 killed run ("running"), from other options (another fingerprint) or whose outputs were removed is pending.
 """
@@ -72,6 +74,7 @@ def record_state(task: Task, status: str, started: float, **fields: Any) -> dict
         "host": socket.gethostname(),
         "error": fields.get("error"),
         "detail": fields.get("detail"),
+        "corpus_sha256": task.corpus_sha256 or None,
     }
     state_folder(task.output)
     atomic_write_text(state_path(task.output, task.key), json.dumps(state, indent=1, default=str))

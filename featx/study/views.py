@@ -15,7 +15,7 @@ from ..errors import FeatxError
 from .columns import check_corpora
 from .missing import check_missing, missing_lines
 from .plan import StudyPlan, make_plan
-from .records import DONE, PENDING, RUNNING, cell_status, read_state, still_running
+from .records import DONE, FAILED, PENDING, RUNNING, cell_status, read_state, still_running
 
 if TYPE_CHECKING:
     from .runner import StudyResult
@@ -40,9 +40,10 @@ def _cells(plan: StudyPlan) -> list[tuple[Any, str]]:
 
 def status(study: Any) -> pd.DataFrame:
     """Each cell of a study (a path, dict or ``StudyConfig``): done, pending, failed, or running (its process is
-    alive; "pending (interrupted)" when a killed run left it so; "pending (corpus file missing)" for an
-    extraction whose corpus file is gone), when it started and finished, its seconds and its error. No corpus
-    file is read: a gone one is named in ``table.attrs["missing"]`` (with what a run would still need it for)."""
+    alive; "pending (interrupted)" when a killed run left it so; "pending (corpus file missing)" or "failed
+    (corpus file missing)" for an extraction not done whose corpus file is gone: a failed one keeps its recorded
+    error, its probes theirs), when it started and finished, its seconds and its error. No corpus file is read:
+    a gone one is named in ``table.attrs["missing"]`` (with what a run would still need it for)."""
     plan = make_plan(study)
     records = []
     for cell, label in _cells(plan):
@@ -50,8 +51,8 @@ def status(study: Any) -> pd.DataFrame:
         now = cell_status(cell.task, state or None) if state else PENDING
         left = now == PENDING and state.get("status") == RUNNING
         shown = (RUNNING if still_running(state) else "pending (interrupted)") if left else now
-        if shown == PENDING and cell.task.kind == "extract" and not cell.corpus.path.is_file():
-            shown = "pending (corpus file missing)"
+        if shown in (PENDING, FAILED) and cell.task.kind == "extract" and not cell.corpus.path.is_file():
+            shown = f"{shown} (corpus file missing)"  # a run needs the file again for it
         records.append({
             "cell": cell.task.key, "kind": cell.task.kind, "model": cell.model.name, "corpus": cell.corpus.name,
             "label": label, "status": shown, "started": _when(state.get("started")),
@@ -77,11 +78,11 @@ def format_status(table: pd.DataFrame) -> str:
     return "\n".join([*lines, *table.attrs.get("missing", [])])
 
 
-def _estimate(config: Any) -> dict[str, Any]:
+def _estimate(config: Any, models: Any) -> dict[str, Any]:
     from ..extraction import estimate
 
     try:
-        found = estimate(config)
+        found = estimate(config, models=models)
     except FeatxError as err:
         return {"error": err.message}
     return {"seconds": found.seconds, "bytes": found.file_bytes, "rows": found.rows}
@@ -89,16 +90,20 @@ def _estimate(config: Any) -> dict[str, Any]:
 
 def dry_run(study: Any) -> pd.DataFrame:
     """The cells of a study and what a run would do: done cells, and for each pending extraction its estimated
-    seconds and file bytes (``featx.extraction.estimate``: a short calibration run of the model)."""
+    seconds and file bytes (``featx.extraction.estimate``: a short calibration run of the model, each model
+    loaded once for its corpora: ``LoadedModels``)."""
+    from ..extraction import LoadedModels
+
     plan = make_plan(study)
     check_missing(plan)  # as run checks them, before any calibration run of a model
     check_corpora(plan.config)
+    models = LoadedModels()  # the extractions come model by model: each loaded once
     records = []
     for cell, label in _cells(plan):
         now = cell_status(cell.task)
         record = {"cell": cell.task.key, "kind": cell.task.kind, "label": label, "status": now}
         if cell.task.kind == "extract" and now != DONE:
-            record.update(_estimate(plan.config.extract_config(cell.model, cell.corpus)))
+            record.update(_estimate(plan.config.extract_config(cell.model, cell.corpus), models))
         if cell.task.kind == "probe":
             record["lexical"] = bool(cell.lexical)
         records.append(record)

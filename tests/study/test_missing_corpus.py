@@ -1,7 +1,7 @@
 """A corpus file gone after its cells were done: ``study status`` and ``study report`` work from the stored results
-(status says which files are missing and which cells would need them), and ``study run`` (and its dry run)
-refuses before any work only when an extraction of that corpus is not done: its done cells stand, and a probe
-reads its features file, not the corpus."""
+(status says which files are missing and which cells would need them; a failed cell stays failed, with its
+error), and ``study run`` (and its dry run) refuses before any work only when an extraction of that corpus is not
+done: its done cells stand, and a probe reads its features file, not the corpus."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from support.study_files import to_toml
 import featx.study
 from featx.cli import main
 from featx.errors import InputError
+from featx.extraction import file_sha256
 from featx.study.records import read_state
 
 FAILED = {"extract/tiny/bad", "extract/rand/bad", "probe/tiny/bad/label", "probe/rand/bad/label"}
@@ -43,8 +44,15 @@ def test_status_and_report_work_from_the_stored_results_once_a_corpus_file_is_go
     with moved_away(sents, bad):
         shown = CliRunner().invoke(main, ["study", "status", str(path)])
         assert shown.exit_code == 0, shown.output
-        assert "probe/tiny/sents/label: done  " in shown.output and "10 done, 4 pending, 0 failed" in shown.output
-        assert "extract/rand/bad: pending (corpus file missing)" in shown.output  # its failure was with that file
+        assert "probe/tiny/sents/label: done  " in shown.output and "10 done, 0 pending, 4 failed" in shown.output
+        # a failed cell stays failed, with its recorded error (its state keeps the corpus bytes it read)
+        failed = read_state(result.plan.config.output, "extract/rand/bad") or {}
+        assert failed["corpus_sha256"] == file_sha256(bad.with_name("bad.csv.away"))
+        lines = {line.split(": ")[0]: line for line in shown.output.splitlines()}
+        assert lines["extract/rand/bad"].startswith("extract/rand/bad: failed (corpus file missing)  ")
+        assert lines["extract/rand/bad"].endswith(failed["error"]) and "text" in failed["error"]
+        assert lines["probe/rand/bad/label"].startswith("probe/rand/bad/label: failed  ")
+        assert lines["probe/rand/bad/label"].endswith("its extraction failed (extract/rand/bad)")
         assert f"corpus 'sents': its file {sents} is missing; every extraction of it is done" in shown.output
         assert (
             f"corpus 'bad': its file {bad} is missing; study run needs it for extract/tiny/bad, extract/rand/bad"

@@ -3,11 +3,15 @@ line and (for an unknown key) the nearest known one; exit 2 on the command line.
 
 from __future__ import annotations
 
+import os
+import shutil
+
 import pytest
 from click.testing import CliRunner
 
 from featx.cli import main
 from featx.errors import InputError
+from featx.extraction import local_model_folder
 from featx.study import make_plan, study_config
 
 GOOD = """\
@@ -43,9 +47,15 @@ def folder(tmp_path):
     (tmp_path / "sst2.csv").write_text("sentence,label\na b,x\n")
     (tmp_path / "tasks").mkdir()
     for task in ("past_present", "subj_number"):
-        (tmp_path / "tasks" / f"{task}.txt").write_text("tr\tPAST\tShe walked .\nte\tPRES\tShe walks .\n")
+        (tmp_path / "tasks" / f"{task}.txt").write_text(f"tr\tPAST\tShe walked .\nte\tPRES\tShe walks {task} .\n")
     (tmp_path / "empty").mkdir()
     (tmp_path / "linked").symlink_to(tmp_path / "empty")
+    # the same corpus named otherwise: a link, a hard link, a copy; a copy read as another format; other bytes
+    (tmp_path / "sst2-link.csv").symlink_to(tmp_path / "sst2.csv")
+    os.link(tmp_path / "sst2.csv", tmp_path / "hard.csv")
+    for name in ("copy.csv", "copy.tsv"):
+        shutil.copy(tmp_path / "sst2.csv", tmp_path / name)
+    (tmp_path / "other.csv").write_text("sentence,label\na c,x\n")  # the same size
     return tmp_path
 
 
@@ -151,10 +161,31 @@ REPEATS = [
         14,
     ),
     (AGAIN_MODEL + "random_init = true\nseeds = [5]\n", None, None),
+    # the same model by what is loaded: the packaged default by its folder; a folder and a link to it
+    (AGAIN_MODEL + 'model = "{default}"\n', "#3 repeats [[models]] #1: '{default}' and the packaged default", 14),
+    (
+        AGAIN_MODEL + 'model = "empty"\n' + AGAIN_MODEL.replace("again", "linked") + 'model = "./linked/"\n',
+        "[[models]] #4 repeats [[models]] #3: '{folder}/linked' and '{folder}/empty' load the same folder, ",
+        17,
+    ),
     (AGAIN_CORPUS, "[[corpora]] #2 name: [[corpora]] #2 repeats [[corpora]] #1: ", 23),
     (AGAIN_CORPUS.replace('["label"]', '["other"]'), "[[corpora]] #2 repeats [[corpora]] #1", 23),
     (AGAIN_CORPUS + "max_length = 64\n", None, None),
     (AGAIN_CORPUS.replace('"sentence"', '"label"'), None, None),
+    # the same bytes by any name: a link, a hard link, a copy (its sha256); not a copy read as TSV, nor other bytes
+    (AGAIN_CORPUS.replace("./sst2", "sst2-link"), "[[corpora]] #2 repeats [[corpora]] #1: {folder}/sst2.csv, ", 23),
+    (
+        AGAIN_CORPUS.replace("./sst2", "hard"),
+        "#2 repeats [[corpora]] #1: {folder}/hard.csv and {folder}/sst2.csv are the same file",
+        23,
+    ),
+    (
+        AGAIN_CORPUS.replace("./sst2", "copy"),
+        "{folder}/copy.csv and {folder}/sst2.csv are the same bytes, the same options",
+        23,
+    ),
+    (AGAIN_CORPUS.replace("./sst2.csv", "copy.tsv"), None, None),
+    (AGAIN_CORPUS.replace("./sst2", "other"), None, None),
 ]
 
 
@@ -164,7 +195,8 @@ def test_a_model_or_corpus_given_twice_is_refused_naming_both_entries(folder, en
     the same effective options, the same seed) would be extracted and probed twice: refused before any work,
     naming both entries; one that changes the features (an option, a seed) is another model."""
     where = "[[corpora]]" if entry.startswith("[[models]]") else "[probe]"
-    text = GOOD.replace(where, f"{entry}\n{where}")
+    names = {"default": str(local_model_folder("default")), "folder": str(folder.resolve())}
+    text, words = GOOD.replace(where, f"{entry.format(**names)}\n{where}"), words and words.format(**names)
     if words is None:
         study_config(write(folder, text))
         return
@@ -192,7 +224,7 @@ def test_a_corpus_is_named_after_its_file_less_its_format_suffix_and_same_names_
     a duplicate); ``sst2.csv.gz`` is ``sst2``; a SentEval task file keeps its dots too. Two files whose names
     differ only in their format are still refused as one name, with the hint to name them."""
     for name in ("agnews.train.csv", "agnews.test.csv", "sst2.csv.gz", "sst2.tsv"):
-        (folder / name).write_text("sentence,label\na b,x\n")
+        (folder / name).write_text(f"sentence,label\n{name} b,x\n")  # other bytes: not one corpus twice
     (folder / "subj_number.v2.txt").write_text("tr\tPAST\tShe walked .\nte\tPRES\tShe walks .\n")
     entries = [{"path": str(folder / name)} for name in ("agnews.train.csv", "agnews.test.csv", "sst2.csv.gz")]
     study = {"models": [{"name": "m"}], "corpora": [*entries, {"senteval": str(folder / "subj_number.v2.txt")}]}

@@ -13,7 +13,7 @@ from featx.study import make_plan
 
 def test_lexical_once_per_corpus_and_label(tmp_path):
     for name in ("a", "b"):
-        (tmp_path / f"{name}.csv").write_text("text,x,y\nhi,1,2\n")
+        (tmp_path / f"{name}.csv").write_text(f"text,x,y\nhi {name},1,2\n")  # other bytes: not one corpus twice
     study = {
         "study": {"output": str(tmp_path / "out")},
         "models": [

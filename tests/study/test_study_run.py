@@ -212,19 +212,28 @@ def test_a_second_run_is_refused_while_one_holds_the_output(done_study):
 
 
 @pytest.mark.slow  # the done_study fixture: a whole study (~1.8 s)
-def test_dry_run_lists_what_is_done_and_estimates_the_rest(done_study, tmp_path):
+def test_dry_run_lists_what_is_done_and_estimates_the_rest(done_study, tmp_path, monkeypatch):
+    """Each pending extraction estimated (bad's fail reading the corpus), each model loaded once for its corpora."""
+    from featx.extraction.model import loading
+
     study, _, _ = done_study
-    (tmp_path / "more.csv").write_text("text,label\n" + "".join(f"the cat {i},a\n" for i in range(8)))
-    more = {**study, "corpora": [*study["corpora"], {"name": "more", "path": str(tmp_path / "more.csv")}]}
-    table = featx.study.dry_run(more).set_index("cell")
+    for name, rows in (("more", 8), ("most", 6)):
+        (tmp_path / f"{name}.csv").write_text("text,label\n" + "".join(f"the {name} {i},a\n" for i in range(rows)))
+    added = [{"name": name, "path": str(tmp_path / f"{name}.csv")} for name in ("more", "most")]
+    loads: list[bool] = []  # each load's random_init
+    load = loading.load_configured
+    monkeypatch.setattr(loading, "load_configured", lambda config: loads.append(config.random_init) or load(config))
+    table = featx.study.dry_run({**study, "corpora": [*study["corpora"], *added]}).set_index("cell")
     assert (
         table.loc["extract/tiny/sents", "status"] == "done" and table.loc["probe/rand/sents/topic", "status"] == "done"
     )
-    new = table.loc["extract/rand/more"]
-    assert new["status"] == "pending" and new["rows"] == 8 and new["bytes"] > 0 and new["seconds"] > 0
+    assert loads == [False, True]  # tiny, then rand: each once, not once per corpus
+    for model, corpus, rows in (("tiny", "more", 8), ("rand", "more", 8), ("tiny", "most", 6), ("rand", "most", 6)):
+        new = table.loc[f"extract/{model}/{corpus}"]
+        assert new["status"] == "pending" and new["rows"] == rows and new["bytes"] > 0 and new["seconds"] > 0
     assert table.loc["probe/tiny/more/label", "lexical"] and not table.loc["probe/rand/more/label", "lexical"]
     text = featx.study.format_dry_run(table.reset_index())
-    assert "8 extractions and 10 probes; to run: 4 extractions" in text
+    assert "10 extractions and 12 probes; to run: 6 extractions" in text
 
 
 @pytest.mark.slow

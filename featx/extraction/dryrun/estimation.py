@@ -15,6 +15,7 @@ from __future__ import annotations
 import shutil
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -34,15 +35,59 @@ def batch_activation_bytes(
     return int(hidden_states + attention)
 
 
-def estimate(config=None, calibrate: bool = True, from_config: bool | None = None, **options) -> Estimate:
+class LoadedModels:
+    """The model of the last ``estimate``, kept for the next estimate that loads and prepares the very same (a
+    study's dry run estimates each model over its corpora one after the other): each model is loaded once, the one
+    before it let go first (one model in memory, as a run holds). The estimate that loaded it counts the load's
+    seconds (with the imports of a first load, as its run's first extraction pays them); the next ones of that model
+    count none, where their runs load it again (what a reload costs, a fraction of a second once its code is
+    imported, is not measured). A model that failed to load fails the same way again, without another try."""
+
+    def __init__(self) -> None:
+        self._key: tuple | None = None
+        self._loaded: Any = None  # the last model loaded (a LoadedModel)
+        self._error: Exception | None = None
+
+    def load(self, config) -> tuple:
+        """``(model, seconds)``: ``load_configured(config)``'s model and the seconds it took, loaded now; the last
+        call's model and None when it loaded the very same."""
+        from ...errors import FeatxError
+        from ..fast.select import native_requested
+        from ..model import loading
+
+        # What loads it, and what prepares it in place (a Runner packs its linears, keeping the modules its sites'
+        # hooks read on those layers, and an intervention's, unfused): a model is kept only for the very same.
+        key = (
+            config.model, config.device, config.dtype, config.trust_remote_code, config.random_init,
+            config.init_seed, config.max_length, config.device_map, native_requested(config), config.sites,
+            config.layers, config.intervene,
+        )  # fmt: skip
+        if key == self._key:
+            if self._error is not None:
+                raise self._error
+            return self._loaded, None
+        self._key, self._loaded, self._error = None, None, None
+        started = time.perf_counter()
+        try:
+            loaded = loading.load_configured(config)
+        except FeatxError as err:
+            self._key, self._error = key, err
+            raise
+        self._key, self._loaded = key, loaded
+        return loaded, time.perf_counter() - started
+
+
+def estimate(
+    config=None, calibrate: bool = True, from_config: bool | None = None, models: LoadedModels | None = None, **options
+) -> Estimate:
     """The cost of ``featx.extract(config)`` without running it (the same options, the same plan).
 
     ``from_config``: estimate from the model's ``config.json`` alone, loading no weights
     (``model_budget``); None (the default) does so when the folder holds no weights or they are large.
+    ``models``: a ``LoadedModels`` shared by several estimates, so that each model is loaded once.
     """
     from ..config import make_config
     from ..inputs.word_corpus import read_input
-    from ..model.loading import load_configured
     from ..run.resolve import resolve_plan
     from .from_config import estimate_from_config, from_config_reason, shard_input
     from .windows import planned_passes
@@ -52,22 +97,21 @@ def estimate(config=None, calibrate: bool = True, from_config: bool | None = Non
     if reason or from_config:
         return estimate_from_config(config, reason or "asked for", calibrate)
     corpus, shard = shard_input(config, read_input(config))  # a table of texts or word inputs; a shard's rows
+    loaded, load_seconds = (models or LoadedModels()).load(config)
     setup_started = time.perf_counter()
-    loaded = load_configured(config)
     plan = resolve_plan(config, corpus.sha256, loaded, shard)
     from ..tokens.word_tokens import tokenize_input
 
     tokenized = tokenize_input(loaded, corpus, plan)
-    setup_seconds = time.perf_counter() - setup_started  # the real run loads and tokenises the same way
+    setup_seconds = (load_seconds or 0.0) + time.perf_counter() - setup_started  # the run loads and tokenises so
+    setup = "model load and tokenising" if load_seconds is not None else "tokenising (the model loaded before)"
     result = _sizes(plan, corpus, tokenized, loaded)
     passes = planned_passes(plan, tokenized)  # --long window: the windows of each pass the run makes
     result.windows, result.window_passes = int(passes.sum()), len(passes)
     if calibrate and len(corpus):
         forward, note = _calibrate(plan, loaded, tokenized, passes)
         result.seconds = forward + setup_seconds
-        result.calibration = (
-            f"forward passes ~{human_duration(forward)}, model load and tokenising {setup_seconds:.1f} s; {note}"
-        )
+        result.calibration = f"forward passes ~{human_duration(forward)}, {setup} {setup_seconds:.1f} s; {note}"
     return result
 
 

@@ -141,3 +141,32 @@ def test_long_window_estimate_plans_the_runs_windows_and_times_them_at_full_leng
     timed_windows = int(re.search(r"windows calibrated on (\d+) of (\d+)", timed.calibration).group(1))
     assert f"of {sum(ran)}:" in timed.calibration and sum(passes) > timed_windows >= 3  # and a warm-up
     assert timed.seconds > 0
+
+
+def test_estimates_sharing_loaded_models_load_each_model_once(tiny_model, tmp_path, monkeypatch):
+    """``LoadedModels`` (a study's dry run): the same load kept for the next estimate, whatever its corpus or
+    poolings; another model (random weights), or the same prepared otherwise (a Runner keeps hooked modules
+    unfused: other sites), loaded again; a model that fails to load fails again untried."""
+    from featx.errors import ModelError
+    from featx.extraction import ExtractConfig, LoadedModels
+    from featx.extraction.model import loading
+
+    loads: list[str] = []
+    load = loading.load_configured
+    monkeypatch.setattr(loading, "load_configured", lambda config: loads.append(config.model) or load(config))
+    corpus, other = write_csv(tmp_path / "c.csv", SENTENCES), write_csv(tmp_path / "o.csv", SENTENCES * 2)
+    models = LoadedModels()
+    config = ExtractConfig(corpus=str(corpus), model=str(tiny_model))
+    first, seconds = models.load(config)
+    kept, none = models.load(config.replace(corpus=str(other), poolings="cls"))
+    assert kept is first and seconds > 0 and none is None and len(loads) == 1
+    alone = featx.estimate(other, model=str(tiny_model), calibrate=False)
+    shared = featx.estimate(other, model=str(tiny_model), calibrate=False, models=models)
+    assert (shared.rows, shared.tokens, shared.file_bytes) == (alone.rows, alone.tokens, alone.file_bytes)
+    assert len(loads) == 2 and models.load(config.replace(random_init=True))[0] is not first and len(loads) == 3
+    assert models.load(config.replace(sites="hidden,ffn"))[1] is not None and len(loads) == 4
+    (tmp_path / "empty").mkdir()
+    for _ in range(2):
+        with pytest.raises(ModelError, match="no config.json"):
+            models.load(config.replace(model=str(tmp_path / "empty")))
+    assert len(loads) == 5
