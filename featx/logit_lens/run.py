@@ -137,6 +137,7 @@ def _probe(config: LensConfig, features: Path) -> tuple[Any, pd.DataFrame, dict[
         lexical=False,
         write=False,
         has_group=False,  # featx lens has no --group: its notes name none
+        progress=config.progress,  # featx lens -q: no bar over its probe's layers either
     )
     task = task_for(resolve_plan(probe_config))
     table = run_task(task).table

@@ -264,7 +264,9 @@ class ProbeConfig(Options):
         group=OUTPUT,
         help="POOLING[/CLASSIFIER] of the per-row predictions file (default: those of the best layer).",
     )
-    progress: bool = False
+    progress: bool = option(
+        True, flag=("--quiet", "-q"), negate=True, group=OUTPUT, help="No progress bar (as extract -q)."
+    )
     task: str = option(
         "auto",
         flag="--task",
