@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from ...errors import InputError
+from ...options import keywords_of
 from ...selection import parse_poolings
 from ..config import ProbeConfig
 from ..meta import file_meta
@@ -237,6 +238,7 @@ def _resolve(config: ProbeConfig, source: Any, notes: list[str]) -> tuple[Struct
     return inputs, layers, poolings, file
 
 
+@keywords_of(ProbeConfig)
 def structural_probe(config: ProbeConfig | str | Path | None = None, source: Any = None, **options: Any):
     """Structural probes of a treebank's features file: ``structural_probe("gum.h5", structural="distance")``.
 
