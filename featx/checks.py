@@ -10,12 +10,20 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from numbers import Integral, Real
 from typing import Any
 
 from .errors import InputError
 from .options import Check, flag_of, normalise, on_command_line, spoken, spoken_value
+
+# A check's hint: text, or made from the config when the check fails, so that it names options as the caller wrote
+# them (``lambda config: f"use {spoken_value(config, 'join', 'id')}"``: ``--join id``, ``join='id'``).
+Hint = str | Callable[[Any], str] | None
+
+
+def _hint(hint: Hint, config: Any) -> str | None:
+    return hint(config) if callable(hint) else hint
 
 
 def _is_whole(value: Any) -> bool:  # numpy's integers too (stored as int), never a bool
@@ -33,7 +41,7 @@ def whole(
     minimum: int = 1,
     maximum: int | None = None,
     optional: bool = False,
-    hint: str | None = None,
+    hint: Hint = None,
 ) -> Check:
     """``name`` is a whole number of at least ``minimum`` and at most ``maximum`` (or None, when ``optional``)."""
 
@@ -45,7 +53,7 @@ def whole(
         if not _is_whole(value) or value < minimum:
             default = f"give {named} a whole number of at least {minimum}"
             default += ", or leave it out for the default" if optional else ""
-            raise InputError(f"{given} must be a whole number of at least {minimum}", hint or default)
+            raise InputError(f"{given} must be a whole number of at least {minimum}", _hint(hint, config) or default)
         if maximum is not None and value > maximum:
             raise InputError(
                 f"{given} is too large: at most {maximum}",
@@ -98,7 +106,7 @@ def number(
     high: float | None = None,
     low_open: bool = True,
     optional: bool = False,
-    hint: str | None = None,
+    hint: Hint = None,
 ) -> Check:
     """``name`` is a finite number above ``low`` (at least ``low`` unless ``low_open``), at most ``high``."""
 
@@ -113,14 +121,16 @@ def number(
                 f" and at most {high:g}" if high is not None else ""
             )
             named, given = spoken(config, name, flag), spoken_value(config, name, value, flag)
-            raise InputError(f"{given} must be a number {bound}", hint or f"give {named} a number {bound}")
+            raise InputError(
+                f"{given} must be a number {bound}", _hint(hint, config) or f"give {named} a number {bound}"
+            )
         if not isinstance(value, (int, float)):
             normalise(config, name, float(value))  # numpy's float32 as Python's float
 
     return check
 
 
-def numbers(name: str, flag: str, *, hint: str | None = None) -> Check:
+def numbers(name: str, flag: str, *, hint: Hint = None) -> Check:
     """``name`` is a non-empty sequence of finite positive numbers (a grid of C or alpha)."""
 
     def check(config: Any) -> None:
@@ -132,13 +142,13 @@ def numbers(name: str, flag: str, *, hint: str | None = None) -> Check:
         if not good:
             named = spoken(config, name, flag)
             example = f"e.g. {named} 0.1,1,10" if on_command_line() else f"e.g. {name}=(0.1, 1, 10)"
-            raise InputError(f"{named} must hold positive numbers (got {values!r})", hint or example)
+            raise InputError(f"{named} must hold positive numbers (got {values!r})", _hint(hint, config) or example)
         normalise(config, name, tuple(float(v) for v in values))
 
     return check
 
 
-def one_of(name: str, flag: str, choices: Iterable[str], *, optional: bool = False, hint: str | None = None) -> Check:
+def one_of(name: str, flag: str, choices: Iterable[str], *, optional: bool = False, hint: Hint = None) -> Check:
     """``name`` is one of ``choices`` (case-insensitive, spaces around ignored; stored lower-case)."""
     allowed = tuple(choices)
 
@@ -149,7 +159,9 @@ def one_of(name: str, flag: str, choices: Iterable[str], *, optional: bool = Fal
         spelled = str(value).strip().lower()
         if spelled not in allowed:
             given = spoken_value(config, name, value, flag, shown=f"'{value}'")
-            raise InputError(f"{given} is not understood", hint or f"choose one of: {', '.join(allowed)}")
+            raise InputError(
+                f"{given} is not understood", _hint(hint, config) or f"choose one of: {', '.join(allowed)}"
+            )
         normalise(config, name, spelled)
 
     return check
@@ -178,15 +190,15 @@ def names(name: str, flag: str, *, choices: Iterable[str] | None = None, example
     return check
 
 
-def requires(
-    name: str, flag: str, other: str, other_flag: str, *, default: Any = None, hint: str | None = None
-) -> Check:
+def requires(name: str, flag: str, other: str, other_flag: str, *, default: Any = None, hint: Hint = None) -> Check:
     """``name`` differs from ``default`` only together with ``other`` (e.g. ``--join`` needs ``--labels``)."""
 
     def check(config: Any) -> None:
         if getattr(config, name) != default and getattr(config, other) is None:
             named, needed = spoken(config, name, flag), spoken(config, other, other_flag)
-            raise InputError(f"{named} applies to {needed} only", hint or f"add {needed}, or leave {named} out")
+            raise InputError(
+                f"{named} applies to {needed} only", _hint(hint, config) or f"add {needed}, or leave {named} out"
+            )
 
     return check
 

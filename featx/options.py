@@ -15,10 +15,13 @@ until ``REMOVED_IN``; the old Python keyword is the old flag's name (``seed``).
 
 A violation names the option as its caller wrote it: the flag on the command line (``--batch-size 0``), the
 keyword from Python (``batch_size=0``). The CLI runs its commands inside ``command_line()``, featx's Python entry
-points (``featx.embed``, ``featx.extract``...) inside ``keywords_of(Config)``; a check phrases an option with
-``spoken`` and ``spoken_value``, and whatever flag of the config a message still names (a hint written as text, a
-check deeper in the package, an error found while running) is reworded for the Python caller by ``for_caller``;
-each option is still declared once, as its field. A caller that says neither (a config made directly) reads flags.
+points (``featx.embed``, ``featx.extract``, ``featx.probe``, ``featx.fit``...) inside ``keywords_of(Config)`` (a
+``with`` block, or a decorator); a check phrases an option with ``spoken`` and ``spoken_value`` (several together
+with ``joined``, a whole call with ``spoken_command``), and whatever flag of the config a message still names (a
+hint written as text, a check deeper in the package, an error found while running) is reworded for the Python
+caller by ``for_caller``: a bare flag only, so a flag with its value (``--folds 1``, which would read ``folds 1``)
+or a command line (``featx fit FEATURES --label head``) is phrased with those instead. Each option is still
+declared once, as its field. A caller that says neither (a config made directly) reads flags.
 
 A list-like option (layers, poolings, sites, classifiers, label columns... given as a comma list) is declared
 ``listed=True``; one rule, checked before any config's ``CONSTRAINTS`` (``refuse_empty_lists``), refuses its empty
@@ -158,6 +161,28 @@ def spoken_value(config: Any, name: str, value: Any, flag: str | None = None, *,
     if isinstance(value, bool) and shown is None and isinstance(getattr(_field(config, name), "default", None), bool):
         return spoken(config, name, flag)
     return f"{spoken(config, name, flag)} {value if shown is None else shown}"
+
+
+class Placeholder(str):
+    """A value a message leaves for the caller to choose, written bare both ways: ``--bins N``, ``bins=N`` (a
+    ``str`` would read ``bins='N'``)."""
+
+    def __repr__(self) -> str:
+        return str(self)
+
+
+def joined(*phrases: str) -> str:
+    """Several options as the caller writes them together: side by side on the command line (``--label head
+    --arcs``), a keyword list from Python (``label='head', arcs=True``); each phrased by ``spoken_value``."""
+    return (" " if on_command_line() else ", ").join(phrases)
+
+
+def spoken_command(command: str, argument: str, *phrases: str) -> str:
+    """A whole call as its caller would type it: ``featx fit FEATURES --label head --arcs`` on the command line,
+    ``featx.fit(features, label='head', arcs=True)`` from Python (``argument`` lower-cased as its parameter)."""
+    if on_command_line():
+        return " ".join((f"featx {command}", argument, *phrases))
+    return f"featx.{command}({', '.join((argument.lower(), *phrases))})"
 
 
 def _keywords(cls: type) -> dict[str, str]:
@@ -338,11 +363,13 @@ __all__ = [
     "FeatxDeprecationWarning",
     "Flag",
     "Options",
+    "Placeholder",
     "command_line",
     "deprecation",
     "flag_of",
     "flagged",
     "for_caller",
+    "joined",
     "keyword_doc",
     "keyword_of",
     "keywords_of",
@@ -354,5 +381,6 @@ __all__ = [
     "renamed",
     "normalise",
     "spoken",
+    "spoken_command",
     "spoken_value",
 ]

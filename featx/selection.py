@@ -150,17 +150,19 @@ def parse_layer_specs(spec: str, available: list[int], allow_combined: bool = Tr
     return unique
 
 
-def check_layer_spelling(spec: str | None, flag: str, allow_combined: bool = True) -> None:
+def check_layer_spelling(spec: str | None, flag: str, allow_combined: bool = True, given: str | None = None) -> None:
     """``spec``'s spelling as ``parse_layer_specs`` reads it, before any model or file says which layers there
     are (whether they exist is checked then): an ``InputError`` naming ``flag`` for an item that is none of
-    ``all``, an index, a slice, ``cat(...)`` or ``stack(...)`` of them."""
+    ``all``, an index, a slice, ``cat(...)`` or ``stack(...)`` of them (``given``: the option with its value as the
+    caller wrote it, ``layers='x'`` from Python; else ``flag spec``)."""
+    given = given or f"{flag} {spec}"
     for kind, _, parts in _feature_sets((spec or "all").replace(" ", "")):
         if kind != "single" and not allow_combined:
-            raise InputError(f"{flag} {spec}: {kind}(...) is a probe option; extraction stores layers separately")
+            raise InputError(f"{given}: {kind}(...) is a probe option; extraction stores layers separately")
         for part in parts:
             if part != "all" and not _SLICE.match(part) and not _is_index(part):
                 raise InputError(
-                    f"{flag} {spec}: layer '{part}' is not a number",
+                    f"{given}: layer '{part}' is not a number",
                     "use 'all', an index like 3 or -1, a slice like -4:, or cat(-4:)",
                 )
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import InputError
+from ..options import joined, spoken, spoken_value
 from ..probing import HEAD_LABEL, attachment_task, refuse_word_group, relation_task
 from ..state import given_or_last
 from ..store import FeatureFile
@@ -44,8 +45,9 @@ def _check_arc_options(config: FitConfig, label: str) -> None:
     check_word_options(config, label)
     if label == HEAD_LABEL and config.metric is not None:
         raise InputError(
-            f"--metric {config.metric}: a head selector is chosen on its attachment score (UAS)",
-            "leave --metric out with --label head --arcs",
+            f"{spoken_value(config, 'metric', config.metric)}: a head selector is chosen on its attachment score (UAS)",
+            f"leave {spoken(config, 'metric')} out with "
+            f"{joined(spoken_value(config, 'label', HEAD_LABEL), spoken_value(config, 'arcs', True))}",
         )
 
 

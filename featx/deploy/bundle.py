@@ -23,6 +23,7 @@ from .._version import __version__
 from ..errors import InputError
 from ..safe_files import NotARegularFile, check_overwrite, is_bundle_folder
 from . import checks
+from .config import overwrite_hint
 from .probe import Probe
 
 MANIFEST, WEIGHTS = checks.MANIFEST, checks.WEIGHTS
@@ -67,7 +68,7 @@ def write_bundle(probe: Probe, target: Path, overwrite: bool = False) -> Path:
     if target.is_symlink() or (target.exists() and not target.is_dir()):
         raise InputError(f"{target} exists and is not a bundle folder", "choose another -o path")
     if target.exists() and not overwrite:
-        raise InputError(f"{target} already exists", "pass --overwrite to replace it, or choose another -o path")
+        raise InputError(f"{target} already exists", overwrite_hint())
     check_overwrite(target, "probe bundle", is_bundle_folder)
     target.parent.mkdir(parents=True, exist_ok=True)
     manifest = manifest_of(probe, "", 0)  # its content, digested into the weights file; then the weights' digest

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import InputError
+from ..options import Placeholder, joined, spoken_value
 from ..probing import (
     Groups,
     check_group_count,
@@ -72,6 +73,14 @@ def cv_folds(
     return list(splitter.split(np.zeros(len(y)), y))
 
 
+def _one_candidate() -> str:
+    """``--layer K --pooling P`` on the command line, ``layer=K, pooling=P`` from Python: one candidate."""
+    return joined(
+        spoken_value(None, "layer", Placeholder("K"), "--layer"),
+        spoken_value(None, "pooling", Placeholder("P"), "--pooling"),
+    )
+
+
 def _class_folds(y: np.ndarray, n_classes: int, folds: int) -> int:
     """The folds a class label allows: at most the rows of its smallest class (a single row is refused)."""
     counts = np.bincount(y, minlength=n_classes)
@@ -79,7 +88,7 @@ def _class_folds(y: np.ndarray, n_classes: int, folds: int) -> int:
     if smallest < 2:
         raise InputError(
             "a class has a single training row: the layer and pooling cannot be cross-validated",
-            "add rows of that class, or give --layer K and --pooling P to fit without choosing",
+            f"add rows of that class, or give {_one_candidate()} to fit without choosing",
         )
     return min(folds, smallest)
 
@@ -90,7 +99,7 @@ def _group_folds(y: np.ndarray, groups: np.ndarray, folds: int, seed: int) -> li
     if n_groups < 2:
         raise InputError(
             "the training words come from a single sentence: the layer and pooling cannot be cross-validated",
-            "give more training sentences, or --layer K and --pooling P to fit without choosing",
+            f"give more training sentences, or {_one_candidate()} to fit without choosing",
         )
     return stratified_group_splits(y, groups, min(folds, n_groups), seed)
 

@@ -9,7 +9,7 @@ from typing import ClassVar
 
 from ..checks import number, numbers, one_of, path_like, spelled, text, whole
 from ..errors import InputError
-from ..options import Check, Options, option
+from ..options import Check, Options, on_command_line, option, spoken_value
 from ..probing import (
     DEFAULT_ALPHAS,
     DEFAULT_CS,
@@ -36,7 +36,7 @@ def _check_metric(config: FitConfig) -> None:
     spelled = str(config.metric).strip().lower()
     if spelled not in CLASS_METRICS + VALUE_METRICS:
         raise InputError(
-            f"--metric '{config.metric}' is not understood",
+            f"{spoken_value(config, 'metric', config.metric, shown=repr(config.metric))} is not understood",
             f"classification: {', '.join(CLASS_METRICS)}; regression: {', '.join(VALUE_METRICS)}",
         )
     object.__setattr__(config, "metric", spelled)
@@ -44,7 +44,19 @@ def _check_metric(config: FitConfig) -> None:
 
 def _check_output(config: FitConfig) -> None:
     if config.output is not None and not str(config.output).strip():
-        raise InputError("-o/--output is empty", "name the bundle folder, e.g. -o model.featx")
+        if on_command_line():
+            raise InputError("-o/--output is empty", "name the bundle folder, e.g. -o model.featx")
+        raise InputError(
+            "output is empty", f"name the bundle folder, e.g. {spoken_value(config, 'output', 'model.featx')}"
+        )
+
+
+def overwrite_hint() -> str:
+    """How to replace an existing bundle or write another: ``--overwrite``, ``-o`` on the command line,
+    ``overwrite=True``, ``output`` from Python."""
+    if on_command_line():
+        return "pass --overwrite to replace it, or choose another -o path"
+    return "pass overwrite=True to replace it, or choose another output path"
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..extraction import config_sha256, tokenizer_sha256
+from ..options import keywords_of
 from ..probing import bootstrap_intervals, few_scored_note, few_val_note, regression_bootstrap
 from ..safe_files import check_overwrite, check_writable, is_bundle_folder, writing
 from ..store import FeatureFile
@@ -26,7 +27,7 @@ from .arc_plan import SELECTOR, resolve_arc_fit
 from .attach import choose_heads, head_test, head_test_lines, training_baselines
 from .bundle import write_bundle
 from .choose import Candidate, choose, fit_any, fit_options, score_of, take
-from .config import FitConfig
+from .config import FitConfig, overwrite_hint
 from .cv_baselines import (
     LEXICAL_NAMES,
     choice_groups,
@@ -205,6 +206,7 @@ def _selection(plan: FitPlan, report: Callable[[str], None] | None, folds: list)
     return choose(plan.path, plan.candidates, rows, y, plan.classes, plan.metric, options, report, groups, folds)
 
 
+@keywords_of(FitConfig)  # from Python, an error names the keyword given (layer=9), the CLI the flag
 def fit(config: FitConfig | str | Path | None = None, report: Callable[[str], None] | None = None, **options: Any):
     """Fit and save a probe: ``featx.fit("feats.h5", label="sentiment", layer="auto", output="m.featx")``.
 
@@ -217,7 +219,7 @@ def fit(config: FitConfig | str | Path | None = None, report: Callable[[str], No
     config = FitConfig.build(config, **options)
     plan = resolve_arc_fit(config) if config.arcs else resolve_fit(config)
     if plan.config.write and plan.output.exists() and not plan.config.overwrite:
-        raise InputError(f"{plan.output} already exists", "pass --overwrite to replace it, or choose another -o path")
+        raise InputError(f"{plan.output} already exists", overwrite_hint())
     if plan.config.write and plan.config.overwrite:  # before any fitting: only a bundle is ever replaced
         check_overwrite(plan.output, "probe bundle", is_bundle_folder)
     if plan.config.write:

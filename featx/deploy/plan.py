@@ -11,6 +11,7 @@ import numpy as np
 
 from .. import store
 from ..errors import InputError
+from ..options import Placeholder, spoken, spoken_command, spoken_value
 from ..probing import (
     HEAD_LABEL,
     Groups,
@@ -107,7 +108,7 @@ def metric_of(config: FitConfig, task: str) -> str:
         return allowed[0]
     if config.metric not in allowed:
         raise InputError(
-            f"--metric {config.metric} does not apply to a {task} label",
+            f"{spoken_value(config, 'metric', config.metric)} does not apply to a {task} label",
             f"choose one of: {', '.join(allowed)}",
         )
     return config.metric
@@ -232,9 +233,10 @@ def _wants_words(features: FeatureFile, config: FitConfig) -> bool:
         return not features.label_columns
     words = features.word_label_columns()
     if config.label == HEAD_LABEL and config.label not in words and config.label not in features.label_columns:
+        label, arcs = spoken_value(config, "label", HEAD_LABEL), spoken_value(config, "arcs", True)
         raise InputError(
-            "'head' is the dependency arcs of a word input, fitted as a head selector with --arcs",
-            "add --arcs: featx fit FEATURES --label head --arcs",
+            f"'head' is the dependency arcs of a word input, fitted as a head selector with {arcs}",
+            f"add {arcs}: {spoken_command('fit', 'FEATURES', label, arcs)}",
         )
     return config.label in words and config.label not in features.label_columns
 
@@ -254,8 +256,8 @@ def word_candidates(features: FeatureFile, config: FitConfig) -> list[tuple[Laye
     specs = parse_layer_specs(_auto(config.layer), features.layers)
     if any(spec.kind != "single" for spec in specs):
         raise InputError(
-            f"--layer {config.layer}: a word probe reads one layer at a time",
-            "give --layer K (or auto, every stored layer, one at a time)",
+            f"{spoken_value(config, 'layer', config.layer)}: a word probe reads one layer at a time",
+            f"give {spoken_value(config, 'layer', Placeholder('K'))} (or auto, every stored layer, one at a time)",
         )
     stored = tuple(features.word_poolings())
     return [(spec, pooling) for spec in specs for pooling in parse_poolings(_auto(config.pooling), stored)]
@@ -265,7 +267,7 @@ def check_word_options(config: FitConfig, label: str) -> None:
     if config.task == "regression" or config.classifier == "ridge":
         raise InputError(
             f"'{label}' is a word label, and featx fit learns word labels as classes",
-            "use --classifier logreg, svm or mlp, and leave --task out",
+            f"use {spoken_value(config, 'classifier', 'logreg')}, svm or mlp, and leave {spoken(config, 'task')} out",
         )
 
 
@@ -299,6 +301,25 @@ def sentence_groups(sentences: np.ndarray) -> Groups:
     return Groups("sentence", codes.astype(np.int64), [str(int(number)) for number in present])
 
 
+def _check_head(config: FitConfig, label: str, task: str, notes: list[str]) -> None:
+    """The head fits the label's task: ridge for a number (logreg and svm become ridge, said in ``notes``), any
+    other for classes."""
+    if task == "regression" and config.classifier in ("logreg", "svm"):
+        notes.append(f"'{label}' is numeric: fitted as regression with ridge")
+    elif task == "regression" and config.classifier == "mlp":
+        raise InputError(
+            f"'{label}' is fitted as regression, and featx fit saves ridge regression heads only",
+            f"use {spoken_value(config, 'classifier', 'ridge')}, or "
+            f"{spoken_value(config, 'task', 'classification')} with binned labels",
+        )
+    elif task == "classification" and config.classifier == "ridge":
+        raise InputError(
+            f"ridge is a regression head, and '{label}' is fitted as classes",
+            f"use {spoken_value(config, 'classifier', 'logreg')}, or "
+            f"{spoken_value(config, 'task', 'regression')} for a numeric label",
+        )
+
+
 def resolve_fit(config: FitConfig) -> FitPlan:
     """Open the features file once and decide the run (every input check before any fitting)."""
     path, using_last = given_or_last(config.features, "features")
@@ -308,18 +329,7 @@ def resolve_fit(config: FitConfig) -> FitPlan:
             return _resolve_words(config, Path(path), features, notes)
         label = default_label(features, config, notes)  # type: ignore[arg-type]
         task = resolve_task(features, label, config.task).value
-        if task == "regression" and config.classifier in ("logreg", "svm"):
-            notes.append(f"'{label}' is numeric: fitted as regression with ridge")
-        elif task == "regression" and config.classifier == "mlp":
-            raise InputError(
-                f"'{label}' is fitted as regression, and featx fit saves ridge regression heads only",
-                "use --classifier ridge, or --task classification with binned labels",
-            )
-        elif task == "classification" and config.classifier == "ridge":
-            raise InputError(
-                f"ridge is a regression head, and '{label}' is fitted as classes",
-                "use --classifier logreg, or --task regression for a numeric label",
-            )
+        _check_head(config, label, task, notes)
         rows, y, names = _targets(features, label, task)
         kept = kept_in_split(features, rows, notes)
         rows, y = rows[kept], y[kept]
@@ -333,7 +343,8 @@ def resolve_fit(config: FitConfig) -> FitPlan:
         if any(spec.kind == "stack" for spec, _ in candidates) and (classes is None or config.classifier == "mlp"):
             raise InputError(
                 "stack combines linear probes of a class label (logreg or svm)",
-                "use --classifier logreg or svm on a class label, or a single layer or cat(...)",
+                f"use {spoken_value(config, 'classifier', 'logreg')} or svm on a class label, or a single layer or "
+                "cat(...)",
             )
         extraction = extraction_of(features)
         fingerprint, layers = features.fingerprint, list(features.layers)

@@ -21,8 +21,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import InputError
+from ..options import spoken_value
 
-HINT = "write --answers ' yes, no' (answer i for the label's i-th class) or 'positive= great,negative= awful'"
+
+def _hint() -> str:
+    """How to write the answers, as the caller writes the option (``--answers ' yes, no'``, ``answers=' yes, no'``)."""
+    return f"write {_answers(' yes, no')} (answer i for the label's i-th class) or 'positive= great,negative= awful'"
+
+
+def _answers(spec: object) -> str:
+    return spoken_value(None, "answers", spec, "--answers", shown=repr(spec))
 
 
 @dataclass(frozen=True)
@@ -68,24 +76,24 @@ def _shown(names: list[str]) -> str:
 def parse_answers(spec: str | None) -> Answers:
     """``--answers`` parsed; refused when empty, with an empty answer, a repeat, or mixed spellings."""
     if not isinstance(spec, str) or not spec.strip(","):
-        raise InputError("--answers is empty", HINT)
+        raise InputError("--answers is empty", _hint())
     items = spec.split(",")
     mapped = ["=" in item for item in items]
     if any(mapped) and not all(mapped):
-        raise InputError(f"--answers {spec!r} mixes LABEL=ANSWER items and plain answers", HINT)
+        raise InputError(f"{_answers(spec)} mixes LABEL=ANSWER items and plain answers", _hint())
     if all(mapped):
         pairs = [item.split("=", 1) for item in items]
         labels, texts = tuple(name.strip() for name, _ in pairs), tuple(text for _, text in pairs)
     else:
         labels, texts = None, tuple(items)
     if any(not text for text in texts) or (labels is not None and any(not name for name in labels)):
-        raise InputError(f"--answers {spec!r} has an empty answer or label", HINT)
+        raise InputError(f"{_answers(spec)} has an empty answer or label", _hint())
     for what, values in (("answer", texts), ("label", labels or ())):
         repeated = sorted({value for value in values if values.count(value) > 1})
         if repeated:
-            raise InputError(f"--answers {spec!r} repeats the {what} {repeated[0]!r}", HINT)
+            raise InputError(f"{_answers(spec)} repeats the {what} {repeated[0]!r}", _hint())
     if len(texts) < 2:
-        raise InputError(f"--answers {spec!r} gives one answer; the lens compares at least two", HINT)
+        raise InputError(f"{_answers(spec)} gives one answer; the lens compares at least two", _hint())
     return Answers(texts, labels)
 
 

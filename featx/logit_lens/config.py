@@ -9,7 +9,7 @@ from typing import ClassVar
 from ..checks import path_like, text, whole
 from ..errors import InputError
 from ..io import corpus_stem
-from ..options import MAX_SEED, Check, Options, normalise, option
+from ..options import MAX_SEED, Check, Options, normalise, on_command_line, option, spoken, spoken_value
 from .answers import parse_answers
 
 INPUT, PROBE, RUN = "Input", "Probe and evaluation", "Model and output"
@@ -19,9 +19,12 @@ def _check_template(config) -> None:
     if config.chat_template and config.template is None:
         return  # the text itself is the user turn
     if not isinstance(config.template, str) or not config.template:
+        decoder = "Review: {text}\nSentiment:"
         raise InputError(
-            "featx lens needs --template: the prompt whose answering position the lens reads",
-            "e.g. --template 'Review: {text}\\nSentiment:' (a decoder), 'Review: {text} It was [MASK].' (an MLM)",
+            f"{'featx lens' if on_command_line() else 'featx.lens'} needs {spoken(config, 'template')}: the prompt "
+            "whose answering position the lens reads",
+            f"e.g. {spoken_value(config, 'template', decoder, shown=repr(decoder))} (a decoder), "
+            "'Review: {text} It was [MASK].' (an MLM)",
         )
 
 
@@ -31,7 +34,10 @@ def _check_answers(config) -> None:
 
 def _check_layers(config) -> None:
     if not isinstance(config.layers, str) or not config.layers.strip():
-        raise InputError(f"--layer {config.layers!r} is not understood", "e.g. all, 0,3,6 or -4:")
+        raise InputError(
+            f"{spoken_value(config, 'layers', config.layers, shown=repr(config.layers))} is not understood",
+            "e.g. all, 0,3,6 or -4:",
+        )
     normalise(config, "layers", config.layers.strip())
 
 

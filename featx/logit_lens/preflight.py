@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import InputError
+from ..options import spoken_value
 from ..safe_files import loads_json
 from .answers import Answers, answer_token_ids, parse_answers
 from .config import LensConfig
@@ -53,6 +54,11 @@ def answering_position(config: LensConfig, template: str | None, head: LensHead,
     return "last"
 
 
+def _template(template: object) -> str:
+    """``--template 'T'`` on the command line, ``template='T'`` from Python (``options.spoken_value``)."""
+    return spoken_value(None, "template", template, "--template", shown=repr(template))
+
+
 def check_decoder_prompt(template: str, text_col: str, tokenizer, model: str) -> None:
     """Refuse a decoder's template whose last token is not where an answer is read: one that ends in a field
     (the row's own text), or a tokenizer that ends every prompt with a special token."""
@@ -61,7 +67,7 @@ def check_decoder_prompt(template: str, text_col: str, tokenizer, model: str) ->
     last_literal, last_field = parse_template(template, text_col).pieces[-1]
     if last_field is not None or not last_literal.strip():
         raise InputError(
-            f"--template {template!r} has no answer position: it ends in a field (or in whitespace after one), so "
+            f"{_template(template)} has no answer position: it ends in a field (or in whitespace after one), so "
             "the decoder's last token (where the answer is predicted) would be the row's own text",
             "end the template with the question, e.g. 'Review: {text}\\nSentiment:'",
         )
@@ -83,9 +89,9 @@ def _mask_position(config: LensConfig, template: str | None, tokenizer, model: s
     literals = "".join(literal for literal, _ in parse_template(str(template), config.text_col).pieces)
     if not mask or literals.count(mask) != 1:
         raise InputError(
-            f"--template {template!r} has no answer position for the MLM {model}: it needs its mask token "
+            f"{_template(template)} has no answer position for the MLM {model}: it needs its mask token "
             f"{mask!r} exactly once (where the answer goes)",
-            f"e.g. --template '{{text}} It was {mask}.'",
+            f"e.g. {_template(f'{{text}} It was {mask}.')}",
         )
     return f"marker:{mask}"
 
@@ -99,7 +105,7 @@ def label_classes(config: LensConfig, answers: Answers) -> tuple[list[str], list
     if column is None:
         known = ", ".join(corpus.labels) or "none"
         raise InputError(
-            f"--label {config.label}: {config.corpus} has no such column (labels: {known})",
+            f"{spoken_value(config, 'label', config.label)}: {config.corpus} has no such column (labels: {known})",
             "name the column whose values the answers stand for",
         )
     present = sorted({int(code) for code in column.codes if code >= 0})

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..options import keywords_of
 from .config import LensConfig
 from .preflight import AT_POOLING, Prepared, prepare
 
@@ -137,6 +138,7 @@ def _probe(config: LensConfig, features: Path) -> tuple[Any, pd.DataFrame, dict[
         lexical=False,
         write=False,
         has_group=False,  # featx lens has no --group: its notes name none
+        progress=config.progress,  # featx lens -q: no bar over its probe's layers either
     )
     task = task_for(resolve_plan(probe_config))
     table = run_task(task).table
@@ -167,6 +169,7 @@ def lens_table(config: LensConfig, prepared: Prepared, features: Path) -> tuple[
     return pd.DataFrame.from_records(records, columns=COLUMNS), list(task.plan.notes)
 
 
+@keywords_of(LensConfig)
 def lens(config: LensConfig | str | Path | None = None, **options: Any) -> LensResult:
     """The logit lens beside the probe: ``featx.lens("reviews.csv", template="Review: {text}\\nSentiment:",
     answers=" good, bad", label="sentiment", model="gpt2")``. Every check first (the head, the answers'

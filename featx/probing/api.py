@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ..options import keywords_of
 from .config import ProbeConfig
 from .meta import Level, Task
 from .plan import ProbePlan, probe_config, resolve_plan
@@ -17,6 +18,7 @@ from .results import ProbeResult
 from .tasks.base import ProbeTask, run_task
 
 
+@keywords_of(ProbeConfig)  # from Python, an error names the keyword given (folds=1), the CLI the flag
 def probe(config: ProbeConfig | str | Path | None = None, **options: Any) -> ProbeResult:
     """Probe a features file: ``featx.probe("feats.h5", layers="all", poolings="mean,cls")``.
 

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
-from ..checks import names, path_like, requires, spelled, text, whole
+from ..checks import names, path_like, spelled, text, whole
 from ..errors import InputError
-from ..options import MAX_SEED, Check, Options, option
+from ..options import MAX_SEED, Check, Options, option, spoken, spoken_value
 from ..selection import check_layer_spelling
 from .shared_options import (
     check_group,
@@ -35,13 +35,18 @@ DEFAULT_CS = (1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0)
 def check_folds(config) -> None:
     """``folds`` is at least 2 (shared by every command that cross-validates)."""
     if int(config.folds) < 2:
-        raise InputError(f"--folds {config.folds} is too small", "use at least 2 folds (default 5)")
+        raise InputError(
+            f"{spoken_value(config, 'folds', config.folds, '--folds')} is too small", "use at least 2 folds (default 5)"
+        )
 
 
 def check_jobs(config) -> None:
     """``jobs`` is not 0 (None: one per core; -1 too)."""
     if config.jobs is not None and int(config.jobs) == 0:
-        raise InputError("--jobs 0 runs nothing", "use a positive number, or -1 for one job per core")
+        raise InputError(
+            f"{spoken_value(config, 'jobs', config.jobs, '--jobs')} runs nothing",
+            "use a positive number, or -1 for one job per core",
+        )
 
 
 def _positive_grid(name: str, what: str):
@@ -54,12 +59,14 @@ def _positive_grid(name: str, what: str):
 
 
 def _check_layer_spelling(config: ProbeConfig) -> None:
-    check_layer_spelling(config.layers, "--layer")
+    check_layer_spelling(config.layers, "--layer", given=spoken_value(config, "layers", config.layers))
 
 
 def _check_task(config: ProbeConfig) -> None:
     if str(config.task).lower() not in TASKS:
-        raise InputError(f"--task {config.task} is not known", "choose classification, regression or auto")
+        raise InputError(
+            f"{spoken_value(config, 'task', config.task)} is not known", "choose classification, regression or auto"
+        )
 
 
 def _check_classifiers(config: ProbeConfig) -> None:
@@ -99,8 +106,9 @@ def check_labels_file(config) -> None:
     given = config.labels
     if isinstance(given, (str, Path)) and not Path(given).suffix and not Path(given).exists():
         raise InputError(
-            f"--labels {given}: no such label file (--labels joins a file of label columns)",
-            f"to probe a stored label column, use --label {given} (singular)",
+            f"{spoken_value(config, 'labels', given, '--labels')}: no such label file "
+            f"({spoken(config, 'labels', '--labels')} joins a file of label columns)",
+            f"to probe a stored label column, use {spoken_value(config, 'label', str(given), '--label')} (singular)",
         )
 
 
@@ -120,7 +128,7 @@ def _check_metric(config: ProbeConfig) -> None:
     name = str(config.metric).strip().lower()
     if name not in METRICS:
         raise InputError(
-            f"--metric {config.metric} is not known",
+            f"{spoken_value(config, 'metric', config.metric)} is not known",
             "choose accuracy, macro_f1 or balanced_accuracy for classes; r2, pearson or spearman for a number",
         )
     object.__setattr__(config, "metric", name)
@@ -128,6 +136,15 @@ def _check_metric(config: ProbeConfig) -> None:
 
 def _at_least(minimum: int, flag: str) -> str:
     return f"give {flag} a value of at least {minimum}"
+
+
+def _check_curve_layers(config: ProbeConfig) -> None:
+    if config.curve_layers is not None and config.train_sizes is None:
+        named = spoken(config, "curve_layers")
+        raise InputError(
+            f"{named} applies to {spoken(config, 'train_sizes')} only",
+            f"add {spoken_value(config, 'train_sizes', '0.1,0.25,0.5,1.0')}, or leave {named} out",
+        )
 
 
 # The seed and the bootstrap size, checked alike by every probing command.
@@ -264,7 +281,9 @@ class ProbeConfig(Options):
         group=OUTPUT,
         help="POOLING[/CLASSIFIER] of the per-row predictions file (default: those of the best layer).",
     )
-    progress: bool = False
+    progress: bool = option(
+        True, flag=("--quiet", "-q"), negate=True, group=OUTPUT, help="No progress bar (as extract -q)."
+    )
     task: str = option(
         "auto",
         flag="--task",
@@ -337,9 +356,7 @@ class ProbeConfig(Options):
         whole("bins", "--bins", minimum=2, optional=True, hint=_at_least(2, "--bins")),
         whole("min_class_rows", "--min-class-rows", minimum=1, optional=True, hint=_at_least(1, "--min-class-rows")),
         _check_train_sizes,
-        requires(
-            "curve_layers", "--curve-layers", "train_sizes", "--train-sizes", hint="add --train-sizes 0.1,0.25,0.5,1.0"
-        ),
+        _check_curve_layers,
         _check_metric,
         check_structural,
     )

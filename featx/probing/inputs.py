@@ -12,6 +12,7 @@ import numpy as np
 
 from .. import store
 from ..errors import InputError
+from ..options import on_command_line
 from ..safe_files import loads_json
 from ..selection import LayerSpec, parse_layer_specs
 from ..store import FeatureFile
@@ -148,7 +149,9 @@ def site_plan(
         if site not in features.sites:
             raise InputError(
                 f"site '{site}' is not stored in {features.path}; stored sites: {', '.join(features.sites)}",
-                f"re-extract with featx extract --site {site} (plus the sites you need) --overwrite",
+                f"re-extract with featx extract --site {site} (plus the sites you need) --overwrite"
+                if on_command_line()  # from Python: the call, not 'featx extract sites foo --overwrite'
+                else f"re-extract with featx.extract(..., sites={site!r}, overwrite=True), plus the sites you need",
             )
         if site == "hidden":
             plan[site] = (specs, poolings)

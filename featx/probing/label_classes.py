@@ -10,6 +10,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..io import LabelColumn, looks_continuous, odd_cells
+from ..options import Placeholder, spoken, spoken_value
 from .evaluation import split_parts
 
 
@@ -68,13 +69,17 @@ def _refuse_one_bin(column: LabelColumn, bins: int, drawn: np.ndarray) -> None:
     distinct = np.unique(drawn)
     shown = ", ".join(f"{value:g}" for value in distinct[:5]) + (", ..." if len(distinct) > 5 else "")
     raise InputError(
-        f"--bins {bins}: the quantiles of label '{column.name}' coincide, so its values make one bin "
-        f"({len(distinct)} distinct values ({shown}))",
-        "probe it as classes without --bins" if len(distinct) > 1 else "pick another column with --label NAME",
+        f"{spoken_value(None, 'bins', bins, '--bins')}: the quantiles of label '{column.name}' coincide, so its "
+        f"values make one bin ({len(distinct)} distinct values ({shown}))",
+        f"probe it as classes without {spoken(None, 'bins', '--bins')}"
+        if len(distinct) > 1
+        else f"pick another column with {spoken_value(None, 'label', 'NAME', '--label', shown='NAME')}",
     )
 
 
-NUMBER_HINT = "bin it into classes with --bins N (quantiles), or probe it with a regression probe"
+def bins_hint() -> str:
+    """``--bins N`` on the command line, ``bins=N`` from Python: how to make classes of a number."""
+    return f"bin it into classes with {spoken_value(None, 'bins', Placeholder('N'), '--bins')} (quantiles)"
 
 
 def prepare(
@@ -82,12 +87,13 @@ def prepare(
     bins: int | None,
     min_class_rows: int | None,
     notes: list[str],
-    number_hint: str = NUMBER_HINT,
+    number_hint: str | None = None,
     split: np.ndarray | None = None,
 ) -> tuple[LabelColumn, Bins | None]:
     """The column to probe as classes (and its ``--bins`` edges, None without): binned when asked (the edges from
     the train and val rows of the stored rows' ``split``, ``bin_rows``), refused when it looks continuous
-    (``number_hint``: what to do instead), rare classes dropped."""
+    (``number_hint``: what to do instead; None: bin it or probe it with a regression probe), rare classes
+    dropped."""
     found = None
     if bins is not None:
         column, found = binned(column, bins, split)
@@ -101,7 +107,7 @@ def prepare(
         raise InputError(
             f"label '{column.name}' looks continuous ({len(column.names)} distinct numbers from {low} "
             f"to {high}); probing it as classes would make {len(column.names)} classes",
-            number_hint,
+            number_hint or f"{bins_hint()}, or probe it with a regression probe",
         )
     else:
         _refuse_nearly_numeric(column)
@@ -150,7 +156,13 @@ def _check_classes_left(column: LabelColumn, counts: np.ndarray, min_class_rows:
         return
     kept = f"only one class ('{column.names[left[0]]}', {counts[left[0]]} rows)" if left else "no class"
     second = int(np.sort(counts)[-2]) if len(counts) > 1 else 0
-    hint = f"use --min-class-rows {second} or less to keep two classes" if second else "pick another --label"
+    hint = (
+        f"use {spoken_value(None, 'min_class_rows', second, '--min-class-rows')} or less to keep two classes"
+        if second
+        else "pick another --label"
+    )
     raise InputError(
-        f"--min-class-rows {min_class_rows} leaves {kept} of label '{column.name}'; a probe needs at least two", hint
+        f"{spoken_value(None, 'min_class_rows', min_class_rows, '--min-class-rows')} leaves {kept} of label "
+        f"'{column.name}'; a probe needs at least two",
+        hint,
     )

@@ -21,7 +21,7 @@ from ..io import (
     refuse_other_formats,
     unwrap_gzip,
 )
-from ..options import Check, Options, option
+from ..options import Check, Options, option, spoken_value
 from ..store import FeatureFile
 from .evaluation import usable_split
 from .shared_options import check_join, join_option
@@ -82,6 +82,11 @@ def _check_header(header: list[str], path: Path) -> None:
         )
 
 
+def _join(how: str) -> str:
+    """``--join row`` on the command line, ``join='row'`` from Python (``options.spoken_value``)."""
+    return spoken_value(None, "join", how, "--join")
+
+
 def _key_of_rows(header, rows, lines, path: Path, join: str, id_col: str) -> tuple[dict[str, int], int | None]:
     """Each key (id, or data row number) -> its row in the label file; and the key column's position."""
     if join == "row":
@@ -89,7 +94,7 @@ def _key_of_rows(header, rows, lines, path: Path, join: str, id_col: str) -> tup
     if id_col not in header:
         raise InputError(
             f"{path} has no id column '{id_col}' to join on; columns found: {', '.join(header)}",
-            "add it, or use --join row when the file's rows are the corpus rows in order",
+            f"add it, or use {_join('row')} when the file's rows are the corpus rows in order",
         )
     position = header.index(id_col)
     keys: dict[str, int] = {}
@@ -111,9 +116,9 @@ def _check_row_count(features: FeatureFile, path: Path, n_label_rows: int) -> No
     corpus_rows = int(attrs.get(store.schema.CORPUS_N_ROWS) or attrs.get(store.schema.N_ROWS) or len(features.ids))
     if n_label_rows > corpus_rows:
         raise InputError(
-            f"{path} has {n_label_rows} data rows but {features.path} has {corpus_rows} corpus rows: with --join row "
-            "the label file's rows must be the corpus rows, in order",
-            "remove the extra rows, or give both files an id column and use --join id",
+            f"{path} has {n_label_rows} data rows but {features.path} has {corpus_rows} corpus rows: with "
+            f"{_join('row')} the label file's rows must be the corpus rows, in order",
+            f"remove the extra rows, or give both files an id column and use {_join('id')}",
         )
 
 
@@ -130,7 +135,7 @@ def join_labels(
     if join == "row" and stored_id_col:
         raise InputError(
             f"{features.path} has ids from column '{stored_id_col}', not row numbers",
-            "use --join id with that column in the label file",
+            f"use {_join('id')} with that column in the label file",
         )
     keys, position = _key_of_rows(header, rows, lines, path, join, stored_id_col or "id")
     if join == "row":
@@ -142,7 +147,7 @@ def join_labels(
         what = "data row numbers" if join == "row" else f"ids in column '{stored_id_col or 'id'}'"
         raise InputError(
             f"{len(unmatched)} of the {len(ids)} stored rows have no match in {path} (by {what}): {shown}",
-            "every stored row needs one row in the label file: check the file, or --join id|row",
+            f"every stored row needs one row in the label file: check the file, or {_join('id')} (or 'row')",
         )
     order = [keys[row_id] for row_id in ids]
     skip = {
@@ -174,7 +179,8 @@ def joined_label(
     label = label or ("label" if "label" in columns else names[0])
     if label not in columns:
         raise InputError(
-            f"{path} has no label column '{label}'; label columns: {', '.join(names)}", "pick one with --label NAME"
+            f"{path} has no label column '{label}'; label columns: {', '.join(names)}",
+            f"pick one with {spoken_value(None, 'label', 'NAME', '--label', shown='NAME')}",
         )
     notes.append(f"labels from {path} (joined by {join}): probing '{label}'")
     return columns[label]

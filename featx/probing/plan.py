@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import InputError
+from ..options import Placeholder, joined, spoken, spoken_command, spoken_value
 from ..selection import parse_layer_specs
 from ..state import given_or_last
 from ..store import FeatureFile
@@ -231,9 +232,10 @@ def _refuse_stack_only(config: ProbeConfig, layers: list[int], label: str) -> No
     specs = parse_layer_specs(str(config.layers), layers)
     if all(spec.kind == "stack" for spec in specs):
         raise InputError(
-            f"--layer {config.layers}: stack combines linear probes of a class label, and '{label}' is probed as a "
-            "number (regression), so nothing is left to probe",
-            "combine layers with cat(...), e.g. --layer 'cat(-4:)', or probe classes of it with --bins N",
+            f"{spoken_value(config, 'layers', config.layers)}: stack combines linear probes of a class label, and "
+            f"'{label}' is probed as a number (regression), so nothing is left to probe",
+            f"combine layers with cat(...), e.g. {spoken_value(config, 'layers', 'cat(-4:)', shown=repr('cat(-4:)'))}"
+            f", or probe classes of it with {spoken_value(config, 'bins', Placeholder('N'))}",
         )
 
 
@@ -244,16 +246,18 @@ def _task_of(features: FeatureFile, label: str | None, config: ProbeConfig) -> T
     if config.bins is not None:
         if str(config.task or "auto").lower() == Task.REGRESSION:
             raise InputError(
-                f"--bins {config.bins} makes classes of the label, and --task regression probes its number",
-                "leave out --bins for a regression probe, or --task regression to probe the bins as classes",
+                f"{spoken_value(config, 'bins', config.bins)} makes classes of the label, and "
+                f"{(regression := spoken_value(config, 'task', 'regression'))} probes its number",
+                f"leave out {spoken(config, 'bins')} for a regression probe, or drop {regression} to probe the bins "
+                "as classes",
             )
         return Task.CLASSIFICATION
     if label is None and str(config.task or "auto").lower() == Task.REGRESSION:  # a --labels file's column
         raise InputError(
-            f"--task regression probes a stored label column; the columns of {config.labels} (--labels) are "
-            "probed as classes",
+            f"{(regression := spoken_value(config, 'task', 'regression'))} probes a stored label column; the columns "
+            f"of {config.labels} ({spoken(config, 'labels')}) are probed as classes",
             f"store them first (featx labels add {features.path} {config.labels}), then probe the column with "
-            "--label NAME --task regression",
+            f"{joined(spoken_value(config, 'label', 'NAME', shown='NAME'), regression)}",
         )
     return resolve_task(features, label, config.task) if label is not None else Task.CLASSIFICATION
 
@@ -282,7 +286,9 @@ def resolve_task(features: FeatureFile, label: str, task: str) -> Task:
     least ``MIN_DISTINCT`` distinct values is regression."""
     task = str(task or "auto").lower()
     if task not in TASKS:
-        raise InputError(f"--task {task} is not known", "choose classification, regression or auto")
+        raise InputError(
+            f"{spoken_value(None, 'task', task, '--task')} is not known", "choose classification, regression or auto"
+        )
     if task == Task.CLASSIFICATION:
         return Task.CLASSIFICATION
     values = features.label_values(label)
@@ -290,7 +296,8 @@ def resolve_task(features: FeatureFile, label: str, task: str) -> Task:
         if values is None:
             raise InputError(
                 f"label column '{label}' is not numeric: it cannot be probed as regression",
-                "drop --task regression to probe it as classes; if a few of its cells are not numbers (a typo, "
+                f"drop {spoken_value(None, 'task', 'regression', '--task')} to probe it as classes; if a few of its "
+                "cells are not numbers (a typo, "
                 "'inf'), fix them, or extract again with --missing-labels VALUE to leave them unlabelled",
             )
         return Task.REGRESSION
@@ -314,5 +321,8 @@ def wants_words(features: Any, config: ProbeConfig) -> bool:
     if config.label in features.label_columns:
         return False
     if config.label == HEAD_LABEL and has_words:
-        raise InputError("--label head is probed as arcs", "add --arcs: featx probe FEATURES --label head --arcs")
+        label, arcs = spoken_value(config, "label", HEAD_LABEL), spoken_value(config, "arcs", True)
+        raise InputError(
+            f"{label} is probed as arcs", f"add {arcs}: {spoken_command('probe', 'FEATURES', label, arcs)}"
+        )
     return has_words and config.label in features.word_label_columns()

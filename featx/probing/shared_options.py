@@ -7,7 +7,7 @@ from typing import Any
 
 from ..checks import one_of, requires, text
 from ..errors import InputError
-from ..options import option
+from ..options import option, spoken, spoken_value
 
 JOINS = ("id", "row")  # how a file of label columns matches the stored rows
 
@@ -22,9 +22,23 @@ def join_option(group: str | None = None) -> Any:
     )
 
 
-check_join = one_of("join", "--join", JOINS, hint="use --join id or --join row")
+check_join = one_of(
+    "join",
+    "--join",
+    JOINS,
+    hint=lambda config: (
+        f"use {spoken_value(config, 'join', 'id', '--join')} or {spoken_value(config, 'join', 'row', '--join')}"
+    ),
+)
 check_join_needs_labels = requires(
-    "join", "--join", "labels", "--labels", default="id", hint="add --labels FILE, or leave --join out"
+    "join",
+    "--join",
+    "labels",
+    "--labels",
+    default="id",
+    hint=lambda config: (
+        f"add {spoken_value(config, 'labels', 'FILE', '--labels')}, or leave {spoken(config, 'join', '--join')} out"
+    ),
 )
 
 
@@ -54,7 +68,10 @@ def check_group(config) -> None:
     if config.group is None:
         return
     if not str(config.group).strip():
-        raise InputError("--group is empty", "name a label column whose values are the groups, e.g. --group doc")
+        raise InputError(
+            f"{spoken(config, 'group', '--group')} is empty",
+            f"name a label column whose values are the groups, e.g. {spoken_value(config, 'group', 'doc', '--group')}",
+        )
     if config.label is not None and config.group == config.label and config.group not in TEXT_GROUPS:
         refuse_group_label(config.group)
 
@@ -62,7 +79,7 @@ def check_group(config) -> None:
 def refuse_group_label(group: str) -> None:
     """``--group`` naming the label itself: every group would hold one class."""
     raise InputError(
-        f"--group {group} is the label probed: every group would hold one class",
+        f"{spoken_value(None, 'group', group, '--group')} is the label probed: every group would hold one class",
         "group by another column (a document, a speaker, a shared sentence), or leave out --group",
     )
 

@@ -169,11 +169,14 @@ def test_task_is_one_fixed_choice_in_probe_and_fit(command):
     assert result.exit_code == 2 and "'numbers' is not one of 'auto', 'classification', 'regression'" in result.output
 
 
-@pytest.mark.parametrize("command", ["extract", "fit", "predict", "erase"])
+@pytest.mark.parametrize("command", ["extract", "probe", "fit", "predict", "erase", "neurons", "lens"])
 def test_quiet_is_accepted_by_every_long_running_command(command):
-    arguments = {"predict": ["b.featx", "c.csv"]}.get(command, ["f.h5"])
+    arguments = {"predict": ["b.featx", "c.csv"], "lens": ["c.csv"]}.get(command, ["f.h5"])
     main.commands[command].make_context(command, [*arguments, "-q"]).close()
     main.commands[command].make_context(command, [*arguments, "--quiet"]).close()
+    if command != "fit":  # fit's -q is its own flag (no line per candidate), the others' the config's progress field
+        assert _config(command, [*arguments, "-q"])["progress"] is False
+        assert _config(command, arguments)["progress"] is True
 
 
 @pytest.mark.parametrize("command", ["extract", "probe", "predict"])
@@ -265,6 +268,20 @@ def test_a_progress_bar_only_on_a_terminal(tiny_model, corpus_csv, tmp_path, mon
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 0, result.output
     assert ("extract: 100%" in result.stderr) is terminal and ("\r" in result.stderr) is terminal
+
+
+@pytest.mark.parametrize("quiet", [False, True])
+def test_probe_draws_a_bar_of_its_jobs_on_a_terminal_unless_quiet(tiny_features, tmp_path, monkeypatch, quiet):
+    """featx probe's bar (one step per job) on a terminal's standard error; -q leaves it out and nothing else: the
+    table and the 'wrote' line stay on standard output."""
+    from featx.cli import generate
+
+    monkeypatch.setattr(generate, "_on_terminal", lambda stream: True)
+    args = ["probe", str(tiny_features), "--layer", "0", "--pooling", "mean", "--folds", "2", "--jobs", "1", "-o"]
+    result = CliRunner().invoke(main, [*args, str(tmp_path / "r"), "--no-lexical", "--no-control", *["-q"] * quiet])
+    assert result.exit_code == 0, result.output
+    assert ("probe: 100%" in result.stderr) is not quiet and (result.stderr == "") is quiet
+    assert "majority class" in result.stdout and "\nwrote " in result.stdout
 
 
 def test_the_span_poolings_are_described_where_they_are_chosen():

@@ -233,7 +233,7 @@ def test_predict_refuses_what_an_arc_bundle_cannot_do(relation, selector, tmp_pa
     "options, message",
     [
         ({"label": "head", "metric": "macro_f1"}, "a head selector is chosen on its attachment score"),
-        ({"label": "deprel", "group": "sent"}, "--group applies to sentence labels"),
+        ({"label": "deprel", "group": "sent"}, "^group applies to sentence labels"),  # featx.fit: the keyword
         ({"label": "deprel", "classifier": "ridge"}, "featx fit learns word labels as classes"),
         ({"label": "upos", "layer": "cat(0,1)"}, "a word probe reads one layer at a time"),
     ],
@@ -254,7 +254,7 @@ def test_an_arc_bundle_gives_no_layer_directions_and_no_text_estimator(relation,
 
 
 def test_arcs_need_word_data(split_features):
-    with pytest.raises(InputError, match="--arcs needs word-level data"):
+    with pytest.raises(InputError, match="^arcs=True needs word-level data"):
         featx.fit(split_features, label="label", arcs=True, write=False)
 
 

@@ -51,6 +51,12 @@ def test_an_existing_bundle_is_kept_without_overwrite(split_features, tmp_path):
     result = CliRunner().invoke(main, ["fit", str(split_features), "-o", str(output), "--layer", "1", "--quiet"])
     assert result.exit_code == 2
     assert_one_clear_error(result.output, r"m\.featx already exists")
+    assert "hint: pass --overwrite to replace it, or choose another -o path" in result.output
+    import featx
+
+    with pytest.raises(featx.FeatxError) as error:  # from Python: the keyword, and no flag
+        featx.fit(split_features, output=output, layer="1")
+    assert error.value.hint == "pass overwrite=True to replace it, or choose another output path"
 
 
 def test_erased_features_are_refused_before_fitting(split_features, tmp_path):
@@ -81,3 +87,54 @@ def test_the_help_names_every_metric_fit_accepts_and_the_default_bundle():
     shown = " ".join(CliRunner().invoke(main, ["fit", "--help"]).output.split())
     assert all(metric in shown for metric in CLASS_METRICS + VALUE_METRICS)
     assert "Bundle folder to write (default: FEATURES less .features.h5, + .featx, beside it)." in shown
+
+
+# One refusal each, as featx.fit's Python caller reads it (keywords; a command line as a Python call) and as
+# featx fit prints it (flags): (options, python, flags, cli, file).
+PHRASED = [
+    ({"metric": "auc"}, "metric='auc' is not understood", ["--metric", "auc"], "--metric 'auc' is not", "split"),
+    (
+        {"label": "label", "classifier": "ridge"},
+        "ridge is a regression head, and 'label' is fitted as classes\n"
+        "  hint: use classifier='logreg', or task='regression' for a numeric label",
+        ["--label", "label", "--classifier", "ridge"],
+        "ridge is a regression head, and 'label' is fitted as classes\n"
+        "  hint: use --classifier logreg, or --task regression for a numeric label",
+        "split",
+    ),
+    (
+        {"label": "head"},
+        "'head' is the dependency arcs of a word input, fitted as a head selector with arcs=True\n"
+        "  hint: add arcs=True: featx.fit(features, label='head', arcs=True)",
+        ["--label", "head"],
+        "'head' is the dependency arcs of a word input, fitted as a head selector with --arcs\n"
+        "  hint: add --arcs: featx fit FEATURES --label head --arcs",
+        "words",
+    ),
+    (
+        {"label": "head", "arcs": True, "metric": "macro_f1"},
+        "metric='macro_f1': a head selector is chosen on its attachment score (UAS)\n"
+        "  hint: leave metric out with label='head', arcs=True",
+        ["--label", "head", "--arcs", "--metric", "macro_f1"],
+        "--metric macro_f1: a head selector is chosen on its attachment score (UAS)\n"
+        "  hint: leave --metric out with --label head --arcs",
+        "words",
+    ),
+]
+
+
+@pytest.mark.parametrize("options, python, flags, cli, file", PHRASED, ids=[str(case[0]) for case in PHRASED])
+def test_a_refusal_names_what_the_caller_gave(
+    split_features, word_features, tmp_path, options, python, flags, cli, file
+):
+    """featx.fit names the keywords (folds=1), featx fit the flags (--folds 1); a hint quoting a whole command line
+    stays one on the command line and is a Python call from Python; neither wording leaks into the other."""
+    import featx
+
+    features, output = str(split_features if file == "split" else word_features[0]), tmp_path / "m.featx"
+    with pytest.raises(featx.FeatxError) as error:
+        featx.fit(features, output=output, **options)
+    assert str(error.value).startswith(python) and "--" not in str(error.value), str(error.value)
+    result = CliRunner().invoke(main, ["fit", features, "-o", str(output), "-q", *flags])
+    assert result.exit_code == 2 and result.output.startswith(f"featx: error: {cli}"), result.output
+    assert not output.exists()

@@ -103,8 +103,10 @@ def test_bad_group_columns_are_refused_before_fitting(grouped_file, options, mes
 def test_the_group_equal_to_the_label_is_refused_when_made():
     with pytest.raises(InputError, match="every group would hold one class"):
         FitConfig(label="topic", group="topic")
-    with pytest.raises(InputError, match="--group is empty"):
+    with pytest.raises(InputError, match="--group is empty"):  # a config made directly: the flags
         FitConfig(group=" ")
+    with pytest.raises(InputError, match="^group is empty\n  hint: .*e.g. group='doc'$"):  # featx.fit: the keyword
+        featx.fit("x.h5", group=" ")
 
 
 def test_word_labels_refuse_group(word_features):

@@ -50,10 +50,10 @@ def test_without_group_the_shared_sentences_are_noted_once(chain_pairs):
 
 def test_a_misspelt_name_and_a_second_text_of_single_texts_are_refused(chain_pairs, split_features, monkeypatch):
     monkeypatch.setattr("featx.deploy.fitting.choose", lambda *a, **k: pytest.fail("a candidate was scored"))
-    with pytest.raises(InputError, match="--group @pairs: '@pairs' is not a name of the texts") as err:
+    with pytest.raises(InputError, match="group='@pairs': '@pairs' is not a name of the texts") as err:
         featx.fit(chain_pairs[0], label="label", group="@pairs", **QUICK)
     assert "@text, @text_pair, @texts" in err.value.hint
-    with pytest.raises(InputError, match="--group @text_pair: .* holds single texts"):
+    with pytest.raises(InputError, match="group='@text_pair': .* holds single texts"):
         featx.fit(split_features, label="label", group="@text_pair", **QUICK)
 
 

@@ -276,7 +276,7 @@ def test_word_fits_refuse_what_they_cannot_do(word_features, options, message):
 @pytest.mark.parametrize(
     "label, message",
     [
-        ("head", "'head' is the dependency arcs of a word input, fitted as a head selector with --arcs"),
+        ("head", "'head' is the dependency arcs of a word input, fitted as a head selector with arcs=True"),
         ("upso", "has no label column 'upso'; label columns: \\(none\\); word label columns: upos, xpos, deprel"),
     ],
 )

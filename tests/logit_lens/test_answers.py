@@ -41,3 +41,26 @@ def test_answers_that_do_not_match_the_label_are_refused():
         parse_answers("a,b,c").classes_to_answers(["neg", "pos"], "sentiment")
     with pytest.raises(InputError, match=r"names 'positive', not a class of it; leaves out class\(es\) 'pos'"):
         parse_answers("positive=a,neg=b").classes_to_answers(["neg", "pos"], "sentiment")
+
+
+def test_a_refusal_names_the_keyword_from_python_and_the_flag_on_the_command_line(tmp_path):
+    """featx.lens words its refusals for its caller: ``answers='pos= a, b'`` and a keyword hint from Python,
+    ``--answers 'pos= a, b'`` and the flag on the command line (checked when the config is made: no model)."""
+    from click.testing import CliRunner
+
+    import featx
+    from featx.cli import main
+
+    corpus = tmp_path / "c.csv"
+    corpus.write_text("text,label\na,x\n")
+    with pytest.raises(InputError) as error:
+        featx.lens(corpus, answers="pos= a, b", template="{text}")
+    assert str(error.value) == (
+        "answers='pos= a, b' mixes LABEL=ANSWER items and plain answers\n  hint: write answers=' yes, no' (answer i "
+        "for the label's i-th class) or 'positive= great,negative= awful'"
+    )
+    result = CliRunner().invoke(main, ["lens", str(corpus), "--answers", "pos= a, b", "--template", "{text}"])
+    assert result.exit_code == 2 and result.output.startswith(
+        "featx: error: --answers 'pos= a, b' mixes LABEL=ANSWER items and plain answers\n  hint: write --answers "
+        "' yes, no'"
+    ), result.output

@@ -27,7 +27,7 @@ def _lens(corpus, tmp_path, model, **options):
         ({"answers": " good, walk"}, InputError, r"' good' is 3 tokens of the .* tokenizer \(\['Ġg', 'oo', 'd'\]\)"),
         ({"answers": "positive= the,neg= walk"}, InputError, r"names 'positive', not a class of it"),
         ({"answers": " the, walk, a"}, InputError, r"3 answer\(s\) by order, and label 'sentiment' has 2"),
-        ({"label": "mood"}, InputError, r"--label mood: .* has no such column"),
+        ({"label": "mood"}, InputError, r"label='mood': .* has no such column"),
         ({"template": "Review: {text}"}, InputError, r"has no answer position: it ends in a field"),
     ],
     ids=["multi-token", "unknown-class", "count", "no-label", "no-position"],
@@ -71,5 +71,5 @@ def test_the_command_line_says_it_in_one_line_with_exit_2(head_models, corpus, t
 
 
 def test_a_chat_template_is_for_decoders(head_models, corpus, tmp_path):
-    with pytest.raises(InputError, match=r"--chat-template is for decoders, and .* is read through its MLM head"):
+    with pytest.raises(InputError, match=r"chat_template=True is for decoders, and .* is read through its MLM head"):
         _lens(corpus, tmp_path, head_models("bert"), template="{text} it was [MASK] .", chat_template=True)

@@ -57,7 +57,7 @@ def test_continuous_label_is_refused_then_binned(features_copy, tmp_path):
     with pytest.raises(
         InputError,
         match=r"(?s)label 'score' looks continuous \(80 distinct numbers from 0.000 to "
-        r"0.988\).*--bins N.*regression probe",
+        r"0.988\).*bins=N.*regression probe",
     ):
         featx.probe(features_copy, labels=path, **FAST)
     result = featx.probe(features_copy, labels=path, bins=4, **FAST)
@@ -84,12 +84,12 @@ def test_a_joined_number_is_not_sent_to_a_regression_probe_it_cannot_have(featur
     """A --labels file's columns are probed as classes: --task regression of one was refused with "looks
     continuous ... or probe it with a regression probe" (what was asked); it now says to store the column first."""
     path = labels_file(tmp_path, [(i, f"{i / N_ROWS:.3f}") for i in range(N_ROWS)], header="id,score")
-    with pytest.raises(InputError, match=r"--task regression probes a stored label column") as caught:
+    with pytest.raises(InputError, match=r"task='regression' probes a stored label column") as caught:
         featx.probe(features_copy, labels=path, label="score", task="regression", **FAST)
     assert f"featx labels add {features_copy} {path}" in caught.value.hint
     with pytest.raises(InputError, match=r"looks continuous") as caught:
         featx.probe(features_copy, labels=path, label="score", **FAST)
-    assert "featx labels add" in caught.value.hint and "--label score" in caught.value.hint
+    assert "featx labels add" in caught.value.hint and "label='score'" in caught.value.hint
 
 
 def test_min_class_rows_drops_and_reports(features_copy, tmp_path):
@@ -103,9 +103,9 @@ def test_min_class_rows_drops_and_reports(features_copy, tmp_path):
 def test_min_class_rows_that_leaves_under_two_classes_names_the_option(features_copy, tmp_path, threshold, left):
     rows = [(i, "rare" if i < 2 else ("b" if i % 3 == 0 else "a")) for i in range(N_ROWS)]  # a 52, b 26
     path = labels_file(tmp_path, rows)
-    with pytest.raises(InputError, match=rf"--min-class-rows {threshold} leaves {left} of label 'valence'") as error:
-        featx.probe(features_copy, labels=path, min_class_rows=threshold, **FAST)
-    assert "--min-class-rows 26 or less" in error.value.hint
+    with pytest.raises(InputError, match=rf"^min_class_rows={threshold} leaves {left} of label 'valence'") as error:
+        featx.probe(features_copy, labels=path, min_class_rows=threshold, **FAST)  # featx.probe: the keyword
+    assert "min_class_rows=26 or less" in error.value.hint
 
 
 def test_split_values_are_said():

@@ -190,3 +190,59 @@ def test_probing_a_label_the_template_wrote_into_every_prompt_repeats_extracts_w
         file.attrs[schema.TEMPLATE] = "{text} (type {topic})"
     note = prompted_label_note("{text} (type {topic})", "text", "topic")
     assert note and f"warning: {note}" in resolve_plan(probe_config(features_copy, label="topic")).notes
+
+
+# One refusal each, as featx.probe's Python caller reads it (the keyword, the value as Python spells it; a whole
+# command line as a Python call) and as featx probe prints it (the flags): (options, python, flags, cli, file).
+PHRASED = [
+    ({"folds": 1}, "folds=1 is too small", ["--folds", "1"], "--folds 1 is too small", "tiny"),
+    (
+        {"labels": "sentiment"},
+        "labels='sentiment': no such label file (labels joins a file of label columns)\n"
+        "  hint: to probe a stored label column, use label='sentiment' (singular)",
+        ["--labels", "sentiment"],
+        "--labels sentiment: no such label file (--labels joins a file of label columns)\n"
+        "  hint: to probe a stored label column, use --label sentiment (singular)",
+        "tiny",
+    ),
+    (
+        {"curve_layers": "1"},
+        "curve_layers applies to train_sizes only\n  hint: add train_sizes='0.1,0.25,0.5,1.0', or leave curve_layers",
+        ["--curve-layers", "1"],
+        "--curve-layers applies to --train-sizes only\n  hint: add --train-sizes 0.1,0.25,0.5,1.0, or leave",
+        "tiny",
+    ),
+    (
+        {"join": "x", "labels": "l.csv"},
+        "join='x' is not understood\n  hint: use join='id' or join='row'",
+        ["--join", "x", "--labels", "l.csv"],
+        "--join 'x' is not understood\n  hint: use --join id or --join row",
+        "tiny",
+    ),
+    (
+        {"group": "nope"},
+        "group='nope': no label column 'nope'",
+        ["--group", "nope"],
+        "--group nope: no label column 'nope'",
+        "tiny",
+    ),
+    (
+        {"label": "head"},
+        "label='head' is probed as arcs\n  hint: add arcs=True: featx.probe(features, label='head', arcs=True)",
+        ["--label", "head"],
+        "--label head is probed as arcs\n  hint: add --arcs: featx probe FEATURES --label head --arcs",
+        "words",
+    ),
+]
+
+
+@pytest.mark.parametrize("options, python, flags, cli, file", PHRASED, ids=[str(case[0]) for case in PHRASED])
+def test_a_refusal_names_what_the_caller_gave(tiny_features, word_features, options, python, flags, cli, file):
+    """featx.probe names the keywords (folds=1), featx probe the flags (--folds 1); a hint quoting a whole command
+    line stays one on the command line and is a Python call from Python; neither wording leaks into the other."""
+    features = str(tiny_features if file == "tiny" else word_features[0])
+    with pytest.raises(featx.FeatxError) as error:
+        featx.probe(features, write=False, **options)
+    assert str(error.value).startswith(python) and "--" not in str(error.value), str(error.value)
+    result = invoke(features, *flags)
+    assert result.exit_code == 2 and result.output.startswith(f"featx: error: {cli}"), result.output

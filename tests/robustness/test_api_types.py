@@ -37,19 +37,19 @@ def test_natural_types_work(tiny_features, case, command, options):
 
 
 # -- refused with one InputError before any work ----------------------------------------------------------
-# (case, command, options, the expected message: featx.extract names its keywords, as the caller wrote them;
-# featx.fit and featx.probe still name the flags)
+# (case, command, options, the expected message: featx.extract, featx.fit and featx.probe name their keywords,
+# as the caller wrote them)
 REFUSED = [
-    ("fit label=5", "fit", {"label": 5}, r"^--label 5 is not a name: give it as text"),
-    ("probe label=['a']", "probe", {"label": ["a"]}, r"^--label \['a'\] is not a name"),
-    ("fit layer=1.5", "fit", {"layer": 1.5}, r"^--layer 1\.5 is not understood: give it as text or whole numbers"),
-    ("probe layers=[]", "probe", {"layers": []}, r"^--layer \[\] is empty: it takes one value or a comma list"),
-    ("probe layers=[1, None]", "probe", {"layers": [1, None]}, r"^--layer \[1, None\] is not understood"),
-    ("fit pooling={}", "fit", {"pooling": {}}, r"^--pooling \{\} is not understood"),
-    ("fit n_bootstrap=10**9", "fit", {"n_bootstrap": 10**9}, r"^n_bootstrap 1000000000 is too large: at most 100000"),
-    ("probe n_bootstrap=10**9", "probe", {"n_bootstrap": 10**9}, r"^n_bootstrap 1000000000 is too large"),
-    ("fit seed=10**23", "fit", {"seed": 10**23}, r"^--seed 10{23} is too large: at most 4294967295"),
-    ("probe seed=2**32", "probe", {"seed": 2**32}, r"^--seed 4294967296 is too large"),
+    ("fit label=5", "fit", {"label": 5}, r"^label=5 is not a name: give it as text"),
+    ("probe label=['a']", "probe", {"label": ["a"]}, r"^label=\['a'\] is not a name"),
+    ("fit layer=1.5", "fit", {"layer": 1.5}, r"^layer=1\.5 is not understood: give it as text or whole numbers"),
+    ("probe layers=[]", "probe", {"layers": []}, r"^layers=\[\] is empty: it takes one value or a comma list"),
+    ("probe layers=[1, None]", "probe", {"layers": [1, None]}, r"^layers=\[1, None\] is not understood"),
+    ("fit pooling={}", "fit", {"pooling": {}}, r"^pooling=\{\} is not understood"),
+    ("fit n_bootstrap=10**9", "fit", {"n_bootstrap": 10**9}, r"^n_bootstrap=1000000000 is too large: at most 100000"),
+    ("probe n_bootstrap=10**9", "probe", {"n_bootstrap": 10**9}, r"^n_bootstrap=1000000000 is too large"),
+    ("fit seed=10**23", "fit", {"seed": 10**23}, r"^seed=10{23} is too large: at most 4294967295"),
+    ("probe seed=2**32", "probe", {"seed": 2**32}, r"^seed=4294967296 is too large"),
     ("extract init_seed=2**64", "extract", {"init_seed": 2**64}, r"^init_seed=18446744073709551616 is too large"),
 ]
 

@@ -21,12 +21,14 @@ N_GROUPS, PER_GROUP = 24, 5
 
 
 # Group columns probe and fit refuse (one check, shared), each with its message: an unknown column, a labelled row
-# without a group, no more groups than folds, the label itself.
+# without a group, no more groups than folds, the label itself. featx.probe and featx.fit name the keyword
+# (group='topic'), erase, neurons and the sweep from Python the flag (--group topic).
+GROUP = r"(?:--group |group=')"
 BAD_GROUPS = [
-    (dict(group="topic"), "--group topic: no label column 'topic'"),
-    (dict(group="partial"), "--group partial: 1 of the 120 labelled rows have no group"),
+    (dict(group="topic"), GROUP + "topic'?: no label column 'topic'"),
+    (dict(group="partial"), GROUP + "partial'?: 1 of the 120 labelled rows have no group"),
     (dict(group="doc", folds=24), "only 24 group"),
-    (dict(group="label"), "--group label is the label probed"),
+    (dict(group="label"), GROUP + "label'? is the label probed"),
 ]
 
 

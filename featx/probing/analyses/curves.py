@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import InputError
+from ...options import spoken_value
 from ..evaluation import Plan
 
 
@@ -32,7 +33,10 @@ def parse_train_sizes(text) -> list[float]:
             raise InputError(f"--train-sizes: {part} is neither a fraction in (0, 1] nor a whole row count")
         sizes.append(value)
     if not sizes:
-        raise InputError("--train-sizes selects nothing", "e.g. --train-sizes 0.1,0.25,0.5,1.0")
+        raise InputError(
+            "--train-sizes selects nothing",
+            f"e.g. {spoken_value(None, 'train_sizes', '0.1,0.25,0.5,1.0', '--train-sizes')}",
+        )
     return sorted(dict.fromkeys(sizes))
 
 

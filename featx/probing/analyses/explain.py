@@ -18,7 +18,7 @@ import pandas as pd
 from ...checks import path_like, whole
 from ...errors import StoreError, require_whole
 from ...io import read_csv, write_csv
-from ...options import Options, option
+from ...options import Options, keywords_of, option
 from ...safe_files import loads_json, sibling
 from ..choice import chosen_layer
 from ..results import load_results, read_meta, results_meta, side_path
@@ -254,6 +254,7 @@ class ExplainConfig(Options):
 ExplainConfig.CONSTRAINTS = (path_like("results"), whole("buckets", "--buckets"), whole("limit", "--limit"))
 
 
+@keywords_of(ExplainConfig)
 def explain(config: ExplainConfig | str | Path | None = None, **options: object) -> Explanation | RegressionExplanation:
     """Diagnostics of a probing run: ``featx.explain("corpus.features.label.probe.csv")``; takes an
     ``ExplainConfig`` or its fields as keywords."""

@@ -98,6 +98,9 @@ class NeuronConfig(Options):
         None, flag="--jobs", group=EVALUATION, help="Parallel layer jobs (default: one per core)."
     )
     write: bool = True
+    progress: bool = option(
+        True, flag=("--quiet", "-q"), negate=True, group=RANKING, help="No progress bar (as extract -q)."
+    )
 
     CONSTRAINTS: ClassVar[tuple[Check, ...]] = (
         path_like("features", "output"),
@@ -291,7 +294,9 @@ def _records(table: pd.DataFrame) -> list[dict]:
 
 
 def _run(config: NeuronConfig, task: Task, layers: list[int], fractions, listed: int) -> list:
+    from ...progress import progress_bar
     from ..inputs import job_workers, run_jobs
 
     jobs = [(str(config.features), config.pooling, layer, task, fractions, listed, config) for layer in layers]
-    return run_jobs(_run_layer, jobs, job_workers(config.jobs, len(jobs)))
+    with progress_bar(total=len(jobs), unit="layer", disable=not config.progress, desc="neurons") as bar:
+        return run_jobs(_run_layer, jobs, job_workers(config.jobs, len(jobs)), done=bar.update)

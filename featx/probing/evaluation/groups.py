@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...errors import InputError
+from ...options import spoken_value
 
 INNER_FOLDS = 5  # a training part's groups are dealt into this many parts; one is held out (about 20%)
 MAX_ROWS = 5  # a message names this many rows of a group in each part
@@ -77,14 +78,19 @@ class Groups:
         return f" ({'; '.join(said)})" if said else ""
 
 
+def _group(column: str) -> str:
+    """``--group doc`` on the command line, ``group='doc'`` from Python (``options.spoken_value``)."""
+    return spoken_value(None, "group", column, "--group")
+
+
 def check_group_count(groups: Groups, folds: int) -> None:
     """Cross-validation by group needs more groups than folds (each training part holds two or more)."""
     if groups.count <= folds:
         raise InputError(
-            f"--group {groups.column}: only {groups.count} group(s) of the labelled rows for {folds} folds; "
+            f"{_group(groups.column)}: only {groups.count} group(s) of the labelled rows for {folds} folds; "
             "cross-validation by group needs more groups than folds (every training part must hold two, "
             "one to fit and one to choose C on)",
-            f"use fewer folds (--folds {max(2, groups.count - 1)})"
+            f"use fewer folds ({spoken_value(None, 'folds', max(2, groups.count - 1), '--folds')})"
             if groups.count >= 3
             else "group by a finer column, or leave out --group",
         )
@@ -138,7 +144,7 @@ def check_split_groups(groups: Groups, train: np.ndarray, test: np.ndarray, dev:
                 else "C would be chosen on rows the probe memorised through their group"
             )
             raise InputError(
-                f"--group {groups.column}: {len(shared)} group(s) have rows in both the {first} and the {second} "
+                f"{_group(groups.column)}: {len(shared)} group(s) have rows in both the {first} and the {second} "
                 f"split, e.g. {example}; {why}",
                 "put every group in one split part (or drop the split column to cross-validate by group), "
                 "or leave out --group",
@@ -150,7 +156,7 @@ def check_training_groups(groups: Groups, pairs: list, dev: list) -> None:
     for (train, _), held in zip(pairs, dev, strict=False):
         if held is None and len(np.unique(groups.codes[train])) < 2:
             raise InputError(
-                f"--group {groups.column}: a training part holds a single group ({groups.name_of(train)}), "
+                f"{_group(groups.column)}: a training part holds a single group ({groups.name_of(train)}), "
                 "so C cannot be chosen on other groups than those fitted",
                 "give the training part more groups, or add a dev split part",
             )

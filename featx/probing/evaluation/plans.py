@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ...errors import InputError
+from ...options import Placeholder, spoken_value
 from .groups import Groups, check_group_count, check_split_groups, check_training_groups, group_holdout, grouped_folds
 
 TRAIN_VALUES = ("train",)
@@ -50,14 +51,14 @@ def check_labels(y: np.ndarray, names: list[str], column: str, path) -> None:
     if len(y) == 0:
         raise InputError(
             f"label column '{column}' of {path} has no values: every row's label is missing",
-            "pick another column with --label NAME",
+            f"pick another column with {spoken_value(None, 'label', 'NAME', '--label', shown='NAME')}",
         )
     if len(present) < 2:
         only = names[present[0]] if len(present) else "?"
         raise InputError(
             f"label column '{column}' of {path} has only one class ('{only}' in all {len(y)} labelled rows); "
             "a probe needs at least two",
-            "pick another column with --label NAME",
+            f"pick another column with {spoken_value(None, 'label', 'NAME', '--label', shown='NAME')}",
         )
 
 
@@ -67,8 +68,9 @@ def _check_class_count(classes: int, rows: int, column: str, path) -> None:
         limit = f"featx probes at most {MAX_CLASSES:,}" if too_many else f"fewer than {MIN_ROWS_PER_CLASS} rows a class"
         raise InputError(
             f"label column '{column}' of {path} has {classes:,} classes in {rows:,} labelled rows ({limit})",
-            "drop rare classes with --min-class-rows N, bin a numeric label with --bins N, "
-            "or probe a score with a regression probe",
+            f"drop rare classes with {spoken_value(None, 'min_class_rows', Placeholder('N'), '--min-class-rows')}, "
+            f"bin a numeric label with {spoken_value(None, 'bins', Placeholder('N'), '--bins')}, or probe a score "
+            "with a regression probe",
         )
 
 
@@ -94,7 +96,7 @@ def make_plan(
         raise InputError(
             f"class '{names[smallest]}' of label '{column}' has only {counts[smallest]} labelled row(s), "
             f"fewer than the {folds} cross-validation folds",
-            f"use fewer folds (--folds {max(2, int(counts[smallest]))}) or more data"
+            f"use fewer folds ({spoken_value(None, 'folds', max(2, int(counts[smallest])), '--folds')}) or more data"
             if counts[smallest] >= 2
             else "a class with a single row cannot be cross-validated; add rows or drop that class",
         )

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...errors import InputError
+from ...options import spoken_value
 from . import regression_metrics as rm
 from . import significance
 from .metrics import confusion, metrics_from_confusion
@@ -43,8 +44,13 @@ def check_metric(metric: str | None, regression: bool, label: str = "") -> str:
         return name
     what = f"'{label}' is probed as a number (regression)" if regression else f"'{label}' is probed as classes"
     if name not in METRICS:
-        raise InputError(f"--metric {metric} is not known", f"choose one of {', '.join(fitting)}")
-    raise InputError(f"--metric {name} does not fit this label: {what}", f"choose one of {', '.join(fitting)}")
+        raise InputError(f"{_metric(metric)} is not known", f"choose one of {', '.join(fitting)}")
+    raise InputError(f"{_metric(name)} does not fit this label: {what}", f"choose one of {', '.join(fitting)}")
+
+
+def _metric(name: object) -> str:
+    """``--metric r2`` on the command line, ``metric='r2'`` from Python (``options.spoken_value``)."""
+    return spoken_value(None, "metric", name, "--metric")
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 
 from ...errors import InputError
+from ...options import spoken, spoken_value
 
 CHOICES = "auto, cpu, cuda or cuda:N"
 _CURRENT: ContextVar[str | None] = ContextVar("featx_solver_device", default=None)
@@ -29,7 +30,12 @@ def parse_device(device) -> str:
     kind, _, index = text.partition(":")
     if text in ("auto", "cpu", "cuda") or (kind == "cuda" and index.isdigit()):
         return text
-    raise InputError(f"--device '{device}' is not understood", f"use {CHOICES}")
+    raise InputError(f"{_device(device, repr(str(device)))} is not understood", f"use {CHOICES}")
+
+
+def _device(value: object, shown: str | None = None) -> str:
+    """``--device cuda`` on the command line, ``device='cuda'`` from Python (``options.spoken_value``)."""
+    return spoken_value(None, "device", value, "--device", shown=shown)
 
 
 def check_device(device) -> str:
@@ -46,16 +52,17 @@ def _require_gpu(text: str) -> None:
     if not torch.cuda.is_available():
         build = "a CPU-only build" if torch.version.cuda is None else f"built for CUDA {torch.version.cuda}"
         raise InputError(
-            f"--device {text}: torch sees no CUDA GPU here (torch {torch.__version__}, {build})",
-            "leave --device out (auto) or give --device cpu to probe on the CPU; for a GPU, run on a "
+            f"{_device(text)}: torch sees no CUDA GPU here (torch {torch.__version__}, {build})",
+            f"leave {spoken(None, 'device', '--device')} out (auto) or give "
+            f"{_device('cpu')} to probe on the CPU; for a GPU, run on a "
             "machine with an NVIDIA GPU and driver and a CUDA build of torch",
         )
     count = torch.cuda.device_count()
     index = int(text.partition(":")[2] or 0)
     if index >= count:
         raise InputError(
-            f"--device {text}: torch sees {count} GPU(s) here, cuda:0 to cuda:{count - 1}",
-            "give --device cuda (the current GPU) or a cuda:N that exists",
+            f"{_device(text)}: torch sees {count} GPU(s) here, cuda:0 to cuda:{count - 1}",
+            f"give {_device('cuda')} (the current GPU) or a cuda:N that exists",
         )
 
 

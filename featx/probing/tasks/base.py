@@ -151,15 +151,17 @@ def row_order(table: pd.DataFrame, sites: list[str], classifiers: list[str], poo
 
 
 def run_task(task: ProbeTask) -> ProbeResult:
-    """Run ``task``: plan its jobs, choose where and how many side by side, run them, build the result
-    and (unless ``write=False``) write its files."""
+    """Run ``task``: plan its jobs, choose where and how many side by side, run them (a progress bar of the jobs
+    unless ``progress=False``: ``featx probe -q``), build the result and (unless ``write=False``) write its files."""
+    from ...progress import progress_bar
     from ..inputs import run_jobs, solver_plan
     from ..results import write_result
 
     plan = task.plan
     jobs = task.plan_jobs()
     device, workers = solver_plan(plan.config, len(jobs), plan.notes, task.solves_logistic)
-    outputs = run_jobs(task.run_job, jobs, workers, device)
+    with progress_bar(total=len(jobs), unit="job", disable=not plan.config.progress, desc="probe") as bar:
+        outputs = run_jobs(task.run_job, jobs, workers, device, done=bar.update)
     result = task.build_result(outputs, device, workers)
     if plan.config.write:
         write_result(result, plan.path, task.results_label(), plan.config.output)

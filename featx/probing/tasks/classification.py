@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from ...errors import InputError
+from ...options import spoken_value
 from ...store import FeatureFile
 from .. import evaluation as ev
 from ..evaluation.significance import add_significance
@@ -89,7 +90,8 @@ class ClassificationProbe:
             if "ridge" in classifiers:
                 raise InputError(
                     f"ridge is a regression probe, and '{column.name}' is probed as classes",
-                    "use --classifier logreg, or --task regression for a numeric label",
+                    f"use {spoken_value(config, 'classifiers', 'logreg')}, or "
+                    f"{spoken_value(config, 'task', 'regression')} for a numeric label",
                 )
             kept = np.flatnonzero(column.codes >= 0)
             y = column.codes[kept].astype(np.int64)

@@ -9,10 +9,11 @@ import pandas as pd
 
 from ...errors import InputError
 from ...io import LabelColumn
+from ...options import spoken_value
 from ...store import FeatureFile
 from ..config import ProbeConfig
 from ..inputs import TOKENS_POOLING
-from ..label_classes import Bins, prepare
+from ..label_classes import Bins, bins_hint, prepare
 from ..labels import column_in_split, joined_label, stored_column
 
 
@@ -32,8 +33,8 @@ def label_column(
         joined_label(features, config.labels, config.join, config.label, notes), split, notes, features.path
     )
     number_hint = (
-        f"bin it into classes with --bins N (quantiles), or store it (featx labels add {features.path} "
-        f"{config.labels}) and probe it with --label {column.name}, a regression probe"
+        f"{bins_hint()}, or store it (featx labels add {features.path} {config.labels}) and probe it with "
+        f"{spoken_value(config, 'label', column.name)}, a regression probe"
     )
     return prepare(column, config.bins, config.min_class_rows, notes, number_hint, split)
 
@@ -46,7 +47,8 @@ def check_predictions_choice(choice: str | None, poolings: list[str], classifier
     known = poolings + ([TOKENS_POOLING] if "attn" in classifiers else [])
     if pooling not in known or (classifier and classifier not in classifiers):
         raise InputError(
-            f"--predictions {choice}: that pooling/classifier is not probed in this run",
+            f"{spoken_value(None, 'predictions', choice, '--predictions')}: that pooling/classifier is not probed in "
+            "this run",
             f"choose a pooling of {', '.join(known)} and a classifier of {', '.join(classifiers)}",
         )
 
@@ -64,7 +66,8 @@ def chosen_rows(singles: pd.DataFrame, choice: str | None) -> tuple[pd.DataFrame
         chosen = chosen[chosen.classifier == classifier]
     if chosen.empty:
         raise InputError(
-            f"--predictions {choice}: no single-layer results for that pooling/classifier",
+            f"{spoken_value(None, 'predictions', choice, '--predictions')}: no single-layer results for that "
+            "pooling/classifier",
             f"choose from {', '.join(sorted(set(singles.pooling + '/' + singles.classifier)))}",
         )
     classifier = chosen.classifier.iloc[0]

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ...errors import InputError
+from ...options import spoken_value
 from .. import evaluation as ev
 from ..config import ProbeConfig
 from ..shared_options import TEXT_GROUPS, refuse_group_label
@@ -75,7 +76,7 @@ def group_rows(
     if len(missing):
         example = np.asarray(features.ids, dtype=object)[kept[missing[0]]]
         raise InputError(
-            f"--group {name}: {len(missing)} of the {len(kept)} labelled rows have no group (e.g. the row with id "
+            f"{_group(name)}: {len(missing)} of the {len(kept)} labelled rows have no group (e.g. the row with id "
             f"'{example}')",
             "give every labelled row a group (a row alone can be a group of its own), or leave out --group",
         )
@@ -122,17 +123,22 @@ def _group_column(
     return codes.astype(np.int64), list(column.names)
 
 
+def _group(name: str) -> str:
+    """``--group doc`` on the command line, ``group='doc'`` from Python (``options.spoken_value``)."""
+    return spoken_value(None, "group", name, "--group")
+
+
 def unknown_group(features: FeatureFile, name: str, labels: str | Path | None) -> InputError:
     """``--group NAME`` naming neither a label column nor the texts (``@txt``: a misspelt reserved name)."""
     texts = ", ".join(TEXT_GROUPS if features.pair_mode is not None else ("@text", "@texts"))
     if name.startswith("@"):
         return InputError(
-            f"--group {name}: '{name}' is not a name of the texts (and no label column)",
+            f"{_group(name)}: '{name}' is not a name of the texts (and no label column)",
             f"group by the texts with {texts}, or name a label column",
         )
     where = f"{features.path} or {labels}" if labels is not None else str(features.path)
     return InputError(
-        f"--group {name}: no label column '{name}' in {where}; label columns: "
+        f"{_group(name)}: no label column '{name}' in {where}; label columns: "
         f"{', '.join(features.label_columns) or '(none)'}",
         "name a column whose values are the groups, store one first (featx labels add FEATURES FILE), or group "
         f"by the texts with {texts}",
@@ -146,7 +152,7 @@ def text_groups(features: FeatureFile, name: str) -> tuple[np.ndarray, list[str]
     if name == "@text_pair":
         if pairs is None:
             raise InputError(
-                f"--group @text_pair: {features.path} holds single texts, not sentence pairs",
+                f"{_group('@text_pair')}: {features.path} holds single texts, not sentence pairs",
                 "group by the texts with @text (or @texts), or extract the pairs with featx extract --text-pair-col",
             )
         roots = first_rows(pairs)

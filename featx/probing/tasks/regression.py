@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from ...errors import InputError
+from ...options import spoken_value
 from ...selection import parse_layer_specs
 from ...store import FeatureFile
 from .. import evaluation as ev
@@ -141,12 +142,14 @@ class RegressionProbe:
         with FeatureFile(plan.path, allow_partial=plan.allow_partial) as features:
             values = features.label_values(label)
             if values is None:  # the plan sends numeric columns only (plan.resolve_task)
-                raise InputError(f"label column '{label}' is not numeric", "drop --task regression")
+                raise InputError(
+                    f"label column '{label}' is not numeric", f"drop {spoken_value(config, 'task', 'regression')}"
+                )
             kept = np.flatnonzero(in_split(np.isfinite(values), features.split, notes, plan.path))
             if len(kept) < 4 or len(np.unique(values[kept])) < 2:
                 raise InputError(
                     f"label column '{label}' of {plan.path} has too few distinct values to regress on",
-                    "pick another column with --label NAME",
+                    f"pick another column with {spoken_value(config, 'label', 'NAME', shown='NAME')}",
                 )
             layout = read_layout(features, config, kept, notes, need_tokens=False)
             groups, layout = read_groups(features, config, layout, label, notes)

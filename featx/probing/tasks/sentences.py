@@ -11,6 +11,7 @@ import pandas as pd
 
 from ... import store
 from ...errors import InputError
+from ...options import on_command_line, spoken_value
 from ...selection import LayerSpec, parse_layer_specs, parse_poolings
 from ...store import FeatureFile
 from ..config import ProbeConfig
@@ -69,7 +70,8 @@ def read_layout(
     if need_tokens and not features.has_tokens:
         raise InputError(
             f"the attn probe needs token-level states, and {features.path} has none",
-            "re-extract with featx extract --tokens, or choose --classifier logreg,svm,mlp",
+            f"re-extract with {'featx extract --tokens' if on_command_line() else 'featx.extract(..., tokens=True)'}, "
+            f"or choose {spoken_value(config, 'classifiers', 'logreg,svm,mlp')}",
         )
     baseline_model = None
     if config.baseline is not None:

@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from ...errors import InputError
+from ...options import keywords_of
 from ...selection import parse_poolings
 from ..config import ProbeConfig
 from ..meta import file_meta
@@ -237,12 +238,14 @@ def _resolve(config: ProbeConfig, source: Any, notes: list[str]) -> tuple[Struct
     return inputs, layers, poolings, file
 
 
+@keywords_of(ProbeConfig)
 def structural_probe(config: ProbeConfig | str | Path | None = None, source: Any = None, **options: Any):
     """Structural probes of a treebank's features file: ``structural_probe("gum.h5", structural="distance")``.
 
     Takes a ``ProbeConfig`` (with ``structural`` set) or its fields as keywords; ``source``: an open object with
     ``FeatureFile``'s word methods instead of the file (tests). Returns a ``StructuralResult``, whose table is also
     written as CSV and JSON unless ``write=False``."""
+    from ...progress import progress_bar
     from ...state import given_or_last, remember
     from ..inputs import job_workers, run_jobs
     from ..plan import probe_config
@@ -257,8 +260,9 @@ def structural_probe(config: ProbeConfig | str | Path | None = None, source: Any
         config = config.replace(features=features)
     inputs, layers, poolings, file = _resolve(config, source, notes)
     reference = str(config.features) if source is None else source
-    jobs = [(reference, layer, pooling) for pooling in poolings for layer in layers]
-    rows = run_jobs(probe_job, [(*job, inputs) for job in jobs], job_workers(config.jobs, len(jobs)))
+    jobs = [(reference, layer, pooling, inputs) for pooling in poolings for layer in layers]
+    with progress_bar(total=len(jobs), unit="job", disable=not config.progress, desc="probe") as bar:
+        rows = run_jobs(probe_job, jobs, job_workers(config.jobs, len(jobs)), done=bar.update)
     table = pd.DataFrame([baseline_row(inputs), *rows])
     table = mark_choices(table.astype({"layer": "Int64", "rank": "Int64"}), inputs.mode)
     notes += measure_notes(table, inputs)

@@ -9,7 +9,7 @@ from typing import Any
 
 from ...checks import one_of, whole
 from ...errors import InputError
-from ...options import flag_of
+from ...options import flag_of, spoken, spoken_value
 
 STRUCTURAL_MODES = ("distance", "depth")
 # What a structural probe takes of featx probe's options; any other set to a value of its own is refused.
@@ -18,7 +18,13 @@ TAKEN = (
     *("allow_partial", "n_bootstrap", "write", "progress", "device", "classifiers", "sites"),
 )
 _mode = one_of("structural", "--structural", STRUCTURAL_MODES, optional=True)
-_rank = whole("rank", "--rank", minimum=1, optional=True, hint="give --rank a positive number, e.g. --rank 64")
+_rank = whole(
+    "rank",
+    "--rank",
+    minimum=1,
+    optional=True,
+    hint=lambda config: f"give {spoken(config, 'rank')} a positive number, e.g. {spoken_value(config, 'rank', 64)}",
+)
 
 
 def check_structural(config: Any) -> None:
@@ -27,17 +33,22 @@ def check_structural(config: Any) -> None:
     _rank(config)
     if config.structural is None:
         if config.rank is not None:
-            raise InputError("--rank applies to structural probes", "add --structural distance (or depth)")
+            raise InputError(
+                f"{spoken(config, 'rank')} applies to structural probes",
+                f"add {spoken_value(config, 'structural', 'distance')} (or depth)",
+            )
         return
     if config.label is not None:
         raise InputError(
-            f"--structural {config.structural} probes the stored dependency trees (the HEAD column), not a label",
+            f"{spoken_value(config, 'structural', config.structural)} probes the stored dependency trees (the HEAD "
+            "column), not a label",
             "leave out --label",
         )
     clash = _not_taken(config)
     if clash:
         raise InputError(
-            f"--structural {config.structural} trains its own probe of the dependency trees; it does not take "
+            f"{spoken_value(config, 'structural', config.structural)} trains its own probe of the dependency trees; "
+            "it does not take "
             f"{', '.join(clash)}",
             "leave them out (its control: the same probe on a featx extract --random-init file of the treebank)",
         )
@@ -58,5 +69,5 @@ def _not_taken(config: Any) -> list[str]:
     if list(config.sites) != ["hidden"]:
         names.append("--site")
     if str(config.device).lower() not in ("auto", "cpu"):
-        names.append(f"--device {config.device} (structural probes train on the CPU)")
+        names.append(f"{spoken_value(config, 'device', config.device)} (structural probes train on the CPU)")
     return names

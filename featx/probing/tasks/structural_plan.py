@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...errors import InputError
+from ...options import spoken_value
 from .. import evaluation as ev
 from .structural_fit import Sentences
 from .structural_trees import complete_tree, tree_depths, tree_distances
@@ -141,7 +142,8 @@ def sentence_folds(split: np.ndarray | None, n: int, folds: int, seed: int, note
             notes.append(f"the split has no train and test sentences to use; {folds}-fold cv over sentences instead")
     if n < folds:
         raise InputError(
-            f"only {n} sentences with a complete tree for {folds} folds", f"use --folds {max(2, min(n, folds - 1))}"
+            f"only {n} sentences with a complete tree for {folds} folds",
+            f"use {spoken_value(None, 'folds', max(2, min(n, folds - 1)), '--folds')}",
         )
     from sklearn.model_selection import KFold
 

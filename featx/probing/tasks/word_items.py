@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from ...errors import InputError
+from ...options import joined, on_command_line, spoken_value
 from ...store import HEAD_ROOT, HEAD_UNKNOWN
 from .. import evaluation as ev
 from ..meta import Level
@@ -25,6 +26,11 @@ from ..meta import Level
 HEAD_LABEL = "head"  # --label head --arcs: is this word pair an arc?
 ARC_NAMES = ["no-arc", "arc"]
 ROOT = "<root>"  # the head of a root word, in the lexical keys of head candidates
+
+
+def _head_arcs() -> str:
+    """``--label head --arcs`` on the command line, ``label='head', arcs=True`` from Python."""
+    return joined(spoken_value(None, "label", HEAD_LABEL, "--label"), "--arcs" if on_command_line() else "arcs=True")
 
 
 def opened_source(source, allow_partial: bool = False):
@@ -71,7 +77,7 @@ def word_task(source, label: str) -> WordTask:
     if label not in source.word_label_columns():
         raise InputError(
             f"no word label column '{label}'; word label columns: {', '.join(source.word_label_columns())}",
-            "pick one with --label NAME",
+            f"pick one with {spoken_value(None, 'label', 'NAME', '--label', shown='NAME')}",
         )
     codes = np.asarray(source.word_labels(label), dtype=np.int64)
     kept = np.flatnonzero(codes >= 0)
@@ -116,7 +122,7 @@ def relation_task(source, label: str, notes: list[str] | None = None) -> WordTas
     if label not in source.word_label_columns():
         raise InputError(
             f"no word label column '{label}' to classify arcs by",
-            f"word label columns: {', '.join(source.word_label_columns())}; or --label head --arcs",
+            f"word label columns: {', '.join(source.word_label_columns())}; or {_head_arcs()}",
         )
     heads, dependents = _arcs(source)
     unknown_heads_note(source.word_heads(), notes)
@@ -239,7 +245,10 @@ def sentence_plan(
             )
     n_sentences = len(np.unique(groups))
     if n_sentences < folds:
-        raise InputError(f"only {n_sentences} sentences for {folds} folds", f"use --folds {max(2, n_sentences)}")
+        raise InputError(
+            f"only {n_sentences} sentences for {folds} folds",
+            f"use {spoken_value(None, 'folds', max(2, n_sentences), '--folds')}",
+        )
     _note_rare_classes(task, folds, notes)
     pairs = sentence_folds(task.y, groups, folds, seed)
     return WordPlan(f"{folds}-fold cv", pairs, [None] * len(pairs), groups=groups)

@@ -109,7 +109,7 @@ def test_predictions_choice_is_checked_before_probing(tiny_model, tmp_path):
     from featx.errors import InputError
 
     path = make_features(tmp_path, tiny_model, n_rows=40)
-    with pytest.raises(InputError, match="--predictions cls/logreg"):
+    with pytest.raises(InputError, match="predictions='cls/logreg'"):
         probe(path, predictions="cls/logreg", write=False)
     result = probe(path, predictions="mean/logreg", layers="0,1", folds=2, jobs=1, control=False, write=False)
     assert (

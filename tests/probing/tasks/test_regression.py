@@ -108,7 +108,7 @@ def test_task_is_chosen_from_the_column_and_can_be_forced(score_features, tmp_pa
         assert features.label_values("kind") is None
     result = featx.probe(score_features, label="kind", jobs=1, n_bootstrap=50, write=False, layers="0")
     assert set(result.table.task) == {"classification"}
-    with pytest.raises(InputError, match="(?s)looks continuous.*--bins N"):  # forced: 106 values, 106 classes
+    with pytest.raises(InputError, match="(?s)looks continuous.*bins=N"):  # forced: 106 values, 106 classes
         featx.probe(score_features, label="score", task="classification", write=False, folds=2)
     with pytest.raises(InputError, match="not numeric"):
         featx.probe(score_features, label="kind", task="regression", write=False)
@@ -124,7 +124,7 @@ def test_bins_make_classes_of_a_continuous_label_and_refuse_task_regression(scor
     result = featx.probe(score_features, label="score", bins=3, jobs=1, n_bootstrap=50, write=False, layers="0")
     assert set(result.table.task) == {"classification"}
     assert len(result.meta["label_names"]) == 3 and any("in 3 quantile bins" in note for note in result.notes)
-    with pytest.raises(InputError, match="--bins 3 makes classes.*--task regression"):
+    with pytest.raises(InputError, match="bins=3 makes classes.*task='regression'"):
         featx.probe(score_features, label="score", bins=3, task="regression", write=False)
 
 

@@ -72,7 +72,7 @@ def test_single_texts_group_by_text_and_refuse_the_second_text(tiny_features):
 @pytest.mark.parametrize("path", ["small_pairs", "tiny_features"])
 def test_a_misspelt_text_name_is_refused_with_the_names(request, path):
     pairs = path == "small_pairs"
-    with pytest.raises(InputError, match="--group @txt: '@txt' is not a name of the texts") as err:
+    with pytest.raises(InputError, match="group='@txt': '@txt' is not a name of the texts") as err:
         featx.probe(request.getfixturevalue(path), label="label", group="@txt", **QUICK)
     assert err.value.hint == f"group by the texts with {'@text, @text_pair, @texts' if pairs else '@text, @texts'}, " \
         "or name a label column"  # fmt: skip
