@@ -190,22 +190,29 @@ def choose(
     keywords, ``folds``, ``seed`` and ``jobs`` (candidates scored side by side, one process each); ``splits``: the
     folds (``cv_folds``' over these rows and groups, drawn here when not given)."""
     from ..probing import job_workers, run_jobs
+    from .features import same_matrices
 
     n_classes = None if classes is None else len(classes)
     if splits is None:
         splits = cv_folds(y, n_classes, options["folds"], options["seed"], groups)
     inner = groups.codes if isinstance(groups, Groups) else groups  # the heads' holdouts: whole groups (sentences)
-    jobs = [(path, spec, pooling, rows, y, classes, splits, metric, options, inner) for spec, pooling in candidates]
+    same = same_matrices(path, candidates, rows, options.get("level", "sentence"))
+    unique = [index for index, first in enumerate(same) if index == first]  # the others reuse their first's scores
+    jobs = [(path, *candidates[index], rows, y, classes, splits, metric, options, inner) for index in unique]
     workers = job_workers(options.get("jobs"), len(jobs))
     # one worker: each candidate scored (and reported) in turn; several: side by side, reported at the end
-    all_scores = run_jobs(score_candidate, jobs, workers) if workers > 1 else (score_candidate(*job) for job in jobs)
-    scored = []
-    for number, ((spec, pooling), fold_scores) in enumerate(zip(candidates, all_scores, strict=True), 1):
+    every = iter(run_jobs(score_candidate, jobs, workers) if workers > 1 else (score_candidate(*job) for job in jobs))
+    scored: list[Candidate] = []
+    for number, (spec, pooling) in enumerate(candidates, 1):
+        first = same[number - 1]
+        fold_scores = next(every) if first == number - 1 else scored[first].fold_scores
         finite = np.asarray(fold_scores, dtype=float)[np.isfinite(fold_scores)]
         mean = fold_mean(finite) if len(finite) else float("-inf")  # rounded: equal but for float rounding ties
         scored.append(Candidate(spec, pooling, mean, tuple(fold_scores)))
         if report is not None:
-            report(f"[{number}/{len(candidates)}] layer {spec.name} {pooling}: {metric} {mean:.4f}")
+            shared = "" if first == number - 1 else f" (the same vectors as layer {candidates[first][0].name} "
+            shared += f"{candidates[first][1]}: scored once)" if shared else ""
+            report(f"[{number}/{len(candidates)}] layer {spec.name} {pooling}: {metric} {mean:.4f}{shared}")
     order = sorted(range(len(scored)), key=lambda i: (-scored[i].score, i))
     return [scored[i] for i in order]
 

@@ -4,6 +4,7 @@ probes' own ``pooled_block``, so sentence pairs get the same SentEval feature) o
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 import numpy as np
@@ -45,6 +46,29 @@ def matrix_reader(level: str):
     return {"word": stored_word_matrix, "arc": stored_arc_matrix}.get(level, stored_matrix)
 
 
+def same_matrices(path, candidates: list[tuple[LayerSpec, str]], rows: np.ndarray, level: str) -> list[int]:
+    """For each candidate, the index of the first candidate whose matrix of ``rows`` holds the same bytes (its own
+    index where none does): a candidate scored once gives those the same scores. Word poolings read the same
+    vector where a word is one token (its first, last and mean subword), so a file whose every word is one token
+    (a word-level vocabulary, a toy treebank) has each layer's word candidates three times over. Only word and
+    arc candidates of such a file are read to compare (a 128-bit BLAKE2b digest of each matrix); any other
+    candidate is its own."""
+    own = list(range(len(candidates)))
+    if level not in ("word", "arc"):
+        return own
+    with FeatureFile(path) as features:
+        if not features.has_words or not bool(np.all(features.word_n_subwords() == 1)):
+            return own
+        read = matrix_reader(level)
+        first_of: dict[bytes, int] = {}
+        for index, (spec, pooling) in enumerate(candidates):
+            matrix = np.ascontiguousarray(read(features, spec, pooling, rows))
+            digest = hashlib.blake2b(memoryview(matrix.view(np.uint8).reshape(-1)), digest_size=16)
+            digest.update(repr((matrix.shape, matrix.dtype.str)).encode())
+            own[index] = first_of.setdefault(digest.digest(), index)
+    return own
+
+
 def embedded_matrix(
     embeddings: Any, layers: tuple[int, ...], kind: str, pooling: str, pair_mode: str | None, contrast: bool = False
 ) -> Any:
@@ -66,4 +90,11 @@ def embedded_matrix(
     return blocks[0] if len(blocks) == 1 else np.concatenate(blocks, axis=1)
 
 
-__all__ = ["embedded_matrix", "matrix_reader", "stored_arc_matrix", "stored_matrix", "stored_word_matrix"]
+__all__ = [
+    "embedded_matrix",
+    "matrix_reader",
+    "same_matrices",
+    "stored_arc_matrix",
+    "stored_matrix",
+    "stored_word_matrix",
+]

@@ -344,3 +344,29 @@ def test_the_scikit_learn_wrapper_takes_word_vectors_not_texts(fitted, word_feat
     probe = featx.load(fitted.path)
     X, test, _ = _stored(word_features[0], probe.spec.layers[0], probe.pooling)
     assert list(estimator.predict(X[test])) == list(probe.predict_features(X[test]))
+
+
+def test_word_candidates_of_the_same_vectors_are_scored_once(word_features, monkeypatch):
+    """Every toy word is one token, so a layer's first, last and mean read the same vectors: each layer is
+    scored once, and the choice and every candidate's scores are those of scoring all nine."""
+    from featx.deploy import choose as choose_module
+    from featx.deploy import features as features_module
+
+    features, _ = word_features
+    same_matrices = features_module.same_matrices
+    scored, original = [], choose_module.score_candidate
+    monkeypatch.setattr(choose_module, "score_candidate", lambda *job: scored.append(job[1:3]) or original(*job))
+    once = featx.fit(features, label="upos", folds=2, write=False, jobs=1)
+    assert [(spec.name, pooling) for spec, pooling in scored] == [("0", "first"), ("1", "first"), ("2", "first")]
+    monkeypatch.setattr(features_module, "same_matrices", lambda path, candidates, rows, level: list(range(9)))
+    every = featx.fit(features, label="upos", folds=2, write=False, jobs=1)
+    assert len(scored) == 3 + 9
+    assert [(c.spec.name, c.pooling, c.fold_scores) for c in once.candidates] == [
+        (c.spec.name, c.pooling, c.fold_scores) for c in every.candidates
+    ]
+    candidates = [(spec, pooling) for spec, pooling in scored[:2]]
+    rows = np.arange(10)
+    assert same_matrices(features, candidates, rows, "sentence") == [0, 1]  # never compared
+    assert same_matrices(features, candidates * 2, rows, "word") == [0, 1, 0, 1]  # every word one token
+    monkeypatch.setattr(featx.store.FeatureFile, "word_n_subwords", lambda self: np.full(293, 2))
+    assert same_matrices(features, candidates * 2, rows, "word") == [0, 1, 2, 3]  # not read
