@@ -63,7 +63,7 @@ def same_matrices(path, candidates: list[tuple[LayerSpec, str]], rows: np.ndarra
         first_of: dict[bytes, int] = {}
         for index, (spec, pooling) in enumerate(candidates):
             matrix = np.ascontiguousarray(read(features, spec, pooling, rows))
-            digest = hashlib.blake2b(memoryview(matrix.view(np.uint8).reshape(-1)), digest_size=16)
+            digest = hashlib.blake2b(matrix.tobytes(), digest_size=16)
             digest.update(repr((matrix.shape, matrix.dtype.str)).encode())
             own[index] = first_of.setdefault(digest.digest(), index)
     return own
