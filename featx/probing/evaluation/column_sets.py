@@ -14,7 +14,7 @@ import time
 import numpy as np
 
 from ..solvers import classifiers as clf
-from .core import PRECONDITION_VALUES, fit_scaler, run_linear_tasks
+from .core import PRECONDITION_VALUES, fit_scaler, path_then_final, run_linear_tasks
 from .plans import FoldResult
 from .search import search_logreg_on
 
@@ -52,18 +52,11 @@ def run_logreg_sets(
 def _fit(Xs: np.ndarray, y, train, dev, n_classes: int, cs, balanced, holdout) -> list[tuple]:
     """(theta, offsets, C, validation) of each stacked matrix of ``Xs`` (the rows of ``train``, then ``dev``'s), as
     ``core.fit_logreg`` finds them for one: the C path on the dev rows, else on the holdout, then the final fit."""
-    from ..solvers import softmax
-
     P, labels = len(Xs), y[train]
     if dev is not None:
         n = len(train)
         found = search_logreg_on(Xs[:, :n], [labels] * P, Xs[:, n:], [y[dev]] * P, n_classes, cs, balanced)
         return [(theta, offsets, C, (dev, predicted)) for C, theta, offsets, predicted in found]
     fit_rows, val_rows = holdout
-    found = search_logreg_on(
-        Xs[:, fit_rows], [labels[fit_rows]] * P, Xs[:, val_rows], [labels[val_rows]] * P, n_classes, cs, balanced
-    )
-    chosen = [C for C, *_ in found]
-    init = [theta for _, theta, *_ in found]
-    solution = softmax.solve(Xs, [labels] * P, n_classes, chosen, balanced, init=init, tol=clf.LOGREG_TOL)
+    found, chosen, solution = path_then_final(Xs, [labels] * P, fit_rows, val_rows, n_classes, cs, balanced)
     return [(solution.theta[p], solution.offsets[p], chosen[p], (train[val_rows], found[p][3])) for p in range(P)]

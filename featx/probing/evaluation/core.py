@@ -15,7 +15,7 @@ import numpy as np
 from ..solvers import classifiers as clf
 from .groups import stratified_group_splits
 from .plans import FoldResult, inner_split
-from .search import search_c, search_logreg
+from .search import search_c, search_logreg, search_logreg_on
 
 STACK_INNER_FOLDS = 3
 SCALER_BLOCK = 8192  # rows per block of the scaler's variance pass
@@ -111,10 +111,39 @@ def fit_logreg(
 def final_logreg(Xs, targets, fit_rows, val_rows, n_classes: int, cs, balanced, scaler, train: np.ndarray):
     """The C search on ``fit_rows``/``val_rows`` (positions in the training part ``train``), then the final
     fit on the whole training part, warm-started from the path's solution at the C chosen."""
+    joint, preconditioner = joint_products(Xs, targets), preconditioner_of(Xs[fit_rows])
+    found, chosen, solution = path_then_final(
+        Xs, targets, fit_rows, val_rows, n_classes, cs, balanced, joint, preconditioner
+    )
+    return [
+        (
+            clf.logreg_from(solution.theta[p], solution.offsets[p], chosen[p], balanced),
+            scaler,
+            chosen[p],
+            (train[val_rows], found[p][3]),
+        )
+        for p in range(len(targets))
+    ]
+
+
+def path_then_final(Xs, targets, fit_rows, val_rows, n_classes: int, cs, balanced, joint=False, preconditioner=None):
+    """The C path of each label vector on ``fit_rows``/``val_rows`` (positions along the rows of ``Xs``: one
+    ``(n, d)`` matrix, or a stacked ``(P, n, d)`` one per vector), then the final fit on every row of ``Xs``,
+    warm-started from the path's solution at the C chosen: (``search_logreg_on``'s found, the Cs chosen, the
+    final ``softmax.solve`` solution)."""
     from ..solvers import softmax
 
-    joint, preconditioner = joint_products(Xs, targets), preconditioner_of(Xs[fit_rows])
-    found = search_logreg(Xs, targets, fit_rows, val_rows, n_classes, cs, balanced, joint, preconditioner)
+    found = search_logreg_on(
+        Xs[..., fit_rows, :],
+        [y[fit_rows] for y in targets],
+        Xs[..., val_rows, :],
+        [y[val_rows] for y in targets],
+        n_classes,
+        cs,
+        balanced,
+        joint=joint,
+        preconditioner=preconditioner,
+    )
     chosen, init = [C for C, *_ in found], [theta for _, theta, *_ in found]
     solution = softmax.solve(
         Xs,
@@ -127,15 +156,7 @@ def final_logreg(Xs, targets, fit_rows, val_rows, n_classes: int, cs, balanced, 
         joint=joint,
         preconditioner=preconditioner,
     )
-    return [
-        (
-            clf.logreg_from(solution.theta[p], solution.offsets[p], chosen[p], balanced),
-            scaler,
-            chosen[p],
-            (train[val_rows], found[p][3]),
-        )
-        for p in range(len(targets))
-    ]
+    return found, chosen, solution
 
 
 def _within(groups: np.ndarray | None, rows: np.ndarray) -> np.ndarray | None:
