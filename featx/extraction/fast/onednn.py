@@ -130,7 +130,7 @@ def prepack_linears(
     """
     if device.type != "cpu" or dtype not in (torch.float32, torch.bfloat16) or not available(dtype):
         return 0
-    if not any(type(m) is torch.nn.Linear and m.weight.numel() >= min_elements for m in model.modules()):
+    if not any(type(m) is torch.nn.Linear and _big_enough(m, min_elements) for m in model.modules()):
         return 0  # nothing big enough to pack: not even the parity check's kernels
     try:
         _check_parity(dtype)
@@ -142,17 +142,22 @@ def prepack_linears(
         where = f"{prefix}." if prefix else ""
         fusable = not (_touches(f"{where}dense", keep) or _touches(f"{where}intermediate_act_fn", keep))
         fusable = fusable and _only_called(module, "dense") and _only_called(module, "intermediate_act_fn")
-        fusable = fusable and isinstance(dense, torch.nn.Linear) and dense.weight.numel() >= min_elements
-        if isinstance(dense, torch.nn.Linear) and act is not None and _is_exact_gelu(act) and fusable:
+        fusable = fusable and isinstance(dense, torch.nn.Linear) and _big_enough(dense, min_elements)
+        if fusable and act is not None and _is_exact_gelu(act):
             module.dense = PackedLinear(dense, gelu=True)
             module.intermediate_act_fn = torch.nn.Identity()
             swapped += 1
         for name, child in list(module.named_children()):
-            big = type(child) is torch.nn.Linear and child.weight.numel() >= min_elements
-            if big and child.weight.dtype == dtype and _only_called(module, name):
+            packable = type(child) is torch.nn.Linear and _big_enough(child, min_elements)
+            if packable and child.weight.dtype == dtype and _only_called(module, name):
                 setattr(module, name, PackedLinear(child))
                 swapped += 1
     return swapped
+
+
+def _big_enough(linear: torch.nn.Linear, min_elements: int) -> bool:
+    """Whether ``linear``'s weight has at least ``min_elements`` elements (``min_packed_elements``)."""
+    return linear.weight.numel() >= min_elements
 
 
 def _check_parity(dtype: torch.dtype) -> None:
