@@ -42,8 +42,9 @@ def status(study: Any) -> pd.DataFrame:
     """Each cell of a study (a path, dict or ``StudyConfig``): done, pending, failed, or running (its process is
     alive; "pending (interrupted)" when a killed run left it so; "pending (corpus file missing)" or "failed
     (corpus file missing)" for an extraction not done whose corpus file is gone: a failed one keeps its recorded
-    error, its probes theirs), when it started and finished, its seconds and its error. No corpus file is read:
-    a gone one is named in ``table.attrs["missing"]`` (with what a run would still need it for)."""
+    error, its probes theirs), when it started and finished, its seconds and its error. The plan hashes each
+    corpus file present (its cells' fingerprints); a gone one is named in ``table.attrs["missing"]`` (with what a
+    run would still need it for)."""
     plan = make_plan(study)
     records = []
     for cell, label in _cells(plan):
