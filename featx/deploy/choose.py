@@ -210,9 +210,10 @@ def choose(
         mean = fold_mean(finite) if len(finite) else float("-inf")  # rounded: equal but for float rounding ties
         scored.append(Candidate(spec, pooling, mean, tuple(fold_scores)))
         if report is not None:
-            shared = "" if first == number - 1 else f" (the same vectors as layer {candidates[first][0].name} "
-            shared += f"{candidates[first][1]}: scored once)" if shared else ""
-            report(f"[{number}/{len(candidates)}] layer {spec.name} {pooling}: {metric} {mean:.4f}{shared}")
+            line = f"[{number}/{len(candidates)}] layer {spec.name} {pooling}: {metric} {mean:.4f}"
+            if first != number - 1:
+                line += f" (the same vectors as layer {scored[first].spec.name} {scored[first].pooling}: scored once)"
+            report(line)
     order = sorted(range(len(scored)), key=lambda i: (-scored[i].score, i))
     return [scored[i] for i in order]
 
