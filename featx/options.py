@@ -38,6 +38,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
 from .errors import FeatxError, FeatxWarning, InputError
@@ -177,12 +178,14 @@ def joined(*phrases: str) -> str:
     return (" " if on_command_line() else ", ").join(phrases)
 
 
-def spoken_command(command: str, argument: str, *phrases: str) -> str:
+def spoken_command(command: str, argument: str | Path, *phrases: str) -> str:
     """A whole call as its caller would type it: ``featx fit FEATURES --label head --arcs`` on the command line,
-    ``featx.fit(features, label='head', arcs=True)`` from Python (``argument`` lower-cased as its parameter)."""
+    ``featx.fit(features, label='head', arcs=True)`` from Python (``argument``: a placeholder, lower-cased as its
+    parameter, or a ``Path``, the file itself: ``featx.probe('x.h5', label='pos')``)."""
     if on_command_line():
-        return " ".join((f"featx {command}", argument, *phrases))
-    return f"featx.{command}({', '.join((argument.lower(), *phrases))})"
+        return " ".join((f"featx {command}", str(argument), *phrases))
+    first = repr(str(argument)) if isinstance(argument, Path) else argument.lower()
+    return f"featx.{command}({', '.join((first, *phrases))})"
 
 
 def _keywords(cls: type) -> dict[str, str]:

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from .errors import InputError, StoreError
+from .options import on_command_line, spoken
 
 # Why a write fails, in the user's words: the causes an output folder or disk gives (anything else: its strerror).
 WRITE_REASONS = {
@@ -192,6 +193,13 @@ BUNDLE_FILES = ("manifest.json", "weights.safetensors")
 OVERWRITE_HINT = "--overwrite replaces only what featx itself wrote: choose a new path with -o"
 
 
+def _overwrite_hint() -> str:
+    """``OVERWRITE_HINT`` as the caller names the options: flags, or Python keywords."""
+    if on_command_line():
+        return OVERWRITE_HINT
+    return "overwrite=True replaces only what featx itself wrote: choose a new output path"
+
+
 def refuse_unsafe_target(path: str | os.PathLike) -> None:
     """Refuse an output path that no command may write or replace: empty, a filesystem root, the current
     folder or a folder above it."""
@@ -214,7 +222,8 @@ def refuse_inputs(outputs: Iterable[str | os.PathLike], inputs: Iterable[str | o
         for source in sources:
             if same_file(output, source):
                 raise InputError(
-                    f"-o would write {output}, which is an input of this run ({source}): not replaced",
+                    f"{spoken(None, 'output', '-o')} would write {output}, which is an input of this run ({source}): "
+                    "not replaced",
                     "choose an output path that names none of the inputs",
                 )
 
@@ -237,10 +246,11 @@ def check_overwrite(path: str | os.PathLike, what: str, own: Callable[[Path], bo
     if not os.path.lexists(path):
         return
     if path.is_symlink():
-        raise InputError(f"{path} is a symbolic link, not a {what} featx wrote", OVERWRITE_HINT)
+        raise InputError(f"{path} is a symbolic link, not a {what} featx wrote", _overwrite_hint())
     if not own(path):
         kind = "a folder" if path.is_dir() else "a file" if path.is_file() else "not a regular file"
-        raise InputError(f"{path} exists and is {kind} that is not a {what} featx wrote: not replaced", OVERWRITE_HINT)
+        refused = f"{path} exists and is {kind} that is not a {what} featx wrote: not replaced"
+        raise InputError(refused, _overwrite_hint())
 
 
 def is_bundle_folder(path: Path) -> bool:

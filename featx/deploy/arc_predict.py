@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InputError
+from ..options import spoken_value
 from ..probing import gold_attachments
 from ..store import HEAD_UNKNOWN
 from .arc_plan import SELECTOR
@@ -104,9 +105,8 @@ def arc_truth(probe, words, label: str | None) -> np.ndarray | None:
         return None
     if probe.arcs == SELECTOR:
         if label != "head":
-            raise InputError(
-                f"--label {label}: a head selector is scored against the input's heads", "use --label head"
-            )
+            given, head = (spoken_value(None, "label", name, "--label") for name in (label, "head"))
+            raise InputError(f"{given}: a head selector is scored against the input's heads", f"use {head}")
         offsets = np.asarray(words.offsets, np.int64)
         dependents, gold = gold_attachments(offsets, words.heads)
         truth = np.full(int(offsets[-1]), -1, np.int64)

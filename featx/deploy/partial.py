@@ -9,6 +9,7 @@ import os
 from pathlib import Path
 
 from ..errors import InputError
+from ..options import spoken
 from ..safe_files import NotARegularFile, loads_json, read_small_text, writing
 
 MAX_PARTIAL_BYTES = 1 << 40  # its own file of score rows: no bound but the disk's
@@ -26,7 +27,7 @@ def resume(partial: Path, key: dict, notes: list[str]) -> list[list[float]]:
     except (NotARegularFile, UnicodeDecodeError) as err:
         raise InputError(
             f"{partial} is not the partial predictions file featx predict writes ({err})",
-            "remove it, or choose another -o path",
+            f"remove it, or choose another {spoken(None, 'output', '-o')} path",
         ) from None
     whole = text[: text.rfind("\n") + 1]  # a line cut by a kill mid-write: cut off before anything is appended
     if len(whole) < len(text):

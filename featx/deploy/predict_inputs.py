@@ -7,6 +7,7 @@ from pathlib import Path
 
 from ..errors import InputError
 from ..extraction import Corpus, read_corpus
+from ..options import Placeholder, on_command_line, spoken_value
 from .config import PredictConfig
 from .probe import Probe
 
@@ -55,8 +56,9 @@ def _read_table(config: PredictConfig, probe: Probe, text_col: str, pair_col: st
     except InputError as error:
         if pair_col is None and (error.hint or "").startswith("sentence pairs?"):
             hint = (  # extract's advice to read the two columns as pairs: this bundle reads one text a row
-                "this bundle was fitted on single texts: name the column to read with --text-col NAME (a bundle "
-                "fitted on sentence pairs reads two columns)"
+                "this bundle was fitted on single texts: name the column to read with "
+                f"{spoken_value(config, 'text_col', Placeholder('NAME'))} (a bundle fitted on sentence pairs reads "
+                "two columns)"
             )
         elif "--skip-empty" in (error.hint or ""):
             hint = "fill them in, or leave those rows out: predict writes one prediction per row"
@@ -80,7 +82,8 @@ def _read_words(config: PredictConfig, probe: Probe) -> Corpus:
     stdin = str(config.corpus) == "-"
     fmt = (config.word_format if stdin else word_format(config.corpus, config.word_format, config.columns)) or None
     if fmt is not None and stdin:
-        raise InputError(f"{fmt} input is read from a file, not stdin", "give the file's path as CORPUS")
+        where = "CORPUS" if on_command_line() else "corpus"
+        raise InputError(f"{fmt} input is read from a file, not stdin", f"give the file's path as {where}")
     if fmt is not None:
         check_no_table_columns(fmt, config.text_col, config.id_col)
         if config.row_ids:

@@ -22,6 +22,7 @@ import numpy as np
 from ..errors import InputError
 from ..extraction import Corpus
 from ..io import corpus_stem
+from ..options import Placeholder, keywords_of, on_command_line, spoken, spoken_value
 from ..safe_files import (
     check_overwrite,
     check_writable,
@@ -32,7 +33,7 @@ from ..safe_files import (
 from .arc_plan import SELECTOR
 from .arc_predict import arc_frame, arc_index, arc_score_line, arc_truth, check_arc_input, chunk_scores, item_offsets
 from .bundle import load
-from .config import PredictConfig
+from .config import PredictConfig, overwrite_hint
 from .partial import append, resume
 from .predict_inputs import read_input
 from .probe import Probe
@@ -99,8 +100,9 @@ def _output(config: PredictConfig, corpus: Path) -> Path:
         return Path(config.output)
     if str(corpus) == "-":
         raise InputError(
-            "reading the corpus from stdin needs -o FILE (or -o - for standard output)",
-            "e.g. featx predict model.featx - -o out.csv",
+            f"reading the corpus from stdin needs {spoken_value(None, 'output', Placeholder('FILE'), '-o')} (or "
+            f"{spoken_value(None, 'output', '-', '-o')} for standard output)",
+            f"e.g. {_predict_call('-', 'out.csv')}",
         )
     return corpus.with_name(corpus_stem(corpus) + ".predictions.csv")
 
@@ -177,12 +179,23 @@ def _chunk_scores(probe: Probe, texts: list, pairs: list[str] | None, config: Pr
     return probe.predict_proba_features(X) if probe.head.has_proba else probe.scores_features(X)
 
 
+def _predict_call(corpus: str, output: str) -> str:
+    """``featx predict model.featx CORPUS -o predictions.csv`` on the command line, the call of
+    ``featx.deploy.predict`` from Python (``CORPUS``: a corpus file)."""
+    example = spoken_value(None, "output", output, "-o")
+    if on_command_line():
+        return f"featx predict model.featx {corpus} {example}"
+    corpus = "corpus.csv" if corpus == "CORPUS" else corpus
+    return f"featx.deploy.predict('model.featx', corpus={corpus!r}, {example})"
+
+
+@keywords_of(PredictConfig)  # from Python, a message names the keyword given (top_k=0), the CLI the flag
 def predict(config: PredictConfig | str | Path | None = None, **options: Any) -> PredictResult:
     """Predict every row of a corpus with a bundle: ``predict("m.featx", corpus="new.csv", output="p.csv")``;
     a word probe predicts every word of every sentence."""
     config = PredictConfig.build(config, **options)
     if config.bundle is None or config.corpus is None:
-        raise InputError("predict needs a bundle and a corpus", "featx predict model.featx CORPUS -o predictions.csv")
+        raise InputError("predict needs a bundle and a corpus", _predict_call("CORPUS", "predictions.csv"))
     probe = load(config.bundle)
     _check_options(config, probe)
     corpus, text_col, pair_col = read_input(config, probe)
@@ -194,7 +207,7 @@ def predict(config: PredictConfig | str | Path | None = None, **options: Any) ->
     output = _output(config, Path(str(config.corpus)))
     to_stdout = str(output) == STDOUT
     if output.exists() and not config.overwrite and not to_stdout:
-        raise InputError(f"{output} already exists", "pass --overwrite to replace it, or choose another -o path")
+        raise InputError(f"{output} already exists", overwrite_hint())
     if not to_stdout:
         _check_output(output, config)  # a folder, or one of this run's inputs: refused before any work
     if config.overwrite and not to_stdout:
@@ -238,24 +251,25 @@ def _frame(probe: Probe, words: WordTable | None, ids: list[str], scores: np.nda
 
 def _check_output(output: Path, config: PredictConfig) -> None:
     """Before any row is predicted: the output is a file that is none of the inputs, in a writable folder."""
+    given, named = spoken_value(None, "output", str(output), "-o"), spoken(None, "output", "-o")
     if output.is_dir():
-        raise InputError(f"-o {output} is a folder", "-o names the predictions file, e.g. -o predictions.csv")
+        example = spoken_value(None, "output", "predictions.csv", "-o")
+        raise InputError(f"{given} is a folder", f"{named} names the predictions file, e.g. {example}")
     folder = output.absolute().parent
     if not folder.is_dir():
         what = "is not a folder" if folder.exists() else "does not exist"
         raise InputError(
-            f"-o {output}: its output folder {output.parent} {what}", "create it first, or choose another -o path"
+            f"{given}: its output folder {output.parent} {what}", f"create it first, or choose another {named} path"
         )
     if output.suffix.lower() not in OUTPUT_SUFFIXES:
         raise InputError(
-            f"-o {output}: featx predict writes .csv, .tsv or .jsonl (by the file's ending)",
-            f"name the predictions file with one of them, e.g. -o {output.with_suffix('.csv').name}",
+            f"{given}: featx predict writes .csv, .tsv or .jsonl (by the file's ending)",
+            f"name the predictions file with one of them, e.g. "
+            f"{spoken_value(None, 'output', output.with_suffix('.csv').name, '-o')}",
         )
     inputs = [Path(str(config.corpus)), Path(str(config.bundle))]
     if any(same_file(output, path) for path in inputs):
-        raise InputError(
-            f"-o {output} is an input of this run (its corpus)", "write the predictions to another file with -o"
-        )
+        raise InputError(f"{given} is an input of this run (its corpus)", f"write the predictions to another {named}")
     check_writable(output)
 
 

@@ -9,10 +9,16 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import InputError
+from ..options import joined, on_command_line
 from ..safe_files import loads_json
 from ..store import FeatureFile
-from .config import InterveneConfig
+from .config import InterveneConfig, said
 from .provenance import Provenance
+
+
+def _bundle(config: InterveneConfig) -> str:
+    """``--bundle B.featx``, ``bundle='B.featx'``: the bundle as its caller named it."""
+    return said("bundle", str(config.bundle))
 
 
 def load_bundle(config: InterveneConfig):
@@ -24,7 +30,7 @@ def load_bundle(config: InterveneConfig):
     path = Path(str(config.bundle))
     if not (path / "manifest.json").is_file():
         raise InputError(
-            f"--bundle {path} is not a featx fit bundle (no manifest.json)",
+            f"{said('bundle', str(path))} is not a featx fit bundle (no manifest.json)",
             "give the folder featx fit wrote, e.g. model.featx",
         )
     return load(str(path))
@@ -34,17 +40,17 @@ def check_bundle(bundle, config: InterveneConfig, provenance: Provenance, featur
     recorded = bundle.extraction.get("model_sha256")
     if recorded != provenance.model_sha256:
         raise InputError(
-            f"--bundle {config.bundle} was fitted on features of {bundle.extraction.get('model')}, not of this "
+            f"{_bundle(config)} was fitted on features of {bundle.extraction.get('model')}, not of this "
             f"file's model {provenance.model}",
             "fit a bundle on features of this file's model",
         )
     if bundle.level != "sentence":
-        raise InputError(f"--bundle {config.bundle} is a word-level probe", "give a bundle of a sentence label")
+        raise InputError(f"{_bundle(config)} is a word-level probe", "give a bundle of a sentence label")
     _check_input_kind(bundle, config)
     _check_width(bundle, config, provenance)
     if bundle.pooling not in features.poolings or any(layer not in features.layers for layer in bundle.layers):
         raise InputError(
-            f"--bundle {config.bundle} reads layers {bundle.layers} ({bundle.pooling} pooling), which "
+            f"{_bundle(config)} reads layers {bundle.layers} ({bundle.pooling} pooling), which "
             f"{features.path.name} does not all store",
             "fit the bundle on this features file, or on one with the same layers and poolings",
         )
@@ -54,9 +60,11 @@ def check_bundle(bundle, config: InterveneConfig, provenance: Provenance, featur
         outside = [layer for layer in config.at if layer not in bundle.layers]
         if outside:
             raise InputError(
-                f"--edit {config.edit} --at {outside[0]}: bundle {config.bundle} reads layers {bundle.layers}, so it "
+                f"{joined(said('edit', config.edit), said('at', outside[0]))}: bundle {config.bundle} reads layers "
+                f"{bundle.layers}, so it "
                 f"has no directions at layer {outside[0]}",
-                "edit at a layer the bundle reads, or fit a bundle there (featx fit --layer)",
+                "edit at a layer the bundle reads, or fit a bundle there "
+                + ("(featx fit --layer)" if on_command_line() else "(featx.fit(features, layer=...))"),
             )
 
 
@@ -78,7 +86,7 @@ def _check_input_kind(bundle, config: InterveneConfig) -> None:
         value = bundle.extraction.get(option)
         if value not in (None, False, "", "none"):
             raise InputError(
-                f"--bundle {config.bundle} was fitted on features of {what} ({option.removeprefix('option_')} "
+                f"{_bundle(config)} was fitted on features of {what} ({option.removeprefix('option_')} "
                 f"{value!r}); featx intervene edits single texts as they are",
                 "fit a bundle on features of single texts of this model (featx fit on this features file)",
             )
@@ -118,7 +126,7 @@ def seen_rows_note(bundle, config: InterveneConfig, features: FeatureFile) -> st
     if config.edit == "steer":
         if len(split_test_rows(features)):
             return None
-        fitted = f"--bundle {config.bundle} was fitted (featx fit) on this file's corpus"
+        fitted = f"{_bundle(config)} was fitted (featx fit) on this file's corpus"
         if not reads_steered_layer(bundle, config):
             return (
                 f"{fitted}: the class-mean direction is cross-fitted (never computed from the rows it steers), but "
@@ -134,7 +142,7 @@ def seen_rows_note(bundle, config: InterveneConfig, features: FeatureFile) -> st
     if config.edit not in ("project", "mean") or features.split is not None:
         return None
     return (
-        f"--bundle {config.bundle} was fitted (featx fit) on this file's corpus, and the file has no split: its "
+        f"{_bundle(config)} was fitted (featx fit) on this file's corpus, and the file has no split: its "
         "directions were fitted on every labelled row, the rows the after and control probes are scored on, so after "
         "may read lower than on rows it never saw (fit the bundle on a file with a train/test split to avoid this)"
     )
@@ -150,7 +158,7 @@ def _check_width(bundle, config: InterveneConfig, provenance: Provenance) -> Non
         got, wanted = [int(bundle.head.n_features)], [d * (len(bundle.layers) if bundle.spec.kind == "cat" else 1)]
     if got != wanted:
         raise InputError(
-            f"--bundle {config.bundle} reads vectors of width {', '.join(map(str, got))}, not this model's "
+            f"{_bundle(config)} reads vectors of width {', '.join(map(str, got))}, not this model's "
             f"{', '.join(map(str, wanted))}",
             "fit a bundle on features of this file's model",
         )
@@ -159,12 +167,12 @@ def _check_width(bundle, config: InterveneConfig, provenance: Provenance) -> Non
 def _check_steer(bundle, config: InterveneConfig) -> None:
     from ..extraction import known_class
 
-    known_class(bundle.classes, str(config.toward), f"--toward {config.toward}", config.bundle)
+    known_class(bundle.classes, str(config.toward), said("toward", config.toward), config.bundle)
     layer = config.at[0]
     if max(bundle.layers) < layer and config.answers is None:  # with --answers, the decoder reads the steering
         raise InputError(
-            f"--at {layer}: bundle {config.bundle} reads layers {bundle.layers}, all below the edit, which cannot "
-            "change them",
+            f"{said('at', layer)}: bundle {config.bundle} reads layers {bundle.layers}, all below the edit, which "
+            "cannot change them",
             f"steer at or below layer {max(bundle.layers)}",
         )
 

@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 
 from ..checks import one_of, path_like, whole
 from ..errors import InputError
-from ..options import MAX_SEED, Check, Options, normalise, option
+from ..options import MAX_SEED, Check, Options, Placeholder, joined, normalise, option, spoken, spoken_value
 from ..probing import check_group, group_option
 
 WHAT, EDIT, OUTPUTS, RUN = "Label and layers", "The edit", "The model's outputs", "Run and output"
@@ -34,13 +34,33 @@ def parse_layers(value: Any, flag: str = "--at") -> tuple[int, ...]:
     for item in items:
         spelled = str(item).strip()
         if not spelled.isdigit():
-            raise InputError(
-                f"{flag} {value!r}: '{spelled}' is not a layer number", f"e.g. {flag} 1,3 (0 the embeddings)"
-            )
+            given = spoken_value(None, "at", value, flag, shown=repr(value))
+            raise InputError(f"{given}: '{spelled}' is not a layer number", f"e.g. {_layers(flag)} (0 the embeddings)")
         layers.append(int(spelled))
     if not layers:
-        raise InputError(f"{flag} is empty", f"e.g. {flag} 1,3")
+        raise InputError(f"{spoken(None, 'at', flag)} is empty", f"e.g. {_layers(flag)}")
     return tuple(dict.fromkeys(layers))
+
+
+def _layers(flag: str = "--at") -> str:
+    """An example of layers to edit: ``--at 1,3``, ``at='1,3'``."""
+    return spoken_value(None, "at", "1,3", flag, shown="1,3")
+
+
+def _alphas() -> str:
+    """An example of steering amounts: ``--alphas 0,1,2,4,8``, ``alphas='0,1,2,4,8'``."""
+    return spoken_value(None, "alphas", DEFAULT_ALPHAS, "--alphas", shown=DEFAULT_ALPHAS)
+
+
+def said(name: str, value: Any) -> str:
+    """Option ``name`` of ``featx intervene`` with ``value`` as the caller gives it: ``--at 2`` on the command line,
+    ``at=2`` from Python (``options.spoken_value``)."""
+    return spoken_value(None, name, value, f"--{name}")
+
+
+def _edit(config: Any, edit: str) -> str:
+    """``--edit steer``, ``edit='steer'``."""
+    return spoken_value(config, "edit", edit)
 
 
 def parse_alphas(value: Any) -> tuple[float, ...]:
@@ -51,23 +71,24 @@ def parse_alphas(value: Any) -> tuple[float, ...]:
         try:
             alpha = float(item)
         except (TypeError, ValueError):
-            raise InputError(f"--alphas {value!r}: '{item}' is not a number", "e.g. --alphas 0,1,2,4,8") from None
+            given = spoken_value(None, "alphas", value, "--alphas", shown=repr(value))
+            raise InputError(f"{given}: '{item}' is not a number", f"e.g. {_alphas()}") from None
         if not math.isfinite(alpha):
-            raise InputError(f"--alphas: {item} is not a finite number", "give finite amounts, e.g. --alphas 0,1,2,4,8")
+            raise InputError(f"--alphas: {item} is not a finite number", f"give finite amounts, e.g. {_alphas()}")
         if abs(alpha) > FLOAT32_MAX:  # the shift is added to float32 states: it would be inf there
             raise InputError(
                 f"--alphas: {item} is beyond float32's range (±{FLOAT32_MAX:.3g}), the states it is added to",
-                "give smaller amounts, e.g. --alphas 0,1,2,4,8",
+                f"give smaller amounts, e.g. {_alphas()}",
             )
         alphas.append(alpha)
     if not alphas:
-        raise InputError("--alphas is empty", "e.g. --alphas 0,1,2,4,8")
+        raise InputError("--alphas is empty", f"e.g. {_alphas()}")
     return tuple(alphas)
 
 
 def _check_at(config: InterveneConfig) -> None:
     if config.at is None:
-        raise InputError("--at is missing: which layers to edit", "e.g. --at 1,3 (0 the embeddings)")
+        raise InputError("--at is missing: which layers to edit", f"e.g. {_layers()} (0 the embeddings)")
     normalise(config, "at", parse_layers(config.at))
 
 
@@ -76,31 +97,38 @@ def _check_alphas(config: InterveneConfig) -> None:
 
 
 def _check_edit(config: InterveneConfig) -> None:
+    steer, bundle = _edit(config, "steer"), spoken_value(config, "bundle", "B.featx")
     steered_by_answers = config.edit == "steer" and config.answers is not None  # the class-mean direction
     if config.edit == "steer" and config.bundle is None and not steered_by_answers:
         raise InputError(
-            "--edit steer reads its dose-response through a bundle's predictions (--bundle, missing) or, on a decoder, "
+            f"{steer} reads its dose-response through a bundle's predictions (--bundle, missing) or, on a decoder, "
             "through the answers of --template and --answers",
-            "give --bundle B.featx (featx fit), or --template and --answers",
+            f"give {bundle} (featx fit), or --template and --answers",
         )
     if config.edit in ("project", "mean") and config.bundle is None:
         raise InputError(
-            f"--edit {config.edit} edits along a bundle's directions: --bundle is missing",
-            "give --bundle B.featx (featx fit)",
+            f"{_edit(config, config.edit)} edits along a bundle's directions: --bundle is missing",
+            f"give {bundle} (featx fit)",
         )
     if config.edit == "steer":
         if config.toward is None:
-            raise InputError("--edit steer needs --toward CLASS", "name the class to steer toward, e.g. --toward pos")
+            raise InputError(
+                f"{steer} needs {spoken_value(config, 'toward', Placeholder('CLASS'))}",
+                f"name the class to steer toward, e.g. {spoken_value(config, 'toward', 'pos')}",
+            )
         if len(config.at) != 1:
-            raise InputError(f"--edit steer edits one layer, not {len(config.at)}", "give one layer, e.g. --at 2")
+            raise InputError(
+                f"{steer} edits one layer, not {len(config.at)}",
+                f"give one layer, e.g. {spoken_value(config, 'at', 2)}",
+            )
     elif config.toward is not None:
-        raise InputError("--toward applies to --edit steer only", "leave --toward out, or use --edit steer")
+        raise InputError(f"--toward applies to {steer} only", f"leave --toward out, or use {steer}")
     elif config.alphas != parse_alphas(DEFAULT_ALPHAS):
-        raise InputError("--alphas applies to --edit steer only", "leave --alphas out, or use --edit steer")
+        raise InputError(f"--alphas applies to {steer} only", f"leave --alphas out, or use {steer}")
     if config.edit != "erase" and config.method != "leace":
         raise InputError(
-            f"--method applies to --edit erase only: --edit {config.edit} fits no eraser",
-            "leave --method out, or use --edit erase",
+            f"--method applies to {_edit(config, 'erase')} only: {_edit(config, config.edit)} fits no eraser",
+            f"leave --method out, or use {_edit(config, 'erase')}",
         )
 
 
@@ -108,14 +136,19 @@ def _check_answers(config: InterveneConfig) -> None:
     if config.answers is None and config.template is None:
         return
     if config.edit != "steer":
+        steer = _edit(config, "steer")
         raise InputError(
-            "--answers and --template read a steering dose-response through the decoder: they apply to --edit steer",
-            "add --edit steer --toward CLASS, or leave them out",
+            f"--answers and --template read a steering dose-response through the decoder: they apply to {steer}",
+            f"add {joined(steer, spoken_value(config, 'toward', Placeholder('CLASS')))}, or leave them out",
         )
     if config.answers is None or config.template is None:
         raise InputError(
             "--answers and --template go together: the answers are read at the end of the template's prompt",
-            "give both, e.g. --template 'Review: {text} Sentiment:' --answers ' good, bad'",
+            "give both, e.g. "
+            + joined(
+                spoken_value(config, "template", "Review: {text} Sentiment:", shown="'Review: {text} Sentiment:'"),
+                spoken_value(config, "answers", " good, bad", shown="' good, bad'"),
+            ),
         )
     from ..logit_lens import parse_answers
 
@@ -125,17 +158,19 @@ def _check_answers(config: InterveneConfig) -> None:
 def _check_site(config: InterveneConfig) -> None:
     if config.site is None:
         return
+    site = spoken_value(config, "site", config.site)
     if config.site not in SITES:
-        raise InputError(f"--site {config.site}: not a site inside a layer", f"choose from {', '.join(SITES)}")
+        raise InputError(f"{site}: not a site inside a layer", f"choose from {', '.join(SITES)}")
     if config.edit in ("project", "mean"):
         raise InputError(
-            f"--edit {config.edit} --site {config.site}: a bundle's directions are of the layers' outputs, not of a "
+            f"{joined(_edit(config, config.edit), site)}: a bundle's directions are of the layers' outputs, not of a "
             "site inside them",
-            "use --edit erase (fitted on the stored site) or leave --site out",
+            f"use {_edit(config, 'erase')} (fitted on the stored site) or leave --site out",
         )
     if 0 in config.at:
         raise InputError(
-            f"--site {config.site} --at 0: a site is inside a layer, and layer 0 is the embeddings' output",
+            f"{joined(site, spoken_value(config, 'at', 0))}: a site is inside a layer, and layer 0 is the embeddings' "
+            "output",
             "edit at layers from 1",
         )
 
@@ -248,4 +283,4 @@ class InterveneConfig(Options):
     )
 
 
-__all__ = ["EDITS", "MASK_RATE", "SITES", "InterveneConfig", "parse_alphas", "parse_layers"]
+__all__ = ["EDITS", "MASK_RATE", "SITES", "InterveneConfig", "parse_alphas", "parse_layers", "said"]

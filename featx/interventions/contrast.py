@@ -25,6 +25,7 @@ import pandas as pd
 
 from ..errors import InputError
 from ..store import open_features
+from .config import said
 from .edits import run_steered
 from .provenance import embed_options
 from .result import STEER_COLUMNS, InterveneResult
@@ -55,7 +56,7 @@ def _classes(plan) -> list[str]:
     toward = str(plan.config.toward)
     if toward not in names:
         raise InputError(
-            f"--toward {toward}: label '{plan.label}' has no such class (its classes: {', '.join(names)})",
+            f"{said('toward', toward)}: label '{plan.label}' has no such class (its classes: {', '.join(names)})",
             "steer toward one of the label's classes",
         )
     return names

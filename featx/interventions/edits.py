@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import InputError
+from .config import said
 from .plan import InterventionPlan
 
 
@@ -102,8 +103,8 @@ def run_steered(plan: InterventionPlan, forward, direction: np.ndarray, alpha: f
         return forward.run((steer_map(plan, direction, alpha),), config, rows)
     except NonFiniteError:
         raise InputError(
-            f"--edit steer: steering toward {plan.config.toward} at layer {plan.at[0]} with alpha {alpha:g} made the "
-            "model's states inf or NaN (more than its arithmetic can carry)",
+            f"{said('edit', 'steer')}: steering toward {plan.config.toward} at layer {plan.at[0]} with alpha "
+            f"{alpha:g} made the model's states inf or NaN (more than its arithmetic can carry)",
             "give smaller --alphas: the unedited pass is finite",
         ) from None
 

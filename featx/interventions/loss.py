@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
-from .config import MASK_RATE
+from .config import MASK_RATE, said
 from .stats import mean_interval, paired_p_value
 
 BATCH = 16
@@ -22,7 +22,7 @@ def lm_model(plan):
     """``(model, None)`` with the checkpoint's LM head (on the CPU), or ``(None, why)`` without one; with ``--loss
     yes``, no head is an ``InputError`` (before the model is run at all)."""
     if plan.config.loss == "no":
-        return None, "not asked (--loss no)"
+        return None, f"not asked ({said('loss', 'no')})"
     why = None
     if plan.provenance.options.get("random_init"):
         why = "the features come from a randomly initialised model, which has no trained LM head"
@@ -31,7 +31,8 @@ def lm_model(plan):
         model, why = _load_head(plan)
     if model is None and plan.config.loss == "yes":
         raise InputError(
-            f"--loss yes: {why}", "leave --loss at auto (the loss is then skipped), or use a checkpoint with an LM head"
+            f"{said('loss', 'yes')}: {why}",
+            "leave --loss at auto (the loss is then skipped), or use a checkpoint with an LM head",
         )
     return model, why
 

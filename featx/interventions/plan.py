@@ -15,8 +15,9 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
+from ..options import on_command_line
 from ..store import FeatureFile, open_features
-from .config import InterveneConfig
+from .config import InterveneConfig, said
 from .provenance import Provenance, read_provenance
 
 FOLDS = 5  # the label's folds without a split (featx probe's default): the probes', erasers' and steering's
@@ -60,7 +61,7 @@ def _label(features: FeatureFile, config: InterveneConfig, bundle) -> str:
     if label not in features.label_columns:
         have = ", ".join(features.label_columns) or "none"
         raise InputError(
-            f"--label {label}: {features.path.name} has no such label column (it has: {have})",
+            f"{said('label', label)}: {features.path.name} has no such label column (it has: {have})",
             "name one of its label columns",
         )
     return label
@@ -81,10 +82,10 @@ def _amnesic(features: FeatureFile, config: InterveneConfig, label: str) -> tupl
     kept, notes = {}, []
     for name in names:
         if name == label:
-            raise InputError(f"--amnesic {name}: that is the edited label", "name the other label columns")
+            raise InputError(f"{said('amnesic', name)}: that is the edited label", "name the other label columns")
         if name not in features.label_columns:
             raise InputError(
-                f"--amnesic {name}: {features.path.name} has no such label column",
+                f"{said('amnesic', name)}: {features.path.name} has no such label column",
                 "name its label columns, all, or none",
             )
         task = _probeable(features, name, config)
@@ -93,7 +94,7 @@ def _amnesic(features: FeatureFile, config: InterveneConfig, label: str) -> tupl
         elif every:
             notes.append(f"amnesic probing skips '{name}': {task}")
         else:
-            raise InputError(f"--amnesic {name}: {task}", "name other label columns, all, or none")
+            raise InputError(f"{said('amnesic', name)}: {task}", "name other label columns, all, or none")
     return kept, notes
 
 
@@ -142,7 +143,8 @@ def _row_groups(features: FeatureFile, config: InterveneConfig, notes: list[str]
         else "the drift, bundle and loss rows' intervals and the loss's paired tests"
     )
     notes.append(
-        f"{what} take the groups of --group {config.group} as their units ({len(np.unique(codes))} groups over the "
+        f"{what} take the groups of {said('group', config.group)} as their units ({len(np.unique(codes))} groups "
+        f"over the "
         f"file's {len(codes)} rows{alone}): the means' standard errors cluster-robust (t with groups - 1 degrees of "
         "freedom), the shares' Wilson intervals at the groups' effective sample size"
     )
@@ -153,7 +155,7 @@ def _pooling(features: FeatureFile, config: InterveneConfig) -> str:
     pooling = config.pooling or ("mean" if "mean" in features.poolings else features.poolings[0])
     if pooling not in features.poolings:
         raise InputError(
-            f"--pooling {pooling}: {features.path.name} stores {', '.join(features.poolings)}",
+            f"{said('pooling', pooling)}: {features.path.name} stores {', '.join(features.poolings)}",
             "choose a stored pooling",
         )
     return pooling
@@ -163,15 +165,20 @@ def _check_layers(features: FeatureFile, config: InterveneConfig, provenance: Pr
     for layer in config.at:
         if layer >= provenance.n_layers:
             raise InputError(
-                f"--at {layer}: layer {layer} is outside {provenance.model}, whose layers are "
+                f"{said('at', layer)}: layer {layer} is outside {provenance.model}, whose layers are "
                 f"0..{provenance.n_layers - 1}",
                 f"edit a layer from 0 (the embeddings) to {provenance.n_layers - 1}",
             )
         if layer not in features.layers:
             raise InputError(
-                f"--at {layer}: {features.path.name} does not store layer {layer} (it stores {features.layers})",
+                f"{said('at', layer)}: {features.path.name} does not store layer {layer} (it stores {features.layers})",
                 "edit a stored layer: the eraser, the probes and the steering direction are fitted on its vectors",
             )
+
+
+def _extract_site(site: str) -> str:
+    """``--site ffn`` (featx extract's) on the command line, ``featx.extract(..., sites='ffn')`` from Python."""
+    return said("site", site) if on_command_line() else f"featx.extract(..., sites={site!r})"
 
 
 def _site_widths(features: FeatureFile, config: InterveneConfig) -> dict:
@@ -183,9 +190,9 @@ def _site_widths(features: FeatureFile, config: InterveneConfig) -> dict:
     missing = [layer for layer in config.at if layer not in stored]
     if missing:
         raise InputError(
-            f"--site {site}: {features.path.name} does not store site {site} at layer {missing[0]} "
+            f"{said('site', site)}: {features.path.name} does not store site {site} at layer {missing[0]} "
             f"(it stores it at {stored or 'no layer'})",
-            f"extract the file with --site {site} at the layers you edit",
+            f"extract the file with {_extract_site(site)} at the layers you edit",
         )
     return {site: int(features.features(features.site_poolings(site)[0], stored[0], site=site).shape[1])}
 

@@ -13,6 +13,7 @@ import time
 
 import pandas as pd
 
+from ..options import keywords_of
 from ..probing import SIGNIFICANCE_ALPHA
 from ..safe_files import check_writable
 from .config import InterveneConfig
@@ -112,6 +113,7 @@ def _one_layer(plan: InterventionPlan, forward, base, head, edits: LayerEdits) -
     return records
 
 
+@keywords_of(InterveneConfig)  # from Python, a message names the keyword given (at=9), the CLI the flag
 def intervene(config: InterveneConfig | str | None = None, **options) -> InterveneResult:
     """Run ``featx intervene`` (see ``InterveneConfig``); ``--edit steer`` runs the steering dose-response.
     Every input is checked, and every edit fitted or resolved, before the model is loaded."""

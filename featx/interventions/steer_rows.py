@@ -34,8 +34,10 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
+from ..options import on_command_line, spoken
 from ..store import open_features
 from .bundle_checks import reads_steered_layer, split_test_rows
+from .config import said
 from .edits import bundle_direction, stored
 from .plan import InterventionPlan
 
@@ -77,7 +79,7 @@ def _unit(vector: np.ndarray, plan: InterventionPlan, where: str = "") -> np.nda
     norm = float(np.linalg.norm(vector))
     if not np.isfinite(norm) or norm == 0.0:
         raise InputError(
-            f"--toward {plan.config.toward}: the direction at layer {plan.at[0]}{where} is zero",
+            f"{said('toward', plan.config.toward)}: the direction at layer {plan.at[0]}{where} is zero",
             "steer at another layer",
         )
     return vector / norm
@@ -122,7 +124,7 @@ def _direction(X: np.ndarray, inside: np.ndarray, rows: np.ndarray, plan: Interv
     if held.all() or not held.any():
         missing = toward if not held.any() else f"any class but {toward}"
         raise InputError(
-            f"--toward {toward}: {what} hold no row of {missing} to take the class-mean difference from",
+            f"{said('toward', toward)}: {what} hold no row of {missing} to take the class-mean difference from",
             "give the label more rows (with --group: more groups) of each class, or steer at a layer the bundle reads",
         )
     vector = X[rows[held]].astype(np.float64).mean(axis=0) - X[rows[~held]].astype(np.float64).mean(axis=0)
@@ -137,7 +139,7 @@ def _class_means(plan: InterventionPlan) -> Steering:
         unlabelled = features.n_rows - len(task.kept)
     if toward not in task.class_names:
         raise InputError(
-            f"--toward {toward}: no row of '{plan.label}' has that class", "steer toward a class with rows"
+            f"{said('toward', toward)}: no row of '{plan.label}' has that class", "steer toward a class with rows"
         )
     inside = np.zeros(len(X), dtype=bool)
     inside[task.kept[task.y == task.class_names.index(toward)]] = True
@@ -168,11 +170,12 @@ def _class_means(plan: InterventionPlan) -> Steering:
 def _cross_fitted(plan: InterventionPlan, what: str, k: int, n_rows: int) -> tuple[str, str, str]:
     """The direction's source, the rows measured and the note of a dose-response cross-fitted over ``k`` folds."""
     by = f" by whole groups of {plan.config.group}" if plan.config.group else ""
+    erase = "--edit erase's" if on_command_line() else f"{said('edit', 'erase')} folds them"
     note = (
-        f"the file has no split: the label's rows are in {k} folds{by} (as --edit erase's); each fold's rows are "
+        f"the file has no split: the label's rows are in {k} folds{by} (as {erase}); each fold's rows are "
         f"steered along the class-mean difference of the other {k - 1} folds' rows, never their own (one pass over "
         "the rows per alpha and direction, each fold's rows with their own direction); the random direction is one, "
-        "drawn with --seed, for every fold"
+        f"drawn with {spoken(None, 'seed', '--seed')}, for every fold"
     )
     source = f"{what} of the other folds' rows ({k} folds{by}), each fold's own"
     return source, f"every labelled row ({n_rows}), each fold's along its own direction", note

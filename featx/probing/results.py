@@ -15,6 +15,7 @@ import pandas as pd
 
 from ..errors import InputError, StoreError
 from ..io import read_csv, write_csv
+from ..options import on_command_line, spoken, spoken_value
 from ..safe_files import atomic_write_text, check_writable, loads_json
 from ..store import escape_name
 from .evaluation.significance import COLUMNS as SIGNIFICANCE_COLUMNS
@@ -162,15 +163,21 @@ def check_prefix(output: str | Path, first: Path) -> None:
     """Before any probe runs: ``-o PREFIX`` names a prefix (``''`` is ``.`` as a path, which would write ``..csv``
     into this folder) in a folder that exists and takes a file (``first``, the first file written), rather than
     failing once every probe has run."""
+    named, given = spoken(None, "output", "-o"), spoken_value(None, "output", str(output), "-o")
     if not str(output).strip():
-        raise InputError("-o '' names no results prefix", "give -o a prefix such as out/run1, or leave -o out")
+        empty, example = spoken_value(None, "output", "", "-o", shown="''"), repr("out/run1")
+        raise InputError(
+            f"{empty} names no results prefix",
+            f"give {named} a prefix such as {'out/run1' if on_command_line() else example}, or leave {named} out",
+        )
     if str(output).endswith(("/", os.sep)) or Path(output).is_dir():  # -o out/ wrote out.csv beside the folder
         raise InputError(
-            f"-o {output} is a folder, and -o takes a results prefix",
-            f"give a prefix inside it, e.g. -o {Path(output) / 'run1'}",
+            f"{given} is a folder, and {named} takes a results prefix",
+            f"give a prefix inside it, e.g. {spoken_value(None, 'output', str(Path(output) / 'run1'), '-o')}",
         )
     if not first.parent.is_dir():
-        raise InputError(f"-o {output}: the directory {first.parent} does not exist", f"create it, or {WRITE_HINT}")
+        where = WRITE_HINT if on_command_line() else "choose a writable location with output='PREFIX'"
+        raise InputError(f"{given}: the directory {first.parent} does not exist", f"create it, or {where}")
     check_writable(first)
 
 

@@ -45,7 +45,7 @@ def test_without_group_the_shared_sentences_are_noted_once(chain_pairs):
     path, _ = chain_pairs
     result = featx.fit(path, label="label", **QUICK)
     assert sum(NOTE in note for note in result.notes) == 1
-    assert any(NOTE in line and "--group @texts" in line for line in result.summary())
+    assert any(NOTE in line and "group='@texts'" in line for line in result.summary())
 
 
 def test_a_misspelt_name_and_a_second_text_of_single_texts_are_refused(chain_pairs, split_features, monkeypatch):

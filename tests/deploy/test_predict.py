@@ -335,3 +335,56 @@ def test_predict_takes_the_bundles_id_column_when_the_corpus_has_it(fitted, spli
     result = _run(fitted.path, with_ids, "-o", tmp_path / "r.csv", "--row-ids", "--id-col", "other")
     assert result.exit_code == 2
     assert_one_clear_error(result.output, r"--row-ids and --id-col cannot be combined")
+
+
+# One refusal each, as featx.deploy.predict's Python caller reads it (keywords; a command line as a Python call)
+# and as featx predict prints it (flags): (options, python, cli arguments, cli); None: Python only.
+PHRASED = [
+    (
+        {"top_k": 2, "threshold": 0.5},
+        "top_k and threshold cannot be combined\n  hint: use top_k for many classes, threshold for two",
+        ["--top-k", "2", "--threshold", "0.5"],
+        "--top-k and --threshold cannot be combined\n  hint: use --top-k for many classes, --threshold for two",
+    ),
+    (
+        {"text_pair_col": "label"},
+        "text_pair_col: this bundle was fitted on single texts\n  hint: leave text_pair_col out",
+        ["--text-pair-col", "label"],
+        "--text-pair-col: this bundle was fitted on single texts\n  hint: leave --text-pair-col out",
+    ),
+    (
+        {"output": "OUT/p.parquet"},
+        "output='OUT/p.parquet': featx predict writes .csv, .tsv or .jsonl (by the file's ending)\n"
+        "  hint: name the predictions file with one of them, e.g. output='p.csv'",
+        ["-o", "OUT/p.parquet"],
+        "-o OUT/p.parquet: featx predict writes .csv, .tsv or .jsonl (by the file's ending)\n"
+        "  hint: name the predictions file with one of them, e.g. -o p.csv",
+    ),
+    (
+        {"corpus": None},
+        "predict needs a bundle and a corpus\n"
+        "  hint: featx.deploy.predict('model.featx', corpus='corpus.csv', output='predictions.csv')",
+        None,
+        None,
+    ),
+]
+
+
+@pytest.mark.parametrize("options, python, args, cli", PHRASED, ids=[str(case[0]) for case in PHRASED])
+def test_a_refusal_names_what_the_caller_gave(fitted, split_features, tmp_path, options, python, args, cli):
+    """featx.deploy.predict names the keywords (top_k), featx predict the flags (--top-k); neither leaks into the
+    other. Each is refused before any row is predicted."""
+    from featx.deploy import predict
+
+    corpus, folder = split_features.parent / "corpus.csv", str(tmp_path)
+    options = {
+        "corpus": corpus,
+        **{k: v.replace("OUT", folder) if isinstance(v, str) else v for k, v in options.items()},
+    }
+    with pytest.raises(featx.FeatxError) as error:
+        predict(fitted.path, **options)
+    assert str(error.value) == python.replace("OUT", folder) and "--" not in str(error.value), str(error.value)
+    if args is not None:
+        result = _run(fitted.path, corpus, *(arg.replace("OUT", folder) for arg in args))
+        assert result.exit_code == 2 and result.output.startswith(f"featx: error: {cli.replace('OUT', folder)}")
+    assert list(tmp_path.iterdir()) == []

@@ -109,10 +109,10 @@ def test_the_dose_response_read_by_the_answers_equals_a_hand_computation(decoder
     [
         ({"answers": "pos= good,neg= the"}, "' good' is 3 tokens of the .* tokenizer"),
         ({"answers": " walk"}, "gives one answer"),
-        ({"toward": "meh"}, "--toward meh: label 'sentiment' has no such class"),
+        ({"toward": "meh"}, "toward='meh': label 'sentiment' has no such class"),
         ({"template": "Review: {text}"}, "has no answer position: it ends in a field"),
-        ({"template": None}, "--answers and --template go together"),
-        ({"edit": "erase", "toward": None}, "they apply to --edit steer"),
+        ({"template": None}, "answers and template go together"),
+        ({"edit": "erase", "toward": None}, "they apply to edit='steer'"),
     ],
 )
 def test_bad_answers_are_one_line_before_any_forward_pass(options, message, decoder_features, no_forward):
@@ -138,7 +138,7 @@ def test_a_decoder_without_an_lm_head_is_refused(tmp_path, no_forward):
 
 
 def test_answers_on_an_encoder_are_refused(planted_features, no_forward):
-    with pytest.raises(FeatxError, match="--answers reads a decoder's next-token answer, and .* is an encoder"):
+    with pytest.raises(FeatxError, match="answers reads a decoder's next-token answer, and .* is an encoder"):
         intervene(
             planted_features,
             label="animal",

@@ -44,14 +44,14 @@ def test_the_probes_and_inlp_keep_groups_whole(grouped_file, monkeypatch):
     for fit, val, groups in holdouts:
         assert groups is not None and not len(np.intersect1d(groups[fit], groups[val]))
     assert (result.meta["group"], result.meta["n_groups"]) == ("doc", 24)
-    assert any("--group doc (24 groups)" in note for note in result.notes)
+    assert any("group='doc' (24 groups)" in note for note in result.notes)
 
 
 @pytest.mark.parametrize(
     ("path", "group", "message"),
     [
-        ("grouped", "topic", "--group topic: no label column 'topic' in .*; label columns: label, doc, score, partial"),
-        ("grouped", "label", "--group label is the label probed"),
+        ("grouped", "topic", "group='topic': no label column 'topic' in .*; label columns: label, doc, score, partial"),
+        ("grouped", "label", "group='label' is the label probed"),
         ("leaky", "doc", "1 group\\(s\\) have rows in both the train and the test split, e.g. 'd1'"),
     ],
 )
@@ -123,7 +123,7 @@ def test_the_drift_is_read_by_whole_groups_and_a_row_without_a_group_is_its_own(
     )
     for (values, groups), got in zip(((call[0][0], call[0][1]) for call in calls[2:]), _drift(plain), strict=True):
         assert groups is None and got == stats.mean_interval(values)
-    assert not any("take the groups of --group" in note for note in plain.notes)
+    assert not any("take the groups of" in note for note in plain.notes)
 
 
 class _Bundle:

@@ -21,21 +21,24 @@ from featx.interventions import InterveneConfig, intervene
 @pytest.mark.parametrize(
     "options, message",
     [
-        ({"label": "colour", "at": "1"}, "--label colour: .* has no such label column"),
+        ({"label": "colour", "at": "1"}, "label='colour': .* has no such label column"),
         ({"label": "animal", "at": "9"}, "layer 9 is outside .* whose layers are 0..2"),
         ({"label": "animal", "at": "1", "amnesic": "animal"}, "that is the edited label"),
-        ({"edit": "project", "at": "1"}, "--bundle is missing"),
-        ({"edit": "steer", "at": "1", "toward": "dogs"}, "steer reads its dose-response through a bundle's .* or"),
+        ({"edit": "project", "at": "1"}, "edit='project' edits .*: bundle is missing"),
+        (
+            {"edit": "steer", "at": "1", "toward": "dogs"},
+            "edit='steer' reads its dose-response through a bundle's .* or",
+        ),
         ({"edit": "project", "bundle": "B", "at": "1"}, "reads layers \\[2\\], so it has no directions at layer 1"),
-        ({"edit": "steer", "bundle": "B", "at": "1,2", "toward": "dogs"}, "--edit steer edits one layer"),
+        ({"edit": "steer", "bundle": "B", "at": "1,2", "toward": "dogs"}, "edit='steer' edits one layer"),
         ({"edit": "steer", "bundle": "B", "at": "1", "toward": "dogs", "alphas": "0,nan"}, "nan is not a finite"),
         ({"edit": "steer", "bundle": "B", "at": "1", "toward": "dogs", "alphas": "1,inf"}, "inf is not a finite"),
         ({"edit": "steer", "bundle": "B", "at": "1", "toward": "dogs", "alphas": "1,-1e300"}, "beyond float32's"),
         ({"edit": "steer", "bundle": "B", "at": "1", "toward": "zebra"}, "does not know class .zebra."),
         ({"edit": "steer", "bundle": "B", "at": "1", "toward": "dogs", "pooling": "cls"}, "stores mean"),
         ({"at": "x"}, "'x' is not a layer number"),
-        ({"label": "animal", "at": "1", "alphas": "1,2"}, "--alphas applies to --edit steer only"),  # not ignored
-        ({"edit": "project", "bundle": "B", "at": "2", "method": "inlp"}, "--method applies to --edit erase only"),
+        ({"label": "animal", "at": "1", "alphas": "1,2"}, "alphas applies to edit='steer' only"),  # not ignored
+        ({"edit": "project", "bundle": "B", "at": "2", "method": "inlp"}, "method applies to edit='erase' only"),
     ],
 )
 def test_a_bad_input_is_one_line_before_any_forward_pass(options, message, planted_features, animal_bundle, no_forward):
@@ -43,6 +46,7 @@ def test_a_bad_input_is_one_line_before_any_forward_pass(options, message, plant
     with pytest.raises(InputError, match=message) as error:
         intervene(planted_features, write=False, **options)
     assert "\n" not in error.value.message and error.value.hint
+    assert "--" not in str(error.value), str(error.value)  # from Python: the keywords (label='colour'), no flag
 
 
 def test_an_alpha_that_overflows_the_model_is_one_line_naming_it(planted_features, animal_bundle, tmp_path):
@@ -55,7 +59,7 @@ def test_an_alpha_that_overflows_the_model_is_one_line_naming_it(planted_feature
         intervene(
             planted_features, edit="steer", bundle=animal_bundle, toward="dogs", at="1", alphas="0,1e30", output=output
         )
-    assert "\n" not in error.value.message and "--alphas" in error.value.hint and "float16" not in error.value.hint
+    assert "\n" not in error.value.message and "alphas" in error.value.hint and "float16" not in error.value.hint
     assert not list(tmp_path.iterdir())
 
 
@@ -100,7 +104,7 @@ def test_a_bundle_of_another_kind_of_input_is_refused(
 
 
 def test_no_lm_head_is_refused_when_the_loss_is_asked_for(planted_features, no_forward):
-    with pytest.raises(InputError, match="--loss yes: the checkpoint of .* holds no LM head weights") as error:
+    with pytest.raises(InputError, match="loss='yes': the checkpoint of .* holds no LM head weights") as error:
         intervene(planted_features, label="animal", at="1", loss="yes", write=False)
     # the first missing weight by name (transformers reports a set, whose order changed with the hash seed, and
     # with it the note in the JSON of two runs of the same command)
@@ -180,7 +184,7 @@ def constant_column_features(tiny_model, tmp_path_factory):
 def test_an_unprobeable_column_named_in_amnesic_is_refused_before_any_forward_pass(
     constant_column_features, no_forward
 ):
-    with pytest.raises(InputError, match="--amnesic constant: .* has only one class") as error:
+    with pytest.raises(InputError, match="amnesic='constant': .* has only one class") as error:
         intervene(constant_column_features, label="animal", at="1", amnesic="other,constant", write=False)
     assert "--label" not in error.value.hint
 
@@ -229,3 +233,31 @@ def test_a_continuous_label_is_refused_and_left_out_of_amnesic_all(scored_featur
     plan = make_plan(InterveneConfig(features=scored_features, label="a", at="1", write=False))
     assert plan.amnesic == ()
     assert len(plan.notes) == 1 and plan.notes[0].startswith("amnesic probing skips 'score': label 'score' of ")
+
+
+# As featx.interventions.intervene's Python caller reads a refusal (keywords) and as featx intervene prints it
+# (flags), checked when the options are made: (options, python, cli arguments, cli).
+PHRASED = [
+    (
+        {"at": "1,x"},
+        "at='1,x': 'x' is not a layer number\n  hint: e.g. at='1,3' (0 the embeddings)",
+        ["--at", "1,x"],
+        "--at '1,x': 'x' is not a layer number\n  hint: e.g. --at 1,3 (0 the embeddings)",
+    ),
+    (
+        {"edit": "steer", "bundle": "b.featx", "at": "1"},
+        "edit='steer' needs toward=CLASS\n  hint: name the class to steer toward, e.g. toward='pos'",
+        ["--edit", "steer", "--bundle", "b.featx", "--at", "1"],
+        "--edit steer needs --toward CLASS\n  hint: name the class to steer toward, e.g. --toward pos",
+    ),
+]
+
+
+@pytest.mark.parametrize("options, python, args, cli", PHRASED, ids=[str(case[0]) for case in PHRASED])
+def test_a_refusal_names_what_the_caller_gave(tmp_path, options, python, args, cli):
+    missing = str(tmp_path / "no-such.features.h5")  # never opened: the options are refused first
+    with pytest.raises(InputError) as error:
+        intervene(missing, **options)
+    assert str(error.value) == python, str(error.value)
+    result = CliRunner().invoke(main, ["intervene", missing, *args])
+    assert result.exit_code == 2 and result.output.startswith(f"featx: error: {cli}"), result.output

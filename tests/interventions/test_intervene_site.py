@@ -49,7 +49,7 @@ def test_erase_at_a_site_inside_the_layer(site_file):
 @pytest.mark.parametrize(
     "options, message",
     [
-        ({"site": "mlp"}, "--site mlp: not a site inside a layer"),
+        ({"site": "mlp"}, "site='mlp': not a site inside a layer"),
         ({"site": "ffn", "at": "0"}, "layer 0 is the embeddings' output"),
         ({"site": "ffn", "edit": "project", "bundle": "b.featx"}, "a bundle's directions are of the layers' outputs"),
     ],

@@ -163,7 +163,7 @@ def test_grouped_intervals_take_the_groups_of_the_measured_rows(grouped_file, gr
     assert len(calls) == 4 and all(np.array_equal(groups, expected) for _, groups in calls)
     assert (result.meta["group"], result.meta["n_groups"]) == ("doc", 24)
     assert "by whole groups of doc" in format_table(result).splitlines()[0]
-    assert any(note.startswith("the dose-response's intervals take the groups of --group doc") for note in result.notes)
+    assert any(note.startswith("the dose-response's intervals take the groups of group='doc'") for note in result.notes)
 
 
 def test_the_bundles_own_direction_steers_the_test_rows_of_a_split(planted_features, tmp_path):
@@ -284,6 +284,6 @@ def test_a_fold_without_a_row_of_the_class_is_refused_before_any_forward_pass(
     rare = ["pos" if doc == "d5" else "neg" for doc in docs]
     labels.write_text("id,rare\n" + "".join(f"{i},{value}\n" for i, value in zip(ids, rare, strict=True)))
     featx.probing.add_labels(path, labels)
-    with pytest.raises(InputError, match=r"--toward pos: the training rows of fold \d hold no row of pos") as error:
+    with pytest.raises(InputError, match=r"toward='pos': the training rows of fold \d hold no row of pos") as error:
         intervene(path, label="rare", bundle=grouped_bundle, group="doc", **STEER_POS)
     assert "\n" not in error.value.message

@@ -22,7 +22,7 @@ import pandas as pd
 
 from ...checks import path_like
 from ...errors import InputError
-from ...options import Check, Options, option
+from ...options import Check, Options, keywords_of, option, spoken_value
 from ...safe_files import check_writable, writing
 from ...selection import parse_layer_specs, parse_poolings
 from .. import evaluation as ev
@@ -78,9 +78,10 @@ AMNESIC_COLUMNS = [
 
 def _check_method(config: EraseConfig) -> None:
     if config.method not in METHODS:
+        leace, inlp = (spoken_value(config, "method", method) for method in METHODS)
         raise InputError(
-            f"--method {config.method} is not available: choose from {', '.join(METHODS)}",
-            "--method leace (closed form) or --method inlp (iterative nullspace projection)",
+            f"{spoken_value(config, 'method', config.method)} is not available: choose from {', '.join(METHODS)}",
+            f"{leace} (closed form) or {inlp} (iterative nullspace projection)",
         )
 
 
@@ -281,7 +282,8 @@ def _other_tasks(features, main: Task, config: EraseConfig, notes: list[str]) ->
     else:
         names = [name.strip() for name in str(config.amnesic).split(",") if name.strip()]
         if main.label in names:
-            raise InputError(f"--amnesic {main.label}: that is the erased label", "name the other label columns")
+            amnesic = spoken_value(config, "amnesic", main.label)
+            raise InputError(f"{amnesic}: that is the erased label", "name the other label columns")
     tasks = []
     for name in names:
         try:
@@ -331,6 +333,7 @@ def _tables(outputs) -> tuple[pd.DataFrame, pd.DataFrame]:
     return table, amnesic
 
 
+@keywords_of(EraseConfig)  # from Python, a message names the keyword given (method='x'), the CLI the flag
 def erase(config: EraseConfig | str | Path, **options) -> EraseResult:
     """Erase a label from every chosen (layer, pooling) of a features file; see ``EraseConfig``."""
     from ...store import write_derived

@@ -9,6 +9,7 @@ from pathlib import Path
 import pandas as pd
 
 from ...errors import InputError
+from ...options import on_command_line, spoken_value
 from ...safe_files import atomic_write_text, check_overwrite, is_hdf5_file
 from ...store import escape_name
 
@@ -20,14 +21,19 @@ def default_output(source: Path, label: str, method: str) -> Path:
 
 
 def check_output(source: Path, output: Path, overwrite: bool) -> None:
+    """The derived file may be written at ``output``: named as the caller names it (``-o x.h5``, ``output='x.h5'``)."""
+    cli = on_command_line()
     if output.resolve() == source.resolve():
-        raise InputError(f"-o {output} is the source features file", "write the derived file to another path")
+        given = spoken_value(None, "output", str(output), "-o")
+        raise InputError(f"{given} is the source features file", "write the derived file to another path")
     if output.exists() and not overwrite:
-        raise InputError(f"{output} exists", "pass --overwrite to replace it, or choose another path with -o")
+        hint = "pass --overwrite to replace it, or choose another path with -o"
+        raise InputError(f"{output} exists", hint if cli else "pass overwrite=True to replace it, or another output")
     if overwrite:  # only a features file is ever replaced
         check_overwrite(output, "features file", is_hdf5_file)
     if not output.parent.exists():
-        raise InputError(f"directory {output.parent} does not exist", "create it first, or choose another -o")
+        hint = "create it first, or choose another " + ("-o" if cli else "output")
+        raise InputError(f"directory {output.parent} does not exist", hint)
 
 
 def side_file(output: Path, suffix: str) -> Path:

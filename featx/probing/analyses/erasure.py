@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from ...errors import InputError
+from ...options import spoken_value
 from ...safe_files import atomic_write
 from .. import evaluation as ev
 from ..solvers import classifiers as clf
@@ -199,7 +200,7 @@ def _inlp(
         raise InputError(
             f"too few labelled rows per class for INLP: its probes are fitted on {len(fit_rows)} of the "
             f"{len(y)} training rows, and these hold one class only",
-            "label more rows of each class (at least 5), or use --method leace",
+            f"label more rows of each class (at least 5), or use {spoken_value(None, 'method', 'leace', '--method')}",
         )
     majority = np.bincount(y[val_rows], minlength=n_classes).max() / len(val_rows)
     basis = np.zeros((X.shape[1], 0))

@@ -27,7 +27,7 @@ import pandas as pd
 
 from ...checks import path_like, whole
 from ...errors import InputError
-from ...options import Check, Options, option
+from ...options import Check, Options, Placeholder, keywords_of, option, spoken, spoken_value
 from ...safe_files import atomic_write_text, refuse_inputs
 from ...selection import parse_layer_specs
 from .. import evaluation as ev
@@ -48,9 +48,12 @@ L1_RATIO = 0.5
 
 def _top_or_fraction(config: NeuronConfig) -> None:
     if config.top is not None and config.fraction is not None:
+        top, fraction = (
+            spoken_value(config, name, Placeholder(value)) for name, value in (("top", "N"), ("fraction", "F"))
+        )
         raise InputError(
-            "give --top or --fraction, not both",
-            "--top N lists N neurons per ranking; --fraction F lists that share of the layer's width",
+            f"give {spoken(config, 'top')} or {spoken(config, 'fraction')}, not both",
+            f"{top} lists N neurons per ranking; {fraction} lists that share of the layer's width",
         )
 
 
@@ -228,6 +231,7 @@ def _check_outputs(config: NeuronConfig, features) -> None:
     refuse_inputs(outputs, read_files(features))
 
 
+@keywords_of(NeuronConfig)  # from Python, a message names the keyword given (top=0), the CLI the flag
 def neurons(config: NeuronConfig | str | Path, **options) -> NeuronResult:
     """Rank and validate the neurons of the chosen layers; see ``NeuronConfig``."""
     config = NeuronConfig.build(config, **options)

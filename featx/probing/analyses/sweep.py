@@ -29,11 +29,11 @@ import pandas as pd
 
 from ...checks import path_like
 from ...errors import InputError
-from ...options import Check, Options
+from ...options import Check, Options, keywords_of, on_command_line, spoken_value
 from ...safe_files import atomic_write_text
 from ...selection import parse_layer_specs, parse_poolings
 from .. import evaluation as ev
-from ..config import DEFAULT_CS, check_bootstrap, check_folds, check_jobs, check_labels_file, check_seed
+from ..config import DEFAULT_CS, ProbeConfig, check_bootstrap, check_folds, check_jobs, check_labels_file, check_seed
 from ..inputs import open_complete
 from ..results import check_prefix, json_safe, results_prefix, write_table
 from ..shared_options import check_group, check_join, check_join_needs_labels
@@ -174,7 +174,9 @@ def sweep_layer(path: str, pooling: str, layer: int, task: Task, y_control, seed
 
 def _check_features(config: SweepConfig) -> None:
     if config.features is None:
-        raise InputError("featx probe --sweep needs the features file", "featx probe FEATURES.h5 --sweep")
+        if on_command_line():
+            raise InputError("featx probe --sweep needs the features file", "featx probe FEATURES.h5 --sweep")
+        raise InputError("featx.probing.sweep needs the features file", "featx.probing.sweep('features.h5', ...)")
 
 
 @dataclass(frozen=True)
@@ -222,7 +224,10 @@ def _sweep_jobs(config: SweepConfig, notes: list[str]) -> tuple[Task, list[tuple
         chosen = parse_poolings(poolings, file.poolings)
         model = file.attrs.get("model")
     if any(spec.kind != "single" for spec in specs):
-        raise InputError("--sweep probes single layers only", "give --layer all, a list or a slice, without cat/stack")
+        raise InputError(
+            f"{'--sweep' if on_command_line() else 'featx.probing.sweep'} probes single layers only",
+            f"give {spoken_value(config, 'layers', 'all', '--layer')}, a list or a slice, without cat/stack",
+        )
     if config.write and config.output is not None:  # as write_sweep names it, checked before the probes
         prefix = results_prefix(Path(str(config.features)), "", "sweep", config.output)
         check_prefix(config.output, Path(f"{prefix}.sweep.csv"))
@@ -236,6 +241,7 @@ def _sweep_jobs(config: SweepConfig, notes: list[str]) -> tuple[Task, list[tuple
     return task, jobs, {"model": model, "layers": [spec.layers[0] for spec in specs], "poolings": chosen}
 
 
+@keywords_of(ProbeConfig)  # featx probe's flags (SweepConfig declares none): from Python the keyword given, group='x'
 def sweep(config: SweepConfig | str | Path | None, **options) -> SweepResult:
     """The probe-complexity sweep of one label column over the chosen layers and poolings; see
     ``SweepConfig`` (``sweep("x.h5", label="pos", layers="0,6")``)."""

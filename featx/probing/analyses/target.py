@@ -18,7 +18,7 @@ import numpy as np
 
 from ...errors import InputError
 from ...io import looks_continuous
-from ...options import Check
+from ...options import Check, on_command_line, spoken_command, spoken_value
 from ...store import FeatureFile
 from .. import evaluation as ev
 from ..labels import in_split
@@ -64,9 +64,8 @@ def default_label(features: FeatureFile, label: str | None) -> str:
     if label is not None:
         if label not in features.label_columns and features.has_words and label in features.word_label_columns():
             raise InputError(
-                f"'{label}' is a word label of {features.path}: featx erase, featx neurons and --sweep "
-                "work on sentence labels only",
-                f"for word probes: featx probe {features.path} --label {label}",
+                f"'{label}' is a word label of {features.path}: {_analyses()} work on sentence labels only",
+                f"for word probes: {_probe_call(features.path, label)}",
             )
         features.labels(label)  # the clear "no label column" error
         return label
@@ -84,13 +83,30 @@ def refuse_continuous(features: FeatureFile, label: str) -> None:
     labelled = int((features.labels(label) >= 0).sum())
     if features.label_values(label) is None or not looks_continuous(names, labelled):
         return
-    _continuous(f"label '{label}' of {features.path}", names, f"featx probe {features.path} --label {label}")
+    _continuous(f"label '{label}' of {features.path}", names, _probe_call(features.path, label))
+
+
+def _analyses(intervene: bool = False) -> str:
+    """The analyses of sentence classes as their caller names them: commands, or Python functions."""
+    cli = on_command_line()
+    names = ["featx erase", "featx neurons", "--sweep"] if cli else [f"featx.probing.{name}" for name in _PYTHON]
+    if intervene:
+        names.append("featx intervene" if cli else "featx.interventions.intervene")
+    return f"{', '.join(names[:-1])} and {names[-1]}"
+
+
+_PYTHON = ("erase", "neurons", "sweep")
+
+
+def _probe_call(path: Path, label: str) -> str:
+    """``featx probe x.h5 --label pos`` on the command line, ``featx.probe('x.h5', label='pos')`` from Python."""
+    return spoken_command("probe", Path(path), spoken_value(None, "label", label, "--label"))
 
 
 def _continuous(what: str, names: list[str], regression: str) -> NoReturn:
     raise InputError(
-        f"{what} is a continuous number ({len(names)} distinct values from {names[0]} to {names[-1]}): featx "
-        "erase, featx neurons, --sweep and featx intervene work on classes only",
+        f"{what} is a continuous number ({len(names)} distinct values from {names[0]} to {names[-1]}): "
+        f"{_analyses(intervene=True)} work on classes only",
         f"{regression} fits it by regression; for these, add a column of its classes (e.g. quantile bins) with "
         "featx labels add",
     )
@@ -109,9 +125,7 @@ def _label_codes(
 
     column = joined_label(features, labels, join, label, notes)
     if column.looks_continuous:
-        stored = (
-            f"stored (featx labels add {features.path} {labels}), featx probe {features.path} --label {column.name}"
-        )
+        stored = f"stored (featx labels add {features.path} {labels}), {_probe_call(features.path, column.name)}"
         _continuous(f"label '{column.name}' of {labels}", column.names, stored)
     return column.name, np.asarray(column.codes), column.names
 
@@ -132,7 +146,8 @@ def load_task(
     ``featx probe --group`` keeps them; without it, a pair file's note of the sentences its rows share
     (``note_shared_texts``; the notes said go to ``notes``)."""
     if int(folds) < 2:
-        raise InputError(f"--folds {folds} is too small", "use at least 2 folds (default 5)")
+        given = spoken_value(None, "folds", folds, "--folds")
+        raise InputError(f"{given} is too small", "use at least 2 folds (default 5)")
     notes = [] if notes is None else notes
     label, codes, names = _label_codes(features, label, labels, join, notes)
     kept = np.flatnonzero(in_split(codes >= 0, features.split, notes, features.path))  # as featx probe keeps them
@@ -157,7 +172,7 @@ def positive(name: str, flag: str, *, hint: str, optional: bool = False) -> Chec
         if value is None and optional:
             return
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
-            raise InputError(f"{flag} {value} must be a positive number", hint)
+            raise InputError(f"{spoken_value(config, name, value, flag)} must be a positive number", hint)
 
     return check
 
@@ -175,6 +190,7 @@ def unit_fraction(name: str, flag: str) -> Check:
             share = float("nan")
         if isinstance(value, bool) or not 0 < share <= 1:
             shown = f"{share:g}" if share == share else str(value)
-            raise InputError(f"{flag} {shown} is outside (0, 1]", f"e.g. {flag} 0.05 for 5%")
+            given = spoken_value(config, name, value, flag, shown=shown if on_command_line() else None)
+            raise InputError(f"{given} is outside (0, 1]", f"e.g. {spoken_value(config, name, 0.05, flag)} for 5%")
 
     return check

@@ -86,7 +86,7 @@ def group_rows(
     shadowed = name in TEXT_GROUPS and name in features.label_columns
     aside = f"; the label column '{name}' is not read: this name means the texts" if shadowed else ""
     notes.append(
-        f"rows kept together by --group {name} ({groups.count} groups): the folds, the holdouts that choose C "
+        f"rows kept together by {_group(name)} ({groups.count} groups): the folds, the holdouts that choose C "
         f"and the bootstrap resamples take whole groups{aside}"
     )
     return groups
@@ -252,13 +252,13 @@ def _note_repeated_texts(features: FeatureFile, rows: np.ndarray, notes: list[st
     if not texts:
         return
     if tested is None:
-        remedy = "--group @text keeps the rows of each text in one group" if has_group else NO_GROUP
+        remedy = f"{_group('@text')} keeps the rows of each text in one group" if has_group else NO_GROUP
         notes.append(
             f"{texts} text(s) occur on more than one of the {len(rows)} rows ({copies} rows in all): folds can put "
             f"copies of one text on both sides, and score what the probe memorised of it; {remedy}"
         )
     else:
-        remedy = "--group @text names them (and refuses such a split)" if has_group else NO_GROUP
+        remedy = f"{_group('@text')} names them (and refuses such a split)" if has_group else NO_GROUP
         notes.append(
             f"{copies} of the {tested} test rows have a text that a train or val row also has ({texts} distinct "
             f"text(s)): their scores count what the probe memorised of it; {remedy}"
@@ -277,7 +277,7 @@ def note_shared_texts(features: FeatureFile, rows: np.ndarray, notes: list[str],
         return
     shared = shared_sentences(features.texts, pairs, rows)
     if shared:
-        remedy = "--group @texts keeps every pair sharing a sentence with another in one group"
+        remedy = f"{_group('@texts')} keeps every pair sharing a sentence with another in one group"
         notes.append(
             f"{shared} sentence(s) occur in more than one of the {len(rows)} pairs (as text a or b): folds or a "
             f"split can put pairs sharing a sentence on both sides, and score what the probe memorised of it; "

@@ -127,3 +127,72 @@ def test_an_unknown_keyword_is_refused_by_name(config):
         config.build(MISSING, layer="3")
     assert error.value.message == f"unknown option(s) of {config.__name__}: layer"
     assert "layers" in error.value.hint
+
+
+# One refusal each, as the Python functions' caller reads it (the keyword with its value; a command line quoted as a
+# Python call) and as the command line prints it (the flags): (function, options, python, cli arguments, cli).
+# A config made directly (REFUSED above) names the flags, as the command line does.
+PHRASED = [
+    (
+        "erase",
+        {"method": "pca"},
+        "method='pca' is not available: choose from leace, inlp\n"
+        "  hint: method='leace' (closed form) or method='inlp' (iterative nullspace projection)",
+        None,  # the command line's --method is a choice: click refuses pca first
+        None,
+    ),
+    (
+        "erase",
+        {"iterations": 0},
+        "iterations=0 must be a positive number\n  hint: give iterations a whole number of rounds, e.g. 50",
+        ["--iterations", "0"],
+        "--iterations 0 must be a positive number\n  hint: give --iterations a whole number of rounds, e.g. 50",
+    ),
+    (
+        "neurons",
+        {"top": 3, "fraction": 0.1},
+        "give top or fraction, not both\n"
+        "  hint: top=N lists N neurons per ranking; fraction=F lists that share of the layer's width",
+        ["--top", "3", "--fraction", "0.1"],
+        "give --top or --fraction, not both\n"
+        "  hint: --top N lists N neurons per ranking; --fraction F lists that share of the layer's width",
+    ),
+    (
+        "neurons",
+        {"fraction": 1.5},
+        "fraction=1.5 is outside (0, 1]\n  hint: e.g. fraction=0.05 for 5%",
+        ["--fraction", "1.5"],
+        "--fraction 1.5 is outside (0, 1]\n  hint: e.g. --fraction 0.05 for 5%",
+    ),
+    (
+        "sweep",
+        {"folds": 1, "group": "doc"},
+        "folds=1 is too small\n  hint: use at least 2 folds (default 5)",
+        ["--sweep", "--folds", "1", "--group", "doc"],
+        "--folds 1 is too small\n  hint: use at least 2 folds (default 5)",
+    ),
+    (
+        "sweep",
+        {"join": "x", "labels": "l.csv"},
+        "join='x' is not understood\n  hint: use join='id' or join='row'",
+        ["--sweep", "--join", "x", "--labels", "l.csv"],
+        "--join 'x' is not understood\n  hint: use --join id or --join row",
+    ),
+]
+
+
+@pytest.mark.parametrize("function, options, python, args, cli", PHRASED, ids=[f"{c[0]}-{c[1]}" for c in PHRASED])
+def test_a_refusal_names_what_the_caller_gave(tmp_path, function, options, python, args, cli):
+    """featx.probing.erase, neurons and sweep name the keywords (method='pca'), featx erase, neurons and probe
+    --sweep the flags (--method pca): checked when the options are made, before the file is opened."""
+    import featx.probing
+
+    missing = str(tmp_path / MISSING)
+    with pytest.raises(InputError) as error:
+        getattr(featx.probing, function)(missing, **options)
+    assert str(error.value) == python and "--" not in str(error.value), str(error.value)
+    if args is None:
+        return
+    command = "probe" if function == "sweep" else function
+    result = CliRunner().invoke(main, [command, missing, *args])
+    assert result.exit_code == 2 and result.output.startswith(f"featx: error: {cli}"), result.output

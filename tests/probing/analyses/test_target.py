@@ -3,11 +3,13 @@ it is, before any probe; ``featx erase --amnesic all`` leaves such a column out 
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
 import featx.probing
 from featx.cli import main
+from featx.errors import InputError
 
 CONTINUOUS = "label 'score' of .* is a continuous number (48 distinct values from 0.00 to 17.39)"
 
@@ -72,3 +74,32 @@ def test_load_task_leaves_out_rows_of_a_split_value_featx_does_not_use(split_fea
     ]
     erased = featx.probing.erase(path, label="label", layers="1", output=tmp_path / "erased.h5", jobs=1)
     assert notes[0] in erased.notes
+
+
+def test_from_python_the_refusal_of_a_continuous_label_names_the_functions_and_a_python_call(scored_file):
+    """The command line names the commands and quotes ``featx probe FILE --label score`` (above); a Python caller
+    reads the functions and ``featx.probe('FILE', label='score')``, and no flag."""
+    with pytest.raises(InputError) as error:
+        featx.probing.erase(scored_file, label="score", write=False)  # neurons and the sweep: load_task's too
+    text = str(error.value)
+    assert "featx.probing.erase, featx.probing.neurons, featx.probing.sweep and featx.interventions.intervene" in text
+    assert f"hint: featx.probe({str(scored_file)!r}, label='score') fits it by regression" in text
+    assert "--" not in text, text
+
+
+def test_the_group_note_names_the_keyword_from_python_and_the_flag_on_the_command_line(grouped_file):
+    """The note of ``group`` (erase, neurons, the sweep and intervene: ``load_task``, ``group_rows``): ``group='doc'``
+    inside a Python entry point (``keywords_of``), ``--group doc`` on the command line."""
+    from featx.options import command_line, keywords_of
+    from featx.probing.analyses.erase import EraseConfig
+    from featx.probing.tasks.groups import group_rows
+    from featx.store import FeatureFile
+
+    said = {}
+    for caller, context in (("python", keywords_of(EraseConfig)), ("cli", command_line())):
+        notes: list[str] = []
+        with context, FeatureFile(grouped_file) as features:
+            group_rows(features, "doc", np.arange(features.n_rows), "label", notes)
+        said[caller] = next(note for note in notes if note.startswith("rows kept together by"))
+    assert said["python"].startswith("rows kept together by group='doc' (24 groups)"), said
+    assert said["cli"].startswith("rows kept together by --group doc (24 groups)"), said

@@ -66,8 +66,8 @@ def test_every_fold_and_holdout_keeps_groups_whole(grouped_file, monkeypatch, co
     if command == "neurons":  # its printout says so, as erase's and the sweep's do
         from featx.report import format_neurons
 
-        assert "note: rows kept together by --group doc (24 groups)" in format_neurons(result)
-        assert any("--group doc (24 groups)" in note for note in result.notes)  # the library's result has it too
+        assert "note: rows kept together by group='doc' (24 groups)" in format_neurons(result)
+        assert any("group='doc' (24 groups)" in note for note in result.notes)  # the library's result has it too
 
 
 def test_without_group_the_folds_are_not_grouped(grouped_file, monkeypatch):
@@ -86,7 +86,7 @@ def test_amnesic_probing_keeps_groups_whole_too(topic_file, monkeypatch):
     assert list(result.amnesic.label) == ["topic"]
     spy.check_whole_groups(24)
     assert len(spy.folds) == 5 * 3 + 5 * 3  # the erased label and topic: before, after, random control
-    assert any("--group doc (24 groups)" in note for note in result.notes)
+    assert any("group='doc' (24 groups)" in note for note in result.notes)
 
 
 @pytest.mark.slow
@@ -163,7 +163,7 @@ def test_the_sweep_joins_a_labels_file_as_probe_does_and_groups_by_its_column(gr
     assert (meta["label"], meta["classes"], meta["group"], meta["n_groups"]) == ("topic", ["a", "b"], "source", 12)
     assert (meta["labels_file"], meta["join"], meta["evaluation"]) == (str(labels), "row", "2-fold cv by source")
     assert f"labels from {labels} (joined by row): probing 'topic'" in meta["notes"]
-    assert any("rows kept together by --group source (12 groups)" in note for note in meta["notes"])
+    assert any("rows kept together by group='source' (12 groups)" in note for note in meta["notes"])
     labels.write_text("row,amount\n" + "".join(f"{i},{0.37 * i:.2f}\n" for i in range(120)))
     with pytest.raises(InputError, match=f"label 'amount' of {labels} is a continuous number"):  # as a stored one
         featx.probing.sweep(grouped_file, labels=labels, join="row", label="amount", write=False)

@@ -107,7 +107,7 @@ def test_without_group_plain_folds_split_chains_and_the_note_says_so(chain_pairs
     assert any(set(chains[train]) & set(chains[test]) for train, test, _ in spy.folds)  # what @texts prevents
     note = (
         "40 sentence(s) occur in more than one of the 60 pairs (as text a or b): folds or a split can put pairs "
-        "sharing a sentence on both sides, and score what the probe memorised of it; --group @texts keeps every "
+        "sharing a sentence on both sides, and score what the probe memorised of it; group='@texts' keeps every "
         "pair sharing a sentence with another in one group"
     )  # each chain of n pairs shares its n - 1 inner sentences: 60 pairs in 20 chains
     assert note in result.notes and note in result.meta.to_dict()["notes"]
