@@ -12,9 +12,10 @@ from click.testing import CliRunner
 from support.errors import assert_one_clear_error
 
 import featx
-from featx.bundle_fields import ANY, FIELDS, FLAG, LIST, MAPPING, NUMBER, TEXT, WHOLE
+from featx.bundle_fields import FIELDS
 from featx.cli import main
 from featx.errors import InputError
+from featx.json_fields import ANY, FLAG, LIST, NUMBER, OBJECT, TEXT, WHOLE
 
 WRONG = {"number": 3, "list": ["x"], "object": {"a": 1}, "null": None, "flag": True}
 
@@ -42,7 +43,7 @@ def _places(manifest):
     """Each place ``FIELDS`` names that the manifest holds (its first key or item for ANY) with its rule's
     nullability, but ``files``, whose record the resealing writes anew."""
     places = []
-    for path, kind, nullable in FIELDS:
+    for path, kind, nullable in FIELDS.rules:
         node, place = manifest, []
         for key in path:
             if key == ANY and isinstance(node, (dict, list)) and node:
@@ -66,7 +67,7 @@ def _with(manifest, place, value):
 
 
 # The JSON types of ``WRONG`` each kind of field takes.
-TAKES = {TEXT: (), WHOLE: ("number",), NUMBER: ("number",), FLAG: ("flag",), MAPPING: ("object",), LIST: ("list",)}
+TAKES = {TEXT: (), WHOLE: ("number",), NUMBER: ("number",), FLAG: ("flag",), OBJECT: ("object",), LIST: ("list",)}
 
 
 def _cases(manifest):

@@ -17,8 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from ..bundle_fields import check_field_types
+from ..bundle_fields import FIELDS
 from ..errors import InputError
+from ..json_fields import shown
 from ..selection import POOLINGS, WORD_POOLINGS, LayerSpec
 from .config import HEADS
 from .extraction_checks import REFIT_HINT, check_extraction
@@ -116,7 +117,7 @@ def _is_whole(value, low: int, high: int) -> bool:
 
 
 def _check_fields(manifest: dict, folder: Path) -> None:
-    check_field_types(manifest, f"bundle {folder}", REFIT_HINT)  # each field's JSON type, then their values
+    FIELDS.check(manifest, f"bundle {folder}", REFIT_HINT)  # each field's JSON type, then their values
     classifier, task, classes = manifest.get("classifier"), manifest.get("task"), manifest.get("classes")
     if classifier not in HEADS:
         raise _bad(folder, f"unknown classifier {classifier!r}")
@@ -252,8 +253,7 @@ def _check_layer_cs(strengths: Any, n_layers: int) -> None:
             isinstance(c, (int, float)) and not isinstance(c, bool) and math.isfinite(c) and c > 0 for c in strengths
         )
     ):
-        shown = repr(strengths) if len(repr(strengths)) <= 40 else repr(strengths)[:37] + "..."
-        raise InputError(f"its stack's layer_cs {shown} is not one C above 0 per layer", REFIT_HINT)
+        raise InputError(f"its stack's layer_cs {shown(strengths)} is not one C above 0 per layer", REFIT_HINT)
 
 
 def expected_shapes(manifest: dict) -> dict[str, tuple[int, ...]]:

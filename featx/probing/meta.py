@@ -20,6 +20,7 @@ from typing import Any
 
 from .. import store
 from ..errors import StoreError
+from ..json_fields import ANY, LIST, OBJECT, TEXT, WHOLE, Field, FieldTable, fields, rows_with, shown
 
 FILE_KEYS = (store.schema.MODEL, store.schema.MODEL_SHA256, store.schema.CORPUS_PATH, store.schema.CORPUS_SHA256)
 PAIR_KEYS = ("pair_mode", "pair_feature", "cosine_baseline")
@@ -29,48 +30,34 @@ VERSION_SUFFIX = "_version"
 # The meta fields that the readers of a results file (featx report, plot, compare, explain) compute with, and the JSON
 # type each holds (null, or the key absent, always reads). A file edited by hand, or someone else's, with another
 # type there is refused naming the field, not left to fail inside a figure or a table.
-TEXT, WHOLE, LIST, OBJECT = (str, "a text"), (int, "a whole number"), (list, "a list"), (dict, "an object")
-FIELD_TYPES: dict[str, tuple[type, str]] = {
-    **dict.fromkeys(("features_file", "label", "task", "level", "evaluation", "metric", "pair_mode"), TEXT),
-    **dict.fromkeys(("predictions_for", "predictions_layer"), TEXT),
-    **dict.fromkeys(("n_rows", "n_labelled", "n_missing_labels", "n_dev", "n_sentences", "n_words"), WHOLE),
-    **dict.fromkeys(("seed", "folds", "n_groups"), WHOLE),
-    **dict.fromkeys(("label_names", "classifiers", "poolings", "sites", "layer_specs", "notes"), LIST),
-    **dict.fromkeys(("cosine_baseline", "train_sizes"), LIST),
-    **dict.fromkeys(("class_counts", "target", "layer_summary", "lexical", "selected", "best_on_test"), OBJECT),
-}
-TEXT_LISTS = ("classifiers", "poolings", "sites", "layer_specs")  # joined into the report's run table
+_TEXT_LISTS = ("classifiers", "poolings", "sites", "layer_specs")  # joined into the report's run table
+META_FIELDS = FieldTable(
+    (
+        *fields(TEXT, "features_file", "label", "task", "level", "evaluation", "metric", "pair_mode", nullable=True),
+        *fields(TEXT, "predictions_for", "predictions_layer", nullable=True),
+        *fields(WHOLE, "n_rows", "n_labelled", "n_missing_labels", "n_dev", "n_sentences", "n_words", nullable=True),
+        *fields(WHOLE, "seed", "folds", "n_groups", nullable=True),
+        *fields(LIST, "label_names", *_TEXT_LISTS, "notes", "train_sizes", nullable=True),
+        *(Field((name, ANY), TEXT) for name in _TEXT_LISTS),
+        Field(("cosine_baseline",), rows_with("pooling", "layer"), nullable=True),
+        *fields(
+            OBJECT, "class_counts", "target", "layer_summary", "lexical", "selected", "best_on_test", nullable=True
+        ),
+    ),
+    name="meta",
+)
 
 
 def checked_meta(meta: Any, where: Any) -> dict[str, Any]:
-    """The ``meta`` object of the results JSON ``where``, each field of :data:`FIELD_TYPES` of its JSON type
+    """The ``meta`` object of the results JSON ``where``, each field of :data:`META_FIELDS` of its JSON type
     (StoreError naming the first that is not)."""
     if not isinstance(meta, dict):
         raise StoreError(
-            f"{where}: its meta is {_shown(meta)}, not an object; it is not a featx results file",
+            f"{where}: its meta is {shown(meta)}, not an object; it is not a featx results file",
             "give the .probe.json or .probe.csv file written by featx probe",
         )
-    for key, (kind, wanted) in FIELD_TYPES.items():
-        value = meta.get(key)
-        if value is None:
-            continue
-        ok = isinstance(value, kind) and not (kind is int and isinstance(value, bool))
-        if ok and key in TEXT_LISTS:
-            ok, wanted = all(isinstance(item, str) for item in value), "a list of texts"
-        if ok and key == "cosine_baseline":
-            ok = all(isinstance(row, dict) and {"pooling", "layer"} <= set(row) for row in value)
-            wanted = "a list of rows with a pooling and a layer"
-        if not ok:
-            raise StoreError(
-                f"{where}: its meta field '{key}' is {_shown(value)}, not {wanted}",
-                "write it again with featx probe, or correct that field",
-            )
+    META_FIELDS.check(meta, str(where), "write it again with featx probe, or correct that field", StoreError)
     return meta
-
-
-def _shown(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
 
 
 class _Named(str, Enum):

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ...bundle_fields import check_field_types
+from ...bundle_fields import FIELDS
 from ...errors import InputError
 from ...safe_files import loads_json
 
@@ -121,7 +121,7 @@ def _manifest(folder: Path) -> dict:
     spec = manifest.get("layer_spec") if isinstance(manifest, dict) else None
     if not isinstance(spec, dict) or not isinstance(spec.get("layers"), list) or not spec["layers"]:
         raise _bad(folder, f"{MANIFEST} has no layer spec")
-    check_field_types(manifest, f"bundle {folder}", "fit the bundle again with featx fit")  # as featx.load does
+    FIELDS.check(manifest, f"bundle {folder}", "fit the bundle again with featx fit")  # as featx.load does
     if manifest.get("level") == "arc":
         raise InputError(
             f"bundle {folder}: an arc probe reads [h_head, h_dep, h_head * h_dep] of word pairs, which is no "
