@@ -11,7 +11,7 @@ import numpy as np
 
 from ..probing import pooled_block, senteval
 from ..selection import LayerSpec
-from ..store import PAIR_B_SITE, FeatureFile, contrast_site
+from ..store import PAIR_B_SITE, FeatureFile, FeatureRead, contrast_site
 
 
 def stored_matrix(features: FeatureFile, spec: LayerSpec, pooling: str, rows: np.ndarray | None = None) -> Any:
@@ -44,6 +44,25 @@ def stored_arc_matrix(features: FeatureFile, spec: LayerSpec, pooling: str, pair
 def matrix_reader(level: str):
     """The function that reads a plan's rows of one candidate: stored rows, words or word pairs (arcs)."""
     return {"word": stored_word_matrix, "arc": stored_arc_matrix}.get(level, stored_matrix)
+
+
+def require_finite_candidates(path, candidates: list[tuple[LayerSpec, str]], level: str) -> None:
+    """Refuse, before the first candidate is scored, a file holding inf or NaN in a matrix any candidate reads
+    (``FeatureFile.require_finite``): each layer of its spec, pooled as the probes read it, or its word vectors
+    (words and arcs)."""
+    from ..probing import block_reads
+
+    with FeatureFile(path) as features:
+        if level in ("word", "arc"):
+            reads = [FeatureRead("words", layer, pooling) for spec, pooling in candidates for layer in spec.layers]
+        else:
+            reads = [
+                read
+                for spec, pooling in candidates
+                for layer in spec.layers
+                for read in block_reads(features, pooling, layer)
+            ]
+        features.require_finite(reads)
 
 
 def same_matrices(path, candidates: list[tuple[LayerSpec, str]], rows: np.ndarray, level: str) -> list[int]:
@@ -93,6 +112,7 @@ def embedded_matrix(
 __all__ = [
     "embedded_matrix",
     "matrix_reader",
+    "require_finite_candidates",
     "same_matrices",
     "stored_arc_matrix",
     "stored_matrix",

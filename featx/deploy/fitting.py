@@ -37,7 +37,7 @@ from .cv_baselines import (
     selection_folds,
     word_keys,
 )
-from .features import matrix_reader
+from .features import matrix_reader, require_finite_candidates
 from .plan import FitPlan, resolve_fit
 from .probe import Probe
 
@@ -224,6 +224,7 @@ def fit(config: FitConfig | str | Path | None = None, report: Callable[[str], No
         check_overwrite(plan.output, "probe bundle", is_bundle_folder)
     if plan.config.write:
         check_writable(plan.output)  # before the candidates are scored, not after
+    require_finite_candidates(plan.path, plan.candidates, plan.level)  # every matrix read, before the first fit
     folds = selection_folds(plan)  # the candidates' folds, and the baselines' without a test split
     candidates = choose_heads(plan, report, folds) if plan.arcs == SELECTOR else _selection(plan, report, folds)
     best, opts = candidates[0], fit_options(plan)

@@ -76,6 +76,8 @@ _HOMES = {
     "relation_task": "tasks.word_items",
     "gold_attachments": "tasks.word_items",
     "arc_features": "tasks.word_eval",
+    "block_reads": "tasks.pairs",
+    "require_finite_blocks": "prescan",
     "WordPlan": "tasks.word_items",
     "sentence_folds": "tasks.word_items",
     "run_groups": "tasks.redraw",  # a finished run's folds drawn again (featx compare, featx explain)

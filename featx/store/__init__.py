@@ -8,8 +8,10 @@
 ``words``    the ``/words`` group of word inputs: written, checked, and read (``FeatureFile``'s word reads)
 ``validate`` the checks a file passes before anything in it is used
 ``reader``   ``FeatureFile`` (``featx.open``) and the cheap reads of the up-to-date check
+``opening``  finding (a ``.partial`` too, when allowed) and opening a features file read-only
 ``shards``   a shard's row index and attributes, and the copy of shards into one file (``featx merge``)
-``finite``   the finiteness check of every block of features read
+``finite``   the finiteness check of every block of features read, and of every matrix a run will read
+           (``FeatureFile.require_finite`` of ``FeatureRead``s), before its first fit
 ``lock``     ``OutputLock``: one writer per output
 
 Other packages import only the names below; ``schema`` (every path and attribute name) is exported as a
@@ -18,7 +20,7 @@ namespace on purpose: its keys read best as ``schema.CORPUS_SHA``.
 
 from . import schema
 from .derived import derived_record, write_derived
-from .finite import finite_rows
+from .finite import FeatureRead, finite_rows
 from .hdf5 import CHUNK_BYTES, allocated_rows, open_file_count
 from .lock import OutputLock
 from .reader import FeatureFile, finished_request, open_features
@@ -54,6 +56,7 @@ __all__ = [
     "CHUNK_BYTES",
     "FORMAT_NAME",
     "FeatureFile",
+    "FeatureRead",
     "FeatureWriter",
     "HEAD_ROOT",
     "HEAD_UNKNOWN",

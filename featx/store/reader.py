@@ -16,58 +16,13 @@ from ..errors import IncompleteError, InputError, StoreError
 from ..safe_files import loads_json
 from . import schema as s
 from .calls import checked_call
-from .finite import check_finite
+from .finite import FiniteReads, check_finite
 from .hdf5 import read_layer
-from .schema import HIDDEN_SITE, escape_name, partial_path, site_pooled_path, site_tokens_path
+from .opening import located, opened
+from .schema import HIDDEN_SITE, escape_name, site_pooled_path, site_tokens_path
 from .strings import decode_attr, read_strings
 from .validate import check_layout, check_structure
 from .words import WordAccess
-
-
-def _progress_of(path: Path) -> str:
-    try:
-        with h5py.File(path, "r", locking=False) as file:
-            return f"{int(file[s.ROWS_DONE][0])} of {int(file.attrs[s.N_ROWS])}"
-    except Exception:  # damaged or still being created: the message must not fail
-        return "some"
-
-
-def _located(path: Path, allow_partial: bool) -> Path:
-    """The file to open: ``path``, or its ``.partial`` with ``allow_partial``; clear errors otherwise."""
-    if path.exists():
-        return path
-    partial = partial_path(path)
-    if partial.exists() and allow_partial:
-        return partial
-    if partial.exists():
-        raise IncompleteError(
-            f"{path} is incomplete: its extraction is in progress or was interrupted "
-            f"({_progress_of(partial)} rows written to {partial.name})",
-            "run the same featx extract command again to resume it, or pass --allow-partial "
-            "to use the rows written so far",
-        )
-    if path.exists():  # the .partial was renamed into place between the two looks
-        return path
-    raise StoreError(f"features file {path} does not exist", "create it with featx extract")
-
-
-def _opened(actual: Path) -> h5py.File:
-    """A regular HDF5 file, opened read-only."""
-    if not actual.is_file():  # a FIFO or device would block or never end
-        raise StoreError(f"{actual} is not a regular file", "give a features file written by featx extract")
-    try:
-        if not h5py.is_hdf5(actual) and actual.exists():  # gone since: h5py.File's FileNotFoundError, below
-            raise StoreError(f"{actual} is not an HDF5 file", "give a features file written by featx extract")
-        return h5py.File(actual, "r", locking=False)
-    except FileNotFoundError:  # renamed (a .partial finished into place) or removed since it was found
-        raise StoreError(
-            f"{actual} was moved or removed while it was being opened",
-            "open it again: a finished extraction renames its .partial file into place",
-        ) from None
-    except (OSError, KeyError, ValueError) as err:
-        raise StoreError(
-            f"{actual} cannot be read; it looks damaged ({err})", "run featx extract again with --overwrite"
-        ) from None
 
 
 def _of(site: str, word: str = "of") -> str:
@@ -103,7 +58,7 @@ def _checked(file: h5py.File, actual: Path) -> tuple[dict, int, dict]:
     return attrs, rows_done, layout
 
 
-class FeatureFile(WordAccess):
+class FeatureFile(WordAccess, FiniteReads):
     """Read access to a features file: ``features(pooling, layer)`` and row metadata as numpy; word inputs
     also have word-level reads (``word_features``, ``word_labels``..., ``words.py``).
 
@@ -116,8 +71,8 @@ class FeatureFile(WordAccess):
 
     def __init__(self, path: str | os.PathLike, allow_partial: bool = False):
         self.path = Path(path)
-        actual = _located(self.path, allow_partial)
-        self._file = _opened(actual)
+        actual = located(self.path, allow_partial)
+        self._file = opened(actual)
         try:
             attrs, rows_done, layout = _checked(self._file, actual)
             complete = bool(attrs.get(s.COMPLETE)) and rows_done == int(attrs[s.N_ROWS])
@@ -200,14 +155,18 @@ class FeatureFile(WordAccess):
 
     def features(self, pooling: str, layer: int, dtype=np.float32, site: str = HIDDEN_SITE) -> np.ndarray:
         """``(n_rows, width)`` features of one pooling at one layer of a site; reads only that layer."""
-        dtype, poolings = checked_call("features", dtype, pooling, layer), self.site_poolings(site)
-        if pooling not in poolings:
+        dtype = checked_call("features", dtype, pooling, layer)
+        dataset, position, what = self._pooled(pooling, layer, site)
+        return check_finite(read_layer(dataset, position, self.n_rows), self.path, what).astype(dtype, copy=False)
+
+    def _pooled(self, pooling: str, layer: int, site: str) -> tuple[h5py.Dataset, int, str]:
+        """The dataset, layer position and description (for errors) of one pooling at one layer of a site."""
+        if pooling not in (poolings := self.site_poolings(site)):
             where = "" if site == HIDDEN_SITE else f" for site '{site}'"
             raise InputError(f"pooling '{pooling}' is not stored{where} in {self.path}; stored: {', '.join(poolings)}")
         position = self._layer_position(layer, site)
-        out = read_layer(self._file[site_pooled_path(site, pooling)], position, self.n_rows)
-        check_finite(out, self.path, f"the '{pooling}' features of layer {self.site_layers(site)[position]}{_of(site)}")
-        return out.astype(dtype, copy=False)
+        what = f"the '{pooling}' features of layer {self.site_layers(site)[position]}{_of(site)}"
+        return self._file[site_pooled_path(site, pooling)], position, what
 
     def concatenated(self, pooling: str, layers: list[int], dtype=np.float32, site: str = HIDDEN_SITE) -> np.ndarray:
         """``(n_rows, width * len(layers))``: the "concatenate the last four layers" feature set."""
@@ -370,14 +329,22 @@ class FeatureFile(WordAccess):
             return None
         return self._file[s.TOKEN_SEGMENT_IDS][: int(self.token_offsets[-1])]
 
+    def _n_tokens(self) -> int:
+        return int(self.token_offsets[-1])  # token_offsets checks that the file has token states
+
+    def _tokens(self, layer: int, site: str) -> tuple[h5py.Dataset, int, str]:
+        """The dataset, layer position and description (for errors) of one layer's token states of a site."""
+        position = self._layer_position(layer, site)
+        self._require_tokens()
+        what = f"the token states of layer {self.site_layers(site)[position]}{_of(site)}"
+        return self._file[site_tokens_path(site)], position, what
+
     def token_states(self, layer: int, dtype=np.float32, site: str = HIDDEN_SITE) -> np.ndarray:
         """``(total_tokens, width)`` states of one layer for all committed rows (slice with ``token_offsets``)."""
-        dtype, position = checked_call("token_states", dtype, layer), self._layer_position(layer, site)
-        total = int(self.token_offsets[-1])  # token_offsets checks that the file has token states
-        states = read_layer(self._file[site_tokens_path(site)], position, total)
-        layer = self.site_layers(site)[position]
-        check_finite(states, self.path, f"the token states of layer {layer}{_of(site)}", unit="token")
-        return states.astype(dtype, copy=False)
+        dtype = checked_call("token_states", dtype, layer)
+        dataset, position, what = self._tokens(layer, site)
+        states = read_layer(dataset, position, self._n_tokens())
+        return check_finite(states, self.path, what, unit="token").astype(dtype, copy=False)
 
 
 def open_features(path: str | os.PathLike, allow_partial: bool = False) -> FeatureFile:

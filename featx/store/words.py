@@ -197,6 +197,12 @@ class WordAccess:
 
     def word_features(self, pooling: str, layer: int, dtype=np.float32) -> np.ndarray:
         """``(n_words, hidden)`` word vectors of one word pooling at one layer; reads only that layer."""
+        dataset, position, what = self._word_vectors(pooling, layer)
+        out = read_layer(dataset, position, self._n_words())
+        return check_finite(out, self.path, what, unit="word").astype(dtype, copy=False)
+
+    def _word_vectors(self, pooling: str, layer: int) -> tuple[h5py.Dataset, int, str]:
+        """The dataset, layer position and description (for errors) of one word pooling at one layer."""
         poolings = self.word_poolings()
         if pooling not in poolings:
             raise InputError(
@@ -204,9 +210,11 @@ class WordAccess:
                 "re-extract with --word-pooling first,last,mean --overwrite",
             )
         position = self._layer_position(layer)
-        out = read_layer(self._file[s.word_pooled_path(pooling)], position, self._n_words())
-        check_finite(out, self.path, f"the '{pooling}' word vectors of layer {self.layers[position]}", unit="word")
-        return out.astype(dtype, copy=False)
+        return (
+            self._file[s.word_pooled_path(pooling)],
+            position,
+            f"the '{pooling}' word vectors of layer {self.layers[position]}",
+        )
 
     def word_label_columns(self) -> list[str]:
         """The names of the stored word label columns (``upos``, ``deprel``, ``feats.Number``, ...)."""

@@ -50,15 +50,25 @@ CASES = {  # name: (the command after FEATURES and before -o, what the line says
     "erase": (["erase", "{features}", "--label", "label"], POOLED),
     "neurons": (["neurons", "{features}", "--label", "label", "--draws", "2"], POOLED),
     "similarity": (["similarity", "{features}"], POOLED),
+    "fit": (["fit", "{features}", "--label", "label"], POOLED),
 }
+
+
+def _never(*args, **kwargs):
+    raise AssertionError("a probe was fitted before the features were checked")
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", list(CASES))
-def test_every_reader_refuses_a_nan_with_one_line(nan_features, tmp_path, name):
+def test_every_reader_refuses_a_nan_with_one_line(nan_features, tmp_path, monkeypatch, name):
+    """... before anything is fitted: every matrix a command will read is checked before its first job (layer 1
+    is bad, so a command that checked each layer as its job read it would have fitted layer 0's probes first)."""
     args, pattern = CASES[name]
     output = tmp_path / "out" / "result"
     output.parent.mkdir()
+    if name != "similarity":  # CKA fits nothing
+        monkeypatch.setattr("featx.probing.inputs.run_jobs", _never)  # probe, sweep, erase, neurons: every job
+        monkeypatch.setattr("featx.deploy.choose.score_candidate", _never)  # fit: each candidate's folds
     command = [arg.format(features=nan_features) for arg in args] + ["-o", str(output)]
     result = CliRunner().invoke(main, command)
     assert result.exit_code == 2, result.output
@@ -94,7 +104,7 @@ def _treebank(path, n_sentences: int) -> None:
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
-def test_a_word_probe_refuses_a_nan_word_vector(tiny_model, tmp_path):
+def test_a_word_probe_refuses_a_nan_word_vector(tiny_model, tmp_path, monkeypatch):
     _treebank(tmp_path / "toy.conllu", 30)
     runner = CliRunner()
     out = runner.invoke(
@@ -103,8 +113,18 @@ def test_a_word_probe_refuses_a_nan_word_vector(tiny_model, tmp_path):
     )
     assert out.exit_code == 0, out.output
     _plant_nan(tmp_path / "toy.h5", "words/pooled", BAD_WORD)
-    result = runner.invoke(
-        main, ["probe", str(tmp_path / "toy.h5"), "--label", "upos", "--jobs", "1", "-o", str(tmp_path / "r")]
-    )
-    assert result.exit_code == 2, result.output
-    assert_one_clear_error(result.output, rf"in the '\w+' word vectors of layer 1: first at word {BAD_WORD}\b")
+    with monkeypatch.context() as patched:  # the word jobs (and the scalar mix over the layers) never start
+        patched.setattr("featx.probing.inputs.run_jobs", _never)
+        patched.setattr("featx.deploy.choose.score_candidate", _never)
+        patched.setattr("featx.deploy.attach.score_head_candidate", _never)
+        for command in (
+            ["probe", str(tmp_path / "toy.h5"), "--label", "upos", "--jobs", "1", "-o", str(tmp_path / "r")],
+            ["probe", str(tmp_path / "toy.h5"), "--label", "head", "--arcs", "-o", str(tmp_path / "r")],
+            ["fit", str(tmp_path / "toy.h5"), "--label", "upos", "-o", str(tmp_path / "upos.featx")],
+            ["fit", str(tmp_path / "toy.h5"), "--label", "head", "--arcs", "-o", str(tmp_path / "head.featx")],
+        ):
+            result = runner.invoke(main, command)
+            assert result.exit_code == 2, result.output
+            pattern = rf"in the '\w+' word vectors of layer 1: first at word {BAD_WORD}\b"
+            assert_one_clear_error(result.output, pattern)
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["toy.conllu", "toy.h5"]  # nothing written

@@ -29,6 +29,7 @@ from .. import evaluation as ev
 from ..config import DEFAULT_CS, check_bootstrap, check_folds, check_jobs, check_seed
 from ..evaluation.significance import ALPHA, holm, paired_p_value
 from ..inputs import open_complete
+from ..prescan import require_finite_blocks
 from ..shared_options import check_group, group_option
 from ..tasks.pairs import refuse_separate_pairs
 from .erasure import METHODS, Eraser, fit_eraser, moved, random_eraser, save_erasers
@@ -349,6 +350,7 @@ def erase(config: EraseConfig | str | Path, **options) -> EraseResult:
     if config.write:
         check_output(source, output, config.overwrite)
         check_writable(output)  # before the erasers are fitted
+    require_finite_blocks(source, [(job.pooling, job.layer) for job in jobs], as_probed=False)
     outputs = _run(jobs, config)
     table, amnesic = _tables(outputs)
     settings = {

@@ -33,6 +33,7 @@ from ...selection import parse_layer_specs
 from .. import evaluation as ev
 from ..config import check_bootstrap, check_folds, check_jobs, check_seed
 from ..inputs import open_complete
+from ..prescan import require_finite_blocks
 from ..results import check_prefix, json_safe, results_prefix, write_table
 from ..shared_options import check_group, group_option
 from ..tasks.pairs import refuse_separate_pairs
@@ -249,6 +250,7 @@ def neurons(config: NeuronConfig | str | Path, **options) -> NeuronResult:
         width, model = features.hidden_size, features.attrs.get("model")
     listed, fractions = _listed(config, width)
     layers = [spec.layers[0] for spec in specs]
+    require_finite_blocks(config.features, [(config.pooling, layer) for layer in layers], as_probed=False)
     outputs = _run(config, task, layers, fractions, listed)
     ranking = pd.concat([table for table, _, _ in outputs], ignore_index=True)
     selection = pd.DataFrame([r for _, records, _ in outputs for r in records], columns=SELECTION_COLUMNS)

@@ -35,6 +35,7 @@ from ...selection import parse_layer_specs, parse_poolings
 from .. import evaluation as ev
 from ..config import DEFAULT_CS, ProbeConfig, check_bootstrap, check_folds, check_jobs, check_labels_file, check_seed
 from ..inputs import open_complete
+from ..prescan import require_finite_blocks
 from ..results import check_prefix, json_safe, results_prefix, write_table
 from ..shared_options import check_group, check_join, check_join_needs_labels
 from ..solvers import classifiers as clf
@@ -238,6 +239,7 @@ def _sweep_jobs(config: SweepConfig, notes: list[str]) -> tuple[Task, list[tuple
         for pooling in chosen
         for spec in specs
     ]
+    require_finite_blocks(str(config.features), [(pooling, layer) for _, pooling, layer, *_ in jobs])
     return task, jobs, {"model": model, "layers": [spec.layers[0] for spec in specs], "poolings": chosen}
 
 

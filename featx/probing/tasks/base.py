@@ -35,6 +35,11 @@ class ProbeTask(Protocol):
         """The arguments of every job of the run, in the order their outputs are used."""
         ...
 
+    def check_reads(self, jobs: list[tuple[Any, ...]]) -> None:
+        """Refuse, before any job runs, a file holding inf or NaN in a matrix ``jobs`` (``plan_jobs``') or the
+        run's later jobs (learning curves) will read (``probing.prescan``)."""
+        ...
+
     def run_job(self, *job: Any) -> Any:
         """One job of ``plan_jobs`` (in a worker process): its rows of the results table, or what the task
         gathers. Tasks make it a static method, so that a worker is sent the job's arguments only."""
@@ -159,6 +164,7 @@ def run_task(task: ProbeTask) -> ProbeResult:
 
     plan = task.plan
     jobs = task.plan_jobs()
+    task.check_reads(jobs)  # every matrix the jobs will read, before the first fit
     device, workers = solver_plan(plan.config, len(jobs), plan.notes, task.solves_logistic)
     with progress_bar(total=len(jobs), unit="job", disable=not plan.config.progress, desc="probe") as bar:
         outputs = run_jobs(task.run_job, jobs, workers, device, done=bar.update)

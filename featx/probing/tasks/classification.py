@@ -23,6 +23,7 @@ from ..label_classes import Bins
 from ..labels import split_note
 from ..meta import ProbeMeta
 from ..plan import ProbePlan
+from ..prescan import require_finite_jobs
 from ..results import COLUMNS, CURVE_COLUMNS, ProbeResult
 from ..solvers.devices import solver_meta
 from .base import choice_meta, mark_choices, row_order
@@ -155,6 +156,9 @@ class ClassificationProbe:
             self.plan.notes.append("stack combines linear probes only: it is skipped for mlp and attn")
         return with_lexical_job(jobs, self.texts, "logreg", self.inputs)
 
+    def check_reads(self, jobs: list[tuple[Any, ...]]) -> None:
+        require_finite_jobs([*jobs, *self._curve_jobs()], self.plan.allow_partial)
+
     @staticmethod
     def run_job(*job: Any) -> Any:
         """A static function, so that a worker is sent the job's arguments only (not the whole task)."""
@@ -213,6 +217,13 @@ class ClassificationProbe:
         from ..analyses.curves import parse_train_sizes
 
         sizes = parse_train_sizes(self.plan.config.train_sizes)
+        jobs = self._curve_jobs()
+        arguments = [(job, self.inputs, sizes) for job in jobs]
+        parts = run_jobs(run_curve_job, arguments, min(workers, len(jobs)), device)
+        return pd.DataFrame.from_records([row for part in parts for row in part], columns=CURVE_COLUMNS), sizes
+
+    def _curve_jobs(self) -> list[FeatureJob]:
+        """The learning curves' jobs (none without ``--train-sizes``)."""
         pooled, path = self._pooled_classifiers(), str(self.plan.path)
         jobs = [
             FeatureJob("main", path, spec, pooling, list(pooled), site)
@@ -227,9 +238,7 @@ class ClassificationProbe:
             for spec in site_specs
             if "attn" in self.plan.classifiers
         ]
-        arguments = [(job, self.inputs, sizes) for job in jobs]
-        parts = run_jobs(run_curve_job, arguments, min(workers, len(jobs)), device)
-        return pd.DataFrame.from_records([row for part in parts for row in part], columns=CURVE_COLUMNS), sizes
+        return jobs
 
     def _meta(self, device: str | None, workers: int, predictions_for: str, sizes: list[float] | None) -> ProbeMeta:
         config, inputs, layout = self.plan.config, self.inputs, self.layout

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ...errors import InputError
-from ...store import HIDDEN_SITE, FeatureFile
+from ...store import HIDDEN_SITE, PAIR_B_SITE, FeatureFile, FeatureRead, contrast_site
 from .. import evaluation as ev
 from ..contrast import contrast_answers, contrast_difference
 from ..evaluation import regression_metrics as rm
@@ -40,6 +40,15 @@ def pooled_block(features: FeatureFile, pooling: str, layer: int, site: str = HI
     if site == HIDDEN_SITE and contrast_answers(features):  # --contrast: the difference of the two answers' states
         return contrast_difference(features, pooling, layer)
     return features.features(pooling, layer, site=site)
+
+
+def block_reads(features: FeatureFile, pooling: str, layer: int, site: str = HIDDEN_SITE) -> list[FeatureRead]:
+    """The stored matrices ``pooled_block`` reads for one pooling and layer (checked before the first fit)."""
+    if features.pair_mode == "separate" and site == HIDDEN_SITE:
+        return [FeatureRead("pooled", layer, pooling), FeatureRead("pooled", layer, pooling, PAIR_B_SITE)]
+    if site == HIDDEN_SITE and contrast_answers(features):
+        return [FeatureRead("pooled", layer, pooling), FeatureRead("pooled", layer, pooling, contrast_site(1))]
+    return [FeatureRead("pooled", layer, pooling, site)]
 
 
 def refuse_separate_pairs(features: FeatureFile, command: str) -> None:

@@ -24,6 +24,7 @@ from ..inputs import JOB_THREADS, FeatureJob, run_jobs
 from ..labels import in_split
 from ..meta import ProbeMeta
 from ..plan import ProbePlan
+from ..prescan import require_finite_jobs
 from ..results import IDENTITY_COLUMNS, ProbeResult
 from .base import choice_meta, mark_choices, row_order
 from .classification_table import chosen_row
@@ -195,6 +196,22 @@ class RegressionProbe:
             )
         return with_lexical_job(jobs, self.texts, "ridge", self.inputs)
 
+    def _curve_jobs(self) -> list[FeatureJob]:
+        """The learning curves' jobs (none without ``--train-sizes``): the probed or ``--curve-layers`` specs."""
+        if self.plan.config.train_sizes is None:
+            return []
+        layers = self.plan.config.curve_layers
+        specs = parse_layer_specs(layers, self.layout.layers) if layers else self.layout.specs
+        return [
+            FeatureJob("main", str(self.plan.path), spec, pooling, list(self.classifiers))
+            for spec in specs
+            if spec.kind != "stack"
+            for pooling in self.layout.poolings
+        ]
+
+    def check_reads(self, jobs: list[tuple[Any, ...]]) -> None:
+        require_finite_jobs([*jobs, *self._curve_jobs()], self.plan.allow_partial)
+
     @staticmethod
     def run_job(*job: Any) -> Any:
         """A static function, so that a worker is sent the job's arguments only (not the whole task)."""
@@ -239,14 +256,7 @@ class RegressionProbe:
         from ..analyses.curves import parse_train_sizes
 
         sizes = parse_train_sizes(config.train_sizes)
-        layers = config.curve_layers
-        specs = parse_layer_specs(layers, self.layout.layers) if layers else self.layout.specs
-        jobs = [
-            FeatureJob("main", str(self.plan.path), spec, pooling, list(self.classifiers))
-            for spec in specs
-            if spec.kind != "stack"
-            for pooling in self.layout.poolings
-        ]
+        jobs = self._curve_jobs()
         parts = run_jobs(run_curve_job, [(job, self.inputs, sizes) for job in jobs], min(workers, len(jobs)))
         return pd.DataFrame.from_records([row for part in parts for row in part], columns=CURVE_COLUMNS), sizes
 

@@ -27,6 +27,7 @@ from ..config import ProbeConfig
 from ..evaluation.significance import add_significance
 from ..meta import Level, ProbeMeta, Task, file_meta
 from ..plan import ProbePlan
+from ..prescan import require_finite_words
 from ..results import COLUMNS, CURVE_COLUMNS, ProbeResult
 from ..solvers.devices import solver_meta
 from .base import choice_meta, mark_choices, run_task
@@ -197,6 +198,16 @@ class WordProbe:
                 for layer in self.curve_at
             ]
         return jobs
+
+    def check_reads(self, jobs: list[tuple[Any, ...]]) -> None:
+        """Every word vector the jobs read: a mix job's layers, a probe or curve job's layer, of its pooling."""
+        reads: dict[Any, list[tuple[str, int]]] = {}
+        for kind, source, *arguments in jobs:
+            pairs = (
+                [(arguments[0], layer) for layer in arguments[1]] if kind == "mix" else [(arguments[1], arguments[0])]
+            )
+            reads.setdefault(source, []).extend(pairs)
+        require_finite_words(reads, self.plan.allow_partial)
 
     @staticmethod
     def run_job(*job: Any) -> tuple[str, Any]:
