@@ -4,7 +4,9 @@ instead of a traceback, a blank cell or a collapsed accuracy with exit 0."""
 
 from __future__ import annotations
 
+import importlib
 import re
+import sys
 
 import h5py
 import numpy as np
@@ -58,6 +60,23 @@ def _never(*args, **kwargs):
     raise AssertionError("a probe was fitted before the features were checked")
 
 
+# modules that bind a fitting function by name when imported: imported before the patch, so that none of them
+# keeps the patched function after the test (and each is patched where it holds it)
+BINDING_MODULES = ("featx.probing.tasks.classification", "featx.probing.tasks.regression", "featx.deploy.choose")
+FITS = (("featx.probing.inputs", "run_jobs"), ("featx.deploy.choose", "score_candidate"))
+
+
+def _forbid_fits(patch, fits=FITS) -> None:
+    """Every function of ``fits`` replaced by ``_never`` in each featx module that holds it."""
+    for name in BINDING_MODULES:
+        importlib.import_module(name)
+    for home, attribute in fits:
+        original = getattr(importlib.import_module(home), attribute)
+        for module in [m for n, m in sys.modules.items() if n.startswith("featx")]:
+            if getattr(module, attribute, None) is original:
+                patch.setattr(module, attribute, _never)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", list(CASES))
 def test_every_reader_refuses_a_nan_with_one_line(nan_features, tmp_path, monkeypatch, name):
@@ -67,8 +86,7 @@ def test_every_reader_refuses_a_nan_with_one_line(nan_features, tmp_path, monkey
     output = tmp_path / "out" / "result"
     output.parent.mkdir()
     if name != "similarity":  # CKA fits nothing
-        monkeypatch.setattr("featx.probing.inputs.run_jobs", _never)  # probe, sweep, erase, neurons: every job
-        monkeypatch.setattr("featx.deploy.choose.score_candidate", _never)  # fit: each candidate's folds
+        _forbid_fits(monkeypatch)  # probe, sweep, erase, neurons: every job; fit: each candidate's folds
     command = [arg.format(features=nan_features) for arg in args] + ["-o", str(output)]
     result = CliRunner().invoke(main, command)
     assert result.exit_code == 2, result.output
@@ -114,9 +132,7 @@ def test_a_word_probe_refuses_a_nan_word_vector(tiny_model, tmp_path, monkeypatc
     assert out.exit_code == 0, out.output
     _plant_nan(tmp_path / "toy.h5", "words/pooled", BAD_WORD)
     with monkeypatch.context() as patched:  # the word jobs (and the scalar mix over the layers) never start
-        patched.setattr("featx.probing.inputs.run_jobs", _never)
-        patched.setattr("featx.deploy.choose.score_candidate", _never)
-        patched.setattr("featx.deploy.attach.score_head_candidate", _never)
+        _forbid_fits(patched, FITS + (("featx.deploy.attach", "score_head_candidate"),))
         for command in (
             ["probe", str(tmp_path / "toy.h5"), "--label", "upos", "--jobs", "1", "-o", str(tmp_path / "r")],
             ["probe", str(tmp_path / "toy.h5"), "--label", "head", "--arcs", "-o", str(tmp_path / "r")],
