@@ -75,6 +75,18 @@ def _same_bytes(first: Path, second: Path) -> str | None:
         return None
 
 
+def _shown(config: StudyConfig, corpus: CorpusSpec) -> str:
+    """A corpus's path as the study gives it, and the file it leads to where a link (the file's or a folder's) leads
+    elsewhere: ``corpora/a.csv (a link to /data/a.csv)``."""
+    given = corpus.given or str(corpus.path)
+    return given if _plain(config, corpus) == str(corpus.path) else f"{given} (a link to {corpus.path})"
+
+
+def _plain(config: StudyConfig, corpus: CorpusSpec) -> str:
+    """The absolute path a corpus is given as, links not followed."""
+    return os.path.normpath(config.source.resolve(corpus.given)) if corpus.given else str(corpus.path)
+
+
 def _model_label(model: ModelSpec, config: StudyConfig) -> str:
     entries = [other for other in config.models if other.entry == model.entry]
     return f"[[models]] #{model.entry + 1}" + (f" (seed {model.seed})" if len(entries) > 1 else "")
@@ -110,7 +122,8 @@ def _check_corpora(config: StudyConfig) -> None:
             ours, theirs = where(("corpora", corpus.entry)), where(("corpora", found.entry))
             if ours == theirs:  # two task files of one SentEval folder: by their names
                 ours, theirs = f"{ours} '{corpus.name}'", f"'{found.name}'"
-            what = f"{corpus.path} and {found.path} are {how}" if how else str(corpus.path)
+            what, named = _shown(config, corpus), _plain(config, corpus) == _plain(config, found)
+            what += f" and {_shown(config, found)} are {how or 'the same file'}" if how or not named else ""
             labels = "; to probe more of its labels, list them in one entry" if found.labels != corpus.labels else ""
             raise config.source.error(
                 ("corpora", corpus.entry, "name"), f"{ours} repeats {theirs}: {what}, the same options", HINT + labels
