@@ -26,7 +26,8 @@ declared once, as its field. A caller that says neither (a config made directly)
 A list-like option (layers, poolings, sites, classifiers, label columns... given as a comma list) is declared
 ``listed=True``; one rule, checked before any config's ``CONSTRAINTS`` (``refuse_empty_lists``), refuses its empty
 value (``--layer ''``, ``layers=[]``) on every command instead of reading it as a default: None, or leaving the
-option out, is how to ask for the default.
+option out, is how to ask for the default. A path option's empty value (``-o ''``, which reads as '.') is refused
+alike (``refuse_empty_paths``).
 """
 
 from __future__ import annotations
@@ -310,6 +311,17 @@ def refuse_empty_lists(config: Any) -> None:
             )
 
 
+def refuse_empty_paths(config: Any) -> None:
+    """The one rule of every path option (``kind="path"``, or a field typed ``Path``): an empty value (``-o ''``,
+    which click and ``pathlib`` read as '.', the current folder) is an ``InputError`` naming all its flags."""
+    for item, spec in flagged(type(config)):
+        value = getattr(config, item.name)
+        if isinstance(value, str) and not value.strip() and (spec.kind == "path" or "Path" in str(item.type)):
+            named = "/".join(spec.flags) if on_command_line() else f"{item.name}={value!r}"
+            hint = f"give {spoken(config, item.name)} a path, or leave it out for its default, if it has one"
+            raise InputError(f"{named} is empty: give a file path (empty reads as '.', the current folder)", hint)
+
+
 class _Renaming(type):
     """Makes a config from an old keyword of a renamed option too (``ExtractConfig(corpus, seed=1)``), with a
     deprecation warning, as ``Options.build`` and the command line do; an unknown keyword is an ``InputError``."""
@@ -330,6 +342,7 @@ class Options(metaclass=_Renaming):
     def __post_init__(self) -> None:
         try:
             refuse_empty_lists(self)
+            refuse_empty_paths(self)
             for check in type(self).CONSTRAINTS:
                 check(self)
         except FeatxError as error:
@@ -380,6 +393,7 @@ __all__ = [
     "option",
     "recorded",
     "refuse_empty_lists",
+    "refuse_empty_paths",
     "refuse_unknown",
     "renamed",
     "normalise",

@@ -36,6 +36,16 @@ def grouped_option(group: str, *flags: str, **settings: Any) -> Any:
     return decorate
 
 
+class _PathValue(click.Path):
+    """A path option's value as a ``Path``, but an empty one left ``""`` (click would make it ``Path('.')``, the
+    current folder) for the config to refuse (``featx.options.refuse_empty_paths``)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and not value.strip():
+            return value
+        return super().convert(value, param, ctx)
+
+
 def _type(item: dataclasses.Field, spec: Flag) -> Any:
     kind = spec.kind
     if kind is None:
@@ -45,7 +55,7 @@ def _type(item: dataclasses.Field, spec: Flag) -> Any:
             kind = next((k for k, word in _KINDS if word in annotation), "str")
     if spec.choices is not None:
         return click.Choice(spec.choices, case_sensitive=False)
-    return {"int": int, "float": float, "path": click.Path(path_type=Path), "str": str, "flag": None}[kind]
+    return {"int": int, "float": float, "path": _PathValue(path_type=Path), "str": str, "flag": None}[kind]
 
 
 _KINDS = (("path", "Path"), ("int", "int"), ("float", "float"))

@@ -1,12 +1,14 @@
 """The arguments of ``FeatureFile``'s reads checked before anything is read: ``features('mean', 3, 5)``,
 ``features(3, 'mean')`` or ``token_states(0, 4)`` (arguments in another order, or one too many, whose extra value
-lands on the dtype) are an ``InputError`` naming the call and the expected one, never numpy's raw ``TypeError``."""
+lands on the dtype) are an ``InputError`` naming the call and the expected one, never numpy's raw ``TypeError``; a
+label column the file lacks is one naming those it has (``no_label_column``)."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from ..errors import InputError
+from ..options import on_command_line
 
 _ORDINALS = ("first", "second", "third")
 _CALLS = {  # call: (its parameters before dtype, the expected call, what it returns)
@@ -74,3 +76,18 @@ def checked_call(call: str, dtype, *args) -> np.dtype:
             f"call {expected}: {what}",
         )
     return checked
+
+
+def no_label_column(path, column: str, columns: list[str], word_columns: list[str] | None) -> InputError:
+    """The error of a label column ``path`` lacks, naming its label columns (and word label columns: None for a
+    file of sentences). Its hint holds for every command that reads labels (``featx fit`` has no ``--labels``):
+    store the columns in the file for good, or (``featx probe`` alone) join them for one run."""
+    words = f"; word label columns: {', '.join(word_columns) or '(none)'}" if word_columns is not None else ""
+    message = f"{path} has no label column '{column}'; label columns: {', '.join(columns) or '(none)'}{words}"
+    if on_command_line():
+        more = f"featx labels add {path} FILE.csv (featx probe joins one for a single run: --labels FILE.csv)"
+    else:
+        more = (
+            f"featx.probing.add_labels({str(path)!r}, 'FILE.csv') (featx.probe joins one for a single run: labels=...)"
+        )
+    return InputError(message, f"use one of these, or store more from a file of label columns: {more}")

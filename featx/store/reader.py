@@ -15,7 +15,7 @@ import numpy as np
 from ..errors import IncompleteError, InputError, StoreError
 from ..safe_files import loads_json
 from . import schema as s
-from .calls import checked_call
+from .calls import checked_call, no_label_column
 from .finite import FiniteReads, check_finite
 from .hdf5 import read_layer
 from .opening import located, opened
@@ -217,14 +217,8 @@ class FeatureFile(WordAccess, FiniteReads):
     def _label_dataset(self, column: str) -> h5py.Dataset:
         key = escape_name(column)
         if key not in self._file[s.LABELS]:
-            words = (
-                f"; word label columns: {', '.join(self.word_label_columns()) or '(none)'}" if self.has_words else ""
-            )
-            raise InputError(
-                f"{self.path} has no label column '{column}'; "
-                f"label columns: {', '.join(self.label_columns) or '(none)'}{words}",
-                "pick one with --label NAME, or join label columns from another file with --labels FILE.csv",
-            )
+            words = self.word_label_columns() if self.has_words else None
+            raise no_label_column(self.path, column, self.label_columns, words)
         return self._file[s.LABELS][key]
 
     def labels(self, column: str) -> np.ndarray:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +67,7 @@ class CorpusSpec:
     options: Options = ()
     group: str | None = None
     entry: int = 0  # its [[corpora]] table (a SentEval folder's tasks share one)
+    given: str = field(default="", compare=False)  # its path as the study gives it ("": ``path``), for messages
 
 
 @dataclass(frozen=True)
@@ -85,6 +86,7 @@ class StudyConfig:
     address: str | None = None  # the Ray engine's cluster (HOST:PORT, "auto"); None: a local cluster
     extract: Options = ()
     probe: Options = ()
+    digests: dict[Any, str] = field(default_factory=dict, init=False, compare=False, repr=False)  # corpus_sha256's
 
     def __post_init__(self) -> None:
         if self.jobs < 1:
@@ -305,7 +307,7 @@ def _corpora(source: Source, data: dict[str, Any]) -> tuple[CorpusSpec, ...]:
         labels = _labels(source, (*place, "labels"), entry.get("labels", ["label"]))
         own = tuple(extract_fields(source, _own(entry), place, CORPUS_KEYS).items())
         group = entry_group(source, place, entry, labels)
-        corpora.append(CorpusSpec(name, path.resolve(), labels, own, group, index))
+        corpora.append(CorpusSpec(name, path.resolve(), labels, own, group, index, entry["path"]))
     return tuple(corpora)
 
 
@@ -329,11 +331,18 @@ def _senteval(source: Source, place: Place, entry: dict[str, Any], seen: dict[st
     own = tuple(extract_fields(source, _own(entry), place, CORPUS_KEYS).items())
     group = entry_group(source, place, entry, labels)
     named = [(f"{prefix}-{task}" if prefix and target.is_dir() else prefix or task, path) for task, path in tasks]
+    given = [str(Path(entry["senteval"]) / path.name) if target.is_dir() else entry["senteval"] for _, path in tasks]
     return [
         CorpusSpec(
-            _name(source, (*place, "name"), name, seen, not prefix), path.resolve(), labels, own, group, place[1]
+            _name(source, (*place, "name"), name, seen, not prefix),
+            path.resolve(),
+            labels,
+            own,
+            group,
+            place[1],
+            spelled,
         )
-        for name, path in named
+        for (name, path), spelled in zip(named, given, strict=True)
     ]
 
 

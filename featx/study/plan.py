@@ -18,6 +18,7 @@ from typing import Any
 
 from .cells import EXTRACT, PROBE, Task, fingerprint
 from .config import CorpusSpec, ModelSpec, StudyConfig, study_config
+from .repeats import corpus_sha256
 
 EXTRACT_FUNCTION = "featx.study.tasks:extract_cell"
 PROBE_FUNCTION = "featx.study.tasks:probe_cell"
@@ -93,7 +94,7 @@ class StudyPlan:
 
 
 def _read(path: str, contents: dict[str, str]) -> str:
-    """What an extraction reads from ``path``, by content: a corpus file's sha256; a local model folder's files
+    """What an extraction reads from ``path``, by content: a file's sha256; a local model folder's files
     by name, size and modification time (as ``featx extract``'s own up-to-date check has them); "" for a hub
     id not on this machine. Each path once per plan (``contents``)."""
     if path not in contents:
@@ -140,14 +141,15 @@ def gone_corpus(output: Path, key: str, features: Path) -> str:
 
 def _extraction(config: StudyConfig, model: ModelSpec, corpus: CorpusSpec, contents: dict[str, str]) -> ExtractionCell:
     """One extraction cell; its fingerprint holds its options and what it reads by content (the corpus's bytes,
-    the model folder's files), so that an edited corpus or a changed model is pending, with every probe of it. A
-    corpus file gone counts as the bytes the cell's features file, or its failed run, recorded (``gone_corpus``)."""
+    read once per plan with the repeats check's: ``corpus_sha256``; the model folder's files), so that an edited
+    corpus or a changed model is pending, with every probe of it. A corpus file gone counts as the bytes the cell's
+    features file, or its failed run, recorded (``gone_corpus``)."""
     extract = config.extract_config(model, corpus)
     config.check_stored(model, corpus, extract)  # every probe fits what this extraction stores
     args = {"options": config_args(extract)}
     features = Path(str(extract.output))
     key = f"{EXTRACT}/{model.name}/{corpus.name}"
-    read = _read(str(corpus.path), contents) if corpus.path.is_file() else gone_corpus(config.output, key, features)
+    read = corpus_sha256(config, corpus.path) if corpus.path.is_file() else gone_corpus(config.output, key, features)
     inputs = (read, _read(str(extract.model), contents))
     task = Task(
         key,

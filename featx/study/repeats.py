@@ -10,7 +10,8 @@ the packaged default model's own hub id is another request (as its features file
 ``[[corpora]]`` entries are the same corpus when every model extracts the same bytes with the same effective
 options, and its probes keep the same groups: the same file (its real path, links followed, or a hard link to
 it) or a file of the same format (its suffix) holding the same bytes (their sha256, as the plan fingerprints a
-corpus; read only for two files of the same size and otherwise the same request). Their labels may differ (both
+corpus; read only for two files of the same size and otherwise the same request, once: ``corpus_sha256``, whose
+digests the plan takes). Their labels may differ (both
 are extracted twice; give the labels in one entry), and the same file grouped otherwise is another set of
 probes. An option that changes the features (``max_length``, ``dtype``, ``layers``, ``pooling``...) makes
 another model or corpus.
@@ -60,7 +61,18 @@ def _format(path: Path) -> str:
     return Path(path.stem).suffix.lower() + suffix if suffix == ".gz" else suffix
 
 
-def _same_bytes(first: Path, second: Path) -> str | None:
+def corpus_sha256(config: StudyConfig, path: Path) -> str:
+    """The sha256 of a corpus file, read once per study config: the repeats check and the plan's fingerprints (made
+    from a config of their own, ``make_plan``) share it, remembered in ``config.digests`` by the file's real path,
+    size and ``mtime_ns`` (an edited file is read again)."""
+    info = path.stat()
+    key = (str(path.resolve()), info.st_size, info.st_mtime_ns)
+    if key not in config.digests:
+        config.digests[key] = file_sha256(path)
+    return config.digests[key]
+
+
+def _same_bytes(config: StudyConfig, first: Path, second: Path) -> str | None:
     """How two corpus paths (resolved) read the same bytes: "" the same path, "the same file" (a hard link),
     "the same bytes" (a copy of the same format); None when they do not (or a file is missing)."""
     if first == second:
@@ -70,9 +82,21 @@ def _same_bytes(first: Path, second: Path) -> str | None:
             return "the same file"
         if _format(first) != _format(second) or first.stat().st_size != second.stat().st_size:
             return None
-        return "the same bytes" if file_sha256(first) == file_sha256(second) else None
+        return "the same bytes" if corpus_sha256(config, first) == corpus_sha256(config, second) else None
     except OSError:
         return None
+
+
+def _shown(config: StudyConfig, corpus: CorpusSpec) -> str:
+    """A corpus's path as the study gives it, and the file it leads to where a link (the file's or a folder's) leads
+    elsewhere: ``corpora/a.csv (a link to /data/a.csv)``."""
+    given = corpus.given or str(corpus.path)
+    return given if _plain(config, corpus) == str(corpus.path) else f"{given} (a link to {corpus.path})"
+
+
+def _plain(config: StudyConfig, corpus: CorpusSpec) -> str:
+    """The absolute path a corpus is given as, links not followed."""
+    return os.path.normpath(config.source.resolve(corpus.given)) if corpus.given else str(corpus.path)
 
 
 def _model_label(model: ModelSpec, config: StudyConfig) -> str:
@@ -104,13 +128,14 @@ def _check_corpora(config: StudyConfig) -> None:
     for corpus in config.corpora:
         key = (corpus.group, *(_request(config, model, corpus, with_corpus=False) for model in config.models))
         for found in (found for other, found in earlier if other == key):
-            how = _same_bytes(found.path, corpus.path)
+            how = _same_bytes(config, found.path, corpus.path)
             if how is None:
                 continue
             ours, theirs = where(("corpora", corpus.entry)), where(("corpora", found.entry))
             if ours == theirs:  # two task files of one SentEval folder: by their names
                 ours, theirs = f"{ours} '{corpus.name}'", f"'{found.name}'"
-            what = f"{corpus.path} and {found.path} are {how}" if how else str(corpus.path)
+            what, named = _shown(config, corpus), _plain(config, corpus) == _plain(config, found)
+            what += f" and {_shown(config, found)} are {how or 'the same file'}" if how or not named else ""
             labels = "; to probe more of its labels, list them in one entry" if found.labels != corpus.labels else ""
             raise config.source.error(
                 ("corpora", corpus.entry, "name"), f"{ours} repeats {theirs}: {what}, the same options", HINT + labels

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from featx.cli import main
 from featx.cli.generate import GROUP, OLD, ConfigCommand, field_values
-from featx.options import FeatxDeprecationWarning, flagged
+from featx.options import FeatxDeprecationWarning, flagged, keywords_of
 
 
 def _commands(group: click.Group = main, prefix: str = "featx"):
@@ -256,6 +256,37 @@ def test_every_path_option_refuses_what_is_not_a_path_naming_it(name, command, t
                 config(**{**base, field: wrong})
             named = specs[field].name if field in specs else field
             assert named in error.value.message or type(wrong).__name__ in error.value.message, (field, error.value)
+        if field in specs:  # an empty path ('' would be '.', the current folder): refused, naming the keyword
+            with pytest.raises(InputError, match=rf"^{field}='' is empty: give a file path"), keywords_of(config):
+                config(**{**base, field: ""})
+
+
+def _path_options() -> list[tuple[str, click.Command, str]]:
+    return [
+        (name, command, spec.name)
+        for name, command in CONFIGURED
+        for item, spec in flagged(command.config)
+        if item.name in _path_fields(command.config)
+    ]
+
+
+PATH_OPTIONS = _path_options()
+
+
+@pytest.mark.parametrize("name, command, flag", PATH_OPTIONS, ids=[f"{name}-{flag}" for name, _, flag in PATH_OPTIONS])
+def test_an_empty_path_option_is_refused_on_the_command_line(name, command, flag, tmp_path, monkeypatch):
+    """``-o ''`` was read as '.' (click makes Path('') the current folder): fit said '. already exists', extract
+    '. should end in .h5'. Every path option of every command refuses it first, naming all its spellings."""
+    monkeypatch.chdir(tmp_path)
+    assert {"-o/--output", "--baseline", "--labels", "--bundle"} <= {flag for _, _, flag in PATH_OPTIONS} | {
+        "/".join(spec.flags) for _, command, _ in PATH_OPTIONS for _, spec in flagged(command.config)
+    }
+    arguments = [param for param in command.params if isinstance(param, click.Argument)]
+    spec = next(spec for _, spec in flagged(command.config) if spec.name == flag)
+    args = [*name.split()[1:], *("x.h5" for _ in arguments), spec.flags[0], ""]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 2, result.output
+    assert result.output.startswith(f"featx: error: {'/'.join(spec.flags)} is empty: give a file path"), result.output
 
 
 @pytest.mark.parametrize("terminal", [False, True])

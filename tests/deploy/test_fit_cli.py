@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from click.testing import CliRunner
 from support.errors import assert_one_clear_error
@@ -137,4 +139,22 @@ def test_a_refusal_names_what_the_caller_gave(
     assert str(error.value).startswith(python) and "--" not in str(error.value), str(error.value)
     result = CliRunner().invoke(main, ["fit", features, "-o", str(output), "-q", *flags])
     assert result.exit_code == 2 and result.output.startswith(f"featx: error: {cli}"), result.output
+    assert not output.exists()
+
+
+def test_a_missing_label_is_hinted_with_what_fit_can_use(split_features, tmp_path):
+    """fit has no --labels: the hint offers what works for it (store the columns with featx labels add, or
+    featx.probing.add_labels from Python), and names featx probe's one-run join only as featx probe's."""
+    import featx
+
+    output = tmp_path / "m.featx"
+    result = CliRunner().invoke(main, ["fit", str(split_features), "-o", str(output), "-q", "--label", "nope"])
+    assert result.exit_code == 2, result.output
+    assert_one_clear_error(
+        result.output, rf"no label column 'nope'.*hint: .*featx labels add {re.escape(str(split_features))} FILE"
+    )
+    assert "featx fit" not in result.output and "(featx probe joins" in result.output, result.output
+    with pytest.raises(featx.FeatxError) as error:
+        featx.fit(split_features, output=output, label="nope")
+    assert "featx.probing.add_labels(" in error.value.hint and "--" not in str(error.value), str(error.value)
     assert not output.exists()

@@ -52,6 +52,7 @@ def folder(tmp_path):
     (tmp_path / "linked").symlink_to(tmp_path / "empty")
     # the same corpus named otherwise: a link, a hard link, a copy; a copy read as another format; other bytes
     (tmp_path / "sst2-link.csv").symlink_to(tmp_path / "sst2.csv")
+    (tmp_path / "corpora").symlink_to(tmp_path, target_is_directory=True)  # corpora/sst2.csv: through a folder link
     os.link(tmp_path / "sst2.csv", tmp_path / "hard.csv")
     for name in ("copy.csv", "copy.tsv"):
         shutil.copy(tmp_path / "sst2.csv", tmp_path / name)
@@ -168,22 +169,24 @@ REPEATS = [
         "[[models]] #4 repeats [[models]] #3: '{folder}/linked' and '{folder}/empty' load the same folder, ",
         17,
     ),
-    (AGAIN_CORPUS, "[[corpora]] #2 name: [[corpora]] #2 repeats [[corpora]] #1: ", 23),
+    (AGAIN_CORPUS, "[[corpora]] #2 name: [[corpora]] #2 repeats [[corpora]] #1: ./sst2.csv, the same options", 23),
     (AGAIN_CORPUS.replace('["label"]', '["other"]'), "[[corpora]] #2 repeats [[corpora]] #1", 23),
     (AGAIN_CORPUS + "max_length = 64\n", None, None),
     (AGAIN_CORPUS.replace('"sentence"', '"label"'), None, None),
-    # the same bytes by any name: a link, a hard link, a copy (its sha256); not a copy read as TSV, nor other bytes
-    (AGAIN_CORPUS.replace("./sst2", "sst2-link"), "[[corpora]] #2 repeats [[corpora]] #1: {folder}/sst2.csv, ", 23),
+    # the same bytes by any name: a link, a hard link, a copy (its sha256); not a copy read as TSV, nor other bytes;
+    # each path as the study file gives it, and where a link leads
     (
-        AGAIN_CORPUS.replace("./sst2", "hard"),
-        "#2 repeats [[corpora]] #1: {folder}/hard.csv and {folder}/sst2.csv are the same file",
+        AGAIN_CORPUS.replace("./sst2", "sst2-link"),
+        "#2 repeats [[corpora]] #1: sst2-link.csv (a link to {folder}/sst2.csv) and sst2.csv are the same file, ",
         23,
     ),
     (
-        AGAIN_CORPUS.replace("./sst2", "copy"),
-        "{folder}/copy.csv and {folder}/sst2.csv are the same bytes, the same options",
+        AGAIN_CORPUS.replace("./sst2", "corpora/sst2"),
+        "#2 repeats [[corpora]] #1: corpora/sst2.csv (a link to {folder}/sst2.csv) and sst2.csv are the same file, ",
         23,
     ),
+    (AGAIN_CORPUS.replace("./sst2", "hard"), "#2 repeats [[corpora]] #1: hard.csv and sst2.csv are the same file", 23),
+    (AGAIN_CORPUS.replace("./sst2", "copy"), ": copy.csv and sst2.csv are the same bytes, the same options", 23),
     (AGAIN_CORPUS.replace("./sst2.csv", "copy.tsv"), None, None),
     (AGAIN_CORPUS.replace("./sst2", "other"), None, None),
 ]

@@ -4,6 +4,7 @@ computed by one probe per (corpus, label) whatever the number of models."""
 from __future__ import annotations
 
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
@@ -38,6 +39,31 @@ def test_lexical_once_per_corpus_and_label(tmp_path):
     assert probe.task.outputs == (str(tmp_path / "out/r-s1/b/x.probe.csv"), str(tmp_path / "out/r-s1/b/x.probe.json"))
     assert plan.extractions[-1].task.args["options"]["init_seed"] == 1
     assert len({task.fingerprint for task in plan.tasks}) == len(plan.tasks)
+
+
+def test_each_corpus_file_is_hashed_once_per_plan(tmp_path, monkeypatch):
+    """Two corpora of one size and format: the repeats check reads both, and the plan's fingerprints (each
+    extraction's corpus_sha256) take those digests, not a second read; a plan made again reads them again."""
+    from featx.extraction.inputs import digests
+
+    hashed, real = Counter(), digests.hash_file
+    monkeypatch.setattr(digests, "hash_file", lambda path: hashed.update([Path(path).name]) or real(path))
+    for name in ("a", "b"):
+        (tmp_path / f"{name}.csv").write_text(f"text,x\nhi {name},1\n")  # the same size, other bytes
+    corpora = [{"name": name, "path": str(tmp_path / f"{name}.csv"), "labels": ["x"]} for name in ("a", "b")]
+    study = {
+        "study": {"output": str(tmp_path / "out")},
+        "models": [{"name": "m1"}, {"name": "m2", "max_length": 64}],
+        "corpora": corpora,
+    }
+    plan = make_plan(study)
+    assert hashed == {"a.csv": 1, "b.csv": 1}
+    assert {cell.task.corpus_sha256 for cell in plan.extractions} == {
+        real(tmp_path / "a.csv"),
+        real(tmp_path / "b.csv"),
+    }
+    make_plan(plan.config)
+    assert hashed == {"a.csv": 2, "b.csv": 2}
 
 
 def test_a_label_that_is_no_file_name_gets_a_safe_stem(tmp_path):
