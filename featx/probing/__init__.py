@@ -54,7 +54,7 @@ _HOMES = {
     "SweepResult": "analyses.sweep",
     "explain": "analyses.explain:explain",
     "ExplainConfig": "analyses.explain",
-    "EraseConfig": "analyses.erase",
+    "EraseConfig": "analyses.erase_config",
     "NeuronConfig": "analyses.neurons",
     # what featx.deploy and featx.report build on: checks, jobs, labels, evaluation, solvers
     "DEFAULT_ALPHAS": "config",

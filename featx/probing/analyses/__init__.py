@@ -9,6 +9,7 @@ __all__ = [
     "curve_baselines",
     "curves",
     "erase",
+    "erase_config",
     "erase_paths",
     "erasure",
     "explain",

@@ -15,27 +15,24 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from ...checks import path_like
 from ...errors import InputError
-from ...options import Check, Options, keywords_of, option, spoken_value
+from ...options import keywords_of, spoken_value
 from ...safe_files import check_writable, writing
 from ...selection import parse_layer_specs, parse_poolings
 from .. import evaluation as ev
-from ..config import DEFAULT_CS, check_bootstrap, check_folds, check_jobs, check_seed
+from ..config import DEFAULT_CS
 from ..evaluation.significance import ALPHA, holm, paired_p_value
 from ..inputs import open_complete
 from ..prescan import require_finite_blocks
-from ..shared_options import check_group, group_option
 from ..tasks.pairs import refuse_separate_pairs
-from .erasure import METHODS, Eraser, fit_eraser, moved, random_eraser, save_erasers
-from .target import Task, load_task, positive
-
-WHAT, ERASURE, EVALUATION, OUTPUT = "Label, layers and poolings", "Erasure", "Evaluation", "Output"
+from .erase_config import EraseConfig
+from .erasure import Eraser, fit_eraser, moved, random_eraser, save_erasers
+from .target import Task, load_task
 
 MAIN_COLUMNS = [
     "label",
@@ -75,72 +72,6 @@ AMNESIC_COLUMNS = [
     "significant",
     "random_after",
 ]
-
-
-def _check_method(config: EraseConfig) -> None:
-    if config.method not in METHODS:
-        leace, inlp = (spoken_value(config, "method", method) for method in METHODS)
-        raise InputError(
-            f"{spoken_value(config, 'method', config.method)} is not available: choose from {', '.join(METHODS)}",
-            f"{leace} (closed form) or {inlp} (iterative nullspace projection)",
-        )
-
-
-@dataclass(frozen=True)
-class EraseConfig(Options):
-    """Options of ``featx erase`` (see the README's "Beyond accuracy"); frozen, checked when made."""
-
-    features: str | Path
-    label: str | None = option(
-        None, flag="--label", group=WHAT, help="Label column to erase (default: 'label', else the first one)."
-    )
-    layers: str = option("all", flag="--layer", listed=True, group=WHAT, help="Layers: all, 0,3,6, -4: ...")
-    poolings: str = option("mean", flag="--pooling", listed=True, group=WHAT, help="Poolings: mean, or a list, or all.")
-    method: str = option(
-        "leace",
-        flag="--method",
-        group=ERASURE,
-        choices=METHODS,
-        help="LEACE (closed form, least-squares optimal) or INLP (iterative nullspace projection).",
-    )
-    iterations: int = option(50, flag="--iterations", group=ERASURE, help="INLP: the most rounds.")
-    amnesic: str | None = option(  # None: none
-        "all",
-        flag="--amnesic",
-        listed=True,
-        group=ERASURE,
-        help="Other label columns probed before/after the erasure: all, a list, or none.",
-    )
-    folds: int = option(5, flag="--folds", group=EVALUATION, help="Cross-validation folds (when there is no split).")
-    seed: int = option(0, flag="--seed", group=EVALUATION, help="Seed of the folds and INLP's holdout.")
-    group: str | None = group_option(EVALUATION)  # also INLP's holdout, of every eraser fitted inside a fold
-    output: str | Path | None = option(
-        None,
-        flag=("-o", "--output"),
-        group=OUTPUT,
-        kind="path",
-        help="Erased features file (default: FEATURES stem + .erased-LABEL-METHOD.h5).",
-    )
-    overwrite: bool = option(False, flag="--overwrite", group=OUTPUT, help="Replace an existing output file.")
-    n_bootstrap: int = 1000
-    jobs: int | None = option(
-        None, flag="--jobs", group=EVALUATION, help="Parallel (layer x pooling) jobs (default: one per core)."
-    )
-    write: bool = True
-    progress: bool = option(
-        True, flag=("--quiet", "-q"), negate=True, group=OUTPUT, help="No progress bar (as extract -q)."
-    )
-
-    CONSTRAINTS: ClassVar[tuple[Check, ...]] = (
-        path_like("features", "output"),
-        _check_method,
-        positive("iterations", "--iterations", hint="give --iterations a whole number of rounds, e.g. 50"),
-        check_folds,
-        check_seed,
-        check_bootstrap,
-        check_jobs,
-        check_group,
-    )
 
 
 @dataclass
