@@ -112,9 +112,10 @@ def format_sweep(result) -> str:
         how, score = chosen_how(real), "selection score" if score_column(real) == "selection_score" else "accuracy"
         lines += [
             "",
-            f"pooling {pooling}: per layer, the best probe ({how}) with its test accuracy and selection score, the "
-            f"simplest probe whose {score} is within {SIMPLEST_MARGIN} of it, the Pareto front's size and the "
-            "control task's best (its test accuracy, picked the same way)",
+            f"pooling {pooling}: per layer, the best probe ({how}) with its test accuracy"
+            + (" and selection score" if score != "accuracy" else "")
+            + f", the simplest probe whose {score} is within {SIMPLEST_MARGIN} of it, the Pareto front's size and "
+            "the control task's best (its test accuracy, picked the same way)",
         ]
         lines += grid(PER_LAYER, _per_layer(rows))
         lines += [
