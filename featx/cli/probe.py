@@ -17,7 +17,8 @@ from .generate import ConfigCommand, grouped_option
     "--sweep",
     is_flag=True,
     help="Instead: per layer, probes of increasing complexity (logreg C grid, rank-r, MLP widths) "
-    "and their accuracy/complexity Pareto fronts, beside the control task's.",
+    "and their accuracy/complexity Pareto fronts, beside the control task's; the best probe and layer are "
+    "chosen on held-out training rows (selection_score).",
 )
 def probe(features, sweep, **options):
     """Train probes per layer and pooling on FEATURES (default: the last extraction in this directory)."""

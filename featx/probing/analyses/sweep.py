@@ -9,7 +9,12 @@ fitted on training parts only), and each also on the control task (permuted labe
   ... below classes - 1 (a softmax over k classes has rank k - 1 at most, which is the full probe);
 - ``mlp``: dense -> ReLU -> dropout -> dense of widths 4, 16, 64, 256.
 
-The complexity measure is the parameter count (plus the rank for linear probes). With ``--group``, the
+The complexity measure is the parameter count (plus the rank for linear probes). Every row also has a
+``selection_score``: the accuracy on the held-out part of each training part (the inner holdout, or the dev
+rows of a split), averaged over the outer folds, from the fits the sweep makes anyway (a logreg's C path at its
+one C on the rest of the training part, a torch probe trained on the rest and early-stopped there), as
+``featx probe``'s rows have. The printout's best probe, best layer and reference C are chosen on it, never on
+the test rows (``featx.report.format_sweep``). With ``--group``, the
 folds, every holdout of a training part (the logreg probes' and the early stopping's) and the intervals'
 resamples take whole groups, as ``featx probe --group``'s. With ``--labels FILE`` (and ``--join``), the label
 probed (and a ``--group`` column the features file lacks) comes from that file, joined to the stored rows by
@@ -60,6 +65,7 @@ COLUMNS = [
     "accuracy_low",
     "accuracy_high",
     "macro_f1",
+    "selection_score",  # accuracy on each training part's held-out rows, mean over folds: what the picks use
     "evaluation",
 ]
 
@@ -98,21 +104,25 @@ def _low_rank(d: int, r: int, k: int):
     return torch.nn.Sequential(torch.nn.Linear(d, r, bias=False), torch.nn.Linear(r, k))
 
 
-def _fit_torch(probe: _Probe, Xs, y, train, test, dev, k, seed, groups=None) -> np.ndarray:
+def _fit_torch(probe: _Probe, Xs, y, train, test, dev, k, seed, groups=None) -> ev.FoldResult:
+    """A rank or MLP probe trained on the training part less its holdout (or on all of it, with dev rows) and
+    early-stopped on that holdout: its test predictions, and its predictions of the holdout (``validation``)."""
     import torch
 
     fit_rows, val_rows = (train, dev) if dev is not None else ev.inner_split(y, train, seed, groups)
     torch.manual_seed(seed)
     d = Xs.shape[1]
     model = _low_rank(d, int(probe.rank), k) if probe.family == "rank" else clf.build_mlp(d, k, hidden=int(probe.width))
-    clf.train_head(
-        model, lambda rows: Xs[rows], y, fit_rows, val_rows, k, seed, lr=TORCH_LR, max_epochs=200, patience=10
-    )
-    return clf.head_scores(model, lambda rows: Xs[rows], test).argmax(axis=1)
+    inputs = lambda rows: Xs[rows]  # noqa: E731
+    clf.train_head(model, inputs, y, fit_rows, val_rows, k, seed, lr=TORCH_LR, max_epochs=200, patience=10)
+    held_out = clf.head_scores(model, inputs, val_rows).argmax(axis=1)
+    return ev.FoldResult(clf.head_scores(model, inputs, test).argmax(axis=1), validation=(val_rows, held_out))
 
 
-def _fold(X, labels, probes, train, test, dev, k, seed, groups=None) -> dict[tuple[int, str], np.ndarray]:
-    """Test predictions of every probe for every label vector (0 = real, 1 = control) on one fold; ``groups``
+def _fold(X, labels, probes, train, test, dev, k, seed, groups=None) -> dict[tuple[int, str], ev.FoldResult]:
+    """Every probe for every label vector (0 = real, 1 = control) on one fold: its test predictions and those of
+    the held-out part of the training part (``validation``: a logreg's inner holdout, drawn even for its one C and
+    scored by the C path's fit on the rest; a torch probe's early-stopping holdout; or the dev rows); ``groups``
     (``--group``: the group of every row), the holdouts of the training part take whole groups."""
     import torch
 
@@ -121,7 +131,7 @@ def _fold(X, labels, probes, train, test, dev, k, seed, groups=None) -> dict[tup
         if probe.family == "logreg":
             results = ev.run_linear_tasks("logreg", X, labels, train, test, dev, k, (probe.C,), False, seed, groups)
             for t, result in enumerate(results):
-                out[(t, probe.setting)] = result.predictions
+                out[(t, probe.setting)] = result
     scaler = ev.fit_scaler(X, train)
     Xs = torch.from_numpy(np.ascontiguousarray(scaler(X)))
     for probe in probes:
@@ -150,9 +160,10 @@ def sweep_layer(path: str, pooling: str, layer: int, task: Task, y_control, seed
     finally:
         torch.set_num_threads(threads)
     records = []
+    scoring = ev.Scoring("accuracy", task.n_classes)
     for t, name in enumerate(["real", "control"][: len(labels)]):
         for probe in probes:
-            results = [ev.FoldResult(fold[(t, probe.setting)]) for fold in folds]
+            results = [fold[(t, probe.setting)] for fold in folds]
             row = ev.summarise(task.plan, labels[t], results, task.n_classes, n_boot, seed)
             records.append(
                 {
@@ -167,6 +178,7 @@ def sweep_layer(path: str, pooling: str, layer: int, task: Task, y_control, seed
                     "C": probe.C,
                     "width": probe.width,
                     **{key: row[key] for key in ("accuracy", "accuracy_low", "accuracy_high", "macro_f1")},
+                    "selection_score": scoring.selection(labels[t], results),
                     "evaluation": task.plan.evaluation,
                 }
             )

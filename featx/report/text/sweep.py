@@ -1,5 +1,8 @@
 """The summary and files of ``featx probe --sweep``: which layers stay best across probe complexities,
-which layer rankings flip, and the Pareto fronts."""
+which layer rankings flip, and the Pareto fronts. Every pick (a layer's best and simplest probe, a probe's best
+layer, the control task's best, the reference C) compares the rows' ``selection_score``, the accuracy on each
+training part's held-out rows, never the test rows (``best_index``; results written without the column fall back
+to the test accuracy and say so)."""
 
 from __future__ import annotations
 
@@ -12,12 +15,22 @@ from ..figures.analyses import pareto_front
 from .format import best_index, chosen_how, grid, num, row_interval
 
 FLIP_MARGIN = 0.01  # a pair of layers flips only if both orders are by more than this accuracy
+SIMPLEST_MARGIN = 0.01  # the simplest probe is the one with fewest parameters within this of the best's score
+PER_LAYER = ["layer", "best [95% CI]", "select.", "best probe", f"simplest within {SIMPLEST_MARGIN} (params)"]
+PER_LAYER += ["front", "control best"]
+
+
+def score_column(rows: pd.DataFrame) -> str:
+    """The column the sweep's picks compare: ``selection_score`` (each training part's held-out rows) when the
+    rows hold one, else ``accuracy`` on the test rows (results written before it); as ``best_index`` picks."""
+    return "selection_score" if "selection_score" in rows and rows.selection_score.notna().any() else "accuracy"
 
 
 def reference_setting(real: pd.DataFrame) -> str:
-    """The logreg C with the best mean accuracy over layers: what ``featx probe``'s C search aims at."""
+    """The logreg C with the best mean selection score over layers (chosen on the training part, as ``featx
+    probe``'s C search is; the best mean test accuracy in results written without it)."""
     logreg = real[real.family == "logreg"]
-    return logreg.groupby("setting").accuracy.mean().idxmax()
+    return logreg.groupby("setting")[score_column(logreg)].mean().idxmax()
 
 
 def flips(real: pd.DataFrame, reference: str) -> dict[str, list[tuple[int, int]]]:
@@ -37,21 +50,30 @@ def flips(real: pd.DataFrame, reference: str) -> dict[str, list[tuple[int, int]]
     return out
 
 
+def simplest_within(real: pd.DataFrame, margin: float = SIMPLEST_MARGIN) -> pd.Series:
+    """The probe with the fewest parameters whose score (``score_column``: the selection score when the rows hold
+    one) is within ``margin`` of the best row's (``best_index``); the first in table order among equals."""
+    key = score_column(real)
+    best = real.loc[best_index(real), key]
+    return real[real[key] >= best - margin].sort_values("params", kind="stable").iloc[0]
+
+
 def _per_layer(rows: pd.DataFrame) -> list[list[str]]:
     table = []
     for layer, part in rows.groupby("layer", sort=True):
         real, control = part[part.task == "real"], part[part.task == "control"]
         best = real.loc[best_index(real)]
-        simplest = real[real.accuracy >= best.accuracy - 0.01].sort_values("params").iloc[0]
+        simplest = simplest_within(real)
         front = pareto_front(real)
         table.append(
             [
                 str(layer),
                 row_interval(best),
+                num(best.get("selection_score")),
                 f"{best.family} {best.setting}",
                 f"{simplest.family} {simplest.setting} ({int(simplest.params):,})",
                 str(len(front)),
-                num(control.accuracy.max()) if not control.empty else "-",
+                num(control.loc[best_index(control)].accuracy) if not control.empty else "-",
             ]
         )
     return table
@@ -70,6 +92,7 @@ def _per_setting(real: pd.DataFrame, reference: str, flipped: dict) -> list[list
                 f"{int(best.params):,}",
                 str(best.layer),
                 row_interval(best),
+                num(best.get("selection_score")),
                 "reference" if setting == reference else (f"{len(pairs)}: {shown}" if pairs else "0"),
             ]
         )
@@ -86,23 +109,23 @@ def format_sweep(result) -> str:
         real = rows[rows.task == "real"]
         reference = reference_setting(real)
         flipped = flips(real, reference)
+        how, score = chosen_how(real), "selection score" if score_column(real) == "selection_score" else "accuracy"
         lines += [
             "",
-            f"pooling {pooling}: per layer, the best probe ({chosen_how(real)}), the simplest probe within 0.01 "
-            "of it, the Pareto front's size and the control task's best",
+            f"pooling {pooling}: per layer, the best probe ({how}) with its test accuracy"
+            + (" and selection score" if score != "accuracy" else "")
+            + f", the simplest probe whose {score} is within {SIMPLEST_MARGIN} of it, the Pareto front's size and "
+            "the control task's best (its test accuracy, picked the same way)",
         ]
-        lines += grid(
-            ["layer", "best [95% CI]", "best probe", "simplest within 0.01 (params)", "front", "control best"],
-            _per_layer(rows),
-        )
+        lines += grid(PER_LAYER, _per_layer(rows))
         lines += [
             "",
-            f"pooling {pooling}: the best layer of each probe ({chosen_how(real)}), and the layer pairs whose "
-            "order flips "
-            f"against the reference (logreg {reference}) by more than {FLIP_MARGIN} both ways",
+            f"pooling {pooling}: the best layer of each probe ({how}), and the layer pairs whose test accuracies' "
+            f"order flips against the reference (logreg {reference}, the C with the best mean {score} over layers) "
+            f"by more than {FLIP_MARGIN} both ways",
         ]
         lines += grid(
-            ["family", "setting", "params", "best layer", "accuracy [95% CI]", "flipped pairs"],
+            ["family", "setting", "params", "best layer", "accuracy [95% CI]", "select.", "flipped pairs"],
             _per_setting(real, reference, flipped),
         )
         bests = real.loc[[best_index(part) for _, part in real.groupby("setting", sort=False)]].layer.value_counts()

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pytest
 from click.testing import CliRunner
+from support.faults import single_thread_torch
 
 from featx.cli import main
-from featx.probing.analyses.sweep import WIDTHS, probe_family, sweep
+from featx.probing.analyses.sweep import WIDTHS, _fold, probe_family, sweep
 from featx.report import format_sweep, save_sweep_figures
 from featx.report.figures.analyses import pareto_front
 from featx.report.text.sweep import flips
@@ -38,6 +40,25 @@ def test_flips_name_the_reordered_layer_pairs():
     assert found["A"] == [] and found["B"] == [(1, 2)]
 
 
+def test_a_fold_holds_out_training_rows_only_for_the_selection_score():
+    """Every probe's held-out predictions (what ``selection_score`` scores) are of rows of the training part, and
+    they do not move when the test rows' labels change: the choice never sees the test rows."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 3)).astype(np.float32)
+    y = (X[:, 0] > 0).astype(np.int64)
+    train, test = np.arange(45), np.arange(45, 60)
+    probes = [probe for probe in probe_family(3, 2, cs=(1.0,)) if probe.setting in ("C=1", "width=4")]
+    other = y.copy()
+    other[test] = 1 - other[test]
+    with single_thread_torch():  # as sweep_layer runs its folds
+        first, second = (_fold(X, [labels], probes, train, test, None, 2, 0) for labels in (y, other))
+    assert sorted(setting for _, setting in first) == ["C=1", "width=4"]
+    for key, result in first.items():
+        rows, predicted = result.validation
+        assert len(rows) == 9 and np.isin(rows, train).all() and len(result.predictions) == len(test)
+        assert np.array_equal(rows, second[key].validation[0]) and np.array_equal(predicted, second[key].validation[1])
+
+
 @pytest.mark.slow
 def test_rank_one_probe_reads_a_one_dimensional_signal(planted_split_file, tmp_path):
     result = sweep(planted_split_file, label="d", layers="1", output=tmp_path / "d", jobs=1)
@@ -47,6 +68,8 @@ def test_rank_one_probe_reads_a_one_dimensional_signal(planted_split_file, tmp_p
     assert len(rank_one) == 1 and rank_one.accuracy.iloc[0] > 0.95
     assert rank_one.params.iloc[0] < real[real.family == "logreg"].params.min()
     assert control.accuracy.max() < 0.6 and len(control) == len(real)
+    assert "selection_score" in table and table.selection_score.between(0, 1).all()  # every row, both tasks
+    assert rank_one.selection_score.iloc[0] > 0.95 and control.selection_score.max() < 0.7
     assert set(real.family) == {"logreg", "rank", "mlp"}
     assert all(path.exists() for path in result.paths) and [p.suffix for p in result.paths][-1] == ".json"
     assert save_sweep_figures(result) == result.paths[-2:]  # the report's figure, in both formats
@@ -55,6 +78,8 @@ def test_rank_one_probe_reads_a_one_dimensional_signal(planted_split_file, tmp_p
     )
     text = format_sweep(result)
     assert "layers best across complexities" in text and "rankings that flip" in text
+    assert "the best probe (chosen on the training part)" in text and "best on the test rows" not in text
+    assert '"selection_score"' in result.paths[1].read_text()  # the JSON carries the column, as the CSV does
 
 
 @pytest.mark.slow
@@ -81,6 +106,9 @@ def test_cli_probe_sweep(planted_file, tmp_path):
     assert "probe-complexity sweep of 'a'" in result.output and "evaluation: 2-fold cv" in result.output
     table = pd.read_csv(tmp_path / "a.sweep.csv")
     assert list(table.layer.unique()) == [2] and set(table.task) == {"real", "control"}
+    assert table.selection_score.notna().all() and "best layer of each probe (chosen on the training part)" in (
+        result.output
+    )
     assert (table[table.task == "real"].accuracy > 0.9).all()
     assert (tmp_path / "a.sweep.png").exists() and (tmp_path / "a.sweep.json").exists()
 

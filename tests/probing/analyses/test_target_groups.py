@@ -63,6 +63,8 @@ def test_every_fold_and_holdout_keeps_groups_whole(grouped_file, monkeypatch, co
         assert len(spy.holdouts) > len(spy.folds)  # INLP's holdouts besides the C search's
     assert result.meta["evaluation"] == "5-fold cv by doc"
     assert (result.meta["group"], result.meta["n_groups"]) == ("doc", 24)
+    if command == "sweep":  # scored on holdouts of whole groups: no memorised group counts towards a choice
+        assert result.table.selection_score.notna().all() and result.table.selection_score.max() < 0.75
     if command == "neurons":  # its printout says so, as erase's and the sweep's do
         from featx.report import format_neurons
 

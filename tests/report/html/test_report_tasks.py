@@ -34,7 +34,7 @@ SECTIONS = {
     "words": ["most frequent label per word type", "control task", "corpus (2 files)", "toy-ud-test.conllu"],
     "erase": ["erasing", "amnesic probing", "eraser fitted on"],
     "neurons": ["overlap of the two rankings", "selection at layer"],
-    "sweep": ["layers best across complexities", "rankings that flip"],
+    "sweep": ["layers best across complexities", "rankings that flip", "the best probe (chosen on the training part)"],
 }
 
 

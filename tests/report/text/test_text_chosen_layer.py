@@ -65,3 +65,50 @@ def test_sweep_printout_names_how_its_best_layers_were_picked():
     chosen = format_sweep(_sweep([0.9, 0.6]))
     assert "the best probe (chosen on the training part)" in chosen
     assert "layers best across complexities: layer 0 for 2 of 2 probes" in chosen
+
+
+def _sweep_rows(task: str, layer: int, rows: list[tuple]) -> list[dict]:
+    return [
+        {
+            "label": "y",
+            "pooling": "mean",
+            "layer": layer,
+            "task": task,
+            "family": "mlp" if setting.startswith("width") else "logreg",
+            "setting": setting,
+            "params": params,
+            "accuracy": accuracy,
+            "accuracy_low": accuracy - 0.05,
+            "accuracy_high": accuracy + 0.05,
+            "selection_score": selection,
+        }
+        for setting, params, accuracy, selection in rows
+    ]
+
+
+def test_sweep_picks_follow_the_selection_score_where_the_test_rows_would_pick_otherwise():
+    """Constructed so that every pick differs: on the test rows the MLP is best at layer 0 (and alone within 0.01
+    of itself), C=1 the reference, the control task's best 0.60; on the held-out training rows the best at layer 0
+    is the MLP by selection score yet C=0.1 is within 0.01 of it with fewer parameters, C=0.1 is the reference,
+    layer 1 is C=0.1's best layer, and the control probe chosen the same way scores 0.50."""
+    from featx.report.text.sweep import reference_setting, simplest_within
+
+    records = _sweep_rows("real", 0, [("C=0.1", 10, 0.70, 0.795), ("C=1", 10, 0.78, 0.60), ("width=4", 40, 0.90, 0.80)])
+    records += _sweep_rows("real", 1, [("C=0.1", 10, 0.68, 0.81), ("C=1", 10, 0.80, 0.55), ("width=4", 40, 0.85, 0.70)])
+    for layer in (0, 1):
+        records += _sweep_rows("control", layer, [("C=0.1", 10, 0.60, 0.40), ("width=4", 40, 0.50, 0.55)])
+    table = pd.DataFrame.from_records(records)
+    real = table[table.task == "real"]
+    layer0 = real[real.layer == 0]
+    assert table.loc[best_index(layer0)].setting == "width=4" and simplest_within(layer0).setting == "C=0.1"
+    test_only = real.drop(columns="selection_score")  # the old rule, on the test rows
+    assert simplest_within(test_only[test_only.layer == 0]).setting == "width=4"
+    assert reference_setting(real) == "C=0.1" and reference_setting(test_only) == "C=1"
+    c01 = real[real.setting == "C=0.1"]
+    assert table.loc[best_index(c01)].layer == 1 and test_only.loc[c01.accuracy.idxmax()].layer == 0
+    meta = {"label": "y", "features_file": "x.h5", "model": "m", "evaluation": "5-fold cv"}
+    text = format_sweep(SweepResult(table, meta))
+    assert "the best probe (chosen on the training part)" in text and "selection score is within 0.01" in text
+    assert "reference (logreg C=0.1, the C with the best mean selection score" in text
+    layer_line = next(line for line in text.splitlines() if line.startswith("0 "))
+    assert layer_line.split()[4:] == ["0.800", "mlp", "width=4", "logreg", "C=0.1", "(10)", "2", "0.500"]
