@@ -50,7 +50,7 @@ def spy(monkeypatch):
         return score(*args, **kwargs)
 
     def scored_heads(*args, **kwargs):
-        seen["folds"].append(args[6])
+        seen["folds"].append(args[4])  # (path, spec, pooling, pairs, splits, cs)
         return heads(*args, **kwargs)
 
     for name in ("classify_fold", "regress_fold"):
