@@ -23,7 +23,9 @@ from ..probing import arc_features
 
 OFFSET_BOUNDS = (1, 2, 3, 4, 5, 8, 16)  # the lower bounds of the |offset| buckets on each side
 PAIR_ELEMENTS = 200_000  # candidate scores (sentences x length^2) of one padded batch of sentences of like length
-MAX_ITER = 150  # L-BFGS steps per C
+# L-BFGS steps per C, and its stop on the change of the loss: on UD GUM, 150 steps and a 100 times tighter stop
+# gave the same UAS to 3 decimals in 2.8 times the time
+MAX_ITER, LOSS_CHANGE = 50, 1e-5
 PARTS = ("head", "product", "head_left", "head_right", "dep_left", "dep_right", "offset")
 
 
@@ -119,7 +121,7 @@ def fit_selector(sentences: Sentences, C: float, init: dict | None = None) -> di
     n = max(sentences.n, 1)
     solver = torch.optim.LBFGS(
         list(params.values()), max_iter=MAX_ITER, history_size=10, line_search_fn="strong_wolfe",
-        tolerance_grad=1e-5, tolerance_change=1e-7,
+        tolerance_grad=1e-5, tolerance_change=LOSS_CHANGE,
     )  # fmt: skip
 
     def objective():

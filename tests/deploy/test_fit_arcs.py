@@ -22,6 +22,7 @@ from featx.deploy.attach import neighbour_baseline, offset_baseline
 from featx.errors import InputError
 
 FAST = {"folds": 3, "jobs": 1, "pooling": "mean"}
+SELECTOR_CS = (0.1, 1.0)  # a head selector's C path: two fits a fold, not six
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +34,7 @@ def relation(word_features, tmp_path_factory):
 @pytest.fixture(scope="module")
 def selector(word_features, tmp_path_factory):
     output = tmp_path_factory.mktemp("arcs") / "head.featx"
-    return featx.fit(word_features[0], label="head", arcs=True, layer="0,1", output=output, **FAST)
+    return featx.fit(word_features[0], label="head", arcs=True, layer="0,1", output=output, cs=SELECTOR_CS, **FAST)
 
 
 def _stored(features, layer: int):
@@ -66,7 +67,9 @@ def test_no_arc_fit_ever_sees_a_test_sentence(word_features, monkeypatch, label)
     if label == "head":  # the selector's sentences: every fold's fitting and held-out ones, and the final fit's
         real_sentences = attach.Sentences
         monkeypatch.setattr(attach, "Sentences", lambda *a: seen.append(a[-1]) or real_sentences(*a))
-        featx.fit(features, label=label, arcs=True, layer="1", pooling="mean", folds=3, write=False, jobs=1)
+        featx.fit(
+            features, label=label, arcs=True, layer="1", pooling="mean", folds=3, write=False, jobs=1, cs=SELECTOR_CS
+        )
         tested = np.unique(np.searchsorted(offsets, np.flatnonzero(test), side="right") - 1)
         assert len(seen) == 3 * 2 + 1 and not any(np.isin(sentences, tested).any() for sentences in seen)
         return
