@@ -4,9 +4,9 @@
 
 ``--label deprel --arcs`` (a relation labeller): each gold (head, dependent) arc, labelled with the dependent's
 relation. ``--label head --arcs`` (a head selector): each word's gold pair (its head, or itself for the root) and
-one other candidate of its sentence; the pair scorer fitted on them picks each word's head among every candidate.
-The plan's ``rows`` are the pairs ``(n, 2)`` (word indices), grouped by their sentence: folds, holdouts and
-intervals keep a sentence's pairs together."""
+one other candidate of its sentence, whose sentences the selector (``attach``) is fitted on, each word's gold head
+against every candidate. The plan's ``rows`` are the pairs ``(n, 2)`` (word indices), grouped by their sentence:
+folds, holdouts and intervals keep a sentence's pairs together."""
 
 from __future__ import annotations
 
@@ -43,6 +43,13 @@ def _check_arc_options(config: FitConfig, label: str) -> None:
     if config.group is not None:
         refuse_word_group(label)
     check_word_options(config, label)
+    if label == HEAD_LABEL and config.classifier != "logreg":
+        raise InputError(
+            f"{spoken_value(config, 'classifier', config.classifier)}: a head selector is a linear softmax over each "
+            "word's candidate heads (logreg)",
+            f"leave {spoken(config, 'classifier')} out with "
+            f"{joined(spoken_value(config, 'label', HEAD_LABEL), spoken_value(config, 'arcs', True))}",
+        )
     if label == HEAD_LABEL and config.metric is not None:
         raise InputError(
             f"{spoken_value(config, 'metric', config.metric)}: a head selector is chosen on its attachment score (UAS)",

@@ -15,6 +15,7 @@ import numpy as np
 from ..errors import InputError
 from ..probing import arc_features
 from .arc_plan import SELECTOR
+from .arc_select import vector_width
 from .attach import select_heads
 
 NO_HEADS_HINT = (
@@ -63,13 +64,15 @@ def predicted_heads(probe, states: np.ndarray, offsets: np.ndarray) -> tuple[np.
     offsets = np.asarray(offsets, np.int64)
     words = np.arange(int(offsets[-1]))
     states = np.asarray(states, dtype=np.float32)
-    if states.ndim != 2 or 3 * states.shape[1] != probe.head.n_features or not np.isfinite(states).all():
+    bounds = probe.info.get("offset_buckets")  # None: a head selector of an earlier featx, [h_head, h_dep, product]
+    width = vector_width(probe.head.n_features, bounds)
+    if states.ndim != 2 or states.shape[1] != width or not np.isfinite(states).all():
         raise InputError(
             f"word vectors of shape {states.shape}: this head selector reads finite vectors of "
-            f"{probe.head.n_features // 3} columns (layer {probe.spec.name}, pooling {probe.pooling})",
+            f"{width} columns (layer {probe.spec.name}, pooling {probe.pooling})",
             "pass the word vectors of the bundle's layer and word pooling",
         )
-    heads, margins = select_heads(probe.head, states, offsets, words)
+    heads, margins = select_heads(probe.head, states, offsets, words, bounds)
     return np.where(heads == words, 0, word_positions(offsets, heads)), margins
 
 

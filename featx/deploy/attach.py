@@ -1,12 +1,13 @@
-"""The head selector of ``featx fit --label head --arcs``: a pair scorer (the binary arc probe of ``featx probe
---label head --arcs``, fitted on the same pairs) that scores, for each word, every candidate head in its sentence
-(every other word, and the word itself standing for the root); the predicted head is the best-scoring one.
+"""The head selector of ``featx fit --label head --arcs``: for each word, a linear score of every candidate head in
+its sentence (every other word, and the word itself standing for the root), trained as a softmax over a word's
+candidates with the gold head against all the others (``arc_select``: the pair features of ``featx probe --arcs``
+plus the side the head lies on and the signed offset in buckets); the predicted head is the best-scoring one.
 
-Its layer and pooling are chosen by the unlabelled attachment score (UAS: the share of words given their gold
-head) of k-fold cross-validation over the training sentences, a sentence's pairs and words in one fold. Its test
-UAS stands beside two baselines fitted on the training words only: each word's most frequent head offset in
-training that fits its sentence (the root as offset 0), and the nearest word on the side heads lie on most often
-in training (a word at that edge of its sentence: the root).
+Its layer, pooling and C are chosen together by the unlabelled attachment score (UAS: the share of words given their
+gold head) of k-fold cross-validation over the training sentences, a sentence's words in one fold. Its test UAS
+stands beside two baselines fitted on the training words only: each word's most frequent head offset in training
+that fits its sentence (the root as offset 0), and the nearest word on the side heads lie on most often in training
+(a word at that edge of its sentence: the root).
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ import numpy as np
 
 from ..probing import arc_features, bootstrap_intervals, fold_mean, gold_attachments
 from ..selection import LayerSpec
-from .choose import Candidate, cv_folds, fit_any, fit_options
+from .arc_select import OFFSET_BOUNDS, Sentences, fit_path, selector_features, standardiser, to_head
+from .choose import Candidate, cv_folds, fit_options
 
 BLOCK_PAIRS = 16_384  # candidate pairs scored in one matrix product
 
@@ -28,21 +30,33 @@ def arc_margins(head, X: np.ndarray) -> np.ndarray:
     return scores[:, arc] - scores[:, 1 - arc]
 
 
-def select_heads(head, states: np.ndarray, offsets: np.ndarray, dependents: np.ndarray) -> tuple[np.ndarray, ...]:
+def pair_reader(bounds):
+    """The pair features a head selector reads: with offset ``bounds`` (``offset_buckets`` of its bundle) the
+    selector's (``arc_select.selector_features``), without (a bundle of an earlier featx) ``[h_head, h_dep,
+    h_head * h_dep]``."""
+    if bounds is None:
+        return arc_features
+    return lambda states, pairs: selector_features(states, pairs, tuple(bounds))
+
+
+def select_heads(
+    head, states: np.ndarray, offsets: np.ndarray, dependents: np.ndarray, bounds=OFFSET_BOUNDS
+) -> tuple[np.ndarray, ...]:
     """The predicted head (a word index; the dependent itself: the root) of each of ``dependents`` (word indices,
     ``offsets`` their sentences' bounds), the best-scoring of every word of its sentence, and that margin."""
     offsets, dependents = np.asarray(offsets, np.int64), np.asarray(dependents, np.int64)
+    features = pair_reader(bounds)
     sentence_of = np.searchsorted(offsets, dependents, side="right") - 1
     heads, margins = np.empty(len(dependents), np.int64), np.empty(len(dependents), np.float64)
     order = np.argsort(sentence_of, kind="stable")
-    bounds = np.flatnonzero(np.diff(sentence_of[order])) + 1
-    for at in np.split(order, bounds) if len(order) else []:
+    bounds_at = np.flatnonzero(np.diff(sentence_of[order])) + 1
+    for at in np.split(order, bounds_at) if len(order) else []:
         candidates = np.arange(offsets[sentence_of[at[0]]], offsets[sentence_of[at[0]] + 1])
         per_block = max(1, BLOCK_PAIRS // len(candidates))
         for block in np.array_split(at, -(-len(at) // per_block)):
             words = dependents[block]
             pairs = np.stack([np.repeat(candidates, len(words)), np.tile(words, len(candidates))], axis=1)
-            scored = arc_margins(head, arc_features(states, pairs)).reshape(len(candidates), len(words))
+            scored = arc_margins(head, features(states, pairs)).reshape(len(candidates), len(words))
             best = np.argmax(scored, axis=0)
             heads[block], margins[block] = candidates[best], scored[best, np.arange(len(words))]
     return heads, margins
@@ -55,49 +69,101 @@ def attached_in(offsets: np.ndarray, heads: np.ndarray, sentences: np.ndarray) -
     return dependents[inside], gold[inside]
 
 
-def score_head_candidate(path, spec: LayerSpec, pooling: str, pairs, y, classes, splits, options, groups) -> list:
-    """One candidate's UAS in each fold: the pair scorer fitted on the fold's training pairs (its holdout of whole
-    sentences), every word of the held-out sentences given its best-scoring candidate head."""
+def _stored(path, spec: LayerSpec, pooling: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A candidate's word vectors, the sentences' word offsets, and each word's gold head as a word index (the word
+    itself: the root; -1: unknown)."""
+    from ..store import FeatureFile
+
+    with FeatureFile(path) as features:
+        states = np.asarray(features.word_features(pooling, spec.layers[0]), np.float32)
+        offsets, heads = np.asarray(features.word_offsets(), np.int64), features.word_heads()
+    dependents, gold = gold_attachments(offsets, heads)
+    known = np.full(len(states), -1, np.int64)
+    known[dependents] = gold
+    return states, offsets, known
+
+
+def _sentences_of(offsets: np.ndarray, pairs: np.ndarray) -> np.ndarray:
+    return np.unique(np.searchsorted(offsets, pairs[:, 1], side="right") - 1)
+
+
+def _standardised(torch, states, offsets, gold, fitting: np.ndarray, *others: np.ndarray) -> list[Sentences]:
+    """``Sentences`` of ``fitting`` and of each of ``others``, the vectors standardised on ``fitting``'s words."""
+    words = np.concatenate([np.arange(offsets[s], offsets[s + 1]) for s in fitting])
+    mean, scale = standardiser(states, words)
+    X = ((states - mean) / scale).astype(np.float32)
+    return [Sentences(torch, X, offsets, gold, part) for part in (fitting, *others)]
+
+
+def score_head_candidate(path, spec: LayerSpec, pooling: str, pairs, splits, cs) -> list[list[float]]:
+    """One candidate's UAS in each fold at each C of ``cs`` (sorted, smallest first): the selector fitted on the
+    fold's training sentences along the C path, every word of its held-out sentences given its best candidate."""
+    import torch
     from threadpoolctl import threadpool_limits
 
     from ..probing import JOB_THREADS, torch_threads
-    from ..store import FeatureFile
 
-    with threadpool_limits(limits=JOB_THREADS), torch_threads(JOB_THREADS, options["classifier"] == "mlp"):
-        with FeatureFile(path) as features:
-            states = features.word_features(pooling, spec.layers[0])
-            offsets, heads = np.asarray(features.word_offsets(), np.int64), features.word_heads()
-        X = arc_features(states, pairs)
+    with threadpool_limits(limits=JOB_THREADS), torch_threads(JOB_THREADS, True):
+        states, offsets, gold = _stored(path, spec, pooling)
         scores = []
         for fit_rows, val_rows in splits:
-            head = fit_any(options["classifier"], X[fit_rows], y[fit_rows], classes, options, groups=groups[fit_rows])
-            held = np.unique(np.searchsorted(offsets, pairs[val_rows, 1], side="right") - 1)
-            dependents, gold = attached_in(offsets, heads, held)
-            scores.append(float(np.mean(select_heads(head, states, offsets, dependents)[0] == gold)))
+            fitting, held = _standardised(
+                torch,
+                states,
+                offsets,
+                gold,
+                _sentences_of(offsets, pairs[fit_rows]),
+                _sentences_of(offsets, pairs[val_rows]),
+            )
+            scores.append([uas for _, _, uas in fit_path(fitting, cs, held)])
         return scores
 
 
 def choose_heads(plan, report=None, splits=None) -> list[Candidate]:
-    """Every candidate's cross-validated UAS on the training sentences, best first (ties: the earlier one);
-    ``splits``: the folds over the training pairs (drawn here, a sentence's pairs in one fold, when not given)."""
+    """Every candidate's cross-validated UAS on the training sentences at its best C, best first (ties: the earlier
+    one, then the smaller C); ``splits``: the folds over the training pairs (drawn here, a sentence's pairs in one
+    fold, when not given)."""
     from ..probing import job_workers, run_jobs
 
     options = fit_options(plan)
     pairs, y, groups = plan.rows[plan.train], plan.y[plan.train], plan.grouping.codes[plan.train]
     if splits is None:
         splits = cv_folds(y, len(plan.classes), options["folds"], options["seed"], groups)
-    common = (pairs, y, plan.classes, splits, options, groups)
-    jobs = [(plan.path, spec, pooling, *common) for spec, pooling in plan.candidates]
+    cs = sorted(float(c) for c in options["cs"])
+    jobs = [(plan.path, spec, pooling, pairs, splits, cs) for spec, pooling in plan.candidates]
     workers = job_workers(options.get("jobs"), len(jobs))
     score = score_head_candidate
     every = run_jobs(score, jobs, workers) if workers > 1 else (score(*job) for job in jobs)
     scored = []
-    for number, ((spec, pooling), fold_scores) in enumerate(zip(plan.candidates, every, strict=True), 1):
-        scored.append(Candidate(spec, pooling, fold_mean(fold_scores), tuple(fold_scores)))  # ties: the earlier one
+    for number, ((spec, pooling), per_fold) in enumerate(zip(plan.candidates, every, strict=True), 1):
+        by_c = np.asarray(per_fold, np.float64).reshape(len(per_fold), -1)
+        means = [fold_mean(by_c[:, i]) for i in range(by_c.shape[1])]
+        best = max(range(len(means)), key=lambda i: (means[i], -i))
+        scored.append(Candidate(spec, pooling, means[best], tuple(by_c[:, best]), cs[best]))
         if report is not None:
-            report(f"[{number}/{len(plan.candidates)}] layer {spec.name} {pooling}: uas {scored[-1].score:.4f}")
+            report(
+                f"[{number}/{len(plan.candidates)}] layer {spec.name} {pooling}: uas {means[best]:.4f} (C {cs[best]:g})"
+            )
     order = sorted(range(len(scored)), key=lambda i: (-scored[i].score, i))
     return [scored[i] for i in order]
+
+
+def final_selector(plan, best: Candidate):
+    """The saved head selector: fitted on every training sentence at the C the cross-validation chose (warm-started
+    along the path up to it), as a linear ``Head`` over the raw pair features."""
+    import torch
+    from threadpoolctl import threadpool_limits
+
+    from ..probing import JOB_THREADS, torch_threads
+
+    with threadpool_limits(limits=JOB_THREADS), torch_threads(JOB_THREADS, True):
+        states, offsets, gold = _stored(plan.path, best.spec, best.pooling)
+        training = _sentences_of(offsets, plan.rows[plan.train])
+        words = np.concatenate([np.arange(offsets[s], offsets[s + 1]) for s in training])
+        (fitting,) = _standardised(torch, states, offsets, gold, training)
+        cs = [c for c in fit_options(plan)["cs"] if float(c) <= best.C]
+        params = fit_path(fitting, cs)[-1][1]
+    return to_head(params, *standardiser(states, words), best.C)
 
 
 # -- baselines, fitted on the training words only -------------------------------------------------------------
@@ -165,10 +231,9 @@ def uas_interval(right: np.ndarray, sentences: np.ndarray, n_bootstrap: int, see
     return float(np.mean(right)), float(low), float(high)
 
 
-def head_test(plan, head, spec: LayerSpec, pooling: str, pair_score: tuple) -> dict:
+def head_test(plan, head, spec: LayerSpec, pooling: str, bounds=OFFSET_BOUNDS) -> dict:
     """The test sentences' UAS (every word of theirs with a known attachment) with its interval, beside the two
-    baselines fitted on the training sentences' words, and the pair scorer's accuracy on the test pairs (``pair_score``:
-    score, low, high; the figure featx probe --label head --arcs gives) beside their majority class."""
+    baselines fitted on the training sentences' words."""
     from ..store import FeatureFile
 
     with FeatureFile(plan.path) as features:
@@ -179,17 +244,13 @@ def head_test(plan, head, spec: LayerSpec, pooling: str, pair_score: tuple) -> d
     test = attached_in(offsets, heads, np.unique(sentence_of[plan.test]))
     sentences = np.searchsorted(offsets, test[0], side="right") - 1
     boot = (int(plan.config.n_bootstrap), int(plan.config.seed))
-    predicted = select_heads(head, states, offsets, test[0])[0]
+    predicted = select_heads(head, states, offsets, test[0], bounds)[0]
     neighbour, side = neighbour_baseline(train, test, offsets)
-    y_test, y_train = plan.y[plan.test], plan.y[plan.train]
     out = dict(zip(("score", "low", "high"), uas_interval(predicted == test[1], sentences, *boot), strict=True))
     out.update(n=int(len(test[0])), sentences=int(len(np.unique(sentences))))
     for name, heads_of in (("offset", offset_baseline(train, test, offsets)), (f"{side}_neighbour", neighbour)):
         values = uas_interval(heads_of == test[1], sentences, *boot)
         out.update({name: values[0], f"{name}_low": values[1], f"{name}_high": values[2]})
-    majority = int(np.argmax(np.bincount(y_train, minlength=2)))
-    out.update(pairs=pair_score[0], pairs_low=pair_score[1], pairs_high=pair_score[2], pairs_n=int(len(y_test)))
-    out["baseline"] = float(np.mean(y_test == majority))  # the pairs' majority class
     return out
 
 
@@ -207,8 +268,6 @@ def head_test_lines(test: dict) -> list[str]:
         "(each word's best-scoring head among every word of its sentence and the root)",
         f"baselines fitted on the training words: most frequent head offset {shown('offset')}; nearest word to the "
         f"{side} (the side most heads lie on; the root at the sentence's edge) {shown(neighbour)}",
-        f"test pair accuracy (arc or not, the pairs featx probe --label head --arcs scores): {shown('pairs')} on "
-        f"{test['pairs_n']} pairs; majority class: {test['baseline']:.4f}",
     ]
 
 
@@ -216,6 +275,7 @@ __all__ = [
     "arc_margins",
     "attached_in",
     "choose_heads",
+    "final_selector",
     "head_baseline_fit",
     "head_test",
     "head_test_lines",
@@ -223,6 +283,7 @@ __all__ = [
     "neighbour_heads",
     "offset_baseline",
     "offset_heads",
+    "pair_reader",
     "select_heads",
     "training_baselines",
     "uas_interval",

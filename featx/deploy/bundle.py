@@ -35,7 +35,7 @@ def manifest_of(probe: Probe, weights_sha256: str, weights_bytes: int) -> dict:
     return {
         **{key: value for key, value in probe.info.items() if key not in checks.OWN_KEYS},
         "format": checks.FORMAT,
-        "schema_version": checks.SCHEMA_VERSION,
+        "schema_version": 2 if "offset_buckets" in probe.info else 1,  # an earlier featx refuses it as newer
         "featx_version": __version__,
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "task": probe.task,

@@ -26,7 +26,7 @@ from .extraction_checks import REFIT_HINT, check_extraction
 from .head import ARRAYS, KIND_OF
 
 FORMAT = "featx-probe"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: a head selector with offset buckets; every other bundle is written as 1
 MANIFEST, WEIGHTS = "manifest.json", "weights.safetensors"
 MANIFEST_DIGEST = "featx_manifest_sha256"  # the key of the manifest's digest in the weights file's metadata
 MAX_MANIFEST_BYTES = 8 << 20
@@ -167,7 +167,10 @@ def _check_arc_fields(manifest: dict, folder: Path) -> None:
     arcs = manifest.get("arcs")
     if arcs not in ("relation", "head"):
         raise _bad(folder, f"unknown arcs {str(arcs)[:40]!r} (relation or head)")
-    if manifest["n_features"] % 3:
+    bounds = manifest.get("offset_buckets")  # a head selector's since schema 2; absent in those of an earlier featx
+    if bounds is not None:
+        _check_offset_buckets(manifest, bounds, folder)
+    elif manifest["n_features"] % 3:
         raise _bad(folder, f"n_features {manifest['n_features']} is not three word vectors' widths (an arc probe)")
     if arcs == "head" and manifest.get("classes") != ["no-arc", "arc"]:
         raise _bad(folder, "a head selector's classes are no-arc and arc")
@@ -181,6 +184,22 @@ def _check_arc_fields(manifest: dict, folder: Path) -> None:
         or not all(_is_whole(offset, -MAX_FEATURES, MAX_FEATURES) for offset in baselines["offsets"])
     ):
         raise _bad(folder, f"its head_baselines {str(baselines)[:60]!r} are not a head selector's offsets and side")
+
+
+def _check_offset_buckets(manifest: dict, bounds: Any, folder: Path) -> None:
+    """A head selector's offset buckets: increasing whole numbers from 1, and ``n_features`` seven word vectors'
+    widths plus a bucket each (``arc_select.selector_features``) of a logreg head."""
+    listed = isinstance(bounds, list) and 1 <= len(bounds) <= 64 and all(_is_whole(b, 1, MAX_FEATURES) for b in bounds)
+    if (
+        not listed
+        or manifest.get("arcs") != "head"
+        or manifest.get("classifier") != "logreg"
+        or bounds != sorted(set(bounds))
+    ):
+        raise _bad(folder, f"its offset_buckets {str(bounds)[:60]!r} are not a logreg head selector's |offset| bounds")
+    width = manifest["n_features"] - (2 * len(bounds) + 1)
+    if width < 7 or width % 7:
+        raise _bad(folder, f"n_features {manifest['n_features']} is not a head selector's pair features")
 
 
 def _check_array_shapes(arrays: Any, folder: Path) -> None:

@@ -41,6 +41,7 @@ class Candidate:
     pooling: str
     score: float
     fold_scores: tuple[float, ...]
+    C: float = float("nan")  # a head selector's: the C its cross-validation chose
 
 
 def score_of(metric: str, y_true: np.ndarray, predicted: np.ndarray, n_classes: int | None) -> float:

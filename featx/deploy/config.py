@@ -83,7 +83,8 @@ class FitConfig(Options):
         flag="--arcs",
         group=CHOICE,
         help="Word inputs: fit pairs of words. --label deprel: a relation labeller of (head, dependent) arcs; "
-        "--label head: a head selector (each word's head, or the root).",
+        "--label head: a head selector (each word's head, or the root: a softmax over its candidates, with the "
+        "signed offset).",
     )
     classifier: str = option(
         "logreg", flag="--classifier", group=CHOICE, help="logreg, svm, mlp (classes) or ridge (numbers)."

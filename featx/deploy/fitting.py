@@ -24,7 +24,8 @@ from ..probing import bootstrap_intervals, few_scored_note, few_val_note, regres
 from ..safe_files import check_overwrite, check_writable, is_bundle_folder, writing
 from ..store import FeatureFile
 from .arc_plan import SELECTOR, resolve_arc_fit
-from .attach import choose_heads, head_test, head_test_lines, training_baselines
+from .arc_select import OFFSET_BOUNDS
+from .attach import choose_heads, final_selector, head_test, head_test_lines, training_baselines
 from .bundle import write_bundle
 from .choose import Candidate, choose, fit_any, fit_options, score_of, take
 from .config import FitConfig, overwrite_hint
@@ -108,7 +109,7 @@ class FitResult:
         if self.group is not None:
             items = f"rows, a {self.group} group's rows in one fold"
         elif probe.arcs == SELECTOR:
-            items = "sentences, a sentence's word pairs and words in one fold"
+            items = "sentences, a sentence's words in one fold"
         else:
             items = f"{unit}, a sentence's {unit} in one fold" if probe.level != "sentence" else "rows"
         lines = [
@@ -157,7 +158,7 @@ def _test_score(plan: FitPlan, head: Any, X_test: Any, best: Candidate) -> dict:
     baseline's with its interval (``lexical``, ``lexical_low``, ``lexical_high``; absent where the file
     stores no texts: a note says so). A head selector: its test UAS and baselines (``attach.head_test``)."""
     if plan.arcs == SELECTOR:
-        return head_test(plan, head, best.spec, best.pooling, _scored(plan, head.predict_codes(X_test), "accuracy"))
+        return head_test(plan, head, best.spec, best.pooling)
     y_test, y_train = plan.y[plan.test], plan.y[plan.train]
     score, low, high = _scored(plan, head.predict_codes(X_test))
     if plan.classes is None:
@@ -228,16 +229,19 @@ def fit(config: FitConfig | str | Path | None = None, report: Callable[[str], No
     folds = selection_folds(plan)  # the candidates' folds, and the baselines' without a test split
     candidates = choose_heads(plan, report, folds) if plan.arcs == SELECTOR else _selection(plan, report, folds)
     best, opts = candidates[0], fit_options(plan)
-    read = matrix_reader(plan.level)
-    with FeatureFile(plan.path) as features:
-        X = read(features, best.spec, best.pooling, plan.rows)
-    dev = _dev_positions(plan, best.spec.kind)
-    _note_few_val(plan, dev, opts["classifier"])
-    with threadpool_limits(limits=JOB_THREADS):  # small products: extra BLAS threads mostly spin
-        holdout = _holdout_groups(plan)
-        groups = None if holdout is None else holdout[plan.train]
-        head = fit_any(opts["classifier"], take(X, plan.train), plan.y[plan.train], plan.classes, opts, dev, groups)
-    test = _test_score(plan, head, take(X, plan.test), best) if len(plan.test) else None
+    if plan.arcs == SELECTOR:  # its C chosen with its layer and pooling; its training sentences only
+        head, dev, X = final_selector(plan, best), None, None
+    else:
+        read = matrix_reader(plan.level)
+        with FeatureFile(plan.path) as features:
+            X = read(features, best.spec, best.pooling, plan.rows)
+        dev = _dev_positions(plan, best.spec.kind)
+        _note_few_val(plan, dev, opts["classifier"])
+        with threadpool_limits(limits=JOB_THREADS):  # small products: extra BLAS threads mostly spin
+            holdout = _holdout_groups(plan)
+            groups = None if holdout is None else holdout[plan.train]
+            head = fit_any(opts["classifier"], take(X, plan.train), plan.y[plan.train], plan.classes, opts, dev, groups)
+    test = _test_score(plan, head, None if X is None else take(X, plan.test), best) if len(plan.test) else None
     cv = cv_baselines(plan, folds) if test is None else None
     info = _info(plan, candidates, test, dev, cv)
     probe = Probe(head, best.spec, best.pooling, _extraction(plan), info)
@@ -272,7 +276,13 @@ def _note_few_val(plan: FitPlan, dev: np.ndarray | None, classifier: str) -> Non
 
 def _trained_on(plan: FitPlan, dev: np.ndarray | None, classifier: str) -> str:
     """Which rows the saved head was trained on: the line both featx fit and featx probe print."""
-    items = "word pairs" if plan.arcs == SELECTOR else ITEMS[plan.level]
+    if plan.arcs == SELECTOR and plan.grouping is not None:
+        return (
+            f"trained on the {len(np.unique(plan.grouping.codes[plan.train]))} training sentences, each word's gold "
+            "head against every other candidate of its sentence (a softmax over its candidates), C chosen with the "
+            "layer and pooling"
+        )
+    items = ITEMS[plan.level]
     if dev is None:
         return f"trained on {len(plan.train)} {items} (every labelled {items[:-1]} outside the test split)"
     chosen = "early-stopped" if classifier == "mlp" else f"its {'alpha' if plan.classes is None else 'C'} chosen"
@@ -338,6 +348,8 @@ def _info(plan: FitPlan, candidates: list[Candidate], test: dict | None, dev: np
         },
         # a head selector: its baselines as fitted on the training words, which featx predict applies to its input
         **({"head_baselines": training_baselines(plan)} if plan.arcs == SELECTOR else {}),
+        # a head selector: the |offset| buckets of its pair features (a bundle of an earlier featx has none)
+        **({"offset_buckets": list(OFFSET_BOUNDS)} if plan.arcs == SELECTOR else {}),
         "features_file": {"path": str(plan.path.resolve()), "fingerprint": plan.fingerprint},
     }
 

@@ -110,6 +110,8 @@ class FittedProbe(BaseEstimator):
             what = (
                 "word vectors (one row per word)" if probe.level == "word" else "[h_head, h_dep, h_head * h_dep] rows"
             )
+            if "offset_buckets" in probe.info:  # a head selector's pair features (docs/reference/bundle.md)
+                what = "[h_head, h_dep, h_head * h_dep, the two on the head's side, offset bucket] rows"
             raise ValueError(
                 f"this bundle is a {probe.level} probe: FittedProbe takes its {what}, not texts; "
                 "featx.load(bundle).predict(sentences) predicts the words of sentences"

@@ -50,7 +50,7 @@ def spy(monkeypatch):
         return score(*args, **kwargs)
 
     def scored_heads(*args, **kwargs):
-        seen["folds"].append(args[6])
+        seen["folds"].append(args[4])  # (path, spec, pooling, pairs, splits, cs)
         return heads(*args, **kwargs)
 
     for name in ("classify_fold", "regress_fold"):
@@ -151,7 +151,7 @@ def test_a_word_or_relation_fit_without_a_test_split_keeps_sentences_whole_in_it
 
 
 def test_a_head_selector_without_a_test_split_prints_its_baselines_over_the_same_folds(words, spy):
-    fitted = featx.fit(words, label="head", arcs=True, **FAST)
+    fitted = featx.fit(words, label="head", arcs=True, cs=(0.1, 1.0), **FAST)  # two fits a fold, not six
     plan = resolve_arc_fit(FitConfig.build(words, label="head", arcs=True, **FAST))
     (folds,) = spy["folds"]
     with featx.open(words) as file:

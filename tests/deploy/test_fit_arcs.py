@@ -16,11 +16,13 @@ from support.tiny import write_csv
 
 import featx
 from featx.cli import main
+from featx.deploy import attach
 from featx.deploy import head as heads
 from featx.deploy.attach import neighbour_baseline, offset_baseline
 from featx.errors import InputError
 
 FAST = {"folds": 3, "jobs": 1, "pooling": "mean"}
+SELECTOR_CS = (0.1, 1.0)  # a head selector's C path: two fits a fold, not six
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +34,7 @@ def relation(word_features, tmp_path_factory):
 @pytest.fixture(scope="module")
 def selector(word_features, tmp_path_factory):
     output = tmp_path_factory.mktemp("arcs") / "head.featx"
-    return featx.fit(word_features[0], label="head", arcs=True, layer="0,1", output=output, **FAST)
+    return featx.fit(word_features[0], label="head", arcs=True, layer="0,1", output=output, cs=SELECTOR_CS, **FAST)
 
 
 def _stored(features, layer: int):
@@ -41,33 +43,39 @@ def _stored(features, layer: int):
         return file.word_features("mean", layer), file.word_offsets(), file.word_heads(), test
 
 
-@pytest.mark.parametrize("label", ["deprel", "head"])
-def test_fit_and_probe_fit_the_same_head_on_the_same_arcs(word_features, label):
-    """At one layer and pooling, featx fit's arc head and featx probe --arcs's probe are one fit: the same C, the same
-    test accuracy of the same predictions (a head selector: of its pairs, beside the UAS only fit computes)."""
+def test_fit_and_probe_fit_the_same_relation_labeller_on_the_same_arcs(word_features):
+    """At one layer and pooling, featx fit's relation labeller and featx probe --arcs's probe are one fit: the same C,
+    the same test accuracy of the same predictions, the same word-type baseline."""
     features = word_features[0]
-    fitted = featx.fit(features, label=label, arcs=True, layer="1", pooling="mean", folds=3, write=False, jobs=1)
+    fitted = featx.fit(features, label="deprel", arcs=True, layer="1", pooling="mean", folds=3, write=False, jobs=1)
     probed = featx.probe(
-        features, label=label, arcs=True, layers="1", poolings="mean", control=False, write=False, jobs=1
+        features, label="deprel", arcs=True, layers="1", poolings="mean", control=False, write=False, jobs=1
     )
     row = probed.table[(probed.table["kind"] == "single") & (probed.table["layer"] == 1)].iloc[0]
     assert float(row["C"]) == pytest.approx(fitted.probe.head.C)
-    score = fitted.test["pairs" if label == "head" else "score"]
-    assert score == pytest.approx(float(row["accuracy"]), abs=1e-9)
-    if label == "deprel":
-        lexical = probed.table[probed.table["kind"] == "lexical"].iloc[0]
-        assert fitted.test["lexical"] == pytest.approx(float(lexical["accuracy"]))
-    assert fitted.chosen.spec.layers == (1,) and fitted.probe.arcs == ("head" if label == "head" else "relation")
+    assert fitted.test["score"] == pytest.approx(float(row["accuracy"]), abs=1e-9)
+    lexical = probed.table[probed.table["kind"] == "lexical"].iloc[0]
+    assert fitted.test["lexical"] == pytest.approx(float(lexical["accuracy"]))
+    assert fitted.chosen.spec.layers == (1,) and fitted.probe.arcs == "relation"
 
 
 @pytest.mark.parametrize("label", ["deprel", "head"])
 def test_no_arc_fit_ever_sees_a_test_sentence(word_features, monkeypatch, label):
     features = word_features[0]
     seen: list[np.ndarray] = []
+    states, offsets, _, test = _stored(features, 1)
+    if label == "head":  # the selector's sentences: every fold's fitting and held-out ones, and the final fit's
+        real_sentences = attach.Sentences
+        monkeypatch.setattr(attach, "Sentences", lambda *a: seen.append(a[-1]) or real_sentences(*a))
+        featx.fit(
+            features, label=label, arcs=True, layer="1", pooling="mean", folds=3, write=False, jobs=1, cs=SELECTOR_CS
+        )
+        tested = np.unique(np.searchsorted(offsets, np.flatnonzero(test), side="right") - 1)
+        assert len(seen) == 3 * 2 + 1 and not any(np.isin(sentences, tested).any() for sentences in seen)
+        return
     real = heads.fit_head
     monkeypatch.setattr(heads, "fit_head", lambda c, X, *a, **k: seen.append(X) or real(c, X, *a, **k))
     featx.fit(features, label=label, arcs=True, layer="1", pooling="mean", folds=3, write=False, jobs=1)
-    states, offsets, _, test = _stored(features, 1)
     tested = {row.tobytes() for row in states[test]}
     for X in seen:  # [h_head, h_dep, h_head * h_dep]: neither word of any fitted pair is a test word
         width = states.shape[1]
@@ -86,9 +94,7 @@ def test_the_head_selector_takes_the_best_scoring_candidate_and_the_root(selecto
     words = states[start:stop]
     expected = []
     for dependent in range(stop - start):  # every candidate by hand; itself is the root
-        X = np.stack(
-            [np.concatenate([words[h], words[dependent], words[h] * words[dependent]]) for h in range(len(words))]
-        )
+        X = np.stack([_pair(words, h, dependent) for h in range(len(words))])
         margins = probe.head.scores(X) @ np.array([-1.0, 1.0])
         best = int(np.argmax(margins))
         expected.append(0 if best == dependent else best + 1)
@@ -98,11 +104,22 @@ def test_the_head_selector_takes_the_best_scoring_candidate_and_the_root(selecto
     right, total = 0, 0
     for s in np.unique(np.searchsorted(offsets, np.flatnonzero(test), side="right") - 1):
         X, n = states[offsets[s] : offsets[s + 1]], int(offsets[s + 1] - offsets[s])
-        h, d = np.repeat(np.arange(n), n), np.tile(np.arange(n), n)  # every (candidate, word) pair of the sentence
-        margins = (probe.head.scores(np.hstack([X[h], X[d], X[h] * X[d]])) @ np.array([-1.0, 1.0])).reshape(n, n)
+        pairs = np.stack([_pair(X, h, d) for h in range(n) for d in range(n)])  # every (candidate, word) pair
+        margins = (probe.head.scores(pairs) @ np.array([-1.0, 1.0])).reshape(n, n)
         truth = np.where(gold[offsets[s] : offsets[s + 1]] < 0, np.arange(n), gold[offsets[s] : offsets[s + 1]])
         right, total = right + int(np.sum(np.argmax(margins, axis=0) == truth)), total + n
     assert selector.test["n"] == total and selector.test["score"] == pytest.approx(right / total)
+
+
+def _pair(words: np.ndarray, head: int, dependent: int) -> np.ndarray:
+    """A head selector's features of one pair, by hand: [h, d, h * d], h and d on the head's side (left, right),
+    and the signed offset's bucket (|offset| 1, 2, 3, 4, 5-7, 8-15, 16+ left, the same right; 0 the root)."""
+    h, d, offset = words[head], words[dependent], head - dependent
+    left, right = float(offset < 0), float(offset > 0)
+    size = sum(abs(offset) >= bound for bound in (1, 2, 3, 4, 5, 8, 16))
+    onehot = np.zeros(15, np.float32)
+    onehot[0 if offset == 0 else size + (7 if offset > 0 else 0)] = 1.0
+    return np.concatenate([h, d, h * d, h * left, h * right, d * left, d * right, onehot])
 
 
 def test_the_baselines_are_fitted_on_the_training_words():
@@ -125,10 +142,12 @@ def test_fit_reports_each_arc_bundle_beside_its_baselines(relation, selector):
     assert "a sentence's arcs in one fold" in text
     lines = "\n".join(selector.summary())
     assert "by uas on the training sentences" in lines and "test UAS: " in lines
-    assert "most frequent head offset" in lines and "nearest word to the" in lines and "test pair accuracy" in lines
+    assert "most frequent head offset" in lines and "nearest word to the" in lines and "test pair accuracy" not in lines
     manifest = json.loads((selector.path / "manifest.json").read_text())
     assert manifest["level"] == "arc" and manifest["arcs"] == "head" and manifest["classes"] == ["no-arc", "arc"]
-    assert manifest["n_features"] == 3 * 32  # [h_head, h_dep, h_head * h_dep] of the tiny model's 32 dimensions
+    assert manifest["schema_version"] == 2 and manifest["offset_buckets"] == [1, 2, 3, 4, 5, 8, 16]
+    assert manifest["n_features"] == 7 * 32 + 15  # seven blocks of the tiny model's 32 dimensions, 15 buckets
+    assert json.loads((relation.path / "manifest.json").read_text())["schema_version"] == 1
 
 
 def test_predict_labels_each_gold_arc_and_scores_what_fit_reported(relation, word_features, tmp_path):
@@ -233,6 +252,7 @@ def test_predict_refuses_what_an_arc_bundle_cannot_do(relation, selector, tmp_pa
     "options, message",
     [
         ({"label": "head", "metric": "macro_f1"}, "a head selector is chosen on its attachment score"),
+        ({"label": "head", "classifier": "mlp"}, "^classifier='mlp': a head selector is a linear softmax"),
         ({"label": "deprel", "group": "sent"}, "^group applies to sentence labels"),  # featx.fit: the keyword
         ({"label": "deprel", "classifier": "ridge"}, "featx fit learns word labels as classes"),
         ({"label": "upos", "layer": "cat(0,1)"}, "a word probe reads one layer at a time"),
@@ -263,7 +283,10 @@ def test_arcs_need_word_data(split_features):
     [
         ({"arcs": "tree"}, "unknown arcs 'tree'"),
         ({"level": "word"}, "a word probe with an arcs field"),
-        ({"n_features": 97}, "not three word vectors' widths"),
+        ({"n_features": 97}, "not a head selector's pair features"),
+        ({"offset_buckets": None, "n_features": 239}, "not three word vectors' widths"),  # an earlier featx's
+        ({"offset_buckets": [2, 1]}, "not a logreg head selector's"),
+        ({"offset_buckets": [1], "classifier": "mlp"}, "not a logreg head selector's"),
         ({"classes": ["arc", "no-arc"]}, "a head selector's classes are no-arc and arc"),
         ({"pooling": "cls"}, "unknown word pooling 'cls'"),
         ({"head_baselines": {"offsets": [1, "x"], "side": "left"}}, "not a head selector's offsets and side"),
@@ -286,7 +309,7 @@ def test_a_head_selectors_fold_means_equal_but_for_rounding_tie_to_the_earlier_c
     from featx.deploy import attach
 
     folds = {"early": [0.5, 0.5, 0.65], "late": [0.55, 0.55, 0.55]}
-    monkeypatch.setattr(attach, "fit_options", lambda plan: {"folds": 3, "seed": 0, "jobs": 1})
+    monkeypatch.setattr(attach, "fit_options", lambda plan: {"folds": 3, "seed": 0, "jobs": 1, "cs": (1.0,)})
     monkeypatch.setattr(attach, "cv_folds", lambda *args: [])
     monkeypatch.setattr(attach, "score_head_candidate", lambda path, spec, *rest: folds[spec])
     plan = SimpleNamespace(
@@ -313,3 +336,70 @@ def test_a_bundle_fingerprint_nested_too_deeply_names_no_fitted_corpus():
     assert fitted_corpus_sha256(deep) is None
     fine = SimpleNamespace(info={"features_file": {"fingerprint": '{"corpus_sha256": "ab"}'}})
     assert fitted_corpus_sha256(fine) == "ab"
+
+
+def test_a_head_selector_of_an_earlier_featx_still_loads_and_scores_h_head_h_dep_and_their_product(selector, tmp_path):
+    """A bundle without offset_buckets (schema 1) reads [h_head, h_dep, h_head * h_dep], as it did when written."""
+    from featx.deploy import write_bundle
+    from featx.deploy.head import Head
+
+    older = featx.load(selector.path)
+    del older.info["offset_buckets"]
+    coef = np.random.default_rng(0).normal(size=(3 * 32, 2))
+    older.head = Head(
+        "logreg",
+        np.zeros(96, np.float32),
+        np.ones(96, np.float32),
+        {"coef": coef, "intercept": np.zeros(2)},
+        ["no-arc", "arc"],
+        1.0,
+    )
+    write_bundle(older, tmp_path / "old.featx")
+    loaded = featx.load(tmp_path / "old.featx")
+    assert json.loads((tmp_path / "old.featx" / "manifest.json").read_text())["schema_version"] == 1
+    words = ["the", "cat", "sat"]
+    states = loaded.word_features([words])[0]
+    pairs = np.array([(h, d) for h in range(3) for d in range(3)])
+    margins = (
+        np.hstack([states[pairs[:, 0]], states[pairs[:, 1]], states[pairs[:, 0]] * states[pairs[:, 1]]]) @ coef
+    ) @ [-1, 1]
+    best = np.argmax(margins.reshape(3, 3), axis=0)
+    assert list(loaded.predict([words])[0]) == [0 if b == d else b + 1 for d, b in enumerate(best)]
+
+
+def test_on_a_toy_treebank_whose_heads_follow_a_rule_the_selector_beats_the_offset_baseline():
+    """Heads by a rule of word types the most frequent offset cannot follow: a determiner's head is the next noun (one
+    or two adjectives may come between), an adjective's the next noun, a noun's the verb (before or after it), the verb
+    the root. The selector, fitted on training sentences only, finds every head; the offset baseline far fewer."""
+    import torch
+
+    from featx.deploy.arc_select import Sentences, fit_path, standardiser, to_head
+
+    rng = np.random.default_rng(0)
+    types = {"det": 0, "adj": 1, "noun": 2, "verb": 3}
+    sentences = []
+    for _ in range(120):
+        phrases = [["det", *["adj"] * int(rng.integers(0, 3)), "noun"] for _ in range(2)]
+        sentences.append(phrases[0] + ["verb"] + phrases[1])
+    words = [t for sentence in sentences for t in sentence]
+    offsets = np.r_[0, np.cumsum([len(sentence) for sentence in sentences])]
+    gold = np.empty(len(words), np.int64)
+    for s, sentence in enumerate(sentences):
+        verb, start = sentence.index("verb"), offsets[s]
+        for i, kind in enumerate(sentence):
+            noun = next((j for j in range(i, len(sentence)) if sentence[j] == "noun"), i)
+            gold[start + i] = start + {"verb": i, "noun": verb}.get(kind, noun)
+    states = np.eye(4, dtype=np.float32)[[types[t] for t in words]] + rng.normal(0, 0.05, (len(words), 4)).astype(
+        np.float32
+    )
+    train = np.arange(80)  # the test sentences: 80..119
+    mean, scale = standardiser(states, np.arange(offsets[80]))
+    fitting = Sentences(torch, ((states - mean) / scale).astype(np.float32), offsets, gold, train)
+    head = to_head(fit_path(fitting, [1.0])[-1][1], mean, scale, 1.0)
+    dependents = np.arange(offsets[80], offsets[120])
+    predicted = attach.select_heads(head, states, offsets, dependents)[0]
+    baseline = attach.offset_baseline(
+        (np.arange(offsets[80]), gold[: offsets[80]]), (dependents, gold[dependents]), offsets
+    )
+    uas, offset_uas = np.mean(predicted == gold[dependents]), np.mean(baseline == gold[dependents])
+    assert uas == 1.0 and offset_uas < 0.6, (uas, offset_uas)
