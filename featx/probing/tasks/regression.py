@@ -240,7 +240,11 @@ class RegressionProbe:
 
         sizes = parse_train_sizes(config.train_sizes)
         layers = config.curve_layers
-        specs = parse_layer_specs(layers, self.layout.layers) if layers else self.layout.specs
+        specs = (
+            parse_layer_specs(layers, self.layout.layers, config=config, name="curve_layers")
+            if layers
+            else self.layout.specs
+        )
         jobs = [
             FeatureJob("main", str(self.plan.path), spec, pooling, list(self.classifiers))
             for spec in specs
