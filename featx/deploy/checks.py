@@ -17,12 +17,12 @@ from typing import Any
 
 import numpy as np
 
-from ..bundle_fields import FIELDS
+from ..bundle_fields import FIELDS, REFIT_HINT
 from ..errors import InputError
 from ..json_fields import shown
 from ..selection import POOLINGS, WORD_POOLINGS, LayerSpec
 from .config import HEADS
-from .extraction_checks import REFIT_HINT, check_extraction
+from .extraction_checks import check_extraction
 from .head import ARRAYS, KIND_OF
 
 FORMAT = "featx-probe"

@@ -6,9 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..bundle_fields import REFIT_HINT
 from ..errors import InputError
-
-REFIT_HINT = "fit the probe again with featx fit (a bundle is written by featx only)"
 
 
 def bad(folder: Path, what: str) -> InputError:
@@ -69,7 +68,6 @@ def _check_template(extraction: dict, folder: Path) -> None:
 
 
 __all__ = [
-    "REFIT_HINT",
     "DTYPE_NAMES",
     "EXTRACTION_CHOICES",
     "EXTRACTION_WHOLE",

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ...bundle_fields import FIELDS
+from ...bundle_fields import FIELDS, REFIT_HINT
 from ...errors import InputError
 from ...safe_files import loads_json
 
@@ -108,7 +108,7 @@ def split_layers(kind: str, layers: list[int], parts: list[tuple]) -> dict[int, 
 
 
 def _bad(folder: Path, what: str) -> InputError:
-    return InputError(f"bundle {folder}: {what}", "fit the bundle again with featx fit")
+    return InputError(f"bundle {folder}: {what}", REFIT_HINT)
 
 
 def _manifest(folder: Path) -> dict:
@@ -121,7 +121,7 @@ def _manifest(folder: Path) -> dict:
     spec = manifest.get("layer_spec") if isinstance(manifest, dict) else None
     if not isinstance(spec, dict) or not isinstance(spec.get("layers"), list) or not spec["layers"]:
         raise _bad(folder, f"{MANIFEST} has no layer spec")
-    FIELDS.check(manifest, f"bundle {folder}", "fit the bundle again with featx fit")  # as featx.load does
+    FIELDS.check(manifest, f"bundle {folder}", REFIT_HINT)  # as featx.load does
     if manifest.get("level") == "arc":
         raise InputError(
             f"bundle {folder}: an arc probe reads [h_head, h_dep, h_head * h_dep] of word pairs, which is no "
