@@ -166,7 +166,7 @@ def _check_arc_fields(manifest: dict, folder: Path) -> None:
     pairs as arcs or not (classes no-arc, arc)."""
     arcs = manifest.get("arcs")
     if arcs not in ("relation", "head"):
-        raise _bad(folder, f"unknown arcs {str(arcs)[:40]!r} (relation or head)")
+        raise _bad(folder, f"unknown arcs {shown(arcs)} (relation or head)")
     if manifest["n_features"] % 3:
         raise _bad(folder, f"n_features {manifest['n_features']} is not three word vectors' widths (an arc probe)")
     if arcs == "head" and manifest.get("classes") != ["no-arc", "arc"]:
@@ -180,7 +180,7 @@ def _check_arc_fields(manifest: dict, folder: Path) -> None:
         or len(baselines["offsets"]) > MAX_FEATURES
         or not all(_is_whole(offset, -MAX_FEATURES, MAX_FEATURES) for offset in baselines["offsets"])
     ):
-        raise _bad(folder, f"its head_baselines {str(baselines)[:60]!r} are not a head selector's offsets and side")
+        raise _bad(folder, f"its head_baselines {shown(baselines)} are not a head selector's offsets and side")
 
 
 def _check_array_shapes(arrays: Any, folder: Path) -> None:
@@ -190,7 +190,7 @@ def _check_array_shapes(arrays: Any, folder: Path) -> None:
         isinstance(shape, list) and shape and all(_is_whole(n, 1, MAX_FEATURES) for n in shape)
         for shape in arrays.values()
     ):
-        raise _bad(folder, f"its arrays field {str(arrays)[:60]!r} is not each array's name and shape")
+        raise _bad(folder, f"its arrays field {shown(arrays)} is not each array's name and shape")
 
 
 def layer_spec(manifest: dict, folder: Path | None = None) -> LayerSpec:

@@ -15,6 +15,7 @@ import pandas as pd
 
 from ..errors import InputError, StoreError
 from ..io import read_csv, write_csv
+from ..json_fields import shown
 from ..options import Placeholder, on_command_line, spoken, spoken_value
 from ..safe_files import atomic_write_text, check_writable, loads_json
 from ..store import escape_name
@@ -326,9 +327,9 @@ def _numbers(table: pd.DataFrame, path: Path) -> pd.DataFrame:
         given = table[column].notna() & (table[column].astype(str).str.strip() != "")
         bad = (values.isna() & given).to_numpy().nonzero()[0]
         if len(bad):
-            cell = str(table[column].iloc[bad[0]])[:40]
+            cell = shown(str(table[column].iloc[bad[0]]))
             raise StoreError(
-                f"{path} is damaged: column '{column}' holds {cell!r} in results row {bad[0] + 1}, not a number",
+                f"{path} is damaged: column '{column}' holds {cell} in results row {bad[0] + 1}, not a number",
                 "write it again with featx probe, or correct that cell",
             )
         table[column] = values

@@ -27,6 +27,7 @@ import numpy as np
 
 from ...bundle_fields import FIELDS, REFIT_HINT
 from ...errors import InputError
+from ...json_fields import shown
 from ...safe_files import loads_json
 
 MANIFEST, WEIGHTS = "manifest.json", "weights.safetensors"
@@ -180,10 +181,9 @@ def _layer_numbers(folder: Path, spec: dict) -> list[int]:
     is untrusted: ``int()`` of a text or an object would be a traceback)."""
     layers = spec["layers"]
     if not all(isinstance(layer, int) and not isinstance(layer, bool) and layer >= 0 for layer in layers):
-        raise _bad(folder, f"{MANIFEST}'s layer spec: its layers {str(layers)[:80]} are not layer numbers")
+        raise _bad(folder, f"{MANIFEST}'s layer spec: its layers {shown(layers)} are not layer numbers")
     if spec.get("kind") not in ("single", "cat", "stack"):
-        kind = str(spec.get("kind"))[:40]
-        raise _bad(folder, f"{MANIFEST}'s layer spec is of kind {kind!r}, not single, cat or stack")
+        raise _bad(folder, f"{MANIFEST}'s layer spec is of kind {shown(spec.get('kind'))}, not single, cat or stack")
     return [int(layer) for layer in layers]
 
 
