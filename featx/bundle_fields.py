@@ -14,6 +14,9 @@ from __future__ import annotations
 
 from .json_fields import ANY, FLAG, LIST, NUMBER, OBJECT, TEXT, WHOLE, Field, FieldTable, fields
 
+# The hint of every refusal of a bundle's files, by both readers: only featx writes a bundle, so fit it again.
+REFIT_HINT = "fit the probe again with featx fit (a bundle is written by featx only)"
+
 _EXTRACTION_TEXTS = (
     "model", "model_path", "model_sha256", "tokenizer_sha256", "config_sha256", "model_type", "tokenizer",
     "compute_dtype", "store_dtype", "long_inputs", "pair_mode", "text_col", "text_pair_col", "id_col",
@@ -63,4 +66,4 @@ FIELDS = FieldTable(
     sections=("extraction", "selection", "features_file", "layer_spec", "files"),  # the manifest's objects of fields
 )
 
-__all__ = ["FIELDS"]
+__all__ = ["FIELDS", "REFIT_HINT"]

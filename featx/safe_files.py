@@ -35,11 +35,19 @@ WRITE_REASONS = {
     errno.EPERM: "permission denied",
     errno.EFBIG: "the file is too large for this file system",
 }
-WRITE_HINT = "free disk space or choose a writable place with -o, then run the same command again"
 
 
-def write_failure(err: OSError, path: object, hint: str = WRITE_HINT) -> StoreError:
-    """The one-line error of a failed write of ``path``: what failed and why (an HDF5 error's errno too)."""
+def write_hint(again: bool = True) -> str:
+    """How to get past a failed write, as the caller names the output: ``-o`` on the command line, a writable output
+    path from Python (``again``: ending with running it again)."""
+    cli = on_command_line()
+    hint = "free disk space or choose a writable " + ("place with -o" if cli else "output path")
+    return hint + (f", then {'run the same command' if cli else 'make the same call'} again" if again else "")
+
+
+def write_failure(err: OSError, path: object, hint: str | None = None) -> StoreError:
+    """The one-line error of a failed write of ``path``: what failed and why (an HDF5 error's errno too);
+    ``hint``: how to get past it (None: ``write_hint()``, as the caller names the output)."""
     code = err.errno
     if code is None:  # h5py: "... errno = 28, error message = 'No space left on device' ..."
         found = re.search(r"errno = (\d+)", str(err))
@@ -47,11 +55,11 @@ def write_failure(err: OSError, path: object, hint: str = WRITE_HINT) -> StoreEr
     reason = WRITE_REASONS.get(code) if code is not None else None
     if reason is None:
         reason = err.strerror or (os.strerror(code) if code is not None else str(err).split("\n")[0])
-    return StoreError(f"cannot write {path}: {reason}", hint)
+    return StoreError(f"cannot write {path}: {reason}", write_hint() if hint is None else hint)
 
 
 @contextlib.contextmanager
-def writing(path: object, hint: str = WRITE_HINT) -> Iterator[None]:
+def writing(path: object, hint: str | None = None) -> Iterator[None]:
     """Turn an ``OSError`` raised inside into ``write_failure(err, path)``: one clear line, exit 2."""
     try:
         yield
@@ -59,7 +67,7 @@ def writing(path: object, hint: str = WRITE_HINT) -> Iterator[None]:
         raise write_failure(err, path, hint) from None
 
 
-def check_writable(path: Path, hint: str = WRITE_HINT) -> None:
+def check_writable(path: Path, hint: str | None = None) -> None:
     """Before expensive work: create and remove a small file in the folder that will hold ``path`` (its nearest
     existing folder, when it is still to be made). ``os.access`` says "writable" to root even on a read-only
     mount, so this tries it; a full disk shows only when the file's bytes are flushed, so one block is written."""

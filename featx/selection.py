@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from .errors import InputError
+from .options import spoken_value
 
 POOLINGS = ("cls", "mean", "max", "last", "pooler")
 WORD_POOLINGS = ("first", "last", "mean")  # which subword(s) of a word make its vector (word inputs)
@@ -124,8 +126,16 @@ _NAMES_NO_LAYERS = {
 }
 
 
-def parse_layer_specs(spec: str, available: list[int], allow_combined: bool = True) -> list[LayerSpec]:
-    """Parse a ``--layer`` value into feature sets over the ``available`` layer indices."""
+def parse_layer_specs(
+    spec: str, available: list[int], allow_combined: bool = True, *, config: Any = None, name: str = "layers"
+) -> list[LayerSpec]:
+    """Parse a ``--layer`` value into feature sets over the ``available`` layer indices. ``config`` (a config or
+    its class) and ``name`` (its field): the option that gave ``spec``, named as the caller does (``spoken_value``):
+    ``--layer 'cat()'`` on the command line, ``layers='cat()'`` from Python (``layer='cat()'`` for ``featx.fit``)."""
+
+    def given(value: str) -> str:
+        return spoken_value(config, name, value, "--layer", shown=repr(value))
+
     spec = (spec or "all").replace(" ", "")
     available = sorted(available)
     specs: list[LayerSpec] = []
@@ -138,11 +148,11 @@ def parse_layer_specs(spec: str, available: list[int], allow_combined: bool = Tr
             specs.extend(LayerSpec("single", (layer,)) for layer in layers)
         elif not layers:
             what, hint = _NAMES_NO_LAYERS[kind]
-            raise InputError(f"--layer '{item}' {what}", hint)
+            raise InputError(f"{given(item)} {what}", hint)
         else:
             specs.append(LayerSpec(kind, tuple(layers)))
     if not specs:
-        raise InputError(f"--layer '{spec}' selects nothing")
+        raise InputError(f"{given(spec)} selects nothing")
     unique: list[LayerSpec] = []
     for feature_set in specs:
         if feature_set not in unique:

@@ -131,11 +131,15 @@ def test_predict_says_which_field_is_of_another_type(bundle, split_features, tmp
     ],
 )
 def test_directions_say_which_field_is_of_another_type(bundle, tmp_path, place, value, pattern):
-    """``featx directions`` (and ``extract --intervene project:BUNDLE@L``, the same reader) checks the same table."""
+    """``featx directions`` (and ``extract --intervene project:BUNDLE@L``, the same reader) checks the same table,
+    with featx.load's one hint (``REFIT_HINT``)."""
+    from featx.bundle_fields import REFIT_HINT
+
     case = tmp_path / "m.featx"
     shutil.copytree(bundle, case)
     _reseal(case, _with(json.loads((bundle / "manifest.json").read_text()), place, value))
     result = CliRunner().invoke(main, ["directions", str(case), "-o", str(tmp_path / "d.safetensors")])
     assert result.exit_code == 2, result.output
     assert_one_clear_error(result.output, r"bundle \S+m\.featx: " + pattern)
+    assert f"hint: {REFIT_HINT}" in " ".join(result.output.split()), result.output
     assert not (tmp_path / "d.safetensors").exists()

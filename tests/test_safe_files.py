@@ -90,3 +90,34 @@ def test_loads_json_turns_a_recursion_error_into_a_json_error():
     for text in ("[" * 200_000 + "]" * 200_000, ("{" + '"a":') * 100_000 + "1" + "}" * 100_000):
         with pytest.raises(json.JSONDecodeError, match="nested too deeply"):
             loads_json(text)
+
+
+@pytest.mark.parametrize(
+    ("python", "hint"),
+    [
+        (True, "free disk space or choose a writable output path, then make the same call again"),
+        (False, "free disk space or choose a writable place with -o, then run the same command again"),
+    ],
+)
+def test_a_failed_write_names_the_output_as_its_caller_does(tiny_features, tmp_path, monkeypatch, python, hint):
+    """A full disk where the results go, found before any probe runs (``check_writable``): its hint names ``-o`` on
+    the command line and a writable output path from Python, never the other's spelling."""
+    import errno
+
+    from click.testing import CliRunner
+    from support.write_faults import refuse_writes_in
+
+    import featx
+    from featx.cli import main
+
+    out = tmp_path / "out"
+    out.mkdir()
+    refuse_writes_in(monkeypatch, out, errno.ENOSPC)
+    if python:
+        with pytest.raises(featx.FeatxError) as raised:
+            featx.probe(tiny_features, label="label", layers="0", output=out / "run")
+        assert raised.value.message.endswith("the disk is full") and raised.value.hint == hint
+    else:
+        result = CliRunner().invoke(main, ["probe", str(tiny_features), "--layer", "0", "-o", str(out / "run")])
+        assert result.exit_code == 2 and result.output.rstrip().endswith(f"hint: {hint}"), result.output
+    assert list(out.iterdir()) == []

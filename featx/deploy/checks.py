@@ -17,12 +17,12 @@ from typing import Any
 
 import numpy as np
 
-from ..bundle_fields import FIELDS
+from ..bundle_fields import FIELDS, REFIT_HINT
 from ..errors import InputError
 from ..json_fields import shown
 from ..selection import POOLINGS, WORD_POOLINGS, LayerSpec
 from .config import HEADS
-from .extraction_checks import REFIT_HINT, check_extraction
+from .extraction_checks import check_extraction
 from .head import ARRAYS, KIND_OF
 
 FORMAT = "featx-probe"
@@ -166,7 +166,7 @@ def _check_arc_fields(manifest: dict, folder: Path) -> None:
     pairs as arcs or not (classes no-arc, arc)."""
     arcs = manifest.get("arcs")
     if arcs not in ("relation", "head"):
-        raise _bad(folder, f"unknown arcs {str(arcs)[:40]!r} (relation or head)")
+        raise _bad(folder, f"unknown arcs {shown(arcs)} (relation or head)")
     bounds = manifest.get("offset_buckets")  # a head selector's since schema 2; absent in those of an earlier featx
     if bounds is not None:
         _check_offset_buckets(manifest, bounds, folder)
@@ -183,7 +183,7 @@ def _check_arc_fields(manifest: dict, folder: Path) -> None:
         or len(baselines["offsets"]) > MAX_FEATURES
         or not all(_is_whole(offset, -MAX_FEATURES, MAX_FEATURES) for offset in baselines["offsets"])
     ):
-        raise _bad(folder, f"its head_baselines {str(baselines)[:60]!r} are not a head selector's offsets and side")
+        raise _bad(folder, f"its head_baselines {shown(baselines)} are not a head selector's offsets and side")
 
 
 def _check_offset_buckets(manifest: dict, bounds: Any, folder: Path) -> None:
@@ -196,7 +196,7 @@ def _check_offset_buckets(manifest: dict, bounds: Any, folder: Path) -> None:
         or manifest.get("classifier") != "logreg"
         or bounds != sorted(set(bounds))
     ):
-        raise _bad(folder, f"its offset_buckets {str(bounds)[:60]!r} are not a logreg head selector's |offset| bounds")
+        raise _bad(folder, f"its offset_buckets {shown(bounds)} are not a logreg head selector's |offset| bounds")
     width = manifest["n_features"] - (2 * len(bounds) + 1)
     if width < 7 or width % 7:
         raise _bad(folder, f"n_features {manifest['n_features']} is not a head selector's pair features")
@@ -209,7 +209,7 @@ def _check_array_shapes(arrays: Any, folder: Path) -> None:
         isinstance(shape, list) and shape and all(_is_whole(n, 1, MAX_FEATURES) for n in shape)
         for shape in arrays.values()
     ):
-        raise _bad(folder, f"its arrays field {str(arrays)[:60]!r} is not each array's name and shape")
+        raise _bad(folder, f"its arrays field {shown(arrays)} is not each array's name and shape")
 
 
 def layer_spec(manifest: dict, folder: Path | None = None) -> LayerSpec:

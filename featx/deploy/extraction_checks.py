@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..bundle_fields import REFIT_HINT
 from ..errors import InputError
-
-REFIT_HINT = "fit the probe again with featx fit (a bundle is written by featx only)"
+from ..json_fields import shown
 
 
 def bad(folder: Path, what: str) -> InputError:
@@ -37,13 +37,11 @@ def check_extraction(extraction: dict, folder: Path) -> None:
     for name, choices in EXTRACTION_CHOICES.items():
         value = extraction.get(name)
         if value is not None and value not in choices:
-            raise bad(folder, f"its extraction field '{name}' is {str(value)[:40]!r}, not one of {', '.join(choices)}")
+            raise bad(folder, f"its extraction field '{name}' is {shown(value)}, not one of {', '.join(choices)}")
     for name, (low, high) in EXTRACTION_WHOLE.items():
         value = extraction.get(name)
         if value is not None and not _is_whole(value, low, high):
-            raise bad(
-                folder, f"its extraction field '{name}' is {str(value)[:40]}, not a whole number in {low}..{high:,}"
-            )
+            raise bad(folder, f"its extraction field '{name}' is {shown(value)}, not a whole number in {low}..{high:,}")
     _check_template(extraction, folder)
 
 
@@ -63,13 +61,12 @@ def _check_template(extraction: dict, folder: Path) -> None:
     if others:
         raise bad(
             folder,
-            f"its extraction field 'option_template' names column(s) {', '.join(others)[:80]} besides the text "
+            f"its extraction field 'option_template' names column(s) {shown(others)} besides the text "
             "(a bundle predicts from a text alone)",
         )
 
 
 __all__ = [
-    "REFIT_HINT",
     "DTYPE_NAMES",
     "EXTRACTION_CHOICES",
     "EXTRACTION_WHOLE",

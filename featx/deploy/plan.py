@@ -218,7 +218,7 @@ def _auto(spec: str) -> str:
 
 
 def _candidates(features: FeatureFile, config: FitConfig) -> list[tuple[LayerSpec, str]]:
-    specs = parse_layer_specs(_auto(config.layer), features.layers)
+    specs = parse_layer_specs(_auto(config.layer), features.layers, config=config, name="layer")
     poolings = parse_poolings(_auto(config.pooling), features.poolings)
     return [(spec, pooling) for spec in specs for pooling in poolings]
 
@@ -253,7 +253,7 @@ def _word_label(features: FeatureFile, config: FitConfig, notes: list[str]) -> s
 
 
 def word_candidates(features: FeatureFile, config: FitConfig) -> list[tuple[LayerSpec, str]]:
-    specs = parse_layer_specs(_auto(config.layer), features.layers)
+    specs = parse_layer_specs(_auto(config.layer), features.layers, config=config, name="layer")
     if any(spec.kind != "single" for spec in specs):
         raise InputError(
             f"{spoken_value(config, 'layer', config.layer)}: a word probe reads one layer at a time",

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
+from ..json_fields import shown
 from ..selection import LayerSpec
 from .features import embedded_matrix
 
@@ -328,9 +329,7 @@ def as_bundle_field(error: Any, extraction: dict, where: str, overrides: dict) -
     field = next((name for name in FLAG_FIELDS[flag.group()] if extraction.get(name) not in (None, "")), None)
     if field is None:
         return error
-    shown = str(extraction[field])
-    shown = shown if len(shown) <= 40 else shown[:40] + "..."
-    message = f"{where}: its extraction field '{field}' ({shown!r}) cannot be used: {error.message}"
+    message = f"{where}: its extraction field '{field}' ({shown(extraction[field])}) cannot be used: {error.message}"
     return type(error)(message, REFIT_HINT)  # an InputError or a ModelError, as it was
 
 

@@ -12,7 +12,7 @@ Only the standard library and numpy are imported here (pyarrow when a Parquet fi
 written or read back).
 """
 
-from .csv_files import FORMULA_STARTS, STDOUT, WRITABLE_HINT, csv_text, neutral_cell, read_csv, restored_cell, write_csv
+from .csv_files import FORMULA_STARTS, STDOUT, csv_text, neutral_cell, read_csv, restored_cell, writable_hint, write_csv
 from .label_columns import (
     CONTINUOUS_MIN_DISTINCT,
     CONTINUOUS_MIN_FRACTION,
@@ -80,7 +80,6 @@ __all__ = [
     "STDIN",
     "STDOUT",
     "TABLE_SUFFIXES",
-    "WRITABLE_HINT",
     "LabelColumn",
     "Table",
     "blank_text",
@@ -108,5 +107,6 @@ __all__ = [
     "source_name",
     "structured_note",
     "unwrap_gzip",
+    "writable_hint",
     "write_csv",
 ]

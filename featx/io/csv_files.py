@@ -14,10 +14,17 @@ import sys
 from pathlib import Path
 
 from ..errors import StoreError
+from ..options import spoken
 from ..safe_files import atomic_write_text
 
 STDOUT = "-"  # the output path that means standard output
-WRITABLE_HINT = "choose a writable path with -o"
+
+
+def writable_hint() -> str:
+    """Where a table may be written instead, as the caller names the option: ``-o`` on the command line, the
+    ``output`` keyword from Python."""
+    return f"choose a writable path with {spoken(None, 'output', '-o')}"
+
 
 # Spreadsheet formula injection (OWASP "CSV Injection"): a cell that starts with one of these is run as a formula
 # by Excel, LibreOffice and Google Sheets (``=HYPERLINK(...)``, ``+cmd|' /C calc'!A0``).
@@ -114,9 +121,10 @@ def csv_text(frame, index: bool = False, sep: str = ",") -> str:
     return frame.to_csv(index=index, sep=sep, quoting=quoting)
 
 
-def write_csv(frame, path: str | Path, index: bool = False, sep: str = ",", hint: str = WRITABLE_HINT) -> Path:
+def write_csv(frame, path: str | Path, index: bool = False, sep: str = ",", hint: str | None = None) -> Path:
     """Write ``frame`` as CSV (``csv_text``) to ``path`` through a fresh temporary file renamed into place, or to
-    standard output for ``-``; returns ``path``. A path that cannot be written is a ``StoreError`` with ``hint``."""
+    standard output for ``-``; returns ``path``. A path that cannot be written is a ``StoreError`` with ``hint``
+    (None: ``writable_hint()``)."""
     text = csv_text(frame, index=index, sep=sep)
     if str(path) == STDOUT:
         try:
@@ -129,6 +137,7 @@ def write_csv(frame, path: str | Path, index: bool = False, sep: str = ",", hint
     try:
         atomic_write_text(Path(path), text)
     except OSError as err:
+        hint = writable_hint() if hint is None else hint
         raise StoreError(f"cannot write {path}: {err.strerror or err}", hint) from None
     return Path(path)
 
@@ -155,10 +164,10 @@ def read_csv(path, **options):
 __all__ = [
     "FORMULA_STARTS",
     "STDOUT",
-    "WRITABLE_HINT",
     "csv_text",
     "neutral_cell",
     "read_csv",
     "restored_cell",
+    "writable_hint",
     "write_csv",
 ]

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
+from ..json_fields import shown
 from .sources import decode_text, source_name
 
 Table = tuple[list[str], list[list[str]], list[int]]  # header, rows, each row's first line (1-based)
@@ -185,7 +186,7 @@ def _json_record(line: str, path: Path, number: int) -> dict:
         record = json.loads(line, object_pairs_hook=_unique_keys)
     except _RepeatedKey as err:
         raise InputError(
-            f"{path}: line {number} names key {str(err)[:80]!r} twice; JSON readers keep one of the two values",
+            f"{path}: line {number} names key {shown(str(err))} twice; JSON readers keep one of the two values",
             "give each key once per record",
         ) from None
     except json.JSONDecodeError as err:

@@ -157,7 +157,7 @@ def site_plan(
             plan[site] = (specs, poolings)
             continue
         try:
-            site_specs = parse_layer_specs(config.layers, features.site_layers(site))
+            site_specs = parse_layer_specs(config.layers, features.site_layers(site), config=config)
         except InputError as err:
             raise InputError(f"site '{site}' (layers {features.site_layers(site)}): {err.message}", err.hint) from None
         stored = features.site_poolings(site)

@@ -229,7 +229,7 @@ def _refuse_stack_only(config: ProbeConfig, layers: list[int], label: str) -> No
     """``--layer stack`` alone on a number: stack is a classification meta-probe, so nothing would be probed."""
     if "stack" not in str(config.layers):
         return
-    specs = parse_layer_specs(str(config.layers), layers)
+    specs = parse_layer_specs(str(config.layers), layers, config=config)
     if all(spec.kind == "stack" for spec in specs):
         raise InputError(
             f"{spoken_value(config, 'layers', config.layers)}: stack combines linear probes of a class label, and "

@@ -15,7 +15,8 @@ import pandas as pd
 
 from ..errors import InputError, StoreError
 from ..io import read_csv, write_csv
-from ..options import on_command_line, spoken, spoken_value
+from ..json_fields import shown
+from ..options import Placeholder, on_command_line, spoken, spoken_value
 from ..safe_files import atomic_write_text, check_writable, loads_json
 from ..store import escape_name
 from .evaluation.significance import COLUMNS as SIGNIFICANCE_COLUMNS
@@ -156,7 +157,9 @@ def side_path(csv_path: Path, kind: str) -> Path:
     return Path(csv_path).with_name(f"{stem}.{kind}.csv")
 
 
-WRITE_HINT = "choose a writable location with -o PREFIX"
+def write_hint() -> str:
+    """Where a run's results may go instead, as the caller names the option: ``-o PREFIX``, ``output=PREFIX``."""
+    return f"choose a writable location with {spoken_value(None, 'output', Placeholder('PREFIX'), '-o')}"
 
 
 def check_prefix(output: str | Path, first: Path) -> None:
@@ -176,14 +179,13 @@ def check_prefix(output: str | Path, first: Path) -> None:
             f"give a prefix inside it, e.g. {spoken_value(None, 'output', str(Path(output) / 'run1'), '-o')}",
         )
     if not first.parent.is_dir():
-        where = WRITE_HINT if on_command_line() else "choose a writable location with output='PREFIX'"
-        raise InputError(f"{given}: the directory {first.parent} does not exist", f"create it, or {where}")
+        raise InputError(f"{given}: the directory {first.parent} does not exist", f"create it, or {write_hint()}")
     check_writable(first)
 
 
 def write_table(table: pd.DataFrame, path: Path) -> None:
     """A results table (predictions, curve, erasure, neurons, sweep) as CSV at ``path`` (``featx.io.write_csv``)."""
-    write_csv(table, path, hint=WRITE_HINT)
+    write_csv(table, path, hint=write_hint())
 
 
 def json_safe(value):
@@ -202,7 +204,7 @@ def write_results(table: pd.DataFrame, meta: dict, csv_path: Path, json_path: Pa
         if not path.parent.exists():
             raise StoreError(
                 f"cannot write results: directory {path.parent} does not exist",
-                "create it, or choose another prefix with -o",
+                f"create it, or choose another prefix with {spoken(None, 'output', '-o')}",
             )
     write_table(table, csv_path)
     records = [{key: json_safe(value) for key, value in record.items()} for record in table.to_dict("records")]
@@ -210,7 +212,7 @@ def write_results(table: pd.DataFrame, meta: dict, csv_path: Path, json_path: Pa
     try:  # a fresh temporary file: never through a link planted at x.tmp
         atomic_write_text(json_path, json.dumps(payload, indent=1, allow_nan=False))
     except OSError as err:
-        raise StoreError(f"cannot write results to {json_path.parent}: {err.strerror or err}", WRITE_HINT) from None
+        raise StoreError(f"cannot write results to {json_path.parent}: {err.strerror or err}", write_hint()) from None
 
 
 def write_result(result: ProbeResult, features_path: Path, label: str, output: str | Path | None) -> None:
@@ -325,9 +327,9 @@ def _numbers(table: pd.DataFrame, path: Path) -> pd.DataFrame:
         given = table[column].notna() & (table[column].astype(str).str.strip() != "")
         bad = (values.isna() & given).to_numpy().nonzero()[0]
         if len(bad):
-            cell = str(table[column].iloc[bad[0]])[:40]
+            cell = shown(str(table[column].iloc[bad[0]]))
             raise StoreError(
-                f"{path} is damaged: column '{column}' holds {cell!r} in results row {bad[0] + 1}, not a number",
+                f"{path} is damaged: column '{column}' holds {cell} in results row {bad[0] + 1}, not a number",
                 "write it again with featx probe, or correct that cell",
             )
         table[column] = values

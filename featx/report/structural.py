@@ -21,6 +21,7 @@ from typing import Any
 import pandas as pd
 
 from ..errors import InputError, StoreError
+from ..json_fields import shown
 
 MEASURES = {"distance": ("uuas", "dspr"), "depth": ("root_accuracy", "nspr")}
 SELECTED_BY = {"distance": "uuas", "depth": "nspr"}  # the measure a run chooses its layer in
@@ -143,7 +144,7 @@ def _number(value: Any, where: str, path: Path, bound: float | None = 1.0) -> fl
     if value is None:
         return math.nan
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise _refuse(path, f"{where} is {str(value)[:40]!r}, not a number")
+        raise _refuse(path, f"{where} is {shown(value)}, not a number")
     if bound is not None and abs(value) > bound:
         raise _refuse(path, f"{where} is {value}, outside -{bound:g} to {bound:g}")
     return float(value)
@@ -154,12 +155,12 @@ def _row(record: dict, index: int, mode: str, path: Path) -> dict:
     where = f"results row {index + 1}"
     kind = record.get("kind")
     if kind not in ("probe", BASELINES[mode][0]):
-        raise _refuse(path, f"{where} has kind {str(kind)[:40]!r}; a {mode} run has 'probe' and {BASELINES[mode][0]!r}")
+        raise _refuse(path, f"{where} has kind {shown(kind)}; a {mode} run has 'probe' and {BASELINES[mode][0]!r}")
     row: dict[str, Any] = {"kind": kind, "layer": None, "pooling": ""}
     if kind == "probe":
         layer, pooling = record.get("layer"), record.get("pooling")
         if isinstance(layer, bool) or not isinstance(layer, int) or not 0 <= layer < 10_000:
-            raise _refuse(path, f"{where} has layer {str(layer)[:40]!r}, not a layer number")
+            raise _refuse(path, f"{where} has layer {shown(layer)}, not a layer number")
         if not isinstance(pooling, str) or not pooling or len(pooling) > LONGEST_NAME:
             raise _refuse(path, f"{where} has no pooling name (a string of 1 to {LONGEST_NAME} characters)")
         row.update(layer=layer, pooling=pooling)
@@ -170,7 +171,7 @@ def _row(record: dict, index: int, mode: str, path: Path) -> dict:
     for column in ("is_best", "is_best_on_test"):
         flag = record.get(column, False)
         if not isinstance(flag, bool) or (flag and kind != "probe"):
-            raise _refuse(path, f"{column} of {where} is {str(flag)[:40]!r}, not true or false on a probe row")
+            raise _refuse(path, f"{column} of {where} is {shown(flag)}, not true or false on a probe row")
         row[column] = flag
     return row
 
@@ -200,7 +201,7 @@ def load_structural(path: str | os.PathLike) -> StructuralResults:
     meta, records = _payload(path)
     mode = meta.get("structural")
     if mode not in MEASURES:
-        raise _refuse(json_of(path), f"its mode {str(mode)[:40]!r} is not distance or depth")
+        raise _refuse(json_of(path), f"its mode {shown(mode)} is not distance or depth")
     probes, baseline = _table(records, mode, json_of(path))
     return StructuralResults(mode, probes, baseline, meta, path)
 

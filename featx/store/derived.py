@@ -24,13 +24,12 @@ from pathlib import Path
 import h5py
 import numpy as np
 
-from ..safe_files import new_file_mode, write_failure
+from ..safe_files import new_file_mode, write_failure, write_hint
 from . import schema as s
 from .hdf5 import CHUNK_BYTES, write_layer
 
 COPIED_GROUPS = (s.ROWS, s.LABELS, s.PROGRESS)
 DROPPED_ATTRS = (s.REQUEST_KEY, s.SITES_ATTR)
-WRITE_HINT = "free disk space or choose a writable place with -o"
 
 
 def write_derived(source: Path, output: Path, pooled: dict[str, dict[int, np.ndarray]], derived: dict) -> Path:
@@ -46,7 +45,7 @@ def write_derived(source: Path, output: Path, pooled: dict[str, dict[int, np.nda
     try:
         descriptor, temporary_name = tempfile.mkstemp(dir=output.parent, prefix=f".{output.name}.", suffix=".writing")
     except OSError as err:
-        raise write_failure(err, output, WRITE_HINT) from None
+        raise write_failure(err, output, write_hint(again=False)) from None
     os.close(descriptor)
     temporary = Path(temporary_name)
     try:
@@ -74,7 +73,7 @@ def write_derived(source: Path, output: Path, pooled: dict[str, dict[int, np.nda
         with contextlib.suppress(OSError):  # a read-only folder refuses the unlink too
             temporary.unlink(missing_ok=True)
         if isinstance(err, OSError):
-            raise write_failure(err, output, WRITE_HINT) from None
+            raise write_failure(err, output, write_hint(again=False)) from None
         raise
     return output
 

@@ -21,6 +21,7 @@ import h5py
 import numpy as np
 
 from ..errors import StoreError
+from ..json_fields import shown
 from . import schema as s
 from .words import check_words
 
@@ -257,7 +258,7 @@ def _sites(attrs: dict, path: Path) -> dict:
         _fail(path, f"attribute '{s.SITES_ATTR}' is not an object of at most {MAX_SITES} sites")
     for name, site in sites.items():
         if not isinstance(site, dict) or len(name) > MAX_NAME:
-            _fail(path, f"site '{name[:40]}' is not described by an object")
+            _fail(path, f"site {shown(name)} is not described by an object")
         _layer_list(site, "layers", path, f"site '{name}': ")
         _pooling_list(site, "poolings", path, f"site '{name}': ")
         _int_attr(site, "width", path, 1)

@@ -122,6 +122,13 @@ PHRASED = [
         "  hint: leave --metric out with --label head --arcs",
         "words",
     ),
+    (  # featx.fit's keyword is layer (featx.probe's layers), each named by its own command
+        {"label": "label", "layer": "cat()"},
+        "layer='cat()' concatenates no layers\n  hint: name them, e.g. cat(-4:) or cat(2,3)",
+        ["--label", "label", "--layer", "cat()"],
+        "--layer 'cat()' concatenates no layers\n  hint: name them, e.g. cat(-4:) or cat(2,3)",
+        "split",
+    ),
 ]
 
 

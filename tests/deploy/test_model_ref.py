@@ -91,8 +91,20 @@ def test_a_bundles_max_length_is_refused_as_every_other_setting():
     error = InputError("--max-length 100000 exceeds the model's maximum of 512")
     said = as_bundle_field(error, {"max_length": 100000}, "bundle b.featx", {})
     assert said.message == (
-        "bundle b.featx: its extraction field 'max_length' ('100000') cannot be used: --max-length 100000 exceeds "
+        "bundle b.featx: its extraction field 'max_length' (100000) cannot be used: --max-length 100000 exceeds "
         "the model's maximum of 512"
     )
     assert as_bundle_field(error, {"max_length": 100000}, "b", {"max_length": 100000}) is error  # the caller's own
     assert as_bundle_field(error, {"max_length": None}, "b", {}) is error  # the model's own length: no field set
+
+
+def test_a_bundles_setting_is_shown_as_every_untrusted_value_is():
+    """featx.json_fields.shown, as every message showing a value from a file: its repr, control characters escaped,
+    cut to 40 characters in all (it had cut the text itself at 40 and added three dots, unescaped)."""
+    from featx.deploy.probe import as_bundle_field
+    from featx.errors import InputError
+
+    value = "9\x1b[2J\n" * 20
+    said = as_bundle_field(InputError("--max-length is odd"), {"max_length": value}, "b", {}).message
+    assert said.startswith("b: its extraction field 'max_length' ('9\\x1b[2J\\n9\\x1b[2J\\n9") and "\x1b" not in said
+    assert said.endswith("...) cannot be used: --max-length is odd") and len(said.split("(", 1)[1].split(")")[0]) == 40

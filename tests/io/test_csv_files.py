@@ -86,6 +86,20 @@ def test_a_path_that_cannot_be_written_is_one_clear_error(tmp_path):
     assert raised.value.hint == "choose another folder"
 
 
+@pytest.mark.parametrize(
+    ("python", "hint"), [(False, "choose a writable path with -o"), (True, "choose a writable path with output")]
+)
+def test_the_default_hint_names_the_output_as_its_caller_does(tmp_path, python, hint):
+    """A writer that gives no hint of its own: ``-o`` on the command line, the ``output`` keyword from Python."""
+    from featx.errors import StoreError
+    from featx.io import write_csv
+    from featx.options import Options, command_line, keywords_of
+
+    with pytest.raises(StoreError) as raised, keywords_of(Options) if python else command_line():
+        write_csv(prediction_frame(), tmp_path / "missing" / "t.csv")
+    assert raised.value.hint == hint
+
+
 def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path, monkeypatch):
     import featx.io.csv_files as module
     from featx.errors import StoreError

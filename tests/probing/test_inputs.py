@@ -4,6 +4,7 @@ run's process, while the workers start."""
 from __future__ import annotations
 
 import os
+import re
 
 import pytest
 
@@ -101,8 +102,11 @@ def test_a_results_prefix_that_cannot_be_written_is_refused_before_any_probe(
     run = {"probe": featx.probe, "sweep": featx.probing.sweep, "neurons": featx.probing.neurons}[command]
     with pytest.raises(InputError) as caught:
         run(tiny_features, label="label", layers="0", output=output)
-    assert "-o" in caught.value.message and "-o" in caught.value.hint
+    said = str(caught.value)  # from Python: the output keyword, never the -o flag
+    assert "output" in caught.value.message and "output" in caught.value.hint and not re.search(r"(^|\s)-o\b", said)
     assert ("nodir" in caught.value.message) == (output == "nodir/x")
+    if output == "nodir/x":
+        assert caught.value.hint == "create it, or choose a writable location with output=PREFIX"
     assert ("is a folder" in caught.value.message) == output.startswith("sub")
     assert [path.name for path in tmp_path.iterdir()] == ["sub"] and not any((tmp_path / "sub").iterdir())
 
@@ -118,3 +122,22 @@ def test_a_recorded_corpus_path_too_long_for_the_system_is_no_traceback(tmp_path
     notes: list[str] = []
     check_corpus(features, notes)
     assert notes == []
+
+
+@pytest.mark.parametrize(
+    ("python", "hint"),
+    [(True, "create it, or choose another prefix with output"), (False, "create it, or choose another prefix with -o")],
+)
+def test_results_that_cannot_be_written_name_the_output_as_its_caller_does(tmp_path, python, hint):
+    """Results whose folder went away while the probes ran: ``-o`` on the command line, ``output`` from Python."""
+    import pandas as pd
+
+    from featx.errors import StoreError
+    from featx.options import command_line, keywords_of
+    from featx.probing import ProbeConfig
+    from featx.probing.results import write_results
+
+    missing = tmp_path / "gone"
+    with pytest.raises(StoreError) as raised, keywords_of(ProbeConfig) if python else command_line():
+        write_results(pd.DataFrame({"layer": [0]}), {}, missing / "r.csv", missing / "r.json")
+    assert raised.value.hint == hint and not missing.exists()

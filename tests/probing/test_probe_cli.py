@@ -233,6 +233,20 @@ PHRASED = [
         "--label head is probed as arcs\n  hint: add --arcs: featx probe FEATURES --label head --arcs",
         "words",
     ),
+    (
+        {"layers": "1,cat()"},
+        "layers='cat()' concatenates no layers",
+        ["--layer", "1,cat()"],
+        "--layer 'cat()' concatenates no layers",
+        "tiny",
+    ),
+    (
+        {"train_sizes": "0.5,1.0", "curve_layers": "stack()"},
+        "site 'hidden' (layers [0, 1, 2]): curve_layers='stack()' stacks no layers",
+        ["--train-sizes", "0.5,1.0", "--curve-layers", "stack()"],
+        "site 'hidden' (layers [0, 1, 2]): --curve-layers 'stack()' stacks no layers",
+        "tiny",
+    ),
 ]
 
 

@@ -61,7 +61,7 @@ ROW = 2  # a probe row (0 is the baseline)
         (
             '{"meta": {"structural": "distance"}, "results": [{"kind": "probe", "layer": 0, "pooling": "mean", '
             '"uuas": NaN}]}',
-            "uuas of results row 1 is 'nan', not a number",
+            "uuas of results row 1 is nan, not a number",
         ),
         (_broken(lambda p: p["results"].append(dict(p["results"][0]))), "2 'chain' baseline rows"),
         (_broken(lambda p: p.update(results=p["results"][:1])), "no probe rows"),

@@ -124,8 +124,8 @@ REFUSED = [
         r"(config\.json implies a float tensor of \(\d+, 48\)|\d+ of another shape: embeddings)",
     ),
     ("zero layers", _config(num_hidden_layers=0), r"num_hidden_layers 0; featx accepts a whole number from 1 to"),
-    ("layers as text", _config(num_hidden_layers="2"), r"num_hidden_layers \"2\"; featx accepts a whole number"),
-    ("layers as a boolean", _config(num_hidden_layers=True), r"num_hidden_layers true; featx accepts"),
+    ("layers as text", _config(num_hidden_layers="2"), r"num_hidden_layers '2'; featx accepts a whole number"),
+    ("layers as a boolean", _config(num_hidden_layers=True), r"num_hidden_layers True; featx accepts"),
     ("config.json linked outside", _link_outside, r"config\.json is a link that leads out of the model folder"),
     (
         "tokenizer.json over its limit",

@@ -350,3 +350,23 @@ def test_a_lock_held_by_another_process_is_never_removed_by_the_one_refused(tmp_
     finally:
         holder.kill()
         holder.wait()
+
+
+@pytest.mark.parametrize(
+    ("python", "hint"),
+    [
+        (False, "free disk space or choose a writable place with -o"),
+        (True, "free disk space or choose a writable output path"),
+    ],
+)
+def test_a_derived_file_that_cannot_be_written_names_the_output_as_its_caller_does(tmp_path, python, hint):
+    """``featx erase -o`` on the command line, a writable output path from ``featx.probing.erase``."""
+    from featx.options import command_line, keywords_of
+    from featx.probing import EraseConfig
+    from featx.store import write_derived
+
+    output = tmp_path / "missing" / "erased.h5"
+    with pytest.raises(StoreError) as raised, keywords_of(EraseConfig) if python else command_line():
+        write_derived(tmp_path / "source.h5", output, {"mean": {0: np.zeros((2, 3), np.float32)}}, {"kind": "erasure"})
+    assert raised.value.message == f"cannot write {output}: No such file or directory" and raised.value.hint == hint
+    assert not output.parent.exists()

@@ -25,8 +25,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ...bundle_fields import FIELDS
+from ...bundle_fields import FIELDS, REFIT_HINT
 from ...errors import InputError
+from ...json_fields import shown
 from ...safe_files import loads_json
 
 MANIFEST, WEIGHTS = "manifest.json", "weights.safetensors"
@@ -108,7 +109,7 @@ def split_layers(kind: str, layers: list[int], parts: list[tuple]) -> dict[int, 
 
 
 def _bad(folder: Path, what: str) -> InputError:
-    return InputError(f"bundle {folder}: {what}", "fit the bundle again with featx fit")
+    return InputError(f"bundle {folder}: {what}", REFIT_HINT)
 
 
 def _manifest(folder: Path) -> dict:
@@ -121,7 +122,7 @@ def _manifest(folder: Path) -> dict:
     spec = manifest.get("layer_spec") if isinstance(manifest, dict) else None
     if not isinstance(spec, dict) or not isinstance(spec.get("layers"), list) or not spec["layers"]:
         raise _bad(folder, f"{MANIFEST} has no layer spec")
-    FIELDS.check(manifest, f"bundle {folder}", "fit the bundle again with featx fit")  # as featx.load does
+    FIELDS.check(manifest, f"bundle {folder}", REFIT_HINT)  # as featx.load does
     if manifest.get("level") == "arc":
         raise InputError(
             f"bundle {folder}: an arc probe reads [h_head, h_dep, h_head * h_dep] of word pairs, which is no "
@@ -180,10 +181,9 @@ def _layer_numbers(folder: Path, spec: dict) -> list[int]:
     is untrusted: ``int()`` of a text or an object would be a traceback)."""
     layers = spec["layers"]
     if not all(isinstance(layer, int) and not isinstance(layer, bool) and layer >= 0 for layer in layers):
-        raise _bad(folder, f"{MANIFEST}'s layer spec: its layers {str(layers)[:80]} are not layer numbers")
+        raise _bad(folder, f"{MANIFEST}'s layer spec: its layers {shown(layers)} are not layer numbers")
     if spec.get("kind") not in ("single", "cat", "stack"):
-        kind = str(spec.get("kind"))[:40]
-        raise _bad(folder, f"{MANIFEST}'s layer spec is of kind {kind!r}, not single, cat or stack")
+        raise _bad(folder, f"{MANIFEST}'s layer spec is of kind {shown(spec.get('kind'))}, not single, cat or stack")
     return [int(layer) for layer in layers]
 
 

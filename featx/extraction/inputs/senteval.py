@@ -20,6 +20,7 @@ from pathlib import Path
 
 from ...errors import InputError
 from ...io import blank_text
+from ...json_fields import shown
 
 SPLIT_TAGS = {"tr": "train", "va": "dev", "te": "test"}
 TASK_SUFFIX = ".txt"
@@ -64,7 +65,7 @@ def parse_senteval(text: str, path: Path, skip_empty: bool = False) -> SentEvalR
             raise InputError(f"{path}: line {number} {what}", LINE_HINT)
         tag, label, sentence = fields
         if tag not in SPLIT_TAGS:
-            raise InputError(f"{path}: line {number} has the unknown split tag {tag[:20]!r}", LINE_HINT)
+            raise InputError(f"{path}: line {number} has the unknown split tag {shown(tag)}", LINE_HINT)
         if blank_text(sentence):
             if not skip_empty:
                 raise InputError(

@@ -23,7 +23,6 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
 import re
@@ -34,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import ModelError
+from ...json_fields import shown
 from ...safe_files import loads_json
 
 CONFIG_LIMIT = 10 * 2**20
@@ -214,7 +214,7 @@ def check_bounds(config: dict, path: Path) -> None:
     for name, value, low, high in _size_fields(config):
         if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
             raise ModelError(
-                f"{path} has {name} {json.dumps(value)[:40]}; featx accepts a whole number from {low} to {high}",
+                f"{path} has {name} {shown(value)}; featx accepts a whole number from {low} to {high}",
                 "check that config.json belongs to these weights",
             )
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ...errors import ModelError
+from ...json_fields import shown
 
 DEFAULT_MODEL = "default"
 
@@ -38,7 +39,6 @@ WEIGHTS_LIMIT = 1 << 50  # no real bound on a weights file's size; the check is 
 
 def _shard_names(index: Path) -> list[str]:
     """The shard file names a safetensors index names, each a plain ``*.safetensors`` name in its folder."""
-    import json
 
     from .checks import read_json
 
@@ -57,7 +57,7 @@ def _shard_names(index: Path) -> list[str]:
     ]
     if odd:
         raise ModelError(
-            f"{index} names a shard outside the model folder or not a safetensors file ({json.dumps(odd[0])[:80]})",
+            f"{index} names a shard outside the model folder or not a safetensors file ({shown(odd[0])})",
             "a safetensors index names *.safetensors files in its own folder; re-save the model",
         )
     return names

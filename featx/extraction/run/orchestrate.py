@@ -16,7 +16,7 @@ import torch
 from ... import store
 from ...errors import FeatxError, InputError, Interrupted, ModelError, StoreError, signal_of
 from ...io import rereadable, source_name
-from ...options import on_command_line, spoken_value
+from ...options import Placeholder, on_command_line, spoken, spoken_value
 from ...safe_files import check_overwrite, is_hdf5_file, loads_json
 from ...state import remember
 from ...store import FeatureFile, FeatureWriter, OutputLock, partial_path, resumable, shard_rows_match
@@ -48,13 +48,16 @@ def extract(config: ExtractConfig | None = None, **options) -> ExtractSummary:
 
 
 def check_output_dir(output: Path) -> None:
-    directory = output.parent
+    """The folder of ``output`` exists and takes a file; else one line whose hint names the option as the caller
+    does (``-o OUT.h5``, ``output=OUT.h5``)."""
+    directory, elsewhere = output.parent, spoken_value(None, "output", Placeholder("OUT.h5"), "-o")
     if not directory.exists():
         raise InputError(
-            f"output directory {directory} does not exist", "create it first, or choose another path with -o"
+            f"output directory {directory} does not exist",
+            f"create it first, or choose another path with {spoken(None, 'output', '-o')}",
         )
     if not directory.is_dir():
-        raise InputError(f"output directory {directory} is not a directory", "choose another path with -o OUT.h5")
+        raise InputError(f"output directory {directory} is not a directory", f"choose another path with {elsewhere}")
     # Try it: os.access says "writable" to root even on read-only mounts.
     try:
         with tempfile.TemporaryFile(dir=directory, prefix=".featx-write-test-"):
@@ -62,7 +65,7 @@ def check_output_dir(output: Path) -> None:
     except OSError as err:
         raise InputError(
             f"output directory {directory} is not writable ({err.strerror or err})",
-            "choose a writable location with -o OUT.h5",
+            f"choose a writable location with {elsewhere}",
         ) from None
 
 

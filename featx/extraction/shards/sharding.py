@@ -20,6 +20,7 @@ import numpy as np
 from ... import store
 from ...errors import InputError, StoreError
 from ...io import LabelColumn
+from ...json_fields import shown
 from ...options import on_command_line
 from ...safe_files import atomic_write_text, loads_json, read_small_text
 from ..inputs.corpus import Corpus
@@ -185,7 +186,7 @@ def _check_manifest(path: Path, manifest: dict) -> None:
 
     name = manifest.get("output")
     if not isinstance(name, str) or not name or "/" in name or "\\" in name or name in (".", "..") or "\0" in name:
-        raise bad(f"'output' must be the merged file's name beside the manifest, not {str(name)[:80]!r}")
+        raise bad(f"'output' must be the merged file's name beside the manifest, not {shown(name)}")
     for key, limit in (("shard_count", MAX_SHARDS), ("corpus_n_rows", 1 << 40)):
         value = manifest.get(key)
         if (
@@ -194,7 +195,7 @@ def _check_manifest(path: Path, manifest: dict) -> None:
             or not (key == "corpus_n_rows" or value >= 1)
             or not 0 <= value <= limit
         ):
-            raise bad(f"'{key}' is {str(value)[:40]!r}")
+            raise bad(f"'{key}' is {shown(value)}")
     for key in ("model_sha256", "corpus_sha256", "fingerprint"):
         if not isinstance(manifest.get(key), str):
             raise bad(f"'{key}' is missing or not a string")

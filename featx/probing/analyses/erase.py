@@ -231,7 +231,7 @@ def _plan_jobs(config: EraseConfig, notes: list[str]) -> tuple[list[_Job], dict]
     with open_complete(config.features) as features:
         refuse_separate_pairs(features, "erase")
         main = load_task(features, config.label, config.folds, config.seed, config.group, notes)
-        specs = parse_layer_specs(config.layers, features.layers, allow_combined=False)
+        specs = parse_layer_specs(config.layers, features.layers, allow_combined=False, config=config)
         poolings = parse_poolings(config.poolings, features.poolings)
         others = _other_tasks(features, main, config, notes)
         codes = np.full(features.n_rows, -1, dtype=np.int64)

@@ -18,6 +18,7 @@ import pandas as pd
 from ...checks import path_like, whole
 from ...errors import StoreError, require_whole
 from ...io import read_csv, write_csv
+from ...json_fields import shown
 from ...options import Options, keywords_of, option
 from ...safe_files import loads_json, sibling
 from ..choice import chosen_layer
@@ -147,7 +148,7 @@ def _resolve(results) -> tuple[Path, dict, Path | None]:
     meta = _meta(json_path) if json_path.exists() else {}
     if meta.get("structural"):
         raise StoreError(
-            f"{path} holds structural probe results (--structural {str(meta['structural'])[:20]}), which have no "
+            f"{path} holds structural probe results (--structural {shown(meta['structural'])}), which have no "
             "per-row predictions to explain",
             "featx plot and featx report read them; featx explain reads the results of a label's featx probe",
         )
@@ -155,7 +156,7 @@ def _resolve(results) -> tuple[Path, dict, Path | None]:
     predictions = sibling(path, name) if name else side_path(path.with_suffix(".csv"), "predictions")
     if predictions is None:
         raise StoreError(
-            f"{json_path} names its predictions file {str(name)[:80]!r}, which is not a file name",
+            f"{json_path} names its predictions file {shown(name)}, which is not a file name",
             "give the .predictions.csv file itself",
         )
     if not predictions.exists():

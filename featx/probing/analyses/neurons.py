@@ -242,7 +242,7 @@ def neurons(config: NeuronConfig | str | Path, **options) -> NeuronResult:
         refuse_separate_pairs(features, "neurons")
         _check_outputs(config, features)
         task = load_task(features, config.label, config.folds, config.seed, config.group, notes)
-        specs = parse_layer_specs(str(config.layers), features.layers, allow_combined=False)
+        specs = parse_layer_specs(str(config.layers), features.layers, allow_combined=False, config=config)
         if config.pooling not in features.poolings:
             raise InputError(
                 f"pooling '{config.pooling}' is not stored in {features.path}; stored: {', '.join(features.poolings)}"

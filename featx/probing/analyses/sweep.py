@@ -230,7 +230,7 @@ def _sweep_jobs(config: SweepConfig, notes: list[str]) -> tuple[Task, list[tuple
     """The task, one job per (pooling, layer), and what the meta records of the file."""
     with open_complete(str(config.features)) as file:
         task = load_task(file, config.label, config.folds, config.seed, config.group, notes, config.labels, config.join)
-        specs = parse_layer_specs(str(config.layers), file.layers)
+        specs = parse_layer_specs(str(config.layers), file.layers, config=config)
         poolings = config.poolings
         if poolings is None or poolings == "all":  # one pooling unless asked: the sweep is many probes per layer
             poolings = "mean" if "mean" in file.poolings else file.poolings[0]

@@ -63,9 +63,8 @@ def subsampled_plan(plan: WordPlan, size: float, seed: int, y: np.ndarray | None
 def curve_layers(source, config, layers: list[int]) -> list[int]:
     if not config.curve_layers:
         return layers
-    return sorted(
-        {spec.layers[0] for spec in parse_layer_specs(config.curve_layers, source.layers) if spec.kind == "single"}
-    )
+    specs = parse_layer_specs(config.curve_layers, source.layers, config=config, name="curve_layers")
+    return sorted({spec.layers[0] for spec in specs if spec.kind == "single"})
 
 
 def curve_job(source, layer: int, pooling: str, shared, sizes: list[float]) -> list[dict]:

@@ -201,7 +201,12 @@ class RegressionProbe:
         if self.plan.config.train_sizes is None:
             return []
         layers = self.plan.config.curve_layers
-        specs = parse_layer_specs(layers, self.layout.layers) if layers else self.layout.specs
+        config = self.plan.config
+        specs = (
+            parse_layer_specs(layers, self.layout.layers, config=config, name="curve_layers")
+            if layers
+            else self.layout.specs
+        )
         return [
             FeatureJob("main", str(self.plan.path), spec, pooling, list(self.classifiers))
             for spec in specs

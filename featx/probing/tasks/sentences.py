@@ -63,7 +63,7 @@ def read_layout(
 ) -> SentenceLayout:
     """The layout of ``features`` that ``config`` probes; the ``--baseline`` file checked against it."""
     split = features.split
-    specs = parse_layer_specs(config.layers, features.layers)
+    specs = parse_layer_specs(config.layers, features.layers, config=config)
     info = row_info(features, kept, split)
     poolings = parse_poolings(config.poolings, features.poolings)
     sites = site_plan(features, config, specs, poolings, notes)
@@ -105,11 +105,9 @@ def curve_sites(features: FeatureFile, config: ProbeConfig, sites: SitePlan) -> 
         if config.curve_layers:
             layers = features.layers if site == "hidden" else features.site_layers(site)
             try:
-                chosen = parse_layer_specs(config.curve_layers, layers)
+                chosen = parse_layer_specs(config.curve_layers, layers, config=config, name="curve_layers")
             except InputError as err:
-                raise InputError(
-                    f"--curve-layers for site '{site}' (layers {layers}): {err.message}", err.hint
-                ) from None
+                raise InputError(f"site '{site}' (layers {layers}): {err.message}", err.hint) from None
         plan[site] = ([spec for spec in chosen if spec.kind != "stack"], site_poolings)
     return plan
 

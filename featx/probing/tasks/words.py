@@ -78,7 +78,7 @@ def build_task(source: Any, config: ProbeConfig, notes: list[str] | None = None)
 
 def word_layers(source: Any, config: ProbeConfig) -> list[int]:
     """The single layers probed (cat()/stack refused: the scalar-mix summary combines the layers)."""
-    specs = parse_layer_specs(config.layers, source.layers)
+    specs = parse_layer_specs(config.layers, source.layers, config=config)
     if any(spec.kind != "single" for spec in specs):
         raise InputError(
             "word-level probes take single layers (all, 0,3,6, -4:)",

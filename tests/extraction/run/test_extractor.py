@@ -354,3 +354,32 @@ def test_a_fingerprint_nested_too_deeply_is_not_compared_and_not_a_traceback():
     assert fingerprint_difference('{"batch_size": 4}', '{"batch_size": 8}') == (
         ": batch_size (the file's 4, this command's 8)"
     )
+
+
+@pytest.mark.parametrize(
+    ("where", "python", "cli"),
+    [
+        (
+            "no/dir",
+            "create it first, or choose another path with output",
+            "create it first, or choose another path with -o",
+        ),
+        ("file", "choose another path with output=OUT.h5", "choose another path with -o OUT.h5"),
+    ],
+)
+def test_an_output_folder_that_cannot_take_the_file_is_named_as_its_caller_does(
+    tiny_model, corpus_csv, tmp_path, where, python, cli
+):
+    """A missing output folder, or a file where it should be: refused before the model loads, the hint naming
+    ``output`` from Python and ``-o`` on the command line."""
+    from click.testing import CliRunner
+
+    from featx.cli import main
+
+    (tmp_path / "file").write_text("not a folder")
+    output = tmp_path / where / "out.h5"
+    with pytest.raises(InputError) as raised:
+        featx.extract(corpus_csv, model=str(tiny_model), output=output, progress=False)
+    assert raised.value.hint == python
+    result = CliRunner().invoke(main, ["extract", str(corpus_csv), "--model", str(tiny_model), "-o", str(output)])
+    assert result.exit_code == 2 and result.output.rstrip().endswith(f"hint: {cli}"), result.output

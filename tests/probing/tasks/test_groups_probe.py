@@ -41,7 +41,7 @@ def test_grouped_folds_do_not_score_memorised_groups(grouped_file):
     meta = grouped.meta.to_dict()
     assert (meta["group"], meta["n_groups"]) == ("doc", 24)
     assert "group" not in ungrouped.meta.to_dict()
-    assert any("group='doc' (24 groups)" in note for note in grouped.notes)
+    assert any("group='doc' (24 groups)" in note for note in grouped.notes)  # as featx.probe's caller names it
     assert dict(run_rows(meta))["grouped by"].startswith("doc (24 groups)")
 
 
