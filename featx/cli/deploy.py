@@ -40,7 +40,7 @@ def predict(bundle, corpus, **options):
     A word probe (fitted on a word label such as upos) predicts every word: of a CoNLL-U, column or JSON Lines
     file of tokens, or of each text split on whitespace; one output line per word (id, word, form). An arc
     relation labeller labels each gold arc of an input with heads (CoNLL-U); a head selector writes each
-    word's predicted head (0 the root)."""
+    word's predicted head (0 the root) and its probability among the word's candidates (p_head)."""
     from ..deploy import PredictConfig
     from ..deploy import predict as run_predict
 

@@ -1,7 +1,8 @@
 """``featx predict`` with an arc bundle: a relation labeller writes one line per gold (head, dependent) arc of a word
 input that gives heads (CoNLL-U, or columns or JSON Lines with a head), refusing one without any; a head selector
 writes one line per word, its predicted head. Each chunk of sentences gives one row of numbers per item (an arc's
-class scores; a word's predicted head and margin), which the partial file stores and the output frame is built from.
+class scores; a word's predicted head, margin and probability), which the partial file stores and the output frame
+is built from.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ def check_arc_input(probe, words, corpus: Any, config: Any, notes: list[str]) ->
     if probe.arcs == SELECTOR and (config.top_k is not None or config.threshold is not None):
         raise InputError(
             f"{'--top-k' if config.top_k is not None else '--threshold'}: a head selector writes each word's "
-            "best-scoring head (and its margin)",
+            "best-scoring head (its margin and its probability among the candidates)",
             "leave it out",
         )
     if probe.arcs != SELECTOR and not np.any(np.asarray(words.heads) >= 0):
@@ -55,8 +56,8 @@ def chunk_scores(probe, words, start: int, stop: int, overrides: dict) -> list:
     sentences = [words.sentence(row) for row in range(start, stop)]
     states, offsets = probe.word_features(sentences, **overrides)
     if probe.arcs == SELECTOR:
-        heads, margins = predicted_heads(probe, states, offsets)
-        return np.stack([heads.astype(np.float64), margins], axis=1).tolist()
+        heads, margins, probability = predicted_heads(probe, states, offsets)
+        return np.stack([heads.astype(np.float64), margins, probability], axis=1).tolist()
     first, last = int(words.offsets[start]), int(words.offsets[stop])
     pairs = gold_arcs(offsets, np.asarray(words.heads[first:last], np.int64))
     return relation_scores(probe, states, pairs).tolist()
@@ -84,7 +85,8 @@ def arc_index(probe, words, ids: list[str]) -> dict[str, list]:
 
 def arc_frame(probe, index: dict, scores: np.ndarray, words, top_k, threshold) -> pd.DataFrame:
     """The output table: a relation labeller's as a word probe's (prediction, class columns); a head selector's
-    predicted head (position from 1, 0 the root), its form (ROOT for the root) and its margin as an arc."""
+    predicted head (position from 1, 0 the root), its form (ROOT for the root), its margin as an arc (the
+    selector's raw score, comparable among one word's candidates only) and its probability among them."""
     if probe.arcs != SELECTOR:
         return output_frame(probe, index, scores, top_k, threshold)
     frame = pd.DataFrame(index)
@@ -94,6 +96,7 @@ def arc_frame(probe, index: dict, scores: np.ndarray, words, top_k, threshold) -
     frame["prediction"] = heads
     frame["head_form"] = np.where(heads == 0, "ROOT", forms[np.maximum(starts + heads - 1, 0)])
     frame["score_arc"] = scores[:, 1]
+    frame["p_head"] = scores[:, 2]
     return frame
 
 

@@ -59,8 +59,9 @@ def relation_scores(probe, states: np.ndarray, pairs: np.ndarray) -> np.ndarray:
     return probe.head.proba(X) if probe.head.has_proba else probe.head.scores(X)
 
 
-def predicted_heads(probe, states: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Every word's predicted head (its position in the sentence from 1, 0 the root) and that head's margin."""
+def predicted_heads(probe, states: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Every word's predicted head (its position in the sentence from 1, 0 the root), that head's margin (its
+    score, comparable among one word's candidates only) and its probability among the word's candidates."""
     offsets = np.asarray(offsets, np.int64)
     words = np.arange(int(offsets[-1]))
     states = np.asarray(states, dtype=np.float32)
@@ -72,8 +73,8 @@ def predicted_heads(probe, states: np.ndarray, offsets: np.ndarray) -> tuple[np.
             f"{width} columns (layer {probe.spec.name}, pooling {probe.pooling})",
             "pass the word vectors of the bundle's layer and word pooling",
         )
-    heads, margins = select_heads(probe.head, states, offsets, words, bounds)
-    return np.where(heads == words, 0, word_positions(offsets, heads)), margins
+    heads, margins, probability = select_heads(probe.head, states, offsets, words, bounds)
+    return np.where(heads == words, 0, word_positions(offsets, heads)), margins, probability
 
 
 def word_positions(offsets: np.ndarray, words: np.ndarray) -> np.ndarray:

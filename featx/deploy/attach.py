@@ -16,7 +16,16 @@ import numpy as np
 
 from ..probing import arc_features, bootstrap_intervals, fold_mean, gold_attachments
 from ..selection import LayerSpec
-from .arc_select import OFFSET_BOUNDS, Sentences, fit_path, selector_features, standardiser, to_head
+from .arc_select import (
+    OFFSET_BOUNDS,
+    Sentences,
+    arc_weights,
+    fit_path,
+    pair_scores,
+    selector_features,
+    standardiser,
+    to_head,
+)
 from .choose import Candidate, cv_folds, fit_options
 
 BLOCK_PAIRS = 16_384  # candidate pairs scored in one matrix product
@@ -43,23 +52,39 @@ def select_heads(
     head, states: np.ndarray, offsets: np.ndarray, dependents: np.ndarray, bounds=OFFSET_BOUNDS
 ) -> tuple[np.ndarray, ...]:
     """The predicted head (a word index; the dependent itself: the root) of each of ``dependents`` (word indices,
-    ``offsets`` their sentences' bounds), the best-scoring of every word of its sentence, and that margin."""
+    ``offsets`` their sentences' bounds), the best-scoring of every word of its sentence, that score (the margin),
+    and its probability among the word's candidates (the softmax of their scores)."""
     offsets, dependents = np.asarray(offsets, np.int64), np.asarray(dependents, np.int64)
-    features = pair_reader(bounds)
+    weights = arc_weights(head, bounds)
     sentence_of = np.searchsorted(offsets, dependents, side="right") - 1
     heads, margins = np.empty(len(dependents), np.int64), np.empty(len(dependents), np.float64)
+    probability = np.empty(len(dependents), np.float64)
     order = np.argsort(sentence_of, kind="stable")
     bounds_at = np.flatnonzero(np.diff(sentence_of[order])) + 1
     for at in np.split(order, bounds_at) if len(order) else []:
         candidates = np.arange(offsets[sentence_of[at[0]]], offsets[sentence_of[at[0]] + 1])
-        per_block = max(1, BLOCK_PAIRS // len(candidates))
-        for block in np.array_split(at, -(-len(at) // per_block)):
-            words = dependents[block]
-            pairs = np.stack([np.repeat(candidates, len(words)), np.tile(words, len(candidates))], axis=1)
-            scored = arc_margins(head, features(states, pairs)).reshape(len(candidates), len(words))
+        if weights is not None:  # a selector's scores, factorised: no pair features built
+            blocks = [(at, pair_scores(weights, states[candidates])[:, dependents[at] - candidates[0]])]
+        else:
+            blocks = _pair_probe_scores(head, states, candidates, dependents, at, pair_reader(bounds))
+        for block, scored in blocks:
             best = np.argmax(scored, axis=0)
-            heads[block], margins[block] = candidates[best], scored[best, np.arange(len(words))]
-    return heads, margins
+            margins[block] = scored[best, np.arange(len(block))]
+            heads[block] = candidates[best]
+            probability[block] = 1.0 / np.exp(scored - margins[block]).sum(axis=0)
+    return heads, margins, probability
+
+
+def _pair_probe_scores(head, states, candidates, dependents, at, features) -> list:
+    """``(block, (candidate, word) scores)`` of the dependents ``at`` of one sentence, scored pair by pair through
+    ``features`` (a head selector of an earlier featx: any classifier)."""
+    per_block = max(1, BLOCK_PAIRS // len(candidates))
+    out = []
+    for block in np.array_split(at, -(-len(at) // per_block)):
+        words = dependents[block]
+        pairs = np.stack([np.repeat(candidates, len(words)), np.tile(words, len(candidates))], axis=1)
+        out.append((block, arc_margins(head, features(states, pairs)).reshape(len(candidates), len(words))))
+    return out
 
 
 def attached_in(offsets: np.ndarray, heads: np.ndarray, sentences: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -151,7 +151,8 @@ def _word_key(probe: Probe, corpus: Corpus) -> dict:
     words = _words(probe, corpus)
     if words is None:
         return {}
-    return {"level": probe.level, "arcs": probe.arcs, "words": int(words.offsets[-1])}
+    key = {"level": probe.level, "arcs": probe.arcs, "words": int(words.offsets[-1])}
+    return key | ({"head_rows": "head, score_arc, p_head"} if probe.arcs == "head" else {})  # 3 numbers a word
 
 
 def _words(probe: Probe, corpus: Corpus) -> WordTable | None:

@@ -197,8 +197,9 @@ def test_predict_selects_every_words_head_and_scores_its_uas(selector, word_feat
     ) in " ".join(result.output.split())
     assert "fitted (featx fit) on this corpus" not in result.output  # the test file is not the fitted corpus
     table = pd.read_csv(output)
-    assert list(table.columns) == ["id", "word", "form", "prediction", "head_form", "score_arc"]
+    assert list(table.columns) == ["id", "word", "form", "prediction", "head_form", "score_arc", "p_head"]
     assert (table.head_form[table.prediction == 0] == "ROOT").all() and len(table) == selector.test["n"]
+    assert ((table.p_head > 0) & (table.p_head <= 1)).all()  # the chosen head's probability among its candidates
 
 
 def test_a_head_selectors_uas_on_its_own_corpus_says_so_and_an_older_bundles_says_it_has_no_baseline(
@@ -373,7 +374,7 @@ def test_on_a_toy_treebank_whose_heads_follow_a_rule_the_selector_beats_the_offs
     the root. The selector, fitted on training sentences only, finds every head; the offset baseline far fewer."""
     import torch
 
-    from featx.deploy.arc_select import Sentences, fit_path, standardiser, to_head
+    from featx.deploy.arc_select import Sentences, fit_path, selector_features, standardiser, to_head
 
     rng = np.random.default_rng(0)
     types = {"det": 0, "adj": 1, "noun": 2, "verb": 3}
@@ -397,9 +398,40 @@ def test_on_a_toy_treebank_whose_heads_follow_a_rule_the_selector_beats_the_offs
     fitting = Sentences(torch, ((states - mean) / scale).astype(np.float32), offsets, gold, train)
     head = to_head(fit_path(fitting, [1.0])[-1][1], mean, scale, 1.0)
     dependents = np.arange(offsets[80], offsets[120])
-    predicted = attach.select_heads(head, states, offsets, dependents)[0]
+    predicted, margins, probability = attach.select_heads(head, states, offsets, dependents)
+    # the factorised scores are the head's scores of the pairs' features, the probability their softmax
+    margin_of = lambda pairs: attach.arc_margins(head, selector_features(states, pairs))  # noqa: E731
+    assert np.allclose(margins, margin_of(np.stack([predicted, dependents], axis=1)), atol=1e-6)
+    candidates = np.arange(offsets[80], offsets[81])
+    scores = margin_of(np.stack([candidates, np.full(len(candidates), dependents[0])], axis=1))
+    assert np.isclose(probability[0], 1 / np.exp(scores - scores.max()).sum())
     baseline = attach.offset_baseline(
         (np.arange(offsets[80]), gold[: offsets[80]]), (dependents, gold[dependents]), offsets
     )
     uas, offset_uas = np.mean(predicted == gold[dependents]), np.mean(baseline == gold[dependents])
     assert uas == 1.0 and offset_uas < 0.6, (uas, offset_uas)
+
+
+def test_the_selectors_written_out_gradient_is_autograds():
+    """The loss and gradient the selector's L-BFGS is given (written out, not through autograd) are those of the
+    softmax over each word's candidates, the unknown head (-1) and the padding left out."""
+    import torch
+
+    from featx.deploy import arc_select
+
+    rng = np.random.default_rng(1)
+    offsets, d = np.array([0, 3, 7, 8, 13]), 3
+    gold = np.array([1, 1, 1, 4, 4, 4, 5, 7, 8, 10, 10, 10, -1])
+    fitting = arc_select.Sentences(torch, rng.normal(size=(13, d)).astype(np.float32), offsets, gold, np.arange(4))
+    theta = torch.tensor(rng.normal(size=6 * d + arc_select.n_buckets()), dtype=torch.float32, requires_grad=True)
+    loss = sum(
+        torch.nn.functional.cross_entropy(
+            arc_select._scores(torch, theta, batch, d).clone(), batch["gold"][:, 0], reduction="none"
+        )[batch["known"]].sum()
+        for batch in fitting.batches
+    )
+    loss.backward()
+    with torch.no_grad():
+        written, gradient = arc_select._loss_and_gradient(torch, theta, fitting)
+    assert fitting.n == 12 and np.isclose(float(written), float(loss.detach()), rtol=1e-5)
+    assert torch.allclose(gradient, theta.grad, rtol=1e-4, atol=1e-5)
