@@ -163,13 +163,15 @@ def refuse_empty_paths(config: Any) -> None:
     """The one rule of every path option (``kind="path"``, or a field typed ``Path``): an empty value (``-o ''``,
     which click and ``pathlib`` read as '.', the current folder) is an ``InputError`` naming all its flags; and
     of every path argument (a field without a flag named in ``ARGUMENTS``, or an item of its tuple): an
-    ``empty_argument``."""
+    ``empty_argument``. The arguments are the config's first fields (``features``; ``bundle``, ``corpus``), so
+    that a later field of the same name (``SweepConfig``'s ``output``, which declares no flags) is not one."""
     for item in dataclasses.fields(config):
-        if item.name in ARGUMENTS and flag_of(item) is None:
-            value = getattr(config, item.name)
-            blank = [part for part in (value if isinstance(value, tuple) else (value,)) if _blank(part)]
-            if blank:
-                raise empty_argument(item.name, blank[0])
+        if item.name not in ARGUMENTS or flag_of(item) is not None:
+            break
+        value = getattr(config, item.name)
+        blank = [part for part in (value if isinstance(value, tuple) else (value,)) if _blank(part)]
+        if blank:
+            raise empty_argument(item.name, blank[0])
     for item, spec in flagged(type(config)):
         value = getattr(config, item.name)
         if isinstance(value, str) and not value.strip() and (spec.kind == "path" or "Path" in str(item.type)):
