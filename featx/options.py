@@ -17,7 +17,9 @@ A list-like option (layers, poolings, sites, classifiers, label columns... given
 ``listed=True``; one rule, checked before any config's ``CONSTRAINTS`` (``refuse_empty_lists``), refuses its empty
 value (``--layer ''``, ``layers=[]``) on every command instead of reading it as a default: None, or leaving the
 option out, is how to ask for the default. A path option's empty value (``-o ''``, which reads as '.') is refused
-alike (``refuse_empty_paths``).
+alike (``refuse_empty_paths``), and so is an empty path argument (``featx fit ''``, ``featx.fit('')``: the
+positional fields in ``ARGUMENTS``; ``empty_argument`` words it, the command line's arguments refuse it as they
+are read).
 """
 
 from __future__ import annotations
@@ -129,9 +131,47 @@ def refuse_empty_lists(config: Any) -> None:
             )
 
 
+# Each path argument (a command's positional field, no flag) and what it names: ``empty_argument``'s words.
+ARGUMENTS = {
+    "features": "a features file",
+    "other": "a second features file",
+    "corpus": "a corpus file",
+    "more_corpora": "a corpus file",
+    "bundle": "a probe bundle folder",
+    "output": "the merged features file",
+    "label_file": "a label file",
+    "results": "a results file",
+    "study": "a study file",
+}
+
+
+def _blank(value: Any) -> bool:
+    return isinstance(value, str) and not value.strip()
+
+
+def empty_argument(name: str, value: Any = "", metavar: str | None = None) -> InputError:
+    """The error of path argument ``name`` (``ARGUMENTS``) given empty, which click and ``pathlib`` would read
+    as '.', the current folder: its metavar on the command line (``FEATURES is empty: give a features file``),
+    its keyword and value from Python (``features='' is empty: ...``)."""
+    named = (metavar or name.upper()) if on_command_line() else f"{name}={value!r}"
+    return InputError(
+        f"{named} is empty: give {ARGUMENTS.get(name, 'a path')}", "an empty path would read as '.', the current folder"
+    )
+
+
 def refuse_empty_paths(config: Any) -> None:
     """The one rule of every path option (``kind="path"``, or a field typed ``Path``): an empty value (``-o ''``,
-    which click and ``pathlib`` read as '.', the current folder) is an ``InputError`` naming all its flags."""
+    which click and ``pathlib`` read as '.', the current folder) is an ``InputError`` naming all its flags; and
+    of every path argument (a field without a flag named in ``ARGUMENTS``, or an item of its tuple): an
+    ``empty_argument``. The arguments are the config's first fields (``features``; ``bundle``, ``corpus``), so
+    that a later field of the same name (``SweepConfig``'s ``output``, which declares no flags) is not one."""
+    for item in dataclasses.fields(config):
+        if item.name not in ARGUMENTS or flag_of(item) is not None:
+            break
+        value = getattr(config, item.name)
+        blank = [part for part in (value if isinstance(value, tuple) else (value,)) if _blank(part)]
+        if blank:
+            raise empty_argument(item.name, blank[0])
     for item, spec in flagged(type(config)):
         value = getattr(config, item.name)
         if isinstance(value, str) and not value.strip() and (spec.kind == "path" or "Path" in str(item.type)):
@@ -190,6 +230,7 @@ def normalise(config: Options, name: str, value: Any) -> None:
 
 
 __all__ = [
+    "ARGUMENTS",
     "MAX_SEED",
     "OPTION",
     "REMOVED_IN",
@@ -200,6 +241,7 @@ __all__ = [
     "Placeholder",
     "command_line",
     "deprecation",
+    "empty_argument",
     "flag_of",
     "flagged",
     "for_caller",

@@ -45,6 +45,30 @@ def write_hint(again: bool = True) -> str:
     return hint + (f", then {'run the same command' if cli else 'make the same call'} again" if again else "")
 
 
+# What a hint written for the command line says of the output, and how a Python caller reads it.
+_PYTHON_WORDS = (
+    ("another output with -o", "another output path"),
+    ("another path with -o", "another output path"),
+    ("another -o path", "another output path"),
+    ("another -o", "another output path"),
+    ("output location with -o", "output path"),
+    ("a new file or folder with -o", "a new file or folder as output"),
+    ("--overwrite", "overwrite=True"),
+    ("run the same command again", "make the same call again"),
+)
+
+
+def output_hint(hint: str) -> str:
+    """``hint``, written for the command line (``choose another output with -o``, ``pass --overwrite``, ``run the
+    same command again``), as its caller reads it: unchanged on the command line; from Python naming ``output``,
+    ``overwrite=True`` and making the same call again (``write_hint`` phrases a failed write alike)."""
+    if on_command_line():
+        return hint
+    for cli, python in _PYTHON_WORDS:
+        hint = hint.replace(cli, python)
+    return hint
+
+
 def write_failure(err: OSError, path: object, hint: str | None = None) -> StoreError:
     """The one-line error of a failed write of ``path``: what failed and why (an HDF5 error's errno too);
     ``hint``: how to get past it (None: ``write_hint()``, as the caller names the output)."""
@@ -211,15 +235,14 @@ def _overwrite_hint() -> str:
 def refuse_unsafe_target(path: str | os.PathLike) -> None:
     """Refuse an output path that no command may write or replace: empty, a filesystem root, the current
     folder or a folder above it."""
+    hint = output_hint("name a new file or folder with -o")
     if not str(path).strip() or str(path) == ".":
-        raise InputError("the output path is empty (or the current folder)", "name a new file or folder with -o")
+        raise InputError("the output path is empty (or the current folder)", hint)
     resolved = Path(path).resolve()
     if resolved == Path(resolved.anchor):
-        raise InputError(f"the output path {path} is a filesystem root", "name a new file or folder with -o")
+        raise InputError(f"the output path {path} is a filesystem root", hint)
     if Path.cwd().resolve().is_relative_to(resolved):
-        raise InputError(
-            f"the output path {path} is the current folder or a folder above it", "name a new file or folder with -o"
-        )
+        raise InputError(f"the output path {path} is the current folder or a folder above it", hint)
 
 
 def refuse_inputs(outputs: Iterable[str | os.PathLike], inputs: Iterable[str | os.PathLike | None]) -> None:

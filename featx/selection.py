@@ -116,10 +116,8 @@ def _feature_sets(spec: str) -> list[tuple[str, str, list[str]]]:
     return sets
 
 
-_COMBINED_ONLY_IN_PROBES = {
-    "cat": "cat(...) is a probe option; extraction stores layers separately",
-    "stack": "stack is a probe option; extraction stores layers separately",
-}
+_COMBINED_ONLY_IN_PROBES = {"cat": "cat(...) is a probe option", "stack": "stack is a probe option"}
+EXTRACTION_SINGLE = "extraction stores layers separately"  # why extraction takes single layers only
 _NAMES_NO_LAYERS = {
     "cat": ("concatenates no layers", "name them, e.g. cat(-4:) or cat(2,3)"),
     "stack": ("stacks no layers", "name them, e.g. stack(1:) or stack"),
@@ -127,11 +125,19 @@ _NAMES_NO_LAYERS = {
 
 
 def parse_layer_specs(
-    spec: str, available: list[int], allow_combined: bool = True, *, config: Any = None, name: str = "layers"
+    spec: str,
+    available: list[int],
+    allow_combined: bool = True,
+    *,
+    config: Any = None,
+    name: str = "layers",
+    single_only: str = EXTRACTION_SINGLE,
 ) -> list[LayerSpec]:
     """Parse a ``--layer`` value into feature sets over the ``available`` layer indices. ``config`` (a config or
     its class) and ``name`` (its field): the option that gave ``spec``, named as the caller does (``spoken_value``):
-    ``--layer 'cat()'`` on the command line, ``layers='cat()'`` from Python (``layer='cat()'`` for ``featx.fit``)."""
+    ``--layer 'cat()'`` on the command line, ``layers='cat()'`` from Python (``layer='cat()'`` for ``featx.fit``).
+    ``single_only``: why a caller that refuses ``cat()`` and ``stack`` (``allow_combined=False``) takes single
+    layers only."""
 
     def given(value: str) -> str:
         return spoken_value(config, name, value, "--layer", shown=repr(value))
@@ -141,7 +147,7 @@ def parse_layer_specs(
     specs: list[LayerSpec] = []
     for kind, item, parts in _feature_sets(spec):
         if kind != "single" and not allow_combined:
-            raise InputError(_COMBINED_ONLY_IN_PROBES[kind])
+            raise InputError(f"{_COMBINED_ONLY_IN_PROBES[kind]}; {single_only}")
         # a layer named twice (cat(4,4), cat(-2:,6)) is one block of the feature set, in the order first named
         layers = list(dict.fromkeys(layer for part in parts for layer in _expand_item(part, available)))
         if kind == "single":
@@ -168,7 +174,7 @@ def check_layer_spelling(spec: str | None, flag: str, allow_combined: bool = Tru
     given = given or f"{flag} {spec}"
     for kind, _, parts in _feature_sets((spec or "all").replace(" ", "")):
         if kind != "single" and not allow_combined:
-            raise InputError(f"{given}: {kind}(...) is a probe option; extraction stores layers separately")
+            raise InputError(f"{given}: {kind}(...) is a probe option; {EXTRACTION_SINGLE}")
         for part in parts:
             if part != "all" and not _SLICE.match(part) and not _is_index(part):
                 raise InputError(

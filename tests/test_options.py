@@ -335,3 +335,36 @@ def test_the_cli_refuses_an_empty_layer_site_or_pooling_before_any_work(tmp_path
             result = CliRunner().invoke(main, [*command, flag, ""])
             assert result.exit_code == 2, result.output
             assert f"featx: error: {flag} '' is empty" in result.output
+
+
+EMPTY_ARGUMENTS = [  # (the function, its arguments, its keywords, the argument named)
+    ("featx:fit", ("",), {}, "features"),
+    ("featx:probe", ("",), {"label": "label"}, "features"),
+    ("featx:extract", ("",), {"model": "m"}, "corpus"),
+    ("featx:explain", ("",), {}, "results"),
+    ("featx:lens", ("",), {"model": "m", "template": "{text}"}, "corpus"),
+    ("featx.probing:erase", ("",), {"label": "label"}, "features"),
+    ("featx.probing:neurons", ("",), {"label": "label"}, "features"),
+    ("featx.probing:add_labels", ("f.h5", ""), {}, "label_file"),
+    ("featx.deploy:predict", ("",), {"corpus": "c.csv"}, "bundle"),
+    ("featx.deploy:predict", ("b.featx",), {"corpus": ""}, "corpus"),
+    ("featx.deploy:export_directions", ("",), {"output": "d.safetensors"}, "bundle"),
+    ("featx.extraction:merge", ("",), {}, "output"),
+    ("featx.interventions:intervene", ("",), {}, "features"),
+]
+
+
+@pytest.mark.parametrize(
+    "function, args, keywords, name", EMPTY_ARGUMENTS, ids=[c[0] + "-" + c[3] for c in EMPTY_ARGUMENTS]
+)
+def test_an_empty_path_argument_is_refused_by_its_keyword_from_python(function, args, keywords, name):
+    """``featx.fit("")`` (which ``pathlib`` reads as '.', the current folder) is refused when its config is made,
+    naming the argument as Python spells it, ``features=''``; the command line names it ``FEATURES``."""
+    import importlib
+
+    from featx.options import ARGUMENTS
+
+    module, attribute = function.split(":")
+    with pytest.raises(InputError) as raised:
+        getattr(importlib.import_module(module), attribute)(*args, **keywords)
+    assert raised.value.message == f"{name}='' is empty: give {ARGUMENTS[name]}", raised.value.message

@@ -121,3 +121,49 @@ def test_a_failed_write_names_the_output_as_its_caller_does(tiny_features, tmp_p
         result = CliRunner().invoke(main, ["probe", str(tiny_features), "--layer", "0", "-o", str(out / "run")])
         assert result.exit_code == 2 and result.output.rstrip().endswith(f"hint: {hint}"), result.output
     assert list(out.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("python", "hint"), [(False, "name a new file or folder with -o"), (True, "name a new file or folder as output")]
+)
+@pytest.mark.parametrize("path", ["", "/"])
+def test_an_output_no_command_may_write_is_named_as_its_caller_does(python, hint, path):
+    """An empty output, or a filesystem root: ``-o`` on the command line, the ``output`` keyword from Python."""
+    from featx.errors import InputError
+    from featx.options import Options, command_line, keywords_of
+    from featx.safe_files import refuse_unsafe_target
+
+    with pytest.raises(InputError) as raised, keywords_of(Options) if python else command_line():
+        refuse_unsafe_target(path)
+    assert raised.value.hint == hint
+
+
+# Each hint written for the command line that a Python caller reads reworded (featx.safe_files.output_hint).
+CLI_HINTS = [
+    "choose another output with -o (--overwrite replaces only a features file featx wrote, never a folder, a link "
+    "or another file)",  # featx extract's existing output (featx.extraction.run.orchestrate)
+    "pass --overwrite to replace it, or choose another output with -o",
+    "pass --overwrite to replace it, or choose another -o path",  # a bundle (featx.deploy)
+    "choose another -o path",
+    "pass --overwrite to replace it, or choose another path with -o",  # exported directions
+    "create it first, or choose another -o",
+    "wait for it to finish, or choose another output with -o",  # the output's lock (featx.store.lock)
+    "remove the link (someone may have planted it), or choose another output with -o",
+    "choose a writable output location with -o",
+    "free disk space, then run the same command again",
+]
+
+
+@pytest.mark.parametrize("hint", CLI_HINTS)
+def test_an_output_hint_names_no_flag_from_python(hint):
+    import re
+
+    from featx.options import Options, command_line, keywords_of
+    from featx.safe_files import output_hint
+
+    with command_line():
+        assert output_hint(hint) == hint
+    with keywords_of(Options):
+        spoken = output_hint(hint)
+    assert not re.search(r"(?<![\w-])-o\b|--overwrite|same command", spoken), spoken
+    assert "output" in spoken or "same call" in spoken, spoken

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
 
 from .app import echo, main
-from .generate import ConfigCommand
+from .generate import PATH_ARGUMENT, ConfigCommand
 
 
 @main.command(cls=ConfigCommand, config="featx.probing:EraseConfig")
-@click.argument("features", type=click.Path(path_type=Path))
+@click.argument("features", type=PATH_ARGUMENT)
 def erase(features, **options):
     """Erase a label linearly from FEATURES per layer and pooling; write the erased features file.
 
@@ -25,7 +23,7 @@ def erase(features, **options):
 
 
 @main.command(cls=ConfigCommand, config="featx.probing:NeuronConfig")
-@click.argument("features", type=click.Path(path_type=Path))
+@click.argument("features", type=PATH_ARGUMENT)
 def neurons(features, **options):
     """Rank a layer's neurons for a label (elastic-net probe and ANOVA F) and validate the rankings.
 

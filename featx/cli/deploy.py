@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
 
 from .app import echo, main
-from .generate import ConfigCommand, grouped_option
+from .generate import PATH_ARGUMENT, ConfigCommand, grouped_option
 
 
 @main.command(cls=ConfigCommand, config="featx.deploy:FitConfig")
-@click.argument("features", type=click.Path(path_type=Path), required=False)
+@click.argument("features", type=PATH_ARGUMENT, required=False)
 @grouped_option("Bundle", "--quiet", "-q", is_flag=True, help="Do not print a line per candidate scored.")
 def fit(features, quiet, **options):
     """Fit a probe on FEATURES and save it as a bundle folder (model.featx).
@@ -32,8 +30,8 @@ def fit(features, quiet, **options):
 
 
 @main.command(cls=ConfigCommand, config="featx.deploy:PredictConfig")
-@click.argument("bundle", type=click.Path(path_type=Path))
-@click.argument("corpus", type=click.Path(path_type=Path))
+@click.argument("bundle", type=PATH_ARGUMENT)
+@click.argument("corpus", type=PATH_ARGUMENT)
 def predict(bundle, corpus, **options):
     """Predict every row of CORPUS (a file, or - for stdin) with the probe in BUNDLE.
 

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
 
 from .app import echo, main
-from .generate import ConfigCommand
+from .generate import PATH_ARGUMENT, ConfigCommand
 
 
 @main.command(cls=ConfigCommand, config="featx.deploy:DirectionsConfig")
-@click.argument("bundle", type=click.Path(path_type=Path))
+@click.argument("bundle", type=PATH_ARGUMENT)
 def directions(bundle, **options):
     """Export the per-layer directions of the linear probe in BUNDLE (a featx fit folder) as safetensors.
 

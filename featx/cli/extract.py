@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
 
 from .app import echo, main, note
-from .generate import ConfigCommand, grouped_option
+from .generate import PATH_ARGUMENT, ConfigCommand, grouped_option
 
 
 @main.command(cls=ConfigCommand, config="featx.extraction:ExtractConfig")
-@click.argument("corpus", type=click.Path(path_type=Path), nargs=-1, required=True)
+@click.argument("corpus", type=PATH_ARGUMENT, nargs=-1, required=True)
 @grouped_option(
     "Commits and shards",
     "--dry-run",
@@ -52,7 +50,7 @@ def extract(corpus, dry_run, template, system, pool_at, **options):
 
 
 @main.command(cls=ConfigCommand, config="featx.extraction:MergeConfig")
-@click.argument("output", type=click.Path(path_type=Path))
+@click.argument("output", type=PATH_ARGUMENT)
 def merge(output, **options):
     """Check the shards of OUTPUT (OUTPUT.shard-I-of-N.h5) and merge them into OUTPUT in corpus order."""
     from ..extraction import merge as run_merge

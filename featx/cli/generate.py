@@ -18,7 +18,7 @@ from typing import Any
 
 import click
 
-from ..options import FeatxDeprecationWarning, Flag, deprecation, flagged, keyword_of
+from ..options import ARGUMENTS, FeatxDeprecationWarning, Flag, deprecation, empty_argument, flagged, keyword_of
 
 OLD = "featx_old"  # the attribute of a hidden option holding an old spelling: (field name, new flag)
 GROUP = "featx_group"  # the attribute holding an option's help group
@@ -44,6 +44,25 @@ class _PathValue(click.Path):
         if isinstance(value, str) and not value.strip():
             return value
         return super().convert(value, param, ctx)
+
+
+class ArgumentPath(click.Path):
+    """Every command's path argument (``FEATURES``, ``CORPUS``, ``BUNDLE``...), as a ``Path``; an empty one, which
+    click would make ``Path('.')``, the current folder, is refused as it is read: ``FEATURES is empty: give a
+    features file`` (``featx.options.empty_argument``, as the config refuses it from Python)."""
+
+    def __init__(self) -> None:
+        super().__init__(path_type=Path)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and not value.strip():
+            metavar = param.human_readable_name if param is not None else None
+            name = next((word for word in (param and param.name, metavar and metavar.lower()) if word in ARGUMENTS), "")
+            raise empty_argument(name, value, metavar)
+        return super().convert(value, param, ctx)
+
+
+PATH_ARGUMENT = ArgumentPath()
 
 
 def _type(item: dataclasses.Field, spec: Flag) -> Any:

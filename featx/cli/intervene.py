@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
 
 from .app import echo, main
-from .generate import ConfigCommand
+from .generate import PATH_ARGUMENT, ConfigCommand
 
 
 @main.command(cls=ConfigCommand, config="featx.interventions:InterveneConfig")
-@click.argument("features", type=click.Path(path_type=Path))
+@click.argument("features", type=PATH_ARGUMENT)
 def intervene(features, **options):
     """Does the model use a label? Edit FEATURES' model inside its forward pass and probe every layer above.
 

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
 
 from .app import echo, main
-from .generate import ConfigCommand, grouped_option
+from .generate import PATH_ARGUMENT, ConfigCommand, grouped_option
 
 
 @main.command(cls=ConfigCommand, config="featx.logit_lens:LensConfig")
-@click.argument("corpus", type=click.Path(path_type=Path))
+@click.argument("corpus", type=PATH_ARGUMENT)
 @grouped_option("Model and output", "--no-figure", is_flag=True, help="Skip the figure (PREFIX.png and .svg).")
 def lens(corpus, template, system, no_figure, **options):
     """Read every layer at the answering position through the model's own head (the logit lens) and score the

@@ -7,11 +7,11 @@ from pathlib import Path
 import click
 
 from .app import echo, main, note
-from .generate import ConfigCommand, grouped_option
+from .generate import PATH_ARGUMENT, ConfigCommand, grouped_option
 
 
 @main.command(cls=ConfigCommand, config="featx.probing:ProbeConfig")
-@click.argument("features", required=False, type=click.Path(path_type=Path))
+@click.argument("features", required=False, type=PATH_ARGUMENT)
 @grouped_option(
     "Output and analyses",
     "--sweep",
@@ -86,7 +86,7 @@ def labels(ctx: click.Context):
 
 
 @labels.command("list")
-@click.argument("features", required=False, type=click.Path(path_type=Path))
+@click.argument("features", required=False, type=PATH_ARGUMENT)
 def labels_list(features):
     """List the label columns of FEATURES (default: the last extraction here): classes and their counts, or
     numbers and their range, missing rows, the split, and a word input's word labels."""
@@ -97,8 +97,8 @@ def labels_list(features):
 
 
 @labels.command("add", cls=ConfigCommand, config="featx.probing:LabelsAddConfig")
-@click.argument("features", type=click.Path(path_type=Path))
-@click.argument("label_file", type=click.Path(path_type=Path))
+@click.argument("features", type=PATH_ARGUMENT)
+@click.argument("label_file", type=PATH_ARGUMENT)
 def labels_add(features, label_file, **options):
     """Store the label columns of LABEL_FILE in FEATURES for good, joined to its rows (no re-extraction).
 
@@ -110,7 +110,7 @@ def labels_add(features, label_file, **options):
 
 
 @main.command(cls=ConfigCommand, config="featx.probing:ExplainConfig")
-@click.argument("results", required=False, type=click.Path(path_type=Path))
+@click.argument("results", required=False, type=PATH_ARGUMENT)
 def explain(results, **options):
     """Per-example diagnostics of a probing run (default: the last one in this directory).
 

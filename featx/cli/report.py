@@ -4,12 +4,10 @@ and echoes what was written."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
 
 from .app import echo, main, use_agg
-from .generate import ConfigCommand
+from .generate import PATH_ARGUMENT, ConfigCommand
 
 
 def _wrote(paths) -> str:
@@ -17,7 +15,7 @@ def _wrote(paths) -> str:
 
 
 @main.command(cls=ConfigCommand, config="featx.report:PlotConfig")
-@click.argument("results", nargs=-1, type=click.Path(path_type=Path))
+@click.argument("results", nargs=-1, type=PATH_ARGUMENT)
 def plot(results, **options):
     """Draw layer-wise curves and a layer x pooling heatmap from probe RESULTS (.probe.csv or .json).
 
@@ -43,7 +41,7 @@ def plot(results, **options):
 
 
 @main.command(cls=ConfigCommand, config="featx.report:CompareConfig")
-@click.argument("results", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.argument("results", nargs=-1, required=True, type=PATH_ARGUMENT)
 def compare(results, **options):
     """Compare probe RESULTS across models, corpora, labels, sites or classifiers: one line per file.
 
@@ -60,8 +58,8 @@ def compare(results, **options):
 
 
 @main.command(cls=ConfigCommand, config="featx.report:SimilarityConfig")
-@click.argument("features", type=click.Path(path_type=Path))
-@click.argument("other", required=False, type=click.Path(path_type=Path))
+@click.argument("features", type=PATH_ARGUMENT)
+@click.argument("other", required=False, type=PATH_ARGUMENT)
 def similarity(features, other, **options):
     """Linear CKA between every pair of layers of FEATURES, or of FEATURES and OTHER (the same rows)."""
     use_agg()
@@ -74,7 +72,7 @@ def similarity(features, other, **options):
 
 
 @main.command(cls=ConfigCommand, config="featx.report:ReportConfig")
-@click.argument("results", required=False, type=click.Path(path_type=Path))
+@click.argument("results", required=False, type=PATH_ARGUMENT)
 def report(results, **options):
     """One self-contained HTML page of a results file (default: the last probing results in this directory).
 

@@ -4,12 +4,11 @@ one study file."""
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import click
 
 from .app import echo, main
-from .generate import ConfigCommand, grouped_option
+from .generate import PATH_ARGUMENT, ConfigCommand, grouped_option
 
 
 @main.group()
@@ -19,7 +18,7 @@ def study():
 
 
 @study.command("run", cls=ConfigCommand, config="featx.study:RunConfig")
-@click.argument("study_file", metavar="STUDY", type=click.Path(path_type=Path))
+@click.argument("study_file", metavar="STUDY", type=PATH_ARGUMENT)
 @grouped_option(
     "Run",
     "--dry-run",
@@ -43,7 +42,7 @@ def study_run(study_file, dry_run, **options):
 
 
 @study.command("status")
-@click.argument("study_file", metavar="STUDY", type=click.Path(path_type=Path))
+@click.argument("study_file", metavar="STUDY", type=PATH_ARGUMENT)
 def study_status(study_file):
     """Each cell of STUDY: done, pending or failed, with when it started and finished, and its error; no corpus
     file is read (a missing one is named, with the extractions not done that study run would need it for)."""
@@ -53,7 +52,7 @@ def study_status(study_file):
 
 
 @study.command("report")
-@click.argument("study_file", metavar="STUDY", type=click.Path(path_type=Path))
+@click.argument("study_file", metavar="STUDY", type=PATH_ARGUMENT)
 @grouped_option("Report", "--no-cells", is_flag=True, help="Do not write (and link) each cell's own report page.")
 def study_report(study_file, no_cells):
     """One offline, interactive page over STUDY's results (OUTPUT/report.html): task x model heatmaps, layer

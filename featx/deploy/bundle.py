@@ -21,7 +21,7 @@ from typing import Any
 
 from .._version import __version__
 from ..errors import InputError
-from ..safe_files import NotARegularFile, check_overwrite, is_bundle_folder
+from ..safe_files import NotARegularFile, check_overwrite, is_bundle_folder, output_hint
 from . import checks
 from .config import overwrite_hint
 from .probe import Probe
@@ -66,7 +66,7 @@ def write_bundle(probe: Probe, target: Path, overwrite: bool = False) -> Path:
 
     target = Path(target)
     if target.is_symlink() or (target.exists() and not target.is_dir()):
-        raise InputError(f"{target} exists and is not a bundle folder", "choose another -o path")
+        raise InputError(f"{target} exists and is not a bundle folder", output_hint("choose another -o path"))
     if target.exists() and not overwrite:
         raise InputError(f"{target} already exists", overwrite_hint())
     check_overwrite(target, "probe bundle", is_bundle_folder)

@@ -20,6 +20,7 @@ from ..probing import (
     check_seed,
     group_option,
 )
+from ..safe_files import output_hint
 
 HEADS = ("logreg", "svm", "mlp", "ridge")
 CLASS_METRICS = ("accuracy", "macro_f1", "balanced_accuracy")
@@ -54,9 +55,7 @@ def _check_output(config: FitConfig) -> None:
 def overwrite_hint() -> str:
     """How to replace an existing bundle or write another: ``--overwrite``, ``-o`` on the command line,
     ``overwrite=True``, ``output`` from Python."""
-    if on_command_line():
-        return "pass --overwrite to replace it, or choose another -o path"
-    return "pass overwrite=True to replace it, or choose another output path"
+    return output_hint("pass --overwrite to replace it, or choose another -o path")
 
 
 @dataclass(frozen=True)

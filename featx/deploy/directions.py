@@ -15,7 +15,8 @@ import numpy as np
 
 from ..checks import path_like
 from ..errors import InputError
-from ..options import Check, Options, option
+from ..options import Check, Options, keywords_of, on_command_line, option, spoken_value
+from ..safe_files import output_hint
 
 
 def directions_arrays(bundle) -> tuple[dict[str, np.ndarray], dict[str, str]]:
@@ -51,11 +52,18 @@ def directions_arrays(bundle) -> tuple[dict[str, np.ndarray], dict[str, str]]:
 def _check_output(config: DirectionsConfig) -> None:
     output = Path(config.output) if config.output is not None else None
     if output is None or output.suffix != ".safetensors":
-        raise InputError(f"-o {output} should end in .safetensors", "name the file, e.g. -o dirs.safetensors")
+        if on_command_line():
+            raise InputError(f"-o {output} should end in .safetensors", "name the file, e.g. -o dirs.safetensors")
+        given = spoken_value(config, "output", None if output is None else str(output))
+        raise InputError(f"{given} should end in .safetensors", "name the file, e.g. output='dirs.safetensors'")
     if output.exists() and not config.overwrite:
-        raise InputError(f"{output} exists", "pass --overwrite to replace it, or choose another path with -o")
+        raise InputError(
+            f"{output} exists", output_hint("pass --overwrite to replace it, or choose another path with -o")
+        )
     if not output.parent.is_dir():
-        raise InputError(f"directory {output.parent} does not exist", "create it first, or choose another -o")
+        raise InputError(
+            f"directory {output.parent} does not exist", output_hint("create it first, or choose another -o")
+        )
 
 
 @dataclass(frozen=True)
@@ -74,6 +82,7 @@ class DirectionsConfig(Options):
     )
 
 
+@keywords_of(DirectionsConfig)  # from Python, a message names the keyword given (output='x'), the CLI the flag
 def export_directions(config: DirectionsConfig | str | Path, **options) -> Path:
     """Write a bundle's per-layer directions (``directions_arrays``) to a safetensors file; returns its path."""
     from safetensors.numpy import save

@@ -21,7 +21,7 @@ from ..io import (
     refuse_other_formats,
     unwrap_gzip,
 )
-from ..options import Check, Options, option, spoken_value
+from ..options import Check, Options, keywords_of, option, spoken_value
 from ..store import FeatureFile
 from .evaluation import usable_split
 from .shared_options import check_join, join_option
@@ -239,6 +239,7 @@ def split_note(plan, split: np.ndarray, kept: np.ndarray) -> str | None:
     return "split: " + "; ".join(parts)
 
 
+@keywords_of(LabelsAddConfig)  # from Python, a message names the keyword given (features=''), the CLI the flag
 def add_labels(config: LabelsAddConfig | str | Path, label_file: str | Path | None = None, **options: Any) -> str:
     """``featx labels add``: store the label columns of ``label_file`` in the features file for good
     (atomically); returns the line to show. ``config`` is a ``LabelsAddConfig``, or the features file's path

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TextIO
 
 from ..errors import StoreError
-from ..safe_files import write_failure
+from ..safe_files import output_hint, write_failure
 
 
 class OutputLock:
@@ -33,7 +33,7 @@ class OutputLock:
         if self.path.is_symlink():
             raise StoreError(
                 f"the lock file {self.path} is a symbolic link; featx refuses to write through it",
-                "remove the link (someone may have planted it), or choose another output with -o",
+                output_hint("remove the link (someone may have planted it), or choose another output with -o"),
             )
         try:
             descriptor = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644)
@@ -41,16 +41,17 @@ class OutputLock:
             if err.errno == errno.ELOOP:
                 raise StoreError(
                     f"the lock file {self.path} is a symbolic link; featx refuses to write through it",
-                    "remove the link, or choose another output with -o",
+                    output_hint("remove the link, or choose another output with -o"),
                 ) from None
             raise StoreError(
                 f"cannot create the lock file {self.path} ({err.strerror or err})",
-                "choose a writable output location with -o",
+                output_hint("choose a writable output location with -o"),
             ) from None
         if not stat.S_ISREG(os.fstat(descriptor).st_mode):
             os.close(descriptor)
             raise StoreError(
-                f"the lock file {self.path} is not a regular file", "remove it, or choose another output with -o"
+                f"the lock file {self.path} is not a regular file",
+                output_hint("remove it, or choose another output with -o"),
             )
         return os.fdopen(descriptor, "r+")
 
@@ -67,7 +68,7 @@ class OutputLock:
                     if holder.startswith("pid "):  # written by a featx that named no command
                         holder = f"featx extract ({holder})"
                     raise StoreError(
-                        f"another {holder} is writing {self.path.name[:-5]} right now", self.hint
+                        f"another {holder} is writing {self.path.name[:-5]} right now", output_hint(self.hint)
                     ) from None
                 # The holder unlinks the file when done: a lock taken on an unlinked file locks nothing.
                 try:
@@ -82,7 +83,9 @@ class OutputLock:
                 handle.write(f"{self.command} (pid {os.getpid()})")
                 handle.flush()
             except OSError as err:  # a full disk: the holder's name cannot be written
-                raise write_failure(err, self.path, "free disk space, then run the same command again") from None
+                raise write_failure(
+                    err, self.path, output_hint("free disk space, then run the same command again")
+                ) from None
         except BaseException:  # Ctrl-C or SIGTERM while taking the lock: release (and remove) what was taken
             if self.handle is not None and not self.handle.closed:
                 self._remove_if_ours(self.handle)

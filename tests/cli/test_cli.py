@@ -143,3 +143,48 @@ def test_a_bare_group_still_shows_its_help():
     result = CliRunner().invoke(main, ["study"], prog_name="featx")
     assert result.exit_code == 2 and "Usage: featx study [OPTIONS] COMMAND" in result.output
     assert "featx: error" not in result.output
+
+
+def _path_arguments(group=main, path=()):
+    """Each command's path arguments: (the command line up to it, with a path for each argument before it, the
+    argument)."""
+    import click
+
+    for name, command in sorted(group.commands.items()):
+        if isinstance(command, click.Group):
+            yield from _path_arguments(command, (*path, name))
+            continue
+        arguments = [param for param in command.params if isinstance(param, click.Argument)]
+        for index, argument in enumerate(arguments):
+            yield pytest.param(
+                [*path, name, *["given.h5"] * index], argument, id=" ".join((*path, name, argument.name))
+            )
+
+
+PATH_ARGUMENTS = list(_path_arguments())
+MORE = [  # featx labels FEATURES (featx labels list FEATURES), and featx extract's second corpus
+    pytest.param(["labels"], main.commands["labels"].commands["list"].params[0], id="labels FEATURES"),
+    pytest.param(["extract", "given.csv"], main.commands["extract"].params[0], id="extract CORPUS CORPUS"),
+]
+
+
+@pytest.mark.parametrize("args, argument", [*PATH_ARGUMENTS, *MORE])
+def test_an_empty_path_argument_is_refused_by_its_name(args, argument):
+    """``featx fit ""``, ``featx predict BUNDLE ""``...: an empty argument, which click would read as '.', the
+    current folder, is refused as it is read, naming the argument and what it should be (every command's path
+    arguments are ``featx.cli.generate.ArgumentPath``, with the words of ``featx.options.ARGUMENTS``)."""
+    from featx.options import ARGUMENTS
+
+    metavar = argument.human_readable_name
+    name = next(word for word in (argument.name, metavar.lower()) if word in ARGUMENTS)
+    result = CliRunner().invoke(main, [*args, ""], prog_name="featx")
+    assert result.exit_code == 2, result.output
+    assert result.stderr == (
+        f"featx: error: {metavar} is empty: give {ARGUMENTS[name]}\n"
+        "  hint: an empty path would read as '.', the current folder\n"
+    )
+
+
+def test_every_command_is_walked_for_its_path_arguments():
+    commands = {case.id.rsplit(" ", 1)[0] for case in PATH_ARGUMENTS}  # "predict bundle": "predict"
+    assert {"fit", "predict", "merge", "probe", "extract", "study run", "labels add", "directions"} <= commands

@@ -54,3 +54,40 @@ def test_the_cli_writes_and_refuses(cat_bundle, tmp_path):
     assert again.exit_code == 2 and "exists" in again.output and "hint:" in again.output
     with pytest.raises(InputError, match="should end in .safetensors"):
         DirectionsConfig(bundle=cat_bundle, output=tmp_path / "d.npz")
+
+
+@pytest.mark.parametrize(
+    ("python", "message", "hint"),
+    [
+        (False, "-o d.txt should end in .safetensors", "name the file, e.g. -o dirs.safetensors"),
+        (True, "output='d.txt' should end in .safetensors", "name the file, e.g. output='dirs.safetensors'"),
+    ],
+)
+def test_a_directions_output_is_named_as_its_caller_does(tmp_path, python, message, hint):
+    """The output's suffix and an existing output: ``-o``/``--overwrite`` on the command line, the keywords from
+    Python."""
+    from featx.options import command_line, keywords_of
+
+    (tmp_path / "d.safetensors").write_bytes(b"")
+    with keywords_of(DirectionsConfig) if python else command_line():
+        with pytest.raises(InputError) as raised:
+            DirectionsConfig("b.featx", output="d.txt")
+        assert (raised.value.message, raised.value.hint) == (message, hint)
+        with pytest.raises(InputError) as raised:
+            DirectionsConfig("b.featx", output=tmp_path / "d.safetensors")
+    assert raised.value.hint == (
+        "pass overwrite=True to replace it, or choose another output path"
+        if python
+        else "pass --overwrite to replace it, or choose another path with -o"
+    )
+
+
+@pytest.mark.parametrize(("python", "hint"), [(False, "choose another -o path"), (True, "choose another output path")])
+def test_a_bundle_target_that_is_a_file_is_named_as_its_caller_does(tmp_path, python, hint):
+    from featx.deploy.bundle import write_bundle
+    from featx.options import command_line, keywords_of
+
+    (tmp_path / "file").write_text("not a bundle")
+    with pytest.raises(InputError) as raised, keywords_of(DirectionsConfig) if python else command_line():
+        write_bundle(None, tmp_path / "file")  # refused before the probe is read
+    assert raised.value.hint == hint

@@ -370,3 +370,22 @@ def test_a_derived_file_that_cannot_be_written_names_the_output_as_its_caller_do
         write_derived(tmp_path / "source.h5", output, {"mean": {0: np.zeros((2, 3), np.float32)}}, {"kind": "erasure"})
     assert raised.value.message == f"cannot write {output}: No such file or directory" and raised.value.hint == hint
     assert not output.parent.exists()
+
+
+@pytest.mark.parametrize(
+    ("python", "hint"),
+    [
+        (False, "remove the link (someone may have planted it), or choose another output with -o"),
+        (True, "remove the link (someone may have planted it), or choose another output path"),
+    ],
+)
+def test_a_planted_lock_link_is_named_as_its_caller_does(tmp_path, python, hint):
+    from featx.options import command_line, keywords_of
+    from featx.store import OutputLock
+
+    output = tmp_path / "out.h5"
+    (tmp_path / "out.h5.lock").symlink_to(tmp_path / "elsewhere")
+    caller = keywords_of(ExtractConfig) if python else command_line()
+    with pytest.raises(StoreError) as raised, caller, OutputLock(output):
+        pass
+    assert raised.value.hint == hint

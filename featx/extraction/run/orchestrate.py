@@ -17,7 +17,7 @@ from ... import store
 from ...errors import FeatxError, InputError, Interrupted, ModelError, StoreError, signal_of
 from ...io import rereadable, source_name
 from ...options import Placeholder, on_command_line, spoken, spoken_value
-from ...safe_files import check_overwrite, is_hdf5_file, loads_json
+from ...safe_files import check_overwrite, is_hdf5_file, loads_json, output_hint
 from ...state import remember
 from ...store import FeatureFile, FeatureWriter, OutputLock, partial_path, resumable, shard_rows_match
 from ..checks import output_path
@@ -279,7 +279,7 @@ def fingerprint_difference(recorded, wanted: str) -> str:
 
 def _existing_hint(output: Path) -> str:
     """The way out for an existing output: --overwrite only where it would replace it (``check_overwrite``)."""
-    return REPLACEABLE_HINT if not output.is_symlink() and is_hdf5_file(output) else NOT_REPLACEABLE_HINT
+    return output_hint(REPLACEABLE_HINT if not output.is_symlink() and is_hdf5_file(output) else NOT_REPLACEABLE_HINT)
 
 
 def refuse_unusable_output(output: Path) -> None:
@@ -290,7 +290,7 @@ def refuse_unusable_output(output: Path) -> None:
     what = "it is a folder" if output.is_dir() else f"{output} is not an HDF5 file"
     if not output.is_dir() and not output.is_file():
         what = f"{output} is not a regular file"
-    raise StoreError(f"{output} already exists and cannot be used: {what}", NOT_REPLACEABLE_HINT)
+    raise StoreError(f"{output} already exists and cannot be used: {what}", output_hint(NOT_REPLACEABLE_HINT))
 
 
 def check_existing(output: Path, fingerprint: str) -> None:

@@ -19,7 +19,7 @@ import numpy as np
 from ... import store
 from ...checks import path_like
 from ...errors import IncompleteError, InputError, Interrupted, StoreError, signal_of
-from ...options import Check, Options, on_command_line, option
+from ...options import Check, Options, keywords_of, on_command_line, option
 from ...safe_files import check_overwrite, is_hdf5_file
 from ...state import remember
 from ...store import (
@@ -185,6 +185,7 @@ def _manifest(output: Path, overwrite: bool) -> dict | None:
     return read_manifest(output)
 
 
+@keywords_of(MergeConfig)  # from Python, a message names the keyword given (output=''), the CLI the flag
 def merge(config: MergeConfig | str | Path, **options: Any) -> MergeSummary:
     """Check the shards of ``output`` against their manifest and write ``output`` in corpus order
     (``merge("OUT.h5", keep_shards=True)``, or a ``MergeConfig``)."""
@@ -196,11 +197,8 @@ def merge(config: MergeConfig | str | Path, **options: Any) -> MergeSummary:
         raise InputError(f"{output} should end in .h5", "give the output of the sharded extraction, e.g. OUT.h5")
     manifest = _manifest(output, overwrite)
     if manifest is None:
-        hint = (
-            f"{output} exists already (merged before?)"
-            if output.exists()
-            else "run featx extract with --shards N --shard-index I (or under torchrun) first"
-        )
+        hint = f"{output} exists already (merged before?)" if output.exists() else None
+        hint = hint or "run featx extract with --shards N --shard-index I (or under torchrun) first"
         raise StoreError(f"no shards to merge: {manifest_path(output)} does not exist", hint)
     count = int(manifest["shard_count"])
     with OutputLock(output):

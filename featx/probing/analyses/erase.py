@@ -231,7 +231,9 @@ def _plan_jobs(config: EraseConfig, notes: list[str]) -> tuple[list[_Job], dict]
     with open_complete(config.features) as features:
         refuse_separate_pairs(features, "erase")
         main = load_task(features, config.label, config.folds, config.seed, config.group, notes)
-        specs = parse_layer_specs(config.layers, features.layers, allow_combined=False, config=config)
+        specs = parse_layer_specs(
+            config.layers, features.layers, False, config=config, single_only="erase works on one layer at a time"
+        )
         poolings = parse_poolings(config.poolings, features.poolings)
         others = _other_tasks(features, main, config, notes)
         codes = np.full(features.n_rows, -1, dtype=np.int64)

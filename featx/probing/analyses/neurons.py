@@ -242,7 +242,13 @@ def neurons(config: NeuronConfig | str | Path, **options) -> NeuronResult:
         refuse_separate_pairs(features, "neurons")
         _check_outputs(config, features)
         task = load_task(features, config.label, config.folds, config.seed, config.group, notes)
-        specs = parse_layer_specs(str(config.layers), features.layers, allow_combined=False, config=config)
+        specs = parse_layer_specs(
+            str(config.layers),
+            features.layers,
+            False,
+            config=config,
+            single_only="neurons ranks one layer's units at a time",
+        )
         if config.pooling not in features.poolings:
             raise InputError(
                 f"pooling '{config.pooling}' is not stored in {features.path}; stored: {', '.join(features.poolings)}"

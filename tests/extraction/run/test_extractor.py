@@ -383,3 +383,21 @@ def test_an_output_folder_that_cannot_take_the_file_is_named_as_its_caller_does(
     assert raised.value.hint == python
     result = CliRunner().invoke(main, ["extract", str(corpus_csv), "--model", str(tiny_model), "-o", str(output)])
     assert result.exit_code == 2 and result.output.rstrip().endswith(f"hint: {cli}"), result.output
+
+
+@pytest.mark.parametrize(
+    ("python", "hint"),
+    [
+        (False, "choose another output with -o (--overwrite replaces only a features file featx wrote"),
+        (True, "choose another output path (overwrite=True replaces only a features file featx wrote"),
+    ],
+)
+def test_an_output_featx_extract_cannot_use_is_named_as_its_caller_does(tmp_path, python, hint):
+    """A folder where the features file should go: the hint names ``-o`` and ``--overwrite`` on the command line,
+    the ``output`` and ``overwrite`` keywords from Python."""
+    from featx.extraction.run.orchestrate import refuse_unusable_output
+    from featx.options import command_line, keywords_of
+
+    with pytest.raises(StoreError) as raised, keywords_of(ExtractConfig) if python else command_line():
+        refuse_unusable_output(tmp_path)
+    assert raised.value.hint.startswith(hint), raised.value.hint

@@ -196,3 +196,24 @@ def test_a_refusal_names_what_the_caller_gave(tmp_path, function, options, pytho
     command = "probe" if function == "sweep" else function
     result = CliRunner().invoke(main, [command, missing, *args])
     assert result.exit_code == 2 and result.output.startswith(f"featx: error: {cli}"), result.output
+
+
+@pytest.mark.parametrize(
+    ("function", "layers", "what", "why"),
+    [
+        ("erase", "cat(0,1)", "cat(...)", "erase works on one layer at a time"),
+        ("neurons", "stack", "stack", "neurons ranks one layer's units at a time"),
+    ],
+)
+def test_a_combined_layer_is_refused_with_the_reason_of_the_command_refusing_it(
+    tiny_features, function, layers, what, why
+):
+    """erase and neurons take single layers: the refusal of ``cat()`` and ``stack`` says why for each of them
+    (not "extraction stores layers separately"), on the command line and from Python alike."""
+    import featx.probing
+
+    message = f"{what} is a probe option; {why}"
+    with pytest.raises(InputError, match=re.escape(message)):
+        getattr(featx.probing, function)(tiny_features, label="label", layers=layers)
+    result = CliRunner().invoke(main, [function, str(tiny_features), "--label", "label", "--layer", layers])
+    assert result.exit_code == 2 and f"featx: error: {message}" in result.output, result.output
