@@ -86,7 +86,6 @@ class StudyConfig:
     address: str | None = None  # the Ray engine's cluster (HOST:PORT, "auto"); None: a local cluster
     extract: Options = ()
     probe: Options = ()
-    digests: dict[Any, str] = field(default_factory=dict, init=False, compare=False, repr=False)  # corpus_sha256's
 
     def __post_init__(self) -> None:
         if self.jobs < 1:

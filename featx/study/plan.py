@@ -18,7 +18,6 @@ from typing import Any
 
 from .cells import EXTRACT, PROBE, Task, fingerprint
 from .config import CorpusSpec, ModelSpec, StudyConfig, study_config
-from .repeats import corpus_sha256
 
 EXTRACT_FUNCTION = "featx.study.tasks:extract_cell"
 PROBE_FUNCTION = "featx.study.tasks:probe_cell"
@@ -141,7 +140,7 @@ def gone_corpus(output: Path, key: str, features: Path) -> str:
 
 def _extraction(config: StudyConfig, model: ModelSpec, corpus: CorpusSpec, contents: dict[str, str]) -> ExtractionCell:
     """One extraction cell; its fingerprint holds its options and what it reads by content (the corpus's bytes,
-    read once per plan with the repeats check's: ``corpus_sha256``; the model folder's files), so that an edited
+    read once per plan, the repeats check's reads included: ``make_plan``; the model folder's files), so that an edited
     corpus or a changed model is pending, with every probe of it. A corpus file gone counts as the bytes the cell's
     features file, or its failed run, recorded (``gone_corpus``)."""
     extract = config.extract_config(model, corpus)
@@ -149,7 +148,7 @@ def _extraction(config: StudyConfig, model: ModelSpec, corpus: CorpusSpec, conte
     args = {"options": config_args(extract)}
     features = Path(str(extract.output))
     key = f"{EXTRACT}/{model.name}/{corpus.name}"
-    read = corpus_sha256(config, corpus.path) if corpus.path.is_file() else gone_corpus(config.output, key, features)
+    read = _read(str(corpus.path), contents) if corpus.path.is_file() else gone_corpus(config.output, key, features)
     inputs = (read, _read(str(extract.model), contents))
     task = Task(
         key,
@@ -186,12 +185,16 @@ def _probe(config: StudyConfig, extraction: ExtractionCell, label: str, lexical:
 
 def make_plan(study: Any, **overrides: Any) -> StudyPlan:
     """The plan of a study (a path, a dict or a ``StudyConfig``): every extraction, then every probe, in the
-    file's order (model by model, corpus by corpus, label by label)."""
-    config = study_config(study, **overrides)
-    contents: dict[str, str] = {}
-    extractions = tuple(
-        _extraction(config, model, corpus, contents) for model in config.models for corpus in config.corpora
-    )
+    file's order (model by model, corpus by corpus, label by label). Each corpus file is hashed once
+    (``remembered_digests``): the repeats check of a config made here and the extractions' fingerprints."""
+    from ..extraction import remembered_digests
+
+    with remembered_digests():
+        config = study_config(study, **overrides)
+        contents: dict[str, str] = {}
+        extractions = tuple(
+            _extraction(config, model, corpus, contents) for model in config.models for corpus in config.corpora
+        )
     lexical: dict[tuple[str, str], str] = {}
     probes = []
     for extraction in extractions:

@@ -10,8 +10,8 @@ the packaged default model's own hub id is another request (as its features file
 ``[[corpora]]`` entries are the same corpus when every model extracts the same bytes with the same effective
 options, and its probes keep the same groups: the same file (its real path, links followed, or a hard link to
 it) or a file of the same format (its suffix) holding the same bytes (their sha256, as the plan fingerprints a
-corpus; read only for two files of the same size and otherwise the same request, once: ``corpus_sha256``, whose
-digests the plan takes). Their labels may differ (both
+corpus; read only for two files of the same size and otherwise the same request, through ``file_sha256``, which
+``make_plan`` runs inside ``remembered_digests``: the plan takes the same digests). Their labels may differ (both
 are extracted twice; give the labels in one entry), and the same file grouped otherwise is another set of
 probes. An option that changes the features (``max_length``, ``dtype``, ``layers``, ``pooling``...) makes
 another model or corpus.
@@ -61,18 +61,7 @@ def _format(path: Path) -> str:
     return Path(path.stem).suffix.lower() + suffix if suffix == ".gz" else suffix
 
 
-def corpus_sha256(config: StudyConfig, path: Path) -> str:
-    """The sha256 of a corpus file, read once per study config: the repeats check and the plan's fingerprints (made
-    from a config of their own, ``make_plan``) share it, remembered in ``config.digests`` by the file's real path,
-    size and ``mtime_ns`` (an edited file is read again)."""
-    info = path.stat()
-    key = (str(path.resolve()), info.st_size, info.st_mtime_ns)
-    if key not in config.digests:
-        config.digests[key] = file_sha256(path)
-    return config.digests[key]
-
-
-def _same_bytes(config: StudyConfig, first: Path, second: Path) -> str | None:
+def _same_bytes(first: Path, second: Path) -> str | None:
     """How two corpus paths (resolved) read the same bytes: "" the same path, "the same file" (a hard link),
     "the same bytes" (a copy of the same format); None when they do not (or a file is missing)."""
     if first == second:
@@ -82,7 +71,7 @@ def _same_bytes(config: StudyConfig, first: Path, second: Path) -> str | None:
             return "the same file"
         if _format(first) != _format(second) or first.stat().st_size != second.stat().st_size:
             return None
-        return "the same bytes" if corpus_sha256(config, first) == corpus_sha256(config, second) else None
+        return "the same bytes" if file_sha256(first) == file_sha256(second) else None
     except OSError:
         return None
 
@@ -128,7 +117,7 @@ def _check_corpora(config: StudyConfig) -> None:
     for corpus in config.corpora:
         key = (corpus.group, *(_request(config, model, corpus, with_corpus=False) for model in config.models))
         for found in (found for other, found in earlier if other == key):
-            how = _same_bytes(config, found.path, corpus.path)
+            how = _same_bytes(found.path, corpus.path)
             if how is None:
                 continue
             ours, theirs = where(("corpora", corpus.entry)), where(("corpora", found.entry))
