@@ -38,11 +38,10 @@ WRITE_REASONS = {
 
 
 def write_hint(again: bool = True) -> str:
-    """How to get past a failed write, as the caller names the output: ``-o`` on the command line, a writable output
-    path from Python (``again``: ending with running it again)."""
-    cli = on_command_line()
-    hint = "free disk space or choose a writable " + ("place with -o" if cli else "output path")
-    return hint + (f", then {'run the same command' if cli else 'make the same call'} again" if again else "")
+    """How to get past a failed write, as the caller names the output (``output_hint``): ``-o`` on the command line,
+    a writable output path from Python (``again``: ending with running it again)."""
+    hint = "free disk space or choose a writable place with -o"
+    return output_hint(hint + ", then run the same command again" if again else hint)
 
 
 # What a hint written for the command line says of the output, and how a Python caller reads it.
@@ -53,6 +52,8 @@ _PYTHON_WORDS = (
     ("another -o", "another output path"),
     ("output location with -o", "output path"),
     ("a new file or folder with -o", "a new file or folder as output"),
+    ("a new path with -o", "a new output path"),
+    ("a writable place with -o", "a writable output path"),
     ("--overwrite", "overwrite=True"),
     ("run the same command again", "make the same call again"),
 )
@@ -61,7 +62,7 @@ _PYTHON_WORDS = (
 def output_hint(hint: str) -> str:
     """``hint``, written for the command line (``choose another output with -o``, ``pass --overwrite``, ``run the
     same command again``), as its caller reads it: unchanged on the command line; from Python naming ``output``,
-    ``overwrite=True`` and making the same call again (``write_hint`` phrases a failed write alike)."""
+    ``overwrite=True`` and making the same call again."""
     if on_command_line():
         return hint
     for cli, python in _PYTHON_WORDS:
@@ -225,13 +226,6 @@ BUNDLE_FILES = ("manifest.json", "weights.safetensors")
 OVERWRITE_HINT = "--overwrite replaces only what featx itself wrote: choose a new path with -o"
 
 
-def _overwrite_hint() -> str:
-    """``OVERWRITE_HINT`` as the caller names the options: flags, or Python keywords."""
-    if on_command_line():
-        return OVERWRITE_HINT
-    return "overwrite=True replaces only what featx itself wrote: choose a new output path"
-
-
 def refuse_unsafe_target(path: str | os.PathLike) -> None:
     """Refuse an output path that no command may write or replace: empty, a filesystem root, the current
     folder or a folder above it."""
@@ -277,11 +271,11 @@ def check_overwrite(path: str | os.PathLike, what: str, own: Callable[[Path], bo
     if not os.path.lexists(path):
         return
     if path.is_symlink():
-        raise InputError(f"{path} is a symbolic link, not a {what} featx wrote", _overwrite_hint())
+        raise InputError(f"{path} is a symbolic link, not a {what} featx wrote", output_hint(OVERWRITE_HINT))
     if not own(path):
         kind = "a folder" if path.is_dir() else "a file" if path.is_file() else "not a regular file"
         refused = f"{path} exists and is {kind} that is not a {what} featx wrote: not replaced"
-        raise InputError(refused, _overwrite_hint())
+        raise InputError(refused, output_hint(OVERWRITE_HINT))
 
 
 def is_bundle_folder(path: Path) -> bool:

@@ -9,7 +9,7 @@ from typing import ClassVar
 
 from ..checks import number, numbers, one_of, path_like, spelled, text, whole
 from ..errors import InputError
-from ..options import Check, Options, on_command_line, option, spoken_value
+from ..options import Check, Options, option, spoken_value
 from ..probing import (
     DEFAULT_ALPHAS,
     DEFAULT_CS,
@@ -41,15 +41,6 @@ def _check_metric(config: FitConfig) -> None:
             f"classification: {', '.join(CLASS_METRICS)}; regression: {', '.join(VALUE_METRICS)}",
         )
     object.__setattr__(config, "metric", spelled)
-
-
-def _check_output(config: FitConfig) -> None:
-    if config.output is not None and not str(config.output).strip():
-        if on_command_line():
-            raise InputError("-o/--output is empty", "name the bundle folder, e.g. -o model.featx")
-        raise InputError(
-            "output is empty", f"name the bundle folder, e.g. {spoken_value(config, 'output', 'model.featx')}"
-        )
 
 
 def overwrite_hint() -> str:
@@ -144,7 +135,6 @@ class FitConfig(Options):
         numbers("alphas", "--alphas"),
         check_bootstrap,
         _check_metric,
-        _check_output,
     )
 
 
