@@ -112,12 +112,15 @@ def _sentences_of(offsets: np.ndarray, pairs: np.ndarray) -> np.ndarray:
     return np.unique(np.searchsorted(offsets, pairs[:, 1], side="right") - 1)
 
 
-def _standardised(torch, states, offsets, gold, fitting: np.ndarray, *others: np.ndarray) -> list[Sentences]:
-    """``Sentences`` of ``fitting`` and of each of ``others``, the vectors standardised on ``fitting``'s words."""
+def _standardised(
+    torch, states, offsets, gold, fitting: np.ndarray, *others: np.ndarray
+) -> tuple[list, tuple[np.ndarray, np.ndarray]]:
+    """``Sentences`` of ``fitting`` and of each of ``others``, the vectors standardised on ``fitting``'s words, and
+    that standardisation (``standardiser``'s mean and scale)."""
     words = np.concatenate([np.arange(offsets[s], offsets[s + 1]) for s in fitting])
     mean, scale = standardiser(states, words)
     X = ((states - mean) / scale).astype(np.float32)
-    return [Sentences(torch, X, offsets, gold, part) for part in (fitting, *others)]
+    return [Sentences(torch, X, offsets, gold, part) for part in (fitting, *others)], (mean, scale)
 
 
 def score_head_candidate(path, spec: LayerSpec, pooling: str, pairs, splits, cs) -> list[list[float]]:
@@ -132,7 +135,7 @@ def score_head_candidate(path, spec: LayerSpec, pooling: str, pairs, splits, cs)
         states, offsets, gold = _stored(path, spec, pooling)
         scores = []
         for fit_rows, val_rows in splits:
-            fitting, held = _standardised(
+            (fitting, held), _ = _standardised(
                 torch,
                 states,
                 offsets,
@@ -183,12 +186,12 @@ def final_selector(plan, best: Candidate):
 
     with threadpool_limits(limits=JOB_THREADS), torch_threads(JOB_THREADS, True):
         states, offsets, gold = _stored(plan.path, best.spec, best.pooling)
-        training = _sentences_of(offsets, plan.rows[plan.train])
-        words = np.concatenate([np.arange(offsets[s], offsets[s + 1]) for s in training])
-        (fitting,) = _standardised(torch, states, offsets, gold, training)
+        (fitting,), standardisation = _standardised(
+            torch, states, offsets, gold, _sentences_of(offsets, plan.rows[plan.train])
+        )
         cs = [c for c in fit_options(plan)["cs"] if float(c) <= best.C]
         params = fit_path(fitting, cs)[-1][1]
-    return to_head(params, *standardiser(states, words), best.C)
+    return to_head(params, *standardisation, best.C)
 
 
 # -- baselines, fitted on the training words only -------------------------------------------------------------
