@@ -174,7 +174,7 @@ def refuse_empty_paths(config: Any) -> None:
             raise empty_argument(item.name, blank[0])
     for item, spec in flagged(type(config)):
         value = getattr(config, item.name)
-        if isinstance(value, str) and not value.strip() and (spec.kind == "path" or "Path" in str(item.type)):
+        if _blank(value) and (spec.kind == "path" or "Path" in str(item.type)):
             named = "/".join(spec.flags) if on_command_line() else f"{item.name}={value!r}"
             hint = f"give {spoken(config, item.name)} a path, or leave it out for its default, if it has one"
             raise InputError(f"{named} is empty: give a file path (empty reads as '.', the current folder)", hint)
