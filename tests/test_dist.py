@@ -51,11 +51,11 @@ def _version() -> str:
     return namespace["__version__"]
 
 
-def _run(command: list[str], cwd: Path, timeout: float = 300) -> str:
+def _run(command: list[str], cwd: Path, timeout: float = 300, extra: dict[str, str] | None = None) -> str:
     """Run outside the checkout: no PYTHONPATH, so only what was installed can be imported. The clean venv is
     installed without byte-compiling; its first process writes the .pyc files the next ones read."""
     hidden = {"PYTHONPATH", "VIRTUAL_ENV", "PYTHONDONTWRITEBYTECODE"}
-    env = {name: value for name, value in os.environ.items() if name not in hidden}
+    env = {name: value for name, value in os.environ.items() if name not in hidden} | (extra or {})
     process = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
     assert process.returncode == 0, f"{' '.join(command)}\n{process.stdout[-3000:]}\n{process.stderr[-3000:]}"
     return process.stdout
@@ -84,8 +84,21 @@ def dist(tmp_path_factory) -> dict[str, Path]:
     """``python -m build`` (what ``make dist`` runs) on a copy of the checkout: the sdist, then its wheel."""
     source = _source_copy(tmp_path_factory.mktemp("source"))
     out = tmp_path_factory.mktemp("dist")
-    _run([sys.executable, "-m", "build", "--quiet", "--outdir", str(out), str(source)], cwd=out)
+    installer, variables = _installer()
+    _run(
+        [sys.executable, "-m", "build", *installer, "--quiet", "--outdir", str(out), str(source)], out, extra=variables
+    )
     return {"sdist": out / f"featx-{_version()}.tar.gz", "wheel": out / f"featx-{_version()}-py3-none-any.whl"}
+
+
+def _installer() -> tuple[list[str], dict[str, str]]:
+    """``make dist``'s choice: build's isolated environments filled by uv where make installed it beside this
+    Python, with pip's sources as the UV_* variables ``scripts/uv_options.py --env`` prints, else by pip."""
+    if not (Path(sys.executable).parent / "uv").exists():
+        return [], {}
+    printed = _run([sys.executable, str(REPO / "scripts" / "uv_options.py"), "--env"], cwd=REPO)
+    variables = dict(line.partition("=")[::2] for line in printed.splitlines())
+    return ["--installer", "uv"], {name: shlex.split(value)[0] for name, value in variables.items()}
 
 
 # torch's CPU wheel unpacks to about 1.7 GB; pip needs room for the wheel beside it.
