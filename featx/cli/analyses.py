@@ -29,8 +29,10 @@ def neurons(features, **options):
 
     A logreg probe is retrained on only the top, bottom or random 1%, 5%, 10%, 20% of the neurons, the
     rankings refitted on each training part; the random baseline is the mean of --draws random draws per part
-    (10 by default), and each top k is tested against the random k on the same test rows (paired test, Holm;
-    ! marks p < 0.05).
+    (10 by default), and each top k is tested against the random k on the same test rows. The p is how often a
+    difference this large would arise were the top k no better than random: on a split the exact sign-flip
+    test (every sign pattern counted, so no resolution floor), over folds the corrected resampled t-test;
+    Holm over the layer's top-k tests, ! marks p < 0.05. --n-bootstrap sets the intervals' resamples only.
     """
     from ..probing import neurons as run_neurons
     from ..report import format_neurons, save_neurons_figure

@@ -80,6 +80,7 @@ _HOMES = {
     "with_text_field": "inputs.templates",
     "chat_template_of": "inputs.templates",
     "DEFAULT_MODEL": "model.files",
+    "DEFAULT_HUB_IDS": "model.files",
     "local_model_folder": "model.files",
     "weight_files": "model.files",
     "model_folder": "model.loading",

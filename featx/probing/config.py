@@ -152,8 +152,12 @@ def _check_curve_layers(config: ProbeConfig) -> None:
 # the test rows at once, so it is bounded (10**5 keeps a 10,000-row test part under a few GB).
 MAX_BOOTSTRAP = 100_000
 check_seed = whole("seed", "--seed", minimum=0, maximum=MAX_SEED, hint=_at_least(0, "--seed"))
-check_bootstrap = whole(
-    "n_bootstrap", "n_bootstrap", minimum=1, maximum=MAX_BOOTSTRAP, hint=_at_least(1, "n_bootstrap")
+check_bootstrap = whole(  # a flag where a command has one (featx neurons --n-bootstrap), else the keyword
+    "n_bootstrap",
+    "n_bootstrap",
+    minimum=1,
+    maximum=MAX_BOOTSTRAP,
+    hint=lambda config: _at_least(1, spoken(config, "n_bootstrap")),
 )
 
 

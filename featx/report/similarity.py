@@ -4,7 +4,9 @@ features files of the same rows (two models, a model and its random-init baselin
 Linear CKA (Kornblith et al. 2019) of column-centred X (n × p) and Y (n × q):
 ``||Xᵀ Y||²_F / (||Xᵀ X||_F · ||Yᵀ Y||_F)``; 1 = the same representation up to rotation and scale.
 Only p × q cross-products are formed (never the n × n Gram matrices), and layers are read one at a
-time through ``featx.open(...).features``: at most two layers are in memory when the file is large.
+time through ``featx.open(...).features``: at most two layers are in memory when the file is large. Every layer
+compared is checked for inf and NaN first (``FeatureFile.require_finite``, as the commands that fit do), so a bad
+layer is refused before any product, with the error its read would raise.
 """
 
 from __future__ import annotations
@@ -183,7 +185,7 @@ def write_similarity(
 
 
 def _similarity(features, other, pooling: str, site: str) -> Similarity:
-    from ..store import open_features
+    from ..store import FeatureRead, open_features
 
     a = open_features(features)
     b = open_features(other) if other is not None else a
@@ -192,6 +194,8 @@ def _similarity(features, other, pooling: str, site: str) -> Similarity:
             _check_same_rows(a, b)
         if a.n_rows < 3:
             raise InputError(f"{a.path} has {a.n_rows} rows; CKA needs at least 3")
+        for opened in (a, b) if b is not a else (a,):  # inf or NaN in any layer: refused before the first product
+            opened.require_finite(FeatureRead("pooled", layer, pooling, site) for layer in opened.site_layers(site))
         left, right = _Layers(a, pooling, site), (_Layers(b, pooling, site) if b is not a else None)
         matrix = _cka_matrix(left, right)
         name_a, name_b = _name(a), _name(b)

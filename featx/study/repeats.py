@@ -5,8 +5,9 @@ Two ``[[models]]`` entries are the same model when every extraction of theirs is
 same model as it will be loaded (a folder by its real path, links followed; ``default`` is the packaged model's
 folder, so its path given as a folder is the same model), the same weights (``random_init`` and seed) and the
 same effective options (``[extract]``, the corpus's, then the model's own; an option given as ``[extract]``
-already gives it is no difference). A hub id is its id: featx loads it from the hub's cache, another folder, so
-the packaged default model's own hub id is another request (as its features file records it). Two
+already gives it is no difference). A hub id is its id (featx loads it from the hub's cache, another folder), but
+the packaged default model's own (``DEFAULT_HUB_IDS``: the package is a copy of that hub model) is the packaged
+model: decided offline from the id alone, with nothing read. Two
 ``[[corpora]]`` entries are the same corpus when every model extracts the same bytes with the same effective
 options, and its probes keep the same groups: the same file (its real path, links followed, or a hard link to
 it) or a file of the same format (its suffix) holding the same bytes (their sha256, as the plan fingerprints a
@@ -24,7 +25,7 @@ import os
 from pathlib import Path
 from typing import Any, TypeAlias
 
-from ..extraction import DEFAULT_MODEL, file_sha256, local_model_folder
+from ..extraction import DEFAULT_HUB_IDS, DEFAULT_MODEL, file_sha256, local_model_folder
 from .source import where
 
 # The config's types are ``config.py``'s (``StudyConfig``, ``ModelSpec``, ``CorpusSpec``), which calls this module
@@ -49,10 +50,17 @@ def _request(config: StudyConfig, model: ModelSpec, corpus: CorpusSpec, with_cor
     extract = config.extract_config(model, corpus)
     fields = {item.name: getattr(extract, item.name) for item in dataclasses.fields(extract)}
     fields = {name: value for name, value in fields.items() if name not in NOT_THE_FEATURES}
-    folder = local_model_folder(fields["model"])
-    fields["model"] = str(folder) if folder is not None else fields["model"]
+    fields["model"] = _loaded(fields["model"])
     fields["corpus"] = str(Path(fields["corpus"]).resolve()) if with_corpus else None
     return tuple(sorted((name, repr(value)) for name, value in fields.items()))
+
+
+def _loaded(model: str) -> str:
+    """The model an extraction loads, as the repeats check compares it: a local folder by its real path (``default``
+    the packaged model's), the packaged model's own hub id as the packaged model, another hub id as given."""
+    model = DEFAULT_MODEL if model in DEFAULT_HUB_IDS else model
+    folder = local_model_folder(model)
+    return str(folder) if folder is not None else model
 
 
 def _format(path: Path) -> str:
@@ -97,6 +105,14 @@ def _model_words(model: ModelSpec) -> str:
     return "the packaged default model" if model.model == DEFAULT_MODEL else repr(model.model)
 
 
+def _same_model(model: str, first: str) -> str:
+    """Why two spellings are one model: the packaged model and its hub id, or one folder (named unless given)."""
+    if {model, first} & set(DEFAULT_HUB_IDS):
+        return f"are one model: the packaged default is a copy of the hub's {DEFAULT_HUB_IDS[0]}"
+    folder = str(local_model_folder(model))
+    return "load the same folder" + (f" {folder}" if folder not in (model, first) else "")
+
+
 def _check_models(config: StudyConfig) -> None:
     seen: dict[tuple[Any, ...], ModelSpec] = {}
     for model in config.models:
@@ -104,10 +120,8 @@ def _check_models(config: StudyConfig) -> None:
         first = seen.setdefault(key, model)
         if first is not model:
             what = _model_words(model)
-            if model.model != first.model:  # spelled two ways: name the folder unless one of them is it
-                folder = str(local_model_folder(model.model))
-                what += f" and {_model_words(first)} load the same folder"
-                what += f" {folder}" if folder not in (model.model, first.model) else ""
+            if model.model != first.model:  # spelled two ways
+                what += f" and {_model_words(first)} {_same_model(model.model, first.model)}"
             message = f"{_model_label(model, config)} repeats {_model_label(first, config)}: {what}, the same options"
             raise config.source.error(("models", model.entry, "name"), message, HINT)
 

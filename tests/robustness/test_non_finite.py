@@ -57,7 +57,7 @@ CASES = {  # name: (the command after FEATURES and before -o, what the line says
 
 
 def _never(*args, **kwargs):
-    raise AssertionError("a probe was fitted before the features were checked")
+    raise AssertionError("work (a probe, a CKA matrix) started before the features were checked")
 
 
 # modules that bind a fitting function by name when imported: imported before the patch, so that none of them
@@ -85,7 +85,9 @@ def test_every_reader_refuses_a_nan_with_one_line(nan_features, tmp_path, monkey
     args, pattern = CASES[name]
     output = tmp_path / "out" / "result"
     output.parent.mkdir()
-    if name != "similarity":  # CKA fits nothing
+    if name == "similarity":  # CKA fits nothing: no product of layers before the check
+        monkeypatch.setattr("featx.report.similarity._cka_matrix", _never)
+    else:
         _forbid_fits(monkeypatch)  # probe, sweep, erase, neurons: every job; fit: each candidate's folds
     command = [arg.format(features=nan_features) for arg in args] + ["-o", str(output)]
     result = CliRunner().invoke(main, command)

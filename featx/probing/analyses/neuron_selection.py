@@ -6,9 +6,11 @@ baseline is the mean of ``draws`` random sets per training part (``--draws``, de
 seeded generator per part, from the run's seed), so one lucky or unlucky draw does not decide it; its interval is
 over the test rows (a
 split: each row's copies resampled together) or over the folds, as the other columns'. Each top k is tested
-against the random k on the same test rows by the paired test of ``featx probe`` (a split: the sign-flip
-randomisation test of each row's correctness against its mean correctness over the draws; folds: the
-corrected resampled t-test), Holm-corrected over one layer's top-k tests. No test row ranks or chooses.
+against the random k on the same test rows by a paired test (a split: the exact sign-flip randomisation test of
+each row's correctness against its mean correctness over the draws, every sign pattern counted, so its p has no
+Monte Carlo floor; folds: the corrected resampled t-test of ``featx probe``), Holm-corrected over one layer's top-k
+tests. ``n_boot`` (``--n-bootstrap``) is the intervals' resamples; the tests draw nothing. No test row ranks or
+chooses.
 
 The probes of one training part on k neurons (the draws, the top and bottom k of each ranking) are solved together
 (``evaluation.run_logreg_sets``), sharing the part's inner holdout: the same C and scores as one fit at a time.
@@ -104,20 +106,32 @@ def _as_score(pred: np.ndarray, y: np.ndarray) -> np.ndarray:
     return pred  # the per-row scores are passed as the predictions
 
 
-def compare_with_random(task: Task, per_choice: dict, n_boot: int, seed: int) -> dict[tuple, dict]:
-    """Each top-k choice against the random k of its fraction on the same test rows (paired test), with Holm's
+def how_tested(plan: ev.Plan) -> str:
+    """How ``p_vs_random`` tests, in the words of the printout and the results' meta (``test_vs_random``)."""
+    if plan.is_split:
+        return "exact paired sign-flip test, every sign pattern counted"
+    return "corrected resampled t-test over the folds"
+
+
+def p_vs_random(task: Task, top: list[ev.FoldResult], random: list[list[ev.FoldResult]]) -> float:
+    """The paired test of a top k (one set per fold) against the mean of the random draws of its k on the same
+    test rows: on a split, the exact sign-flip test (a row's difference is a whole multiple of 1/draws, so every
+    sign pattern is counted: no floor); over folds, the corrected resampled t-test of ``featx probe``."""
+    plan, per_fold = task.plan, [[result] for result in top]
+    scores_top, scores_random = row_scores(task, per_fold), row_scores(task, random)
+    if plan.is_split:
+        test = plan.folds[0][1]
+        groups = None if plan.groups is None else plan.groups[test]
+        return significance.lattice_sign_flip(scores_top[test], scores_random[test], len(random[0]), groups)
+    return significance.paired_p_value(plan, task.y, scores_top, scores_random, 0, 0, _as_score)
+
+
+def compare_with_random(task: Task, per_choice: dict) -> dict[tuple, dict]:
+    """Each top-k choice against the random k of its fraction on the same test rows (``p_vs_random``), with Holm's
     correction over the tests: key -> p_vs_random, p_vs_random_holm, significant_vs_random."""
     keys = [key for key in per_choice if key[0] == "top" and ("random", "-", key[2]) in per_choice]
     p_values = [
-        significance.paired_p_value(
-            task.plan,
-            task.y,
-            row_scores(task, per_choice[key]),
-            row_scores(task, per_choice[("random", "-", key[2])]),
-            n_boot,
-            seed,
-            _as_score,
-        )
+        p_vs_random(task, [results[0] for results in per_choice[key]], per_choice[("random", "-", key[2])])
         for key in keys
     ]
     adjusted = significance.holm(p_values)
@@ -183,7 +197,7 @@ def selection_curve(
     """Accuracy of logreg probes retrained on selected neurons (rankings refitted per training part), each top k
     tested against the random k (the mean of ``draws`` random sets)."""
     per_choice, sizes = fit_choices(X, task, rank, fractions, seed, draws)
-    tests = compare_with_random(task, per_choice, n_boot, seed)
+    tests = compare_with_random(task, per_choice)
     # The majority class of each training part on its test part: the accuracy a probe of no neuron reaches.
     majority = ev.summarise(task.plan, task.y, task.majority(), task.n_classes, n_boot, seed)["accuracy"]
     records = []

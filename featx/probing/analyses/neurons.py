@@ -37,7 +37,7 @@ from ..prescan import require_finite_blocks
 from ..results import check_prefix, json_safe, results_prefix, write_table
 from ..shared_options import check_group, group_option
 from ..tasks.pairs import refuse_separate_pairs
-from .neuron_selection import RANDOM_DRAWS, RANKINGS, SELECTION_COLUMNS, order, selection_curve
+from .neuron_selection import RANDOM_DRAWS, RANKINGS, SELECTION_COLUMNS, how_tested, order, selection_curve
 from .target import Task, load_task, positive, unit_fraction
 
 WHAT, RANKING, EVALUATION = "Label, layers and pooling", "Ranking and output", "Evaluation"
@@ -97,7 +97,13 @@ class NeuronConfig(Options):
         kind="str",
         help="Results prefix (default: FEATURES stem + .LABEL.neurons).",
     )
-    n_bootstrap: int = 1000
+    n_bootstrap: int = option(
+        1000,
+        flag="--n-bootstrap",
+        group=EVALUATION,
+        help="Bootstrap resamples of the test rows behind each 95% interval of a train/test split (1 to 100000; "
+        "folds take a t interval over the folds). The p vs random draws none: it is exact on a split.",
+    )
     jobs: int | None = option(
         None, flag="--jobs", group=EVALUATION, help="Parallel layer jobs (default: one per core)."
     )
@@ -276,6 +282,8 @@ def neurons(config: NeuronConfig | str | Path, **options) -> NeuronResult:
         "elastic_net": {"C": ELASTIC_C, "l1_ratio": L1_RATIO},
         "rankings": list(RANKINGS),
         "random_draws": config.draws,
+        "test_vs_random": how_tested(task.plan),
+        "n_bootstrap": config.n_bootstrap,
         "seed": config.seed,
         "notes": notes,
         "seconds": round(time.perf_counter() - started, 3),

@@ -112,7 +112,13 @@ def _p_note(result, layers: bool = False) -> list[str]:
     """What the p columns test: of the layer's table, or (``layers``) of the across-layers table."""
     if "p_vs_random_holm" not in result.selection:
         return []
-    test = "corrected resampled t-test over the folds" if "cv" in result.meta["evaluation"] else "paired sign-flip test"
+    test = result.meta.get("test_vs_random")  # results written before it: the Monte Carlo test of a split
+    if test is None:
+        test = (
+            "corrected resampled t-test over the folds"
+            if "cv" in result.meta["evaluation"]
+            else "paired sign-flip test"
+        )
     draws = result.meta.get("random_draws")
     random = f"the random k (mean of {draws} draws)" if draws and draws > 1 else "the random k"
     over = "each layer's top-k tests, as in the layer's table" if layers else "the layer's top-k tests"

@@ -47,6 +47,8 @@ def test_top_k_beats_the_mean_of_random_draws_significantly(split):
     assert random["draws"] == RANDOM_DRAWS and top["draws"] == 1 and top["k"] == random["k"] == 2
     assert top["accuracy"] > 0.95 and random["accuracy"] < top["accuracy"] - 0.1
     assert top["p_vs_random_holm"] < 0.05 and top["significant_vs_random"] is True
+    if split:  # the exact sign-flip test: far below 1 / (B + 1), the floor a Monte Carlo of this run's 200 had
+        assert 0 < top["p_vs_random"] < 1e-20 and top["p_vs_random_holm"] == pytest.approx(2 * top["p_vs_random"])
     assert random["n_test"] == top["n_test"] == sum(len(test) for _, test in task.plan.folds)
     assert "p_vs_random" not in rows[("bottom", "probe")]  # only the top k are tested
     # no test row ranks a neuron: each ranking saw exactly its fold's training rows

@@ -97,6 +97,8 @@ def test_cli_all_layers_gives_a_curve_per_layer(planted_split_file, tmp_path):
             "1",
             "--draws",
             "3",
+            "--n-bootstrap",
+            "300",
         ],
     )
     assert result.exit_code == 0, result.output
@@ -107,7 +109,9 @@ def test_cli_all_layers_gives_a_curve_per_layer(planted_split_file, tmp_path):
     assert sorted(selection.layer.unique()) == [0, 1, 2] and np.isclose(selection.fraction, 0.1).any()
     # --draws: the random rows' mean of 3 draws, recorded in the meta and said where the baseline is shown
     assert set(selection[selection.selection == "random"].draws) == {3}
-    assert json.loads((tmp_path / "n.json").read_text())["meta"]["random_draws"] == 3
+    meta = json.loads((tmp_path / "n.json").read_text())["meta"]
+    assert meta["random_draws"] == 3 and meta["n_bootstrap"] == 300  # --n-bootstrap: the intervals' resamples
+    assert meta["test_vs_random"].startswith("exact paired sign-flip test") and meta["test_vs_random"] in result.output
     assert "random (mean of 3)" in result.output and "the random k (mean of 3 draws)" in result.output
     # the across-layers table: each layer's Holm-adjusted p of top 5% against random 5%, as in its own table
     lines = result.output.splitlines()
@@ -134,6 +138,7 @@ def test_cli_all_layers_gives_a_curve_per_layer(planted_split_file, tmp_path):
         (["--label", "a", "--fraction", "1.5"], "outside (0, 1]"),
         (["--label", "a", "--top", "3", "--fraction", "0.1"], "not both"),
         (["--label", "a", "--pooling", "max"], "pooling 'max' is not stored"),
+        (["--label", "a", "--n-bootstrap", "0"], "--n-bootstrap 0 must be a whole number of at least 1"),
     ],
 )
 def test_bad_input_is_one_clear_error(planted_file, tmp_path, args, pattern):

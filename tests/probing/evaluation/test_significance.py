@@ -12,6 +12,7 @@ from featx.probing.evaluation.significance import (
     add_significance,
     corrected_t_test,
     holm,
+    lattice_sign_flip,
     mcnemar_exact,
     paired_sign_flip,
 )
@@ -106,6 +107,33 @@ def test_many_groups_are_a_seeded_monte_carlo_never_below_its_floor():
     assert p == paired_sign_flip(a, b, 999, 3, groups) and p >= 1 / 1000
     a[:200] = True  # a clearly ahead: the floor (b + 1) / (B + 1), never 0
     assert paired_sign_flip(a, b, 999, 3, groups) == pytest.approx(1 / 1000)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_lattice_test_counts_every_sign_pattern(seed):
+    """Differences in steps of 1/draws (correctness against a mean over draws): the same p as enumerating all 2^m
+    patterns (paired_sign_flip, up to 16 units), by rows or by groups, and McNemar's when every step is one size."""
+    rng = np.random.default_rng(seed)
+    draws, m = int(rng.integers(2, 7)), int(rng.integers(3, 14))
+    a, b = rng.integers(0, 2, m).astype(float), rng.integers(0, draws + 1, m) / draws
+    groups = rng.integers(0, m, m)
+    assert lattice_sign_flip(a, b, draws) == pytest.approx(paired_sign_flip(a, b), rel=1e-12)
+    assert lattice_sign_flip(a, b, draws, groups) == pytest.approx(paired_sign_flip(a, b, groups=groups), rel=1e-12)
+    assert lattice_sign_flip(a, a, draws) == 1.0
+    right, wrong = rng.random(40) < 0.7, rng.random(40) < 0.5
+    assert lattice_sign_flip(right, wrong, 1) == pytest.approx(paired_sign_flip(right, wrong), rel=1e-12)
+
+
+def test_the_lattice_test_has_no_monte_carlo_floor():
+    rng = np.random.default_rng(6)
+    a, b = (rng.random(600) < 0.9).astype(float), rng.binomial(10, 0.6, 600) / 10  # top k far above 10 draws
+    assert paired_sign_flip(a, b, 999, 0) == pytest.approx(1 / 1000)  # the Monte Carlo floor 1 / (B + 1)
+    assert 0 < lattice_sign_flip(a, b, 10) < 1e-20
+    close = (rng.random(600) < 0.66).astype(float)  # a small difference: the Monte Carlo p estimates the exact one
+    exact = lattice_sign_flip(close, b, 10)  # 0.072
+    assert 0.01 < exact < 0.2 and paired_sign_flip(close, b, 4000, 0) == pytest.approx(exact, abs=0.01)
+    with pytest.raises(ValueError, match="whole multiples of 1/10"):
+        lattice_sign_flip(a, b + 0.03, 10)
 
 
 def test_folds_that_all_differ_alike_get_the_sign_test_not_p_zero():
