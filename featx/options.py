@@ -44,7 +44,7 @@ from .caller import (
     spoken_value,
 )
 from .errors import FeatxError, FeatxWarning, InputError
-from .flags import OPTION, Flag, flag_of, flagged, keyword_of, option
+from .flags import OPTION, Flag, flag_of, flagged, keyword_of, option, option_of
 
 Check = Callable[[Any], None]
 MAX_SEED = 2**32 - 1  # the largest seed numpy and scikit-learn take
@@ -170,7 +170,9 @@ def refuse_empty_paths(config: Any) -> None:
     (``-o/--output is empty: give a path, or leave it out``; ``output='' is ...`` from Python); and of every path
     argument (a field without a flag named in ``ARGUMENTS``, or an item of its tuple): an
     ``empty_argument``. The arguments are the config's first fields (``features``; ``bundle``, ``corpus``), so
-    that a later field of the same name (``SweepConfig``'s ``output``, which declares no flags) is not one."""
+    that a later field of the same name without a flag is not one. A config that takes another command's options
+    (``SweepConfig``, ``featx probe --sweep``) declares them with that command's flags (``option_of``), so that
+    the rule sees them."""
     for item in dataclasses.fields(config):
         if item.name not in ARGUMENTS or flag_of(item) is not None:
             break
@@ -257,6 +259,7 @@ __all__ = [
     "keywords_of",
     "on_command_line",
     "option",
+    "option_of",
     "recorded",
     "refuse_empty_lists",
     "refuse_empty_paths",
