@@ -14,16 +14,19 @@ config made directly) reads flags. ``featx.options`` re-exports all of it.
 from __future__ import annotations
 
 import dataclasses
+import functools
+import inspect
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from .errors import FeatxError
 from .flags import flag_of, flagged, keyword_of
 
+F = TypeVar("F", bound=Callable[..., Any])
 _CALLER: ContextVar[str | None] = ContextVar("featx_caller", default=None)  # "cli" or "python" (keywords_of)
 
 
@@ -125,19 +128,55 @@ def for_caller(error: FeatxError, cls: type) -> FeatxError:
     return error
 
 
-@contextmanager
-def keywords_of(cls: type) -> Iterator[None]:
+class keywords_of:  # noqa: N801 - a context manager and decorator, used as a function: keywords_of(ProbeConfig)
     """A Python entry point (``featx.embed``) of config ``cls``: errors raised inside name its keywords instead of
     its flags (``spoken``, ``for_caller``), what a run finds wrong after its config was made (a column the corpus
-    lacks) as well; called by the command line (inside ``command_line()``), they keep the flags."""
-    token = _CALLER.set(_CALLER.get() or "python")
-    try:
-        yield
-    except FeatxError as error:
-        for_caller(error, cls)
-        raise
-    finally:
-        _CALLER.reset(token)
+    lacks) as well; called by the command line (inside ``command_line()``), they keep the flags. A ``with`` block,
+    or a decorator: of a generator function (``featx.report.plot_files``), each step of the iteration it returns
+    runs inside (the body runs only as it is iterated, after the call has returned). ``cls`` None: an entry point
+    without options of its own (``featx.study.load``), whose messages are phrased for their caller as they are
+    made."""
+
+    def __init__(self, cls: type | None) -> None:
+        self.cls = cls
+        self._tokens: list[Token[str | None]] = []
+
+    def __enter__(self) -> None:
+        self._tokens.append(_CALLER.set(_CALLER.get() or "python"))
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, trace: Any) -> None:
+        try:
+            if isinstance(error, FeatxError) and self.cls is not None:
+                for_caller(error, self.cls)  # while the caller is still known
+        finally:
+            _CALLER.reset(self._tokens.pop())
+
+    def __call__(self, function: F) -> F:
+        cls = self.cls
+        if inspect.isgeneratorfunction(function):
+
+            @functools.wraps(function)
+            def steps(*args: Any, **kwargs: Any) -> Iterator[Any]:
+                iterator = function(*args, **kwargs)
+                try:
+                    while True:
+                        with keywords_of(cls):  # each step in its caller's words, never across a yield
+                            try:
+                                item = next(iterator)
+                            except StopIteration:
+                                return
+                        yield item
+                finally:
+                    iterator.close()
+
+            return cast(F, steps)
+
+        @functools.wraps(function)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            with keywords_of(cls):  # one per call: a decorated function may run in several threads at once
+                return function(*args, **kwargs)
+
+        return cast(F, call)
 
 
 __all__ = [

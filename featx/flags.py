@@ -68,6 +68,16 @@ def option(
     return dataclasses.field(default=default, metadata={OPTION: spec})
 
 
+def option_of(config: type, name: str, default: Any = dataclasses.MISSING) -> Any:
+    """Field ``name`` of ``config`` declared again for a config that takes the same option from the same command
+    line (``featx probe --sweep``'s ``SweepConfig`` takes ``ProbeConfig``'s): the same ``Flag``, still declared
+    once, so that the shared rules (``refuse_empty_paths``, ``refuse_empty_lists``) and messages see the option;
+    ``default``: the field's own, where it differs."""
+    item = next(field for field in dataclasses.fields(config) if field.name == name)
+    own = item.default if default is dataclasses.MISSING else default
+    return dataclasses.field(default=own, metadata=item.metadata)
+
+
 def flag_of(item: dataclasses.Field) -> Flag | None:
     """The ``Flag`` of a config field, or None for a field the command line does not show."""
     return item.metadata.get(OPTION)
@@ -78,4 +88,4 @@ def flagged(cls: type) -> list[tuple[dataclasses.Field, Flag]]:
     return [(item, spec) for item in dataclasses.fields(cls) if (spec := flag_of(item)) is not None]
 
 
-__all__ = ["OPTION", "Flag", "flag_of", "flagged", "keyword_of", "option"]
+__all__ = ["OPTION", "Flag", "flag_of", "flagged", "keyword_of", "option", "option_of"]

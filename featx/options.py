@@ -18,8 +18,10 @@ A list-like option (layers, poolings, sites, classifiers, label columns... given
 value (``--layer ''``, ``layers=[]``) on every command instead of reading it as a default: None, or leaving the
 option out, is how to ask for the default. A path option's empty value (``-o ''``, which reads as '.') is refused
 alike (``refuse_empty_paths``), and so is an empty path argument (``featx fit ''``, ``featx.fit('')``: the
-positional fields in ``ARGUMENTS``; ``empty_argument`` words it, the command line's arguments refuse it as they
-are read).
+positional fields in ``ARGUMENTS``; ``empty_argument``), both in one shape (``empty_path``). The command line's
+options reach this rule through their config; its arguments refuse an empty value as click reads it (with
+``empty_argument``), as a command may use its argument before making a config, or make none (the last results
+remembered in the folder, ``featx study status``).
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ from .caller import (
     spoken_value,
 )
 from .errors import FeatxError, FeatxWarning, InputError
-from .flags import OPTION, Flag, flag_of, flagged, keyword_of, option
+from .flags import OPTION, Flag, flag_of, flagged, keyword_of, option, option_of
 
 Check = Callable[[Any], None]
 MAX_SEED = 2**32 - 1  # the largest seed numpy and scikit-learn take
@@ -149,22 +151,28 @@ def _blank(value: Any) -> bool:
     return isinstance(value, str) and not value.strip()
 
 
+def empty_path(named: str, give: str) -> InputError:
+    """The one refusal of an empty path, an argument's or an option's: ``named`` (as its caller wrote it) is empty,
+    and what to ``give``; the hint says why (click and ``pathlib`` would read it as '.', the current folder)."""
+    return InputError(f"{named} is empty: give {give}", "an empty path would read as '.', the current folder")
+
+
 def empty_argument(name: str, value: Any = "", metavar: str | None = None) -> InputError:
-    """The error of path argument ``name`` (``ARGUMENTS``) given empty, which click and ``pathlib`` would read
-    as '.', the current folder: its metavar on the command line (``FEATURES is empty: give a features file``),
-    its keyword and value from Python (``features='' is empty: ...``)."""
+    """The ``empty_path`` of path argument ``name`` (``ARGUMENTS``): its metavar on the command line (``FEATURES
+    is empty: give a features file``), its keyword and value from Python (``features='' is empty: ...``)."""
     named = (metavar or name.upper()) if on_command_line() else f"{name}={value!r}"
-    return InputError(
-        f"{named} is empty: give {ARGUMENTS.get(name, 'a path')}", "an empty path would read as '.', the current folder"
-    )
+    return empty_path(named, ARGUMENTS.get(name, "a path"))
 
 
 def refuse_empty_paths(config: Any) -> None:
     """The one rule of every path option (``kind="path"``, or a field typed ``Path``): an empty value (``-o ''``,
-    which click and ``pathlib`` read as '.', the current folder) is an ``InputError`` naming all its flags; and
-    of every path argument (a field without a flag named in ``ARGUMENTS``, or an item of its tuple): an
+    which click and ``pathlib`` read as '.', the current folder) is an ``empty_path`` naming all its flags
+    (``-o/--output is empty: give a path, or leave it out``; ``output='' is ...`` from Python); and of every path
+    argument (a field without a flag named in ``ARGUMENTS``, or an item of its tuple): an
     ``empty_argument``. The arguments are the config's first fields (``features``; ``bundle``, ``corpus``), so
-    that a later field of the same name (``SweepConfig``'s ``output``, which declares no flags) is not one."""
+    that a later field of the same name without a flag is not one. A config that takes another command's options
+    (``SweepConfig``, ``featx probe --sweep``) declares them with that command's flags (``option_of``), so that
+    the rule sees them."""
     for item in dataclasses.fields(config):
         if item.name not in ARGUMENTS or flag_of(item) is not None:
             break
@@ -176,8 +184,7 @@ def refuse_empty_paths(config: Any) -> None:
         value = getattr(config, item.name)
         if _blank(value) and (spec.kind == "path" or "Path" in str(item.type)):
             named = "/".join(spec.flags) if on_command_line() else f"{item.name}={value!r}"
-            hint = f"give {spoken(config, item.name)} a path, or leave it out for its default, if it has one"
-            raise InputError(f"{named} is empty: give a file path (empty reads as '.', the current folder)", hint)
+            raise empty_path(named, "a path, or leave it out")
 
 
 class _Renaming(type):
@@ -242,6 +249,7 @@ __all__ = [
     "command_line",
     "deprecation",
     "empty_argument",
+    "empty_path",
     "flag_of",
     "flagged",
     "for_caller",
@@ -251,6 +259,7 @@ __all__ = [
     "keywords_of",
     "on_command_line",
     "option",
+    "option_of",
     "recorded",
     "refuse_empty_lists",
     "refuse_empty_paths",

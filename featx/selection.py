@@ -147,7 +147,10 @@ def parse_layer_specs(
     specs: list[LayerSpec] = []
     for kind, item, parts in _feature_sets(spec):
         if kind != "single" and not allow_combined:
-            raise InputError(f"{_COMBINED_ONLY_IN_PROBES[kind]}; {single_only}")
+            raise InputError(
+                f"{_COMBINED_ONLY_IN_PROBES[kind]}; {single_only}",
+                f"give {spoken_value(config, name, 'all', '--layer')}, a list or a slice, without cat or stack",
+            )
         # a layer named twice (cat(4,4), cat(-2:,6)) is one block of the feature set, in the order first named
         layers = list(dict.fromkeys(layer for part in parts for layer in _expand_item(part, available)))
         if kind == "single":

@@ -23,6 +23,7 @@ from featx.options import (
     keyword_doc,
     keywords_of,
     normalise,
+    on_command_line,
     option,
     renamed,
 )
@@ -117,6 +118,23 @@ def test_a_python_caller_reads_the_keyword_it_gave(options, message, hint):
         Sample(**options)
     assert re.search(message, error.value.message), error.value.message
     assert re.search(hint, error.value.hint), error.value.hint
+
+
+def test_a_decorated_generator_speaks_its_callers_words_at_each_step_only():
+    """``keywords_of`` on a generator function (``featx.report.plot_files``) covers its body, which runs as it is
+    iterated, not only the call that made it; between steps, its consumer is not inside (its own calls are its)."""
+
+    @keywords_of(Sample)
+    def steps():
+        yield on_command_line()
+        Sample(size=0)
+
+    made = steps()
+    assert next(made) is False and on_command_line()
+    with pytest.raises(InputError, match=r"^size=0 must be"):
+        next(made)
+    with pytest.raises(InputError, match=r"^--size 0 must be"), command_line():
+        list(steps())
 
 
 def test_accepted_values_are_normalised_once():

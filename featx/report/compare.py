@@ -21,7 +21,7 @@ import pandas as pd
 from ..checks import path_like, whole
 from ..errors import InputError
 from ..io import write_csv
-from ..options import Check, Options, normalise, option
+from ..options import Check, Options, keywords_of, normalise, on_command_line, option, spoken_value
 from ..safe_files import refuse_inputs
 from .figures.compare import plot_compare
 from .figures.style import FORMATS, RC, save
@@ -164,8 +164,15 @@ def _check_same_task(first: Entry, frame: pd.DataFrame, meta: dict, index: int) 
         raise InputError(
             f"{where} holds {task} results ({main_metric(frame)}), {Path(first.source).name} {first_task} "
             f"results ({main_metric(first.frame)}): one comparison is drawn in one metric",
-            "compare results of one task at a time; featx plot A B --compare draws each task in a panel of its own",
+            f"compare results of one task at a time; {_panels()} draws each task in a panel of its own",
         )
+
+
+def _panels() -> str:
+    """The call that draws files of several tasks, each in a panel, as the caller makes it."""
+    if on_command_line():
+        return "featx plot A B --compare"
+    return f"featx.report.plot_files([a, b], {spoken_value(None, 'compare', 'tasks.png')})"
 
 
 def differing_fields(entries: list[Entry]) -> list[str]:
@@ -329,6 +336,7 @@ def split_names(names: Sequence[str] | str | None) -> list[str] | None:
     return [name.strip() for name in (names.split(",") if isinstance(names, str) else names)]
 
 
+@keywords_of(CompareConfig)  # from Python, a message names the keyword given (dpi=0), the CLI the flag
 def compare(sources: Iterable | CompareConfig, **options: Any) -> Comparison:
     """Compare results files (a list of paths, or a ``CompareConfig``): the figure, the table and the paired tests,
     written beside ``output`` when it is given (see ``CompareConfig``; ``options`` are its fields)."""

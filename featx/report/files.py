@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError, StoreError
+from ..io import writable_hint
 from ..options import normalise
 
 
@@ -17,7 +18,7 @@ def make_folder(folder: Path) -> None:
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as err:
-        raise StoreError(f"cannot create {folder}: {err.strerror or err}", "choose a writable path with -o") from None
+        raise StoreError(f"cannot create {folder}: {err.strerror or err}", writable_hint()) from None
 
 
 def results_files(config: Any) -> None:

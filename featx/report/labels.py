@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import InputError
+from ..options import spoken, spoken_value
 from .compare import compare, compare_title, load_entries, name_entries, paired_tests, task_of
 from .figures.compare import plot_compare
 from .figures.style import FORMATS, RC, save
@@ -47,8 +48,10 @@ def labels_panels(results: Iterable, metric: str | None = None, classifier: str 
         return compare(results, metric=metric, classifier=classifier).figure
     if metric is not None:
         raise InputError(
-            f"--metric {metric} is one task's metric, and these results mix {' and '.join(groups)}",
-            "leave --metric out: each task's panel is drawn in its own metric (accuracy, R²)",
+            f"{spoken_value(None, 'metric', metric, '--metric')} is one task's metric, and these results mix "
+            f"{' and '.join(groups)}",
+            f"leave {spoken(None, 'metric', '--metric')} out: each task's panel is drawn in its own metric "
+            "(accuracy, R²)",
         )
     panels = [load_entries(sources, None, classifier) for sources in groups.values()]
     name_entries([entry for entries in panels for entry in entries], None)  # named by what differs across all files

@@ -20,6 +20,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..errors import InputError, StoreError
+from ..options import on_command_line, spoken, spoken_value
 from ..safe_files import loads_json
 from .figures.style import SITE_LINESTYLES
 
@@ -64,6 +65,16 @@ class Entry:
     n_layers: int = 1
     metric: str = "accuracy"  # the metric its lines, star and table are in
     selected: bool = False  # the star is the row chosen on the training part (else the best on the test rows)
+
+
+def _probe_with(phrase: str, command: str = "featx probe") -> str:
+    """``featx probe``'s option ``phrase`` (``spoken_value``) as its caller adds it: ``featx probe with --layer all``
+    on the command line (``command``: how the sentence names it), ``featx.probe(..., layers='all')`` from Python."""
+    return f"{command} with {phrase}" if on_command_line() else f"featx.probe(..., {phrase})"
+
+
+def _all_layers() -> str:  # made when raised: --layer all, layers='all'
+    return spoken_value(None, "layers", "all", "--layer")
 
 
 # -- loading -------------------------------------------------------------------------------------
@@ -153,7 +164,7 @@ def check_metric(frame: pd.DataFrame, metric: str) -> None:
         available = [name for name in METRICS if name in frame.columns and not frame[name].isna().all()]
         raise InputError(
             f"metric '{metric}' is not in these results; they have: {', '.join(available) or '(none)'}",
-            "choose one of those with --metric",
+            f"choose one of those with {spoken(None, 'metric', '--metric')}",
         )
 
 
@@ -237,7 +248,7 @@ def default_classifier(frame: pd.DataFrame) -> str:
     """The classifier of the most accurate probe row (the first classifier if there is no accuracy)."""
     probed = frame[(frame["features"] == "main") & frame["kind"].isin(["single", "cat", "stack"])]
     if probed.empty:
-        raise InputError("these results have no probe rows (only baselines)", "run featx probe with --layer all")
+        raise InputError("these results have no probe rows (only baselines)", f"run {_probe_with(_all_layers())}")
     metric = main_metric(probed)
     if metric in probed.columns and probed[metric].notna().any():
         return str(probed.loc[probed[metric].astype(float).idxmax(), "classifier"])
@@ -256,10 +267,11 @@ def layer_rows(frame: pd.DataFrame, classifier: str | None = None, features: str
     if rows.empty and features == "main":
         known = sorted(set(frame.loc[frame["kind"] == "single", "classifier"]))
         hint = (
-            f"classifiers in these results: {', '.join(known)}; choose one with --classifier, or probe with "
-            f"--classifier {classifier} to add it"
+            f"classifiers in these results: {', '.join(known)}; choose one with "
+            f"{spoken(None, 'classifier', '--classifier')}, or "
+            f"{_probe_with(spoken_value(None, 'classifiers', classifier, '--classifier'), 'probe')} to add it"
             if known
-            else "these results have no single-layer rows: probe with --layer all to get per-layer rows"
+            else f"these results have no single-layer rows: {_probe_with(_all_layers(), 'probe')} to get per-layer rows"
         )
         raise InputError(f"no single-layer results for classifier '{classifier}'", hint)
     rows = rows.dropna(subset=["layer"]).sort_values(["layer"], kind="stable")

@@ -23,7 +23,7 @@ import pandas as pd
 from ..checks import path_like, whole
 from ..errors import InputError
 from ..io import write_csv
-from ..options import Check, Options, option
+from ..options import Check, Options, keywords_of, on_command_line, option
 from .figures.style import FORMATS, RC, axes_or_new, save
 from .files import make_folder
 
@@ -101,7 +101,8 @@ def _check_same_rows(a, b) -> None:
     if a.n_rows != b.n_rows:
         raise InputError(
             f"{b.path} has {b.n_rows} rows, {a.path} has {a.n_rows}: CKA needs the same rows",
-            "extract both from the same corpus (e.g. featx extract ... --random-init)",
+            "extract both from the same corpus (e.g. "
+            f"{'featx extract ... --random-init' if on_command_line() else 'featx.extract(..., random_init=True)'})",
         )
     sha_a, sha_b = a.attrs.get("corpus_sha256"), b.attrs.get("corpus_sha256")
     if (sha_a and sha_b and sha_a != sha_b) or a.ids != b.ids:
@@ -155,6 +156,7 @@ def default_output(
     return features.with_name(f"{stem}.{pooling}.{site}.cka.png")
 
 
+@keywords_of(SimilarityConfig)  # from Python, a message names the keyword given (dpi=0), the CLI the flag
 def similarity(features, other=None, **options: Any) -> Similarity:
     """Linear CKA between every layer of ``features`` and every layer of ``other`` (default: itself).
 

@@ -22,6 +22,7 @@ import pandas as pd
 
 from ..errors import InputError, StoreError
 from ..json_fields import shown
+from ..options import on_command_line
 
 MEASURES = {"distance": ("uuas", "dspr"), "depth": ("root_accuracy", "nspr")}
 SELECTED_BY = {"distance": "uuas", "depth": "nspr"}  # the measure a run chooses its layer in
@@ -35,7 +36,15 @@ NO_CHOICE = {  # why no layer was chosen (no held-out training sentence scores t
     "words, or use --structural distance (chosen in UUAS, which needs two words)",
 }
 LONGEST_NAME = 200  # a pooling name longer than this is not one featx wrote
-HINT = "give the .structural.json (or .csv) written by featx probe --structural, or run it again to rewrite it"
+
+
+def _structural_run() -> str:
+    """What writes structural probe results, as the caller runs it."""
+    return "featx probe --structural" if on_command_line() else "featx.probe(..., structural='distance' or 'depth')"
+
+
+def _hint() -> str:
+    return f"give the .structural.json (or .csv) written by {_structural_run()}, or run it again to rewrite it"
 
 
 @dataclass(frozen=True)
@@ -115,7 +124,7 @@ def is_structural(path: str | os.PathLike) -> bool:
 
 
 def _refuse(path: Path, why: str) -> InputError:
-    return InputError(f"{path} is not featx structural probe results: {why}", HINT)
+    return InputError(f"{path} is not featx structural probe results: {why}", _hint())
 
 
 def _payload(path: Path) -> tuple[dict, list]:
@@ -123,8 +132,8 @@ def _payload(path: Path) -> tuple[dict, list]:
     target = json_of(path)
     if not target.is_file():
         if path != target and path.exists():
-            raise StoreError(f"{target.name}, the JSON beside {path.name}, does not exist", HINT)
-        raise StoreError(f"results file {path} does not exist", "create it with featx probe --structural")
+            raise StoreError(f"{target.name}, the JSON beside {path.name}, does not exist", _hint())
+        raise StoreError(f"results file {path} does not exist", f"create it with {_structural_run()}")
     try:
         payload = json.loads(target.read_text(encoding="utf-8"))
     except (ValueError, RecursionError) as err:

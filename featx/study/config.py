@@ -26,6 +26,7 @@ from typing import Any
 from ..errors import InputError, ModelError
 from ..extraction import DEFAULT_MODEL, ExtractConfig
 from ..io import corpus_name
+from ..options import spoken_value
 from ..probing import ProbeConfig
 from .engines import ENGINES
 from .groups import entry_group
@@ -93,8 +94,9 @@ class StudyConfig:
         if self.engine not in ENGINES:
             raise self.source.unknown(("study", "engine"), list(ENGINES), "engine", str(self.engine))
         if self.address is not None and self.engine != "ray":
+            ray = spoken_value(None, "engine", "ray", "--engine")  # the override: --engine ray, engine='ray'
             raise self.source.error(("study", "address"), f"address is for the Ray engine, not '{self.engine}'",
-                                    'add engine = "ray" (or --engine ray), or leave the address out')  # fmt: skip
+                                    f'add engine = "ray" (or {ray}), or leave the address out')  # fmt: skip
         for corpus in self.corpora:
             for model in self.models:
                 self.extract_config(model, corpus, check=(("corpora", corpus.entry), ("models", model.entry)))

@@ -30,6 +30,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import InputError
+from ..options import spoken_value
 from .cells import EXTRACT, Task
 from .schedule import longest_first
 from .workers import run_task, start_worker, worker_died
@@ -44,13 +45,18 @@ _CONNECT_SECONDS = 5.0
 _LOCAL_SYSTEM = {"idle_worker_killing_time_threshold_ms": 3_600_000}
 
 
+def _local() -> str:
+    """The local engine as the caller chooses it: ``--engine local``, ``engine='local'``."""
+    return spoken_value(None, "engine", "local", "--engine")
+
+
 def ray_module() -> Any:
     """``ray``, or a clear error naming the extra to install."""
     try:
         import ray
     except ImportError as error:
         raise InputError(
-            "the Ray engine needs Ray, which is not installed", "pip install 'featx[ray]' (or use --engine local)"
+            "the Ray engine needs Ray, which is not installed", f"pip install 'featx[ray]' (or use {_local()})"
         ) from error
     return ray
 
@@ -74,7 +80,7 @@ def check_address(address: str | None) -> None:
     except OSError as error:
         raise InputError(
             f"Ray address '{address}' does not answer ({error.strerror or error})",
-            "start the cluster first (`ray start --head --port PORT` on the head node), or use --engine local",
+            f"start the cluster first (`ray start --head --port PORT` on the head node), or use {_local()}",
         ) from error
 
 

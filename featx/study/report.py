@@ -17,9 +17,11 @@ import pandas as pd
 from .. import report as reporting
 from ..errors import InputError
 from ..io import read_csv
+from ..options import keywords_of, on_command_line
 from ..safe_files import real_folder
 from .plan import make_plan
 from .results import load
+from .runner import RunConfig
 
 REPORT_NAME = "report.html"
 
@@ -43,6 +45,15 @@ def _cell_pages(output: Path, table: pd.DataFrame, echo: Callable[[str], None]) 
     return links
 
 
+def _status_of(path: Path | None) -> str:
+    """The status call of a study, as the caller makes it: ``featx study status x.toml``,
+    ``featx.study.status('x.toml')`` (a study given as a dict: ``STUDY``, ``study``)."""
+    if on_command_line():
+        return f"featx study status {path or 'STUDY'}"
+    return f"featx.study.status({str(path)!r})" if path is not None else "featx.study.status(study)"
+
+
+@keywords_of(RunConfig)  # from Python, a message names the keyword given (study=''), the CLI the flag
 def write_report(
     study: str | Path | dict[str, Any], cells: bool = True, echo: Callable[[str], None] | None = None
 ) -> Path:
@@ -55,8 +66,8 @@ def write_report(
     if table.empty:  # a run whose every probe failed, or none ran yet
         raise InputError(
             f"no probe of the study is done yet: {output} holds an empty results table",
-            f"featx study status {config.source.path or 'STUDY'} shows each cell and the error of a failed one; fix "
-            "it and run the study again",
+            f"{_status_of(config.source.path)} shows each cell and the error of a failed one; fix it and run the study "
+            "again",
         )
     summary_path = output / "summary.csv"
     summary = read_csv(summary_path, keep_default_na=True) if summary_path.is_file() else None

@@ -38,6 +38,7 @@ import pandas as pd
 
 from ..errors import StoreError
 from ..io import write_csv
+from ..options import keywords_of, on_command_line
 from ..safe_files import atomic_write
 from .records import DONE, cell_status
 
@@ -178,6 +179,7 @@ def write_results(table: pd.DataFrame, output: Path) -> list[Path]:
     return [*written, csv]
 
 
+@keywords_of(None)  # from Python, the hint names featx.study.run, on the command line featx study run
 def load(output: str | Path) -> pd.DataFrame:
     """A study's results table as a pandas DataFrame: ``OUTPUT/results.parquet``, else (written without
     pyarrow) ``OUTPUT/results.csv`` with the same column types."""
@@ -186,7 +188,8 @@ def load(output: str | Path) -> pd.DataFrame:
     if parquet.is_file() and not parquet.is_symlink():
         return pd.read_parquet(parquet)
     if not csv.is_file() or csv.is_symlink():
-        raise StoreError(f"{folder} holds no study results", "run the study first: featx study run STUDY.toml")
+        run = "featx study run STUDY.toml" if on_command_line() else "featx.study.run('study.toml')"
+        raise StoreError(f"{folder} holds no study results", f"run the study first: {run}")
     from ..io import read_csv
 
     table = read_csv(csv, keep_default_na=True)

@@ -23,7 +23,7 @@ import pandas as pd
 from ..checks import one_of, whole
 from ..extraction import remembered_digests
 from ..io import write_csv
-from ..options import Check, Options, option
+from ..options import Check, Options, keywords_of, option
 from ..store import OutputLock
 from .cells import Task
 from .columns import check_corpora
@@ -201,6 +201,7 @@ def write_tables(plan: StudyPlan) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFr
     return results, summary, paired, written
 
 
+@keywords_of(RunConfig)  # from Python, a message names the keyword given (jobs=0), the CLI the flag
 def run(
     study: str | Path | dict[str, Any] | Any,
     jobs: int | None = None,

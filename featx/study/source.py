@@ -20,6 +20,7 @@ from typing import Any
 import tomllib
 
 from ..errors import InputError
+from ..options import empty_argument
 from ..safe_files import NotARegularFile, read_small_text, refuse_unsafe_target
 
 MAX_STUDY_BYTES = 4 << 20  # a study file is a few hundred lines; anything larger is not one
@@ -120,6 +121,8 @@ class Source:
 def read_study(path: str | Path) -> tuple[dict[str, Any], Source]:
     """The TOML of a study file as a dict, and its ``Source``; an unreadable or invalid file is an
     ``InputError`` naming it (and the line ``tomllib`` stopped at)."""
+    if isinstance(path, str) and not path.strip():  # '' would read as '.', the current folder
+        raise empty_argument("study", path)
     path = Path(path)
     try:
         text = read_small_text(path, MAX_STUDY_BYTES)

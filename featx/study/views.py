@@ -7,18 +7,17 @@ from __future__ import annotations
 
 import math
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pandas as pd
 
 from ..errors import FeatxError
+from ..options import keywords_of
 from .columns import check_corpora
 from .missing import check_missing, missing_lines
 from .plan import StudyPlan, make_plan
 from .records import DONE, FAILED, PENDING, RUNNING, cell_status, read_state, still_running
-
-if TYPE_CHECKING:
-    from .runner import StudyResult
+from .runner import RunConfig, StudyResult
 
 STATUS_COLUMNS = ("cell", "kind", "model", "corpus", "label", "status", "started", "finished", "seconds", "error")
 
@@ -38,6 +37,7 @@ def _cells(plan: StudyPlan) -> list[tuple[Any, str]]:
     return [(cell, "") for cell in plan.extractions] + [(cell, cell.label) for cell in plan.probes]
 
 
+@keywords_of(RunConfig)  # from Python, a message names the keyword given (study=''), the CLI the flag
 def status(study: Any) -> pd.DataFrame:
     """Each cell of a study (a path, dict or ``StudyConfig``): done, pending, failed, or running (its process is
     alive; "pending (interrupted)" when a killed run left it so; "pending (corpus file missing)" or "failed
@@ -89,6 +89,7 @@ def _estimate(config: Any, models: Any) -> dict[str, Any]:
     return {"seconds": found.seconds, "bytes": found.file_bytes, "rows": found.rows}
 
 
+@keywords_of(RunConfig)
 def dry_run(study: Any) -> pd.DataFrame:
     """The cells of a study and what a run would do: done cells, and for each pending extraction its estimated
     seconds and file bytes (``featx.extraction.estimate``: a short calibration run of the model, each model

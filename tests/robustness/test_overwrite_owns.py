@@ -91,7 +91,7 @@ CASES = [
     ("fit_user_folder", _fit(lambda root: str(_user_folder(root))), _not_ours("folder", "probe bundle")),
     ("fit_bundle_plus_a_file", _fit(_bundle_and_more), _not_ours("folder", "probe bundle")),
     ("fit_user_file", _fit(lambda root: str(_user_file(root, "f.txt"))), _not_ours("file", "probe bundle")),
-    ("fit_empty_path", _fit(""), "-o/--output is empty: give a file path"),
+    ("fit_empty_path", _fit(""), "-o/--output is empty: give a path, or leave it out"),
     ("fit_filesystem_root", _fit("/"), "is a filesystem root"),
     ("fit_current_folder", _fit("."), "the output path is empty \\(or the current folder\\)"),
     ("fit_parent_folder", _fit(".."), "is the current folder or a folder above it"),

@@ -69,4 +69,5 @@ def test_a_study_whose_probes_all_failed_says_so_not_run_it_first(tmp_path):
              "corpora": [{"path": str(tmp_path / "c.csv")}]}  # fmt: skip
     with pytest.raises(InputError, match="no probe of the study is done") as caught:
         write_report(study)
-    assert "featx study status" in caught.value.hint and "run the study first" not in caught.value.hint
+    assert caught.value.hint.startswith("featx.study.status(study) shows each cell")  # from Python: the call
+    assert "run the study first" not in caught.value.hint

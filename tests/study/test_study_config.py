@@ -4,13 +4,14 @@ line and (for an unknown key) the nearest known one; exit 2 on the command line.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 
 import pytest
 from click.testing import CliRunner
 
 from featx.cli import main
-from featx.errors import InputError
+from featx.errors import FeatxError, InputError
 from featx.extraction import local_model_folder
 from featx.study import make_plan, study_config
 
@@ -270,6 +271,36 @@ def test_the_command_line_exits_2_before_any_work(folder):
     result = CliRunner().invoke(main, ["study", "run", str(path)])
     assert result.exit_code == 2
     assert "line 23" in result.output and "did you mean 'layer'?" in result.output
+    assert not (folder / "out").exists()
+
+
+# (function, the study file's extra [study] line, options, Python's words, command line, its words): each of
+# featx.study's functions names the keyword given, the command line its flag or argument
+CALLERS = [
+    ("status", None, {}, "study='' is empty: give a study file", ["status"], "STUDY is empty: give a study file"),
+    ("dry_run", None, {}, "study='' is empty: give a study file", ["run", "--dry-run"], "STUDY is empty"),
+    ("write_report", None, {}, "study='' is empty: give a study file", ["report"], "STUDY is empty"),
+    ("run", "", {"jobs": 0}, "jobs=0 must be a whole number", ["run", "--jobs", "0"], "--jobs 0 must be a whole"),
+    ("run", 'address = "auto"', {}, "(or engine='ray'), or leave", ["run"], "(or --engine ray), or leave"),
+    ("load", None, {}, "run the study first: featx.study.run('study.toml')", None, None),
+]
+
+
+@pytest.mark.parametrize(
+    ("function", "line", "options", "python", "args", "cli"), CALLERS, ids=[f"{c[0]}-{c[1] or ''}" for c in CALLERS]
+)
+def test_a_study_function_names_what_its_caller_gave(folder, function, line, options, python, args, cli):
+    import featx.study
+
+    study = "" if line is None else write(folder, GOOD.replace('metric = "accuracy"', line))
+    given = folder if function == "load" else study  # load reads an output folder
+    with pytest.raises(FeatxError) as caught:
+        getattr(featx.study, function)(given, **options)
+    assert python in str(caught.value) and "--" not in str(caught.value), str(caught.value)
+    if args is not None:
+        command = ["study", args[0], str(study), *args[1:]]
+        result = CliRunner().invoke(main, command)
+        assert result.exit_code == 2 and cli in result.output and not re.search(r"\w=\S", result.output), result.output
     assert not (folder / "out").exists()
 
 

@@ -19,7 +19,7 @@ import numpy as np
 from ... import store
 from ...checks import path_like
 from ...errors import IncompleteError, InputError, Interrupted, StoreError, signal_of
-from ...options import Check, Options, keywords_of, on_command_line, option
+from ...options import Check, Options, Placeholder, joined, keywords_of, on_command_line, option, spoken_value
 from ...safe_files import check_overwrite, is_hdf5_file
 from ...state import remember
 from ...store import (
@@ -93,8 +93,8 @@ def _open_shards(output: Path, manifest: dict) -> list[ShardFile]:
                 if not path.exists():
                     raise StoreError(
                         f"shard {index} of {count} is missing: {path} does not exist",
-                        f"run featx extract ... --shards {count} --shard-index {index}, or copy it here if it was "
-                        "written on another machine, then merge again",
+                        f"run {_sharded(count, index)}, or copy it here if it was written on another machine, "
+                        "then merge again",
                     ) from None
                 raise
             files.append(file)
@@ -104,6 +104,16 @@ def _open_shards(output: Path, manifest: dict) -> list[ShardFile]:
             file.close()
         raise
     return files
+
+
+def _sharded(count: object, index: object, lead: str = " ...") -> str:
+    """The extraction of one shard as its caller runs it: ``featx extract ... --shards 4 --shard-index 1`` on the
+    command line (``lead``: between the command and its flags), ``featx.extract(..., shards=4, shard_index=1)``
+    from Python."""
+    given = joined(
+        spoken_value(None, "shards", count, "--shards"), spoken_value(None, "shard_index", index, "--shard-index")
+    )
+    return f"featx extract{lead} {given}" if on_command_line() else f"featx.extract(..., {given})"
 
 
 def _extract_again(elided: bool = False) -> str:
@@ -198,7 +208,7 @@ def merge(config: MergeConfig | str | Path, **options: Any) -> MergeSummary:
     manifest = _manifest(output, overwrite)
     if manifest is None:
         hint = f"{output} exists already (merged before?)" if output.exists() else None
-        hint = hint or "run featx extract with --shards N --shard-index I (or under torchrun) first"
+        hint = hint or f"run {_sharded(Placeholder('N'), Placeholder('I'), ' with')} (or under torchrun) first"
         raise StoreError(f"no shards to merge: {manifest_path(output)} does not exist", hint)
     count = int(manifest["shard_count"])
     with OutputLock(output):

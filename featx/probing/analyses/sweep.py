@@ -34,7 +34,7 @@ import pandas as pd
 
 from ...checks import path_like
 from ...errors import InputError
-from ...options import Check, Options, keywords_of, on_command_line, spoken_value
+from ...options import Check, Options, keywords_of, on_command_line, option_of
 from ...safe_files import atomic_write_text
 from ...selection import parse_layer_specs, parse_poolings
 from .. import evaluation as ev
@@ -198,17 +198,18 @@ class SweepConfig(Options):
     pooling (the sweep is many probes per layer); name poolings to sweep several."""
 
     features: str | Path | None
-    label: str | None = None
-    labels: str | Path | None = None  # featx probe's --labels: a file of label columns joined to the stored rows
-    join: str = "id"  # and its --join (ProbeConfig declares both flags)
-    layers: str = "all"
-    poolings: str | None = None
-    folds: int = 5
-    seed: int = 0
-    group: str | None = None  # featx probe's --group (ProbeConfig declares the flag)
-    control: bool = True  # also every probe on the control task (permuted labels)
-    jobs: int | None = None
-    output: str | Path | None = None  # results prefix (default: beside the features file)
+    # featx probe's options, with its flags (option_of): the shared rules refuse layers='' or output='' as probe's
+    label: str | None = option_of(ProbeConfig, "label")
+    labels: str | Path | None = option_of(ProbeConfig, "labels")  # a file of label columns joined to the stored rows
+    join: str = option_of(ProbeConfig, "join")
+    layers: str = option_of(ProbeConfig, "layers")
+    poolings: str | None = option_of(ProbeConfig, "poolings", None)  # None: mean (see the docstring)
+    folds: int = option_of(ProbeConfig, "folds")
+    seed: int = option_of(ProbeConfig, "seed")
+    group: str | None = option_of(ProbeConfig, "group")
+    control: bool = option_of(ProbeConfig, "control")  # also every probe on the control task (permuted labels)
+    jobs: int | None = option_of(ProbeConfig, "jobs")
+    output: str | Path | None = option_of(ProbeConfig, "output")  # results prefix (default: beside the features file)
     n_bootstrap: int = 1000
     write: bool = True
 
@@ -230,17 +231,18 @@ def _sweep_jobs(config: SweepConfig, notes: list[str]) -> tuple[Task, list[tuple
     """The task, one job per (pooling, layer), and what the meta records of the file."""
     with open_complete(str(config.features)) as file:
         task = load_task(file, config.label, config.folds, config.seed, config.group, notes, config.labels, config.join)
-        specs = parse_layer_specs(str(config.layers), file.layers, config=config)
+        specs = parse_layer_specs(
+            str(config.layers),
+            file.layers,
+            False,
+            config=config,
+            single_only=f"{'--sweep' if on_command_line() else 'featx.probing.sweep'} probes single layers only",
+        )
         poolings = config.poolings
         if poolings is None or poolings == "all":  # one pooling unless asked: the sweep is many probes per layer
             poolings = "mean" if "mean" in file.poolings else file.poolings[0]
         chosen = parse_poolings(poolings, file.poolings)
         model = file.attrs.get("model")
-    if any(spec.kind != "single" for spec in specs):
-        raise InputError(
-            f"{'--sweep' if on_command_line() else 'featx.probing.sweep'} probes single layers only",
-            f"give {spoken_value(config, 'layers', 'all', '--layer')}, a list or a slice, without cat/stack",
-        )
     if config.write and config.output is not None:  # as write_sweep names it, checked before the probes
         prefix = results_prefix(Path(str(config.features)), "", "sweep", config.output)
         check_prefix(config.output, Path(f"{prefix}.sweep.csv"))
@@ -255,7 +257,7 @@ def _sweep_jobs(config: SweepConfig, notes: list[str]) -> tuple[Task, list[tuple
     return task, jobs, {"model": model, "layers": [spec.layers[0] for spec in specs], "poolings": chosen}
 
 
-@keywords_of(ProbeConfig)  # featx probe's flags (SweepConfig declares none): from Python the keyword given, group='x'
+@keywords_of(ProbeConfig)  # featx probe's flags (SweepConfig shares some): from Python the keyword given, group='x'
 def sweep(config: SweepConfig | str | Path | None, **options) -> SweepResult:
     """The probe-complexity sweep of one label column over the chosen layers and poolings; see
     ``SweepConfig`` (``sweep("x.h5", label="pos", layers="0,6")``)."""

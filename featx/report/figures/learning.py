@@ -11,10 +11,18 @@ import pandas as pd
 
 from ...errors import InputError, StoreError
 from ...io import read_csv
+from ...options import Placeholder, on_command_line, spoken_value
 from ..text.format import num
 from .style import CYCLE, FORMATS, MARKERS, RC, REFERENCE_GREY, axes_or_new, legend_below, save
 
 CURVE_REQUIRED = ("layer_spec", "pooling", "classifier", "n_train")
+
+
+def _with_train_sizes(sizes: str) -> str:
+    """The probe run that writes a learning curve, as the caller makes it: ``featx probe --train-sizes 0.5,1.0``,
+    ``featx.probe(..., train_sizes='0.5,1.0')``."""
+    given = spoken_value(None, "train_sizes", Placeholder(sizes) if sizes == "..." else sizes, "--train-sizes")
+    return f"featx probe {given}" if on_command_line() else f"featx.probe(..., {given})"
 
 
 def curve_metric(curve: pd.DataFrame) -> str:
@@ -41,7 +49,7 @@ def read_curve(curve) -> pd.DataFrame:
     if not isinstance(curve, pd.DataFrame):
         path = Path(curve)
         if not path.exists():
-            raise StoreError(f"learning-curve file {path} does not exist", "run featx probe --train-sizes ...")
+            raise StoreError(f"learning-curve file {path} does not exist", f"run {_with_train_sizes('...')}")
         try:
             curve = read_csv(path)
         except (ValueError, OSError) as err:
@@ -50,7 +58,7 @@ def read_curve(curve) -> pd.DataFrame:
     if curve.empty or missing:
         raise InputError(
             "no learning-curve rows" + (f" (missing column(s) {', '.join(missing)})" if missing else ""),
-            "run featx probe --train-sizes 0.1,0.25,0.5,1.0",
+            f"run {_with_train_sizes('0.1,0.25,0.5,1.0')}",
         )
     curve = curve.copy()
     for column in ("layer_spec", "pooling", "classifier"):

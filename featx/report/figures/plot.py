@@ -10,6 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from ...errors import InputError
+from ...options import on_command_line, spoken_command, spoken_value
 from ..load import (
     METRIC_NAMES,
     check_metric,
@@ -74,10 +75,15 @@ def _check_same_probe(frame: pd.DataFrame, base_frame: pd.DataFrame, baseline) -
     (label, task), (base_label, base_task) = _probed(frame), _probed(base_frame)
     if (label, task) != (base_label, base_task):
         name = Path(baseline).name if isinstance(baseline, (str, os.PathLike)) else "the baseline results"
+        cli = on_command_line()
+        probed = spoken_command(
+            "probe", "OTHER.h5" if cli else "other_features", spoken_value(None, "label", label, "--label")
+        )
         raise InputError(
-            f"--baseline {name} probes '{base_label}' ({base_task}), these results '{label}' ({task})",
-            "give the results of the same label probed on the second features file (featx probe OTHER.h5 "
-            f"--label {label}), or featx compare to set different runs side by side",
+            f"{spoken_value(None, 'baseline', name, '--baseline')} probes '{base_label}' ({base_task}), these "
+            f"results '{label}' ({task})",
+            f"give the results of the same label probed on the second features file ({probed}), or "
+            f"{'featx compare' if cli else 'featx.report.compare_results'} to set different runs side by side",
         )
 
 

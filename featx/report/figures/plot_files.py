@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 
 from ...checks import path_like, whole
 from ...errors import InputError
-from ...options import Check, Options, normalise, option
+from ...options import Check, Options, keywords_of, normalise, option, spoken, spoken_value
 from ..files import make_folder, results_files
 from ..structural import is_structural
 from .heatmap import SCALES
@@ -22,9 +22,10 @@ from .style import FORMATS, RC, default_output, save
 def _one_figure_per_output(config: PlotConfig) -> None:
     output = config.output
     if output is not None and len(config.results) > 1 and Path(output).suffix:
-        raise InputError(
-            f"-o {output} names one figure but {len(config.results)} results files were given",
-            "pass a directory to -o, or one results file",
+        raise InputError(  # -o as the command line's user typed it, output='x.png' from Python
+            f"{spoken_value(None, 'output', str(output), '-o')} names one figure but {len(config.results)} results "
+            "files were given",
+            f"pass a directory to {spoken(None, 'output', '-o')}, or one results file",
         )
 
 
@@ -136,8 +137,10 @@ def _check_all(config: PlotConfig) -> None:
         theirs = {Path(config.compare).with_suffix(f".{extension}") for extension in FORMATS}
         if ours & theirs:
             raise InputError(
-                f"--compare {config.compare} would overwrite the figure of one of the results files",
-                "give --compare a name of its own, e.g. --compare labels.png",
+                f"{spoken_value(config, 'compare', str(config.compare))} would overwrite the figure of one of the "
+                "results files",
+                f"give {spoken(config, 'compare')} a name of its own, e.g. "
+                + spoken_value(config, "compare", "labels.png"),
             )
 
 
@@ -197,6 +200,7 @@ def _draw(path: Path, config: PlotConfig) -> Drawn:
     return drawn
 
 
+@keywords_of(PlotConfig)  # from Python, a message names the keyword given (dpi=0), the CLI the flag: each step
 def plot_files(config: PlotConfig | str | os.PathLike | list, **options: Any) -> Iterator[Drawn]:
     """Draw and write each results file's figure, then the comparison figure; yields each as it is written.
     ``config`` is a ``PlotConfig``, or its ``results`` (a path or a list of paths) with ``options`` its fields.

@@ -11,6 +11,7 @@ import pandas as pd
 
 from ...errors import InputError, StoreError
 from ...io import read_csv
+from ...options import on_command_line
 from ...safe_files import loads_json
 from ..load import model_name
 from ..text.erase import format_erase
@@ -84,6 +85,13 @@ def analysis_kind(path: Path) -> str:
     return "probe"
 
 
+def _command(kind: str) -> str:
+    """What writes results of ``kind``, as the caller runs it: ``featx probe --sweep``, ``featx.probing.sweep``."""
+    if on_command_line():
+        return f"featx {kind if kind != 'sweep' else 'probe --sweep'}"
+    return f"featx.probing.{kind}"
+
+
 def _table(records, path: Path, kind: str) -> pd.DataFrame:
     table = pd.DataFrame(records if isinstance(records, list) else [])
     missing = [column for column in REQUIRED[kind] if column not in table.columns]
@@ -91,7 +99,7 @@ def _table(records, path: Path, kind: str) -> pd.DataFrame:
         raise StoreError(
             f"{path} is not a complete featx {kind} results file"
             + (f": columns {', '.join(missing)} are missing" if missing else ": it has no rows"),
-            f"run featx {kind if kind != 'sweep' else 'probe --sweep'} again to rewrite it",
+            f"run {_command(kind)} again to rewrite it",
         )
     return table
 
@@ -176,7 +184,7 @@ def render_analysis(path: Path, kind: str, metric: str | None = None) -> str:
     except (KeyError, ValueError, TypeError, AttributeError, IndexError) as err:
         raise StoreError(
             f"{path} is not a complete featx {kind} results file ({type(err).__name__}: {err})",
-            f"run featx {kind if kind != 'sweep' else 'probe --sweep'} again to rewrite it",
+            f"run {_command(kind)} again to rewrite it",
         ) from None
     sections = [
         "<h2>The run</h2>",

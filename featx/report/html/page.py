@@ -19,7 +19,8 @@ import pandas as pd
 
 from ...checks import path_like
 from ...errors import FeatxError, InputError
-from ...options import Check, Options, option
+from ...io import writable_hint
+from ...options import Check, Options, keywords_of, on_command_line, option
 from ...safe_files import refuse_inputs
 from ..load import (
     METRIC_NAMES,
@@ -164,7 +165,11 @@ def render(results, classifier: str | None = None, metric: str | None = None) ->
 
 def _results_path(config: ReportConfig) -> None:
     if not isinstance(config.results, (str, os.PathLike)):
-        raise InputError("featx report needs a results file path", "give the .probe.csv written by featx probe")
+        cli = on_command_line()
+        raise InputError(
+            f"{'featx report' if cli else 'featx.report.write_report'} needs a results file path",
+            f"give the .probe.csv written by {'featx probe' if cli else 'featx.probe'}",
+        )
 
 
 @dataclass(frozen=True)
@@ -194,6 +199,7 @@ class ReportConfig(Options):
     )
 
 
+@keywords_of(ReportConfig)  # from Python, a message names the keyword given (classifier), the CLI the flag
 def write_report(results, output: str | os.PathLike | None = None, **options: Any) -> Path:
     """Write the report page (default: beside the results, ``x.probe.csv`` -> ``x.report.html``); ``results``
     may also be a whole ``ReportConfig``, ``options`` its other fields (``classifier``, ``metric``). Returns the
@@ -210,7 +216,7 @@ def write_report(results, output: str | os.PathLike | None = None, **options: An
     except OSError as err:
         from ...errors import StoreError
 
-        raise StoreError(f"cannot write {path}: {err.strerror or err}", "choose a writable path with -o") from None
+        raise StoreError(f"cannot write {path}: {err.strerror or err}", writable_hint()) from None
     return path
 
 

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from ...errors import InputError
+from ...options import on_command_line
 
 __all__ = [
     "LOWER_IS_BETTER",
@@ -88,7 +89,8 @@ def tidy(table) -> pd.DataFrame:
         frame[column] = _flag(frame.get(column, pd.Series(False, index=frame.index)))
     frame = frame[frame["score"].notna()].reset_index(drop=True)
     if frame.empty:
-        raise InputError("the study table has no row with a score", "run the study first: featx study run STUDY.toml")
+        run = "featx study run STUDY.toml" if on_command_line() else "featx.study.run('study.toml')"
+        raise InputError("the study table has no row with a score", f"run the study first: {run}")
     frame["model_key"] = _model_keys(frame)
     frame["task"] = frame["corpus"] + " · " + frame["label"]
     deepest = frame.groupby("model_key")["layer"].transform("max").replace(0, np.nan)

@@ -411,11 +411,13 @@ def test_merge_refuses_duplicated_and_missing_rows(tiny_model, corpus, tmp_path)
 
 def test_merge_refuses_a_missing_shard_or_manifest(tiny_model, corpus, tmp_path):
     output = tmp_path / "out.h5"
-    with pytest.raises(StoreError, match="no shards to merge"):
+    with pytest.raises(StoreError, match="no shards to merge") as caught:
         merge(output)
+    assert caught.value.hint == "run featx.extract(..., shards=N, shard_index=I) (or under torchrun) first"  # Python's
     run(corpus, output, tiny_model, shards=3, shard_index=1)
-    with pytest.raises(StoreError, match="shard 0 of 3 is missing: .*out.shard-00-of-03.h5 does not exist"):
+    with pytest.raises(StoreError, match="shard 0 of 3 is missing: .*out.shard-00-of-03.h5 does not exist") as caught:
         merge(output)
+    assert caught.value.hint.startswith("run featx.extract(..., shards=3, shard_index=0), or copy it here")
     ShardSpec(1, 3).path(output).rename(ShardSpec(0, 3).path(output))
     with pytest.raises(StoreError, match="is not shard 0 of 3"):
         merge(output)
@@ -425,6 +427,7 @@ def test_merge_cli_reports_errors_without_traceback(tiny_model, corpus, tmp_path
     output = tmp_path / "out.h5"
     result = CliRunner().invoke(main, ["merge", str(output)])
     assert result.exit_code == 2 and result.output.startswith("featx: error: no shards to merge")
+    assert "hint: run featx extract with --shards N --shard-index I (or under torchrun) first" in result.output
     result = CliRunner().invoke(main, cli_args(corpus, output, tiny_model, "--shards", "2"))
     assert result.exit_code == 2 and "--shards and --shard-index go together" in result.output
     for index in range(2):

@@ -171,6 +171,21 @@ PHRASED = [
         ["--sweep", "--folds", "1", "--group", "doc"],
         "--folds 1 is too small\n  hint: use at least 2 folds (default 5)",
     ),
+    (  # featx probe's -o and --layer, shared by the sweep's config: the rules of every path and list option
+        "sweep",
+        {"output": ""},
+        "output='' is empty: give a path, or leave it out\n  hint: an empty path would read as '.', the current folder",
+        ["--sweep", "-o", ""],
+        "-o/--output is empty: give a path, or leave it out\n  hint: an empty path would read as '.', the current",
+    ),
+    (
+        "sweep",
+        {"layers": " "},
+        "layers=' ' is empty: it takes one value or a comma list\n"
+        "  hint: give layers at least one value, or leave it out for its default (all)",
+        ["--sweep", "--layer", " "],
+        "--layer ' ' is empty: it takes one value or a comma list\n  hint: give --layer at least one value",
+    ),
     (
         "sweep",
         {"join": "x", "labels": "l.csv"},
@@ -199,21 +214,29 @@ def test_a_refusal_names_what_the_caller_gave(tmp_path, function, options, pytho
 
 
 @pytest.mark.parametrize(
-    ("function", "layers", "what", "why"),
+    ("function", "layers", "what", "why", "cli_why"),
     [
-        ("erase", "cat(0,1)", "cat(...)", "erase works on one layer at a time"),
-        ("neurons", "stack", "stack", "neurons ranks one layer's units at a time"),
+        ("erase", "cat(0,1)", "cat(...)", "erase works on one layer at a time", None),
+        ("neurons", "stack", "stack", "neurons ranks one layer's units at a time", None),
+        ("sweep", "cat(0,1)", "cat(...)", "featx.probing.sweep probes single layers only", "--sweep probes single"),
     ],
 )
 def test_a_combined_layer_is_refused_with_the_reason_of_the_command_refusing_it(
-    tiny_features, function, layers, what, why
+    tiny_features, function, layers, what, why, cli_why
 ):
-    """erase and neurons take single layers: the refusal of ``cat()`` and ``stack`` says why for each of them
-    (not "extraction stores layers separately"), on the command line and from Python alike."""
+    """erase, neurons and the sweep take single layers: the refusal of ``cat()`` and ``stack`` (one check,
+    ``parse_layer_specs(single_only=...)``) says why for each of them (not "extraction stores layers
+    separately") and what to give instead, on the command line and from Python, each in its words."""
     import featx.probing
 
-    message = f"{what} is a probe option; {why}"
-    with pytest.raises(InputError, match=re.escape(message)):
+    with pytest.raises(InputError) as caught:
         getattr(featx.probing, function)(tiny_features, label="label", layers=layers)
-    result = CliRunner().invoke(main, [function, str(tiny_features), "--label", "label", "--layer", layers])
-    assert result.exit_code == 2 and f"featx: error: {message}" in result.output, result.output
+    assert str(caught.value) == (
+        f"{what} is a probe option; {why}\n  hint: give layers='all', a list or a slice, without cat or stack"
+    )
+    command = ["probe", str(tiny_features), "--sweep"] if function == "sweep" else [function, str(tiny_features)]
+    result = CliRunner().invoke(main, [*command, "--label", "label", "--layer", layers])
+    assert result.exit_code == 2 and result.output.startswith(f"featx: error: {what} is a probe option; "), (
+        result.output
+    )
+    assert (cli_why or why) in result.output and "hint: give --layer all, a list or a slice" in result.output
