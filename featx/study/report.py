@@ -15,7 +15,7 @@ from typing import Any
 import pandas as pd
 
 from .. import report as reporting
-from ..errors import InputError
+from ..errors import InputError, StoreError
 from ..io import read_csv
 from ..options import keywords_of, on_command_line
 from ..safe_files import real_folder
@@ -38,11 +38,22 @@ def _cell_pages(output: Path, table: pd.DataFrame, echo: Callable[[str], None]) 
         page = results.with_name(results.name.removesuffix(".probe.csv") + ".report.html")
         real_folder(page.parent, output.parent, make=False)  # never written through a link planted there
         if not page.is_file() or page.stat().st_mtime < results.stat().st_mtime:
-            reporting.write_report(results, output=page)
+            _write_cell_page(results, page)
             echo(f"{row['model']}/{row['corpus']}/{row['label']}: {page.relative_to(output)}")
         seed = None if pd.isna(row["seed"]) else int(row["seed"])
         links[(row["model"], row["corpus"], row["label"], seed)] = page.relative_to(output).as_posix()
     return links
+
+
+def _write_cell_page(results: Path, page: Path) -> None:
+    """A cell's own page, beside its results; a failed write says what this command offers (its pages are
+    written where the study's output is, so there is no path to choose), not ``featx report``'s ``-o``."""
+    try:
+        reporting.write_report(results, output=page)
+    except StoreError as err:
+        skip = "--no-cells" if on_command_line() else "cells=False"
+        hint = f"make {page.parent} writable, or leave the cells' own pages out with {skip}"
+        raise StoreError(err.message, hint) from None
 
 
 def _status_of(path: Path | None) -> str:

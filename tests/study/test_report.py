@@ -56,6 +56,35 @@ def test_no_cells_page_is_written_through_a_link_planted_at_a_cell_folder(done_s
     assert list(output.rglob("*.report.html")) == []
 
 
+@pytest.mark.slow
+def test_a_cell_page_that_cannot_be_written_offers_the_commands_own_way_out(done_study, tmp_path, monkeypatch):
+    """The cells' pages have no path to choose: the hint names --no-cells (cells=False), not featx report's -o."""
+    import shutil
+
+    import featx.report
+    from featx.errors import StoreError
+
+    study, result, _ = done_study
+    output = tmp_path / "out"
+    shutil.copytree(result.plan.config.output, output)
+    for page in output.rglob("*.report.html"):
+        page.unlink()
+
+    def full_disk(results, output=None, **options):
+        raise StoreError(f"cannot write {output}: No space left on device", "choose a writable path with -o")
+
+    monkeypatch.setattr(featx.report, "write_report", full_disk)
+    moved = {**study, "study": {**study["study"], "output": str(output)}}
+    with pytest.raises(StoreError, match="No space left") as raised:
+        write_report(moved)
+    assert raised.value.hint.startswith("make ") and raised.value.hint.endswith("with cells=False")
+    path = tmp_path / "study.toml"
+    path.write_text(to_toml(moved))
+    ran = CliRunner().invoke(main, ["study", "report", str(path)])
+    assert ran.exit_code != 0 and "leave the cells' own pages out with --no-cells" in ran.output, ran.output
+    assert "with -o" not in ran.output
+
+
 def test_a_study_whose_probes_all_failed_says_so_not_run_it_first(tmp_path):
     """A study that ran but whose every probe failed (a group split across train and test, say) writes an empty
     results table: its report names the failed cells' place (``featx study status``), not "run the study first"."""
