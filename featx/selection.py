@@ -169,15 +169,19 @@ def parse_layer_specs(
     return unique
 
 
-def check_layer_spelling(spec: str | None, flag: str, allow_combined: bool = True, given: str | None = None) -> None:
+def check_layer_spelling(spec: str | None, flag: str, allow_combined: bool = True, *, config: Any = None) -> None:
     """``spec``'s spelling as ``parse_layer_specs`` reads it, before any model or file says which layers there
-    are (whether they exist is checked then): an ``InputError`` naming ``flag`` for an item that is none of
-    ``all``, an index, a slice, ``cat(...)`` or ``stack(...)`` of them (``given``: the option with its value as the
-    caller wrote it, ``layers='x'`` from Python; else ``flag spec``)."""
-    given = given or f"{flag} {spec}"
+    are (whether they exist is checked then): an ``InputError`` for an item that is none of ``all``, an index, a
+    slice, ``cat(...)`` or ``stack(...)`` of them, naming the option as the caller gave it (``config``'s
+    ``layers`` field: ``--layers x`` on the command line, ``layers='x'`` from Python; ``flag`` its flag)."""
+    given = spoken_value(config, "layers", spec, flag)
     for kind, _, parts in _feature_sets((spec or "all").replace(" ", "")):
         if kind != "single" and not allow_combined:
-            raise InputError(f"{given}: {kind}(...) is a probe option; {EXTRACTION_SINGLE}")
+            raise InputError(
+                f"{given}: {kind}(...) is a probe option; {EXTRACTION_SINGLE}",
+                f"give {spoken_value(config, 'layers', 'all', flag)}, a list or a slice, without cat or stack: "
+                "featx probe combines the stored layers",
+            )
         for part in parts:
             if part != "all" and not _SLICE.match(part) and not _is_index(part):
                 raise InputError(

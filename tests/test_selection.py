@@ -2,6 +2,7 @@ import re
 
 import pytest
 
+import featx
 from featx.errors import InputError
 from featx.selection import LayerSpec, check_layer_spelling, parse_layer_specs, parse_poolings, select_layers
 
@@ -83,9 +84,13 @@ def test_a_misspelt_layer_is_refused_before_any_model_or_file(spec, words):
 def test_an_extraction_refuses_cat_and_a_misspelt_layer_or_pooling_when_made(tmp_path):
     from featx.extraction import ExtractConfig
 
-    with pytest.raises(InputError, match="cat"):
+    with pytest.raises(InputError, match=r"^--layer cat\(1,2\): cat\(...\) is a probe option") as raised:
         ExtractConfig(corpus="c.csv", layers="cat(1,2)")
-    with pytest.raises(InputError, match="--layers 1;2"):
+    assert raised.value.hint.startswith("give --layer all, a list or a slice, without cat or stack")
+    with pytest.raises(InputError, match=r"^layers='cat\(1,2\)': cat") as raised:
+        featx.extract(str(tmp_path / "c.csv"), layers="cat(1,2)")  # refused before the corpus is looked for
+    assert raised.value.hint.startswith("give layers='all', a list or a slice")
+    with pytest.raises(InputError, match="--layer 1;2"):
         ExtractConfig(corpus="c.csv", layers="1;2")
     with pytest.raises(InputError, match="pooling 'maen' is not available"):
         ExtractConfig(corpus="c.csv", poolings="mean,maen")

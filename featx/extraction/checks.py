@@ -197,7 +197,7 @@ def _check_selection(config: ExtractConfig) -> None:
     from .inputs.pairs import pair_poolings
     from .inputs.templates import prompt_poolings
 
-    check_layer_spelling(config.layers, "--layers", allow_combined=False)
+    check_layer_spelling(config.layers, "--layers", allow_combined=False, config=config)
     parse_poolings(config.poolings, prompt_poolings(config, pair_poolings(config, POOLINGS)))
 
 

@@ -59,7 +59,7 @@ def _positive_grid(name: str, what: str):
 
 
 def _check_layer_spelling(config: ProbeConfig) -> None:
-    check_layer_spelling(config.layers, "--layer", given=spoken_value(config, "layers", config.layers))
+    check_layer_spelling(config.layers, "--layer", config=config)
 
 
 def _check_task(config: ProbeConfig) -> None:

@@ -26,7 +26,7 @@ from typing import Any
 from ..errors import InputError, ModelError
 from ..extraction import DEFAULT_MODEL, ExtractConfig
 from ..io import corpus_name
-from ..options import spoken_value
+from ..options import spoken, spoken_value
 from ..probing import ProbeConfig
 from .engines import ENGINES
 from .groups import entry_group
@@ -137,7 +137,7 @@ class StudyConfig:
         try:
             return ProbeConfig(**fields)
         except InputError as err:
-            raise self._blame(err, [("probe",), ("study",)]) from None
+            raise self._blame(err, [("probe",), ("study",)], ProbeConfig) from None
 
     def check_stored(self, model: ModelSpec, corpus: CorpusSpec, extract: ExtractConfig) -> None:
         """``[probe]``'s layers and poolings against what ``extract`` (the extraction of ``corpus`` by ``model``)
@@ -186,12 +186,14 @@ class StudyConfig:
             return self.corpora[place[1]].options
         return ()
 
-    def _blame(self, err: InputError, places: list[Place]) -> InputError:
-        """``err`` as the study's error, at the first of ``places`` whose table or key the message names."""
+    def _blame(self, err: InputError, places: list[Place], config: type = ExtractConfig) -> InputError:
+        """``err`` as the study's error, at the first of ``places`` whose table or key the message names as the
+        caller does (``config``'s flag of the key, ``--layer`` for ``layers``, or the key: ``layers=``)."""
         for place in places:
             keys = self.source.lines.keys_under(place) or [name for name, _ in self._options(place)]
             for key in keys:
-                if f"--{key.lstrip('-').replace('_', '-')} " in f"{err.message} " or f"{key} " in err.message:
+                names = (f"--{key.lstrip('-').replace('_', '-')} ", f"{key} ", f"{key}=", f"{spoken(config, key)} ")
+                if any(name in f"{err.message} " for name in names):
                     return self.source.error((*place, key), err.message, err.hint)
         return self.source.error(places[0], err.message, err.hint)
 

@@ -89,7 +89,7 @@ BAD = [
     (("seeds = [0, 1, 2]", "seeds = [0, 0]"), "repeat a seed", 11, None),
     (("random_init = true\n", ""), "seeds are the random weights' seeds", 10, "random_init = true"),
     (('pooling = "mean"', 'pooling = "mean,bogus"'), "pooling 'bogus' is not available", 20, None),
-    (('pooling = "mean"', 'layers = "1;3"'), "[extract] layers: --layers 1;3: layer '1;3' is not a number", 20, None),
+    (('pooling = "mean"', 'layers = "1;3"'), "[extract] layers: --layer 1;3: layer '1;3' is not a number", 20, None),
     (('layer = "all"', 'layer = "cat(1,x)"'), "[probe] layer: --layer cat(1,x): layer 'x' is not a number", 23, None),
     (("random_init = true", "randominit = true"), "[[models]] #2 randominit: unknown option", 10, "'random_init'"),
     (("random_init = true", "init_seed = 3"), "'init_seed' is set by the study", 10, "[[models]] seeds"),
