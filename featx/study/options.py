@@ -13,7 +13,7 @@ import dataclasses
 from typing import Any
 
 from ..extraction import ExtractConfig
-from ..options import flagged, keyword_of
+from ..options import flagged, keyword_of, on_command_line
 from ..probing import ProbeConfig
 from .source import Place, Source
 
@@ -108,10 +108,12 @@ def extract_fields(
 
 # ``featx probe`` flags that run another analysis instead of the probes, which no ``ProbeConfig`` field holds: a
 # study's [probe] table naming one is told so, not offered the nearest field ('sweep': "did you mean 'seed'?").
+# (message, the hint on the command line, the hint from Python)
 PROBE_NOT_IN_STUDY = {
     "sweep": (
         "a study runs featx probe's probes, not its --sweep",
         "run featx probe OUTPUT/<model>/<corpus>/features.h5 --label LABEL --sweep on a cell's features file",
+        "run featx.probing.sweep('OUTPUT/<model>/<corpus>/features.h5', label='LABEL') on a cell's features file",
     ),
 }
 
@@ -121,6 +123,6 @@ def probe_fields(source: Source, table: dict[str, Any], place: Place) -> dict[st
     for key in table:
         name = key.lstrip("-").replace("-", "_")
         if name in PROBE_NOT_IN_STUDY:
-            message, hint = PROBE_NOT_IN_STUDY[name]
-            raise source.error((*place, key), message, hint)
+            message, command_line, python = PROBE_NOT_IN_STUDY[name]
+            raise source.error((*place, key), message, command_line if on_command_line() else python)
     return option_fields(source, table, place, ProbeConfig, PROBE_SET_BY_STUDY)

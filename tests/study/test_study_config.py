@@ -10,6 +10,7 @@ import shutil
 import pytest
 from click.testing import CliRunner
 
+import featx.study
 from featx.cli import main
 from featx.errors import FeatxError, InputError
 from featx.extraction import local_model_folder
@@ -148,6 +149,15 @@ def test_each_bad_input_is_one_error_with_file_key_and_line(folder, change, word
         assert f", line {line}:" in caught.value.message
     if hint is not None:
         assert hint in (caught.value.hint or "")
+
+
+def test_a_sweep_in_the_probe_table_is_told_how_to_run_one_in_the_callers_words(folder):
+    path = write(folder, GOOD.replace('layer = "all"', "sweep = true"))
+    with pytest.raises(InputError, match="not its --sweep") as caught:
+        featx.study.dry_run(str(path))
+    assert caught.value.hint.startswith("run featx.probing.sweep('OUTPUT/<model>/<corpus>/features.h5', label=")
+    ran = CliRunner().invoke(main, ["study", "run", str(path), "--dry-run"])
+    assert ran.exit_code != 0 and "features.h5 --label LABEL --sweep on a cell" in ran.output, ran.output
 
 
 AGAIN_MODEL = '[[models]]\nname = "again"\n'
