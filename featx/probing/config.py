@@ -12,6 +12,7 @@ from ..errors import InputError
 from ..options import MAX_SEED, Check, Options, option, spoken, spoken_value
 from ..selection import check_layer_spelling
 from .shared_options import (
+    bootstrap_option,
     check_group,
     check_join,
     check_join_needs_labels,
@@ -152,12 +153,12 @@ def _check_curve_layers(config: ProbeConfig) -> None:
 # the test rows at once, so it is bounded (10**5 keeps a 10,000-row test part under a few GB).
 MAX_BOOTSTRAP = 100_000
 check_seed = whole("seed", "--seed", minimum=0, maximum=MAX_SEED, hint=_at_least(0, "--seed"))
-check_bootstrap = whole(  # a flag where a command has one (featx neurons --n-bootstrap), else the keyword
+check_bootstrap = whole(  # --n-bootstrap (shared_options.bootstrap_option), n_bootstrap from Python
     "n_bootstrap",
-    "n_bootstrap",
+    "--n-bootstrap",
     minimum=1,
     maximum=MAX_BOOTSTRAP,
-    hint=lambda config: _at_least(1, spoken(config, "n_bootstrap")),
+    hint=lambda config: _at_least(1, spoken(config, "n_bootstrap", "--n-bootstrap")),
 )
 
 
@@ -255,7 +256,12 @@ class ProbeConfig(Options):
         False, flag="--allow-partial", group=COMPUTE, help="Probe the rows written so far of an unfinished extraction."
     )
     cs: tuple[float, ...] = DEFAULT_CS  # the C grid of logreg probes
-    n_bootstrap: int = 1000
+    n_bootstrap: int = bootstrap_option(
+        EVALUATION,
+        also="Learning-curve points take at most 200. Above 1000 it is also the number of random patterns of a "
+        "paired test that cannot count them all (R², macro-F1, balanced accuracy, Pearson or Spearman over more "
+        "than 16 differing rows or groups); accuracy's tests count every pattern.",
+    )
     write: bool = True
     has_group: bool = True  # False: a caller without --group (featx lens); the repeated-text note names none
     mdl: bool = option(

@@ -36,7 +36,7 @@ META_FIELDS = FieldTable(
         *fields(TEXT, "features_file", "label", "task", "level", "evaluation", "metric", "pair_mode", nullable=True),
         *fields(TEXT, "predictions_for", "predictions_layer", nullable=True),
         *fields(WHOLE, "n_rows", "n_labelled", "n_missing_labels", "n_dev", "n_sentences", "n_words", nullable=True),
-        *fields(WHOLE, "seed", "folds", "n_groups", nullable=True),
+        *fields(WHOLE, "seed", "folds", "n_groups", "n_bootstrap", nullable=True),
         *fields(LIST, "label_names", *_TEXT_LISTS, "notes", "train_sizes", nullable=True),
         *(Field((name, ANY), TEXT) for name in _TEXT_LISTS),
         Field(("cosine_baseline",), rows_with("pooling", "layer"), nullable=True),
@@ -147,6 +147,7 @@ class ProbeMeta(Mapping[str, Any]):
     labels_file: str | None = None  # --labels: the file of label columns joined to the stored rows (by ``join``)
     join: str | None = None
     n_groups: int | None = None
+    n_bootstrap: int | None = None  # the resamples of a split's intervals (--n-bootstrap; None: a file before it)
     file: dict[str, Any] = field(default_factory=dict)  # model and corpus records of the features file
     versions: dict[str, str | None] = field(default_factory=dict)
     solver: dict[str, str] = field(default_factory=dict)  # where the logistic probes were solved
@@ -224,6 +225,7 @@ class ProbeMeta(Mapping[str, Any]):
             **({"group": self.group, "n_groups": self.n_groups} if self.group is not None else {}),
             "n_dev": self.n_dev,
             "seed": self.seed,
+            **({"n_bootstrap": self.n_bootstrap} if self.n_bootstrap is not None else {}),
             "classifiers": self.classifiers,
             "poolings": self.poolings,
             "sites": self.sites,

@@ -103,6 +103,7 @@ class ProbePlan:
             **({"labels_file": str(config.labels), "join": config.join} if config.labels is not None else {}),
             "n_dev": int(len(evaluation.dev[0])) if evaluation.is_split and evaluation.dev[0] is not None else 0,
             "seed": int(config.seed),
+            "n_bootstrap": int(config.n_bootstrap),
             "classifiers": list(self.classifiers),
             "poolings": list(self.poolings),
             "sites": list(self.sites),

@@ -1,5 +1,6 @@
 """Options declared once and shared by several commands: ``--join`` (``featx probe --labels``, ``featx labels
-add``) and ``--group`` (probe, its ``--sweep``, fit, erase, neurons, intervene), with their checks."""
+add``), ``--group`` (probe, its ``--sweep``, fit, erase, neurons, intervene) and ``--n-bootstrap`` (probe, its
+``--sweep``, erase, neurons), with their checks (``check_bootstrap`` is the probe config's)."""
 
 from __future__ import annotations
 
@@ -58,6 +59,20 @@ def group_option(group: str | None = None) -> Any:
         "sentence, as text a or b, linked in chains; on single texts as @text). These names always mean the "
         "texts, even beside a label column of that name. The folds, the holdouts that choose C and the bootstrap "
         "resamples take whole groups, and a train/test split with a group on both sides is refused.",
+    )
+
+
+def bootstrap_option(group: str | None = None, also: str = "") -> Any:
+    """``--n-bootstrap``, declared once for ``featx probe`` (and its ``--sweep``), ``featx erase`` and ``featx
+    neurons`` (checked by ``config.check_bootstrap``: 1 to ``MAX_BOOTSTRAP``); ``also``: what else it sets in
+    that command, said after the common help."""
+    return option(
+        1000,
+        flag="--n-bootstrap",
+        group=group,
+        help="Bootstrap resamples of the test rows (whole sentences or groups where the probes keep them "
+        "together) behind each 95% interval of a train/test split, 1 to 100000; cross-validation takes a t "
+        "interval over the folds instead." + (f" {also}" if also else ""),
     )
 
 

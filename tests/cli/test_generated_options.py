@@ -184,6 +184,19 @@ def test_device_means_the_torch_device_the_command_computes_on(command):
     assert _generated(main.commands[command])["device"].help.startswith("Torch device ")
 
 
+def test_n_bootstrap_is_one_shared_option_wherever_it_is_a_flag():
+    """--n-bootstrap is declared once (probing's bootstrap_option): the same default, bounds and common help on probe
+    (and its --sweep), erase and neurons, each command adding only what else it sets."""
+    options = {name: _generated(command).get("n_bootstrap") for name, command in CONFIGURED}
+    options = {name: option for name, option in options.items() if option is not None}
+    assert sorted(options) == ["featx erase", "featx neurons", "featx probe"]
+    common = options["featx erase"].help or ""
+    assert common.startswith("Bootstrap resamples of the test rows") and "1 to 100000" in common
+    for option in options.values():
+        assert option.opts == ["--n-bootstrap"] and option.default == 1000 and getattr(option, GROUP) == "Evaluation"
+        assert (option.help or "").startswith(common)
+
+
 def test_seed_seeds_folds_wherever_it_is_a_flag():
     for name, command in CONFIGURED:
         seed = _generated(command).get("seed")

@@ -220,6 +220,13 @@ PHRASED = [
         "tiny",
     ),
     (
+        {"n_bootstrap": 100_001},
+        "n_bootstrap=100001 is too large: at most 100000\n  hint: give n_bootstrap a whole number from 1 to 100000",
+        ["--n-bootstrap", "100001"],
+        "--n-bootstrap 100001 is too large: at most 100000\n  hint: give --n-bootstrap a whole number from 1",
+        "tiny",
+    ),
+    (
         {"group": "nope"},
         "group='nope': no label column 'nope'",
         ["--group", "nope"],

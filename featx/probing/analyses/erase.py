@@ -305,6 +305,7 @@ def erase(config: EraseConfig | str | Path, **options) -> EraseResult:
         "label": main.label,
         "evaluation": main.plan.evaluation,
         **main.group_meta(),
+        "n_bootstrap": config.n_bootstrap,  # the resamples of a split's intervals
         "n_rows": info["n_rows"],
         "classes": main.class_names,
         "amnesic_labels": [task.label for task in info["others"]],

@@ -10,7 +10,7 @@ from ...checks import path_like
 from ...errors import InputError
 from ...options import Check, Options, option, spoken_value
 from ..config import check_bootstrap, check_folds, check_jobs, check_seed
-from ..shared_options import check_group, group_option
+from ..shared_options import bootstrap_option, check_group, group_option
 from .erasure import METHODS
 from .target import positive
 
@@ -62,7 +62,7 @@ class EraseConfig(Options):
         help="Erased features file (default: FEATURES stem + .erased-LABEL-METHOD.h5).",
     )
     overwrite: bool = option(False, flag="--overwrite", group=OUTPUT, help="Replace an existing output file.")
-    n_bootstrap: int = 1000
+    n_bootstrap: int = bootstrap_option(EVALUATION)
     jobs: int | None = option(
         None, flag="--jobs", group=EVALUATION, help="Parallel (layer x pooling) jobs (default: one per core)."
     )

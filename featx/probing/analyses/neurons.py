@@ -35,7 +35,7 @@ from ..config import check_bootstrap, check_folds, check_jobs, check_seed
 from ..inputs import open_complete
 from ..prescan import require_finite_blocks
 from ..results import check_prefix, json_safe, results_prefix, write_table
-from ..shared_options import check_group, group_option
+from ..shared_options import bootstrap_option, check_group, group_option
 from ..tasks.pairs import refuse_separate_pairs
 from .neuron_selection import RANDOM_DRAWS, RANKINGS, SELECTION_COLUMNS, how_tested, order, selection_curve
 from .target import Task, load_task, positive, unit_fraction
@@ -97,13 +97,7 @@ class NeuronConfig(Options):
         kind="str",
         help="Results prefix (default: FEATURES stem + .LABEL.neurons).",
     )
-    n_bootstrap: int = option(
-        1000,
-        flag="--n-bootstrap",
-        group=EVALUATION,
-        help="Bootstrap resamples of the test rows behind each 95% interval of a train/test split (1 to 100000; "
-        "folds take a t interval over the folds). The p vs random draws none: it is exact on a split.",
-    )
+    n_bootstrap: int = bootstrap_option(EVALUATION, also="The p vs random draws none: it is exact on a split.")
     jobs: int | None = option(
         None, flag="--jobs", group=EVALUATION, help="Parallel layer jobs (default: one per core)."
     )

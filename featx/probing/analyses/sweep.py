@@ -277,6 +277,7 @@ def sweep(config: SweepConfig | str | Path | None, **options) -> SweepResult:
         "evaluation": task.plan.evaluation,
         **task.group_meta(),
         "seed": config.seed,
+        "n_bootstrap": config.n_bootstrap,  # the resamples of a split's intervals
         "control": config.control,
         "cs": list(DEFAULT_CS),
         "ranks": list(RANKS),

@@ -91,8 +91,9 @@ class Scoring:
         """The paired test of a against b on the same test rows, in this metric (predictions per labelled
         row): per fold under k-fold (corrected resampled t-test), else a paired randomisation test over the test
         rows (whole sentences for word probes, groups with ``--group``): accuracy and R² are sums over rows,
-        so the rows' differences flip sign (``significance.paired_sign_flip``: McNemar's exact test for
-        accuracy); the other metrics swap a's and b's predictions of a row (``_swap_test``)."""
+        so the rows' differences flip sign (``significance.paired_sign_flip``: exact for accuracy, McNemar's over
+        rows, every sign pattern counted over groups); the other metrics swap a's and b's predictions of a row
+        (``_swap_test``)."""
         if self.metric == "accuracy":
             return significance.paired_p_value(plan, y, pred_a, pred_b, n_boot, seed)
         if self.metric == "r2":  # on the same rows R² differences are squared-error differences

@@ -30,7 +30,7 @@ REFUSED = [
     (EraseConfig, {"iterations": 2.5}, r"^--iterations 2.5 must be a positive number$", r"give --iterations"),
     (EraseConfig, {"folds": 1}, r"^--folds 1 is too small$", r"at least 2 folds"),
     (EraseConfig, {"seed": -1}, r"^--seed -1 must be a whole number of at least 0$", r"give --seed"),
-    (EraseConfig, {"n_bootstrap": 0}, r"^n_bootstrap 0 must be a whole number", r"give n_bootstrap"),
+    (EraseConfig, {"n_bootstrap": 0}, r"^--n-bootstrap 0 must be a whole number", r"give --n-bootstrap"),
     (EraseConfig, {"jobs": 0}, r"^--jobs 0 runs nothing$", r"-1 for one job per core"),
     (NeuronConfig, {"top": 0}, r"^--top 0 must be a positive number$", r"give --top a number of neurons"),
     (NeuronConfig, {"top": -3}, r"^--top -3 must be a positive number$", r"give --top"),
@@ -47,7 +47,8 @@ REFUSED = [
     (SweepConfig, {"features": None}, r"needs the features file", r"featx probe FEATURES\.h5 --sweep"),
     (SweepConfig, {"folds": 1}, r"^--folds 1 is too small$", r"at least 2 folds"),
     (SweepConfig, {"seed": -2}, r"^--seed -2 must be a whole number of at least 0$", r"give --seed"),
-    (SweepConfig, {"n_bootstrap": -1}, r"^n_bootstrap -1 must be", r"give n_bootstrap"),
+    (SweepConfig, {"n_bootstrap": -1}, r"^--n-bootstrap -1 must be", r"give --n-bootstrap"),
+    (ProbeConfig, {"n_bootstrap": 10**6}, r"^--n-bootstrap 1000000 is too large: at most 100000$", r"from 1 to"),
     (ProbeConfig, {"classifiers": "logreg,tree"}, r"^classifier 'tree' is not available", None),
     (ProbeConfig, {"sites": " , "}, r"^--site ' , ' is empty: it takes one value or a comma list$", r"give --site at"),
     (ProbeConfig, {"join": "name"}, r"^--join 'name' is not understood$", r"^use --join id or --join row$"),
@@ -112,6 +113,9 @@ def test_neuron_config_accepts_the_edges():
         ("neurons", ["--draws", "0"], "--draws 0 must be a whole number of at least 1"),
         ("neurons", ["--draws", "-1"], "--draws -1 must be a whole number of at least 1"),
         ("probe", ["--sweep", "--seed", "-1"], "--seed -1 must be a whole number of at least 0"),
+        ("probe", ["--sweep", "--n-bootstrap", "0"], "--n-bootstrap 0 must be a whole number of at least 1"),
+        ("probe", ["--n-bootstrap", "-5"], "--n-bootstrap -5 must be a whole number of at least 1"),
+        ("erase", ["--n-bootstrap", "100001"], "--n-bootstrap 100001 is too large: at most 100000"),
     ],
 )
 def test_the_cli_refuses_bad_options_before_opening_the_file(tmp_path, command, args, message):
@@ -147,6 +151,13 @@ PHRASED = [
         "iterations=0 must be a positive number\n  hint: give iterations a whole number of rounds, e.g. 50",
         ["--iterations", "0"],
         "--iterations 0 must be a positive number\n  hint: give --iterations a whole number of rounds, e.g. 50",
+    ),
+    (
+        "erase",
+        {"n_bootstrap": 0},
+        "n_bootstrap=0 must be a whole number of at least 1\n  hint: give n_bootstrap a value of at least 1",
+        ["--n-bootstrap", "0"],
+        "--n-bootstrap 0 must be a whole number of at least 1\n  hint: give --n-bootstrap a value of at least 1",
     ),
     (
         "neurons",

@@ -164,17 +164,24 @@ def test_probe_and_plot_accept_the_erased_file(planted_split_file, tmp_path, mon
     monkeypatch.chdir(tmp_path)
     runner = CliRunner()
     erased = tmp_path / "erased.h5"
-    result = runner.invoke(
-        main, ["erase", str(planted_split_file), "--label", "a", "-o", str(erased), "--jobs", "1", "--amnesic", "b"]
-    )
+    erase_args = ["--label", "a", "-o", str(erased), "--jobs", "1", "--amnesic", "b", "--n-bootstrap", "1"]
+    result = runner.invoke(main, ["erase", str(planted_split_file), *erase_args])
     assert result.exit_code == 0, result.output
     assert "evaluation: split" in result.output and "amnesic probing" in result.output
-    probed = runner.invoke(main, ["probe", str(erased), "--label", "a", "--jobs", "1"])
+    # --n-bootstrap 1 reaches every interval of a split: each is one resample's score, low == high
+    written = json.loads((tmp_path / "erased.erase.json").read_text())
+    assert written["meta"]["n_bootstrap"] == 1
+    for name in ("before", "after"):
+        assert all(row[f"{name}_low"] == row[f"{name}_high"] for row in written["results"]), name
+    probed = runner.invoke(main, ["probe", str(erased), "--label", "a", "--jobs", "1", "--n-bootstrap", "1"])
     assert probed.exit_code == 0, probed.output
+    meta = json.loads((tmp_path / "erased.a.probe.json").read_text())["meta"]
+    assert meta["n_bootstrap"] == 1 and meta["evaluation"] == "split"
     assert "erased.h5 holds features erased of label 'a' (leace, its eraser fitted on the train split)" in probed.output
     assert "not held-out" not in probed.output  # the eraser saw the train split only
     table, _ = featx.probing.load_results(tmp_path / "erased.a.probe.csv")
     assert (table[table.kind == "single"].accuracy < 0.7).all()
+    assert len(table) > 3 and (table.accuracy_low == table.accuracy_high).all()  # the majority's and lexical's too
     other = runner.invoke(main, ["probe", str(erased), "--label", "b", "--jobs", "1"])
     assert other.exit_code == 0 and "b" in other.output
     plotted = runner.invoke(main, ["plot", str(tmp_path / "erased.a.probe.csv")])

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -61,8 +63,10 @@ def test_a_fold_holds_out_training_rows_only_for_the_selection_score():
 
 @pytest.mark.slow
 def test_rank_one_probe_reads_a_one_dimensional_signal(planted_split_file, tmp_path):
-    result = sweep(planted_split_file, label="d", layers="1", output=tmp_path / "d", jobs=1)
+    result = sweep(planted_split_file, label="d", layers="1", output=tmp_path / "d", jobs=1, n_bootstrap=1)
     table = result.table
+    # n_bootstrap reaches every interval of the split (one resample: low == high) and the meta records it
+    assert (table.accuracy_low == table.accuracy_high).all() and result.meta["n_bootstrap"] == 1
     real, control = table[table.task == "real"], table[table.task == "control"]
     rank_one = real[real.setting == "rank=1"]
     assert len(rank_one) == 1 and rank_one.accuracy.iloc[0] > 0.95
@@ -98,11 +102,14 @@ def test_cli_probe_sweep(planted_file, tmp_path):
             "2",
             "--jobs",
             "1",
+            "--n-bootstrap",
+            "300",
             "-o",
             str(tmp_path / "a"),
         ],
     )
     assert result.exit_code == 0, result.output
+    assert json.loads((tmp_path / "a.sweep.json").read_text())["meta"]["n_bootstrap"] == 300  # taken from probe's
     assert "probe-complexity sweep of 'a'" in result.output and "evaluation: 2-fold cv" in result.output
     table = pd.read_csv(tmp_path / "a.sweep.csv")
     assert list(table.layer.unique()) == [2] and set(table.task) == {"real", "control"}

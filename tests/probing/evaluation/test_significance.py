@@ -98,15 +98,21 @@ def test_groups_flip_as_units_exactly_on_a_planted_case():
     assert paired_sign_flip(a, b, groups=groups) > paired_sign_flip(a, b)  # words alone overstate the evidence
 
 
-def test_many_groups_are_a_seeded_monte_carlo_never_below_its_floor():
+def test_many_groups_of_correctness_are_exact_and_other_differences_a_seeded_monte_carlo_above_its_floor():
+    """300 groups of 4 rows: each group's count of rows a gets right minus b's is a whole number, so the test counts
+    all 2^m sign patterns (lattice_p) whatever n_boot and the seed; the same differences halved are not whole, and
+    get the Monte Carlo p of n_boot patterns, never below 1 / (B + 1)."""
     rng = np.random.default_rng(5)
     groups = np.repeat(np.arange(300), 4)
     a = rng.random(1200) < 0.8
-    b = np.where(rng.random(1200) < 0.9, a, ~a)
+    b = np.where(rng.random(1200) < 0.9, a, ~a)  # a clearly ahead
     p = paired_sign_flip(a, b, 999, 3, groups)
-    assert p == paired_sign_flip(a, b, 999, 3, groups) and p >= 1 / 1000
-    a[:200] = True  # a clearly ahead: the floor (b + 1) / (B + 1), never 0
-    assert paired_sign_flip(a, b, 999, 3, groups) == pytest.approx(1 / 1000)
+    assert 0 < p < 1e-10 and p == paired_sign_flip(a, b, 10, 7, groups)  # no draws, no floor
+    assert paired_sign_flip(a * 0.5, b * 0.5, 999, 3, groups) == pytest.approx(1 / 1000)  # the floor (b+1)/(B+1)
+    close = np.where(rng.random(1200) < 0.9, a, rng.random(1200) < 0.65)  # a little ahead
+    exact = paired_sign_flip(a, close, 999, 3, groups)  # 0.048
+    drawn = paired_sign_flip(a * 0.5, close * 0.5, 4000, 0, groups)  # the Monte Carlo estimate of the same p
+    assert 0.01 < exact < 0.2 and drawn == pytest.approx(exact, abs=0.01)
 
 
 @pytest.mark.parametrize("seed", range(6))
