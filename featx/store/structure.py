@@ -13,6 +13,7 @@ hostile file of nested groups, or of a group linked into itself, costs no more t
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple, NoReturn
@@ -112,7 +113,7 @@ def check_structure(file: h5py.File, path: Path) -> Contents:
             else:
                 _fail(path, f"'{child}' is not a group or dataset")
             node.members[child.key] = entry
-    contents.attrs = {_name(raw): decode_attr(_value(attribute, dtype)) for raw, attribute, dtype in root}
+    contents.attrs = {_name(raw): decode_attr(_value(*checked)) for raw, *checked in root}
     return contents
 
 
@@ -136,29 +137,28 @@ def _attribute_names(item) -> list[bytes]:
     return names
 
 
-def _check_attributes(item, name: _Where, path: Path) -> list[tuple[bytes, h5a.AttrID, np.dtype]]:
-    """Each attribute of ``item`` bounded before any is read; their names, open handles and dtypes."""
+def _check_attributes(item, name: _Where, path: Path) -> list[tuple[bytes, h5a.AttrID, np.dtype, tuple | None]]:
+    """Each attribute of ``item`` bounded before any is read; their names, open handles, dtypes and shapes."""
     count = h5a.get_num_attrs(item)
     if count > MAX_ATTRIBUTES:
         _fail(path, f"'{name}' has {count} attributes")
     checked = []
     for raw in _attribute_names(item) if count else ():
         attribute = h5a.open(item, raw)
-        dtype = attribute.dtype
-        elements = 0 if attribute.shape is None else int(np.prod(attribute.shape))  # None: an empty dataspace
+        dtype, shape = attribute.dtype, attribute.shape
+        elements = 0 if shape is None else math.prod(shape)  # None: an empty dataspace
         size = attribute.get_storage_size() if elements else 0  # HDF5 reports no storage as an error
         declared = elements * (dtype.itemsize if dtype.kind != "O" else 16)
         if max(size, declared) > MAX_ATTRIBUTE_BYTES or elements > MAX_ATTRIBUTE_BYTES:
             _fail(path, f"attribute '{_name(raw)}' of '{name}' is too large ({max(size, declared):,} bytes)")
         if dtype.kind == "O" and elements > 1:
             _fail(path, f"attribute '{_name(raw)}' of '{name}' is an array of variable-length values")
-        checked.append((raw, attribute, dtype))
+        checked.append((raw, attribute, dtype, shape))
     return checked
 
 
-def _value(attribute: h5a.AttrID, dtype: np.dtype):
+def _value(attribute: h5a.AttrID, dtype: np.dtype, shape: tuple | None):
     """An attribute's value exactly as h5py's ``AttributeManager.__getitem__`` reads it, from the open handle."""
-    shape = attribute.shape
     if shape is None:  # an empty dataspace
         return h5py.Empty(dtype)
     memory = h5t.py_create(dtype)
@@ -182,7 +182,7 @@ def _check_storage(dataset: h5d.DatasetID, name: _Where, path: Path) -> Entry:
     if plist.get_nfilters() > 0:
         _fail(path, f"dataset '{name}' is compressed or filtered (featx never writes such datasets)")
     shape, dtype = dataset.shape, dataset.dtype
-    elements = int(np.prod(shape)) if shape else 1
+    elements = math.prod(shape) if shape else 1
     per_element = dtype.itemsize if dtype.kind != "O" else 4
     if dataset.get_storage_size() < elements * per_element:
         _fail(path, f"dataset '{name}' declares {shape} but the file holds data for fewer elements")
