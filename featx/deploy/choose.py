@@ -183,21 +183,22 @@ def choose(
     report: Callable[[str], None] | None = None,
     groups: np.ndarray | Groups | None = None,
     splits: list[tuple[np.ndarray, np.ndarray]] | None = None,
+    same: list[int] | None = None,
 ) -> list[Candidate]:
     """Every candidate's cross-validated score on the training rows, best first. ``rows`` are the stored
     rows (or words, ``options["level"]`` "word") of the training part (the only ones read), ``y`` their
     targets, ``groups`` their sentences (words: folds keep a sentence whole) or ``--group``'s ``Groups`` (folds
     and every head's holdouts keep a group whole); ``options`` are ``fit_head``'s
     keywords, ``folds``, ``seed`` and ``jobs`` (candidates scored side by side, one process each); ``splits``: the
-    folds (``cv_folds``' over these rows and groups, drawn here when not given)."""
+    folds (``cv_folds``' over these rows and groups, drawn here when not given); ``same``: for each candidate, the
+    first that reads the same vectors (``features.checked_candidates``), scored once for both; None: each its own."""
     from ..probing import job_workers, run_jobs
-    from .features import same_matrices
 
     n_classes = None if classes is None else len(classes)
     if splits is None:
         splits = cv_folds(y, n_classes, options["folds"], options["seed"], groups)
     inner = groups.codes if isinstance(groups, Groups) else groups  # the heads' holdouts: whole groups (sentences)
-    same = same_matrices(path, candidates, rows, options.get("level", "sentence"))
+    same = list(range(len(candidates))) if same is None else same
     unique = [index for index, first in enumerate(same) if index == first]  # the others reuse their first's scores
     jobs = [(path, *candidates[index], rows, y, classes, splits, metric, options, inner) for index in unique]
     workers = job_workers(options.get("jobs"), len(jobs))

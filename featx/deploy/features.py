@@ -50,41 +50,53 @@ def require_finite_candidates(path, candidates: list[tuple[LayerSpec, str]], lev
     """Refuse, before the first candidate is scored, a file holding inf or NaN in a matrix any candidate reads
     (``FeatureFile.require_finite``): each layer of its spec, pooled as the probes read it, or its word vectors
     (words and arcs)."""
+    with FeatureFile(path) as features:
+        _require_finite(features, candidates, level)
+
+
+def _require_finite(features: FeatureFile, candidates: list[tuple[LayerSpec, str]], level: str) -> None:
     from ..probing import block_reads
 
-    with FeatureFile(path) as features:
-        if level in ("word", "arc"):
-            reads = [FeatureRead("words", layer, pooling) for spec, pooling in candidates for layer in spec.layers]
-        else:
-            reads = [
-                read
-                for spec, pooling in candidates
-                for layer in spec.layers
-                for read in block_reads(features, pooling, layer)
-            ]
-        features.require_finite(reads)
+    if level in ("word", "arc"):
+        reads = [FeatureRead("words", layer, pooling) for spec, pooling in candidates for layer in spec.layers]
+    else:
+        reads = [
+            read
+            for spec, pooling in candidates
+            for layer in spec.layers
+            for read in block_reads(features, pooling, layer)
+        ]
+    features.require_finite(reads)
 
 
-def same_matrices(path, candidates: list[tuple[LayerSpec, str]], rows: np.ndarray, level: str) -> list[int]:
-    """For each candidate, the index of the first candidate whose matrix of ``rows`` holds the same bytes (its own
-    index where none does): a candidate scored once gives those the same scores. Word poolings read the same
-    vector where a word is one token (its first, last and mean subword), so a file whose every word is one token
-    (a word-level vocabulary, a toy treebank) has each layer's word candidates three times over. Only word and
-    arc candidates of such a file are read to compare (a 128-bit BLAKE2b digest of each matrix); any other
-    candidate is its own."""
+def checked_candidates(path, candidates: list[tuple[LayerSpec, str]], level: str, compare: bool = True) -> list[int]:
+    """Refuse, before the first candidate is scored, a file holding inf or NaN in a matrix any candidate reads;
+    and for each candidate, the index of the first candidate that reads the same vectors (its own index where none
+    does): a candidate scored once gives those the same scores.
+
+    Word poolings read the same vector where a word is one token (its first, last and mean subword), so a file whose
+    every word is one token (a word-level vocabulary, a toy treebank) has each layer's word candidates three times
+    over. There (word and arc candidates, with ``compare``) each word layer a candidate reads is read once, whole, by
+    ``word_features``, which refuses a non-finite value with the scan's error, and compared by a 128-bit BLAKE2b
+    digest: equal layers give equal matrices of any words or word pairs. Anywhere else the matrices are only
+    scanned (``require_finite_candidates``) and each candidate is its own. Before, a matrix was read three times
+    (the scan, the comparison, the scoring)."""
     own = list(range(len(candidates)))
-    if level not in ("word", "arc"):
-        return own
     with FeatureFile(path) as features:
-        if not features.has_words or not bool(np.all(features.word_n_subwords() == 1)):
+        one_token = compare and level in ("word", "arc") and features.has_words
+        if not (one_token and bool(np.all(features.word_n_subwords() == 1))):
+            _require_finite(features, candidates, level)
             return own
-        read = matrix_reader(level)
-        first_of: dict[bytes, int] = {}
+        digests: dict[tuple[str, int], bytes] = {}
+        first_of: dict[tuple[bytes, ...], int] = {}
         for index, (spec, pooling) in enumerate(candidates):
-            matrix = np.ascontiguousarray(read(features, spec, pooling, rows))
-            digest = hashlib.blake2b(matrix.tobytes(), digest_size=16)
-            digest.update(repr((matrix.shape, matrix.dtype.str)).encode())
-            own[index] = first_of.setdefault(digest.digest(), index)
+            for layer in spec.layers:
+                if (pooling, layer) not in digests:
+                    matrix = np.ascontiguousarray(features.word_features(pooling, layer))
+                    digest = hashlib.blake2b(matrix.data, digest_size=16)  # the array's own buffer: no copy
+                    digest.update(repr((matrix.shape, matrix.dtype.str)).encode())
+                    digests[pooling, layer] = digest.digest()
+            own[index] = first_of.setdefault(tuple(digests[pooling, layer] for layer in spec.layers), index)
     return own
 
 
@@ -110,10 +122,10 @@ def embedded_matrix(
 
 
 __all__ = [
+    "checked_candidates",
     "embedded_matrix",
     "matrix_reader",
     "require_finite_candidates",
-    "same_matrices",
     "stored_arc_matrix",
     "stored_matrix",
     "stored_word_matrix",

@@ -38,7 +38,7 @@ from .cv_baselines import (
     selection_folds,
     word_keys,
 )
-from .features import matrix_reader, require_finite_candidates
+from .features import checked_candidates, matrix_reader
 from .plan import FitPlan, resolve_fit
 from .probe import Probe
 
@@ -200,11 +200,12 @@ def _holdout_groups(plan: FitPlan) -> np.ndarray | None:
     return None if plan.grouping is None else plan.grouping.codes
 
 
-def _selection(plan: FitPlan, report: Callable[[str], None] | None, folds: list) -> list[Candidate]:
-    """Every candidate's score over ``folds``; words: their sentences kept whole, --group: its groups."""
+def _selection(plan: FitPlan, report: Callable[[str], None] | None, folds: list, same: list[int]) -> list[Candidate]:
+    """Every candidate's score over ``folds`` (``same``: those that read the same vectors scored once); words: their
+    sentences kept whole, --group: its groups."""
     rows, y, groups = plan.rows[plan.train], plan.y[plan.train], choice_groups(plan)
     options = fit_options(plan)
-    return choose(plan.path, plan.candidates, rows, y, plan.classes, plan.metric, options, report, groups, folds)
+    return choose(plan.path, plan.candidates, rows, y, plan.classes, plan.metric, options, report, groups, folds, same)
 
 
 @keywords_of(FitConfig)  # from Python, an error names the keyword given (layer=9), the CLI the flag
@@ -225,9 +226,10 @@ def fit(config: FitConfig | str | Path | None = None, report: Callable[[str], No
         check_overwrite(plan.output, "probe bundle", is_bundle_folder)
     if plan.config.write:
         check_writable(plan.output)  # before the candidates are scored, not after
-    require_finite_candidates(plan.path, plan.candidates, plan.level)  # every matrix read, before the first fit
+    # every matrix read checked before the first fit; which candidates read the same vectors (each read once)
+    same = checked_candidates(plan.path, plan.candidates, plan.level, compare=plan.arcs != SELECTOR)
     folds = selection_folds(plan)  # the candidates' folds, and the baselines' without a test split
-    candidates = choose_heads(plan, report, folds) if plan.arcs == SELECTOR else _selection(plan, report, folds)
+    candidates = choose_heads(plan, report, folds) if plan.arcs == SELECTOR else _selection(plan, report, folds, same)
     best, opts = candidates[0], fit_options(plan)
     if plan.arcs == SELECTOR:  # its C chosen with its layer and pooling; its training sentences only
         head, dev, X = final_selector(plan, best), None, None

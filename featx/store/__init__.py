@@ -6,7 +6,8 @@
 ``create``   the datasets of a new file (attributes, row metadata, labels, preallocated features)
 ``hdf5``     the HDF5 primitives under them: preallocation, flushed writes, errors as ``OSError``, chunking
 ``words``    the ``/words`` group of word inputs: written, checked, and read (``FeatureFile``'s word reads)
-``validate`` the checks a file passes before anything in it is used
+``structure`` the first check of a file, before anything in it is read: links, storage, attribute sizes
+``validate`` the checks a file passes before anything in it is used: the layout against the schema
 ``reader``   ``FeatureFile`` (``featx.open``) and the cheap reads of the up-to-date check
 ``opening``  finding (a ``.partial`` too, when allowed) and opening a features file read-only
 ``shards``   a shard's row index and attributes, and the copy of shards into one file (``featx merge``)

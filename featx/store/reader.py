@@ -20,8 +20,9 @@ from .finite import FiniteReads, check_finite
 from .hdf5 import read_layer
 from .opening import located, opened
 from .schema import HIDDEN_SITE, escape_name, site_pooled_path, site_tokens_path
-from .strings import decode_attr, read_strings
-from .validate import check_layout, check_structure
+from .strings import read_strings
+from .structure import check_structure
+from .validate import check_layout
 from .words import WordAccess
 
 
@@ -33,8 +34,8 @@ def _checked(file: h5py.File, actual: Path) -> tuple[dict, int, dict]:
     """The root attributes, committed rows and layout of an open file, once its structure, format, schema
     version and layout are checked (in that order: nothing is read before the structure is)."""
     try:
-        check_structure(file, actual)  # links, storage, attribute sizes: before anything is read
-        attrs = {key: decode_attr(value) for key, value in file.attrs.items()}
+        contents = check_structure(file, actual)  # links, storage, attribute sizes; then the root attributes
+        attrs = contents.attrs
         rows_done = int(file[s.ROWS_DONE][0]) if s.ROWS_DONE in file else 0
     except StoreError:
         raise
@@ -50,7 +51,7 @@ def _checked(file: h5py.File, actual: Path) -> tuple[dict, int, dict]:
             "re-extract with this featx version (featx extract ... --overwrite)",
         )
     try:
-        layout = check_layout(file, actual, attrs, rows_done)
+        layout = check_layout(file, contents, actual, rows_done)
     except StoreError:
         raise
     except (OSError, KeyError, ValueError, TypeError) as err:

@@ -1,8 +1,9 @@
 """Checking a features file before anything in it is used: a file someone else produced is hostile input.
 
-``check_structure`` runs before any attribute or dataset is read: every link in the file must be a hard
-link inside it (no soft or external links, nothing read from another file), every dataset's storage is
-in the file itself (no external raw storage, no virtual datasets), and every attribute is small.
+``structure.check_structure`` runs before any attribute or dataset is read: every link in the file must be a
+hard link inside it (no soft or external links, nothing read from another file), every dataset's storage is
+in the file itself (no external raw storage, no virtual datasets), and every attribute is small; it returns
+what it saw (``Contents``: each dataset's shape and dtype, the root attributes).
 ``check_layout`` then checks what the schema says against what is there: the JSON attributes parse into
 bounded lists of the right types, and every dataset has the shape the row count and layers imply, a
 dtype featx writes, and storage on disk for every declared element (a dataset declaring 10^9 rows in a
@@ -23,11 +24,9 @@ import numpy as np
 from ..errors import StoreError
 from ..json_fields import shown
 from . import schema as s
+from .structure import MAX_ATTRIBUTE_BYTES, Contents
 from .words import check_words
 
-MAX_LINKS = 100_000  # objects in a features file: a few per site, pooling and label column
-MAX_ATTRIBUTE_BYTES = 16 << 20  # the largest featx writes is the list of skipped empty rows
-MAX_ATTRIBUTES = 256
 MAX_LAYERS = 4096
 MAX_POOLINGS = 16
 MAX_SITES = 256
@@ -45,63 +44,6 @@ TEXT_ATTRS = (
 
 def _fail(path: Path, what: str) -> NoReturn:
     raise StoreError(f"{path} is not a valid featx features file: {what}")
-
-
-def check_structure(file: h5py.File, path: Path) -> None:
-    """Links, storage and attribute sizes of every object, before anything is read (see the module doc)."""
-    count = 0
-    pending = [("/", file)]
-    _check_attributes(file, "/", path)
-    while pending:
-        name, group = pending.pop()
-        for key in group:
-            count += 1
-            if count > MAX_LINKS:
-                _fail(path, f"more than {MAX_LINKS:,} objects")
-            child = f"{name.rstrip('/')}/{key}"
-            link = group.get(key, getlink=True)
-            if isinstance(link, h5py.ExternalLink):
-                _fail(path, f"'{child}' is an external link to {link.filename!r} (data from another file)")
-            if isinstance(link, h5py.SoftLink):
-                _fail(path, f"'{child}' is a soft link to '{link.path}'")
-            item = group[key]
-            _check_attributes(item, child, path)
-            if isinstance(item, h5py.Group):
-                pending.append((child, item))
-            elif isinstance(item, h5py.Dataset):
-                _check_storage(item, child, path)
-            else:
-                _fail(path, f"'{child}' is not a group or dataset")
-
-
-def _check_attributes(item, name: str, path: Path) -> None:
-    attrs = item.attrs
-    if len(attrs) > MAX_ATTRIBUTES:
-        _fail(path, f"'{name}' has {len(attrs)} attributes")
-    for key in attrs:
-        attribute = attrs.get_id(key)
-        dtype = attribute.dtype
-        elements = int(np.prod(attribute.shape)) if attribute.shape else 1
-        size = attribute.get_storage_size()
-        declared = elements * (dtype.itemsize if dtype.kind != "O" else 16)
-        if max(size, declared) > MAX_ATTRIBUTE_BYTES or elements > MAX_ATTRIBUTE_BYTES:
-            _fail(path, f"attribute '{key}' of '{name}' is too large ({max(size, declared):,} bytes)")
-        if dtype.kind == "O" and elements > 1:
-            _fail(path, f"attribute '{key}' of '{name}' is an array of variable-length values")
-
-
-def _check_storage(dataset: h5py.Dataset, name: str, path: Path) -> None:
-    plist = dataset.id.get_create_plist()
-    if plist.get_external_count() > 0:
-        _fail(path, f"dataset '{name}' keeps its data in external files")
-    if dataset.is_virtual:
-        _fail(path, f"dataset '{name}' is a virtual dataset (data from other datasets or files)")
-    if plist.get_nfilters() > 0:
-        _fail(path, f"dataset '{name}' is compressed or filtered (featx never writes such datasets)")
-    elements = int(np.prod(dataset.shape)) if dataset.shape else 1
-    per_element = dataset.dtype.itemsize if dataset.dtype.kind != "O" else 4
-    if dataset.id.get_storage_size() < elements * per_element:
-        _fail(path, f"dataset '{name}' declares {dataset.shape} but the file holds data for fewer elements")
 
 
 def _json_list(attrs: dict, key: str, path: Path, kind, limit: int) -> list:
@@ -143,8 +85,10 @@ def _int_attr(attrs: dict, key: str, path: Path, minimum: int = 0) -> int:
     return int(value)
 
 
-def check_layout(file: h5py.File, path: Path, attrs: dict, rows_done: int) -> dict:
-    """The schema's attributes against the datasets; returns the parsed ``layers``, ``poolings``, ``sites``."""
+def check_layout(file: h5py.File, contents: Contents, path: Path, rows_done: int) -> dict:
+    """The schema's attributes (``contents.attrs``) against the datasets ``check_structure`` saw (``contents``: no
+    lookup again; ``file`` for the few values read); returns the parsed ``layers``, ``poolings``, ``sites``."""
+    attrs = contents.attrs
     for key, value in attrs.items():  # variable-length strings live in the file's heap: bounded after reading
         if isinstance(value, (str, bytes)) and len(value) > MAX_ATTRIBUTE_BYTES:
             _fail(path, f"attribute '{key}' is too large ({len(value):,} characters)")
@@ -158,43 +102,44 @@ def check_layout(file: h5py.File, path: Path, attrs: dict, rows_done: int) -> di
     poolings = _pooling_list(attrs, s.POOLINGS, path)
     width = _int_attr(attrs, s.HIDDEN_SIZE, path, 1)
     sites = _sites(attrs, path)
-    with_tokens = s.TOKEN_OFFSETS in file
+    with_tokens = s.TOKEN_OFFSETS in contents
     offsets_shape = (n_rows + 1,)
-    _expect(file, s.ROWS_DONE, (1,), "i", path)
+    _expect(contents, s.ROWS_DONE, (1,), "i", path)
     for name in (s.TEXT, s.IDS):
-        _expect(file, name, (n_rows,), "OSU", path)
-    if s.SPLIT in file:
-        _expect(file, s.SPLIT, (n_rows,), "OSU", path)
+        _expect(contents, name, (n_rows,), "OSU", path)
+    if s.SPLIT in contents:
+        _expect(contents, s.SPLIT, (n_rows,), "OSU", path)
     for name in (s.N_TOKENS, s.N_KEPT):
-        _expect(file, name, (n_rows,), "iu", path)
-    _expect(file, s.TRUNCATED, (n_rows,), "biu", path)
-    _check_labels(file, path, n_rows)
+        _expect(contents, name, (n_rows,), "iu", path)
+    _expect(contents, s.TRUNCATED, (n_rows,), "biu", path)
+    _check_labels(file, contents, path, n_rows)
     total_tokens = None
     if with_tokens:
-        _expect(file, s.TOKEN_OFFSETS, offsets_shape, "iu", path)
+        _expect(contents, s.TOKEN_OFFSETS, offsets_shape, "iu", path)
         total_tokens = int(file[s.TOKEN_OFFSETS][n_rows]) if n_rows else 0
         for name in (s.TOKEN_INPUT_IDS, s.TOKEN_WORD_IDS):
-            _expect(file, name, (total_tokens,), "iu", path)
-    _check_pair_rows(file, path, n_rows, total_tokens)
+            _expect(contents, name, (total_tokens,), "iu", path)
+    _check_pair_rows(contents, path, n_rows, total_tokens)
     layouts = [(s.HIDDEN_SITE, layers, width, poolings)]
     layouts += [(name, site["layers"], site["width"], site["poolings"]) for name, site in sites.items()]
     for name, site_layers, site_width, site_poolings in layouts:
         for pooling in site_poolings:
-            _expect(file, s.site_pooled_path(name, pooling), (n_rows, len(site_layers), site_width), "f", path)
+            _expect(contents, s.site_pooled_path(name, pooling), (n_rows, len(site_layers), site_width), "f", path)
         if with_tokens:
-            _expect(file, s.site_tokens_path(name), (total_tokens, len(site_layers), site_width), "f", path)
-    if s.WORDS in file:
-        check_words(file, path, attrs, n_rows, len(layers), width)
+            _expect(contents, s.site_tokens_path(name), (total_tokens, len(site_layers), site_width), "f", path)
+    if s.WORDS in contents:
+        check_words(file, contents, path, n_rows, len(layers), width)
     return {"layers": layers, "poolings": poolings, "sites": sites}
 
 
-def _check_labels(file: h5py.File, path: Path, n_rows: int) -> None:
+def _check_labels(file: h5py.File, contents: Contents, path: Path, n_rows: int) -> None:
     """The ``labels`` group (every featx file has one, empty without label columns); each column's codes index
     its class names (-1 = missing), whose list is at least as long as its largest code."""
-    if not isinstance(file.get(s.LABELS), h5py.Group):
+    if (group := contents.get(s.LABELS)) is None or not group.is_group:
         _fail(path, f"its '{s.LABELS}' group is missing")
-    for key, dataset in file[s.LABELS].items():
-        _expect(file, f"{s.LABELS}/{key}", (n_rows,), "iu", path)
+    for key, _ in contents.members_of(s.LABELS):
+        _expect(contents, f"{s.LABELS}/{key}", (n_rows,), "iu", path)
+        dataset = file[f"{s.LABELS}/{key}"]
         names = _json_list(dict(dataset.attrs), s.LABEL_NAMES, path, str, MAX_LABEL_CLASSES)
         if not isinstance(dataset.attrs.get(s.LABEL_COLUMN), str):
             _fail(path, f"label dataset '{key}' has no column name")
@@ -203,7 +148,7 @@ def _check_labels(file: h5py.File, path: Path, n_rows: int) -> None:
         codes = dataset[()]
         if len(codes) and (int(codes.min()) < -1 or int(codes.max()) >= len(names)):
             _fail(path, f"label '{key}' has codes outside its {len(names)} class names")
-    _check_label_values(file, path, n_rows)
+    _check_label_values(contents, path, n_rows)
 
 
 def _first_repeat(names: list[str]) -> str:
@@ -215,16 +160,16 @@ def _first_repeat(names: list[str]) -> str:
     return ""
 
 
-def _check_label_values(file: h5py.File, path: Path, n_rows: int) -> None:
+def _check_label_values(contents: Contents, path: Path, n_rows: int) -> None:
     """The ``label_values`` group, where present (a continuous label's float value per row): one float vector of
     the rows per column, as featx writes it."""
-    if s.LABEL_VALUES not in file:
+    if (group := contents.get(s.LABEL_VALUES)) is None:
         return
-    if not isinstance(file[s.LABEL_VALUES], h5py.Group):
+    if not group.is_group:
         _fail(path, f"'{s.LABEL_VALUES}' is not a group")
-    for key, dataset in file[s.LABEL_VALUES].items():
+    for key, dataset in contents.members_of(s.LABEL_VALUES):
         name = f"{s.LABEL_VALUES}/{key}"
-        if not isinstance(dataset, h5py.Dataset):
+        if dataset.is_group:
             _fail(path, f"'{name}' is not a dataset")
         if tuple(dataset.shape) != (n_rows,):
             _fail(path, f"dataset '{name}' has shape {dataset.shape}, expected {(n_rows,)}")
@@ -232,18 +177,18 @@ def _check_label_values(file: h5py.File, path: Path, n_rows: int) -> None:
             _fail(path, f"dataset '{name}' has dtype {dataset.dtype}, which featx does not write there")
 
 
-def _check_pair_rows(file: h5py.File, path: Path, n_rows: int, total_tokens: int | None) -> None:
+def _check_pair_rows(contents: Contents, path: Path, n_rows: int, total_tokens: int | None) -> None:
     """Sentence pairs' datasets, where present: a row's second text and side b's counts, token segments."""
-    if s.PAIR_TEXT in file:
-        _expect(file, s.PAIR_TEXT, (n_rows,), "OSU", path)
+    if s.PAIR_TEXT in contents:
+        _expect(contents, s.PAIR_TEXT, (n_rows,), "OSU", path)
     for name in (s.PAIR_N_TOKENS, s.PAIR_N_KEPT):
-        if name in file:
-            _expect(file, name, (n_rows,), "iu", path)
+        if name in contents:
+            _expect(contents, name, (n_rows,), "iu", path)
     for name in (s.TOKEN_SEGMENT_IDS, s.TOKEN_TYPE_IDS):
-        if name in file:
+        if name in contents:
             if total_tokens is None:
                 _fail(path, f"dataset '{name}' without token-level states")
-            _expect(file, name, (total_tokens,), "iu", path)
+            _expect(contents, name, (total_tokens,), "iu", path)
 
 
 def _sites(attrs: dict, path: Path) -> dict:
@@ -265,11 +210,10 @@ def _sites(attrs: dict, path: Path) -> dict:
     return sites
 
 
-def _expect(file: h5py.File, name: str, shape: tuple, kinds: str, path: Path) -> None:
-    if name not in file:
+def _expect(contents: Contents, name: str, shape: tuple, kinds: str, path: Path) -> None:
+    if (dataset := contents.get(name)) is None:
         _fail(path, f"dataset '{name}' is missing")
-    dataset = file[name]
-    if not isinstance(dataset, h5py.Dataset):
+    if dataset.is_group:
         _fail(path, f"'{name}' is not a dataset")
     if tuple(dataset.shape) != tuple(shape):
         _fail(path, f"dataset '{name}' has shape {dataset.shape}, expected {tuple(shape)}")

@@ -22,6 +22,7 @@ from . import schema as s
 from .finite import check_finite
 from .hdf5 import read_layer
 from .strings import read_strings, write_strings
+from .structure import Contents
 
 MAX_WORD_POOLINGS = 8
 MAX_LABEL_CLASSES = 10_000_000
@@ -77,16 +78,21 @@ def word_value_paths(poolings) -> list[str]:
 
 
 # -- checking ------------------------------------------------------------------------------------
-def _dataset(file: h5py.File, name: str, shape: tuple, kinds: str, path: Path) -> h5py.Dataset:
-    if name not in file or not isinstance(file[name], h5py.Dataset):
+def _dataset(file: h5py.File, contents: Contents, name: str, shape: tuple, kinds: str, path: Path) -> h5py.Dataset:
+    """The dataset ``name``, to be read, once ``_expect`` has checked it."""
+    _expect(contents, name, shape, kinds, path)
+    return file[name]
+
+
+def _expect(contents: Contents, name: str, shape: tuple, kinds: str, path: Path) -> None:
+    """The dataset ``name`` has ``shape`` and a dtype of ``kinds`` (in ``contents``: what ``check_structure`` saw)."""
+    if (dataset := contents.get(name)) is None or dataset.is_group:
         _fail(path, f"dataset '{name}' is missing")
-    dataset = file[name]
     kind = "O" if h5py.check_string_dtype(dataset.dtype) is not None else dataset.dtype.kind
     if tuple(dataset.shape) != tuple(shape):
         _fail(path, f"dataset '{name}' has shape {dataset.shape}, expected {tuple(shape)}")
     if kind not in kinds or (kind == "f" and dataset.dtype not in (np.dtype("float16"), np.dtype("float32"))):
         _fail(path, f"dataset '{name}' has dtype {dataset.dtype}, which featx does not write there")
-    return dataset
 
 
 def _poolings(attrs: dict, path: Path) -> list[str]:
@@ -104,30 +110,35 @@ def _poolings(attrs: dict, path: Path) -> list[str]:
     return value
 
 
-def check_words(file: h5py.File, path: Path, attrs: dict, n_rows: int, n_layers: int, width: int) -> list[str]:
-    """The ``/words`` group against the rows and layers; returns the word poolings (see the module doc)."""
+def check_words(file: h5py.File, contents: Contents, path: Path, n_rows: int, n_layers: int, width: int) -> list[str]:
+    """The ``/words`` group against the rows and layers (``contents``: what ``check_structure`` saw, the root
+    attributes); returns the word poolings (see the module doc)."""
+    attrs = contents.attrs
     poolings = _poolings(attrs, path)
     n_words = attrs.get(s.N_WORDS)
     if isinstance(n_words, bool) or not isinstance(n_words, (int, np.integer)) or n_words < 0:
         _fail(path, f"attribute '{s.N_WORDS}' is {n_words!r}, not a whole number")
     n_words = int(n_words)
-    offsets = _dataset(file, s.WORD_OFFSETS, (n_rows + 1,), "iu", path)[()].astype(np.int64)
+    offsets = _dataset(file, contents, s.WORD_OFFSETS, (n_rows + 1,), "iu", path)[()].astype(np.int64)
     if offsets[0] != 0 or np.any(np.diff(offsets) < 0) or offsets[-1] != n_words:
         _fail(path, f"'{s.WORD_OFFSETS}' is not a non-decreasing run from 0 to {n_words} words")
-    _dataset(file, s.WORD_FORM, (n_words,), "OSU", path)
-    heads = _dataset(file, s.WORD_HEAD, (n_words,), "i", path)[()].astype(np.int64)
+    _expect(contents, s.WORD_FORM, (n_words,), "OSU", path)
+    heads = _dataset(file, contents, s.WORD_HEAD, (n_words,), "i", path)[()].astype(np.int64)
     lengths = np.repeat(np.diff(offsets), np.diff(offsets))
     if np.any(heads < s.HEAD_UNKNOWN) or np.any(heads >= lengths):
         bad = int(np.flatnonzero((heads < s.HEAD_UNKNOWN) | (heads >= lengths))[0])
         _fail(path, f"word {bad} has head {int(heads[bad])}, outside its sentence of {int(lengths[bad])} words")
-    subwords = _dataset(file, s.WORD_N_SUBWORDS, (n_words,), "iu", path)[()]
+    subwords = _dataset(file, contents, s.WORD_N_SUBWORDS, (n_words,), "iu", path)[()]
     if np.any(subwords < 1):
         _fail(path, f"'{s.WORD_N_SUBWORDS}' has words without subwords")
     for pooling in poolings:
-        _dataset(file, s.word_pooled_path(pooling), (n_words, n_layers, width), "f", path)
-    if s.WORD_LABELS in file:
-        for key, dataset in file[s.WORD_LABELS].items():
-            codes = _dataset(file, f"{s.WORD_LABELS}/{key}", (n_words,), "i", path)[()]
+        _expect(contents, s.word_pooled_path(pooling), (n_words, n_layers, width), "f", path)
+    if (labels := contents.get(s.WORD_LABELS)) is not None:
+        if not labels.is_group:
+            _fail(path, f"'{s.WORD_LABELS}' is not a group")
+        for key, _ in contents.members_of(s.WORD_LABELS):
+            dataset = _dataset(file, contents, f"{s.WORD_LABELS}/{key}", (n_words,), "i", path)
+            codes = dataset[()]
             names = _names(dataset, key, path)
             if len(codes) and (codes.min() < -1 or codes.max() >= len(names)):
                 _fail(path, f"word label '{key}' has codes outside its {len(names)} class names")

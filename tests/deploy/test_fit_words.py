@@ -348,25 +348,40 @@ def test_the_scikit_learn_wrapper_takes_word_vectors_not_texts(fitted, word_feat
 
 def test_word_candidates_of_the_same_vectors_are_scored_once(word_features, monkeypatch):
     """Every toy word is one token, so a layer's first, last and mean read the same vectors: each layer is
-    scored once, and the choice and every candidate's scores are those of scoring all nine."""
+    scored once, and the choice and every candidate's scores are those of scoring all nine. Each word matrix is
+    read once before the first fit, its finiteness checked on that read (no scan besides), then once per
+    candidate scored and once for the saved head."""
+    from collections import Counter
+
     from featx.deploy import choose as choose_module
     from featx.deploy import features as features_module
+    from featx.deploy import fitting as fitting_module
+    from featx.store import FeatureFile
 
     features, _ = word_features
-    same_matrices = features_module.same_matrices
+    checked_candidates = features_module.checked_candidates
     scored, original = [], choose_module.score_candidate
     monkeypatch.setattr(choose_module, "score_candidate", lambda *job: scored.append(job[1:3]) or original(*job))
+    reads, scans, read, scan = [], [], FeatureFile.word_features, FeatureFile.require_finite
+    monkeypatch.setattr(FeatureFile, "word_features", lambda self, *key: reads.append(key) or read(self, *key))
+    monkeypatch.setattr(FeatureFile, "require_finite", lambda self, wanted: scans.append(wanted) or scan(self, wanted))
     once = featx.fit(features, label="upos", folds=2, write=False, jobs=1)
     assert [(spec.name, pooling) for spec, pooling in scored] == [("0", "first"), ("1", "first"), ("2", "first")]
-    monkeypatch.setattr(features_module, "same_matrices", lambda path, candidates, rows, level: list(range(9)))
+    every_matrix = Counter((pooling, layer) for layer in range(3) for pooling in ("first", "last", "mean"))
+    assert Counter(reads) == every_matrix + Counter(
+        [("first", 0), ("first", 1), ("first", 2), (once.probe.pooling, once.probe.spec.layers[0])]
+    )
+    assert not scans
+    monkeypatch.setattr(fitting_module, "checked_candidates", lambda path, candidates, level, compare: list(range(9)))
     every = featx.fit(features, label="upos", folds=2, write=False, jobs=1)
     assert len(scored) == 3 + 9
     assert [(c.spec.name, c.pooling, c.fold_scores) for c in once.candidates] == [
         (c.spec.name, c.pooling, c.fold_scores) for c in every.candidates
     ]
     candidates = [(spec, pooling) for spec, pooling in scored[:2]]
-    rows = np.arange(10)
-    assert same_matrices(features, candidates, rows, "sentence") == [0, 1]  # never compared
-    assert same_matrices(features, candidates * 2, rows, "word") == [0, 1, 0, 1]  # every word one token
+    assert checked_candidates(features, candidates * 2, "word") == [0, 1, 0, 1]  # every word one token
+    assert checked_candidates(features, candidates * 2, "word", compare=False) == [0, 1, 2, 3]  # never compared
+    reads.clear()
     monkeypatch.setattr(featx.store.FeatureFile, "word_n_subwords", lambda self: np.full(293, 2))
-    assert same_matrices(features, candidates * 2, rows, "word") == [0, 1, 2, 3]  # not read
+    assert checked_candidates(features, candidates * 2, "word") == [0, 1, 2, 3]  # scanned, not read nor compared
+    assert not reads and len(scans) == 2

@@ -55,6 +55,14 @@ def huge_declared_features(file, tmp):  # n_rows consistent, the features datase
     _replace(file, "pooled/mean", shape=(10**9, layers, width), dtype="float16", chunks=(1024, 1, width))
 
 
+def overflowing_declared_features(file, tmp):  # 40 x 3 x 2^57 elements: numpy's product wrapped below zero
+    layers = file["pooled/mean"].shape[1]
+    del file["tokens"]
+    for name in ("mean", "cls"):
+        _replace(file, f"pooled/{name}", shape=(40, layers, 2**57), dtype="float16", chunks=(1, 1, 1024))
+    file.attrs["hidden_size"] = 2**57
+
+
 def huge_layers_attribute(file, tmp):
     file.attrs["layers"] = json.dumps(list(range(10**6)))
 
@@ -211,6 +219,7 @@ CASES = [
     repeated_class_names,
     huge_declared_rows,
     huge_declared_features,
+    overflowing_declared_features,
     huge_layers_attribute,
     huge_attribute,
     many_attributes,

@@ -100,6 +100,20 @@ def test_a_text_attribute_that_is_not_text_is_a_store_error(tmp_path, name, valu
         FeatureFile(path)
 
 
+def test_an_attribute_without_elements_opens_and_as_text_is_refused(tmp_path):
+    """An attribute of no elements (an empty dataspace, a zero-length array) failed the size check's HDF5 call with
+    a RuntimeError traceback: one featx does not read opens as stored; a text attribute held so is refused."""
+    path, _ = write_store_file(tmp_path)
+    with h5py.File(path, "r+") as file:
+        file.attrs["note"], file.attrs["nothing"] = h5py.Empty("f"), np.zeros(0)
+    with FeatureFile(path) as features:
+        assert isinstance(features.attrs["note"], h5py.Empty) and features.attrs["nothing"].shape == (0,)
+    with h5py.File(path, "r+") as file:
+        file.attrs[schema.MODEL] = h5py.Empty("f")
+    with pytest.raises(StoreError, match="attribute 'model' is .*, not text"):
+        FeatureFile(path)
+
+
 # -- layout, attributes, partial reads, old files ------------------------------------------------------
 
 DATA = Path(__file__).resolve().parents[1] / "data"

@@ -164,6 +164,7 @@ HOSTILE = {
     "label codes beyond the names": (lambda f: f["words/labels/upos"].__setitem__(slice(None), 7), "outside its"),
     "a word label without names": (lambda f: f["words/labels/upos"].attrs.__delitem__("names"), "class names"),
     "words without subwords": (_replace("words/n_subwords", np.zeros(10, np.int32)), "without subwords"),
+    "word labels a dataset": (_replace("words/labels", np.zeros(3)), "'words/labels' is not a group"),  # a traceback
 }
 
 
