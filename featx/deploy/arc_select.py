@@ -20,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..probing import arc_features
+from .arc_tree import tree_heads
 
 OFFSET_BOUNDS = (1, 2, 3, 4, 5, 8, 16)  # the lower bounds of the |offset| buckets on each side
 PAIR_ELEMENTS = 50_000  # candidate scores (sentences x length^2) of one padded batch of sentences of like length
@@ -99,7 +100,7 @@ class Sentences:
         return {
             "V": V_, "flat": V_.reshape(-1, X.shape[1]), "gold": T_.clamp(min=0)[:, None, :], "known": T_ >= 0,
             "weight": (T_ >= 0).to(torch.float32)[:, None, :], "invalid": torch.from_numpy(~valid)[:, :, None],
-            "bucket": torch.from_numpy(offset_bucket(offset)),
+            "bucket": torch.from_numpy(offset_bucket(offset)), "lengths": offsets[sentences + 1] - offsets[sentences],
             "left": torch.from_numpy((offset < 0).astype(np.float32)),
             "right": torch.from_numpy((offset > 0).astype(np.float32)),
         }  # fmt: skip
@@ -172,27 +173,35 @@ def fit_selector(sentences: Sentences, C: float, init: dict | None = None) -> di
     return params | {"offset": values[6 * width :]}
 
 
-def uas_of(params: dict, sentences: Sentences) -> float:
-    """The share of ``sentences``' words with a known head whose best-scoring candidate is that head."""
+def uas_of(params: dict, sentences: Sentences, tree: bool = False) -> float:
+    """The share of ``sentences``' words with a known head whose predicted head is that head: the best-scoring of
+    its candidates, or (``tree``) its head in its sentence's best tree (``arc_tree.tree_heads``)."""
     import torch
 
     right = total = 0
     theta = torch.from_numpy(np.concatenate([params[name] for name in PARTS]).astype(np.float32))
     with torch.no_grad():
         for batch in sentences.batches:
-            known = batch["known"]
-            best = _scores(torch, theta, batch, sentences.width).argmax(dim=1)
-            gold = batch["gold"][:, 0, :]
+            known, S = batch["known"].numpy(), _scores(torch, theta, batch, sentences.width)
+            best = S.argmax(dim=1).numpy()
+            if tree:
+                S_ = S.numpy()
+                for row, n in enumerate(batch["lengths"].tolist()):
+                    best[row, :n] = tree_heads(S_[row, :n, :n])
+            gold = batch["gold"][:, 0, :].numpy()
             right, total = right + int((best[known] == gold[known]).sum()), total + int(known.sum())
     return right / total if total else float("nan")
 
 
-def fit_path(fitting: Sentences, cs, held: Sentences | None = None) -> list[tuple[float, dict, float]]:
-    """``(C, params, UAS on held)`` along ``cs`` from the smallest, each fit warm-started from the one before."""
+def fit_path(
+    fitting: Sentences, cs, held: Sentences | None = None, tree: bool = False
+) -> list[tuple[float, dict, float]]:
+    """``(C, params, UAS on held)`` along ``cs`` from the smallest, each fit warm-started from the one before
+    (``tree``: the UAS of each held sentence's best tree)."""
     path, init = [], None
     for C in sorted(float(c) for c in cs):
         init = fit_selector(fitting, C, init)
-        path.append((C, init, uas_of(init, held) if held is not None else float("nan")))
+        path.append((C, init, uas_of(init, held, tree) if held is not None else float("nan")))
     return path
 
 

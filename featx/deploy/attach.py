@@ -1,13 +1,15 @@
 """The head selector of ``featx fit --label head --arcs``: for each word, a linear score of every candidate head in
 its sentence (every other word, and the word itself standing for the root), trained as a softmax over a word's
 candidates with the gold head against all the others (``arc_select``: the pair features of ``featx probe --arcs``
-plus the side the head lies on and the signed offset in buckets); the predicted head is the best-scoring one.
+plus the side the head lies on and the signed offset in buckets); each sentence's predicted heads are its best tree
+(``arc_tree``: one word on the root, no cycle).
 
 Its layer, pooling and C are chosen together by the unlabelled attachment score (UAS: the share of words given their
-gold head) of k-fold cross-validation over the training sentences, a sentence's words in one fold. Its test UAS
-stands beside two baselines fitted on the training words only: each word's most frequent head offset in training
-that fits its sentence (the root as offset 0), and the nearest word on the side heads lie on most often in training
-(a word at that edge of its sentence: the root).
+gold head) of k-fold cross-validation over the training sentences, a sentence's words in one fold, each held-out
+sentence decoded as its best tree. Its test UAS (of the trees, and for comparison of each word's best-scoring head
+on its own) stands beside two baselines fitted on the training words only: each word's most frequent head offset in
+training that fits its sentence (the root as offset 0), and the nearest word on the side heads lie on most often in
+training (a word at that edge of its sentence: the root).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from .arc_select import (
     standardiser,
     to_head,
 )
+from .arc_tree import ARGMAX, TREE, tree_heads
 from .choose import Candidate, cv_folds, fit_options
 
 BLOCK_PAIRS = 16_384  # candidate pairs scored in one matrix product
@@ -49,13 +52,17 @@ def pair_reader(bounds):
 
 
 def select_heads(
-    head, states: np.ndarray, offsets: np.ndarray, dependents: np.ndarray, bounds=OFFSET_BOUNDS
+    head, states: np.ndarray, offsets: np.ndarray, dependents: np.ndarray, bounds=OFFSET_BOUNDS, decode: str = ARGMAX
 ) -> tuple[np.ndarray, ...]:
     """The predicted head (a word index; the dependent itself: the root) of each of ``dependents`` (word indices,
-    ``offsets`` their sentences' bounds), the best-scoring of every word of its sentence, that score (the margin),
-    and its probability among the word's candidates (the softmax of their scores)."""
+    ``offsets`` their sentences' bounds) among every word of its sentence, that head's score (the margin) and its
+    probability among the word's candidates (the softmax of their scores). ``decode``: ``argmax``, each word's
+    best-scoring candidate on its own; ``tree`` (a linear selector's only), its head in its sentence's best tree
+    (``arc_tree.tree_heads``: one word on the root, no cycle)."""
     offsets, dependents = np.asarray(offsets, np.int64), np.asarray(dependents, np.int64)
     weights = arc_weights(head, bounds)
+    if decode == TREE and weights is None:
+        raise ValueError("a tree decoding needs a linear head selector's scores")
     sentence_of = np.searchsorted(offsets, dependents, side="right") - 1
     heads, margins = np.empty(len(dependents), np.int64), np.empty(len(dependents), np.float64)
     probability = np.empty(len(dependents), np.float64)
@@ -64,14 +71,17 @@ def select_heads(
     for at in np.split(order, bounds_at) if len(order) else []:
         candidates = np.arange(offsets[sentence_of[at[0]]], offsets[sentence_of[at[0]] + 1])
         if weights is not None:  # a selector's scores, factorised: no pair features built
-            blocks = [(at, pair_scores(weights, states[candidates])[:, dependents[at] - candidates[0]])]
+            scores, words = pair_scores(weights, states[candidates]), dependents[at] - candidates[0]
+            chosen = tree_heads(scores) if decode == TREE else np.argmax(scores, axis=0)
+            blocks = [(at, scores[:, words], chosen[words])]
         else:
-            blocks = _pair_probe_scores(head, states, candidates, dependents, at, pair_reader(bounds))
-        for block, scored in blocks:
-            best = np.argmax(scored, axis=0)
+            parts = _pair_probe_scores(head, states, candidates, dependents, at, pair_reader(bounds))
+            blocks = [(block, part, np.argmax(part, axis=0)) for block, part in parts]
+        for block, scored, best in blocks:
             margins[block] = scored[best, np.arange(len(block))]
             heads[block] = candidates[best]
-            probability[block] = 1.0 / np.exp(scored - margins[block]).sum(axis=0)
+            top = scored.max(axis=0)  # a tree's head need not be the best-scoring one
+            probability[block] = np.exp(margins[block] - top) / np.exp(scored - top).sum(axis=0)
     return heads, margins, probability
 
 
@@ -125,7 +135,7 @@ def _standardised(
 
 def score_head_candidate(path, spec: LayerSpec, pooling: str, pairs, splits, cs) -> list[list[float]]:
     """One candidate's UAS in each fold at each C of ``cs`` (sorted, smallest first): the selector fitted on the
-    fold's training sentences along the C path, every word of its held-out sentences given its best candidate."""
+    fold's training sentences along the C path, each of its held-out sentences decoded as its best tree."""
     import torch
     from threadpoolctl import threadpool_limits
 
@@ -143,7 +153,7 @@ def score_head_candidate(path, spec: LayerSpec, pooling: str, pairs, splits, cs)
                 _sentences_of(offsets, pairs[fit_rows]),
                 _sentences_of(offsets, pairs[val_rows]),
             )
-            scores.append([uas for _, _, uas in fit_path(fitting, cs, held)])
+            scores.append([uas for _, _, uas in fit_path(fitting, cs, held, tree=True)])
         return scores
 
 
@@ -260,8 +270,9 @@ def uas_interval(right: np.ndarray, sentences: np.ndarray, n_bootstrap: int, see
 
 
 def head_test(plan, head, spec: LayerSpec, pooling: str, bounds=OFFSET_BOUNDS) -> dict:
-    """The test sentences' UAS (every word of theirs with a known attachment) with its interval, beside the two
-    baselines fitted on the training sentences' words."""
+    """The test sentences' UAS (every word of theirs with a known attachment) of their best trees, what the bundle
+    predicts, with its interval; beside it, for comparison, each word's best-scoring head taken on its own
+    (``argmax``), and the two baselines fitted on the training sentences' words."""
     from ..store import FeatureFile
 
     with FeatureFile(plan.path) as features:
@@ -272,18 +283,25 @@ def head_test(plan, head, spec: LayerSpec, pooling: str, bounds=OFFSET_BOUNDS) -
     test = attached_in(offsets, heads, np.unique(sentence_of[plan.test]))
     sentences = np.searchsorted(offsets, test[0], side="right") - 1
     boot = (int(plan.config.n_bootstrap), int(plan.config.seed))
-    predicted = select_heads(head, states, offsets, test[0], bounds)[0]
     neighbour, side = neighbour_baseline(train, test, offsets)
-    out = dict(zip(("score", "low", "high"), uas_interval(predicted == test[1], sentences, *boot), strict=True))
-    out.update(n=int(len(test[0])), sentences=int(len(np.unique(sentences))))
-    for name, heads_of in (("offset", offset_baseline(train, test, offsets)), (f"{side}_neighbour", neighbour)):
+    out: dict = {}
+    for name, heads_of in (
+        ("score", select_heads(head, states, offsets, test[0], bounds, TREE)[0]),
+        ("argmax", select_heads(head, states, offsets, test[0], bounds, ARGMAX)[0]),
+        ("offset", offset_baseline(train, test, offsets)),
+        (f"{side}_neighbour", neighbour),
+    ):
         values = uas_interval(heads_of == test[1], sentences, *boot)
-        out.update({name: values[0], f"{name}_low": values[1], f"{name}_high": values[2]})
+        keys = ("score", "low", "high") if name == "score" else (name, f"{name}_low", f"{name}_high")
+        out.update(zip(keys, values, strict=True))
+        if name == "score":
+            out.update(n=int(len(test[0])), sentences=int(len(np.unique(sentences))))
     return out
 
 
 def head_test_lines(test: dict) -> list[str]:
-    """What featx fit prints of a head selector's test."""
+    """What featx fit prints of a head selector's test: the UAS of the trees, then that of each word's best head
+    on its own (a test of an earlier featx has none), then the baselines."""
     side = "left" if "left_neighbour" in test else "right"
     neighbour = f"{side}_neighbour"
 
@@ -291,9 +309,14 @@ def head_test_lines(test: dict) -> list[str]:
         low, high = ("low", "high") if key == "score" else (f"{key}_low", f"{key}_high")
         return f"{test[key]:.4f} [95% CI {test[low]:.4f}, {test[high]:.4f}]"
 
+    argmax = [
+        f"the same words' heads without the tree, for comparison (each word's best-scoring candidate on its own, "
+        f"which can make cycles and several roots or none): {shown('argmax')}"
+    ]
     return [
-        f"test UAS: {shown('score')} on {test['n']} test words of {test['sentences']} sentences "
-        "(each word's best-scoring head among every word of its sentence and the root)",
+        f"test UAS: {shown('score')} on {test['n']} test words of {test['sentences']} sentences (each sentence's "
+        "heads decoded as its best tree: one word on the root, no cycle; what the bundle predicts)",
+        *(argmax if "argmax" in test else []),
         f"baselines fitted on the training words: most frequent head offset {shown('offset')}; nearest word to the "
         f"{side} (the side most heads lie on; the root at the sentence's edge) {shown(neighbour)}",
     ]
