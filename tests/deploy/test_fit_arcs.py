@@ -320,16 +320,21 @@ def test_a_hostile_arc_manifest_is_refused(selector, tmp_path, edit, message):
         featx.load(bundle)
 
 
-def test_a_head_selectors_fold_means_equal_but_for_rounding_tie_to_the_earlier_candidate(monkeypatch):
-    """(0.5, 0.5, 0.65) and (0.55, 0.55, 0.55) are the same UAS: the earlier candidate wins, as fit's others do."""
+def test_a_head_selectors_fold_means_equal_but_for_rounding_tie_to_the_earlier_candidate_and_close_cs_to_the_smaller(
+    monkeypatch,
+):
+    """(0.5, 0.5, 0.65) and (0.55, 0.55, 0.55) are the same UAS: the earlier candidate wins, as fit's others do. A
+    candidate's Cs within C_TIE of its best UAS tie too, and the smallest C wins, with its folds' mean solution."""
     from types import SimpleNamespace
 
     from featx.deploy import attach
 
-    folds = {"early": [0.5, 0.5, 0.65], "late": [0.55, 0.55, 0.55]}
-    monkeypatch.setattr(attach, "fit_options", lambda plan: {"folds": 3, "seed": 0, "jobs": 1, "cs": (1.0,)})
+    folds = {"early": [[0.5], [0.5], [0.65]], "late": [[0.55], [0.55], [0.55]]}
+    starts = {"early": [{"offset": np.zeros(15)}], "late": [{"offset": np.ones(15)}]}  # at each C
+    cs = [(1.0,)]
+    monkeypatch.setattr(attach, "fit_options", lambda plan: {"folds": 3, "seed": 0, "jobs": 1, "cs": cs[0]})
     monkeypatch.setattr(attach, "cv_folds", lambda *args: [])
-    monkeypatch.setattr(attach, "score_head_candidate", lambda path, spec, *rest: [[uas] for uas in folds[spec]])
+    monkeypatch.setattr(attach, "score_head_candidate", lambda path, spec, *rest: (folds[spec], starts[spec]))
     plan = SimpleNamespace(
         rows=np.zeros((4, 2), np.int64),
         y=np.arange(4) % 2,
@@ -340,7 +345,18 @@ def test_a_head_selectors_fold_means_equal_but_for_rounding_tie_to_the_earlier_c
         path=None,
     )
     assert np.mean(folds["early"]) < np.mean(folds["late"])  # unrounded, the later one would win
-    assert [candidate.spec for candidate in attach.choose_heads(plan)] == ["early", "late"]
+    chosen = attach.choose_heads(plan)
+    assert [candidate.spec for candidate in chosen] == ["early", "late"] and chosen[0].start is starts["early"][0]
+    cs[0], below = (0.1, 1.0, 10.0), 0.7 - attach.C_TIE / 2
+    folds["early"] = [[below, 0.7, 0.69]] * 3  # C 0.1 ties with the best, C 1
+    folds["late"] = [[0.7 - 2 * attach.C_TIE, 0.7, 0.69]] * 3  # C 0.1 is further below: C 1
+    starts["early"] = starts["late"] = [{"C": c} for c in cs[0]]
+    chosen = attach.choose_heads(plan)  # each scored at its chosen C: the later candidate first
+    assert [(candidate.spec, candidate.C, candidate.start) for candidate in chosen] == [
+        ("late", 1.0, {"C": 1.0}),
+        ("early", 0.1, {"C": 0.1}),
+    ]
+    assert chosen[0].score == pytest.approx(0.7) and chosen[1].score == pytest.approx(below)
 
 
 def test_a_bundle_fingerprint_nested_too_deeply_names_no_fitted_corpus():
