@@ -30,6 +30,7 @@ _CANDIDATE = ("selection", "candidates", ANY)  # one row of the selection's scor
 FIELDS = FieldTable(
     (
         *fields(TEXT, "format", "label", "level", "arcs", "created", "featx_version", "task", "classifier", "pooling"),
+        Field(("head_decode",), TEXT),  # a head selector's since schema 3
         *fields(WHOLE, "schema_version", "n_features", "refit_on"),  # refit_on: featx.sklearn's FittedProbe, saved
         *fields(NUMBER, "C", "alpha", nullable=True),
         Field(("classes",), LIST, nullable=True),

@@ -16,7 +16,8 @@ def fit(features, quiet, **options):
 
     A word label (upos, deprel... of a CoNLL-U extraction) gives a word probe: one layer and word pooling
     (first, last, mean), chosen with a sentence's words always in one fold. With --arcs: --label deprel saves a
-    relation labeller of (head, dependent) arcs, --label head a head selector (chosen by attachment score).
+    relation labeller of (head, dependent) arcs, --label head a head selector (chosen by attachment score; each
+    sentence's heads decoded as its best tree: one word on the root, no cycle).
 
     The chosen probe's test score (without a test split: its cross-validated score) stands beside the majority
     class and the lexical baseline, fitted on the same training rows (folds)."""
@@ -38,7 +39,8 @@ def predict(bundle, corpus, **options):
     A word probe (fitted on a word label such as upos) predicts every word: of a CoNLL-U, column or JSON Lines
     file of tokens, or of each text split on whitespace; one output line per word (id, word, form). An arc
     relation labeller labels each gold arc of an input with heads (CoNLL-U); a head selector writes each
-    word's predicted head (0 the root) and its probability among the word's candidates (p_head)."""
+    word's predicted head (0 the root), its head in its sentence's best tree (one word on the root, no cycle),
+    and that head's probability among the word's candidates (p_head)."""
     from ..deploy import PredictConfig
     from ..deploy import predict as run_predict
 

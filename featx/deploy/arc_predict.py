@@ -18,6 +18,7 @@ from ..probing import gold_attachments
 from ..store import HEAD_UNKNOWN
 from .arc_plan import SELECTOR
 from .arc_probe import NO_HEADS_HINT, gold_arcs, predicted_heads, relation_scores, word_positions
+from .arc_tree import TREE
 from .attach import neighbour_heads, offset_heads
 from .table import fitted_codes, output_frame, score_line
 
@@ -135,14 +136,18 @@ def arc_truth(probe, words, label: str | None) -> np.ndarray | None:
 
 def arc_score_line(probe, frame: pd.DataFrame, truth: np.ndarray | None, words=None) -> str | None:
     """Accuracy of a relation labeller on the labelled arcs (beside their most frequent relation), or a head
-    selector's UAS on the words with a gold head beside the two baselines its fit used (``head_baseline_line``)."""
+    selector's UAS on the words with a gold head (saying how its heads were decoded) beside the two baselines its fit
+    used (``head_baseline_line``)."""
     if truth is None:
         return None
     known = truth >= 0
     if probe.arcs == SELECTOR:
         right = frame["prediction"].to_numpy(np.int64)[known] == truth[known]
         uas = float(np.mean(right)) if known.any() else float("nan")
-        return f"UAS {uas:.4f} on {int(known.sum())} words with a gold head" + head_baseline_line(probe, words)
+        tree = probe.info.get("head_decode") == TREE  # an earlier featx's selector: each word's best head on its own
+        decoded = "decoded as each sentence's best tree" if tree else "each its best-scoring candidate"
+        scored = f"UAS {uas:.4f} on {int(known.sum())} words with a gold head, {decoded}"
+        return scored + head_baseline_line(probe, words)
     return score_line(probe, frame, truth)
 
 

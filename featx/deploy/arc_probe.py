@@ -1,7 +1,8 @@
 """What an arc bundle (``featx fit --arcs``) predicts from new sentences' word vectors, for ``Probe.predict`` and
 ``featx predict`` alike: a relation labeller labels each given (head, dependent) arc from
-``[h_head, h_dep, h_head * h_dep]``; a head selector gives every word the best-scoring of its candidate heads
-(every word of its sentence, and the word itself standing for the root).
+``[h_head, h_dep, h_head * h_dep]``; a head selector scores every word's candidate heads (every word of its
+sentence, and the word itself standing for the root) and gives each sentence its best tree (``arc_tree``; a selector
+of an earlier featx: each word its best-scoring candidate).
 
 Heads are given and returned as CoNLL-U writes them: per sentence, each word's head position from 1, 0 the root.
 """
@@ -16,6 +17,7 @@ from ..errors import InputError
 from ..probing import arc_features
 from .arc_plan import SELECTOR
 from .arc_select import vector_width
+from .arc_tree import ARGMAX
 from .attach import select_heads
 
 NO_HEADS_HINT = (
@@ -60,8 +62,10 @@ def relation_scores(probe, states: np.ndarray, pairs: np.ndarray) -> np.ndarray:
 
 
 def predicted_heads(probe, states: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, ...]:
-    """Every word's predicted head (its position in the sentence from 1, 0 the root), that head's margin (its
-    score, comparable among one word's candidates only) and its probability among the word's candidates."""
+    """Every word's predicted head (its position in the sentence from 1, 0 the root): its head in its sentence's
+    best tree (``head_decode`` tree), or (a selector of an earlier featx) its best-scoring candidate; that head's
+    margin (its score, comparable among one word's candidates only) and its probability among the word's
+    candidates."""
     offsets = np.asarray(offsets, np.int64)
     words = np.arange(int(offsets[-1]))
     states = np.asarray(states, dtype=np.float32)
@@ -73,7 +77,8 @@ def predicted_heads(probe, states: np.ndarray, offsets: np.ndarray) -> tuple[np.
             f"{width} columns (layer {probe.spec.name}, pooling {probe.pooling})",
             "pass the word vectors of the bundle's layer and word pooling",
         )
-    heads, margins, probability = select_heads(probe.head, states, offsets, words, bounds)
+    decode = probe.info.get("head_decode", ARGMAX)  # an earlier featx's selectors: each word's best head on its own
+    heads, margins, probability = select_heads(probe.head, states, offsets, words, bounds, decode)
     return np.where(heads == words, 0, word_positions(offsets, heads)), margins, probability
 
 

@@ -29,13 +29,19 @@ from .probe import Probe
 MANIFEST, WEIGHTS = checks.MANIFEST, checks.WEIGHTS
 
 
+def _schema(info: dict) -> int:
+    """3: a head selector whose heads are decoded as trees; 2: one with offset buckets; 1 every other bundle (the
+    oldest schema that can say what it holds: an earlier featx, which would read it wrong, refuses it as newer)."""
+    return 3 if "head_decode" in info else 2 if "offset_buckets" in info else 1
+
+
 def manifest_of(probe: Probe, weights_sha256: str, weights_bytes: int) -> dict:
     """The manifest of ``probe`` whose weights file has this digest and size."""
     head: Any = probe.head
     return {
         **{key: value for key, value in probe.info.items() if key not in checks.OWN_KEYS},
         "format": checks.FORMAT,
-        "schema_version": 2 if "offset_buckets" in probe.info else 1,  # an earlier featx refuses it as newer
+        "schema_version": _schema(probe.info),
         "featx_version": __version__,
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "task": probe.task,

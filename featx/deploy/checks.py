@@ -26,7 +26,7 @@ from .extraction_checks import check_extraction
 from .head import ARRAYS, KIND_OF
 
 FORMAT = "featx-probe"
-SCHEMA_VERSION = 2  # 2: a head selector with offset buckets; every other bundle is written as 1
+SCHEMA_VERSION = 3  # 3: a head selector decoding trees; 2: one with offset buckets; every other bundle is written as 1
 MANIFEST, WEIGHTS = "manifest.json", "weights.safetensors"
 MANIFEST_DIGEST = "featx_manifest_sha256"  # the key of the manifest's digest in the weights file's metadata
 MAX_MANIFEST_BYTES = 8 << 20
@@ -172,6 +172,9 @@ def _check_arc_fields(manifest: dict, folder: Path) -> None:
         _check_offset_buckets(manifest, bounds, folder)
     elif manifest["n_features"] % 3:
         raise _bad(folder, f"n_features {manifest['n_features']} is not three word vectors' widths (an arc probe)")
+    decode = manifest.get("head_decode")  # since schema 3: a head selector with offset buckets decoding trees
+    if decode is not None and (decode != "tree" or bounds is None):
+        raise _bad(folder, f"its head_decode {shown(decode)} is not a head selector's decoding of its trees (tree)")
     if arcs == "head" and manifest.get("classes") != ["no-arc", "arc"]:
         raise _bad(folder, "a head selector's classes are no-arc and arc")
     baselines = manifest.get("head_baselines")  # absent in the head selectors of an earlier featx
@@ -190,12 +193,8 @@ def _check_offset_buckets(manifest: dict, bounds: Any, folder: Path) -> None:
     """A head selector's offset buckets: increasing whole numbers from 1, and ``n_features`` seven word vectors'
     widths plus a bucket each (``arc_select.selector_features``) of a logreg head."""
     listed = isinstance(bounds, list) and 1 <= len(bounds) <= 64 and all(_is_whole(b, 1, MAX_FEATURES) for b in bounds)
-    if (
-        not listed
-        or manifest.get("arcs") != "head"
-        or manifest.get("classifier") != "logreg"
-        or bounds != sorted(set(bounds))
-    ):
+    selector = manifest.get("arcs") == "head" and manifest.get("classifier") == "logreg"
+    if not listed or not selector or bounds != sorted(set(bounds)):
         raise _bad(folder, f"its offset_buckets {shown(bounds)} are not a logreg head selector's |offset| bounds")
     width = manifest["n_features"] - (2 * len(bounds) + 1)
     if width < 7 or width % 7:

@@ -11,7 +11,7 @@ the earlier candidate.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -42,6 +42,7 @@ class Candidate:
     score: float
     fold_scores: tuple[float, ...]
     C: float = float("nan")  # a head selector's: the C its cross-validation chose
+    start: dict | None = field(default=None, compare=False, repr=False)  # a head selector's: its folds' mean at C
 
 
 def score_of(metric: str, y_true: np.ndarray, predicted: np.ndarray, n_classes: int | None) -> float:

@@ -74,7 +74,7 @@ class FitConfig(Options):
         group=CHOICE,
         help="Word inputs: fit pairs of words. --label deprel: a relation labeller of (head, dependent) arcs; "
         "--label head: a head selector (each word's head, or the root: a softmax over its candidates, with the "
-        "signed offset).",
+        "signed offset; each sentence's heads decoded as its best tree, one word on the root).",
     )
     classifier: str = option(
         "logreg", flag="--classifier", group=CHOICE, help="logreg, svm, mlp (classes) or ridge (numbers)."

@@ -25,6 +25,7 @@ from ..safe_files import check_overwrite, check_writable, is_bundle_folder, writ
 from ..store import FeatureFile
 from .arc_plan import SELECTOR, resolve_arc_fit
 from .arc_select import OFFSET_BOUNDS
+from .arc_tree import TREE
 from .attach import choose_heads, final_selector, head_test, head_test_lines, training_baselines
 from .bundle import write_bundle
 from .choose import Candidate, choose, fit_any, fit_options, score_of, take
@@ -109,7 +110,7 @@ class FitResult:
         if self.group is not None:
             items = f"rows, a {self.group} group's rows in one fold"
         elif probe.arcs == SELECTOR:
-            items = "sentences, a sentence's words in one fold"
+            items = "sentences, a sentence's words in one fold, each held-out sentence's heads as its best tree"
         else:
             items = f"{unit}, a sentence's {unit} in one fold" if probe.level != "sentence" else "rows"
         lines = [
@@ -350,8 +351,9 @@ def _info(plan: FitPlan, candidates: list[Candidate], test: dict | None, dev: np
         },
         # a head selector: its baselines as fitted on the training words, which featx predict applies to its input
         **({"head_baselines": training_baselines(plan)} if plan.arcs == SELECTOR else {}),
-        # a head selector: the |offset| buckets of its pair features (a bundle of an earlier featx has none)
-        **({"offset_buckets": list(OFFSET_BOUNDS)} if plan.arcs == SELECTOR else {}),
+        # a head selector: the |offset| buckets of its pair features (a bundle of an earlier featx has none), and its
+        # heads decoded as each sentence's best tree (an earlier featx's: each word's best candidate on its own)
+        **({"offset_buckets": list(OFFSET_BOUNDS), "head_decode": TREE} if plan.arcs == SELECTOR else {}),
         "features_file": {"path": str(plan.path.resolve()), "fingerprint": plan.fingerprint},
     }
 

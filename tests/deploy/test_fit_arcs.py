@@ -4,6 +4,7 @@ predict on CoNLL-U, and its refusals; hostile arc manifests."""
 
 from __future__ import annotations
 
+import copy
 import json
 import shutil
 
@@ -85,30 +86,38 @@ def test_no_arc_fit_ever_sees_a_test_sentence(word_features, monkeypatch, label)
     assert len(seen) == 3 + 1  # one head per fold, and the final head
 
 
-def test_the_head_selector_takes_the_best_scoring_candidate_and_the_root(selector, word_features):
+def test_the_head_selector_decodes_each_sentence_as_its_best_tree_and_an_earlier_one_takes_each_best_head(
+    selector, word_features
+):
+    """The bundle's heads: each sentence's best tree over every candidate's score by hand (itself the root); fit's
+    test UAS is theirs, and its per-word argmax UAS that of each word's best candidate on its own, which is what a
+    bundle without head_decode (schema 2, an earlier featx's) predicts."""
+    from featx.deploy.arc_tree import tree_heads
+    from featx.deploy.bundle import manifest_of
+
     probe = featx.load(selector.path)
     layer = probe.spec.layers[0]
     states, offsets, gold, test = _stored(word_features[0], layer)
-    sentence = int(np.searchsorted(offsets, np.flatnonzero(test)[0], side="right") - 1)
-    start, stop = int(offsets[sentence]), int(offsets[sentence + 1])
-    words = states[start:stop]
-    expected = []
-    for dependent in range(stop - start):  # every candidate by hand; itself is the root
-        X = np.stack([_pair(words, h, dependent) for h in range(len(words))])
-        margins = probe.head.scores(X) @ np.array([-1.0, 1.0])
-        best = int(np.argmax(margins))
-        expected.append(0 if best == dependent else best + 1)
+    earlier = copy.copy(probe)  # as featx wrote it before head_decode: schema 2
+    earlier.info = {key: value for key, value in probe.info.items() if key != "head_decode"}
+    assert manifest_of(earlier, "0" * 64, 1)["schema_version"] == 2 and "head_decode" not in manifest_of(earlier, "", 1)
     with featx.open(word_features[0]) as file:
-        forms = file.word_forms()[start:stop]
-    assert list(probe.predict([forms])[0]) == expected
-    right, total = 0, 0
+        forms = file.word_forms()
+    right, total = {"tree": 0, "argmax": 0}, 0
     for s in np.unique(np.searchsorted(offsets, np.flatnonzero(test), side="right") - 1):
         X, n = states[offsets[s] : offsets[s + 1]], int(offsets[s + 1] - offsets[s])
         pairs = np.stack([_pair(X, h, d) for h in range(n) for d in range(n)])  # every (candidate, word) pair
         margins = (probe.head.scores(pairs) @ np.array([-1.0, 1.0])).reshape(n, n)
         truth = np.where(gold[offsets[s] : offsets[s + 1]] < 0, np.arange(n), gold[offsets[s] : offsets[s + 1]])
-        right, total = right + int(np.sum(np.argmax(margins, axis=0) == truth)), total + n
-    assert selector.test["n"] == total and selector.test["score"] == pytest.approx(right / total)
+        for name, chosen in (("tree", tree_heads(margins)), ("argmax", np.argmax(margins, axis=0))):
+            right[name] += int(np.sum(chosen == truth))
+            if s == np.searchsorted(offsets, np.flatnonzero(test)[0], side="right") - 1:  # the first: predict too
+                bundle = probe if name == "tree" else earlier
+                words = [forms[offsets[s] : offsets[s + 1]]]
+                assert list(bundle.predict(words)[0]) == [0 if h == d else h + 1 for d, h in enumerate(chosen)]
+        total += n
+    assert selector.test["n"] == total and selector.test["score"] == pytest.approx(right["tree"] / total)
+    assert selector.test["argmax"] == pytest.approx(right["argmax"] / total)
 
 
 def _pair(words: np.ndarray, head: int, dependent: int) -> np.ndarray:
@@ -142,10 +151,13 @@ def test_fit_reports_each_arc_bundle_beside_its_baselines(relation, selector):
     assert "a sentence's arcs in one fold" in text
     lines = "\n".join(selector.summary())
     assert "by uas on the training sentences" in lines and "test UAS: " in lines
+    assert "each held-out sentence's heads as its best tree" in lines and "what the bundle predicts" in lines
+    assert "the same words' heads without the tree, for comparison" in lines
     assert "most frequent head offset" in lines and "nearest word to the" in lines and "test pair accuracy" not in lines
     manifest = json.loads((selector.path / "manifest.json").read_text())
     assert manifest["level"] == "arc" and manifest["arcs"] == "head" and manifest["classes"] == ["no-arc", "arc"]
-    assert manifest["schema_version"] == 2 and manifest["offset_buckets"] == [1, 2, 3, 4, 5, 8, 16]
+    assert manifest["schema_version"] == 3 and manifest["offset_buckets"] == [1, 2, 3, 4, 5, 8, 16]
+    assert manifest["head_decode"] == "tree"
     assert manifest["n_features"] == 7 * 32 + 15  # seven blocks of the tiny model's 32 dimensions, 15 buckets
     assert json.loads((relation.path / "manifest.json").read_text())["schema_version"] == 1
 
@@ -188,7 +200,10 @@ def test_predict_selects_every_words_head_and_scores_its_uas(selector, word_feat
     args = ["predict", str(selector.path), str(word_features[1]), "-o", str(output), "--label", "head", "-q"]
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 0, result.output
-    assert f"UAS {selector.test['score']:.4f} on {selector.test['n']} words with a gold head" in result.output
+    assert (
+        f"UAS {selector.test['score']:.4f} on {selector.test['n']} words with a gold head, decoded as each sentence's "
+        "best tree; baselines"
+    ) in " ".join(result.output.split())
     # beside the baselines fit used, fitted on its training words: on the test file, fit's own test baselines
     side = "left" if "left_neighbour" in selector.test else "right"
     assert (
@@ -219,12 +234,12 @@ def test_a_head_selectors_uas_on_its_own_corpus_says_so_and_an_older_bundles_say
         f"above is not held out; featx fit's cross-validated uas: {cv:.4f}"
     ) in " ".join(result.output.split())
     older = featx.load(selector.path)
-    del older.info["head_baselines"]  # as a head selector of an earlier featx, which recorded none
+    del older.info["head_baselines"], older.info["head_decode"]  # as a head selector of an earlier featx
     frame = pd.read_csv(tmp_path / "h.csv")
     truth = arc_predict.arc_truth(older, words, "head")
     assert arc_predict.arc_score_line(older, frame, truth, words) == (
-        f"UAS {selector.test['score']:.4f} on {selector.test['n']} words with a gold head (no baseline beside it: "
-        "this bundle, from an earlier featx, records none; fit it again to get them)"
+        f"UAS {selector.test['score']:.4f} on {selector.test['n']} words with a gold head, each its best-scoring "
+        "candidate (no baseline beside it: this bundle, from an earlier featx, records none; fit it again to get them)"
     )
 
 
@@ -288,6 +303,8 @@ def test_arcs_need_word_data(split_features):
         ({"offset_buckets": None, "n_features": 239}, "not three word vectors' widths"),  # an earlier featx's
         ({"offset_buckets": [2, 1]}, "not a logreg head selector's"),
         ({"offset_buckets": [1], "classifier": "mlp"}, "not a logreg head selector's"),
+        ({"head_decode": "greedy"}, "its head_decode 'greedy' is not a head selector's decoding"),
+        ({"head_decode": "tree", "offset_buckets": None, "n_features": 96}, "is not a head selector's decoding"),
         ({"classes": ["arc", "no-arc"]}, "a head selector's classes are no-arc and arc"),
         ({"pooling": "cls"}, "unknown word pooling 'cls'"),
         ({"head_baselines": {"offsets": [1, "x"], "side": "left"}}, "not a head selector's offsets and side"),
@@ -303,16 +320,21 @@ def test_a_hostile_arc_manifest_is_refused(selector, tmp_path, edit, message):
         featx.load(bundle)
 
 
-def test_a_head_selectors_fold_means_equal_but_for_rounding_tie_to_the_earlier_candidate(monkeypatch):
-    """(0.5, 0.5, 0.65) and (0.55, 0.55, 0.55) are the same UAS: the earlier candidate wins, as fit's others do."""
+def test_a_head_selectors_fold_means_equal_but_for_rounding_tie_to_the_earlier_candidate_and_close_cs_to_the_smaller(
+    monkeypatch,
+):
+    """(0.5, 0.5, 0.65) and (0.55, 0.55, 0.55) are the same UAS: the earlier candidate wins, as fit's others do. A
+    candidate's Cs within C_TIE of its best UAS tie too, and the smallest C wins, with its folds' mean solution."""
     from types import SimpleNamespace
 
     from featx.deploy import attach
 
-    folds = {"early": [0.5, 0.5, 0.65], "late": [0.55, 0.55, 0.55]}
-    monkeypatch.setattr(attach, "fit_options", lambda plan: {"folds": 3, "seed": 0, "jobs": 1, "cs": (1.0,)})
+    folds = {"early": [[0.5], [0.5], [0.65]], "late": [[0.55], [0.55], [0.55]]}
+    starts = {"early": [{"offset": np.zeros(15)}], "late": [{"offset": np.ones(15)}]}  # at each C
+    cs = [(1.0,)]
+    monkeypatch.setattr(attach, "fit_options", lambda plan: {"folds": 3, "seed": 0, "jobs": 1, "cs": cs[0]})
     monkeypatch.setattr(attach, "cv_folds", lambda *args: [])
-    monkeypatch.setattr(attach, "score_head_candidate", lambda path, spec, *rest: folds[spec])
+    monkeypatch.setattr(attach, "score_head_candidate", lambda path, spec, *rest: (folds[spec], starts[spec]))
     plan = SimpleNamespace(
         rows=np.zeros((4, 2), np.int64),
         y=np.arange(4) % 2,
@@ -323,7 +345,18 @@ def test_a_head_selectors_fold_means_equal_but_for_rounding_tie_to_the_earlier_c
         path=None,
     )
     assert np.mean(folds["early"]) < np.mean(folds["late"])  # unrounded, the later one would win
-    assert [candidate.spec for candidate in attach.choose_heads(plan)] == ["early", "late"]
+    chosen = attach.choose_heads(plan)
+    assert [candidate.spec for candidate in chosen] == ["early", "late"] and chosen[0].start is starts["early"][0]
+    cs[0], below = (0.1, 1.0, 10.0), 0.7 - attach.C_TIE / 2
+    folds["early"] = [[below, 0.7, 0.69]] * 3  # C 0.1 ties with the best, C 1
+    folds["late"] = [[0.7 - 2 * attach.C_TIE, 0.7, 0.69]] * 3  # C 0.1 is further below: C 1
+    starts["early"] = starts["late"] = [{"C": c} for c in cs[0]]
+    chosen = attach.choose_heads(plan)  # each scored at its chosen C: the later candidate first
+    assert [(candidate.spec, candidate.C, candidate.start) for candidate in chosen] == [
+        ("late", 1.0, {"C": 1.0}),
+        ("early", 0.1, {"C": 0.1}),
+    ]
+    assert chosen[0].score == pytest.approx(0.7) and chosen[1].score == pytest.approx(below)
 
 
 def test_a_bundle_fingerprint_nested_too_deeply_names_no_fitted_corpus():
@@ -345,7 +378,7 @@ def test_a_head_selector_of_an_earlier_featx_still_loads_and_scores_h_head_h_dep
     from featx.deploy.head import Head
 
     older = featx.load(selector.path)
-    del older.info["offset_buckets"]
+    del older.info["offset_buckets"], older.info["head_decode"]
     coef = np.random.default_rng(0).normal(size=(3 * 32, 2))
     older.head = Head(
         "logreg",
