@@ -52,7 +52,7 @@ FIELDS = FieldTable(
         Field(("features_file", "fingerprint"), TEXT, nullable=True),
         Field(("selection",), OBJECT),
         *fields(TEXT, "metric", "on", "group", under=("selection",)),
-        *fields(WHOLE, "folds", "seed", "n_train", "n_groups", under=("selection",)),
+        *fields(WHOLE, "folds", "seed", "n_train", "n_groups", "n_bootstrap", under=("selection",)),
         Field(("selection", "n_val"), WHOLE, nullable=True),
         Field(("selection", "cv_score"), NUMBER, nullable=True),
         Field(("selection", "candidates"), LIST),

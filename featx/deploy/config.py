@@ -13,6 +13,7 @@ from ..options import Check, Options, option, spoken_value
 from ..probing import (
     DEFAULT_ALPHAS,
     DEFAULT_CS,
+    bootstrap_option,
     check_bootstrap,
     check_folds,
     check_group,
@@ -106,7 +107,12 @@ class FitConfig(Options):
     group: str | None = group_option(EVALUATION)
     cs: tuple[float, ...] = DEFAULT_CS
     alphas: tuple[float, ...] = DEFAULT_ALPHAS
-    n_bootstrap: int = 1000
+    n_bootstrap: int = bootstrap_option(
+        EVALUATION,
+        folds="without test rows the cross-validated score is the estimate, with no interval",
+        also="The chosen probe's test score and the lexical baseline's (a head selector's UAS and its baselines', "
+        "over whole test sentences).",
+    )
     overwrite: bool = option(False, flag="--overwrite", group=BUNDLE, help="Replace an existing bundle.")
     write: bool = True
     jobs: int | None = option(  # at most one per candidate

@@ -347,6 +347,7 @@ def _info(plan: FitPlan, candidates: list[Candidate], test: dict | None, dev: np
             "cv_score": number(candidates[0].score),
             "candidates": [{"layer": c.spec.name, "pooling": c.pooling, "score": number(c.score)} for c in candidates],
             "test": None if test is None else {key: number(value) for key, value in test.items()},
+            **({"n_bootstrap": int(plan.config.n_bootstrap)} if test is not None else {}),  # the test intervals'
             **({"cv_baselines": cv} if cv is not None else {}),  # without a test split: scored over the same folds
         },
         # a head selector: its baselines as fitted on the training words, which featx predict applies to its input

@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 from ..checks import one_of, path_like, whole
 from ..errors import InputError
 from ..options import MAX_SEED, Check, Options, Placeholder, joined, normalise, option, spoken, spoken_value
-from ..probing import check_group, group_option
+from ..probing import DEFAULT_BOOTSTRAP, bootstrap_option, check_bootstrap, check_group, group_option
 
 WHAT, EDIT, OUTPUTS, RUN = "Label and layers", "The edit", "The model's outputs", "Run and output"
 EDITS = ("erase", "project", "mean", "steer")
@@ -120,6 +120,12 @@ def _check_edit(config: InterveneConfig) -> None:
             raise InputError(
                 f"{steer} edits one layer, not {len(config.at)}",
                 f"give one layer, e.g. {spoken_value(config, 'at', 2)}",
+            )
+        if config.n_bootstrap != DEFAULT_BOOTSTRAP:  # given, not ignored: the dose-response resamples nothing
+            resamples = spoken(config, "n_bootstrap")
+            raise InputError(
+                f"{resamples} sets the probe rows' intervals, and {steer} has none (Student-t and Wilson intervals)",
+                f"leave {resamples} out with {steer}",
             )
     elif config.toward is not None:
         raise InputError(f"--toward applies to {steer} only", f"leave --toward out, or use {steer}")
@@ -264,7 +270,11 @@ class InterveneConfig(Options):
         help="Prefix of the table, JSON and figure (default: FEATURES less .features.h5, + .intervene-LABEL or "
         ".steer-CLASS).",
     )
-    n_bootstrap: int = 1000
+    n_bootstrap: int = bootstrap_option(
+        RUN,
+        also="The probe rows' intervals (before, after, control); the other rows, and --edit steer's, take Student-t "
+        "or Wilson intervals.",
+    )
     write: bool = True  # the table's CSV and JSON beside the prefix
 
     CONSTRAINTS: ClassVar[tuple[Check, ...]] = (
@@ -274,12 +284,12 @@ class InterveneConfig(Options):
         one_of("loss", "--loss", LOSS),
         _check_at,
         _check_alphas,
+        check_bootstrap,  # --n-bootstrap as featx probe's: 1 to 100000 (before _check_edit, which reads it)
         _check_edit,
         _check_answers,
         _check_site,
         check_group,  # --group as probe's: the probes', erasers' and steering directions' folds, the intervals
         whole("seed", "--seed", minimum=0, maximum=MAX_SEED),
-        whole("n_bootstrap", "n_bootstrap", minimum=100),
     )
 
 

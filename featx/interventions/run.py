@@ -174,6 +174,7 @@ def _meta(plan: InterventionPlan, forward, notes: list[str], started: float, edi
         **({"site": config.site} if config.site else {}),  # a run without --site writes what it wrote before
         "pooling": plan.pooling,
         "seed": config.seed,
+        "n_bootstrap": config.n_bootstrap,  # the resamples of the probe rows' intervals on a split
         **(plan.group_meta or {}),  # --group: as featx probe's meta
         "control": "random:RANK@L (RANK the edit's rank, --seed)",
         "implementation": forward.loaded.implementation,

@@ -10,6 +10,7 @@ from ..checks import path_like, text, whole
 from ..errors import InputError
 from ..io import corpus_stem
 from ..options import MAX_SEED, Check, Options, normalise, on_command_line, option, spoken, spoken_value
+from ..probing import bootstrap_option, check_bootstrap
 from .answers import parse_answers
 
 INPUT, PROBE, RUN = "Input", "Probe and evaluation", "Model and output"
@@ -87,7 +88,12 @@ class LensConfig(Options):
     dtype: str = option("auto", flag="--dtype", group=RUN, help="Compute dtype: auto, float32, float16, bfloat16.")
     overwrite: bool = option(False, flag="--overwrite", group=RUN, help="Replace an existing features file.")
     progress: bool = option(True, flag=("--quiet", "-q"), negate=True, group=RUN, help="No progress bar.")
-    n_bootstrap: int = 1000
+    n_bootstrap: int = bootstrap_option(
+        PROBE,
+        folds="without one the lens's intervals resample every scored row and the probe's are t intervals over the "
+        "folds",
+        also="The lens's, the probe's and the majority class's intervals alike.",
+    )
 
     CONSTRAINTS: ClassVar[tuple[Check, ...]] = (
         path_like("corpus", what="featx.lens takes a corpus file path", hint="write the texts and labels to a CSV"),
@@ -101,7 +107,7 @@ class LensConfig(Options):
         whole("max_length", "--max-length", optional=True),
         whole("batch_size", "--batch-size", optional=True),
         whole("jobs", "--jobs", optional=True),
-        whole("n_bootstrap", "n_bootstrap", minimum=100, maximum=100_000),
+        check_bootstrap,  # --n-bootstrap as featx probe's: 1 to 100000
     )
 
     def prefix(self) -> Path:

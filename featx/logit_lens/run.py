@@ -133,6 +133,7 @@ def _probe(config: LensConfig, features: Path) -> tuple[Any, pd.DataFrame, dict[
         task="classification",
         folds=config.folds,
         seed=config.seed,
+        n_bootstrap=config.n_bootstrap,  # the probe's and the majority's intervals take the lens's resamples
         jobs=config.jobs,
         control=False,
         lexical=False,

@@ -130,6 +130,8 @@ _HOMES = {
     "TEXT_GROUPS": "shared_options",
     "group_option": "shared_options",
     "check_group": "shared_options",
+    "DEFAULT_BOOTSTRAP": "shared_options",
+    "bootstrap_option": "shared_options",  # --n-bootstrap of fit, lens and intervene (checked by check_bootstrap)
     "refuse_word_group": "shared_options",
     "build_mlp": "solvers.classifiers",
     "train_head": "solvers.classifiers",

@@ -1,6 +1,6 @@
 """Options declared once and shared by several commands: ``--join`` (``featx probe --labels``, ``featx labels
 add``), ``--group`` (probe, its ``--sweep``, fit, erase, neurons, intervene) and ``--n-bootstrap`` (probe, its
-``--sweep``, erase, neurons), with their checks (``check_bootstrap`` is the probe config's)."""
+``--sweep``, erase, neurons, fit, lens, intervene), with their checks (``check_bootstrap`` is the probe config's)."""
 
 from __future__ import annotations
 
@@ -62,17 +62,23 @@ def group_option(group: str | None = None) -> Any:
     )
 
 
-def bootstrap_option(group: str | None = None, also: str = "") -> Any:
-    """``--n-bootstrap``, declared once for ``featx probe`` (and its ``--sweep``), ``featx erase`` and ``featx
-    neurons`` (checked by ``config.check_bootstrap``: 1 to ``MAX_BOOTSTRAP``); ``also``: what else it sets in
-    that command, said after the common help."""
+DEFAULT_BOOTSTRAP = 1000  # --n-bootstrap's default in every command
+# What cross-validation gives in place of a split's bootstrap, said after --n-bootstrap's common help.
+FOLDS_TAKE_T = "cross-validation takes a t interval over the folds instead"
+
+
+def bootstrap_option(group: str | None = None, also: str = "", folds: str = FOLDS_TAKE_T) -> Any:
+    """``--n-bootstrap``, declared once for ``featx probe`` (and its ``--sweep``), ``featx erase``, ``featx
+    neurons``, ``featx fit``, ``featx lens`` and ``featx intervene`` (checked by ``config.check_bootstrap``: 1 to
+    ``MAX_BOOTSTRAP``, in every one); ``folds``: what the command's intervals are without a split; ``also``: what
+    else it sets in that command, said after the common help."""
     return option(
-        1000,
+        DEFAULT_BOOTSTRAP,
         flag="--n-bootstrap",
         group=group,
         help="Bootstrap resamples of the test rows (whole sentences or groups where the probes keep them "
-        "together) behind each 95% interval of a train/test split, 1 to 100000; cross-validation takes a t "
-        "interval over the folds instead." + (f" {also}" if also else ""),
+        f"together) behind each 95% interval of a train/test split, 1 to 100000; {folds}."
+        + (f" {also}" if also else ""),
     )
 
 

@@ -186,15 +186,18 @@ def test_device_means_the_torch_device_the_command_computes_on(command):
 
 def test_n_bootstrap_is_one_shared_option_wherever_it_is_a_flag():
     """--n-bootstrap is declared once (probing's bootstrap_option): the same default, bounds and common help on probe
-    (and its --sweep), erase and neurons, each command adding only what else it sets."""
+    (and its --sweep), erase, neurons, fit, lens and intervene, in the help group of the command's --seed, each
+    command adding only what its intervals are without a split and what else it sets."""
     options = {name: _generated(command).get("n_bootstrap") for name, command in CONFIGURED}
     options = {name: option for name, option in options.items() if option is not None}
-    assert sorted(options) == ["featx erase", "featx neurons", "featx probe"]
-    common = options["featx erase"].help or ""
-    assert common.startswith("Bootstrap resamples of the test rows") and "1 to 100000" in common
-    for option in options.values():
-        assert option.opts == ["--n-bootstrap"] and option.default == 1000 and getattr(option, GROUP) == "Evaluation"
-        assert (option.help or "").startswith(common)
+    assert sorted(options) == [f"featx {name}" for name in ("erase", "fit", "intervene", "lens", "neurons", "probe")]
+    common = "Bootstrap resamples of the test rows (whole sentences or groups where the probes keep them together) "
+    common += "behind each 95% interval of a train/test split, 1 to 100000; "
+    for name, option in options.items():
+        seed = _generated(dict(CONFIGURED)[name])["seed"]
+        assert option.opts == ["--n-bootstrap"] and option.default == 1000, name
+        assert getattr(option, GROUP) == getattr(seed, GROUP), name
+        assert (option.help or "").startswith(common), name
 
 
 def test_seed_seeds_folds_wherever_it_is_a_flag():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -13,14 +14,16 @@ from featx.cli import main
 
 def test_fit_prints_the_choice_and_the_scores(split_features, tmp_path):
     output = tmp_path / "m.featx"
-    result = CliRunner().invoke(
-        main, ["fit", str(split_features), "--label", "topic", "--pooling", "mean", "-o", str(output), "--quiet"]
-    )
+    args = ["--label", "topic", "--pooling", "mean", "-o", str(output), "--quiet", "--n-bootstrap", "1"]
+    result = CliRunner().invoke(main, ["fit", str(split_features), *args])
     assert result.exit_code == 0, result.output
     assert "chosen: layer" in result.output and "pooling mean, logreg (C " in result.output
     assert "cross-validated accuracy (training rows): 0." in result.output
     assert "test accuracy: " in result.output and "[95% CI " in result.output and "majority class: " in result.output
-    assert (output / "manifest.json").is_file()
+    # --n-bootstrap 1 reaches the test intervals (one resample: low == high), and the manifest records it
+    selection = json.loads((output / "manifest.json").read_text())["selection"]
+    assert selection["n_bootstrap"] == 1 and selection["test"]["low"] == selection["test"]["high"]
+    assert selection["test"]["lexical_low"] == selection["test"]["lexical_high"]
 
 
 BAD = {
@@ -33,6 +36,7 @@ BAD = {
     "a pooling not stored": (["--pooling", "max"], r"pooling 'max' is not available"),
     "too few folds": (["--folds", "1"], r"--folds 1 is too small"),
     "no jobs": (["--jobs", "0"], r"--jobs 0 runs nothing.*hint: use a positive number, or -1"),
+    "no resamples": (["--n-bootstrap", "0"], r"--n-bootstrap 0 must be a whole number of at least 1"),
     "stack of numbers": (["--label", "score", "--layer", "stack"], r"stack combines linear probes of a class label"),
 }
 

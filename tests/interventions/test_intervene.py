@@ -43,6 +43,11 @@ def test_before_is_a_plain_probe_of_the_original_file(erased_at_1, planted_featu
     before = _probe_rows(erased_at_1, "animal")
     for layer in before.index:
         assert before.loc[layer, "before"] == plain.loc[layer, "accuracy"]
+        # n_bootstrap=200 in both: the same resamples of the same test rows, the same interval
+        assert before.loc[layer, ["before_low", "before_high"]].tolist() == [
+            plain.loc[layer, "accuracy_low"],
+            plain.loc[layer, "accuracy_high"],
+        ]
 
 
 def test_the_table(erased_at_1):
@@ -65,6 +70,7 @@ def test_the_files_are_written(erased_at_1):
     assert list(frame.columns) == TABLE_COLUMNS and len(frame) == len(erased_at_1.table)
     payload = json.loads(erased_at_1.json_path.read_text())
     assert payload["meta"]["label"] == "animal" and len(payload["results"]) == len(frame)
+    assert payload["meta"]["n_bootstrap"] == 200  # the fixture's: the resamples of the probe rows' intervals
 
 
 @pytest.mark.parametrize("grouped", [False, True], ids=["split", "group"])

@@ -39,6 +39,10 @@ from featx.interventions import InterveneConfig, intervene
         ({"at": "x"}, "'x' is not a layer number"),
         ({"label": "animal", "at": "1", "alphas": "1,2"}, "alphas applies to edit='steer' only"),  # not ignored
         ({"edit": "project", "bundle": "B", "at": "2", "method": "inlp"}, "method applies to edit='erase' only"),
+        (  # given, not ignored: the dose-response has no bootstrap interval
+            {"edit": "steer", "bundle": "B", "at": "1", "toward": "dogs", "n_bootstrap": 200},
+            "n_bootstrap sets the probe rows' intervals, and edit='steer' has none",
+        ),
     ],
 )
 def test_a_bad_input_is_one_line_before_any_forward_pass(options, message, planted_features, animal_bundle, no_forward):
@@ -249,6 +253,12 @@ PHRASED = [
         "edit='steer' needs toward=CLASS\n  hint: name the class to steer toward, e.g. toward='pos'",
         ["--edit", "steer", "--bundle", "b.featx", "--at", "1"],
         "--edit steer needs --toward CLASS\n  hint: name the class to steer toward, e.g. --toward pos",
+    ),
+    (  # as featx probe's --n-bootstrap: 1 to 100000 (no floor of its own)
+        {"at": "1", "n_bootstrap": 0},
+        "n_bootstrap=0 must be a whole number of at least 1\n  hint: give n_bootstrap a value of at least 1",
+        ["--at", "1", "--n-bootstrap", "0"],
+        "--n-bootstrap 0 must be a whole number of at least 1\n  hint: give --n-bootstrap a value of at least 1",
     ),
 ]
 

@@ -64,3 +64,16 @@ def test_a_refusal_names_the_keyword_from_python_and_the_flag_on_the_command_lin
         "featx: error: --answers 'pos= a, b' mixes LABEL=ANSWER items and plain answers\n  hint: write --answers "
         "' yes, no'"
     ), result.output
+    # --n-bootstrap is featx probe's, checked alike: 1 to 100000 (no floor of the lens's own)
+    with pytest.raises(InputError) as error:
+        featx.lens(corpus, answers=" a, b", template="{text}", n_bootstrap=0)
+    assert (
+        str(error.value)
+        == "n_bootstrap=0 must be a whole number of at least 1\n  hint: give n_bootstrap a value of at least 1"
+    )
+    result = CliRunner().invoke(
+        main, ["lens", str(corpus), "--answers", " a, b", "--template", "{text}", "--n-bootstrap", "0"]
+    )
+    assert result.exit_code == 2 and result.output.startswith(
+        "featx: error: --n-bootstrap 0 must be a whole number of at least 1\n  hint: give --n-bootstrap a value"
+    ), result.output

@@ -22,6 +22,8 @@ def test_scores_are_the_argmax_accuracy_and_the_margin_over_the_best_other_answe
     assert scores["logit_diff"] == pytest.approx(((0 - 2) + (1 - 0) + (1 - 5)) / 3)
     assert scores["lens_accuracy_low"] <= scores["lens_accuracy"] <= scores["lens_accuracy_high"]
     assert scores["logit_diff_low"] <= scores["logit_diff"] <= scores["logit_diff_high"]
+    one = score_layer(logits, y, [2, 0], n_boot=1, seed=0)  # one resample (--n-bootstrap 1): its mean, low == high
+    assert one["lens_accuracy_low"] == one["lens_accuracy_high"] and one["logit_diff_low"] == one["logit_diff_high"]
 
 
 @pytest.mark.slow
@@ -95,7 +97,8 @@ def test_the_lens_probe_says_it_has_no_group(monkeypatch, tmp_path):
         raise RuntimeError("stop before the probe")
 
     monkeypatch.setattr(featx.probing, "resolve_plan", resolve)
-    config = LensConfig(tmp_path / "corpus.csv", template="{text} is", answers="neg= the,pos= walk")
+    config = LensConfig(tmp_path / "corpus.csv", template="{text} is", answers="neg= the,pos= walk", n_bootstrap=7)
     with pytest.raises(RuntimeError, match="stop before the probe"):
         _probe(config, tmp_path / "features.h5")
     assert [probe.has_group for probe in seen] == [False] and seen[0].group is None
+    assert seen[0].n_bootstrap == 7  # the probe's and the majority's intervals take the lens's resamples
