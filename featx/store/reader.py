@@ -16,6 +16,7 @@ from ..errors import IncompleteError, InputError, StoreError
 from ..safe_files import loads_json
 from . import schema as s
 from .calls import checked_call, no_label_column
+from .damage import HDF5_ERRORS, damage_reported, damaged
 from .finite import FiniteReads, check_finite
 from .hdf5 import read_layer
 from .opening import located, opened
@@ -39,10 +40,8 @@ def _checked(file: h5py.File, actual: Path) -> tuple[dict, int, dict]:
         rows_done = int(file[s.ROWS_DONE][0]) if s.ROWS_DONE in file else 0
     except StoreError:
         raise
-    except (OSError, KeyError, ValueError, TypeError) as err:
-        raise StoreError(
-            f"{actual} cannot be read; it looks damaged ({err})", "run featx extract again with --overwrite"
-        ) from None
+    except HDF5_ERRORS as err:  # the check reads nothing but the file: any of these is the file's (damage.py)
+        raise damaged(actual, err) from None
     if attrs.get(s.FORMAT) != s.FORMAT_NAME:
         raise StoreError(f"{actual} is an HDF5 file but not a featx features file")
     if attrs.get(s.SCHEMA) != s.SCHEMA_VERSION:
@@ -54,11 +53,12 @@ def _checked(file: h5py.File, actual: Path) -> tuple[dict, int, dict]:
         layout = check_layout(file, contents, actual, rows_done)
     except StoreError:
         raise
-    except (OSError, KeyError, ValueError, TypeError) as err:
+    except HDF5_ERRORS as err:
         raise StoreError(f"{actual} is not a valid featx features file: {err}") from None
     return attrs, rows_done, layout
 
 
+@damage_reported  # every read: an HDF5 failure on a damaged part of the file is a StoreError (damage.py)
 class FeatureFile(WordAccess, FiniteReads):
     """Read access to a features file: ``features(pooling, layer)`` and row metadata as numpy; word inputs
     also have word-level reads (``word_features``, ``word_labels``..., ``words.py``).
@@ -355,7 +355,7 @@ def finished_request(path: Path) -> tuple[str, int] | None:
             recorded = file.attrs.get(s.REQUEST_KEY)
             complete = bool(file.attrs.get(s.COMPLETE, False))
             skipped = len(loads_json(file.attrs.get(s.SKIPPED_EMPTY, "[]")))
-    except (OSError, ValueError, KeyError, TypeError):
+    except HDF5_ERRORS:  # damaged: h5py's RuntimeError too (damage.py)
         return None
     if not recorded or not complete:
         return None
