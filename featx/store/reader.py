@@ -67,7 +67,8 @@ class FeatureFile(WordAccess, FiniteReads):
     unless ``allow_partial`` is true, in which case it shows the committed prefix.
 
     Attributes: ``path``; ``attrs`` (the root attributes as a dict); ``complete``; ``n_rows`` (the rows
-    visible); ``layers``, ``poolings`` and ``hidden_size`` of the ``hidden`` site.
+    visible); ``layers``, ``poolings`` and ``hidden_size`` of the ``hidden`` site; ``store_dtype`` (numpy's float16
+    or float32: the dtype of every stored feature, which ``dtype=features.store_dtype`` reads without conversion).
     """
 
     def __init__(self, path: str | os.PathLike, allow_partial: bool = False):
@@ -91,6 +92,7 @@ class FeatureFile(WordAccess, FiniteReads):
         self.layers: list[int] = layout["layers"]
         self.poolings: list[str] = layout["poolings"]
         self.hidden_size = int(attrs[s.HIDDEN_SIZE])
+        self.store_dtype = np.dtype(attrs[s.STORE_DTYPE])  # every feature dataset's, checked at open
         # Files written before sites existed have none besides hidden, and read unchanged.
         self._sites: dict[str, dict] = layout["sites"]
 

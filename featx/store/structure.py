@@ -25,11 +25,13 @@ import numpy as np
 from h5py import h5, h5a, h5d, h5g, h5l, h5o, h5p, h5t
 
 from ..errors import StoreError
+from . import schema as s
 from .strings import decode_attr
 
 MAX_LINKS = 100_000  # objects in a features file: a few per site, pooling and label column
 MAX_ATTRIBUTE_BYTES = 16 << 20  # the largest featx writes is the list of skipped empty rows
 MAX_ATTRIBUTES = 256
+FEATURE_DTYPES = (np.dtype("float16"), np.dtype("float32"))
 
 
 def _fail(path: Path, what: str, hint: str | None = None) -> NoReturn:
@@ -72,6 +74,23 @@ class Contents:
         """``(name, entry)`` of each member of ``group`` in h5py's order (none when it is no group)."""
         entry = self.get(group)
         return [] if entry is None else list(entry.members.items())
+
+
+def expect(contents: Contents, name: str, shape: tuple, kinds: str, path: Path, dtype: np.dtype | None = None) -> None:
+    """The dataset ``name`` (in ``contents``) has ``shape`` and a dtype of ``kinds`` (``O``: text; ``f``: a float type
+    of ``FEATURE_DTYPES``), or exactly ``dtype`` where given (a feature dataset: the file's ``store_dtype``)."""
+    if (dataset := contents.get(name)) is None:
+        _fail(path, f"dataset '{name}' is missing")
+    if dataset.is_group:
+        _fail(path, f"'{name}' is not a dataset")
+    if tuple(dataset.shape) != tuple(shape):
+        _fail(path, f"dataset '{name}' has shape {dataset.shape}, expected {tuple(shape)}")
+    text = h5t.check_string_dtype(dataset.dtype) is not None
+    kind = "O" if text else "V" if dataset.dtype.hasobject else dataset.dtype.kind  # "V": a vlen sequence, a reference
+    if kind not in kinds or (kind == "f" and dataset.dtype not in FEATURE_DTYPES):
+        _fail(path, f"dataset '{name}' has dtype {dataset.dtype}, which featx does not write there")
+    if dtype is not None and dataset.dtype != dtype:
+        _fail(path, f"dataset '{name}' has dtype {dataset.dtype}, but the file's {s.STORE_DTYPE} is {dtype}")
 
 
 class _Where(NamedTuple):

@@ -120,7 +120,7 @@ def test_seeded_byte_flips_open_and_read_or_are_featx_s_error(tiny_file, tmp_pat
     assert {"read", "StoreError"} <= outcomes  # the flips reach both what is checked and what is not
 
 
-@pytest.mark.parametrize("where", ["attribute"])
+@pytest.mark.parametrize("where", ["attribute", "text dataset"])
 def test_a_variable_length_sequence_is_refused_before_it_is_read(tiny_file, tmp_path, where):
     """featx writes variable-length strings only; HDF5 crashed reading a damaged variable-length type."""
     path = _copy(tmp_path, tiny_file)
@@ -138,3 +138,33 @@ def test_a_variable_length_sequence_is_refused_before_it_is_read(tiny_file, tmp_
     )
     with pytest.raises(StoreError, match=re.escape(message)):
         FeatureFile(path)
+
+
+def _as_float16(name: str):
+    def change(file):
+        values = file[name][()]
+        del file[name]
+        file.create_dataset(name, data=values.astype(np.float16))
+
+    return change
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (lambda f: f.attrs.__setitem__(schema.STORE_DTYPE, "float16"), "'pooled/mean' has dtype float32, but the file"),
+        (_as_float16("sites/ffn/tokens/states"), "'sites/ffn/tokens/states' has dtype float16, but the file's store"),
+        (lambda f: f.attrs.__setitem__(schema.STORE_DTYPE, "float64"), "attribute 'store_dtype' is 'float64', not"),
+        (lambda f: f.attrs.__delitem__(schema.STORE_DTYPE), "attribute 'store_dtype' is missing, not float16"),
+    ],
+    ids=["another", "one-dataset", "not-a-feature-dtype", "missing"],
+)
+def test_store_dtype_is_every_feature_dataset_s_dtype(tiny_file, tmp_path, change, message):
+    """A reader trusts ``store_dtype`` (``FeatureFile.store_dtype``: ``featx fit`` hashes word vectors as stored)."""
+    path = _copy(tmp_path, tiny_file)
+    with h5py.File(path, "r+") as file:
+        change(file)
+    with pytest.raises(StoreError, match=re.escape(message)):
+        FeatureFile(path)
+    with FeatureFile(_copy(tmp_path, tiny_file)) as features:
+        assert features.store_dtype == np.float32 and features.features("mean", 2).dtype == np.float32
