@@ -10,6 +10,7 @@
 ``validate`` the checks a file passes before anything in it is used: the layout against the schema
 ``reader``   ``FeatureFile`` (``featx.open``) and the cheap reads of the up-to-date check
 ``opening``  finding (a ``.partial`` too, when allowed) and opening a features file read-only
+``damage``   HDF5's failures on a damaged file, at open and on every ``FeatureFile`` read, as a ``StoreError``
 ``shards``   a shard's row index and attributes, and the copy of shards into one file (``featx merge``)
 ``finite``   the finiteness check of every block of features read, and of every matrix a run will read
            (``FeatureFile.require_finite`` of ``FeatureRead``s), before its first fit

@@ -9,6 +9,7 @@ import h5py
 
 from ..errors import IncompleteError, StoreError
 from . import schema as s
+from .damage import HDF5_ERRORS, damaged
 from .schema import partial_path
 
 
@@ -52,7 +53,5 @@ def opened(actual: Path) -> h5py.File:
             f"{actual} was moved or removed while it was being opened",
             "open it again: a finished extraction renames its .partial file into place",
         ) from None
-    except (OSError, KeyError, ValueError) as err:
-        raise StoreError(
-            f"{actual} cannot be read; it looks damaged ({err})", "run featx extract again with --overwrite"
-        ) from None
+    except HDF5_ERRORS as err:
+        raise damaged(actual, err) from None

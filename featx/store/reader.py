@@ -16,6 +16,7 @@ from ..errors import IncompleteError, InputError, StoreError
 from ..safe_files import loads_json
 from . import schema as s
 from .calls import checked_call, no_label_column
+from .damage import HDF5_ERRORS, damage_reported, damaged
 from .finite import FiniteReads, check_finite
 from .hdf5 import read_layer
 from .opening import located, opened
@@ -39,10 +40,8 @@ def _checked(file: h5py.File, actual: Path) -> tuple[dict, int, dict]:
         rows_done = int(file[s.ROWS_DONE][0]) if s.ROWS_DONE in file else 0
     except StoreError:
         raise
-    except (OSError, KeyError, ValueError, TypeError) as err:
-        raise StoreError(
-            f"{actual} cannot be read; it looks damaged ({err})", "run featx extract again with --overwrite"
-        ) from None
+    except HDF5_ERRORS as err:  # the check reads nothing but the file: any of these is the file's (damage.py)
+        raise damaged(actual, err) from None
     if attrs.get(s.FORMAT) != s.FORMAT_NAME:
         raise StoreError(f"{actual} is an HDF5 file but not a featx features file")
     if attrs.get(s.SCHEMA) != s.SCHEMA_VERSION:
@@ -54,11 +53,12 @@ def _checked(file: h5py.File, actual: Path) -> tuple[dict, int, dict]:
         layout = check_layout(file, contents, actual, rows_done)
     except StoreError:
         raise
-    except (OSError, KeyError, ValueError, TypeError) as err:
+    except HDF5_ERRORS as err:
         raise StoreError(f"{actual} is not a valid featx features file: {err}") from None
     return attrs, rows_done, layout
 
 
+@damage_reported  # every read: an HDF5 failure on a damaged part of the file is a StoreError (damage.py)
 class FeatureFile(WordAccess, FiniteReads):
     """Read access to a features file: ``features(pooling, layer)`` and row metadata as numpy; word inputs
     also have word-level reads (``word_features``, ``word_labels``..., ``words.py``).
@@ -67,7 +67,8 @@ class FeatureFile(WordAccess, FiniteReads):
     unless ``allow_partial`` is true, in which case it shows the committed prefix.
 
     Attributes: ``path``; ``attrs`` (the root attributes as a dict); ``complete``; ``n_rows`` (the rows
-    visible); ``layers``, ``poolings`` and ``hidden_size`` of the ``hidden`` site.
+    visible); ``layers``, ``poolings`` and ``hidden_size`` of the ``hidden`` site; ``store_dtype`` (numpy's float16
+    or float32: the dtype of every stored feature, which ``dtype=features.store_dtype`` reads without conversion).
     """
 
     def __init__(self, path: str | os.PathLike, allow_partial: bool = False):
@@ -91,6 +92,7 @@ class FeatureFile(WordAccess, FiniteReads):
         self.layers: list[int] = layout["layers"]
         self.poolings: list[str] = layout["poolings"]
         self.hidden_size = int(attrs[s.HIDDEN_SIZE])
+        self.store_dtype = np.dtype(attrs[s.STORE_DTYPE])  # every feature dataset's, checked at open
         # Files written before sites existed have none besides hidden, and read unchanged.
         self._sites: dict[str, dict] = layout["sites"]
 
@@ -355,7 +357,7 @@ def finished_request(path: Path) -> tuple[str, int] | None:
             recorded = file.attrs.get(s.REQUEST_KEY)
             complete = bool(file.attrs.get(s.COMPLETE, False))
             skipped = len(loads_json(file.attrs.get(s.SKIPPED_EMPTY, "[]")))
-    except (OSError, ValueError, KeyError, TypeError):
+    except HDF5_ERRORS:  # damaged: h5py's RuntimeError too (damage.py)
         return None
     if not recorded or not complete:
         return None

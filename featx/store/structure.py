@@ -7,8 +7,10 @@ read (``FeatureFile.attrs``), through the handles their checks opened.
 
 The walk uses h5py's low-level handles (a high-level ``Dataset`` looks up its file again on creation) and records
 what it saw in ``Contents``, a tree of each object's kind, shape and dtype with each group's members in h5py's order,
-so the layout checks (``validate.check_layout``) look nothing up again. It keeps no HDF5 handle and no path: a
-hostile file of nested groups, or of a group linked into itself, costs no more than its count of objects.
+so the layout checks (``validate.check_layout``) look nothing up again. It keeps no HDF5 handle: a hostile file of
+nested groups costs no more than its count of objects (at most ``MAX_LINKS``). Each object's address is kept with
+its place: featx links each object once, so a second link to one (a group linked into itself, which would send the
+walk round a loop) is refused where the walk meets it, naming both paths.
 """
 
 from __future__ import annotations
@@ -23,15 +25,17 @@ import numpy as np
 from h5py import h5, h5a, h5d, h5g, h5l, h5o, h5p, h5t
 
 from ..errors import StoreError
+from . import schema as s
 from .strings import decode_attr
 
 MAX_LINKS = 100_000  # objects in a features file: a few per site, pooling and label column
 MAX_ATTRIBUTE_BYTES = 16 << 20  # the largest featx writes is the list of skipped empty rows
 MAX_ATTRIBUTES = 256
+FEATURE_DTYPES = (np.dtype("float16"), np.dtype("float32"))
 
 
-def _fail(path: Path, what: str) -> NoReturn:
-    raise StoreError(f"{path} is not a valid featx features file: {what}")
+def _fail(path: Path, what: str, hint: str | None = None) -> NoReturn:
+    raise StoreError(f"{path} is not a valid featx features file: {what}", hint)
 
 
 @dataclass(eq=False)
@@ -72,6 +76,23 @@ class Contents:
         return [] if entry is None else list(entry.members.items())
 
 
+def expect(contents: Contents, name: str, shape: tuple, kinds: str, path: Path, dtype: np.dtype | None = None) -> None:
+    """The dataset ``name`` (in ``contents``) has ``shape`` and a dtype of ``kinds`` (``O``: text; ``f``: a float type
+    of ``FEATURE_DTYPES``), or exactly ``dtype`` where given (a feature dataset: the file's ``store_dtype``)."""
+    if (dataset := contents.get(name)) is None:
+        _fail(path, f"dataset '{name}' is missing")
+    if dataset.is_group:
+        _fail(path, f"'{name}' is not a dataset")
+    if tuple(dataset.shape) != tuple(shape):
+        _fail(path, f"dataset '{name}' has shape {dataset.shape}, expected {tuple(shape)}")
+    text = h5t.check_string_dtype(dataset.dtype) is not None
+    kind = "O" if text else "V" if dataset.dtype.hasobject else dataset.dtype.kind  # "V": a vlen sequence, a reference
+    if kind not in kinds or (kind == "f" and dataset.dtype not in FEATURE_DTYPES):
+        _fail(path, f"dataset '{name}' has dtype {dataset.dtype}, which featx does not write there")
+    if dtype is not None and dataset.dtype != dtype:
+        _fail(path, f"dataset '{name}' has dtype {dataset.dtype}, but the file's {s.STORE_DTYPE} is {dtype}")
+
+
 class _Where(NamedTuple):
     """An object's place, shown as its path (``/labels/label``) only in a message."""
 
@@ -92,17 +113,20 @@ def _name(raw: bytes) -> str:
 
 def check_structure(file: h5py.File, path: Path) -> Contents:
     """Links, storage and attribute sizes of every object before anything is read (the module doc); what it saw."""
-    contents, count, top = Contents(), 0, _Where(None, "")
+    contents, top = Contents(), _Where(None, "")
     root = _check_attributes(file.id, top, path)
+    seen = {h5o.get_info(file.id).addr: top}  # each object's address: where the walk met it
     pending: list[tuple[Entry, h5g.GroupID, _Where]] = [(contents.root, file.id, top)]
     while pending:
         node, group, where = pending.pop()
         for raw in list(group):  # GroupID's iteration: h5py's order (creation order where the group tracks it)
-            count += 1
-            if count > MAX_LINKS:
-                _fail(path, f"more than {MAX_LINKS:,} objects")
             child = _Where(where, _name(raw))
-            _check_link(group, raw, child, path)
+            address = _check_link(group, raw, child, path)
+            if address in seen:
+                _linked_twice(path, seen[address], child)
+            if len(seen) > MAX_LINKS:
+                _fail(path, f"more than {MAX_LINKS:,} objects")
+            seen[address] = child
             item = h5o.open(group, raw)
             _check_attributes(item, child, path)
             if isinstance(item, h5g.GroupID):
@@ -117,8 +141,10 @@ def check_structure(file: h5py.File, path: Path) -> Contents:
     return contents
 
 
-def _check_link(group: h5g.GroupID, raw: bytes, child: _Where, path: Path) -> None:
-    kind = group.links.get_info(raw).type
+def _check_link(group: h5g.GroupID, raw: bytes, child: _Where, path: Path) -> int:
+    """The address of the object a hard link names; any other kind of link refused."""
+    info = group.links.get_info(raw)
+    kind = info.type
     if kind == h5l.TYPE_EXTERNAL:
         filename = group.links.get_val(raw)[0]
         _fail(path, f"'{child}' is an external link to {_name(filename)!r} (data from another file)")
@@ -126,6 +152,18 @@ def _check_link(group: h5g.GroupID, raw: bytes, child: _Where, path: Path) -> No
         _fail(path, f"'{child}' is a soft link to '{_name(group.links.get_val(raw))}'")
     if kind != h5l.TYPE_HARD:
         _fail(path, f"'{child}' is a link of a kind featx never writes")
+    return int(info.u)
+
+
+def _linked_twice(path: Path, first: _Where, again: _Where) -> NoReturn:
+    """featx links each object once: a second link (a group linked into itself, one dataset under two names) is
+    refused where the walk meets it, before the walk would go round a loop up to ``MAX_LINKS`` times."""
+    _fail(
+        path,
+        f"'{again}' links to the object already at '{first}' (featx links each object once: this file was not "
+        "written by featx, or was changed since)",
+        "extract the features again (featx extract ... --overwrite)",
+    )
 
 
 def _attribute_names(item) -> list[bytes]:
@@ -153,6 +191,8 @@ def _check_attributes(item, name: _Where, path: Path) -> list[tuple[bytes, h5a.A
             _fail(path, f"attribute '{_name(raw)}' of '{name}' is too large ({max(size, declared):,} bytes)")
         if dtype.kind == "O" and elements > 1:
             _fail(path, f"attribute '{_name(raw)}' of '{name}' is an array of variable-length values")
+        if dtype.hasobject and h5t.check_string_dtype(dtype) is None:  # HDF5 crashed reading a damaged one
+            _fail(path, f"attribute '{_name(raw)}' of '{name}' is of a variable-length type featx never writes")
         checked.append((raw, attribute, dtype, shape))
     return checked
 

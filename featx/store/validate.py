@@ -24,7 +24,7 @@ import numpy as np
 from ..errors import StoreError
 from ..json_fields import shown
 from . import schema as s
-from .structure import MAX_ATTRIBUTE_BYTES, Contents
+from .structure import FEATURE_DTYPES, MAX_ATTRIBUTE_BYTES, Contents, expect
 from .words import check_words
 
 MAX_LAYERS = 4096
@@ -32,7 +32,6 @@ MAX_POOLINGS = 16
 MAX_SITES = 256
 MAX_LABEL_CLASSES = 10_000_000
 MAX_NAME = 1024
-FEATURE_DTYPES = (np.dtype("float16"), np.dtype("float32"))
 # Provenance attributes featx writes as text, where present: readers use them as paths, names and JSON
 TEXT_ATTRS = (
     s.MODEL, s.MODEL_PATH, s.MODEL_SHA256, s.MODEL_TYPE, s.CORPUS_PATH, s.CORPUS_SHA256, s.TEXT_COL, s.ID_COL,
@@ -102,33 +101,36 @@ def check_layout(file: h5py.File, contents: Contents, path: Path, rows_done: int
     poolings = _pooling_list(attrs, s.POOLINGS, path)
     width = _int_attr(attrs, s.HIDDEN_SIZE, path, 1)
     sites = _sites(attrs, path)
+    store = _store_dtype(attrs, path)
     with_tokens = s.TOKEN_OFFSETS in contents
     offsets_shape = (n_rows + 1,)
-    _expect(contents, s.ROWS_DONE, (1,), "i", path)
+    expect(contents, s.ROWS_DONE, (1,), "i", path)
     for name in (s.TEXT, s.IDS):
-        _expect(contents, name, (n_rows,), "OSU", path)
+        expect(contents, name, (n_rows,), "OSU", path)
     if s.SPLIT in contents:
-        _expect(contents, s.SPLIT, (n_rows,), "OSU", path)
+        expect(contents, s.SPLIT, (n_rows,), "OSU", path)
     for name in (s.N_TOKENS, s.N_KEPT):
-        _expect(contents, name, (n_rows,), "iu", path)
-    _expect(contents, s.TRUNCATED, (n_rows,), "biu", path)
+        expect(contents, name, (n_rows,), "iu", path)
+    expect(contents, s.TRUNCATED, (n_rows,), "biu", path)
     _check_labels(file, contents, path, n_rows)
     total_tokens = None
     if with_tokens:
-        _expect(contents, s.TOKEN_OFFSETS, offsets_shape, "iu", path)
+        expect(contents, s.TOKEN_OFFSETS, offsets_shape, "iu", path)
         total_tokens = int(file[s.TOKEN_OFFSETS][n_rows]) if n_rows else 0
         for name in (s.TOKEN_INPUT_IDS, s.TOKEN_WORD_IDS):
-            _expect(contents, name, (total_tokens,), "iu", path)
+            expect(contents, name, (total_tokens,), "iu", path)
     _check_pair_rows(contents, path, n_rows, total_tokens)
     layouts = [(s.HIDDEN_SITE, layers, width, poolings)]
     layouts += [(name, site["layers"], site["width"], site["poolings"]) for name, site in sites.items()]
     for name, site_layers, site_width, site_poolings in layouts:
         for pooling in site_poolings:
-            _expect(contents, s.site_pooled_path(name, pooling), (n_rows, len(site_layers), site_width), "f", path)
+            expect(
+                contents, s.site_pooled_path(name, pooling), (n_rows, len(site_layers), site_width), "f", path, store
+            )
         if with_tokens:
-            _expect(contents, s.site_tokens_path(name), (total_tokens, len(site_layers), site_width), "f", path)
+            expect(contents, s.site_tokens_path(name), (total_tokens, len(site_layers), site_width), "f", path, store)
     if s.WORDS in contents:
-        check_words(file, contents, path, n_rows, len(layers), width)
+        check_words(file, contents, path, n_rows, len(layers), width, store)
     return {"layers": layers, "poolings": poolings, "sites": sites}
 
 
@@ -138,7 +140,7 @@ def _check_labels(file: h5py.File, contents: Contents, path: Path, n_rows: int) 
     if (group := contents.get(s.LABELS)) is None or not group.is_group:
         _fail(path, f"its '{s.LABELS}' group is missing")
     for key, _ in contents.members_of(s.LABELS):
-        _expect(contents, f"{s.LABELS}/{key}", (n_rows,), "iu", path)
+        expect(contents, f"{s.LABELS}/{key}", (n_rows,), "iu", path)
         dataset = file[f"{s.LABELS}/{key}"]
         names = _json_list(dict(dataset.attrs), s.LABEL_NAMES, path, str, MAX_LABEL_CLASSES)
         if not isinstance(dataset.attrs.get(s.LABEL_COLUMN), str):
@@ -180,15 +182,24 @@ def _check_label_values(contents: Contents, path: Path, n_rows: int) -> None:
 def _check_pair_rows(contents: Contents, path: Path, n_rows: int, total_tokens: int | None) -> None:
     """Sentence pairs' datasets, where present: a row's second text and side b's counts, token segments."""
     if s.PAIR_TEXT in contents:
-        _expect(contents, s.PAIR_TEXT, (n_rows,), "OSU", path)
+        expect(contents, s.PAIR_TEXT, (n_rows,), "OSU", path)
     for name in (s.PAIR_N_TOKENS, s.PAIR_N_KEPT):
         if name in contents:
-            _expect(contents, name, (n_rows,), "iu", path)
+            expect(contents, name, (n_rows,), "iu", path)
     for name in (s.TOKEN_SEGMENT_IDS, s.TOKEN_TYPE_IDS):
         if name in contents:
             if total_tokens is None:
                 _fail(path, f"dataset '{name}' without token-level states")
-            _expect(contents, name, (total_tokens,), "iu", path)
+            expect(contents, name, (total_tokens,), "iu", path)
+
+
+def _store_dtype(attrs: dict, path: Path) -> np.dtype:
+    """The file's ``store_dtype``: every feature dataset's dtype (``expect``), float16 or float32."""
+    value = attrs.get(s.STORE_DTYPE)
+    if value not in [dtype.name for dtype in FEATURE_DTYPES]:
+        given = "missing" if value is None else shown(value)
+        _fail(path, f"attribute '{s.STORE_DTYPE}' is {given}, not float16 or float32")
+    return np.dtype(value)
 
 
 def _sites(attrs: dict, path: Path) -> dict:
@@ -208,15 +219,3 @@ def _sites(attrs: dict, path: Path) -> dict:
         _pooling_list(site, "poolings", path, f"site '{name}': ")
         _int_attr(site, "width", path, 1)
     return sites
-
-
-def _expect(contents: Contents, name: str, shape: tuple, kinds: str, path: Path) -> None:
-    if (dataset := contents.get(name)) is None:
-        _fail(path, f"dataset '{name}' is missing")
-    if dataset.is_group:
-        _fail(path, f"'{name}' is not a dataset")
-    if tuple(dataset.shape) != tuple(shape):
-        _fail(path, f"dataset '{name}' has shape {dataset.shape}, expected {tuple(shape)}")
-    kind = "O" if h5py.check_string_dtype(dataset.dtype) is not None else dataset.dtype.kind
-    if kind not in kinds or (kind == "f" and dataset.dtype not in FEATURE_DTYPES):
-        _fail(path, f"dataset '{name}' has dtype {dataset.dtype}, which featx does not write there")

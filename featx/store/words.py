@@ -22,7 +22,7 @@ from . import schema as s
 from .finite import check_finite
 from .hdf5 import read_layer
 from .strings import read_strings, write_strings
-from .structure import Contents
+from .structure import Contents, expect
 
 MAX_WORD_POOLINGS = 8
 MAX_LABEL_CLASSES = 10_000_000
@@ -79,20 +79,9 @@ def word_value_paths(poolings) -> list[str]:
 
 # -- checking ------------------------------------------------------------------------------------
 def _dataset(file: h5py.File, contents: Contents, name: str, shape: tuple, kinds: str, path: Path) -> h5py.Dataset:
-    """The dataset ``name``, to be read, once ``_expect`` has checked it."""
-    _expect(contents, name, shape, kinds, path)
+    """The dataset ``name``, to be read, once ``expect`` has checked it."""
+    expect(contents, name, shape, kinds, path)
     return file[name]
-
-
-def _expect(contents: Contents, name: str, shape: tuple, kinds: str, path: Path) -> None:
-    """The dataset ``name`` has ``shape`` and a dtype of ``kinds`` (in ``contents``: what ``check_structure`` saw)."""
-    if (dataset := contents.get(name)) is None or dataset.is_group:
-        _fail(path, f"dataset '{name}' is missing")
-    kind = "O" if h5py.check_string_dtype(dataset.dtype) is not None else dataset.dtype.kind
-    if tuple(dataset.shape) != tuple(shape):
-        _fail(path, f"dataset '{name}' has shape {dataset.shape}, expected {tuple(shape)}")
-    if kind not in kinds or (kind == "f" and dataset.dtype not in (np.dtype("float16"), np.dtype("float32"))):
-        _fail(path, f"dataset '{name}' has dtype {dataset.dtype}, which featx does not write there")
 
 
 def _poolings(attrs: dict, path: Path) -> list[str]:
@@ -110,9 +99,11 @@ def _poolings(attrs: dict, path: Path) -> list[str]:
     return value
 
 
-def check_words(file: h5py.File, contents: Contents, path: Path, n_rows: int, n_layers: int, width: int) -> list[str]:
+def check_words(
+    file: h5py.File, contents: Contents, path: Path, n_rows: int, n_layers: int, width: int, store: np.dtype
+) -> list[str]:
     """The ``/words`` group against the rows and layers (``contents``: what ``check_structure`` saw, the root
-    attributes); returns the word poolings (see the module doc)."""
+    attributes; ``store``: the file's ``store_dtype``); returns the word poolings (see the module doc)."""
     attrs = contents.attrs
     poolings = _poolings(attrs, path)
     n_words = attrs.get(s.N_WORDS)
@@ -122,7 +113,7 @@ def check_words(file: h5py.File, contents: Contents, path: Path, n_rows: int, n_
     offsets = _dataset(file, contents, s.WORD_OFFSETS, (n_rows + 1,), "iu", path)[()].astype(np.int64)
     if offsets[0] != 0 or np.any(np.diff(offsets) < 0) or offsets[-1] != n_words:
         _fail(path, f"'{s.WORD_OFFSETS}' is not a non-decreasing run from 0 to {n_words} words")
-    _expect(contents, s.WORD_FORM, (n_words,), "OSU", path)
+    expect(contents, s.WORD_FORM, (n_words,), "OSU", path)
     heads = _dataset(file, contents, s.WORD_HEAD, (n_words,), "i", path)[()].astype(np.int64)
     lengths = np.repeat(np.diff(offsets), np.diff(offsets))
     if np.any(heads < s.HEAD_UNKNOWN) or np.any(heads >= lengths):
@@ -132,7 +123,7 @@ def check_words(file: h5py.File, contents: Contents, path: Path, n_rows: int, n_
     if np.any(subwords < 1):
         _fail(path, f"'{s.WORD_N_SUBWORDS}' has words without subwords")
     for pooling in poolings:
-        _expect(contents, s.word_pooled_path(pooling), (n_words, n_layers, width), "f", path)
+        expect(contents, s.word_pooled_path(pooling), (n_words, n_layers, width), "f", path, store)
     if (labels := contents.get(s.WORD_LABELS)) is not None:
         if not labels.is_group:
             _fail(path, f"'{s.WORD_LABELS}' is not a group")

@@ -346,12 +346,14 @@ def test_the_scikit_learn_wrapper_takes_word_vectors_not_texts(fitted, word_feat
     assert list(estimator.predict(X[test])) == list(probe.predict_features(X[test]))
 
 
-def test_word_candidates_of_the_same_vectors_are_scored_once(word_features, monkeypatch):
+def test_word_candidates_of_the_same_vectors_are_scored_once(word_features, monkeypatch, tmp_path):
     """Every toy word is one token, so a layer's first, last and mean read the same vectors: each layer is
     scored once, and the choice and every candidate's scores are those of scoring all nine. Each word matrix is
-    read once before the first fit, its finiteness checked on that read (no scan besides), then once per
-    candidate scored and once for the saved head."""
+    read once before the first fit, as stored (its finiteness checked on that read, no scan besides), then once per
+    candidate scored and once for the saved head. A float16 file's vectors are compared as stored too."""
     from collections import Counter
+
+    import h5py
 
     from featx.deploy import choose as choose_module
     from featx.deploy import features as features_module
@@ -368,10 +370,10 @@ def test_word_candidates_of_the_same_vectors_are_scored_once(word_features, monk
     once = featx.fit(features, label="upos", folds=2, write=False, jobs=1)
     assert [(spec.name, pooling) for spec, pooling in scored] == [("0", "first"), ("1", "first"), ("2", "first")]
     every_matrix = Counter((pooling, layer) for layer in range(3) for pooling in ("first", "last", "mean"))
-    assert Counter(reads) == every_matrix + Counter(
+    assert Counter(key[:2] for key in reads) == every_matrix + Counter(
         [("first", 0), ("first", 1), ("first", 2), (once.probe.pooling, once.probe.spec.layers[0])]
     )
-    assert not scans
+    assert [key[2] for key in reads if len(key) == 3] == [np.dtype(np.float32)] * 9 and not scans  # as stored
     monkeypatch.setattr(fitting_module, "checked_candidates", lambda path, candidates, level, compare: list(range(9)))
     every = featx.fit(features, label="upos", folds=2, write=False, jobs=1)
     assert len(scored) == 3 + 9
@@ -381,6 +383,17 @@ def test_word_candidates_of_the_same_vectors_are_scored_once(word_features, monk
     candidates = [(spec, pooling) for spec, pooling in scored[:2]]
     assert checked_candidates(features, candidates * 2, "word") == [0, 1, 0, 1]  # every word one token
     assert checked_candidates(features, candidates * 2, "word", compare=False) == [0, 1, 2, 3]  # never compared
+    half = shutil.copy(features, tmp_path / "half.h5")
+    with h5py.File(half, "r+") as file:  # every feature as float16, as featx extract stores them by default
+        names = [f"pooled/{name}" for name in file["pooled"]]
+        for name in names + [f"words/pooled/{name}" for name in file["words/pooled"]]:
+            values = file[name][()].astype(np.float16)
+            del file[name]
+            file.create_dataset(name, data=values)
+        file.attrs["store_dtype"] = "float16"
+    reads.clear()
+    assert checked_candidates(half, candidates * 2 + [(candidates[0][0], "mean")], "word") == [0, 1, 0, 1, 0]
+    assert {key[2] for key in reads} == {np.dtype(np.float16)}
     reads.clear()
     monkeypatch.setattr(featx.store.FeatureFile, "word_n_subwords", lambda self: np.full(293, 2))
     assert checked_candidates(features, candidates * 2, "word") == [0, 1, 2, 3]  # scanned, not read nor compared

@@ -157,6 +157,10 @@ HOSTILE = {
         _replace("words/pooled/first", np.zeros((10, 2, 5), np.float32)),
         "words/pooled/first",
     ),
+    "word vectors of another dtype than store_dtype": (
+        _replace("words/pooled/mean", np.zeros((10, 2, 4), np.float16)),
+        "dataset 'words/pooled/mean' has dtype float16, but the file's store_dtype is float32",
+    ),
     "a missing word pooling": (lambda f: f.__delitem__("words/pooled/mean"), "words/pooled/mean' is missing"),
     "an unknown word pooling": (lambda f: f.attrs.__setitem__("word_poolings", '["max"]'), "word_poolings"),
     "n_words not a number": (lambda f: f.attrs.__setitem__("n_words", "ten"), "n_words"),
