@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeAlias
@@ -19,8 +21,10 @@ import h5py
 import numpy as np
 
 from ..errors import StoreError
+from ..options import on_command_line
 from ..safe_files import loads_json
 from . import schema as s
+from .damage import HDF5_ERRORS, damaged, raised_by_h5py
 from .finite import finite_rows
 from .reader import FeatureFile
 from .strings import decode_attr, read_strings
@@ -28,6 +32,24 @@ from .writer import FeatureWriter
 
 BLOCK_BYTES = 256 << 20  # host memory for one block of merged rows
 ShardFile: TypeAlias = h5py.File  # an open shard (``open_shard``): its ``filename``, and ``close()`` when done
+
+
+def _redo_shard() -> str:
+    """How to redo a damaged shard, as its caller runs an extraction (merge's own hints word it alike)."""
+    again = "featx extract --overwrite" if on_command_line() else "featx.extract(..., overwrite=True)"
+    return f"re-run that shard with {again}, then merge again"
+
+
+@contextmanager
+def _reading(file: ShardFile) -> Iterator[None]:
+    """A read of one shard: an HDF5 failure raised inside h5py (a damaged chunk that the shard's check at open did
+    not read) is that shard's damage, named, with how to redo it; featx's own errors go on as they are."""
+    try:
+        yield
+    except HDF5_ERRORS as err:
+        if not raised_by_h5py(err):
+            raise
+        raise StoreError(damaged(file.filename, err).message, _redo_shard()) from None
 
 
 @dataclass
@@ -74,14 +96,16 @@ def open_shard(path: Path) -> ShardFile:
 
 def shard_attrs(file: ShardFile) -> dict:
     """The attributes a merge checks a shard by (``schema.SHARD_ATTRS`` and the provenance)."""
-    return {key: decode_attr(value) for key, value in file.attrs.items()}
+    with _reading(file):
+        return {key: decode_attr(value) for key, value in file.attrs.items()}
 
 
 def shard_row_index(file: ShardFile) -> np.ndarray | None:
     """The corpus rows of a shard (None when the file does not say)."""
     if s.ROW_INDEX not in file:
         return None
-    index = file[s.ROW_INDEX][()]
+    with _reading(file):
+        index = file[s.ROW_INDEX][()]
     return index if len(index) == int(file.attrs[s.N_ROWS]) else None
 
 
@@ -89,14 +113,16 @@ def _gather(files, indices, n_rows: int, path: str, dtype=None) -> np.ndarray:
     """A per-row dataset of every shard, put back in corpus order."""
     out = np.empty(n_rows, dtype=dtype or files[0][path].dtype)
     for file, index in zip(files, indices, strict=False):
-        out[index] = file[path][()]
+        with _reading(file):
+            out[index] = file[path][()]
     return out
 
 
 def _gather_strings(files, indices, n_rows: int, path: str) -> list[str]:
     out = np.empty(n_rows, dtype=object)
     for file, index in zip(files, indices, strict=False):
-        out[index] = read_strings(file[path])
+        with _reading(file):
+            out[index] = read_strings(file[path])
     return list(out)
 
 
@@ -111,7 +137,8 @@ def _token_positions(shard_offsets: np.ndarray, rows: np.ndarray, out_offsets: n
 def _gather_tokens(files, indices, out_offsets, path) -> np.ndarray:
     out = np.empty(int(out_offsets[-1]), dtype=np.int32)
     for file, index in zip(files, indices, strict=False):
-        out[_token_positions(file[s.TOKEN_OFFSETS][()], index, out_offsets, 0)] = file[path][()]
+        with _reading(file):
+            out[_token_positions(file[s.TOKEN_OFFSETS][()], index, out_offsets, 0)] = file[path][()]
     return out
 
 
@@ -208,14 +235,15 @@ def _blocks(writer: FeatureWriter, plan_blocks) -> list[tuple[int, int]]:
 
 def _finite(file, path: str, rows: slice) -> np.ndarray:
     """Rows of a shard's dataset, refused when any value is inf or NaN (a damaged shard is never merged)."""
-    values = file[path][rows]
+    with _reading(file):
+        values = file[path][rows]
     finite = finite_rows(values)
     if not finite.all():
         row = rows.start + int(np.argmin(finite))
         raise StoreError(
             f"shard {Path(file.filename).name} holds inf or NaN values in '{path}' (its row {row}); "
             "nothing was merged or deleted",
-            "re-run that shard with featx extract --overwrite, then merge again",
+            _redo_shard(),
         )
     return values
 
@@ -228,7 +256,7 @@ def copy_shards(writer: FeatureWriter, files, indices, plan_blocks, progress: bo
     offsets = writer.token_offsets
     row_paths = [path for site in writer.sites for path in site.pooled_paths.values()]
     token_paths = [site.tokens_path for site in writer.sites] if offsets is not None else []
-    shard_offsets = [file[s.TOKEN_OFFSETS][()] for file in files] if offsets is not None else None
+    shard_offsets = [_token_offsets(file) for file in files] if offsets is not None else None
     start_row = writer.rows_done
     with progress_bar(total=writer.n_rows, initial=start_row, unit="rows", disable=not progress, desc="merge") as bar:
         for start, stop in _blocks(writer, plan_blocks):
@@ -238,6 +266,11 @@ def copy_shards(writer: FeatureWriter, files, indices, plan_blocks, progress: bo
             writer.write_block(start, stop, values)
             writer.commit(stop)
             bar.update(stop - start)
+
+
+def _token_offsets(file: ShardFile) -> np.ndarray:
+    with _reading(file):
+        return file[s.TOKEN_OFFSETS][()]
 
 
 def _read_block(

@@ -409,6 +409,27 @@ def test_merge_refuses_duplicated_and_missing_rows(tiny_model, corpus, tmp_path)
     assert not output.exists() and not partial_path(output).exists()
 
 
+def test_a_shard_damaged_past_its_check_at_open_is_named_not_a_traceback(tiny_model, corpus, tmp_path):
+    """A chunk's address in a pooled dataset's chunk index pointed past the end: the shard opens and passes its
+    checks, and only the merge's read of that chunk fails, as featx's error naming the shard."""
+    output = tmp_path / "out.h5"
+    run_shards(corpus, output, tiny_model, 2)
+    second = ShardSpec(1, 2).path(output)
+    with h5py.File(second, "r") as file:
+        name = next(f"pooled/{key}" for key in file["pooled"])
+        chunk = file[name].id.get_chunk_info(0).byte_offset
+    data = bytearray(second.read_bytes())
+    data[data.index(int(chunk).to_bytes(8, "little")) + 7] = 0x7F
+    second.write_bytes(bytes(data))
+    with pytest.raises(StoreError, match=f"{re.escape(str(second))} cannot be read; it looks damaged") as caught:
+        merge(output)
+    assert caught.value.hint == "re-run that shard with featx.extract(..., overwrite=True), then merge again"
+    assert not output.exists()
+    result = CliRunner().invoke(main, ["merge", str(output)])
+    assert result.exit_code == 2 and "looks damaged" in result.output and "Traceback" not in result.output
+    assert "hint: re-run that shard with featx extract --overwrite, then merge again" in result.output
+
+
 def test_merge_refuses_a_missing_shard_or_manifest(tiny_model, corpus, tmp_path):
     output = tmp_path / "out.h5"
     with pytest.raises(StoreError, match="no shards to merge") as caught:
