@@ -22,7 +22,7 @@ from .hdf5 import read_layer
 from .opening import located, opened
 from .schema import HIDDEN_SITE, escape_name, site_pooled_path, site_tokens_path
 from .strings import read_strings
-from .structure import check_structure
+from .structure import check_structure, root_attributes
 from .validate import check_layout
 from .words import WordAccess
 
@@ -354,10 +354,11 @@ def finished_request(path: Path) -> tuple[str, int] | None:
     unreadable, or written before request keys). Cheap: opens the file's attributes only."""
     try:
         with h5py.File(path, "r") as file:
-            recorded = file.attrs.get(s.REQUEST_KEY)
-            complete = bool(file.attrs.get(s.COMPLETE, False))
-            skipped = len(loads_json(file.attrs.get(s.SKIPPED_EMPTY, "[]")))
-    except HDF5_ERRORS:  # damaged: h5py's RuntimeError too (damage.py)
+            attrs = root_attributes(file, Path(path))  # each checked before it is read: never HDF5's crash
+        recorded = attrs.get(s.REQUEST_KEY)
+        complete = bool(attrs.get(s.COMPLETE, False))
+        skipped = len(loads_json(attrs.get(s.SKIPPED_EMPTY, "[]")))
+    except (*HDF5_ERRORS, StoreError):  # damaged (h5py's RuntimeError too: damage.py), or not featx's
         return None
     if not recorded or not complete:
         return None

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NamedTuple, NoReturn
+from typing import Any, NamedTuple, NoReturn
 
 import h5py
 import numpy as np
@@ -211,6 +211,14 @@ def _value(attribute: h5a.AttrID, dtype: np.dtype, shape: tuple | None):
     if string and string.length is None:  # variable-length strings come back as bytes
         value = np.array([b.decode("utf-8", "surrogateescape") for b in value.flat], dtype=dtype).reshape(value.shape)
     return value[()] if value.ndim == 0 else value
+
+
+def root_attributes(file: h5py.File, path: Path) -> dict[str, Any]:
+    """The root group's attributes, each bounded and its type checked before it is read (``_check_attributes``:
+    HDF5 crashed reading a damaged variable-length one), for a quick look at a file not opened as a
+    ``FeatureFile`` (is it finished, can it be resumed); ``StoreError`` where a check fails."""
+    checked = _check_attributes(file.id, _Where(None, ""), path)
+    return {_name(raw): _value(attribute, dtype, shape) for raw, attribute, dtype, shape in checked}
 
 
 def _check_storage(dataset: h5d.DatasetID, name: _Where, path: Path) -> Entry:

@@ -25,6 +25,7 @@ from ..errors import StoreError
 from ..safe_files import loads_json
 from . import schema as s
 from .create import populate, write_label
+from .damage import HDF5_ERRORS
 from .hdf5 import (
     as_os_error,
     file_identity,
@@ -35,6 +36,7 @@ from .hdf5 import (
     row_chunks,
 )
 from .schema import SiteLayout, creating_path, partial_path
+from .structure import root_attributes
 from .words import create_words, word_value_paths
 
 
@@ -48,9 +50,9 @@ def resumable(final_path: Path) -> bool:
     if path.is_symlink() or not path.is_file():  # a planted link is never resumed (nor written through)
         return False
     try:
-        with h5py.File(path, "r", locking=False) as file:
-            return file.attrs.get(s.FORMAT) == s.FORMAT_NAME and s.ROWS_DONE in file
-    except Exception:  # h5py raises OSError, KeyError or RuntimeError on damaged files
+        with h5py.File(path, "r", locking=False) as file:  # each attribute checked before it is read
+            return root_attributes(file, path).get(s.FORMAT) == s.FORMAT_NAME and s.ROWS_DONE in file
+    except (*HDF5_ERRORS, StoreError):  # damaged (damage.py), or not featx's
         return False
 
 

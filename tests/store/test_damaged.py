@@ -12,7 +12,7 @@ import pytest
 from support.store_files import write_store_file
 
 from featx.errors import FeatxError, StoreError
-from featx.store import FeatureFile, schema
+from featx.store import FeatureFile, finished_request, partial_path, resumable, schema
 
 
 @pytest.fixture(scope="module")
@@ -138,6 +138,14 @@ def test_a_variable_length_sequence_is_refused_before_it_is_read(tiny_file, tmp_
     )
     with pytest.raises(StoreError, match=re.escape(message)):
         FeatureFile(path)
+    if where == "attribute":  # the quick looks at a file (finished? resumable?) check it before reading too
+        with h5py.File(path, "r+") as file:  # as the very attribute they read
+            file.attrs.create(schema.REQUEST_KEY, values[:1], dtype=sequence)
+            file.attrs[schema.COMPLETE] = True
+        assert finished_request(path) is None
+        partial = partial_path(tmp_path / "resumed.h5")
+        path.rename(partial)
+        assert not resumable(tmp_path / "resumed.h5")
 
 
 def _as_float16(name: str):
