@@ -185,7 +185,43 @@ def lens(config: LensConfig | str | Path | None = None, **options: Any) -> LensR
     features = Path(summary.output)
     table, notes = lens_table(config, prepared, features)
     prefix = config.prefix()
-    files = [write_csv(table, prefix.with_name(prefix.name + ".csv"))]  # the figure: featx.report.save_lens_figure
     mapping = prepared.answers.describe(prepared.class_names, config.label)
     notes = [*summary.notes, *notes]
+    files = [write_csv(table, prefix.with_name(prefix.name + ".csv"))]  # the figure: featx.report.save_lens_figure
+    files.append(_write_json(table, _meta(config, prepared, features, mapping, notes), prefix))
     return LensResult(table, mapping, features, files, notes, model=prepared.model)
+
+
+def _meta(config: LensConfig, prepared: Prepared, features: Path, mapping: str, notes: list[str]) -> dict[str, Any]:
+    """What a lens run was, as the other commands' results record it: the model, the rows, the options that change
+    its figures (the answers, the layers, the folds, the seed, the bootstrap's resamples)."""
+    from .. import __version__
+
+    return {
+        "command": "lens",
+        "featx_version": __version__,
+        "features_file": str(features.resolve()),
+        "model": prepared.model,
+        "corpus": str(Path(config.corpus).resolve()),
+        "label": config.label,
+        "template": config.template,
+        "chat_template": config.chat_template,
+        "answers": mapping,
+        "layers": config.layers,
+        "folds": config.folds,
+        "seed": config.seed,
+        "n_bootstrap": config.n_bootstrap,
+        "notes": notes,
+    }
+
+
+def _write_json(table: pd.DataFrame, meta: dict[str, Any], prefix: Path) -> Path:
+    """``PREFIX.json`` beside the CSV: ``{"meta": ..., "results": one record a layer}`` (NaN as null)."""
+    import json
+
+    from ..safe_files import atomic_write_text
+
+    path = prefix.with_name(prefix.name + ".json")
+    payload = {"meta": meta, "results": json.loads(table.to_json(orient="records"))}
+    atomic_write_text(path, json.dumps(payload, indent=1, allow_nan=False))
+    return path

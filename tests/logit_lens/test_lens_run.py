@@ -3,6 +3,8 @@ written; ``featx lens`` prints the same table and draws the figure."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 from click.testing import CliRunner
@@ -69,7 +71,17 @@ def test_the_lens_sits_beside_the_probe_on_the_test_rows(head_models, corpus, tm
     assert result.mapping == "neg -> ' the', pos -> ' walk'"
     written = read_csv(tmp_path / "lens.csv")
     np.testing.assert_allclose(written["logit_diff"], table["logit_diff"])
-    assert "probe acc" in result.format() and result.files == [tmp_path / "lens.csv"]
+    assert "probe acc" in result.format() and result.files == [tmp_path / "lens.csv", tmp_path / "lens.json"]
+    recorded = json.loads((tmp_path / "lens.json").read_text())
+    assert recorded["results"] == json.loads(table.to_json(orient="records"))
+    meta = recorded["meta"]
+    assert (meta["command"], meta["label"], meta["answers"], meta["n_bootstrap"]) == (
+        "lens",
+        "sentiment",
+        result.mapping,
+        1000,
+    )
+    assert meta["features_file"] == str(result.features.resolve()) and meta["template"] == options["template"]
     args = ["--model", options["model"], "--template", "Review: {text}\\nSentiment:", "--answers", options["answers"]]
     args += ["--label", "sentiment", "-o", options["output"], "-q", "--jobs", "1"]
     again = CliRunner().invoke(main, ["lens", str(corpus), *args])  # the same features file, up to date
