@@ -195,7 +195,7 @@ def lens(config: LensConfig | str | Path | None = None, **options: Any) -> LensR
 def _meta(config: LensConfig, prepared: Prepared, features: Path, mapping: str, notes: list[str]) -> dict[str, Any]:
     """What a lens run was, as the other commands' results record it: the model, the rows, the options that change
     its figures (the answers, the layers, the folds, the seed, the bootstrap's resamples)."""
-    from .. import __version__
+    from .._version import __version__
 
     return {
         "command": "lens",
