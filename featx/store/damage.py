@@ -29,10 +29,10 @@ HINT = "the file is damaged: run featx extract again with --overwrite"
 Reader = TypeVar("Reader", bound=type)
 
 
-def damaged(path, err: BaseException) -> StoreError:
-    """The error of a file HDF5 failed to read: ``err``'s text says where."""
+def damaged(path, err: BaseException, hint: str = HINT) -> StoreError:
+    """The error of a file HDF5 failed to read: ``err``'s text says where; ``hint`` how to make it again."""
     detail = err.args[0] if isinstance(err, KeyError) and len(err.args) == 1 else err  # a KeyError's str is a repr
-    return StoreError(f"{path} cannot be read; it looks damaged ({detail})", HINT)
+    return StoreError(f"{path} cannot be read; it looks damaged ({detail})", hint)
 
 
 def raised_by_h5py(err: BaseException) -> bool:

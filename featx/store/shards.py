@@ -34,10 +34,19 @@ BLOCK_BYTES = 256 << 20  # host memory for one block of merged rows
 ShardFile: TypeAlias = h5py.File  # an open shard (``open_shard``): its ``filename``, and ``close()`` when done
 
 
+def extract_again(elided: bool = False) -> str:
+    """The command that re-runs a shard as its caller gives it: ``featx extract --overwrite`` on the command line,
+    ``featx.extract(..., overwrite=True)`` from Python (not a flag reworded into ``featx extract overwrite=True``);
+    the merge's hints (``featx.extraction.merge``) and the store's own say it alike."""
+    return (
+        f"featx extract{' ...' if elided else ''} --overwrite"
+        if on_command_line()
+        else "featx.extract(..., overwrite=True)"
+    )
+
+
 def _redo_shard() -> str:
-    """How to redo a damaged shard, as its caller runs an extraction (merge's own hints word it alike)."""
-    again = "featx extract --overwrite" if on_command_line() else "featx.extract(..., overwrite=True)"
-    return f"re-run that shard with {again}, then merge again"
+    return f"re-run that shard with {extract_again()}, then merge again"
 
 
 @contextmanager
@@ -49,7 +58,7 @@ def _reading(file: ShardFile) -> Iterator[None]:
     except HDF5_ERRORS as err:
         if not raised_by_h5py(err):
             raise
-        raise StoreError(damaged(file.filename, err).message, _redo_shard()) from None
+        raise damaged(file.filename, err, _redo_shard()) from None
 
 
 @dataclass

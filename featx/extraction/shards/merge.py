@@ -29,6 +29,7 @@ from ...store import (
     ShardFile,
     copy_shards,
     create_merged,
+    extract_again,
     open_shard,
     partial_path,
     shard_attrs,
@@ -116,23 +117,13 @@ def _sharded(count: object, index: object, lead: str = " ...") -> str:
     return f"featx extract{lead} {given}" if on_command_line() else f"featx.extract(..., {given})"
 
 
-def _extract_again(elided: bool = False) -> str:
-    """The command that re-runs a shard as its caller gives it: ``featx extract --overwrite`` on the command line,
-    ``featx.extract(..., overwrite=True)`` from Python (not a flag reworded into ``featx extract overwrite=True``)."""
-    return (
-        f"featx extract{' ...' if elided else ''} --overwrite"
-        if on_command_line()
-        else "featx.extract(..., overwrite=True)"
-    )
-
-
 def _check_shard(path: Path, attrs, manifest: dict, index: int) -> None:
     attr = attrs.get
     if attr(store.schema.SHARD_INDEX) != index or attr(store.schema.SHARD_COUNT) != manifest["shard_count"]:
         raise StoreError(
             f"{path} is not shard {index} of {manifest['shard_count']} "
             f"(its attributes say shard {attr(store.schema.SHARD_INDEX)} of {attr(store.schema.SHARD_COUNT)})",
-            f"do not rename shard files; re-run that shard with {_extract_again()}",
+            f"do not rename shard files; re-run that shard with {extract_again()}",
         )
     manifest_name = manifest_path(path.with_name(manifest["output"])).name
     checks = (  # shard attribute, manifest key, what differs
@@ -147,7 +138,7 @@ def _check_shard(path: Path, attrs, manifest: dict, index: int) -> None:
             raise StoreError(
                 f"shard {index} ({path.name}) was made from {what} than the sharded run in {manifest_name}",
                 "re-run that shard with the same corpus, model and options as the rest "
-                f"({_extract_again(elided=True)}), then merge again",
+                f"({extract_again(elided=True)}), then merge again",
             )
 
 
@@ -159,14 +150,14 @@ def _check_rows(files: list[ShardFile], n_rows: int) -> list[np.ndarray]:
         if index is None:
             raise StoreError(
                 f"{file.filename} does not say which corpus rows it holds",
-                f"re-run that shard with {_extract_again()}",
+                f"re-run that shard with {extract_again()}",
             )
         if len(index) and (index.min() < 0 or index.max() >= n_rows):
             raise StoreError(f"{file.filename} holds row {int(index.max())}, but the corpus has {n_rows} rows")
         if len(index) > 1 and not (np.diff(index) > 0).all():
             raise StoreError(
                 f"{file.filename} lists its corpus rows out of order or twice",
-                f"re-run that shard with {_extract_again()}",
+                f"re-run that shard with {extract_again()}",
             )
         indices.append(index)
     counts = np.bincount(np.concatenate(indices), minlength=n_rows) if n_rows else np.zeros(0, np.int64)
@@ -176,14 +167,14 @@ def _check_rows(files: list[ShardFile], n_rows: int) -> list[np.ndarray]:
         holders = [Path(files[k].filename).name for k, index in enumerate(indices) if row in set(index.tolist())]
         raise StoreError(
             f"{len(duplicated)} corpus row(s) are in more than one shard, e.g. row {row} in {' and '.join(holders)}",
-            f"the shards come from different sharded runs; re-run the odd ones with {_extract_again()}",
+            f"the shards come from different sharded runs; re-run the odd ones with {extract_again()}",
         )
     missing = np.flatnonzero(counts == 0)
     if len(missing):
         shown = ", ".join(str(int(row)) for row in missing[:10]) + (" ..." if len(missing) > 10 else "")
         raise StoreError(
             f"{len(missing)} corpus row(s) are in no shard: {shown}",
-            f"the shards come from different sharded runs; re-run them with {_extract_again()}",
+            f"the shards come from different sharded runs; re-run them with {extract_again()}",
         )
     return indices
 
