@@ -98,6 +98,14 @@ def randomisation_p(extreme: int, total: int, exact: bool) -> float:
     return float(extreme / total) if exact else float((extreme + 1) / (total + 1))
 
 
+def _unit_differences(score_a, score_b, groups: np.ndarray | None) -> np.ndarray:
+    """a's score minus b's of each unit the test flips: each row, or with ``groups`` each group's summed difference."""
+    diff = np.asarray(score_a, dtype=np.float64) - np.asarray(score_b, dtype=np.float64)
+    if groups is None:
+        return diff
+    return np.bincount(np.unique(groups, return_inverse=True)[1].ravel(), weights=diff).astype(np.float64)
+
+
 def paired_sign_flip(
     score_a: np.ndarray, score_b: np.ndarray, n_boot: int = 2000, seed: int = 0, groups: np.ndarray | None = None
 ) -> float:
@@ -106,9 +114,7 @@ def paired_sign_flip(
     summed difference flips as one unit. Units whose differences all have one size (correctness over rows) get
     McNemar's exact test; whole-number differences (correctness summed over groups) the exact ``lattice_p`` at
     every size; else every pattern up to ``EXACT_UNITS`` units, or ``n_boot`` random ones (seeded)."""
-    diff = np.asarray(score_a, dtype=np.float64) - np.asarray(score_b, dtype=np.float64)
-    if groups is not None:
-        diff = np.bincount(np.unique(groups, return_inverse=True)[1].ravel(), weights=diff).astype(np.float64)
+    diff = _unit_differences(score_a, score_b, groups)
     scale = float(np.abs(diff).sum())
     units = diff[np.abs(diff) > 1e-12 * max(scale, 1.0)]
     if not len(units):
@@ -147,9 +153,7 @@ def lattice_sign_flip(score_a, score_b, steps: int, groups: np.ndarray | None = 
     the convolution of one scaled Binomial(count, 1/2) per distinct unit size, so the p is exact, with no Monte
     Carlo floor of 1 / (B + 1): as small as the data show (at least 2^(1-m), and 0.0 only below float64's range).
     Cost: about the number of units times the spread of the sum, never 2^m."""
-    diff = (np.asarray(score_a, dtype=np.float64) - np.asarray(score_b, dtype=np.float64)) * steps
-    if groups is not None:
-        diff = np.bincount(np.unique(groups, return_inverse=True)[1].ravel(), weights=diff).astype(np.float64)
+    diff = _unit_differences(score_a, score_b, groups) * steps
     units = np.rint(diff).astype(np.int64)
     if np.abs(diff - units).max(initial=0.0) > 1e-6:
         raise ValueError(f"the differences are not whole multiples of 1/{steps}")
