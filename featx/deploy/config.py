@@ -19,7 +19,9 @@ from ..probing import (
     check_group,
     check_jobs,
     check_seed,
+    folds_option,
     group_option,
+    seed_option,
 )
 from ..safe_files import output_hint
 
@@ -101,8 +103,8 @@ class FitConfig(Options):
         choices=TASKS,
         help="auto: a numeric label with many distinct values is regression (ridge, R²), else classes.",
     )
-    folds: int = option(5, flag="--folds", group=EVALUATION, help="Cross-validation folds of the choice.")
-    seed: int = option(0, flag="--seed", group=EVALUATION, help="Seed of the folds and heads.")
+    folds: int = folds_option(EVALUATION, used="of the choice of layer, pooling and head (over the training rows)")
+    seed: int = seed_option(EVALUATION, "the heads")
     balanced: bool = option(False, flag="--balanced", group=EVALUATION, help="Balanced class weights.")
     group: str | None = group_option(EVALUATION)
     cs: tuple[float, ...] = DEFAULT_CS

@@ -12,10 +12,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ..checks import one_of, path_like, whole
+from ..checks import one_of, path_like
 from ..errors import InputError
-from ..options import MAX_SEED, Check, Options, Placeholder, joined, normalise, option, spoken, spoken_value
-from ..probing import DEFAULT_BOOTSTRAP, bootstrap_option, check_bootstrap, check_group, group_option
+from ..options import Check, Options, Placeholder, joined, normalise, option, spoken, spoken_value
+from ..probing import (
+    DEFAULT_BOOTSTRAP,
+    bootstrap_option,
+    check_bootstrap,
+    check_group,
+    check_seed,
+    group_option,
+    seed_option,
+)
 
 WHAT, EDIT, OUTPUTS, RUN = "Label and layers", "The edit", "The model's outputs", "Run and output"
 EDITS = ("erase", "project", "mean", "steer")
@@ -254,12 +262,7 @@ class InterveneConfig(Options):
         help="The masked-token (encoders) or next-token (decoders) loss change: auto (where the checkpoint has an "
         "LM head), yes (refuse a checkpoint without one) or no.",
     )
-    seed: int = option(
-        0,
-        flag="--seed",
-        group=RUN,
-        help="Seed of the folds (a file without a split), the random control, the masks and INLP.",
-    )
+    seed: int = seed_option(RUN, "the random control", "the masked-token loss's masks", "INLP's holdout")
     group: str | None = group_option(RUN)  # the probes' folds and C holdouts, INLP's holdout
     device: str = option("auto", flag="--device", group=RUN, help="Device of the forward passes: auto, cpu, cuda ...")
     output: str | Path | None = option(
@@ -289,7 +292,7 @@ class InterveneConfig(Options):
         _check_answers,
         _check_site,
         check_group,  # --group as probe's: the probes', erasers' and steering directions' folds, the intervals
-        whole("seed", "--seed", minimum=0, maximum=MAX_SEED),
+        check_seed,  # --seed as featx probe's: 0 to MAX_SEED
     )
 
 

@@ -9,8 +9,8 @@ from typing import ClassVar
 from ..checks import path_like, text, whole
 from ..errors import InputError
 from ..io import corpus_stem
-from ..options import MAX_SEED, Check, Options, normalise, on_command_line, option, spoken, spoken_value
-from ..probing import bootstrap_option, check_bootstrap
+from ..options import Check, Options, normalise, on_command_line, option, spoken, spoken_value
+from ..probing import bootstrap_option, check_bootstrap, check_folds, check_seed, folds_option, seed_option
 from .answers import parse_answers
 
 INPUT, PROBE, RUN = "Input", "Probe and evaluation", "Model and output"
@@ -72,8 +72,8 @@ class LensConfig(Options):
     text_col: str = option("text", flag="--text-col", group=INPUT, help="Column holding the texts.")
     id_col: str | None = option(None, flag="--id-col", group=INPUT, help="Column of unique row ids.")
     layers: str = option("all", flag="--layer", listed=True, group=PROBE, help="Layers read: all, 0,3,6 or -4:.")
-    folds: int = option(5, flag="--folds", group=PROBE, help="Cross-validation folds when there is no split.")
-    seed: int = option(0, flag="--seed", group=PROBE, help="Seed of the folds and the bootstrap.")
+    folds: int = folds_option(PROBE)
+    seed: int = seed_option(PROBE, "the logreg probe")
     jobs: int | None = option(None, flag="--jobs", group=PROBE, help="Parallel probe jobs (default: one per core).")
     output: str | Path | None = option(
         None,
@@ -102,8 +102,8 @@ class LensConfig(Options):
         _check_answers,
         text("label", "--label", example="name the label column, e.g. label='sentiment'"),
         _check_layers,
-        whole("folds", "--folds", minimum=2),
-        whole("seed", "--seed", minimum=0, maximum=MAX_SEED),
+        check_folds,  # --folds and --seed as featx probe's: at least 2 folds, a seed from 0 to MAX_SEED
+        check_seed,
         whole("max_length", "--max-length", optional=True),
         whole("batch_size", "--batch-size", optional=True),
         whole("jobs", "--jobs", optional=True),

@@ -60,9 +60,9 @@ _HOMES = {
     "DEFAULT_ALPHAS": "config",
     "DEFAULT_CS": "config",
     "check_bootstrap": "config",
-    "check_folds": "config",
+    "check_folds": "shared_options",
     "check_jobs": "config",
-    "check_seed": "config",
+    "check_seed": "shared_options",
     "JOB_THREADS": "inputs",
     "job_workers": "inputs",
     "run_jobs": "inputs",
@@ -132,6 +132,8 @@ _HOMES = {
     "check_group": "shared_options",
     "DEFAULT_BOOTSTRAP": "shared_options",
     "bootstrap_option": "shared_options",  # --n-bootstrap of fit, lens and intervene (checked by check_bootstrap)
+    "folds_option": "shared_options",  # --folds of fit and lens (checked by check_folds)
+    "seed_option": "shared_options",  # --seed of fit, lens and intervene (checked by check_seed)
     "refuse_word_group": "shared_options",
     "build_mlp": "solvers.classifiers",
     "train_head": "solvers.classifiers",

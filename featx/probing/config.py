@@ -9,15 +9,19 @@ from typing import ClassVar
 
 from ..checks import names, path_like, spelled, text, whole
 from ..errors import InputError
-from ..options import MAX_SEED, Check, Options, option, spoken, spoken_value
+from ..options import Check, Options, option, spoken, spoken_value
 from ..selection import check_layer_spelling
 from .shared_options import (
     bootstrap_option,
+    check_folds,
     check_group,
     check_join,
     check_join_needs_labels,
+    check_seed,
+    folds_option,
     group_option,
     join_option,
+    seed_option,
 )
 from .solvers.devices import check_device
 from .tasks.structural_checks import STRUCTURAL_MODES, check_structural
@@ -31,14 +35,6 @@ OUTPUT, COMPUTE = "Output and analyses", "Compute"
 DEFAULT_ALPHAS = (1e-2, 1e-1, 1.0, 10.0, 100.0, 1e3, 1e4, 1e5)
 # The inverse regularisation strengths searched inside every training fold (features are standardised).
 DEFAULT_CS = (1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0)
-
-
-def check_folds(config) -> None:
-    """``folds`` is at least 2 (shared by every command that cross-validates)."""
-    if int(config.folds) < 2:
-        raise InputError(
-            f"{spoken_value(config, 'folds', config.folds, '--folds')} is too small", "use at least 2 folds (default 5)"
-        )
 
 
 def check_jobs(config) -> None:
@@ -148,11 +144,10 @@ def _check_curve_layers(config: ProbeConfig) -> None:
         )
 
 
-# The seed and the bootstrap size, checked alike by every probing command.
-# A seed is at most MAX_SEED (what numpy and scikit-learn take); the bootstrap holds n_bootstrap resamples of
-# the test rows at once, so it is bounded (10**5 keeps a 10,000-row test part under a few GB).
+# The bootstrap size, checked alike by every probing command (as --folds and --seed are: shared_options).
+# The bootstrap holds n_bootstrap resamples of the test rows at once, so it is bounded (10**5 keeps a 10,000-row
+# test part under a few GB).
 MAX_BOOTSTRAP = 100_000
-check_seed = whole("seed", "--seed", minimum=0, maximum=MAX_SEED, hint=_at_least(0, "--seed"))
 check_bootstrap = whole(  # --n-bootstrap (shared_options.bootstrap_option), n_bootstrap from Python
     "n_bootstrap",
     "--n-bootstrap",
@@ -217,11 +212,9 @@ class ProbeConfig(Options):
         group=PROBES,
         help="Any of logreg,svm,mlp,attn; ridge for a continuous label.",
     )
-    folds: int = option(
-        5, flag="--folds", group=EVALUATION, help="Cross-validation folds (when there is no train/test split)."
-    )
-    seed: int = option(
-        0, flag="--seed", group=EVALUATION, help="Seed of the folds, the control permutation and torch heads."
+    folds: int = folds_option(EVALUATION)
+    seed: int = seed_option(
+        EVALUATION, "the control permutation", "the heads", "the learning curves' subsets", "MDL's row order"
     )
     balanced: bool = option(False, flag="--balanced", group=EVALUATION, help="Balanced class weights.")
     group: str | None = group_option(EVALUATION)

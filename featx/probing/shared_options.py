@@ -1,14 +1,16 @@
 """Options declared once and shared by several commands: ``--join`` (``featx probe --labels``, ``featx labels
-add``), ``--group`` (probe, its ``--sweep``, fit, erase, neurons, intervene) and ``--n-bootstrap`` (probe, its
-``--sweep``, erase, neurons, fit, lens, intervene), with their checks (``check_bootstrap`` is the probe config's)."""
+add``), ``--group`` (probe, its ``--sweep``, fit, erase, neurons, intervene), ``--n-bootstrap`` (probe, its
+``--sweep``, erase, neurons, fit, lens, intervene), ``--folds`` (the same but intervene) and ``--seed`` (all seven),
+with their checks (``check_bootstrap`` is the probe config's)."""
 
 from __future__ import annotations
 
+from numbers import Integral
 from typing import Any
 
-from ..checks import one_of, requires, text
+from ..checks import one_of, requires, text, whole
 from ..errors import InputError
-from ..options import option, spoken, spoken_value
+from ..options import MAX_SEED, option, spoken, spoken_value
 
 JOINS = ("id", "row")  # how a file of label columns matches the stored rows
 
@@ -80,6 +82,58 @@ def bootstrap_option(group: str | None = None, also: str = "", folds: str = FOLD
         f"together) behind each 95% interval of a train/test split, 1 to 100000; {folds}."
         + (f" {also}" if also else ""),
     )
+
+
+DEFAULT_FOLDS, MIN_FOLDS = 5, 2  # --folds: its default and least value in every command
+FOLDS_HINT = f"use at least {MIN_FOLDS} folds (default {DEFAULT_FOLDS})"
+NO_SPLIT = "when there is no train/test split"  # when most commands cross-validate, said in --folds' help
+
+
+def folds_option(group: str | None = None, used: str = NO_SPLIT) -> Any:
+    """``--folds``, declared once for ``featx probe`` (and its ``--sweep``), ``featx erase``, ``featx neurons``,
+    ``featx fit`` and ``featx lens`` (checked by ``check_folds``, alike in every one); ``used``: when (or what
+    for) the command cross-validates."""
+    return option(
+        DEFAULT_FOLDS,
+        flag="--folds",
+        group=group,
+        help=f"Cross-validation folds {used}; at least {MIN_FOLDS}.",
+    )
+
+
+def few_folds(given: str) -> InputError:
+    """The one refusal of too few folds: ``given`` (``--folds 1``, ``folds=1``) is too small, with ``FOLDS_HINT``."""
+    return InputError(f"{given} is too small", FOLDS_HINT)
+
+
+_whole_folds = whole("folds", "--folds", minimum=MIN_FOLDS, hint=FOLDS_HINT)
+
+
+def check_folds(config) -> None:
+    """``--folds`` is a whole number of at least ``MIN_FOLDS`` (every command that takes it): a smaller one is
+    ``few_folds``; anything else that is not a whole number (``2.5``, ``'x'``, ``True``) is refused as such."""
+    value = config.folds
+    if isinstance(value, Integral) and not isinstance(value, bool) and value < MIN_FOLDS:
+        raise few_folds(spoken_value(config, "folds", value, "--folds"))
+    _whole_folds(config)  # numpy's int64 stored as int
+
+
+def seed_option(group: str | None = None, *seeds: str) -> Any:
+    """``--seed``, declared once for ``featx probe`` (and its ``--sweep``), ``featx erase``, ``featx neurons``,
+    ``featx fit``, ``featx lens`` and ``featx intervene`` (checked by ``check_seed``: 0 to ``MAX_SEED``, in every
+    one); ``seeds``: what else it seeds in the command, after the folds and the bootstrap resamples every one has
+    (``featx extract --init-seed``, once ``--seed``, is another option)."""
+    *rest, last = ("the folds", "the bootstrap resamples", *seeds)
+    return option(0, flag="--seed", group=group, help=f"Seed of {', '.join(rest)} and {last}; 0 to {MAX_SEED}.")
+
+
+check_seed = whole(
+    "seed",
+    "--seed",
+    minimum=0,
+    maximum=MAX_SEED,
+    hint=lambda config: f"give {spoken(config, 'seed', '--seed')} a whole number from 0 to {MAX_SEED}",
+)
 
 
 def check_group(config) -> None:

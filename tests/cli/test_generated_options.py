@@ -5,6 +5,7 @@ with a deprecation warning, giving the same config as the new one."""
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import click
 import pytest
@@ -12,7 +13,9 @@ from click.testing import CliRunner
 
 from featx.cli import main
 from featx.cli.generate import GROUP, OLD, ConfigCommand, field_values
+from featx.errors import InputError
 from featx.options import FeatxDeprecationWarning, flagged, keywords_of
+from featx.probing.analyses.sweep import SweepConfig
 
 
 def _commands(group: click.Group = main, prefix: str = "featx"):
@@ -200,11 +203,66 @@ def test_n_bootstrap_is_one_shared_option_wherever_it_is_a_flag():
         assert (option.help or "").startswith(common), name
 
 
-def test_seed_seeds_folds_wherever_it_is_a_flag():
-    for name, command in CONFIGURED:
-        seed = _generated(command).get("seed")
-        if seed is not None and not seed.hidden:
-            assert "folds" in (seed.help or ""), name
+def _shown(name: str) -> dict[str, click.Option]:
+    """Option ``name`` of every command that shows it (extract's hidden --seed, --init-seed's old spelling, not)."""
+    options = {command_name: _generated(command).get(name) for command_name, command in CONFIGURED}
+    return {command_name: option for command_name, option in options.items() if option and not option.hidden}
+
+
+FOLDS_AND_SEED = ["erase", "fit", "lens", "neurons", "probe"]  # and --seed, intervene (erase's 5 folds, fixed)
+
+
+def test_folds_and_seed_are_one_shared_option_each_wherever_they_are_flags():
+    """--folds and --seed are declared once (probing's folds_option, seed_option): the same default, bounds and
+    common help everywhere, in the help group of the command's --n-bootstrap; each command says only when it folds
+    (fit: for its choice) and what else its seed seeds."""
+    folds, seeds = _shown("folds"), _shown("seed")
+    assert sorted(folds) == [f"featx {name}" for name in FOLDS_AND_SEED]
+    assert sorted(seeds) == [f"featx {name}" for name in sorted([*FOLDS_AND_SEED, "intervene"])]
+    for name, option in folds.items():
+        assert option.opts == ["--folds"] and option.default == 5, name
+        assert re.fullmatch(r"Cross-validation folds .+; at least 2\.", option.help or ""), name
+    for name, option in seeds.items():
+        assert option.opts == ["--seed"] and option.default == 0, name
+        assert getattr(option, GROUP) == getattr(_generated(dict(CONFIGURED)[name])["n_bootstrap"], GROUP), name
+        common = r"Seed of the folds(, | and )the bootstrap resamples.*; 0 to 4294967295\."
+        assert re.fullmatch(common, option.help or ""), name
+    assert (folds["featx probe"].help or "").startswith("Cross-validation folds when there is no train/test split")
+    assert "of the choice" in (folds["featx fit"].help or "")
+
+
+# Each command's config (featx probe --sweep's too) and the least it needs besides the option refused (so that
+# nothing else is refused first).
+CONFIGS = {**{name: command.config for name, command in CONFIGURED}, "featx probe --sweep": SweepConfig}
+NEEDS = {"featx lens": {"answers": " a, b", "template": "{text}"}, "featx intervene": {"at": "1"}}
+TOO_FEW_FOLDS = ("{given} is too small", "use at least 2 folds (default 5)")
+NEGATIVE_SEED = ("{given} must be a whole number of at least 0", "give {named} a whole number from 0 to 4294967295")
+REFUSED_ALIKE = [(f"featx {name}", "folds", 1, TOO_FEW_FOLDS) for name in [*FOLDS_AND_SEED, "probe --sweep"]] + [
+    (f"featx {name}", "seed", -1, NEGATIVE_SEED) for name in [*FOLDS_AND_SEED, "probe --sweep", "intervene"]
+]
+
+
+@pytest.mark.parametrize(
+    "name, field, value, refusal", REFUSED_ALIKE, ids=[f"{case[0]} {case[1]}" for case in REFUSED_ALIKE]
+)
+def test_folds_1_and_seed_minus_1_are_refused_alike_by_every_command(name, field, value, refusal):
+    """One check each (check_folds, check_seed): the same message and hint on every command, naming the flag
+    (a config made as the command line makes it) or the keyword (from Python)."""
+    config = CONFIGS[name]
+    options = {dataclasses.fields(config)[0].name: "missing.h5", **NEEDS.get(name, {}), field: value}
+    flag, (message, hint) = f"--{field}", refusal
+    with pytest.raises(InputError) as error:
+        config(**options)
+    assert (error.value.message, error.value.hint) == (
+        message.format(given=f"{flag} {value}"),
+        hint.format(named=flag),
+    )
+    with keywords_of(config), pytest.raises(InputError) as error:
+        config(**options)
+    assert (error.value.message, error.value.hint) == (
+        message.format(given=f"{field}={value}"),
+        hint.format(named=field),
+    )
 
 
 def test_files_record_a_renamed_option_under_the_name_0_2_0_wrote():

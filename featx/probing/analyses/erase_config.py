@@ -9,8 +9,16 @@ from typing import ClassVar
 from ...checks import path_like
 from ...errors import InputError
 from ...options import Check, Options, option, spoken_value
-from ..config import check_bootstrap, check_folds, check_jobs, check_seed
-from ..shared_options import bootstrap_option, check_group, group_option
+from ..config import check_bootstrap, check_jobs
+from ..shared_options import (
+    bootstrap_option,
+    check_folds,
+    check_group,
+    check_seed,
+    folds_option,
+    group_option,
+    seed_option,
+)
 from .erasure import METHODS
 from .target import positive
 
@@ -51,8 +59,8 @@ class EraseConfig(Options):
         group=ERASURE,
         help="Other label columns probed before/after the erasure: all, a list, or none.",
     )
-    folds: int = option(5, flag="--folds", group=EVALUATION, help="Cross-validation folds (when there is no split).")
-    seed: int = option(0, flag="--seed", group=EVALUATION, help="Seed of the folds and INLP's holdout.")
+    folds: int = folds_option(EVALUATION)
+    seed: int = seed_option(EVALUATION, "INLP's holdout", "the control's random directions")
     group: str | None = group_option(EVALUATION)  # also INLP's holdout, of every eraser fitted inside a fold
     output: str | Path | None = option(
         None,

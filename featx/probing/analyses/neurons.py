@@ -31,11 +31,19 @@ from ...options import Check, Options, Placeholder, keywords_of, option, spoken,
 from ...safe_files import atomic_write_text, refuse_inputs
 from ...selection import parse_layer_specs
 from .. import evaluation as ev
-from ..config import check_bootstrap, check_folds, check_jobs, check_seed
+from ..config import check_bootstrap, check_jobs
 from ..inputs import open_complete
 from ..prescan import require_finite_blocks
 from ..results import check_prefix, json_safe, results_prefix, write_table
-from ..shared_options import bootstrap_option, check_group, group_option
+from ..shared_options import (
+    bootstrap_option,
+    check_folds,
+    check_group,
+    check_seed,
+    folds_option,
+    group_option,
+    seed_option,
+)
 from ..tasks.pairs import refuse_separate_pairs
 from .neuron_selection import RANDOM_DRAWS, RANKINGS, SELECTION_COLUMNS, how_tested, order, selection_curve
 from .target import Task, load_task, positive, unit_fraction
@@ -81,8 +89,8 @@ class NeuronConfig(Options):
         group=RANKING,
         help="Or list this share of the layer's neurons, in (0, 1]; also added to the selection curve.",
     )
-    folds: int = option(5, flag="--folds", group=EVALUATION, help="Cross-validation folds (when there is no split).")
-    seed: int = option(0, flag="--seed", group=EVALUATION, help="Seed of the folds, the random selections and saga.")
+    folds: int = folds_option(EVALUATION)
+    seed: int = seed_option(EVALUATION, "the random sets of neurons", "the elastic net's saga solver")
     draws: int = option(
         RANDOM_DRAWS,
         flag="--draws",

@@ -38,11 +38,11 @@ from ...options import Check, Options, keywords_of, on_command_line, option_of
 from ...safe_files import atomic_write_text
 from ...selection import parse_layer_specs, parse_poolings
 from .. import evaluation as ev
-from ..config import DEFAULT_CS, ProbeConfig, check_bootstrap, check_folds, check_jobs, check_labels_file, check_seed
+from ..config import DEFAULT_CS, ProbeConfig, check_bootstrap, check_jobs, check_labels_file
 from ..inputs import open_complete
 from ..prescan import require_finite_blocks
 from ..results import check_prefix, json_safe, results_prefix, write_table
-from ..shared_options import check_group, check_join, check_join_needs_labels
+from ..shared_options import check_folds, check_group, check_join, check_join_needs_labels, check_seed
 from ..solvers import classifiers as clf
 from ..tasks.pairs import pooled_block
 from .target import Task, load_task

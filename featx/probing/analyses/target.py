@@ -22,6 +22,7 @@ from ...options import Check, on_command_line, spoken_command, spoken_value
 from ...store import FeatureFile
 from .. import evaluation as ev
 from ..labels import in_split
+from ..shared_options import MIN_FOLDS, few_folds
 from ..tasks.groups import group_rows, note_shared_texts
 
 
@@ -145,9 +146,8 @@ def load_task(
     ``group`` (a stored label column or one of the ``labels`` file's, ``--group``), its rows kept together as
     ``featx probe --group`` keeps them; without it, a pair file's note of the sentences its rows share
     (``note_shared_texts``; the notes said go to ``notes``)."""
-    if int(folds) < 2:
-        given = spoken_value(None, "folds", folds, "--folds")
-        raise InputError(f"{given} is too small", "use at least 2 folds (default 5)")
+    if int(folds) < MIN_FOLDS:
+        raise few_folds(spoken_value(None, "folds", folds, "--folds"))
     notes = [] if notes is None else notes
     label, codes, names = _label_codes(features, label, labels, join, notes)
     kept = np.flatnonzero(in_split(codes >= 0, features.split, notes, features.path))  # as featx probe keeps them

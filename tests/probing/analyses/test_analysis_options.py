@@ -29,6 +29,7 @@ REFUSED = [
     (EraseConfig, {"iterations": 0}, r"^--iterations 0 must be a positive number$", r"give --iterations"),
     (EraseConfig, {"iterations": 2.5}, r"^--iterations 2.5 must be a positive number$", r"give --iterations"),
     (EraseConfig, {"folds": 1}, r"^--folds 1 is too small$", r"at least 2 folds"),
+    (EraseConfig, {"folds": "3"}, r"^--folds 3 must be a whole number of at least 2$", r"^use at least 2 folds"),
     (EraseConfig, {"seed": -1}, r"^--seed -1 must be a whole number of at least 0$", r"give --seed"),
     (EraseConfig, {"n_bootstrap": 0}, r"^--n-bootstrap 0 must be a whole number", r"give --n-bootstrap"),
     (EraseConfig, {"jobs": 0}, r"^--jobs 0 runs nothing$", r"-1 for one job per core"),
@@ -54,6 +55,7 @@ REFUSED = [
     (ProbeConfig, {"join": "name"}, r"^--join 'name' is not understood$", r"^use --join id or --join row$"),
     (ProbeConfig, {"join": "row"}, r"^--join applies to --labels only$", r"add --labels FILE"),
     (ProbeConfig, {"curve_layers": "2,4"}, r"^--curve-layers applies to --train-sizes only$", r"add --train-sizes"),
+    (ProbeConfig, {"folds": 2.5}, r"^--folds 2\.5 must be a whole number of at least 2$", r"^use at least 2 folds"),
     (ProbeConfig, {"bins": 1}, r"^--bins 1 must be a whole number of at least 2$", r"give --bins"),
     (ProbeConfig, {"task": "ranking"}, r"^--task ranking is not known$", r"classification, regression or auto"),
     (ProbeConfig, {"cs": ()}, r"^the C grid must hold positive values$", None),
@@ -101,6 +103,7 @@ def test_neuron_config_accepts_the_edges():
     assert NeuronConfig(features=MISSING, top=1).top == 1
     assert NeuronConfig(features=MISSING, draws=1).draws == 1 and NeuronConfig(features=MISSING).draws == 10
     assert type(NeuronConfig(features=MISSING, draws=np.int64(3)).draws) is int  # numpy's int64 as Python's int
+    assert type(NeuronConfig(features=MISSING, folds=np.int64(3)).folds) is int
 
 
 @pytest.mark.parametrize(
