@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib
 import re
+import shutil
 import sys
 
 import h5py
@@ -48,7 +49,8 @@ CASES = {  # name: (the command after FEATURES and before -o, what the line says
     "attention over tokens": (["probe", "{features}", "--classifier", "attn", "--jobs", "1"], TOKENS),
     "mdl": (["probe", "{features}", "--mdl", "--jobs", "1"], POOLED),
     "sweep": (["probe", "{features}", "--sweep", "--jobs", "1"], POOLED),
-    "train sizes": (["probe", "{features}", "--train-sizes", "0.5,1", "--jobs", "1"], POOLED),
+    # the probed layer 0 is clean: the bad layer 1 is read by the learning curves alone, checked before any fit
+    "train sizes": (["probe", "{features}", "--layer", "0", "--train-sizes", "0.5,1", "--curve-layers", "1"], POOLED),
     "erase": (["erase", "{features}", "--label", "label"], POOLED),
     "neurons": (["neurons", "{features}", "--label", "label", "--draws", "2"], POOLED),
     "similarity": (["similarity", "{features}"], POOLED),
@@ -95,6 +97,22 @@ def test_every_reader_refuses_a_nan_with_one_line(nan_features, tmp_path, monkey
     assert_one_clear_error(result.output, re.escape(str(nan_features)) + " holds " + pattern)
     assert "hint: re-extract" in result.output and "--dtype float32" in result.output
     assert not any(output.parent.iterdir())  # nothing written
+
+
+@pytest.mark.slow
+def test_a_regression_probe_refuses_a_nan_its_learning_curves_would_read(split_features, tmp_path, monkeypatch):
+    """The regression task checks what its jobs and its learning curves read before any fit, as classification."""
+    features = tmp_path / "scored.h5"
+    shutil.copy(split_features, features)
+    _plant_nan(features, "pooled", BAD_ROW)
+    _forbid_fits(monkeypatch)
+    command = ["probe", str(features), "--label", "score", "--task", "regression", "--layer", "0"]
+    result = CliRunner().invoke(
+        main, [*command, "--train-sizes", "0.5,1", "--curve-layers", "1", "-o", str(tmp_path / "r")]
+    )
+    assert result.exit_code == 2, result.output
+    assert_one_clear_error(result.output, re.escape(str(features)) + " holds " + POOLED)
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["scored.h5"]  # nothing written
 
 
 def test_the_api_read_names_the_first_bad_row_and_a_clean_layer_still_reads(nan_features):

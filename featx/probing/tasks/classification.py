@@ -23,7 +23,6 @@ from ..label_classes import Bins
 from ..labels import split_note
 from ..meta import ProbeMeta
 from ..plan import ProbePlan
-from ..prescan import require_finite_jobs
 from ..results import COLUMNS, CURVE_COLUMNS, ProbeResult
 from ..solvers.devices import solver_meta
 from .base import choice_meta, mark_choices, row_order
@@ -40,7 +39,7 @@ from .lexical import (
     with_lexical_job,
 )
 from .pairs import baseline_meta
-from .sentences import SentenceLayout, SitePlan, control_targets, curve_sites, read_layout, sources
+from .sentences import SentenceLayout, SentenceTask, SitePlan, control_targets, curve_sites, read_layout, sources
 from .tested_rows import rows_sha256
 
 
@@ -73,7 +72,7 @@ def evaluation_plan(
 
 
 @dataclass(frozen=True)
-class ClassificationProbe:
+class ClassificationProbe(SentenceTask):
     """A sentence-level classification run, resolved against its features file."""
 
     plan: ProbePlan
@@ -156,16 +155,10 @@ class ClassificationProbe:
             self.plan.notes.append("stack combines linear probes only: it is skipped for mlp and attn")
         return with_lexical_job(jobs, self.texts, "logreg", self.inputs)
 
-    def check_reads(self, jobs: list[tuple[Any, ...]]) -> None:
-        require_finite_jobs([*jobs, *self._curve_jobs()], self.plan.allow_partial)
-
     @staticmethod
     def run_job(*job: Any) -> Any:
         """A static function, so that a worker is sent the job's arguments only (not the whole task)."""
         return run_job_or_lexical(run_probe_job, job)
-
-    def results_label(self) -> str:
-        return self.inputs.label
 
     def build_result(self, outputs: list[Any], device: str | None, workers: int) -> ProbeResult:
         table, predictions = self._table(outputs)

@@ -24,7 +24,6 @@ from ..inputs import JOB_THREADS, FeatureJob, run_jobs
 from ..labels import in_split
 from ..meta import ProbeMeta
 from ..plan import ProbePlan
-from ..prescan import require_finite_jobs
 from ..results import IDENTITY_COLUMNS, ProbeResult
 from .base import choice_meta, mark_choices, row_order
 from .classification_table import chosen_row
@@ -40,7 +39,7 @@ from .lexical import (
 )
 from .pairs import baseline_meta
 from .regression_jobs import CURVE_COLUMNS, RegressionInputs, mean_record, run_curve_job, run_probe_job
-from .sentences import SentenceLayout, control_targets, read_layout, sources
+from .sentences import SentenceLayout, SentenceTask, control_targets, read_layout, sources
 from .tested_rows import rows_sha256
 
 CLASSIFIER_NAMES = {"logreg": "ridge", "ridge": "ridge", "mlp": "mlp"}
@@ -119,7 +118,7 @@ def prediction_table(
 
 
 @dataclass(frozen=True)
-class RegressionProbe:
+class RegressionProbe(SentenceTask):
     """A regression run of a numeric sentence label, resolved against its features file."""
 
     plan: ProbePlan
@@ -214,16 +213,10 @@ class RegressionProbe:
             for pooling in self.layout.poolings
         ]
 
-    def check_reads(self, jobs: list[tuple[Any, ...]]) -> None:
-        require_finite_jobs([*jobs, *self._curve_jobs()], self.plan.allow_partial)
-
     @staticmethod
     def run_job(*job: Any) -> Any:
         """A static function, so that a worker is sent the job's arguments only (not the whole task)."""
         return run_job_or_lexical(run_probe_job, job)
-
-    def results_label(self) -> str:
-        return self.inputs.label
 
     def build_result(self, outputs: list[Any], device: str | None, workers: int) -> ProbeResult:
         table, predictions = self._table(outputs)

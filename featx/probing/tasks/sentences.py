@@ -1,10 +1,12 @@
 """What the sentence-level tasks (classification and regression) read from the features file besides the
 label: the layer specs, poolings and sites probed, the rows' identities for the predictions file, the split,
-the file's model and corpus records, and the checks of a ``--baseline`` file of the same rows."""
+the file's model and corpus records, and the checks of a ``--baseline`` file of the same rows; and what the two
+tasks share of ``ProbeTask`` (``SentenceTask``)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -15,8 +17,10 @@ from ...options import on_command_line, spoken_value
 from ...selection import LayerSpec, parse_layer_specs, parse_poolings
 from ...store import FeatureFile
 from ..config import ProbeConfig
-from ..inputs import check_baseline, check_baseline_sites, site_plan
+from ..inputs import FeatureJob, check_baseline, check_baseline_sites, site_plan
 from ..meta import file_meta
+from ..plan import ProbePlan
+from ..prescan import require_finite_jobs
 from .tested_rows import text_keys
 
 SitePlan = dict[str, tuple[list[LayerSpec], list[str]]]  # per site: its layer specs and poolings
@@ -120,3 +124,21 @@ def sources(config: ProbeConfig, path: object) -> list[tuple[str, str]]:
 def control_targets(y: np.ndarray, config: ProbeConfig) -> np.ndarray | None:
     """The control task's targets: the labels permuted with a seeded draw (None without ``--control``)."""
     return np.random.default_rng(config.seed + 7919).permutation(y) if config.control else None
+
+
+class SentenceTask:
+    """What the sentence-level tasks (``ClassificationProbe``, ``RegressionProbe``) share of ``ProbeTask``: the
+    check of every matrix their jobs and learning curves will read, and the label naming their results files."""
+
+    plan: ProbePlan
+    inputs: Any  # the jobs' inputs (ClassificationInputs, RegressionInputs): their ``label``
+
+    def _curve_jobs(self) -> list[FeatureJob]:
+        """The learning curves' jobs (none without ``--train-sizes``)."""
+        raise NotImplementedError
+
+    def check_reads(self, jobs: list[tuple[Any, ...]]) -> None:
+        require_finite_jobs([*jobs, *self._curve_jobs()], self.plan.allow_partial)
+
+    def results_label(self) -> str:
+        return str(self.inputs.label)
