@@ -22,10 +22,14 @@ def intervene(features, **options):
     (a class-mean direction is measured only on rows it was not computed from: the test split's, or without a
     split each fold's rows along the other folds' direction; docs/intervene.md). Writes PREFIX.csv, PREFIX.json
     and PREFIX.png."""
+    from ..extraction import unescape_cli_text
     from ..interventions import InterveneConfig, format_table
     from ..interventions import intervene as run_intervene
     from ..report import save_intervention_figure
 
+    template = options.get("template")
+    if template is not None and not template.startswith("@"):  # \n, \t and \\ typed, as extract and lens read them
+        options["template"] = unescape_cli_text(template)
     result = run_intervene(InterveneConfig(features=features, **options))
     echo(format_table(result))
     figure = save_intervention_figure(result.table, result.meta, result.figure_path)

@@ -12,6 +12,7 @@ import pandas as pd
 from ..errors import InputError
 from ..extraction import Corpus
 from ..io import STDOUT, write_csv
+from ..options import spoken
 from ..probing import regression_metrics as rm
 from ..probing import split_parts
 from ..safe_files import atomic_write_text
@@ -31,7 +32,9 @@ def check_scoring(corpus: Corpus, label: str | None, probe: Probe) -> np.ndarray
         kind = "word label column" if words else "label column"
         raise InputError(
             f"the corpus has no {kind} '{label}' to score against ({kind}s: {found})",
-            "word labels come with word inputs (CoNLL-U, --columns, JSON Lines of tokens)" if words else None,
+            "word labels come with word inputs (CoNLL-U, --columns, JSON Lines of tokens)"
+            if words
+            else f"name one of them with {spoken(None, 'label', '--label')}, or leave it out (no score)",
         )
     column = columns[label]
     codes = np.asarray(column.codes)
@@ -39,7 +42,10 @@ def check_scoring(corpus: Corpus, label: str | None, probe: Probe) -> np.ndarray
         try:
             values = np.array([float(column.names[c]) if c >= 0 else np.nan for c in codes])
         except ValueError:
-            raise InputError(f"label column '{label}' is not numeric; this probe predicts numbers") from None
+            raise InputError(
+                f"label column '{label}' is not numeric; this probe predicts numbers",
+                f"score against a column of numbers, or leave {spoken(None, 'label', '--label')} out",
+            ) from None
         return values
     classes = probe.classes
 

@@ -245,7 +245,7 @@ class InterveneConfig(Options):
         flag="--template",
         group=OUTPUTS,
         help="--edit steer on a decoder: the prompt around each row's text (e.g. 'Review: {text} Sentiment:') at "
-        "whose end --answers are read.",
+        "whose end --answers are read; as featx extract reads it (\\n a newline, @FILE read from FILE).",
     )
     answers: str | None = option(
         None,

@@ -83,10 +83,10 @@ def prepare_contrast(plan) -> Contrast | None:
     head = load_head(folder, weight_files(folder), provenance.model)  # a ModelError without an LM head
     tokenizer = load_tokenizer(str(folder))
     ids = answer_token_ids(answers, tokenizer, provenance.model)
-    check_decoder_prompt(str(config.template), "text", tokenizer, provenance.model)
     top = provenance.n_layers - 1
     options = {**embed_options(provenance, config.device), "layers": str(top), "poolings": "at"}
-    prompts = embed_config([], None, **options, template=config.template, pool_at="last")
+    prompts = embed_config([], None, **options, template=config.template, pool_at="last")  # @FILE read, as extract
+    check_decoder_prompt(str(prompts.template), "text", tokenizer, provenance.model)
     token_ids = tuple(ids[index] for index in order)
     return Contrast(
         head,
@@ -151,7 +151,7 @@ def answer_dose_response(plan, forward, contrast: Contrast, steering: Steering, 
         "bundle": str(config.bundle) if config.bundle is not None else None,
         "label": plan.label,
         "read_at": "answers",
-        "reader": f"the answers at the end of {config.template!r} ({contrast.described})",
+        "reader": f"the answers at the end of {contrast.config.template!r} ({contrast.described})",
     }
     notes = [*plan.notes, *steering.notes]
     meta = steer_meta(plan, steering, started, notes, reader)

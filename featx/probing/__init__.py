@@ -105,6 +105,7 @@ _HOMES = {
     "regression_scores": "evaluation.regression_metrics:metrics",
     "regression_bootstrap": "evaluation.regression_metrics:bootstrap",
     "REGRESSION_METRICS": "evaluation.selection",
+    "check_metric": "evaluation.selection",
     "Scoring": "evaluation.selection",
     "fold_mean": "evaluation.selection",
     "SIGNIFICANCE_ALPHA": "evaluation.significance:ALPHA",

@@ -104,11 +104,12 @@ def _check_same_rows(a, b) -> None:
             "extract both from the same corpus (e.g. "
             f"{'featx extract ... --random-init' if on_command_line() else 'featx.extract(..., random_init=True)'})",
         )
-    sha_a, sha_b = a.attrs.get("corpus_sha256"), b.attrs.get("corpus_sha256")
-    if (sha_a and sha_b and sha_a != sha_b) or a.ids != b.ids:
+    # The rows themselves, not the corpus file's digest: another file of the same rows (a label column added, the
+    # split column dropped, a TSV copy) holds the same rows, as featx compare pairs results by their rows.
+    if a.ids != b.ids or a.texts != b.texts or a.pair_texts != b.pair_texts:
         raise InputError(
-            f"{a.path} and {b.path} do not hold the same rows (corpus or row ids differ)",
-            "extract both from the same corpus file",
+            f"{a.path} and {b.path} do not hold the same rows (their texts or row ids differ)",
+            "extract both from the same rows of a corpus, in the same order",
         )
 
 

@@ -2,7 +2,8 @@
 status`` or ``study report``, which read no corpus): each corpus file once, as its extraction will read it (the
 first model's ``ExtractConfig``), so that a label the study names that a corpus lacks is refused at that entry's
 ``labels`` key, naming the corpus, the label and the columns it has, before the first forward pass (not a failed
-probe after its extraction ran), and its ``group`` column is checked against the same read (``groups``).
+probe after its extraction ran), and its ``group`` column is checked against the same read (``groups``), and the
+study's ``metric`` against each label's task (``check_metric_fits``).
 
 A corpus that cannot be read at all is left to its extraction cell, which fails with the reader's error (the
 study goes on with the others); one with a ``group`` column is refused here, as that column cannot be checked.
@@ -10,10 +11,12 @@ study goes on with the others); one with a ``group`` column is refused here, as 
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
 from ..probing import TEXT_GROUPS
+from .config import FEATURES_NAME
 from .groups import check_group_column, check_group_split
 from .source import Place, Source
 
@@ -36,6 +39,7 @@ def check_corpora(config: Any) -> None:
             cannot = f"its group column cannot be checked: {err.message}"
             raise config.source.error(group_place, cannot, err.hint) from None
         check_label_columns(config.source, ("corpora", corpus.entry, "labels"), corpus.labels, extract, read)
+        check_metric_fits(config, corpus, read)
         if corpus.group is not None:
             check_group_column(config.source, group_place, corpus.group, corpus.labels, extract, read.labels)
             if dict(config.probe).get("min_class_rows") is None:  # else the probes may drop some of the rows
@@ -56,3 +60,43 @@ def check_label_columns(source: Source, place: Place, labels: tuple[str, ...], e
             f"corpus {extract.corpus} has no label column '{label}'; its label columns: {named}{also}",
             f"take '{label}' out of this corpus's labels, or add the column to its file",
         )
+
+
+class _ReadValues:
+    """The corpus read as ``featx.probing.resolve_task`` reads a features file: each label's values, or None for a
+    column that is not numeric (the stored file's ``label_values``)."""
+
+    def __init__(self, read: Any) -> None:
+        self._labels = read.labels
+
+    def label_values(self, label: str):
+        column = self._labels[label]
+        return column.values() if column.numeric else None
+
+
+def check_metric_fits(config: Any, corpus: Any, read: Any) -> None:
+    """The study's ``metric`` against each of the corpus's labels as its probes will take it (classes, or a number:
+    ``--bins``, ``--task`` and ``featx.probing.resolve_task`` on the values read; a word label is classes): a
+    ``metric = "r2"`` beside a class label is refused at the metric key before any extraction, not by every probe
+    of that label after them."""
+    if config.metric is None:
+        return
+    from ..probing import check_metric, resolve_task
+
+    for label in corpus.labels:
+        probe = config.probe_config(Path(FEATURES_NAME), label, lexical=True)
+        regression = False
+        if label in read.labels and probe.bins is None:
+            try:
+                regression = resolve_task(_ReadValues(read), label, probe.task) == "regression"
+            except InputError:  # --task regression of a column that is not numeric: its probes say so
+                continue
+        try:
+            check_metric(config.metric, regression, label)
+        except InputError as err:
+            what = "a number (regression)" if regression else "classes"
+            raise config.source.error(
+                ("study", "metric"),
+                f"metric '{config.metric}' does not fit label '{label}' of corpus '{corpus.name}', probed as {what}",
+                f"{err.hint}, or probe that label in a study of its own",
+            ) from None

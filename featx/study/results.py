@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from .plan import ProbeCell, StudyPlan
 
 RESULTS_NAME = "results"
+MAJORITY_KINDS = ("majority", "baseline")  # a probe's majority class row, or a number's training mean row
 RESULT_COLUMNS = (
     "model", "corpus", "label", "group", "random_init", "seed", "task", "metric", "site", "layer", "n_layers",
     "relative_depth", "pooling", "classifier", "score", "ci_low", "ci_high", "selection_score", "chosen",
@@ -70,8 +71,10 @@ def top_layer(features: Path, layers: pd.Series) -> int:
     return model_top_layer(features, layers)
 
 
-def _reference(frame: pd.DataFrame, kind: str, metric: str) -> float:
-    rows = frame[frame["kind"] == kind]
+def _reference(frame: pd.DataFrame, kinds: tuple[str, ...], metric: str) -> float:
+    """The test score of the first reference row of one of ``kinds`` (``featx probe``'s ``majority`` row, or for a
+    number its ``baseline`` row, the training mean, as ``featx compare`` reads them), NaN without one."""
+    rows = frame[frame["kind"].isin(kinds)]
     return float(rows[metric].iloc[0]) if len(rows) and metric in rows else float("nan")
 
 
@@ -105,7 +108,7 @@ def cell_rows(cell: ProbeCell, features: Path, output: Path, lexical: float) -> 
         ci_low=rows[f"{metric}_low"].astype(float), ci_high=rows[f"{metric}_high"].astype(float),
         selection_score=rows["selection_score"].astype(float), chosen=_chosen(rows, meta),
         p_vs_best=rows["p_vs_best_holm"].astype(float), significant_vs_best=rows["significant_vs_best"] == True,  # noqa: E712
-        majority=_reference(frame, "majority", metric), lexical=lexical, control=control,
+        majority=_reference(frame, MAJORITY_KINDS, metric), lexical=lexical, control=control,
         selectivity=score - control, n_train=rows["n_train"], n_test=rows["n_test"],
         results=str(cell.results.relative_to(output)),
     )  # fmt: skip
@@ -118,7 +121,8 @@ def lexical_scores(plan: StudyPlan) -> dict[tuple[str, str], float]:
     for cell in plan.probes:
         if cell.lexical and cell_status(cell.task) == DONE:
             frame, meta = probe_results(cell)
-            scores[(cell.corpus.name, cell.label)] = _reference(frame, "lexical", str(meta.get("metric") or "accuracy"))
+            metric = str(meta.get("metric") or "accuracy")
+            scores[(cell.corpus.name, cell.label)] = _reference(frame, ("lexical",), metric)
     return scores
 
 

@@ -141,7 +141,7 @@ BAD = {
     "missing score column": (
         lambda t: _corpus(t, [["the cat", "pos"]]),
         ["--label", "gold"],
-        r"no label column 'gold'",
+        r"no label column 'gold' to score against \(label columns: label\)\s+hint: name one of them with --label",
     ),
     "an empty text": (
         lambda t: _corpus(t, [["the cat", "pos"], ["  ", "neg"]]),
@@ -388,3 +388,17 @@ def test_a_refusal_names_what_the_caller_gave(fitted, split_features, tmp_path, 
         result = _run(fitted.path, corpus, *(arg.replace("OUT", folder) for arg in args))
         assert result.exit_code == 2 and result.output.startswith(f"featx: error: {cli.replace('OUT', folder)}")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_class_column_scored_against_a_number_probe_is_refused_with_a_hint():
+    from types import SimpleNamespace
+
+    from featx.deploy.table import check_scoring
+    from featx.errors import InputError
+    from featx.io import label_column
+
+    corpus = SimpleNamespace(labels={"gold": label_column("gold", ["pos", "neg"])})
+    regression = SimpleNamespace(level="sentence", classes=None)
+    with pytest.raises(InputError, match="label column 'gold' is not numeric; this probe predicts numbers") as error:
+        check_scoring(corpus, "gold", regression)
+    assert error.value.hint == "score against a column of numbers, or leave --label out"  # as the CLI says it

@@ -123,6 +123,19 @@ def test_bad_answers_are_one_line_before_any_forward_pass(options, message, deco
     assert "\n" not in error.value.message
 
 
+@pytest.mark.parametrize("given", ["Review: {text}\\n", "@FILE"])
+def test_the_template_is_read_as_extract_and_lens_read_it(given, decoder_features, tmp_path, no_forward):
+    """A typed \\n is a newline, and @FILE the file's text (both the prompt 'Review: {text}' plus a newline, which ends
+    in its field): refused as ending in the row's text, not read as a literal backslash-n or a template '@FILE'."""
+    _, path = decoder_features
+    (tmp_path / "prompt.txt").write_text("Review: {text}\n")
+    template = given.replace("@FILE", f"@{tmp_path / 'prompt.txt'}")
+    args = ["intervene", str(path), "--label", "sentiment", "--at", "1", "--edit", "steer", "--toward", "pos"]
+    result = CliRunner().invoke(main, [*args, "--template", template, "--answers", ANSWERS])
+    assert result.exit_code == 2, result.output
+    assert_one_clear_error(result.output, "has no answer position: it ends in a field")
+
+
 def test_a_decoder_without_an_lm_head_is_refused(tmp_path, no_forward):
     from support.families import BY_NAME, build_family
     from support.lens_models import lens_corpus

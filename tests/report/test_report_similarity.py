@@ -60,6 +60,28 @@ def test_two_files_of_the_same_rows(real_runs):
     assert (result.matrix <= 1 + 1e-9).all() and not np.allclose(np.diag(result.matrix), 1.0)
 
 
+def test_two_files_of_the_same_rows_from_other_corpus_files_are_compared(tiny_features, tmp_path):
+    """The rows are what CKA pairs, not the corpus file's digest: a file extracted from another corpus file holding
+    the same rows (a label column added, the split dropped) was refused as 'not the same rows'; other texts, in
+    the same number of rows under the same ids, are refused."""
+    import shutil
+    from types import SimpleNamespace
+
+    import h5py
+
+    same = tmp_path / "same.h5"
+    shutil.copy(tiny_features, same)
+    with h5py.File(same, "r+") as opened:
+        opened.attrs["corpus_sha256"] = "0" * 64  # as another corpus file of the same rows records it
+    result = sim.similarity(tiny_features, same, pooling="mean")
+    assert np.diag(result.matrix) == pytest.approx(np.ones(len(result.layers_a)))
+    rows = dict(n_rows=2, ids=["0", "1"], pair_texts=None)
+    a = SimpleNamespace(path="a.h5", texts=["the cat", "a dog"], **rows)
+    b = SimpleNamespace(path="b.h5", texts=["a dog", "the cat"], **rows)
+    with pytest.raises(InputError, match="a.h5 and b.h5 do not hold the same rows"):
+        sim._check_same_rows(a, b)
+
+
 @pytest.mark.slow
 def test_files_of_other_rows_are_refused(real_runs, tiny_model, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)

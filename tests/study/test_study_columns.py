@@ -61,3 +61,25 @@ def test_word_labels_count_and_an_unreadable_corpus_is_left_to_its_extraction(st
         caught.value.message
     )
     assert "its label columns: (none); word label columns: upos, xpos, deprel" in caught.value.message
+
+
+def test_a_metric_that_does_not_fit_a_label_is_refused_at_the_metric_key_before_any_extraction(study, tmp_path):
+    """metric = "r2" beside a class label (and accuracy beside a number) failed every probe of it after the
+    extractions; the label's task is decided on the values read, as the probes decide it (--bins: classes)."""
+    study["study"]["metric"] = "r2"
+    study["corpora"][3]["labels"] = ["topic"]
+    with pytest.raises(InputError) as caught:
+        check_corpora(study_config(study))
+    assert caught.value.message == (
+        "study: [study] metric: metric 'r2' does not fit label 'label' of corpus 'sents', probed as classes"
+    )
+    assert caught.value.hint.startswith("choose one of accuracy, macro_f1, balanced_accuracy")
+    rows = "".join(f"t{row},{row / 4}\n" for row in range(12))  # 12 distinct numbers: a regression label
+    (tmp_path / "scores.csv").write_text("text,score\n" + rows)
+    study["corpora"] = [{"path": str(tmp_path / "scores.csv"), "labels": ["score"]}]
+    check_corpora(study_config(study))
+    study["study"]["metric"] = "accuracy"
+    with pytest.raises(InputError, match="metric 'accuracy' does not fit label 'score' .* a number \\(regression\\)"):
+        check_corpora(study_config(study))
+    study["probe"] = {"bins": 3}
+    check_corpora(study_config(study))

@@ -1,7 +1,7 @@
 """``featx intervene``'s figures (from its table, no featx.interventions import): the edited label's probe accuracy
 by layer before (solid), after the edit (dashed) and after the random control of the same rank (dotted), one panel
 per edited layer, 95% bands, the majority class grey; and the steering dose-response (the share of rows moved
-toward the class against alpha, the bundle's direction and the random one)."""
+toward the class, and the mean change of its score, against alpha, the bundle's direction and the random one)."""
 
 from __future__ import annotations
 
@@ -40,14 +40,32 @@ def plot_steering(table: pd.DataFrame, ax) -> None:
     ax.legend(fontsize=8, frameon=False)
 
 
+def plot_steering_change(table: pd.DataFrame, ax, read_at: str | None = None) -> None:
+    """The mean change of the class's score (the answers' logit difference, or the bundle's score) against alpha,
+    with its 95% interval, for the probe's and the random direction: where a random direction also moves every
+    row a little, the share moved cannot tell them apart, and the size of the change can."""
+    for (name, part), colour in zip(table.groupby("direction", sort=False), ("#D55E00", "#666666"), strict=False):
+        part = part.sort_values("alpha")
+        ax.plot(part.alpha, part.score_change, color=colour, marker="o", label=f"{name} direction")
+        low, high = part.score_change_low, part.score_change_high
+        ax.fill_between(part.alpha, low, high, color=colour, alpha=0.15, linewidth=0)
+    ax.axhline(0.0, color="#666666", linestyle=":", linewidth=1)
+    ax.set_xlabel("alpha (added along the unit direction)")
+    ax.set_ylabel("mean change of the " + ("logit difference" if read_at == "answers" else "class's score"))
+    ax.grid(alpha=0.3)
+
+
 def intervention_figure(table: pd.DataFrame, meta: dict):
-    """The whole figure of a run (a dose-response, or one panel per edited layer)."""
+    """The whole figure of a run (a dose-response: the share moved and the mean change; or one panel per edited
+    layer)."""
     import matplotlib.pyplot as plt
 
     if meta.get("kind") == "steer":
-        fig, ax = plt.subplots(figsize=(5.5, 3.6))
-        plot_steering(table, ax)
-        ax.set_title(f"steering toward {meta.get('toward')} at layer {meta.get('at')}", fontsize=10)
+        fig, (moved, change) = plt.subplots(1, 2, figsize=(10.0, 3.6))
+        plot_steering(table, moved)
+        read_at = str(table.read_at.iloc[0]) if "read_at" in table and len(table) else None
+        plot_steering_change(table, change, read_at)
+        fig.suptitle(f"steering toward {meta.get('toward')} at layer {meta.get('at')}", fontsize=10)
         fig.tight_layout()
         return fig
     layers = list(dict.fromkeys(int(layer) for layer in table.edit_layer))
@@ -76,4 +94,10 @@ def save_intervention_figure(table: pd.DataFrame, meta: dict, path: Path) -> Pat
         plt.close(fig)
 
 
-__all__ = ["intervention_figure", "plot_intervention", "plot_steering", "save_intervention_figure"]
+__all__ = [
+    "intervention_figure",
+    "plot_intervention",
+    "plot_steering",
+    "plot_steering_change",
+    "save_intervention_figure",
+]

@@ -80,6 +80,30 @@ def test_the_figures_are_written(tmp_path):
         assert path == tmp_path / name and path.stat().st_size > 1000
 
 
+def test_the_steering_figure_draws_the_mean_change_beside_the_share_moved():
+    """A random direction can move every row a little (its share moved equal to the probe direction's): the figure
+    drew the share moved alone, so the two directions looked the same; the mean change, with its interval, tells
+    them apart."""
+    import matplotlib.pyplot as plt
+    import pandas as pd
+
+    from featx.report.figures.intervene import intervention_figure
+
+    payload = _steer_payload()
+    for row in payload["results"]:
+        row["moved"] = row["moved_low"] = row["moved_high"] = float(row["alpha"] > 0)  # every row moved, both ways
+        row["score_change"] = row["alpha"] * (2.0 if row["direction"] == "probe" else 0.25)
+        row["score_change_low"], row["score_change_high"] = row["score_change"] - 0.1, row["score_change"] + 0.1
+    figure = intervention_figure(pd.DataFrame(payload["results"]), payload["meta"])
+    try:
+        moved, change = figure.axes
+        assert [list(line.get_ydata()) for line in moved.get_lines()] == [[0.0, 1.0], [0.0, 1.0]]
+        drawn = [list(line.get_ydata()) for line in change.get_lines()[:2]]
+        assert drawn == [[0.0, 8.0], [0.0, 1.0]] and "mean change" in change.get_ylabel()
+    finally:
+        plt.close(figure)
+
+
 def test_the_table_gives_the_loss_rows_paired_tests_and_the_probes_holm_ones(tmp_path):
     """As the printout: a probe row's Holm-adjusted p, the LM loss row's paired t-test p (it has no Holm column)."""
     payload = _intervene_payload()
