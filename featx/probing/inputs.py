@@ -20,6 +20,7 @@ from . import evaluation as ev
 from .config import ProbeConfig
 from .tasks.pairs import pooled_block
 
+ALL_SITES = "all"  # --site all: every site the features file stores
 TOKENS_POOLING = "tokens"  # the pooling column of attn rows: the probe pools the token states itself
 
 
@@ -140,12 +141,17 @@ def check_baseline(
         )
 
 
+def stored_sites(features: FeatureFile, sites: list[str]) -> list[str]:
+    """The sites a probe reads: those named, or every stored one for ``all`` (``--site all``)."""
+    return list(features.sites) if ALL_SITES in sites else sites
+
+
 def site_plan(
     features: FeatureFile, config: ProbeConfig, specs: list[LayerSpec], poolings: list[str], notes: list[str]
 ) -> dict[str, tuple[list[LayerSpec], list[str]]]:
     """Per requested site: its layer specs (resolved against the layers it has) and poolings."""
     plan = {}
-    for site in config.site_list():
+    for site in stored_sites(features, config.site_list()):
         if site not in features.sites:
             raise InputError(
                 f"site '{site}' is not stored in {features.path}; stored sites: {', '.join(features.sites)}",
