@@ -14,8 +14,9 @@ from ...errors import InputError
 from ...options import on_command_line, spoken_value
 from ...selection import LayerSpec, parse_layer_specs, parse_poolings
 from ...store import FeatureFile
+from ..baseline_checks import check_baseline, check_baseline_sites
 from ..config import ProbeConfig
-from ..inputs import check_baseline, check_baseline_sites, site_plan
+from ..inputs import site_plan
 from ..meta import file_meta
 from .tested_rows import text_keys
 
