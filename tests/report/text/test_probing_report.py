@@ -104,3 +104,21 @@ def test_rows_left_out_for_their_split_value_are_not_called_unlabelled():
     assert plain.endswith("), 2 without a label left out")
     assert split.endswith("), 2 left out (without a label, or as a note above says)")
     assert rare.endswith("), 3 left out (without a label, or as a note above says)")
+
+
+def test_the_pair_line_says_what_a_pair_b_probe_reads():
+    """A separate-mode pair run of site pair_b probes text b's vectors alone; the line under the cosine baseline said
+    every probe read [u, v, |u-v|, u*v]."""
+    from featx.report.text.run import baseline_lines
+
+    meta = {
+        "pair_feature": "[u, v, |u-v|, u*v]",
+        "cosine_baseline": [
+            {"pooling": "mean", "layer": 3, "accuracy": 0.6, "accuracy_low": 0.5, "accuracy_high": 0.7}
+        ],
+    }
+    said = {sites: baseline_lines({**meta, "sites": list(sites)})[-1] for sites in [("hidden",), ("pair_b",)]}
+    assert said[("hidden",)] == "probe features: [u, v, |u-v|, u*v] per layer and pooling"
+    assert said[("pair_b",)] == "probe features: text b's vectors alone (site pair_b)"
+    both = baseline_lines({**meta, "sites": ["hidden", "pair_b"]})[-1]
+    assert both == "probe features: [u, v, |u-v|, u*v] per layer and pooling; text b's vectors alone (site pair_b)"
