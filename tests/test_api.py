@@ -241,7 +241,7 @@ def test_sites_are_probed_side_by_side(site_features, tmp_path):
         data = rng.standard_normal(file["sites/ffn/pooled/mean"].shape).astype(np.float32)
         data[:, 1, :3] += 2.0 * (2 * y[:, None] - 1)
         file["sites/ffn/pooled/mean"][...] = data.astype(file["sites/ffn/pooled/mean"].dtype)
-    result = probe(path, sites="hidden,ffn,attn_out", poolings="mean", folds=4, jobs=1, write=False, control=False)
+    result = probe(path, sites="all", poolings="mean", folds=4, jobs=1, write=False, control=False)  # every stored
     table = result.table
     assert list(dict.fromkeys(table.site)) == ["", "hidden", "ffn", "attn_out"]  # majority first
     singles = table[table.kind == "single"]

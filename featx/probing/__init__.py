@@ -2,9 +2,10 @@
 
 Modules: ``api`` (``probe``, the one entry point), ``config`` (``ProbeConfig``), ``plan`` (``ProbePlan``,
 what a config resolves to against its file), ``meta`` (``ProbeMeta``, the run's typed metadata),
-``results`` (``ProbeResult`` and the results files), ``inputs`` (input checks, jobs and workers) and
-``labels`` (label columns). Subpackages: ``tasks`` (the ``ProbeTask`` of each kind of run), ``solvers``,
-``evaluation`` and ``analyses`` (``erase``, ``neurons``, ``sweep``, ``explain``).
+``results`` (``ProbeResult`` and the results files), ``inputs`` (input checks, jobs and workers),
+``baseline_checks`` (a ``--baseline`` file's) and ``labels`` (label columns). Subpackages: ``tasks`` (the
+``ProbeTask`` of each kind of run), ``solvers``, ``evaluation`` and ``analyses`` (``erase``, ``neurons``, ``sweep``,
+``explain``).
 
 Results hold data and write data files (CSV, JSON); their printouts and figures are ``featx.report``'s
 (``format_probe``, ``format_erase``, ...), so nothing here imports the report side.

@@ -203,7 +203,8 @@ class ProbeConfig(Options):
         flag="--site",
         listed=True,
         group=PROBES,
-        help="Stored sites to probe side by side, e.g. hidden,ffn,attn_out (see featx extract --site).",
+        help="Stored sites to probe side by side, e.g. hidden,ffn,attn_out, or all (every stored site; see featx "
+        "extract --site). A word label reads the hidden states only.",
     )
     classifiers: str | list[str] | tuple[str, ...] = option(
         "logreg",

@@ -20,6 +20,7 @@ from . import evaluation as ev
 from .config import ProbeConfig
 from .tasks.pairs import pooled_block
 
+ALL_SITES = "all"  # --site all: every site the features file stores
 TOKENS_POOLING = "tokens"  # the pooling column of attn rows: the probe pools the token states itself
 
 
@@ -105,39 +106,9 @@ def note_prompted(features: FeatureFile, label: str | None, notes: list[str]) ->
         notes.append(f"warning: {note}")
 
 
-def check_baseline(
-    main: FeatureFile, other: FeatureFile, specs: list[LayerSpec], poolings: list[str], need_tokens: bool
-) -> None:
-    """Fail unless the ``--baseline`` file holds the same rows (count, corpus, ids) and the probed layers,
-    poolings and (for attn) token states."""
-    problem = None
-    if other.n_rows != main.n_rows:
-        problem = f"it has {other.n_rows} rows, {main.path.name} has {main.n_rows}"
-    elif (
-        main.attrs.get(store.schema.CORPUS_SHA256)
-        and other.attrs.get(store.schema.CORPUS_SHA256)
-        and main.attrs[store.schema.CORPUS_SHA256] != other.attrs[store.schema.CORPUS_SHA256]
-    ):
-        problem = "it was extracted from a different corpus file (corpus sha256 differs)"
-    elif other.ids != main.ids:
-        first = next(i for i, (a, b) in enumerate(zip(main.ids, other.ids, strict=False)) if a != b)
-        problem = f"row {first} has id '{other.ids[first]}' there but '{main.ids[first]}' in {main.path.name}"
-    if problem:
-        raise InputError(
-            f"--baseline {other.path} does not hold the same rows: {problem}",
-            "extract the baseline from the same corpus with the same options, e.g. featx extract CORPUS --random-init",
-        )
-    missing_layers = sorted({layer for spec in specs for layer in spec.layers} - set(other.layers))
-    if missing_layers:
-        raise InputError(f"--baseline {other.path} does not store layer(s) {missing_layers}; it stores {other.layers}")
-    missing = [pooling for pooling in poolings if pooling not in other.poolings]
-    if missing:
-        raise InputError(f"--baseline {other.path} does not store pooling(s) {', '.join(missing)}")
-    if need_tokens and not other.has_tokens:
-        raise InputError(
-            f"--baseline {other.path} has no token-level states for the attn probe",
-            "re-extract it with featx extract --tokens",
-        )
+def stored_sites(features: FeatureFile, sites: list[str]) -> list[str]:
+    """The sites a probe reads: those named, or every stored one for ``all`` (``--site all``)."""
+    return list(features.sites) if ALL_SITES in sites else sites
 
 
 def site_plan(
@@ -145,7 +116,7 @@ def site_plan(
 ) -> dict[str, tuple[list[LayerSpec], list[str]]]:
     """Per requested site: its layer specs (resolved against the layers it has) and poolings."""
     plan = {}
-    for site in config.site_list():
+    for site in stored_sites(features, config.site_list()):
         if site not in features.sites:
             raise InputError(
                 f"site '{site}' is not stored in {features.path}; stored sites: {', '.join(features.sites)}",
@@ -168,21 +139,6 @@ def site_plan(
                 "those rows are probed for hidden only"
             )
     return plan
-
-
-def check_baseline_sites(other: FeatureFile, sites: dict[str, tuple[list[LayerSpec], list[str]]]) -> None:
-    """Fail when the ``--baseline`` file lacks a probed site, or layers of one."""
-    for site, (specs, _) in sites.items():
-        if site == "hidden":
-            continue
-        if site not in other.sites:
-            raise InputError(
-                f"--baseline {other.path} does not store site '{site}'; it stores {', '.join(other.sites)}",
-                "extract the baseline with the same --site options",
-            )
-        missing = sorted({layer for spec in specs for layer in spec.layers} - set(other.site_layers(site)))
-        if missing:
-            raise InputError(f"--baseline {other.path} does not store layer(s) {missing} of site '{site}'")
 
 
 @dataclass

@@ -21,11 +21,11 @@ from ..errors import InputError
 from ..options import Placeholder, joined, spoken, spoken_command, spoken_value
 from ..selection import parse_layer_specs
 from ..state import given_or_last
-from ..store import FeatureFile
+from ..store import HIDDEN_SITE, FeatureFile
 from .config import TASKS, ProbeConfig
 from .evaluation import few_val_note, tuned_on
 from .evaluation.selection import check_metric
-from .inputs import check_corpus, check_outputs, note_derived, note_prompted
+from .inputs import ALL_SITES, check_corpus, check_outputs, note_derived, note_prompted
 from .meta import Level, Task, package_versions
 from .shared_options import refuse_word_group
 from .tasks.word_items import HEAD_LABEL
@@ -209,6 +209,7 @@ def resolve_plan(config: ProbeConfig) -> ProbePlan:
         if config.labels is None and wants_words(features, config):  # a word-level label, or --arcs
             if config.group is not None:
                 refuse_word_group(config.label)
+            _refuse_word_sites(config)
             notes += ignored_for_words(config)  # --bins, --min-class-rows, --task regression
             level = Level.ARC if config.arcs else Level.WORD
             metric = check_metric(config.metric, False, str(config.label or "the word label"))
@@ -223,6 +224,19 @@ def resolve_plan(config: ProbeConfig) -> ProbePlan:
     metric = check_metric(config.metric, task is Task.REGRESSION, str(label or config.label or "label"))
     return replace(
         ProbePlan(config, Path(path), task, Level.SENTENCE, label, classifiers, started, notes), metric=metric
+    )
+
+
+def _refuse_word_sites(config: ProbeConfig) -> None:
+    """``--site`` other than hidden on a word label: featx extract stores word vectors of the hidden states only, and
+    a word probe read them whatever the sites named (an ffn probe printed the hidden states' scores)."""
+    sites = config.site_list()
+    if all(site in (HIDDEN_SITE, ALL_SITES) for site in sites):
+        return
+    given = spoken_value(config, "sites", ",".join(sites))
+    raise InputError(
+        f"{given}: a word probe reads the word vectors, and featx extract stores them for the hidden states only",
+        f"leave out {spoken(config, 'sites', '--site')} (a site inside the layer is probed for a sentence label)",
     )
 
 

@@ -45,6 +45,19 @@ def test_unmatched_and_duplicate_ids_are_named(features_copy, tmp_path):
         featx.probe(features_copy, labels=short, join="row", **FAST)
 
 
+@pytest.mark.parametrize(
+    "encoded", [b"id,valence\n0,caf\xe9\n", "id,valence\n0,a\n".encode("utf-16")], ids=["latin-1", "utf-16"]
+)
+def test_a_label_file_not_in_utf8_gets_a_hint_it_can_follow(tiny_features, tmp_path, encoded):
+    """A label file is read as UTF-8 (featx probe --labels, featx labels add: neither has --encoding); the corpus
+    reader's hint said to pass --encoding."""
+    path = tmp_path / "more.csv"
+    path.write_bytes(encoded)
+    with pytest.raises(InputError, match="not valid utf-8|is UTF-16 text") as refused:
+        featx.probe(tiny_features, labels=path, label="valence", **FAST)
+    assert refused.value.hint == "re-save the label file as UTF-8: it is read as such"
+
+
 def test_unknown_label_points_at_labels(features_copy):
     result = CliRunner().invoke(main, ["probe", str(features_copy), "--label", "valence", "--layer", "0"])
     assert result.exit_code == 2

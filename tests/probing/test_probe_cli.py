@@ -240,6 +240,15 @@ PHRASED = [
         "--label head is probed as arcs\n  hint: add --arcs: featx probe FEATURES --label head --arcs",
         "words",
     ),
+    (  # a word probe reads the hidden states' word vectors only: another site was probed as hidden, unsaid
+        {"label": "upos", "sites": "hidden,ffn"},
+        "sites='hidden,ffn': a word probe reads the word vectors, and featx extract stores them for the hidden states "
+        "only\n  hint: leave out sites",
+        ["--label", "upos", "--site", "hidden,ffn"],
+        "--site hidden,ffn: a word probe reads the word vectors, and featx extract stores them for the hidden states "
+        "only\n  hint: leave out --site",
+        "words",
+    ),
     (
         {"layers": "1,cat()"},
         "layers='cat()' concatenates no layers",

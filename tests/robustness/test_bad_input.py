@@ -104,7 +104,12 @@ REFUSED = [
         ["--id-col", "id"],
         r"id 'x' appears twice in column 'id' \(line 2 and line 3\)",
     ),
-    ("empty id", "id,text\nx,hi\n,yo\n", ["--id-col", "id"], r"row 1 \(line 3\) has an empty id in column 'id'"),
+    (
+        "empty id",
+        "id,text\nx,hi\n,yo\n",
+        ["--id-col", "id"],
+        r"row 1 \(line 3\) has an empty id in column 'id'.*hint: every row needs an id",
+    ),
     ("corpus is a directory", None, ["@dir"], r"is a directory, not a corpus file"),
     ("corpus missing", None, [], r"corpus file .*c\.csv does not exist"),
     ("bad JSON line", '{"text": "hi"}\n{"text": oops}\n', ["@jsonl"], r"c\.jsonl: line 2 is not valid JSON.*hint: "),

@@ -180,7 +180,8 @@ def _ids(rows, lines, numbers, header, path: Path, id_col: str | None) -> list[s
     for position, value in enumerate(ids):
         if not value:
             raise InputError(
-                f"{path}: row {numbers[position]} (line {lines[position]}) has an empty id in column '{id_col}'"
+                f"{path}: row {numbers[position]} (line {lines[position]}) has an empty id in column '{id_col}'",
+                "every row needs an id: fill it in, or drop --id-col to number the rows instead",
             )
         if value in seen:
             raise InputError(

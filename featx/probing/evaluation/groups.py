@@ -146,8 +146,8 @@ def check_split_groups(groups: Groups, train: np.ndarray, test: np.ndarray, dev:
             raise InputError(
                 f"{_group(groups.column)}: {len(shared)} group(s) have rows in both the {first} and the {second} "
                 f"split, e.g. {example}; {why}",
-                "put every group in one split part (or drop the split column to cross-validate by group), "
-                "or leave out --group",
+                "put every group in one split part of the corpus and extract it again (or extract a copy without "
+                "its split column, to cross-validate by group), or leave out --group",
             )
 
 

@@ -16,8 +16,9 @@ from ...errors import InputError
 from ...options import on_command_line, spoken_value
 from ...selection import LayerSpec, parse_layer_specs, parse_poolings
 from ...store import FeatureFile
+from ..baseline_checks import check_baseline, check_baseline_sites
 from ..config import ProbeConfig
-from ..inputs import FeatureJob, check_baseline, check_baseline_sites, site_plan
+from ..inputs import FeatureJob, site_plan
 from ..meta import file_meta
 from ..plan import ProbePlan
 from ..prescan import require_finite_jobs

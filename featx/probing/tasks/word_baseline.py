@@ -12,7 +12,7 @@ import numpy as np
 from ... import store
 from ...errors import InputError
 from ...store import FeatureFile
-from ..inputs import check_baseline
+from ..baseline_checks import check_baseline
 
 SAME_WORDS_HINT = "extract the baseline from the same word input files, e.g. featx extract FILES --random-init"
 

@@ -23,13 +23,23 @@ def class_counts_text(counts: dict) -> str:
     return f"{len(counts)} classes, {ranked[-1][1]}-{ranked[0][1]} rows each; largest {largest}; smallest {smallest}"
 
 
+def left_out(meta: dict, what: str) -> str:
+    """``, N without a label left out``: the stored rows not probed (``n_missing_labels``). Rows of a split value
+    featx does not use and classes ``--min-class-rows`` drops count too, each said in a note (``left out: split
+    values ...``, ``dropped ...``), where these words once called every such row one without a label."""
+    n = meta.get("n_missing_labels")
+    if not n:
+        return ""
+    noted = any(" left out: split values " in note or ": dropped " in note for note in meta.get("notes") or [])
+    return f", {n} left out (without {what}, or as a note above says)" if noted else f", {n} without {what} left out"
+
+
 def header_lines(table: pd.DataFrame, meta: dict) -> list[str]:
     """The run's lines above the blocks: features and model, label and classes, evaluation, majority class."""
     counts = class_counts_text(meta.get("class_counts", {}))
     lines = [
         f"probing {meta.get('features_file')} ({meta.get('model')})",
-        f"label '{meta.get('label')}': {meta.get('n_labelled')} rows ({counts})"
-        + (f", {meta['n_missing_labels']} without a label left out" if meta.get("n_missing_labels") else ""),
+        f"label '{meta.get('label')}': {meta.get('n_labelled')} rows ({counts}){left_out(meta, 'a label')}",
         f"evaluation: {meta.get('evaluation')}, seed {meta.get('seed')}; intervals are 95% "
         + ("bootstrap over the test rows" if meta.get("evaluation") == "split" else "t-intervals over folds"),
     ]

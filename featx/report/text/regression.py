@@ -5,7 +5,16 @@ from __future__ import annotations
 import pandas as pd
 
 from .format import general, grid, interval, num, p_value
-from .probe import LEXICAL_NAME, block_title, control_value, metric_label, pooling_rows, split_test, versus_best
+from .probe import (
+    LEXICAL_NAME,
+    block_title,
+    control_value,
+    left_out,
+    metric_label,
+    pooling_rows,
+    split_test,
+    versus_best,
+)
 
 
 def _cells(row, metric: str) -> list[str]:
@@ -62,7 +71,7 @@ def format_table(table: pd.DataFrame, meta: dict) -> str:
         f"probing {meta.get('features_file')} ({meta.get('model')})",
         f"label '{meta.get('label')}' (regression): {meta.get('n_labelled')} rows, mean {num(target.get('mean'))}, "
         f"sd {num(target.get('std'))}, range {num(target.get('min'))}-{num(target.get('max'))}"
-        + (f", {meta['n_missing_labels']} without a value left out" if meta.get("n_missing_labels") else ""),
+        + left_out(meta, "a value"),
         f"evaluation: {meta.get('evaluation')}, seed {meta.get('seed')}; intervals are 95% "
         + ("bootstrap over the test rows" if meta.get("evaluation") == "split" else "t-intervals over folds"),
     ]

@@ -117,4 +117,15 @@ def baseline_lines(meta: Mapping[str, Any]) -> list[str]:
         "  ".join("-" * w for w in widths),
     ]
     lines += ["  ".join(c.ljust(w) for c, w in zip(cell, widths, strict=False)).rstrip() for cell in cells]
-    return lines + [f"probe features: {meta.get('pair_feature')} per layer and pooling"]
+    return lines + [_pair_features(meta)]
+
+
+def _pair_features(meta: Mapping[str, Any]) -> str:
+    """What the probes of a separate-mode pair file read: the pair feature, and text b's vectors alone on the site
+    ``pair_b`` (a run of that site alone was said to read the pair feature)."""
+    sites = list(meta.get("sites") or ["hidden"])
+    pair = f"{meta.get('pair_feature')} per layer and pooling"
+    if "pair_b" not in sites:
+        return f"probe features: {pair}"
+    alone = "text b's vectors alone (site pair_b)"
+    return f"probe features: {alone}" if sites == ["pair_b"] else f"probe features: {pair}; {alone}"

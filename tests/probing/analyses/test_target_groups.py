@@ -113,8 +113,11 @@ def test_bad_group_columns_are_refused_before_fitting(grouped_file, command, opt
 
 @pytest.mark.parametrize("command", sorted(COMMANDS))
 def test_a_split_with_a_group_in_train_and_test_is_refused_as_probe_refuses_it(leaky_split_file, command):
-    with pytest.raises(InputError, match="1 group\\(s\\) have rows in both the train and the test split, e.g. 'd1'"):
+    with pytest.raises(
+        InputError, match="1 group\\(s\\) have rows in both the train and the test split, e.g. 'd1'"
+    ) as error:
         COMMANDS[command](leaky_split_file, group="doc")
+    assert "extract it again (or extract a copy without its split column" in error.value.hint  # no option drops it
 
 
 @pytest.mark.parametrize("config", [EraseConfig, NeuronConfig, SweepConfig])

@@ -85,3 +85,40 @@ def test_the_stack_rows_c_reads_as_short_as_the_others():
     assert " 0.09 " in row and f"{mean:g}" not in row
     singles = [line.split()[-2] for line in lines if line.endswith(" 0.0")]  # fit s 0.0: the main single rows
     assert singles == ["1"] * 6  # the single rows' grid value C 1, as before
+
+
+def test_rows_left_out_for_their_split_value_are_not_called_unlabelled():
+    """Rows of a split value featx does not use (or of a class --min-class-rows drops) are left out with a note; the
+    label line called every row left out one "without a label" (GUM-like corpus: 102 'heldout' rows, all labelled).
+    """
+    import numpy as np
+
+    from featx.probing import usable_split
+    from featx.report.text.probe import header_lines
+
+    frame, meta = synthetic_results()
+    _, note = usable_split(np.array(["train", "heldout", "heldout", "test"]))
+    plain = header_lines(frame, {**meta, "n_missing_labels": 2})[1]
+    split = header_lines(frame, {**meta, "n_missing_labels": 2, "notes": [note]})[1]
+    rare = header_lines(frame, {**meta, "n_missing_labels": 3, "notes": ["--min-class-rows 5: dropped 1 class(es)"]})[1]
+    assert plain.endswith("), 2 without a label left out")
+    assert split.endswith("), 2 left out (without a label, or as a note above says)")
+    assert rare.endswith("), 3 left out (without a label, or as a note above says)")
+
+
+def test_the_pair_line_says_what_a_pair_b_probe_reads():
+    """A separate-mode pair run of site pair_b probes text b's vectors alone; the line under the cosine baseline said
+    every probe read [u, v, |u-v|, u*v]."""
+    from featx.report.text.run import baseline_lines
+
+    meta = {
+        "pair_feature": "[u, v, |u-v|, u*v]",
+        "cosine_baseline": [
+            {"pooling": "mean", "layer": 3, "accuracy": 0.6, "accuracy_low": 0.5, "accuracy_high": 0.7}
+        ],
+    }
+    said = {sites: baseline_lines({**meta, "sites": list(sites)})[-1] for sites in [("hidden",), ("pair_b",)]}
+    assert said[("hidden",)] == "probe features: [u, v, |u-v|, u*v] per layer and pooling"
+    assert said[("pair_b",)] == "probe features: text b's vectors alone (site pair_b)"
+    both = baseline_lines({**meta, "sites": ["hidden", "pair_b"]})[-1]
+    assert both == "probe features: [u, v, |u-v|, u*v] per layer and pooling; text b's vectors alone (site pair_b)"
