@@ -35,13 +35,13 @@ def check_baseline(
     if missing_layers:
         raise InputError(
             f"--baseline {other.path} does not store layer(s) {missing_layers}; it stores {other.layers}",
-            _same_options_hint("layer", sorted(set(main.layers) & set(other.layers))),
+            same_options_hint("layer", sorted(set(main.layers) & set(other.layers))),
         )
     missing = [pooling for pooling in poolings if pooling not in other.poolings]
     if missing:
         raise InputError(
             f"--baseline {other.path} does not store pooling(s) {', '.join(missing)}",
-            _same_options_hint("pooling", [pooling for pooling in main.poolings if pooling in other.poolings]),
+            same_options_hint("pooling", [pooling for pooling in main.poolings if pooling in other.poolings]),
         )
     if need_tokens and not other.has_tokens:
         raise InputError(
@@ -65,11 +65,11 @@ def check_baseline_sites(other: FeatureFile, sites: dict[str, tuple[list[LayerSp
         if missing:
             raise InputError(
                 f"--baseline {other.path} does not store layer(s) {missing} of site '{site}'",
-                _same_options_hint("layer", sorted(probed & set(other.site_layers(site)))),
+                same_options_hint("layer", sorted(probed & set(other.site_layers(site)))),
             )
 
 
-def _same_options_hint(option: str, shared: list) -> str:
+def same_options_hint(option: str, shared: list) -> str:
     """What to do about a ``--baseline`` file that lacks layers or poolings probed: probe only those both files
     store (``shared``, when any), or extract the baseline with the same option."""
     both = f"probe only those both files store, --{option} {','.join(map(str, shared))}, or " if shared else ""

@@ -12,7 +12,7 @@ import numpy as np
 from ... import store
 from ...errors import InputError
 from ...store import FeatureFile
-from ..baseline_checks import check_baseline
+from ..baseline_checks import check_baseline, same_options_hint
 
 SAME_WORDS_HINT = "extract the baseline from the same word input files, e.g. featx extract FILES --random-init"
 
@@ -28,7 +28,10 @@ def check_word_baseline(main: Any, path: str | Path, layers: list[int], poolings
         _check_same_words(main, other)
         missing = sorted(set(layers) - set(other.layers))
         if missing:
-            raise InputError(f"--baseline {other.path} does not store layer(s) {missing}; it stores {other.layers}")
+            raise InputError(
+                f"--baseline {other.path} does not store layer(s) {missing}; it stores {other.layers}",
+                same_options_hint("layer", sorted(set(layers) & set(other.layers))),
+            )
         absent = [pooling for pooling in poolings if pooling not in other.word_poolings()]
         if absent:
             raise InputError(

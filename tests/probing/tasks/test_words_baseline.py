@@ -82,5 +82,8 @@ def test_the_baseline_must_hold_the_same_words_layers_and_poolings(random_words,
         offsets, forms = opened.word_offsets(), opened.word_forms()
     offsets, forms = change.get("offsets", lambda o: o)(offsets), change.get("forms", lambda f: f)(forms)
     main = SimpleNamespace(word_offsets=lambda: offsets, word_forms=lambda: forms)
-    with pytest.raises(InputError, match=expected):
+    with pytest.raises(InputError, match=expected) as err:
         check_word_baseline(main, random_words, change.get("layers", [0]), change.get("poolings", ["first"]), False)
+    assert err.value.hint  # every refusal says what to do
+    if "layers" in change:  # the probed layers both files store, as a sentence baseline's refusal names them
+        assert err.value.hint.startswith("probe only those both files store, --layer 0, or extract the baseline")
