@@ -1,6 +1,7 @@
 """The hint of a ``--text-col`` that names no column of the corpus: the pair of text columns or the text column
 a known corpus spells (SICK's ``sentence_A``, SNLI's ``premise``...), worded for the caller: ``--text-col X`` on the
-command line, ``text_col='X'`` from Python (``featx.options.spoken_value``)."""
+command line, ``text_col='X'`` from Python (``featx.options.spoken_value``); and the hint for a CoNLL-U file read
+as a table (``conllu_hint``: one named ``.txt``, say)."""
 
 from __future__ import annotations
 
@@ -45,3 +46,19 @@ def text_col_hint(header: list[str]) -> str:
 
 
 __all__ = ["PAIR_COLUMNS", "TEXT_COLUMNS", "text_col_hint"]
+
+
+CONLLU_LINES = 40  # the first non-blank lines looked at to tell a CoNLL-U treebank
+
+
+def conllu_hint(data: bytes) -> str | None:
+    """How to read ``data`` as words, when it looks like a CoNLL-U treebank (``# sent_id``/``# text =`` comment
+    lines, or word lines of 10 tab-separated fields numbered from 1) that was read as a table of texts: a
+    ``.txt`` or ``.csv`` suffix and no ``--word-format``. None for anything else."""
+    lines = [line for line in data[:65536].decode("utf-8", "replace").splitlines() if line.strip()][:CONLLU_LINES]
+    comments = any(line.startswith(("# sent_id", "# text =", "# text=")) for line in lines)
+    words = any(len(fields := line.split("\t")) == 10 and fields[0] == "1" for line in lines)
+    if not (comments or words):
+        return None
+    option = spoken_value(None, "word_format", "conllu", "--word-format")
+    return f"it looks like a CoNLL-U treebank: read it as one with {option} (or name it .conllu)"

@@ -33,7 +33,7 @@ from ...io import (
     unwrap_gzip,
 )
 from ...options import spoken_value
-from .column_hints import text_col_hint
+from .column_hints import conllu_hint, text_col_hint
 from .senteval import LABEL_COLUMN, check_senteval_options, is_senteval, parse_senteval, split_note
 
 if TYPE_CHECKING:
@@ -335,9 +335,15 @@ def read_corpus(
         check_senteval_options(path, text_col, id_col, pair_col, sep, keep_cols)
         return _senteval_corpus(raw, data, path, encoding, skip_empty, missing_labels, keep_cols)
     notes: list[str] = []
-    header, rows, lines = parse_table(data, path, suffix, encoding, normalise_sep(sep), notes)
-    id_col = _id_column(header, id_col, default_id_col, (text_col, pair_col))
-    header = _check_header(header, path, text_col, id_col, pair_col)
+    try:
+        header, rows, lines = parse_table(data, path, suffix, encoding, normalise_sep(sep), notes)
+        id_col = _id_column(header, id_col, default_id_col, (text_col, pair_col))
+        header = _check_header(header, path, text_col, id_col, pair_col)
+    except InputError as err:
+        treebank = conllu_hint(data)  # a treebank named .txt: not a table, whatever the table's refusal says
+        if treebank is None:
+            raise
+        raise InputError(err.message, treebank) from None
     if not rows:
         raise InputError(f"{source_name(path)} has a header but no rows", "add at least one row of text")
     text_index = header.index(text_col)

@@ -152,3 +152,30 @@ def test_label_columns_of_json_lists_or_objects_are_named_in_a_note(tmp_path):
     assert any("label column(s) meta hold" in note and "word" not in note for note in read_corpus(meta).notes)
     plain = write(tmp_path, '{"text": "hi", "label": 1}\n{"text": "yo", "label": "x"}\n', "p.jsonl")
     assert not any("JSON lists" in note for note in read_corpus(plain).notes)
+
+
+WORDS = "1\tHi\thi\tINTJ\t_\t_\t0\troot\t_\t_\n2\tthere\tthere\tADV\t_\t_\t1\tadvmod\t_\t_\n"
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        "# sent_id = a-1\n# text = Hi there\n" + WORDS,
+        WORDS,  # no comment lines
+    ],
+)
+def test_a_treebank_named_txt_is_pointed_at_word_format(tmp_path, content):
+    """A CoNLL-U file with another suffix is read as a table, whose refusal said only what is wrong with the
+    table; the hint now says how to read it as words."""
+    path = tmp_path / "gum.txt"
+    path.write_text(content, encoding="utf-8")
+    with pytest.raises(InputError) as err:
+        read_corpus(path)
+    assert (
+        err.value.hint
+        == "it looks like a CoNLL-U treebank: read it as one with --word-format conllu (or name it .conllu)"
+    )
+    table = write(tmp_path, "text,label\nhi,1\nhey,0,extra\n")  # a table's own refusal keeps its own hint
+    with pytest.raises(InputError) as err:
+        read_corpus(table)
+    assert err.value.hint.startswith("fix the row")
