@@ -81,15 +81,18 @@ def word_task(source, label: str) -> WordTask:
         )
     codes = np.asarray(source.word_labels(label), dtype=np.int64)
     kept = np.flatnonzero(codes >= 0)
-    y, names = _renumber(codes[kept], source.word_label_names(label), label)
+    y, names = _renumber(codes[kept], source.word_label_names(label), label, source)
     sentence = np.asarray(source.word_sentence(), dtype=np.int64)
     return WordTask(
         label, Level.WORD, y, names, sentence[kept], kept, word_types(source)[kept], len(codes), int(source.n_rows)
     )
 
 
-def _renumber(codes: np.ndarray, names: list[str], label: str) -> tuple[np.ndarray, list[str]]:
-    ev.check_labels(codes, names, label, "the features file")
+def _renumber(codes: np.ndarray, names: list[str], label: str, source) -> tuple[np.ndarray, list[str]]:
+    """The classes present numbered 0, 1, ... (a label refused by ``check_labels``, naming ``source``: a features
+    file's path, or a path or name given as it is; an in-memory source of the tests has neither)."""
+    where = source if isinstance(source, str | Path) else getattr(source, "path", None)
+    ev.check_labels(codes, names, label, where or "the features file")
     present = np.unique(codes)
     return np.searchsorted(present, codes), [names[code] for code in present]
 
@@ -131,7 +134,7 @@ def relation_task(source, label: str, notes: list[str] | None = None) -> WordTas
     heads, dependents = heads[keep], dependents[keep]
     if not len(dependents):
         raise InputError(f"no word has both a head and a '{label}' label", "extract a treebank with HEAD and DEPREL")
-    y, names = _renumber(codes[keep], source.word_label_names(label), label)
+    y, names = _renumber(codes[keep], source.word_label_names(label), label, source)
     sentence = np.asarray(source.word_sentence(), dtype=np.int64)
     types = word_types(source)
     return WordTask(
@@ -212,7 +215,7 @@ def items_in_split(task: WordTask, split: np.ndarray | None, notes: list[str], s
     if usable.all():
         return task
     keep = np.flatnonzero(usable)
-    y, names = _renumber(task.y[keep], task.class_names, task.label)
+    y, names = _renumber(task.y[keep], task.class_names, task.label, source)
     return replace(task, y=y, class_names=names, groups=task.groups[keep], words=task.words[keep], keys=task.keys[keep])
 
 

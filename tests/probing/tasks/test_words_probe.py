@@ -334,6 +334,22 @@ def test_word_probe_bad_options(options, message):
         _run(PlantedWords(n_sentences=20), **options)
 
 
+def test_a_one_class_word_label_names_its_file():
+    """The refusal names the features file (its path), where it said 'of the features file'."""
+    source = PlantedWords(n_sentences=20)
+    one = SimpleNamespace(
+        path="gum.h5",
+        n_rows=source.n_rows,
+        word_label_columns=source.word_label_columns,
+        word_labels=lambda label: np.zeros_like(np.asarray(source.word_labels(label))),
+        word_label_names=source.word_label_names,
+        word_sentence=source.word_sentence,
+        word_forms=source.word_forms,
+    )
+    with pytest.raises(InputError, match=r"label column 'upos' of gum\.h5 has only one class \('"):
+        word_task(one, "upos")
+
+
 # -- through a real features file ----------------------------------------------------------------------------------
 class _Corpus:
     """The least ``FeatureWriter.create`` needs of a corpus of words and its tokenisation (duck-typed)."""
