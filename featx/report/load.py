@@ -300,8 +300,7 @@ def best_row(rows: pd.DataFrame, metric: str = "accuracy") -> pd.Series:
 
 
 def lexical_source(meta: dict | None) -> str:
-    """Where a lexical row fitted beside another model came from (``featx study``: meta ``lexical.from``), as
-    " (fitted beside model M's probe, PATH; reused, not refitted)"; "" for a run's own."""
+    """A study's copied lexical row: " (fitted beside model M's probe, PATH; reused, not refitted)"; else ""."""
     lexical = (meta or {}).get("lexical")
     if not isinstance(lexical, dict) or not lexical.get("from"):
         return ""
