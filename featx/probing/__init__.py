@@ -33,6 +33,7 @@ _HOMES = {
     "load_results": "results",
     "regression_metrics": "evaluation",
     "results_paths": "results",
+    "write_results": "results",
     "ProbeTask": "tasks.base",
     "describe_labels": "label_summary",
     "lexical_predictions": "tasks.lexical",

@@ -250,23 +250,26 @@ def comparison_table(entries: list[Entry], metric: str = "accuracy") -> pd.DataF
     return pd.DataFrame.from_records(records)
 
 
-def paired_tests(entries: list[Entry]) -> tuple[pd.DataFrame, list[str]]:
+def paired_tests(entries: list[Entry], relative_depth: bool = False) -> tuple[pd.DataFrame, list[str]]:
     """Per-layer paired tests of every file against the first one, where both hold the same rows, in the
-    comparison's metric."""
+    comparison's metric: layer by layer, or (``relative_depth``, as the figure aligns them) each layer of the
+    model with fewer layers against the other's at (or nearest) its relative depth (``layer``, ``layer_b``)."""
     parts, notes = [], []
     first = entries[0]
     for other in entries[1:]:
         reason = why_not_paired(first.meta, other.meta)
         if reason is None:
+            depths = (first.n_layers, other.n_layers) if relative_depth else None
             try:
-                table = paired_layer_tests(first.meta, other.meta, metric=first.metric)
+                table = paired_layer_tests(first.meta, other.meta, metric=first.metric, depths=depths)
             except (ValueError, KeyError, OSError) as err:
                 reason = str(err)
             else:
                 parts.append(table.assign(a=first.name, b=other.name))
                 continue
         notes.append(f"no paired test of {other.name} against {first.name}: {reason}")
-    columns = ["a", "b", "layer", "metric", "score_a", "score_b", "difference", "p", "p_holm", "significant", "tested"]
+    columns = ["a", "b", "layer", "layer_b", "metric", "score_a", "score_b", "difference", "p", "p_holm"]
+    columns += ["significant", "tested"]
     tests = pd.concat(parts, ignore_index=True)[columns] if parts else pd.DataFrame(columns=columns)
     return tests, notes
 
@@ -307,7 +310,7 @@ class CompareConfig(Options):
         help="Comma-separated line names, one per RESULTS (default: what differs).",
     )
     relative_depth: bool = option(
-        False, flag="--relative-depth", help="x = layer / number of layers, so models of any depth line up."
+        False, flag="--relative-depth", help="x = layer / number of layers; paired tests pair layers at the same depth."
     )
     output: str | os.PathLike | None = option(  # the command line's default: compare.png
         None,
@@ -346,7 +349,7 @@ def compare(sources: Iterable | CompareConfig, **options: Any) -> Comparison:
     names = list(config.names) if config.names is not None else None
     entries = load_entries(list(config.results), config.metric, config.classifier, config.pooling, names)
     metric = entries[0].metric
-    paired, notes = paired_tests(entries) if config.tests and len(entries) > 1 else (None, [])
+    paired, notes = paired_tests(entries, config.relative_depth) if config.tests and len(entries) > 1 else (None, [])
     with plt.rc_context(RC):
         fig, ax = plt.subplots(figsize=(9, 6), layout="constrained")
         plot_compare(entries, ax=ax, metric=metric, relative_depth=config.relative_depth, tests=paired)

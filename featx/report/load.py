@@ -299,9 +299,19 @@ def best_row(rows: pd.DataFrame, metric: str = "accuracy") -> pd.Series:
     return ranked.iloc[0]
 
 
-def references(frame: pd.DataFrame, metric: str = "accuracy", classifier: str | None = None) -> list[tuple[str, float]]:
-    """Horizontal reference values: majority class, lexical baseline, best control task,
-    best baseline-features probe."""
+def lexical_source(meta: dict | None) -> str:
+    """A study's copied lexical row: " (fitted beside model M's probe, PATH; reused, not refitted)"; else ""."""
+    lexical = (meta or {}).get("lexical")
+    if not isinstance(lexical, dict) or not lexical.get("from"):
+        return ""
+    return f" (fitted beside model {lexical.get('model')}'s probe, {lexical['from']}; reused, not refitted)"
+
+
+def references(
+    frame: pd.DataFrame, metric: str = "accuracy", classifier: str | None = None, meta: dict | None = None
+) -> list[tuple[str, float]]:
+    """Horizontal reference values: majority class, lexical baseline (where it came from: ``lexical_source``),
+    best control task, best baseline-features probe."""
     found: list[tuple[str, float]] = []
     majority = frame[frame["kind"] == "majority"]
     if metric in majority.columns and not majority[metric].dropna().empty:
@@ -311,7 +321,7 @@ def references(frame: pd.DataFrame, metric: str = "accuracy", classifier: str | 
         found.append(("training mean", float(mean[metric].dropna().iloc[0])))
     lexical = frame[frame["kind"] == "lexical"]  # words: most frequent label per type; sentences: TF-IDF n-grams
     if metric in lexical.columns and not lexical[metric].dropna().empty:
-        found.append((_lexical_name(frame), float(lexical[metric].dropna().iloc[0])))
+        found.append((_lexical_name(frame) + lexical_source(meta), float(lexical[metric].dropna().iloc[0])))
     rows = layer_rows(frame, classifier)
     control_column = "control_accuracy" if metric == "accuracy" else f"control_{metric}"
     if control_column in rows.columns and not rows[control_column].dropna().empty:

@@ -12,6 +12,7 @@ and its paired test flips (or swaps) whole groups, as the probe's did.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
@@ -140,22 +141,46 @@ def paired_test_at(meta_a: dict, layer_a: int, meta_b: dict, layer_b: int, metri
     return {"score_a": score_a, "score_b": score_b, "p": p}
 
 
+def depth_pairs(layers_a: Iterable[int], n_a: int, layers_b: Iterable[int], n_b: int) -> list[tuple[int, int]]:
+    """The predicted layers of a and b at the same relative depth (layer / the model's top layer, the x of
+    ``--relative-depth``): each layer of the model with fewer layers beside the other model's layer nearest its
+    depth (ties: the lower one), at exactly its depth where the other has one (6 vs 2 layers: 0-0, 3-1, 6-2);
+    a layer whose counterpart has no predictions is left out. Equal depths pair layer by layer."""
+    a, b = sorted(set(layers_a)), sorted(set(layers_b))
+    if n_a == n_b:
+        return [(layer, layer) for layer in a if layer in b]
+    few, many, n_few, n_many = (a, b, n_a, n_b) if n_a < n_b else (b, a, n_b, n_a)
+    nearest = {layer: math.ceil(layer * n_many / n_few - 0.5) for layer in few}
+    pairs = [(layer, other) for layer, other in nearest.items() if other in many]
+    return pairs if n_a < n_b else [(mine, theirs) for theirs, mine in pairs]
+
+
 def paired_layer_tests(
-    meta_a: dict, meta_b: dict, alpha: float = SIGNIFICANCE_ALPHA, metric: str = "accuracy"
+    meta_a: dict,
+    meta_b: dict,
+    alpha: float = SIGNIFICANCE_ALPHA,
+    metric: str = "accuracy",
+    depths: tuple[int, int] | None = None,
 ) -> pd.DataFrame:
-    """Per common layer: ``metric`` of a and b on the same rows (``score_a``, ``score_b``), p (the paired test
-    of that metric, as between layers), Holm-adjusted p, significant."""
+    """Per pair of layers (each common layer with itself; with ``depths``, the two models' top layers, the
+    predicted layers at the same relative depth: ``depth_pairs``): ``metric`` of a at ``layer`` and b at
+    ``layer_b`` on the same rows (``score_a``, ``score_b``), p (the paired test of that metric, as between
+    layers), Holm-adjusted p, significant."""
     a, b, y, names, read, scoring, plan, tested = _paired_inputs(meta_a, meta_b, metric)
     columns_a, columns_b = _layer_columns(a), _layer_columns(b)
+    if depths is None:
+        paired = [(layer, layer) for layer in sorted(set(columns_a) & set(columns_b))]
+    else:
+        paired = depth_pairs(columns_a, depths[0], columns_b, depths[1])
     records = []
-    for layer in sorted(set(columns_a) & set(columns_b)):
-        pred_a, pred_b = read(a[columns_a[layer]]), read(b[columns_b[layer]])
+    for layer, layer_b in paired:
+        pred_a, pred_b = read(a[columns_a[layer]]), read(b[columns_b[layer_b]])
         if names is not None and ((pred_a < 0).any() or (pred_b < 0).any()):
             raise ValueError(f"layer {layer}: a prediction is not among the run's classes")
         score_a, score_b = (scoring.value(y[tested], pred[tested]) for pred in (pred_a, pred_b))
         p = scoring.p_value(plan, y, pred_a, pred_b, N_BOOT, int(meta_a.get("seed") or 0))
-        records.append({"layer": layer, "score_a": score_a, "score_b": score_b, "p": p})
-    table = pd.DataFrame.from_records(records, columns=["layer", "score_a", "score_b", "p"])
+        records.append({"layer": layer, "layer_b": layer_b, "score_a": score_a, "score_b": score_b, "p": p})
+    table = pd.DataFrame.from_records(records, columns=["layer", "layer_b", "score_a", "score_b", "p"])
     table["difference"] = table["score_a"] - table["score_b"]
     table["p_holm"] = holm(table["p"].to_numpy()) if len(table) else []
     table["significant"] = [bool(p < alpha) if not math.isnan(p) else False for p in table["p_holm"]]

@@ -41,8 +41,9 @@ class Similarity:
     name_a: str
     name_b: str
     pooling: str
-    n_rows: int
+    n_rows: int  # rows, or words of a word-level file's word vectors (``unit``)
     written: list[Path] = field(default_factory=list)
+    unit: str = "rows"
 
     def frame(self) -> pd.DataFrame:
         """The matrix as a table: rows = layers of file a, columns = layers of file b, 4 decimals."""
@@ -53,10 +54,15 @@ class Similarity:
         )
         return frame.round(4)
 
+    @property
+    def what(self) -> str:
+        """``mean pooling``, or for word vectors ``first word pooling``."""
+        return f"{self.pooling} {'word ' if self.unit == 'words' else ''}pooling"
+
     def format(self) -> str:
         """The terminal text of ``featx similarity``: what the matrix holds, then the matrix."""
         return (
-            f"linear CKA, {self.pooling} pooling, {self.n_rows:,} rows: rows = layers of {self.name_a}, "
+            f"linear CKA, {self.what}, {self.n_rows:,} {self.unit}: rows = layers of {self.name_a}, "
             f"columns = layers of {self.name_b}\n"
             + self.frame().to_string(float_format=lambda v: f"{v:.3f}", na_rep="-")
         )
@@ -65,17 +71,21 @@ class Similarity:
 class _Layers:
     """Centred float64 layers of one file, read one at a time (cached while the file is small)."""
 
-    def __init__(self, opened, pooling: str, site: str):
-        self.opened, self.pooling, self.site = opened, pooling, site
+    def __init__(self, opened, pooling: str, site: str, words: bool = False):
+        self.opened, self.pooling, self.site, self.words = opened, pooling, site, words
         self.layers = opened.site_layers(site)
-        size = opened.n_rows * opened.site_width(site) * 8 * len(self.layers)
+        self.n = int(opened.word_offsets()[-1]) if words else opened.n_rows
+        size = self.n * opened.site_width(site) * 8 * len(self.layers)
         self.cache: dict[int, np.ndarray] | None = {} if size <= CACHE_BYTES else None
         self.self_norm: dict[int, float] = {}
 
     def get(self, layer: int) -> np.ndarray:
         if self.cache is not None and layer in self.cache:
             return self.cache[layer]
-        X = self.opened.features(self.pooling, layer, dtype=np.float64, site=self.site)
+        if self.words:
+            X = self.opened.word_features(self.pooling, layer, dtype=np.float64)
+        else:
+            X = self.opened.features(self.pooling, layer, dtype=np.float64, site=self.site)
         X -= X.mean(axis=0)
         if layer not in self.self_norm:
             self.self_norm[layer] = float(np.linalg.norm(X.T @ X))
@@ -95,6 +105,41 @@ def linear_cka(X: np.ndarray, Y: np.ndarray) -> float:
     Y = np.asarray(Y, dtype=np.float64) - np.asarray(Y, dtype=np.float64).mean(axis=0)
     denominator = np.linalg.norm(X.T @ X) * np.linalg.norm(Y.T @ Y)
     return float(np.linalg.norm(X.T @ Y) ** 2 / denominator) if denominator > 1e-12 else float("nan")
+
+
+def _check_pooling(opened, pooling: str, site: str, words: bool) -> None:
+    """A word pooling asked of the sentence poolings (or word vectors of another site, or of a file without
+    words) is refused with what the file stores and how to read it."""
+    if words:
+        if site != "hidden":
+            raise InputError(f"word vectors are stored for site 'hidden' only, not '{site}'", "leave --site out")
+        if not opened.has_words:
+            raise InputError(
+                f"{opened.path} has no word vectors (a features file of sentences)",
+                f"leave {_words_flag()} out to compare its sentence poolings: {', '.join(opened.site_poolings(site))}",
+            )
+        return
+    poolings = opened.site_poolings(site)
+    if pooling not in poolings and site == "hidden" and opened.has_words and pooling in opened.word_poolings():
+        raise InputError(
+            f"'{pooling}' is a word pooling of {opened.path} (one vector per word), not one of its sentence poolings "
+            f"({', '.join(poolings) or 'none stored'})",
+            f"add {_words_flag()} to compare its word vectors ({', '.join(opened.word_poolings())}), or choose a "
+            "sentence pooling",
+        )
+
+
+def _words_flag() -> str:
+    return "--words" if on_command_line() else "words=True"
+
+
+def _check_same_words(a, b) -> None:
+    """Two files' word vectors are compared word by word: the same words of the same rows."""
+    if not np.array_equal(a.word_offsets(), b.word_offsets()) or a.word_forms() != b.word_forms():
+        raise InputError(
+            f"{a.path} and {b.path} do not hold the same words",
+            "extract both from the same word input (CoNLL-U, columns, JSON Lines of tokens)",
+        )
 
 
 def _check_same_rows(a, b) -> None:
@@ -128,6 +173,9 @@ class SimilarityConfig(Options):
     other: str | os.PathLike | None = None
     pooling: str = option("mean", flag="--pooling", help="Which stored pooling to compare.")
     site: str = option("hidden", flag="--site", help="Which stored site.")
+    words: bool = option(
+        False, flag="--words", help="Compare the word vectors of a word-level file (--pooling: a word pooling)."
+    )
     output: str | os.PathLike | None = option(
         None,
         flag=("-o", "--output"),
@@ -145,16 +193,21 @@ class SimilarityConfig(Options):
 
 
 def default_output(
-    features: str | os.PathLike, other: str | os.PathLike | None = None, *, pooling: str, site: str
+    features: str | os.PathLike,
+    other: str | os.PathLike | None = None,
+    *,
+    pooling: str,
+    site: str,
+    words: bool = False,
 ) -> Path:
     """``FEATURES stem + .POOLING.SITE.cka.png``, or ``FEATURES stem + .vs. + OTHER stem + .POOLING.SITE.cka.png``,
-    beside FEATURES: runs of another pooling or site write files of their own."""
+    beside FEATURES: runs of another pooling or site write files of their own (word vectors: ``.POOLING-words``)."""
     features = Path(features)
     stem = features.name[: -len(features.suffix)] if features.suffix else features.name
     if other is not None:
         other = Path(other)
         stem += ".vs." + (other.name[: -len(other.suffix)] if other.suffix else other.name)
-    return features.with_name(f"{stem}.{pooling}.{site}.cka.png")
+    return features.with_name(f"{stem}.{pooling}{'-words' if words else ''}.{site}.cka.png")
 
 
 @keywords_of(SimilarityConfig)  # from Python, a message names the keyword given (dpi=0), the CLI the flag
@@ -166,9 +219,11 @@ def similarity(features, other=None, **options: Any) -> Similarity:
     ``features`` may also be a whole ``SimilarityConfig``.
     """
     config = SimilarityConfig.build(features, **({"other": other} if other is not None else {}), **options)
-    result = _similarity(config.features, config.other, config.pooling, config.site)
+    result = _similarity(config.features, config.other, config.pooling, config.site, config.words)
     if config.output is not None or config.write:
-        named = default_output(config.features, config.other, pooling=config.pooling, site=config.site)
+        named = default_output(
+            config.features, config.other, pooling=config.pooling, site=config.site, words=config.words
+        )
         output = config.output or named
         result.written = write_similarity(result, output, config.formats, config.dpi)
     return result
@@ -187,24 +242,30 @@ def write_similarity(
     return [*written, write_csv(result.frame(), output.with_suffix(".csv"), index=True)]
 
 
-def _similarity(features, other, pooling: str, site: str) -> Similarity:
+def _similarity(features, other, pooling: str, site: str, words: bool = False) -> Similarity:
     from ..store import FeatureRead, open_features
 
     a = open_features(features)
     b = open_features(other) if other is not None else a
+    kind = "words" if words else "pooled"
     try:
+        for opened in (a, b) if b is not a else (a,):
+            _check_pooling(opened, pooling, site, words)
         if other is not None:
             _check_same_rows(a, b)
-        if a.n_rows < 3:
-            raise InputError(f"{a.path} has {a.n_rows} rows; CKA needs at least 3")
+            if words:
+                _check_same_words(a, b)
+        left, right = _Layers(a, pooling, site, words), (_Layers(b, pooling, site, words) if b is not a else None)
+        if left.n < 3:
+            raise InputError(f"{a.path} has {left.n} {'words' if words else 'rows'}; CKA needs at least 3")
         for opened in (a, b) if b is not a else (a,):  # inf or NaN in any layer: refused before the first product
-            opened.require_finite(FeatureRead("pooled", layer, pooling, site) for layer in opened.site_layers(site))
-        left, right = _Layers(a, pooling, site), (_Layers(b, pooling, site) if b is not a else None)
+            opened.require_finite(FeatureRead(kind, layer, pooling, site) for layer in opened.site_layers(site))
         matrix = _cka_matrix(left, right)
         name_a, name_b = _name(a), _name(b)
         if other is not None and name_a == name_b:
             name_a, name_b = Path(a.path).name, Path(b.path).name
-        return Similarity(matrix, left.layers, (right or left).layers, name_a, name_b, pooling, a.n_rows)
+        unit = "words" if words else "rows"
+        return Similarity(matrix, left.layers, (right or left).layers, name_a, name_b, pooling, left.n, unit=unit)
     finally:
         a.close()
         if b is not a:
@@ -255,7 +316,7 @@ def plot_similarity(result: Similarity, ax=None, title: bool | str = True):
             ax.set_title(
                 title
                 if isinstance(title, str)
-                else f"linear CKA by layer ({result.pooling} pooling, {result.n_rows:,} rows; – = a constant layer)",
+                else f"linear CKA by layer ({result.what}, {result.n_rows:,} {result.unit}; – = a constant layer)",
                 loc="left",
             )
     return ax

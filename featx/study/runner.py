@@ -30,6 +30,7 @@ from .columns import check_corpora
 from .compare import paired_models
 from .config import check_study
 from .engines import ENGINES, Engine, engine_named
+from .lexical import share_lexical
 from .missing import check_missing
 from .plan import StudyPlan, make_plan
 from .records import DONE, FAILED, cell_folders, cell_status, record_state, state_folder
@@ -190,8 +191,10 @@ def _closing(engine: Engine, stages: dict[str, float]) -> Iterator[None]:
 
 def write_tables(plan: StudyPlan) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, list[Path]]:
     """The results table, the summary and the model-vs-model tests of every done cell, written to OUTPUT; and
-    the files written."""
+    the files written. First every done cell without its (corpus, label)'s lexical baseline gets the one fitted
+    beside another model (``lexical.share_lexical``: the same figures, so that each cell's own results carry it)."""
     output = plan.config.output
+    share_lexical(plan)
     results = results_table(plan)
     written = write_results(results, output)
     summary = summarise(results)

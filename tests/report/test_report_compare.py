@@ -249,3 +249,22 @@ def test_relative_depth_divides_by_the_model_s_layers_not_the_highest_probed(tmp
     table = cmp.compare([probed, moved], relative_depth=True, tests=False).table
     assert list(table["best_layer"]) == [1, 1]
     assert list(table["n_layers"]) == [2, 1] and list(table["relative_depth"]) == [0.5, 1.0]
+
+
+@pytest.mark.slow
+def test_relative_depth_pairs_the_layers_the_figure_aligns(real_runs):
+    """With --relative-depth the paired tests pair layers at the same depth (as the curves line them up), not
+    the same index: 6 vs 2 layers tests 3 against 1, not 2 against 2; the printout says which layers were paired."""
+    from featx.report.paired import depth_pairs
+    from featx.report.text.compare import format_comparison
+
+    assert depth_pairs(range(7), 6, range(3), 2) == [(0, 0), (3, 1), (6, 2)]
+    assert depth_pairs(range(3), 2, range(7), 6) == [(0, 0), (1, 3), (2, 6)]
+    assert depth_pairs(range(7), 6, range(5), 4) == [(0, 0), (1, 1), (3, 2), (4, 3), (6, 4)]  # nearest, lower tie
+    entries = cmp.load_entries([real_runs["main"], real_runs["baseline"]])
+    entries[1].n_layers = 4  # as a 4-layer model whose run kept layers 0-2: its layer 2 is the other's layer 1
+    tests, _ = cmp.paired_tests(entries, relative_depth=True)
+    assert list(zip(tests.layer, tests.layer_b, strict=True)) == [(0, 0), (1, 2)]  # a's top (b's 4) not predicted
+    assert list(cmp.paired_tests(entries)[0].layer_b) == [0, 1, 2]  # without it: layer by layer, as drawn
+    text = format_comparison(cmp.comparison_table(entries), tests, [])
+    assert "paired by relative depth" in text and "layer A / B" in text and "1 / 2" in text

@@ -131,6 +131,7 @@ def test_the_default_names_say_the_pooling_and_the_site(real_runs, tmp_path):
     [
         (["missing.h5"], "does not exist"),
         (["FEATURES", "--pooling", "max"], "pooling 'max' is not stored"),
+        (["FEATURES", "--words"], "has no word vectors (a features file of sentences)"),  # hint: leave --words out
     ],
 )
 def test_cli_similarity_errors_exit_2(real_runs, tmp_path, args, message):
@@ -138,3 +139,46 @@ def test_cli_similarity_errors_exit_2(real_runs, tmp_path, args, message):
     outcome = CliRunner().invoke(main, ["similarity", *args, "-o", str(tmp_path / "c.png")])
     assert outcome.exit_code == 2, outcome.output
     assert message in outcome.output and "Traceback" not in outcome.output
+
+
+@pytest.mark.slow
+def test_a_word_level_file_compares_its_word_vectors_or_says_how(word_features, tmp_path):
+    """A word pooling (one vector per word) was refused as "not stored"; it is a word pooling: --words compares
+    the word vectors, word by word, and without it the refusal says what it is and offers --words."""
+    features, _ = word_features
+    with featx.open(features) as opened:
+        word_only = next(name for name in opened.word_poolings() if name not in opened.site_poolings("hidden"))
+        first, top = opened.layers[0], opened.layers[-1]
+        expected = sim.linear_cka(opened.word_features(word_only, first), opened.word_features(word_only, top))
+        n_words = len(opened.word_forms())
+    result = sim.similarity(features, pooling=word_only, words=True)
+    assert result.unit == "words" and result.n_rows == n_words and result.matrix[0, -1] == pytest.approx(expected)
+    assert f"linear CKA, {word_only} word pooling, {n_words:,} words" in result.format()
+    with pytest.raises(InputError, match=f"'{word_only}' is a word pooling of") as refused:
+        sim.similarity(features, pooling=word_only)
+    assert "words=True" in refused.value.hint
+    outcome = CliRunner().invoke(main, ["similarity", str(features), "--pooling", word_only, "-o", str(tmp_path / "c")])
+    assert outcome.exit_code == 2 and "add --words to compare its word vectors" in outcome.output, outcome.output
+    twice = sim.similarity(features, features, pooling=word_only, words=True)  # two files: word by word
+    assert np.diag(twice.matrix) == pytest.approx(np.ones(len(twice.layers_a)))
+    with pytest.raises(InputError, match="stored for site 'hidden' only"):
+        sim.similarity(features, pooling=word_only, words=True, site="ffn")
+
+
+class _Words:
+    """What ``_check_same_words`` reads of a features file: its path, word offsets and forms."""
+
+    def __init__(self, path, forms):
+        self.path, self.forms = path, forms
+
+    def word_offsets(self):
+        return np.array([0, len(self.forms)])
+
+    def word_forms(self):
+        return self.forms
+
+
+def test_word_vectors_of_other_words_are_refused():
+    sim._check_same_words(_Words("a.h5", ["a", "b"]), _Words("b.h5", ["a", "b"]))
+    with pytest.raises(InputError, match="a.h5 and b.h5 do not hold the same words"):
+        sim._check_same_words(_Words("a.h5", ["a", "b"]), _Words("b.h5", ["a", "c"]))

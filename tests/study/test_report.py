@@ -27,6 +27,8 @@ def test_the_study_page_links_each_cells_own_report(done_study, tmp_path):
     assert all((output / path).is_file() for path in own) and len(lines) == len(cells)
     assert html.count("plotly.js v") <= 1  # the plotly bundle once, whatever the figures
     assert "Grouped corpora: sents by doc." in html  # [[corpora]] group: which corpora kept their groups whole
+    reused = (output / "rand/sents/label.report.html").read_text()  # the lexical baseline fitted beside tiny's
+    assert "fitted beside model tiny&#x27;s probe, tiny/sents/label.probe.csv; reused, not refitted" in reused
     stamps = {path: (output / path).stat().st_mtime_ns for path in own}
     again: list[str] = []
     write_report(study, echo=again.append)

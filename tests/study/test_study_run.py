@@ -41,6 +41,19 @@ def test_a_study_runs_every_cell_and_records_the_failing_ones(done_study):
     assert table.random_init.tolist() == [False] * 9 + [True] * 9 and table.seed.tolist()[-1] == 0
     lexical = table.groupby(["corpus", "label"]).lexical.nunique()
     assert (lexical == 1).all() and table.lexical.notna().all()
+    from featx.probing import load_results
+    from featx.report import compare_results
+
+    cells = [cell for cell in result.plan.probes if cell.corpus.name != "bad"]
+    for cell in cells:  # each cell's own results carry its task's lexical baseline, fitted once: the same figure
+        frame, meta = load_results(cell.results)
+        row = frame[frame.kind == "lexical"]
+        task = table[(table.corpus == cell.corpus.name) & (table.label == cell.label)]
+        assert len(row) == 1 and row.accuracy.iloc[0] == task.lexical.iloc[0], cell.task.key
+        assert cell.lexical or (meta["lexical"]["model"] == "tiny" and row.p_vs_best.isna().all())
+    compared = compare_results([cell.results for cell in cells if cell.label == "label"])  # tiny's and rand's
+    assert compared.table.lexical.notna().all() and compared.table.lexical.nunique() == 1
+    compared.close()
     assert (table.selectivity == table.score - table.control).all()
     pd.testing.assert_frame_equal(load(result.plan.config.output), table)
     from featx.io import read_csv

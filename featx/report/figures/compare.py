@@ -122,6 +122,7 @@ def _ring_significant(ax, entry: Entry, tests: pd.DataFrame, metric: str, relati
     if mine.empty:
         return False
     values = dict(zip(entry.rows["layer"].astype(int), entry.rows[metric].astype(float), strict=False))
-    layers = [int(layer) for layer in mine["layer"] if int(layer) in values]
+    tested = mine["layer_b"] if "layer_b" in mine else mine["layer"]  # b's layer of each pair (relative depth)
+    layers = [int(layer) for layer in tested if int(layer) in values]
     ring(ax, _x(entry, layers, relative_depth), [values[layer] for layer in layers], size=11, width=1.4, zorder=5)
     return bool(layers)

@@ -110,7 +110,7 @@ def _layer_sections(frame: pd.DataFrame, meta: dict, classifier: str, metric: st
         f'<p class="muted">Highlighted: the row of each pooling {chosen}. p vs best: paired test against the '
         "pooling's best layer, Holm-adjusted; ! = significant at 0.05.</p>",
         "<h2>References</h2>",
-        table_html(reference_table(frame, metric, classifier)),
+        table_html(reference_table(frame, metric, classifier, meta)),
     ]
     cosine = cosine_table(meta)
     if cosine is not None:

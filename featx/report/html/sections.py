@@ -136,10 +136,10 @@ def layer_table(
     return pd.DataFrame.from_records(records), best
 
 
-def reference_table(frame: pd.DataFrame, metric: str, classifier: str) -> pd.DataFrame:
+def reference_table(frame: pd.DataFrame, metric: str, classifier: str, meta: dict | None = None) -> pd.DataFrame:
     """The reference values drawn as lines (majority class or training mean, lexical baseline, control task,
-    baseline features), in ``metric``."""
-    found = references(frame, metric, classifier)
+    baseline features), in ``metric``; a lexical baseline fitted beside another model says so (``meta``)."""
+    found = references(frame, metric, classifier, meta)
     return pd.DataFrame([(name, num(value)) for name, value in found], columns=["reference", metric])
 
 

@@ -29,16 +29,19 @@ def format_comparison(
     lines = grid(header, rows)
     if tests is not None and not tests.empty:
         for (a, b), part in tests.groupby(["a", "b"], sort=False):
+            by_depth = "layer_b" in part and bool((part["layer_b"] != part["layer"]).any())
+            how = "paired by relative depth (layer A / B at the same depth, else the nearest); " if by_depth else ""
             lines += [
                 "",
-                f"paired test per layer: A = {a}, B = {b} ({part['tested'].iloc[0]}; Holm over layers; ! = p < 0.05)",
+                f"paired test per layer: A = {a}, B = {b} ({part['tested'].iloc[0]}; {how}Holm over layers; "
+                "! = p < 0.05)",
             ]
             named = str(part["metric"].iloc[0]) if "metric" in part else metric
             lines += grid(
-                ["layer", f"{named} A", f"{named} B", "A - B", "p (Holm)"],  # compare.tests.csv's difference
-                [
+                ["layer A / B" if by_depth else "layer", f"{named} A", f"{named} B", "A - B", "p (Holm)"],
+                [  # A - B: compare.tests.csv's difference
                     [
-                        str(int(r.layer)),
+                        f"{int(r.layer)} / {int(r.layer_b)}" if by_depth else str(int(r.layer)),
                         f"{r.score_a:.3f}",
                         f"{r.score_b:.3f}",
                         f"{r.difference:+.3f}",

@@ -60,7 +60,7 @@ def header_lines(table: pd.DataFrame, meta: dict) -> list[str]:
         elif "macro_f1" in row:
             scores += f", macro-F1 {num(row.macro_f1)}"
         lines.append(
-            f"{LEXICAL_NAME} ({row.classifier}): {scores}, C {general(row.C)}; {versus_best(row, table, metric)}"
+            f"{LEXICAL_NAME} ({row.classifier}): {scores}, C {general(row.C)}; {versus_best(row, table, metric, meta)}"
         )
     return lines
 
@@ -93,11 +93,15 @@ def control_value(row, metric: str, fallback: str) -> float | None:
 LEXICAL_NAME = "lexical baseline (TF-IDF word 1-2-grams + char 2-5-grams)"
 
 
-def versus_best(row, table: pd.DataFrame, metric: str) -> str:
+def versus_best(row, table: pd.DataFrame, metric: str, meta: dict | None = None) -> str:
     """The lexical row's paired test against the best single layer of the main hidden states (in a run of
     ``cat(...)`` or ``stack`` specs only, the chosen one of those; one test, no adjustment), in ``metric``,
-    the run's chosen metric."""
+    the run's chosen metric; a row fitted beside another model's probe (a study's, ``meta``) says so instead."""
     from ...probing import baseline_rivals
+    from ..load import lexical_source
+
+    if lexical_source(meta):
+        return f"{lexical_source(meta).strip(' ()')}; not tested against these layers (its predictions are not kept)"
 
     test_metric = metric
     singles = baseline_rivals(table)

@@ -85,7 +85,7 @@ def format_table(table: pd.DataFrame, meta: dict) -> str:
         row = lexical.iloc[0]
         lines.append(
             f"{LEXICAL_NAME} ({row.classifier}): {_lexical_scores(row, metric)}, alpha {general(row.alpha)}; "
-            f"{versus_best(row, table, metric)}"
+            f"{versus_best(row, table, metric, meta)}"
         )
     probes = table[~table.kind.isin(["baseline", "lexical"])]
     for (features, site, classifier), block in probes.groupby(["features", "site", "classifier"], sort=False):
