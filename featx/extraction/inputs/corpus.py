@@ -8,6 +8,8 @@ unique ids, and which columns are labels and which the split.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -311,6 +313,19 @@ def _id_column(header: list[str], id_col: str | None, default: str | None, texts
 
 
 @naming_stdin
+@contextmanager
+def _treebank_hint(data: bytes) -> Iterator[None]:
+    """A table's refusal of ``data`` that looks like a CoNLL-U treebank (one named ``.txt``: not a table, whatever
+    the table's refusal says) hinted at ``--word-format conllu`` (``column_hints.conllu_hint``)."""
+    try:
+        yield
+    except InputError as err:
+        treebank = conllu_hint(data)
+        if treebank is None:
+            raise
+        raise InputError(err.message, treebank) from None
+
+
 def read_corpus(
     path: str | Path,
     text_col: str = "text",
@@ -335,15 +350,10 @@ def read_corpus(
         check_senteval_options(path, text_col, id_col, pair_col, sep, keep_cols)
         return _senteval_corpus(raw, data, path, encoding, skip_empty, missing_labels, keep_cols)
     notes: list[str] = []
-    try:
+    with _treebank_hint(data):
         header, rows, lines = parse_table(data, path, suffix, encoding, normalise_sep(sep), notes)
         id_col = _id_column(header, id_col, default_id_col, (text_col, pair_col))
         header = _check_header(header, path, text_col, id_col, pair_col)
-    except InputError as err:
-        treebank = conllu_hint(data)  # a treebank named .txt: not a table, whatever the table's refusal says
-        if treebank is None:
-            raise
-        raise InputError(err.message, treebank) from None
     if not rows:
         raise InputError(f"{source_name(path)} has a header but no rows", "add at least one row of text")
     text_index = header.index(text_col)
