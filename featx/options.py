@@ -231,6 +231,18 @@ class Options(metaclass=_Renaming):
         return cls(**{known[0]: config, **options})
 
 
+def overwrite_option(group: str | None = None, what: str = "an existing output file") -> Any:
+    """``--overwrite``, declared once for every command that refuses an existing output without it (``featx erase``,
+    ``featx neurons``, ``featx predict``, ``featx fit``: ``safe_files.refuse_existing``); ``what``: what it replaces."""
+    return option(False, flag="--overwrite", group=group, help=f"Replace {what}.")
+
+
+def quiet_option(group: str | None = None, help: str = "No progress bar (as extract -q).") -> Any:  # noqa: A002
+    """``-q``/``--quiet``, declared once for the long commands' ``progress`` field (``featx probe``, ``erase``,
+    ``neurons``, ``intervene``, ``lens``): a flag setting it to False; from Python ``progress=False``."""
+    return option(True, flag=("--quiet", "-q"), negate=True, group=group, help=help)
+
+
 def normalise(config: Options, name: str, value: Any) -> None:
     """Set ``name`` on a frozen config while it is being checked (its canonical spelling, say)."""
     object.__setattr__(config, name, value)
@@ -260,6 +272,8 @@ __all__ = [
     "on_command_line",
     "option",
     "option_of",
+    "overwrite_option",
+    "quiet_option",
     "recorded",
     "refuse_empty_lists",
     "refuse_empty_paths",

@@ -262,6 +262,19 @@ def same_file(path: Path, other: Path) -> bool:
         return False
 
 
+EXISTING_HINT = "pass --overwrite to replace it, or choose another -o path"
+
+
+def refuse_existing(paths: Iterable[str | os.PathLike], overwrite: bool, hint: str = EXISTING_HINT) -> None:
+    """``--overwrite``'s first rule for every command (``options.overwrite_option``): without it, an output that
+    exists already (a file, a folder, a link) is refused with one line, before any work, so that nothing is lost."""
+    if overwrite:
+        return
+    for path in map(Path, paths):
+        if os.path.lexists(path):
+            raise InputError(f"{path} already exists", output_hint(hint))
+
+
 def check_overwrite(path: str | os.PathLike, what: str, own: Callable[[Path], bool]) -> None:
     """``--overwrite``'s one rule for every command: ``path`` is safe (``refuse_unsafe_target``) and, if it
     exists, is what featx itself writes there (``own``: ``is_bundle_folder``, ``is_hdf5_file``...), never a

@@ -219,16 +219,17 @@ def parse_poolings(spec: str | None, available: tuple[str, ...] | list[str] = PO
     if spec is None or spec.strip().lower() == "all":
         return list(available)
     chosen = []
+    hint = f"give one of {', '.join(available)}, a comma list of them, or all"  # those of the file, or the model
     for name in (part.strip().lower() for part in spec.split(",")):
         if not name:
             continue
         if name not in available:
             raise InputError(
                 f"pooling '{name}' is not available: choose from {', '.join(available)}",
-                SEGMENT_HINT if name in SEGMENT_POOLING_NAMES else None,
+                SEGMENT_HINT if name in SEGMENT_POOLING_NAMES else hint,
             )
         if name not in chosen:
             chosen.append(name)
     if not chosen:
-        raise InputError(f"--pooling '{spec}' selects nothing")
+        raise InputError(f"--pooling '{spec}' selects nothing", hint)
     return chosen

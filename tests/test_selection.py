@@ -58,8 +58,9 @@ def test_negative_index_counts_from_top_of_stored_layers():
 def test_poolings():
     assert parse_poolings("all") == ["cls", "mean", "max", "last", "pooler"]
     assert parse_poolings("mean, cls") == ["mean", "cls"]
-    with pytest.raises(InputError, match="not available"):
-        parse_poolings("median")
+    with pytest.raises(InputError, match="not available") as refused:
+        parse_poolings("median", ["cls", "mean"])  # featx erase --pooling median: the hint names the file's
+    assert refused.value.hint == "give one of cls, mean, a comma list of them, or all"
     # a cross-encoded pair's own pooling asked of a file without it: the hint says where it exists, and what else
     with pytest.raises(InputError, match="pooling 'mean_a' is not available") as refused:
         parse_poolings("mean,mean_a")

@@ -33,6 +33,7 @@ def neurons(features, **options):
     difference this large would arise were the top k no better than random: on a split the exact sign-flip
     test (every sign pattern counted, so no resolution floor), over folds the corrected resampled t-test;
     Holm over the layer's top-k tests, ! marks p < 0.05. --n-bootstrap sets the intervals' resamples only.
+    Writes PREFIX.csv, .ranking.csv, .json, .png and .svg; one that exists is replaced only with --overwrite.
     """
     from ..probing import neurons as run_neurons
     from ..report import format_neurons, save_neurons_figure

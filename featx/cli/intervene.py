@@ -21,7 +21,7 @@ def intervene(features, **options):
     checkpoint has a head. --edit steer --bundle B --toward C --alphas 0,1,2,4,8: a steering dose-response
     (a class-mean direction is measured only on rows it was not computed from: the test split's, or without a
     split each fold's rows along the other folds' direction; docs/intervene.md). Writes PREFIX.csv, PREFIX.json
-    and PREFIX.png."""
+    and PREFIX.png; one that exists is replaced only with --overwrite."""
     from ..extraction import unescape_cli_text
     from ..interventions import InterveneConfig, format_table
     from ..interventions import intervene as run_intervene

@@ -21,9 +21,8 @@ from typing import Any
 
 from .._version import __version__
 from ..errors import InputError
-from ..safe_files import NotARegularFile, check_overwrite, is_bundle_folder, output_hint
+from ..safe_files import NotARegularFile, check_overwrite, is_bundle_folder, output_hint, refuse_existing
 from . import checks
-from .config import overwrite_hint
 from .probe import Probe
 
 MANIFEST, WEIGHTS = checks.MANIFEST, checks.WEIGHTS
@@ -73,8 +72,7 @@ def write_bundle(probe: Probe, target: Path, overwrite: bool = False) -> Path:
     target = Path(target)
     if target.is_symlink() or (target.exists() and not target.is_dir()):
         raise InputError(f"{target} exists and is not a bundle folder", output_hint("choose another -o path"))
-    if target.exists() and not overwrite:
-        raise InputError(f"{target} already exists", overwrite_hint())
+    refuse_existing([target], overwrite)
     check_overwrite(target, "probe bundle", is_bundle_folder)
     target.parent.mkdir(parents=True, exist_ok=True)
     manifest = manifest_of(probe, "", 0)  # its content, digested into the weights file; then the weights' digest

@@ -9,7 +9,7 @@ from typing import ClassVar
 
 from ..checks import number, numbers, one_of, path_like, spelled, text, whole
 from ..errors import InputError
-from ..options import Check, Options, option, spoken_value
+from ..options import Check, Options, option, overwrite_option, spoken_value
 from ..probing import (
     DEFAULT_ALPHAS,
     DEFAULT_CS,
@@ -23,7 +23,6 @@ from ..probing import (
     group_option,
     seed_option,
 )
-from ..safe_files import output_hint
 
 HEADS = ("logreg", "svm", "mlp", "ridge")
 CLASS_METRICS = ("accuracy", "macro_f1", "balanced_accuracy")
@@ -44,12 +43,6 @@ def _check_metric(config: FitConfig) -> None:
             f"classification: {', '.join(CLASS_METRICS)}; regression: {', '.join(VALUE_METRICS)}",
         )
     object.__setattr__(config, "metric", spelled)
-
-
-def overwrite_hint() -> str:
-    """How to replace an existing bundle or write another: ``--overwrite``, ``-o`` on the command line,
-    ``overwrite=True``, ``output`` from Python."""
-    return output_hint("pass --overwrite to replace it, or choose another -o path")
 
 
 @dataclass(frozen=True)
@@ -115,7 +108,7 @@ class FitConfig(Options):
         also="The chosen probe's test score and the lexical baseline's (a head selector's UAS and its baselines', "
         "over whole test sentences).",
     )
-    overwrite: bool = option(False, flag="--overwrite", group=BUNDLE, help="Replace an existing bundle.")
+    overwrite: bool = overwrite_option(BUNDLE, "an existing bundle")
     write: bool = True
     jobs: int | None = option(  # at most one per candidate
         None, flag="--jobs", group=EVALUATION, help="Candidates scored side by side (default: one per core)."
@@ -232,7 +225,7 @@ class PredictConfig(Options):
         help="Torch device the model runs on: auto (a GPU when torch sees one, else the CPU), cpu, cuda, cuda:N "
         "or mps.",
     )
-    overwrite: bool = option(False, flag="--overwrite", group=PREDICTIONS, help="Replace an existing predictions file.")
+    overwrite: bool = overwrite_option(PREDICTIONS, "an existing predictions file")
     progress: bool = option(
         True,
         flag=("--quiet", "-q", "--no-progress"),

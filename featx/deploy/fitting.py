@@ -17,11 +17,10 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InputError
 from ..extraction import config_sha256, tokenizer_sha256
 from ..options import keywords_of
 from ..probing import bootstrap_intervals, few_scored_note, few_val_note, regression_bootstrap
-from ..safe_files import check_overwrite, check_writable, is_bundle_folder, writing
+from ..safe_files import check_overwrite, check_writable, is_bundle_folder, refuse_existing, writing
 from ..store import FeatureFile
 from .arc_plan import SELECTOR, resolve_arc_fit
 from .arc_select import OFFSET_BOUNDS
@@ -29,7 +28,7 @@ from .arc_tree import TREE
 from .attach import choose_heads, final_selector, head_test, head_test_lines, training_baselines
 from .bundle import write_bundle
 from .choose import Candidate, choose, fit_any, fit_options, score_of, take
-from .config import FitConfig, overwrite_hint
+from .config import FitConfig
 from .cv_baselines import (
     LEXICAL_NAMES,
     choice_groups,
@@ -221,8 +220,8 @@ def fit(config: FitConfig | str | Path | None = None, report: Callable[[str], No
 
     config = FitConfig.build(config, **options)
     plan = resolve_arc_fit(config) if config.arcs else resolve_fit(config)
-    if plan.config.write and plan.output.exists() and not plan.config.overwrite:
-        raise InputError(f"{plan.output} already exists", overwrite_hint())
+    if plan.config.write:
+        refuse_existing([plan.output], plan.config.overwrite)
     if plan.config.write and plan.config.overwrite:  # before any fitting: only a bundle is ever replaced
         check_overwrite(plan.output, "probe bundle", is_bundle_folder)
     if plan.config.write:

@@ -27,13 +27,14 @@ from ..safe_files import (
     check_overwrite,
     check_writable,
     is_predictions_file,
+    refuse_existing,
     same_file,
     writing,
 )
 from .arc_plan import SELECTOR
 from .arc_predict import arc_frame, arc_index, arc_score_line, arc_truth, check_arc_input, chunk_scores, item_offsets
 from .bundle import load
-from .config import PredictConfig, overwrite_hint
+from .config import PredictConfig
 from .partial import append, resume
 from .predict_inputs import read_input
 from .probe import Probe
@@ -207,9 +208,8 @@ def predict(config: PredictConfig | str | Path | None = None, **options: Any) ->
         truth = check_scoring(corpus, config.label, probe)
     output = _output(config, Path(str(config.corpus)))
     to_stdout = str(output) == STDOUT
-    if output.exists() and not config.overwrite and not to_stdout:
-        raise InputError(f"{output} already exists", overwrite_hint())
     if not to_stdout:
+        refuse_existing([output], config.overwrite)
         _check_output(output, config)  # a folder, or one of this run's inputs: refused before any work
     if config.overwrite and not to_stdout:
         check_overwrite(output, "predictions file", is_predictions_file)

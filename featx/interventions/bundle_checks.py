@@ -177,6 +177,26 @@ def _check_steer(bundle, config: InterveneConfig) -> None:
         )
 
 
+def _listed(classes) -> str:
+    shown = [str(name) for name in classes]
+    return ", ".join(shown[:8]) + (f", ... ({len(shown)} in all)" if len(shown) > 8 else "")
+
+
+def check_bundle_classes(bundle, config: InterveneConfig, label: str, classes) -> None:
+    """``--edit steer --bundle B --toward C``: C, one of the bundle's classes (``_check_steer``), is a class of the
+    label whose rows the direction and the folds read; a bundle of another label's classes (a sentiment bundle on a
+    question-type file) is refused naming both, rather than as a class without rows."""
+    toward = str(config.toward)
+    if toward in [str(name) for name in classes]:
+        return
+    fit = f"featx fit FEATURES --label {label}" if on_command_line() else f"featx.fit(features, label={label!r})"
+    raise InputError(
+        f"{_bundle(config)} predicts the classes {_listed(bundle.classes)}, not those of '{label}' "
+        f"({_listed(classes)}): {said('toward', toward)} is not a class of '{label}'",
+        f"fit a bundle on '{label}' ({fit}), or give {said('label', 'COLUMN')}: a column of the bundle's classes",
+    )
+
+
 def split_test_rows(features: FeatureFile) -> np.ndarray:
     """The file rows of its test split (``probing.split_parts``, as probe and fit read it; none without a split)."""
     from ..probing import split_parts
@@ -185,4 +205,11 @@ def split_test_rows(features: FeatureFile) -> np.ndarray:
     return np.zeros(0, np.int64) if split is None else split_parts(split)[1]
 
 
-__all__ = ["check_bundle", "load_bundle", "reads_steered_layer", "seen_rows_note", "split_test_rows"]
+__all__ = [
+    "check_bundle",
+    "check_bundle_classes",
+    "load_bundle",
+    "reads_steered_layer",
+    "seen_rows_note",
+    "split_test_rows",
+]

@@ -14,7 +14,18 @@ from typing import Any, ClassVar
 
 from ..checks import one_of, path_like
 from ..errors import InputError
-from ..options import Check, Options, Placeholder, joined, normalise, option, spoken, spoken_value
+from ..options import (
+    Check,
+    Options,
+    Placeholder,
+    joined,
+    normalise,
+    option,
+    overwrite_option,
+    quiet_option,
+    spoken,
+    spoken_value,
+)
 from ..probing import (
     DEFAULT_BOOTSTRAP,
     bootstrap_option,
@@ -278,7 +289,9 @@ class InterveneConfig(Options):
         also="The probe rows' intervals (before, after, control); the other rows, and --edit steer's, take Student-t "
         "or Wilson intervals.",
     )
+    overwrite: bool = overwrite_option(RUN, "existing results (PREFIX.csv, .json and .png)")
     write: bool = True  # the table's CSV and JSON beside the prefix
+    progress: bool = quiet_option(RUN, "No progress bar over each forward pass's rows (as extract -q).")
 
     CONSTRAINTS: ClassVar[tuple[Check, ...]] = (
         path_like("features", "bundle", "output"),

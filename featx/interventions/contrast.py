@@ -84,7 +84,7 @@ def prepare_contrast(plan) -> Contrast | None:
     tokenizer = load_tokenizer(str(folder))
     ids = answer_token_ids(answers, tokenizer, provenance.model)
     top = provenance.n_layers - 1
-    options = {**embed_options(provenance, config.device), "layers": str(top), "poolings": "at"}
+    options = {**embed_options(provenance, config.device, config.progress), "layers": str(top), "poolings": "at"}
     prompts = embed_config([], None, **options, template=config.template, pool_at="last")  # @FILE read, as extract
     check_decoder_prompt(str(prompts.template), "text", tokenizer, provenance.model)
     token_ids = tuple(ids[index] for index in order)

@@ -18,7 +18,7 @@ class Forward:
 
         with open_features(plan.features) as features:
             self.texts = as_texts(features.texts, "the file's texts")
-        options = embed_options(plan.provenance, plan.config.device)
+        options = embed_options(plan.provenance, plan.config.device, plan.config.progress)
         self.config = embed_config(self.texts, None, **options)
         config = self.config
         self.loaded = load_configured(config, native=False)  # the edits hook transformers' blocks

@@ -208,7 +208,7 @@ def _output(features: Path, config: InterveneConfig, label: str) -> Path:
 
 def make_plan(config: InterveneConfig) -> InterventionPlan:
     """The plan of ``config``: every check that needs the file, the bundle or the model's config."""
-    from .bundle_checks import check_bundle, load_bundle, seen_rows_note
+    from .bundle_checks import check_bundle, check_bundle_classes, load_bundle, seen_rows_note
 
     path = Path(str(config.features))
     bundle = load_bundle(config)
@@ -221,6 +221,8 @@ def make_plan(config: InterveneConfig) -> InterventionPlan:
         row_groups = _row_groups(features, config, notes)
         if bundle is not None:
             check_bundle(bundle, config, provenance, features)
+            if config.edit == "steer" and label in tasks:  # the label's rows read: its classes are the bundle's
+                check_bundle_classes(bundle, config, label, tasks[label].class_names)
             seen = seen_rows_note(bundle, config, features)
             notes += [seen] if seen else []
         plan = InterventionPlan(

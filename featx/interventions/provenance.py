@@ -129,14 +129,15 @@ def read_provenance(features: FeatureFile) -> Provenance:
     )
 
 
-def embed_options(provenance: Provenance, device: str) -> dict:
-    """The in-memory pass's keywords: the recorded options, the model's folder, float32, every stored layer."""
+def embed_options(provenance: Provenance, device: str, progress: bool = False) -> dict:
+    """The in-memory pass's keywords: the recorded options, the model's folder, float32, every stored layer;
+    ``progress``: a bar over each pass's rows (``featx intervene`` without ``-q``)."""
     return {
         **provenance.options,
         "model": str(provenance.model_folder),
         "device": device,
         "store_dtype": "float32",
-        "progress": False,
+        "progress": progress,
     }
 
 

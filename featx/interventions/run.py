@@ -15,7 +15,7 @@ import pandas as pd
 
 from ..options import keywords_of
 from ..probing import SIGNIFICANCE_ALPHA
-from ..safe_files import check_writable
+from ..safe_files import check_writable, refuse_existing
 from .config import InterveneConfig
 from .loss import head_of, lm_model, loss_row
 from .outputs import bundle_rows, drift_row, reproduction_note
@@ -122,8 +122,10 @@ def intervene(config: InterveneConfig | str | None = None, **options) -> Interve
     config = InterveneConfig.build(config, **options)
     started = time.perf_counter()
     plan = make_plan(config)  # every check that needs the file, the bundle or the model's config
-    if config.write:
-        check_writable(plan.output.with_name(plan.output.name + ".csv"))
+    if config.write:  # as featx erase and neurons: nothing replaced without --overwrite, the figure's included
+        written = [plan.output.with_name(plan.output.name + end) for end in (".csv", ".json", ".png")]
+        refuse_existing(written, config.overwrite)
+        check_writable(written[0])
     if config.edit == "steer":
         from .contrast import answer_dose_response, prepare_contrast
         from .steering import dose_response

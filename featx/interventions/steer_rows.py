@@ -139,7 +139,8 @@ def _class_means(plan: InterventionPlan) -> Steering:
         unlabelled = features.n_rows - len(task.kept)
     if toward not in task.class_names:
         raise InputError(
-            f"{said('toward', toward)}: no row of '{plan.label}' has that class", "steer toward a class with rows"
+            f"{said('toward', toward)}: no row of '{plan.label}' has that class",
+            f"steer toward a class of '{plan.label}' ({', '.join(map(str, task.class_names))})",
         )
     inside = np.zeros(len(X), dtype=bool)
     inside[task.kept[task.y == task.class_names.index(toward)]] = True

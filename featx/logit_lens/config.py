@@ -9,7 +9,7 @@ from typing import ClassVar
 from ..checks import path_like, text, whole
 from ..errors import InputError
 from ..io import corpus_stem
-from ..options import Check, Options, normalise, on_command_line, option, spoken, spoken_value
+from ..options import Check, Options, normalise, on_command_line, option, quiet_option, spoken, spoken_value
 from ..probing import bootstrap_option, check_bootstrap, check_folds, check_seed, folds_option, seed_option
 from .answers import parse_answers
 
@@ -87,7 +87,7 @@ class LensConfig(Options):
     device: str = option("auto", flag="--device", group=RUN, help="auto, cpu, cuda, cuda:N or mps.")
     dtype: str = option("auto", flag="--dtype", group=RUN, help="Compute dtype: auto, float32, float16, bfloat16.")
     overwrite: bool = option(False, flag="--overwrite", group=RUN, help="Replace an existing features file.")
-    progress: bool = option(True, flag=("--quiet", "-q"), negate=True, group=RUN, help="No progress bar.")
+    progress: bool = quiet_option(RUN, "No progress bar.")
     n_bootstrap: int = bootstrap_option(
         PROBE,
         folds="without one the lens's intervals resample every scored row and the probe's are t intervals over the "

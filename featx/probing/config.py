@@ -9,7 +9,7 @@ from typing import ClassVar
 
 from ..checks import names, path_like, spelled, text, whole
 from ..errors import InputError
-from ..options import Check, Options, option, spoken, spoken_value
+from ..options import Check, Options, option, quiet_option, spoken, spoken_value
 from ..selection import check_layer_spelling
 from .shared_options import (
     bootstrap_option,
@@ -285,9 +285,7 @@ class ProbeConfig(Options):
         group=OUTPUT,
         help="POOLING[/CLASSIFIER] of the per-row predictions file (default: those of the best layer).",
     )
-    progress: bool = option(
-        True, flag=("--quiet", "-q"), negate=True, group=OUTPUT, help="No progress bar (as extract -q)."
-    )
+    progress: bool = quiet_option(OUTPUT)
     task: str = option(
         "auto",
         flag="--task",

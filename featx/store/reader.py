@@ -153,7 +153,10 @@ class FeatureFile(WordAccess, FiniteReads):
         if layer < 0:
             layer += max(self.layers) + 1
         if layer not in layers:
-            raise InputError(f"layer {layer} is not stored{_of(site, 'for')} in {self.path}; stored layers: {layers}")
+            raise InputError(
+                f"layer {layer} is not stored{_of(site, 'for')} in {self.path}; stored layers: {layers}",
+                "choose a stored layer (another needs extracting again with it)",
+            )
         return layers.index(layer)
 
     def features(self, pooling: str, layer: int, dtype=np.float32, site: str = HIDDEN_SITE) -> np.ndarray:
@@ -166,7 +169,10 @@ class FeatureFile(WordAccess, FiniteReads):
         """The dataset, layer position and description (for errors) of one pooling at one layer of a site."""
         if pooling not in (poolings := self.site_poolings(site)):
             where = "" if site == HIDDEN_SITE else f" for site '{site}'"
-            raise InputError(f"pooling '{pooling}' is not stored{where} in {self.path}; stored: {', '.join(poolings)}")
+            raise InputError(
+                f"pooling '{pooling}' is not stored{where} in {self.path}; stored: {', '.join(poolings)}",
+                f"choose a pooling the file stores ({', '.join(poolings)}); another needs extracting again with it",
+            )
         position = self._layer_position(layer, site)
         what = f"the '{pooling}' features of layer {self.site_layers(site)[position]}{_of(site)}"
         return self._file[site_pooled_path(site, pooling)], position, what

@@ -172,7 +172,7 @@ def test_task_is_one_fixed_choice_in_probe_and_fit(command):
     assert result.exit_code == 2 and "'numbers' is not one of 'auto', 'classification', 'regression'" in result.output
 
 
-@pytest.mark.parametrize("command", ["extract", "probe", "fit", "predict", "erase", "neurons", "lens"])
+@pytest.mark.parametrize("command", ["extract", "probe", "fit", "predict", "erase", "neurons", "lens", "intervene"])
 def test_quiet_is_accepted_by_every_long_running_command(command):
     arguments = {"predict": ["b.featx", "c.csv"], "lens": ["c.csv"]}.get(command, ["f.h5"])
     main.commands[command].make_context(command, [*arguments, "-q"]).close()

@@ -149,6 +149,7 @@ BAD = {
         r"1 empty or whitespace-only text\(s\) in column 'text': row 1 .* hint: fill them in, or leave those rows out",
     ),
     "zero batch size": (lambda t: _corpus(t, [["the cat", "pos"]]), ["--batch-size", "0"], r"--batch-size 0 must be"),
+    "missing corpus": (lambda t: t / "nope.csv", [], r"corpus file \S+nope\.csv does not exist\s+hint: check the path"),
     "pair column on single texts": (
         lambda t: _corpus(t, [["the cat", "pos"]]),
         ["--text-pair-col", "label"],

@@ -145,6 +145,7 @@ def test_a_split_file_runs_one_edited_pass_and_the_table_it_gave(erased_at_1, pl
     edit = EditMap(Intervention("erase", 1), eraser.mean, eraser.left, eraser.right, np.zeros(len(eraser.mean)))
     plan = make_plan(InterveneConfig(features=planted_features, label="animal", at="1", write=False))
     model = Forward(plan)
+    assert model.config.progress is plan.config.progress is True  # a bar over each pass's rows unless -q
     passes = model.run((edit,)), model.run((control_map(plan, 1, 1),))
     table = erased_at_1.table.set_index(["name", "layer"])
     for name, task in tasks.items():

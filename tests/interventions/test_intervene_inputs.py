@@ -35,6 +35,10 @@ from featx.interventions import InterveneConfig, intervene
         ({"edit": "steer", "bundle": "B", "at": "1", "toward": "dogs", "alphas": "1,inf"}, "inf is not a finite"),
         ({"edit": "steer", "bundle": "B", "at": "1", "toward": "dogs", "alphas": "1,-1e300"}, "beyond float32's"),
         ({"edit": "steer", "bundle": "B", "at": "1", "toward": "zebra"}, "does not know class .zebra."),
+        (  # a bundle of another label's classes: named both, not "no row of 'other' has that class"
+            {"edit": "steer", "bundle": "B", "at": "1", "toward": "dogs", "label": "other"},
+            "predicts the classes cats, dogs, not those of 'other' \\(a, b\\): toward='dogs' is not a class of 'other'",
+        ),
         ({"edit": "steer", "bundle": "B", "at": "1", "toward": "dogs", "pooling": "cls"}, "stores mean"),
         ({"at": "x"}, "'x' is not a layer number"),
         ({"label": "animal", "at": "1", "alphas": "1,2"}, "alphas applies to edit='steer' only"),  # not ignored
@@ -141,6 +145,21 @@ def test_the_command_line_exits_2_with_one_line(planted_features):
     result = CliRunner().invoke(main, ["intervene", str(planted_features), "--label", "colour", "--at", "1"])
     assert result.exit_code == 2
     assert_one_clear_error(result.output, "--label colour")
+
+
+def test_results_that_exist_are_refused_without_overwrite(planted_features, tmp_path, no_forward):
+    """As featx erase and neurons: PREFIX.csv, .json or the figure .png replaced only with --overwrite, said before
+    the model is loaded."""
+    kept = tmp_path / "x.png"
+    kept.write_text("a user's figure")
+    args = ["intervene", str(planted_features), "--label", "animal", "--at", "1", "-o", str(tmp_path / "x")]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 2, result.output
+    assert_one_clear_error(result.output, f"{kept} already exists .*hint: pass --overwrite to replace it")
+    with pytest.raises(InputError, match="already exists") as error:
+        intervene(planted_features, label="animal", at="1", output=tmp_path / "x")
+    assert error.value.hint == "pass overwrite=True to replace it, or choose another output path"
+    assert sorted(tmp_path.iterdir()) == [kept] and kept.read_text() == "a user's figure"
 
 
 def test_the_config_checks_its_own_options():

@@ -138,7 +138,7 @@ def test_cli_similarity_errors_exit_2(real_runs, tmp_path, args, message):
     args = [str(real_runs["features"]) if arg == "FEATURES" else arg for arg in args]
     outcome = CliRunner().invoke(main, ["similarity", *args, "-o", str(tmp_path / "c.png")])
     assert outcome.exit_code == 2, outcome.output
-    assert message in outcome.output and "Traceback" not in outcome.output
+    assert message in outcome.output and "Traceback" not in outcome.output and "hint: " in outcome.output
 
 
 @pytest.mark.slow

@@ -56,7 +56,7 @@ def test_an_analysis_never_writes_its_json_through_a_link(planted, tmp_path, vic
     json_path = tmp_path / ("a.json" if kind == "neurons" else "a.sweep.json")
     json_path.symlink_to(victim)
     if kind == "neurons":
-        neurons(planted, label="a", layers="1", folds=3, output=prefix, jobs=1, draws=2)
+        neurons(planted, label="a", layers="1", folds=3, output=prefix, jobs=1, draws=2, overwrite=True)  # the link
     else:
         sweep(planted, label="a", layers="1", output=prefix, jobs=1)
     assert victim.read_bytes() == VICTIM

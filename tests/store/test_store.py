@@ -161,6 +161,14 @@ def test_layout_and_attributes_of_a_written_file(tmp_path):
             with pytest.raises(InputError, match=re.escape(f"{call}({', '.join(map(repr, args))}): ") + wrong) as err:
                 getattr(features, call)(*args)
             assert err.value.hint.startswith(f"call {call}(pooling, ")
+        # a pooling or layer the file does not store: a hint naming what to choose (featx similarity --pooling X)
+        for args, wrong, hint in [
+            (("X", 2), "pooling 'X' is not stored", "choose a pooling the file stores (mean, cls)"),
+            (("mean", 1), "layer 1 is not stored", "choose a stored layer"),
+        ]:
+            with pytest.raises(InputError, match=wrong) as err:
+                features.features(*args)
+            assert err.value.hint.startswith(hint), err.value.hint
 
 
 def test_partial_file_shows_only_its_committed_rows(tmp_path):

@@ -270,12 +270,15 @@ def _refuse_numbers_only(rows, path: Path, header: list[str], columns) -> None:
             )
 
 
+CORPUS_HINT = "a corpus is a table of texts: CSV, TSV, JSON Lines or Parquet (or a SentEval task file)"
+
+
 def _read_bytes(path: Path, max_bytes: int | None) -> tuple[bytes, str, bytes]:
     """The file's bytes as read (the fingerprint's), the suffix that says the format, and the bytes to parse."""
     if not is_stdin(path) and not path.exists():
-        raise InputError(f"corpus file {path} does not exist")
+        raise InputError(f"corpus file {path} does not exist", f"check the path; {CORPUS_HINT}")
     if path.is_dir():
-        raise InputError(f"{path} is a directory, not a corpus file")
+        raise InputError(f"{path} is a directory, not a corpus file", f"name a file inside it; {CORPUS_HINT}")
     raw = read_source(path)
     suffix, data = unwrap_gzip(raw, path, max_bytes)
     refuse_other_formats(data, path, suffix)

@@ -8,7 +8,7 @@ from typing import ClassVar
 
 from ...checks import path_like
 from ...errors import InputError
-from ...options import Check, Options, option, spoken_value
+from ...options import Check, Options, option, overwrite_option, quiet_option, spoken_value
 from ..config import check_bootstrap, check_jobs
 from ..shared_options import (
     bootstrap_option,
@@ -69,15 +69,13 @@ class EraseConfig(Options):
         kind="path",
         help="Erased features file (default: FEATURES stem + .erased-LABEL-METHOD.h5).",
     )
-    overwrite: bool = option(False, flag="--overwrite", group=OUTPUT, help="Replace an existing output file.")
+    overwrite: bool = overwrite_option(OUTPUT)
     n_bootstrap: int = bootstrap_option(EVALUATION)
     jobs: int | None = option(
         None, flag="--jobs", group=EVALUATION, help="Parallel (layer x pooling) jobs (default: one per core)."
     )
     write: bool = True
-    progress: bool = option(
-        True, flag=("--quiet", "-q"), negate=True, group=OUTPUT, help="No progress bar (as extract -q)."
-    )
+    progress: bool = quiet_option(OUTPUT)
 
     CONSTRAINTS: ClassVar[tuple[Check, ...]] = (
         path_like("features", "output"),

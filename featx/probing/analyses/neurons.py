@@ -27,8 +27,18 @@ import pandas as pd
 
 from ...checks import path_like, whole
 from ...errors import InputError
-from ...options import Check, Options, Placeholder, keywords_of, option, spoken, spoken_value
-from ...safe_files import atomic_write_text, refuse_inputs
+from ...options import (
+    Check,
+    Options,
+    Placeholder,
+    keywords_of,
+    option,
+    overwrite_option,
+    quiet_option,
+    spoken,
+    spoken_value,
+)
+from ...safe_files import atomic_write_text, refuse_existing, refuse_inputs
 from ...selection import parse_layer_specs
 from .. import evaluation as ev
 from ..config import check_bootstrap, check_jobs
@@ -105,14 +115,13 @@ class NeuronConfig(Options):
         kind="str",
         help="Results prefix (default: FEATURES stem + .LABEL.neurons).",
     )
+    overwrite: bool = overwrite_option(RANKING, "existing results files (PREFIX.csv, .ranking.csv, .json, .png, .svg)")
     n_bootstrap: int = bootstrap_option(EVALUATION, also="The p vs random draws none: it is exact on a split.")
     jobs: int | None = option(
         None, flag="--jobs", group=EVALUATION, help="Parallel layer jobs (default: one per core)."
     )
     write: bool = True
-    progress: bool = option(
-        True, flag=("--quiet", "-q"), negate=True, group=RANKING, help="No progress bar (as extract -q)."
-    )
+    progress: bool = quiet_option(RANKING)
 
     CONSTRAINTS: ClassVar[tuple[Check, ...]] = (
         path_like("features", "output"),
@@ -228,16 +237,19 @@ def _listed(config: NeuronConfig, width: int) -> tuple[int, tuple[float, ...]]:
     return min(top, width), FRACTIONS
 
 
-def _check_outputs(config: NeuronConfig, features) -> None:
-    """``-o PREFIX`` names neither the features file nor the corpus it was extracted from (a user's file)."""
-    if not config.write or config.output is None:
+def _check_outputs(config: NeuronConfig, features, label: str) -> None:
+    """``-o PREFIX`` names neither the features file nor the corpus it was extracted from (a user's file), and
+    without ``--overwrite`` no file the run writes (the figure's included) exists already."""
+    if not config.write:
         return
-    prefix = results_prefix(features.path, "", "neurons", config.output)
+    prefix = results_prefix(features.path, label, "neurons", config.output)
     outputs = [Path(f"{prefix}{end}") for end in (".csv", ".ranking.csv", ".json", ".png", ".svg")]
-    check_prefix(config.output, outputs[0])
-    from ..inputs import read_files
+    if config.output is not None:
+        from ..inputs import read_files
 
-    refuse_inputs(outputs, read_files(features))
+        check_prefix(config.output, outputs[0])
+        refuse_inputs(outputs, read_files(features))
+    refuse_existing(outputs, config.overwrite)
 
 
 @keywords_of(NeuronConfig)  # from Python, a message names the keyword given (top=0), the CLI the flag
@@ -248,8 +260,8 @@ def neurons(config: NeuronConfig | str | Path, **options) -> NeuronResult:
     notes: list[str] = []
     with open_complete(config.features) as features:
         refuse_separate_pairs(features, "neurons")
-        _check_outputs(config, features)
         task = load_task(features, config.label, config.folds, config.seed, config.group, notes)
+        _check_outputs(config, features, task.label)
         specs = parse_layer_specs(
             str(config.layers),
             features.layers,
@@ -259,7 +271,9 @@ def neurons(config: NeuronConfig | str | Path, **options) -> NeuronResult:
         )
         if config.pooling not in features.poolings:
             raise InputError(
-                f"pooling '{config.pooling}' is not stored in {features.path}; stored: {', '.join(features.poolings)}"
+                f"pooling '{config.pooling}' is not stored in {features.path}; stored: {', '.join(features.poolings)}",
+                f"give {spoken(config, 'pooling')} one the file stores, e.g. "
+                f"{spoken_value(config, 'pooling', features.poolings[0])}",
             )
         width, model = features.hidden_size, features.attrs.get("model")
     listed, fractions = _listed(config, width)

@@ -20,7 +20,7 @@ import pandas as pd
 from ...checks import path_like
 from ...errors import FeatxError, InputError
 from ...io import writable_hint
-from ...options import Check, Options, keywords_of, on_command_line, option
+from ...options import Check, Options, keywords_of, on_command_line, option, spoken_value
 from ...safe_files import refuse_inputs
 from ..load import (
     METRIC_NAMES,
@@ -172,6 +172,24 @@ def _results_path(config: ReportConfig) -> None:
         )
 
 
+HTML_SUFFIXES = (".html", ".htm")
+
+
+def _html_output(config: ReportConfig) -> None:
+    """``-o`` names an HTML file (``.html`` or ``.htm``): the page is HTML whatever the name says, so ``-o x.png``
+    (which wrote HTML into x.png) or a name without a suffix is refused before the page is made."""
+    if config.output is None or Path(config.output).suffix.lower() in HTML_SUFFIXES:
+        return
+    output = Path(config.output)
+    given = spoken_value(config, "output", str(output), "-o")
+    stem = output.name[: -len(output.suffix)] if output.suffix else output.name
+    example = spoken_value(config, "output", str(output.with_name(f"{stem}.html")), "-o")
+    raise InputError(
+        f"{given}: featx report writes one HTML page, and {output.name} is not an .html file name",
+        f"give a name ending in .html, e.g. {example}",
+    )
+
+
 @dataclass(frozen=True)
 class ReportConfig(Options):
     """What ``featx report`` renders (``results``, the rows of ``classifier``, in ``metric``: default the one the
@@ -183,7 +201,7 @@ class ReportConfig(Options):
         None,
         flag=("-o", "--output"),
         kind="path",
-        help="HTML file (default: beside RESULTS, x.probe.csv -> x.report.html).",
+        help="HTML file, ending in .html or .htm (default: beside RESULTS, x.probe.csv -> x.report.html).",
     )
     classifier: str | None = option(None, flag="--classifier", help="Which probe's rows (default: the best row's).")
     metric: str | None = option(
@@ -195,6 +213,7 @@ class ReportConfig(Options):
 
     CONSTRAINTS: ClassVar[tuple[Check, ...]] = (
         path_like("output"),
+        _html_output,
         _results_path,
     )
 

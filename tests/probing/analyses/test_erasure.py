@@ -202,7 +202,7 @@ def test_probe_and_plot_accept_the_erased_file(planted_split_file, tmp_path, mon
 def test_bad_input_is_one_clear_error(planted_file, tmp_path, args, pattern):
     result = CliRunner().invoke(main, ["erase", str(planted_file), "-o", str(tmp_path / "x.h5"), *args])
     assert result.exit_code == 2, result.output
-    assert pattern in result.output and "Traceback" not in result.output
+    assert pattern in result.output and "Traceback" not in result.output and "\n  hint: " in result.output
 
 
 def test_not_a_features_file_and_clobbering_are_refused(planted_file, tmp_path):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 
 import numpy as np
 import pytest
@@ -10,6 +11,7 @@ from click.testing import CliRunner
 from support.planted_columns import A_NEURONS, C_NEURONS
 
 from featx.cli import main
+from featx.errors import InputError
 from featx.probing.analyses.neurons import neurons, order, rank_neurons
 from featx.report import format_neurons, save_neurons_figure
 from featx.report.text.format import p_value
@@ -144,7 +146,27 @@ def test_cli_all_layers_gives_a_curve_per_layer(planted_split_file, tmp_path):
 def test_bad_input_is_one_clear_error(planted_file, tmp_path, args, pattern):
     result = CliRunner().invoke(main, ["neurons", str(planted_file), "-o", str(tmp_path / "x"), *args])
     assert result.exit_code == 2, result.output
-    assert pattern in result.output and "Traceback" not in result.output
+    assert pattern in result.output and "Traceback" not in result.output and "\n  hint: " in result.output
+
+
+def test_results_that_exist_are_refused_without_overwrite_before_any_ranking(planted_file, tmp_path):
+    """As featx erase and predict: an existing output (the figure's included) is replaced only with --overwrite."""
+    kept = tmp_path / "n.png"
+    kept.write_text("a user's figure")
+    args = ["neurons", str(planted_file), "--label", "a", "-o", str(tmp_path / "n")]
+    refused = CliRunner().invoke(main, args)
+    assert refused.exit_code == 2 and f"{kept} already exists" in refused.output, refused.output
+    assert "hint: pass --overwrite to replace it, or choose another -o path" in refused.output
+    assert sorted(tmp_path.iterdir()) == [kept] and kept.read_text() == "a user's figure"
+    let_through = CliRunner().invoke(main, [*args, "--overwrite", "--pooling", "max"])  # refused by the next check
+    assert let_through.exit_code == 2 and "pooling 'max' is not stored" in let_through.output
+    copy = tmp_path / "p.h5"  # the default prefix, FEATURES stem + .LABEL.neurons, beside a copy of the file
+    shutil.copyfile(planted_file, copy)
+    (tmp_path / "p.a.neurons.csv").write_text("kept")
+    with pytest.raises(InputError, match=r"p\.a\.neurons\.csv already exists") as error:
+        neurons(copy, label="a")
+    assert error.value.hint == "pass overwrite=True to replace it, or choose another output path"
+    assert (tmp_path / "p.a.neurons.csv").read_text() == "kept"
 
 
 def test_not_a_features_file_is_refused(tmp_path):

@@ -70,15 +70,19 @@ def test_results_without_predictions_or_curves_still_make_a_page(tmp_path):
     assert "No per-example diagnostics" in text
 
 
-@pytest.mark.parametrize("output", ["r.probe.csv", "r.probe.json"])
-def test_the_page_never_replaces_the_results_it_reads(tmp_path, output):
+@pytest.mark.parametrize("output", ["r.probe.csv", "r.probe.json", "x.png", "page"])
+def test_the_page_is_written_only_to_an_html_name_never_over_the_results_it_reads(tmp_path, output):
+    """-o x.png wrote the HTML page into x.png; a results file it reads was refused as an input: an output that does
+    not end in .html (or .htm) is refused before the page is made."""
     frame, meta = synthetic_results()
     csv_path, json_path = write_results(frame, meta, tmp_path / "r.probe")
     before = csv_path.read_bytes(), json_path.read_bytes()
     outcome = CliRunner().invoke(main, ["report", str(csv_path), "-o", str(tmp_path / output)])
     assert outcome.exit_code == 2
-    assert f"-o would write {tmp_path / output}, which is an input of this run" in outcome.output
-    assert (csv_path.read_bytes(), json_path.read_bytes()) == before
+    assert f"featx report writes one HTML page, and {output} is not an .html file name" in outcome.output
+    assert "hint: give a name ending in .html, e.g. --output " in outcome.output
+    assert (csv_path.read_bytes(), json_path.read_bytes()) == before and not (tmp_path / "x.png").exists()
+    assert html.ReportConfig(csv_path, output=tmp_path / "r.HTM").output == tmp_path / "r.HTM"  # .htm, any case
 
 
 @pytest.mark.slow
