@@ -315,7 +315,6 @@ def _id_column(header: list[str], id_col: str | None, default: str | None, texts
     return id_col
 
 
-@naming_stdin
 @contextmanager
 def _treebank_hint(data: bytes) -> Iterator[None]:
     """A table's refusal of ``data`` that looks like a CoNLL-U treebank (one named ``.txt``: not a table, whatever
@@ -329,6 +328,7 @@ def _treebank_hint(data: bytes) -> Iterator[None]:
         raise InputError(err.message, treebank) from None
 
 
+@naming_stdin
 def read_corpus(
     path: str | Path,
     text_col: str = "text",
