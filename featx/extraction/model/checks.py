@@ -308,8 +308,7 @@ def check_text_model(network: Any, name: str) -> None:
     ]
     if named and "input_ids" not in named:
         raise ModelError(
-            f"model {name} ({type(network).__name__}) does not read text: its forward takes {named[0]}, "
-            "not input_ids",
+            f"model {name} ({type(network).__name__}) does not read text: its forward takes {named[0]}, not input_ids",
             "featx runs text models: an encoder (BERT, RoBERTa, DeBERTa, ...) or a decoder (GPT-2, Llama, Qwen2, ...)",
         )
 
