@@ -71,9 +71,16 @@ def prompt_tokens(loaded, corpus, plan) -> TokenizedCorpus:
         rendered = _skip_or_refuse(config, corpus, makers[0], rendered, pool_at.marker)
     corpus.attributes.update(prompt_attributes(config, loaded, rendered[0][0]))
     tokenized = tokenize_prompts(
-        makers[0], rendered, loaded.tokenizer, loaded.max_length, pool_at, bool(config.tokens), corpus.ids
+        makers[0],
+        rendered,
+        loaded.tokenizer,
+        loaded.max_length,
+        pool_at,
+        bool(config.tokens),
+        corpus.ids,
+        fits_too=makers[1:],
     )
-    if len(makers) > 1:  # --contrast: the other answers' prompts, run beside answer 0's
+    if len(makers) > 1:  # --contrast: the other answers' prompts, run beside answer 0's, each row's text cut alike
         tokenized.contrast = [
             tokenize_prompts(
                 each,
@@ -83,6 +90,7 @@ def prompt_tokens(loaded, corpus, plan) -> TokenizedCorpus:
                 pool_at,
                 False,
                 corpus.ids,
+                fits_too=[other for other in makers if other is not each],
             )
             for each in makers[1:]
         ]
