@@ -122,3 +122,24 @@ def prompt_attributes(config, loaded, example: str | None) -> dict:
         attributes[store.schema.PROMPT_EXAMPLE] = example
         attributes[store.schema.SPAN_RULE] = "overlap"  # a token is in the span when its characters overlap the fields'
     return attributes
+
+
+# What makes two files' prompts the same, in the words an error names them by.
+PROMPT_SETTINGS = {
+    store.schema.TEMPLATE_SHA256: "--template",
+    store.schema.CHAT_TEMPLATE_SHA256: "--chat-template",
+    store.schema.SYSTEM_MESSAGE: "--system",
+    store.schema.POOL_AT: "--pool-at",
+    store.schema.CONTRAST: "--contrast",
+}
+
+
+def prompt_difference(attrs, other_attrs) -> str | None:
+    """The prompt options (``PROMPT_SETTINGS``) two features files' root attributes differ in, e.g. a
+    ``--baseline`` extracted with another template, whose ``at`` and span poolings read other tokens; else None."""
+    differ = [
+        option
+        for key, option in PROMPT_SETTINGS.items()
+        if str(attrs.get(key, "") or "") != str(other_attrs.get(key, "") or "")
+    ]
+    return ", ".join(differ) or None
