@@ -296,10 +296,19 @@ def encoder_only_class(config: Any) -> Any:
     return getattr(transformers, names[0], None)
 
 
-def check_text_model(network: Any, name: str) -> None:
-    """Refuse a network whose forward reads no token ids (a vision or speech model: ViT's ``pixel_values``,
-    Whisper's ``input_features``), before any forward pass; a forward of ``*args, **kwargs`` only passes."""
+def check_text_model(network: Any, config: Any, name: str) -> None:
+    """Refuse, before any forward pass, a model of several parts (CLIP: its sizes in sub-configs only) and a network
+    whose forward reads no token ids (ViT's ``pixel_values``, Whisper's ``input_features``)."""
     import inspect
+
+    sizes = getattr(config, "hidden_size", getattr(config, "dim", 0)), getattr(config, "num_hidden_layers", 0)
+    if not all(isinstance(size, int) and size > 0 for size in sizes):
+        raise ModelError(
+            f"model {name} ({type(network).__name__}) names no hidden size and layer count of its own in its "
+            "config.json: a model of several parts (text and vision towers, say), which featx does not run whole",
+            "save its text model alone and extract that folder, e.g. CLIPTextModel.from_pretrained(folder)"
+            ".save_pretrained(text_folder)",
+        )
 
     named = [
         parameter.name
