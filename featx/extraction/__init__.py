@@ -77,6 +77,7 @@ _HOMES = {
     "ANSWER_FIELD": "inputs.templates",
     "parse_template": "inputs.templates",
     "prompted_label_note": "inputs.templates",
+    "prompt_difference": "inputs.prompts",
     "with_text_field": "inputs.templates",
     "chat_template_of": "inputs.templates",
     "DEFAULT_MODEL": "model.files",

@@ -233,7 +233,7 @@ class ProbeConfig(Options):
         None,
         flag="--baseline",
         group=EVALUATION,
-        help="A second features file of the same rows (e.g. from --random-init) probed side by side.",
+        help="A second features file of the same rows and prompts (e.g. from --random-init) probed side by side.",
     )
     output: str | Path | None = option(  # None: beside the features file
         None,

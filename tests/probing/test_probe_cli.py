@@ -112,6 +112,7 @@ def _edit_attr(path, key, value):
         ("stale", "schema"),
         ("layer-out-of-range", "out of range"),
         ("baseline-rows", "does not hold the same rows"),
+        ("baseline-prompts", "was extracted with other prompts than corpus.features.h5 (--template, --pool-at differ)"),
         ("attn-without-tokens", "token-level states"),
         ("no-features", "no extraction is remembered"),
         ("labels-for-label", "hint: to probe a stored label column, use --label topic (singular)"),
@@ -136,6 +137,12 @@ def test_errors_exit_2_with_a_clear_message(extracted, tmp_path, case, message):
         write_csv(other, make_rows(N_ROWS - 2, seed=3), header=("text", "label", "topic"))
         baseline = tmp_path / "other.h5"
         featx.extract(other, model=featx.open(extracted).attrs["model_path"], output=baseline, progress=False)
+        args += ["--baseline", str(baseline)]
+    elif case == "baseline-prompts":  # the same rows, prompted with another template and read at another token
+        baseline = tmp_path / "prompted.h5"
+        shutil.copy(extracted, baseline)
+        _edit_attr(baseline, "template_sha256", "0" * 64)
+        _edit_attr(baseline, "pool_at", "last")
         args += ["--baseline", str(baseline)]
     elif case == "attn-without-tokens":
         args += ["--classifier", "attn"]

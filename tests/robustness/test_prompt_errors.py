@@ -69,6 +69,12 @@ REFUSED = [
         r"--template does not combine with --text-pair-col.*hint: name both columns in the template",
     ),
     ("template with windows", ["--template", TEMPLATE, "--long", "window"], r"does not combine with --long window"),
+    (  # GPT-2's tokenizer has no pair format: 'a film' and its topic would be one run-on text
+        "cross pairs glued",
+        ["--text-pair-col", "topic"],
+        r"--pair-mode cross: the tokenizer's pair format puts nothing between the two texts.*"
+        r"hint: name both columns in a template instead of --text-pair-col, e.g. --template '\{text\}\\n\{topic\}'",
+    ),
 ]
 
 

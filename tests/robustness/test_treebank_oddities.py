@@ -91,6 +91,27 @@ def _unknown_model_type(folder: Path) -> None:
     (folder / "config.json").write_text(json.dumps(config))
 
 
+def _vision_model(folder: Path) -> None:
+    import transformers
+
+    (folder / "model.safetensors").unlink()
+    config = transformers.ViTConfig(
+        hidden_size=8, num_hidden_layers=1, num_attention_heads=2, intermediate_size=8, image_size=8, patch_size=4
+    )
+    transformers.ViTModel(config).save_pretrained(str(folder))
+
+
+def _composite_model(folder: Path) -> None:
+    import transformers
+
+    (folder / "model.safetensors").unlink()
+    tower = dict(hidden_size=8, num_hidden_layers=1, num_attention_heads=2, intermediate_size=8)
+    config = transformers.CLIPConfig(
+        text_config={**tower, "vocab_size": 30}, vision_config={**tower, "image_size": 8, "patch_size": 4}
+    )
+    transformers.CLIPModel(config).save_pretrained(str(folder))
+
+
 # (case id, mutation of a copy of the tiny BERT folder, regex the one-line message must match)
 MODELS = [
     ("empty vocab.txt", _empty_vocabulary, r"its tokenizer files are empty \(vocab\.txt\)"),
@@ -98,6 +119,16 @@ MODELS = [
         "model_type unknown to transformers",
         _unknown_model_type,
         r"transformers \S+ does not know its model_type 'brandnew2099'.*hint: check model_type in its config\.json",
+    ),
+    (  # it loads, and its forward pass would fail on the token ids with a traceback
+        "a vision model",
+        _vision_model,
+        r"\(ViTModel\) does not read text: its forward takes pixel_values, not input_ids.*hint: featx runs text models",
+    ),
+    (  # its sizes are in sub-configs: it stored features 0 wide, and h5py failed with a traceback
+        "a text-and-vision model",
+        _composite_model,
+        r"\(CLIPModel\) names no hidden size and layer count of its own.*hint: save its text model alone",
     ),
 ]
 

@@ -327,6 +327,14 @@ BY_NAME = {family.name: family for family in FAMILIES}
 NATIVE = ("bert", "roberta", "xlm-roberta", "mpnet")  # run on featx's own encoders (extraction/native/)
 
 
+# Pair formats (text a, text b) of the encoders' templates; decoders have none (GPT-2 glues the two texts).
+PAIR_TEMPLATES = {
+    "[CLS] $A [SEP]": "[CLS] $A [SEP] $B:1 [SEP]:1",
+    "<s> $A </s>": "<s> $A </s> </s> $B </s>",
+    "$A </s>": "$A </s> $B </s>",
+}
+
+
 def tokenizer_object(family: Family):
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
 
@@ -352,8 +360,10 @@ def tokenizer_object(family: Family):
         tokenizer.train_from_iterator(corpus, trainer=trainer)
     specials = [(token, tokenizer.token_to_id(token)) for token in family.specials if token in family.template]
     single = family.template
-    if single.strip() != "$A":
-        tokenizer.post_processor = processors.TemplateProcessing(single=single, special_tokens=specials)
+    if single.strip() != "$A":  # the encoders' pair formats too, as their real tokenizers have them
+        tokenizer.post_processor = processors.TemplateProcessing(
+            single=single, pair=PAIR_TEMPLATES.get(single), special_tokens=specials
+        )
     return tokenizer
 
 

@@ -119,7 +119,10 @@ def matmul_rate(device, dtype, size: ModelSize) -> float:
     Bounded in time whatever the device: on a CPU the rows double from 1 up to 128 while the next product
     is expected to take at most ``4 * MATMUL_SECONDS``, so a CPU without instructions for ``dtype``
     (bfloat16 on an AVX2-only CPU: one 128-row product at an 8B model's MLP shape takes minutes) costs
-    seconds, not minutes; the rate is that of the largest product timed.
+    seconds, not minutes; the rate is that of the largest product timed, at its fastest time (the time is a lower
+    bound): on CPU cores shared with other jobs some products stall for milliseconds (a thread of the pool
+    descheduled; 128 x 32 x 64 products on 2 busy cores: median 17 us, mean 477 us), and a mean of them let a few
+    stalls lower the rate and raise the "lower bound".
     """
     import torch
 
@@ -140,11 +143,10 @@ def matmul_rate(device, dtype, size: ModelSize) -> float:
     while rows < top and 2 * seconds <= 4 * MATMUL_SECONDS:  # the next shape's product fits the budget
         rows *= 2
         seconds = timed(rows)
-    count, total = 1, seconds
-    while count < 2 or total < MATMUL_SECONDS:
-        total += timed(rows)
-        count += 1
-    return 2.0 * rows * size.hidden * size.intermediate * count / total
+    times = [seconds]
+    while len(times) < 2 or sum(times) < MATMUL_SECONDS:
+        times.append(timed(rows))
+    return 2.0 * rows * size.hidden * size.intermediate / min(times)
 
 
 def count_tokens(folder: Path, texts: list[str], max_length: int, truncate: bool, trust_remote_code: bool):

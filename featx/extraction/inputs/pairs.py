@@ -7,7 +7,8 @@ Two modes:
   ``longest_first`` truncation to the model's maximum, counted per row). Besides the usual poolings
   over the whole pair, ``mean_a`` and ``mean_b`` average each text's own tokens (special tokens
   excluded; membership from the tokenizer's sequence ids, so RoBERTa-like models with a single
-  token type are served too).
+  token type are served too). A tokenizer whose pair format puts nothing between the texts (GPT-2, Qwen2) is
+  refused (``refuse_glued_pairs``): its pairs would be one run-on text; a template names both columns instead.
 - ``separate``: each text is encoded on its own, exactly as extracting that column alone; side a is
   stored where a plain extraction stores it, side b as the site ``pair_b`` (``store.schema.PAIR_B_SITE``).
 
@@ -119,7 +120,28 @@ def tokenize_corpus(
         side_a = tokenize_texts(tokenizer, corpus.texts, max_length)
         side_a.pair = tokenize_texts(tokenizer, corpus.pair_texts, max_length)
         return side_a
+    refuse_glued_pairs(config, tokenizer)
     return tokenize_pairs(tokenizer, corpus.texts, corpus.pair_texts, max_length, with_word_ids=config.tokens)
+
+
+def refuse_glued_pairs(config, tokenizer) -> None:
+    """Refuse cross mode where the tokenizer's pair format puts nothing between the two texts (GPT-2's and
+    Qwen2's have no pair template): ``tokenizer(a, b)`` would be one run-on text, ``'A man sings.A dog barks.'``."""
+    try:
+        sequences = list(fast_backend(tokenizer).encode("a", "b", add_special_tokens=True).sequence_ids)
+        glued = sequences.index(1) == len(sequences) - sequences[::-1].index(0)  # b's first token right after a's last
+    except Exception:  # no pair format at all: tokenize_pairs says so
+        return
+    if not glued:
+        return
+    both = "{" + str(config.text_col) + "}\n{" + str(config.text_pair_col) + "}"
+    raise InputError(
+        f"{spoken_value(config, 'pair_mode', 'cross')}: the tokenizer's pair format puts nothing between the two "
+        "texts, so the model would read each pair as one run-on text ('A man sings.A dog barks.')",
+        f"name both columns in a template instead of {spoken(config, 'text_pair_col')}, e.g. "
+        f"{spoken_value(config, 'template', both, shown=repr(both))}, or use "
+        f"{spoken_value(config, 'pair_mode', 'separate')}",
+    )
 
 
 def _pair_backends(tokenizer, max_length: int):

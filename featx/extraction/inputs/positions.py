@@ -19,7 +19,8 @@ template token that touches the text without overlapping it (``:`` before ``" th
 (BOS, chat turn markers added by the tokenizer) are never in it. Every row keeps at least one text token.
 
 Rows longer than the model's maximum are cut **in their text**, at a token boundary of the text, until the
-prompt fits; the template (and the marker, and the token ``last`` reads) stays whole. The template alone
+prompt fits; the template (and the marker, and the token ``last`` reads) stays whole. With ``--contrast`` the cut
+is where every answer's prompt fits, the same text for all answers. The template alone
 (every field empty) must leave room for at least one token of text.
 """
 
@@ -167,6 +168,10 @@ class _Row:
     spans: list[tuple[int, int]]
     text_spans: list[int]
 
+    @property
+    def n_tokens(self) -> int:
+        return len(self.ids)
+
 
 def _row(encoding, rendered) -> _Row:
     prompt, spans, text_spans = rendered
@@ -186,8 +191,26 @@ def _render_row(maker, backend, row: int, text: str) -> _Row:
     return _row(backend.encode(rendered[0], add_special_tokens=maker.add_special_tokens), rendered)
 
 
-def _fit(maker, backend, row: int, first: _Row, max_length: int, ids: list[str]) -> _Row:
-    """Row ``row`` with its text cut at the longest token boundary that makes the prompt fit ``max_length``."""
+def _fits(makers: list, backend, row: int, text: str, max_length: int) -> bool:
+    """Whether every one of ``makers``' prompts of row ``row`` with ``text`` holds at most ``max_length`` tokens."""
+    return all(_render_row(each, backend, row, text).n_tokens <= max_length for each in makers)
+
+
+def _too_long(makers: list, backend, rows: range, max_length: int) -> np.ndarray:
+    """Which of ``rows`` have a prompt of one of ``makers`` longer than ``max_length`` tokens."""
+    longer = np.zeros(len(rows), dtype=bool)
+    for each in makers:
+        encodings = backend.encode_batch(
+            [each.render(row)[0] for row in rows], add_special_tokens=each.add_special_tokens
+        )
+        longer |= np.asarray([len(encoding.ids) > max_length for encoding in encodings], dtype=bool)
+    return longer
+
+
+def _fit(maker, backend, row: int, first: _Row, max_length: int, ids: list[str], fits_too: list) -> _Row:
+    """Row ``row`` with its text cut at the longest token boundary that makes the prompt fit ``max_length``, and
+    the prompts of ``fits_too`` (--contrast's other answers) with the same text too: every answer's prompt then
+    holds the same text, so their states differ by the answer only, not by where a longer answer cut the text."""
     text = maker.corpus.texts[row]
     start, stop = first.spans[first.text_spans[0]]
     skipped = max(0, text.find(first.prompt[start:stop]))  # leading whitespace a trimming chat template dropped
@@ -197,7 +220,7 @@ def _fit(maker, backend, row: int, first: _Row, max_length: int, ids: list[str])
     while low <= high:  # binary search over the cut points: the most text that fits
         middle = (low + high) // 2
         candidate = _render_row(maker, backend, row, text[: cuts[middle]])
-        if len(candidate.ids) <= max_length:
+        if candidate.n_tokens <= max_length and _fits(fits_too, backend, row, text[: cuts[middle]], max_length):
             best, low = candidate, middle + 1
         else:
             high = middle - 1
@@ -222,10 +245,18 @@ def check_template_fits(maker, tokenizer, max_length: int, model: str) -> None:
 
 
 def tokenize_prompts(
-    maker, rendered: list, tokenizer, max_length: int, pool_at: PoolAt | None, with_word_ids: bool, ids: list[str]
+    maker,
+    rendered: list,
+    tokenizer,
+    max_length: int,
+    pool_at: PoolAt | None,
+    with_word_ids: bool,
+    ids: list[str],
+    fits_too: list | None = None,
 ) -> TokenizedCorpus:
     """Every row's prompt (``rendered``: ``maker.render`` of each row) tokenised, cut in its text to fit,
-    with its span flags and ``--pool-at`` token."""
+    with its span flags and ``--pool-at`` token; a row is cut where the prompts of the makers ``fits_too`` (the
+    other answers of --contrast) fit with the same text too."""
     backend = fast_backend(tokenizer)
     n_rows = len(rendered)
     lengths, full, at = np.empty(n_rows, np.int64), np.empty(n_rows, np.int32), np.zeros(n_rows, np.int64)
@@ -235,12 +266,13 @@ def tokenize_prompts(
         encodings = backend.encode_batch(
             [prompt for prompt, _, _ in chunk], add_special_tokens=maker.add_special_tokens
         )
+        longer_elsewhere = _too_long(fits_too or [], backend, range(start, start + len(chunk)), max_length)
         for offset, encoding in enumerate(encodings):
             row = start + offset
             current = _row(encoding, chunk[offset])
             full[row] = len(current.ids)
-            if len(current.ids) > max_length:
-                current = _fit(maker, backend, row, current, max_length, ids)
+            if len(current.ids) > max_length or longer_elsewhere[offset]:
+                current = _fit(maker, backend, row, current, max_length, ids, fits_too or [])
             flags = span_flags(current.offsets, current.special, current.spans)
             if not flags.any():  # a text the tokenizer drops whole (a control character): its last token
                 flags[np.flatnonzero(~current.special)[-1:]] = True

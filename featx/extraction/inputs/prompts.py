@@ -71,9 +71,16 @@ def prompt_tokens(loaded, corpus, plan) -> TokenizedCorpus:
         rendered = _skip_or_refuse(config, corpus, makers[0], rendered, pool_at.marker)
     corpus.attributes.update(prompt_attributes(config, loaded, rendered[0][0]))
     tokenized = tokenize_prompts(
-        makers[0], rendered, loaded.tokenizer, loaded.max_length, pool_at, bool(config.tokens), corpus.ids
+        makers[0],
+        rendered,
+        loaded.tokenizer,
+        loaded.max_length,
+        pool_at,
+        bool(config.tokens),
+        corpus.ids,
+        fits_too=makers[1:],
     )
-    if len(makers) > 1:  # --contrast: the other answers' prompts, run beside answer 0's
+    if len(makers) > 1:  # --contrast: the other answers' prompts, run beside answer 0's, each row's text cut alike
         tokenized.contrast = [
             tokenize_prompts(
                 each,
@@ -83,6 +90,7 @@ def prompt_tokens(loaded, corpus, plan) -> TokenizedCorpus:
                 pool_at,
                 False,
                 corpus.ids,
+                fits_too=[other for other in makers if other is not each],
             )
             for each in makers[1:]
         ]
@@ -114,3 +122,24 @@ def prompt_attributes(config, loaded, example: str | None) -> dict:
         attributes[store.schema.PROMPT_EXAMPLE] = example
         attributes[store.schema.SPAN_RULE] = "overlap"  # a token is in the span when its characters overlap the fields'
     return attributes
+
+
+# What makes two files' prompts the same, in the words an error names them by.
+PROMPT_SETTINGS = {
+    store.schema.TEMPLATE_SHA256: "--template",
+    store.schema.CHAT_TEMPLATE_SHA256: "--chat-template",
+    store.schema.SYSTEM_MESSAGE: "--system",
+    store.schema.POOL_AT: "--pool-at",
+    store.schema.CONTRAST: "--contrast",
+}
+
+
+def prompt_difference(attrs, other_attrs) -> str | None:
+    """The prompt options (``PROMPT_SETTINGS``) two features files' root attributes differ in, e.g. a
+    ``--baseline`` extracted with another template, whose ``at`` and span poolings read other tokens; else None."""
+    differ = [
+        option
+        for key, option in PROMPT_SETTINGS.items()
+        if str(attrs.get(key, "") or "") != str(other_attrs.get(key, "") or "")
+    ]
+    return ", ".join(differ) or None

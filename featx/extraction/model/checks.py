@@ -18,6 +18,8 @@
   the network is missing, of another shape, or left over in the file (weights of heads, outside the network,
   are left out quietly, as before; a pooler without weights is removed, see ``_without_untrained_pooler``).
 - ``encoder_only_class``: an encoder-only checkpoint (``T5EncoderModel``) is loaded by its own class.
+- ``check_text_model``: the loaded network's forward reads ``input_ids`` (a vision or speech model, which would
+  fail in its first forward pass, is refused).
 """
 
 from __future__ import annotations
@@ -292,6 +294,32 @@ def encoder_only_class(config: Any) -> Any:
     import transformers
 
     return getattr(transformers, names[0], None)
+
+
+def check_text_model(network: Any, config: Any, name: str) -> None:
+    """Refuse, before any forward pass, a model of several parts (CLIP: its sizes in sub-configs only) and a network
+    whose forward reads no token ids (ViT's ``pixel_values``, Whisper's ``input_features``)."""
+    import inspect
+
+    sizes = getattr(config, "hidden_size", getattr(config, "dim", 0)), getattr(config, "num_hidden_layers", 0)
+    if not all(isinstance(size, int) and size > 0 for size in sizes):
+        raise ModelError(
+            f"model {name} ({type(network).__name__}) names no hidden size and layer count of its own in its "
+            "config.json: a model of several parts (text and vision towers, say), which featx does not run whole",
+            "save its text model alone and extract that folder, e.g. CLIPTextModel.from_pretrained(folder)"
+            ".save_pretrained(text_folder)",
+        )
+
+    named = [
+        parameter.name
+        for parameter in inspect.signature(network.forward).parameters.values()
+        if parameter.kind not in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD)
+    ]
+    if named and "input_ids" not in named:
+        raise ModelError(
+            f"model {name} ({type(network).__name__}) does not read text: its forward takes {named[0]}, not input_ids",
+            "featx runs text models: an encoder (BERT, RoBERTa, DeBERTa, ...) or a decoder (GPT-2, Llama, Qwen2, ...)",
+        )
 
 
 def _errors_only(record: logging.LogRecord) -> bool:

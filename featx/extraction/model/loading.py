@@ -245,6 +245,7 @@ def _load_parts(
         config = AutoConfig.from_pretrained(str(folder), trust_remote_code=trust_remote_code)
         tokenizer = model_checks.check_tokenizer(load_tokenizer(str(folder), trust_remote_code=trust_remote_code), name)
         encoder, part = _load_network(folder, config, torch_dtype, trust_remote_code, random_init, seed, placement)
+        model_checks.check_text_model(encoder, config, name)
     except ValueError as err:
         if "trust_remote_code" in str(err):
             raise ModelError(

@@ -14,20 +14,20 @@ SHAPE = SimpleNamespace(hidden=32, intermediate=48)
 class FakeDevice:
     """A clock and a ``torch.matmul`` whose product takes ``per_row`` simulated seconds a row."""
 
-    def __init__(self, per_row: float):
-        self.now, self.per_row, self.rows = 0.0, per_row, []
+    def __init__(self, per_row: float, stalls: dict[int, float] | None = None):
+        self.now, self.per_row, self.rows, self.stalls = 0.0, per_row, [], stalls or {}
 
     def clock(self) -> float:
         return self.now
 
     def matmul(self, a, b):
         self.rows.append(a.shape[0])
-        self.now += self.per_row * a.shape[0]
+        self.now += self.per_row * a.shape[0] + self.stalls.get(len(self.rows), 0.0)
         return a @ b
 
 
-def rate_on(monkeypatch, per_row: float) -> tuple[float, FakeDevice]:
-    fake = FakeDevice(per_row)
+def rate_on(monkeypatch, per_row: float, stalls: dict[int, float] | None = None) -> tuple[float, FakeDevice]:
+    fake = FakeDevice(per_row, stalls)
     monkeypatch.setattr(model_budget.time, "perf_counter", fake.clock)
     monkeypatch.setattr(torch, "matmul", fake.matmul)
     return model_budget.matmul_rate(torch.device("cpu"), torch.float32, SHAPE), fake
@@ -55,3 +55,11 @@ def test_the_ramp_stops_where_the_next_product_would_pass_the_budget(monkeypatch
     # 16 rows would take 1.6 s: not tried
     _, fake = rate_on(monkeypatch, per_row=0.1)
     assert max(fake.rows) == 8
+
+
+def test_a_product_stalled_by_a_busy_machine_does_not_set_the_rate(monkeypatch):
+    # the first product timed at the full shape waits 0.2 s for a descheduled thread (the others take 0.0128 s):
+    # a mean made the rate about 4 times too slow, the time's "lower bound" 4 times too high
+    rate, fake = rate_on(monkeypatch, per_row=1e-4, stalls={9: 0.2})
+    assert fake.rows[8:11] == [128, 128, 128]
+    assert abs(rate - 2.0 * SHAPE.hidden * SHAPE.intermediate / 1e-4) < 1e-3 * rate

@@ -270,3 +270,23 @@ def test_contrast_pairs_store_each_answer_as_a_plain_forward_would(template, pro
                 assert relative_error(got, reference[pooling]) <= TOLERANCE, (site, pooling)
         difference = features.features("at", 2) - features.features("at", 2, site="answer_1")
         assert np.allclose(pooled_block(features, "at", 2), difference)
+
+
+def test_contrast_answers_of_different_lengths_cut_a_long_text_alike(prompt_models, tmp_path):
+    """A row too long is cut where every answer's prompt fits, so all answers hold the same text: its tokens'
+    embeddings (layer 0, context-free) pool alike, where a longer answer used to cut the text shorter for itself."""
+    short = write_csv(tmp_path / "short.csv", SENTENCES[:6])
+    summary = _extract(
+        prompt_models("llama"),
+        short,
+        tmp_path / "cut.h5",
+        template="{text}\nA: {answer}",
+        contrast="yes, not at all good",
+        pool_at="last",
+        max_length=20,
+        layers="0",
+    )
+    with featx.open(summary.output) as features:
+        assert features.truncated.any()
+        for pooling in ("span_mean", "span_max"):
+            np.testing.assert_array_equal(features.features(pooling, 0), features.features(pooling, 0, site="answer_1"))
