@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
-from ..checks import names, path_like, spelled, text, whole
+from ..checks import names, numbers, path_like, spelled, text, whole
 from ..errors import InputError
 from ..options import Check, Options, option, quiet_option, spoken, spoken_value
 from ..selection import check_layer_spelling
@@ -46,15 +46,6 @@ def check_jobs(config) -> None:
         )
 
 
-def _positive_grid(name: str, what: str):
-    def check(config: ProbeConfig) -> None:
-        grid = getattr(config, name)
-        if not grid or any(float(value) <= 0 for value in grid):
-            raise InputError(f"{what} must hold positive values")
-
-    return check
-
-
 def _check_layer_spelling(config: ProbeConfig) -> None:
     check_layer_spelling(config.layers, "--layer", config=config)
 
@@ -73,7 +64,11 @@ def _check_classifiers(config: ProbeConfig) -> None:
         if not name:
             continue
         if name not in CLASSIFIERS + REGRESSION_ONLY:
-            raise InputError(f"classifier '{name}' is not available: choose from {', '.join(CLASSIFIERS)}")
+            raise InputError(
+                f"classifier '{name}' is not available",
+                f"choose from {', '.join(CLASSIFIERS)} (ridge: numeric labels), e.g. "
+                + spoken_value(config, "classifiers", "logreg,mlp", "--classifier"),
+            )
         if name not in chosen:
             chosen.append(name)
     if not chosen:
@@ -344,9 +339,9 @@ class ProbeConfig(Options):
         check_bootstrap,
         check_folds,
         check_jobs,
-        _positive_grid("cs", "the C grid"),
+        numbers("cs", "--cs"),  # as featx fit checks its grids
         _check_task,
-        _positive_grid("alphas", "the ridge alpha grid"),
+        numbers("alphas", "--alphas"),
         _check_classifiers,
         names("sites", "--site", example="e.g. --site hidden,ffn,attn_out"),
         _check_device,

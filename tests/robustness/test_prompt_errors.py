@@ -145,3 +145,17 @@ def test_contrast_refused(gpt2, corpus, args, pattern):
     result = _run(gpt2, *args)
     assert result.exit_code == 2, result.output
     assert_one_clear_error(result.output, pattern)
+
+
+def test_embedded_pairs_glued_say_how_to_join_them(gpt2):
+    """featx.embed's texts have no columns a template could name: the refusal says to join the pairs, where it
+    offered a template (which embed's pairs do not combine with)."""
+    import featx
+    from featx.errors import InputError
+
+    with pytest.raises(InputError, match="puts nothing between the two texts") as refused:
+        featx.embed(["a film"], text_pairs=["cinema"], model=str(gpt2))
+    assert refused.value.hint == (
+        "join each pair into one text yourself (e.g. a + '\\n' + b) and leave text_pairs out, or use "
+        "pair_mode='separate'"
+    )

@@ -19,11 +19,10 @@ from ..._version import __version__
 from ...errors import InputError
 from ...store import HIDDEN_SITE
 from ..config import ExtractConfig
-from ..inputs.corpus import Corpus
+from ..inputs.corpus import IN_MEMORY, Corpus
 from ..inputs.treebank import WordTable
 from ..plan import ExtractionPlan
 
-IN_MEMORY = "<in-memory texts>"  # the corpus name of an in-memory request: no file is read or written
 TEXT_COL, PAIR_COL = "text", "text_pair"
 
 

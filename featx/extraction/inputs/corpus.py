@@ -42,6 +42,9 @@ if TYPE_CHECKING:
     from .treebank import WordTable
 
 
+IN_MEMORY = "<in-memory texts>"  # the corpus name of an in-memory request (featx.embed): no file is read
+
+
 @dataclass
 class Corpus:
     """Texts plus everything else that rode along in the file, in file order."""

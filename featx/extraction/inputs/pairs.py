@@ -26,6 +26,7 @@ from ...errors import InputError, ModelError
 from ...options import on_command_line, spoken, spoken_value
 from ...selection import SEGMENT_POOLING_NAMES
 from ..tokens.tokenize import TokenizedCorpus, fast_backend, tokenize_texts
+from .corpus import IN_MEMORY
 
 PAIR_MODES = ("cross", "separate")
 SEGMENT_POOLINGS = SEGMENT_POOLING_NAMES  # cross mode: the masked mean of each text's own tokens
@@ -135,12 +136,17 @@ def refuse_glued_pairs(config, tokenizer) -> None:
     if not glued:
         return
     both = "{" + str(config.text_col) + "}\n{" + str(config.text_pair_col) + "}"
+    separate = spoken_value(config, "pair_mode", "separate")
+    hint = (  # featx.embed's texts have no columns a template could name: the caller joins them
+        f"join each pair into one text yourself (e.g. a + '\\n' + b) and leave text_pairs out, or use {separate}"
+        if str(config.corpus) == IN_MEMORY
+        else f"name both columns in a template instead of {spoken(config, 'text_pair_col')}, e.g. "
+        f"{spoken_value(config, 'template', both, shown=repr(both))}, or use {separate}"
+    )
     raise InputError(
         f"{spoken_value(config, 'pair_mode', 'cross')}: the tokenizer's pair format puts nothing between the two "
         "texts, so the model would read each pair as one run-on text ('A man sings.A dog barks.')",
-        f"name both columns in a template instead of {spoken(config, 'text_pair_col')}, e.g. "
-        f"{spoken_value(config, 'template', both, shown=repr(both))}, or use "
-        f"{spoken_value(config, 'pair_mode', 'separate')}",
+        hint,
     )
 
 
