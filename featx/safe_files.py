@@ -291,6 +291,14 @@ def check_overwrite(path: str | os.PathLike, what: str, own: Callable[[Path], bo
         raise InputError(refused, output_hint(OVERWRITE_HINT))
 
 
+def refuse_replacing(path: str | os.PathLike, overwrite: bool, what: str, own: Callable[[Path], bool]) -> None:
+    """The two rules of an output only featx's own kind may replace, in their order: without ``overwrite`` an
+    existing one is refused (``refuse_existing``); with it, only a ``what`` featx wrote is (``check_overwrite``)."""
+    refuse_existing([path], overwrite)
+    if overwrite:
+        check_overwrite(path, what, own)
+
+
 def is_bundle_folder(path: Path) -> bool:
     """A real folder holding exactly a featx probe's ``manifest.json`` and ``weights.safetensors``."""
     if path.is_symlink() or not path.is_dir() or sorted(os.listdir(path)) != sorted(BUNDLE_FILES):

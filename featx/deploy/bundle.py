@@ -21,7 +21,7 @@ from typing import Any
 
 from .._version import __version__
 from ..errors import InputError
-from ..safe_files import NotARegularFile, check_overwrite, is_bundle_folder, output_hint, refuse_existing
+from ..safe_files import NotARegularFile, is_bundle_folder, output_hint, refuse_replacing
 from . import checks
 from .probe import Probe
 
@@ -72,8 +72,7 @@ def write_bundle(probe: Probe, target: Path, overwrite: bool = False) -> Path:
     target = Path(target)
     if target.is_symlink() or (target.exists() and not target.is_dir()):
         raise InputError(f"{target} exists and is not a bundle folder", output_hint("choose another -o path"))
-    refuse_existing([target], overwrite)
-    check_overwrite(target, "probe bundle", is_bundle_folder)
+    refuse_replacing(target, overwrite, "probe bundle", is_bundle_folder)
     target.parent.mkdir(parents=True, exist_ok=True)
     manifest = manifest_of(probe, "", 0)  # its content, digested into the weights file; then the weights' digest
     arrays = {name: array for name, array in checks.arrays_of(probe.head).items()}

@@ -20,7 +20,7 @@ import numpy as np
 from ..extraction import config_sha256, tokenizer_sha256
 from ..options import keywords_of
 from ..probing import bootstrap_intervals, few_scored_note, few_val_note, regression_bootstrap
-from ..safe_files import check_overwrite, check_writable, is_bundle_folder, refuse_existing, writing
+from ..safe_files import check_writable, is_bundle_folder, refuse_replacing, writing
 from ..store import FeatureFile
 from .arc_plan import SELECTOR, resolve_arc_fit
 from .arc_select import OFFSET_BOUNDS
@@ -220,11 +220,8 @@ def fit(config: FitConfig | str | Path | None = None, report: Callable[[str], No
 
     config = FitConfig.build(config, **options)
     plan = resolve_arc_fit(config) if config.arcs else resolve_fit(config)
-    if plan.config.write:
-        refuse_existing([plan.output], plan.config.overwrite)
-    if plan.config.write and plan.config.overwrite:  # before any fitting: only a bundle is ever replaced
-        check_overwrite(plan.output, "probe bundle", is_bundle_folder)
-    if plan.config.write:
+    if plan.config.write:  # before any fitting: only a bundle is ever replaced, at a path that can be written
+        refuse_replacing(plan.output, plan.config.overwrite, "probe bundle", is_bundle_folder)
         check_writable(plan.output)  # before the candidates are scored, not after
     # every matrix read checked before the first fit; which candidates read the same vectors (each read once)
     same = checked_candidates(plan.path, plan.candidates, plan.level, compare=plan.arcs != SELECTOR)

@@ -10,7 +10,7 @@ import pandas as pd
 
 from ...errors import InputError
 from ...options import on_command_line, spoken_value
-from ...safe_files import atomic_write_text, check_overwrite, is_hdf5_file, refuse_existing
+from ...safe_files import atomic_write_text, is_hdf5_file, refuse_replacing
 from ...store import escape_name
 
 
@@ -26,9 +26,7 @@ def check_output(source: Path, output: Path, overwrite: bool) -> None:
     if output.resolve() == source.resolve():
         given = spoken_value(None, "output", str(output), "-o")
         raise InputError(f"{given} is the source features file", "write the derived file to another path")
-    refuse_existing([output], overwrite)
-    if overwrite:  # only a features file is ever replaced
-        check_overwrite(output, "features file", is_hdf5_file)
+    refuse_replacing(output, overwrite, "features file", is_hdf5_file)  # only a features file is ever replaced
     if not output.parent.exists():
         hint = "create it first, or choose another " + ("-o" if cli else "output")
         raise InputError(f"directory {output.parent} does not exist", hint)
