@@ -234,22 +234,23 @@ def wide_encoding(raw: bytes) -> str | None:
     return None
 
 
-def _refuse_wide(raw: bytes, path: Path, encoding: str) -> None:
+def _refuse_wide(raw: bytes, path: Path, encoding: str, resave: str | None) -> None:
     """A UTF-16/32 file read in an encoding that is not its own: one line naming the encoding to pass."""
     codec = wide_encoding(raw)
     if codec is None or codecs.lookup(encoding).name.startswith(("utf-16", "utf-32")):
         return
     how = "it starts with its byte order mark" if codec in ("utf-16", "utf-32") else "every other byte is NUL"
     raise InputError(
-        f"{path} is {codec.upper()} text ({how}), not {encoding}", f"pass its encoding: --encoding {codec}"
+        f"{path} is {codec.upper()} text ({how}), not {encoding}", resave or f"pass its encoding: --encoding {codec}"
     )
 
 
-def decode_text(raw: bytes, path: Path, encoding: str) -> str:
+def decode_text(raw: bytes, path: Path, encoding: str, resave: str | None = None) -> str:
     """``raw`` as text in ``encoding`` (a byte order mark dropped); a bad byte is named by line and column,
-    a UTF-16 or UTF-32 file read in another encoding is named as such."""
+    a UTF-16 or UTF-32 file read in another encoding is named as such. The hints name ``--encoding``; ``resave``:
+    the hint instead, for a file no option of the command can give another encoding (a label file)."""
     try:
-        _refuse_wide(raw, path, encoding)
+        _refuse_wide(raw, path, encoding, resave)
         codec = "utf-8-sig" if encoding.lower().replace("_", "-") in ("utf-8", "utf8") else encoding
         return raw.decode(codec).removeprefix("\ufeff")  # a mark kept by utf-16-le and the like: not line 1's text
     except UnicodeDecodeError as err:
@@ -257,7 +258,7 @@ def decode_text(raw: bytes, path: Path, encoding: str) -> str:
         column = err.start - (raw.rfind(b"\n", 0, err.start) + 1) + 1
         raise InputError(
             f"{path}: line {line}, column {column} is not valid {encoding} (byte 0x{raw[err.start]:02x})",
-            "re-save the file as UTF-8, or pass its encoding, e.g. --encoding latin-1",
+            resave or "re-save the file as UTF-8, or pass its encoding, e.g. --encoding latin-1",
         ) from None
     except LookupError:
         raise InputError(f"unknown encoding '{encoding}'", "use a Python codec name such as utf-8 or latin-1") from None

@@ -304,21 +304,23 @@ def structured_note(path: Path, header: list[str], rows: list[list[str]], skip) 
     )
 
 
-def _decode_source(raw: bytes, path: Path, encoding: str) -> str:
+def _decode_source(raw: bytes, path: Path, encoding: str, resave: str | None) -> str:
     if not raw.strip():
         raise InputError(
             f"{source_name(path)} is empty", "give a file with a header row, e.g. text,label, and one row per text"
         )
-    return decode_text(raw, path, encoding)
+    return decode_text(raw, path, encoding, resave)
 
 
-def parse_table(raw: bytes, path: Path, suffix: str, encoding: str, sep: str | None, notes: list[str]) -> Table:
+def parse_table(
+    raw: bytes, path: Path, suffix: str, encoding: str, sep: str | None, notes: list[str], resave: str | None = None
+) -> Table:
     """Header, rows and each row's first line, whatever the format (``suffix`` says it; see ``unwrap_gzip``).
 
-    A sniffed delimiter other than the one the name suggests is said in ``notes``."""
+    A sniffed delimiter other than the one the name suggests is said in ``notes``; ``resave``: ``decode_text``'s."""
     if suffix == ".parquet":
         return _read_parquet(raw, path)
-    text = _decode_source(raw, path, encoding)
+    text = _decode_source(raw, path, encoding, resave)
     if suffix in (".jsonl", ".ndjson", ".json"):  # .json: JSON Lines too (an array is refused above)
         return _read_jsonl(text, path)
     delimiter = choose_delimiter(text, suffix, sep)

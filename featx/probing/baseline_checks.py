@@ -1,5 +1,6 @@
 """The checks of a ``--baseline`` features file (a random-init or another model's extraction of the same corpus)
-before anything is probed: the same rows, and the layers, poolings, sites and token states the run probes."""
+before anything is probed: the same rows and prompt options, and the layers, poolings, sites and token states the
+run probes."""
 
 from __future__ import annotations
 
@@ -12,8 +13,8 @@ from ..store import FeatureFile
 def check_baseline(
     main: FeatureFile, other: FeatureFile, specs: list[LayerSpec], poolings: list[str], need_tokens: bool
 ) -> None:
-    """Fail unless the ``--baseline`` file holds the same rows (count, corpus, ids) and the probed layers,
-    poolings and (for attn) token states."""
+    """Fail unless the ``--baseline`` file holds the same rows (count, corpus, ids), the probed layers, poolings
+    and (for attn) token states, and was extracted with the same prompt options."""
     problem = None
     if other.n_rows != main.n_rows:
         problem = f"it has {other.n_rows} rows, {main.path.name} has {main.n_rows}"
@@ -47,6 +48,20 @@ def check_baseline(
         raise InputError(
             f"--baseline {other.path} has no token-level states for the attn probe",
             "re-extract it with featx extract --tokens",
+        )
+    _check_same_prompts(main, other)
+
+
+def _check_same_prompts(main: FeatureFile, other: FeatureFile) -> None:
+    """Refuse a ``--baseline`` file extracted with other prompt options: its ``at`` and span poolings read other
+    tokens of other prompts, so the comparison would not be the model's weights alone."""
+    from ..extraction import prompt_difference
+
+    differ = prompt_difference(main.attrs, other.attrs)
+    if differ:
+        raise InputError(
+            f"--baseline {other.path} was extracted with other prompts than {main.path.name} ({differ} differ)",
+            "extract the baseline from the same corpus with the same prompt options, adding --random-init",
         )
 
 

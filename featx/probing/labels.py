@@ -56,12 +56,8 @@ def read_label_file(path: str | Path, sep: str | None = None, encoding: str = "u
     raw = read_source(path)
     suffix, data = unwrap_gzip(raw, path)
     refuse_other_formats(data, path, suffix)
-    try:
-        header, rows, lines = parse_table(data, path, suffix, encoding, normalise_sep(sep), [])
-    except InputError as err:  # the corpus reader's hint names --encoding, which no label-file command has
-        if err.hint and "--encoding" in err.hint:
-            raise InputError(err.message, f"re-save the label file as {encoding.upper()}: it is read as such") from None
-        raise
+    resave = f"re-save the label file as {encoding.upper()}: it is read as such"  # no label-file command has --encoding
+    header, rows, lines = parse_table(data, path, suffix, encoding, normalise_sep(sep), [], resave)
     header = [name.strip() for name in header]
     _check_header(header, path)
     if not rows:

@@ -63,19 +63,6 @@ def row_info(features: FeatureFile, kept: np.ndarray, split: np.ndarray | None) 
     return info
 
 
-def check_baseline_prompts(features: FeatureFile, other: FeatureFile) -> None:
-    """Refuse a ``--baseline`` file extracted with other prompt options: its ``at`` and span poolings read other
-    tokens of other prompts, so the comparison would not be the model's weights alone."""
-    from ...extraction import prompt_difference
-
-    differ = prompt_difference(features.attrs, other.attrs)
-    if differ:
-        raise InputError(
-            f"--baseline {other.path} was extracted with other prompts than {features.path.name} ({differ} differ)",
-            "extract the baseline from the same corpus with the same prompt options, adding --random-init",
-        )
-
-
 def read_layout(
     features: FeatureFile, config: ProbeConfig, kept: np.ndarray, notes: list[str], need_tokens: bool
 ) -> SentenceLayout:
@@ -95,7 +82,6 @@ def read_layout(
     if config.baseline is not None:
         with FeatureFile(config.baseline, allow_partial=config.allow_partial) as other:
             check_baseline(features, other, specs, poolings, need_tokens)
-            check_baseline_prompts(features, other)
             check_baseline_sites(other, sites)
             baseline_model = other.attrs.get(store.schema.MODEL)
             if other.attrs.get(store.schema.RANDOM_INIT):
