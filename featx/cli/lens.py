@@ -5,13 +5,12 @@ from __future__ import annotations
 import click
 
 from .app import echo, main
-from .generate import PATH_ARGUMENT, ConfigCommand, grouped_option
+from .generate import PATH_ARGUMENT, ConfigCommand
 
 
 @main.command(cls=ConfigCommand, config="featx.logit_lens:LensConfig")
 @click.argument("corpus", type=PATH_ARGUMENT)
-@grouped_option("Model and output", "--no-figure", is_flag=True, help="Skip the figure (PREFIX.png and .svg).")
-def lens(corpus, template, system, no_figure, **options):
+def lens(corpus, template, system, **options):
     """Read every layer at the answering position through the model's own head (the logit lens) and score the
     --answers tokens against the label, beside a probe on the same test rows: a table, a CSV and a figure.
 
@@ -25,7 +24,7 @@ def lens(corpus, template, system, no_figure, **options):
     result = run_lens(corpus, template=template, system=unescape_cli_text(system), **options)
     echo(result.format())
     files = list(result.files)
-    if not no_figure:
+    if options["figure"]:  # checked with the other outputs before the first forward pass
         from ..report import save_lens_figure
 
         files += save_lens_figure(result.table, files[0].with_suffix(".png"), f"Logit lens: {result.model}")

@@ -18,6 +18,7 @@ _HOMES = {
     "LensResult": "run",
     "lens_logits": "run",
     "score_layer": "run",
+    "check_outputs": "run",
     "LensConfig": "config",
     "Answers": "answers",
     "parse_answers": "answers",

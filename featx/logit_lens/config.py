@@ -80,7 +80,10 @@ class LensConfig(Options):
         flag=("-o", "--output"),
         group=RUN,
         kind="str",
-        help="Results prefix: PREFIX.csv and PREFIX.features.h5 (the command adds PREFIX.png; default CORPUS.lens).",
+        help="Results prefix: PREFIX.csv, .json, .png, .svg and PREFIX.features.h5 (default CORPUS.lens).",
+    )
+    figure: bool = option(
+        True, flag="--no-figure", negate=True, group=RUN, help="Skip the figure (PREFIX.png and .svg)."
     )
     max_length: int | None = option(None, flag="--max-length", group=RUN, help="Token limit (default: the model's).")
     batch_size: int | None = option(None, flag="--batch-size", group=RUN, help="Rows per forward batch.")

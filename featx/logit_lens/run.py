@@ -170,6 +170,28 @@ def lens_table(config: LensConfig, prepared: Prepared, features: Path) -> tuple[
     return pd.DataFrame.from_records(records, columns=COLUMNS), list(task.plan.notes)
 
 
+FIGURE_FORMATS = ("png", "svg")  # what the command's figure is written as (featx.report.save_lens_figure)
+
+
+def _beside(prefix: Path, suffix: str) -> Path:
+    return prefix.with_name(prefix.name + suffix)
+
+
+def check_outputs(config: LensConfig) -> None:
+    """Before the first forward pass: what the run writes at its prefix (the table, the JSON record and, unless
+    ``figure`` is off, the figure) replaces neither the corpus nor anything but an earlier lens run's own files,
+    which it writes again (``featx.own_files``); the features file has its own rule (``overwrite``)."""
+    from ..own_files import is_featx_figure, json_of, refuse_foreign, table_with
+    from ..safe_files import refuse_inputs
+
+    table, record = _beside(config.prefix(), ".csv"), _beside(config.prefix(), ".json")
+    figures = [table.with_suffix(f".{extension}") for extension in FIGURE_FORMATS] if config.figure else []
+    refuse_inputs([table, record, *figures], [config.corpus])
+    refuse_foreign([table], "lens table", table_with(",".join(COLUMNS[:2]) + ","))
+    refuse_foreign([record], "lens record", json_of("lens"))
+    refuse_foreign(figures, "figure", is_featx_figure)
+
+
 @keywords_of(LensConfig)
 def lens(config: LensConfig | str | Path | None = None, **options: Any) -> LensResult:
     """The logit lens beside the probe: ``featx.lens("reviews.csv", template="Review: {text}\\nSentiment:",
@@ -179,6 +201,7 @@ def lens(config: LensConfig | str | Path | None = None, **options: Any) -> LensR
     from ..io import write_csv
 
     config = LensConfig.build(config, **options)
+    check_outputs(config)
     prepared = prepare(config)
     extraction = make_config(config.corpus, **prepared.extract_options)
     summary = quick_up_to_date(extraction) or extract(extraction)  # the same request again: the file as it is
@@ -187,7 +210,7 @@ def lens(config: LensConfig | str | Path | None = None, **options: Any) -> LensR
     prefix = config.prefix()
     mapping = prepared.answers.describe(prepared.class_names, config.label)
     notes = [*summary.notes, *notes]
-    files = [write_csv(table, prefix.with_name(prefix.name + ".csv"))]  # the figure: featx.report.save_lens_figure
+    files = [write_csv(table, _beside(prefix, ".csv"))]  # the figure: featx.report.save_lens_figure
     files.append(_write_json(table, _meta(config, prepared, features, mapping, notes), prefix))
     return LensResult(table, mapping, features, files, notes, model=prepared.model)
 
@@ -221,7 +244,7 @@ def _write_json(table: pd.DataFrame, meta: dict[str, Any], prefix: Path) -> Path
 
     from ..safe_files import atomic_write_text
 
-    path = prefix.with_name(prefix.name + ".json")
+    path = _beside(prefix, ".json")
     payload = {"meta": meta, "results": json.loads(table.to_json(orient="records"))}
     atomic_write_text(path, json.dumps(payload, indent=1, allow_nan=False))
     return path

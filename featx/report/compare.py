@@ -22,10 +22,9 @@ from ..checks import path_like, whole
 from ..errors import InputError
 from ..io import write_csv
 from ..options import Check, Options, keywords_of, normalise, on_command_line, option, spoken_value
-from ..safe_files import refuse_inputs
 from .figures.compare import plot_compare
 from .figures.style import FORMATS, RC, save
-from .files import make_folder, results_files
+from .files import check_redrawn, make_folder, results_files
 from .load import (
     Entry,
     check_metric,
@@ -36,7 +35,6 @@ from .load import (
     load_results,
     main_metric,
     model_name,
-    result_files,
     selection_note,
 )
 from .paired import paired_layer_tests, why_not_paired
@@ -346,6 +344,8 @@ def compare(sources: Iterable | CompareConfig, **options: Any) -> Comparison:
     import matplotlib.pyplot as plt
 
     config = CompareConfig.build(sources, **options)
+    if config.output is not None:  # before anything is read
+        check_redrawn(config.output, config.formats, TABLES, results=config.results)
     names = list(config.names) if config.names is not None else None
     entries = load_entries(list(config.results), config.metric, config.classifier, config.pooling, names)
     metric = entries[0].metric
@@ -359,6 +359,9 @@ def compare(sources: Iterable | CompareConfig, **options: Any) -> Comparison:
     if config.output is not None:
         result.written = result.write(config.output, config.formats, config.dpi)
     return result
+
+
+TABLES = {".csv": ("comparison table", "name,model,corpus,label,"), ".tests.csv": ("paired-tests table", "a,b,layer,")}
 
 
 @dataclass
@@ -380,9 +383,7 @@ class Comparison:
         import matplotlib.pyplot as plt
 
         output = Path(output)
-        figures = [output.with_suffix("." + extension.lstrip(".")) for extension in formats]
-        tables = [output.with_suffix(".csv"), output.with_suffix(".tests.csv")]
-        refuse_inputs([*figures, *tables], [read for entry in self.entries for read in result_files(entry.source)])
+        check_redrawn(output, formats, TABLES, results=[entry.source for entry in self.entries])
         make_folder(output.parent)
         with plt.rc_context(RC):
             written = save(self.figure, output, formats, dpi)

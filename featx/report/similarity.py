@@ -25,7 +25,7 @@ from ..errors import InputError
 from ..io import write_csv
 from ..options import Check, Options, keywords_of, on_command_line, option
 from .figures.style import FORMATS, RC, axes_or_new, save
-from .files import make_folder
+from .files import check_redrawn, make_folder
 
 CACHE_BYTES = 1 << 30  # layers are kept in memory only while the whole file fits in this
 
@@ -210,6 +210,9 @@ def default_output(
     return features.with_name(f"{stem}.{pooling}{'-words' if words else ''}.{site}.cka.png")
 
 
+TABLE = {".csv": ("similarity matrix", "layer of ")}  # beside the figure (``files.check_redrawn``)
+
+
 @keywords_of(SimilarityConfig)  # from Python, a message names the keyword given (dpi=0), the CLI the flag
 def similarity(features, other=None, **options: Any) -> Similarity:
     """Linear CKA between every layer of ``features`` and every layer of ``other`` (default: itself).
@@ -219,12 +222,15 @@ def similarity(features, other=None, **options: Any) -> Similarity:
     ``features`` may also be a whole ``SimilarityConfig``.
     """
     config = SimilarityConfig.build(features, **({"other": other} if other is not None else {}), **options)
-    result = _similarity(config.features, config.other, config.pooling, config.site, config.words)
+    output = None
     if config.output is not None or config.write:
         named = default_output(
             config.features, config.other, pooling=config.pooling, site=config.site, words=config.words
         )
         output = config.output or named
+        check_redrawn(output, config.formats, TABLE, inputs=[config.features, config.other])  # before the work
+    result = _similarity(config.features, config.other, config.pooling, config.site, config.words)
+    if output is not None:
         result.written = write_similarity(result, output, config.formats, config.dpi)
     return result
 
@@ -236,6 +242,7 @@ def write_similarity(
     import matplotlib.pyplot as plt
 
     output = Path(output)
+    check_redrawn(output, formats, TABLE)
     make_folder(output.parent)
     fig, written = similarity_figure(result, output=output, formats=formats, dpi=dpi)
     plt.close(fig)

@@ -73,3 +73,22 @@ def test_the_command_line_says_it_in_one_line_with_exit_2(head_models, corpus, t
 def test_a_chat_template_is_for_decoders(head_models, corpus, tmp_path):
     with pytest.raises(InputError, match=r"chat_template=True is for decoders, and .* is read through its MLM head"):
         _lens(corpus, tmp_path, head_models("bert"), template="{text} it was [MASK] .", chat_template=True)
+
+
+def test_an_output_on_the_corpus_or_a_users_file_is_refused_before_the_model_loads(corpus, tmp_path):
+    """``-o corpus`` would write its table over corpus.csv; a user's figure at PREFIX.png would be replaced: each
+    refused before the model is even read (no model here), nothing changed; without the figure, its path is free."""
+    before = corpus.read_bytes()
+    with pytest.raises(InputError, match=r"would write .*corpus\.csv, which is an input of this run"):
+        _lens(corpus, tmp_path, tmp_path / "no-model", output=str(corpus.with_suffix("")))
+    (tmp_path / "mine.png").write_bytes(b"\x89PNG\r\n\x1a\nmine")
+    from featx.logit_lens import LensConfig, check_outputs
+
+    config = LensConfig(corpus, template=DECODER, answers=" the, walk", output=str(tmp_path / "mine"))
+    with pytest.raises(InputError, match=r"mine\.png exists and is not a figure featx wrote: not replaced"):
+        check_outputs(config)
+    check_outputs(config.replace(figure=False))  # --no-figure: no figure to write
+    (tmp_path / "mine.json").write_text('{"meta": {"command": "probe"}}')
+    with pytest.raises(InputError, match=r"mine\.json exists and is not a lens record featx wrote"):
+        check_outputs(config.replace(figure=False))
+    assert corpus.read_bytes() == before and (tmp_path / "mine.png").read_bytes().endswith(b"mine")

@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 from ...checks import path_like, whole
 from ...errors import InputError
 from ...options import Check, Options, keywords_of, normalise, option, spoken, spoken_value
-from ..files import make_folder, results_files
+from ..files import check_redrawn, make_folder, results_files
 from ..structural import is_structural
 from .heatmap import SCALES
 from .style import FORMATS, RC, default_output, save
@@ -128,6 +128,9 @@ def _check_all(config: PlotConfig) -> None:
             _check_structural(path, config)
         else:
             check_figure(path, config.metric, config.classifier, config.baseline)
+    targets = [_target(path, config.output) for path in config.results]
+    for target in targets + ([Path(config.compare)] if config.compare is not None else []):
+        check_redrawn(target, FORMATS, {}, results=config.results)  # featx's own figures only: drawn again
     if config.compare is not None:
         ours = {
             _target(path, config.output).with_suffix(f".{extension}")

@@ -136,13 +136,13 @@ def legend_below(ax, ncol: int = 3, **options):
 
 
 def save(fig, output: str | os.PathLike, formats: Iterable[str] = FORMATS, dpi: int = 150) -> list[Path]:
-    """Write ``fig`` once per format, replacing the suffix of ``output``; SVGs carry no date (reproducible)."""
+    """Write ``fig`` once per format, replacing the suffix of ``output`` (``write_figure``)."""
     written: list[Path] = []
     for extension in formats:
         extension = extension.lstrip(".")
         target = Path(output).with_suffix(f".{extension}")
         try:
-            write_figure(fig, target, dpi=dpi, metadata={"Date": None} if extension == "svg" else None)
+            write_figure(fig, target, dpi=dpi)
         except OSError as err:
             raise StoreError(f"cannot write {target}: {err}", "check the directory exists and is writable") from None
         written.append(target)
@@ -151,10 +151,17 @@ def save(fig, output: str | os.PathLike, formats: Iterable[str] = FORMATS, dpi: 
 
 def write_figure(fig, target: Path, **options: Any) -> None:
     """``fig.savefig(target, **options)``, its format the suffix's, through ``atomic_write`` (a fresh temporary
-    file renamed into place): ``savefig`` would open the name itself and write through a link planted there."""
+    file renamed into place): ``savefig`` would open the name itself and write through a link planted there.
+    The figure carries featx's mark (``featx.own_files.figure_metadata``: a run may draw it again) and, as an SVG,
+    no date (the same figure, the same bytes)."""
+    from ...own_files import figure_metadata
     from ...safe_files import atomic_write
 
-    atomic_write(target, lambda handle: fig.savefig(handle, format=target.suffix.lstrip("."), **options))
+    extension = target.suffix.lstrip(".")
+    metadata = {**figure_metadata(extension), **(options.pop("metadata", None) or {})}
+    if metadata:  # formats without metadata (JPEG...) take none
+        options["metadata"] = metadata
+    atomic_write(target, lambda handle: fig.savefig(handle, format=extension, **options))
 
 
 def svg_text(fig) -> str:

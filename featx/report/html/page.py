@@ -21,6 +21,7 @@ from ...checks import path_like
 from ...errors import FeatxError, InputError
 from ...io import writable_hint
 from ...options import Check, Options, keywords_of, on_command_line, option, spoken_value
+from ...own_files import is_featx_page, refuse_foreign
 from ...safe_files import refuse_inputs
 from ..load import (
     METRIC_NAMES,
@@ -226,6 +227,7 @@ def write_report(results, output: str | os.PathLike | None = None, **options: An
     config = ReportConfig.build(results, **({"output": output} if output is not None else {}), **options)
     path = Path(config.output) if config.output is not None else default_output(Path(config.results))
     refuse_inputs([path], result_files(config.results))
+    refuse_foreign([path], "report page", is_featx_page)  # featx's own page is made again; nothing else replaced
     page = render(config.results, config.classifier, config.metric)
     try:
         from ...safe_files import atomic_write_text
