@@ -24,6 +24,10 @@ from .safe_files import NotARegularFile, loads_json, output_hint, read_small_tex
 
 FIGURE_MARK = "featx"
 FOREIGN_HINT = "move it away, or choose another -o path"
+# featx 0.2.0 drew its figures without the mark: such a figure is refused like any other, and the hint says so
+FIGURE_HINT = (
+    "move it away (a figure from featx 0.2.0 or earlier carries no mark: remove it), or choose another -o path"
+)
 _SIGNATURES = (b"\x89PNG\r\n\x1a\n", b"<?xml", b"<svg", b"%PDF")
 _HEAD, _TAIL = 4096, 16384  # a PNG's or SVG's metadata comes first; a PDF's Info dictionary near its end
 
@@ -95,9 +99,11 @@ def json_of(command: str) -> Callable[[Path], bool]:
     return own
 
 
-def refuse_foreign(paths: Iterable[str | os.PathLike], what: str, own: Callable[[Path], bool]) -> None:
+def refuse_foreign(
+    paths: Iterable[str | os.PathLike], what: str, own: Callable[[Path], bool], hint: str = FOREIGN_HINT
+) -> None:
     """Before any work: each of ``paths`` that exists must be a ``what`` featx wrote (``own``), which a run draws
-    again; a link, a folder or anyone else's file is refused with one line, and nothing is replaced."""
+    again; a link, a folder or anyone else's file is refused with one line (``hint``), and nothing is replaced."""
     for path in map(Path, paths):
         if not os.path.lexists(path):
             continue
@@ -109,10 +115,11 @@ def refuse_foreign(paths: Iterable[str | os.PathLike], what: str, own: Callable[
             continue
         else:
             found = "exists and is not"
-        raise InputError(f"{path} {found} a {what} featx wrote: not replaced", output_hint(FOREIGN_HINT))
+        raise InputError(f"{path} {found} a {what} featx wrote: not replaced", output_hint(hint))
 
 
 __all__ = [
+    "FIGURE_HINT",
     "FIGURE_MARK",
     "figure_metadata",
     "is_featx_figure",
