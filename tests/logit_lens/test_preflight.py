@@ -92,3 +92,17 @@ def test_an_output_on_the_corpus_or_a_users_file_is_refused_before_the_model_loa
     with pytest.raises(InputError, match=r"mine\.json exists and is not a lens record featx wrote"):
         check_outputs(config.replace(figure=False))
     assert corpus.read_bytes() == before and (tmp_path / "mine.png").read_bytes().endswith(b"mine")
+
+
+def test_more_folds_than_a_class_has_rows_is_refused_before_the_forward_pass(head_models, corpus, tmp_path):
+    """Without a split column the probe beside the lens runs --folds stratified folds: 50 folds for classes of 6
+    rows was refused by the probe after the extraction; the same plan is made from the corpus first."""
+    import csv
+
+    rows = list(csv.reader(corpus.open()))
+    unsplit = tmp_path / "unsplit.csv"
+    with unsplit.open("w", newline="") as handle:
+        csv.writer(handle).writerows([row[: rows[0].index("split")] for row in rows])
+    with pytest.raises(InputError, match=r"has only \d labelled row\(s\), fewer than the 50 cross-validation folds"):
+        _lens(unsplit, tmp_path, head_models("gpt2"), folds=50)
+    assert not list(tmp_path.glob("lens*"))  # nothing extracted
