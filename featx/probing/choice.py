@@ -16,9 +16,10 @@ LAYER_KINDS = ("single", "cat", "stack")  # the rows of probes; the others (majo
 
 def baseline_rivals(table: pd.DataFrame) -> pd.DataFrame:
     """The rows a baseline's paired test looks among for the chosen row: the main features' hidden-state single
-    layers, or in a run of ``cat(...)`` or ``stack`` specs only (whose chosen row is one of them), those."""
+    layers (in a run of other sites only, ``--site ffn``, those sites'), or in a run of ``cat(...)`` or ``stack``
+    specs only (whose chosen row is one of them), those."""
     rows = table[(table.features == "main") & table.kind.isin(LAYER_KINDS)]
-    if "site" in rows:
+    if "site" in rows and (rows.site == "hidden").any():
         rows = rows[rows.site == "hidden"]
     singles = rows[rows.kind == "single"]
     return singles if not singles.empty else rows

@@ -302,3 +302,37 @@ def test_the_predictions_layer_is_chosen_on_the_training_part_among_their_own_la
     assert choice_meta(table, "accuracy")["predictions_layer"] is None  # no predictions written
     no_scores = mark_choices(table.assign(selection_score=np.nan), "accuracy", ("majority",))
     assert choice_meta(no_scores, "accuracy", "mean/logreg")["predictions_layer"] is None
+
+
+def test_a_baseline_is_tested_against_the_chosen_site_when_the_run_has_no_hidden_states():
+    """``--site ffn`` alone: the lexical baseline's paired test looked among hidden-state rows only, found none,
+    and printed "no layer to compare with"; it is tested against the chosen row of the sites the run probed."""
+    import pandas as pd
+
+    from featx.probing import baseline_rivals
+    from featx.report.text.probe import versus_best
+
+    def rows(sites):
+        return pd.DataFrame(
+            {
+                "features": "main",
+                "kind": "single",
+                "site": [site for site in sites for _ in range(2)],
+                "layer": [0, 1] * len(sites),
+                "layer_spec": ["0", "1"] * len(sites),
+                "pooling": "mean",
+                "classifier": "logreg",
+                "accuracy": [0.6, 0.8] * len(sites),
+                "is_best": [False, True] * len(sites),
+                "selection_score": [0.55, 0.75] * len(sites),
+            }
+        )
+
+    both = rows(["hidden", "ffn"])
+    assert set(baseline_rivals(both).site) == {"hidden"}  # the hidden states, as before
+    ffn = rows(["ffn"])
+    assert baseline_rivals(ffn).equals(ffn)
+    lexical = SimpleNamespace(accuracy=0.7, p_vs_best=0.02, significant_vs_best=True)
+    text = versus_best(lexical, ffn, "accuracy")
+    assert text.startswith("vs the best layer (site ffn mean 1, logreg) p=0.02")
+    assert text.endswith("the baseline is behind the layer by 0.100")

@@ -111,7 +111,8 @@ def versus_best(row, table: pd.DataFrame, metric: str, meta: dict | None = None)
     if singles.empty or not singles[metric].notna().any():
         return "no layer to compare with"
     best = singles.loc[singles[metric].idxmax()]
-    where = f"{best.pooling} {best.layer_spec}, {best.classifier}"
+    site = f"site {best.site} " if str(best.get("site", "hidden")) != "hidden" else ""
+    where = f"{site}{best.pooling} {best.layer_spec}, {best.classifier}"
     tested = f"paired on {test_metric}, one test" if test_metric else "paired, one test"
     verdict = _verdict(getattr(row, test_metric, None), best.get(test_metric), row.significant_vs_best)
     return f"vs the best layer ({where}) p={p_value(row.p_vs_best, row.significant_vs_best)} ({tested}){verdict}"
