@@ -240,15 +240,25 @@ def layer_results(frame, meta, metric: str, classifier: str | None):
     """Results loaded and checked for ``metric``: (frame, meta, classifier, that classifier's layer rows)."""
     frame, meta = load_results(frame, meta)
     check_metric(frame, metric)
-    classifier = classifier or default_classifier(frame)
+    classifier = classifier or default_classifier(frame, meta)
     return frame, meta, classifier, layer_rows(frame, classifier)
 
 
-def default_classifier(frame: pd.DataFrame) -> str:
-    """The classifier of the most accurate probe row (the first classifier if there is no accuracy)."""
+def default_classifier(frame: pd.DataFrame, meta: dict | None = None) -> str:
+    """The classifier of the probe row chosen on the training part: the run's choice (``meta``'s ``selected``), else
+    that of the highest ``selection_score``; in results without either, that of the most accurate row on the test
+    rows (the first classifier if there is no accuracy). A figure, page or comparison of a run of several
+    classifiers draws the one the run chose, never the one that merely did best on the test rows."""
     probed = frame[(frame["features"] == "main") & frame["kind"].isin(["single", "cat", "stack"])]
     if probed.empty:
         raise InputError("these results have no probe rows (only baselines)", f"run {_probe_with(_all_layers())}")
+    selected = (meta or {}).get("selected")
+    if isinstance(selected, dict) and selected.get("classifier") in set(probed["classifier"].astype(str)):
+        return str(selected["classifier"])
+    if "selection_score" in probed.columns:
+        scores = pd.to_numeric(probed["selection_score"], errors="coerce")
+        if scores.notna().any():
+            return str(probed.loc[scores.idxmax(), "classifier"])
     metric = main_metric(probed)
     if metric in probed.columns and probed[metric].notna().any():
         return str(probed.loc[probed[metric].astype(float).idxmax(), "classifier"])
@@ -380,7 +390,7 @@ def model_name(meta: dict) -> str:
 
 def describe(frame: pd.DataFrame, meta: dict, classifier: str | None = None) -> str:
     """A one-line title: model, label column, classifier and row count."""
-    classifier = classifier or default_classifier(frame)
+    classifier = classifier or default_classifier(frame, meta)
     label = meta.get("label") or (frame["label"].iloc[0] if "label" in frame.columns and len(frame) else "label")
     n_rows = meta.get("n_rows")
     if n_rows is None and {"n_train", "n_test"} <= set(frame.columns):

@@ -63,7 +63,7 @@ def plot_per_class_f1(
     frame, meta = load_results(frame, meta)
     if "per_class_f1" not in frame.columns:
         raise InputError("these results have no per_class_f1 column", "re-run featx probe to get per-class F1")
-    classifier = classifier or default_classifier(frame)
+    classifier = classifier or default_classifier(frame, meta)
     rows = layer_rows(frame, classifier)
     if pooling is None:
         pooling = str(best_row(rows, "accuracy" if "accuracy" in rows.columns else "macro_f1")["pooling"])

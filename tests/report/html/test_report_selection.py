@@ -9,14 +9,14 @@ from click.testing import CliRunner
 from support.results import synthetic_results, write_results
 
 from featx.cli import main
-from featx.report.compare import compare
+from featx.report.compare import compare, load_entries
 from featx.report.figures.classes import plot_per_class_f1
 from featx.report.figures.curves import plot_layer_curves
 from featx.report.figures.plot import figure
 from featx.report.html import page as html
 from featx.report.html.sections import layer_table
 from featx.report.labels import labels_figure
-from featx.report.load import chosen_row, default_metric, layer_rows, selection_note
+from featx.report.load import chosen_row, default_classifier, default_metric, layer_rows, selection_note
 
 
 @pytest.fixture(autouse=True)
@@ -116,6 +116,22 @@ def test_compare_draws_bands_stars_the_selection_and_notes_the_optimism(tmp_path
     assert len(ax.collections) >= 2  # one 95% band per line
     assert all(entry.selected and int(entry.best["layer"]) == 1 for entry in result.entries)
     assert "a: layer 1 (mean, logreg) chosen on the training part; best on test: layer 2" in result.format()
+
+
+def test_a_run_of_several_classifiers_is_drawn_and_compared_at_the_classifier_it_chose(tmp_path):
+    """logreg is best on the test rows, mlp was chosen on the training part: the figures, the page and featx compare
+    drew and compared logreg (the classifier of the best test row), a choice made on the test rows."""
+    frame, meta = synthetic_results(baseline=False, classifiers=("logreg", "mlp"))
+    single = frame["kind"] == "single"
+    frame.loc[single, "selection_score"] = 0.6
+    frame.loc[single & (frame["classifier"] == "mlp") & (frame["pooling"] == "mean") & (frame["layer"] == 1),
+              "selection_score"] = 0.9  # fmt: skip
+    meta.update(selected={"layer": 1, "pooling": "mean", "classifier": "mlp"})
+    assert frame.loc[frame[single].accuracy.idxmax(), "classifier"] == "logreg"
+    entry = load_entries([write_results(frame, meta, tmp_path / "several.probe")[0]])[0]  # featx compare's line
+    assert (entry.best["classifier"], int(entry.best["layer"]), entry.selected) == ("mlp", 1, True)
+    assert default_classifier(frame) == "mlp"  # results without the run's meta: by the selection score
+    assert default_classifier(frame, meta) == "mlp"
 
 
 def test_all_labels_figure_colour_matches_majority_lines_and_takes_limits_from_the_data(tmp_path):
