@@ -25,17 +25,9 @@ from ..safe_files import loads_json
 from .figures.style import SITE_LINESTYLES
 
 METRICS = (
-    "accuracy",
-    "macro_f1",
-    "balanced_accuracy",
-    "selectivity",
-    "control_accuracy",
-    "r2",
-    "spearman",
-    "pearson",
-    "mae",
+    "accuracy", "macro_f1", "balanced_accuracy", "selectivity", "control_accuracy", "r2", "spearman", "pearson", "mae",
     "control_r2",
-)
+)  # fmt: skip
 METRIC_NAMES = {
     "r2": "R²",
     "spearman": "Spearman rho",
@@ -245,23 +237,18 @@ def layer_results(frame, meta, metric: str, classifier: str | None):
 
 
 def default_classifier(frame: pd.DataFrame, meta: dict | None = None) -> str:
-    """The classifier of the probe row chosen on the training part: the run's choice (``meta``'s ``selected``), else
-    that of the highest ``selection_score``; in results without either, that of the most accurate row on the test
-    rows (the first classifier if there is no accuracy). A figure, page or comparison of a run of several
-    classifiers draws the one the run chose, never the one that merely did best on the test rows."""
+    """The classifier of the row the run chose on its training part (``meta``'s ``selected``, else the best
+    ``selection_score``); only in results without either, that of the best test row (else the first)."""
     probed = frame[(frame["features"] == "main") & frame["kind"].isin(["single", "cat", "stack"])]
     if probed.empty:
         raise InputError("these results have no probe rows (only baselines)", f"run {_probe_with(_all_layers())}")
     selected = (meta or {}).get("selected")
     if isinstance(selected, dict) and selected.get("classifier") in set(probed["classifier"].astype(str)):
         return str(selected["classifier"])
-    if "selection_score" in probed.columns:
-        scores = pd.to_numeric(probed["selection_score"], errors="coerce")
-        if scores.notna().any():
+    for column in ("selection_score", main_metric(probed)):
+        scores = pd.to_numeric(probed[column], errors="coerce") if column in probed.columns else None
+        if scores is not None and scores.notna().any():
             return str(probed.loc[scores.idxmax(), "classifier"])
-    metric = main_metric(probed)
-    if metric in probed.columns and probed[metric].notna().any():
-        return str(probed.loc[probed[metric].astype(float).idxmax(), "classifier"])
     return str(probed["classifier"].iloc[0])
 
 
