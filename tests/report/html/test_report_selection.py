@@ -119,19 +119,24 @@ def test_compare_draws_bands_stars_the_selection_and_notes_the_optimism(tmp_path
 
 
 def test_a_run_of_several_classifiers_is_drawn_and_compared_at_the_classifier_it_chose(tmp_path):
-    """logreg is best on the test rows, mlp was chosen on the training part: the figures, the page and featx compare
-    drew and compared logreg (the classifier of the best test row), a choice made on the test rows."""
+    """logreg/mean is best on the test rows, mlp/mean was chosen on the training part: featx compare, the page and the
+    per-class figure drew logreg (the classifier of the best test row), and the per-class figure the pooling of mlp's
+    best test row (cls), choices made on the test rows."""
     frame, meta = synthetic_results(baseline=False, classifiers=("logreg", "mlp"))
     single = frame["kind"] == "single"
     frame.loc[single, "selection_score"] = 0.6
     frame.loc[single & (frame["classifier"] == "mlp") & (frame["pooling"] == "mean") & (frame["layer"] == 1),
               "selection_score"] = 0.9  # fmt: skip
     meta.update(selected={"layer": 1, "pooling": "mean", "classifier": "mlp"})
-    assert frame.loc[frame[single].accuracy.idxmax(), "classifier"] == "logreg"
+    best_on_test = frame.loc[frame[single].accuracy.idxmax()]
+    assert (best_on_test["classifier"], best_on_test["pooling"]) == ("logreg", "mean")
     entry = load_entries([write_results(frame, meta, tmp_path / "several.probe")[0]])[0]  # featx compare's line
-    assert (entry.best["classifier"], int(entry.best["layer"]), entry.selected) == ("mlp", 1, True)
+    assert (entry.best["classifier"], entry.best["pooling"], int(entry.best["layer"])) == ("mlp", "mean", 1)
     assert default_classifier(frame) == "mlp"  # results without the run's meta: by the selection score
     assert default_classifier(frame, meta) == "mlp"
+    mlp = frame[single & (frame["classifier"] == "mlp")]
+    assert mlp.loc[mlp.accuracy.idxmax(), "pooling"] == "cls"
+    assert plot_per_class_f1(frame, meta).get_title(loc="left") == "per-class F1 by layer (mean pooling)"
 
 
 def test_all_labels_figure_colour_matches_majority_lines_and_takes_limits_from_the_data(tmp_path):
