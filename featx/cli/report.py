@@ -61,7 +61,8 @@ def compare(results, **options):
 @click.argument("features", type=PATH_ARGUMENT)
 @click.argument("other", required=False, type=PATH_ARGUMENT)
 def similarity(features, other, **options):
-    """Linear CKA between every pair of layers of FEATURES, or of FEATURES and OTHER (the same rows)."""
+    """Linear CKA between every pair of layers of FEATURES, or of FEATURES and OTHER (the same rows), beside its
+    chance level: the CKA of the same layers with the rows shuffled."""
     use_agg()
     from ..report import SimilarityConfig
     from ..report import layer_similarity as run_similarity

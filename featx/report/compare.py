@@ -116,7 +116,7 @@ def load_entries(
             _check_same_task(entries[0], frame, meta, index)
         metric = metric or default_metric(frame, meta)
         check_metric(frame, metric)
-        chosen = classifier or default_classifier(frame)
+        chosen = classifier or default_classifier(frame, meta)
         site = "hidden" if "hidden" in set(frame["site"]) else str(frame["site"].iloc[0])
         rows = layer_rows(frame[frame["site"].isin([site, ""])], chosen)
         if pooling is not None and pooling not in set(rows["pooling"]):
@@ -298,7 +298,7 @@ class CompareConfig(Options):
     metric: str | None = option(  # None: the first file's own metric (``load.default_metric``)
         None, flag="--metric", help="accuracy, macro_f1, balanced_accuracy, r2, ... (default: the first file's own)."
     )
-    classifier: str | None = option(None, flag="--classifier", help="Which probe's rows (default: each file's best).")
+    classifier: str | None = option(None, flag="--classifier", help="Which probe's rows (default: each run's choice).")
     pooling: str | None = option(None, flag="--pooling", help="Which pooling's curve (default: each file's best).")
     names: Sequence[str] | str | None = option(
         None,

@@ -25,17 +25,9 @@ from ..safe_files import loads_json
 from .figures.style import SITE_LINESTYLES
 
 METRICS = (
-    "accuracy",
-    "macro_f1",
-    "balanced_accuracy",
-    "selectivity",
-    "control_accuracy",
-    "r2",
-    "spearman",
-    "pearson",
-    "mae",
+    "accuracy", "macro_f1", "balanced_accuracy", "selectivity", "control_accuracy", "r2", "spearman", "pearson", "mae",
     "control_r2",
-)
+)  # fmt: skip
 METRIC_NAMES = {
     "r2": "R²",
     "spearman": "Spearman rho",
@@ -240,18 +232,23 @@ def layer_results(frame, meta, metric: str, classifier: str | None):
     """Results loaded and checked for ``metric``: (frame, meta, classifier, that classifier's layer rows)."""
     frame, meta = load_results(frame, meta)
     check_metric(frame, metric)
-    classifier = classifier or default_classifier(frame)
+    classifier = classifier or default_classifier(frame, meta)
     return frame, meta, classifier, layer_rows(frame, classifier)
 
 
-def default_classifier(frame: pd.DataFrame) -> str:
-    """The classifier of the most accurate probe row (the first classifier if there is no accuracy)."""
+def default_classifier(frame: pd.DataFrame, meta: dict | None = None) -> str:
+    """The classifier of the row the run chose on its training part (``meta``'s ``selected``, else the best
+    ``selection_score``); only in results without either, that of the best test row (else the first)."""
     probed = frame[(frame["features"] == "main") & frame["kind"].isin(["single", "cat", "stack"])]
     if probed.empty:
         raise InputError("these results have no probe rows (only baselines)", f"run {_probe_with(_all_layers())}")
-    metric = main_metric(probed)
-    if metric in probed.columns and probed[metric].notna().any():
-        return str(probed.loc[probed[metric].astype(float).idxmax(), "classifier"])
+    selected = (meta or {}).get("selected")
+    if isinstance(selected, dict) and selected.get("classifier") in set(probed["classifier"].astype(str)):
+        return str(selected["classifier"])
+    for column in ("selection_score", main_metric(probed)):
+        scores = pd.to_numeric(probed[column], errors="coerce") if column in probed.columns else None
+        if scores is not None and scores.notna().any():
+            return str(probed.loc[scores.idxmax(), "classifier"])
     return str(probed["classifier"].iloc[0])
 
 
@@ -380,7 +377,7 @@ def model_name(meta: dict) -> str:
 
 def describe(frame: pd.DataFrame, meta: dict, classifier: str | None = None) -> str:
     """A one-line title: model, label column, classifier and row count."""
-    classifier = classifier or default_classifier(frame)
+    classifier = classifier or default_classifier(frame, meta)
     label = meta.get("label") or (frame["label"].iloc[0] if "label" in frame.columns and len(frame) else "label")
     n_rows = meta.get("n_rows")
     if n_rows is None and {"n_train", "n_test"} <= set(frame.columns):

@@ -3,6 +3,10 @@ features files of the same rows (two models, a model and its random-init baselin
 
 Linear CKA (Kornblith et al. 2019) of column-centred X (n × p) and Y (n × q):
 ``||Xᵀ Y||²_F / (||Xᵀ X||_F · ||Yᵀ Y||_F)``; 1 = the same representation up to rotation and scale.
+Its baseline (``chance``): the expected CKA of the same two layers with the rows matched at random, in closed form
+``||X||²_F ||Y||²_F / ((n - 1) ||Xᵀ X||_F ||Yᵀ Y||_F)`` (shuffling the rows of Y leaves ``Yᵀ Y`` as it is, and the
+mean of ``||Xᵀ P Y||²_F`` over the permutations P is ``tr(XXᵀ) tr(YYᵀ) / (n - 1)`` for centred X and Y): about
+``p / (n + p)`` for unrelated isotropic layers of p dimensions (0.26 for 90 rows of 32, 0.11 for 3,000 rows of 384).
 Only p × q cross-products are formed (never the n × n Gram matrices), and layers are read one at a
 time through ``featx.open(...).features``: at most two layers are in memory when the file is large. Every layer
 compared is checked for inf and NaN first (``FeatureFile.require_finite``, as the commands that fit do), so a bad
@@ -33,7 +37,8 @@ CACHE_BYTES = 1 << 30  # layers are kept in memory only while the whole file fit
 @dataclass
 class Similarity:
     """``matrix[i, j]`` = CKA of layer ``layers_a[i]`` of file a and ``layers_b[j]`` of file b (NaN: a
-    constant layer)."""
+    constant layer); ``chance[i, j]`` = the CKA those two layers have on average with their rows shuffled
+    (``linear_cka_chance``), the baseline of each cell."""
 
     matrix: np.ndarray
     layers_a: list[int]
@@ -44,6 +49,7 @@ class Similarity:
     n_rows: int  # rows, or words of a word-level file's word vectors (``unit``)
     written: list[Path] = field(default_factory=list)
     unit: str = "rows"
+    chance: np.ndarray | None = None
 
     def frame(self) -> pd.DataFrame:
         """The matrix as a table: rows = layers of file a, columns = layers of file b, 4 decimals."""
@@ -65,6 +71,17 @@ class Similarity:
             f"linear CKA, {self.what}, {self.n_rows:,} {self.unit}: rows = layers of {self.name_a}, "
             f"columns = layers of {self.name_b}\n"
             + self.frame().to_string(float_format=lambda v: f"{v:.3f}", na_rep="-")
+            + self.chance_line()
+        )
+
+    def chance_line(self) -> str:
+        """The baseline under the matrix: the range over its cells of the CKA of their layers, rows shuffled."""
+        if self.chance is None or not np.isfinite(self.chance).any():
+            return ""
+        low, high = float(np.nanmin(self.chance)), float(np.nanmax(self.chance))
+        return (
+            f"\nchance (rows shuffled): {low:.3f} to {high:.3f} over the cells, the CKA each pair of layers has on "
+            f"average with its {self.unit} matched at random; a cell near it shares no more than that"
         )
 
 
@@ -78,6 +95,7 @@ class _Layers:
         size = self.n * opened.site_width(site) * 8 * len(self.layers)
         self.cache: dict[int, np.ndarray] | None = {} if size <= CACHE_BYTES else None
         self.self_norm: dict[int, float] = {}
+        self.squares: dict[int, float] = {}  # ||X||²_F of each centred layer (the chance level's numerator)
 
     def get(self, layer: int) -> np.ndarray:
         if self.cache is not None and layer in self.cache:
@@ -89,6 +107,7 @@ class _Layers:
         X -= X.mean(axis=0)
         if layer not in self.self_norm:
             self.self_norm[layer] = float(np.linalg.norm(X.T @ X))
+            self.squares[layer] = float(np.einsum("ij,ij->", X, X))
         if self.cache is not None:
             self.cache[layer] = X
         return X
@@ -105,6 +124,20 @@ def linear_cka(X: np.ndarray, Y: np.ndarray) -> float:
     Y = np.asarray(Y, dtype=np.float64) - np.asarray(Y, dtype=np.float64).mean(axis=0)
     denominator = np.linalg.norm(X.T @ X) * np.linalg.norm(Y.T @ Y)
     return float(np.linalg.norm(X.T @ Y) ** 2 / denominator) if denominator > 1e-12 else float("nan")
+
+
+def linear_cka_chance(X: np.ndarray, Y: np.ndarray) -> float:
+    """The expected linear CKA of ``X`` and ``Y`` with the rows of ``Y`` shuffled (every order alike), in closed form
+    (module docstring); NaN when either is constant."""
+    X = np.asarray(X, dtype=np.float64) - np.asarray(X, dtype=np.float64).mean(axis=0)
+    Y = np.asarray(Y, dtype=np.float64) - np.asarray(Y, dtype=np.float64).mean(axis=0)
+    return _chance(
+        float(np.sum(X * X)), float(np.sum(Y * Y)), np.linalg.norm(X.T @ X) * np.linalg.norm(Y.T @ Y), len(X)
+    )
+
+
+def _chance(squares_x: float, squares_y: float, denominator: float, n: int) -> float:
+    return squares_x * squares_y / ((n - 1) * denominator) if denominator > 1e-12 and n > 1 else float("nan")
 
 
 def _check_pooling(opened, pooling: str, site: str, words: bool) -> None:
@@ -267,34 +300,38 @@ def _similarity(features, other, pooling: str, site: str, words: bool = False) -
             raise InputError(f"{a.path} has {left.n} {'words' if words else 'rows'}; CKA needs at least 3")
         for opened in (a, b) if b is not a else (a,):  # inf or NaN in any layer: refused before the first product
             opened.require_finite(FeatureRead(kind, layer, pooling, site) for layer in opened.site_layers(site))
-        matrix = _cka_matrix(left, right)
+        matrix, chance = _cka_matrix(left, right)
         name_a, name_b = _name(a), _name(b)
         if other is not None and name_a == name_b:
             name_a, name_b = Path(a.path).name, Path(b.path).name
         unit = "words" if words else "rows"
-        return Similarity(matrix, left.layers, (right or left).layers, name_a, name_b, pooling, left.n, unit=unit)
+        layers_b = (right or left).layers
+        return Similarity(matrix, left.layers, layers_b, name_a, name_b, pooling, left.n, unit=unit, chance=chance)
     finally:
         a.close()
         if b is not a:
             b.close()
 
 
-def _cka_matrix(left: _Layers, right: _Layers | None) -> np.ndarray:
+def _cka_matrix(left: _Layers, right: _Layers | None) -> tuple[np.ndarray, np.ndarray]:
+    """The CKA of every pair of layers, and its chance level (``linear_cka_chance``)."""
     same = right is None
     right = right or left
     matrix = np.full((len(left.layers), len(right.layers)), np.nan)
+    chance = matrix.copy()
     for i, layer_a in enumerate(left.layers):
         X = left.get(layer_a)
         norm_x = left.norm(layer_a)
         for j, layer_b in enumerate(right.layers):
             if same and j < i:
-                matrix[i, j] = matrix[j, i]
+                matrix[i, j], chance[i, j] = matrix[j, i], chance[j, i]
                 continue
             Y = X if same and i == j else right.get(layer_b)
             denominator = norm_x * right.self_norm[layer_b]
             if denominator > 1e-12:
                 matrix[i, j] = float(np.linalg.norm(X.T @ Y) ** 2 / denominator)
-    return matrix
+                chance[i, j] = _chance(left.squares[layer_a], right.squares[layer_b], denominator, left.n)
+    return matrix, chance
 
 
 def plot_similarity(result: Similarity, ax=None, title: bool | str = True):
@@ -323,10 +360,19 @@ def plot_similarity(result: Similarity, ax=None, title: bool | str = True):
             ax.set_title(
                 title
                 if isinstance(title, str)
-                else f"linear CKA by layer ({result.what}, {result.n_rows:,} {result.unit}; – = a constant layer)",
+                else f"linear CKA by layer ({result.what}, {result.n_rows:,} {result.unit}; – = a constant layer)"
+                + _chance_title(result),
                 loc="left",
             )
     return ax
+
+
+def _chance_title(result: Similarity) -> str:
+    """The chance level under the figure's title: ``\nchance (rows shuffled): 0.21–0.36`` (none without it)."""
+    if result.chance is None or not np.isfinite(result.chance).any():
+        return ""
+    low, high = float(np.nanmin(result.chance)), float(np.nanmax(result.chance))
+    return f"\nchance (rows shuffled): {low:.2f}" + (f"–{high:.2f}" if f"{high:.2f}" != f"{low:.2f}" else "")
 
 
 def similarity_figure(

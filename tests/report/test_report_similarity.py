@@ -31,6 +31,19 @@ def test_linear_cka_matches_the_gram_form_and_its_invariances():
     assert np.isnan(sim.linear_cka(np.ones((10, 3)), X[:10]))  # a constant layer has no CKA
 
 
+def test_the_chance_level_is_the_mean_cka_over_every_shuffle_of_the_rows():
+    """The baseline beside every CKA: the expected CKA of the same two layers with the rows matched at random,
+    in closed form, equal to the mean over all 5! orders of 5 rows; high for few rows and many dimensions."""
+    from itertools import permutations
+
+    rng = np.random.default_rng(1)
+    X, Y = rng.normal(size=(5, 3)), rng.normal(size=(5, 2))
+    shuffled = [sim.linear_cka(X, Y[list(order)]) for order in permutations(range(5))]
+    assert sim.linear_cka_chance(X, Y) == pytest.approx(np.mean(shuffled))
+    assert sim.linear_cka_chance(*rng.normal(size=(2, 40, 32))) > 0.4  # 40 rows, 32 dimensions: far from 0
+    assert np.isnan(sim.linear_cka_chance(np.ones((10, 3)), X[:10].repeat(2, axis=0)))
+
+
 @pytest.mark.slow
 def test_one_file_every_pair_of_layers(real_runs):
     result = sim.similarity(real_runs["features"], pooling="mean")
@@ -75,6 +88,12 @@ def test_two_files_of_the_same_rows_from_other_corpus_files_are_compared(tiny_fe
         opened.attrs["corpus_sha256"] = "0" * 64  # as another corpus file of the same rows records it
     result = sim.similarity(tiny_features, same, pooling="mean")
     assert np.diag(result.matrix) == pytest.approx(np.ones(len(result.layers_a)))
+    with featx.open(tiny_features) as opened:  # every cell stands beside its chance level, printed with the matrix
+        first, top = (opened.features("mean", layer) for layer in (opened.layers[0], opened.layers[-1]))
+    assert result.chance.shape == result.matrix.shape
+    assert result.chance[0, -1] == pytest.approx(sim.linear_cka_chance(first, top))
+    low, high = np.nanmin(result.chance), np.nanmax(result.chance)
+    assert f"chance (rows shuffled): {low:.3f} to {high:.3f}" in result.format()
     rows = dict(n_rows=2, ids=["0", "1"], pair_texts=None)
     a = SimpleNamespace(path="a.h5", texts=["the cat", "a dog"], **rows)
     b = SimpleNamespace(path="b.h5", texts=["a dog", "the cat"], **rows)

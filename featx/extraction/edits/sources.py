@@ -238,8 +238,8 @@ MEAN_POOLING = "mean"
 
 def class_mean_direction(edit: Intervention, model: ModelInfo) -> np.ndarray:
     """The unit class-mean difference toward ``edit.target`` of a features file's ``edit.label`` at ``edit.layer``:
-    the mean-pooled vectors of the training rows (the train split, else every labelled row) of that class, minus
-    those of the other classes."""
+    the mean-pooled vectors of the training rows (the train split, spelt in any case, else every labelled row) of that
+    class, minus those of the other classes."""
     from ... import store
 
     assert edit.source is not None  # parsed with its features file
@@ -267,8 +267,11 @@ def class_mean_direction(edit: Intervention, model: ModelInfo) -> np.ndarray:
             "steer toward one of the label's classes",
         )
     train = codes >= 0
-    if split is not None and np.any(split == "train"):
-        train &= split == "train"
+    # The train split as the probes read it (``probing.split_parts``: case-blind), so that a split spelt TRAIN / TEST
+    # never turns the direction into one of every labelled row, the test rows included.
+    in_train = None if split is None else np.char.lower(np.asarray(split, dtype=str)) == "train"
+    if in_train is not None and in_train.any():
+        train &= in_train
     target = codes == names.index(edit.target)
     if not np.any(train & target) or not np.any(train & ~target):
         raise InputError(

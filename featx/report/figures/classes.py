@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 
 from ...errors import InputError
-from ..load import best_row, default_classifier, layer_rows, load_results, poolings_of
+from ..load import chosen_row, default_classifier, default_metric, layer_rows, load_results, poolings_of
 from .style import CYCLE, MARKERS, RC, axes_or_new, legend_below
 
 MAX_CLASS_LINES = 10  # more classes than this: the lowest-F1 ones in colour, the others thin grey
@@ -57,16 +57,17 @@ def plot_per_class_f1(
     classifier: str | None = None,
     title: bool | str = True,
 ):
-    """F1 of each class against layer for one pooling (default: the best pooling by accuracy)."""
+    """F1 of each class against layer for one pooling (default: the pooling of the row the run chose on its training
+    part, ``load.chosen_row``; in results without a selection score, the best pooling by accuracy)."""
     import matplotlib.pyplot as plt
 
     frame, meta = load_results(frame, meta)
     if "per_class_f1" not in frame.columns:
         raise InputError("these results have no per_class_f1 column", "re-run featx probe to get per-class F1")
-    classifier = classifier or default_classifier(frame)
+    classifier = classifier or default_classifier(frame, meta)
     rows = layer_rows(frame, classifier)
     if pooling is None:
-        pooling = str(best_row(rows, "accuracy" if "accuracy" in rows.columns else "macro_f1")["pooling"])
+        pooling = str(chosen_row(rows, default_metric(frame, meta), meta)[0]["pooling"])
     part = rows[rows["pooling"] == pooling]
     if part.empty:
         raise InputError(

@@ -152,7 +152,7 @@ def figure(
     import matplotlib.pyplot as plt
 
     frame, meta, metric = _prepared(results, meta, metric, baseline)
-    chosen = [classifier] if classifier else (classifiers_of(frame) or [default_classifier(frame)])
+    chosen = [classifier] if classifier else (classifiers_of(frame) or [default_classifier(frame, meta)])
     mdl = has_mdl(frame)
     mixes = bool(layer_summaries(meta))  # word-level runs: the scalar-mix weights
     n = len(chosen)

@@ -55,7 +55,7 @@ class PlotConfig(Options):
         "results: uuas, dspr, root_accuracy or nspr draws that measure only (default: both).",
     )
     classifier: str | None = option(
-        None, flag="--classifier", help="Which probe's rows to draw (default: the best row's)."
+        None, flag="--classifier", help="Which probe's rows to draw (default: every classifier's, one panel row each)."
     )
     baseline: str | os.PathLike | None = option(
         None,

@@ -127,7 +127,7 @@ def _layer_sections(frame: pd.DataFrame, meta: dict, classifier: str, metric: st
 def render_probe(results, classifier: str | None = None, metric: str | None = None) -> str:
     """The report page of one ``featx probe`` results file."""
     frame, meta = load_results(results)
-    classifier = classifier or default_classifier(frame)
+    classifier = classifier or default_classifier(frame, meta)
     layer_rows(frame, classifier)  # fails early, with the classifiers there, on a wrong --classifier
     metric = metric or default_metric(frame, meta)
     check_metric(frame, metric)
@@ -204,7 +204,7 @@ class ReportConfig(Options):
         kind="path",
         help="HTML file, ending in .html or .htm (default: beside RESULTS, x.probe.csv -> x.report.html).",
     )
-    classifier: str | None = option(None, flag="--classifier", help="Which probe's rows (default: the best row's).")
+    classifier: str | None = option(None, flag="--classifier", help="Which probe's rows (default: the run's choice).")
     metric: str | None = option(
         None,
         flag="--metric",

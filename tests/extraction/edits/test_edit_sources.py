@@ -125,6 +125,22 @@ def test_steer_along_a_features_files_class_mean_difference(split_features, tiny
     assert edit.intervention.record()["label"] == "topic"
 
 
+def test_the_class_mean_difference_reads_a_split_case_blind_as_the_probes_do(split_features, tiny_info, tmp_path):
+    """A split spelt TRAIN / TEST is the probes' train and test split (``probing.split_parts``): the steering
+    direction is still that of the train rows alone, never of every labelled row, test rows included."""
+    import h5py
+    from support.shared_files import copy_features
+
+    path = copy_features(split_features, tmp_path)
+    with h5py.File(path, "r+") as file:
+        split = file["rows/split"]
+        values = [value.decode() if isinstance(value, bytes) else value for value in split[:]]
+        for row, value in enumerate(values):
+            split[row] = value.upper()
+    edit = one(f"steer:{path}:topic:b:3@1", tiny_info)
+    np.testing.assert_allclose(edit.shift, one(f"steer:{split_features}:topic:b:3@1", tiny_info).shift)
+
+
 def test_random_directions_are_orthonormal_and_seeded(tiny_info):
     edit = one("random:4@1", tiny_info)
     np.testing.assert_allclose(edit.left.T @ edit.left, np.eye(4), atol=1e-12)

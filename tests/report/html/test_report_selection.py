@@ -9,14 +9,14 @@ from click.testing import CliRunner
 from support.results import synthetic_results, write_results
 
 from featx.cli import main
-from featx.report.compare import compare
+from featx.report.compare import compare, load_entries
 from featx.report.figures.classes import plot_per_class_f1
 from featx.report.figures.curves import plot_layer_curves
 from featx.report.figures.plot import figure
 from featx.report.html import page as html
 from featx.report.html.sections import layer_table
 from featx.report.labels import labels_figure
-from featx.report.load import chosen_row, default_metric, layer_rows, selection_note
+from featx.report.load import chosen_row, default_classifier, default_metric, layer_rows, selection_note
 
 
 @pytest.fixture(autouse=True)
@@ -116,6 +116,27 @@ def test_compare_draws_bands_stars_the_selection_and_notes_the_optimism(tmp_path
     assert len(ax.collections) >= 2  # one 95% band per line
     assert all(entry.selected and int(entry.best["layer"]) == 1 for entry in result.entries)
     assert "a: layer 1 (mean, logreg) chosen on the training part; best on test: layer 2" in result.format()
+
+
+def test_a_run_of_several_classifiers_is_drawn_and_compared_at_the_classifier_it_chose(tmp_path):
+    """logreg/mean is best on the test rows, mlp/mean was chosen on the training part: featx compare, the page and the
+    per-class figure drew logreg (the classifier of the best test row), and the per-class figure the pooling of mlp's
+    best test row (cls), choices made on the test rows."""
+    frame, meta = synthetic_results(baseline=False, classifiers=("logreg", "mlp"))
+    single = frame["kind"] == "single"
+    frame.loc[single, "selection_score"] = 0.6
+    frame.loc[single & (frame["classifier"] == "mlp") & (frame["pooling"] == "mean") & (frame["layer"] == 1),
+              "selection_score"] = 0.9  # fmt: skip
+    meta.update(selected={"layer": 1, "pooling": "mean", "classifier": "mlp"})
+    best_on_test = frame.loc[frame[single].accuracy.idxmax()]
+    assert (best_on_test["classifier"], best_on_test["pooling"]) == ("logreg", "mean")
+    entry = load_entries([write_results(frame, meta, tmp_path / "several.probe")[0]])[0]  # featx compare's line
+    assert (entry.best["classifier"], entry.best["pooling"], int(entry.best["layer"])) == ("mlp", "mean", 1)
+    assert default_classifier(frame) == "mlp"  # results without the run's meta: by the selection score
+    assert default_classifier(frame, meta) == "mlp"
+    mlp = frame[single & (frame["classifier"] == "mlp")]
+    assert mlp.loc[mlp.accuracy.idxmax(), "pooling"] == "cls"
+    assert plot_per_class_f1(frame, meta).get_title(loc="left") == "per-class F1 by layer (mean pooling)"
 
 
 def test_all_labels_figure_colour_matches_majority_lines_and_takes_limits_from_the_data(tmp_path):
