@@ -10,7 +10,6 @@ import pandas as pd
 from ...errors import InputError
 from ..load import (
     METRIC_NAMES,
-    best_row,
     chosen_row,
     layer_results,
     layer_rows,
@@ -42,9 +41,10 @@ def plot_layer_curves(
     with plt.rc_context(RC):
         ax = axes_or_new(ax)
         core, marks = draw_series(ax, rows, metric)
-        values = _draw_baseline_curve(ax, frame, rows, metric, classifier)
-        values += draw_cosine_baseline(ax, meta, rows, metric)  # sentence pairs (separate mode)
-        control, drawn = _draw_control_curve(ax, rows, metric)
+        chosen = chosen_row(rows, metric, meta)[0]  # the reference curves are drawn at its pooling
+        values = _draw_baseline_curve(ax, frame, chosen, metric, classifier)
+        values += draw_cosine_baseline(ax, meta, chosen, metric)  # sentence pairs (separate mode)
+        control, drawn = _draw_control_curve(ax, rows, chosen, metric)
         found = [
             ref for ref in references(frame, metric, classifier) if not (drawn and ref[0].startswith("control task"))
         ]
@@ -242,13 +242,12 @@ def draw_references(ax, found: list[tuple[str, float]], layers: list[int]) -> li
     return [value for _, value in found]
 
 
-def _draw_control_curve(ax, rows: pd.DataFrame, metric: str) -> tuple[list[float], bool]:
-    """The control task's own curve by layer at the best pooling (selectivity is the gap to it), when it
-    varies by layer; a flat control stays one horizontal reference line. Returns (values, drawn)."""
+def _draw_control_curve(ax, rows: pd.DataFrame, best: pd.Series, metric: str) -> tuple[list[float], bool]:
+    """The control task's own curve by layer at the pooling of ``best``, the chosen row (selectivity is the gap
+    to it), when it varies by layer; a flat control stays one horizontal reference line. Returns (values, drawn)."""
     column = "control_accuracy" if metric == "accuracy" else f"control_{metric}"
     if column not in rows.columns or rows[column].isna().all():
         return [], False
-    best = best_row(rows, metric)
     part = rows[rows["pooling"] == best["pooling"]].dropna(subset=["layer", column]).sort_values("layer", kind="stable")
     y = part[column].astype(float).to_numpy()
     if len(y) < 2 or float(np.ptp(y)) < COINCIDE:
@@ -268,13 +267,14 @@ def _draw_control_curve(ax, rows: pd.DataFrame, metric: str) -> tuple[list[float
     return list(y), True
 
 
-def _draw_baseline_curve(ax, frame: pd.DataFrame, rows: pd.DataFrame, metric: str, classifier: str) -> list[float]:
-    """The baseline features' own per-layer curve (``probe --baseline``), at the main best pooling when probed."""
+def _draw_baseline_curve(ax, frame: pd.DataFrame, best: pd.Series, metric: str, classifier: str) -> list[float]:
+    """The baseline features' own per-layer curve (``probe --baseline``), at the pooling of ``best`` (the main
+    features' chosen row) when probed."""
     base = frame[(frame["features"] == "baseline") & (frame["kind"] == "single") & (frame["classifier"] == classifier)]
     if metric not in base.columns or base[metric].isna().all():
         return []
     base = base.dropna(subset=["layer", metric]).sort_values("layer", kind="stable")
-    pooling = str(best_row(rows, metric).get("probe_pooling", best_row(rows, metric)["pooling"]))
+    pooling = str(best.get("probe_pooling", best["pooling"]))
     if pooling not in set(base["pooling"]):
         pooling = str(base.loc[base[metric].astype(float).idxmax(), "pooling"])
     part = base[base["pooling"] == pooling]

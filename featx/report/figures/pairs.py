@@ -5,17 +5,16 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..load import best_row
 from .style import REFERENCE_GREY
 
 
-def draw_cosine_baseline(ax, meta: dict, rows: pd.DataFrame, metric: str) -> list[float]:
-    """The zero-parameter cos(u, v) curve by layer, at the best pooling, when the results hold it in
-    ``metric`` (Spearman or Pearson of a regression label, accuracy of a class label); else nothing."""
+def draw_cosine_baseline(ax, meta: dict, best: pd.Series, metric: str) -> list[float]:
+    """The zero-parameter cos(u, v) curve by layer, at the pooling of ``best`` (the chosen row), when the results
+    hold it in ``metric`` (Spearman or Pearson of a regression label, accuracy of a class label); else nothing."""
     baseline = (meta or {}).get("cosine_baseline") or []
     if not baseline or metric not in baseline[0]:
         return []
-    pooling = str(best_row(rows, metric)["pooling"])
+    pooling = str(best["pooling"])
     part = sorted((row for row in baseline if row["pooling"] == pooling), key=lambda row: row["layer"])
     if not part:
         return []

@@ -4,6 +4,7 @@ several classifiers, many classes)."""
 import json
 
 import matplotlib.pyplot as plt
+import numpy as np
 import pytest
 from click.testing import CliRunner
 from support.results import synthetic_results, write_results
@@ -98,3 +99,16 @@ def test_cli_plot_draws_every_classifier(tmp_path):
     outcome = CliRunner().invoke(main, ["plot", str(csv_path)])
     assert outcome.exit_code == 0, outcome.output
     assert "accuracy by layer — svm probe" in (tmp_path / "r.probe.svg").read_text()
+
+
+def test_reference_curves_are_drawn_at_the_pooling_chosen_on_the_training_part():
+    """The control and baseline curves were drawn at the pooling of the best test row (mean, layer 2 here) while
+    the star marked the row chosen on the training part (cls, layer 1): they follow the chosen row."""
+    frame, meta = synthetic_results(poolings=("cls", "mean"), peak=(2, "mean"))
+    frame["selection_score"] = np.where((frame["pooling"] == "cls") & (frame["layer"] == 1), 0.9, 0.6)
+    frame.loc[frame["kind"] == "majority", "selection_score"] = np.nan
+    frame.loc[frame["pooling"] == "cls", "control_accuracy"] += 0.1  # the two poolings' controls tell apart
+    ax = curves.plot_layer_curves(frame, meta)
+    lines = _labels(ax)
+    assert "control task by layer (cls)" in lines and "baseline features by layer (cls)" in lines
+    assert list(lines["control task by layer (cls)"].get_ydata()) == pytest.approx([0.62, 0.63, 0.64])
