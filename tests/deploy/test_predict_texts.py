@@ -119,3 +119,27 @@ def test_a_bundle_whose_model_folder_moved_is_one_clear_error(tmp_path):
     assert result.exit_code == 2
     assert_one_clear_error(result.stderr, f"model folder {model} .*is not there any more.*put the model folder back")
     assert featx.load(fitted.path).predict(["the cat"], model=str(moved)).tolist() == expected.tolist()
+
+
+def test_a_prompt_bundle_renders_each_text_into_the_stored_prompt(tmp_path):
+    """A decoder's bundle of prompts (a template inside a chat template with a system message, contrast answers),
+    read at the answer token of layer 1 of 2: ``probe.features`` renders each text into the prompts the file stored
+    and gives its features (the answers' difference), which tests/extraction/inputs/test_templates.py checks against
+    a plain transformers forward; a text alone gives its row among the others'."""
+    from support.families import BY_NAME, build_family
+    from support.prompt_models import add_chat_template
+
+    model = add_chat_template(build_family(BY_NAME["qwen2"], tmp_path / "qwen2"))
+    rows = [[text, label, split] for text, label, _, _, split in deploy_rows(12)]
+    corpus = write_csv(tmp_path / "c.csv", rows, header=("text", "label", "split"))
+    prompts = dict(template="Review: {text}\nSentiment:", chat_template=True, system="Be brief.", contrast="yes, no")
+    output = tmp_path / "prompts.h5"
+    featx.extract(corpus, model=str(model), output=output, poolings="last", pool_at="last", store_dtype="float32",
+                  batch_size=4, progress=False, **prompts)  # fmt: skip
+    probe = featx.fit(output, label="label", layer="1", pooling="at", folds=2, cs=[1.0], write=False).probe
+    assert probe.extraction["option_contrast"] and probe.extraction["option_system"] == "Be brief."
+    with featx.open(output) as features:
+        texts, stored = features.texts, stored_matrix(features, probe.spec, probe.pooling)
+    got = probe.features(texts, batch_size=3)
+    assert np.abs(got - stored).max() <= 1e-6 * np.abs(stored).max()
+    np.testing.assert_allclose(probe.features(texts[5:6]), got[5:6], rtol=0, atol=1e-6)

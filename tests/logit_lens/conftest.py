@@ -1,4 +1,5 @@
-"""Tiny models with their heads (GPT-2, Llama, Qwen2, BERT-MLM), built once per session, and a small corpus."""
+"""Tiny models with their heads (GPT-2, Llama, Qwen2, Gemma, BERT- and RoBERTa-MLM), built once per session, and a
+small corpus."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """The logit lens equals ``final_norm(h_l) @ W_U`` computed by hand from a plain transformers forward, at every
-layer, for GPT-2, Llama and Qwen2 (Qwen2's prompts in its chat template; a BERT-MLM: its MLM head), read from a
+layer, for GPT-2, Llama, Qwen2 and Gemma (Qwen2's prompts in its chat template; Gemma's norm scales by 1 + weight; a
+BERT- and a RoBERTa-MLM: their MLM heads, each family's tensors by its own names), read from a
 featx extraction whose batches pad rows (on the right, whatever the tokenizer's side: Llama's pads left) beside
 neighbours of other lengths; the last layer's lens is the model's own logits."""
 
@@ -10,8 +11,13 @@ import pytest
 
 from featx.logit_lens import LensConfig, lens_logits, prepare
 
-TEMPLATES = {"decoder": "Review: {text}\nSentiment:", "mlm": "{text} it was [MASK] ."}
-ANSWERS = {"decoder": " the, walk", "mlm": "pos=good,neg=bad"}
+TEMPLATES = {
+    "decoder": "Review: {text}\nSentiment:",
+    "bert": "{text} it was [MASK] .",
+    "roberta": "{text} it was <mask> .",
+}
+ANSWERS = {"decoder": " the, walk", "bert": "pos=good,neg=bad", "roberta": "pos= the,neg= walk"}
+MASKED = ("bert", "roberta")
 
 
 def _reference(folder, prompts, masked: bool, chat: bool = False):
@@ -45,13 +51,13 @@ def _reference(folder, prompts, masked: bool, chat: bool = False):
     return np.stack(lens, axis=1), np.stack(own)  # (layers, rows, vocab), (rows, vocab)
 
 
-@pytest.mark.parametrize("name", ["gpt2", "llama", "qwen2", "bert"])
+@pytest.mark.parametrize("name", ["gpt2", "llama", "qwen2", "gemma", "bert", "roberta"])
 def test_the_lens_is_the_final_norm_and_unembedding_of_every_layer(name, head_models, corpus, tmp_path):
     import torch
 
     import featx
 
-    kind = "mlm" if name == "bert" else "decoder"
+    kind = name if name in MASKED else "decoder"
     config = LensConfig(
         corpus,
         model=str(head_models(name)),
@@ -67,12 +73,14 @@ def test_the_lens_is_the_final_norm_and_unembedding_of_every_layer(name, head_mo
     summary = featx.extract(config.corpus, **{**prepared.extract_options, "batch_size": 5})
     texts = [line.split(",")[0] for line in corpus.read_text().splitlines()[1:]]
     prompts = [config.template.replace("{text}", text) for text in texts]
-    by_hand, own = _reference(head_models(name), prompts, kind == "mlm", chat=name == "qwen2")
+    by_hand, own = _reference(head_models(name), prompts, name in MASKED, chat=name == "qwen2")
     answers = lens_logits(summary.output, prepared)
     with featx.open(summary.output) as stored:
         layers, whole = list(stored.layers), ~stored.truncated  # a row cut to fit is not its plain forward
         full = [
-            prepared.head.logits(torch.from_numpy(stored.features("at", layer)), layer == layers[-1] and kind != "mlm")
+            prepared.head.logits(
+                torch.from_numpy(stored.features("at", layer)), layer == layers[-1] and kind == "decoder"
+            )
             for layer in layers
         ]
     assert layers == list(range(len(by_hand))) and whole.sum() >= len(whole) - (2 if name == "qwen2" else 0)

@@ -414,8 +414,9 @@ def padded_batch(side: str):
     return torch.tensor(ids), torch.tensor(mask)
 
 
-def reference_states(family: Family, folder: Path, texts: list[str]):
-    """Per-row plain forward (no padding at all): a list of ``(layers, tokens, hidden)`` float64 arrays."""
+def reference_states(family: Family, folder: Path, texts: list[str]) -> RowStates:
+    """Per-row plain forward (no padding at all): a list of ``(layers, tokens, hidden)`` float64 arrays, with the
+    model's own pooler output (``RowStates``)."""
     import torch
     import transformers
     from transformers import AutoTokenizer
@@ -431,17 +432,28 @@ def reference_states(family: Family, folder: Path, texts: list[str]):
     return per_row_states(model, tokenizer, texts)
 
 
-def per_row_states(model, tokenizer, texts: list[str]):
-    """``model``'s hidden states of each text alone (no padding): a list of ``(tokens, layers, hidden)`` float64
-    arrays."""
+class RowStates(list):
+    """Each row's ``(layers, tokens, hidden)`` float64 states, and ``pooler``: the model's own ``pooler_output`` of
+    each row, ``(rows, hidden)``, for a model with a pooler head (None otherwise)."""
+
+    pooler = None
+
+
+def per_row_states(model, tokenizer, texts: list[str]) -> RowStates:
+    """``model``'s hidden states of each text alone (no padding): a list of ``(layers, tokens, hidden)`` float64
+    arrays, with the model's own pooler output of each row where it has one (``RowStates``)."""
+    import numpy as np
     import torch
 
-    out = []
+    out, pooled = RowStates(), []
     with torch.no_grad():
         for text in texts:
             encoded = tokenizer(text, return_tensors="pt")
-            hidden = model(
+            output = model(
                 input_ids=encoded["input_ids"], attention_mask=encoded["attention_mask"], output_hidden_states=True
-            ).hidden_states
-            out.append(torch.stack(hidden, 1)[0].double().numpy())
+            )
+            out.append(torch.stack(output.hidden_states, 1)[0].double().numpy())
+            if getattr(output, "pooler_output", None) is not None:
+                pooled.append(output.pooler_output[0].double().numpy())
+    out.pooler = np.stack(pooled) if pooled else None
     return out

@@ -1,6 +1,6 @@
-"""Tiny random models with their heads for the logit lens tests: the zoo's GPT-2, Llama and Qwen2 saved as their
-``*ForCausalLM`` / ``GPT2LMHeadModel`` classes, and the zoo's BERT as a ``BertForMaskedLM``; a small labelled
-corpus whose answers (``" good"``, ``" bad"``) are single tokens of the zoo's tokenizers."""
+"""Tiny random models with their heads for the logit lens tests: the zoo's GPT-2, Llama, Qwen2 and Gemma saved as
+their ``*ForCausalLM`` / ``GPT2LMHeadModel`` classes, and the zoo's BERT and RoBERTa as their ``*ForMaskedLM``; a small
+labelled corpus whose answers (``" good"``, ``" bad"``) are single tokens of the zoo's tokenizers."""
 
 from __future__ import annotations
 
@@ -10,7 +10,14 @@ from pathlib import Path
 from support.families import BY_NAME, build_family
 from support.tiny import SENTENCES, write_csv
 
-HEADS = {"gpt2": "GPT2LMHeadModel", "llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM", "bert": "BertForMaskedLM"}
+HEADS = {
+    "gpt2": "GPT2LMHeadModel",
+    "llama": "LlamaForCausalLM",
+    "qwen2": "Qwen2ForCausalLM",
+    "gemma": "GemmaForCausalLM",
+    "bert": "BertForMaskedLM",
+    "roberta": "RobertaForMaskedLM",
+}
 
 
 def build_with_head(name: str, folder: Path, seed: int = 0, **config: object) -> Path:

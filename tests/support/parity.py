@@ -33,10 +33,17 @@ def run_family(model, corpus, output, **options):
 
 
 def parity(summary, references) -> float:
+    """Largest relative error of every stored pooling and layer against ``references`` (``families.RowStates``):
+    ``pooler`` at the model's top layer against the model's own ``pooler_output`` (transformers defines it there
+    only; a truncated file's lower layers are checked against the full extraction instead)."""
     worst = 0.0
     with featx.open(summary.output) as features:
         for pooling in features.poolings:
             if pooling == "pooler":
+                top = len(references[0]) - 1
+                assert references.pooler is not None, "featx stored a pooler the plain model does not have"
+                if top in features.layers:
+                    worst = max(worst, relative_error(features.features(pooling, top), references.pooler))
                 continue
             expected = pooled_reference(references, pooling)
             for layer in features.layers:

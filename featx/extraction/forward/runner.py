@@ -37,8 +37,13 @@ COPY_STREAM_ENV = "FEATX_COPY_STREAM"
 
 
 def _pooler_head(loaded: LoadedModel):
-    """The model's pooler head and the dtype it runs in (float32 under bf16/fp16 compute)."""
+    """The model's pooler head and the dtype it runs in (float32 under bf16/fp16 compute). ALBERT's ``pooler`` is a
+    bare linear layer whose tanh is a module apart (``pooler_activation``, applied in its forward after it): the
+    head is both, as transformers' ``pooler_output`` is (the linear alone left the tanh out)."""
     pooler = getattr(loaded.model, "pooler", None)
+    activation = getattr(loaded.model, "pooler_activation", None)
+    if pooler is not None and isinstance(activation, torch.nn.Module):
+        pooler = torch.nn.Sequential(pooler, activation)
     if pooler is not None and loaded.dtype in (torch.bfloat16, torch.float16):
         # At the middle layers the pooler's tanh saturates and the information sits in 1 - tanh(z),
         # which bf16 cannot hold (its spacing below 1 is 2^-8): probes of bf16 pooler features lost

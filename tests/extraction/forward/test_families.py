@@ -3,7 +3,8 @@
 One tiny random model per family (``support/families.py``), built once per session. fp32 with the CPU fast
 path (``test_family_matches_plain_forward_fp32``) and without it (``test_family_sites``) must match the
 reference to 1e-4 relative to the activations' scale (batching several rows of different lengths
-together, so this is also the padding-invariance check, with left-padding tokenizers among them);
+together, so this is also the padding-invariance check, with left-padding tokenizers among them), the
+``pooler`` pooling at the top layer the model's own ``pooler_output`` (``support.parity.parity``);
 bf16 and fp16 must run and stay close.
 """
 

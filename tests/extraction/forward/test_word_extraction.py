@@ -247,14 +247,17 @@ def test_whole_words_come_from_one_window_in_order(seed):
             assert len(owners) == 1 and owners <= set(holders)
 
 
-@pytest.mark.parametrize("name", ["bert", "roberta", "gpt2", "llama"])
-def test_word_vectors_of_each_family_equal_the_sentence_read_as_text(name, tmp_path):
+@pytest.mark.parametrize("name", ["bert", "roberta", "gpt2", "llama", "llama-sentencepiece"])
+def test_word_vectors_of_each_family_equal_the_sentence_read_as_text(name, family_models, tmp_path):
     """The words joined by spaces, tokenised as text by plain transformers: the same tokens (byte-level BPE
-    too, whose words keep their spaces), and each word's mean subword state equal to featx's (fp32, 1e-4)."""
-    from support.families import BY_NAME, build_family, reference_states
+    too, whose words keep their spaces, and SentencePiece's ``▁`` word marks, as Llama's, T5's and XLM-R's
+    tokenizers have them), and each word's mean subword state equal to featx's (fp32, 1e-4)."""
+    from support.families import BY_NAME, reference_states
+    from support.prompt_models import build_sentencepiece_llama
 
-    family = BY_NAME[name]
-    folder = build_family(family, tmp_path / name)
+    family = BY_NAME[name.removesuffix("-sentencepiece")]
+    sentencepiece = name.endswith("-sentencepiece")
+    folder = build_sentencepiece_llama(tmp_path / name) if sentencepiece else family_models(family)
     path = tmp_path / "t.jsonl"
     path.write_text("".join(json.dumps({"tokens": words}) + "\n" for words in SENTENCE_WORDS))
     summary = run(path, folder, tmp_path / "w.h5", word_pooling="mean,first")

@@ -83,6 +83,38 @@ def test_windowed_text_pools_over_the_stitched_token_states(short_bert, long_cor
                 np.testing.assert_allclose(features.features("last", layer)[row], hidden[layer][-1, -1], atol=1e-5)
 
 
+@pytest.mark.parametrize("name", ["gpt2", "t5-encoder"])
+def test_windows_of_other_special_layouts_equal_each_windows_plain_forward(name, family_models, long_corpus, tmp_path):
+    """Windows keep the tokenizer's own specials: none (GPT-2) and a trailing ``</s>`` alone (T5), beside the BERT
+    above (``[CLS]`` and ``[SEP]``). Each long row's poolings equal those of the stitched states of a plain transformers
+    forward of each window (fp32, 1e-4 of the activations' scale); the long rows run in passes together."""
+    from support.families import BY_NAME, reference_model
+
+    from featx.extraction.tokens.tokenize import special_layout
+
+    family = BY_NAME[name]
+    folder = family_models(family)
+    summary = run(long_corpus, folder, tmp_path / "w.h5", long="window", max_length=MAX_POSITIONS, stride=3)
+    tokenizer, model = AutoTokenizer.from_pretrained(str(folder)), reference_model(family, folder)
+    lead, trail = special_layout(tokenizer)
+    assert (lead, trail) == {"gpt2": (0, 0), "t5-encoder": (0, 1)}[name]
+    with featx.open(summary.output) as features, torch.no_grad():
+        long_rows = np.flatnonzero(features.n_kept > MAX_POSITIONS)
+        assert {4, 5} <= set(long_rows) and summary.windowed_rows == len(long_rows)
+        for row in long_rows:
+            ids = np.asarray(tokenizer(features.texts[row])["input_ids"])
+            windows = split_row(ids, lead, trail, MAX_POSITIONS - lead - trail, 3)
+            assert windows.input_ids.shape[1] == MAX_POSITIONS
+            assert (windows.input_ids[:, MAX_POSITIONS - trail :] == ids[len(ids) - trail :]).all()  # T5's </s>
+            np.testing.assert_array_equal(windows.input_ids[windows.owner, windows.position], ids)  # each token once
+            hidden = model(input_ids=torch.from_numpy(windows.input_ids), output_hidden_states=True).hidden_states
+            for layer in features.layers:
+                states = hidden[layer][windows.owner, windows.position].double().numpy()
+                scale = np.abs(states).max()
+                for pooling, expected in (("mean", states.mean(0)), ("max", states.max(0)), ("last", states[-1])):
+                    assert np.abs(features.features(pooling, layer)[row] - expected).max() <= 1e-4 * scale, pooling
+
+
 def test_short_rows_are_as_with_truncation_and_passes_do_not_matter(short_bert, long_corpus, tmp_path):
     truncated = run(long_corpus, short_bert, tmp_path / "t.h5")
     windowed = run(long_corpus, short_bert, tmp_path / "w.h5", long="window", stride=4)
