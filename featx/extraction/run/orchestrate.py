@@ -241,7 +241,11 @@ REPLACEABLE_HINT = "pass --overwrite to replace it, or choose another output wit
 
 
 # What a fingerprint's keys stand for, where the key is not the option's name; hashes are named, never shown.
-FINGERPRINT_NAMES = {"corpus_sha256": "the corpus file's content", "model_sha256": "the model's weights"}
+FINGERPRINT_NAMES = {
+    "corpus_sha256": "the corpus file's content",
+    "model_sha256": "the model's weights",
+    "pooler": "the pooler pooling (ALBERT's without its tanh before 30 Nov 2026)",
+}
 SHOWN_VALUE_CHARS = 80
 
 

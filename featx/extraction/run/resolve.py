@@ -167,6 +167,7 @@ def fingerprint(
             **pair_fingerprint(config),
             **template_fingerprint(config, loaded),
             **_edits_fingerprint(edits, int(loaded.n_layers) - 1),
+            **_pooler_fingerprint(loaded, poolings),
             "corpus_sha256": corpus_sha256,
             "text_col": config.text_col,
             "id_col": config.id_col,
@@ -187,6 +188,15 @@ def fingerprint(
         },
         sort_keys=True,
     )
+
+
+def _pooler_fingerprint(loaded: LoadedModel, poolings) -> dict:
+    """A pooler whose activation is a module apart (ALBERT's ``pooler_activation``) has been run with it since
+    30 Nov 2026 (the linear alone before): named for such a file only, so that one written before is no longer
+    reused as up to date, and every other file keeps its fingerprint."""
+    if "pooler" in poolings and getattr(loaded.model, "pooler_activation", None) is not None:
+        return {"pooler": "linear and activation"}
+    return {}
 
 
 def _edits_fingerprint(edits, top: int) -> dict:

@@ -401,3 +401,29 @@ def test_an_output_featx_extract_cannot_use_is_named_as_its_caller_does(tmp_path
     with pytest.raises(StoreError) as raised, keywords_of(ExtractConfig) if python else command_line():
         refuse_unusable_output(tmp_path)
     assert raised.value.hint.startswith(hint), raised.value.hint
+
+
+def test_an_albert_pooler_file_from_before_its_tanh_is_not_reused(family_models, tiny_model, corpus_csv, tmp_path):
+    """ALBERT's pooler pooling left its tanh out before 30 Nov 2026 (``runner._pooler_head``): such a file is named
+    in the fingerprint (``pooler``), so one written before (by another featx version: its quick request key differs)
+    is refused as made with other options, not reused; every other file (the tiny BERT's) keeps its fingerprint."""
+    import json
+
+    import h5py
+    from support.families import BY_NAME
+
+    from featx import store
+
+    albert = family_models(BY_NAME["albert"])
+    summary = run(corpus_csv, albert, tmp_path, poolings="pooler,mean")
+    with featx.open(summary.output) as features:
+        recorded = json.loads(features.fingerprint)
+    assert recorded["pooler"] == "linear and activation"
+    with h5py.File(summary.output, "r+") as file:  # as written before the fix, by another featx version
+        file.attrs[store.schema.FINGERPRINT] = json.dumps({k: v for k, v in recorded.items() if k != "pooler"})
+        file.attrs[store.schema.REQUEST_KEY] = ""
+    with pytest.raises(StoreError, match=r"options: the pooler pooling \(ALBERT's without its tanh before 30 Nov"):
+        run(corpus_csv, albert, tmp_path, poolings="pooler,mean")
+    bert = run(corpus_csv, tiny_model, tmp_path, name="bert.h5", poolings="pooler")
+    with featx.open(bert.output) as features:
+        assert "pooler" not in json.loads(features.fingerprint)
