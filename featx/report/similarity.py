@@ -287,9 +287,9 @@ def _similarity(features, other, pooling: str, site: str, words: bool = False) -
 
     a = open_features(features)
     b = open_features(other) if other is not None else a
-    kind = "words" if words else "pooled"
+    kind, files = "words" if words else "pooled", (a, b) if b is not a else (a,)
     try:
-        for opened in (a, b) if b is not a else (a,):
+        for opened in files:
             _check_pooling(opened, pooling, site, words)
         if other is not None:
             _check_same_rows(a, b)
@@ -298,7 +298,7 @@ def _similarity(features, other, pooling: str, site: str, words: bool = False) -
         left, right = _Layers(a, pooling, site, words), (_Layers(b, pooling, site, words) if b is not a else None)
         if left.n < 3:
             raise InputError(f"{a.path} has {left.n} {'words' if words else 'rows'}; CKA needs at least 3")
-        for opened in (a, b) if b is not a else (a,):  # inf or NaN in any layer: refused before the first product
+        for opened in files:  # inf or NaN in any layer: refused before the first product
             opened.require_finite(FeatureRead(kind, layer, pooling, site) for layer in opened.site_layers(site))
         matrix, chance = _cka_matrix(left, right)
         name_a, name_b = _name(a), _name(b)
@@ -308,9 +308,8 @@ def _similarity(features, other, pooling: str, site: str, words: bool = False) -
         layers_b = (right or left).layers
         return Similarity(matrix, left.layers, layers_b, name_a, name_b, pooling, left.n, unit=unit, chance=chance)
     finally:
-        a.close()
-        if b is not a:
-            b.close()
+        for opened in files:
+            opened.close()
 
 
 def _cka_matrix(left: _Layers, right: _Layers | None) -> tuple[np.ndarray, np.ndarray]:
