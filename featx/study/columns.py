@@ -3,7 +3,8 @@ status`` or ``study report``, which read no corpus): each corpus file once, as i
 first model's ``ExtractConfig``), so that a label the study names that a corpus lacks is refused at that entry's
 ``labels`` key, naming the corpus, the label and the columns it has, before the first forward pass (not a failed
 probe after its extraction ran), and its ``group`` column is checked against the same read (``groups``), and the
-study's ``metric`` against each label's task (``check_metric_fits``).
+study's ``metric`` against each label's task (``check_metric_fits``), and ``[probe]``'s folds against each label's
+rows where the corpus has no train/test split (``check_folds_fit``).
 
 A corpus that cannot be read at all is left to its extraction cell, which fails with the reader's error (the
 study goes on with the others); one with a ``group`` column is refused here, as that column cannot be checked.
@@ -21,11 +22,12 @@ from .groups import check_group_column, check_group_split
 from .source import Place, Source
 
 
-def check_corpora(config: Any) -> None:
+def check_corpora(config: Any, folds: bool = True) -> None:
     """Each corpus of a ``StudyConfig``: its file read once, its labels there (``check_label_columns``) and its
-    group (``groups.check_group_column``)."""
+    group (``groups.check_group_column``); then (``folds``) ``[probe]``'s folds against each (``check_folds_fit``)."""
     from ..extraction import read_input
 
+    reads = []
     for corpus in config.corpora:
         if not corpus.path.exists():  # gone, its extractions done (else missing.check_missing refused the run)
             continue
@@ -44,6 +46,11 @@ def check_corpora(config: Any) -> None:
             check_group_column(config.source, group_place, corpus.group, corpus.labels, extract, read.labels)
             if dict(config.probe).get("min_class_rows") is None:  # else the probes may drop some of the rows
                 check_group_split(config.source, group_place, corpus.group, corpus.labels, extract, read)
+        reads.append((corpus, read))
+    for corpus, read in (
+        reads if folds else ()
+    ):  # after every corpus's keys: a [probe] folds that fits none is named once, last
+        check_folds_fit(config, corpus, read)
 
 
 def check_label_columns(source: Source, place: Place, labels: tuple[str, ...], extract: Any, read: Any) -> None:
@@ -100,3 +107,38 @@ def check_metric_fits(config: Any, corpus: Any, read: Any) -> None:
                 f"metric '{config.metric}' does not fit label '{label}' of corpus '{corpus.name}', probed as {what}",
                 f"{err.hint}, or probe that label in a study of its own",
             ) from None
+
+
+def check_folds_fit(config: Any, corpus: Any, read: Any) -> None:
+    """Each sentence label's evaluation plan made from the corpus ``read`` as its probes will make it (the split,
+    else ``[probe]``'s folds: stratified over classes, or over the rows of a number), so that more folds than a
+    class has rows is refused at the ``folds`` key before any extraction, not by every probe after them. Left to the
+    probes: word labels, and runs whose ``min_class_rows`` or ``bins`` change the rows or classes first."""
+    import numpy as np
+
+    from ..probing import classification_plan, regression_plan, resolve_task, split_parts
+
+    if dict(config.probe).get("min_class_rows") is not None:
+        return
+    split = np.asarray(read.split, dtype=object).astype(str) if read.split is not None else None
+    for label in (label for label in corpus.labels if label in read.labels):
+        probe = config.probe_config(Path(FEATURES_NAME), label, lexical=True)
+        column, folds, seed = read.labels[label], int(probe.folds), int(probe.seed)
+        labelled = column.codes >= 0
+        if probe.bins is not None or (split is not None and all(map(len, split_parts(split[labelled])[:2]))):
+            continue  # binned classes, or the corpus's train/test split: no folds
+        try:
+            task = resolve_task(_ReadValues(read), label, probe.task)
+        except InputError:  # --task regression of a column that is not numeric: its probes say so
+            continue
+        try:
+            if task == "regression":
+                regression_plan(column.values()[labelled], None, folds, seed)
+            else:
+                classification_plan(column.codes[labelled], None, folds, seed, list(column.names), label)
+        except InputError as err:
+            keys = config.source.lines.keys_under(("probe",)) or [name for name, _ in config.probe]
+            key = next((key for key in keys if key.lstrip("-") == "folds"), None)
+            message = f"corpus '{corpus.name}': {err.message}"
+            hint = (err.hint or "").replace("--folds ", "folds = ")  # as the study file spells it
+            raise config.source.error(("probe", key) if key else ("probe",), message, hint) from None

@@ -17,8 +17,8 @@ from featx.study.columns import check_corpora
 
 @pytest.fixture
 def study(tmp_path):
-    (tmp_path / "sents.csv").write_text("text,label,topic\na b,x,t\nc d,y,u\n")
-    (tmp_path / "other.csv").write_text("text,topic,mood\na b,t,m\nc d,u,n\n")
+    (tmp_path / "sents.csv").write_text("text,label,topic\n" + "a b,x,t\nc d,y,u\n" * 5)  # 5 rows a class: 5 folds
+    (tmp_path / "other.csv").write_text("text,topic,mood\n" + "a b,t,m\nc d,u,n\n" * 5)
     (tmp_path / "bad.csv").write_text("words,label\nhello,a\n")  # no text column: its extraction fails
     (tmp_path / "gum.conllu").write_text("# text = The cat\n1\tThe\tthe\tDET\t_\t_\t2\tdet\t_\t_\n"
                                          "2\tcat\tcat\tNOUN\t_\t_\t0\troot\t_\t_\n\n")  # fmt: skip
@@ -83,3 +83,21 @@ def test_a_metric_that_does_not_fit_a_label_is_refused_at_the_metric_key_before_
         check_corpora(study_config(study))
     study["probe"] = {"bins": 3}
     check_corpora(study_config(study))
+
+
+def test_more_folds_than_a_class_has_rows_is_refused_at_the_folds_key_before_any_extraction(study, tmp_path):
+    """[probe] folds = 6 on classes of 5 rows (no split column) failed every probe of the label after its
+    extractions; the plan is made from the corpus first, after every corpus's own keys are checked."""
+    study["corpora"][3]["labels"] = ["topic", "mood"]
+    study["probe"] = {"folds": 6}
+    path = tmp_path / "study.toml"
+    path.write_text(study_toml(study))
+    ran = CliRunner().invoke(main, ["study", "run", str(path), "--dry-run"])
+    assert ran.exit_code == 2 and "[probe] folds: corpus 'sents': class 'x' of label 'label' has only 5" in ran.output
+    assert "hint: use fewer folds (folds = 5) or more data" in ran.output and not (tmp_path / "out").exists()
+    (tmp_path / "sents.csv").write_text("text,label,topic,split\n" + "a b,x,t,train\nc d,y,u,test\n" * 5)
+    study["corpora"] = study["corpora"][:1]
+    check_corpora(study_config(study))  # a train/test split: no folds
+    study["probe"] = {"folds": 6, "min_class_rows": 2}
+    (tmp_path / "sents.csv").write_text("text,label,topic\n" + "a b,x,t\nc d,y,u\n" * 5)
+    check_corpora(study_config(study))  # classes dropped first: left to the probes

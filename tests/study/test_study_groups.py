@@ -18,7 +18,7 @@ import featx.study
 from featx.cli import main
 from featx.errors import InputError
 from featx.study import dry_run, make_plan, status, study_config, study_toml
-from featx.study.columns import check_corpora
+from featx.study.columns import check_corpora  # folds=False: these corpora of a few rows test their groups only
 
 STUDY = """\
 [study]
@@ -90,10 +90,10 @@ def test_a_corpus_group_column_is_read_by_run_before_any_extraction(folder):
         ],
     }
     with pytest.raises(InputError, match=r"#1 group: 1 of the 3 rows of .*docs.csv labelled 'label' have no group"):
-        check_corpora(study_config(study))
+        check_corpora(study_config(study), folds=False)
     (folder / "docs.csv").write_text("text,label,doc\na b,x,d1\nc d,y,d1\ne f,x,d2\n")
     config = study_config(study)
-    check_corpora(config)
+    check_corpora(config, folds=False)
     assert [(corpus.name, corpus.group) for corpus in config.corpora] == [("docs", "doc"), ("sst2", None)]
     study["corpora"][1]["group"] = "doc"  # sst2.csv has no doc column
     path = folder / "study.toml"
@@ -103,7 +103,7 @@ def test_a_corpus_group_column_is_read_by_run_before_any_extraction(folder):
     assert "its label columns: label" in ran.output and not (folder / "out").exists()
     senteval = {**study, "corpora": [{"senteval": str(folder / "tasks"), "group": "doc"}]}
     with pytest.raises(InputError, match="#1 group: corpus .*past_present.txt has no label column 'doc'"):
-        check_corpora(study_config(senteval))  # a SentEval task file has no column but its label
+        check_corpora(study_config(senteval), folds=False)  # a SentEval task file has no column but its label
 
 
 def test_status_and_report_plans_read_no_corpus_for_its_groups(folder, monkeypatch):
@@ -124,24 +124,24 @@ def test_status_and_report_plans_read_no_corpus_for_its_groups(folder, monkeypat
 def test_a_text_name_needs_no_column_and_goes_to_every_probe(folder, monkeypatch, group):
     reads = Reads(monkeypatch)
     plan = make_plan(_write(folder, group))
-    check_corpora(plan.config)
+    check_corpora(plan.config, folds=False)
     assert reads.paths == [str(folder / "sst2.csv")]  # once, for its labels (columns.check_corpora)
     assert [cell.task.args["options"]["group"] for cell in plan.probes] == [group]
 
 
 def test_the_second_text_needs_the_pair_column_and_a_misspelt_name_is_refused(folder):
     with pytest.raises(InputError) as caught:
-        check_corpora(study_config(_write(folder, "@text_pair")))
+        check_corpora(study_config(_write(folder, "@text_pair")), folds=False)
     assert f", line {GROUP_LINE}: [[corpora]] #1 group: group @text_pair" in caught.value.message
     assert "corpus" in caught.value.message and "has single texts" in caught.value.message
     assert "text_pair_col" in caught.value.hint
     pairs = {"study": {"output": str(folder / "out")}, "models": [{"name": "m"}],
              "corpora": [{"path": str(folder / "pairs.csv"), "text_col": "a", "text_pair_col": "b",
                           "group": "@text_pair"}]}  # fmt: skip
-    check_corpora(study_config(pairs))
+    check_corpora(study_config(pairs), folds=False)
     pairs["corpora"][0]["group"] = "@txt"
     with pytest.raises(InputError, match="no label column '@txt'") as caught:
-        check_corpora(study_config(pairs))
+        check_corpora(study_config(pairs), folds=False)
     assert "group by its texts with @text, @text_pair, @texts" in caught.value.hint
 
 
@@ -194,7 +194,7 @@ def test_a_group_on_both_sides_of_the_split_is_refused_before_any_extraction(fol
 
     def check(second: str):
         (folder / "pairs.csv").write_text("\n".join(["a,b,label,doc,split", rows[0], second, *rows[2:]]) + "\n")
-        check_corpora(study_config(study))
+        check_corpora(study_config(study), folds=False)
 
     with pytest.raises(InputError) as caught:
         check(rows[1])
