@@ -13,6 +13,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..json_fields import shown
+from ..safe_files import loads_json
 from .sources import decode_text, source_name
 
 Table = tuple[list[str], list[list[str]], list[int]]  # header, rows, each row's first line (1-based)
@@ -183,7 +184,7 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict:
 def _json_record(line: str, path: Path, number: int) -> dict:
     """One JSON Lines record; nesting deeper than Python's JSON reader follows is one line, not a traceback."""
     try:
-        record = json.loads(line, object_pairs_hook=_unique_keys)
+        record = loads_json(line, object_pairs_hook=_unique_keys)
     except _RepeatedKey as err:
         raise InputError(
             f"{path}: line {number} names key {shown(str(err))} twice; JSON readers keep one of the two values",
