@@ -192,34 +192,41 @@ def _drawn(fig, handle, kind: str, **options: Any) -> None:
 def as_written(fig) -> None:
     """Every text of ``fig`` (tick labels too) drawn as written: never read as mathematics (a ``$`` in a label,
     class or model name; an unbalanced one ended the run), its unshown characters escaped (``printable``: a control
-    character is no XML character, half of a surrogate pair cannot be measured)."""
+    character is no XML character, half of a surrogate pair cannot be measured) and cut at ``MAX_TEXT`` characters."""
     from matplotlib.text import Text
     from matplotlib.ticker import FixedFormatter, FuncFormatter
 
-    from ...errors import printable
-
     for text in fig.findobj(Text):
         text.set_parse_math(False)
-        if (shown := printable(text.get_text())) != text.get_text():
+        if (shown := drawable(text.get_text())) != text.get_text():
             text.set_text(shown)
     for axis in (axis for ax in fig.axes for axis in (ax.xaxis, ax.yaxis)):  # tick labels, set while drawing
         for formatter in (axis.get_major_formatter(), axis.get_minor_formatter()):
             if isinstance(formatter, FixedFormatter):
-                formatter.seq = [printable(label) for label in formatter.seq]
+                formatter.seq = [drawable(label) for label in formatter.seq]
             elif isinstance(formatter, FuncFormatter) and not isinstance(formatter.func, _Printable):
                 formatter.func = _Printable(formatter.func)  # set_xticks(ticks, labels) gives one
 
 
+MAX_TEXT = 500  # characters of one text of a figure: a label or model name of 200,000 took 36 s to draw
+
+
+def drawable(text: str) -> str:
+    """``text`` as a figure draws it: ``printable``, cut at ``MAX_TEXT`` characters."""
+    from ...errors import printable
+
+    shown = printable(text)
+    return shown if len(shown) <= MAX_TEXT else shown[: MAX_TEXT - 1] + "…"
+
+
 class _Printable:
-    """A tick formatter's function whose labels are ``printable``."""
+    """A tick formatter's function whose labels are ``drawable``."""
 
     def __init__(self, func: Any):
         self.func = func
 
     def __call__(self, value: Any, position: Any = None) -> str:
-        from ...errors import printable
-
-        return printable(self.func(value, position))
+        return drawable(self.func(value, position))
 
 
 def default_output(results_path: str | os.PathLike) -> Path:

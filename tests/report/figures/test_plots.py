@@ -165,7 +165,8 @@ def test_figure_writes_png_and_svg_with_title(results_csv, tmp_path):
 def test_a_figure_draws_every_text_as_written(tmp_path):
     """A "$" in a label, class or model name is no mathematics (an unbalanced one ended plot and report in a
     traceback); a control character, a bidirectional override or half of a surrogate pair is drawn as its escape,
-    so that the SVG is XML (one with ESC in it opened in no browser) and its text can be measured at all."""
+    so that the SVG is XML (one with ESC in it opened in no browser) and its text can be measured at all; a text
+    longer than 500 characters is cut."""
     import xml.etree.ElementTree as ElementTree
 
     from featx.report.figures.style import svg_text, write_figure
@@ -175,6 +176,7 @@ def test_a_figure_draws_every_text_as_written(tmp_path):
     ax.plot([0, 1], [0, 1], label=hostile)
     ax.set_xticks([0, 1], [hostile, "$x^$"])
     ax.legend(title=hostile)
+    ax.set_xlabel("x" * 200_000)  # a model or label name this long took 36 s to draw: cut
     fig.suptitle(hostile)
     write_figure(fig, tmp_path / "f.png")
     with plt.rc_context({"svg.fonttype": "none"}):  # texts as text (featx's style), to read them back
@@ -184,6 +186,7 @@ def test_a_figure_draws_every_text_as_written(tmp_path):
     for svg in svgs:
         texts = [element.text for element in ElementTree.fromstring(svg[svg.index("<svg") :]).iter() if element.text]
         assert texts.count(shown) == 4 and "$x^$" in texts  # title, legend title and entry, tick label
+        assert "x" * 499 + "…" in texts
     assert (tmp_path / "f.png").read_bytes()[:4] == b"\x89PNG"
 
 
