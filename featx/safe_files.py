@@ -205,13 +205,19 @@ def loads_json(text: str | bytes, **options: Any) -> Any:
         value = json.loads(text, **options)  # anything but text: json's TypeError, as before
     except RecursionError:
         raise json.JSONDecodeError("nested too deeply to read", doc, 0) from None
-    half = next((found for found in _PAIR_OR_HALF.finditer(doc) if len(found.group()) == 6), None)
-    half = half or _SURROGATE.search(doc)
-    if half is not None and _holds_surrogate(value):  # an escape may be text too ("\\\\ud800" is a backslash, "ud800")
-        shown = half.group().encode("unicode_escape").decode("ascii").replace("\\\\", "\\")
+    if isinstance(doc, str) and _maybe_half(doc) and _holds_surrogate(value):
+        half = next((found for found in _PAIR_OR_HALF.finditer(doc) if len(found.group()) == 6), None)
+        half = half or _SURROGATE.search(doc)  # an escape may be text too ("\\\\ud800" is a backslash, "ud800")
+        shown = half.group().encode("unicode_escape").decode("ascii").replace("\\\\", "\\") if half else "\\udXXX"
         message = f"a string holds {shown}, half of a surrogate pair, which is no text"
-        raise json.JSONDecodeError(message, doc, half.start())
+        raise json.JSONDecodeError(message, doc, half.start() if half else 0)
     return value
+
+
+def _maybe_half(doc: str) -> bool:
+    """Whether ``doc`` may hold half of a surrogate pair: an escape of one (or of a whole pair), or a raw one; in
+    C for an ordinary document (a JSON Lines corpus is read a record at a time)."""
+    return "\\ud" in doc or "\\uD" in doc or (not doc.isascii() and _SURROGATE.search(doc) is not None)
 
 
 def is_text(value: object) -> bool:

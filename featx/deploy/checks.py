@@ -93,11 +93,10 @@ def bundle_folder(path: Path) -> Path:
 def parse_manifest(text: str, folder: Path) -> dict:
     try:
         manifest = loads_json(text)
-    except ValueError as err:  # loads_json's: nested too deeply (for json's RecursionError), half a surrogate pair
+    except ValueError as err:  # loads_json's: nested too deeply (json's RecursionError), half a surrogate pair
         why = getattr(err, "msg", str(err))
-        if why == "nested too deeply to read":
-            raise _bad(folder, f"{MANIFEST} is nested too deeply to read") from None
-        raise _bad(folder, f"{MANIFEST} is not valid JSON ({why})") from None
+        said = "is nested too deeply to read" if why.startswith("nested too deeply") else f"is not valid JSON ({why})"
+        raise _bad(folder, f"{MANIFEST} {said}") from None
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         raise _bad(folder, f"{MANIFEST} is not a featx probe manifest")
     return manifest

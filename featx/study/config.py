@@ -39,8 +39,7 @@ TABLES = ("study", "models", "corpora", "extract", "probe")
 STUDY_KEYS = ("output", "metric", "jobs", "engine", "address")
 MODEL_KEYS = ("name", "model", "random_init", "seeds")
 CORPUS_KEYS = ("name", "path", "senteval", "labels", "group")
-NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._\-]*$")
-MAX_NAME = 100  # characters of a model's or corpus's folder name (a file system allows 255 bytes, with suffixes)
+NAME = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9._\-]{0,99}\Z")  # at most 100 characters: a file name has 255 bytes
 FEATURES_NAME = "features.h5"  # a cell's features file: OUTPUT/<model>/<corpus>/features.h5
 Options = tuple[tuple[str, Any], ...]  # config fields as frozen pairs
 
@@ -217,14 +216,9 @@ def _entries(source: Source, data: dict[str, Any], name: str) -> list[dict[str, 
 
 def _name(source: Source, place: Place, value: Any, seen: dict[str, Place], derived: bool = False) -> str:
     """An entry's folder name, checked; ``derived``: made from its file's name (a corpus given no ``name``)."""
-    named = 'add name = "..." to this entry' if derived else "use letters, digits, '.', '_' and '-'"
+    named = 'add name = "..." to this entry' if derived else "use letters, digits, '.', '_' and '-' (at most 100)"
     if not isinstance(value, str) or not NAME.match(value) or value in (".", ".."):
         raise source.error(place, f"name {value!r} is not a folder name", named)
-    if len(value) > MAX_NAME:  # its folder could not be made: OSError "File name too long" in the run
-        shorter = 'add a shorter name = "..." to this entry' if derived else "give a shorter name"
-        raise source.error(
-            place, f"name '{value[:20]}...' is {len(value)} characters long", f"{shorter} (at most {MAX_NAME})"
-        )
     if value in seen:
         what = f"duplicate name '{value}'" + (" (from its file's name)" if derived else "")
         instead = '; name them apart: add name = "..." to this entry' if derived else ""
