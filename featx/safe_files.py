@@ -195,6 +195,9 @@ _PAIR_OR_HALF = re.compile(r"\\u[dD][89abAB]..\\u[dD][c-fC-F]..|\\u[dD][89a-fA-F
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
+NESTED = "nested too deeply to read"  # the message of loads_json's error for json's RecursionError
+
+
 def loads_json(text: str | bytes, **options: Any) -> Any:
     """``json.loads`` of untrusted text (``options``: its keywords, ``object_pairs_hook``...): a document nested too
     deeply for the parser (``[[[[...``, a few hundred kilobytes are enough), or holding a string with half of a
@@ -204,7 +207,7 @@ def loads_json(text: str | bytes, **options: Any) -> Any:
     try:
         value = json.loads(text, **options)  # anything but text: json's TypeError, as before
     except RecursionError:
-        raise json.JSONDecodeError("nested too deeply to read", doc, 0) from None
+        raise json.JSONDecodeError(NESTED, doc, 0) from None
     if isinstance(doc, str) and _maybe_half(doc) and _holds_surrogate(value):
         half = next((found for found in _PAIR_OR_HALF.finditer(doc) if len(found.group()) == 6), None)
         half = half or _SURROGATE.search(doc)  # an escape may be text too ("\\\\ud800" is a backslash, "ud800")

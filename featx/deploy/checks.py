@@ -20,7 +20,7 @@ import numpy as np
 from ..bundle_fields import FIELDS, REFIT_HINT
 from ..errors import InputError
 from ..json_fields import shown
-from ..safe_files import loads_json
+from ..safe_files import NESTED, loads_json
 from ..selection import POOLINGS, WORD_POOLINGS, LayerSpec
 from .config import HEADS
 from .extraction_checks import check_extraction
@@ -95,7 +95,7 @@ def parse_manifest(text: str, folder: Path) -> dict:
         manifest = loads_json(text)
     except ValueError as err:  # loads_json's: nested too deeply (json's RecursionError), half a surrogate pair
         why = getattr(err, "msg", str(err))
-        said = "is nested too deeply to read" if why.startswith("nested too deeply") else f"is not valid JSON ({why})"
+        said = f"is {NESTED}" if why == NESTED else f"is not valid JSON ({why})"
         raise _bad(folder, f"{MANIFEST} {said}") from None
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         raise _bad(folder, f"{MANIFEST} is not a featx probe manifest")

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..json_fields import shown
-from ..safe_files import loads_json
+from ..safe_files import NESTED, loads_json
 from .sources import decode_text, source_name
 
 Table = tuple[list[str], list[list[str]], list[int]]  # header, rows, each row's first line (1-based)
@@ -191,9 +191,9 @@ def _json_record(line: str, path: Path, number: int) -> dict:
             "give each key once per record",
         ) from None
     except json.JSONDecodeError as err:
+        if err.msg == NESTED:  # loads_json's, for json's RecursionError
+            raise InputError(f"{path}: line {number} is nested too deeply to read", NESTING_HINT) from None
         raise InputError(f"{path}: line {number} is not valid JSON ({err.msg})", JSON_LINES_HINT) from None
-    except RecursionError:
-        raise InputError(f"{path}: line {number} is nested too deeply to read", NESTING_HINT) from None
     if not isinstance(record, dict):
         raise InputError(f"{path}: line {number} is not a JSON object", JSON_LINES_HINT)
     return record

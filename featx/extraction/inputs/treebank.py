@@ -29,7 +29,7 @@ import numpy as np
 from ...errors import InputError
 from ...io import CONLLU_SUFFIXES, LabelColumn
 from ...options import spoken_value
-from ...safe_files import loads_json
+from ...safe_files import NESTED, loads_json
 from ...store import HEAD_ROOT, HEAD_UNKNOWN
 
 WORD_FORMATS = ("conllu", "columns", "jsonl")
@@ -393,8 +393,8 @@ def read_token_jsonl(path: Path, text: str) -> list[Sentence]:
         try:
             record = loads_json(line)
         except ValueError as err:
+            if getattr(err, "msg", None) == NESTED:  # loads_json's, for json's RecursionError
+                raise InputError(f"{path}, line {number}: nested too deeply to read", "flatten the records") from None
             raise InputError(f"{path}, line {number}: not valid JSON ({err})") from None
-        except RecursionError:
-            raise InputError(f"{path}, line {number}: nested too deeply to read", "flatten the records") from None
         sentences.append(_json_sentence(path, number, record))
     return sentences
