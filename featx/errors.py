@@ -2,6 +2,20 @@
 
 from __future__ import annotations
 
+import re
+
+# What is never shown as it is: control characters but newline and tab (an escape sequence could rewrite the terminal;
+# an SVG or XML file holding one is not well-formed), line and paragraph separators, the bidirectional overrides
+# and isolates (they reorder what is shown), halves of a surrogate pair (not text: no file can hold them, matplotlib
+# cannot measure them) and the two noncharacters XML refuses.
+_UNSHOWN = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff\ufffe\uffff]")
+
+
+def printable(text: object) -> str:
+    """``text`` with every character of ``_UNSHOWN`` written as its escape (``\\x1b``, ``\\ud800``...): model names,
+    label names and texts come from files other people made, and are shown on the terminal, in figures and pages."""
+    return _UNSHOWN.sub(lambda match: match.group().encode("unicode_escape").decode("ascii"), str(text))
+
 
 class FeatxError(Exception):
     """A problem with the user's input or environment, reported without a traceback.

@@ -188,15 +188,62 @@ class NotARegularFile(OSError):
     """The path is a link, a device, a FIFO or a directory, or larger than allowed."""
 
 
-def loads_json(text: str | bytes) -> Any:
-    """``json.loads`` of untrusted text: a document nested too deeply for the parser (``[[[[...``, a few
-    hundred kilobytes are enough) is a ``json.JSONDecodeError``, the ``ValueError`` every reader of a file already
-    turns into its message, not a ``RecursionError`` that ends the command in a traceback."""
+# Half of a surrogate pair: JSON's grammar allows one alone as an escape (``"\\ud800"``), Unicode does not, and a string
+# holding it can be neither written as UTF-8 (a CSV, a page, the terminal), nor held by pandas, nor drawn. A whole
+# pair (``"\\ud83d\\ude00"``) is one character; a raw half comes from bytes decoded with ``surrogateescape`` (HDF5).
+_PAIR_OR_HALF = re.compile(r"\\u[dD][89abAB]..\\u[dD][c-fC-F]..|\\u[dD][89a-fA-F]..")  # "\\u" + 4 hex digits in JSON
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+NESTED = "nested too deeply to read"  # the message of loads_json's error for json's RecursionError
+
+
+def loads_json(text: str | bytes, **options: Any) -> Any:
+    """``json.loads`` of untrusted text (``options``: its keywords, ``object_pairs_hook``...): a document nested too
+    deeply for the parser (``[[[[...``, a few hundred kilobytes are enough), or holding a string with half of a
+    surrogate pair (``"\\ud800"``: no text), is a ``json.JSONDecodeError``, the ``ValueError`` every reader of a
+    file already turns into its message, not an error deeper in the run that ends the command in a traceback."""
+    doc = text.decode("utf-8", "replace") if isinstance(text, (bytes, bytearray)) else text
     try:
-        return json.loads(text)
+        value = json.loads(text, **options)  # anything but text: json's TypeError, as before
     except RecursionError:
-        doc = text if isinstance(text, str) else ""
-        raise json.JSONDecodeError("nested too deeply to read", doc, 0) from None
+        raise json.JSONDecodeError(NESTED, doc, 0) from None
+    if isinstance(doc, str) and _maybe_half(doc) and _holds_surrogate(value):
+        half = next((found for found in _PAIR_OR_HALF.finditer(doc) if len(found.group()) == 6), None)
+        half = half or _SURROGATE.search(doc)  # an escape may be text too ("\\\\ud800" is a backslash, "ud800")
+        shown = half.group().encode("unicode_escape").decode("ascii").replace("\\\\", "\\") if half else "\\udXXX"
+        message = f"a string holds {shown}, half of a surrogate pair, which is no text"
+        raise json.JSONDecodeError(message, doc, half.start() if half else 0)
+    return value
+
+
+def _maybe_half(doc: str) -> bool:
+    """Whether ``doc`` may hold half of a surrogate pair: an escape of one (or of a whole pair), or a raw one; in
+    C for an ordinary document (a JSON Lines corpus is read a record at a time)."""
+    return "\\ud" in doc or "\\uD" in doc or (not doc.isascii() and _SURROGATE.search(doc) is not None)
+
+
+def is_text(value: object) -> bool:
+    """Whether ``value`` is a string UTF-8 can hold: none of its characters is half of a surrogate pair (what
+    h5py gives for an attribute's bytes that are not UTF-8)."""
+    return isinstance(value, str) and _SURROGATE.search(value) is None
+
+
+def _holds_surrogate(value: Any) -> bool:
+    """Whether a JSON value holds a string (a key too) with half of a surrogate pair; without recursion, as a
+    document nested as deeply as the parser allows would overflow it."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if _SURROGATE.search(item):
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item)
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
 
 
 def read_small_text(path: Path, max_bytes: int, encoding: str = "utf-8") -> str:

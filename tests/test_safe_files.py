@@ -92,6 +92,19 @@ def test_loads_json_turns_a_recursion_error_into_a_json_error():
             loads_json(text)
 
 
+def test_loads_json_refuses_half_of_a_surrogate_pair():
+    """JSON may escape half of a surrogate pair alone; no UTF-8 file, pandas column, page or figure can hold one."""
+    import json
+
+    from featx.safe_files import is_text, loads_json
+
+    assert loads_json('["\\ud83d\\ude00", "\\\\ud800"]') == ["\U0001f600", "\\ud800"]  # a pair; a backslash
+    for text in ('{"a": "\\ud83d\\ude00 x\\ud800"}', '{"\\uDC80": 1}', b'[["\\udfff"]]', '["a\udcff"]'):
+        with pytest.raises(json.JSONDecodeError, match=r"holds \\u(d800|DC80|dfff|dcff), half of a surrogate pair"):
+            loads_json(text)
+    assert is_text("é\U0001f600") and not is_text("a\udcff") and not is_text(b"a")
+
+
 @pytest.mark.parametrize(
     ("python", "hint"),
     [

@@ -3,23 +3,14 @@ Ctrl-C and termination signals as a clean stop. Every command module adds its co
 
 from __future__ import annotations
 
-import re
 import sys
 import warnings
 
 import click
 
 from .._version import __version__
-from ..errors import FeatxError, FeatxWarning, signal_of
+from ..errors import FeatxError, FeatxWarning, printable, signal_of
 from ..options import command_line
-
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
-
-
-def printable(text: object) -> str:
-    """``text`` with every control character but newline and tab escaped (``\\x1b``...): model names, label
-    names and texts come from files other people made, and raw escape sequences could rewrite the terminal."""
-    return _CONTROL.sub(lambda match: match.group().encode("unicode_escape").decode("ascii"), str(text))
 
 
 def echo(text: object = "", err: bool = False) -> None:

@@ -20,6 +20,7 @@ import numpy as np
 from ..bundle_fields import FIELDS, REFIT_HINT
 from ..errors import InputError
 from ..json_fields import shown
+from ..safe_files import NESTED, loads_json
 from ..selection import POOLINGS, WORD_POOLINGS, LayerSpec
 from .config import HEADS
 from .extraction_checks import check_extraction
@@ -91,11 +92,11 @@ def bundle_folder(path: Path) -> Path:
 
 def parse_manifest(text: str, folder: Path) -> dict:
     try:
-        manifest = json.loads(text)
-    except ValueError:
-        raise _bad(folder, f"{MANIFEST} is not valid JSON") from None
-    except RecursionError:
-        raise _bad(folder, f"{MANIFEST} is nested too deeply to read") from None
+        manifest = loads_json(text)
+    except ValueError as err:  # loads_json's: nested too deeply (json's RecursionError), half a surrogate pair
+        why = getattr(err, "msg", str(err))
+        said = f"is {NESTED}" if why == NESTED else f"is not valid JSON ({why})"
+        raise _bad(folder, f"{MANIFEST} {said}") from None
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         raise _bad(folder, f"{MANIFEST} is not a featx probe manifest")
     return manifest

@@ -15,8 +15,10 @@ from ..safe_files import NotARegularFile, loads_json, read_small_text, writing
 MAX_PARTIAL_BYTES = 1 << 40  # its own file of score rows: no bound but the disk's
 
 
-def resume(partial: Path, key: dict, notes: list[str]) -> list[list[float]]:
-    """The rows a previous run with the same key predicted (their score rows); a stale file is dropped."""
+def resume(partial: Path, key: dict, notes: list[str], items: int, width: int | None) -> list[list[float]]:
+    """The rows a previous run with the same key predicted (their score rows); a stale file is dropped, and so is
+    one whose lines are not score rows of this run: at most ``items`` rows of ``width`` numbers (None: any one
+    width), as featx writes them (a damaged or planted one ended the run in a ValueError)."""
     if partial.is_symlink():
         partial.unlink()
         return []
@@ -45,10 +47,25 @@ def resume(partial: Path, key: dict, notes: list[str]) -> list[list[float]]:
             )
             partial.unlink()
             return []
-        return [loads_json(line) for line in lines[1:]]
+        rows = [loads_json(line) for line in lines[1:]]
     except (ValueError, IndexError):
         partial.unlink()
         return []
+    if not _score_rows(rows, items, width):
+        notes.append(f"{partial.name} holds lines that are not this run's score rows: not reused, starting again")
+        partial.unlink()
+        return []
+    return rows
+
+
+def _score_rows(rows: list, items: int, width: int | None) -> bool:
+    """Whether ``rows`` are at most ``items`` lists of ``width`` numbers each (``width`` None: of one length)."""
+    if len(rows) > items or not all(isinstance(row, list) for row in rows):
+        return False
+    widths = {len(row) for row in rows}
+    if widths and (len(widths) > 1 or 0 in widths or (width is not None and widths != {width})):
+        return False
+    return all(isinstance(v, (int, float)) and not isinstance(v, bool) for row in rows for v in row)
 
 
 def append(partial: Path, key: dict, rows: list[list[float]], fresh: bool) -> None:

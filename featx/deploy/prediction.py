@@ -216,9 +216,12 @@ def predict(config: PredictConfig | str | Path | None = None, **options: Any) ->
     partial = None if to_stdout else output.with_name(output.name + PARTIAL_SUFFIX)
     notes = list(corpus.notes)
     key = _key(probe, corpus, config, text_col, pair_col)
-    done = [] if partial is None else resume(partial, key, notes)
     words = _words(probe, corpus)
-    first = _first_row(None if words is None else _item_offsets(probe, words), len(done))
+    offsets = None if words is None else _item_offsets(probe, words)
+    items = len(corpus) if offsets is None else int(offsets[-1])
+    width = None if probe.level == "arc" else len(probe.classes) if probe.classes is not None else 1
+    done = [] if partial is None else resume(partial, key, notes, items, width)
+    first = _first_row(offsets, len(done))
     if first is None:  # a word run commits whole sentences: anything else is not its file
         done, first = [], 0
     resumed = len(done)

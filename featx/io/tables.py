@@ -13,6 +13,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..json_fields import shown
+from ..safe_files import NESTED, loads_json
 from .sources import decode_text, source_name
 
 Table = tuple[list[str], list[list[str]], list[int]]  # header, rows, each row's first line (1-based)
@@ -183,16 +184,16 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict:
 def _json_record(line: str, path: Path, number: int) -> dict:
     """One JSON Lines record; nesting deeper than Python's JSON reader follows is one line, not a traceback."""
     try:
-        record = json.loads(line, object_pairs_hook=_unique_keys)
+        record = loads_json(line, object_pairs_hook=_unique_keys)
     except _RepeatedKey as err:
         raise InputError(
             f"{path}: line {number} names key {shown(str(err))} twice; JSON readers keep one of the two values",
             "give each key once per record",
         ) from None
     except json.JSONDecodeError as err:
+        if err.msg == NESTED:  # loads_json's, for json's RecursionError
+            raise InputError(f"{path}: line {number} is nested too deeply to read", NESTING_HINT) from None
         raise InputError(f"{path}: line {number} is not valid JSON ({err.msg})", JSON_LINES_HINT) from None
-    except RecursionError:
-        raise InputError(f"{path}: line {number} is nested too deeply to read", NESTING_HINT) from None
     if not isinstance(record, dict):
         raise InputError(f"{path}: line {number} is not a JSON object", JSON_LINES_HINT)
     return record

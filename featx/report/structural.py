@@ -11,7 +11,6 @@ chosen and best-on-test rows and the meta.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from dataclasses import dataclass
@@ -23,6 +22,7 @@ import pandas as pd
 from ..errors import InputError, StoreError
 from ..json_fields import shown
 from ..options import on_command_line
+from ..safe_files import loads_json
 
 MEASURES = {"distance": ("uuas", "dspr"), "depth": ("root_accuracy", "nspr")}
 SELECTED_BY = {"distance": "uuas", "depth": "nspr"}  # the measure a run chooses its layer in
@@ -117,7 +117,7 @@ def is_structural(path: str | os.PathLike) -> bool:
     if path.suffix not in (".json", ".csv") or not target.is_file():
         return False
     try:
-        payload = json.loads(target.read_text(encoding="utf-8"))
+        payload = loads_json(target.read_text(encoding="utf-8"))
     except (ValueError, OSError, RecursionError):
         return False
     return isinstance(payload, dict) and isinstance(payload.get("meta"), dict) and "structural" in payload["meta"]
@@ -135,7 +135,7 @@ def _payload(path: Path) -> tuple[dict, list]:
             raise StoreError(f"{target.name}, the JSON beside {path.name}, does not exist", _hint())
         raise StoreError(f"results file {path} does not exist", f"create it with {_structural_run()}")
     try:
-        payload = json.loads(target.read_text(encoding="utf-8"))
+        payload = loads_json(target.read_text(encoding="utf-8"))
     except (ValueError, RecursionError) as err:
         raise _refuse(target, f"not valid JSON ({type(err).__name__})") from None
     except OSError as err:

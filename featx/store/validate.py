@@ -14,7 +14,6 @@ Every violation is one ``StoreError`` naming the file and what is wrong.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import NoReturn
 
@@ -23,6 +22,7 @@ import numpy as np
 
 from ..errors import StoreError
 from ..json_fields import shown
+from ..safe_files import is_text, loads_json
 from . import schema as s
 from .structure import FEATURE_DTYPES, MAX_ATTRIBUTE_BYTES, Contents, expect
 from .words import check_words
@@ -48,9 +48,9 @@ def _fail(path: Path, what: str) -> NoReturn:
 def _json_list(attrs: dict, key: str, path: Path, kind, limit: int) -> list:
     raw = attrs.get(key)
     try:
-        value = json.loads(raw) if isinstance(raw, str) else raw
-    except (ValueError, RecursionError):
-        _fail(path, f"attribute '{key}' is not valid JSON, or nested too deeply")
+        value = loads_json(raw) if isinstance(raw, str) else raw
+    except ValueError as err:  # loads_json: nested too deeply, or half of a surrogate pair, as its message says
+        _fail(path, f"attribute '{key}' is not valid JSON ({getattr(err, 'msg', err)})")
     if (
         not isinstance(value, list)
         or len(value) > limit
@@ -92,8 +92,8 @@ def check_layout(file: h5py.File, contents: Contents, path: Path, rows_done: int
         if isinstance(value, (str, bytes)) and len(value) > MAX_ATTRIBUTE_BYTES:
             _fail(path, f"attribute '{key}' is too large ({len(value):,} characters)")
     for key in TEXT_ATTRS:
-        if key in attrs and not isinstance(attrs[key], str):
-            _fail(path, f"attribute '{key}' is {attrs[key]!r}, not text")
+        if key in attrs and not is_text(attrs[key]):  # a str of bytes that are not UTF-8 holds surrogates
+            _fail(path, f"attribute '{key}' is {shown(attrs[key])}, not text")
     n_rows = _int_attr(attrs, s.N_ROWS, path)
     if not 0 <= rows_done <= n_rows:
         _fail(path, f"{rows_done} rows marked done of {n_rows}")
@@ -143,8 +143,8 @@ def _check_labels(file: h5py.File, contents: Contents, path: Path, n_rows: int) 
         expect(contents, f"{s.LABELS}/{key}", (n_rows,), "iu", path)
         dataset = file[f"{s.LABELS}/{key}"]
         names = _json_list(dict(dataset.attrs), s.LABEL_NAMES, path, str, MAX_LABEL_CLASSES)
-        if not isinstance(dataset.attrs.get(s.LABEL_COLUMN), str):
-            _fail(path, f"label dataset '{key}' has no column name")
+        if not is_text(dataset.attrs.get(s.LABEL_COLUMN)):
+            _fail(path, f"label dataset '{key}' has no column name (as UTF-8 text)")
         if len(set(names)) < len(names):  # featx writes each class once: a repeat would merge two in every table
             _fail(path, f"label '{key}' names class {_first_repeat(names)!r} more than once")
         codes = dataset[()]
@@ -207,7 +207,7 @@ def _sites(attrs: dict, path: Path) -> dict:
     if not raw:
         return {}
     try:
-        sites = json.loads(raw)
+        sites = loads_json(raw)
     except (TypeError, ValueError, RecursionError):
         _fail(path, f"attribute '{s.SITES_ATTR}' is not valid JSON")
     if not isinstance(sites, dict) or len(sites) > MAX_SITES:

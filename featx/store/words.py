@@ -16,7 +16,7 @@ import h5py
 import numpy as np
 
 from ..errors import InputError, StoreError
-from ..safe_files import loads_json
+from ..safe_files import is_text, loads_json
 from ..selection import WORD_POOLINGS
 from . import schema as s
 from .finite import check_finite
@@ -137,10 +137,10 @@ def check_words(
 
 
 def _names(dataset: h5py.Dataset, key: str, path: Path) -> list[str]:
-    if not isinstance(dataset.attrs.get(s.LABEL_COLUMN), str):
-        _fail(path, f"word label dataset '{key}' has no column name")
+    if not is_text(dataset.attrs.get(s.LABEL_COLUMN)):
+        _fail(path, f"word label dataset '{key}' has no column name (as UTF-8 text)")
     try:
-        names = json.loads(dataset.attrs.get(s.LABEL_NAMES))
+        names = loads_json(dataset.attrs.get(s.LABEL_NAMES))
     except (TypeError, ValueError, RecursionError):
         names = None
     if not isinstance(names, list) or len(names) > MAX_LABEL_CLASSES or not all(isinstance(n, str) for n in names):

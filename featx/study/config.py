@@ -39,7 +39,7 @@ TABLES = ("study", "models", "corpora", "extract", "probe")
 STUDY_KEYS = ("output", "metric", "jobs", "engine", "address")
 MODEL_KEYS = ("name", "model", "random_init", "seeds")
 CORPUS_KEYS = ("name", "path", "senteval", "labels", "group")
-NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._\-]*$")
+NAME = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9._\-]{0,99}\Z")  # at most 100 characters: a file name has 255 bytes
 FEATURES_NAME = "features.h5"  # a cell's features file: OUTPUT/<model>/<corpus>/features.h5
 Options = tuple[tuple[str, Any], ...]  # config fields as frozen pairs
 
@@ -216,7 +216,7 @@ def _entries(source: Source, data: dict[str, Any], name: str) -> list[dict[str, 
 
 def _name(source: Source, place: Place, value: Any, seen: dict[str, Place], derived: bool = False) -> str:
     """An entry's folder name, checked; ``derived``: made from its file's name (a corpus given no ``name``)."""
-    named = 'add name = "..." to this entry' if derived else "use letters, digits, '.', '_' and '-'"
+    named = 'add name = "..." to this entry' if derived else "use letters, digits, '.', '_' and '-' (at most 100)"
     if not isinstance(value, str) or not NAME.match(value) or value in (".", ".."):
         raise source.error(place, f"name {value!r} is not a folder name", named)
     if value in seen:

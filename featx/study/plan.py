@@ -25,14 +25,18 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
+MAX_STEM = 100  # characters of a label's file stem: a column name can be longer than a file name may be
+
+
 def label_stem(label: str) -> str:
-    """A label's file stem: its name where it is a safe file name, else a safe spelling and a short digest."""
+    """A label's file stem: its name where it is a safe file name of at most ``MAX_STEM`` characters, else a safe
+    spelling (its start, for a longer one) and a short digest."""
     safe = _UNSAFE.sub("_", label)
-    if safe == label and label not in (".", ".."):
+    if safe == label and label not in (".", "..") and len(label) <= MAX_STEM:
         return label
     import hashlib
 
-    return f"{safe}-{hashlib.sha256(label.encode()).hexdigest()[:8]}"
+    return f"{safe[: MAX_STEM - 9]}-{hashlib.sha256(label.encode()).hexdigest()[:8]}"
 
 
 def _jsonable(value: Any) -> Any:

@@ -17,6 +17,7 @@ import pandas as pd
 from .. import report as reporting
 from ..errors import InputError, StoreError
 from ..io import read_csv
+from ..json_fields import shown
 from ..options import keywords_of, on_command_line
 from ..safe_files import real_folder
 from .plan import make_plan
@@ -34,7 +35,7 @@ def _cell_pages(output: Path, table: pd.DataFrame, echo: Callable[[str], None]) 
     for _, row in cells.iterrows():
         if not isinstance(row["results"], str) or not row["results"]:
             continue
-        results = output / row["results"]
+        results = output / _inside(output, row["results"])
         page = results.with_name(results.name.removesuffix(".probe.csv") + ".report.html")
         real_folder(page.parent, output.parent, make=False)  # never written through a link planted there
         if not page.is_file() or page.stat().st_mtime < results.stat().st_mtime:
@@ -43,6 +44,19 @@ def _cell_pages(output: Path, table: pd.DataFrame, echo: Callable[[str], None]) 
         seed = None if pd.isna(row["seed"]) else int(row["seed"])
         links[(row["model"], row["corpus"], row["label"], seed)] = page.relative_to(output).as_posix()
     return links
+
+
+def _inside(output: Path, name: str) -> Path:
+    """A results file the table names, as ``featx study run`` writes it: a relative path inside OUTPUT. Any other
+    (an absolute path, ``..``) is refused: its page would be written outside the study's folder."""
+    path = Path(name)
+    if path.is_absolute() or ".." in path.parts or "\0" in name:
+        raise StoreError(
+            f"{output}'s results table names a results file outside the study's folder ({shown(name)})",
+            "the table was changed after featx study run wrote it: run the study again, or leave the cells' own "
+            "pages out with " + ("--no-cells" if on_command_line() else "cells=False"),
+        )
+    return path
 
 
 def _write_cell_page(results: Path, page: Path) -> None:

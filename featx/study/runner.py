@@ -23,7 +23,7 @@ import pandas as pd
 from ..checks import one_of, whole
 from ..extraction import remembered_digests
 from ..io import write_csv
-from ..options import Check, Options, keywords_of, option
+from ..options import Check, Options, keywords_of, on_command_line, option
 from ..store import OutputLock
 from .cells import Task
 from .columns import check_corpora
@@ -60,6 +60,12 @@ class RunConfig(Options):
         flag="--address",
         help="The Ray engine's cluster, HOST:PORT of its head node or 'auto' (default: the study file's, else a "
         "local Ray cluster for the run).",
+    )
+    trust_remote_code: bool = option(  # never because the study file says so
+        False,
+        flag="--trust-remote-code",
+        help="Allow a model folder's own Python code to run where the study sets trust_remote_code (never implied "
+        "by the study file).",
     )
 
     CONSTRAINTS: ClassVar[tuple[Check, ...]] = (
@@ -227,10 +233,31 @@ def run(
         return _run(config, echo)
 
 
+def _check_remote_code(plan: StudyPlan, allowed: bool) -> None:
+    """A study file is someone else's file too: its ``trust_remote_code = true`` runs a model folder's own Python
+    code only when the caller of this run asks for it (``--trust-remote-code``), never because the file says so."""
+    cells = [cell for cell in plan.extractions if cell.task.args["options"].get("trust_remote_code")]
+    if not cells or allowed:
+        return
+    cell = cells[0]
+    model = cell.model
+    tables = ((("models", model.entry), model.options), (("corpora", cell.corpus.entry), cell.corpus.options))
+    table = next((place for place, options in tables if dict(options).get("trust_remote_code")), ("extract",))
+    where = (*table, "trust_remote_code")
+    flag = "--trust-remote-code" if on_command_line() else "trust_remote_code=True"
+    raise plan.config.source.error(
+        where,
+        f"trust_remote_code = true would run the Python code of model '{model.name}' ({model.model}): a study file "
+        "never turns it on alone",
+        f"if you trust that code, run the study with {flag}; else remove trust_remote_code from the study",
+    )
+
+
 def _run(config: RunConfig, echo: Echo) -> StudyResult:
     started = time.perf_counter()
     overrides = {"jobs": config.jobs, "engine": config.engine, "address": config.address}
     plan = make_plan(config.study, **overrides)  # the whole study checked before any work
+    _check_remote_code(plan, config.trust_remote_code)
     check_missing(plan)  # a corpus file gone that an extraction not done reads
     check_corpora(plan.config)  # every corpus file read: its labels, its group column
     plan.config.check_address()

@@ -119,6 +119,33 @@ def test_a_partial_file_that_is_no_file_is_one_clear_error_not_a_hang(fitted, sp
     assert result.exit_code == 2 and not (tmp_path / "p.csv").exists()
 
 
+@pytest.mark.parametrize(
+    "lines, width",
+    [
+        (['["a", "b"]', "[0.5, 0.5]"], 2),  # text where numbers go
+        (["[0.5, 0.5]", "[0.5]"], 2),  # rows of two widths
+        (["[0.5, 0.5, 0.0]"] * 2, 2),  # another width than the bundle's classes
+        (["[0.5, 0.5]"] * 4, 2),  # more rows than the corpus has
+        (["{}", "[true, false]"], None),  # an object, flags
+        (["[]", "[]"], None),  # empty rows
+    ],
+    ids=["text", "ragged", "width", "too many", "object", "empty"],
+)
+def test_a_partial_of_lines_that_are_no_score_rows_is_not_resumed(tmp_path, lines, width):
+    """A damaged or planted partial file with the run's key line but other lines (they ended ``featx predict`` in
+    a ValueError building the table) is dropped, said, and the run starts again."""
+    import json
+
+    from featx.deploy.partial import resume
+
+    partial, key, notes = tmp_path / "p.csv.partial", {"bundle": "b", "corpus": "c"}, []
+    partial.write_text("\n".join([json.dumps(key), *lines]) + "\n")
+    assert resume(partial, key, notes, 3, width) == [] and not partial.exists()
+    assert notes == ["p.csv.partial holds lines that are not this run's score rows: not reused, starting again"]
+    partial.write_text("\n".join([json.dumps(key), "[0.25, 0.75]", "[1, 0]"]) + "\n")
+    assert resume(partial, key, notes, 3, 2) == [[0.25, 0.75], [1, 0]]
+
+
 def _corpus(tmp_path, rows, header=("text", "label")):
     return write_csv(tmp_path / "c.csv", rows, header=header)
 

@@ -204,6 +204,10 @@ CASES = {
         r"its extraction field 'option_template' names column\(s\) \['topic'\] besides the text",
     ),
     "another class order, edited in": (_set("classes", ["pos", "neg"]), r"manifest\.json was changed after it"),
+    "a class named by half a surrogate pair, resealed": (  # no predictions file can hold it
+        _resealed(_set("classes", ["neg", "p\ud800s"])),
+        r"manifest\.json is not valid JSON \(a string holds \\ud800, half of a surrogate pair",
+    ),
 }
 
 

@@ -213,6 +213,16 @@ def _deep_tokens(folder: Path, model: str) -> list[str]:
     return _extract(folder / "deep.jsonl")(folder, model)
 
 
+def _half_a_surrogate(first: str, second: str):
+    """A JSON escape of half of a surrogate pair on line 2 (the tokenizer's TypeError ended extract in a traceback)."""
+
+    def make(folder: Path, model: str) -> list[str]:
+        (folder / "half.jsonl").write_text(first + "\n" + second + "\n")
+        return _extract(folder / "half.jsonl")(folder, model)
+
+    return make
+
+
 def _small_gzip(*extra: str):
     def make(folder: Path, model: str) -> list[str]:
         path = folder / "corpus.csv.gz"
@@ -230,6 +240,16 @@ REFUSED = [
     ("JSON Lines nested 10^5 deep", _deep_jsonl, r"deep\.jsonl: line 2 is nested too deeply to read"),
     ("JSON Lines nested on line 1", _deep_first_line, r"deep\.jsonl: line 1 is nested too deeply to read"),
     ("JSON Lines of tokens nested", _deep_tokens, r"deep\.jsonl, line 2: nested too deeply to read"),
+    (
+        "JSON Lines with half a surrogate pair",
+        _half_a_surrogate('{"text": "hello world"}', '{"text": "hello \\ud800 world"}'),
+        r"half\.jsonl: line 2 is not valid JSON \(a string holds \\ud800, half of a surrogate pair, which is no text\)",
+    ),
+    (
+        "JSON Lines of tokens with half a surrogate pair",
+        _half_a_surrogate('{"tokens": ["hello"]}', '{"tokens": ["hello", "\\udc80"]}'),
+        r"half\.jsonl, line 2: not valid JSON \(a string holds \\udc80, half of a surrogate pair",
+    ),
     (
         "a .gz corpus over --max-corpus-bytes",
         _small_gzip("--max-corpus-bytes", "100"),

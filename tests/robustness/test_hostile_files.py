@@ -207,8 +207,23 @@ def label_values_two_columns(file, tmp):
     file.create_dataset("label_values/sentiment", data=np.zeros((file.attrs["n_rows"], 2)))
 
 
-# Label cases that ended in IndexError, KeyError or RecursionError in fit, probe and labels: each command's case.
-LABEL_CASES = [label_codes_outside_names, fewer_names_than_codes, labels_group_missing, deeply_nested_label_names]
+def label_name_half_a_surrogate(file, tmp):  # JSON may escape "\ud800" alone; no UTF-8 CSV or terminal can hold it
+    file["labels/sentiment"].attrs["names"] = '["neg", "p\\ud800s"]'
+
+
+def model_name_not_utf8(file, tmp):  # h5py reads the bytes with surrogateescape: a str no CSV or terminal can hold
+    file.attrs["model"] = np.array(b"tiny\xff\xfe", dtype=h5py.string_dtype("utf-8"))
+
+
+# Label cases that ended in IndexError, KeyError, RecursionError or UnicodeEncodeError in fit, probe and labels: each
+# command's case.
+LABEL_CASES = [
+    label_codes_outside_names,
+    fewer_names_than_codes,
+    labels_group_missing,
+    deeply_nested_label_names,
+    label_name_half_a_surrogate,
+]
 
 CASES = [
     *LABEL_CASES,
@@ -242,6 +257,7 @@ CASES = [
     rows_done_past_the_end,
     n_rows_not_a_number,
     token_offsets_past_the_states,
+    model_name_not_utf8,
 ]
 
 

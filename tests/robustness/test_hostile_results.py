@@ -9,6 +9,7 @@ import json
 import pytest
 from click.testing import CliRunner
 from support.errors import assert_one_clear_error
+from support.results import synthetic_results
 
 from featx.cli import main
 
@@ -50,6 +51,8 @@ def test_a_hostile_predictions_name_is_never_followed(results, tmp_path, case, n
 
 
 DEEP = "[" * 200_000 + "]" * 200_000  # deeper than Python's JSON parser can recurse
+_FRAME, _META = synthetic_results(names=("neg", "p\ud800s"), model="m\udc80")  # JSON escapes the halves alone
+HALF = json.dumps({"meta": _META, "results": json.loads(_FRAME.to_json(orient="records"))})
 
 
 @pytest.mark.parametrize(
@@ -62,9 +65,12 @@ DEEP = "[" * 200_000 + "]" * 200_000  # deeper than Python's JSON parser can rec
     ],
     ids=["report", "plot", "explain", "structural report"],
 )
-def test_a_json_nested_too_deeply_is_refused_not_a_recursion_error(tmp_path, command, name):
+@pytest.mark.parametrize("text", [DEEP, HALF], ids=["nested too deeply", "half a surrogate pair"])
+def test_a_json_nested_too_deeply_or_holding_no_text_is_one_clear_error(tmp_path, command, name, text):
+    """Nested too deeply (a RecursionError), or holding half of a surrogate pair (no UTF-8 page, figure or pandas
+    column holds one: a UnicodeEncodeError in the report): one clear error."""
     path = tmp_path / name
-    path.write_text(DEEP)
+    path.write_text(text)
     out = ["-o", str(tmp_path / "out.html")] if command[0] == "report" else []
     out = ["-o", str(tmp_path / "out.png")] if command[0] == "plot" else out
     result = CliRunner().invoke(main, [*command, str(path), *out])

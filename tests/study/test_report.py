@@ -102,3 +102,27 @@ def test_a_study_whose_probes_all_failed_says_so_not_run_it_first(tmp_path):
         write_report(study)
     assert caught.value.hint.startswith("featx.study.status(study) shows each cell")  # from Python: the call
     assert "run the study first" not in caught.value.hint
+
+
+@pytest.mark.parametrize("name", ["../victim/x.probe.csv", "/elsewhere/x.probe.csv"], ids=["parent", "absolute"])
+def test_a_results_table_naming_a_file_outside_the_study_is_refused(tmp_path, monkeypatch, name):
+    """The results table's ``results`` column names each cell's results file, relative to OUTPUT; one edited to
+    lead outside (``..``) had its page written beside the file it names, an absolute one ended in a ValueError."""
+    import featx.report
+    from featx.errors import StoreError
+    from featx.study import RESULT_COLUMNS
+
+    (tmp_path / "c.csv").write_text("text,label\na b,x\nc d,y\n")
+    (tmp_path / "out").mkdir()
+    (tmp_path / "victim").mkdir()
+    (tmp_path / "victim" / "x.probe.csv").write_text("features,label\n")
+    row = {column: "" for column in RESULT_COLUMNS} | {"model": "m", "corpus": "c", "label": "label", "results": name}
+    (tmp_path / "out" / "results.csv").write_text(",".join(RESULT_COLUMNS) + "\n" + ",".join(row.values()) + "\n")
+    written: list = []
+    monkeypatch.setattr(featx.report, "write_report", lambda results, output=None, **_: written.append(output))
+    study = {"study": {"output": str(tmp_path / "out")}, "models": [{"name": "m"}],
+             "corpora": [{"path": str(tmp_path / "c.csv")}]}  # fmt: skip
+    with pytest.raises(StoreError, match="results table names a results file outside the study's folder") as caught:
+        write_report(study)
+    assert caught.value.hint.endswith("pages out with cells=False") and written == []
+    assert not (tmp_path / "victim" / "x.report.html").exists()

@@ -108,6 +108,9 @@ BAD = [
     (('metric = "accuracy"', 'metric = "acuracy"'), "[study] metric: --metric acuracy is not known", 3, None),
     (('text_col = "sentence"', "text_col = 3"), "[[corpora]] #1 text_col", 17, None),
     (('name = "minilm"', 'name = "mini/lm"'), "name 'mini/lm' is not a folder name", 6, None),
+    # a folder name too long for a file system: OSError "File name too long" in the run
+    (('name = "minilm"', f'name = "{"m" * 101}"'), f"name '{'m' * 101}' is not a folder name", 6, "at most 100"),
+    (('name = "minilm"', 'name = "minilm\\n"'), "name 'minilm\\n' is not a folder name", 6, None),  # "$" let it in
     (('labels = ["label"]', "labels = []"), "labels [] must name label columns", 16, None),
     (('[[models]]\nname = "minilm"', '[[models]]\nname = "minilm"\nmodel = "./missing"'), "model folder", 7, None),
     (('output = "out"', 'output = "out"\njobs = 0'), "[study] jobs: jobs 0 runs nothing", 3, None),

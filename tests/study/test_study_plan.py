@@ -68,9 +68,11 @@ def test_each_corpus_file_is_hashed_once_per_plan(tmp_path, monkeypatch):
 
 def test_a_label_that_is_no_file_name_gets_a_safe_stem(tmp_path):
     (tmp_path / "a.csv").write_text("text,x\nhi,1\n")
-    study = {"models": [{"name": "m"}], "corpora": [{"path": str(tmp_path / "a.csv"), "labels": ["../x y"]}]}
-    stem = make_plan(study).probes[0].prefix.name
+    long = "L" * 300  # a column name longer than a file name may be: its probe failed, "File name too long"
+    study = {"models": [{"name": "m"}], "corpora": [{"path": str(tmp_path / "a.csv"), "labels": ["../x y", long]}]}
+    stem, long_stem = (probe.prefix.name for probe in make_plan(study).probes)
     assert "/" not in stem and stem.startswith(".._x_y-") and stem.endswith(".probe")
+    assert len(long_stem) == 100 + len(".probe") and long_stem.startswith("L" * 91 + "-")
 
 
 def _study(tmp_path, probe: dict, model: dict | None = None, extract: dict | None = None) -> dict:

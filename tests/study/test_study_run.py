@@ -362,3 +362,22 @@ def test_a_run_hashes_each_corpus_once_and_an_edited_corpus_redoes_its_cells(tin
     assert {"extract/tiny/sents", "extract/rand/sents", "probe/tiny/sents/label", "probe/rand/sents/topic"} <= redone
     assert {"extract/tiny/other", "extract/rand/other", "probe/tiny/other/topic", "probe/rand/other/topic"} <= kept
     assert result.results.query("corpus == 'sents'").n_train.max() > 0
+
+
+def test_a_study_file_alone_never_turns_remote_code_on(tiny_model, study_corpora, tmp_path):
+    """A study file is someone else's file too: its trust_remote_code = true ran a model folder's own Python code
+    with no flag given; it is refused, at its line and before any work, unless the run is given --trust-remote-code."""
+    from featx.errors import InputError
+
+    study = study_dict(tiny_model, study_corpora, tmp_path / "out", bad=False)
+    study["models"][1]["trust_remote_code"] = True
+    with pytest.raises(InputError, match=r"\[\[models\]\] #2 trust_remote_code: .* code of model 'rand'") as caught:
+        featx.study.run(study)
+    assert caught.value.hint.startswith("if you trust that code, run the study with trust_remote_code=True")
+    path = tmp_path / "study.toml"
+    path.write_text(to_toml(study))
+    ran = CliRunner().invoke(main, ["study", "run", str(path)])
+    assert (
+        ran.exit_code == 2 and f"{path}, line " in ran.output and "run the study with --trust-remote-code" in ran.output
+    )
+    assert not (tmp_path / "out" / "tiny").exists()  # nothing extracted

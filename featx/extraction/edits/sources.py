@@ -16,7 +16,6 @@ Every edit is one affine map of a state ``x`` (a ``(d,)`` vector per token):
 
 from __future__ import annotations
 
-import json
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from ...errors import InputError
-from ...safe_files import NotARegularFile, read_small_text
+from ...safe_files import NotARegularFile, loads_json, read_small_text
 from .spec import Intervention
 
 MAX_ERASE_JSON_BYTES = 64 << 20  # featx erase's .erase.json: its meta and one row per layer and pooling
@@ -105,7 +104,7 @@ def _erase_meta(path: Path) -> dict:
     stem = path.name[: -len(".erasers.npz")] if path.name.endswith(".erasers.npz") else path.stem
     side = path.with_name(f"{stem}.erase.json")
     try:  # a regular file of bounded size: never a link's target, never a FIFO to block on
-        meta = json.loads(read_small_text(side, MAX_ERASE_JSON_BYTES)).get("meta")
+        meta = loads_json(read_small_text(side, MAX_ERASE_JSON_BYTES)).get("meta")
     except (OSError, ValueError, AttributeError, RecursionError):
         meta = None
     if not isinstance(meta, dict):

@@ -20,7 +20,6 @@ ragged label list or an empty sentence is an ``InputError`` naming the file and 
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +29,7 @@ import numpy as np
 from ...errors import InputError
 from ...io import CONLLU_SUFFIXES, LabelColumn
 from ...options import spoken_value
+from ...safe_files import NESTED, loads_json
 from ...store import HEAD_ROOT, HEAD_UNKNOWN
 
 WORD_FORMATS = ("conllu", "columns", "jsonl")
@@ -90,7 +90,7 @@ def _first_object_has_tokens(path: Path) -> bool:
         with open(path, encoding="utf-8", errors="replace") as handle:
             for line in handle:
                 if line.strip():
-                    first = json.loads(line)
+                    first = loads_json(line)
                     return isinstance(first, dict) and isinstance(first.get("tokens"), list) and "text" not in first
     except (OSError, ValueError, RecursionError):  # not a file of tokens: the table reader says what is wrong
         return False
@@ -391,10 +391,10 @@ def read_token_jsonl(path: Path, text: str) -> list[Sentence]:
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
+            record = loads_json(line)
         except ValueError as err:
+            if getattr(err, "msg", None) == NESTED:  # loads_json's, for json's RecursionError
+                raise InputError(f"{path}, line {number}: nested too deeply to read", "flatten the records") from None
             raise InputError(f"{path}, line {number}: not valid JSON ({err})") from None
-        except RecursionError:
-            raise InputError(f"{path}, line {number}: nested too deeply to read", "flatten the records") from None
         sentences.append(_json_sentence(path, number, record))
     return sentences

@@ -16,11 +16,6 @@ from .curves import draw_references, draw_series, finish_layer_axes, star_row
 from .style import FORMATS, RC, REFERENCE_GREY, axes_or_new, legend_below, ring, save
 
 
-def plain(text: object) -> str:
-    """``text`` as matplotlib draws it literally: a ``$`` (which would start mathematics) escaped."""
-    return str(text).replace("$", r"\$")
-
-
 def structural_results(results) -> StructuralResults:
     """``results`` as a ``StructuralResults``: itself, or read from a path (``load_structural``)."""
     if isinstance(results, StructuralResults):
@@ -50,7 +45,7 @@ def plot_structural(results, measure: str | None = None, ax=None, legend: bool =
 
     results = structural_results(results)
     measure = check_measure(results, measure or results.selection_measure)[0]
-    rows = results.probes.assign(pooling=results.probes["pooling"].map(plain))
+    rows = results.probes  # a "$" in a pooling's name is drawn as written (RC: text.parse_math off)
     with plt.rc_context(RC):
         ax = axes_or_new(ax)
         core, _ = draw_series(ax, rows, measure)
@@ -83,9 +78,7 @@ def _mark_choices(ax, results: StructuralResults, measure: str) -> None:
     """The star on the row chosen on the training sentences, and a ring on the best on test when it differs."""
     chosen, best = results.chosen, results.best_on_test
     if chosen is not None and chosen[measure] == chosen[measure]:
-        row = chosen.copy()
-        row["pooling"] = plain(row["pooling"])
-        star_row(ax, row, measure, "chosen on the training sentences")
+        star_row(ax, chosen, measure, "chosen on the training sentences")
     if best is None or best[measure] != best[measure]:
         return
     if chosen is not None and (best["layer"], best["pooling"]) == (chosen["layer"], chosen["pooling"]):
@@ -98,7 +91,7 @@ def _mark_choices(ax, results: StructuralResults, measure: str) -> None:
         width=1.6,
         zorder=4,
         label=f"best on the test sentences ({MEASURE_NAMES[results.selection_measure]}; not a fair choice): "
-        f"layer {int(best['layer'])}, {plain(best['pooling'])}",
+        f"layer {int(best['layer'])}, {best['pooling']}",
     )
 
 
@@ -134,9 +127,9 @@ def structural_figure(
         fig, axes = plt.subplots(1, len(measures), figsize=(6.5 * len(measures), height), layout="constrained")
         for ax, name in zip(list(axes) if len(measures) > 1 else [axes], measures, strict=True):
             plot_structural(results, name, ax=ax)
-        fig.suptitle(plain(structural_title(results)), fontsize=13, x=0.01, ha="left")
+        fig.suptitle(structural_title(results), fontsize=13, x=0.01, ha="left")
         written = save(fig, output, formats, dpi) if output is not None else []
     return fig, written
 
 
-__all__ = ["check_measure", "plain", "plot_structural", "structural_figure", "structural_results", "structural_title"]
+__all__ = ["check_measure", "plot_structural", "structural_figure", "structural_results", "structural_title"]

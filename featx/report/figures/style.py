@@ -55,6 +55,7 @@ RC: dict[RcKeyType, Any] = {
     "axes.spines.right": False,
     "svg.fonttype": "none",  # text stays text in the SVG: searchable, and small
     "svg.hashsalt": "featx",  # stable ids, so the same results give the same SVG
+    "text.parse_math": False,  # a "$" in a label, class or model name is text: an unbalanced one ended the run
 }
 
 
@@ -157,21 +158,81 @@ def write_figure(fig, target: Path, **options: Any) -> None:
     from ...own_files import figure_metadata
     from ...safe_files import atomic_write
 
-    extension = target.suffix.lstrip(".")
-    metadata = {**figure_metadata(extension), **(options.pop("metadata", None) or {})}
+    kind = target.suffix.lstrip(".")
+    metadata = {**figure_metadata(kind), **(options.pop("metadata", None) or {})}
     if metadata:  # formats without metadata (JPEG...) take none
         options["metadata"] = metadata
-    atomic_write(target, lambda handle: fig.savefig(handle, format=extension, **options))
+    if kind == "svg":
+        text = _svg(fig, **options)
+        atomic_write(target, lambda handle: handle.write(text.encode("utf-8")))
+    else:
+        atomic_write(target, lambda handle: _drawn(fig, handle, kind, **options))
 
 
 def svg_text(fig) -> str:
     """The figure as an SVG element (no XML prolog or DOCTYPE) to embed in an HTML page."""
+    text = _svg(fig, metadata={"Date": None})
+    return text[text.index("<svg") :]
+
+
+def _svg(fig, **options: Any) -> str:
+    """The figure's SVG document, every text in it XML (``printable``: a control character is no XML character)."""
     import io
 
+    from ...errors import printable
+
     buffer = io.StringIO()
-    fig.savefig(buffer, format="svg", metadata={"Date": None})
-    text = buffer.getvalue()
-    return text[text.index("<svg") :]
+    _drawn(fig, buffer, "svg", **options)
+    return printable(buffer.getvalue())
+
+
+def _drawn(fig, handle, kind: str, **options: Any) -> None:
+    """``fig.savefig`` with every text drawn as written (``as_written``)."""
+    import matplotlib.pyplot as plt
+
+    as_written(fig)
+    with plt.rc_context({"text.parse_math": False}):  # the tick labels made while drawing too
+        fig.savefig(handle, format=kind, **options)
+
+
+def as_written(fig) -> None:
+    """Every text of ``fig`` (tick labels too) drawn as written: never read as mathematics (a ``$`` in a label,
+    class or model name; an unbalanced one ended the run), its unshown characters escaped (``printable``: a control
+    character is no XML character, half of a surrogate pair cannot be measured) and cut at ``MAX_TEXT`` characters."""
+    from matplotlib.text import Text
+    from matplotlib.ticker import FixedFormatter, FuncFormatter
+
+    for text in fig.findobj(Text):
+        text.set_parse_math(False)
+        if (shown := drawable(text.get_text())) != text.get_text():
+            text.set_text(shown)
+    for axis in (axis for ax in fig.axes for axis in (ax.xaxis, ax.yaxis)):  # tick labels, set while drawing
+        for formatter in (axis.get_major_formatter(), axis.get_minor_formatter()):
+            if isinstance(formatter, FixedFormatter):
+                formatter.seq = [drawable(label) for label in formatter.seq]
+            elif isinstance(formatter, FuncFormatter) and not isinstance(formatter.func, _Printable):
+                formatter.func = _Printable(formatter.func)  # set_xticks(ticks, labels) gives one
+
+
+MAX_TEXT = 500  # characters of one text of a figure: a label or model name of 200,000 took 36 s to draw
+
+
+def drawable(text: str) -> str:
+    """``text`` as a figure draws it: ``printable``, cut at ``MAX_TEXT`` characters."""
+    from ...errors import printable
+
+    shown = printable(text)
+    return shown if len(shown) <= MAX_TEXT else shown[: MAX_TEXT - 1] + "…"
+
+
+class _Printable:
+    """A tick formatter's function whose labels are ``drawable``."""
+
+    def __init__(self, func: Any):
+        self.func = func
+
+    def __call__(self, value: Any, position: Any = None) -> str:
+        return drawable(self.func(value, position))
 
 
 def default_output(results_path: str | os.PathLike) -> Path:

@@ -9,6 +9,7 @@ import re
 import pandas as pd
 
 from ... import __version__
+from ...errors import printable
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 STYLE = """
@@ -118,8 +119,8 @@ def page_html(title: str, source: str, sections: list[str], figures: list[tuple[
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">\n'
         f'<meta http-equiv="Content-Security-Policy" content="{CSP}">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-        f"<title>featx report: {html.escape(title)}</title>\n<style>{STYLE}</style></head>\n<body>\n"
-        + "\n".join(body)
+        f"<title>featx report: {html.escape(printable(title))}</title>\n<style>{STYLE}</style></head>\n<body>\n"
+        + printable("\n".join(body))  # what html.escape leaves: control characters, halves of surrogate pairs
         + "\n</body></html>\n"
     )
 

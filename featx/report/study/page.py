@@ -20,7 +20,7 @@ from urllib.parse import quote
 import pandas as pd
 
 from ... import __version__
-from ...errors import InputError, StoreError
+from ...errors import InputError, StoreError, printable
 from ..html.parts import table_html
 from . import figures
 from .script import SCRIPT
@@ -248,7 +248,7 @@ def render_study_report(table, *, summary=None, links=None, title: str = DEFAULT
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">\n'
         f'<meta http-equiv="Content-Security-Policy" content="{csp(plotly_js, SCRIPT)}">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-        f"<title>{html.escape(title)}</title>\n<style>{STYLE}</style>\n<script>{plotly_js}</script></head>\n"
+        f"<title>{html.escape(printable(title))}</title>\n<style>{STYLE}</style>\n<script>{plotly_js}</script></head>\n"
     )
     counts = f"{len(study.models)} models × {len(study.tasks)} tasks · {len(study.frame):,} rows"
     body = [
@@ -262,7 +262,9 @@ def render_study_report(table, *, summary=None, links=None, title: str = DEFAULT
         _links_html(links),
         f"<script>{SCRIPT}</script>",
     ]
-    return head + "<body>\n" + "\n".join(part for part in body if part) + "\n</body></html>\n"
+    # what html.escape leaves (control characters, halves of surrogate pairs) escaped; the script is featx's own
+    shown = printable("\n".join(part for part in body[:-1] if part))
+    return head + "<body>\n" + shown + f"\n{body[-1]}\n</body></html>\n"
 
 
 def write_study_report(

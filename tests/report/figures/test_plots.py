@@ -162,6 +162,34 @@ def test_figure_writes_png_and_svg_with_title(results_csv, tmp_path):
     assert fig._suptitle.get_text().startswith("tiny-bert · label: sentiment")
 
 
+def test_a_figure_draws_every_text_as_written(tmp_path):
+    """A "$" in a label, class or model name is no mathematics (an unbalanced one ended plot and report in a
+    traceback); a control character, a bidirectional override or half of a surrogate pair is drawn as its escape,
+    so that the SVG is XML (one with ESC in it opened in no browser) and its text can be measured at all; a text
+    longer than 500 characters is cut."""
+    import xml.etree.ElementTree as ElementTree
+
+    from featx.report.figures.style import svg_text, write_figure
+
+    hostile = "$\\frac{$ <b>\x1b[31m\u202e\ud800"
+    fig, ax = plt.subplots(figsize=(3, 2))  # outside featx's style: write_figure alone draws the texts as written
+    ax.plot([0, 1], [0, 1], label=hostile)
+    ax.set_xticks([0, 1], [hostile, "$x^$"])
+    ax.legend(title=hostile)
+    ax.set_xlabel("x" * 200_000)  # a model or label name this long took 36 s to draw: cut
+    fig.suptitle(hostile)
+    write_figure(fig, tmp_path / "f.png")
+    with plt.rc_context({"svg.fonttype": "none"}):  # texts as text (featx's style), to read them back
+        write_figure(fig, tmp_path / "f.svg")
+        svgs = ((tmp_path / "f.svg").read_text(encoding="utf-8"), svg_text(fig))
+    shown = "$\\frac{$ <b>\\x1b[31m\\u202e\\ud800"
+    for svg in svgs:
+        texts = [element.text for element in ElementTree.fromstring(svg[svg.index("<svg") :]).iter() if element.text]
+        assert texts.count(shown) == 4 and "$x^$" in texts  # title, legend title and entry, tick label
+        assert "x" * 499 + "…" in texts
+    assert (tmp_path / "f.png").read_bytes()[:4] == b"\x89PNG"
+
+
 def test_bad_metric_and_classifier_say_what_exists(results_csv):
     with pytest.raises(InputError, match="metric 'f2'") as error:
         plot_layer_curves(results_csv, metric="f2")

@@ -118,10 +118,13 @@ def test_cli_report_errors_exit_2(tmp_path, monkeypatch, args, message):
 
 @pytest.mark.slow
 def test_untrusted_strings_are_escaped_and_never_become_the_figures(tmp_path):
-    hostile = "{figures}<script>alert(1)</script>"
+    # "$" started mathematics in the figures (an unbalanced one ended the report in a traceback); ESC and the
+    # right-to-left override went into the page and its SVGs as they were
+    hostile = "{figures}<script>alert(1)</script>$\\frac{$\x1b[2J\u202e"
     frame, meta = synthetic_results(label=hostile, names=(hostile, "pos"), model=hostile)
     meta["notes"] = [hostile]
     csv_path, _ = write_results(frame, meta, tmp_path / "r.probe")
     text = html.write_report(csv_path, tmp_path / "r.html").read_text()
     assert "<script" not in text and "&lt;script&gt;" in text
     assert text.count("<svg") == 3 and text.count("{figures}") >= 3  # the notes, title and model shown as written
+    assert "\x1b" not in text and "\u202e" not in text and text.count("$\\frac{$\\x1b[2J\\u202e") >= 6
