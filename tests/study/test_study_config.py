@@ -293,6 +293,8 @@ CALLERS = [
     ("run", "", {"jobs": 0}, "jobs=0 must be a whole number", ["run", "--jobs", "0"], "--jobs 0 must be a whole"),
     ("run", 'address = "auto"', {}, "(or engine='ray'), or leave", ["run"], "(or --engine ray), or leave"),
     ("load", None, {}, "run the study first: featx.study.run('study.toml')", None, None),
+    # a study not run yet: its report shares load's one hint (featx.report.run_study_first)
+    ("write_report", "", {}, "first: featx.study.run('study.toml')", ["report"], "first: featx study run STUDY.toml"),
 ]
 
 
