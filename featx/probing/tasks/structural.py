@@ -223,7 +223,7 @@ def _resolve(config: ProbeConfig, source: Any, notes: list[str]) -> tuple[Struct
     """The inputs, layers, poolings and file records of a run, read from its features file (or ``source``)."""
     mode = str(config.structural)
     path = config.features if source is None else getattr(source, "path", "the source")
-    with open_probed(path, config) if source is None else opened_source(source) as opened:
+    with open_probed(str(path), config) if source is None else opened_source(source) as opened:
         tree = read_trees(opened, mode, notes, path)
         layers = word_layers(opened, config)
         poolings = parse_poolings(config.poolings, opened.word_poolings())
