@@ -346,12 +346,10 @@ def read_corpus(
     default_id_col: str | None = None,
     limit_flag: str | None = None,
 ) -> Corpus:
-    """Read and validate a corpus file; every column but text/id/split becomes a candidate label.
-
-    Without ``id_col`` a row's id is ``default_id_col``'s value where the table has it (featx predict: the bundle's
-    id column), else its data row number (0-based, the header not counted, rows left out by ``skip_empty`` counted),
-    which joins back to the file. A ``.gz`` file may inflate to ``max_bytes`` (None: ``featx.io``'s limits); a refusal
-    names ``limit_flag``, the caller's option for that limit (featx extract's), where it has one."""
+    """Read and validate a corpus file; every column but text/id/split becomes a candidate label. Without ``id_col``
+    a row's id is ``default_id_col``'s value where the table has it (featx predict: the bundle's id column), else its
+    data row number (0-based, the header not counted, rows left out by ``skip_empty`` counted), which joins back to
+    the file. A ``.gz`` may inflate to ``max_bytes`` (None: ``featx.io``'s limits; ``limit_flag``: extract's option)."""
     path = Path(path)
     raw, suffix, data = _read_bytes(path, max_bytes, limit_flag)
     if is_senteval(data, suffix):
