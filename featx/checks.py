@@ -130,8 +130,10 @@ def number(
     return check
 
 
-def numbers(name: str, flag: str, *, hint: Hint = None) -> Check:
-    """``name`` is a non-empty sequence of finite positive numbers (a grid of C or alpha)."""
+def numbers(name: str, flag: str | None, *, hint: Hint = None) -> Check:
+    """``name`` is a non-empty sequence of finite positive numbers (a grid of C or alpha). ``flag`` None: a field
+    no command has a flag for (probe's and fit's C and alpha grids), which outside Python only a study file's
+    table sets: named by its key there, never by a flag that does not exist."""
 
     def check(config: Any) -> None:
         values = getattr(config, name)
@@ -141,7 +143,10 @@ def numbers(name: str, flag: str, *, hint: Hint = None) -> Check:
             good = False
         if not good:
             named = spoken(config, name, flag)
-            example = f"e.g. {named} 0.1,1,10" if on_command_line() else f"e.g. {name}=(0.1, 1, 10)"
+            if not on_command_line():
+                example = f"e.g. {name}=(0.1, 1, 10)"
+            else:
+                example = f"e.g. {named} 0.1,1,10" if named.startswith("-") else f"e.g. {name} = [0.1, 1, 10]"
             raise InputError(f"{named} must hold positive numbers (got {values!r})", _hint(hint, config) or example)
         normalise(config, name, tuple(float(v) for v in values))
 

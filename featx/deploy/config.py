@@ -132,8 +132,8 @@ class FitConfig(Options):
         check_group,
         one_of("classifier", "--classifier", HEADS),
         one_of("task", "--task", TASKS, hint="choose classification, regression or auto"),
-        numbers("cs", "--cs"),
-        numbers("alphas", "--alphas"),
+        numbers("cs", None),
+        numbers("alphas", None),
         check_bootstrap,
         _check_metric,
     )

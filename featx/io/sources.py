@@ -136,8 +136,9 @@ RATIO_FREE_BYTES = 16 * 2**20
 _BLOCK = 4 * 2**20
 
 
-def _inflate(raw: bytes, path: Path, limit: int | None) -> bytes:
-    """Every gzip member of ``raw`` inflated, refused as soon as it passes the size or the ratio limit."""
+def _inflate(raw: bytes, path: Path, limit: int | None, flag: str | None = None) -> bytes:
+    """Every gzip member of ``raw`` inflated, refused as soon as it passes the size or the ratio limit (``flag``:
+    the caller's option that sets the limit, which the refusal names; None: a reader without one)."""
     cap = MAX_CORPUS_BYTES if limit is None else int(limit)
     out = bytearray()
     position = 0  # compressed bytes handed to the inflater so far
@@ -159,22 +160,25 @@ def _inflate(raw: bytes, path: Path, limit: int | None) -> bytes:
             pending = inflater.unconsumed_tail
             # the bytes after a member's end (``unused_data``) are the next members': not read yet
             read = position - len(pending) - len(inflater.unused_data)
-            _check_inflated(len(out), read, path, cap, limit is None)
+            _check_inflated(len(out), read, path, cap, limit is None, flag)
         position -= len(inflater.unused_data)
     return bytes(out)
 
 
-def _check_inflated(size: int, read: int, path: Path, cap: int, ratio: bool) -> None:
+def _check_inflated(size: int, read: int, path: Path, cap: int, ratio: bool, flag: str | None) -> None:
+    plain = "if the file is genuine, decompress it and give the plain file"  # a reader with no option for the limit
     if size > cap:
         raise InputError(
-            f"{path} inflates to more than {cap:,} bytes (the --max-corpus-bytes limit)",
-            "if the file is genuine, raise the limit, e.g. --max-corpus-bytes 8589934592, or decompress it first",
+            f"{path} inflates to more than {cap:,} bytes (the {flag or 'compressed file size'} limit)",
+            f"if the file is genuine, raise the limit, e.g. {flag} 8589934592, or decompress it first"
+            if flag
+            else plain,
         )
     if ratio and size > RATIO_FREE_BYTES and size > MAX_GZIP_RATIO * max(read, 1):
         raise InputError(
             f"{path} inflates more than {MAX_GZIP_RATIO} times its compressed size "
             f"({read:,} bytes gave {size:,}): refused as a likely gzip bomb",
-            "if the file is genuine, pass --max-corpus-bytes N (the size allowed; it lifts this check)",
+            f"if the file is genuine, pass {flag} N (the size allowed; it lifts this check)" if flag else plain,
         )
 
 
@@ -186,17 +190,19 @@ def _stdin_format(raw: bytes) -> str:
     return ".jsonl" if raw.lstrip()[:1] == b"{" else ""
 
 
-def unwrap_gzip(raw: bytes, path: Path, max_bytes: int | None = None) -> tuple[str, bytes]:
+def unwrap_gzip(raw: bytes, path: Path, max_bytes: int | None = None, flag: str | None = None) -> tuple[str, bytes]:
     """The suffix that says the format (standard input's: ``_stdin_format``), and the bytes to parse: ``x.csv.gz`` is
     read as ``x.csv``.
 
-    Inflated with the limits above (``max_bytes``: ``--max-corpus-bytes``; None for the defaults)."""
+    Inflated with the limits above (``max_bytes``: ``--max-corpus-bytes``; None for the defaults); ``flag``: the
+    option a refusal names to lift them (``featx extract``'s ``--max-corpus-bytes``), None where the command reading
+    the file has none (predict, a label file, the lens)."""
     suffix = _stdin_format(raw) if is_stdin(path) else path.suffix.lower()
     if suffix == ".gz" and raw.startswith(b"\x1f\x8b"):
         inner = Path(path.stem).suffix.lower()
         if inner in GZIP_SUFFIXES:
             try:
-                return inner, _inflate(raw, path, max_bytes)
+                return inner, _inflate(raw, path, max_bytes, flag)
             except (OSError, EOFError, zlib.error) as err:
                 raise InputError(
                     f"{path} is not a readable gzip file ({err})", "check the download, or decompress it yourself"

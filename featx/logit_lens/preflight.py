@@ -102,7 +102,9 @@ def label_classes(config: LensConfig, answers: Answers) -> tuple[list[str], list
     """The label's classes present in the corpus (featx's order) and the answer index of each."""
     from ..extraction import read_corpus
 
-    corpus = read_corpus(config.corpus, text_col=config.text_col, id_col=config.id_col)
+    corpus = read_corpus(
+        config.corpus, text_col=config.text_col, id_col=config.id_col, encoding=config.encoding, sep=config.sep
+    )
     column = corpus.labels.get(config.label)
     if column is None:
         known = ", ".join(corpus.labels) or "none"
@@ -140,6 +142,8 @@ def prepare(config: LensConfig) -> Prepared:
         corpus=config.corpus,
         model=config.model,
         text_col=config.text_col,
+        encoding=config.encoding,  # checked as featx extract checks them (an unknown codec, a bad --sep)
+        sep=config.sep,
         template=config.template,
         chat_template=config.chat_template,
         system=config.system,
@@ -155,6 +159,8 @@ def prepare(config: LensConfig) -> Prepared:
         model=config.model,
         text_col=config.text_col,
         id_col=config.id_col,
+        encoding=config.encoding,
+        sep=config.sep,
         template=template,
         chat_template=config.chat_template,
         system=config.system,

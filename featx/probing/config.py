@@ -339,9 +339,9 @@ class ProbeConfig(Options):
         check_bootstrap,
         check_folds,
         check_jobs,
-        numbers("cs", "--cs"),  # as featx fit checks its grids
+        numbers("cs", None),  # as featx fit checks its grids
         _check_task,
-        numbers("alphas", "--alphas"),
+        numbers("alphas", None),
         _check_classifiers,
         names("sites", "--site", example="e.g. --site hidden,ffn,attn_out"),
         _check_device,

@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import store
 from ..errors import InputError
-from ..options import on_command_line
+from ..options import on_command_line, spoken_value
 from ..safe_files import loads_json
 from ..selection import LayerSpec, parse_layer_specs
 from ..store import FeatureFile
@@ -341,6 +341,18 @@ def solver_plan(config: ProbeConfig, n_jobs: int, notes: list[str], solves: bool
         notes.append(f"logreg probes are solved on {device}: one job at a time (--jobs N runs N side by side)")
         workers = 1
     return device, workers
+
+
+def open_probed(path: str | Path, config: ProbeConfig) -> FeatureFile:
+    """The features file a probe reads, an unfinished one's rows written so far with ``--allow-partial``; refused
+    without it, the store's hint (run the extraction again) joined by that option, which only the probe has."""
+    from ..errors import IncompleteError
+
+    try:
+        return FeatureFile(Path(path), allow_partial=bool(config.allow_partial))
+    except IncompleteError as err:
+        given = spoken_value(config, "allow_partial", True)
+        raise IncompleteError(err.message, f"{err.hint}, or pass {given} to probe the rows written so far") from None
 
 
 def open_complete(path: str | Path) -> FeatureFile:

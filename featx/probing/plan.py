@@ -25,7 +25,7 @@ from ..store import HIDDEN_SITE, FeatureFile
 from .config import TASKS, ProbeConfig
 from .evaluation import few_val_note, tuned_on
 from .evaluation.selection import check_metric
-from .inputs import ALL_SITES, check_corpus, check_outputs, note_derived, note_prompted
+from .inputs import ALL_SITES, check_corpus, check_outputs, note_derived, note_prompted, open_probed
 from .meta import Level, Task, package_versions
 from .shared_options import refuse_word_group
 from .tasks.word_items import HEAD_LABEL
@@ -201,7 +201,7 @@ def resolve_plan(config: ProbeConfig) -> ProbePlan:
     path, using_last = given_or_last(config.features, "features")
     notes = [using_last] if using_last else []
     classifiers = tuple(config.classifier_list())
-    with FeatureFile(path, allow_partial=config.allow_partial) as features:
+    with open_probed(path, config) as features:
         if not features.complete:
             notes.append(f"warning: {path} is incomplete; probing the {features.n_rows} rows written so far")
         check_corpus(features, notes)

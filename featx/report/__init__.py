@@ -63,6 +63,7 @@ _HOMES = {
     "write_report": "html.page",
     "write_study_report": "study.page",
     "render_study_report": "study.page",
+    "run_study_first": "study.table",  # the hint of a study with no results: featx.study.load shares it
     "expected_layer": "study.table",  # Tenney et al.'s E[l]: the study summary and the study page share one definition
     "paired_test_at": "paired",
     "why_not_paired": "paired",

@@ -21,6 +21,11 @@ def _progress_of(path: Path) -> str:
         return "some"
 
 
+# An unfinished file's hint, naming no flag: fit, similarity, labels... refuse one and have no --allow-partial; the
+# probe, which reads the rows written so far, adds its option (featx.probing's open_probed).
+RESUME = "run the same featx extract command again to resume it"
+
+
 def located(path: Path, allow_partial: bool) -> Path:
     """The file to open: ``path``, or its ``.partial`` with ``allow_partial``; clear errors otherwise."""
     if path.exists():
@@ -32,8 +37,7 @@ def located(path: Path, allow_partial: bool) -> Path:
         raise IncompleteError(
             f"{path} is incomplete: its extraction is in progress or was interrupted "
             f"({_progress_of(partial)} rows written to {partial.name})",
-            "run the same featx extract command again to resume it, or pass --allow-partial "
-            "to use the rows written so far",
+            RESUME,
         )
     if path.exists():  # the .partial was renamed into place between the two looks
         return path

@@ -19,7 +19,7 @@ from .calls import checked_call, no_label_column
 from .damage import HDF5_ERRORS, damage_reported, damaged
 from .finite import FiniteReads, check_finite
 from .hdf5 import read_layer
-from .opening import located, opened
+from .opening import RESUME, located, opened
 from .schema import HIDDEN_SITE, escape_name, site_pooled_path, site_tokens_path
 from .strings import read_strings
 from .structure import check_structure, root_attributes
@@ -81,7 +81,7 @@ class FeatureFile(WordAccess, FiniteReads):
             if not complete and not allow_partial:
                 raise IncompleteError(
                     f"{actual} is incomplete: {rows_done} of {attrs[s.N_ROWS]} rows written",
-                    "run the same featx extract command again to resume it, or pass --allow-partial",
+                    RESUME,
                 )
         except BaseException:
             self._file.close()

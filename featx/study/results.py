@@ -38,7 +38,7 @@ import pandas as pd
 
 from ..errors import StoreError
 from ..io import write_csv
-from ..options import keywords_of, on_command_line
+from ..options import keywords_of
 from ..safe_files import atomic_write
 from .records import DONE, cell_status
 
@@ -192,8 +192,9 @@ def load(output: str | Path) -> pd.DataFrame:
     if parquet.is_file() and not parquet.is_symlink():
         return pd.read_parquet(parquet)
     if not csv.is_file() or csv.is_symlink():
-        run = "featx study run STUDY.toml" if on_command_line() else "featx.study.run('study.toml')"
-        raise StoreError(f"{folder} holds no study results", f"run the study first: {run}")
+        from ..report import run_study_first
+
+        raise StoreError(f"{folder} holds no study results", run_study_first())
     from ..io import read_csv
 
     table = read_csv(csv, keep_default_na=True)

@@ -51,6 +51,19 @@ def test_a_bomb_of_many_small_gzip_members_is_refused_as_early_as_one_member(tmp
     assert gave <= 18 * 2**20  # about 17 members in: not 100 x 300 KiB = 30 MiB
 
 
+def test_a_gzip_limit_names_the_readers_option_only_where_it_has_one(tmp_path):
+    """Only featx extract has --max-corpus-bytes: predict, a label file and the lens read .gz files too."""
+    path = tmp_path / "t.csv.gz"
+    path.write_bytes(gzip.compress(b"x,y\n" * 100))
+    with pytest.raises(InputError, match="inflates to more than 100 bytes") as bare:
+        unwrap_gzip(path.read_bytes(), path, 100)
+    assert "--" not in str(bare.value)
+    assert bare.value.hint == "if the file is genuine, decompress it and give the plain file"
+    with pytest.raises(InputError, match=r"\(the --max-corpus-bytes limit\)") as flagged:
+        unwrap_gzip(path.read_bytes(), path, 100, "--max-corpus-bytes")
+    assert "raise the limit, e.g. --max-corpus-bytes 8589934592" in flagged.value.hint
+
+
 def test_a_sniffed_delimiter_is_said_in_the_notes(tmp_path):
     path = tmp_path / "t.csv"
     path.write_text("id;text\n1;a\n2;b\n")

@@ -106,3 +106,22 @@ def test_more_folds_than_a_class_has_rows_is_refused_before_the_forward_pass(hea
     with pytest.raises(InputError, match=r"has only \d labelled row\(s\), fewer than the 50 cross-validation folds"):
         _lens(unsplit, tmp_path, head_models("gpt2"), folds=50)
     assert not list(tmp_path.glob("lens*"))  # nothing extracted
+
+
+def test_a_corpus_in_another_encoding_or_delimiter_is_read_with_the_lens_own_options(head_models, corpus, tmp_path):
+    """The corpus's refusals name --encoding and --sep: the lens has them, as featx extract does."""
+    from featx.logit_lens import LensConfig
+    from featx.logit_lens.answers import parse_answers
+    from featx.logit_lens.preflight import label_classes
+
+    other = tmp_path / "latin.csv"
+    header, rows = corpus.read_text(encoding="utf-8").replace(",", ";").split("\n", 1)
+    other.write_bytes(f"{header}\n{rows.replace('e', 'é', 1)}".encode("latin-1"))
+    with pytest.raises(InputError, match="is not valid utf-8") as refused:
+        _lens(other, tmp_path, head_models("gpt2"))
+    assert "encoding" in refused.value.hint
+    with pytest.raises(InputError, match="unknown encoding 'latin-9x'"):
+        _lens(other, tmp_path, head_models("gpt2"), encoding="latin-9x")
+    config = LensConfig(other, answers=" the, walk", template=DECODER, label="sentiment", encoding="latin-1", sep=";")
+    assert label_classes(config, parse_answers(config.answers))[0] == ["neg", "pos"]
+    assert not list(tmp_path.glob("lens*"))

@@ -169,6 +169,14 @@ def test_a_results_prefix_never_replaces_the_corpus_it_came_from(extracted_here,
 
 def test_allow_partial_probes_the_rows_written(extracted):
     _edit_attr(extracted, "complete", False)
+    refused = invoke(str(extracted), "--layer", "1")  # the probe's hint names its option; others have none
+    assert refused.exit_code == 2 and "again to resume it, or pass --allow-partial to probe" in refused.output
+    for other in (["fit", str(extracted), "-o", "x.featx"], ["similarity", str(extracted)], ["labels", str(extracted)]):
+        result = CliRunner().invoke(main, other)
+        assert result.exit_code == 2 and "is incomplete" in result.output and "--allow-partial" not in result.output
+    with pytest.raises(featx.errors.IncompleteError) as python:
+        featx.probe(str(extracted), layers="1")
+    assert python.value.hint.endswith("or pass allow_partial=True to probe the rows written so far")
     result = invoke(
         str(extracted), "--allow-partial", "--layer", "1", "--pooling", "mean", "--folds", "3", "--jobs", "1"
     )

@@ -283,7 +283,7 @@ def test_reader_and_second_writer_during_extraction(tiny_model, tmp_path):
             featx.open(output).close()
             return False
         except IncompleteError as err:
-            assert "incomplete" in err.message and "--allow-partial" in err.hint
+            assert "incomplete" in err.message and "featx extract command again" in err.hint
         try:
             featx.open(partial_path(output)).close()  # the .partial itself, by name
             return False

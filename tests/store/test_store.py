@@ -174,8 +174,9 @@ def test_layout_and_attributes_of_a_written_file(tmp_path):
 def test_partial_file_shows_only_its_committed_rows(tmp_path):
     path, values = write_store_file(tmp_path, commit=4)
     assert not path.exists() and partial_path(path).exists()
-    with pytest.raises(IncompleteError, match="4 of 10 rows written"):
+    with pytest.raises(IncompleteError, match="4 of 10 rows written") as refused:
         FeatureFile(path)
+    assert refused.value.hint == "run the same featx extract command again to resume it"  # no flag: fit has none
     with FeatureFile(path, allow_partial=True) as features:
         assert not features.complete and features.n_rows == 4
         np.testing.assert_array_equal(features.features("mean", 0), values["pooled/mean"][:4, 0])

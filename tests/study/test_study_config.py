@@ -105,6 +105,8 @@ BAD = [
     (('layer = "all"', 'label = "x"'), "'label' is set by the study", 23, "[[corpora]] labels"),
     (('pooling = "mean"', "max_length = -3"), "[extract] max_length: --max-length -3", 20, None),
     (('layer = "all"', "folds = 1"), "[probe] folds: --folds 1 is too small", 23, None),
+    # C's grid has no flag (probe's nor fit's): named by its key, never as a made-up --cs
+    (('layer = "all"', "cs = [0]"), "[probe] cs: cs must hold positive numbers", 23, "e.g. cs = [0.1, 1, 10]"),
     (('metric = "accuracy"', 'metric = "acuracy"'), "[study] metric: --metric acuracy is not known", 3, None),
     (('text_col = "sentence"', "text_col = 3"), "[[corpora]] #1 text_col", 17, None),
     (('name = "minilm"', 'name = "mini/lm"'), "name 'mini/lm' is not a folder name", 6, None),
@@ -296,6 +298,8 @@ CALLERS = [
     ("run", "", {"jobs": 0}, "jobs=0 must be a whole number", ["run", "--jobs", "0"], "--jobs 0 must be a whole"),
     ("run", 'address = "auto"', {}, "(or engine='ray'), or leave", ["run"], "(or --engine ray), or leave"),
     ("load", None, {}, "run the study first: featx.study.run('study.toml')", None, None),
+    # a study not run yet: its report shares load's one hint (featx.report.run_study_first)
+    ("write_report", "", {}, "first: featx.study.run('study.toml')", ["report"], "first: featx study run STUDY.toml"),
 ]
 
 

@@ -276,14 +276,14 @@ def _refuse_numbers_only(rows, path: Path, header: list[str], columns) -> None:
 CORPUS_HINT = "a corpus is a table of texts: CSV, TSV, JSON Lines or Parquet (or a SentEval task file)"
 
 
-def _read_bytes(path: Path, max_bytes: int | None) -> tuple[bytes, str, bytes]:
+def _read_bytes(path: Path, max_bytes: int | None, limit_flag: str | None = None) -> tuple[bytes, str, bytes]:
     """The file's bytes as read (the fingerprint's), the suffix that says the format, and the bytes to parse."""
     if not is_stdin(path) and not path.exists():
         raise InputError(f"corpus file {path} does not exist", f"check the path; {CORPUS_HINT}")
     if path.is_dir():
         raise InputError(f"{path} is a directory, not a corpus file", f"name a file inside it; {CORPUS_HINT}")
     raw = read_source(path)
-    suffix, data = unwrap_gzip(raw, path, max_bytes)
+    suffix, data = unwrap_gzip(raw, path, max_bytes, limit_flag)
     refuse_other_formats(data, path, suffix)
     return raw, suffix, data
 
@@ -344,14 +344,14 @@ def read_corpus(
     max_bytes: int | None = None,
     keep_cols: tuple[str, ...] = (),
     default_id_col: str | None = None,
+    limit_flag: str | None = None,
 ) -> Corpus:
-    """Read and validate a corpus file; every column but text/id/split becomes a candidate label.
-
-    Without ``id_col`` a row's id is ``default_id_col``'s value where the table has it (featx predict: the bundle's
-    id column), else its data row number (0-based, the header not counted, rows left out by ``skip_empty`` counted),
-    which joins back to the file. A ``.gz`` file may inflate to ``max_bytes`` (None: ``featx.io``'s limits)."""
+    """Read and validate a corpus file; every column but text/id/split becomes a candidate label. Without ``id_col``
+    a row's id is ``default_id_col``'s value where the table has it (featx predict: the bundle's id column), else its
+    data row number (0-based, the header not counted, rows left out by ``skip_empty`` counted), which joins back to
+    the file. A ``.gz`` may inflate to ``max_bytes`` (None: ``featx.io``'s limits; ``limit_flag``: extract's option)."""
     path = Path(path)
-    raw, suffix, data = _read_bytes(path, max_bytes)
+    raw, suffix, data = _read_bytes(path, max_bytes, limit_flag)
     if is_senteval(data, suffix):
         check_senteval_options(path, text_col, id_col, pair_col, sep, keep_cols)
         return _senteval_corpus(raw, data, path, encoding, skip_empty, missing_labels, keep_cols)

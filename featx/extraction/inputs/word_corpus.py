@@ -13,6 +13,7 @@ import numpy as np
 
 from ...errors import InputError
 from ...io import decode_text, label_column, missing_markers
+from ...options import spoken
 from ...store import HEAD_UNKNOWN
 from .corpus import Corpus
 from .treebank import (
@@ -192,6 +193,7 @@ def read_input(config) -> Corpus:
             pair_col=config.text_pair_col,
             max_bytes=config.max_corpus_bytes,
             keep_cols=other_columns(config),
+            limit_flag=spoken(config, "max_corpus_bytes"),
         )
         notes = (prompted_label_note(config.template, config.text_col, label) for label in corpus.labels)
         corpus.label_notes += [note for note in notes if note]

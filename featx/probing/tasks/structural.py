@@ -31,6 +31,7 @@ from ...errors import InputError
 from ...options import keywords_of
 from ...selection import parse_poolings
 from ..config import ProbeConfig
+from ..inputs import open_probed
 from ..meta import file_meta
 from ..results import json_safe, results_prefix, write_results
 from .classification_jobs import torch_threads
@@ -222,7 +223,7 @@ def _resolve(config: ProbeConfig, source: Any, notes: list[str]) -> tuple[Struct
     """The inputs, layers, poolings and file records of a run, read from its features file (or ``source``)."""
     mode = str(config.structural)
     path = config.features if source is None else getattr(source, "path", "the source")
-    with opened_source(path if source is None else source, bool(config.allow_partial)) as opened:
+    with open_probed(str(path), config) if source is None else opened_source(source) as opened:
         tree = read_trees(opened, mode, notes, path)
         layers = word_layers(opened, config)
         poolings = parse_poolings(config.poolings, opened.word_poolings())

@@ -9,6 +9,7 @@ _HOMES = {
     "write_study_report": "page",
     "render_study_report": "page",
     "expected_layer": "table",
+    "run_study_first": "table",
     **{module: module for module in ("figures", "page", "script", "table")},
 }
 

@@ -21,6 +21,7 @@ __all__ = [
     "curves_of",
     "expected_layer",
     "pick_rows",
+    "run_study_first",
     "tidy",
     "view",
 ]
@@ -33,6 +34,13 @@ NUMERIC = (
     *("layer", "n_layers", "relative_depth", "score", "ci_low", "ci_high", "selection_score", "seed"),
     *("majority", "lexical", "control", "selectivity"),
 )
+
+
+def run_study_first() -> str:
+    """The hint of a study with no results yet, naming ``featx study run`` on the command line and
+    ``featx.study.run`` from Python: the study report here and ``featx.study.load`` share this one phrase."""
+    run = "featx study run STUDY.toml" if on_command_line() else "featx.study.run('study.toml')"
+    return f"run the study first: {run}"
 
 
 def better(metric: str) -> int:
@@ -89,8 +97,7 @@ def tidy(table) -> pd.DataFrame:
         frame[column] = _flag(frame.get(column, pd.Series(False, index=frame.index)))
     frame = frame[frame["score"].notna()].reset_index(drop=True)
     if frame.empty:
-        run = "featx study run STUDY.toml" if on_command_line() else "featx.study.run('study.toml')"
-        raise InputError("the study table has no row with a score", f"run the study first: {run}")
+        raise InputError("the study table has no row with a score", run_study_first())
     frame["model_key"] = _model_keys(frame)
     frame["task"] = frame["corpus"] + " · " + frame["label"]
     deepest = frame.groupby("model_key")["layer"].transform("max").replace(0, np.nan)

@@ -58,8 +58,9 @@ REFUSED = [
     (ProbeConfig, {"folds": 2.5}, r"^--folds 2\.5 must be a whole number of at least 2$", r"^use at least 2 folds"),
     (ProbeConfig, {"bins": 1}, r"^--bins 1 must be a whole number of at least 2$", r"give --bins"),
     (ProbeConfig, {"task": "ranking"}, r"^--task ranking is not known$", r"classification, regression or auto"),
-    (ProbeConfig, {"cs": ()}, r"^--cs must hold positive numbers \(got \(\)\)$", r"e\.g\. --cs 0\.1,1,10"),
-    (ProbeConfig, {"alphas": (1.0, -1.0)}, r"^--alphas must hold positive numbers", r"e\.g\. --alphas 0\.1"),
+    # the grids have no flag: named by their key, as a study file's [probe] table sets them
+    (ProbeConfig, {"cs": ()}, r"^cs must hold positive numbers \(got \(\)\)$", r"^e\.g\. cs = \[0\.1, 1, 10\]$"),
+    (ProbeConfig, {"alphas": (1.0, -1.0)}, r"^alphas must hold positive numbers", r"^e\.g\. alphas = \[0\.1"),
     (ExplainConfig, {"buckets": 0}, r"^--buckets 0 must be a whole number of at least 1$", r"give --buckets"),
     (ExplainConfig, {"limit": -1}, r"^--limit -1 must be a whole number of at least 1$", r"give --limit"),
     (ExplainConfig, {"limit": 2.5}, r"^--limit 2\.5 must be a whole number of at least 1$", r"give --limit"),
