@@ -157,6 +157,29 @@ def side_path(csv_path: Path, kind: str) -> Path:
     return Path(csv_path).with_name(f"{stem}.{kind}.csv")
 
 
+def check_name_length(features_path: Path, label: str | None, output: str | Path | None) -> None:
+    """Before any probe runs: the longest name the run writes (``X.<label>.predictions.csv``: results are named
+    after the label) fits the folder's limit on a file name (``NAME_MAX``, 255 bytes on Linux), rather than failing
+    with "File name too long" once every probe has run."""
+    if label is None and output is None:
+        return
+    longest = side_path(results_paths(Path(features_path), str(label or ""), output)[0], "predictions")
+    folder = longest.absolute().parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    try:
+        limit = os.pathconf(folder, "PC_NAME_MAX")
+    except (OSError, ValueError):
+        limit = 255
+    size = len(os.fsencode(longest.name))
+    if size > limit:
+        shown_name = f"{longest.name[:40]}...{longest.name[-20:]}"
+        raise InputError(
+            f"the results would be named {shown_name}, {size} bytes: more than the {limit} a file name may have here",
+            f"give them a shorter name with {spoken_value(None, 'output', Placeholder('PREFIX'), '-o')}",
+        )
+
+
 def write_hint() -> str:
     """Where a run's results may go instead, as the caller names the option: ``-o PREFIX``, ``output=PREFIX``."""
     return f"choose a writable location with {spoken_value(None, 'output', Placeholder('PREFIX'), '-o')}"

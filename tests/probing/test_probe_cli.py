@@ -291,3 +291,17 @@ def test_a_refusal_names_what_the_caller_gave(tiny_features, word_features, opti
     assert str(error.value).startswith(python) and "--" not in str(error.value), str(error.value)
     result = invoke(features, *flags)
     assert result.exit_code == 2 and result.output.startswith(f"featx: error: {cli}"), result.output
+
+
+def test_a_label_too_long_for_a_file_name_is_refused_before_any_probe(tiny_features, tmp_path):
+    """Results are named after the label (or -o): a 300-character label failed with "File name too long" once every
+    probe had run; the longest name the run writes is measured before the first probe."""
+    from featx.errors import InputError
+    from featx.probing.results import check_name_length
+
+    with pytest.raises(InputError, match=r"\.\.\.x{4}\.predictions\.csv, 3\d\d bytes: more than the 255 a file name"):
+        check_name_length(tiny_features, "x" * 300, None)
+    check_name_length(tiny_features, "x" * 200, None)  # fits
+    result = CliRunner().invoke(main, ["probe", str(tiny_features), "--layer", "0", "-o", str(tmp_path / ("y" * 250))])
+    assert result.exit_code == 2 and "bytes: more than the 255 a file name may have here" in result.output
+    assert "hint: give them a shorter name with -o PREFIX" in result.output and not list(tmp_path.iterdir())
