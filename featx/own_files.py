@@ -6,6 +6,8 @@ A ``-o`` that lands on anything else (``-o reviews`` beside ``reviews.csv``, the
 own; a link) is refused before any work (``refuse_foreign``). Each kind is known by what featx puts in it:
 
 - figures carry ``FIGURE_MARK`` in their metadata (PNG ``Software``, SVG and PDF ``Creator``: ``figure_metadata``);
+  one drawn before the mark (featx 0.2.0) carries matplotlib's own there, and is taken as featx's too (a ``make
+  demo`` run again over its earlier ``out/`` folder redraws its figures), so an image of any other making is kept;
 - a report page has ``<title>featx report`` in its head;
 - a table starts with the header featx writes for it (``table_with``);
 - a JSON record names the command that wrote it (``json_of``).
@@ -25,10 +27,8 @@ from .safe_files import NotARegularFile, loads_json, output_hint, read_small_tex
 FIGURE_MARK = "featx"
 FOREIGN_HINT = "move it away, or choose another -o path"
 # featx 0.2.0 drew its figures without the mark: such a figure is refused like any other, and the hint says so
-FIGURE_HINT = (
-    "move it away (a figure from featx 0.2.0 or earlier carries no mark: remove it), or choose another -o path"
-)
 _SIGNATURES = (b"\x89PNG\r\n\x1a\n", b"<?xml", b"<svg", b"%PDF")
+_MARKS = (FIGURE_MARK.encode(), b"Matplotlib")  # featx's mark; matplotlib's default Software/Creator/Producer
 _HEAD, _TAIL = 4096, 16384  # a PNG's or SVG's metadata comes first; a PDF's Info dictionary near its end
 
 
@@ -63,9 +63,10 @@ def _ends(path: Path) -> bytes | None:
 
 
 def is_featx_figure(path: Path) -> bool:
-    """A PNG, SVG or PDF file with featx's mark in its metadata."""
+    """A PNG, SVG or PDF file with featx's mark in its metadata, or matplotlib's (a featx figure from before the
+    mark: featx draws every figure with matplotlib)."""
     data = _ends(path)
-    return data is not None and data.startswith(_SIGNATURES) and FIGURE_MARK.encode() in data
+    return data is not None and data.startswith(_SIGNATURES) and any(mark in data for mark in _MARKS)
 
 
 def is_featx_page(path: Path) -> bool:
@@ -119,7 +120,6 @@ def refuse_foreign(
 
 
 __all__ = [
-    "FIGURE_HINT",
     "FIGURE_MARK",
     "figure_metadata",
     "is_featx_figure",

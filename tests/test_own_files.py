@@ -16,22 +16,26 @@ from featx.report.figures.style import save
 
 @pytest.fixture(scope="module")
 def figures(tmp_path_factory):
-    """A featx figure in each format featx may write, and the same figure saved by plain matplotlib."""
+    """A featx figure in each format featx may write, one from plain matplotlib (as featx drew them before the
+    mark), and images of another making."""
     folder = tmp_path_factory.mktemp("figures")
     fig, ax = plt.subplots()
     ax.plot([0, 1], [1, 0])
     ours = save(fig, folder / "ours.png", ("png", "svg", "pdf"))
-    theirs = []
-    for extension in ("png", "svg", "pdf"):
-        theirs.append(folder / f"theirs.{extension}")
-        fig.savefig(theirs[-1])
+    older = folder / "older.png"
+    fig.savefig(older)
     plt.close(fig)
-    return ours, theirs
+    theirs = [folder / "theirs.png", folder / "theirs.svg", folder / "theirs.pdf"]
+    theirs[0].write_bytes(b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR" + bytes(64))  # a camera's, an editor's...
+    theirs[1].write_text('<?xml version="1.0"?>\n<svg xmlns="http://www.w3.org/2000/svg"><title>Inkscape</title></svg>')
+    theirs[2].write_bytes(b"%PDF-1.7\n" + bytes(64) + b"/Producer (LibreOffice)")
+    return ours, older, theirs
 
 
 def test_featx_figures_carry_the_mark_and_others_do_not(figures):
-    ours, theirs = figures
+    ours, older, theirs = figures
     assert [is_featx_figure(path) for path in ours] == [True, True, True]
+    assert b"featx" in ours[0].read_bytes()[:200] and is_featx_figure(older)  # drawn before the mark: matplotlib's
     assert [is_featx_figure(path) for path in theirs] == [False, False, False]
     assert b"<dc:date>" not in ours[1].read_bytes()  # an SVG still carries no date: the same figure, the same bytes
 
@@ -52,7 +56,7 @@ def test_tables_pages_and_records_are_known_by_their_header_title_and_command(tm
 
 
 def test_anything_but_featx_s_own_kind_is_refused_and_kept(figures, tmp_path):
-    ours, theirs = figures
+    ours, _, theirs = figures
     refuse_foreign([ours[0], tmp_path / "missing.png"], "figure", is_featx_figure)  # its own, or nothing there
     (tmp_path / "folder.png").mkdir()
     (tmp_path / "link.png").symlink_to(ours[0])

@@ -181,7 +181,7 @@ def check_outputs(config: LensConfig) -> None:
     """Before the first forward pass: what the run writes at its prefix (the table, the JSON record and, unless
     ``figure`` is off, the figure) replaces neither the corpus nor anything but an earlier lens run's own files,
     which it writes again (``featx.own_files``); the features file has its own rule (``overwrite``)."""
-    from ..own_files import FIGURE_HINT, is_featx_figure, json_of, refuse_foreign, table_with
+    from ..own_files import is_featx_figure, json_of, refuse_foreign, table_with
     from ..safe_files import refuse_inputs
 
     table, record = _beside(config.prefix(), ".csv"), _beside(config.prefix(), ".json")
@@ -189,7 +189,7 @@ def check_outputs(config: LensConfig) -> None:
     refuse_inputs([table, record, *figures], [config.corpus])
     refuse_foreign([table], "lens table", table_with(",".join(COLUMNS[:2]) + ","))
     refuse_foreign([record], "lens record", json_of("lens"))
-    refuse_foreign(figures, "figure", is_featx_figure, FIGURE_HINT)
+    refuse_foreign(figures, "figure", is_featx_figure)
 
 
 @keywords_of(LensConfig)

@@ -12,7 +12,7 @@ from typing import Any
 from ..errors import InputError, StoreError
 from ..io import writable_hint
 from ..options import normalise
-from ..own_files import FIGURE_HINT, is_featx_figure, refuse_foreign, table_with
+from ..own_files import is_featx_figure, refuse_foreign, table_with
 from ..safe_files import refuse_inputs
 from .load import result_files
 
@@ -41,7 +41,7 @@ def check_redrawn(
     written = {output.with_suffix(suffix): kind for suffix, kind in tables.items()}
     read = [*inputs, *(file for one in results if isinstance(one, (str, os.PathLike)) for file in result_files(one))]
     refuse_inputs([*figures, *written], read)
-    refuse_foreign(figures, "figure", is_featx_figure, FIGURE_HINT)
+    refuse_foreign(figures, "figure", is_featx_figure)
     for path, (what, header) in written.items():
         refuse_foreign([path], what, table_with(header))
 

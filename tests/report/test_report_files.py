@@ -48,5 +48,4 @@ def test_a_run_redraws_its_own_files_and_refuses_a_users_file(tiny_features, tmp
     assert refused.exit_code == 2, refused.output
     assert f"{tmp_path / theirs} exists and is not a {what} featx wrote: not replaced" in refused.output
     assert "hint: move it away" in refused.output and refused.output.rstrip().endswith("or choose another -o path")
-    assert ("a figure from featx 0.2.0 or earlier carries no mark" in refused.output) == (what == "figure")
     assert {path: path.read_bytes() for path in tmp_path.iterdir()} == before
