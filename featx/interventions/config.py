@@ -52,7 +52,7 @@ def parse_layers(value: Any, flag: str = "--at") -> tuple[int, ...]:
     layers = []
     for item in items:
         spelled = str(item).strip()
-        if not spelled.isdigit():
+        if not (spelled.isascii() and spelled.isdigit()):  # isdigit alone takes '²', which int() refuses
             given = spoken_value(None, "at", value, flag, shown=repr(value))
             raise InputError(f"{given}: '{spelled}' is not a layer number", f"e.g. {_layers(flag)} (0 the embeddings)")
         layers.append(int(spelled))

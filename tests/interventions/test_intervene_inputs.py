@@ -41,6 +41,7 @@ from featx.interventions import InterveneConfig, intervene
         ),
         ({"edit": "steer", "bundle": "B", "at": "1", "toward": "dogs", "pooling": "cls"}, "stores mean"),
         ({"at": "x"}, "'x' is not a layer number"),
+        ({"at": "1,²"}, "'²' is not a layer number"),  # str.isdigit takes it, int() did not: a traceback
         ({"label": "animal", "at": "1", "alphas": "1,2"}, "alphas applies to edit='steer' only"),  # not ignored
         ({"edit": "project", "bundle": "B", "at": "2", "method": "inlp"}, "method applies to edit='erase' only"),
         (  # given, not ignored: the dose-response has no bootstrap interval

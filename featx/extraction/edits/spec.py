@@ -100,9 +100,14 @@ def _malformed(text: str, kind: str | None = None, why: str = "") -> InputError:
     return InputError(f"--intervene '{text}' is not understood{': ' + why if why else ''}", f"write {forms}")
 
 
+def _whole(spelled: str) -> bool:
+    """ASCII digits only: ``str.isdigit`` takes superscripts (``'²'``), which ``int`` refuses with a traceback."""
+    return spelled.isascii() and spelled.isdigit()
+
+
 def _layer(text: str, kind: str, spelled: str) -> int:
     spelled = spelled.strip()
-    if not spelled.isdigit() or int(spelled) > MAX_LAYER:
+    if not _whole(spelled) or int(spelled) > MAX_LAYER:
         raise _malformed(text, kind, f"layer '{spelled}' is not a layer number (0 the embeddings)")
     return int(spelled)
 
@@ -157,7 +162,7 @@ def _where(text: str, kind: str, spelled: str) -> tuple[int, str | None]:
 def _body(text: str, kind: str, body: str, layer: int, seed: int) -> Intervention:
     """The edit of ``KIND:BODY@L`` (its site set by the caller)."""
     if kind == "random":
-        if not body.strip().isdigit() or int(body) < 1:
+        if not _whole(body.strip()) or int(body) < 1:
             raise _malformed(text, kind, f"rank '{body}' is not a positive whole number")
         return Intervention(kind, layer, rank=int(body), seed=int(seed))
     if kind == "steer":

@@ -26,6 +26,7 @@ is where every answer's prompt fits, the same text for all answers. The template
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 from typing import Any
 
@@ -207,23 +208,75 @@ def _too_long(makers: list, backend, rows: range, max_length: int) -> np.ndarray
     return longer
 
 
-def _fit(maker, backend, row: int, first: _Row, max_length: int, ids: list[str], fits_too: list) -> _Row:
+_PROBE = " \n\ue000featx-frame\ue000\n "  # a user turn with whitespace at both edges (a trimming template cuts it)
+
+
+def _framed(maker):
+    """``maker`` with its chat template replaced by plain concatenation, ``prefix + user + suffix``, when the
+    template puts a user turn into the prompt verbatim (edge whitespace kept); else None. The template is rendered
+    twice here instead of once per candidate of every row's binary search (about nine times per row cut)."""
+    if maker.chat is None:
+        return None
+    try:
+        prompt, start, _ = maker.chat(_PROBE.strip())
+        prefix, suffix = prompt[:start], prompt[start + len(_PROBE.strip()) :]
+        if maker.chat(_PROBE)[0] != prefix + _PROBE + suffix:
+            return None
+    except InputError:  # a template that refuses the probe: render every candidate
+        return None
+    framed = copy.copy(maker)
+    framed.chat = lambda user: (prefix + user + suffix, len(prefix), (0, len(user)))
+    return framed
+
+
+def _search(maker, backend, row: int, text: str, cuts: list[int], max_length: int, fits_too: list):
+    """Binary search over the cut points: the row with the most text whose prompts (and ``fits_too``'s) fit, and
+    that text; None when none fits."""
+    low, high, best = 0, len(cuts) - 1, None
+    while low <= high:
+        middle = (low + high) // 2
+        candidate = _render_row(maker, backend, row, text[: cuts[middle]])
+        if candidate.n_tokens <= max_length and _fits(fits_too, backend, row, text[: cuts[middle]], max_length):
+            best, low = (candidate, text[: cuts[middle]]), middle + 1
+        else:
+            high = middle - 1
+    return best
+
+
+def _search_framed(makers: list, framed: list, backend, row: int, first: _Row, cuts: list, max_length: int):
+    """``_search`` with the chat template rendered as concatenation (``_framed``), where the row's whole prompt is
+    that concatenation; the cut found is rendered by the template itself and kept only if every prompt is the
+    same. None when it cannot be used (the caller searches with the template then)."""
+    if any(each is None for each in framed) or framed[0].render(row)[0] != first.prompt:
+        return None
+    text = makers[0].corpus.texts[row]
+    found = _search(framed[0], backend, row, text, cuts, max_length, framed[1:])
+    if found is None:
+        return None
+    best, cut = found
+    same = makers[0].render(row, cut) == (best.prompt, best.spans, best.text_spans) and all(
+        real.render(row, cut)[0] == quick.render(row, cut)[0]
+        for real, quick in zip(makers[1:], framed[1:], strict=True)
+    )
+    return best if same else None
+
+
+def _fit(maker, backend, row: int, first: _Row, max_length: int, ids: list[str], fits_too: list, frames=None) -> _Row:
     """Row ``row`` with its text cut at the longest token boundary that makes the prompt fit ``max_length``, and
     the prompts of ``fits_too`` (--contrast's other answers) with the same text too: every answer's prompt then
-    holds the same text, so their states differ by the answer only, not by where a longer answer cut the text."""
+    holds the same text, so their states differ by the answer only, not by where a longer answer cut the text.
+    ``frames``: ``_framed`` of ``[maker, *fits_too]``, to search without rendering the chat template per cut."""
     text = maker.corpus.texts[row]
     start, stop = first.spans[first.text_spans[0]]
     skipped = max(0, text.find(first.prompt[start:stop]))  # leading whitespace a trimming chat template dropped
     inside = (first.offsets[:, 0] > start) & (first.offsets[:, 0] < stop) & ~first.special
     cuts = sorted(set((first.offsets[inside, 0] - start + skipped).tolist()))
-    low, high, best = 0, len(cuts) - 1, None
-    while low <= high:  # binary search over the cut points: the most text that fits
-        middle = (low + high) // 2
-        candidate = _render_row(maker, backend, row, text[: cuts[middle]])
-        if candidate.n_tokens <= max_length and _fits(fits_too, backend, row, text[: cuts[middle]], max_length):
-            best, low = candidate, middle + 1
-        else:
-            high = middle - 1
+    best = None
+    if frames:
+        best = _search_framed([maker, *fits_too], frames, backend, row, first, cuts, max_length)
+    if best is None:
+        found = _search(maker, backend, row, text, cuts, max_length, fits_too)
+        best = found[0] if found is not None else None
     if best is None:
         raise InputError(
             f"row {ids[row]}: the prompt's template and other fields leave no room for its text within "
@@ -261,6 +314,7 @@ def tokenize_prompts(
     n_rows = len(rendered)
     lengths, full, at = np.empty(n_rows, np.int64), np.empty(n_rows, np.int32), np.zeros(n_rows, np.int64)
     parts: dict[str, list] = {"ids": [], "span": [], "words": []}
+    frames: list | None = None  # the makers' chat templates as concatenation (_framed), made at the first cut
     for start in range(0, n_rows, CHUNK_ROWS):
         chunk = rendered[start : start + CHUNK_ROWS]
         encodings = backend.encode_batch(
@@ -272,7 +326,8 @@ def tokenize_prompts(
             current = _row(encoding, chunk[offset])
             full[row] = len(current.ids)
             if len(current.ids) > max_length or longer_elsewhere[offset]:
-                current = _fit(maker, backend, row, current, max_length, ids, fits_too or [])
+                frames = [_framed(each) for each in [maker, *(fits_too or [])]] if frames is None else frames
+                current = _fit(maker, backend, row, current, max_length, ids, fits_too or [], frames)
             flags = span_flags(current.offsets, current.special, current.spans)
             if not flags.any():  # a text the tokenizer drops whole (a control character): its last token
                 flags[np.flatnonzero(~current.special)[-1:]] = True

@@ -49,6 +49,8 @@ MAIN_COLUMNS = [
     "after_low",
     "after_high",
     "random_after",
+    "random_after_low",
+    "random_after_high",
     "at_chance",
     "p",
     "p_holm",
@@ -71,6 +73,8 @@ AMNESIC_COLUMNS = [
     "p_holm",
     "significant",
     "random_after",
+    "random_after_low",
+    "random_after_high",
 ]
 
 
@@ -174,7 +178,7 @@ def _run_job(job: _Job) -> tuple[dict, list[dict], np.ndarray, Eraser]:
         record["majority"] = _summary(main, main.majority(), config.n_bootstrap, config.seed)[0]
         _put(record, "before", _summary(main, before, config.n_bootstrap, config.seed))
         _put(record, "after", _summary(main, after, config.n_bootstrap, config.seed))
-        record["random_after"] = _summary(main, control, config.n_bootstrap, config.seed)[0]  # as many random dirs
+        _put(record, "random_after", _summary(main, control, config.n_bootstrap, config.seed))  # as many random dirs
         record["at_chance"] = bool(record["after_low"] <= record["majority"] + 1e-9)
         amnesic = [_amnesic(job, other, X, cache) for other in job.others]
     return record, amnesic, erased, final
@@ -202,7 +206,7 @@ def _amnesic(job: _Job, task: Task, X: np.ndarray, cache: dict) -> dict:
     _put(record, "before", _summary(task, before, config.n_bootstrap, config.seed))
     _put(record, "after", _summary(task, after, config.n_bootstrap, config.seed))
     record["change"] = record["after"] - record["before"]
-    record["random_after"] = _summary(task, control, config.n_bootstrap, config.seed)[0]
+    _put(record, "random_after", _summary(task, control, config.n_bootstrap, config.seed))
     return record
 
 

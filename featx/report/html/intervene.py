@@ -37,10 +37,11 @@ SHOWN = {
         "p control",
         "after at chance",
     ],
-    "steer": ["alpha", "direction", "moved", "moved_low", "moved_high", "flipped", "score_change", "n_rows"],
+    "steer": ["alpha", "direction", "moved", "flipped", "score_change", "n_rows"],
 }
 WHOLE = ("edit_layer", "layer", "rank", "n_rows", "read_at", "alpha")  # layers, counts, alphas: 2, not 2.000
-INTERVALS = ("before", "after", "control")  # a value with its 95% interval, as the printout gives it
+# a value with its 95% interval, as the printout gives it (a dose-response's moved, flipped and score change too)
+INTERVALS = ("before", "after", "control", "moved", "flipped", "score_change")
 
 
 def _with_p_values(table: pd.DataFrame) -> pd.DataFrame:
@@ -69,8 +70,9 @@ def intervene_files(meta: dict) -> list[Path]:
 
 def _cells(frame: pd.DataFrame) -> pd.DataFrame:
     """The table as text, as the printout writes it: layers and counts whole, ``before``, ``after`` and ``control``
-    with their intervals, p-values as ``<.001`` below 0.001, ``after at chance`` as yes or blank (a probe row's, read
-    against its ``majority``), other numbers to three decimals; ``-`` where missing."""
+    (a dose-response's ``moved``, ``flipped`` and ``score_change``) with their intervals, p-values as ``<.001``
+    below 0.001, ``after at chance`` as yes or blank (a probe row's, read against its ``majority``), other numbers
+    to three decimals; ``-`` where missing."""
     out = frame.copy()
     for column in frame.columns:
         if column in WHOLE:

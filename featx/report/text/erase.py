@@ -17,6 +17,13 @@ def _separated(table: pd.DataFrame, key: str, cells) -> list[list[str] | None]:
     return rows
 
 
+def _control(row) -> str:
+    """The random-directions control with its interval (files written before it: without one, or ``-``)."""
+    if pd.isna(row.get("random_after")):
+        return "-"
+    return row_interval(row, "random_after") if pd.notna(row.get("random_after_low")) else num(row.random_after)
+
+
 def amnesic_lines(result) -> list[str]:
     """The other label columns before and after the erasure, with the random-directions control."""
     meta = result.meta
@@ -34,7 +41,7 @@ def amnesic_lines(result) -> list[str]:
         "after [95% CI]",
         "change",
         "p (Holm)",
-        "random dirs",
+        "random dirs [95% CI]",
     ]
     lines += grid(
         header,
@@ -50,7 +57,7 @@ def amnesic_lines(result) -> list[str]:
                 row_interval(row, "after"),
                 num(row.change, signed=True),
                 p_value(row.p_holm, bool(row.significant)),
-                num(row.random_after),
+                _control(row),
             ],
         ),
     )
@@ -79,7 +86,7 @@ def format_erase(result) -> str:
         "majority",
         "before [95% CI]",
         "after [95% CI]",
-        "random dirs",
+        "random dirs [95% CI]",
         "at chance",
         "p (Holm)",
         "rank",
@@ -93,7 +100,7 @@ def format_erase(result) -> str:
             num(row.majority),
             row_interval(row, "before"),
             row_interval(row, "after"),
-            num(row.random_after) if pd.notna(row.get("random_after")) else "-",  # files written before it: -
+            _control(row),
             "yes" if row.at_chance else "NO",
             p_value(row.p_holm, bool(row.p_holm < 0.05)),
             str(row["rank"]),

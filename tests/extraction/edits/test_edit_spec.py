@@ -58,6 +58,8 @@ def test_a_site_inside_a_layer_parses_and_is_recorded_only_when_given(tmp_path):
         ("random:3@1:mlp", "unknown site 'mlp' \\(sites: attn_out, ffn, pre_ln\\)"),
         ("random:3@0:ffn", "site ffn is inside a layer, and layer 0 is the embeddings' output"),
         ("random:3@x:ffn", "layer 'x' is not a layer number"),
+        ("random:3@²", "layer '²' is not a layer number"),  # str.isdigit takes it, int() did not: a traceback
+        ("random:²@1", "rank '²' is not a positive whole number"),
         ("steer:B.featx:pos@1", "it needs a bundle, a class and an alpha"),
         ("steer:{bundle}:pos:nan@1", "alpha nan is not a finite number"),
         ("steer:{bundle}:pos:inf@1", "alpha inf is not a finite number"),

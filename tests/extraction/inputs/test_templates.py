@@ -238,6 +238,46 @@ def test_a_chat_template_that_trims_the_message_reads_the_text_it_kept(prompt_mo
                 np.testing.assert_allclose(features.features(pooling, 2), expected.features(pooling, 2), atol=1e-6)
 
 
+@pytest.mark.parametrize("chat", [CHATML, TRIMMING_CHATML], ids=["verbatim", "trimming"])
+def test_a_chat_prompt_cut_to_fit_renders_the_template_twice_per_row(prompt_models, chat, tmp_path, monkeypatch):
+    """A row too long for --max-length was cut by a binary search that rendered the chat template once per
+    candidate (about nine times a row); a template that puts the message in verbatim is now rendered once per row
+    and once for the cut found (checked), with the same tokens, spans and positions. A trimming one is not taken
+    as verbatim and keeps rendering each candidate: the same result either way. --contrast's answers too."""
+    import shutil
+
+    from transformers import AutoTokenizer
+
+    from featx.extraction.inputs import positions
+    from featx.extraction.inputs.templates import PromptMaker
+
+    folder = add_chat_template(shutil.copytree(prompt_models("qwen2"), tmp_path / "qwen2"), chat)
+    tokenizer = AutoTokenizer.from_pretrained(str(folder))
+    config = SimpleNamespace(template="Review: {text}", text_col="text", chat_template=True, system=None)
+    corpus = SimpleNamespace(texts=[" ".join(TEXTS[i : i + 3]) + " " for i in range(8)], columns={})
+    maker = PromptMaker(config, corpus, tokenizer, "qwen2")
+    answers = [maker.for_answer(" yes"), maker.for_answer(" not at all")]
+    calls, render = [], tokenizer.apply_chat_template
+    monkeypatch.setattr(tokenizer, "apply_chat_template", lambda *a, **k: calls.append(1) or render(*a, **k))
+
+    def run(makers):
+        rendered = [makers[0].render(row) for row in range(len(corpus.texts))]
+        ids = [str(row) for row in range(len(corpus.texts))]
+        return positions.tokenize_prompts(makers[0], rendered, tokenizer, 56, None, False, ids, fits_too=makers[1:])
+
+    got = [run([maker]), run(answers)]
+    n_calls, rows, cut = len(calls), len(corpus.texts), int((got[0].full_lengths > 56).sum())
+    if chat == CHATML:  # per row its prompt (each answer's), per row cut the check of each answer's; two per maker
+        assert n_calls == (rows + cut + 2) + (2 * rows + 2 * cut + 2 * 2), n_calls
+    monkeypatch.setattr(positions, "_framed", lambda maker: None)  # every candidate rendered by the template
+    expected = [run([maker]), run(answers)]
+    assert cut >= 6 and (got[0].lengths <= 56).all(), got[0].full_lengths
+    for each, reference in zip(got, expected, strict=True):
+        for name in ("input_ids", "offsets", "span"):
+            np.testing.assert_array_equal(getattr(each, name), getattr(reference, name))
+    assert len(calls) - n_calls > 5 * cut  # the slow search renders each candidate
+
+
 def test_rows_too_long_are_cut_in_their_text_and_keep_the_template(prompt_models, corpus, tmp_path):
     """With --max-length below the longest prompt, the text is cut at a token boundary; the marker stays."""
     model = prompt_models("gpt2")

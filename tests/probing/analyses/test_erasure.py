@@ -109,11 +109,16 @@ def test_erase_brings_every_layer_to_chance_and_keeps_the_other_label(planted_fi
     assert table.at_chance.all() and (table.after < 0.7).all()
     assert (table.p_holm < 0.05).all() and (table["rank"] == 1).all() and (table.moved > 0).all()
     assert (table.random_after > 0.9).all()  # one random direction leaves the planted one: the control
+    low, high = table.random_after_low, table.random_after_high
+    assert ((low <= table.random_after) & (table.random_after <= high)).all()
     b = result.amnesic[result.amnesic.label == "b"]
     assert len(b) == 3 and (b.after > 0.9).all() and (b.change.abs() < 0.05).all() and (b.random_after > 0.9).all()
     assert set(result.amnesic.label) == {"b", "c", "d"}
     text = format_erase(result)
     assert "at chance" in text and "random dirs" in text and "amnesic probing" in text and "erased.erase.csv" in text
+    row = table.iloc[0]  # the control beside the after, each with its interval (the control had none)
+    control = f"{row.random_after:.3f} [{row.random_after_low:.3f}, {row.random_after_high:.3f}]"
+    assert "random dirs [95% CI]" in text and control in text
 
 
 @pytest.mark.slow

@@ -34,10 +34,19 @@ def _steer_payload() -> dict:
 
 
 def test_the_section_shows_each_result_beside_the_features(tmp_path):
+    """Each result's figure, table and notes; the dose-response's moved, flipped and score change each with its 95%
+    interval, as the printout gives them (the table gave moved's bounds as columns of their own, the score change
+    and flipped without theirs)."""
+    import re
+
     features = tmp_path / "corpus.features.h5"
     features.write_bytes(b"")  # only its name and folder matter to the section
     (tmp_path / "corpus.intervene-animal.json").write_text(json.dumps(_intervene_payload()))
-    (tmp_path / "corpus.steer-dogs.json").write_text(json.dumps(_steer_payload()))
+    steer = _steer_payload()
+    for row in steer["results"]:
+        row.update(score_change=row["alpha"] / 2, score_change_low=row["alpha"] / 4, score_change_high=row["alpha"])
+        row.update(flipped=0.25, flipped_low=0.125, flipped_high=0.5)  # read through contrast answers
+    (tmp_path / "corpus.steer-dogs.json").write_text(json.dumps(steer))
     (tmp_path / "other.intervene-animal.json").write_text("{}")  # another features file's: not shown
     meta = {"features_file": str(features)}
     assert [path.name for path in intervene_files(meta)] == ["corpus.intervene-animal.json", "corpus.steer-dogs.json"]
@@ -45,6 +54,10 @@ def test_the_section_shows_each_result_beside_the_features(tmp_path):
     assert section.startswith("<h2>Inside the model (featx intervene)</h2>")
     assert section.count("<svg") == 2 and "last-layer cosine" in section and "steering toward dogs" in section
     assert "LM loss skipped" in section
+    table = section[section.rindex("<table") :]
+    assert re.findall(r"<th>(.*?)</th>", table) == ["alpha", "direction", "moved", "flipped", "score_change", "n_rows"]
+    cells = [re.findall(r"<td[^>]*>(.*?)</td>", row) for row in re.findall(r"<tr>(.*?)</tr>", table)[1:]]
+    assert cells[1] == ["4", "probe", "0.900 [0.900, 0.900]", "0.250 [0.125, 0.500]", "2.000 [1.000, 4.000]", "10"]
 
 
 def test_a_grouped_result_says_so_as_the_probe_page_does(tmp_path):
