@@ -212,7 +212,7 @@ class Probe:
 
     def _options(self, overrides: dict) -> dict:
         """``embed_options`` with ``overrides``; the bundle's model folder, checked once, unless overridden."""
-        from .model_ref import check_model, model_folder
+        from .model_ref import check_model, loader_name, model_folder
 
         options = {**self.embed_options(), **overrides}
         if "model" not in overrides:
@@ -222,7 +222,9 @@ class Probe:
                 self._model_checked = True
             if folder is None:
                 _refuse_a_moved_model(self.extraction)
-            options["model"] = str(folder) if folder is not None else options["model"]
+            # gone from its recorded place: the default model or a hub id by its name (on this machine, in this
+            # cache), never the recorded path, which the loader would call a folder that "does not exist"
+            options["model"] = str(folder) if folder is not None else loader_name(self.extraction)
         return options
 
     def features(self, texts: Any, text_pairs: Any = None, **overrides: Any) -> Any:
@@ -385,12 +387,14 @@ def _refuse_a_moved_model(extraction: dict) -> None:
     """A bundle fitted on a local model folder that is gone (moved, deleted): one clear error saying where it
     was, rather than the loader's "does not exist" for a path the user never typed."""
     from ..errors import ModelError
+    from .model_ref import from_hub_or_default
 
-    recorded = str(extraction.get("model") or "")
-    if not Path(recorded).is_absolute():
+    name, recorded = str(extraction.get("model") or ""), extraction.get("model_path")
+    if from_hub_or_default(extraction) or not (recorded or Path(name).is_absolute()):
         return  # a hub id (or the default model): the loader finds it in the cache, downloads it or says why not
+    where = str(recorded or name)  # a folder given as a relative path (--model ./bert) is named where it was
     raise ModelError(
-        f"the bundle's model folder {recorded} (where it was when the probe was fitted) is not there any more",
+        f"the bundle's model folder {where} (where it was when the probe was fitted) is not there any more",
         "put the model folder back at that path; from Python, pass its new place: probe.predict(texts, "
         "model='FOLDER') (its weights are checked against the bundle's sha256)",
     )
