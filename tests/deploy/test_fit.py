@@ -7,8 +7,10 @@ import numpy as np
 import pytest
 
 import featx
+from featx.deploy import export_directions
 from featx.deploy import head as heads
 from featx.deploy.features import stored_matrix
+from featx.errors import InputError
 
 
 def _stored(path, probe, rows=None):
@@ -124,6 +126,10 @@ def test_separate_pairs_read_the_probes_pair_feature(tiny_model, tmp_path):
     loaded = featx.load(result.path)
     assert loaded.head.n_features == 4 * 32  # [u, v, |u-v|, u*v]
     assert loaded.extraction["pair_mode"] == "separate" and loaded.extraction["text_pair_col"] == "other"
+    # [u, v, |u-v|, u*v] is no direction in the layer's space: featx directions (and --intervene) refuse it (it
+    # wrote 4 * 32 wide "layer.1" directions)
+    with pytest.raises(InputError, match=r"encoded separately reads \[u, v, \|u-v\|, u\*v\]"):
+        export_directions(result.path, output=tmp_path / "d.safetensors")
 
 
 def test_the_weighted_stack_round_trips(split_features, tmp_path):
