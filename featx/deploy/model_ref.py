@@ -107,13 +107,17 @@ def check_model(extraction: dict, folder: Path) -> None:
         )
 
 
+def _absolute(path: object) -> bool:
+    return isinstance(path, str) and Path(path).is_absolute()
+
+
 def refuse_a_moved_model(extraction: dict) -> None:
     """A bundle fitted on a local model folder that is gone (moved, deleted): one clear error saying where it
     was, rather than the loader's "does not exist" for a path the user never typed."""
-    name, recorded = str(extraction.get("model") or ""), extraction.get("model_path")
-    if from_hub_or_default(extraction) or not (recorded or Path(name).is_absolute()):
+    # where it was: the absolute path extract recorded (a folder given as ./bert too), else an absolute name
+    where = next((str(p) for p in (extraction.get("model_path"), extraction.get("model")) if _absolute(p)), None)
+    if from_hub_or_default(extraction) or where is None:
         return  # a hub id (or the default model): the loader finds it in the cache, downloads it or says why not
-    where = str(recorded or name)  # a folder given as a relative path (--model ./bert) is named where it was
     raise ModelError(
         f"the bundle's model folder {where} (where it was when the probe was fitted) is not there any more",
         "put the model folder back at that path; from Python, pass its new place: probe.predict(texts, "

@@ -212,7 +212,7 @@ class Probe:
 
     def _options(self, overrides: dict) -> dict:
         """``embed_options`` with ``overrides``; the bundle's model folder, checked once, unless overridden."""
-        from .model_ref import check_model, loader_name, model_folder, refuse_a_moved_model
+        from .model_ref import check_model, from_hub_or_default, loader_name, model_folder, refuse_a_moved_model
 
         options = {**self.embed_options(), **overrides}
         if "model" not in overrides:
@@ -222,9 +222,10 @@ class Probe:
                 self._model_checked = True
             if folder is None:
                 refuse_a_moved_model(self.extraction)
-            # gone from its recorded place: the default model or a hub id by its name (on this machine, in this
-            # cache), never the recorded path, which the loader would call a folder that "does not exist"
-            options["model"] = str(folder) if folder is not None else loader_name(self.extraction)
+            if folder is not None:
+                options["model"] = str(folder)
+            elif from_hub_or_default(self.extraction):  # by its name here, never the other machine's folder
+                options["model"] = loader_name(self.extraction)
         return options
 
     def features(self, texts: Any, text_pairs: Any = None, **overrides: Any) -> Any:
