@@ -8,10 +8,19 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import ModelError
-from ..extraction import CONFIG_FILES, config_sha256, local_model_folder, tokenizer_sha256, weights_sha256
+from ..extraction import (
+    CONFIG_FILES,
+    DEFAULT_MODEL,
+    config_sha256,
+    local_model_folder,
+    tokenizer_sha256,
+    weights_sha256,
+)
+from ..extraction import model_folder as resolve_model
 from ..safe_files import loads_json
 
 SAFETENSORS_INDEX = "model.safetensors.index.json"
+DEFAULT_RECORDED = "default:all-MiniLM-L6-v2"  # the default model's name as extract records it
 
 
 def weight_files(folder: Path) -> list[Path]:
@@ -33,9 +42,35 @@ def model_folder(extraction: dict) -> Path | None:
     if recorded and _is_folder(Path(str(recorded))):
         return Path(str(recorded))
     try:
-        return local_model_folder(extraction.get("model"))
+        folder = local_model_folder(loader_name(extraction))
     except OSError:  # a name no file system takes (too long): no local folder, the loader says what it is
         return None
+    if folder is None and from_hub_or_default(extraction):  # a hub id: its snapshot in this machine's cache
+        try:
+            return resolve_model(str(extraction.get("model")))[1]
+        except ModelError:  # not in the cache: the loader says so, by the hub id
+            return None
+    return folder
+
+
+def loader_name(extraction: dict) -> str | None:
+    """The name to load the bundle's model by where its recorded folder is gone: the default model's (its
+    recorded ``default:...`` name is no ``--model``), or the recorded name (a hub id, a folder as typed)."""
+    name = extraction.get("model")
+    return DEFAULT_MODEL if name == DEFAULT_RECORDED else name
+
+
+def from_hub_or_default(extraction: dict) -> bool:
+    """The bundle's model is the default model or a hub id whose recorded folder was a snapshot of the Hugging
+    Face cache (``.../models--org--name/snapshots/REV``), found again by its name on another machine or cache;
+    any other recorded folder was a local model folder, which only its path names."""
+    name, recorded = extraction.get("model"), extraction.get("model_path")
+    if name == DEFAULT_RECORDED:
+        return True
+    if not isinstance(name, str) or not isinstance(recorded, str):
+        return False
+    snapshot = Path(recorded)
+    return snapshot.parent.name == "snapshots" and snapshot.parent.parent.name == "models--" + name.replace("/", "--")
 
 
 def _is_folder(path: Path) -> bool:
@@ -72,4 +107,29 @@ def check_model(extraction: dict, folder: Path) -> None:
         )
 
 
-__all__ = ["check_model", "model_folder", "weight_files"]
+def _absolute(path: object) -> bool:
+    return isinstance(path, str) and Path(path).is_absolute()
+
+
+def refuse_a_moved_model(extraction: dict) -> None:
+    """A bundle fitted on a local model folder that is gone (moved, deleted): one clear error saying where it
+    was, rather than the loader's "does not exist" for a path the user never typed."""
+    # where it was: the absolute path extract recorded (a folder given as ./bert too), else an absolute name
+    where = next((str(p) for p in (extraction.get("model_path"), extraction.get("model")) if _absolute(p)), None)
+    if from_hub_or_default(extraction) or where is None:
+        return  # a hub id (or the default model): the loader finds it in the cache, downloads it or says why not
+    raise ModelError(
+        f"the bundle's model folder {where} (where it was when the probe was fitted) is not there any more",
+        "put the model folder back at that path; from Python, pass its new place: probe.predict(texts, "
+        "model='FOLDER') (its weights are checked against the bundle's sha256)",
+    )
+
+
+__all__ = [
+    "check_model",
+    "from_hub_or_default",
+    "loader_name",
+    "model_folder",
+    "refuse_a_moved_model",
+    "weight_files",
+]

@@ -39,7 +39,24 @@ def read_input(config: PredictConfig, probe: Probe) -> tuple[Corpus, str, str | 
             "leave them out",
         )
     text_col, pair_col = _columns(config, probe)
+    _refuse_words(config, text_col)
     return _read_table(config, probe, text_col, pair_col), text_col, pair_col
+
+
+def _refuse_words(config: PredictConfig, text_col: str) -> None:
+    """A word input (a CoNLL-U file, JSON Lines of tokens) given to a bundle of a sentence label: said as such,
+    not as the table reader's 'line 3 has 4 fields', whose hint is to read it as words (which this bundle cannot)."""
+    from ..extraction import word_format
+
+    fmt = None if str(config.corpus) == "-" else word_format(config.corpus, None, None)
+    if fmt is not None:
+        raise InputError(
+            f"{config.corpus} is a {fmt} file of words, and this bundle predicts a label per text",
+            _TABLE_HINT.format(text_col=text_col),
+        )
+
+
+_TABLE_HINT = "give a table of texts (CSV, TSV, JSON Lines or Parquet) with the column '{text_col}'"
 
 
 def _read_table(config: PredictConfig, probe: Probe, text_col: str, pair_col: str | None = None) -> Corpus:
@@ -60,6 +77,9 @@ def _read_table(config: PredictConfig, probe: Probe, text_col: str, pair_col: st
                 f"{spoken_value(config, 'text_col', Placeholder('NAME'))} (a bundle fitted on sentence pairs reads "
                 "two columns)"
             )
+        elif "looks like a CoNLL-U treebank" in (error.hint or ""):  # on stdin: its advice to read words
+            hint = "it looks like a CoNLL-U treebank, and this bundle predicts a label per text: "
+            hint += _TABLE_HINT.format(text_col=text_col)
         elif "--skip-empty" in (error.hint or ""):
             hint = "fill them in, or leave those rows out: predict writes one prediction per row"
         elif default is not None and any(f"{what} in column '{default}'" in error.message for what in ID_ERRORS):

@@ -212,7 +212,7 @@ class Probe:
 
     def _options(self, overrides: dict) -> dict:
         """``embed_options`` with ``overrides``; the bundle's model folder, checked once, unless overridden."""
-        from .model_ref import check_model, model_folder
+        from .model_ref import check_model, from_hub_or_default, loader_name, model_folder, refuse_a_moved_model
 
         options = {**self.embed_options(), **overrides}
         if "model" not in overrides:
@@ -221,8 +221,11 @@ class Probe:
                 check_model(self.extraction, folder)
                 self._model_checked = True
             if folder is None:
-                _refuse_a_moved_model(self.extraction)
-            options["model"] = str(folder) if folder is not None else options["model"]
+                refuse_a_moved_model(self.extraction)
+            if folder is not None:
+                options["model"] = str(folder)
+            elif from_hub_or_default(self.extraction):  # by its name here, never the other machine's folder
+                options["model"] = loader_name(self.extraction)
         return options
 
     def features(self, texts: Any, text_pairs: Any = None, **overrides: Any) -> Any:
@@ -378,21 +381,6 @@ def _split_pairs(items: Any) -> tuple[list, list]:
     raise InputError(
         "this probe was fitted on sentence pairs, and got no second texts",
         "pass text_pairs= (the second texts), or (text, text_pair) tuples: predict([('a', 'b'), ...])",
-    )
-
-
-def _refuse_a_moved_model(extraction: dict) -> None:
-    """A bundle fitted on a local model folder that is gone (moved, deleted): one clear error saying where it
-    was, rather than the loader's "does not exist" for a path the user never typed."""
-    from ..errors import ModelError
-
-    recorded = str(extraction.get("model") or "")
-    if not Path(recorded).is_absolute():
-        return  # a hub id (or the default model): the loader finds it in the cache, downloads it or says why not
-    raise ModelError(
-        f"the bundle's model folder {recorded} (where it was when the probe was fitted) is not there any more",
-        "put the model folder back at that path; from Python, pass its new place: probe.predict(texts, "
-        "model='FOLDER') (its weights are checked against the bundle's sha256)",
     )
 
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..probing import stack_folds, stack_splits
+from ..probing import fit_at_c, stack_folds, stack_splits
 from . import head as heads
 from .head import Head, linear_weights
 
@@ -70,14 +70,6 @@ def layer_scores(part: Head, X: np.ndarray) -> np.ndarray:
     return np.nan_to_num(scores, neginf=0.0)
 
 
-def _held_whole(groups: np.ndarray | None, rows: np.ndarray) -> np.ndarray | None:
-    """The groups of an inner fold's rows, for its holdout (at the layer's C it chooses nothing, so a fold of a
-    single group, whose holdout cannot be of whole groups, draws it by row)."""
-    if groups is None or len(np.unique(groups[rows])) < 2:
-        return None
-    return groups[rows]
-
-
 def fit_stack(
     classifier: str, blocks: list[np.ndarray], y, classes: list[str], cs, balanced: bool, seed: int, groups=None
 ):
@@ -94,11 +86,9 @@ def fit_stack(
         parts.append(heads.fit_head(classifier, X, y, classes, cs, (), balanced, seed, groups=groups))
         oof = np.zeros((len(y), k))
         if folds >= 2:
-            for fit_rows, val_rows in splits:
-                inner = heads.fit_head(
-                    classifier, X[fit_rows], y[fit_rows], classes, [parts[-1].C], (), balanced, seed, None,
-                    _held_whole(groups, fit_rows),
-                )  # fmt: skip
+            for fit_rows, val_rows in splits:  # the probes' own inner fit at the layer's C (fit_at_c)
+                model, scaler = fit_at_c(classifier, X, y, fit_rows, parts[-1].C, balanced, seed)
+                inner = Head(classifier, scaler.mean, scaler.scale, linear_weights(model, k), list(classes))
                 oof[val_rows] = layer_scores(inner, X[val_rows])
         else:
             oof = layer_scores(parts[-1], X)

@@ -116,6 +116,7 @@ _HOMES = {
     "fit_mlp": "evaluation.core",
     "fit_scaler": "evaluation.core",
     "STACK_INNER_FOLDS": "evaluation.core",
+    "fit_at_c": "evaluation.core",
     "stack_folds": "evaluation.core",
     "stack_splits": "evaluation.core",
     # --group: rows kept together (featx fit reads, folds and checks them as featx probe does)

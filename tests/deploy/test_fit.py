@@ -7,8 +7,10 @@ import numpy as np
 import pytest
 
 import featx
+from featx.deploy import export_directions
 from featx.deploy import head as heads
 from featx.deploy.features import stored_matrix
+from featx.errors import InputError
 
 
 def _stored(path, probe, rows=None):
@@ -124,6 +126,10 @@ def test_separate_pairs_read_the_probes_pair_feature(tiny_model, tmp_path):
     loaded = featx.load(result.path)
     assert loaded.head.n_features == 4 * 32  # [u, v, |u-v|, u*v]
     assert loaded.extraction["pair_mode"] == "separate" and loaded.extraction["text_pair_col"] == "other"
+    # [u, v, |u-v|, u*v] is no direction in the layer's space: featx directions (and --intervene) refuse it (it
+    # wrote 4 * 32 wide "layer.1" directions)
+    with pytest.raises(InputError, match=r"encoded separately reads \[u, v, \|u-v\|, u\*v\]"):
+        export_directions(result.path, output=tmp_path / "d.safetensors")
 
 
 def test_the_weighted_stack_round_trips(split_features, tmp_path):
@@ -136,6 +142,20 @@ def test_the_weighted_stack_round_trips(split_features, tmp_path):
     assert isinstance(X, list) and len(X) == 3
     assert np.array_equal(loaded.predict_proba_features(X), result.probe.predict_proba_features(X))
     assert np.allclose(loaded.predict_proba_features(X).sum(axis=1), 1.0)
+    # the same stack as featx probe --layer stack trains on these rows (its inner fits went through the C search's
+    # warm-started path, the probe's through a fresh fit: its out-of-fold scores, so its meta-classifier, differed)
+    from featx.probing.config import DEFAULT_CS
+    from featx.probing.evaluation import run_stack
+
+    with featx.open(split_features) as features:
+        split, codes, names = np.asarray(features.split, str), features.labels("topic"), features.label_names("topic")
+    y = np.array([loaded.classes.index(names[code]) for code in codes])
+    train, test = np.flatnonzero(split == "train"), np.flatnonzero(split == "test")
+    probed = run_stack("logreg", X, y, train, test, None, len(loaded.classes), DEFAULT_CS, False, 0)
+    assert np.array_equal(loaded.head.predict_codes([block[test] for block in X]), probed.predictions)
+    k = len(loaded.classes)
+    meta = np.abs(loaded.head.meta.weights["coef"].T).reshape(k, len(X), k).sum(axis=(0, 2))
+    np.testing.assert_allclose(meta / meta.sum(), probed.layer_weights, rtol=1e-5)  # the meta-classifier's weights
     for part, c in zip(result.probe.head.parts, (0.01, 0.1, 0.72), strict=True):
         part.C = c  # layers that chose different C: the stack's C is their geometric mean, 0.0896...
     chosen = next(line for line in result.summary() if line.startswith("chosen:"))

@@ -293,12 +293,17 @@ def test_predict_refuses_word_options_it_cannot_use(fitted, word_features, tmp_p
         ([str(fitted.path), str(corpus), "--label", "other"], "no word label column 'other'"),
         ([str(fitted.path), "-", "--word-format", "conllu"], "conllu input is read from a file, not stdin"),
         ([str(sentence_bundle), str(corpus), "--word-format", "conllu"], "apply to word probes"),
+        # a treebank given to a sentence bundle: its hint said to pass --word-format (refused) or name it .conllu
+        ([str(sentence_bundle), str(test_file)], r"is a conllu file of words, .* predicts a label per text.* a table"),
         ([str(fitted.path), str(test_file), "--id-col", "sent"], "this is conllu input: its sentences are named"),
         ([str(fitted.path), str(test_file), "--row-ids"], "--row-ids numbers the rows of a table of texts; this is co"),
         ([str(fitted.path), str(test_file), "--text-col", "text"], "this is conllu input: its words are the file's"),
     ]
+    treebank = test_file.read_text()
+    cases.append(([str(sentence_bundle), "-"], r"treebank.* predicts a label per text: give a table of texts"))
     for args, message in cases:
-        result = CliRunner().invoke(main, ["predict", *args, "-o", str(tmp_path / "p.csv"), "-q"], input="text\na\n")
+        given = treebank if args[1:] == ["-"] and args[0] == str(sentence_bundle) else "text\na\n"
+        result = CliRunner().invoke(main, ["predict", *args, "-o", str(tmp_path / "p.csv"), "-q"], input=given)
         assert result.exit_code == 2, result.output
         assert_one_clear_error(result.output, message)
     assert not (tmp_path / "p.csv").exists()

@@ -4,6 +4,8 @@ check the streaming and the table; tests/deploy/test_predict_texts.py runs the r
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -46,6 +48,13 @@ def test_top_k_and_jsonl(fitted, split_features, tmp_path, lookup):
     table = pd.read_json(tmp_path / "p.jsonl", lines=True)
     assert list(table.columns) == ["id", "prediction", "top_1", "p_top_1"]
     assert (table.prediction == table.top_1).all()
+    # every float as the CSV has it (pandas' to_json wrote 3e-12 as 0.0 and 2.6282156965944572e-05 as 0.0000262822)
+    from featx.deploy.table import write_frame
+
+    values = [3e-12, 2.6282156965944572e-05, 0.7903439208948392, float("nan")]
+    write_frame(pd.DataFrame({"id": ["a", "b", "c", "d"], "p": values, "word": [1, 2, 3, 4]}), tmp_path / "x.jsonl")
+    rows = [json.loads(line) for line in (tmp_path / "x.jsonl").read_text().splitlines()]
+    assert [row["p"] for row in rows] == values[:3] + [None] and [row["word"] for row in rows] == [1, 2, 3, 4]
 
 
 def test_a_failure_mid_run_writes_nothing_and_the_next_run_resumes(fitted, split_features, tmp_path, monkeypatch):

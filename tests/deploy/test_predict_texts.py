@@ -121,6 +121,34 @@ def test_a_bundle_whose_model_folder_moved_is_one_clear_error(tmp_path):
     assert featx.load(fitted.path).predict(["the cat"], model=str(moved)).tolist() == expected.tolist()
 
 
+def test_a_bundle_finds_its_default_or_hub_model_where_this_machine_keeps_it(fitted, tmp_path, monkeypatch):
+    """A bundle used where its model lives elsewhere (another machine, venv or Hugging Face cache): the default
+    model and a hub id are found by their names (the loader was handed the recorded path, "model folder ...
+    does not exist"); a local folder given as a relative path (--model ./bert) that moved is the moved-model
+    error, naming where it was."""
+    import huggingface_hub.constants
+
+    from featx.deploy.model_ref import model_folder
+    from featx.errors import ModelError
+    from featx.extraction import local_model_folder
+
+    default = {"model": "default:all-MiniLM-L6-v2", "model_path": str(tmp_path / "old-venv" / "model")}
+    assert model_folder(default) == local_model_folder("default")
+    snapshot = tmp_path / "cache" / "models--org--tiny" / "snapshots" / "def456"
+    snapshot.mkdir(parents=True)
+    (snapshot / "config.json").write_text("{}")
+    (snapshot.parents[1] / "refs").mkdir()
+    (snapshot.parents[1] / "refs" / "main").write_text("def456")
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    hub = {"model": "org/tiny", "model_path": "/elsewhere/hub/models--org--tiny/snapshots/abc123"}
+    assert model_folder(hub) == snapshot.resolve()
+    probe = featx.load(fitted.path)
+    probe.extraction.update(model="bert", model_path=str(tmp_path / "bert"))  # typed --model bert, since moved
+    with pytest.raises(ModelError, match=f"model folder {tmp_path / 'bert'} .*is not there any more"):
+        probe.features(["the cat"])
+
+
 def test_a_prompt_bundle_renders_each_text_into_the_stored_prompt(tmp_path):
     """A decoder's bundle of prompts (a template inside a chat template with a system message, contrast answers),
     read at the answer token of layer 1 of 2: ``probe.features`` renders each text into the prompts the file stored

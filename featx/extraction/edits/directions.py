@@ -129,6 +129,13 @@ def _manifest(folder: Path) -> dict:
             "direction in a layer's space",
             "use the bundle of a sentence or word label",
         )
+    extraction = manifest.get("extraction")
+    if isinstance(extraction, dict) and extraction.get("pair_mode") == "separate":
+        raise InputError(
+            f"bundle {folder}: a probe of sentence pairs encoded separately reads [u, v, |u-v|, u*v] of the two "
+            "texts' vectors, which is no direction in a layer's space",
+            "use the bundle of single texts, or of pairs encoded together (extract --pair-mode cross)",
+        )
     if manifest.get("classifier") not in LINEAR:
         raise InputError(
             f"bundle {folder}: its {manifest.get('classifier')} head has no linear directions",

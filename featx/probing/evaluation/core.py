@@ -218,9 +218,7 @@ def run_stack(
         oof = np.zeros((len(train), n_classes))
         if inner_folds >= 2:
             for fit_idx, val_idx in stack_splits(y, train, inner_folds, seed, groups):
-                inner = clf.make_linear(name, C, balanced, seed)
-                inner_scaler = fit_scaler(X, train[fit_idx])
-                clf.fit_quietly(inner, inner_scaler(X[train[fit_idx]]), y[train[fit_idx]])
+                inner, inner_scaler = fit_at_c(name, X, y, train[fit_idx], C, balanced, seed)
                 oof[val_idx] = clf.linear_scores(inner, inner_scaler(X[train[val_idx]]), n_classes)
         else:
             oof = clf.linear_scores(model, scaler(X[train]), n_classes)
@@ -234,6 +232,15 @@ def run_stack(
     validation = _stack_validation(meta, np.concatenate(train_scores, axis=1), y, train, inner_folds, seed, groups)
     C = float(np.exp(np.mean(np.log(chosen))))
     return FoldResult(predictions, C, time.perf_counter() - started, weights, validation)
+
+
+def fit_at_c(name: str, X: np.ndarray, y: np.ndarray, rows: np.ndarray, C: float, balanced, seed):
+    """A linear probe at a fixed C, its scaler and fit on ``rows`` only: the stacked probe's inner fits (of
+    ``featx probe`` and of ``featx fit``'s stack, so that both make the same out-of-fold scores)."""
+    model = clf.make_linear(name, C, balanced, seed)
+    scaler = fit_scaler(X, rows)
+    clf.fit_quietly(model, scaler(X[rows]), y[rows])
+    return model, scaler
 
 
 def stack_folds(y: np.ndarray, train: np.ndarray, n_classes: int, groups: np.ndarray | None) -> int:
