@@ -243,6 +243,23 @@ def quiet_option(group: str | None = None, help: str = "No progress bar (as extr
     return option(True, flag=("--quiet", "-q"), negate=True, group=group, help=help)
 
 
+def encoding_option(group: str | None = None, what: str = "the corpus file") -> Any:
+    """``--encoding``, declared once for the commands that read a corpus (``featx extract``, ``predict``, ``lens``):
+    a codec name (checked by ``codecs.lookup``, as ``featx.extraction`` checks it)."""
+    return option("utf-8", flag="--encoding", group=group, help=f"Text encoding of {what}.")
+
+
+def sep_option(group: str | None = None, what: str = "Corpus delimiter") -> Any:
+    """``--sep``, declared once for the commands that read a delimited corpus (``featx extract``, ``predict``,
+    ``lens``) or label file (``probe --labels``): a delimiter or its name (``featx.io.parse_sep``), None to sniff."""
+    return option(
+        None,
+        flag="--sep",
+        group=group,
+        help=f"{what}: comma, tab, semicolon or pipe (default: sniffed from the first lines).",
+    )
+
+
 def normalise(config: Options, name: str, value: Any) -> None:
     """Set ``name`` on a frozen config while it is being checked (its canonical spelling, say)."""
     object.__setattr__(config, name, value)
@@ -250,6 +267,8 @@ def normalise(config: Options, name: str, value: Any) -> None:
 
 __all__ = [
     "ARGUMENTS",
+    "encoding_option",
+    "sep_option",
     "MAX_SEED",
     "OPTION",
     "REMOVED_IN",

@@ -9,7 +9,7 @@ from typing import ClassVar
 
 from ..checks import number, numbers, one_of, path_like, spelled, text, whole
 from ..errors import InputError
-from ..options import Check, Options, option, overwrite_option, spoken_value
+from ..options import Check, Options, encoding_option, option, overwrite_option, sep_option, spoken_value
 from ..probing import (
     DEFAULT_ALPHAS,
     DEFAULT_CS,
@@ -186,10 +186,8 @@ class PredictConfig(Options):
         group=READING,
         help="Ids are the data row numbers (0-based), even when the corpus has the bundle's id column.",
     )
-    sep: str | None = option(
-        None, flag="--sep", group=READING, help="Delimiter of a delimited corpus (default: sniffed)."
-    )
-    encoding: str = option("utf-8", flag="--encoding", group=READING, help="Text encoding of the corpus.")
+    sep: str | None = sep_option(READING)
+    encoding: str = encoding_option(READING)
     label: str | None = option(
         None,
         flag="--label",

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from ..errors import InputError
-from ..options import Check, Options, option, renamed
+from ..options import Check, Options, encoding_option, option, renamed, sep_option
 from .checks import CONSTRAINTS
 from .model.files import DEFAULT_MODEL
 
@@ -139,13 +139,8 @@ class ExtractConfig(Options):
         help="Leave out empty or whitespace-only texts (zero-width and control characters count as "
         "whitespace) instead of refusing.",
     )
-    encoding: str = option("utf-8", flag="--encoding", group=READING, help="Text encoding of the corpus file.")
-    sep: str | None = option(
-        None,
-        flag="--sep",
-        group=READING,
-        help="Corpus delimiter: comma, tab, semicolon or pipe (default: sniffed from the first lines).",
-    )
+    encoding: str = encoding_option(READING)
+    sep: str | None = sep_option(READING)
     missing_labels: str = option(
         "empty",
         flag="--missing-labels",

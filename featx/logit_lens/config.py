@@ -9,7 +9,18 @@ from typing import ClassVar
 from ..checks import path_like, text, whole
 from ..errors import InputError
 from ..io import corpus_stem
-from ..options import Check, Options, normalise, on_command_line, option, quiet_option, spoken, spoken_value
+from ..options import (
+    Check,
+    Options,
+    encoding_option,
+    normalise,
+    on_command_line,
+    option,
+    quiet_option,
+    sep_option,
+    spoken,
+    spoken_value,
+)
 from ..probing import bootstrap_option, check_bootstrap, check_folds, check_seed, folds_option, seed_option
 from .answers import parse_answers
 
@@ -71,13 +82,8 @@ class LensConfig(Options):
     model: str = option("default", flag="--model", group=INPUT, help="Model folder or id (with its LM or MLM head).")
     text_col: str = option("text", flag="--text-col", group=INPUT, help="Column holding the texts.")
     id_col: str | None = option(None, flag="--id-col", group=INPUT, help="Column of unique row ids.")
-    encoding: str = option("utf-8", flag="--encoding", group=INPUT, help="Text encoding of the corpus file.")
-    sep: str | None = option(
-        None,
-        flag="--sep",
-        group=INPUT,
-        help="Corpus delimiter: comma, tab, semicolon or pipe (default: sniffed from the first lines).",
-    )
+    encoding: str = encoding_option(INPUT)
+    sep: str | None = sep_option(INPUT)
     layers: str = option("all", flag="--layer", listed=True, group=PROBE, help="Layers read: all, 0,3,6 or -4:.")
     folds: int = folds_option(PROBE)
     seed: int = seed_option(PROBE, "the logreg probe")

@@ -21,7 +21,7 @@ from ..io import (
     refuse_other_formats,
     unwrap_gzip,
 )
-from ..options import Check, Options, keywords_of, option, spoken_value
+from ..options import Check, Options, keywords_of, option, sep_option, spoken_value
 from ..store import FeatureFile
 from .evaluation import usable_split
 from .shared_options import check_join, join_option
@@ -40,7 +40,7 @@ class LabelsAddConfig(Options):
         flag="--missing-labels",
         help="Label values read as missing: empty, pandas, or a comma list such as 'NA,-'.",
     )
-    sep: str | None = option(None, flag="--sep", help="LABEL_FILE's delimiter (default: sniffed).")
+    sep: str | None = sep_option(what="LABEL_FILE's delimiter")
 
     CONSTRAINTS: ClassVar[tuple[Check, ...]] = (
         path_like("features", "label_file"),
