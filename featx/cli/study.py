@@ -33,7 +33,7 @@ def study_run(study_file, dry_run, **options):
 
     config = RunConfig(study=study_file, **options)
     if dry_run:
-        echo(format_dry_run(plan_only(config.study)))
+        echo(format_dry_run(plan_only(config)))
         return
     result = run(config, echo=echo)
     echo(format_summary(result))

@@ -233,9 +233,10 @@ def run(
         return _run(config, echo)
 
 
-def _check_remote_code(plan: StudyPlan, allowed: bool) -> None:
+def check_remote_code(plan: StudyPlan, allowed: bool) -> None:
     """A study file is someone else's file too: its ``trust_remote_code = true`` runs a model folder's own Python
-    code only when the caller of this run asks for it (``--trust-remote-code``), never because the file says so."""
+    code only when the caller of this run (or of its dry run, whose calibration runs load the model) asks for it
+    (``--trust-remote-code``), never because the file says so."""
     cells = [cell for cell in plan.extractions if cell.task.args["options"].get("trust_remote_code")]
     if not cells or allowed:
         return
@@ -257,7 +258,7 @@ def _run(config: RunConfig, echo: Echo) -> StudyResult:
     started = time.perf_counter()
     overrides = {"jobs": config.jobs, "engine": config.engine, "address": config.address}
     plan = make_plan(config.study, **overrides)  # the whole study checked before any work
-    _check_remote_code(plan, config.trust_remote_code)
+    check_remote_code(plan, config.trust_remote_code)
     check_missing(plan)  # a corpus file gone that an extraction not done reads
     check_corpora(plan.config)  # every corpus file read: its labels, its group column
     plan.config.check_address()

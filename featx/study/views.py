@@ -17,7 +17,7 @@ from .columns import check_corpora
 from .missing import check_missing, missing_lines
 from .plan import StudyPlan, make_plan
 from .records import DONE, FAILED, PENDING, RUNNING, cell_status, read_state, still_running
-from .runner import RunConfig, StudyResult
+from .runner import RunConfig, StudyResult, check_remote_code
 
 STATUS_COLUMNS = ("cell", "kind", "model", "corpus", "label", "status", "started", "finished", "seconds", "error")
 
@@ -93,10 +93,13 @@ def _estimate(config: Any, models: Any) -> dict[str, Any]:
 def dry_run(study: Any) -> pd.DataFrame:
     """The cells of a study and what a run would do: done cells, and for each pending extraction its estimated
     seconds and file bytes (``featx.extraction.estimate``: a short calibration run of the model, each model
-    loaded once for its corpora: ``LoadedModels``)."""
+    loaded once for its corpora: ``LoadedModels``). ``study`` may be a whole ``RunConfig``: its
+    ``trust_remote_code`` lets a model's own code run, as ``run``'s does (never the study file alone)."""
     from ..extraction import LoadedModels
 
-    plan = make_plan(study)
+    allowed = isinstance(study, RunConfig) and study.trust_remote_code
+    plan = make_plan(study.study if isinstance(study, RunConfig) else study)
+    check_remote_code(plan, allowed)  # before any calibration run loads a model
     check_missing(plan)  # as run checks them, before any calibration run of a model
     check_corpora(plan.config)
     models = LoadedModels()  # the extractions come model by model: each loaded once

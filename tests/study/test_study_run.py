@@ -381,3 +381,7 @@ def test_a_study_file_alone_never_turns_remote_code_on(tiny_model, study_corpora
         ran.exit_code == 2 and f"{path}, line " in ran.output and "run the study with --trust-remote-code" in ran.output
     )
     assert not (tmp_path / "out" / "tiny").exists()  # nothing extracted
+    dry = CliRunner().invoke(main, ["study", "run", str(path), "--dry-run"])  # its calibration runs too
+    assert dry.exit_code == 2 and "run the study with --trust-remote-code" in dry.output
+    with pytest.raises(InputError, match="a study file never turns it on alone"):
+        featx.study.dry_run(study)
