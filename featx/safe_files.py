@@ -96,9 +96,7 @@ def check_writable(path: Path, hint: str | None = None) -> None:
     """Before expensive work: create and remove a small file in the folder that will hold ``path`` (its nearest
     existing folder, when it is still to be made). ``os.access`` says "writable" to root even on a read-only
     mount, so this tries it; a full disk shows only when the file's bytes are flushed, so one block is written."""
-    folder = Path(path).absolute().parent
-    while not folder.exists() and folder != folder.parent:
-        folder = folder.parent
+    folder = existing_folder(path)
     try:
         descriptor, name = tempfile.mkstemp(dir=folder, prefix=".featx-write-test-")
     except OSError as err:
@@ -113,6 +111,15 @@ def check_writable(path: Path, hint: str | None = None) -> None:
     finally:
         with contextlib.suppress(OSError):
             os.unlink(name)
+
+
+def existing_folder(path: str | os.PathLike) -> Path:
+    """The folder that will hold ``path``: its parent, or that parent's nearest existing folder when it is still to
+    be made (what a write there is checked in)."""
+    folder = Path(path).absolute().parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    return folder
 
 
 def sibling(path: Path, name: object) -> Path | None:

@@ -6,8 +6,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-
 from ..errors import InputError
 from ..options import spoken_value
 from ..safe_files import loads_json
@@ -101,6 +99,7 @@ def _mask_position(config: LensConfig, template: str | None, tokenizer, model: s
 def label_classes(config: LensConfig, answers: Answers) -> tuple[list[str], list[int]]:
     """The label's classes present in the corpus (featx's order) and the answer index of each."""
     from ..extraction import read_corpus
+    from ..probing import column_plan
 
     corpus = read_corpus(
         config.corpus, text_col=config.text_col, id_col=config.id_col, encoding=config.encoding, sep=config.sep
@@ -117,20 +116,8 @@ def label_classes(config: LensConfig, answers: Answers) -> tuple[list[str], list
     if len(names) < 2:
         raise InputError(f"label '{config.label}' has fewer than two classes in {config.corpus}", "pick another label")
     mapping = answers.classes_to_answers(names, config.label)
-    _check_folds(config, corpus, column, present, names)
+    column_plan(column, corpus.split, int(config.folds), int(config.seed), config.label)  # the probe's, refused first
     return names, mapping
-
-
-def _check_folds(config: LensConfig, corpus, column, present: list[int], names: list[str]) -> None:
-    """The probe's evaluation plan, made from the corpus before the forward pass (the split, else ``--folds``
-    stratified folds), so that too many folds for a class is refused before any work, as the probe refuses it."""
-    from ..probing import classification_plan
-
-    codes = np.asarray(column.codes)
-    labelled = codes >= 0
-    y = np.searchsorted(np.asarray(present), codes[labelled])
-    split = np.asarray(corpus.split, dtype=object)[labelled] if corpus.split is not None else None
-    classification_plan(y, split, int(config.folds), int(config.seed), names, config.label)
 
 
 def prepare(config: LensConfig) -> Prepared:

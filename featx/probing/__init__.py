@@ -88,6 +88,7 @@ _HOMES = {
     "senteval": "tasks.pairs",
     "EvaluationPlan": "evaluation.plans:Plan",
     "classification_plan": "evaluation.plans:make_plan",
+    "column_plan": "evaluation.plans",
     "regression_plan": "tasks.regression:make_plan",
     "DEV_VALUES": "evaluation.plans",
     "TEST_VALUES": "evaluation.plans",

@@ -17,7 +17,7 @@ from ..errors import InputError, StoreError
 from ..io import read_csv, write_csv
 from ..json_fields import shown
 from ..options import Placeholder, on_command_line, spoken, spoken_value
-from ..safe_files import atomic_write_text, check_writable, loads_json
+from ..safe_files import atomic_write_text, check_writable, existing_folder, loads_json
 from ..store import escape_name
 from .evaluation.significance import COLUMNS as SIGNIFICANCE_COLUMNS
 from .meta import ProbeMeta, checked_meta
@@ -164,11 +164,8 @@ def check_name_length(features_path: Path, label: str | None, output: str | Path
     if label is None and output is None:
         return
     longest = side_path(results_paths(Path(features_path), str(label or ""), output)[0], "predictions")
-    folder = longest.absolute().parent
-    while not folder.exists() and folder != folder.parent:
-        folder = folder.parent
     try:
-        limit = os.pathconf(folder, "PC_NAME_MAX")
+        limit = os.pathconf(existing_folder(longest), "PC_NAME_MAX")
     except (OSError, ValueError):
         limit = 255
     size = len(os.fsencode(longest.name))

@@ -116,7 +116,7 @@ def check_folds_fit(config: Any, corpus: Any, read: Any) -> None:
     probes: word labels, and runs whose ``min_class_rows`` or ``bins`` change the rows or classes first."""
     import numpy as np
 
-    from ..probing import classification_plan, regression_plan, resolve_task, split_parts
+    from ..probing import column_plan, regression_plan, resolve_task, split_parts
 
     if dict(config.probe).get("min_class_rows") is not None:
         return
@@ -135,10 +135,9 @@ def check_folds_fit(config: Any, corpus: Any, read: Any) -> None:
             if task == "regression":
                 regression_plan(column.values()[labelled], None, folds, seed)
             else:
-                classification_plan(column.codes[labelled], None, folds, seed, list(column.names), label)
+                column_plan(column, None, folds, seed, label)
         except InputError as err:
-            keys = config.source.lines.keys_under(("probe",)) or [name for name, _ in config.probe]
-            key = next((key for key in keys if key.lstrip("-") == "folds"), None)
-            message = f"corpus '{corpus.name}': {err.message}"
             hint = (err.hint or "").replace("--folds ", "folds = ")  # as the study file spells it
-            raise config.source.error(("probe", key) if key else ("probe",), message, hint) from None
+            raise config.source.error(
+                config.probe_key("fold"), f"corpus '{corpus.name}': {err.message}", hint
+            ) from None

@@ -166,10 +166,10 @@ class StudyConfig:
                 parse_poolings(probe.poolings, poolings)
         except InputError as err:
             message = f"model '{model.name}', corpus '{corpus.name}': {err.message}"
-            raise self.source.error(self._probe_key(key), message, err.hint) from None
+            raise self.source.error(self.probe_key(key), message, err.hint) from None
 
-    def _probe_key(self, flag: str) -> Place:
-        """Where ``[probe]`` gave ``--layer`` (or ``--pooling``): as a field, a flag or either's plural."""
+    def probe_key(self, flag: str) -> Place:
+        """Where ``[probe]`` gave ``--layer`` (``flag`` less a plural's s: ``pooling``, ``fold``), as field or flag."""
         keys = self.source.lines.keys_under(("probe",)) or [name for name, _ in self.probe]
         spelled = next((key for key in keys if key.lstrip("-").replace("-", "_").rstrip("s") == flag), None)
         return ("probe", spelled) if spelled else ("probe",)

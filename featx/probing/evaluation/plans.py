@@ -111,6 +111,16 @@ def make_plan(
     return Plan(f"{folds}-fold cv", pairs, [None] * len(pairs))
 
 
+def column_plan(column, split, folds: int, seed: int, label: str) -> Plan:
+    """The plan of a corpus's class label column (``featx.io.LabelColumn``) and split values, as its probe will make
+    it once the corpus is extracted (``make_plan`` on the labelled rows): made first, so that a run that would fail
+    on it (more folds than a class has rows) is refused before any forward pass (``featx lens``, ``featx study``)."""
+    codes = np.asarray(column.codes)
+    labelled = codes >= 0
+    kept = np.asarray(split, dtype=object).astype(str)[labelled] if split is not None else None
+    return make_plan(codes[labelled], kept, folds, seed, list(column.names), label)
+
+
 def split_parts(split: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The (train, test, dev) rows of a split column (values matched case-blind)."""
     values = np.char.lower(np.asarray(split, dtype=str))
