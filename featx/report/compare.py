@@ -24,7 +24,7 @@ from ..io import write_csv
 from ..options import Check, Options, keywords_of, normalise, on_command_line, option, spoken_value
 from .figures.compare import plot_compare
 from .figures.style import FORMATS, RC, save
-from .files import check_redrawn, make_folder, results_files
+from .files import check_redrawn, make_folder, remove_stale, results_files
 from .load import (
     Entry,
     check_metric,
@@ -44,13 +44,7 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 FIELDS = ("model", "corpus", "label", "site", "classifier")
-FIELD_PLURALS = {
-    "model": "models",
-    "corpus": "corpora",
-    "label": "label columns",
-    "site": "sites",
-    "classifier": "classifiers",
-}
+FIELD_PLURALS = dict(zip(FIELDS, ("models", "corpora", "label columns", "sites", "classifiers"), strict=True))
 
 
 def _features_attrs(path: str | Path | None) -> dict:
@@ -356,8 +350,8 @@ def compare(sources: Iterable | CompareConfig, **options: Any) -> Comparison:
         fig.suptitle(compare_title(entries), fontsize=13, x=0.01, ha="left")
     notes += [f"{entry.name}: {note}" for entry in entries if (note := selection_note(entry.meta, metric)) is not None]
     result = Comparison(entries, comparison_table(entries, metric), paired, notes, fig, [], metric)
-    if config.output is not None:
-        result.written = result.write(config.output, config.formats, config.dpi)
+    if config.output is not None:  # checked above, before the work
+        result.written = result._save(Path(config.output), config.formats, config.dpi)
     return result
 
 
@@ -379,17 +373,23 @@ class Comparison:
         return format_comparison(self.table, self.tests, self.notes, self.metric)
 
     def write(self, output: str | os.PathLike, formats: Iterable[str] = FORMATS, dpi: int = 150) -> list[Path]:
-        """The figure at ``output`` (one file per format), the table at ``.csv``, the tests at ``.tests.csv``."""
+        """The figure at ``output`` (one file per format), the table at ``.csv``, the tests at ``.tests.csv`` (an
+        earlier run's removed, and a note added, when this comparison has none), once ``check_redrawn`` passes."""
+        check_redrawn(output, formats, TABLES, results=[entry.source for entry in self.entries])
+        return self._save(Path(output), formats, dpi)
+
+    def _save(self, output: Path, formats: Iterable[str], dpi: int) -> list[Path]:
+        """``write`` after its check (``compare`` checks before any work, and saves with this)."""
         import matplotlib.pyplot as plt
 
-        output = Path(output)
-        check_redrawn(output, formats, TABLES, results=[entry.source for entry in self.entries])
         make_folder(output.parent)
         with plt.rc_context(RC):
             written = save(self.figure, output, formats, dpi)
         written.append(write_csv(self.table, output.with_suffix(".csv")))
         if self.tests is not None and not self.tests.empty:
             written.append(write_csv(self.tests, output.with_suffix(".tests.csv")))
+        elif (removed := remove_stale(output.with_suffix(".tests.csv"), *TABLES[".tests.csv"])) is not None:
+            self.notes.append(removed)
         return written
 
     def close(self) -> None:

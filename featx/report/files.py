@@ -46,6 +46,19 @@ def check_redrawn(
         refuse_foreign([path], what, table_with(header))
 
 
+def remove_stale(path: Path, what: str, header: str) -> str | None:
+    """A run whose output has no ``what`` this time removes the one an earlier run wrote at ``path`` (featx's own,
+    known by ``header``: ``table_with``), so that no reader takes it for this run's; a user's file, a link or a
+    folder is left as it is (``check_redrawn`` refused it before the work). Returns the note saying so, else None."""
+    if path.is_symlink() or not path.is_file() or not table_with(header)(path):
+        return None
+    try:
+        path.unlink()
+    except OSError as err:
+        raise StoreError(f"cannot remove the earlier {what} {path}: {err.strerror or err}", writable_hint()) from None
+    return f"removed {path}, the {what} of an earlier run: this run has none"
+
+
 def results_files(config: Any) -> None:
     """``results`` as a tuple: one results path (or table) alone, or a list, tuple or other iterable of them (``featx
     compare a.csv b.csv``); a number or None is an ``InputError`` before a file is read (each item is checked when
@@ -61,4 +74,4 @@ def results_files(config: Any) -> None:
     normalise(config, "results", tuple(given))
 
 
-__all__ = ["check_redrawn", "make_folder", "results_files"]
+__all__ = ["check_redrawn", "make_folder", "remove_stale", "results_files"]

@@ -45,12 +45,24 @@ def test_an_output_beside_the_results_never_replaces_them(tmp_path, output):
     assert {path: path.read_bytes() for path in tmp_path.iterdir()} == before
 
 
-def test_lines_are_named_by_the_corpus_when_corpora_differ(tmp_path):
+def test_lines_are_named_by_the_corpus_when_corpora_differ(tmp_path, monkeypatch):
+    """Also: a comparison without paired tests (here --no-tests) removes the .tests.csv an earlier run wrote, and
+    says so (it stayed, read as this run's tests); the outputs are checked once a run (twice before: compare, then
+    Comparison.write), and by Comparison.write called alone."""
     paths = [
         _write(tmp_path, f"{corpus}.label.probe", label="label", meta={"corpus_path": f"/data/{corpus}/data.csv"})
         for corpus in ("trec", "banking77")
     ]  # the shared corpora are all called data.csv
-    result = cmp.compare(paths)
+    out, checks = tmp_path / "cmp.svg", []
+    stale = out.with_suffix(".tests.csv")
+    stale.write_text("a,b,layer,layer_b,metric,score_a,score_b,difference,p,p_holm,significant,tested\n")
+    monkeypatch.setattr(cmp, "check_redrawn", lambda output, *args, **kw: checks.append(output))
+    monkeypatch.setattr(cmp, "save", lambda figure, output, *args: [output])  # the figure is drawn, not saved
+    result = cmp.compare(paths, output=out, tests=False)
+    assert result.written == [out, out.with_suffix(".csv")] and not stale.exists() and checks == [out]
+    assert f"note: removed {stale}, the paired-tests table of an earlier run: this run has none" in result.format()
+    stale.write_text("text,label\nmine,1\n")  # a user's file (check_redrawn refuses it): never removed
+    assert result.write(out) == [out, out.with_suffix(".csv")] and stale.exists() and checks == [out, out]
     assert [entry.name for entry in result.entries] == ["trec/data.csv", "banking77/data.csv"]
     assert _legend(result.figure.axes[0])[:2] == [
         "trec/data.csv (mean): best layer 2, 0.83",
