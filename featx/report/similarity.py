@@ -60,6 +60,13 @@ class Similarity:
         )
         return frame.round(4)
 
+    def table(self) -> pd.DataFrame:
+        """The CSV ``featx similarity`` writes: ``frame``'s columns (``layer J``, so a reader of those keeps working),
+        then the chance level of each cell (``chance layer J``, ``linear_cka_chance``), 4 decimals."""
+        chance = np.full(self.matrix.shape, np.nan) if self.chance is None else self.chance
+        extra = pd.DataFrame(chance, index=self.frame().index, columns=[f"chance layer {j}" for j in self.layers_b])
+        return pd.concat([self.frame(), extra.round(4)], axis=1)
+
     @property
     def what(self) -> str:
         """``mean pooling``, or for word vectors ``first word pooling``."""
@@ -213,7 +220,7 @@ class SimilarityConfig(Options):
         None,
         flag=("-o", "--output"),
         kind="path",
-        help="Figure path (.png and .svg; the matrix goes to .csv). Default: FEATURES stem + .POOLING.SITE.cka.png.",
+        help="Figure path (.png, .svg; the matrix and its chance level go to .csv). Default: FEATURES stem + .POOLING.SITE.cka.png.",
     )
     write: bool = False
     formats: Iterable[str] = FORMATS
@@ -257,29 +264,32 @@ def similarity(features, other=None, **options: Any) -> Similarity:
     config = SimilarityConfig.build(features, **({"other": other} if other is not None else {}), **options)
     output = None
     if config.output is not None or config.write:
-        named = default_output(
-            config.features, config.other, pooling=config.pooling, site=config.site, words=config.words
-        )
-        output = config.output or named
+        where: dict[str, Any] = {"pooling": config.pooling, "site": config.site, "words": config.words}
+        output = config.output or default_output(config.features, config.other, **where)
         check_redrawn(output, config.formats, TABLE, inputs=[config.features, config.other])  # before the work
     result = _similarity(config.features, config.other, config.pooling, config.site, config.words)
-    if output is not None:
-        result.written = write_similarity(result, output, config.formats, config.dpi)
+    if output is not None:  # checked above, before the work
+        result.written = _save(result, Path(output), config.formats, config.dpi)
     return result
 
 
 def write_similarity(
     result: Similarity, output: str | os.PathLike, formats: Iterable[str] = FORMATS, dpi: int = 150
 ) -> list[Path]:
-    """The figure at ``output`` (one file per format) and the matrix at ``output`` with ``.csv``."""
+    """The figure at ``output`` (one file per format) and the table at ``output`` with ``.csv`` (``Similarity.table``:
+    the matrix and its chance level), once ``check_redrawn`` passes."""
+    check_redrawn(output, formats, TABLE)
+    return _save(result, Path(output), formats, dpi)
+
+
+def _save(result: Similarity, output: Path, formats: Iterable[str], dpi: int) -> list[Path]:
+    """``write_similarity`` after its check (``similarity`` checks before any work, and saves with this)."""
     import matplotlib.pyplot as plt
 
-    output = Path(output)
-    check_redrawn(output, formats, TABLE)
     make_folder(output.parent)
     fig, written = similarity_figure(result, output=output, formats=formats, dpi=dpi)
     plt.close(fig)
-    return [*written, write_csv(result.frame(), output.with_suffix(".csv"), index=True)]
+    return [*written, write_csv(result.table(), output.with_suffix(".csv"), index=True)]
 
 
 def _similarity(features, other, pooling: str, site: str, words: bool = False) -> Similarity:

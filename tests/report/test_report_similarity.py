@@ -73,10 +73,12 @@ def test_two_files_of_the_same_rows(real_runs):
     assert (result.matrix <= 1 + 1e-9).all() and not np.allclose(np.diag(result.matrix), 1.0)
 
 
-def test_two_files_of_the_same_rows_from_other_corpus_files_are_compared(tiny_features, tmp_path):
+def test_two_files_of_the_same_rows_from_other_corpus_files_are_compared(tiny_features, tmp_path, monkeypatch):
     """The rows are what CKA pairs, not the corpus file's digest: a file extracted from another corpus file holding
     the same rows (a label column added, the split dropped) was refused as 'not the same rows'; other texts, in
-    the same number of rows under the same ids, are refused."""
+    the same number of rows under the same ids, are refused. The CSV holds each cell's chance level beside the
+    matrix (it held the matrix only), and the outputs are checked once a run (twice before: similarity, then
+    write_similarity), and by write_similarity called alone."""
     import shutil
     from types import SimpleNamespace
 
@@ -86,7 +88,18 @@ def test_two_files_of_the_same_rows_from_other_corpus_files_are_compared(tiny_fe
     shutil.copy(tiny_features, same)
     with h5py.File(same, "r+") as opened:
         opened.attrs["corpus_sha256"] = "0" * 64  # as another corpus file of the same rows records it
-    result = sim.similarity(tiny_features, same, pooling="mean")
+    checks = []
+    monkeypatch.setattr(sim, "check_redrawn", lambda *args, **kw: checks.append(args[0]))
+    monkeypatch.setattr(sim, "similarity_figure", lambda *args, **kw: (None, [out]))  # the table is what is read
+    out = tmp_path / "cka.svg"
+    result = sim.similarity(tiny_features, same, pooling="mean", output=out, formats=("svg",))
+    table = pd.read_csv(out.with_suffix(".csv"), index_col=0)
+    layers = [f"layer {layer}" for layer in result.layers_b]
+    assert list(table.columns) == layers + [f"chance {column}" for column in layers]
+    assert table[layers].to_numpy() == pytest.approx(result.frame().to_numpy(), nan_ok=True)  # as before
+    assert table.iloc[:, len(layers) :].to_numpy() == pytest.approx(result.chance.round(4), nan_ok=True)
+    assert sim.write_similarity(result, out, formats=("svg",)) == [out, out.with_suffix(".csv")]
+    assert checks == [out, out]  # one check a run, one a library write
     assert np.diag(result.matrix) == pytest.approx(np.ones(len(result.layers_a)))
     with featx.open(tiny_features) as opened:  # every cell stands beside its chance level, printed with the matrix
         first, top = (opened.features("mean", layer) for layer in (opened.layers[0], opened.layers[-1]))
@@ -121,7 +134,7 @@ def test_cli_similarity_writes_heatmap_and_csv(real_runs, tmp_path):
     assert outcome.exit_code == 0, outcome.output
     assert out.exists() and out.with_suffix(".svg").exists()
     matrix = pd.read_csv(out.with_suffix(".csv"), index_col=0)
-    assert matrix.shape == (3, 3) and "linear CKA" in outcome.output
+    assert matrix.shape == (3, 6) and "linear CKA" in outcome.output  # the matrix, then its chance level
     assert "linear CKA" in out.with_suffix(".svg").read_text()
 
 
