@@ -220,7 +220,8 @@ class SimilarityConfig(Options):
         None,
         flag=("-o", "--output"),
         kind="path",
-        help="Figure path (.png, .svg; the matrix and its chance level go to .csv). Default: FEATURES stem + .POOLING.SITE.cka.png.",
+        help="Figure path (.png and .svg; the matrix and its chance level go to .csv). "
+        "Default: FEATURES stem + .POOLING.SITE.cka.png.",
     )
     write: bool = False
     formats: Iterable[str] = FORMATS

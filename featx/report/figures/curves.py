@@ -269,14 +269,14 @@ def _draw_control_curve(ax, rows: pd.DataFrame, best: pd.Series, metric: str) ->
 
 def _draw_baseline_curve(ax, frame: pd.DataFrame, best: pd.Series, metric: str, classifier: str) -> list[float]:
     """The baseline features' own per-layer curve (``probe --baseline``), at the pooling of ``best`` (the main
-    features' chosen row) when probed."""
+    features' chosen row) when probed, else at that of their own chosen row (``chosen_row``, as ``references``)."""
     base = frame[(frame["features"] == "baseline") & (frame["kind"] == "single") & (frame["classifier"] == classifier)]
     if metric not in base.columns or base[metric].isna().all():
         return []
     base = base.dropna(subset=["layer", metric]).sort_values("layer", kind="stable")
     pooling = str(best.get("probe_pooling", best["pooling"]))
-    if pooling not in set(base["pooling"]):
-        pooling = str(base.loc[base[metric].astype(float).idxmax(), "pooling"])
+    if pooling not in set(base["pooling"]):  # its own row chosen on the training part, as its reference line's
+        pooling = str(chosen_row(base, metric)[0]["pooling"])
     part = base[base["pooling"] == pooling]
     if "site" in part.columns and part["site"].nunique() > 1:
         part = part[part["site"] == part["site"].iloc[0]]

@@ -19,7 +19,6 @@ from ..load import (
     describe,
     layer_rows,
     load_results,
-    main_metric,
     poolings_of,
     references,
 )
@@ -33,16 +32,17 @@ def has_mdl(frame: pd.DataFrame) -> bool:
     return "mdl_compression" in frame.columns and pd.to_numeric(frame["mdl_compression"], errors="coerce").notna().any()
 
 
-def classifiers_of(frame: pd.DataFrame) -> list[str]:
-    """The classifiers with single-layer rows of the main features, best first (by their best accuracy)."""
+def classifiers_of(frame: pd.DataFrame, meta: dict | None = None) -> list[str]:
+    """The classifiers with single-layer rows of the main features: the one the run chose first (``meta``'s
+    ``selected``), then by their best ``selection_score`` (on the training part), else in table order; never by a
+    score on the test rows, which would make the figure's order a choice made on them."""
     rows = frame[(frame["features"] == "main") & (frame["kind"] == "single")]
-    if rows.empty:
-        return []
-    metric = main_metric(rows)
-    if metric in rows.columns and rows[metric].notna().any():
-        best = rows.groupby("classifier", sort=False)[metric].max().sort_values(ascending=False, kind="stable")
-        return [str(name) for name in best.index]
-    return list(dict.fromkeys(rows["classifier"].astype(str)))
+    names = list(dict.fromkeys(rows["classifier"].astype(str)))
+    if "selection_score" in rows.columns:
+        scores = pd.to_numeric(rows["selection_score"], errors="coerce").groupby(rows["classifier"].astype(str)).max()
+        names.sort(key=lambda name: -scores[name] if pd.notna(scores[name]) else float("inf"))  # ties: table order
+    selected = (meta or {}).get("selected")
+    return sorted(names, key=lambda name: not isinstance(selected, dict) or name != selected.get("classifier"))
 
 
 def _row_height(frame: pd.DataFrame, classifier: str, metric: str) -> float:
@@ -152,7 +152,7 @@ def figure(
     import matplotlib.pyplot as plt
 
     frame, meta, metric = _prepared(results, meta, metric, baseline)
-    chosen = [classifier] if classifier else (classifiers_of(frame) or [default_classifier(frame, meta)])
+    chosen = [classifier] if classifier else (classifiers_of(frame, meta) or [default_classifier(frame, meta)])
     mdl = has_mdl(frame)
     mixes = bool(layer_summaries(meta))  # word-level runs: the scalar-mix weights
     n = len(chosen)

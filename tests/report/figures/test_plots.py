@@ -95,6 +95,21 @@ def test_other_classifier_and_metric():
     assert ax.get_ylabel() == "macro-F1"
 
 
+def test_classifier_rows_are_ordered_by_the_selection_score_never_the_test_score():
+    """featx plot's rows of panels (one per classifier) were ordered by each classifier's best test accuracy, a
+    choice made on the test rows: now the run's chosen classifier first, then by the training part's selection
+    score; results without it keep table order."""
+    from featx.report.figures.plot import classifiers_of
+
+    frame, meta = synthetic_results(classifiers=("logreg", "mlp", "svm"))  # test accuracy: logreg > mlp > svm
+    assert classifiers_of(frame) == ["logreg", "mlp", "svm"]  # table order, not a test-score rank that happens alike
+    frame.loc[frame.kind == "single", "accuracy"] = frame.classifier.map({"logreg": 0.6, "mlp": 0.9, "svm": 0.7})
+    assert classifiers_of(frame) == ["logreg", "mlp", "svm"]  # by test accuracy this was mlp, svm, logreg
+    frame["selection_score"] = frame.classifier.map({"logreg": 0.7, "mlp": 0.6, "svm": 0.8})
+    assert classifiers_of(frame) == ["svm", "logreg", "mlp"]
+    assert classifiers_of(frame, {**meta, "selected": {"classifier": "mlp", "layer": 1}}) == ["mlp", "svm", "logreg"]
+
+
 def test_heatmap_writes_every_value_in_its_cell():
     frame, meta = synthetic_results(layers=range(4), poolings=("cls", "mean", "max"))
     ax = plot_heatmap(frame, meta)

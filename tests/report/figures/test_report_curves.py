@@ -5,6 +5,7 @@ import json
 
 import matplotlib.pyplot as plt
 import numpy as np
+import pandas as pd
 import pytest
 from click.testing import CliRunner
 from support.results import synthetic_results, write_results
@@ -112,3 +113,14 @@ def test_reference_curves_are_drawn_at_the_pooling_chosen_on_the_training_part()
     lines = _labels(ax)
     assert "control task by layer (cls)" in lines and "baseline features by layer (cls)" in lines
     assert list(lines["control task by layer (cls)"].get_ydata()) == pytest.approx([0.62, 0.63, 0.64])
+    # Baseline features without the chosen pooling: their curve is drawn at their own row chosen on the training
+    # part (max), where it was at their best test row (mean).
+    base = frame[frame["features"] == "baseline"]
+    frame = pd.concat(
+        [
+            frame[frame["features"] != "baseline"],
+            base.assign(pooling="mean", accuracy=base["accuracy"] + 0.2, selection_score=0.5),
+            base.assign(pooling="max", selection_score=0.7),
+        ]
+    )
+    assert "baseline features by layer (max)" in _labels(curves.plot_layer_curves(frame, meta, ax=plt.figure().gca()))
