@@ -73,6 +73,12 @@ class ExtractSummary:
         return data
 
 
+def forward_tokens(features: FeatureFile) -> int:
+    """The tokens every forward pass of the file's rows took: both sides of a separate-mode pair, every answer's
+    prompt of ``--contrast`` (a file written before featx stored the other answers' counts: answer 0's only)."""
+    return int(features.n_kept.sum() + features.pair_n_kept.sum() + features.contrast_n_kept.sum())
+
+
 def summary_of(path: Path, status: str, seconds: float, skipped: int) -> ExtractSummary:
     """The summary of a finished features file."""
     with FeatureFile(path) as features:
@@ -84,7 +90,7 @@ def summary_of(path: Path, status: str, seconds: float, skipped: int) -> Extract
             output=path,
             status=status,
             rows=features.n_rows,
-            tokens=int(features.n_kept.sum() + features.pair_n_kept.sum()),  # both sides of separate-mode pairs
+            tokens=forward_tokens(features),
             truncated_rows=int((features.truncated | features.pair_truncated).sum()),
             skipped_empty=skipped,
             seconds=seconds,

@@ -108,6 +108,9 @@ def _write_rows(file: h5py.File, corpus, tokenized, row_index: np.ndarray | None
     if row_index is not None:
         written(rows.file, s.ROW_INDEX, data=np.asarray(row_index, dtype=np.int64))
     _write_pair_rows(file, corpus, tokenized)
+    if getattr(tokenized, "contrast", None):  # --contrast: each further answer's tokens, as rows/n_kept answer 0's
+        lengths = np.stack([answer.lengths for answer in tokenized.contrast], axis=1)
+        written(rows.file, s.CONTRAST_N_KEPT, data=lengths.astype(np.int32))
     file.create_group(s.LABELS, track_order=True)  # label_columns in corpus order
     for name, column in corpus.labels.items():
         write_label(file, name, column)

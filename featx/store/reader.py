@@ -259,6 +259,14 @@ class FeatureFile(WordAccess, FiniteReads):
         codes = dataset[: self.n_rows]
         return np.where(codes >= 0, numbers[np.maximum(codes, 0)] if len(numbers) else np.nan, np.nan)
 
+    @property
+    def contrast_n_kept(self) -> np.ndarray:
+        """``--contrast``: ``(n_rows, K - 1)``, the tokens of answers 1 .. K-1's prompts fed to the model (``n_kept``
+        is answer 0's); ``(n_rows, 0)`` for any other file, or one written before featx stored them."""
+        if s.CONTRAST_N_KEPT not in self._file:
+            return np.zeros((self.n_rows, 0), dtype=np.int32)
+        return self._file[s.CONTRAST_N_KEPT][: self.n_rows]
+
     # -- sentence pairs --------------------------------------------------------------------
     @property
     def pair_mode(self) -> str | None:

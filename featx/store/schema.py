@@ -12,6 +12,8 @@ Layout (schema 1)::
     /rows/n_kept           (N,) int32, tokens fed to the model
     /rows/truncated        (N,) bool
     /rows/index            (N,) int64, in a shard file only: the corpus row of each of its rows, ascending
+    /rows/contrast_n_kept  (N, K-1) int32, ``--contrast`` with K answers only: the tokens of answers 1 .. K-1's
+                           prompts fed to the model (``rows/n_*`` are answer 0's); files before it lack it
     /labels/<column>       (N,) int32 class codes, -1 = missing; attrs ``column`` (original name), ``names`` (JSON)
     /pooled/<pooling>      (N, L, H) the ``hidden`` site: features of every stored layer; one chunk holds one
                            layer of a row block
@@ -140,6 +142,7 @@ POOL_AT, SPAN_RULE, SKIPPED_MARKER = "pool_at", "span_rule", "skipped_marker_row
 # Contrast pairs (--contrast): the answers (JSON list); answer 0's states are the ordinary datasets, answer k's the
 # site ``contrast_site(k)`` (the same layers and poolings).
 CONTRAST = "contrast"
+CONTRAST_N_KEPT = "rows/contrast_n_kept"
 
 
 def contrast_site(answer: int) -> str:

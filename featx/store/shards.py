@@ -69,6 +69,13 @@ class StoredLabels:
 
 
 @dataclass
+class AnswerLengths:
+    """A further ``--contrast`` answer's token counts, shaped as ``FeatureWriter.create`` reads a tokenisation's."""
+
+    lengths: np.ndarray
+
+
+@dataclass
 class MergedRows:
     """Row metadata of every shard in corpus order, shaped as ``FeatureWriter.create`` takes a corpus
     and its tokenisation (both arguments get this object)."""
@@ -82,6 +89,7 @@ class MergedRows:
     offsets: np.ndarray
     input_ids: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
     word_ids: np.ndarray | None = None
+    contrast: list[AnswerLengths] | None = None  # --contrast: answers 1, 2, ...'s tokens (``rows/contrast_n_kept``)
 
     def __len__(self) -> int:
         return len(self.texts)
@@ -120,7 +128,7 @@ def shard_row_index(file: ShardFile) -> np.ndarray | None:
 
 def _gather(files, indices, n_rows: int, path: str, dtype=None) -> np.ndarray:
     """A per-row dataset of every shard, put back in corpus order."""
-    out = np.empty(n_rows, dtype=dtype or files[0][path].dtype)
+    out = np.empty((n_rows, *files[0][path].shape[1:]), dtype=dtype or files[0][path].dtype)
     for file, index in zip(files, indices, strict=False):
         with _reading(file):
             out[index] = file[path][()]
@@ -180,6 +188,8 @@ def merged_rows(files, indices, n_rows: int) -> MergedRows:
         lengths=n_kept.astype(np.int32),
         offsets=offsets,
     )
+    if all(s.CONTRAST_N_KEPT in file for file in files):
+        rows.contrast = [AnswerLengths(column) for column in _gather(files, indices, n_rows, s.CONTRAST_N_KEPT).T]
     if with_tokens:
         rows.input_ids = _gather_tokens(files, indices, offsets, s.TOKEN_INPUT_IDS)
         rows.word_ids = _gather_tokens(files, indices, offsets, s.TOKEN_WORD_IDS)

@@ -120,6 +120,9 @@ def check_layout(file: h5py.File, contents: Contents, path: Path, rows_done: int
         for name in (s.TOKEN_INPUT_IDS, s.TOKEN_WORD_IDS):
             expect(contents, name, (total_tokens,), "iu", path)
     _check_pair_rows(contents, path, n_rows, total_tokens)
+    if s.CONTRAST_N_KEPT in contents:  # --contrast: one column per further answer's site
+        answers = [name for k in range(1, len(sites) + 1) if (name := s.contrast_site(k)) in sites]
+        expect(contents, s.CONTRAST_N_KEPT, (n_rows, len(answers)), "iu", path)
     layouts = [(s.HIDDEN_SITE, layers, width, poolings)]
     layouts += [(name, site["layers"], site["width"], site["poolings"]) for name, site in sites.items()]
     for name, site_layers, site_width, site_poolings in layouts:

@@ -136,7 +136,7 @@ def _sizes(plan, corpus, tokenized, loaded) -> Estimate:
         model=loaded.name,
         device=str(loaded.device),
         rows=n_rows,
-        tokens=n_tokens + (int(tokenized.pair.lengths.sum()) if tokenized.pair is not None else 0),
+        tokens=tokenized.forward_tokens,  # both sides of a separate-mode pair, every answer of --contrast
         truncated_rows=int(_truncated_rows(tokenized).sum()),
         max_length=loaded.max_length,
         layers=plan.layers,

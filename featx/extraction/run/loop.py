@@ -19,7 +19,7 @@ from ...store import finite_rows
 from ..forward.runner import Runner
 from ..forward.word_pooling import row_word_ids, with_word_index
 from ..plan import ExtractionPlan
-from ..tokens.batching import collate, plan_batches, plan_blocks
+from ..tokens.batching import batch_tokens, collate, plan_batches, plan_blocks
 from ..tokens.long_windows import WindowGroup, split_row, window_counts, window_groups, windows_per_pass
 from ..tokens.tokenize import TokenizedCorpus
 from .threads import BackgroundWriter, Sink, prefetch
@@ -372,7 +372,7 @@ def _extract_block(current: BlockRun, batches, runner: Runner, bar, speed: _Spee
         if isinstance(batch, WindowGroup):
             result, n_tokens = (positions, *runner.windowed(batch)), batch.n_tokens
         else:
-            result, n_tokens = (positions, *runner(*batch)), int(batch[1].sum())
+            result, n_tokens = (positions, *runner(*batch)), batch_tokens(batch)
         if pending is not None:  # consume the previous batch while this one runs on the GPU
             current.store(*pending)
         pending = result, time.perf_counter()

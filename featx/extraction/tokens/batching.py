@@ -92,3 +92,12 @@ def collate(tokens: TokenizedCorpus, rows: np.ndarray, pad_id: int, pin_memory: 
     if tokens.contrast:  # --contrast: each further answer's prompts, collated the same way
         tensors["contrast"] = [collate(answer, rows, pad_id, pin_memory) for answer in tokens.contrast]
     return (ids_tensor, mask_tensor, tensors) if tensors else (ids_tensor, mask_tensor)
+
+
+def batch_tokens(batch) -> int:
+    """The tokens a collated batch (``collate``) puts through the model: its rows', and side b's of a separate-mode
+    pair and every further ``--contrast`` answer's, each of which runs its own forward pass."""
+    extra = batch[2] if len(batch) > 2 else {}
+    answers = [extra["pair"]] if "pair" in extra else []
+    answers += extra.get("contrast") or []
+    return int(batch[1].sum()) + sum(batch_tokens(answer) for answer in answers)

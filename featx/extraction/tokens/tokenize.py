@@ -43,6 +43,13 @@ class TokenizedCorpus:
         return self.lengths if self.pair is None else np.maximum(self.lengths, self.pair.lengths)
 
     @property
+    def forward_tokens(self) -> int:
+        """Tokens the forward passes take: the rows', side b's of a separate-mode pair, every further answer's of
+        ``--contrast`` (each runs a forward pass of its own)."""
+        others = [self.pair] if self.pair is not None else []
+        return int(self.lengths.sum()) + sum(int(other.lengths.sum()) for other in others + (self.contrast or []))
+
+    @property
     def truncated(self) -> np.ndarray:
         return self.full_lengths > self.lengths
 

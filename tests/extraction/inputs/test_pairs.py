@@ -119,9 +119,17 @@ def test_cross_mode_tokens_record_each_tokens_segment(tiny_model, tmp_path):
             assert segments[span].tolist() == [-1 if s is None else s for s in encoded.sequence_ids(0)]
 
 
-def test_separate_mode_sides_equal_each_column_extracted_alone(tiny_model, tmp_path):
+def test_separate_mode_sides_equal_each_column_extracted_alone(tiny_model, tmp_path, monkeypatch):
+    """Each side as its column alone; the summary and the progress bar's rate count both sides' tokens (the bar
+    counted side a's only)."""
+    from featx.extraction.run import loop
+
+    counted: list[int] = []  # the tokens the progress bar's rate counts, batch by batch
+    add = loop._Speed.add
+    monkeypatch.setattr(loop._Speed, "add", lambda speed, n_tokens: counted.append(n_tokens) or add(speed, n_tokens))
     corpus = pair_csv(tmp_path / "pairs.csv")
     pair = run(corpus, tiny_model, tmp_path, "separate.h5", text_pair_col="second", pair_mode="separate")
+    assert sum(counted) == pair.tokens
     side_a = run(corpus, tiny_model, tmp_path, "a.h5")
     side_b = run(corpus, tiny_model, tmp_path, "b.h5", text_col="second")
     with featx.open(pair.output) as both, featx.open(side_a.output) as a, featx.open(side_b.output) as b:

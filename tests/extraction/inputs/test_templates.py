@@ -312,20 +312,32 @@ def test_contrast_pairs_store_each_answer_as_a_plain_forward_would(template, pro
         assert np.allclose(pooled_block(features, "at", 2), difference)
 
 
-def test_contrast_answers_of_different_lengths_cut_a_long_text_alike(prompt_models, tmp_path):
+def test_contrast_answers_of_different_lengths_cut_a_long_text_alike(prompt_models, tmp_path, monkeypatch):
     """A row too long is cut where every answer's prompt fits, so all answers hold the same text: its tokens'
-    embeddings (layer 0, context-free) pool alike, where a longer answer used to cut the text shorter for itself."""
+    embeddings (layer 0, context-free) pool alike, where a longer answer used to cut the text shorter for itself.
+    The summary and the progress bar's rate count every answer's tokens (answer 0's only before)."""
+    import shutil
+
+    import h5py
+
+    from featx.errors import StoreError
+    from featx.extraction.run import loop
+
+    counted: list[int] = []  # the tokens the progress bar's rate counts, batch by batch
+    add = loop._Speed.add
+    monkeypatch.setattr(loop._Speed, "add", lambda speed, n_tokens: counted.append(n_tokens) or add(speed, n_tokens))
     short = write_csv(tmp_path / "short.csv", SENTENCES[:6])
-    summary = _extract(
-        prompt_models("llama"),
-        short,
-        tmp_path / "cut.h5",
-        template="{text}\nA: {answer}",
-        contrast="yes, not at all good",
-        pool_at="last",
-        max_length=20,
-        layers="0",
-    )
+    options = dict(template="{text}\nA: {answer}", contrast="yes, not at all good", pool_at="last", max_length=20)
+    summary = _extract(prompt_models("llama"), short, tmp_path / "cut.h5", layers="0", **options)
+    with featx.open(summary.output) as features:
+        assert features.contrast_n_kept.shape == (6, 1) and (features.contrast_n_kept[:, 0] > features.n_kept).all()
+        assert summary.tokens == sum(counted) == int(features.n_kept.sum() + features.contrast_n_kept.sum())
+    damaged = shutil.copy(summary.output, tmp_path / "damaged.h5")  # one column per further answer, or refused
+    with h5py.File(damaged, "r+") as file:
+        del file["rows/contrast_n_kept"]
+        file.create_dataset("rows/contrast_n_kept", data=np.zeros((6, 2), dtype=np.int32))
+    with pytest.raises(StoreError, match=r"dataset 'rows/contrast_n_kept' has shape \(6, 2\), expected \(6, 1\)"):
+        featx.open(damaged)
     with featx.open(summary.output) as features:
         assert features.truncated.any()
         for pooling in ("span_mean", "span_max"):

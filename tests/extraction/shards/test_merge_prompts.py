@@ -13,6 +13,7 @@ from featx.extraction.shards.sharding import ShardSpec
 from featx.store.schema import ROW_INDEX
 
 PROMPT = {"template": "Review: {text} Sentiment:", "pool_at": "marker:Sentiment:", "poolings": "mean,span_mean"}
+PROMPT["contrast"] = "good, very bad"  # each shard's further answer's token counts merge in corpus order too
 
 
 def test_merged_prompts_equal_one_process_and_record_row_0s_prompt(tiny_model, tmp_path):
@@ -27,7 +28,9 @@ def test_merged_prompts_equal_one_process_and_record_row_0s_prompt(tiny_model, t
     merged = merge(output).output
     with featx.open(merged) as a, featx.open(single) as b:
         assert a.fingerprint == b.fingerprint and a.poolings == b.poolings
-        assert a.attrs["prompt_example"] == b.attrs["prompt_example"] == f"Review: {b.texts[0]} Sentiment:"
+        assert a.attrs["prompt_example"] == b.attrs["prompt_example"] == f"Review: {b.texts[0]} Sentiment: good"
+        assert a.contrast_n_kept.shape == (8, 1) and (a.contrast_n_kept[:, 0] > a.n_kept).all()
+        np.testing.assert_array_equal(a.contrast_n_kept, b.contrast_n_kept)
         for pooling in b.poolings:
             for layer in b.layers:
                 np.testing.assert_allclose(a.features(pooling, layer), b.features(pooling, layer), atol=1e-5)

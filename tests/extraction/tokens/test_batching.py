@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from featx.extraction.tokens.batching import collate, plan_batches, plan_blocks
+from featx.extraction.tokens.batching import batch_tokens, collate, plan_batches, plan_blocks
 from featx.extraction.tokens.tokenize import TokenizedCorpus
 
 
@@ -60,3 +60,18 @@ def test_collate_pads_with_the_pad_id_and_masks_it():
     ids, mask = collate(tokenized, np.array([2, 1]), pad_id=0)
     assert ids.tolist() == [[5, 6, 7, 8], [4, 0, 0, 0]]
     assert mask.tolist() == [[1, 1, 1, 1], [1, 0, 0, 0]]
+
+
+def test_a_batch_and_a_corpus_count_every_forward_pass_s_tokens():
+    """Side b of a separate-mode pair and each further --contrast answer run forward passes of their own: the
+    progress bar's rate (batch_tokens) and the dry run (forward_tokens) count them, where they counted the rows'
+    (side a's, answer 0's) only."""
+    plain = _tokenized([3, 1, 4])
+    assert batch_tokens(collate(plain, np.array([2, 1]), pad_id=0)) == 5 and plain.forward_tokens == 8
+    pair = _tokenized([3, 1, 4])
+    pair.pair = _tokenized([2, 2, 6])
+    assert batch_tokens(collate(pair, np.array([2, 1]), pad_id=0)) == 5 + 8 and pair.forward_tokens == 8 + 10
+    contrast = _tokenized([3, 1, 4])
+    contrast.contrast = [_tokenized([4, 2, 5]), _tokenized([5, 3, 6])]
+    assert batch_tokens(collate(contrast, np.array([2, 1]), pad_id=0)) == 5 + 7 + 9
+    assert contrast.forward_tokens == 8 + 11 + 14
