@@ -123,4 +123,6 @@ def test_reference_curves_are_drawn_at_the_pooling_chosen_on_the_training_part()
             base.assign(pooling="max", selection_score=0.7),
         ]
     )
-    assert "baseline features by layer (max)" in _labels(curves.plot_layer_curves(frame, meta, ax=plt.figure().gca()))
+    ax = plt.figure().gca()
+    curves._draw_baseline_curve(ax, frame, frame[frame["pooling"] == "cls"].iloc[0], "accuracy", "logreg")
+    assert list(_labels(ax)) == ["baseline features by layer (max)"]
