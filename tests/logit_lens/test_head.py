@@ -1,6 +1,7 @@
 """The logit lens equals ``final_norm(h_l) @ W_U`` computed by hand from a plain transformers forward, at every
-layer, for GPT-2, Llama, Qwen2 and Gemma (Qwen2's prompts in its chat template; Gemma's norm scales by 1 + weight; a
-BERT- and a RoBERTa-MLM: their MLM heads, each family's tensors by its own names), read from a
+layer, for GPT-2, Llama, Mistral, Qwen2, Qwen3 and Gemma (Qwen2's prompts in its chat template; Qwen3's attention
+has its own query and key norms; Gemma's norm scales by 1 + weight; a BERT-, a RoBERTa- and an XLM-R-MLM: their MLM
+heads, each family's tensors by its own names), read from a
 featx extraction whose batches pad rows (on the right, whatever the tokenizer's side: Llama's pads left) beside
 neighbours of other lengths; the last layer's lens is the model's own logits."""
 
@@ -16,8 +17,10 @@ TEMPLATES = {
     "bert": "{text} it was [MASK] .",
     "roberta": "{text} it was <mask> .",
 }
+TEMPLATES["xlm-roberta"] = TEMPLATES["roberta"]
 ANSWERS = {"decoder": " the, walk", "bert": "pos=good,neg=bad", "roberta": "pos= the,neg= walk"}
-MASKED = ("bert", "roberta")
+ANSWERS["xlm-roberta"] = ANSWERS["roberta"]
+MASKED = ("bert", "roberta", "xlm-roberta")
 
 
 def _reference(folder, prompts, masked: bool, chat: bool = False):
@@ -51,7 +54,10 @@ def _reference(folder, prompts, masked: bool, chat: bool = False):
     return np.stack(lens, axis=1), np.stack(own)  # (layers, rows, vocab), (rows, vocab)
 
 
-@pytest.mark.parametrize("name", ["gpt2", "llama", "qwen2", "gemma", "bert", "roberta"])
+LENS_FAMILIES = ["gpt2", "llama", "mistral", "qwen2", "qwen3", "gemma", "bert", "roberta", "xlm-roberta"]
+
+
+@pytest.mark.parametrize("name", LENS_FAMILIES)
 def test_the_lens_is_the_final_norm_and_unembedding_of_every_layer(name, head_models, corpus, tmp_path):
     import torch
 
@@ -84,6 +90,8 @@ def test_the_lens_is_the_final_norm_and_unembedding_of_every_layer(name, head_mo
             for layer in layers
         ]
     assert layers == list(range(len(by_hand))) and whole.sum() >= len(whole) - (2 if name == "qwen2" else 0)
+    worst = max(float(np.abs(full[layer].numpy() - by_hand[layer])[whole].max()) for layer in layers)
+    print(name, f"lens {worst:.1e}")
     for layer in layers:
         np.testing.assert_allclose(full[layer].numpy()[whole], by_hand[layer][whole], atol=1e-5, rtol=0)
         np.testing.assert_allclose(answers[layer][whole], by_hand[layer][whole][:, prepared.token_ids], atol=1e-5)

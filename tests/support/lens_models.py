@@ -1,5 +1,6 @@
-"""Tiny random models with their heads for the logit lens tests: the zoo's GPT-2, Llama, Qwen2 and Gemma saved as
-their ``*ForCausalLM`` / ``GPT2LMHeadModel`` classes, and the zoo's BERT and RoBERTa as their ``*ForMaskedLM``; a small
+"""Tiny random models with their heads for the logit lens tests: the zoo's GPT-2, Llama, Mistral, Qwen2, Qwen3 and Gemma
+saved as their ``*ForCausalLM`` / ``GPT2LMHeadModel`` classes, and the zoo's BERT, RoBERTa and XLM-R as their
+``*ForMaskedLM``; a small
 labelled corpus whose answers (``" good"``, ``" bad"``) are single tokens of the zoo's tokenizers."""
 
 from __future__ import annotations
@@ -13,10 +14,13 @@ from support.tiny import SENTENCES, write_csv
 HEADS = {
     "gpt2": "GPT2LMHeadModel",
     "llama": "LlamaForCausalLM",
+    "mistral": "MistralForCausalLM",
     "qwen2": "Qwen2ForCausalLM",
+    "qwen3": "Qwen3ForCausalLM",
     "gemma": "GemmaForCausalLM",
     "bert": "BertForMaskedLM",
     "roberta": "RobertaForMaskedLM",
+    "xlm-roberta": "XLMRobertaForMaskedLM",
 }
 
 

@@ -10,14 +10,27 @@ import featx
 from featx.extraction import ExtractConfig, extract
 
 
-def pooled_reference(states: list[np.ndarray], pooling: str) -> np.ndarray:
+def pooled_reference(states: list[np.ndarray], pooling: str, at: int | None = None) -> np.ndarray:
+    """Each row's ``(layers, tokens, width)`` states pooled over its tokens: ``(rows, layers, width)``; ``at``: the
+    token of ``--pool-at index:N`` (pooling ``at``)."""
     pick = {
         "cls": lambda s: s[:, 0],
         "mean": lambda s: s.mean(1),
         "max": lambda s: s.max(1),
         "last": lambda s: s[:, -1],
+        "at": lambda s: s[:, at],
     }[pooling]
     return np.stack([pick(row) for row in states])
+
+
+def pool_at_index(features) -> int | None:
+    """The N of a file's ``--pool-at index:N`` (None without one; the parity tests use no other kind)."""
+    spec = features.attrs.get("pool_at")
+    if not spec:
+        return None
+    kind, _, value = str(spec).partition(":")
+    assert kind == "index", f"the parity helpers read --pool-at index:N only, not {spec}"
+    return int(value)
 
 
 def relative_error(got, expected) -> float:
@@ -35,7 +48,8 @@ def run_family(model, corpus, output, **options):
 def parity(summary, references) -> float:
     """Largest relative error of every stored pooling and layer against ``references`` (``families.RowStates``):
     ``pooler`` at the model's top layer against the model's own ``pooler_output`` (transformers defines it there
-    only; a truncated file's lower layers are checked against the full extraction instead)."""
+    only; a truncated file's lower layers are checked against the full extraction instead), ``at`` (``--pool-at
+    index:N``) against each row's token N."""
     worst = 0.0
     with featx.open(summary.output) as features:
         for pooling in features.poolings:
@@ -45,7 +59,7 @@ def parity(summary, references) -> float:
                 if top in features.layers:
                     worst = max(worst, relative_error(features.features(pooling, top), references.pooler))
                 continue
-            expected = pooled_reference(references, pooling)
+            expected = pooled_reference(references, pooling, pool_at_index(features))
             for layer in features.layers:
                 worst = max(worst, relative_error(features.features(pooling, layer), expected[:, layer]))
     return worst
@@ -75,3 +89,32 @@ def largest_difference(native, reference, ids, pad: int) -> float:
     if got.pooler_output is not None:
         worst = max(worst, float((got.pooler_output - want.pooler_output).abs().max()))
     return worst
+
+
+def head_reference(family, folder, texts: list[str]) -> list[np.ndarray]:
+    """Site ``attn_heads`` by hand from a plain eager forward of each row alone (``output_attentions``): per row,
+    ``(layers 1..N, tokens, 3 * heads)`` float64, each head's entropy of its attention (nats), its attention to the
+    first token and to the tokenizer's SEP tokens (the last token where it has no SEP)."""
+    import torch
+    from transformers import AutoTokenizer
+
+    from support.families import reference_model
+
+    tokenizer = AutoTokenizer.from_pretrained(str(folder))
+    model = reference_model(family, folder)
+    model.config._attn_implementation = "eager"  # SDPA returns no probabilities
+    out = []
+    with torch.no_grad():
+        for text in texts:
+            encoded = tokenizer(text, return_tensors="pt")
+            ids = encoded["input_ids"][0]
+            attentions = model(**encoded, output_attentions=True).attentions
+            sep = tokenizer.sep_token_id
+            to = (ids == sep) if sep is not None else torch.arange(len(ids)) == len(ids) - 1
+            layers = []
+            for probs in attentions:
+                p = probs[0].double()  # (heads, queries, keys)
+                entropy = -torch.special.xlogy(p, p).sum(-1)
+                layers.append(torch.cat([entropy, p[..., 0], p[..., to].sum(-1)]).T.numpy())
+            out.append(np.stack(layers))
+    return out

@@ -2,7 +2,8 @@
 the top equal a plain transformers forward of each row alone with hand-written hooks doing the same arithmetic
 (replacing block 0's input and each block's output below the top), the top edit being the same arithmetic on
 the stored top layer (after the final norm of decoders, T5 and ModernBERT), within 1e-5 at every stored layer;
-featx's rows run in padded batches with neighbours of other lengths."""
+and the edits below the top with the truncated forward (``--layers 0:2``: one block runs) the same at layers 0 and
+1; featx's rows run in padded batches with neighbours of other lengths."""
 
 from __future__ import annotations
 
@@ -16,6 +17,11 @@ from featx.extraction import ModelInfo, parse_interventions, resolve_edits
 
 TOLERANCE = 1e-5
 SPEC = "random:4@0,random:5@1,random:3@2"  # the embeddings, the middle and the top of the zoo's 2-block models
+CUT_SPEC = "random:4@0,random:5@1"  # the same below the top, with --layers 0:2 (an edit above it is refused)
+# The edits with the truncated forward, one family per way its blocks differ (each run costs suite time; the whole
+# zoo matched within 1e-6 when checked by script): ALBERT's one layer called per block (the edit's hook and the stop
+# on one module), GPT-2's Conv1D blocks, a decoder's rotary blocks (Llama), T5's position bias handed between blocks.
+CUT_FAMILIES = ("albert", "gpt2", "llama", "t5-encoder")
 BLOCKS = {
     "distilbert": "transformer.layer",
     # transformers records ALBERT's hidden states at its inner layer (one module called once per layer)
@@ -102,3 +108,25 @@ def test_edit_equals_a_hand_hooked_forward(family, family_models, family_corpus,
     for (pooling, layer), values in got.items():
         expected = pooled_reference(reference, pooling)[:, layer]
         assert relative_error(values, expected) <= TOLERANCE, (pooling, layer)
+    if family.name in CUT_FAMILIES:
+        check_truncated_edit(family.name, folder, family_corpus, tmp_path, (info, edits, reference))
+
+
+def check_truncated_edit(name, folder, corpus, tmp_path, full_run) -> None:
+    """The edits at the embeddings and the middle with ``--layers 0:2``: one block runs (the pass stops at the
+    middle layer's edit), and layers 0 and 1 are the hooked forward's (whose top edit touches neither)."""
+    info, edits, reference = full_run
+    summary = run_family(
+        folder, corpus, tmp_path / "cut.h5", poolings="mean,last", intervene=CUT_SPEC, intervene_seed=1, layers="0:2"
+    )
+    for mine, full in zip(resolve_edits(parse_interventions(CUT_SPEC, seed=1), info), edits[:2], strict=True):
+        assert (mine.left == full.left).all() and (mine.right == full.right).all()  # the same random directions
+    worst = 0.0
+    with featx.open(summary.output) as features:
+        assert int(features.attrs["blocks_run"]) == 1 and features.layers == [0, 1]
+        for pooling in ("mean", "last"):
+            for layer in features.layers:
+                expected = pooled_reference(reference, pooling)[:, layer]
+                worst = max(worst, relative_error(features.features(pooling, layer), expected))
+    print(name, f"edit cut {worst:.1e}")
+    assert worst <= TOLERANCE

@@ -4,7 +4,8 @@ One tiny random model per family (``support/families.py``), built once per sessi
 path (``test_family_matches_plain_forward_fp32``) and without it (``test_family_sites``) must match the
 reference to 1e-4 relative to the activations' scale (batching several rows of different lengths
 together, so this is also the padding-invariance check, with left-padding tokenizers among them), the
-``pooler`` pooling at the top layer the model's own ``pooler_output`` (``support.parity.parity``);
+``pooler`` pooling at the top layer the model's own ``pooler_output`` and ``at`` (``--pool-at index:N``) each
+row's token N (``support.parity.parity``); site attn_heads the attention probabilities of a plain eager forward;
 bf16 and fp16 must run and stay close.
 """
 
@@ -13,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from support.families import FAMILIES
-from support.parity import parity, pooled_reference, relative_error, run_family
+from support.parity import head_reference, parity, pool_at_index, pooled_reference, relative_error, run_family
 from support.tiny import SENTENCES
 
 import featx
@@ -30,7 +31,7 @@ def test_family_matches_plain_forward_fp32(
 ):
     """With the CPU fast path (its default); ``test_family_sites`` checks the same without it."""
     monkeypatch.setenv("FEATX_ONEDNN", "1")
-    summary = run_family(family_models(family), family_corpus, tmp_path / "out.h5")
+    summary = run_family(family_models(family), family_corpus, tmp_path / "out.h5", pool_at="index:1")
     assert summary.rows == len(TEXTS)
     assert parity(summary, family_references(family)) <= TOLERANCE
     check_recorded(family, summary)
@@ -42,7 +43,7 @@ def check_recorded(family, summary):
         attrs = features.attrs
         assert bool(attrs["causal"]) == family.causal
         assert ("cls" in features.poolings) == (not family.causal)
-        assert "last" in features.poolings and "mean" in features.poolings
+        assert {"last", "mean", "at"} <= set(features.poolings)
         assert attrs["padding_side"] == "right"
         assert attrs["model_part"] == ("encoder" if family.name in ENCODER_OF else "model")
         assert attrs["pad_source"] == ("tokenizer" if "pad_token" in family.tokens else "eos")
@@ -152,8 +153,11 @@ def site_reference(family, folder, texts, sites=("attn_out", "ffn", "pre_ln")):
 
 @pytest.mark.parametrize("family", FAMILIES, ids=lambda family: family.name)
 def test_family_sites(family, family_models, family_references, family_corpus, tmp_path, monkeypatch):
-    """Without the CPU fast path: hidden matches the plain forward, and attn_out, ffn and pre_ln match a
-    hooked plain forward for every family that names them; the others get the error listing what is available."""
+    """Without the CPU fast path: hidden (and ``at``, ``--pool-at index:-2``) matches the plain forward, attn_out,
+    ffn and pre_ln match a hooked plain forward for every family that names them (the others get the error listing
+    what is available), and attn_heads, which every family has, the attention probabilities of a plain eager
+    forward (the whole extraction then runs through transformers in eager attention; the fast-path test above
+    keeps SDPA and the native encoders)."""
     from featx.errors import InputError
 
     monkeypatch.setenv("FEATX_ONEDNN", "0")
@@ -161,11 +165,13 @@ def test_family_sites(family, family_models, family_references, family_corpus, t
     if not family.sites:
         with pytest.raises(InputError, match="Available sites for this model: hidden, attn_heads, module:NAME"):
             run_family(model, family_corpus, tmp_path / "sites.h5", sites="attn_out")
-        summary = run_family(model, family_corpus, tmp_path / "hidden.h5")
+        summary = run_family(model, family_corpus, tmp_path / "hidden.h5", sites="attn_heads", pool_at="index:-2")
         assert parity(summary, family_references(family)) <= TOLERANCE
+        check_attention_heads(family, model, summary)
         return
-    summary = run_family(model, family_corpus, tmp_path / "sites.h5", sites="attn_out,ffn,pre_ln")
+    summary = run_family(model, family_corpus, tmp_path / "sites.h5", sites="attn_out,ffn,pre_ln,attn_heads")
     assert parity(summary, family_references(family)) <= TOLERANCE
+    check_attention_heads(family, model, summary)
     with featx.open(summary.output) as features:
         reference = site_reference(family, model, TEXTS)
         for site in ("attn_out", "ffn", "pre_ln"):
@@ -174,6 +180,25 @@ def test_family_sites(family, family_models, family_references, family_corpus, t
             for position, layer in enumerate(features.site_layers(site)):
                 got = features.features("mean", layer, site=site)
                 assert relative_error(got, expected[:, position]) <= TOLERANCE, (site, layer)
+
+
+HEAD_ROWS = [0, 5, 10, 11]  # the attention reference's rows: a short, a long, a one-word and the longest text
+
+
+def check_attention_heads(family, folder, summary) -> None:
+    """Each stored pooling of site attn_heads equals the same pooling of ``head_reference`` (rows batched with
+    neighbours of other lengths, against a few of them alone)."""
+    reference = head_reference(family, folder, [TEXTS[row] for row in HEAD_ROWS])
+    worst = 0.0
+    with featx.open(summary.output) as features:
+        assert features.site_layers("attn_heads") == [1, 2]
+        for pooling in features.site_poolings("attn_heads"):
+            expected = pooled_reference(reference, pooling, pool_at_index(features))
+            for position, layer in enumerate(features.site_layers("attn_heads")):
+                got = features.features(pooling, layer, site="attn_heads")[HEAD_ROWS]
+                worst = max(worst, float(np.abs(got - expected[:, position]).max()))
+    print(family.name, f"attn_heads {worst:.1e}")
+    assert worst <= TOLERANCE, worst  # probabilities and entropies: an absolute scale
 
 
 def test_cls_is_refused_for_causal_models(family_models, family_corpus, tmp_path):
