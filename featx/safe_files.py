@@ -130,15 +130,30 @@ def sibling(path: Path, name: object) -> Path | None:
     return Path(path).with_name(name)
 
 
-def atomic_write(path: Path, write: Callable[[BinaryIO], object]) -> None:
-    """Call ``write`` with a fresh temporary file in ``path``'s folder (opened for binary writing), give it the
-    mode a new file gets (0644 less the umask), then rename it into place; on any failure it is removed."""
+def atomic_write(
+    path: Path,
+    write: Callable[[BinaryIO], object],
+    *,
+    readable: bool = False,
+    mode: int | None = None,
+    suffix: str = ".tmp",
+) -> None:
+    """Call ``write`` with a fresh temporary file in ``path``'s folder (binary; ``readable``: read too, as h5py
+    needs) of ``mode`` (else a new file's: 0644 less the umask), then rename it into place; on any failure it is
+    removed. The file is used through ``mkstemp``'s descriptor only, never reopened or chmod-ed by its name (which
+    anyone who can write to the folder could swap for a link meanwhile), and renamed only while it is still it."""
     path = Path(path)
-    descriptor, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    descriptor, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=suffix)
     try:
-        with os.fdopen(descriptor, "wb") as handle:
+        os.fchmod(descriptor, new_file_mode() if mode is None else mode)  # not mkstemp's 0600
+        written = os.fstat(descriptor)
+        with os.fdopen(descriptor, "w+b" if readable else "wb") as handle:
             write(handle)
-        os.chmod(tmp, new_file_mode())
+        if not os.path.samestat(os.lstat(tmp), written):
+            raise StoreError(
+                f"featx's temporary file {tmp} was replaced by another while featx wrote it",
+                "someone else writes in this folder: choose a folder only you can write to",
+            )
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -152,8 +167,7 @@ def atomic_write_text(path: Path, text: str, encoding: str = "utf-8") -> None:
 
 
 def new_file_mode() -> int:
-    """The mode featx gives a file it made with ``mkstemp`` (0600) before renaming it into place: 0644 less
-    the umask, as a plain new file."""
+    """0644 less the umask, a plain new file's mode: featx gives it to the files ``mkstemp`` makes (0600)."""
     mask = os.umask(0)
     os.umask(mask)
     return 0o644 & ~mask
