@@ -138,10 +138,9 @@ def atomic_write(
     mode: int | None = None,
     suffix: str = ".tmp",
 ) -> None:
-    """Call ``write`` with a fresh temporary file in ``path``'s folder (binary; ``readable``: read too, as h5py
-    needs) of ``mode`` (else a new file's: 0644 less the umask), then rename it into place; on any failure it is
-    removed. The file is used through ``mkstemp``'s descriptor only, never reopened or chmod-ed by its name (which
-    anyone who can write to the folder could swap for a link meanwhile), and renamed only while it is still it."""
+    """Call ``write`` with a fresh temporary file ``.NAME.XXXXXXXX.tmp`` beside ``path`` (binary; ``readable``: read
+    too, for h5py) of ``mode`` (else 0644 less the umask), used through its descriptor only (never reopened or
+    chmod-ed by a name someone could swap for a link), renamed into place while still it; removed on failure."""
     path = Path(path)
     descriptor, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=suffix)
     try:
@@ -150,10 +149,8 @@ def atomic_write(
         with os.fdopen(descriptor, "w+b" if readable else "wb") as handle:
             write(handle)
         if not os.path.samestat(os.lstat(tmp), written):
-            raise StoreError(
-                f"featx's temporary file {tmp} was replaced by another while featx wrote it",
-                "someone else writes in this folder: choose a folder only you can write to",
-            )
+            raise StoreError(f"featx's temporary file {tmp} was replaced by another while featx wrote it",
+                             "someone else writes in this folder: choose a folder only you can write to")  # fmt: skip
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -174,6 +171,7 @@ def new_file_mode() -> int:
 
 
 LINK_HINT = "remove the link (someone may have planted it), or choose another output folder"
+TEMPORARY_EXTRA = len("..XXXXXXXX.tmp")  # atomic_write's temporary's name is this many bytes longer than the file's
 
 
 def real_folder(folder: Path, below: Path, make: bool = True, hint: str = LINK_HINT) -> Path:
