@@ -294,7 +294,7 @@ def sweep(config: SweepConfig | str | Path | None, **options) -> SweepResult:
     return result
 
 
-def sweep_prefix(features_file: Path | str, label: str, output=None) -> Path:
+def sweep_prefix(features_file: Path, label: str, output=None) -> Path:
     """Where a sweep's files go: ``<features stem>.<label>.sweep``, or ``-o PREFIX`` (probe's too) + ``.sweep``."""
     prefix = results_prefix(features_file, label, "sweep", output)
     return Path(str(prefix) + ".sweep") if output is not None else prefix
