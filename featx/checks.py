@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+import re
 from collections.abc import Callable, Iterable
 from numbers import Integral, Real
 from typing import Any
@@ -32,6 +33,19 @@ def _is_whole(value: Any) -> bool:  # numpy's integers too (stored as int), neve
 
 def _is_number(value: Any) -> bool:  # numpy's numbers too (stored as float)
     return isinstance(value, Real) and not isinstance(value, bool) and math.isfinite(value)
+
+
+_DIGITS, _SIGNED_DIGITS = re.compile("[0-9]+"), re.compile("-?[0-9]+")
+
+
+def parse_whole(text: Any, *, signed: bool = False) -> int | None:
+    """``text`` as a whole number when it is spelt in ASCII digits (after one ``-`` when ``signed``), else None.
+    What featx reads from files others made (a features file's layer names, tensor names, CSV columns, a study's
+    summary) and from options goes through here, never ``str.isdigit``: that takes superscripts (``'²'``), which
+    ``int`` refuses with a traceback, and other scripts' digits (``'٣'``), which no featx file writes."""
+    if not isinstance(text, str) or not (_SIGNED_DIGITS if signed else _DIGITS).fullmatch(text):
+        return None
+    return int(text)
 
 
 def whole(
@@ -228,4 +242,15 @@ def path_like(*fields: str, what: str | None = None, hint: str | None = None) ->
     return check
 
 
-__all__ = ["names", "number", "numbers", "one_of", "path_like", "requires", "spelled", "text", "whole"]
+__all__ = [
+    "names",
+    "number",
+    "numbers",
+    "one_of",
+    "parse_whole",
+    "path_like",
+    "requires",
+    "spelled",
+    "text",
+    "whole",
+]

@@ -130,15 +130,27 @@ def sibling(path: Path, name: object) -> Path | None:
     return Path(path).with_name(name)
 
 
-def atomic_write(path: Path, write: Callable[[BinaryIO], object]) -> None:
-    """Call ``write`` with a fresh temporary file in ``path``'s folder (opened for binary writing), give it the
-    mode a new file gets (0644 less the umask), then rename it into place; on any failure it is removed."""
+def atomic_write(
+    path: Path,
+    write: Callable[[BinaryIO], object],
+    *,
+    readable: bool = False,
+    mode: int | None = None,
+    suffix: str = ".tmp",
+) -> None:
+    """Call ``write`` with a fresh temporary file ``.NAME.XXXXXXXX.tmp`` beside ``path`` (binary; ``readable``: read
+    too, for h5py) of ``mode`` (else 0644 less the umask), used through its descriptor only (never reopened or
+    chmod-ed by a name someone could swap for a link), renamed into place while still it; removed on failure."""
     path = Path(path)
-    descriptor, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    descriptor, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=suffix)
     try:
-        with os.fdopen(descriptor, "wb") as handle:
+        os.fchmod(descriptor, new_file_mode() if mode is None else mode)  # not mkstemp's 0600
+        written = os.fstat(descriptor)
+        with os.fdopen(descriptor, "w+b" if readable else "wb") as handle:
             write(handle)
-        os.chmod(tmp, new_file_mode())
+        if not os.path.samestat(os.lstat(tmp), written):
+            raise StoreError(f"featx's temporary file {tmp} was replaced by another while featx wrote it",
+                             "someone else writes in this folder: choose a folder only you can write to")  # fmt: skip
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -152,14 +164,14 @@ def atomic_write_text(path: Path, text: str, encoding: str = "utf-8") -> None:
 
 
 def new_file_mode() -> int:
-    """The mode featx gives a file it made with ``mkstemp`` (0600) before renaming it into place: 0644 less
-    the umask, as a plain new file."""
+    """0644 less the umask, a plain new file's mode: featx gives it to the files ``mkstemp`` makes (0600)."""
     mask = os.umask(0)
     os.umask(mask)
     return 0o644 & ~mask
 
 
 LINK_HINT = "remove the link (someone may have planted it), or choose another output folder"
+TEMPORARY_EXTRA = len("..XXXXXXXX.tmp")  # atomic_write's temporary's name is this many bytes longer than the file's
 
 
 def real_folder(folder: Path, below: Path, make: bool = True, hint: str = LINK_HINT) -> Path:

@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from .checks import parse_whole
 from .errors import InputError
 from .options import spoken_value
 
@@ -40,17 +41,23 @@ class LayerSpec:
         return f"{self.kind}({joined})"
 
 
-_SLICE = re.compile(r"^(-?\d*):(-?\d*)$")
+_SLICE = re.compile(r"^(-?[0-9]*):(-?[0-9]*)$")  # ASCII digits, as ``_index`` reads them
+
+
+def _index(token: str) -> int | None:
+    """A layer index in ASCII digits after one ``-`` or ``+`` (``parse_whole``); ``int`` would read ``1_0`` as 10
+    and another script's digits (``'٣'``) as a layer, from a study file as from the command line."""
+    token = token.strip()
+    return parse_whole(token[1:]) if token.startswith("+") else parse_whole(token, signed=True)
 
 
 def _resolve_index(token: str, available: list[int]) -> int:
-    try:
-        index = int(token)
-    except ValueError:
+    index = _index(token)
+    if index is None:
         raise InputError(
             f"layer '{token}' is not a number",
             "use 'all', an index like 3 or -1, a slice like -4:, or cat(-4:)",
-        ) from None
+        )
     n_total = max(available) + 1
     resolved = index + n_total if index < 0 else index
     if resolved not in available:
@@ -183,19 +190,11 @@ def check_layer_spelling(spec: str | None, flag: str, allow_combined: bool = Tru
                 "featx probe combines the stored layers",
             )
         for part in parts:
-            if part != "all" and not _SLICE.match(part) and not _is_index(part):
+            if part != "all" and not _SLICE.match(part) and _index(part) is None:
                 raise InputError(
                     f"{given}: layer '{part}' is not a number",
                     "use 'all', an index like 3 or -1, a slice like -4:, or cat(-4:)",
                 )
-
-
-def _is_index(token: str) -> bool:
-    try:
-        int(token)
-    except ValueError:
-        return False
-    return True
 
 
 def select_layers(spec: str, n_layers: int) -> list[int]:

@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 
 import pytest
 
-from featx.checks import names, number, numbers, one_of, path_like, requires, whole
+from featx.checks import names, number, numbers, one_of, parse_whole, path_like, requires, whole
 from featx.errors import InputError
 from featx.options import (
     Check,
@@ -261,6 +261,15 @@ def test_a_config_made_directly_names_an_unknown_or_missing_option():
     with pytest.raises(InputError, match=r"^Files needs source\n"):
         Files(target="x")
     assert Files("a.h5").source == "a.h5" and Files.build(Files("a.h5"), target="b.h5").target == "b.h5"
+
+
+def test_parse_whole_reads_ascii_digits_only():
+    """str.isdigit takes '²' (int refuses it: a traceback) and '٣' (int reads 3); int takes '1_0' and ' 1'."""
+    assert [parse_whole(text) for text in ("0", "12", "007")] == [0, 12, 7]
+    assert [parse_whole(text, signed=True) for text in ("-1", "3")] == [-1, 3]
+    refused = ("\u00b2", "\u0663", "1_0", " 1", "1\n", "+1", "-1", "", "1.0", "--1", None, 3)
+    assert [parse_whole(text) for text in refused] == [None] * len(refused)
+    assert [parse_whole(text, signed=True) for text in ("--1", "-", "-\u00b2")] == [None] * 3
 
 
 def test_path_like_refuses_what_is_not_a_path_naming_the_flag():

@@ -8,7 +8,9 @@ import os
 
 import pandas as pd
 import pytest
+from support.faults import link_each_temporary
 
+from featx.errors import StoreError
 from featx.safe_files import atomic_write, atomic_write_text
 
 
@@ -38,6 +40,20 @@ def test_a_failing_writer_leaves_the_old_file_and_no_temporary(tmp_path):
     with pytest.raises(OSError, match="No space"):
         atomic_write(path, fail)
     assert path.read_bytes() == b"old" and sorted(p.name for p in tmp_path.iterdir()) == ["results.parquet"]
+
+
+def test_a_temporary_swapped_for_a_link_is_never_written_through_nor_renamed_into_place(tmp_path, monkeypatch):
+    """The file is written and chmod-ed through mkstemp's descriptor, never by its name: a link planted there
+    meanwhile leaves its target as it was (it was chmod-ed 0644, then renamed into place as the output)."""
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"precious")
+    victim.chmod(0o600)
+    link_each_temporary(monkeypatch, victim)
+    with pytest.raises(StoreError, match=r"temporary file .*\.table\.csv\.\w+\.tmp was replaced") as raised:
+        atomic_write_text(tmp_path / "table.csv", "a,b\n")
+    assert "choose a folder only you can write to" in raised.value.hint
+    assert victim.read_bytes() == b"precious" and victim.stat().st_mode & 0o777 == 0o600
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["victim"]  # no output, no link left
 
 
 def test_the_study_table_is_written_through_it(tmp_path):

@@ -37,7 +37,7 @@ def test_spec_names():
     assert [spec.name for spec in parse_layer_specs("2,cat(-2:),stack(0,1)", LAYERS)] == ["2", "cat(5,6)", "stack(0,1)"]
 
 
-@pytest.mark.parametrize("spec", ["7", "-8", "x", "9:", "cat(12)"])
+@pytest.mark.parametrize("spec", ["7", "-8", "x", "9:", "cat(12)", "0_1", "\u0663", "\u0661:", "cat(\u0663)"])
 def test_bad_layer_specs_are_refused(spec):
     with pytest.raises(InputError):
         parse_layer_specs(spec, LAYERS)
@@ -76,7 +76,10 @@ def test_every_layer_spelling_the_parser_reads_passes_the_spelling_check(spec):
     parse_layer_specs(spec, list(range(13)))
 
 
-@pytest.mark.parametrize(("spec", "words"), [("1;3", "layer '1;3'"), ("cat(1,x)", "layer 'x'"), ("lats", "'lats'")])
+@pytest.mark.parametrize(
+    ("spec", "words"),
+    [("1;3", "layer '1;3'"), ("cat(1,x)", "layer 'x'"), ("lats", "'lats'"), ("0_1", "'0_1'"), ("\u0663", "'\u0663'")],
+)
 def test_a_misspelt_layer_is_refused_before_any_model_or_file(spec, words):
     with pytest.raises(InputError, match=f"--layer {re.escape(spec)}: .*{re.escape(words)} is not a number"):
         check_layer_spelling(spec, "--layer")

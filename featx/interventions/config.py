@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ..checks import one_of, path_like
+from ..checks import one_of, parse_whole, path_like
 from ..errors import InputError
 from ..options import (
     Check,
@@ -52,10 +52,11 @@ def parse_layers(value: Any, flag: str = "--at") -> tuple[int, ...]:
     layers = []
     for item in items:
         spelled = str(item).strip()
-        if not (spelled.isascii() and spelled.isdigit()):  # isdigit alone takes '²', which int() refuses
+        layer = parse_whole(spelled)
+        if layer is None:
             given = spoken_value(None, "at", value, flag, shown=repr(value))
             raise InputError(f"{given}: '{spelled}' is not a layer number", f"e.g. {_layers(flag)} (0 the embeddings)")
-        layers.append(int(spelled))
+        layers.append(layer)
     if not layers:
         raise InputError(f"{spoken(None, 'at', flag)} is empty", f"e.g. {_layers(flag)}")
     return tuple(dict.fromkeys(layers))

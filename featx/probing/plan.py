@@ -27,7 +27,7 @@ from .evaluation import few_val_note, tuned_on
 from .evaluation.selection import check_metric
 from .inputs import ALL_SITES, check_corpus, check_outputs, note_derived, note_prompted, open_probed
 from .meta import Level, Task, package_versions
-from .results import check_name_length
+from .results import check_name_length, probe_names
 from .shared_options import refuse_word_group
 from .tasks.word_items import HEAD_LABEL
 
@@ -215,7 +215,7 @@ def resolve_plan(config: ProbeConfig) -> ProbePlan:
             level = Level.ARC if config.arcs else Level.WORD
             metric = check_metric(config.metric, False, str(config.label or "the word label"))
             if config.write:
-                check_name_length(Path(path), config.label, config.output)
+                check_name_length(probe_names(Path(path), config.label, config.output))
             plan = ProbePlan(config, Path(path), Task.CLASSIFICATION, level, None, classifiers, started, notes)
             return replace(plan, metric=metric)
         label = None if config.labels is not None else default_label(features, config, notes)
@@ -226,7 +226,7 @@ def resolve_plan(config: ProbeConfig) -> ProbePlan:
             _refuse_stack_only(config, features.site_layers(), str(label))
     metric = check_metric(config.metric, task is Task.REGRESSION, str(label or config.label or "label"))
     if config.write:
-        check_name_length(Path(path), label, config.output)
+        check_name_length(probe_names(Path(path), label, config.output))
     return replace(
         ProbePlan(config, Path(path), task, Level.SENTENCE, label, classifiers, started, notes), metric=metric
     )

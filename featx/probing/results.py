@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -17,7 +18,7 @@ from ..errors import InputError, StoreError
 from ..io import read_csv, write_csv
 from ..json_fields import shown
 from ..options import Placeholder, on_command_line, spoken, spoken_value
-from ..safe_files import atomic_write_text, check_writable, existing_folder, loads_json
+from ..safe_files import TEMPORARY_EXTRA, atomic_write_text, check_writable, existing_folder, loads_json
 from ..store import escape_name
 from .evaluation.significance import COLUMNS as SIGNIFICANCE_COLUMNS
 from .meta import ProbeMeta, checked_meta
@@ -157,22 +158,27 @@ def side_path(csv_path: Path, kind: str) -> Path:
     return Path(csv_path).with_name(f"{stem}.{kind}.csv")
 
 
-def check_name_length(features_path: Path, label: str | None, output: str | Path | None) -> None:
-    """Before any probe runs: the longest name the run writes (``X.<label>.predictions.csv``: results are named
-    after the label) fits the folder's limit on a file name (``NAME_MAX``, 255 bytes on Linux), rather than failing
-    with "File name too long" once every probe has run."""
-    if label is None and output is None:
-        return
-    longest = side_path(results_paths(Path(features_path), str(label or ""), output)[0], "predictions")
+def probe_names(features_path: Path, label: str | None, output: str | Path | None) -> list[Path]:
+    """The longest name a probe run writes, ``X.<label>.predictions.csv`` (for ``check_name_length``)."""
+    return [side_path(results_paths(Path(features_path), str(label or ""), output)[0], "predictions")]
+
+
+def check_name_length(paths: Iterable[Path]) -> None:
+    """Before any work: the longest name among ``paths``, the files a run writes (named after the label, or -o),
+    fits its folder's limit on a file name (``NAME_MAX``, 255 bytes on Linux) with the bytes its temporary file's
+    name adds (``safe_files.TEMPORARY_EXTRA``: each is written through one), rather than failing with "File name
+    too long" once the work is done. Probe, neurons and the sweep check their names here."""
+    longest = max((Path(path) for path in paths), key=lambda path: len(os.fsencode(path.name)))
     try:
         limit = os.pathconf(existing_folder(longest), "PC_NAME_MAX")
     except (OSError, ValueError):
         limit = 255
-    size = len(os.fsencode(longest.name))
-    if size > limit:
+    size, room = len(os.fsencode(longest.name)), limit - TEMPORARY_EXTRA
+    if size > room:
         shown_name = f"{longest.name[:40]}...{longest.name[-20:]}"
         raise InputError(
-            f"the results would be named {shown_name}, {size} bytes: more than the {limit} a file name may have here",
+            f"the results would be named {shown_name}, {size} bytes: more than the {room} a results file name may "
+            f"have here (the {limit} of a file name, less {TEMPORARY_EXTRA} for the temporary file it is written as)",
             f"give them a shorter name with {spoken_value(None, 'output', Placeholder('PREFIX'), '-o')}",
         )
 

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..checks import parse_whole
 from ..io import read_csv
 from ..probing import SIGNIFICANCE_ALPHA, holm, run_groups, run_plan
 from ..safe_files import sibling
@@ -87,10 +88,10 @@ def _why_not_same_rows(meta_a: dict, meta_b: dict, same: bool) -> str | None:
 
 def _layer_columns(frame: pd.DataFrame) -> dict[int, str]:
     out = {}
-    for column in frame.columns:
-        spec = column[len("layer_") :] if column.startswith("layer_") else ""
-        if spec.lstrip("-").isdigit():
-            out[int(spec)] = column
+    for column in frame.columns:  # a predictions file's header, as anyone wrote it: 'layer_²' is no layer
+        layer = parse_whole(column.removeprefix("layer_"), signed=True) if str(column).startswith("layer_") else None
+        if layer is not None:
+            out[layer] = column
     return out
 
 

@@ -14,17 +14,15 @@ Where a derived file goes and whether it may be written there is the caller's (`
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
-import os
-import tempfile
 from pathlib import Path
+from typing import BinaryIO
 
 import h5py
 import numpy as np
 
-from ..safe_files import new_file_mode, write_failure, write_hint
+from ..safe_files import atomic_write, write_failure, write_hint
 from . import schema as s
 from .hdf5 import CHUNK_BYTES, write_layer
 
@@ -35,21 +33,17 @@ DROPPED_ATTRS = (s.REQUEST_KEY, s.SITES_ATTR)
 def write_derived(source: Path, output: Path, pooled: dict[str, dict[int, np.ndarray]], derived: dict) -> Path:
     """Write ``output``: ``source``'s rows/labels/attrs with ``pooled[pooling][layer]`` as its features.
 
-    Every pooling must give the same layers. Written to a fresh temporary file in ``output``'s folder
-    (``tempfile.mkstemp``: a random name, never a link planted there) and renamed when complete.
+    Every pooling must give the same layers. Written through the descriptor of a fresh temporary file in
+    ``output``'s folder (``safe_files.atomic_write``: a random name, never a link planted there, never reopened by
+    that name) and renamed when complete.
     """
     poolings = list(pooled)
     layers = sorted(next(iter(pooled.values())))
     if any(sorted(by_layer) != layers for by_layer in pooled.values()):
         raise ValueError("every pooling of a derived file must have the same layers")
-    try:
-        descriptor, temporary_name = tempfile.mkstemp(dir=output.parent, prefix=f".{output.name}.", suffix=".writing")
-    except OSError as err:
-        raise write_failure(err, output, write_hint(again=False)) from None
-    os.close(descriptor)
-    temporary = Path(temporary_name)
-    try:
-        with h5py.File(source, "r", locking=False) as src, h5py.File(temporary, "w") as dst:
+
+    def write(handle: BinaryIO) -> None:
+        with h5py.File(source, "r", locking=False) as src, h5py.File(handle, "w") as dst:
             for key, value in src.attrs.items():
                 if key not in DROPPED_ATTRS:
                     dst.attrs[key] = value
@@ -67,14 +61,11 @@ def write_derived(source: Path, output: Path, pooled: dict[str, dict[int, np.nda
             dst.attrs[s.STORE_DTYPE] = "float32"
             dst.attrs[s.WITH_TOKENS] = False
             _write_pooled(dst, pooled, layers, int(src.attrs[s.N_ROWS]))
-        os.chmod(temporary, new_file_mode())  # not mkstemp's 0600
-        os.replace(temporary, output)
-    except BaseException as err:
-        with contextlib.suppress(OSError):  # a read-only folder refuses the unlink too
-            temporary.unlink(missing_ok=True)
-        if isinstance(err, OSError):
-            raise write_failure(err, output, write_hint(again=False)) from None
-        raise
+
+    try:
+        atomic_write(output, write, readable=True, suffix=".writing")
+    except OSError as err:
+        raise write_failure(err, output, write_hint(again=False)) from None
     return output
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import h5py
 import numpy as np
@@ -363,9 +364,9 @@ def open_features(path: str | os.PathLike, allow_partial: bool = False) -> Featu
     return FeatureFile(path, allow_partial=allow_partial)
 
 
-def finished_request(path: Path) -> tuple[str, int] | None:
-    """``(request key, skipped empty rows)`` of a complete features file, or None (missing, partial,
-    unreadable, or written before request keys). Cheap: opens the file's attributes only."""
+def finished_request(path: Path) -> tuple[str, int, dict[str, Any]] | None:
+    """``(request key, skipped empty rows, root attributes)`` of a complete features file, or None (missing,
+    partial, unreadable, or written before request keys). Cheap: opens the file's attributes only."""
     try:
         with h5py.File(path, "r") as file:
             attrs = root_attributes(file, Path(path))  # each checked before it is read: never HDF5's crash
@@ -376,4 +377,4 @@ def finished_request(path: Path) -> tuple[str, int] | None:
         return None
     if not recorded or not complete:
         return None
-    return (recorded.decode() if isinstance(recorded, bytes) else str(recorded)), skipped
+    return (recorded.decode() if isinstance(recorded, bytes) else str(recorded)), skipped, attrs

@@ -16,13 +16,15 @@ import contextlib
 import errno
 import os
 import re
+import stat
 from pathlib import Path
+from typing import BinaryIO
 
 import h5py
 import numpy as np
 
 from ..errors import StoreError
-from ..safe_files import loads_json
+from ..safe_files import atomic_write, loads_json
 from . import schema as s
 from .create import populate, write_label
 from .damage import HDF5_ERRORS
@@ -313,10 +315,12 @@ def _creation_failure(err: BaseException, file: h5py.File, path: Path, final_pat
 
 
 ADDING_SUFFIX = ".adding"
+COPY_BYTES = 8 << 20  # add_label_columns copies the features file in pieces of this size
 
 
 def _adding_name(path: Path) -> re.Pattern:
-    """The names ``add_label_columns`` gives its copies of ``path`` (``tempfile.mkstemp``: 8 random characters)."""
+    """The names ``add_label_columns`` gives its copies of ``path`` (``atomic_write``'s ``mkstemp``: 8 random
+    characters)."""
     return re.compile(re.escape(f".{path.name}.") + r"[a-z0-9_]{8}" + re.escape(ADDING_SUFFIX))
 
 
@@ -337,22 +341,18 @@ def remove_stale_additions(path: Path) -> list[Path]:
 
 def add_label_columns(path: Path, columns: dict) -> None:
     """Store label columns (``LabelColumn``s in the file's row order) in a finished features file, atomically:
-    the file is copied beside itself, the copy gets the columns and is renamed over the original, so a
-    failed or interrupted add leaves the file as it was."""
+    the file is copied into a fresh hidden file beside itself, the copy gets the columns and is renamed over the
+    original (with its mode), so a failed or interrupted add leaves the file as it was. The copy is written and
+    read through its descriptor only (``safe_files.atomic_write``), never reopened by its name."""
     import shutil
-    import tempfile
 
     path = Path(path)
-    descriptor, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=ADDING_SUFFIX)
-    os.close(descriptor)
-    try:
-        shutil.copyfile(path, tmp)
-        shutil.copymode(path, tmp)
-        with h5py.File(tmp, "r+") as file:
+
+    def write(handle: BinaryIO) -> None:
+        with open(path, "rb") as source:
+            shutil.copyfileobj(source, handle, COPY_BYTES)
+        with h5py.File(handle, "r+") as file:
             for name, column in columns.items():
                 write_label(file, name, column)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+
+    atomic_write(path, write, readable=True, mode=stat.S_IMODE(os.stat(path).st_mode), suffix=ADDING_SUFFIX)

@@ -26,7 +26,7 @@ from typing import Any
 from ..errors import InputError, ModelError
 from ..extraction import DEFAULT_MODEL, ExtractConfig
 from ..io import corpus_name
-from ..options import spoken, spoken_value
+from ..options import MAX_SEED, spoken, spoken_value
 from ..probing import ProbeConfig
 from .engines import ENGINES
 from .groups import entry_group
@@ -34,11 +34,13 @@ from .options import extract_fields, probe_fields
 from .ray_engine import check_address
 from .repeats import check_repeats
 from .source import Place, Source, check_keys, check_output, dict_source, read_study
+from .source import where as _where
 
 TABLES = ("study", "models", "corpora", "extract", "probe")
 STUDY_KEYS = ("output", "metric", "jobs", "engine", "address")
 MODEL_KEYS = ("name", "model", "random_init", "seeds")
 CORPUS_KEYS = ("name", "path", "senteval", "labels", "group")
+MAX_SEEDS = 100  # per [[models]] entry: each seed is a model, extracted on every corpus (planning: ~4 ms a seed)
 NAME = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9._\-]{0,99}\Z")  # at most 100 characters: a file name has 255 bytes
 FEATURES_NAME = "features.h5"  # a cell's features file: OUTPUT/<model>/<corpus>/features.h5
 Options = tuple[tuple[str, Any], ...]  # config fields as frozen pairs
@@ -227,12 +229,6 @@ def _name(source: Source, place: Place, value: Any, seen: dict[str, Place], deri
     return value
 
 
-def _where(place: Place) -> str:
-    from .source import where
-
-    return where(place)
-
-
 def _model_path(source: Source, place: Place, value: Any) -> str:
     if value in (None, "default", DEFAULT_MODEL):
         return DEFAULT_MODEL
@@ -257,8 +253,11 @@ def _seeds(source: Source, place: Place, entry: dict[str, Any]) -> list[int | No
             "every seed would be the same model",
             "add random_init = true, or leave seeds out",
         )
-    if not isinstance(seeds, list) or not seeds or not all(type(s) is int and s >= 0 for s in seeds):
-        raise source.error(place, f"seeds {seeds!r} must be a list of whole numbers >= 0", "e.g. seeds = [0, 1, 2]")
+    if isinstance(seeds, list) and len(seeds) > MAX_SEEDS:  # before reading them: a million took over an hour to plan
+        raise source.error(place, f"seeds gives {len(seeds)} seeds; a [[models]] entry takes at most {MAX_SEEDS}",
+                           "each seed is a model run on every corpus; a few show the spread: [0, 1, 2]")  # fmt: skip
+    if not isinstance(seeds, list) or not seeds or not all(type(s) is int and 0 <= s <= MAX_SEED for s in seeds):
+        raise source.error(place, f"seeds {seeds!r} must be a list of whole numbers 0 to {MAX_SEED}", "e.g. [0, 1, 2]")
     if len(set(seeds)) != len(seeds):
         raise source.error(place, f"seeds {seeds!r} repeat a seed", "give each seed once")
     return list(seeds)

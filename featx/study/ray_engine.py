@@ -29,6 +29,7 @@ import socket
 from collections.abc import Sequence
 from typing import Any
 
+from ..checks import parse_whole
 from ..errors import InputError
 from ..options import spoken_value
 from .cells import EXTRACT, Task
@@ -39,6 +40,7 @@ Outcome = dict[str, Any]
 
 _LOCAL = ("", "local")
 _CONNECT_SECONDS = 5.0
+_MAX_PORT = 65535  # socket.create_connection raises OverflowError (no OSError) for a larger port
 # A local cluster's raylet keeps its idle workers for the run: by default it ends one idle for a second while
 # more workers than CPUs exist, so the probe workers warmed by ``prepare`` died during the extractions (a third
 # worker is started for the queued extraction) and the probe stage started and imported fresh ones.
@@ -68,14 +70,15 @@ def check_address(address: str | None) -> None:
     if address is None or address in _LOCAL or address == "auto":
         return
     text = address.removeprefix("ray://")
-    host, _, port = text.rpartition(":")
-    if not host or not port.isdigit():
+    host, _, spelled = text.rpartition(":")
+    port = parse_whole(spelled)
+    if not host or port is None or port > _MAX_PORT:
         raise InputError(
             f"Ray address '{address}' is not HOST:PORT",
             "give the head node's address as printed by `ray start --head` (e.g. 127.0.0.1:6379), or 'auto'",
         )
     try:
-        with socket.create_connection((host, int(port)), timeout=_CONNECT_SECONDS):
+        with socket.create_connection((host, port), timeout=_CONNECT_SECONDS):
             pass
     except OSError as error:
         raise InputError(

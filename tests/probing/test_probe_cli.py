@@ -295,13 +295,17 @@ def test_a_refusal_names_what_the_caller_gave(tiny_features, word_features, opti
 
 def test_a_label_too_long_for_a_file_name_is_refused_before_any_probe(tiny_features, tmp_path):
     """Results are named after the label (or -o): a 300-character label failed with "File name too long" once every
-    probe had run; the longest name the run writes is measured before the first probe."""
+    probe had run; the longest name the run writes is measured before the first probe, with the 14 bytes its
+    temporary file's name adds (a name of 242 to 255 bytes passed, then failed as .NAME.XXXXXXXX.tmp)."""
     from featx.errors import InputError
-    from featx.probing.results import check_name_length
+    from featx.probing.results import check_name_length, probe_names
 
-    with pytest.raises(InputError, match=r"\.\.\.x{4}\.predictions\.csv, 3\d\d bytes: more than the 255 a file name"):
-        check_name_length(tiny_features, "x" * 300, None)
-    check_name_length(tiny_features, "x" * 200, None)  # fits
+    with pytest.raises(InputError, match=r"\.\.\.x{4}\.predictions\.csv, 3\d\d bytes: more than the 241 a results"):
+        check_name_length(probe_names(tiny_features, "x" * 300, None))
+    fits = 241 - len(probe_names(tiny_features, "", None)[0].name)  # the longest label whose names fit
+    check_name_length(probe_names(tiny_features, "x" * fits, None))
+    with pytest.raises(InputError, match=r"242 bytes: more than the 241 .* less 14 for the temporary file"):
+        check_name_length(probe_names(tiny_features, "x" * (fits + 1), None))
     result = CliRunner().invoke(main, ["probe", str(tiny_features), "--layer", "0", "-o", str(tmp_path / ("y" * 250))])
-    assert result.exit_code == 2 and "bytes: more than the 255 a file name may have here" in result.output
+    assert result.exit_code == 2 and "bytes: more than the 241 a results file name may have here" in result.output
     assert "hint: give them a shorter name with -o PREFIX" in result.output and not list(tmp_path.iterdir())

@@ -185,6 +185,14 @@ def test_runs_of_different_tested_rows_are_not_paired_and_say_so():
     )
 
 
+def test_only_a_layer_column_in_ascii_digits_is_a_layer():
+    """A predictions file's header is anyone's text: 'layer_²' passed str.isdigit and int() raised."""
+    from featx.report.paired import _layer_columns
+
+    header = ["row", "label", "layer_0", "layer_-1", "layer_\u00b2", "layer_--1", "layer_1_0", "layer_\u0663", "layer_"]
+    assert _layer_columns(pd.DataFrame(columns=header)) == {0: "layer_0", -1: "layer_-1"}
+
+
 @pytest.mark.slow
 def test_cli_compare_writes_figure_table_and_tests(real_runs, tmp_path):
     out = tmp_path / "cmp" / "models.png"

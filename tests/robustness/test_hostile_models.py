@@ -303,3 +303,12 @@ def test_a_large_file_that_nothing_reads_is_left_alone(tiny_model, corpus, tmp_p
 
     result = _extract(_hostile_copy(tiny_model, tmp_path / "model", log), corpus)
     assert result.exit_code == 0, result.output
+
+
+def test_a_tensor_numbered_in_superscript_digits_is_no_layer():
+    """A tensor name is the checkpoint's text: 'encoder.layer.².x' passed str.isdigit and int() raised."""
+    from featx.extraction.model.checks import check_against_tensors
+
+    shapes = {"encoder.layer.0.w": (8, 8), "encoder.layer.\u00b2.w": (8, 8)}
+    with pytest.raises(ModelError, match=r"no stack of 2 layers \(encoder\.layer has 1\)"):
+        check_against_tensors({"num_hidden_layers": 2, "hidden_size": 8}, shapes, Path("config.json"))

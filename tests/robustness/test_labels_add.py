@@ -53,12 +53,12 @@ SLOW_ADD = """
 import pathlib, shutil, sys, time
 from featx.cli import main
 marker, pause = pathlib.Path(sys.argv[1]), float(sys.argv[2])
-copy = shutil.copyfile
+copy = shutil.copyfileobj
 def slow(source, target, *args, **options):
     marker.write_text("copying")
     time.sleep(pause)
     return copy(source, target, *args, **options)
-shutil.copyfile = slow
+shutil.copyfileobj = slow
 main(["labels", "add", *sys.argv[3:]], prog_name="featx")
 """
 

@@ -395,6 +395,31 @@ def test_a_derived_file_that_cannot_be_written_names_the_output_as_its_caller_do
     assert not output.parent.exists()
 
 
+@pytest.mark.parametrize("writer", ["derived", "labels"])
+def test_a_temporary_file_swapped_for_a_link_is_never_written_through(features_copy, tmp_path, monkeypatch, writer):
+    """A derived file (featx erase) and a label add write their temporary HDF5 file through its descriptor: they
+    created it, closed it and reopened it by name, so a link planted there meanwhile had h5py truncate (or
+    shutil.copyfile overwrite) its target."""
+    from support.faults import link_each_temporary
+
+    from featx.store import add_label_columns, write_derived
+
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"precious")
+    with FeatureFile(features_copy) as features:
+        n_rows, layers = features.n_rows, features.layers
+    before = features_copy.read_bytes()
+    link_each_temporary(monkeypatch, victim)
+    with pytest.raises(StoreError, match="was replaced by another while featx wrote it"):
+        if writer == "derived":
+            pooled = {"mean": {layers[0]: np.zeros((n_rows, 4), np.float32)}}
+            write_derived(features_copy, tmp_path / "erased.h5", pooled, {"kind": "erasure"})
+        else:
+            add_label_columns(features_copy, {})
+    assert victim.read_bytes() == b"precious" and features_copy.read_bytes() == before
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["feats.h5", "victim"]
+
+
 @pytest.mark.parametrize(
     ("python", "hint"),
     [

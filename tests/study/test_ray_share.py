@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 
 from featx.errors import InputError
-from featx.study.ray_engine import RayEngine, probe_share
+from featx.study.ray_engine import RayEngine, check_address, probe_share
 
 
 def _cluster(*cpus: int, dead: int = 0) -> SimpleNamespace:
@@ -106,3 +106,10 @@ def test_the_local_cluster_is_a_new_one_whatever_ray_start_left_on_this_machine(
     monkeypatch.setenv("RAY_ADDRESS", "192.0.2.2:6390")
     assert RayEngine(None)._connect(ray) is True  # started here: stopped at the end of the run
     assert calls[0]["address"] == "local" and calls[0]["_node_ip_address"] == "127.0.0.1"
+
+
+@pytest.mark.parametrize("address", ["127.0.0.1:\u00b2", "127.0.0.1:\u0663", "127.0.0.1:65536", "ray://h:1_0", "h:"])
+def test_a_port_that_is_not_ascii_digits_up_to_65535_is_refused_in_one_line(address):
+    """'²' passed str.isdigit and int() raised; 65536 went to the socket, which raised OverflowError."""
+    with pytest.raises(InputError, match="is not HOST:PORT"):
+        check_address(address)

@@ -88,6 +88,10 @@ BAD = [
     (('path = "sst2.csv"', 'path = "tasks"'), "[[corpora]] #1 path: corpus path", 15, "give a corpus file"),
     (('name = "control"\nrandom_init = true\nseeds = [0, 1, 2]', 'name = "minilm"'), "duplicate name", 9, "named so"),
     (("seeds = [0, 1, 2]", "seeds = [0, 0]"), "repeat a seed", 11, None),
+    # each seed plans a model (~4 ms) before any work: a million seeds planned for over an hour
+    (("seeds = [0, 1, 2]", f"seeds = {list(range(101))}"), "seeds gives 101 seeds; a [[models]]", 11, "[0, 1, 2]"),
+    # --init-seed's bound, said at the seeds that gave it, not at [extract] as --init-seed
+    (("seeds = [0, 1, 2]", "seeds = [4294967296]"), "#2 seeds: seeds [4294967296] must be a list of whole", 11, None),
     (("random_init = true\n", ""), "seeds are the random weights' seeds", 10, "random_init = true"),
     (('pooling = "mean"', 'pooling = "mean,bogus"'), "pooling 'bogus' is not available", 20, None),
     (('pooling = "mean"', 'layers = "1;3"'), "[extract] layers: --layer 1;3: layer '1;3' is not a number", 20, None),

@@ -153,3 +153,20 @@ def assert_same_file(expected: Path, actual: Path) -> None:
 
 def no_traceback(stderr: str) -> None:
     assert "Traceback" not in stderr, stderr
+
+
+def link_each_temporary(monkeypatch, victim: Path) -> None:
+    """What someone who can write to an output's folder could do: each ``tempfile.mkstemp`` file's name is swapped
+    for a link to ``victim`` as soon as it is made (featx holds the file's descriptor); featx must never write,
+    truncate or chmod the victim through that name, nor rename the link into place."""
+    import tempfile
+
+    make = tempfile.mkstemp
+
+    def mkstemp(*args, **options):
+        descriptor, name = make(*args, **options)
+        os.unlink(name)
+        os.symlink(victim, name)
+        return descriptor, name
+
+    monkeypatch.setattr(tempfile, "mkstemp", mkstemp)

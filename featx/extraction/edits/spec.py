@@ -24,6 +24,7 @@ import math
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from ...checks import parse_whole
 from ...errors import InputError
 
 KINDS = ("erase", "project", "mean", "steer", "random")
@@ -100,16 +101,11 @@ def _malformed(text: str, kind: str | None = None, why: str = "") -> InputError:
     return InputError(f"--intervene '{text}' is not understood{': ' + why if why else ''}", f"write {forms}")
 
 
-def _whole(spelled: str) -> bool:
-    """ASCII digits only: ``str.isdigit`` takes superscripts (``'²'``), which ``int`` refuses with a traceback."""
-    return spelled.isascii() and spelled.isdigit()
-
-
 def _layer(text: str, kind: str, spelled: str) -> int:
-    spelled = spelled.strip()
-    if not _whole(spelled) or int(spelled) > MAX_LAYER:
-        raise _malformed(text, kind, f"layer '{spelled}' is not a layer number (0 the embeddings)")
-    return int(spelled)
+    layer = parse_whole(spelled.strip())
+    if layer is None or layer > MAX_LAYER:
+        raise _malformed(text, kind, f"layer '{spelled.strip()}' is not a layer number (0 the embeddings)")
+    return layer
 
 
 def _source(text: str, kind: str, spelled: str, features: bool = False) -> Path:
@@ -162,9 +158,10 @@ def _where(text: str, kind: str, spelled: str) -> tuple[int, str | None]:
 def _body(text: str, kind: str, body: str, layer: int, seed: int) -> Intervention:
     """The edit of ``KIND:BODY@L`` (its site set by the caller)."""
     if kind == "random":
-        if not _whole(body.strip()) or int(body) < 1:
+        rank = parse_whole(body.strip())
+        if rank is None or rank < 1:
             raise _malformed(text, kind, f"rank '{body}' is not a positive whole number")
-        return Intervention(kind, layer, rank=int(body), seed=int(seed))
+        return Intervention(kind, layer, rank=rank, seed=int(seed))
     if kind == "steer":
         parts = body.rsplit(":", 2)
         if len(parts) != 3 or not parts[1].strip():

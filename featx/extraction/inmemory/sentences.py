@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ...checks import parse_whole
 from ...errors import InputError
 from ...io import blank_text
 from ...options import keyword_doc, keywords_of, renamed
@@ -125,8 +126,9 @@ def _layer_number(layer) -> int:
     first, as ``FeatureFile.features(pooling, layer)`` takes them, or 1.5) is refused, never cut to a number."""
     if isinstance(layer, (int, np.integer)) and not isinstance(layer, bool):
         return int(layer)
-    if isinstance(layer, str) and layer.strip().lstrip("-").isdigit():
-        return int(layer)
+    number = parse_whole(layer.strip(), signed=True) if isinstance(layer, str) else None
+    if number is not None:
+        return number
     raise InputError(
         f"layer {layer!r} is not a layer number",
         "Embeddings.array(layer, pooling, site) takes the layer first (FeatureFile.features takes the pooling first), "
@@ -235,7 +237,8 @@ def embed_one(texts, *, layer=-1, pooling: str = "mean", site: str = HIDDEN_SITE
                 f"featx.embed takes one {name}=, not {name}s=",
                 f"give {name}=...; for several, featx.extraction.embed(texts, {name}s=...) returns them all",
             )
-    whole = isinstance(layer, (int, np.integer)) or (isinstance(layer, str) and layer.strip().lstrip("-").isdigit())
+    spelled = isinstance(layer, str) and parse_whole(layer.strip(), signed=True) is not None
+    whole = isinstance(layer, (int, np.integer)) or spelled
     _one("layer", layer, whole and not isinstance(layer, bool), "3 or layer=-1 (the top)")
     _one("pooling", pooling, isinstance(pooling, str) and "," not in pooling, "'mean'")
     _one("site", site, isinstance(site, str) and "," not in site, "'ffn'")

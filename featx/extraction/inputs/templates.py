@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ...checks import parse_whole
 from ...errors import InputError
 from ...options import normalise, spoken, spoken_value
 
@@ -131,7 +132,7 @@ def parse_template(text: str, text_col: str = TEXT_FIELD) -> Template:
     pieces = []
     for literal, name, spec, conversion in parsed:
         if name is not None:
-            if not name.strip() or name.isdigit():
+            if not name.strip() or parse_whole(name) is not None:  # {0}; {²} names a column, as featx renders
                 raise InputError(f"--template has a positional field {{{name}}}: {text!r}", hint)
             if spec or conversion or any(char in name for char in ".["):
                 raise InputError(f"--template field {{{name}...}} has a format, attribute or index: {text!r}", hint)

@@ -34,6 +34,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from ...checks import parse_whole
 from ...errors import ModelError
 from ...json_fields import shown
 from ...safe_files import loads_json
@@ -227,8 +228,9 @@ def layer_stacks(keys: list[str]) -> dict[str, set[int]]:
     for key in keys:
         parts = key.split(".")
         for position, part in enumerate(parts):
-            if part.isdigit():
-                stacks.setdefault(".".join(parts[:position]), set()).add(int(part))
+            index = parse_whole(part)  # a tensor name is the checkpoint's text: '²' would pass isdigit, not int
+            if index is not None:
+                stacks.setdefault(".".join(parts[:position]), set()).add(index)
     return stacks
 
 

@@ -16,14 +16,17 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from ..._version import __version__
 from ...options import recorded
+from ...safe_files import loads_json
 from ..checks import output_path
 from ..config import ExtractConfig
 from ..model.files import local_model_folder
 from ..summary import ExtractSummary, summary_of
 
+POOLER_KEY = "pooler"  # the fingerprint's key of a pooler run with its activation apart (ALBERT's), since 30 Nov 2026
 NOT_PART_OF_THE_REQUEST = ("output", "overwrite", "progress", "commit_seconds")
 NEW_OPTION_DEFAULTS = {
     "long": "truncate",
@@ -98,6 +101,24 @@ def request_key(config: ExtractConfig, corpus_sha256: str) -> str | None:
     )
 
 
+def pooler_before_its_tanh(attrs: dict[str, Any]) -> bool:
+    """Whether a file's root attributes are those of an ALBERT file with the pooler pooling written before featx
+    ran ALBERT's pooler with its tanh (30 Nov 2026): its fingerprint lacks the ``POOLER_KEY`` every such file has
+    had since (``resolve._pooler_fingerprint``). Within 0.2.0 its request key is this very request's, so it is not
+    up to date however the key reads: the full check refuses it naming the pooler (``--overwrite`` replaces it),
+    and a study extracts its cell again."""
+    from ...store import schema
+
+    if attrs.get(schema.MODEL_TYPE) != "albert":  # the one family whose pooler keeps its activation apart
+        return False
+    try:
+        recorded = loads_json(str(attrs.get(schema.FINGERPRINT, "")))
+    except ValueError:  # not featx's fingerprint: the full check says so
+        return False
+    poolings = recorded.get("poolings") if isinstance(recorded, dict) else None
+    return isinstance(poolings, list) and "pooler" in poolings and POOLER_KEY not in recorded
+
+
 def quick_up_to_date(config: ExtractConfig) -> ExtractSummary | None:
     """The up-to-date summary when the existing output was made by this very request, else None."""
     started = time.perf_counter()
@@ -120,10 +141,10 @@ def quick_up_to_date(config: ExtractConfig) -> ExtractSummary | None:
     finished = finished_request(output)
     if finished is None:
         return None
-    recorded, skipped = finished
+    recorded, skipped, attrs = finished
     from ..inputs.digests import file_sha256
 
-    if recorded != request_key(config, file_sha256(corpus)):
+    if recorded != request_key(config, file_sha256(corpus)) or pooler_before_its_tanh(attrs):
         return None
     from ...state import remember
 

@@ -33,6 +33,7 @@ from ..summary import ExtractSummary, summary_of
 from ..tokens.tokenize import TokenizedCorpus, tokenize_texts
 from ..tokens.word_tokens import tokenize_input
 from . import loop
+from .freshness import POOLER_KEY
 from .resolve import provenance, resolve_plan
 
 
@@ -244,7 +245,7 @@ REPLACEABLE_HINT = "pass --overwrite to replace it, or choose another output wit
 FINGERPRINT_NAMES = {
     "corpus_sha256": "the corpus file's content",
     "model_sha256": "the model's weights",
-    "pooler": "the pooler pooling (ALBERT's without its tanh before 30 Nov 2026)",
+    POOLER_KEY: "the pooler pooling (ALBERT's without its tanh before 30 Nov 2026)",
 }
 SHOWN_VALUE_CHARS = 80
 

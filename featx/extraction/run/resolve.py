@@ -43,7 +43,7 @@ from ..plan import (
     ExtractionPlan,
     WindowSpec,
 )
-from ..run.freshness import request_key
+from ..run.freshness import POOLER_KEY, request_key
 from ..shards.sharding import ShardSpec
 from ..tokens.tokenize import special_layout
 
@@ -195,7 +195,7 @@ def _pooler_fingerprint(loaded: LoadedModel, poolings) -> dict:
     30 Nov 2026 (the linear alone before): named for such a file only, so that one written before is no longer
     reused as up to date, and every other file keeps its fingerprint."""
     if "pooler" in poolings and getattr(loaded.model, "pooler_activation", None) is not None:
-        return {"pooler": "linear and activation"}
+        return {POOLER_KEY: "linear and activation"}
     return {}
 
 

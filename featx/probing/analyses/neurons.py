@@ -44,7 +44,7 @@ from .. import evaluation as ev
 from ..config import check_bootstrap, check_jobs
 from ..inputs import open_complete
 from ..prescan import require_finite_blocks
-from ..results import check_prefix, json_safe, results_prefix, write_table
+from ..results import check_name_length, check_prefix, json_safe, results_prefix, write_table
 from ..shared_options import (
     bootstrap_option,
     check_folds,
@@ -244,6 +244,7 @@ def _check_outputs(config: NeuronConfig, features, label: str) -> None:
         return
     prefix = results_prefix(features.path, label, "neurons", config.output)
     outputs = [Path(f"{prefix}{end}") for end in (".csv", ".ranking.csv", ".json", ".png", ".svg")]
+    check_name_length(outputs)  # named after the label: "File name too long" came after every probe
     if config.output is not None:
         from ..inputs import read_files
 

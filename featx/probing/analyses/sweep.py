@@ -41,7 +41,7 @@ from .. import evaluation as ev
 from ..config import DEFAULT_CS, ProbeConfig, check_bootstrap, check_jobs, check_labels_file
 from ..inputs import open_complete
 from ..prescan import require_finite_blocks
-from ..results import check_prefix, json_safe, results_prefix, write_table
+from ..results import check_name_length, check_prefix, json_safe, results_prefix, write_table
 from ..shared_options import check_folds, check_group, check_join, check_join_needs_labels, check_seed
 from ..solvers import classifiers as clf
 from ..tasks.pairs import pooled_block
@@ -243,9 +243,12 @@ def _sweep_jobs(config: SweepConfig, notes: list[str]) -> tuple[Task, list[tuple
             poolings = "mean" if "mean" in file.poolings else file.poolings[0]
         chosen = parse_poolings(poolings, file.poolings)
         model = file.attrs.get("model")
-    if config.write and config.output is not None:  # as write_sweep names it, checked before the probes
-        prefix = results_prefix(Path(str(config.features)), "", "sweep", config.output)
-        check_prefix(config.output, Path(f"{prefix}.sweep.csv"))
+    if config.write:  # as write_sweep and the Pareto figures name them, checked before the probes
+        prefix = sweep_prefix(Path(str(config.features)).resolve(), task.label, config.output)
+        if config.output is not None:
+            check_prefix(config.output, Path(f"{prefix}.csv"))
+        figures = [f".{pooling}.svg" for pooling in chosen] if len(chosen) > 1 else [".svg"]
+        check_name_length(Path(f"{prefix}{end}") for end in (".csv", ".json", *figures))
     seed = config.seed
     y_control = np.random.default_rng(seed + 7919).permutation(task.y) if config.control else None
     jobs = [
@@ -291,10 +294,15 @@ def sweep(config: SweepConfig | str | Path | None, **options) -> SweepResult:
     return result
 
 
+def sweep_prefix(features_file: Path, label: str, output=None) -> Path:
+    """Where a sweep's files go: ``<features stem>.<label>.sweep``, or ``-o PREFIX`` (probe's too) + ``.sweep``."""
+    prefix = results_prefix(features_file, label, "sweep", output)
+    return Path(str(prefix) + ".sweep") if output is not None else prefix
+
+
 def write_sweep(result: SweepResult, output=None) -> list[Path]:
     """``PREFIX.csv`` and ``PREFIX.json``; the Pareto figures are the report's (``featx.report.save_sweep_figures``)."""
-    prefix = results_prefix(result.meta["features_file"], result.meta["label"], "sweep", output)
-    prefix = result.prefix = Path(str(prefix) + ".sweep") if output is not None else prefix  # -o is probe's too
+    prefix = result.prefix = sweep_prefix(result.meta["features_file"], result.meta["label"], output)
     csv_path, json_path = Path(f"{prefix}.csv"), Path(f"{prefix}.json")
     write_table(result.table, csv_path)
     records = [{key: json_safe(value) for key, value in record.items()} for record in result.table.to_dict("records")]

@@ -17,6 +17,7 @@ import sys
 from contextlib import contextmanager
 from contextvars import ContextVar
 
+from ...checks import parse_whole
 from ...errors import InputError
 from ...options import spoken, spoken_value
 
@@ -28,7 +29,7 @@ def parse_device(device) -> str:
     """``device`` normalised to auto, cpu, cuda or cuda:N; an InputError for anything else."""
     text = "auto" if device is None else str(device).strip().lower()
     kind, _, index = text.partition(":")
-    if text in ("auto", "cpu", "cuda") or (kind == "cuda" and index.isdigit()):
+    if text in ("auto", "cpu", "cuda") or (kind == "cuda" and parse_whole(index) is not None):
         return text
     raise InputError(f"{_device(device, repr(str(device)))} is not understood", f"use {CHOICES}")
 

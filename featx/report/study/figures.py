@@ -15,6 +15,7 @@ from __future__ import annotations
 import html
 import math
 
+from ...checks import parse_whole
 from ..figures.style import CYCLE
 from .table import StudyView, better, expected_layer
 
@@ -89,27 +90,29 @@ def _same_curve(found: dict, row) -> bool:
     return all(found[key] == row[key] for key in named)
 
 
-def _span_numbers(spans: str) -> list[int]:
-    """The layers of a summary's ``tied_layers`` text ("0-2,4" -> [0, 1, 2, 4]); [] for anything else."""
-    numbers: list[int] = []
+def _span_bounds(spans: str) -> tuple[int, int] | None:
+    """The lowest and highest layer of a summary's ``tied_layers`` text ("0-2,4" -> (0, 4)); None for anything
+    else. The summary is a file: its spans are read in ASCII digits (``parse_whole``), never expanded."""
+    bounds: list[int] = []
     for part in spans.replace(";", ",").split(","):
-        low, _, high = part.strip().partition("-")
-        if not (low.isdigit() and (high.isdigit() or not high)):
-            return []
-        numbers += range(int(low), int(high or low) + 1)
-    return numbers
+        low_text, dash, high_text = part.strip().partition("-")
+        low, high = parse_whole(low_text), parse_whole(high_text) if dash else parse_whole(low_text)
+        if low is None or high is None or high < low:
+            return None
+        bounds += (low, high)
+    return min(bounds), max(bounds)
 
 
 def _depth_hover(row, summary: Summary) -> str:
     text = row_hover(row)
     found = _summary_row(summary, row) if row["how"] == "chosen on the training part" else None
     layers = str((found or {}).get("tied_layers") or "")
-    numbers = _span_numbers(layers)
-    if numbers and row["n_layers"] == row["n_layers"] and row["n_layers"] > 0:
-        low, high = min(numbers) / row["n_layers"], max(numbers) / row["n_layers"]
+    bounds = _span_bounds(layers)
+    if bounds and row["n_layers"] == row["n_layers"] and row["n_layers"] > 0:
+        low, high = bounds[0] / row["n_layers"], bounds[1] / row["n_layers"]
         text += f"<br>layers not significantly different: {label(layers)} (relative depth {low:.2f} to {high:.2f})"
     above = str((found or {}).get("above_layers") or "")
-    if _span_numbers(above):
+    if _span_bounds(above):
         text += f"<br>layers significantly above it on the test rows: {label(above)}"
     return text
 

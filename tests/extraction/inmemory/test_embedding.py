@@ -188,7 +188,7 @@ def test_array_of_what_was_not_embedded_is_refused(tiny_model):
     with pytest.raises(InputError, match="site 'ffn' was not embedded"):
         embeddings.array(1, "mean", site="ffn")
     # FeatureFile.features takes (pooling, layer): the same order here was a raw ValueError; 1.5 was layer 1
-    for layer in ("mean", 1.5, None):
+    for layer in ("mean", 1.5, None, "\u00b2", "--1"):  # '²' and '--1' passed isdigit after lstrip('-'): int raised
         with pytest.raises(InputError, match=f"layer {layer!r} is not a layer number") as error:
             embeddings.array(layer, "mean")
         assert "array(layer, pooling" in error.value.hint

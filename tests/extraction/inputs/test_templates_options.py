@@ -23,6 +23,10 @@ def test_a_template_renders_fields_by_name_with_their_spans():
     prompt, spans = template.render({"premise": "a b", "text": "c"})
     assert prompt == "{x} a b / c?"
     assert [prompt[first:last] for first, last in spans] == ["a b", "c"]
+    # {0} is positional (refused); {\u00b2} names a column, as featx renders by name (isdigit took it for {0})
+    assert parse_template("{text} {\u00b2}").fields == ("text", "\u00b2")
+    with pytest.raises(InputError, match="positional field"):
+        parse_template("{text} {0}")
 
 
 def test_command_line_escapes():

@@ -405,25 +405,41 @@ def test_an_output_featx_extract_cannot_use_is_named_as_its_caller_does(tmp_path
 
 def test_an_albert_pooler_file_from_before_its_tanh_is_not_reused(family_models, tiny_model, corpus_csv, tmp_path):
     """ALBERT's pooler pooling left its tanh out before 30 Nov 2026 (``runner._pooler_head``): such a file is named
-    in the fingerprint (``pooler``), so one written before (by another featx version: its quick request key differs)
-    is refused as made with other options, not reused; every other file (the tiny BERT's) keeps its fingerprint."""
+    in the fingerprint (``pooler``), so one written before is refused as made with other options (by the full check,
+    as one of another featx version, whose request key differs), not reused: 0.2.0's own has this very request's
+    key, which the quick check took as up to date; every other file (the tiny BERT's) keeps its fingerprint."""
     import json
 
     import h5py
+    from click.testing import CliRunner
+    from support.errors import assert_one_clear_error
     from support.families import BY_NAME
 
     from featx import store
+    from featx.cli import main
+    from featx.extraction import quick_up_to_date
 
     albert = family_models(BY_NAME["albert"])
     summary = run(corpus_csv, albert, tmp_path, poolings="pooler,mean")
     with featx.open(summary.output) as features:
         recorded = json.loads(features.fingerprint)
     assert recorded["pooler"] == "linear and activation"
-    with h5py.File(summary.output, "r+") as file:  # as written before the fix, by another featx version
+    config = ExtractConfig(corpus=corpus_csv, output=summary.output, model=str(albert), poolings="pooler,mean",
+                           store_dtype="float32", progress=False)  # fmt: skip
+    assert quick_up_to_date(config).status == "up-to-date"
+    with h5py.File(summary.output, "r+") as file:  # as 0.2.0 wrote it before the fix: the same request key
         file.attrs[store.schema.FINGERPRINT] = json.dumps({k: v for k, v in recorded.items() if k != "pooler"})
-        file.attrs[store.schema.REQUEST_KEY] = ""
-    with pytest.raises(StoreError, match=r"options: the pooler pooling \(ALBERT's without its tanh before 30 Nov"):
-        run(corpus_csv, albert, tmp_path, poolings="pooler,mean")
+    assert quick_up_to_date(config) is None
+    args = ["extract", str(corpus_csv), "--model", str(albert), "-o", str(summary.output), "--pooling", "pooler,mean"]
+    result = CliRunner().invoke(main, [*args, "--store-dtype", "float32", "-q"])
+    assert result.exit_code == 2
+    assert_one_clear_error(
+        result.output,
+        r"made from a different corpus, model or options: the pooler pooling \(ALBERT's without its tanh before 30 "
+        r"Nov 2026\) .* hint: pass --overwrite to replace it",
+    )
     bert = run(corpus_csv, tiny_model, tmp_path, name="bert.h5", poolings="pooler")
     with featx.open(bert.output) as features:
         assert "pooler" not in json.loads(features.fingerprint)
+    again = config.replace(output=bert.output, model=str(tiny_model), poolings="pooler")
+    assert quick_up_to_date(again).status == "up-to-date"  # a pooler file without the key but not ALBERT's

@@ -169,6 +169,25 @@ def test_results_that_exist_are_refused_without_overwrite_before_any_ranking(pla
     assert (tmp_path / "p.a.neurons.csv").read_text() == "kept"
 
 
+def test_a_label_too_long_for_a_file_name_is_refused_before_any_work(planted_file, tmp_path):
+    """neurons and the sweep name their files after the label, as probe does: a 240-character label failed with
+    "File name too long" once every probe had run. They measure their longest name with probe's one check
+    (``results.check_name_length``) before any work."""
+    import h5py
+
+    copy, label = tmp_path / "p.h5", "y" * 240
+    shutil.copyfile(planted_file, copy)
+    with h5py.File(copy, "r+") as file:  # column a under a long name, as a corpus's header may give it
+        file.move("labels/a", f"labels/{label}")
+        file[f"labels/{label}"].attrs["column"] = label
+    for command in (["neurons"], ["probe", "--sweep"]):
+        result = CliRunner().invoke(main, [*command, str(copy), "--label", label, "--layer", "1"])
+        assert result.exit_code == 2, result.output
+        assert "bytes: more than the 241 a results file name may have here" in result.output, result.output
+        assert "hint: give them a shorter name with -o PREFIX" in result.output
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["p.h5"]
+
+
 def test_not_a_features_file_is_refused(tmp_path):
     path = tmp_path / "x.h5"
     path.write_bytes(b"\x89HDF\r\n\x1a\n" + b"\0" * 100)

@@ -181,7 +181,7 @@ def no_gpu(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
 
 
-@pytest.mark.parametrize("device", ["gpu", "cuda:x", "cuda:-1", "mps", ""])
+@pytest.mark.parametrize("device", ["gpu", "cuda:x", "cuda:-1", "mps", "", "cuda:\u00b2"])  # '²' passed isdigit
 def test_a_device_that_is_not_understood_is_refused(device):
     with pytest.raises(InputError, match="not understood") as error:
         ProbeConfig(device=device)

@@ -101,6 +101,15 @@ def test_the_hovers_read_the_summary_featx_study_writes():
     assert "study summary" not in expected[1] and "study summary" not in expected[2]  # cls; macro-F1
 
 
+def test_a_summary_span_is_read_in_ascii_digits_and_never_expanded():
+    """A summary file's ``tied_layers``: '²' passed str.isdigit and int() raised; a span of a hundred billion
+    layers was expanded into a list before its ends were read."""
+    assert figures._span_bounds("0-2,4") == (0, 4) and figures._span_bounds("3") == (3, 3)
+    for spans in ("\u00b2", "1-\u00b2", "\u0663", "", "x", "3-1", "1,", "1_0"):
+        assert figures._span_bounds(spans) is None, spans
+    assert figures._span_bounds("0-99999999999") == (0, 99999999999)
+
+
 def test_heatmap_cells_carry_their_reports_link(page):
     for index in (0, 1):
         cells = _figure(page, index)["data"][0]
