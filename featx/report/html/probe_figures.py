@@ -67,7 +67,8 @@ HOW = {
     "rises earlier holds the label in a form that needs less data to read out. The grey dashed line with + markers "
     "is each size's baseline (the majority class, for a number the training mean) fitted on the same training rows.",
     "mix": "Scalar mix (Tenney et al. 2019): softmax weights of one probe over all layers; the dotted line is "
-    "the center of gravity (sum of layer × weight), the dashed line the uniform weight.",
+    "the center of gravity (sum of layer × weight), the dashed line the uniform weight. Without a split, it is "
+    "fitted on the first fold's training part and scored on its test part only (not cross-validated).",
     "confusion": "Rows are the true classes, columns the predicted ones, at the layer named in the title; each "
     "cell holds a count and is coloured by its share of the true class's rows, so the diagonal reads as per-class "
     "recall and an off-diagonal dark cell is a systematic confusion.",
