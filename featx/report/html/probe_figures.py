@@ -67,8 +67,7 @@ HOW = {
     "rises earlier holds the label in a form that needs less data to read out. The grey dashed line with + markers "
     "is each size's baseline (the majority class, for a number the training mean) fitted on the same training rows.",
     "mix": "Scalar mix (Tenney et al. 2019): softmax weights of one probe over all layers; the dotted line is "
-    "the center of gravity (sum of layer × weight), the dashed line the uniform weight. Without a split, it is "
-    "fitted on the first fold's training part and scored on its test part only (not cross-validated).",
+    "the center of gravity (sum of layer × weight), the dashed line the uniform weight.",
     "confusion": "Rows are the true classes, columns the predicted ones, at the layer named in the title; each "
     "cell holds a count and is coloured by its share of the true class's rows, so the diagonal reads as per-class "
     "recall and an off-diagonal dark cell is a systematic confusion.",
@@ -122,7 +121,8 @@ def _more_sections(frame: pd.DataFrame, meta: dict, classifier: str, results_pat
         curve = read_curve(results_path.with_name(Path(str(curve_file)).name))
         sections.append(("Learning curves", svg_of(lambda ax: plot_learning_curves(curve, ax=ax)), HOW["learning"]))
     if layer_summaries(meta):
-        sections.append(("Scalar mix weights", svg_of(lambda ax: plot_mix_weights(meta, ax=ax)), HOW["mix"]))
+        how = HOW["mix"] + _mix_rows(meta)
+        sections.append(("Scalar mix weights", svg_of(lambda ax: plot_mix_weights(meta, ax=ax)), how))
     return sections
 
 
@@ -156,6 +156,13 @@ def prediction_sections(meta: dict, found) -> list[Section]:
         fig, axes = plt.subplots(1, 2, figsize=(11, 4.6), layout="constrained")
         plot_residuals(truth, predicted, axes, layer, how)
     return [(f"Predictions and residuals (layer {layer})", svg_of_figure(fig), HOW["residuals"])]
+
+
+def _mix_rows(meta: dict) -> str:
+    """What the scalar mix was scored on: the split's test part, or under cross-validation one fold only."""
+    if meta.get("evaluation") == "split":
+        return " It is fitted on the training part and scored on the test part."
+    return " It is fitted on the first fold's training part and scored on its test part only (not cross-validated)."
 
 
 __all__ = ["HOW", "chosen_layer", "curves_how", "figure_sections", "prediction_sections"]
