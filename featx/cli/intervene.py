@@ -16,11 +16,13 @@ def intervene(features, **options):
     From the file's own provenance (model, corpus, options): erase --label at each --at layer (an eraser fitted
     on the training rows, and without a split one per fold, fitted on its training rows, for the probes scored on
     that fold; or a --bundle's span with --edit project|mean), run the model on, and report per layer
-    from the edit up the probe before, after and after a random control of the same rank (95% intervals, paired
-    tests Holm-adjusted), the other labels, the last layer's drift, the bundle's flips and the LM loss where the
-    checkpoint has a head. --edit steer --bundle B --toward C --alphas 0,1,2,4,8: a steering dose-response
-    (a class-mean direction is measured only on rows it was not computed from: the test split's, or without a
-    split each fold's rows along the other folds' direction; docs/intervene.md). Writes PREFIX.csv, PREFIX.json
+    from the edit up the probe before, after and after a random control of the same rank and centring (each
+    eraser's own, centred on its fitting rows' mean; 95% intervals, paired tests Holm-adjusted), the other labels,
+    the last layer's drift, the bundle's flips and the LM loss where the checkpoint has a head (each row read on an
+    eraser not fitted on it: its fold's without a split, the test rows with one). --edit steer --bundle B
+    --toward C --alphas 0,1,2,4,8: a steering dose-response (a class-mean direction is measured only on rows it
+    was not computed from: the test split's, or without a split each fold's rows along the other folds' direction;
+    docs/intervene.md). Writes PREFIX.csv, PREFIX.json
     and PREFIX.png; one that exists is replaced only with --overwrite."""
     from ..extraction import unescape_cli_text
     from ..interventions import InterveneConfig, format_table

@@ -258,8 +258,9 @@ class ExtractConfig(Options):
         help="Edit the hidden state of layer L for every token and recompute every layer above: erase:ERASERS@L "
         "(featx erase's .erasers.npz), project:BUNDLE@L, mean:BUNDLE@L (a featx fit bundle's class span removed, "
         "or set to its training mean), steer:BUNDLE:CLASS:ALPHA@L (or FEATURES.h5:LABEL:CLASS:ALPHA@L: the "
-        "class-mean difference) or random:RANK@L; several comma-separated "
-        "apply in order (docs/interventions.md).",
+        "class-mean difference), random:RANK@L (RANK random directions, uncentred) or random:ERASERS@L (the "
+        "control of erase:ERASERS@L: its rank, centred on its mean); several comma-separated apply in order, an "
+        "empty item is refused (docs/interventions.md).",
     )
     intervene_seed: int = option(
         0, flag="--intervene-seed", group=EDITS, help="Seed of the random directions of --intervene random."

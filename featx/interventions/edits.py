@@ -1,8 +1,8 @@
 """The edits ``featx intervene`` runs, as ``featx.extraction.EditMap``s (the arithmetic the forward pass's hooks
 apply): the eraser of the label fitted on given stored rows (featx erase's LEACE or INLP; which rows: ``passes.py``),
 a bundle's span (``project``, ``mean``, through ``featx extract --intervene``'s own resolution), the random control
-of the same rank (seeded), the bundle's steering direction and the steering edit itself (which rows each steering
-direction is computed from and steers: ``steer_rows.py``)."""
+of the same rank and centring (seeded), the bundle's steering direction and the steering edit itself (which rows
+each steering direction is computed from and steers: ``steer_rows.py``)."""
 
 from __future__ import annotations
 
@@ -71,14 +71,20 @@ def edit_map(plan: InterventionPlan, layer: int):
     return resolve_edits((parse_intervention(spec),), model_info(plan))[0]
 
 
-def control_map(plan: InterventionPlan, layer: int, rank: int):
-    """``random:RANK@L`` with the run's seed (the identity for a rank-0 edit)."""
+def control_map(plan: InterventionPlan, layer: int, edit):
+    """The random control of ``edit`` (an ``EditMap``): ``random:RANK@L`` with the run's seed, RANK the directions
+    the edit removes, centred on the edit's own mean (an eraser's: the mean of the rows it was fitted on; the
+    bundle's training mean for ``--edit mean``; zero, uncentred, for ``--edit project``), so that it moves the
+    states as an edit of that rank and centring does. The identity for a rank-0 edit."""
+    from dataclasses import replace
+
     from ..extraction import parse_intervention, resolve_edits
 
+    rank = int(edit.left.shape[1])
     spec = parse_intervention(f"random:{max(rank, 1)}@{_at(plan, layer)}", plan.config.seed)
     if rank == 0:
         return _identity("random", layer, model_info(plan).width(spec), site=plan.config.site)
-    return resolve_edits((spec,), model_info(plan))[0]
+    return replace(resolve_edits((spec,), model_info(plan))[0], mean=np.asarray(edit.mean, np.float64))
 
 
 def bundle_direction(plan: InterventionPlan) -> np.ndarray:

@@ -6,7 +6,7 @@ would measure nothing."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -109,36 +109,67 @@ def _batches(tokenizer, texts, max_length: int, causal: bool, seed: int):
             yield inputs, mask, labels
 
 
+def _row_inputs(tokenizer, texts, max_length: int, causal: bool, seed: int) -> list[tuple]:
+    """Each row's (input ids, labels), its masks drawn once with the seed in the rows' order: every pass, over any
+    of the rows, scores each row with the same masks."""
+    rows = []
+    for ids, mask, labels in _batches(tokenizer, texts, max_length, causal, seed):
+        for row in range(len(ids)):
+            width = int(mask[row].sum())
+            rows.append((ids[row, :width], labels[row, :width]))
+    return rows
+
+
+def _subset_batches(inputs: list[tuple], rows, pad: int):
+    """Batches of the rows ``rows`` of ``inputs``, padded on the right (padded positions masked, never scored)."""
+    import torch
+
+    for start in range(0, len(rows), BATCH):
+        chosen = [inputs[int(row)] for row in rows[start : start + BATCH]]
+        width = max(len(ids) for ids, _ in chosen)
+        ids = torch.full((len(chosen), width), pad, dtype=torch.long)
+        labels = torch.full((len(chosen), width), -100, dtype=torch.long)
+        mask = torch.zeros((len(chosen), width), dtype=torch.long)
+        for row, (tokens, targets) in enumerate(chosen):
+            ids[row, : len(tokens)], labels[row, : len(tokens)], mask[row, : len(tokens)] = tokens, targets, 1
+        yield ids, mask, labels
+
+
 @dataclass
 class LMHead:
-    """The checkpoint's LM model, where its blocks are, and its unedited per-row losses (computed once)."""
+    """The checkpoint's LM model, where its blocks are, each row's inputs (masks drawn once) and its unedited
+    per-row losses (computed once)."""
 
     model: Any
     path: str
+    inputs: list = field(default_factory=list)
     base: np.ndarray | None = None
 
 
-def head_of(model, forward) -> LMHead:
-    """The LM model on the forward passes' device, with where its blocks are."""
+def head_of(model, forward, plan) -> LMHead:
+    """The LM model on the forward passes' device, with where its blocks are and each row's masked inputs."""
     from ..extraction import edit_block_path
 
     model = model.to(forward.loaded.device)
-    return LMHead(model, edit_block_path(model, forward.n_blocks, forward.loaded.device))
+    tokenizer, causal = forward.loaded.tokenizer, plan.provenance.causal
+    inputs = _row_inputs(tokenizer, forward.texts, forward.loaded.max_length, causal, plan.config.seed)
+    return LMHead(model, edit_block_path(model, forward.n_blocks, forward.loaded.device), inputs)
 
 
-def row_losses(plan, forward, head: LMHead, maps=()) -> np.ndarray:
-    """Each row's mean loss over its masked (or predicted) tokens, with ``maps`` applied inside the pass."""
+def row_losses(plan, forward, head: LMHead, maps=(), rows=None) -> np.ndarray:
+    """Each row's (of the file rows ``rows``, default every row) mean loss over its masked (or predicted) tokens,
+    with ``maps`` applied inside the pass."""
     import torch
 
     from ..extraction import EditHooks
 
     device, tokenizer = forward.loaded.device, forward.loaded.tokenizer
     causal, model = plan.provenance.causal, head.model
+    rows = np.arange(len(head.inputs)) if rows is None else np.asarray(rows)
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
     out = []
     with torch.inference_mode(), EditHooks(model, head.path, forward.n_blocks, maps):
-        for ids, mask, labels in _batches(
-            tokenizer, forward.texts, forward.loaded.max_length, causal, plan.config.seed
-        ):
+        for ids, mask, labels in _subset_batches(head.inputs, rows, pad):
             logits = model(input_ids=ids.to(device), attention_mask=mask.to(device)).logits.float()
             labels = labels.to(device)
             if causal:
@@ -151,20 +182,35 @@ def row_losses(plan, forward, head: LMHead, maps=()) -> np.ndarray:
     return np.concatenate(out) if out else np.zeros(0)
 
 
-def loss_row(plan, forward, head: LMHead, edit, control) -> dict:
-    """The loss before, after and after the control (means over rows, with intervals), and the paired t-tests of
-    after against before and against the control (with ``--group``, both by whole groups)."""
+def _held_losses(plan, forward, head: LMHead, edits, maps: dict) -> np.ndarray:
+    """The loss of every measured row (``edits.measured``) on the pass of ``maps``' edit whose fit never saw it
+    (``edits.held``: its fold's eraser without a split)."""
+    rows = edits.measured
+    out = np.full(len(rows), np.nan)
+    for key, held in edits.held.items():
+        if len(held):
+            out[np.searchsorted(rows, held)] = row_losses(plan, forward, head, (maps[key],), held)
+    return out
+
+
+def loss_row(plan, forward, head: LMHead, edits) -> dict:
+    """The loss before, after and after the control (means over the measured rows, with intervals), and the paired
+    t-tests of after against before and against the control (with ``--group``, both by whole groups). Each row is
+    read on the pass of an edit (and its control) fitted without it (``passes.py``)."""
     from .outputs import output_record
 
     if head.base is None:
         head.base = row_losses(plan, forward, head)
-    after, controlled = row_losses(plan, forward, head, (edit,)), row_losses(plan, forward, head, (control,))
-    groups = plan.row_groups
-    values = {key: mean_interval(losses, groups) for key, losses in (("before", head.base), ("after", after))}
+    rows = edits.measured
+    base = head.base[rows]
+    after = _held_losses(plan, forward, head, edits, edits.erasers)
+    controlled = _held_losses(plan, forward, head, edits, edits.controls)
+    groups = None if plan.row_groups is None else plan.row_groups[rows]
+    values = {key: mean_interval(losses, groups) for key, losses in (("before", base), ("after", after))}
     values["control"] = mean_interval(controlled, groups)
     name = "next-token loss" if plan.provenance.causal else "masked-token loss"
     record = output_record(name, "loss", max(plan.stored_layers), values)
-    for key, other in (("p_after", head.base), ("p_control", controlled)):
+    for key, other in (("p_after", base), ("p_control", controlled)):
         same = np.allclose(after, other)
         record[key] = 1.0 if same else paired_p_value(after, other, groups)
     return record

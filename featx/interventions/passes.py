@@ -13,8 +13,15 @@ every training part of the evaluation plan for the same reason):
 - ``--edit project|mean``: the bundle's span, one pass (the bundle was fitted by featx fit on its own rows).
 
 Beside them, the eraser fitted on ``task.training_rows()`` (the train split; every labelled row without one: the
-eraser a user would apply) edits the pass the drift, bundle and loss rows read; its rank is the table's ``rank``.
-The random control depends on the rank alone: one control pass per distinct rank, fold k's that of its eraser."""
+eraser a user would apply); its rank is the table's ``rank``. The drift, bundle and loss rows read each row on a
+pass whose edit never saw it (``held``): with a split, the rows the train split's eraser was not fitted on (its
+labelled train rows are left out); without one, each labelled row on the pass of its fold's eraser (the fold that
+scores it) and each unlabelled row on that of the eraser of every labelled row, which saw none of them. The bundle's
+span reads every row (it was fitted by featx fit, not here).
+
+Each edit has its own random control (``controls``, keyed as ``erasers``): as many random orthonormal directions as
+it removes, drawn with the seed, centred as the edit is (on an eraser's mean, the mean of the rows it was fitted on;
+on the bundle's mean for ``--edit mean``; uncentred for ``--edit project``): one control pass per edited pass."""
 
 from __future__ import annotations
 
@@ -38,14 +45,16 @@ def rank_of(edit) -> int:
 @dataclass
 class LayerEdits:
     """One edited layer's edits: ``edit`` (the eraser of the training rows, or the bundle's span) is
-    ``erasers[key]``; ``erasers`` holds every distinct edit (one edited pass each), ``folds`` the key of each fold's
-    eraser per probed label, ``controls`` the random control of each rank they remove."""
+    ``erasers[key]``; ``erasers`` holds every distinct edit, ``folds`` the key of each fold's eraser per probed
+    label, ``held`` the file rows the output rows read on each edit's pass (the module's docstring), ``controls``
+    each edit's random control."""
 
     layer: int
     key: bytes
     erasers: dict[bytes, Any]
     folds: dict[str, list[bytes]]
-    controls: dict[int, Any] = field(default_factory=dict)
+    held: dict[bytes, np.ndarray]
+    controls: dict[bytes, Any] = field(default_factory=dict)
 
     @property
     def edit(self):
@@ -63,13 +72,14 @@ class LayerEdits:
         found = {name: [k for k, own in enumerate(keys) if own == key] for name, keys in self.folds.items()}
         return {name: folds for name, folds in found.items() if folds}
 
-    def control_readers(self, rank: int) -> dict[str, list[int]]:
-        """Per probed label, the folds whose control probes read the control pass of ``rank``."""
-        found = {
-            name: [k for k, own in enumerate(keys) if rank_of(self.erasers[own]) == rank]
-            for name, keys in self.folds.items()
-        }
-        return {name: folds for name, folds in found.items() if folds}
+    def run(self) -> list[bytes]:
+        """The edits whose passes run (with their controls): those a fold reads or an output row reads rows of."""
+        return [key for key in self.erasers if self.readers(key) or len(self.held.get(key, ()))]
+
+    @property
+    def measured(self) -> np.ndarray:
+        """Every file row the output rows read, sorted."""
+        return np.sort(np.concatenate([rows for rows in self.held.values()] or [np.zeros(0, np.int64)]))
 
 
 def layer_edits(plan: InterventionPlan, layer: int) -> LayerEdits:
@@ -79,10 +89,15 @@ def layer_edits(plan: InterventionPlan, layer: int) -> LayerEdits:
         edits = _erasers(plan, layer)
     else:
         folds = {name: [BUNDLE_KEY] * len(task.plan.folds) for name, task in plan.tasks.items()}
-        edits = LayerEdits(layer, BUNDLE_KEY, {BUNDLE_KEY: edit_map(plan, layer)}, folds)
-    ranks = sorted({edits.rank, *edits.fold_ranks()})
-    edits.controls = {rank: control_map(plan, layer, rank) for rank in ranks}
+        held = {BUNDLE_KEY: np.arange(_n_rows(plan))}
+        edits = LayerEdits(layer, BUNDLE_KEY, {BUNDLE_KEY: edit_map(plan, layer)}, folds, held)
+    edits.controls = {key: control_map(plan, layer, edits.erasers[key]) for key in edits.run()}
     return edits
+
+
+def _n_rows(plan: InterventionPlan) -> int:
+    with open_features(plan.features) as features:
+        return int(features.n_rows)
 
 
 def _erasers(plan: InterventionPlan, layer: int) -> LayerEdits:
@@ -111,7 +126,21 @@ def _erasers(plan: InterventionPlan, layer: int) -> LayerEdits:
             folds[name] = [key] * len(task.plan.folds)
         else:
             folds[name] = [fitted(_fit_rows(task, train, codes)) for train, _ in task.plan.folds]
-    return LayerEdits(layer, key, erasers, folds)
+    return LayerEdits(layer, key, erasers, folds, _held(main, key, folds[plan.label], n_rows))
+
+
+def _held(main, key: bytes, own: list[bytes], n_rows: int) -> dict[bytes, np.ndarray]:
+    """The file rows the output rows read on each eraser's pass, none of them a row it was fitted on: with a split,
+    every row but the train split's labelled ones, on the train split's eraser; without one, each fold's test rows
+    on its eraser and the unlabelled rows on the eraser of every labelled row (``own``: the label's fold keys)."""
+    unlabelled = np.setdiff1d(np.arange(n_rows), main.kept)
+    if main.plan.is_split:
+        return {key: np.setdiff1d(np.arange(n_rows), main.kept[main.training_rows()])}
+    held: dict[bytes, list[np.ndarray]] = {key: [unlabelled]}
+    for fold_key, (_, test) in zip(own, main.plan.folds, strict=True):
+        held.setdefault(fold_key, []).append(main.kept[test])
+    joined = {name: np.sort(np.concatenate(parts)) for name, parts in held.items()}
+    return {name: rows for name, rows in joined.items() if len(rows)}
 
 
 def shares_split(main, task) -> bool:

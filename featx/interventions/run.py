@@ -1,16 +1,18 @@
 """``intervene``: the whole experiment of ``featx intervene`` in one call. Per edited layer: the edits (fitted or
-taken from the bundle; under cross-validation one eraser per fold, ``passes.py``) and the random controls of their
-ranks, one unedited pass over the file's rows and one per distinct edit and control, then the table: the label's and
-the other columns' probes at every stored layer from the edit up (before, after, control, each fold reading its own
-eraser's pass; paired tests Holm-adjusted per label and edit over the layers), the last layer's drift, the bundle's
-flips and accuracy, and the LM loss where the checkpoint has a head (these three read the eraser of the training
-rows). ``--edit steer`` runs the dose-response instead (``steering.py``; its rows and directions: ``steer_rows.py``,
-never measured on a row its direction was computed from)."""
+taken from the bundle; under cross-validation one eraser per fold, ``passes.py``) and each one's random control (its
+rank and centring), one unedited pass over the file's rows and one per distinct edit and control, then the table: the
+label's and the other columns' probes at every stored layer from the edit up (before, after, control, each fold
+reading its own eraser's pass; paired tests Holm-adjusted per label and edit over the layers), the last layer's drift,
+the bundle's flips and accuracy, and the LM loss where the checkpoint has a head (these three read each row on the
+pass of an eraser not fitted on it: its fold's without a split). ``--edit steer`` runs the dose-response instead
+(``steering.py``; its rows and directions: ``steer_rows.py``, never measured on a row its direction was computed
+from)."""
 
 from __future__ import annotations
 
 import time
 
+import numpy as np
 import pandas as pd
 
 from ..options import keywords_of
@@ -18,7 +20,7 @@ from ..probing import SIGNIFICANCE_ALPHA
 from ..safe_files import check_writable, refuse_existing
 from .config import InterveneConfig
 from .loss import head_of, lm_model, loss_row
-from .outputs import bundle_rows, drift_row, reproduction_note
+from .outputs import HeldOut, bundle_rows, drift_row, output_needs, reproduction_note
 from .passes import LayerEdits, layer_edits, shares_split
 from .plan import InterventionPlan, make_plan
 from .probes import LabelProbes
@@ -51,8 +53,7 @@ def _edits(plan: InterventionPlan, notes: list[str]) -> dict[int, LayerEdits]:
         if ranks != [found.rank]:
             notes.append(
                 f"at layer {layer} the folds' erasers remove {_spelled(ranks)} direction(s): the rank column ("
-                f"{found.rank}) is that of the eraser fitted on the training rows, which the drift, bundle and loss "
-                "rows read"
+                f"{found.rank}) is that of the eraser fitted on the training rows"
             )
     if plan.config.edit == "erase":
         notes += _fold_notes(plan, edits)
@@ -62,19 +63,25 @@ def _edits(plan: InterventionPlan, notes: list[str]) -> dict[int, LayerEdits]:
 def _fold_notes(plan: InterventionPlan, edits: dict[int, LayerEdits]) -> list[str]:
     """What ``--edit erase`` fitted per fold: every label's folds without a split, or those of the labels
     cross-validated beside the split (no labelled test row)."""
-    counts = ", ".join(f"{len(found.erasers)} at layer {layer}" for layer, found in edits.items())
+    counts = ", ".join(f"{len(found.run())} at layer {layer}" for layer, found in edits.items())
     tasks = plan.tasks
     main = tasks[plan.label]
     if not main.plan.is_split:
         return [
             "the file has no split: each fold's after and control probes read a pass edited by an eraser fitted on "
             f"that fold's training rows only (edited passes: {counts}; one per distinct eraser of the folds, and one "
-            "of the eraser of every labelled row, which the drift, bundle and loss rows read)"
+            "of the eraser of every labelled row where unlabelled rows need it); the drift, bundle and loss rows read "
+            "each labelled row on its fold's pass, each unlabelled row on that of the eraser of every labelled row"
         ]
+    measured = len(next(iter(edits.values())).measured)
+    notes = [
+        f"the drift, bundle and loss rows read the {measured} rows the train split's eraser was not fitted on (its "
+        f"{len(main.training_rows())} labelled train rows are left out)"
+    ]
     crossed = [name for name, task in tasks.items() if not shares_split(main, task)]
     if not crossed:
-        return []
-    return [
+        return notes
+    return notes + [
         f"{', '.join(repr(name) for name in crossed)}: no labelled test row, so cross-validated over train rows (the "
         "rows the train split's eraser was fitted on): each fold's after and control probes read a pass edited by an "
         f"eraser fitted on that fold's training rows only (edited passes: {counts})"
@@ -85,29 +92,31 @@ def _spelled(ranks: list[int]) -> str:
     return str(ranks[0]) if len(ranks) == 1 else f"{ranks[0]} to {ranks[-1]}"
 
 
-def _passes(forward, maps: dict, readers, probes: dict, key: str, kept):
-    """One pass per edit of ``maps``, each scoring the folds that read it (``readers``); the pass of ``kept``."""
-    found = None
-    for name, edit in maps.items():
-        run = forward.run((edit,))
-        for label, folds in readers(name).items():
-            probes[label].score(key, run, folds)
-        if name == kept:
-            found = run
-    return found
+def _pass_pairs(plan: InterventionPlan, forward, base, edits: LayerEdits, probes: dict) -> tuple[HeldOut, ...]:
+    """Per edit, its pass and its control's, each scoring the folds that read it; of each, the rows the output rows
+    read on it (``edits.held``). The unedited pass's measured rows, the edited ones' and the controls'."""
+    needs, rows = output_needs(plan), edits.measured
+    held = (HeldOut(rows, needs).take(base, rows), HeldOut(rows, needs), HeldOut(rows, needs))
+    for key in edits.run():
+        readers, own = edits.readers(key), edits.held.get(key, np.zeros(0, np.int64))
+        for field, edit, out in (("after", edits.erasers[key], held[1]), ("control", edits.controls[key], held[2])):
+            run = forward.run((edit,))
+            for label, folds in readers.items():
+                probes[label].score(field, run, folds)
+            out.take(run, own)
+    return held
 
 
 def _one_layer(plan: InterventionPlan, forward, base, head, edits: LayerEdits) -> list[dict]:
     layer = edits.layer
     roles = {name: "edited" if name == plan.label else "amnesic" for name in plan.tasks}
     probes = {name: LabelProbes(plan, task, roles[name], plan.above[layer]) for name, task in plan.tasks.items()}
-    edited = _passes(forward, edits.erasers, edits.readers, probes, "after", edits.key)
-    controlled = _passes(forward, edits.controls, edits.control_readers, probes, "control", edits.rank)
+    unedited, edited, controlled = _pass_pairs(plan, forward, base, edits, probes)
     records = [record for probe in probes.values() for record in probe.records()]
-    records.append(drift_row(plan, base, edited, controlled))
-    records += bundle_rows(plan, base, edited, controlled)
+    records.append(drift_row(plan, unedited, edited, controlled))
+    records += bundle_rows(plan, unedited, edited, controlled)
     if head is not None:
-        records.append(loss_row(plan, forward, head, edits.edit, edits.controls[edits.rank]))
+        records.append(loss_row(plan, forward, head, edits))
     for record in records:
         record.update(edit=plan.config.edit, edit_layer=layer, rank=edits.rank)
     return records
@@ -141,7 +150,7 @@ def intervene(config: InterveneConfig | str | None = None, **options) -> Interve
     if model is None:
         notes.append(f"LM loss skipped: {why}")
     forward = Forward(plan)
-    head = head_of(model, forward) if model is not None else None
+    head = head_of(model, forward, plan) if model is not None else None
     base = forward.run()
     note = reproduction_note(plan, base)
     notes += [note] if note else []
@@ -178,12 +187,14 @@ def _meta(plan: InterventionPlan, forward, notes: list[str], started: float, edi
         "seed": config.seed,
         "n_bootstrap": config.n_bootstrap,  # the resamples of the probe rows' intervals on a split
         **(plan.group_meta or {}),  # --group: as featx probe's meta
-        "control": "random:RANK@L (RANK the edit's rank, --seed)",
+        "control": "random:RANK@L (RANK the edit's rank, --seed), centred on the edit's mean",
+        # results of earlier featx lack this key: their control was uncentred (featx report says so)
+        "control_centring": "edit" if config.edit != "project" else "none (as the edit)",
         "implementation": forward.loaded.implementation,
         "n_rows": len(forward.texts),
         "passes": {  # the model's passes over the file's rows, every edited layer's together (the LM loss's aside)
             "unedited": 1,
-            "edited": sum(len(found.erasers) for found in edits.values()),
+            "edited": sum(len(found.run()) for found in edits.values()),
             "control": sum(len(found.controls) for found in edits.values()),
         },
         "notes": notes,

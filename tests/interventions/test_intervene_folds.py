@@ -103,10 +103,12 @@ def test_no_fold_is_scored_on_rows_its_eraser_saw(grouped, request, monkeypatch)
         if grouped:  # and no group of the fold's test rows
             groups = main.file_groups(len(spy.stored))
             assert not np.intersect1d(groups[fitted], groups[tasks[name].kept[test]]).size
-    # beside the folds' erasers, the one fitted on every labelled row (the drift row's and the rank column's)
+    # beside the folds' erasers, the one fitted on every labelled row (the rank column's), whose pass runs only for
+    # unlabelled rows (the drift and loss rows read each labelled row on its fold's pass): this file has none
     assert any(np.array_equal(rows, main.kept) for _, rows in spy.erasers)
     n_erasers = len({rows.tobytes() for _, rows in spy.erasers})
-    assert result.meta["passes"]["edited"] == n_erasers == 1 + 5 * len(names)
+    assert n_erasers == 1 + 5 * len(names)
+    assert result.meta["passes"]["edited"] == result.meta["passes"]["control"] == 5 * len(names)  # a control each
     assert any(note.startswith("the file has no split: each fold's after") for note in result.notes)
     _check_fold_passes(spy)
 
@@ -146,7 +148,10 @@ def test_a_split_file_runs_one_edited_pass_and_the_table_it_gave(erased_at_1, pl
     plan = make_plan(InterveneConfig(features=planted_features, label="animal", at="1", write=False))
     model = Forward(plan)
     assert model.config.progress is plan.config.progress is True  # a bar over each pass's rows unless -q
-    passes = model.run((edit,)), model.run((control_map(plan, 1, 1),))
+    control = control_map(plan, 1, edit)  # centred as the eraser is, on the train split's mean, with its rank
+    np.testing.assert_array_equal(control.mean, eraser.mean)
+    assert control.left.shape == eraser.left.shape
+    passes = model.run((edit,)), model.run((control,))
     table = erased_at_1.table.set_index(["name", "layer"])
     for name, task in tasks.items():
         (fold_train, fold_test), dev = task.plan.folds[0], task.plan.dev[0]
@@ -220,3 +225,49 @@ def test_an_amnesic_label_cross_validated_beside_a_split_gets_erasers_of_its_own
     np.testing.assert_array_equal(spy.eraser_of(edits.edit)[1], np.flatnonzero(split == "train"))
     assert len(set(edits.folds["trainonly"])) == 5
     assert any(note.startswith("'trainonly': no labelled test row") for note in notes)
+
+
+def test_each_output_row_and_control_reads_an_edit_that_never_saw_the_row(tiny_features, planted_features):
+    """The drift, bundle and loss rows read each row on the pass of an eraser not fitted on it: without a split, each
+    labelled row on its fold's eraser (the fold that scores it); with one, the rows the train split's eraser was not
+    fitted on. Each edit's control is its own: its rank, centred on its mean (the mean of its fitting rows)."""
+    from featx.interventions import InterveneConfig, make_plan
+    from featx.interventions.passes import layer_edits
+
+    for path, label, layer in ((tiny_features, "label", 2), (planted_features, "animal", 1)):
+        plan = make_plan(InterveneConfig(features=path, label=label, amnesic="none", at=str(layer), write=False))
+        edits, main = layer_edits(plan, layer), plan.tasks[label]
+        for key, rows in edits.held.items():
+            fitted = np.frombuffer(key, dtype=main.kept.dtype)
+            assert len(rows) and not np.intersect1d(fitted, rows).size  # no row read on an eraser that saw it
+            np.testing.assert_array_equal(edits.controls[key].mean, edits.erasers[key].mean)
+            assert edits.controls[key].left.shape == edits.erasers[key].left.shape
+        if main.plan.is_split:
+            train = main.kept[main.training_rows()]
+            every = np.arange(len(edits.measured) + len(train))
+            np.testing.assert_array_equal(edits.measured, np.setdiff1d(every, train))
+        else:
+            for key, (_, test) in zip(edits.folds[label], main.plan.folds, strict=True):
+                np.testing.assert_array_equal(edits.held[key], np.sort(main.kept[test]))
+            _check_held_passes(plan, edits, len(main.kept))
+
+
+def _check_held_passes(plan, edits, n_rows: int) -> None:
+    """The measured rows' arrays, each row's from the pass (and the control pass) of the edit that reads it."""
+    from types import SimpleNamespace
+
+    from featx.interventions.run import _pass_pairs
+
+    tags = {id(edit): float(k) for k, edit in enumerate([*edits.erasers.values(), *edits.controls.values()])}
+
+    def run(maps=()):
+        value = tags[id(maps[0])] if maps else -1.0
+        return SimpleNamespace(array=lambda layer, pooling: np.full((n_rows, 2), value))
+
+    probes = {name: SimpleNamespace(score=lambda *args: None) for name in plan.tasks}
+    _, edited, controlled = _pass_pairs(plan, SimpleNamespace(run=run), run(), edits, probes)
+    top = (max(plan.stored_layers), plan.pooling)
+    for key, rows in edits.held.items():
+        where = np.searchsorted(edits.measured, rows)
+        assert (edited.array(*top)[where] == tags[id(edits.erasers[key])]).all()
+        assert (controlled.array(*top)[where] == tags[id(edits.controls[key])]).all()

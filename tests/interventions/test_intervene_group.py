@@ -142,7 +142,7 @@ class _Bundle:
 def _pass(tag: float, n: int = 120):
     from types import SimpleNamespace
 
-    return SimpleNamespace(array=lambda layer, pooling: np.full((n, 2), tag))
+    return SimpleNamespace(array=lambda layer, pooling: np.full((n, 2), tag), rows=np.arange(n))  # every row
 
 
 def test_the_bundle_rows_share_by_whole_groups(grouped_file):
@@ -188,13 +188,22 @@ def test_the_loss_and_its_paired_tests_by_whole_groups(monkeypatch):
     base = 3 + rng.standard_normal(12)[documents] + 0.1 * rng.standard_normal(60)
     after = base + 0.3 + 0.5 * rng.standard_normal(12)[documents] + 0.05 * rng.standard_normal(60)
     control = base + 0.02 * rng.standard_normal(60)
-    monkeypatch.setattr(
-        loss, "row_losses", lambda plan, forward, head, maps=(): {(): base, ("e",): after}.get(maps, control)
+    folds = np.arange(60) % 3  # each row's loss read on its own fold's edit (and control): garbage on another's
+    passes = {(): base, **{(f"e{k}",): np.where(folds == k, after, 99.0) for k in range(3)}}
+    passes.update({(f"c{k}",): np.where(folds == k, control, -99.0) for k in range(3)})
+
+    def row_losses(plan, forward, head, maps=(), rows=None):
+        return passes[tuple(maps)][slice(None) if rows is None else rows]
+
+    monkeypatch.setattr(loss, "row_losses", row_losses)
+    held = {k: np.flatnonzero(folds == k) for k in range(3)}
+    edits = SimpleNamespace(
+        measured=np.arange(60), held=held, erasers={k: f"e{k}" for k in held}, controls={k: f"c{k}" for k in held}
     )
     records = {}
     for groups in (documents, None):
         plan = SimpleNamespace(row_groups=groups, provenance=SimpleNamespace(causal=False), stored_layers=(0, 1, 2))
-        records[groups is None] = loss.loss_row(plan, None, loss.LMHead(None, ""), "e", "c")
+        records[groups is None] = loss.loss_row(plan, None, loss.LMHead(None, ""), edits)
     grouped, plain = records[False], records[True]
     for key, values in (("before", base), ("after", after), ("control", control)):
         assert (grouped[key], grouped[f"{key}_low"], grouped[f"{key}_high"]) == mean_interval(values, documents)

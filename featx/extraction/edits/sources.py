@@ -11,7 +11,10 @@ Every edit is one affine map of a state ``x`` (a ``(d,)`` vector per token):
 - ``mean``: the same with ``mean`` the bundle's training mean at L: the span's component is set to the mean's;
 - ``steer``: ``shift = alpha * u``, ``u`` the unit direction toward the class: the bundle head's, or the
   class-mean difference of a features file's label (``class_mean_direction``);
-- ``random``: ``left = Q``, ``right = Q.T``, ``mean = 0`` with ``Q`` RANK orthonormal columns drawn with the seed.
+- ``random``: ``left = Q``, ``right = Q.T``, ``mean = 0`` with ``Q`` RANK orthonormal columns drawn with the seed
+  (``random:RANK@L``: no fitted mean, so uncentred, as ``project``); ``random:ERASERS@L``, the control of that
+  eraser: ``Q`` of the eraser's rank and ``mean`` the eraser's own (the mean of the rows featx erase fitted it on),
+  centred as the eraser is (``Q`` is drawn as featx erase draws its random control, so with the same seed they match).
 """
 
 from __future__ import annotations
@@ -283,15 +286,27 @@ def class_mean_direction(edit: Intervention, model: ModelInfo) -> np.ndarray:
 
 
 def random_map(edit: Intervention, model: ModelInfo) -> EditMap:
-    """RANK orthonormal directions drawn with the seed, removed."""
+    """RANK orthonormal directions drawn with the seed, removed: uncentred (``random:RANK@L``), or centred on an
+    eraser's mean with its rank (``random:ERASERS@L``, the control of that eraser)."""
     d = model.width(edit)
-    assert edit.rank is not None
-    if edit.rank > d:
+    mean = None
+    if edit.source is not None:
+        eraser = erase_map(edit, model)
+        rank, mean = int(eraser.left.shape[1]), eraser.mean
+    else:
+        assert edit.rank is not None
+        rank = edit.rank
+    if rank > d:
         what = "the model's width" if edit.site is None else f"the width of {model.name}'s {edit.where},"
-        raise InputError(f"--intervene random: rank {edit.rank} is more than {what} {d}", f"use a rank up to {d}")
-    rng = np.random.default_rng(edit.seed)
-    basis, _ = np.linalg.qr(rng.standard_normal((d, edit.rank)))
-    return _affine(edit, d, basis=basis)
+        raise InputError(f"--intervene random: rank {rank} is more than {what} {d}", f"use a rank up to {d}")
+    return _affine(edit, d, basis=random_basis(d, rank, edit.seed), mean=mean)
+
+
+def random_basis(d: int, rank: int, seed: int | None) -> np.ndarray:
+    """``rank`` orthonormal columns in ``d`` dimensions drawn with ``seed`` (featx erase's control draws the same)."""
+    if rank == 0:
+        return np.zeros((d, 0))
+    return np.linalg.qr(np.random.default_rng(seed).standard_normal((d, rank)))[0]
 
 
 def check_layer(edit: Intervention, model: ModelInfo) -> None:
@@ -328,6 +343,7 @@ __all__ = [
     "class_mean_direction",
     "check_layer",
     "erase_map",
+    "random_basis",
     "random_map",
     "resolve_edits",
 ]

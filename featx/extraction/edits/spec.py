@@ -7,7 +7,9 @@ One edit is ``KIND:ARGS@L``; several, comma-separated, apply in the order given 
 ``mean:BUNDLE@L``                    set that span to the bundle's training mean (mean ablation)
 ``steer:BUNDLE:CLASS:ALPHA@L``       add ALPHA times the unit direction toward CLASS (the bundle's head)
 ``steer:FEATURES.h5:LABEL:CLASS:ALPHA@L``  the same along the class-mean difference of a features file
-``random:RANK@L``                    remove RANK random orthonormal directions (``--intervene-seed``): the control
+``random:RANK@L``                    remove RANK random orthonormal directions (``--intervene-seed``), uncentred
+``random:ERASERS[:POOLING]@L``       the control of ``erase:ERASERS@L``: as many random directions as that eraser
+                                     removes, centred on its mean (the mean of the rows featx erase fitted it on)
 
 L is a stored layer's number (0 the embeddings' output, N the top: the last block's, after any final norm).
 ``@L:SITE`` (``SITE`` one of ``attn_out``, ``ffn``, ``pre_ln``: the sites of ``featx extract --site``) edits that
@@ -33,7 +35,7 @@ FORMS = {
     "project": "project:BUNDLE.featx@L",
     "mean": "mean:BUNDLE.featx@L",
     "steer": "steer:BUNDLE.featx:CLASS:ALPHA@L or steer:FEATURES.h5:LABEL:CLASS:ALPHA@L",
-    "random": "random:RANK@L",
+    "random": "random:RANK@L or random:ERASERS.erasers.npz@L",
 }
 MAX_LAYER = 4096
 SITES = ("attn_out", "ffn", "pre_ln")  # featx.extraction.forward.sites' named sites inside a layer
@@ -73,7 +75,8 @@ class Intervention:
 
             with store.open_features(self.source) as features:
                 return hashlib.sha256(str(features.fingerprint).encode("utf-8")).hexdigest()
-        path = self.source if self.kind == "erase" or self.label is not None else self.source / "manifest.json"
+        files = self.kind in ("erase", "random") or self.label is not None  # a bundle: its manifest
+        path = self.source if files else self.source / "manifest.json"
         digest = hashlib.sha256()
         with open(path, "rb") as handle:
             for block in iter(lambda: handle.read(1 << 20), b""):
@@ -112,13 +115,14 @@ def _source(text: str, kind: str, spelled: str, features: bool = False) -> Path:
     if not spelled.strip():
         raise _malformed(text, kind, "no file given")
     path = Path(spelled.strip())
-    wanted = "erasers file" if kind == "erase" else "features file" if features else "bundle folder"
-    exists = path.is_file() if kind == "erase" or features else (path / "manifest.json").is_file()
+    erasers = kind in ("erase", "random")
+    wanted = "erasers file" if erasers else "features file" if features else "bundle folder"
+    exists = path.is_file() if erasers or features else (path / "manifest.json").is_file()
     if not exists:
         raise InputError(
             f"--intervene {kind}: {wanted} {path} does not exist",
             "featx erase writes OUT.erasers.npz beside its features file"
-            if kind == "erase"
+            if erasers
             else "give a features file of featx extract"
             if features
             else "featx fit writes the bundle folder (e.g. model.featx)",
@@ -157,10 +161,10 @@ def _where(text: str, kind: str, spelled: str) -> tuple[int, str | None]:
 
 def _body(text: str, kind: str, body: str, layer: int, seed: int) -> Intervention:
     """The edit of ``KIND:BODY@L`` (its site set by the caller)."""
-    if kind == "random":
-        rank = parse_whole(body.strip())
+    rank = parse_whole(body.strip()) if kind == "random" else None
+    if kind == "random" and (rank is not None or not _names_file(body)):
         if rank is None or rank < 1:
-            raise _malformed(text, kind, f"rank '{body}' is not a positive whole number")
+            raise _malformed(text, kind, f"rank '{body}' is not a positive whole number (nor an erasers file)")
         return Intervention(kind, layer, rank=rank, seed=int(seed))
     if kind == "steer":
         parts = body.rsplit(":", 2)
@@ -173,10 +177,17 @@ def _body(text: str, kind: str, body: str, layer: int, seed: int) -> Interventio
             return Intervention(kind, layer, path, target=parts[1].strip(), alpha=alpha, label=label.strip())
         return Intervention(kind, layer, _source(text, kind, parts[0]), target=parts[1].strip(), alpha=alpha)
     target = None
-    if kind == "erase" and ":" in body and not Path(body).is_file():
+    if kind in ("erase", "random") and ":" in body and not Path(body).is_file():
         body, target = body.rsplit(":", 1)
         target = target.strip() or None
-    return Intervention(kind, layer, _source(text, kind, body), target=target)
+    seeded = int(seed) if kind == "random" else None  # the centred control's directions
+    return Intervention(kind, layer, _source(text, kind, body), target=target, seed=seeded)
+
+
+def _names_file(body: str) -> bool:
+    """Whether ``random:BODY`` names an erasers file (``random:ERASERS[:POOLING]``) rather than a rank."""
+    path = body.strip().rsplit(":", 1)[0] if ":" in body and not Path(body.strip()).is_file() else body.strip()
+    return path.lower().endswith(".npz") or Path(path).is_file()
 
 
 def parse_intervention(text: str, seed: int = 0) -> Intervention:
@@ -194,10 +205,19 @@ def parse_intervention(text: str, seed: int = 0) -> Intervention:
 
 
 def parse_interventions(text: str | None, seed: int = 0) -> tuple[Intervention, ...]:
-    """Every edit of a comma-separated ``--intervene`` (none for None or empty)."""
+    """Every edit of a comma-separated ``--intervene`` (none for None or empty); an empty item (``a,,b``, a
+    trailing comma) is refused, not dropped: it may be an edit lost to a typo."""
     if text is None or not str(text).strip():
         return ()
-    return tuple(parse_intervention(item, seed) for item in str(text).split(",") if item.strip())
+    items = str(text).split(",")
+    for position, item in enumerate(items, start=1):
+        if not item.strip():
+            raise InputError(
+                f"--intervene '{text}': edit {position} of {len(items)} is empty (two commas in a row, or a comma "
+                "at an end)",
+                "separate the edits by single commas, e.g. --intervene erase:E.erasers.npz@3,random:8@3",
+            )
+    return tuple(parse_intervention(item, seed) for item in items)
 
 
 def check_intervene(config) -> None:

@@ -6,7 +6,9 @@
   gained by adding layer l, and the **expected layer** is ``sum_l l * delta_l / sum_l delta_l`` (l >= 1).
 
 Both are fitted on the first outer fold's training part (early stopping on its dev part, else on held-out
-training sentences) and scored on its test part. All layers of the probed words are held in memory, so
+training sentences) and scored on its test part: under cross-validation one fold only (fitting the mix per fold would
+multiply its cost, a torch fit per layer, by the folds), so the summary's ``scored_on`` says so and its accuracies
+are not the table's cross-validated ones. All layers of the probed words are held in memory, so
 at most ``MIX_BUDGET`` values (float16) are loaded: whole sentences are sampled (seeded) beyond that.
 Each layer is standardised with statistics of the training words only.
 """
@@ -35,6 +37,7 @@ class MixData:
     test: np.ndarray
     layers: list[int]
     sampled: bool  # True when whole sentences were sampled to fit the budget
+    n_folds: int = 1  # the plan's outer folds (1: a split), of which the first is fitted and scored
 
 
 def _take_sentences(rows: np.ndarray, groups: np.ndarray, lengths: np.ndarray, cap: int, rng) -> np.ndarray:
@@ -82,7 +85,7 @@ def load_mix_data(
     def part(rows):
         return rows[keep[rows]]
 
-    return MixData(states, items, task.y, part(train), part(dev), part(test), list(layers), sampled)
+    return MixData(states, items, task.y, part(train), part(dev), part(test), list(layers), sampled, len(plan.folds))
 
 
 def _build(n_layers: int, hidden: int, n_classes: int, arcs: bool):
@@ -197,6 +200,9 @@ def layer_summary(data: MixData, n_classes: int, seed: int) -> dict:
         "n_val": int(len(data.val)),
         "n_test": int(len(data.test)),
         "sampled": bool(data.sampled),
+        "scored_on": "the test split"
+        if data.n_folds == 1
+        else f"the first fold's test part only (1 of {data.n_folds} folds, not cross-validated)",
     }
 
 

@@ -121,9 +121,20 @@ def _one(path: Path, index: int) -> str:
             *([f'<p class="muted">grouped by {html.escape(grouped)}</p>'] if grouped else []),
             f"<figure>{svg}<figcaption><strong>How to read this.</strong> {caption}</figcaption></figure>",
             table_html(cells[[c for c in SHOWN[kind] if c in cells.columns]]),
-            notes_html([str(note) for note in meta.get("notes") or []]),
+            notes_html([str(note) for note in meta.get("notes") or []] + _old_control(meta, kind)),
         ]
     )
+
+
+def _old_control(meta: dict, kind: str) -> list[str]:
+    """A note for a result of an earlier featx intervene, whose random control was uncentred (``x - Q Q^T x``) where
+    the eraser is centred: its control moved the states further than the edit's centring would."""
+    if kind == "steer" or "control_centring" in meta:
+        return []
+    return [
+        "written by an earlier featx intervene: its random control was uncentred, not centred on the edit's mean as "
+        "the eraser is (rerun featx intervene for the control of today's featx)"
+    ]
 
 
 def intervene_sections(meta: dict) -> list[str]:

@@ -121,7 +121,8 @@ def _more_sections(frame: pd.DataFrame, meta: dict, classifier: str, results_pat
         curve = read_curve(results_path.with_name(Path(str(curve_file)).name))
         sections.append(("Learning curves", svg_of(lambda ax: plot_learning_curves(curve, ax=ax)), HOW["learning"]))
     if layer_summaries(meta):
-        sections.append(("Scalar mix weights", svg_of(lambda ax: plot_mix_weights(meta, ax=ax)), HOW["mix"]))
+        how = HOW["mix"] + _mix_rows(meta)
+        sections.append(("Scalar mix weights", svg_of(lambda ax: plot_mix_weights(meta, ax=ax)), how))
     return sections
 
 
@@ -155,6 +156,13 @@ def prediction_sections(meta: dict, found) -> list[Section]:
         fig, axes = plt.subplots(1, 2, figsize=(11, 4.6), layout="constrained")
         plot_residuals(truth, predicted, axes, layer, how)
     return [(f"Predictions and residuals (layer {layer})", svg_of_figure(fig), HOW["residuals"])]
+
+
+def _mix_rows(meta: dict) -> str:
+    """What the scalar mix was scored on: the split's test part, or under cross-validation one fold only."""
+    if meta.get("evaluation") == "split":
+        return " It is fitted on the training part and scored on the test part."
+    return " It is fitted on the first fold's training part and scored on its test part only (not cross-validated)."
 
 
 __all__ = ["HOW", "chosen_layer", "curves_how", "figure_sections", "prediction_sections"]

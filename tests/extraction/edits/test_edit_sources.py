@@ -148,6 +148,23 @@ def test_random_directions_are_orthonormal_and_seeded(tiny_info):
     assert not np.array_equal(edit.left, resolve_edits((parse_intervention("random:4@1", seed=4),), tiny_info)[0].left)
 
 
+def test_random_of_an_erasers_file_is_its_control_centred_on_its_mean(tmp_path, tiny_info):
+    """``random:ERASERS@L``: as many random directions as the eraser removes, centred on its mean (the mean of its
+    fitting rows), drawn as featx erase draws its control (the same seed, the same directions)."""
+    from featx.probing.analyses.erasure import random_eraser
+
+    d = tiny_info.hidden_size
+    rng = np.random.default_rng(2)
+    rows = rng.standard_normal((10, d))
+    path = write_erasers(tmp_path, tiny_info.weights_sha256, {1: (rows.mean(0), np.eye(d)[:, :3], np.eye(d)[:3])})
+    control = resolve_edits((parse_intervention(f"random:{path}@1", seed=5),), tiny_info)[0]
+    erase = random_eraser(rows, 3, seed=5)
+    np.testing.assert_allclose(control(rows), erase(rows), atol=1e-12)
+    np.testing.assert_array_equal(control.mean, rows.mean(0))
+    uncentred = one("random:3@1", tiny_info)
+    assert not np.allclose(uncentred(rows), control(rows))  # random:RANK@L stays uncentred (no fitted mean)
+
+
 def test_erasers_map_is_the_erasers_own(tmp_path, tiny_info):
     d = tiny_info.hidden_size
     rng = np.random.default_rng(1)

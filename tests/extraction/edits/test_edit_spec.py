@@ -22,6 +22,9 @@ def test_each_kind_parses(tmp_path):
     assert parse_intervention(f"erase:{erasers}:cls@0").target == "cls"
     assert parse_intervention(f"mean:{bundle}@2").kind == "mean"
     assert parse_intervention("random:8@1", seed=7).rank == 8 and parse_intervention("random:8@1", seed=7).seed == 7
+    centred = parse_intervention(f"random:{erasers}:cls@2", seed=3)  # the control of erase:ERASERS@2
+    assert (centred.source, centred.target, centred.rank, centred.seed) == (erasers, "cls", None, 3)
+    assert centred.record()["source_sha256"] != parse_intervention("random:8@2", seed=3).record()["source_sha256"]
     several = parse_interventions(f"project:{bundle}@1, random:2@4")
     assert [edit.kind for edit in several] == ["project", "random"] and several[1].layer == 4
     assert len(parse_intervention(f"project:{bundle}@1").source_sha256()) == 64
@@ -68,6 +71,11 @@ def test_a_site_inside_a_layer_parses_and_is_recorded_only_when_given(tmp_path):
         ("erase:{missing}@1", "erasers file .* does not exist"),
         ("steer:{missing}.h5:topic:b:1@1", "features file .* does not exist"),
         ("  ", "--intervene is empty"),
+        ("random:1@1,", "edit 2 of 2 is empty"),  # an item dropped silently before: an edit lost to a typo
+        ("random:1@1,,random:2@2", "edit 2 of 3 is empty"),
+        (",random:1@1", "edit 1 of 2 is empty"),
+        ("random:x@1", "rank 'x' is not a positive whole number \\(nor an erasers file\\)"),
+        ("random:{missing}.erasers.npz@1", "random: erasers file .* does not exist"),
     ],
 )
 def test_a_bad_spec_is_one_clear_line(tmp_path, spec, message):

@@ -273,6 +273,7 @@ def test_planted_layer_wins_and_noise_layers_stay_near_majority():
     summary = meta["layer_summary"]["mean"]
     assert int(np.argmax(summary["weights"])) == 2 and abs(summary["center_of_gravity"] - 2) < 0.5
     assert 1.5 < summary["expected_layer"] < 2.5
+    assert summary["scored_on"] == "the test split"  # without one: the first fold's test part only, and said so
     text = format_probe(result)
     assert "center of gravity" in text and "most frequent label per word type" in text and "sentences" in text
 

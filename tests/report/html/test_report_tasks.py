@@ -64,6 +64,7 @@ def test_residual_plot_and_confusion_matrix_name_how_their_layer_was_chosen(page
     words = pages["words"].read_text(encoding="utf-8")
     assert "rows: true class" not in words  # the table is HTML, the CSV is featx explain's
     assert "first fold" not in words
+    assert "It is fitted on the training part and scored on the test part." in words  # the scalar mix: what it read
 
 
 def test_a_report_is_written_beside_each_kind(pages, task_runs):
