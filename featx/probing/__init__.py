@@ -118,6 +118,9 @@ _HOMES = {
     "fit_scaler": "evaluation.core",
     "STACK_INNER_FOLDS": "evaluation.core",
     "fit_at_c": "evaluation.core",
+    "stack_layer": "evaluation.core",  # featx fit's stack: one code path with featx probe's
+    "stack_meta": "evaluation.core",
+    "STACK_META_C": "evaluation.core",
     "stack_folds": "evaluation.core",
     "stack_splits": "evaluation.core",
     # --group: rows kept together (featx fit reads, folds and checks them as featx probe does)
