@@ -167,6 +167,8 @@ def _words(probe: Probe, corpus: Corpus) -> WordTable | None:
 def _overrides(config: PredictConfig) -> dict[str, Any]:
     """The extraction settings a prediction takes from the user rather than the bundle."""
     overrides: dict[str, Any] = {"batch_size": config.batch_size, "device": config.device}
+    if config.model is not None:  # the bundle's model in another place, checked against the bundle's sha256
+        overrides["model"] = str(config.model)
     if config.trust_remote_code:  # the user's own flag, never the bundle's record
         overrides["trust_remote_code"] = True
     return overrides

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import io
 import re
 
 import numpy as np
@@ -66,15 +67,23 @@ def test_cross_mode_pairs_from_texts(tiny_model, tmp_path):
     assert list(pd.read_csv(tmp_path / "o.csv").prediction) == list(probe.predict_features(stored))
 
 
-def test_features_from_another_model_are_refused(fitted, tmp_path):
-    import pytest
+def test_another_model_given_is_refused_before_any_text_is_encoded(fitted, split_features, tmp_path, monkeypatch):
+    """``--model`` (``model=``) names the bundle's model in another place; another model (its weights' sha256 not the
+    bundle's) is one clear InputError before the model is loaded (it was refused after its forward pass, and the
+    command line had no --model)."""
+    from support.errors import assert_one_clear_error
     from support.tiny import build_tiny_bert
 
-    from featx.errors import ModelError
+    from featx.deploy.probe import Probe
 
     other = build_tiny_bert(tmp_path / "other", seed=1)
-    with pytest.raises(ModelError, match="is not the one it was fitted on"):
+    monkeypatch.setattr(Probe, "_encoder", lambda *a: pytest.fail("the model was loaded"))
+    with pytest.raises(InputError, match=r"model='.*other' is not the model the bundle was fitted on .*sha256"):
         featx.load(fitted.path).features(["the cat"], model=str(other))
+    corpus = split_features.parent / "corpus.csv"
+    result = CliRunner().invoke(main, ["predict", str(fitted.path), str(corpus), "-o", "-", "-q", f"--model={other}"])
+    assert result.exit_code == 2 and not result.stdout
+    assert_one_clear_error(result.stderr, r"--model .*other is not the model the bundle was fitted on .*hint: give")
 
 
 def test_a_random_init_bundle_draws_its_own_random_weights_again(tiny_model, tmp_path):
@@ -113,12 +122,18 @@ def test_a_bundle_whose_model_folder_moved_is_one_clear_error(tmp_path):
     corpus = write_csv(tmp_path / "c.csv", rows, header=("text", "label", "split"))
     featx.extract(corpus, model=str(model), output=tmp_path / "f.h5", poolings="mean", progress=False)
     fitted = featx.fit(tmp_path / "f.h5", label="label", output=tmp_path / "m.featx", folds=3)
-    expected = featx.load(fitted.path).predict(["the cat"])
+    few = ["the cat", rows[0][0]]
+    expected = featx.load(fitted.path).predict(few)
     moved = shutil.move(model, tmp_path / "moved")
     result = CliRunner().invoke(main, ["predict", str(fitted.path), str(corpus), "-o", "-", "-q"])
     assert result.exit_code == 2
-    assert_one_clear_error(result.stderr, f"model folder {model} .*is not there any more.*put the model folder back")
-    assert featx.load(fitted.path).predict(["the cat"], model=str(moved)).tolist() == expected.tolist()
+    assert_one_clear_error(result.stderr, f"model folder {model} .*is not there any more.*--model FOLDER")
+    assert featx.load(fitted.path).predict(few, model=str(moved)).tolist() == expected.tolist()
+    # the command line takes the new place too (--model), found and checked as the library does
+    small = write_csv(tmp_path / "few.csv", [[text] for text in few], header=("text",))
+    given = CliRunner().invoke(main, ["predict", str(fitted.path), str(small), "-o", "-", "-q", "--model", str(moved)])
+    assert given.exit_code == 0, given.output
+    assert list(pd.read_csv(io.StringIO(given.stdout)).prediction) == expected.tolist()
 
 
 def test_a_bundle_finds_its_default_or_hub_model_where_this_machine_keeps_it(fitted, tmp_path, monkeypatch):
