@@ -234,11 +234,12 @@ class Probe:
             options["model"] = ref.loader_name(self.extraction)
         return options
 
-    def features(self, texts: Any, text_pairs: Any = None, **overrides: Any) -> Any:
+    def features(self, texts: Any, text_pairs: Any = None, truncated: list | None = None, **overrides: Any) -> Any:
         """The feature matrix of ``texts`` (and their pairs), computed as ``featx extract`` stored it: the
         encoder runs only up to the highest layer read. ``overrides``: ``embed`` options (device, batch_size).
-        A word probe: ``texts`` are sentences (lists of words, or strings split on whitespace), and the matrix
-        has a row per word of every sentence in turn (``word_features``)."""
+        ``truncated``: a list that gets, per text, whether it was cut at the bundle's maximum length (as extract
+        counts them; a word probe's sentences never are). A word probe: ``texts`` are sentences (lists of words,
+        or strings split on whitespace), and the matrix has a row per word of every sentence in turn."""
         from ..extraction import as_texts, chat_template_of, embed_config, encode
 
         if self.level in ("word", "arc"):
@@ -257,6 +258,8 @@ class Probe:
                 chat_template_of(encoder.tokenizer, config.model)
         embeddings = encode(encoder, config, text_list, pairs)
         self._check_encoder(embeddings.model.get("model_sha256"))
+        if truncated is not None:
+            truncated.extend(embeddings.truncated.tolist())
         mode = self.extraction.get("pair_mode")
         contrast = bool(self.extraction.get("option_contrast"))
         return embedded_matrix(embeddings, self.spec.layers, self.spec.kind, self.pooling, mode, contrast)

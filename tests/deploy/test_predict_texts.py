@@ -43,6 +43,20 @@ def test_predict_on_the_test_rows_scores_what_fit_reported(fitted, tmp_path):
     assert np.mean(table.prediction.to_numpy() == np.array([row[1] for row in rows])) == fitted.test["score"]
 
 
+def test_predict_counts_the_texts_it_truncates_as_extract_does(fitted, tmp_path):
+    """A text longer than the bundle's max_length is cut, as extract cuts it; predict says how many (it said
+    nothing, where extract's summary counts them)."""
+    from support.tiny import WORDS
+
+    max_length = featx.load(fitted.path).extraction["max_length"]
+    texts = ["the cat sat", " ".join(WORDS[i % 20] for i in range(2 * max_length)), "a dog"]
+    corpus = write_csv(tmp_path / "long.csv", [[text] for text in texts], header=("text",))
+    result = CliRunner().invoke(main, ["predict", str(fitted.path), str(corpus), "-o", "-", "-q"])
+    assert result.exit_code == 0, result.output
+    last = result.stderr.splitlines()[-1]
+    assert last == f"wrote 3 predictions to standard output (1 truncated at {max_length} tokens)"
+
+
 def test_cross_mode_pairs_from_texts(tiny_model, tmp_path):
     rows = [[text, text[::-1], label, split] for text, label, _, _, split in deploy_rows(40)]
     corpus = write_csv(tmp_path / "pairs.csv", rows, header=("text", "other", "label", "split"))
