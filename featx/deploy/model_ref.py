@@ -99,17 +99,17 @@ def check_model(extraction: dict, folder: Path, given: str | None = None) -> Non
                 f"the model at {folder} no longer matches the bundle: {differs}",
                 "restore the original model files, or extract and fit again with this model",
             )
-    for name, digest, what, files in (
-        ("tokenizer_sha256", tokenizer_sha256, "tokenizer", "the tokenizer files"),
-        ("config_sha256", config_sha256, "config", "the original config.json (and chat template)"),
+    for name, digest, what in (
+        ("tokenizer_sha256", tokenizer_sha256, "tokenizer"),
+        ("config_sha256", config_sha256, "config"),
     ):
         if extraction.get(name) and digest(folder) != extraction[name]:
             if given is not None:
                 raise _not_the_bundles(extraction, folder, given, f"its {what} files' sha256 differs from the bundle's")
-            raise _changed(folder, what, files)
+            raise _changed(folder, what)
 
 
-def _changed(folder: Path, what: str, files: str) -> ModelError:
+def _changed(folder: Path, what: str) -> ModelError:
     """The bundle's own model folder, whose tokenizer or config files changed since the probe was fitted."""
     if what == "tokenizer":
         return ModelError(
@@ -119,7 +119,7 @@ def _changed(folder: Path, what: str, files: str) -> ModelError:
     return ModelError(
         f"the model's settings in {folder} ({', '.join(CONFIG_FILES)}) no longer match the bundle "
         "(their sha256 differs): an edited config changes every feature",
-        f"restore {files}, or extract and fit again with this model",
+        "restore the original config.json (and chat template), or extract and fit again with this model",
     )
 
 

@@ -322,9 +322,8 @@ def _chunk(probe: Probe, corpus: Corpus, config: PredictConfig, start: int, stop
     if words is None:
         texts: list = corpus.texts[start:stop]
         pairs = corpus.pair_texts[start:stop] if corpus.pair_texts is not None else None
-    else:
-        texts, pairs, cut = [words.sentence(row) for row in range(start, stop)], None, None
-    return _chunk_scores(probe, texts, pairs, config, cut).tolist()
+        return _chunk_scores(probe, texts, pairs, config, cut).tolist()
+    return _chunk_scores(probe, [words.sentence(row) for row in range(start, stop)], None, config).tolist()
 
 
 def _run_chunks(
@@ -336,7 +335,8 @@ def _run_chunks(
     from ..progress import progress_bar
 
     words = _words(probe, corpus)
-    scores, step, cut = list(done), int(config.commit_rows), []
+    scores, step = list(done), int(config.commit_rows)
+    cut: list[bool] = []  # each encoded text's truncation (a sentence probe's)
     unit = "rows" if words is None else "sentences"
     with progress_bar(total=len(corpus), initial=first, unit=unit, disable=not config.progress, desc="predict") as bar:
         for start in range(first, len(corpus), step):
