@@ -20,7 +20,8 @@ def fit(features, quiet, **options):
     sentence's heads decoded as its best tree: one word on the root, no cycle).
 
     The chosen probe's test score (without a test split: its cross-validated score) stands beside the majority
-    class and the lexical baseline, fitted on the same training rows (folds)."""
+    class, the lexical baseline and the control task (featx probe's control labels, learnt by the chosen layer and
+    pooling's head), fitted on the same training rows (folds)."""
     from ..deploy import FitConfig
     from ..deploy import fit as run_fit
 

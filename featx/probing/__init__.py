@@ -40,6 +40,8 @@ _HOMES = {
     "lexical_fold_predictions": "tasks.lexical",
     "per_type_predictions": "tasks.word_items",
     "word_types": "tasks.word_items",
+    "type_control": "tasks.word_items",  # the control task of featx fit's word probe, as featx probe's
+    "permuted_control": "tasks.sentences",  # ... and of its sentence probe
     "add_labels": "labels",
     "LabelsAddConfig": "labels",
     "chosen_layer": "choice",

@@ -225,6 +225,19 @@ def test_the_lexical_baseline_stands_beside_the_test_score(fitted, split_feature
         f"[95% CI {fitted.test['lexical_low']:.4f}, {fitted.test['lexical_high']:.4f}] on the same rows"
     )
     assert featx.load(fitted.path).info["selection"]["test"]["lexical"] == pytest.approx(lexical.accuracy)
+    # the control task of the chosen layer and pooling: featx probe's control labels, learnt by the same head on the
+    # same rows, so probe's control_accuracy (fit printed no control task)
+    single = probed.table[probed.table.kind == "single"].iloc[0]
+    assert fitted.chosen.spec.name == "0" and fitted.chosen.pooling == "mean"
+    assert fitted.test["control"] == pytest.approx(single.control_accuracy, abs=1e-12)
+    assert fitted.test["score"] == pytest.approx(single.accuracy, abs=1e-12)
+    line = next(line for line in fitted.summary() if line.startswith("control task"))
+    selectivity = fitted.test["score"] - fitted.test["control"]
+    assert line == (
+        f"control task (labels permuted over the rows): {fitted.test['control']:.4f} on the same rows; "
+        f"selectivity {selectivity:+.4f}"
+    )
+    assert featx.load(fitted.path).info["selection"]["test"]["control"] == pytest.approx(single.control_accuracy)
 
 
 def test_a_file_without_texts_fits_without_the_lexical_baseline_and_says_so(split_features, tmp_path):

@@ -69,6 +69,10 @@ def test_the_word_type_baseline_is_the_training_words_most_frequent_tag(fitted, 
     majority = pd.Series(truth[~test]).value_counts().index[0]
     by_hand = np.mean([best.get(form, majority) == tag for form, tag in zip(forms[test], truth[test], strict=True)])
     assert fitted.test["lexical"] == pytest.approx(by_hand)
+    # and featx probe's word-type control task, learnt by the chosen head on the training words
+    control = next(line for line in fitted.summary() if line.startswith("control task"))
+    assert control.startswith(f"control task (a random class per word type): {fitted.test['control']:.4f} on the same")
+    assert 0 <= fitted.test["control"] <= 1
 
 
 @pytest.mark.slow
