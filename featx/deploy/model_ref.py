@@ -94,7 +94,7 @@ def check_model(extraction: dict, folder: Path, given: str | None = None) -> Non
             shown_actual, shown_expected = (actual or "missing")[:12], str(expected)[:12]
             differs = f"its weights' sha256 is {shown_actual}..., the bundle was fitted on {shown_expected}..."
             if given is not None:
-                raise _not_the_bundles(extraction, folder, given, differs)
+                raise _not_the_bundles(extraction, given, differs)
             raise ModelError(
                 f"the model at {folder} no longer matches the bundle: {differs}",
                 "restore the original model files, or extract and fit again with this model",
@@ -105,7 +105,7 @@ def check_model(extraction: dict, folder: Path, given: str | None = None) -> Non
     ):
         if extraction.get(name) and digest(folder) != extraction[name]:
             if given is not None:
-                raise _not_the_bundles(extraction, folder, given, f"its {what} files' sha256 differs from the bundle's")
+                raise _not_the_bundles(extraction, given, f"its {what} files' sha256 differs from the bundle's")
             raise _changed(folder, what)
 
 
@@ -123,7 +123,7 @@ def _changed(folder: Path, what: str) -> ModelError:
     )
 
 
-def _not_the_bundles(extraction: dict, folder: Path, given: str, differs: str) -> InputError:
+def _not_the_bundles(extraction: dict, given: str, differs: str) -> InputError:
     """A model the caller gave that is not the bundle's: said as the option they gave, before any forward pass."""
     named = _said("model", given)
     return InputError(
