@@ -20,7 +20,8 @@ def fit(features, quiet, **options):
     sentence's heads decoded as its best tree: one word on the root, no cycle).
 
     The chosen probe's test score (without a test split: its cross-validated score) stands beside the majority
-    class and the lexical baseline, fitted on the same training rows (folds)."""
+    class, the lexical baseline and the control task (featx probe's control labels, learnt by the chosen layer and
+    pooling's head), fitted on the same training rows (folds)."""
     from ..deploy import FitConfig
     from ..deploy import fit as run_fit
 
@@ -40,7 +41,9 @@ def predict(bundle, corpus, **options):
     file of tokens, or of each text split on whitespace; one output line per word (id, word, form). An arc
     relation labeller labels each gold arc of an input with heads (CoNLL-U); a head selector writes each
     word's predicted head (0 the root), its head in its sentence's best tree (one word on the root, no cycle),
-    and that head's probability among the word's candidates (p_head)."""
+    and that head's probability among the word's candidates (p_head). The last line counts the texts cut at the
+    bundle's maximum length, as extract counts them (a word probe's sentences run whole). --model: the bundle's
+    model where it lives now, checked against the bundle's sha256 before any text is encoded."""
     from ..deploy import PredictConfig
     from ..deploy import predict as run_predict
 

@@ -4,10 +4,10 @@ and ``predict`` over a corpus (a word probe: over every word of its sentences).
 
 Modules: ``config`` (``FitConfig``, ``PredictConfig``), ``plan`` (``FitPlan``), ``rows`` (which rows train, val
 and test, from the split), ``choose`` (the cross-validated choice), ``head`` (``Head``, the fitted arrays, and
-``fit_head``), ``features`` (what a head reads), ``probe`` (``Probe``), ``bundle`` and ``checks`` (writing and
-checking bundles), ``model_ref`` (the model's fingerprints), ``fitting`` and ``prediction`` (``predict_inputs``: what it
-reads), ``directions`` (a
-linear head's per-layer directions, exported as safetensors). The names below are the package's face, imported on
+``fit_head``), ``control`` (the control task beside fit's score), ``features`` (what a head reads), ``probe``
+(``Probe``), ``bundle`` and ``checks`` (writing and checking bundles), ``model_ref`` (the model's fingerprints),
+``fitting`` and ``prediction`` (``predict_inputs``: what it reads), ``directions`` (a linear head's per-layer
+directions, exported as safetensors). The names below are the package's face, imported on
 first use, so that importing the package stays cheap.
 """
 

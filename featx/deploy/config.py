@@ -245,6 +245,14 @@ class PredictConfig(Options):
         group=READING,
         help="Word probes, column files: the fields of a line, e.g. form,upos.",
     )
+    model: str | Path | None = option(  # None: the bundle's own (its recorded folder, or its name here)
+        None,
+        flag="--model",
+        group=COMPUTE,
+        help="The bundle's model where it lives now (moved, another machine): its folder or Hugging Face id, found as "
+        "featx extract --model finds it; refused, before any text is encoded, unless its weights, tokenizer and "
+        "config have the bundle's sha256.",
+    )
     trust_remote_code: bool = option(  # never because the bundle says so
         False,
         flag="--trust-remote-code",
@@ -253,7 +261,7 @@ class PredictConfig(Options):
     )
 
     CONSTRAINTS: ClassVar[tuple[Check, ...]] = (
-        path_like("bundle", "corpus", "output"),
+        path_like("bundle", "corpus", "output", "model"),
         whole("top_k", "--top-k", minimum=1, optional=True),
         number("threshold", "--threshold", low=0.0, high=1.0, low_open=False, optional=True),
         whole("commit_rows", "--commit-rows", minimum=1),

@@ -3,9 +3,9 @@
 The layer spec and pooling (``auto``: every stored one) are chosen by cross-validation on the training rows
 (``choose``); the chosen head is then trained on every training row (its C or alpha chosen on a holdout of
 them) and, when the file has a test split, scored once on the test rows, with a 95% bootstrap interval,
-beside the majority class (or the training mean) and the lexical baseline. The test rows are read only for that
-score. Without a test split the cross-validated score is the estimate, and it stands beside the same baselines
-cross-validated over the very folds the candidates were scored on (``cv_baselines``).
+beside the majority class (or the training mean), the lexical baseline and the control task (``control``). The test
+rows are read only for that score. Without a test split the cross-validated score is the estimate, and it stands
+beside the same baselines cross-validated over the very folds the candidates were scored on (``cv_baselines``).
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from .attach import choose_heads, final_selector, head_test, head_test_lines, tr
 from .bundle import write_bundle
 from .choose import Candidate, choose, fit_any, fit_options, score_of, take
 from .config import FitConfig
+from .control import control_text, cv_control, held_out_control
 from .cv_baselines import (
     LEXICAL_NAMES,
     choice_groups,
@@ -84,13 +85,18 @@ class FitResult:
                 f"lexical baseline ({what}, fitted on the training {items}): {test['lexical']:.4f} "
                 f"[95% CI {test['lexical_low']:.4f}, {test['lexical_high']:.4f}] on the same {items}"
             )
+        if "control" in test:  # the chosen layer and pooling's head on featx probe's control labels
+            lines.append(control_text(test["control"], test["score"], probe, f" on the same {items}"))
         return lines
 
     def _cv_beside(self) -> str:
         """The baselines over the same folds, after the cross-validated score (without a test split only)."""
         if self.test is not None or self.cv_baselines is None:
             return ""
-        return "; " + cv_baseline_text(self.probe, self.cv_baselines, self.metric)
+        text = "; " + cv_baseline_text(self.probe, self.cv_baselines, self.metric)
+        if "control" in self.cv_baselines:  # over the same folds, at the chosen layer and pooling only
+            text += "; " + control_text(self.cv_baselines["control"], self.chosen.score, self.probe)
+        return text
 
     @property
     def chosen(self) -> Candidate:
@@ -242,6 +248,8 @@ def fit(config: FitConfig | str | Path | None = None, report: Callable[[str], No
             head = fit_any(opts["classifier"], take(X, plan.train), plan.y[plan.train], plan.classes, opts, dev, groups)
     test = _test_score(plan, head, None if X is None else take(X, plan.test), best) if len(plan.test) else None
     cv = cv_baselines(plan, folds) if test is None else None
+    if X is not None:  # the control task at the chosen layer and pooling, as featx probe shows it beside a score
+        _add_control(plan, X, opts, test, cv, folds, dev)
     info = _info(plan, candidates, test, dev, cv)
     probe = Probe(head, best.spec, best.pooling, _extraction(plan), info)
     path = None
@@ -250,6 +258,22 @@ def fit(config: FitConfig | str | Path | None = None, report: Callable[[str], No
             probe.path = path = write_bundle(probe, plan.output, overwrite=plan.config.overwrite)
     trained_on = _trained_on(plan, dev, opts["classifier"])
     return FitResult(probe, path, plan.metric, candidates, test, plan.notes, trained_on, plan.config.group, cv)
+
+
+def _add_control(plan: FitPlan, X: Any, opts: dict, test: dict | None, cv: dict | None, folds: list, dev) -> None:
+    """The control task's score beside the test score (``test["control"]``), or without test rows beside the
+    cross-validated one over the same folds (``cv["control"]``): the chosen head refitted on control labels."""
+    from threadpoolctl import threadpool_limits
+
+    from ..probing import JOB_THREADS, Groups
+
+    holdout = _holdout_groups(plan)
+    with threadpool_limits(limits=JOB_THREADS):
+        if test is not None:
+            test["control"] = held_out_control(plan, X, opts, dev, None if holdout is None else holdout[plan.train])
+        elif cv is not None:
+            groups = choice_groups(plan)  # as the candidates' folds gave their heads' holdouts
+            cv["control"] = cv_control(plan, X, folds, opts, groups.codes if isinstance(groups, Groups) else groups)
 
 
 def _dev_positions(plan: FitPlan, kind: str) -> np.ndarray | None:

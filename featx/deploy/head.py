@@ -121,13 +121,15 @@ def _word_head(classifier: str, X, y, rows, dev, classes: list[str], cs, balance
     return Head(classifier, scaler.mean, scaler.scale, linear_weights(model, len(classes)), classes, float(C))
 
 
-def linear_weights(model, n_classes: int) -> dict[str, np.ndarray]:
+def linear_weights(model, n_classes: int, halved: bool = True) -> dict[str, np.ndarray]:
     """The (d, k) coefficients and (k,) intercepts of a fitted logreg or svm, every class a column (a class
-    the fit never saw scores -inf; a binary svm's one margin m becomes the two scores -m/2, m/2)."""
+    the fit never saw scores -inf; a binary svm's one margin m becomes the two scores -m/2, m/2, or with
+    ``halved=False`` -m, m: a stack's part, whose scores its meta-classifier reads as ``featx probe``'s does)."""
     coef = np.asarray(model.coef_, np.float64)
     intercept = np.asarray(model.intercept_, np.float64).reshape(-1)
     if coef.shape[0] == 1:  # a binary svm: one margin
-        coef, intercept = np.stack([-coef[0], coef[0]]) / 2, np.array([-1.0, 1.0]) * intercept[0] / 2
+        half = 2.0 if halved else 1.0
+        coef, intercept = np.stack([-coef[0], coef[0]]) / half, np.array([-1.0, 1.0]) * intercept[0] / half
     full_coef = np.zeros((coef.shape[1], n_classes))
     full_intercept = np.full(n_classes, -np.inf)
     present = np.asarray(model.classes_, dtype=np.int64)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import ModelError
+from ..errors import InputError, ModelError
 from ..extraction import (
     CONFIG_FILES,
     DEFAULT_MODEL,
@@ -17,6 +17,8 @@ from ..extraction import (
     weights_sha256,
 )
 from ..extraction import model_folder as resolve_model
+from ..json_fields import shown
+from ..options import Placeholder, keywords_of, spoken_value
 from ..safe_files import loads_json
 
 SAFETENSORS_INDEX = "model.safetensors.index.json"
@@ -80,31 +82,71 @@ def _is_folder(path: Path) -> bool:
         return False
 
 
-def check_model(extraction: dict, folder: Path) -> None:
-    """Refuse a model folder whose weights or tokenizer differ from the ones the bundle was fitted on."""
+def check_model(extraction: dict, folder: Path, given: str | None = None) -> None:
+    """Refuse a model folder whose weights, tokenizer or config differ from the ones the bundle was fitted on: the
+    bundle's own (a ``ModelError``: it changed), or one the caller ``given`` (``--model``, ``model=``: an
+    ``InputError`` naming it, as it is the caller's choice)."""
     expected = extraction.get("model_sha256")
     if expected and not str(expected).startswith("random-init:"):
         files = weight_files(folder)
         actual = weights_sha256(files) if files else None
         if actual != expected:
+            shown_actual, shown_expected = (actual or "missing")[:12], str(expected)[:12]
+            differs = f"its weights' sha256 is {shown_actual}..., the bundle was fitted on {shown_expected}..."
+            if given is not None:
+                raise _not_the_bundles(extraction, given, differs)
             raise ModelError(
-                f"the model at {folder} no longer matches the bundle: its weights' sha256 is "
-                f"{(actual or 'missing')[:12]}..., the bundle was fitted on {str(expected)[:12]}...",
+                f"the model at {folder} no longer matches the bundle: {differs}",
                 "restore the original model files, or extract and fit again with this model",
             )
-    expected_tokenizer = extraction.get("tokenizer_sha256")
-    if expected_tokenizer and tokenizer_sha256(folder) != expected_tokenizer:
-        raise ModelError(
+    for name, digest, what in (
+        ("tokenizer_sha256", tokenizer_sha256, "tokenizer"),
+        ("config_sha256", config_sha256, "config"),
+    ):
+        if extraction.get(name) and digest(folder) != extraction[name]:
+            if given is not None:
+                raise _not_the_bundles(extraction, given, f"its {what} files' sha256 differs from the bundle's")
+            raise _changed(folder, what)
+
+
+def _changed(folder: Path, what: str) -> ModelError:
+    """The bundle's own model folder, whose tokenizer or config files changed since the probe was fitted."""
+    if what == "tokenizer":
+        return ModelError(
             f"the tokenizer files in {folder} no longer match the bundle (their sha256 differs)",
             "restore the original tokenizer files, or extract and fit again with this model",
         )
-    expected_config = extraction.get("config_sha256")
-    if expected_config and config_sha256(folder) != expected_config:
-        raise ModelError(
-            f"the model's settings in {folder} ({', '.join(CONFIG_FILES)}) no longer match the bundle "
-            "(their sha256 differs): an edited config changes every feature",
-            "restore the original config.json (and chat template), or extract and fit again with this model",
-        )
+    return ModelError(
+        f"the model's settings in {folder} ({', '.join(CONFIG_FILES)}) no longer match the bundle "
+        "(their sha256 differs): an edited config changes every feature",
+        "restore the original config.json (and chat template), or extract and fit again with this model",
+    )
+
+
+def _not_the_bundles(extraction: dict, given: str, differs: str) -> InputError:
+    """A model the caller gave that is not the bundle's: said as the option they gave, before any forward pass."""
+    named = _said("model", given)
+    return InputError(
+        f"{named} is not the model the bundle was fitted on ({shown(extraction.get('model'))}): {differs}",
+        "give the folder (or Hugging Face id) of the bundle's own model, or extract and fit again with this one",
+    )
+
+
+def _said(name: str, value: object) -> str:
+    """``--model X`` on the command line, ``model='X'`` from Python (``probe.predict(texts, model=...)`` too, which
+    is no entry point of its own)."""
+    with keywords_of(None):
+        return spoken_value(None, name, value, f"--{name}")
+
+
+def given_model(extraction: dict, model: str) -> Path:
+    """The folder of a model the caller gave for a bundle (``--model``, ``probe.predict(texts, model=...)``),
+    resolved as ``featx extract`` resolves ``--model`` (a folder, ``default``, a Hugging Face id in this machine's
+    cache), checked to be the bundle's model (weights', tokenizer's and config's sha256) before any text is encoded:
+    another model is an ``InputError``."""
+    folder = resolve_model(model)[1]
+    check_model(extraction, folder, given=model)
+    return folder
 
 
 def _absolute(path: object) -> bool:
@@ -120,14 +162,15 @@ def refuse_a_moved_model(extraction: dict) -> None:
         return  # a hub id (or the default model): the loader finds it in the cache, downloads it or says why not
     raise ModelError(
         f"the bundle's model folder {where} (where it was when the probe was fitted) is not there any more",
-        "put the model folder back at that path; from Python, pass its new place: probe.predict(texts, "
-        "model='FOLDER') (its weights are checked against the bundle's sha256)",
+        f"put the model folder back at that path, or pass its new place: "
+        f"{_said('model', Placeholder('FOLDER'))} (checked against the bundle's sha256)",
     )
 
 
 __all__ = [
     "check_model",
     "from_hub_or_default",
+    "given_model",
     "loader_name",
     "model_folder",
     "refuse_a_moved_model",

@@ -58,6 +58,8 @@ class PredictResult:
     unit: str = "rows"  # what a prediction is of: rows, or words (a word probe)
     # under the score: the corpus is the one the probe was fitted on, so the score is not held out
     score_note: str | None = None
+    truncated: int | None = None  # texts cut at the bundle's max_length in this run (None: a word or arc probe)
+    max_length: int | None = None  # the bundle's max_length, as extract recorded it
 
     @property
     def to_stdout(self) -> bool:
@@ -77,7 +79,16 @@ class PredictResult:
             "prediction" if self.n_rows == 1 else "predictions"
         )
         where = "standard output" if self.to_stdout else self.path
-        return lines + [f"wrote {self.n_rows} {what} to {where}"]
+        return lines + [f"wrote {self.n_rows} {what} to {where}{self._truncation()}"]
+
+    def _truncation(self) -> str:
+        """How many texts were cut at the bundle's maximum length, as featx extract counts them in its summary (of
+        the rows predicted by this run, when it resumed)."""
+        if self.truncated is None:
+            return ""
+        at = f" at {self.max_length} tokens" if self.max_length else ""
+        counted = f", of the {self.n_rows - self.resumed} rows predicted by this run" if self.resumed else ""
+        return f" ({self.truncated} truncated{at}{counted})"
 
 
 def _check_options(config: PredictConfig, probe: Probe) -> None:
@@ -167,15 +178,17 @@ def _words(probe: Probe, corpus: Corpus) -> WordTable | None:
 def _overrides(config: PredictConfig) -> dict[str, Any]:
     """The extraction settings a prediction takes from the user rather than the bundle."""
     overrides: dict[str, Any] = {"batch_size": config.batch_size, "device": config.device}
+    if config.model is not None:  # the bundle's model in another place, checked against the bundle's sha256
+        overrides["model"] = str(config.model)
     if config.trust_remote_code:  # the user's own flag, never the bundle's record
         overrides["trust_remote_code"] = True
     return overrides
 
 
-def _chunk_scores(probe: Probe, texts: list, pairs: list[str] | None, config: PredictConfig) -> np.ndarray:
+def _chunk_scores(probe: Probe, texts: list, pairs: list[str] | None, config: PredictConfig, cut=None) -> np.ndarray:
     """Class probabilities (or margins, or values as one column) of one chunk of rows (a word probe: of every
-    word of the chunk's sentences, ``texts`` their lists of words)."""
-    X = probe.features(texts, pairs, **_overrides(config))
+    word of the chunk's sentences, ``texts`` their lists of words); ``cut`` gets whether each text was truncated."""
+    X = probe.features(texts, pairs, **_overrides(config), **({} if cut is None else {"truncated": cut}))
     if probe.classes is None:
         return probe.scores_features(X)[:, None]
     return probe.predict_proba_features(X) if probe.head.has_proba else probe.scores_features(X)
@@ -225,7 +238,7 @@ def predict(config: PredictConfig | str | Path | None = None, **options: Any) ->
     if first is None:  # a word run commits whole sentences: anything else is not its file
         done, first = [], 0
     resumed = len(done)
-    scores = _run_chunks(probe, corpus, config, partial, key, done, first)
+    scores, cut = _run_chunks(probe, corpus, config, partial, key, done, first)
     frame = _frame(probe, words, corpus.ids, np.asarray(scores, dtype=np.float64), config)
     with writing(*(("standard output", "free disk space or send the output elsewhere") if to_stdout else (output,))):
         write_frame(frame, output)
@@ -236,7 +249,9 @@ def predict(config: PredictConfig | str | Path | None = None, **options: Any) ->
     if words is not None:
         notes.append(f"{len(frame)} {unit} in {len(corpus)} sentences")
     seen = fitted_corpus_note(probe, corpus, frame, truth)
-    return PredictResult(output, len(frame), resumed, score, notes, unit, seen)
+    max_length = probe.extraction.get("max_length")
+    max_length = int(max_length) if isinstance(max_length, int) else None
+    return PredictResult(output, len(frame), resumed, score, notes, unit, seen, cut, max_length)
 
 
 def _item_offsets(probe: Probe, words: WordTable) -> np.ndarray:
@@ -299,38 +314,39 @@ def _word_index(words: WordTable, ids: list[str]) -> dict[str, list]:
     }
 
 
-def _chunk(probe: Probe, corpus: Corpus, config: PredictConfig, start: int, stop: int) -> list:
-    """The score rows of rows (sentences) ``start:stop``."""
+def _chunk(probe: Probe, corpus: Corpus, config: PredictConfig, start: int, stop: int, cut: list) -> list:
+    """The score rows of rows (sentences) ``start:stop``; ``cut`` gets whether each text was truncated."""
     words = _words(probe, corpus)
     if probe.level == "arc":
         return chunk_scores(probe, words, start, stop, _overrides(config))
     if words is None:
         texts: list = corpus.texts[start:stop]
         pairs = corpus.pair_texts[start:stop] if corpus.pair_texts is not None else None
-    else:
-        texts, pairs = [words.sentence(row) for row in range(start, stop)], None
-    return _chunk_scores(probe, texts, pairs, config).tolist()
+        return _chunk_scores(probe, texts, pairs, config, cut).tolist()
+    return _chunk_scores(probe, [words.sentence(row) for row in range(start, stop)], None, config).tolist()
 
 
 def _run_chunks(
     probe, corpus: Corpus, config: PredictConfig, partial: Path | None, key: dict, done: list, first: int
-) -> list:
+) -> tuple[list, int | None]:
     """The scores of rows ``first`` on, ``commit_rows`` rows (a word probe: sentences) a chunk, each chunk
-    appended to the partial file (if any) as it is done; ``done``: the scores already held."""
+    appended to the partial file (if any) as it is done; ``done``: the scores already held. With them, how many of
+    the texts encoded were truncated (None for a word or arc probe, whose sentences run whole)."""
     from ..progress import progress_bar
 
     words = _words(probe, corpus)
     scores, step = list(done), int(config.commit_rows)
+    cut: list[bool] = []  # each encoded text's truncation (a sentence probe's)
     unit = "rows" if words is None else "sentences"
     with progress_bar(total=len(corpus), initial=first, unit=unit, disable=not config.progress, desc="predict") as bar:
         for start in range(first, len(corpus), step):
             stop = min(start + step, len(corpus))
-            chunk = _chunk(probe, corpus, config, start, stop)
+            chunk = _chunk(probe, corpus, config, start, stop, cut)
             if partial is not None:
                 append(partial, key, chunk, fresh=start == 0)
             scores.extend(chunk)
             bar.update(stop - start)
-    return scores
+    return scores, (None if words is not None else int(sum(cut)))
 
 
 __all__ = ["PARTIAL_SUFFIX", "PredictResult", "predict"]

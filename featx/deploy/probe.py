@@ -32,7 +32,7 @@ class Probe:
     info: dict = field(default_factory=dict)
     path: Path | None = None  # the bundle it was loaded from or written to
     _encoders: dict = field(default_factory=dict, init=False, repr=False, compare=False)
-    _model_checked: bool = field(default=False, init=False, repr=False, compare=False)
+    _model_checked: bool | str = field(default=False, init=False, repr=False, compare=False)  # str: a model given
 
     @property
     def classes(self) -> list[str] | None:
@@ -211,28 +211,35 @@ class Probe:
             )
 
     def _options(self, overrides: dict) -> dict:
-        """``embed_options`` with ``overrides``; the bundle's model folder, checked once, unless overridden."""
-        from .model_ref import check_model, from_hub_or_default, loader_name, model_folder, refuse_a_moved_model
+        """``embed_options`` with ``overrides``; the bundle's model folder, checked once, unless overridden by a
+        ``model`` (a folder or id, resolved as extract resolves it), itself checked once to be the bundle's model."""
+        from . import model_ref as ref
 
         options = {**self.embed_options(), **overrides}
-        if "model" not in overrides:
-            folder = model_folder(self.extraction)
-            if folder is not None and not self._model_checked:
-                check_model(self.extraction, folder)
-                self._model_checked = True
-            if folder is None:
-                refuse_a_moved_model(self.extraction)
-            if folder is not None:
-                options["model"] = str(folder)
-            elif from_hub_or_default(self.extraction):  # by its name here, never the other machine's folder
-                options["model"] = loader_name(self.extraction)
+        if overrides.get("model") is not None:
+            options["model"] = str(overrides["model"])
+            if self._model_checked != options["model"]:  # another model is refused before any text is encoded
+                ref.given_model(self.extraction, options["model"])
+                self._model_checked = options["model"]
+            return options
+        folder = ref.model_folder(self.extraction)
+        if folder is not None and self._model_checked is not True:
+            ref.check_model(self.extraction, folder)
+            self._model_checked = True
+        if folder is None:
+            ref.refuse_a_moved_model(self.extraction)
+        if folder is not None:
+            options["model"] = str(folder)
+        elif ref.from_hub_or_default(self.extraction):  # by its name here, never the other machine's folder
+            options["model"] = ref.loader_name(self.extraction)
         return options
 
-    def features(self, texts: Any, text_pairs: Any = None, **overrides: Any) -> Any:
+    def features(self, texts: Any, text_pairs: Any = None, truncated: list | None = None, **overrides: Any) -> Any:
         """The feature matrix of ``texts`` (and their pairs), computed as ``featx extract`` stored it: the
         encoder runs only up to the highest layer read. ``overrides``: ``embed`` options (device, batch_size).
-        A word probe: ``texts`` are sentences (lists of words, or strings split on whitespace), and the matrix
-        has a row per word of every sentence in turn (``word_features``)."""
+        ``truncated``: a list that gets, per text, whether it was cut at the bundle's maximum length (as extract
+        counts them; a word probe's sentences never are). A word probe: ``texts`` are sentences (lists of words,
+        or strings split on whitespace), and the matrix has a row per word of every sentence in turn."""
         from ..extraction import as_texts, chat_template_of, embed_config, encode
 
         if self.level in ("word", "arc"):
@@ -251,6 +258,8 @@ class Probe:
                 chat_template_of(encoder.tokenizer, config.model)
         embeddings = encode(encoder, config, text_list, pairs)
         self._check_encoder(embeddings.model.get("model_sha256"))
+        if truncated is not None:
+            truncated.extend(embeddings.truncated.tolist())
         mode = self.extraction.get("pair_mode")
         contrast = bool(self.extraction.get("option_contrast"))
         return embedded_matrix(embeddings, self.spec.layers, self.spec.kind, self.pooling, mode, contrast)

@@ -9,11 +9,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..probing import fit_at_c, stack_folds, stack_splits
-from . import head as heads
+from ..probing import STACK_META_C, stack_folds, stack_layer, stack_meta
 from .head import Head, linear_weights
 
-META_C = 1.0  # the meta-classifier's C, as in the probes' stack
+META_C = STACK_META_C  # the meta-classifier's C, as in the probes' stack
 
 
 @dataclass
@@ -65,7 +64,9 @@ class StackHead:
 
 
 def layer_scores(part: Head, X: np.ndarray) -> np.ndarray:
-    """What the meta-classifier reads of one layer: probabilities (logreg) or margins (svm), -inf as 0."""
+    """What the meta-classifier reads of one layer: probabilities (logreg) or margins (svm), -inf as 0. A stack's
+    binary svm part scores its margin m as -m, m (``linear_weights(..., halved=False)``), as ``featx probe``'s
+    stack feeds it; one of a bundle written before 30 Nov 2026 as -m/2, m/2, which its meta-classifier read."""
     scores = part.proba(X) if part.has_proba else part.scores(X)
     return np.nan_to_num(scores, neginf=0.0)
 
@@ -73,30 +74,20 @@ def layer_scores(part: Head, X: np.ndarray) -> np.ndarray:
 def fit_stack(
     classifier: str, blocks: list[np.ndarray], y, classes: list[str], cs, balanced: bool, seed: int, groups=None
 ):
-    """One ``fit_head`` per layer on these rows; the meta-classifier on their out-of-fold scores (the probes'
-    inner folds of the stack: by whole group with ``groups``, each row's group)."""
-    from sklearn.linear_model import LogisticRegression
-
+    """``featx probe --layer stack``'s stack on these rows, by its own code (``probing.stack_layer``: each layer's
+    probe on every row and its out-of-fold scores, by the probes' inner folds, of whole groups with ``groups``;
+    ``probing.stack_meta``: the meta-classifier on them), so that the meta-classifier reads what probe's reads."""
     k = len(classes)
-    rows = np.arange(len(y))
+    rows, y = np.arange(len(y)), np.asarray(y, np.int64)
     folds = stack_folds(y, rows, k, groups)
-    splits = stack_splits(y, rows, folds, seed, groups) if folds >= 2 else []
     parts, oof_blocks = [], []
     for X in blocks:
-        parts.append(heads.fit_head(classifier, X, y, classes, cs, (), balanced, seed, groups=groups))
-        oof = np.zeros((len(y), k))
-        if folds >= 2:
-            for fit_rows, val_rows in splits:  # the probes' own inner fit at the layer's C (fit_at_c)
-                model, scaler = fit_at_c(classifier, X, y, fit_rows, parts[-1].C, balanced, seed)
-                inner = Head(classifier, scaler.mean, scaler.scale, linear_weights(model, k), list(classes))
-                oof[val_rows] = layer_scores(inner, X[val_rows])
-        else:
-            oof = layer_scores(parts[-1], X)
+        model, scaler, C, oof = stack_layer(classifier, X, y, rows, None, k, tuple(cs), balanced, seed, folds, groups)
+        weights = linear_weights(model, k, halved=classifier != "svm")  # a binary svm: -m, m, probe's scores
+        parts.append(Head(classifier, scaler.mean, scaler.scale, weights, list(classes), float(C)))
         oof_blocks.append(oof)
-    meta_model = LogisticRegression(C=META_C, max_iter=1000, class_weight="balanced" if balanced else None)
-    inputs = np.concatenate(oof_blocks, axis=1)
-    meta_model.fit(inputs, y)
-    width = inputs.shape[1]
+    meta_model = stack_meta(np.concatenate(oof_blocks, axis=1), y, balanced)
+    width = k * len(blocks)
     identity = (np.zeros(width, np.float32), np.ones(width, np.float32))
     meta = Head("logreg", *identity, linear_weights(meta_model, k), list(classes), META_C)
     return StackHead(parts, meta)

@@ -40,6 +40,8 @@ _HOMES = {
     "lexical_fold_predictions": "tasks.lexical",
     "per_type_predictions": "tasks.word_items",
     "word_types": "tasks.word_items",
+    "type_control": "tasks.word_items",  # the control task of featx fit's word probe, as featx probe's
+    "permuted_control": "tasks.sentences",  # ... and of its sentence probe
     "add_labels": "labels",
     "LabelsAddConfig": "labels",
     "chosen_layer": "choice",
@@ -118,6 +120,9 @@ _HOMES = {
     "fit_scaler": "evaluation.core",
     "STACK_INNER_FOLDS": "evaluation.core",
     "fit_at_c": "evaluation.core",
+    "stack_layer": "evaluation.core",  # featx fit's stack: one code path with featx probe's
+    "stack_meta": "evaluation.core",
+    "STACK_META_C": "evaluation.core",
     "stack_folds": "evaluation.core",
     "stack_splits": "evaluation.core",
     # --group: rows kept together (featx fit reads, folds and checks them as featx probe does)

@@ -12,12 +12,13 @@ from support.shared_files import resplit
 
 import featx
 from featx.deploy import attach, choose
+from featx.deploy import head as heads
 from featx.deploy.arc_plan import resolve_arc_fit
 from featx.deploy.attach import attached_in, neighbour_baseline, offset_baseline
 from featx.deploy.choose import score_of
 from featx.deploy.config import FitConfig
 from featx.deploy.plan import resolve_fit
-from featx.probing import fold_mean, lexical_predictions, per_type_predictions, word_types
+from featx.probing import fold_mean, lexical_predictions, per_type_predictions, permuted_control, word_types
 from featx.probing.tasks import lexical as lexical_module
 from featx.probing.tasks import word_items
 
@@ -108,6 +109,22 @@ def test_a_sentence_fit_without_a_test_split_prints_its_baselines_over_the_same_
     line = next(line for line in fitted.summary() if line.startswith("cross-validated"))
     assert f"; {reference} {cv['baseline']:.4f}; {lexical}" in line and f"{cv['lexical']:.4f} (the same 3 folds" in line
     assert "no test split: the cross-validated score is the estimate" in fitted.summary()
+    # the control task over the same folds: probe's control labels, each fold's head fitted on its training part
+    y_control = permuted_control(plan.y, int(plan.config.seed))[plan.train]
+    with featx.open(sentences) as file:
+        X = file.features("mean", 1)[rows]
+    classes = plan.classes
+
+    def control(fit, val):
+        head = heads.fit_head(fitted.probe.head.classifier, X[fit], y_control[fit], classes, plan.config.cs,
+                              plan.config.alphas, False, int(plan.config.seed))  # fmt: skip
+        return head.predict_codes(X[val])
+
+    k = None if classes is None else len(classes)
+    by_hand = fold_mean([score_of(plan.metric, y_control[val], control(fit, val), k) for fit, val in folds])
+    assert cv["control"] == pytest.approx(by_hand, abs=1e-12)
+    name = "labels" if label == "label" else "targets"
+    assert f"; control task ({name} permuted over the rows): {cv['control']:.4f}; selectivity" in line
 
 
 @pytest.mark.parametrize("label", ["label", "score"])

@@ -162,6 +162,27 @@ def test_the_weighted_stack_round_trips(split_features, tmp_path):
     assert "(C 0.09, the geometric mean of the layers' C)" in chosen, chosen
 
 
+def test_a_binary_svm_stack_feeds_its_meta_classifier_what_probes_does(split_features):
+    """fit's stack of a binary svm gave its meta-classifier each layer's margin m as -m/2, m/2, probe's as -m, m:
+    another meta-classifier, whose test predictions differed from probe's here. Now both run one code path."""
+    from featx.deploy.stack import fit_stack
+    from featx.probing import fit_linear
+    from featx.probing.evaluation import run_stack
+
+    with featx.open(split_features) as features:
+        split, y = np.asarray(features.split, str), np.asarray(features.labels("label"), np.int64)
+        X = [features.features("mean", layer) for layer in features.layers]
+    train, test, cs = np.flatnonzero(split == "train"), np.flatnonzero(split == "test"), (1.0,)
+    head = fit_stack("svm", [block[train] for block in X], y[train], ["neg", "pos"], cs, False, 0)
+    probed = run_stack("svm", X, y, train, test, None, 2, cs, False, 0)
+    assert np.array_equal(head.predict_codes([block[test] for block in X]), probed.predictions)
+    inputs = head._inputs([block[test] for block in X])  # the meta-features: each layer's -m, m, as probe's stack
+    for layer, block in enumerate(X):
+        model, scaler, _, _ = fit_linear("svm", block, y, train, None, cs, False, 0)
+        margin = model.decision_function(scaler(block[test]))
+        np.testing.assert_allclose(inputs[:, 2 * layer : 2 * layer + 2], np.stack([-margin, margin], 1), atol=1e-5)
+
+
 def test_a_stack_of_a_number_is_refused(split_features):
     from featx.errors import InputError
 
@@ -204,6 +225,19 @@ def test_the_lexical_baseline_stands_beside_the_test_score(fitted, split_feature
         f"[95% CI {fitted.test['lexical_low']:.4f}, {fitted.test['lexical_high']:.4f}] on the same rows"
     )
     assert featx.load(fitted.path).info["selection"]["test"]["lexical"] == pytest.approx(lexical.accuracy)
+    # the control task of the chosen layer and pooling: featx probe's control labels, learnt by the same head on the
+    # same rows, so probe's control_accuracy (fit printed no control task)
+    single = probed.table[probed.table.kind == "single"].iloc[0]
+    assert fitted.chosen.spec.name == "0" and fitted.chosen.pooling == "mean"
+    assert fitted.test["control"] == pytest.approx(single.control_accuracy, abs=1e-12)
+    assert fitted.test["score"] == pytest.approx(single.accuracy, abs=1e-12)
+    line = next(line for line in fitted.summary() if line.startswith("control task"))
+    selectivity = fitted.test["score"] - fitted.test["control"]
+    assert line == (
+        f"control task (labels permuted over the rows): {fitted.test['control']:.4f} on the same rows; "
+        f"selectivity {selectivity:+.4f}"
+    )
+    assert featx.load(fitted.path).info["selection"]["test"]["control"] == pytest.approx(single.control_accuracy)
 
 
 def test_a_file_without_texts_fits_without_the_lexical_baseline_and_says_so(split_features, tmp_path):

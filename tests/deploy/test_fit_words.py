@@ -69,6 +69,10 @@ def test_the_word_type_baseline_is_the_training_words_most_frequent_tag(fitted, 
     majority = pd.Series(truth[~test]).value_counts().index[0]
     by_hand = np.mean([best.get(form, majority) == tag for form, tag in zip(forms[test], truth[test], strict=True)])
     assert fitted.test["lexical"] == pytest.approx(by_hand)
+    # and featx probe's word-type control task, learnt by the chosen head on the training words
+    control = next(line for line in fitted.summary() if line.startswith("control task"))
+    assert control.startswith(f"control task (a random class per word type): {fitted.test['control']:.4f} on the same")
+    assert 0 <= fitted.test["control"] <= 1
 
 
 @pytest.mark.slow
@@ -135,10 +139,11 @@ def test_every_holdout_keeps_a_sentence_whole(word_features, monkeypatch, classi
     with featx.open(features) as file:
         sentence = file.word_sentence()[file.word_labels("upos") >= 0]
         training = sentence[~np.isin(sentence, np.flatnonzero(np.asarray(file.split, dtype=str) == "test"))]
-    assert len(splits) == 3 + 1  # one holdout per fold and one for the final head
+    assert len(splits) == 3 + 1 + 1  # one holdout per fold, one for the final head, one for the control task's
     for groups, fit_rows, val_rows in splits:
         assert groups is not None and not set(groups[fit_rows]) & set(groups[val_rows])
-    final = splits[-1][0]  # the final head's words, in order: their sentences' codes
+    final = splits[-2][0]  # the final head's words, in order: their sentences' codes (the control's, the same)
+    assert np.array_equal(splits[-1][0], final)
     assert len(final) == len(training) and np.array_equal(np.unique(training, return_inverse=True)[1], final)
 
 
@@ -172,7 +177,7 @@ def test_without_a_val_split_fit_and_probe_hold_out_the_same_sentences(word_feat
     monkeypatch.setattr(word_eval, "fit_word_head", fit_word_head)
     features, _ = word_features
     fitted = featx.fit(features, label="upos", layer="1", pooling="mean", folds=3, classifier=classifier, write=False)
-    final = drawn[-1]  # the final head's holdout, drawn on every training word
+    final = drawn[-2]  # the final head's holdout, drawn on every training word (the last: the control task's)
     drawn.clear()
     probed = featx.probe(
         features, label="upos", layers="1", poolings="mean", classifiers=classifier, control=False, write=False, jobs=1
@@ -186,8 +191,8 @@ def test_without_a_val_split_fit_and_probe_hold_out_the_same_sentences(word_feat
     assert fitted.test["score"] == pytest.approx(float(row["accuracy"]), abs=1e-9)
     X, test, _ = _stored(features, 1, "mean")  # every word here is labelled: the probe's items in stored order
     assert list(probed.predictions["layer_1"]) == list(fitted.probe.predict_features(X[test]))
-    if classifier != "logreg":  # fit's 3 folds and final head, then the probe's one fold: one function, same words
-        assert len(fits) == 3 + 1 + 1 and fits[-1] == fits[-2] and fits[-1][0] == X[~test].tobytes()
+    if classifier != "logreg":  # fit's 3 folds, final head and control head, then the probe's one fold: one function
+        assert len(fits) == 3 + 1 + 1 + 1 and fits[-1] == fits[-2] == fits[-3] and fits[-1][0] == X[~test].tobytes()
 
 
 def test_new_sentences_get_the_stored_word_vectors(fitted, word_features):

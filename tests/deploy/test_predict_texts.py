@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import io
 import re
 
 import numpy as np
@@ -42,6 +43,20 @@ def test_predict_on_the_test_rows_scores_what_fit_reported(fitted, tmp_path):
     assert np.mean(table.prediction.to_numpy() == np.array([row[1] for row in rows])) == fitted.test["score"]
 
 
+def test_predict_counts_the_texts_it_truncates_as_extract_does(fitted, tmp_path):
+    """A text longer than the bundle's max_length is cut, as extract cuts it; predict says how many (it said
+    nothing, where extract's summary counts them)."""
+    from support.tiny import WORDS
+
+    max_length = featx.load(fitted.path).extraction["max_length"]
+    texts = ["the cat sat", " ".join(WORDS[i % 20] for i in range(2 * max_length)), "a dog"]
+    corpus = write_csv(tmp_path / "long.csv", [[text] for text in texts], header=("text",))
+    result = CliRunner().invoke(main, ["predict", str(fitted.path), str(corpus), "-o", "-", "-q"])
+    assert result.exit_code == 0, result.output
+    last = result.stderr.splitlines()[-1]
+    assert last == f"wrote 3 predictions to standard output (1 truncated at {max_length} tokens)"
+
+
 def test_cross_mode_pairs_from_texts(tiny_model, tmp_path):
     rows = [[text, text[::-1], label, split] for text, label, _, _, split in deploy_rows(40)]
     corpus = write_csv(tmp_path / "pairs.csv", rows, header=("text", "other", "label", "split"))
@@ -66,15 +81,23 @@ def test_cross_mode_pairs_from_texts(tiny_model, tmp_path):
     assert list(pd.read_csv(tmp_path / "o.csv").prediction) == list(probe.predict_features(stored))
 
 
-def test_features_from_another_model_are_refused(fitted, tmp_path):
-    import pytest
+def test_another_model_given_is_refused_before_any_text_is_encoded(fitted, split_features, tmp_path, monkeypatch):
+    """``--model`` (``model=``) names the bundle's model in another place; another model (its weights' sha256 not the
+    bundle's) is one clear InputError before the model is loaded (it was refused after its forward pass, and the
+    command line had no --model)."""
+    from support.errors import assert_one_clear_error
     from support.tiny import build_tiny_bert
 
-    from featx.errors import ModelError
+    from featx.deploy.probe import Probe
 
     other = build_tiny_bert(tmp_path / "other", seed=1)
-    with pytest.raises(ModelError, match="is not the one it was fitted on"):
+    monkeypatch.setattr(Probe, "_encoder", lambda *a: pytest.fail("the model was loaded"))
+    with pytest.raises(InputError, match=r"model='.*other' is not the model the bundle was fitted on .*sha256"):
         featx.load(fitted.path).features(["the cat"], model=str(other))
+    corpus = split_features.parent / "corpus.csv"
+    result = CliRunner().invoke(main, ["predict", str(fitted.path), str(corpus), "-o", "-", "-q", f"--model={other}"])
+    assert result.exit_code == 2 and not result.stdout
+    assert_one_clear_error(result.stderr, r"--model .*other is not the model the bundle was fitted on .*hint: give")
 
 
 def test_a_random_init_bundle_draws_its_own_random_weights_again(tiny_model, tmp_path):
@@ -113,12 +136,18 @@ def test_a_bundle_whose_model_folder_moved_is_one_clear_error(tmp_path):
     corpus = write_csv(tmp_path / "c.csv", rows, header=("text", "label", "split"))
     featx.extract(corpus, model=str(model), output=tmp_path / "f.h5", poolings="mean", progress=False)
     fitted = featx.fit(tmp_path / "f.h5", label="label", output=tmp_path / "m.featx", folds=3)
-    expected = featx.load(fitted.path).predict(["the cat"])
+    few = ["the cat", rows[0][0]]
+    expected = featx.load(fitted.path).predict(few)
     moved = shutil.move(model, tmp_path / "moved")
     result = CliRunner().invoke(main, ["predict", str(fitted.path), str(corpus), "-o", "-", "-q"])
     assert result.exit_code == 2
-    assert_one_clear_error(result.stderr, f"model folder {model} .*is not there any more.*put the model folder back")
-    assert featx.load(fitted.path).predict(["the cat"], model=str(moved)).tolist() == expected.tolist()
+    assert_one_clear_error(result.stderr, f"model folder {model} .*is not there any more.*--model FOLDER")
+    assert featx.load(fitted.path).predict(few, model=str(moved)).tolist() == expected.tolist()
+    # the command line takes the new place too (--model), found and checked as the library does
+    small = write_csv(tmp_path / "few.csv", [[text] for text in few], header=("text",))
+    given = CliRunner().invoke(main, ["predict", str(fitted.path), str(small), "-o", "-", "-q", "--model", str(moved)])
+    assert given.exit_code == 0, given.output
+    assert list(pd.read_csv(io.StringIO(given.stdout)).prediction) == expected.tolist()
 
 
 def test_a_bundle_finds_its_default_or_hub_model_where_this_machine_keeps_it(fitted, tmp_path, monkeypatch):

@@ -137,7 +137,7 @@ def _sizes(plan, corpus, tokenized, loaded) -> Estimate:
         device=str(loaded.device),
         rows=n_rows,
         tokens=tokenized.forward_tokens,  # both sides of a separate-mode pair, every answer of --contrast
-        truncated_rows=int(_truncated_rows(tokenized).sum()),
+        truncated_rows=int(tokenized.rows_truncated.sum()),
         max_length=loaded.max_length,
         layers=plan.layers,
         poolings=plan.poolings,
@@ -160,13 +160,6 @@ def _sizes(plan, corpus, tokenized, loaded) -> Estimate:
             f"{human_size(free)} free; drop --tokens, choose fewer --layer, or write elsewhere with -o"
         )
     return result
-
-
-def _truncated_rows(tokenized) -> np.ndarray:
-    """Rows cut to fit, as the run's summary counts them: either side of a separate-mode pair."""
-    if tokenized.pair is None:
-        return tokenized.truncated
-    return tokenized.truncated | tokenized.pair.truncated
 
 
 def _file_bytes(plan, corpus, tokenized, loaded, n_rows: int, n_tokens: int) -> tuple[int, int, int]:

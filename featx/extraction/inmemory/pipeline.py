@@ -124,12 +124,13 @@ def model_info(loaded, plan) -> dict:
 @dataclass(frozen=True)
 class MemoryRun:
     """What an in-memory run computed: the plan, every dataset as an array (``{path: array}``), the word offsets of
-    a word input (else None) and ``model_info``."""
+    a word input (else None), ``model_info`` and which rows were truncated."""
 
     plan: ExtractionPlan
     arrays: dict
     word_offsets: np.ndarray | None
     model: dict
+    truncated: np.ndarray  # (rows,) bool: each row cut at the maximum length (extract's "N truncated")
 
 
 def run_in_memory(loaded, config: ExtractConfig, corpus: Corpus) -> MemoryRun:
@@ -147,7 +148,7 @@ def run_in_memory(loaded, config: ExtractConfig, corpus: Corpus) -> MemoryRun:
     sink = MemorySink(plan, len(corpus), tokenized.word_offsets)
     runner = Runner(loaded, plan)
     loop.run(plan, sink, tokenized, runner, plan.pad_id, pin_memory=loaded.device.type == "cuda")
-    return MemoryRun(plan, sink.arrays, tokenized.word_offsets, model_info(loaded, plan))
+    return MemoryRun(plan, sink.arrays, tokenized.word_offsets, model_info(loaded, plan), tokenized.rows_truncated)
 
 
 __all__ = [

@@ -73,14 +73,16 @@ class Embeddings:
     """Pooled features of in-memory texts: ``array(layer, pooling, site)`` is a float32 ``(rows, width)`` array.
 
     ``layers`` and ``poolings`` are the hidden site's; ``sites`` every site held (``pair_b``: side b of
-    separate-mode pairs); ``model`` says what computed them (model, weights' sha256, dtypes, lengths, featx version).
+    separate-mode pairs); ``model`` says what computed them (model, weights' sha256, dtypes, lengths, featx version);
+    ``truncated`` whether each row was cut at the maximum length (either side of a pair), as extract counts them.
     """
 
-    def __init__(self, arrays: dict, layouts: Sequence, model: dict, rows: int):
+    def __init__(self, arrays: dict, layouts: Sequence, model: dict, rows: int, truncated: np.ndarray | None = None):
         self._arrays = arrays
         self._layouts = {layout.name: layout for layout in layouts}
         self.model = model
         self.rows = rows
+        self.truncated = np.zeros(rows, bool) if truncated is None else np.asarray(truncated, bool)
 
     @property
     def layers(self) -> list[int]:
@@ -155,7 +157,7 @@ def encode(loaded, config: ExtractConfig, texts: list[str], pairs: list[str] | N
     ``texts`` and ``pairs`` are checked lists (``as_texts``); ``loaded.max_length`` is the length used."""
     corpus = memory_corpus(texts, [*texts, *(pairs or [])], pairs=pairs)
     run = run_in_memory(loaded, config, corpus)
-    return Embeddings(run.arrays, run.plan.sites, run.model, len(corpus))
+    return Embeddings(run.arrays, run.plan.sites, run.model, len(corpus), run.truncated)
 
 
 # The keywords of ``embed``: the extraction options that make sense without a corpus file (declared once, as

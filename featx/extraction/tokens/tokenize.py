@@ -53,6 +53,11 @@ class TokenizedCorpus:
     def truncated(self) -> np.ndarray:
         return self.full_lengths > self.lengths
 
+    @property
+    def rows_truncated(self) -> np.ndarray:
+        """Rows cut to fit, as extract's summary counts them: either side of a separate-mode pair."""
+        return self.truncated if self.pair is None else self.truncated | self.pair.truncated
+
     def __len__(self) -> int:
         return len(self.offsets) - 1
 

@@ -18,6 +18,7 @@ from .plans import FoldResult, inner_split
 from .search import search_c, search_logreg, search_logreg_on
 
 STACK_INNER_FOLDS = 3
+STACK_META_C = 1.0  # the stacked probe's meta-classifier's C
 SCALER_BLOCK = 8192  # rows per block of the scaler's variance pass
 # A feature whose standard deviation is under this times the root mean square of every value is float32
 # rounding noise (about 8 ulps of the values' size), scaled as a constant one (``Scaler``).
@@ -206,32 +207,46 @@ def run_stack(
 ) -> FoldResult:
     """One probe per layer; a logistic meta-classifier on their out-of-fold scores (training part only;
     with ``groups``, folded by whole group)."""
-    from sklearn.linear_model import LogisticRegression
-
     started = time.perf_counter()
     train_scores, test_scores, chosen = [], [], []
     inner_folds = stack_folds(y, train, n_classes, groups)
     for X in blocks:
-        model, scaler, C, _ = fit_linear(name, X, y, train, dev, cs, balanced, seed, groups)
+        model, scaler, C, oof = stack_layer(name, X, y, train, dev, n_classes, cs, balanced, seed, inner_folds, groups)
         chosen.append(C)
-        test_scores.append(clf.linear_scores(model, scaler(X[test]), n_classes))
-        oof = np.zeros((len(train), n_classes))
-        if inner_folds >= 2:
-            for fit_idx, val_idx in stack_splits(y, train, inner_folds, seed, groups):
-                inner, inner_scaler = fit_at_c(name, X, y, train[fit_idx], C, balanced, seed)
-                oof[val_idx] = clf.linear_scores(inner, inner_scaler(X[train[val_idx]]), n_classes)
-        else:
-            oof = clf.linear_scores(model, scaler(X[train]), n_classes)
-        train_scores.append(np.nan_to_num(oof, neginf=0.0))
-        test_scores[-1] = np.nan_to_num(test_scores[-1], neginf=0.0)
-    meta = LogisticRegression(C=1.0, max_iter=1000, class_weight="balanced" if balanced else None)
-    meta.fit(np.concatenate(train_scores, axis=1), y[train])
+        train_scores.append(oof)
+        test_scores.append(np.nan_to_num(clf.linear_scores(model, scaler(X[test]), n_classes), neginf=0.0))
+    meta = stack_meta(np.concatenate(train_scores, axis=1), y[train], balanced)
     predictions = meta.predict(np.concatenate(test_scores, axis=1))
     per_block = np.abs(meta.coef_).reshape(meta.coef_.shape[0], len(blocks), n_classes).sum(axis=(0, 2))
     weights = per_block / per_block.sum() if per_block.sum() > 0 else np.full(len(blocks), 1 / len(blocks))
     validation = _stack_validation(meta, np.concatenate(train_scores, axis=1), y, train, inner_folds, seed, groups)
     C = float(np.exp(np.mean(np.log(chosen))))
     return FoldResult(predictions, C, time.perf_counter() - started, weights, validation)
+
+
+def stack_layer(name, X, y, train, dev, n_classes: int, cs, balanced, seed, inner_folds: int, groups=None):
+    """One layer of the stacked probe (of ``featx probe`` and of ``featx fit``'s stack alike): its probe fitted on
+    the training part (``fit_linear``), and the out-of-fold class scores of the training part that the
+    meta-classifier reads (``clf.linear_scores``: probabilities for logreg, margins for svm, a binary svm's margin m
+    as -m, m; a class never seen as 0), each inner fold's probe a fresh fit at the layer's C (``fit_at_c``).
+    Returns ``(model, scaler, C, scores)``."""
+    model, scaler, C, _ = fit_linear(name, X, y, train, dev, cs, balanced, seed, groups)
+    oof = np.zeros((len(train), n_classes))
+    if inner_folds >= 2:
+        for fit_idx, val_idx in stack_splits(y, train, inner_folds, seed, groups):
+            inner, inner_scaler = fit_at_c(name, X, y, train[fit_idx], C, balanced, seed)
+            oof[val_idx] = clf.linear_scores(inner, inner_scaler(X[train[val_idx]]), n_classes)
+    else:
+        oof = clf.linear_scores(model, scaler(X[train]), n_classes)
+    return model, scaler, C, np.nan_to_num(oof, neginf=0.0)
+
+
+def stack_meta(scores: np.ndarray, y: np.ndarray, balanced: bool):
+    """The stacked probe's meta-classifier (logistic, C 1) fitted on its layers' out-of-fold ``scores``."""
+    from sklearn.linear_model import LogisticRegression
+
+    meta = LogisticRegression(C=STACK_META_C, max_iter=1000, class_weight="balanced" if balanced else None)
+    return meta.fit(scores, y)
 
 
 def fit_at_c(name: str, X: np.ndarray, y: np.ndarray, rows: np.ndarray, C: float, balanced, seed):

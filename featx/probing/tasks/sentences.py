@@ -124,7 +124,13 @@ def sources(config: ProbeConfig, path: object) -> list[tuple[str, str]]:
 
 def control_targets(y: np.ndarray, config: ProbeConfig) -> np.ndarray | None:
     """The control task's targets: the labels permuted with a seeded draw (None without ``--control``)."""
-    return np.random.default_rng(config.seed + 7919).permutation(y) if config.control else None
+    return permuted_control(y, int(config.seed)) if config.control else None
+
+
+def permuted_control(y: np.ndarray, seed: int) -> np.ndarray:
+    """A sentence label's (or a number's) control task: ``y`` permuted over the rows with the probes' seeded draw
+    (``featx probe``'s, and ``featx fit``'s beside its chosen probe)."""
+    return np.random.default_rng(seed + 7919).permutation(y)
 
 
 class SentenceTask:

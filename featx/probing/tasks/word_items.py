@@ -296,11 +296,17 @@ def control_labels(task: WordTask, rows: np.ndarray, seed: int) -> np.ndarray:
     """Hewitt & Liang's control task: each lexical key (word type; for arcs the dependent's type, or the
     pair of types) gets one fixed random label, drawn from the label distribution of ``rows`` (the
     training part; seeded). Returns the control label of every item."""
-    unique, inverse = np.unique(task.keys.astype(str), return_inverse=True)
-    distribution = np.bincount(task.y[rows], minlength=task.n_classes).astype(np.float64)
+    return type_control(task.keys.astype(str), task.y, rows, task.n_classes, seed)
+
+
+def type_control(keys: np.ndarray, y: np.ndarray, rows: np.ndarray, n_classes: int, seed: int) -> np.ndarray:
+    """``control_labels`` of items by their lexical ``keys`` (``featx probe``'s, and ``featx fit``'s beside its chosen
+    word probe or relation labeller): one random class per key, drawn from the classes of ``rows``."""
+    unique, inverse = np.unique(keys, return_inverse=True)
+    distribution = np.bincount(y[rows], minlength=n_classes).astype(np.float64)
     distribution /= distribution.sum()
     rng = np.random.default_rng(seed + 7919)
-    per_key = rng.choice(task.n_classes, size=len(unique), p=distribution)
+    per_key = rng.choice(n_classes, size=len(unique), p=distribution)
     return per_key[inverse]
 
 
