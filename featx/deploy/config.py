@@ -19,6 +19,7 @@ from ..probing import (
     check_group,
     check_jobs,
     check_seed,
+    control_option,
     folds_option,
     group_option,
     seed_option,
@@ -100,6 +101,7 @@ class FitConfig(Options):
     seed: int = seed_option(EVALUATION, "the heads")
     balanced: bool = option(False, flag="--balanced", group=EVALUATION, help="Balanced class weights.")
     group: str | None = group_option(EVALUATION)
+    control: bool = control_option(EVALUATION)
     cs: tuple[float, ...] = DEFAULT_CS
     alphas: tuple[float, ...] = DEFAULT_ALPHAS
     n_bootstrap: int = bootstrap_option(

@@ -248,7 +248,7 @@ def fit(config: FitConfig | str | Path | None = None, report: Callable[[str], No
             head = fit_any(opts["classifier"], take(X, plan.train), plan.y[plan.train], plan.classes, opts, dev, groups)
     test = _test_score(plan, head, None if X is None else take(X, plan.test), best) if len(plan.test) else None
     cv = cv_baselines(plan, folds) if test is None else None
-    if X is not None:  # the control task at the chosen layer and pooling, as featx probe shows it beside a score
+    if X is not None and plan.config.control:  # the control task at the chosen layer and pooling, as probe shows it
         _add_control(plan, X, opts, test, cv, folds, dev)
     info = _info(plan, candidates, test, dev, cv)
     probe = Probe(head, best.spec, best.pooling, _extraction(plan), info)

@@ -142,6 +142,7 @@ _HOMES = {
     "check_group": "shared_options",
     "DEFAULT_BOOTSTRAP": "shared_options",
     "bootstrap_option": "shared_options",  # --n-bootstrap of fit, lens and intervene (checked by check_bootstrap)
+    "control_option": "shared_options",  # --no-control of probe and fit
     "folds_option": "shared_options",  # --folds of fit and lens (checked by check_folds)
     "seed_option": "shared_options",  # --seed of fit, lens and intervene (checked by check_seed)
     "refuse_word_group": "shared_options",

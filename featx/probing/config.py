@@ -18,6 +18,7 @@ from .shared_options import (
     check_join,
     check_join_needs_labels,
     check_seed,
+    control_option,
     folds_option,
     group_option,
     join_option,
@@ -214,9 +215,7 @@ class ProbeConfig(Options):
     )
     balanced: bool = option(False, flag="--balanced", group=EVALUATION, help="Balanced class weights.")
     group: str | None = group_option(EVALUATION)
-    control: bool = option(
-        True, flag="--no-control", negate=True, group=EVALUATION, help="Skip the control task (permuted labels)."
-    )
+    control: bool = control_option(EVALUATION)
     lexical: bool = option(  # the lexical baseline row of sentence-level runs (TF-IDF n-grams; tasks/lexical.py)
         True,
         flag="--no-lexical",

@@ -101,6 +101,12 @@ def folds_option(group: str | None = None, used: str = NO_SPLIT) -> Any:
     )
 
 
+def control_option(group: str | None = None) -> Any:
+    """``--no-control``, declared once for ``featx probe`` and ``featx fit``: the control task (permuted labels,
+    or a random class per word type) beside each score, on unless skipped."""
+    return option(True, flag="--no-control", negate=True, group=group, help="Skip the control task (permuted labels).")
+
+
 def few_folds(given: str) -> InputError:
     """The one refusal of too few folds: ``given`` (``--folds 1``, ``folds=1``) is too small, with ``FOLDS_HINT``."""
     return InputError(f"{given} is too small", FOLDS_HINT)

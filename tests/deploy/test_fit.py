@@ -289,3 +289,10 @@ def test_candidates_whose_fold_scores_tie_but_for_float_rounding_go_to_the_earli
     )
     assert [candidate.spec.name for candidate in scored] == ["3", "5"]
     assert scored[0].score == scored[1].score == 0.55
+
+
+def test_no_control_skips_the_control_task_as_probe_s_does(split_features):
+    # --no-control, declared once for probe and fit: no control head, no control line, nothing recorded
+    fitted = featx.fit(split_features, label="label", layer="0", pooling="mean", control=False, write=False, jobs=1)
+    assert "control" not in fitted.test
+    assert not any(line.startswith("control task") for line in fitted.summary())
