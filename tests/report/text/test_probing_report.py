@@ -87,6 +87,26 @@ def test_the_stack_rows_c_reads_as_short_as_the_others():
     assert singles == ["1"] * 6  # the single rows' grid value C 1, as before
 
 
+def test_mdl_columns_stand_beside_the_control_tasks_code():
+    """--mdl adds the codelength and compression; with the control task, its compression and the bits the real
+    labels save over it (MDL sel.); without it (--no-control), those two columns are left out."""
+    frame, meta = synthetic_results()
+    frame = frame.assign(is_best=frame["is_best"].astype(bool))
+    probes = frame["kind"] != "majority"
+    frame.loc[probes, ["mdl_bits", "mdl_compression"]] = [500.0, 1.4]
+    frame.loc[probes, ["control_mdl_bits", "control_mdl_compression", "mdl_selectivity"]] = [690.0, 1.01, 190.0]
+    lines = format_table(frame, meta).splitlines()
+    header = next(line for line in lines if line.startswith("pooling"))
+    assert header.split("  ")[-4:] == ["MDL bits", "compr.", "ctl compr.", "MDL sel."]
+    row = next(line for line in lines if line.startswith("mean ")).split()
+    assert row[-4:] == ["500", "1.40", "1.01", "+190"]
+    assert "ctl compr. = the control task's; MDL sel. = control's bits - MDL bits" in lines[-1]
+    frame[["control_mdl_bits", "control_mdl_compression", "mdl_selectivity"]] = float("nan")
+    lines = format_table(frame, meta).splitlines()
+    assert next(line for line in lines if line.startswith("pooling")).endswith("MDL bits  compr.")
+    assert "ctl compr." not in "\n".join(lines)
+
+
 def test_rows_left_out_for_their_split_value_are_not_called_unlabelled():
     """Rows of a split value featx does not use (or of a class --min-class-rows drops) are left out with a note; the
     label line called every row left out one "without a label" (GUM-like corpus: 102 'heldout' rows, all labelled).
