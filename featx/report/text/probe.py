@@ -24,14 +24,25 @@ def class_counts_text(counts: dict) -> str:
 
 
 def left_out(meta: dict, what: str) -> str:
-    """``, N without a label left out``: the stored rows not probed (``n_missing_labels``). Rows of a split value
-    featx does not use and classes ``--min-class-rows`` drops count too, each said in a note (``left out: split
-    values ...``, ``dropped ...``), where these words once called every such row one without a label."""
+    """``, N without a label left out``: the stored rows not probed (``n_missing_labels``). Of these, ``n_unlabelled``
+    have no label; the others were left out for a reason a note gives (a split value featx does not use, a class
+    ``--min-class-rows`` drops), where these words once called every such row one without a label. A results file
+    written before ``n_unlabelled`` does not say which: with notes, both are named."""
     n = meta.get("n_missing_labels")
     if not n:
         return ""
-    noted = any(" left out: split values " in note or ": dropped " in note for note in meta.get("notes") or [])
-    return f", {n} left out (without {what}, or as a note above says)" if noted else f", {n} without {what} left out"
+    unlabelled = meta.get("n_unlabelled")
+    if unlabelled is None:
+        return (
+            f", {n} left out (without {what}, or as a note above says)"
+            if meta.get("notes")
+            else f", {n} without {what} left out"
+        )
+    if unlabelled >= n:
+        return f", {n} without {what} left out"
+    if not unlabelled:
+        return f", {n} left out as a note above says"
+    return f", {n} left out ({unlabelled} without {what}, {n - unlabelled} as a note above says)"
 
 
 def header_lines(table: pd.DataFrame, meta: dict) -> list[str]:

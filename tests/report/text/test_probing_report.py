@@ -122,8 +122,15 @@ def test_rows_left_out_for_their_split_value_are_not_called_unlabelled():
     split = header_lines(frame, {**meta, "n_missing_labels": 2, "notes": [note]})[1]
     rare = header_lines(frame, {**meta, "n_missing_labels": 3, "notes": ["--min-class-rows 5: dropped 1 class(es)"]})[1]
     assert plain.endswith("), 2 without a label left out")
-    assert split.endswith("), 2 left out (without a label, or as a note above says)")
+    assert split.endswith("), 2 left out (without a label, or as a note above says)")  # a file before n_unlabelled
     assert rare.endswith("), 3 left out (without a label, or as a note above says)")
+    # a run's meta says how many had no label (n_unlabelled), not the notes' words: a note of other words that reads
+    # like one of these (a label file or value named so) no longer makes unlabelled rows "as a note above says"
+    label = {**meta, "n_missing_labels": 2, "notes": ["labels joined from 'x: dropped .csv'"]}
+    assert header_lines(frame, {**label, "n_unlabelled": 2})[1].endswith("), 2 without a label left out")
+    assert header_lines(frame, {**label, "n_unlabelled": 0})[1].endswith("), 2 left out as a note above says")
+    mixed = {**meta, "n_missing_labels": 5, "n_unlabelled": 2, "notes": [note]}
+    assert header_lines(frame, mixed)[1].endswith("), 5 left out (2 without a label, 3 as a note above says)")
 
 
 def test_the_pair_line_says_what_a_pair_b_probe_reads():
