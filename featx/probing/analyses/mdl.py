@@ -62,10 +62,8 @@ def _codelength_search(Xs, targets, splits, cs, n_classes, seed) -> list[float]:
     """For each label vector of ``targets``, the C whose probes code held-out rows in the fewest bits (log-loss,
     not accuracy: the code pays for overconfident mistakes, which accuracy does not see). ``splits`` are (fit,
     held-out) row pairs; their bits are summed. Warm-started path per split, smallest C first, each vector stopped
-    like the probe's; the vectors' fits at one C on one split are solved together (``softmax.fit_together``: each
+    like the probe's; the vectors' fits at one C on one split are solved together (``classifiers.fit_together``: each
     the fit it gets alone)."""
-    from ..solvers.softmax import fit_together
-
     models = [[clf.make_linear("logreg", cs[0], False, seed) for _ in splits] for _ in targets]
     best_bits, best_c, waited = [np.inf] * len(targets), [cs[0]] * len(targets), [0] * len(targets)
     live = list(range(len(targets)))
@@ -75,7 +73,7 @@ def _codelength_search(Xs, targets, splits, cs, n_classes, seed) -> list[float]:
             fitting = [models[v][index] for v in live]
             for model in fitting:
                 model.set_params(C=C)
-            fit_together(fitting, Xs[fit_rows], [targets[v][fit_rows] for v in live])
+            clf.fit_together(fitting, Xs[fit_rows], [targets[v][fit_rows] for v in live])
             for v, model in zip(live, fitting, strict=True):
                 bits[v] += _bits(clf.linear_scores(model, Xs[val_rows], n_classes), targets[v][val_rows], n_classes)
         for v in list(live):
@@ -136,8 +134,6 @@ def _block_probabilities(X, labels, train, block, n_classes, cs, seed, groups=No
     """P(label) for the rows of ``block`` from a logistic probe trained on the rows ``train``, one per label
     vector of ``labels`` (the prior while fewer than two classes were sent): one scaler and one set of C holdouts
     (drawn from the first vector's labels) for all, each vector its own C and probe, solved together."""
-    from ..solvers.softmax import fit_together
-
     scaler = ev.fit_scaler(X, train)
     Xs = scaler(X[train])
     targets = [y[train] for y in labels]
@@ -151,7 +147,7 @@ def _block_probabilities(X, labels, train, block, n_classes, cs, seed, groups=No
             chosen.update(zip(searched, found, strict=True))
     models = {v: clf.make_linear("logreg", chosen[v], False, seed) for v in fitted}
     if models:
-        fit_together(list(models.values()), Xs, [targets[v] for v in models])
+        clf.fit_together(list(models.values()), Xs, [targets[v] for v in models])
     X_block = scaler(X[block])
     return [
         clf.linear_scores(models[v], X_block, n_classes)

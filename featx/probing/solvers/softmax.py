@@ -342,11 +342,23 @@ class SoftmaxRegression(ClassifierMixin, BaseEstimator):
         self.warm_start = warm_start
 
     def fit(self, X, y):
-        fit_together([self], X, [y])
+        X, classes, codes, init = self._start(X, y)
+        balanced, starts = self.class_weight == "balanced", None if init is None else [init]
+        solution = solve(X, [codes], len(classes), [self.C], balanced, starts, self.tol, self.max_iter)
+        self._set_solution(solution.theta[0], classes, int(solution.n_iter[0]))
         return self
 
-    def _start(self, X, y) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-        """The classes of ``y``, its class codes and the warm start (None: zeros) of a fit on ``X``."""
+    def _start(self, X, y) -> tuple:
+        """``(X, classes, codes, warm start or None)`` of a fit on ``X`` (checked) and ``y`` (what
+        ``classifiers.fit_together`` batches the fits of several estimators from)."""
+        from sklearn.utils.validation import check_X_y
+
+        if isinstance(X, SparseRows):  # prepared once for the fits that share it
+            y = np.asarray(y)
+            if y.shape != (X.shape[0],):
+                raise ValueError(f"y must hold one label per row of X ({X.shape[0]}), got shape {y.shape}")
+        else:
+            X, y = check_X_y(X, y, accept_sparse="csr", dtype=np.float64 if is_sparse(X) else np.float32)
         if self.class_weight not in (None, "balanced"):
             raise ValueError("class_weight must be None or 'balanced'")
         classes, codes = np.unique(y, return_inverse=True)
@@ -360,7 +372,7 @@ class SoftmaxRegression(ClassifierMixin, BaseEstimator):
             and np.array_equal(self.classes_, classes)
         ):
             init = self.theta_
-        return classes, codes, init
+        return X, classes, codes, init
 
     def _set_solution(self, theta: np.ndarray, classes: np.ndarray, n_iter: int) -> None:
         self.theta_ = theta
@@ -384,37 +396,3 @@ class SoftmaxRegression(ClassifierMixin, BaseEstimator):
 
     def predict(self, X) -> np.ndarray:
         return self.classes_[np.argmax(self.decision_function(X), axis=1)]
-
-
-def fit_together(models: list[SoftmaxRegression], X, labels: list) -> None:
-    """``model.fit(X, y)`` for each model and label vector of ``labels``: the fits of as many classes and the same
-    settings (C aside) solved in one batch, each solution bit for bit the one its own fit finds (``solve``)."""
-    from sklearn.utils.validation import check_X_y
-
-    checked = []
-    for y in labels:
-        if isinstance(X, SparseRows):  # prepared once for the fits that share it
-            y = np.asarray(y)
-            if y.shape != (X.shape[0],):
-                raise ValueError(f"y must hold one label per row of X ({X.shape[0]}), got shape {y.shape}")
-        else:
-            X, y = check_X_y(X, y, accept_sparse="csr", dtype=np.float64 if is_sparse(X) else np.float32)
-        checked.append(y)
-    starts = [model._start(X, y) for model, y in zip(models, checked, strict=True)]
-    batches: dict[tuple, list[int]] = {}
-    for index, (model, (classes, _, _)) in enumerate(zip(models, starts, strict=True)):
-        batches.setdefault((len(classes), model.class_weight, model.tol, model.max_iter), []).append(index)
-    for (k, class_weight, tol, max_iter), members in batches.items():
-        inits = [starts[i][2] for i in members]
-        solution = solve(
-            X,
-            [starts[i][1] for i in members],
-            k,
-            [models[i].C for i in members],
-            class_weight == "balanced",
-            None if all(init is None for init in inits) else inits,
-            tol,
-            max_iter,
-        )
-        for p, i in enumerate(members):
-            models[i]._set_solution(solution.theta[p], starts[i][0], int(solution.n_iter[p]))

@@ -9,7 +9,7 @@ from sklearn.linear_model import LogisticRegression
 from support.blobs import blobs
 
 from featx.probing.solvers import softmax
-from featx.probing.solvers.classifiers import logreg_from
+from featx.probing.solvers.classifiers import fit_together, logreg_from
 from featx.probing.solvers.softmax import SoftmaxRegression
 
 
@@ -75,7 +75,7 @@ def test_batched_problems_are_solved_as_if_alone():
 
 
 def test_estimators_fitted_together_are_fitted_as_if_alone():
-    """softmax.fit_together (the MDL code's real and control probes): each estimator's solution is bit for bit its
+    """classifiers.fit_together (the MDL code's real and control probes): each estimator's solution is bit for bit its
     own fit's, warm starts included, whatever it was batched with; fits of fewer classes form their own batch."""
     X, y = blobs(k=4, seed=2)
     labels = [y, np.random.default_rng(3).permutation(y), np.where(y == 3, 2, y) + 5]  # the last: 3 classes, 5..7
@@ -86,7 +86,7 @@ def test_estimators_fitted_together_are_fitted_as_if_alone():
             model.set_params(C=C or model.C)
         for model, target in zip(alone, labels, strict=True):
             model.fit(X, target)
-        softmax.fit_together(together, X, labels)
+        fit_together(together, X, labels)
         for one, other in zip(alone, together, strict=True):
             np.testing.assert_array_equal(one.theta_, other.theta_)  # bit for bit
             assert list(one.classes_) == list(other.classes_) and one.n_iter_[0] == other.n_iter_[0]
